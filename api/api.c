@@ -1,0 +1,251 @@
+/* api.c: the public C API (include/shardc.h) over the internal modules.
+ * Each entry point owns its jmp_buf for allocation failures, so the
+ * library never exits and no state is shared between calls. */
+#include "shardc.h"
+
+#include "frontend/fe.h"
+#include "ir/ir.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct shardc_options {
+    fe_options fe;
+    fe_define *defines;   /* malloc'd; names malloc'd */
+    int ndefines;
+};
+
+struct shardc_program {
+    ir_module *m;
+};
+
+const char *shardc_version(void) { return SHARDC_VERSION_STRING; }
+
+void shardc_free(void *p) { free(p); }
+
+static shardc_status fail(char **error, shardc_status st, const char *fmt, ...) SU_PRINTF(3, 4);
+static shardc_status fail(char **error, shardc_status st, const char *fmt, ...)
+{
+    if (error) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(NULL, 0, fmt, ap);
+        va_end(ap);
+        *error = malloc((size_t)n + 1);
+        if (*error) {
+            va_start(ap, fmt);
+            vsnprintf(*error, (size_t)n + 1, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return st;
+}
+
+shardc_options *shardc_options_new(void)
+{
+    return calloc(1, sizeof(shardc_options));
+}
+
+void shardc_options_free(shardc_options *opt)
+{
+    if (!opt)
+        return;
+    for (int i = 0; i < opt->ndefines; i++)
+        free((char *)opt->defines[i].name);
+    free(opt->defines);
+    free(opt);
+}
+
+shardc_status shardc_options_set_mesh(shardc_options *opt, const char *sizes, char **error)
+{
+    fe_options f = opt->fe;
+    f.nmesh = 0;
+    f.mesh_too_long = false;
+    const char *p = sizes;
+    for (;;) {
+        if (*p < '0' || *p > '9')
+            return fail(error, SHARDC_ERR_USAGE, "--mesh '%s': expected sizes like 8x4", sizes);
+        errno = 0;
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (errno == ERANGE)
+            return fail(error, SHARDC_ERR_USAGE, "--mesh '%s': size too large", sizes);
+        if (f.nmesh < IR_MAX_AXES)
+            f.mesh[f.nmesh++] = v;
+        else
+            f.mesh_too_long = true;
+        p = end;
+        if (*p == 0)
+            break;
+        if (*p != 'x')
+            return fail(error, SHARDC_ERR_USAGE, "--mesh '%s': expected sizes like 8x4", sizes);
+        p++;
+    }
+    opt->fe.nmesh = f.nmesh;
+    opt->fe.mesh_too_long = f.mesh_too_long;
+    memcpy(opt->fe.mesh, f.mesh, sizeof f.mesh);
+    return SHARDC_OK;
+}
+
+shardc_status shardc_options_define(shardc_options *opt, const char *name, long long value,
+                                    char **error)
+{
+    bool ident = name && (name[0] == '_' || (name[0] | 32) >= 'a') && (name[0] | 32) <= 'z';
+    for (const char *p = name; ident && *p; p++)
+        ident = *p == '_' || ((*p | 32) >= 'a' && (*p | 32) <= 'z') || (*p >= '0' && *p <= '9');
+    if (!ident)
+        return fail(error, SHARDC_ERR_USAGE, "-D: '%s' is not a constant's name",
+                    name ? name : "(null)");
+    for (int i = 0; i < opt->ndefines; i++)
+        if (!strcmp(opt->defines[i].name, name)) {
+            opt->defines[i].value = value;
+            return SHARDC_OK;
+        }
+    fe_define *d = realloc(opt->defines, (size_t)(opt->ndefines + 1) * sizeof *d);
+    char *copy = strdup(name);
+    if (!d || !copy) {
+        free(copy);
+        if (d)
+            opt->defines = d;
+        return fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    }
+    opt->defines = d;
+    d[opt->ndefines++] = (fe_define){copy, value};
+    opt->fe.defines = opt->defines;
+    opt->fe.ndefines = opt->ndefines;
+    return SHARDC_OK;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* Parses IR text: its mesh is fixed, so --mesh must agree with it. */
+static ir_module *compile_ir(const shardc_options *opt, const su_src *src, su_diag *diag,
+                             jmp_buf *oom)
+{
+    ir_module *m = ir_parse(src, diag, oom);
+    if (!m || !opt->fe.nmesh)
+        return m;
+    bool same = opt->fe.nmesh == m->mesh.naxes && !opt->fe.mesh_too_long;
+    for (int i = 0; same && i < m->mesh.naxes; i++)
+        same = opt->fe.mesh[i] == m->mesh.size[i];
+    if (!same) {
+        su_error_at(diag, src, (su_loc){0, 0}, "--mesh differs from the mesh of this IR file, "
+                    "which is fixed");
+        ir_module_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* Compiles into *out; the jmp_buf for allocation failures lives here, and
+ * nothing this frame keeps in registers changes after setjmp. */
+static shardc_status compile(const shardc_options *opt, const su_src *src,
+                             shardc_program **out, char **error)
+{
+    jmp_buf oom;
+    su_diag diag;
+    su_diag_init(&diag, &oom);
+    if (setjmp(oom)) {
+        su_diag_free(&diag);
+        return fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    }
+    ir_module *m = ends_with(src->name, ".ir") ? compile_ir(opt, src, &diag, &oom)
+                                               : fe_compile(src, &opt->fe, &diag, &oom);
+    if (!m) {
+        shardc_status st = diag.internal ? SHARDC_ERR_INTERNAL : SHARDC_ERR_INPUT;
+        if (error)
+            *error = su_buf_take(&diag.msg);
+        su_diag_free(&diag);
+        return st;
+    }
+    su_diag_free(&diag);
+    shardc_program *p = malloc(sizeof *p);
+    if (!p) {
+        ir_module_free(m);
+        return fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    }
+    p->m = m;
+    *out = p;
+    return SHARDC_OK;
+}
+
+shardc_status shardc_compile_string(const shardc_options *opt, const char *filename,
+                                    const char *text, size_t len, shardc_program **out,
+                                    char **error)
+{
+    static const shardc_options defaults;
+    *out = NULL;
+    if (error)
+        *error = NULL;
+    su_src src = {filename ? filename : "<string>", text, len};
+    return compile(opt ? opt : &defaults, &src, out, error);
+}
+
+shardc_status shardc_compile_file(const shardc_options *opt, const char *path,
+                                  shardc_program **out, char **error)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fail(error, SHARDC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    size_t n;
+    while (buf && (n = fread(buf + len, 1, cap - len, f)) > 0) {
+        len += n;
+        if (len == cap) {
+            char *b = cap < ((size_t)1 << 31) ? realloc(buf, cap * 2) : NULL;
+            if (!b) {
+                free(buf);
+                fclose(f);
+                return fail(error, SHARDC_ERR_IO, "%s: too large to read", path);
+            }
+            buf = b;
+            cap *= 2;
+        }
+    }
+    bool bad = !buf || ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return fail(error, SHARDC_ERR_IO, "%s: cannot read", path);
+    }
+    shardc_status st = shardc_compile_string(opt, path, buf, len, out, error);
+    free(buf);
+    return st;
+}
+
+void shardc_program_free(shardc_program *prog)
+{
+    if (!prog)
+        return;
+    ir_module_free(prog->m);
+    free(prog);
+}
+
+shardc_status shardc_program_emit(const shardc_program *prog, const char *what, char **text,
+                                  size_t *len, char **error)
+{
+    *text = NULL;
+    if (strcmp(what, "ir") != 0)
+        return fail(error, SHARDC_ERR_USAGE, "unknown output '%s' (this version emits: ir)",
+                    what);
+    jmp_buf oom;
+    su_buf b;
+    su_buf_init(&b, &oom);
+    if (setjmp(oom)) {
+        su_buf_free(&b);
+        return fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    }
+    ir_print(prog->m, &b);
+    if (len)
+        *len = b.len;
+    *text = su_buf_take(&b);
+    return SHARDC_OK;
+}

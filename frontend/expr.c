@@ -1,0 +1,566 @@
+/* expr.c: expressions: integer constant expressions (shapes, counts),
+ * tensor expressions with literal folding, and the builtin calls of
+ * LANGUAGE.md §7 bound by a signature table. */
+#include "lower.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- integer constants ---- */
+
+static int64_t const_binary(fe_lower *L, const ast_node *n, int64_t a, int64_t b)
+{
+    int64_t r;
+    switch (n->op) {
+    case '+':
+        if (!su_add64(a, b, &r))
+            fe_fail(L, n->loc, "integer overflow in '+'");
+        return r;
+    case '-':
+        if (b == INT64_MIN || !su_add64(a, -b, &r))
+            fe_fail(L, n->loc, "integer overflow in '-'");
+        return r;
+    case '*':
+        if (!su_mul64(a, b, &r))
+            fe_fail(L, n->loc, "integer overflow in '*'");
+        return r;
+    case '/':
+        if (b == 0)
+            fe_fail(L, n->loc, "division by zero");
+        if (a == INT64_MIN && b == -1)
+            fe_fail(L, n->loc, "integer overflow in '/'");
+        if (a % b != 0)
+            fe_fail(L, n->loc, "%lld / %lld is not exact (remainder %lld)", (long long)a,
+                    (long long)b, (long long)(a % b));
+        return a / b;
+    default:
+        fe_fail(L, n->loc, "'%c' is not allowed in an integer constant expression", n->op);
+    }
+}
+
+enum { MAX_DEPTH = 1000 };
+
+static void enter(fe_lower *L, const ast_node *n)
+{
+    if (++L->depth > MAX_DEPTH)
+        fe_fail(L, n->loc, "the expression is nested more than %d levels deep", MAX_DEPTH);
+}
+
+static int64_t const_eval(fe_lower *L, fe_scope *s, const ast_node *n);
+
+int64_t fe_const_eval(fe_lower *L, fe_scope *s, const ast_node *n)
+{
+    enter(L, n);
+    int64_t v = const_eval(L, s, n);
+    L->depth--;
+    return v;
+}
+
+static int64_t const_eval(fe_lower *L, fe_scope *s, const ast_node *n)
+{
+    switch (n->kind) {
+    case AST_INT:
+        return n->ival;
+    case AST_NAME: {
+        fe_sym *sym = fe_lookup(L, s, n->str);
+        if (!sym)
+            fe_fail(L, n->loc, "unknown name '%s'", n->str);
+        if (sym->kind != SYM_CONST)
+            fe_fail(L, n->loc, "'%s' is not an integer constant", n->str);
+        return sym->c;
+    }
+    case AST_BINARY:
+        return const_binary(L, n, fe_const_eval(L, s, n->lhs), fe_const_eval(L, s, n->rhs));
+    case AST_NEG: {
+        int64_t v = fe_const_eval(L, s, n->lhs);
+        if (v == INT64_MIN)
+            fe_fail(L, n->loc, "integer overflow in '-'");
+        return -v;
+    }
+    default:
+        fe_fail(L, n->loc, "expected an integer constant expression");
+    }
+}
+
+/* ---- types ---- */
+
+void fe_type_str(char *out, size_t n, const ir_type *t)
+{
+    int k = snprintf(out, n, "%s[", ir_dtype_name(t->dtype));
+    for (int i = 0; i < t->rank && k > 0 && (size_t)k < n; i++)
+        k += snprintf(out + k, n - (size_t)k, "%s%lld", i ? ", " : "", (long long)t->dim[i]);
+    if (k > 0 && (size_t)k < n)
+        snprintf(out + k, n - (size_t)k, "]");
+}
+
+ir_type fe_type_eval(fe_lower *L, fe_scope *s, const ast_type *t, const char *what)
+{
+    ir_type ty = {.dtype = t->dtype};
+    int64_t numel = 1;
+    for (const ast_node *d = t->dims; d; d = d->next) {
+        if (ty.rank == IR_MAX_RANK)
+            fe_fail(L, d->loc, "'%s' has more than %d dimensions", what, IR_MAX_RANK);
+        int64_t v = fe_const_eval(L, s, d);
+        if (v < 1)
+            fe_fail(L, d->loc, "dimension %d of '%s' is %lld; sizes must be at least 1",
+                    ty.rank, what, (long long)v);
+        if (!su_mul64(numel, v, &numel))
+            fe_fail(L, d->loc, "'%s' has too many elements", what);
+        ty.dim[ty.rank++] = v;
+    }
+    return ty;
+}
+
+/* ---- tensors and literals ---- */
+
+static ir_value *emit(fe_lower *L, ir_opcode code, ir_value **in, int nin, ir_attrs *a,
+                      su_loc loc)
+{
+    char err[256];
+    ir_attrs none = {0};
+    fe_tick(L, loc);
+    ir_value *v = ir_emit(L->m, code, in, nin, a ? a : &none, err, sizeof err);
+    if (!v)
+        fe_fail(L, loc, "%s", err);
+    v->def->loc = loc;
+    v->def->rep = L->rep;
+    return v;
+}
+
+ir_value *fe_tensor(fe_lower *L, fe_val v, ir_dtype dt, su_loc loc)
+{
+    if (v.v)
+        return v.v;
+    if (!isfinite(v.num))
+        fe_fail(L, loc, "this number is not finite (it overflows or divides by zero)");
+    if (dt == IR_I32 && !v.is_int) {
+        char text[32];
+        su_fmt_double(text, v.num);
+        fe_fail(L, loc, "the number %s cannot be used with an i32 tensor (cast the tensor)",
+                text);
+    }
+    fe_tick(L, loc);
+    ir_type t = {.dtype = dt, .rank = 0};
+    ir_attrs a = {.value = v.num};
+    ir_op *op = ir_append(L->m, IR_CONST, NULL, 0, &a, &t);
+    op->loc = loc;
+    op->rep = L->rep;
+    return op->res[0];
+}
+
+static fe_val num(double x, bool is_int)
+{
+    return (fe_val){.num = x, .is_int = is_int};
+}
+
+static double fold_unary(ir_opcode code, double x)
+{
+    switch (code) {
+    case IR_NEG: return -x;
+    case IR_ABS: return fabs(x);
+    case IR_RELU: return x > 0 ? x : 0;
+    case IR_GELU: return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case IR_SILU: return x / (1 + exp(-x));
+    case IR_TANH: return tanh(x);
+    case IR_SIGMOID: return 1 / (1 + exp(-x));
+    case IR_EXP: return exp(x);
+    case IR_LOG: return log(x);
+    case IR_SQRT: return sqrt(x);
+    case IR_RSQRT: return 1 / sqrt(x);
+    default: su_unreachable();
+    }
+}
+
+static fe_val fold_binary(ir_opcode code, fe_val a, fe_val b)
+{
+    bool ints = a.is_int && b.is_int;
+    switch (code) {
+    case IR_ADD: return num(a.num + b.num, ints);
+    case IR_SUB: return num(a.num - b.num, ints);
+    case IR_MUL: return num(a.num * b.num, ints);
+    case IR_DIV: return num(a.num / b.num, false);
+    case IR_MAX: return num(a.num > b.num ? a.num : b.num, ints);
+    case IR_MIN: return num(a.num < b.num ? a.num : b.num, ints);
+    case IR_POW: return num(pow(a.num, b.num), false);
+    default: su_unreachable();
+    }
+}
+
+/* a OP b for an elementwise binary op; numbers fold, a number meeting a
+ * tensor takes the tensor's dtype. */
+static fe_val binary(fe_lower *L, ir_opcode code, fe_val a, fe_val b, su_loc loc)
+{
+    if (!a.v && !b.v)
+        return fold_binary(code, a, b);
+    ir_dtype dt = a.v ? a.v->type.dtype : b.v->type.dtype;
+    ir_value *in[2] = {fe_tensor(L, a, dt, loc), fe_tensor(L, b, dt, loc)};
+    return (fe_val){.v = emit(L, code, in, 2, NULL, loc)};
+}
+
+static fe_val unary(fe_lower *L, ir_opcode code, fe_val a, su_loc loc)
+{
+    if (!a.v)
+        return num(fold_unary(code, a.num), code == IR_NEG || code == IR_ABS ? a.is_int : false);
+    return (fe_val){.v = emit(L, code, &a.v, 1, NULL, loc)};
+}
+
+double fe_number(fe_lower *L, fe_scope *s, const ast_node *n, const char *what)
+{
+    if (n->kind == AST_BOOL || n->kind == AST_STRING || n->kind == AST_LIST ||
+        n->kind == AST_DTYPE || n->kind == AST_KWARG)
+        fe_fail(L, n->loc, "%s must be a number", what);
+    fe_val v = fe_eval(L, s, NULL, n);
+    if (v.v)
+        fe_fail(L, n->loc, "%s must be a number, not a tensor", what);
+    if (!isfinite(v.num))
+        fe_fail(L, n->loc, "%s is not finite (it overflows or divides by zero)", what);
+    return v.num;
+}
+
+/* ---- builtin calls ---- */
+
+typedef enum { P_TENSOR, P_INT, P_FLOAT, P_BOOL, P_LIST, P_DTYPE } fe_pkind;
+
+typedef struct fe_param {
+    const char *name;
+    fe_pkind kind;
+    bool optional;
+    double def;          /* default of an optional number or bool */
+} fe_param;
+
+typedef struct fe_builtin {
+    const char *name;
+    ir_opcode code;
+    int np;
+    fe_param p[4];
+} fe_builtin;
+
+#define T(n) {n, P_TENSOR, false, 0}
+static const fe_builtin builtins[] = {
+    {"relu", IR_RELU, 1, {T("x")}},       {"gelu", IR_GELU, 1, {T("x")}},
+    {"silu", IR_SILU, 1, {T("x")}},       {"tanh", IR_TANH, 1, {T("x")}},
+    {"sigmoid", IR_SIGMOID, 1, {T("x")}}, {"exp", IR_EXP, 1, {T("x")}},
+    {"log", IR_LOG, 1, {T("x")}},         {"sqrt", IR_SQRT, 1, {T("x")}},
+    {"rsqrt", IR_RSQRT, 1, {T("x")}},     {"neg", IR_NEG, 1, {T("x")}},
+    {"abs", IR_ABS, 1, {T("x")}},
+    {"max", IR_MAX, 2, {T("a"), T("b")}}, {"min", IR_MIN, 2, {T("a"), T("b")}},
+    {"pow", IR_POW, 2, {T("a"), T("b")}},
+    {"sum", IR_SUM, 3, {T("x"), {"axis", P_INT, true, 0}, {"keepdims", P_BOOL, true, 0}}},
+    {"mean", IR_MEAN, 3, {T("x"), {"axis", P_INT, true, 0}, {"keepdims", P_BOOL, true, 0}}},
+    {"amax", IR_AMAX, 3, {T("x"), {"axis", P_INT, true, 0}, {"keepdims", P_BOOL, true, 0}}},
+    {"softmax", IR_SOFTMAX, 2, {T("x"), {"axis", P_INT, true, -1}}},
+    {"layernorm", IR_LAYERNORM, 4, {T("x"), T("g"), T("b"), {"eps", P_FLOAT, true, 1e-5}}},
+    {"rmsnorm", IR_RMSNORM, 3, {T("x"), T("g"), {"eps", P_FLOAT, true, 1e-6}}},
+    {"transpose", IR_TRANSPOSE, 2, {T("x"), {"perm", P_LIST, true, 0}}},
+    {"reshape", IR_RESHAPE, 2, {T("x"), {"shape", P_LIST, false, 0}}},
+    {"cast", IR_CAST, 2, {T("x"), {"dtype", P_DTYPE, false, 0}}},
+    {"embedding", IR_EMBEDDING, 2, {T("table"), T("ids")}},
+    {"attention", IR_ATTENTION, 4, {T("q"), T("k"), T("v"), {"causal", P_BOOL, true, 1}}},
+    {"mse", IR_MSE, 2, {T("pred"), T("target")}},
+    {"cross_entropy", IR_XENT, 2, {T("logits"), T("labels")}},
+};
+#undef T
+
+/* The arguments of one builtin call, bound to its parameters. */
+typedef struct fe_args {
+    const ast_node *node[4]; /* NULL: not given */
+    fe_val t[4];
+    double num[4];
+    int nlist;
+    int64_t list[IR_MAX_RANK];
+    ir_dtype dtype;
+} fe_args;
+
+static void param_names(char *out, size_t n, const fe_builtin *b)
+{
+    out[0] = 0;
+    for (int i = 0; i < b->np; i++)
+        snprintf(out + strlen(out), n - strlen(out), "%s%s", i ? ", " : "", b->p[i].name);
+}
+
+static int param_index(const fe_builtin *b, const char *name)
+{
+    for (int i = 0; i < b->np; i++)
+        if (!strcmp(b->p[i].name, name))
+            return i;
+    return -1;
+}
+
+/* Matches the call's positional and keyword arguments to parameters. */
+static void bind_args(fe_lower *L, const fe_builtin *b, const ast_node *call, fe_args *A)
+{
+    char names[128];
+    int pos = 0;
+    for (const ast_node *a = call->args; a; a = a->next) {
+        int i;
+        if (a->kind == AST_KWARG) {
+            i = param_index(b, a->str);
+            if (i < 0) {
+                param_names(names, sizeof names, b);
+                fe_fail(L, a->loc, "'%s' has no argument named '%s' (its arguments: %s)",
+                        b->name, a->str, names);
+            }
+        } else {
+            i = pos++;
+            if (i >= b->np) {
+                param_names(names, sizeof names, b);
+                fe_fail(L, a->loc, "too many arguments to '%s' (it takes %s)", b->name, names);
+            }
+        }
+        if (A->node[i])
+            fe_fail(L, a->loc, "argument '%s' of '%s' is given twice", b->p[i].name, b->name);
+        A->node[i] = a->kind == AST_KWARG ? a->lhs : a;
+    }
+    for (int i = 0; i < b->np; i++)
+        if (!A->node[i] && !b->p[i].optional)
+            fe_fail(L, call->loc, "'%s' needs argument '%s'", b->name, b->p[i].name);
+}
+
+static void eval_list(fe_lower *L, fe_scope *s, const fe_builtin *b, int i, const ast_node *n,
+                      fe_args *A)
+{
+    if (n->kind != AST_LIST)
+        fe_fail(L, n->loc, "argument '%s' of '%s' must be a list like [1, 0]", b->p[i].name,
+                b->name);
+    A->nlist = 0;
+    for (const ast_node *e = n->args; e; e = e->next) {
+        if (A->nlist == IR_MAX_RANK)
+            fe_fail(L, e->loc, "argument '%s' of '%s' has more than %d entries", b->p[i].name,
+                    b->name, IR_MAX_RANK);
+        A->list[A->nlist++] = fe_const_eval(L, s, e);
+    }
+}
+
+/* Evaluates each bound argument as its parameter's kind requires. */
+static void eval_args(fe_lower *L, fe_scope *s, fe_frame *f, const fe_builtin *b, fe_args *A)
+{
+    char what[96];
+    for (int i = 0; i < b->np; i++) {
+        const ast_node *n = A->node[i];
+        A->num[i] = b->p[i].def;
+        if (!n)
+            continue;
+        snprintf(what, sizeof what, "argument '%s' of '%s'", b->p[i].name, b->name);
+        switch (b->p[i].kind) {
+        case P_TENSOR:
+            A->t[i] = fe_eval(L, s, f, n);
+            break;
+        case P_INT:
+            A->num[i] = (double)fe_const_eval(L, s, n);
+            break;
+        case P_FLOAT:
+            A->num[i] = fe_number(L, s, n, what);
+            break;
+        case P_BOOL:
+            if (n->kind != AST_BOOL)
+                fe_fail(L, n->loc, "%s must be true or false", what);
+            A->num[i] = (double)n->ival;
+            break;
+        case P_LIST:
+            eval_list(L, s, b, i, n, A);
+            break;
+        case P_DTYPE:
+            if (n->kind != AST_DTYPE)
+                fe_fail(L, n->loc, "%s must be a dtype (f32, f16, bf16 or i32)", what);
+            A->dtype = n->dtype;
+            break;
+        }
+    }
+}
+
+/* The tensor of argument i; a number is an error for ops that need a
+ * tensor (reductions, normalisations, layouts, losses). */
+static ir_value *need_tensor(fe_lower *L, const fe_builtin *b, fe_args *A, int i)
+{
+    if (!A->t[i].v)
+        fe_fail(L, A->node[i]->loc, "argument '%s' of '%s' must be a tensor, not a number",
+                b->p[i].name, b->name);
+    return A->t[i].v;
+}
+
+/* sum/mean/amax without an axis reduce every axis, last first. */
+static fe_val reduce_all(fe_lower *L, ir_opcode code, ir_value *x, bool keepdims, su_loc loc)
+{
+    int rank = x->type.rank;
+    if (rank == 0)
+        fe_fail(L, loc, "'%s' of a scalar has no axis to reduce", ir_op_display(code));
+    for (int ax = rank - 1; ax >= 0; ax--) {
+        ir_attrs a = {.axis = keepdims ? ax : x->type.rank - 1, .keepdims = keepdims};
+        x = emit(L, code, &x, 1, &a, loc);
+    }
+    return (fe_val){.v = x};
+}
+
+static fe_val call_builtin(fe_lower *L, fe_scope *s, fe_frame *f, const fe_builtin *b,
+                           const ast_node *call)
+{
+    fe_args A = {0};
+    bind_args(L, b, call, &A);
+    eval_args(L, s, f, b, &A);
+    ir_attrs a = {0};
+    ir_value *in[3];
+    su_loc loc = call->loc;
+    const ir_opinfo *info = &ir_ops[b->code];
+    if (info->cls == IR_C_UNARY && b->code != IR_CAST)
+        return unary(L, b->code, A.t[0], loc);
+    if (info->cls == IR_C_BINARY)
+        return binary(L, b->code, A.t[0], A.t[1], loc);
+    switch (b->code) {
+    case IR_CAST:
+        a.dtype = A.dtype;
+        if (!A.t[0].v)
+            return (fe_val){.v = fe_tensor(L, A.t[0], A.dtype, loc)};
+        return (fe_val){.v = emit(L, IR_CAST, &A.t[0].v, 1, &a, loc)};
+    case IR_SUM: case IR_MEAN: case IR_AMAX:
+        in[0] = need_tensor(L, b, &A, 0);
+        if (!A.node[1])
+            return reduce_all(L, b->code, in[0], A.num[2] != 0, loc);
+        a.axis = (int64_t)A.num[1];
+        a.keepdims = A.num[2] != 0;
+        break;
+    case IR_SOFTMAX:
+        in[0] = need_tensor(L, b, &A, 0);
+        a.axis = (int64_t)A.num[1];
+        break;
+    case IR_LAYERNORM: case IR_RMSNORM:
+        for (int i = 0; i < info->max_in; i++)
+            in[i] = need_tensor(L, b, &A, i);
+        a.eps = A.num[info->max_in];
+        break;
+    case IR_TRANSPOSE:
+        in[0] = need_tensor(L, b, &A, 0);
+        a.nlist = A.node[1] ? A.nlist : in[0]->type.rank;
+        for (int i = 0; i < a.nlist; i++) /* default: reverse the axes */
+            a.list[i] = A.node[1] ? A.list[i] : a.nlist - 1 - i;
+        break;
+    case IR_RESHAPE:
+        in[0] = need_tensor(L, b, &A, 0);
+        a.nlist = A.nlist;
+        memcpy(a.list, A.list, sizeof a.list);
+        break;
+    case IR_ATTENTION:
+        a.causal = A.num[3] != 0;
+        /* fall through */
+    default:
+        for (int i = 0; i < info->max_in; i++)
+            in[i] = need_tensor(L, b, &A, i);
+        break;
+    }
+    return (fe_val){.v = emit(L, b->code, in, info->max_in, &a, loc)};
+}
+
+/* A call of a block: positional tensor arguments of the declared types. */
+static fe_val call_block(fe_lower *L, fe_scope *s, fe_frame *f, const fe_block *b,
+                         const ast_node *call)
+{
+    ir_value *args[64];
+    int n = 0;
+    for (const ast_node *a = call->args; a; a = a->next, n++) {
+        if (a->kind == AST_KWARG)
+            fe_fail(L, a->loc, "block arguments are positional");
+        if (n >= b->nparams)
+            fe_fail(L, a->loc, "block '%s' takes %d argument%s", b->def->name, b->nparams,
+                    b->nparams == 1 ? "" : "s");
+        fe_val v = fe_eval(L, s, f, a);
+        const ir_type *want = &b->ptypes[n];
+        char ws[128], gs[128];
+        fe_type_str(ws, sizeof ws, want);
+        if (!v.v && want->rank != 0)
+            fe_fail(L, a->loc, "argument '%s' of block '%s' must be a %s tensor, not a number",
+                    b->pnames[n], b->def->name, ws);
+        args[n] = fe_tensor(L, v, want->dtype, a->loc);
+        fe_type_str(gs, sizeof gs, &args[n]->type);
+        if (!ir_type_eq(&args[n]->type, want))
+            fe_fail(L, a->loc, "argument '%s' of block '%s' is %s, but the block takes %s",
+                    b->pnames[n], b->def->name, gs, ws);
+    }
+    if (n != b->nparams)
+        fe_fail(L, call->loc, "block '%s' takes %d argument%s, but %d %s given", b->def->name,
+                b->nparams, b->nparams == 1 ? "" : "s", n, n == 1 ? "is" : "are");
+    return (fe_val){.v = fe_call_block(L, s, f, b, args, call->loc)};
+}
+
+static fe_val call(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n)
+{
+    fe_sym *sym = fe_lookup(L, s, n->str);
+    if (sym && sym->kind == SYM_BLOCK) {
+        if (!f)
+            fe_fail(L, n->loc, "a block cannot be called here");
+        return call_block(L, s, f, sym->block, n);
+    }
+    for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
+        if (!strcmp(builtins[i].name, n->str))
+            return call_builtin(L, s, f, &builtins[i], n);
+    if (sym)
+        fe_fail(L, n->loc, "'%s' is not a function", n->str);
+    fe_fail(L, n->loc, "unknown function '%s'", n->str);
+}
+
+static fe_val name(fe_lower *L, fe_scope *s, const ast_node *n)
+{
+    fe_sym *sym = fe_lookup(L, s, n->str);
+    if (!sym) {
+        fe_sym *outer = s->global ? fe_map_get(&s->global->syms, n->str) : NULL;
+        if (outer && outer->kind == SYM_TENSOR)
+            fe_fail(L, n->loc, "'%s' is defined outside block '%s'; pass it as an argument",
+                    n->str, s->block);
+        fe_fail(L, n->loc, "unknown name '%s'", n->str);
+    }
+    if (sym->kind == SYM_CONST)
+        return num((double)sym->c, true);
+    if (sym->kind == SYM_BLOCK)
+        fe_fail(L, n->loc, "'%s' is a block; call it as %s(...)", n->str, n->str);
+    return sym->val;
+}
+
+static const ir_opcode binops[128] = {
+    ['+'] = IR_ADD, ['-'] = IR_SUB, ['*'] = IR_MUL, ['/'] = IR_DIV,
+};
+
+static fe_val eval(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n);
+
+fe_val fe_eval(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n)
+{
+    enter(L, n);
+    fe_val v = eval(L, s, f, n);
+    L->depth--;
+    return v;
+}
+
+static fe_val eval(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n)
+{
+    switch (n->kind) {
+    case AST_INT:
+        return num((double)n->ival, true);
+    case AST_FLOAT:
+        return num(n->fval, false);
+    case AST_NAME:
+        return name(L, s, n);
+    case AST_NEG:
+        return unary(L, IR_NEG, fe_eval(L, s, f, n->lhs), n->loc);
+    case AST_BINARY: {
+        fe_val a = fe_eval(L, s, f, n->lhs), b = fe_eval(L, s, f, n->rhs);
+        if (n->op != '@')
+            return binary(L, binops[n->op], a, b, n->loc);
+        if (!a.v || !b.v)
+            fe_fail(L, n->loc, "'@' needs tensors on both sides, not a number");
+        ir_value *in[2] = {a.v, b.v};
+        return (fe_val){.v = emit(L, IR_MATMUL, in, 2, NULL, n->loc)};
+    }
+    case AST_CALL:
+        return call(L, s, f, n);
+    case AST_BOOL:
+        fe_fail(L, n->loc, "expected a tensor or a number, not %s", n->ival ? "true" : "false");
+    case AST_DTYPE:
+        fe_fail(L, n->loc, "expected a tensor or a number, not the dtype %s",
+                ir_dtype_name(n->dtype));
+    case AST_STRING:
+        fe_fail(L, n->loc, "expected a tensor or a number, not a string");
+    case AST_LIST:
+        fe_fail(L, n->loc, "expected a tensor or a number, not a list");
+    case AST_KWARG:
+        break;
+    }
+    su_unreachable();
+}

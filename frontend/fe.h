@@ -1,0 +1,28 @@
+/* fe.h: the frontend's entry point: shard-language source to logical IR
+ * (global shapes, user shardings), with every meaning of LANGUAGE.md
+ * checked and errors reported at their place in the source. */
+#ifndef SHARDC_FE_H
+#define SHARDC_FE_H
+
+#include "../ir/ir.h"
+
+typedef struct fe_define {
+    const char *name;
+    int64_t value;
+} fe_define;
+
+typedef struct fe_options {
+    int nmesh;                    /* 0: use the model's mesh defaults */
+    int64_t mesh[IR_MAX_AXES];    /* --mesh sizes, major to minor */
+    bool mesh_too_long;           /* --mesh gave more than IR_MAX_AXES sizes */
+    int ndefines;
+    const fe_define *defines;     /* -D NAME=VALUE */
+    int64_t max_work;             /* bound on ops made plus statements run;
+                                     0: the default (5 million) */
+} fe_options;
+
+/* Compiles src to a verified logical module. NULL on error, with the error
+ * in diag. Allocation failures jump to *oom. */
+ir_module *fe_compile(const su_src *src, const fe_options *opt, su_diag *diag, jmp_buf *oom);
+
+#endif

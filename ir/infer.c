@@ -1,0 +1,529 @@
+/* infer.c: the shape and dtype rule of every op (LANGUAGE.md §7), one case
+ * per op of ops.def. ir_infer is the one place that decides what an op makes
+ * from its operands: the frontend shows its messages to the user as they are,
+ * and the verifier reruns it to check the result types a pass stored. */
+#include "ir.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Longest type text: "bf16[" + 8 dims of ", " and 20 digits + "]" < 200. */
+#define TYPE_LEN 256
+
+typedef struct ctx {
+    const ir_mesh *mesh;
+    ir_opcode code;
+    char op[24];        /* the op as the user writes it: "'+'", "sum" */
+    char *err;          /* the message, errlen bytes */
+    size_t errlen;
+} ctx;
+
+static bool fail(ctx *c, const char *fmt, ...) SU_PRINTF(2, 3);
+
+/* Writes the message and returns false, so a check reads `return fail(...)`. */
+static bool fail(ctx *c, const char *fmt, ...)
+{
+    if (c->err && c->errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->err, c->errlen, fmt, ap);
+        va_end(ap);
+    }
+    return false;
+}
+
+/* "[64, 1024]" into buf (size bytes). */
+static const char *lstr(char *buf, size_t size, const int64_t *l, int n)
+{
+    size_t k = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < n && k < size; i++)
+        k += (size_t)snprintf(buf + k, size - k, "%s%lld", i ? ", " : "", (long long)l[i]);
+    if (k < size)
+        snprintf(buf + k, size - k, "]");
+    return buf;
+}
+
+/* "f32[64, 1024]", as ir_type_print writes it. */
+static const char *tstr(char buf[TYPE_LEN], const ir_type *t)
+{
+    size_t k = (size_t)snprintf(buf, TYPE_LEN, "%s", ir_dtype_name(t->dtype));
+    lstr(buf + k, TYPE_LEN - k, t->dim, t->rank);
+    return buf;
+}
+
+/* Checks a type is one the IR can hold: known dtype, rank 0..IR_MAX_RANK,
+ * dims >= 1, an element count that fits in int64. what names it. */
+static bool check_type(ctx *c, const ir_type *t, const char *what)
+{
+    char b[TYPE_LEN];
+    if ((int)t->dtype < 0 || (int)t->dtype >= IR_NDTYPES)
+        return fail(c, "%s has an unknown dtype (%d)", what, (int)t->dtype);
+    if (t->rank < 0 || t->rank > IR_MAX_RANK)
+        return fail(c, "%s has rank %d; at most %d dimensions are supported", what, t->rank,
+                    IR_MAX_RANK);
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++) {
+        if (t->dim[i] < 1)
+            return fail(c, "%s has a dimension of size %lld: %s", what, (long long)t->dim[i],
+                        tstr(b, t));
+        if (!su_mul64(n, t->dim[i], &n))
+            return fail(c, "%s has too many elements: %s", what, tstr(b, t));
+    }
+    return true;
+}
+
+/* The operand count against the op table, then each operand's type: the
+ * rules below may then index dims and multiply them freely. */
+static bool check_operands(ctx *c, const ir_type *const *in, int nin)
+{
+    const ir_opinfo *info = &ir_ops[c->code];
+    if (nin < info->min_in || nin > info->max_in) {
+        if (info->min_in == info->max_in)
+            return fail(c, "%s takes %d operand%s, got %d", c->op, info->min_in,
+                        info->min_in == 1 ? "" : "s", nin);
+        return fail(c, "%s takes %d to %d operands, got %d", c->op, info->min_in, info->max_in,
+                    nin);
+    }
+    for (int i = 0; i < nin; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "operand %d of %s", i + 1, c->op);
+        if (!in[i])
+            return fail(c, "%s is missing", what);
+        if (!check_type(c, in[i], what))
+            return false;
+    }
+    return true;
+}
+
+static bool same_dtype(ctx *c, const ir_type *const *in, int nin)
+{
+    for (int i = 1; i < nin; i++)
+        if (in[i]->dtype != in[0]->dtype)
+            return fail(c, "mixed dtypes in %s: %s and %s (use cast to convert one)", c->op,
+                        ir_dtype_name(in[0]->dtype), ir_dtype_name(in[i]->dtype));
+    return true;
+}
+
+static bool need_float(ctx *c, const ir_type *t)
+{
+    char b[TYPE_LEN];
+    if (ir_dtype_is_float(t->dtype))
+        return true;
+    return fail(c, "%s needs %s, got %s", c->op,
+                ir_ops[c->code].max_in > 1 ? "floating-point operands" : "a floating-point operand",
+                tstr(b, t));
+}
+
+/* NumPy broadcasting of two shapes aligned at their ends: each pair of dims
+ * is equal or one of them is 1. */
+static bool bcast(const int64_t *x, int nx, const int64_t *y, int ny, int64_t *out, int *nout)
+{
+    int n = nx > ny ? nx : ny;
+    for (int i = 0; i < n; i++) {
+        int64_t dx = i < n - nx ? 1 : x[i - (n - nx)];
+        int64_t dy = i < n - ny ? 1 : y[i - (n - ny)];
+        if (dx != dy && dx != 1 && dy != 1)
+            return false;
+        out[i] = dx == 1 ? dy : dx;
+    }
+    *nout = n;
+    return true;
+}
+
+static bool infer_binary(ctx *c, const ir_type *const *in, ir_type *out)
+{
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    if (!same_dtype(c, in, 2) || (c->code == IR_POW && !need_float(c, in[0])))
+        return false;
+    out->dtype = in[0]->dtype;
+    if (!bcast(in[0]->dim, in[0]->rank, in[1]->dim, in[1]->rank, out->dim, &out->rank))
+        return fail(c, "operands of %s do not broadcast: %s and %s", c->op, tstr(t1, in[0]),
+                    tstr(t2, in[1]));
+    return true;
+}
+
+/* NumPy matmul: [..., M, K] @ [..., K, N] -> [..., M, N]; a 1-D operand
+ * loses its M or N. The leading (batch) dims broadcast. */
+static bool infer_matmul(ctx *c, const ir_type *const *in, ir_type *out)
+{
+    const ir_type *a = in[0], *b = in[1];
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    tstr(t1, a);
+    tstr(t2, b);
+    if (a->rank == 0 || b->rank == 0)
+        return fail(c, "%s needs operands of rank 1 or more, got %s @ %s", c->op, t1, t2);
+    if (!same_dtype(c, in, 2))
+        return false;
+    int64_t ka = a->dim[a->rank - 1], kb = b->dim[b->rank == 1 ? 0 : b->rank - 2];
+    if (ka != kb)
+        return fail(c, "%s contracts dimension of size %lld with one of size %lld: %s @ %s",
+                    c->op, (long long)ka, (long long)kb, t1, t2);
+    int na = a->rank >= 2 ? a->rank - 2 : 0, nb = b->rank >= 2 ? b->rank - 2 : 0;
+    if (!bcast(a->dim, na, b->dim, nb, out->dim, &out->rank))
+        return fail(c, "batch dimensions of %s do not broadcast: %s @ %s", c->op, t1, t2);
+    out->dtype = a->dtype;
+    if (a->rank >= 2)
+        out->dim[out->rank++] = a->dim[a->rank - 2];
+    if (b->rank >= 2)
+        out->dim[out->rank++] = b->dim[b->rank - 1];
+    return true;
+}
+
+/* q [..., S, d], k [..., T, d], v [..., T, dv] -> [..., S, dv]. The leading
+ * dims must agree exactly: kernels index heads without broadcasting. S may
+ * differ from T even when causal (the mask is aligned to the end). */
+static bool infer_attention(ctx *c, const ir_type *const *in, ir_type *out)
+{
+    static const char *const names[] = {"q", "k", "v"};
+    const ir_type *q = in[0], *k = in[1], *v = in[2];
+    char tq[TYPE_LEN], tk[TYPE_LEN], tv[TYPE_LEN];
+    for (int i = 0; i < 3; i++)
+        if (in[i]->rank < 2)
+            return fail(c, "attention needs %s of rank 2 or more, got %s", names[i],
+                        tstr(tq, in[i]));
+    if (!same_dtype(c, in, 3) || !need_float(c, q))
+        return false;
+    tstr(tq, q);
+    tstr(tk, k);
+    tstr(tv, v);
+    int r = q->rank;
+    bool lead = k->rank == r && v->rank == r;
+    for (int i = 0; lead && i < r - 2; i++)
+        lead = k->dim[i] == q->dim[i] && v->dim[i] == q->dim[i];
+    if (!lead)
+        return fail(c, "attention needs q, k and v with the same leading dimensions, "
+                    "got %s, %s and %s",
+                    tq, tk, tv);
+    if (q->dim[r - 1] != k->dim[r - 1])
+        return fail(c, "attention needs q and k with the same last dimension, got %s and %s", tq,
+                    tk);
+    if (k->dim[r - 2] != v->dim[r - 2])
+        return fail(c, "attention needs k and v with the same sequence length, got %s and %s",
+                    tk, tv);
+    *out = *q;
+    out->dim[r - 1] = v->dim[r - 1];
+    return true;
+}
+
+/* A negative axis counts from the end; stored normalised so passes and the
+ * printer never see a negative one. */
+static bool norm_axis(ctx *c, const ir_type *t, int64_t *axis)
+{
+    char b[TYPE_LEN];
+    int64_t ax = *axis < 0 ? *axis + t->rank : *axis;
+    if (ax < 0 || ax >= t->rank)
+        return fail(c, "axis %lld is out of range for %s of %s", (long long)*axis, c->op,
+                    tstr(b, t));
+    *axis = ax;
+    return true;
+}
+
+static bool infer_reduce(ctx *c, const ir_type *x, ir_attrs *a, ir_type *out)
+{
+    if ((c->code == IR_MEAN && !need_float(c, x)) || !norm_axis(c, x, &a->axis))
+        return false;
+    *out = *x;
+    if (a->keepdims) {
+        out->dim[a->axis] = 1;
+        return true;
+    }
+    for (int i = (int)a->axis; i + 1 < x->rank; i++)
+        out->dim[i] = x->dim[i + 1];
+    out->rank--;
+    return true;
+}
+
+/* layernorm(x, g, b) and rmsnorm(x, g) over the last dim of x. */
+static bool infer_norm(ctx *c, const ir_type *const *in, int nin, double eps, ir_type *out)
+{
+    static const char *const names[] = {"x", "g", "b"};
+    const ir_type *x = in[0];
+    char tx[TYPE_LEN], tp[TYPE_LEN];
+    tstr(tx, x);
+    if (x->rank < 1)
+        return fail(c, "%s needs x of rank 1 or more, got %s", c->op, tx);
+    if (!same_dtype(c, in, nin) || !need_float(c, x))
+        return false;
+    int64_t d = x->dim[x->rank - 1];
+    for (int i = 1; i < nin; i++)
+        if (in[i]->rank != 1 || in[i]->dim[0] != d)
+            return fail(c, "%s needs %s of shape [%lld] to match the last dimension of %s, got %s",
+                        c->op, names[i], (long long)d, tx, tstr(tp, in[i]));
+    if (!(eps > 0))
+        return fail(c, "%s needs eps > 0, got %g", c->op, eps);
+    *out = *x;
+    return true;
+}
+
+/* out.dim[i] = in.dim[list[i]]. */
+static bool infer_transpose(ctx *c, const ir_type *x, const ir_attrs *a, ir_type *out)
+{
+    char tx[TYPE_LEN], tl[TYPE_LEN];
+    if (a->nlist < 0 || a->nlist > IR_MAX_RANK)
+        return fail(c, "transpose takes at most %d axes, got %d", IR_MAX_RANK, a->nlist);
+    bool used[IR_MAX_RANK] = {false};
+    bool perm = a->nlist == x->rank;
+    for (int i = 0; perm && i < a->nlist; i++) {
+        int64_t p = a->list[i];
+        perm = p >= 0 && p < x->rank && !used[p];
+        if (perm) {
+            used[p] = true;
+            out->dim[i] = x->dim[p];
+        }
+    }
+    if (!perm)
+        return fail(c, "transpose of %s needs a permutation of its %d axes, got %s",
+                    tstr(tx, x), x->rank, lstr(tl, sizeof tl, a->list, a->nlist));
+    out->dtype = x->dtype;
+    out->rank = x->rank;
+    return true;
+}
+
+/* The new shape may hold one -1, replaced in a->list by the size that keeps
+ * the element count. */
+static bool infer_reshape(ctx *c, const ir_type *x, ir_attrs *a, ir_type *out)
+{
+    char tx[TYPE_LEN], tl[TYPE_LEN];
+    if (a->nlist < 0 || a->nlist > IR_MAX_RANK)
+        return fail(c, "reshape to %d dimensions is not supported (at most %d)", a->nlist,
+                    IR_MAX_RANK);
+    tstr(tx, x);
+    lstr(tl, sizeof tl, a->list, a->nlist);
+    int hole = -1;
+    int64_t known = 1, n = ir_type_numel(x); /* the operand check bounded n */
+    for (int i = 0; i < a->nlist; i++) {
+        if (a->list[i] == -1 && hole >= 0)
+            return fail(c, "reshape can infer only one dimension (-1), got %s", tl);
+        if (a->list[i] == -1)
+            hole = i;
+        else if (a->list[i] < 1)
+            return fail(c, "reshape needs dimensions of size 1 or more (or one -1), got %s", tl);
+        else if (!su_mul64(known, a->list[i], &known))
+            return fail(c, "reshape to %s has too many elements", tl);
+    }
+    if (hole >= 0 && n % known)
+        return fail(c, "cannot reshape %s (%lld elements) to %s: %lld is not a multiple of %lld",
+                    tx, (long long)n, tl, (long long)n, (long long)known);
+    if (hole >= 0) {
+        a->list[hole] = n / known;
+        known = n;
+    }
+    if (known != n)
+        return fail(c, "cannot reshape %s (%lld elements) to %s (%lld elements)", tx,
+                    (long long)n, tl, (long long)known);
+    out->dtype = x->dtype;
+    out->rank = a->nlist;
+    memcpy(out->dim, a->list, (size_t)a->nlist * sizeof *a->list);
+    return true;
+}
+
+/* table [V, D] and i32 ids [...] -> [..., D]. */
+static bool infer_embedding(ctx *c, const ir_type *table, const ir_type *ids, ir_type *out)
+{
+    char b[TYPE_LEN];
+    if (table->rank != 2 || !ir_dtype_is_float(table->dtype))
+        return fail(c, "embedding table must be a 2-D floating-point tensor, got %s",
+                    tstr(b, table));
+    if (ids->dtype != IR_I32)
+        return fail(c, "embedding ids must be i32, got %s", tstr(b, ids));
+    if (ids->rank + 1 > IR_MAX_RANK)
+        return fail(c, "embedding of ids %s would have rank %d; "
+                    "at most %d dimensions are supported",
+                    tstr(b, ids), ids->rank + 1, IR_MAX_RANK);
+    out->dtype = table->dtype;
+    out->rank = ids->rank + 1;
+    memcpy(out->dim, ids->dim, (size_t)ids->rank * sizeof *ids->dim);
+    out->dim[ids->rank] = table->dim[1];
+    return true;
+}
+
+/* A mean of squares: float only, like mean. */
+static bool infer_mse(ctx *c, const ir_type *const *in, ir_type *out)
+{
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    if (!same_dtype(c, in, 2) || !need_float(c, in[0]))
+        return false;
+    if (!ir_type_eq(in[0], in[1]))
+        return fail(c, "mse needs operands of the same shape, got %s and %s", tstr(t1, in[0]),
+                    tstr(t2, in[1]));
+    out->dtype = in[0]->dtype;
+    out->rank = 0;
+    return true;
+}
+
+/* logits [..., C] and i32 labels [...] -> a scalar. */
+static bool infer_xent(ctx *c, const ir_type *logits, const ir_type *labels, ir_type *out)
+{
+    char t1[TYPE_LEN], t2[TYPE_LEN], t3[TYPE_LEN];
+    tstr(t1, logits);
+    tstr(t2, labels);
+    if (logits->rank < 1 || !ir_dtype_is_float(logits->dtype))
+        return fail(c, "cross_entropy needs floating-point logits of rank 1 or more, got %s", t1);
+    if (labels->dtype != IR_I32)
+        return fail(c, "cross_entropy labels must be i32, got %s", t2);
+    bool match = labels->rank == logits->rank - 1;
+    for (int i = 0; match && i < labels->rank; i++)
+        match = labels->dim[i] == logits->dim[i];
+    if (!match)
+        return fail(c, "cross_entropy needs labels of shape %s for logits %s, got %s",
+                    lstr(t3, sizeof t3, logits->dim, logits->rank - 1), t1, t2);
+    out->dtype = logits->dtype;
+    out->rank = 0;
+    return true;
+}
+
+/* The number of ranks a collective spans: the product of its axes' sizes. */
+static bool comm_ranks(ctx *c, const ir_attrs *a, int64_t *n)
+{
+    int nmesh = c->mesh ? c->mesh->naxes : 0;
+    if (a->naxes < 1 || a->naxes > IR_MAX_AXES)
+        return fail(c, "%s needs 1 to %d mesh axes, got %d", c->op, IR_MAX_AXES, a->naxes);
+    unsigned seen = 0;
+    *n = 1;
+    for (int i = 0; i < a->naxes; i++) {
+        int ax = a->axes[i];
+        if (ax >= nmesh)
+            return fail(c, "%s runs over mesh axis %d, but the mesh has %d ax%s", c->op, ax,
+                        nmesh, nmesh == 1 ? "is" : "es");
+        if (seen & (1u << ax))
+            return fail(c, "%s names mesh axis %s twice", c->op, c->mesh->name[ax]);
+        seen |= 1u << ax;
+        if (!su_mul64(*n, c->mesh->size[ax], n))
+            return fail(c, "%s spans too many ranks", c->op);
+    }
+    return true;
+}
+
+static bool comm_dim(ctx *c, const ir_type *x, int64_t dim)
+{
+    char b[TYPE_LEN];
+    if (dim < 0 || dim >= x->rank)
+        return fail(c, "dimension %lld is out of range for %s of %s", (long long)dim, c->op,
+                    tstr(b, x));
+    return true;
+}
+
+/* Local shapes, NCCL semantics: gather multiplies dim, scatter divides it,
+ * all_to_all splits dim and concatenates along dim2. */
+static bool infer_comm(ctx *c, const ir_type *x, const ir_attrs *a, ir_type *out)
+{
+    char b[TYPE_LEN];
+    int64_t n;
+    if (!comm_ranks(c, a, &n))
+        return false;
+    *out = *x;
+    if (c->code == IR_ALL_REDUCE || c->code == IR_BROADCAST)
+        return true;
+    if (!comm_dim(c, x, a->dim) || (c->code == IR_ALL_TO_ALL && !comm_dim(c, x, a->dim2)))
+        return false;
+    if (c->code != IR_ALL_GATHER) {
+        if (x->dim[a->dim] % n)
+            return fail(c, "%s over %lld ranks cannot split dimension %lld of %s (size %lld)",
+                        c->op, (long long)n, (long long)a->dim, tstr(b, x),
+                        (long long)x->dim[a->dim]);
+        out->dim[a->dim] /= n;
+    }
+    int64_t grow = c->code == IR_ALL_GATHER ? a->dim : c->code == IR_ALL_TO_ALL ? a->dim2 : -1;
+    if (grow >= 0 && !su_mul64(out->dim[grow], n, &out->dim[grow]))
+        return fail(c, "result of %s is too large: dimension %lld of %s times %lld ranks",
+                    c->op, (long long)grow, tstr(b, x), (long long)n);
+    return true;
+}
+
+static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out)
+{
+    switch (c->code) {
+    case IR_INPUT:
+    case IR_PARAM:
+    case IR_CONST:
+        return fail(c, "sources have no inferred type");
+    case IR_ADD:
+    case IR_SUB:
+    case IR_MUL:
+    case IR_DIV:
+    case IR_MAX:
+    case IR_MIN:
+    case IR_POW:
+        return infer_binary(c, in, out);
+    case IR_NEG:
+    case IR_ABS:
+    case IR_CONSTRAIN:
+        *out = *in[0];
+        return true;
+    case IR_RELU:
+    case IR_GELU:
+    case IR_SILU:
+    case IR_TANH:
+    case IR_SIGMOID:
+    case IR_EXP:
+    case IR_LOG:
+    case IR_SQRT:
+    case IR_RSQRT:
+        *out = *in[0];
+        return need_float(c, in[0]);
+    case IR_CAST:
+        if ((int)a->dtype < 0 || (int)a->dtype >= IR_NDTYPES)
+            return fail(c, "cast to an unknown dtype (%d)", (int)a->dtype);
+        *out = *in[0];
+        out->dtype = a->dtype;
+        return true;
+    case IR_MATMUL:
+        return infer_matmul(c, in, out);
+    case IR_ATTENTION:
+        return infer_attention(c, in, out);
+    case IR_SUM:
+    case IR_MEAN:
+    case IR_AMAX:
+        return infer_reduce(c, in[0], a, out);
+    case IR_SOFTMAX:
+        *out = *in[0];
+        return need_float(c, in[0]) && norm_axis(c, in[0], &a->axis);
+    case IR_LAYERNORM:
+        return infer_norm(c, in, 3, a->eps, out);
+    case IR_RMSNORM:
+        return infer_norm(c, in, 2, a->eps, out);
+    case IR_TRANSPOSE:
+        return infer_transpose(c, in[0], a, out);
+    case IR_RESHAPE:
+        return infer_reshape(c, in[0], a, out);
+    case IR_EMBEDDING:
+        return infer_embedding(c, in[0], in[1], out);
+    case IR_MSE:
+        return infer_mse(c, in, out);
+    case IR_XENT:
+        return infer_xent(c, in[0], in[1], out);
+    case IR_ALL_REDUCE:
+    case IR_REDUCE_SCATTER:
+    case IR_ALL_GATHER:
+    case IR_ALL_TO_ALL:
+    case IR_BROADCAST:
+        return infer_comm(c, in[0], a, out);
+    case IR_NOPS:
+        break;
+    }
+    su_unreachable();
+}
+
+bool ir_infer(const ir_mesh *mesh, ir_opcode code, const ir_type *const *in, int nin,
+              ir_attrs *a, ir_type *out, char *err, size_t errlen)
+{
+    ctx c = {.mesh = mesh, .code = code, .err = err, .errlen = errlen};
+    ir_attrs none;
+    if ((int)code < 0 || (int)code >= IR_NOPS)
+        return fail(&c, "unknown op (%d)", (int)code);
+    /* Symbols are quoted so they read as names in a sentence. */
+    const char *d = ir_op_display(code);
+    const char *q = isalpha((unsigned char)d[0]) ? "" : "'";
+    snprintf(c.op, sizeof c.op, "%s%s%s", q, d, q);
+    if (!a) {
+        memset(&none, 0, sizeof none);
+        a = &none;
+    }
+    if (!check_operands(&c, in, nin))
+        return false;
+    memset(out, 0, sizeof *out);
+    char what[64];
+    snprintf(what, sizeof what, "the result of %s", c.op);
+    return infer_op(&c, in, a, out) && check_type(&c, out, what);
+}

@@ -1,0 +1,241 @@
+/* ir.c: dtypes, types, meshes, shardings, the op table, and the module
+ * with its builder. Shape rules are in infer.c, text in print.c/parse.c,
+ * invariants in verify.c. */
+#include "ir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- dtypes and types ---- */
+
+static const struct {
+    const char *name;
+    int size;
+    bool is_float;
+} dtypes[IR_NDTYPES] = {
+    [IR_F32] = {"f32", 4, true},
+    [IR_F16] = {"f16", 2, true},
+    [IR_BF16] = {"bf16", 2, true},
+    [IR_I32] = {"i32", 4, false},
+};
+
+const char *ir_dtype_name(ir_dtype t) { return dtypes[t].name; }
+int ir_dtype_size(ir_dtype t) { return dtypes[t].size; }
+bool ir_dtype_is_float(ir_dtype t) { return dtypes[t].is_float; }
+
+bool ir_dtype_lookup(const char *s, size_t n, ir_dtype *out)
+{
+    for (int i = 0; i < IR_NDTYPES; i++)
+        if (strlen(dtypes[i].name) == n && !memcmp(dtypes[i].name, s, n)) {
+            *out = (ir_dtype)i;
+            return true;
+        }
+    return false;
+}
+
+int64_t ir_type_numel(const ir_type *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->dim[i];
+    return n;
+}
+
+bool ir_type_eq(const ir_type *a, const ir_type *b)
+{
+    if (a->dtype != b->dtype || a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dim[i] != b->dim[i])
+            return false;
+    return true;
+}
+
+void ir_type_print(su_buf *b, const ir_type *t)
+{
+    su_buf_printf(b, "%s[", ir_dtype_name(t->dtype));
+    for (int i = 0; i < t->rank; i++)
+        su_buf_printf(b, "%s%lld", i ? ", " : "", (long long)t->dim[i]);
+    su_buf_putc(b, ']');
+}
+
+/* ---- meshes and shardings ---- */
+
+int ir_mesh_axis(const ir_mesh *m, const char *name, size_t n)
+{
+    for (int i = 0; i < m->naxes; i++)
+        if (strlen(m->name[i]) == n && !memcmp(m->name[i], name, n))
+            return i;
+    return -1;
+}
+
+int64_t ir_mesh_ranks(const ir_mesh *m)
+{
+    int64_t n = 1;
+    for (int i = 0; i < m->naxes; i++)
+        n *= m->size[i];
+    return n;
+}
+
+int64_t ir_sharding_split(const ir_sharding *s, const ir_mesh *m, int d)
+{
+    int64_t n = 1;
+    for (int i = 0; i < s->naxes[d]; i++)
+        n *= m->size[s->axes[d][i]];
+    return n;
+}
+
+bool ir_sharding_eq(const ir_sharding *a, const ir_sharding *b, int rank)
+{
+    if (a->kind != b->kind || a->partial != b->partial)
+        return false;
+    for (int d = 0; d < rank; d++) {
+        if (a->naxes[d] != b->naxes[d])
+            return false;
+        for (int i = 0; i < a->naxes[d]; i++)
+            if (a->axes[d][i] != b->axes[d][i])
+                return false;
+    }
+    return true;
+}
+
+void ir_sharding_print(su_buf *b, const ir_sharding *s, const ir_mesh *m, int rank)
+{
+    if (s->kind == IR_SH_NONE)
+        return;
+    su_buf_puts(b, s->kind == IR_SH_FIXED ? "shard(" : "auto(");
+    for (int d = 0; d < rank; d++) {
+        if (d)
+            su_buf_puts(b, ", ");
+        if (s->naxes[d] == 0)
+            su_buf_putc(b, '_');
+        else if (s->naxes[d] == 1)
+            su_buf_puts(b, m->name[s->axes[d][0]]);
+        else {
+            su_buf_putc(b, '(');
+            for (int i = 0; i < s->naxes[d]; i++)
+                su_buf_printf(b, "%s%s", i ? ", " : "", m->name[s->axes[d][i]]);
+            su_buf_putc(b, ')');
+        }
+    }
+    su_buf_putc(b, ')');
+    if (s->partial) {
+        su_buf_puts(b, " partial(");
+        bool first = true;
+        for (int a = 0; a < m->naxes; a++)
+            if (s->partial & (1u << a)) {
+                su_buf_printf(b, "%s%s", first ? "" : ", ", m->name[a]);
+                first = false;
+            }
+        su_buf_putc(b, ')');
+    }
+}
+
+/* ---- the op table ---- */
+
+const ir_opinfo ir_ops[IR_NOPS] = {
+#define X(e, nm, mn, mx, nr, at, cl) [IR_##e] = {nm, mn, mx, nr, at, cl},
+#include "ops.def"
+#undef X
+};
+
+int ir_op_lookup(const char *s, size_t n)
+{
+    for (int i = 0; i < IR_NOPS; i++)
+        if (strlen(ir_ops[i].name) == n && !memcmp(ir_ops[i].name, s, n))
+            return i;
+    return -1;
+}
+
+const char *ir_op_display(ir_opcode code)
+{
+    switch (code) {
+    case IR_ADD: return "+";
+    case IR_SUB: return "-";
+    case IR_MUL: return "*";
+    case IR_DIV: return "/";
+    case IR_MATMUL: return "@";
+    case IR_NEG: return "-";
+    case IR_CONSTRAIN: return "shard";
+    default: return ir_ops[code].name;
+    }
+}
+
+/* ---- the module ---- */
+
+ir_module *ir_module_new(jmp_buf *oom)
+{
+    ir_module *m = su_xmalloc(oom, sizeof *m);
+    memset(m, 0, sizeof *m);
+    su_arena_init(&m->arena, oom);
+    m->oom = oom;
+    m->pipe.axis = -1;
+    m->pipe.microbatches = 1;
+    m->pipe.chunks = 1;
+    m->train.zero_axis = -1;
+    return m;
+}
+
+void ir_module_free(ir_module *m)
+{
+    if (!m)
+        return;
+    su_vec_free(&m->ops);
+    su_vec_free(&m->outputs);
+    su_arena_free(&m->arena);
+    free(m);
+}
+
+ir_op *ir_append(ir_module *m, ir_opcode code, ir_value *const *in, int nin,
+                 const ir_attrs *a, const ir_type *res_types)
+{
+    ir_op *op = su_alloc(&m->arena, sizeof *op);
+    op->code = code;
+    op->rep = -1;
+    op->nin = nin;
+    op->in = su_alloc(&m->arena, (size_t)(nin ? nin : 1) * sizeof *op->in);
+    for (int i = 0; i < nin; i++)
+        op->in[i] = in[i];
+    if (a)
+        op->a = *a;
+    if (op->a.name) /* the module owns its strings */
+        op->a.name = su_strdup(&m->arena, op->a.name);
+    op->nres = ir_ops[code].nres;
+    op->res = su_alloc(&m->arena, (size_t)(op->nres ? op->nres : 1) * sizeof *op->res);
+    for (int i = 0; i < op->nres; i++) {
+        ir_value *v = su_alloc(&m->arena, sizeof *v);
+        v->id = m->next_id++;
+        v->type = res_types[i];
+        v->def = op;
+        v->res = i;
+        op->res[i] = v;
+    }
+    su_vec_push(&m->ops, m->oom, op);
+    return op;
+}
+
+ir_value *ir_emit(ir_module *m, ir_opcode code, ir_value *const *in, int nin,
+                  ir_attrs *a, char *err, size_t errlen)
+{
+    const ir_type *types[8];
+    if (nin > 8) {
+        snprintf(err, errlen, "too many operands");
+        return NULL;
+    }
+    for (int i = 0; i < nin; i++)
+        types[i] = &in[i]->type;
+    ir_type out;
+    if (!ir_infer(&m->mesh, code, types, nin, a, &out, err, errlen))
+        return NULL;
+    return ir_append(m, code, in, nin, a, &out)->res[0];
+}
+
+void ir_add_output(ir_module *m, const char *name, ir_value *v, su_loc loc)
+{
+    ir_output *o = su_alloc(&m->arena, sizeof *o);
+    o->name = su_strdup(&m->arena, name);
+    o->v = v;
+    o->loc = loc;
+    su_vec_push(&m->outputs, m->oom, o);
+}

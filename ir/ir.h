@@ -1,0 +1,264 @@
+/* ir.h: the intermediate representation (DESIGN.md §2).
+ *
+ * A module is one graph in SSA form: an ordered list of ops (the order is
+ * also the dominance order: an operand is defined by an earlier op), each
+ * making one or more values. A value has a dtype, a static shape and a
+ * sharding. Before partitioning shapes are global; after it they are the
+ * local shard of one rank. Everything lives in the module's arena.
+ *
+ * Textual form (print.c writes it, parse.c reads it back exactly):
+ *
+ *   mesh dp = 2, tp = 2
+ *   partitioned                      (only once shapes are local)
+ *   pipeline over pp repeats 4 microbatches 4 schedule 1f1b
+ *   %x = input {name = "x"} : f32[64, 1024] shard(dp, _)
+ *   %w1 = param {name = "w1", init = normal(0.02)} : f32[1024, 4096] shard(_, tp)
+ *   %0 = matmul %x, %w1 : f32[64, 4096]
+ *   %s = sum %0 {axis = 1, keepdims = false} : f32[64] auto(dp) partial(tp)
+ *   %y = gelu %0 : f32[64, 4096] rep 3
+ *   output "out" = %y
+ *   train %loss with adamw(lr = 0.0003, ...) zero 2 over dp
+ *
+ * shard(...) is a user annotation (a hard constraint), auto(...) a sharding
+ * chosen by propagation; a value with neither has none yet. "rep N" marks
+ * an op made by repetition N of the pipelined `repeat ... over`. Comments
+ * run from "//" to the end of the line.
+ */
+#ifndef SHARDC_IR_H
+#define SHARDC_IR_H
+
+#include "../support/support.h"
+
+#define IR_MAX_RANK 8
+#define IR_MAX_AXES 8 /* mesh axes */
+
+/* ---- dtypes and types ---- */
+
+typedef enum { IR_F32, IR_F16, IR_BF16, IR_I32, IR_NDTYPES } ir_dtype;
+
+const char *ir_dtype_name(ir_dtype t);
+int ir_dtype_size(ir_dtype t); /* bytes */
+bool ir_dtype_is_float(ir_dtype t);
+/* Reads a dtype name (s need not be NUL-terminated); false if unknown. */
+bool ir_dtype_lookup(const char *s, size_t n, ir_dtype *out);
+
+typedef struct ir_type {
+    ir_dtype dtype;
+    int rank;                    /* 0 for a scalar */
+    int64_t dim[IR_MAX_RANK];    /* each >= 1 */
+} ir_type;
+
+int64_t ir_type_numel(const ir_type *t); /* the verifier bounds it to int64 */
+bool ir_type_eq(const ir_type *a, const ir_type *b);
+void ir_type_print(su_buf *b, const ir_type *t); /* "f32[64, 1024]" */
+
+/* ---- meshes and shardings ---- */
+
+typedef struct ir_mesh {
+    int naxes;                      /* 0: no mesh (the unsharded program) */
+    const char *name[IR_MAX_AXES];
+    int64_t size[IR_MAX_AXES];      /* each >= 1 */
+} ir_mesh;
+
+/* Index of the axis called name in the mesh, or -1. */
+int ir_mesh_axis(const ir_mesh *m, const char *name, size_t n);
+int64_t ir_mesh_ranks(const ir_mesh *m);
+
+typedef enum {
+    IR_SH_NONE,   /* not decided yet */
+    IR_SH_FIXED,  /* a user annotation: a hard constraint */
+    IR_SH_AUTO,   /* chosen by propagation */
+} ir_sh_kind;
+
+/* Per tensor dimension, the ordered list of mesh axes it is split over
+ * (major first), plus the set of axes over which the value is partial.
+ * Axes named nowhere are replicated. */
+typedef struct ir_sharding {
+    uint8_t kind;                           /* ir_sh_kind */
+    uint8_t naxes[IR_MAX_RANK];             /* axes splitting dim d */
+    uint8_t axes[IR_MAX_RANK][IR_MAX_AXES]; /* mesh axis indices */
+    uint16_t partial;                       /* bit a: partial over axis a */
+} ir_sharding;
+
+/* Product of the sizes of the axes splitting dim d. */
+int64_t ir_sharding_split(const ir_sharding *s, const ir_mesh *m, int d);
+bool ir_sharding_eq(const ir_sharding *a, const ir_sharding *b, int rank);
+/* Prints "shard(dp, (tp, sp))", "auto(_) partial(tp)", or nothing for NONE. */
+void ir_sharding_print(su_buf *b, const ir_sharding *s, const ir_mesh *m, int rank);
+
+/* ---- ops ---- */
+
+typedef enum {
+#define X(e, name, mn, mx, nres, attrs, cls) IR_##e,
+#include "ops.def"
+#undef X
+    IR_NOPS
+} ir_opcode;
+
+enum { /* attribute bits of ops.def */
+    IR_A_NAME = 1 << 0,     /* name: the tensor's name (input, param) */
+    IR_A_INIT = 1 << 1,     /* init: a param's initializer */
+    IR_A_VALUE = 1 << 2,    /* value: a constant's value */
+    IR_A_AXIS = 1 << 3,     /* axis: normalised to 0..rank-1 */
+    IR_A_KEEPDIMS = 1 << 4,
+    IR_A_EPS = 1 << 5,
+    IR_A_CAUSAL = 1 << 6,
+    IR_A_PERM = 1 << 7,     /* list: a permutation */
+    IR_A_SHAPE = 1 << 8,    /* list: the new shape */
+    IR_A_DTYPE = 1 << 9,    /* dtype: cast's target */
+    IR_A_DIM = 1 << 10,     /* dim: gathered / scattered / split dim */
+    IR_A_DIM2 = 1 << 11,    /* dim2: all_to_all's concatenated dim */
+    IR_A_AXES = 1 << 12,    /* axes: mesh axes a collective runs over */
+};
+
+typedef enum {
+    IR_C_SOURCE, IR_C_BINARY, IR_C_UNARY, IR_C_CONTRACT, IR_C_REDUCE,
+    IR_C_NORM, IR_C_LAYOUT, IR_C_LOSS, IR_C_COMM,
+} ir_opclass;
+
+typedef struct ir_opinfo {
+    const char *name;
+    int min_in, max_in, nres;
+    unsigned attrs;     /* IR_A_* */
+    ir_opclass cls;
+} ir_opinfo;
+
+extern const ir_opinfo ir_ops[IR_NOPS]; /* read-only table */
+/* The opcode named s (not NUL-terminated), or -1. */
+int ir_op_lookup(const char *s, size_t n);
+/* How the user writes the op in the language: "+" for add, "@" for matmul,
+ * "-" for neg, the call's name otherwise. Used in messages. */
+const char *ir_op_display(ir_opcode code);
+
+typedef enum { IR_INIT_NONE, IR_INIT_ZEROS, IR_INIT_ONES, IR_INIT_NORMAL, IR_INIT_UNIFORM } ir_init_kind;
+
+typedef struct ir_init {
+    ir_init_kind kind;
+    double a, b;        /* normal: a = std; uniform: [a, b) */
+} ir_init;
+
+/* Every attribute an op may carry; the op table says which are meaningful
+ * for each op (the others stay zero). */
+typedef struct ir_attrs {
+    const char *name;   /* IR_A_NAME */
+    ir_init init;       /* IR_A_INIT */
+    double value;       /* IR_A_VALUE */
+    int64_t axis;       /* IR_A_AXIS */
+    bool keepdims;      /* IR_A_KEEPDIMS */
+    bool causal;        /* IR_A_CAUSAL */
+    double eps;         /* IR_A_EPS */
+    int nlist;          /* IR_A_PERM / IR_A_SHAPE */
+    int64_t list[IR_MAX_RANK];
+    ir_dtype dtype;     /* IR_A_DTYPE */
+    int64_t dim, dim2;  /* IR_A_DIM, IR_A_DIM2 */
+    int naxes;          /* IR_A_AXES: mesh axis indices, major first */
+    uint8_t axes[IR_MAX_AXES];
+} ir_attrs;
+
+typedef struct ir_op ir_op;
+
+typedef struct ir_value {
+    int id;             /* unique in the module, in creation order */
+    const char *name;   /* a readable name (source variable), or NULL */
+    ir_type type;
+    ir_sharding sh;
+    ir_op *def;         /* the op that makes it */
+    int res;            /* which result of def */
+} ir_value;
+
+struct ir_op {
+    ir_opcode code;
+    int nin;
+    ir_value **in;      /* operands */
+    int nres;
+    ir_value **res;     /* results */
+    ir_attrs a;
+    int rep;            /* repetition of the pipelined repeat, or -1 */
+    su_loc loc;         /* where the source made it (line 0: unknown) */
+};
+
+/* ---- the module ---- */
+
+typedef enum { IR_OPT_NONE, IR_OPT_SGD, IR_OPT_ADAMW } ir_optimizer;
+typedef enum { IR_SCHED_GPIPE, IR_SCHED_1F1B, IR_SCHED_INTERLEAVED } ir_schedule;
+
+typedef struct ir_train {
+    ir_value *loss;         /* NULL: inference only */
+    ir_optimizer opt;
+    double lr, momentum;    /* sgd */
+    double beta1, beta2, eps, wd; /* adamw (wd also sgd's weight decay) */
+    int zero;               /* ZeRO stage 0..3 */
+    int zero_axis;          /* mesh axis of ZeRO; -1 when zero == 0 */
+} ir_train;
+
+typedef struct ir_pipeline {
+    int axis;               /* mesh axis of the stages, -1: no pipeline */
+    int repeats;            /* L: repetitions of the pipelined repeat */
+    int microbatches;       /* M */
+    ir_schedule schedule;
+    int chunks;             /* V of interleaved(V); 1 otherwise */
+} ir_pipeline;
+
+typedef struct ir_output {
+    const char *name;
+    ir_value *v;
+    su_loc loc;
+} ir_output;
+
+typedef struct ir_module {
+    su_arena arena;
+    jmp_buf *oom;
+    ir_mesh mesh;
+    su_vec ops;             /* ir_op *, in program order */
+    su_vec outputs;         /* ir_output * */
+    ir_train train;
+    ir_pipeline pipe;
+    bool partitioned;       /* shapes are local shards ("partitioned" line) */
+    int next_id;
+} ir_module;
+
+#define IR_OP(m, i) ((ir_op *)(m)->ops.v[i])
+#define IR_OUTPUT(m, i) ((ir_output *)(m)->outputs.v[i])
+
+/* A new, empty module: no mesh axes, no ops, no pipeline, no training.
+ * Allocation failures jump to *oom. Never NULL. */
+ir_module *ir_module_new(jmp_buf *oom);
+void ir_module_free(ir_module *m);
+
+/* Appends an op with the given operands, attributes and result types
+ * (nres of them, as the op table says) and returns it. No checking: the
+ * caller either inferred the types (ir_emit) or the verifier runs later. */
+ir_op *ir_append(ir_module *m, ir_opcode code, ir_value *const *in, int nin,
+                 const ir_attrs *a, const ir_type *res_types);
+
+/* Infers the result type of code applied to operands of the given types.
+ * attrs must be set as the op table says (axis may be negative here: it is
+ * normalised in place). On a shape or dtype error returns false and writes
+ * a message for the user (lowercase, no final period) into err. */
+bool ir_infer(const ir_mesh *mesh, ir_opcode code, const ir_type *const *in, int nin,
+              ir_attrs *a, ir_type *out, char *err, size_t errlen);
+
+/* Infers the result type and appends the op; NULL with err set on error. */
+ir_value *ir_emit(ir_module *m, ir_opcode code, ir_value *const *in, int nin,
+                  ir_attrs *a, char *err, size_t errlen);
+
+void ir_add_output(ir_module *m, const char *name, ir_value *v, su_loc loc);
+
+/* Writes the textual form. */
+void ir_print(const ir_module *m, su_buf *out);
+
+/* Reads the textual form. On a syntax or meaning error returns NULL with the
+ * error (file:line:col, source line, caret) recorded in diag. Allocation
+ * failures jump to *oom. The result passes ir_verify. */
+ir_module *ir_parse(const su_src *src, su_diag *diag, jmp_buf *oom);
+
+/* Checks the module's invariants: operand counts and attributes against the
+ * op table, result types against ir_infer, shardings valid for the mesh and
+ * dividing their dimensions (global shapes), SSA dominance, outputs and the
+ * training loss. Returns true, or false with a message in err. */
+bool ir_verify(const ir_module *m, su_buf *err);
+/* As ir_verify; on failure *bad_op is the index of the op at fault, or -1
+ * when the fault is not one op's (the mesh, outputs, training). */
+bool ir_verify_at(const ir_module *m, su_buf *err, int *bad_op);
+
+#endif

@@ -1,0 +1,290 @@
+/* support.c: arenas, growable buffers and vectors, and diagnostics. */
+#include "support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void su_die_unreachable(const char *file, int line)
+{
+    fprintf(stderr, "shardc: internal error: unreachable code reached at %s:%d\n", file, line);
+    abort();
+}
+
+void su_oom(jmp_buf *oom)
+{
+    if (oom)
+        longjmp(*oom, 1);
+    fprintf(stderr, "shardc: out of memory\n");
+    abort();
+}
+
+void *su_xmalloc(jmp_buf *oom, size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        su_oom(oom);
+    return p;
+}
+
+void *su_xrealloc(jmp_buf *oom, void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        su_oom(oom);
+    return q;
+}
+
+/* ---- arena ---- */
+
+struct su_chunk {
+    su_chunk *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char data[];
+};
+
+enum { CHUNK_MIN = 64 * 1024 };
+
+void su_arena_init(su_arena *a, jmp_buf *oom)
+{
+    a->head = NULL;
+    a->oom = oom;
+}
+
+void su_arena_free(su_arena *a)
+{
+    su_chunk *c = a->head;
+    while (c) {
+        su_chunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    a->head = NULL;
+}
+
+void *su_alloc(su_arena *a, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    su_chunk *c = a->head;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > CHUNK_MIN ? n : CHUNK_MIN;
+        if (cap > SIZE_MAX / 2)
+            su_oom(a->oom);
+        c = su_xmalloc(a->oom, sizeof *c + cap);
+        c->cap = cap;
+        c->used = 0;
+        /* A big one-off block goes behind the head so the head's free space
+         * is not wasted. */
+        if (a->head && n > CHUNK_MIN) {
+            c->next = a->head->next;
+            a->head->next = c;
+        } else {
+            c->next = a->head;
+            a->head = c;
+        }
+    }
+    void *p = c->data + c->used;
+    c->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+char *su_strndup(su_arena *a, const char *s, size_t n)
+{
+    char *p = su_alloc(a, n + 1);
+    memcpy(p, s, n);
+    p[n] = 0;
+    return p;
+}
+
+char *su_strdup(su_arena *a, const char *s)
+{
+    return su_strndup(a, s, strlen(s));
+}
+
+char *su_sprintf(su_arena *a, const char *fmt, ...)
+{
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *p = su_alloc(a, (size_t)n + 1);
+    vsnprintf(p, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    return p;
+}
+
+void su_vec_push(su_vec *vec, jmp_buf *oom, void *p)
+{
+    if (vec->n == vec->cap) {
+        int cap = vec->cap ? vec->cap * 2 : 16;
+        vec->v = su_xrealloc(oom, vec->v, (size_t)cap * sizeof *vec->v);
+        vec->cap = cap;
+    }
+    vec->v[vec->n++] = p;
+}
+
+void su_vec_free(su_vec *vec)
+{
+    free(vec->v);
+    vec->v = NULL;
+    vec->n = vec->cap = 0;
+}
+
+/* ---- buffers ---- */
+
+void su_buf_init(su_buf *b, jmp_buf *oom)
+{
+    b->s = NULL;
+    b->len = b->cap = 0;
+    b->oom = oom;
+}
+
+void su_buf_free(su_buf *b)
+{
+    free(b->s);
+    b->s = NULL;
+    b->len = b->cap = 0;
+}
+
+static void reserve(su_buf *b, size_t extra)
+{
+    if (b->len + extra + 1 <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra + 1)
+        cap *= 2;
+    b->s = su_xrealloc(b->oom, b->s, cap);
+    b->cap = cap;
+}
+
+void su_buf_put(su_buf *b, const char *s, size_t n)
+{
+    reserve(b, n);
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = 0;
+}
+
+void su_buf_puts(su_buf *b, const char *s)
+{
+    su_buf_put(b, s, strlen(s));
+}
+
+void su_buf_putc(su_buf *b, char c)
+{
+    su_buf_put(b, &c, 1);
+}
+
+void su_buf_vprintf(su_buf *b, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    reserve(b, (size_t)n);
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    b->len += (size_t)n;
+}
+
+void su_buf_printf(su_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    su_buf_vprintf(b, fmt, ap);
+    va_end(ap);
+}
+
+char *su_buf_take(su_buf *b)
+{
+    if (!b->s) {
+        reserve(b, 0);
+        b->s[0] = 0;
+    }
+    char *s = b->s;
+    b->s = NULL;
+    b->len = b->cap = 0;
+    return s;
+}
+
+void su_fmt_double(char out[32], double d)
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(out, 32, "%.*g", prec, d);
+        if (strtod(out, NULL) == d)
+            break;
+    }
+    /* Keep a float looking like a float, so "1" reads back as a float. */
+    if (!strpbrk(out, ".eEn")) /* n: nan, inf */
+        strcat(out, ".0");
+}
+
+/* ---- diagnostics ---- */
+
+void su_diag_init(su_diag *d, jmp_buf *oom)
+{
+    su_buf_init(&d->msg, oom);
+    d->nerrors = 0;
+    d->internal = false;
+}
+
+void su_diag_free(su_diag *d)
+{
+    su_buf_free(&d->msg);
+}
+
+/* Appends the source line of loc and a caret under its column; tabs before
+ * the column are kept so the caret lines up in any editor. */
+static void show_line(su_buf *b, const su_src *src, su_loc loc)
+{
+    const char *p = src->text, *end = src->text + src->len;
+    for (int line = 1; line < loc.line && p < end; p++)
+        if (*p == '\n')
+            line++;
+    const char *eol = p;
+    while (eol < end && *eol != '\n')
+        eol++;
+    if (eol > p && eol[-1] == '\r')
+        eol--;
+    su_buf_put(b, p, (size_t)(eol - p));
+    su_buf_putc(b, '\n');
+    for (int i = 1; i < loc.col; i++)
+        su_buf_putc(b, (p + i - 1 < eol && p[i - 1] == '\t') ? '\t' : ' ');
+    su_buf_puts(b, "^\n");
+}
+
+void su_verror_at(su_diag *d, const su_src *src, su_loc loc, const char *fmt, va_list ap)
+{
+    if (d->nerrors++)
+        return;
+    su_buf *b = &d->msg;
+    if (src && loc.line > 0)
+        su_buf_printf(b, "%s:%d:%d: error: ", src->name, loc.line, loc.col);
+    else if (src)
+        su_buf_printf(b, "%s: error: ", src->name);
+    else
+        su_buf_puts(b, "error: ");
+    su_buf_vprintf(b, fmt, ap);
+    su_buf_putc(b, '\n');
+    if (src && loc.line > 0)
+        show_line(b, src, loc);
+}
+
+void su_error_at(su_diag *d, const su_src *src, su_loc loc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    su_verror_at(d, src, loc, fmt, ap);
+    va_end(ap);
+}
+
+bool su_mul64(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+
+bool su_add64(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}

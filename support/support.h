@@ -1,0 +1,112 @@
+/* support.h: the small toolbox every stage shares.
+ *
+ * - su_arena: bump allocation, freed all at once (compiler data: AST, IR,
+ *   strings). An allocation failure jumps to the owner's jmp_buf, so no
+ *   caller checks for NULL and the library never exits.
+ * - su_buf: a growable byte string with printf, for text output.
+ * - su_src / su_loc / su_diag: source text, positions, and the one error
+ *   message a compilation reports, formatted as
+ *   "file:line:col: error: message", the source line, and a caret.
+ */
+#ifndef SHARDC_SUPPORT_H
+#define SHARDC_SUPPORT_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define SU_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define SU_NORETURN __attribute__((noreturn))
+#else
+#define SU_PRINTF(f, a)
+#define SU_NORETURN
+#endif
+
+/* Marks code that cannot be reached; names the file and line. */
+#define su_unreachable() su_die_unreachable(__FILE__, __LINE__)
+SU_NORETURN void su_die_unreachable(const char *file, int line);
+
+/* ---- memory ---- */
+
+/* Jumps to *oom (when set) on allocation failure; abort()s otherwise. */
+SU_NORETURN void su_oom(jmp_buf *oom);
+void *su_xmalloc(jmp_buf *oom, size_t n);
+void *su_xrealloc(jmp_buf *oom, void *p, size_t n);
+
+typedef struct su_chunk su_chunk;
+typedef struct su_arena {
+    su_chunk *head;
+    jmp_buf *oom;   /* where to jump when memory runs out; may be NULL */
+} su_arena;
+
+void su_arena_init(su_arena *a, jmp_buf *oom);
+void su_arena_free(su_arena *a);
+/* Zeroed, 16-byte aligned memory that lives until su_arena_free. */
+void *su_alloc(su_arena *a, size_t n);
+char *su_strndup(su_arena *a, const char *s, size_t n);
+char *su_strdup(su_arena *a, const char *s);
+char *su_sprintf(su_arena *a, const char *fmt, ...) SU_PRINTF(2, 3);
+
+/* A growable array of pointers, malloc-backed (freed with su_vec_free). */
+typedef struct su_vec {
+    void **v;
+    int n, cap;
+} su_vec;
+void su_vec_push(su_vec *vec, jmp_buf *oom, void *p);
+void su_vec_free(su_vec *vec);
+
+/* ---- text ---- */
+
+typedef struct su_buf {
+    char *s;        /* NUL-terminated while len > 0 or after any append */
+    size_t len, cap;
+    jmp_buf *oom;
+} su_buf;
+
+void su_buf_init(su_buf *b, jmp_buf *oom);
+void su_buf_free(su_buf *b);
+void su_buf_put(su_buf *b, const char *s, size_t n);
+void su_buf_puts(su_buf *b, const char *s);
+void su_buf_putc(su_buf *b, char c);
+void su_buf_printf(su_buf *b, const char *fmt, ...) SU_PRINTF(2, 3);
+void su_buf_vprintf(su_buf *b, const char *fmt, va_list ap);
+/* Hands the string to the caller (malloc'd, free()); the buffer empties. */
+char *su_buf_take(su_buf *b);
+
+/* Shortest decimal text that reads back (strtod) to exactly d. */
+void su_fmt_double(char out[32], double d);
+
+/* ---- sources and diagnostics ---- */
+
+typedef struct su_src {
+    const char *name;   /* as the user named the file */
+    const char *text;   /* need not be NUL-terminated */
+    size_t len;
+} su_src;
+
+typedef struct su_loc {
+    int line, col;      /* 1-based; line 0 means "no place in the file" */
+} su_loc;
+
+typedef struct su_diag {
+    su_buf msg;         /* the formatted error, empty while none */
+    int nerrors;
+    bool internal;      /* the error is a bug in shardc, not the user's */
+} su_diag;
+
+void su_diag_init(su_diag *d, jmp_buf *oom);
+void su_diag_free(su_diag *d);
+/* Records an error at loc in src (only the first error of a compilation is
+ * kept: later ones are usually consequences of it). */
+void su_error_at(su_diag *d, const su_src *src, su_loc loc, const char *fmt, ...)
+    SU_PRINTF(4, 5);
+void su_verror_at(su_diag *d, const su_src *src, su_loc loc, const char *fmt, va_list ap);
+
+/* Checked int64 arithmetic: false on overflow. */
+bool su_mul64(int64_t a, int64_t b, int64_t *out);
+bool su_add64(int64_t a, int64_t b, int64_t *out);
+
+#endif

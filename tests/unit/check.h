@@ -1,0 +1,48 @@
+/* check.h: the unit tests' checking macros. A failed check prints where and
+ * what, and the test's exit status counts failures (ctest reads it). */
+#ifndef SHARDC_TEST_CHECK_H
+#define SHARDC_TEST_CHECK_H
+
+#include <stdio.h>
+#include <string.h>
+
+static int check_failures;
+static int check_count;
+
+#define CHECK(cond)                                                          \
+    do {                                                                     \
+        check_count++;                                                       \
+        if (!(cond)) {                                                       \
+            check_failures++;                                                \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                    \
+    } while (0)
+
+#define CHECK_STR(got, want)                                                 \
+    do {                                                                     \
+        const char *g_ = (got), *w_ = (want);                                \
+        check_count++;                                                       \
+        if (!g_ || strcmp(g_, w_) != 0) {                                    \
+            check_failures++;                                                \
+            fprintf(stderr, "%s:%d: check failed: %s\n  got:  \"%s\"\n  want: \"%s\"\n", \
+                    __FILE__, __LINE__, #got, g_ ? g_ : "(null)", w_);        \
+        }                                                                    \
+    } while (0)
+
+#define CHECK_INT(got, want)                                                 \
+    do {                                                                     \
+        long long g_ = (long long)(got), w_ = (long long)(want);             \
+        check_count++;                                                       \
+        if (g_ != w_) {                                                      \
+            check_failures++;                                                \
+            fprintf(stderr, "%s:%d: check failed: %s == %lld, want %lld\n",  \
+                    __FILE__, __LINE__, #got, g_, w_);                       \
+        }                                                                    \
+    } while (0)
+
+/* Ends main(): prints a summary and returns the exit status. */
+#define CHECK_DONE()                                                         \
+    (printf("%d checks, %d failed\n", check_count, check_failures),          \
+     check_failures ? 1 : 0)
+
+#endif

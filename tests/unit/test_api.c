@@ -1,0 +1,131 @@
+/* test_api.c: the public API (include/shardc.h): options, compiling from a
+ * string and a file, errors with their status and message, emitting IR, and
+ * two compilations in two threads at once giving the same results as one. */
+#include "check.h"
+#include "shardc.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+static const char model[] =
+    "mesh dp, tp\n"
+    "let B = 8, D = 16\n"
+    "input x : f32[B, D] shard(dp, _)\n"
+    "param w : f32[D, D] shard(_, tp) = normal(0.02)\n"
+    "y = gelu(x @ w)\n"
+    "output y\n";
+
+static char *compile_ir(const char *mesh, const char *src, shardc_status *st, char **err)
+{
+    shardc_options *opt = shardc_options_new();
+    if (mesh)
+        CHECK(shardc_options_set_mesh(opt, mesh, NULL) == SHARDC_OK);
+    shardc_program *p = NULL;
+    *st = shardc_compile_string(opt, "m.sh", src, strlen(src), &p, err);
+    char *text = NULL;
+    if (*st == SHARDC_OK)
+        CHECK(shardc_program_emit(p, "ir", &text, NULL, NULL) == SHARDC_OK);
+    shardc_program_free(p);
+    shardc_options_free(opt);
+    return text;
+}
+
+static void test_compile(void)
+{
+    shardc_status st;
+    char *err = NULL;
+    char *ir = compile_ir("2x4", model, &st, &err);
+    CHECK(st == SHARDC_OK && err == NULL);
+    CHECK(ir && strstr(ir, "mesh dp = 2, tp = 4\n"));
+    CHECK(ir && strstr(ir, "%y = gelu %0 : f32[8, 16]\n"));
+    shardc_free(ir);
+
+    ir = compile_ir("2x3", model, &st, &err);
+    CHECK(st == SHARDC_ERR_INPUT && ir == NULL);
+    CHECK_STR(err, "m.sh:4:30: error: dimension 1 of 'w' has size 16, which axis tp (size 3) "
+                   "does not divide\n"
+                   "param w : f32[D, D] shard(_, tp) = normal(0.02)\n"
+                   "                             ^\n");
+    shardc_free(err);
+}
+
+static void test_options(void)
+{
+    shardc_options *opt = shardc_options_new();
+    char *err = NULL;
+    CHECK(shardc_options_set_mesh(opt, "8xq", &err) == SHARDC_ERR_USAGE);
+    CHECK_STR(err, "--mesh '8xq': expected sizes like 8x4");
+    shardc_free(err);
+    CHECK(shardc_options_define(opt, "1B", 3, &err) == SHARDC_ERR_USAGE);
+    shardc_free(err);
+    CHECK(shardc_options_define(opt, "D", 32, NULL) == SHARDC_OK);
+    CHECK(shardc_options_define(opt, "D", 64, NULL) == SHARDC_OK); /* the last one wins */
+    shardc_program *p = NULL;
+    CHECK(shardc_compile_string(opt, "m.sh", model, strlen(model), &p, NULL) == SHARDC_OK);
+    char *ir = NULL;
+    CHECK(p && shardc_program_emit(p, "ir", &ir, NULL, NULL) == SHARDC_OK);
+    CHECK(ir && strstr(ir, "f32[64, 64]"));
+    shardc_free(ir);
+    CHECK(p && shardc_program_emit(p, "plan-text", &ir, NULL, &err) == SHARDC_ERR_USAGE);
+    CHECK(ir == NULL);
+    shardc_free(err);
+    shardc_program_free(p);
+    shardc_options_free(opt);
+}
+
+static void test_file(void)
+{
+    shardc_program *p = NULL;
+    char *err = NULL;
+    CHECK(shardc_compile_file(NULL, "/nonexistent/m.sh", &p, &err) == SHARDC_ERR_IO);
+    CHECK(err && strstr(err, "/nonexistent/m.sh: cannot open"));
+    shardc_free(err);
+}
+
+/* Two threads compile different meshes many times; each must always get the
+ * text a single-threaded compilation gives. */
+typedef struct job {
+    const char *mesh;
+    const char *want;
+    int mismatches;
+} job;
+
+static void *worker(void *arg)
+{
+    job *j = arg;
+    for (int i = 0; i < 50; i++) {
+        shardc_status st;
+        char *ir = compile_ir(j->mesh, model, &st, NULL);
+        if (!ir || strcmp(ir, j->want) != 0)
+            j->mismatches++;
+        shardc_free(ir);
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    shardc_status st;
+    char *a = compile_ir("2x2", model, &st, NULL), *b = compile_ir("4x1", model, &st, NULL);
+    CHECK(a && b && strcmp(a, b) != 0);
+    job ja = {"2x2", a, 0}, jb = {"4x1", b, 0};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, worker, &ja);
+    pthread_create(&tb, NULL, worker, &jb);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    CHECK_INT(ja.mismatches, 0);
+    CHECK_INT(jb.mismatches, 0);
+    shardc_free(a);
+    shardc_free(b);
+}
+
+int main(void)
+{
+    CHECK(strcmp(shardc_version(), "0.1.0") == 0);
+    test_compile();
+    test_options();
+    test_file();
+    test_threads();
+    return CHECK_DONE();
+}

@@ -1,0 +1,208 @@
+/* shardc: the compiler's command line. Argument parsing only; the work is
+ * libshardc's (include/shardc.h).
+ *
+ * Exit codes: 0 success, 1 an error in the user's input, 2 bad usage,
+ * 3 an internal error. */
+#include "shardc.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
+
+static const char usage[] =
+    "usage: shardc FILE [options]\n"
+    "\n"
+    "Compiles a model in the shard language (or textual IR, FILE ending in .ir)\n"
+    "for a device mesh.\n"
+    "\n"
+    "options:\n"
+    "  --mesh AxB...      mesh axis sizes, major to minor (e.g. --mesh 8x4)\n"
+    "  -D NAME=VALUE      override the integer constant `let NAME = ...`\n"
+    "  --emit ir          print the logical IR\n"
+    "  -o OUT             write the output to OUT instead of standard output\n"
+    "  --help             show this help\n"
+    "  --version          show the version\n"
+    "\n"
+    "exit codes: 0 success, 1 error in the input, 2 bad usage, 3 internal error\n";
+
+typedef struct args {
+    const char *file, *emit, *out;
+    shardc_options *opt;
+} args;
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "shardc: error: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(run 'shardc --help' for usage)\n");
+    return EXIT_USAGE;
+}
+
+/* The value of option `name` given as "--name VALUE" or "--name=VALUE". */
+static const char *value_of(int argc, char **argv, int *i, const char *name)
+{
+    size_t n = strlen(name);
+    if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    if (strcmp(argv[*i], name) != 0)
+        return NULL;
+    if (*i + 1 >= argc)
+        return "";
+    return argv[++*i];
+}
+
+static int define(shardc_options *opt, const char *def)
+{
+    const char *eq = strchr(def, '=');
+    if (!eq || eq == def)
+        return usage_error("-D '%s': expected NAME=VALUE", def);
+    char *end;
+    errno = 0;
+    long long v = strtoll(eq + 1, &end, 10);
+    if (eq[1] == 0 || *end || errno == ERANGE)
+        return usage_error("-D '%s': the value must be an integer", def);
+    char name[256];
+    if ((size_t)(eq - def) >= sizeof name)
+        return usage_error("-D '%s': name too long", def);
+    memcpy(name, def, (size_t)(eq - def));
+    name[eq - def] = 0;
+    char *err = NULL;
+    if (shardc_options_define(opt, name, v, &err) != SHARDC_OK) {
+        fprintf(stderr, "shardc: error: %s\n", err ? err : "out of memory");
+        shardc_free(err);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, args *a)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        char *err = NULL;
+        if ((v = value_of(argc, argv, &i, "--mesh"))) {
+            if (shardc_options_set_mesh(a->opt, v, &err) != SHARDC_OK) {
+                int rc = usage_error("%s", err ? err : "out of memory");
+                shardc_free(err);
+                return rc;
+            }
+        } else if ((v = value_of(argc, argv, &i, "--emit"))) {
+            if (strcmp(v, "ir") != 0)
+                return usage_error("--emit '%s': this version emits: ir", v);
+            a->emit = v;
+        } else if (!strcmp(argv[i], "-o")) {
+            if (i + 1 >= argc)
+                return usage_error("%s needs a file name", "-o");
+            a->out = argv[++i];
+        } else if (!strncmp(argv[i], "-D", 2)) {
+            const char *def = argv[i][2] ? argv[i] + 2 : (i + 1 < argc ? argv[++i] : "");
+            int rc = define(a->opt, def);
+            if (rc)
+                return rc;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return usage_error("unknown option '%s'", argv[i]);
+        } else if (a->file) {
+            return usage_error("more than one input file ('%s')", argv[i]);
+        } else {
+            a->file = argv[i];
+        }
+    }
+    if (!a->file)
+        return usage_error("%s", "no input file");
+    if (a->out && !a->emit)
+        return usage_error("%s", "-o without --emit would write a plan, which this version "
+                           "cannot make yet; use --emit ir -o FILE");
+    return 0;
+}
+
+/* Writes text to path through a temporary file renamed into place, so a
+ * failed run never leaves a partial output. */
+static int write_file(const char *path, const char *text, size_t len)
+{
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return EXIT_INTERNAL;
+    snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    bool ok = f && fwrite(text, 1, len, f) == len;
+    ok = f && fclose(f) == 0 && ok;
+    if (ok && rename(tmp, path) == 0) {
+        free(tmp);
+        return 0;
+    }
+    fprintf(stderr, "shardc: error: cannot write '%s': %s\n", path, strerror(errno));
+    remove(tmp);
+    free(tmp);
+    return EXIT_INPUT;
+}
+
+static int exit_code(shardc_status st)
+{
+    switch (st) {
+    case SHARDC_OK: return 0;
+    case SHARDC_ERR_INPUT: case SHARDC_ERR_IO: return EXIT_INPUT;
+    case SHARDC_ERR_USAGE: return EXIT_USAGE;
+    default: return EXIT_INTERNAL;
+    }
+}
+
+static int compile(const args *a)
+{
+    shardc_program *prog = NULL;
+    char *err = NULL;
+    shardc_status st = shardc_compile_file(a->opt, a->file, &prog, &err);
+    if (st != SHARDC_OK) {
+        if (st == SHARDC_ERR_IO || st == SHARDC_ERR_NOMEM)
+            fprintf(stderr, "shardc: error: %s\n", err ? err : "out of memory");
+        else
+            fputs(err ? err : "shardc: error: out of memory\n", stderr);
+        shardc_free(err);
+        return exit_code(st);
+    }
+    int rc = 0;
+    if (a->emit) {
+        char *text;
+        size_t len;
+        st = shardc_program_emit(prog, a->emit, &text, &len, &err);
+        if (st != SHARDC_OK) {
+            fprintf(stderr, "shardc: error: %s\n", err ? err : "out of memory");
+            rc = exit_code(st);
+        } else if (a->out) {
+            rc = write_file(a->out, text, len);
+        } else {
+            fwrite(text, 1, len, stdout);
+        }
+        shardc_free(text);
+        shardc_free(err);
+    }
+    shardc_program_free(prog);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--version")) {
+            printf("shardc %s\n", shardc_version());
+            return 0;
+        }
+    }
+    args a = {.opt = shardc_options_new()};
+    if (!a.opt)
+        return EXIT_INTERNAL;
+    int rc = parse_args(argc, argv, &a);
+    if (!rc)
+        rc = compile(&a);
+    shardc_options_free(a.opt);
+    return rc;
+}
