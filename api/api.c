@@ -5,6 +5,7 @@
 
 #include "frontend/fe.h"
 #include "ir/ir.h"
+#include "passes/passes.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -18,7 +19,11 @@ struct shardc_options {
 };
 
 struct shardc_program {
-    ir_module *m;
+    ir_module *m;           /* the logical module, shardings propagated */
+    char *logical_ir;       /* its text as the frontend made it (malloc'd) */
+    pass_explain ex;        /* why each logical value has its sharding */
+    ir_module *part;        /* the partitioned module */
+    const char **why;       /* per value of part: why each collective exists */
 };
 
 const char *shardc_version(void) { return SHARDC_VERSION_STRING; }
@@ -143,6 +148,39 @@ static ir_module *compile_ir(const shardc_options *opt, const su_src *src, su_di
     return m;
 }
 
+/* The pipeline after the frontend (DESIGN.md §3), a straight list: keep
+ * the logical text, propagate shardings, partition, verify the schedule. A
+ * failure past the frontend is a bug in shardc. */
+static shardc_status run_passes(shardc_program *p, jmp_buf *oom, char **error)
+{
+    su_buf b, err;
+    su_buf_init(&b, oom);
+    su_buf_init(&err, oom);
+    ir_print(p->m, &b);
+    p->logical_ir = su_buf_take(&b);
+    if (p->m->partitioned) { /* textual IR that is partitioned already */
+        if (pass_verify_schedule(p->m, &err)) {
+            su_buf_free(&err);
+            return SHARDC_OK;
+        }
+        shardc_status st = fail(error, SHARDC_ERR_INPUT, "invalid partitioned IR: %s", err.s);
+        su_buf_free(&err);
+        return st;
+    }
+    const ir_module *logical = p->m;
+    bool ok = pass_propagate(p->m, &p->ex, &err) &&
+              pass_partition(logical, &p->ex, &p->part, &p->why, &err) &&
+              ir_verify(p->part, &err) && pass_verify_schedule(p->part, &err);
+    if (!ok) {
+        shardc_status st = fail(error, SHARDC_ERR_INTERNAL, "internal error: %s",
+                                err.s ? err.s : "a pass failed");
+        su_buf_free(&err);
+        return st;
+    }
+    su_buf_free(&err);
+    return SHARDC_OK;
+}
+
 /* Compiles into *out; the jmp_buf for allocation failures lives here, and
  * nothing this frame keeps in registers changes after setjmp. */
 static shardc_status compile(const shardc_options *opt, const su_src *src,
@@ -165,12 +203,17 @@ static shardc_status compile(const shardc_options *opt, const su_src *src,
         return st;
     }
     su_diag_free(&diag);
-    shardc_program *p = malloc(sizeof *p);
+    shardc_program *p = calloc(1, sizeof *p);
     if (!p) {
         ir_module_free(m);
         return fail(error, SHARDC_ERR_NOMEM, "out of memory");
     }
     p->m = m;
+    shardc_status st = run_passes(p, &oom, error);
+    if (st != SHARDC_OK) {
+        shardc_program_free(p);
+        return st;
+    }
     *out = p;
     return SHARDC_OK;
 }
@@ -225,17 +268,38 @@ void shardc_program_free(shardc_program *prog)
 {
     if (!prog)
         return;
+    ir_module_free(prog->part);
     ir_module_free(prog->m);
+    free(prog->logical_ir);
     free(prog);
 }
 
-shardc_status shardc_program_emit(const shardc_program *prog, const char *what, char **text,
-                                  size_t *len, char **error)
+/* --explain-sharding: each value's sharding and reason, then each inserted
+ * collective or slice with what needed it and its bytes per rank. */
+static void explain(const shardc_program *p, su_buf *b)
 {
-    *text = NULL;
-    if (strcmp(what, "ir") != 0)
-        return fail(error, SHARDC_ERR_USAGE, "unknown output '%s' (this version emits: ir)",
-                    what);
+    su_buf_puts(b, "# shardings of the logical program\n");
+    pass_explain_print(p->m, &p->ex, b);
+    su_buf_puts(b, "# collectives and slices of the partitioned program (per rank)\n");
+    const ir_module *m = p->part;
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (ir_ops[op->code].cls != IR_C_COMM && op->code != IR_SLICE)
+            continue;
+        const ir_value *r = op->res[0];
+        const char *why = r->id < m->next_id && p->why[r->id] ? p->why[r->id] : "";
+        su_buf_printf(b, "%s over", ir_ops[op->code].name);
+        for (int k = 0; k < op->a.naxes; k++)
+            su_buf_printf(b, " %s", m->mesh.name[op->a.axes[k]]);
+        su_buf_printf(b, " (line %d): %s\n", op->loc.line, why);
+    }
+}
+
+/* Renders output k of shardc_program_emit; the jmp_buf for allocation
+ * failures is here, and nothing in this frame changes after setjmp. */
+static shardc_status render(const shardc_program *prog, int k, char **text, size_t *len,
+                            char **error)
+{
     jmp_buf oom;
     su_buf b;
     su_buf_init(&b, &oom);
@@ -243,9 +307,38 @@ shardc_status shardc_program_emit(const shardc_program *prog, const char *what, 
         su_buf_free(&b);
         return fail(error, SHARDC_ERR_NOMEM, "out of memory");
     }
-    ir_print(prog->m, &b);
+    const ir_module *part = prog->part ? prog->part : prog->m;
+    if (k == 1)
+        ir_print(part, &b);
+    else if (k == 2 && prog->part)
+        explain(prog, &b);
+    else if (k == 2)
+        su_buf_puts(&b, "# the input is partitioned IR: there is nothing to explain\n");
+    else
+        pass_report(part, k == 4, &b);
     if (len)
         *len = b.len;
     *text = su_buf_take(&b);
     return SHARDC_OK;
+}
+
+shardc_status shardc_program_emit(const shardc_program *prog, const char *what, char **text,
+                                  size_t *len, char **error)
+{
+    *text = NULL;
+    static const char *const kinds[] = {"ir", "sharded-ir", "explain", "report", "report-json"};
+    int k = -1;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(what, kinds[i]))
+            k = i;
+    if (k < 0)
+        return fail(error, SHARDC_ERR_USAGE, "unknown output '%s' (this version emits: ir, "
+                    "sharded-ir, explain, report, report-json)", what);
+    if (k == 0) {
+        *text = strdup(prog->logical_ir);
+        if (len && *text)
+            *len = strlen(*text);
+        return *text ? SHARDC_OK : fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    }
+    return render(prog, k, text, len, error);
 }

@@ -498,6 +498,7 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
     case IR_ALL_GATHER:
     case IR_ALL_TO_ALL:
     case IR_BROADCAST:
+    case IR_SLICE:
         return infer_comm(c, in[0], a, out);
     case IR_NOPS:
         break;

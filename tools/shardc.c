@@ -24,6 +24,10 @@ static const char usage[] =
     "  --mesh AxB...      mesh axis sizes, major to minor (e.g. --mesh 8x4)\n"
     "  -D NAME=VALUE      override the integer constant `let NAME = ...`\n"
     "  --emit ir          print the logical IR\n"
+    "  --emit sharded-ir  print the partitioned (per-rank, SPMD) IR\n"
+    "  --explain-sharding print why each value has its sharding and why each\n"
+    "                     collective was inserted\n"
+    "  --report [json]    print each stage's FLOPs, bytes sent and collectives\n"
     "  -o OUT             write the output to OUT instead of standard output\n"
     "  --help             show this help\n"
     "  --version          show the version\n"
@@ -92,9 +96,16 @@ static int parse_args(int argc, char **argv, args *a)
                 return rc;
             }
         } else if ((v = value_of(argc, argv, &i, "--emit"))) {
-            if (strcmp(v, "ir") != 0)
-                return usage_error("--emit '%s': this version emits: ir", v);
+            if (strcmp(v, "ir") != 0 && strcmp(v, "sharded-ir") != 0)
+                return usage_error("--emit '%s': this version emits: ir, sharded-ir", v);
             a->emit = v;
+        } else if (!strcmp(argv[i], "--explain-sharding")) {
+            a->emit = "explain";
+        } else if (!strcmp(argv[i], "--report") || !strcmp(argv[i], "--report=json")) {
+            bool json = argv[i][8] == '=' || (i + 1 < argc && !strcmp(argv[i + 1], "json"));
+            if (json && argv[i][8] != '=')
+                i++;
+            a->emit = json ? "report-json" : "report";
         } else if (!strcmp(argv[i], "-o")) {
             if (i + 1 >= argc)
                 return usage_error("%s needs a file name", "-o");

@@ -148,6 +148,7 @@ static ir_module *all_ops(void)
 {
     ir_module *m = ir_module_new(&oom);
     mesh(m, 2, "dp", 2, "tp", 4);
+    m->partitioned = true; /* it holds collectives */
     ir_value *x = source(m, IR_INPUT, "x", (ir_init){0}, T(IR_F32, 2, 8, 16));
     sharding(x, IR_SH_FIXED, 0);
     split(x, 0, 0);
@@ -210,6 +211,7 @@ static ir_module *all_ops(void)
     emit(m, IR_ALL_GATHER, (ir_attrs){.dim = 1, .naxes = 2, .axes = {0, 1}}, 1, att);
     emit(m, IR_ALL_TO_ALL, (ir_attrs){.dim = 0, .dim2 = 1, .naxes = 1, .axes = {1}}, 1, att);
     emit(m, IR_BROADCAST, (ir_attrs){.naxes = 1, .axes = {0}}, 1, att);
+    emit(m, IR_SLICE, (ir_attrs){.dim = 0, .naxes = 1, .axes = {0}}, 1, att);
 
     ir_add_output(m, "out", att, (su_loc){0, 0});
     ir_add_output(m, "odd \"name\"\t\\", s, (su_loc){0, 0});

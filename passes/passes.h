@@ -1,0 +1,63 @@
+/* passes.h: the transformations IR -> IR (DESIGN.md §3), one file each.
+ *
+ * Each pass takes the module and a pass context (allocation failures jump to
+ * ctx->oom; messages for the user go to ctx->err) and returns false on
+ * failure. The pipeline is the straight list of calls in pass_run_pipeline. */
+#ifndef SHARDC_PASSES_H
+#define SHARDC_PASSES_H
+
+#include "../ir/ir.h"
+
+/* Why each value has its sharding, and why each collective exists: the
+ * record behind --explain-sharding. Strings live in the module's arena. */
+typedef struct pass_explain {
+    int nvalues;            /* = the logical module's next_id */
+    const char **why;       /* [nvalues]: the rule or annotation that decided */
+    bool *tie;              /* [nvalues]: a tie between equal choices was broken */
+} pass_explain;
+
+/* Sharding propagation (propagate.c). Gives every value of the logical
+ * module m a sharding: annotations (IR_SH_FIXED) stay as they are; every
+ * other value gets IR_SH_AUTO by per-op rules run forward and backward to a
+ * fixed point, preferring the choice that needs no communication, and
+ * replicated where no rule reaches. Deterministic. Never partial: partial
+ * values exist only inside the partitioner. When ex is not NULL, fills it
+ * (allocated in m's arena). Returns false with a message in err on a
+ * contradiction no rule can resolve (none is known today). */
+bool pass_propagate(ir_module *m, pass_explain *ex, su_buf *err);
+
+/* Prints, for each value, its sharding and the reason (one line a value). */
+void pass_explain_print(const ir_module *m, const pass_explain *ex, su_buf *out);
+
+/* SPMD partitioning (partition.c). From the logical module m, whose values
+ * all have shardings (pass_propagate), makes the partitioned module *out
+ * (m->partitioned set, local shapes): each op becomes its local op, and
+ * where an operand's sharding differs from what the op needs, the cheapest
+ * resharding by bytes moved is inserted (all_gather, reduce_scatter,
+ * all_reduce, all_to_all, or a local slice); partial results are resolved
+ * to the value's sharding. *why (when why is not NULL) gets, per value id of
+ * *out, the reason for each collective and slice (NULL for other values).
+ * The program is SPMD: one module for every rank, parameterised by the
+ * rank's mesh coordinates. Returns false with a message in err on failure
+ * (an internal error: every valid logical module partitions). */
+bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
+                    const char ***why, su_buf *err);
+
+/* The static schedule verifier (sverify.c): runs the partitioned program of
+ * every stage once for all its ranks and proves that each collective's
+ * group lies within one stage and agrees on kind, axes, dtype, element
+ * count and order (one SPMD program per stage), and that every collective
+ * and slice turns its operand's sharding into its result's exactly as its
+ * semantics say. False with a message naming the op on failure: a plan that
+ * fails it is a compiler bug. */
+bool pass_verify_schedule(const ir_module *m, su_buf *err);
+
+/* The report (report.c): per stage, FLOPs, bytes sent and the collectives
+ * in program order, as a table (json false) or one JSON object. */
+void pass_report(const ir_module *m, bool json, su_buf *out);
+
+/* Local FLOPs of one op of a partitioned module (counting rules in
+ * report.c). */
+double pass_op_flops(const ir_op *op);
+
+#endif

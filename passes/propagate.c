@@ -1,0 +1,639 @@
+/* propagate.c: sharding propagation (DESIGN.md §3), pass_propagate.
+ *
+ * Gives every value of the logical module a sharding. Annotations (FIXED)
+ * are hard constraints and never change; every other value gets AUTO by
+ * per-op rules swept forward (operands -> result, program order) and
+ * backward (result -> operands, reverse order) until nothing changes. A
+ * value is decided once, by the first rule that reaches it, which makes the
+ * result deterministic and the explanation a single reason per value. What
+ * no rule reaches is replicated. Rules prefer the layout that needs no
+ * communication; where they cannot keep a split (a reshape that scatters
+ * it, an axis used twice, a size it does not divide) they drop it and the
+ * reason says so, so --explain-sharding can answer "why is this gathered?".
+ */
+#include "passes.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+
+#define WHY_LEN 512  /* one reason; longer ones are cut, never overrun */
+#define NAME_LEN 64  /* "%name" in a reason */
+
+typedef struct prop {
+    ir_module *m;
+    pass_explain *ex;   /* may be NULL: no reasons kept */
+    bool changed;       /* some value was decided in this sweep */
+} prop;
+
+/* A rule's proposal for one value: the sharding and why. */
+typedef struct cand {
+    ir_sharding sh;
+    char pre[WHY_LEN];  /* "forward from %x through gelu" */
+    char why[WHY_LEN];  /* what the rule adds: ties, dropped axes */
+    bool tie;
+} cand;
+
+/* ---- small helpers ---- */
+
+static void note(cand *c, const char *fmt, ...) SU_PRINTF(2, 3);
+
+/* Appends to the reason (silently cut at WHY_LEN). */
+static void note(cand *c, const char *fmt, ...)
+{
+    size_t k = strlen(c->why);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->why + k, sizeof c->why - k, fmt, ap);
+    va_end(ap);
+}
+
+/* "%x" for a named value, "%17" (its id) otherwise. */
+static const char *vname(const ir_value *v, char buf[NAME_LEN])
+{
+    if (v->name)
+        snprintf(buf, NAME_LEN, "%%%s", v->name);
+    else
+        snprintf(buf, NAME_LEN, "%%%d", v->id);
+    return buf;
+}
+
+static bool has_sh(const ir_value *v) { return v->sh.kind != IR_SH_NONE; }
+
+/* A value without a sharding reads as replicated: it contributes no axes. */
+static const ir_sharding *sh_of(const ir_value *v)
+{
+    static const ir_sharding none; /* read-only */
+    return has_sh(v) ? &v->sh : &none;
+}
+
+static void copy_dim(ir_sharding *dst, int dd, const ir_sharding *src, int sd)
+{
+    dst->naxes[dd] = src->naxes[sd];
+    memcpy(dst->axes[dd], src->axes[sd], src->naxes[sd]);
+}
+
+static bool dim_eq(const ir_sharding *a, int da, const ir_sharding *b, int db)
+{
+    return a->naxes[da] == b->naxes[db] && !memcmp(a->axes[da], b->axes[db], a->naxes[da]);
+}
+
+/* "(dp, _)" or "((dp, tp), _)": the dims of s as ir_sharding_print writes
+ * them, without the shard/auto keyword. Cut at 128 bytes. */
+static const char *dims_text(const ir_sharding *s, int rank, const ir_mesh *mesh, char buf[128])
+{
+    size_t k = 0; /* snprintf's count may pass the end: k is only used below 128 */
+#define PUT(...) (k < 128 ? k += (size_t)snprintf(buf + k, 128 - k, __VA_ARGS__) : k)
+    PUT("(");
+    for (int d = 0; d < rank; d++) {
+        int n = s->naxes[d];
+        PUT("%s%s", d ? ", " : "", n == 0 ? "_" : n > 1 ? "(" : "");
+        for (int i = 0; i < n; i++)
+            PUT("%s%s", i ? ", " : "", mesh->name[s->axes[d][i]]);
+        if (n > 1)
+            PUT(")");
+    }
+    PUT(")");
+#undef PUT
+    return buf;
+}
+
+/* How the reason names operand i of op: the language's argument names. */
+static const char *operand_name(ir_opcode code, int i)
+{
+    static const char *const ab[] = {"a", "b"}, *const norm[] = {"x", "g", "b"},
+                             *const emb[] = {"table", "ids"}, *const att[] = {"q", "k", "v"},
+                             *const mse[] = {"pred", "target"}, *const xent[] = {"logits", "labels"};
+    switch (ir_ops[code].cls) {
+    case IR_C_BINARY: return ab[i];
+    case IR_C_NORM: return code == IR_SOFTMAX ? "x" : norm[i];
+    case IR_C_LOSS: return code == IR_MSE ? mse[i] : xent[i];
+    default: break;
+    }
+    switch (code) {
+    case IR_MATMUL: return ab[i];
+    case IR_EMBEDDING: return emb[i];
+    case IR_ATTENTION: return att[i];
+    default: return "x";
+    }
+}
+
+/* ---- deciding a value ---- */
+
+/* Makes a rule's proposal legal for v: a mesh axis may split only one dim
+ * once, and each dim's size must be a multiple of its axes' product. An
+ * offending axis is dropped (earlier dims and major axes win) and the reason
+ * says so, because a dropped split is where communication will appear. */
+static void legalize(cand *c, const ir_value *v, const ir_mesh *mesh)
+{
+    unsigned used = 0;
+    for (int d = 0; d < IR_MAX_RANK; d++) {
+        int k = 0;
+        int64_t split = 1;
+        for (int i = 0; d < v->type.rank && i < c->sh.naxes[d]; i++) {
+            int ax = c->sh.axes[d][i];
+            int64_t want = split * mesh->size[ax];
+            if (used & (1u << ax))
+                note(c, "; dropped %s from dim %d: already used", mesh->name[ax], d);
+            else if (v->type.dim[d] % want)
+                note(c, "; dropped %s from dim %d: %lld does not divide %lld", mesh->name[ax], d,
+                     (long long)want, (long long)v->type.dim[d]);
+            else {
+                c->sh.axes[d][k++] = (uint8_t)ax;
+                split = want;
+                used |= 1u << ax;
+            }
+        }
+        c->sh.naxes[d] = (uint8_t)k;
+    }
+}
+
+/* Gives v the (legalized) proposal as its AUTO sharding, with the reason. */
+static void commit(prop *p, ir_value *v, cand *c)
+{
+    legalize(c, v, &p->m->mesh);
+    c->sh.kind = IR_SH_AUTO;
+    c->sh.partial = 0; /* partial values exist only inside the partitioner */
+    v->sh = c->sh;
+    p->changed = true;
+    if (p->ex && v->id >= 0 && v->id < p->ex->nvalues) {
+        p->ex->why[v->id] = su_sprintf(&p->m->arena, "%s%s", c->pre, c->why);
+        p->ex->tie[v->id] = c->tie;
+    }
+}
+
+/* ---- rules shared by several ops ---- */
+
+static void copy_all(cand *c, const ir_value *from)
+{
+    for (int d = 0; d < from->type.rank; d++)
+        copy_dim(&c->sh, d, sh_of(from), d);
+}
+
+/* NumPy broadcasting forward: result r's dims [0, n) aligned at their end
+ * with dims [0, na) of a and [0, nb) of b. A dim of full size gives its
+ * axes, a broadcast one (size 1, or missing) nothing; where both operands
+ * split a dim differently a's win and the tie is recorded. */
+static void bcast_fwd(prop *p, cand *c, const ir_value *a, int na, const ir_value *b, int nb,
+                      const ir_value *r, int n)
+{
+    const ir_sharding *sa = sh_of(a), *sb = sh_of(b);
+    bool tie = false;
+    for (int d = 0; d < n; d++) {
+        int ja = d - (n - na), jb = d - (n - nb);
+        bool fa = ja >= 0 && a->type.dim[ja] == r->type.dim[d] && sa->naxes[ja];
+        bool fb = jb >= 0 && b->type.dim[jb] == r->type.dim[d] && sb->naxes[jb];
+        if (fa)
+            copy_dim(&c->sh, d, sa, ja);
+        else if (fb)
+            copy_dim(&c->sh, d, sb, jb);
+        tie |= fa && fb && !dim_eq(sa, ja, sb, jb);
+    }
+    if (!tie)
+        return;
+    char n1[NAME_LEN], n2[NAME_LEN], t1[128], t2[128];
+    c->tie = true;
+    note(c, "; tie: %s has %s and %s has %s; took %s", vname(a, n1),
+         dims_text(sa, a->type.rank, &p->m->mesh, t1), vname(b, n2),
+         dims_text(sb, b->type.rank, &p->m->mesh, t2), n1);
+}
+
+/* Broadcasting backward: dims [0, nx) of operand x from result r's dims
+ * [0, n) aligned at the end; a broadcast (size-1) dim of x gets nothing. */
+static void bcast_bwd(cand *c, const ir_value *x, int nx, const ir_value *r, int n)
+{
+    for (int j = 0; j < nx; j++) {
+        int d = j + (n - nx);
+        if (d >= 0 && x->type.dim[j] == r->type.dim[d])
+            copy_dim(&c->sh, j, &r->sh, d);
+    }
+}
+
+/* ---- matmul: [..., M, K] @ [..., K, N] -> [..., M, N], NumPy 1-D rules ---- */
+
+typedef struct mm_dims {
+    int na, nb, n;      /* batch dims of a, b and the result */
+    int am, ak, bk, bn; /* dims of a and b; -1 where a 1-D operand lacks one */
+    int rm, rn;         /* the result's M and N dims, or -1 */
+} mm_dims;
+
+static mm_dims mm_layout(const ir_op *op)
+{
+    int ra = op->in[0]->type.rank, rb = op->in[1]->type.rank, rr = op->res[0]->type.rank;
+    mm_dims m;
+    m.na = ra >= 2 ? ra - 2 : 0;
+    m.nb = rb >= 2 ? rb - 2 : 0;
+    m.n = rr - (ra >= 2) - (rb >= 2);
+    m.am = ra >= 2 ? ra - 2 : -1;
+    m.ak = ra - 1;
+    m.bk = rb >= 2 ? rb - 2 : 0;
+    m.bn = rb >= 2 ? rb - 1 : -1;
+    m.rm = ra >= 2 ? m.n : -1;
+    m.rn = rb >= 2 ? rr - 1 : -1;
+    return m;
+}
+
+/* Keeps b's N axes and drops the clashing ones from M: gathering a, the
+ * smaller operand, costs less than gathering b (sequence parallelism:
+ * gather the activations, not the weights). */
+static bool keep_n(prop *p, const ir_op *op, const mm_dims *d, cand *c)
+{
+    const ir_value *a = op->in[0], *b = op->in[1];
+    const ir_sharding *sa = sh_of(a), *sb = sh_of(b);
+    if (d->am < 0 || d->rn < 0 || ir_type_numel(&a->type) >= ir_type_numel(&b->type))
+        return false;
+    bool clash = false;
+    char na[NAME_LEN], nb[NAME_LEN];
+    for (int i = 0; i < sb->naxes[d->bn]; i++)
+        clash |= memchr(sa->axes[d->am], sb->axes[d->bn][i], sa->naxes[d->am]) != NULL;
+    if (!clash)
+        return false;
+    copy_dim(&c->sh, d->rn, sb, d->bn);
+    int k = 0;
+    for (int i = 0; i < sa->naxes[d->am]; i++) {
+        int ax = sa->axes[d->am][i];
+        if (memchr(sb->axes[d->bn], ax, sb->naxes[d->bn]))
+            note(c, "; dropped %s from the M dim: the N dim has it, and gathering %s costs "
+                 "less than gathering %s", p->m->mesh.name[ax], vname(a, na), vname(b, nb));
+        else
+            c->sh.axes[d->rm][k++] = (uint8_t)ax;
+    }
+    c->sh.naxes[d->rm] = (uint8_t)k;
+    return true;
+}
+
+/* K is contracted away (a split K makes the result partial, which is the
+ * partitioner's business). An axis on both M and N stays where gathering
+ * the other operand costs less (keep_n), on M when they cost the same. */
+static void matmul_fwd(prop *p, const ir_op *op, cand *c)
+{
+    const ir_value *a = op->in[0], *b = op->in[1], *r = op->res[0];
+    const ir_sharding *sa = sh_of(a), *sb = sh_of(b);
+    mm_dims d = mm_layout(op);
+    bcast_fwd(p, c, a, d.na, b, d.nb, r, d.n);
+    if (keep_n(p, op, &d, c))
+        return;
+    if (d.rm >= 0)
+        copy_dim(&c->sh, d.rm, sa, d.am);
+    if (d.rn < 0)
+        return;
+    int k = 0;
+    for (int i = 0; i < sb->naxes[d.bn]; i++) {
+        int ax = sb->axes[d.bn][i];
+        bool on_m = d.am >= 0 && memchr(sa->axes[d.am], ax, sa->naxes[d.am]);
+        if (on_m)
+            note(c, "; dropped %s from the N dim: the M dim has it", p->m->mesh.name[ax]);
+        else
+            c->sh.axes[d.rn][k++] = (uint8_t)ax;
+    }
+    c->sh.naxes[d.rn] = (uint8_t)k;
+}
+
+/* Operand i from the result (batch, M or N) and its K from the other
+ * operand's K, so a row-split weight pulls its input's last dim along. */
+static const ir_value *matmul_bwd(const ir_op *op, int i, cand *c)
+{
+    const ir_value *a = op->in[0], *b = op->in[1], *r = op->res[0];
+    mm_dims d = mm_layout(op);
+    const ir_value *other = i == 0 ? b : a;
+    if (i == 0) {
+        bcast_bwd(c, a, d.na, r, d.n);
+        if (d.am >= 0)
+            copy_dim(&c->sh, d.am, &r->sh, d.rm);
+        copy_dim(&c->sh, d.ak, sh_of(b), d.bk);
+    } else {
+        bcast_bwd(c, b, d.nb, r, d.n);
+        if (d.bn >= 0)
+            copy_dim(&c->sh, d.bn, &r->sh, d.rn);
+        copy_dim(&c->sh, d.bk, sh_of(a), d.ak);
+    }
+    char nb[NAME_LEN];
+    if (c->sh.naxes[i == 0 ? d.ak : d.bk])
+        note(c, "; K dim from %s", vname(other, nb));
+    return r;
+}
+
+/* ---- reshape ---- */
+
+/* One group of the reshape factorisation: source dims [s0, s1) and
+ * destination dims starting at d0 have equal products. Only the group's
+ * major source dim keeps its split, on the major destination dim, and only
+ * the prefix of its axes whose product divides that dim: anything else
+ * would interleave the shards, so the value must be gathered there. */
+static void reshape_group(prop *p, cand *c, const ir_value *src, int s0, int s1,
+                          const ir_value *dst, int d0)
+{
+    const ir_sharding *s = sh_of(src);
+    char nb[NAME_LEN];
+    int64_t split = 1;
+    int k = 0;
+    for (int i = 0; i < s->naxes[s0]; i++) {
+        int ax = s->axes[s0][i];
+        if (k == i && dst->type.dim[d0] % (split * p->m->mesh.size[ax]) == 0) {
+            c->sh.axes[d0][k++] = (uint8_t)ax;
+            split *= p->m->mesh.size[ax];
+        } else
+            note(c, "; dropped %s of %s dim %d: it does not stay major (%s must be gathered)",
+                 p->m->mesh.name[ax], vname(src, nb), s0, nb);
+    }
+    c->sh.naxes[d0] = (uint8_t)k;
+    for (int j = s0 + 1; j < s1; j++)
+        for (int i = 0; i < s->naxes[j]; i++)
+            note(c, "; dropped %s of %s dim %d: it does not stay major (%s must be gathered)",
+                 p->m->mesh.name[s->axes[j][i]], vname(src, nb), j, nb);
+}
+
+/* Carries src's splits to dst through the reshape factorisation: groups of
+ * consecutive dims with equal products. Size-1 dims join no group (they
+ * cannot carry a split of any size above 1); the direction is the caller's
+ * (forward: operand -> result, backward: result -> operand). */
+static void reshape_map(prop *p, cand *c, const ir_value *src, const ir_value *dst)
+{
+    const ir_type *st = &src->type, *dt = &dst->type;
+    int i = 0, j = 0;
+    for (;;) {
+        while (i < st->rank && st->dim[i] == 1)
+            i++;
+        while (j < dt->rank && dt->dim[j] == 1)
+            j++;
+        if (i >= st->rank || j >= dt->rank)
+            return;
+        int s0 = i, d0 = j;
+        int64_t ps = st->dim[i++], pd = dt->dim[j++];
+        while (ps != pd) { /* equal element counts: neither side runs out */
+            if (ps < pd) {
+                assert(i < st->rank);
+                ps *= st->dim[i++];
+            } else {
+                assert(j < dt->rank);
+                pd *= dt->dim[j++];
+            }
+        }
+        reshape_group(p, c, src, s0, i, dst, d0);
+    }
+}
+
+/* ---- the per-op rules ---- */
+
+/* Reductions keep the other dims; the reduced dim is gone (or, with
+ * keepdims, of size 1 and unsplit). Returns the result dim of input dim d,
+ * or -1 for the reduced one. */
+static int reduce_dim(const ir_op *op, int d)
+{
+    int ax = (int)op->a.axis;
+    return d == ax ? -1 : d < ax || op->a.keepdims ? d : d - 1;
+}
+
+/* Forward rule: fills c with the result's sharding from the operands (one
+ * of which has a sharding). False where the op has no forward rule. */
+static bool forward(prop *p, const ir_op *op, cand *c)
+{
+    const ir_value *x = op->in[0], *r = op->res[0];
+    int rr = r->type.rank;
+    switch (ir_ops[op->code].cls) {
+    case IR_C_UNARY: copy_all(c, x); return true;
+    case IR_C_BINARY:
+        bcast_fwd(p, c, x, x->type.rank, op->in[1], op->in[1]->type.rank, r, rr);
+        return true;
+    case IR_C_REDUCE:
+        for (int d = 0; d < x->type.rank; d++)
+            if (reduce_dim(op, d) >= 0)
+                copy_dim(&c->sh, reduce_dim(op, d), sh_of(x), d);
+        return true;
+    case IR_C_NORM: copy_all(c, x); return true; /* a split normalised dim included */
+    case IR_C_LOSS: return true;                 /* a scalar: nothing to split */
+    default: break;
+    }
+    switch (op->code) {
+    case IR_MATMUL: matmul_fwd(p, op, c); return true;
+    case IR_CONSTRAIN: /* always FIXED; as identity should one arrive unset */
+    case IR_ALL_REDUCE:
+    case IR_BROADCAST: copy_all(c, x); return true;
+    case IR_TRANSPOSE:
+        for (int d = 0; d < rr; d++)
+            copy_dim(&c->sh, d, sh_of(x), (int)op->a.list[d]);
+        return true;
+    case IR_RESHAPE: reshape_map(p, c, x, r); return true;
+    case IR_EMBEDDING: /* a V split of the table makes a partial, not a split */
+        for (int d = 0; d + 1 < rr; d++)
+            copy_dim(&c->sh, d, sh_of(op->in[1]), d);
+        copy_dim(&c->sh, rr - 1, sh_of(x), 1);
+        return true;
+    case IR_ATTENTION: {
+        const ir_value *lead = has_sh(x) ? x : has_sh(op->in[1]) ? op->in[1] : op->in[2];
+        for (int d = 0; d + 2 < rr; d++)
+            copy_dim(&c->sh, d, sh_of(lead), d);
+        copy_dim(&c->sh, rr - 2, sh_of(x), rr - 2);
+        copy_dim(&c->sh, rr - 1, sh_of(op->in[2]), rr - 1);
+        return true;
+    }
+    default: return false; /* sources; collectives that change the layout */
+    }
+}
+
+/* Losses: each operand from the other (the scalar result says nothing).
+ * Returns the source, or NULL while the other operand has no sharding. */
+static const ir_value *loss_bwd(const ir_op *op, int i, cand *c)
+{
+    const ir_value *other = op->in[1 - i];
+    if (!has_sh(other))
+        return NULL;
+    int lead = op->in[1]->type.rank; /* xent: labels' rank = logits' leading dims */
+    for (int d = 0; d < (op->code == IR_MSE ? other->type.rank : lead); d++)
+        copy_dim(&c->sh, d, &other->sh, d);
+    return other;
+}
+
+/* Backward rule for ops whose operands sit dim for dim under the result
+ * (with a few exceptions per op). */
+static const ir_value *layout_bwd(const ir_op *op, int i, cand *c)
+{
+    const ir_value *x = op->in[i], *r = op->res[0];
+    int rr = r->type.rank;
+    switch (op->code) {
+    case IR_TRANSPOSE:
+        for (int d = 0; d < rr; d++)
+            copy_dim(&c->sh, (int)op->a.list[d], &r->sh, d);
+        return r;
+    case IR_EMBEDDING:
+        if (i == 0)
+            copy_dim(&c->sh, 1, &r->sh, rr - 1);
+        for (int d = 0; i == 1 && d < x->type.rank; d++)
+            copy_dim(&c->sh, d, &r->sh, d);
+        return r;
+    case IR_ATTENTION: /* q: leading and S; k, v: leading; v: its last too */
+        for (int d = 0; d + (i == 0 ? 1 : 2) < rr; d++)
+            copy_dim(&c->sh, d, &r->sh, d);
+        if (i == 2)
+            copy_dim(&c->sh, rr - 1, &r->sh, rr - 1);
+        return r;
+    default: return NULL;
+    }
+}
+
+/* Backward rule: fills c with operand i's sharding. Returns the value the
+ * rule read (the result, or for losses the other operand), or NULL where
+ * no rule applies. */
+static const ir_value *backward(prop *p, const ir_op *op, int i, cand *c)
+{
+    const ir_value *x = op->in[i], *r = op->res[0];
+    switch (ir_ops[op->code].cls) {
+    case IR_C_UNARY: copy_all(c, r); return r;
+    case IR_C_BINARY: bcast_bwd(c, x, x->type.rank, r, r->type.rank); return r;
+    case IR_C_REDUCE:
+        for (int d = 0; d < x->type.rank; d++)
+            if (reduce_dim(op, d) >= 0)
+                copy_dim(&c->sh, d, &r->sh, reduce_dim(op, d));
+        return r;
+    case IR_C_NORM: /* gain and bias are 1-D over the normalised last dim */
+        if (i == 0)
+            copy_all(c, r);
+        else
+            copy_dim(&c->sh, 0, &r->sh, r->type.rank - 1);
+        return r;
+    case IR_C_LOSS: return loss_bwd(op, i, c);
+    default: break;
+    }
+    switch (op->code) {
+    case IR_MATMUL: return matmul_bwd(op, i, c);
+    case IR_RESHAPE: reshape_map(p, c, r, x); return r;
+    case IR_ALL_REDUCE:
+    case IR_BROADCAST: copy_all(c, r); return r;
+    default: return layout_bwd(op, i, c); /* CONSTRAIN: a resharding point, none */
+    }
+}
+
+/* ---- the sweeps ---- */
+
+static bool any_operand_sh(const ir_op *op)
+{
+    for (int i = 0; i < op->nin; i++)
+        if (has_sh(op->in[i]))
+            return true;
+    return false;
+}
+
+/* "forward from %x and %w through matmul": the operands that had a say. */
+static void forward_pre(const ir_op *op, cand *c)
+{
+    char nb[NAME_LEN];
+    size_t k = (size_t)snprintf(c->pre, WHY_LEN, "forward from");
+    bool first = true;
+    for (int i = 0; i < op->nin && k < WHY_LEN; i++)
+        if (has_sh(op->in[i])) {
+            k += (size_t)snprintf(c->pre + k, WHY_LEN - k, "%s %s", first ? "" : " and",
+                                  vname(op->in[i], nb));
+            first = false;
+        }
+    if (k < WHY_LEN)
+        snprintf(c->pre + k, WHY_LEN - k, " through %s", ir_ops[op->code].name);
+}
+
+/* Program order: each undecided result whose operands say something. */
+static void sweep_forward(prop *p)
+{
+    for (int i = 0; i < p->m->ops.n; i++) {
+        ir_op *op = IR_OP(p->m, i);
+        if (op->nres != 1 || has_sh(op->res[0]) || !any_operand_sh(op))
+            continue;
+        cand c;
+        memset(&c, 0, sizeof c);
+        if (!forward(p, op, &c))
+            continue;
+        forward_pre(op, &c);
+        commit(p, op->res[0], &c);
+    }
+}
+
+/* Reverse program order: each undecided operand of a decided result, so a
+ * value used by several ops takes its last user's layout first. Never
+ * through a constrain: the user asked for a resharding there. */
+static void sweep_backward(prop *p)
+{
+    for (int i = p->m->ops.n - 1; i >= 0; i--) {
+        ir_op *op = IR_OP(p->m, i);
+        if (op->nres != 1 || !has_sh(op->res[0]) || op->code == IR_CONSTRAIN)
+            continue;
+        for (int j = 0; j < op->nin; j++) {
+            cand c;
+            memset(&c, 0, sizeof c);
+            const ir_value *from = has_sh(op->in[j]) ? NULL : backward(p, op, j, &c);
+            if (!from)
+                continue;
+            char nb[NAME_LEN];
+            snprintf(c.pre, WHY_LEN, "backward from %s through %s (operand %s)",
+                     vname(from, nb), ir_ops[op->code].name, operand_name(op->code, j));
+            commit(p, op->in[j], &c);
+        }
+    }
+}
+
+/* Every value of the module, in program order, to f. */
+static void each_value(ir_module *m, void (*f)(prop *, ir_value *), prop *p)
+{
+    for (int i = 0; i < m->ops.n; i++)
+        for (int r = 0; r < IR_OP(m, i)->nres; r++)
+            f(p, IR_OP(m, i)->res[r]);
+}
+
+/* Before: annotations say "annotation"; an earlier run's AUTO is forgotten,
+ * so the outcome depends on the annotations alone. */
+static void start_value(prop *p, ir_value *v)
+{
+    if (v->sh.kind == IR_SH_AUTO)
+        memset(&v->sh, 0, sizeof v->sh);
+    if (v->sh.kind == IR_SH_FIXED && p->ex && v->id >= 0 && v->id < p->ex->nvalues)
+        p->ex->why[v->id] = "annotation";
+}
+
+/* After: whatever no rule reached is replicated. */
+static void finish_value(prop *p, ir_value *v)
+{
+    if (has_sh(v))
+        return;
+    cand c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.pre, WHY_LEN, "replicated: no annotation or rule reaches it");
+    commit(p, v, &c);
+}
+
+bool pass_propagate(ir_module *m, pass_explain *ex, su_buf *err)
+{
+    (void)err; /* no contradiction is possible: rules only fill NONE values */
+    prop p = {.m = m, .ex = ex};
+    if (ex) {
+        ex->nvalues = m->next_id;
+        size_t n = (size_t)(m->next_id > 0 ? m->next_id : 1);
+        ex->why = su_alloc(&m->arena, n * sizeof *ex->why);
+        ex->tie = su_alloc(&m->arena, n * sizeof *ex->tie);
+    }
+    each_value(m, start_value, &p);
+    do { /* each sweep decides values for good, so this ends */
+        p.changed = false;
+        sweep_forward(&p);
+        sweep_backward(&p);
+    } while (p.changed);
+    each_value(m, finish_value, &p);
+    return true;
+}
+
+void pass_explain_print(const ir_module *m, const pass_explain *ex, su_buf *out)
+{
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        for (int r = 0; r < op->nres; r++) {
+            const ir_value *v = op->res[r];
+            char nb[NAME_LEN];
+            su_buf_printf(out, "%s = ", vname(v, nb));
+            if (has_sh(v))
+                ir_sharding_print(out, &v->sh, &m->mesh, v->type.rank);
+            else
+                su_buf_puts(out, "none");
+            bool known = ex && v->id >= 0 && v->id < ex->nvalues && ex->why[v->id];
+            if (known)
+                su_buf_printf(out, "  # %s%s", ex->why[v->id],
+                              ex->tie[v->id] ? " (tie broken)" : "");
+            su_buf_putc(out, '\n');
+        }
+    }
+}

@@ -1,0 +1,150 @@
+/* report.c: what a partitioned program costs each rank, before anything
+ * runs: FLOPs, and every collective with its per-rank element count and
+ * bytes sent as nccl-tests counts them (all_reduce 2(n-1)/n, all_gather,
+ * reduce_scatter and all_to_all (n-1)/n, times elements x dtype size).
+ *
+ * FLOPs are counted per op on local shapes: matmul 2*M*N*K (per batch);
+ * attention 2*S*T*(d + dv) per head plus 5*S*T for its softmax; softmax
+ * 5, layernorm 8, rmsnorm 5, mse 3 and cross_entropy 5 per input element;
+ * other elementwise ops and reductions 1 per element; layout ops,
+ * constants and communication 0. */
+#include "passes.h"
+
+#include <stdio.h>
+#include <string.h>
+
+double pass_op_flops(const ir_op *op)
+{
+    const ir_type *r = &op->res[0]->type;
+    double out = (double)ir_type_numel(r);
+    double in0 = op->nin ? (double)ir_type_numel(&op->in[0]->type) : 0;
+    switch (op->code) {
+    case IR_MATMUL: {
+        const ir_type *a = &op->in[0]->type;
+        return 2 * out * (double)a->dim[a->rank - 1];
+    }
+    case IR_ATTENTION: {
+        const ir_type *q = &op->in[0]->type, *k = &op->in[1]->type, *v = &op->in[2]->type;
+        double heads = in0 / ((double)q->dim[q->rank - 2] * (double)q->dim[q->rank - 1]);
+        double st = (double)q->dim[q->rank - 2] * (double)k->dim[k->rank - 2];
+        return heads * st * (2 * ((double)q->dim[q->rank - 1] + (double)v->dim[v->rank - 1]) + 5);
+    }
+    case IR_SOFTMAX: case IR_RMSNORM: case IR_XENT: return 5 * in0;
+    case IR_LAYERNORM: return 8 * in0;
+    case IR_MSE: return 3 * in0;
+    case IR_SUM: case IR_MEAN: case IR_AMAX: return in0;
+    default: break;
+    }
+    switch (ir_ops[op->code].cls) {
+    case IR_C_BINARY: case IR_C_UNARY:
+        return op->code == IR_CONSTRAIN ? 0 : out;
+    default:
+        return 0;
+    }
+}
+
+typedef struct coll {
+    const ir_op *op;
+    int64_t elements;
+    int64_t ranks;
+    double bytes;
+} coll;
+
+static bool collective(const ir_module *m, const ir_op *op, coll *c)
+{
+    if (ir_ops[op->code].cls != IR_C_COMM)
+        return false;
+    c->op = op;
+    c->ranks = 1;
+    for (int i = 0; i < op->a.naxes; i++)
+        c->ranks *= m->mesh.size[op->a.axes[i]];
+    const ir_type *in = &op->in[0]->type, *out = &op->res[0]->type;
+    /* all_gather: the gathered output; the others: the input buffer */
+    c->elements = ir_type_numel(op->code == IR_ALL_GATHER ? out : in);
+    double f = c->ranks > 1 ? (double)(c->ranks - 1) / (double)c->ranks : 0;
+    if (op->code == IR_ALL_REDUCE)
+        f *= 2;
+    if (op->code == IR_BROADCAST)
+        f = 1;
+    c->bytes = f * (double)c->elements * ir_dtype_size(in->dtype);
+    return true;
+}
+
+static void axes_json(su_buf *b, const ir_module *m, const ir_op *op)
+{
+    su_buf_putc(b, '[');
+    for (int i = 0; i < op->a.naxes; i++)
+        su_buf_printf(b, "%s\"%s\"", i ? ", " : "", m->mesh.name[op->a.axes[i]]);
+    su_buf_putc(b, ']');
+}
+
+static void report_json(const ir_module *m, su_buf *b, double flops, double bytes)
+{
+    int64_t ranks = ir_mesh_ranks(&m->mesh);
+    su_buf_puts(b, "{\"mesh\": {\"axes\": [");
+    for (int i = 0; i < m->mesh.naxes; i++)
+        su_buf_printf(b, "%s\"%s\"", i ? ", " : "", m->mesh.name[i]);
+    su_buf_puts(b, "], \"sizes\": [");
+    for (int i = 0; i < m->mesh.naxes; i++)
+        su_buf_printf(b, "%s%lld", i ? ", " : "", (long long)m->mesh.size[i]);
+    su_buf_puts(b, "]}, \"stages\": [{\"ranks\": [");
+    for (int64_t r = 0; r < ranks; r++)
+        su_buf_printf(b, "%s%lld", r ? ", " : "", (long long)r);
+    su_buf_printf(b, "], \"flops\": %.0f, \"peak_bytes\": 0, \"bytes_sent\": %.0f, "
+                  "\"collectives\": [", flops, bytes);
+    bool first = true;
+    for (int i = 0; i < m->ops.n; i++) {
+        coll c;
+        if (!collective(m, IR_OP(m, i), &c) || c.op->code == IR_SLICE)
+            continue;
+        su_buf_printf(b, "%s{\"kind\": \"%s\", \"axes\": ", first ? "" : ", ",
+                      ir_ops[c.op->code].name);
+        axes_json(b, m, c.op);
+        su_buf_printf(b, ", \"dtype\": \"%s\", \"elements\": %lld, \"phase\": \"forward\"}",
+                      ir_dtype_name(c.op->in[0]->type.dtype), (long long)c.elements);
+        first = false;
+    }
+    su_buf_puts(b, "]}]}\n");
+}
+
+static void report_table(const ir_module *m, su_buf *b, double flops, double bytes)
+{
+    su_buf_printf(b, "stage 0: ranks 0..%lld (%lld ranks)\n",
+                  (long long)ir_mesh_ranks(&m->mesh) - 1, (long long)ir_mesh_ranks(&m->mesh));
+    su_buf_printf(b, "  flops per rank:       %.0f\n", flops);
+    su_buf_printf(b, "  bytes sent per rank:  %.0f\n", bytes);
+    su_buf_printf(b, "  peak bytes per rank:  0 (memory planning is not implemented yet)\n");
+    su_buf_puts(b, "  collectives (program order):\n");
+    su_buf_printf(b, "    %-4s %-15s %-10s %-5s %14s %14s  %s\n", "#", "kind", "axes", "dtype",
+                  "elements", "bytes sent", "phase");
+    int n = 0;
+    for (int i = 0; i < m->ops.n; i++) {
+        coll c;
+        if (!collective(m, IR_OP(m, i), &c) || c.op->code == IR_SLICE)
+            continue;
+        char axes[64] = "";
+        for (int k = 0; k < c.op->a.naxes; k++)
+            snprintf(axes + strlen(axes), sizeof axes - strlen(axes), "%s%s", k ? "," : "",
+                     m->mesh.name[c.op->a.axes[k]]);
+        su_buf_printf(b, "    %-4d %-15s %-10s %-5s %14lld %14.0f  forward\n", n++,
+                      ir_ops[c.op->code].name, axes, ir_dtype_name(c.op->in[0]->type.dtype),
+                      (long long)c.elements, c.bytes);
+    }
+    if (!n)
+        su_buf_puts(b, "    (none)\n");
+}
+
+void pass_report(const ir_module *m, bool json, su_buf *out)
+{
+    double flops = 0, bytes = 0;
+    for (int i = 0; i < m->ops.n; i++) {
+        coll c;
+        flops += pass_op_flops(IR_OP(m, i));
+        if (collective(m, IR_OP(m, i), &c) && c.op->code != IR_SLICE)
+            bytes += c.bytes;
+    }
+    if (json)
+        report_json(m, out, flops, bytes);
+    else
+        report_table(m, out, flops, bytes);
+}
