@@ -260,6 +260,11 @@ static double reshard_cost(part *P, ir_value *v, const ir_sharding *req)
 
 static ir_value *operand(part *P, int i, const ir_sharding *req, const char *need)
 {
+    const ir_value *lv = P->op->in[i];
+    const char *why = P->ex && lv->id < P->ex->nvalues ? P->ex->why[lv->id] : NULL;
+    if (why) /* the rule or annotation behind the operand's sharding */
+        need = su_sprintf(&P->dst->arena, "%s; %s has its sharding by: %s", need,
+                          vname(P, lv), why);
     P->need = need;
     ir_value *v = reshard(P, P->map[P->op->in[i]->id], req);
     P->need = NULL;
@@ -291,7 +296,9 @@ static void map_result(part *P, ir_value *r, const ir_sharding *natural)
     r->name = lr->name;
     r->sh = *natural;
     r->sh.kind = lr->sh.kind;
-    P->need = "its assigned sharding";
+    const char *why = P->ex && lr->id < P->ex->nvalues ? P->ex->why[lr->id] : NULL;
+    P->need = why ? su_sprintf(&P->dst->arena, "the result's sharding, by: %s", why)
+                  : "the result's sharding";
     P->map[lr->id] = reshard(P, r, &lr->sh);
     P->need = NULL;
 }

@@ -59,5 +59,7 @@ void pass_report(const ir_module *m, bool json, su_buf *out);
 /* Local FLOPs of one op of a partitioned module (counting rules in
  * report.c). */
 double pass_op_flops(const ir_op *op);
+/* Bytes one rank sends for op (0 for anything but a collective). */
+double pass_op_bytes(const ir_module *m, const ir_op *op);
 
 #endif

@@ -134,6 +134,12 @@ static void report_table(const ir_module *m, su_buf *b, double flops, double byt
         su_buf_puts(b, "    (none)\n");
 }
 
+double pass_op_bytes(const ir_module *m, const ir_op *op)
+{
+    coll c;
+    return collective(m, op, &c) && op->code != IR_SLICE ? c.bytes : 0;
+}
+
 void pass_report(const ir_module *m, bool json, su_buf *out)
 {
     double flops = 0, bytes = 0;
