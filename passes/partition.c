@@ -299,7 +299,12 @@ static void map_result(part *P, ir_value *r, const ir_sharding *natural)
     const char *why = P->ex && lr->id < P->ex->nvalues ? P->ex->why[lr->id] : NULL;
     P->need = why ? su_sprintf(&P->dst->arena, "the result's sharding, by: %s", why)
                   : "the result's sharding";
-    P->map[lr->id] = reshard(P, r, &lr->sh);
+    ir_value *v = reshard(P, r, &lr->sh);
+    if (v != r) { /* the name goes to the value that holds the result */
+        v->name = lr->name;
+        r->name = NULL;
+    }
+    P->map[lr->id] = v;
     P->need = NULL;
 }
 
