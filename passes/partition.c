@@ -9,7 +9,6 @@
 #include <string.h>
 
 typedef struct part {
-    const ir_module *src;
     ir_module *dst;
     const pass_explain *ex;
     ir_value **map;         /* logical value id -> its local value */
@@ -79,18 +78,6 @@ static void set_why(part *P, ir_value *v, const char *why)
     P->why.v[v->id] = (void *)why;
 }
 
-static double coll_bytes(const ir_module *m, ir_opcode code, const ir_type *in,
-                         const ir_type *out, int64_t n)
-{
-    double e = ir_dtype_size(in->dtype), f = n > 1 ? (double)(n - 1) / (double)n : 0;
-    switch (code) {
-    case IR_ALL_REDUCE: return 2 * f * (double)ir_type_numel(in) * e;
-    case IR_ALL_GATHER: return f * (double)ir_type_numel(out) * e;
-    case IR_REDUCE_SCATTER: case IR_ALL_TO_ALL: return f * (double)ir_type_numel(in) * e;
-    default: (void)m; return 0;
-    }
-}
-
 /* A collective or slice of v over axes, whose result has sharding sh.
  * While dry, only counts bytes and returns a stand-in value. */
 static ir_value *comm(part *P, ir_opcode code, ir_value *v, int dim, int dim2,
@@ -114,7 +101,7 @@ static ir_value *comm(part *P, ir_opcode code, ir_value *v, int dim, int dim2,
         return op->res[0];
     }
     if (P->dry) {
-        P->bytes += coll_bytes(P->dst, code, tin, &out, n);
+        P->bytes += pass_comm_bytes(code, tin, &out, n);
         ir_value *s = su_alloc(&P->dst->arena, sizeof *s);
         s->type = out;
         s->sh = *sh;
@@ -396,11 +383,10 @@ static ir_sharding clear_dim(ir_sharding s, int d)
 /* The operand shardings and the natural result for contracting over the
  * axes of k (dim 0 of k): those axes leave every other dim (the result is
  * partial over them instead) and split both K dims. */
-static void contract_as(const part *P, const ir_sharding *k, const ir_sharding *base_a, int ka,
+static void contract_as(const ir_sharding *k, const ir_sharding *base_a, int ka,
                         const ir_sharding *base_b, int kb, const ir_value *lr, ir_sharding *qa,
                         ir_sharding *qb, ir_sharding *nat)
 {
-    (void)P;
     unsigned mask = 0;
     for (int j = 0; j < k->naxes[0]; j++)
         mask |= 1u << k->axes[0][j];
@@ -466,14 +452,14 @@ static void part_matmul(part *P)
     double best_ops = -1, best_cost = -1;
     ir_sharding qa, qb, nat;
     for (int i = 0; i < nc; i++) {
-        contract_as(P, &cands[i], &base_a, ka, &base_b, kb, lr, &qa, &qb, &nat);
+        contract_as(&cands[i], &base_a, ka, &base_b, kb, lr, &qa, &qb, &nat);
         double ops = reshard_cost(P, (ir_value *)ca, &qa) + reshard_cost(P, (ir_value *)cb, &qb);
         ir_value tmp = {.type = local_type(&P->dst->mesh, &lr->type, &nat), .sh = nat};
         double cost = ops + reshard_cost(P, &tmp, &lr->sh);
         if (best_ops < 0 || ops < best_ops || (ops == best_ops && cost < best_cost))
             best = i, best_ops = ops, best_cost = cost;
     }
-    contract_as(P, &cands[best], &base_a, ka, &base_b, kb, lr, &qa, &qb, &nat);
+    contract_as(&cands[best], &base_a, ka, &base_b, kb, lr, &qa, &qb, &nat);
     ir_value *in[2] = {operand(P, 0, &qa, "the left operand of '@' follows its result"),
                        operand(P, 1, &qb, "the right operand of '@' follows its result")};
     finish(P, in, 2, &nat);
@@ -718,7 +704,7 @@ bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
         su_buf_puts(err, "the module is already partitioned");
         return false;
     }
-    part P = {.src = m, .ex = ex};
+    part P = {.ex = ex};
     P.dst = ir_module_new(m->oom);
     P.dst->mesh = m->mesh;
     P.dst->partitioned = true;

@@ -59,6 +59,9 @@ void pass_report(const ir_module *m, bool json, su_buf *out);
 /* Local FLOPs of one op of a partitioned module (counting rules in
  * report.c). */
 double pass_op_flops(const ir_op *op);
+/* Bytes one rank sends in a collective of code over `ranks` ranks, as
+ * nccl-tests counts them (0 for anything but a collective). */
+double pass_comm_bytes(ir_opcode code, const ir_type *in, const ir_type *out, int64_t ranks);
 /* Bytes one rank sends for op (0 for anything but a collective). */
 double pass_op_bytes(const ir_module *m, const ir_op *op);
 

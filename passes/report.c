@@ -43,6 +43,20 @@ double pass_op_flops(const ir_op *op)
     }
 }
 
+double pass_comm_bytes(ir_opcode code, const ir_type *in, const ir_type *out, int64_t ranks)
+{
+    /* all_gather counts the gathered output; the others the input buffer */
+    double elements = (double)ir_type_numel(code == IR_ALL_GATHER ? out : in);
+    double f = ranks > 1 ? (double)(ranks - 1) / (double)ranks : 0;
+    switch (code) {
+    case IR_ALL_REDUCE: f *= 2; break;
+    case IR_BROADCAST: f = ranks > 1 ? 1 : 0; break;
+    case IR_ALL_GATHER: case IR_REDUCE_SCATTER: case IR_ALL_TO_ALL: break;
+    default: return 0; /* slices and local ops send nothing */
+    }
+    return f * elements * ir_dtype_size(in->dtype);
+}
+
 typedef struct coll {
     const ir_op *op;
     int64_t elements;
@@ -59,14 +73,8 @@ static bool collective(const ir_module *m, const ir_op *op, coll *c)
     for (int i = 0; i < op->a.naxes; i++)
         c->ranks *= m->mesh.size[op->a.axes[i]];
     const ir_type *in = &op->in[0]->type, *out = &op->res[0]->type;
-    /* all_gather: the gathered output; the others: the input buffer */
     c->elements = ir_type_numel(op->code == IR_ALL_GATHER ? out : in);
-    double f = c->ranks > 1 ? (double)(c->ranks - 1) / (double)c->ranks : 0;
-    if (op->code == IR_ALL_REDUCE)
-        f *= 2;
-    if (op->code == IR_BROADCAST)
-        f = 1;
-    c->bytes = f * (double)c->elements * ir_dtype_size(in->dtype);
+    c->bytes = pass_comm_bytes(op->code, in, out, c->ranks);
     return true;
 }
 
@@ -95,7 +103,7 @@ static void report_json(const ir_module *m, su_buf *b, double flops, double byte
     bool first = true;
     for (int i = 0; i < m->ops.n; i++) {
         coll c;
-        if (!collective(m, IR_OP(m, i), &c) || c.op->code == IR_SLICE)
+        if (!collective(m, IR_OP(m, i), &c))
             continue;
         su_buf_printf(b, "%s{\"kind\": \"%s\", \"axes\": ", first ? "" : ", ",
                       ir_ops[c.op->code].name);
@@ -120,7 +128,7 @@ static void report_table(const ir_module *m, su_buf *b, double flops, double byt
     int n = 0;
     for (int i = 0; i < m->ops.n; i++) {
         coll c;
-        if (!collective(m, IR_OP(m, i), &c) || c.op->code == IR_SLICE)
+        if (!collective(m, IR_OP(m, i), &c))
             continue;
         char axes[64] = "";
         for (int k = 0; k < c.op->a.naxes; k++)
@@ -137,7 +145,7 @@ static void report_table(const ir_module *m, su_buf *b, double flops, double byt
 double pass_op_bytes(const ir_module *m, const ir_op *op)
 {
     coll c;
-    return collective(m, op, &c) && op->code != IR_SLICE ? c.bytes : 0;
+    return collective(m, op, &c) ? c.bytes : 0;
 }
 
 void pass_report(const ir_module *m, bool json, su_buf *out)
@@ -146,7 +154,7 @@ void pass_report(const ir_module *m, bool json, su_buf *out)
     for (int i = 0; i < m->ops.n; i++) {
         coll c;
         flops += pass_op_flops(IR_OP(m, i));
-        if (collective(m, IR_OP(m, i), &c) && c.op->code != IR_SLICE)
+        if (collective(m, IR_OP(m, i), &c))
             bytes += c.bytes;
     }
     if (json)
