@@ -206,6 +206,9 @@ static void lower_mesh(fe_lower *L, fe_ctx *c, const ast_stmt *st)
     for (const ast_item *it = st->items; it; it = it->next, n++) {
         if (n == IR_MAX_AXES)
             fe_fail(L, it->loc, "a mesh has at most %d axes", IR_MAX_AXES);
+        if (strcmp(it->name, "_") == 0)
+            fe_fail(L, it->loc, "'_' cannot name a mesh axis: in a shard annotation it means "
+                                "not split");
         if (ir_mesh_axis(mesh, it->name, strlen(it->name)) >= 0)
             fe_fail(L, it->loc, "mesh axis '%s' is declared twice", it->name);
         mesh->name[n] = su_strdup(&L->m->arena, it->name);
