@@ -9,6 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 fuzz_seconds=${FUZZ_SECONDS:-60}
+# A fixed seed makes a CI run repeatable: a longer local run with the same
+# seed explores everything a CI run will. FUZZ_SEED=0 picks a random one.
+fuzz_seed=${FUZZ_SEED:-1}
 jobs=$(nproc 2> /dev/null || echo 2)
 stage=""
 trap '[ -z "$stage" ] || echo "test.sh: FAILED at stage: $stage" >&2' EXIT
@@ -40,6 +43,7 @@ configure build-asan -DCMAKE_BUILD_TYPE=Debug -DSHARDC_SANITIZE=ON
 cmake --build build-asan -j "$jobs"
 stage="2. ctest under sanitizers (build-asan/)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j2
 
@@ -52,11 +56,11 @@ if ! command -v clang-14 > /dev/null; then
 fi
 configure build-fuzz -DCMAKE_C_COMPILER=clang-14 -DSHARDC_FUZZ=ON \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g"
-cmake --build build-fuzz -j "$jobs" --target fuzz_frontend fuzz_ir
+cmake --build build-fuzz -j "$jobs" --target fuzz_frontend fuzz_ir fuzz_plan fuzz_safetensors
 artifacts=build-fuzz/artifacts
 rm -rf "$artifacts"
 mkdir -p "$artifacts"
-for target in frontend ir; do
+for target in frontend ir plan safetensors; do
     [ "$fuzz_seconds" -gt 0 ] || break
     stage="3. fuzzing $target (log: build-fuzz/fuzz_$target.log)"
     # New inputs go to the first folder, a copy of the seeds; the others
@@ -64,11 +68,13 @@ for target in frontend ir; do
     corpus=build-fuzz/corpus/$target
     mkdir -p "$corpus"
     cp -r "tests/fuzz/corpus/$target/." "$corpus/"
+    seeds=""
+    case $target in frontend | ir) seeds="examples tests/lit" ;; esac
     log=build-fuzz/fuzz_$target.log
     status=0
-    "build-fuzz/tests/fuzz_$target" -max_total_time="$fuzz_seconds" -timeout=10 \
+    "build-fuzz/tests/fuzz_$target" -seed="$fuzz_seed" -max_total_time="$fuzz_seconds" -timeout=10 \
         -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/$target-" \
-        "$corpus" examples tests/lit > "$log" 2>&1 || status=$?
+        "$corpus" $seeds > "$log" 2>&1 || status=$?
     found=$(find "$artifacts" -name "$target-crash-*" -o -name "$target-leak-*" \
                  -o -name "$target-timeout-*" -o -name "$target-oom-*")
     if [ "$status" -ne 0 ] || [ -n "$found" ]; then

@@ -1,0 +1,99 @@
+/* comm_impl.h: what the communicator implementations (comm_local.c,
+ * comm_mpi.c) share with the dispatch layer (comm.c). Private to runtime/.
+ *
+ * comm.c owns everything that does not depend on the transport: argument
+ * checks, the group table of a comm (groups are made once per axes list),
+ * member indices and group colors, groups of one rank (every op a copy or a
+ * no-op), message formatting. An implementation fills an rt_comm_ops and
+ * only ever sees groups of more than one rank with checked arguments.
+ */
+#ifndef SHARDC_RT_COMM_IMPL_H
+#define SHARDC_RT_COMM_IMPL_H
+#include <stdbool.h>
+#include "comm.h"
+
+#if defined(__GNUC__)
+#define RT_COMM_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define RT_COMM_PRINTF(f, a)
+#endif
+
+#define RT_COMM_ERRLEN 512
+#define RT_COMM_NAMELEN 32
+
+typedef enum {
+    RT_CO_ALL_REDUCE,
+    RT_CO_REDUCE_SCATTER,
+    RT_CO_ALL_GATHER,
+    RT_CO_ALL_TO_ALL,
+    RT_CO_BROADCAST,
+    RT_CO_BARRIER,
+    RT_CO_N
+} rt_comm_op;
+
+typedef struct rt_comm_ops {
+    /* Makes g->impl for a group of more than one rank (g's fields other
+     * than impl and next are set). -1 with the comm's error set. */
+    int (*group_new)(rt_comm *c, rt_group *g);
+    void (*group_free)(rt_group *g);
+    /* -1 with the comm's error set when the world has failed. */
+    int (*check)(rt_comm *c);
+    /* One collective on a group of more than one rank. count is elements
+     * of dtype for all_reduce and reduce_scatter, bytes for the others
+     * (dtype then unused). all_reduce and broadcast work in recv (send ==
+     * recv); barrier has no buffers. */
+    int (*run)(rt_group *g, int op, const void *send, void *recv, int64_t count, int dtype);
+    /* msg is "rank R failed: why"; c's error is already set to it. */
+    void (*abort)(rt_comm *c, const char *msg);
+    /* Releases what the implementation holds for c; its groups are gone. */
+    void (*free)(rt_comm *c);
+} rt_comm_ops;
+
+struct rt_comm {
+    const rt_comm_ops *ops;
+    void *impl;
+    int64_t rank, ranks;
+    int naxes;
+    int64_t size[RT_MAX_AXES];              /* the mesh */
+    int64_t coord[RT_MAX_AXES];             /* this rank's coordinates */
+    char name[RT_MAX_AXES][RT_COMM_NAMELEN]; /* axis names, for messages */
+    rt_group *groups;                       /* made so far, newest first */
+    char err[RT_COMM_ERRLEN];
+};
+
+struct rt_group {
+    rt_comm *comm;
+    rt_group *next;
+    int naxes;
+    uint8_t axes[RT_MAX_AXES];
+    int64_t size;   /* ranks in the group */
+    int64_t index;  /* this rank's member index, row-major over axes */
+    int64_t color;  /* row-major index of the coordinates on the other axes */
+    char desc[RT_MAX_AXES * (RT_COMM_NAMELEN + 2) + 16]; /* "axes (dp, tp)" */
+    void *impl;     /* NULL for a group of one rank */
+};
+
+/* Checks the mesh (0..RT_MAX_AXES axes, sizes >= 1, at most INT32_MAX ranks)
+ * and counts its ranks; false with err. */
+bool rt_comm_mesh_check(const rt_mesh_desc *mesh, int64_t *ranks, char *err, size_t errlen);
+/* "dp=2 x tp=4" ("(no axes)" for none) into buf. */
+const char *rt_comm_mesh_str(const rt_mesh_desc *mesh, char *buf, size_t size);
+/* Fills c for rank `rank` of a checked mesh; groups none, error "". */
+void rt_comm_init(rt_comm *c, const rt_comm_ops *ops, void *impl, const rt_mesh_desc *mesh,
+                  int64_t rank, int64_t ranks);
+/* Frees every group of c (ops->group_free first). */
+void rt_comm_drop_groups(rt_comm *c);
+void rt_comm_seterr(rt_comm *c, const char *fmt, ...) RT_COMM_PRINTF(2, 3);
+/* "all_reduce", ... */
+const char *rt_comm_op_name(int op);
+/* The world rank of member m of g. */
+int64_t rt_group_member_rank(const rt_group *g, int64_t m);
+
+/* f16 and bf16 (round to nearest even, inf and nan kept). Private copies so
+ * the communicators do not depend on the CPU backend. */
+float rt_comm_f16_to_f32(uint16_t h);
+uint16_t rt_comm_f32_to_f16(float f);
+float rt_comm_bf16_to_f32(uint16_t h);
+uint16_t rt_comm_f32_to_bf16(float f);
+
+#endif

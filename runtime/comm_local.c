@@ -1,0 +1,477 @@
+/* comm_local.c: the local communicator (comm.h): every rank is a thread of
+ * one process, and collectives go through shared memory.
+ *
+ * The world holds one instance per group (keyed by axes list and color),
+ * made by the first member to ask for it. An instance has a slot per member
+ * and a barrier. A collective publishes the member's buffers in its slot,
+ * waits at the barrier, then each member copies what it needs straight from
+ * its peers' buffers (reductions: each member sums a disjoint 1/size slice
+ * of the elements over all members in member order 0..size-1 and writes it
+ * into every member's buffer, so the result is bit-identical everywhere and
+ * never depends on timing), and a second wait keeps everyone's buffers alive
+ * until all readers are done.
+ *
+ * One mutex per world guards every barrier and the failure state, so a
+ * failure can wake every waiter without losing a wakeup. Only the first
+ * wait of an op can fail (abort, timeout): once it has passed, every member
+ * has arrived and reads its peers' memory, so the second wait always waits
+ * for all of them (it never blocks long: the work between is plain copying).
+ */
+#include "comm_impl.h"
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DEFAULT_TIMEOUT_MS (10 * 60 * 1000)
+/* Yields a waiter spends watching for the last arrival before it sleeps:
+ * most waits are short, and a wakeup costs far more than a yield. */
+#define SPIN_YIELDS 100
+
+/* What a member published for the current op. */
+typedef struct lslot {
+    int op, dtype;
+    int64_t count;
+    const void *send;
+    void *recv;
+} lslot;
+
+/* One group's shared state: its slots and its barrier. */
+typedef struct linst {
+    struct linst *next;
+    int naxes;
+    uint8_t axes[RT_MAX_AXES];
+    int64_t color, n;
+    pthread_cond_t cv;
+    int64_t arrived;    /* members waiting at the current barrier */
+    _Atomic uint64_t gen; /* barriers completed; written under the mutex */
+    uint64_t *entered;  /* (n) barriers each member has entered */
+    lslot *slot;        /* (n) */
+} linst;
+
+struct rt_local_world {
+    pthread_mutex_t mu; /* guards everything below but comm */
+    int64_t ranks;
+    int timeout_ms;
+    rt_comm *comm;      /* (ranks) */
+    linst *insts;
+    bool failed;
+    char fail_msg[RT_COMM_ERRLEN];
+};
+
+/* Under w->mu: the world has failed; the caller's error becomes why. */
+static int failed_locked(rt_comm *c)
+{
+    rt_local_world *w = c->impl;
+    memcpy(c->err, w->fail_msg, sizeof c->err);
+    return -1;
+}
+
+/* Under w->mu: marks the world failed (the first failure wins) and wakes
+ * every waiter of every group. */
+static void fail_locked(rt_local_world *w, const char *msg)
+{
+    if (!w->failed) {
+        w->failed = true;
+        size_t n = strnlen(msg, sizeof w->fail_msg - 1);
+        memcpy(w->fail_msg, msg, n);
+        w->fail_msg[n] = 0;
+    }
+    for (linst *in = w->insts; in; in = in->next)
+        pthread_cond_broadcast(&in->cv);
+}
+
+static int l_check(rt_comm *c)
+{
+    rt_local_world *w = c->impl;
+    pthread_mutex_lock(&w->mu);
+    int rc = w->failed ? failed_locked(c) : 0;
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+static void l_abort(rt_comm *c, const char *msg)
+{
+    rt_local_world *w = c->impl;
+    pthread_mutex_lock(&w->mu);
+    fail_locked(w, msg);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* ---- group instances ---- */
+
+static void inst_free(linst *in)
+{
+    pthread_cond_destroy(&in->cv);
+    free(in->entered);
+    free(in->slot);
+    free(in);
+}
+
+static linst *inst_new(const rt_group *g)
+{
+    linst *in = calloc(1, sizeof *in);
+    if (!in)
+        return NULL;
+    in->naxes = g->naxes;
+    memcpy(in->axes, g->axes, sizeof in->axes);
+    in->color = g->color;
+    in->n = g->size;
+    in->entered = calloc((size_t)g->size, sizeof *in->entered);
+    in->slot = calloc((size_t)g->size, sizeof *in->slot);
+    pthread_condattr_t attr;
+    bool ok = in->entered && in->slot && pthread_condattr_init(&attr) == 0;
+    if (ok) {
+        /* deadlines on the monotonic clock: a clock change cannot fire them */
+        ok = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+             pthread_cond_init(&in->cv, &attr) == 0;
+        pthread_condattr_destroy(&attr);
+    }
+    if (!ok) {
+        free(in->entered);
+        free(in->slot);
+        free(in);
+        return NULL;
+    }
+    return in;
+}
+
+/* The world's instance of g's group, made by the first member to ask. */
+static int l_group_new(rt_comm *c, rt_group *g)
+{
+    rt_local_world *w = c->impl;
+    pthread_mutex_lock(&w->mu);
+    if (w->failed) {
+        int rc = failed_locked(c);
+        pthread_mutex_unlock(&w->mu);
+        return rc;
+    }
+    linst *in = w->insts;
+    while (in && !(in->naxes == g->naxes && in->color == g->color &&
+                   memcmp(in->axes, g->axes, sizeof in->axes) == 0))
+        in = in->next;
+    if (!in && (in = inst_new(g))) {
+        in->next = w->insts;
+        w->insts = in;
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (!in) {
+        rt_comm_seterr(c, "group over %s: out of memory", g->desc);
+        return -1;
+    }
+    g->impl = in;
+    return 0;
+}
+
+/* The instance belongs to the world: it goes with rt_local_world_free. */
+static void l_group_free(rt_group *g)
+{
+    g->impl = NULL;
+}
+
+/* ---- the barrier ---- */
+
+static struct timespec deadline_after(int ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
+/* Under w->mu, after a timeout: "timed out after ...: waiting for member 0
+ * (rank 0)" into the caller's error, and the world fails with it. */
+static void timed_out_locked(rt_group *g, int op, const linst *in)
+{
+    rt_comm *c = g->comm;
+    rt_local_world *w = c->impl;
+    /* the members that have not entered the barrier this member waits at */
+    int64_t missing = 0;
+    for (int64_t m = 0; m < in->n; m++)
+        missing += in->entered[m] < in->entered[g->index];
+    size_t k = (size_t)snprintf(c->err, sizeof c->err,
+                                "timed out after %d ms in %s over %s (group of %lld ranks, "
+                                "member %lld): waiting for member%s",
+                                w->timeout_ms, rt_comm_op_name(op), g->desc, (long long)g->size,
+                                (long long)g->index, missing > 1 ? "s" : "");
+    int64_t shown = 0;
+    for (int64_t m = 0; m < in->n && shown < 4 && k < sizeof c->err; m++)
+        if (in->entered[m] < in->entered[g->index])
+            k += (size_t)snprintf(c->err + k, sizeof c->err - k, "%s %lld (rank %lld)",
+                                  shown++ ? "," : "", (long long)m,
+                                  (long long)rt_group_member_rank(g, m));
+    if (missing > shown && k < sizeof c->err)
+        snprintf(c->err + k, sizeof c->err - k, " and %lld more", (long long)(missing - shown));
+    char msg[RT_COMM_ERRLEN + 32];
+    snprintf(msg, sizeof msg, "rank %lld %s", (long long)c->rank, c->err);
+    fail_locked(w, msg);
+}
+
+/* Waits until every member of g's group has arrived. An abortable wait
+ * returns -1 at once when the world fails (before or while waiting) or the
+ * timeout passes, and then withdraws its arrival; the other kind always
+ * waits for everyone. */
+static int l_wait(rt_group *g, int op, bool abortable)
+{
+    rt_comm *c = g->comm;
+    rt_local_world *w = c->impl;
+    linst *in = g->impl;
+    pthread_mutex_lock(&w->mu);
+    if (abortable && w->failed) {
+        int rc = failed_locked(c);
+        pthread_mutex_unlock(&w->mu);
+        return rc;
+    }
+    uint64_t gen = atomic_load_explicit(&in->gen, memory_order_relaxed);
+    in->entered[g->index]++;
+    if (++in->arrived == in->n) {
+        in->arrived = 0;
+        atomic_store_explicit(&in->gen, gen + 1, memory_order_release);
+        pthread_cond_broadcast(&in->cv);
+        pthread_mutex_unlock(&w->mu);
+        return 0;
+    }
+    pthread_mutex_unlock(&w->mu);
+    for (int i = 0; i < SPIN_YIELDS; i++) {
+        if (atomic_load_explicit(&in->gen, memory_order_acquire) != gen)
+            return 0;
+        sched_yield();
+    }
+    struct timespec dl = deadline_after(w->timeout_ms);
+    int rc = 0;
+    pthread_mutex_lock(&w->mu);
+    while (atomic_load_explicit(&in->gen, memory_order_relaxed) == gen) {
+        if (!abortable) {
+            pthread_cond_wait(&in->cv, &w->mu);
+            continue;
+        }
+        bool timeout = false;
+        if (!w->failed)
+            timeout = pthread_cond_timedwait(&in->cv, &w->mu, &dl) == ETIMEDOUT;
+        if (atomic_load_explicit(&in->gen, memory_order_relaxed) != gen ||
+            !(w->failed || timeout))
+            continue;
+        if (w->failed)
+            failed_locked(c);
+        else
+            timed_out_locked(g, op, in);
+        in->arrived--;
+        in->entered[g->index]--;
+        rc = -1;
+        break;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+/* ---- the collectives ---- */
+
+enum { CHUNK = 256 }; /* elements summed at a time */
+
+/* acc (k elements, f32 or u32) += (or = when first) src's k elements. */
+static void acc_add(int dtype, void *acc, const void *src, int64_t k, bool first)
+{
+    float *f = acc;
+    uint32_t *u = acc;
+    const uint16_t *h = src;
+    for (int64_t e = 0; e < k; e++) {
+        float v = 0;
+        uint32_t x = 0;
+        switch (dtype) {
+        case RT_F32: memcpy(&v, (const char *)src + 4 * e, 4); break;
+        case RT_F16: v = rt_comm_f16_to_f32(h[e]); break;
+        case RT_BF16: v = rt_comm_bf16_to_f32(h[e]); break;
+        default: memcpy(&x, (const char *)src + 4 * e, 4); break; /* i32 wraps */
+        }
+        if (dtype == RT_I32)
+            u[e] = first ? x : u[e] + x;
+        else
+            f[e] = first ? v : f[e] + v;
+    }
+}
+
+/* acc's k elements in dtype into out (rounded once for f16 and bf16). */
+static void acc_out(int dtype, const void *acc, void *out, int64_t k)
+{
+    const float *f = acc;
+    uint16_t *h = out;
+    if (dtype == RT_F32 || dtype == RT_I32)
+        memcpy(out, acc, (size_t)(4 * k));
+    else
+        for (int64_t e = 0; e < k; e++)
+            h[e] = dtype == RT_F16 ? rt_comm_f32_to_f16(f[e]) : rt_comm_f32_to_bf16(f[e]);
+}
+
+/* Elements [lo, hi) of every member's buffer become their sum. */
+static void all_reduce_slice(const linst *in, int dtype, int64_t lo, int64_t hi)
+{
+    union { float f[CHUNK]; uint32_t u[CHUNK]; } acc;
+    uint32_t out[CHUNK];
+    int64_t es = rt_dtype_size(dtype);
+    for (int64_t e = lo; e < hi; e += CHUNK) {
+        int64_t k = hi - e < CHUNK ? hi - e : CHUNK;
+        for (int64_t j = 0; j < in->n; j++)
+            acc_add(dtype, &acc, (const char *)in->slot[j].recv + e * es, k, j == 0);
+        acc_out(dtype, &acc, out, k);
+        for (int64_t j = 0; j < in->n; j++)
+            memcpy((char *)in->slot[j].recv + e * es, out, (size_t)(k * es));
+    }
+}
+
+/* recv = the sum over members of their send's block `me`. */
+static void reduce_scatter(const linst *in, int64_t me, void *recv, int64_t count, int dtype)
+{
+    union { float f[CHUNK]; uint32_t u[CHUNK]; } acc;
+    int64_t es = rt_dtype_size(dtype);
+    for (int64_t e = 0; e < count; e += CHUNK) {
+        int64_t k = count - e < CHUNK ? count - e : CHUNK;
+        for (int64_t j = 0; j < in->n; j++)
+            acc_add(dtype, &acc, (const char *)in->slot[j].send + (me * count + e) * es, k,
+                    j == 0);
+        acc_out(dtype, &acc, (char *)recv + e * es, k);
+    }
+}
+
+/* "all_reduce(8 x f32)", "all_gather(64 bytes)", "barrier" into buf. */
+static const char *slot_str(const lslot *s, char *buf, size_t size)
+{
+    const char *name = rt_comm_op_name(s->op);
+    if (s->op == RT_CO_BARRIER)
+        snprintf(buf, size, "%s", name);
+    else if (s->op == RT_CO_ALL_REDUCE || s->op == RT_CO_REDUCE_SCATTER)
+        snprintf(buf, size, "%s(%lld x %s)", name, (long long)s->count, rt_dtype_name(s->dtype));
+    else
+        snprintf(buf, size, "%s(%lld bytes)", name, (long long)s->count);
+    return buf;
+}
+
+/* Every member compares every slot with member 0's, so all of them agree
+ * on the verdict. */
+static int check_same(rt_group *g, const linst *in)
+{
+    const lslot *s0 = &in->slot[0];
+    for (int64_t j = 1; j < in->n; j++) {
+        const lslot *s = &in->slot[j];
+        if (s->op == s0->op && s->count == s0->count && s->dtype == s0->dtype)
+            continue;
+        char a[96], b[96];
+        rt_comm_seterr(g->comm, "collective mismatch in the group over %s: member 0 called %s "
+                       "but member %lld (rank %lld) called %s", g->desc,
+                       slot_str(s0, a, sizeof a), (long long)j,
+                       (long long)rt_group_member_rank(g, j), slot_str(s, b, sizeof b));
+        return -1;
+    }
+    return 0;
+}
+
+static void work(rt_group *g, const linst *in, int op, void *recv, int64_t count, int dtype)
+{
+    int64_t n = in->n, me = g->index;
+    switch (op) {
+    case RT_CO_ALL_REDUCE: {
+        int64_t q = count / n, r = count % n;
+        int64_t lo = me * q + (me < r ? me : r);
+        all_reduce_slice(in, dtype, lo, lo + q + (me < r));
+        break;
+    }
+    case RT_CO_REDUCE_SCATTER: reduce_scatter(in, me, recv, count, dtype); break;
+    case RT_CO_ALL_GATHER:
+        for (int64_t j = 0; j < n; j++)
+            memcpy((char *)recv + j * count, in->slot[j].send, (size_t)count);
+        break;
+    case RT_CO_ALL_TO_ALL:
+        for (int64_t j = 0; j < n; j++)
+            memcpy((char *)recv + j * count, (const char *)in->slot[j].send + me * count,
+                   (size_t)count);
+        break;
+    case RT_CO_BROADCAST:
+        if (me != 0)
+            memcpy(recv, in->slot[0].recv, (size_t)count);
+        break;
+    default: break;
+    }
+}
+
+static int l_run(rt_group *g, int op, const void *send, void *recv, int64_t count, int dtype)
+{
+    linst *in = g->impl;
+    /* Nobody reads this slot now: the last op's readers passed its second
+     * wait before this member could. */
+    in->slot[g->index] = (lslot){op, dtype, count, send, recv};
+    if (l_wait(g, op, true))
+        return -1;
+    int rc = check_same(g, in);
+    if (rc == 0)
+        work(g, in, op, recv, count, dtype);
+    l_wait(g, op, false);
+    return rc;
+}
+
+static void l_free(rt_comm *c)
+{
+    (void)c; /* the comm's memory belongs to the world */
+}
+
+static const rt_comm_ops local_ops = {
+    l_group_new, l_group_free, l_check, l_run, l_abort, l_free,
+};
+
+/* ---- the world ---- */
+
+rt_local_world *rt_local_world_new(const rt_mesh_desc *mesh, int timeout_ms, char *err,
+                                   size_t errlen)
+{
+    int64_t ranks;
+    if (!rt_comm_mesh_check(mesh, &ranks, err, errlen))
+        return NULL;
+    if (timeout_ms < 0) {
+        snprintf(err, errlen, "negative timeout %d ms", timeout_ms);
+        return NULL;
+    }
+    rt_local_world *w = calloc(1, sizeof *w);
+    if (w)
+        w->comm = calloc((size_t)ranks, sizeof *w->comm);
+    if (!w || !w->comm || pthread_mutex_init(&w->mu, NULL) != 0) {
+        if (w)
+            free(w->comm);
+        free(w);
+        snprintf(err, errlen, "out of memory making a local world of %lld ranks",
+                 (long long)ranks);
+        return NULL;
+    }
+    w->ranks = ranks;
+    w->timeout_ms = timeout_ms ? timeout_ms : DEFAULT_TIMEOUT_MS;
+    for (int64_t r = 0; r < ranks; r++)
+        rt_comm_init(&w->comm[r], &local_ops, w, mesh, r, ranks);
+    return w;
+}
+
+rt_comm *rt_local_comm(rt_local_world *w, int64_t rank)
+{
+    return w && rank >= 0 && rank < w->ranks ? &w->comm[rank] : NULL;
+}
+
+void rt_local_world_free(rt_local_world *w)
+{
+    if (!w)
+        return;
+    for (int64_t r = 0; r < w->ranks; r++)
+        rt_comm_drop_groups(&w->comm[r]);
+    while (w->insts) {
+        linst *in = w->insts;
+        w->insts = in->next;
+        inst_free(in);
+    }
+    pthread_mutex_destroy(&w->mu);
+    free(w->comm);
+    free(w);
+}

@@ -1,0 +1,161 @@
+/* plan.h: the plan (DESIGN.md §4) in memory, and its file form.
+ *
+ * The plan is the one contract between the compiler and the runtime: the
+ * writer (codegen/) fills an rt_plan from the partitioned IR, rt_plan_write
+ * turns it into bytes, rt_plan_read turns bytes back into an rt_plan and
+ * validates it, and the runtime executes it without ever seeing the IR.
+ *
+ * A plan is SPMD: one program per pipeline stage (one stage until pipelines
+ * arrive), shared by every rank of that stage; the rank's mesh coordinates
+ * are its parameters (slices, collective groups). Shapes inside programs are
+ * local shards; shapes in the I/O table are global.
+ *
+ * A program is a list of buffers and a list of instructions in execution
+ * order. Every instruction names its operand and result buffers and carries
+ * their types, so kernels never look at buffers' declared sizes except to
+ * check that the types fit.
+ *
+ * File form (all integers little-endian):
+ *   header   8 bytes magic "SHRDPLAN", u32 version, u32 section count,
+ *            u64 total file size, u32 CRC32 of the preceding 24 bytes
+ *   section  u32 tag (4 ASCII chars), u32 reserved (0), u64 payload length,
+ *            u32 CRC32 (IEEE, as zlib) of the payload, then the payload
+ * Sections, in this order: "MESH", "IOTB", one "PROG" per stage, "KERN"
+ * (kernel blobs; none on the CPU path), "REPT" (the report as JSON text).
+ * The reader never reads past a section and rejects a truncated file, a bad
+ * CRC, a wrong magic or a newer version with a message that says which.
+ */
+#ifndef SHARDC_RT_PLAN_H
+#define SHARDC_RT_PLAN_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RT_PLAN_MAGIC "SHRDPLAN"
+#define RT_PLAN_VERSION 1
+#define RT_MAX_RANK 8
+#define RT_MAX_AXES 8
+#define RT_MAX_IN 3
+
+/* Same numbering and sizes as the IR's dtypes. */
+typedef enum { RT_F32, RT_F16, RT_BF16, RT_I32, RT_NDTYPES } rt_dtype;
+const char *rt_dtype_name(int dtype);      /* "f32"; "?" when out of range */
+int rt_dtype_size(int dtype);              /* bytes; 0 when out of range */
+
+typedef struct rt_type {
+    uint8_t dtype;                 /* rt_dtype */
+    uint8_t rank;                  /* 0..RT_MAX_RANK; 0 is a scalar */
+    int64_t dim[RT_MAX_RANK];      /* each >= 1 */
+} rt_type;
+int64_t rt_type_numel(const rt_type *t);
+int64_t rt_type_bytes(const rt_type *t);
+/* "f32[64, 1024]" into buf. */
+const char *rt_type_str(const rt_type *t, char *buf, size_t size);
+
+typedef enum {
+#define X(e, name, nin, cls) RT_OP_##e,
+#include "plan_ops.def"
+#undef X
+    RT_NOPS
+} rt_opcode;
+typedef enum { RT_K_SOURCE, RT_K_COMPUTE, RT_K_COMM } rt_opclass;
+typedef struct rt_opinfo {
+    const char *name;
+    int nin;
+    rt_opclass cls;
+} rt_opinfo;
+extern const rt_opinfo rt_ops[RT_NOPS];
+int rt_op_lookup(const char *name); /* the opcode called name, or -1 */
+
+typedef struct rt_instr {
+    uint16_t op;                   /* rt_opcode */
+    uint8_t nin;                   /* == rt_ops[op].nin */
+    int32_t in[RT_MAX_IN];         /* operand buffers */
+    rt_type in_t[RT_MAX_IN];
+    int32_t out;                   /* result buffer */
+    rt_type out_t;
+    /* attributes; each op reads the ones plan_ops.def names, the rest are 0 */
+    int32_t io;                    /* input, param: index into rt_plan.io */
+    double value;                  /* const */
+    int64_t axis;                  /* 0..rank-1 of in_t[0] */
+    uint8_t keepdims, causal;
+    double eps;
+    uint8_t nlist;                 /* transpose: the permutation */
+    int64_t list[RT_MAX_RANK];
+    int64_t dim, dim2;             /* slice and collectives */
+    uint8_t naxes;                 /* slice and collectives: mesh axes, major first */
+    uint8_t axes[RT_MAX_AXES];
+} rt_instr;
+
+typedef struct rt_program {
+    int32_t nbuf;
+    int64_t *buf_bytes;            /* nbuf sizes; a buffer may serve several values */
+    int32_t ninstr;
+    rt_instr *instr;
+} rt_program;
+
+typedef enum { RT_IO_INPUT, RT_IO_PARAM, RT_IO_OUTPUT } rt_io_kind;
+typedef enum { RT_INIT_NONE, RT_INIT_ZEROS, RT_INIT_ONES, RT_INIT_NORMAL, RT_INIT_UNIFORM } rt_init_kind;
+
+/* Per dimension the mesh axes splitting it (major first), plus the axes over
+ * which the value is partial (outputs never are). */
+typedef struct rt_sharding {
+    uint8_t naxes[RT_MAX_RANK];
+    uint8_t axes[RT_MAX_RANK][RT_MAX_AXES];
+    uint16_t partial;
+} rt_sharding;
+
+typedef struct rt_io {
+    uint8_t kind;                  /* rt_io_kind */
+    char *name;                    /* the safetensors name (LANGUAGE.md §8) */
+    rt_type type;                  /* global shape */
+    rt_sharding sh;
+    uint8_t init;                  /* params, and inputs made from the seed when
+                                    * absent: rt_init_kind */
+    double init_a, init_b;         /* normal: a = std; uniform: [a, b) */
+    int32_t stage;                 /* the stage whose program holds it */
+    int32_t buffer;                /* outputs: the buffer with the local shard */
+} rt_io;
+
+typedef struct rt_plan {
+    int32_t naxes;                 /* mesh; 0 is a single rank */
+    char *axis_name[RT_MAX_AXES];
+    int64_t axis_size[RT_MAX_AXES];
+    int32_t stage_axis;            /* pipeline axis, or -1 */
+    int32_t nstages;               /* >= 1 */
+    rt_program *stage;
+    int32_t nio;
+    rt_io *io;
+    char *report;                  /* JSON text, NUL-terminated; may be "" */
+    size_t report_len;
+    void *mem_;                    /* owned memory (rt_plan_free) */
+} rt_plan;
+
+int64_t rt_plan_ranks(const rt_plan *p);
+/* Coordinates of rank r (row-major over the axes, first axis major). */
+void rt_plan_coords(const rt_plan *p, int64_t r, int64_t coord[RT_MAX_AXES]);
+
+/* Writes the file form into *out (malloc'd; free()), *len its size. */
+bool rt_plan_write(const rt_plan *p, uint8_t **out, size_t *len, char *err, size_t errlen);
+/* Reads and validates a plan from bytes; NULL with a message in err
+ * ("truncated file: ...", "checksum mismatch in section PROG (stage 0): the
+ * file is corrupt", ...). Fields past a count (dims past the rank, operands
+ * past nin) are not stored and read back as 0. what
+ * names the source in messages (a file name). Never reads out of bounds. */
+rt_plan *rt_plan_read(const uint8_t *data, size_t len, const char *what, char *err, size_t errlen);
+/* Frees a plan that rt_plan_read (or rt_plan_load) made; NULL is a no-op. */
+void rt_plan_free(rt_plan *p);
+/* Reads a whole plan file and rt_plan_read's it; NULL with err naming the
+ * file on failure (runtime/plan_file.c). */
+rt_plan *rt_plan_load(const char *path, char *err, size_t errlen);
+/* The checks rt_plan_read runs after decoding: indices in range, types that
+ * fit their buffers, each instruction's shapes consistent for its op
+ * (rt_instr_check), I/O entries consistent with the programs. */
+bool rt_plan_validate(const rt_plan *p, char *err, size_t errlen);
+/* Shape rules of one instruction (local shapes), so kernels can trust them. */
+bool rt_instr_check(const rt_plan *p, const rt_instr *in, char *err, size_t errlen);
+
+/* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of n bytes. */
+uint32_t rt_crc32(uint32_t crc, const void *data, size_t n);
+
+#endif

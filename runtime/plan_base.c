@@ -1,0 +1,73 @@
+/* plan_base.c: the small pieces of plan.h every part of the runtime uses:
+ * dtypes, types, the op table, rank coordinates. */
+#include "plan.h"
+#include <stdio.h>
+#include <string.h>
+
+static const char *const dtype_names[RT_NDTYPES] = {"f32", "f16", "bf16", "i32"};
+static const int dtype_sizes[RT_NDTYPES] = {4, 2, 2, 4};
+
+const char *rt_dtype_name(int dtype)
+{
+    return dtype >= 0 && dtype < RT_NDTYPES ? dtype_names[dtype] : "?";
+}
+
+int rt_dtype_size(int dtype)
+{
+    return dtype >= 0 && dtype < RT_NDTYPES ? dtype_sizes[dtype] : 0;
+}
+
+int64_t rt_type_numel(const rt_type *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank && i < RT_MAX_RANK; i++)
+        n *= t->dim[i];
+    return n;
+}
+
+int64_t rt_type_bytes(const rt_type *t)
+{
+    return rt_type_numel(t) * rt_dtype_size(t->dtype);
+}
+
+const char *rt_type_str(const rt_type *t, char *buf, size_t size)
+{
+    size_t k = (size_t)snprintf(buf, size, "%s[", rt_dtype_name(t->dtype));
+    for (int i = 0; i < t->rank && i < RT_MAX_RANK && k < size; i++)
+        k += (size_t)snprintf(buf + k, size - k, "%s%lld", i ? ", " : "", (long long)t->dim[i]);
+    if (k < size)
+        snprintf(buf + k, size - k, "]");
+    return buf;
+}
+
+const rt_opinfo rt_ops[RT_NOPS] = {
+#define X(e, name, nin, cls) {name, nin, cls},
+#include "plan_ops.def"
+#undef X
+};
+
+int rt_op_lookup(const char *name)
+{
+    for (int i = 0; i < RT_NOPS; i++)
+        if (strcmp(rt_ops[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int64_t rt_plan_ranks(const rt_plan *p)
+{
+    int64_t n = 1;
+    for (int a = 0; a < p->naxes; a++)
+        n *= p->axis_size[a];
+    return n;
+}
+
+void rt_plan_coords(const rt_plan *p, int64_t r, int64_t coord[RT_MAX_AXES])
+{
+    for (int a = p->naxes - 1; a >= 0; a--) {
+        coord[a] = r % p->axis_size[a];
+        r /= p->axis_size[a];
+    }
+    for (int a = p->naxes; a < RT_MAX_AXES; a++)
+        coord[a] = 0;
+}

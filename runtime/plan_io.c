@@ -1,0 +1,1492 @@
+/* plan_io.c: the plan's file form (plan.h): the writer, the reader, the
+ * validator both run, and the shape rule of every opcode on local shapes.
+ *
+ * Payload encodings (little-endian; u8/u16/u32/u64 and i32/i64 of that
+ * width, f64 = the IEEE-754 bits as a u64, str = u32 length + the bytes, no
+ * NUL inside and no terminator):
+ *   type    u8 dtype, u8 rank (<= 8), rank x i64 dim
+ *   MESH    u32 naxes (<= 8), naxes x (str name, i64 size),
+ *           i32 stage_axis, i32 nstages
+ *   IOTB    u32 nio, then per entry:
+ *             u8 kind, str name, type,
+ *             per dim of the type: u8 naxes (<= 8), naxes x u8 mesh axis,
+ *             u16 partial, u8 init, f64 init_a, f64 init_b,
+ *             i32 stage, i32 buffer
+ *   PROG    u32 nbuf, nbuf x i64 bytes, u32 ninstr, then per instruction:
+ *             u16 op, u8 nin (<= 3), nin x (i32 in, type in_t),
+ *             i32 out, type out_t, i32 io, f64 value, i64 axis,
+ *             u8 keepdims, u8 causal, f64 eps, u8 nlist (<= 8),
+ *             nlist x i64 list, i64 dim, i64 dim2, u8 naxes (<= 8),
+ *             naxes x u8 axes
+ *   KERN    u32 count; only 0 for now (no kernel blobs on the CPU path)
+ *   REPT    the report's bytes as they are (no NUL)
+ * Counts (u32) are at most INT32_MAX. Entries past a count (dims past a
+ * rank, operands past nin, ...) are not stored and read back as 0, and the
+ * writer refuses a plan that fails rt_plan_validate, so the form is
+ * canonical: writing a plan that was read gives back the same bytes.
+ */
+#include "plan.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    HDR_SIZE = 28,  /* magic 8, version 4, section count 4, total 8, CRC 4 */
+    SEC_HDR = 20,   /* tag 4, reserved 4, payload length 8, CRC 4 */
+    IO_MIN = 34,    /* the smallest IOTB entry: a scalar with an empty name */
+    INSTR_MIN = 57, /* the smallest instruction: no operands, list or axes */
+    PROG_MIN = 8,   /* the smallest PROG payload: two counts of 0 */
+    NSEC_FIXED = 4, /* MESH, IOTB, KERN, REPT; plus one PROG per stage */
+    TYPE_LEN = 200, /* "bf16[" + 8 x (", " + 20 digits) + "]" fits */
+    MSG_LEN = 1024, /* an inner message before a prefix is added */
+};
+
+#define MAX_RANKS ((int64_t)1 << 31)
+
+#if defined(__GNUC__)
+#define PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PRINTF(f, a)
+#endif
+
+static bool fail(char *err, size_t errlen, const char *fmt, ...) PRINTF(3, 4);
+
+/* Writes the message and returns false, so a check reads `return fail(...)`. */
+static bool fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return false;
+}
+
+/* ---- CRC-32 ---- */
+
+uint32_t rt_crc32(uint32_t crc, const void *data, size_t n)
+{
+    /* The reflected polynomial 0xEDB88320, four bits at a time. */
+    static const uint32_t tab[16] = {
+        0x00000000, 0x1DB71064, 0x3B6E20C8, 0x26D930AC, 0x76DC4190, 0x6B6B51F4,
+        0x4DB26158, 0x5005713C, 0xEDB88320, 0xF00F9344, 0xD6D6A3E8, 0xCB61B38C,
+        0x9B64C2B0, 0x86D3D2D4, 0xA00AE278, 0xBDBDF21C,
+    };
+    const uint8_t *b = data;
+    crc = ~crc;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= b[i];
+        crc = (crc >> 4) ^ tab[crc & 15];
+        crc = (crc >> 4) ^ tab[crc & 15];
+    }
+    return ~crc;
+}
+
+static uint64_t get_le(const uint8_t *b, int k)
+{
+    uint64_t v = 0;
+    for (int i = k - 1; i >= 0; i--)
+        v = v << 8 | b[i];
+    return v;
+}
+
+static void set_le(uint8_t *b, uint64_t v, int k)
+{
+    for (int i = 0; i < k; i++)
+        b[i] = (uint8_t)(v >> 8 * i);
+}
+
+/* ---- types, shardings, groups: the checks shared by all parts ---- */
+
+static bool is_float(int dtype)
+{
+    return dtype == RT_F32 || dtype == RT_F16 || dtype == RT_BF16;
+}
+
+static bool type_eq(const rt_type *a, const rt_type *b)
+{
+    if (a->dtype != b->dtype || a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank && i < RT_MAX_RANK; i++)
+        if (a->dim[i] != b->dim[i])
+            return false;
+    return true;
+}
+
+static const char *tstr(char buf[TYPE_LEN], const rt_type *t)
+{
+    return rt_type_str(t, buf, TYPE_LEN);
+}
+
+/* A type the runtime can hold: known dtype, rank 0..8, dims >= 1, a byte
+ * count that fits in int64. what names it in the message. */
+static bool check_type(const rt_type *t, const char *what, char *err, size_t errlen)
+{
+    if (t->dtype >= RT_NDTYPES)
+        return fail(err, errlen, "%s has an unknown dtype (%d)", what, t->dtype);
+    if (t->rank > RT_MAX_RANK)
+        return fail(err, errlen, "%s has rank %d; at most %d dimensions are supported", what,
+                    t->rank, RT_MAX_RANK);
+    int64_t n = rt_dtype_size(t->dtype);
+    for (int i = 0; i < t->rank; i++) {
+        char b[TYPE_LEN];
+        if (t->dim[i] < 1)
+            return fail(err, errlen, "%s has a dimension of size %lld: %s", what,
+                        (long long)t->dim[i], tstr(b, t));
+        if (__builtin_mul_overflow(n, t->dim[i], &n))
+            return fail(err, errlen, "%s is too large: %s", what, tstr(b, t));
+    }
+    return true;
+}
+
+/* The size of mesh axis ax, checked against the mesh (rt_instr_check may
+ * run on a plan whose mesh was never validated). */
+static bool axis_size(const rt_plan *p, int ax, int64_t *size, char *err, size_t errlen)
+{
+    if (ax >= p->naxes || ax >= RT_MAX_AXES)
+        return fail(err, errlen, "mesh axis %d is out of range (the mesh has %d axes)", ax,
+                    p->naxes);
+    if (p->axis_size[ax] < 1)
+        return fail(err, errlen, "mesh axis %d has size %lld", ax, (long long)p->axis_size[ax]);
+    *size = p->axis_size[ax];
+    return true;
+}
+
+/* The local shard of an I/O entry's global type: dim d divided by the
+ * product of the sizes of the axes splitting it. Checks the type and the
+ * sharding on the way: axes in range, none used twice (partial axes
+ * included), every split dim divisible, no axes on dims past the rank. */
+static bool io_local(const rt_plan *p, const rt_io *io, rt_type *local, char *err, size_t errlen)
+{
+    const rt_sharding *sh = &io->sh;
+    if (!check_type(&io->type, "the type", err, errlen))
+        return false;
+    *local = io->type;
+    unsigned used = 0;
+    for (int d = 0; d < RT_MAX_RANK; d++) {
+        if (sh->naxes[d] > RT_MAX_AXES)
+            return fail(err, errlen, "dimension %d is split over %d mesh axes; at most %d", d,
+                        sh->naxes[d], RT_MAX_AXES);
+        if (d >= io->type.rank && sh->naxes[d])
+            return fail(err, errlen, "the sharding splits dimension %d of a rank-%d type", d,
+                        io->type.rank);
+        int64_t g = 1, size = 1;
+        for (int k = 0; k < sh->naxes[d]; k++) {
+            int ax = sh->axes[d][k];
+            if (!axis_size(p, ax, &size, err, errlen))
+                return false;
+            if (used & (1u << ax))
+                return fail(err, errlen, "the sharding uses mesh axis %d twice", ax);
+            used |= 1u << ax;
+            if (__builtin_mul_overflow(g, size, &g))
+                return fail(err, errlen, "dimension %d is split over too many ranks", d);
+        }
+        if (d < io->type.rank && io->type.dim[d] % g)
+            return fail(err, errlen,
+                        "dimension %d of size %lld does not divide by %lld, the product of "
+                        "the mesh axes splitting it",
+                        d, (long long)io->type.dim[d], (long long)g);
+        if (d < io->type.rank)
+            local->dim[d] /= g;
+    }
+    if (p->naxes >= 0 && p->naxes < 16 && (io->sh.partial >> p->naxes))
+        return fail(err, errlen, "partial over mesh axes 0x%x, but the mesh has %d axes",
+                    (unsigned)io->sh.partial, p->naxes);
+    if (io->sh.partial & used)
+        return fail(err, errlen, "the value is partial over a mesh axis that also splits it");
+    return true;
+}
+
+/* The number of ranks an instruction's mesh axes span (slice, collectives):
+ * 1 to 8 axes, in range, distinct. */
+static bool group_size(const rt_plan *p, const rt_instr *in, int64_t *g, char *err,
+                       size_t errlen)
+{
+    if (in->naxes < 1 || in->naxes > RT_MAX_AXES)
+        return fail(err, errlen, "needs 1 to %d mesh axes, got %d", RT_MAX_AXES, in->naxes);
+    unsigned used = 0;
+    *g = 1;
+    for (int k = 0; k < in->naxes; k++) {
+        int64_t size = 1;
+        int ax = in->axes[k];
+        if (!axis_size(p, ax, &size, err, errlen))
+            return false;
+        if (used & (1u << ax))
+            return fail(err, errlen, "names mesh axis %d twice", ax);
+        used |= 1u << ax;
+        if (__builtin_mul_overflow(*g, size, g))
+            return fail(err, errlen, "spans too many ranks");
+    }
+    return true;
+}
+
+/* ---- the shape rules (LANGUAGE.md §7, as ir/infer.c decides them) ---- */
+
+/* NumPy broadcasting of two shapes aligned at their ends. */
+static bool bcast(const int64_t *x, int nx, const int64_t *y, int ny, int64_t *out, uint8_t *nout)
+{
+    int n = nx > ny ? nx : ny;
+    for (int i = 0; i < n; i++) {
+        int64_t dx = i < n - nx ? 1 : x[i - (n - nx)];
+        int64_t dy = i < n - ny ? 1 : y[i - (n - ny)];
+        if (dx != dy && dx != 1 && dy != 1)
+            return false;
+        out[i] = dx == 1 ? dy : dx;
+    }
+    *nout = (uint8_t)n;
+    return true;
+}
+
+static bool same_dtype(const rt_instr *in, char *err, size_t errlen)
+{
+    for (int i = 1; i < in->nin; i++)
+        if (in->in_t[i].dtype != in->in_t[0].dtype)
+            return fail(err, errlen, "mixed dtypes: operand 1 is %s, operand %d is %s",
+                        rt_dtype_name(in->in_t[0].dtype), i + 1,
+                        rt_dtype_name(in->in_t[i].dtype));
+    return true;
+}
+
+static bool need_float(const rt_type *t, const char *what, char *err, size_t errlen)
+{
+    char b[TYPE_LEN];
+    if (is_float(t->dtype))
+        return true;
+    return fail(err, errlen, "%s must be floating-point, got %s", what, tstr(b, t));
+}
+
+static bool rule_binary(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+{
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    const rt_type *a = &in->in_t[0], *b = &in->in_t[1];
+    if (!same_dtype(in, err, errlen) ||
+        (in->op == RT_OP_POW && !need_float(a, "the base", err, errlen)))
+        return false;
+    want->dtype = a->dtype;
+    if (!bcast(a->dim, a->rank, b->dim, b->rank, want->dim, &want->rank))
+        return fail(err, errlen, "operands do not broadcast: %s and %s", tstr(t1, a),
+                    tstr(t2, b));
+    return true;
+}
+
+/* [..., M, K] @ [..., K, N] -> [..., M, N]; a 1-D operand loses its M or
+ * N; the batch dims broadcast. */
+static bool rule_matmul(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+{
+    const rt_type *a = &in->in_t[0], *b = &in->in_t[1];
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    tstr(t1, a);
+    tstr(t2, b);
+    if (a->rank == 0 || b->rank == 0)
+        return fail(err, errlen, "needs operands of rank 1 or more, got %s @ %s", t1, t2);
+    if (!same_dtype(in, err, errlen) || !need_float(a, "operand 1", err, errlen))
+        return false;
+    int64_t ka = a->dim[a->rank - 1], kb = b->dim[b->rank == 1 ? 0 : b->rank - 2];
+    if (ka != kb)
+        return fail(err, errlen, "contracts dimension of size %lld with one of size %lld: %s @ %s",
+                    (long long)ka, (long long)kb, t1, t2);
+    int na = a->rank >= 2 ? a->rank - 2 : 0, nb = b->rank >= 2 ? b->rank - 2 : 0;
+    if (!bcast(a->dim, na, b->dim, nb, want->dim, &want->rank))
+        return fail(err, errlen, "batch dimensions do not broadcast: %s @ %s", t1, t2);
+    want->dtype = a->dtype;
+    if (a->rank >= 2)
+        want->dim[want->rank++] = a->dim[a->rank - 2];
+    if (b->rank >= 2)
+        want->dim[want->rank++] = b->dim[b->rank - 1];
+    return true;
+}
+
+/* q [..., S, d], k [..., T, d], v [..., T, dv] -> [..., S, dv]; the
+ * leading dims agree exactly. */
+static bool rule_attention(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+{
+    static const char *const names[] = {"q", "k", "v"};
+    const rt_type *q = &in->in_t[0], *k = &in->in_t[1], *v = &in->in_t[2];
+    char tq[TYPE_LEN], tk[TYPE_LEN], tv[TYPE_LEN];
+    for (int i = 0; i < 3; i++)
+        if (in->in_t[i].rank < 2)
+            return fail(err, errlen, "needs %s of rank 2 or more, got %s", names[i],
+                        tstr(tq, &in->in_t[i]));
+    if (!same_dtype(in, err, errlen) || !need_float(q, "q", err, errlen))
+        return false;
+    tstr(tq, q);
+    tstr(tk, k);
+    tstr(tv, v);
+    int r = q->rank;
+    bool lead = k->rank == r && v->rank == r;
+    for (int i = 0; lead && i < r - 2; i++)
+        lead = k->dim[i] == q->dim[i] && v->dim[i] == q->dim[i];
+    if (!lead)
+        return fail(err, errlen, "needs q, k and v with the same leading dimensions, got %s, %s "
+                    "and %s", tq, tk, tv);
+    if (q->dim[r - 1] != k->dim[r - 1])
+        return fail(err, errlen, "needs q and k with the same last dimension, got %s and %s", tq,
+                    tk);
+    if (k->dim[r - 2] != v->dim[r - 2])
+        return fail(err, errlen, "needs k and v with the same sequence length, got %s and %s", tk,
+                    tv);
+    *want = *q;
+    want->dim[r - 1] = v->dim[r - 1];
+    return true;
+}
+
+static bool check_axis(const rt_instr *in, char *err, size_t errlen)
+{
+    char b[TYPE_LEN];
+    if (in->axis < 0 || in->axis >= in->in_t[0].rank)
+        return fail(err, errlen, "axis %lld is out of range for %s", (long long)in->axis,
+                    tstr(b, &in->in_t[0]));
+    return true;
+}
+
+static bool rule_reduce(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+{
+    const rt_type *x = &in->in_t[0];
+    if ((in->op == RT_OP_MEAN && !need_float(x, "the operand", err, errlen)) ||
+        !check_axis(in, err, errlen))
+        return false;
+    *want = *x;
+    if (in->keepdims) {
+        want->dim[in->axis] = 1;
+        return true;
+    }
+    for (int i = (int)in->axis; i + 1 < x->rank; i++)
+        want->dim[i] = x->dim[i + 1];
+    want->dim[--want->rank] = 0;
+    return true;
+}
+
+/* layernorm(x, g, b) and rmsnorm(x, g) over the last dim of x. */
+static bool rule_norm(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+{
+    static const char *const names[] = {"x", "g", "b"};
+    const rt_type *x = &in->in_t[0];
+    char tx[TYPE_LEN], tp[TYPE_LEN];
+    tstr(tx, x);
+    if (x->rank < 1)
+        return fail(err, errlen, "needs x of rank 1 or more, got %s", tx);
+    if (!same_dtype(in, err, errlen) || !need_float(x, "x", err, errlen))
+        return false;
+    int64_t d = x->dim[x->rank - 1];
+    for (int i = 1; i < in->nin; i++)
+        if (in->in_t[i].rank != 1 || in->in_t[i].dim[0] != d)
+            return fail(err, errlen, "needs %s of shape [%lld] to match the last dimension of %s, "
+                        "got %s", names[i], (long long)d, tx, tstr(tp, &in->in_t[i]));
+    if (!(in->eps > 0))
+        return fail(err, errlen, "needs eps > 0, got %g", in->eps);
+    *want = *x;
+    return true;
+}
+
+static bool rule_transpose(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+{
+    const rt_type *x = &in->in_t[0];
+    bool used[RT_MAX_RANK] = {false};
+    bool perm = in->nlist == x->rank;
+    for (int i = 0; perm && i < in->nlist; i++) {
+        int64_t p = in->list[i];
+        perm = p >= 0 && p < x->rank && !used[p];
+        if (perm) {
+            used[p] = true;
+            want->dim[i] = x->dim[p];
+        }
+    }
+    if (!perm) {
+        char tx[TYPE_LEN], tl[TYPE_LEN];
+        size_t k = (size_t)snprintf(tl, sizeof tl, "[");
+        for (int i = 0; i < in->nlist && k < sizeof tl; i++)
+            k += (size_t)snprintf(tl + k, sizeof tl - k, "%s%lld", i ? ", " : "",
+                                  (long long)in->list[i]);
+        if (k < sizeof tl)
+            snprintf(tl + k, sizeof tl - k, "]");
+        return fail(err, errlen, "needs a permutation of the %d axes of %s, got %s", x->rank,
+                    tstr(tx, x), tl);
+    }
+    want->dtype = x->dtype;
+    want->rank = x->rank;
+    return true;
+}
+
+/* table [V, D] and i32 ids [...] -> [..., D]. */
+static bool rule_embedding(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+{
+    const rt_type *table = &in->in_t[0], *ids = &in->in_t[1];
+    char b[TYPE_LEN];
+    if (table->rank != 2 || !is_float(table->dtype))
+        return fail(err, errlen, "the table must be a 2-D floating-point tensor, got %s",
+                    tstr(b, table));
+    if (ids->dtype != RT_I32)
+        return fail(err, errlen, "the ids must be i32, got %s", tstr(b, ids));
+    if (ids->rank + 1 > RT_MAX_RANK)
+        return fail(err, errlen, "ids %s would give a result of rank %d; at most %d",
+                    tstr(b, ids), ids->rank + 1, RT_MAX_RANK);
+    want->dtype = table->dtype;
+    want->rank = (uint8_t)(ids->rank + 1);
+    memcpy(want->dim, ids->dim, (size_t)ids->rank * sizeof *ids->dim);
+    want->dim[ids->rank] = table->dim[1];
+    return true;
+}
+
+static bool rule_mse(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+{
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    if (!need_float(&in->in_t[0], "the prediction", err, errlen))
+        return false;
+    if (!type_eq(&in->in_t[0], &in->in_t[1]))
+        return fail(err, errlen, "needs operands of the same type, got %s and %s",
+                    tstr(t1, &in->in_t[0]), tstr(t2, &in->in_t[1]));
+    want->dtype = in->in_t[0].dtype;
+    return true;
+}
+
+/* logits [..., C] and i32 labels [...] -> a scalar. */
+static bool rule_xent(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+{
+    const rt_type *logits = &in->in_t[0], *labels = &in->in_t[1];
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    tstr(t1, logits);
+    tstr(t2, labels);
+    if (logits->rank < 1 || !is_float(logits->dtype))
+        return fail(err, errlen, "needs floating-point logits of rank 1 or more, got %s", t1);
+    if (labels->dtype != RT_I32)
+        return fail(err, errlen, "the labels must be i32, got %s", t2);
+    bool match = labels->rank == logits->rank - 1;
+    for (int i = 0; match && i < labels->rank; i++)
+        match = labels->dim[i] == logits->dim[i];
+    if (!match)
+        return fail(err, errlen, "the labels %s do not match the leading dimensions of the "
+                    "logits %s", t2, t1);
+    want->dtype = logits->dtype;
+    return true;
+}
+
+/* Slice and collectives, local shapes, NCCL semantics: slice and
+ * reduce_scatter divide dim by the group size G, all_gather multiplies it,
+ * all_to_all divides dim and multiplies dim2. */
+static bool rule_group(const rt_plan *p, const rt_instr *in, rt_type *want, char *err,
+                       size_t errlen)
+{
+    const rt_type *x = &in->in_t[0];
+    char b[TYPE_LEN];
+    int64_t g = 1;
+    if (!group_size(p, in, &g, err, errlen))
+        return false;
+    *want = *x;
+    int op = in->op;
+    if (op == RT_OP_ALL_REDUCE || op == RT_OP_BROADCAST)
+        return true;
+    if (in->dim < 0 || in->dim >= x->rank)
+        return fail(err, errlen, "dimension %lld is out of range for %s", (long long)in->dim,
+                    tstr(b, x));
+    if (op == RT_OP_ALL_TO_ALL && (in->dim2 < 0 || in->dim2 >= x->rank))
+        return fail(err, errlen, "dimension %lld is out of range for %s", (long long)in->dim2,
+                    tstr(b, x));
+    if (op != RT_OP_ALL_GATHER) {
+        if (x->dim[in->dim] % g)
+            return fail(err, errlen, "cannot split dimension %lld of %s over %lld ranks",
+                        (long long)in->dim, tstr(b, x), (long long)g);
+        want->dim[in->dim] /= g;
+    }
+    int64_t grow = op == RT_OP_ALL_GATHER ? in->dim : op == RT_OP_ALL_TO_ALL ? in->dim2 : -1;
+    if (grow >= 0 && __builtin_mul_overflow(want->dim[grow], g, &want->dim[grow]))
+        return fail(err, errlen, "the result is too large: dimension %lld of %s times %lld ranks",
+                    (long long)grow, tstr(b, x), (long long)g);
+    return true;
+}
+
+/* input and param: the entry exists, has the op's kind, and out_t is its
+ * local shard. (Which stage holds it is rt_plan_validate's check.) */
+static bool rule_source(const rt_plan *p, const rt_instr *in, char *err, size_t errlen)
+{
+    char msg[MSG_LEN], b1[TYPE_LEN], b2[TYPE_LEN];
+    int kind = in->op == RT_OP_INPUT ? RT_IO_INPUT : RT_IO_PARAM;
+    if (in->io < 0 || in->io >= p->nio || !p->io)
+        return fail(err, errlen, "I/O entry %d is out of range (the plan has %d)", in->io, p->nio);
+    const rt_io *io = &p->io[in->io];
+    if (io->kind != kind)
+        return fail(err, errlen, "I/O entry %d is not %s", in->io,
+                    kind == RT_IO_INPUT ? "an input" : "a parameter");
+    rt_type local;
+    if (!io_local(p, io, &local, msg, sizeof msg))
+        return fail(err, errlen, "I/O entry %d: %s", in->io, msg);
+    if (!type_eq(&local, &in->out_t))
+        return fail(err, errlen, "the result is %s, but the local shard of I/O entry %d is %s",
+                    tstr(b1, &in->out_t), in->io, tstr(b2, &local));
+    return true;
+}
+
+/* The opcode, the operand count, the types of the operands and the
+ * result, and the list and axis counts every instruction stores. */
+static bool check_operands(const rt_instr *in, char *err, size_t errlen)
+{
+    if (in->op >= RT_NOPS)
+        return fail(err, errlen, "unknown opcode %d", in->op);
+    if (in->nin != rt_ops[in->op].nin)
+        return fail(err, errlen, "has %d operands; %s takes %d", in->nin, rt_ops[in->op].name,
+                    rt_ops[in->op].nin);
+    for (int i = 0; i < in->nin; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "operand %d", i + 1);
+        if (!check_type(&in->in_t[i], what, err, errlen))
+            return false;
+    }
+    if (!check_type(&in->out_t, "the result", err, errlen))
+        return false;
+    if (in->nlist > RT_MAX_RANK)
+        return fail(err, errlen, "has a list of %d entries; at most %d", in->nlist, RT_MAX_RANK);
+    if (in->naxes > RT_MAX_AXES)
+        return fail(err, errlen, "names %d mesh axes; at most %d", in->naxes, RT_MAX_AXES);
+    return true;
+}
+
+static bool is_unary(int op)
+{
+    return op >= RT_OP_NEG && op <= RT_OP_RSQRT;
+}
+
+static bool is_binary(int op)
+{
+    return op >= RT_OP_ADD && op <= RT_OP_POW;
+}
+
+/* The message says what is wrong, not which instruction: rt_plan_validate
+ * puts "stage S, instruction K (op): " in front. p gives the mesh (group
+ * sizes) and the I/O table (input, param). */
+bool rt_instr_check(const rt_plan *p, const rt_instr *in, char *err, size_t errlen)
+{
+    if (!check_operands(in, err, errlen))
+        return false;
+    const rt_type *x = &in->in_t[0], *out = &in->out_t;
+    char b1[TYPE_LEN], b2[TYPE_LEN];
+    rt_type want;
+    memset(&want, 0, sizeof want);
+    bool ok;
+    int op = in->op;
+    if (op == RT_OP_INPUT || op == RT_OP_PARAM)
+        return rule_source(p, in, err, errlen);
+    if (op == RT_OP_CONST)
+        return isfinite(in->value) ? true
+                                   : fail(err, errlen, "the value %g is not finite", in->value);
+    if (is_binary(op)) {
+        ok = rule_binary(in, &want, err, errlen);
+    } else if (is_unary(op)) {
+        want = *x;
+        ok = op == RT_OP_NEG || op == RT_OP_ABS || op == RT_OP_RELU ||
+             need_float(x, "the operand", err, errlen);
+    } else {
+        switch (op) {
+        case RT_OP_CAST:
+            want = *x;
+            want.dtype = out->dtype;
+            ok = true;
+            break;
+        case RT_OP_COPY:
+            if (out->dtype != x->dtype || rt_type_numel(out) != rt_type_numel(x))
+                return fail(err, errlen, "copies %s to %s; a copy keeps the dtype and the "
+                            "element count", tstr(b1, x), tstr(b2, out));
+            return true;
+        case RT_OP_MATMUL:
+            ok = rule_matmul(in, &want, err, errlen);
+            break;
+        case RT_OP_ATTENTION:
+            ok = rule_attention(in, &want, err, errlen);
+            break;
+        case RT_OP_SUM:
+        case RT_OP_MEAN:
+        case RT_OP_AMAX:
+            ok = rule_reduce(in, &want, err, errlen);
+            break;
+        case RT_OP_SOFTMAX:
+            want = *x;
+            ok = need_float(x, "the operand", err, errlen) && check_axis(in, err, errlen);
+            break;
+        case RT_OP_LAYERNORM:
+        case RT_OP_RMSNORM:
+            ok = rule_norm(in, &want, err, errlen);
+            break;
+        case RT_OP_TRANSPOSE:
+            ok = rule_transpose(in, &want, err, errlen);
+            break;
+        case RT_OP_EMBEDDING:
+            ok = rule_embedding(in, &want, err, errlen);
+            break;
+        case RT_OP_MSE:
+            ok = rule_mse(in, &want, err, errlen);
+            break;
+        case RT_OP_XENT:
+            ok = rule_xent(in, &want, err, errlen);
+            break;
+        default: /* slice and the collectives */
+            ok = rule_group(p, in, &want, err, errlen);
+            break;
+        }
+    }
+    if (!ok)
+        return false;
+    if (!type_eq(&want, out))
+        return fail(err, errlen, "the result is %s, but the operands give %s", tstr(b1, out),
+                    tstr(b2, &want));
+    return true;
+}
+
+/* ---- rt_plan_validate ---- */
+
+static bool check_mesh(const rt_plan *p, char *err, size_t errlen)
+{
+    if (p->naxes < 0 || p->naxes > RT_MAX_AXES)
+        return fail(err, errlen, "the mesh has %d axes; 0 to %d are supported", p->naxes,
+                    RT_MAX_AXES);
+    int64_t ranks = 1;
+    for (int a = 0; a < p->naxes; a++) {
+        const char *name = p->axis_name[a];
+        if (!name || !*name)
+            return fail(err, errlen, "mesh axis %d has no name", a);
+        for (int b = 0; b < a; b++)
+            if (strcmp(p->axis_name[b], name) == 0)
+                return fail(err, errlen, "mesh axes %d and %d are both named '%s'", b, a, name);
+        if (p->axis_size[a] < 1)
+            return fail(err, errlen, "mesh axis %s has size %lld; sizes must be 1 or more", name,
+                        (long long)p->axis_size[a]);
+        if (__builtin_mul_overflow(ranks, p->axis_size[a], &ranks) || ranks > MAX_RANKS)
+            return fail(err, errlen, "the mesh has more than 2^31 ranks");
+    }
+    if (p->stage_axis < -1 || p->stage_axis >= p->naxes)
+        return fail(err, errlen, "the pipeline axis %d is not an axis of the mesh (nor -1)",
+                    p->stage_axis);
+    int64_t want = p->stage_axis < 0 ? 1 : p->axis_size[p->stage_axis];
+    if (p->nstages != want) {
+        if (p->stage_axis < 0)
+            return fail(err, errlen, "the plan has %d stages but no pipeline axis", p->nstages);
+        return fail(err, errlen, "the plan has %d stages, but the pipeline axis %s has size %lld",
+                    p->nstages, p->axis_name[p->stage_axis], (long long)want);
+    }
+    if (!p->stage)
+        return fail(err, errlen, "the plan has no programs");
+    return true;
+}
+
+/* Each program's buffer table and instruction list, before anything
+ * indexes them. */
+static bool check_buffers(const rt_plan *p, char *err, size_t errlen)
+{
+    for (int s = 0; s < p->nstages; s++) {
+        const rt_program *g = &p->stage[s];
+        if (g->nbuf < 0 || (g->nbuf > 0 && !g->buf_bytes))
+            return fail(err, errlen, "stage %d: a table of %d buffers is not valid", s, g->nbuf);
+        for (int b = 0; b < g->nbuf; b++)
+            if (g->buf_bytes[b] < 0)
+                return fail(err, errlen, "stage %d: buffer %d has size %lld", s, b,
+                            (long long)g->buf_bytes[b]);
+        if (g->ninstr < 0 || (g->ninstr > 0 && !g->instr))
+            return fail(err, errlen, "stage %d: a list of %d instructions is not valid", s,
+                        g->ninstr);
+    }
+    return true;
+}
+
+/* A value of type t fits buffer b of program g. */
+static bool check_fit(const rt_program *g, int32_t b, const rt_type *t, const char *what,
+                      char *err, size_t errlen)
+{
+    char tb[TYPE_LEN];
+    if (b < 0 || b >= g->nbuf)
+        return fail(err, errlen, "buffer %d (%s) is out of range (the program has %d buffers)",
+                    b, what, g->nbuf);
+    if (rt_type_bytes(t) > g->buf_bytes[b])
+        return fail(err, errlen, "%s %s (%lld bytes) does not fit buffer %d (%lld bytes)", what,
+                    tstr(tb, t), (long long)rt_type_bytes(t), b, (long long)g->buf_bytes[b]);
+    return true;
+}
+
+/* Params are made by their initializer; an input may carry one too, for
+ * when it is absent at run time (codegen makes synthetic inputs so). */
+static bool check_init(const rt_io *io, char *err, size_t errlen)
+{
+    if (io->kind == RT_IO_OUTPUT)
+        return io->init == RT_INIT_NONE ? true
+                                        : fail(err, errlen, "an output has no initializer");
+    switch (io->init) {
+    case RT_INIT_NONE:
+    case RT_INIT_ZEROS:
+    case RT_INIT_ONES:
+        return true;
+    case RT_INIT_NORMAL:
+        if (!(isfinite(io->init_a) && io->init_a >= 0))
+            return fail(err, errlen, "normal initializer needs a finite std >= 0, got %g",
+                        io->init_a);
+        return true;
+    case RT_INIT_UNIFORM:
+        if (!(isfinite(io->init_a) && isfinite(io->init_b) && io->init_a < io->init_b))
+            return fail(err, errlen, "uniform initializer needs finite a < b, got [%g, %g)",
+                        io->init_a, io->init_b);
+        return true;
+    default:
+        return fail(err, errlen, "unknown initializer (%d)", io->init);
+    }
+}
+
+/* One I/O entry on its own: kind, name, type and sharding, init, stage,
+ * and for an output the buffer holding its local shard. */
+static bool check_io(const rt_plan *p, const rt_io *io, char *err, size_t errlen)
+{
+    rt_type local;
+    if (io->kind > RT_IO_OUTPUT)
+        return fail(err, errlen, "unknown kind (%d)", io->kind);
+    if (!io_local(p, io, &local, err, errlen) || !check_init(io, err, errlen))
+        return false;
+    if (io->kind == RT_IO_OUTPUT && io->sh.partial)
+        return fail(err, errlen, "an output cannot be partial (over mesh axes 0x%x)",
+                    (unsigned)io->sh.partial);
+    if (io->stage < 0 || io->stage >= p->nstages)
+        return fail(err, errlen, "stage %d is out of range (the plan has %d)", io->stage,
+                    p->nstages);
+    if (io->kind == RT_IO_OUTPUT)
+        return check_fit(&p->stage[io->stage], io->buffer, &local, "the local shard", err,
+                         errlen);
+    return true;
+}
+
+typedef struct named {
+    const char *name;
+    int32_t index;
+} named;
+
+static int cmp_named(const void *a, const void *b)
+{
+    const named *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+/* Inputs, params and outputs share one namespace. Sorted, so that a plan
+ * with many parameters does not cost a quadratic scan. */
+static bool check_io_names(const rt_plan *p, char *err, size_t errlen)
+{
+    if (p->nio < 2)
+        return true;
+    named *v = malloc((size_t)p->nio * sizeof *v);
+    if (!v)
+        return fail(err, errlen, "out of memory");
+    for (int32_t i = 0; i < p->nio; i++)
+        v[i] = (named){p->io[i].name, i};
+    qsort(v, (size_t)p->nio, sizeof *v, cmp_named);
+    bool ok = true;
+    for (int32_t i = 1; ok && i < p->nio; i++)
+        if (strcmp(v[i - 1].name, v[i].name) == 0)
+            ok = fail(err, errlen, "duplicate I/O name '%s' (entries %d and %d)", v[i].name,
+                      v[i - 1].index, v[i].index);
+    free(v);
+    return ok;
+}
+
+static bool check_ios(const rt_plan *p, char *err, size_t errlen)
+{
+    char msg[MSG_LEN];
+    if (p->nio < 0 || (p->nio > 0 && !p->io))
+        return fail(err, errlen, "an I/O table of %d entries is not valid", p->nio);
+    for (int32_t i = 0; i < p->nio; i++) {
+        const rt_io *io = &p->io[i];
+        if (!io->name || !*io->name)
+            return fail(err, errlen, "I/O entry %d has no name", i);
+        if (!check_io(p, io, msg, sizeof msg))
+            return fail(err, errlen, "I/O entry %d (%s): %s", i, io->name, msg);
+    }
+    return check_io_names(p, err, errlen);
+}
+
+/* What rt_instr_check cannot see: the buffers of the program, and the
+ * stage of an input's or param's entry. */
+static bool check_in_program(const rt_plan *p, int s, const rt_instr *in, char *err,
+                             size_t errlen)
+{
+    const rt_program *g = &p->stage[s];
+    if (!check_operands(in, err, errlen))
+        return false;
+    for (int i = 0; i < in->nin; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "operand %d", i + 1);
+        if (!check_fit(g, in->in[i], &in->in_t[i], what, err, errlen))
+            return false;
+    }
+    if (!check_fit(g, in->out, &in->out_t, "the result", err, errlen))
+        return false;
+    if ((in->op == RT_OP_INPUT || in->op == RT_OP_PARAM) && in->io >= 0 && in->io < p->nio &&
+        p->io[in->io].stage != s)
+        return fail(err, errlen, "I/O entry %d belongs to stage %d", in->io, p->io[in->io].stage);
+    return rt_instr_check(p, in, err, errlen);
+}
+
+static bool check_programs(const rt_plan *p, char *err, size_t errlen)
+{
+    char msg[MSG_LEN];
+    for (int s = 0; s < p->nstages; s++) {
+        const rt_program *g = &p->stage[s];
+        for (int k = 0; k < g->ninstr; k++) {
+            const rt_instr *in = &g->instr[k];
+            if (!check_in_program(p, s, in, msg, sizeof msg))
+                return fail(err, errlen, "stage %d, instruction %d (%s): %s", s, k,
+                            in->op < RT_NOPS ? rt_ops[in->op].name : "?", msg);
+        }
+    }
+    return true;
+}
+
+/* Mesh, then buffer tables, then I/O entries, then instructions: each step
+ * may index what the steps before it checked. */
+bool rt_plan_validate(const rt_plan *p, char *err, size_t errlen)
+{
+    if (!p)
+        return fail(err, errlen, "no plan");
+    if (!check_mesh(p, err, errlen) || !check_buffers(p, err, errlen) ||
+        !check_ios(p, err, errlen) || !check_programs(p, err, errlen))
+        return false;
+    if (p->report_len > 0 && !p->report)
+        return fail(err, errlen, "the report has %zu bytes but no text", p->report_len);
+    if (p->report_len > 0 && memchr(p->report, 0, p->report_len))
+        return fail(err, errlen, "the report contains a NUL byte");
+    return true;
+}
+
+/* ---- rt_plan_write ---- */
+
+typedef struct wbuf {
+    uint8_t *p;
+    size_t n, cap;
+    bool oom;
+} wbuf;
+
+static void put(wbuf *w, const void *src, size_t k)
+{
+    if (w->oom || k == 0)
+        return;
+    if (k > w->cap - w->n) {
+        size_t cap = w->cap ? w->cap : 4096;
+        while (cap - w->n < k) {
+            if (cap > SIZE_MAX / 2) {
+                w->oom = true;
+                return;
+            }
+            cap *= 2;
+        }
+        uint8_t *np = realloc(w->p, cap);
+        if (!np) {
+            w->oom = true;
+            return;
+        }
+        w->p = np;
+        w->cap = cap;
+    }
+    memcpy(w->p + w->n, src, k);
+    w->n += k;
+}
+
+static void put_le(wbuf *w, uint64_t v, int k)
+{
+    uint8_t b[8];
+    set_le(b, v, k);
+    put(w, b, (size_t)k);
+}
+
+static void put_f64(wbuf *w, double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    put_le(w, u, 8);
+}
+
+static void put_str(wbuf *w, const char *s)
+{
+    size_t n = strlen(s);
+    put_le(w, n, 4);
+    put(w, s, n);
+}
+
+static void put_type(wbuf *w, const rt_type *t)
+{
+    put_le(w, t->dtype, 1);
+    put_le(w, t->rank, 1);
+    for (int i = 0; i < t->rank; i++)
+        put_le(w, (uint64_t)t->dim[i], 8);
+}
+
+/* A section header with the length and CRC to be patched by end_section. */
+static size_t begin_section(wbuf *w, const char *tag)
+{
+    size_t at = w->n;
+    put(w, tag, 4);
+    put_le(w, 0, 4);
+    put_le(w, 0, 8);
+    put_le(w, 0, 4);
+    return at;
+}
+
+static void end_section(wbuf *w, size_t at)
+{
+    if (w->oom)
+        return;
+    size_t len = w->n - at - SEC_HDR;
+    set_le(w->p + at + 8, len, 8);
+    set_le(w->p + at + 16, rt_crc32(0, w->p + at + SEC_HDR, len), 4);
+}
+
+static void write_mesh(wbuf *w, const rt_plan *p)
+{
+    size_t at = begin_section(w, "MESH");
+    put_le(w, (uint64_t)p->naxes, 4);
+    for (int a = 0; a < p->naxes; a++) {
+        put_str(w, p->axis_name[a]);
+        put_le(w, (uint64_t)p->axis_size[a], 8);
+    }
+    put_le(w, (uint32_t)p->stage_axis, 4);
+    put_le(w, (uint32_t)p->nstages, 4);
+    end_section(w, at);
+}
+
+static void write_io(wbuf *w, const rt_plan *p)
+{
+    size_t at = begin_section(w, "IOTB");
+    put_le(w, (uint64_t)p->nio, 4);
+    for (int i = 0; i < p->nio; i++) {
+        const rt_io *io = &p->io[i];
+        put_le(w, io->kind, 1);
+        put_str(w, io->name);
+        put_type(w, &io->type);
+        for (int d = 0; d < io->type.rank; d++) {
+            put_le(w, io->sh.naxes[d], 1);
+            put(w, io->sh.axes[d], io->sh.naxes[d]);
+        }
+        put_le(w, io->sh.partial, 2);
+        put_le(w, io->init, 1);
+        put_f64(w, io->init_a);
+        put_f64(w, io->init_b);
+        put_le(w, (uint32_t)io->stage, 4);
+        put_le(w, (uint32_t)io->buffer, 4);
+    }
+    end_section(w, at);
+}
+
+static void write_instr(wbuf *w, const rt_instr *in)
+{
+    put_le(w, in->op, 2);
+    put_le(w, in->nin, 1);
+    for (int i = 0; i < in->nin; i++) {
+        put_le(w, (uint32_t)in->in[i], 4);
+        put_type(w, &in->in_t[i]);
+    }
+    put_le(w, (uint32_t)in->out, 4);
+    put_type(w, &in->out_t);
+    put_le(w, (uint32_t)in->io, 4);
+    put_f64(w, in->value);
+    put_le(w, (uint64_t)in->axis, 8);
+    put_le(w, in->keepdims, 1);
+    put_le(w, in->causal, 1);
+    put_f64(w, in->eps);
+    put_le(w, in->nlist, 1);
+    for (int i = 0; i < in->nlist; i++)
+        put_le(w, (uint64_t)in->list[i], 8);
+    put_le(w, (uint64_t)in->dim, 8);
+    put_le(w, (uint64_t)in->dim2, 8);
+    put_le(w, in->naxes, 1);
+    put(w, in->axes, in->naxes);
+}
+
+static void write_prog(wbuf *w, const rt_program *g)
+{
+    size_t at = begin_section(w, "PROG");
+    put_le(w, (uint64_t)g->nbuf, 4);
+    for (int b = 0; b < g->nbuf; b++)
+        put_le(w, (uint64_t)g->buf_bytes[b], 8);
+    put_le(w, (uint64_t)g->ninstr, 4);
+    for (int k = 0; k < g->ninstr; k++)
+        write_instr(w, &g->instr[k]);
+    end_section(w, at);
+}
+
+/* Validates first, so that a file it writes always reads; the plan may be
+ * any in memory (mem_ unused) and is not modified. */
+bool rt_plan_write(const rt_plan *p, uint8_t **out, size_t *len, char *err, size_t errlen)
+{
+    char msg[MSG_LEN];
+    *out = NULL;
+    *len = 0;
+    if (!rt_plan_validate(p, msg, sizeof msg))
+        return fail(err, errlen, "cannot write an invalid plan: %s", msg);
+    wbuf w = {0};
+    uint8_t hdr[HDR_SIZE] = {0};
+    put(&w, hdr, sizeof hdr);
+    write_mesh(&w, p);
+    write_io(&w, p);
+    for (int s = 0; s < p->nstages; s++)
+        write_prog(&w, &p->stage[s]);
+    size_t at = begin_section(&w, "KERN");
+    put_le(&w, 0, 4);
+    end_section(&w, at);
+    at = begin_section(&w, "REPT");
+    put(&w, p->report, p->report_len);
+    end_section(&w, at);
+    if (w.oom) {
+        free(w.p);
+        return fail(err, errlen, "out of memory");
+    }
+    memcpy(w.p, RT_PLAN_MAGIC, 8);
+    set_le(w.p + 8, RT_PLAN_VERSION, 4);
+    set_le(w.p + 12, (uint64_t)p->nstages + NSEC_FIXED, 4);
+    set_le(w.p + 16, w.n, 8);
+    set_le(w.p + 24, rt_crc32(0, w.p, 24), 4);
+    *out = w.p;
+    *len = w.n;
+    return true;
+}
+
+/* ---- rt_plan_read ---- */
+
+/* A read plan owns its memory as a list of blocks on p->mem_. */
+typedef struct block {
+    struct block *next;
+    _Alignas(max_align_t) unsigned char data[];
+} block;
+
+typedef struct reader {
+    const uint8_t *data;
+    size_t len;
+    const char *what;
+    char *err;
+    size_t errlen;
+    rt_plan *p;
+} reader;
+
+/* A section's payload being decoded. */
+typedef struct cur {
+    reader *r;
+    const uint8_t *b;
+    size_t n, pos;
+    char sec[32];   /* "PROG (stage 3)" */
+    char where[48]; /* "instruction 12": the item being decoded */
+} cur;
+
+static bool rfail(reader *r, const char *fmt, ...) PRINTF(2, 3);
+
+/* fail() with the source's name in front: "model.plan: ...". */
+static bool rfail(reader *r, const char *fmt, ...)
+{
+    if (r->err && r->errlen) {
+        int k = snprintf(r->err, r->errlen, "%s: ", r->what);
+        if (k >= 0 && (size_t)k < r->errlen) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(r->err + k, r->errlen - (size_t)k, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return false;
+}
+
+/* count zeroed elements of size bytes, owned by the plan; NULL for none
+ * (ALLOC tells that from a failure, which has set the message). */
+static void *alloc(reader *r, size_t count, size_t size)
+{
+    size_t n;
+    if (count == 0)
+        return NULL;
+    if (__builtin_mul_overflow(count, size, &n) || n > SIZE_MAX - sizeof(block)) {
+        rfail(r, "out of memory");
+        return NULL;
+    }
+    block *b = calloc(1, sizeof(block) + n);
+    if (!b) {
+        rfail(r, "out of memory");
+        return NULL;
+    }
+    b->next = r->p->mem_;
+    r->p->mem_ = b;
+    return b->data;
+}
+
+#define ALLOC(r, ptr, count) (((ptr) = alloc(r, (size_t)(count), sizeof *(ptr))) || (count) == 0)
+
+static bool take(cur *c, size_t k, const char *field, const uint8_t **at)
+{
+    if (k > c->n - c->pos)
+        return rfail(c->r, "section %s ends early: %s%s%s needs %zu bytes, %zu are left", c->sec,
+                     c->where, *c->where ? ", " : "", field, k, c->n - c->pos);
+    *at = c->b + c->pos;
+    c->pos += k;
+    return true;
+}
+
+static bool get_u(cur *c, int k, const char *field, uint64_t *v)
+{
+    const uint8_t *at = NULL;
+    if (!take(c, (size_t)k, field, &at))
+        return false;
+    *v = get_le(at, k);
+    return true;
+}
+
+static bool get_u8(cur *c, const char *field, uint8_t *v)
+{
+    uint64_t u;
+    return get_u(c, 1, field, &u) && (*v = (uint8_t)u, true);
+}
+
+static bool get_u16(cur *c, const char *field, uint16_t *v)
+{
+    uint64_t u;
+    return get_u(c, 2, field, &u) && (*v = (uint16_t)u, true);
+}
+
+static bool get_i32(cur *c, const char *field, int32_t *v)
+{
+    uint64_t u;
+    uint32_t u32;
+    if (!get_u(c, 4, field, &u))
+        return false;
+    u32 = (uint32_t)u;
+    memcpy(v, &u32, sizeof *v);
+    return true;
+}
+
+static bool get_i64(cur *c, const char *field, int64_t *v)
+{
+    uint64_t u;
+    return get_u(c, 8, field, &u) && (memcpy(v, &u, sizeof *v), true);
+}
+
+static bool get_f64(cur *c, const char *field, double *v)
+{
+    uint64_t u;
+    return get_u(c, 8, field, &u) && (memcpy(v, &u, sizeof *v), true);
+}
+
+/* A u32 count of items of at least min bytes each: at most INT32_MAX, and
+ * no more than the rest of the payload can hold, so that what is allocated
+ * for them is bounded by the input's size. */
+static bool get_count(cur *c, const char *field, size_t min, int32_t *count)
+{
+    uint64_t u;
+    if (!get_u(c, 4, field, &u))
+        return false;
+    size_t room = (c->n - c->pos) / min;
+    if (u > INT32_MAX || u > room)
+        return rfail(c->r, "section %s: %s%s%s is %llu, but the %zu bytes left hold at most %zu",
+                     c->sec, c->where, *c->where ? ", " : "", field, (unsigned long long)u,
+                     c->n - c->pos, room);
+    *count = (int32_t)u;
+    return true;
+}
+
+static bool get_str(cur *c, const char *field, char **s)
+{
+    uint64_t n;
+    const uint8_t *at = NULL;
+    if (!get_u(c, 4, field, &n))
+        return false;
+    if (n > c->n - c->pos)
+        return rfail(c->r, "section %s: %s%s%s has length %llu, beyond the %zu bytes left",
+                     c->sec, c->where, *c->where ? ", " : "", field, (unsigned long long)n,
+                     c->n - c->pos);
+    if (!take(c, n, field, &at))
+        return false;
+    if (memchr(at, 0, n))
+        return rfail(c->r, "section %s: %s%s%s contains a NUL byte", c->sec, c->where,
+                     *c->where ? ", " : "", field);
+    if (!ALLOC(c->r, *s, n + 1))
+        return false;
+    memcpy(*s, at, n);
+    return true;
+}
+
+/* The rank must fit the struct; everything else is the validator's. */
+static bool get_type(cur *c, const char *field, rt_type *t)
+{
+    if (!get_u8(c, field, &t->dtype) || !get_u8(c, field, &t->rank))
+        return false;
+    if (t->rank > RT_MAX_RANK)
+        return rfail(c->r, "section %s: %s%s%s has rank %d; at most %d dimensions are supported",
+                     c->sec, c->where, *c->where ? ", " : "", field, t->rank, RT_MAX_RANK);
+    for (int i = 0; i < t->rank; i++)
+        if (!get_i64(c, field, &t->dim[i]))
+            return false;
+    return true;
+}
+
+/* A u8 count of at most max entries (the size of the array holding them). */
+static bool get_small(cur *c, const char *field, int max, uint8_t *n)
+{
+    if (!get_u8(c, field, n))
+        return false;
+    if (*n > max)
+        return rfail(c->r, "section %s: %s%s%s is %d; at most %d", c->sec, c->where,
+                     *c->where ? ", " : "", field, *n, max);
+    return true;
+}
+
+/* Opens the next section, which must be tag (stage >= 0: PROG of that
+ * stage), and checks its header and CRC. */
+static bool open_section(reader *r, size_t *pos, const char *tag, int stage, cur *c)
+{
+    memset(c, 0, sizeof *c);
+    c->r = r;
+    if (stage >= 0)
+        snprintf(c->sec, sizeof c->sec, "%s (stage %d)", tag, stage);
+    else
+        snprintf(c->sec, sizeof c->sec, "%s", tag);
+    size_t left = r->len - *pos;
+    if (left < SEC_HDR)
+        return rfail(r, "truncated section %s: its header at offset %zu needs %d bytes, %zu are "
+                     "left", c->sec, *pos, SEC_HDR, left);
+    const uint8_t *h = r->data + *pos;
+    if (memcmp(h, tag, 4) != 0) {
+        bool text = true;
+        for (int i = 0; i < 4; i++)
+            text = text && h[i] >= 0x20 && h[i] < 0x7f && h[i] != '\'';
+        if (text)
+            return rfail(r, "expected section %s at offset %zu, found '%.4s'", c->sec, *pos,
+                         (const char *)h);
+        return rfail(r, "expected section %s at offset %zu, found tag 0x%08x", c->sec, *pos,
+                     (unsigned)get_le(h, 4));
+    }
+    if (get_le(h + 4, 4) != 0)
+        return rfail(r, "section %s: the reserved field is 0x%08x, not 0", c->sec,
+                     (unsigned)get_le(h + 4, 4));
+    uint64_t plen = get_le(h + 8, 8);
+    if (plen > left - SEC_HDR)
+        return rfail(r, "truncated section %s: its payload of %llu bytes at offset %zu runs past "
+                     "the end of the file (%zu bytes)", c->sec, (unsigned long long)plen,
+                     *pos + SEC_HDR, r->len);
+    if (rt_crc32(0, h + SEC_HDR, (size_t)plen) != get_le(h + 16, 4))
+        return rfail(r, "checksum mismatch in section %s: the file is corrupt", c->sec);
+    c->b = h + SEC_HDR;
+    c->n = (size_t)plen;
+    *pos += SEC_HDR + (size_t)plen;
+    return true;
+}
+
+static bool close_section(cur *c)
+{
+    c->where[0] = 0;
+    if (c->pos != c->n)
+        return rfail(c->r, "section %s has %zu trailing byte%s after its contents", c->sec,
+                     c->n - c->pos, c->n - c->pos == 1 ? "" : "s");
+    return true;
+}
+
+static bool read_mesh(cur *c, rt_plan *p)
+{
+    uint64_t naxes;
+    if (!get_u(c, 4, "the axis count", &naxes))
+        return false;
+    if (naxes > RT_MAX_AXES)
+        return rfail(c->r, "section MESH: the mesh has %llu axes; at most %d are supported",
+                     (unsigned long long)naxes, RT_MAX_AXES);
+    p->naxes = (int32_t)naxes;
+    for (int a = 0; a < p->naxes; a++) {
+        snprintf(c->where, sizeof c->where, "axis %d", a);
+        if (!get_str(c, "name", &p->axis_name[a]) || !get_i64(c, "size", &p->axis_size[a]))
+            return false;
+    }
+    c->where[0] = 0;
+    if (!get_i32(c, "the pipeline axis", &p->stage_axis) ||
+        !get_i32(c, "the stage count", &p->nstages))
+        return false;
+    if (p->nstages < 1)
+        return rfail(c->r, "section MESH: the plan has %d stages; at least 1 is needed",
+                     p->nstages);
+    return close_section(c);
+}
+
+static bool read_io(cur *c, rt_plan *p)
+{
+    if (!get_count(c, "the entry count", IO_MIN, &p->nio) ||
+        !ALLOC(c->r, p->io, p->nio))
+        return false;
+    for (int i = 0; i < p->nio; i++) {
+        rt_io *io = &p->io[i];
+        snprintf(c->where, sizeof c->where, "entry %d", i);
+        if (!get_u8(c, "kind", &io->kind) || !get_str(c, "name", &io->name) ||
+            !get_type(c, "type", &io->type))
+            return false;
+        for (int d = 0; d < io->type.rank; d++) {
+            if (!get_small(c, "the sharding's axis count", RT_MAX_AXES, &io->sh.naxes[d]))
+                return false;
+            for (int k = 0; k < io->sh.naxes[d]; k++)
+                if (!get_u8(c, "sharding", &io->sh.axes[d][k]))
+                    return false;
+        }
+        if (!get_u16(c, "partial", &io->sh.partial) || !get_u8(c, "init", &io->init) ||
+            !get_f64(c, "init_a", &io->init_a) || !get_f64(c, "init_b", &io->init_b) ||
+            !get_i32(c, "stage", &io->stage) || !get_i32(c, "buffer", &io->buffer))
+            return false;
+    }
+    return close_section(c);
+}
+
+static bool read_instr(cur *c, rt_instr *in)
+{
+    if (!get_u16(c, "op", &in->op) || !get_small(c, "the operand count", RT_MAX_IN, &in->nin))
+        return false;
+    for (int i = 0; i < in->nin; i++)
+        if (!get_i32(c, "operand", &in->in[i]) || !get_type(c, "operand type", &in->in_t[i]))
+            return false;
+    if (!get_i32(c, "out", &in->out) || !get_type(c, "out_t", &in->out_t) ||
+        !get_i32(c, "io", &in->io) || !get_f64(c, "value", &in->value) ||
+        !get_i64(c, "axis", &in->axis) || !get_u8(c, "keepdims", &in->keepdims) ||
+        !get_u8(c, "causal", &in->causal) || !get_f64(c, "eps", &in->eps) ||
+        !get_small(c, "the list length", RT_MAX_RANK, &in->nlist))
+        return false;
+    for (int i = 0; i < in->nlist; i++)
+        if (!get_i64(c, "list", &in->list[i]))
+            return false;
+    if (!get_i64(c, "dim", &in->dim) || !get_i64(c, "dim2", &in->dim2) ||
+        !get_small(c, "the axis count", RT_MAX_AXES, &in->naxes))
+        return false;
+    for (int i = 0; i < in->naxes; i++)
+        if (!get_u8(c, "axes", &in->axes[i]))
+            return false;
+    return true;
+}
+
+static bool read_prog(cur *c, rt_program *g)
+{
+    if (!get_count(c, "the buffer count", 8, &g->nbuf) ||
+        !ALLOC(c->r, g->buf_bytes, g->nbuf))
+        return false;
+    for (int b = 0; b < g->nbuf; b++) {
+        snprintf(c->where, sizeof c->where, "buffer %d", b);
+        if (!get_i64(c, "size", &g->buf_bytes[b]))
+            return false;
+    }
+    c->where[0] = 0;
+    if (!get_count(c, "the instruction count", INSTR_MIN, &g->ninstr) ||
+        !ALLOC(c->r, g->instr, g->ninstr))
+        return false;
+    for (int k = 0; k < g->ninstr; k++) {
+        snprintf(c->where, sizeof c->where, "instruction %d", k);
+        if (!read_instr(c, &g->instr[k]))
+            return false;
+    }
+    return close_section(c);
+}
+
+static bool read_kern(cur *c)
+{
+    uint64_t n;
+    if (!get_u(c, 4, "the kernel count", &n))
+        return false;
+    if (n != 0)
+        return rfail(c->r, "section KERN holds %llu kernel blobs, but this shardrun reads only "
+                     "plans without kernels (the CPU path)", (unsigned long long)n);
+    return close_section(c);
+}
+
+static bool read_report(cur *c, rt_plan *p)
+{
+    if (memchr(c->b, 0, c->n))
+        return rfail(c->r, "section REPT: the report contains a NUL byte");
+    if (!ALLOC(c->r, p->report, c->n + 1))
+        return false;
+    memcpy(p->report, c->b, c->n);
+    p->report_len = c->n;
+    c->pos = c->n;
+    return close_section(c);
+}
+
+/* Magic, header CRC, version, total size, section count. */
+static bool read_header(reader *r, uint32_t *nsec)
+{
+    const uint8_t *d = r->data;
+    if (r->len == 0)
+        return rfail(r, "truncated file: the file is empty");
+    if (memcmp(d, RT_PLAN_MAGIC, r->len < 8 ? r->len : 8) != 0)
+        return rfail(r, "not a shardc plan (bad magic)");
+    if (r->len < HDR_SIZE)
+        return rfail(r, "truncated file: %zu bytes, shorter than the %d-byte header", r->len,
+                     HDR_SIZE);
+    if (rt_crc32(0, d, 24) != get_le(d + 24, 4))
+        return rfail(r, "checksum mismatch in the header: the file is corrupt");
+    uint64_t version = get_le(d + 8, 4), total = get_le(d + 16, 8);
+    if (version == 0)
+        return rfail(r, "plan format version 0 is not valid: the file is corrupt");
+    if (version > RT_PLAN_VERSION)
+        return rfail(r, "plan format version %llu is newer than this shardrun reads (%d): "
+                     "rebuild shardrun", (unsigned long long)version, RT_PLAN_VERSION);
+    if (total > r->len)
+        return rfail(r, "truncated file: the header says %llu bytes, the file has %zu",
+                     (unsigned long long)total, r->len);
+    if (total < r->len)
+        return rfail(r, "file size mismatch: the header says %llu bytes, the file has %zu "
+                     "(trailing bytes after the plan?)", (unsigned long long)total, r->len);
+    *nsec = (uint32_t)get_le(d + 12, 4);
+    if (*nsec < NSEC_FIXED + 1)
+        return rfail(r, "the header lists %u sections; a plan has at least %d", *nsec,
+                     NSEC_FIXED + 1);
+    return true;
+}
+
+/* The sections in their order, then the validator. */
+static bool read_plan(reader *r)
+{
+    rt_plan *p = r->p;
+    uint32_t nsec = 0;
+    size_t pos = HDR_SIZE;
+    cur c;
+    if (!read_header(r, &nsec) || !open_section(r, &pos, "MESH", -1, &c) || !read_mesh(&c, p))
+        return false;
+    if (nsec != (uint64_t)p->nstages + NSEC_FIXED)
+        return rfail(r, "the header lists %u sections, but a plan of %d stages has %lld", nsec,
+                     p->nstages, (long long)p->nstages + NSEC_FIXED);
+    if ((uint64_t)p->nstages > (r->len - pos) / (SEC_HDR + PROG_MIN))
+        return rfail(r, "the plan has %d stages, but the %zu bytes left cannot hold their "
+                     "programs", p->nstages, r->len - pos);
+    if (!ALLOC(r, p->stage, p->nstages) ||
+        !open_section(r, &pos, "IOTB", -1, &c) || !read_io(&c, p))
+        return false;
+    for (int s = 0; s < p->nstages; s++)
+        if (!open_section(r, &pos, "PROG", s, &c) || !read_prog(&c, &p->stage[s]))
+            return false;
+    if (!open_section(r, &pos, "KERN", -1, &c) || !read_kern(&c) ||
+        !open_section(r, &pos, "REPT", -1, &c) || !read_report(&c, p))
+        return false;
+    if (pos != r->len)
+        return rfail(r, "%zu trailing bytes after the last section (REPT)", r->len - pos);
+    char msg[MSG_LEN];
+    if (!rt_plan_validate(p, msg, sizeof msg))
+        return rfail(r, "%s", msg);
+    return true;
+}
+
+/* Counts are checked against the bytes left before anything is allocated
+ * for them; every message starts with "what: ". */
+rt_plan *rt_plan_read(const uint8_t *data, size_t len, const char *what, char *err,
+                      size_t errlen)
+{
+    reader r = {data, len, what ? what : "plan", err, errlen, NULL};
+    r.p = calloc(1, sizeof *r.p);
+    if (!r.p) {
+        rfail(&r, "out of memory");
+        return NULL;
+    }
+    if (!read_plan(&r)) {
+        rt_plan_free(r.p);
+        return NULL;
+    }
+    return r.p;
+}
+
+/* For plans from rt_plan_read (the plan struct and its mem_ blocks); NULL
+ * is a no-op. */
+void rt_plan_free(rt_plan *p)
+{
+    if (!p)
+        return;
+    for (block *b = p->mem_, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    free(p);
+}

@@ -1,0 +1,998 @@
+/* test_plan.c: the plan file form (runtime/plan_io.c): round trips of plans
+ * built in memory, every malformed-file case with its message, and the
+ * validator's and rt_instr_check's rules.
+ *
+ *   test_plan                    runs the tests
+ *   test_plan --write-seeds DIR  writes the fuzz seeds (tests/fuzz/corpus/plan):
+ *                                each fixture plan, plain and in fuzz form
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "runtime/plan.h"
+
+#define ERRLEN 1024
+
+/* ---- building plans ---- */
+
+/* A type from its dims: T(RT_F32, 4, 16) is f32[4, 16]; S(RT_F32) a scalar. */
+#define T(dt, ...) ty(dt, (int64_t[]){__VA_ARGS__}, sizeof((int64_t[]){__VA_ARGS__}) / 8)
+#define S(dt) ty(dt, NULL, 0)
+
+static rt_type ty(int dtype, const int64_t *dims, size_t rank)
+{
+    rt_type t;
+    memset(&t, 0, sizeof t);
+    t.dtype = (uint8_t)dtype;
+    t.rank = (uint8_t)rank;
+    for (size_t i = 0; i < rank; i++)
+        t.dim[i] = dims[i];
+    return t;
+}
+
+enum { MAXIO = 8, MAXBUF = 16, MAXINSTR = 24 };
+
+/* A plan and all its storage, by value: copies are deep, memcmp compares. */
+typedef struct fixture {
+    rt_plan p;
+    rt_io io[MAXIO];
+    rt_program stage[2];
+    int64_t bufs[2][MAXBUF];
+    rt_instr instr[2][MAXINSTR];
+} fixture;
+
+static void fix_begin(fixture *f, int naxes, const char *const *names, const int64_t *sizes,
+                      int stage_axis, int nstages)
+{
+    memset(f, 0, sizeof *f);
+    f->p.naxes = naxes;
+    for (int a = 0; a < naxes; a++) {
+        f->p.axis_name[a] = (char *)names[a];
+        f->p.axis_size[a] = sizes[a];
+    }
+    f->p.stage_axis = stage_axis;
+    f->p.nstages = nstages;
+    f->p.stage = f->stage;
+    f->p.io = f->io;
+    f->p.report = (char *)"";
+    for (int s = 0; s < nstages; s++) {
+        f->stage[s].buf_bytes = f->bufs[s];
+        f->stage[s].instr = f->instr[s];
+    }
+}
+
+/* An I/O entry; split: dim split over mesh axis ax (-1: none). */
+static rt_io *add_io(fixture *f, int kind, const char *name, rt_type t, int dim, int ax,
+                     int stage)
+{
+    rt_io *io = &f->io[f->p.nio++];
+    io->kind = (uint8_t)kind;
+    io->name = (char *)name;
+    io->type = t;
+    if (ax >= 0) {
+        io->sh.naxes[dim] = 1;
+        io->sh.axes[dim][0] = (uint8_t)ax;
+    }
+    io->stage = stage;
+    return io;
+}
+
+static void add_buf(fixture *f, int s, int64_t bytes)
+{
+    f->bufs[s][f->stage[s].nbuf++] = bytes;
+}
+
+/* An instruction of stage s; operands given as (buffer, type) pairs. */
+static rt_instr *add(fixture *f, int s, int op, int out, rt_type out_t, int nin, ...)
+{
+    rt_instr *in = &f->instr[s][f->stage[s].ninstr++];
+    in->op = (uint16_t)op;
+    in->nin = (uint8_t)nin;
+    in->out = out;
+    in->out_t = out_t;
+    va_list ap;
+    va_start(ap, nin);
+    for (int i = 0; i < nin; i++) {
+        in->in[i] = va_arg(ap, int);
+        in->in_t[i] = va_arg(ap, rt_type);
+    }
+    va_end(ap);
+    return in;
+}
+
+static void set_axes(rt_instr *in, int ax)
+{
+    in->naxes = 1;
+    in->axes[0] = (uint8_t)ax;
+}
+
+/* Two pipeline stages over pp, tensor parallel over tp: an embedding and a
+ * layernorm on stage 0, a matmul, collectives and layout ops on stage 1. */
+static void make_pipeline(fixture *f)
+{
+    static const char *const names[] = {"pp", "tp"};
+    static const int64_t sizes[] = {2, 2};
+    enum { F = RT_F32, PP = 0, TP = 1 };
+    fix_begin(f, 2, names, sizes, PP, 2);
+    f->p.report = (char *)"{\"ranks\": 4, \"note\": \"test\"}";
+    f->p.report_len = strlen(f->p.report);
+
+    add_io(f, RT_IO_INPUT, "tokens", T(RT_I32, 8, 16), 0, -1, 0)->sh.partial = 1 << TP;
+    rt_io *e = add_io(f, RT_IO_PARAM, "embed", T(F, 64, 32), 1, TP, 0);
+    e->init = RT_INIT_NORMAL;
+    e->init_a = 0.02;
+    add_io(f, RT_IO_PARAM, "ln.g", T(F, 32), 0, -1, 0)->init = RT_INIT_ONES;
+    add_io(f, RT_IO_PARAM, "ln.b", T(F, 32), 0, -1, 0)->init = RT_INIT_ZEROS;
+    add_io(f, RT_IO_OUTPUT, "h", T(F, 8, 16, 32), 0, -1, 0)->buffer = 3;
+    add_io(f, RT_IO_INPUT, "x", T(F, 8, 16, 32), 2, TP, 1);
+    rt_io *w = add_io(f, RT_IO_PARAM, "w", T(F, 32, 8), 0, TP, 1);
+    w->init = RT_INIT_UNIFORM;
+    w->init_a = -0.5;
+    w->init_b = 0.5;
+    add_io(f, RT_IO_OUTPUT, "y", T(RT_BF16, 16, 4), 1, TP, 1)->buffer = 11;
+
+    static const int64_t b0[] = {512, 4096, 8192, 16384, 128, 128};
+    for (size_t i = 0; i < sizeof b0 / sizeof *b0; i++)
+        add_buf(f, 0, b0[i]);
+    add(f, 0, RT_OP_INPUT, 0, T(RT_I32, 8, 16), 0)->io = 0;
+    add(f, 0, RT_OP_PARAM, 1, T(F, 64, 16), 0)->io = 1;
+    add(f, 0, RT_OP_EMBEDDING, 2, T(F, 8, 16, 16), 2, 1, T(F, 64, 16), 0, T(RT_I32, 8, 16));
+    rt_instr *in = add(f, 0, RT_OP_ALL_GATHER, 3, T(F, 8, 16, 32), 1, 2, T(F, 8, 16, 16));
+    in->dim = 2;
+    set_axes(in, TP);
+    add(f, 0, RT_OP_PARAM, 4, T(F, 32), 0)->io = 2;
+    add(f, 0, RT_OP_PARAM, 5, T(F, 32), 0)->io = 3;
+    add(f, 0, RT_OP_LAYERNORM, 3, T(F, 8, 16, 32), 3, 3, T(F, 8, 16, 32), 4, T(F, 32), 5,
+        T(F, 32))->eps = 1e-5;
+
+    static const int64_t b1[] = {8192, 512, 4096, 8, 4096, 4096, 512, 256, 256, 256, 128, 64,
+                                 8192};
+    for (size_t i = 0; i < sizeof b1 / sizeof *b1; i++)
+        add_buf(f, 1, b1[i]);
+    add(f, 1, RT_OP_INPUT, 0, T(F, 8, 16, 16), 0)->io = 5;
+    add(f, 1, RT_OP_PARAM, 1, T(F, 16, 8), 0)->io = 6;
+    add(f, 1, RT_OP_MATMUL, 2, T(F, 8, 16, 8), 2, 0, T(F, 8, 16, 16), 1, T(F, 16, 8));
+    set_axes(add(f, 1, RT_OP_ALL_REDUCE, 2, T(F, 8, 16, 8), 1, 2, T(F, 8, 16, 8)), TP);
+    add(f, 1, RT_OP_CONST, 3, S(F), 0)->value = 0.5;
+    add(f, 1, RT_OP_MUL, 4, T(F, 8, 16, 8), 2, 2, T(F, 8, 16, 8), 3, S(F));
+    in = add(f, 1, RT_OP_TRANSPOSE, 5, T(F, 16, 8, 8), 1, 4, T(F, 8, 16, 8));
+    in->nlist = 3;
+    in->list[0] = 1, in->list[1] = 0, in->list[2] = 2;
+    add(f, 1, RT_OP_SOFTMAX, 5, T(F, 16, 8, 8), 1, 5, T(F, 16, 8, 8))->axis = 2;
+    in = add(f, 1, RT_OP_SUM, 6, T(F, 16, 1, 8), 1, 5, T(F, 16, 8, 8));
+    in->axis = 1;
+    in->keepdims = 1;
+    in = add(f, 1, RT_OP_REDUCE_SCATTER, 7, T(F, 8, 1, 8), 1, 6, T(F, 16, 1, 8));
+    set_axes(in, TP);
+    in = add(f, 1, RT_OP_ALL_TO_ALL, 8, T(F, 16, 1, 4), 1, 7, T(F, 8, 1, 8));
+    in->dim = 2;
+    in->dim2 = 0;
+    set_axes(in, TP);
+    add(f, 1, RT_OP_COPY, 9, T(F, 16, 4), 1, 8, T(F, 16, 1, 4));
+    add(f, 1, RT_OP_CAST, 10, T(RT_BF16, 16, 4), 1, 9, T(F, 16, 4));
+    in = add(f, 1, RT_OP_SLICE, 11, T(RT_BF16, 16, 2), 1, 10, T(RT_BF16, 16, 4));
+    in->dim = 1;
+    set_axes(in, TP);
+    add(f, 1, RT_OP_ATTENTION, 12, T(F, 8, 16, 16), 3, 0, T(F, 8, 16, 16), 0, T(F, 8, 16, 16), 0,
+        T(F, 8, 16, 16))->causal = 1;
+}
+
+/* One stage, data parallel over dp: a small language-model loss, the ops
+ * make_pipeline does not use. */
+static void make_loss(fixture *f)
+{
+    static const char *const names[] = {"dp", "tp"};
+    static const int64_t sizes[] = {2, 2};
+    enum { F = RT_F32, DP = 0 };
+    fix_begin(f, 2, names, sizes, -1, 1);
+    for (int i = 0; i < 2; i++) { /* made as uniform ids when absent, as codegen does */
+        rt_io *io = add_io(f, RT_IO_INPUT, i ? "labels" : "ids", T(RT_I32, 4, 8), 0, DP, 0);
+        io->init = RT_INIT_UNIFORM;
+        io->init_b = 16;
+    }
+    add_io(f, RT_IO_PARAM, "emb", T(F, 16, 8), 0, -1, 0)->init = RT_INIT_NORMAL;
+    add_io(f, RT_IO_PARAM, "g", T(F, 8), 0, -1, 0)->init = RT_INIT_ONES;
+    add_io(f, RT_IO_OUTPUT, "loss", S(F), 0, -1, 0)->buffer = 11;
+    rt_io *bias = add_io(f, RT_IO_PARAM, "bias", T(F, 8, 4), 0, DP, 0); /* over (dp, tp) */
+    bias->sh.naxes[0] = 2;
+    bias->sh.axes[0][1] = 1;
+    bias->init = RT_INIT_ZEROS;
+
+    static const int64_t b[] = {64, 64, 512, 32, 512, 512, 64, 512, 64, 512, 1024, 4, 4, 32, 128};
+    for (size_t i = 0; i < sizeof b / sizeof *b; i++)
+        add_buf(f, 0, b[i]);
+    add(f, 0, RT_OP_INPUT, 0, T(RT_I32, 2, 8), 0)->io = 0;
+    add(f, 0, RT_OP_INPUT, 1, T(RT_I32, 2, 8), 0)->io = 1;
+    add(f, 0, RT_OP_PARAM, 2, T(F, 16, 8), 0)->io = 2;
+    add(f, 0, RT_OP_PARAM, 3, T(F, 8), 0)->io = 3;
+    add(f, 0, RT_OP_EMBEDDING, 4, T(F, 2, 8, 8), 2, 2, T(F, 16, 8), 0, T(RT_I32, 2, 8));
+    add(f, 0, RT_OP_RMSNORM, 4, T(F, 2, 8, 8), 2, 4, T(F, 2, 8, 8), 3, T(F, 8))->eps = 1e-6;
+    add(f, 0, RT_OP_GELU, 5, T(F, 2, 8, 8), 1, 4, T(F, 2, 8, 8));
+    set_axes(add(f, 0, RT_OP_BROADCAST, 5, T(F, 2, 8, 8), 1, 5, T(F, 2, 8, 8)), DP);
+    rt_instr *in = add(f, 0, RT_OP_AMAX, 6, T(F, 2, 8, 1), 1, 5, T(F, 2, 8, 8));
+    in->axis = 2;
+    in->keepdims = 1;
+    add(f, 0, RT_OP_SUB, 5, T(F, 2, 8, 8), 2, 5, T(F, 2, 8, 8), 6, T(F, 2, 8, 1));
+    add(f, 0, RT_OP_EXP, 7, T(F, 2, 8, 8), 1, 5, T(F, 2, 8, 8));
+    in = add(f, 0, RT_OP_MEAN, 8, T(F, 2, 8, 1), 1, 7, T(F, 2, 8, 8));
+    in->axis = 2;
+    in->keepdims = 1;
+    add(f, 0, RT_OP_DIV, 7, T(F, 2, 8, 8), 2, 7, T(F, 2, 8, 8), 8, T(F, 2, 8, 1));
+    in = add(f, 0, RT_OP_TRANSPOSE, 9, T(F, 8, 16), 1, 2, T(F, 16, 8));
+    in->nlist = 2;
+    in->list[0] = 1;
+    add(f, 0, RT_OP_MATMUL, 10, T(F, 2, 8, 16), 2, 7, T(F, 2, 8, 8), 9, T(F, 8, 16));
+    add(f, 0, RT_OP_XENT, 11, S(F), 2, 10, T(F, 2, 8, 16), 1, T(RT_I32, 2, 8));
+    set_axes(add(f, 0, RT_OP_ALL_REDUCE, 11, S(F), 1, 11, S(F)), DP);
+    add(f, 0, RT_OP_MSE, 12, S(F), 2, 4, T(F, 2, 8, 8), 5, T(F, 2, 8, 8));
+    add(f, 0, RT_OP_PARAM, 13, T(F, 2, 4), 0)->io = 5;
+    in = add(f, 0, RT_OP_ALL_GATHER, 14, T(F, 8, 4), 1, 13, T(F, 2, 4));
+    in->naxes = 2;
+    in->axes[1] = 1;
+}
+
+/* No mesh, one stage, nothing in it. */
+static void make_empty(fixture *f)
+{
+    fix_begin(f, 0, NULL, NULL, -1, 1);
+}
+
+/* ---- byte helpers ---- */
+
+static uint64_t rd(const uint8_t *b, int k)
+{
+    uint64_t v = 0;
+    for (int i = k - 1; i >= 0; i--)
+        v = v << 8 | b[i];
+    return v;
+}
+
+static void wr(uint8_t *b, uint64_t v, int k)
+{
+    for (int i = 0; i < k; i++)
+        b[i] = (uint8_t)(v >> 8 * i);
+}
+
+/* Offset of section i (0-based); n when the file does not reach it. */
+static size_t section_at(const uint8_t *b, size_t n, int i)
+{
+    size_t pos = 28;
+    for (; i > 0 && pos + 20 <= n; i--)
+        pos += 20 + (size_t)rd(b + pos + 8, 8);
+    return pos + 20 <= n ? pos : n;
+}
+
+/* Makes the header's total size and every CRC right again after an edit. */
+static void refix(uint8_t *b, size_t n)
+{
+    uint32_t nsec = (uint32_t)rd(b + 12, 4);
+    size_t pos = 28;
+    for (uint32_t i = 0; i < nsec && pos + 20 <= n; i++) {
+        uint64_t len = rd(b + pos + 8, 8);
+        if (len > n - pos - 20)
+            break;
+        wr(b + pos + 16, rt_crc32(0, b + pos + 20, (size_t)len), 4);
+        pos += 20 + (size_t)len;
+    }
+    wr(b + 16, n, 8);
+    wr(b + 24, rt_crc32(0, b, 24), 4);
+}
+
+/* rt_plan_read from an exact-size copy, so that ASan sees any overread;
+ * the plan is freed, and the message returned (empty when it read). */
+static const char *read_msg(const uint8_t *b, size_t n, char *err)
+{
+    uint8_t *copy = malloc(n ? n : 1);
+    if (n)
+        memcpy(copy, b, n);
+    err[0] = 0;
+    rt_plan *p = rt_plan_read(copy, n, "model.plan", err, ERRLEN);
+    if (p)
+        err[0] = 0;
+    else if (!err[0])
+        snprintf(err, ERRLEN, "(failed without a message)");
+    rt_plan_free(p);
+    free(copy);
+    return err;
+}
+
+/* The read of b fails with a message holding want, prefixed by the name. */
+static void expect_read_error(const uint8_t *b, size_t n, const char *want, int line)
+{
+    char err[ERRLEN];
+    read_msg(b, n, err);
+    check_count++;
+    if (!strstr(err, want) || strncmp(err, "model.plan: ", 12) != 0) {
+        check_failures++;
+        fprintf(stderr, "test_plan.c:%d: read error \"%s\", want one with \"%s\"\n", line, err,
+                want);
+    }
+}
+#define EXPECT_READ_ERROR(b, n, want) expect_read_error(b, n, want, __LINE__)
+
+static void expect_invalid(const rt_plan *p, const char *want, int line)
+{
+    char err[ERRLEN] = "";
+    bool ok = rt_plan_validate(p, err, sizeof err);
+    check_count++;
+    if (ok || !strstr(err, want)) {
+        check_failures++;
+        fprintf(stderr, "test_plan.c:%d: validate %s \"%s\", want an error with \"%s\"\n", line,
+                ok ? "accepted the plan" : "said", err, want);
+    }
+}
+#define EXPECT_INVALID(p, want) expect_invalid(p, want, __LINE__)
+
+/* ---- comparisons, field by field ---- */
+
+static bool type_same(const rt_type *a, const rt_type *b)
+{
+    return a->dtype == b->dtype && a->rank == b->rank &&
+           memcmp(a->dim, b->dim, sizeof a->dim) == 0;
+}
+
+static bool dbl_same(double a, double b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+static void check_instr_eq(const rt_instr *a, const rt_instr *b)
+{
+    CHECK_INT(a->op, b->op);
+    CHECK_INT(a->nin, b->nin);
+    for (int i = 0; i < RT_MAX_IN; i++) {
+        CHECK_INT(a->in[i], b->in[i]);
+        CHECK(type_same(&a->in_t[i], &b->in_t[i]));
+    }
+    CHECK_INT(a->out, b->out);
+    CHECK(type_same(&a->out_t, &b->out_t));
+    CHECK_INT(a->io, b->io);
+    CHECK(dbl_same(a->value, b->value));
+    CHECK_INT(a->axis, b->axis);
+    CHECK_INT(a->keepdims, b->keepdims);
+    CHECK_INT(a->causal, b->causal);
+    CHECK(dbl_same(a->eps, b->eps));
+    CHECK_INT(a->nlist, b->nlist);
+    CHECK(memcmp(a->list, b->list, sizeof a->list) == 0);
+    CHECK_INT(a->dim, b->dim);
+    CHECK_INT(a->dim2, b->dim2);
+    CHECK_INT(a->naxes, b->naxes);
+    CHECK(memcmp(a->axes, b->axes, sizeof a->axes) == 0);
+}
+
+static void check_io_eq(const rt_io *a, const rt_io *b)
+{
+    CHECK_INT(a->kind, b->kind);
+    CHECK_STR(a->name, b->name);
+    CHECK(type_same(&a->type, &b->type));
+    CHECK(memcmp(a->sh.naxes, b->sh.naxes, sizeof a->sh.naxes) == 0);
+    CHECK(memcmp(a->sh.axes, b->sh.axes, sizeof a->sh.axes) == 0);
+    CHECK_INT(a->sh.partial, b->sh.partial);
+    CHECK_INT(a->init, b->init);
+    CHECK(dbl_same(a->init_a, b->init_a));
+    CHECK(dbl_same(a->init_b, b->init_b));
+    CHECK_INT(a->stage, b->stage);
+    CHECK_INT(a->buffer, b->buffer);
+}
+
+static void check_plan_eq(const rt_plan *a, const rt_plan *b)
+{
+    CHECK_INT(a->naxes, b->naxes);
+    for (int i = 0; i < a->naxes && i < b->naxes; i++) {
+        CHECK_STR(a->axis_name[i], b->axis_name[i]);
+        CHECK_INT(a->axis_size[i], b->axis_size[i]);
+    }
+    CHECK_INT(a->stage_axis, b->stage_axis);
+    CHECK_INT(a->nstages, b->nstages);
+    for (int s = 0; s < a->nstages && s < b->nstages; s++) {
+        const rt_program *x = &a->stage[s], *y = &b->stage[s];
+        CHECK_INT(x->nbuf, y->nbuf);
+        for (int i = 0; i < x->nbuf && i < y->nbuf; i++)
+            CHECK_INT(x->buf_bytes[i], y->buf_bytes[i]);
+        CHECK_INT(x->ninstr, y->ninstr);
+        for (int k = 0; k < x->ninstr && k < y->ninstr; k++)
+            check_instr_eq(&x->instr[k], &y->instr[k]);
+    }
+    CHECK_INT(a->nio, b->nio);
+    for (int i = 0; i < a->nio && i < b->nio; i++)
+        check_io_eq(&a->io[i], &b->io[i]);
+    CHECK_INT(a->report_len, b->report_len);
+    CHECK_STR(a->report, b->report);
+}
+
+/* ---- tests ---- */
+
+static void test_crc(void)
+{
+    /* The CRC-32 check value and zlib.crc32(b"SHRDPLAN plan") (Python). */
+    CHECK_INT(rt_crc32(0, "123456789", 9), 0xCBF43926u);
+    CHECK_INT(rt_crc32(0, "SHRDPLAN plan", 13), 0xDC49376Cu);
+    CHECK_INT(rt_crc32(0, "", 0), 0);
+    CHECK_INT(rt_crc32(rt_crc32(0, "1234", 4), "56789", 5), 0xCBF43926u);
+}
+
+/* The fixture writes, reads back equal field by field, and writing what
+ * was read gives the same bytes; the writer leaves the plan untouched. */
+static void roundtrip(void (*make)(fixture *), const char *name)
+{
+    char err[ERRLEN] = "";
+    fixture f, before;
+    make(&f);
+    if (!rt_plan_validate(&f.p, err, sizeof err))
+        fprintf(stderr, "%s: %s\n", name, err);
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    before = f;
+    uint8_t *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    CHECK(rt_plan_write(&f.p, &a, &na, err, sizeof err));
+    CHECK(memcmp(&f, &before, sizeof f) == 0);
+    rt_plan *p = rt_plan_read(a, na, name, err, sizeof err);
+    if (!p)
+        fprintf(stderr, "%s: %s\n", name, err);
+    CHECK(p != NULL);
+    if (p) {
+        check_plan_eq(&f.p, p);
+        CHECK(rt_plan_write(p, &b, &nb, err, sizeof err));
+        CHECK(nb == na && b && memcmp(a, b, na) == 0);
+    }
+    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x01"); /* magic, then version 1 LE */
+    CHECK_INT(rd(a + 12, 4), f.p.nstages + 4);
+    CHECK_INT(rd(a + 16, 8), na);
+    rt_plan_free(p);
+    free(a);
+    free(b);
+}
+
+static void test_roundtrip(void)
+{
+    roundtrip(make_pipeline, "pipeline.plan");
+    roundtrip(make_loss, "loss.plan");
+    roundtrip(make_empty, "empty.plan");
+    rt_plan_free(NULL);
+}
+
+/* The written plan of make_pipeline (6 sections: MESH IOTB PROG PROG KERN
+ * REPT); free() it. */
+static uint8_t *written(size_t *n)
+{
+    fixture f;
+    char err[ERRLEN];
+    uint8_t *b;
+    make_pipeline(&f);
+    if (!rt_plan_write(&f.p, &b, n, err, sizeof err)) {
+        fprintf(stderr, "cannot write the fixture: %s\n", err);
+        exit(1);
+    }
+    return b;
+}
+
+/* Every proper prefix of the file fails as truncated. */
+static void test_truncation(void)
+{
+    size_t n;
+    uint8_t *b = written(&n);
+    char err[ERRLEN];
+    int bad = 0;
+    for (size_t k = 0; k < n; k++) {
+        read_msg(b, k, err);
+        if (!strstr(err, "truncated") && bad++ < 3)
+            fprintf(stderr, "truncated to %zu of %zu bytes: \"%s\"\n", k, n, err);
+    }
+    CHECK_INT(bad, 0);
+    read_msg(b, 100, err);
+    char want[128];
+    snprintf(want, sizeof want, "model.plan: truncated file: the header says %zu bytes, the file "
+             "has 100", n);
+    CHECK_STR(err, want);
+    free(b);
+}
+
+/* A flipped bit anywhere fails; inside a payload the message names the
+ * section. */
+static void test_bitflips(void)
+{
+    static const char *const names[] = {"MESH", "IOTB", "PROG (stage 0)", "PROG (stage 1)",
+                                        "KERN", "REPT"};
+    size_t n;
+    uint8_t *b = written(&n);
+    char err[ERRLEN], want[96];
+    for (int i = 0; i < 6; i++) {
+        size_t at = section_at(b, n, i), len = (size_t)rd(b + at + 8, 8);
+        size_t pos = at + 20 + len / 2;
+        b[pos] ^= 0x10;
+        snprintf(want, sizeof want, "checksum mismatch in section %s: the file is corrupt",
+                 names[i]);
+        EXPECT_READ_ERROR(b, n, want);
+        b[pos] ^= 0x10;
+        b[at + 17] ^= 1; /* the stored CRC itself */
+        EXPECT_READ_ERROR(b, n, want);
+        b[at + 17] ^= 1;
+    }
+    b[9] ^= 4; /* the version, under the header's CRC */
+    EXPECT_READ_ERROR(b, n, "checksum mismatch in the header");
+    b[9] ^= 4;
+    int accepted = 0;
+    for (size_t pos = 0; pos < n; pos++) {
+        b[pos] ^= (uint8_t)(1u << pos % 8);
+        accepted += read_msg(b, n, err)[0] == 0;
+        b[pos] ^= (uint8_t)(1u << pos % 8);
+    }
+    CHECK_INT(accepted, 0);
+    CHECK_STR(read_msg(b, n, err), "");
+    free(b);
+}
+
+static void test_header(void)
+{
+    size_t n;
+    uint8_t *b = written(&n);
+    uint8_t *c = malloc(n + 5);
+    char err[ERRLEN];
+    memcpy(c, b, n);
+    c[0] = 'X';
+    EXPECT_READ_ERROR(c, n, "not a shardc plan (bad magic)");
+    EXPECT_READ_ERROR((const uint8_t *)"PK\3\4", 4, "not a shardc plan (bad magic)");
+    CHECK_STR(read_msg((const uint8_t *)"SHRD", 4, err),
+              "model.plan: truncated file: 4 bytes, shorter than the 28-byte header");
+
+    memcpy(c, b, n);
+    wr(c + 8, 0, 4);
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "plan format version 0 is not valid");
+    wr(c + 8, RT_PLAN_VERSION + 1, 4);
+    refix(c, n);
+    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 2 is newer than this "
+              "shardrun reads (1): rebuild shardrun");
+
+    memcpy(c, b, n); /* the total size, with a good header CRC */
+    wr(c + 16, n - 1, 8);
+    wr(c + 24, rt_crc32(0, c, 24), 4);
+    EXPECT_READ_ERROR(c, n, "file size mismatch: the header says");
+    wr(c + 16, n + 1, 8);
+    wr(c + 24, rt_crc32(0, c, 24), 4);
+    EXPECT_READ_ERROR(c, n, "truncated file: the header says");
+
+    memcpy(c, b, n); /* trailing garbage: as appended, then with the header fixed */
+    memcpy(c + n, "junk!", 5);
+    EXPECT_READ_ERROR(c, n + 5, "file size mismatch");
+    refix(c, n + 5);
+    EXPECT_READ_ERROR(c, n + 5, "5 trailing bytes after the last section (REPT)");
+
+    memcpy(c, b, n);
+    wr(c + 12, 7, 4);
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "the header lists 7 sections, but a plan of 2 stages has 6");
+    wr(c + 12, 3, 4);
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "the header lists 3 sections; a plan has at least 5");
+    free(c);
+    free(b);
+}
+
+static void test_sections(void)
+{
+    size_t n;
+    uint8_t *b = written(&n);
+    uint8_t *c = malloc(n + 1);
+    size_t mesh = section_at(b, n, 0), io = section_at(b, n, 1), kern = section_at(b, n, 4);
+
+    memcpy(c, b, n); /* a section out of order */
+    memcpy(c + io, "PROG", 4);
+    refix(c, n);
+    char want[96];
+    snprintf(want, sizeof want, "expected section IOTB at offset %zu, found 'PROG'", io);
+    EXPECT_READ_ERROR(c, n, want);
+    c[io] = 1;
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "expected section IOTB at offset");
+
+    memcpy(c, b, n);
+    c[io + 5] = 1;
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "section IOTB: the reserved field is 0x00000100, not 0");
+
+    /* one byte more in MESH's payload: its length grows, the rest moves */
+    size_t mend = io;
+    memcpy(c, b, mend);
+    c[mend] = 0;
+    memcpy(c + mend + 1, b + mend, n - mend);
+    wr(c + mesh + 8, rd(b + mesh + 8, 8) + 1, 8);
+    refix(c, n + 1);
+    EXPECT_READ_ERROR(c, n + 1, "section MESH has 1 trailing byte after its contents");
+
+    memcpy(c, b, n); /* MESH's length beyond the file */
+    wr(c + mesh + 8, n, 8);
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "truncated section MESH: its payload of");
+
+    memcpy(c, b, n); /* counts the payload cannot hold: no allocation for them */
+    wr(c + io + 20, 0x7fffffff, 4);
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "section IOTB: the entry count is 2147483647, but the");
+    wr(c + io + 20, 0xffffffff, 4);
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "the entry count is 4294967295");
+    size_t prog = section_at(b, n, 2);
+    memcpy(c, b, n);
+    wr(c + prog + 20, 1000000, 4);
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "section PROG (stage 0): the buffer count is 1000000");
+
+    memcpy(c, b, n); /* the first axis name's length past the payload, then a NUL in it */
+    wr(c + mesh + 24, 1000, 4);
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "section MESH: axis 0, name has length 1000, beyond the");
+    memcpy(c, b, n);
+    c[mesh + 29] = 0;
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "section MESH: axis 0, name contains a NUL byte");
+    memcpy(c, b, n); /* 9 mesh axes */
+    wr(c + mesh + 20, 9, 4);
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "the mesh has 9 axes; at most 8");
+
+    memcpy(c, b, n);
+    wr(c + kern + 20, 2, 4);
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "section KERN holds 2 kernel blobs");
+
+    memcpy(c, b, n); /* a NUL in the report */
+    c[n - 3] = 0;
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "section REPT: the report contains a NUL byte");
+
+    /* the validator runs on what was read: tp of size 3 splits nothing */
+    memcpy(c, b, n);
+    size_t tp_size = mesh + 20 + 4 + (4 + 2) + 8 + (4 + 2);
+    CHECK_INT(rd(c + tp_size, 8), 2);
+    wr(c + tp_size, 3, 8);
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "model.plan: I/O entry 1 (embed): dimension 1 of size 32 does not "
+                      "divide by 3");
+    free(c);
+    free(b);
+}
+
+static void test_validate(void)
+{
+    fixture f;
+    make_pipeline(&f);
+    char err[ERRLEN];
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    rt_instr *mm = &f.instr[1][2];
+    CHECK_INT(mm->op, RT_OP_MATMUL);
+
+    mm->in[1] = 99;
+    EXPECT_INVALID(&f.p, "stage 1, instruction 2 (matmul): buffer 99 (operand 2) is out of "
+                   "range (the program has 13 buffers)");
+    mm->in[1] = 1;
+    mm->in_t[1] = T(RT_F32, 8, 8);
+    EXPECT_INVALID(&f.p, "stage 1, instruction 2 (matmul): contracts dimension of size 16 with "
+                   "one of size 8: f32[8, 16, 16] @ f32[8, 8]");
+    mm->in_t[1] = T(RT_F32, 16, 8);
+    mm->out_t = T(RT_F32, 8, 16, 4);
+    EXPECT_INVALID(&f.p, "the result is f32[8, 16, 4], but the operands give f32[8, 16, 8]");
+    mm->out_t = T(RT_F32, 8, 16, 8);
+    f.bufs[0][2] = 8191;
+    EXPECT_INVALID(&f.p, "stage 0, instruction 2 (embedding): the result f32[8, 16, 16] (8192 "
+                   "bytes) does not fit buffer 2 (8191 bytes)");
+    f.bufs[0][2] = 8192;
+    mm->op = RT_NOPS + 3;
+    EXPECT_INVALID(&f.p, "stage 1, instruction 2 (?): unknown opcode 44");
+    mm->op = RT_OP_EXP;
+    EXPECT_INVALID(&f.p, "has 2 operands; exp takes 1");
+    mm->op = RT_OP_MATMUL;
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+
+    f.io[3].name = (char *)"ln.g";
+    EXPECT_INVALID(&f.p, "duplicate I/O name 'ln.g' (entries 2 and 3)");
+    f.io[3].name = (char *)"w";
+    EXPECT_INVALID(&f.p, "duplicate I/O name 'w' (entries 3 and 6)");
+    f.io[3].name = (char *)"";
+    EXPECT_INVALID(&f.p, "I/O entry 3 has no name");
+    f.io[3].name = (char *)"ln.b";
+
+    f.io[6].type.dim[0] = 33;
+    EXPECT_INVALID(&f.p, "I/O entry 6 (w): dimension 0 of size 33 does not divide by 2");
+    f.io[6].type.dim[0] = 64; /* divides, but the program reads another shard */
+    EXPECT_INVALID(&f.p, "stage 1, instruction 1 (param): the result is f32[16, 8], but the "
+                   "local shard of I/O entry 6 is f32[32, 8]");
+    f.io[6].type.dim[0] = 32;
+    f.io[6].sh.naxes[1] = 1;
+    f.io[6].sh.axes[1][0] = 1;
+    EXPECT_INVALID(&f.p, "I/O entry 6 (w): the sharding uses mesh axis 1 twice");
+    f.io[6].sh.axes[1][0] = 2;
+    EXPECT_INVALID(&f.p, "mesh axis 2 is out of range (the mesh has 2 axes)");
+    f.io[6].sh.naxes[1] = 0;
+    f.io[6].sh.axes[1][0] = 0;
+    f.io[7].sh.partial = 1;
+    EXPECT_INVALID(&f.p, "I/O entry 7 (y): an output cannot be partial");
+    f.io[7].sh.partial = 0;
+    f.io[7].buffer = 3;
+    EXPECT_INVALID(&f.p, "I/O entry 7 (y): the local shard bf16[16, 2] (64 bytes) does not fit "
+                   "buffer 3 (8 bytes)");
+    f.io[7].buffer = 13;
+    EXPECT_INVALID(&f.p, "buffer 13 (the local shard) is out of range");
+    f.io[7].buffer = 11;
+    f.io[6].init_b = -1;
+    EXPECT_INVALID(&f.p, "uniform initializer needs finite a < b, got [-0.5, -1)");
+    f.io[6].init_b = 0.5;
+    f.io[1].init_a = NAN;
+    EXPECT_INVALID(&f.p, "normal initializer needs a finite std >= 0");
+    f.io[1].init_a = 0.02;
+    f.io[0].init = RT_INIT_UNIFORM; /* an input's, for when it is absent: ids in [0, 64) */
+    f.io[0].init_b = 64;
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    f.io[0].init_b = 0;
+    EXPECT_INVALID(&f.p, "I/O entry 0 (tokens): uniform initializer needs finite a < b");
+    f.io[0].init = RT_INIT_NONE;
+    f.io[4].init = RT_INIT_ONES;
+    EXPECT_INVALID(&f.p, "I/O entry 4 (h): an output has no initializer");
+    f.io[4].init = RT_INIT_NONE;
+    f.io[5].stage = 0;
+    EXPECT_INVALID(&f.p, "stage 1, instruction 0 (input): I/O entry 5 belongs to stage 0");
+    f.io[5].stage = 2;
+    EXPECT_INVALID(&f.p, "I/O entry 5 (x): stage 2 is out of range (the plan has 2)");
+    f.io[5].stage = 1;
+    f.instr[1][0].io = 6;
+    EXPECT_INVALID(&f.p, "stage 1, instruction 0 (input): I/O entry 6 is not an input");
+    f.instr[1][0].io = 5;
+
+    f.p.nstages = 1;
+    EXPECT_INVALID(&f.p, "the plan has 1 stages, but the pipeline axis pp has size 2");
+    f.p.nstages = 2;
+    f.p.axis_name[1] = (char *)"pp";
+    EXPECT_INVALID(&f.p, "mesh axes 0 and 1 are both named 'pp'");
+    f.p.axis_name[1] = (char *)"tp";
+    f.p.axis_size[0] = 1 << 16;
+    f.p.axis_size[1] = 1 << 16;
+    EXPECT_INVALID(&f.p, "the mesh has more than 2^31 ranks");
+    f.p.axis_size[0] = f.p.axis_size[1] = 2;
+    f.p.stage_axis = 2;
+    EXPECT_INVALID(&f.p, "the pipeline axis 2 is not an axis of the mesh");
+    f.p.stage_axis = 0;
+    f.p.report_len = 3;
+    f.p.report = (char *)"a\0b";
+    EXPECT_INVALID(&f.p, "the report contains a NUL byte");
+    f.p.report = (char *)"abc";
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+
+    /* the writer refuses what the reader would */
+    uint8_t *out = (uint8_t *)&f;
+    size_t len = 1;
+    f.instr[0][3].dim = 3;
+    CHECK(!rt_plan_write(&f.p, &out, &len, err, sizeof err));
+    CHECK(out == NULL && len == 0);
+    CHECK_STR(err, "cannot write an invalid plan: stage 0, instruction 3 (all_gather): dimension 3 "
+              "is out of range for f32[8, 16, 16]");
+}
+
+/* rt_instr_check alone on one instruction against mesh {pp: 2, tp: 2}. */
+static const char *instr_msg(const rt_plan *p, const rt_instr *in, char *err)
+{
+    err[0] = 0;
+    if (rt_instr_check(p, in, err, ERRLEN))
+        return "";
+    return err[0] ? err : "(failed without a message)";
+}
+
+static rt_instr mk(int op, rt_type out_t, int nin, ...)
+{
+    rt_instr in;
+    memset(&in, 0, sizeof in);
+    in.op = (uint16_t)op;
+    in.nin = (uint8_t)nin;
+    in.out_t = out_t;
+    va_list ap;
+    va_start(ap, nin);
+    for (int i = 0; i < nin; i++)
+        in.in_t[i] = va_arg(ap, rt_type);
+    va_end(ap);
+    return in;
+}
+
+static void test_rules(void)
+{
+    fixture f;
+    make_pipeline(&f);
+    const rt_plan *p = &f.p;
+    char err[ERRLEN];
+    enum { F = RT_F32, I = RT_I32 };
+    rt_instr in;
+
+    in = mk(RT_OP_ADD, T(F, 4, 2, 3), 2, T(F, 4, 1, 3), T(F, 2, 1));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_ADD, T(F, 4), 2, T(F, 3), T(F, 4));
+    CHECK_STR(instr_msg(p, &in, err), "operands do not broadcast: f32[3] and f32[4]");
+    in = mk(RT_OP_MAX, T(F, 4), 2, T(F, 4), T(I, 4));
+    CHECK_STR(instr_msg(p, &in, err), "mixed dtypes: operand 1 is f32, operand 2 is i32");
+    in = mk(RT_OP_POW, T(I, 4), 2, T(I, 4), T(I, 4));
+    CHECK_STR(instr_msg(p, &in, err), "the base must be floating-point, got i32[4]");
+    in = mk(RT_OP_SUB, T(I, 4), 2, T(I, 4), S(I));
+    CHECK_STR(instr_msg(p, &in, err), "");
+
+    in = mk(RT_OP_RELU, T(I, 4), 1, T(I, 4));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_EXP, T(I, 4), 1, T(I, 4));
+    CHECK_STR(instr_msg(p, &in, err), "the operand must be floating-point, got i32[4]");
+    in = mk(RT_OP_TANH, T(F, 5), 1, T(F, 4));
+    CHECK_STR(instr_msg(p, &in, err), "the result is f32[5], but the operands give f32[4]");
+    in = mk(RT_OP_CAST, T(I, 2, 3), 1, T(F, 2, 3));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_CAST, T(I, 3, 2), 1, T(F, 2, 3));
+    CHECK(strstr(instr_msg(p, &in, err), "the result is i32[3, 2]"));
+    in = mk(RT_OP_COPY, T(F, 6), 1, T(F, 2, 3));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_COPY, T(F, 5), 1, T(F, 2, 3));
+    CHECK(strstr(instr_msg(p, &in, err), "a copy keeps the dtype and the element count"));
+
+    in = mk(RT_OP_MATMUL, T(F, 5), 2, T(F, 3), T(F, 3, 5));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_MATMUL, T(F, 2, 5, 4, 6), 2, T(F, 2, 1, 4, 3), T(F, 5, 3, 6));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_MATMUL, T(F, 4), 2, T(F, 4, 3), T(F, 3));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_MATMUL, T(F, 2, 4, 6), 2, T(F, 2, 4, 3), T(F, 3, 3, 6));
+    CHECK_STR(instr_msg(p, &in, err), "batch dimensions do not broadcast: f32[2, 4, 3] @ "
+              "f32[3, 3, 6]");
+    in = mk(RT_OP_MATMUL, T(I, 2, 2), 2, T(I, 2, 2), T(I, 2, 2));
+    CHECK_STR(instr_msg(p, &in, err), "operand 1 must be floating-point, got i32[2, 2]");
+    in = mk(RT_OP_MATMUL, S(F), 2, S(F), T(F, 2));
+    CHECK(strstr(instr_msg(p, &in, err), "needs operands of rank 1 or more"));
+
+    in = mk(RT_OP_ATTENTION, T(F, 2, 5, 7), 3, T(F, 2, 5, 4), T(F, 2, 6, 4), T(F, 2, 6, 7));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_ATTENTION, T(F, 2, 5, 7), 3, T(F, 2, 5, 4), T(F, 2, 6, 4), T(F, 2, 5, 7));
+    CHECK(strstr(instr_msg(p, &in, err), "needs k and v with the same sequence length"));
+    in = mk(RT_OP_ATTENTION, T(F, 2, 5, 7), 3, T(F, 2, 5, 4), T(F, 2, 6, 3), T(F, 2, 6, 7));
+    CHECK(strstr(instr_msg(p, &in, err), "needs q and k with the same last dimension"));
+    in = mk(RT_OP_ATTENTION, T(F, 2, 5, 7), 3, T(F, 2, 5, 4), T(F, 3, 6, 4), T(F, 2, 6, 7));
+    CHECK(strstr(instr_msg(p, &in, err), "the same leading dimensions"));
+
+    in = mk(RT_OP_SUM, T(I, 5), 1, T(I, 4, 5));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.axis = 2;
+    CHECK_STR(instr_msg(p, &in, err), "axis 2 is out of range for i32[4, 5]");
+    in = mk(RT_OP_MEAN, T(I, 4, 1), 1, T(I, 4, 5));
+    in.axis = 1;
+    in.keepdims = 1;
+    CHECK(strstr(instr_msg(p, &in, err), "must be floating-point"));
+    in.op = RT_OP_AMAX;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_SOFTMAX, T(F, 4, 5), 1, T(F, 4, 5));
+    in.axis = -1;
+    CHECK_STR(instr_msg(p, &in, err), "axis -1 is out of range for f32[4, 5]");
+
+    in = mk(RT_OP_LAYERNORM, T(F, 4, 5), 3, T(F, 4, 5), T(F, 5), T(F, 5));
+    CHECK_STR(instr_msg(p, &in, err), "needs eps > 0, got 0");
+    in.eps = 1e-5;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_RMSNORM, T(F, 4, 5), 2, T(F, 4, 5), T(F, 4));
+    in.eps = 1e-6;
+    CHECK_STR(instr_msg(p, &in, err), "needs g of shape [5] to match the last dimension of "
+              "f32[4, 5], got f32[4]");
+
+    in = mk(RT_OP_TRANSPOSE, T(F, 5, 4), 1, T(F, 4, 5));
+    in.nlist = 2;
+    in.list[0] = 1;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.list[0] = 0;
+    CHECK_STR(instr_msg(p, &in, err), "needs a permutation of the 2 axes of f32[4, 5], got "
+              "[0, 0]");
+    in.nlist = 9;
+    CHECK_STR(instr_msg(p, &in, err), "has a list of 9 entries; at most 8");
+
+    in = mk(RT_OP_EMBEDDING, T(F, 3, 8), 2, T(F, 10, 8), T(I, 3));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_EMBEDDING, T(F, 3, 8), 2, T(F, 10, 8), T(F, 3));
+    CHECK_STR(instr_msg(p, &in, err), "the ids must be i32, got f32[3]");
+    in = mk(RT_OP_MSE, S(F), 2, T(F, 3), T(F, 4));
+    CHECK(strstr(instr_msg(p, &in, err), "needs operands of the same type"));
+    in = mk(RT_OP_XENT, S(F), 2, T(F, 4, 10), T(I, 4));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_XENT, S(F), 2, T(F, 4, 10), T(I, 5));
+    CHECK(strstr(instr_msg(p, &in, err), "the labels i32[5] do not match"));
+
+    in = mk(RT_OP_CONST, T(F, 2), 0);
+    in.value = INFINITY;
+    CHECK_STR(instr_msg(p, &in, err), "the value inf is not finite");
+
+    in = mk(RT_OP_SLICE, T(F, 4, 4), 1, T(F, 4, 8));
+    in.dim = 1;
+    set_axes(&in, 1);
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.naxes = 2;
+    in.axes[1] = 0;
+    CHECK_STR(instr_msg(p, &in, err), "the result is f32[4, 4], but the operands give f32[4, 2]");
+    in.axes[1] = 1;
+    CHECK_STR(instr_msg(p, &in, err), "names mesh axis 1 twice");
+    in.naxes = 1;
+    in.in_t[0] = T(F, 4, 5);
+    CHECK_STR(instr_msg(p, &in, err), "cannot split dimension 1 of f32[4, 5] over 2 ranks");
+    in = mk(RT_OP_ALL_REDUCE, T(F, 4), 1, T(F, 4));
+    CHECK_STR(instr_msg(p, &in, err), "needs 1 to 8 mesh axes, got 0");
+    set_axes(&in, 2);
+    CHECK_STR(instr_msg(p, &in, err), "mesh axis 2 is out of range (the mesh has 2 axes)");
+    in = mk(RT_OP_ALL_TO_ALL, T(F, 4, 6), 1, T(F, 4, 6));
+    in.dim = in.dim2 = 1;
+    set_axes(&in, 0);
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.dim2 = 2;
+    CHECK_STR(instr_msg(p, &in, err), "dimension 2 is out of range for f32[4, 6]");
+
+    /* all_gather's result dimension overflows int64 */
+    fixture g;
+    static const char *const names[] = {"x"};
+    static const int64_t sizes[] = {(int64_t)1 << 30};
+    fix_begin(&g, 1, names, sizes, -1, 1);
+    in = mk(RT_OP_ALL_GATHER, T(RT_BF16, 4), 1, T(RT_BF16, (int64_t)1 << 40));
+    set_axes(&in, 0);
+    CHECK(strstr(instr_msg(&g.p, &in, err), "the result is too large: dimension 0"));
+    in = mk(RT_OP_ADD, T(F, 4), 2, T(F, 4), T(F, INT64_MAX / 2));
+    CHECK_STR(instr_msg(p, &in, err), "operand 2 is too large: f32[4611686018427387903]");
+    in = mk(RT_OP_ADD, T(F, 4), 2, T(F, 4), T(F, 0));
+    CHECK_STR(instr_msg(p, &in, err), "operand 2 has a dimension of size 0: f32[0]");
+    in.in_t[1].dtype = 9;
+    CHECK_STR(instr_msg(p, &in, err), "operand 2 has an unknown dtype (9)");
+}
+
+/* ---- seeds for the fuzz corpus ---- */
+
+static int write_file(const char *dir, const char *name, const uint8_t *prefix, size_t np,
+                      const uint8_t *b, size_t n)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(prefix, 1, np, f) != np || fwrite(b, 1, n, f) != n || fclose(f) != 0) {
+        perror(path);
+        return 1;
+    }
+    return 0;
+}
+
+static int write_seeds(const char *dir)
+{
+    static const struct {
+        void (*make)(fixture *);
+        const char *name;
+    } seeds[] = {{make_pipeline, "pipeline"}, {make_loss, "loss"}, {make_empty, "empty"}};
+    int bad = 0;
+    for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
+        fixture f;
+        char err[ERRLEN], name[64];
+        uint8_t *b;
+        size_t n;
+        seeds[i].make(&f);
+        if (!rt_plan_write(&f.p, &b, &n, err, sizeof err)) {
+            fprintf(stderr, "%s: %s\n", seeds[i].name, err);
+            return 1;
+        }
+        snprintf(name, sizeof name, "%s.plan", seeds[i].name);
+        bad |= write_file(dir, name, (const uint8_t *)"", 0, b, n);
+        snprintf(name, sizeof name, "F-%s.plan", seeds[i].name);
+        bad |= write_file(dir, name, (const uint8_t *)"F", 1, b, n);
+        free(b);
+    }
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--write-seeds") == 0)
+        return write_seeds(argv[2]);
+    test_crc();
+    test_roundtrip();
+    test_truncation();
+    test_bitflips();
+    test_header();
+    test_sections();
+    test_validate();
+    test_rules();
+    return CHECK_DONE();
+}
