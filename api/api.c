@@ -6,6 +6,8 @@
 #include "frontend/fe.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
+#include "codegen/codegen.h"
+#include "api_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -332,9 +334,11 @@ shardc_status shardc_program_emit(const shardc_program *prog, const char *what, 
     for (int i = 0; i < 5; i++)
         if (!strcmp(what, kinds[i]))
             k = i;
+    if (!strcmp(what, "schedule"))
+        return api_program_schedule(prog, text, len, error);
     if (k < 0)
         return fail(error, SHARDC_ERR_USAGE, "unknown output '%s' (this version emits: ir, "
-                    "sharded-ir, explain, report, report-json)", what);
+                    "sharded-ir, explain, report, report-json, schedule)", what);
     if (k == 0) {
         *text = strdup(prog->logical_ir);
         if (len && *text)
@@ -342,4 +346,28 @@ shardc_status shardc_program_emit(const shardc_program *prog, const char *what, 
         return *text ? SHARDC_OK : fail(error, SHARDC_ERR_NOMEM, "out of memory");
     }
     return render(prog, k, text, len, error);
+}
+
+/* ---- plans (api_run.c holds the rest) ---- */
+
+/* The plan file of prog, with the JSON report in it; the jmp_buf for
+ * allocation failures is here. */
+shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size_t *len,
+                               char **error)
+{
+    jmp_buf oom;
+    su_buf rep;
+    su_buf_init(&rep, &oom);
+    if (setjmp(oom)) {
+        su_buf_free(&rep);
+        return fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    }
+    const ir_module *part = prog->part ? prog->part : prog->m;
+    pass_report(part, true, &rep);
+    char err[1024];
+    bool ok = cg_plan_bytes(part, rep.s, bytes, len, err, sizeof err);
+    su_buf_free(&rep);
+    if (!ok)
+        return fail(error, SHARDC_ERR_INTERNAL, "internal error: writing the plan: %s", err);
+    return SHARDC_OK;
 }

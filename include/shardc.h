@@ -75,11 +75,107 @@ SHARDC_API shardc_status shardc_compile_file(const shardc_options *opt, const ch
 
 SHARDC_API void shardc_program_free(shardc_program *prog);
 
-/* Renders the program as text: what = "ir" gives the textual IR. *text is
+/* Renders the program as text: what = "ir" gives the logical IR,
+ * "sharded-ir" the partitioned IR, "explain" the sharding decisions,
+ * "report" / "report-json" the per-rank report, "schedule" the plan's
+ * instruction lists. *text is
  * NUL-terminated, *len (when len is not NULL) its length; free with
  * shardc_free. SHARDC_ERR_USAGE for an unknown `what`. */
 SHARDC_API shardc_status shardc_program_emit(const shardc_program *prog, const char *what,
                                              char **text, size_t *len, char **error);
+
+/* ---- plans ---- */
+
+/* A compiled, validated plan (DESIGN.md §4): all the runtime needs. */
+typedef struct shardc_plan shardc_plan;
+
+/* The plan of a compiled program. */
+SHARDC_API shardc_status shardc_program_plan(const shardc_program *prog, shardc_plan **out,
+                                             char **error);
+/* Writes the plan file of a compiled program to path (through a temporary
+ * file renamed into place: a failure leaves no file). */
+SHARDC_API shardc_status shardc_program_save_plan(const shardc_program *prog, const char *path,
+                                                  char **error);
+/* Reads and validates a plan file. SHARDC_ERR_INPUT for a truncated, corrupt,
+ * foreign or newer file, with a message that says which. */
+SHARDC_API shardc_status shardc_plan_load(const char *path, shardc_plan **out, char **error);
+SHARDC_API void shardc_plan_free(shardc_plan *plan);
+
+/* The report the compiler stored in the plan (JSON, as `--report json`). */
+SHARDC_API const char *shardc_plan_report(const shardc_plan *plan);
+/* The mesh: number of axes, and each axis's name and size; the rank count. */
+SHARDC_API int shardc_plan_num_axes(const shardc_plan *plan);
+SHARDC_API const char *shardc_plan_axis(const shardc_plan *plan, int i, long long *size);
+SHARDC_API long long shardc_plan_ranks(const shardc_plan *plan);
+
+#define SHARDC_MAX_RANK 8
+
+/* A named tensor of the plan: an input, a param or an output, full shape. */
+typedef struct shardc_tensor_info {
+    const char *name;
+    const char *kind;            /* "input", "param", "output" */
+    const char *dtype;           /* "f32", "f16", "bf16", "i32" */
+    int rank;
+    long long dim[SHARDC_MAX_RANK];
+    size_t bytes;                /* of the full tensor, row-major */
+} shardc_tensor_info;
+
+SHARDC_API int shardc_plan_num_tensors(const shardc_plan *plan);
+/* Tensor i (0 <= i < shardc_plan_num_tensors); the strings live as long as
+ * the plan. SHARDC_ERR_USAGE when i is out of range. */
+SHARDC_API shardc_status shardc_plan_tensor(const shardc_plan *plan, int i,
+                                            shardc_tensor_info *info);
+
+/* ---- sessions: running a plan ---- */
+
+typedef struct shardc_session shardc_session;
+
+typedef struct shardc_session_config {
+    const char *backend;         /* "cpu" (NULL: "cpu") */
+    const char *comm;            /* "local": every rank a thread of this process
+                                  * (NULL: "local"); "mpi": this process is one
+                                  * rank of an MPI job (MPI initialised by the
+                                  * caller, world size = the plan's ranks) */
+    const char *params_file;     /* safetensors, or NULL */
+    const char *inputs_file;     /* safetensors, or NULL */
+    unsigned long long seed;     /* for params (and inputs) made by their init */
+    int timeout_ms;              /* per collective wait; 0: 10 minutes */
+} shardc_session_config;
+
+/* Opens a session on a plan, which must outlive it. Params missing from the
+ * params file (or with no file) are made by their init from the seed, the
+ * same full tensor on any mesh; inputs likewise when no inputs file is
+ * given (floats normal(1), ids uniform over their valid range). */
+SHARDC_API shardc_status shardc_session_new(const shardc_plan *plan,
+                                            const shardc_session_config *cfg,
+                                            shardc_session **out, char **error);
+SHARDC_API void shardc_session_free(shardc_session *s);
+
+/* Binds the full tensor called name (an input or a param) to `bytes` bytes of
+ * host memory, row-major in its dtype; borrowed until the session is freed
+ * or the name is bound again, and read at every run. A bound tensor wins
+ * over the files and the seed. */
+SHARDC_API shardc_status shardc_session_bind(shardc_session *s, const char *name,
+                                             const void *data, size_t bytes, char **error);
+
+/* Runs one step (the forward pass) on every rank this process holds. On
+ * failure the message names the rank and the instruction; after a failure
+ * the session can only be freed. */
+SHARDC_API shardc_status shardc_session_run(shardc_session *s, char **error);
+
+/* After a run: the full output called name, valid until the next run or the
+ * session's end. SHARDC_ERR_USAGE when there is no such output. */
+SHARDC_API shardc_status shardc_session_output(const shardc_session *s, const char *name,
+                                               const void **data, shardc_tensor_info *info,
+                                               char **error);
+
+/* Writes every output of the last run, full shape, as one safetensors file
+ * (through a temporary file renamed into place). */
+SHARDC_API shardc_status shardc_session_save_outputs(const shardc_session *s, const char *path,
+                                                     char **error);
+
+/* The inputs and params the last run made from the seed, joined by ", ". */
+SHARDC_API const char *shardc_session_generated(const shardc_session *s);
 
 #ifdef __cplusplus
 }

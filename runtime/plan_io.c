@@ -275,7 +275,8 @@ static bool rule_binary(const rt_instr *in, rt_type *want, char *err, size_t err
 }
 
 /* [..., M, K] @ [..., K, N] -> [..., M, N]; a 1-D operand loses its M or
- * N; the batch dims broadcast. */
+ * N; the batch dims broadcast. Any dtype, as the IR allows (the CPU backend
+ * has an i32 path). */
 static bool rule_matmul(const rt_instr *in, rt_type *want, char *err, size_t errlen)
 {
     const rt_type *a = &in->in_t[0], *b = &in->in_t[1];
@@ -284,7 +285,7 @@ static bool rule_matmul(const rt_instr *in, rt_type *want, char *err, size_t err
     tstr(t2, b);
     if (a->rank == 0 || b->rank == 0)
         return fail(err, errlen, "needs operands of rank 1 or more, got %s @ %s", t1, t2);
-    if (!same_dtype(in, err, errlen) || !need_float(a, "operand 1", err, errlen))
+    if (!same_dtype(in, err, errlen))
         return false;
     int64_t ka = a->dim[a->rank - 1], kb = b->dim[b->rank == 1 ? 0 : b->rank - 2];
     if (ka != kb)

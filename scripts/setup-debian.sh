@@ -10,6 +10,7 @@ packages=(
     llvm-14-tools                                  # FileCheck-14, not
     python3 git
     libcjson-dev libopenblas-dev openmpi-bin libopenmpi-dev  # the runtime
+    python3-torch                                  # the tests' PyTorch oracle
 )
 
 missing=()

@@ -4,10 +4,11 @@
 # `// RUN: ...` in .ir files; a line ending in `\` continues on the next RUN:
 # line) and usually FileCheck lines that check their output.
 #
-# Substitutions: %shardc, %FileCheck (and the bare word FileCheck), %not (and
+# Substitutions: %shardc, %shardrun, %mpirun (with its flags), %FileCheck (and the bare word FileCheck), %not (and
 # `not` at the start of a command), %expect, %s (this file), %S (its folder),
 # %t (a temporary path, removed afterwards). The programs come from the
-# environment: SHARDC, FILECHECK, NOT, EXPECT (tests/expect_exit.sh).
+# environment: SHARDC, SHARDRUN, MPIRUN, MPIRUN_FLAGS, FILECHECK, NOT, EXPECT
+# (tests/expect_exit.sh).
 #
 # Exits non-zero at the first failing RUN line, after printing the expanded
 # command and its output, and when the file has no RUN line.
@@ -50,6 +51,8 @@ expand() {
     c=$(sed -E -e 's/(^|[^%[:alnum:]_-])FileCheck([^[:alnum:]_-]|$)/\1%FileCheck\2/g' \
                -e 's/(^|[|;&(]|\|\||&&)([[:space:]]*)not([[:space:]])/\1\2%not\3/g' <<< "$1")
     c=${c//%shardc/$(printf '%q' "$SHARDC")}
+    c=${c//%shardrun/$(printf '%q' "${SHARDRUN:-shardrun-not-built}")}
+    c=${c//%mpirun/${MPIRUN:-mpirun-not-found} ${MPIRUN_FLAGS:-}}
     c=${c//%FileCheck/$(printf '%q' "$FILECHECK")}
     c=${c//%expect/$(printf '%q' "$EXPECT")}
     c=${c//%not/$(printf '%q' "$NOT")}

@@ -25,10 +25,13 @@ static const char usage[] =
     "  -D NAME=VALUE      override the integer constant `let NAME = ...`\n"
     "  --emit ir          print the logical IR\n"
     "  --emit sharded-ir  print the partitioned (per-rank, SPMD) IR\n"
+    "  --emit schedule    print the plan's instruction list of each stage\n"
     "  --explain-sharding print why each value has its sharding and why each\n"
     "                     collective was inserted\n"
     "  --report [json]    print each stage's FLOPs, bytes sent and collectives\n"
-    "  -o OUT             write the output to OUT instead of standard output\n"
+    "  -o OUT             write the plan to OUT (run it with shardrun); with\n"
+    "                     --emit, --explain-sharding or --report, write that\n"
+    "                     text to OUT instead of standard output\n"
     "  --help             show this help\n"
     "  --version          show the version\n"
     "\n"
@@ -96,8 +99,8 @@ static int parse_args(int argc, char **argv, args *a)
                 return rc;
             }
         } else if ((v = value_of(argc, argv, &i, "--emit"))) {
-            if (strcmp(v, "ir") != 0 && strcmp(v, "sharded-ir") != 0)
-                return usage_error("--emit '%s': this version emits: ir, sharded-ir", v);
+            if (strcmp(v, "ir") != 0 && strcmp(v, "sharded-ir") != 0 && strcmp(v, "schedule") != 0)
+                return usage_error("--emit '%s': this version emits: ir, sharded-ir, schedule", v);
             a->emit = v;
         } else if (!strcmp(argv[i], "--explain-sharding")) {
             a->emit = "explain";
@@ -125,9 +128,6 @@ static int parse_args(int argc, char **argv, args *a)
     }
     if (!a->file)
         return usage_error("%s", "no input file");
-    if (a->out && !a->emit)
-        return usage_error("%s", "-o without --emit would write a plan, which this version "
-                           "cannot make yet; use --emit ir -o FILE");
     return 0;
 }
 
@@ -190,6 +190,13 @@ static int compile(const args *a)
             fwrite(text, 1, len, stdout);
         }
         shardc_free(text);
+        shardc_free(err);
+    } else if (a->out) {
+        st = shardc_program_save_plan(prog, a->out, &err);
+        if (st != SHARDC_OK) {
+            fprintf(stderr, "shardc: error: %s\n", err ? err : "out of memory");
+            rc = exit_code(st);
+        }
         shardc_free(err);
     }
     shardc_program_free(prog);

@@ -1,0 +1,31 @@
+/* api_internal.h: what api.c and api_run.c share. */
+#ifndef SHARDC_API_INTERNAL_H
+#define SHARDC_API_INTERNAL_H
+#include "shardc.h"
+#include "runtime/plan.h"
+#include <stdint.h>
+
+struct shardc_plan {
+    rt_plan *p;
+};
+
+/* The plan file of a compiled program (malloc'd bytes). */
+shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size_t *len,
+                               char **error);
+/* `--emit schedule`: the plan's instruction lists as text. */
+shardc_status api_program_schedule(const shardc_program *prog, char **text, size_t *len,
+                                   char **error);
+/* A malloc'd message into *error (when error is not NULL); returns st. */
+shardc_status api_fail(char **error, shardc_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Fills info from an I/O entry. */
+void api_tensor_info(const rt_io *io, shardc_tensor_info *info);
+/* Sets *error to NULL when error is not NULL. */
+static inline void api_clear(char **error)
+{
+    if (error)
+        *error = NULL;
+}
+
+#endif

@@ -1,0 +1,195 @@
+/* api_run.c: the plan half of the public API, over runtime/ (sessions are
+ * in api_session.c, so a program that only compiles does not pull in the
+ * backends). */
+#include "api_internal.h"
+
+#include "runtime/plan.h"
+#include "runtime/plan_text.h"
+#include "runtime/session.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+
+shardc_status api_fail(char **error, shardc_status st, const char *fmt, ...)
+{
+    if (error) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(NULL, 0, fmt, ap);
+        va_end(ap);
+        *error = malloc((size_t)n + 1);
+        if (*error) {
+            va_start(ap, fmt);
+            vsnprintf(*error, (size_t)n + 1, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return st;
+}
+
+
+/* Reads plan bytes back; a failure here is the compiler's bug. */
+static shardc_status plan_of(const shardc_program *prog, rt_plan **out, char **error)
+{
+    uint8_t *bytes;
+    size_t len;
+    shardc_status st = api_program_plan(prog, &bytes, &len, error);
+    if (st != SHARDC_OK)
+        return st;
+    char err[1024];
+    *out = rt_plan_read(bytes, len, "plan", err, sizeof err);
+    free(bytes);
+    if (!*out)
+        return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: the plan does not read "
+                        "back: %s", err);
+    return SHARDC_OK;
+}
+
+shardc_status api_program_schedule(const shardc_program *prog, char **text, size_t *len,
+                                   char **error)
+{
+    rt_plan *p;
+    shardc_status st = plan_of(prog, &p, error);
+    if (st != SHARDC_OK)
+        return st;
+    jmp_buf oom;
+    su_buf b;
+    su_buf_init(&b, &oom);
+    if (setjmp(oom)) {
+        su_buf_free(&b);
+        rt_plan_free(p);
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    }
+    rt_plan_print_schedule(p, &b);
+    rt_plan_free(p);
+    if (len)
+        *len = b.len;
+    *text = su_buf_take(&b);
+    return SHARDC_OK;
+}
+
+shardc_status shardc_program_plan(const shardc_program *prog, shardc_plan **out, char **error)
+{
+    api_clear(error);
+    *out = NULL;
+    shardc_plan *pl = calloc(1, sizeof *pl);
+    if (!pl)
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    shardc_status st = plan_of(prog, &pl->p, error);
+    if (st != SHARDC_OK) {
+        free(pl);
+        return st;
+    }
+    *out = pl;
+    return SHARDC_OK;
+}
+
+shardc_status shardc_program_save_plan(const shardc_program *prog, const char *path,
+                                       char **error)
+{
+    api_clear(error);
+    uint8_t *bytes;
+    size_t len;
+    shardc_status st = api_program_plan(prog, &bytes, &len, error);
+    if (st != SHARDC_OK)
+        return st;
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp) {
+        free(bytes);
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    }
+    snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    bool ok = f && fwrite(bytes, 1, len, f) == len;
+    int saved = errno;
+    if (f && fclose(f) != 0 && ok) {
+        ok = false;
+        saved = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = false;
+        saved = errno;
+    }
+    free(bytes);
+    if (!ok) {
+        remove(tmp);
+        free(tmp);
+        return api_fail(error, SHARDC_ERR_IO, "%s: cannot write: %s", path, strerror(saved));
+    }
+    free(tmp);
+    return SHARDC_OK;
+}
+
+shardc_status shardc_plan_load(const char *path, shardc_plan **out, char **error)
+{
+    api_clear(error);
+    *out = NULL;
+    char err[1024];
+    rt_plan *p = rt_plan_load(path, err, sizeof err);
+    if (!p)
+        return api_fail(error, SHARDC_ERR_INPUT, "%s", err);
+    shardc_plan *pl = calloc(1, sizeof *pl);
+    if (!pl) {
+        rt_plan_free(p);
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    }
+    pl->p = p;
+    *out = pl;
+    return SHARDC_OK;
+}
+
+void shardc_plan_free(shardc_plan *plan)
+{
+    if (!plan)
+        return;
+    rt_plan_free(plan->p);
+    free(plan);
+}
+
+const char *shardc_plan_report(const shardc_plan *plan)
+{
+    return plan->p->report ? plan->p->report : "";
+}
+
+int shardc_plan_num_axes(const shardc_plan *plan) { return plan->p->naxes; }
+
+const char *shardc_plan_axis(const shardc_plan *plan, int i, long long *size)
+{
+    if (i < 0 || i >= plan->p->naxes)
+        return NULL;
+    if (size)
+        *size = plan->p->axis_size[i];
+    return plan->p->axis_name[i];
+}
+
+long long shardc_plan_ranks(const shardc_plan *plan) { return rt_plan_ranks(plan->p); }
+
+int shardc_plan_num_tensors(const shardc_plan *plan) { return plan->p->nio; }
+
+void api_tensor_info(const rt_io *io, shardc_tensor_info *info)
+{
+    static const char *const kinds[] = {"input", "param", "output"};
+    memset(info, 0, sizeof *info);
+    info->name = io->name;
+    info->kind = kinds[io->kind];
+    info->dtype = rt_dtype_name(io->type.dtype);
+    info->rank = io->type.rank;
+    for (int d = 0; d < io->type.rank; d++)
+        info->dim[d] = io->type.dim[d];
+    info->bytes = (size_t)rt_type_bytes(&io->type);
+}
+
+shardc_status shardc_plan_tensor(const shardc_plan *plan, int i, shardc_tensor_info *info)
+{
+    if (i < 0 || i >= plan->p->nio)
+        return SHARDC_ERR_USAGE;
+    api_tensor_info(&plan->p->io[i], info);
+    return SHARDC_OK;
+}
+

@@ -1,0 +1,132 @@
+/* api_session.c: sessions, the running half of the public API, over
+ * runtime/session.h. */
+#include "api_internal.h"
+
+#include "runtime/session.h"
+#include "runtime/tensors.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct shardc_session {
+    const shardc_plan *plan;
+    rt_session *s;
+};
+
+shardc_status shardc_session_new(const shardc_plan *plan, const shardc_session_config *cfg,
+                                 shardc_session **out, char **error)
+{
+    api_clear(error);
+    *out = NULL;
+    static const shardc_session_config defaults;
+    if (!cfg)
+        cfg = &defaults;
+    if (cfg->backend && strcmp(cfg->backend, "cpu") != 0)
+        return api_fail(error, SHARDC_ERR_USAGE, "unknown backend '%s' (this build runs: cpu)",
+                        cfg->backend);
+    rt_session_opts o;
+    memset(&o, 0, sizeof o);
+    if (!cfg->comm || !strcmp(cfg->comm, "local"))
+        o.comm = RT_COMM_LOCAL;
+    else if (!strcmp(cfg->comm, "mpi"))
+        o.comm = RT_COMM_MPI;
+    else
+        return api_fail(error, SHARDC_ERR_USAGE, "unknown communicator '%s' (local, mpi)",
+                        cfg->comm);
+    o.params_path = cfg->params_file;
+    o.inputs_path = cfg->inputs_file;
+    o.seed = cfg->seed;
+    o.timeout_ms = cfg->timeout_ms;
+    shardc_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    char err[1024];
+    s->plan = plan;
+    s->s = rt_session_new(plan->p, &o, err, sizeof err);
+    if (!s->s) {
+        free(s);
+        return api_fail(error, SHARDC_ERR_INPUT, "%s", err);
+    }
+    *out = s;
+    return SHARDC_OK;
+}
+
+void shardc_session_free(shardc_session *s)
+{
+    if (!s)
+        return;
+    rt_session_free(s->s);
+    free(s);
+}
+
+shardc_status shardc_session_bind(shardc_session *s, const char *name, const void *data,
+                                  size_t bytes, char **error)
+{
+    api_clear(error);
+    char err[1024];
+    if (rt_session_bind(s->s, name, data, bytes, err, sizeof err) != 0)
+        return api_fail(error, SHARDC_ERR_USAGE, "%s", err);
+    return SHARDC_OK;
+}
+
+shardc_status shardc_session_run(shardc_session *s, char **error)
+{
+    api_clear(error);
+    char err[2048];
+    if (rt_session_run(s->s, err, sizeof err) != 0)
+        return api_fail(error, SHARDC_ERR_INPUT, "%s", err);
+    return SHARDC_OK;
+}
+
+shardc_status shardc_session_output(const shardc_session *s, const char *name,
+                                    const void **data, shardc_tensor_info *info, char **error)
+{
+    api_clear(error);
+    *data = NULL;
+    for (int i = 0; i < s->plan->p->nio; i++) {
+        const rt_io *io = &s->plan->p->io[i];
+        if (io->kind == RT_IO_OUTPUT && !strcmp(io->name, name)) {
+            *data = rt_session_output(s->s, name, NULL);
+            if (info)
+                api_tensor_info(io, info);
+            return SHARDC_OK;
+        }
+    }
+    return api_fail(error, SHARDC_ERR_USAGE, "the plan has no output called '%s'", name);
+}
+
+const char *shardc_session_generated(const shardc_session *s)
+{
+    return rt_session_generated(s->s);
+}
+
+shardc_status shardc_session_save_outputs(const shardc_session *s, const char *path,
+                                          char **error)
+{
+    api_clear(error);
+    const rt_plan *p = s->plan->p;
+    int n = 0;
+    const char **names = calloc((size_t)p->nio + 1, sizeof *names);
+    rt_type *types = calloc((size_t)p->nio + 1, sizeof *types);
+    const void **data = calloc((size_t)p->nio + 1, sizeof *data);
+    if (!names || !types || !data) {
+        free(names);
+        free(types);
+        free(data);
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < p->nio; i++)
+        if (p->io[i].kind == RT_IO_OUTPUT) {
+            names[n] = p->io[i].name;
+            data[n] = rt_session_output(s->s, names[n], &types[n]);
+            n++;
+        }
+    char err[1024];
+    int rc = rt_st_write(path, n, names, types, data, err, sizeof err);
+    free(names);
+    free(types);
+    free(data);
+    if (rc != 0)
+        return api_fail(error, SHARDC_ERR_IO, "%s", err);
+    return SHARDC_OK;
+}

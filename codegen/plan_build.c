@@ -1,0 +1,266 @@
+/* plan_build.c: the plan writer's front half: a partitioned module becomes
+ * an rt_plan (runtime/plan.h), then bytes.
+ *
+ * One program (stage) for now: a pipelined module runs every repetition on
+ * every rank of the pipeline axis, which computes the same thing as the
+ * stages would (issue 7 splits it). Every value gets its own buffer, except
+ * that `constrain` (an identity) shares its operand's buffer; a reshape is a
+ * `copy` (memory planning, issue 6, will make it free).
+ *
+ * The I/O table holds the inputs, params and outputs with their global
+ * types and shardings. An input absent at run time may be made from the
+ * seed: float inputs by normal(1), i32 inputs that feed an embedding or a
+ * cross_entropy by uniform integers over the rows of the table or the
+ * classes of the logits (uniform over [0, 1) otherwise: zeros). */
+#include "codegen.h"
+
+#include "runtime/plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct builder {
+    const ir_module *m;
+    su_arena *arena;
+    int32_t *buf_of;     /* per value id: its buffer, -1 none */
+    su_vec bufs;         /* int64_t * sizes */
+    su_vec instrs;       /* rt_instr * */
+    su_vec ios;          /* rt_io * */
+    char *err;
+    size_t errlen;
+} builder;
+
+static bool fail(builder *b, const char *fmt, ...) SU_PRINTF(2, 3);
+static bool fail(builder *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->err, b->errlen, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static rt_type rtype(const ir_type *t)
+{
+    rt_type r;
+    memset(&r, 0, sizeof r);
+    r.dtype = (uint8_t)t->dtype; /* the same numbering, checked below */
+    r.rank = (uint8_t)t->rank;
+    for (int i = 0; i < t->rank; i++)
+        r.dim[i] = t->dim[i];
+    return r;
+}
+
+_Static_assert((int)RT_F32 == (int)IR_F32 && (int)RT_F16 == (int)IR_F16 &&
+                   (int)RT_BF16 == (int)IR_BF16 && (int)RT_I32 == (int)IR_I32 &&
+                   (int)RT_NDTYPES == (int)IR_NDTYPES,
+               "the plan's dtypes must number as the IR's");
+
+static int32_t new_buffer(builder *b, const ir_type *t)
+{
+    int64_t *size = su_alloc(b->arena, sizeof *size);
+    *size = ir_type_numel(t) * ir_dtype_size(t->dtype);
+    su_vec_push(&b->bufs, b->m->oom, size);
+    return (int32_t)b->bufs.n - 1;
+}
+
+/* The global type of a value with a local type and a sharding. */
+static ir_type global_type(const ir_module *m, const ir_value *v)
+{
+    ir_type t = v->type;
+    for (int d = 0; d < t.rank; d++)
+        t.dim[d] *= ir_sharding_split(&v->sh, &m->mesh, d);
+    return t;
+}
+
+static rt_sharding rsharding(const ir_sharding *s, int rank)
+{
+    rt_sharding r;
+    memset(&r, 0, sizeof r);
+    if (s->kind == IR_SH_NONE)
+        return r;
+    for (int d = 0; d < rank; d++) {
+        r.naxes[d] = s->naxes[d];
+        memcpy(r.axes[d], s->axes[d], s->naxes[d]);
+    }
+    r.partial = s->partial;
+    return r;
+}
+
+/* How an i32 input may be made when absent: the bound of the ids it holds. */
+static int64_t id_bound(const builder *b, const ir_value *v)
+{
+    for (int i = 0; i < b->m->ops.n; i++) {
+        const ir_op *op = IR_OP(b->m, i);
+        if (op->code == IR_EMBEDDING && op->nin == 2 && op->in[1] == v)
+            return global_type(b->m, op->in[0]).dim[0];
+        if (op->code == IR_XENT && op->nin == 2 && op->in[1] == v) {
+            ir_type lt = global_type(b->m, op->in[0]);
+            return lt.dim[lt.rank - 1];
+        }
+    }
+    return 1;
+}
+
+static rt_io *new_io(builder *b, rt_io_kind kind, const char *name, const ir_value *v)
+{
+    rt_io *io = su_alloc(b->arena, sizeof *io);
+    memset(io, 0, sizeof *io);
+    io->kind = (uint8_t)kind;
+    io->name = su_strdup(b->arena, name);
+    ir_type g = global_type(b->m, v);
+    io->type = rtype(&g);
+    io->sh = rsharding(&v->sh, v->type.rank);
+    io->stage = 0;
+    io->buffer = -1;
+    su_vec_push(&b->ios, b->m->oom, io);
+    return io;
+}
+
+static bool source(builder *b, const ir_op *op, rt_instr *in)
+{
+    const ir_value *v = op->res[0];
+    if (op->code == IR_CONST) {
+        in->value = op->a.value;
+        return true;
+    }
+    rt_io *io = new_io(b, op->code == IR_INPUT ? RT_IO_INPUT : RT_IO_PARAM, op->a.name, v);
+    in->io = (int32_t)b->ios.n - 1;
+    if (op->code == IR_PARAM) {
+        static const uint8_t kinds[] = {RT_INIT_NONE, RT_INIT_ZEROS, RT_INIT_ONES,
+                                        RT_INIT_NORMAL, RT_INIT_UNIFORM};
+        io->init = kinds[op->a.init.kind];
+        io->init_a = op->a.init.a;
+        io->init_b = op->a.init.b;
+    } else if (v->type.dtype == IR_I32) {
+        io->init = RT_INIT_UNIFORM;
+        io->init_a = 0;
+        io->init_b = (double)id_bound(b, v);
+    } else {
+        io->init = RT_INIT_NORMAL;
+        io->init_a = 1.0;
+    }
+    return true;
+}
+
+static bool lower_op(builder *b, const ir_op *op)
+{
+    if (op->nres != 1)
+        return fail(b, "%s makes %d results; the plan holds ops of one", ir_ops[op->code].name,
+                    op->nres);
+    const ir_value *res = op->res[0];
+    if (op->code == IR_CONSTRAIN) {
+        b->buf_of[res->id] = b->buf_of[op->in[0]->id];
+        return true;
+    }
+    const char *name = op->code == IR_RESHAPE ? "copy" : ir_ops[op->code].name;
+    int code = rt_op_lookup(name);
+    if (code < 0)
+        return fail(b, "the plan has no instruction for %s", ir_ops[op->code].name);
+    if (op->nin != rt_ops[code].nin)
+        return fail(b, "%s has %d operands, the plan's %s takes %d", ir_ops[op->code].name,
+                    op->nin, name, rt_ops[code].nin);
+    rt_instr *in = su_alloc(b->arena, sizeof *in);
+    memset(in, 0, sizeof *in);
+    in->op = (uint16_t)code;
+    in->nin = (uint8_t)op->nin;
+    for (int i = 0; i < op->nin; i++) {
+        in->in[i] = b->buf_of[op->in[i]->id];
+        in->in_t[i] = rtype(&op->in[i]->type);
+        if (in->in[i] < 0)
+            return fail(b, "operand %d of %s has no buffer", i, ir_ops[op->code].name);
+    }
+    in->out = new_buffer(b, &res->type);
+    in->out_t = rtype(&res->type);
+    b->buf_of[res->id] = in->out;
+    const ir_attrs *a = &op->a;
+    in->io = -1;
+    in->axis = a->axis;
+    in->keepdims = a->keepdims;
+    in->causal = a->causal;
+    in->eps = a->eps;
+    if (op->code == IR_TRANSPOSE) {
+        in->nlist = (uint8_t)a->nlist;
+        memcpy(in->list, a->list, sizeof in->list);
+    }
+    in->dim = a->dim;
+    in->dim2 = a->dim2;
+    in->naxes = (uint8_t)a->naxes;
+    memcpy(in->axes, a->axes, sizeof in->axes);
+    if (ir_ops[op->code].cls == IR_C_SOURCE && !source(b, op, in))
+        return false;
+    su_vec_push(&b->instrs, b->m->oom, in);
+    return true;
+}
+
+static bool build(builder *b, rt_plan *p, const char *report)
+{
+    const ir_module *m = b->m;
+    if (!m->partitioned)
+        return fail(b, "the plan is made from a partitioned module");
+    for (int i = 0; i < m->ops.n; i++)
+        if (!lower_op(b, IR_OP(m, i)))
+            return false;
+    for (int i = 0; i < m->outputs.n; i++) {
+        const ir_output *o = IR_OUTPUT(m, i);
+        if (o->v->sh.partial)
+            return fail(b, "output '%s' is a partial sum", o->name);
+        rt_io *io = new_io(b, RT_IO_OUTPUT, o->name, o->v);
+        io->buffer = b->buf_of[o->v->id];
+    }
+    memset(p, 0, sizeof *p);
+    p->naxes = m->mesh.naxes;
+    for (int a = 0; a < m->mesh.naxes; a++) {
+        p->axis_name[a] = (char *)m->mesh.name[a];
+        p->axis_size[a] = m->mesh.size[a];
+    }
+    p->stage_axis = -1;
+    p->nstages = 1;
+    rt_program *prog = su_alloc(b->arena, sizeof *prog);
+    prog->nbuf = (int32_t)b->bufs.n;
+    prog->buf_bytes = su_alloc(b->arena, ((size_t)b->bufs.n + 1) * sizeof *prog->buf_bytes);
+    for (int i = 0; i < b->bufs.n; i++)
+        prog->buf_bytes[i] = *(int64_t *)b->bufs.v[i];
+    prog->ninstr = (int32_t)b->instrs.n;
+    prog->instr = su_alloc(b->arena, ((size_t)b->instrs.n + 1) * sizeof *prog->instr);
+    for (int i = 0; i < b->instrs.n; i++)
+        prog->instr[i] = *(rt_instr *)b->instrs.v[i];
+    p->stage = prog;
+    p->nio = (int32_t)b->ios.n;
+    p->io = su_alloc(b->arena, ((size_t)b->ios.n + 1) * sizeof *p->io);
+    for (int i = 0; i < b->ios.n; i++)
+        p->io[i] = *(rt_io *)b->ios.v[i];
+    p->report = (char *)(report ? report : "");
+    p->report_len = strlen(p->report);
+    return true;
+}
+
+bool cg_plan_bytes(const ir_module *m, const char *report, uint8_t **out, size_t *len,
+                   char *err, size_t errlen)
+{
+    *out = NULL;
+    *len = 0;
+    su_arena arena;
+    su_arena_init(&arena, m->oom);
+    builder b;
+    memset(&b, 0, sizeof b);
+    b.m = m;
+    b.arena = &arena;
+    b.err = err;
+    b.errlen = errlen;
+    b.buf_of = su_alloc(&arena, (size_t)(m->next_id + 1) * sizeof *b.buf_of);
+    for (int i = 0; i <= m->next_id; i++)
+        b.buf_of[i] = -1;
+    rt_plan p;
+    bool ok = build(&b, &p, report);
+    if (ok && !rt_plan_validate(&p, err, errlen))
+        ok = false;
+    if (ok)
+        ok = rt_plan_write(&p, out, len, err, errlen);
+    su_vec_free(&b.bufs);
+    su_vec_free(&b.instrs);
+    su_vec_free(&b.ios);
+    su_arena_free(&arena);
+    return ok;
+}

@@ -1,0 +1,138 @@
+/* plan_text.c: a plan as text (`shardc --emit schedule`): per stage, the
+ * instruction list every rank of the stage runs, exactly as the runtime
+ * will run it. */
+#include "plan_text.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static void axes_str(const rt_plan *p, const uint8_t *axes, int n, su_buf *b)
+{
+    for (int k = 0; k < n; k++)
+        su_buf_printf(b, "%s%s", k ? ", " : "", axes[k] < p->naxes ? p->axis_name[axes[k]] : "?");
+}
+
+static void sharding_str(const rt_plan *p, const rt_io *io, su_buf *b)
+{
+    su_buf_puts(b, "shard(");
+    for (int d = 0; d < io->type.rank; d++) {
+        if (d)
+            su_buf_puts(b, ", ");
+        int n = io->sh.naxes[d];
+        if (n == 0)
+            su_buf_putc(b, '_');
+        else if (n == 1)
+            axes_str(p, io->sh.axes[d], 1, b);
+        else {
+            su_buf_putc(b, '(');
+            axes_str(p, io->sh.axes[d], n, b);
+            su_buf_putc(b, ')');
+        }
+    }
+    su_buf_putc(b, ')');
+}
+
+static void instr_str(const rt_plan *p, const rt_instr *in, su_buf *b)
+{
+    char tb[160];
+    su_buf_printf(b, "  %%%d = %s", (int)in->out, rt_ops[in->op].name);
+    for (int i = 0; i < in->nin; i++)
+        su_buf_printf(b, "%s %%%d", i ? "," : "", (int)in->in[i]);
+    bool open = false;
+#define ATTR(...)                                                                                 \
+    do {                                                                                          \
+        su_buf_puts(b, open ? ", " : " {");                                                       \
+        open = true;                                                                              \
+        su_buf_printf(b, __VA_ARGS__);                                                            \
+    } while (0)
+    char num[32];
+    switch (in->op) {
+    case RT_OP_INPUT:
+    case RT_OP_PARAM:
+        ATTR("name = \"%s\"", in->io >= 0 && in->io < p->nio ? p->io[in->io].name : "?");
+        break;
+    case RT_OP_CONST:
+        su_fmt_double(num, in->value);
+        ATTR("value = %s", num);
+        break;
+    case RT_OP_SUM:
+    case RT_OP_MEAN:
+    case RT_OP_AMAX:
+        ATTR("axis = %lld, keepdims = %s", (long long)in->axis, in->keepdims ? "true" : "false");
+        break;
+    case RT_OP_SOFTMAX:
+        ATTR("axis = %lld", (long long)in->axis);
+        break;
+    case RT_OP_LAYERNORM:
+    case RT_OP_RMSNORM:
+        su_fmt_double(num, in->eps);
+        ATTR("eps = %s", num);
+        break;
+    case RT_OP_ATTENTION:
+        ATTR("causal = %s", in->causal ? "true" : "false");
+        break;
+    case RT_OP_TRANSPOSE:
+        ATTR("perm = [");
+        for (int i = 0; i < in->nlist; i++)
+            su_buf_printf(b, "%s%lld", i ? ", " : "", (long long)in->list[i]);
+        su_buf_putc(b, ']');
+        break;
+    default:
+        break;
+    }
+    if (in->op == RT_OP_SLICE || in->op == RT_OP_ALL_GATHER || in->op == RT_OP_REDUCE_SCATTER ||
+        in->op == RT_OP_ALL_TO_ALL)
+        ATTR("dim = %lld", (long long)in->dim);
+    if (in->op == RT_OP_ALL_TO_ALL)
+        ATTR("dim2 = %lld", (long long)in->dim2);
+    if (in->op == RT_OP_SLICE || rt_ops[in->op].cls == RT_K_COMM) {
+        ATTR("axes = [");
+        axes_str(p, in->axes, in->naxes, b);
+        su_buf_putc(b, ']');
+    }
+#undef ATTR
+    if (open)
+        su_buf_putc(b, '}');
+    su_buf_printf(b, " : %s", rt_type_str(&in->out_t, tb, sizeof tb));
+    if (rt_ops[in->op].cls == RT_K_COMM)
+        su_buf_printf(b, "    // %lld bytes", (long long)rt_type_bytes(&in->in_t[0]));
+    su_buf_putc(b, '\n');
+}
+
+void rt_plan_print_schedule(const rt_plan *p, su_buf *b)
+{
+    char tb[160];
+    su_buf_puts(b, "mesh");
+    for (int a = 0; a < p->naxes; a++)
+        su_buf_printf(b, "%s %s = %lld", a ? "," : "", p->axis_name[a], (long long)p->axis_size[a]);
+    if (!p->naxes)
+        su_buf_puts(b, " (one rank)");
+    su_buf_printf(b, "\n// %lld rank%s, %d stage%s\n", (long long)rt_plan_ranks(p),
+                  rt_plan_ranks(p) == 1 ? "" : "s", (int)p->nstages, p->nstages == 1 ? "" : "s");
+    for (int i = 0; i < p->nio; i++) {
+        const rt_io *io = &p->io[i];
+        static const char *const kinds[] = {"input", "param", "output"};
+        su_buf_printf(b, "%s \"%s\" : %s ", kinds[io->kind < 3 ? io->kind : 0], io->name,
+                      rt_type_str(&io->type, tb, sizeof tb));
+        sharding_str(p, io, b);
+        if (io->kind == RT_IO_OUTPUT)
+            su_buf_printf(b, " = %%%d", (int)io->buffer);
+        su_buf_putc(b, '\n');
+    }
+    for (int st = 0; st < p->nstages; st++) {
+        const rt_program *prog = &p->stage[st];
+        int64_t total = 0;
+        for (int i = 0; i < prog->nbuf; i++)
+            total += prog->buf_bytes[i];
+        su_buf_printf(b, "\nstage %d", st);
+        if (p->stage_axis >= 0)
+            su_buf_printf(b, " (%s = %d)", p->axis_name[p->stage_axis], st);
+        else
+            su_buf_puts(b, " (every rank)");
+        su_buf_printf(b, ": %d instructions, %d buffers, %lld bytes\n", (int)prog->ninstr,
+                      (int)prog->nbuf, (long long)total);
+        for (int i = 0; i < prog->ninstr; i++)
+            instr_str(p, &prog->instr[i], b);
+    }
+}

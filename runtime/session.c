@@ -1,0 +1,736 @@
+/* session.c: the executor. Each rank walks its stage's instruction list in
+ * order: sources fill buffers (from bound host tensors, safetensors files
+ * or the seed), compute instructions go to the CPU backend, collectives to
+ * the communicator, with the re-layout a dimension other than 0 needs
+ * (communicators move flat blocks, member by member, as NCCL does). */
+#include "session.h"
+
+#include "comm.h"
+#include "cpu.h"
+#include "tensors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ERRLEN 1024
+
+typedef struct axes_key {
+    uint8_t n;
+    uint8_t axes[RT_MAX_AXES];
+} axes_key;
+
+typedef struct binding {
+    char *name;
+    const void *data;
+    size_t bytes;
+} binding;
+
+typedef struct rank_state {
+    rt_session *s;
+    int64_t rank;
+    int64_t coord[RT_MAX_AXES];
+    const rt_program *prog;
+    rt_comm *comm;
+    rt_group **groups;        /* per s->keys entry */
+    void **buf;               /* per buffer of prog */
+    bool params_loaded;
+    int failed;
+    char err[ERRLEN];
+} rank_state;
+
+struct rt_session {
+    const rt_plan *p;
+    rt_session_opts o;
+    rt_st_file *params, *inputs;
+    rt_local_world *world;
+    int64_t nranks;           /* in the mesh */
+    int64_t nhere;            /* run by this process */
+    rank_state *ranks;
+    int nkeys;
+    axes_key *keys;           /* the groups every rank makes, in this order */
+    int nbind;
+    binding *bind;
+    bool params_dirty;
+    void **out;               /* per io entry: gathered output (outputs only) */
+    char *generated;
+    pthread_mutex_t mu;       /* first_err */
+    char first_err[ERRLEN + 64];
+    bool has_err;
+};
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* ---- layout helpers ---- */
+
+/* The start of this rank's block of a tensor of local type t sharded by sh. */
+static void block_start(const rt_plan *p, const int64_t *coord, const rt_sharding *sh,
+                        const rt_type *local, int64_t *start)
+{
+    for (int d = 0; d < local->rank; d++) {
+        int64_t b = 0;
+        for (int k = 0; k < sh->naxes[d]; k++) {
+            int a = sh->axes[d][k];
+            b = b * p->axis_size[a] + coord[a];
+        }
+        start[d] = b * local->dim[d];
+    }
+}
+
+/* Copies the block [start, start + count) of a row-major tensor of shape
+ * full (esize-byte elements) from src (the full tensor) to dst (the block,
+ * packed), or the other way round when to_full. */
+static void copy_block(const rt_type *full, const int64_t *start, const int64_t *count,
+                       int esize, const uint8_t *full_data, uint8_t *block, bool to_full)
+{
+    int r = full->rank;
+    if (r == 0) {
+        if (to_full)
+            memcpy((uint8_t *)full_data, block, (size_t)esize);
+        else
+            memcpy(block, full_data, (size_t)esize);
+        return;
+    }
+    /* the innermost run: the last dims the block spans whole merge into it */
+    int64_t run = count[r - 1] * esize;
+    int inner = r - 1;
+    while (inner > 0 && count[inner] == full->dim[inner] && start[inner] == 0) {
+        inner--;
+        run *= count[inner];
+    }
+    /* strides of the full tensor, in bytes */
+    int64_t stride[RT_MAX_RANK];
+    stride[r - 1] = esize;
+    for (int d = r - 2; d >= 0; d--)
+        stride[d] = stride[d + 1] * full->dim[d + 1];
+    int64_t idx[RT_MAX_RANK] = {0};
+    int64_t nruns = 1;
+    for (int d = 0; d < inner; d++)
+        nruns *= count[d];
+    uint8_t *out = block;
+    for (int64_t k = 0; k < nruns; k++) {
+        int64_t off = 0;
+        for (int d = 0; d < r; d++)
+            off += (start[d] + (d < inner ? idx[d] : 0)) * stride[d];
+        if (to_full)
+            memcpy((uint8_t *)full_data + off, out, (size_t)run);
+        else
+            memcpy(out, full_data + off, (size_t)run);
+        out += run;
+        for (int d = inner - 1; d >= 0; d--) {
+            if (++idx[d] < count[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+}
+
+/* Split along dim into G member blocks: src [outer][G*n*inner] to
+ * dst [G][outer][n*inner]. */
+static void pack_split(const rt_type *t, int dim, int64_t G, const uint8_t *src, uint8_t *dst)
+{
+    int64_t outer = 1, inner = rt_dtype_size(t->dtype);
+    for (int d = 0; d < dim; d++)
+        outer *= t->dim[d];
+    for (int d = dim + 1; d < t->rank; d++)
+        inner *= t->dim[d];
+    int64_t n = t->dim[dim] / G, run = n * inner;
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t o = 0; o < outer; o++)
+            memcpy(dst + (g * outer + o) * run, src + (o * G + g) * run, (size_t)run);
+}
+
+/* The inverse: G blocks of type b (each [outer][n*inner]) concatenated
+ * along dim into dst [outer][G*n*inner]. */
+static void unpack_concat(const rt_type *b, int dim, int64_t G, const uint8_t *src, uint8_t *dst)
+{
+    int64_t outer = 1, inner = rt_dtype_size(b->dtype);
+    for (int d = 0; d < dim; d++)
+        outer *= b->dim[d];
+    for (int d = dim + 1; d < b->rank; d++)
+        inner *= b->dim[d];
+    int64_t run = b->dim[dim] * inner;
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t o = 0; o < outer; o++)
+            memcpy(dst + (o * G + g) * run, src + (g * outer + o) * run, (size_t)run);
+}
+
+static int64_t outer_of(const rt_type *t, int dim)
+{
+    int64_t outer = 1;
+    for (int d = 0; d < dim; d++)
+        outer *= t->dim[d];
+    return outer;
+}
+
+/* ---- sources ---- */
+
+static const binding *find_binding(const rt_session *s, const char *name)
+{
+    for (int i = 0; i < s->nbind; i++)
+        if (strcmp(s->bind[i].name, name) == 0)
+            return &s->bind[i];
+    return NULL;
+}
+
+static void fill_const(const rt_type *t, double v, void *dst)
+{
+    int64_t n = rt_type_numel(t);
+    switch (t->dtype) {
+    case RT_F32:
+        for (int64_t i = 0; i < n; i++)
+            ((float *)dst)[i] = (float)v;
+        break;
+    case RT_F16:
+        for (int64_t i = 0; i < n; i++)
+            ((uint16_t *)dst)[i] = rt_f32_to_f16((float)v);
+        break;
+    case RT_BF16:
+        for (int64_t i = 0; i < n; i++)
+            ((uint16_t *)dst)[i] = rt_f32_to_bf16((float)v);
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            ((int32_t *)dst)[i] = (int32_t)v;
+        break;
+    }
+}
+
+static int load_source(rank_state *rs, const rt_instr *in, void *dst)
+{
+    rt_session *s = rs->s;
+    const rt_io *io = &s->p->io[in->io];
+    int64_t start[RT_MAX_RANK], count[RT_MAX_RANK];
+    block_start(s->p, rs->coord, &io->sh, &in->out_t, start);
+    for (int d = 0; d < in->out_t.rank; d++)
+        count[d] = in->out_t.dim[d];
+    const binding *b = find_binding(s, io->name);
+    if (b) {
+        copy_block(&io->type, start, count, rt_dtype_size(io->type.dtype), b->data, dst, false);
+        return 0;
+    }
+    rt_st_file *f = io->kind == RT_IO_PARAM ? s->params : s->inputs;
+    if (f && (io->kind == RT_IO_INPUT || rt_st_find(f, io->name)))
+        return rt_st_read_block(f, io->name, &io->type, start, count, dst, rs->err,
+                                sizeof rs->err);
+    rt_init_block(io->init, io->init_a, io->init_b, s->o.seed, io->name, &io->type, start, count,
+                  dst);
+    return 0;
+}
+
+/* ---- collectives ---- */
+
+static int group_of(rank_state *rs, const rt_instr *in, rt_group **g)
+{
+    const rt_session *s = rs->s;
+    for (int k = 0; k < s->nkeys; k++)
+        if (s->keys[k].n == in->naxes && memcmp(s->keys[k].axes, in->axes, in->naxes) == 0) {
+            *g = rs->groups[k];
+            return 0;
+        }
+    return fail(rs->err, sizeof rs->err, "no group for the collective's axes");
+}
+
+static int run_comm(rank_state *rs, const rt_instr *in, void *const *bufs)
+{
+    rt_group *g = NULL;
+    if (group_of(rs, in, &g) != 0)
+        return -1;
+    int64_t G = rt_group_size(g);
+    const uint8_t *src = bufs[in->in[0]];
+    uint8_t *dst = bufs[in->out];
+    int64_t in_bytes = rt_type_bytes(&in->in_t[0]), out_bytes = rt_type_bytes(&in->out_t);
+    int dtype = in->in_t[0].dtype;
+    uint8_t *tmp = NULL, *tmp2 = NULL;
+    int rc = 0;
+    switch (in->op) {
+    case RT_OP_ALL_REDUCE:
+        memcpy(dst, src, (size_t)in_bytes);
+        rc = rt_all_reduce(g, dst, rt_type_numel(&in->out_t), dtype);
+        break;
+    case RT_OP_BROADCAST:
+        memcpy(dst, src, (size_t)in_bytes);
+        rc = rt_broadcast(g, dst, out_bytes);
+        break;
+    case RT_OP_ALL_GATHER:
+        if (outer_of(&in->in_t[0], (int)in->dim) == 1) {
+            rc = rt_all_gather(g, src, dst, in_bytes);
+            break;
+        }
+        tmp = malloc((size_t)out_bytes);
+        if (!tmp)
+            return fail(rs->err, sizeof rs->err, "out of memory in all_gather");
+        rc = rt_all_gather(g, src, tmp, in_bytes);
+        if (rc == 0)
+            unpack_concat(&in->in_t[0], (int)in->dim, G, tmp, dst);
+        break;
+    case RT_OP_REDUCE_SCATTER:
+        if (outer_of(&in->in_t[0], (int)in->dim) == 1) {
+            rc = rt_reduce_scatter(g, src, dst, rt_type_numel(&in->out_t), dtype);
+            break;
+        }
+        tmp = malloc((size_t)in_bytes);
+        if (!tmp)
+            return fail(rs->err, sizeof rs->err, "out of memory in reduce_scatter");
+        pack_split(&in->in_t[0], (int)in->dim, G, src, tmp);
+        rc = rt_reduce_scatter(g, tmp, dst, rt_type_numel(&in->out_t), dtype);
+        break;
+    case RT_OP_ALL_TO_ALL: {
+        tmp = malloc((size_t)in_bytes);
+        tmp2 = malloc((size_t)in_bytes);
+        if (!tmp || !tmp2) {
+            free(tmp);
+            free(tmp2);
+            return fail(rs->err, sizeof rs->err, "out of memory in all_to_all");
+        }
+        pack_split(&in->in_t[0], (int)in->dim, G, src, tmp);
+        rc = rt_all_to_all(g, tmp, tmp2, in_bytes / G);
+        if (rc == 0) {
+            rt_type blk = in->in_t[0];
+            blk.dim[in->dim] /= G;
+            unpack_concat(&blk, (int)in->dim2, G, tmp2, dst);
+        }
+        break;
+    }
+    default:
+        return fail(rs->err, sizeof rs->err, "%s is not a collective", rt_ops[in->op].name);
+    }
+    free(tmp);
+    free(tmp2);
+    if (rc != 0)
+        snprintf(rs->err, sizeof rs->err, "%s", rt_comm_error(rs->comm));
+    return rc;
+}
+
+/* ---- one rank ---- */
+
+static int rank_setup(rank_state *rs)
+{
+    rt_session *s = rs->s;
+    const rt_program *prog = rs->prog;
+    if (!rs->buf) {
+        rs->buf = calloc((size_t)prog->nbuf + 1, sizeof *rs->buf);
+        if (!rs->buf)
+            return fail(rs->err, sizeof rs->err, "out of memory");
+        for (int i = 0; i < prog->nbuf; i++) {
+            rs->buf[i] = calloc(1, (size_t)(prog->buf_bytes[i] ? prog->buf_bytes[i] : 1));
+            if (!rs->buf[i])
+                return fail(rs->err, sizeof rs->err, "out of memory for buffer %d (%lld bytes)",
+                            i, (long long)prog->buf_bytes[i]);
+        }
+    }
+    if (!rs->groups) {
+        rs->groups = calloc((size_t)s->nkeys + 1, sizeof *rs->groups);
+        if (!rs->groups)
+            return fail(rs->err, sizeof rs->err, "out of memory");
+        for (int k = 0; k < s->nkeys; k++)
+            if (rt_comm_group(rs->comm, s->keys[k].axes, s->keys[k].n, &rs->groups[k]) != 0)
+                return fail(rs->err, sizeof rs->err, "%s", rt_comm_error(rs->comm));
+    }
+    return 0;
+}
+
+static int rank_run(rank_state *rs)
+{
+    rt_session *s = rs->s;
+    if (rank_setup(rs) != 0)
+        return -1;
+    rt_cpu_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    memcpy(ctx.coord, rs->coord, sizeof ctx.coord);
+    ctx.axis_size = s->p->axis_size;
+    ctx.naxes = s->p->naxes;
+    const rt_program *prog = rs->prog;
+    bool load_params = !rs->params_loaded || s->params_dirty;
+    for (int i = 0; i < prog->ninstr; i++) {
+        const rt_instr *in = &prog->instr[i];
+        int rc = 0;
+        switch (rt_ops[in->op].cls) {
+        case RT_K_SOURCE:
+            if (in->op == RT_OP_CONST)
+                fill_const(&in->out_t, in->value, rs->buf[in->out]);
+            else if (in->op == RT_OP_INPUT || load_params)
+                rc = load_source(rs, in, rs->buf[in->out]);
+            break;
+        case RT_K_COMPUTE:
+            rc = rt_cpu_run(&ctx, in, rs->buf, rs->err, sizeof rs->err);
+            break;
+        case RT_K_COMM:
+            rc = run_comm(rs, in, rs->buf);
+            break;
+        }
+        if (rc != 0) {
+            char tmp[ERRLEN - 64];
+            memcpy(tmp, rs->err, sizeof tmp - 1);
+            tmp[sizeof tmp - 1] = 0;
+            snprintf(rs->err, sizeof rs->err, "instruction %d (%s): %s", i, rt_ops[in->op].name,
+                     tmp);
+            return -1;
+        }
+    }
+    rs->params_loaded = true;
+    return 0;
+}
+
+static void rank_failed(rank_state *rs)
+{
+    rt_session *s = rs->s;
+    rs->failed = 1;
+    pthread_mutex_lock(&s->mu);
+    if (!s->has_err) {
+        s->has_err = true;
+        snprintf(s->first_err, sizeof s->first_err, "rank %lld: %s", (long long)rs->rank,
+                 rs->err);
+        if (s->o.comm == RT_COMM_LOCAL)
+            rt_comm_abort(rs->comm, rs->err);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void *rank_thread(void *arg)
+{
+    rank_state *rs = arg;
+    if (rank_run(rs) != 0)
+        rank_failed(rs);
+    return NULL;
+}
+
+/* ---- outputs ---- */
+
+static int gather_outputs_local(rt_session *s)
+{
+    const rt_plan *p = s->p;
+    for (int i = 0; i < p->nio; i++) {
+        const rt_io *io = &p->io[i];
+        if (io->kind != RT_IO_OUTPUT)
+            continue;
+        int esize = rt_dtype_size(io->type.dtype);
+        rt_type local = io->type;
+        for (int d = 0; d < local.rank; d++)
+            for (int k = 0; k < io->sh.naxes[d]; k++)
+                local.dim[d] /= p->axis_size[io->sh.axes[d][k]];
+        for (int64_t r = 0; r < s->nhere; r++) {
+            rank_state *rs = &s->ranks[r];
+            if (rs->prog != &p->stage[io->stage])
+                continue;
+            int64_t start[RT_MAX_RANK];
+            block_start(p, rs->coord, &io->sh, &local, start);
+            copy_block(&io->type, start, local.dim, esize, s->out[i], rs->buf[io->buffer], true);
+        }
+    }
+    return 0;
+}
+
+/* Under MPI: every rank gets every rank's block over the group of all axes
+ * (member index == rank), then places them. */
+static int gather_outputs_mpi(rt_session *s, rank_state *rs)
+{
+    const rt_plan *p = s->p;
+    rt_group *g = rs->groups[s->nkeys - 1];
+    for (int i = 0; i < p->nio; i++) {
+        const rt_io *io = &p->io[i];
+        if (io->kind != RT_IO_OUTPUT)
+            continue;
+        int esize = rt_dtype_size(io->type.dtype);
+        rt_type local = io->type;
+        for (int d = 0; d < local.rank; d++)
+            for (int k = 0; k < io->sh.naxes[d]; k++)
+                local.dim[d] /= p->axis_size[io->sh.axes[d][k]];
+        int64_t lb = rt_type_bytes(&local);
+        uint8_t *all = malloc((size_t)(lb * s->nranks));
+        if (!all)
+            return fail(rs->err, sizeof rs->err, "out of memory gathering output '%s'", io->name);
+        if (rt_all_gather(g, rs->buf[io->buffer], all, lb) != 0) {
+            free(all);
+            return fail(rs->err, sizeof rs->err, "gathering output '%s': %s", io->name,
+                        rt_comm_error(rs->comm));
+        }
+        for (int64_t r = 0; r < s->nranks; r++) {
+            int64_t coord[RT_MAX_AXES], start[RT_MAX_RANK];
+            rt_plan_coords(p, r, coord);
+            block_start(p, coord, &io->sh, &local, start);
+            copy_block(&io->type, start, local.dim, esize, s->out[i], all + r * lb, true);
+        }
+        free(all);
+    }
+    return 0;
+}
+
+/* ---- the session ---- */
+
+static void add_key(rt_session *s, const uint8_t *axes, int n)
+{
+    for (int k = 0; k < s->nkeys; k++)
+        if (s->keys[k].n == n && memcmp(s->keys[k].axes, axes, (size_t)n) == 0)
+            return;
+    axes_key *key = &s->keys[s->nkeys++];
+    memset(key, 0, sizeof *key);
+    key->n = (uint8_t)n;
+    memcpy(key->axes, axes, (size_t)n);
+}
+
+rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err, size_t errlen)
+{
+    rt_session *s = calloc(1, sizeof *s);
+    if (!s) {
+        fail(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->p = p;
+    s->o = *o;
+    pthread_mutex_init(&s->mu, NULL);
+    s->nranks = rt_plan_ranks(p);
+    s->params_dirty = false;
+    /* the groups: every distinct axes list of every stage's collectives, in
+     * order of appearance, then the group of all axes (outputs) */
+    int maxkeys = 1;
+    for (int st = 0; st < p->nstages; st++)
+        maxkeys += p->stage[st].ninstr;
+    s->keys = calloc((size_t)maxkeys, sizeof *s->keys);
+    s->out = calloc((size_t)p->nio + 1, sizeof *s->out);
+    if (!s->keys || !s->out) {
+        fail(err, errlen, "out of memory");
+        goto bad;
+    }
+    for (int st = 0; st < p->nstages; st++)
+        for (int i = 0; i < p->stage[st].ninstr; i++) {
+            const rt_instr *in = &p->stage[st].instr[i];
+            if (rt_ops[in->op].cls == RT_K_COMM)
+                add_key(s, in->axes, in->naxes);
+        }
+    uint8_t all[RT_MAX_AXES];
+    for (int a = 0; a < p->naxes; a++)
+        all[a] = (uint8_t)a;
+    /* the all-axes group goes last, even if a collective made it already */
+    axes_key allkey;
+    memset(&allkey, 0, sizeof allkey);
+    allkey.n = (uint8_t)p->naxes;
+    memcpy(allkey.axes, all, (size_t)p->naxes);
+    s->keys[s->nkeys++] = allkey;
+    for (int i = 0; i < p->nio; i++)
+        if (p->io[i].kind == RT_IO_OUTPUT) {
+            s->out[i] = calloc(1, (size_t)rt_type_bytes(&p->io[i].type) + 1);
+            if (!s->out[i]) {
+                fail(err, errlen, "out of memory for output '%s'", p->io[i].name);
+                goto bad;
+            }
+        }
+    if (o->params_path && rt_st_open(o->params_path, &s->params, err, errlen) != 0)
+        goto bad;
+    if (o->inputs_path && rt_st_open(o->inputs_path, &s->inputs, err, errlen) != 0)
+        goto bad;
+    rt_mesh_desc mesh;
+    memset(&mesh, 0, sizeof mesh);
+    mesh.naxes = p->naxes;
+    for (int a = 0; a < p->naxes; a++) {
+        mesh.size[a] = p->axis_size[a];
+        mesh.name[a] = p->axis_name[a];
+    }
+    if (o->comm == RT_COMM_LOCAL) {
+        s->world = rt_local_world_new(&mesh, o->timeout_ms, err, errlen);
+        if (!s->world)
+            goto bad;
+        s->nhere = s->nranks;
+    } else {
+#ifdef SHARDC_HAVE_MPI
+        s->nhere = 1;
+#else
+        fail(err, errlen, "this build of shardc has no MPI: use the local communicator");
+        goto bad;
+#endif
+    }
+    s->ranks = calloc((size_t)s->nhere, sizeof *s->ranks);
+    if (!s->ranks) {
+        fail(err, errlen, "out of memory");
+        goto bad;
+    }
+    for (int64_t r = 0; r < s->nhere; r++) {
+        rank_state *rs = &s->ranks[r];
+        rs->s = s;
+        if (o->comm == RT_COMM_LOCAL) {
+            rs->comm = rt_local_comm(s->world, r);
+        } else {
+#ifdef SHARDC_HAVE_MPI
+            rs->comm = rt_mpi_comm_new(&mesh, err, errlen);
+#endif
+        }
+        if (!rs->comm) {
+            if (o->comm == RT_COMM_LOCAL)
+                fail(err, errlen, "cannot make the communicator of rank %lld", (long long)r);
+            goto bad;
+        }
+        rs->rank = rt_comm_rank(rs->comm);
+        rt_plan_coords(p, rs->rank, rs->coord);
+        int stage = p->stage_axis >= 0 ? (int)rs->coord[p->stage_axis] : 0;
+        rs->prog = &p->stage[stage];
+    }
+    return s;
+bad:
+    rt_session_free(s);
+    return NULL;
+}
+
+void rt_session_free(rt_session *s)
+{
+    if (!s)
+        return;
+    for (int64_t r = 0; s->ranks && r < s->nhere; r++) {
+        rank_state *rs = &s->ranks[r];
+        for (int i = 0; rs->buf && i < rs->prog->nbuf; i++)
+            free(rs->buf[i]);
+        free(rs->buf);
+        free(rs->groups);
+        if (rs->comm)
+            rt_comm_free(rs->comm);
+    }
+    free(s->ranks);
+    if (s->world)
+        rt_local_world_free(s->world);
+    rt_st_close(s->params);
+    rt_st_close(s->inputs);
+    for (int i = 0; s->out && i < s->p->nio; i++)
+        free(s->out[i]);
+    free(s->out);
+    for (int i = 0; i < s->nbind; i++)
+        free(s->bind[i].name);
+    free(s->bind);
+    free(s->keys);
+    free(s->generated);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+int rt_session_bind(rt_session *s, const char *name, const void *data, size_t bytes, char *err,
+                    size_t errlen)
+{
+    const rt_io *io = NULL;
+    for (int i = 0; i < s->p->nio && !io; i++)
+        if (s->p->io[i].kind != RT_IO_OUTPUT && strcmp(s->p->io[i].name, name) == 0)
+            io = &s->p->io[i];
+    if (!io)
+        return fail(err, errlen, "the plan has no input or param called '%s'", name);
+    char tb[128];
+    if ((int64_t)bytes != rt_type_bytes(&io->type))
+        return fail(err, errlen, "'%s' is %s (%lld bytes), but %zu bytes were bound", name,
+                    rt_type_str(&io->type, tb, sizeof tb), (long long)rt_type_bytes(&io->type),
+                    bytes);
+    for (int i = 0; i < s->nbind; i++)
+        if (strcmp(s->bind[i].name, name) == 0) {
+            s->bind[i].data = data;
+            s->bind[i].bytes = bytes;
+            s->params_dirty |= io->kind == RT_IO_PARAM;
+            return 0;
+        }
+    binding *nb = realloc(s->bind, ((size_t)s->nbind + 1) * sizeof *nb);
+    if (!nb)
+        return fail(err, errlen, "out of memory");
+    s->bind = nb;
+    char *copy = strdup(name);
+    if (!copy)
+        return fail(err, errlen, "out of memory");
+    s->bind[s->nbind++] = (binding){copy, data, bytes};
+    s->params_dirty |= io->kind == RT_IO_PARAM;
+    return 0;
+}
+
+/* Names of the sources the run makes from the seed. */
+static int note_generated(rt_session *s, char *err, size_t errlen)
+{
+    size_t cap = 1, len = 0;
+    for (int i = 0; i < s->p->nio; i++)
+        cap += strlen(s->p->io[i].name) + 2;
+    char *g = malloc(cap);
+    if (!g)
+        return fail(err, errlen, "out of memory");
+    g[0] = 0;
+    for (int i = 0; i < s->p->nio; i++) {
+        const rt_io *io = &s->p->io[i];
+        if (io->kind == RT_IO_OUTPUT || find_binding(s, io->name))
+            continue;
+        rt_st_file *f = io->kind == RT_IO_PARAM ? s->params : s->inputs;
+        if (f && (io->kind == RT_IO_INPUT || rt_st_find(f, io->name)))
+            continue;
+        len += (size_t)snprintf(g + len, cap - len, "%s%s", len ? ", " : "", io->name);
+    }
+    free(s->generated);
+    s->generated = g;
+    return 0;
+}
+
+int rt_session_run(rt_session *s, char *err, size_t errlen)
+{
+    s->has_err = false;
+    if (note_generated(s, err, errlen) != 0)
+        return -1;
+    if (s->o.comm == RT_COMM_LOCAL) {
+        pthread_t *th = calloc((size_t)s->nhere, sizeof *th);
+        if (!th)
+            return fail(err, errlen, "out of memory");
+        int64_t started = 0;
+        for (; started < s->nhere; started++)
+            if (pthread_create(&th[started], NULL, rank_thread, &s->ranks[started]) != 0)
+                break;
+        if (started < s->nhere && started > 0) {
+            snprintf(s->ranks[started].err, ERRLEN, "cannot start a thread for it");
+            s->ranks[started].rank = started;
+            rank_failed(&s->ranks[started]);
+        }
+        for (int64_t r = 0; r < started; r++)
+            pthread_join(th[r], NULL);
+        free(th);
+        if (started == 0)
+            return fail(err, errlen, "cannot start the rank threads");
+        if (s->has_err)
+            return fail(err, errlen, "%s", s->first_err);
+        s->params_dirty = false;
+        return gather_outputs_local(s);
+    }
+    rank_state *rs = &s->ranks[0];
+    if (rank_run(rs) != 0 || gather_outputs_mpi(s, rs) != 0)
+        return fail(err, errlen, "rank %lld: %s", (long long)rs->rank, rs->err);
+    s->params_dirty = false;
+    return 0;
+}
+
+void rt_session_abort(rt_session *s, const char *why)
+{
+    if (s->o.comm == RT_COMM_MPI && s->nhere > 0 && s->ranks[0].comm)
+        rt_comm_abort(s->ranks[0].comm, why);
+}
+
+int64_t rt_session_rank(const rt_session *s)
+{
+    return s->o.comm == RT_COMM_MPI && s->nhere > 0 ? s->ranks[0].rank : 0;
+}
+
+const void *rt_session_output(const rt_session *s, const char *name, rt_type *type)
+{
+    for (int i = 0; i < s->p->nio; i++) {
+        const rt_io *io = &s->p->io[i];
+        if (io->kind == RT_IO_OUTPUT && strcmp(io->name, name) == 0) {
+            if (type)
+                *type = io->type;
+            return s->out[i];
+        }
+    }
+    return NULL;
+}
+
+const char *rt_session_generated(const rt_session *s)
+{
+    return s->generated ? s->generated : "";
+}

@@ -1,0 +1,393 @@
+/* shardrun: runs a plan (DESIGN.md §5). Argument parsing and printing only;
+ * the work is libshardc's (include/shardc.h).
+ *
+ * Under mpirun or srun (an MPI launcher's environment is present) each
+ * process is one rank and the communicator is `mpi`; otherwise one process
+ * runs every rank as a thread (`local`).
+ *
+ * Exit codes: 0 success, 1 an error in the plan, the data or a rank's run,
+ * 2 bad usage, 3 an internal error. */
+#include "shardc.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef SHARDC_HAVE_MPI
+#include <mpi.h>
+
+/* Under LeakSanitizer (the sanitizer build; weak, so absent otherwise):
+ * Open MPI keeps what MPI_Init and MPI_Finalize allocate until exit, by
+ * design, so leak tracking is off during those two calls only. */
+void __lsan_disable(void) __attribute__((weak));
+void __lsan_enable(void) __attribute__((weak));
+static void mpi_leaks_ignored(bool on)
+{
+    if (on && __lsan_disable)
+        __lsan_disable();
+    else if (!on && __lsan_enable)
+        __lsan_enable();
+}
+#endif
+
+enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
+
+static const char usage[] =
+    "usage: shardrun PLAN [options]\n"
+    "\n"
+    "Runs a plan made by `shardc MODEL -o PLAN`. Under mpirun or srun every\n"
+    "process is one rank; otherwise this process runs every rank as a thread.\n"
+    "\n"
+    "options:\n"
+    "  --backend cpu        the compute backend (cpu)\n"
+    "  --comm local|mpi     the communicator (default: mpi under an MPI\n"
+    "                       launcher, local otherwise)\n"
+    "  --ranks N            check that the plan has N ranks (local)\n"
+    "  --params FILE        weights, safetensors; params it lacks are made by\n"
+    "                       their init from the seed\n"
+    "  --inputs FILE        inputs, safetensors (without it, inputs are made\n"
+    "                       from the seed)\n"
+    "  --outputs FILE       write the outputs, gathered to full shape, as\n"
+    "                       safetensors\n"
+    "  --seed S             seed for params and inputs made by init (default 0)\n"
+    "  --steps N            run N steps (default 1)\n"
+    "  --timeout-ms MS      abort a collective that waits longer (default 600000)\n"
+    "  --report             print the compiler's report stored in the plan\n"
+    "  --quiet              print only errors\n"
+    "  --help, --version\n"
+    "\n"
+    "exit codes: 0 success, 1 error in the plan, data or run, 2 bad usage,\n"
+    "3 internal error\n";
+
+typedef struct args {
+    const char *plan, *backend, *comm, *params, *inputs, *outputs;
+    long long ranks, steps, timeout_ms;
+    unsigned long long seed;
+    bool report, quiet;
+} args;
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "shardrun: error: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(run 'shardrun --help' for usage)\n");
+    return EXIT_USAGE;
+}
+
+static const char *value_of(int argc, char **argv, int *i, const char *name)
+{
+    size_t n = strlen(name);
+    if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    if (strcmp(argv[*i], name) != 0)
+        return NULL;
+    if (*i + 1 >= argc)
+        return "";
+    return argv[++*i];
+}
+
+static bool number(const char *s, long long lo, long long *out)
+{
+    if (!*s)
+        return false;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < lo)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* True when an MPI launcher started this process. */
+static bool under_launcher(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
+                                       "SLURM_STEP_NUM_TASKS", "MPI_LOCALNRANKS"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+        if (getenv(vars[i]))
+            return true;
+    return false;
+}
+
+static int parse_args(int argc, char **argv, args *a)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        long long n;
+        if ((v = value_of(argc, argv, &i, "--backend"))) {
+            if (strcmp(v, "cpu") != 0)
+                return usage_error("--backend '%s': this build runs: cpu", v);
+            a->backend = v;
+        } else if ((v = value_of(argc, argv, &i, "--comm"))) {
+            if (strcmp(v, "local") != 0 && strcmp(v, "mpi") != 0)
+                return usage_error("--comm '%s': expected local or mpi", v);
+            a->comm = v;
+        } else if ((v = value_of(argc, argv, &i, "--ranks"))) {
+            if (!number(v, 1, &a->ranks))
+                return usage_error("--ranks '%s': expected a number >= 1", v);
+        } else if ((v = value_of(argc, argv, &i, "--steps"))) {
+            if (!number(v, 1, &a->steps))
+                return usage_error("--steps '%s': expected a number >= 1", v);
+        } else if ((v = value_of(argc, argv, &i, "--timeout-ms"))) {
+            if (!number(v, 1, &a->timeout_ms) || a->timeout_ms > 86400000)
+                return usage_error("--timeout-ms '%s': expected 1 to 86400000", v);
+        } else if ((v = value_of(argc, argv, &i, "--seed"))) {
+            if (!number(v, 0, &n))
+                return usage_error("--seed '%s': expected a number >= 0", v);
+            a->seed = (unsigned long long)n;
+        } else if ((v = value_of(argc, argv, &i, "--params"))) {
+            if (!*v)
+                return usage_error("%s needs a file name", "--params");
+            a->params = v;
+        } else if ((v = value_of(argc, argv, &i, "--inputs"))) {
+            if (!*v)
+                return usage_error("%s needs a file name", "--inputs");
+            a->inputs = v;
+        } else if ((v = value_of(argc, argv, &i, "--outputs"))) {
+            if (!*v)
+                return usage_error("%s needs a file name", "--outputs");
+            a->outputs = v;
+        } else if (!strcmp(argv[i], "--report")) {
+            a->report = true;
+        } else if (!strcmp(argv[i], "--quiet")) {
+            a->quiet = true;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return usage_error("unknown option '%s'", argv[i]);
+        } else if (a->plan) {
+            return usage_error("more than one plan ('%s')", argv[i]);
+        } else {
+            a->plan = argv[i];
+        }
+    }
+    if (!a->plan)
+        return usage_error("%s", "no plan file");
+    if (!a->comm)
+        a->comm = under_launcher() ? "mpi" : "local";
+    return 0;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static float half_to_float(uint16_t h, bool bf16)
+{
+    if (bf16) {
+        uint32_t u = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    int e = (h >> 10) & 31, m = h & 1023;
+    float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY)
+                                                        : ldexpf((float)(m | 1024), e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+static double element(const void *data, const char *dtype, size_t i)
+{
+    if (!strcmp(dtype, "f32"))
+        return ((const float *)data)[i];
+    if (!strcmp(dtype, "i32"))
+        return ((const int32_t *)data)[i];
+    return half_to_float(((const uint16_t *)data)[i], !strcmp(dtype, "bf16"));
+}
+
+/* "out f32[64, 1024]: mean 0.0012 std 0.031 min -0.11 max 0.12" */
+static void summarize(const shardc_tensor_info *t, const void *data)
+{
+    size_t n = t->bytes / (size_t)(!strcmp(t->dtype, "f32") || !strcmp(t->dtype, "i32") ? 4 : 2);
+    double sum = 0, sq = 0, lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        double v = element(data, t->dtype, i);
+        sum += v;
+        sq += v * v;
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    printf("  %s %s[", t->name, t->dtype);
+    for (int d = 0; d < t->rank; d++)
+        printf("%s%lld", d ? ", " : "", t->dim[d]);
+    if (n == 1) {
+        printf("]: %.6g\n", sum);
+        return;
+    }
+    double mean = sum / (double)n, var = sq / (double)n - mean * mean;
+    printf("]: mean %.6g std %.6g min %.6g max %.6g\n", mean, sqrt(var > 0 ? var : 0), lo, hi);
+}
+
+/* "made from seed 0: x, w1" or, for many, the first few and a count. */
+static void print_generated(const char *names, unsigned long long seed)
+{
+    int n = 1;
+    const char *cut = NULL;
+    for (const char *p = names; *p; p++)
+        if (*p == ',' && ++n == 6)
+            cut = p;
+    if (!cut)
+        printf("made from seed %llu: %s\n", seed, names);
+    else
+        printf("made from seed %llu: %.*s and %d more (%d in all)\n", seed, (int)(cut - names),
+               names, n - 5, n);
+}
+
+static int exit_code(shardc_status st)
+{
+    switch (st) {
+    case SHARDC_OK: return 0;
+    case SHARDC_ERR_INPUT: case SHARDC_ERR_IO: return EXIT_INPUT;
+    case SHARDC_ERR_USAGE: return EXIT_USAGE;
+    default: return EXIT_INTERNAL;
+    }
+}
+
+static int run(const args *a, int rank, bool mpi)
+{
+    shardc_plan *plan = NULL;
+    char *err = NULL;
+    shardc_status st = shardc_plan_load(a->plan, &plan, &err);
+    if (st != SHARDC_OK) {
+        if (rank == 0)
+            fprintf(stderr, "shardrun: error: %s\n", err ? err : "out of memory");
+        shardc_free(err);
+        return exit_code(st);
+    }
+    long long ranks = shardc_plan_ranks(plan);
+    if (!mpi && a->ranks && a->ranks != ranks) {
+        fprintf(stderr, "shardrun: error: --ranks %lld, but the plan's mesh has %lld rank%s\n",
+                a->ranks, ranks, ranks == 1 ? "" : "s");
+        shardc_plan_free(plan);
+        return EXIT_USAGE;
+    }
+    if (a->report && rank == 0)
+        printf("%s\n", shardc_plan_report(plan));
+    shardc_session_config cfg = {
+        .backend = a->backend, .comm = mpi ? "mpi" : "local", .params_file = a->params,
+        .inputs_file = a->inputs, .seed = a->seed, .timeout_ms = (int)a->timeout_ms,
+    };
+    shardc_session *s = NULL;
+    st = shardc_session_new(plan, &cfg, &s, &err);
+    if (st != SHARDC_OK) {
+        if (rank == 0 || !mpi)
+            fprintf(stderr, "shardrun: error: %s\n", err ? err : "out of memory");
+        shardc_free(err);
+        shardc_plan_free(plan);
+        return exit_code(st);
+    }
+    bool talk = rank == 0 && !a->quiet;
+    if (talk) {
+        printf("shardrun: %s: mesh", a->plan);
+        for (int i = 0; i < shardc_plan_num_axes(plan); i++) {
+            long long size;
+            const char *name = shardc_plan_axis(plan, i, &size);
+            printf("%s %s=%lld", i ? "," : "", name, size);
+        }
+        printf(" (%lld rank%s, %s, cpu)\n", ranks, ranks == 1 ? "" : "s", cfg.comm);
+    }
+    int rc = 0;
+    long long steps = a->steps ? a->steps : 1;
+    for (long long step = 1; step <= steps && !rc; step++) {
+        double t0 = now_ms();
+        st = shardc_session_run(s, &err);
+        double ms = now_ms() - t0;
+        if (st != SHARDC_OK) {
+            fprintf(stderr, "shardrun: error: %s\n", err ? err : "out of memory");
+            rc = exit_code(st);
+            if (mpi)
+                fflush(stderr);
+            break;
+        }
+        if (step == 1 && talk && *shardc_session_generated(s))
+            print_generated(shardc_session_generated(s), a->seed);
+        if (talk) {
+            printf("step %lld/%lld: %.1f ms", step, steps, ms);
+            for (int i = 0; i < shardc_plan_num_tensors(plan); i++) {
+                shardc_tensor_info t;
+                const void *data;
+                shardc_plan_tensor(plan, i, &t);
+                if (strcmp(t.kind, "output") != 0 || t.rank != 0)
+                    continue;
+                shardc_session_output(s, t.name, &data, &t, NULL);
+                printf("  %s %.6g", t.name, element(data, t.dtype, 0));
+            }
+            printf("\n");
+            fflush(stdout);
+        }
+    }
+    if (!rc && talk) {
+        printf("outputs:\n");
+        for (int i = 0; i < shardc_plan_num_tensors(plan); i++) {
+            shardc_tensor_info t;
+            const void *data;
+            shardc_plan_tensor(plan, i, &t);
+            if (strcmp(t.kind, "output") != 0)
+                continue;
+            shardc_session_output(s, t.name, &data, &t, NULL);
+            summarize(&t, data);
+        }
+    }
+    if (!rc && a->outputs && rank == 0) {
+        st = shardc_session_save_outputs(s, a->outputs, &err);
+        if (st != SHARDC_OK) {
+            fprintf(stderr, "shardrun: error: %s\n", err ? err : "out of memory");
+            rc = exit_code(st);
+        }
+    }
+    if (rc && mpi) {
+        shardc_free(err);
+        /* the other ranks may be waiting in a collective: stop them all */
+#ifdef SHARDC_HAVE_MPI
+        MPI_Abort(MPI_COMM_WORLD, rc);
+#endif
+    }
+    shardc_free(err);
+    shardc_session_free(s);
+    shardc_plan_free(plan);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--version")) {
+            printf("shardrun %s\n", shardc_version());
+            return 0;
+        }
+    }
+    args a;
+    memset(&a, 0, sizeof a);
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc;
+    bool mpi = !strcmp(a.comm, "mpi");
+    if (!mpi)
+        return run(&a, 0, false);
+#ifdef SHARDC_HAVE_MPI
+    mpi_leaks_ignored(true);
+    MPI_Init(&argc, &argv);
+    mpi_leaks_ignored(false);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    rc = run(&a, rank, true);
+    mpi_leaks_ignored(true);
+    MPI_Finalize();
+    mpi_leaks_ignored(false);
+    return rc;
+#else
+    fprintf(stderr, "shardrun: error: this build has no MPI; use --comm local\n");
+    return EXIT_USAGE;
+#endif
+}
