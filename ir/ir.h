@@ -246,6 +246,10 @@ void ir_add_output(ir_module *m, const char *name, ir_value *v, su_loc loc);
 
 /* Writes the textual form. */
 void ir_print(const ir_module *m, su_buf *out);
+/* The name each value prints with ("%x", "%x.1", "%4"), indexed by value
+ * id (NULL for an id no op makes), allocated in arena a, so that messages
+ * name values as the printed IR does. */
+const char **ir_value_print_names(const ir_module *m, su_arena *a);
 
 /* Reads the textual form. On a syntax or meaning error returns NULL with the
  * error (file:line:col, source line, caret) recorded in diag. Allocation

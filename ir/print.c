@@ -413,3 +413,36 @@ void ir_print(const ir_module *m, su_buf *out)
     if (!ok)
         su_oom(out_oom ? out_oom : m->oom);
 }
+
+/* Names every value as ir_print would, into a (in the caller's arena; the
+ * printer's scratch is freed here). */
+static bool names_guarded(printer *p, su_arena *a, const char **out)
+{
+    if (setjmp(p->jb))
+        return false;
+    name_values(p);
+    for (int id = 0; id < p->m->next_id; id++) {
+        if (p->vnum[id] < 0)
+            out[id] = NULL;
+        else if (p->vname[id])
+            out[id] = su_sprintf(a, "%%%s", p->vname[id]);
+        else
+            out[id] = su_sprintf(a, "%%%d", p->vnum[id]);
+    }
+    return true;
+}
+
+const char **ir_value_print_names(const ir_module *m, su_arena *a)
+{
+    const char **out = su_alloc(a, (size_t)(m->next_id + 1) * sizeof *out);
+    printer p;
+    memset(&p, 0, sizeof p);
+    p.m = m;
+    su_arena_init(&p.scratch, &p.jb);
+    bool ok = names_guarded(&p, a, out);
+    free(p.names.slot);
+    su_arena_free(&p.scratch);
+    if (!ok)
+        su_oom(a->oom ? a->oom : m->oom);
+    return out;
+}

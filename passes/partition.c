@@ -62,6 +62,15 @@ static void sh_text(char *out, size_t n, const ir_module *m, const ir_sharding *
     su_buf_free(&b);
 }
 
+/* A value of the logical module, named as the printed logical IR names it. */
+static const char *lname(const part *P, const ir_value *lv)
+{
+    if (P->ex && P->ex->names && lv->id >= 0 && lv->id < P->ex->nvalues && P->ex->names[lv->id])
+        return P->ex->names[lv->id];
+    return lv->name ? su_sprintf(&P->dst->arena, "%%%s", lv->name) : "%?";
+}
+
+/* A value of the partitioned module being built: its name, or its id. */
 static const char *vname(const part *P, const ir_value *v)
 {
     if (v->name)
@@ -251,7 +260,7 @@ static ir_value *operand(part *P, int i, const ir_sharding *req, const char *nee
     const char *why = P->ex && lv->id < P->ex->nvalues ? P->ex->why[lv->id] : NULL;
     if (why) /* the rule or annotation behind the operand's sharding */
         need = su_sprintf(&P->dst->arena, "%s; %s has its sharding by: %s", need,
-                          vname(P, lv), why);
+                          lname(P, lv), why);
     P->need = need;
     ir_value *v = reshard(P, P->map[P->op->in[i]->id], req);
     P->need = NULL;

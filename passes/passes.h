@@ -14,6 +14,7 @@ typedef struct pass_explain {
     int nvalues;            /* = the logical module's next_id */
     const char **why;       /* [nvalues]: the rule or annotation that decided */
     bool *tie;              /* [nvalues]: a tie between equal choices was broken */
+    const char **names;     /* [nvalues]: each value's name in the printed IR */
 } pass_explain;
 
 /* Sharding propagation (propagate.c). Gives every value of the logical

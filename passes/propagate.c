@@ -23,6 +23,7 @@
 typedef struct prop {
     ir_module *m;
     pass_explain *ex;   /* may be NULL: no reasons kept */
+    const char **names; /* per value id: its name in the printed IR */
     bool changed;       /* some value was decided in this sweep */
 } prop;
 
@@ -48,15 +49,13 @@ static void note(cand *c, const char *fmt, ...)
     va_end(ap);
 }
 
-/* "%x" for a named value, "%17" (its id) otherwise. */
-static const char *vname(const ir_value *v, char buf[NAME_LEN])
+/* The value's name as the printed IR shows it: "%x", "%x.1", "%4". */
+static const char *vname_in(const char **names, const ir_value *v, char buf[NAME_LEN])
 {
-    if (v->name)
-        snprintf(buf, NAME_LEN, "%%%s", v->name);
-    else
-        snprintf(buf, NAME_LEN, "%%%d", v->id);
+    snprintf(buf, NAME_LEN, "%s", v->id >= 0 && names[v->id] ? names[v->id] : "%?");
     return buf;
 }
+#define vname(v, buf) vname_in(p->names, v, buf)
 
 static bool has_sh(const ir_value *v) { return v->sh.kind != IR_SH_NONE; }
 
@@ -291,7 +290,7 @@ static void matmul_fwd(prop *p, const ir_op *op, cand *c)
 
 /* Operand i from the result (batch, M or N) and its K from the other
  * operand's K, so a row-split weight pulls its input's last dim along. */
-static const ir_value *matmul_bwd(const ir_op *op, int i, cand *c)
+static const ir_value *matmul_bwd(const prop *p, const ir_op *op, int i, cand *c)
 {
     const ir_value *a = op->in[0], *b = op->in[1], *r = op->res[0];
     mm_dims d = mm_layout(op);
@@ -495,7 +494,7 @@ static const ir_value *backward(prop *p, const ir_op *op, int i, cand *c)
     default: break;
     }
     switch (op->code) {
-    case IR_MATMUL: return matmul_bwd(op, i, c);
+    case IR_MATMUL: return matmul_bwd(p, op, i, c);
     case IR_RESHAPE: reshape_map(p, c, r, x); return r;
     case IR_ALL_REDUCE:
     case IR_BROADCAST: copy_all(c, r); return r;
@@ -514,7 +513,7 @@ static bool any_operand_sh(const ir_op *op)
 }
 
 /* "forward from %x and %w through matmul": the operands that had a say. */
-static void forward_pre(const ir_op *op, cand *c)
+static void forward_pre(const prop *p, const ir_op *op, cand *c)
 {
     char nb[NAME_LEN];
     size_t k = (size_t)snprintf(c->pre, WHY_LEN, "forward from");
@@ -540,7 +539,7 @@ static void sweep_forward(prop *p)
         memset(&c, 0, sizeof c);
         if (!forward(p, op, &c))
             continue;
-        forward_pre(op, &c);
+        forward_pre(p, op, &c);
         commit(p, op->res[0], &c);
     }
 }
@@ -600,8 +599,9 @@ static void finish_value(prop *p, ir_value *v)
 bool pass_propagate(ir_module *m, pass_explain *ex, su_buf *err)
 {
     (void)err; /* no contradiction is possible: rules only fill NONE values */
-    prop p = {.m = m, .ex = ex};
+    prop p = {.m = m, .ex = ex, .names = ir_value_print_names(m, &m->arena)};
     if (ex) {
+        ex->names = p.names;
         ex->nvalues = m->next_id;
         size_t n = (size_t)(m->next_id > 0 ? m->next_id : 1);
         ex->why = su_alloc(&m->arena, n * sizeof *ex->why);
@@ -619,6 +619,11 @@ bool pass_propagate(ir_module *m, pass_explain *ex, su_buf *err)
 
 void pass_explain_print(const ir_module *m, const pass_explain *ex, su_buf *out)
 {
+    su_arena scratch;
+    su_arena_init(&scratch, m->oom);
+    const prop names_only = {.names = ex && ex->names ? ex->names
+                                                      : ir_value_print_names(m, &scratch)};
+    const prop *p = &names_only;
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
         for (int r = 0; r < op->nres; r++) {

@@ -531,10 +531,10 @@ static void test_determinism(void)
                   "%b = shard(tp, _)  # annotation\n"
                   "%y = auto(dp, _)  # forward from %a and %b through max; "
                   "tie: %a has (dp, _) and %b has (tp, _); took %a (tie broken)\n"
-                  "%u = auto(dp, _)  # backward from %4 through mul (operand a)\n"
-                  "%4 = auto(dp, _)  # forward from %y through mul\n"
+                  "%u = auto(dp, _)  # backward from %0 through mul (operand a)\n"
+                  "%0 = auto(dp, _)  # forward from %y through mul\n"
                   "%w = shard(tp, _)  # annotation\n"
-                  "%z = auto(dp, _)  # forward from %4 and %w through matmul\n");
+                  "%z = auto(dp, _)  # forward from %0 and %w through matmul\n");
     /* rerunning forgets the first run's choices and makes them again */
     su_buf err;
     su_buf_init(&err, &oom);

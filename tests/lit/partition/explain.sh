@@ -19,8 +19,8 @@ output s, t
 # CHECK-NEXT: %z = auto(_, _)  # replicated: no annotation or rule reaches it
 # CHECK-NEXT: %w1 = shard(_, tp)  # annotation
 # CHECK-NEXT: %w2 = shard(tp, _)  # annotation
-# CHECK-NEXT: %4 = auto(_, tp)  # forward from %x and %w1 through matmul; dropped tp from the M dim: the N dim has it, and gathering %x costs less than gathering %w1
-# CHECK-NEXT: %5 = auto(_, tp)  # forward from %4 through gelu
+# CHECK-NEXT: %0 = auto(_, tp)  # forward from %x and %w1 through matmul; dropped tp from the M dim: the N dim has it, and gathering %x costs less than gathering %w1
+# CHECK-NEXT: %1 = auto(_, tp)  # forward from %0 through gelu
 # CHECK-NEXT: %out = shard(tp, _)  # annotation
 # CHECK-NEXT: %r = auto(tp, _)  # forward from %out through relu
 # CHECK-NEXT: %s = shard(_, tp)  # annotation

@@ -14,8 +14,8 @@ output t, back, flat, minor
 # CHECK-NEXT: %x = shard(dp, _, tp)  # annotation
 # CHECK-NEXT: %q = auto(dp, _, tp, _)  # forward from %x through reshape
 # CHECK-NEXT: %t = auto(dp, tp, _, _)  # forward from %q through transpose
-# CHECK-NEXT: %3 = auto(dp, _, tp, _)  # forward from %t through transpose
-# CHECK-NEXT: %back = auto(dp, _, tp)  # forward from %3 through reshape
+# CHECK-NEXT: %0 = auto(dp, _, tp, _)  # forward from %t through transpose
+# CHECK-NEXT: %back = auto(dp, _, tp)  # forward from %0 through reshape
 # CHECK-NEXT: %flat = auto(dp, tp)  # forward from %x through reshape
 # CHECK-NEXT: %minor = auto(dp, _, tp, _)  # forward from %x through reshape
 # CHECK-NEXT: # collectives and slices of the partitioned program (per rank)
