@@ -32,24 +32,6 @@ const char *shardc_version(void) { return SHARDC_VERSION_STRING; }
 
 void shardc_free(void *p) { free(p); }
 
-static shardc_status fail(char **error, shardc_status st, const char *fmt, ...) SU_PRINTF(3, 4);
-static shardc_status fail(char **error, shardc_status st, const char *fmt, ...)
-{
-    if (error) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(NULL, 0, fmt, ap);
-        va_end(ap);
-        *error = malloc((size_t)n + 1);
-        if (*error) {
-            va_start(ap, fmt);
-            vsnprintf(*error, (size_t)n + 1, fmt, ap);
-            va_end(ap);
-        }
-    }
-    return st;
-}
-
 shardc_options *shardc_options_new(void)
 {
     return calloc(1, sizeof(shardc_options));
@@ -73,12 +55,12 @@ shardc_status shardc_options_set_mesh(shardc_options *opt, const char *sizes, ch
     const char *p = sizes;
     for (;;) {
         if (*p < '0' || *p > '9')
-            return fail(error, SHARDC_ERR_USAGE, "--mesh '%s': expected sizes like 8x4", sizes);
+            return api_fail(error, SHARDC_ERR_USAGE, "--mesh '%s': expected sizes like 8x4", sizes);
         errno = 0;
         char *end;
         long long v = strtoll(p, &end, 10);
         if (errno == ERANGE)
-            return fail(error, SHARDC_ERR_USAGE, "--mesh '%s': size too large", sizes);
+            return api_fail(error, SHARDC_ERR_USAGE, "--mesh '%s': size too large", sizes);
         if (f.nmesh < IR_MAX_AXES)
             f.mesh[f.nmesh++] = v;
         else
@@ -87,7 +69,7 @@ shardc_status shardc_options_set_mesh(shardc_options *opt, const char *sizes, ch
         if (*p == 0)
             break;
         if (*p != 'x')
-            return fail(error, SHARDC_ERR_USAGE, "--mesh '%s': expected sizes like 8x4", sizes);
+            return api_fail(error, SHARDC_ERR_USAGE, "--mesh '%s': expected sizes like 8x4", sizes);
         p++;
     }
     opt->fe.nmesh = f.nmesh;
@@ -103,7 +85,7 @@ shardc_status shardc_options_define(shardc_options *opt, const char *name, long 
     for (const char *p = name; ident && *p; p++)
         ident = *p == '_' || ((*p | 32) >= 'a' && (*p | 32) <= 'z') || (*p >= '0' && *p <= '9');
     if (!ident)
-        return fail(error, SHARDC_ERR_USAGE, "-D: '%s' is not a constant's name",
+        return api_fail(error, SHARDC_ERR_USAGE, "-D: '%s' is not a constant's name",
                     name ? name : "(null)");
     for (int i = 0; i < opt->ndefines; i++)
         if (!strcmp(opt->defines[i].name, name)) {
@@ -116,7 +98,7 @@ shardc_status shardc_options_define(shardc_options *opt, const char *name, long 
         free(copy);
         if (d)
             opt->defines = d;
-        return fail(error, SHARDC_ERR_NOMEM, "out of memory");
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     }
     opt->defines = d;
     d[opt->ndefines++] = (fe_define){copy, value};
@@ -165,7 +147,7 @@ static shardc_status run_passes(shardc_program *p, jmp_buf *oom, char **error)
             su_buf_free(&err);
             return SHARDC_OK;
         }
-        shardc_status st = fail(error, SHARDC_ERR_INPUT, "invalid partitioned IR: %s", err.s);
+        shardc_status st = api_fail(error, SHARDC_ERR_INPUT, "invalid partitioned IR: %s", err.s);
         su_buf_free(&err);
         return st;
     }
@@ -174,7 +156,7 @@ static shardc_status run_passes(shardc_program *p, jmp_buf *oom, char **error)
               pass_partition(logical, &p->ex, &p->part, &p->why, &err) &&
               ir_verify(p->part, &err) && pass_verify_schedule(p->part, &err);
     if (!ok) {
-        shardc_status st = fail(error, SHARDC_ERR_INTERNAL, "internal error: %s",
+        shardc_status st = api_fail(error, SHARDC_ERR_INTERNAL, "internal error: %s",
                                 err.s ? err.s : "a pass failed");
         su_buf_free(&err);
         return st;
@@ -193,7 +175,7 @@ static shardc_status compile(const shardc_options *opt, const su_src *src,
     su_diag_init(&diag, &oom);
     if (setjmp(oom)) {
         su_diag_free(&diag);
-        return fail(error, SHARDC_ERR_NOMEM, "out of memory");
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     }
     ir_module *m = ends_with(src->name, ".ir") ? compile_ir(opt, src, &diag, &oom)
                                                : fe_compile(src, &opt->fe, &diag, &oom);
@@ -208,7 +190,7 @@ static shardc_status compile(const shardc_options *opt, const su_src *src,
     shardc_program *p = calloc(1, sizeof *p);
     if (!p) {
         ir_module_free(m);
-        return fail(error, SHARDC_ERR_NOMEM, "out of memory");
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     }
     p->m = m;
     shardc_status st = run_passes(p, &oom, error);
@@ -238,7 +220,7 @@ shardc_status shardc_compile_file(const shardc_options *opt, const char *path,
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f)
-        return fail(error, SHARDC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return api_fail(error, SHARDC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
     size_t n;
@@ -249,7 +231,7 @@ shardc_status shardc_compile_file(const shardc_options *opt, const char *path,
             if (!b) {
                 free(buf);
                 fclose(f);
-                return fail(error, SHARDC_ERR_IO, "%s: too large to read", path);
+                return api_fail(error, SHARDC_ERR_IO, "%s: too large to read", path);
             }
             buf = b;
             cap *= 2;
@@ -259,7 +241,7 @@ shardc_status shardc_compile_file(const shardc_options *opt, const char *path,
     fclose(f);
     if (bad) {
         free(buf);
-        return fail(error, SHARDC_ERR_IO, "%s: cannot read", path);
+        return api_fail(error, SHARDC_ERR_IO, "%s: cannot read", path);
     }
     shardc_status st = shardc_compile_string(opt, path, buf, len, out, error);
     free(buf);
@@ -308,7 +290,7 @@ static shardc_status render(const shardc_program *prog, int k, char **text, size
     su_buf_init(&b, &oom);
     if (setjmp(oom)) {
         su_buf_free(&b);
-        return fail(error, SHARDC_ERR_NOMEM, "out of memory");
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     }
     const ir_module *part = prog->part ? prog->part : prog->m;
     if (k == 1)
@@ -337,13 +319,13 @@ shardc_status shardc_program_emit(const shardc_program *prog, const char *what, 
     if (!strcmp(what, "schedule"))
         return api_program_schedule(prog, text, len, error);
     if (k < 0)
-        return fail(error, SHARDC_ERR_USAGE, "unknown output '%s' (this version emits: ir, "
+        return api_fail(error, SHARDC_ERR_USAGE, "unknown output '%s' (this version emits: ir, "
                     "sharded-ir, explain, report, report-json, schedule)", what);
     if (k == 0) {
         *text = strdup(prog->logical_ir);
         if (len && *text)
             *len = strlen(*text);
-        return *text ? SHARDC_OK : fail(error, SHARDC_ERR_NOMEM, "out of memory");
+        return *text ? SHARDC_OK : api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     }
     return render(prog, k, text, len, error);
 }
@@ -360,7 +342,7 @@ shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size
     su_buf_init(&rep, &oom);
     if (setjmp(oom)) {
         su_buf_free(&rep);
-        return fail(error, SHARDC_ERR_NOMEM, "out of memory");
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     }
     const ir_module *part = prog->part ? prog->part : prog->m;
     pass_report(part, true, &rep);
@@ -368,6 +350,6 @@ shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size
     bool ok = cg_plan_bytes(part, rep.s, bytes, len, err, sizeof err);
     su_buf_free(&rep);
     if (!ok)
-        return fail(error, SHARDC_ERR_INTERNAL, "internal error: writing the plan: %s", err);
+        return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: writing the plan: %s", err);
     return SHARDC_OK;
 }

@@ -89,11 +89,8 @@ const char *rt_comm_op_name(int op);
 /* The world rank of member m of g. */
 int64_t rt_group_member_rank(const rt_group *g, int64_t m);
 
-/* f16 and bf16 (round to nearest even, inf and nan kept). Private copies so
- * the communicators do not depend on the CPU backend. */
-float rt_comm_f16_to_f32(uint16_t h);
-uint16_t rt_comm_f32_to_f16(float f);
-float rt_comm_bf16_to_f32(uint16_t h);
-uint16_t rt_comm_f32_to_bf16(float f);
+/* f16 and bf16 sums go through f32 with the CPU backend's conversions
+ * (cpu.h: round to nearest even, inf and nan kept). */
+#include "cpu.h"
 
 #endif

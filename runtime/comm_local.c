@@ -288,8 +288,8 @@ static void acc_add(int dtype, void *acc, const void *src, int64_t k, bool first
         uint32_t x = 0;
         switch (dtype) {
         case RT_F32: memcpy(&v, (const char *)src + 4 * e, 4); break;
-        case RT_F16: v = rt_comm_f16_to_f32(h[e]); break;
-        case RT_BF16: v = rt_comm_bf16_to_f32(h[e]); break;
+        case RT_F16: v = rt_f16_to_f32(h[e]); break;
+        case RT_BF16: v = rt_bf16_to_f32(h[e]); break;
         default: memcpy(&x, (const char *)src + 4 * e, 4); break; /* i32 wraps */
         }
         if (dtype == RT_I32)
@@ -308,7 +308,7 @@ static void acc_out(int dtype, const void *acc, void *out, int64_t k)
         memcpy(out, acc, (size_t)(4 * k));
     else
         for (int64_t e = 0; e < k; e++)
-            h[e] = dtype == RT_F16 ? rt_comm_f32_to_f16(f[e]) : rt_comm_f32_to_bf16(f[e]);
+            h[e] = dtype == RT_F16 ? rt_f32_to_f16(f[e]) : rt_f32_to_bf16(f[e]);
 }
 
 /* Elements [lo, hi) of every member's buffer become their sum. */

@@ -128,14 +128,14 @@ static void to_f32(int dtype, const void *src, float *dst, int64_t k)
 {
     const uint16_t *h = src;
     for (int64_t e = 0; e < k; e++)
-        dst[e] = dtype == RT_F16 ? rt_comm_f16_to_f32(h[e]) : rt_comm_bf16_to_f32(h[e]);
+        dst[e] = dtype == RT_F16 ? rt_f16_to_f32(h[e]) : rt_bf16_to_f32(h[e]);
 }
 
 static void from_f32(int dtype, const float *src, void *dst, int64_t k)
 {
     uint16_t *h = dst;
     for (int64_t e = 0; e < k; e++)
-        h[e] = dtype == RT_F16 ? rt_comm_f32_to_f16(src[e]) : rt_comm_f32_to_bf16(src[e]);
+        h[e] = dtype == RT_F16 ? rt_f32_to_f16(src[e]) : rt_f32_to_bf16(src[e]);
 }
 
 static int m_all_reduce(rt_group *g, MPI_Comm comm, void *buf, int64_t count, int dtype,

@@ -12,7 +12,7 @@
  * Everything here is reentrant: ranks call rt_cpu_run from their own
  * threads; scratch memory is malloc'd and freed inside the call.
  */
-#include "cpu.h"
+#include "cpu_internal.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -20,12 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* cpu_matmul.c. x[i] is operand i, y the result; f32 or i32 only. */
-int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, char *err, size_t errlen);
-int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, char *err,
-                      size_t errlen);
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+int rt_cpu_fail(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err && errlen) {
         va_list ap;
@@ -40,7 +35,7 @@ static void *scratch(size_t bytes, const char *op, char *err, size_t errlen)
 {
     void *p = malloc(bytes ? bytes : 1);
     if (!p)
-        fail(err, errlen, "out of memory: %s needs %zu bytes of scratch", op, bytes);
+        rt_cpu_fail(err, errlen, "out of memory: %s needs %zu bytes of scratch", op, bytes);
     return p;
 }
 
@@ -359,7 +354,7 @@ static int k_binary(const rt_instr *in, const void *const *x, void *y, char *err
     int op = in->op, i32 = in->out_t.dtype == RT_I32;
     const char *name = rt_ops[op].name;
     if (i32 && op == RT_OP_POW)
-        return fail(err, errlen, "pow of i32 is not supported");
+        return rt_cpu_fail(err, errlen, "pow of i32 is not supported");
     bplan p;
     bplan_make(&in->in_t[0], &in->in_t[1], &in->out_t, &p);
     int r = p.r;
@@ -371,7 +366,7 @@ static int k_binary(const rt_instr *in, const void *const *x, void *y, char *err
             int bad = bin_row_i32(op, (int32_t *)y + row * n, (const int32_t *)x[0] + oa,
                                   p.s[0][r - 1], (const int32_t *)x[1] + ob, p.s[1][r - 1], n);
             if (bad >= 0)
-                return fail(err, errlen, "%s: i32 division by zero at result index %lld", name,
+                return rt_cpu_fail(err, errlen, "%s: i32 division by zero at result index %lld", name,
                             (long long)(row * n + bad));
         } else {
             bin_row_f32(op, (float *)y + row * n, (const float *)x[0] + oa, p.s[0][r - 1],
@@ -420,7 +415,7 @@ static int k_unary(const rt_instr *in, const void *x, void *y, char *err, size_t
             else if (in->op == RT_OP_RELU && v < 0)
                 v = 0;
             else if (in->op != RT_OP_ABS && in->op != RT_OP_RELU)
-                return fail(err, errlen, "%s of i32 is not supported", rt_ops[in->op].name);
+                return rt_cpu_fail(err, errlen, "%s of i32 is not supported", rt_ops[in->op].name);
             o[i] = v;
         }
         return 0;
@@ -499,7 +494,7 @@ static int k_reduce(const rt_instr *in, const void *x, void *y, char *err, size_
         return 0;
     }
     if (i32 && in->op == RT_OP_MEAN)
-        return fail(err, errlen, "mean of i32 is not supported");
+        return rt_cpu_fail(err, errlen, "mean of i32 is not supported");
     double *acc = scratch((size_t)inner * sizeof *acc, rt_ops[in->op].name, err, errlen);
     int64_t *iacc = (int64_t *)acc; /* same size as double */
     if (!acc)
@@ -613,7 +608,7 @@ static int k_xent(const rt_instr *in, const float *logits, const int32_t *labels
         const float *v = logits + r * c;
         int32_t lab = labels[r];
         if (lab < 0 || lab >= c)
-            return fail(err, errlen,
+            return rt_cpu_fail(err, errlen,
                         "cross_entropy label %d at index %lld is outside the %lld classes "
                         "(0..%lld)",
                         (int)lab, (long long)r, (long long)c, (long long)c - 1);
@@ -718,7 +713,7 @@ static int k_embedding(const rt_instr *in, const void *table, const int32_t *ids
     size_t row = (size_t)(d * rt_dtype_size(in->in_t[0].dtype));
     for (int64_t i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= v)
-            return fail(err, errlen,
+            return rt_cpu_fail(err, errlen,
                         "embedding id %d at index %lld is outside the table's %lld rows",
                         (int)ids[i], (long long)i, (long long)v);
         memcpy((char *)o + (size_t)i * row, (const char *)table + (size_t)ids[i] * row, row);
@@ -733,19 +728,19 @@ static int k_slice(const rt_cpu_ctx *ctx, const rt_instr *in, const void *src, v
 {
     const rt_type *t = &in->in_t[0];
     if (!ctx)
-        return fail(err, errlen, "slice needs the rank's mesh coordinates (no context)");
+        return rt_cpu_fail(err, errlen, "slice needs the rank's mesh coordinates (no context)");
     int64_t blk = 0;
     for (int i = 0; i < in->naxes; i++) {
         int ax = in->axes[i];
         if (ax >= ctx->naxes)
-            return fail(err, errlen, "slice over mesh axis %d, but the mesh has %d axes", ax,
+            return rt_cpu_fail(err, errlen, "slice over mesh axis %d, but the mesh has %d axes", ax,
                         ctx->naxes);
         blk = blk * ctx->axis_size[ax] + ctx->coord[ax];
     }
     int64_t outer, dn, inner, n = in->out_t.dim[in->dim];
     axis_view(t, in->dim, &outer, &dn, &inner);
     if ((blk + 1) * n > dn)
-        return fail(err, errlen,
+        return rt_cpu_fail(err, errlen,
                     "slice block %lld of size %lld is outside dimension %lld (size %lld)",
                     (long long)blk, (long long)n, (long long)in->dim, (long long)dn);
     size_t es = (size_t)rt_dtype_size(t->dtype), run = (size_t)(n * inner) * es;
@@ -830,7 +825,7 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
     case RT_OP_SLICE:
         return k_slice(ctx, in, x[0], y, err, errlen);
     default:
-        return fail(err, errlen, "%s is not a compute instruction", rt_ops[in->op].name);
+        return rt_cpu_fail(err, errlen, "%s is not a compute instruction", rt_ops[in->op].name);
     }
 }
 
@@ -876,9 +871,9 @@ int rt_cpu_run(const rt_cpu_ctx *ctx, const rt_instr *in, void *const *bufs, cha
                size_t errlen)
 {
     if (in->op >= RT_NOPS)
-        return fail(err, errlen, "opcode %d is not a compute instruction", (int)in->op);
+        return rt_cpu_fail(err, errlen, "opcode %d is not a compute instruction", (int)in->op);
     if (rt_ops[in->op].cls != RT_K_COMPUTE)
-        return fail(err, errlen, "%s is not a compute instruction", rt_ops[in->op].name);
+        return rt_cpu_fail(err, errlen, "%s is not a compute instruction", rt_ops[in->op].name);
     const void *x[RT_MAX_IN] = {0};
     int nin = rt_ops[in->op].nin, half = is_half(in->out_t.dtype);
     for (int i = 0; i < nin; i++) {

@@ -2,7 +2,7 @@
  * called by rt_cpu_run (cpu.c) with f32 operands (f16 and bf16 arrive
  * promoted) or, for matmul, i32. The products go through cblas_sgemm.
  */
-#include "cpu.h"
+#include "cpu_internal.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -11,21 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, char *err, size_t errlen);
-int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, char *err,
-                      size_t errlen);
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* A batched matmul: out[batch] = a[batch] [m, k] @ b[batch] [k, n], where
  * the batch walks the result's batch dims and each operand's offset (in
@@ -120,7 +105,7 @@ int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, char *err,
         batches = 1;
     }
     if (!fits_int(m) || !fits_int(g.n) || !fits_int(g.k))
-        return fail(err, errlen, "matmul of [%lld, %lld] @ [%lld, %lld] is too large for BLAS",
+        return rt_cpu_fail(err, errlen, "matmul of [%lld, %lld] @ [%lld, %lld] is too large for BLAS",
                     (long long)m, (long long)g.k, (long long)g.k, (long long)g.n);
     int64_t sza = g.m * g.k, szb = g.k * g.n, szo = g.m * g.n;
     for (int64_t t = 0; t < batches; t++) {
@@ -171,12 +156,12 @@ int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, char *e
     int64_t s = tq->dim[r - 2], d = tq->dim[r - 1], t = in->in_t[1].dim[r - 2];
     int64_t dv = tv->dim[r - 1], heads = rt_type_numel(tq) / (s * d);
     if (!fits_int(s) || !fits_int(t) || !fits_int(d) || !fits_int(dv))
-        return fail(err, errlen, "attention with S = %lld, T = %lld is too large for BLAS",
+        return rt_cpu_fail(err, errlen, "attention with S = %lld, T = %lld is too large for BLAS",
                     (long long)s, (long long)t);
     size_t bytes = (size_t)(s * t) * sizeof(float);
     float *p = malloc(bytes);
     if (!p)
-        return fail(err, errlen, "out of memory: attention needs %zu bytes of scratch", bytes);
+        return rt_cpu_fail(err, errlen, "out of memory: attention needs %zu bytes of scratch", bytes);
     float scale = (float)(1.0 / sqrt((double)d));
     for (int64_t h = 0; h < heads; h++) {
         const float *q = (const float *)x[0] + h * s * d, *k = (const float *)x[1] + h * t * d;

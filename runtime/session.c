@@ -9,15 +9,11 @@
 #include "cpu.h"
 #include "tensors.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define ERRLEN 1024
 
@@ -411,6 +407,17 @@ static void *rank_thread(void *arg)
 
 /* ---- outputs ---- */
 
+/* The shard of an I/O entry one rank holds: each dim divided by the sizes
+ * of the axes splitting it. */
+static rt_type local_type(const rt_plan *p, const rt_io *io)
+{
+    rt_type local = io->type;
+    for (int d = 0; d < local.rank; d++)
+        for (int k = 0; k < io->sh.naxes[d]; k++)
+            local.dim[d] /= p->axis_size[io->sh.axes[d][k]];
+    return local;
+}
+
 static int gather_outputs_local(rt_session *s)
 {
     const rt_plan *p = s->p;
@@ -419,10 +426,7 @@ static int gather_outputs_local(rt_session *s)
         if (io->kind != RT_IO_OUTPUT)
             continue;
         int esize = rt_dtype_size(io->type.dtype);
-        rt_type local = io->type;
-        for (int d = 0; d < local.rank; d++)
-            for (int k = 0; k < io->sh.naxes[d]; k++)
-                local.dim[d] /= p->axis_size[io->sh.axes[d][k]];
+        rt_type local = local_type(p, io);
         for (int64_t r = 0; r < s->nhere; r++) {
             rank_state *rs = &s->ranks[r];
             if (rs->prog != &p->stage[io->stage])
@@ -446,10 +450,7 @@ static int gather_outputs_mpi(rt_session *s, rank_state *rs)
         if (io->kind != RT_IO_OUTPUT)
             continue;
         int esize = rt_dtype_size(io->type.dtype);
-        rt_type local = io->type;
-        for (int d = 0; d < local.rank; d++)
-            for (int k = 0; k < io->sh.naxes[d]; k++)
-                local.dim[d] /= p->axis_size[io->sh.axes[d][k]];
+        rt_type local = local_type(p, io);
         int64_t lb = rt_type_bytes(&local);
         uint8_t *all = malloc((size_t)(lb * s->nranks));
         if (!all)

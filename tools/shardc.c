@@ -4,6 +4,7 @@
  * Exit codes: 0 success, 1 an error in the user's input, 2 bad usage,
  * 3 an internal error. */
 #include "shardc.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -11,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
 
 static const char usage[] =
     "usage: shardc FILE [options]\n"
@@ -48,19 +47,6 @@ static int usage_error(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n(run 'shardc --help' for usage)\n");
     return EXIT_USAGE;
-}
-
-/* The value of option `name` given as "--name VALUE" or "--name=VALUE". */
-static const char *value_of(int argc, char **argv, int *i, const char *name)
-{
-    size_t n = strlen(name);
-    if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (strcmp(argv[*i], name) != 0)
-        return NULL;
-    if (*i + 1 >= argc)
-        return "";
-    return argv[++*i];
 }
 
 static int define(shardc_options *opt, const char *def)
@@ -151,16 +137,6 @@ static int write_file(const char *path, const char *text, size_t len)
     remove(tmp);
     free(tmp);
     return EXIT_INPUT;
-}
-
-static int exit_code(shardc_status st)
-{
-    switch (st) {
-    case SHARDC_OK: return 0;
-    case SHARDC_ERR_INPUT: case SHARDC_ERR_IO: return EXIT_INPUT;
-    case SHARDC_ERR_USAGE: return EXIT_USAGE;
-    default: return EXIT_INTERNAL;
-    }
 }
 
 static int compile(const args *a)

@@ -8,6 +8,7 @@
  * Exit codes: 0 success, 1 an error in the plan, the data or a rank's run,
  * 2 bad usage, 3 an internal error. */
 #include "shardc.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <math.h>
@@ -34,8 +35,6 @@ static void mpi_leaks_ignored(bool on)
         __lsan_enable();
 }
 #endif
-
-enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
 
 static const char usage[] =
     "usage: shardrun PLAN [options]\n"
@@ -77,18 +76,6 @@ static int usage_error(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n(run 'shardrun --help' for usage)\n");
     return EXIT_USAGE;
-}
-
-static const char *value_of(int argc, char **argv, int *i, const char *name)
-{
-    size_t n = strlen(name);
-    if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (strcmp(argv[*i], name) != 0)
-        return NULL;
-    if (*i + 1 >= argc)
-        return "";
-    return argv[++*i];
 }
 
 static bool number(const char *s, long long lo, long long *out)
@@ -238,16 +225,6 @@ static void print_generated(const char *names, unsigned long long seed)
     else
         printf("made from seed %llu: %.*s and %d more (%d in all)\n", seed, (int)(cut - names),
                names, n - 5, n);
-}
-
-static int exit_code(shardc_status st)
-{
-    switch (st) {
-    case SHARDC_OK: return 0;
-    case SHARDC_ERR_INPUT: case SHARDC_ERR_IO: return EXIT_INPUT;
-    case SHARDC_ERR_USAGE: return EXIT_USAGE;
-    default: return EXIT_INTERNAL;
-    }
 }
 
 static int run(const args *a, int rank, bool mpi)

@@ -374,12 +374,12 @@ static void test_conversions(void)
     for (uint32_t h = 0; h < 0x10000; h++) {
         uint16_t x = (uint16_t)h;
         bool nan16 = (x & 0x7c00) == 0x7c00 && (x & 0x3ff);
-        float f = rt_comm_f16_to_f32(x);
-        bad16 += nan16 ? !isnan(f) || !isnan(float_of(bits_of(f))) : rt_comm_f32_to_f16(f) != x;
+        float f = rt_f16_to_f32(x);
+        bad16 += nan16 ? !isnan(f) || !isnan(float_of(bits_of(f))) : rt_f32_to_f16(f) != x;
         bool nanb = (x & 0x7f80) == 0x7f80 && (x & 0x7f);
-        float b = rt_comm_bf16_to_f32(x);
-        badb += nanb ? !isnan(b) || (rt_comm_f32_to_bf16(b) & 0x7fff) <= 0x7f80
-                     : rt_comm_f32_to_bf16(b) != x || bits_of(b) != h << 16;
+        float b = rt_bf16_to_f32(x);
+        badb += nanb ? !isnan(b) || (rt_f32_to_bf16(b) & 0x7fff) <= 0x7f80
+                     : rt_f32_to_bf16(b) != x || bits_of(b) != h << 16;
     }
     CHECK_INT(bad16, 0); /* every f16 survives f16 -> f32 -> f16; NaN stays NaN */
     CHECK_INT(badb, 0);
@@ -389,23 +389,23 @@ static void test_conversions(void)
     for (int i = 0; i < 200000; i++) {
         st = st * 1664525u + 1013904223u;
         float f = float_of((st & 0x807fffffu) | (uint32_t)(97 + (st >> 8) % 48) << 23);
-        bad += rt_comm_f32_to_f16(f) != ref_f16(f);
+        bad += rt_f32_to_f16(f) != ref_f16(f);
     }
     CHECK_INT(bad, 0);
-    CHECK_INT(rt_comm_f32_to_f16(65504.0f), 0x7bff);
-    CHECK_INT(rt_comm_f32_to_f16(65519.99f), 0x7bff);
-    CHECK_INT(rt_comm_f32_to_f16(65520.0f), 0x7c00);     /* ties away from 65504: inf */
-    CHECK_INT(rt_comm_f32_to_f16(-INFINITY), 0xfc00);
-    CHECK_INT(rt_comm_f32_to_f16(ldexpf(1, -24)), 0x0001);
-    CHECK_INT(rt_comm_f32_to_f16(ldexpf(1, -25)), 0x0000); /* tie to even: zero */
-    CHECK_INT(rt_comm_f32_to_f16(ldexpf(3, -26)), 0x0001);
-    CHECK_INT(rt_comm_f32_to_f16(-0.0f), 0x8000);
-    CHECK(isnan(rt_comm_f16_to_f32(rt_comm_f32_to_f16(NAN))));
-    CHECK_INT(rt_comm_f32_to_bf16(1.0f + ldexpf(1, -8)), 0x3f80);   /* tie to even: 1 */
-    CHECK_INT(rt_comm_f32_to_bf16(1.0f + ldexpf(3, -8)), 0x3f82);   /* tie to even: up */
-    CHECK_INT(rt_comm_f32_to_bf16(FLT_MAX), 0x7f80);                /* rounds to inf */
-    CHECK_INT(rt_comm_f32_to_bf16(-INFINITY), 0xff80);
-    CHECK(isnan(rt_comm_bf16_to_f32(rt_comm_f32_to_bf16(float_of(0x7f800001)))));
+    CHECK_INT(rt_f32_to_f16(65504.0f), 0x7bff);
+    CHECK_INT(rt_f32_to_f16(65519.99f), 0x7bff);
+    CHECK_INT(rt_f32_to_f16(65520.0f), 0x7c00);     /* ties away from 65504: inf */
+    CHECK_INT(rt_f32_to_f16(-INFINITY), 0xfc00);
+    CHECK_INT(rt_f32_to_f16(ldexpf(1, -24)), 0x0001);
+    CHECK_INT(rt_f32_to_f16(ldexpf(1, -25)), 0x0000); /* tie to even: zero */
+    CHECK_INT(rt_f32_to_f16(ldexpf(3, -26)), 0x0001);
+    CHECK_INT(rt_f32_to_f16(-0.0f), 0x8000);
+    CHECK(isnan(rt_f16_to_f32(rt_f32_to_f16(NAN))));
+    CHECK_INT(rt_f32_to_bf16(1.0f + ldexpf(1, -8)), 0x3f80);   /* tie to even: 1 */
+    CHECK_INT(rt_f32_to_bf16(1.0f + ldexpf(3, -8)), 0x3f82);   /* tie to even: up */
+    CHECK_INT(rt_f32_to_bf16(FLT_MAX), 0x7f80);                /* rounds to inf */
+    CHECK_INT(rt_f32_to_bf16(-INFINITY), 0xff80);
+    CHECK(isnan(rt_bf16_to_f32(rt_f32_to_bf16(float_of(0x7f800001)))));
 }
 
 int main(void)

@@ -1,0 +1,38 @@
+/* cli.h: what the command-line programs (shardc, shardrun) share. Each
+ * includes it once, hence the static functions. */
+#ifndef SHARDC_TOOLS_CLI_H
+#define SHARDC_TOOLS_CLI_H
+#include "shardc.h"
+
+#include <string.h>
+
+/* Exit codes: 0 success, 1 an error in the user's input, 2 bad usage,
+ * 3 an internal error. */
+enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
+
+static int exit_code(shardc_status st)
+{
+    switch (st) {
+    case SHARDC_OK: return 0;
+    case SHARDC_ERR_INPUT: case SHARDC_ERR_IO: return EXIT_INPUT;
+    case SHARDC_ERR_USAGE: return EXIT_USAGE;
+    default: return EXIT_INTERNAL;
+    }
+}
+
+/* The value of option `name` given as "--name VALUE" or "--name=VALUE"
+ * (advancing *i past VALUE); "" when VALUE is missing; NULL when argv[*i]
+ * is another option. */
+static const char *value_of(int argc, char **argv, int *i, const char *name)
+{
+    size_t n = strlen(name);
+    if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    if (strcmp(argv[*i], name) != 0)
+        return NULL;
+    if (*i + 1 >= argc)
+        return "";
+    return argv[++*i];
+}
+
+#endif
