@@ -151,6 +151,11 @@ static shardc_status run_passes(shardc_program *p, jmp_buf *oom, char **error)
         su_buf_free(&err);
         return st;
     }
+    if (!pass_autodiff(p->m, NULL, &err)) {
+        shardc_status st = api_fail(error, SHARDC_ERR_INPUT, "cannot train: %s", err.s);
+        su_buf_free(&err);
+        return st;
+    }
     const ir_module *logical = p->m;
     bool ok = pass_propagate(p->m, &p->ex, &err) &&
               pass_partition(logical, &p->ex, &p->part, &p->why, &err) &&
@@ -293,7 +298,9 @@ static shardc_status render(const shardc_program *prog, int k, char **text, size
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     }
     const ir_module *part = prog->part ? prog->part : prog->m;
-    if (k == 1)
+    if (k == 5)
+        ir_print(prog->m, &b);
+    else if (k == 1)
         ir_print(part, &b);
     else if (k == 2 && prog->part)
         explain(prog, &b);
@@ -311,16 +318,17 @@ shardc_status shardc_program_emit(const shardc_program *prog, const char *what, 
                                   size_t *len, char **error)
 {
     *text = NULL;
-    static const char *const kinds[] = {"ir", "sharded-ir", "explain", "report", "report-json"};
+    static const char *const kinds[] = {"ir",     "sharded-ir",  "explain",
+                                        "report", "report-json", "train-ir"};
     int k = -1;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (!strcmp(what, kinds[i]))
             k = i;
     if (!strcmp(what, "schedule"))
         return api_program_schedule(prog, text, len, error);
     if (k < 0)
         return api_fail(error, SHARDC_ERR_USAGE, "unknown output '%s' (this version emits: ir, "
-                    "sharded-ir, explain, report, report-json, schedule)", what);
+                    "train-ir, sharded-ir, explain, report, report-json, schedule)", what);
     if (k == 0) {
         *text = strdup(prog->logical_ir);
         if (len && *text)

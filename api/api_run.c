@@ -174,10 +174,10 @@ int shardc_plan_num_tensors(const shardc_plan *plan) { return plan->p->nio; }
 
 void api_tensor_info(const rt_io *io, shardc_tensor_info *info)
 {
-    static const char *const kinds[] = {"input", "param", "output"};
+    static const char *const kinds[] = {"input", "param", "output", "state"};
     memset(info, 0, sizeof *info);
     info->name = io->name;
-    info->kind = kinds[io->kind];
+    info->kind = kinds[io->kind <= RT_IO_STATE ? io->kind : 0];
     info->dtype = rt_dtype_name(io->type.dtype);
     info->rank = io->type.rank;
     for (int d = 0; d < io->type.rank; d++)

@@ -130,3 +130,22 @@ shardc_status shardc_session_save_outputs(const shardc_session *s, const char *p
         return api_fail(error, SHARDC_ERR_IO, "%s", err);
     return SHARDC_OK;
 }
+
+shardc_status shardc_session_loss(const shardc_session *s, double *loss, char **error)
+{
+    api_clear(error);
+    char err[1024];
+    if (rt_session_loss(s->s, loss, err, sizeof err) != 0)
+        return api_fail(error, SHARDC_ERR_USAGE, "%s", err);
+    return SHARDC_OK;
+}
+
+shardc_status shardc_session_save_params(shardc_session *s, const char *path, char **error)
+{
+    api_clear(error);
+    char err[1024];
+    if (rt_session_save_params(s->s, path, err, sizeof err) != 0)
+        return api_fail(error, rt_session_steps(s->s) ? SHARDC_ERR_IO : SHARDC_ERR_USAGE, "%s",
+                        err);
+    return SHARDC_OK;
+}

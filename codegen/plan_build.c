@@ -7,8 +7,10 @@
  * that `constrain` (an identity) shares its operand's buffer; a reshape is a
  * `copy` (memory planning, issue 6, will make it free).
  *
- * The I/O table holds the inputs, params and outputs with their global
- * types and shardings. An input absent at run time may be made from the
+ * The I/O table holds the inputs, params, optimizer states and outputs with
+ * their global types and shardings; a training step's updates name, per
+ * param and state, the buffer whose value replaces it after each step, and
+ * the loss is an output (added as one when the program does not output it). An input absent at run time may be made from the
  * seed: float inputs by normal(1), i32 inputs that feed an embedding or a
  * cross_entropy by uniform integers over the rows of the table or the
  * classes of the logits (uniform over [0, 1) otherwise: zeros). */
@@ -24,6 +26,7 @@ typedef struct builder {
     const ir_module *m;
     su_arena *arena;
     int32_t *buf_of;     /* per value id: its buffer, -1 none */
+    int32_t *io_of;      /* per value id: its source's I/O entry, -1 none */
     su_vec bufs;         /* int64_t * sizes */
     su_vec instrs;       /* rt_instr * */
     su_vec ios;          /* rt_io * */
@@ -114,6 +117,7 @@ static rt_io *new_io(builder *b, rt_io_kind kind, const char *name, const ir_val
     io->sh = rsharding(&v->sh, v->type.rank);
     io->stage = 0;
     io->buffer = -1;
+    io->update = -1;
     su_vec_push(&b->ios, b->m->oom, io);
     return io;
 }
@@ -125,9 +129,14 @@ static bool source(builder *b, const ir_op *op, rt_instr *in)
         in->value = op->a.value;
         return true;
     }
-    rt_io *io = new_io(b, op->code == IR_INPUT ? RT_IO_INPUT : RT_IO_PARAM, op->a.name, v);
+    rt_io_kind kind = op->code == IR_INPUT ? RT_IO_INPUT
+                      : op->code == IR_STATE ? RT_IO_STATE : RT_IO_PARAM;
+    rt_io *io = new_io(b, kind, op->a.name, v);
     in->io = (int32_t)b->ios.n - 1;
-    if (op->code == IR_PARAM) {
+    b->io_of[v->id] = in->io;
+    if (kind != RT_IO_INPUT)
+        io->buffer = in->out;
+    if (kind != RT_IO_INPUT) {
         static const uint8_t kinds[] = {RT_INIT_NONE, RT_INIT_ZEROS, RT_INIT_ONES,
                                         RT_INIT_NORMAL, RT_INIT_UNIFORM};
         io->init = kinds[op->a.init.kind];
@@ -188,9 +197,39 @@ static bool lower_op(builder *b, const ir_op *op)
     in->dim2 = a->dim2;
     in->naxes = (uint8_t)a->naxes;
     memcpy(in->axes, a->axes, sizeof in->axes);
+    in->lr = a->lr;
+    in->momentum = a->momentum;
+    in->beta1 = a->beta1;
+    in->beta2 = a->beta2;
+    in->wd = a->wd;
     if (ir_ops[op->code].cls == IR_C_SOURCE && !source(b, op, in))
         return false;
     su_vec_push(&b->instrs, b->m->oom, in);
+    return true;
+}
+
+/* The output entry of the training loss; one is added, named after the
+ * loss's value ("loss"), when the program does not output it. */
+static bool loss_output(builder *b, int32_t *loss)
+{
+    const ir_module *m = b->m;
+    const ir_value *v = m->train.loss;
+    for (int i = 0; i < b->ios.n; i++) {
+        const rt_io *io = b->ios.v[i];
+        if (io->kind == RT_IO_OUTPUT && io->buffer == b->buf_of[v->id]) {
+            *loss = i;
+            return true;
+        }
+    }
+    if (v->sh.partial)
+        return fail(b, "the loss is a partial sum");
+    const char *name = v->name ? v->name : "loss";
+    for (int i = 0; i < b->ios.n; i++)
+        if (!strcmp(((rt_io *)b->ios.v[i])->name, name))
+            name = "train.loss"; /* a name the language cannot write */
+    rt_io *io = new_io(b, RT_IO_OUTPUT, name, v);
+    io->buffer = b->buf_of[v->id];
+    *loss = (int32_t)b->ios.n - 1;
     return true;
 }
 
@@ -209,7 +248,18 @@ static bool build(builder *b, rt_plan *p, const char *report)
         rt_io *io = new_io(b, RT_IO_OUTPUT, o->name, o->v);
         io->buffer = b->buf_of[o->v->id];
     }
+    for (int i = 0; i < m->updates.n; i++) {
+        const ir_update *u = IR_UPDATE(m, i);
+        int32_t k = b->io_of[u->src->id];
+        if (k < 0 || b->buf_of[u->v->id] < 0)
+            return fail(b, "update %d has no source entry or no buffer", i);
+        ((rt_io *)b->ios.v[k])->update = b->buf_of[u->v->id];
+    }
+    int32_t loss = -1;
+    if (m->train.loss && !loss_output(b, &loss))
+        return false;
     memset(p, 0, sizeof *p);
+    p->loss = loss;
     p->naxes = m->mesh.naxes;
     for (int a = 0; a < m->mesh.naxes; a++) {
         p->axis_name[a] = (char *)m->mesh.name[a];
@@ -250,8 +300,9 @@ bool cg_plan_bytes(const ir_module *m, const char *report, uint8_t **out, size_t
     b.err = err;
     b.errlen = errlen;
     b.buf_of = su_alloc(&arena, (size_t)(m->next_id + 1) * sizeof *b.buf_of);
+    b.io_of = su_alloc(&arena, (size_t)(m->next_id + 1) * sizeof *b.io_of);
     for (int i = 0; i <= m->next_id; i++)
-        b.buf_of[i] = -1;
+        b.buf_of[i] = b.io_of[i] = -1;
     rt_plan p;
     bool ok = build(&b, &p, report);
     if (ok && !rt_plan_validate(&p, err, errlen))

@@ -75,7 +75,9 @@ SHARDC_API shardc_status shardc_compile_file(const shardc_options *opt, const ch
 
 SHARDC_API void shardc_program_free(shardc_program *prog);
 
-/* Renders the program as text: what = "ir" gives the logical IR,
+/* Renders the program as text: what = "ir" gives the logical IR as the
+ * frontend made it, "train-ir" the logical IR after autodiff (a training
+ * step's backward and optimizer) with every value's sharding,
  * "sharded-ir" the partitioned IR, "explain" the sharding decisions,
  * "report" / "report-json" the per-rank report, "schedule" the plan's
  * instruction lists. *text is
@@ -110,10 +112,11 @@ SHARDC_API long long shardc_plan_ranks(const shardc_plan *plan);
 
 #define SHARDC_MAX_RANK 8
 
-/* A named tensor of the plan: an input, a param or an output, full shape. */
+/* A named tensor of the plan: an input, a param, an output or a state
+ * (optimizer state, kept and saved like a param), full shape. */
 typedef struct shardc_tensor_info {
     const char *name;
-    const char *kind;            /* "input", "param", "output" */
+    const char *kind;            /* "input", "param", "output", "state" */
     const char *dtype;           /* "f32", "f16", "bf16", "i32" */
     int rank;
     long long dim[SHARDC_MAX_RANK];
@@ -142,25 +145,29 @@ typedef struct shardc_session_config {
     int timeout_ms;              /* per collective wait; 0: 10 minutes */
 } shardc_session_config;
 
-/* Opens a session on a plan, which must outlive it. Params missing from the
- * params file (or with no file) are made by their init from the seed, the
- * same full tensor on any mesh; inputs likewise when no inputs file is
- * given (floats normal(1), ids uniform over their valid range). */
+/* Opens a session on a plan, which must outlive it. Params and states
+ * missing from the params file (or with no file) are made by their init
+ * from the seed, the same full tensor on any mesh; inputs likewise when no
+ * inputs file is given (floats normal(1), ids uniform over their valid
+ * range). */
 SHARDC_API shardc_status shardc_session_new(const shardc_plan *plan,
                                             const shardc_session_config *cfg,
                                             shardc_session **out, char **error);
 SHARDC_API void shardc_session_free(shardc_session *s);
 
-/* Binds the full tensor called name (an input or a param) to `bytes` bytes of
- * host memory, row-major in its dtype; borrowed until the session is freed
- * or the name is bound again, and read at every run. A bound tensor wins
- * over the files and the seed. */
+/* Binds the full tensor called name (an input, a param or a state) to
+ * `bytes` bytes of host memory, row-major in its dtype; borrowed until the
+ * session is freed or the name is bound again. Inputs are read at every
+ * run; params and states at the next run only (then kept, and trained). A
+ * bound tensor wins over the files and the seed. */
 SHARDC_API shardc_status shardc_session_bind(shardc_session *s, const char *name,
                                              const void *data, size_t bytes, char **error);
 
-/* Runs one step (the forward pass) on every rank this process holds. On
- * failure the message names the rank and the instruction; after a failure
- * the session can only be freed. */
+/* Runs one step on every rank this process holds: the forward pass, and
+ * for a plan compiled for training also the backward pass and the
+ * optimizer update, whose new params and states the next step starts
+ * from. On failure the message names the rank and the instruction; after a
+ * failure the session can only be freed. */
 SHARDC_API shardc_status shardc_session_run(shardc_session *s, char **error);
 
 /* After a run: the full output called name, valid until the next run or the
@@ -174,8 +181,23 @@ SHARDC_API shardc_status shardc_session_output(const shardc_session *s, const ch
 SHARDC_API shardc_status shardc_session_save_outputs(const shardc_session *s, const char *path,
                                                      char **error);
 
-/* The inputs and params the last run made from the seed, joined by ", ". */
+/* The inputs, params and states the last run made from the seed, joined
+ * by ", ". */
 SHARDC_API const char *shardc_session_generated(const shardc_session *s);
+
+/* The loss of the last step, as a double, for a plan compiled for training.
+ * SHARDC_ERR_USAGE when the plan has no loss or no step has succeeded. */
+SHARDC_API shardc_status shardc_session_loss(const shardc_session *s, double *loss,
+                                             char **error);
+
+/* Writes every param and state, full shape, with the values the next step
+ * would start from, as one safetensors file (through a temporary file
+ * renamed into place); a file `params_file` reads back. Under the `mpi`
+ * communicator every rank must call it (the gathering is collective) and
+ * rank 0 writes. SHARDC_ERR_USAGE before the first step, SHARDC_ERR_IO
+ * when the file cannot be written. */
+SHARDC_API shardc_status shardc_session_save_params(shardc_session *s, const char *path,
+                                                    char **error);
 
 #ifdef __cplusplus
 }

@@ -431,13 +431,123 @@ static bool infer_comm(ctx *c, const ir_type *x, const ir_attrs *a, ir_type *out
     return true;
 }
 
+/* expand: x broadcast (NumPy rules, aligned at the end) to a->list. */
+static bool infer_expand(ctx *c, const ir_type *x, const ir_attrs *a, ir_type *out)
+{
+    char tx[TYPE_LEN], tl[TYPE_LEN];
+    if (a->nlist < x->rank || a->nlist > IR_MAX_RANK)
+        return fail(c, "expand of %s needs a shape of rank %d to %d, got %s", tstr(tx, x),
+                    x->rank, IR_MAX_RANK, lstr(tl, sizeof tl, a->list, a->nlist));
+    int off = a->nlist - x->rank;
+    for (int i = 0; i < a->nlist; i++) {
+        if (a->list[i] < 1)
+            return fail(c, "expand needs dimensions of size 1 or more, got %s",
+                        lstr(tl, sizeof tl, a->list, a->nlist));
+        if (i >= off && x->dim[i - off] != 1 && x->dim[i - off] != a->list[i])
+            return fail(c, "cannot expand %s to %s", tstr(tx, x),
+                        lstr(tl, sizeof tl, a->list, a->nlist));
+    }
+    out->dtype = x->dtype;
+    out->rank = a->nlist;
+    memcpy(out->dim, a->list, (size_t)a->nlist * sizeof *a->list);
+    return true;
+}
+
+/* attn_probs: q [..., S, d], k [..., T, d] -> [..., S, T]. */
+static bool infer_attn_probs(ctx *c, const ir_type *const *in, ir_type *out)
+{
+    const ir_type *q = in[0], *k = in[1];
+    char tq[TYPE_LEN], tk[TYPE_LEN];
+    tstr(tq, q);
+    tstr(tk, k);
+    if (q->rank < 2 || !same_dtype(c, in, 2) || !need_float(c, q))
+        return q->rank < 2 ? fail(c, "%s needs q of rank 2 or more, got %s", c->op, tq) : false;
+    int r = q->rank;
+    bool ok = k->rank == r && k->dim[r - 1] == q->dim[r - 1];
+    for (int i = 0; ok && i < r - 2; i++)
+        ok = k->dim[i] == q->dim[i];
+    if (!ok)
+        return fail(c, "%s needs q and k with the same leading and last dimensions, got %s "
+                    "and %s", c->op, tq, tk);
+    *out = *q;
+    out->dim[r - 1] = k->dim[r - 2];
+    return true;
+}
+
+/* embedding_grad: i32 ids [...] and dy [..., D] -> [V, D] (a->list). */
+static bool infer_embedding_grad(ctx *c, const ir_type *ids, const ir_type *dy,
+                                 const ir_attrs *a, ir_type *out)
+{
+    char ti[TYPE_LEN], td[TYPE_LEN], tl[TYPE_LEN];
+    tstr(ti, ids);
+    tstr(td, dy);
+    if (ids->dtype != IR_I32 || !need_float(c, dy))
+        return ids->dtype != IR_I32 ? fail(c, "%s needs i32 ids, got %s", c->op, ti) : false;
+    bool ok = dy->rank == ids->rank + 1;
+    for (int i = 0; ok && i < ids->rank; i++)
+        ok = dy->dim[i] == ids->dim[i];
+    if (!ok)
+        return fail(c, "%s needs dy of shape [ids..., D], got ids %s and dy %s", c->op, ti, td);
+    if (a->nlist != 2 || a->list[0] < 1 || a->list[1] != dy->dim[dy->rank - 1])
+        return fail(c, "%s needs a table shape [V, %lld], got %s", c->op,
+                    (long long)dy->dim[dy->rank - 1], lstr(tl, sizeof tl, a->list, a->nlist));
+    out->dtype = dy->dtype;
+    out->rank = 2;
+    out->dim[0] = a->list[0];
+    out->dim[1] = a->list[1];
+    return true;
+}
+
+/* Optimizer updates: every operand of the first one's type, except adamw's
+ * step count t, a floating-point scalar. */
+static bool infer_optim(ctx *c, const ir_type *const *in, int nin, ir_type *out)
+{
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    if (!need_float(c, in[0]))
+        return false;
+    int n = c->code == IR_ADAMW ? 3 : nin;
+    for (int i = 1; i < n; i++)
+        if (!ir_type_eq(in[i], in[0]))
+            return fail(c, "%s needs operands of one type, got %s and %s", c->op,
+                        tstr(t1, in[0]), tstr(t2, in[i]));
+    if (c->code == IR_ADAMW && (in[3]->rank != 0 || !ir_dtype_is_float(in[3]->dtype)))
+        return fail(c, "%s needs a floating-point scalar step count, got %s", c->op,
+                    tstr(t1, in[3]));
+    *out = *in[0];
+    return true;
+}
+
 static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out)
 {
     switch (c->code) {
     case IR_INPUT:
     case IR_PARAM:
     case IR_CONST:
+    case IR_STATE:
         return fail(c, "sources have no inferred type");
+    case IR_GT:
+    case IR_EQ:
+        return infer_binary(c, in, out);
+    case IR_GELU_GRAD:
+    case IR_SILU_GRAD:
+        return need_float(c, in[0]) && infer_binary(c, in, out);
+    case IR_ATTN_PROBS:
+        return infer_attn_probs(c, in, out);
+    case IR_EXPAND:
+        return infer_expand(c, in[0], a, out);
+    case IR_EMBEDDING_GRAD:
+        return infer_embedding_grad(c, in[0], in[1], a, out);
+    case IR_XENT_GRAD:
+        if (!infer_xent(c, in[0], in[1], out))
+            return false;
+        *out = *in[0];
+        return true;
+    case IR_MOMENTUM:
+    case IR_SGD:
+    case IR_ADAM_M:
+    case IR_ADAM_V:
+    case IR_ADAMW:
+        return infer_optim(c, in, ir_ops[c->code].max_in, out);
     case IR_ADD:
     case IR_SUB:
     case IR_MUL:

@@ -183,6 +183,7 @@ void ir_module_free(ir_module *m)
         return;
     su_vec_free(&m->ops);
     su_vec_free(&m->outputs);
+    su_vec_free(&m->updates);
     su_arena_free(&m->arena);
     free(m);
 }
@@ -238,4 +239,18 @@ void ir_add_output(ir_module *m, const char *name, ir_value *v, su_loc loc)
     o->v = v;
     o->loc = loc;
     su_vec_push(&m->outputs, m->oom, o);
+}
+
+void ir_add_update(ir_module *m, ir_value *src, ir_value *v)
+{
+    ir_update *u = su_alloc(&m->arena, sizeof *u);
+    u->src = src;
+    u->v = v;
+    su_vec_push(&m->updates, m->oom, u);
+}
+
+const char *ir_phase_name(ir_phase ph)
+{
+    static const char *const names[IR_NPHASES] = {"forward", "backward", "optimizer"};
+    return (int)ph >= 0 && ph < IR_NPHASES ? names[ph] : "?";
 }

@@ -17,11 +17,13 @@
  *   %s = sum %0 {axis = 1, keepdims = false} : f32[64] auto(dp) partial(tp)
  *   %y = gelu %0 : f32[64, 4096] rep 3
  *   output "out" = %y
+ *   update %w1 = %9                  (training: w1's value after the step)
  *   train %loss with adamw(lr = 0.0003, ...) zero 2 over dp
  *
  * shard(...) is a user annotation (a hard constraint), auto(...) a sharding
  * chosen by propagation; a value with neither has none yet. "rep N" marks
- * an op made by repetition N of the pipelined `repeat ... over`. Comments
+ * an op made by repetition N of the pipelined `repeat ... over`; "phase
+ * backward" (or optimizer) an op of that part of a training step. Comments
  * run from "//" to the end of the line.
  */
 #ifndef SHARDC_IR_H
@@ -109,11 +111,17 @@ enum { /* attribute bits of ops.def */
     IR_A_DIM = 1 << 10,     /* dim: gathered / scattered / split dim */
     IR_A_DIM2 = 1 << 11,    /* dim2: all_to_all's concatenated dim */
     IR_A_AXES = 1 << 12,    /* axes: mesh axes a collective runs over */
+    IR_A_LR = 1 << 13,      /* optimizer hyperparameters */
+    IR_A_MOMENTUM = 1 << 14,
+    IR_A_BETA1 = 1 << 15,
+    IR_A_BETA2 = 1 << 16,
+    IR_A_WD = 1 << 17,
 };
 
 typedef enum {
     IR_C_SOURCE, IR_C_BINARY, IR_C_UNARY, IR_C_CONTRACT, IR_C_REDUCE,
     IR_C_NORM, IR_C_LAYOUT, IR_C_LOSS, IR_C_COMM,
+    IR_C_OPTIM,  /* optimizer updates: elementwise, operands of one shape */
 } ir_opclass;
 
 typedef struct ir_opinfo {
@@ -153,6 +161,7 @@ typedef struct ir_attrs {
     int64_t dim, dim2;  /* IR_A_DIM, IR_A_DIM2 */
     int naxes;          /* IR_A_AXES: mesh axis indices, major first */
     uint8_t axes[IR_MAX_AXES];
+    double lr, momentum, beta1, beta2, wd; /* IR_A_LR ... IR_A_WD */
 } ir_attrs;
 
 typedef struct ir_op ir_op;
@@ -166,6 +175,11 @@ typedef struct ir_value {
     int res;            /* which result of def */
 } ir_value;
 
+/* Which part of a training step an op belongs to (printed "phase backward";
+ * forward is the default and not printed). */
+typedef enum { IR_PH_FORWARD, IR_PH_BACKWARD, IR_PH_OPTIMIZER, IR_NPHASES } ir_phase;
+const char *ir_phase_name(ir_phase ph); /* "forward", "backward", "optimizer" */
+
 struct ir_op {
     ir_opcode code;
     int nin;
@@ -174,6 +188,7 @@ struct ir_op {
     ir_value **res;     /* results */
     ir_attrs a;
     int rep;            /* repetition of the pipelined repeat, or -1 */
+    uint8_t phase;      /* ir_phase */
     su_loc loc;         /* where the source made it (line 0: unknown) */
 };
 
@@ -205,12 +220,20 @@ typedef struct ir_output {
     su_loc loc;
 } ir_output;
 
+/* After a training step, the param or state src takes the value v (same
+ * type; after partitioning, the same sharding). Printed "update %w1 = %9". */
+typedef struct ir_update {
+    ir_value *src;
+    ir_value *v;
+} ir_update;
+
 typedef struct ir_module {
     su_arena arena;
     jmp_buf *oom;
     ir_mesh mesh;
     su_vec ops;             /* ir_op *, in program order */
     su_vec outputs;         /* ir_output * */
+    su_vec updates;         /* ir_update *: empty until autodiff has run */
     ir_train train;
     ir_pipeline pipe;
     bool partitioned;       /* shapes are local shards ("partitioned" line) */
@@ -219,6 +242,7 @@ typedef struct ir_module {
 
 #define IR_OP(m, i) ((ir_op *)(m)->ops.v[i])
 #define IR_OUTPUT(m, i) ((ir_output *)(m)->outputs.v[i])
+#define IR_UPDATE(m, i) ((ir_update *)(m)->updates.v[i])
 
 /* A new, empty module: no mesh axes, no ops, no pipeline, no training.
  * Allocation failures jump to *oom. Never NULL. */
@@ -243,6 +267,7 @@ ir_value *ir_emit(ir_module *m, ir_opcode code, ir_value *const *in, int nin,
                   ir_attrs *a, char *err, size_t errlen);
 
 void ir_add_output(ir_module *m, const char *name, ir_value *v, su_loc loc);
+void ir_add_update(ir_module *m, ir_value *src, ir_value *v);
 
 /* Writes the textual form. */
 void ir_print(const ir_module *m, su_buf *out);

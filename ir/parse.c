@@ -26,13 +26,14 @@ enum {
 static const char *const attr_names[] = {
     "name", "init", "value", "axis", "keepdims", "eps", "causal",
     "perm", "shape", "dtype", "dim", "dim2", "axes",
+    "lr", "momentum", "beta1", "beta2", "wd",
 };
 enum { NATTRS = sizeof attr_names / sizeof attr_names[0] };
 
 /* Lines come in this order; the single ones at most once. */
-typedef enum { S_MESH, S_PARTITIONED, S_PIPELINE, S_OPS, S_OUTPUTS, S_TRAIN } section;
+typedef enum { S_MESH, S_PARTITIONED, S_PIPELINE, S_OPS, S_OUTPUTS, S_UPDATES, S_TRAIN } section;
 static const char *const section_names[] = {
-    "'mesh'", "'partitioned'", "'pipeline'", "ops", "outputs", "'train'",
+    "'mesh'", "'partitioned'", "'pipeline'", "ops", "outputs", "updates", "'train'",
 };
 
 typedef enum { T_EOF, T_EOL, T_IDENT, T_NUM, T_VALUE, T_STRING, T_PUNCT } tok_kind;
@@ -67,6 +68,7 @@ typedef struct op_line {
     ir_type type[MAX_RES];
     ir_sharding sh[MAX_RES];
     int rep;
+    int phase;
 } op_line;
 
 typedef struct parser {
@@ -634,6 +636,11 @@ static void parse_attr_value(parser *p, int bit, ir_attrs *a)
     case IR_A_DIM: a->dim = parse_int(p); break;
     case IR_A_DIM2: a->dim2 = parse_int(p); break;
     case IR_A_AXES: parse_axis_list(p, a); break;
+    case IR_A_LR: a->lr = parse_double(p); break;
+    case IR_A_MOMENTUM: a->momentum = parse_double(p); break;
+    case IR_A_BETA1: a->beta1 = parse_double(p); break;
+    case IR_A_BETA2: a->beta2 = parse_double(p); break;
+    case IR_A_WD: a->wd = parse_double(p); break;
     default: su_unreachable();
     }
 }
@@ -758,6 +765,7 @@ static void emit_op(parser *p, ir_opcode code, op_line *l)
     ir_op *op = ir_append(p->m, code, l->in, l->nin, &l->a, l->type);
     op->loc = l->loc;
     op->rep = l->rep;
+    op->phase = (uint8_t)l->phase;
     for (int r = 0; r < l->nres; r++) {
         const token *t = &l->res[r];
         ir_value *v = op->res[r];
@@ -770,6 +778,7 @@ static void emit_op(parser *p, ir_opcode code, op_line *l)
 }
 
 /* op := [ results ] opname operands [ attrs ] [ ':' restypes ] [ 'rep' int ]
+ *       [ 'phase' ( 'backward' | 'optimizer' ) ]
  * (the ':' part is there exactly when the op has results) */
 static void parse_op(parser *p)
 {
@@ -792,6 +801,16 @@ static void parse_op(parser *p)
         lex(p);
         l->rep = parse_small_int(p, 0, "rep");
     }
+    if (is_kw(p, "phase")) {
+        lex(p);
+        if (is_kw(p, "backward"))
+            l->phase = IR_PH_BACKWARD;
+        else if (is_kw(p, "optimizer"))
+            l->phase = IR_PH_OPTIMIZER;
+        else
+            fail(p, p->tok.loc, "expected 'backward' or 'optimizer' after 'phase'");
+        lex(p);
+    }
     emit_op(p, code, l);
 }
 
@@ -805,6 +824,15 @@ static void parse_output(parser *p)
     const char *name = parse_string(p);
     expect_punct(p, '=', "after the output's name");
     ir_add_output(p->m, name, parse_use(p), loc);
+}
+
+/* update := 'update' use '=' use */
+static void parse_update(parser *p)
+{
+    lex(p);
+    ir_value *src = parse_use(p);
+    expect_punct(p, '=', "after the updated value");
+    ir_add_update(p->m, src, parse_use(p));
 }
 
 /* hyper := IDENT '=' double, the one called name */
@@ -866,7 +894,7 @@ static void parse_train(parser *p)
 /* Checks that a line of section s may come now. */
 static void enter_section(parser *p, section s)
 {
-    bool single = s != S_OPS && s != S_OUTPUTS;
+    bool single = s != S_OPS && s != S_OUTPUTS && s != S_UPDATES;
     if ((int)s < p->section && p->section < (int)(sizeof section_names / sizeof *section_names))
         fail(p, p->tok.loc, "%s must come before %s", section_names[s], section_names[p->section]);
     if (single && (int)s == p->section)
@@ -874,7 +902,7 @@ static void enter_section(parser *p, section s)
     p->section = (int)s;
 }
 
-/* line := mesh | 'partitioned' | pipeline | op | output | train */
+/* line := mesh | 'partitioned' | pipeline | op | output | update | train */
 static void parse_line(parser *p)
 {
     if (is_kw(p, "mesh")) {
@@ -890,6 +918,9 @@ static void parse_line(parser *p)
     } else if (is_kw(p, "output")) {
         enter_section(p, S_OUTPUTS);
         parse_output(p);
+    } else if (is_kw(p, "update")) {
+        enter_section(p, S_UPDATES);
+        parse_update(p);
     } else if (is_kw(p, "train")) {
         enter_section(p, S_TRAIN);
         parse_train(p);

@@ -16,6 +16,7 @@
 static const char *const attr_names[] = {
     "name", "init", "value", "axis", "keepdims", "eps", "causal",
     "perm", "shape", "dtype", "dim", "dim2", "axes",
+    "lr", "momentum", "beta1", "beta2", "wd",
 };
 enum { NATTRS = sizeof attr_names / sizeof attr_names[0] };
 
@@ -251,6 +252,11 @@ static void put_attr(printer *p, const ir_attrs *a, int bit)
         break;
     case IR_A_DIM: su_buf_printf(b, "%lld", (long long)a->dim); break;
     case IR_A_DIM2: su_buf_printf(b, "%lld", (long long)a->dim2); break;
+    case IR_A_LR: put_double(b, a->lr); break;
+    case IR_A_MOMENTUM: put_double(b, a->momentum); break;
+    case IR_A_BETA1: put_double(b, a->beta1); break;
+    case IR_A_BETA2: put_double(b, a->beta2); break;
+    case IR_A_WD: put_double(b, a->wd); break;
     case IR_A_AXES:
         su_buf_putc(b, '[');
         for (int i = 0; i < a->naxes && i < IR_MAX_AXES; i++)
@@ -304,6 +310,8 @@ static void put_op(printer *p, const ir_op *op)
     }
     if (op->rep >= 0)
         su_buf_printf(b, " rep %d", op->rep);
+    if (op->phase != IR_PH_FORWARD)
+        su_buf_printf(b, " phase %s", ir_phase_name((ir_phase)op->phase));
     su_buf_putc(b, '\n');
 }
 
@@ -379,6 +387,13 @@ static void put_module(printer *p)
         put_string(p->out, IR_OUTPUT(m, i)->name);
         su_buf_puts(p->out, " = ");
         put_value(p, IR_OUTPUT(m, i)->v);
+        su_buf_putc(p->out, '\n');
+    }
+    for (int i = 0; i < m->updates.n; i++) {
+        su_buf_puts(p->out, "update ");
+        put_value(p, IR_UPDATE(m, i)->src);
+        su_buf_puts(p->out, " = ");
+        put_value(p, IR_UPDATE(m, i)->v);
         su_buf_putc(p->out, '\n');
     }
     if (m->train.loss)

@@ -205,7 +205,7 @@ static bool verify_source(vctx *c, int i, const ir_op *op)
         return true;
     if (!a->name || !a->name[0])
         return op_fail(c, i, op, "has no name");
-    if (op->code != IR_PARAM)
+    if (op->code != IR_PARAM && op->code != IR_STATE)
         return true;
     switch (a->init.kind) {
     case IR_INIT_NONE:
@@ -324,6 +324,8 @@ static bool verify_rep(vctx *c, int i, const ir_op *op)
 
 static bool verify_op(vctx *c, int i, const ir_op *op)
 {
+    if (op->phase >= IR_NPHASES)
+        return op_fail(c, i, op, "phase %d is unknown", op->phase);
     if (op->code >= 0 && op->code < IR_NOPS && !c->m->partitioned &&
         (ir_ops[op->code].cls == IR_C_COMM || op->code == IR_SLICE))
         return op_fail(c, i, op, "collectives and slices appear only in a partitioned module");
@@ -369,7 +371,7 @@ static bool verify_ops(vctx *c)
             return fail(c, "op %d is missing", i);
         if (!verify_op(c, i, op))
             return false;
-        if (op->code == IR_INPUT || op->code == IR_PARAM)
+        if (op->code == IR_INPUT || op->code == IR_PARAM || op->code == IR_STATE)
             c->names[n++] = (nameref){op->a.name, i};
     }
     int later = find_duplicate(c->names, n, &earlier);
@@ -399,6 +401,40 @@ static bool verify_outputs(vctx *c)
     if (later >= 0)
         return fail(c, "output name \"%s\" is used twice (outputs %d and %d)",
                     IR_OUTPUT(m, later)->name, earlier, later);
+    return true;
+}
+
+/* Each update gives a param or state a value of its own type (and, once
+ * partitioned, its own sharding), at most once; only in a training step. */
+static bool verify_updates(vctx *c)
+{
+    const ir_module *m = c->m;
+    char vn[64], v2[64], t1[TYPE_LEN], t2[TYPE_LEN];
+    if (m->updates.n && !m->train.loss)
+        return fail(c, "updates in a module without train");
+    for (int i = 0; i < m->updates.n; i++) {
+        const ir_update *u = IR_UPDATE(m, i);
+        if (!u || !u->src || !u->v)
+            return fail(c, "update %d is incomplete", i);
+        vname(vn, u->src);
+        vname(v2, u->v);
+        if (!defined(c, u->src) || !defined(c, u->v))
+            return fail(c, "update %s = %s names a value no op of the module defines", vn, v2);
+        if (u->src->def->code != IR_PARAM && u->src->def->code != IR_STATE)
+            return fail(c, "update %s: only a param or a state can be updated, not the result "
+                        "of %s", vn, ir_ops[u->src->def->code].name);
+        if (!ir_type_eq(&u->src->type, &u->v->type))
+            return fail(c, "update %s = %s: the new value's type %s differs from %s", vn, v2,
+                        tstr(t1, &u->v->type), tstr(t2, &u->src->type));
+        ir_sharding a = u->src->sh, b = u->v->sh;
+        a.kind = b.kind = IR_SH_AUTO; /* an annotation or not: the layout counts */
+        if (m->partitioned && !ir_sharding_eq(&a, &b, u->src->type.rank))
+            return fail(c, "update %s = %s: the new value's sharding differs from the old one's",
+                        vn, v2);
+        for (int j = 0; j < i; j++)
+            if (IR_UPDATE(m, j)->src == u->src)
+                return fail(c, "%s is updated twice (updates %d and %d)", vn, j, i);
+    }
     return true;
 }
 
@@ -451,7 +487,7 @@ bool ir_verify_at(const ir_module *m, su_buf *err, int *bad_op)
         su_oom(m->oom);
     }
     bool ok = verify_mesh(&c) && verify_pipeline(&c) && verify_ops(&c) && verify_outputs(&c) &&
-              verify_train(&c);
+              verify_updates(&c) && verify_train(&c);
     free(c.byid);
     free(c.names);
     if (!ok)

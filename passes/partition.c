@@ -15,6 +15,7 @@ typedef struct part {
     su_vec why;             /* dst value id -> reason (const char *) */
     const ir_op *op;        /* the logical op being partitioned */
     const char *need;       /* what the op needs, for reasons */
+    int zero3_axis;         /* zero 3: params' storage axis, never contracted; -1 */
     bool dry;               /* count bytes, emit nothing */
     double bytes;           /* bytes sent per rank, while dry */
 } part;
@@ -106,6 +107,7 @@ static ir_value *comm(part *P, ir_opcode code, ir_value *v, int dim, int dim2,
         ir_op *op = ir_append(P->dst, IR_CONSTRAIN, &v, 1, &(ir_attrs){0}, &out);
         op->loc = P->op->loc;
         op->rep = P->op->rep;
+        op->phase = P->op->phase;
         op->res[0]->sh = *sh;
         return op->res[0];
     }
@@ -119,6 +121,7 @@ static ir_value *comm(part *P, ir_opcode code, ir_value *v, int dim, int dim2,
     ir_op *op = ir_append(P->dst, code, &v, 1, &a, &out);
     op->loc = P->op->loc;
     op->rep = P->op->rep;
+    op->phase = P->op->phase;
     ir_value *r = op->res[0];
     r->sh = *sh;
     char from[128], to[128];
@@ -281,6 +284,7 @@ static ir_value *emit_local(part *P, ir_opcode code, ir_value **in, int nin, con
         su_unreachable(); /* local shapes follow from valid shardings */
     r->def->loc = P->op->loc;
     r->def->rep = P->op->rep;
+    r->def->phase = P->op->phase;
     return r;
 }
 
@@ -320,6 +324,7 @@ static void finish_scaled(part *P, ir_value **in, int nin, const ir_sharding *na
     ir_op *c = ir_append(P->dst, IR_CONST, NULL, 0, &ca, &st);
     c->loc = P->op->loc;
     c->rep = P->op->rep;
+    c->phase = P->op->phase;
     c->res[0]->sh = replicated();
     ir_value *m[2] = {r, c->res[0]};
     map_result(P, emit_local(P, IR_MUL, m, 2, &(ir_attrs){0}), natural);
@@ -347,11 +352,13 @@ static ir_sharding no_partial(ir_sharding s)
     return s;
 }
 
+/* Elementwise ops, broadcasting ones and optimizer updates: every operand
+ * follows the result (a scalar, like adamw's step, is whole). */
 static void part_elementwise(part *P)
 {
     const ir_op *op = P->op;
     const ir_value *lr = op->res[0];
-    ir_value *in[2];
+    ir_value *in[4];
     for (int i = 0; i < op->nin; i++) {
         ir_sharding req = project(&lr->sh, &lr->type, &op->in[i]->type);
         in[i] = operand(P, i, &req, "operands of an elementwise op follow its result");
@@ -444,7 +451,10 @@ static void part_matmul(part *P)
     for (int i = 0; i < 2; i++) {
         const ir_sharding *s = srcs[i];
         int kd = kdims[i];
-        if (!s->naxes[kd] ||
+        bool zero3 = false; /* ZeRO-3 gathers params: it never computes on their shards */
+        for (int j = 0; j < s->naxes[kd] && op->in[i]->def->code == IR_PARAM; j++)
+            zero3 |= s->axes[kd][j] == P->zero3_axis;
+        if (!s->naxes[kd] || zero3 ||
             la->type.dim[ka] % axes_size(&P->dst->mesh, s->axes[kd], s->naxes[kd]))
             continue;
         cands[nc] = replicated();
@@ -474,34 +484,57 @@ static void part_matmul(part *P)
     finish(P, in, 2, &nat);
 }
 
+/* The operand sharding and natural result of a reduction over a dim split
+ * over the axes in keep (a subset of what the operand has there): the
+ * other dims follow the result, without the kept axes; the result is
+ * partial over them. */
+static void reduce_as(const ir_op *op, const ir_sharding *cur, bool keep, ir_sharding *req,
+                      ir_sharding *nat)
+{
+    const ir_value *lx = op->in[0], *lr = op->res[0];
+    int ax = (int)op->a.axis, rank = lx->type.rank;
+    *req = replicated();
+    for (int d = 0, rd = 0; d < rank; d++) {
+        if (d == ax) {
+            rd += op->a.keepdims;
+            continue;
+        }
+        copy_dim(req, d, &lr->sh, rd++);
+    }
+    *nat = no_partial(lr->sh);
+    if (!keep)
+        return;
+    unsigned mask = 0;
+    for (int i = 0; i < cur->naxes[ax]; i++)
+        mask |= 1u << cur->axes[ax][i];
+    *req = strip_axes(*req, mask);
+    *nat = strip_axes(*nat, mask);
+    copy_dim(req, ax, cur, ax);
+    nat->partial = (uint16_t)mask;
+}
+
 /* sum/mean over a split dim stay local and give a partial result (mean
- * scaled by the local share); amax needs the dim whole. */
+ * scaled by the local share), resolved after; unless moving the operand's
+ * split elsewhere first costs less. amax needs the dim whole. */
 static void part_reduce(part *P)
 {
     const ir_op *op = P->op;
     const ir_value *lx = op->in[0], *lr = op->res[0];
-    int ax = (int)op->a.axis, rank = lx->type.rank;
-    ir_sharding req = replicated();
-    for (int d = 0, rd = 0; d < rank; d++) {
-        if (d == ax) {
-            if (!op->a.keepdims)
-                continue;
-            rd++;
-            continue;
-        }
-        copy_dim(&req, d, &lr->sh, rd);
-        rd++;
-    }
-    const ir_sharding *cur = &P->map[lx->id]->sh;
-    unsigned taken = used_axes(&req, rank);
+    int ax = (int)op->a.axis;
+    ir_value *cx = P->map[lx->id];
+    const ir_sharding *cur = &cx->sh;
+    ir_sharding req, nat, kreq, knat;
+    reduce_as(op, cur, false, &req, &nat);
     bool keep = op->code != IR_AMAX && cur->naxes[ax] && !cur->partial;
-    for (int i = 0; keep && i < cur->naxes[ax]; i++)
-        keep = !((taken >> cur->axes[ax][i]) & 1);
-    ir_sharding nat = no_partial(lr->sh);
-    if (keep) {
-        copy_dim(&req, ax, cur, ax);
-        for (int i = 0; i < cur->naxes[ax]; i++)
-            nat.partial |= (uint16_t)(1u << cur->axes[ax][i]);
+    if (keep) { /* by the bytes moved before and after, the whole dim on a tie */
+        reduce_as(op, cur, true, &kreq, &knat);
+        ir_value t1 = {.type = local_type(&P->dst->mesh, &lr->type, &nat), .sh = nat};
+        ir_value t2 = {.type = local_type(&P->dst->mesh, &lr->type, &knat), .sh = knat};
+        double whole = reshard_cost(P, cx, &req) + reshard_cost(P, &t1, &lr->sh);
+        double split = reshard_cost(P, cx, &kreq) + reshard_cost(P, &t2, &lr->sh);
+        keep = split <= whole;
+        if (keep)
+            req = kreq, nat = knat;
     }
     ir_value *x = operand(P, 0, &req, keep ? "reduced locally, then summed over ranks"
                                            : "the reduced dim whole");
@@ -656,6 +689,79 @@ static void part_loss(part *P)
         finish(P, in, 2, &nat);
 }
 
+/* expand: the operand's full-size dims follow the result; the local op
+ * expands to the local shape. */
+static void part_expand(part *P)
+{
+    const ir_op *op = P->op;
+    const ir_value *lr = op->res[0];
+    ir_sharding q = project(&lr->sh, &lr->type, &op->in[0]->type), nat = no_partial(lr->sh);
+    ir_value *x = operand(P, 0, &q, "the operand of expand follows its result");
+    ir_attrs a = op->a;
+    for (int d = 0; d < a.nlist; d++)
+        a.list[d] /= ir_sharding_split(&nat, &P->dst->mesh, d);
+    map_result(P, emit_local(P, IR_EXPAND, &x, 1, &a), &nat);
+}
+
+/* attn_probs(q, k) [..., S, T]: as attention, keys whole along T. */
+static void part_attn_probs(part *P)
+{
+    const ir_op *op = P->op;
+    const ir_value *lr = op->res[0];
+    int r = lr->type.rank;
+    ir_sharding nat = clear_dim(no_partial(lr->sh), r - 1);
+    ir_sharding q = nat, k = clear_dim(nat, r - 2);
+    ir_value *in[2] = {operand(P, 0, &q, "queries follow the result"),
+                       operand(P, 1, &k, "keys whole along the sequence")};
+    finish(P, in, 2, &nat);
+}
+
+/* embedding_grad(ids, dy) [V, D]: rows of dy stay split where they are, so
+ * each rank adds its rows into a whole table, partial over those axes (the
+ * data-parallel gradient sum); D follows the result. */
+static void part_embedding_grad(part *P)
+{
+    const ir_op *op = P->op;
+    const ir_value *lr = op->res[0], *ldy = op->in[1];
+    int rows = ldy->type.rank - 1;
+    const ir_sharding *cur = &P->map[ldy->id]->sh;
+    ir_sharding qd = replicated(), qi = replicated(), nat = no_partial(lr->sh);
+    nat.naxes[0] = 0;
+    unsigned taken = used_axes(&nat, 2), kept = 0;
+    for (int d = 0; d < rows && !cur->partial; d++) {
+        bool free_axes = true;
+        for (int i = 0; i < cur->naxes[d]; i++)
+            free_axes &= !((taken >> cur->axes[d][i]) & 1);
+        if (!free_axes)
+            continue;
+        copy_dim(&qd, d, cur, d);
+        copy_dim(&qi, d, cur, d);
+        kept |= used_axes(&qd, rows);
+    }
+    copy_dim(&qd, rows, &nat, 1);
+    nat.partial = (uint16_t)kept;
+    ir_value *in[2] = {operand(P, 0, &qi, "ids follow the gradient's rows"),
+                       operand(P, 1, &qd, "rows stay where they are, summed over ranks after")};
+    ir_attrs a = op->a;
+    a.list[1] /= ir_sharding_split(&nat, &P->dst->mesh, 1);
+    map_result(P, emit_local(P, IR_EMBEDDING_GRAD, in, 2, &a), &nat);
+}
+
+/* cross_entropy_grad(logits, labels): rows follow the result, the class
+ * dim whole (sliced after when the result wants it split). */
+static void part_xent_grad(part *P)
+{
+    const ir_op *op = P->op;
+    const ir_value *lr = op->res[0];
+    int r = lr->type.rank;
+    ir_sharding nat = clear_dim(no_partial(lr->sh), r - 1), ql = replicated();
+    for (int d = 0; d + 1 < r; d++)
+        copy_dim(&ql, d, &nat, d);
+    ir_value *in[2] = {operand(P, 0, &nat, "logits whole along the classes"),
+                       operand(P, 1, &ql, "labels follow the rows")};
+    finish(P, in, 2, &nat);
+}
+
 static void part_source(part *P)
 {
     const ir_op *op = P->op;
@@ -664,6 +770,7 @@ static void part_source(part *P)
     ir_op *d = ir_append(P->dst, op->code, NULL, 0, &op->a, &t);
     d->loc = op->loc;
     d->rep = op->rep;
+    d->phase = op->phase;
     d->res[0]->name = lr->name;
     d->res[0]->sh = lr->sh;
     P->map[lr->id] = d->res[0];
@@ -679,9 +786,12 @@ static void part_op(part *P)
     case IR_C_CONTRACT:
         if (op->code == IR_MATMUL)
             part_matmul(P);
+        else if (op->code == IR_ATTN_PROBS)
+            part_attn_probs(P);
         else
             part_attention(P);
         return;
+    case IR_C_OPTIM: part_elementwise(P); return;
     case IR_C_REDUCE: part_reduce(P); return;
     case IR_C_NORM: part_norm(P); return;
     case IR_C_LOSS: part_loss(P); return;
@@ -690,6 +800,9 @@ static void part_op(part *P)
         case IR_TRANSPOSE: part_transpose(P); return;
         case IR_RESHAPE: part_reshape(P); return;
         case IR_EMBEDDING: part_embedding(P); return;
+        case IR_EXPAND: part_expand(P); return;
+        case IR_EMBEDDING_GRAD: part_embedding_grad(P); return;
+        case IR_XENT_GRAD: part_xent_grad(P); return;
         case IR_CONSTRAIN: {
             ir_value *v = operand(P, 0, &op->res[0]->sh, "a sharding constraint");
             if (v != P->map[op->in[0]->id] && !v->name) /* the constraint's own value */
@@ -713,7 +826,7 @@ bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
         su_buf_puts(err, "the module is already partitioned");
         return false;
     }
-    part P = {.ex = ex};
+    part P = {.ex = ex, .zero3_axis = m->train.zero == 3 ? m->train.zero_axis : -1};
     P.dst = ir_module_new(m->oom);
     P.dst->mesh = m->mesh;
     P.dst->partitioned = true;
@@ -734,6 +847,14 @@ bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
     for (int i = 0; i < m->outputs.n; i++)
         ir_add_output(P.dst, IR_OUTPUT(m, i)->name, P.map[IR_OUTPUT(m, i)->v->id],
                       IR_OUTPUT(m, i)->loc);
+    for (int i = 0; i < m->updates.n; i++) {
+        const ir_update *u = IR_UPDATE(m, i);
+        P.op = u->v->def; /* the new value takes the old one's layout */
+        P.need = "an update keeps the layout of what it updates";
+        ir_value *v = reshard(&P, P.map[u->v->id], &u->src->sh);
+        P.need = NULL;
+        ir_add_update(P.dst, P.map[u->src->id], v);
+    }
     P.dst->train = m->train;
     if (m->train.loss)
         P.dst->train.loss = P.map[m->train.loss->id];

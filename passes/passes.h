@@ -17,6 +17,26 @@ typedef struct pass_explain {
     const char **names;     /* [nvalues]: each value's name in the printed IR */
 } pass_explain;
 
+/* The gradient of the loss with respect to each param, as autodiff made
+ * it: param[i] (a param op's result) has gradient grad[i] (same type), in
+ * the order of the params in the module. Arrays live in the module arena. */
+typedef struct pass_grads {
+    int n;
+    ir_value **param;
+    ir_value **grad;
+} pass_grads;
+
+/* Autodiff and the optimizer (autodiff.c). For a logical module with
+ * `train` (and no updates yet), appends the reverse-mode gradient of the
+ * scalar loss with respect to every param (ops in phase backward), then
+ * the optimizer's update of every param (phase optimizer; its state as
+ * `state` sources), and records each new value as an update. A module
+ * without train is left as it is. Runs before sharding propagation, so
+ * gradients get shardings like any other value. When grads is not NULL it
+ * receives the gradients. False with a message in err when the module
+ * cannot be differentiated. */
+bool pass_autodiff(ir_module *m, pass_grads *grads, su_buf *err);
+
 /* Sharding propagation (propagate.c). Gives every value of the logical
  * module m a sharding: annotations (IR_SH_FIXED) stay as they are; every
  * other value gets IR_SH_AUTO by per-op rules run forward and backward to a

@@ -25,7 +25,15 @@ typedef struct prop {
     pass_explain *ex;   /* may be NULL: no reasons kept */
     const char **names; /* per value id: its name in the printed IR */
     bool changed;       /* some value was decided in this sweep */
+    int only;           /* which ops the sweeps visit: ONLY_* */
 } prop;
+
+/* A training step is propagated in three rounds: the forward ops alone, so
+ * activations and params settle as in inference; then the optimizer
+ * updates alone, so each gradient and optimizer state takes its param's
+ * sharding (the layout the update needs) before the backward ops' own
+ * rules reach it; then everything. */
+enum { ONLY_ALL, ONLY_FORWARD, ONLY_OPTIM };
 
 /* A rule's proposal for one value: the sharding and why. */
 typedef struct cand {
@@ -112,7 +120,10 @@ static const char *operand_name(ir_opcode code, int i)
     switch (code) {
     case IR_MATMUL: return ab[i];
     case IR_EMBEDDING: return emb[i];
-    case IR_ATTENTION: return att[i];
+    case IR_ATTENTION:
+    case IR_ATTN_PROBS: return att[i];
+    case IR_EMBEDDING_GRAD: return i ? "dy" : "ids";
+    case IR_XENT_GRAD: return xent[i];
     default: return "x";
     }
 }
@@ -383,6 +394,84 @@ static int reduce_dim(const ir_op *op, int d)
     return d == ax ? -1 : d < ax || op->a.keepdims ? d : d - 1;
 }
 
+/* ---- ZeRO ---- */
+
+/* Whether sharding s of a value of type t could take the ZeRO axis on dim
+ * d: the axis is free and the dim divides by the split with it. */
+static bool zero_fits(const prop *p, const ir_sharding *s, const ir_type *t, int d)
+{
+    int ax = p->m->train.zero_axis;
+    int64_t split = p->m->mesh.size[ax];
+    for (int e = 0; e < t->rank; e++)
+        for (int i = 0; i < s->naxes[e]; i++) {
+            if (s->axes[e][i] == ax)
+                return false;
+            if (e == d)
+                split *= p->m->mesh.size[s->axes[e][i]];
+        }
+    return s->naxes[d] < IR_MAX_AXES && t->dim[d] % split == 0;
+}
+
+/* ZeRO shards what the optimizer updates over the zero axis, on the first
+ * dim it divides (as the minor axis there); a value too small for it stays
+ * replicated over the axis. */
+static void add_zero_axis(prop *p, cand *c, const ir_value *v)
+{
+    int ax = p->m->train.zero_axis;
+    for (int d = 0; d < v->type.rank; d++) {
+        for (int i = 0; i < c->sh.naxes[d]; i++)
+            if (c->sh.axes[d][i] == ax)
+                return; /* already there (zero 3: the param has it) */
+    }
+    for (int d = 0; d < v->type.rank; d++)
+        if (zero_fits(p, &c->sh, &v->type, d)) {
+            c->sh.axes[d][c->sh.naxes[d]++] = (uint8_t)ax;
+            note(c, "; zero %d: sharded over %s on dim %d", p->m->train.zero,
+                 p->m->mesh.name[ax], d);
+            return;
+        }
+    note(c, "; zero %d: no dim divides over %s, kept whole", p->m->train.zero,
+         p->m->mesh.name[ax]);
+}
+
+/* zero 1 keeps gradients whole over the zero axis (reduced by all_reduce,
+ * then sliced by the sharded update), where zero 2 reduce-scatters them. */
+static void drop_zero_axis(prop *p, cand *c, const ir_value *v)
+{
+    int ax = p->m->train.zero_axis;
+    for (int d = 0; d < v->type.rank; d++) {
+        int k = 0;
+        for (int i = 0; i < c->sh.naxes[d]; i++)
+            if (c->sh.axes[d][i] != ax)
+                c->sh.axes[d][k++] = c->sh.axes[d][i];
+        c->sh.naxes[d] = (uint8_t)k;
+    }
+    note(c, "; zero 1: the gradient whole over %s", p->m->mesh.name[ax]);
+}
+
+/* zero 3: once everything else is decided, every param's own layout takes
+ * the zero axis too, so each rank stores a shard and gathers it where it is
+ * used (the uses were decided seeing it whole). */
+static void zero3_params(prop *p)
+{
+    for (int i = 0; i < p->m->ops.n; i++) {
+        ir_op *op = IR_OP(p->m, i);
+        if (op->code != IR_PARAM)
+            continue;
+        ir_value *v = op->res[0];
+        cand c;
+        memset(&c, 0, sizeof c);
+        c.sh = v->sh;
+        add_zero_axis(p, &c, v);
+        legalize(&c, v, &p->m->mesh);
+        c.sh.kind = v->sh.kind;
+        v->sh = c.sh;
+        if (p->ex && v->id >= 0 && v->id < p->ex->nvalues)
+            p->ex->why[v->id] = su_sprintf(&p->m->arena, "%s%s", p->ex->why[v->id]
+                                           ? p->ex->why[v->id] : "", c.why);
+    }
+}
+
 /* Forward rule: fills c with the result's sharding from the operands (one
  * of which has a sharding). False where the op has no forward rule. */
 static bool forward(prop *p, const ir_op *op, cand *c)
@@ -401,10 +490,39 @@ static bool forward(prop *p, const ir_op *op, cand *c)
         return true;
     case IR_C_NORM: copy_all(c, x); return true; /* a split normalised dim included */
     case IR_C_LOSS: return true;                 /* a scalar: nothing to split */
+    case IR_C_OPTIM: /* the param, or the state, it updates */
+        for (int i = 0; i < op->nin; i++)
+            if (has_sh(op->in[i]) && op->in[i]->type.rank == rr) {
+                copy_all(c, op->in[i]);
+                if (p->m->train.zero > 0)
+                    add_zero_axis(p, c, r);
+                return true;
+            }
+        return false;
     default: break;
     }
     switch (op->code) {
     case IR_MATMUL: matmul_fwd(p, op, c); return true;
+    case IR_EXPAND:
+        bcast_fwd(p, c, x, x->type.rank, x, 0, r, rr);
+        return true;
+    case IR_ATTN_PROBS: { /* [..., S, T]: leading and S from q (or k), T whole */
+        const ir_value *lead = has_sh(x) ? x : op->in[1];
+        for (int d = 0; d + 2 < rr; d++)
+            copy_dim(&c->sh, d, sh_of(lead), d);
+        copy_dim(&c->sh, rr - 2, sh_of(x), rr - 2);
+        return true;
+    }
+    case IR_EMBEDDING_GRAD: /* [V, D]: D from dy */
+        copy_dim(&c->sh, 1, sh_of(op->in[1]), op->in[1]->type.rank - 1);
+        return true;
+    case IR_XENT_GRAD: /* like the logits; rows from the labels while logits have none */
+        if (has_sh(x))
+            copy_all(c, x);
+        else
+            for (int d = 0; d + 1 < rr; d++)
+                copy_dim(&c->sh, d, sh_of(op->in[1]), d);
+        return true;
     case IR_CONSTRAIN: /* always FIXED; as identity should one arrive unset */
     case IR_ALL_REDUCE:
     case IR_BROADCAST: copy_all(c, x); return true;
@@ -466,6 +584,20 @@ static const ir_value *layout_bwd(const ir_op *op, int i, cand *c)
         if (i == 2)
             copy_dim(&c->sh, rr - 1, &r->sh, rr - 1);
         return r;
+    case IR_ATTN_PROBS: /* q: leading and S; k: leading */
+        for (int d = 0; d + (i == 0 ? 1 : 2) < rr; d++)
+            copy_dim(&c->sh, d, &r->sh, d);
+        return r;
+    case IR_EXPAND: bcast_bwd(c, x, x->type.rank, r, rr); return r;
+    case IR_EMBEDDING_GRAD: /* dy's D from the table's; ids say nothing */
+        if (i == 0)
+            return NULL;
+        copy_dim(&c->sh, x->type.rank - 1, &r->sh, 1);
+        return r;
+    case IR_XENT_GRAD: /* logits like the result; labels its rows */
+        for (int d = 0; d < x->type.rank; d++)
+            copy_dim(&c->sh, d, &r->sh, d);
+        return r;
     default: return NULL;
     }
 }
@@ -491,6 +623,13 @@ static const ir_value *backward(prop *p, const ir_op *op, int i, cand *c)
             copy_dim(&c->sh, 0, &r->sh, r->type.rank - 1);
         return r;
     case IR_C_LOSS: return loss_bwd(op, i, c);
+    case IR_C_OPTIM: /* every operand of the result's shape (not adamw's step) */
+        if (x->type.rank != r->type.rank)
+            return NULL;
+        copy_all(c, r);
+        if (p->m->train.zero == 1 && x->def->phase == IR_PH_BACKWARD)
+            drop_zero_axis(p, c, r);
+        return r;
     default: break;
     }
     switch (op->code) {
@@ -529,11 +668,20 @@ static void forward_pre(const prop *p, const ir_op *op, cand *c)
 }
 
 /* Program order: each undecided result whose operands say something. */
+static bool visits(const prop *p, const ir_op *op)
+{
+    switch (p->only) {
+    case ONLY_FORWARD: return op->phase == IR_PH_FORWARD;
+    case ONLY_OPTIM: return ir_ops[op->code].cls == IR_C_OPTIM;
+    default: return true;
+    }
+}
+
 static void sweep_forward(prop *p)
 {
     for (int i = 0; i < p->m->ops.n; i++) {
         ir_op *op = IR_OP(p->m, i);
-        if (op->nres != 1 || has_sh(op->res[0]) || !any_operand_sh(op))
+        if (!visits(p, op) || op->nres != 1 || has_sh(op->res[0]) || !any_operand_sh(op))
             continue;
         cand c;
         memset(&c, 0, sizeof c);
@@ -551,7 +699,7 @@ static void sweep_backward(prop *p)
 {
     for (int i = p->m->ops.n - 1; i >= 0; i--) {
         ir_op *op = IR_OP(p->m, i);
-        if (op->nres != 1 || !has_sh(op->res[0]) || op->code == IR_CONSTRAIN)
+        if (!visits(p, op) || op->nres != 1 || !has_sh(op->res[0]) || op->code == IR_CONSTRAIN)
             continue;
         for (int j = 0; j < op->nin; j++) {
             cand c;
@@ -608,11 +756,17 @@ bool pass_propagate(ir_module *m, pass_explain *ex, su_buf *err)
         ex->tie = su_alloc(&m->arena, n * sizeof *ex->tie);
     }
     each_value(m, start_value, &p);
-    do { /* each sweep decides values for good, so this ends */
-        p.changed = false;
-        sweep_forward(&p);
-        sweep_backward(&p);
-    } while (p.changed);
+    static const int rounds[] = {ONLY_FORWARD, ONLY_OPTIM, ONLY_ALL};
+    for (int k = m->updates.n ? 0 : 2; k < 3; k++) {
+        p.only = rounds[k];
+        do { /* each sweep decides values for good, so this ends */
+            p.changed = false;
+            sweep_forward(&p);
+            sweep_backward(&p);
+        } while (p.changed);
+    }
+    if (m->train.zero == 3) /* last: every use sees the param whole, as ZeRO-3 gathers it */
+        zero3_params(&p);
     each_value(m, finish_value, &p);
     return true;
 }

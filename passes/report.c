@@ -29,7 +29,15 @@ double pass_op_flops(const ir_op *op)
         double st = (double)q->dim[q->rank - 2] * (double)k->dim[k->rank - 2];
         return heads * st * (2 * ((double)q->dim[q->rank - 1] + (double)v->dim[v->rank - 1]) + 5);
     }
-    case IR_SOFTMAX: case IR_RMSNORM: case IR_XENT: return 5 * in0;
+    case IR_ATTN_PROBS: { /* q @ kT, then softmax */
+        const ir_type *q = &op->in[0]->type;
+        return 2 * out * (double)q->dim[q->rank - 1] + 5 * out;
+    }
+    case IR_SOFTMAX: case IR_RMSNORM: case IR_XENT: case IR_XENT_GRAD: return 5 * in0;
+    case IR_EMBEDDING_GRAD: return (double)ir_type_numel(&op->in[1]->type);
+    case IR_ADAMW: return 12 * out;
+    case IR_ADAM_M: case IR_ADAM_V: case IR_MOMENTUM: case IR_SGD: return 3 * out;
+    case IR_GELU_GRAD: case IR_SILU_GRAD: return 8 * out;
     case IR_LAYERNORM: return 8 * in0;
     case IR_MSE: return 3 * in0;
     case IR_SUM: case IR_MEAN: case IR_AMAX: return in0;
@@ -108,8 +116,9 @@ static void report_json(const ir_module *m, su_buf *b, double flops, double byte
         su_buf_printf(b, "%s{\"kind\": \"%s\", \"axes\": ", first ? "" : ", ",
                       ir_ops[c.op->code].name);
         axes_json(b, m, c.op);
-        su_buf_printf(b, ", \"dtype\": \"%s\", \"elements\": %lld, \"phase\": \"forward\"}",
-                      ir_dtype_name(c.op->in[0]->type.dtype), (long long)c.elements);
+        su_buf_printf(b, ", \"dtype\": \"%s\", \"elements\": %lld, \"phase\": \"%s\"}",
+                      ir_dtype_name(c.op->in[0]->type.dtype), (long long)c.elements,
+                      ir_phase_name((ir_phase)c.op->phase));
         first = false;
     }
     su_buf_puts(b, "]}]}\n");
@@ -134,9 +143,9 @@ static void report_table(const ir_module *m, su_buf *b, double flops, double byt
         for (int k = 0; k < c.op->a.naxes; k++)
             snprintf(axes + strlen(axes), sizeof axes - strlen(axes), "%s%s", k ? "," : "",
                      m->mesh.name[c.op->a.axes[k]]);
-        su_buf_printf(b, "    %-4d %-15s %-10s %-5s %14lld %14.0f  forward\n", n++,
+        su_buf_printf(b, "    %-4d %-15s %-10s %-5s %14lld %14.0f  %s\n", n++,
                       ir_ops[c.op->code].name, axes, ir_dtype_name(c.op->in[0]->type.dtype),
-                      (long long)c.elements, c.bytes);
+                      (long long)c.elements, c.bytes, ir_phase_name((ir_phase)c.op->phase));
     }
     if (!n)
         su_buf_puts(b, "    (none)\n");

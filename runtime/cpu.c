@@ -1,13 +1,13 @@
 /* cpu.c: the CPU compute backend (cpu.h): rt_cpu_run's dispatch, the
- * f16/bf16 conversions, and every kernel but matmul and attention
- * (cpu_matmul.c).
+ * f16/bf16 conversions, and every kernel but matmul, attention and
+ * attn_probs (cpu_matmul.c).
  *
  * Float kernels are written for f32 only. An instruction on f16 or bf16
  * runs promoted (run_promoted): its half-precision operands are widened into
  * f32 scratch, the f32 kernel runs, and the result is rounded back to
- * nearest even. Layout ops (copy, transpose, slice, embedding) move bytes
- * and work on every dtype; cast converts directly. i32 has its own paths
- * where the ops allow it (elementwise, sum, amax, matmul).
+ * nearest even. Layout ops (copy, transpose, slice, embedding, expand) move
+ * bytes and work on every dtype; cast converts directly. i32 has its own
+ * paths where the ops allow it (elementwise, gt, eq, sum, amax, matmul).
  *
  * Everything here is reentrant: ranks call rt_cpu_run from their own
  * threads; scratch memory is malloc'd and freed inside the call.
@@ -278,6 +278,38 @@ static void bplan_make(const rt_type *ta, const rt_type *tb, const rt_type *to, 
     }
 }
 
+/* ---- scalar functions ---- */
+
+static float sigmoidf(float v)
+{
+    if (v >= 0)
+        return 1.0f / (1.0f + expf(-v));
+    float e = expf(v); /* never overflows for v < 0 */
+    return e / (1.0f + e);
+}
+
+static float geluf(float v)
+{
+    const float c = 0.7978845608028654f; /* sqrt(2 / pi) */
+    return 0.5f * v * (1.0f + tanhf(c * (v + 0.044715f * v * v * v)));
+}
+
+/* d/dv of geluf: 0.5 (1 + tanh u) + 0.5 v (1 - tanh^2 u) u', with
+ * u = c (v + 0.044715 v^3) and u' = c (1 + 3 * 0.044715 v^2). */
+static float gelu_gradf(float v)
+{
+    const float c = 0.7978845608028654f;
+    float th = tanhf(c * (v + 0.044715f * v * v * v));
+    return 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * c * (1.0f + 0.134145f * v * v);
+}
+
+/* d/dv of v sigmoid(v) = s (1 + v (1 - s)). */
+static float silu_gradf(float v)
+{
+    float s = sigmoidf(v);
+    return s * (1.0f + v * (1.0f - s));
+}
+
 /* One row of n results with operand strides 0 or 1, specialised so that the
  * common cases vectorise. X and Y name the operands in EXPR. */
 #define ROW_LOOP(T, EXPR)                                                    \
@@ -318,6 +350,10 @@ static void bin_row_f32(int op, float *o, const float *a, int64_t sa, const floa
     /* nan in either operand gives nan, as NumPy's maximum and minimum */
     case RT_OP_MAX: ROW_LOOP(float, X > Y || X != X ? X : Y); break;
     case RT_OP_MIN: ROW_LOOP(float, X < Y || X != X ? X : Y); break;
+    case RT_OP_GT: ROW_LOOP(float, X > Y ? 1.0f : 0.0f); break;
+    case RT_OP_EQ: ROW_LOOP(float, X == Y ? 1.0f : 0.0f); break;
+    case RT_OP_GELU_GRAD: ROW_LOOP(float, Y * gelu_gradf(X)); break; /* (x, dy) */
+    case RT_OP_SILU_GRAD: ROW_LOOP(float, Y * silu_gradf(X)); break;
     default: ROW_LOOP(float, powf(X, Y)); break;
     }
 }
@@ -334,6 +370,8 @@ static int bin_row_i32(int op, int32_t *o, const int32_t *a, int64_t sa, const i
     case RT_OP_MUL: ROW_LOOP(int32_t, WRAP((uint32_t)X * (uint32_t)Y)); break;
     case RT_OP_MAX: ROW_LOOP(int32_t, X > Y ? X : Y); break;
     case RT_OP_MIN: ROW_LOOP(int32_t, X < Y ? X : Y); break;
+    case RT_OP_GT: ROW_LOOP(int32_t, X > Y); break;
+    case RT_OP_EQ: ROW_LOOP(int32_t, X == Y); break;
     case RT_OP_DIV:
         for (int64_t i = 0; i < n; i++) {
             int32_t X = a[i * sa], Y = b[i * sb];
@@ -347,14 +385,14 @@ static int bin_row_i32(int op, int32_t *o, const int32_t *a, int64_t sa, const i
     return -1;
 }
 
-/* add sub mul div max min pow: NumPy broadcasting, one row of the
- * coalesced shape at a time. */
+/* add sub mul div max min pow gt eq gelu_grad silu_grad: NumPy
+ * broadcasting, one row of the coalesced shape at a time. */
 static int k_binary(const rt_instr *in, const void *const *x, void *y, char *err, size_t errlen)
 {
     int op = in->op, i32 = in->out_t.dtype == RT_I32;
     const char *name = rt_ops[op].name;
-    if (i32 && op == RT_OP_POW)
-        return rt_cpu_fail(err, errlen, "pow of i32 is not supported");
+    if (i32 && (op == RT_OP_POW || op == RT_OP_GELU_GRAD || op == RT_OP_SILU_GRAD))
+        return rt_cpu_fail(err, errlen, "%s of i32 is not supported", name);
     bplan p;
     bplan_make(&in->in_t[0], &in->in_t[1], &in->out_t, &p);
     int r = p.r;
@@ -378,20 +416,6 @@ static int k_binary(const rt_instr *in, const void *const *x, void *y, char *err
 }
 
 /* ---- elementwise unary ---- */
-
-static float sigmoidf(float v)
-{
-    if (v >= 0)
-        return 1.0f / (1.0f + expf(-v));
-    float e = expf(v); /* never overflows for v < 0 */
-    return e / (1.0f + e);
-}
-
-static float geluf(float v)
-{
-    const float c = 0.7978845608028654f; /* sqrt(2 / pi) */
-    return 0.5f * v * (1.0f + tanhf(c * (v + 0.044715f * v * v * v)));
-}
 
 #define MAP(EXPR)                                                            \
     do {                                                                     \
@@ -597,6 +621,16 @@ static int k_mse(const rt_instr *in, const float *a, const float *b, float *o)
     return 0;
 }
 
+/* "cross_entropy label 10 at index 2 is outside the 10 classes (0..9)" */
+static int label_error(const rt_instr *in, int32_t lab, int64_t r, int64_t c, char *err,
+                       size_t errlen)
+{
+    return rt_cpu_fail(err, errlen,
+                       "%s label %d at index %lld is outside the %lld classes (0..%lld)",
+                       rt_ops[in->op].name, (int)lab, (long long)r, (long long)c,
+                       (long long)c - 1);
+}
+
 /* cross_entropy: the mean over rows of logsumexp(row) - row[label]. */
 static int k_xent(const rt_instr *in, const float *logits, const int32_t *labels, float *o,
                   char *err, size_t errlen)
@@ -608,10 +642,7 @@ static int k_xent(const rt_instr *in, const float *logits, const int32_t *labels
         const float *v = logits + r * c;
         int32_t lab = labels[r];
         if (lab < 0 || lab >= c)
-            return rt_cpu_fail(err, errlen,
-                        "cross_entropy label %d at index %lld is outside the %lld classes "
-                        "(0..%lld)",
-                        (int)lab, (long long)r, (long long)c, (long long)c - 1);
+            return label_error(in, lab, r, c, err, errlen);
         float m = v[0];
         for (int64_t i = 1; i < c; i++)
             m = v[i] > m ? v[i] : m;
@@ -621,6 +652,35 @@ static int k_xent(const rt_instr *in, const float *logits, const int32_t *labels
         loss += (double)m + log(s) - v[lab];
     }
     *o = (float)(loss / (double)rows);
+    return 0;
+}
+
+/* cross_entropy_grad: per row softmax(row) - one_hot(label), stable (the
+ * row's max subtracted), not divided by the row count: autodiff scales it. */
+static int k_xent_grad(const rt_instr *in, const float *logits, const int32_t *labels, float *o,
+                       char *err, size_t errlen)
+{
+    const rt_type *t = &in->in_t[0];
+    int64_t c = t->dim[t->rank - 1], rows = rt_type_numel(t) / c;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *v = logits + r * c;
+        float *g = o + r * c;
+        int32_t lab = labels[r];
+        if (lab < 0 || lab >= c)
+            return label_error(in, lab, r, c, err, errlen);
+        float m = v[0];
+        for (int64_t i = 1; i < c; i++)
+            m = v[i] > m ? v[i] : m;
+        double sum = 0;
+        for (int64_t i = 0; i < c; i++) {
+            g[i] = expf(v[i] - m);
+            sum += g[i];
+        }
+        float scale = (float)(1.0 / sum);
+        for (int64_t i = 0; i < c; i++)
+            g[i] *= scale;
+        g[lab] -= 1.0f;
+    }
     return 0;
 }
 
@@ -705,6 +765,14 @@ static int k_transpose(const rt_instr *in, const void *src, void *dst)
     return 0;
 }
 
+/* "embedding id 70000 at index 12 is outside the table's 1024 rows" */
+static int id_error(const rt_instr *in, int32_t id, int64_t i, int64_t v, char *err,
+                    size_t errlen)
+{
+    return rt_cpu_fail(err, errlen, "%s id %d at index %lld is outside the table's %lld rows",
+                       rt_ops[in->op].name, (int)id, (long long)i, (long long)v);
+}
+
 /* embedding: row ids[i] of table [V, D] for every id, in any dtype. */
 static int k_embedding(const rt_instr *in, const void *table, const int32_t *ids, void *o,
                        char *err, size_t errlen)
@@ -713,10 +781,60 @@ static int k_embedding(const rt_instr *in, const void *table, const int32_t *ids
     size_t row = (size_t)(d * rt_dtype_size(in->in_t[0].dtype));
     for (int64_t i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= v)
-            return rt_cpu_fail(err, errlen,
-                        "embedding id %d at index %lld is outside the table's %lld rows",
-                        (int)ids[i], (long long)i, (long long)v);
+            return id_error(in, ids[i], i, v, err, errlen);
         memcpy((char *)o + (size_t)i * row, (const char *)table + (size_t)ids[i] * row, row);
+    }
+    return 0;
+}
+
+/* embedding_grad (ids, dy): the table [V, D] zeroed, then row i of dy
+ * [n, D] added into row ids[i], in index order; repeated ids accumulate in
+ * f32 (the result's precision on the f32 path). */
+static int k_embedding_grad(const rt_instr *in, const int32_t *ids, const float *dy, float *o,
+                            char *err, size_t errlen)
+{
+    int64_t v = in->out_t.dim[0], d = in->out_t.dim[1], n = rt_type_numel(&in->in_t[0]);
+    memset(o, 0, (size_t)(v * d) * sizeof *o);
+    for (int64_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= v)
+            return id_error(in, ids[i], i, v, err, errlen);
+        float *row = o + (int64_t)ids[i] * d;
+        const float *g = dy + i * d;
+        for (int64_t c = 0; c < d; c++)
+            row[c] += g[c];
+    }
+    return 0;
+}
+
+#define FILL_ROW(T)                                                          \
+    do {                                                                     \
+        T v_ = *(const T *)a;                                                \
+        for (int64_t i = 0; i < n; i++)                                      \
+            ((T *)o)[i] = v_;                                                \
+    } while (0)
+
+/* expand: NumPy broadcast_to(x, out_t), in any dtype. It walks the result
+ * as a binary op of x with itself does (bplan): each row is either a run of
+ * x (copied) or one element of x repeated. */
+static int k_expand(const rt_instr *in, const void *src, void *dst)
+{
+    bplan p;
+    bplan_make(&in->in_t[0], &in->in_t[0], &in->out_t, &p);
+    int r = p.r;
+    size_t es = (size_t)rt_dtype_size(in->out_t.dtype);
+    int64_t n = p.d[r - 1], rows = 1, idx[RT_MAX_RANK] = {0}, ox = 0, unused = 0;
+    for (int i = 0; i + 1 < r; i++)
+        rows *= p.d[i];
+    for (int64_t row = 0; row < rows; row++) {
+        char *o = (char *)dst + (size_t)(row * n) * es;
+        const char *a = (const char *)src + (size_t)ox * es;
+        if (p.s[0][r - 1])
+            memcpy(o, a, (size_t)n * es);
+        else if (es == 2)
+            FILL_ROW(uint16_t);
+        else
+            FILL_ROW(uint32_t);
+        walk_step(r - 1, p.d, idx, p.s[0], &ox, p.s[1], &unused);
     }
     return 0;
 }
@@ -750,6 +868,61 @@ static int k_slice(const rt_cpu_ctx *ctx, const rt_instr *in, const void *src, v
     return 0;
 }
 
+/* ---- optimizer updates ---- */
+
+/* adamw (p, m, v, t): p (1 - lr wd) - lr m^ / (sqrt(v^) + eps), with the
+ * bias corrections m^ = m / (1 - beta1^t) and v^ = v / (1 - beta2^t) for
+ * the step t (a scalar, 1 at the first step; 0 divides by zero). */
+static void k_adamw(const rt_instr *in, const void *const *x, float *o, int64_t n)
+{
+    const float *p = x[0], *m = x[1], *v = x[2];
+    double t = *(const float *)x[3];
+    double bc1 = 1.0 - pow(in->beta1, t), bc2 = 1.0 - pow(in->beta2, t);
+    float decay = (float)(1.0 - in->lr * in->wd), step = (float)(in->lr / bc1);
+    float vscale = (float)(1.0 / bc2), eps = (float)in->eps;
+    for (int64_t i = 0; i < n; i++)
+        o[i] = p[i] * decay - step * m[i] / (sqrtf(v[i] * vscale) + eps);
+}
+
+/* momentum sgd adam_m adam_v adamw: elementwise over operands of the
+ * result's type (adamw's t aside). The scalar coefficients are folded in
+ * double and applied in f32. Each element's operands are read before its
+ * result is written, so the result may overwrite an operand. */
+static int k_optim(const rt_instr *in, const void *const *x, float *o)
+{
+    int64_t n = rt_type_numel(&in->out_t);
+    const float *a = x[0], *b = x[1], *c = x[2];
+    float lr = (float)in->lr, wd = (float)in->wd;
+    switch (in->op) {
+    case RT_OP_MOMENTUM: { /* (buf, g, p) */
+        float mu = (float)in->momentum;
+        for (int64_t i = 0; i < n; i++)
+            o[i] = mu * a[i] + (b[i] + wd * c[i]);
+        break;
+    }
+    case RT_OP_SGD: /* (p, d) */
+        for (int64_t i = 0; i < n; i++)
+            o[i] = a[i] - lr * (b[i] + wd * a[i]);
+        break;
+    case RT_OP_ADAM_M: { /* (m, g) */
+        float b1 = (float)in->beta1, c1 = (float)(1.0 - in->beta1);
+        for (int64_t i = 0; i < n; i++)
+            o[i] = b1 * a[i] + c1 * b[i];
+        break;
+    }
+    case RT_OP_ADAM_V: { /* (v, g) */
+        float b2 = (float)in->beta2, c2 = (float)(1.0 - in->beta2);
+        for (int64_t i = 0; i < n; i++)
+            o[i] = b2 * a[i] + c2 * b[i] * b[i];
+        break;
+    }
+    default:
+        k_adamw(in, x, o, n);
+        break;
+    }
+    return 0;
+}
+
 /* ---- dispatch ---- */
 
 /* The ops whose arithmetic is f32: on f16 and bf16 they run promoted. */
@@ -761,6 +934,7 @@ static int computes_in_f32(int op)
     case RT_OP_TRANSPOSE:
     case RT_OP_EMBEDDING:
     case RT_OP_SLICE:
+    case RT_OP_EXPAND:
         return 0;
     default:
         return 1;
@@ -783,6 +957,10 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
     case RT_OP_MAX:
     case RT_OP_MIN:
     case RT_OP_POW:
+    case RT_OP_GT:
+    case RT_OP_EQ:
+    case RT_OP_GELU_GRAD:
+    case RT_OP_SILU_GRAD:
         return k_binary(in, x, y, err, errlen);
     case RT_OP_NEG:
     case RT_OP_ABS:
@@ -805,6 +983,8 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
         return rt_cpu_matmul_(in, x, y, err, errlen);
     case RT_OP_ATTENTION:
         return rt_cpu_attention_(in, x, y, err, errlen);
+    case RT_OP_ATTN_PROBS:
+        return rt_cpu_attn_probs_(in, x, y, err, errlen);
     case RT_OP_SUM:
     case RT_OP_MEAN:
     case RT_OP_AMAX:
@@ -824,6 +1004,18 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
         return k_xent(in, x[0], x[1], y, err, errlen);
     case RT_OP_SLICE:
         return k_slice(ctx, in, x[0], y, err, errlen);
+    case RT_OP_EXPAND:
+        return k_expand(in, x[0], y);
+    case RT_OP_EMBEDDING_GRAD:
+        return k_embedding_grad(in, x[0], x[1], y, err, errlen);
+    case RT_OP_XENT_GRAD:
+        return k_xent_grad(in, x[0], x[1], y, err, errlen);
+    case RT_OP_MOMENTUM:
+    case RT_OP_SGD:
+    case RT_OP_ADAM_M:
+    case RT_OP_ADAM_V:
+    case RT_OP_ADAMW:
+        return k_optim(in, x, y);
     default:
         return rt_cpu_fail(err, errlen, "%s is not a compute instruction", rt_ops[in->op].name);
     }

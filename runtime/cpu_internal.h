@@ -7,6 +7,8 @@
 int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, char *err, size_t errlen);
 int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, char *err,
                       size_t errlen);
+int rt_cpu_attn_probs_(const rt_instr *in, const void *const *x, void *y, char *err,
+                       size_t errlen);
 
 /* Writes the message into err (when there is room) and returns -1. */
 int rt_cpu_fail(char *err, size_t errlen, const char *fmt, ...)

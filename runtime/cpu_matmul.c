@@ -1,6 +1,7 @@
-/* cpu_matmul.c: the CPU backend's matrix kernels, matmul and attention,
- * called by rt_cpu_run (cpu.c) with f32 operands (f16 and bf16 arrive
- * promoted) or, for matmul, i32. The products go through cblas_sgemm.
+/* cpu_matmul.c: the CPU backend's matrix kernels, matmul, attention and
+ * attn_probs, called by rt_cpu_run (cpu.c) with f32 operands (f16 and bf16
+ * arrive promoted) or, for matmul, i32. The products go through
+ * cblas_sgemm.
  */
 #include "cpu_internal.h"
 
@@ -146,6 +147,35 @@ static void masked_softmax(float *p, int64_t s, int64_t t, int causal)
     }
 }
 
+/* p [s, t] = softmax(q k^T / sqrt(d) + mask) for q [s, d], k [t, d]:
+ * attention's probabilities, and attn_probs' result. */
+static void attn_scores(const float *q, const float *k, float *p, int64_t s, int64_t t,
+                        int64_t d, int causal)
+{
+    float scale = (float)(1.0 / sqrt((double)d));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)s, (int)t, (int)d, scale, q,
+                (int)d, k, (int)d, 0.0f, p, (int)t);
+    masked_softmax(p, s, t, causal);
+}
+
+/* attn_probs: per leading index h, p_h [S, T] = attn_scores(q_h, k_h), so
+ * that attention(q, k, v) is attn_probs(q, k) @ v (the same sgemm calls). */
+int rt_cpu_attn_probs_(const rt_instr *in, const void *const *x, void *y, char *err,
+                       size_t errlen)
+{
+    const rt_type *tq = &in->in_t[0];
+    int r = tq->rank;
+    int64_t s = tq->dim[r - 2], d = tq->dim[r - 1], t = in->in_t[1].dim[r - 2];
+    int64_t heads = rt_type_numel(tq) / (s * d);
+    if (!fits_int(s) || !fits_int(t) || !fits_int(d))
+        return rt_cpu_fail(err, errlen, "attn_probs with S = %lld, T = %lld is too large for BLAS",
+                           (long long)s, (long long)t);
+    for (int64_t h = 0; h < heads; h++)
+        attn_scores((const float *)x[0] + h * s * d, (const float *)x[1] + h * t * d,
+                    (float *)y + h * s * t, s, t, d, in->causal);
+    return 0;
+}
+
 /* attention: per leading index h, softmax(q_h k_h^T / sqrt(d) + mask) v_h
  * with q [S, d], k [T, d], v [T, dv]; two sgemms and [S, T] of scratch. */
 int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, char *err,
@@ -162,13 +192,10 @@ int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, char *e
     float *p = malloc(bytes);
     if (!p)
         return rt_cpu_fail(err, errlen, "out of memory: attention needs %zu bytes of scratch", bytes);
-    float scale = (float)(1.0 / sqrt((double)d));
     for (int64_t h = 0; h < heads; h++) {
         const float *q = (const float *)x[0] + h * s * d, *k = (const float *)x[1] + h * t * d;
         const float *v = (const float *)x[2] + h * t * dv;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)s, (int)t, (int)d, scale, q,
-                    (int)d, k, (int)d, 0.0f, p, (int)t);
-        masked_softmax(p, s, t, in->causal);
+        attn_scores(q, k, p, s, t, d, in->causal);
         sgemm_nn(s, dv, t, p, v, (float *)y + h * s * dv);
     }
     free(p);

@@ -32,10 +32,10 @@
 #include <stdint.h>
 
 #define RT_PLAN_MAGIC "SHRDPLAN"
-#define RT_PLAN_VERSION 1
+#define RT_PLAN_VERSION 2
 #define RT_MAX_RANK 8
 #define RT_MAX_AXES 8
-#define RT_MAX_IN 3
+#define RT_MAX_IN 4
 
 /* Same numbering and sizes as the IR's dtypes. */
 typedef enum { RT_F32, RT_F16, RT_BF16, RT_I32, RT_NDTYPES } rt_dtype;
@@ -85,6 +85,7 @@ typedef struct rt_instr {
     int64_t dim, dim2;             /* slice and collectives */
     uint8_t naxes;                 /* slice and collectives: mesh axes, major first */
     uint8_t axes[RT_MAX_AXES];
+    double lr, momentum, beta1, beta2, wd; /* optimizer updates (plan_ops.def) */
 } rt_instr;
 
 typedef struct rt_program {
@@ -94,7 +95,9 @@ typedef struct rt_program {
     rt_instr *instr;
 } rt_program;
 
-typedef enum { RT_IO_INPUT, RT_IO_PARAM, RT_IO_OUTPUT } rt_io_kind;
+/* STATE: optimizer state and the step count; kept across steps and saved
+ * with the params, made by its init, never trained. */
+typedef enum { RT_IO_INPUT, RT_IO_PARAM, RT_IO_OUTPUT, RT_IO_STATE } rt_io_kind;
 typedef enum { RT_INIT_NONE, RT_INIT_ZEROS, RT_INIT_ONES, RT_INIT_NORMAL, RT_INIT_UNIFORM } rt_init_kind;
 
 /* Per dimension the mesh axes splitting it (major first), plus the axes over
@@ -114,7 +117,14 @@ typedef struct rt_io {
                                     * absent: rt_init_kind */
     double init_a, init_b;         /* normal: a = std; uniform: [a, b) */
     int32_t stage;                 /* the stage whose program holds it */
-    int32_t buffer;                /* outputs: the buffer with the local shard */
+    int32_t buffer;                /* outputs: the buffer with the local shard;
+                                    * params and states: the buffer their source
+                                    * instruction fills (kept across runs);
+                                    * inputs: -1 */
+    int32_t update;                /* params and states of a training step: the
+                                    * buffer holding the value that replaces the
+                                    * local shard after each run (same local
+                                    * type); -1: none (inference, inputs, outputs) */
 } rt_io;
 
 typedef struct rt_plan {
@@ -126,6 +136,8 @@ typedef struct rt_plan {
     rt_program *stage;
     int32_t nio;
     rt_io *io;
+    int32_t loss;                  /* training: the output entry holding the loss
+                                    * (a floating-point scalar); -1: inference */
     char *report;                  /* JSON text, NUL-terminated; may be "" */
     size_t report_len;
     void *mem_;                    /* owned memory (rt_plan_free) */

@@ -11,19 +11,24 @@
  *             u8 kind, str name, type,
  *             per dim of the type: u8 naxes (<= 8), naxes x u8 mesh axis,
  *             u16 partial, u8 init, f64 init_a, f64 init_b,
- *             i32 stage, i32 buffer
+ *             i32 stage, i32 buffer, i32 update;
+ *           then i32 loss (an entry index, or -1)
  *   PROG    u32 nbuf, nbuf x i64 bytes, u32 ninstr, then per instruction:
- *             u16 op, u8 nin (<= 3), nin x (i32 in, type in_t),
+ *             u16 op, u8 nin (<= 4), nin x (i32 in, type in_t),
  *             i32 out, type out_t, i32 io, f64 value, i64 axis,
  *             u8 keepdims, u8 causal, f64 eps, u8 nlist (<= 8),
  *             nlist x i64 list, i64 dim, i64 dim2, u8 naxes (<= 8),
- *             naxes x u8 axes
+ *             naxes x u8 axes, f64 lr, f64 momentum, f64 beta1,
+ *             f64 beta2, f64 wd
  *   KERN    u32 count; only 0 for now (no kernel blobs on the CPU path)
  *   REPT    the report's bytes as they are (no NUL)
  * Counts (u32) are at most INT32_MAX. Entries past a count (dims past a
  * rank, operands past nin, ...) are not stored and read back as 0, and the
  * writer refuses a plan that fails rt_plan_validate, so the form is
  * canonical: writing a plan that was read gives back the same bytes.
+ * Version 2 added the update and loss fields, the optimizer attributes and
+ * a fourth operand; version 1 files are refused, not converted (their
+ * plans cannot train, and recompiling is cheap).
  */
 #include "plan.h"
 
@@ -37,8 +42,8 @@
 enum {
     HDR_SIZE = 28,  /* magic 8, version 4, section count 4, total 8, CRC 4 */
     SEC_HDR = 20,   /* tag 4, reserved 4, payload length 8, CRC 4 */
-    IO_MIN = 34,    /* the smallest IOTB entry: a scalar with an empty name */
-    INSTR_MIN = 57, /* the smallest instruction: no operands, list or axes */
+    IO_MIN = 38,    /* the smallest IOTB entry: a scalar with an empty name */
+    INSTR_MIN = 97, /* the smallest instruction: no operands, list or axes */
     PROG_MIN = 8,   /* the smallest PROG payload: two counts of 0 */
     NSEC_FIXED = 4, /* MESH, IOTB, KERN, REPT; plus one PROG per stage */
     TYPE_LEN = 200, /* "bf16[" + 8 x (", " + 20 digits) + "]" fits */
@@ -466,6 +471,96 @@ static bool rule_xent(const rt_instr *in, rt_type *want, char *err, size_t errle
     return true;
 }
 
+/* expand: x broadcast to out_t (NumPy's broadcast_to: x aligned at the
+ * end, each of its dims 1 or equal); the result's shape is the attribute. */
+static bool rule_expand(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+{
+    const rt_type *x = &in->in_t[0], *out = &in->out_t;
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    int off = out->rank - x->rank;
+    bool ok = off >= 0;
+    for (int i = 0; ok && i < x->rank; i++)
+        ok = x->dim[i] == 1 || x->dim[i] == out->dim[i + off];
+    if (!ok)
+        return fail(err, errlen, "cannot expand %s to the shape of %s", tstr(t1, x),
+                    tstr(t2, out));
+    *want = *out;
+    want->dtype = x->dtype;
+    return true;
+}
+
+/* attn_probs: q [..., S, d], k [..., T, d] -> [..., S, T]. */
+static bool rule_attn_probs(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+{
+    const rt_type *q = &in->in_t[0], *k = &in->in_t[1];
+    char tq[TYPE_LEN], tk[TYPE_LEN];
+    if (q->rank < 2)
+        return fail(err, errlen, "needs q of rank 2 or more, got %s", tstr(tq, q));
+    if (!same_dtype(in, err, errlen) || !need_float(q, "q", err, errlen))
+        return false;
+    int r = q->rank;
+    bool ok = k->rank == r && k->dim[r - 1] == q->dim[r - 1];
+    for (int i = 0; ok && i < r - 2; i++)
+        ok = k->dim[i] == q->dim[i];
+    if (!ok)
+        return fail(err, errlen, "needs q and k with the same leading and last dimensions, got "
+                    "%s and %s", tstr(tq, q), tstr(tk, k));
+    *want = *q;
+    want->dim[r - 1] = k->dim[r - 2];
+    return true;
+}
+
+/* embedding_grad: i32 ids [...] and dy [..., D] -> [V, D]; V is the
+ * result's (the table's rows). */
+static bool rule_embedding_grad(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+{
+    const rt_type *ids = &in->in_t[0], *dy = &in->in_t[1], *out = &in->out_t;
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    if (ids->dtype != RT_I32)
+        return fail(err, errlen, "the ids must be i32, got %s", tstr(t1, ids));
+    if (!need_float(dy, "dy", err, errlen))
+        return false;
+    bool ok = dy->rank == ids->rank + 1;
+    for (int i = 0; ok && i < ids->rank; i++)
+        ok = dy->dim[i] == ids->dim[i];
+    if (!ok)
+        return fail(err, errlen, "needs dy of shape [ids..., D], got ids %s and dy %s",
+                    tstr(t1, ids), tstr(t2, dy));
+    if (out->rank != 2)
+        return fail(err, errlen, "needs a result of shape [V, %lld], got %s",
+                    (long long)dy->dim[dy->rank - 1], tstr(t1, out));
+    want->dtype = dy->dtype;
+    want->rank = 2;
+    want->dim[0] = out->dim[0];
+    want->dim[1] = dy->dim[dy->rank - 1];
+    return true;
+}
+
+/* Optimizer updates: every operand of the first one's type, except adamw's
+ * step count t, a floating-point scalar; adamw's eps finite and >= 0. */
+static bool rule_optim(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+{
+    const rt_type *x = &in->in_t[0];
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    if (!need_float(x, "the operand", err, errlen))
+        return false;
+    int n = in->op == RT_OP_ADAMW ? 3 : in->nin;
+    for (int i = 1; i < n; i++)
+        if (!type_eq(&in->in_t[i], x))
+            return fail(err, errlen, "needs operands of one type, got %s and %s", tstr(t1, x),
+                        tstr(t2, &in->in_t[i]));
+    if (in->op == RT_OP_ADAMW) {
+        const rt_type *t = &in->in_t[3];
+        if (t->rank != 0 || !is_float(t->dtype))
+            return fail(err, errlen, "needs a floating-point scalar step count, got %s",
+                        tstr(t1, t));
+        if (!(isfinite(in->eps) && in->eps >= 0))
+            return fail(err, errlen, "needs a finite eps >= 0, got %g", in->eps);
+    }
+    *want = *x;
+    return true;
+}
+
 /* Slice and collectives, local shapes, NCCL semantics: slice and
  * reduce_scatter divide dim by the group size G, all_gather multiplies it,
  * all_to_all divides dim and multiplies dim2. */
@@ -500,18 +595,27 @@ static bool rule_group(const rt_plan *p, const rt_instr *in, rt_type *want, char
     return true;
 }
 
-/* input and param: the entry exists, has the op's kind, and out_t is its
- * local shard. (Which stage holds it is rt_plan_validate's check.) */
+static bool is_io_source(int op)
+{
+    return op == RT_OP_INPUT || op == RT_OP_PARAM || op == RT_OP_STATE;
+}
+
+/* input, param and state: the entry exists, has the op's kind, and out_t
+ * is its local shard. (Which stage holds it is rt_plan_validate's check.) */
 static bool rule_source(const rt_plan *p, const rt_instr *in, char *err, size_t errlen)
 {
     char msg[MSG_LEN], b1[TYPE_LEN], b2[TYPE_LEN];
-    int kind = in->op == RT_OP_INPUT ? RT_IO_INPUT : RT_IO_PARAM;
+    int kind = in->op == RT_OP_INPUT   ? RT_IO_INPUT
+               : in->op == RT_OP_PARAM ? RT_IO_PARAM
+                                       : RT_IO_STATE;
     if (in->io < 0 || in->io >= p->nio || !p->io)
         return fail(err, errlen, "I/O entry %d is out of range (the plan has %d)", in->io, p->nio);
     const rt_io *io = &p->io[in->io];
     if (io->kind != kind)
         return fail(err, errlen, "I/O entry %d is not %s", in->io,
-                    kind == RT_IO_INPUT ? "an input" : "a parameter");
+                    kind == RT_IO_INPUT   ? "an input"
+                    : kind == RT_IO_PARAM ? "a parameter"
+                                          : "a state");
     rt_type local;
     if (!io_local(p, io, &local, msg, sizeof msg))
         return fail(err, errlen, "I/O entry %d: %s", in->io, msg);
@@ -542,6 +646,11 @@ static bool check_operands(const rt_instr *in, char *err, size_t errlen)
         return fail(err, errlen, "has a list of %d entries; at most %d", in->nlist, RT_MAX_RANK);
     if (in->naxes > RT_MAX_AXES)
         return fail(err, errlen, "names %d mesh axes; at most %d", in->naxes, RT_MAX_AXES);
+    const double hyper[] = {in->lr, in->momentum, in->beta1, in->beta2, in->wd};
+    static const char *const hyper_names[] = {"lr", "momentum", "beta1", "beta2", "wd"};
+    for (int i = 0; i < 5; i++)
+        if (!isfinite(hyper[i]))
+            return fail(err, errlen, "%s %g is not finite", hyper_names[i], hyper[i]);
     return true;
 }
 
@@ -552,7 +661,8 @@ static bool is_unary(int op)
 
 static bool is_binary(int op)
 {
-    return op >= RT_OP_ADD && op <= RT_OP_POW;
+    return (op >= RT_OP_ADD && op <= RT_OP_POW) || op == RT_OP_GT || op == RT_OP_EQ ||
+           op == RT_OP_GELU_GRAD || op == RT_OP_SILU_GRAD;
 }
 
 /* The message says what is wrong, not which instruction: rt_plan_validate
@@ -568,13 +678,15 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, char *err, size_t errl
     memset(&want, 0, sizeof want);
     bool ok;
     int op = in->op;
-    if (op == RT_OP_INPUT || op == RT_OP_PARAM)
+    if (is_io_source(op))
         return rule_source(p, in, err, errlen);
     if (op == RT_OP_CONST)
         return isfinite(in->value) ? true
                                    : fail(err, errlen, "the value %g is not finite", in->value);
     if (is_binary(op)) {
-        ok = rule_binary(in, &want, err, errlen);
+        ok = (op != RT_OP_GELU_GRAD && op != RT_OP_SILU_GRAD) ||
+             need_float(x, "x", err, errlen);
+        ok = ok && rule_binary(in, &want, err, errlen);
     } else if (is_unary(op)) {
         want = *x;
         ok = op == RT_OP_NEG || op == RT_OP_ABS || op == RT_OP_RELU ||
@@ -621,6 +733,26 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, char *err, size_t errl
             break;
         case RT_OP_XENT:
             ok = rule_xent(in, &want, err, errlen);
+            break;
+        case RT_OP_EXPAND:
+            ok = rule_expand(in, &want, err, errlen);
+            break;
+        case RT_OP_ATTN_PROBS:
+            ok = rule_attn_probs(in, &want, err, errlen);
+            break;
+        case RT_OP_EMBEDDING_GRAD:
+            ok = rule_embedding_grad(in, &want, err, errlen);
+            break;
+        case RT_OP_XENT_GRAD:
+            ok = rule_xent(in, &want, err, errlen);
+            want = *x;
+            break;
+        case RT_OP_MOMENTUM:
+        case RT_OP_SGD:
+        case RT_OP_ADAM_M:
+        case RT_OP_ADAM_V:
+        case RT_OP_ADAMW:
+            ok = rule_optim(in, &want, err, errlen);
             break;
         default: /* slice and the collectives */
             ok = rule_group(p, in, &want, err, errlen);
@@ -704,8 +836,9 @@ static bool check_fit(const rt_program *g, int32_t b, const rt_type *t, const ch
     return true;
 }
 
-/* Params are made by their initializer; an input may carry one too, for
- * when it is absent at run time (codegen makes synthetic inputs so). */
+/* Params and states are made by their initializer; an input may carry one
+ * too, for when it is absent at run time (codegen makes synthetic inputs
+ * so). */
 static bool check_init(const rt_io *io, char *err, size_t errlen)
 {
     if (io->kind == RT_IO_OUTPUT)
@@ -732,11 +865,12 @@ static bool check_init(const rt_io *io, char *err, size_t errlen)
 }
 
 /* One I/O entry on its own: kind, name, type and sharding, init, stage,
- * and for an output the buffer holding its local shard. */
+ * for an output the buffer holding its local shard, and for a param or a
+ * state the buffer of its update (check_sources checks its buffer). */
 static bool check_io(const rt_plan *p, const rt_io *io, char *err, size_t errlen)
 {
     rt_type local;
-    if (io->kind > RT_IO_OUTPUT)
+    if (io->kind > RT_IO_STATE)
         return fail(err, errlen, "unknown kind (%d)", io->kind);
     if (!io_local(p, io, &local, err, errlen) || !check_init(io, err, errlen))
         return false;
@@ -746,9 +880,15 @@ static bool check_io(const rt_plan *p, const rt_io *io, char *err, size_t errlen
     if (io->stage < 0 || io->stage >= p->nstages)
         return fail(err, errlen, "stage %d is out of range (the plan has %d)", io->stage,
                     p->nstages);
-    if (io->kind == RT_IO_OUTPUT)
-        return check_fit(&p->stage[io->stage], io->buffer, &local, "the local shard", err,
-                         errlen);
+    if (io->kind == RT_IO_OUTPUT && !check_fit(&p->stage[io->stage], io->buffer, &local,
+                                               "the local shard", err, errlen))
+        return false;
+    bool trained = io->kind == RT_IO_PARAM || io->kind == RT_IO_STATE;
+    if (io->update != -1 && !trained)
+        return fail(err, errlen, "an %s has no update (buffer %d), only params and states do",
+                    io->kind == RT_IO_INPUT ? "input" : "output", io->update);
+    if (io->update != -1)
+        return check_fit(&p->stage[io->stage], io->update, &local, "the update", err, errlen);
     return true;
 }
 
@@ -764,7 +904,7 @@ static int cmp_named(const void *a, const void *b)
     return c ? c : (x->index > y->index) - (x->index < y->index);
 }
 
-/* Inputs, params and outputs share one namespace. Sorted, so that a plan
+/* Inputs, params, states and outputs share one namespace. Sorted, so that a plan
  * with many parameters does not cost a quadratic scan. */
 static bool check_io_names(const rt_plan *p, char *err, size_t errlen)
 {
@@ -801,7 +941,7 @@ static bool check_ios(const rt_plan *p, char *err, size_t errlen)
 }
 
 /* What rt_instr_check cannot see: the buffers of the program, and the
- * stage of an input's or param's entry. */
+ * stage of an input's, param's or state's entry. */
 static bool check_in_program(const rt_plan *p, int s, const rt_instr *in, char *err,
                              size_t errlen)
 {
@@ -816,8 +956,7 @@ static bool check_in_program(const rt_plan *p, int s, const rt_instr *in, char *
     }
     if (!check_fit(g, in->out, &in->out_t, "the result", err, errlen))
         return false;
-    if ((in->op == RT_OP_INPUT || in->op == RT_OP_PARAM) && in->io >= 0 && in->io < p->nio &&
-        p->io[in->io].stage != s)
+    if (is_io_source(in->op) && in->io >= 0 && in->io < p->nio && p->io[in->io].stage != s)
         return fail(err, errlen, "I/O entry %d belongs to stage %d", in->io, p->io[in->io].stage);
     return rt_instr_check(p, in, err, errlen);
 }
@@ -837,6 +976,62 @@ static bool check_programs(const rt_plan *p, char *err, size_t errlen)
     return true;
 }
 
+/* Each param and state is filled by a source instruction of its stage
+ * (rt_instr_check and check_in_program have checked the instructions'
+ * entries and stages), and its buffer is the one every such instruction
+ * writes: the session keeps it across runs and writes updates into it. */
+static bool check_sources(const rt_plan *p, char *err, size_t errlen)
+{
+    int32_t *src = malloc(((size_t)p->nio + 1) * sizeof *src);
+    if (!src)
+        return fail(err, errlen, "out of memory");
+    for (int32_t i = 0; i < p->nio; i++)
+        src[i] = -1;
+    bool ok = true;
+    for (int s = 0; ok && s < p->nstages; s++)
+        for (int k = 0; ok && k < p->stage[s].ninstr; k++) {
+            const rt_instr *in = &p->stage[s].instr[k];
+            if (in->op != RT_OP_PARAM && in->op != RT_OP_STATE)
+                continue;
+            if (src[in->io] >= 0 && src[in->io] != in->out)
+                ok = fail(err, errlen, "I/O entry %d (%s) is filled into buffers %d and %d",
+                          in->io, p->io[in->io].name, src[in->io], in->out);
+            src[in->io] = in->out;
+        }
+    for (int32_t i = 0; ok && i < p->nio; i++) {
+        const rt_io *io = &p->io[i];
+        if (io->kind != RT_IO_PARAM && io->kind != RT_IO_STATE)
+            continue;
+        if (src[i] < 0)
+            ok = fail(err, errlen, "I/O entry %d (%s): no instruction of stage %d fills it", i,
+                      io->name, io->stage);
+        else if (io->buffer != src[i])
+            ok = fail(err, errlen, "I/O entry %d (%s): buffer %d is not buffer %d, which its "
+                      "source instruction fills", i, io->name, io->buffer, src[i]);
+    }
+    free(src);
+    return ok;
+}
+
+/* The loss: none (-1), or an output that is a floating-point scalar. */
+static bool check_loss(const rt_plan *p, char *err, size_t errlen)
+{
+    if (p->loss == -1)
+        return true;
+    if (p->loss < 0 || p->loss >= p->nio)
+        return fail(err, errlen, "the loss is I/O entry %d, out of range (the plan has %d)",
+                    p->loss, p->nio);
+    const rt_io *io = &p->io[p->loss];
+    char b[TYPE_LEN];
+    if (io->kind != RT_IO_OUTPUT)
+        return fail(err, errlen, "the loss is I/O entry %d (%s), which is not an output", p->loss,
+                    io->name);
+    if (io->type.rank != 0 || !is_float(io->type.dtype))
+        return fail(err, errlen, "the loss, output '%s', is %s; a floating-point scalar is "
+                    "needed", io->name, tstr(b, &io->type));
+    return true;
+}
+
 /* Mesh, then buffer tables, then I/O entries, then instructions: each step
  * may index what the steps before it checked. */
 bool rt_plan_validate(const rt_plan *p, char *err, size_t errlen)
@@ -844,7 +1039,8 @@ bool rt_plan_validate(const rt_plan *p, char *err, size_t errlen)
     if (!p)
         return fail(err, errlen, "no plan");
     if (!check_mesh(p, err, errlen) || !check_buffers(p, err, errlen) ||
-        !check_ios(p, err, errlen) || !check_programs(p, err, errlen))
+        !check_ios(p, err, errlen) || !check_programs(p, err, errlen) ||
+        !check_sources(p, err, errlen) || !check_loss(p, err, errlen))
         return false;
     if (p->report_len > 0 && !p->report)
         return fail(err, errlen, "the report has %zu bytes but no text", p->report_len);
@@ -967,7 +1163,9 @@ static void write_io(wbuf *w, const rt_plan *p)
         put_f64(w, io->init_b);
         put_le(w, (uint32_t)io->stage, 4);
         put_le(w, (uint32_t)io->buffer, 4);
+        put_le(w, (uint32_t)io->update, 4);
     }
+    put_le(w, (uint32_t)p->loss, 4);
     end_section(w, at);
 }
 
@@ -994,6 +1192,11 @@ static void write_instr(wbuf *w, const rt_instr *in)
     put_le(w, (uint64_t)in->dim2, 8);
     put_le(w, in->naxes, 1);
     put(w, in->axes, in->naxes);
+    put_f64(w, in->lr);
+    put_f64(w, in->momentum);
+    put_f64(w, in->beta1);
+    put_f64(w, in->beta2);
+    put_f64(w, in->wd);
 }
 
 static void write_prog(wbuf *w, const rt_program *g)
@@ -1321,9 +1524,13 @@ static bool read_io(cur *c, rt_plan *p)
         }
         if (!get_u16(c, "partial", &io->sh.partial) || !get_u8(c, "init", &io->init) ||
             !get_f64(c, "init_a", &io->init_a) || !get_f64(c, "init_b", &io->init_b) ||
-            !get_i32(c, "stage", &io->stage) || !get_i32(c, "buffer", &io->buffer))
+            !get_i32(c, "stage", &io->stage) || !get_i32(c, "buffer", &io->buffer) ||
+            !get_i32(c, "update", &io->update))
             return false;
     }
+    c->where[0] = 0;
+    if (!get_i32(c, "the loss", &p->loss))
+        return false;
     return close_section(c);
 }
 
@@ -1349,7 +1556,9 @@ static bool read_instr(cur *c, rt_instr *in)
     for (int i = 0; i < in->naxes; i++)
         if (!get_u8(c, "axes", &in->axes[i]))
             return false;
-    return true;
+    return get_f64(c, "lr", &in->lr) && get_f64(c, "momentum", &in->momentum) &&
+           get_f64(c, "beta1", &in->beta1) && get_f64(c, "beta2", &in->beta2) &&
+           get_f64(c, "wd", &in->wd);
 }
 
 static bool read_prog(cur *c, rt_program *g)
@@ -1416,6 +1625,10 @@ static bool read_header(reader *r, uint32_t *nsec)
     if (version > RT_PLAN_VERSION)
         return rfail(r, "plan format version %llu is newer than this shardrun reads (%d): "
                      "rebuild shardrun", (unsigned long long)version, RT_PLAN_VERSION);
+    if (version < RT_PLAN_VERSION)
+        return rfail(r, "the plan was written by an older shardc (plan format %llu; this "
+                     "shardrun reads %d): compile the model again", (unsigned long long)version,
+                     RT_PLAN_VERSION);
     if (total > r->len)
         return rfail(r, "truncated file: the header says %llu bytes, the file has %zu",
                      (unsigned long long)total, r->len);

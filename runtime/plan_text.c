@@ -1,6 +1,7 @@
-/* plan_text.c: a plan as text (`shardc --emit schedule`): per stage, the
- * instruction list every rank of the stage runs, exactly as the runtime
- * will run it. */
+/* plan_text.c: a plan as text (`shardc --emit schedule`): the I/O table
+ * (with the buffers params and states live in, their updates and the
+ * loss), then per stage the instruction list every rank of the stage
+ * runs, exactly as the runtime will run it. */
 #include "plan_text.h"
 
 #include <inttypes.h>
@@ -50,6 +51,7 @@ static void instr_str(const rt_plan *p, const rt_instr *in, su_buf *b)
     switch (in->op) {
     case RT_OP_INPUT:
     case RT_OP_PARAM:
+    case RT_OP_STATE:
         ATTR("name = \"%s\"", in->io >= 0 && in->io < p->nio ? p->io[in->io].name : "?");
         break;
     case RT_OP_CONST:
@@ -70,8 +72,38 @@ static void instr_str(const rt_plan *p, const rt_instr *in, su_buf *b)
         ATTR("eps = %s", num);
         break;
     case RT_OP_ATTENTION:
+    case RT_OP_ATTN_PROBS:
         ATTR("causal = %s", in->causal ? "true" : "false");
         break;
+    case RT_OP_MOMENTUM:
+        su_fmt_double(num, in->momentum);
+        ATTR("momentum = %s", num);
+        su_fmt_double(num, in->wd);
+        ATTR("wd = %s", num);
+        break;
+    case RT_OP_SGD:
+        su_fmt_double(num, in->lr);
+        ATTR("lr = %s", num);
+        su_fmt_double(num, in->wd);
+        ATTR("wd = %s", num);
+        break;
+    case RT_OP_ADAM_M:
+        su_fmt_double(num, in->beta1);
+        ATTR("beta1 = %s", num);
+        break;
+    case RT_OP_ADAM_V:
+        su_fmt_double(num, in->beta2);
+        ATTR("beta2 = %s", num);
+        break;
+    case RT_OP_ADAMW: {
+        static const char *const names[] = {"eps", "lr", "beta1", "beta2", "wd"};
+        const double v[] = {in->eps, in->lr, in->beta1, in->beta2, in->wd};
+        for (int k = 0; k < 5; k++) {
+            su_fmt_double(num, v[k]);
+            ATTR("%s = %s", names[k], num);
+        }
+        break;
+    }
     case RT_OP_TRANSPOSE:
         ATTR("perm = [");
         for (int i = 0; i < in->nlist; i++)
@@ -100,9 +132,28 @@ static void instr_str(const rt_plan *p, const rt_instr *in, su_buf *b)
     su_buf_putc(b, '\n');
 }
 
+/* 'output "y" : f32[8, 4] shard(dp, _) = %7'; a param or a state names its
+ * buffer and, in a training step, the buffer of its new value
+ * ("= %2 <- %9"); the loss says so. */
+static void io_str(const rt_plan *p, int i, su_buf *b)
+{
+    static const char *const kinds[] = {"input", "param", "output", "state"};
+    const rt_io *io = &p->io[i];
+    char tb[160];
+    su_buf_printf(b, "%s \"%s\" : %s ", kinds[io->kind <= RT_IO_STATE ? io->kind : 0],
+                  io->name, rt_type_str(&io->type, tb, sizeof tb));
+    sharding_str(p, io, b);
+    if (io->kind != RT_IO_INPUT)
+        su_buf_printf(b, " = %%%d", (int)io->buffer);
+    if (io->update >= 0)
+        su_buf_printf(b, " <- %%%d", (int)io->update);
+    if (i == p->loss)
+        su_buf_puts(b, "    // the loss");
+    su_buf_putc(b, '\n');
+}
+
 void rt_plan_print_schedule(const rt_plan *p, su_buf *b)
 {
-    char tb[160];
     su_buf_puts(b, "mesh");
     for (int a = 0; a < p->naxes; a++)
         su_buf_printf(b, "%s %s = %lld", a ? "," : "", p->axis_name[a], (long long)p->axis_size[a]);
@@ -110,16 +161,8 @@ void rt_plan_print_schedule(const rt_plan *p, su_buf *b)
         su_buf_puts(b, " (one rank)");
     su_buf_printf(b, "\n// %lld rank%s, %d stage%s\n", (long long)rt_plan_ranks(p),
                   rt_plan_ranks(p) == 1 ? "" : "s", (int)p->nstages, p->nstages == 1 ? "" : "s");
-    for (int i = 0; i < p->nio; i++) {
-        const rt_io *io = &p->io[i];
-        static const char *const kinds[] = {"input", "param", "output"};
-        su_buf_printf(b, "%s \"%s\" : %s ", kinds[io->kind < 3 ? io->kind : 0], io->name,
-                      rt_type_str(&io->type, tb, sizeof tb));
-        sharding_str(p, io, b);
-        if (io->kind == RT_IO_OUTPUT)
-            su_buf_printf(b, " = %%%d", (int)io->buffer);
-        su_buf_putc(b, '\n');
-    }
+    for (int i = 0; i < p->nio; i++)
+        io_str(p, i, b);
     for (int st = 0; st < p->nstages; st++) {
         const rt_program *prog = &p->stage[st];
         int64_t total = 0;

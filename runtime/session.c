@@ -2,13 +2,19 @@
  * order: sources fill buffers (from bound host tensors, safetensors files
  * or the seed), compute instructions go to the CPU backend, collectives to
  * the communicator, with the re-layout a dimension other than 0 needs
- * (communicators move flat blocks, member by member, as NCCL does). */
+ * (communicators move flat blocks, member by member, as NCCL does).
+ *
+ * Params and states live in their buffers across runs: they are loaded at
+ * the first run (and after a param is bound again), and in a training step
+ * each one's update buffer is copied into its buffer after the run, so the
+ * next run starts from the new values. */
 #include "session.h"
 
 #include "comm.h"
 #include "cpu.h"
 #include "tensors.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,6 +60,8 @@ struct rt_session {
     int nbind;
     binding *bind;
     bool params_dirty;
+    bool failed;              /* a run failed: only rt_session_free is left */
+    int64_t steps;            /* successful runs */
     void **out;               /* per io entry: gathered output (outputs only) */
     char *generated;
     pthread_mutex_t mu;       /* first_err */
@@ -219,7 +227,7 @@ static int load_source(rank_state *rs, const rt_instr *in, void *dst)
         copy_block(&io->type, start, count, rt_dtype_size(io->type.dtype), b->data, dst, false);
         return 0;
     }
-    rt_st_file *f = io->kind == RT_IO_PARAM ? s->params : s->inputs;
+    rt_st_file *f = io->kind == RT_IO_INPUT ? s->inputs : s->params;
     if (f && (io->kind == RT_IO_INPUT || rt_st_find(f, io->name)))
         return rt_st_read_block(f, io->name, &io->type, start, count, dst, rs->err,
                                 sizeof rs->err);
@@ -471,6 +479,131 @@ static int gather_outputs_mpi(rt_session *s, rank_state *rs)
     return 0;
 }
 
+/* ---- training: updates, saving params ---- */
+
+static bool is_kept(const rt_io *io)
+{
+    return io->kind == RT_IO_PARAM || io->kind == RT_IO_STATE;
+}
+
+/* After a run: every param's and state's new value (its update buffer)
+ * becomes its value (its buffer), on each rank of its stage. */
+static void apply_updates(rt_session *s)
+{
+    const rt_plan *p = s->p;
+    for (int i = 0; i < p->nio; i++) {
+        const rt_io *io = &p->io[i];
+        if (!is_kept(io) || io->update < 0 || io->update == io->buffer)
+            continue;
+        rt_type local = local_type(p, io);
+        for (int64_t r = 0; r < s->nhere; r++) {
+            rank_state *rs = &s->ranks[r];
+            if (rs->prog == &p->stage[io->stage])
+                memcpy(rs->buf[io->buffer], rs->buf[io->update], (size_t)rt_type_bytes(&local));
+        }
+    }
+}
+
+/* The ranks whose blocks make up entry io: those of its stage. */
+static bool holds(const rt_plan *p, const int64_t *coord, const rt_io *io)
+{
+    return p->stage_axis < 0 || coord[p->stage_axis] == io->stage;
+}
+
+/* Places every local rank's block of io into full. */
+static void gather_kept_local(rt_session *s, const rt_io *io, uint8_t *full)
+{
+    rt_type local = local_type(s->p, io);
+    for (int64_t r = 0; r < s->nhere; r++) {
+        rank_state *rs = &s->ranks[r];
+        int64_t start[RT_MAX_RANK];
+        if (!holds(s->p, rs->coord, io))
+            continue;
+        block_start(s->p, rs->coord, &io->sh, &local, start);
+        copy_block(&io->type, start, local.dim, rt_dtype_size(io->type.dtype), full,
+                   rs->buf[io->buffer], true);
+    }
+}
+
+/* Under MPI: every rank's block over the group of all axes (a rank of
+ * another stage sends zeros), placed by the ranks that hold it. */
+static int gather_kept_mpi(rt_session *s, const rt_io *io, uint8_t *full, char *err,
+                           size_t errlen)
+{
+    const rt_plan *p = s->p;
+    rank_state *rs = &s->ranks[0];
+    rt_type local = local_type(p, io);
+    int64_t lb = rt_type_bytes(&local);
+    uint8_t *mine = calloc(1, (size_t)lb), *all = malloc((size_t)(lb * s->nranks));
+    if (!mine || !all) {
+        free(mine);
+        free(all);
+        return fail(err, errlen, "out of memory gathering '%s'", io->name);
+    }
+    if (holds(p, rs->coord, io))
+        memcpy(mine, rs->buf[io->buffer], (size_t)lb);
+    int rc = rt_all_gather(rs->groups[s->nkeys - 1], mine, all, lb);
+    if (rc != 0)
+        fail(err, errlen, "gathering '%s': %s", io->name, rt_comm_error(rs->comm));
+    for (int64_t r = 0; rc == 0 && r < s->nranks; r++) {
+        int64_t coord[RT_MAX_AXES], start[RT_MAX_RANK];
+        rt_plan_coords(p, r, coord);
+        if (!holds(p, coord, io))
+            continue;
+        block_start(p, coord, &io->sh, &local, start);
+        copy_block(&io->type, start, local.dim, rt_dtype_size(io->type.dtype), full,
+                   all + r * lb, true);
+    }
+    free(mine);
+    free(all);
+    return rc == 0 ? 0 : -1;
+}
+
+/* The full tensors of every param and state, in I/O table order: names,
+ * types and data (malloc'd, freed by free_kept). */
+typedef struct kept {
+    int n;
+    const char **names;
+    rt_type *types;
+    void **data;
+} kept;
+
+static void free_kept(kept *k)
+{
+    for (int i = 0; i < k->n; i++)
+        free(k->data[i]);
+    free(k->names);
+    free(k->types);
+    free(k->data);
+}
+
+static int gather_kept(rt_session *s, kept *k, char *err, size_t errlen)
+{
+    const rt_plan *p = s->p;
+    memset(k, 0, sizeof *k);
+    k->names = calloc((size_t)p->nio + 1, sizeof *k->names);
+    k->types = calloc((size_t)p->nio + 1, sizeof *k->types);
+    k->data = calloc((size_t)p->nio + 1, sizeof *k->data);
+    if (!k->names || !k->types || !k->data)
+        return fail(err, errlen, "out of memory");
+    for (int i = 0; i < p->nio; i++) {
+        const rt_io *io = &p->io[i];
+        if (!is_kept(io))
+            continue;
+        uint8_t *full = calloc(1, (size_t)rt_type_bytes(&io->type) + 1);
+        if (!full)
+            return fail(err, errlen, "out of memory gathering '%s'", io->name);
+        k->names[k->n] = io->name;
+        k->types[k->n] = io->type;
+        k->data[k->n++] = full;
+        if (s->o.comm == RT_COMM_LOCAL)
+            gather_kept_local(s, io, full);
+        else if (gather_kept_mpi(s, io, full, err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* ---- the session ---- */
 
 static void add_key(rt_session *s, const uint8_t *axes, int n)
@@ -623,7 +756,7 @@ int rt_session_bind(rt_session *s, const char *name, const void *data, size_t by
         if (s->p->io[i].kind != RT_IO_OUTPUT && strcmp(s->p->io[i].name, name) == 0)
             io = &s->p->io[i];
     if (!io)
-        return fail(err, errlen, "the plan has no input or param called '%s'", name);
+        return fail(err, errlen, "the plan has no input, param or state called '%s'", name);
     char tb[128];
     if ((int64_t)bytes != rt_type_bytes(&io->type))
         return fail(err, errlen, "'%s' is %s (%lld bytes), but %zu bytes were bound", name,
@@ -633,7 +766,7 @@ int rt_session_bind(rt_session *s, const char *name, const void *data, size_t by
         if (strcmp(s->bind[i].name, name) == 0) {
             s->bind[i].data = data;
             s->bind[i].bytes = bytes;
-            s->params_dirty |= io->kind == RT_IO_PARAM;
+            s->params_dirty |= is_kept(io);
             return 0;
         }
     binding *nb = realloc(s->bind, ((size_t)s->nbind + 1) * sizeof *nb);
@@ -644,7 +777,7 @@ int rt_session_bind(rt_session *s, const char *name, const void *data, size_t by
     if (!copy)
         return fail(err, errlen, "out of memory");
     s->bind[s->nbind++] = (binding){copy, data, bytes};
-    s->params_dirty |= io->kind == RT_IO_PARAM;
+    s->params_dirty |= is_kept(io);
     return 0;
 }
 
@@ -662,7 +795,7 @@ static int note_generated(rt_session *s, char *err, size_t errlen)
         const rt_io *io = &s->p->io[i];
         if (io->kind == RT_IO_OUTPUT || find_binding(s, io->name))
             continue;
-        rt_st_file *f = io->kind == RT_IO_PARAM ? s->params : s->inputs;
+        rt_st_file *f = io->kind == RT_IO_INPUT ? s->inputs : s->params;
         if (f && (io->kind == RT_IO_INPUT || rt_st_find(f, io->name)))
             continue;
         len += (size_t)snprintf(g + len, cap - len, "%s%s", len ? ", " : "", io->name);
@@ -672,38 +805,55 @@ static int note_generated(rt_session *s, char *err, size_t errlen)
     return 0;
 }
 
+/* Every rank a thread of this process, then the outputs. */
+static int run_local(rt_session *s, char *err, size_t errlen)
+{
+    pthread_t *th = calloc((size_t)s->nhere, sizeof *th);
+    if (!th)
+        return fail(err, errlen, "out of memory");
+    int64_t started = 0;
+    for (; started < s->nhere; started++)
+        if (pthread_create(&th[started], NULL, rank_thread, &s->ranks[started]) != 0)
+            break;
+    if (started < s->nhere && started > 0) {
+        snprintf(s->ranks[started].err, ERRLEN, "cannot start a thread for it");
+        s->ranks[started].rank = started;
+        rank_failed(&s->ranks[started]);
+    }
+    for (int64_t r = 0; r < started; r++)
+        pthread_join(th[r], NULL);
+    free(th);
+    if (started == 0)
+        return fail(err, errlen, "cannot start the rank threads");
+    if (s->has_err)
+        return fail(err, errlen, "%s", s->first_err);
+    return gather_outputs_local(s);
+}
+
+/* Outputs are gathered before the updates are applied, so an output that
+ * shares a param's buffer shows the value the run used. */
 int rt_session_run(rt_session *s, char *err, size_t errlen)
 {
+    if (s->failed)
+        return fail(err, errlen, "an earlier run failed: the session can only be freed");
     s->has_err = false;
     if (note_generated(s, err, errlen) != 0)
         return -1;
     if (s->o.comm == RT_COMM_LOCAL) {
-        pthread_t *th = calloc((size_t)s->nhere, sizeof *th);
-        if (!th)
-            return fail(err, errlen, "out of memory");
-        int64_t started = 0;
-        for (; started < s->nhere; started++)
-            if (pthread_create(&th[started], NULL, rank_thread, &s->ranks[started]) != 0)
-                break;
-        if (started < s->nhere && started > 0) {
-            snprintf(s->ranks[started].err, ERRLEN, "cannot start a thread for it");
-            s->ranks[started].rank = started;
-            rank_failed(&s->ranks[started]);
+        if (run_local(s, err, errlen) != 0) {
+            s->failed = true;
+            return -1;
         }
-        for (int64_t r = 0; r < started; r++)
-            pthread_join(th[r], NULL);
-        free(th);
-        if (started == 0)
-            return fail(err, errlen, "cannot start the rank threads");
-        if (s->has_err)
-            return fail(err, errlen, "%s", s->first_err);
-        s->params_dirty = false;
-        return gather_outputs_local(s);
+    } else {
+        rank_state *rs = &s->ranks[0];
+        if (rank_run(rs) != 0 || gather_outputs_mpi(s, rs) != 0) {
+            s->failed = true;
+            return fail(err, errlen, "rank %lld: %s", (long long)rs->rank, rs->err);
+        }
     }
-    rank_state *rs = &s->ranks[0];
-    if (rank_run(rs) != 0 || gather_outputs_mpi(s, rs) != 0)
-        return fail(err, errlen, "rank %lld: %s", (long long)rs->rank, rs->err);
+    apply_updates(s);
     s->params_dirty = false;
+    s->steps++;
     return 0;
 }
 
@@ -734,4 +884,48 @@ const void *rt_session_output(const rt_session *s, const char *name, rt_type *ty
 const char *rt_session_generated(const rt_session *s)
 {
     return s->generated ? s->generated : "";
+}
+
+int64_t rt_session_steps(const rt_session *s)
+{
+    return s->steps;
+}
+
+int rt_session_loss(const rt_session *s, double *loss, char *err, size_t errlen)
+{
+    const rt_plan *p = s->p;
+    *loss = NAN;
+    if (p->loss < 0)
+        return fail(err, errlen, "the plan has no loss (it was not compiled for training)");
+    if (s->steps == 0 || s->failed)
+        return fail(err, errlen, "no loss yet: %s", s->failed ? "the last run failed"
+                                                              : "no step has run");
+    const void *v = s->out[p->loss];
+    switch (p->io[p->loss].type.dtype) {
+    case RT_F16:
+        *loss = rt_f16_to_f32(*(const uint16_t *)v);
+        break;
+    case RT_BF16:
+        *loss = rt_bf16_to_f32(*(const uint16_t *)v);
+        break;
+    default:
+        *loss = *(const float *)v;
+        break;
+    }
+    return 0;
+}
+
+int rt_session_save_params(rt_session *s, const char *path, char *err, size_t errlen)
+{
+    if (s->failed)
+        return fail(err, errlen, "%s: not written: the last run failed", path);
+    if (s->steps == 0)
+        return fail(err, errlen, "%s: not written: no step has run, so no params are loaded",
+                    path);
+    kept k;
+    int rc = gather_kept(s, &k, err, errlen);
+    if (rc == 0 && rt_session_rank(s) == 0)
+        rc = rt_st_write(path, k.n, k.names, k.types, (const void *const *)k.data, err, errlen);
+    free_kept(&k);
+    return rc;
 }

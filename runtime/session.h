@@ -2,14 +2,18 @@
  * process runs (all of them with the `local` communicator, one per thread;
  * its own one under `mpi`), their buffers, and the tensors the caller bound.
  *
- * Where a rank's input or param comes from, first match wins:
+ * Where a rank's input, param or state comes from, first match wins:
  *   1. a full host tensor bound by name (rt_session_bind);
- *   2. the params file (params) or the inputs file (inputs), safetensors,
- *      each rank reading only its shard's bytes;
- *   3. made from the seed: a param by its init, an input (only when no
- *      inputs file is given) by the plan's default (floats normal(1), ids
- *      uniform over their valid range). With an inputs file, an input
- *      missing from it is an error.
+ *   2. the params file (params and states) or the inputs file (inputs),
+ *      safetensors, each rank reading only its shard's bytes;
+ *   3. made from the seed: a param or a state by its init, an input (only
+ *      when no inputs file is given) by the plan's default (floats
+ *      normal(1), ids uniform over their valid range). With an inputs file,
+ *      an input missing from it is an error.
+ * Params and states are loaded at the first run and kept; binding a param
+ * or a state again reloads them all at the next run. A training step's plan
+ * names, per param and state, the buffer holding its new value: after each
+ * run it replaces the kept value, so the next run starts from it.
  * Outputs are gathered to their full shape after every run.
  */
 #ifndef SHARDC_RT_SESSION_H
@@ -43,8 +47,9 @@ int rt_session_bind(rt_session *s, const char *name, const void *data, size_t by
                     size_t errlen);
 
 /* Runs the plan once on every rank of this process; after a failed run
- * the session can only be freed. Params are loaded on
- * the first run and kept; inputs are read at every run. On failure the
+ * the session can only be freed. Params and states are loaded on the first
+ * run and kept (and updated, in a training step); inputs are read at every
+ * run. On failure the
  * message names the rank ("rank 3: embedding id 1024 at index 5 is outside
  * the table's 1024 rows"); under MPI the caller should then call
  * rt_session_abort so the other processes stop. */
@@ -61,8 +66,23 @@ int64_t rt_session_rank(const rt_session *s);
  * session, valid until the next run). NULL when there is no such output. */
 const void *rt_session_output(const rt_session *s, const char *name, rt_type *type);
 
-/* Which inputs and params the last run made from the seed: names joined by
+/* Which inputs, params and states the last run made from the seed (or
+ * would have, for params and states already loaded): names joined by
  * ", " ("" when none). Owned by the session. */
 const char *rt_session_generated(const rt_session *s);
+
+/* The number of runs that succeeded (training steps taken). */
+int64_t rt_session_steps(const rt_session *s);
+
+/* The loss of the last run, converted to double. Errors: the plan has no
+ * loss (not a training step), no run has succeeded yet. */
+int rt_session_loss(const rt_session *s, double *loss, char *err, size_t errlen);
+
+/* Gathers every param and state to its full shape (their values now: after
+ * the last run's updates) and writes them as one safetensors file, through
+ * a temporary file renamed into place. Under MPI every rank must call it
+ * (the gathering is collective) and only rank 0 writes. Errors: no run has
+ * succeeded yet, the last run failed, the file cannot be written. */
+int rt_session_save_params(rt_session *s, const char *path, char *err, size_t errlen);
 
 #endif

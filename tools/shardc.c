@@ -23,6 +23,8 @@ static const char usage[] =
     "  --mesh AxB...      mesh axis sizes, major to minor (e.g. --mesh 8x4)\n"
     "  -D NAME=VALUE      override the integer constant `let NAME = ...`\n"
     "  --emit ir          print the logical IR\n"
+    "  --emit train-ir    print the logical IR with the training step (gradients,\n"
+    "                     optimizer updates) and every value's sharding\n"
     "  --emit sharded-ir  print the partitioned (per-rank, SPMD) IR\n"
     "  --emit schedule    print the plan's instruction list of each stage\n"
     "  --explain-sharding print why each value has its sharding and why each\n"
@@ -85,8 +87,10 @@ static int parse_args(int argc, char **argv, args *a)
                 return rc;
             }
         } else if ((v = value_of(argc, argv, &i, "--emit"))) {
-            if (strcmp(v, "ir") != 0 && strcmp(v, "sharded-ir") != 0 && strcmp(v, "schedule") != 0)
-                return usage_error("--emit '%s': this version emits: ir, sharded-ir, schedule", v);
+            if (strcmp(v, "ir") != 0 && strcmp(v, "train-ir") != 0 &&
+                strcmp(v, "sharded-ir") != 0 && strcmp(v, "schedule") != 0)
+                return usage_error("--emit '%s': this version emits: ir, train-ir, sharded-ir, "
+                                   "schedule", v);
             a->emit = v;
         } else if (!strcmp(argv[i], "--explain-sharding")) {
             a->emit = "explain";

@@ -3,6 +3,8 @@
  * broadcasting, non-last axes, rank 0 and 1, f16 and bf16 storage; the
  * f16/bf16 conversions against known bit patterns and an independent
  * rounding; the error cases; and kernels running in several threads at once.
+ * The training ops (gradients, expand, attn_probs, optimizer updates) too,
+ * and attn_probs against attention: attention(q, k, v) = attn_probs(q, k) @ v.
  *
  * Tolerances (|got - want| <= atol + rtol * |want|), by the result's dtype:
  *   f32   rtol 1e-5, atol 1e-6 (1e-5 where a product sums many terms)
@@ -345,6 +347,16 @@ static double ref_bin(int op, double a, double b)
     case RT_OP_DIV: return a / b;
     case RT_OP_MAX: return a > b ? a : b;
     case RT_OP_MIN: return a < b ? a : b;
+    case RT_OP_GT: return a > b;
+    case RT_OP_EQ: return a == b;
+    case RT_OP_GELU_GRAD: { /* (x, dy) */
+        double c = sqrt(2 / M_PI), th = tanh(c * (a + 0.044715 * a * a * a));
+        return b * (0.5 * (1 + th) + 0.5 * a * (1 - th * th) * c * (1 + 3 * 0.044715 * a * a));
+    }
+    case RT_OP_SILU_GRAD: {
+        double sg = 1 / (1 + exp(-a));
+        return b * sg * (1 + a * (1 - sg));
+    }
     default: return pow(a, b);
     }
 }
@@ -379,23 +391,25 @@ static void binary_case(int op, const char *sa, const char *sb, const char *so)
     tfree(&out);
 }
 
+static const char *const bin_shapes[][3] = {
+    {"f32[3, 4]", "f32[3, 4]", "f32[3, 4]"},             /* equal */
+    {"f32[2, 3, 40]", "f32[40]", "f32[2, 3, 40]"},       /* bias row */
+    {"f32[2, 3, 4]", "f32[3, 1]", "f32[2, 3, 4]"},       /* column */
+    {"f32[2, 1, 4]", "f32[3, 1]", "f32[2, 3, 4]"},       /* both broadcast */
+    {"f32[]", "f32[5]", "f32[5]"},                       /* scalar first */
+    {"f32[5, 2]", "f32[]", "f32[5, 2]"},                 /* scalar second */
+    {"f32[1]", "f32[1, 1]", "f32[1, 1]"},
+    {"f32[]", "f32[]", "f32[]"},
+    {"f32[4, 1, 3, 1]", "f32[1, 5, 1, 2]", "f32[4, 5, 3, 2]"},
+    {"f32[2, 3, 4]", "f32[2, 1, 4]", "f32[2, 3, 4]"},   /* middle broadcast */
+};
+enum { NBIN_SHAPES = sizeof bin_shapes / sizeof *bin_shapes };
+
 static void test_binary(void)
 {
-    static const char *const shapes[][3] = {
-        {"f32[3, 4]", "f32[3, 4]", "f32[3, 4]"},             /* equal */
-        {"f32[2, 3, 40]", "f32[40]", "f32[2, 3, 40]"},       /* bias row */
-        {"f32[2, 3, 4]", "f32[3, 1]", "f32[2, 3, 4]"},       /* column */
-        {"f32[2, 1, 4]", "f32[3, 1]", "f32[2, 3, 4]"},       /* both broadcast */
-        {"f32[]", "f32[5]", "f32[5]"},                       /* scalar first */
-        {"f32[5, 2]", "f32[]", "f32[5, 2]"},                 /* scalar second */
-        {"f32[1]", "f32[1, 1]", "f32[1, 1]"},
-        {"f32[]", "f32[]", "f32[]"},
-        {"f32[4, 1, 3, 1]", "f32[1, 5, 1, 2]", "f32[4, 5, 3, 2]"},
-        {"f32[2, 3, 4]", "f32[2, 1, 4]", "f32[2, 3, 4]"},   /* middle broadcast */
-    };
     for (int op = RT_OP_ADD; op <= RT_OP_POW; op++)
-        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-            binary_case(op, shapes[s][0], shapes[s][1], shapes[s][2]);
+        for (size_t s = 0; s < NBIN_SHAPES; s++)
+            binary_case(op, bin_shapes[s][0], bin_shapes[s][1], bin_shapes[s][2]);
     binary_case(RT_OP_ADD, "f16[2, 3, 8]", "f16[8]", "f16[2, 3, 8]");
     binary_case(RT_OP_MUL, "bf16[3, 1]", "bf16[3, 4]", "bf16[3, 4]");
     binary_case(RT_OP_DIV, "bf16[6]", "bf16[]", "bf16[6]");
@@ -1051,6 +1065,370 @@ static void test_losses(void)
     tfree(&out);
 }
 
+/* ---- training ops ---- */
+
+/* Small integers in [lo, hi] in any dtype (exact in all of them), so that
+ * gt and eq meet ties. */
+static tens tints(const char *s, int lo, int hi)
+{
+    tens x = tnew(s);
+    for (int64_t i = 0; i < numel(&x); i++)
+        tset(&x, i, lo + (double)(rng_next() % (uint64_t)(hi - lo + 1)));
+    return x;
+}
+
+/* gt, eq (on small integers: exact) and gelu_grad, silu_grad (x in [-5, 5],
+ * dy in [-2, 2]) against ref_bin, with broadcasting. */
+static void train_binary_case(int op, const char *sa, const char *sb, const char *so)
+{
+    int cmp = op == RT_OP_GT || op == RT_OP_EQ;
+    tens x[2] = {cmp ? tints(sa, -2, 2) : trand(sa, -5, 5),
+                 cmp ? tints(sb, -2, 2) : trand(sb, -2, 2)};
+    tens out = tnew(so);
+    rt_instr in = {.op = (uint16_t)op};
+    CHECK_INT(run(&in, x, 2, &out), 0);
+    double *want = want_of(&out);
+    int64_t idx[RT_MAX_RANK];
+    for (int64_t i = 0; i < numel(&out); i++) {
+        unravel(i, &out.t, idx);
+        double a = tget(&x[0], bidx(&x[0].t, x[0].t.rank, idx, out.t.rank));
+        double b = tget(&x[1], bidx(&x[1].t, x[1].t.rank, idx, out.t.rank));
+        want[i] = ref_bin(op, a, b);
+    }
+    char what[128];
+    snprintf(what, sizeof what, "%s %s, %s", rt_ops[op].name, sa, sb);
+    if (cmp)
+        CLOSE_TOL(what, &out, want, 0, 0);
+    else
+        CLOSE(what, &out, want);
+    free(want);
+    tfree(&x[0]);
+    tfree(&x[1]);
+    tfree(&out);
+}
+
+static void test_train_binary(void)
+{
+    for (int op = RT_OP_GT; op <= RT_OP_SILU_GRAD; op++) {
+        for (size_t s = 0; s < NBIN_SHAPES; s++)
+            train_binary_case(op, bin_shapes[s][0], bin_shapes[s][1], bin_shapes[s][2]);
+        train_binary_case(op, "f16[2, 3, 8]", "f16[8]", "f16[2, 3, 8]");
+        train_binary_case(op, "bf16[3, 1]", "bf16[2, 3, 4]", "bf16[2, 3, 4]");
+    }
+    for (int op = RT_OP_GT; op <= RT_OP_EQ; op++) {
+        train_binary_case(op, "i32[3, 4]", "i32[4]", "i32[3, 4]");
+        train_binary_case(op, "i32[2, 1]", "i32[1, 3]", "i32[2, 3]");
+        train_binary_case(op, "i32[]", "i32[5]", "i32[5]");
+    }
+    /* nan compares false; the gradients have no i32 form */
+    tens x[2] = {tnew("f32[2]"), tnew("f32[2]")}, o = tnew("f32[2]");
+    ((float *)x[0].p)[0] = NAN;
+    ((float *)x[1].p)[1] = NAN;
+    rt_instr gt = {.op = RT_OP_GT}, eq = {.op = RT_OP_EQ};
+    CHECK_INT(run(&gt, x, 2, &o), 0);
+    CHECK(tget(&o, 0) == 0 && tget(&o, 1) == 0);
+    CHECK_INT(run(&eq, x, 2, &o), 0);
+    CHECK(tget(&o, 0) == 0 && tget(&o, 1) == 0);
+    tens xi[2] = {tnew("i32[2]"), tnew("i32[2]")}, oi = tnew("i32[2]");
+    rt_instr gg = {.op = RT_OP_GELU_GRAD};
+    CHECK_INT(run_err(&gg, xi, 2, &oi), -1);
+    CHECK_STR(err, "gelu_grad of i32 is not supported");
+    for (int i = 0; i < 2; i++) {
+        tfree(&x[i]);
+        tfree(&xi[i]);
+    }
+    tfree(&o);
+    tfree(&oi);
+}
+
+static void expand_case(const char *sx, const char *so)
+{
+    tens x = trand(sx, -100, 100), out = tnew(so);
+    rt_instr in = {.op = RT_OP_EXPAND};
+    CHECK_INT(run(&in, &x, 1, &out), 0);
+    double *want = want_of(&out);
+    int64_t idx[RT_MAX_RANK];
+    for (int64_t i = 0; i < numel(&out); i++) {
+        unravel(i, &out.t, idx);
+        want[i] = tget(&x, bidx(&x.t, x.t.rank, idx, out.t.rank));
+    }
+    char what[128];
+    snprintf(what, sizeof what, "expand %s to %s", sx, so);
+    CLOSE_TOL(what, &out, want, 0, 0);
+    free(want);
+    tfree(&x);
+    tfree(&out);
+}
+
+static void test_expand(void)
+{
+    expand_case("f32[3]", "f32[2, 3]");
+    expand_case("f32[3, 1]", "f32[3, 5]");
+    expand_case("f32[2, 1, 4]", "f32[3, 2, 5, 4]");
+    expand_case("f32[]", "f32[4, 5]");
+    expand_case("f32[2, 3]", "f32[2, 3]"); /* the identity */
+    expand_case("f32[1, 3, 1]", "f32[2, 1, 3, 2]");
+    expand_case("bf16[3, 1]", "bf16[3, 6]");
+    expand_case("f16[1]", "f16[1, 1]");
+    expand_case("i32[1, 4, 1]", "i32[2, 4, 3]");
+}
+
+/* q [..., S, d], k [..., T, d] -> p [..., S, T] against a double reference;
+ * then attention(q, k, v) against the matmul attn_probs(q, k) @ v, both
+ * stored in the same dtype. */
+static void attn_probs_case(const char *sq, const char *sk, const char *so, const char *sv,
+                            const char *sav, int causal)
+{
+    tens x[2] = {trand(sq, -2, 2), trand(sk, -2, 2)}, out = tnew(so);
+    int r = x[0].t.rank;
+    int64_t s = x[0].t.dim[r - 2], d = x[0].t.dim[r - 1], t = x[1].t.dim[r - 2];
+    int64_t heads = numel(&x[0]) / (s * d);
+    double *want = want_of(&out);
+    for (int64_t h = 0; h < heads; h++)
+        for (int64_t i = 0; i < s; i++) {
+            double *p = want + (h * s + i) * t, mx = -INFINITY, sum = 0;
+            for (int64_t j = 0; j < t; j++) {
+                double dot = 0;
+                for (int64_t c = 0; c < d; c++)
+                    dot += tget(&x[0], (h * s + i) * d + c) * tget(&x[1], (h * t + j) * d + c);
+                p[j] = causal && j > i + (t - s) ? -INFINITY : dot / sqrt((double)d);
+                mx = p[j] > mx ? p[j] : mx;
+            }
+            for (int64_t j = 0; j < t; j++) {
+                p[j] = p[j] == -INFINITY ? 0 : exp(p[j] - mx);
+                sum += p[j];
+            }
+            for (int64_t j = 0; j < t; j++)
+                p[j] = sum > 0 ? p[j] / sum : 0;
+        }
+    rt_instr in = {.op = RT_OP_ATTN_PROBS, .causal = (uint8_t)causal};
+    CHECK_INT(run(&in, x, 2, &out), 0);
+    char what[192];
+    snprintf(what, sizeof what, "attn_probs %s %s%s", sq, sk, causal ? " causal" : "");
+    CLOSE(what, &out, want);
+
+    /* attention(q, k, v) == attn_probs(q, k) @ v: f32 shares the scores and
+     * the sgemms (1e-6); half precision rounds p once more in between */
+    tens ops3[3] = {x[0], x[1], trand(sv, -1, 1)}, att = tnew(sav), pv = tnew(sav);
+    tens mm[2] = {out, ops3[2]};
+    rt_instr at = {.op = RT_OP_ATTENTION, .causal = (uint8_t)causal}, mat = {.op = RT_OP_MATMUL};
+    CHECK_INT(run(&at, ops3, 3, &att), 0);
+    CHECK_INT(run(&mat, mm, 2, &pv), 0);
+    double *aw = want_of(&att);
+    for (int64_t i = 0; i < numel(&att); i++)
+        aw[i] = tget(&att, i);
+    snprintf(what, sizeof what, "attention = attn_probs @ v, %s %s%s", sq, sk,
+             causal ? " causal" : "");
+    int f32 = pv.t.dtype == RT_F32;
+    CLOSE_TOL(what, &pv, aw, f32 ? 1e-6 : rtol_of(pv.t.dtype), f32 ? 1e-7 : atol_of(pv.t.dtype));
+    free(aw);
+    free(want);
+    tfree(&ops3[2]);
+    tfree(&att);
+    tfree(&pv);
+    tfree(&x[0]);
+    tfree(&x[1]);
+    tfree(&out);
+}
+
+static void test_attn_probs(void)
+{
+    for (int causal = 0; causal <= 1; causal++) {
+        attn_probs_case("f32[2, 3, 5, 4]", "f32[2, 3, 5, 4]", "f32[2, 3, 5, 5]",
+                        "f32[2, 3, 5, 6]", "f32[2, 3, 5, 6]", causal);
+        attn_probs_case("f32[2, 4, 8]", "f32[2, 7, 8]", "f32[2, 4, 7]", "f32[2, 7, 5]",
+                        "f32[2, 4, 5]", causal); /* S < T */
+        attn_probs_case("f32[6, 4]", "f32[3, 4]", "f32[6, 3]", "f32[3, 2]", "f32[6, 2]",
+                        causal); /* T < S: causal rows that see no key are 0 */
+        attn_probs_case("f32[1, 33, 16]", "f32[1, 20, 16]", "f32[1, 33, 20]", "f32[1, 20, 8]",
+                        "f32[1, 33, 8]", causal);
+    }
+    attn_probs_case("bf16[2, 6, 8]", "bf16[2, 6, 8]", "bf16[2, 6, 6]", "bf16[2, 6, 8]",
+                    "bf16[2, 6, 8]", 1);
+    attn_probs_case("f16[3, 5, 4]", "f16[3, 9, 4]", "f16[3, 5, 9]", "f16[3, 9, 2]",
+                    "f16[3, 5, 2]", 1);
+    attn_probs_case("f16[3, 5, 4]", "f16[3, 9, 4]", "f16[3, 5, 9]", "f16[3, 9, 2]",
+                    "f16[3, 5, 2]", 0);
+}
+
+/* ids in [0, maxid] with ids[1] = ids[0] (a repeat for sure), dy [ids..., D],
+ * the table [V, D] with V > maxid + 1 (rows no id touches stay 0). */
+static void embedding_grad_case(const char *sids, int maxid, const char *sdy, const char *so)
+{
+    tens x[2] = {tints(sids, 0, maxid), trand(sdy, -1, 1)}, out = tnew(so);
+    if (numel(&x[0]) > 1)
+        tset(&x[0], 1, tget(&x[0], 0));
+    int64_t d = out.t.dim[1];
+    for (int64_t i = 0; i < numel(&out); i++)
+        tset(&out, i, 99); /* the kernel must zero the table */
+    double *want = want_of(&out);
+    for (int64_t i = 0; i < numel(&x[0]); i++)
+        for (int64_t c = 0; c < d; c++)
+            want[(int64_t)tget(&x[0], i) * d + c] += tget(&x[1], i * d + c);
+    rt_instr in = {.op = RT_OP_EMBEDDING_GRAD};
+    CHECK_INT(run(&in, x, 2, &out), 0);
+    char what[128];
+    snprintf(what, sizeof what, "embedding_grad %s %s", sids, sdy);
+    CLOSE(what, &out, want);
+    free(want);
+    tfree(&x[0]);
+    tfree(&x[1]);
+    tfree(&out);
+}
+
+static void test_embedding_grad(void)
+{
+    embedding_grad_case("i32[2, 5]", 3, "f32[2, 5, 7]", "f32[6, 7]");
+    embedding_grad_case("i32[40]", 9, "f32[40, 3]", "f32[10, 3]");
+    embedding_grad_case("i32[]", 3, "f32[3]", "f32[4, 3]");
+    embedding_grad_case("i32[12]", 2, "bf16[12, 4]", "bf16[5, 4]");
+    embedding_grad_case("i32[3, 4]", 3, "f16[3, 4, 8]", "f16[4, 8]");
+
+    /* an id outside the table, above and below */
+    tens z[2] = {tnew("i32[2, 5]"), tnew("f32[2, 5, 3]")}, o = tnew("f32[6, 3]");
+    rt_instr in = {.op = RT_OP_EMBEDDING_GRAD};
+    ((int32_t *)z[0].p)[4] = 6;
+    CHECK_INT(run_err(&in, z, 2, &o), -1);
+    CHECK_STR(err, "embedding_grad id 6 at index 4 is outside the table's 6 rows");
+    ((int32_t *)z[0].p)[4] = 0;
+    ((int32_t *)z[0].p)[9] = -3;
+    CHECK_INT(run_err(&in, z, 2, &o), -1);
+    CHECK_STR(err, "embedding_grad id -3 at index 9 is outside the table's 6 rows");
+    tfree(&z[0]);
+    tfree(&z[1]);
+    tfree(&o);
+}
+
+static void xent_grad_case(const char *slogits, const char *slabels, double scale)
+{
+    tens x[2] = {trand(slogits, -scale, scale), tnew(slabels)}, out = tnew(slogits);
+    int64_t cl = x[0].t.dim[x[0].t.rank - 1], rows = numel(&x[1]);
+    for (int64_t r = 0; r < rows; r++)
+        tset(&x[1], r, (double)(rng_next() % (uint64_t)cl));
+    double *want = want_of(&out);
+    for (int64_t r = 0; r < rows; r++) {
+        double mx = -INFINITY, s = 0;
+        for (int64_t i = 0; i < cl; i++)
+            mx = fmax(mx, tget(&x[0], r * cl + i));
+        for (int64_t i = 0; i < cl; i++)
+            s += exp(tget(&x[0], r * cl + i) - mx);
+        for (int64_t i = 0; i < cl; i++)
+            want[r * cl + i] = exp(tget(&x[0], r * cl + i) - mx) / s -
+                               (i == (int64_t)tget(&x[1], r));
+    }
+    rt_instr in = {.op = RT_OP_XENT_GRAD};
+    CHECK_INT(run(&in, x, 2, &out), 0);
+    char what[128];
+    snprintf(what, sizeof what, "cross_entropy_grad %s scale %g", slogits, scale);
+    CLOSE(what, &out, want);
+    free(want);
+    tfree(&x[0]);
+    tfree(&x[1]);
+    tfree(&out);
+}
+
+static void test_xent_grad(void)
+{
+    xent_grad_case("f32[4, 10]", "i32[4]", 3);
+    xent_grad_case("f32[2, 3, 5]", "i32[2, 3]", 3);
+    xent_grad_case("f32[7]", "i32[]", 3);
+    xent_grad_case("f32[3, 6]", "i32[3]", 500); /* stable at large logits */
+    xent_grad_case("bf16[5, 8]", "i32[5]", 2);
+    xent_grad_case("f16[5, 8]", "i32[5]", 2);
+
+    tens x[2] = {trand("f32[4, 10]", -1, 1), tnew("i32[4]")}, out = tnew("f32[4, 10]");
+    rt_instr in = {.op = RT_OP_XENT_GRAD};
+    ((int32_t *)x[1].p)[2] = 10;
+    CHECK_INT(run_err(&in, x, 2, &out), -1);
+    CHECK_STR(err, "cross_entropy_grad label 10 at index 2 is outside the 10 classes (0..9)");
+    ((int32_t *)x[1].p)[2] = 0;
+    ((int32_t *)x[1].p)[3] = -1;
+    CHECK_INT(run_err(&in, x, 2, &out), -1);
+    CHECK_STR(err, "cross_entropy_grad label -1 at index 3 is outside the 10 classes (0..9)");
+    tfree(&x[0]);
+    tfree(&x[1]);
+    tfree(&out);
+}
+
+/* The optimizer updates in double; o holds the operands' values. */
+static double ref_optim(const rt_instr *in, const double *o, double t)
+{
+    switch (in->op) {
+    case RT_OP_MOMENTUM: return in->momentum * o[0] + o[1] + in->wd * o[2];
+    case RT_OP_SGD: return o[0] - in->lr * (o[1] + in->wd * o[0]);
+    case RT_OP_ADAM_M: return in->beta1 * o[0] + (1 - in->beta1) * o[1];
+    case RT_OP_ADAM_V: return in->beta2 * o[0] + (1 - in->beta2) * o[1] * o[1];
+    default: {
+        double mh = o[1] / (1 - pow(in->beta1, t)), vh = o[2] / (1 - pow(in->beta2, t));
+        return o[0] * (1 - in->lr * in->wd) - in->lr * mh / (sqrt(vh) + in->eps);
+    }
+    }
+}
+
+/* hp: the op and its hyperparameters. Operands of type s in [-1, 1], but
+ * the second moment v (adam_v's and adamw's operand 0 / 2) in [vlo, 1];
+ * adamw's t of type st holds step. In place: the result overwrites operand
+ * 0. */
+static void optim_case(rt_instr hp, const char *s, double vlo, const char *st, double step,
+                       int inplace)
+{
+    int nin = rt_ops[hp.op].nin, vi = hp.op == RT_OP_ADAM_V ? 0 : hp.op == RT_OP_ADAMW ? 2 : -1;
+    tens x[RT_MAX_IN];
+    for (int i = 0; i < nin; i++)
+        x[i] = i == 3 ? tnew(st) : i == vi ? trand(s, vlo, 1) : trand(s, -1, 1);
+    if (hp.op == RT_OP_ADAMW)
+        tset(&x[3], 0, step);
+    tens out = inplace ? x[0] : tnew(s);
+    double *want = want_of(&out), o[RT_MAX_IN];
+    for (int64_t e = 0; e < numel(&out); e++) {
+        for (int i = 0; i < nin && i < 3; i++)
+            o[i] = tget(&x[i], e);
+        want[e] = ref_optim(&hp, o, step);
+    }
+    CHECK_INT(run(&hp, x, nin, &out), 0);
+    char what[160];
+    snprintf(what, sizeof what, "%s %s%s%s%s", rt_ops[hp.op].name, s, st ? " t " : "",
+             st ? st : "", inplace ? " in place" : "");
+    CLOSE(what, &out, want);
+    free(want);
+    for (int i = 0; i < nin; i++)
+        tfree(&x[i]);
+    if (!inplace)
+        tfree(&out);
+}
+
+static void test_optim(void)
+{
+    rt_instr mom = {.op = RT_OP_MOMENTUM, .momentum = 0.9, .wd = 0.01};
+    rt_instr sgd = {.op = RT_OP_SGD, .lr = 0.1, .wd = 0.01};
+    rt_instr sgd0 = {.op = RT_OP_SGD, .lr = 0.5};
+    rt_instr am = {.op = RT_OP_ADAM_M, .beta1 = 0.9};
+    rt_instr av = {.op = RT_OP_ADAM_V, .beta2 = 0.999};
+    /* lr large enough that the update, not p, dominates the error */
+    rt_instr aw = {.op = RT_OP_ADAMW, .lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
+                   .wd = 0.01};
+    /* v near 0: eps matters */
+    rt_instr aw2 = {.op = RT_OP_ADAMW, .lr = 0.05, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-3,
+                    .wd = 0.1};
+    const rt_instr *ops[] = {&mom, &sgd, &sgd0, &am, &av};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        optim_case(*ops[i], "f32[3, 7]", 0, NULL, 0, 0);
+        optim_case(*ops[i], "f32[]", 0, NULL, 0, 0);
+        optim_case(*ops[i], "bf16[2, 9]", 0, NULL, 0, 0);
+        optim_case(*ops[i], "f16[11]", 0, NULL, 0, 1);
+    }
+    optim_case(sgd, "f32[129]", 0, NULL, 0, 1);
+    optim_case(aw, "f32[3, 7]", 0.01, "f32[]", 1, 0);
+    optim_case(aw, "f32[3, 7]", 0.01, "f32[]", 10, 0);
+    optim_case(aw, "f32[40]", 0.01, "f32[]", 3, 1);
+    optim_case(aw2, "f32[5, 5]", 0, "f32[]", 7, 0);
+    optim_case(aw2, "f32[5, 5]", 0, "f32[]", 1, 0);
+    optim_case(aw, "bf16[4, 6]", 0.01, "f32[]", 1, 0);
+    optim_case(aw, "bf16[4, 6]", 0.01, "bf16[]", 3, 0);
+    optim_case(aw, "f16[4, 6]", 0.01, "f32[]", 2, 0);
+    optim_case(aw, "f16[17]", 0.01, "f16[]", 5, 1);
+}
+
 static void test_not_compute(void)
 {
     tens o = tnew("f32[2]"), x = tnew("f32[2]");
@@ -1062,6 +1440,9 @@ static void test_not_compute(void)
                    .out_t = o.t};
     CHECK_INT(rt_cpu_run(NULL, &ar, bufs, err, sizeof err), -1);
     CHECK_HAS(err, "not a compute instruction");
+    rt_instr st = {.op = RT_OP_STATE, .out = 1, .out_t = o.t}; /* a source */
+    CHECK_INT(rt_cpu_run(NULL, &st, bufs, err, sizeof err), -1);
+    CHECK_HAS(err, "state is not a compute instruction");
     tfree(&o);
     tfree(&x);
 }
@@ -1149,6 +1530,12 @@ int main(void)
     test_embedding();
     test_slice();
     test_losses();
+    test_train_binary();
+    test_expand();
+    test_attn_probs();
+    test_embedding_grad();
+    test_xent_grad();
+    test_optim();
     test_not_compute();
     test_threads();
     return CHECK_DONE();

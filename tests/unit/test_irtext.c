@@ -213,6 +213,29 @@ static ir_module *all_ops(void)
     emit(m, IR_BROADCAST, (ir_attrs){.naxes = 1, .axes = {0}}, 1, att);
     emit(m, IR_SLICE, (ir_attrs){.dim = 0, .naxes = 1, .axes = {0}}, 1, att);
 
+    /* training: autodiff's ops, states, the optimizer, phases, updates */
+    ir_value *st = source(m, IR_STATE, "opt.w2.m", (ir_init){IR_INIT_ZEROS, 0, 0},
+                          T(IR_F32, 2, 32, 16));
+    ir_value *step = source(m, IR_STATE, "opt.step", (ir_init){IR_INIT_ZEROS, 0, 0}, T(IR_F32, 0));
+    emit(m, IR_GT, NOATTRS, 2, att, c);
+    emit(m, IR_EQ, NOATTRS, 2, att, c);
+    emit(m, IR_GELU_GRAD, NOATTRS, 2, att, att);
+    emit(m, IR_SILU_GRAD, NOATTRS, 2, att, att);
+    emit(m, IR_EXPAND, (ir_attrs){.nlist = 3, .list = {2, 8, 16}}, 1, att);
+    emit(m, IR_ATTN_PROBS, (ir_attrs){.causal = true}, 2, h, x);
+    emit(m, IR_EMBEDDING_GRAD, (ir_attrs){.nlist = 2, .list = {10, 16}}, 2, ids, att);
+    emit(m, IR_XENT_GRAD, NOATTRS, 2, logits, ids);
+    ir_value *mm = emit(m, IR_ADAM_M, (ir_attrs){.beta1 = 0.9}, 2, st, w2);
+    mm->def->phase = IR_PH_BACKWARD;
+    ir_value *vv = emit(m, IR_ADAM_V, (ir_attrs){.beta2 = 0.95}, 2, st, w2);
+    ir_value *nw = emit(m, IR_ADAMW, (ir_attrs){.lr = 3e-4, .beta1 = 0.9, .beta2 = 0.95,
+                                                 .eps = 1e-8, .wd = 0.1}, 4, w2, mm, vv, step);
+    nw->def->phase = IR_PH_OPTIMIZER;
+    emit(m, IR_MOMENTUM, (ir_attrs){.momentum = 0.9, .wd = 0.01}, 3, st, w2, w2);
+    emit(m, IR_SGD, (ir_attrs){.lr = 0.1, .wd = 0}, 2, w2, st);
+    ir_add_update(m, w2, nw);
+    ir_add_update(m, st, mm);
+
     ir_add_output(m, "out", att, (su_loc){0, 0});
     ir_add_output(m, "odd \"name\"\t\\", s, (su_loc){0, 0});
     m->train = (ir_train){.loss = loss, .opt = IR_OPT_ADAMW, .lr = 3e-4, .beta1 = 0.9,
@@ -230,6 +253,12 @@ static void test_all_ops(void)
         CHECK(seen[op]);
     char *text = check_roundtrip(m);
     CHECK(strstr(text, "{name = \"layers.0.w1\", init = normal(0.02)}") != NULL);
+    CHECK(strstr(text, "state {name = \"opt.step\", init = zeros} : f32[]\n") != NULL);
+    CHECK(strstr(text, " = adamw %") != NULL);
+    CHECK(strstr(text, "{eps = 1e-08, lr = 0.0003, beta1 = 0.9, beta2 = 0.95, wd = 0.1} : "
+                       "f32[32, 16] phase optimizer\n") != NULL);
+    CHECK(strstr(text, "{beta1 = 0.9} : f32[32, 16] phase backward\n") != NULL);
+    CHECK(strstr(text, "\nupdate %") != NULL);
     CHECK(strstr(text, "{name = \"w2\", init = uniform(-0.1, 0.1)}") != NULL);
     CHECK(strstr(text, "{name = \"ids \\\"q\\\" \\\\ \\x01\\xc3\\xa9\"}") != NULL);
     CHECK(strstr(text, "const {value = -0.0}") != NULL);
@@ -418,6 +447,24 @@ static void test_handwritten(void)
 
 static void test_errors(void)
 {
+    /* training: updates, phases */
+#define TRAIN_IN "%w = param {name = \"w\", init = zeros} : f32[2]\n" \
+                 "%l = mse %w, %w : f32[]\n"
+    check_error(TRAIN_IN "%n = neg %w : f32[2]\nupdate %w = %n\n",
+                "t.ir: error: invalid IR: updates in a module without train");
+    check_error(TRAIN_IN "%n = neg %w : f32[2]\nupdate %n = %w\ntrain %l\n",
+                "t.ir: error: invalid IR: update %n: only a param or a state can be "
+                "updated, not the result of neg");
+    check_error(TRAIN_IN "%n = sum %w {axis = 0, keepdims = true} : f32[1]\nupdate %w = %n\n"
+                "train %l\n", "t.ir: error: invalid IR: update %w = %n: the new value's "
+                "type f32[1] differs from f32[2]");
+    check_error(TRAIN_IN "%n = neg %w : f32[2]\nupdate %w = %n\nupdate %w = %n\ntrain %l\n",
+                "t.ir: error: invalid IR: %w is updated twice (updates 0 and 1)");
+    check_error(TRAIN_IN "%n = neg %w : f32[2] phase sideways\n",
+                "t.ir:3:28: error: expected 'backward' or 'optimizer' after 'phase'");
+    check_error(TRAIN_IN "train %l\nupdate %w = %l\n",
+                "t.ir:4:1: error: updates must come before 'train'");
+#undef TRAIN_IN
     check_error(IN "%y = matmull %x, %x : f32[2]\n", "t.ir:2:6: error: unknown op 'matmull'");
     check_error(IN "%y = relu %w9 : f32[2]\n", "t.ir:2:11: error: use of undefined value %w9");
     check_error(IN "%x = relu %x : f32[2]\n", "t.ir:2:1: error: value %x is defined twice");

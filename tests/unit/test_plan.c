@@ -35,7 +35,7 @@ static rt_type ty(int dtype, const int64_t *dims, size_t rank)
     return t;
 }
 
-enum { MAXIO = 8, MAXBUF = 16, MAXINSTR = 24 };
+enum { MAXIO = 12, MAXBUF = 32, MAXINSTR = 32 };
 
 /* A plan and all its storage, by value: copies are deep, memcmp compares. */
 typedef struct fixture {
@@ -59,6 +59,7 @@ static void fix_begin(fixture *f, int naxes, const char *const *names, const int
     f->p.nstages = nstages;
     f->p.stage = f->stage;
     f->p.io = f->io;
+    f->p.loss = -1;
     f->p.report = (char *)"";
     for (int s = 0; s < nstages; s++) {
         f->stage[s].buf_bytes = f->bufs[s];
@@ -66,7 +67,8 @@ static void fix_begin(fixture *f, int naxes, const char *const *names, const int
     }
 }
 
-/* An I/O entry; split: dim split over mesh axis ax (-1: none). */
+/* An I/O entry; split: dim split over mesh axis ax (-1: none). No buffer
+ * (a param's or state's is set by its source, see src) and no update. */
 static rt_io *add_io(fixture *f, int kind, const char *name, rt_type t, int dim, int ax,
                      int stage)
 {
@@ -79,6 +81,8 @@ static rt_io *add_io(fixture *f, int kind, const char *name, rt_type t, int dim,
         io->sh.axes[dim][0] = (uint8_t)ax;
     }
     io->stage = stage;
+    io->buffer = -1;
+    io->update = -1;
     return io;
 }
 
@@ -102,6 +106,17 @@ static rt_instr *add(fixture *f, int s, int op, int out, rt_type out_t, int nin,
         in->in_t[i] = va_arg(ap, rt_type);
     }
     va_end(ap);
+    return in;
+}
+
+/* A source instruction of stage s (input, param, state) filling buffer out
+ * from entry io; a param's or a state's entry lives in that buffer. */
+static rt_instr *src(fixture *f, int s, int op, int out, rt_type out_t, int io)
+{
+    rt_instr *in = add(f, s, op, out, out_t, 0);
+    in->io = io;
+    if (op != RT_OP_INPUT)
+        f->io[io].buffer = out;
     return in;
 }
 
@@ -139,14 +154,14 @@ static void make_pipeline(fixture *f)
     static const int64_t b0[] = {512, 4096, 8192, 16384, 128, 128};
     for (size_t i = 0; i < sizeof b0 / sizeof *b0; i++)
         add_buf(f, 0, b0[i]);
-    add(f, 0, RT_OP_INPUT, 0, T(RT_I32, 8, 16), 0)->io = 0;
-    add(f, 0, RT_OP_PARAM, 1, T(F, 64, 16), 0)->io = 1;
+    src(f, 0, RT_OP_INPUT, 0, T(RT_I32, 8, 16), 0);
+    src(f, 0, RT_OP_PARAM, 1, T(F, 64, 16), 1);
     add(f, 0, RT_OP_EMBEDDING, 2, T(F, 8, 16, 16), 2, 1, T(F, 64, 16), 0, T(RT_I32, 8, 16));
     rt_instr *in = add(f, 0, RT_OP_ALL_GATHER, 3, T(F, 8, 16, 32), 1, 2, T(F, 8, 16, 16));
     in->dim = 2;
     set_axes(in, TP);
-    add(f, 0, RT_OP_PARAM, 4, T(F, 32), 0)->io = 2;
-    add(f, 0, RT_OP_PARAM, 5, T(F, 32), 0)->io = 3;
+    src(f, 0, RT_OP_PARAM, 4, T(F, 32), 2);
+    src(f, 0, RT_OP_PARAM, 5, T(F, 32), 3);
     add(f, 0, RT_OP_LAYERNORM, 3, T(F, 8, 16, 32), 3, 3, T(F, 8, 16, 32), 4, T(F, 32), 5,
         T(F, 32))->eps = 1e-5;
 
@@ -154,8 +169,8 @@ static void make_pipeline(fixture *f)
                                  8192};
     for (size_t i = 0; i < sizeof b1 / sizeof *b1; i++)
         add_buf(f, 1, b1[i]);
-    add(f, 1, RT_OP_INPUT, 0, T(F, 8, 16, 16), 0)->io = 5;
-    add(f, 1, RT_OP_PARAM, 1, T(F, 16, 8), 0)->io = 6;
+    src(f, 1, RT_OP_INPUT, 0, T(F, 8, 16, 16), 5);
+    src(f, 1, RT_OP_PARAM, 1, T(F, 16, 8), 6);
     add(f, 1, RT_OP_MATMUL, 2, T(F, 8, 16, 8), 2, 0, T(F, 8, 16, 16), 1, T(F, 16, 8));
     set_axes(add(f, 1, RT_OP_ALL_REDUCE, 2, T(F, 8, 16, 8), 1, 2, T(F, 8, 16, 8)), TP);
     add(f, 1, RT_OP_CONST, 3, S(F), 0)->value = 0.5;
@@ -206,10 +221,10 @@ static void make_loss(fixture *f)
     static const int64_t b[] = {64, 64, 512, 32, 512, 512, 64, 512, 64, 512, 1024, 4, 4, 32, 128};
     for (size_t i = 0; i < sizeof b / sizeof *b; i++)
         add_buf(f, 0, b[i]);
-    add(f, 0, RT_OP_INPUT, 0, T(RT_I32, 2, 8), 0)->io = 0;
-    add(f, 0, RT_OP_INPUT, 1, T(RT_I32, 2, 8), 0)->io = 1;
-    add(f, 0, RT_OP_PARAM, 2, T(F, 16, 8), 0)->io = 2;
-    add(f, 0, RT_OP_PARAM, 3, T(F, 8), 0)->io = 3;
+    src(f, 0, RT_OP_INPUT, 0, T(RT_I32, 2, 8), 0);
+    src(f, 0, RT_OP_INPUT, 1, T(RT_I32, 2, 8), 1);
+    src(f, 0, RT_OP_PARAM, 2, T(F, 16, 8), 2);
+    src(f, 0, RT_OP_PARAM, 3, T(F, 8), 3);
     add(f, 0, RT_OP_EMBEDDING, 4, T(F, 2, 8, 8), 2, 2, T(F, 16, 8), 0, T(RT_I32, 2, 8));
     add(f, 0, RT_OP_RMSNORM, 4, T(F, 2, 8, 8), 2, 4, T(F, 2, 8, 8), 3, T(F, 8))->eps = 1e-6;
     add(f, 0, RT_OP_GELU, 5, T(F, 2, 8, 8), 1, 4, T(F, 2, 8, 8));
@@ -230,10 +245,84 @@ static void make_loss(fixture *f)
     add(f, 0, RT_OP_XENT, 11, S(F), 2, 10, T(F, 2, 8, 16), 1, T(RT_I32, 2, 8));
     set_axes(add(f, 0, RT_OP_ALL_REDUCE, 11, S(F), 1, 11, S(F)), DP);
     add(f, 0, RT_OP_MSE, 12, S(F), 2, 4, T(F, 2, 8, 8), 5, T(F, 2, 8, 8));
-    add(f, 0, RT_OP_PARAM, 13, T(F, 2, 4), 0)->io = 5;
+    src(f, 0, RT_OP_PARAM, 13, T(F, 2, 4), 5);
     in = add(f, 0, RT_OP_ALL_GATHER, 14, T(F, 8, 4), 1, 13, T(F, 2, 4));
     in->naxes = 2;
     in->axes[1] = 1;
+}
+
+/* A training step over dp: AdamW on w (with its states, the step count
+ * among them), SGD with momentum on emb, the loss; and every other opcode
+ * of version 2 once. */
+static void make_train(fixture *f)
+{
+    static const char *const names[] = {"dp"};
+    static const int64_t sizes[] = {2};
+    enum { F = RT_F32, I = RT_I32, DP = 0 };
+    fix_begin(f, 1, names, sizes, -1, 1);
+    add_io(f, RT_IO_INPUT, "x", T(F, 8, 4), 0, DP, 0)->init = RT_INIT_NORMAL;
+    add_io(f, RT_IO_INPUT, "labels", T(I, 8), 0, DP, 0);
+    rt_io *w = add_io(f, RT_IO_PARAM, "w", T(F, 4, 6), 0, -1, 0);
+    w->init = RT_INIT_NORMAL;
+    w->init_a = 0.1;
+    add_io(f, RT_IO_STATE, "w.m", T(F, 4, 6), 0, -1, 0)->init = RT_INIT_ZEROS;
+    add_io(f, RT_IO_STATE, "w.v", T(F, 4, 6), 0, -1, 0)->init = RT_INIT_ZEROS;
+    add_io(f, RT_IO_STATE, "step", S(F), 0, -1, 0)->init = RT_INIT_ZEROS;
+    add_io(f, RT_IO_OUTPUT, "loss", S(F), 0, -1, 0)->buffer = 7;
+    add_io(f, RT_IO_PARAM, "emb", T(F, 10, 4), 0, -1, 0)->init = RT_INIT_ONES;
+    add_io(f, RT_IO_STATE, "emb.buf", T(F, 10, 4), 0, -1, 0)->init = RT_INIT_ZEROS;
+    f->p.loss = 6;
+
+    static const int64_t b[] = {64, 16, 96, 96, 96, 4, 96, 4, 96, 64, 96, 4, 4, 96,
+                                96, 96, 96, 16, 96, 96, 96, 64, 160, 160, 160, 160, 160};
+    for (size_t i = 0; i < sizeof b / sizeof *b; i++)
+        add_buf(f, 0, b[i]);
+    const rt_type x = T(F, 4, 4), wt = T(F, 4, 6), et = T(F, 10, 4);
+    src(f, 0, RT_OP_INPUT, 0, x, 0);
+    src(f, 0, RT_OP_INPUT, 1, T(I, 4), 1);
+    src(f, 0, RT_OP_PARAM, 2, wt, 2);
+    src(f, 0, RT_OP_STATE, 3, wt, 3);
+    src(f, 0, RT_OP_STATE, 4, wt, 4);
+    src(f, 0, RT_OP_STATE, 5, S(F), 5);
+    add(f, 0, RT_OP_MATMUL, 6, wt, 2, 0, x, 2, wt);
+    add(f, 0, RT_OP_XENT, 7, S(F), 2, 6, wt, 1, T(I, 4));
+    set_axes(add(f, 0, RT_OP_ALL_REDUCE, 7, S(F), 1, 7, S(F)), DP);
+    add(f, 0, RT_OP_XENT_GRAD, 8, wt, 2, 6, wt, 1, T(I, 4));
+    rt_instr *in = add(f, 0, RT_OP_TRANSPOSE, 9, x, 1, 0, x);
+    in->nlist = 2;
+    in->list[0] = 1;
+    add(f, 0, RT_OP_MATMUL, 10, wt, 2, 9, x, 8, wt);
+    set_axes(add(f, 0, RT_OP_ALL_REDUCE, 10, wt, 1, 10, wt), DP);
+    add(f, 0, RT_OP_CONST, 11, S(F), 0)->value = 1;
+    add(f, 0, RT_OP_ADD, 12, S(F), 2, 5, S(F), 11, S(F));
+    add(f, 0, RT_OP_ADAM_M, 13, wt, 2, 3, wt, 10, wt)->beta1 = 0.9;
+    add(f, 0, RT_OP_ADAM_V, 14, wt, 2, 4, wt, 10, wt)->beta2 = 0.999;
+    in = add(f, 0, RT_OP_ADAMW, 15, wt, 4, 2, wt, 13, wt, 14, wt, 12, S(F));
+    in->lr = 1e-3;
+    in->beta1 = 0.9;
+    in->beta2 = 0.999;
+    in->eps = 1e-8;
+    in->wd = 0.01;
+    f->io[2].update = 15;
+    f->io[3].update = 13;
+    f->io[4].update = 14;
+    f->io[5].update = 12;
+    add(f, 0, RT_OP_GT, 16, wt, 2, 6, wt, 11, S(F));
+    add(f, 0, RT_OP_EQ, 17, T(I, 4), 2, 1, T(I, 4), 1, T(I, 4));
+    add(f, 0, RT_OP_GELU_GRAD, 18, wt, 2, 6, wt, 8, wt);
+    add(f, 0, RT_OP_SILU_GRAD, 19, wt, 2, 6, wt, 18, wt);
+    add(f, 0, RT_OP_EXPAND, 20, wt, 1, 11, S(F));
+    add(f, 0, RT_OP_ATTN_PROBS, 21, x, 2, 0, x, 0, x)->causal = 1;
+    src(f, 0, RT_OP_PARAM, 22, et, 7);
+    add(f, 0, RT_OP_EMBEDDING_GRAD, 23, et, 2, 1, T(I, 4), 21, x);
+    src(f, 0, RT_OP_STATE, 24, et, 8);
+    in = add(f, 0, RT_OP_MOMENTUM, 25, et, 3, 24, et, 23, et, 22, et);
+    in->momentum = 0.9;
+    in = add(f, 0, RT_OP_SGD, 26, et, 2, 22, et, 25, et);
+    in->lr = 0.1;
+    in->wd = 1e-4;
+    f->io[7].update = 26;
+    f->io[8].update = 25;
 }
 
 /* No mesh, one stage, nothing in it. */
@@ -363,6 +452,11 @@ static void check_instr_eq(const rt_instr *a, const rt_instr *b)
     CHECK_INT(a->dim2, b->dim2);
     CHECK_INT(a->naxes, b->naxes);
     CHECK(memcmp(a->axes, b->axes, sizeof a->axes) == 0);
+    CHECK(dbl_same(a->lr, b->lr));
+    CHECK(dbl_same(a->momentum, b->momentum));
+    CHECK(dbl_same(a->beta1, b->beta1));
+    CHECK(dbl_same(a->beta2, b->beta2));
+    CHECK(dbl_same(a->wd, b->wd));
 }
 
 static void check_io_eq(const rt_io *a, const rt_io *b)
@@ -378,6 +472,7 @@ static void check_io_eq(const rt_io *a, const rt_io *b)
     CHECK(dbl_same(a->init_b, b->init_b));
     CHECK_INT(a->stage, b->stage);
     CHECK_INT(a->buffer, b->buffer);
+    CHECK_INT(a->update, b->update);
 }
 
 static void check_plan_eq(const rt_plan *a, const rt_plan *b)
@@ -401,6 +496,7 @@ static void check_plan_eq(const rt_plan *a, const rt_plan *b)
     CHECK_INT(a->nio, b->nio);
     for (int i = 0; i < a->nio && i < b->nio; i++)
         check_io_eq(&a->io[i], &b->io[i]);
+    CHECK_INT(a->loss, b->loss);
     CHECK_INT(a->report_len, b->report_len);
     CHECK_STR(a->report, b->report);
 }
@@ -440,7 +536,7 @@ static void roundtrip(void (*make)(fixture *), const char *name)
         CHECK(rt_plan_write(p, &b, &nb, err, sizeof err));
         CHECK(nb == na && b && memcmp(a, b, na) == 0);
     }
-    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x01"); /* magic, then version 1 LE */
+    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x02"); /* magic, then version 2 LE */
     CHECK_INT(rd(a + 12, 4), f.p.nstages + 4);
     CHECK_INT(rd(a + 16, 8), na);
     rt_plan_free(p);
@@ -452,6 +548,7 @@ static void test_roundtrip(void)
 {
     roundtrip(make_pipeline, "pipeline.plan");
     roundtrip(make_loss, "loss.plan");
+    roundtrip(make_train, "train.plan");
     roundtrip(make_empty, "empty.plan");
     rt_plan_free(NULL);
 }
@@ -546,8 +643,12 @@ static void test_header(void)
     EXPECT_READ_ERROR(c, n, "plan format version 0 is not valid");
     wr(c + 8, RT_PLAN_VERSION + 1, 4);
     refix(c, n);
-    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 2 is newer than this "
-              "shardrun reads (1): rebuild shardrun");
+    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 3 is newer than this "
+              "shardrun reads (2): rebuild shardrun");
+    wr(c + 8, 1, 4);
+    refix(c, n);
+    CHECK_STR(read_msg(c, n, err), "model.plan: the plan was written by an older shardc (plan "
+              "format 1; this shardrun reads 2): compile the model again");
 
     memcpy(c, b, n); /* the total size, with a good header CRC */
     wr(c + 16, n - 1, 8);
@@ -683,7 +784,7 @@ static void test_validate(void)
                    "bytes) does not fit buffer 2 (8191 bytes)");
     f.bufs[0][2] = 8192;
     mm->op = RT_NOPS + 3;
-    EXPECT_INVALID(&f.p, "stage 1, instruction 2 (?): unknown opcode 44");
+    EXPECT_INVALID(&f.p, "stage 1, instruction 2 (?): unknown opcode 58");
     mm->op = RT_OP_EXP;
     EXPECT_INVALID(&f.p, "has 2 operands; exp takes 1");
     mm->op = RT_OP_MATMUL;
@@ -772,6 +873,124 @@ static void test_validate(void)
               "is out of range for f32[8, 16, 16]");
 }
 
+/* The fields of version 2 on make_train: updates, the buffers params and
+ * states live in, the loss, state sources, hyperparameters. */
+static void test_validate_train(void)
+{
+    fixture f;
+    make_train(&f);
+    char err[ERRLEN];
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+
+    f.io[2].update = 27;
+    EXPECT_INVALID(&f.p, "I/O entry 2 (w): buffer 27 (the update) is out of range (the program "
+                   "has 27 buffers)");
+    f.io[2].update = 5;
+    EXPECT_INVALID(&f.p, "I/O entry 2 (w): the update f32[4, 6] (96 bytes) does not fit buffer 5 "
+                   "(4 bytes)");
+    f.io[2].update = -2;
+    EXPECT_INVALID(&f.p, "buffer -2 (the update) is out of range");
+    f.io[2].update = 15;
+    f.io[0].update = 9;
+    EXPECT_INVALID(&f.p, "I/O entry 0 (x): an input has no update (buffer 9), only params and "
+                   "states do");
+    f.io[0].update = -1;
+    f.io[6].update = 7;
+    EXPECT_INVALID(&f.p, "I/O entry 6 (loss): an output has no update (buffer 7)");
+    f.io[6].update = -1;
+
+    f.io[2].buffer = 6; /* not where its param instruction puts it */
+    EXPECT_INVALID(&f.p, "I/O entry 2 (w): buffer 6 is not buffer 2, which its source "
+                   "instruction fills");
+    f.io[2].buffer = 2;
+    f.instr[0][5].op = RT_OP_CONST; /* the step count's source gone */
+    EXPECT_INVALID(&f.p, "I/O entry 5 (step): no instruction of stage 0 fills it");
+    f.instr[0][5].op = RT_OP_PARAM;
+    EXPECT_INVALID(&f.p, "stage 0, instruction 5 (param): I/O entry 5 is not a parameter");
+    f.instr[0][5].op = RT_OP_STATE;
+    f.instr[0][5].io = 2;
+    EXPECT_INVALID(&f.p, "stage 0, instruction 5 (state): I/O entry 2 is not a state");
+    f.instr[0][5].io = 5;
+    f.io[5].kind = 4;
+    EXPECT_INVALID(&f.p, "I/O entry 5 (step): unknown kind (4)");
+    f.io[5].kind = RT_IO_STATE;
+    f.io[5].init = RT_INIT_UNIFORM;
+    EXPECT_INVALID(&f.p, "I/O entry 5 (step): uniform initializer needs finite a < b");
+    f.io[5].init = RT_INIT_ZEROS;
+
+    f.p.loss = 7;
+    EXPECT_INVALID(&f.p, "the loss is I/O entry 7 (emb), which is not an output");
+    f.p.loss = 9;
+    EXPECT_INVALID(&f.p, "the loss is I/O entry 9, out of range (the plan has 9)");
+    f.p.loss = -2;
+    EXPECT_INVALID(&f.p, "the loss is I/O entry -2, out of range");
+    f.p.loss = 6;
+    f.io[6].type.dtype = RT_I32;
+    EXPECT_INVALID(&f.p, "the loss, output 'loss', is i32[]; a floating-point scalar is needed");
+    f.io[6].type = T(RT_F32, 1);
+    EXPECT_INVALID(&f.p, "the loss, output 'loss', is f32[1]; a floating-point scalar is needed");
+    f.io[6].type = S(RT_F32);
+    f.p.loss = -1; /* an inference plan may still have updates: the session applies them */
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    f.p.loss = 6;
+
+    rt_instr *adamw = &f.instr[0][17];
+    CHECK_INT(adamw->op, RT_OP_ADAMW);
+    adamw->lr = NAN;
+    EXPECT_INVALID(&f.p, "stage 0, instruction 17 (adamw): lr nan is not finite");
+    adamw->lr = 1e-3;
+    adamw->wd = -INFINITY;
+    EXPECT_INVALID(&f.p, "instruction 17 (adamw): wd -inf is not finite");
+    adamw->wd = 0.01;
+    adamw->eps = -1;
+    EXPECT_INVALID(&f.p, "instruction 17 (adamw): needs a finite eps >= 0, got -1");
+    adamw->eps = 1e-8;
+    f.instr[0][0].beta2 = INFINITY; /* on any instruction, though only some read them */
+    EXPECT_INVALID(&f.p, "instruction 0 (input): beta2 inf is not finite");
+    f.instr[0][0].beta2 = 0;
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+}
+
+/* The new fields in the file: the loss at the end of IOTB, the last
+ * instruction's wd at the end of PROG, the version. */
+static void test_train_file(void)
+{
+    fixture f;
+    char err[ERRLEN];
+    uint8_t *b;
+    size_t n;
+    make_train(&f);
+    CHECK(rt_plan_write(&f.p, &b, &n, err, sizeof err));
+    uint8_t *c = malloc(n);
+    size_t prog = section_at(b, n, 2), kern = section_at(b, n, 3);
+    CHECK_INT(rd(b + prog - 4, 4), 6); /* IOTB ends with the loss */
+    memcpy(c, b, n);
+    wr(c + prog - 4, 1, 4);
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "model.plan: the loss is I/O entry 1 (labels), which is not an "
+                      "output");
+    double wd;
+    uint64_t u = rd(b + kern - 8, 8); /* PROG ends with the last instruction's wd */
+    memcpy(&wd, &u, 8);
+    CHECK(wd == 1e-4);
+    memcpy(c, b, n);
+    wd = NAN;
+    memcpy(&u, &wd, 8);
+    wr(c + kern - 8, u, 8);
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "stage 0, instruction 28 (sgd): wd nan is not finite");
+
+    /* IOTB four bytes shorter: the loss is missing */
+    size_t io = section_at(b, n, 1);
+    memcpy(c, b, prog - 4);
+    memcpy(c + prog - 4, b + prog, n - prog);
+    wr(c + io + 8, rd(b + io + 8, 8) - 4, 8);
+    refix(c, n - 4);
+    EXPECT_READ_ERROR(c, n - 4, "section IOTB ends early: the loss needs 4 bytes, 0 are left");
+    free(c);
+    free(b);
+}
+
 /* rt_instr_check alone on one instruction against mesh {pp: 2, tp: 2}. */
 static const char *instr_msg(const rt_plan *p, const rt_instr *in, char *err)
 {
@@ -794,6 +1013,91 @@ static rt_instr mk(int op, rt_type out_t, int nin, ...)
         in.in_t[i] = va_arg(ap, rt_type);
     va_end(ap);
     return in;
+}
+
+/* The opcodes of version 2, as ir/infer.c has the IR's. */
+static void test_rules_train(const rt_plan *p)
+{
+    char err[ERRLEN];
+    enum { F = RT_F32, I = RT_I32, H = RT_BF16 };
+    rt_instr in;
+
+    in = mk(RT_OP_GT, T(F, 4, 3), 2, T(F, 4, 1), T(F, 3));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_EQ, T(I, 4), 2, T(I, 4), S(I));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_EQ, T(I, 4), 2, T(I, 4), T(F, 4));
+    CHECK_STR(instr_msg(p, &in, err), "mixed dtypes: operand 1 is i32, operand 2 is f32");
+    in = mk(RT_OP_GELU_GRAD, T(H, 2, 5), 2, T(H, 2, 5), T(H, 5));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_SILU_GRAD, T(I, 5), 2, T(I, 5), T(I, 5));
+    CHECK_STR(instr_msg(p, &in, err), "x must be floating-point, got i32[5]");
+    in = mk(RT_OP_SILU_GRAD, T(F, 5), 2, T(F, 5), T(F, 4));
+    CHECK_STR(instr_msg(p, &in, err), "operands do not broadcast: f32[5] and f32[4]");
+
+    in = mk(RT_OP_EXPAND, T(F, 2, 3, 4), 1, T(F, 3, 1));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_EXPAND, T(I, 2), 1, S(I));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_EXPAND, T(F, 2, 3, 4), 1, T(F, 2, 4));
+    CHECK_STR(instr_msg(p, &in, err), "cannot expand f32[2, 4] to the shape of f32[2, 3, 4]");
+    in = mk(RT_OP_EXPAND, T(F, 4), 1, T(F, 1, 4));
+    CHECK_STR(instr_msg(p, &in, err), "cannot expand f32[1, 4] to the shape of f32[4]");
+    in = mk(RT_OP_EXPAND, T(I, 4), 1, T(F, 4));
+    CHECK_STR(instr_msg(p, &in, err), "the result is i32[4], but the operands give f32[4]");
+
+    in = mk(RT_OP_ATTN_PROBS, T(F, 2, 5, 6), 2, T(F, 2, 5, 4), T(F, 2, 6, 4));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_ATTN_PROBS, T(F, 2, 5, 6), 2, T(F, 2, 5, 4), T(F, 2, 6, 3));
+    CHECK_STR(instr_msg(p, &in, err), "needs q and k with the same leading and last dimensions, "
+              "got f32[2, 5, 4] and f32[2, 6, 3]");
+    in = mk(RT_OP_ATTN_PROBS, T(F, 5), 2, T(F, 5), T(F, 5));
+    CHECK_STR(instr_msg(p, &in, err), "needs q of rank 2 or more, got f32[5]");
+    in = mk(RT_OP_ATTN_PROBS, T(I, 5, 5), 2, T(I, 5, 4), T(I, 5, 4));
+    CHECK_STR(instr_msg(p, &in, err), "q must be floating-point, got i32[5, 4]");
+
+    in = mk(RT_OP_EMBEDDING_GRAD, T(F, 10, 8), 2, T(I, 2, 3), T(F, 2, 3, 8));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_EMBEDDING_GRAD, T(F, 10, 8), 2, T(F, 2, 3), T(F, 2, 3, 8));
+    CHECK_STR(instr_msg(p, &in, err), "the ids must be i32, got f32[2, 3]");
+    in = mk(RT_OP_EMBEDDING_GRAD, T(F, 10, 8), 2, T(I, 2, 3), T(F, 3, 8));
+    CHECK_STR(instr_msg(p, &in, err), "needs dy of shape [ids..., D], got ids i32[2, 3] and dy "
+              "f32[3, 8]");
+    in = mk(RT_OP_EMBEDDING_GRAD, T(F, 80), 2, T(I, 3), T(F, 3, 8));
+    CHECK_STR(instr_msg(p, &in, err), "needs a result of shape [V, 8], got f32[80]");
+    in = mk(RT_OP_EMBEDDING_GRAD, T(F, 10, 4), 2, T(I, 3), T(F, 3, 8));
+    CHECK_STR(instr_msg(p, &in, err), "the result is f32[10, 4], but the operands give "
+              "f32[10, 8]");
+
+    in = mk(RT_OP_XENT_GRAD, T(F, 4, 10), 2, T(F, 4, 10), T(I, 4));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_XENT_GRAD, S(F), 2, T(F, 4, 10), T(I, 4));
+    CHECK_STR(instr_msg(p, &in, err), "the result is f32[], but the operands give f32[4, 10]");
+    in = mk(RT_OP_XENT_GRAD, T(F, 4, 10), 2, T(F, 4, 10), T(I, 5));
+    CHECK(strstr(instr_msg(p, &in, err), "the labels i32[5] do not match"));
+
+    in = mk(RT_OP_MOMENTUM, T(F, 3), 3, T(F, 3), T(F, 3), T(F, 3));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_MOMENTUM, T(F, 3), 3, T(F, 3), T(F, 3), S(F));
+    CHECK_STR(instr_msg(p, &in, err), "needs operands of one type, got f32[3] and f32[]");
+    in = mk(RT_OP_SGD, T(H, 3), 2, T(H, 3), T(F, 3));
+    CHECK_STR(instr_msg(p, &in, err), "needs operands of one type, got bf16[3] and f32[3]");
+    in = mk(RT_OP_ADAM_M, T(I, 3), 2, T(I, 3), T(I, 3));
+    CHECK_STR(instr_msg(p, &in, err), "the operand must be floating-point, got i32[3]");
+    in = mk(RT_OP_ADAM_V, T(F, 3), 2, T(F, 3), T(F, 3));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_ADAMW, T(H, 2, 2), 4, T(H, 2, 2), T(H, 2, 2), T(H, 2, 2), S(F));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.in_t[3] = T(F, 1);
+    CHECK_STR(instr_msg(p, &in, err), "needs a floating-point scalar step count, got f32[1]");
+    in.in_t[3] = S(I);
+    CHECK_STR(instr_msg(p, &in, err), "needs a floating-point scalar step count, got i32[]");
+    in.in_t[3] = S(F);
+    in.eps = NAN;
+    CHECK_STR(instr_msg(p, &in, err), "needs a finite eps >= 0, got nan");
+    in.eps = 0;
+    in.momentum = NAN;
+    CHECK_STR(instr_msg(p, &in, err), "momentum nan is not finite");
 }
 
 static void test_rules(void)
@@ -900,6 +1204,8 @@ static void test_rules(void)
     in = mk(RT_OP_XENT, S(F), 2, T(F, 4, 10), T(I, 5));
     CHECK(strstr(instr_msg(p, &in, err), "the labels i32[5] do not match"));
 
+    test_rules_train(p);
+
     in = mk(RT_OP_CONST, T(F, 2), 0);
     in.value = INFINITY;
     CHECK_STR(instr_msg(p, &in, err), "the value inf is not finite");
@@ -963,7 +1269,8 @@ static int write_seeds(const char *dir)
     static const struct {
         void (*make)(fixture *);
         const char *name;
-    } seeds[] = {{make_pipeline, "pipeline"}, {make_loss, "loss"}, {make_empty, "empty"}};
+    } seeds[] = {{make_pipeline, "pipeline"}, {make_loss, "loss"}, {make_train, "train"},
+                 {make_empty, "empty"}};
     int bad = 0;
     for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
         fixture f;
@@ -995,6 +1302,8 @@ int main(int argc, char **argv)
     test_header();
     test_sections();
     test_validate();
+    test_validate_train();
+    test_train_file();
     test_rules();
     return CHECK_DONE();
 }

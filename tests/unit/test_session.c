@@ -2,9 +2,17 @@
  * compile, plan, save and load, bind, run, read outputs, against a
  * reference computed here; and two compilations plus two sessions in two
  * threads at once. Tolerance: f32 against a double reference, rtol 1e-5
- * plus atol 1e-6 (sums of at most 64 products). */
+ * plus atol 1e-6 (sums of at most 64 products).
+ *
+ * Then training steps (runtime/session.h) on a plan built by hand: params
+ * and states updated after each run, the loss, saving them, and loading
+ * them back to go on; checked against the same steps in double, tolerance
+ * 1e-6 (a few f32 operations on values of order 1). */
 #include "check.h"
 #include "shardc.h"
+#include "runtime/plan.h"
+#include "runtime/session.h"
+#include "runtime/tensors.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -207,7 +215,7 @@ static void test_save_load_and_errors(void)
     shardc_free(err);
     err = NULL;
     CHECK(shardc_session_bind(s, "nope", small, sizeof small, &err) == SHARDC_ERR_USAGE);
-    CHECK(err && strstr(err, "no input or param called 'nope'"));
+    CHECK(err && strstr(err, "no input, param or state called 'nope'"));
     shardc_free(err);
     err = NULL;
     /* everything from the seed: runs, and says so */
@@ -252,10 +260,360 @@ static void test_save_load_and_errors(void)
     shardc_options_free(opt);
 }
 
+/* ---- training steps on a plan built by hand ---- */
+
+/* A training step over mesh dp = R, with w, x and the momentum buffer split
+ * over dp: loss = mean((w - x)^2); g = dloss/dw = (w - x) / 2; SGD with
+ * momentum written with sub, mul and add: buf = 0.9 buf + g,
+ * w = w - 0.1 buf; and a step count, a scalar state: step = step + 1. */
+enum { TN = 4, TBUF = 20, TINSTR = 24, TIO = 6 };
+
+typedef struct train_plan {
+    rt_plan p;
+    rt_io io[TIO];
+    rt_program prog;
+    int64_t bufs[TBUF];
+    rt_instr instr[TINSTR];
+} train_plan;
+
+static rt_type ttype(int64_t n)
+{
+    rt_type t;
+    memset(&t, 0, sizeof t);
+    t.dtype = RT_F32;
+    t.rank = n ? 1 : 0;
+    t.dim[0] = n;
+    return t;
+}
+
+/* in_a, in_b: operand buffers (-1: none); out_n: the result's length (0: a
+ * scalar); operand types follow from the buffers' lengths in len[]. */
+static rt_instr *tinstr(train_plan *t, int op, int out, const int64_t *len, int in_a, int in_b)
+{
+    rt_instr *in = &t->instr[t->prog.ninstr++];
+    memset(in, 0, sizeof *in);
+    in->op = (uint16_t)op;
+    in->out = out;
+    in->out_t = ttype(len[out]);
+    in->io = -1;
+    int ins[2] = {in_a, in_b};
+    for (int i = 0; i < 2 && ins[i] >= 0; i++) {
+        in->in[i] = ins[i];
+        in->in_t[i] = ttype(len[ins[i]]);
+        in->nin = (uint8_t)(i + 1);
+    }
+    return in;
+}
+
+static rt_io *tio(train_plan *t, int kind, const char *name, bool vector, int buffer, int update)
+{
+    rt_io *io = &t->io[t->p.nio++];
+    memset(io, 0, sizeof *io);
+    io->kind = (uint8_t)kind;
+    io->name = (char *)name;
+    io->type = ttype(vector ? TN : 0);
+    io->sh.naxes[0] = vector ? 1 : 0; /* over dp */
+    io->buffer = buffer;
+    io->update = update;
+    io->init = kind == RT_IO_STATE ? RT_INIT_ZEROS : RT_INIT_NONE;
+    return io;
+}
+
+static void make_train_plan(train_plan *t, int64_t ranks)
+{
+    static char *const axis = "dp";
+    int64_t n = TN / ranks;
+    /* per buffer: its length (0: a scalar) */
+    const int64_t len[TBUF] = {n, n, n, n, 0, 0, 0, 0, 0, n, n, 0, n, n, 0, n, n, 0, 0, 0};
+    memset(t, 0, sizeof *t);
+    t->p.naxes = 1;
+    t->p.axis_name[0] = axis;
+    t->p.axis_size[0] = ranks;
+    t->p.stage_axis = -1;
+    t->p.nstages = 1;
+    t->p.stage = &t->prog;
+    t->p.io = t->io;
+    t->p.report = (char *)"";
+    t->prog.buf_bytes = t->bufs;
+    t->prog.instr = t->instr;
+    t->prog.nbuf = TBUF;
+    for (int b = 0; b < TBUF; b++)
+        t->bufs[b] = 4 * (len[b] ? len[b] : 1);
+    tio(t, RT_IO_INPUT, "x", true, -1, -1);
+    tio(t, RT_IO_PARAM, "w", true, 1, 16);
+    tio(t, RT_IO_STATE, "w.buf", true, 10, 13);
+    tio(t, RT_IO_STATE, "step", false, 17, 19);
+    tio(t, RT_IO_OUTPUT, "loss", false, 7, -1);
+    tio(t, RT_IO_OUTPUT, "w.new", true, 16, -1);
+    t->p.loss = 4;
+    tinstr(t, RT_OP_INPUT, 0, len, -1, -1)->io = 0;
+    tinstr(t, RT_OP_PARAM, 1, len, -1, -1)->io = 1;
+    tinstr(t, RT_OP_SUB, 2, len, 1, 0);                       /* d = w - x */
+    tinstr(t, RT_OP_MUL, 3, len, 2, 2);
+    tinstr(t, RT_OP_SUM, 4, len, 3, -1);                      /* this rank's sum of d^2 */
+    rt_instr *in = tinstr(t, RT_OP_ALL_REDUCE, 5, len, 4, -1);
+    in->naxes = 1;
+    tinstr(t, RT_OP_CONST, 6, len, -1, -1)->value = 1.0 / TN;
+    tinstr(t, RT_OP_MUL, 7, len, 5, 6);                       /* loss */
+    tinstr(t, RT_OP_CONST, 8, len, -1, -1)->value = 2.0 / TN;
+    tinstr(t, RT_OP_MUL, 9, len, 2, 8);                       /* g */
+    tinstr(t, RT_OP_STATE, 10, len, -1, -1)->io = 2;
+    tinstr(t, RT_OP_CONST, 11, len, -1, -1)->value = 0.9;
+    tinstr(t, RT_OP_MUL, 12, len, 10, 11);
+    tinstr(t, RT_OP_ADD, 13, len, 12, 9);                     /* buf' */
+    tinstr(t, RT_OP_CONST, 14, len, -1, -1)->value = 0.1;
+    tinstr(t, RT_OP_MUL, 15, len, 13, 14);
+    tinstr(t, RT_OP_SUB, 16, len, 1, 15);                     /* w' */
+    tinstr(t, RT_OP_STATE, 17, len, -1, -1)->io = 3;
+    tinstr(t, RT_OP_CONST, 18, len, -1, -1)->value = 1;
+    tinstr(t, RT_OP_ADD, 19, len, 17, 18);                    /* step' */
+}
+
+static const float train_x[TN] = {1, 2, -1, 0.5f}, train_w0[TN] = {0.5f, -1, 2, 0.25f};
+
+/* The reference, in double: one step from (w, buf, step); returns the
+ * loss the step computes (before its update). */
+typedef struct train_ref {
+    double w[TN], buf[TN], step;
+} train_ref;
+
+static double ref_step(train_ref *r)
+{
+    double loss = 0;
+    for (int i = 0; i < TN; i++) {
+        double d = r->w[i] - train_x[i];
+        loss += d * d / TN;
+        r->buf[i] = 0.9 * r->buf[i] + 2.0 * d / TN;
+        r->w[i] -= 0.1 * r->buf[i];
+    }
+    r->step += 1;
+    return loss;
+}
+
+static void ref_start(train_ref *r)
+{
+    memset(r, 0, sizeof *r);
+    for (int i = 0; i < TN; i++)
+        r->w[i] = train_w0[i];
+}
+
+static bool near(double got, double want)
+{
+    return fabs(got - want) <= 1e-6 + 1e-6 * fabs(want);
+}
+
+/* Counts the elements of got (n floats) that differ from want; prints the
+ * worst. */
+static int mismatches(const char *what, const float *got, const double *want, int n)
+{
+    int bad = 0;
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        if (!near(got[i], want[i]))
+            bad++;
+        worst = fmax(worst, fabs(got[i] - want[i]));
+    }
+    if (bad)
+        fprintf(stderr, "%s: %d of %d elements differ, max abs error %g\n", what, bad, n, worst);
+    return bad;
+}
+
+/* Reads tensor name (f32, n elements, rank 1 or 0) from a safetensors file. */
+static int read_tensor(const rt_st_file *f, const char *name, int n, float *out)
+{
+    rt_type t = ttype(n > 1 ? n : 0);
+    int64_t start[1] = {0}, count[1] = {n};
+    char err[512];
+    if (rt_st_read_block(f, name, &t, start, count, out, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* The saved file holds w, w.buf and step as r has them. */
+static void check_saved(const char *path, const train_ref *r)
+{
+    rt_st_file *f = NULL;
+    char err[512];
+    float w[TN], buf[TN], step;
+    CHECK(rt_st_open(path, &f, err, sizeof err) == 0);
+    if (!f) {
+        fprintf(stderr, "%s\n", err);
+        return;
+    }
+    CHECK_INT(f->nentries, 3);
+    CHECK(read_tensor(f, "w", TN, w) == 0 && read_tensor(f, "w.buf", TN, buf) == 0 &&
+          read_tensor(f, "step", 1, &step) == 0);
+    CHECK_INT(mismatches("saved w", w, r->w, TN), 0);
+    CHECK_INT(mismatches("saved w.buf", buf, r->buf, TN), 0);
+    CHECK(step == r->step);
+    rt_st_close(f);
+}
+
+/* One step of session s checked against r (advanced by it). */
+static void check_step(rt_session *s, train_ref *r, const char *what)
+{
+    char err[1024];
+    double loss = NAN;
+    double want = ref_step(r);
+    CHECK(rt_session_run(s, err, sizeof err) == 0 || (fprintf(stderr, "%s\n", err), 0));
+    CHECK(rt_session_loss(s, &loss, err, sizeof err) == 0);
+    if (!near(loss, want))
+        fprintf(stderr, "%s: loss %.9g, want %.9g\n", what, loss, want);
+    CHECK(near(loss, want));
+    rt_type t;
+    const float *wnew = rt_session_output(s, "w.new", &t);
+    CHECK(wnew && mismatches(what, wnew, r->w, TN) == 0);
+}
+
+static void test_train(int64_t ranks)
+{
+    train_plan t;
+    char err[1024], path[96], what[64];
+    make_train_plan(&t, ranks);
+    CHECK(rt_plan_validate(&t.p, err, sizeof err) || (fprintf(stderr, "%s\n", err), 0));
+    snprintf(path, sizeof path, "/tmp/test_session_%ld_%lld.safetensors", (long)getpid(),
+             (long long)ranks);
+    rt_session_opts o = {.comm = RT_COMM_LOCAL};
+    rt_session *s = rt_session_new(&t.p, &o, err, sizeof err);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    double loss;
+    CHECK(rt_session_loss(s, &loss, err, sizeof err) != 0);
+    CHECK(strstr(err, "no loss yet: no step has run"));
+    CHECK(rt_session_save_params(s, path, err, sizeof err) != 0);
+    CHECK(strstr(err, "no step has run"));
+    CHECK(rt_session_bind(s, "x", train_x, sizeof train_x, err, sizeof err) == 0);
+    CHECK(rt_session_bind(s, "w", train_w0, sizeof train_w0, err, sizeof err) == 0);
+    train_ref r;
+    ref_start(&r);
+    for (int step = 1; step <= 3; step++) {
+        snprintf(what, sizeof what, "%lld ranks, step %d", (long long)ranks, step);
+        check_step(s, &r, what);
+    }
+    CHECK_INT(rt_session_steps(s), 3);
+    CHECK_STR(rt_session_generated(s), "w.buf, step");
+    CHECK(rt_session_save_params(s, path, err, sizeof err) == 0);
+    check_saved(path, &r);
+
+    /* binding w again starts over: w, and the states, are loaded again */
+    train_ref again;
+    ref_start(&again);
+    CHECK(rt_session_bind(s, "w", train_w0, sizeof train_w0, err, sizeof err) == 0);
+    check_step(s, &again, "after binding w again");
+    rt_session_free(s);
+
+    /* a session on the saved file goes on from step 3 */
+    o.params_path = path;
+    s = rt_session_new(&t.p, &o, err, sizeof err);
+    CHECK(s != NULL);
+    if (s) {
+        CHECK(rt_session_bind(s, "x", train_x, sizeof train_x, err, sizeof err) == 0);
+        check_step(s, &r, "from the saved file");
+        CHECK_STR(rt_session_generated(s), "");
+        rt_session_free(s);
+    }
+    remove(path);
+}
+
+/* The same plan without its loss and updates: an inference step. */
+static void test_no_loss(void)
+{
+    train_plan t;
+    char err[1024];
+    make_train_plan(&t, 2);
+    t.p.loss = -1;
+    for (int i = 0; i < t.p.nio; i++)
+        t.io[i].update = -1;
+    CHECK(rt_plan_validate(&t.p, err, sizeof err));
+    rt_session_opts o = {.comm = RT_COMM_LOCAL};
+    rt_session *s = rt_session_new(&t.p, &o, err, sizeof err);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    CHECK(rt_session_bind(s, "w", train_w0, sizeof train_w0, err, sizeof err) == 0);
+    CHECK(rt_session_bind(s, "x", train_x, sizeof train_x, err, sizeof err) == 0);
+    double loss;
+    train_ref r;
+    for (int step = 0; step < 2; step++) { /* nothing moves */
+        ref_start(&r);
+        double want = ref_step(&r);
+        CHECK(rt_session_run(s, err, sizeof err) == 0);
+        const float *l = rt_session_output(s, "loss", NULL);
+        CHECK(l && near(*l, want));
+    }
+    CHECK(rt_session_loss(s, &loss, err, sizeof err) != 0);
+    CHECK_STR(err, "the plan has no loss (it was not compiled for training)");
+    rt_session_free(s);
+}
+
+/* The C API's side: a plan file with a loss, through shardc_session_*. */
+static void test_train_api(void)
+{
+    train_plan t;
+    char err[1024], plan_path[96], params_path[96];
+    make_train_plan(&t, 2);
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    CHECK(rt_plan_write(&t.p, &bytes, &len, err, sizeof err));
+    snprintf(plan_path, sizeof plan_path, "/tmp/test_session_%ld_train.plan", (long)getpid());
+    snprintf(params_path, sizeof params_path, "/tmp/test_session_%ld_api.safetensors",
+             (long)getpid());
+    FILE *f = fopen(plan_path, "wb");
+    CHECK(f && fwrite(bytes, 1, len, f) == len);
+    if (f)
+        fclose(f);
+    free(bytes);
+    char *e = NULL;
+    shardc_plan *plan = NULL;
+    shardc_session *s = NULL;
+    CHECK(shardc_plan_load(plan_path, &plan, &e) == SHARDC_OK);
+    if (!plan || shardc_session_new(plan, NULL, &s, &e) != SHARDC_OK) {
+        fprintf(stderr, "%s\n", e ? e : "");
+        CHECK(0);
+        shardc_free(e);
+        shardc_plan_free(plan);
+        return;
+    }
+    shardc_tensor_info info;
+    CHECK(shardc_plan_tensor(plan, 3, &info) == SHARDC_OK);
+    CHECK_STR(info.kind, "state");
+    double loss = 0;
+    CHECK(shardc_session_loss(s, &loss, &e) == SHARDC_ERR_USAGE);
+    CHECK(e && strstr(e, "no step has run"));
+    shardc_free(e);
+    CHECK(shardc_session_save_params(s, params_path, &e) == SHARDC_ERR_USAGE);
+    shardc_free(e);
+    CHECK(shardc_session_bind(s, "x", train_x, sizeof train_x, &e) == SHARDC_OK);
+    CHECK(shardc_session_bind(s, "w", train_w0, sizeof train_w0, &e) == SHARDC_OK);
+    train_ref r;
+    ref_start(&r);
+    for (int step = 0; step < 2; step++) {
+        double want = ref_step(&r);
+        CHECK(shardc_session_run(s, &e) == SHARDC_OK);
+        CHECK(shardc_session_loss(s, &loss, &e) == SHARDC_OK && near(loss, want));
+    }
+    CHECK(shardc_session_save_params(s, "/nonexistent/dir/p.safetensors", &e) == SHARDC_ERR_IO);
+    CHECK(e && strstr(e, "/nonexistent/dir/p.safetensors"));
+    shardc_free(e);
+    CHECK(shardc_session_save_params(s, params_path, &e) == SHARDC_OK);
+    check_saved(params_path, &r);
+    shardc_session_free(s);
+    shardc_plan_free(plan);
+    remove(params_path);
+    remove(plan_path);
+}
+
 int main(void)
 {
     test_meshes();
     test_threads();
     test_save_load_and_errors();
+    test_train(1);
+    test_train(2);
+    test_no_loss();
+    test_train_api();
     return CHECK_DONE();
 }

@@ -1,0 +1,572 @@
+/* autodiff.c: reverse-mode differentiation and the optimizer (DESIGN.md
+ * §3.2), pass_autodiff.
+ *
+ * Runs on the logical module, before sharding propagation. Walks the ops
+ * that lead to the loss in reverse program order, and for each one whose
+ * result has a gradient, emits the ops that give its operands their share
+ * (phase backward). Only values that depend on a param get gradients. A
+ * value used several times sums its shares. Each rule is written with the
+ * language's own ops (and a few of autodiff's: gt, eq, gelu_grad,
+ * silu_grad, expand, attn_probs, embedding_grad, cross_entropy_grad), so
+ * propagation and partitioning treat gradients like every other value: a
+ * contraction over a batch split over dp yields a gradient partial over dp,
+ * which the partitioner resolves with an all_reduce.
+ *
+ * Then each param with a gradient gets its optimizer update (phase
+ * optimizer): sgd, sgd with momentum, or adamw, as PyTorch defines them,
+ * with the optimizer state as `state` sources named "opt.NAME.m" and so on,
+ * and the step count as the state "opt.step". Each new value is recorded as
+ * an update of its param or state. A param the loss does not depend on has
+ * no gradient and is left alone, as PyTorch's optimizers skip it.
+ */
+#include "passes.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct ad {
+    ir_module *m;
+    ir_value **grad;     /* per value id of the forward graph: its gradient */
+    bool *needs;         /* per value id: depends on a param */
+    int nvalues;         /* value ids below this are the forward graph's */
+    const ir_op *op;     /* the forward op whose rule is running */
+    uint8_t phase;
+    jmp_buf fail;        /* an op no rule covers */
+    char err[512];
+} ad;
+
+/* ---- emitting ---- */
+
+/* Appends code(in...) with the forward op's location and repetition. */
+static ir_value *emit(ad *A, ir_opcode code, ir_value **in, int nin, const ir_attrs *attrs)
+{
+    ir_attrs a;
+    memset(&a, 0, sizeof a);
+    if (attrs)
+        a = *attrs;
+    char err[200];
+    ir_value *r = ir_emit(A->m, code, in, nin, &a, err, sizeof err);
+    if (!r) {
+        snprintf(A->err, sizeof A->err, "the gradient of %s needs %s, which fails: %s",
+                 A->op ? ir_ops[A->op->code].name : "the loss", ir_ops[code].name, err);
+        longjmp(A->fail, 1);
+    }
+    r->def->phase = A->phase;
+    if (A->op) {
+        r->def->loc = A->op->loc;
+        r->def->rep = A->op->rep;
+    }
+    return r;
+}
+
+static ir_value *op1(ad *A, ir_opcode code, ir_value *x)
+{
+    return emit(A, code, &x, 1, NULL);
+}
+
+static ir_value *op2(ad *A, ir_opcode code, ir_value *x, ir_value *y)
+{
+    ir_value *in[2] = {x, y};
+    return emit(A, code, in, 2, NULL);
+}
+
+/* A scalar constant of dtype t. */
+static ir_value *cst(ad *A, double v, ir_dtype t)
+{
+    ir_attrs a = {.value = v};
+    ir_type st = {.dtype = t};
+    ir_op *op = ir_append(A->m, IR_CONST, NULL, 0, &a, &st);
+    op->phase = A->phase;
+    if (A->op) {
+        op->loc = A->op->loc;
+        op->rep = A->op->rep;
+    }
+    return op->res[0];
+}
+
+static ir_value *scale(ad *A, ir_value *x, double s)
+{
+    return op2(A, IR_MUL, x, cst(A, s, x->type.dtype));
+}
+
+static ir_value *reduce(ad *A, ir_opcode code, ir_value *x, int axis, bool keepdims)
+{
+    ir_attrs a = {.axis = axis, .keepdims = keepdims};
+    return emit(A, code, &x, 1, &a);
+}
+
+static ir_value *reshape(ad *A, ir_value *x, const ir_type *t)
+{
+    if (ir_type_eq(&x->type, t))
+        return x;
+    ir_attrs a = {.nlist = t->rank};
+    memcpy(a.list, t->dim, (size_t)t->rank * sizeof *t->dim);
+    return emit(A, IR_RESHAPE, &x, 1, &a);
+}
+
+static ir_value *expand(ad *A, ir_value *x, const ir_type *t)
+{
+    if (ir_type_eq(&x->type, t))
+        return x;
+    ir_attrs a = {.nlist = t->rank};
+    memcpy(a.list, t->dim, (size_t)t->rank * sizeof *t->dim);
+    return emit(A, IR_EXPAND, &x, 1, &a);
+}
+
+/* x with its last two dims swapped. */
+static ir_value *swap_last(ad *A, ir_value *x)
+{
+    int r = x->type.rank;
+    ir_attrs a = {.nlist = r};
+    for (int i = 0; i < r; i++)
+        a.list[i] = i;
+    a.list[r - 2] = r - 1;
+    a.list[r - 1] = r - 2;
+    return emit(A, IR_TRANSPOSE, &x, 1, &a);
+}
+
+/* The gradient g of a broadcast result, summed back to the shape of the
+ * operand of type t (NumPy broadcasting, dims aligned at the end). */
+static ir_value *unbroadcast(ad *A, ir_value *g, const ir_type *t)
+{
+    while (g->type.rank > t->rank)
+        g = reduce(A, IR_SUM, g, 0, false);
+    for (int d = 0; d < t->rank; d++)
+        if (t->dim[d] == 1 && g->type.dim[d] != 1)
+            g = reduce(A, IR_SUM, g, d, true);
+    return g;
+}
+
+/* ---- accumulating ---- */
+
+static void add_grad(ad *A, ir_value *v, ir_value *g)
+{
+    if (!A->needs[v->id])
+        return;
+    if (!ir_type_eq(&g->type, &v->type)) /* a rule's bug, or a dtype autodiff lacks */
+        g = reshape(A, unbroadcast(A, g, &v->type), &v->type);
+    A->grad[v->id] = A->grad[v->id] ? op2(A, IR_ADD, A->grad[v->id], g) : g;
+}
+
+static bool needs(const ad *A, const ir_value *v) { return A->needs[v->id]; }
+
+/* ---- the rules ---- */
+
+/* a [..., M, K] @ b [..., K, N] with 1-D operands promoted: the rank-2
+ * forms are made by reshapes, the gradients reshaped back. */
+static void grad_matmul(ad *A, const ir_op *op, ir_value *gy)
+{
+    ir_value *a = op->in[0], *b = op->in[1];
+    ir_type ta = a->type, tb = b->type, ty = gy->type;
+    if (ta.rank == 1 && tb.rank == 1) {
+        add_grad(A, a, op2(A, IR_MUL, b, gy));
+        add_grad(A, b, op2(A, IR_MUL, a, gy));
+        return;
+    }
+    if (ta.rank == 1) { /* [K] -> [1, K]; y [..., N] -> [..., 1, N] */
+        ta.rank = 2, ta.dim[1] = ta.dim[0], ta.dim[0] = 1;
+        ty.dim[ty.rank] = ty.dim[ty.rank - 1], ty.dim[ty.rank - 1] = 1, ty.rank++;
+    }
+    if (tb.rank == 1) { /* [K] -> [K, 1]; y [..., M] -> [..., M, 1] */
+        tb.rank = 2, tb.dim[1] = 1;
+        ty.dim[ty.rank++] = 1;
+    }
+    ir_value *a2 = reshape(A, a, &ta), *b2 = reshape(A, b, &tb), *g2 = reshape(A, gy, &ty);
+    if (needs(A, a)) {
+        ir_value *ga = unbroadcast(A, op2(A, IR_MATMUL, g2, swap_last(A, b2)), &ta);
+        add_grad(A, a, reshape(A, ga, &a->type));
+    }
+    if (needs(A, b)) {
+        ir_value *gb = unbroadcast(A, op2(A, IR_MATMUL, swap_last(A, a2), g2), &tb);
+        add_grad(A, b, reshape(A, gb, &b->type));
+    }
+}
+
+/* y = softmax(s) along axis: ds = y * (dy - sum(dy * y)). */
+static ir_value *softmax_back(ad *A, ir_value *y, ir_value *gy, int axis)
+{
+    ir_value *dot = reduce(A, IR_SUM, op2(A, IR_MUL, gy, y), axis, true);
+    return op2(A, IR_MUL, y, op2(A, IR_SUB, gy, dot));
+}
+
+/* attention(q, k, v) = p @ v with p = attn_probs(q, k), recomputed. */
+static void grad_attention(ad *A, const ir_op *op, ir_value *gy)
+{
+    ir_value *q = op->in[0], *k = op->in[1], *v = op->in[2];
+    ir_attrs ca = {.causal = op->a.causal};
+    ir_value *qk[2] = {q, k};
+    ir_value *p = emit(A, IR_ATTN_PROBS, qk, 2, &ca);
+    int r = q->type.rank;
+    add_grad(A, v, op2(A, IR_MATMUL, swap_last(A, p), gy));
+    if (!needs(A, q) && !needs(A, k))
+        return;
+    ir_value *gp = op2(A, IR_MATMUL, gy, swap_last(A, v));
+    ir_value *gs = softmax_back(A, p, gp, r - 1);
+    double s = 1.0 / sqrt((double)q->type.dim[r - 1]);
+    if (needs(A, q))
+        add_grad(A, q, scale(A, op2(A, IR_MATMUL, gs, k), s));
+    if (needs(A, k))
+        add_grad(A, k, scale(A, op2(A, IR_MATMUL, swap_last(A, gs), q), s));
+}
+
+/* The reduced result (and its gradient) with the axis kept, size 1. */
+static ir_value *keep_axis(ad *A, const ir_op *op, ir_value *y)
+{
+    if (op->a.keepdims)
+        return y;
+    ir_type t = op->in[0]->type;
+    t.dim[op->a.axis] = 1;
+    return reshape(A, y, &t);
+}
+
+static void grad_reduce(ad *A, const ir_op *op, ir_value *gy)
+{
+    ir_value *x = op->in[0];
+    int ax = (int)op->a.axis;
+    ir_value *gk = keep_axis(A, op, gy);
+    switch (op->code) {
+    case IR_SUM: add_grad(A, x, expand(A, gk, &x->type)); return;
+    case IR_MEAN:
+        add_grad(A, x, expand(A, scale(A, gk, 1.0 / (double)x->type.dim[ax]), &x->type));
+        return;
+    default: { /* amax: shared evenly among the maxima, as PyTorch does */
+        ir_value *mask = op2(A, IR_EQ, x, keep_axis(A, op, op->res[0]));
+        ir_value *count = reduce(A, IR_SUM, mask, ax, true);
+        add_grad(A, x, op2(A, IR_MUL, mask, op2(A, IR_DIV, gk, count)));
+        return;
+    }
+    }
+}
+
+/* layernorm(x, g, b) over the last dim, from the recomputed statistics. */
+static void grad_layernorm(ad *A, const ir_op *op, ir_value *gy)
+{
+    ir_value *x = op->in[0], *g = op->in[1], *b = op->in[2];
+    int last = x->type.rank - 1;
+    ir_dtype t = x->type.dtype;
+    ir_value *xc = op2(A, IR_SUB, x, reduce(A, IR_MEAN, x, last, true));
+    ir_value *var = reduce(A, IR_MEAN, op2(A, IR_MUL, xc, xc), last, true);
+    ir_value *rstd = op1(A, IR_RSQRT, op2(A, IR_ADD, var, cst(A, op->a.eps, t)));
+    ir_value *xhat = op2(A, IR_MUL, xc, rstd);
+    add_grad(A, b, unbroadcast(A, gy, &b->type));
+    if (needs(A, g))
+        add_grad(A, g, unbroadcast(A, op2(A, IR_MUL, gy, xhat), &g->type));
+    if (!needs(A, x))
+        return;
+    ir_value *gx = op2(A, IR_MUL, gy, g);
+    ir_value *m1 = reduce(A, IR_MEAN, gx, last, true);
+    ir_value *m2 = reduce(A, IR_MEAN, op2(A, IR_MUL, gx, xhat), last, true);
+    ir_value *inner = op2(A, IR_SUB, op2(A, IR_SUB, gx, m1), op2(A, IR_MUL, xhat, m2));
+    add_grad(A, x, op2(A, IR_MUL, rstd, inner));
+}
+
+/* rmsnorm(x, g) = x * rsqrt(mean(x^2) + eps) * g. */
+static void grad_rmsnorm(ad *A, const ir_op *op, ir_value *gy)
+{
+    ir_value *x = op->in[0], *g = op->in[1];
+    int last = x->type.rank - 1;
+    ir_value *ms = reduce(A, IR_MEAN, op2(A, IR_MUL, x, x), last, true);
+    ir_value *r = op1(A, IR_RSQRT, op2(A, IR_ADD, ms, cst(A, op->a.eps, x->type.dtype)));
+    ir_value *xhat = op2(A, IR_MUL, x, r);
+    if (needs(A, g))
+        add_grad(A, g, unbroadcast(A, op2(A, IR_MUL, gy, xhat), &g->type));
+    if (!needs(A, x))
+        return;
+    ir_value *gx = op2(A, IR_MUL, gy, g);
+    ir_value *m = reduce(A, IR_MEAN, op2(A, IR_MUL, gx, xhat), last, true);
+    add_grad(A, x, op2(A, IR_MUL, r, op2(A, IR_SUB, gx, op2(A, IR_MUL, xhat, m))));
+}
+
+/* max and min: the larger (smaller) operand takes the gradient, ties
+ * share it evenly (PyTorch's maximum and minimum). */
+static void grad_minmax(ad *A, const ir_op *op, ir_value *gy)
+{
+    ir_value *a = op->in[0], *b = op->in[1];
+    ir_value *half = scale(A, op2(A, IR_EQ, a, b), 0.5);
+    ir_value *wa = op->code == IR_MAX ? op2(A, IR_GT, a, b) : op2(A, IR_GT, b, a);
+    ir_value *wb = op->code == IR_MAX ? op2(A, IR_GT, b, a) : op2(A, IR_GT, a, b);
+    if (needs(A, a))
+        add_grad(A, a, unbroadcast(A, op2(A, IR_MUL, gy, op2(A, IR_ADD, wa, half)), &a->type));
+    if (needs(A, b))
+        add_grad(A, b, unbroadcast(A, op2(A, IR_MUL, gy, op2(A, IR_ADD, wb, half)), &b->type));
+}
+
+static void grad_binary(ad *A, const ir_op *op, ir_value *gy)
+{
+    ir_value *a = op->in[0], *b = op->in[1], *y = op->res[0];
+    ir_value *ga = NULL, *gb = NULL;
+    switch (op->code) {
+    case IR_ADD: ga = gy, gb = gy; break;
+    case IR_SUB: ga = gy, gb = needs(A, b) ? op1(A, IR_NEG, gy) : NULL; break;
+    case IR_MUL:
+        ga = needs(A, a) ? op2(A, IR_MUL, gy, b) : NULL;
+        gb = needs(A, b) ? op2(A, IR_MUL, gy, a) : NULL;
+        break;
+    case IR_DIV: /* d/db (a / b) = -(a / b) / b */
+        ga = needs(A, a) ? op2(A, IR_DIV, gy, b) : NULL;
+        gb = needs(A, b) ? op1(A, IR_NEG, op2(A, IR_DIV, op2(A, IR_MUL, gy, y), b)) : NULL;
+        break;
+    case IR_POW: /* d/da = b a^(b-1); d/db = a^b log a */
+        if (needs(A, a)) {
+            ir_value *bm1 = op2(A, IR_SUB, b, cst(A, 1.0, b->type.dtype));
+            ga = op2(A, IR_MUL, gy, op2(A, IR_MUL, b, op2(A, IR_POW, a, bm1)));
+        }
+        gb = needs(A, b) ? op2(A, IR_MUL, gy, op2(A, IR_MUL, y, op1(A, IR_LOG, a))) : NULL;
+        break;
+    case IR_MAX:
+    case IR_MIN: grad_minmax(A, op, gy); return;
+    default: return; /* gt, eq: flat almost everywhere */
+    }
+    if (ga && needs(A, a))
+        add_grad(A, a, unbroadcast(A, ga, &a->type));
+    if (gb && needs(A, b))
+        add_grad(A, b, unbroadcast(A, gb, &b->type));
+}
+
+static void grad_unary(ad *A, const ir_op *op, ir_value *gy)
+{
+    ir_value *x = op->in[0], *y = op->res[0], *g;
+    ir_dtype t = y->type.dtype;
+    switch (op->code) {
+    case IR_NEG: g = op1(A, IR_NEG, gy); break;
+    case IR_ABS: /* sign(x), 0 at 0 */
+        g = op2(A, IR_MUL, gy, op2(A, IR_SUB, op2(A, IR_GT, x, cst(A, 0, t)),
+                                   op2(A, IR_GT, cst(A, 0, t), x)));
+        break;
+    case IR_RELU: g = op2(A, IR_MUL, gy, op2(A, IR_GT, x, cst(A, 0, t))); break;
+    case IR_GELU: g = op2(A, IR_GELU_GRAD, x, gy); break;
+    case IR_SILU: g = op2(A, IR_SILU_GRAD, x, gy); break;
+    case IR_TANH: /* 1 - y^2 */
+        g = op2(A, IR_MUL, gy, op2(A, IR_SUB, cst(A, 1, t), op2(A, IR_MUL, y, y)));
+        break;
+    case IR_SIGMOID: /* y (1 - y) */
+        g = op2(A, IR_MUL, op2(A, IR_MUL, gy, y), op2(A, IR_SUB, cst(A, 1, t), y));
+        break;
+    case IR_EXP: g = op2(A, IR_MUL, gy, y); break;
+    case IR_LOG: g = op2(A, IR_DIV, gy, x); break;
+    case IR_SQRT: g = op2(A, IR_DIV, scale(A, gy, 0.5), y); break;
+    case IR_RSQRT: /* -y^3 / 2 */
+        g = op2(A, IR_MUL, scale(A, gy, -0.5), op2(A, IR_MUL, y, op2(A, IR_MUL, y, y)));
+        break;
+    case IR_CAST: {
+        if (!ir_dtype_is_float(x->type.dtype))
+            return;
+        ir_attrs a = {.dtype = x->type.dtype};
+        g = emit(A, IR_CAST, &gy, 1, &a);
+        break;
+    }
+    default: su_unreachable();
+    }
+    add_grad(A, x, g);
+}
+
+/* Layout ops and the gathers: each moves the gradient back. */
+static void grad_layout(ad *A, const ir_op *op, ir_value *gy)
+{
+    ir_value *x = op->in[0];
+    switch (op->code) {
+    case IR_CONSTRAIN: add_grad(A, x, gy); return;
+    case IR_RESHAPE: add_grad(A, x, reshape(A, gy, &x->type)); return;
+    case IR_TRANSPOSE: {
+        ir_attrs a = {.nlist = op->a.nlist};
+        for (int i = 0; i < op->a.nlist; i++)
+            a.list[op->a.list[i]] = i;
+        add_grad(A, x, emit(A, IR_TRANSPOSE, &gy, 1, &a));
+        return;
+    }
+    case IR_EMBEDDING: {
+        ir_attrs a = {.nlist = 2, .list = {x->type.dim[0], x->type.dim[1]}};
+        ir_value *in[2] = {op->in[1], gy};
+        add_grad(A, x, emit(A, IR_EMBEDDING_GRAD, in, 2, &a));
+        return;
+    }
+    case IR_EXPAND: add_grad(A, x, reshape(A, unbroadcast(A, gy, &x->type), &x->type)); return;
+    default: break;
+    }
+    snprintf(A->err, sizeof A->err, "cannot differentiate %s", ir_ops[op->code].name);
+    longjmp(A->fail, 1);
+}
+
+/* mse: 2 (pred - target) / n; cross_entropy: (softmax - one_hot) / rows. */
+static void grad_loss(ad *A, const ir_op *op, ir_value *gy)
+{
+    ir_value *a = op->in[0], *b = op->in[1];
+    if (op->code == IR_MSE) {
+        double n = (double)ir_type_numel(&a->type);
+        ir_value *g = op2(A, IR_MUL, op2(A, IR_SUB, a, b), scale(A, gy, 2.0 / n));
+        add_grad(A, a, g);
+        if (needs(A, b))
+            add_grad(A, b, op1(A, IR_NEG, g));
+        return;
+    }
+    double rows = (double)ir_type_numel(&b->type);
+    ir_value *g = op2(A, IR_XENT_GRAD, a, b);
+    add_grad(A, a, op2(A, IR_MUL, g, scale(A, gy, 1.0 / rows)));
+}
+
+static void grad_op(ad *A, const ir_op *op, ir_value *gy)
+{
+    switch (ir_ops[op->code].cls) {
+    case IR_C_SOURCE: return;
+    case IR_C_BINARY: grad_binary(A, op, gy); return;
+    case IR_C_UNARY: grad_unary(A, op, gy); return;
+    case IR_C_REDUCE: grad_reduce(A, op, gy); return;
+    case IR_C_LOSS: grad_loss(A, op, gy); return;
+    case IR_C_LAYOUT: grad_layout(A, op, gy); return;
+    case IR_C_NORM:
+        if (op->code == IR_SOFTMAX)
+            add_grad(A, op->in[0], softmax_back(A, op->res[0], gy, (int)op->a.axis));
+        else if (op->code == IR_LAYERNORM)
+            grad_layernorm(A, op, gy);
+        else
+            grad_rmsnorm(A, op, gy);
+        return;
+    case IR_C_CONTRACT:
+        if (op->code == IR_MATMUL) {
+            grad_matmul(A, op, gy);
+            return;
+        }
+        if (op->code == IR_ATTENTION) {
+            grad_attention(A, op, gy);
+            return;
+        }
+        break;
+    default: break;
+    }
+    snprintf(A->err, sizeof A->err, "cannot differentiate %s", ir_ops[op->code].name);
+    longjmp(A->fail, 1);
+}
+
+/* ---- the optimizer ---- */
+
+static ir_value *state(ad *A, const char *name, const ir_type *t)
+{
+    ir_attrs a = {.name = name, .init = {.kind = IR_INIT_ZEROS}};
+    ir_op *op = ir_append(A->m, IR_STATE, NULL, 0, &a, t);
+    op->phase = IR_PH_OPTIMIZER;
+    return op->res[0];
+}
+
+/* The update of param p (named name) by gradient g. *step is adamw's step
+ * count, made at its first use. */
+static void optimize(ad *A, ir_value *p, const char *name, ir_value *g, ir_value **step)
+{
+    const ir_train *t = &A->m->train;
+    ir_module *m = A->m;
+    ir_attrs h = {.lr = t->lr, .momentum = t->momentum, .beta1 = t->beta1,
+                  .beta2 = t->beta2, .eps = t->eps, .wd = t->wd};
+    if (t->opt == IR_OPT_SGD && t->momentum == 0) {
+        ir_value *in[2] = {p, g};
+        ir_add_update(m, p, emit(A, IR_SGD, in, 2, &h));
+        return;
+    }
+    if (t->opt == IR_OPT_SGD) {
+        ir_value *buf = state(A, su_sprintf(&m->arena, "opt.%s.momentum", name), &p->type);
+        ir_value *in[3] = {buf, g, p};
+        ir_value *nbuf = emit(A, IR_MOMENTUM, in, 3, &h);
+        ir_attrs h0 = h;
+        h0.wd = 0; /* applied in the momentum buffer, as PyTorch does */
+        ir_value *in2[2] = {p, nbuf};
+        ir_add_update(m, buf, nbuf);
+        ir_add_update(m, p, emit(A, IR_SGD, in2, 2, &h0));
+        return;
+    }
+    if (!*step) {
+        ir_type st = {.dtype = IR_F32};
+        ir_value *s = state(A, "opt.step", &st);
+        *step = op2(A, IR_ADD, s, cst(A, 1.0, IR_F32));
+        ir_add_update(m, s, *step);
+    }
+    ir_value *mv = state(A, su_sprintf(&m->arena, "opt.%s.m", name), &p->type);
+    ir_value *vv = state(A, su_sprintf(&m->arena, "opt.%s.v", name), &p->type);
+    ir_value *in_m[2] = {mv, g}, *in_v[2] = {vv, g};
+    ir_value *nm = emit(A, IR_ADAM_M, in_m, 2, &h), *nv = emit(A, IR_ADAM_V, in_v, 2, &h);
+    ir_value *in[4] = {p, nm, nv, *step};
+    ir_add_update(m, mv, nm);
+    ir_add_update(m, vv, nv);
+    ir_add_update(m, p, emit(A, IR_ADAMW, in, 4, &h));
+}
+
+/* ---- the pass ---- */
+
+/* Which values depend on a param, in program order. */
+static void mark_needs(ad *A)
+{
+    for (int i = 0; i < A->m->ops.n; i++) {
+        const ir_op *op = IR_OP(A->m, i);
+        bool any = op->code == IR_PARAM;
+        for (int j = 0; j < op->nin; j++)
+            any |= A->needs[op->in[j]->id];
+        for (int r = 0; r < op->nres; r++)
+            A->needs[op->res[r]->id] = any && ir_dtype_is_float(op->res[r]->type.dtype);
+    }
+}
+
+static bool run(ad *A, pass_grads *grads)
+{
+    ir_module *m = A->m;
+    int nops = m->ops.n;
+    mark_needs(A);
+    A->phase = IR_PH_BACKWARD;
+    ir_value *loss = m->train.loss;
+    if (!A->needs[loss->id]) {
+        snprintf(A->err, sizeof A->err, "the loss does not depend on any param");
+        return false;
+    }
+    A->grad[loss->id] = cst(A, 1.0, loss->type.dtype);
+    for (int i = nops - 1; i >= 0; i--) {
+        A->op = IR_OP(m, i);
+        ir_value *gy = A->op->nres == 1 ? A->grad[A->op->res[0]->id] : NULL;
+        if (gy)
+            grad_op(A, A->op, gy);
+    }
+    A->op = NULL;
+    A->phase = IR_PH_OPTIMIZER;
+    int np = 0;
+    for (int i = 0; i < nops; i++)
+        np += IR_OP(m, i)->code == IR_PARAM;
+    if (grads) {
+        grads->n = 0;
+        grads->param = su_alloc(&m->arena, (size_t)(np + 1) * sizeof *grads->param);
+        grads->grad = su_alloc(&m->arena, (size_t)(np + 1) * sizeof *grads->grad);
+    }
+    ir_value *step = NULL;
+    for (int i = 0; i < nops; i++) {
+        const ir_op *op = IR_OP(m, i);
+        ir_value *g = op->code == IR_PARAM ? A->grad[op->res[0]->id] : NULL;
+        if (!g)
+            continue;
+        if (grads) {
+            grads->param[grads->n] = op->res[0];
+            grads->grad[grads->n++] = g;
+        }
+        optimize(A, op->res[0], op->a.name, g, &step);
+    }
+    return true;
+}
+
+bool pass_autodiff(ir_module *m, pass_grads *grads, su_buf *err)
+{
+    if (grads)
+        memset(grads, 0, sizeof *grads);
+    if (!m->train.loss || m->updates.n)
+        return true;
+    if (m->partitioned) {
+        su_buf_puts(err, "autodiff runs on the logical module, before partitioning");
+        return false;
+    }
+    ad A;
+    memset(&A, 0, sizeof A);
+    A.m = m;
+    A.nvalues = m->next_id;
+    A.grad = su_alloc(&m->arena, (size_t)(m->next_id + 1) * sizeof *A.grad);
+    A.needs = su_alloc(&m->arena, (size_t)(m->next_id + 1) * sizeof *A.needs);
+    /* values made by the rules have ids past nvalues: they never need a
+     * gradient of their own, and add_grad only reads forward ids */
+    if (setjmp(A.fail) || !run(&A, grads)) {
+        su_buf_puts(err, A.err);
+        return false;
+    }
+    return true;
+}

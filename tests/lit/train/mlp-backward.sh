@@ -1,0 +1,54 @@
+# The training step of a Megatron MLP on dp x tp: the backward mirrors the
+# forward (dh = dy @ w2T stays split over tp with no collective; relu's
+# gradient masks by x @ w1 > 0), each gradient takes its param's sharding,
+# and sgd with momentum keeps a momentum state per param, laid out like it.
+# RUN: %shardc %s --mesh 2x2 --emit train-ir | FileCheck %s
+# RUN: %shardc %s --mesh 2x2 --emit sharded-ir | FileCheck %s --check-prefix=PART
+mesh dp, tp
+input  x  : f32[8, 16] shard(dp, _)
+input  y  : f32[8, 16] shard(dp, _)
+param  w1 : f32[16, 32] shard(_, tp) = normal(0.02)
+param  w2 : f32[32, 16] shard(tp, _) = normal(0.02)
+loss = mse(relu(x @ w1) @ w2, y)
+train loss with sgd(lr = 0.1, momentum = 0.9)
+# CHECK: {{^}}%0 = matmul %x, %w1 : f32[8, 32] auto(dp, tp){{$}}
+# CHECK-NEXT: {{^}}%1 = relu %0 : f32[8, 32] auto(dp, tp){{$}}
+# CHECK-NEXT: {{^}}%2 = matmul %1, %w2 : f32[8, 16] auto(dp, _){{$}}
+# CHECK-NEXT: {{^}}%loss = mse %2, %y : f32[] auto(){{$}}
+# CHECK-NEXT: {{^}}%3 = const {value = 1.0} : f32[] auto() phase backward{{$}}
+# CHECK-NEXT: {{^}}%4 = const {value = 0.015625} : f32[] auto() phase backward{{$}}
+# CHECK-NEXT: {{^}}%5 = mul %3, %4 : f32[] auto() phase backward{{$}}
+# CHECK-NEXT: {{^}}%6 = sub %2, %y : f32[8, 16] auto(dp, _) phase backward{{$}}
+# CHECK-NEXT: {{^}}%7 = mul %6, %5 : f32[8, 16] auto(dp, _) phase backward{{$}}
+# CHECK-NEXT: {{^}}%8 = transpose %w2 {perm = [1, 0]} : f32[16, 32] auto(_, tp) phase backward{{$}}
+# CHECK-NEXT: {{^}}%9 = matmul %7, %8 : f32[8, 32] auto(dp, tp) phase backward{{$}}
+# CHECK-NEXT: {{^}}%10 = transpose %1 {perm = [1, 0]} : f32[32, 8] auto(tp, dp) phase backward{{$}}
+# CHECK-NEXT: {{^}}%11 = matmul %10, %7 : f32[32, 16] auto(tp, _) phase backward{{$}}
+# CHECK-NEXT: {{^}}%12 = const {value = 0.0} : f32[] auto() phase backward{{$}}
+# CHECK-NEXT: {{^}}%13 = gt %0, %12 : f32[8, 32] auto(dp, tp) phase backward{{$}}
+# CHECK-NEXT: {{^}}%14 = mul %9, %13 : f32[8, 32] auto(dp, tp) phase backward{{$}}
+# CHECK-NEXT: {{^}}%15 = transpose %x {perm = [1, 0]} : f32[16, 8] auto(_, dp) phase backward{{$}}
+# CHECK-NEXT: {{^}}%16 = matmul %15, %14 : f32[16, 32] auto(_, tp) phase backward{{$}}
+# CHECK-NEXT: {{^}}%17 = state {name = "opt.w1.momentum", init = zeros} : f32[16, 32] auto(_, tp) phase optimizer{{$}}
+# CHECK-NEXT: {{^}}%18 = momentum %17, %16, %w1 {momentum = 0.9, wd = 0.0} : f32[16, 32] auto(_, tp) phase optimizer{{$}}
+# CHECK-NEXT: {{^}}%19 = sgd %w1, %18 {lr = 0.1, wd = 0.0} : f32[16, 32] auto(_, tp) phase optimizer{{$}}
+# CHECK-NEXT: {{^}}%20 = state {name = "opt.w2.momentum", init = zeros} : f32[32, 16] auto(tp, _) phase optimizer{{$}}
+# CHECK-NEXT: {{^}}%21 = momentum %20, %11, %w2 {momentum = 0.9, wd = 0.0} : f32[32, 16] auto(tp, _) phase optimizer{{$}}
+# CHECK-NEXT: {{^}}%22 = sgd %w2, %21 {lr = 0.1, wd = 0.0} : f32[32, 16] auto(tp, _) phase optimizer{{$}}
+# CHECK-NEXT: {{^}}update %17 = %18{{$}}
+# CHECK-NEXT: {{^}}update %w1 = %19{{$}}
+# CHECK-NEXT: {{^}}update %20 = %21{{$}}
+# CHECK-NEXT: {{^}}update %w2 = %22{{$}}
+# CHECK-NEXT: {{^}}train %loss with sgd(lr = 0.1, momentum = 0.9, wd = 0.0){{$}}
+# CHECK-NOT: {{.}}
+# Partitioned: the forward's one all_reduce over tp (Megatron), none over
+# tp in the backward; the gradients of w1 and w2 are partial over dp (the
+# batch is split) and resolved by one all_reduce each.
+# PART: {{^}}%3 = all_reduce %2 {axes = [tp]} : f32[4, 16] auto(dp, _){{$}}
+# PART-NOT: axes = [tp]
+# PART: {{^}}%loss = all_reduce %6 {axes = [dp]} : f32[] auto(){{$}}
+# PART: {{^}}%16 = all_reduce %15 {axes = [dp]} : f32[16, 16] auto(tp, _) phase backward{{$}}
+# PART: {{^}}%22 = all_reduce %21 {axes = [dp]} : f32[16, 16] auto(_, tp) phase backward{{$}}
+# PART: {{^}}%25 = sgd %w1, %24 {lr = 0.1, wd = 0.0} : f32[16, 16] auto(_, tp) phase optimizer{{$}}
+# PART: {{^}}%28 = sgd %w2, %27 {lr = 0.1, wd = 0.0} : f32[16, 16] auto(tp, _) phase optimizer{{$}}
+# PART-NOT: all_reduce
