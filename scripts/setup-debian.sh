@@ -11,6 +11,7 @@ packages=(
     python3 git
     libcjson-dev libopenblas-dev openmpi-bin libopenmpi-dev  # the runtime
     python3-torch                                  # the tests' PyTorch oracle
+    perl                                           # tests/run_train.sh (JSON::PP)
 )
 
 missing=()

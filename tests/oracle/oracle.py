@@ -2,10 +2,11 @@
 """oracle.py: an outside reference for shardrun (DESIGN.md §7).
 
 PyTorch (Debian's python3-torch, run with Debian's /usr/bin/python3) computes
-the forward pass of examples/mlp.sh or examples/transformer.sh, written here
-by hand from the model files, never from shardc's output:
+the forward pass of examples/mlp.sh or examples/transformer.sh, and with
+--train their training steps, written here by hand from the model files,
+never from shardc's output:
 
-    oracle.py MODEL DIR [NAME=VALUE ...]
+    oracle.py MODEL DIR [--train STEPS] [NAME=VALUE ...]
 
 MODEL is mlp or transformer; NAME=VALUE overrides the model's `let`
 constants (pass the same values to shardc with -D). Writes, in DIR:
@@ -13,6 +14,13 @@ constants (pass the same values to shardc with -D). Writes, in DIR:
                           models' own inits so that every op matters)
     inputs.safetensors    every input
     expected.safetensors  the outputs PyTorch computes (float64, stored f32)
+and with --train STEPS:
+    train.safetensors     "loss": f32[STEPS], the loss of each step before
+                          that step's update, and every param after STEPS
+                          updates under its own name, with AdamW its moments
+                          as opt.NAME.m and opt.NAME.v; float64 autograd,
+                          the same batch at every step, the optimizer of the
+                          model's `train` line (OPTIMIZERS below)
 """
 import json
 import math
@@ -55,7 +63,8 @@ def layernorm(x, g, b, eps=1e-5):
     return torch.nn.functional.layer_norm(x, (x.shape[-1],), g, b, eps)
 
 
-def mlp(c, gen):
+def mlp_data(c, gen):
+    """examples/mlp.sh: its params and inputs, f32."""
     B, D = c["B"], c["D"]
     H = c.get("H", 4 * D)
     p = {
@@ -64,16 +73,22 @@ def mlp(c, gen):
         "w2": torch.randn(H, D, generator=gen) / math.sqrt(H),
     }
     i = {"x": torch.randn(B, D, generator=gen), "y": torch.randn(B, D, generator=gen)}
-    P = {k: v.double() for k, v in p.items()}
+    return p, i
+
+
+def mlp_forward(c, P, i):
+    """The outputs of examples/mlp.sh, given float64 params P and inputs i;
+    "loss" is the trained one."""
     x, y = i["x"].double(), i["y"].double()
     out = gelu(x @ P["w1"] + P["b1"]) @ P["w2"]
     loss = ((out - y) ** 2).mean()
-    return p, i, [("out", out), ("loss", loss)]
+    return {"out": out, "loss": loss}
 
 
-def transformer(c, gen):
-    B, S, D, NH, V, L = c["B"], c["S"], c["D"], c["NH"], c["V"], c["L"]
-    HD, F = D // NH, c.get("F", 4 * D)
+def transformer_data(c, gen):
+    """examples/transformer.sh: its params and inputs (f32 and i32)."""
+    B, S, D, V, L = c["B"], c["S"], c["D"], c["V"], c["L"]
+    F = c.get("F", 4 * D)
     p = {"wte": torch.randn(V, D, generator=gen), "wpe": torch.randn(S, D, generator=gen) * 0.5}
 
     def lin(n, m):
@@ -94,17 +109,24 @@ def transformer(c, gen):
     p["wlm"] = lin(D, V) * 4
     tokens = torch.randint(0, V, (B, S), generator=gen, dtype=torch.int32)
     targets = torch.randint(0, V, (B, S), generator=gen, dtype=torch.int32)
-    P = {k: v.double() for k, v in p.items()}
+    return p, {"tokens": tokens, "targets": targets}
 
+
+def transformer_forward(c, P, i):
+    """The outputs of examples/transformer.sh, given float64 params P and
+    inputs i."""
+    B, S, D, NH, V, L = c["B"], c["S"], c["D"], c["NH"], c["V"], c["L"]
+    HD = D // NH
+    tokens, targets = i["tokens"], i["targets"]
     x = P["wte"][tokens.long()] + P["wpe"]
     mask = torch.ones(S, S, dtype=torch.bool).tril()
+
+    def heads(t):
+        return t.reshape(B, S, NH, HD).transpose(1, 2)
+
     for l in range(L):
         a, m = f"layers.{l}.attn.", f"layers.{l}.mlp."
         h = layernorm(x, P[a + "ln_g"], P[a + "ln_b"])
-
-        def heads(t):
-            return t.reshape(B, S, NH, HD).transpose(1, 2)
-
         q, k, v = heads(h @ P[a + "wq"]), heads(h @ P[a + "wk"]), heads(h @ P[a + "wv"])
         s = (q @ k.transpose(-1, -2)) / math.sqrt(HD)
         s = s.masked_fill(~mask, float("-inf"))
@@ -114,30 +136,85 @@ def transformer(c, gen):
         x = x + gelu(h @ P[m + "w1"] + P[m + "b1"]) @ P[m + "w2"] + P[m + "b2"]
     logits = layernorm(x, P["lnf_g"], P["lnf_b"]) @ P["wlm"]
     loss = torch.nn.functional.cross_entropy(logits.reshape(-1, V), targets.reshape(-1).long())
-    return p, {"tokens": tokens, "targets": targets}, [("loss", loss)]
+    return {"loss": loss}
 
+
+# The `train` line of each model file, written out by hand:
+#   mlp.sh:         train loss with sgd(lr = 0.01)      (momentum 0, wd 0)
+#   transformer.sh: train loss with adamw(lr = 3e-4, beta1 = 0.9,
+#                   beta2 = 0.95, eps = 1e-8, wd = 0.1)
+OPTIMIZERS = {
+    "mlp": lambda ps: torch.optim.SGD(ps, lr=0.01),
+    "transformer": lambda ps: torch.optim.AdamW(ps, lr=3e-4, betas=(0.9, 0.95), eps=1e-8,
+                                                weight_decay=0.1),
+}
+
+# torch.optim's states under shardrun's names (opt.NAME.m, opt.NAME.v)
+STATES = {"exp_avg": "m", "exp_avg_sq": "v"}
 
 MODELS = {
-    "mlp": (mlp, {"B": 64, "D": 1024}),
-    "transformer": (transformer, {"B": 8, "S": 128, "D": 256, "NH": 8, "V": 1024, "L": 4}),
+    "mlp": (mlp_data, mlp_forward, ["out", "loss"], {"B": 64, "D": 1024}),
+    "transformer": (transformer_data, transformer_forward, ["loss"],
+                    {"B": 8, "S": 128, "D": 256, "NH": 8, "V": 1024, "L": 4}),
 }
 
 
-def main(argv):
+def train(model, consts, params, inputs, steps):
+    """Runs STEPS optimizer steps in float64 on one batch; returns the list
+    of (name, f32 tensor) of train.safetensors."""
+    forward = MODELS[model][1]
+    P = {k: v.double().requires_grad_() for k, v in params.items()}
+    opt = OPTIMIZERS[model](list(P.values()))
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = forward(consts, P, inputs)["loss"]
+        loss.backward()
+        losses.append(loss.item())
+        opt.step()
+    out = [("loss", torch.tensor(losses, dtype=torch.float64).float())]
+    for n, t in sorted(P.items()):
+        out.append((n, t.detach().float()))
+        state = opt.state[t]
+        for key, suffix in STATES.items():
+            if key in state:
+                out.append((f"opt.{n}.{suffix}", state[key].float()))
+    return out
+
+
+def parse_args(argv):
+    """argv -> (model, dir, consts, steps or 0); exits with the usage."""
     if len(argv) < 3 or argv[1] not in MODELS:
         sys.exit(__doc__)
-    build, consts = MODELS[argv[1]]
-    consts = dict(consts)
-    for kv in argv[3:]:
-        k, v = kv.split("=")
-        consts[k] = int(v)
+    model, out_dir, steps = argv[1], argv[2], 0
+    consts = dict(MODELS[model][3])
+    rest = argv[3:]
+    while rest:
+        if rest[0] == "--train" and len(rest) > 1 and rest[1].isdigit() and int(rest[1]) > 0:
+            steps, rest = int(rest[1]), rest[2:]
+        elif "=" in rest[0] and not rest[0].startswith("-"):
+            k, v = rest[0].split("=")
+            consts[k] = int(v)
+            rest = rest[1:]
+        else:
+            sys.exit(__doc__)
+    return model, out_dir, consts, steps
+
+
+def main(argv):
+    model, out_dir, consts, steps = parse_args(argv)
+    data, forward, output_names, _ = MODELS[model]
     gen = torch.Generator().manual_seed(1234)
-    params, inputs, outputs = build(consts, gen)
-    os.makedirs(argv[2], exist_ok=True)
-    write_safetensors(os.path.join(argv[2], "params.safetensors"), sorted(params.items()))
-    write_safetensors(os.path.join(argv[2], "inputs.safetensors"), sorted(inputs.items()))
-    write_safetensors(os.path.join(argv[2], "expected.safetensors"),
-                      [(n, t.float()) for n, t in outputs])
+    params, inputs = data(consts, gen)
+    outputs = forward(consts, {k: v.double() for k, v in params.items()}, inputs)
+    os.makedirs(out_dir, exist_ok=True)
+    write_safetensors(os.path.join(out_dir, "params.safetensors"), sorted(params.items()))
+    write_safetensors(os.path.join(out_dir, "inputs.safetensors"), sorted(inputs.items()))
+    write_safetensors(os.path.join(out_dir, "expected.safetensors"),
+                      [(n, outputs[n].float()) for n in output_names])
+    if steps:
+        write_safetensors(os.path.join(out_dir, "train.safetensors"),
+                          train(model, consts, params, inputs, steps))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# run_train.sh MODEL MESH COMM DATA STEPS [ZERO_K]: the semantic test of
+# training one model on one mesh (DESIGN.md §7). Compiles MODEL (it has a
+# `train` line) for MESH and for the unsharded mesh (every axis of size 1),
+# runs STEPS training steps of each on the same batch, the sharded one over
+# COMM (local: threads; mpi: mpirun, one process per rank), from the params
+# and inputs in DATA (made by tests/oracle/oracle.py --train STEPS), and
+# compares
+#   1. the loss of every step with the unsharded run's and with PyTorch's
+#      (the "loss" of DATA/train.safetensors);
+#   2. the params and optimizer states after the last step with the
+#      unsharded run's, and the params with PyTorch's (DATA/train.safetensors).
+# With ZERO_K, the sharded run uses a copy of MODEL whose `train` line ends
+# in `zero ZERO_K over dp` (the unsharded run, the reference, does not).
+# A mismatch prints the step (losses) or the tensor (st_compare), both
+# values and the error. Tools come from the environment: SHARDC, SHARDRUN,
+# ST_COMPARE, MPIRUN (with MPIRUN_FLAGS); perl (with its core JSON::PP)
+# splits safetensors files.
+#
+# Tolerances, |got - want| <= atol + rtol |want|, per optimizer: about 10x
+# the worst error measured over all of tests/CMakeLists.txt's train/* (5
+# steps; meshes 2x2, 4x1, 1x2, local and mpi, ZeRO 1-3 on 4x1). Params
+# and states: atol is 10x the worst absolute error and rtol a nominal 1e-5,
+# since the worst relative errors are those of elements near 0.
+#   sgd, mlp.sh (lr 0.01; the loss falls 1.4263 -> 1.4141, 3e-3 a step; the
+#   params move by 4e-6 on average, 9e-5 at most):
+#     losses: measured rel 0 (unsharded), 3.2e-7 (PyTorch; shardrun prints 6
+#       decimals, a quantum of 7e-7 rel): rtol 5e-6
+#     params: measured abs 1.5e-8 (unsharded: f32 sums in another order),
+#       6e-8 (PyTorch: 2 ulps of b1): atol 1.5e-7 and 6e-7
+#   adamw, transformer.sh (lr 3e-4; the loss falls 13.84 -> 8.59; the params
+#   move by about 1e-3):
+#     losses: measured rel 0 (unsharded), 9.3e-8 (PyTorch; the print quantum
+#       is 1.2e-7 rel): rtol 1e-6
+#     params: measured abs 5.3e-5 (unsharded; 3.8e-6 when tp = 1), 7.9e-5
+#       (PyTorch; layers.*.mlp.w2): atol 5e-4 and 8e-4. AdamW's first steps
+#       move each weight by about lr * sign(g) whatever the size of g, so a
+#       weight whose gradient is near 0 (where f32 rounding decides its sign)
+#       may differ by up to 2 lr = 6e-4 a step: the measured errors show a
+#       little of that, far from the bound 2 lr STEPS = 3e-3. These atols
+#       miss a missing weight decay (it moves the params by 6e-4 at most
+#       here); the losses (9e-5 rel) and the moments (3x their atols) see it
+#       (tried: the model with wd = 0 against this oracle).
+#     m (|m| 5e-5 .. 1e-2): measured abs 9.1e-8 (unsharded), 2.4e-7
+#       (PyTorch): atol 1e-6 and 2.5e-6
+#     v (|v| 1e-8 .. 3e-4): measured abs 2.4e-9 (unsharded), 9.4e-9
+#       (PyTorch): atol 3e-8 and 1e-7
+#     opt.step (against the unsharded run; the oracle does not write it):
+#       measured 0, m's atol
+# The loss tolerances assume shardrun prints at least 6 decimals.
+set -euo pipefail
+if [ $# -lt 5 ]; then
+    echo "usage: run_train.sh MODEL MESH COMM DATA STEPS [ZERO_K]" >&2
+    exit 2
+fi
+model=$1 mesh=$2 comm=$3 data=$4 steps=$5 zero=${6:-}
+tmp=$(mktemp -d)
+trap 'rm -rf -- "$tmp"' EXIT
+
+if ! grep -q '^train ' "$model"; then
+    echo "run_train.sh: $model has no train line" >&2
+    exit 2
+fi
+if grep -q '^train .* adamw(' "$model"; then
+    loss_rtol=1e-6 param_ref_atol=5e-4 param_torch_atol=8e-4
+    m_ref_atol=1e-6 v_ref_atol=3e-8 m_torch_atol=2.5e-6 v_torch_atol=1e-7
+elif grep -q '^train .* sgd(' "$model"; then
+    loss_rtol=5e-6 param_ref_atol=1.5e-7 param_torch_atol=6e-7
+    m_ref_atol=0 v_ref_atol=0 m_torch_atol=0 v_torch_atol=0      # no states
+else
+    echo "run_train.sh: $model: no tolerances measured for its optimizer" >&2
+    exit 2
+fi
+rtol=1e-5
+
+# the unsharded mesh: as many axes as MESH, each of size 1
+ones=$(echo "$mesh" | sed 's/[0-9][0-9]*/1/g')
+ranks=$(( $(echo "$mesh" | sed 's/x/*/g') ))
+run_args=(--steps "$steps" --params "$data/params.safetensors"
+          --inputs "$data/inputs.safetensors")
+
+sharded=$model
+if [ -n "$zero" ]; then
+    sharded=$tmp/$(basename "$model")
+    sed "s/^\(train .*\)\$/\1 zero $zero over dp/" "$model" > "$sharded"
+    grep "^train " "$sharded"
+fi
+
+# losses LOG OUT: the number after "loss" on each step line of LOG, one a line
+losses() {
+    awk '$1 == "step" { for (i = 2; i < NF; i++) if ($i == "loss") print $(i + 1) }' "$1" > "$2"
+}
+
+# count_losses FROM FILE: FILE has STEPS lines
+count_losses() {
+    if [ "$(wc -l < "$2")" -ne "$steps" ]; then
+        echo "run_train.sh: $1: $(wc -l < "$2") losses, expected $steps" >&2
+        return 1
+    fi
+}
+
+# st_perl: perl on safetensors files (the oracle's and shardrun's)
+#   values IN NAME                 prints the elements of NAME, one a line
+#   split IN PATTERN OUT ... REST  writes each tensor of IN to the OUT of the
+#                                  first PATTERN (a perl regex) its name
+#                                  matches, else to REST; no file for none
+st_perl() {
+    perl -MJSON::PP -e '
+        my ($mode, $in, @outs) = @ARGV;
+        open(my $f, "<:raw", $in) or die "$in: $!\n";
+        local $/;
+        my $all = <$f>;
+        my $n = unpack("Q<", substr($all, 0, 8));
+        my $hdr = decode_json(substr($all, 8, $n));
+        delete $hdr->{__metadata__};
+        my $blob = substr($all, 8 + $n);
+        sub bytes { my ($s, $e) = @{$_[0]->{data_offsets}}; substr($blob, $s, $e - $s) }
+        if ($mode eq "values") {
+            my $t = $hdr->{$outs[0]} or die "$in: no tensor \"$outs[0]\"\n";
+            $t->{dtype} eq "F32" or die "$in: \"$outs[0]\" is not F32\n";
+            printf "%.9g\n", $_ for unpack("f<*", bytes($t));
+            exit 0;
+        }
+        my $rest = pop @outs;
+        my %files;
+        for my $name (sort keys %$hdr) {
+            my $out = $rest;
+            for (my $i = 0; $i < @outs; $i += 2) {
+                if ($name =~ $outs[$i]) { $out = $outs[$i + 1]; last }
+            }
+            my $t = $hdr->{$name};
+            my $file = $files{$out} //= {hdr => {}, data => ""};
+            my $data = bytes($t);
+            $file->{hdr}{$name} = {dtype => $t->{dtype}, shape => $t->{shape},
+                data_offsets => [length($file->{data}), length($file->{data}) + length($data)]};
+            $file->{data} .= $data;
+        }
+        for my $out (keys %files) {
+            my $text = JSON::PP->new->canonical->encode($files{$out}{hdr});
+            $text .= " " x (-length($text) % 8);
+            open(my $o, ">:raw", $out) or die "$out: $!\n";
+            print $o pack("Q<", length($text)), $text, $files{$out}{data};
+            close($o) or die "$out: $!\n";
+        }
+    ' "$@"
+}
+
+# compare_losses WANT GOT RTOL: per step, |got - want| <= RTOL |want|
+compare_losses() {
+    paste "$1" "$2" | awk -v rtol="$3" '
+        function abs(v) { return v < 0 ? -v : v }
+        {
+            num = $2 ~ /^-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$/
+            d = abs($2 - $1)
+            r = d / (abs($1) > 1e-30 ? abs($1) : 1e-30)
+            if (num && d > maxa) maxa = d
+            if (num && r > maxr) maxr = r
+            if (!num || d > rtol * abs($1)) {
+                printf "  step %d: expected %.9g, got %s: abs err %.3g, rel err %.3g\n", \
+                    NR, $1, $2, d, r
+                bad++
+            }
+        }
+        END {
+            printf "loss [%d steps]: max abs err %.3g, max rel err %.3g (rtol %g): %s\n", \
+                NR, maxa, maxr, rtol, bad ? "MISMATCH" : "ok"
+            exit bad ? 1 : 0
+        }'
+}
+
+"$SHARDC" "$model" --mesh "$ones" -o "$tmp/ref.plan"
+"$SHARDRUN" "$tmp/ref.plan" --comm local "${run_args[@]}" \
+    --save-params "$tmp/ref.safetensors" | tee "$tmp/ref.log"
+
+"$SHARDC" "$sharded" --mesh "$mesh" -o "$tmp/model.plan"
+if [ "$comm" = mpi ]; then
+    # shellcheck disable=SC2086
+    "$MPIRUN" $MPIRUN_FLAGS -np "$ranks" "$SHARDRUN" "$tmp/model.plan" --comm mpi \
+        "${run_args[@]}" --save-params "$tmp/got.safetensors" | tee "$tmp/got.log"
+else
+    "$SHARDRUN" "$tmp/model.plan" --comm local --ranks "$ranks" "${run_args[@]}" \
+        --save-params "$tmp/got.safetensors" | tee "$tmp/got.log"
+fi
+
+losses "$tmp/ref.log" "$tmp/ref.loss"
+losses "$tmp/got.log" "$tmp/got.loss"
+st_perl values "$data/train.safetensors" loss > "$tmp/torch.loss"
+count_losses "the unsharded run" "$tmp/ref.loss"
+count_losses "the sharded run" "$tmp/got.loss"
+count_losses "$data/train.safetensors" "$tmp/torch.loss"
+# the params and states of RUN into $tmp/RUN-m.safetensors (AdamW's m), -v,
+# -opt (other states), -params and -loss (PyTorch's losses, not used)
+for run in ref torch; do
+    file=$tmp/$run.safetensors
+    [ $run = ref ] || file=$data/train.safetensors
+    st_perl split "$file" '^loss$' "$tmp/$run-loss.safetensors" \
+        '^opt\..*\.m$' "$tmp/$run-m.safetensors" '^opt\..*\.v$' "$tmp/$run-v.safetensors" \
+        '^opt\.' "$tmp/$run-opt.safetensors" "$tmp/$run-params.safetensors"
+done
+
+# compare WHAT EXPECTED ATOL: st_compare EXPECTED against the sharded run's
+# params and states, when EXPECTED has tensors
+compare() {
+    if [ -e "$2" ]; then
+        echo "== $what: $1"
+        "$ST_COMPARE" "$2" "$tmp/got.safetensors" --rtol "$rtol" --atol "$3"
+    fi
+}
+
+# compare_run RUN AGAINST PARAM_ATOL M_ATOL V_ATOL: the params and states of
+# RUN (ref or torch) against the sharded run's
+compare_run() {
+    local bad=0
+    compare "params $2" "$tmp/$1-params.safetensors" "$3" || bad=1
+    compare "AdamW m $2" "$tmp/$1-m.safetensors" "$4" || bad=1
+    compare "AdamW v $2" "$tmp/$1-v.safetensors" "$5" || bad=1
+    compare "other states $2" "$tmp/$1-opt.safetensors" "$4" || bad=1
+    return $bad
+}
+
+what="$(basename "$sharded") --mesh $mesh ($comm)${zero:+ zero $zero}"
+rc=0
+echo "== $what: losses against the unsharded run"
+compare_losses "$tmp/ref.loss" "$tmp/got.loss" "$loss_rtol" || rc=1
+echo "== $what: losses against PyTorch"
+compare_losses "$tmp/torch.loss" "$tmp/got.loss" "$loss_rtol" || rc=1
+compare_run ref "against the unsharded run" "$param_ref_atol" "$m_ref_atol" "$v_ref_atol" || rc=1
+compare_run torch "against PyTorch" "$param_torch_atol" "$m_torch_atol" "$v_torch_atol" || rc=1
+exit $rc
