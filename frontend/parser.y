@@ -47,11 +47,12 @@ static ast_stmt *finish_lines(ast_stmt *rev, ast_stmt *last);
 %token TRAIN "train" WITH "with" ZERO "zero" SHARD "shard" ARROW "->"
 %token <ival> INT "integer" BOOL "boolean"
 %token <fval> FLOAT "number"
-%token <str> IDENT "name" STRING "string"
+%token <str> IDENT "name" STRING "string" SCHED_1F1B "1f1b"
 %token <dtype> DTYPE "dtype"
 
 %type <stmt> lines opt_stmt stmt block_body
 %type <node> expr primary opt_args args arg opt_exprs exprs opt_init opt_sched_arg
+%type <str> sched_name
 %type <item> mesh_axes mesh_axis let_items let_item names opt_bparams bparams bparam
 %type <type> type
 %type <shard> opt_shard
@@ -121,7 +122,7 @@ stmt:
         $$->axis = $6; $$->axis_loc = L(@6); $$->body = $7;
     }
     /* pipeline microbatches M schedule NAME [(V)] */
-  | PIPELINE MICROBATCHES expr SCHEDULE IDENT opt_sched_arg {
+  | PIPELINE MICROBATCHES expr SCHEDULE sched_name opt_sched_arg {
         $$ = stmt(P, ST_PIPELINE, @1);
         $$->expr = $3; $$->name = $5; $$->name_loc = L(@5); $$->expr2 = $6;
     }
@@ -224,6 +225,13 @@ axis_names:
 opt_init:
     %empty                  { $$ = NULL; }
   | '=' primary             { $$ = $2; }
+;
+
+/* a schedule's name: gpipe, interleaved, or 1f1b, which the lexer gives its
+ * own token so that it can never name anything else */
+sched_name:
+    IDENT
+  | SCHED_1F1B
 ;
 
 opt_sched_arg:
