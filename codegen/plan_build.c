@@ -3,9 +3,10 @@
  *
  * One program (stage) for now: a pipelined module runs every repetition on
  * every rank of the pipeline axis, which computes the same thing as the
- * stages would (issue 7 splits it). Every value gets its own buffer, except
- * that `constrain` (an identity) shares its operand's buffer; a reshape is a
- * `copy` (memory planning, issue 6, will make it free).
+ * stages would (issue 7 splits it). Buffers and their offsets in the rank's
+ * arena are the memory plan's (passes/memplan.c): `constrain` and `reshape`
+ * share their operand's buffer and make no instruction, and a param's or
+ * state's new value is often its own buffer (nothing to copy after a step).
  *
  * The I/O table holds the inputs, params, optimizer states and outputs with
  * their global types and shardings; a training step's updates name, per
@@ -16,6 +17,8 @@
  * classes of the logits (uniform over [0, 1) otherwise: zeros). */
 #include "codegen.h"
 
+#include "passes/passes.h"
+
 #include "runtime/plan.h"
 
 #include <stdio.h>
@@ -25,9 +28,9 @@
 typedef struct builder {
     const ir_module *m;
     su_arena *arena;
+    const pass_memplan *mp;
     int32_t *buf_of;     /* per value id: its buffer, -1 none */
     int32_t *io_of;      /* per value id: its source's I/O entry, -1 none */
-    su_vec bufs;         /* int64_t * sizes */
     su_vec instrs;       /* rt_instr * */
     su_vec ios;          /* rt_io * */
     char *err;
@@ -59,14 +62,6 @@ _Static_assert((int)RT_F32 == (int)IR_F32 && (int)RT_F16 == (int)IR_F16 &&
                    (int)RT_BF16 == (int)IR_BF16 && (int)RT_I32 == (int)IR_I32 &&
                    (int)RT_NDTYPES == (int)IR_NDTYPES,
                "the plan's dtypes must number as the IR's");
-
-static int32_t new_buffer(builder *b, const ir_type *t)
-{
-    int64_t *size = su_alloc(b->arena, sizeof *size);
-    *size = ir_type_numel(t) * ir_dtype_size(t->dtype);
-    su_vec_push(&b->bufs, b->m->oom, size);
-    return (int32_t)b->bufs.n - 1;
-}
 
 /* The global type of a value with a local type and a sharding. */
 static ir_type global_type(const ir_module *m, const ir_value *v)
@@ -159,10 +154,10 @@ static bool lower_op(builder *b, const ir_op *op)
         return fail(b, "%s makes %d results; the plan holds ops of one", ir_ops[op->code].name,
                     op->nres);
     const ir_value *res = op->res[0];
-    if (op->code == IR_CONSTRAIN) {
-        b->buf_of[res->id] = b->buf_of[op->in[0]->id];
-        return true;
-    }
+    b->buf_of[res->id] = b->mp->buf[res->id];
+    if ((op->code == IR_CONSTRAIN || op->code == IR_RESHAPE) &&
+        b->buf_of[res->id] == b->buf_of[op->in[0]->id])
+        return true; /* the same bytes */
     const char *name = op->code == IR_RESHAPE ? "copy" : ir_ops[op->code].name;
     int code = rt_op_lookup(name);
     if (code < 0)
@@ -180,9 +175,8 @@ static bool lower_op(builder *b, const ir_op *op)
         if (in->in[i] < 0)
             return fail(b, "operand %d of %s has no buffer", i, ir_ops[op->code].name);
     }
-    in->out = new_buffer(b, &res->type);
+    in->out = b->buf_of[res->id];
     in->out_t = rtype(&res->type);
-    b->buf_of[res->id] = in->out;
     const ir_attrs *a = &op->a;
     in->io = -1;
     in->axis = a->axis;
@@ -268,10 +262,10 @@ static bool build(builder *b, rt_plan *p, const char *report)
     p->stage_axis = -1;
     p->nstages = 1;
     rt_program *prog = su_alloc(b->arena, sizeof *prog);
-    prog->nbuf = (int32_t)b->bufs.n;
-    prog->buf_bytes = su_alloc(b->arena, ((size_t)b->bufs.n + 1) * sizeof *prog->buf_bytes);
-    for (int i = 0; i < b->bufs.n; i++)
-        prog->buf_bytes[i] = *(int64_t *)b->bufs.v[i];
+    prog->nbuf = b->mp->nbuf;
+    prog->arena_bytes = b->mp->arena_bytes;
+    prog->buf_bytes = b->mp->bytes;
+    prog->buf_offset = b->mp->offset;
     prog->ninstr = (int32_t)b->instrs.n;
     prog->instr = su_alloc(b->arena, ((size_t)b->instrs.n + 1) * sizeof *prog->instr);
     for (int i = 0; i < b->instrs.n; i++)
@@ -303,13 +297,20 @@ bool cg_plan_bytes(const ir_module *m, const char *report, uint8_t **out, size_t
     b.io_of = su_alloc(&arena, (size_t)(m->next_id + 1) * sizeof *b.io_of);
     for (int i = 0; i <= m->next_id; i++)
         b.buf_of[i] = b.io_of[i] = -1;
+    pass_memplan mp;
+    su_buf merr = {.oom = m->oom};
+    bool ok = pass_plan_memory(m, &mp, &merr) && pass_memplan_check(m, &mp, &merr);
+    if (!ok)
+        snprintf(err, errlen, "memory plan: %s", merr.s ? merr.s : "?");
+    su_buf_free(&merr);
+    b.mp = &mp;
     rt_plan p;
-    bool ok = build(&b, &p, report);
+    ok = ok && build(&b, &p, report);
     if (ok && !rt_plan_validate(&p, err, errlen))
         ok = false;
     if (ok)
         ok = rt_plan_write(&p, out, len, err, errlen);
-    su_vec_free(&b.bufs);
+    pass_memplan_free(&mp);
     su_vec_free(&b.instrs);
     su_vec_free(&b.ios);
     su_arena_free(&arena);

@@ -241,11 +241,12 @@ void ir_add_output(ir_module *m, const char *name, ir_value *v, su_loc loc)
     su_vec_push(&m->outputs, m->oom, o);
 }
 
-void ir_add_update(ir_module *m, ir_value *src, ir_value *v)
+void ir_add_update(ir_module *m, ir_value *src, ir_value *v, ir_value *grad)
 {
     ir_update *u = su_alloc(&m->arena, sizeof *u);
     u->src = src;
     u->v = v;
+    u->grad = grad;
     su_vec_push(&m->updates, m->oom, u);
 }
 

@@ -221,10 +221,15 @@ typedef struct ir_output {
 } ir_output;
 
 /* After a training step, the param or state src takes the value v (same
- * type; after partitioning, the same sharding). Printed "update %w1 = %9". */
+ * type; after partitioning, the same sharding). A param's update also names
+ * grad, the gradient of the loss with respect to it as the optimizer reads
+ * it (the same global type; after partitioning, the layout propagation gave
+ * the gradient, e.g. sharded under ZeRO-2); NULL for a state. Printed
+ * "update %w1 = %9 grad %7". */
 typedef struct ir_update {
     ir_value *src;
     ir_value *v;
+    ir_value *grad;
 } ir_update;
 
 typedef struct ir_module {
@@ -267,7 +272,7 @@ ir_value *ir_emit(ir_module *m, ir_opcode code, ir_value *const *in, int nin,
                   ir_attrs *a, char *err, size_t errlen);
 
 void ir_add_output(ir_module *m, const char *name, ir_value *v, su_loc loc);
-void ir_add_update(ir_module *m, ir_value *src, ir_value *v);
+void ir_add_update(ir_module *m, ir_value *src, ir_value *v, ir_value *grad);
 
 /* Writes the textual form. */
 void ir_print(const ir_module *m, su_buf *out);

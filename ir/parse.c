@@ -826,13 +826,18 @@ static void parse_output(parser *p)
     ir_add_output(p->m, name, parse_use(p), loc);
 }
 
-/* update := 'update' use '=' use */
+/* update := 'update' use '=' use [ 'grad' use ] */
 static void parse_update(parser *p)
 {
     lex(p);
     ir_value *src = parse_use(p);
     expect_punct(p, '=', "after the updated value");
-    ir_add_update(p->m, src, parse_use(p));
+    ir_value *v = parse_use(p), *grad = NULL;
+    if (is_kw(p, "grad")) {
+        lex(p);
+        grad = parse_use(p);
+    }
+    ir_add_update(p->m, src, v, grad);
 }
 
 /* hyper := IDENT '=' double, the one called name */

@@ -394,6 +394,10 @@ static void put_module(printer *p)
         put_value(p, IR_UPDATE(m, i)->src);
         su_buf_puts(p->out, " = ");
         put_value(p, IR_UPDATE(m, i)->v);
+        if (IR_UPDATE(m, i)->grad) {
+            su_buf_puts(p->out, " grad ");
+            put_value(p, IR_UPDATE(m, i)->grad);
+        }
         su_buf_putc(p->out, '\n');
     }
     if (m->train.loss)

@@ -404,6 +404,17 @@ static bool verify_outputs(vctx *c)
     return true;
 }
 
+/* v's type before partitioning: its local type times the splits. */
+static ir_type global_type(const ir_module *m, const ir_value *v)
+{
+    ir_type t = v->type;
+    if (!m->partitioned || v->sh.kind == IR_SH_NONE)
+        return t;
+    for (int d = 0; d < t.rank; d++)
+        t.dim[d] *= ir_sharding_split(&v->sh, &m->mesh, d);
+    return t;
+}
+
 /* Each update gives a param or state a value of its own type (and, once
  * partitioned, its own sharding), at most once; only in a training step. */
 static bool verify_updates(vctx *c)
@@ -434,6 +445,18 @@ static bool verify_updates(vctx *c)
         for (int j = 0; j < i; j++)
             if (IR_UPDATE(m, j)->src == u->src)
                 return fail(c, "%s is updated twice (updates %d and %d)", vn, j, i);
+        if (!u->grad)
+            continue;
+        vname(v2, u->grad);
+        if (!defined(c, u->grad))
+            return fail(c, "update %s: its gradient %s is defined by no op of the module", vn, v2);
+        if (u->src->def->code != IR_PARAM)
+            return fail(c, "update %s: only a param has a gradient", vn);
+        /* the same global type: the gradient's layout may differ (ZeRO-2) */
+        ir_type gs = global_type(m, u->src), gg = global_type(m, u->grad);
+        if (!ir_type_eq(&gs, &gg))
+            return fail(c, "update %s: its gradient %s has type %s, not %s", vn, v2,
+                        tstr(t1, &gg), tstr(t2, &gs));
     }
     return true;
 }

@@ -458,7 +458,7 @@ static void optimize(ad *A, ir_value *p, const char *name, ir_value *g, ir_value
                   .beta2 = t->beta2, .eps = t->eps, .wd = t->wd};
     if (t->opt == IR_OPT_SGD && t->momentum == 0) {
         ir_value *in[2] = {p, g};
-        ir_add_update(m, p, emit(A, IR_SGD, in, 2, &h));
+        ir_add_update(m, p, emit(A, IR_SGD, in, 2, &h), g);
         return;
     }
     if (t->opt == IR_OPT_SGD) {
@@ -468,24 +468,24 @@ static void optimize(ad *A, ir_value *p, const char *name, ir_value *g, ir_value
         ir_attrs h0 = h;
         h0.wd = 0; /* applied in the momentum buffer, as PyTorch does */
         ir_value *in2[2] = {p, nbuf};
-        ir_add_update(m, buf, nbuf);
-        ir_add_update(m, p, emit(A, IR_SGD, in2, 2, &h0));
+        ir_add_update(m, buf, nbuf, NULL);
+        ir_add_update(m, p, emit(A, IR_SGD, in2, 2, &h0), g);
         return;
     }
     if (!*step) {
         ir_type st = {.dtype = IR_F32};
         ir_value *s = state(A, "opt.step", &st);
         *step = op2(A, IR_ADD, s, cst(A, 1.0, IR_F32));
-        ir_add_update(m, s, *step);
+        ir_add_update(m, s, *step, NULL);
     }
     ir_value *mv = state(A, su_sprintf(&m->arena, "opt.%s.m", name), &p->type);
     ir_value *vv = state(A, su_sprintf(&m->arena, "opt.%s.v", name), &p->type);
     ir_value *in_m[2] = {mv, g}, *in_v[2] = {vv, g};
     ir_value *nm = emit(A, IR_ADAM_M, in_m, 2, &h), *nv = emit(A, IR_ADAM_V, in_v, 2, &h);
     ir_value *in[4] = {p, nm, nv, *step};
-    ir_add_update(m, mv, nm);
-    ir_add_update(m, vv, nv);
-    ir_add_update(m, p, emit(A, IR_ADAMW, in, 4, &h));
+    ir_add_update(m, mv, nm, NULL);
+    ir_add_update(m, vv, nv, NULL);
+    ir_add_update(m, p, emit(A, IR_ADAMW, in, 4, &h), g);
 }
 
 /* ---- the pass ---- */

@@ -853,7 +853,7 @@ bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
         P.need = "an update keeps the layout of what it updates";
         ir_value *v = reshard(&P, P.map[u->v->id], &u->src->sh);
         P.need = NULL;
-        ir_add_update(P.dst, P.map[u->src->id], v);
+        ir_add_update(P.dst, P.map[u->src->id], v, u->grad ? P.map[u->grad->id] : NULL);
     }
     P.dst->train = m->train;
     if (m->train.loss)

@@ -73,6 +73,36 @@ bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
  * fails it is a compiler bug. */
 bool pass_verify_schedule(const ir_module *m, su_buf *err);
 
+/* The memory plan (memplan.c): one arena per rank, each value of a
+ * partitioned module at an offset in it; buffers are shared by values that
+ * are the same bytes (reshape, constrain, in-place updates) and reused once
+ * dead. Lifetimes are op indices: a buffer is live from start (written) to
+ * end (last read), inclusive; start -1 for params and states (kept across
+ * runs), end = the op count for what the runtime reads after the run. */
+#define PASS_MEM_ALIGN 256
+typedef struct pass_memplan {
+    int nvalues;              /* the module's next_id + 1 */
+    int32_t *buf;             /* [nvalues]: a value's buffer; -1: no op defines it */
+    int nbuf;
+    int64_t *offset, *bytes;  /* [nbuf]: offsets multiples of PASS_MEM_ALIGN */
+    int64_t *start, *end;     /* [nbuf]: the lifetime */
+    int64_t arena_bytes;      /* the arena each rank allocates: its peak */
+    /* Per rank: the params and optimizer states held, the gradients as the
+     * optimizer reads them (after synchronisation: sharded under ZeRO-2
+     * and 3), and the most bytes of everything else live at once
+     * (activations, their gradients, gathered params, temporaries). */
+    int64_t params, optimizer_state, gradients, activations;
+    su_arena arena;
+} pass_memplan;
+/* Plans m's memory into *mp (free it with pass_memplan_free, also after a
+ * failure). False with a message in err when m is not partitioned. */
+bool pass_plan_memory(const ir_module *m, pass_memplan *mp, su_buf *err);
+void pass_memplan_free(pass_memplan *mp);
+/* Proves the plan sound: every buffer aligned and inside the arena, and no
+ * two buffers sharing bytes while both live. False with the two buffers in
+ * err. */
+bool pass_memplan_check(const ir_module *m, const pass_memplan *mp, su_buf *err);
+
 /* The report (report.c): per stage, FLOPs, bytes sent and the collectives
  * in program order, as a table (json false) or one JSON object. */
 void pass_report(const ir_module *m, bool json, su_buf *out);

@@ -94,7 +94,8 @@ static void axes_json(su_buf *b, const ir_module *m, const ir_op *op)
     su_buf_putc(b, ']');
 }
 
-static void report_json(const ir_module *m, su_buf *b, double flops, double bytes)
+static void report_json(const ir_module *m, su_buf *b, double flops, double bytes,
+                        const pass_memplan *mp)
 {
     int64_t ranks = ir_mesh_ranks(&m->mesh);
     su_buf_puts(b, "{\"mesh\": {\"axes\": [");
@@ -106,8 +107,11 @@ static void report_json(const ir_module *m, su_buf *b, double flops, double byte
     su_buf_puts(b, "]}, \"stages\": [{\"ranks\": [");
     for (int64_t r = 0; r < ranks; r++)
         su_buf_printf(b, "%s%lld", r ? ", " : "", (long long)r);
-    su_buf_printf(b, "], \"flops\": %.0f, \"peak_bytes\": 0, \"bytes_sent\": %.0f, "
-                  "\"collectives\": [", flops, bytes);
+    su_buf_printf(b, "], \"flops\": %.0f, \"peak_bytes\": %lld, \"memory\": {\"params\": %lld, "
+                  "\"gradients\": %lld, \"optimizer_state\": %lld, \"activations\": %lld}, "
+                  "\"bytes_sent\": %.0f, \"collectives\": [", flops, (long long)mp->arena_bytes,
+                  (long long)mp->params, (long long)mp->gradients,
+                  (long long)mp->optimizer_state, (long long)mp->activations, bytes);
     bool first = true;
     for (int i = 0; i < m->ops.n; i++) {
         coll c;
@@ -124,13 +128,19 @@ static void report_json(const ir_module *m, su_buf *b, double flops, double byte
     su_buf_puts(b, "]}]}\n");
 }
 
-static void report_table(const ir_module *m, su_buf *b, double flops, double bytes)
+static void report_table(const ir_module *m, su_buf *b, double flops, double bytes,
+                         const pass_memplan *mp)
 {
     su_buf_printf(b, "stage 0: ranks 0..%lld (%lld ranks)\n",
                   (long long)ir_mesh_ranks(&m->mesh) - 1, (long long)ir_mesh_ranks(&m->mesh));
     su_buf_printf(b, "  flops per rank:       %.0f\n", flops);
     su_buf_printf(b, "  bytes sent per rank:  %.0f\n", bytes);
-    su_buf_printf(b, "  peak bytes per rank:  0 (memory planning is not implemented yet)\n");
+    su_buf_printf(b, "  peak bytes per rank:  %lld\n", (long long)mp->arena_bytes);
+    su_buf_printf(b, "    params            %14lld\n", (long long)mp->params);
+    su_buf_printf(b, "    gradients         %14lld\n", (long long)mp->gradients);
+    su_buf_printf(b, "    optimizer state   %14lld\n", (long long)mp->optimizer_state);
+    su_buf_printf(b, "    activations       %14lld  (the most live at once)\n",
+                  (long long)mp->activations);
     su_buf_puts(b, "  collectives (program order):\n");
     su_buf_printf(b, "    %-4s %-15s %-10s %-5s %14s %14s  %s\n", "#", "kind", "axes", "dtype",
                   "elements", "bytes sent", "phase");
@@ -166,8 +176,14 @@ void pass_report(const ir_module *m, bool json, su_buf *out)
         if (collective(m, IR_OP(m, i), &c))
             bytes += c.bytes;
     }
+    pass_memplan mp;
+    su_buf err = {.oom = m->oom};
+    if (!pass_plan_memory(m, &mp, &err))
+        su_unreachable(); /* the report is made of partitioned modules */
+    su_buf_free(&err);
     if (json)
-        report_json(m, out, flops, bytes);
+        report_json(m, out, flops, bytes, &mp);
     else
-        report_table(m, out, flops, bytes);
+        report_table(m, out, flops, bytes, &mp);
+    pass_memplan_free(&mp);
 }

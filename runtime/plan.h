@@ -66,6 +66,8 @@ typedef struct rt_opinfo {
 } rt_opinfo;
 extern const rt_opinfo rt_ops[RT_NOPS];
 int rt_op_lookup(const char *name); /* the opcode called name, or -1 */
+/* Elementwise ops whose result may take an operand's memory (same type). */
+bool rt_op_in_place(int op);
 
 typedef struct rt_instr {
     uint16_t op;                   /* rt_opcode */
@@ -88,8 +90,16 @@ typedef struct rt_instr {
     double lr, momentum, beta1, beta2, wd; /* optimizer updates (plan_ops.def) */
 } rt_instr;
 
+/* A rank's buffers lie in one arena it allocates once (the compiler's
+ * memory plan): buffer b is buf_bytes[b] bytes at buf_offset[b]. Buffers
+ * that are never live at once may share bytes; an instruction's result
+ * never overlaps an operand, except exactly, of the same type, for the ops
+ * rt_op_in_place allows (each element is read before it is written). */
+#define RT_ALIGN 256
 typedef struct rt_program {
+    int64_t arena_bytes;
     int32_t nbuf;
+    int64_t *buf_offset;           /* nbuf offsets, multiples of RT_ALIGN */
     int64_t *buf_bytes;            /* nbuf sizes; a buffer may serve several values */
     int32_t ninstr;
     rt_instr *instr;

@@ -54,6 +54,23 @@ int rt_op_lookup(const char *name)
     return -1;
 }
 
+bool rt_op_in_place(int op)
+{
+    switch (op) {
+    case RT_OP_ADD: case RT_OP_SUB: case RT_OP_MUL: case RT_OP_DIV: case RT_OP_MAX:
+    case RT_OP_MIN: case RT_OP_POW: case RT_OP_GT: case RT_OP_EQ: case RT_OP_GELU_GRAD:
+    case RT_OP_SILU_GRAD:
+    case RT_OP_NEG: case RT_OP_ABS: case RT_OP_RELU: case RT_OP_GELU: case RT_OP_SILU:
+    case RT_OP_TANH: case RT_OP_SIGMOID: case RT_OP_EXP: case RT_OP_LOG: case RT_OP_SQRT:
+    case RT_OP_RSQRT:
+    case RT_OP_MOMENTUM: case RT_OP_SGD: case RT_OP_ADAM_M: case RT_OP_ADAM_V:
+    case RT_OP_ADAMW:
+        return true;
+    default:
+        return false;
+    }
+}
+
 int64_t rt_plan_ranks(const rt_plan *p)
 {
     int64_t n = 1;

@@ -13,7 +13,8 @@
  *             u16 partial, u8 init, f64 init_a, f64 init_b,
  *             i32 stage, i32 buffer, i32 update;
  *           then i32 loss (an entry index, or -1)
- *   PROG    u32 nbuf, nbuf x i64 bytes, u32 ninstr, then per instruction:
+ *   PROG    u32 nbuf, i64 arena bytes, nbuf x (i64 offset, i64 bytes), u32 ninstr,
+ *           then per instruction:
  *             u16 op, u8 nin (<= 4), nin x (i32 in, type in_t),
  *             i32 out, type out_t, i32 io, f64 value, i64 axis,
  *             u8 keepdims, u8 causal, f64 eps, u8 nlist (<= 8),
@@ -809,12 +810,20 @@ static bool check_buffers(const rt_plan *p, char *err, size_t errlen)
 {
     for (int s = 0; s < p->nstages; s++) {
         const rt_program *g = &p->stage[s];
-        if (g->nbuf < 0 || (g->nbuf > 0 && !g->buf_bytes))
+        if (g->nbuf < 0 || (g->nbuf > 0 && (!g->buf_bytes || !g->buf_offset)))
             return fail(err, errlen, "stage %d: a table of %d buffers is not valid", s, g->nbuf);
-        for (int b = 0; b < g->nbuf; b++)
-            if (g->buf_bytes[b] < 0)
-                return fail(err, errlen, "stage %d: buffer %d has size %lld", s, b,
-                            (long long)g->buf_bytes[b]);
+        if (g->arena_bytes < 0)
+            return fail(err, errlen, "stage %d: an arena of %lld bytes", s,
+                        (long long)g->arena_bytes);
+        for (int b = 0; b < g->nbuf; b++) {
+            int64_t off = g->buf_offset[b], n = g->buf_bytes[b];
+            if (n < 0)
+                return fail(err, errlen, "stage %d: buffer %d has size %lld", s, b, (long long)n);
+            if (off < 0 || off % RT_ALIGN || off > g->arena_bytes || n > g->arena_bytes - off)
+                return fail(err, errlen, "stage %d: buffer %d (%lld bytes at offset %lld) is not "
+                            "inside the arena of %lld bytes at a multiple of %d", s, b,
+                            (long long)n, (long long)off, (long long)g->arena_bytes, RT_ALIGN);
+        }
         if (g->ninstr < 0 || (g->ninstr > 0 && !g->instr))
             return fail(err, errlen, "stage %d: a list of %d instructions is not valid", s,
                         g->ninstr);
@@ -956,6 +965,17 @@ static bool check_in_program(const rt_plan *p, int s, const rt_instr *in, char *
     }
     if (!check_fit(g, in->out, &in->out_t, "the result", err, errlen))
         return false;
+    /* the result and an operand share memory only as rt_op_in_place allows */
+    int64_t o0 = g->buf_offset[in->out], o1 = o0 + rt_type_bytes(&in->out_t);
+    for (int i = 0; i < in->nin; i++) {
+        int64_t a0 = g->buf_offset[in->in[i]], a1 = a0 + rt_type_bytes(&in->in_t[i]);
+        if (a0 >= o1 || o0 >= a1)
+            continue;
+        if (a0 == o0 && rt_op_in_place(in->op) && type_eq(&in->in_t[i], &in->out_t))
+            continue;
+        return fail(err, errlen, "the result (buffer %d) overlaps operand %d (buffer %d) in "
+                    "memory", in->out, i + 1, in->in[i]);
+    }
     if (is_io_source(in->op) && in->io >= 0 && in->io < p->nio && p->io[in->io].stage != s)
         return fail(err, errlen, "I/O entry %d belongs to stage %d", in->io, p->io[in->io].stage);
     return rt_instr_check(p, in, err, errlen);
@@ -1203,8 +1223,11 @@ static void write_prog(wbuf *w, const rt_program *g)
 {
     size_t at = begin_section(w, "PROG");
     put_le(w, (uint64_t)g->nbuf, 4);
-    for (int b = 0; b < g->nbuf; b++)
+    put_le(w, (uint64_t)g->arena_bytes, 8);
+    for (int b = 0; b < g->nbuf; b++) {
+        put_le(w, (uint64_t)g->buf_offset[b], 8);
         put_le(w, (uint64_t)g->buf_bytes[b], 8);
+    }
     put_le(w, (uint64_t)g->ninstr, 4);
     for (int k = 0; k < g->ninstr; k++)
         write_instr(w, &g->instr[k]);
@@ -1563,12 +1586,13 @@ static bool read_instr(cur *c, rt_instr *in)
 
 static bool read_prog(cur *c, rt_program *g)
 {
-    if (!get_count(c, "the buffer count", 8, &g->nbuf) ||
-        !ALLOC(c->r, g->buf_bytes, g->nbuf))
+    if (!get_count(c, "the buffer count", 16, &g->nbuf) ||
+        !get_i64(c, "the arena size", &g->arena_bytes) ||
+        !ALLOC(c->r, g->buf_bytes, g->nbuf) || !ALLOC(c->r, g->buf_offset, g->nbuf))
         return false;
     for (int b = 0; b < g->nbuf; b++) {
         snprintf(c->where, sizeof c->where, "buffer %d", b);
-        if (!get_i64(c, "size", &g->buf_bytes[b]))
+        if (!get_i64(c, "offset", &g->buf_offset[b]) || !get_i64(c, "size", &g->buf_bytes[b]))
             return false;
     }
     c->where[0] = 0;

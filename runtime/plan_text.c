@@ -165,16 +165,13 @@ void rt_plan_print_schedule(const rt_plan *p, su_buf *b)
         io_str(p, i, b);
     for (int st = 0; st < p->nstages; st++) {
         const rt_program *prog = &p->stage[st];
-        int64_t total = 0;
-        for (int i = 0; i < prog->nbuf; i++)
-            total += prog->buf_bytes[i];
         su_buf_printf(b, "\nstage %d", st);
         if (p->stage_axis >= 0)
             su_buf_printf(b, " (%s = %d)", p->axis_name[p->stage_axis], st);
         else
             su_buf_puts(b, " (every rank)");
-        su_buf_printf(b, ": %d instructions, %d buffers, %lld bytes\n", (int)prog->ninstr,
-                      (int)prog->nbuf, (long long)total);
+        su_buf_printf(b, ": %d instructions, %d buffers in an arena of %lld bytes\n",
+                      (int)prog->ninstr, (int)prog->nbuf, (long long)prog->arena_bytes);
         for (int i = 0; i < prog->ninstr; i++)
             instr_str(p, &prog->instr[i], b);
     }

@@ -41,7 +41,8 @@ typedef struct rank_state {
     const rt_program *prog;
     rt_comm *comm;
     rt_group **groups;        /* per s->keys entry */
-    void **buf;               /* per buffer of prog */
+    uint8_t *arena;           /* prog's arena_bytes, allocated once */
+    void **buf;               /* per buffer of prog: its place in the arena */
     bool params_loaded;
     int failed;
     char err[ERRLEN];
@@ -330,12 +331,15 @@ static int rank_setup(rank_state *rs)
         rs->buf = calloc((size_t)prog->nbuf + 1, sizeof *rs->buf);
         if (!rs->buf)
             return fail(rs->err, sizeof rs->err, "out of memory");
-        for (int i = 0; i < prog->nbuf; i++) {
-            rs->buf[i] = calloc(1, (size_t)(prog->buf_bytes[i] ? prog->buf_bytes[i] : 1));
-            if (!rs->buf[i])
-                return fail(rs->err, sizeof rs->err, "out of memory for buffer %d (%lld bytes)",
-                            i, (long long)prog->buf_bytes[i]);
-        }
+        /* RT_ALIGN-aligned, as the offsets are */
+        size_t n = ((size_t)prog->arena_bytes + RT_ALIGN) / RT_ALIGN * RT_ALIGN;
+        rs->arena = aligned_alloc(RT_ALIGN, n);
+        if (!rs->arena)
+            return fail(rs->err, sizeof rs->err, "out of memory for the arena (%lld bytes)",
+                        (long long)prog->arena_bytes);
+        memset(rs->arena, 0, n);
+        for (int i = 0; i < prog->nbuf; i++)
+            rs->buf[i] = rs->arena + prog->buf_offset[i];
     }
     if (!rs->groups) {
         rs->groups = calloc((size_t)s->nkeys + 1, sizeof *rs->groups);
@@ -724,8 +728,7 @@ void rt_session_free(rt_session *s)
         return;
     for (int64_t r = 0; s->ranks && r < s->nhere; r++) {
         rank_state *rs = &s->ranks[r];
-        for (int i = 0; rs->buf && i < rs->prog->nbuf; i++)
-            free(rs->buf[i]);
+        free(rs->arena);
         free(rs->buf);
         free(rs->groups);
         if (rs->comm)

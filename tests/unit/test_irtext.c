@@ -233,8 +233,8 @@ static ir_module *all_ops(void)
     nw->def->phase = IR_PH_OPTIMIZER;
     emit(m, IR_MOMENTUM, (ir_attrs){.momentum = 0.9, .wd = 0.01}, 3, st, w2, w2);
     emit(m, IR_SGD, (ir_attrs){.lr = 0.1, .wd = 0}, 2, w2, st);
-    ir_add_update(m, w2, nw);
-    ir_add_update(m, st, mm);
+    ir_add_update(m, w2, nw, vv);
+    ir_add_update(m, st, mm, NULL);
 
     ir_add_output(m, "out", att, (su_loc){0, 0});
     ir_add_output(m, "odd \"name\"\t\\", s, (su_loc){0, 0});
@@ -259,6 +259,7 @@ static void test_all_ops(void)
                        "f32[32, 16] phase optimizer\n") != NULL);
     CHECK(strstr(text, "{beta1 = 0.9} : f32[32, 16] phase backward\n") != NULL);
     CHECK(strstr(text, "\nupdate %") != NULL);
+    CHECK(strstr(text, " grad %") != NULL);
     CHECK(strstr(text, "{name = \"w2\", init = uniform(-0.1, 0.1)}") != NULL);
     CHECK(strstr(text, "{name = \"ids \\\"q\\\" \\\\ \\x01\\xc3\\xa9\"}") != NULL);
     CHECK(strstr(text, "const {value = -0.0}") != NULL);
@@ -460,6 +461,17 @@ static void test_errors(void)
                 "type f32[1] differs from f32[2]");
     check_error(TRAIN_IN "%n = neg %w : f32[2]\nupdate %w = %n\nupdate %w = %n\ntrain %l\n",
                 "t.ir: error: invalid IR: %w is updated twice (updates 0 and 1)");
+    check_error(TRAIN_IN "%n = neg %w : f32[2]\nupdate %w = %n grad %n\nupdate %n = %w\n"
+                "train %l\n", "t.ir: error: invalid IR: update %n: only a param or a state "
+                "can be updated, not the result of neg");
+    check_error(TRAIN_IN "%s = state {name = \"s\", init = zeros} : f32[2]\n"
+                "%n = neg %s : f32[2]\nupdate %s = %n grad %n\ntrain %l\n",
+                "t.ir: error: invalid IR: update %s: only a param has a gradient");
+    check_error(TRAIN_IN "%n = neg %w : f32[2]\n%g = sum %w {axis = 0, keepdims = true} : f32[1]\n"
+                "update %w = %n grad %g\ntrain %l\n",
+                "t.ir: error: invalid IR: update %w: its gradient %g has type f32[1], not f32[2]");
+    check_error(TRAIN_IN "%n = neg %w : f32[2]\nupdate %w = %n grad %q\ntrain %l\n",
+                "t.ir:4:21: error: use of undefined value %q");
     check_error(TRAIN_IN "%n = neg %w : f32[2] phase sideways\n",
                 "t.ir:3:28: error: expected 'backward' or 'optimizer' after 'phase'");
     check_error(TRAIN_IN "train %l\nupdate %w = %l\n",

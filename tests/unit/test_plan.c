@@ -43,6 +43,7 @@ typedef struct fixture {
     rt_io io[MAXIO];
     rt_program stage[2];
     int64_t bufs[2][MAXBUF];
+    int64_t offs[2][MAXBUF];
     rt_instr instr[2][MAXINSTR];
 } fixture;
 
@@ -63,6 +64,7 @@ static void fix_begin(fixture *f, int naxes, const char *const *names, const int
     f->p.report = (char *)"";
     for (int s = 0; s < nstages; s++) {
         f->stage[s].buf_bytes = f->bufs[s];
+        f->stage[s].buf_offset = f->offs[s];
         f->stage[s].instr = f->instr[s];
     }
 }
@@ -86,9 +88,13 @@ static rt_io *add_io(fixture *f, int kind, const char *name, rt_type t, int dim,
     return io;
 }
 
+/* A buffer after the others in the stage's arena. */
 static void add_buf(fixture *f, int s, int64_t bytes)
 {
-    f->bufs[s][f->stage[s].nbuf++] = bytes;
+    rt_program *g = &f->stage[s];
+    f->offs[s][g->nbuf] = g->arena_bytes;
+    f->bufs[s][g->nbuf++] = bytes;
+    g->arena_bytes += (bytes + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
 }
 
 /* An instruction of stage s; operands given as (buffer, type) pairs. */
@@ -143,7 +149,7 @@ static void make_pipeline(fixture *f)
     e->init_a = 0.02;
     add_io(f, RT_IO_PARAM, "ln.g", T(F, 32), 0, -1, 0)->init = RT_INIT_ONES;
     add_io(f, RT_IO_PARAM, "ln.b", T(F, 32), 0, -1, 0)->init = RT_INIT_ZEROS;
-    add_io(f, RT_IO_OUTPUT, "h", T(F, 8, 16, 32), 0, -1, 0)->buffer = 3;
+    add_io(f, RT_IO_OUTPUT, "h", T(F, 8, 16, 32), 0, -1, 0)->buffer = 6;
     add_io(f, RT_IO_INPUT, "x", T(F, 8, 16, 32), 2, TP, 1);
     rt_io *w = add_io(f, RT_IO_PARAM, "w", T(F, 32, 8), 0, TP, 1);
     w->init = RT_INIT_UNIFORM;
@@ -151,7 +157,7 @@ static void make_pipeline(fixture *f)
     w->init_b = 0.5;
     add_io(f, RT_IO_OUTPUT, "y", T(RT_BF16, 16, 4), 1, TP, 1)->buffer = 11;
 
-    static const int64_t b0[] = {512, 4096, 8192, 16384, 128, 128};
+    static const int64_t b0[] = {512, 4096, 8192, 16384, 128, 128, 16384};
     for (size_t i = 0; i < sizeof b0 / sizeof *b0; i++)
         add_buf(f, 0, b0[i]);
     src(f, 0, RT_OP_INPUT, 0, T(RT_I32, 8, 16), 0);
@@ -162,24 +168,24 @@ static void make_pipeline(fixture *f)
     set_axes(in, TP);
     src(f, 0, RT_OP_PARAM, 4, T(F, 32), 2);
     src(f, 0, RT_OP_PARAM, 5, T(F, 32), 3);
-    add(f, 0, RT_OP_LAYERNORM, 3, T(F, 8, 16, 32), 3, 3, T(F, 8, 16, 32), 4, T(F, 32), 5,
+    add(f, 0, RT_OP_LAYERNORM, 6, T(F, 8, 16, 32), 3, 3, T(F, 8, 16, 32), 4, T(F, 32), 5,
         T(F, 32))->eps = 1e-5;
 
     static const int64_t b1[] = {8192, 512, 4096, 8, 4096, 4096, 512, 256, 256, 256, 128, 64,
-                                 8192};
+                                 8192, 4096, 4096};
     for (size_t i = 0; i < sizeof b1 / sizeof *b1; i++)
         add_buf(f, 1, b1[i]);
     src(f, 1, RT_OP_INPUT, 0, T(F, 8, 16, 16), 5);
     src(f, 1, RT_OP_PARAM, 1, T(F, 16, 8), 6);
     add(f, 1, RT_OP_MATMUL, 2, T(F, 8, 16, 8), 2, 0, T(F, 8, 16, 16), 1, T(F, 16, 8));
-    set_axes(add(f, 1, RT_OP_ALL_REDUCE, 2, T(F, 8, 16, 8), 1, 2, T(F, 8, 16, 8)), TP);
+    set_axes(add(f, 1, RT_OP_ALL_REDUCE, 13, T(F, 8, 16, 8), 1, 2, T(F, 8, 16, 8)), TP);
     add(f, 1, RT_OP_CONST, 3, S(F), 0)->value = 0.5;
-    add(f, 1, RT_OP_MUL, 4, T(F, 8, 16, 8), 2, 2, T(F, 8, 16, 8), 3, S(F));
+    add(f, 1, RT_OP_MUL, 4, T(F, 8, 16, 8), 2, 13, T(F, 8, 16, 8), 3, S(F));
     in = add(f, 1, RT_OP_TRANSPOSE, 5, T(F, 16, 8, 8), 1, 4, T(F, 8, 16, 8));
     in->nlist = 3;
     in->list[0] = 1, in->list[1] = 0, in->list[2] = 2;
-    add(f, 1, RT_OP_SOFTMAX, 5, T(F, 16, 8, 8), 1, 5, T(F, 16, 8, 8))->axis = 2;
-    in = add(f, 1, RT_OP_SUM, 6, T(F, 16, 1, 8), 1, 5, T(F, 16, 8, 8));
+    add(f, 1, RT_OP_SOFTMAX, 14, T(F, 16, 8, 8), 1, 5, T(F, 16, 8, 8))->axis = 2;
+    in = add(f, 1, RT_OP_SUM, 6, T(F, 16, 1, 8), 1, 14, T(F, 16, 8, 8));
     in->axis = 1;
     in->keepdims = 1;
     in = add(f, 1, RT_OP_REDUCE_SCATTER, 7, T(F, 8, 1, 8), 1, 6, T(F, 16, 1, 8));
@@ -212,13 +218,14 @@ static void make_loss(fixture *f)
     }
     add_io(f, RT_IO_PARAM, "emb", T(F, 16, 8), 0, -1, 0)->init = RT_INIT_NORMAL;
     add_io(f, RT_IO_PARAM, "g", T(F, 8), 0, -1, 0)->init = RT_INIT_ONES;
-    add_io(f, RT_IO_OUTPUT, "loss", S(F), 0, -1, 0)->buffer = 11;
+    add_io(f, RT_IO_OUTPUT, "loss", S(F), 0, -1, 0)->buffer = 17;
     rt_io *bias = add_io(f, RT_IO_PARAM, "bias", T(F, 8, 4), 0, DP, 0); /* over (dp, tp) */
     bias->sh.naxes[0] = 2;
     bias->sh.axes[0][1] = 1;
     bias->init = RT_INIT_ZEROS;
 
-    static const int64_t b[] = {64, 64, 512, 32, 512, 512, 64, 512, 64, 512, 1024, 4, 4, 32, 128};
+    static const int64_t b[] = {64, 64, 512, 32, 512, 512, 64, 512, 64, 512, 1024, 4, 4, 32, 128,
+                                512, 512, 4};
     for (size_t i = 0; i < sizeof b / sizeof *b; i++)
         add_buf(f, 0, b[i]);
     src(f, 0, RT_OP_INPUT, 0, T(RT_I32, 2, 8), 0);
@@ -226,13 +233,15 @@ static void make_loss(fixture *f)
     src(f, 0, RT_OP_PARAM, 2, T(F, 16, 8), 2);
     src(f, 0, RT_OP_PARAM, 3, T(F, 8), 3);
     add(f, 0, RT_OP_EMBEDDING, 4, T(F, 2, 8, 8), 2, 2, T(F, 16, 8), 0, T(RT_I32, 2, 8));
-    add(f, 0, RT_OP_RMSNORM, 4, T(F, 2, 8, 8), 2, 4, T(F, 2, 8, 8), 3, T(F, 8))->eps = 1e-6;
-    add(f, 0, RT_OP_GELU, 5, T(F, 2, 8, 8), 1, 4, T(F, 2, 8, 8));
-    set_axes(add(f, 0, RT_OP_BROADCAST, 5, T(F, 2, 8, 8), 1, 5, T(F, 2, 8, 8)), DP);
-    rt_instr *in = add(f, 0, RT_OP_AMAX, 6, T(F, 2, 8, 1), 1, 5, T(F, 2, 8, 8));
+    add(f, 0, RT_OP_RMSNORM, 15, T(F, 2, 8, 8), 2, 4, T(F, 2, 8, 8), 3, T(F, 8))->eps = 1e-6;
+    add(f, 0, RT_OP_GELU, 5, T(F, 2, 8, 8), 1, 15, T(F, 2, 8, 8));
+    set_axes(add(f, 0, RT_OP_BROADCAST, 16, T(F, 2, 8, 8), 1, 5, T(F, 2, 8, 8)), DP);
+    rt_instr *in = add(f, 0, RT_OP_AMAX, 6, T(F, 2, 8, 1), 1, 16, T(F, 2, 8, 8));
     in->axis = 2;
     in->keepdims = 1;
-    add(f, 0, RT_OP_SUB, 5, T(F, 2, 8, 8), 2, 5, T(F, 2, 8, 8), 6, T(F, 2, 8, 1));
+    /* in place: each element is read before it is written */
+    add(f, 0, RT_OP_SUB, 16, T(F, 2, 8, 8), 2, 16, T(F, 2, 8, 8), 6, T(F, 2, 8, 1));
+    add(f, 0, RT_OP_COPY, 5, T(F, 2, 8, 8), 1, 16, T(F, 2, 8, 8));
     add(f, 0, RT_OP_EXP, 7, T(F, 2, 8, 8), 1, 5, T(F, 2, 8, 8));
     in = add(f, 0, RT_OP_MEAN, 8, T(F, 2, 8, 1), 1, 7, T(F, 2, 8, 8));
     in->axis = 2;
@@ -243,8 +252,8 @@ static void make_loss(fixture *f)
     in->list[0] = 1;
     add(f, 0, RT_OP_MATMUL, 10, T(F, 2, 8, 16), 2, 7, T(F, 2, 8, 8), 9, T(F, 8, 16));
     add(f, 0, RT_OP_XENT, 11, S(F), 2, 10, T(F, 2, 8, 16), 1, T(RT_I32, 2, 8));
-    set_axes(add(f, 0, RT_OP_ALL_REDUCE, 11, S(F), 1, 11, S(F)), DP);
-    add(f, 0, RT_OP_MSE, 12, S(F), 2, 4, T(F, 2, 8, 8), 5, T(F, 2, 8, 8));
+    set_axes(add(f, 0, RT_OP_ALL_REDUCE, 17, S(F), 1, 11, S(F)), DP);
+    add(f, 0, RT_OP_MSE, 12, S(F), 2, 15, T(F, 2, 8, 8), 5, T(F, 2, 8, 8));
     src(f, 0, RT_OP_PARAM, 13, T(F, 2, 4), 5);
     in = add(f, 0, RT_OP_ALL_GATHER, 14, T(F, 8, 4), 1, 13, T(F, 2, 4));
     in->naxes = 2;
@@ -268,13 +277,13 @@ static void make_train(fixture *f)
     add_io(f, RT_IO_STATE, "w.m", T(F, 4, 6), 0, -1, 0)->init = RT_INIT_ZEROS;
     add_io(f, RT_IO_STATE, "w.v", T(F, 4, 6), 0, -1, 0)->init = RT_INIT_ZEROS;
     add_io(f, RT_IO_STATE, "step", S(F), 0, -1, 0)->init = RT_INIT_ZEROS;
-    add_io(f, RT_IO_OUTPUT, "loss", S(F), 0, -1, 0)->buffer = 7;
+    add_io(f, RT_IO_OUTPUT, "loss", S(F), 0, -1, 0)->buffer = 27;
     add_io(f, RT_IO_PARAM, "emb", T(F, 10, 4), 0, -1, 0)->init = RT_INIT_ONES;
     add_io(f, RT_IO_STATE, "emb.buf", T(F, 10, 4), 0, -1, 0)->init = RT_INIT_ZEROS;
     f->p.loss = 6;
 
     static const int64_t b[] = {64, 16, 96, 96, 96, 4, 96, 4, 96, 64, 96, 4, 4, 96,
-                                96, 96, 96, 16, 96, 96, 96, 64, 160, 160, 160, 160, 160};
+                                96, 96, 96, 16, 96, 96, 96, 64, 160, 160, 160, 160, 160, 4, 96};
     for (size_t i = 0; i < sizeof b / sizeof *b; i++)
         add_buf(f, 0, b[i]);
     const rt_type x = T(F, 4, 4), wt = T(F, 4, 6), et = T(F, 10, 4);
@@ -286,17 +295,17 @@ static void make_train(fixture *f)
     src(f, 0, RT_OP_STATE, 5, S(F), 5);
     add(f, 0, RT_OP_MATMUL, 6, wt, 2, 0, x, 2, wt);
     add(f, 0, RT_OP_XENT, 7, S(F), 2, 6, wt, 1, T(I, 4));
-    set_axes(add(f, 0, RT_OP_ALL_REDUCE, 7, S(F), 1, 7, S(F)), DP);
+    set_axes(add(f, 0, RT_OP_ALL_REDUCE, 27, S(F), 1, 7, S(F)), DP);
     add(f, 0, RT_OP_XENT_GRAD, 8, wt, 2, 6, wt, 1, T(I, 4));
     rt_instr *in = add(f, 0, RT_OP_TRANSPOSE, 9, x, 1, 0, x);
     in->nlist = 2;
     in->list[0] = 1;
     add(f, 0, RT_OP_MATMUL, 10, wt, 2, 9, x, 8, wt);
-    set_axes(add(f, 0, RT_OP_ALL_REDUCE, 10, wt, 1, 10, wt), DP);
+    set_axes(add(f, 0, RT_OP_ALL_REDUCE, 28, wt, 1, 10, wt), DP);
     add(f, 0, RT_OP_CONST, 11, S(F), 0)->value = 1;
     add(f, 0, RT_OP_ADD, 12, S(F), 2, 5, S(F), 11, S(F));
-    add(f, 0, RT_OP_ADAM_M, 13, wt, 2, 3, wt, 10, wt)->beta1 = 0.9;
-    add(f, 0, RT_OP_ADAM_V, 14, wt, 2, 4, wt, 10, wt)->beta2 = 0.999;
+    add(f, 0, RT_OP_ADAM_M, 13, wt, 2, 3, wt, 28, wt)->beta1 = 0.9;
+    add(f, 0, RT_OP_ADAM_V, 14, wt, 2, 4, wt, 28, wt)->beta2 = 0.999;
     in = add(f, 0, RT_OP_ADAMW, 15, wt, 4, 2, wt, 13, wt, 14, wt, 12, S(F));
     in->lr = 1e-3;
     in->beta1 = 0.9;
@@ -770,7 +779,7 @@ static void test_validate(void)
 
     mm->in[1] = 99;
     EXPECT_INVALID(&f.p, "stage 1, instruction 2 (matmul): buffer 99 (operand 2) is out of "
-                   "range (the program has 13 buffers)");
+                   "range (the program has 15 buffers)");
     mm->in[1] = 1;
     mm->in_t[1] = T(RT_F32, 8, 8);
     EXPECT_INVALID(&f.p, "stage 1, instruction 2 (matmul): contracts dimension of size 16 with "
@@ -817,8 +826,8 @@ static void test_validate(void)
     f.io[7].buffer = 3;
     EXPECT_INVALID(&f.p, "I/O entry 7 (y): the local shard bf16[16, 2] (64 bytes) does not fit "
                    "buffer 3 (8 bytes)");
-    f.io[7].buffer = 13;
-    EXPECT_INVALID(&f.p, "buffer 13 (the local shard) is out of range");
+    f.io[7].buffer = 15;
+    EXPECT_INVALID(&f.p, "buffer 15 (the local shard) is out of range");
     f.io[7].buffer = 11;
     f.io[6].init_b = -1;
     EXPECT_INVALID(&f.p, "uniform initializer needs finite a < b, got [-0.5, -1)");
@@ -882,9 +891,9 @@ static void test_validate_train(void)
     char err[ERRLEN];
     CHECK(rt_plan_validate(&f.p, err, sizeof err));
 
-    f.io[2].update = 27;
-    EXPECT_INVALID(&f.p, "I/O entry 2 (w): buffer 27 (the update) is out of range (the program "
-                   "has 27 buffers)");
+    f.io[2].update = 29;
+    EXPECT_INVALID(&f.p, "I/O entry 2 (w): buffer 29 (the update) is out of range (the program "
+                   "has 29 buffers)");
     f.io[2].update = 5;
     EXPECT_INVALID(&f.p, "I/O entry 2 (w): the update f32[4, 6] (96 bytes) does not fit buffer 5 "
                    "(4 bytes)");
@@ -1291,6 +1300,54 @@ static int write_seeds(const char *dir)
     return bad;
 }
 
+/* The arena: every buffer inside it at an aligned offset; a result shares
+ * memory with an operand only exactly, with its type, in an op that allows
+ * it. */
+static void test_validate_arena(void)
+{
+    fixture f;
+    make_train(&f);
+    char err[ERRLEN];
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    rt_program *g = &f.stage[0];
+    int64_t arena = g->arena_bytes;
+    g->arena_bytes = f.offs[0][26] + 159;
+    EXPECT_INVALID(&f.p, "stage 0: buffer 26 (160 bytes at offset 6656) is not inside the arena "
+                   "of 6815 bytes at a multiple of 256");
+    g->arena_bytes = -1;
+    EXPECT_INVALID(&f.p, "stage 0: an arena of -1 bytes");
+    g->arena_bytes = arena;
+    f.offs[0][3] += 4;
+    EXPECT_INVALID(&f.p, "stage 0: buffer 3 (96 bytes at offset 772) is not inside the arena");
+    f.offs[0][3] -= 4;
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+
+    /* instruction 6: matmul 6 <- (0, 2); its result over its operand */
+    rt_instr *mm = &f.instr[0][6];
+    CHECK_INT(mm->op, RT_OP_MATMUL);
+    int64_t keep = f.offs[0][6];
+    f.offs[0][6] = f.offs[0][2];
+    EXPECT_INVALID(&f.p, "stage 0, instruction 6 (matmul): the result (buffer 6) overlaps "
+                   "operand 2 (buffer 2) in memory");
+    f.offs[0][6] = keep;
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    /* instruction 15: adam_m 13 <- (3, 28) may write over either operand,
+     * of its own type */
+    rt_instr *am = &f.instr[0][15];
+    CHECK_INT(am->op, RT_OP_ADAM_M);
+    keep = f.offs[0][13];
+    f.offs[0][13] = f.offs[0][3];
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    f.offs[0][13] = f.offs[0][28];
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    am->in_t[1] = T(RT_F32, 6, 4); /* the same bytes as another type */
+    EXPECT_INVALID(&f.p, "stage 0, instruction 15 (adam_m): the result (buffer 13) overlaps "
+                   "operand 2 (buffer 28) in memory");
+    am->in_t[1] = am->out_t;
+    f.offs[0][13] = keep;
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--write-seeds") == 0)
@@ -1303,6 +1360,7 @@ int main(int argc, char **argv)
     test_sections();
     test_validate();
     test_validate_train();
+    test_validate_arena();
     test_train_file();
     test_rules();
     return CHECK_DONE();

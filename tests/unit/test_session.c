@@ -273,6 +273,7 @@ typedef struct train_plan {
     rt_io io[TIO];
     rt_program prog;
     int64_t bufs[TBUF];
+    int64_t offs[TBUF];
     rt_instr instr[TINSTR];
 } train_plan;
 
@@ -335,10 +336,14 @@ static void make_train_plan(train_plan *t, int64_t ranks)
     t->p.io = t->io;
     t->p.report = (char *)"";
     t->prog.buf_bytes = t->bufs;
+    t->prog.buf_offset = t->offs;
     t->prog.instr = t->instr;
     t->prog.nbuf = TBUF;
-    for (int b = 0; b < TBUF; b++)
+    for (int b = 0; b < TBUF; b++) { /* one after another in the arena */
         t->bufs[b] = 4 * (len[b] ? len[b] : 1);
+        t->offs[b] = t->prog.arena_bytes;
+        t->prog.arena_bytes += (t->bufs[b] + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
+    }
     tio(t, RT_IO_INPUT, "x", true, -1, -1);
     tio(t, RT_IO_PARAM, "w", true, 1, 16);
     tio(t, RT_IO_STATE, "w.buf", true, 10, 13);

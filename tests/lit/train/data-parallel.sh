@@ -2,10 +2,15 @@
 # replicated. The forward needs no collective but the loss's all_reduce; the
 # backward all_reduces each gradient once: 2(d-1)/d * Psi * 4 bytes per rank
 # (Psi = 64*128 + 128 + 128*64 = 16512 params), plus 2(d-1)/d * 4 for the loss.
+# Memory per rank, the ZeRO paper's model states with e = 4 bytes (f32) and
+# K = 8 (AdamW's m and v in f32): params e*Psi, gradients e*Psi, optimizer state
+# K*Psi, plus the 4-byte step count.
 # RUN: %shardc %s --mesh 2 --report json | FileCheck %s --check-prefix=D2
 # RUN: %shardc %s --mesh 4 --report json | FileCheck %s --check-prefix=D4
-# D2: "bytes_sent": 66052, "collectives": [{"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 1, "phase": "forward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 8192, "phase": "backward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 128, "phase": "backward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 8192, "phase": "backward"}]}]}
-# D4: "bytes_sent": 99078, "collectives": [{"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 1, "phase": "forward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 8192, "phase": "backward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 128, "phase": "backward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 8192, "phase": "backward"}]}]}
+# D2: "peak_bytes": {{[0-9]+}}, "memory": {"params": 66048, "gradients": 66048, "optimizer_state": 132100, "activations": {{[0-9]+}}}
+# D2-SAME: "bytes_sent": 66052, "collectives": [{"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 1, "phase": "forward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 8192, "phase": "backward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 128, "phase": "backward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 8192, "phase": "backward"}]}]}
+# D4: "peak_bytes": {{[0-9]+}}, "memory": {"params": 66048, "gradients": 66048, "optimizer_state": 132100, "activations": {{[0-9]+}}}
+# D4-SAME: "bytes_sent": 99078, "collectives": [{"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 1, "phase": "forward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 8192, "phase": "backward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 128, "phase": "backward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 8192, "phase": "backward"}]}]}
 mesh dp
 let B = 256, D = 64, H = 128
 input  x  : f32[B, D] shard(dp, _)

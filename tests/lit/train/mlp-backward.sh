@@ -36,14 +36,15 @@ train loss with sgd(lr = 0.1, momentum = 0.9)
 # CHECK-NEXT: {{^}}%21 = momentum %20, %11, %w2 {momentum = 0.9, wd = 0.0} : f32[32, 16] auto(tp, _) phase optimizer{{$}}
 # CHECK-NEXT: {{^}}%22 = sgd %w2, %21 {lr = 0.1, wd = 0.0} : f32[32, 16] auto(tp, _) phase optimizer{{$}}
 # CHECK-NEXT: {{^}}update %17 = %18{{$}}
-# CHECK-NEXT: {{^}}update %w1 = %19{{$}}
+# CHECK-NEXT: {{^}}update %w1 = %19 grad %16{{$}}
 # CHECK-NEXT: {{^}}update %20 = %21{{$}}
-# CHECK-NEXT: {{^}}update %w2 = %22{{$}}
+# CHECK-NEXT: {{^}}update %w2 = %22 grad %11{{$}}
 # CHECK-NEXT: {{^}}train %loss with sgd(lr = 0.1, momentum = 0.9, wd = 0.0){{$}}
 # CHECK-NOT: {{.}}
 # Partitioned: the forward's one all_reduce over tp (Megatron), none over
 # tp in the backward; the gradients of w1 and w2 are partial over dp (the
-# batch is split) and resolved by one all_reduce each.
+# batch is split) and resolved by one all_reduce each; each param's update
+# names its gradient as the optimizer reads it, after that all_reduce.
 # PART: {{^}}%3 = all_reduce %2 {axes = [tp]} : f32[4, 16] auto(dp, _){{$}}
 # PART-NOT: axes = [tp]
 # PART: {{^}}%loss = all_reduce %6 {axes = [dp]} : f32[] auto(){{$}}
@@ -52,3 +53,5 @@ train loss with sgd(lr = 0.1, momentum = 0.9)
 # PART: {{^}}%25 = sgd %w1, %24 {lr = 0.1, wd = 0.0} : f32[16, 16] auto(_, tp) phase optimizer{{$}}
 # PART: {{^}}%28 = sgd %w2, %27 {lr = 0.1, wd = 0.0} : f32[16, 16] auto(tp, _) phase optimizer{{$}}
 # PART-NOT: all_reduce
+# PART: {{^}}update %w1 = %25 grad %22{{$}}
+# PART: {{^}}update %w2 = %28 grad %16{{$}}

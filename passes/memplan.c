@@ -1,0 +1,403 @@
+/* memplan.c: memory planning (DESIGN.md §3.8). Every value of a
+ * partitioned module gets a place in one arena per rank, so the peak is
+ * known before anything runs and the runtime makes one allocation.
+ *
+ * Buffers. Values that are the same bytes share a buffer: `constrain` (an
+ * identity) and `reshape` (row-major, so the same bytes under a new shape)
+ * alias their operand. A buffer lives from the op that first writes it to
+ * the last op that reads it; params and states live for the whole program
+ * (they are kept across runs), and so do outputs, the loss and the new
+ * value of each param and state, which the runtime reads after the run.
+ *
+ * In-place updates. A param's or state's new value takes its buffer when
+ * the old value is dead by then: its last reader comes before the op making
+ * the new value, or is that op itself when the op is elementwise (unary,
+ * binary, an optimizer update) and reads the old value with the new one's
+ * exact type, so that each element is read before it is written. The
+ * runtime then has nothing to copy after the step, and a step holds each
+ * param and each optimizer state once, as the ZeRO paper counts them.
+ *
+ * Placement. Params and states first, one after another; then the other
+ * buffers in program order, each at the best-fitting free block (the
+ * smallest that fits, lowest address on a tie) or at the top, and freed
+ * after their last reader. An op's result is placed before its dead
+ * operands are freed, so no op reads and writes overlapping memory except
+ * the in-place updates above. Every offset and size is a multiple of
+ * PASS_MEM_ALIGN. */
+#include "passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct block {
+    int64_t off, size;
+} block;
+
+typedef struct planner {
+    const ir_module *m;
+    pass_memplan *mp;
+    int *parent;            /* union-find over value ids */
+    int64_t *defat;         /* per value id: the index of its op, -1 none */
+    int64_t *first, *last;  /* per root: first write, last read (op index) */
+    int64_t *bytes;         /* per root: the largest member */
+    uint8_t *kind;          /* per root: K_* bits */
+    /* the free list, sorted by offset, and the top of the arena */
+    block *free;
+    int nfree, capfree;
+    int64_t top;
+} planner;
+
+enum {
+    K_PARAM = 1,     /* holds a param */
+    K_STATE = 2,     /* holds an optimizer state */
+    K_KEEP = 4,      /* read after the run: an output, the loss, a new value */
+    K_GRAD = 8,      /* a param's gradient as the optimizer reads it */
+    K_OUTPUT = 16,   /* an output or the loss (read after the run as it was) */
+};
+
+static int find(planner *P, int v)
+{
+    while (P->parent[v] != v) {
+        P->parent[v] = P->parent[P->parent[v]];
+        v = P->parent[v];
+    }
+    return v;
+}
+
+static int64_t align_up(int64_t n)
+{
+    return (n + PASS_MEM_ALIGN - 1) / PASS_MEM_ALIGN * PASS_MEM_ALIGN;
+}
+
+static int64_t value_bytes(const ir_value *v)
+{
+    return ir_type_numel(&v->type) * ir_dtype_size(v->type.dtype);
+}
+
+/* Merges root b into root a. */
+static void merge(planner *P, int a, int b)
+{
+    P->parent[b] = a;
+    if (P->first[b] < P->first[a])
+        P->first[a] = P->first[b];
+    if (P->last[b] > P->last[a])
+        P->last[a] = P->last[b];
+    if (P->bytes[b] > P->bytes[a])
+        P->bytes[a] = P->bytes[b];
+    P->kind[a] |= P->kind[b];
+}
+
+/* Whether op may write its result over operand i (same type): it computes
+ * element k from element k of each operand of the result's shape only. */
+static bool in_place_op(const ir_op *op)
+{
+    ir_opclass c = ir_ops[op->code].cls;
+    return c == IR_C_UNARY || c == IR_C_BINARY || c == IR_C_OPTIM;
+}
+
+/* Update u writes over the buffer of what it updates, when that is dead by
+ * then (the header). */
+static void try_in_place(planner *P, const ir_update *u)
+{
+    int s = find(P, u->src->id), v = find(P, u->v->id);
+    const ir_op *op = u->v->def;
+    if (s == v || (P->kind[s] & K_OUTPUT) || (P->kind[v] & (K_PARAM | K_STATE)))
+        return;
+    /* the new value must start its buffer (not alias an older value) */
+    if (P->first[v] != P->defat[u->v->id])
+        return;
+    if (P->last[s] > P->first[v])
+        return;
+    if (P->last[s] == P->first[v]) {
+        if (!in_place_op(op))
+            return;
+        for (int i = 0; i < op->nin; i++)
+            if (find(P, op->in[i]->id) == s && !ir_type_eq(&op->in[i]->type, &u->v->type))
+                return;
+    }
+    merge(P, s, v);
+}
+
+/* ---- the free list ---- */
+
+static void free_insert(planner *P, int at, block b)
+{
+    if (P->nfree == P->capfree) {
+        P->capfree = P->capfree ? 2 * P->capfree : 64;
+        block *nb = realloc(P->free, (size_t)P->capfree * sizeof *nb);
+        if (!nb)
+            su_oom(P->m->oom);
+        P->free = nb;
+    }
+    memmove(P->free + at + 1, P->free + at, (size_t)(P->nfree - at) * sizeof *P->free);
+    P->free[at] = b;
+    P->nfree++;
+}
+
+static void free_remove(planner *P, int at)
+{
+    memmove(P->free + at, P->free + at + 1, (size_t)(P->nfree - at - 1) * sizeof *P->free);
+    P->nfree--;
+}
+
+static int64_t alloc_block(planner *P, int64_t size)
+{
+    int best = -1;
+    for (int i = 0; i < P->nfree; i++)
+        if (P->free[i].size >= size && (best < 0 || P->free[i].size < P->free[best].size))
+            best = i;
+    if (best >= 0) {
+        int64_t off = P->free[best].off;
+        P->free[best].off += size;
+        P->free[best].size -= size;
+        if (!P->free[best].size)
+            free_remove(P, best);
+        return off;
+    }
+    /* a free block at the top grows into the fresh space above it */
+    if (P->nfree && P->free[P->nfree - 1].off + P->free[P->nfree - 1].size == P->top) {
+        int64_t off = P->free[P->nfree - 1].off;
+        free_remove(P, P->nfree - 1);
+        P->top = off + size;
+        return off;
+    }
+    int64_t off = P->top;
+    P->top += size;
+    return off;
+}
+
+static void free_block(planner *P, int64_t off, int64_t size)
+{
+    int at = 0;
+    while (at < P->nfree && P->free[at].off < off)
+        at++;
+    /* coalesce with the neighbours */
+    if (at > 0 && P->free[at - 1].off + P->free[at - 1].size == off) {
+        P->free[at - 1].size += size;
+        if (at < P->nfree && off + size == P->free[at].off) {
+            P->free[at - 1].size += P->free[at].size;
+            free_remove(P, at);
+        }
+        return;
+    }
+    if (at < P->nfree && off + size == P->free[at].off) {
+        P->free[at].off = off;
+        P->free[at].size += size;
+        return;
+    }
+    free_insert(P, at, (block){off, size});
+}
+
+/* ---- the plan ---- */
+
+static void mark(planner *P, const ir_value *v, int kind)
+{
+    if (v && P->defat[v->id] >= 0)
+        P->kind[find(P, v->id)] |= (uint8_t)kind;
+}
+
+/* Buffers, their lifetimes and kinds, the in-place updates. */
+static void analyse(planner *P)
+{
+    const ir_module *m = P->m;
+    int64_t n = m->ops.n;
+    for (int64_t i = 0; i < n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        for (int j = 0; j < op->nres; j++) {
+            int v = op->res[j]->id;
+            P->defat[v] = i;
+            P->first[v] = P->last[v] = i;
+            P->bytes[v] = value_bytes(op->res[j]);
+            if (op->code == IR_PARAM)
+                P->kind[v] |= K_PARAM;
+            if (op->code == IR_STATE)
+                P->kind[v] |= K_STATE;
+        }
+        for (int j = 0; j < op->nin; j++) {
+            int r = find(P, op->in[j]->id);
+            if (i > P->last[r])
+                P->last[r] = i;
+        }
+        if ((op->code == IR_CONSTRAIN || op->code == IR_RESHAPE) && op->nres == 1 &&
+            value_bytes(op->res[0]) == value_bytes(op->in[0])) {
+            int a = find(P, op->in[0]->id), b = find(P, op->res[0]->id);
+            if (a != b)
+                merge(P, a, b);
+        }
+    }
+    for (int i = 0; i < m->outputs.n; i++)
+        mark(P, IR_OUTPUT(m, i)->v, K_KEEP | K_OUTPUT);
+    mark(P, m->train.loss, K_KEEP | K_OUTPUT);
+    for (int i = 0; i < m->updates.n; i++)
+        mark(P, IR_UPDATE(m, i)->grad, K_GRAD);
+    for (int i = 0; i < m->updates.n; i++)
+        try_in_place(P, IR_UPDATE(m, i));
+    for (int i = 0; i < m->updates.n; i++)
+        mark(P, IR_UPDATE(m, i)->v, K_KEEP);
+}
+
+bool pass_plan_memory(const ir_module *m, pass_memplan *mp, su_buf *err)
+{
+    memset(mp, 0, sizeof *mp);
+    su_arena_init(&mp->arena, m->oom);
+    if (!m->partitioned) {
+        su_buf_printf(err, "memory is planned for a partitioned module");
+        return false;
+    }
+    int nv = m->next_id + 1;
+    int64_t n = m->ops.n;
+    planner P;
+    memset(&P, 0, sizeof P);
+    P.m = m;
+    P.mp = mp;
+    su_arena *a = &mp->arena;
+    P.parent = su_alloc(a, (size_t)nv * sizeof *P.parent);
+    P.defat = su_alloc(a, (size_t)nv * sizeof *P.defat);
+    P.first = su_alloc(a, (size_t)nv * sizeof *P.first);
+    P.last = su_alloc(a, (size_t)nv * sizeof *P.last);
+    P.bytes = su_alloc(a, (size_t)nv * sizeof *P.bytes);
+    P.kind = su_alloc(a, (size_t)nv * sizeof *P.kind);
+    for (int v = 0; v < nv; v++) {
+        P.parent[v] = v;
+        P.defat[v] = P.first[v] = P.last[v] = -1;
+        P.bytes[v] = 0;
+        P.kind[v] = 0;
+    }
+    analyse(&P);
+
+    /* Buffers numbered in the order of their first write; lifetimes. */
+    mp->nvalues = nv;
+    mp->buf = su_alloc(a, (size_t)nv * sizeof *mp->buf);
+    int32_t *root_buf = su_alloc(a, (size_t)nv * sizeof *root_buf);
+    for (int v = 0; v < nv; v++)
+        mp->buf[v] = root_buf[v] = -1;
+    int nbuf = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        for (int j = 0; j < op->nres; j++) {
+            int r = find(&P, op->res[j]->id);
+            if (root_buf[r] < 0)
+                root_buf[r] = nbuf++;
+            mp->buf[op->res[j]->id] = root_buf[r];
+        }
+    }
+    mp->nbuf = nbuf;
+    mp->offset = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->offset);
+    mp->bytes = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->bytes);
+    mp->start = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->start);
+    mp->end = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->end);
+    uint8_t *kind = su_alloc(a, (size_t)nbuf + 1);
+    for (int v = 0; v < nv; v++) {
+        int b = root_buf[v];
+        if (b < 0)
+            continue;
+        mp->bytes[b] = P.bytes[v];
+        kind[b] = P.kind[v];
+        bool whole = P.kind[v] & (K_PARAM | K_STATE);
+        mp->start[b] = whole ? -1 : P.first[v];
+        mp->end[b] = whole || (P.kind[v] & K_KEEP) ? n : P.last[v];
+    }
+
+    /* Params and states first, then the rest in program order. */
+    for (int b = 0; b < nbuf; b++)
+        if (mp->start[b] < 0) {
+            mp->offset[b] = P.top;
+            P.top += align_up(mp->bytes[b]);
+        }
+    /* buffers by the op that frees them */
+    int32_t *next_end = su_alloc(a, ((size_t)nbuf + 1) * sizeof *next_end);
+    int32_t *head_end = su_alloc(a, ((size_t)n + 1) * sizeof *head_end);
+    for (int64_t i = 0; i <= n; i++)
+        head_end[i] = -1;
+    for (int b = 0; b < nbuf; b++)
+        if (mp->start[b] >= 0 && mp->end[b] < n) {
+            next_end[b] = head_end[mp->end[b]];
+            head_end[mp->end[b]] = b;
+        }
+    int64_t live = 0, peak = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        for (int j = 0; j < op->nres; j++) {
+            int b = mp->buf[op->res[j]->id];
+            if (mp->start[b] != i || kind[b] & 0x80)
+                continue;
+            kind[b] |= 0x80; /* placed */
+            mp->offset[b] = alloc_block(&P, align_up(mp->bytes[b]));
+            if (!(kind[b] & K_GRAD))
+                live += mp->bytes[b];
+        }
+        if (live > peak)
+            peak = live;
+        for (int b = head_end[i]; b >= 0; b = next_end[b]) {
+            free_block(&P, mp->offset[b], align_up(mp->bytes[b]));
+            if (!(kind[b] & K_GRAD))
+                live -= mp->bytes[b];
+        }
+    }
+    free(P.free);
+    mp->arena_bytes = P.top;
+    mp->activations = peak;
+    for (int b = 0; b < nbuf; b++) {
+        if (kind[b] & K_PARAM)
+            mp->params += mp->bytes[b];
+        else if (kind[b] & K_STATE)
+            mp->optimizer_state += mp->bytes[b];
+        else if (kind[b] & K_GRAD)
+            mp->gradients += mp->bytes[b];
+    }
+    return true;
+}
+
+void pass_memplan_free(pass_memplan *mp)
+{
+    su_arena_free(&mp->arena);
+    memset(mp, 0, sizeof *mp);
+}
+
+/* Two buffers that share bytes never live at once: sorted by offset, each
+ * is compared with those that start before it ends. */
+typedef struct span {
+    int64_t off, end;
+    int b;
+} span;
+
+static int by_offset(const void *x, const void *y)
+{
+    const span *a = x, *b = y;
+    if (a->off != b->off)
+        return a->off < b->off ? -1 : 1;
+    return (a->b > b->b) - (a->b < b->b);
+}
+
+bool pass_memplan_check(const ir_module *m, const pass_memplan *mp, su_buf *err)
+{
+    span *s = malloc(((size_t)mp->nbuf + 1) * sizeof *s);
+    if (!s)
+        su_oom(m->oom);
+    for (int b = 0; b < mp->nbuf; b++) {
+        s[b] = (span){mp->offset[b], mp->offset[b] + (mp->bytes[b] ? mp->bytes[b] : 1), b};
+        if (mp->offset[b] % PASS_MEM_ALIGN || s[b].end > mp->arena_bytes) {
+            su_buf_printf(err, "buffer %d at %lld (%lld bytes) is misaligned or outside the "
+                          "arena of %lld bytes", b, (long long)mp->offset[b],
+                          (long long)mp->bytes[b], (long long)mp->arena_bytes);
+            free(s);
+            return false;
+        }
+    }
+    qsort(s, (size_t)mp->nbuf, sizeof *s, by_offset);
+    for (int i = 0; i < mp->nbuf; i++)
+        for (int j = i + 1; j < mp->nbuf && s[j].off < s[i].end; j++) {
+            int a = s[i].b, b = s[j].b;
+            if (mp->start[a] <= mp->end[b] && mp->start[b] <= mp->end[a]) {
+                su_buf_printf(err, "buffers %d (ops %lld..%lld) and %d (ops %lld..%lld) share "
+                              "bytes at %lld while both are live", a, (long long)mp->start[a],
+                              (long long)mp->end[a], b, (long long)mp->start[b],
+                              (long long)mp->end[b], (long long)s[j].off);
+                free(s);
+                return false;
+            }
+        }
+    free(s);
+    (void)m;
+    return true;
+}

@@ -1,0 +1,232 @@
+/* test_memplan.c: memory planning (passes/memplan.c). Small partitioned
+ * modules in textual IR check the exact offsets and arena of a chain that
+ * reuses memory, the buffers reshape and constrain share, when a param's or
+ * state's new value takes its memory (and when it must not), the per-rank
+ * breakdown, and that the checker rejects buffers sharing bytes while both
+ * live. Every plan made here must pass the checker. */
+#include "../../ir/ir.h"
+#include "../../passes/passes.h"
+#include "check.h"
+
+#include <stdlib.h>
+
+static jmp_buf oom;
+
+#define B PASS_MEM_ALIGN
+
+typedef struct run {
+    ir_module *m;
+    pass_memplan mp;
+} run;
+
+/* Parses text (aborting on a malformed test), verifies, plans, checks. */
+static run plan(const char *text)
+{
+    su_src src = {"test.ir", text, strlen(text)};
+    su_diag d;
+    su_diag_init(&d, &oom);
+    run r = {.m = ir_parse(&src, &d, &oom)};
+    if (!r.m) {
+        fprintf(stderr, "test_memplan: bad test text:\n%s\n", d.msg.s);
+        abort();
+    }
+    su_diag_free(&d);
+    su_buf err;
+    su_buf_init(&err, &oom);
+    bool ok = ir_verify(r.m, &err);
+    if (!ok) {
+        fprintf(stderr, "test_memplan: the test's IR does not verify: %s\n", err.s);
+        abort();
+    }
+    CHECK(pass_plan_memory(r.m, &r.mp, &err));
+    ok = pass_memplan_check(r.m, &r.mp, &err);
+    CHECK(ok);
+    if (!ok)
+        fprintf(stderr, "  checker: %s\n", err.s);
+    su_buf_free(&err);
+    return r;
+}
+
+static void done(run *r)
+{
+    pass_memplan_free(&r->mp);
+    ir_module_free(r->m);
+}
+
+static const ir_value *find(const run *r, const char *name)
+{
+    for (int i = 0; i < r->m->ops.n; i++) {
+        const ir_value *v = IR_OP(r->m, i)->res[0];
+        if (v->name && strcmp(v->name, name) == 0)
+            return v;
+    }
+    fprintf(stderr, "test_memplan: no value %%%s\n", name);
+    abort();
+}
+
+static int buf(const run *r, const char *name)
+{
+    return r->mp.buf[find(r, name)->id];
+}
+
+static int64_t off(const run *r, const char *name)
+{
+    return r->mp.offset[buf(r, name)];
+}
+
+/* A chain of four 256-byte values: each dies when the next is made, so two
+ * blocks serve all four, alternating. */
+static void test_chain(void)
+{
+    run r = plan("mesh dp = 1\npartitioned\n"
+                 "%x = input {name = \"x\"} : f32[64] shard(_)\n"
+                 "%a = relu %x : f32[64] auto(_)\n"
+                 "%b = neg %a : f32[64] auto(_)\n"
+                 "%c = exp %b : f32[64] auto(_)\n"
+                 "output \"c\" = %c\n");
+    CHECK_INT(r.mp.nbuf, 4);
+    CHECK_INT(r.mp.arena_bytes, 2 * B);
+    CHECK_INT(off(&r, "x"), 0);
+    CHECK_INT(off(&r, "a"), B);
+    CHECK_INT(off(&r, "b"), 0);
+    CHECK_INT(off(&r, "c"), B);
+    /* lifetimes: the output is read after the run */
+    CHECK_INT(r.mp.start[buf(&r, "a")], 1);
+    CHECK_INT(r.mp.end[buf(&r, "a")], 2);
+    CHECK_INT(r.mp.end[buf(&r, "c")], 4);
+    CHECK_INT(r.mp.activations, 2 * 256);
+    CHECK_INT(r.mp.params + r.mp.gradients + r.mp.optimizer_state, 0);
+    done(&r);
+
+    /* a value read twice lives to its last reader; freed neighbours
+     * coalesce; the best-fitting free block is taken */
+    r = plan("mesh dp = 1\npartitioned\n"
+             "%x = input {name = \"x\"} : f32[128] shard(_)\n"
+             "%s = sum %x {axis = 0, keepdims = true} : f32[1] auto(_)\n"
+             "%a = mul %x, %s : f32[128] auto(_)\n"
+             "%t = neg %s : f32[1] auto(_)\n"
+             "%b = relu %a : f32[128] auto(_)\n"
+             "%c = add %b, %t : f32[128] auto(_)\n"
+             "output \"c\" = %c\n");
+    /* x [0, 512) dies at %a, which takes [768, 1280) above s [512, 768);
+     * t takes the start of x's block; s dies at t and coalesces with the
+     * rest of it into [256, 768), exactly b's size; a dies at b, and c
+     * takes its place. */
+    CHECK_INT(off(&r, "x"), 0);
+    CHECK_INT(off(&r, "s"), 2 * B);
+    CHECK_INT(off(&r, "a"), 3 * B);
+    CHECK_INT(off(&r, "t"), 0);
+    CHECK_INT(off(&r, "b"), B);
+    CHECK_INT(off(&r, "c"), 3 * B);
+    CHECK_INT(r.mp.arena_bytes, 5 * B);
+    CHECK_INT(r.mp.activations, 512 + 4 + 512); /* at %a: x, s and a */
+    done(&r);
+}
+
+/* reshape and constrain are the same bytes: one buffer, no copy. */
+static void test_alias(void)
+{
+    run r = plan("mesh dp = 1\npartitioned\n"
+                 "%x = input {name = \"x\"} : f32[4, 16] shard(_, _)\n"
+                 "%y = relu %x : f32[4, 16] auto(_, _)\n"
+                 "%r = reshape %y {shape = [64]} : f32[64] auto(_)\n"
+                 "%c = constrain %r : f32[64] shard(_)\n"
+                 "%z = exp %c : f32[64] auto(_)\n"
+                 "output \"z\" = %z\n");
+    CHECK_INT(buf(&r, "r"), buf(&r, "y"));
+    CHECK_INT(buf(&r, "c"), buf(&r, "y"));
+    CHECK(buf(&r, "z") != buf(&r, "y"));
+    CHECK_INT(r.mp.nbuf, 3);
+    /* y's buffer lives until %z reads it through %c */
+    CHECK_INT(r.mp.end[buf(&r, "y")], 4);
+    done(&r);
+}
+
+#define TRAIN_HEAD                                                             \
+    "mesh dp = 1\npartitioned\n"                                               \
+    "%x = input {name = \"x\"} : f32[64] shard(_)\n"                           \
+    "%w = param {name = \"w\", init = zeros} : f32[64] shard(_)\n"             \
+    "%p = mul %x, %w : f32[64] auto(_)\n"                                      \
+    "%l = mse %p, %x : f32[] auto()\n"                                         \
+    "%g = mul %x, %p : f32[64] auto(_) phase backward\n"                       \
+    "%m = state {name = \"w.buf\", init = zeros} : f32[64] auto(_) phase optimizer\n" \
+    "%nm = momentum %m, %g, %w {momentum = 0.9, wd = 0.0} : f32[64] auto(_) phase optimizer\n" \
+    "%nw = sgd %w, %nm {lr = 0.1, wd = 0.0} : f32[64] auto(_) phase optimizer\n"
+#define TRAIN_TAIL "train %l with sgd(lr = 0.1, momentum = 0.9, wd = 0.0)\n"
+
+/* A param's and a state's new values take their memory when the old ones
+ * are dead: the model states are held once. */
+static void test_in_place(void)
+{
+    run r = plan(TRAIN_HEAD "update %m = %nm\nupdate %w = %nw grad %g\n" TRAIN_TAIL);
+    CHECK_INT(buf(&r, "nw"), buf(&r, "w"));
+    CHECK_INT(buf(&r, "nm"), buf(&r, "m"));
+    CHECK_INT(r.mp.start[buf(&r, "w")], -1);
+    CHECK_INT(r.mp.end[buf(&r, "w")], r.m->ops.n);
+    CHECK_INT(r.mp.params, 256);
+    CHECK_INT(r.mp.optimizer_state, 256);
+    CHECK_INT(r.mp.gradients, 256);
+    done(&r);
+
+    /* the old param is an output, read after the run: its new value needs
+     * memory of its own, kept to the end */
+    r = plan(TRAIN_HEAD "output \"w\" = %w\nupdate %m = %nm\nupdate %w = %nw grad %g\n" TRAIN_TAIL);
+    CHECK(buf(&r, "nw") != buf(&r, "w"));
+    CHECK_INT(r.mp.end[buf(&r, "nw")], r.m->ops.n);
+    CHECK_INT(buf(&r, "nm"), buf(&r, "m"));
+    done(&r);
+
+    /* the old param is read after its new value is made */
+    r = plan(TRAIN_HEAD "%q = add %w, %nw : f32[64] auto(_) phase optimizer\n"
+             "output \"q\" = %q\nupdate %m = %nm\nupdate %w = %nw grad %g\n" TRAIN_TAIL);
+    CHECK(buf(&r, "nw") != buf(&r, "w"));
+    done(&r);
+
+    /* the last reader is the new value's op, but not elementwise over it:
+     * a matmul may not write over its operand */
+    r = plan("mesh dp = 1\npartitioned\n"
+             "%x = input {name = \"x\"} : f32[4, 4] shard(_, _)\n"
+             "%w = param {name = \"w\", init = zeros} : f32[4, 4] shard(_, _)\n"
+             "%l = mse %x, %x : f32[] auto()\n"
+             "%nw = matmul %w, %x : f32[4, 4] auto(_, _) phase optimizer\n"
+             "update %w = %nw\n" TRAIN_TAIL);
+    CHECK(buf(&r, "nw") != buf(&r, "w"));
+    done(&r);
+}
+
+/* The checker finds two buffers sharing bytes while both live. */
+static void test_check(void)
+{
+    run r = plan("mesh dp = 1\npartitioned\n"
+                 "%x = input {name = \"x\"} : f32[64] shard(_)\n"
+                 "%a = relu %x : f32[64] auto(_)\n"
+                 "%b = neg %a : f32[64] auto(_)\n"
+                 "output \"b\" = %b\n");
+    su_buf err;
+    su_buf_init(&err, &oom);
+    r.mp.offset[buf(&r, "b")] = off(&r, "a");
+    CHECK(!pass_memplan_check(r.m, &r.mp, &err));
+    CHECK_STR(err.s, "buffers 1 (ops 1..2) and 2 (ops 2..3) share bytes at 256 while both are "
+                     "live");
+    su_buf_free(&err);
+    su_buf_init(&err, &oom);
+    r.mp.offset[buf(&r, "b")] = 4 * B;
+    CHECK(!pass_memplan_check(r.m, &r.mp, &err));
+    CHECK_STR(err.s, "buffer 2 at 1024 (256 bytes) is misaligned or outside the arena of 512 "
+                     "bytes");
+    su_buf_free(&err);
+    done(&r);
+}
+
+int main(void)
+{
+    if (setjmp(oom)) {
+        fprintf(stderr, "test_memplan: out of memory\n");
+        return 1;
+    }
+    test_chain();
+    test_alias();
+    test_in_place();
+    test_check();
+    return CHECK_DONE();
+}
