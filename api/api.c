@@ -18,7 +18,10 @@ struct shardc_options {
     fe_options fe;
     fe_define *defines;   /* malloc'd; names malloc'd */
     int ndefines;
+    int64_t bucket_bytes; /* gradient buckets; 0: none */
 };
+
+#define DEFAULT_BUCKET_MB 25
 
 struct shardc_program {
     ir_module *m;           /* the logical module, shardings propagated */
@@ -34,7 +37,19 @@ void shardc_free(void *p) { free(p); }
 
 shardc_options *shardc_options_new(void)
 {
-    return calloc(1, sizeof(shardc_options));
+    shardc_options *o = calloc(1, sizeof(shardc_options));
+    if (o)
+        o->bucket_bytes = (int64_t)DEFAULT_BUCKET_MB << 20;
+    return o;
+}
+
+shardc_status shardc_options_set_bucket_mb(shardc_options *opt, double mb, char **error)
+{
+    if (!(mb >= 0) || mb > 1 << 20) /* also NaN */
+        return api_fail(error, SHARDC_ERR_USAGE, "--bucket-mb %g: expected 0 (no buckets) to "
+                        "%d MiB", mb, 1 << 20);
+    opt->bucket_bytes = (int64_t)(mb * (1 << 20));
+    return SHARDC_OK;
 }
 
 void shardc_options_free(shardc_options *opt)
@@ -135,7 +150,8 @@ static ir_module *compile_ir(const shardc_options *opt, const su_src *src, su_di
 /* The pipeline after the frontend (DESIGN.md §3), a straight list: keep
  * the logical text, propagate shardings, partition, verify the schedule. A
  * failure past the frontend is a bug in shardc. */
-static shardc_status run_passes(shardc_program *p, jmp_buf *oom, char **error)
+static shardc_status run_passes(shardc_program *p, const shardc_options *opt, jmp_buf *oom,
+                                char **error)
 {
     su_buf b, err;
     su_buf_init(&b, oom);
@@ -159,6 +175,7 @@ static shardc_status run_passes(shardc_program *p, jmp_buf *oom, char **error)
     const ir_module *logical = p->m;
     bool ok = pass_propagate(p->m, &p->ex, &err) &&
               pass_partition(logical, &p->ex, &p->part, &p->why, &err) &&
+              ir_verify(p->part, &err) && pass_bucket(p->part, opt->bucket_bytes, &err) &&
               ir_verify(p->part, &err) && pass_verify_schedule(p->part, &err);
     if (!ok) {
         shardc_status st = api_fail(error, SHARDC_ERR_INTERNAL, "internal error: %s",
@@ -198,7 +215,7 @@ static shardc_status compile(const shardc_options *opt, const su_src *src,
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     }
     p->m = m;
-    shardc_status st = run_passes(p, &oom, error);
+    shardc_status st = run_passes(p, opt, &oom, error);
     if (st != SHARDC_OK) {
         shardc_program_free(p);
         return st;

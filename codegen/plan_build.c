@@ -196,6 +196,7 @@ static bool lower_op(builder *b, const ir_op *op)
     in->beta1 = a->beta1;
     in->beta2 = a->beta2;
     in->wd = a->wd;
+    in->offset = a->offset;
     if (ir_ops[op->code].cls == IR_C_SOURCE && !source(b, op, in))
         return false;
     su_vec_push(&b->instrs, b->m->oom, in);

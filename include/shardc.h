@@ -56,6 +56,13 @@ SHARDC_API shardc_status shardc_options_set_mesh(shardc_options *opt, const char
 SHARDC_API shardc_status shardc_options_define(shardc_options *opt, const char *name,
                                                long long value, char **error);
 
+/* Gradient buckets of a training step, as `--bucket-mb N`: the collectives
+ * that synchronise gradients are grouped, in program order, into buckets of
+ * at most mb MiB (default 25), one collective each; 0 keeps one collective
+ * per gradient. SHARDC_ERR_USAGE for a negative or huge size. */
+SHARDC_API shardc_status shardc_options_set_bucket_mb(shardc_options *opt, double mb,
+                                                      char **error);
+
 /* ---- compilation ---- */
 
 typedef struct shardc_program shardc_program;

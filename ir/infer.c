@@ -453,6 +453,53 @@ static bool infer_expand(ctx *c, const ir_type *x, const ir_attrs *a, ir_type *o
     return true;
 }
 
+/* The columns of bucket b ([R, M]) that a value of n elements takes at
+ * offset: n / R of them, inside the bucket. */
+static bool bucket_cols(ctx *c, const ir_type *b, int64_t n, int64_t offset, const char *what)
+{
+    char tb[TYPE_LEN];
+    if (b->rank != 2)
+        return fail(c, "%s needs a bucket of rank 2 ([rows, columns]), got %s", c->op,
+                    tstr(tb, b));
+    if (n % b->dim[0])
+        return fail(c, "%s of %lld elements does not split into the %lld rows of bucket %s",
+                    what, (long long)n, (long long)b->dim[0], tstr(tb, b));
+    if (offset < 0 || offset > b->dim[1] || n / b->dim[0] > b->dim[1] - offset)
+        return fail(c, "%s (%lld columns at offset %lld) does not fit bucket %s", what,
+                    (long long)(n / b->dim[0]), (long long)offset, tstr(tb, b));
+    return true;
+}
+
+/* insert(bucket, x) {offset} -> the bucket's type. */
+static bool infer_insert(ctx *c, const ir_type *b, const ir_type *x, const ir_attrs *a,
+                         ir_type *out)
+{
+    if (!bucket_cols(c, b, ir_type_numel(x), a->offset, "the value"))
+        return false;
+    *out = *b;
+    return true;
+}
+
+/* extract(bucket) {offset, shape} -> shape. */
+static bool infer_extract(ctx *c, const ir_type *b, const ir_attrs *a, ir_type *out)
+{
+    char tl[TYPE_LEN];
+    if (a->nlist < 0 || a->nlist > IR_MAX_RANK)
+        return fail(c, "extract to %d dimensions is not supported (at most %d)", a->nlist,
+                    IR_MAX_RANK);
+    int64_t n = 1;
+    for (int i = 0; i < a->nlist; i++)
+        if (a->list[i] < 1 || !su_mul64(n, a->list[i], &n))
+            return fail(c, "extract needs a shape of sizes 1 or more, got %s",
+                        lstr(tl, sizeof tl, a->list, a->nlist));
+    if (!bucket_cols(c, b, n, a->offset, "the result"))
+        return false;
+    out->dtype = b->dtype;
+    out->rank = a->nlist;
+    memcpy(out->dim, a->list, (size_t)a->nlist * sizeof *a->list);
+    return true;
+}
+
 /* attn_probs: q [..., S, d], k [..., T, d] -> [..., S, T]. */
 static bool infer_attn_probs(ctx *c, const ir_type *const *in, ir_type *out)
 {
@@ -610,6 +657,10 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
     case IR_BROADCAST:
     case IR_SLICE:
         return infer_comm(c, in[0], a, out);
+    case IR_INSERT:
+        return same_dtype(c, in, 2) && infer_insert(c, in[0], in[1], a, out);
+    case IR_EXTRACT:
+        return infer_extract(c, in[0], a, out);
     case IR_NOPS:
         break;
     }

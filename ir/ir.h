@@ -116,6 +116,7 @@ enum { /* attribute bits of ops.def */
     IR_A_BETA1 = 1 << 15,
     IR_A_BETA2 = 1 << 16,
     IR_A_WD = 1 << 17,
+    IR_A_OFFSET = 1 << 18,  /* offset: a column in a bucket (insert, extract) */
 };
 
 typedef enum {
@@ -162,6 +163,7 @@ typedef struct ir_attrs {
     int naxes;          /* IR_A_AXES: mesh axis indices, major first */
     uint8_t axes[IR_MAX_AXES];
     double lr, momentum, beta1, beta2, wd; /* IR_A_LR ... IR_A_WD */
+    int64_t offset;     /* IR_A_OFFSET */
 } ir_attrs;
 
 typedef struct ir_op ir_op;

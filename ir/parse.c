@@ -26,7 +26,7 @@ enum {
 static const char *const attr_names[] = {
     "name", "init", "value", "axis", "keepdims", "eps", "causal",
     "perm", "shape", "dtype", "dim", "dim2", "axes",
-    "lr", "momentum", "beta1", "beta2", "wd",
+    "lr", "momentum", "beta1", "beta2", "wd", "offset",
 };
 enum { NATTRS = sizeof attr_names / sizeof attr_names[0] };
 
@@ -641,6 +641,7 @@ static void parse_attr_value(parser *p, int bit, ir_attrs *a)
     case IR_A_BETA1: a->beta1 = parse_double(p); break;
     case IR_A_BETA2: a->beta2 = parse_double(p); break;
     case IR_A_WD: a->wd = parse_double(p); break;
+    case IR_A_OFFSET: a->offset = parse_int(p); break;
     default: su_unreachable();
     }
 }

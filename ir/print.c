@@ -16,7 +16,7 @@
 static const char *const attr_names[] = {
     "name", "init", "value", "axis", "keepdims", "eps", "causal",
     "perm", "shape", "dtype", "dim", "dim2", "axes",
-    "lr", "momentum", "beta1", "beta2", "wd",
+    "lr", "momentum", "beta1", "beta2", "wd", "offset",
 };
 enum { NATTRS = sizeof attr_names / sizeof attr_names[0] };
 
@@ -257,6 +257,7 @@ static void put_attr(printer *p, const ir_attrs *a, int bit)
     case IR_A_BETA1: put_double(b, a->beta1); break;
     case IR_A_BETA2: put_double(b, a->beta2); break;
     case IR_A_WD: put_double(b, a->wd); break;
+    case IR_A_OFFSET: su_buf_printf(b, "%lld", (long long)a->offset); break;
     case IR_A_AXES:
         su_buf_putc(b, '[');
         for (int i = 0; i < a->naxes && i < IR_MAX_AXES; i++)

@@ -327,8 +327,10 @@ static bool verify_op(vctx *c, int i, const ir_op *op)
     if (op->phase >= IR_NPHASES)
         return op_fail(c, i, op, "phase %d is unknown", op->phase);
     if (op->code >= 0 && op->code < IR_NOPS && !c->m->partitioned &&
-        (ir_ops[op->code].cls == IR_C_COMM || op->code == IR_SLICE))
-        return op_fail(c, i, op, "collectives and slices appear only in a partitioned module");
+        (ir_ops[op->code].cls == IR_C_COMM || op->code == IR_SLICE ||
+         op->code == IR_INSERT || op->code == IR_EXTRACT))
+        return op_fail(c, i, op, "collectives, slices and buckets appear only in a "
+                       "partitioned module");
     if (!verify_arity(c, i, op) || !verify_values(c, i, op) || !verify_rep(c, i, op))
         return false;
     for (int r = 0; r < op->nres; r++)

@@ -17,6 +17,10 @@
  * runtime then has nothing to copy after the step, and a step holds each
  * param and each optimizer state once, as the ZeRO paper counts them.
  *
+ * Buckets. An insert writes over the bucket it reads when nothing reads
+ * that bucket later, so a bucket is one buffer however many gradients it
+ * holds.
+ *
  * Placement. Params and states first, one after another; then the other
  * buffers in program order, each at the best-fitting free block (the
  * smallest that fits, lowest address on a tie) or at the top, and freed
@@ -228,6 +232,17 @@ static void analyse(planner *P)
     for (int i = 0; i < m->outputs.n; i++)
         mark(P, IR_OUTPUT(m, i)->v, K_KEEP | K_OUTPUT);
     mark(P, m->train.loss, K_KEEP | K_OUTPUT);
+    /* a bucket is filled in place: each insert writes over the bucket it
+     * reads, which nothing reads after it */
+    for (int64_t i = 0; i < n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (op->code != IR_INSERT)
+            continue;
+        int a = find(P, op->in[0]->id), b = find(P, op->res[0]->id);
+        if (a != b && P->last[a] == i && !(P->kind[a] & (K_PARAM | K_STATE | K_KEEP)) &&
+            P->bytes[a] == P->bytes[b])
+            merge(P, a, b);
+    }
     for (int i = 0; i < m->updates.n; i++)
         mark(P, IR_UPDATE(m, i)->grad, K_GRAD);
     for (int i = 0; i < m->updates.n; i++)

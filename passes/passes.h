@@ -73,6 +73,13 @@ bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
  * fails it is a compiler bug. */
 bool pass_verify_schedule(const ir_module *m, su_buf *err);
 
+/* Gradient buckets (bucket.c): in a partitioned training step, groups the
+ * collectives that synchronise gradients (all_reduce, and reduce_scatter
+ * where the blocks are contiguous) into buckets of at most max_bytes, one
+ * collective each, issued when the bucket's last gradient is complete.
+ * max_bytes <= 0 or a module without updates: nothing changes. */
+bool pass_bucket(ir_module *m, int64_t max_bytes, su_buf *err);
+
 /* The memory plan (memplan.c): one arena per rank, each value of a
  * partitioned module at an offset in it; buffers are shared by values that
  * are the same bytes (reshape, constrain, in-place updates) and reused once

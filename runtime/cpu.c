@@ -923,6 +923,32 @@ static int k_optim(const rt_instr *in, const void *const *x, float *o)
     return 0;
 }
 
+/* ---- buckets ---- */
+
+/* insert (bucket [R, M], x) and extract (bucket): the value, as [R, n/R],
+ * in the bucket's columns offset .. offset + n/R - 1. insert may write over
+ * its bucket (then the copy is skipped). */
+static int k_bucket(const rt_instr *in, const void *const *x, void *y)
+{
+    const rt_type *b = &in->in_t[0];
+    size_t es = (size_t)rt_dtype_size(b->dtype);
+    int64_t rows = b->dim[0], cols = b->dim[1];
+    if (in->op == RT_OP_INSERT) {
+        int64_t w = rt_type_numel(&in->in_t[1]) / rows;
+        if (y != x[0])
+            memmove(y, x[0], (size_t)rt_type_bytes(b));
+        for (int64_t r = 0; r < rows; r++)
+            memcpy((char *)y + (size_t)(r * cols + in->offset) * es,
+                   (const char *)x[1] + (size_t)(r * w) * es, (size_t)w * es);
+    } else {
+        int64_t w = rt_type_numel(&in->out_t) / rows;
+        for (int64_t r = 0; r < rows; r++)
+            memcpy((char *)y + (size_t)(r * w) * es,
+                   (const char *)x[0] + (size_t)(r * cols + in->offset) * es, (size_t)w * es);
+    }
+    return 0;
+}
+
 /* ---- dispatch ---- */
 
 /* The ops whose arithmetic is f32: on f16 and bf16 they run promoted. */
@@ -935,6 +961,8 @@ static int computes_in_f32(int op)
     case RT_OP_EMBEDDING:
     case RT_OP_SLICE:
     case RT_OP_EXPAND:
+    case RT_OP_INSERT:
+    case RT_OP_EXTRACT:
         return 0;
     default:
         return 1;
@@ -1016,6 +1044,9 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
     case RT_OP_ADAM_V:
     case RT_OP_ADAMW:
         return k_optim(in, x, y);
+    case RT_OP_INSERT:
+    case RT_OP_EXTRACT:
+        return k_bucket(in, x, y);
     default:
         return rt_cpu_fail(err, errlen, "%s is not a compute instruction", rt_ops[in->op].name);
     }

@@ -88,6 +88,7 @@ typedef struct rt_instr {
     uint8_t naxes;                 /* slice and collectives: mesh axes, major first */
     uint8_t axes[RT_MAX_AXES];
     double lr, momentum, beta1, beta2, wd; /* optimizer updates (plan_ops.def) */
+    int64_t offset;                /* insert, extract: the first column in the bucket */
 } rt_instr;
 
 /* A rank's buffers lie in one arena it allocates once (the compiler's

@@ -65,6 +65,7 @@ bool rt_op_in_place(int op)
     case RT_OP_RSQRT:
     case RT_OP_MOMENTUM: case RT_OP_SGD: case RT_OP_ADAM_M: case RT_OP_ADAM_V:
     case RT_OP_ADAMW:
+    case RT_OP_INSERT: /* over its bucket: the rest of it is already in place */
         return true;
     default:
         return false;

@@ -44,7 +44,7 @@ enum {
     HDR_SIZE = 28,  /* magic 8, version 4, section count 4, total 8, CRC 4 */
     SEC_HDR = 20,   /* tag 4, reserved 4, payload length 8, CRC 4 */
     IO_MIN = 38,    /* the smallest IOTB entry: a scalar with an empty name */
-    INSTR_MIN = 97, /* the smallest instruction: no operands, list or axes */
+    INSTR_MIN = 105, /* the smallest instruction: no operands, list or axes */
     PROG_MIN = 8,   /* the smallest PROG payload: two counts of 0 */
     NSEC_FIXED = 4, /* MESH, IOTB, KERN, REPT; plus one PROG per stage */
     TYPE_LEN = 200, /* "bf16[" + 8 x (", " + 20 digits) + "]" fits */
@@ -539,6 +539,27 @@ static bool rule_embedding_grad(const rt_instr *in, rt_type *want, char *err, si
 
 /* Optimizer updates: every operand of the first one's type, except adamw's
  * step count t, a floating-point scalar; adamw's eps finite and >= 0. */
+/* insert, extract: bucket b is [R, M] and v (of b's dtype) takes n/R of
+ * its columns from offset (ir/infer.c's bucket rules). */
+static bool rule_bucket(const rt_type *b, const rt_type *v, int64_t offset, const char *what,
+                        char *err, size_t errlen)
+{
+    char b1[TYPE_LEN], b2[TYPE_LEN];
+    if (b->rank != 2)
+        return fail(err, errlen, "a bucket is [rows, columns], not %s", tstr(b1, b));
+    if (v->dtype != b->dtype)
+        return fail(err, errlen, "%s %s and the bucket %s differ in dtype", what, tstr(b1, v),
+                    tstr(b2, b));
+    int64_t n = rt_type_numel(v);
+    if (n % b->dim[0])
+        return fail(err, errlen, "%s %s does not split into the %lld rows of the bucket", what,
+                    tstr(b1, v), (long long)b->dim[0]);
+    if (offset < 0 || offset > b->dim[1] || n / b->dim[0] > b->dim[1] - offset)
+        return fail(err, errlen, "%s %s at column %lld does not fit the bucket %s", what,
+                    tstr(b1, v), (long long)offset, tstr(b2, b));
+    return true;
+}
+
 static bool rule_optim(const rt_instr *in, rt_type *want, char *err, size_t errlen)
 {
     const rt_type *x = &in->in_t[0];
@@ -754,6 +775,14 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, char *err, size_t errl
         case RT_OP_ADAM_V:
         case RT_OP_ADAMW:
             ok = rule_optim(in, &want, err, errlen);
+            break;
+        case RT_OP_INSERT:
+            want = *x;
+            ok = rule_bucket(x, &in->in_t[1], in->offset, "the value", err, errlen);
+            break;
+        case RT_OP_EXTRACT:
+            want = *out;
+            ok = rule_bucket(x, out, in->offset, "the result", err, errlen);
             break;
         default: /* slice and the collectives */
             ok = rule_group(p, in, &want, err, errlen);
@@ -1217,6 +1246,7 @@ static void write_instr(wbuf *w, const rt_instr *in)
     put_f64(w, in->beta1);
     put_f64(w, in->beta2);
     put_f64(w, in->wd);
+    put_le(w, (uint64_t)in->offset, 8);
 }
 
 static void write_prog(wbuf *w, const rt_program *g)
@@ -1581,7 +1611,7 @@ static bool read_instr(cur *c, rt_instr *in)
             return false;
     return get_f64(c, "lr", &in->lr) && get_f64(c, "momentum", &in->momentum) &&
            get_f64(c, "beta1", &in->beta1) && get_f64(c, "beta2", &in->beta2) &&
-           get_f64(c, "wd", &in->wd);
+           get_f64(c, "wd", &in->wd) && get_i64(c, "offset", &in->offset);
 }
 
 static bool read_prog(cur *c, rt_program *g)

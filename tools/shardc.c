@@ -27,6 +27,8 @@ static const char usage[] =
     "                     optimizer updates) and every value's sharding\n"
     "  --emit sharded-ir  print the partitioned (per-rank, SPMD) IR\n"
     "  --emit schedule    print the plan's instruction list of each stage\n"
+    "  --bucket-mb N      group a training step's gradient collectives into\n"
+    "                     buckets of at most N MiB (default 25; 0: none)\n"
     "  --explain-sharding print why each value has its sharding and why each\n"
     "                     collective was inserted\n"
     "  --report [json]    print each stage's FLOPs, bytes sent and collectives\n"
@@ -92,6 +94,17 @@ static int parse_args(int argc, char **argv, args *a)
                 return usage_error("--emit '%s': this version emits: ir, train-ir, sharded-ir, "
                                    "schedule", v);
             a->emit = v;
+        } else if ((v = value_of(argc, argv, &i, "--bucket-mb"))) {
+            char *end;
+            errno = 0;
+            double mb = strtod(v, &end);
+            if (end == v || *end || errno)
+                return usage_error("--bucket-mb '%s': expected a size in MiB", v);
+            if (shardc_options_set_bucket_mb(a->opt, mb, &err) != SHARDC_OK) {
+                int rc = usage_error("%s", err ? err : "out of memory");
+                shardc_free(err);
+                return rc;
+            }
         } else if (!strcmp(argv[i], "--explain-sharding")) {
             a->emit = "explain";
         } else if (!strcmp(argv[i], "--report") || !strcmp(argv[i], "--report=json")) {

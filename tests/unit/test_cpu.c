@@ -1173,6 +1173,54 @@ static void test_expand(void)
     expand_case("i32[1, 4, 1]", "i32[2, 4, 3]");
 }
 
+/* insert x into bucket sb at column off, into a new buffer and in place
+ * over the bucket; then extract it back: exact copies. */
+static void bucket_case(const char *sb, const char *sx, int64_t off)
+{
+    tens ops[2] = {trand(sb, -100, 100), trand(sx, -100, 100)}, out = tnew(sb);
+    int64_t rows = ops[0].t.dim[0], cols = ops[0].t.dim[1], w = numel(&ops[1]) / rows;
+    double *want = want_of(&out);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++)
+            want[r * cols + c] = c >= off && c < off + w ? tget(&ops[1], r * w + c - off)
+                                                         : tget(&ops[0], r * cols + c);
+    char what[128];
+    rt_instr in = {.op = RT_OP_INSERT, .offset = off};
+    CHECK_INT(run(&in, ops, 2, &out), 0);
+    snprintf(what, sizeof what, "insert %s into %s at %lld", sx, sb, (long long)off);
+    CLOSE_TOL(what, &out, want, 0, 0);
+    tens same = ops[0]; /* the result over the bucket */
+    rt_instr ip = {.op = RT_OP_INSERT, .offset = off};
+    CHECK_INT(run(&ip, ops, 2, &same), 0);
+    snprintf(what, sizeof what, "insert %s into %s at %lld in place", sx, sb, (long long)off);
+    CLOSE_TOL(what, &same, want, 0, 0);
+    tens back = tnew(sx);
+    rt_instr ex = {.op = RT_OP_EXTRACT, .offset = off};
+    CHECK_INT(run(&ex, &out, 1, &back), 0);
+    double *wx = want_of(&back);
+    for (int64_t i = 0; i < numel(&back); i++)
+        wx[i] = tget(&ops[1], i);
+    snprintf(what, sizeof what, "extract %s from %s at %lld", sx, sb, (long long)off);
+    CLOSE_TOL(what, &back, wx, 0, 0);
+    free(wx);
+    free(want);
+    tfree(&back);
+    tfree(&ops[0]);
+    tfree(&ops[1]);
+    tfree(&out);
+}
+
+static void test_bucket(void)
+{
+    bucket_case("f32[1, 40]", "f32[4, 6]", 0);
+    bucket_case("f32[1, 40]", "f32[4, 6]", 16);  /* the last columns */
+    bucket_case("f32[2, 20]", "f32[4, 6]", 5);   /* blocks of 2 rows of x */
+    bucket_case("f32[4, 9]", "f32[8, 3]", 3);
+    bucket_case("bf16[2, 7]", "bf16[6]", 4);
+    bucket_case("f16[3, 3]", "f16[3]", 2);
+    bucket_case("i32[2, 5]", "i32[2, 2, 1]", 1);
+}
+
 /* q [..., S, d], k [..., T, d] -> p [..., S, T] against a double reference;
  * then attention(q, k, v) against the matmul attn_probs(q, k) @ v, both
  * stored in the same dtype. */
@@ -1532,6 +1580,7 @@ int main(void)
     test_losses();
     test_train_binary();
     test_expand();
+    test_bucket();
     test_attn_probs();
     test_embedding_grad();
     test_xent_grad();

@@ -212,6 +212,10 @@ static ir_module *all_ops(void)
     emit(m, IR_ALL_TO_ALL, (ir_attrs){.dim = 0, .dim2 = 1, .naxes = 1, .axes = {1}}, 1, att);
     emit(m, IR_BROADCAST, (ir_attrs){.naxes = 1, .axes = {0}}, 1, att);
     emit(m, IR_SLICE, (ir_attrs){.dim = 0, .naxes = 1, .axes = {0}}, 1, att);
+    /* a gradient bucket: [2, 600] holds att (2 x 256 columns) at column 8 */
+    ir_value *bk = emit(m, IR_EXPAND, (ir_attrs){.nlist = 2, .list = {2, 600}}, 1, c);
+    bk = emit(m, IR_INSERT, (ir_attrs){.offset = 8}, 2, bk, att);
+    emit(m, IR_EXTRACT, (ir_attrs){.offset = 8, .nlist = 3, .list = {2, 32, 8}}, 1, bk);
 
     /* training: autodiff's ops, states, the optimizer, phases, updates */
     ir_value *st = source(m, IR_STATE, "opt.w2.m", (ir_init){IR_INIT_ZEROS, 0, 0},

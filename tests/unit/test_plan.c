@@ -283,7 +283,8 @@ static void make_train(fixture *f)
     f->p.loss = 6;
 
     static const int64_t b[] = {64, 16, 96, 96, 96, 4, 96, 4, 96, 64, 96, 4, 4, 96,
-                                96, 96, 96, 16, 96, 96, 96, 64, 160, 160, 160, 160, 160, 4, 96};
+                                96, 96, 96, 16, 96, 96, 96, 64, 160, 160, 160, 160, 160, 4, 96,
+                                192, 96};
     for (size_t i = 0; i < sizeof b / sizeof *b; i++)
         add_buf(f, 0, b[i]);
     const rt_type x = T(F, 4, 4), wt = T(F, 4, 6), et = T(F, 10, 4);
@@ -332,6 +333,12 @@ static void make_train(fixture *f)
     in->wd = 1e-4;
     f->io[7].update = 26;
     f->io[8].update = 25;
+    /* a gradient bucket [2, 24]: w's gradient (28) in columns 12..23, in
+     * place, and read back */
+    const rt_type bt = T(F, 2, 24);
+    add(f, 0, RT_OP_EXPAND, 29, bt, 1, 11, S(F));
+    add(f, 0, RT_OP_INSERT, 29, bt, 2, 29, bt, 28, wt)->offset = 12;
+    add(f, 0, RT_OP_EXTRACT, 30, wt, 1, 29, bt)->offset = 12;
 }
 
 /* No mesh, one stage, nothing in it. */
@@ -793,7 +800,7 @@ static void test_validate(void)
                    "bytes) does not fit buffer 2 (8191 bytes)");
     f.bufs[0][2] = 8192;
     mm->op = RT_NOPS + 3;
-    EXPECT_INVALID(&f.p, "stage 1, instruction 2 (?): unknown opcode 58");
+    EXPECT_INVALID(&f.p, "stage 1, instruction 2 (?): unknown opcode 60");
     mm->op = RT_OP_EXP;
     EXPECT_INVALID(&f.p, "has 2 operands; exp takes 1");
     mm->op = RT_OP_MATMUL;
@@ -891,9 +898,9 @@ static void test_validate_train(void)
     char err[ERRLEN];
     CHECK(rt_plan_validate(&f.p, err, sizeof err));
 
-    f.io[2].update = 29;
-    EXPECT_INVALID(&f.p, "I/O entry 2 (w): buffer 29 (the update) is out of range (the program "
-                   "has 29 buffers)");
+    f.io[2].update = 31;
+    EXPECT_INVALID(&f.p, "I/O entry 2 (w): buffer 31 (the update) is out of range (the program "
+                   "has 31 buffers)");
     f.io[2].update = 5;
     EXPECT_INVALID(&f.p, "I/O entry 2 (w): the update f32[4, 6] (96 bytes) does not fit buffer 5 "
                    "(4 bytes)");
@@ -961,7 +968,7 @@ static void test_validate_train(void)
 }
 
 /* The new fields in the file: the loss at the end of IOTB, the last
- * instruction's wd at the end of PROG, the version. */
+ * instruction's offset at the end of PROG, the version. */
 static void test_train_file(void)
 {
     fixture f;
@@ -978,16 +985,13 @@ static void test_train_file(void)
     refix(c, n);
     EXPECT_READ_ERROR(c, n, "model.plan: the loss is I/O entry 1 (labels), which is not an "
                       "output");
-    double wd;
-    uint64_t u = rd(b + kern - 8, 8); /* PROG ends with the last instruction's wd */
-    memcpy(&wd, &u, 8);
-    CHECK(wd == 1e-4);
+    /* PROG ends with the last instruction's offset (an extract's) */
+    CHECK_INT(rd(b + kern - 8, 8), 12);
     memcpy(c, b, n);
-    wd = NAN;
-    memcpy(&u, &wd, 8);
-    wr(c + kern - 8, u, 8);
+    wr(c + kern - 8, 13, 8);
     refix(c, n);
-    EXPECT_READ_ERROR(c, n, "stage 0, instruction 28 (sgd): wd nan is not finite");
+    EXPECT_READ_ERROR(c, n, "stage 0, instruction 31 (extract): the result f32[4, 6] at column "
+                      "13 does not fit the bucket f32[2, 24]");
 
     /* IOTB four bytes shorter: the loss is missing */
     size_t io = section_at(b, n, 1);
@@ -1109,6 +1113,45 @@ static void test_rules_train(const rt_plan *p)
     CHECK_STR(instr_msg(p, &in, err), "momentum nan is not finite");
 }
 
+/* insert and extract: a [rows, columns] bucket of the value's dtype, the
+ * value's blocks inside its columns. */
+static void test_rules_bucket(const rt_plan *p)
+{
+    enum { F = RT_F32, H = RT_BF16 };
+    char err[ERRLEN];
+    rt_instr in = mk(RT_OP_INSERT, T(F, 2, 10), 2, T(F, 2, 10), T(F, 3, 4));
+    in.offset = 4;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.offset = 5;
+    CHECK_STR(instr_msg(p, &in, err), "the value f32[3, 4] at column 5 does not fit the bucket "
+                                      "f32[2, 10]");
+    in.offset = -1;
+    CHECK_STR(instr_msg(p, &in, err), "the value f32[3, 4] at column -1 does not fit the bucket "
+                                      "f32[2, 10]");
+    in.offset = 0;
+    in.in_t[1] = T(F, 3, 3);
+    CHECK_STR(instr_msg(p, &in, err), "the value f32[3, 3] does not split into the 2 rows of "
+                                      "the bucket");
+    in.in_t[1] = T(H, 3, 4);
+    CHECK_STR(instr_msg(p, &in, err), "the value bf16[3, 4] and the bucket f32[2, 10] differ in "
+                                      "dtype");
+    in = mk(RT_OP_INSERT, T(F, 20), 2, T(F, 20), T(F, 4));
+    CHECK_STR(instr_msg(p, &in, err), "a bucket is [rows, columns], not f32[20]");
+    in = mk(RT_OP_INSERT, T(F, 2, 11), 2, T(F, 2, 10), T(F, 4));
+    CHECK_STR(instr_msg(p, &in, err), "the result is f32[2, 11], but the operands give "
+                                      "f32[2, 10]");
+    in = mk(RT_OP_EXTRACT, T(H, 6), 1, T(H, 3, 4));
+    in.offset = 2;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.offset = 3;
+    CHECK_STR(instr_msg(p, &in, err), "the result bf16[6] at column 3 does not fit the bucket "
+                                      "bf16[3, 4]");
+    in.out_t = T(F, 6);
+    in.offset = 0;
+    CHECK_STR(instr_msg(p, &in, err), "the result f32[6] and the bucket bf16[3, 4] differ in "
+                                      "dtype");
+}
+
 static void test_rules(void)
 {
     fixture f;
@@ -1214,6 +1257,7 @@ static void test_rules(void)
     CHECK(strstr(instr_msg(p, &in, err), "the labels i32[5] do not match"));
 
     test_rules_train(p);
+    test_rules_bucket(p);
 
     in = mk(RT_OP_CONST, T(F, 2), 0);
     in.value = INFINITY;

@@ -4,8 +4,9 @@
 # Memory per rank, the ZeRO paper's model states with e = 4 bytes (f32) and
 # K = 8 (AdamW's m and v in f32): params e*Psi, gradients e*Psi, optimizer state
 # K*Psi/d, plus the 4-byte step count.
-# RUN: %shardc %s --mesh 2 --report json | FileCheck %s --check-prefix=D2
-# RUN: %shardc %s --mesh 4 --report json | FileCheck %s --check-prefix=D4
+# RUN: %shardc %s --mesh 2 --bucket-mb 0 --report json | FileCheck %s --check-prefix=D2
+# RUN: %shardc %s --mesh 4 --bucket-mb 0 --report json | FileCheck %s --check-prefix=D4
+# (--bucket-mb 0: one collective per gradient; buckets.sh groups them.)
 # D2: "peak_bytes": {{[0-9]+}}, "memory": {"params": 66048, "gradients": 66048, "optimizer_state": 66052, "activations": {{[0-9]+}}}
 # D2-SAME: "bytes_sent": 99076, "collectives": [{"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 1, "phase": "forward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 8192, "phase": "backward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 128, "phase": "backward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 8192, "phase": "backward"}, {"kind": "all_gather", "axes": ["dp"], "dtype": "f32", "elements": 8192, "phase": "optimizer"}, {"kind": "all_gather", "axes": ["dp"], "dtype": "f32", "elements": 128, "phase": "optimizer"}, {"kind": "all_gather", "axes": ["dp"], "dtype": "f32", "elements": 8192, "phase": "optimizer"}]}]}
 # D4: "peak_bytes": {{[0-9]+}}, "memory": {"params": 66048, "gradients": 66048, "optimizer_state": 33028, "activations": {{[0-9]+}}}
