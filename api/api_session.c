@@ -149,3 +149,41 @@ shardc_status shardc_session_save_params(shardc_session *s, const char *path, ch
                         err);
     return SHARDC_OK;
 }
+
+/* ---- checkpoints and per-step batches ---- */
+
+long long shardc_session_step(const shardc_session *s)
+{
+    return (long long)rt_session_step(s->s);
+}
+
+shardc_status shardc_session_check_steps(const shardc_session *s, long long steps,
+                                         char **error)
+{
+    api_clear(error);
+    char err[1024];
+    if (steps < 0)
+        return api_fail(error, SHARDC_ERR_USAGE, "%lld steps", steps);
+    if (rt_session_check_steps(s->s, steps, err, sizeof err) != 0)
+        return api_fail(error, SHARDC_ERR_INPUT, "%s", err);
+    return SHARDC_OK;
+}
+
+shardc_status shardc_session_save_checkpoint(shardc_session *s, const char *dir, char **error)
+{
+    api_clear(error);
+    char err[1024];
+    int rc = rt_session_save_checkpoint(s->s, dir, err, sizeof err);
+    if (rc != 0)
+        return api_fail(error, rc == -2 ? SHARDC_ERR_USAGE : SHARDC_ERR_IO, "%s", err);
+    return SHARDC_OK;
+}
+
+shardc_status shardc_session_resume(shardc_session *s, const char *dir, char **error)
+{
+    api_clear(error);
+    char err[1024];
+    if (rt_session_resume(s->s, dir, err, sizeof err) != 0)
+        return api_fail(error, SHARDC_ERR_INPUT, "%s", err);
+    return SHARDC_OK;
+}

@@ -206,6 +206,51 @@ SHARDC_API shardc_status shardc_session_loss(const shardc_session *s, double *lo
 SHARDC_API shardc_status shardc_session_save_params(shardc_session *s, const char *path,
                                                     char **error);
 
+/* ---- training: checkpoints and per-step batches ---- */
+
+/* An inputs file (config.inputs_file) may hold an input with one more,
+ * leading dim, [N, dims of the input]: N batches, one per step; step k
+ * (counting from 1, and on from a resumed checkpoint's step) reads batch
+ * k. An input of the input's own shape is read at every step. */
+
+/* The step count: the steps run, plus the step of the checkpoint resumed
+ * (shardc_session_resume). */
+SHARDC_API long long shardc_session_step(const shardc_session *s);
+
+/* Checks, before running `steps` more steps, that the inputs file has a
+ * batch for each, for every input it holds with a step dimension.
+ * SHARDC_ERR_INPUT with a message naming the file and the tensor. */
+SHARDC_API shardc_status shardc_session_check_steps(const shardc_session *s, long long steps,
+                                                    char **error);
+
+/* Writes a sharded checkpoint of every param and state, with the values
+ * the next step would start from, into the folder dir (made when missing):
+ * dir/rank-NNNNN.safetensors, each rank's own shards (a replicated one
+ * written once, not by every replica), then dir/index.json (the format,
+ * the step count, the mesh, and per tensor its kind, dtype, global shape
+ * and shards), written last; an old index is removed first, so an
+ * interrupted save leaves no checkpoint. Under the `mpi` communicator
+ * every rank must call it: each writes its own file, rank 0 the index.
+ * SHARDC_ERR_USAGE before the first step (or after binding a param or
+ * resuming, until the next step), SHARDC_ERR_IO when a file cannot be
+ * written. */
+SHARDC_API shardc_status shardc_session_save_checkpoint(shardc_session *s, const char *dir,
+                                                        char **error);
+
+/* Resumes from the checkpoint in the folder dir, saved on this mesh or any
+ * other: the next step reads every param and state from it (each rank
+ * reading only the parts of the shard files that overlap its own shard),
+ * instead of the params file or the seed (bound tensors still win), and
+ * the step count goes on from the checkpoint's. Checked here, before any
+ * step: the index (format, version), every param and state of the plan
+ * present with the same kind, dtype and shape, no tensor the plan lacks
+ * (a checkpoint of another model or optimizer), shard files present with
+ * the sizes the index gives, and shards covering the tensors.
+ * SHARDC_ERR_INPUT with a message naming the file and the tensor; the
+ * session is then as before. Under `mpi` every rank must call it. */
+SHARDC_API shardc_status shardc_session_resume(shardc_session *s, const char *dir,
+                                               char **error);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,7 @@
  * next run starts from the new values. */
 #include "session.h"
 
+#include "checkpoint.h"
 #include "comm.h"
 #include "cpu.h"
 #include "tensors.h"
@@ -63,6 +64,8 @@ struct rt_session {
     bool params_dirty;
     bool failed;              /* a run failed: only rt_session_free is left */
     int64_t steps;            /* successful runs */
+    rt_ckpt *ckpt;            /* rt_session_resume's: the params and states */
+    int64_t step_base;        /* the step count is step_base + steps */
     void **out;               /* per io entry: gathered output (outputs only) */
     char *generated;
     pthread_mutex_t mu;       /* first_err */
@@ -228,8 +231,13 @@ static int load_source(rank_state *rs, const rt_instr *in, void *dst)
         copy_block(&io->type, start, count, rt_dtype_size(io->type.dtype), b->data, dst, false);
         return 0;
     }
+    if (s->ckpt && io->kind != RT_IO_INPUT)
+        return rt_ckpt_read(s->ckpt, in->io, start, count, dst, rs->err, sizeof rs->err);
     rt_st_file *f = io->kind == RT_IO_INPUT ? s->inputs : s->params;
-    if (f && (io->kind == RT_IO_INPUT || rt_st_find(f, io->name)))
+    if (f && io->kind == RT_IO_INPUT)
+        return rt_input_read(f, io, s->step_base + s->steps, start, count, dst, rs->err,
+                             sizeof rs->err);
+    if (f && rt_st_find(f, io->name))
         return rt_st_read_block(f, io->name, &io->type, start, count, dst, rs->err,
                                 sizeof rs->err);
     rt_init_block(io->init, io->init_a, io->init_b, s->o.seed, io->name, &io->type, start, count,
@@ -739,6 +747,7 @@ void rt_session_free(rt_session *s)
         rt_local_world_free(s->world);
     rt_st_close(s->params);
     rt_st_close(s->inputs);
+    rt_ckpt_free(s->ckpt);
     for (int i = 0; s->out && i < s->p->nio; i++)
         free(s->out[i]);
     free(s->out);
@@ -797,6 +806,8 @@ static int note_generated(rt_session *s, char *err, size_t errlen)
     for (int i = 0; i < s->p->nio; i++) {
         const rt_io *io = &s->p->io[i];
         if (io->kind == RT_IO_OUTPUT || find_binding(s, io->name))
+            continue;
+        if (s->ckpt && io->kind != RT_IO_INPUT)
             continue;
         rt_st_file *f = io->kind == RT_IO_INPUT ? s->inputs : s->params;
         if (f && (io->kind == RT_IO_INPUT || rt_st_find(f, io->name)))
@@ -931,4 +942,188 @@ int rt_session_save_params(rt_session *s, const char *path, char *err, size_t er
         rc = rt_st_write(path, k.n, k.names, k.types, (const void *const *)k.data, err, errlen);
     free_kept(&k);
     return rc;
+}
+
+/* ==== checkpoints and per-step input batches (checkpoint.h) ====
+ * Saving: every rank writes the boxes it owns (rt_ckpt_writes) from its
+ * param and state buffers to its own file; then one process writes the
+ * index. Resuming: the index is read and checked against the plan, each
+ * rank's boxes are checked to be covered and the shard files they need
+ * opened; the boxes are read at the next run (load_source), as a params
+ * file's would be. Under MPI each step that can fail on one rank ends in
+ * agree(), so every rank returns the same result. */
+
+int64_t rt_session_step(const rt_session *s)
+{
+    return s->step_base + s->steps;
+}
+
+int rt_session_check_steps(const rt_session *s, int64_t steps, char *err, size_t errlen)
+{
+    if (!s->inputs)
+        return 0;
+    int64_t first = rt_session_step(s) + 1, last = rt_session_step(s) + steps;
+    for (int i = 0; i < s->p->nio; i++) {
+        const rt_io *io = &s->p->io[i];
+        if (io->kind != RT_IO_INPUT || find_binding(s, io->name))
+            continue;
+        int64_t nb = rt_input_batches(s->inputs, io);
+        if (nb >= 0 && nb < last)
+            return fail(err, errlen,
+                        "%s: tensor '%s' holds %lld batch%s (one a step), but steps %lld to %lld need %lld",
+                        s->inputs->path, io->name, (long long)nb, nb == 1 ? "" : "es",
+                        (long long)first, (long long)last, (long long)last);
+    }
+    return 0;
+}
+
+/* Under MPI: whether any rank failed (rc != 0, its message in msg), the
+ * first failing rank's message into err. Collective over every rank. */
+static int agree(rt_session *s, int rc, const char *msg, char *err, size_t errlen)
+{
+    rank_state *rs = &s->ranks[0];
+    if (rank_setup(rs) != 0)
+        return fail(err, errlen, "%s", rs->err);
+    char mine[ERRLEN];
+    memset(mine, 0, sizeof mine);
+    if (rc != 0)
+        snprintf(mine, sizeof mine, "%s", msg[0] ? msg : "failed");
+    char *all = malloc((size_t)(ERRLEN * s->nranks));
+    if (!all)
+        return fail(err, errlen, "out of memory");
+    if (rt_all_gather(rs->groups[s->nkeys - 1], mine, all, ERRLEN) != 0)
+        rc = fail(err, errlen, "%s", rt_comm_error(rs->comm));
+    else
+        rc = 0;
+    for (int64_t r = 0; rc == 0 && r < s->nranks; r++)
+        if (all[r * ERRLEN])
+            rc = fail(err, errlen, "%s", all + r * ERRLEN);
+    free(all);
+    return rc;
+}
+
+/* Checks and opens what rank rs will read from checkpoint c. */
+static int prepare_rank(rt_session *s, rt_ckpt *c, const rank_state *rs, char *err,
+                        size_t errlen)
+{
+    char msg[ERRLEN];
+    for (int i = 0; i < s->p->nio; i++) {
+        const rt_io *io = &s->p->io[i];
+        int64_t start[RT_MAX_RANK], count[RT_MAX_RANK];
+        if (!is_kept(io) || !holds(s->p, rs->coord, io))
+            continue;
+        rt_io_box(s->p, io, rs->coord, start, count);
+        if (rt_ckpt_prepare(c, i, start, count, msg, sizeof msg) != 0)
+            return fail(err, errlen, "rank %lld: %s", (long long)rs->rank, msg);
+    }
+    return 0;
+}
+
+int rt_session_resume(rt_session *s, const char *dir, char *err, size_t errlen)
+{
+    if (s->failed)
+        return fail(err, errlen, "%s: not resumed: an earlier run failed", dir);
+    char msg[ERRLEN] = "";
+    rt_ckpt *c = NULL;
+    int rc = rt_ckpt_open(dir, s->p, &c, msg, sizeof msg);
+    for (int64_t r = 0; rc == 0 && r < s->nhere; r++)
+        rc = prepare_rank(s, c, &s->ranks[r], msg, sizeof msg);
+    if (s->o.comm == RT_COMM_MPI)
+        rc = agree(s, rc, msg, err, errlen);
+    else if (rc != 0)
+        fail(err, errlen, "%s", msg);
+    if (rc != 0) {
+        rt_ckpt_free(c);
+        return -1;
+    }
+    rt_ckpt_free(s->ckpt);
+    s->ckpt = c;
+    s->step_base = rt_ckpt_step(c) - s->steps;
+    s->params_dirty = true; /* every param and state is read again */
+    return 0;
+}
+
+/* Writes rank rs's file: its boxes of every param and state it owns. */
+static int write_rank_file(rt_session *s, const rank_state *rs, const char *dir,
+                           int64_t *bytes, char *err, size_t errlen)
+{
+    const rt_plan *p = s->p;
+    const char **names = calloc((size_t)p->nio + 1, sizeof *names);
+    rt_type *types = calloc((size_t)p->nio + 1, sizeof *types);
+    const void **data = calloc((size_t)p->nio + 1, sizeof *data);
+    int n = 0, rc = 0;
+    if (!names || !types || !data)
+        rc = fail(err, errlen, "out of memory");
+    for (int i = 0; rc == 0 && i < p->nio; i++) {
+        const rt_io *io = &p->io[i];
+        int64_t start[RT_MAX_RANK];
+        if (!is_kept(io) || !rt_ckpt_writes(p, io, rs->coord))
+            continue;
+        names[n] = io->name;
+        types[n] = io->type;
+        rt_io_box(p, io, rs->coord, start, types[n].dim);
+        data[n++] = rs->buf[io->buffer];
+    }
+    if (rc == 0)
+        rc = rt_ckpt_write_rank(dir, rs->rank, n, names, types, data, bytes, err, errlen);
+    free(names);
+    free(types);
+    free(data);
+    return rc;
+}
+
+static int save_checkpoint_local(rt_session *s, const char *dir, char *err, size_t errlen)
+{
+    int64_t *bytes = calloc((size_t)s->nranks, sizeof *bytes);
+    if (!bytes)
+        return fail(err, errlen, "out of memory");
+    int rc = rt_ckpt_begin(dir, err, errlen);
+    for (int64_t r = 0; rc == 0 && r < s->nhere; r++)
+        rc = write_rank_file(s, &s->ranks[r], dir, &bytes[s->ranks[r].rank], err, errlen);
+    if (rc == 0)
+        rc = rt_ckpt_write_index(dir, s->p, rt_session_step(s), bytes, err, errlen);
+    free(bytes);
+    return rc;
+}
+
+/* Rank 0 clears the folder's index; every rank writes its file; rank 0
+ * gathers their sizes and writes the index. */
+static int save_checkpoint_mpi(rt_session *s, const char *dir, char *err, size_t errlen)
+{
+    rank_state *rs = &s->ranks[0];
+    char msg[ERRLEN] = "";
+    int64_t mine = 0, *bytes = calloc((size_t)s->nranks, sizeof *bytes);
+    int rc = !bytes ? fail(msg, sizeof msg, "out of memory")
+             : rs->rank == 0 ? rt_ckpt_begin(dir, msg, sizeof msg) : 0;
+    if (agree(s, rc, msg, err, errlen) == 0) {
+        rc = write_rank_file(s, rs, dir, &mine, msg, sizeof msg);
+        rc = agree(s, rc, msg, err, errlen);
+    } else {
+        rc = -1;
+    }
+    if (rc != 0) {
+        free(bytes);
+        return -1;
+    }
+    if (rt_all_gather(rs->groups[s->nkeys - 1], &mine, bytes, sizeof mine) != 0)
+        rc = fail(msg, sizeof msg, "%s", rt_comm_error(rs->comm));
+    if (rc == 0 && rs->rank == 0)
+        rc = rt_ckpt_write_index(dir, s->p, rt_session_step(s), bytes, msg, sizeof msg);
+    free(bytes);
+    return agree(s, rc, msg, err, errlen);
+}
+
+int rt_session_save_checkpoint(rt_session *s, const char *dir, char *err, size_t errlen)
+{
+    const char *why = s->failed ? "the last run failed"
+                      : s->steps == 0 ? "no step has run, so no params are loaded"
+                      : s->params_dirty ? "params were bound or a checkpoint resumed since the last step, and are loaded at the next"
+                                        : NULL;
+    if (why) {
+        fail(err, errlen, "%s: not saved: %s", dir, why);
+        return -2;
+    }
+    if (s->o.comm == RT_COMM_MPI)
+        return save_checkpoint_mpi(s, dir, err, errlen);
+    return save_checkpoint_local(s, dir, err, errlen);
 }

@@ -4,9 +4,14 @@
  *
  * Where a rank's input, param or state comes from, first match wins:
  *   1. a full host tensor bound by name (rt_session_bind);
- *   2. the params file (params and states) or the inputs file (inputs),
- *      safetensors, each rank reading only its shard's bytes;
- *   3. made from the seed: a param or a state by its init, an input (only
+ *   2. params and states: the checkpoint, after rt_session_resume (it
+ *      holds them all, so the params file is not read);
+ *   3. the params file (params and states) or the inputs file (inputs),
+ *      safetensors, each rank reading only its shard's bytes; an input
+ *      whose tensor there has one more, leading dim ([N, dims of the
+ *      input]) holds a batch per step: step k (counting from 1, and on from
+ *      a resumed checkpoint's step) reads batch k;
+ *   4. made from the seed: a param or a state by its init, an input (only
  *      when no inputs file is given) by the plan's default (floats
  *      normal(1), ids uniform over their valid range). With an inputs file,
  *      an input missing from it is an error.
@@ -84,5 +89,40 @@ int rt_session_loss(const rt_session *s, double *loss, char *err, size_t errlen)
  * (the gathering is collective) and only rank 0 writes. Errors: no run has
  * succeeded yet, the last run failed, the file cannot be written. */
 int rt_session_save_params(rt_session *s, const char *path, char *err, size_t errlen);
+
+/* ---- checkpoints and per-step batches (checkpoint.h) ---- */
+
+/* The step count: the successful runs, plus the step of the checkpoint
+ * resumed (rt_session_resume). Step k+1 reads batch k+1 of inputs with a
+ * step dimension. */
+int64_t rt_session_step(const rt_session *s);
+
+/* Checks before running that the inputs file has a batch for each of the
+ * next `steps` steps, for every input it holds with a step dimension (and
+ * not bound). Errors name the file, the tensor and the steps. */
+int rt_session_check_steps(const rt_session *s, int64_t steps, char *err, size_t errlen);
+
+/* Writes a sharded checkpoint of every param and state, their values now,
+ * into folder dir (made when missing): one file per rank with the boxes it
+ * owns (each distinct box once), then dir/index.json with the step count
+ * (rt_session_step); an old index there is removed first, so an
+ * interrupted save leaves no checkpoint. Under MPI every rank must call it
+ * (each writes its own file; rank 0 the index) and all return the same
+ * result. Returns 0; -2 when there is nothing to save yet (no run has
+ * succeeded, the last run failed, or params were bound or a checkpoint
+ * resumed since the last run, so they are not loaded); -1 when a file
+ * cannot be written. */
+int rt_session_save_checkpoint(rt_session *s, const char *dir, char *err, size_t errlen);
+
+/* Resumes from the checkpoint in folder dir, saved on any mesh: checks its
+ * index against the plan (every param and state there, same kind, dtype
+ * and shape, nothing the plan lacks), that the shards cover each box this
+ * process's ranks hold, and opens the shard files those boxes overlap
+ * (their sizes checked against the index). The next run reads every param
+ * and state from it, each rank only the parts of the shards overlapping its
+ * box, and the step count goes on from the checkpoint's. Under MPI every
+ * rank must call it, and all return the same result. On failure the
+ * session is as before. */
+int rt_session_resume(rt_session *s, const char *dir, char *err, size_t errlen);
 
 #endif

@@ -67,7 +67,9 @@ while IFS= read -r entry; do
     lineno=${entry%%:*}
     cmd=$(expand "${entry#*:}")
     count=$((count + 1))
-    out=$(cd "$tmp" && bash -o pipefail -c "$cmd" 2>&1)
+    # stdin from /dev/null: a command that reads it (mpirun does) would
+    # otherwise eat the RUN lines still to come
+    out=$(cd "$tmp" && bash -o pipefail -c "$cmd" 2>&1 < /dev/null)
     status=$?
     if [ "$status" -ne 0 ]; then
         echo "FAIL: $1:$lineno: RUN line failed (exit $status):"

@@ -50,15 +50,28 @@ static const char usage[] =
     "  --params FILE        weights, safetensors; params it lacks are made by\n"
     "                       their init from the seed\n"
     "  --inputs FILE        inputs, safetensors (without it, inputs are made\n"
-    "                       from the seed)\n"
+    "                       from the seed); an input given as [N, its dims]\n"
+    "                       holds N batches, one per step: step k reads batch k\n"
     "  --outputs FILE       write the outputs, gathered to full shape, as\n"
     "                       safetensors\n"
     "  --save-params FILE   after the last step, write the params and the\n"
     "                       optimizer states, full shape, as safetensors (a\n"
     "                       file --params reads back to go on training)\n"
+    "  --save DIR           after the last step, write a sharded checkpoint into\n"
+    "                       the folder DIR: one safetensors file per rank with\n"
+    "                       its shards of the params and optimizer states, and\n"
+    "                       DIR/index.json, written last (an interrupted save\n"
+    "                       leaves no index, so no checkpoint)\n"
+    "  --save-every K       with --save: also after every K-th step\n"
+    "  --resume DIR         before the first step, load every param and state\n"
+    "                       from the checkpoint in DIR, saved on any mesh; the\n"
+    "                       step count goes on from the checkpoint's (not with\n"
+    "                       --params, which it replaces)\n"
     "  --seed S             seed for params and inputs made by init (default 0)\n"
     "  --steps N            run N steps (default 1); a plan compiled for training\n"
-    "                       updates its params at each and prints its loss\n"
+    "                       updates its params at each and prints its loss.\n"
+    "                       Steps count from the resumed checkpoint's: resumed\n"
+    "                       at step 3, --steps 2 runs and prints steps 4/5, 5/5\n"
     "  --timeout-ms MS      abort a collective that waits longer (default 600000)\n"
     "  --report             print the compiler's report stored in the plan\n"
     "  --quiet              print only errors\n"
@@ -69,7 +82,8 @@ static const char usage[] =
 
 typedef struct args {
     const char *plan, *backend, *comm, *params, *inputs, *outputs, *save_params;
-    long long ranks, steps, timeout_ms;
+    const char *save, *resume;   /* checkpoint folders */
+    long long ranks, steps, timeout_ms, save_every;
     unsigned long long seed;
     bool report, quiet;
 } args;
@@ -148,6 +162,17 @@ static int parse_args(int argc, char **argv, args *a)
             if (!*v)
                 return usage_error("%s needs a file name", "--save-params");
             a->save_params = v;
+        } else if ((v = value_of(argc, argv, &i, "--save-every"))) {
+            if (!number(v, 1, &a->save_every))
+                return usage_error("--save-every '%s': expected a number >= 1", v);
+        } else if ((v = value_of(argc, argv, &i, "--save"))) {
+            if (!*v)
+                return usage_error("%s needs a folder name", "--save");
+            a->save = v;
+        } else if ((v = value_of(argc, argv, &i, "--resume"))) {
+            if (!*v)
+                return usage_error("%s needs a folder name", "--resume");
+            a->resume = v;
         } else if (!strcmp(argv[i], "--report")) {
             a->report = true;
         } else if (!strcmp(argv[i], "--quiet")) {
@@ -162,6 +187,12 @@ static int parse_args(int argc, char **argv, args *a)
     }
     if (!a->plan)
         return usage_error("%s", "no plan file");
+    /* the checkpoint holds every param and state: a params file would be
+     * read for nothing, which is more likely a mistake than meant */
+    if (a->resume && a->params)
+        return usage_error("%s", "--resume and --params both give the params: use one");
+    if (a->save_every && !a->save)
+        return usage_error("%s", "--save-every needs --save DIR");
     if (!a->comm)
         a->comm = under_launcher() ? "mpi" : "local";
     return 0;
@@ -275,9 +306,39 @@ static void print_step(const shardc_plan *plan, const shardc_session *s, long lo
     printf("\n");
 }
 
+/* The outcome of a part of run(): its exit code, and whether every rank
+ * reached the same one (the library's collective checks agree under MPI),
+ * so the job can end without MPI_Abort and only rank 0 needs to speak. */
+typedef struct outcome {
+    int rc;
+    bool everyone;
+} outcome;
+
+static outcome failed(shardc_status st, char *err, bool say, bool everyone)
+{
+    if (say)
+        fprintf(stderr, "shardrun: error: %s\n", err ? err : "out of memory");
+    shardc_free(err);
+    return (outcome){exit_code(st), everyone};
+}
+
+/* A checkpoint into a->save after step `step`. */
+static outcome save_checkpoint(const args *a, shardc_session *s, long long step, int rank,
+                               bool talk)
+{
+    char *err = NULL;
+    shardc_status st = shardc_session_save_checkpoint(s, a->save, &err);
+    if (st != SHARDC_OK)
+        return failed(st, err, rank == 0, true);
+    if (talk)
+        printf("checkpoint saved to %s (step %lld)\n", a->save, step);
+    return (outcome){0, true};
+}
+
 /* Writes what the options ask for after the last step: the outputs (rank
- * 0), the params and states (every rank gathers, rank 0 writes). */
-static int save_files(const args *a, shardc_session *s, int rank, bool talk)
+ * 0), the params and states (every rank gathers, rank 0 writes), the
+ * checkpoint (every rank its file, rank 0 the index). */
+static outcome save_files(const args *a, shardc_session *s, int rank, bool talk)
 {
     char *err = NULL;
     shardc_status st = SHARDC_OK;
@@ -289,9 +350,71 @@ static int save_files(const args *a, shardc_session *s, int rank, bool talk)
             printf("params saved to %s\n", a->save_params);
     }
     if (st != SHARDC_OK)
-        fprintf(stderr, "shardrun: error: %s\n", err ? err : "out of memory");
-    shardc_free(err);
-    return st == SHARDC_OK ? 0 : exit_code(st);
+        return failed(st, err, true, false);
+    if (a->save)
+        return save_checkpoint(a, s, shardc_session_step(s), rank, talk);
+    return (outcome){0, true};
+}
+
+/* Before the first step: the checkpoint to resume from, and a batch in
+ * the inputs file for each step. *start: the step count to go on from. */
+static outcome prepare(const args *a, shardc_session *s, long long steps, int rank, bool mpi,
+                       bool talk, long long *start)
+{
+    char *err = NULL;
+    shardc_status st;
+    if (a->resume && (st = shardc_session_resume(s, a->resume, &err)) != SHARDC_OK)
+        return failed(st, err, rank == 0 || !mpi, true);
+    *start = shardc_session_step(s);
+    if (a->resume && talk)
+        printf("resumed from %s at step %lld\n", a->resume, *start);
+    if ((st = shardc_session_check_steps(s, steps, &err)) != SHARDC_OK)
+        return failed(st, err, rank == 0 || !mpi, true);
+    return (outcome){0, true};
+}
+
+/* The steps, each with its progress line, and the checkpoints of
+ * --save-every between them. */
+static outcome train(const args *a, const shardc_plan *plan, shardc_session *s, long long start,
+                     long long total, int rank, bool talk)
+{
+    for (long long step = start + 1; step <= total; step++) {
+        char *err = NULL;
+        double t0 = now_ms();
+        shardc_status st = shardc_session_run(s, &err);
+        double ms = now_ms() - t0;
+        if (st != SHARDC_OK) {
+            outcome o = failed(st, err, true, false);
+            fflush(stderr);
+            return o;
+        }
+        if (step == start + 1 && talk && *shardc_session_generated(s))
+            print_generated(shardc_session_generated(s), a->seed);
+        if (talk) {
+            print_step(plan, s, step, total, ms);
+            fflush(stdout);
+        }
+        if (a->save_every && step % a->save_every == 0 && step < total) {
+            outcome o = save_checkpoint(a, s, step, rank, talk);
+            if (o.rc)
+                return o;
+        }
+    }
+    return (outcome){0, true};
+}
+
+static void print_outputs(const shardc_plan *plan, const shardc_session *s)
+{
+    printf("outputs:\n");
+    for (int i = 0; i < shardc_plan_num_tensors(plan); i++) {
+        shardc_tensor_info t;
+        const void *data;
+        shardc_plan_tensor(plan, i, &t);
+        if (strcmp(t.kind, "output") != 0)
+            continue;
+        shardc_session_output(s, t.name, &data, &t, NULL);
+        summarize(&t, data);
+    }
 }
 
 static int run(const args *a, int rank, bool mpi)
@@ -337,51 +460,24 @@ static int run(const args *a, int rank, bool mpi)
         }
         printf(" (%lld rank%s, %s, cpu)\n", ranks, ranks == 1 ? "" : "s", cfg.comm);
     }
-    int rc = 0;
-    long long steps = a->steps ? a->steps : 1;
-    for (long long step = 1; step <= steps && !rc; step++) {
-        double t0 = now_ms();
-        st = shardc_session_run(s, &err);
-        double ms = now_ms() - t0;
-        if (st != SHARDC_OK) {
-            fprintf(stderr, "shardrun: error: %s\n", err ? err : "out of memory");
-            rc = exit_code(st);
-            if (mpi)
-                fflush(stderr);
-            break;
-        }
-        if (step == 1 && talk && *shardc_session_generated(s))
-            print_generated(shardc_session_generated(s), a->seed);
-        if (talk) {
-            print_step(plan, s, step, steps, ms);
-            fflush(stdout);
-        }
-    }
-    if (!rc && talk) {
-        printf("outputs:\n");
-        for (int i = 0; i < shardc_plan_num_tensors(plan); i++) {
-            shardc_tensor_info t;
-            const void *data;
-            shardc_plan_tensor(plan, i, &t);
-            if (strcmp(t.kind, "output") != 0)
-                continue;
-            shardc_session_output(s, t.name, &data, &t, NULL);
-            summarize(&t, data);
-        }
-    }
-    if (!rc)
-        rc = save_files(a, s, rank, talk);
-    if (rc && mpi) {
-        shardc_free(err);
+    long long steps = a->steps ? a->steps : 1, start = 0;
+    outcome o = prepare(a, s, steps, rank, mpi, talk, &start);
+    if (!o.rc)
+        o = train(a, plan, s, start, start + steps, rank, talk);
+    if (!o.rc && talk)
+        print_outputs(plan, s);
+    if (!o.rc)
+        o = save_files(a, s, rank, talk);
+    if (o.rc && mpi && !o.everyone) {
         /* the other ranks may be waiting in a collective: stop them all */
+        fflush(stderr);
 #ifdef SHARDC_HAVE_MPI
-        MPI_Abort(MPI_COMM_WORLD, rc);
+        MPI_Abort(MPI_COMM_WORLD, o.rc);
 #endif
     }
-    shardc_free(err);
     shardc_session_free(s);
     shardc_plan_free(plan);
-    return rc;
+    return o.rc;
 }
 
 int main(int argc, char **argv)

@@ -7,7 +7,9 @@
  * Then training steps (runtime/session.h) on a plan built by hand: params
  * and states updated after each run, the loss, saving them, and loading
  * them back to go on; checked against the same steps in double, tolerance
- * 1e-6 (a few f32 operations on values of order 1). */
+ * 1e-6 (a few f32 operations on values of order 1). Then sharded
+ * checkpoints saved on one mesh and resumed on others, and inputs with a
+ * batch per step, against the same reference. */
 #include "check.h"
 #include "shardc.h"
 #include "runtime/plan.h"
@@ -382,17 +384,22 @@ typedef struct train_ref {
     double w[TN], buf[TN], step;
 } train_ref;
 
-static double ref_step(train_ref *r)
+static double ref_step_x(train_ref *r, const float *x)
 {
     double loss = 0;
     for (int i = 0; i < TN; i++) {
-        double d = r->w[i] - train_x[i];
+        double d = r->w[i] - x[i];
         loss += d * d / TN;
         r->buf[i] = 0.9 * r->buf[i] + 2.0 * d / TN;
         r->w[i] -= 0.1 * r->buf[i];
     }
     r->step += 1;
     return loss;
+}
+
+static double ref_step(train_ref *r)
+{
+    return ref_step_x(r, train_x);
 }
 
 static void ref_start(train_ref *r)
@@ -456,12 +463,12 @@ static void check_saved(const char *path, const train_ref *r)
     rt_st_close(f);
 }
 
-/* One step of session s checked against r (advanced by it). */
-static void check_step(rt_session *s, train_ref *r, const char *what)
+/* One step of session s, on input x, checked against r (advanced by it). */
+static void check_step_x(rt_session *s, train_ref *r, const float *x, const char *what)
 {
     char err[1024];
     double loss = NAN;
-    double want = ref_step(r);
+    double want = ref_step_x(r, x);
     CHECK(rt_session_run(s, err, sizeof err) == 0 || (fprintf(stderr, "%s\n", err), 0));
     CHECK(rt_session_loss(s, &loss, err, sizeof err) == 0);
     if (!near(loss, want))
@@ -470,6 +477,11 @@ static void check_step(rt_session *s, train_ref *r, const char *what)
     rt_type t;
     const float *wnew = rt_session_output(s, "w.new", &t);
     CHECK(wnew && mismatches(what, wnew, r->w, TN) == 0);
+}
+
+static void check_step(rt_session *s, train_ref *r, const char *what)
+{
+    check_step_x(s, r, train_x, what);
 }
 
 static void test_train(int64_t ranks)
@@ -611,6 +623,212 @@ static void test_train_api(void)
     remove(plan_path);
 }
 
+/* ---- checkpoints and per-step batches ---- */
+
+/* The training plan above for `ranks` ranks, through a plan file (so the
+ * C API sees it as a host application would). */
+static shardc_plan *train_plan_file(int64_t ranks, const char *path)
+{
+    train_plan t;
+    char err[1024];
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    make_train_plan(&t, ranks);
+    CHECK(rt_plan_write(&t.p, &bytes, &len, err, sizeof err));
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(bytes, 1, len, f) == len);
+    if (f)
+        fclose(f);
+    free(bytes);
+    shardc_plan *plan = NULL;
+    char *e = NULL;
+    if (shardc_plan_load(path, &plan, &e) != SHARDC_OK) {
+        fprintf(stderr, "%s\n", e ? e : "");
+        CHECK(0);
+    }
+    shardc_free(e);
+    remove(path);
+    return plan;
+}
+
+/* One step through the C API on input x (bound), checked against r. */
+static void api_step(shardc_session *s, train_ref *r, const float *x, const char *what)
+{
+    char *e = NULL;
+    double loss = NAN, want = ref_step_x(r, x);
+    const void *wnew = NULL;
+    CHECK(shardc_session_bind(s, "x", x, TN * sizeof *x, &e) == SHARDC_OK);
+    if (shardc_session_run(s, &e) != SHARDC_OK) {
+        fprintf(stderr, "%s: %s\n", what, e ? e : "");
+        CHECK(0);
+        shardc_free(e);
+        return;
+    }
+    CHECK(shardc_session_loss(s, &loss, &e) == SHARDC_OK);
+    if (!near(loss, want))
+        fprintf(stderr, "%s: loss %.9g, want %.9g\n", what, loss, want);
+    CHECK(near(loss, want));
+    CHECK(shardc_session_output(s, "w.new", &wnew, NULL, &e) == SHARDC_OK);
+    CHECK(wnew && mismatches(what, wnew, r->w, TN) == 0);
+}
+
+/* Removes a checkpoint folder of `ranks` rank files. */
+static void remove_checkpoint(const char *dir, int ranks)
+{
+    char path[160];
+    for (int r = 0; r < ranks; r++) {
+        snprintf(path, sizeof path, "%s/rank-%05d.safetensors", dir, r);
+        remove(path);
+    }
+    snprintf(path, sizeof path, "%s/index.json", dir);
+    remove(path);
+    CHECK(rmdir(dir) == 0);
+}
+
+/* 3 steps on 2 ranks, a checkpoint, then 2 more steps resumed on 4 ranks
+ * (each reads half of one rank's shard of w and w.buf), on 1 (both shards)
+ * and on 2: the same values as 5 steps in a row (the reference in double,
+ * 1e-6: the resumed steps start from exactly the saved f32 values). */
+static void test_checkpoint_api(void)
+{
+    char dir[96], plan_path[96], bad[160];
+    char *e = NULL;
+    snprintf(dir, sizeof dir, "/tmp/test_session_%ld_ckpt", (long)getpid());
+    snprintf(plan_path, sizeof plan_path, "/tmp/test_session_%ld_ckpt.plan", (long)getpid());
+    shardc_plan *plan = train_plan_file(2, plan_path);
+    shardc_session *s = NULL;
+    if (!plan || shardc_session_new(plan, NULL, &s, &e) != SHARDC_OK) {
+        CHECK(0);
+        shardc_free(e);
+        shardc_plan_free(plan);
+        return;
+    }
+    CHECK(shardc_session_save_checkpoint(s, dir, &e) == SHARDC_ERR_USAGE);
+    CHECK(e && strstr(e, "not saved: no step has run"));
+    shardc_free(e);
+    CHECK(shardc_session_bind(s, "w", train_w0, sizeof train_w0, &e) == SHARDC_OK);
+    train_ref r;
+    ref_start(&r);
+    for (int step = 1; step <= 3; step++)
+        api_step(s, &r, train_x, "before the checkpoint");
+    CHECK_INT(shardc_session_step(s), 3);
+    CHECK(shardc_session_save_checkpoint(s, dir, &e) == SHARDC_OK);
+    /* a folder that cannot be made: its parent is a file */
+    snprintf(bad, sizeof bad, "%s/index.json/sub", dir);
+    CHECK(shardc_session_save_checkpoint(s, bad, &e) == SHARDC_ERR_IO);
+    CHECK(e && strstr(e, "cannot create the checkpoint folder"));
+    shardc_free(e);
+    shardc_session_free(s);
+    shardc_plan_free(plan);
+
+    static const int64_t meshes[] = {4, 1, 2};
+    for (int m = 0; m < 3; m++) {
+        char what[64];
+        snprintf(what, sizeof what, "resumed on %lld ranks", (long long)meshes[m]);
+        plan = train_plan_file(meshes[m], plan_path);
+        s = NULL;
+        if (!plan || shardc_session_new(plan, NULL, &s, &e) != SHARDC_OK) {
+            CHECK(0);
+            shardc_free(e);
+            shardc_plan_free(plan);
+            continue;
+        }
+        if (shardc_session_resume(s, dir, &e) != SHARDC_OK) {
+            fprintf(stderr, "%s: %s\n", what, e ? e : "");
+            CHECK(0);
+            shardc_free(e);
+        }
+        CHECK_INT(shardc_session_step(s), 3);
+        train_ref again = r;
+        api_step(s, &again, train_x, what);
+        CHECK_STR(shardc_session_generated(s), ""); /* x bound, the rest resumed */
+        api_step(s, &again, train_x, what);
+        CHECK_INT(shardc_session_step(s), 5);
+        CHECK(again.step == 5);
+        /* resuming again rewinds: the next step is step 4 once more */
+        CHECK(shardc_session_resume(s, dir, &e) == SHARDC_OK);
+        CHECK(shardc_session_save_checkpoint(s, dir, &e) == SHARDC_ERR_USAGE);
+        CHECK(e && strstr(e, "are loaded at the next"));
+        shardc_free(e);
+        again = r;
+        api_step(s, &again, train_x, "resumed twice");
+        CHECK_INT(shardc_session_step(s), 4);
+        shardc_session_free(s);
+        shardc_plan_free(plan);
+    }
+
+    /* no checkpoint there: an error, and the session goes on as before */
+    plan = train_plan_file(2, plan_path);
+    s = NULL;
+    if (plan && shardc_session_new(plan, NULL, &s, &e) == SHARDC_OK) {
+        CHECK(shardc_session_resume(s, "/nonexistent/ck", &e) == SHARDC_ERR_INPUT);
+        CHECK_STR(e, "/nonexistent/ck/index.json: no such file: not a checkpoint, or its save did not complete");
+        shardc_free(e);
+        CHECK_INT(shardc_session_step(s), 0);
+        CHECK(shardc_session_bind(s, "w", train_w0, sizeof train_w0, &e) == SHARDC_OK);
+        train_ref fresh;
+        ref_start(&fresh);
+        api_step(s, &fresh, train_x, "after a failed resume");
+        shardc_session_free(s);
+    }
+    shardc_plan_free(plan);
+    remove_checkpoint(dir, 2);
+}
+
+/* An inputs file whose x holds 3 batches, [3, 4]: step k reads batch k, on
+ * from a resumed checkpoint's step, and a fourth step is refused. */
+static void test_batches(void)
+{
+    static const float xs[3][TN] = {{1, 2, -1, 0.5f}, {-2, 0, 1, 3}, {0.25f, -0.5f, 4, 1}};
+    char path[96], dir[96], err[1024];
+    snprintf(path, sizeof path, "/tmp/test_session_%ld_batches.safetensors", (long)getpid());
+    snprintf(dir, sizeof dir, "/tmp/test_session_%ld_bckpt", (long)getpid());
+    rt_type t = ttype(TN);
+    t.rank = 2;
+    t.dim[0] = 3;
+    t.dim[1] = TN;
+    const char *name = "x";
+    const void *data = xs;
+    CHECK(rt_st_write(path, 1, &name, &t, &data, err, sizeof err) == 0);
+    train_plan tp;
+    make_train_plan(&tp, 2);
+    rt_session_opts o = {.comm = RT_COMM_LOCAL, .inputs_path = path};
+    rt_session *s = rt_session_new(&tp.p, &o, err, sizeof err);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    CHECK(rt_session_check_steps(s, 3, err, sizeof err) == 0);
+    CHECK(rt_session_check_steps(s, 4, err, sizeof err) != 0);
+    CHECK(strstr(err, "batches.safetensors: tensor 'x' holds 3 batches (one a step), but steps 1 to 4 need 4"));
+    CHECK(rt_session_bind(s, "w", train_w0, sizeof train_w0, err, sizeof err) == 0);
+    train_ref r;
+    ref_start(&r);
+    check_step_x(s, &r, xs[0], "batch 1");
+    check_step_x(s, &r, xs[1], "batch 2");
+    CHECK(rt_session_save_checkpoint(s, dir, err, sizeof err) == 0);
+    train_ref at2 = r;
+    check_step_x(s, &r, xs[2], "batch 3");
+    CHECK(rt_session_run(s, err, sizeof err) != 0);
+    CHECK(strstr(err, "rank 0: instruction 0 (input): ") &&
+          strstr(err, "batches.safetensors: tensor 'x' holds 3 batches (one a step), none for step 4"));
+    rt_session_free(s);
+
+    /* resumed at step 2 on 1 rank: the next step reads batch 3 */
+    make_train_plan(&tp, 1);
+    s = rt_session_new(&tp.p, &o, err, sizeof err);
+    CHECK(s != NULL);
+    if (s) {
+        CHECK(rt_session_resume(s, dir, err, sizeof err) == 0 || (fprintf(stderr, "%s\n", err), 0));
+        CHECK_INT(rt_session_step(s), 2);
+        CHECK(rt_session_check_steps(s, 2, err, sizeof err) != 0);
+        CHECK(strstr(err, "but steps 3 to 4 need 4"));
+        check_step_x(s, &at2, xs[2], "batch 3, resumed");
+        rt_session_free(s);
+    }
+    remove(path);
+    remove_checkpoint(dir, 2);
+}
+
 int main(void)
 {
     test_meshes();
@@ -620,5 +838,7 @@ int main(void)
     test_train(2);
     test_no_loss();
     test_train_api();
+    test_checkpoint_api();
+    test_batches();
     return CHECK_DONE();
 }
