@@ -270,23 +270,6 @@ static cJSON *index_json(const rt_plan *p, int64_t step, const int64_t *file_byt
     return root;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t put = write(fd, p, n);
-        if (put < 0 && errno == EINTR)
-            continue;
-        if (put <= 0) {
-            if (put == 0)
-                errno = EIO;
-            return -1;
-        }
-        p += put;
-        n -= (size_t)put;
-    }
-    return 0;
-}
-
 /* fsync of the folder, so the renames in it are on disk. Some file systems
  * refuse it (EINVAL): then there is nothing more to do. */
 static int sync_dir(const char *dir, char *err, size_t errlen)
@@ -298,33 +281,6 @@ static int sync_dir(const char *dir, char *err, size_t errlen)
     if (fsync(fd) != 0 && errno != EINVAL)
         rc = fail(err, errlen, "%s: cannot sync the folder: %s", dir, strerror(errno));
     close(fd);
-    return rc;
-}
-
-/* text to path through path.tmp.PID (fsync'd), renamed into place. */
-static int write_atomic(const char *path, const char *text, char *err, size_t errlen)
-{
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (!tmp)
-        return fail(err, errlen, "%s: out of memory", path);
-    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    int rc = 0;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        rc = fail(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-    } else {
-        if (write_all(fd, text, strlen(text)) != 0 || fsync(fd) != 0)
-            rc = fail(err, errlen, "%s: cannot write %s: %s", path, tmp, strerror(errno));
-        if (close(fd) != 0 && rc == 0)
-            rc = fail(err, errlen, "%s: cannot write %s: %s", path, tmp, strerror(errno));
-        if (rc == 0 && rename(tmp, path) != 0)
-            rc = fail(err, errlen, "%s: cannot rename %s into place: %s", path, tmp,
-                      strerror(errno));
-        if (rc != 0)
-            unlink(tmp);
-    }
-    free(tmp);
     return rc;
 }
 
@@ -347,7 +303,7 @@ int rt_ckpt_write_index(const char *dir, const rt_plan *p, int64_t step,
     if (rc == 0)
         rc = sync_dir(dir, err, errlen);
     if (rc == 0)
-        rc = write_atomic(path, text, err, errlen);
+        rc = rt_write_file(path, text, strlen(text), err, errlen);
     if (rc == 0)
         rc = sync_dir(dir, err, errlen);
     free(text);

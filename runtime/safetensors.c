@@ -714,27 +714,22 @@ static int write_body(int fd, const char *json, int n, const rt_type *types,
     return 0;
 }
 
-int rt_st_write(const char *path, int n, const char *const *names, const rt_type *types,
-                const void *const *data, char *err, size_t errlen)
+/* Writes path through a temporary file: body(fd, ctx) fills it, then
+ * fsync, close and rename; on any failure the temporary file is removed. */
+static int write_through_temp(const char *path, int (*body)(int fd, const void *ctx),
+                              const void *ctx, char *err, size_t errlen)
 {
-    if (check_write(path, n, names, types, data, err, errlen) != 0)
-        return -1;
-    char *json = header_json(n, names, types);
-    if (!json)
-        return fail(err, errlen, "%s: out of memory writing the header", path);
     size_t tmplen = strlen(path) + 48;
     char *tmp = malloc(tmplen);
     int rc = 0;
-    if (!tmp) {
-        cJSON_free(json);
+    if (!tmp)
         return fail(err, errlen, "%s: out of memory", path);
-    }
     int fd = create_temp(path, tmp, tmplen);
     if (fd < 0) {
         rc = fail(err, errlen, "%s: cannot create the temporary file %s: %s", path, tmp,
                   strerror(errno));
     } else {
-        if (write_body(fd, json, n, types, data) != 0 || fsync(fd) != 0)
+        if (body(fd, ctx) != 0 || fsync(fd) != 0)
             rc = fail(err, errlen, "%s: cannot write %s: %s", path, tmp, strerror(errno));
         if (close(fd) != 0 && rc == 0)
             rc = fail(err, errlen, "%s: cannot write %s: %s", path, tmp, strerror(errno));
@@ -745,6 +740,49 @@ int rt_st_write(const char *path, int n, const char *const *names, const rt_type
             unlink(tmp);
     }
     free(tmp);
+    return rc;
+}
+
+typedef struct st_body {
+    const char *json;
+    int n;
+    const rt_type *types;
+    const void *const *data;
+} st_body;
+
+static int st_body_write(int fd, const void *ctx)
+{
+    const st_body *b = ctx;
+    return write_body(fd, b->json, b->n, b->types, b->data);
+}
+
+int rt_st_write(const char *path, int n, const char *const *names, const rt_type *types,
+                const void *const *data, char *err, size_t errlen)
+{
+    if (check_write(path, n, names, types, data, err, errlen) != 0)
+        return -1;
+    char *json = header_json(n, names, types);
+    if (!json)
+        return fail(err, errlen, "%s: out of memory writing the header", path);
+    st_body b = {json, n, types, data};
+    int rc = write_through_temp(path, st_body_write, &b, err, errlen);
     cJSON_free(json);
     return rc;
+}
+
+typedef struct text_body {
+    const char *text;
+    size_t len;
+} text_body;
+
+static int text_body_write(int fd, const void *ctx)
+{
+    const text_body *b = ctx;
+    return write_full(fd, b->text, b->len);
+}
+
+int rt_write_file(const char *path, const char *text, size_t len, char *err, size_t errlen)
+{
+    text_body b = {text, len};
+    return write_through_temp(path, text_body_write, &b, err, errlen);
 }

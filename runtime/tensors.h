@@ -61,6 +61,10 @@ int rt_st_read_block(const rt_st_file *f, const char *name, const rt_type *want,
 int rt_st_write(const char *path, int n, const char *const *names, const rt_type *types,
                 const void *const *data, char *err, size_t errlen);
 
+/* Writes len bytes of text to path the same way: a temporary file in the
+ * same folder, fsync'd and renamed into place; a failure leaves no file. */
+int rt_write_file(const char *path, const char *text, size_t len, char *err, size_t errlen);
+
 /* Fills the block [start, start + count) of a tensor of global type `full`
  * made by init (zeros, ones, normal(a), uniform(a, b)) from seed and the
  * tensor's name: element i of the full tensor (row-major index) depends only

@@ -488,6 +488,32 @@ static int count_files(const char *part)
     return n;
 }
 
+/* rt_write_file: the bytes in place, an old file replaced whole, and on a
+ * failure neither the file nor a temporary one. */
+static void test_write_file(void)
+{
+    const char *path = at("index.json");
+    write_bytes(path, "an older and longer text", 24);
+    CHECK_INT(rt_write_file(path, "{\"a\": 1}\n", 9, err, sizeof err), 0);
+    FILE *f = fopen(path, "rb");
+    char got[32] = {0};
+    size_t n = f ? fread(got, 1, sizeof got, f) : 0;
+    if (f)
+        fclose(f);
+    CHECK_INT(n, 9);
+    CHECK_STR(got, "{\"a\": 1}\n");
+    path = at("nodir/index.json");
+    CHECK_INT(rt_write_file(path, "x", 1, err, sizeof err), -1);
+    CHECK(strstr(err, "nodir/index.json: cannot create the temporary file") != NULL);
+    CHECK(!exists(path));
+    path = at("bdir");
+    CHECK(mkdir(path, 0755) == 0);
+    CHECK_INT(rt_write_file(path, "x", 1, err, sizeof err), -1);
+    CHECK(strstr(err, "cannot rename") != NULL);
+    CHECK_INT(count_files("bdir.tmp"), 0);
+    rmdir(path);
+}
+
 static void test_write_errors(void)
 {
     float v[2] = {1, 2};
@@ -746,6 +772,7 @@ int main(void)
     test_rejected();
     test_read_errors();
     test_write_errors();
+    test_write_file();
     test_init_blocks();
     test_init_streams();
     test_init_stats();
