@@ -29,7 +29,20 @@ struct shardc_program {
     pass_explain ex;        /* why each logical value has its sharding */
     ir_module *part;        /* the partitioned module */
     const char **why;       /* per value of part: why each collective exists */
+    pass_pipeline pipe;     /* with a pipeline: one program per stage */
 };
+
+/* The programs the plan holds: the pipeline's stages, else the partitioned
+ * module (or the input, when it was partitioned IR). */
+static ir_module *const *stages(const shardc_program *p, int *n)
+{
+    if (p->pipe.nstages) {
+        *n = p->pipe.nstages;
+        return p->pipe.stage;
+    }
+    *n = 1;
+    return p->part ? &p->part : &p->m;
+}
 
 const char *shardc_version(void) { return SHARDC_VERSION_STRING; }
 
@@ -147,9 +160,29 @@ static ir_module *compile_ir(const shardc_options *opt, const su_src *src, su_di
     return m;
 }
 
+/* After partitioning: with a pipeline, the split into stages (a model that
+ * cannot be pipelined is the user's error); then per program the gradient
+ * buckets and the verifiers. Returns the status, with the message in err. */
+static shardc_status finish(shardc_program *p, const shardc_options *opt, su_buf *err)
+{
+    ir_module *part = p->part ? p->part : p->m;
+    if (part->pipe.axis >= 0 && !pass_pipeline_split(part, &p->pipe, err))
+        return SHARDC_ERR_INPUT;
+    int n;
+    ir_module *const *st = stages(p, &n);
+    for (int s = 0; s < n; s++)
+        if (!ir_verify(st[s], err) || !pass_bucket(st[s], opt->bucket_bytes, err) ||
+            !ir_verify(st[s], err) || !pass_verify_schedule(st[s], err))
+            return SHARDC_ERR_INTERNAL;
+    if (n > 1 && !pass_verify_p2p(st, n, err))
+        return SHARDC_ERR_INTERNAL;
+    return SHARDC_OK;
+}
+
 /* The pipeline after the frontend (DESIGN.md §3), a straight list: keep
- * the logical text, propagate shardings, partition, verify the schedule. A
- * failure past the frontend is a bug in shardc. */
+ * the logical text, propagate shardings, partition, split into stages,
+ * verify the schedule. A failure past the frontend, other than a model
+ * that cannot be pipelined, is a bug in shardc. */
 static shardc_status run_passes(shardc_program *p, const shardc_options *opt, jmp_buf *oom,
                                 char **error)
 {
@@ -159,11 +192,10 @@ static shardc_status run_passes(shardc_program *p, const shardc_options *opt, jm
     ir_print(p->m, &b);
     p->logical_ir = su_buf_take(&b);
     if (p->m->partitioned) { /* textual IR that is partitioned already */
-        if (pass_verify_schedule(p->m, &err)) {
-            su_buf_free(&err);
-            return SHARDC_OK;
-        }
-        shardc_status st = api_fail(error, SHARDC_ERR_INPUT, "invalid partitioned IR: %s", err.s);
+        shardc_status st = p->m->stage >= 0 ? SHARDC_ERR_INPUT : finish(p, opt, &err);
+        if (st != SHARDC_OK)
+            st = api_fail(error, SHARDC_ERR_INPUT, "invalid partitioned IR: %s",
+                          err.s ? err.s : "a stage's program is not a whole partitioned module");
         su_buf_free(&err);
         return st;
     }
@@ -175,11 +207,16 @@ static shardc_status run_passes(shardc_program *p, const shardc_options *opt, jm
     const ir_module *logical = p->m;
     bool ok = pass_propagate(p->m, &p->ex, &err) &&
               pass_partition(logical, &p->ex, &p->part, &p->why, &err) &&
-              ir_verify(p->part, &err) && pass_bucket(p->part, opt->bucket_bytes, &err) &&
-              ir_verify(p->part, &err) && pass_verify_schedule(p->part, &err);
-    if (!ok) {
-        shardc_status st = api_fail(error, SHARDC_ERR_INTERNAL, "internal error: %s",
-                                err.s ? err.s : "a pass failed");
+              ir_verify(p->part, &err);
+    shardc_status st = ok ? finish(p, opt, &err) : SHARDC_ERR_INTERNAL;
+    if (st == SHARDC_ERR_INPUT) {
+        st = api_fail(error, st, "cannot pipeline: %s", err.s);
+        su_buf_free(&err);
+        return st;
+    }
+    if (st != SHARDC_OK) {
+        st = api_fail(error, SHARDC_ERR_INTERNAL, "internal error: %s",
+                      err.s ? err.s : "a pass failed");
         su_buf_free(&err);
         return st;
     }
@@ -274,6 +311,7 @@ void shardc_program_free(shardc_program *prog)
 {
     if (!prog)
         return;
+    pass_pipeline_free(&prog->pipe);
     ir_module_free(prog->part);
     ir_module_free(prog->m);
     free(prog->logical_ir);
@@ -315,7 +353,15 @@ static shardc_status render(const shardc_program *prog, int k, char **text, size
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     }
     const ir_module *part = prog->part ? prog->part : prog->m;
-    if (k == 5)
+    int n;
+    if (k == 6) {
+        ir_module *const *st = stages(prog, &n);
+        for (int s = 0; s < n; s++) {
+            if (n > 1)
+                su_buf_printf(&b, "%s// ---- stage %d of %d ----\n", s ? "\n" : "", s, n);
+            ir_print(st[s], &b);
+        }
+    } else if (k == 5)
         ir_print(prog->m, &b);
     else if (k == 1)
         ir_print(part, &b);
@@ -323,8 +369,10 @@ static shardc_status render(const shardc_program *prog, int k, char **text, size
         explain(prog, &b);
     else if (k == 2)
         su_buf_puts(&b, "# the input is partitioned IR: there is nothing to explain\n");
-    else
-        pass_report(part, k == 4, &b);
+    else {
+        ir_module *const *st = stages(prog, &n);
+        pass_report(st, n, &prog->pipe, k == 4, &b);
+    }
     if (len)
         *len = b.len;
     *text = su_buf_take(&b);
@@ -335,17 +383,17 @@ shardc_status shardc_program_emit(const shardc_program *prog, const char *what, 
                                   size_t *len, char **error)
 {
     *text = NULL;
-    static const char *const kinds[] = {"ir",     "sharded-ir",  "explain",
-                                        "report", "report-json", "train-ir"};
+    static const char *const kinds[] = {"ir",     "sharded-ir",  "explain",  "report",
+                                        "report-json", "train-ir", "stage-ir"};
     int k = -1;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 7; i++)
         if (!strcmp(what, kinds[i]))
             k = i;
     if (!strcmp(what, "schedule"))
         return api_program_schedule(prog, text, len, error);
     if (k < 0)
         return api_fail(error, SHARDC_ERR_USAGE, "unknown output '%s' (this version emits: ir, "
-                    "train-ir, sharded-ir, explain, report, report-json, schedule)", what);
+                    "train-ir, sharded-ir, stage-ir, explain, report, report-json, schedule)", what);
     if (k == 0) {
         *text = strdup(prog->logical_ir);
         if (len && *text)
@@ -369,10 +417,11 @@ shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size
         su_buf_free(&rep);
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     }
-    const ir_module *part = prog->part ? prog->part : prog->m;
-    pass_report(part, true, &rep);
+    int n;
+    ir_module *const *st = stages(prog, &n);
+    pass_report(st, n, &prog->pipe, true, &rep);
     char err[1024];
-    bool ok = cg_plan_bytes(part, rep.s, bytes, len, err, sizeof err);
+    bool ok = cg_plan_bytes(st, n, rep.s, bytes, len, err, sizeof err);
     su_buf_free(&rep);
     if (!ok)
         return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: writing the plan: %s", err);

@@ -1,9 +1,10 @@
 /* plan_build.c: the plan writer's front half: a partitioned module becomes
  * an rt_plan (runtime/plan.h), then bytes.
  *
- * One program (stage) for now: a pipelined module runs every repetition on
- * every rank of the pipeline axis, which computes the same thing as the
- * stages would (issue 7 splits it). Buffers and their offsets in the rank's
+ * One program per pipeline stage (passes/pipeline.c made them; a module
+ * without a pipeline is one stage), each with its own memory plan; `send`
+ * names its operand and no result, `send` and `recv` carry their peer stage
+ * in `dim`. Buffers and their offsets in the rank's
  * arena are the memory plan's (passes/memplan.c): `constrain` and `reshape`
  * share their operand's buffer and make no instruction, and a param's or
  * state's new value is often its own buffer (nothing to copy after a step).
@@ -26,7 +27,8 @@
 #include <string.h>
 
 typedef struct builder {
-    const ir_module *m;
+    const ir_module *m;  /* the stage being lowered */
+    int stage;
     su_arena *arena;
     const pass_memplan *mp;
     int32_t *buf_of;     /* per value id: its buffer, -1 none */
@@ -110,7 +112,7 @@ static rt_io *new_io(builder *b, rt_io_kind kind, const char *name, const ir_val
     ir_type g = global_type(b->m, v);
     io->type = rtype(&g);
     io->sh = rsharding(&v->sh, v->type.rank);
-    io->stage = 0;
+    io->stage = b->stage;
     io->buffer = -1;
     io->update = -1;
     su_vec_push(&b->ios, b->m->oom, io);
@@ -150,11 +152,12 @@ static bool source(builder *b, const ir_op *op, rt_instr *in)
 
 static bool lower_op(builder *b, const ir_op *op)
 {
-    if (op->nres != 1)
+    if (op->nres != (op->code != IR_SEND))
         return fail(b, "%s makes %d results; the plan holds ops of one", ir_ops[op->code].name,
                     op->nres);
-    const ir_value *res = op->res[0];
-    b->buf_of[res->id] = b->mp->buf[res->id];
+    const ir_value *res = op->nres ? op->res[0] : op->in[0];
+    if (op->nres)
+        b->buf_of[res->id] = b->mp->buf[res->id];
     if ((op->code == IR_CONSTRAIN || op->code == IR_RESHAPE) &&
         b->buf_of[res->id] == b->buf_of[op->in[0]->id])
         return true; /* the same bytes */
@@ -175,7 +178,7 @@ static bool lower_op(builder *b, const ir_op *op)
         if (in->in[i] < 0)
             return fail(b, "operand %d of %s has no buffer", i, ir_ops[op->code].name);
     }
-    in->out = b->buf_of[res->id];
+    in->out = op->nres ? b->buf_of[res->id] : -1;
     in->out_t = rtype(&res->type);
     const ir_attrs *a = &op->a;
     in->io = -1;
@@ -187,7 +190,7 @@ static bool lower_op(builder *b, const ir_op *op)
         in->nlist = (uint8_t)a->nlist;
         memcpy(in->list, a->list, sizeof in->list);
     }
-    in->dim = a->dim;
+    in->dim = ir_ops[op->code].cls == IR_C_P2P ? a->peer : a->dim;
     in->dim2 = a->dim2;
     in->naxes = (uint8_t)a->naxes;
     memcpy(in->axes, a->axes, sizeof in->axes);
@@ -211,7 +214,7 @@ static bool loss_output(builder *b, int32_t *loss)
     const ir_value *v = m->train.loss;
     for (int i = 0; i < b->ios.n; i++) {
         const rt_io *io = b->ios.v[i];
-        if (io->kind == RT_IO_OUTPUT && io->buffer == b->buf_of[v->id]) {
+        if (io->kind == RT_IO_OUTPUT && io->stage == b->stage && io->buffer == b->buf_of[v->id]) {
             *loss = i;
             return true;
         }
@@ -228,7 +231,8 @@ static bool loss_output(builder *b, int32_t *loss)
     return true;
 }
 
-static bool build(builder *b, rt_plan *p, const char *report)
+/* Lowers one stage's program into prog; its I/O entries join b->ios. */
+static bool build_stage(builder *b, rt_program *prog, int32_t *loss)
 {
     const ir_module *m = b->m;
     if (!m->partitioned)
@@ -250,19 +254,8 @@ static bool build(builder *b, rt_plan *p, const char *report)
             return fail(b, "update %d has no source entry or no buffer", i);
         ((rt_io *)b->ios.v[k])->update = b->buf_of[u->v->id];
     }
-    int32_t loss = -1;
-    if (m->train.loss && !loss_output(b, &loss))
+    if (m->train.loss && !loss_output(b, loss))
         return false;
-    memset(p, 0, sizeof *p);
-    p->loss = loss;
-    p->naxes = m->mesh.naxes;
-    for (int a = 0; a < m->mesh.naxes; a++) {
-        p->axis_name[a] = (char *)m->mesh.name[a];
-        p->axis_size[a] = m->mesh.size[a];
-    }
-    p->stage_axis = -1;
-    p->nstages = 1;
-    rt_program *prog = su_alloc(b->arena, sizeof *prog);
     prog->nbuf = b->mp->nbuf;
     prog->arena_bytes = b->mp->arena_bytes;
     prog->buf_bytes = b->mp->bytes;
@@ -271,47 +264,73 @@ static bool build(builder *b, rt_plan *p, const char *report)
     prog->instr = su_alloc(b->arena, ((size_t)b->instrs.n + 1) * sizeof *prog->instr);
     for (int i = 0; i < b->instrs.n; i++)
         prog->instr[i] = *(rt_instr *)b->instrs.v[i];
-    p->stage = prog;
-    p->nio = (int32_t)b->ios.n;
-    p->io = su_alloc(b->arena, ((size_t)b->ios.n + 1) * sizeof *p->io);
-    for (int i = 0; i < b->ios.n; i++)
-        p->io[i] = *(rt_io *)b->ios.v[i];
-    p->report = (char *)(report ? report : "");
-    p->report_len = strlen(p->report);
     return true;
 }
 
-bool cg_plan_bytes(const ir_module *m, const char *report, uint8_t **out, size_t *len,
-                   char *err, size_t errlen)
+/* Stage s of the plan: its memory plan, then its instructions. */
+static bool plan_stage(builder *b, const ir_module *m, int s, rt_program *prog, int32_t *loss,
+                       pass_memplan *mp)
+{
+    b->m = m;
+    b->stage = s;
+    b->instrs.n = 0;
+    b->buf_of = su_alloc(b->arena, (size_t)(m->next_id + 1) * sizeof *b->buf_of);
+    b->io_of = su_alloc(b->arena, (size_t)(m->next_id + 1) * sizeof *b->io_of);
+    for (int i = 0; i <= m->next_id; i++)
+        b->buf_of[i] = b->io_of[i] = -1;
+    su_buf merr = {.oom = m->oom};
+    bool ok = pass_plan_memory(m, mp, &merr) && pass_memplan_check(m, mp, &merr);
+    if (!ok)
+        fail(b, "memory plan of stage %d: %s", s, merr.s ? merr.s : "?");
+    su_buf_free(&merr);
+    b->mp = mp;
+    return ok && build_stage(b, prog, loss);
+}
+
+bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report, uint8_t **out,
+                   size_t *len, char *err, size_t errlen)
 {
     *out = NULL;
     *len = 0;
+    const ir_module *m0 = stages[0];
     su_arena arena;
-    su_arena_init(&arena, m->oom);
+    su_arena_init(&arena, m0->oom);
     builder b;
     memset(&b, 0, sizeof b);
-    b.m = m;
     b.arena = &arena;
     b.err = err;
     b.errlen = errlen;
-    b.buf_of = su_alloc(&arena, (size_t)(m->next_id + 1) * sizeof *b.buf_of);
-    b.io_of = su_alloc(&arena, (size_t)(m->next_id + 1) * sizeof *b.io_of);
-    for (int i = 0; i <= m->next_id; i++)
-        b.buf_of[i] = b.io_of[i] = -1;
-    pass_memplan mp;
-    su_buf merr = {.oom = m->oom};
-    bool ok = pass_plan_memory(m, &mp, &merr) && pass_memplan_check(m, &mp, &merr);
-    if (!ok)
-        snprintf(err, errlen, "memory plan: %s", merr.s ? merr.s : "?");
-    su_buf_free(&merr);
-    b.mp = &mp;
     rt_plan p;
-    ok = ok && build(&b, &p, report);
+    memset(&p, 0, sizeof p);
+    p.loss = -1;
+    p.naxes = m0->mesh.naxes;
+    for (int a = 0; a < m0->mesh.naxes; a++) {
+        p.axis_name[a] = (char *)m0->mesh.name[a];
+        p.axis_size[a] = m0->mesh.size[a];
+    }
+    p.stage_axis = m0->stage >= 0 ? m0->pipe.axis : -1;
+    p.nstages = nstages;
+    p.stage = su_alloc(&arena, (size_t)nstages * sizeof *p.stage);
+    pass_memplan *mp = su_alloc(&arena, (size_t)nstages * sizeof *mp);
+    memset(mp, 0, (size_t)nstages * sizeof *mp);
+    bool ok = true;
+    int planned = 0;
+    for (int s = 0; ok && s < nstages; s++, planned++)
+        ok = plan_stage(&b, stages[s], s, &p.stage[s], &p.loss, &mp[s]);
+    if (ok) {
+        p.nio = (int32_t)b.ios.n;
+        p.io = su_alloc(&arena, ((size_t)b.ios.n + 1) * sizeof *p.io);
+        for (int i = 0; i < b.ios.n; i++)
+            p.io[i] = *(rt_io *)b.ios.v[i];
+        p.report = (char *)(report ? report : "");
+        p.report_len = strlen(p.report);
+    }
     if (ok && !rt_plan_validate(&p, err, errlen))
         ok = false;
     if (ok)
         ok = rt_plan_write(&p, out, len, err, errlen);
-    pass_memplan_free(&mp);
+    for (int s = 0; s < planned; s++)
+        pass_memplan_free(&mp[s]);
     su_vec_free(&b.instrs);
     su_vec_free(&b.ios);
     su_arena_free(&arena);

@@ -572,6 +572,9 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
     case IR_CONST:
     case IR_STATE:
         return fail(c, "sources have no inferred type");
+    case IR_SEND:
+    case IR_RECV:
+        return fail(c, "send and recv have no inferred type");
     case IR_GT:
     case IR_EQ:
         return infer_binary(c, in, out);

@@ -173,6 +173,7 @@ ir_module *ir_module_new(jmp_buf *oom)
     m->pipe.axis = -1;
     m->pipe.microbatches = 1;
     m->pipe.chunks = 1;
+    m->stage = -1;
     m->train.zero_axis = -1;
     return m;
 }

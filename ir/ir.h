@@ -117,12 +117,15 @@ enum { /* attribute bits of ops.def */
     IR_A_BETA2 = 1 << 16,
     IR_A_WD = 1 << 17,
     IR_A_OFFSET = 1 << 18,  /* offset: a column in a bucket (insert, extract) */
+    IR_A_PEER = 1 << 19,    /* peer: the other stage of a send or recv */
+    IR_A_TAG = 1 << 20,     /* tag: which message a send or recv carries */
 };
 
 typedef enum {
     IR_C_SOURCE, IR_C_BINARY, IR_C_UNARY, IR_C_CONTRACT, IR_C_REDUCE,
     IR_C_NORM, IR_C_LAYOUT, IR_C_LOSS, IR_C_COMM,
     IR_C_OPTIM,  /* optimizer updates: elementwise, operands of one shape */
+    IR_C_P2P,    /* send and recv between pipeline stages */
 } ir_opclass;
 
 typedef struct ir_opinfo {
@@ -164,6 +167,8 @@ typedef struct ir_attrs {
     uint8_t axes[IR_MAX_AXES];
     double lr, momentum, beta1, beta2, wd; /* IR_A_LR ... IR_A_WD */
     int64_t offset;     /* IR_A_OFFSET */
+    int64_t peer;       /* IR_A_PEER */
+    int64_t tag;        /* IR_A_TAG */
 } ir_attrs;
 
 typedef struct ir_op ir_op;
@@ -244,6 +249,8 @@ typedef struct ir_module {
     ir_train train;
     ir_pipeline pipe;
     bool partitioned;       /* shapes are local shards ("partitioned" line) */
+    int stage;              /* the one pipeline stage this program runs ("stage S"
+                             * line, after the pipeline split), or -1: every stage */
     int next_id;
 } ir_module;
 

@@ -26,7 +26,7 @@ enum {
 static const char *const attr_names[] = {
     "name", "init", "value", "axis", "keepdims", "eps", "causal",
     "perm", "shape", "dtype", "dim", "dim2", "axes",
-    "lr", "momentum", "beta1", "beta2", "wd", "offset",
+    "lr", "momentum", "beta1", "beta2", "wd", "offset", "peer", "tag",
 };
 enum { NATTRS = sizeof attr_names / sizeof attr_names[0] };
 
@@ -476,6 +476,10 @@ static void parse_pipeline(parser *p)
         expect_punct(p, ')', "after the chunks");
     } else
         fail(p, t->loc, "expected a schedule: 'gpipe', '1f1b' or 'interleaved(N)'");
+    if (is_kw(p, "stage")) {
+        lex(p);
+        p->m->stage = parse_small_int(p, 0, "stage");
+    }
 }
 
 /* ---- types and shardings ---- */
@@ -642,6 +646,8 @@ static void parse_attr_value(parser *p, int bit, ir_attrs *a)
     case IR_A_BETA2: a->beta2 = parse_double(p); break;
     case IR_A_WD: a->wd = parse_double(p); break;
     case IR_A_OFFSET: a->offset = parse_int(p); break;
+    case IR_A_PEER: a->peer = parse_int(p); break;
+    case IR_A_TAG: a->tag = parse_int(p); break;
     default: su_unreachable();
     }
 }

@@ -16,7 +16,7 @@
 static const char *const attr_names[] = {
     "name", "init", "value", "axis", "keepdims", "eps", "causal",
     "perm", "shape", "dtype", "dim", "dim2", "axes",
-    "lr", "momentum", "beta1", "beta2", "wd", "offset",
+    "lr", "momentum", "beta1", "beta2", "wd", "offset", "peer", "tag",
 };
 enum { NATTRS = sizeof attr_names / sizeof attr_names[0] };
 
@@ -258,6 +258,8 @@ static void put_attr(printer *p, const ir_attrs *a, int bit)
     case IR_A_BETA2: put_double(b, a->beta2); break;
     case IR_A_WD: put_double(b, a->wd); break;
     case IR_A_OFFSET: su_buf_printf(b, "%lld", (long long)a->offset); break;
+    case IR_A_PEER: su_buf_printf(b, "%lld", (long long)a->peer); break;
+    case IR_A_TAG: su_buf_printf(b, "%lld", (long long)a->tag); break;
     case IR_A_AXES:
         su_buf_putc(b, '[');
         for (int i = 0; i < a->naxes && i < IR_MAX_AXES; i++)
@@ -337,11 +339,14 @@ static void put_header(printer *p)
     su_buf_printf(b, "pipeline over %s repeats %d microbatches %d schedule ",
                   axis_name(&m->mesh, pp->axis), pp->repeats, pp->microbatches);
     switch (pp->schedule) {
-    case IR_SCHED_GPIPE: su_buf_puts(b, "gpipe\n"); break;
-    case IR_SCHED_1F1B: su_buf_puts(b, "1f1b\n"); break;
-    case IR_SCHED_INTERLEAVED: su_buf_printf(b, "interleaved(%d)\n", pp->chunks); break;
-    default: su_buf_puts(b, "?\n"); break;
+    case IR_SCHED_GPIPE: su_buf_puts(b, "gpipe"); break;
+    case IR_SCHED_1F1B: su_buf_puts(b, "1f1b"); break;
+    case IR_SCHED_INTERLEAVED: su_buf_printf(b, "interleaved(%d)", pp->chunks); break;
+    default: su_buf_puts(b, "?"); break;
     }
+    if (m->stage >= 0)
+        su_buf_printf(b, " stage %d", m->stage);
+    su_buf_putc(b, '\n');
 }
 
 static void put_hyper(su_buf *b, const char *name, double d, bool last)

@@ -104,6 +104,8 @@ static bool verify_pipeline(vctx *c)
 {
     const ir_pipeline *p = &c->m->pipe;
     const ir_mesh *me = &c->m->mesh;
+    if (p->axis == -1 && c->m->stage >= 0)
+        return fail(c, "stage %d of a module without a pipeline", c->m->stage);
     if (p->axis == -1)
         return true;
     if (p->axis < 0 || p->axis >= me->naxes)
@@ -118,6 +120,9 @@ static bool verify_pipeline(vctx *c)
         return fail(c, "pipeline has %d chunks per stage, but only the interleaved "
                     "schedule has more than 1",
                     p->chunks);
+    if (c->m->stage >= 0 && (!c->m->partitioned || c->m->stage >= me->size[p->axis]))
+        return fail(c, "stage %d is not a stage of a partitioned module's %lld", c->m->stage,
+                    (long long)me->size[p->axis]);
     int64_t parts;
     if (!su_mul64(me->size[p->axis], p->chunks, &parts) || p->repeats % parts)
         return fail(c, "pipeline of %d repetitions does not split evenly over %lld stages "
@@ -322,6 +327,20 @@ static bool verify_rep(vctx *c, int i, const ir_op *op)
     return true;
 }
 
+/* send and recv: only in one stage's program, with another stage as peer;
+ * their types are given, not inferred. */
+static bool verify_p2p(vctx *c, int i, const ir_op *op)
+{
+    const ir_module *m = c->m;
+    if (m->stage < 0)
+        return op_fail(c, i, op, "send and recv appear only in a stage's program");
+    if (op->a.peer < 0 || op->a.peer >= m->mesh.size[m->pipe.axis] || op->a.peer == m->stage)
+        return op_fail(c, i, op, "peer %lld is not another stage of axis %s (size %lld)",
+                       (long long)op->a.peer, m->mesh.name[m->pipe.axis],
+                       (long long)m->mesh.size[m->pipe.axis]);
+    return true;
+}
+
 static bool verify_op(vctx *c, int i, const ir_op *op)
 {
     if (op->phase >= IR_NPHASES)
@@ -336,8 +355,10 @@ static bool verify_op(vctx *c, int i, const ir_op *op)
     for (int r = 0; r < op->nres; r++)
         if (!verify_type(c, i, op, op->res[r]))
             return false;
-    bool ok = ir_ops[op->code].cls == IR_C_SOURCE ? verify_source(c, i, op)
-                                                  : verify_inferred(c, i, op);
+    ir_opclass cls = ir_ops[op->code].cls;
+    bool ok = cls == IR_C_SOURCE ? verify_source(c, i, op)
+              : cls == IR_C_P2P  ? verify_p2p(c, i, op)
+                                 : verify_inferred(c, i, op);
     for (int r = 0; ok && r < op->nres; r++)
         ok = verify_sharding(c, i, op, op->res[r]);
     return ok;
@@ -423,8 +444,8 @@ static bool verify_updates(vctx *c)
 {
     const ir_module *m = c->m;
     char vn[64], v2[64], t1[TYPE_LEN], t2[TYPE_LEN];
-    if (m->updates.n && !m->train.loss)
-        return fail(c, "updates in a module without train");
+    if (m->updates.n && !m->train.loss && (m->stage < 0 || m->train.opt == IR_OPT_NONE))
+        return fail(c, "updates in a module without train"); /* a stage may lack the loss */
     for (int i = 0; i < m->updates.n; i++) {
         const ir_update *u = IR_UPDATE(m, i);
         if (!u || !u->src || !u->v)
@@ -467,6 +488,8 @@ static bool verify_train(vctx *c)
 {
     const ir_train *t = &c->m->train;
     char vn[64], tb[TYPE_LEN];
+    if (!t->loss && c->m->stage >= 0) /* the loss is on the last stage */
+        return true;
     if (!t->loss)
         return t->opt == IR_OPT_NONE || fail(c, "train has an optimizer but no loss");
     vname(vn, t->loss);

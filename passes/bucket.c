@@ -56,7 +56,7 @@ static int64_t group_size(const ir_module *m, const ir_op *op)
 /* Whether op synchronises a gradient in a way a bucket can hold. */
 static bool candidate(const bctx *B, const ir_op *op, const bool *is_grad)
 {
-    if (op->phase != IR_PH_BACKWARD || !is_grad[op->res[0]->id])
+    if (op->phase != IR_PH_BACKWARD || op->nres != 1 || !is_grad[op->res[0]->id])
         return false;
     if (op->code == IR_ALL_REDUCE)
         return true;

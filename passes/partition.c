@@ -814,9 +814,10 @@ static void part_op(part *P)
         }
         break;
     case IR_C_COMM:
+    case IR_C_P2P:
         break;
     }
-    su_unreachable(); /* logical modules hold no collectives or slices */
+    su_unreachable(); /* logical modules hold no collectives, slices, sends or recvs */
 }
 
 bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,

@@ -73,6 +73,37 @@ bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
  * fails it is a compiler bug. */
 bool pass_verify_schedule(const ir_module *m, su_buf *err);
 
+/* The pipeline split (pipeline.c). From a partitioned module with a
+ * pipeline, one program per stage of the pipeline axis (m->stage set in
+ * each): its chunks of the pipelined repeat for every microbatch, in the
+ * order of the schedule, with send and recv between stages, gradients
+ * accumulated over the microbatches and the optimizer after the last. A
+ * task is one chunk's forward or backward of one microbatch. */
+typedef struct pass_task {
+    bool forward;
+    int chunk;          /* 0 .. stages x chunks per stage - 1; runs on chunk % stages */
+    int mb;
+} pass_task;
+typedef struct pass_pipeline {
+    int nstages;
+    ir_module **stage;      /* [nstages] */
+    int *ntasks;            /* [nstages] */
+    pass_task ***task;      /* [nstages][ntasks]: each stage's schedule */
+    /* The schedule's idle time over its ideal compute time with equal
+     * per-chunk costs: (P-1)/M for gpipe and 1f1b, (P-1)/(V M) interleaved. */
+    double bubble;
+    su_arena arena;
+} pass_pipeline;
+/* False with a message in err when the module cannot be pipelined (an op
+ * that mixes batch rows, a param shared by stages, ...). */
+bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err);
+void pass_pipeline_free(pass_pipeline *pp);
+/* Runs the stages' programs together and proves that every recv gets the
+ * message (tag and type) its stage expects and that no stage waits forever,
+ * a send waiting for its recv (rendezvous, the strictest semantics any
+ * communicator has). False with the stages and ops in err. */
+bool pass_verify_p2p(ir_module *const *stage, int n, su_buf *err);
+
 /* Gradient buckets (bucket.c): in a partitioned training step, groups the
  * collectives that synchronise gradients (all_reduce, and reduce_scatter
  * where the blocks are contiguous) into buckets of at most max_bytes, one
@@ -111,8 +142,12 @@ void pass_memplan_free(pass_memplan *mp);
 bool pass_memplan_check(const ir_module *m, const pass_memplan *mp, su_buf *err);
 
 /* The report (report.c): per stage, FLOPs, bytes sent and the collectives
- * in program order, as a table (json false) or one JSON object. */
-void pass_report(const ir_module *m, bool json, su_buf *out);
+ * (and sends and recvs) in program order, as a table (json false) or one
+ * JSON object. stages: the program of each stage (one module, stage -1,
+ * without a pipeline); pp: the pipeline split's schedule and bubble, or
+ * NULL. */
+void pass_report(ir_module *const *stages, int n, const pass_pipeline *pp, bool json,
+                 su_buf *out);
 
 /* Local FLOPs of one op of a partitioned module (counting rules in
  * report.c). */

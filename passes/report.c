@@ -11,6 +11,7 @@
 #include "passes.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 double pass_op_flops(const ir_op *op)
@@ -74,6 +75,14 @@ typedef struct coll {
 
 static bool collective(const ir_module *m, const ir_op *op, coll *c)
 {
+    if (ir_ops[op->code].cls == IR_C_P2P) { /* what is sent, counted once, by the sender */
+        c->op = op;
+        c->ranks = 2;
+        const ir_type *t = op->code == IR_SEND ? &op->in[0]->type : &op->res[0]->type;
+        c->elements = ir_type_numel(t);
+        c->bytes = op->code == IR_SEND ? (double)c->elements * ir_dtype_size(t->dtype) : 0;
+        return true;
+    }
     if (ir_ops[op->code].cls != IR_C_COMM)
         return false;
     c->op = op;
@@ -88,77 +97,156 @@ static bool collective(const ir_module *m, const ir_op *op, coll *c)
 
 static void axes_json(su_buf *b, const ir_module *m, const ir_op *op)
 {
+    if (ir_ops[op->code].cls == IR_C_P2P) {
+        su_buf_printf(b, "[\"%s\"]", m->mesh.name[m->pipe.axis]);
+        return;
+    }
     su_buf_putc(b, '[');
     for (int i = 0; i < op->a.naxes; i++)
         su_buf_printf(b, "%s\"%s\"", i ? ", " : "", m->mesh.name[op->a.axes[i]]);
     su_buf_putc(b, ']');
 }
 
-static void report_json(const ir_module *m, su_buf *b, double flops, double bytes,
-                        const pass_memplan *mp)
+typedef struct stage_cost {
+    double flops, bytes;
+    pass_memplan mp;
+} stage_cost;
+
+/* The ranks of stage s: all of them without a pipeline, else those whose
+ * coordinate on the pipeline axis is s. */
+static bool in_stage(const ir_module *m, int64_t r, int s)
 {
-    int64_t ranks = ir_mesh_ranks(&m->mesh);
-    su_buf_puts(b, "{\"mesh\": {\"axes\": [");
-    for (int i = 0; i < m->mesh.naxes; i++)
-        su_buf_printf(b, "%s\"%s\"", i ? ", " : "", m->mesh.name[i]);
-    su_buf_puts(b, "], \"sizes\": [");
-    for (int i = 0; i < m->mesh.naxes; i++)
-        su_buf_printf(b, "%s%lld", i ? ", " : "", (long long)m->mesh.size[i]);
-    su_buf_puts(b, "]}, \"stages\": [{\"ranks\": [");
-    for (int64_t r = 0; r < ranks; r++)
-        su_buf_printf(b, "%s%lld", r ? ", " : "", (long long)r);
-    su_buf_printf(b, "], \"flops\": %.0f, \"peak_bytes\": %lld, \"memory\": {\"params\": %lld, "
-                  "\"gradients\": %lld, \"optimizer_state\": %lld, \"activations\": %lld}, "
-                  "\"bytes_sent\": %.0f, \"collectives\": [", flops, (long long)mp->arena_bytes,
-                  (long long)mp->params, (long long)mp->gradients,
-                  (long long)mp->optimizer_state, (long long)mp->activations, bytes);
-    bool first = true;
-    for (int i = 0; i < m->ops.n; i++) {
-        coll c;
-        if (!collective(m, IR_OP(m, i), &c))
-            continue;
-        su_buf_printf(b, "%s{\"kind\": \"%s\", \"axes\": ", first ? "" : ", ",
-                      ir_ops[c.op->code].name);
-        axes_json(b, m, c.op);
-        su_buf_printf(b, ", \"dtype\": \"%s\", \"elements\": %lld, \"phase\": \"%s\"}",
-                      ir_dtype_name(c.op->in[0]->type.dtype), (long long)c.elements,
-                      ir_phase_name((ir_phase)c.op->phase));
-        first = false;
-    }
-    su_buf_puts(b, "]}]}\n");
+    if (m->stage < 0)
+        return true;
+    int64_t below = 1;
+    for (int a = m->mesh.naxes - 1; a > m->pipe.axis; a--)
+        below *= m->mesh.size[a];
+    return (r / below) % m->mesh.size[m->pipe.axis] == s;
 }
 
-static void report_table(const ir_module *m, su_buf *b, double flops, double bytes,
-                         const pass_memplan *mp)
+static const char *schedule_name(const ir_pipeline *p, char buf[32])
 {
-    su_buf_printf(b, "stage 0: ranks 0..%lld (%lld ranks)\n",
-                  (long long)ir_mesh_ranks(&m->mesh) - 1, (long long)ir_mesh_ranks(&m->mesh));
-    su_buf_printf(b, "  flops per rank:       %.0f\n", flops);
-    su_buf_printf(b, "  bytes sent per rank:  %.0f\n", bytes);
-    su_buf_printf(b, "  peak bytes per rank:  %lld\n", (long long)mp->arena_bytes);
-    su_buf_printf(b, "    params            %14lld\n", (long long)mp->params);
-    su_buf_printf(b, "    gradients         %14lld\n", (long long)mp->gradients);
-    su_buf_printf(b, "    optimizer state   %14lld\n", (long long)mp->optimizer_state);
-    su_buf_printf(b, "    activations       %14lld  (the most live at once)\n",
-                  (long long)mp->activations);
-    su_buf_puts(b, "  collectives (program order):\n");
-    su_buf_printf(b, "    %-4s %-15s %-10s %-5s %14s %14s  %s\n", "#", "kind", "axes", "dtype",
-                  "elements", "bytes sent", "phase");
-    int n = 0;
-    for (int i = 0; i < m->ops.n; i++) {
-        coll c;
-        if (!collective(m, IR_OP(m, i), &c))
-            continue;
-        char axes[64] = "";
-        for (int k = 0; k < c.op->a.naxes; k++)
-            snprintf(axes + strlen(axes), sizeof axes - strlen(axes), "%s%s", k ? "," : "",
-                     m->mesh.name[c.op->a.axes[k]]);
-        su_buf_printf(b, "    %-4d %-15s %-10s %-5s %14lld %14.0f  %s\n", n++,
-                      ir_ops[c.op->code].name, axes, ir_dtype_name(c.op->in[0]->type.dtype),
-                      (long long)c.elements, c.bytes, ir_phase_name((ir_phase)c.op->phase));
+    if (p->schedule == IR_SCHED_INTERLEAVED)
+        snprintf(buf, 32, "interleaved(%d)", p->chunks);
+    else
+        snprintf(buf, 32, "%s", p->schedule == IR_SCHED_GPIPE ? "gpipe" : "1f1b");
+    return buf;
+}
+
+static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su_buf *b,
+                        const stage_cost *cost)
+{
+    const ir_module *m0 = st[0];
+    int64_t ranks = ir_mesh_ranks(&m0->mesh);
+    su_buf_puts(b, "{\"mesh\": {\"axes\": [");
+    for (int i = 0; i < m0->mesh.naxes; i++)
+        su_buf_printf(b, "%s\"%s\"", i ? ", " : "", m0->mesh.name[i]);
+    su_buf_puts(b, "], \"sizes\": [");
+    for (int i = 0; i < m0->mesh.naxes; i++)
+        su_buf_printf(b, "%s%lld", i ? ", " : "", (long long)m0->mesh.size[i]);
+    su_buf_puts(b, "]}, ");
+    if (pp && pp->nstages) {
+        char sched[32];
+        su_buf_printf(b, "\"pipeline\": {\"axis\": \"%s\", \"schedule\": \"%s\", "
+                      "\"stages\": %d, \"microbatches\": %d, \"chunks\": %d, "
+                      "\"bubble\": %.6f}, ", m0->mesh.name[m0->pipe.axis],
+                      schedule_name(&m0->pipe, sched), pp->nstages, m0->pipe.microbatches,
+                      m0->pipe.chunks, pp->bubble);
     }
-    if (!n)
-        su_buf_puts(b, "    (none)\n");
+    su_buf_puts(b, "\"stages\": [");
+    for (int s = 0; s < n; s++) {
+        const ir_module *m = st[s];
+        const pass_memplan *mp = &cost[s].mp;
+        su_buf_puts(b, s ? ", {\"ranks\": [" : "{\"ranks\": [");
+        bool first = true;
+        for (int64_t r = 0; r < ranks; r++)
+            if (in_stage(m, r, s)) {
+                su_buf_printf(b, "%s%lld", first ? "" : ", ", (long long)r);
+                first = false;
+            }
+        su_buf_printf(b, "], \"flops\": %.0f, \"peak_bytes\": %lld, \"memory\": {\"params\": "
+                      "%lld, \"gradients\": %lld, \"optimizer_state\": %lld, \"activations\": "
+                      "%lld}, \"bytes_sent\": %.0f, \"collectives\": [", cost[s].flops,
+                      (long long)mp->arena_bytes, (long long)mp->params, (long long)mp->gradients,
+                      (long long)mp->optimizer_state, (long long)mp->activations, cost[s].bytes);
+        first = true;
+        for (int i = 0; i < m->ops.n; i++) {
+            coll c;
+            if (!collective(m, IR_OP(m, i), &c))
+                continue;
+            su_buf_printf(b, "%s{\"kind\": \"%s\", \"axes\": ", first ? "" : ", ",
+                          ir_ops[c.op->code].name);
+            axes_json(b, m, c.op);
+            const ir_value *v = c.op->nres ? c.op->res[0] : c.op->in[0];
+            su_buf_printf(b, ", \"dtype\": \"%s\", \"elements\": %lld, ",
+                          ir_dtype_name(v->type.dtype), (long long)c.elements);
+            if (c.op->code == IR_SEND || c.op->code == IR_RECV)
+                su_buf_printf(b, "\"peer\": %lld, ", (long long)c.op->a.peer);
+            su_buf_printf(b, "\"phase\": \"%s\"}", ir_phase_name((ir_phase)c.op->phase));
+            first = false;
+        }
+        su_buf_puts(b, "]}");
+    }
+    su_buf_puts(b, "]}\n");
+}
+
+static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, su_buf *b,
+                         const stage_cost *cost)
+{
+    const ir_module *m0 = st[0];
+    if (pp && pp->nstages) {
+        char sched[32];
+        su_buf_printf(b, "pipeline: %s over %s, %d stages, %d microbatches, bubble %.4f of the "
+                      "ideal compute time\n", schedule_name(&m0->pipe, sched),
+                      m0->mesh.name[m0->pipe.axis], pp->nstages, m0->pipe.microbatches,
+                      pp->bubble);
+    }
+    for (int s = 0; s < n; s++) {
+        const ir_module *m = st[s];
+        const pass_memplan *mp = &cost[s].mp;
+        int64_t count = 0, lo = -1;
+        for (int64_t r = 0; r < ir_mesh_ranks(&m->mesh); r++)
+            if (in_stage(m, r, s)) {
+                count++;
+                lo = lo < 0 ? r : lo;
+            }
+        if (m->stage < 0)
+            su_buf_printf(b, "stage 0: ranks 0..%lld (%lld ranks)\n", (long long)count - 1,
+                          (long long)count);
+        else
+            su_buf_printf(b, "stage %d: %lld ranks, the first %lld\n", s, (long long)count,
+                          (long long)lo);
+        su_buf_printf(b, "  flops per rank:       %.0f\n", cost[s].flops);
+        su_buf_printf(b, "  bytes sent per rank:  %.0f\n", cost[s].bytes);
+        su_buf_printf(b, "  peak bytes per rank:  %lld\n", (long long)mp->arena_bytes);
+        su_buf_printf(b, "    params            %14lld\n", (long long)mp->params);
+        su_buf_printf(b, "    gradients         %14lld\n", (long long)mp->gradients);
+        su_buf_printf(b, "    optimizer state   %14lld\n", (long long)mp->optimizer_state);
+        su_buf_printf(b, "    activations       %14lld  (the most live at once)\n",
+                      (long long)mp->activations);
+        su_buf_puts(b, "  collectives (program order):\n");
+        su_buf_printf(b, "    %-4s %-15s %-10s %-5s %14s %14s  %s\n", "#", "kind", "axes",
+                      "dtype", "elements", "bytes sent", "phase");
+        int k = 0;
+        for (int i = 0; i < m->ops.n; i++) {
+            coll c;
+            if (!collective(m, IR_OP(m, i), &c))
+                continue;
+            char axes[64] = "";
+            if (ir_ops[c.op->code].cls == IR_C_P2P)
+                snprintf(axes, sizeof axes, "%s->%lld", m->mesh.name[m->pipe.axis],
+                         (long long)c.op->a.peer);
+            for (int q = 0; q < c.op->a.naxes && ir_ops[c.op->code].cls == IR_C_COMM; q++)
+                snprintf(axes + strlen(axes), sizeof axes - strlen(axes), "%s%s", q ? "," : "",
+                         m->mesh.name[c.op->a.axes[q]]);
+            const ir_value *v = c.op->nres ? c.op->res[0] : c.op->in[0];
+            su_buf_printf(b, "    %-4d %-15s %-10s %-5s %14lld %14.0f  %s\n", k++,
+                          ir_ops[c.op->code].name, axes, ir_dtype_name(v->type.dtype),
+                          (long long)c.elements, c.bytes, ir_phase_name((ir_phase)c.op->phase));
+        }
+        if (!k)
+            su_buf_puts(b, "    (none)\n");
+    }
 }
 
 double pass_op_bytes(const ir_module *m, const ir_op *op)
@@ -167,23 +255,30 @@ double pass_op_bytes(const ir_module *m, const ir_op *op)
     return collective(m, op, &c) ? c.bytes : 0;
 }
 
-void pass_report(const ir_module *m, bool json, su_buf *out)
+void pass_report(ir_module *const *stages, int n, const pass_pipeline *pp, bool json,
+                 su_buf *out)
 {
-    double flops = 0, bytes = 0;
-    for (int i = 0; i < m->ops.n; i++) {
-        coll c;
-        flops += pass_op_flops(IR_OP(m, i));
-        if (collective(m, IR_OP(m, i), &c))
-            bytes += c.bytes;
+    stage_cost *cost = su_xmalloc(stages[0]->oom, (size_t)n * sizeof *cost);
+    for (int s = 0; s < n; s++) {
+        const ir_module *m = stages[s];
+        cost[s].flops = cost[s].bytes = 0;
+        for (int i = 0; i < m->ops.n; i++) {
+            coll c;
+            if (IR_OP(m, i)->nres)
+                cost[s].flops += pass_op_flops(IR_OP(m, i));
+            if (collective(m, IR_OP(m, i), &c))
+                cost[s].bytes += c.bytes;
+        }
+        su_buf err = {.oom = m->oom};
+        if (!pass_plan_memory(m, &cost[s].mp, &err))
+            su_unreachable(); /* the report is made of partitioned modules */
+        su_buf_free(&err);
     }
-    pass_memplan mp;
-    su_buf err = {.oom = m->oom};
-    if (!pass_plan_memory(m, &mp, &err))
-        su_unreachable(); /* the report is made of partitioned modules */
-    su_buf_free(&err);
     if (json)
-        report_json(m, out, flops, bytes, &mp);
+        report_json(stages, n, pp, out, cost);
     else
-        report_table(m, out, flops, bytes, &mp);
-    pass_memplan_free(&mp);
+        report_table(stages, n, pp, out, cost);
+    for (int s = 0; s < n; s++)
+        pass_memplan_free(&cost[s].mp);
+    free(cost);
 }

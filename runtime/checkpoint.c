@@ -226,7 +226,10 @@ static bool add_shards(cJSON *t, const rt_plan *p, const rt_io *io)
     return ok;
 }
 
-static cJSON *index_json(const rt_plan *p, int64_t step, const int64_t *file_bytes)
+/* first: rt_plan_io_first's, so a tensor kept by several stages (the step
+ * count) is listed once, with the shards of its first entry's stage. */
+static cJSON *index_json(const rt_plan *p, int64_t step, const int64_t *file_bytes,
+                         const int32_t *first)
 {
     cJSON *root = cJSON_CreateObject(), *mesh = NULL, *axes = NULL, *sizes = NULL;
     cJSON *files = NULL, *tensors = NULL;
@@ -256,7 +259,7 @@ static cJSON *index_json(const rt_plan *p, int64_t step, const int64_t *file_byt
     ok = ok && (tensors = cJSON_AddObjectToObject(root, "tensors"));
     for (int i = 0; ok && i < p->nio; i++) {
         const rt_io *io = &p->io[i];
-        if (!is_kept(io))
+        if (!is_kept(io) || first[i] != i)
             continue;
         cJSON *t = cJSON_AddObjectToObject(tensors, io->name);
         ok = t && cJSON_AddStringToObject(t, "kind", io->kind == RT_IO_PARAM ? "param" : "state") &&
@@ -287,7 +290,10 @@ static int sync_dir(const char *dir, char *err, size_t errlen)
 int rt_ckpt_write_index(const char *dir, const rt_plan *p, int64_t step,
                         const int64_t *file_bytes, char *err, size_t errlen)
 {
-    cJSON *root = index_json(p, step, file_bytes);
+    int32_t *first = calloc((size_t)p->nio + 1, sizeof *first);
+    cJSON *root = first && rt_plan_io_first(p, first) ? index_json(p, step, file_bytes, first)
+                                                      : NULL;
+    free(first);
     char *json = root ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     size_t n = json ? strlen(json) + 2 : 0;

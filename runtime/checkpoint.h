@@ -25,7 +25,9 @@
  *     tile it: each element in exactly one shard.
  * A reader needs only the index and the shard files: its mesh may differ
  * from the one that saved (each rank reads the parts of the shards that
- * overlap its own box).
+ * overlap its own box), and so may its pipeline stages: a tensor is listed
+ * once, by name, whichever stage saved it and however many stages keep
+ * it, and every stage that holds it reads it by its boxes.
  *
  * Every function returns 0, or -1 with a message in err that names the
  * file and, where there is one, the tensor.
@@ -48,7 +50,9 @@ void rt_io_box(const rt_plan *p, const rt_io *io, const int64_t *coord, int64_t 
 /* Whether the rank at coord writes its box of io (a param or a state) to
  * a checkpoint: it holds io (its pipeline stage) and its coordinate is 0
  * on every other axis that does not split io, so each distinct box is
- * written once, not once per replica. */
+ * written once, not once per replica. A tensor with entries on several
+ * stages (the step count) is written from its first entry only
+ * (rt_plan_io_first): the callers skip the others. */
 bool rt_ckpt_writes(const rt_plan *p, const rt_io *io, const int64_t *coord);
 
 /* ---- saving ---- */

@@ -89,7 +89,8 @@ void rt_comm_seterr(rt_comm *c, const char *fmt, ...)
 const char *rt_comm_op_name(int op)
 {
     static const char *const names[RT_CO_N] = {"all_reduce", "reduce_scatter", "all_gather",
-                                               "all_to_all", "broadcast",  "barrier"};
+                                               "all_to_all", "broadcast",  "barrier",
+                                               "send",       "recv"};
     return op >= 0 && op < RT_CO_N ? names[op] : "?";
 }
 
@@ -341,4 +342,40 @@ int rt_broadcast(rt_group *g, void *buf, int64_t bytes)
 int rt_barrier(rt_group *g)
 {
     return run(g, RT_CO_BARRIER, NULL, NULL, 0, -1);
+}
+
+/* ---- point to point ---- */
+
+static int p2p(rt_comm *c, int op, int64_t peer, void *buf, int64_t bytes)
+{
+    if (!c)
+        return -1;
+    const char *name = rt_comm_op_name(op), *dir = op == RT_CO_SEND ? "to" : "from";
+    if (peer < 0 || peer >= c->ranks) {
+        rt_comm_seterr(c, "%s on rank %lld %s rank %lld: no such rank (the world has %lld)", name,
+                       (long long)c->rank, dir, (long long)peer, (long long)c->ranks);
+        return -1;
+    }
+    if (peer == c->rank) {
+        rt_comm_seterr(c, "%s on rank %lld %s itself", name, (long long)c->rank, dir);
+        return -1;
+    }
+    if (bytes < 0 || (bytes > 0 && !buf)) {
+        rt_comm_seterr(c, "%s on rank %lld %s rank %lld: %s", name, (long long)c->rank, dir,
+                       (long long)peer, bytes < 0 ? "negative size" : "null buffer");
+        return -1;
+    }
+    if (c->ops->check(c))
+        return -1;
+    return c->ops->p2p(c, op, peer, buf, bytes);
+}
+
+int rt_send(rt_comm *c, int64_t peer, const void *buf, int64_t bytes)
+{
+    return p2p(c, RT_CO_SEND, peer, (void *)buf, bytes);
+}
+
+int rt_recv(rt_comm *c, int64_t peer, void *buf, int64_t bytes)
+{
+    return p2p(c, RT_CO_RECV, peer, buf, bytes);
 }

@@ -17,14 +17,30 @@
  * not overlap (as MPI without MPI_IN_PLACE); all_reduce and broadcast work in
  * place.
  *
+ * Point to point (rt_send, rt_recv: pipeline stages) is between two world
+ * ranks. Between one sender and one receiver, messages arrive in the order
+ * they were sent. A send may wait until its receive is posted
+ * (rendezvous, as NCCL's): with `local` it always does (the receiver copies
+ * straight from the sender's buffer, so there is no buffering and a
+ * schedule that would deadlock under NCCL deadlocks here too, and times
+ * out); with `mpi` it is MPI_Send's choice (eager below MPI's threshold).
+ * The receiver names the byte count it expects: a message of another size
+ * fails the receive (with `local`, the send too) with a message naming both
+ * ranks and both sizes.
+ *
  * Errors: every call returns 0, or -1 with a message in the rt_comm (read it
  * with rt_comm_error). With `local`, a peer that fails aborts the whole
  * world: its peers' calls return -1 with "rank R failed: ..." instead of
- * waiting forever, and a call whose first wait (for every member to arrive)
- * lasts longer than the timeout returns -1 naming the op, the group and the
- * missing member; the second wait (members reading each other's buffers)
- * always completes. With `mpi`, rt_comm_abort ends the whole job
- * (MPI_Abort: the launcher stops every process), and there is no timeout.
+ * waiting forever, and a collective whose first wait (for every member to
+ * arrive) lasts longer than the timeout fails the world with a message
+ * naming the op, the group and the missing member; the second wait
+ * (members reading each other's buffers) always completes. A send or a
+ * receive that waits longer than the timeout returns -1 ("recv on rank 1
+ * from rank 0 timed out after 200 ms: rank 0 sent nothing") but leaves the
+ * world as it is: the caller, which knows which instruction it was, calls
+ * rt_comm_abort with its own message. With `mpi`, rt_comm_abort ends the
+ * whole job (MPI_Abort: the launcher stops every process), and there is no
+ * timeout.
  */
 #ifndef SHARDC_RT_COMM_H
 #define SHARDC_RT_COMM_H
@@ -89,6 +105,12 @@ int rt_all_to_all(rt_group *g, const void *send, void *recv, int64_t bytes);
 int rt_broadcast(rt_group *g, void *buf, int64_t bytes);
 /* Waits for every member. */
 int rt_barrier(rt_group *g);
+
+/* Point to point with world rank peer (not this rank): rt_send sends the
+ * `bytes` bytes at buf; rt_recv receives a message of exactly `bytes` bytes
+ * into buf. */
+int rt_send(rt_comm *c, int64_t peer, const void *buf, int64_t bytes);
+int rt_recv(rt_comm *c, int64_t peer, void *buf, int64_t bytes);
 
 /* Closes the comm and its groups. */
 void rt_comm_free(rt_comm *c);

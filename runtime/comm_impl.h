@@ -2,7 +2,7 @@
  * comm_mpi.c) share with the dispatch layer (comm.c). Private to runtime/.
  *
  * comm.c owns everything that does not depend on the transport: argument
- * checks, the group table of a comm (groups are made once per axes list),
+ * checks (point to point's too), the group table of a comm (groups are made once per axes list),
  * member indices and group colors, groups of one rank (every op a copy or a
  * no-op), message formatting. An implementation fills an rt_comm_ops and
  * only ever sees groups of more than one rank with checked arguments.
@@ -28,6 +28,8 @@ typedef enum {
     RT_CO_ALL_TO_ALL,
     RT_CO_BROADCAST,
     RT_CO_BARRIER,
+    RT_CO_SEND,
+    RT_CO_RECV,
     RT_CO_N
 } rt_comm_op;
 
@@ -43,6 +45,9 @@ typedef struct rt_comm_ops {
      * (dtype then unused). all_reduce and broadcast work in recv (send ==
      * recv); barrier has no buffers. */
     int (*run)(rt_group *g, int op, const void *send, void *recv, int64_t count, int dtype);
+    /* rt_send (op RT_CO_SEND: buf is only read) or rt_recv (RT_CO_RECV)
+     * with world rank peer, another rank of the world; checked arguments. */
+    int (*p2p)(rt_comm *c, int op, int64_t peer, void *buf, int64_t bytes);
     /* msg is "rank R failed: why"; c's error is already set to it. */
     void (*abort)(rt_comm *c, const char *msg);
     /* Releases what the implementation holds for c; its groups are gone. */

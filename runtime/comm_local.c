@@ -16,6 +16,16 @@
  * wait of an op can fail (abort, timeout): once it has passed, every member
  * has arrived and reads its peers' memory, so the second wait always waits
  * for all of them (it never blocks long: the work between is plain copying).
+ *
+ * Point to point is a rendezvous through a channel per ordered pair of
+ * ranks (sender, receiver), in the receiver's list, made at first use: the
+ * sender posts its buffer and waits; the receiver waits for a post, claims
+ * it, copies straight from the sender's buffer and marks it done, which
+ * releases the sender. One message at a time per channel, so messages
+ * arrive in the order they were sent. A send withdraws its post when it
+ * gives up (abort, timeout) before the receiver claimed it; once claimed,
+ * it waits for the copy, which always completes. Each rank waits on a
+ * condition of its own, so a transfer wakes only its two ranks.
  */
 #include "comm_impl.h"
 #include <errno.h>
@@ -53,11 +63,32 @@ typedef struct linst {
     lslot *slot;        /* (n) */
 } linst;
 
+/* A channel's states: a message posted by the sender, claimed by the
+ * receiver (copying it), done (copied) or refused (another size); the
+ * sender makes it empty again. */
+enum { CH_EMPTY, CH_POSTED, CH_CLAIMED, CH_DONE, CH_REFUSED };
+
+/* Messages from one rank to another, one at a time. */
+typedef struct lchan {
+    struct lchan *next;  /* the receiver's other channels */
+    int64_t from;
+    int state;
+    const void *buf;     /* the sender's, while posted or claimed */
+    int64_t bytes, want; /* the sender's size; the receiver's when refused */
+} lchan;
+
+/* What a rank waits on in point to point. */
+typedef struct lrank {
+    pthread_cond_t cv;   /* only this rank waits on it */
+    lchan *inbox;        /* the channels to this rank */
+} lrank;
+
 struct rt_local_world {
     pthread_mutex_t mu; /* guards everything below but comm */
     int64_t ranks;
     int timeout_ms;
     rt_comm *comm;      /* (ranks) */
+    lrank *rk;          /* (ranks) */
     linst *insts;
     bool failed;
     char fail_msg[RT_COMM_ERRLEN];
@@ -83,6 +114,8 @@ static void fail_locked(rt_local_world *w, const char *msg)
     }
     for (linst *in = w->insts; in; in = in->next)
         pthread_cond_broadcast(&in->cv);
+    for (int64_t r = 0; r < w->ranks; r++)
+        pthread_cond_broadcast(&w->rk[r].cv);
 }
 
 static int l_check(rt_comm *c)
@@ -416,16 +449,170 @@ static int l_run(rt_group *g, int op, const void *send, void *recv, int64_t coun
     return rc;
 }
 
+/* ---- point to point ---- */
+
+/* Under w->mu: the channel from rank `from` to rank `to`, made at first
+ * use; NULL when out of memory. */
+static lchan *chan_locked(rt_local_world *w, int64_t from, int64_t to)
+{
+    lchan *ch = w->rk[to].inbox;
+    while (ch && ch->from != from)
+        ch = ch->next;
+    if (!ch && (ch = calloc(1, sizeof *ch))) {
+        ch->from = from;
+        ch->next = w->rk[to].inbox;
+        w->rk[to].inbox = ch;
+    }
+    return ch;
+}
+
+/* Under w->mu, on rank me's condition, until ch holds a posted message
+ * (posted) or no longer does (!posted): 0 when it does, 1 when the world
+ * has failed, 2 when the deadline has passed. */
+static int wait_chan_locked(rt_local_world *w, int64_t me, const lchan *ch, bool posted,
+                            const struct timespec *dl)
+{
+    for (;;) {
+        if ((ch->state == CH_POSTED) == posted)
+            return 0;
+        if (w->failed)
+            return 1;
+        if (pthread_cond_timedwait(&w->rk[me].cv, &w->mu, dl) == ETIMEDOUT &&
+            (ch->state == CH_POSTED) != posted)
+            return w->failed ? 1 : 2;
+    }
+}
+
+/* "rank 0 sent 64 bytes, rank 1 expects 32" after "what: size mismatch: ". */
+static void mismatch_err(rt_comm *c, const char *what, int64_t from, int64_t sent, int64_t to,
+                         int64_t want)
+{
+    rt_comm_seterr(c, "%s: size mismatch: rank %lld sent %lld bytes, rank %lld expects %lld",
+                   what, (long long)from, (long long)sent, (long long)to, (long long)want);
+}
+
+static int l_send(rt_comm *c, int64_t peer, const void *buf, int64_t bytes, const char *what)
+{
+    rt_local_world *w = c->impl;
+    int64_t me = c->rank;
+    int rc = 0;
+    pthread_mutex_lock(&w->mu);
+    lchan *ch = w->failed ? NULL : chan_locked(w, me, peer);
+    if (!ch) {
+        rc = w->failed ? failed_locked(c) : (rt_comm_seterr(c, "%s: out of memory", what), -1);
+        pthread_mutex_unlock(&w->mu);
+        return rc;
+    }
+    /* empty: this rank's last send on it has finished */
+    ch->buf = buf;
+    ch->bytes = bytes;
+    ch->state = CH_POSTED;
+    pthread_cond_broadcast(&w->rk[peer].cv);
+    struct timespec dl = deadline_after(w->timeout_ms);
+    int why = wait_chan_locked(w, me, ch, false, &dl);
+    if (why != 0) { /* still posted: withdrawn, the receiver never sees it */
+        ch->state = CH_EMPTY;
+        if (why == 1)
+            failed_locked(c);
+        else
+            rt_comm_seterr(c, "%s timed out after %d ms: rank %lld did not receive", what,
+                           w->timeout_ms, (long long)peer);
+        pthread_mutex_unlock(&w->mu);
+        return -1;
+    }
+    while (ch->state == CH_CLAIMED) /* the receiver is copying: it always finishes */
+        pthread_cond_wait(&w->rk[me].cv, &w->mu);
+    if (ch->state == CH_REFUSED) {
+        mismatch_err(c, what, me, bytes, peer, ch->want);
+        rc = -1;
+    }
+    ch->state = CH_EMPTY;
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+static int l_recv(rt_comm *c, int64_t peer, void *buf, int64_t bytes, const char *what)
+{
+    rt_local_world *w = c->impl;
+    int64_t me = c->rank;
+    pthread_mutex_lock(&w->mu);
+    lchan *ch = w->failed ? NULL : chan_locked(w, peer, me);
+    if (!ch) {
+        int rc = w->failed ? failed_locked(c) : (rt_comm_seterr(c, "%s: out of memory", what), -1);
+        pthread_mutex_unlock(&w->mu);
+        return rc;
+    }
+    struct timespec dl = deadline_after(w->timeout_ms);
+    int why = wait_chan_locked(w, me, ch, true, &dl);
+    if (why == 1) {
+        failed_locked(c);
+    } else if (why == 2) {
+        rt_comm_seterr(c, "%s timed out after %d ms: rank %lld sent nothing", what,
+                       w->timeout_ms, (long long)peer);
+    } else if (ch->bytes != bytes) {
+        ch->state = CH_REFUSED;
+        ch->want = bytes;
+        pthread_cond_broadcast(&w->rk[peer].cv);
+        mismatch_err(c, what, peer, ch->bytes, me, bytes);
+        why = -1;
+    }
+    if (why != 0) {
+        pthread_mutex_unlock(&w->mu);
+        return -1;
+    }
+    ch->state = CH_CLAIMED;
+    const void *src = ch->buf;
+    pthread_mutex_unlock(&w->mu);
+    if (bytes > 0)
+        memcpy(buf, src, (size_t)bytes);
+    pthread_mutex_lock(&w->mu);
+    ch->state = CH_DONE;
+    pthread_cond_broadcast(&w->rk[peer].cv);
+    pthread_mutex_unlock(&w->mu);
+    return 0;
+}
+
+static int l_p2p(rt_comm *c, int op, int64_t peer, void *buf, int64_t bytes)
+{
+    char what[96];
+    bool send = op == RT_CO_SEND;
+    snprintf(what, sizeof what, "%s on rank %lld %s rank %lld", send ? "send" : "recv",
+             (long long)c->rank, send ? "to" : "from", (long long)peer);
+    return send ? l_send(c, peer, buf, bytes, what) : l_recv(c, peer, buf, bytes, what);
+}
+
 static void l_free(rt_comm *c)
 {
     (void)c; /* the comm's memory belongs to the world */
 }
 
 static const rt_comm_ops local_ops = {
-    l_group_new, l_group_free, l_check, l_run, l_abort, l_free,
+    l_group_new, l_group_free, l_check, l_run, l_p2p, l_abort, l_free,
 };
 
 /* ---- the world ---- */
+
+/* Every rank's condition, on the monotonic clock; on failure none is
+ * left (nor the world's mutex). */
+static bool rank_conds_init(rt_local_world *w, int64_t ranks)
+{
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0) {
+        pthread_mutex_destroy(&w->mu);
+        return false;
+    }
+    int64_t r = 0;
+    if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0)
+        while (r < ranks && pthread_cond_init(&w->rk[r].cv, &attr) == 0)
+            r++;
+    pthread_condattr_destroy(&attr);
+    if (r == ranks)
+        return true;
+    while (r > 0)
+        pthread_cond_destroy(&w->rk[--r].cv);
+    pthread_mutex_destroy(&w->mu);
+    return false;
+}
 
 rt_local_world *rt_local_world_new(const rt_mesh_desc *mesh, int timeout_ms, char *err,
                                    size_t errlen)
@@ -438,11 +625,16 @@ rt_local_world *rt_local_world_new(const rt_mesh_desc *mesh, int timeout_ms, cha
         return NULL;
     }
     rt_local_world *w = calloc(1, sizeof *w);
-    if (w)
+    if (w) {
         w->comm = calloc((size_t)ranks, sizeof *w->comm);
-    if (!w || !w->comm || pthread_mutex_init(&w->mu, NULL) != 0) {
-        if (w)
+        w->rk = calloc((size_t)ranks, sizeof *w->rk);
+    }
+    if (!w || !w->comm || !w->rk || pthread_mutex_init(&w->mu, NULL) != 0 ||
+        !rank_conds_init(w, ranks)) {
+        if (w) {
             free(w->comm);
+            free(w->rk);
+        }
         free(w);
         snprintf(err, errlen, "out of memory making a local world of %lld ranks",
                  (long long)ranks);
@@ -471,7 +663,16 @@ void rt_local_world_free(rt_local_world *w)
         w->insts = in->next;
         inst_free(in);
     }
+    for (int64_t r = 0; r < w->ranks; r++) {
+        while (w->rk[r].inbox) {
+            lchan *ch = w->rk[r].inbox;
+            w->rk[r].inbox = ch->next;
+            free(ch);
+        }
+        pthread_cond_destroy(&w->rk[r].cv);
+    }
     pthread_mutex_destroy(&w->mu);
     free(w->comm);
+    free(w->rk);
     free(w);
 }

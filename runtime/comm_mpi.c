@@ -26,6 +26,13 @@
  *   ends the process, and only because the caller asked to abort the world.
  * - Mismatched arguments among members are MPI's to detect (a truncation
  *   error, or a hang); the local communicator reports them.
+ * - Point to point is MPI_Send and MPI_Recv of bytes on the comm's world
+ *   duplicate with one tag, so messages between two ranks keep their order
+ *   (MPI's non-overtaking rule). The receiver probes first and compares the
+ *   incoming size with its own (MPI_Get_count), so a mismatch is an error
+ *   naming both ranks and sizes rather than a truncation. Like the
+ *   collectives, no timeout: a receive that never matches waits until the
+ *   job is aborted.
  */
 #include "comm_impl.h"
 #include <limits.h>
@@ -38,6 +45,7 @@
 #define RT_MPI_MAX_COUNT INT_MAX /* a test build may lower it to exercise the pieces */
 #endif
 #define SCRATCH_ELEMS 65536      /* f32 elements converted at a time */
+#define P2P_TAG 17               /* every send and recv: order is per pair */
 
 typedef struct mpi_impl {
     MPI_Comm world; /* a duplicate of MPI_COMM_WORLD */
@@ -290,6 +298,55 @@ static int m_run(rt_group *g, int op, const void *send, void *recv, int64_t coun
     }
 }
 
+/* ---- point to point ---- */
+
+/* One piece of a receive: k bytes expected at offset o of `bytes`; the
+ * incoming size is checked before it is received. */
+static int m_recv_piece(rt_comm *c, MPI_Comm world, int64_t peer, char *buf, int64_t o, int k,
+                        int64_t bytes, const char *what)
+{
+    MPI_Status st;
+    int n = 0;
+    if (!MPI_OK(c, what, MPI_Probe((int)peer, P2P_TAG, world, &st)) ||
+        !MPI_OK(c, what, MPI_Get_count(&st, MPI_BYTE, &n)))
+        return -1;
+    if (n != k) {
+        /* a piece shorter than the largest ends the sender's message */
+        if (n < RT_MPI_MAX_COUNT)
+            rt_comm_seterr(c, "%s: size mismatch: rank %lld sent %lld bytes, rank %lld expects "
+                           "%lld", what, (long long)peer, (long long)(o + n), (long long)c->rank,
+                           (long long)bytes);
+        else
+            rt_comm_seterr(c, "%s: size mismatch: rank %lld sent more than %lld bytes, rank %lld "
+                           "expects %lld", what, (long long)peer, (long long)(o + k),
+                           (long long)c->rank, (long long)bytes);
+        return -1;
+    }
+    return MPI_OK(c, what, MPI_Recv(buf + o, k, MPI_BYTE, (int)peer, P2P_TAG, world,
+                                    MPI_STATUS_IGNORE)) ? 0 : -1;
+}
+
+/* In pieces of at most RT_MPI_MAX_COUNT bytes (one, empty, for 0 bytes). */
+static int m_p2p(rt_comm *c, int op, int64_t peer, void *buf, int64_t bytes)
+{
+    mpi_impl *m = c->impl;
+    bool send = op == RT_CO_SEND;
+    char what[96];
+    snprintf(what, sizeof what, "%s on rank %lld %s rank %lld", send ? "send" : "recv",
+             (long long)c->rank, send ? "to" : "from", (long long)peer);
+    int64_t o = 0;
+    do {
+        int k = (int)min64(bytes - o, RT_MPI_MAX_COUNT);
+        if (send && !MPI_OK(c, what, MPI_Send((char *)buf + o, k, MPI_BYTE, (int)peer, P2P_TAG,
+                                              m->world)))
+            return -1;
+        if (!send && m_recv_piece(c, m->world, peer, buf, o, k, bytes, what) != 0)
+            return -1;
+        o += k;
+    } while (o < bytes);
+    return 0;
+}
+
 /* ---- the comm ---- */
 
 static int m_check(rt_comm *c)
@@ -316,7 +373,7 @@ static void m_free(rt_comm *c)
 }
 
 static const rt_comm_ops mpi_ops = {
-    m_group_new, m_group_free, m_check, m_run, m_abort, m_free,
+    m_group_new, m_group_free, m_check, m_run, m_p2p, m_abort, m_free,
 };
 
 rt_comm *rt_mpi_comm_new(const rt_mesh_desc *mesh, char *err, size_t errlen)

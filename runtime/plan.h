@@ -5,10 +5,13 @@
  * turns it into bytes, rt_plan_read turns bytes back into an rt_plan and
  * validates it, and the runtime executes it without ever seeing the IR.
  *
- * A plan is SPMD: one program per pipeline stage (one stage until pipelines
- * arrive), shared by every rank of that stage; the rank's mesh coordinates
- * are its parameters (slices, collective groups). Shapes inside programs are
- * local shards; shapes in the I/O table are global.
+ * A plan is SPMD: one program per pipeline stage, shared by every rank of
+ * that stage; the rank's mesh coordinates are its parameters (slices,
+ * collective groups, send and recv peers). With a pipeline axis
+ * (stage_axis), stage S is run by the ranks whose coordinate on that axis
+ * is S, and stages exchange values with send and recv (plan_ops.def).
+ * Shapes inside programs are local shards; shapes in the I/O table are
+ * global.
  *
  * A program is a list of buffers and a list of instructions in execution
  * order. Every instruction names its operand and result buffers and carries
@@ -74,7 +77,7 @@ typedef struct rt_instr {
     uint8_t nin;                   /* == rt_ops[op].nin */
     int32_t in[RT_MAX_IN];         /* operand buffers */
     rt_type in_t[RT_MAX_IN];
-    int32_t out;                   /* result buffer */
+    int32_t out;                   /* result buffer; -1 for a send (no result) */
     rt_type out_t;
     /* attributes; each op reads the ones plan_ops.def names, the rest are 0 */
     int32_t io;                    /* input, param: index into rt_plan.io */
@@ -84,7 +87,7 @@ typedef struct rt_instr {
     double eps;
     uint8_t nlist;                 /* transpose: the permutation */
     int64_t list[RT_MAX_RANK];
-    int64_t dim, dim2;             /* slice and collectives */
+    int64_t dim, dim2;             /* slice and collectives; send, recv: the peer stage */
     uint8_t naxes;                 /* slice and collectives: mesh axes, major first */
     uint8_t axes[RT_MAX_AXES];
     double lr, momentum, beta1, beta2, wd; /* optimizer updates (plan_ops.def) */
@@ -119,6 +122,11 @@ typedef struct rt_sharding {
     uint16_t partial;
 } rt_sharding;
 
+/* One tensor of the I/O table, held by the ranks of one stage. A name may
+ * have one entry on each of several stages (an input the first and the
+ * last stage read, the step count every stage keeps): they stand for one
+ * tensor, so they agree on kind, type, sharding and init (an output has
+ * one entry). No sharding names the pipeline axis. */
 typedef struct rt_io {
     uint8_t kind;                  /* rt_io_kind */
     char *name;                    /* the safetensors name (LANGUAGE.md §8) */
@@ -177,6 +185,10 @@ rt_plan *rt_plan_load(const char *path, char *err, size_t errlen);
 bool rt_plan_validate(const rt_plan *p, char *err, size_t errlen);
 /* Shape rules of one instruction (local shapes), so kernels can trust them. */
 bool rt_instr_check(const rt_plan *p, const rt_instr *in, char *err, size_t errlen);
+/* For each I/O entry i of a validated plan, first[i] (nio entries): the
+ * lowest index of the entries with its name, i itself when there is no
+ * other; those entries stand for one tensor. false when out of memory. */
+bool rt_plan_io_first(const rt_plan *p, int32_t *first);
 
 /* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of n bytes. */
 uint32_t rt_crc32(uint32_t crc, const void *data, size_t n);

@@ -20,16 +20,18 @@
  *             u8 keepdims, u8 causal, f64 eps, u8 nlist (<= 8),
  *             nlist x i64 list, i64 dim, i64 dim2, u8 naxes (<= 8),
  *             naxes x u8 axes, f64 lr, f64 momentum, f64 beta1,
- *             f64 beta2, f64 wd
+ *             f64 beta2, f64 wd, i64 offset
  *   KERN    u32 count; only 0 for now (no kernel blobs on the CPU path)
  *   REPT    the report's bytes as they are (no NUL)
- * Counts (u32) are at most INT32_MAX. Entries past a count (dims past a
- * rank, operands past nin, ...) are not stored and read back as 0, and the
- * writer refuses a plan that fails rt_plan_validate, so the form is
- * canonical: writing a plan that was read gives back the same bytes.
- * Version 2 added the update and loss fields, the optimizer attributes and
- * a fourth operand; version 1 files are refused, not converted (their
- * plans cannot train, and recompiling is cheap).
+ * A send's out is -1 (0xffffffff as an i32). Counts (u32) are at most
+ * INT32_MAX. Entries past a count (dims past a rank, operands past nin,
+ * ...) are not stored and read back as 0, and the writer refuses a plan
+ * that fails rt_plan_validate, so the form is canonical: writing a plan
+ * that was read gives back the same bytes. Version 2 added the update and
+ * loss fields, the optimizer attributes and a fourth operand, then send and
+ * recv (appended opcodes: older readers refuse them as unknown); version 1
+ * files are refused, not converted (their plans cannot train, and
+ * recompiling is cheap).
  */
 #include "plan.h"
 
@@ -617,6 +619,27 @@ static bool rule_group(const rt_plan *p, const rt_instr *in, rt_type *want, char
     return true;
 }
 
+/* send and recv: a plan with a pipeline axis, a peer stage in range (not
+ * the program's own: check_in_program knows it), and a send's missing
+ * result (out = -1) typed as its operand. */
+static bool rule_p2p(const rt_plan *p, const rt_instr *in, char *err, size_t errlen)
+{
+    char b1[TYPE_LEN], b2[TYPE_LEN];
+    if (p->stage_axis < 0)
+        return fail(err, errlen, "needs a pipeline axis, but the plan has none");
+    if (in->dim < 0 || in->dim >= p->nstages)
+        return fail(err, errlen, "peer stage %lld is out of range (the plan has %d stages)",
+                    (long long)in->dim, p->nstages);
+    if (in->op == RT_OP_RECV)
+        return true;
+    if (in->out != -1)
+        return fail(err, errlen, "a send has no result: out must be -1, not %d", in->out);
+    if (!type_eq(&in->out_t, &in->in_t[0]))
+        return fail(err, errlen, "out_t is %s, but a send's is its operand's type %s",
+                    tstr(b1, &in->out_t), tstr(b2, &in->in_t[0]));
+    return true;
+}
+
 static bool is_io_source(int op)
 {
     return op == RT_OP_INPUT || op == RT_OP_PARAM || op == RT_OP_STATE;
@@ -705,6 +728,8 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, char *err, size_t errl
     if (op == RT_OP_CONST)
         return isfinite(in->value) ? true
                                    : fail(err, errlen, "the value %g is not finite", in->value);
+    if (op == RT_OP_SEND || op == RT_OP_RECV)
+        return rule_p2p(p, in, err, errlen);
     if (is_binary(op)) {
         ok = (op != RT_OP_GELU_GRAD && op != RT_OP_SILU_GRAD) ||
              need_float(x, "x", err, errlen);
@@ -902,6 +927,17 @@ static bool check_init(const rt_io *io, char *err, size_t errlen)
     }
 }
 
+/* Whether entry io is split or partial over mesh axis a. */
+static bool on_axis(const rt_io *io, int a)
+{
+    if (io->sh.partial >> a & 1)
+        return true;
+    for (int d = 0; d < io->type.rank; d++)
+        if (memchr(io->sh.axes[d], a, io->sh.naxes[d]))
+            return true;
+    return false;
+}
+
 /* One I/O entry on its own: kind, name, type and sharding, init, stage,
  * for an output the buffer holding its local shard, and for a param or a
  * state the buffer of its update (check_sources checks its buffer). */
@@ -918,6 +954,9 @@ static bool check_io(const rt_plan *p, const rt_io *io, char *err, size_t errlen
     if (io->stage < 0 || io->stage >= p->nstages)
         return fail(err, errlen, "stage %d is out of range (the plan has %d)", io->stage,
                     p->nstages);
+    if (p->stage_axis >= 0 && on_axis(io, p->stage_axis))
+        return fail(err, errlen, "the sharding names the pipeline axis %s, but only the ranks of "
+                    "stage %d hold the value", p->axis_name[p->stage_axis], io->stage);
     if (io->kind == RT_IO_OUTPUT && !check_fit(&p->stage[io->stage], io->buffer, &local,
                                                "the local shard", err, errlen))
         return false;
@@ -932,33 +971,106 @@ static bool check_io(const rt_plan *p, const rt_io *io, char *err, size_t errlen
 
 typedef struct named {
     const char *name;
-    int32_t index;
+    int32_t stage, index;
 } named;
 
+/* By name, then stage, then index. */
 static int cmp_named(const void *a, const void *b)
 {
     const named *x = a, *y = b;
     int c = strcmp(x->name, y->name);
-    return c ? c : (x->index > y->index) - (x->index < y->index);
+    if (c)
+        return c;
+    if (x->stage != y->stage)
+        return (x->stage > y->stage) - (x->stage < y->stage);
+    return (x->index > y->index) - (x->index < y->index);
 }
 
-/* Inputs, params, states and outputs share one namespace. Sorted, so that a plan
- * with many parameters does not cost a quadratic scan. */
+/* The entries sorted by (name, stage, index); NULL when out of memory. */
+static named *sorted_names(const rt_plan *p)
+{
+    named *v = malloc(((size_t)p->nio + 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    for (int32_t i = 0; i < p->nio; i++)
+        v[i] = (named){p->io[i].name, p->io[i].stage, i};
+    qsort(v, (size_t)p->nio, sizeof *v, cmp_named);
+    return v;
+}
+
+bool rt_plan_io_first(const rt_plan *p, int32_t *first)
+{
+    named *v = sorted_names(p);
+    if (!v)
+        return false;
+    for (int32_t g = 0, e; g < p->nio; g = e) {
+        int32_t lo = v[g].index;
+        for (e = g + 1; e < p->nio && strcmp(v[e].name, v[g].name) == 0; e++)
+            lo = v[e].index < lo ? v[e].index : lo;
+        for (int32_t i = g; i < e; i++)
+            first[v[i].index] = lo;
+    }
+    free(v);
+    return true;
+}
+
+/* What two entries of one name on two stages must share: one tensor. */
+static const char *io_differ(const rt_io *a, const rt_io *b)
+{
+    if (a->kind != b->kind)
+        return "kind";
+    if (!type_eq(&a->type, &b->type))
+        return "type";
+    if (memcmp(a->sh.naxes, b->sh.naxes, sizeof a->sh.naxes) != 0 ||
+        a->sh.partial != b->sh.partial)
+        return "sharding";
+    for (int d = 0; d < a->type.rank; d++)
+        if (memcmp(a->sh.axes[d], b->sh.axes[d], a->sh.naxes[d]) != 0)
+            return "sharding";
+    bool args = a->init == RT_INIT_NORMAL || a->init == RT_INIT_UNIFORM;
+    if (a->init != b->init || (args && (a->init_a != b->init_a || a->init_b != b->init_b)))
+        return "initializer";
+    return NULL;
+}
+
+/* Inputs, params, states and outputs share one namespace. A name may
+ * stand for one tensor on several stages (an input read by the first and
+ * the last stage, the step count every stage keeps): one entry per stage,
+ * all alike but for their stage, buffer and update; an output belongs to
+ * one stage. Sorted, so that a plan with many parameters does not cost a
+ * quadratic scan. */
 static bool check_io_names(const rt_plan *p, char *err, size_t errlen)
 {
     if (p->nio < 2)
         return true;
-    named *v = malloc((size_t)p->nio * sizeof *v);
+    named *v = sorted_names(p);
     if (!v)
         return fail(err, errlen, "out of memory");
-    for (int32_t i = 0; i < p->nio; i++)
-        v[i] = (named){p->io[i].name, i};
-    qsort(v, (size_t)p->nio, sizeof *v, cmp_named);
     bool ok = true;
-    for (int32_t i = 1; ok && i < p->nio; i++)
-        if (strcmp(v[i - 1].name, v[i].name) == 0)
-            ok = fail(err, errlen, "duplicate I/O name '%s' (entries %d and %d)", v[i].name,
-                      v[i - 1].index, v[i].index);
+    char b1[TYPE_LEN], b2[TYPE_LEN];
+    for (int32_t i = 1, g = 0; ok && i < p->nio; i++) {
+        if (strcmp(v[g].name, v[i].name) != 0) {
+            g = i;
+            continue;
+        }
+        const rt_io *a = &p->io[v[g].index], *b = &p->io[v[i].index];
+        const char *what = io_differ(a, b);
+        if (v[i - 1].stage == v[i].stage)
+            ok = fail(err, errlen, "duplicate I/O name '%s' on stage %d (entries %d and %d)",
+                      v[i].name, v[i].stage, v[i - 1].index, v[i].index);
+        else if (a->kind == RT_IO_OUTPUT || b->kind == RT_IO_OUTPUT)
+            ok = fail(err, errlen, "I/O entries %d and %d are both called '%s', on stages %d and "
+                      "%d; an output belongs to one stage", v[g].index, v[i].index, v[i].name,
+                      a->stage, b->stage);
+        else if (what && !strcmp(what, "type"))
+            ok = fail(err, errlen, "I/O entries %d and %d (stages %d and %d) are both called "
+                      "'%s' but differ in type: %s and %s", v[g].index, v[i].index, a->stage,
+                      b->stage, v[i].name, tstr(b1, &a->type), tstr(b2, &b->type));
+        else if (what)
+            ok = fail(err, errlen, "I/O entries %d and %d (stages %d and %d) are both called "
+                      "'%s' but differ in %s", v[g].index, v[i].index, a->stage, b->stage,
+                      v[i].name, what);
+    }
     free(v);
     return ok;
 }
@@ -978,8 +1090,9 @@ static bool check_ios(const rt_plan *p, char *err, size_t errlen)
     return check_io_names(p, err, errlen);
 }
 
-/* What rt_instr_check cannot see: the buffers of the program, and the
- * stage of an input's, param's or state's entry. */
+/* What rt_instr_check cannot see: the buffers of the program, the stage
+ * of an input's, param's or state's entry, and that a send or a recv does
+ * not name the program's own stage. Only a send has no result (out = -1). */
 static bool check_in_program(const rt_plan *p, int s, const rt_instr *in, char *err,
                              size_t errlen)
 {
@@ -992,6 +1105,16 @@ static bool check_in_program(const rt_plan *p, int s, const rt_instr *in, char *
         if (!check_fit(g, in->in[i], &in->in_t[i], what, err, errlen))
             return false;
     }
+    bool p2p = in->op == RT_OP_SEND || in->op == RT_OP_RECV;
+    if (p2p && !rt_instr_check(p, in, err, errlen))
+        return false;
+    if (p2p && in->dim == s)
+        return fail(err, errlen, "the peer stage %lld is this program's own stage",
+                    (long long)in->dim);
+    if (in->op == RT_OP_SEND) /* no result */
+        return true;
+    if (in->out == -1)
+        return fail(err, errlen, "out is -1, but only a send has no result");
     if (!check_fit(g, in->out, &in->out_t, "the result", err, errlen))
         return false;
     /* the result and an operand share memory only as rt_op_in_place allows */
@@ -1007,7 +1130,7 @@ static bool check_in_program(const rt_plan *p, int s, const rt_instr *in, char *
     }
     if (is_io_source(in->op) && in->io >= 0 && in->io < p->nio && p->io[in->io].stage != s)
         return fail(err, errlen, "I/O entry %d belongs to stage %d", in->io, p->io[in->io].stage);
-    return rt_instr_check(p, in, err, errlen);
+    return p2p || rt_instr_check(p, in, err, errlen);
 }
 
 static bool check_programs(const rt_plan *p, char *err, size_t errlen)

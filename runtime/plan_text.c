@@ -1,7 +1,8 @@
 /* plan_text.c: a plan as text (`shardc --emit schedule`): the I/O table
  * (with the buffers params and states live in, their updates and the
  * loss), then per stage the instruction list every rank of the stage
- * runs, exactly as the runtime will run it. */
+ * runs, exactly as the runtime will run it. In a plan of several
+ * stages each entry says its stage ('input "x" : ... on stage 0'). */
 #include "plan_text.h"
 
 #include <inttypes.h>
@@ -34,9 +35,26 @@ static void sharding_str(const rt_plan *p, const rt_io *io, su_buf *b)
     su_buf_putc(b, ')');
 }
 
+/* "send %12 -> stage 1 : f32[2, 128]" (a send has no result) and
+ * "%7 = recv <- stage 0 : f32[2, 128]", with their bytes. */
+static void p2p_str(const rt_instr *in, su_buf *b)
+{
+    char tb[160];
+    if (in->op == RT_OP_SEND)
+        su_buf_printf(b, "  send %%%d -> stage %lld", (int)in->in[0], (long long)in->dim);
+    else
+        su_buf_printf(b, "  %%%d = recv <- stage %lld", (int)in->out, (long long)in->dim);
+    su_buf_printf(b, " : %s    // %lld bytes\n", rt_type_str(&in->out_t, tb, sizeof tb),
+                  (long long)rt_type_bytes(&in->out_t));
+}
+
 static void instr_str(const rt_plan *p, const rt_instr *in, su_buf *b)
 {
     char tb[160];
+    if (in->op == RT_OP_SEND || in->op == RT_OP_RECV) {
+        p2p_str(in, b);
+        return;
+    }
     su_buf_printf(b, "  %%%d = %s", (int)in->out, rt_ops[in->op].name);
     for (int i = 0; i < in->nin; i++)
         su_buf_printf(b, "%s %%%d", i ? "," : "", (int)in->in[i]);
@@ -147,6 +165,8 @@ static void io_str(const rt_plan *p, int i, su_buf *b)
         su_buf_printf(b, " = %%%d", (int)io->buffer);
     if (io->update >= 0)
         su_buf_printf(b, " <- %%%d", (int)io->update);
+    if (p->nstages > 1)
+        su_buf_printf(b, " on stage %d", (int)io->stage);
     if (i == p->loss)
         su_buf_puts(b, "    // the loss");
     su_buf_putc(b, '\n');

@@ -2,7 +2,15 @@
  * order: sources fill buffers (from bound host tensors, safetensors files
  * or the seed), compute instructions go to the CPU backend, collectives to
  * the communicator, with the re-layout a dimension other than 0 needs
- * (communicators move flat blocks, member by member, as NCCL does).
+ * (communicators move flat blocks, member by member, as NCCL does), and
+ * send and recv to the communicator's point to point, with the peer of the
+ * other stage.
+ *
+ * Pipeline stages: a rank holds only the I/O entries of its stage (one
+ * name may have an entry on several stages: one tensor, so it is listed,
+ * gathered and saved once, from its first entry, rt_plan_io_first).
+ * Outputs are gathered from the ranks of their stage; under MPI every rank
+ * gets every output, so the loss reaches rank 0 wherever it was computed.
  *
  * Params and states live in their buffers across runs: they are loaded at
  * the first run (and after a param is bound again), and in a training step
@@ -67,6 +75,7 @@ struct rt_session {
     rt_ckpt *ckpt;            /* rt_session_resume's: the params and states */
     int64_t step_base;        /* the step count is step_base + steps */
     void **out;               /* per io entry: gathered output (outputs only) */
+    int32_t *first;           /* per io entry: rt_plan_io_first */
     char *generated;
     pthread_mutex_t mu;       /* first_err */
     char first_err[ERRLEN + 64];
@@ -258,8 +267,31 @@ static int group_of(rank_state *rs, const rt_instr *in, rt_group **g)
     return fail(rs->err, sizeof rs->err, "no group for the collective's axes");
 }
 
+/* The rank of stage `stage` that this rank's send or recv pairs with: its
+ * coordinates but on the pipeline axis, where it is `stage`. */
+static int64_t stage_peer(const rt_plan *p, const int64_t *coord, int64_t stage)
+{
+    int64_t r = 0;
+    for (int a = 0; a < p->naxes; a++)
+        r = r * p->axis_size[a] + (a == p->stage_axis ? stage : coord[a]);
+    return r;
+}
+
+static int run_p2p(rank_state *rs, const rt_instr *in, void *const *bufs)
+{
+    int64_t peer = stage_peer(rs->s->p, rs->coord, in->dim);
+    int rc = in->op == RT_OP_SEND
+                 ? rt_send(rs->comm, peer, bufs[in->in[0]], rt_type_bytes(&in->in_t[0]))
+                 : rt_recv(rs->comm, peer, bufs[in->out], rt_type_bytes(&in->out_t));
+    if (rc != 0)
+        snprintf(rs->err, sizeof rs->err, "%s", rt_comm_error(rs->comm));
+    return rc;
+}
+
 static int run_comm(rank_state *rs, const rt_instr *in, void *const *bufs)
 {
+    if (in->op == RT_OP_SEND || in->op == RT_OP_RECV)
+        return run_p2p(rs, in, bufs);
     rt_group *g = NULL;
     if (group_of(rs, in, &g) != 0)
         return -1;
@@ -393,8 +425,13 @@ static int rank_run(rank_state *rs)
             char tmp[ERRLEN - 64];
             memcpy(tmp, rs->err, sizeof tmp - 1);
             tmp[sizeof tmp - 1] = 0;
-            snprintf(rs->err, sizeof rs->err, "instruction %d (%s): %s", i, rt_ops[in->op].name,
-                     tmp);
+            if (in->op == RT_OP_SEND || in->op == RT_OP_RECV)
+                snprintf(rs->err, sizeof rs->err, "instruction %d (%s %s stage %lld): %s", i,
+                         rt_ops[in->op].name, in->op == RT_OP_SEND ? "to" : "from",
+                         (long long)in->dim, tmp);
+            else
+                snprintf(rs->err, sizeof rs->err, "instruction %d (%s): %s", i,
+                         rt_ops[in->op].name, tmp);
             return -1;
         }
     }
@@ -459,88 +496,17 @@ static int gather_outputs_local(rt_session *s)
     return 0;
 }
 
-/* Under MPI: every rank gets every rank's block over the group of all axes
- * (member index == rank), then places them. */
-static int gather_outputs_mpi(rt_session *s, rank_state *rs)
-{
-    const rt_plan *p = s->p;
-    rt_group *g = rs->groups[s->nkeys - 1];
-    for (int i = 0; i < p->nio; i++) {
-        const rt_io *io = &p->io[i];
-        if (io->kind != RT_IO_OUTPUT)
-            continue;
-        int esize = rt_dtype_size(io->type.dtype);
-        rt_type local = local_type(p, io);
-        int64_t lb = rt_type_bytes(&local);
-        uint8_t *all = malloc((size_t)(lb * s->nranks));
-        if (!all)
-            return fail(rs->err, sizeof rs->err, "out of memory gathering output '%s'", io->name);
-        if (rt_all_gather(g, rs->buf[io->buffer], all, lb) != 0) {
-            free(all);
-            return fail(rs->err, sizeof rs->err, "gathering output '%s': %s", io->name,
-                        rt_comm_error(rs->comm));
-        }
-        for (int64_t r = 0; r < s->nranks; r++) {
-            int64_t coord[RT_MAX_AXES], start[RT_MAX_RANK];
-            rt_plan_coords(p, r, coord);
-            block_start(p, coord, &io->sh, &local, start);
-            copy_block(&io->type, start, local.dim, esize, s->out[i], all + r * lb, true);
-        }
-        free(all);
-    }
-    return 0;
-}
-
-/* ---- training: updates, saving params ---- */
-
-static bool is_kept(const rt_io *io)
-{
-    return io->kind == RT_IO_PARAM || io->kind == RT_IO_STATE;
-}
-
-/* After a run: every param's and state's new value (its update buffer)
- * becomes its value (its buffer), on each rank of its stage. */
-static void apply_updates(rt_session *s)
-{
-    const rt_plan *p = s->p;
-    for (int i = 0; i < p->nio; i++) {
-        const rt_io *io = &p->io[i];
-        if (!is_kept(io) || io->update < 0 || io->update == io->buffer)
-            continue;
-        rt_type local = local_type(p, io);
-        for (int64_t r = 0; r < s->nhere; r++) {
-            rank_state *rs = &s->ranks[r];
-            if (rs->prog == &p->stage[io->stage])
-                memcpy(rs->buf[io->buffer], rs->buf[io->update], (size_t)rt_type_bytes(&local));
-        }
-    }
-}
-
 /* The ranks whose blocks make up entry io: those of its stage. */
 static bool holds(const rt_plan *p, const int64_t *coord, const rt_io *io)
 {
     return p->stage_axis < 0 || coord[p->stage_axis] == io->stage;
 }
 
-/* Places every local rank's block of io into full. */
-static void gather_kept_local(rt_session *s, const rt_io *io, uint8_t *full)
-{
-    rt_type local = local_type(s->p, io);
-    for (int64_t r = 0; r < s->nhere; r++) {
-        rank_state *rs = &s->ranks[r];
-        int64_t start[RT_MAX_RANK];
-        if (!holds(s->p, rs->coord, io))
-            continue;
-        block_start(s->p, rs->coord, &io->sh, &local, start);
-        copy_block(&io->type, start, local.dim, rt_dtype_size(io->type.dtype), full,
-                   rs->buf[io->buffer], true);
-    }
-}
-
-/* Under MPI: every rank's block over the group of all axes (a rank of
- * another stage sends zeros), placed by the ranks that hold it. */
-static int gather_kept_mpi(rt_session *s, const rt_io *io, uint8_t *full, char *err,
-                           size_t errlen)
+/* Under MPI, collective: entry io's full tensor into full on every rank,
+ * from every rank's block over the group of all axes (member index ==
+ * rank; a rank of another stage sends zeros), placed by the ranks of its
+ * stage. */
+static int gather_mpi(rt_session *s, const rt_io *io, uint8_t *full, char *err, size_t errlen)
 {
     const rt_plan *p = s->p;
     rank_state *rs = &s->ranks[0];
@@ -571,8 +537,60 @@ static int gather_kept_mpi(rt_session *s, const rt_io *io, uint8_t *full, char *
     return rc == 0 ? 0 : -1;
 }
 
-/* The full tensors of every param and state, in I/O table order: names,
- * types and data (malloc'd, freed by free_kept). */
+/* Under MPI: every rank gets every output, gathered from the ranks of its
+ * stage (gather_mpi). */
+static int gather_outputs_mpi(rt_session *s, rank_state *rs)
+{
+    const rt_plan *p = s->p;
+    for (int i = 0; i < p->nio; i++)
+        if (p->io[i].kind == RT_IO_OUTPUT &&
+            gather_mpi(s, &p->io[i], s->out[i], rs->err, sizeof rs->err) != 0)
+            return -1;
+    return 0;
+}
+
+/* ---- training: updates, saving params ---- */
+
+static bool is_kept(const rt_io *io)
+{
+    return io->kind == RT_IO_PARAM || io->kind == RT_IO_STATE;
+}
+
+/* After a run: every param's and state's new value (its update buffer)
+ * becomes its value (its buffer), on each rank of its stage. */
+static void apply_updates(rt_session *s)
+{
+    const rt_plan *p = s->p;
+    for (int i = 0; i < p->nio; i++) {
+        const rt_io *io = &p->io[i];
+        if (!is_kept(io) || io->update < 0 || io->update == io->buffer)
+            continue;
+        rt_type local = local_type(p, io);
+        for (int64_t r = 0; r < s->nhere; r++) {
+            rank_state *rs = &s->ranks[r];
+            if (rs->prog == &p->stage[io->stage])
+                memcpy(rs->buf[io->buffer], rs->buf[io->update], (size_t)rt_type_bytes(&local));
+        }
+    }
+}
+
+/* Places every local rank's block of io into full. */
+static void gather_kept_local(rt_session *s, const rt_io *io, uint8_t *full)
+{
+    rt_type local = local_type(s->p, io);
+    for (int64_t r = 0; r < s->nhere; r++) {
+        rank_state *rs = &s->ranks[r];
+        int64_t start[RT_MAX_RANK];
+        if (!holds(s->p, rs->coord, io))
+            continue;
+        block_start(s->p, rs->coord, &io->sh, &local, start);
+        copy_block(&io->type, start, local.dim, rt_dtype_size(io->type.dtype), full,
+                   rs->buf[io->buffer], true);
+    }
+}
+
+/* The full tensors of every param and state, in I/O table order, each
+ * name once: names, types and data (malloc'd, freed by free_kept). */
 typedef struct kept {
     int n;
     const char **names;
@@ -600,7 +618,7 @@ static int gather_kept(rt_session *s, kept *k, char *err, size_t errlen)
         return fail(err, errlen, "out of memory");
     for (int i = 0; i < p->nio; i++) {
         const rt_io *io = &p->io[i];
-        if (!is_kept(io))
+        if (!is_kept(io) || s->first[i] != i)
             continue;
         uint8_t *full = calloc(1, (size_t)rt_type_bytes(&io->type) + 1);
         if (!full)
@@ -610,7 +628,7 @@ static int gather_kept(rt_session *s, kept *k, char *err, size_t errlen)
         k->data[k->n++] = full;
         if (s->o.comm == RT_COMM_LOCAL)
             gather_kept_local(s, io, full);
-        else if (gather_kept_mpi(s, io, full, err, errlen) != 0)
+        else if (gather_mpi(s, io, full, err, errlen) != 0)
             return -1;
     }
     return 0;
@@ -648,14 +666,15 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err
         maxkeys += p->stage[st].ninstr;
     s->keys = calloc((size_t)maxkeys, sizeof *s->keys);
     s->out = calloc((size_t)p->nio + 1, sizeof *s->out);
-    if (!s->keys || !s->out) {
+    s->first = calloc((size_t)p->nio + 1, sizeof *s->first);
+    if (!s->keys || !s->out || !s->first || !rt_plan_io_first(p, s->first)) {
         fail(err, errlen, "out of memory");
         goto bad;
     }
     for (int st = 0; st < p->nstages; st++)
         for (int i = 0; i < p->stage[st].ninstr; i++) {
             const rt_instr *in = &p->stage[st].instr[i];
-            if (rt_ops[in->op].cls == RT_K_COMM)
+            if (rt_ops[in->op].cls == RT_K_COMM && in->op != RT_OP_SEND && in->op != RT_OP_RECV)
                 add_key(s, in->axes, in->naxes);
         }
     uint8_t all[RT_MAX_AXES];
@@ -751,6 +770,7 @@ void rt_session_free(rt_session *s)
     for (int i = 0; s->out && i < s->p->nio; i++)
         free(s->out[i]);
     free(s->out);
+    free(s->first);
     for (int i = 0; i < s->nbind; i++)
         free(s->bind[i].name);
     free(s->bind);
@@ -805,7 +825,7 @@ static int note_generated(rt_session *s, char *err, size_t errlen)
     g[0] = 0;
     for (int i = 0; i < s->p->nio; i++) {
         const rt_io *io = &s->p->io[i];
-        if (io->kind == RT_IO_OUTPUT || find_binding(s, io->name))
+        if (io->kind == RT_IO_OUTPUT || s->first[i] != i || find_binding(s, io->name))
             continue;
         if (s->ckpt && io->kind != RT_IO_INPUT)
             continue;
@@ -965,7 +985,7 @@ int rt_session_check_steps(const rt_session *s, int64_t steps, char *err, size_t
     int64_t first = rt_session_step(s) + 1, last = rt_session_step(s) + steps;
     for (int i = 0; i < s->p->nio; i++) {
         const rt_io *io = &s->p->io[i];
-        if (io->kind != RT_IO_INPUT || find_binding(s, io->name))
+        if (io->kind != RT_IO_INPUT || s->first[i] != i || find_binding(s, io->name))
             continue;
         int64_t nb = rt_input_batches(s->inputs, io);
         if (nb >= 0 && nb < last)
@@ -1057,7 +1077,7 @@ static int write_rank_file(rt_session *s, const rank_state *rs, const char *dir,
     for (int i = 0; rc == 0 && i < p->nio; i++) {
         const rt_io *io = &p->io[i];
         int64_t start[RT_MAX_RANK];
-        if (!is_kept(io) || !rt_ckpt_writes(p, io, rs->coord))
+        if (!is_kept(io) || s->first[i] != i || !rt_ckpt_writes(p, io, rs->coord))
             continue;
         names[n] = io->name;
         types[n] = io->type;

@@ -2,6 +2,16 @@
  * process runs (all of them with the `local` communicator, one per thread;
  * its own one under `mpi`), their buffers, and the tensors the caller bound.
  *
+ * Pipeline stages: each rank runs the program of its stage (its coordinate
+ * on the plan's stage_axis) and loads only the inputs, params and states
+ * of that stage, from the same files; send and recv go to the rank of the
+ * peer stage with the same other coordinates. A name with entries on
+ * several stages (an input two stages read, the step count every stage
+ * keeps) is one tensor: bound once, listed once by rt_session_generated,
+ * saved once (from its first entry, rt_plan_io_first). Outputs are
+ * gathered from the ranks of their stage; under MPI every process gets
+ * every output, the loss included, wherever its stage runs.
+ *
  * Where a rank's input, param or state comes from, first match wins:
  *   1. a full host tensor bound by name (rt_session_bind);
  *   2. params and states: the checkpoint, after rt_session_resume (it
@@ -32,7 +42,8 @@ typedef struct rt_session_opts {
     const char *params_path;     /* NULL: none */
     const char *inputs_path;     /* NULL: none */
     uint64_t seed;
-    int timeout_ms;              /* per collective wait; 0: the default */
+    int timeout_ms;              /* per collective, send or recv wait (local);
+                                  * 0: the default */
 } rt_session_opts;
 
 typedef struct rt_session rt_session;
@@ -63,8 +74,8 @@ int rt_session_run(rt_session *s, char *err, size_t errlen);
 /* Stops every process of an MPI run (MPI_Abort); a no-op with `local`. */
 void rt_session_abort(rt_session *s, const char *why);
 
-/* This process's rank (0 with `local`, which runs them all), and whether it
- * holds the gathered outputs (every rank does). */
+/* This process's rank (0 with `local`, which runs them all). Every process
+ * holds the gathered outputs, whichever stage computed them. */
 int64_t rt_session_rank(const rt_session *s);
 
 /* The output called name after a run: its full type and data (owned by the

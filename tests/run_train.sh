@@ -12,6 +12,11 @@
 #      unsharded run's, and the params with PyTorch's (DATA/train.safetensors).
 # With ZERO_K, the sharded run uses a copy of MODEL whose `train` line ends
 # in `zero ZERO_K over dp` (the unsharded run, the reference, does not).
+# With SCHEDULE set in the environment (gpipe, 1f1b, interleaved(V)), the
+# sharded run uses a copy of MODEL whose `pipeline` line has that schedule;
+# with REFERENCE (and REFERENCE_MESH, its mesh of ones) set, the unsharded
+# run is of that model instead of MODEL (a pipelined model against the same
+# model without its pipeline).
 # A mismatch prints the step (losses) or the tensor (st_compare), both
 # values and the error. Tools come from the environment: SHARDC, SHARDRUN,
 # ST_COMPARE, MPIRUN (with MPIRUN_FLAGS); perl (with its core JSON::PP)
@@ -80,9 +85,15 @@ run_args=(--steps "$steps" --params "$data/params.safetensors"
           --inputs "$data/inputs.safetensors")
 
 sharded=$model
+if [ -n "${SCHEDULE:-}" ]; then
+    sharded=$tmp/sched-$(basename "$model")
+    sed "s/^\(pipeline .*\)schedule .*\$/\1schedule $SCHEDULE/" "$model" > "$sharded"
+    grep "^pipeline " "$sharded"
+fi
 if [ -n "$zero" ]; then
     sharded=$tmp/$(basename "$model")
-    sed "s/^\(train .*\)\$/\1 zero $zero over dp/" "$model" > "$sharded"
+    sed "s/^\(train .*\)\$/\1 zero $zero over dp/" "$sharded" > "$tmp/zero.sh"
+    sharded=$tmp/zero.sh
     grep "^train " "$sharded"
 fi
 
@@ -168,7 +179,7 @@ compare_losses() {
         }'
 }
 
-"$SHARDC" "$model" --mesh "$ones" -o "$tmp/ref.plan"
+"$SHARDC" "${REFERENCE:-$model}" --mesh "${REFERENCE_MESH:-$ones}" -o "$tmp/ref.plan"
 "$SHARDRUN" "$tmp/ref.plan" --comm local "${run_args[@]}" \
     --save-params "$tmp/ref.safetensors" | tee "$tmp/ref.log"
 

@@ -26,7 +26,11 @@ static const char usage[] =
     "  --emit train-ir    print the logical IR with the training step (gradients,\n"
     "                     optimizer updates) and every value's sharding\n"
     "  --emit sharded-ir  print the partitioned (per-rank, SPMD) IR\n"
-    "  --emit schedule    print the plan's instruction list of each stage\n"
+    "  --emit stage-ir    print each pipeline stage's program (microbatches,\n"
+    "                     send and recv); without a pipeline, the sharded IR\n"
+    "  --emit schedule    print each stage's pipeline schedule and the plan's\n"
+    "                     instruction list of each stage\n"
+
     "  --bucket-mb N      group a training step's gradient collectives into\n"
     "                     buckets of at most N MiB (default 25; 0: none)\n"
     "  --explain-sharding print why each value has its sharding and why each\n"
@@ -90,9 +94,10 @@ static int parse_args(int argc, char **argv, args *a)
             }
         } else if ((v = value_of(argc, argv, &i, "--emit"))) {
             if (strcmp(v, "ir") != 0 && strcmp(v, "train-ir") != 0 &&
-                strcmp(v, "sharded-ir") != 0 && strcmp(v, "schedule") != 0)
+                strcmp(v, "sharded-ir") != 0 && strcmp(v, "stage-ir") != 0 &&
+                strcmp(v, "schedule") != 0)
                 return usage_error("--emit '%s': this version emits: ir, train-ir, sharded-ir, "
-                                   "schedule", v);
+                                   "stage-ir, schedule", v);
             a->emit = v;
         } else if ((v = value_of(argc, argv, &i, "--bucket-mb"))) {
             char *end;
@@ -164,6 +169,8 @@ static int compile(const args *a)
     if (st != SHARDC_OK) {
         if (st == SHARDC_ERR_IO || st == SHARDC_ERR_NOMEM)
             fprintf(stderr, "shardc: error: %s\n", err ? err : "out of memory");
+        else if (err && err[0] && err[strlen(err) - 1] != '\n')
+            fprintf(stderr, "shardc: error: %s\n", err); /* found past the frontend */
         else
             fputs(err ? err : "shardc: error: out of memory\n", stderr);
         shardc_free(err);

@@ -1,7 +1,8 @@
 /* test_comm_mpi.c: the MPI communicator on 4 processes (ctest runs it under
  * mpirun -np 4): every collective over every kind of group of the mesh 2x2
- * and of the mesh 4 (tests/unit/comm_checks.h, whose expectations the test
- * computes itself), and the errors of a mesh that does not match the world.
+ * and of the mesh 4, and point to point (tests/unit/comm_checks.h, whose
+ * expectations the test computes itself), a receive of the wrong size, and
+ * the errors of a mesh that does not match the world.
  * Every rank prints its failures (naming the rank and the check); rank 0
  * prints the totals over all ranks, and every rank exits nonzero if any
  * rank failed. rt_comm_abort is not tested here: it ends the job. */
@@ -46,6 +47,30 @@ static void check_mesh(const rt_mesh_desc *m, cc_report *rep)
         return;
     cc_opts opts = {.member_order = false, .large = true};
     cc_run(c, m, rep, &opts);
+    rt_comm_free(c);
+}
+
+/* A receive of the wrong size fails naming both ranks and sizes, and
+ * leaves the message to a receive of the right size. Ranks 0 and 1 only;
+ * the send is small, so MPI sends it eagerly and rank 0 does not wait. */
+static void check_p2p_mismatch(const rt_mesh_desc *m, cc_report *rep)
+{
+    char err[256] = "";
+    rt_comm *c = rt_mpi_comm_new(m, err, sizeof err);
+    CC_CHECK(rep, c != NULL, "rt_mpi_comm_new: %s", err);
+    if (!c)
+        return;
+    uint8_t a[16] = {7, 8, 9}, b[16] = {0};
+    if (rep->rank == 0)
+        CC_CHECK(rep, rt_send(c, 1, a, 16) == 0, "send: %s", rt_comm_error(c));
+    if (rep->rank == 1) {
+        CC_CHECK(rep, rt_recv(c, 0, b, 8) == -1 &&
+                          strcmp(rt_comm_error(c), "recv on rank 1 from rank 0: size mismatch: "
+                                                   "rank 0 sent 16 bytes, rank 1 expects 8") == 0,
+                 "recv of 8 bytes: \"%s\"", rt_comm_error(c));
+        CC_CHECK(rep, rt_recv(c, 0, b, 16) == 0 && b[2] == 9, "recv of 16 bytes: %s",
+                 rt_comm_error(c));
+    }
     rt_comm_free(c);
 }
 
@@ -97,6 +122,7 @@ int main(int argc, char **argv)
     check_mesh(&m22, &rep);
     rt_mesh_desc m4 = {1, {4}, {"x"}};
     check_mesh(&m4, &rep);
+    check_p2p_mismatch(&m4, &rep);
     check_mismatch(&rep);
     int mine[2] = {rep.checks, rep.fails}, all[2] = {0, 0};
     MPI_Allreduce(mine, all, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

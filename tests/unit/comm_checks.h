@@ -1,7 +1,8 @@
-/* comm_checks.h: the collective checks every communicator must pass, shared
- * by test_comm_local.c (ranks are threads) and tests/mpi/test_comm_mpi.c
- * (ranks are processes). Each rank calls cc_run on its comm; every rank
- * makes the same calls in the same order, as comm.h demands.
+/* comm_checks.h: the collective and point-to-point checks every
+ * communicator must pass, shared by test_comm_local.c (ranks are threads)
+ * and tests/mpi/test_comm_mpi.c (ranks are processes). Each rank calls
+ * cc_run on its comm; every rank makes the same calls in the same order,
+ * as comm.h demands.
  *
  * The expectations never come from the library: the test lays the mesh out
  * itself (row-major, last axis fastest), finds each group's members by
@@ -500,6 +501,75 @@ static void cc_large(rt_comm *c, const rt_mesh_desc *m, cc_report *rep)
 }
 
 /* Everything above, on one rank. */
+/* ---- point to point ---- */
+
+/* Messages of these sizes in a row, so that a reordering is a size
+ * mismatch and a mixup of contents shows. */
+static const int64_t cc_p2p_sizes[] = {1, 0, 1000, 70001, 3};
+#define CC_P2P_N ((int)(sizeof cc_p2p_sizes / sizeof *cc_p2p_sizes))
+
+/* Rank `from` sends its messages to rank `to`, which checks them. */
+static void cc_p2p_pair(rt_comm *c, cc_report *rep, int64_t from, int64_t to)
+{
+    int64_t me = rt_comm_rank(c);
+    uint8_t *buf = malloc(70001);
+    CC_CHECK(rep, buf != NULL, "out of memory");
+    for (int k = 0; buf && k < CC_P2P_N; k++) {
+        int64_t n = cc_p2p_sizes[k];
+        if (me == from) {
+            for (int64_t j = 0; j < n; j++)
+                buf[j] = cc_byte(from, k, j);
+            CC_CHECK(rep, rt_send(c, to, buf, n) == 0, "send %d of %lld bytes to rank %lld: %s",
+                     k, (long long)n, (long long)to, rt_comm_error(c));
+            continue;
+        }
+        memset(buf, 0xee, 70001);
+        CC_CHECK(rep, rt_recv(c, from, buf, n) == 0, "recv %d of %lld bytes from rank %lld: %s", k,
+                 (long long)n, (long long)from, rt_comm_error(c));
+        int64_t bad = 0;
+        for (int64_t j = 0; j < n; j++)
+            bad += buf[j] != cc_byte(from, k, j);
+        CC_CHECK(rep, bad == 0 && (n == 70001 || buf[n] == 0xee),
+                 "recv %d from rank %lld: %lld of %lld bytes wrong, or written past", k,
+                 (long long)from, (long long)bad, (long long)n);
+    }
+    free(buf);
+}
+
+/* rt_send and rt_recv: in two rounds of disjoint pairs (even rank to the
+ * next, then odd rank to the next, around), every rank sends the sizes
+ * above in a row and receives its neighbour's, so that no pattern needs
+ * buffering; then the argument errors. A world of an odd number of ranks
+ * runs the errors only. */
+static void cc_p2p(rt_comm *c, const rt_mesh_desc *m, cc_report *rep)
+{
+    int64_t n = cc_ranks(m), r = rt_comm_rank(c);
+    for (int round = 0; n % 2 == 0 && round < 2; round++) {
+        bool sender = r % 2 == round;
+        int64_t from = sender ? r : (r + n - 1) % n, to = sender ? (r + 1) % n : r;
+        cc_p2p_pair(c, rep, from, to);
+    }
+    char buf[4];
+    char want[128];
+    CC_CHECK(rep, rt_send(c, n, buf, 4) == -1, "send to rank %lld", (long long)n);
+    snprintf(want, sizeof want, "send on rank %lld to rank %lld: no such rank (the world has %lld)",
+             (long long)r, (long long)n, (long long)n);
+    CC_CHECK(rep, strcmp(rt_comm_error(c), want) == 0, "\"%s\"", rt_comm_error(c));
+    CC_CHECK(rep, rt_recv(c, r, buf, 4) == -1, "recv from itself");
+    snprintf(want, sizeof want, "recv on rank %lld from itself", (long long)r);
+    CC_CHECK(rep, strcmp(rt_comm_error(c), want) == 0, "\"%s\"", rt_comm_error(c));
+    CC_CHECK(rep, rt_recv(c, -1, buf, 4) == -1 && strstr(rt_comm_error(c), "no such rank"),
+             "recv from rank -1: \"%s\"", rt_comm_error(c));
+    if (n > 1) {
+        CC_CHECK(rep, rt_send(c, (r + 1) % n, buf, -1) == -1 &&
+                          strstr(rt_comm_error(c), ": negative size"),
+                 "negative size: \"%s\"", rt_comm_error(c));
+        CC_CHECK(rep, rt_send(c, (r + 1) % n, NULL, 4) == -1 &&
+                          strstr(rt_comm_error(c), ": null buffer"),
+                 "null buffer: \"%s\"", rt_comm_error(c));
+    }
+}
+
 static void cc_run(rt_comm *c, const rt_mesh_desc *m, cc_report *rep, const cc_opts *opts)
 {
     CC_CHECK(rep, rt_comm_rank(c) == rep->rank && rt_comm_size(c) == cc_ranks(m),
@@ -513,6 +583,7 @@ static void cc_run(rt_comm *c, const rt_mesh_desc *m, cc_report *rep, const cc_o
     if (opts->large)
         cc_large(c, m, rep);
     cc_errors(c, m, rep);
+    cc_p2p(c, m, rep);
 }
 
 #endif

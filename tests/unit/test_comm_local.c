@@ -2,6 +2,7 @@
  * collective over every kind of group on meshes 1, 4, 2x2, 2x3 and 2x2x2
  * (comm_checks.h), 20 times over to shake out races; barriers that really
  * wait; abort and timeout waking the waiters; mismatched calls; bad worlds;
+ * point to point (comm_checks.h), its timeouts, size mismatches and aborts;
  * and the communicators' f16 and bf16 conversions. */
 #include "check.h"
 #include "comm_checks.h"
@@ -312,6 +313,98 @@ static void test_mismatch(void)
     rt_local_world_free(w);
 }
 
+/* ---- point to point failures ---- */
+
+/* Rank 1 receives from rank 0, which sends nothing: a timeout, and the
+ * world goes on. Then rank 0 sends while rank 1 does not receive: a
+ * timeout, and the post is withdrawn (rank 1's next receive gets the next
+ * message, not it). Then a size mismatch fails both sides, and the world
+ * still goes on. */
+static void p2p_timeout_body(rank_ctx *x)
+{
+    rt_comm *c = rt_local_comm(x->w, x->rank);
+    uint8_t a[16] = {1, 2, 3}, b[16] = {0};
+    cc_report *rep = &x->rep;
+    double t0 = now_ms();
+    if (x->rank == 1) {
+        CC_CHECK(rep, rt_recv(c, 0, b, 8) == -1, "recv from a silent rank");
+        double ms = now_ms() - t0;
+        CC_CHECK(rep, ms >= 90 && ms < 2000, "recv timed out after %.0f ms", ms);
+        CC_CHECK(rep, !strcmp(rt_comm_error(c), "recv on rank 1 from rank 0 timed out after 100 "
+                              "ms: rank 0 sent nothing"), "\"%s\"", rt_comm_error(c));
+        atomic_fetch_add(x->arrivals, 1);       /* 1: rank 0 may send now */
+        while (atomic_load(x->arrivals) < 2)    /* 2: its send has timed out */
+            sleep_ms(1);
+        CC_CHECK(rep, rt_recv(c, 0, b, 4) == 0 && b[0] == 9 && b[3] == 12, "recv after the "
+                 "timeouts: %s", rt_comm_error(c));
+        CC_CHECK(rep, rt_recv(c, 0, b, 8) == -1, "recv of the wrong size");
+        CC_CHECK(rep, !strcmp(rt_comm_error(c), "recv on rank 1 from rank 0: size mismatch: rank "
+                              "0 sent 16 bytes, rank 1 expects 8"), "\"%s\"", rt_comm_error(c));
+        CC_CHECK(rep, rt_recv(c, 0, b, 2) == 0 && b[1] == 2, "recv after a mismatch: %s",
+                 rt_comm_error(c));
+    } else {
+        while (atomic_load(x->arrivals) < 1)
+            sleep_ms(1);
+        t0 = now_ms();
+        CC_CHECK(rep, rt_send(c, 1, a, 16) == -1, "send to a rank that does not receive");
+        double ms = now_ms() - t0;
+        CC_CHECK(rep, ms >= 90 && ms < 2000, "send timed out after %.0f ms", ms);
+        CC_CHECK(rep, !strcmp(rt_comm_error(c), "send on rank 0 to rank 1 timed out after 100 ms: "
+                              "rank 1 did not receive"), "\"%s\"", rt_comm_error(c));
+        atomic_fetch_add(x->arrivals, 1);
+        uint8_t d[4] = {9, 10, 11, 12};
+        CC_CHECK(rep, rt_send(c, 1, d, 4) == 0, "send after the timeouts: %s", rt_comm_error(c));
+        CC_CHECK(rep, rt_send(c, 1, a, 16) == -1, "send of the wrong size");
+        CC_CHECK(rep, !strcmp(rt_comm_error(c), "send on rank 0 to rank 1: size mismatch: rank 0 "
+                              "sent 16 bytes, rank 1 expects 8"), "\"%s\"", rt_comm_error(c));
+        CC_CHECK(rep, rt_send(c, 1, a, 2) == 0, "send after a mismatch: %s", rt_comm_error(c));
+    }
+    rt_comm_free(c);
+}
+
+/* A rank that fails wakes a recv and a send waiting on ranks that never
+ * come: rank 3 aborts while rank 0 receives from rank 1 and rank 2 sends
+ * to rank 1 (which does nothing). */
+static void p2p_abort_body(rank_ctx *x)
+{
+    rt_comm *c = rt_local_comm(x->w, x->rank);
+    uint8_t b[8] = {0};
+    double t0 = now_ms();
+    x->rc = -1;
+    if (x->rank == 0)
+        x->rc = rt_recv(c, 1, b, 8);
+    else if (x->rank == 2)
+        x->rc = rt_send(c, 1, b, 8);
+    else if (x->rank == 3) {
+        sleep_ms(50);
+        rt_comm_abort(c, "out of memory in matmul");
+    }
+    x->ms = now_ms() - t0;
+    snprintf(x->err, sizeof x->err, "%s", rt_comm_error(c));
+    rt_comm_free(c);
+}
+
+static void test_p2p_failures(void)
+{
+    int64_t two[1] = {2}, four[1] = {4};
+    rt_mesh_desc m = mesh_of(1, two);
+    char err[256];
+    rt_local_world *w = rt_local_world_new(&m, 100, err, sizeof err);
+    rank_ctx x[4];
+    run_ranks(w, &m, p2p_timeout_body, x, false);
+    rt_local_world_free(w);
+
+    m = mesh_of(1, four);
+    w = rt_local_world_new(&m, 20000, err, sizeof err);
+    run_ranks(w, &m, p2p_abort_body, x, false);
+    for (int r = 0; r < 4; r += 2) {
+        CHECK_INT(x[r].rc, -1);
+        CHECK_STR(x[r].err, "rank 3 failed: out of memory in matmul");
+        CHECK(x[r].ms < 2000);
+    }
+    rt_local_world_free(w);
+}
+
 static void test_bad_worlds(void)
 {
     char err[256];
@@ -417,5 +510,6 @@ int main(void)
     test_mismatch();
     test_abort();
     test_timeout();
+    test_p2p_failures();
     return CHECK_DONE();
 }

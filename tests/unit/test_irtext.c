@@ -253,8 +253,8 @@ static void test_all_ops(void)
     bool seen[IR_NOPS] = {false};
     for (int i = 0; i < m->ops.n; i++)
         seen[IR_OP(m, i)->code] = true;
-    for (int op = 0; op < IR_NOPS; op++)
-        CHECK(seen[op]);
+    for (int op = 0; op < IR_NOPS; op++) /* send and recv: tests/lit/ir/roundtrip-stage.ir */
+        CHECK(seen[op] || ir_ops[op].cls == IR_C_P2P);
     char *text = check_roundtrip(m);
     CHECK(strstr(text, "{name = \"layers.0.w1\", init = normal(0.02)}") != NULL);
     CHECK(strstr(text, "state {name = \"opt.step\", init = zeros} : f32[]\n") != NULL);

@@ -7,6 +7,7 @@
  *                                each fixture plan, plain and in fuzz form
  */
 #include <math.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "check.h"
 #include "runtime/plan.h"
+#include "runtime/plan_text.h"
 
 #define ERRLEN 1024
 
@@ -347,6 +349,45 @@ static void make_empty(fixture *f)
     fix_begin(f, 0, NULL, NULL, -1, 1);
 }
 
+/* Two pipeline stages on dp x pp = 2x2 joined by a send and a recv: stage
+ * 0 reads x, multiplies it by w and sends it; stage 1 receives it and
+ * adds x again (x has an entry on each stage), and each stage keeps the
+ * step count (an entry each), step + 1. */
+static void make_stages(fixture *f)
+{
+    static const char *const names[] = {"dp", "pp"};
+    static const int64_t sizes[] = {2, 2};
+    enum { F = RT_F32, DP = 0, PP = 1 };
+    fix_begin(f, 2, names, sizes, PP, 2);
+    add_io(f, RT_IO_INPUT, "x", T(F, 4, 8), 0, DP, 0);
+    add_io(f, RT_IO_PARAM, "w", T(F, 8), 0, -1, 0)->init = RT_INIT_ONES;
+    rt_io *st = add_io(f, RT_IO_STATE, "step", S(F), 0, -1, 0);
+    st->init = RT_INIT_ZEROS;
+    st->update = 5;
+    add_io(f, RT_IO_INPUT, "x", T(F, 4, 8), 0, DP, 1);
+    st = add_io(f, RT_IO_STATE, "step", S(F), 0, -1, 1);
+    st->init = RT_INIT_ZEROS;
+    st->update = 5;
+    add_io(f, RT_IO_OUTPUT, "y", T(F, 4, 8), 0, DP, 1)->buffer = 2;
+    static const int64_t b[2][6] = {{64, 32, 64, 4, 4, 4}, {64, 64, 64, 4, 4, 4}};
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < 6; i++)
+            add_buf(f, s, b[s][i]);
+    src(f, 0, RT_OP_INPUT, 0, T(F, 2, 8), 0);
+    src(f, 0, RT_OP_PARAM, 1, T(F, 8), 1);
+    add(f, 0, RT_OP_MUL, 2, T(F, 2, 8), 2, 0, T(F, 2, 8), 1, T(F, 8));
+    add(f, 0, RT_OP_SEND, -1, T(F, 2, 8), 1, 2, T(F, 2, 8))->dim = 1;
+    src(f, 0, RT_OP_STATE, 3, S(F), 2);
+    add(f, 0, RT_OP_CONST, 4, S(F), 0)->value = 1;
+    add(f, 0, RT_OP_ADD, 5, S(F), 2, 3, S(F), 4, S(F));
+    add(f, 1, RT_OP_RECV, 0, T(F, 2, 8), 0)->dim = 0;
+    src(f, 1, RT_OP_INPUT, 1, T(F, 2, 8), 3);
+    add(f, 1, RT_OP_ADD, 2, T(F, 2, 8), 2, 0, T(F, 2, 8), 1, T(F, 2, 8));
+    src(f, 1, RT_OP_STATE, 3, S(F), 4);
+    add(f, 1, RT_OP_CONST, 4, S(F), 0)->value = 1;
+    add(f, 1, RT_OP_ADD, 5, S(F), 2, 3, S(F), 4, S(F));
+}
+
 /* ---- byte helpers ---- */
 
 static uint64_t rd(const uint8_t *b, int k)
@@ -566,6 +607,7 @@ static void test_roundtrip(void)
     roundtrip(make_loss, "loss.plan");
     roundtrip(make_train, "train.plan");
     roundtrip(make_empty, "empty.plan");
+    roundtrip(make_stages, "stages.plan");
     rt_plan_free(NULL);
 }
 
@@ -800,16 +842,19 @@ static void test_validate(void)
                    "bytes) does not fit buffer 2 (8191 bytes)");
     f.bufs[0][2] = 8192;
     mm->op = RT_NOPS + 3;
-    EXPECT_INVALID(&f.p, "stage 1, instruction 2 (?): unknown opcode 60");
+    char want[80];
+    snprintf(want, sizeof want, "stage 1, instruction 2 (?): unknown opcode %d", RT_NOPS + 3);
+    EXPECT_INVALID(&f.p, want);
     mm->op = RT_OP_EXP;
     EXPECT_INVALID(&f.p, "has 2 operands; exp takes 1");
     mm->op = RT_OP_MATMUL;
     CHECK(rt_plan_validate(&f.p, err, sizeof err));
 
     f.io[3].name = (char *)"ln.g";
-    EXPECT_INVALID(&f.p, "duplicate I/O name 'ln.g' (entries 2 and 3)");
-    f.io[3].name = (char *)"w";
-    EXPECT_INVALID(&f.p, "duplicate I/O name 'w' (entries 3 and 6)");
+    EXPECT_INVALID(&f.p, "duplicate I/O name 'ln.g' on stage 0 (entries 2 and 3)");
+    f.io[3].name = (char *)"w"; /* a name on two stages: one tensor, so alike */
+    EXPECT_INVALID(&f.p, "I/O entries 3 and 6 (stages 0 and 1) are both called 'w' but differ "
+                   "in type: f32[32] and f32[32, 8]");
     f.io[3].name = (char *)"";
     EXPECT_INVALID(&f.p, "I/O entry 3 has no name");
     f.io[3].name = (char *)"ln.b";
@@ -1323,7 +1368,7 @@ static int write_seeds(const char *dir)
         void (*make)(fixture *);
         const char *name;
     } seeds[] = {{make_pipeline, "pipeline"}, {make_loss, "loss"}, {make_train, "train"},
-                 {make_empty, "empty"}};
+                 {make_empty, "empty"}, {make_stages, "stages"}};
     int bad = 0;
     for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
         fixture f;
@@ -1392,6 +1437,190 @@ static void test_validate_arena(void)
     CHECK(rt_plan_validate(&f.p, err, sizeof err));
 }
 
+/* ---- pipeline stages: send, recv, entries on several stages ---- */
+
+/* Each rule of send and recv, and of I/O entries with one name. */
+static void test_validate_stages(void)
+{
+    fixture f;
+    make_stages(&f);
+    char err[ERRLEN];
+    CHECK(rt_plan_validate(&f.p, err, sizeof err) || (fprintf(stderr, "%s\n", err), 0));
+    rt_instr *send = &f.instr[0][3], *recv = &f.instr[1][0], *mul = &f.instr[0][2];
+    CHECK_INT(send->op, RT_OP_SEND);
+    CHECK_INT(recv->op, RT_OP_RECV);
+
+    send->dim = 2;
+    EXPECT_INVALID(&f.p, "stage 0, instruction 3 (send): peer stage 2 is out of range (the plan "
+                   "has 2 stages)");
+    send->dim = 0;
+    EXPECT_INVALID(&f.p, "stage 0, instruction 3 (send): the peer stage 0 is this program's own "
+                   "stage");
+    send->dim = 1;
+    recv->dim = -1;
+    EXPECT_INVALID(&f.p, "stage 1, instruction 0 (recv): peer stage -1 is out of range");
+    recv->dim = 1;
+    EXPECT_INVALID(&f.p, "stage 1, instruction 0 (recv): the peer stage 1 is this program's own "
+                   "stage");
+    recv->dim = 0;
+    send->out = 2;
+    EXPECT_INVALID(&f.p, "stage 0, instruction 3 (send): a send has no result: out must be -1, "
+                   "not 2");
+    send->out = -1;
+    send->out_t = T(RT_F32, 2, 4);
+    EXPECT_INVALID(&f.p, "stage 0, instruction 3 (send): out_t is f32[2, 4], but a send's is its "
+                   "operand's type f32[2, 8]");
+    send->out_t = send->in_t[0];
+    send->in[0] = 6;
+    EXPECT_INVALID(&f.p, "stage 0, instruction 3 (send): buffer 6 (operand 1) is out of range");
+    send->in[0] = 2;
+    mul->out = -1;
+    EXPECT_INVALID(&f.p, "stage 0, instruction 2 (mul): out is -1, but only a send has no result");
+    mul->out = 2;
+    recv->out = -1;
+    EXPECT_INVALID(&f.p, "stage 1, instruction 0 (recv): out is -1, but only a send has no "
+                   "result");
+    recv->out = 0;
+    recv->out_t = T(RT_F32, 4, 8);
+    EXPECT_INVALID(&f.p, "stage 1, instruction 0 (recv): the result f32[4, 8] (128 bytes) does "
+                   "not fit buffer 0 (64 bytes)");
+    recv->out_t = T(RT_F32, 2, 8);
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+
+    /* x and step have an entry on each stage; they must agree */
+    f.io[4].stage = 0;
+    EXPECT_INVALID(&f.p, "duplicate I/O name 'step' on stage 0 (entries 2 and 4)");
+    f.io[4].stage = 1;
+    f.io[3].type = T(RT_F32, 8, 8);
+    EXPECT_INVALID(&f.p, "I/O entries 0 and 3 (stages 0 and 1) are both called 'x' but differ in "
+                   "type: f32[4, 8] and f32[8, 8]");
+    f.io[3].type = T(RT_F32, 4, 8);
+    f.io[3].sh.naxes[0] = 0;
+    EXPECT_INVALID(&f.p, "I/O entries 0 and 3 (stages 0 and 1) are both called 'x' but differ in "
+                   "sharding");
+    f.io[3].sh.naxes[0] = 1;
+    f.io[4].init = RT_INIT_ONES;
+    EXPECT_INVALID(&f.p, "I/O entries 2 and 4 (stages 0 and 1) are both called 'step' but differ "
+                   "in initializer");
+    f.io[4].init = RT_INIT_ZEROS;
+    f.io[4].kind = RT_IO_PARAM;
+    EXPECT_INVALID(&f.p, "I/O entries 2 and 4 (stages 0 and 1) are both called 'step' but differ "
+                   "in kind");
+    f.io[4].kind = RT_IO_STATE;
+    rt_io *y0 = add_io(&f, RT_IO_OUTPUT, "y", T(RT_F32, 4, 8), 0, 0, 0);
+    y0->buffer = 2;
+    EXPECT_INVALID(&f.p, "I/O entries 6 and 5 are both called 'y', on stages 0 and 1; an output "
+                   "belongs to one stage");
+    y0->name = (char *)"y0";
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    f.p.nio--;
+
+    /* only the ranks of an entry's stage hold it: it cannot be split over pp */
+    f.io[1].sh.naxes[0] = 1;
+    f.io[1].sh.axes[0][0] = 1;
+    EXPECT_INVALID(&f.p, "I/O entry 1 (w): the sharding names the pipeline axis pp, but only the "
+                   "ranks of stage 0 hold the value");
+    f.io[1].sh.naxes[0] = 0;
+    f.io[1].sh.axes[0][0] = 0;
+    f.io[1].sh.partial = 1 << 1;
+    EXPECT_INVALID(&f.p, "I/O entry 1 (w): the sharding names the pipeline axis pp");
+    f.io[1].sh.partial = 0;
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+
+    /* without a pipeline axis: stage 0 alone, its send going nowhere */
+    f.p.stage_axis = -1;
+    f.p.nstages = 1;
+    f.p.nio = 3;
+    EXPECT_INVALID(&f.p, "stage 0, instruction 3 (send): needs a pipeline axis, but the plan has "
+                   "none");
+    f.instr[0][3].op = RT_OP_RECV; /* nin stays 1 */
+    EXPECT_INVALID(&f.p, "stage 0, instruction 3 (recv): has 1 operands; recv takes 0");
+}
+
+static void test_io_first(void)
+{
+    fixture f;
+    make_stages(&f);
+    int32_t first[MAXIO];
+    CHECK(rt_plan_io_first(&f.p, first));
+    static const int32_t want[] = {0, 1, 2, 0, 2, 5};
+    for (int i = 0; i < 6; i++)
+        CHECK_INT(first[i], want[i]);
+    make_pipeline(&f); /* every name once */
+    CHECK(rt_plan_io_first(&f.p, first));
+    for (int i = 0; i < f.p.nio; i++)
+        CHECK_INT(first[i], i);
+}
+
+/* rt_instr_check alone: send and recv need a pipeline axis and a peer
+ * stage in range; the program's own stage is check_in_program's. */
+static void test_rules_p2p(void)
+{
+    fixture f;
+    make_stages(&f);
+    char err[ERRLEN];
+    rt_instr in = mk(RT_OP_RECV, T(RT_BF16, 3, 5), 0);
+    in.dim = 1;
+    CHECK_STR(instr_msg(&f.p, &in, err), "");
+    in.dim = 2;
+    CHECK_STR(instr_msg(&f.p, &in, err), "peer stage 2 is out of range (the plan has 2 stages)");
+    in = mk(RT_OP_SEND, T(RT_I32, 7), 1, T(RT_I32, 7));
+    in.out = -1;
+    CHECK_STR(instr_msg(&f.p, &in, err), "");
+    in.out = 0;
+    CHECK_STR(instr_msg(&f.p, &in, err), "a send has no result: out must be -1, not 0");
+    make_pipeline(&f); /* stage axis pp, 2 stages */
+    in.out = -1;
+    in.dim = 1;
+    CHECK_STR(instr_msg(&f.p, &in, err), "");
+    make_loss(&f); /* no stage axis */
+    CHECK_STR(instr_msg(&f.p, &in, err), "needs a pipeline axis, but the plan has none");
+}
+
+/* `shardc --emit schedule`: send and recv with their peer stage, and each
+ * entry's stage. */
+static void test_schedule_text(void)
+{
+    fixture f;
+    make_stages(&f);
+    jmp_buf oom;
+    if (setjmp(oom)) {
+        CHECK(0);
+        return;
+    }
+    su_buf b;
+    su_buf_init(&b, &oom);
+    rt_plan_print_schedule(&f.p, &b);
+    char *text = su_buf_take(&b);
+    CHECK_STR(text,
+              "mesh dp = 2, pp = 2\n"
+              "// 4 ranks, 2 stages\n"
+              "input \"x\" : f32[4, 8] shard(dp, _) on stage 0\n"
+              "param \"w\" : f32[8] shard(_) = %1 on stage 0\n"
+              "state \"step\" : f32[] shard() = %3 <- %5 on stage 0\n"
+              "input \"x\" : f32[4, 8] shard(dp, _) on stage 1\n"
+              "state \"step\" : f32[] shard() = %3 <- %5 on stage 1\n"
+              "output \"y\" : f32[4, 8] shard(dp, _) = %2 on stage 1\n"
+              "\n"
+              "stage 0 (pp = 0): 7 instructions, 6 buffers in an arena of 1536 bytes\n"
+              "  %0 = input {name = \"x\"} : f32[2, 8]\n"
+              "  %1 = param {name = \"w\"} : f32[8]\n"
+              "  %2 = mul %0, %1 : f32[2, 8]\n"
+              "  send %2 -> stage 1 : f32[2, 8]    // 64 bytes\n"
+              "  %3 = state {name = \"step\"} : f32[]\n"
+              "  %4 = const {value = 1.0} : f32[]\n"
+              "  %5 = add %3, %4 : f32[]\n"
+              "\n"
+              "stage 1 (pp = 1): 6 instructions, 6 buffers in an arena of 1536 bytes\n"
+              "  %0 = recv <- stage 0 : f32[2, 8]    // 64 bytes\n"
+              "  %1 = input {name = \"x\"} : f32[2, 8]\n"
+              "  %2 = add %0, %1 : f32[2, 8]\n"
+              "  %3 = state {name = \"step\"} : f32[]\n"
+              "  %4 = const {value = 1.0} : f32[]\n"
+              "  %5 = add %3, %4 : f32[]\n");
+    free(text);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--write-seeds") == 0)
@@ -1407,5 +1636,9 @@ int main(int argc, char **argv)
     test_validate_arena();
     test_train_file();
     test_rules();
+    test_validate_stages();
+    test_io_first();
+    test_rules_p2p();
+    test_schedule_text();
     return CHECK_DONE();
 }

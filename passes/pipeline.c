@@ -1,0 +1,1204 @@
+/* pipeline.c: the pipeline split (DESIGN.md §3.5, LANGUAGE.md §9).
+ *
+ * From the partitioned module, which every rank of every stage would run
+ * whole, makes one program per stage of the pipeline axis: the chunks of the
+ * pipelined repeat it owns, for each microbatch, in the order its schedule
+ * gives, with send and recv where a value crosses stages.
+ *
+ * Each value of the partitioned module gets a kind:
+ *   PRE   per step, made before any microbatch: params, states, constants
+ *         and whatever is made from them alone (computed once per stage, at
+ *         first use);
+ *   MB    per microbatch: what depends on the inputs row by row. Its local
+ *         type has dimension `bd` (where the batch rows are, the major part
+ *         of that dimension) divided by the microbatch count;
+ *   ACC   the result of an op that reduces over the batch (a gradient's
+ *         matmul or sum over batch rows, embedding_grad, a loss): computed
+ *         per microbatch and accumulated (sum, mean of the microbatches'
+ *         means, max);
+ *   POST  per step, made from accumulated values: gradient synchronisation,
+ *         the optimizer, the loss's all_reduce.
+ * The split is exact because every batch-reducing op's full-batch result is
+ * the sum (mean, max) of its microbatch results, and every backward
+ * constant carries the full batch's row count. A per-microbatch op that
+ * reads an accumulated value (batch statistics) cannot be pipelined and is
+ * an error.
+ *
+ * MB and ACC ops belong to a chunk: a repetition's chunk is rep / (L / C)
+ * for C = stages x chunks per stage; others take the latest chunk of their
+ * operands. Ops made only from inputs and per-step values float: each stage
+ * computes them itself when it first needs them. Chunk c runs on stage
+ * c % P; its forward ops run in the tasks F(c, j), its backward ops in
+ * B(c, j). A value one stage makes and another reads is sent at the end of
+ * the producing task and received at the start of the consuming one.
+ */
+#include "passes.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { K_PRE, K_MB, K_ACC, K_POST };
+enum { ACC_SUM, ACC_MEAN, ACC_MAX };
+
+typedef struct pl {
+    const ir_module *m;
+    su_buf *err;
+    int P, M, V, C, L;          /* stages, microbatches, chunks per stage, chunks, repeats */
+    int nv;
+    uint8_t *kind;              /* per value id */
+    int8_t *bd;                 /* MB: the batch dimension */
+    bool *floating;             /* MB: made from inputs and per-step values only */
+    bool *permuted;             /* MB: rows regrouped across ranks (gathers on bd) */
+    int *chunk;                 /* MB (not floating) and ACC: the chunk */
+    uint8_t *acc;               /* ACC: ACC_* */
+    int *stage;                 /* ACC, POST: the stage */
+    uint64_t *to;               /* MB (not floating): stages other than its own that read it */
+    const ir_op **origin;       /* ACC, POST: the batch reduction it comes from */
+    su_arena ar;
+} pl;
+
+static bool fail(pl *L, const ir_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool fail(pl *L, const ir_op *op, const char *fmt, ...)
+{
+    if (op && op->loc.line)
+        su_buf_printf(L->err, "line %d: ", op->loc.line);
+    if (op)
+        su_buf_printf(L->err, "%s: ", ir_op_display(op->code));
+    va_list ap;
+    va_start(ap, fmt);
+    su_buf_vprintf(L->err, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static int stage_of(const pl *L, int chunk)
+{
+    return chunk % L->P;
+}
+
+/* ---- kinds and batch dimensions ---- */
+
+/* Where operand x's dimension d lands in a result of rank R under NumPy
+ * broadcasting (right-aligned). */
+static int aligned(const ir_value *x, int d, int R)
+{
+    return d + (R - x->type.rank);
+}
+
+/* A per-step operand broadcast against the batch must not span it. */
+static bool per_step_fits(pl *L, const ir_op *op, const ir_value *x, int od, int R)
+{
+    int xd = od - (R - x->type.rank);
+    if (xd >= 0 && x->type.dim[xd] != 1)
+        return fail(L, op, "a per-step value of %lld rows meets the per-microbatch batch "
+                    "dimension; pipelining needs per-step values that broadcast over it",
+                    (long long)x->type.dim[xd]);
+    return true;
+}
+
+/* Elementwise ops (and expand): every per-microbatch operand's batch
+ * dimension lands on the same result dimension. */
+static int rule_elementwise(pl *L, const ir_op *op)
+{
+    int R = op->res[0]->type.rank, od = -1;
+    for (int k = 0; k < op->nin; k++) {
+        const ir_value *x = op->in[k];
+        if (L->kind[x->id] != K_MB)
+            continue;
+        int d = aligned(x, L->bd[x->id], R);
+        if (od >= 0 && d != od)
+            return fail(L, op, "its operands hold the batch in different dimensions (%d and %d)",
+                        od, d), -2;
+        od = d;
+    }
+    for (int k = 0; k < op->nin; k++)
+        if (L->kind[op->in[k]->id] == K_PRE && !per_step_fits(L, op, op->in[k], od, R))
+            return -2;
+    return od;
+}
+
+/* matmul: the batch in a batch or row dimension stays; in the contracted
+ * dimension, the result is a sum over the batch. */
+static int rule_matmul(pl *L, const ir_op *op, int *mode)
+{
+    int R = op->res[0]->type.rank, od = -2;
+    bool contracts = false, keeps = false;
+    for (int k = 0; k < 2; k++) {
+        const ir_value *x = op->in[k];
+        if (L->kind[x->id] != K_MB)
+            continue;
+        int r = x->type.rank, d = L->bd[x->id], o;
+        if (r == 1 || (k == 0 && d == r - 1) || (k == 1 && d == r - 2)) {
+            contracts = true;
+            continue;
+        }
+        o = (k == 0 && d == r - 2) ? R - 2 : (k == 1 && d == r - 1) ? R - 1 : aligned(x, d, R);
+        if (keeps && o != od)
+            return fail(L, op, "its operands hold the batch in different dimensions"), -2;
+        keeps = true;
+        od = o;
+    }
+    if (contracts && keeps)
+        return fail(L, op, "one operand contracts the batch dimension and the other keeps it"),
+               -2;
+    if (contracts && (L->kind[op->in[0]->id] != K_MB || L->kind[op->in[1]->id] != K_MB))
+        return fail(L, op, "contracts the batch dimension with a per-step value that spans it "
+                    "(the gradient of a sum or mean over the batch?); not supported yet"), -2;
+    if (contracts) {
+        *mode = ACC_SUM;
+        return -1;
+    }
+    for (int k = 0; k < 2; k++) {
+        const ir_value *x = op->in[k];
+        if (L->kind[x->id] == K_PRE && x->type.rank > 2 && od < R - 2 &&
+            !per_step_fits(L, op, x, od, R))
+            return -2;
+    }
+    return od;
+}
+
+static int rule_reshape(pl *L, const ir_op *op, int d)
+{
+    const ir_type *in = &op->in[0]->type, *out = &op->res[0]->type;
+    int64_t pre = 1, acc = 1;
+    for (int k = 0; k < d; k++)
+        pre *= in->dim[k];
+    for (int k = 0; k < out->rank; k++) {
+        if (acc == pre && out->dim[k] % L->M == 0)
+            return k;
+        acc *= out->dim[k];
+    }
+    return fail(L, op, "the batch (dimension %d) is not the major part of any dimension of "
+                "the new shape", d), -2;
+}
+
+/* The result's batch dimension (>= 0), -1 for a batch reduction (its
+ * accumulation in *mode), -2 on error. */
+static int batch_rule(pl *L, const ir_op *op, int *mode)
+{
+    const ir_value *x = op->in[0];
+    int d = L->kind[x->id] == K_MB ? L->bd[x->id] : -1;
+    switch (op->code) {
+    case IR_MATMUL:
+        return rule_matmul(L, op, mode);
+    case IR_ATTENTION:
+    case IR_ATTN_PROBS:
+        for (int k = 0; k < op->nin; k++)
+            if (L->kind[op->in[k]->id] != K_MB || L->bd[op->in[k]->id] != d || d >= 2)
+                return fail(L, op, "q, k and v must all hold the batch in dimension 0 or 1"),
+                       -2;
+        return d;
+    case IR_SUM:
+    case IR_MEAN:
+    case IR_AMAX:
+        if (op->a.axis == d) {
+            *mode = op->code == IR_SUM ? ACC_SUM : op->code == IR_MEAN ? ACC_MEAN : ACC_MAX;
+            return -1;
+        }
+        return d - (op->a.axis < d && !op->a.keepdims);
+    case IR_SOFTMAX:
+    case IR_LAYERNORM:
+    case IR_RMSNORM: {
+        int axis = op->code == IR_SOFTMAX ? (int)op->a.axis : x->type.rank - 1;
+        if (d < 0 || d == axis)
+            return fail(L, op, "normalises over the batch dimension"), -2;
+        return rule_elementwise(L, op) < -1 ? -2 : d;
+    }
+    case IR_XENT:
+    case IR_MSE:
+        *mode = ACC_MEAN;
+        return -1;
+    case IR_EMBEDDING_GRAD:
+        *mode = ACC_SUM;
+        return -1;
+    case IR_EMBEDDING:
+        if (L->kind[x->id] == K_MB)
+            return fail(L, op, "the table depends on the batch"), -2;
+        return L->bd[op->in[1]->id];
+    case IR_XENT_GRAD:
+        if (d < 0 || d == x->type.rank - 1)
+            return fail(L, op, "the batch must be in a row dimension of the logits"), -2;
+        return d;
+    case IR_TRANSPOSE:
+        for (int k = 0; k < op->a.nlist; k++)
+            if (op->a.list[k] == d)
+                return k;
+        return -2;
+    case IR_RESHAPE:
+        return rule_reshape(L, op, d);
+    case IR_CONSTRAIN:
+    case IR_ALL_REDUCE:
+    case IR_BROADCAST:
+        return d;
+    case IR_ALL_GATHER:
+    case IR_REDUCE_SCATTER:
+    case IR_SLICE:
+        L->permuted[op->res[0]->id] = L->permuted[x->id] || op->a.dim == d;
+        return d;
+    case IR_ALL_TO_ALL:
+        L->permuted[op->res[0]->id] = L->permuted[x->id] || op->a.dim == d || op->a.dim2 == d;
+        return d;
+    case IR_EXPAND:
+        return rule_elementwise(L, op);
+    default:
+        break;
+    }
+    switch (ir_ops[op->code].cls) {
+    case IR_C_UNARY:
+    case IR_C_BINARY:
+        return rule_elementwise(L, op);
+    default:
+        return fail(L, op, "is not supported on per-microbatch values"), -2;
+    }
+}
+
+/* The chunk of an MB or ACC op that does not float. */
+static int op_chunk(pl *L, const ir_op *op)
+{
+    if (op->rep >= 0)
+        return op->rep / (L->L / L->C);
+    int c = 0;
+    for (int k = 0; k < op->nin; k++) {
+        const ir_value *x = op->in[k];
+        if (L->kind[x->id] == K_MB && !L->floating[x->id] && L->chunk[x->id] > c)
+            c = L->chunk[x->id];
+    }
+    return c;
+}
+
+/* Where a value one chunk makes may be read by another: forward values
+ * flow to later chunks, gradients to earlier ones; a backward op may read a
+ * forward value its stage made or received in the forward pass. */
+static bool check_edge(pl *L, const ir_op *op, const ir_value *x)
+{
+    int a = L->chunk[x->id], b = L->chunk[op->res[0]->id];
+    bool fa = x->def->phase == IR_PH_FORWARD, fb = op->phase == IR_PH_FORWARD;
+    if (a == b)
+        return true;
+    if (fa && fb && a < b)
+        return true;
+    if (!fa && !fb && a > b)
+        return true;
+    if (fa && !fb && (stage_of(L, a) == stage_of(L, b) || (L->to[x->id] >> stage_of(L, b) & 1)))
+        return true; /* kept since the forward, made or received there */
+    return fail(L, op, "reads a value of pipeline chunk %d from chunk %d (%s to %s): values "
+                "cross stages forward in the forward pass and backward in the backward pass",
+                a, b, fa ? "forward" : "backward", fb ? "forward" : "backward");
+}
+
+static bool classify_op(pl *L, const ir_op *op)
+{
+    const ir_value *r = op->res[0];
+    int id = r->id;
+    if (op->code == IR_INPUT) {
+        L->kind[id] = K_MB;
+        L->bd[id] = 0;
+        L->floating[id] = true;
+        if (r->type.rank == 0 || r->type.dim[0] % L->M)
+            return fail(L, op, "input '%s': its local batch of %lld rows does not split into %d "
+                        "microbatches", op->a.name, r->type.rank ? (long long)r->type.dim[0] : 0LL,
+                        L->M);
+        return true;
+    }
+    if (ir_ops[op->code].cls == IR_C_SOURCE) {
+        L->kind[id] = K_PRE;
+        return true;
+    }
+    bool mb = false, step = false, floating = op->rep < 0;
+    int post_stage = -1;
+    const ir_op *whole = NULL;
+    for (int k = 0; k < op->nin; k++) {
+        int x = op->in[k]->id;
+        if (L->kind[x] == K_MB) {
+            mb = true;
+            floating = floating && L->floating[x];
+        } else if (L->kind[x] == K_ACC || L->kind[x] == K_POST) {
+            if (step && L->stage[x] != post_stage)
+                return fail(L, op, "combines per-step values of stages %d and %d (a param "
+                            "used on both?); a value shared by stages is not supported",
+                            post_stage, L->stage[x]);
+            step = true;
+            post_stage = L->stage[x];
+            whole = L->origin[x];
+        }
+    }
+    if (mb && step)
+        return fail(L, op, "uses the result of %s (line %d), which needs the whole batch, "
+                    "together with per-microbatch values; pipelining needs the batch rows "
+                    "computed independently", ir_op_display(whole->code), whole->loc.line);
+    if (step) {
+        L->kind[id] = K_POST;
+        L->stage[id] = post_stage;
+        L->origin[id] = whole;
+        return true;
+    }
+    if (!mb) {
+        L->kind[id] = K_PRE;
+        return true;
+    }
+    if (ir_ops[op->code].cls == IR_C_OPTIM || op->code == IR_INSERT || op->code == IR_EXTRACT)
+        return fail(L, op, "is not supported on per-microbatch values");
+    int mode = ACC_SUM, d = batch_rule(L, op, &mode);
+    if (d < -1)
+        return false;
+    if (d == -1) {
+        L->kind[id] = K_ACC;
+        L->origin[id] = op;
+        L->acc[id] = (uint8_t)mode;
+        L->chunk[id] = op_chunk(L, op);
+        L->stage[id] = stage_of(L, L->chunk[id]);
+    } else {
+        if (r->type.dim[d] % L->M)
+            return fail(L, op, "its batch dimension %d (%lld) does not split into %d "
+                        "microbatches", d, (long long)r->type.dim[d], L->M);
+        L->kind[id] = K_MB;
+        L->bd[id] = (int8_t)d;
+        L->floating[id] = floating;
+        if (!floating)
+            L->chunk[id] = op_chunk(L, op);
+        for (int k = 0; k < op->nin; k++)
+            L->permuted[id] = L->permuted[id] || (L->kind[op->in[k]->id] == K_MB &&
+                                                  L->permuted[op->in[k]->id]);
+    }
+    if (floating && L->kind[id] == K_MB)
+        return true;
+    for (int k = 0; k < op->nin; k++) {
+        const ir_value *x = op->in[k];
+        if (L->kind[x->id] != K_MB || L->floating[x->id])
+            continue;
+        if (!check_edge(L, op, x))
+            return false;
+        int s = stage_of(L, L->chunk[id]);
+        if (s != stage_of(L, L->chunk[x->id]))
+            L->to[x->id] |= 1ull << s;
+    }
+    return true;
+}
+
+static bool classify(pl *L)
+{
+    for (int i = 0; i < L->m->ops.n; i++) {
+        const ir_op *op = IR_OP(L->m, i);
+        if (op->nres != 1)
+            return fail(L, op, "ops without exactly one result cannot be pipelined");
+        if (ir_ops[op->code].cls == IR_C_P2P)
+            return fail(L, op, "the module is split into stages already");
+        if (ir_ops[op->code].cls == IR_C_COMM) {
+            for (int k = 0; k < op->a.naxes; k++)
+                if (op->a.axes[k] == L->m->pipe.axis)
+                    return fail(L, op, "runs over the pipeline axis %s",
+                                L->m->mesh.name[L->m->pipe.axis]);
+        }
+        if (!classify_op(L, op))
+            return false;
+    }
+    return true;
+}
+
+/* ---- schedules ---- */
+
+static void add_task(su_vec *v, jmp_buf *oom, su_arena *a, bool fwd, int chunk, int mb)
+{
+    pass_task *t = su_alloc(a, sizeof *t);
+    *t = (pass_task){.forward = fwd, .chunk = chunk, .mb = mb};
+    su_vec_push(v, oom, t);
+}
+
+/* Stage s's tasks. gpipe: every forward, then every backward. 1f1b: P-s-1
+ * forwards to fill the pipe, then one forward and one backward in turn,
+ * then the remaining backwards. interleaved(V) (Megatron-LM's schedule):
+ * the same over V chunks per stage, the k-th forward (backward) of a stage
+ * working on its chunk (k / P) % V (V-1 minus that) and microbatch
+ * (k / (P V)) P + k % P. Forward-only programs run their forwards in order. */
+static void virtual_task(const pl *L, int s, int k, bool fwd, su_vec *out, jmp_buf *oom,
+                         su_arena *a)
+{
+    int P = L->P, V = L->V;
+    if (V == 1) {
+        add_task(out, oom, a, fwd, s, k);
+        return;
+    }
+    int v = (k / P) % V, j = (k / (P * V)) * P + k % P;
+    add_task(out, oom, a, fwd, (fwd ? v : V - 1 - v) * P + s, j);
+}
+
+static void schedule(const pl *L, int s, bool train, su_vec *out, jmp_buf *oom, su_arena *a)
+{
+    int P = L->P, M = L->M, V = L->V, N = M * V;
+    if (!train || L->m->pipe.schedule == IR_SCHED_GPIPE) {
+        for (int v = 0; v < V; v++)
+            for (int j = 0; j < M; j++)
+                add_task(out, oom, a, true, v * P + s, j);
+        for (int v = V - 1; train && v >= 0; v--)
+            for (int j = 0; j < M; j++)
+                add_task(out, oom, a, false, v * P + s, j);
+        return;
+    }
+    int warm = V == 1 ? P - s - 1 : (P - s - 1) * 2 + (V - 1) * P;
+    if (warm > N)
+        warm = N;
+    int f = 0, b = 0;
+    while (f < warm)
+        virtual_task(L, s, f++, true, out, oom, a);
+    while (f < N) {
+        virtual_task(L, s, f++, true, out, oom, a);
+        virtual_task(L, s, b++, false, out, oom, a);
+    }
+    while (b < N)
+        virtual_task(L, s, b++, false, out, oom, a);
+}
+
+/* The schedule's bubble: every stage runs its tasks in order, a forward of
+ * chunk c after the same microbatch's forward of c-1, a backward after the
+ * next chunk's backward (the last chunk's after its forward). With equal
+ * times per chunk (forward 1/V, backward 2/V), the time the slowest stage
+ * idles over the ideal time M (1 + 2) of each stage. */
+static double bubble(const pl *L, pass_pipeline *pp, bool train)
+{
+    int P = L->P, C = L->C, M = L->M;
+    double tf = 1.0 / L->V, tb = train ? 2.0 / L->V : 0;
+    double *fdone = calloc((size_t)C * M, sizeof *fdone), *bdone = calloc((size_t)C * M, sizeof *bdone);
+    int *next = calloc((size_t)P, sizeof *next);
+    double *clock = calloc((size_t)P, sizeof *clock);
+    bool *fd = calloc((size_t)C * M, 1), *bdn = calloc((size_t)C * M, 1);
+    double end = 0;
+    if (!fdone || !bdone || !next || !clock || !fd || !bdn)
+        su_oom(L->m->oom);
+    for (bool progress = true; progress;) {
+        progress = false;
+        for (int s = 0; s < P; s++) {
+            while (next[s] < pp->ntasks[s]) {
+                const pass_task *t = pp->task[s][next[s]];
+                int k = t->chunk * M + t->mb;
+                double ready;
+                if (t->forward) {
+                    if (t->chunk > 0 && !fd[k - M])
+                        break;
+                    ready = t->chunk > 0 ? fdone[k - M] : 0;
+                } else {
+                    bool after = t->chunk == C - 1 ? fd[k] : bdn[k + M];
+                    if (!after)
+                        break;
+                    ready = t->chunk == C - 1 ? fdone[k] : bdone[k + M];
+                }
+                double start = ready > clock[s] ? ready : clock[s];
+                clock[s] = start + (t->forward ? tf : tb);
+                if (t->forward) {
+                    fdone[k] = clock[s];
+                    fd[k] = true;
+                } else {
+                    bdone[k] = clock[s];
+                    bdn[k] = true;
+                }
+                if (clock[s] > end)
+                    end = clock[s];
+                next[s]++;
+                progress = true;
+            }
+        }
+    }
+    double ideal = M * (tf + tb) * L->V;
+    free(fdone), free(bdone), free(next), free(clock), free(fd), free(bdn);
+    return (end - ideal) / ideal;
+}
+
+/* ---- building one stage's program ---- */
+
+typedef struct st {
+    pl *L;
+    ir_module *dst;
+    int s;
+    ir_value **pre;     /* [nv]: per-step values made on this stage */
+    ir_value **full;    /* [nv]: inputs read whole */
+    ir_value **mb;      /* [nv * M]: microbatch values here (made or received) */
+    ir_value **step;    /* [nv]: ACC (running, then final) and POST values */
+    int *nacc;          /* [nv]: contributions accumulated */
+    su_vec bounds;      /* op index ranges [start, end) of sends and recvs between tasks
+                         * (intptr_t pairs) */
+    bool failed;
+} st;
+
+static ir_type mb_type(const pl *L, const ir_value *v)
+{
+    ir_type t = v->type;
+    t.dim[L->bd[v->id]] /= L->M;
+    return t;
+}
+
+static ir_value *append(st *S, const ir_op *like, ir_opcode code, ir_value **in, int nin,
+                        const ir_attrs *a, const ir_type *t, const ir_sharding *sh)
+{
+    ir_op *d = ir_append(S->dst, code, in, nin, a, t);
+    if (like) {
+        d->rep = like->rep;
+        d->phase = like->phase;
+        d->loc = like->loc;
+    }
+    if (!d->nres)
+        return NULL;
+    if (sh)
+        d->res[0]->sh = *sh;
+    else
+        d->res[0]->sh.kind = IR_SH_AUTO;
+    if (like)
+        d->res[0]->name = like->res[0]->name;
+    return d->res[0];
+}
+
+static ir_value *copy_op(st *S, const ir_op *op, ir_value **in, const ir_type *t)
+{
+    ir_attrs a = op->a;
+    if (ir_ops[op->code].attrs & IR_A_SHAPE) {
+        a.nlist = t->rank;
+        memcpy(a.list, t->dim, sizeof a.list);
+    }
+    return append(S, op, op->code, in, op->nin, &a, t, &op->res[0]->sh);
+}
+
+static ir_value *get(st *S, const ir_value *v, int j);
+
+static bool operands(st *S, const ir_op *op, int j, ir_value **in)
+{
+    for (int k = 0; k < op->nin; k++)
+        if (!(in[k] = get(S, op->in[k], j)))
+            return false;
+    return true;
+}
+
+/* Microbatch j of an input: the input read whole, viewed as one row, its
+ * j-th block of columns (the batch is dimension 0, its major part). */
+static ir_value *input_mb(st *S, const ir_op *op, int j)
+{
+    pl *L = S->L;
+    int id = op->res[0]->id;
+    if (!S->full[id])
+        S->full[id] = copy_op(S, op, NULL, &op->res[0]->type);
+    ir_value *x = S->full[id];
+    int64_t n = ir_type_numel(&x->type);
+    ir_type row = {.dtype = x->type.dtype, .rank = 2, .dim = {1, n}};
+    ir_attrs ra = {.nlist = 2, .list = {1, n}};
+    ir_sharding rep = {.kind = IR_SH_AUTO};
+    ir_value *flat = append(S, op, IR_RESHAPE, &x, 1, &ra, &row, &rep);
+    ir_type t = mb_type(L, op->res[0]);
+    ir_attrs ea = {.offset = j * (n / L->M), .nlist = t.rank};
+    memcpy(ea.list, t.dim, sizeof ea.list);
+    ir_value *r = append(S, op, IR_EXTRACT, &flat, 1, &ea, &t, &op->res[0]->sh);
+    r->name = op->res[0]->name;
+    return r;
+}
+
+static ir_value *emit_mb(st *S, const ir_op *op, int j)
+{
+    if (op->code == IR_INPUT)
+        return input_mb(S, op, j);
+    ir_value *in[8];
+    if (!operands(S, op, j, in))
+        return NULL;
+    ir_type t = mb_type(S->L, op->res[0]);
+    return copy_op(S, op, in, &t);
+}
+
+static ir_value *get(st *S, const ir_value *v, int j)
+{
+    pl *L = S->L;
+    int id = v->id;
+    switch (L->kind[id]) {
+    case K_PRE:
+        if (!S->pre[id]) {
+            ir_value *in[8];
+            if (!operands(S, v->def, 0, in))
+                return NULL;
+            S->pre[id] = copy_op(S, v->def, in, &v->type);
+        }
+        return S->pre[id];
+    case K_MB: {
+        ir_value **slot = &S->mb[(size_t)id * L->M + j];
+        if (!*slot && L->floating[id])
+            *slot = emit_mb(S, v->def, j);
+        if (!*slot && !S->failed) {
+            S->failed = true;
+            fail(L, v->def, "internal error: microbatch %d of this value is not on stage %d", j,
+                 S->s);
+        }
+        return *slot;
+    }
+    default:
+        if (!S->step[id] && !S->failed) {
+            S->failed = true;
+            fail(L, v->def, "internal error: this per-step value is not on stage %d", S->s);
+        }
+        return S->step[id];
+    }
+}
+
+/* One microbatch's contribution to an accumulated value. */
+static bool accumulate(st *S, const ir_op *op, int j)
+{
+    pl *L = S->L;
+    int id = op->res[0]->id;
+    ir_value *in[8];
+    if (!operands(S, op, j, in))
+        return false;
+    ir_value *t = copy_op(S, op, in, &op->res[0]->type);
+    if (S->step[id]) {
+        ir_value *ab[2] = {S->step[id], t};
+        t = append(S, op, L->acc[id] == ACC_MAX ? IR_MAX : IR_ADD, ab, 2, &(ir_attrs){0},
+                   &t->type, &op->res[0]->sh);
+    }
+    S->step[id] = t;
+    if (++S->nacc[id] == L->M && L->acc[id] == ACC_MEAN && L->M > 1) {
+        ir_type sc = {.dtype = t->type.dtype};
+        ir_value *c = append(S, op, IR_CONST, NULL, 0, &(ir_attrs){.value = 1.0 / L->M}, &sc,
+                             NULL);
+        ir_value *ab[2] = {t, c};
+        S->step[id] = append(S, op, IR_MUL, ab, 2, &(ir_attrs){0}, &t->type, &op->res[0]->sh);
+    }
+    return true;
+}
+
+static int64_t tag_of(const pl *L, int id, int j)
+{
+    return (int64_t)id * L->M + j;
+}
+
+static bool in_task(const pl *L, const ir_op *op, const pass_task *t)
+{
+    int id = op->res[0]->id;
+    if (L->kind[id] == K_MB ? L->floating[id] : L->kind[id] != K_ACC)
+        return false;
+    return L->chunk[id] == t->chunk && (op->phase == IR_PH_FORWARD) == t->forward;
+}
+
+/* Receives what task t reads from other stages, in value order. */
+static void recv_task(st *S, const pass_task *t)
+{
+    pl *L = S->L;
+    const ir_module *m = L->m;
+    int j = t->mb;
+    int nrecv = 0;
+    int *want = su_alloc(&L->ar, (size_t)L->nv * sizeof *want);
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (!in_task(L, op, t))
+            continue;
+        for (int k = 0; k < op->nin; k++) {
+            const ir_value *x = op->in[k];
+            if (L->kind[x->id] != K_MB || L->floating[x->id] ||
+                stage_of(L, L->chunk[x->id]) == S->s)
+                continue;
+            bool seen = S->mb[(size_t)x->id * L->M + j] != NULL;
+            for (int q = 0; q < nrecv && !seen; q++)
+                seen = want[q] == x->id;
+            if (!seen)
+                want[nrecv++] = x->id;
+        }
+    }
+    for (int a = 1; a < nrecv; a++)
+        for (int b = a; b > 0 && want[b - 1] > want[b]; b--) {
+            int tmp = want[b];
+            want[b] = want[b - 1];
+            want[b - 1] = tmp;
+        }
+    for (int q = 0; q < nrecv; q++) {
+        const ir_value *x = NULL;
+        for (int i = 0; i < m->ops.n && !x; i++)
+            if (IR_OP(m, i)->res[0]->id == want[q])
+                x = IR_OP(m, i)->res[0];
+        ir_type ty = mb_type(L, x);
+        ir_attrs a = {.peer = stage_of(L, L->chunk[x->id]), .tag = tag_of(L, x->id, j)};
+        ir_value *r = append(S, x->def, IR_RECV, NULL, 0, &a, &ty, &x->sh);
+        S->mb[(size_t)x->id * L->M + j] = r;
+    }
+}
+
+static bool compute_task(st *S, const pass_task *t)
+{
+    pl *L = S->L;
+    const ir_module *m = L->m;
+    int j = t->mb;
+    for (int i = 0; i < m->ops.n && !S->failed; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (!in_task(L, op, t))
+            continue;
+        int id = op->res[0]->id;
+        if (L->kind[id] == K_ACC) {
+            if (!accumulate(S, op, j))
+                return false;
+            continue;
+        }
+        ir_value *v = emit_mb(S, op, j);
+        if (!v)
+            return false;
+        S->mb[(size_t)id * L->M + j] = v;
+    }
+    return !S->failed;
+}
+
+/* Sends what other stages read of task t's values, in value order. */
+static void send_task(st *S, const pass_task *t)
+{
+    pl *L = S->L;
+    const ir_module *m = L->m;
+    int j = t->mb;
+    for (int i = 0; i < m->ops.n && !S->failed; i++) {
+        const ir_op *op = IR_OP(m, i);
+        int id = op->res[0]->id;
+        if (!in_task(L, op, t) || L->kind[id] != K_MB || !L->to[id])
+            continue;
+        for (int s = 0; s < L->P; s++)
+            if (L->to[id] & (1ull << s)) {
+                ir_value *x = S->mb[(size_t)id * L->M + j];
+                ir_attrs a = {.peer = s, .tag = tag_of(L, id, j)};
+                append(S, op, IR_SEND, &x, 1, &a, NULL, NULL);
+            }
+    }
+}
+
+static void bound(st *S, int start)
+{
+    su_vec_push(&S->bounds, S->dst->oom, (void *)(intptr_t)start);
+    su_vec_push(&S->bounds, S->dst->oom, (void *)(intptr_t)S->dst->ops.n);
+}
+
+/* The stage's tasks in order; between two tasks, the first one's sends and
+ * the next one's recvs (their order is order_p2p's). */
+static bool run_tasks(st *S, pass_task *const *task, int n)
+{
+    int start = S->dst->ops.n;
+    if (n)
+        recv_task(S, task[0]);
+    bound(S, start);
+    for (int k = 0; k < n; k++) {
+        if (!compute_task(S, task[k]))
+            return false;
+        start = S->dst->ops.n;
+        send_task(S, task[k]);
+        if (k + 1 < n)
+            recv_task(S, task[k + 1]);
+        bound(S, start);
+    }
+    return !S->failed;
+}
+
+typedef struct paired {
+    int gap, seq, op;
+} paired;
+
+static int by_gap(const void *x, const void *y)
+{
+    const paired *a = x, *b = y;
+    return a->gap != b->gap ? (a->gap > b->gap) - (a->gap < b->gap)
+                            : (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+/* A send waits for its recv (as NCCL's do). Between two tasks a stage's
+ * recvs for the next task and its sends are independent of each other, and
+ * a send may also wait for a later gap between tasks (its value stays live
+ * longer). This runs all stages together, pairing a send with its recv
+ * whenever the receiver has reached the gap before the task that reads the
+ * value, moving a stage on once its recvs are done, and puts each stage's
+ * sends and recvs into the gaps where they paired, in pairing order. Fails
+ * only when the schedule itself waits in a cycle. */
+static bool order_p2p(pl *L, st *S)
+{
+    int P = L->P;
+    int *cur = su_alloc(&L->ar, (size_t)P * sizeof *cur);
+    int **at = su_alloc(&L->ar, (size_t)P * sizeof *at); /* per op: the gap it paired in */
+    int **seq = su_alloc(&L->ar, (size_t)P * sizeof *seq); /* per op: pairing order */
+    int nseq = 0;
+    for (int s = 0; s < P; s++) {
+        int n = S[s].dst->ops.n + 1;
+        cur[s] = 0;
+        at[s] = su_alloc(&L->ar, (size_t)n * sizeof **at);
+        seq[s] = su_alloc(&L->ar, (size_t)n * sizeof **seq);
+        for (int i = 0; i < n; i++)
+            at[s][i] = -1;
+    }
+#define NB(s) (S[s].bounds.n / 2)
+#define LO(s, k) ((intptr_t)S[s].bounds.v[2 * (k)])
+#define HI(s, k) ((intptr_t)S[s].bounds.v[2 * (k) + 1])
+    for (bool progress = true; progress;) {
+        progress = false;
+        for (int s = 0; s < P; s++) {
+            if (cur[s] > NB(s))
+                continue;
+            int upto = cur[s] < NB(s) ? cur[s] : NB(s) - 1;
+            for (int g = 0; g <= upto; g++)
+                for (intptr_t i = LO(s, g); i < HI(s, g); i++) {
+                    const ir_op *snd = IR_OP(S[s].dst, i);
+                    int t = (int)snd->a.peer;
+                    if (snd->code != IR_SEND || at[s][i] >= 0 || cur[t] >= NB(t))
+                        continue;
+                    for (intptr_t k = LO(t, cur[t]); k < HI(t, cur[t]); k++) {
+                        const ir_op *rcv = IR_OP(S[t].dst, k);
+                        if (rcv->code != IR_RECV || at[t][k] >= 0 || rcv->a.peer != s ||
+                            rcv->a.tag != snd->a.tag)
+                            continue;
+                        at[s][i] = upto;
+                        at[t][k] = cur[t];
+                        seq[s][i] = seq[t][k] = nseq++;
+                        progress = true;
+                        break;
+                    }
+                }
+        }
+        for (int s = 0; s < P; s++) { /* one gap on, once its recvs all paired */
+            if (cur[s] >= NB(s))
+                continue;
+            intptr_t i = LO(s, cur[s]);
+            while (i < HI(s, cur[s]) && (IR_OP(S[s].dst, i)->code == IR_SEND || at[s][i] >= 0))
+                i++;
+            if (i == HI(s, cur[s])) {
+                cur[s]++;
+                progress = true;
+            }
+        }
+    }
+    bool ok = true;
+    for (int s = 0; s < P && ok; s++) {
+        if (cur[s] < NB(s))
+            ok = fail(L, NULL, "internal error: the schedule waits in a cycle (stage %d stops "
+                      "before its task %d)", s, cur[s]);
+        for (int g = 0; g < NB(s) && ok; g++)
+            for (intptr_t i = LO(s, g); i < HI(s, g) && ok; i++)
+                if (at[s][i] < 0)
+                    ok = fail(L, NULL, "internal error: stage %d's send (tag %lld) is never "
+                              "received", s, (long long)IR_OP(S[s].dst, i)->a.tag);
+    }
+    /* rebuild each stage's list: every gap gets the ops that paired in it */
+    for (int s = 0; s < P && ok; s++) {
+        const su_vec *ops = &S[s].dst->ops;
+        int np = 0;
+        paired *pr = su_alloc(&L->ar, (size_t)ops->n * sizeof *pr + 1);
+        for (int i = 0; i < ops->n; i++)
+            if (at[s][i] >= 0)
+                pr[np++] = (paired){at[s][i], seq[s][i], i};
+        qsort(pr, (size_t)np, sizeof *pr, by_gap);
+        su_vec out = {0};
+        int g = 0, q = 0;
+        for (int i = 0; i < ops->n;) {
+            if (g < NB(s) && i == LO(s, g)) {
+                for (; q < np && pr[q].gap == g; q++)
+                    su_vec_push(&out, L->m->oom, ops->v[pr[q].op]);
+                i = (int)HI(s, g++);
+                continue;
+            }
+            su_vec_push(&out, L->m->oom, ops->v[i++]);
+        }
+        for (; q < np; q++) /* gaps at the very end */
+            su_vec_push(&out, L->m->oom, ops->v[pr[q].op]);
+        su_vec_free(&S[s].dst->ops);
+        S[s].dst->ops = out;
+    }
+    for (int s = 0; s < P; s++)
+        su_vec_free(&S[s].bounds);
+#undef NB
+#undef LO
+#undef HI
+    return ok;
+}
+
+/* After the last task: the per-step ops of this stage, in program order. */
+static bool run_post(st *S)
+{
+    pl *L = S->L;
+    const ir_module *m = L->m;
+    for (int i = 0; i < m->ops.n && !S->failed; i++) {
+        const ir_op *op = IR_OP(m, i);
+        int id = op->res[0]->id;
+        if (L->kind[id] == K_ACC && L->stage[id] == S->s && S->nacc[id] != L->M)
+            return fail(L, op, "internal error: %d of %d microbatches accumulated on stage %d",
+                        S->nacc[id], L->M, S->s);
+        if (L->kind[id] != K_POST || L->stage[id] != S->s)
+            continue;
+        ir_value *in[8];
+        if (!operands(S, op, 0, in))
+            return false;
+        S->step[id] = copy_op(S, op, in, &op->res[0]->type);
+    }
+    return !S->failed;
+}
+
+/* The stage that holds value v once every task has run; -1 when v is
+ * per-step and made from per-step values only (any stage can make it). */
+static int home(const pl *L, const ir_value *v)
+{
+    int id = v->id;
+    switch (L->kind[id]) {
+    case K_PRE: return -1;
+    case K_MB: return L->floating[id] ? L->P - 1 : stage_of(L, L->chunk[id]);
+    default: return L->stage[id];
+    }
+}
+
+/* An output of microbatch values: each microbatch's rows into their place
+ * in a row of the whole local value, then that row in the value's shape. */
+static ir_value *gather_mb(st *S, const ir_value *v)
+{
+    pl *L = S->L;
+    if (L->bd[v->id] != 0 || L->permuted[v->id]) {
+        fail(L, v->def, "an output whose batch is not its dimension 0 (or was regathered) "
+             "cannot be pipelined yet");
+        return NULL;
+    }
+    int64_t n = ir_type_numel(&v->type), part = n / L->M;
+    ir_sharding rep = {.kind = IR_SH_AUTO};
+    ir_type sc = {.dtype = v->type.dtype}, row = {.dtype = v->type.dtype, .rank = 2, .dim = {1, n}};
+    ir_value *z = append(S, NULL, IR_CONST, NULL, 0, &(ir_attrs){.value = 0}, &sc, &rep);
+    ir_value *b = append(S, NULL, IR_EXPAND, &z, 1, &(ir_attrs){.nlist = 2, .list = {1, n}},
+                         &row, &rep);
+    for (int j = 0; j < L->M; j++) {
+        ir_value *in[2] = {b, get(S, v, j)};
+        if (!in[1])
+            return NULL;
+        b = append(S, NULL, IR_INSERT, in, 2, &(ir_attrs){.offset = j * part}, &row, &rep);
+    }
+    ir_attrs ra = {.nlist = v->type.rank};
+    memcpy(ra.list, v->type.dim, sizeof ra.list);
+    ir_value *r = append(S, NULL, IR_RESHAPE, &b, 1, &ra, &v->type, &v->sh);
+    r->name = v->name;
+    return r;
+}
+
+static bool outputs(pl *L, st *S)
+{
+    const ir_module *m = L->m;
+    for (int i = 0; i < m->outputs.n; i++) {
+        const ir_output *o = IR_OUTPUT(m, i);
+        int s = home(L, o->v);
+        if (s < 0) { /* per-step: where it was made, else the last stage */
+            s = L->P - 1;
+            for (int k = 0; k < L->P; k++)
+                if (S[k].pre[o->v->id]) {
+                    s = k;
+                    break;
+                }
+        }
+        ir_value *v = L->kind[o->v->id] == K_MB ? gather_mb(&S[s], o->v) : get(&S[s], o->v, 0);
+        if (!v)
+            return false;
+        ir_add_output(S[s].dst, o->name, v, o->loc);
+    }
+    if (m->train.loss) {
+        int s = home(L, m->train.loss);
+        S[s < 0 ? L->P - 1 : s].dst->train.loss = get(&S[s < 0 ? L->P - 1 : s], m->train.loss, 0);
+    }
+    return true;
+}
+
+/* Each param lives on the one stage that reads it (stage 0 when none
+ * does); a state on every stage that reads it (the step count). Its new
+ * value and gradient must be made there. */
+static bool updates(pl *L, st *S)
+{
+    const ir_module *m = L->m;
+    for (int i = 0; i < m->updates.n; i++) {
+        const ir_update *u = IR_UPDATE(m, i);
+        int id = u->src->id, first = -1;
+        for (int s = 0; s < L->P; s++) {
+            if (!S[s].pre[id])
+                continue;
+            if (first >= 0 && u->src->def->code == IR_PARAM)
+                return fail(L, u->src->def, "param '%s' is used on pipeline stages %d and %d; "
+                            "a param shared by stages is not supported", u->src->def->a.name,
+                            first, s);
+            if (first < 0)
+                first = s;
+        }
+        for (int s = first < 0 ? 0 : first; s < L->P; s++) {
+            if (first >= 0 && !S[s].pre[id])
+                continue;
+            const ir_value *need[2] = {u->v, u->grad};
+            for (int k = 0; k < 2; k++)
+                if (need[k] && home(L, need[k]) >= 0 && home(L, need[k]) != s)
+                    return fail(L, u->src->def, "'%s' lives on stage %d, but its %s is made on "
+                                "stage %d", u->src->def->a.name, s, k ? "gradient" : "new value",
+                                home(L, need[k]));
+            ir_value *src = get(&S[s], u->src, 0), *v = get(&S[s], u->v, 0);
+            ir_value *g = u->grad ? get(&S[s], u->grad, 0) : NULL;
+            if (!src || !v || (u->grad && !g))
+                return false;
+            ir_add_update(S[s].dst, src, v, g);
+            if (first < 0)
+                break;
+        }
+    }
+    return true;
+}
+
+static void init_stage(pl *L, st *S, int s)
+{
+    const ir_module *m = L->m;
+    ir_module *d = ir_module_new(m->oom);
+    d->mesh = m->mesh;
+    d->partitioned = true;
+    d->pipe = m->pipe;
+    d->stage = s;
+    d->train = m->train;
+    d->train.loss = NULL;
+    size_t nv = (size_t)L->nv;
+    *S = (st){.L = L, .dst = d, .s = s};
+    S->pre = su_alloc(&L->ar, nv * sizeof *S->pre);
+    S->full = su_alloc(&L->ar, nv * sizeof *S->full);
+    S->step = su_alloc(&L->ar, nv * sizeof *S->step);
+    S->nacc = su_alloc(&L->ar, nv * sizeof *S->nacc);
+    S->mb = su_alloc(&L->ar, nv * (size_t)L->M * sizeof *S->mb);
+    memset(S->pre, 0, nv * sizeof *S->pre);
+    memset(S->full, 0, nv * sizeof *S->full);
+    memset(S->step, 0, nv * sizeof *S->step);
+    memset(S->nacc, 0, nv * sizeof *S->nacc);
+    memset(S->mb, 0, nv * (size_t)L->M * sizeof *S->mb);
+}
+
+static bool setup(pl *L, const ir_module *m, su_buf *err)
+{
+    const ir_pipeline *p = &m->pipe;
+    *L = (pl){.m = m, .err = err, .M = p->microbatches, .V = p->chunks, .L = p->repeats,
+              .nv = m->next_id + 1};
+    L->P = (int)m->mesh.size[p->axis];
+    L->C = L->P * L->V;
+    su_arena_init(&L->ar, m->oom);
+    if (L->P > 64)
+        return fail(L, NULL, "a pipeline of %d stages: at most 64 are supported", L->P);
+    if (p->schedule == IR_SCHED_INTERLEAVED && L->V > 1 && L->M % L->P)
+        return fail(L, NULL, "the interleaved schedule needs the microbatches (%d) to be a "
+                    "multiple of the stages (%d)", L->M, L->P);
+    size_t nv = (size_t)L->nv;
+    L->kind = su_alloc(&L->ar, nv);
+    L->bd = su_alloc(&L->ar, nv);
+    L->floating = su_alloc(&L->ar, nv * sizeof *L->floating);
+    L->permuted = su_alloc(&L->ar, nv * sizeof *L->permuted);
+    L->acc = su_alloc(&L->ar, nv);
+    L->chunk = su_alloc(&L->ar, nv * sizeof *L->chunk);
+    L->stage = su_alloc(&L->ar, nv * sizeof *L->stage);
+    L->to = su_alloc(&L->ar, nv * sizeof *L->to);
+    L->origin = su_alloc(&L->ar, nv * sizeof *L->origin);
+    memset(L->origin, 0, nv * sizeof *L->origin);
+    memset(L->kind, 0, nv);
+    memset(L->bd, -1, nv);
+    memset(L->floating, 0, nv * sizeof *L->floating);
+    memset(L->permuted, 0, nv * sizeof *L->permuted);
+    memset(L->acc, 0, nv);
+    memset(L->chunk, 0, nv * sizeof *L->chunk);
+    memset(L->stage, 0, nv * sizeof *L->stage);
+    memset(L->to, 0, nv * sizeof *L->to);
+    return true;
+}
+
+void pass_pipeline_free(pass_pipeline *pp)
+{
+    if (!pp)
+        return;
+    for (int s = 0; s < pp->nstages; s++)
+        ir_module_free(pp->stage[s]);
+    if (pp->nstages)
+        su_arena_free(&pp->arena);
+    *pp = (pass_pipeline){0};
+}
+
+bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err)
+{
+    *out = (pass_pipeline){0};
+    if (!m->partitioned || m->pipe.axis < 0 || m->stage >= 0) {
+        su_buf_puts(err, "the pipeline split needs a partitioned module with a pipeline");
+        return false;
+    }
+    pl L;
+    if (!setup(&L, m, err)) {
+        su_arena_free(&L.ar);
+        return false;
+    }
+    bool train = m->updates.n > 0 || m->train.loss;
+    bool ok = classify(&L);
+    su_arena_init(&out->arena, m->oom);
+    out->nstages = L.P;
+    out->stage = su_alloc(&out->arena, (size_t)L.P * sizeof *out->stage);
+    out->ntasks = su_alloc(&out->arena, (size_t)L.P * sizeof *out->ntasks);
+    out->task = su_alloc(&out->arena, (size_t)L.P * sizeof *out->task);
+    st *S = su_alloc(&L.ar, (size_t)L.P * sizeof *S);
+    for (int s = 0; s < L.P; s++) {
+        init_stage(&L, &S[s], s);
+        out->stage[s] = S[s].dst;
+        su_vec tasks = {0};
+        schedule(&L, s, train, &tasks, m->oom, &out->arena);
+        out->ntasks[s] = tasks.n;
+        out->task[s] = su_alloc(&out->arena, (size_t)(tasks.n ? tasks.n : 1) * sizeof(pass_task *));
+        memcpy(out->task[s], tasks.v, (size_t)tasks.n * sizeof(pass_task *));
+        su_vec_free(&tasks);
+        ok = ok && run_tasks(&S[s], out->task[s], out->ntasks[s]) && run_post(&S[s]);
+    }
+    ok = ok && order_p2p(&L, S);
+    ok = ok && updates(&L, S) && outputs(&L, S);
+    if (ok)
+        out->bubble = bubble(&L, out, train);
+    su_arena_free(&L.ar);
+    if (!ok)
+        pass_pipeline_free(out);
+    return ok;
+}
+
+/* ---- the cross-stage verifier ---- */
+
+static void p2p_mismatch(su_buf *err, int s, int i, const ir_op *op, int t, int k,
+                         const ir_op *snd)
+{
+    su_buf_printf(err, "stage %d op %d (recv, tag %lld, %s[%lld elements]) meets stage %d op %d "
+                  "(send, tag %lld, %s[%lld elements])", s, i, (long long)op->a.tag,
+                  ir_dtype_name(op->res[0]->type.dtype),
+                  (long long)ir_type_numel(&op->res[0]->type), t, k, (long long)snd->a.tag,
+                  ir_dtype_name(snd->in[0]->type.dtype),
+                  (long long)ir_type_numel(&snd->in[0]->type));
+}
+
+/* Runs every stage's program together: compute and collectives (within
+ * one stage) proceed; a send and its recv proceed together when both
+ * stages have reached them (rendezvous), and must agree on tag and type. */
+bool pass_verify_p2p(ir_module *const *stage, int n, su_buf *err)
+{
+    int *pc = calloc((size_t)n, sizeof *pc);
+    if (!pc)
+        su_oom(stage[0]->oom);
+    bool ok = true, progress = true;
+    while (ok && progress) {
+        progress = false;
+        for (int s = 0; s < n; s++) /* up to the next send or recv */
+            while (pc[s] < stage[s]->ops.n && ir_ops[IR_OP(stage[s], pc[s])->code].cls != IR_C_P2P) {
+                pc[s]++;
+                progress = true;
+            }
+        for (int s = 0; ok && s < n; s++) {
+            if (pc[s] >= stage[s]->ops.n || IR_OP(stage[s], pc[s])->code != IR_SEND)
+                continue;
+            const ir_op *snd = IR_OP(stage[s], pc[s]);
+            int t = (int)snd->a.peer;
+            if (t < 0 || t >= n || pc[t] >= stage[t]->ops.n)
+                continue;
+            const ir_op *rcv = IR_OP(stage[t], pc[t]);
+            if (rcv->code != IR_RECV || rcv->a.peer != s)
+                continue;
+            if (rcv->a.tag != snd->a.tag || !ir_type_eq(&rcv->res[0]->type, &snd->in[0]->type)) {
+                p2p_mismatch(err, t, pc[t], rcv, s, pc[s], snd);
+                ok = false;
+                break;
+            }
+            pc[s]++, pc[t]++;
+            progress = true;
+        }
+    }
+    for (int s = 0; ok && s < n; s++)
+        if (pc[s] < stage[s]->ops.n) {
+            su_buf_puts(err, "deadlock: every unfinished stage waits:");
+            for (int t = 0; t < n; t++)
+                if (pc[t] < stage[t]->ops.n) {
+                    const ir_op *op = IR_OP(stage[t], pc[t]);
+                    su_buf_printf(err, " stage %d op %d (%s %s stage %lld, tag %lld);", t, pc[t],
+                                  ir_ops[op->code].name, op->code == IR_SEND ? "to" : "from",
+                                  (long long)op->a.peer, (long long)op->a.tag);
+                }
+            ok = false;
+        }
+    free(pc);
+    return ok;
+}
