@@ -91,7 +91,6 @@ if [ -n "${SCHEDULE:-}" ]; then
     grep "^pipeline " "$sharded"
 fi
 if [ -n "$zero" ]; then
-    sharded=$tmp/$(basename "$model")
     sed "s/^\(train .*\)\$/\1 zero $zero over dp/" "$sharded" > "$tmp/zero.sh"
     sharded=$tmp/zero.sh
     grep "^train " "$sharded"
