@@ -1130,6 +1130,8 @@ bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err)
         ok = ok && run_tasks(&S[s], out->task[s], out->ntasks[s]) && run_post(&S[s]);
     }
     ok = ok && order_p2p(&L, S);
+    for (int s = 0; s < L.P; s++) /* order_p2p frees them; not on an earlier failure */
+        su_vec_free(&S[s].bounds);
     ok = ok && updates(&L, S) && outputs(&L, S);
     if (ok)
         out->bubble = bubble(&L, out, train);
