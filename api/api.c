@@ -7,7 +7,9 @@
 #include "ir/ir.h"
 #include "passes/passes.h"
 #include "codegen/codegen.h"
+#include "codegen/nvrtc.h"
 #include "api_internal.h"
+#include "api_cuda.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -19,6 +21,8 @@ struct shardc_options {
     fe_define *defines;   /* malloc'd; names malloc'd */
     int ndefines;
     int64_t bucket_bytes; /* gradient buckets; 0: none */
+    int narchs;           /* --arch: the kernels' targets (0: the default) */
+    int arch[CG_MAX_ARCHS];
 };
 
 #define DEFAULT_BUCKET_MB 25
@@ -30,6 +34,8 @@ struct shardc_program {
     ir_module *part;        /* the partitioned module */
     const char **why;       /* per value of part: why each collective exists */
     pass_pipeline pipe;     /* with a pipeline: one program per stage */
+    int narchs;             /* the options' --arch */
+    int arch[CG_MAX_ARCHS];
 };
 
 /* The programs the plan holds: the pipeline's stages, else the partitioned
@@ -62,6 +68,17 @@ shardc_status shardc_options_set_bucket_mb(shardc_options *opt, double mb, char 
         return api_fail(error, SHARDC_ERR_USAGE, "--bucket-mb %g: expected 0 (no buckets) to "
                         "%d MiB", mb, 1 << 20);
     opt->bucket_bytes = (int64_t)(mb * (1 << 20));
+    return SHARDC_OK;
+}
+
+shardc_status shardc_options_set_archs(shardc_options *opt, const char *list, char **error)
+{
+    char err[256];
+    int arch[CG_MAX_ARCHS], n;
+    if (!cg_parse_archs(list, arch, &n, err, sizeof err))
+        return api_fail(error, SHARDC_ERR_USAGE, "%s", err);
+    memcpy(opt->arch, arch, sizeof arch);
+    opt->narchs = n;
     return SHARDC_OK;
 }
 
@@ -252,6 +269,8 @@ static shardc_status compile(const shardc_options *opt, const su_src *src,
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     }
     p->m = m;
+    p->narchs = opt->narchs;
+    memcpy(p->arch, opt->arch, sizeof p->arch);
     shardc_status st = run_passes(p, opt, &oom, error);
     if (st != SHARDC_OK) {
         shardc_program_free(p);
@@ -389,11 +408,17 @@ shardc_status shardc_program_emit(const shardc_program *prog, const char *what, 
     for (int i = 0; i < 7; i++)
         if (!strcmp(what, kinds[i]))
             k = i;
+    if (!strcmp(what, "fused-ir") || !strcmp(what, "cuda")) {
+        int n;
+        ir_module *const *st = stages(prog, &n);
+        return api_emit_kernels(st, n, what, prog->arch, prog->narchs, text, len, error);
+    }
     if (!strcmp(what, "schedule"))
         return api_program_schedule(prog, text, len, error);
     if (k < 0)
         return api_fail(error, SHARDC_ERR_USAGE, "unknown output '%s' (this version emits: ir, "
-                    "train-ir, sharded-ir, stage-ir, explain, report, report-json, schedule)", what);
+                    "train-ir, sharded-ir, stage-ir, fused-ir, cuda, explain, report, report-json, "
+                    "schedule)", what);
     if (k == 0) {
         *text = strdup(prog->logical_ir);
         if (len && *text)

@@ -63,6 +63,13 @@ SHARDC_API shardc_status shardc_options_define(shardc_options *opt, const char *
 SHARDC_API shardc_status shardc_options_set_bucket_mb(shardc_options *opt, double mb,
                                                       char **error);
 
+/* The GPU architectures the CUDA kernels are compiled for, as `--arch`
+ * does: "sm_80,sm_90" (the default), a cubin for each and PTX for the
+ * newest. SHARDC_ERR_USAGE for text that is not sm_NN joined by ',' or
+ * for an architecture the NVRTC this library uses cannot compile for. */
+SHARDC_API shardc_status shardc_options_set_archs(shardc_options *opt, const char *list,
+                                                  char **error);
+
 /* ---- compilation ---- */
 
 typedef struct shardc_program shardc_program;
@@ -87,7 +94,9 @@ SHARDC_API void shardc_program_free(shardc_program *prog);
  * step's backward and optimizer) with every value's sharding,
  * "sharded-ir" the partitioned IR, "explain" the sharding decisions,
  * "report" / "report-json" the per-rank report, "schedule" the plan's
- * instruction lists. *text is
+ * instruction lists, "fused-ir" the partitioned IR with its fused groups
+ * as comments, "cuda" the CUDA C kernel of each group with its launch
+ * geometry. *text is
  * NUL-terminated, *len (when len is not NULL) its length; free with
  * shardc_free. SHARDC_ERR_USAGE for an unknown `what`. */
 SHARDC_API shardc_status shardc_program_emit(const shardc_program *prog, const char *what,

@@ -30,7 +30,12 @@ static const char usage[] =
     "                     send and recv); without a pipeline, the sharded IR\n"
     "  --emit schedule    print each stage's pipeline schedule and the plan's\n"
     "                     instruction list of each stage\n"
-
+    "  --emit fused-ir    print the partitioned IR with its fused groups (one\n"
+    "                     CUDA kernel each) as comments\n"
+    "  --emit cuda        print the CUDA C kernel of each fused group, with its\n"
+    "                     launch geometry\n"
+    "  --arch LIST        GPU architectures of the kernels (default sm_80,sm_90):\n"
+    "                     a cubin for each, and PTX for the newest\n"
     "  --bucket-mb N      group a training step's gradient collectives into\n"
     "                     buckets of at most N MiB (default 25; 0: none)\n"
     "  --explain-sharding print why each value has its sharding and why each\n"
@@ -95,10 +100,17 @@ static int parse_args(int argc, char **argv, args *a)
         } else if ((v = value_of(argc, argv, &i, "--emit"))) {
             if (strcmp(v, "ir") != 0 && strcmp(v, "train-ir") != 0 &&
                 strcmp(v, "sharded-ir") != 0 && strcmp(v, "stage-ir") != 0 &&
-                strcmp(v, "schedule") != 0)
+                strcmp(v, "schedule") != 0 && strcmp(v, "fused-ir") != 0 &&
+                strcmp(v, "cuda") != 0)
                 return usage_error("--emit '%s': this version emits: ir, train-ir, sharded-ir, "
-                                   "stage-ir, schedule", v);
+                                   "stage-ir, schedule, fused-ir, cuda", v);
             a->emit = v;
+        } else if ((v = value_of(argc, argv, &i, "--arch"))) {
+            if (shardc_options_set_archs(a->opt, v, &err) != SHARDC_OK) {
+                int rc = usage_error("%s", err ? err : "out of memory");
+                shardc_free(err);
+                return rc;
+            }
         } else if ((v = value_of(argc, argv, &i, "--bucket-mb"))) {
             char *end;
             errno = 0;

@@ -1,0 +1,14 @@
+/* api_cuda.h: the CUDA outputs of shardc_program_emit (api_cuda.c). */
+#ifndef SHARDC_API_CUDA_H
+#define SHARDC_API_CUDA_H
+#include "shardc.h"
+#include "ir/ir.h"
+
+/* `--emit fused-ir` (what = "fused-ir") or `--emit cuda` ("cuda") of the
+ * n programs progs (a pipeline's stages, or one partitioned module), for
+ * the architectures arch (narchs 0: the default). *text is malloc'd. */
+shardc_status api_emit_kernels(ir_module *const *progs, int n, const char *what,
+                               const int *arch, int narchs, char **text, size_t *len,
+                               char **error);
+
+#endif

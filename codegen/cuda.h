@@ -1,0 +1,80 @@
+/* cuda.h: CUDA C for fused groups (DESIGN.md §4): one readable kernel per
+ * group of passes/fuse.h, with its launch geometry.
+ *
+ * A kernel computes exactly what the CPU backend (runtime/cpu.c) computes
+ * op by op: the same formulas (gelu's tanh approximation, the optimizer
+ * updates with their coefficients folded in double and applied in f32,
+ * layernorm's eps added to the variance), NumPy broadcasting, and the
+ * same rounding: f16 and bf16 values are loaded into f32, every op
+ * computes in f32 and rounds its result to its own dtype, as the CPU
+ * backend's promoted kernels do, and NVRTC is asked not to contract
+ * a * b + c into FMAs (cg_nvrtc_compile). Reductions accumulate in f32 in
+ * a fixed tree order (the CPU backend sums in double), so sums agree to
+ * f32 rounding, not bit for bit; a label outside 0..C-1 makes
+ * cross_entropy (and its gradient's row) NaN, since a kernel cannot stop
+ * with a message.
+ *
+ * Strategies:
+ *   elementwise   one thread per VEC elements, grid-stride; VEC = 4 when
+ *                 the domain's last dim divides by 4 (vector loads)
+ *   row           a reduction over the last axis (inner size 1): one block
+ *                 per row (grid-stride over rows), warp shuffles then
+ *                 shared memory across warps; a row of up to 32 elements
+ *                 per thread stays in registers between passes
+ *   column        a reduction over another axis: one thread per output,
+ *                 looping over the axis (coalesced across threads)
+ *   single block  cross_entropy: one block, a warp per row, the mean of
+ *                 the rows' losses summed in a fixed order
+ *
+ * Every buffer is assumed aligned to 16 bytes (the memory plan aligns to
+ * PASS_MEM_ALIGN); the geometry is 1-D (y and z are 1). */
+#ifndef SHARDC_CG_CUDA_H
+#define SHARDC_CG_CUDA_H
+
+#include "ir/ir.h"
+#include "passes/fuse.h"
+
+typedef enum {
+    CG_CUDA_ELEMENTWISE,
+    CG_CUDA_ROW,
+    CG_CUDA_COLUMN,
+    CG_CUDA_SINGLE_BLOCK,
+} cg_cuda_strategy;
+
+typedef struct cg_cuda_kernel {
+    const char *name;           /* the group's: "k3_add_gelu" */
+    const char *source;         /* one translation unit: a header comment
+                                 * with the launch, includes, helpers, and
+                                 * one extern "C" __global__ function */
+    int group;                  /* index in pass_fusion.groups */
+    cg_cuda_strategy strategy;
+    int64_t grid;               /* blocks along x */
+    int block;                  /* threads per block along x */
+    int shared_bytes;           /* dynamic shared memory per block */
+    int vec;                    /* elements per vector load: 1 or 4 */
+    int nparams;
+    const ir_value **params;    /* the pointer parameters in order: the
+                                 * group's inputs, then the values it stores */
+} cg_cuda_kernel;
+
+typedef struct cg_cuda {
+    int nkernels;
+    cg_cuda_kernel *k;          /* one per group, in the groups' order */
+    su_arena arena;
+} cg_cuda;
+
+/* Generates the kernel of every group of f (pass_fuse over m) into *out
+ * (free it with cg_cuda_free, also after a failure). False with a message
+ * in err for a group the generator cannot express (a bug in the pass). */
+bool cg_cuda_generate(const ir_module *m, const pass_fusion *f, cg_cuda *out, su_buf *err);
+void cg_cuda_free(cg_cuda *c);
+
+/* The name of a strategy: "elementwise", "row", "column", "single block". */
+const char *cg_cuda_strategy_name(cg_cuda_strategy s);
+
+/* `--emit cuda`: a first comment line (with targets, e.g. "sm_80, sm_90;
+ * PTX for sm_90", when not NULL), then every kernel's source, a blank
+ * line between two. */
+void cg_cuda_print(const cg_cuda *c, const char *targets, su_buf *out);
+
+#endif

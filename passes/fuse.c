@@ -1,0 +1,466 @@
+/* fuse.c: op fusion (fuse.h). One walk over the ops in program order
+ * decides the groups; a second pass fills each group's ops, the values it
+ * reads from outside and the values it stores. The module is not changed. */
+#include "fuse.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { F_NONE, F_EW, F_RED } fclass;
+
+/* A group while the walk builds it. */
+typedef struct grp {
+    pass_fuse_kind kind;
+    ir_type dom;        /* the elementwise domain, or the reduction's operand */
+    ir_type epi;        /* REDUCE: the reduction's result (the epilogue's domain) */
+    int reduce;         /* REDUCE: op index of the reduction */
+    int last;           /* op index of the latest op */
+    int phase, rep;
+    bool sealed;        /* an op outside the group read one of its values */
+} grp;
+
+typedef struct walker {
+    const ir_module *m;
+    pass_fusion *f;
+    grp *g;
+    int ng;
+    int *parent;        /* per group: the group it was merged into (union-find) */
+    int *defat;         /* per value id: the op index making it, -1 none */
+} walker;
+
+static bool is_float(ir_dtype t)
+{
+    return t == IR_F32 || t == IR_F16 || t == IR_BF16;
+}
+
+static bool same_shape(const ir_type *a, const ir_type *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dim[i] != b->dim[i])
+            return false;
+    return true;
+}
+
+/* Whether every operand and the result of op are floats. */
+static bool all_float(const ir_op *op)
+{
+    if (!is_float(op->res[0]->type.dtype))
+        return false;
+    for (int i = 0; i < op->nin; i++)
+        if (!is_float(op->in[i]->type.dtype))
+            return false;
+    return true;
+}
+
+/* What part op can take in a group: elementwise, reduction, or none. */
+static fclass classify(const ir_op *op)
+{
+    if (op->nres != 1)
+        return F_NONE;
+    switch (op->code) {
+    case IR_CAST:
+        return F_EW; /* from and to any dtype, i32 included */
+    case IR_EXPAND:
+        return all_float(op) ? F_EW : F_NONE;
+    case IR_SUM:
+    case IR_MEAN:
+    case IR_AMAX:
+    case IR_SOFTMAX:
+    case IR_LAYERNORM:
+    case IR_RMSNORM:
+    case IR_MSE:
+        return all_float(op) ? F_RED : F_NONE;
+    case IR_XENT:
+    case IR_XENT_GRAD: /* (logits, i32 labels) */
+        return is_float(op->in[0]->type.dtype) && op->in[1]->type.dtype == IR_I32 &&
+                       is_float(op->res[0]->type.dtype)
+                   ? F_RED
+                   : F_NONE;
+    default:
+        break;
+    }
+    ir_opclass cls = ir_ops[op->code].cls;
+    if (cls == IR_C_BINARY || cls == IR_C_UNARY || cls == IR_C_OPTIM)
+        return all_float(op) ? F_EW : F_NONE;
+    return F_NONE;
+}
+
+/* The group a group was merged into, at the end of the chain. */
+static int root(const walker *w, int k)
+{
+    while (w->parent[k] != k) {
+        w->parent[k] = w->parent[w->parent[k]];
+        k = w->parent[k];
+    }
+    return k;
+}
+
+/* The group of value v, or -1. */
+static int group_of_value(const walker *w, const ir_value *v)
+{
+    int at = w->defat[v->id];
+    return at < 0 || w->f->group_of[at] < 0 ? -1 : root(w, w->f->group_of[at]);
+}
+
+/* Whether op, of class c, may join group k. */
+static bool eligible(const walker *w, int k, const ir_op *op, fclass c)
+{
+    const grp *g = &w->g[k];
+    if (g->sealed || g->phase != op->phase || g->rep != op->rep)
+        return false;
+    if (c == F_RED) {
+        if (g->kind != PASS_FUSE_ELEMENTWISE || !same_shape(&op->in[0]->type, &g->dom))
+            return false;
+        /* only the elementwise operands (x, and mse's both) come from the
+         * prologue; gains, biases and labels are read from memory */
+        int main = op->code == IR_MSE ? 2 : 1;
+        for (int i = main; i < op->nin; i++)
+            if (group_of_value(w, op->in[i]) == k)
+                return false;
+        return true;
+    }
+    const ir_type *t = &op->res[0]->type;
+    if (g->kind == PASS_FUSE_ELEMENTWISE)
+        return same_shape(t, &g->dom);
+    if (!same_shape(t, &g->epi))
+        return false;
+    /* an epilogue reads the reduction's result and other epilogue values,
+     * never the prologue's (computed per element before the reduction) */
+    for (int i = 0; i < op->nin; i++)
+        if (group_of_value(w, op->in[i]) == k && w->defat[op->in[i]->id] < g->reduce)
+            return false;
+    return true;
+}
+
+static int new_group(walker *w, const ir_op *op, fclass c, int at)
+{
+    grp *g = &w->g[w->ng];
+    memset(g, 0, sizeof *g);
+    g->kind = c == F_RED ? PASS_FUSE_REDUCE : PASS_FUSE_ELEMENTWISE;
+    g->dom = c == F_RED ? op->in[0]->type : op->res[0]->type;
+    g->epi = op->res[0]->type;
+    g->reduce = c == F_RED ? at : -1;
+    g->last = at;
+    g->phase = op->phase;
+    g->rep = op->rep;
+    w->parent[w->ng] = w->ng;
+    return w->ng++;
+}
+
+/* Places op i: in the group of one of its operands, the one extended
+ * last, when eligible; else in a new group. When that group is
+ * elementwise, the other eligible elementwise groups it reads from merge
+ * into it (none of them was read outside, so one kernel at op i computes
+ * them all); every other group op i reads from is sealed. */
+static void place(walker *w, int i)
+{
+    const ir_op *op = IR_OP(w->m, i);
+    fclass c = classify(op);
+    int cand[8], ncand = 0, chosen = -1;
+    for (int k = 0; c != F_NONE && k < op->nin && ncand < 8; k++) {
+        int gk = group_of_value(w, op->in[k]);
+        bool dup = false;
+        for (int j = 0; j < ncand; j++)
+            dup |= cand[j] == gk;
+        if (gk >= 0 && !dup && eligible(w, gk, op, c)) {
+            cand[ncand++] = gk;
+            if (chosen < 0 || w->g[gk].last > w->g[chosen].last)
+                chosen = gk;
+        }
+    }
+    if (chosen >= 0 && w->g[chosen].kind == PASS_FUSE_ELEMENTWISE)
+        for (int j = 0; j < ncand; j++)
+            if (cand[j] != chosen && w->g[cand[j]].kind == PASS_FUSE_ELEMENTWISE)
+                w->parent[cand[j]] = chosen;
+    for (int k = 0; k < op->nin; k++) {
+        int gk = group_of_value(w, op->in[k]);
+        if (gk >= 0 && gk != chosen)
+            w->g[gk].sealed = true;
+    }
+    if (c == F_NONE)
+        return;
+    if (chosen < 0) {
+        chosen = new_group(w, op, c, i);
+    } else if (c == F_RED) {
+        grp *g = &w->g[chosen];
+        g->kind = PASS_FUSE_REDUCE;
+        g->reduce = i;
+        g->epi = op->res[0]->type;
+    }
+    w->g[chosen].last = i;
+    w->f->group_of[i] = chosen;
+}
+
+/* Numbers the merged groups 0, 1, ... in order of their first op, and
+ * makes group_of[] refer to them. */
+static void renumber(walker *w)
+{
+    pass_fusion *f = w->f;
+    int *newid = su_alloc(&f->arena, (size_t)(w->ng + 1) * sizeof *newid);
+    for (int k = 0; k < w->ng; k++)
+        newid[k] = -1;
+    f->groups = su_alloc(&f->arena, (size_t)(w->ng + 1) * sizeof *f->groups);
+    for (int i = 0; i < f->nops; i++) {
+        if (f->group_of[i] < 0)
+            continue;
+        int r = root(w, f->group_of[i]);
+        if (newid[r] < 0) {
+            pass_fgroup *g = &f->groups[f->ngroups];
+            g->id = f->ngroups;
+            g->kind = w->g[r].kind;
+            g->reduce = w->g[r].reduce;
+            newid[r] = f->ngroups++;
+        }
+        f->group_of[i] = newid[r];
+    }
+}
+
+/* "k3_add_gelu": the group's number and its distinct op names, up to four. */
+static const char *group_name(const ir_module *m, pass_fusion *f, const pass_fgroup *g)
+{
+    su_buf b;
+    su_buf_init(&b, m->oom);
+    su_buf_printf(&b, "k%d", g->id);
+    const char *seen[4];
+    int nseen = 0;
+    for (int i = 0; i < g->nops && nseen < 4; i++) {
+        const char *name = ir_ops[IR_OP(m, g->ops[i])->code].name;
+        bool dup = false;
+        for (int s = 0; s < nseen; s++)
+            dup |= !strcmp(seen[s], name);
+        if (!dup) {
+            seen[nseen++] = name;
+            su_buf_printf(&b, "_%s", name);
+        }
+    }
+    const char *name = su_strdup(&f->arena, b.s);
+    su_buf_free(&b);
+    return name;
+}
+
+/* Marks the values that must be stored: read by an op of another group
+ * (or of none), by an output or an update, or by nothing at all. */
+static void mark_stored(const walker *w)
+{
+    const ir_module *m = w->m;
+    pass_fusion *f = w->f;
+    int *readers = calloc((size_t)f->nvalues + 1, sizeof *readers);
+    if (!readers)
+        su_oom(m->oom);
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        for (int k = 0; k < op->nin; k++) {
+            int gv = group_of_value(w, op->in[k]);
+            readers[op->in[k]->id]++;
+            if (gv >= 0 && gv != f->group_of[i])
+                f->stored[op->in[k]->id] = true;
+        }
+    }
+    for (int i = 0; i < m->outputs.n; i++)
+        f->stored[IR_OUTPUT(m, i)->v->id] = true;
+    for (int i = 0; i < m->updates.n; i++) {
+        const ir_update *u = IR_UPDATE(m, i);
+        f->stored[u->v->id] = true;
+        if (u->grad)
+            f->stored[u->grad->id] = true;
+    }
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (f->group_of[i] >= 0 && readers[op->res[0]->id] == 0)
+            f->stored[op->res[0]->id] = true;
+    }
+    free(readers);
+    /* only values of groups are "stored" in this sense */
+    for (int v = 0; v < f->nvalues; v++)
+        if (w->defat[v] < 0 || f->group_of[w->defat[v]] < 0)
+            f->stored[v] = false;
+}
+
+/* Fills every group's ops, inputs and outputs in one walk over the ops. */
+static void fill_groups(const walker *w)
+{
+    const ir_module *m = w->m;
+    pass_fusion *f = w->f;
+    int *nin = su_alloc(&f->arena, (size_t)(f->ngroups + 1) * sizeof *nin);
+    for (int i = 0; i < m->ops.n; i++) {
+        int k = f->group_of[i];
+        if (k >= 0) {
+            f->groups[k].nops++;
+            nin[k] += IR_OP(m, i)->nin;
+        }
+    }
+    for (int k = 0; k < f->ngroups; k++) {
+        pass_fgroup *g = &f->groups[k];
+        g->ops = su_alloc(&f->arena, (size_t)g->nops * sizeof *g->ops);
+        g->in = su_alloc(&f->arena, (size_t)(nin[k] + 1) * sizeof *g->in);
+        g->out = su_alloc(&f->arena, (size_t)g->nops * sizeof *g->out);
+        g->nops = 0;
+    }
+    for (int i = 0; i < m->ops.n; i++) {
+        if (f->group_of[i] < 0)
+            continue;
+        pass_fgroup *g = &f->groups[f->group_of[i]];
+        const ir_op *op = IR_OP(m, i);
+        g->ops[g->nops++] = i;
+        for (int k = 0; k < op->nin; k++) {
+            const ir_value *v = op->in[k];
+            bool known = group_of_value(w, v) == g->id;
+            for (int j = 0; j < g->nin && !known; j++)
+                known = g->in[j] == v;
+            if (!known)
+                g->in[g->nin++] = v;
+        }
+        if (f->stored[op->res[0]->id])
+            g->out[g->nout++] = op->res[0];
+    }
+    for (int k = 0; k < f->ngroups; k++) {
+        pass_fgroup *g = &f->groups[k];
+        g->anchor = g->ops[g->nops - 1];
+        g->name = group_name(m, f, g);
+    }
+}
+
+/* Maps value ids to the op making them; false when an operand is made by
+ * no earlier op. */
+static bool index_values(walker *w, su_buf *err)
+{
+    const ir_module *m = w->m;
+    for (int v = 0; v <= m->next_id; v++)
+        w->defat[v] = -1;
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        for (int k = 0; k < op->nin; k++) {
+            int id = op->in[k]->id;
+            if (id < 0 || id >= m->next_id || w->defat[id] < 0) {
+                su_buf_printf(err, "fusion: op %d (%s) reads a value no earlier op makes", i,
+                              ir_ops[op->code].name);
+                return false;
+            }
+        }
+        for (int r = 0; r < op->nres; r++)
+            if (op->res[r]->id >= 0 && op->res[r]->id < m->next_id)
+                w->defat[op->res[r]->id] = i;
+    }
+    return true;
+}
+
+bool pass_fuse(const ir_module *m, pass_fusion *f, su_buf *err)
+{
+    memset(f, 0, sizeof *f);
+    su_arena_init(&f->arena, m->oom);
+    f->nops = m->ops.n;
+    f->nvalues = m->next_id;
+    f->group_of = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *f->group_of);
+    f->stored = su_alloc(&f->arena, (size_t)(f->nvalues + 1) * sizeof *f->stored);
+    for (int i = 0; i < f->nops; i++)
+        f->group_of[i] = -1;
+    walker w = {.m = m, .f = f};
+    w.g = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *w.g);
+    w.parent = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *w.parent);
+    w.defat = su_alloc(&f->arena, (size_t)(m->next_id + 1) * sizeof *w.defat);
+    if (!index_values(&w, err))
+        return false;
+    for (int i = 0; i < m->ops.n; i++)
+        place(&w, i);
+    renumber(&w);
+    w.ng = f->ngroups;
+    for (int k = 0; k < w.ng; k++)
+        w.parent[k] = k; /* group_of[] now holds the final numbers */
+    mark_stored(&w);
+    fill_groups(&w);
+    return true;
+}
+
+void pass_fusion_free(pass_fusion *f)
+{
+    su_arena_free(&f->arena);
+    memset(f, 0, sizeof *f);
+}
+
+pass_fuse_role pass_fuse_op_role(const pass_fgroup *g, int op_index)
+{
+    if (g->kind == PASS_FUSE_ELEMENTWISE || op_index == g->reduce)
+        return PASS_FUSE_MAIN;
+    return op_index < g->reduce ? PASS_FUSE_PROLOGUE : PASS_FUSE_EPILOGUE;
+}
+
+/* ---- --emit fused-ir ---- */
+
+static void put_shape(su_buf *b, const ir_type *t)
+{
+    su_buf_putc(b, '[');
+    for (int i = 0; i < t->rank; i++)
+        su_buf_printf(b, "%s%lld", i ? ", " : "", (long long)t->dim[i]);
+    su_buf_putc(b, ']');
+}
+
+static void put_values(su_buf *b, const char *what, const ir_value *const *v, int n,
+                       const char **names)
+{
+    su_buf_printf(b, "; %s", what);
+    if (n == 0)
+        su_buf_puts(b, " nothing");
+    for (int i = 0; i < n; i++)
+        su_buf_printf(b, "%s %s", i ? "," : "", names[v[i]->id] ? names[v[i]->id] : "%?");
+}
+
+/* "// kernel k3_mean: mean over axis 2 of [4, 128, 256]; reads %x; stores %5" */
+static void put_group_comment(const ir_module *m, const pass_fgroup *g, const char **names,
+                              su_buf *b)
+{
+    su_buf_printf(b, "// kernel %s: ", g->name);
+    if (g->kind == PASS_FUSE_ELEMENTWISE) {
+        su_buf_puts(b, "elementwise over ");
+        put_shape(b, &IR_OP(m, g->anchor)->res[0]->type);
+    } else {
+        const ir_op *r = IR_OP(m, g->reduce);
+        const ir_type *t = &r->in[0]->type;
+        su_buf_printf(b, "%s over ", ir_ops[r->code].name);
+        if (r->code == IR_SUM || r->code == IR_MEAN || r->code == IR_AMAX ||
+            r->code == IR_SOFTMAX)
+            su_buf_printf(b, "axis %lld of ", (long long)r->a.axis);
+        else if (r->code != IR_MSE)
+            su_buf_puts(b, "the last axis of ");
+        put_shape(b, t);
+    }
+    put_values(b, "reads", g->in, g->nin, names);
+    put_values(b, "stores", g->out, g->nout, names);
+    su_buf_putc(b, '\n');
+}
+
+void pass_fusion_print(const ir_module *m, const pass_fusion *f, su_buf *out)
+{
+    su_buf text;
+    su_buf_init(&text, m->oom);
+    ir_print(m, &text);
+    su_arena scratch;
+    su_arena_init(&scratch, m->oom);
+    const char **names = ir_value_print_names(m, &scratch);
+    /* one line per op after the header; after them one per output and
+     * update, and the train line */
+    int nlines = 0;
+    for (size_t i = 0; i < text.len; i++)
+        nlines += text.s[i] == '\n';
+    int header = nlines - m->ops.n - m->outputs.n - m->updates.n - (m->train.loss ? 1 : 0);
+    const char *p = text.s ? text.s : "";
+    for (int line = 0; *p; line++) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        int op = line - header;
+        int gk = op >= 0 && op < m->ops.n && header >= 0 ? f->group_of[op] : -1;
+        const pass_fgroup *g = gk >= 0 ? &f->groups[gk] : NULL;
+        if (g && g->ops[0] == op)
+            put_group_comment(m, g, names, out);
+        su_buf_put(out, p, len);
+        if (g)
+            su_buf_printf(out, "  // %s%s", g->name,
+                          f->stored[IR_OP(m, op)->res[0]->id] ? ", stored" : "");
+        su_buf_putc(out, '\n');
+        p += len + (nl ? 1 : 0);
+    }
+    su_arena_free(&scratch);
+    su_buf_free(&text);
+}

@@ -1,0 +1,451 @@
+/* test_fuse.c: op fusion (passes/fuse.c). Small modules in textual IR
+ * check the groups: an elementwise chain with broadcasting, a value read
+ * outside its group (stored, and where it stops the group), reductions
+ * with their producers and consumers, elementwise groups that merge, ops
+ * that are never fused, phases kept apart. Every example, compiled on a
+ * few meshes through the API, checks the pass's invariants (a group runs
+ * at its last op: nothing between its first op and there reads it; a
+ * value is stored exactly when something outside its group reads it),
+ * that the grouping is the same on a second run, and that --emit
+ * fused-ir is the IR with comments added (and parses back to the same
+ * module, when the program is one; a pipeline's stages are not modules of
+ * their own). */
+#include "shardc.h"
+#include "../../ir/ir.h"
+#include "../../passes/fuse.h"
+#include "check.h"
+
+#include <stdlib.h>
+
+static jmp_buf oom;
+
+typedef struct run {
+    ir_module *m;
+    pass_fusion f;
+} run;
+
+static ir_module *parse(const char *text)
+{
+    su_src src = {"test.ir", text, strlen(text)};
+    su_diag d;
+    su_diag_init(&d, &oom);
+    ir_module *m = ir_parse(&src, &d, &oom);
+    if (!m) {
+        fprintf(stderr, "test_fuse: bad test text:\n%s\n", d.msg.s);
+        abort();
+    }
+    su_diag_free(&d);
+    return m;
+}
+
+static run fuse(const char *text)
+{
+    run r = {.m = parse(text)};
+    su_buf err;
+    su_buf_init(&err, &oom);
+    CHECK(pass_fuse(r.m, &r.f, &err));
+    su_buf_free(&err);
+    return r;
+}
+
+static void done(run *r)
+{
+    pass_fusion_free(&r->f);
+    ir_module_free(r->m);
+}
+
+static int op_index(const run *r, const char *name)
+{
+    for (int i = 0; i < r->m->ops.n; i++) {
+        const ir_op *op = IR_OP(r->m, i);
+        if (op->nres && op->res[0]->name && !strcmp(op->res[0]->name, name))
+            return i;
+    }
+    fprintf(stderr, "test_fuse: no value %%%s\n", name);
+    abort();
+}
+
+/* The group of the op making %name, or NULL. */
+static const pass_fgroup *group(const run *r, const char *name)
+{
+    int g = r->f.group_of[op_index(r, name)];
+    return g < 0 ? NULL : &r->f.groups[g];
+}
+
+static bool stored(const run *r, const char *name)
+{
+    return r->f.stored[IR_OP(r->m, op_index(r, name))->res[0]->id];
+}
+
+/* "x y" for a group's inputs (or outputs), by value name. */
+static char *names(const ir_value *const *v, int n)
+{
+    static char buf[4][256];
+    static int which;
+    char *b = buf[which++ % 4];
+    b[0] = 0;
+    for (int i = 0; i < n; i++)
+        snprintf(b + strlen(b), 256 - strlen(b), "%s%s", i ? " " : "", v[i]->name ? v[i]->name : "?");
+    return b;
+}
+
+static void test_chain(void)
+{
+    run r = fuse("%x = input {name = \"x\"} : f32[4, 8]\n"
+                 "%b = param {name = \"b\", init = zeros} : f32[8]\n"
+                 "%z = input {name = \"z\"} : f32[4, 8]\n"
+                 "%a = add %x, %b : f32[4, 8]\n"
+                 "%g = gelu %a : f32[4, 8]\n"
+                 "%c = mul %g, %z : f32[4, 8]\n"
+                 "output \"c\" = %c\n");
+    CHECK_INT(r.f.ngroups, 1);
+    const pass_fgroup *g = group(&r, "a");
+    CHECK(g && g == group(&r, "g") && g == group(&r, "c"));
+    if (g) {
+        CHECK_STR(g->name, "k0_add_gelu_mul");
+        CHECK(g->kind == PASS_FUSE_ELEMENTWISE);
+        CHECK_INT(g->nops, 3);
+        CHECK_INT(g->anchor, op_index(&r, "c"));
+        CHECK_STR(names(g->in, g->nin), "x b z");
+        CHECK_STR(names(g->out, g->nout), "c");
+    }
+    CHECK(!stored(&r, "a") && !stored(&r, "g") && stored(&r, "c"));
+    CHECK(r.f.group_of[op_index(&r, "x")] < 0); /* sources are never fused */
+    done(&r);
+}
+
+/* %a is read by a matmul after the group: it is stored, the group goes on.
+ * %p is read by a matmul before %q wants to join: %q starts a new group. */
+static void test_read_outside(void)
+{
+    run r = fuse("%x = input {name = \"x\"} : f32[4, 8]\n"
+                 "%w = param {name = \"w\", init = zeros} : f32[8, 8]\n"
+                 "%a = relu %x : f32[4, 8]\n"
+                 "%b = neg %a : f32[4, 8]\n"
+                 "%m = matmul %a, %w : f32[4, 8]\n"
+                 "%p = exp %m : f32[4, 8]\n"
+                 "%n = matmul %p, %w : f32[4, 8]\n"
+                 "%q = log %p : f32[4, 8]\n"
+                 "output \"b\" = %b\n"
+                 "output \"n\" = %n\n"
+                 "output \"q\" = %q\n");
+    CHECK(group(&r, "a") && group(&r, "a") == group(&r, "b"));
+    CHECK(stored(&r, "a") && stored(&r, "b"));
+    CHECK(group(&r, "p") && group(&r, "q") && group(&r, "p") != group(&r, "q"));
+    CHECK(stored(&r, "p"));
+    CHECK(group(&r, "m") == NULL && group(&r, "n") == NULL);
+    const pass_fgroup *q = group(&r, "q");
+    CHECK(q && q->nin == 1 && !strcmp(q->in[0]->name, "p"));
+    done(&r);
+}
+
+/* Producers in front of a reduction; a row op with consumers after it. */
+static void test_reductions(void)
+{
+    run r = fuse("%x = input {name = \"x\"} : f32[4, 8]\n"
+                 "%y = input {name = \"y\"} : f32[4]\n"
+                 "%e = const {value = 1e-05} : f32[]\n"
+                 "%t = mean %x {axis = 1, keepdims = true} : f32[4, 1]\n"
+                 "%d = sub %x, %t : f32[4, 8]\n"
+                 "%s = mul %d, %d : f32[4, 8]\n"
+                 "%v = mean %s {axis = 1, keepdims = true} : f32[4, 1]\n"
+                 "%ve = add %v, %e : f32[4, 1]\n"
+                 "%r = rsqrt %ve : f32[4, 1]\n"
+                 "%n = mul %d, %r : f32[4, 8]\n"
+                 "%sm = softmax %n {axis = 1} : f32[4, 8]\n"
+                 "%o = mul %sm, %x : f32[4, 8]\n"
+                 "%cs = sum %o {axis = 0, keepdims = false} : f32[8]\n"
+                 "output \"o\" = %o\n"
+                 "output \"cs\" = %cs\n"
+                 "output \"y\" = %y\n");
+    const pass_fgroup *t = group(&r, "t"), *v = group(&r, "v"), *sm = group(&r, "sm");
+    CHECK(t && t->kind == PASS_FUSE_REDUCE && t->nops == 1);
+    CHECK(v && v == group(&r, "d") && v == group(&r, "s") && v == group(&r, "ve") &&
+          v == group(&r, "r"));
+    if (v) {
+        CHECK_STR(v->name, "k1_sub_mul_mean_add");
+        CHECK_INT(v->reduce, op_index(&r, "v"));
+        CHECK(pass_fuse_op_role(v, op_index(&r, "d")) == PASS_FUSE_PROLOGUE);
+        CHECK(pass_fuse_op_role(v, op_index(&r, "v")) == PASS_FUSE_MAIN);
+        CHECK(pass_fuse_op_role(v, op_index(&r, "r")) == PASS_FUSE_EPILOGUE);
+        CHECK_STR(names(v->out, v->nout), "d r");
+    }
+    CHECK(stored(&r, "d") && !stored(&r, "s") && !stored(&r, "v") && stored(&r, "r"));
+    /* %n (a product of [4, 8] and [4, 1]) feeds the softmax; %o consumes it */
+    CHECK(sm && sm == group(&r, "n") && sm == group(&r, "o"));
+    CHECK(!stored(&r, "n") && !stored(&r, "sm") && stored(&r, "o"));
+    /* a second reduction is a group of its own */
+    CHECK(group(&r, "cs") && group(&r, "cs") != sm);
+    CHECK_INT(r.f.ngroups, 4);
+    done(&r);
+}
+
+/* The op that feeds a reduction's epilogue must not read its prologue. */
+static void test_epilogue_reads_prologue(void)
+{
+    run r = fuse("%x = input {name = \"x\"} : f32[4, 8]\n"
+                 "%a = exp %x : f32[4, 8]\n"
+                 "%s = softmax %a {axis = 1} : f32[4, 8]\n"
+                 "%o = mul %s, %a : f32[4, 8]\n"
+                 "output \"o\" = %o\n");
+    CHECK(group(&r, "a") == group(&r, "s"));
+    CHECK(group(&r, "o") && group(&r, "o") != group(&r, "s"));
+    CHECK(stored(&r, "a") && stored(&r, "s"));
+    done(&r);
+}
+
+/* Two elementwise groups that a third op reads merge into one kernel;
+ * mse takes both of its operands' producers. */
+static void test_merge(void)
+{
+    run r = fuse("%m = input {name = \"m\"} : f32[16]\n"
+                 "%v = input {name = \"v\"} : f32[16]\n"
+                 "%g = input {name = \"g\"} : f32[16]\n"
+                 "%m2 = adam_m %m, %g {beta1 = 0.9} : f32[16]\n"
+                 "%v2 = adam_v %v, %g {beta2 = 0.999} : f32[16]\n"
+                 "%u = div %m2, %v2 : f32[16]\n"
+                 "%a = exp %m : f32[16]\n"
+                 "%b = exp %v : f32[16]\n"
+                 "%l = mse %a, %b : f32[]\n"
+                 "output \"m2\" = %m2\n"
+                 "output \"v2\" = %v2\n"
+                 "output \"u\" = %u\n"
+                 "output \"l\" = %l\n");
+    CHECK_INT(r.f.ngroups, 2);
+    const pass_fgroup *g = group(&r, "u");
+    CHECK(g && g == group(&r, "m2") && g == group(&r, "v2"));
+    if (g)
+        CHECK_STR(g->name, "k0_adam_m_adam_v_div");
+    CHECK(group(&r, "l") && group(&r, "l") == group(&r, "a") && group(&r, "l") == group(&r, "b"));
+    done(&r);
+}
+
+static void test_never_fused(void)
+{
+    run r = fuse("mesh tp = 2\n"
+                 "partitioned\n"
+                 "%x = input {name = \"x\"} : f32[4, 8]\n"
+                 "%ids = input {name = \"ids\"} : i32[4]\n"
+                 "%t = param {name = \"t\", init = zeros} : f32[16, 8]\n"
+                 "%e = embedding %t, %ids : f32[4, 8]\n"
+                 "%tr = transpose %e {perm = [1, 0]} : f32[8, 4]\n"
+                 "%rs = reshape %tr {shape = [32]} : f32[32]\n"
+                 "%ar = all_reduce %rs {axes = [tp]} : f32[32]\n"
+                 "%i2 = add %ids, %ids : i32[4]\n"
+                 "%c = cast %i2 {dtype = f32} : f32[4]\n"
+                 "%d = exp %c : f32[4]\n"
+                 "output \"ar\" = %ar\n"
+                 "output \"d\" = %d\n");
+    const char *never[] = {"x", "ids", "t", "e", "tr", "rs", "ar", "i2"};
+    for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
+        CHECK(group(&r, never[i]) == NULL);
+    /* a cast from i32 is fused, so is what follows it */
+    CHECK(group(&r, "c") && group(&r, "c") == group(&r, "d"));
+    CHECK_INT(r.f.ngroups, 1);
+    done(&r);
+}
+
+static void test_phases(void)
+{
+    run r = fuse("%x = input {name = \"x\"} : f32[8]\n"
+                 "%a = exp %x : f32[8]\n"
+                 "%b = exp %a : f32[8] phase backward\n"
+                 "%c = exp %b : f32[8] phase backward\n"
+                 "output \"c\" = %c\n");
+    CHECK(group(&r, "a") && group(&r, "b") && group(&r, "a") != group(&r, "b"));
+    CHECK(group(&r, "b") == group(&r, "c"));
+    CHECK(stored(&r, "a") && !stored(&r, "b"));
+    done(&r);
+}
+
+/* ---- invariants on every example ---- */
+
+static const char *repo_dir(void)
+{
+    static char dir[4096];
+    snprintf(dir, sizeof dir, "%s", __FILE__);
+    for (int up = 0; up < 3; up++) {
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            return ".";
+        *slash = 0;
+    }
+    return dir;
+}
+
+/* Nothing between a group's first op and its anchor reads the group, and
+ * a value is stored exactly when an op outside its group, an output or an
+ * update reads it, or nothing does. */
+static void check_invariants(const run *r, const char *where)
+{
+    const ir_module *m = r->m;
+    const pass_fusion *f = &r->f;
+    int bad = 0;
+    int *defat = calloc((size_t)m->next_id + 1, sizeof *defat), *outside = NULL;
+    outside = calloc((size_t)m->next_id + 1, sizeof *outside);
+    int *readers = calloc((size_t)m->next_id + 1, sizeof *readers);
+    if (!defat || !outside || !readers)
+        abort();
+    for (int i = 0; i < m->ops.n; i++)
+        for (int k = 0; k < IR_OP(m, i)->nres; k++)
+            defat[IR_OP(m, i)->res[k]->id] = i;
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        for (int k = 0; k < op->nin; k++) {
+            int g = f->group_of[defat[op->in[k]->id]];
+            readers[op->in[k]->id]++;
+            if (g >= 0 && g != f->group_of[i]) {
+                outside[op->in[k]->id] = 1;
+                bad += i < f->groups[g].anchor; /* read before the kernel runs */
+            }
+        }
+    }
+    for (int i = 0; i < m->outputs.n; i++)
+        outside[IR_OUTPUT(m, i)->v->id] = 1;
+    for (int i = 0; i < m->updates.n; i++)
+        outside[IR_UPDATE(m, i)->v->id] = 1;
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (f->group_of[i] < 0)
+            continue;
+        int id = op->res[0]->id;
+        bad += f->stored[id] != (outside[id] || readers[id] == 0);
+        const pass_fgroup *g = &f->groups[f->group_of[i]];
+        bad += i > g->anchor || IR_OP(m, g->anchor)->phase != op->phase;
+    }
+    CHECK_INT(bad, 0);
+    if (bad)
+        fprintf(stderr, "  in %s\n", where);
+    free(defat);
+    free(outside);
+    free(readers);
+}
+
+/* The programs of an --emit text: one, or a pipeline's stages, each after
+ * a "// ---- stage S of N ----" line. Modifies text; returns the count. */
+static int split_stages(char *text, char **prog, int max)
+{
+    if (strncmp(text, "// ---- stage", 13)) {
+        prog[0] = text;
+        return 1;
+    }
+    int n = 0;
+    for (char *p = text; p && n < max; p = strstr(p, "\n// ---- stage")) {
+        if (p != text)
+            *p++ = 0;
+        prog[n++] = strchr(p, '\n') + 1;
+    }
+    return n;
+}
+
+/* fused-ir text without its comment lines and comments: the IR. */
+static char *strip_comments(const char *text)
+{
+    su_buf b;
+    su_buf_init(&b, &oom);
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) + 1 : strlen(p);
+        const char *c = strstr(p, "  // k");
+        if (!strncmp(p, "// kernel ", 10)) {
+            /* dropped */
+        } else if (c && c < p + len) {
+            su_buf_put(&b, p, (size_t)(c - p));
+            su_buf_putc(&b, '\n');
+        } else {
+            su_buf_put(&b, p, len);
+        }
+        p += len;
+    }
+    return su_buf_take(&b);
+}
+
+/* One program of an example: the invariants, the same groups on a second
+ * run, and its fused-ir text, which parses back to it. */
+static void check_program(const char *ir, const char *fused, const char *where)
+{
+    run r = fuse(ir);
+    check_invariants(&r, where);
+    run again = fuse(ir);
+    su_buf a, b, c;
+    su_buf_init(&a, &oom);
+    su_buf_init(&b, &oom);
+    su_buf_init(&c, &oom);
+    pass_fusion_print(r.m, &r.f, &a);
+    pass_fusion_print(again.m, &again.f, &b);
+    CHECK(a.s && b.s && !strcmp(a.s, b.s));
+    CHECK(a.s && !strcmp(a.s, fused));
+    ir_module *back = parse(fused); /* comments are comments */
+    ir_print(back, &c);
+    CHECK(c.s && !strcmp(c.s, ir));
+    ir_module_free(back);
+    su_buf_free(&a);
+    su_buf_free(&b);
+    su_buf_free(&c);
+    done(&again);
+    done(&r);
+}
+
+static void check_example(const char *file, const char *mesh)
+{
+    char path[4200], where[4300];
+    snprintf(path, sizeof path, "%s/examples/%s", repo_dir(), file);
+    shardc_options *opt = shardc_options_new();
+    char *err = NULL, *ir = NULL, *fused = NULL;
+    shardc_program *prog = NULL;
+    CHECK(shardc_options_set_mesh(opt, mesh, &err) == SHARDC_OK);
+    CHECK(shardc_compile_file(opt, path, &prog, &err) == SHARDC_OK);
+    CHECK(prog && shardc_program_emit(prog, "stage-ir", &ir, NULL, &err) == SHARDC_OK);
+    CHECK(prog && shardc_program_emit(prog, "fused-ir", &fused, NULL, &err) == SHARDC_OK);
+    if (!ir || !fused) {
+        fprintf(stderr, "  %s on %s: %s\n", file, mesh, err ? err : "?");
+    } else {
+        char *irs[16], *fuseds[16];
+        int n = split_stages(ir, irs, 16);
+        CHECK_INT(split_stages(fused, fuseds, 16), n);
+        for (int s = 0; s < n; s++) {
+            snprintf(where, sizeof where, "%s on %s, program %d", file, mesh, s);
+            char *bare = strip_comments(fuseds[s]);
+            CHECK(!strcmp(bare, irs[s]));
+            free(bare);
+            /* a pipeline stage's program is not a module of its own: it
+             * does not parse alone */
+            if (n == 1)
+                check_program(irs[s], fuseds[s], where);
+        }
+        char *whole = NULL; /* a pipeline's program before the split */
+        if (n > 1 && shardc_program_emit(prog, "sharded-ir", &whole, NULL, &err) == SHARDC_OK) {
+            run r = fuse(whole);
+            snprintf(where, sizeof where, "%s on %s before the pipeline split", file, mesh);
+            check_invariants(&r, where);
+            done(&r);
+        }
+        shardc_free(whole);
+    }
+    shardc_free(ir);
+    shardc_free(fused);
+    shardc_free(err);
+    shardc_program_free(prog);
+    shardc_options_free(opt);
+}
+
+int main(void)
+{
+    if (setjmp(oom)) {
+        fprintf(stderr, "test_fuse: out of memory\n");
+        return 1;
+    }
+    test_chain();
+    test_read_outside();
+    test_reductions();
+    test_epilogue_reads_prologue();
+    test_merge();
+    test_never_fused();
+    test_phases();
+    check_example("mlp.sh", "1x1");
+    check_example("mlp.sh", "2x2");
+    check_example("transformer.sh", "2x2");
+    check_example("transformer.sh", "4x2");
+    check_example("pipeline.sh", "2x2x2");
+    return CHECK_DONE();
+}
