@@ -45,4 +45,19 @@ static int check_count;
     (printf("%d checks, %d failed\n", check_count, check_failures),          \
      check_failures ? 1 : 0)
 
+/* The repository's root, from this header's path (tests/unit/check.h), for
+ * tests that read examples/. */
+static inline const char *check_repo_dir(void)
+{
+    static char dir[4096];
+    snprintf(dir, sizeof dir, "%s", __FILE__);
+    for (int up = 0; up < 3; up++) {
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            return ".";
+        *slash = 0;
+    }
+    return dir;
+}
+
 #endif

@@ -29,20 +29,6 @@ static cg_nvrtc_options nvrtc_opts;
 
 /* ---- kernels as --emit cuda prints them ---- */
 
-/* The folder of this file's repository: tests/unit/ is two levels down. */
-static const char *repo_dir(void)
-{
-    static char dir[4096];
-    snprintf(dir, sizeof dir, "%s", __FILE__);
-    for (int up = 0; up < 3; up++) {
-        char *slash = strrchr(dir, '/');
-        if (!slash)
-            return ".";
-        *slash = 0;
-    }
-    return dir;
-}
-
 /* Whether line at p is a kernel's first line: "// k<digits>_<name>: ". */
 static bool kernel_start(const char *p)
 {
@@ -254,7 +240,7 @@ static void test_models(void)
         {"pipeline.sh", "2x2x2", NULL},
     };
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
-        snprintf(path, sizeof path, "%s/examples/%s", repo_dir(), runs[i].file);
+        snprintf(path, sizeof path, "%s/examples/%s", check_repo_dir(), runs[i].file);
         check_model(path, NULL, runs[i].mesh, runs[i].define, &t);
     }
     char *f16 = strdup(half_model);

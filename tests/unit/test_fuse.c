@@ -260,19 +260,6 @@ static void test_phases(void)
 
 /* ---- invariants on every example ---- */
 
-static const char *repo_dir(void)
-{
-    static char dir[4096];
-    snprintf(dir, sizeof dir, "%s", __FILE__);
-    for (int up = 0; up < 3; up++) {
-        char *slash = strrchr(dir, '/');
-        if (!slash)
-            return ".";
-        *slash = 0;
-    }
-    return dir;
-}
-
 /* Nothing between a group's first op and its anchor reads the group, and
  * a value is stored exactly when an op outside its group, an output or an
  * update reads it, or nothing does. */
@@ -389,7 +376,7 @@ static void check_program(const char *ir, const char *fused, const char *where)
 static void check_example(const char *file, const char *mesh)
 {
     char path[4200], where[4300];
-    snprintf(path, sizeof path, "%s/examples/%s", repo_dir(), file);
+    snprintf(path, sizeof path, "%s/examples/%s", check_repo_dir(), file);
     shardc_options *opt = shardc_options_new();
     char *err = NULL, *ir = NULL, *fused = NULL;
     shardc_program *prog = NULL;
