@@ -23,6 +23,7 @@ struct shardc_options {
     int64_t bucket_bytes; /* gradient buckets; 0: none */
     int narchs;           /* --arch: the kernels' targets (0: the default) */
     int arch[CG_MAX_ARCHS];
+    const pass_hw *hw;    /* --hw: the estimated timeline's hardware */
 };
 
 #define DEFAULT_BUCKET_MB 25
@@ -36,6 +37,7 @@ struct shardc_program {
     pass_pipeline pipe;     /* with a pipeline: one program per stage */
     int narchs;             /* the options' --arch */
     int arch[CG_MAX_ARCHS];
+    const pass_hw *hw;      /* the options' --hw */
 };
 
 /* The programs the plan holds: the pipeline's stages, else the partitioned
@@ -57,9 +59,21 @@ void shardc_free(void *p) { free(p); }
 shardc_options *shardc_options_new(void)
 {
     shardc_options *o = calloc(1, sizeof(shardc_options));
-    if (o)
+    if (o) {
         o->bucket_bytes = (int64_t)DEFAULT_BUCKET_MB << 20;
+        o->hw = pass_hw_default();
+    }
     return o;
+}
+
+shardc_status shardc_options_set_hardware(shardc_options *opt, const char *name, char **error)
+{
+    const pass_hw *hw = pass_hw_find(name);
+    if (!hw)
+        return api_fail(error, SHARDC_ERR_USAGE, "--hw '%s': the hardware profiles are %s",
+                        name, pass_hw_names());
+    opt->hw = hw;
+    return SHARDC_OK;
 }
 
 shardc_status shardc_options_set_bucket_mb(shardc_options *opt, double mb, char **error)
@@ -270,6 +284,7 @@ static shardc_status compile(const shardc_options *opt, const su_src *src,
     }
     p->m = m;
     p->narchs = opt->narchs;
+    p->hw = opt->hw;
     memcpy(p->arch, opt->arch, sizeof p->arch);
     shardc_status st = run_passes(p, opt, &oom, error);
     if (st != SHARDC_OK) {
@@ -337,6 +352,35 @@ void shardc_program_free(shardc_program *prog)
     free(prog);
 }
 
+void api_program_tasks(const shardc_program *prog, su_buf *b)
+{
+    const pass_pipeline *pp = &prog->pipe;
+    if (!pp->nstages)
+        return;
+    const ir_module *m = pp->stage[0];
+    int P = pp->nstages, V = m->pipe.chunks;
+    char sched[32];
+    su_buf_printf(b, "# pipeline: %s over %s, %d stages, %d microbatches",
+                  pass_schedule_name(&m->pipe, sched), m->mesh.name[m->pipe.axis], P,
+                  m->pipe.microbatches);
+    if (V > 1)
+        su_buf_printf(b, ", %d chunks per stage", V);
+    su_buf_printf(b, "\n# each stage's steps in order: F<m> and B<m> are the forward and "
+                  "backward of microbatch m%s\n", V > 1 ? " through the stage's chunk v "
+                  "(F<m>.<v>)" : "");
+    for (int s = 0; s < P; s++) {
+        su_buf_printf(b, "# stage %d:", s);
+        for (int k = 0; k < pp->ntasks[s]; k++) {
+            const pass_task *t = pp->task[s][k];
+            su_buf_printf(b, " %c%d", t->forward ? 'F' : 'B', t->mb);
+            if (V > 1)
+                su_buf_printf(b, ".%d", t->chunk / P);
+        }
+        su_buf_putc(b, '\n');
+    }
+    su_buf_putc(b, '\n');
+}
+
 /* --explain-sharding: each value's sharding and reason, then each inserted
  * collective or slice with what needed it and its bytes per rank. */
 static void explain(const shardc_program *p, su_buf *b)
@@ -359,6 +403,10 @@ static void explain(const shardc_program *p, su_buf *b)
     }
 }
 
+/* The estimated timeline writes every rank's events up to this many, then
+ * each stage's first rank only (a 4096-rank trace would not open). */
+#define TRACE_MAX_EVENTS 2000000
+
 /* Renders output k of shardc_program_emit; the jmp_buf for allocation
  * failures is here, and nothing in this frame changes after setjmp. */
 static shardc_status render(const shardc_program *prog, int k, char **text, size_t *len,
@@ -373,7 +421,19 @@ static shardc_status render(const shardc_program *prog, int k, char **text, size
     }
     const ir_module *part = prog->part ? prog->part : prog->m;
     int n;
-    if (k == 6) {
+    if (k == 7) {
+        ir_module *const *st = stages(prog, &n);
+        su_buf err;
+        su_buf_init(&err, &oom);
+        double step;
+        if (!pass_timeline(st, n, prog->hw, TRACE_MAX_EVENTS, &b, &step, &err)) {
+            shardc_status r = api_fail(error, SHARDC_ERR_INTERNAL, "%s", err.s);
+            su_buf_free(&err);
+            su_buf_free(&b);
+            return r;
+        }
+        su_buf_free(&err);
+    } else if (k == 6) {
         ir_module *const *st = stages(prog, &n);
         for (int s = 0; s < n; s++) {
             if (n > 1)
@@ -403,9 +463,9 @@ shardc_status shardc_program_emit(const shardc_program *prog, const char *what, 
 {
     *text = NULL;
     static const char *const kinds[] = {"ir",     "sharded-ir",  "explain",  "report",
-                                        "report-json", "train-ir", "stage-ir"};
+                                        "report-json", "train-ir", "stage-ir", "trace"};
     int k = -1;
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 8; i++)
         if (!strcmp(what, kinds[i]))
             k = i;
     if (!strcmp(what, "fused-ir") || !strcmp(what, "cuda")) {
@@ -418,7 +478,7 @@ shardc_status shardc_program_emit(const shardc_program *prog, const char *what, 
     if (k < 0)
         return api_fail(error, SHARDC_ERR_USAGE, "unknown output '%s' (this version emits: ir, "
                     "train-ir, sharded-ir, stage-ir, fused-ir, cuda, explain, report, report-json, "
-                    "schedule)", what);
+                    "schedule, trace)", what);
     if (k == 0) {
         *text = strdup(prog->logical_ir);
         if (len && *text)

@@ -3,6 +3,7 @@
 #define SHARDC_API_INTERNAL_H
 #include "shardc.h"
 #include "runtime/plan.h"
+#include "support/support.h"
 #include <stdint.h>
 
 struct shardc_plan {
@@ -15,6 +16,9 @@ shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size
 /* `--emit schedule`: the plan's instruction lists as text. */
 shardc_status api_program_schedule(const shardc_program *prog, char **text, size_t *len,
                                    char **error);
+/* `--emit schedule`'s head for a pipelined program: each stage's order of
+ * forward and backward microbatch steps (nothing without a pipeline). */
+void api_program_tasks(const shardc_program *prog, su_buf *b);
 /* A malloc'd message into *error (when error is not NULL); returns st. */
 shardc_status api_fail(char **error, shardc_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -65,6 +65,7 @@ shardc_status api_program_schedule(const shardc_program *prog, char **text, size
         rt_plan_free(p);
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     }
+    api_program_tasks(prog, &b);
     rt_plan_print_schedule(p, &b);
     rt_plan_free(p);
     if (len)

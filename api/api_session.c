@@ -37,6 +37,7 @@ shardc_status shardc_session_new(const shardc_plan *plan, const shardc_session_c
     o.inputs_path = cfg->inputs_file;
     o.seed = cfg->seed;
     o.timeout_ms = cfg->timeout_ms;
+    o.trace = cfg->trace != 0;
     shardc_session *s = calloc(1, sizeof *s);
     if (!s)
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
@@ -66,6 +67,16 @@ shardc_status shardc_session_bind(shardc_session *s, const char *name, const voi
     char err[1024];
     if (rt_session_bind(s->s, name, data, bytes, err, sizeof err) != 0)
         return api_fail(error, SHARDC_ERR_USAGE, "%s", err);
+    return SHARDC_OK;
+}
+
+shardc_status shardc_session_write_trace(shardc_session *s, const char *path, char **error)
+{
+    api_clear(error);
+    char err[1024];
+    if (rt_session_write_trace(s->s, path, "cpu", err, sizeof err) != 0)
+        return api_fail(error, rt_session_steps(s->s) ? SHARDC_ERR_IO : SHARDC_ERR_USAGE, "%s",
+                        err);
     return SHARDC_OK;
 }
 

@@ -70,6 +70,12 @@ SHARDC_API shardc_status shardc_options_set_bucket_mb(shardc_options *opt, doubl
 SHARDC_API shardc_status shardc_options_set_archs(shardc_options *opt, const char *list,
                                                   char **error);
 
+/* The hardware profile the estimated timeline (`--trace`, the "trace"
+ * output) runs on, as `--hw` does: "a100", "h100" (the default) or
+ * "h200". SHARDC_ERR_USAGE for another name. */
+SHARDC_API shardc_status shardc_options_set_hardware(shardc_options *opt, const char *name,
+                                                     char **error);
+
 /* ---- compilation ---- */
 
 typedef struct shardc_program shardc_program;
@@ -159,6 +165,8 @@ typedef struct shardc_session_config {
     const char *inputs_file;     /* safetensors, or NULL */
     unsigned long long seed;     /* for params (and inputs) made by their init */
     int timeout_ms;              /* per collective wait; 0: 10 minutes */
+    int trace;                   /* nonzero: time every instruction of every
+                                  * run, for shardc_session_write_trace */
 } shardc_session_config;
 
 /* Opens a session on a plan, which must outlive it. Params and states
@@ -185,6 +193,17 @@ SHARDC_API shardc_status shardc_session_bind(shardc_session *s, const char *name
  * from. On failure the message names the rank and the instruction; after a
  * failure the session can only be freed. */
 SHARDC_API shardc_status shardc_session_run(shardc_session *s, char **error);
+
+/* Writes the measured timeline of every run so far (the session opened
+ * with cfg.trace) to path as Chrome trace JSON, in the format of shardc's
+ * estimated one (`--trace`): pid = rank, tid 0 compute, tid 1
+ * communication, one event per instruction with its run ("step") and
+ * index ("instr"); times in microseconds from the first run. Under `mpi`
+ * every rank must call it; rank 0 writes the file. SHARDC_ERR_USAGE
+ * without tracing or before a run, SHARDC_ERR_IO when the file cannot be
+ * written. */
+SHARDC_API shardc_status shardc_session_write_trace(shardc_session *s, const char *path,
+                                                    char **error);
 
 /* After a run: the full output called name, valid until the next run or the
  * session's end. SHARDC_ERR_USAGE when there is no such output. */

@@ -157,5 +157,50 @@ double pass_op_flops(const ir_op *op);
 double pass_comm_bytes(ir_opcode code, const ir_type *in, const ir_type *out, int64_t ranks);
 /* Bytes one rank sends for op (0 for anything but a collective). */
 double pass_op_bytes(const ir_module *m, const ir_op *op);
+/* Whether rank r runs stage s of m (every rank when m has no pipeline:
+ * stage -1); ranks are row-major over the mesh, the first axis major. */
+bool pass_rank_in_stage(const ir_module *m, int64_t r, int s);
+/* "gpipe", "1f1b", "interleaved(V)". */
+const char *pass_schedule_name(const ir_pipeline *p, char buf[32]);
+
+/* Hardware profiles (timeline.c): the figures an estimated timeline runs
+ * on. Peaks are the vendor's dense figures; the efficiencies say what
+ * fraction of them kernels and NCCL reach in practice. */
+typedef struct pass_hw {
+    const char *name;       /* "h100" */
+    const char *desc;       /* "NVIDIA H100 SXM, 8 per node, NVLink 4, 400 Gb/s NDR" */
+    double tc_flops;        /* f16/bf16 matmul peak, FLOP/s */
+    double f32_flops;       /* f32 peak without tensor cores */
+    double mem_bw;          /* device memory, bytes/s */
+    double intra_bw;        /* per GPU and direction inside a node, bytes/s */
+    double inter_bw;        /* per GPU and direction across nodes, bytes/s */
+    int node_gpus;          /* consecutive ranks per node */
+    double launch_s;        /* per kernel */
+    double intra_lat_s, inter_lat_s; /* per collective or message */
+    double compute_eff, mem_eff, link_eff;
+} pass_hw;
+/* The profile called name, or NULL; pass_hw_names lists them ("a100, h100,
+ * h200"). The default is pass_hw_default(). */
+const pass_hw *pass_hw_find(const char *name);
+const char *pass_hw_names(void);
+const pass_hw *pass_hw_default(void);
+
+/* The estimated timeline of one step (timeline.c): every stage's program
+ * run on hw with a compute stream and a communication stream, as Chrome
+ * trace JSON (pid = rank, tid 0 compute, tid 1 communication), and the
+ * step time in *step_s. Rules:
+ *   compute op   launch + max(FLOPs / peak, bytes read and written / memory
+ *                bandwidth), on the compute stream, after its operands;
+ *   collective   latency + bytes sent (nccl-tests' count) / link bandwidth
+ *                (NVLink when the group is inside a node), on the
+ *                communication stream, after its operand;
+ *   send / recv  a rendezvous of the two stages' communication streams,
+ *                latency + bytes / link bandwidth.
+ * Ranks of one stage run the same program, so they have the same events;
+ * past max_events events in all, only each stage's first rank is written
+ * (otherData.ranks says which). False with a message in err when the
+ * stages' sends and recvs do not pair up (a compiler bug). */
+bool pass_timeline(ir_module *const *stages, int n, const pass_hw *hw, int64_t max_events,
+                   su_buf *json, double *step_s, su_buf *err);
 
 #endif

@@ -114,7 +114,7 @@ typedef struct stage_cost {
 
 /* The ranks of stage s: all of them without a pipeline, else those whose
  * coordinate on the pipeline axis is s. */
-static bool in_stage(const ir_module *m, int64_t r, int s)
+bool pass_rank_in_stage(const ir_module *m, int64_t r, int s)
 {
     if (m->stage < 0)
         return true;
@@ -124,7 +124,7 @@ static bool in_stage(const ir_module *m, int64_t r, int s)
     return (r / below) % m->mesh.size[m->pipe.axis] == s;
 }
 
-static const char *schedule_name(const ir_pipeline *p, char buf[32])
+const char *pass_schedule_name(const ir_pipeline *p, char buf[32])
 {
     if (p->schedule == IR_SCHED_INTERLEAVED)
         snprintf(buf, 32, "interleaved(%d)", p->chunks);
@@ -150,7 +150,7 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
         su_buf_printf(b, "\"pipeline\": {\"axis\": \"%s\", \"schedule\": \"%s\", "
                       "\"stages\": %d, \"microbatches\": %d, \"chunks\": %d, "
                       "\"bubble\": %.6f}, ", m0->mesh.name[m0->pipe.axis],
-                      schedule_name(&m0->pipe, sched), pp->nstages, m0->pipe.microbatches,
+                      pass_schedule_name(&m0->pipe, sched), pp->nstages, m0->pipe.microbatches,
                       m0->pipe.chunks, pp->bubble);
     }
     su_buf_puts(b, "\"stages\": [");
@@ -160,7 +160,7 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
         su_buf_puts(b, s ? ", {\"ranks\": [" : "{\"ranks\": [");
         bool first = true;
         for (int64_t r = 0; r < ranks; r++)
-            if (in_stage(m, r, s)) {
+            if (pass_rank_in_stage(m, r, s)) {
                 su_buf_printf(b, "%s%lld", first ? "" : ", ", (long long)r);
                 first = false;
             }
@@ -197,7 +197,7 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
     if (pp && pp->nstages) {
         char sched[32];
         su_buf_printf(b, "pipeline: %s over %s, %d stages, %d microbatches, bubble %.4f of the "
-                      "ideal compute time\n", schedule_name(&m0->pipe, sched),
+                      "ideal compute time\n", pass_schedule_name(&m0->pipe, sched),
                       m0->mesh.name[m0->pipe.axis], pp->nstages, m0->pipe.microbatches,
                       pp->bubble);
     }
@@ -206,7 +206,7 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
         const pass_memplan *mp = &cost[s].mp;
         int64_t count = 0, lo = -1;
         for (int64_t r = 0; r < ir_mesh_ranks(&m->mesh); r++)
-            if (in_stage(m, r, s)) {
+            if (pass_rank_in_stage(m, r, s)) {
                 count++;
                 lo = lo < 0 ? r : lo;
             }

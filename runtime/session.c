@@ -22,6 +22,7 @@
 #include "comm.h"
 #include "cpu.h"
 #include "tensors.h"
+#include "trace.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -53,6 +54,7 @@ typedef struct rank_state {
     uint8_t *arena;           /* prog's arena_bytes, allocated once */
     void **buf;               /* per buffer of prog: its place in the arena */
     bool params_loaded;
+    rt_trace tr;              /* --trace: the instructions run, timed */
     int failed;
     char err[ERRLEN];
 } rank_state;
@@ -80,6 +82,8 @@ struct rt_session {
     pthread_mutex_t mu;       /* first_err */
     char first_err[ERRLEN + 64];
     bool has_err;
+    double trace_origin;      /* rt_trace_now() when the timeline starts */
+    bool origin_set;
 };
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -392,6 +396,20 @@ static int rank_setup(rank_state *rs)
     return 0;
 }
 
+/* The timeline's origin: now, at the first traced run; under MPI after a
+ * barrier of every rank, so the processes' clocks start together. */
+static int trace_origin(rank_state *rs)
+{
+    rt_session *s = rs->s;
+    if (s->origin_set)
+        return 0;
+    if (s->o.comm == RT_COMM_MPI && rt_barrier(rs->groups[s->nkeys - 1]) != 0)
+        return fail(rs->err, sizeof rs->err, "%s", rt_comm_error(rs->comm));
+    s->trace_origin = rt_trace_now();
+    s->origin_set = true;
+    return 0;
+}
+
 static int rank_run(rank_state *rs)
 {
     rt_session *s = rs->s;
@@ -404,9 +422,12 @@ static int rank_run(rank_state *rs)
     ctx.naxes = s->p->naxes;
     const rt_program *prog = rs->prog;
     bool load_params = !rs->params_loaded || s->params_dirty;
+    if (s->o.trace && trace_origin(rs) != 0)
+        return -1;
     for (int i = 0; i < prog->ninstr; i++) {
         const rt_instr *in = &prog->instr[i];
         int rc = 0;
+        double t0 = s->o.trace ? rt_trace_now() : 0;
         switch (rt_ops[in->op].cls) {
         case RT_K_SOURCE:
             if (in->op == RT_OP_CONST)
@@ -434,6 +455,10 @@ static int rank_run(rank_state *rs)
                          rt_ops[in->op].name, tmp);
             return -1;
         }
+        bool idle = rt_ops[in->op].cls == RT_K_SOURCE && in->op != RT_OP_INPUT && !load_params;
+        if (s->o.trace && !idle)
+            rt_trace_add(&rs->tr, i, (int32_t)s->steps, t0 - s->trace_origin,
+                         rt_trace_now() - s->trace_origin);
     }
     rs->params_loaded = true;
     return 0;
@@ -755,6 +780,7 @@ void rt_session_free(rt_session *s)
         return;
     for (int64_t r = 0; s->ranks && r < s->nhere; r++) {
         rank_state *rs = &s->ranks[r];
+        rt_trace_free(&rs->tr);
         free(rs->arena);
         free(rs->buf);
         free(rs->groups);
@@ -874,6 +900,10 @@ int rt_session_run(rt_session *s, char *err, size_t errlen)
     if (note_generated(s, err, errlen) != 0)
         return -1;
     if (s->o.comm == RT_COMM_LOCAL) {
+        if (s->o.trace && !s->origin_set) { /* the rank threads share one clock */
+            s->trace_origin = rt_trace_now();
+            s->origin_set = true;
+        }
         if (run_local(s, err, errlen) != 0) {
             s->failed = true;
             return -1;
@@ -889,6 +919,65 @@ int rt_session_run(rt_session *s, char *err, size_t errlen)
     s->params_dirty = false;
     s->steps++;
     return 0;
+}
+
+/* Every rank's events to every process (the all-axes group's members are
+ * in rank order): the counts, then the events padded to the longest. */
+static int gather_trace_mpi(rt_session *s, rt_trace *all, rt_trace_ev **mem, char *err,
+                            size_t errlen)
+{
+    rank_state *rs = &s->ranks[0];
+    rt_group *g = rs->groups[s->nkeys - 1];
+    int64_t *count = calloc((size_t)s->nranks, sizeof *count), n = rs->tr.n, most = 0;
+    if (!count)
+        return fail(err, errlen, "out of memory");
+    if (rt_all_gather(g, &n, count, sizeof n) != 0) {
+        free(count);
+        return fail(err, errlen, "gathering the trace: %s", rt_comm_error(rs->comm));
+    }
+    for (int64_t r = 0; r < s->nranks; r++)
+        most = count[r] > most ? count[r] : most;
+    size_t each = (size_t)most * sizeof(rt_trace_ev);
+    rt_trace_ev *send = calloc(most + 1, sizeof *send);
+    *mem = calloc((size_t)s->nranks * (size_t)most + 1, sizeof **mem);
+    int rc = 0;
+    if (!send || !*mem)
+        rc = fail(err, errlen, "out of memory for the trace");
+    if (!rc && n)
+        memcpy(send, rs->tr.ev, (size_t)n * sizeof *send);
+    if (!rc && most && rt_all_gather(g, send, *mem, (int64_t)each) != 0)
+        rc = fail(err, errlen, "gathering the trace: %s", rt_comm_error(rs->comm));
+    for (int64_t r = 0; !rc && r < s->nranks; r++)
+        all[r] = (rt_trace){.ev = *mem + (size_t)r * (size_t)most, .n = count[r]};
+    free(send);
+    free(count);
+    return rc;
+}
+
+int rt_session_write_trace(rt_session *s, const char *path, const char *backend, char *err,
+                           size_t errlen)
+{
+    if (!s->o.trace)
+        return fail(err, errlen, "the session was not opened with tracing on");
+    if (s->steps == 0 || s->failed)
+        return fail(err, errlen, "no successful run to trace");
+    rt_trace *all = calloc((size_t)s->nranks, sizeof *all);
+    if (!all)
+        return fail(err, errlen, "out of memory");
+    rt_trace_ev *mem = NULL;
+    int rc = 0;
+    const char *comm = s->o.comm == RT_COMM_LOCAL ? "local" : "mpi";
+    if (s->o.comm == RT_COMM_LOCAL) {
+        for (int64_t r = 0; r < s->nhere; r++)
+            all[s->ranks[r].rank] = s->ranks[r].tr;
+    } else {
+        rc = gather_trace_mpi(s, all, &mem, err, errlen);
+    }
+    if (!rc && rt_session_rank(s) == 0)
+        rc = rt_trace_write(path, s->p, all, s->nranks, backend, comm, err, errlen);
+    free(mem);
+    free(all);
+    return rc;
 }
 
 void rt_session_abort(rt_session *s, const char *why)

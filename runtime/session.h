@@ -44,6 +44,7 @@ typedef struct rt_session_opts {
     uint64_t seed;
     int timeout_ms;              /* per collective, send or recv wait (local);
                                   * 0: the default */
+    bool trace;                  /* time every instruction (runtime/trace.h) */
 } rt_session_opts;
 
 typedef struct rt_session rt_session;
@@ -70,6 +71,13 @@ int rt_session_bind(rt_session *s, const char *name, const void *data, size_t by
  * the table's 1024 rows"); under MPI the caller should then call
  * rt_session_abort so the other processes stop. */
 int rt_session_run(rt_session *s, char *err, size_t errlen);
+
+/* With opts.trace: writes the timeline of every run so far, every rank's
+ * (runtime/trace.h), to path. Under MPI every process must call it (the
+ * events are gathered) and rank 0 writes the file. backend names the
+ * compute backend in the file. */
+int rt_session_write_trace(rt_session *s, const char *path, const char *backend, char *err,
+                           size_t errlen);
 
 /* Stops every process of an MPI run (MPI_Abort); a no-op with `local`. */
 void rt_session_abort(rt_session *s, const char *why);

@@ -41,6 +41,11 @@ static const char usage[] =
     "  --explain-sharding print why each value has its sharding and why each\n"
     "                     collective was inserted\n"
     "  --report [json]    print each stage's FLOPs, bytes sent and collectives\n"
+    "  --trace FILE       write the estimated timeline of one step as Chrome trace\n"
+    "                     JSON (Perfetto, chrome://tracing): pid = rank, tid 0\n"
+    "                     compute, tid 1 communication\n"
+    "  --hw NAME          the hardware the timeline is estimated on: a100, h100\n"
+    "                     (default) or h200\n"
     "  -o OUT             write the plan to OUT (run it with shardrun); with\n"
     "                     --emit, --explain-sharding or --report, write that\n"
     "                     text to OUT instead of standard output\n"
@@ -50,7 +55,7 @@ static const char usage[] =
     "exit codes: 0 success, 1 error in the input, 2 bad usage, 3 internal error\n";
 
 typedef struct args {
-    const char *file, *emit, *out;
+    const char *file, *emit, *out, *trace;
     shardc_options *opt;
 } args;
 
@@ -111,6 +116,14 @@ static int parse_args(int argc, char **argv, args *a)
                 shardc_free(err);
                 return rc;
             }
+        } else if ((v = value_of(argc, argv, &i, "--hw"))) {
+            if (shardc_options_set_hardware(a->opt, v, &err) != SHARDC_OK) {
+                int rc = usage_error("%s", err ? err : "out of memory");
+                shardc_free(err);
+                return rc;
+            }
+        } else if ((v = value_of(argc, argv, &i, "--trace"))) {
+            a->trace = v;
         } else if ((v = value_of(argc, argv, &i, "--bucket-mb"))) {
             char *end;
             errno = 0;
@@ -173,6 +186,24 @@ static int write_file(const char *path, const char *text, size_t len)
     return EXIT_INPUT;
 }
 
+/* Writes output `what` of prog to path. */
+static int emit_to(const shardc_program *prog, const char *what, const char *path)
+{
+    char *text, *err = NULL;
+    size_t len;
+    shardc_status st = shardc_program_emit(prog, what, &text, &len, &err);
+    int rc = 0;
+    if (st != SHARDC_OK) {
+        fprintf(stderr, "shardc: error: %s\n", err ? err : "out of memory");
+        rc = exit_code(st);
+    } else {
+        rc = write_file(path, text, len);
+    }
+    shardc_free(text);
+    shardc_free(err);
+    return rc;
+}
+
 static int compile(const args *a)
 {
     shardc_program *prog = NULL;
@@ -188,8 +219,8 @@ static int compile(const args *a)
         shardc_free(err);
         return exit_code(st);
     }
-    int rc = 0;
-    if (a->emit) {
+    int rc = a->trace ? emit_to(prog, "trace", a->trace) : 0;
+    if (!rc && a->emit) {
         char *text;
         size_t len;
         st = shardc_program_emit(prog, a->emit, &text, &len, &err);
@@ -203,7 +234,7 @@ static int compile(const args *a)
         }
         shardc_free(text);
         shardc_free(err);
-    } else if (a->out) {
+    } else if (!rc && a->out) {
         st = shardc_program_save_plan(prog, a->out, &err);
         if (st != SHARDC_OK) {
             fprintf(stderr, "shardc: error: %s\n", err ? err : "out of memory");

@@ -74,6 +74,10 @@ static const char usage[] =
     "                       at step 3, --steps 2 runs and prints steps 4/5, 5/5\n"
     "  --timeout-ms MS      abort a collective, send or recv that waits longer\n"
     "                       (local; default 600000)\n"
+    "  --trace FILE         after the last step, write the measured timeline of\n"
+    "                       every step as Chrome trace JSON (the format of\n"
+    "                       shardc --trace): pid = rank, tid 0 compute, tid 1\n"
+    "                       communication\n"
     "  --report             print the compiler's report stored in the plan\n"
     "  --quiet              print only errors\n"
     "  --help, --version\n"
@@ -84,6 +88,7 @@ static const char usage[] =
 typedef struct args {
     const char *plan, *backend, *comm, *params, *inputs, *outputs, *save_params;
     const char *save, *resume;   /* checkpoint folders */
+    const char *trace;           /* --trace FILE */
     long long ranks, steps, timeout_ms, save_every;
     unsigned long long seed;
     bool report, quiet;
@@ -163,6 +168,10 @@ static int parse_args(int argc, char **argv, args *a)
             if (!*v)
                 return usage_error("%s needs a file name", "--save-params");
             a->save_params = v;
+        } else if ((v = value_of(argc, argv, &i, "--trace"))) {
+            if (!*v)
+                return usage_error("%s needs a file name", "--trace");
+            a->trace = v;
         } else if ((v = value_of(argc, argv, &i, "--save-every"))) {
             if (!number(v, 1, &a->save_every))
                 return usage_error("--save-every '%s': expected a number >= 1", v);
@@ -350,6 +359,11 @@ static outcome save_files(const args *a, shardc_session *s, int rank, bool talk)
         if (st == SHARDC_OK && talk)
             printf("params saved to %s\n", a->save_params);
     }
+    if (st == SHARDC_OK && a->trace) {
+        st = shardc_session_write_trace(s, a->trace, &err);
+        if (st == SHARDC_OK && talk)
+            printf("trace written to %s\n", a->trace);
+    }
     if (st != SHARDC_OK)
         return failed(st, err, true, false);
     if (a->save)
@@ -441,6 +455,7 @@ static int run(const args *a, int rank, bool mpi)
     shardc_session_config cfg = {
         .backend = a->backend, .comm = mpi ? "mpi" : "local", .params_file = a->params,
         .inputs_file = a->inputs, .seed = a->seed, .timeout_ms = (int)a->timeout_ms,
+        .trace = a->trace != NULL,
     };
     shardc_session *s = NULL;
     st = shardc_session_new(plan, &cfg, &s, &err);

@@ -1,0 +1,377 @@
+/* timeline.c: the estimated timeline of one step (`shardc --trace`), and
+ * the hardware profiles it runs on.
+ *
+ * Each stage's program runs once (its ranks all run it), on two streams as
+ * the CUDA backend issues them: compute ops in program order on the compute
+ * stream, collectives, sends and recvs in program order on the
+ * communication stream, each op starting when its stream is free and its
+ * operands are made. Sends and recvs pair up between stages (peer and tag)
+ * and start together, when both streams are free and the sent value is
+ * made: the stages are advanced in turn, a stage stopping at a send or recv
+ * until its peer reaches the matching op, which the static verifier has
+ * proved always happens. Costs are in passes.h (pass_timeline). */
+#include "passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const pass_hw profiles[] = {
+    {"a100", "NVIDIA A100 SXM 80GB, 8 per node, NVLink 3, 200 Gb/s HDR per GPU",
+     312e12, 19.5e12, 2.039e12, 300e9, 25e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8},
+    {"h100", "NVIDIA H100 SXM 80GB, 8 per node, NVLink 4, 400 Gb/s NDR per GPU",
+     989e12, 67e12, 3.35e12, 450e9, 50e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8},
+    {"h200", "NVIDIA H200 SXM 141GB, 8 per node, NVLink 4, 400 Gb/s NDR per GPU",
+     989e12, 67e12, 4.8e12, 450e9, 50e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8},
+};
+#define NPROFILES (int)(sizeof profiles / sizeof profiles[0])
+
+const pass_hw *pass_hw_find(const char *name)
+{
+    for (int i = 0; i < NPROFILES; i++)
+        if (!strcmp(profiles[i].name, name))
+            return &profiles[i];
+    return NULL;
+}
+
+const char *pass_hw_names(void) { return "a100, h100, h200"; }
+
+const pass_hw *pass_hw_default(void) { return &profiles[1]; }
+
+typedef enum { ST_COMPUTE, ST_COMM } stream;
+
+typedef struct event {
+    int op;
+    stream st;
+    double start, dur;
+    int peer;               /* send/recv: the peer stage; else -1 */
+} event;
+
+typedef struct lane {
+    const ir_module *m;
+    int next;               /* the op to issue */
+    double clock[2];        /* when each stream is free */
+    double *ready;          /* per value id: when it is made */
+    event *ev;
+    int nev, cap;
+    int64_t rank0;          /* the stage's first rank */
+} lane;
+
+typedef struct sim {
+    ir_module *const *st;
+    int n;
+    const pass_hw *hw;
+    lane *lane;
+    jmp_buf *oom;
+    su_arena arena;
+} sim;
+
+static int64_t stride_of(const ir_mesh *me, int axis)
+{
+    int64_t s = 1;
+    for (int a = me->naxes - 1; a > axis; a--)
+        s *= me->size[a];
+    return s;
+}
+
+static int64_t coord_of(const ir_mesh *me, int64_t r, int axis)
+{
+    return r / stride_of(me, axis) % me->size[axis];
+}
+
+/* Whether the group over op's axes holding rank r stays inside one node:
+ * its lowest and highest ranks are on the same node. */
+static bool group_in_node(const ir_module *m, const ir_op *op, int64_t r, int node)
+{
+    int64_t lo = r, hi = r;
+    for (int k = 0; k < op->a.naxes; k++) {
+        int ax = op->a.axes[k];
+        int64_t s = stride_of(&m->mesh, ax), c = coord_of(&m->mesh, r, ax);
+        lo -= c * s;
+        hi += (m->mesh.size[ax] - 1 - c) * s;
+    }
+    return lo / node == hi / node;
+}
+
+/* The rank of stage s that shares r's other coordinates. */
+static int64_t peer_rank(const ir_module *m, int64_t r, int s)
+{
+    int ax = m->pipe.axis;
+    int64_t str = stride_of(&m->mesh, ax);
+    return r + ((int64_t)s - coord_of(&m->mesh, r, ax)) * str;
+}
+
+static double value_bytes(const ir_value *v)
+{
+    return (double)ir_type_numel(&v->type) * ir_dtype_size(v->type.dtype);
+}
+
+static bool on_tensor_cores(const ir_op *op)
+{
+    if (op->code != IR_MATMUL && op->code != IR_ATTENTION && op->code != IR_ATTN_PROBS)
+        return false;
+    ir_dtype t = op->in[0]->type.dtype;
+    return t == IR_F16 || t == IR_BF16;
+}
+
+static double link_time(const pass_hw *hw, bool in_node, double bytes)
+{
+    double bw = (in_node ? hw->intra_bw : hw->inter_bw) * hw->link_eff;
+    return (in_node ? hw->intra_lat_s : hw->inter_lat_s) + bytes / bw;
+}
+
+/* The seconds op takes on its stream, by the rules of passes.h. */
+static double op_time(const sim *S, const lane *L, const ir_op *op)
+{
+    const pass_hw *hw = S->hw;
+    const ir_module *m = L->m;
+    ir_opclass cls = ir_ops[op->code].cls;
+    if (cls == IR_C_P2P) {
+        const ir_value *v = op->code == IR_SEND ? op->in[0] : op->res[0];
+        int64_t peer = peer_rank(m, L->rank0, (int)op->a.peer);
+        return link_time(hw, L->rank0 / hw->node_gpus == peer / hw->node_gpus, value_bytes(v));
+    }
+    if (cls == IR_C_COMM) {
+        double bytes = pass_op_bytes(m, op);
+        if (bytes == 0)
+            return 0;
+        return link_time(hw, group_in_node(m, op, L->rank0, hw->node_gpus), bytes);
+    }
+    double bytes = op->nres ? value_bytes(op->res[0]) : 0;
+    for (int i = 0; i < op->nin; i++)
+        bytes += value_bytes(op->in[i]);
+    double peak = on_tensor_cores(op) ? hw->tc_flops : hw->f32_flops;
+    double tf = pass_op_flops(op) / (peak * hw->compute_eff);
+    double tm = bytes / (hw->mem_bw * hw->mem_eff);
+    return hw->launch_s + (tf > tm ? tf : tm);
+}
+
+/* Ops that run no kernel and move nothing: sources (loaded before the
+ * step), and constrain and reshape (the same bytes, a view). */
+static bool is_free(const ir_op *op)
+{
+    return ir_ops[op->code].cls == IR_C_SOURCE || op->code == IR_CONSTRAIN ||
+           op->code == IR_RESHAPE;
+}
+
+static void record(sim *S, lane *L, int op, stream st, double start, double dur, int peer)
+{
+    if (L->nev == L->cap) {
+        L->cap = L->cap ? 2 * L->cap : 64;
+        event *ev = su_alloc(&S->arena, (size_t)L->cap * sizeof *ev);
+        if (L->nev)
+            memcpy(ev, L->ev, (size_t)L->nev * sizeof *ev);
+        L->ev = ev;
+    }
+    L->ev[L->nev++] = (event){op, st, start, dur, peer};
+}
+
+static double operands_ready(const lane *L, const ir_op *op)
+{
+    double t = 0;
+    for (int i = 0; i < op->nin; i++)
+        if (L->ready[op->in[i]->id] > t)
+            t = L->ready[op->in[i]->id];
+    return t;
+}
+
+/* Issues the local op at L->next (not a send or recv). */
+static void issue(sim *S, lane *L, const ir_op *op)
+{
+    double start = operands_ready(L, op);
+    if (is_free(op)) {
+        if (op->nres)
+            L->ready[op->res[0]->id] = start;
+        return;
+    }
+    stream st = ir_ops[op->code].cls == IR_C_COMM ? ST_COMM : ST_COMPUTE;
+    if (L->clock[st] > start)
+        start = L->clock[st];
+    double dur = op_time(S, L, op);
+    L->clock[st] = start + dur;
+    if (op->nres)
+        L->ready[op->res[0]->id] = start + dur;
+    record(S, L, L->next, st, start, dur, -1);
+}
+
+/* Whether the send or recv at stage s's next op meets its peer's next op;
+ * if so, both run. */
+static bool rendezvous(sim *S, int s)
+{
+    lane *A = &S->lane[s];
+    const ir_op *a = IR_OP(A->m, A->next);
+    int t = (int)a->a.peer;
+    if (t < 0 || t >= S->n)
+        return false;
+    lane *B = &S->lane[t];
+    if (B->next >= B->m->ops.n)
+        return false;
+    const ir_op *b = IR_OP(B->m, B->next);
+    if (ir_ops[b->code].cls != IR_C_P2P || b->code == a->code || b->a.peer != s ||
+        b->a.tag != a->a.tag)
+        return false;
+    lane *snd = a->code == IR_SEND ? A : B, *rcv = a->code == IR_SEND ? B : A;
+    const ir_op *so = a->code == IR_SEND ? a : b, *ro = a->code == IR_SEND ? b : a;
+    double start = operands_ready(snd, so);
+    if (snd->clock[ST_COMM] > start)
+        start = snd->clock[ST_COMM];
+    if (rcv->clock[ST_COMM] > start)
+        start = rcv->clock[ST_COMM];
+    double dur = op_time(S, snd, so);
+    snd->clock[ST_COMM] = rcv->clock[ST_COMM] = start + dur;
+    rcv->ready[ro->res[0]->id] = start + dur;
+    record(S, snd, snd->next++, ST_COMM, start, dur, (int)so->a.peer);
+    record(S, rcv, rcv->next++, ST_COMM, start, dur, (int)ro->a.peer);
+    return true;
+}
+
+/* Advances stage s as far as it goes; whether it moved. */
+static bool advance(sim *S, int s)
+{
+    lane *L = &S->lane[s];
+    bool moved = false;
+    while (L->next < L->m->ops.n) {
+        const ir_op *op = IR_OP(L->m, L->next);
+        if (ir_ops[op->code].cls == IR_C_P2P) {
+            if (!rendezvous(S, s))
+                break;
+        } else {
+            issue(S, L, op);
+            L->next++;
+        }
+        moved = true;
+    }
+    return moved;
+}
+
+static bool simulate(sim *S, su_buf *err)
+{
+    for (bool moved = true; moved;) {
+        moved = false;
+        for (int s = 0; s < S->n; s++)
+            moved = advance(S, s) || moved;
+    }
+    for (int s = 0; s < S->n; s++) {
+        const lane *L = &S->lane[s];
+        if (L->next < L->m->ops.n) {
+            const ir_op *op = IR_OP(L->m, L->next);
+            su_buf_printf(err, "internal error: the timeline stops: stage %d waits at op %d "
+                          "(%s, peer %lld, tag %lld)", s, L->next, ir_ops[op->code].name,
+                          (long long)op->a.peer, (long long)op->a.tag);
+            return false;
+        }
+    }
+    return true;
+}
+
+static int64_t first_rank(const ir_module *m, int s)
+{
+    int64_t ranks = ir_mesh_ranks(&m->mesh);
+    for (int64_t r = 0; r < ranks; r++)
+        if (pass_rank_in_stage(m, r, s))
+            return r;
+    return 0;
+}
+
+/* Starts the next element of traceEvents. */
+static void next_event(su_buf *b, bool *first)
+{
+    su_buf_puts(b, *first ? "\n" : ",\n");
+    *first = false;
+}
+
+static void json_event(su_buf *b, bool *first, const sim *S, int s, int64_t rank,
+                       const event *e)
+{
+    const ir_module *m = S->lane[s].m;
+    const ir_op *op = IR_OP(m, e->op);
+    ir_opclass cls = ir_ops[op->code].cls;
+    const char *cat = cls == IR_C_COMM ? "collective" : cls == IR_C_P2P ? "p2p" : "compute";
+    next_event(b, first);
+    su_buf_printf(b, "{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %lld, "
+                  "\"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"op\": %d",
+                  ir_ops[op->code].name, cat, (long long)rank, (int)e->st, e->start * 1e6,
+                  e->dur * 1e6, e->op);
+    if (op->nres)
+        su_buf_printf(b, ", \"value\": \"%%%d\"", op->res[0]->id);
+    if (op->loc.line > 0)
+        su_buf_printf(b, ", \"line\": %d", op->loc.line);
+    su_buf_printf(b, ", \"phase\": \"%s\"", ir_phase_name((ir_phase)op->phase));
+    if (cls == IR_C_P2P) {
+        const ir_value *v = op->code == IR_SEND ? op->in[0] : op->res[0];
+        su_buf_printf(b, ", \"peer_stage\": %d, \"bytes\": %.0f", e->peer, value_bytes(v));
+    } else if (cls == IR_C_COMM) {
+        su_buf_printf(b, ", \"bytes_sent\": %.0f", pass_op_bytes(m, op));
+    } else {
+        su_buf_printf(b, ", \"flops\": %.0f", pass_op_flops(op));
+    }
+    su_buf_puts(b, "}}");
+}
+
+static void json_names(su_buf *b, bool *first, int64_t rank, int s, int nstages)
+{
+    next_event(b, first);
+    if (nstages > 1)
+        su_buf_printf(b, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %lld, \"args\": "
+                      "{\"name\": \"rank %lld (stage %d)\"}}", (long long)rank, (long long)rank, s);
+    else
+        su_buf_printf(b, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %lld, \"args\": "
+                      "{\"name\": \"rank %lld\"}}", (long long)rank, (long long)rank);
+    su_buf_printf(b, ",\n{\"name\": \"process_sort_index\", \"ph\": \"M\", \"pid\": %lld, "
+                  "\"args\": {\"sort_index\": %lld}}", (long long)rank, (long long)rank);
+    static const char *const names[2] = {"compute", "communication"};
+    for (int t = 0; t < 2; t++)
+        su_buf_printf(b, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %lld, \"tid\": %d, "
+                      "\"args\": {\"name\": \"%s\"}}", (long long)rank, t, names[t]);
+}
+
+static void write_json(const sim *S, int64_t max_events, double step, su_buf *b)
+{
+    const ir_module *m0 = S->st[0];
+    int64_t ranks = ir_mesh_ranks(&m0->mesh), total = 0;
+    if (ranks < 1)
+        ranks = 1;
+    for (int s = 0; s < S->n; s++)
+        total += (int64_t)S->lane[s].nev * (ranks / S->n);
+    bool all = total <= max_events, first = true;
+    su_buf_printf(b, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"shardc "
+                  "estimate\", \"hardware\": \"%s\", \"hardware_desc\": \"%s\", "
+                  "\"step_ms\": %.6f, \"ranks\": \"%s\"},\n\"traceEvents\": [",
+                  S->hw->name, S->hw->desc, step * 1e3, all ? "all" : "the first of each stage");
+    for (int64_t r = 0; r < ranks; r++) {
+        int s = 0;
+        while (s < S->n - 1 && !pass_rank_in_stage(S->st[s], r, s))
+            s++;
+        if (!all && r != S->lane[s].rank0)
+            continue;
+        json_names(b, &first, r, s, S->n);
+        for (int i = 0; i < S->lane[s].nev; i++)
+            json_event(b, &first, S, s, r, &S->lane[s].ev[i]);
+    }
+    su_buf_puts(b, "\n]}\n");
+}
+
+bool pass_timeline(ir_module *const *stages, int n, const pass_hw *hw, int64_t max_events,
+                   su_buf *json, double *step_s, su_buf *err)
+{
+    sim S = {.st = stages, .n = n, .hw = hw, .oom = json->oom};
+    su_arena_init(&S.arena, json->oom);
+    S.lane = su_alloc(&S.arena, (size_t)n * sizeof *S.lane);
+    for (int s = 0; s < n; s++) {
+        lane *L = &S.lane[s];
+        L->m = stages[s];
+        L->ready = su_alloc(&S.arena, (size_t)(L->m->next_id + 1) * sizeof *L->ready);
+        L->rank0 = n > 1 ? first_rank(L->m, s) : 0;
+    }
+    bool ok = simulate(&S, err);
+    if (ok) {
+        double step = 0;
+        for (int s = 0; s < n; s++)
+            for (int t = 0; t < 2; t++)
+                if (S.lane[s].clock[t] > step)
+                    step = S.lane[s].clock[t];
+        *step_s = step;
+        write_json(&S, max_events, step, json);
+    }
+    su_arena_free(&S.arena);
+    return ok;
+}

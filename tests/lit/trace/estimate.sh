@@ -1,0 +1,54 @@
+# shardc --trace: the estimated timeline of one step, by the cost rules of
+# passes/passes.h (pass_timeline) on the hardware profile of --hw.
+#
+# One bf16 matmul [4096, 4096] x [4096, 4096] on one rank is compute bound:
+# 4 us launch + 2 * 4096^3 FLOPs / (0.7 x the profile's 989 TFLOP/s on H100,
+# 312 on A100) = 202.525 us and 633.299 us.
+# RUN: printf 'mesh tp\ninput a : bf16[4096, 4096] shard(_, _)\nparam w : bf16[4096, 4096] shard(_, _) = normal(0.02)\nout = a @ w\noutput out\n' > %t.model
+# RUN: %shardc %t.model --mesh 1 --trace %t-h100.json
+# RUN: FileCheck %s --check-prefix=H100 < %t-h100.json
+# RUN: %shardc %t.model --mesh 1 --trace %t-a100.json --hw a100
+# RUN: FileCheck %s --check-prefix=A100 < %t-a100.json
+# H100: "hardware": "h100"
+# H100: {"name": "matmul", "cat": "compute", "ph": "X", "pid": 0, "tid": 0, "ts": 0.000, "dur": 202.525, "args": {"op": 2, "value": "%2", "line": 4, "phase": "forward", "flops": 137438953472}}
+# A100: "hardware": "a100"
+# A100: "dur": 633.299
+#
+# The Megatron MLP's forward all_reduce over tp of 64 x 1024 f32 sends
+# 2 (n-1)/n of it per rank: inside one node (tp = 8) 10 us + 458752 B /
+# (0.8 x 450 GB/s NVLink) = 11.274 us; over two nodes (tp = 16) 25 us +
+# 491520 B / (0.8 x 50 GB/s) = 37.288 us. It runs on the communication
+# stream (tid 1) of every rank.
+# RUN: %shardc %S/../../../examples/mlp.sh --mesh 1x8 --trace %t-8.json
+# RUN: FileCheck %s --check-prefix=TP8 < %t-8.json
+# RUN: %shardc %S/../../../examples/mlp.sh --mesh 1x16 --trace %t-16.json
+# RUN: FileCheck %s --check-prefix=TP16 < %t-16.json
+# TP8: "pid": 0, "tid": 1, {{.*}} "dur": 11.274, "args": {"op": {{[0-9]+}}, "value": "%{{[0-9]+}}", "line": 13, "phase": "forward", "bytes_sent": 458752}}
+# TP8: "pid": 7, "tid": 1, {{.*}} "dur": 11.274,
+# TP16: "pid": 0, "tid": 1, {{.*}} "dur": 37.288, {{.*}} "bytes_sent": 491520}}
+#
+# Every example on its meshes: valid, every rank present, no two events of
+# one stream overlapping, sends meeting their recvs, step_ms the last end.
+# RUN: %shardc %S/../../../examples/transformer.sh --mesh 2x2 --trace %t-t.json
+# RUN: python3 %S/../../tools/check_trace.py %t-t.json --ranks 4 | FileCheck %s --check-prefix=T
+# T: rank 0 stage 0: collective {{[1-9][0-9]*}} compute {{[1-9][0-9]*}}
+# T: rank 3 stage 0:
+# T: step_ms
+# RUN: %shardc %S/../../../examples/pipeline.sh --mesh 2x2x2 --trace %t-p.json
+# RUN: python3 %S/../../tools/check_trace.py %t-p.json --ranks 8 | FileCheck %s --check-prefix=P
+# P: rank 0 stage 0: collective {{[0-9]+}} compute {{[0-9]+}} p2p 8
+# P: rank 2 stage 1: collective {{[0-9]+}} compute {{[0-9]+}} p2p 8
+# RUN: sed 's/schedule 1f1b/schedule interleaved(2)/' %S/../../../examples/pipeline.sh > %t-i.sh
+# RUN: %shardc %t-i.sh --mesh 1x2x1 --trace %t-i.json --hw h200
+# RUN: python3 %S/../../tools/check_trace.py %t-i.json --ranks 2 | FileCheck %s --check-prefix=I
+# (interleaved(2): stage 0 sends and receives 4 microbatches each way per chunk boundary: 3 boundaries x 2 directions x 4)
+# I: rank 0 stage 0: compute {{[0-9]+}} p2p 24
+#
+# With --emit, -o or nothing else, the trace comes as well; a wrong profile
+# is bad usage.
+# RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --trace %t-2.json -o %t.plan
+# RUN: test -s %t.plan && test -s %t-2.json
+# RUN: %expect 2 %shardc %S/../../../examples/mlp.sh --mesh 2x2 --trace %t-3.json --hw tpu 2>&1 | FileCheck %s --check-prefix=HW
+# HW: shardc: error: --hw 'tpu': the hardware profiles are a100, h100, h200
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --mesh 2x2 --trace /nonexistent/dir/t.json 2>&1 | FileCheck %s --check-prefix=IO
+# IO: shardc: error: cannot write '/nonexistent/dir/t.json'
