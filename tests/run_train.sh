@@ -16,7 +16,8 @@
 # sharded run uses a copy of MODEL whose `pipeline` line has that schedule;
 # with REFERENCE (and REFERENCE_MESH, its mesh of ones) set, the unsharded
 # run is of that model instead of MODEL (a pipelined model against the same
-# model without its pipeline).
+# model without its pipeline). DEFINES (for example "-DL=8") is passed to
+# both compilations, and must match the constants DATA was made with.
 # A mismatch prints the step (losses) or the tensor (st_compare), both
 # values and the error. Tools come from the environment: SHARDC, SHARDRUN,
 # ST_COMPARE, MPIRUN (with MPIRUN_FLAGS); perl (with its core JSON::PP)
@@ -178,11 +179,13 @@ compare_losses() {
         }'
 }
 
-"$SHARDC" "${REFERENCE:-$model}" --mesh "${REFERENCE_MESH:-$ones}" -o "$tmp/ref.plan"
+read -r -a defines <<< "${DEFINES:-}"
+"$SHARDC" "${REFERENCE:-$model}" "${defines[@]}" --mesh "${REFERENCE_MESH:-$ones}" \
+    -o "$tmp/ref.plan"
 "$SHARDRUN" "$tmp/ref.plan" --comm local "${run_args[@]}" \
     --save-params "$tmp/ref.safetensors" | tee "$tmp/ref.log"
 
-"$SHARDC" "$sharded" --mesh "$mesh" -o "$tmp/model.plan"
+"$SHARDC" "$sharded" "${defines[@]}" --mesh "$mesh" -o "$tmp/model.plan"
 if [ "$comm" = mpi ]; then
     # shellcheck disable=SC2086
     "$MPIRUN" $MPIRUN_FLAGS -np "$ranks" "$SHARDRUN" "$tmp/model.plan" --comm mpi \
