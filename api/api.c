@@ -450,7 +450,7 @@ static shardc_status render(const shardc_program *prog, int k, char **text, size
         su_buf_puts(&b, "# the input is partitioned IR: there is nothing to explain\n");
     else {
         ir_module *const *st = stages(prog, &n);
-        pass_report(st, n, &prog->pipe, k == 4, &b);
+        pass_report_on(st, n, &prog->pipe, prog->hw, k == 4, &b);
     }
     if (len)
         *len = b.len;
@@ -504,7 +504,7 @@ shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size
     }
     int n;
     ir_module *const *st = stages(prog, &n);
-    pass_report(st, n, &prog->pipe, true, &rep);
+    pass_report_on(st, n, &prog->pipe, prog->hw, true, &rep);
     char err[1024];
     bool ok = cg_plan_bytes(st, n, rep.s, bytes, len, err, sizeof err);
     su_buf_free(&rep);

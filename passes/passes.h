@@ -148,6 +148,12 @@ bool pass_memplan_check(const ir_module *m, const pass_memplan *mp, su_buf *err)
  * NULL. */
 void pass_report(ir_module *const *stages, int n, const pass_pipeline *pp, bool json,
                  su_buf *out);
+typedef struct pass_hw pass_hw; /* below */
+/* As pass_report, with the step time estimated on hw (pass_timeline) at
+ * the end of the table and as "estimate": {"hardware", "step_ms"} before
+ * "stages" in the JSON; hw NULL: none. */
+void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp,
+                    const pass_hw *hw, bool json, su_buf *out);
 
 /* Local FLOPs of one op of a partitioned module (counting rules in
  * report.c). */
@@ -166,7 +172,7 @@ const char *pass_schedule_name(const ir_pipeline *p, char buf[32]);
 /* Hardware profiles (timeline.c): the figures an estimated timeline runs
  * on. Peaks are the vendor's dense figures; the efficiencies say what
  * fraction of them kernels and NCCL reach in practice. */
-typedef struct pass_hw {
+struct pass_hw {
     const char *name;       /* "h100" */
     const char *desc;       /* "NVIDIA H100 SXM, 8 per node, NVLink 4, 400 Gb/s NDR" */
     double tc_flops;        /* f16/bf16 matmul peak, FLOP/s */
@@ -178,7 +184,7 @@ typedef struct pass_hw {
     double launch_s;        /* per kernel */
     double intra_lat_s, inter_lat_s; /* per collective or message */
     double compute_eff, mem_eff, link_eff;
-} pass_hw;
+};
 /* The profile called name, or NULL; pass_hw_names lists them ("a100, h100,
  * h200"). The default is pass_hw_default(). */
 const pass_hw *pass_hw_find(const char *name);

@@ -133,8 +133,14 @@ const char *pass_schedule_name(const ir_pipeline *p, char buf[32])
     return buf;
 }
 
+/* The step time estimated on a hardware profile, or none (hw NULL). */
+typedef struct estimate {
+    const pass_hw *hw;
+    double step_s;
+} estimate;
+
 static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su_buf *b,
-                        const stage_cost *cost)
+                        const stage_cost *cost, const estimate *est)
 {
     const ir_module *m0 = st[0];
     int64_t ranks = ir_mesh_ranks(&m0->mesh);
@@ -153,6 +159,9 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
                       pass_schedule_name(&m0->pipe, sched), pp->nstages, m0->pipe.microbatches,
                       m0->pipe.chunks, pp->bubble);
     }
+    if (est->hw)
+        su_buf_printf(b, "\"estimate\": {\"hardware\": \"%s\", \"step_ms\": %.6f}, ",
+                      est->hw->name, est->step_s * 1e3);
     su_buf_puts(b, "\"stages\": [");
     for (int s = 0; s < n; s++) {
         const ir_module *m = st[s];
@@ -191,7 +200,7 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
 }
 
 static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, su_buf *b,
-                         const stage_cost *cost)
+                         const stage_cost *cost, const estimate *est)
 {
     const ir_module *m0 = st[0];
     if (pp && pp->nstages) {
@@ -247,6 +256,9 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
         if (!k)
             su_buf_puts(b, "    (none)\n");
     }
+    if (est->hw)
+        su_buf_printf(b, "step time, estimated on %s: %.3f ms (the timeline: shardc --trace)\n",
+                      est->hw->name, est->step_s * 1e3);
 }
 
 double pass_op_bytes(const ir_module *m, const ir_op *op)
@@ -258,6 +270,22 @@ double pass_op_bytes(const ir_module *m, const ir_op *op)
 void pass_report(ir_module *const *stages, int n, const pass_pipeline *pp, bool json,
                  su_buf *out)
 {
+    pass_report_on(stages, n, pp, NULL, json, out);
+}
+
+void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp, const pass_hw *hw,
+                    bool json, su_buf *out)
+{
+    estimate est = {hw, 0};
+    if (hw) { /* the timeline's events are not wanted, only its length */
+        su_buf scratch, err;
+        su_buf_init(&scratch, out->oom);
+        su_buf_init(&err, out->oom);
+        if (!pass_timeline(stages, n, hw, 0, &scratch, &est.step_s, &err))
+            est.hw = NULL; /* a compiler bug the verifier reports first */
+        su_buf_free(&scratch);
+        su_buf_free(&err);
+    }
     stage_cost *cost = su_xmalloc(stages[0]->oom, (size_t)n * sizeof *cost);
     for (int s = 0; s < n; s++) {
         const ir_module *m = stages[s];
@@ -275,9 +303,9 @@ void pass_report(ir_module *const *stages, int n, const pass_pipeline *pp, bool 
         su_buf_free(&err);
     }
     if (json)
-        report_json(stages, n, pp, out, cost);
+        report_json(stages, n, pp, out, cost, &est);
     else
-        report_table(stages, n, pp, out, cost);
+        report_table(stages, n, pp, out, cost, &est);
     for (int s = 0; s < n; s++)
         pass_memplan_free(&cost[s].mp);
     free(cost);

@@ -52,3 +52,12 @@
 # HW: shardc: error: --hw 'tpu': the hardware profiles are a100, h100, h200
 # RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --mesh 2x2 --trace /nonexistent/dir/t.json 2>&1 | FileCheck %s --check-prefix=IO
 # IO: shardc: error: cannot write '/nonexistent/dir/t.json'
+#
+# The report ends its table with the step time and puts it in the JSON
+# before the stages: the end of the same timeline.
+# RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --hw a100 --trace %t-a.json --report json > %t-a-rep.json
+# RUN: cat %t-a-rep.json %t-a.json | FileCheck %s --check-prefix=REP
+# REP: "sizes": [2, 2]}, "estimate": {"hardware": "a100", "step_ms": [[MS:[0-9.]+]]}, "stages": [
+# REP: "hardware": "a100", {{.*}} "step_ms": [[MS]],
+# RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --report | FileCheck %s --check-prefix=TABLE
+# TABLE: step time, estimated on h100: {{[0-9]+\.[0-9][0-9][0-9]}} ms (the timeline: shardc --trace)
