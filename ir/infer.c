@@ -660,6 +660,13 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
     case IR_BROADCAST:
     case IR_SLICE:
         return infer_comm(c, in[0], a, out);
+    case IR_IOTA: /* i32[N]: 0 .. N-1 */
+        if (a->nlist != 1 || a->list[0] < 1)
+            return fail(c, "iota needs a shape of one dimension of size >= 1");
+        out->dtype = IR_I32;
+        out->rank = 1;
+        out->dim[0] = a->list[0];
+        return true;
     case IR_INSERT:
         return same_dtype(c, in, 2) && infer_insert(c, in[0], in[1], a, out);
     case IR_EXTRACT:

@@ -119,7 +119,12 @@ enum { /* attribute bits of ops.def */
     IR_A_OFFSET = 1 << 18,  /* offset: a column in a bucket (insert, extract) */
     IR_A_PEER = 1 << 19,    /* peer: the other stage of a send or recv */
     IR_A_TAG = 1 << 20,     /* tag: which message a send or recv carries */
+    IR_A_REDUCE = 1 << 21,  /* reduce: all_reduce's operation; optional, sum when absent */
 };
+
+/* What an all_reduce computes over its group (IR_A_REDUCE). Sum is the
+ * default and is not printed: `all_reduce %x {axes = [tp], reduce = max}`. */
+typedef enum { IR_RED_SUM, IR_RED_MAX, IR_NREDUCE } ir_reduce;
 
 typedef enum {
     IR_C_SOURCE, IR_C_BINARY, IR_C_UNARY, IR_C_CONTRACT, IR_C_REDUCE,
@@ -169,6 +174,7 @@ typedef struct ir_attrs {
     int64_t offset;     /* IR_A_OFFSET */
     int64_t peer;       /* IR_A_PEER */
     int64_t tag;        /* IR_A_TAG */
+    uint8_t reduce;     /* IR_A_REDUCE: ir_reduce */
 } ir_attrs;
 
 typedef struct ir_op ir_op;

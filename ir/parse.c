@@ -26,8 +26,12 @@ enum {
 static const char *const attr_names[] = {
     "name", "init", "value", "axis", "keepdims", "eps", "causal",
     "perm", "shape", "dtype", "dim", "dim2", "axes",
-    "lr", "momentum", "beta1", "beta2", "wd", "offset", "peer", "tag",
+    "lr", "momentum", "beta1", "beta2", "wd", "offset", "peer", "tag", "reduce",
 };
+/* all_reduce's operations, indexed by ir_reduce (the same table as print.c's) */
+static const char *const reduce_names[IR_NREDUCE] = {"sum", "max"};
+/* Attributes that may be left out (then at their zero default). */
+enum { OPTIONAL_ATTRS = IR_A_REDUCE };
 enum { NATTRS = sizeof attr_names / sizeof attr_names[0] };
 
 /* Lines come in this order; the single ones at most once. */
@@ -648,6 +652,16 @@ static void parse_attr_value(parser *p, int bit, ir_attrs *a)
     case IR_A_OFFSET: a->offset = parse_int(p); break;
     case IR_A_PEER: a->peer = parse_int(p); break;
     case IR_A_TAG: a->tag = parse_int(p); break;
+    case IR_A_REDUCE: {
+        int k = 0;
+        while (k < IR_NREDUCE && !is_kw(p, reduce_names[k]))
+            k++;
+        if (k == IR_NREDUCE)
+            fail(p, t->loc, "expected 'sum' or 'max' for reduce");
+        a->reduce = (uint8_t)k;
+        lex(p);
+        break;
+    }
     default: su_unreachable();
     }
 }
@@ -688,7 +702,7 @@ static void parse_attrs(parser *p, ir_opcode code, ir_attrs *a)
         if (!is_punct(p, '}'))
             fail(p, p->tok.loc, "expected '}' after the attributes");
     }
-    unsigned missing = ir_ops[code].attrs & ~seen;
+    unsigned missing = ir_ops[code].attrs & ~seen & ~(unsigned)OPTIONAL_ATTRS;
     for (int bit = 0; bit < NATTRS; bit++)
         if (missing & (1u << bit))
             fail(p, p->tok.loc, "missing attribute '%s' of %s", attr_names[bit], ir_ops[code].name);

@@ -16,8 +16,10 @@
 static const char *const attr_names[] = {
     "name", "init", "value", "axis", "keepdims", "eps", "causal",
     "perm", "shape", "dtype", "dim", "dim2", "axes",
-    "lr", "momentum", "beta1", "beta2", "wd", "offset", "peer", "tag",
+    "lr", "momentum", "beta1", "beta2", "wd", "offset", "peer", "tag", "reduce",
 };
+/* all_reduce's operations, indexed by ir_reduce (the same table as parse.c's) */
+static const char *const reduce_names[IR_NREDUCE] = {"sum", "max"};
 enum { NATTRS = sizeof attr_names / sizeof attr_names[0] };
 
 /* ---- a set of strings (open addressing), for the names in use ---- */
@@ -260,6 +262,9 @@ static void put_attr(printer *p, const ir_attrs *a, int bit)
     case IR_A_OFFSET: su_buf_printf(b, "%lld", (long long)a->offset); break;
     case IR_A_PEER: su_buf_printf(b, "%lld", (long long)a->peer); break;
     case IR_A_TAG: su_buf_printf(b, "%lld", (long long)a->tag); break;
+    case IR_A_REDUCE:
+        su_buf_puts(b, a->reduce < IR_NREDUCE ? reduce_names[a->reduce] : "?");
+        break;
     case IR_A_AXES:
         su_buf_putc(b, '[');
         for (int i = 0; i < a->naxes && i < IR_MAX_AXES; i++)
@@ -270,10 +275,13 @@ static void put_attr(printer *p, const ir_attrs *a, int bit)
     }
 }
 
-/* " {name = v, ...}": every attribute the op table gives the op. */
+/* " {name = v, ...}": every attribute the op table gives the op, but an
+ * optional one at its default (reduce = sum). */
 static void put_attrs(printer *p, const ir_op *op)
 {
     unsigned bits = ir_ops[op->code].attrs;
+    if (op->a.reduce == IR_RED_SUM)
+        bits &= ~(unsigned)IR_A_REDUCE;
     if (!bits)
         return;
     su_buf_puts(p->out, " {");

@@ -352,6 +352,10 @@ static bool verify_op(vctx *c, int i, const ir_op *op)
                        "partitioned module");
     if (!verify_arity(c, i, op) || !verify_values(c, i, op) || !verify_rep(c, i, op))
         return false;
+    if (op->a.reduce >= IR_NREDUCE ||
+        (op->a.reduce != IR_RED_SUM && !(ir_ops[op->code].attrs & IR_A_REDUCE)))
+        return op_fail(c, i, op, "reduce %d is not an operation of %s", op->a.reduce,
+                       ir_ops[op->code].name);
     for (int r = 0; r < op->nres; r++)
         if (!verify_type(c, i, op, op->res[r]))
             return false;

@@ -10,6 +10,9 @@
  * communication; where they cannot keep a split (a reshape that scatters
  * it, an axis used twice, a size it does not divide) they drop it and the
  * reason says so, so --explain-sharding can answer "why is this gathered?".
+ * A normalisation over a split dim keeps it split where the partitioner's
+ * all-reduced statistics move fewer bytes than gathering the dim, and the
+ * reason gives both counts.
  */
 #include "passes.h"
 
@@ -472,6 +475,54 @@ static void zero3_params(prop *p)
     }
 }
 
+/* The mesh axes of dim d of s, "tp" or "(dp, tp)", into buf. */
+static const char *dim_axes_text(const ir_sharding *s, int d, const ir_mesh *mesh, char buf[64])
+{
+    size_t k = 0;
+#define PUT(...) (k < 64 ? k += (size_t)snprintf(buf + k, 64 - k, __VA_ARGS__) : k)
+    PUT("%s", s->naxes[d] > 1 ? "(" : "");
+    for (int i = 0; i < s->naxes[d]; i++)
+        PUT("%s%s", i ? ", " : "", mesh->name[s->axes[d][i]]);
+    PUT("%s", s->naxes[d] > 1 ? ")" : "");
+#undef PUT
+    return buf;
+}
+
+/* softmax, layernorm, rmsnorm and cross_entropy_grad over a dim ax that
+ * their operand x has split (copied into c): computed there with partial
+ * statistics, nstats all_reduces of one f32 per row (as the partitioner
+ * does it), or with the dim gathered, an all_gather of x. The split stays
+ * when it moves fewer bytes per rank; else, and on a tie, the dim is
+ * whole, and the reason gives both counts. */
+static void stats_or_gather(prop *p, const ir_value *x, int ax, int nstats, cand *c)
+{
+    const ir_sharding *s = sh_of(x);
+    const ir_mesh *me = &p->m->mesh;
+    if (!s->naxes[ax] || !c->sh.naxes[ax])
+        return;
+    ir_type lt = x->type;
+    for (int d = 0; d < lt.rank; d++)
+        lt.dim[d] /= ir_sharding_split(s, me, d);
+    int64_t n = ir_sharding_split(s, me, ax);
+    ir_type gt = lt, st = lt;
+    gt.dim[ax] *= n;
+    st.dim[ax] = 1;
+    st.dtype = IR_F32;
+    double gather = pass_comm_bytes(IR_ALL_GATHER, &lt, &gt, n);
+    double stats = nstats * pass_comm_bytes(IR_ALL_REDUCE, &st, &st, n);
+    char axes[64];
+    dim_axes_text(s, ax, me, axes);
+    if (stats < gather) {
+        note(c, "; dim %d split over %s: partial statistics (%.0f bytes per rank) cost less "
+             "than gathering it (%.0f)", ax, axes, stats, gather);
+        return;
+    }
+    c->sh.naxes[ax] = 0;
+    c->tie = stats == gather;
+    note(c, "; dim %d whole: gathering it over %s (%.0f bytes per rank) costs %s partial "
+         "statistics (%.0f)", ax, axes, gather, c->tie ? "the same as" : "less than", stats);
+}
+
 /* Forward rule: fills c with the result's sharding from the operands (one
  * of which has a sharding). False where the op has no forward rule. */
 static bool forward(prop *p, const ir_op *op, cand *c)
@@ -488,7 +539,11 @@ static bool forward(prop *p, const ir_op *op, cand *c)
             if (reduce_dim(op, d) >= 0)
                 copy_dim(&c->sh, reduce_dim(op, d), sh_of(x), d);
         return true;
-    case IR_C_NORM: copy_all(c, x); return true; /* a split normalised dim included */
+    case IR_C_NORM: /* a split normalised dim included, where that costs less */
+        copy_all(c, x);
+        stats_or_gather(p, x, op->code == IR_SOFTMAX ? (int)op->a.axis : rr - 1,
+                        op->code == IR_RMSNORM ? 1 : 2, c);
+        return true;
     case IR_C_LOSS: return true;                 /* a scalar: nothing to split */
     case IR_C_OPTIM: /* the param, or the state, it updates */
         for (int i = 0; i < op->nin; i++)
@@ -517,9 +572,10 @@ static bool forward(prop *p, const ir_op *op, cand *c)
         copy_dim(&c->sh, 1, sh_of(op->in[1]), op->in[1]->type.rank - 1);
         return true;
     case IR_XENT_GRAD: /* like the logits; rows from the labels while logits have none */
-        if (has_sh(x))
+        if (has_sh(x)) {
             copy_all(c, x);
-        else
+            stats_or_gather(p, x, rr - 1, 2, c);
+        } else
             for (int d = 0; d + 1 < rr; d++)
                 copy_dim(&c->sh, d, sh_of(op->in[1]), d);
         return true;

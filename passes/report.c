@@ -189,6 +189,8 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
             const ir_value *v = c.op->nres ? c.op->res[0] : c.op->in[0];
             su_buf_printf(b, ", \"dtype\": \"%s\", \"elements\": %lld, ",
                           ir_dtype_name(v->type.dtype), (long long)c.elements);
+            if (c.op->code == IR_ALL_REDUCE && c.op->a.reduce == IR_RED_MAX)
+                su_buf_puts(b, "\"reduce\": \"max\", "); /* sum is not named */
             if (c.op->code == IR_SEND || c.op->code == IR_RECV)
                 su_buf_printf(b, "\"peer\": %lld, ", (long long)c.op->a.peer);
             su_buf_printf(b, "\"phase\": \"%s\"}", ir_phase_name((ir_phase)c.op->phase));
@@ -249,8 +251,10 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
                 snprintf(axes + strlen(axes), sizeof axes - strlen(axes), "%s%s", q ? "," : "",
                          m->mesh.name[c.op->a.axes[q]]);
             const ir_value *v = c.op->nres ? c.op->res[0] : c.op->in[0];
+            bool max = c.op->code == IR_ALL_REDUCE && c.op->a.reduce == IR_RED_MAX;
             su_buf_printf(b, "    %-4d %-15s %-10s %-5s %14lld %14.0f  %s\n", k++,
-                          ir_ops[c.op->code].name, axes, ir_dtype_name(v->type.dtype),
+                          max ? "all_reduce(max)" : ir_ops[c.op->code].name, axes,
+                          ir_dtype_name(v->type.dtype),
                           (long long)c.elements, c.bytes, ir_phase_name((ir_phase)c.op->phase));
         }
         if (!k)

@@ -90,7 +90,8 @@ const char *rt_comm_op_name(int op)
 {
     static const char *const names[RT_CO_N] = {"all_reduce", "reduce_scatter", "all_gather",
                                                "all_to_all", "broadcast",  "barrier",
-                                               "send",       "recv"};
+                                               "send",       "recv",
+                                               "all_reduce_max"};
     return op >= 0 && op < RT_CO_N ? names[op] : "?";
 }
 
@@ -262,7 +263,8 @@ static int check_args(rt_group *g, int op, const void *send, const void *recv, i
 {
     rt_comm *c = g->comm;
     const char *name = rt_comm_op_name(op);
-    bool typed = op == RT_CO_ALL_REDUCE || op == RT_CO_REDUCE_SCATTER;
+    bool typed = op == RT_CO_ALL_REDUCE || op == RT_CO_ALL_REDUCE_MAX ||
+                 op == RT_CO_REDUCE_SCATTER;
     int64_t es = typed ? rt_dtype_size(dtype) : 1;
     if (es == 0) {
         rt_comm_seterr(c, "%s over %s: unknown dtype %d", name, g->desc, dtype);
@@ -317,6 +319,11 @@ static int run(rt_group *g, int op, const void *send, void *recv, int64_t count,
 int rt_all_reduce(rt_group *g, void *buf, int64_t count, int dtype)
 {
     return run(g, RT_CO_ALL_REDUCE, buf, buf, count, dtype);
+}
+
+int rt_all_reduce_max(rt_group *g, void *buf, int64_t count, int dtype)
+{
+    return run(g, RT_CO_ALL_REDUCE_MAX, buf, buf, count, dtype);
 }
 
 int rt_reduce_scatter(rt_group *g, const void *send, void *recv, int64_t count, int dtype)

@@ -93,6 +93,9 @@ int64_t rt_group_index(const rt_group *g); /* this rank's member index */
 /* In place, sum, count elements of dtype (f32 summed in f32; f16, bf16 summed
  * in f32 and rounded; i32 in i32). */
 int rt_all_reduce(rt_group *g, void *buf, int64_t count, int dtype);
+/* As rt_all_reduce, the elementwise maximum instead of the sum (nan wins,
+ * as the CPU backend's amax; f16 and bf16 exact). */
+int rt_all_reduce_max(rt_group *g, void *buf, int64_t count, int dtype);
 /* send: count*size elements; recv: count elements, the sum of member
  * index's block. */
 int rt_reduce_scatter(rt_group *g, const void *send, void *recv, int64_t count, int dtype);

@@ -30,6 +30,7 @@ typedef enum {
     RT_CO_BARRIER,
     RT_CO_SEND,
     RT_CO_RECV,
+    RT_CO_ALL_REDUCE_MAX, /* all_reduce with max instead of sum */
     RT_CO_N
 } rt_comm_op;
 
@@ -41,7 +42,7 @@ typedef struct rt_comm_ops {
     /* -1 with the comm's error set when the world has failed. */
     int (*check)(rt_comm *c);
     /* One collective on a group of more than one rank. count is elements
-     * of dtype for all_reduce and reduce_scatter, bytes for the others
+     * of dtype for all_reduce (sum or max) and reduce_scatter, bytes for the others
      * (dtype then unused). all_reduce and broadcast work in recv (send ==
      * recv); barrier has no buffers. */
     int (*run)(rt_group *g, int op, const void *send, void *recv, int64_t count, int dtype);

@@ -310,8 +310,9 @@ static int l_wait(rt_group *g, int op, bool abortable)
 
 enum { CHUNK = 256 }; /* elements summed at a time */
 
-/* acc (k elements, f32 or u32) += (or = when first) src's k elements. */
-static void acc_add(int dtype, void *acc, const void *src, int64_t k, bool first)
+/* acc (k elements, f32 or u32) += (or = when first) src's k elements; with
+ * max, acc = max(acc, src) instead (nan wins, as the CPU backend's amax). */
+static void acc_add(int dtype, void *acc, const void *src, int64_t k, bool first, bool max)
 {
     float *f = acc;
     uint32_t *u = acc;
@@ -326,9 +327,9 @@ static void acc_add(int dtype, void *acc, const void *src, int64_t k, bool first
         default: memcpy(&x, (const char *)src + 4 * e, 4); break; /* i32 wraps */
         }
         if (dtype == RT_I32)
-            u[e] = first ? x : u[e] + x;
+            u[e] = first ? x : !max ? u[e] + x : (int32_t)x > (int32_t)u[e] ? x : u[e];
         else
-            f[e] = first ? v : f[e] + v;
+            f[e] = first ? v : !max ? f[e] + v : v > f[e] || v != v ? v : f[e];
     }
 }
 
@@ -344,8 +345,9 @@ static void acc_out(int dtype, const void *acc, void *out, int64_t k)
             h[e] = dtype == RT_F16 ? rt_f32_to_f16(f[e]) : rt_f32_to_bf16(f[e]);
 }
 
-/* Elements [lo, hi) of every member's buffer become their sum. */
-static void all_reduce_slice(const linst *in, int dtype, int64_t lo, int64_t hi)
+/* Elements [lo, hi) of every member's buffer become their sum (their
+ * maximum with max), taken in member order. */
+static void all_reduce_slice(const linst *in, int dtype, int64_t lo, int64_t hi, bool max)
 {
     union { float f[CHUNK]; uint32_t u[CHUNK]; } acc;
     uint32_t out[CHUNK];
@@ -353,7 +355,7 @@ static void all_reduce_slice(const linst *in, int dtype, int64_t lo, int64_t hi)
     for (int64_t e = lo; e < hi; e += CHUNK) {
         int64_t k = hi - e < CHUNK ? hi - e : CHUNK;
         for (int64_t j = 0; j < in->n; j++)
-            acc_add(dtype, &acc, (const char *)in->slot[j].recv + e * es, k, j == 0);
+            acc_add(dtype, &acc, (const char *)in->slot[j].recv + e * es, k, j == 0, max);
         acc_out(dtype, &acc, out, k);
         for (int64_t j = 0; j < in->n; j++)
             memcpy((char *)in->slot[j].recv + e * es, out, (size_t)(k * es));
@@ -369,7 +371,7 @@ static void reduce_scatter(const linst *in, int64_t me, void *recv, int64_t coun
         int64_t k = count - e < CHUNK ? count - e : CHUNK;
         for (int64_t j = 0; j < in->n; j++)
             acc_add(dtype, &acc, (const char *)in->slot[j].send + (me * count + e) * es, k,
-                    j == 0);
+                    j == 0, false);
         acc_out(dtype, &acc, (char *)recv + e * es, k);
     }
 }
@@ -380,7 +382,8 @@ static const char *slot_str(const lslot *s, char *buf, size_t size)
     const char *name = rt_comm_op_name(s->op);
     if (s->op == RT_CO_BARRIER)
         snprintf(buf, size, "%s", name);
-    else if (s->op == RT_CO_ALL_REDUCE || s->op == RT_CO_REDUCE_SCATTER)
+    else if (s->op == RT_CO_ALL_REDUCE || s->op == RT_CO_ALL_REDUCE_MAX ||
+             s->op == RT_CO_REDUCE_SCATTER)
         snprintf(buf, size, "%s(%lld x %s)", name, (long long)s->count, rt_dtype_name(s->dtype));
     else
         snprintf(buf, size, "%s(%lld bytes)", name, (long long)s->count);
@@ -410,10 +413,11 @@ static void work(rt_group *g, const linst *in, int op, void *recv, int64_t count
 {
     int64_t n = in->n, me = g->index;
     switch (op) {
-    case RT_CO_ALL_REDUCE: {
+    case RT_CO_ALL_REDUCE:
+    case RT_CO_ALL_REDUCE_MAX: {
         int64_t q = count / n, r = count % n;
         int64_t lo = me * q + (me < r ? me : r);
-        all_reduce_slice(in, dtype, lo, lo + q + (me < r));
+        all_reduce_slice(in, dtype, lo, lo + q + (me < r), op == RT_CO_ALL_REDUCE_MAX);
         break;
     }
     case RT_CO_REDUCE_SCATTER: reduce_scatter(in, me, recv, count, dtype); break;

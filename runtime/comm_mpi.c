@@ -13,6 +13,7 @@
  * - f32 and i32 reduce as MPI_FLOAT and MPI_INT. f16 and bf16 have no
  *   portable MPI type: they go through an f32 scratch (converted, reduced in
  *   f32 by MPI, rounded back once), SCRATCH_ELEMS elements at a time.
+ *   all_reduce max is MPI_MAX (how a nan compares is MPI's business).
  * - MPI counts are ints: anything larger goes in pieces of at most
  *   RT_MPI_MAX_COUNT (a piece of a strided layout travels as a byte type
  *   resized to the block's extent).
@@ -147,7 +148,7 @@ static void from_f32(int dtype, const float *src, void *dst, int64_t k)
 }
 
 static int m_all_reduce(rt_group *g, MPI_Comm comm, void *buf, int64_t count, int dtype,
-                        const char *what)
+                        MPI_Op mop, const char *what)
 {
     rt_comm *c = g->comm;
     char *p = buf;
@@ -155,7 +156,7 @@ static int m_all_reduce(rt_group *g, MPI_Comm comm, void *buf, int64_t count, in
         for (int64_t o = 0; o < count; o += RT_MPI_MAX_COUNT) {
             int k = (int)min64(count - o, RT_MPI_MAX_COUNT);
             if (!MPI_OK(c, what, MPI_Allreduce(MPI_IN_PLACE, p + 4 * o, k, mpi_type(dtype),
-                                               MPI_SUM, comm)))
+                                               mop, comm)))
                 return -1;
         }
         return 0;
@@ -170,7 +171,7 @@ static int m_all_reduce(rt_group *g, MPI_Comm comm, void *buf, int64_t count, in
     for (int64_t o = 0; o < count && rc == 0; o += piece) {
         int64_t k = min64(count - o, piece);
         to_f32(dtype, p + 2 * o, tmp, k);
-        if (!MPI_OK(c, what, MPI_Allreduce(MPI_IN_PLACE, tmp, (int)k, MPI_FLOAT, MPI_SUM, comm)))
+        if (!MPI_OK(c, what, MPI_Allreduce(MPI_IN_PLACE, tmp, (int)k, MPI_FLOAT, mop, comm)))
             rc = -1;
         else
             from_f32(dtype, tmp, p + 2 * o, k);
@@ -291,7 +292,9 @@ static int m_run(rt_group *g, int op, const void *send, void *recv, int64_t coun
     char what[sizeof g->desc + 32];
     snprintf(what, sizeof what, "%s over %s", rt_comm_op_name(op), g->desc);
     switch (op) {
-    case RT_CO_ALL_REDUCE: return m_all_reduce(g, comm, recv, count, dtype, what);
+    case RT_CO_ALL_REDUCE: return m_all_reduce(g, comm, recv, count, dtype, MPI_SUM, what);
+    case RT_CO_ALL_REDUCE_MAX:
+        return m_all_reduce(g, comm, recv, count, dtype, MPI_MAX, what);
     case RT_CO_REDUCE_SCATTER: return m_reduce_scatter(g, comm, send, recv, count, dtype, what);
     case RT_CO_BARRIER: return MPI_OK(g->comm, what, MPI_Barrier(comm)) ? 0 : -1;
     default: return m_bytes(g, comm, op, send, recv, count, what);

@@ -868,6 +868,14 @@ static int k_slice(const rt_cpu_ctx *ctx, const rt_instr *in, const void *src, v
     return 0;
 }
 
+/* iota: out_t i32[N] holding 0 .. N-1. */
+static int k_iota(const rt_instr *in, int32_t *o)
+{
+    for (int64_t i = 0; i < in->out_t.dim[0]; i++)
+        o[i] = (int32_t)i;
+    return 0;
+}
+
 /* ---- optimizer updates ---- */
 
 /* adamw (p, m, v, t): p (1 - lr wd) - lr m^ / (sqrt(v^) + eps), with the
@@ -1047,6 +1055,8 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
     case RT_OP_INSERT:
     case RT_OP_EXTRACT:
         return k_bucket(in, x, y);
+    case RT_OP_IOTA:
+        return k_iota(in, y);
     default:
         return rt_cpu_fail(err, errlen, "%s is not a compute instruction", rt_ops[in->op].name);
     }

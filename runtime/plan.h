@@ -72,6 +72,10 @@ int rt_op_lookup(const char *name); /* the opcode called name, or -1 */
 /* Elementwise ops whose result may take an operand's memory (same type). */
 bool rt_op_in_place(int op);
 
+/* What an all_reduce computes (its `dim` field; sum, 0, in plans from
+ * before the field had a meaning). */
+typedef enum { RT_REDUCE_SUM, RT_REDUCE_MAX, RT_NREDUCE } rt_reduce;
+
 typedef struct rt_instr {
     uint16_t op;                   /* rt_opcode */
     uint8_t nin;                   /* == rt_ops[op].nin */
@@ -87,7 +91,8 @@ typedef struct rt_instr {
     double eps;
     uint8_t nlist;                 /* transpose: the permutation */
     int64_t list[RT_MAX_RANK];
-    int64_t dim, dim2;             /* slice and collectives; send, recv: the peer stage */
+    int64_t dim, dim2;             /* slice and collectives; send, recv: the peer stage;
+                                    * all_reduce: the operation, rt_reduce */
     uint8_t naxes;                 /* slice and collectives: mesh axes, major first */
     uint8_t axes[RT_MAX_AXES];
     double lr, momentum, beta1, beta2, wd; /* optimizer updates (plan_ops.def) */

@@ -29,7 +29,9 @@
  * that fails rt_plan_validate, so the form is canonical: writing a plan
  * that was read gives back the same bytes. Version 2 added the update and
  * loss fields, the optimizer attributes and a fourth operand, then send and
- * recv (appended opcodes: older readers refuse them as unknown); version 1
+ * recv, then iota (appended opcodes: older readers refuse them as unknown),
+ * and all_reduce's operation in its otherwise unused dim (0 sum, 1 max:
+ * earlier plans hold 0 there, so they read as before); version 1
  * files are refused, not converted (their plans cannot train, and
  * recompiling is cheap).
  */
@@ -809,7 +811,18 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, char *err, size_t errl
             want = *out;
             ok = rule_bucket(x, out, in->offset, "the result", err, errlen);
             break;
-        default: /* slice and the collectives */
+        case RT_OP_IOTA:
+            if (out->dtype != RT_I32 || out->rank != 1)
+                return fail(err, errlen, "the result is %s; iota makes an i32 vector",
+                            tstr(b1, out));
+            return true;
+        case RT_OP_ALL_REDUCE:
+            if (in->dim < 0 || in->dim >= RT_NREDUCE)
+                return fail(err, errlen, "reduce operation %lld is unknown (0 sum, 1 max)",
+                            (long long)in->dim);
+            ok = rule_group(p, in, &want, err, errlen);
+            break;
+        default: /* slice and the other collectives */
             ok = rule_group(p, in, &want, err, errlen);
             break;
         }

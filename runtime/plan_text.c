@@ -136,6 +136,8 @@ static void instr_str(const rt_plan *p, const rt_instr *in, su_buf *b)
         ATTR("dim = %lld", (long long)in->dim);
     if (in->op == RT_OP_ALL_TO_ALL)
         ATTR("dim2 = %lld", (long long)in->dim2);
+    if (in->op == RT_OP_ALL_REDUCE && in->dim == RT_REDUCE_MAX)
+        ATTR("reduce = max");
     if (in->op == RT_OP_SLICE || rt_ops[in->op].cls == RT_K_COMM) {
         ATTR("axes = [");
         axes_str(p, in->axes, in->naxes, b);

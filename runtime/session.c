@@ -309,7 +309,10 @@ static int run_comm(rank_state *rs, const rt_instr *in, void *const *bufs)
     switch (in->op) {
     case RT_OP_ALL_REDUCE:
         memcpy(dst, src, (size_t)in_bytes);
-        rc = rt_all_reduce(g, dst, rt_type_numel(&in->out_t), dtype);
+        if (in->dim == RT_REDUCE_MAX)
+            rc = rt_all_reduce_max(g, dst, rt_type_numel(&in->out_t), dtype);
+        else
+            rc = rt_all_reduce(g, dst, rt_type_numel(&in->out_t), dtype);
         break;
     case RT_OP_BROADCAST:
         memcpy(dst, src, (size_t)in_bytes);

@@ -235,6 +235,62 @@ static void cc_all_reduce(rt_group *rg, const cc_group *g, cc_report *rep, int64
 
 /* f16 and bf16 are summed in f32 and rounded once: member 0 holds 2048
  * (256 in bf16) and every other member 1, which a sum in f16 would lose. */
+/* all_reduce with max: every dtype, the elementwise maximum over the
+ * members, exactly (cc_vr's mixed magnitudes and signs for f32; a member's
+ * nan wins in f32 under `local`, as the CPU backend's amax, checked when
+ * member_order says the implementation is ours). */
+static void cc_all_reduce_max(rt_group *rg, const cc_group *g, cc_report *rep, int64_t count,
+                              bool member_order)
+{
+    float *f = malloc((size_t)(count + 1) * 4);
+    int32_t *i = malloc((size_t)(count + 1) * 4);
+    uint16_t *h = malloc((size_t)(count + 1) * 2), *b = malloc((size_t)(count + 1) * 2);
+    bool nan = member_order && count > 2 && g->size > 1;
+    for (int64_t e = 0; e < count; e++) {
+        f[e] = cc_vr(rep->rank, e);
+        i[e] = cc_vi(rep->rank, e);
+        h[e] = cc_f16(cc_vh(rep->rank, e));
+        b[e] = cc_bf16(cc_vb(rep->rank, e));
+    }
+    if (nan && g->index == g->size - 1) /* element 2: only the last member's is nan */
+        f[2] = NAN;
+    CC_CHECK(rep, rt_all_reduce_max(rg, f, count, RT_F32) == 0, "all_reduce max f32 over %s",
+             g->desc);
+    CC_CHECK(rep, rt_all_reduce_max(rg, i, count, RT_I32) == 0, "all_reduce max i32 over %s",
+             g->desc);
+    CC_CHECK(rep, rt_all_reduce_max(rg, h, count, RT_F16) == 0, "all_reduce max f16 over %s",
+             g->desc);
+    CC_CHECK(rep, rt_all_reduce_max(rg, b, count, RT_BF16) == 0, "all_reduce max bf16 over %s",
+             g->desc);
+    int bad[4] = {0};
+    int64_t first[4] = {-1, -1, -1, -1};
+    for (int64_t e = 0; e < count; e++) {
+        float mf = cc_vr(g->member[0], e);
+        int32_t mi = cc_vi(g->member[0], e);
+        double mh = cc_vh(g->member[0], e), mb = cc_vb(g->member[0], e);
+        for (int64_t m = 1; m < g->size; m++) {
+            mf = fmaxf(mf, cc_vr(g->member[m], e));
+            mi = cc_vi(g->member[m], e) > mi ? cc_vi(g->member[m], e) : mi;
+            mh = fmax(mh, cc_vh(g->member[m], e));
+            mb = fmax(mb, cc_vb(g->member[m], e));
+        }
+        bool fwrong = nan && e == 2 ? !isnan(f[e]) : f[e] != mf;
+        bool wrong[4] = {fwrong, i[e] != mi, h[e] != cc_f16(mh), b[e] != cc_bf16(mb)};
+        for (int d = 0; d < 4; d++)
+            if (wrong[d] && bad[d]++ == 0)
+                first[d] = e;
+    }
+    const char *names[4] = {"f32", "i32", "f16", "bf16"};
+    for (int d = 0; d < 4; d++)
+        CC_CHECK(rep, bad[d] == 0, "all_reduce max %s over %s, count %lld: %d wrong maxima, "
+                 "the first at [%lld]", names[d], g->desc, (long long)count, bad[d],
+                 (long long)first[d]);
+    free(f);
+    free(i);
+    free(h);
+    free(b);
+}
+
 static void cc_all_reduce_rounding(rt_group *rg, const cc_group *g, cc_report *rep)
 {
     uint16_t h[2], b[2];
@@ -408,6 +464,8 @@ static void cc_group_checks(rt_comm *c, const rt_mesh_desc *m, const uint8_t *ax
     const int64_t counts[] = {0, 1, 3, 37, 1000};
     for (size_t k = 0; k < sizeof counts / sizeof *counts; k++)
         cc_all_reduce(rg, &g, rep, counts[k]);
+    for (size_t k = 0; k < sizeof counts / sizeof *counts; k++)
+        cc_all_reduce_max(rg, &g, rep, counts[k], opts->member_order);
     cc_all_reduce_rounding(rg, &g, rep);
     cc_all_reduce_order(rg, &g, rep, opts->member_order);
     cc_reduce_scatter(rg, &g, rep, 0);

@@ -207,6 +207,8 @@ static ir_module *all_ops(void)
     sharding(loss, IR_SH_AUTO, 0); /* auto() of a scalar */
 
     emit(m, IR_ALL_REDUCE, (ir_attrs){.naxes = 1, .axes = {1}}, 1, att);
+    emit(m, IR_ALL_REDUCE, (ir_attrs){.naxes = 1, .axes = {1}, .reduce = IR_RED_MAX}, 1, att);
+    emit(m, IR_IOTA, (ir_attrs){.nlist = 1, .list = {16}}, 0);
     emit(m, IR_REDUCE_SCATTER, (ir_attrs){.dim = 0, .naxes = 1, .axes = {0}}, 1, att);
     emit(m, IR_ALL_GATHER, (ir_attrs){.dim = 1, .naxes = 2, .axes = {0, 1}}, 1, att);
     emit(m, IR_ALL_TO_ALL, (ir_attrs){.dim = 0, .dim2 = 1, .naxes = 1, .axes = {1}}, 1, att);
