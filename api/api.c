@@ -21,9 +21,11 @@ struct shardc_options {
     fe_define *defines;   /* malloc'd; names malloc'd */
     int ndefines;
     int64_t bucket_bytes; /* gradient buckets; 0: none */
-    int narchs;           /* --arch: the kernels' targets (0: the default) */
+    int narchs;           /* --arch: the kernels' targets (0: the default,
+                           * -1: none, a CPU-only plan) */
     int arch[CG_MAX_ARCHS];
     const pass_hw *hw;    /* --hw: the estimated timeline's hardware */
+    char *cache_dir;      /* NVRTC's disk cache (malloc'd), NULL: none */
 };
 
 #define DEFAULT_BUCKET_MB 25
@@ -38,6 +40,7 @@ struct shardc_program {
     int narchs;             /* the options' --arch */
     int arch[CG_MAX_ARCHS];
     const pass_hw *hw;      /* the options' --hw */
+    char *cache_dir;        /* the options' (malloc'd) */
 };
 
 /* The programs the plan holds: the pipeline's stages, else the partitioned
@@ -87,6 +90,10 @@ shardc_status shardc_options_set_bucket_mb(shardc_options *opt, double mb, char 
 
 shardc_status shardc_options_set_archs(shardc_options *opt, const char *list, char **error)
 {
+    if (list && !strcmp(list, "none")) {
+        opt->narchs = -1;
+        return SHARDC_OK;
+    }
     char err[256];
     int arch[CG_MAX_ARCHS], n;
     if (!cg_parse_archs(list, arch, &n, err, sizeof err))
@@ -96,10 +103,21 @@ shardc_status shardc_options_set_archs(shardc_options *opt, const char *list, ch
     return SHARDC_OK;
 }
 
+shardc_status shardc_options_set_cache_dir(shardc_options *opt, const char *dir, char **error)
+{
+    char *copy = dir && *dir ? strdup(dir) : NULL;
+    if (dir && *dir && !copy)
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    free(opt->cache_dir);
+    opt->cache_dir = copy;
+    return SHARDC_OK;
+}
+
 void shardc_options_free(shardc_options *opt)
 {
     if (!opt)
         return;
+    free(opt->cache_dir);
     for (int i = 0; i < opt->ndefines; i++)
         free((char *)opt->defines[i].name);
     free(opt->defines);
@@ -284,6 +302,11 @@ static shardc_status compile(const shardc_options *opt, const su_src *src,
     }
     p->m = m;
     p->narchs = opt->narchs;
+    p->cache_dir = opt->cache_dir ? strdup(opt->cache_dir) : NULL;
+    if (opt->cache_dir && !p->cache_dir) {
+        shardc_program_free(p);
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    }
     p->hw = opt->hw;
     memcpy(p->arch, opt->arch, sizeof p->arch);
     shardc_status st = run_passes(p, opt, &oom, error);
@@ -349,6 +372,7 @@ void shardc_program_free(shardc_program *prog)
     ir_module_free(prog->part);
     ir_module_free(prog->m);
     free(prog->logical_ir);
+    free(prog->cache_dir);
     free(prog);
 }
 
@@ -506,7 +530,14 @@ shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size
     ir_module *const *st = stages(prog, &n);
     pass_report_on(st, n, &prog->pipe, prog->hw, true, &rep);
     char err[1024];
-    bool ok = cg_plan_bytes(st, n, rep.s, bytes, len, err, sizeof err);
+    /* kernels for the --arch targets; by default only when NVRTC is here */
+    cg_plan_options o;
+    memset(&o, 0, sizeof o);
+    o.kernels = prog->narchs > 0 || (prog->narchs == 0 && cg_nvrtc_available());
+    o.nvrtc.narchs = prog->narchs > 0 ? prog->narchs : 0;
+    memcpy(o.nvrtc.arch, prog->arch, sizeof o.nvrtc.arch);
+    o.nvrtc.cache_dir = prog->cache_dir;
+    bool ok = cg_plan_bytes(st, n, rep.s, &o, bytes, len, err, sizeof err);
     su_buf_free(&rep);
     if (!ok)
         return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: writing the plan: %s", err);

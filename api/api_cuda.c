@@ -43,11 +43,12 @@ shardc_status api_emit_kernels(ir_module *const *progs, int n, const char *what,
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     }
     bool cuda = !strcmp(what, "cuda"), ok = true;
-    cg_archs_describe(arch, narchs, &targets);
+    if (narchs >= 0) /* -1: --arch none, nothing is compiled */
+        cg_archs_describe(arch, narchs, &targets);
     for (int s = 0; ok && s < n; s++) {
         if (n > 1)
             su_buf_printf(&b, "%s// ---- stage %d of %d ----\n", s ? "\n" : "", s, n);
-        ok = emit_one(progs[s], cuda, targets.s, &b, &err);
+        ok = emit_one(progs[s], cuda, narchs >= 0 ? targets.s : NULL, &b, &err);
     }
     shardc_status st = SHARDC_OK;
     if (ok) {

@@ -6,7 +6,8 @@
 
 /* `--emit fused-ir` (what = "fused-ir") or `--emit cuda` ("cuda") of the
  * n programs progs (a pipeline's stages, or one partitioned module), for
- * the architectures arch (narchs 0: the default). *text is malloc'd. */
+ * the architectures arch (narchs 0: the default; -1: none, and the kernels
+ * are printed without targets). *text is malloc'd. */
 shardc_status api_emit_kernels(ir_module *const *progs, int n, const char *what,
                                const int *arch, int narchs, char **text, size_t *len,
                                char **error);

@@ -1,6 +1,7 @@
 /* api_session.c: sessions, the running half of the public API, over
  * runtime/session.h. */
 #include "api_internal.h"
+#include "api_backend.h"
 
 #include "runtime/session.h"
 #include "runtime/tensors.h"
@@ -21,11 +22,13 @@ shardc_status shardc_session_new(const shardc_plan *plan, const shardc_session_c
     static const shardc_session_config defaults;
     if (!cfg)
         cfg = &defaults;
-    if (cfg->backend && strcmp(cfg->backend, "cpu") != 0)
-        return api_fail(error, SHARDC_ERR_USAGE, "unknown backend '%s' (this build runs: cpu)",
-                        cfg->backend);
     rt_session_opts o;
     memset(&o, 0, sizeof o);
+    shardc_status st = api_backend_kind(cfg->backend, &o.backend, error);
+    if (st == SHARDC_OK) /* a GPU, a driver and a plan it runs, before anything else */
+        st = api_backend_check_plan(o.backend, plan->p, error);
+    if (st != SHARDC_OK)
+        return st;
     if (!cfg->comm || !strcmp(cfg->comm, "local"))
         o.comm = RT_COMM_LOCAL;
     else if (!strcmp(cfg->comm, "mpi"))

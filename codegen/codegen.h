@@ -2,15 +2,26 @@
 #ifndef SHARDC_CODEGEN_H
 #define SHARDC_CODEGEN_H
 #include "ir/ir.h"
+#include "codegen/nvrtc.h"
+
+typedef struct cg_plan_options {
+    bool kernels;               /* embed each fused group's kernel, compiled */
+    cg_nvrtc_options nvrtc;     /* for them: targets, headers, cache */
+} cg_plan_options;
 
 /* The plan of a partitioned program, in its file form (runtime/plan.h),
  * with the report (JSON text, may be NULL) in its REPT section: stages[s]
  * is stage s's program (nstages of them, from the pipeline split; one
- * module, stage -1, without a pipeline). *out is malloc'd (free()). False
- * with a message in err when a stage holds something the plan cannot
- * express (a bug in the passes, reported as one). Allocation failures jump
- * to *stages[0]->oom. */
-bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report, uint8_t **out,
-                   size_t *len, char *err, size_t errlen);
+ * module, stage -1, without a pipeline). With o->kernels (o may be NULL:
+ * none), every stage's fused groups (passes/fuse.h, as `--emit fused-ir`
+ * shows them) become kernels in the KERN section, compiled by NVRTC as
+ * o->nvrtc says, and the memory plan keeps what they read and write live
+ * until their anchors. *out is malloc'd (free()). False with a message in
+ * err when a stage holds something the plan cannot express (a bug in the
+ * passes, reported as one) or NVRTC fails (the message names the kernel).
+ * Allocation failures jump to *stages[0]->oom. */
+bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
+                   const cg_plan_options *o, uint8_t **out, size_t *len, char *err,
+                   size_t errlen);
 
 #endif

@@ -72,6 +72,7 @@ typedef struct gen {
     int indent;
     unsigned helpers;
     bool f16, bf16;             /* the kernel touches these dtypes */
+    bool canon;                 /* names by order of first use: the key */
 } gen;
 
 /* What one tile computes (see the file comment). */
@@ -210,7 +211,8 @@ static const char *round_to(gen *G, ir_dtype t, const char *expr)
 }
 
 /* The C name of a value: its printed name, '.' as '_', "%5" as "t5";
- * made unique in the kernel with the value's id. */
+ * made unique in the kernel with the value's id. For the key (canon):
+ * "a0", "a1", ... in the order the generator first names them. */
 static const char *cname(gen *G, const ir_value *v)
 {
     for (int i = 0; i < G->nnamed; i++)
@@ -218,10 +220,12 @@ static const char *cname(gen *G, const ir_value *v)
             return G->cname[i];
     const char *p = G->pname[v->id] ? G->pname[v->id] + 1 : "v";
     char *s = su_sprintf(G->arena, "%s%s", *p >= '0' && *p <= '9' ? "t" : "", p);
+    if (G->canon)
+        s = su_sprintf(G->arena, "a%d", G->nnamed);
     for (char *c = s; *c; c++)
         if (*c == '.')
             *c = '_';
-    for (int i = 0; i < G->nnamed; i++)
+    for (int i = 0; i < G->nnamed && !G->canon; i++)
         if (!strcmp(G->cname[i], s)) {
             s = su_sprintf(G->arena, "%s_%d", s, v->id);
             break;
@@ -1138,11 +1142,17 @@ static int helper_index(unsigned bit)
     return i;
 }
 
+/* A value as the IR prints it ("%h.1"); for the key, "%" and its C name. */
+static const char *ir_name(gen *G, const ir_value *v)
+{
+    return G->canon ? fmt(G, "%%%s", cname(G, v)) : G->pname[v->id];
+}
+
 static void put_op_line(gen *G, su_buf *b, const ir_op *op)
 {
-    su_buf_printf(b, "//   %s = %s", G->pname[op->res[0]->id], ir_ops[op->code].name);
+    su_buf_printf(b, "//   %s = %s", ir_name(G, op->res[0]), ir_ops[op->code].name);
     for (int i = 0; i < op->nin; i++)
-        su_buf_printf(b, "%s %s", i ? "," : "", G->pname[op->in[i]->id]);
+        su_buf_printf(b, "%s %s", i ? "," : "", ir_name(G, op->in[i]));
     if (op->code == IR_SUM || op->code == IR_MEAN || op->code == IR_AMAX ||
         op->code == IR_SOFTMAX)
         su_buf_printf(b, " {axis = %lld}", (long long)op->a.axis);
@@ -1244,8 +1254,9 @@ static void assemble(gen *G, cg_cuda_kernel *k, const char *body)
 static void gen_kernel(gen *G, cg_cuda_kernel *k)
 {
     const pass_fgroup *g = G->g;
-    k->name = g->name;
+    k->name = G->canon ? "K" : g->name;
     k->group = g->id;
+    k->op = -1;
     k->nparams = g->nin + g->nout;
     k->params = su_alloc(G->arena, (size_t)(k->nparams + 1) * sizeof *k->params);
     for (int i = 0; i < g->nin; i++)
@@ -1274,11 +1285,286 @@ static void gen_kernel(gen *G, cg_cuda_kernel *k)
     su_buf_free(&body);
 }
 
+/* ---- kernels of single ops ----
+ *
+ * The ops the fusion pass never groups but that need a kernel on the GPU
+ * (a gather, a permutation, attention) get one of their own, standing for
+ * their one instruction: transpose and embedding move elements (of any
+ * dtype, as raw 2- or 4-byte words), iota counts, embedding_grad sums each
+ * table row's gradients in index order (as the CPU backend does: one
+ * thread per element of the table, so no atomics and the same bits in
+ * f32), attention and attn_probs take one block per query row (scores in
+ * shared memory, the row's max and sum by block reductions). Ids outside
+ * the table make the row NaN (a kernel cannot stop with a message as the
+ * CPU backend does). */
+
+enum { BLOCK_OP = 256 };
+
+bool cg_cuda_op_kernel(const ir_op *op)
+{
+    switch (op->code) {
+    case IR_TRANSPOSE:
+    case IR_EMBEDDING:
+    case IR_IOTA:
+        return op->nres == 1;
+    case IR_EMBEDDING_GRAD:
+    case IR_ATTENTION:
+    case IR_ATTN_PROBS:
+        return op->nres == 1 && op->res[0]->type.dtype != IR_I32;
+    default:
+        return false;
+    }
+}
+
+/* The raw word of a dtype's size, for ops that only move elements. */
+static const char *word(ir_dtype t)
+{
+    return ir_dtype_size(t) == 2 ? "unsigned short" : "unsigned int";
+}
+
+/* A quiet NaN of float dtype t, as its raw word. */
+static const char *nan_word(ir_dtype t)
+{
+    return t == IR_F16 ? "0x7e00u" : t == IR_BF16 ? "0x7fc0u" : "0x7fc00000u";
+}
+
+/* The grid-stride loop over n elements (e), its body from the caller. */
+static void elementwise_loop(gen *G, cg_cuda_kernel *k, int64_t n)
+{
+    k->strategy = CG_CUDA_ELEMENTWISE;
+    k->vec = 1;
+    k->block = clamp_block(n, BLOCK_OP);
+    k->grid = grid_for(n, k->block);
+    line(G, "const i64 stride = (i64)gridDim.x * blockDim.x;");
+    line(G, "for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < %lld; e += stride) {",
+         (long long)n);
+    G->indent++;
+}
+
+/* transpose: element e of the result, its index digits from the last dim,
+ * each a digit of input dim perm[i] (dims of size 1 skipped). */
+static void emit_transpose(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    const ir_type *x = &op->in[0]->type, *y = &op->res[0]->type;
+    int64_t istr[IR_MAX_RANK], acc = 1;
+    for (int i = x->rank - 1; i >= 0; i--) {
+        istr[i] = acc;
+        acc *= x->dim[i];
+    }
+    elementwise_loop(G, k, ir_type_numel(y));
+    line(G, "i64 r = e, src = 0;");
+    for (int i = y->rank - 1; i >= 0; i--) {
+        if (y->dim[i] == 1)
+            continue;
+        line(G, "src += (r %% %lld) * %lld; // result dim %d is input dim %lld",
+             (long long)y->dim[i], (long long)istr[op->a.list[i]], i, (long long)op->a.list[i]);
+        line(G, "r /= %lld;", (long long)y->dim[i]);
+    }
+    line(G, "p1[e] = p0[src];");
+    G->indent--;
+    line(G, "}");
+}
+
+static void emit_iota(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    elementwise_loop(G, k, ir_type_numel(&op->res[0]->type));
+    line(G, "p0[e] = (int)e;");
+    G->indent--;
+    line(G, "}");
+}
+
+/* embedding (table [V, D], ids): row ids[e / D] of the table. */
+static void emit_embedding(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    const ir_type *t = &op->in[0]->type;
+    int64_t v = t->dim[0], d = t->dim[1];
+    elementwise_loop(G, k, ir_type_numel(&op->res[0]->type));
+    line(G, "const int id = p1[e / %lld];", (long long)d);
+    line(G, "p2[e] = id >= 0 && id < %lld ? p0[(i64)id * %lld + e %% %lld] : %s; // NaN: outside "
+         "the table", (long long)v, (long long)d, (long long)d, nan_word(t->dtype));
+    G->indent--;
+    line(G, "}");
+}
+
+/* embedding_grad (ids [n], dy [n, D]) -> [V, D]: element (row, col) sums
+ * dy[i, col] over the i with ids[i] == row, in index order. */
+static void emit_embedding_grad(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    const ir_type *y = &op->res[0]->type;
+    int64_t v = y->dim[0], d = y->dim[1], n = ir_type_numel(&op->in[0]->type);
+    ir_dtype dt = y->dtype;
+    elementwise_loop(G, k, v * d);
+    line(G, "const i64 row = e / %lld, col = e %% %lld;", (long long)d, (long long)d);
+    line(G, "float acc = 0.0f;");
+    line(G, "for (i64 i = 0; i < %lld; i++) {", (long long)n);
+    line(G, "    const int id = p0[i];");
+    line(G, "    if (id < 0 || id >= %lld)", (long long)v);
+    line(G, "        acc = __int_as_float(0x7fc00000); // outside the table: NaN");
+    line(G, "    else if (id == row)");
+    line(G, "        acc += %s;", load_conv(G, dt, fmt(G, "p1[i * %lld + col]", (long long)d)));
+    line(G, "}");
+    line(G, "p2[e] = %s;", store_conv(G, dt, "acc"));
+    G->indent--;
+    line(G, "}");
+}
+
+/* attention (q, k, v) and attn_probs (q, k): one block per query row of a
+ * head: the scores q.k * scale of the keys it sees (causal: the mask
+ * aligned to the end, as runtime/cpu_matmul.c's), their softmax, then the
+ * row of p @ v, or of p. */
+static void emit_attention(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    const ir_type *q = &op->in[0]->type;
+    int r = q->rank;
+    int64_t s = q->dim[r - 2], d = q->dim[r - 1], t = op->in[1]->type.dim[r - 2];
+    int64_t heads = ir_type_numel(q) / (s * d);
+    bool probs = op->code == IR_ATTN_PROBS;
+    int64_t dv = probs ? t : op->in[2]->type.dim[r - 1];
+    ir_dtype dt = q->dtype;
+    float scale = (float)(1.0 / sqrt((double)d));
+    k->strategy = CG_CUDA_ROW;
+    k->vec = 1;
+    k->block = clamp_block(pow2_at_least(t > dv ? t : dv), BLOCK_OP);
+    k->grid = grid_for(heads * s, 1);
+    k->shared_bytes = (int)((t + k->block / 32) * (int64_t)sizeof(float));
+    G->helpers |= H_WARP | H_BLOCK;
+    const char *out = probs ? "p2" : "p3";
+    line(G, "extern __shared__ float sc[]; // the row's %lld scores, then one float per warp",
+         (long long)t);
+    line(G, "float *red = sc + %lld;", (long long)t);
+    line(G, "for (i64 row = blockIdx.x; row < %lld; row += gridDim.x) {", (long long)(heads * s));
+    G->indent++;
+    line(G, "const i64 h = row / %lld, i = row %% %lld;", (long long)s, (long long)s);
+    if (op->a.causal)
+        line(G, "const i64 end = min(max(i + %lld, (i64)0), (i64)%lld); // keys [0, end)",
+             (long long)(t - s + 1), (long long)t);
+    else
+        line(G, "const i64 end = %lld;", (long long)t);
+    line(G, "for (i64 j = threadIdx.x; j < end; j += blockDim.x) {");
+    line(G, "    float acc = 0.0f;");
+    line(G, "    for (i64 c = 0; c < %lld; c++)", (long long)d);
+    line(G, "        acc += %s * %s;", load_conv(G, dt, fmt(G, "p0[row * %lld + c]", (long long)d)),
+         load_conv(G, dt, fmt(G, "p1[(h * %lld + j) * %lld + c]", (long long)t, (long long)d)));
+    line(G, "    sc[j] = acc * %s;", f32_text(G, scale));
+    line(G, "}");
+    line(G, "float mx = __int_as_float(0xff800000); // -inf");
+    line(G, "for (i64 j = threadIdx.x; j < end; j += blockDim.x)");
+    line(G, "    mx = fmaxf(mx, sc[j]);");
+    line(G, "mx = sh_block_max(mx, red);");
+    line(G, "float sum = 0.0f;");
+    line(G, "for (i64 j = threadIdx.x; j < end; j += blockDim.x) {");
+    line(G, "    sc[j] = expf(sc[j] - mx);");
+    line(G, "    sum += sc[j];");
+    line(G, "}");
+    line(G, "sum = sh_block_sum(sum, red); // also orders the writes to sc before the reads");
+    line(G, "const float inv = end > 0 ? 1.0f / sum : 0.0f;");
+    if (probs) {
+        line(G, "for (i64 j = threadIdx.x; j < %lld; j += blockDim.x)", (long long)t);
+        line(G, "    %s[row * %lld + j] = %s;", out, (long long)t,
+             store_conv(G, dt, round_to(G, dt, "(j < end ? sc[j] * inv : 0.0f)")));
+    } else {
+        line(G, "for (i64 c = threadIdx.x; c < %lld; c += blockDim.x) {", (long long)dv);
+        line(G, "    float acc = 0.0f;");
+        line(G, "    for (i64 j = 0; j < end; j++)");
+        line(G, "        acc += sc[j] * inv * %s;",
+             load_conv(G, dt, fmt(G, "p2[(h * %lld + j) * %lld + c]", (long long)t,
+                                  (long long)dv)));
+        line(G, "    %s[row * %lld + c] = %s;", out, (long long)dv,
+             store_conv(G, dt, round_to(G, dt, "acc")));
+        line(G, "}");
+    }
+    line(G, "__syncthreads(); // sc is the next row's");
+    G->indent--;
+    line(G, "}");
+}
+
+/* The signature: p0, p1, ... the operands (const) and the result. */
+static void op_signature(gen *G, const cg_cuda_kernel *k, const ir_op *op, su_buf *b)
+{
+    bool raw = op->code == IR_TRANSPOSE || op->code == IR_EMBEDDING;
+    su_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d)\n%s(", k->block, k->name);
+    for (int i = 0; i <= op->nin; i++) {
+        const ir_value *v = i < op->nin ? op->in[i] : op->res[0];
+        bool id = v->type.dtype == IR_I32;
+        const char *ty = id ? "int" : raw ? word(v->type.dtype) : ctype(G, v->type.dtype);
+        su_buf_printf(b, "%s%s%s *__restrict__ p%d", i ? ",\n    " : "\n    ",
+                      i < op->nin ? "const " : "", ty, i);
+    }
+    su_buf_puts(b, ")\n{\n");
+}
+
+/* The header comment: the op, its operands, the launch. */
+static void op_header(gen *G, const cg_cuda_kernel *k, const ir_op *op, su_buf *b)
+{
+    su_buf_printf(b, "// %s: %s kernel of %s over ", k->name, cg_cuda_strategy_name(k->strategy),
+                  ir_ops[op->code].name);
+    put_shape(b, &op->res[0]->type);
+    su_buf_putc(b, '\n');
+    put_op_line(G, b, op);
+    if (op->nin)
+        su_buf_printf(b, "// parameters: the operand%s p0%s, the result p%d\n",
+                      op->nin > 1 ? "s" : "", op->nin > 2 ? " .. p2" : op->nin > 1 ? ", p1" : "",
+                      op->nin);
+    else
+        su_buf_puts(b, "// parameter: the result p0\n");
+    su_buf_printf(b, "// launch: grid (%lld, 1, 1), block (%d, 1, 1), %d bytes of dynamic shared "
+                     "memory\n",
+                  (long long)k->grid, k->block, k->shared_bytes);
+    su_buf_puts(b, k->strategy == CG_CUDA_ROW
+                       ? "// one block per query row, grid-stride over rows\n"
+                       : "// one thread per element of the result, grid-stride\n");
+}
+
+/* The kernel of op i, numbered id. */
+static void gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
+{
+    k->name = G->canon ? "K" : su_sprintf(G->arena, "k%d_%s", id, ir_ops[op->code].name);
+    k->group = -1;
+    k->op = i;
+    k->nparams = op->nin + 1;
+    k->params = su_alloc(G->arena, (size_t)(k->nparams + 1) * sizeof *k->params);
+    for (int j = 0; j < op->nin; j++)
+        k->params[j] = op->in[j];
+    k->params[op->nin] = op->res[0];
+    su_buf body;
+    su_buf_init(&body, G->m->oom);
+    G->b = &body;
+    G->indent = 1;
+    switch (op->code) {
+    case IR_TRANSPOSE: emit_transpose(G, k, op); break;
+    case IR_IOTA: emit_iota(G, k, op); break;
+    case IR_EMBEDDING: emit_embedding(G, k, op); break;
+    case IR_EMBEDDING_GRAD: emit_embedding_grad(G, k, op); break;
+    default: emit_attention(G, k, op); break;
+    }
+    su_buf b, sig;
+    su_buf_init(&b, G->m->oom);
+    su_buf_init(&sig, G->m->oom);
+    op_signature(G, k, op, &sig); /* first: it names the dtypes it needs */
+    op_header(G, k, op, &b);
+    if (G->f16)
+        su_buf_puts(&b, "#include <cuda_fp16.h>\n");
+    if (G->bf16)
+        su_buf_puts(&b, "#include <cuda_bf16.h>\n");
+    su_buf_puts(&b, "\ntypedef long long i64;\n");
+    for (size_t h = 0; h < sizeof helper_order / sizeof helper_order[0]; h++)
+        if (G->helpers & helper_order[h])
+            su_buf_printf(&b, "\n%s", helper_text[helper_index(helper_order[h])]);
+    su_buf_putc(&b, '\n');
+    su_buf_puts(&b, sig.s);
+    su_buf_puts(&b, body.s ? body.s : "");
+    su_buf_puts(&b, "}\n");
+    k->source = su_strdup(G->arena, b.s);
+    su_buf_free(&sig);
+    su_buf_free(&b);
+    su_buf_free(&body);
+}
+
 bool cg_cuda_generate(const ir_module *m, const pass_fusion *f, cg_cuda *out, su_buf *err)
 {
     memset(out, 0, sizeof *out);
     su_arena_init(&out->arena, m->oom);
-    out->k = su_alloc(&out->arena, (size_t)(f->ngroups + 1) * sizeof *out->k);
+    out->k = su_alloc(&out->arena, (size_t)(f->ngroups + m->ops.n + 1) * sizeof *out->k);
     const char **pname = ir_value_print_names(m, &out->arena);
     for (int i = 0; i < f->ngroups; i++) {
         const pass_fgroup *g = &f->groups[i];
@@ -1288,7 +1574,27 @@ bool cg_cuda_generate(const ir_module *m, const pass_fusion *f, cg_cuda *out, su
         }
         gen G = {.m = m, .f = f, .g = g, .pname = pname, .arena = &out->arena};
         G.red = g->kind == PASS_FUSE_REDUCE ? IR_OP(m, g->reduce) : NULL;
-        gen_kernel(&G, &out->k[out->nkernels++]);
+        cg_cuda_kernel *k = &out->k[out->nkernels++], canon;
+        gen_kernel(&G, k);
+        gen C = {.m = m, .f = f, .g = g, .pname = pname, .arena = &out->arena, .canon = true};
+        C.red = G.red;
+        memset(&canon, 0, sizeof canon);
+        gen_kernel(&C, &canon);
+        k->key = canon.source;
+    }
+    for (int i = 0; i < m->ops.n; i++) { /* the ops with kernels of their own */
+        const ir_op *op = IR_OP(m, i);
+        if (f->group_of[i] >= 0 || !cg_cuda_op_kernel(op))
+            continue;
+        int id = out->nkernels;
+        gen G = {.m = m, .f = f, .pname = pname, .arena = &out->arena};
+        gen C = {.m = m, .f = f, .pname = pname, .arena = &out->arena, .canon = true};
+        cg_cuda_kernel *k = &out->k[out->nkernels++], canon;
+        memset(k, 0, sizeof *k);
+        memset(&canon, 0, sizeof canon);
+        gen_op_kernel(&G, k, op, i, id);
+        gen_op_kernel(&C, &canon, op, i, id);
+        k->key = canon.source;
     }
     return true;
 }

@@ -46,7 +46,12 @@ typedef struct cg_cuda_kernel {
     const char *source;         /* one translation unit: a header comment
                                  * with the launch, includes, helpers, and
                                  * one extern "C" __global__ function */
-    int group;                  /* index in pass_fusion.groups */
+    const char *key;            /* the source made with the kernel called K
+                                 * and the values a0, a1, ... in order of
+                                 * first use: kernels with equal keys are the
+                                 * same code and launch but for names */
+    int group;                  /* index in pass_fusion.groups; -1: an op's */
+    int op;                     /* an op's kernel: the op's index; -1 */
     cg_cuda_strategy strategy;
     int64_t grid;               /* blocks along x */
     int block;                  /* threads per block along x */
@@ -63,11 +68,18 @@ typedef struct cg_cuda {
     su_arena arena;
 } cg_cuda;
 
-/* Generates the kernel of every group of f (pass_fuse over m) into *out
- * (free it with cg_cuda_free, also after a failure). False with a message
- * in err for a group the generator cannot express (a bug in the pass). */
+/* Generates the kernel of every group of f (pass_fuse over m), then of
+ * every op outside the groups that cg_cuda_op_kernel names (numbered on
+ * after the groups: "k12_transpose"), into *out (free it with
+ * cg_cuda_free, also after a failure). False with a message in err for a
+ * group the generator cannot express (a bug in the pass). */
 bool cg_cuda_generate(const ir_module *m, const pass_fusion *f, cg_cuda *out, su_buf *err);
 void cg_cuda_free(cg_cuda *c);
+
+/* Whether op, outside any group, gets a kernel of its own: transpose,
+ * embedding, iota, and (on floats) embedding_grad, attention and
+ * attn_probs; a GPU backend needs one to run it. */
+bool cg_cuda_op_kernel(const ir_op *op);
 
 /* The name of a strategy: "elementwise", "row", "column", "single block". */
 const char *cg_cuda_strategy_name(cg_cuda_strategy s);

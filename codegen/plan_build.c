@@ -15,9 +15,24 @@
  * the loss is an output (added as one when the program does not output it). An input absent at run time may be made from the
  * seed: float inputs by normal(1), i32 inputs that feed an embedding or a
  * cross_entropy by uniform integers over the rows of the table or the
- * classes of the logits (uniform over [0, 1) otherwise: zeros). */
+ * classes of the logits (uniform over [0, 1) otherwise: zeros).
+ *
+ * Kernels: with cg_plan_options.kernels, each stage's fused groups
+ * (passes/fuse.c, the grouping `--emit fused-ir` prints) become the plan's
+ * kernels, launched at the group's anchor with its geometry, their
+ * parameters the buffers of the values the group reads and stores,
+ * standing for the instructions of the group's ops; so do the ops with
+ * kernels of their own (cg_cuda_op_kernel: transpose, embedding,
+ * attention, ...), each standing for its instruction. Their code is the
+ * CUDA C of codegen/cuda.c compiled by NVRTC (a cubin per architecture,
+ * PTX for the newest) into modules: kernels that are the same code but
+ * for names (cg_cuda_kernel.key: a transformer's layers, a pipeline's
+ * stages) share the module of the first, compiled once. The memory plan
+ * is then made knowing the groups (pass_plan_memory_fused). */
 #include "codegen.h"
 
+#include "codegen/cuda.h"
+#include "passes/fuse.h"
 #include "passes/passes.h"
 
 #include "runtime/plan.h"
@@ -35,6 +50,11 @@ typedef struct builder {
     int32_t *io_of;      /* per value id: its source's I/O entry, -1 none */
     su_vec instrs;       /* rt_instr * */
     su_vec ios;          /* rt_io * */
+    int32_t *instr_of;   /* per op index of the stage: its instruction, -1 none */
+    const cg_plan_options *o;
+    su_vec kernels;      /* rt_kernel *, every stage's */
+    su_vec modules;      /* rt_module * */
+    su_vec keys;         /* const char *: each module's cg_cuda_kernel.key */
     char *err;
     size_t errlen;
 } builder;
@@ -239,9 +259,12 @@ static bool build_stage(builder *b, rt_program *prog, int32_t *loss)
     const ir_module *m = b->m;
     if (!m->partitioned)
         return fail(b, "the plan is made from a partitioned module");
-    for (int i = 0; i < m->ops.n; i++)
+    for (int i = 0; i < m->ops.n; i++) {
+        int n = b->instrs.n;
         if (!lower_op(b, IR_OP(m, i)))
             return false;
+        b->instr_of[i] = b->instrs.n > n ? n : -1;
+    }
     for (int i = 0; i < m->outputs.n; i++) {
         const ir_output *o = IR_OUTPUT(m, i);
         if (o->v->sh.partial)
@@ -269,7 +292,120 @@ static bool build_stage(builder *b, rt_program *prog, int32_t *loss)
     return true;
 }
 
-/* Stage s of the plan: its memory plan, then its instructions. */
+/* ---- kernels ---- */
+
+static uint8_t *arena_copy(builder *b, const void *data, size_t len)
+{
+    uint8_t *p = su_alloc(b->arena, len + 1);
+    memcpy(p, data, len);
+    p[len] = 0;
+    return p;
+}
+
+static char *arch_name(builder *b, const char *prefix, int arch)
+{
+    char name[32];
+    snprintf(name, sizeof name, "%s%d", prefix, arch);
+    return su_strdup(b->arena, name);
+}
+
+/* The module running kernel k: one made before for the same key, else k's
+ * source compiled by NVRTC (through its cache) into a new one. -1 when
+ * NVRTC fails. */
+static int32_t module_of(builder *b, const cg_cuda_kernel *k)
+{
+    for (int i = 0; i < b->keys.n; i++)
+        if (!strcmp(b->keys.v[i], k->key))
+            return i;
+    cg_nvrtc_output out;
+    su_buf err;
+    su_buf_init(&err, b->m->oom);
+    bool ok = cg_nvrtc_compile(k->name, k->source, &b->o->nvrtc, &out, &err);
+    if (!ok)
+        fail(b, "%s", err.s ? err.s : "NVRTC failed");
+    su_buf_free(&err);
+    if (ok) {
+        rt_module *m = su_alloc(b->arena, sizeof *m);
+        m->entry = su_strdup(b->arena, k->name);
+        m->ncubin = out.narchs;
+        m->cubin = su_alloc(b->arena, (size_t)out.narchs * sizeof *m->cubin);
+        for (int i = 0; i < out.narchs; i++)
+            m->cubin[i] = (rt_image){arch_name(b, "sm_", out.arch[i]),
+                                     arena_copy(b, out.cubin[i], out.cubin_len[i]),
+                                     out.cubin_len[i]};
+        m->ptx = (rt_image){arch_name(b, "compute_", out.ptx_arch),
+                            arena_copy(b, out.ptx, out.ptx_len), out.ptx_len};
+        su_vec_push(&b->modules, b->m->oom, m);
+        su_vec_push(&b->keys, b->m->oom, su_strdup(b->arena, k->key));
+    }
+    cg_nvrtc_output_free(&out);
+    return ok ? (int32_t)b->modules.n - 1 : -1;
+}
+
+_Static_assert((int)RT_KS_ELEMENTWISE == (int)CG_CUDA_ELEMENTWISE &&
+                   (int)RT_KS_ROW == (int)CG_CUDA_ROW && (int)RT_KS_COLUMN == (int)CG_CUDA_COLUMN &&
+                   (int)RT_KS_SINGLE_BLOCK == (int)CG_CUDA_SINGLE_BLOCK,
+               "the plan's kernel strategies must number as codegen's");
+
+/* The plan's kernel for generated kernel ck, reading its first nin
+ * parameters, standing for ops[nops] (module op indices). */
+static bool add_kernel(builder *b, const cg_cuda_kernel *ck, int nin, const int *ops, int nops)
+{
+    rt_kernel *k = su_alloc(b->arena, sizeof *k);
+    memset(k, 0, sizeof *k);
+    k->stage = b->stage;
+    k->name = su_strdup(b->arena, ck->name);
+    k->strategy = (uint8_t)ck->strategy;
+    k->grid = ck->grid;
+    k->block = ck->block;
+    k->shared_bytes = ck->shared_bytes;
+    k->nin = nin;
+    k->nout = ck->nparams - nin;
+    k->param = su_alloc(b->arena, (size_t)ck->nparams * sizeof *k->param);
+    k->param_t = su_alloc(b->arena, (size_t)ck->nparams * sizeof *k->param_t);
+    for (int j = 0; j < ck->nparams; j++) {
+        k->param[j] = b->buf_of[ck->params[j]->id];
+        k->param_t[j] = rtype(&ck->params[j]->type);
+        if (k->param[j] < 0)
+            return fail(b, "kernel %s: parameter %d has no buffer", ck->name, j);
+    }
+    k->ninstr = nops;
+    k->instr = su_alloc(b->arena, (size_t)nops * sizeof *k->instr);
+    for (int j = 0; j < nops; j++) {
+        k->instr[j] = b->instr_of[ops[j]];
+        if (k->instr[j] < 0)
+            return fail(b, "kernel %s: op %d makes no instruction", ck->name, ops[j]);
+    }
+    k->module = module_of(b, ck);
+    if (k->module < 0)
+        return false;
+    su_vec_push(&b->kernels, b->m->oom, k);
+    return true;
+}
+
+/* The kernels of the stage b lowered last: one per group of f, then one
+ * per op with a kernel of its own (cg_cuda_op_kernel). */
+static bool stage_kernels(builder *b, const pass_fusion *f)
+{
+    cg_cuda c;
+    su_buf err;
+    su_buf_init(&err, b->m->oom);
+    bool ok = cg_cuda_generate(b->m, f, &c, &err);
+    if (!ok)
+        fail(b, "kernels of stage %d: %s", b->stage, err.s ? err.s : "?");
+    for (int i = 0; ok && i < c.nkernels; i++) {
+        const cg_cuda_kernel *k = &c.k[i];
+        const pass_fgroup *g = k->group >= 0 ? &f->groups[k->group] : NULL;
+        ok = g ? add_kernel(b, k, g->nin, g->ops, g->nops)
+               : add_kernel(b, k, k->nparams - 1, &k->op, 1);
+    }
+    cg_cuda_free(&c);
+    su_buf_free(&err);
+    return ok;
+}
+
+/* Stage s of the plan: its groups (with kernels), its memory plan, its
+ * instructions, then its kernels. */
 static bool plan_stage(builder *b, const ir_module *m, int s, rt_program *prog, int32_t *loss,
                        pass_memplan *mp)
 {
@@ -278,19 +414,28 @@ static bool plan_stage(builder *b, const ir_module *m, int s, rt_program *prog, 
     b->instrs.n = 0;
     b->buf_of = su_alloc(b->arena, (size_t)(m->next_id + 1) * sizeof *b->buf_of);
     b->io_of = su_alloc(b->arena, (size_t)(m->next_id + 1) * sizeof *b->io_of);
+    b->instr_of = su_alloc(b->arena, (size_t)(m->ops.n + 1) * sizeof *b->instr_of);
     for (int i = 0; i <= m->next_id; i++)
         b->buf_of[i] = b->io_of[i] = -1;
+    bool kernels = b->o && b->o->kernels;
+    pass_fusion f;
+    memset(&f, 0, sizeof f);
     su_buf merr = {.oom = m->oom};
-    bool ok = pass_plan_memory(m, mp, &merr) && pass_memplan_check(m, mp, &merr);
+    bool ok = (!kernels || pass_fuse(m, &f, &merr)) &&
+              pass_plan_memory_fused(m, kernels ? &f : NULL, mp, &merr) &&
+              pass_memplan_check(m, mp, &merr);
     if (!ok)
         fail(b, "memory plan of stage %d: %s", s, merr.s ? merr.s : "?");
     su_buf_free(&merr);
     b->mp = mp;
-    return ok && build_stage(b, prog, loss);
+    ok = ok && build_stage(b, prog, loss) && (!kernels || stage_kernels(b, &f));
+    pass_fusion_free(&f);
+    return ok;
 }
 
-bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report, uint8_t **out,
-                   size_t *len, char *err, size_t errlen)
+bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
+                   const cg_plan_options *o, uint8_t **out, size_t *len, char *err,
+                   size_t errlen)
 {
     *out = NULL;
     *len = 0;
@@ -302,6 +447,7 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report, ui
     b.arena = &arena;
     b.err = err;
     b.errlen = errlen;
+    b.o = o;
     rt_plan p;
     memset(&p, 0, sizeof p);
     p.loss = -1;
@@ -324,6 +470,14 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report, ui
         p.io = su_alloc(&arena, ((size_t)b.ios.n + 1) * sizeof *p.io);
         for (int i = 0; i < b.ios.n; i++)
             p.io[i] = *(rt_io *)b.ios.v[i];
+        p.nmodules = (int32_t)b.modules.n;
+        p.module = su_alloc(&arena, ((size_t)b.modules.n + 1) * sizeof *p.module);
+        for (int i = 0; i < b.modules.n; i++)
+            p.module[i] = *(rt_module *)b.modules.v[i];
+        p.nkernels = (int32_t)b.kernels.n;
+        p.kernel = su_alloc(&arena, ((size_t)b.kernels.n + 1) * sizeof *p.kernel);
+        for (int i = 0; i < b.kernels.n; i++)
+            p.kernel[i] = *(rt_kernel *)b.kernels.v[i];
         p.report = (char *)(report ? report : "");
         p.report_len = strlen(p.report);
     }
@@ -335,6 +489,9 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report, ui
         pass_memplan_free(&mp[s]);
     su_vec_free(&b.instrs);
     su_vec_free(&b.ios);
+    su_vec_free(&b.kernels);
+    su_vec_free(&b.modules);
+    su_vec_free(&b.keys);
     su_arena_free(&arena);
     return ok;
 }

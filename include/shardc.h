@@ -28,6 +28,8 @@ typedef enum shardc_status {
     SHARDC_ERR_INTERNAL = 3, /* a bug in shardc */
     SHARDC_ERR_NOMEM = 4,    /* out of memory */
     SHARDC_ERR_IO = 5,       /* a file could not be read or written */
+    SHARDC_ERR_NO_GPU = 6,   /* the cuda backend, on a machine without a usable
+                              * CUDA driver or without a GPU */
 } shardc_status;
 
 /* The library's version, "MAJOR.MINOR.PATCH". */
@@ -65,10 +67,20 @@ SHARDC_API shardc_status shardc_options_set_bucket_mb(shardc_options *opt, doubl
 
 /* The GPU architectures the CUDA kernels are compiled for, as `--arch`
  * does: "sm_80,sm_90" (the default), a cubin for each and PTX for the
- * newest. SHARDC_ERR_USAGE for text that is not sm_NN joined by ',' or
- * for an architecture the NVRTC this library uses cannot compile for. */
+ * newest, all stored in the plan; "none" for a CPU-only plan (no kernels,
+ * no NVRTC). By default a plan holds kernels only when this library was
+ * built with NVRTC. SHARDC_ERR_USAGE for text that is not sm_NN joined by
+ * ',' or for an architecture the NVRTC this library uses cannot compile
+ * for. */
 SHARDC_API shardc_status shardc_options_set_archs(shardc_options *opt, const char *list,
                                                   char **error);
+
+/* The folder of NVRTC's disk cache (made when missing): a kernel compiled
+ * once for a target is read from there afterwards. NULL or "": no cache
+ * (the default; the library reads no environment variable, shardc takes
+ * $SHARDC_CACHE_DIR, else $XDG_CACHE_HOME/shardc, else ~/.cache/shardc). */
+SHARDC_API shardc_status shardc_options_set_cache_dir(shardc_options *opt, const char *dir,
+                                                      char **error);
 
 /* The hardware profile the estimated timeline (`--trace`, the "trace"
  * output) runs on, as `--hw` does: "a100", "h100" (the default) or
@@ -156,7 +168,8 @@ SHARDC_API shardc_status shardc_plan_tensor(const shardc_plan *plan, int i,
 typedef struct shardc_session shardc_session;
 
 typedef struct shardc_session_config {
-    const char *backend;         /* "cpu" (NULL: "cpu") */
+    const char *backend;         /* "cpu" (NULL: "cpu") or "cuda" (the plan's
+                                  * kernels on the GPU: runtime/cuda.h) */
     const char *comm;            /* "local": every rank a thread of this process
                                   * (NULL: "local"); "mpi": this process is one
                                   * rank of an MPI job (MPI initialised by the
@@ -177,6 +190,16 @@ typedef struct shardc_session_config {
 SHARDC_API shardc_status shardc_session_new(const shardc_plan *plan,
                                             const shardc_session_config *cfg,
                                             shardc_session **out, char **error);
+
+/* Whether backend ("cpu", "cuda") can run on this machine, before any plan
+ * is read: for "cuda", libcuda.so.1 is loaded (never linked), cuInit must
+ * succeed and a device must be there. SHARDC_ERR_NO_GPU with "no usable
+ * CUDA driver: ..." or "no CUDA device: ..." otherwise (shardc_session_new
+ * returns the same); SHARDC_ERR_USAGE for an unknown backend. A plan with
+ * an instruction the cuda backend cannot run (no kernel for it, an op it
+ * lacks) makes shardc_session_new fail with SHARDC_ERR_INPUT, naming the
+ * instruction, before anything runs. */
+SHARDC_API shardc_status shardc_backend_check(const char *backend, char **error);
 SHARDC_API void shardc_session_free(shardc_session *s);
 
 /* Binds the full tensor called name (an input, a param or a state) to

@@ -27,8 +27,21 @@
  * after their last reader. An op's result is placed before its dead
  * operands are freed, so no op reads and writes overlapping memory except
  * the in-place updates above. Every offset and size is a multiple of
- * PASS_MEM_ALIGN. */
+ * PASS_MEM_ALIGN.
+ *
+ * Kernels (pass_plan_memory_fused). A fused group of passes/fuse.h runs
+ * as one kernel at its anchor (its last op), while a CPU backend runs the
+ * same plan op by op; the plan must be sound for both. So a buffer lives
+ * from the op that first writes it to the latest of its reads in either
+ * order: the kernel reads the values the group reads from outside, and
+ * writes the values it stores, at its anchor (its other values stay in
+ * registers and live only in the CPU order). A new param or state takes
+ * its old value's buffer only when both orders allow it: on the GPU the
+ * old value's last read comes before the kernel that writes the new one,
+ * or is in that kernel and the kernel is elementwise (each thread reads
+ * an element, then writes the same element). */
 #include "passes.h"
+#include "fuse.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +55,9 @@ typedef struct planner {
     pass_memplan *mp;
     int *parent;            /* union-find over value ids */
     int64_t *defat;         /* per value id: the index of its op, -1 none */
-    int64_t *first, *last;  /* per root: first write, last read (op index) */
+    const pass_fusion *f;   /* the kernels, or NULL */
+    int64_t *first, *last;  /* per root: first write, last access in either order */
+    int64_t *lcpu, *lgpu;   /* per root: last read in program order, on the GPU */
     int64_t *bytes;         /* per root: the largest member */
     uint8_t *kind;          /* per root: K_* bits */
     /* the free list, sorted by offset, and the top of the arena */
@@ -86,6 +101,10 @@ static void merge(planner *P, int a, int b)
         P->first[a] = P->first[b];
     if (P->last[b] > P->last[a])
         P->last[a] = P->last[b];
+    if (P->lcpu[b] > P->lcpu[a])
+        P->lcpu[a] = P->lcpu[b];
+    if (P->lgpu[b] > P->lgpu[a])
+        P->lgpu[a] = P->lgpu[b];
     if (P->bytes[b] > P->bytes[a])
         P->bytes[a] = P->bytes[b];
     P->kind[a] |= P->kind[b];
@@ -99,6 +118,44 @@ static bool in_place_op(const ir_op *op)
     return c == IR_C_UNARY || c == IR_C_BINARY || c == IR_C_OPTIM;
 }
 
+/* The group of op i, or NULL (no kernels, or an op no kernel runs). */
+static const pass_fgroup *group_at(const planner *P, int64_t i)
+{
+    if (!P->f || i < 0 || i >= P->f->nops || P->f->group_of[i] < 0)
+        return NULL;
+    return &P->f->groups[P->f->group_of[i]];
+}
+
+/* When a GPU writes the result v of op i: at the anchor for a value its
+ * kernel stores; a value kept in registers is written only by the CPU. */
+static int64_t gpu_write(const planner *P, int64_t i, const ir_value *v)
+{
+    const pass_fgroup *g = group_at(P, i);
+    return g && P->f->stored[v->id] ? g->anchor : i;
+}
+
+/* When a GPU reads operand v of op i: at the anchor when v comes from
+ * outside op i's group; never (so at i, the CPU's time) from inside it. */
+static int64_t gpu_read(const planner *P, int64_t i, const ir_value *v)
+{
+    const pass_fgroup *g = group_at(P, i);
+    return g && group_at(P, P->defat[v->id]) != g ? g->anchor : i;
+}
+
+/* Whether the GPU order lets new value nv (root v) take old value src's
+ * buffer (root s): src's last GPU read is before nv's write, or in the
+ * elementwise kernel that writes nv, reading src at the element it writes. */
+static bool gpu_in_place(const planner *P, const ir_value *src, const ir_value *nv, int s)
+{
+    int64_t w = gpu_write(P, P->defat[nv->id], nv);
+    if (P->lgpu[s] != w)
+        return P->lgpu[s] < w;
+    /* the op making nv reads src there: without a kernel, the CPU rule
+     * decides (try_in_place) */
+    const pass_fgroup *g = group_at(P, P->defat[nv->id]);
+    return !g || (g->kind == PASS_FUSE_ELEMENTWISE && ir_type_eq(&src->type, &nv->type));
+}
+
 /* Update u writes over the buffer of what it updates, when that is dead by
  * then (the header). */
 static void try_in_place(planner *P, const ir_update *u)
@@ -110,9 +167,9 @@ static void try_in_place(planner *P, const ir_update *u)
     /* the new value must start its buffer (not alias an older value) */
     if (P->first[v] != P->defat[u->v->id])
         return;
-    if (P->last[s] > P->first[v])
+    if (P->lcpu[s] > P->first[v] || !gpu_in_place(P, u->src, u->v, s))
         return;
-    if (P->last[s] == P->first[v]) {
+    if (P->lcpu[s] == P->first[v]) {
         if (!in_place_op(op))
             return;
         for (int i = 0; i < op->nin; i++)
@@ -210,7 +267,8 @@ static void analyse(planner *P)
         for (int j = 0; j < op->nres; j++) {
             int v = op->res[j]->id;
             P->defat[v] = i;
-            P->first[v] = P->last[v] = i;
+            P->first[v] = P->lcpu[v] = i;
+            P->lgpu[v] = P->last[v] = gpu_write(P, i, op->res[j]);
             P->bytes[v] = value_bytes(op->res[j]);
             if (op->code == IR_PARAM)
                 P->kind[v] |= K_PARAM;
@@ -219,8 +277,10 @@ static void analyse(planner *P)
         }
         for (int j = 0; j < op->nin; j++) {
             int r = find(P, op->in[j]->id);
-            if (i > P->last[r])
-                P->last[r] = i;
+            int64_t t = gpu_read(P, i, op->in[j]);
+            P->lcpu[r] = i > P->lcpu[r] ? i : P->lcpu[r];
+            P->lgpu[r] = t > P->lgpu[r] ? t : P->lgpu[r];
+            P->last[r] = t > P->last[r] ? t : P->last[r];
         }
         if ((op->code == IR_CONSTRAIN || op->code == IR_RESHAPE) && op->nres == 1 &&
             value_bytes(op->res[0]) == value_bytes(op->in[0])) {
@@ -253,6 +313,12 @@ static void analyse(planner *P)
 
 bool pass_plan_memory(const ir_module *m, pass_memplan *mp, su_buf *err)
 {
+    return pass_plan_memory_fused(m, NULL, mp, err);
+}
+
+bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_memplan *mp,
+                            su_buf *err)
+{
     memset(mp, 0, sizeof *mp);
     su_arena_init(&mp->arena, m->oom);
     if (!m->partitioned) {
@@ -265,16 +331,24 @@ bool pass_plan_memory(const ir_module *m, pass_memplan *mp, su_buf *err)
     memset(&P, 0, sizeof P);
     P.m = m;
     P.mp = mp;
+    if (f && f->nops != m->ops.n) {
+        su_buf_printf(err, "the fusion is of another module (%d ops, not %d)", f->nops,
+                      m->ops.n);
+        return false;
+    }
+    P.f = f;
     su_arena *a = &mp->arena;
     P.parent = su_alloc(a, (size_t)nv * sizeof *P.parent);
     P.defat = su_alloc(a, (size_t)nv * sizeof *P.defat);
     P.first = su_alloc(a, (size_t)nv * sizeof *P.first);
     P.last = su_alloc(a, (size_t)nv * sizeof *P.last);
+    P.lcpu = su_alloc(a, (size_t)nv * sizeof *P.lcpu);
+    P.lgpu = su_alloc(a, (size_t)nv * sizeof *P.lgpu);
     P.bytes = su_alloc(a, (size_t)nv * sizeof *P.bytes);
     P.kind = su_alloc(a, (size_t)nv * sizeof *P.kind);
     for (int v = 0; v < nv; v++) {
         P.parent[v] = v;
-        P.defat[v] = P.first[v] = P.last[v] = -1;
+        P.defat[v] = P.first[v] = P.last[v] = P.lcpu[v] = P.lgpu[v] = -1;
         P.bytes[v] = 0;
         P.kind[v] = 0;
     }

@@ -135,6 +135,14 @@ typedef struct pass_memplan {
 /* Plans m's memory into *mp (free it with pass_memplan_free, also after a
  * failure). False with a message in err when m is not partitioned. */
 bool pass_plan_memory(const ir_module *m, pass_memplan *mp, su_buf *err);
+/* As pass_plan_memory, for a plan whose fused groups f (passes/fuse.h, of
+ * m; NULL: none) also run as one kernel each at their anchor: a value a
+ * group reads from outside, or stores, stays live until the anchor, and a
+ * new param or state takes its old value's memory only where the kernel
+ * order allows it too (memplan.c). */
+struct pass_fusion;
+bool pass_plan_memory_fused(const ir_module *m, const struct pass_fusion *f, pass_memplan *mp,
+                            su_buf *err);
 void pass_memplan_free(pass_memplan *mp);
 /* Proves the plan sound: every buffer aligned and inside the arena, and no
  * two buffers sharing bytes while both live. False with the two buffers in

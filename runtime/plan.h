@@ -24,7 +24,9 @@
  *   section  u32 tag (4 ASCII chars), u32 reserved (0), u64 payload length,
  *            u32 CRC32 (IEEE, as zlib) of the payload, then the payload
  * Sections, in this order: "MESH", "IOTB", one "PROG" per stage, "KERN"
- * (kernel blobs; none on the CPU path), "REPT" (the report as JSON text).
+ * (the kernels, and the modules of cubins and PTX they run; none in a
+ * CPU-only plan), "REPT"
+ * (the report as JSON text).
  * The reader never reads past a section and rejects a truncated file, a bad
  * CRC, a wrong magic or a newer version with a message that says which.
  */
@@ -35,7 +37,7 @@
 #include <stdint.h>
 
 #define RT_PLAN_MAGIC "SHRDPLAN"
-#define RT_PLAN_VERSION 2
+#define RT_PLAN_VERSION 3
 #define RT_MAX_RANK 8
 #define RT_MAX_AXES 8
 #define RT_MAX_IN 4
@@ -151,6 +153,56 @@ typedef struct rt_io {
                                     * type); -1: none (inference, inputs, outputs) */
 } rt_io;
 
+/* Kernels (codegen/cuda.c). A module is compiled code: a cubin per
+ * architecture and PTX for the newest, defining one extern "C" __global__
+ * function, its entry. A kernel is one fused group of passes/fuse.h in a
+ * stage's program, run by a module's entry; kernels whose code is the same
+ * but for names (a transformer's layers) share one module. A kernel
+ * stands for the instructions instr[] (ascending; the last, its anchor, is
+ * where it runs): a GPU backend launches it at the anchor with its
+ * geometry and skips the others, since running the group there computes
+ * what the instructions compute in order (the compiler keeps every buffer
+ * the kernel reads or writes live until the anchor). The CPU backend runs
+ * the instructions and ignores the kernels. The parameters are device
+ * pointers into the rank's arena: the nin buffers it reads, then the nout
+ * it writes, each with the type of the value the instructions read or
+ * make there. */
+typedef enum {
+    RT_KS_ELEMENTWISE, RT_KS_ROW, RT_KS_COLUMN, RT_KS_SINGLE_BLOCK, RT_NKSTRATEGIES
+} rt_kernel_strategy;
+#define RT_MAX_KPARAMS 256         /* pointer parameters of one kernel */
+#define RT_MAX_BLOCK 1024          /* threads per block */
+#define RT_MAX_SHARED (1 << 20)    /* dynamic shared bytes (devices have less) */
+
+typedef struct rt_image {
+    char *arch;                    /* a cubin's: "sm_80" (compute capability 8.0);
+                                    * the PTX's: "compute_90" (a virtual architecture) */
+    uint8_t *data;                 /* a cubin (ELF), or PTX text NUL-terminated */
+    size_t len;                    /* >= 1; PTX: without the NUL */
+} rt_image;
+
+typedef struct rt_module {
+    char *entry;                   /* the __global__ function: "k3_add_gelu" */
+    int32_t ncubin;                /* >= 1 */
+    rt_image *cubin;               /* one per architecture, distinct */
+    rt_image ptx;                  /* for the newest: JIT-compiled on later devices */
+} rt_module;
+
+typedef struct rt_kernel {
+    int32_t stage;                 /* the program it belongs to */
+    char *name;                    /* the group's: "k17_add_gelu" */
+    int32_t module;                /* the code it runs: an index in rt_plan.module */
+    uint8_t strategy;              /* rt_kernel_strategy (for people and traces) */
+    int64_t grid;                  /* blocks along x (y, z: 1) */
+    int32_t block;                 /* threads per block along x */
+    int32_t shared_bytes;          /* dynamic shared memory per block */
+    int32_t nin, nout;             /* parameters: nin read, then nout written */
+    int32_t *param;                /* nin + nout buffers of the stage's program */
+    rt_type *param_t;              /* the type each is read or written as */
+    int32_t ninstr;                /* >= 1 */
+    int32_t *instr;                /* instruction indices, ascending; the last is the anchor */
+} rt_kernel;
+
 typedef struct rt_plan {
     int32_t naxes;                 /* mesh; 0 is a single rank */
     char *axis_name[RT_MAX_AXES];
@@ -162,6 +214,10 @@ typedef struct rt_plan {
     rt_io *io;
     int32_t loss;                  /* training: the output entry holding the loss
                                     * (a floating-point scalar); -1: inference */
+    int32_t nmodules;              /* 0 for a CPU-only plan; each used by a kernel */
+    rt_module *module;
+    int32_t nkernels;
+    rt_kernel *kernel;
     char *report;                  /* JSON text, NUL-terminated; may be "" */
     size_t report_len;
     void *mem_;                    /* owned memory (rt_plan_free) */
@@ -194,6 +250,13 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, char *err, size_t errl
  * lowest index of the entries with its name, i itself when there is no
  * other; those entries stand for one tensor. false when out of memory. */
 bool rt_plan_io_first(const rt_plan *p, int32_t *first);
+
+/* The compute capability an architecture name stands for: "sm_80" and
+ * "compute_80" give 80; -1 for a name not of that form ("sm_" or
+ * "compute_" then 2 or 3 digits, 10 or more). */
+int rt_arch_number(const char *name);
+/* The name of a strategy: "elementwise", "row", "column", "single block". */
+const char *rt_kernel_strategy_name(int strategy);
 
 /* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of n bytes. */
 uint32_t rt_crc32(uint32_t crc, const void *data, size_t n);

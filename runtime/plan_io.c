@@ -21,7 +21,14 @@
  *             nlist x i64 list, i64 dim, i64 dim2, u8 naxes (<= 8),
  *             naxes x u8 axes, f64 lr, f64 momentum, f64 beta1,
  *             f64 beta2, f64 wd, i64 offset
- *   KERN    u32 count; only 0 for now (no kernel blobs on the CPU path)
+ *   KERN    u32 nmodules, then per module (blob = u64 length + the bytes):
+ *             str entry, u32 ncubin, ncubin x (str arch, blob cubin),
+ *             str PTX arch, blob PTX (text, no NUL);
+ *           u32 nkernels, then per kernel:
+ *             i32 stage, str name, i32 module, u8 strategy, i64 grid,
+ *             i32 block, i32 shared bytes, u32 nin, u32 nout,
+ *             (nin + nout) x (i32 buffer, type),
+ *             u32 ninstr, ninstr x i32 instruction
  *   REPT    the report's bytes as they are (no NUL)
  * A send's out is -1 (0xffffffff as an i32). Counts (u32) are at most
  * INT32_MAX. Entries past a count (dims past a rank, operands past nin,
@@ -31,9 +38,9 @@
  * loss fields, the optimizer attributes and a fourth operand, then send and
  * recv, then iota (appended opcodes: older readers refuse them as unknown),
  * and all_reduce's operation in its otherwise unused dim (0 sum, 1 max:
- * earlier plans hold 0 there, so they read as before); version 1
- * files are refused, not converted (their plans cannot train, and
- * recompiling is cheap).
+ * earlier plans hold 0 there, so they read as before). Version 3 filled
+ * KERN, which held only a count of 0 before. Older versions are refused,
+ * not converted (recompiling is cheap).
  */
 #include "plan.h"
 
@@ -50,6 +57,9 @@ enum {
     IO_MIN = 38,    /* the smallest IOTB entry: a scalar with an empty name */
     INSTR_MIN = 105, /* the smallest instruction: no operands, list or axes */
     PROG_MIN = 8,   /* the smallest PROG payload: two counts of 0 */
+    MODULE_MIN = 20, /* the smallest module: empty entry, no cubin, empty PTX */
+    KERNEL_MIN = 41, /* the smallest kernel: empty name and lists */
+    MAX_CUBINS = 64, /* architectures of one module */
     NSEC_FIXED = 4, /* MESH, IOTB, KERN, REPT; plus one PROG per stage */
     TYPE_LEN = 200, /* "bf16[" + 8 x (", " + 20 digits) + "]" fits */
     MSG_LEN = 1024, /* an inner message before a prefix is added */
@@ -1217,15 +1227,235 @@ static bool check_loss(const rt_plan *p, char *err, size_t errlen)
     return true;
 }
 
-/* Mesh, then buffer tables, then I/O entries, then instructions: each step
- * may index what the steps before it checked. */
+/* ---- kernels ---- */
+
+int rt_arch_number(const char *name)
+{
+    const char *d = NULL;
+    if (name && !strncmp(name, "sm_", 3))
+        d = name + 3;
+    else if (name && !strncmp(name, "compute_", 8))
+        d = name + 8;
+    size_t n = d ? strlen(d) : 0;
+    if (n < 2 || n > 3 || d[0] == '0')
+        return -1;
+    int v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (d[i] < '0' || d[i] > '9')
+            return -1;
+        v = v * 10 + (d[i] - '0');
+    }
+    return v;
+}
+
+const char *rt_kernel_strategy_name(int strategy)
+{
+    static const char *const names[RT_NKSTRATEGIES] = {"elementwise", "row", "column",
+                                                       "single block"};
+    return strategy >= 0 && strategy < RT_NKSTRATEGIES ? names[strategy] : "?";
+}
+
+/* The name of the __global__ function: a C identifier. */
+static bool is_identifier(const char *s)
+{
+    if (!s || !(*s == '_' || ((*s | 32) >= 'a' && (*s | 32) <= 'z')))
+        return false;
+    for (; *s; s++)
+        if (!(*s == '_' || ((*s | 32) >= 'a' && (*s | 32) <= 'z') || (*s >= '0' && *s <= '9')))
+            return false;
+    return true;
+}
+
+/* One image: a well-formed architecture name with the prefix the image's
+ * kind has ("sm_" for a cubin, "compute_" for PTX), and some bytes. */
+static bool check_image(const rt_image *im, const char *prefix, const char *what, char *err,
+                        size_t errlen)
+{
+    if (!im->arch || rt_arch_number(im->arch) < 0 || strncmp(im->arch, prefix, strlen(prefix)))
+        return fail(err, errlen, "%s has the architecture '%s'; expected %sNN", what,
+                    im->arch ? im->arch : "", prefix);
+    if (im->len == 0 || !im->data)
+        return fail(err, errlen, "%s for %s is empty", what, im->arch);
+    if (!strcmp(prefix, "compute_") && memchr(im->data, 0, im->len))
+        return fail(err, errlen, "%s for %s contains a NUL byte", what, im->arch);
+    return true;
+}
+
+/* A module: its entry a C identifier, its images (see check_image), one
+ * cubin per architecture. */
+static bool check_module(const rt_module *m, char *err, size_t errlen)
+{
+    char what[32];
+    if (!is_identifier(m->entry))
+        return fail(err, errlen, "the entry '%s' is not a C identifier", m->entry ? m->entry : "");
+    if (m->ncubin < 1 || m->ncubin > MAX_CUBINS || !m->cubin)
+        return fail(err, errlen, "has %d cubins; 1 to %d are needed", m->ncubin, MAX_CUBINS);
+    for (int i = 0; i < m->ncubin; i++) {
+        snprintf(what, sizeof what, "cubin %d", i);
+        if (!check_image(&m->cubin[i], "sm_", what, err, errlen))
+            return false;
+        for (int j = 0; j < i; j++)
+            if (!strcmp(m->cubin[j].arch, m->cubin[i].arch))
+                return fail(err, errlen, "cubins %d and %d are both for %s", j, i,
+                            m->cubin[i].arch);
+    }
+    return check_image(&m->ptx, "compute_", "the PTX", err, errlen);
+}
+
+/* The name, the module and the launch: a known strategy, a grid and a
+ * block the driver accepts. */
+static bool check_launch(const rt_plan *p, const rt_kernel *k, char *err, size_t errlen)
+{
+    if (!is_identifier(k->name))
+        return fail(err, errlen, "the name '%s' is not a C identifier", k->name ? k->name : "");
+    if (k->module < 0 || k->module >= p->nmodules)
+        return fail(err, errlen, "module %d is out of range (the plan has %d)", k->module,
+                    p->nmodules);
+    if (k->strategy >= RT_NKSTRATEGIES)
+        return fail(err, errlen, "unknown strategy (%d)", k->strategy);
+    if (k->grid < 1 || k->grid > INT32_MAX)
+        return fail(err, errlen, "a grid of %lld blocks; 1 to 2^31-1 are possible",
+                    (long long)k->grid);
+    if (k->block < 1 || k->block > RT_MAX_BLOCK)
+        return fail(err, errlen, "a block of %d threads; 1 to %d are possible", k->block,
+                    RT_MAX_BLOCK);
+    if (k->shared_bytes < 0 || k->shared_bytes > RT_MAX_SHARED)
+        return fail(err, errlen, "%d bytes of dynamic shared memory; 0 to %d are possible",
+                    k->shared_bytes, RT_MAX_SHARED);
+    return true;
+}
+
+/* The instructions it stands for: in the program, ascending, compute
+ * instructions, none claimed by another kernel (owner: per instruction of
+ * the stage, the kernel claiming it, or -1). */
+static bool check_kernel_instrs(const rt_program *g, const rt_kernel *k, int32_t *owner,
+                                int32_t self, char *err, size_t errlen)
+{
+    if (k->ninstr < 1 || !k->instr)
+        return fail(err, errlen, "stands for no instruction");
+    for (int i = 0; i < k->ninstr; i++) {
+        int32_t at = k->instr[i];
+        if (at < 0 || at >= g->ninstr)
+            return fail(err, errlen, "instruction %d is out of range (the program has %d)", at,
+                        g->ninstr);
+        if (i > 0 && at <= k->instr[i - 1])
+            return fail(err, errlen, "instructions %d and %d are not in ascending order",
+                        k->instr[i - 1], at);
+        if (rt_ops[g->instr[at].op].cls != RT_K_COMPUTE)
+            return fail(err, errlen, "instruction %d (%s) is not a compute instruction", at,
+                        rt_ops[g->instr[at].op].name);
+        if (owner[at] >= 0)
+            return fail(err, errlen, "instruction %d belongs to kernel %d too", at, owner[at]);
+        owner[at] = self;
+    }
+    return true;
+}
+
+/* Each parameter is a buffer of the program that one of the kernel's
+ * instructions reads (the first nin) or writes (the rest) as its type. */
+static bool check_params(const rt_program *g, const rt_kernel *k, char *err, size_t errlen)
+{
+    char tb[TYPE_LEN], what[48];
+    if (k->nin < 0 || k->nout < 1 || k->nin > RT_MAX_KPARAMS - k->nout ||
+        (!k->param || !k->param_t))
+        return fail(err, errlen, "has %d inputs and %d outputs; at most %d parameters, one "
+                    "output or more", k->nin, k->nout, RT_MAX_KPARAMS);
+    for (int j = 0; j < k->nin + k->nout; j++) {
+        bool in = j < k->nin, seen = false;
+        const rt_type *t = &k->param_t[j];
+        int32_t b = k->param[j];
+        snprintf(what, sizeof what, "parameter %d", j);
+        if (!check_type(t, what, err, errlen) || !check_fit(g, b, t, what, err, errlen))
+            return false;
+        for (int i = 0; i < k->ninstr && !seen; i++) {
+            const rt_instr *ins = &g->instr[k->instr[i]];
+            if (!in)
+                seen = ins->out == b && type_eq(&ins->out_t, t);
+            for (int o = 0; in && o < ins->nin && !seen; o++)
+                seen = ins->in[o] == b && type_eq(&ins->in_t[o], t);
+        }
+        if (!seen)
+            return fail(err, errlen, "parameter %d is buffer %d as %s, but no instruction of the "
+                        "kernel %s it as that type", j, b, tstr(tb, t),
+                        in ? "reads" : "writes");
+    }
+    return true;
+}
+
+/* Each module runs some kernel, so a plan holds no code it does not run. */
+static bool check_modules_used(const rt_plan *p, char *err, size_t errlen)
+{
+    bool *used = calloc((size_t)p->nmodules + 1, sizeof *used);
+    if (!used)
+        return fail(err, errlen, "out of memory");
+    for (int32_t i = 0; i < p->nkernels; i++)
+        used[p->kernel[i].module] = true;
+    int32_t unused = 0;
+    while (unused < p->nmodules && used[unused])
+        unused++;
+    free(used);
+    if (unused < p->nmodules)
+        return fail(err, errlen, "module %d (%s) runs no kernel", unused,
+                    p->module[unused].entry);
+    return true;
+}
+
+/* Every module on its own, then every kernel: its stage, name, module,
+ * launch, instructions and parameters; and every module is some kernel's.
+ * The messages name the module ("module 2 (k3_add_gelu): ...") or the
+ * kernel ("kernel 3 (k3_add_gelu) of stage 0: ..."). */
+static bool check_kernels(const rt_plan *p, char *err, size_t errlen)
+{
+    char msg[MSG_LEN];
+    if (p->nmodules < 0 || (p->nmodules > 0 && !p->module))
+        return fail(err, errlen, "a table of %d modules is not valid", p->nmodules);
+    if (p->nkernels < 0 || (p->nkernels > 0 && !p->kernel))
+        return fail(err, errlen, "a table of %d kernels is not valid", p->nkernels);
+    for (int32_t i = 0; i < p->nmodules; i++)
+        if (!check_module(&p->module[i], msg, sizeof msg))
+            return fail(err, errlen, "module %d (%s): %s", i,
+                        is_identifier(p->module[i].entry) ? p->module[i].entry : "?", msg);
+    int64_t total = 0;
+    for (int s = 0; s < p->nstages; s++)
+        total += p->stage[s].ninstr;
+    int32_t *owner = malloc(((size_t)total + 1) * sizeof *owner);
+    if (!owner)
+        return fail(err, errlen, "out of memory");
+    for (int64_t i = 0; i < total; i++)
+        owner[i] = -1;
+    bool ok = true;
+    for (int32_t i = 0; ok && i < p->nkernels; i++) {
+        const rt_kernel *k = &p->kernel[i];
+        if (k->stage < 0 || k->stage >= p->nstages) {
+            ok = fail(err, errlen, "kernel %d: stage %d is out of range (the plan has %d)", i,
+                      k->stage, p->nstages);
+            break;
+        }
+        int32_t *own = owner;
+        for (int s = 0; s < k->stage; s++)
+            own += p->stage[s].ninstr;
+        const rt_program *g = &p->stage[k->stage];
+        ok = check_launch(p, k, msg, sizeof msg) &&
+             check_kernel_instrs(g, k, own, i, msg, sizeof msg) &&
+             check_params(g, k, msg, sizeof msg);
+        if (!ok)
+            fail(err, errlen, "kernel %d (%s) of stage %d: %s", i,
+                 is_identifier(k->name) ? k->name : "?", k->stage, msg);
+    }
+    free(owner);
+    return ok && check_modules_used(p, err, errlen);
+}
+
+/* Mesh, then buffer tables, then I/O entries, then instructions, then
+ * kernels: each step may index what the steps before it checked. */
 bool rt_plan_validate(const rt_plan *p, char *err, size_t errlen)
 {
     if (!p)
         return fail(err, errlen, "no plan");
     if (!check_mesh(p, err, errlen) || !check_buffers(p, err, errlen) ||
         !check_ios(p, err, errlen) || !check_programs(p, err, errlen) ||
-        !check_sources(p, err, errlen) || !check_loss(p, err, errlen))
+        !check_sources(p, err, errlen) || !check_loss(p, err, errlen) ||
+        !check_kernels(p, err, errlen))
         return false;
     if (p->report_len > 0 && !p->report)
         return fail(err, errlen, "the report has %zu bytes but no text", p->report_len);
@@ -1400,6 +1630,48 @@ static void write_prog(wbuf *w, const rt_program *g)
     end_section(w, at);
 }
 
+static void put_blob(wbuf *w, const rt_image *im)
+{
+    put_str(w, im->arch);
+    put_le(w, im->len, 8);
+    put(w, im->data, im->len);
+}
+
+static void write_kern(wbuf *w, const rt_plan *p)
+{
+    size_t at = begin_section(w, "KERN");
+    put_le(w, (uint64_t)p->nmodules, 4);
+    for (int i = 0; i < p->nmodules; i++) {
+        const rt_module *m = &p->module[i];
+        put_str(w, m->entry);
+        put_le(w, (uint64_t)m->ncubin, 4);
+        for (int j = 0; j < m->ncubin; j++)
+            put_blob(w, &m->cubin[j]);
+        put_blob(w, &m->ptx);
+    }
+    put_le(w, (uint64_t)p->nkernels, 4);
+    for (int i = 0; i < p->nkernels; i++) {
+        const rt_kernel *k = &p->kernel[i];
+        put_le(w, (uint32_t)k->stage, 4);
+        put_str(w, k->name);
+        put_le(w, (uint32_t)k->module, 4);
+        put_le(w, k->strategy, 1);
+        put_le(w, (uint64_t)k->grid, 8);
+        put_le(w, (uint32_t)k->block, 4);
+        put_le(w, (uint32_t)k->shared_bytes, 4);
+        put_le(w, (uint64_t)k->nin, 4);
+        put_le(w, (uint64_t)k->nout, 4);
+        for (int j = 0; j < k->nin + k->nout; j++) {
+            put_le(w, (uint32_t)k->param[j], 4);
+            put_type(w, &k->param_t[j]);
+        }
+        put_le(w, (uint64_t)k->ninstr, 4);
+        for (int j = 0; j < k->ninstr; j++)
+            put_le(w, (uint32_t)k->instr[j], 4);
+    }
+    end_section(w, at);
+}
+
 /* Validates first, so that a file it writes always reads; the plan may be
  * any in memory (mem_ unused) and is not modified. */
 bool rt_plan_write(const rt_plan *p, uint8_t **out, size_t *len, char *err, size_t errlen)
@@ -1416,10 +1688,8 @@ bool rt_plan_write(const rt_plan *p, uint8_t **out, size_t *len, char *err, size
     write_io(&w, p);
     for (int s = 0; s < p->nstages; s++)
         write_prog(&w, &p->stage[s]);
-    size_t at = begin_section(&w, "KERN");
-    put_le(&w, 0, 4);
-    end_section(&w, at);
-    at = begin_section(&w, "REPT");
+    write_kern(&w, p);
+    size_t at = begin_section(&w, "REPT");
     put(&w, p->report, p->report_len);
     end_section(&w, at);
     if (w.oom) {
@@ -1773,14 +2043,90 @@ static bool read_prog(cur *c, rt_program *g)
     return close_section(c);
 }
 
-static bool read_kern(cur *c)
+/* An image: str arch, u64 length, the bytes (kept with a NUL after them,
+ * so PTX reads as a string). */
+static bool get_image(cur *c, const char *field, rt_image *im)
 {
     uint64_t n;
-    if (!get_u(c, 4, "the kernel count", &n))
+    const uint8_t *at = NULL;
+    if (!get_str(c, field, &im->arch) || !get_u(c, 8, field, &n))
         return false;
-    if (n != 0)
-        return rfail(c->r, "section KERN holds %llu kernel blobs, but this shardrun reads only "
-                     "plans without kernels (the CPU path)", (unsigned long long)n);
+    if (n > c->n - c->pos)
+        return rfail(c->r, "section %s: %s%s%s has length %llu, beyond the %zu bytes left",
+                     c->sec, c->where, *c->where ? ", " : "", field, (unsigned long long)n,
+                     c->n - c->pos);
+    if (!take(c, (size_t)n, field, &at) || !ALLOC(c->r, im->data, n + 1))
+        return false;
+    memcpy(im->data, at, (size_t)n);
+    im->len = (size_t)n;
+    return true;
+}
+
+/* The parameters (buffer, type) and the instructions of kernel k. */
+static bool read_kernel_lists(cur *c, rt_kernel *k)
+{
+    if (!get_count(c, "the input count", 6, &k->nin) ||
+        !get_count(c, "the output count", 6, &k->nout))
+        return false;
+    int64_t np = (int64_t)k->nin + k->nout;
+    if (np > (int64_t)((c->n - c->pos) / 6))
+        return rfail(c->r, "section %s: %s, %lld parameters do not fit the %zu bytes left",
+                     c->sec, c->where, (long long)np, c->n - c->pos);
+    if (!ALLOC(c->r, k->param, np) || !ALLOC(c->r, k->param_t, np))
+        return false;
+    for (int64_t j = 0; j < np; j++)
+        if (!get_i32(c, "parameter", &k->param[j]) ||
+            !get_type(c, "parameter type", &k->param_t[j]))
+            return false;
+    if (!get_count(c, "the instruction count", 4, &k->ninstr) ||
+        !ALLOC(c->r, k->instr, k->ninstr))
+        return false;
+    for (int j = 0; j < k->ninstr; j++)
+        if (!get_i32(c, "instruction", &k->instr[j]))
+            return false;
+    return true;
+}
+
+static bool read_module(cur *c, rt_module *m)
+{
+    if (!get_str(c, "entry", &m->entry) || !get_count(c, "the cubin count", 12, &m->ncubin) ||
+        !ALLOC(c->r, m->cubin, m->ncubin))
+        return false;
+    for (int j = 0; j < m->ncubin; j++)
+        if (!get_image(c, "cubin", &m->cubin[j]))
+            return false;
+    return get_image(c, "PTX", &m->ptx);
+}
+
+static bool read_kernel(cur *c, rt_kernel *k)
+{
+    return get_i32(c, "stage", &k->stage) && get_str(c, "name", &k->name) &&
+           get_i32(c, "module", &k->module) && get_u8(c, "strategy", &k->strategy) &&
+           get_i64(c, "grid", &k->grid) && get_i32(c, "block", &k->block) &&
+           get_i32(c, "shared bytes", &k->shared_bytes) && read_kernel_lists(c, k);
+}
+
+/* The modules, then the kernels; what they say is rt_plan_validate's to
+ * check. */
+static bool read_kern(cur *c, rt_plan *p)
+{
+    if (!get_count(c, "the module count", MODULE_MIN, &p->nmodules) ||
+        !ALLOC(c->r, p->module, p->nmodules))
+        return false;
+    for (int i = 0; i < p->nmodules; i++) {
+        snprintf(c->where, sizeof c->where, "module %d", i);
+        if (!read_module(c, &p->module[i]))
+            return false;
+    }
+    c->where[0] = 0;
+    if (!get_count(c, "the kernel count", KERNEL_MIN, &p->nkernels) ||
+        !ALLOC(c->r, p->kernel, p->nkernels))
+        return false;
+    for (int i = 0; i < p->nkernels; i++) {
+        snprintf(c->where, sizeof c->where, "kernel %d", i);
+        if (!read_kernel(c, &p->kernel[i]))
+            return false;
+    }
     return close_section(c);
 }
 
@@ -1853,7 +2199,7 @@ static bool read_plan(reader *r)
     for (int s = 0; s < p->nstages; s++)
         if (!open_section(r, &pos, "PROG", s, &c) || !read_prog(&c, &p->stage[s]))
             return false;
-    if (!open_section(r, &pos, "KERN", -1, &c) || !read_kern(&c) ||
+    if (!open_section(r, &pos, "KERN", -1, &c) || !read_kern(&c, p) ||
         !open_section(r, &pos, "REPT", -1, &c) || !read_report(&c, p))
         return false;
     if (pos != r->len)

@@ -2,7 +2,9 @@
  * (with the buffers params and states live in, their updates and the
  * loss), then per stage the instruction list every rank of the stage
  * runs, exactly as the runtime will run it. In a plan of several
- * stages each entry says its stage ('input "x" : ... on stage 0'). */
+ * stages each entry says its stage ('input "x" : ... on stage 0'). A
+ * kernel is named at its anchor, the instruction where a GPU backend
+ * launches it, with its launch geometry and the instructions it runs. */
 #include "plan_text.h"
 
 #include <inttypes.h>
@@ -174,6 +176,67 @@ static void io_str(const rt_plan *p, int i, su_buf *b)
     su_buf_putc(b, '\n');
 }
 
+/* The kernel of stage st anchored at instruction i, or NULL. */
+static const rt_kernel *kernel_at(const rt_plan *p, int st, int i)
+{
+    for (int k = 0; k < p->nkernels; k++) {
+        const rt_kernel *kr = &p->kernel[k];
+        if (kr->stage == st && kr->ninstr > 0 && kr->instr[kr->ninstr - 1] == i)
+            return kr;
+    }
+    return NULL;
+}
+
+/* After the anchor's line (its newline taken back): "    // kernel
+ * k0_add_gelu (elementwise, grid 64, block 256, 0 shared bytes): runs %6,
+ * %7; reads %5, %3; writes %7", the instructions by their results; a
+ * kernel running another's code says whose ("k9_add_gelu as k0_add_gelu"). */
+static void kernel_str(const rt_plan *p, const rt_program *g, const rt_kernel *k, su_buf *b)
+{
+    if (b->len && b->s[b->len - 1] == '\n')
+        b->s[--b->len] = 0;
+    const char *entry = p->module[k->module].entry;
+    su_buf_printf(b, "    // kernel %s", k->name);
+    if (strcmp(entry, k->name) != 0)
+        su_buf_printf(b, " as %s", entry);
+    su_buf_printf(b, " (%s, grid %lld, block %d, %d shared bytes): runs",
+                  rt_kernel_strategy_name(k->strategy), (long long)k->grid, (int)k->block,
+                  (int)k->shared_bytes);
+    for (int i = 0; i < k->ninstr; i++)
+        su_buf_printf(b, "%s %%%d", i ? "," : "", (int)g->instr[k->instr[i]].out);
+    for (int j = 0; j < k->nin + k->nout; j++)
+        su_buf_printf(b, "%s %%%d", j == k->nin ? "; writes" : j == 0 ? "; reads" : ",",
+                      (int)k->param[j]);
+    su_buf_putc(b, '\n');
+}
+
+/* ", 3 kernels of 2 modules (cubins for sm_80, sm_90; PTX for compute_90)"
+ * from the module of the stage's first kernel; nothing without kernels. */
+static void stage_kernels_str(const rt_plan *p, int st, su_buf *b)
+{
+    const rt_kernel *first = NULL;
+    int n = 0, nmod = 0;
+    for (int m = 0; m < p->nmodules; m++) { /* the modules this stage runs */
+        bool used = false;
+        for (int k = 0; k < p->nkernels && !used; k++)
+            used = p->kernel[k].stage == st && p->kernel[k].module == m;
+        nmod += used;
+    }
+    for (int k = 0; k < p->nkernels; k++)
+        if (p->kernel[k].stage == st) {
+            first = first ? first : &p->kernel[k];
+            n++;
+        }
+    if (!first)
+        return;
+    const rt_module *m = &p->module[first->module];
+    su_buf_printf(b, ", %d kernel%s of %d module%s (cubins for", n, n == 1 ? "" : "s", nmod,
+                  nmod == 1 ? "" : "s");
+    for (int i = 0; i < m->ncubin; i++)
+        su_buf_printf(b, "%s %s", i ? "," : "", m->cubin[i].arch);
+    su_buf_printf(b, "; PTX for %s)", m->ptx.arch);
+}
+
 void rt_plan_print_schedule(const rt_plan *p, su_buf *b)
 {
     su_buf_puts(b, "mesh");
@@ -192,9 +255,15 @@ void rt_plan_print_schedule(const rt_plan *p, su_buf *b)
             su_buf_printf(b, " (%s = %d)", p->axis_name[p->stage_axis], st);
         else
             su_buf_puts(b, " (every rank)");
-        su_buf_printf(b, ": %d instructions, %d buffers in an arena of %lld bytes\n",
+        su_buf_printf(b, ": %d instructions, %d buffers in an arena of %lld bytes",
                       (int)prog->ninstr, (int)prog->nbuf, (long long)prog->arena_bytes);
-        for (int i = 0; i < prog->ninstr; i++)
+        stage_kernels_str(p, st, b);
+        su_buf_putc(b, '\n');
+        for (int i = 0; i < prog->ninstr; i++) {
             instr_str(p, &prog->instr[i], b);
+            const rt_kernel *k = kernel_at(p, st, i);
+            if (k)
+                kernel_str(p, prog, k, b);
+        }
     }
 }

@@ -21,6 +21,7 @@
 #include "checkpoint.h"
 #include "comm.h"
 #include "cpu.h"
+#include "cuda.h"
 #include "tensors.h"
 #include "trace.h"
 
@@ -55,6 +56,7 @@ typedef struct rank_state {
     void **buf;               /* per buffer of prog: its place in the arena */
     bool params_loaded;
     rt_trace tr;              /* --trace: the instructions run, timed */
+    rt_cuda_rank *cuda;       /* the cuda backend's device state */
     int failed;
     char err[ERRLEN];
 } rank_state;
@@ -413,11 +415,42 @@ static int trace_origin(rank_state *rs)
     return 0;
 }
 
+/* ---- the cuda backend's hook (runtime/cuda.h): its own loop, over the
+ * sources and collectives here, on the host copy of the arena ---- */
+
+static int cuda_source(void *rank, const rt_instr *in, void *dst)
+{
+    if (in->op == RT_OP_CONST) {
+        fill_const(&in->out_t, in->value, dst);
+        return 0;
+    }
+    return load_source(rank, in, dst);
+}
+
+static int cuda_comm(void *rank, const rt_instr *in, void *const *buf)
+{
+    return run_comm(rank, in, buf);
+}
+
+static int rank_run_cuda(rank_state *rs)
+{
+    rt_session *s = rs->s;
+    rt_cuda_host h = {rs, rs->buf, cuda_source, cuda_comm,
+                      !rs->params_loaded || s->params_dirty, rs->err, sizeof rs->err};
+    int stage = (int)(rs->prog - s->p->stage);
+    if (rt_cuda_run(&rs->cuda, s->p, stage, rs->rank, &h) != 0)
+        return -1;
+    rs->params_loaded = true;
+    return 0;
+}
+
 static int rank_run(rank_state *rs)
 {
     rt_session *s = rs->s;
     if (rank_setup(rs) != 0)
         return -1;
+    if (s->o.backend == RT_BACKEND_CUDA)
+        return rank_run_cuda(rs);
     rt_cpu_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     memcpy(ctx.coord, rs->coord, sizeof ctx.coord);
@@ -677,6 +710,8 @@ static void add_key(rt_session *s, const uint8_t *axes, int n)
 
 rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err, size_t errlen)
 {
+    if (o->backend == RT_BACKEND_CUDA && rt_cuda_check(p, err, errlen) != 0)
+        return NULL;
     rt_session *s = calloc(1, sizeof *s);
     if (!s) {
         fail(err, errlen, "out of memory");
@@ -784,6 +819,7 @@ void rt_session_free(rt_session *s)
     for (int64_t r = 0; s->ranks && r < s->nhere; r++) {
         rank_state *rs = &s->ranks[r];
         rt_trace_free(&rs->tr);
+        rt_cuda_rank_free(rs->cuda);
         free(rs->arena);
         free(rs->buf);
         free(rs->groups);

@@ -36,9 +36,13 @@
 #include "plan.h"
 
 typedef enum { RT_COMM_LOCAL, RT_COMM_MPI } rt_comm_kind;
+/* cpu: runtime/cpu.c; cuda: runtime/cuda.c (rt_session_new refuses a plan
+ * it cannot run, or a machine without a driver or a GPU, first). */
+typedef enum { RT_BACKEND_CPU, RT_BACKEND_CUDA } rt_backend_kind;
 
 typedef struct rt_session_opts {
     rt_comm_kind comm;
+    rt_backend_kind backend;
     const char *params_path;     /* NULL: none */
     const char *inputs_path;     /* NULL: none */
     uint64_t seed;

@@ -11,7 +11,9 @@
 # (tests/expect_exit.sh).
 #
 # Exits non-zero at the first failing RUN line, after printing the expanded
-# command and its output, and when the file has no RUN line.
+# command and its output, and when the file has no RUN line. A RUN line that
+# exits 77 skips the rest of the test, which exits 77 (ctest: skipped) after
+# printing the line's output ("skipped: no GPU").
 set -uo pipefail
 shopt -u patsub_replacement 2>/dev/null || true # '&' in paths stays literal
 
@@ -71,6 +73,10 @@ while IFS= read -r entry; do
     # otherwise eat the RUN lines still to come
     out=$(cd "$tmp" && bash -o pipefail -c "$cmd" 2>&1 < /dev/null)
     status=$?
+    if [ "$status" -eq 77 ]; then
+        echo "SKIP: $1:$lineno: $out"
+        exit 77
+    fi
     if [ "$status" -ne 0 ]; then
         echo "FAIL: $1:$lineno: RUN line failed (exit $status):"
         echo "  $cmd"

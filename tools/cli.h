@@ -7,8 +7,9 @@
 #include <string.h>
 
 /* Exit codes: 0 success, 1 an error in the user's input, 2 bad usage,
- * 3 an internal error. */
-enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
+ * 3 an internal error, 4 no GPU (shardrun --backend cuda without a usable
+ * CUDA driver or GPU). */
+enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3, EXIT_NO_GPU = 4 };
 
 static int exit_code(shardc_status st)
 {
@@ -16,6 +17,7 @@ static int exit_code(shardc_status st)
     case SHARDC_OK: return 0;
     case SHARDC_ERR_INPUT: case SHARDC_ERR_IO: return EXIT_INPUT;
     case SHARDC_ERR_USAGE: return EXIT_USAGE;
+    case SHARDC_ERR_NO_GPU: return EXIT_NO_GPU;
     default: return EXIT_INTERNAL;
     }
 }

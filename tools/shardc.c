@@ -35,7 +35,11 @@ static const char usage[] =
     "  --emit cuda        print the CUDA C kernel of each fused group, with its\n"
     "                     launch geometry\n"
     "  --arch LIST        GPU architectures of the kernels (default sm_80,sm_90):\n"
-    "                     a cubin for each, and PTX for the newest\n"
+    "                     a cubin for each, and PTX for the newest, stored in the\n"
+    "                     plan (compiled by NVRTC, cached in $SHARDC_CACHE_DIR,\n"
+    "                     else $XDG_CACHE_HOME/shardc, else ~/.cache/shardc);\n"
+    "                     none: a CPU-only plan, without kernels. $SHARDC_ARCH,\n"
+    "                     when set, is the default\n"
     "  --bucket-mb N      group a training step's gradient collectives into\n"
     "                     buckets of at most N MiB (default 25; 0: none)\n"
     "  --explain-sharding print why each value has its sharding and why each\n"
@@ -246,6 +250,43 @@ static int compile(const args *a)
     return rc;
 }
 
+/* NVRTC's disk cache: $SHARDC_CACHE_DIR, else $XDG_CACHE_HOME/shardc, else
+ * $HOME/.cache/shardc (none when all are unset). */
+static int set_cache_dir(shardc_options *opt)
+{
+    const char *own = getenv("SHARDC_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME"), *base, *tail = "";
+    if (own && *own)
+        base = own;
+    else if (xdg && *xdg)
+        base = xdg, tail = "/shardc";
+    else if (home && *home)
+        base = home, tail = "/.cache/shardc";
+    else
+        return 0;
+    size_t n = strlen(base) + strlen(tail) + 1;
+    char *path = malloc(n), *err = NULL;
+    if (!path)
+        return EXIT_INTERNAL;
+    snprintf(path, n, "%s%s", base, tail);
+    shardc_status st = shardc_options_set_cache_dir(opt, path, &err);
+    free(path);
+    shardc_free(err);
+    return st == SHARDC_OK ? 0 : EXIT_INTERNAL;
+}
+
+/* $SHARDC_ARCH: the default of --arch (the tests set none). */
+static int set_default_archs(shardc_options *opt)
+{
+    const char *v = getenv("SHARDC_ARCH");
+    char *err = NULL;
+    if (!v || !*v || shardc_options_set_archs(opt, v, &err) == SHARDC_OK)
+        return 0;
+    fprintf(stderr, "shardc: error: $SHARDC_ARCH: %s\n", err ? err : "out of memory");
+    shardc_free(err);
+    return EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -261,7 +302,11 @@ int main(int argc, char **argv)
     args a = {.opt = shardc_options_new()};
     if (!a.opt)
         return EXIT_INTERNAL;
-    int rc = parse_args(argc, argv, &a);
+    int rc = set_cache_dir(a.opt);
+    if (!rc)
+        rc = set_default_archs(a.opt);
+    if (!rc)
+        rc = parse_args(argc, argv, &a);
     if (!rc)
         rc = compile(&a);
     shardc_options_free(a.opt);

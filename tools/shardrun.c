@@ -43,7 +43,9 @@ static const char usage[] =
     "process is one rank; otherwise this process runs every rank as a thread.\n"
     "\n"
     "options:\n"
-    "  --backend cpu        the compute backend (cpu)\n"
+    "  --backend cpu|cuda   the compute backend (default cpu); cuda runs the plan's\n"
+    "                       kernels on the GPU (rank r on GPU r mod the GPU\n"
+    "                       count) and needs a CUDA driver and a GPU\n"
     "  --comm local|mpi     the communicator (default: mpi under an MPI\n"
     "                       launcher, local otherwise)\n"
     "  --ranks N            check that the plan has N ranks (local)\n"
@@ -83,7 +85,8 @@ static const char usage[] =
     "  --help, --version\n"
     "\n"
     "exit codes: 0 success, 1 error in the plan, data or run, 2 bad usage,\n"
-    "3 internal error\n";
+    "3 internal error, 4 no GPU (--backend cuda without a usable CUDA driver\n"
+    "or GPU)\n";
 
 typedef struct args {
     const char *plan, *backend, *comm, *params, *inputs, *outputs, *save_params;
@@ -132,8 +135,8 @@ static int parse_args(int argc, char **argv, args *a)
         const char *v;
         long long n;
         if ((v = value_of(argc, argv, &i, "--backend"))) {
-            if (strcmp(v, "cpu") != 0)
-                return usage_error("--backend '%s': this build runs: cpu", v);
+            if (strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0)
+                return usage_error("--backend '%s': expected cpu or cuda", v);
             a->backend = v;
         } else if ((v = value_of(argc, argv, &i, "--comm"))) {
             if (strcmp(v, "local") != 0 && strcmp(v, "mpi") != 0)
@@ -474,7 +477,8 @@ static int run(const args *a, int rank, bool mpi)
             const char *name = shardc_plan_axis(plan, i, &size);
             printf("%s %s=%lld", i ? "," : "", name, size);
         }
-        printf(" (%lld rank%s, %s, cpu)\n", ranks, ranks == 1 ? "" : "s", cfg.comm);
+        printf(" (%lld rank%s, %s, %s)\n", ranks, ranks == 1 ? "" : "s", cfg.comm,
+               a->backend ? a->backend : "cpu");
     }
     long long steps = a->steps ? a->steps : 1, start = 0;
     outcome o = prepare(a, s, steps, rank, mpi, talk, &start);
@@ -513,6 +517,14 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
+    char *err = NULL; /* the backend before anything else: no driver or no GPU is exit 4 */
+    shardc_status st = shardc_backend_check(a.backend, &err);
+    if (st != SHARDC_OK) {
+        fprintf(stderr, "shardrun: error: --backend %s: %s\n", a.backend,
+                err ? err : "out of memory");
+        shardc_free(err);
+        return exit_code(st);
+    }
     bool mpi = !strcmp(a.comm, "mpi");
     if (!mpi)
         return run(&a, 0, false);

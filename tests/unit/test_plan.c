@@ -593,7 +593,7 @@ static void roundtrip(void (*make)(fixture *), const char *name)
         CHECK(rt_plan_write(p, &b, &nb, err, sizeof err));
         CHECK(nb == na && b && memcmp(a, b, na) == 0);
     }
-    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x02"); /* magic, then version 2 LE */
+    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x03"); /* magic, then version 3 LE */
     CHECK_INT(rd(a + 12, 4), f.p.nstages + 4);
     CHECK_INT(rd(a + 16, 8), na);
     rt_plan_free(p);
@@ -701,12 +701,12 @@ static void test_header(void)
     EXPECT_READ_ERROR(c, n, "plan format version 0 is not valid");
     wr(c + 8, RT_PLAN_VERSION + 1, 4);
     refix(c, n);
-    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 3 is newer than this "
-              "shardrun reads (2): rebuild shardrun");
-    wr(c + 8, 1, 4);
+    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 4 is newer than this "
+              "shardrun reads (3): rebuild shardrun");
+    wr(c + 8, 2, 4);
     refix(c, n);
     CHECK_STR(read_msg(c, n, err), "model.plan: the plan was written by an older shardc (plan "
-              "format 1; this shardrun reads 2): compile the model again");
+              "format 2; this shardrun reads 3): compile the model again");
 
     memcpy(c, b, n); /* the total size, with a good header CRC */
     wr(c + 16, n - 1, 8);
@@ -798,7 +798,8 @@ static void test_sections(void)
     memcpy(c, b, n);
     wr(c + kern + 20, 2, 4);
     refix(c, n);
-    EXPECT_READ_ERROR(c, n, "section KERN holds 2 kernel blobs");
+    EXPECT_READ_ERROR(c, n, "section KERN: the module count is 2, but the 4 bytes left hold at "
+                      "most 0");
 
     memcpy(c, b, n); /* a NUL in the report */
     c[n - 3] = 0;
