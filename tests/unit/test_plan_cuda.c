@@ -8,13 +8,15 @@
  * it (each kernel at its anchor, reading its first nin parameters and
  * writing the rest; the other instructions in order) and in program order:
  * no read finds its buffer written over by another since it was written.
- * `--arch none` gives the same plan without kernels.
+ * `--arch none` gives the same plan without kernels. The cuda backend
+ * would run every instruction (rt_cuda_check_plan).
  *
  * Needs NVRTC, not a GPU: a build without it prints "skipped: no NVRTC"
  * and exits 77. The cache is $SHARDC_CACHE_DIR when set (ctest sets the
  * build folder's), else none. */
 #include "shardc.h"
 #include "../../codegen/nvrtc.h"
+#include "runtime/cuda.h"
 #include "runtime/plan.h"
 #include "check.h"
 
@@ -169,6 +171,11 @@ static void check_example(const char *file, const char *mesh)
     CHECK(p->nkernels > 0);
     CHECK(p->nmodules > 0 && p->nmodules <= p->nkernels);
     check_modules(p, where);
+    char err[1024];
+    int rc = rt_cuda_check_plan(p, err, sizeof err); /* the cuda backend runs all of it */
+    if (rc)
+        fprintf(stderr, "  %s: %s\n", where, err);
+    CHECK_INT(rc, 0);
     for (int st = 0; st < p->nstages; st++) {
         CHECK_INT(run_on_paper(p, st, true, where), 0);
         CHECK_INT(run_on_paper(p, st, false, where), 0);
