@@ -429,37 +429,7 @@ static void refix(uint8_t *b, size_t n)
     wr(b + 24, rt_crc32(0, b, 24), 4);
 }
 
-/* rt_plan_read from an exact-size copy, so that ASan sees any overread;
- * the plan is freed, and the message returned (empty when it read). */
-static const char *read_msg(const uint8_t *b, size_t n, char *err)
-{
-    uint8_t *copy = malloc(n ? n : 1);
-    if (n)
-        memcpy(copy, b, n);
-    err[0] = 0;
-    rt_plan *p = rt_plan_read(copy, n, "model.plan", err, ERRLEN);
-    if (p)
-        err[0] = 0;
-    else if (!err[0])
-        snprintf(err, ERRLEN, "(failed without a message)");
-    rt_plan_free(p);
-    free(copy);
-    return err;
-}
-
-/* The read of b fails with a message holding want, prefixed by the name. */
-static void expect_read_error(const uint8_t *b, size_t n, const char *want, int line)
-{
-    char err[ERRLEN];
-    read_msg(b, n, err);
-    check_count++;
-    if (!strstr(err, want) || strncmp(err, "model.plan: ", 12) != 0) {
-        check_failures++;
-        fprintf(stderr, "test_plan.c:%d: read error \"%s\", want one with \"%s\"\n", line, err,
-                want);
-    }
-}
-#define EXPECT_READ_ERROR(b, n, want) expect_read_error(b, n, want, __LINE__)
+#include "plan_read_checks.h"
 
 static void expect_invalid(const rt_plan *p, const char *want, int line)
 {

@@ -300,35 +300,7 @@ static kern0 locate(const uint8_t *b)
     return k;
 }
 
-/* rt_plan_read from an exact-size copy (ASan sees any overread); the
- * message, empty when the plan read. */
-static const char *read_msg(const uint8_t *b, size_t n, char *err)
-{
-    uint8_t *copy = malloc(n ? n : 1);
-    memcpy(copy, b, n);
-    err[0] = 0;
-    rt_plan *p = rt_plan_read(copy, n, "model.plan", err, ERRLEN);
-    if (p)
-        err[0] = 0;
-    else if (!err[0])
-        snprintf(err, ERRLEN, "(failed without a message)");
-    rt_plan_free(p);
-    free(copy);
-    return err;
-}
-
-static void expect_read_error(const uint8_t *b, size_t n, const char *want, int line)
-{
-    char err[ERRLEN];
-    read_msg(b, n, err);
-    check_count++;
-    if (!strstr(err, want) || strncmp(err, "model.plan: ", 12) != 0) {
-        check_failures++;
-        fprintf(stderr, "test_plan_kernels.c:%d: read error \"%s\", want one with \"%s\"\n",
-                line, err, want);
-    }
-}
-#define EXPECT_READ_ERROR(b, n, want) expect_read_error(b, n, want, __LINE__)
+#include "plan_read_checks.h"
 
 static void expect_invalid(const rt_plan *p, const char *want, int line)
 {
