@@ -427,6 +427,14 @@ static void explain(const shardc_program *p, su_buf *b)
     }
 }
 
+/* Whether prog's plan has kernels: for the --arch targets; by default
+ * (no --arch) only when NVRTC is here. The report plans memory the same
+ * way. */
+static bool has_kernels(const shardc_program *prog)
+{
+    return prog->narchs > 0 || (prog->narchs == 0 && cg_nvrtc_available());
+}
+
 /* The estimated timeline writes every rank's events up to this many, then
  * each stage's first rank only (a 4096-rank trace would not open). */
 #define TRACE_MAX_EVENTS 2000000
@@ -474,7 +482,7 @@ static shardc_status render(const shardc_program *prog, int k, char **text, size
         su_buf_puts(&b, "# the input is partitioned IR: there is nothing to explain\n");
     else {
         ir_module *const *st = stages(prog, &n);
-        pass_report_on(st, n, &prog->pipe, prog->hw, k == 4, &b);
+        pass_report_on(st, n, &prog->pipe, prog->hw, has_kernels(prog), k == 4, &b);
     }
     if (len)
         *len = b.len;
@@ -528,12 +536,11 @@ shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size
     }
     int n;
     ir_module *const *st = stages(prog, &n);
-    pass_report_on(st, n, &prog->pipe, prog->hw, true, &rep);
+    pass_report_on(st, n, &prog->pipe, prog->hw, has_kernels(prog), true, &rep);
     char err[1024];
-    /* kernels for the --arch targets; by default only when NVRTC is here */
     cg_plan_options o;
     memset(&o, 0, sizeof o);
-    o.kernels = prog->narchs > 0 || (prog->narchs == 0 && cg_nvrtc_available());
+    o.kernels = has_kernels(prog);
     o.nvrtc.narchs = prog->narchs > 0 ? prog->narchs : 0;
     memcpy(o.nvrtc.arch, prog->arch, sizeof o.nvrtc.arch);
     o.nvrtc.cache_dir = prog->cache_dir;

@@ -159,9 +159,12 @@ void pass_report(ir_module *const *stages, int n, const pass_pipeline *pp, bool 
 typedef struct pass_hw pass_hw; /* below */
 /* As pass_report, with the step time estimated on hw (pass_timeline) at
  * the end of the table and as "estimate": {"hardware", "step_ms"} before
- * "stages" in the JSON; hw NULL: none. */
+ * "stages" in the JSON; hw NULL: none. fused: the plan runs the fusion
+ * pass's groups as kernels (it has kernels), so memory is planned as the
+ * plan writer plans it (pass_plan_memory_fused), and peak_bytes is the
+ * plan's arena. */
 void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp,
-                    const pass_hw *hw, bool json, su_buf *out);
+                    const pass_hw *hw, bool fused, bool json, su_buf *out);
 
 /* Local FLOPs of one op of a partitioned module (counting rules in
  * report.c). */

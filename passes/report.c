@@ -10,6 +10,8 @@
  * constants and communication 0. */
 #include "passes.h"
 
+#include "fuse.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,11 +276,25 @@ double pass_op_bytes(const ir_module *m, const ir_op *op)
 void pass_report(ir_module *const *stages, int n, const pass_pipeline *pp, bool json,
                  su_buf *out)
 {
-    pass_report_on(stages, n, pp, NULL, json, out);
+    pass_report_on(stages, n, pp, NULL, false, json, out);
+}
+
+/* Stage m's memory plan, as the plan writer makes it (codegen/plan_build.c):
+ * with the fusion pass's groups when the plan has kernels. */
+static void plan_memory(const ir_module *m, bool fused, pass_memplan *mp)
+{
+    su_buf err = {.oom = m->oom};
+    pass_fusion f;
+    memset(&f, 0, sizeof f);
+    /* the report is made of partitioned modules, which both passes take */
+    if ((fused && !pass_fuse(m, &f, &err)) || !pass_plan_memory_fused(m, fused ? &f : NULL, mp, &err))
+        su_unreachable();
+    pass_fusion_free(&f);
+    su_buf_free(&err);
 }
 
 void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp, const pass_hw *hw,
-                    bool json, su_buf *out)
+                    bool fused, bool json, su_buf *out)
 {
     estimate est = {hw, 0};
     if (hw) { /* the timeline's events are not wanted, only its length */
@@ -301,10 +317,7 @@ void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp, co
             if (collective(m, IR_OP(m, i), &c))
                 cost[s].bytes += c.bytes;
         }
-        su_buf err = {.oom = m->oom};
-        if (!pass_plan_memory(m, &cost[s].mp, &err))
-            su_unreachable(); /* the report is made of partitioned modules */
-        su_buf_free(&err);
+        plan_memory(m, fused, &cost[s].mp);
     }
     if (json)
         report_json(stages, n, pp, out, cost, &est);
