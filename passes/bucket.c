@@ -14,7 +14,9 @@
  * the reduced r-th block of every gradient, as the separate ones did. Each
  * gradient is inserted where its collective was (its unreduced value then
  * dies), and extracted after the bucket's collective into the value the
- * optimizer reads, which keeps its name and sharding.
+ * optimizer reads, which keeps its name and sharding. The zeroed bucket
+ * comes just before the op that computes its first gradient, so that every
+ * gradient can be computed in its place in the bucket (memplan.c: views).
  *
  * A gradient joins the open bucket of its kind, axes and dtype unless the
  * bucket would grow past max_bytes or a gradient already in it is read
@@ -113,8 +115,10 @@ static void flush(bctx *B, bucket *k)
     const ir_op *key = k->key;
     ir_dtype dt = key->in[0]->type.dtype;
     ir_sharding part = bucket_sharding(key);
-    /* the zeroed bucket, where the first gradient was: expand(0) */
+    /* the zeroed bucket, before the first gradient is computed, so that the
+     * memory plan can compute each gradient in its place in the bucket */
     const ir_op *first = k->members.v[0];
+    int at = B->pos[first->in[0]->id];
     ir_attrs za = {.value = 0}, xa = {.nlist = 2, .list = {k->rows, k->cols}};
     ir_type st = {.dtype = dt};
     ir_op *zop = ir_append(m, IR_CONST, NULL, 0, &za, &st);
@@ -122,10 +126,10 @@ static void flush(bctx *B, bucket *k)
     zop->loc = first->loc;
     zop->rep = first->rep;
     zop->res[0]->sh = part;
-    su_vec_push(&B->before[B->pos[first->res[0]->id]], m->oom, zop);
+    su_vec_push(&B->before[at], m->oom, zop);
     ir_value *cur = emit(B, first, IR_EXPAND, &zop->res[0], 1, &xa);
     cur->sh = part;
-    su_vec_push(&B->before[B->pos[first->res[0]->id]], m->oom, cur->def);
+    su_vec_push(&B->before[at], m->oom, cur->def);
     int64_t off = 0, *offs = malloc((size_t)n * sizeof *offs);
     if (!offs)
         su_oom(m->oom);

@@ -17,9 +17,22 @@
  * runtime then has nothing to copy after the step, and a step holds each
  * param and each optimizer state once, as the ZeRO paper counts them.
  *
+ * Collectives. An all_reduce whose operand dies there sums in place (NCCL
+ * and MPI both can), so a value and its sum are one buffer.
+ *
  * Buckets. An insert writes over the bucket it reads when nothing reads
  * that bucket later, so a bucket is one buffer however many gradients it
- * holds.
+ * holds. After its collective, the gradients the optimizer reads are
+ * views: each extract's result is its columns of the reduced bucket (a
+ * [1, M] row, so they are contiguous bytes) when they start at a multiple
+ * of PASS_MEM_ALIGN, and the extract copies nothing. A bucket's gradients
+ * are all views or none (the bucket then counts as gradients, not as
+ * activations); the reduced bucket lives until its last gradient's last
+ * reader. Before the collective, a gradient the insert is the last to read
+ * is computed in its columns of a one-row bucket (again when aligned, and
+ * when the bucket was zeroed before the gradient's first write), so the
+ * insert copies nothing either. A view has a buffer of its own (its offset
+ * inside its bucket's), never placed or freed on its own.
  *
  * Placement. Params and states first, one after another; then the other
  * buffers in program order, each at the best-fitting free block (the
@@ -60,6 +73,9 @@ typedef struct planner {
     int64_t *lcpu, *lgpu;   /* per root: last read in program order, on the GPU */
     int64_t *bytes;         /* per root: the largest member */
     uint8_t *kind;          /* per root: K_* bits */
+    int *view_in;           /* per root: the root of the bucket it is a view
+                             * in, -1 none */
+    int64_t *view_at;       /* per view root: its byte offset in that bucket */
     /* the free list, sorted by offset, and the top of the arena */
     block *free;
     int nfree, capfree;
@@ -72,6 +88,7 @@ enum {
     K_KEEP = 4,      /* read after the run: an output, the loss, a new value */
     K_GRAD = 8,      /* a param's gradient as the optimizer reads it */
     K_OUTPUT = 16,   /* an output or the loss (read after the run as it was) */
+    K_VIEWED = 32,   /* a reduced bucket whose views are decided */
 };
 
 static int find(planner *P, int v)
@@ -257,6 +274,104 @@ static void mark(planner *P, const ir_value *v, int kind)
         P->kind[find(P, v->id)] |= (uint8_t)kind;
 }
 
+/* Whether extract e can be a view in the reduced bucket it reads: a [1, M]
+ * row whose columns from e's offset start at a multiple of PASS_MEM_ALIGN,
+ * and a result whose buffer holds nothing else that matters (no param,
+ * state or output, no other bucket's view). */
+static bool view_ok(planner *P, const ir_op *e)
+{
+    const ir_type *t = &e->in[0]->type;
+    int64_t es = ir_dtype_size(t->dtype);
+    if (t->rank != 2 || t->dim[0] != 1 || (e->a.offset * es) % PASS_MEM_ALIGN)
+        return false;
+    int r = find(P, e->res[0]->id), b = find(P, e->in[0]->id);
+    return r != b && P->view_in[r] < 0 && P->view_in[b] < 0 &&
+           P->bytes[r] == value_bytes(e->res[0]) &&
+           !(P->kind[r] & (K_PARAM | K_STATE | K_OUTPUT)) &&
+           !(P->kind[b] & (K_PARAM | K_STATE | K_OUTPUT));
+}
+
+/* Makes root r a view at byte `at` in root b, which then lives while r
+ * does and holds what r holds. */
+static void make_view(planner *P, int r, int b, int64_t at)
+{
+    P->view_in[r] = b;
+    P->view_at[r] = at;
+    if (P->first[r] < P->first[b])
+        P->first[b] = P->first[r];
+    if (P->last[r] > P->last[b])
+        P->last[b] = P->last[r];
+    if (P->lcpu[r] > P->lcpu[b])
+        P->lcpu[b] = P->lcpu[r];
+    if (P->lgpu[r] > P->lgpu[b])
+        P->lgpu[b] = P->lgpu[r];
+    P->kind[b] |= (uint8_t)(P->kind[r] & (K_GRAD | K_KEEP));
+}
+
+/* Insert op i (bucket, x): x computed in its columns of the bucket, when
+ * the insert is x's last reader, the bucket one row, the columns aligned,
+ * and the bucket's first value (the zeros, before any insert) written
+ * before x's first write in both orders (the header). */
+static void view_insert(planner *P, int64_t i)
+{
+    const ir_op *op = IR_OP(P->m, i);
+    const ir_value *z = op->in[0], *x = op->in[1];
+    const ir_type *t = &z->type;
+    int64_t es = ir_dtype_size(t->dtype);
+    if (t->rank != 2 || t->dim[0] != 1 || (op->a.offset * es) % PASS_MEM_ALIGN)
+        return;
+    while (z->def && z->def->code == IR_INSERT)
+        z = z->def->in[0];
+    int r = find(P, x->id), b = find(P, op->res[0]->id);
+    int64_t zw = P->defat[z->id] < 0 ? -1 : gpu_write(P, P->defat[z->id], z);
+    if (r == b || P->view_in[r] >= 0 || P->view_in[b] >= 0 || find(P, z->id) != b ||
+        P->defat[z->id] < 0 || zw >= P->first[r] || P->defat[z->id] >= P->first[r] ||
+        P->last[r] != i || P->bytes[r] != value_bytes(x) ||
+        (P->kind[r] & (K_PARAM | K_STATE | K_KEEP | K_OUTPUT)))
+        return;
+    make_view(P, r, b, op->a.offset * es);
+}
+
+/* Makes the gradients extracted from each reduced bucket views in it, when
+ * all of them can be and they cover it, and the gradients inserted into a
+ * bucket views where they can be (the header). */
+static void view_buckets(planner *P)
+{
+    const ir_module *m = P->m;
+    int64_t n = m->ops.n;
+    for (int64_t i = 0; i < n; i++)
+        if (IR_OP(m, i)->code == IR_INSERT)
+            view_insert(P, i);
+    for (int64_t i = 0; i < n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (op->code != IR_EXTRACT)
+            continue;
+        const ir_value *red = op->in[0];
+        int b = find(P, red->id);
+        if (P->kind[b] & K_VIEWED)
+            continue;
+        P->kind[b] |= K_VIEWED; /* decided, yes or no */
+        bool ok = true;
+        int64_t covered = 0;
+        for (int64_t j = i; ok && j < n; j++) {
+            const ir_op *e = IR_OP(m, j);
+            if (e->code != IR_EXTRACT || e->in[0] != red)
+                continue;
+            ok = view_ok(P, e);
+            covered += value_bytes(e->res[0]);
+        }
+        if (!ok || covered != value_bytes(red))
+            continue;
+        int64_t es = ir_dtype_size(red->type.dtype);
+        for (int64_t j = i; j < n; j++) {
+            const ir_op *e = IR_OP(m, j);
+            if (e->code != IR_EXTRACT || e->in[0] != red)
+                continue;
+            make_view(P, find(P, e->res[0]->id), b, e->a.offset * es);
+        }
+    }
+}
+
 /* Buffers, their lifetimes and kinds, the in-place updates. */
 static void analyse(planner *P)
 {
@@ -303,12 +418,24 @@ static void analyse(planner *P)
             P->bytes[a] == P->bytes[b])
             merge(P, a, b);
     }
+    /* an all_reduce sums in place, over an operand it is the last to read */
+    for (int64_t i = 0; i < n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (op->code != IR_ALL_REDUCE)
+            continue;
+        int a = find(P, op->in[0]->id), b = find(P, op->res[0]->id);
+        if (a != b && P->last[a] == i && P->first[b] == i &&
+            !(P->kind[a] & (K_PARAM | K_STATE | K_KEEP)) && P->bytes[a] == P->bytes[b])
+            merge(P, a, b);
+    }
     for (int i = 0; i < m->updates.n; i++)
         mark(P, IR_UPDATE(m, i)->grad, K_GRAD);
     for (int i = 0; i < m->updates.n; i++)
         try_in_place(P, IR_UPDATE(m, i));
     for (int i = 0; i < m->updates.n; i++)
         mark(P, IR_UPDATE(m, i)->v, K_KEEP);
+    /* last: a view's bucket takes no other merge afterwards */
+    view_buckets(P);
 }
 
 bool pass_plan_memory(const ir_module *m, pass_memplan *mp, su_buf *err)
@@ -346,7 +473,11 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
     P.lgpu = su_alloc(a, (size_t)nv * sizeof *P.lgpu);
     P.bytes = su_alloc(a, (size_t)nv * sizeof *P.bytes);
     P.kind = su_alloc(a, (size_t)nv * sizeof *P.kind);
+    P.view_in = su_alloc(a, (size_t)nv * sizeof *P.view_in);
+    P.view_at = su_alloc(a, (size_t)nv * sizeof *P.view_at);
     for (int v = 0; v < nv; v++) {
+        P.view_in[v] = -1;
+        P.view_at[v] = 0;
         P.parent[v] = v;
         P.defat[v] = P.first[v] = P.last[v] = P.lcpu[v] = P.lgpu[v] = -1;
         P.bytes[v] = 0;
@@ -375,12 +506,14 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
     mp->bytes = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->bytes);
     mp->start = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->start);
     mp->end = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->end);
+    mp->view_of = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->view_of);
     uint8_t *kind = su_alloc(a, (size_t)nbuf + 1);
     for (int v = 0; v < nv; v++) {
         int b = root_buf[v];
         if (b < 0)
             continue;
         mp->bytes[b] = P.bytes[v];
+        mp->view_of[b] = P.view_in[v] >= 0 ? root_buf[P.view_in[v]] : -1;
         kind[b] = P.kind[v];
         bool whole = P.kind[v] & (K_PARAM | K_STATE);
         mp->start[b] = whole ? -1 : P.first[v];
@@ -399,7 +532,7 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
     for (int64_t i = 0; i <= n; i++)
         head_end[i] = -1;
     for (int b = 0; b < nbuf; b++)
-        if (mp->start[b] >= 0 && mp->end[b] < n) {
+        if (mp->start[b] >= 0 && mp->end[b] < n && mp->view_of[b] < 0) {
             next_end[b] = head_end[mp->end[b]];
             head_end[mp->end[b]] = b;
         }
@@ -408,7 +541,7 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
         const ir_op *op = IR_OP(m, i);
         for (int j = 0; j < op->nres; j++) {
             int b = mp->buf[op->res[j]->id];
-            if (mp->start[b] != i || kind[b] & 0x80)
+            if (mp->start[b] != i || kind[b] & 0x80 || mp->view_of[b] >= 0)
                 continue;
             kind[b] |= 0x80; /* placed */
             mp->offset[b] = alloc_block(&P, align_up(mp->bytes[b]));
@@ -426,7 +559,12 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
     free(P.free);
     mp->arena_bytes = P.top;
     mp->activations = peak;
+    for (int v = 0; v < nv; v++)
+        if (root_buf[v] >= 0 && P.view_in[v] >= 0)
+            mp->offset[root_buf[v]] = mp->offset[root_buf[P.view_in[v]]] + P.view_at[v];
     for (int b = 0; b < nbuf; b++) {
+        if (mp->view_of[b] >= 0)
+            continue; /* its bytes are its bucket's */
         if (kind[b] & K_PARAM)
             mp->params += mp->bytes[b];
         else if (kind[b] & K_STATE)
@@ -463,19 +601,32 @@ bool pass_memplan_check(const ir_module *m, const pass_memplan *mp, su_buf *err)
     span *s = malloc(((size_t)mp->nbuf + 1) * sizeof *s);
     if (!s)
         su_oom(m->oom);
+    int ns = 0;
     for (int b = 0; b < mp->nbuf; b++) {
-        s[b] = (span){mp->offset[b], mp->offset[b] + (mp->bytes[b] ? mp->bytes[b] : 1), b};
-        if (mp->offset[b] % PASS_MEM_ALIGN || s[b].end > mp->arena_bytes) {
+        int w = mp->view_of[b];
+        if (w >= 0) { /* inside its bucket, which lives at least as long */
+            if (mp->view_of[w] >= 0 || mp->offset[b] < mp->offset[w] ||
+                mp->offset[b] + mp->bytes[b] > mp->offset[w] + mp->bytes[w] ||
+                mp->start[b] < mp->start[w] || mp->end[b] > mp->end[w]) {
+                su_buf_printf(err, "buffer %d is not inside buffer %d, whose view it is", b, w);
+                free(s);
+                return false;
+            }
+        }
+        span sp = {mp->offset[b], mp->offset[b] + (mp->bytes[b] ? mp->bytes[b] : 1), b};
+        if (mp->offset[b] % PASS_MEM_ALIGN || sp.end > mp->arena_bytes) {
             su_buf_printf(err, "buffer %d at %lld (%lld bytes) is misaligned or outside the "
                           "arena of %lld bytes", b, (long long)mp->offset[b],
                           (long long)mp->bytes[b], (long long)mp->arena_bytes);
             free(s);
             return false;
         }
+        if (w < 0)
+            s[ns++] = sp;
     }
-    qsort(s, (size_t)mp->nbuf, sizeof *s, by_offset);
-    for (int i = 0; i < mp->nbuf; i++)
-        for (int j = i + 1; j < mp->nbuf && s[j].off < s[i].end; j++) {
+    qsort(s, (size_t)ns, sizeof *s, by_offset);
+    for (int i = 0; i < ns; i++)
+        for (int j = i + 1; j < ns && s[j].off < s[i].end; j++) {
             int a = s[i].b, b = s[j].b;
             if (mp->start[a] <= mp->end[b] && mp->start[b] <= mp->end[a]) {
                 su_buf_printf(err, "buffers %d (ops %lld..%lld) and %d (ops %lld..%lld) share "

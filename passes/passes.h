@@ -124,6 +124,9 @@ typedef struct pass_memplan {
     int nbuf;
     int64_t *offset, *bytes;  /* [nbuf]: offsets multiples of PASS_MEM_ALIGN */
     int64_t *start, *end;     /* [nbuf]: the lifetime */
+    int32_t *view_of;         /* [nbuf]: the buffer whose bytes this one is a
+                               * part of (a gradient extracted from its
+                               * bucket), -1 for one of its own */
     int64_t arena_bytes;      /* the arena each rank allocates: its peak */
     /* Per rank: the params and optimizer states held, the gradients as the
      * optimizer reads them (after synchronisation: sharded under ZeRO-2

@@ -935,7 +935,8 @@ static int k_optim(const rt_instr *in, const void *const *x, float *o)
 
 /* insert (bucket [R, M], x) and extract (bucket): the value, as [R, n/R],
  * in the bucket's columns offset .. offset + n/R - 1. insert may write over
- * its bucket (then the copy is skipped). */
+ * its bucket, and extract's result may be its columns of a one-row bucket
+ * (then those copies are skipped). */
 static int k_bucket(const rt_instr *in, const void *const *x, void *y)
 {
     const rt_type *b = &in->in_t[0];
@@ -945,11 +946,15 @@ static int k_bucket(const rt_instr *in, const void *const *x, void *y)
         int64_t w = rt_type_numel(&in->in_t[1]) / rows;
         if (y != x[0])
             memmove(y, x[0], (size_t)rt_type_bytes(b));
+        if (rows == 1 && x[1] == (const char *)y + (size_t)in->offset * es)
+            return 0; /* computed in its columns (rt_bucket_view) */
         for (int64_t r = 0; r < rows; r++)
             memcpy((char *)y + (size_t)(r * cols + in->offset) * es,
                    (const char *)x[1] + (size_t)(r * w) * es, (size_t)w * es);
     } else {
         int64_t w = rt_type_numel(&in->out_t) / rows;
+        if (rows == 1 && y == (const char *)x[0] + (size_t)in->offset * es)
+            return 0; /* a view of its columns (rt_bucket_view) */
         for (int64_t r = 0; r < rows; r++)
             memcpy((char *)y + (size_t)(r * w) * es,
                    (const char *)x[0] + (size_t)(r * cols + in->offset) * es, (size_t)w * es);

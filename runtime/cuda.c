@@ -338,6 +338,8 @@ static int run_bucket(rt_cuda_rank *r, const rt_instr *in, char *err, size_t err
     size_t pitch = (size_t)cols * es, at = (size_t)in->offset * es;
     if (in->op == RT_OP_EXTRACT) {
         size_t w = (size_t)(rt_type_numel(&in->out_t) / rows) * es;
+        if (rows == 1 && dev(r, in->out) == dev(r, in->in[0]) + at)
+            return 0; /* a view of its columns (rt_bucket_view) */
         return copy_rows(r, dev(r, in->out), 0, w, dev(r, in->in[0]), at, pitch, w,
                          (size_t)rows, err, errlen);
     }
@@ -346,6 +348,8 @@ static int run_bucket(rt_cuda_rank *r, const rt_instr *in, char *err, size_t err
         !CU(MemcpyDtoDAsync(dev(r, in->out), dev(r, in->in[0]), (size_t)rt_type_bytes(b),
                             r->stream)))
         return -1;
+    if (rows == 1 && dev(r, in->in[1]) == dev(r, in->out) + at)
+        return 0; /* computed in its columns (rt_bucket_view) */
     return copy_rows(r, dev(r, in->out), at, pitch, dev(r, in->in[1]), 0, w, w, (size_t)rows,
                      err, errlen);
 }

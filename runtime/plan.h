@@ -73,6 +73,13 @@ extern const rt_opinfo rt_ops[RT_NOPS];
 int rt_op_lookup(const char *name); /* the opcode called name, or -1 */
 /* Elementwise ops whose result may take an operand's memory (same type). */
 bool rt_op_in_place(int op);
+struct rt_instr;
+/* Whether operand i of instruction `in`, at arena offset in_off, and its
+ * result, at out_off, are a view of one another: an extract's result that
+ * is its columns of a one-row bucket [1, M], or an insert's value (i = 1)
+ * that already lies in its columns of the one-row bucket it makes. Then
+ * there is nothing to copy. */
+bool rt_bucket_view(const struct rt_instr *in, int i, int64_t in_off, int64_t out_off);
 
 /* What an all_reduce computes (its `dim` field; sum, 0, in plans from
  * before the field had a meaning). */
@@ -105,7 +112,9 @@ typedef struct rt_instr {
  * memory plan): buffer b is buf_bytes[b] bytes at buf_offset[b]. Buffers
  * that are never live at once may share bytes; an instruction's result
  * never overlaps an operand, except exactly, of the same type, for the ops
- * rt_op_in_place allows (each element is read before it is written). */
+ * rt_op_in_place allows (each element is read before it is written), and
+ * where one is the other's columns in a one-row bucket (rt_bucket_view:
+ * nothing to copy). */
 #define RT_ALIGN 256
 typedef struct rt_program {
     int64_t arena_bytes;

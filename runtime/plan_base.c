@@ -66,10 +66,22 @@ bool rt_op_in_place(int op)
     case RT_OP_MOMENTUM: case RT_OP_SGD: case RT_OP_ADAM_M: case RT_OP_ADAM_V:
     case RT_OP_ADAMW:
     case RT_OP_INSERT: /* over its bucket: the rest of it is already in place */
+    case RT_OP_ALL_REDUCE: /* as NCCL and MPI allow (comm.h) */
         return true;
     default:
         return false;
     }
+}
+
+bool rt_bucket_view(const rt_instr *in, int i, int64_t in_off, int64_t out_off)
+{
+    const rt_type *b = &in->in_t[0];
+    int64_t at = in->offset * rt_dtype_size(b->dtype);
+    if (b->rank != 2 || b->dim[0] != 1)
+        return false;
+    if (in->op == RT_OP_EXTRACT)
+        return i == 0 && out_off == in_off + at;
+    return in->op == RT_OP_INSERT && i == 1 && in_off == out_off + at;
 }
 
 int64_t rt_plan_ranks(const rt_plan *p)

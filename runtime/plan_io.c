@@ -1148,6 +1148,8 @@ static bool check_in_program(const rt_plan *p, int s, const rt_instr *in, char *
             continue;
         if (a0 == o0 && rt_op_in_place(in->op) && type_eq(&in->in_t[i], &in->out_t))
             continue;
+        if (rt_bucket_view(in, i, a0, o0))
+            continue;
         return fail(err, errlen, "the result (buffer %d) overlaps operand %d (buffer %d) in "
                     "memory", in->out, i + 1, in->in[i]);
     }

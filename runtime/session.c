@@ -310,7 +310,8 @@ static int run_comm(rank_state *rs, const rt_instr *in, void *const *bufs)
     int rc = 0;
     switch (in->op) {
     case RT_OP_ALL_REDUCE:
-        memcpy(dst, src, (size_t)in_bytes);
+        if (dst != src) /* the memory plan may reduce in place */
+            memcpy(dst, src, (size_t)in_bytes);
         if (in->dim == RT_REDUCE_MAX)
             rc = rt_all_reduce_max(g, dst, rt_type_numel(&in->out_t), dtype);
         else

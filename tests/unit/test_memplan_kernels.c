@@ -92,12 +92,20 @@ static int group_of(const run *r, const char *name)
 
 /* ---- running a plan on paper ---- */
 
+/* Writes are byte ranges of the arena: an op writes its result's bytes,
+ * except that an insert over its own one-row bucket writes only its
+ * columns (the rest is in place) and an extract whose result is a view of
+ * its bucket's columns writes nothing (its value is the bucket's). */
+typedef struct wev {
+    int64_t off, end, t;
+} wev;
+
 typedef struct sim {
     const ir_module *m;
     const pass_memplan *mp;
     int64_t *wtime;     /* per value: when its bytes were written, -1 never */
-    int64_t *written;   /* per buffer: its last write */
-    bool *overlap;      /* nbuf x nbuf: the buffers share bytes */
+    wev *ev;            /* every write, in time order */
+    int nev;
     int bad;
     char first[512];
 } sim;
@@ -108,21 +116,44 @@ static void note(sim *s, const char *fmt, const char *name, long long t)
         snprintf(s->first, sizeof s->first, fmt, name, t);
 }
 
-/* A read of v at time t: its buffer written last by v, and no buffer
- * sharing its bytes written since. */
-static void read_at(sim *s, const ir_value *v, int64_t t)
+static int64_t bytes_of(const ir_value *v)
 {
-    int b = s->mp->buf[v->id];
+    return ir_type_numel(&v->type) * ir_dtype_size(v->type.dtype);
+}
+
+/* A read of bytes [off, end) of v at time t: no write to them since v's. */
+static void read_range(sim *s, const ir_value *v, int64_t off, int64_t end, int64_t t)
+{
     const char *name = v->name ? v->name : "?";
     if (s->wtime[v->id] < 0) {
         note(s, "%%%s is read at %lld but was never written", name, (long long)t);
         return;
     }
-    bool ok = s->written[b] == s->wtime[v->id];
-    for (int c = 0; ok && c < s->mp->nbuf; c++)
-        ok = c == b || !s->overlap[b * s->mp->nbuf + c] || s->written[c] <= s->wtime[v->id];
-    if (!ok)
-        note(s, "%%%s is read at %lld after its bytes were written over", name, (long long)t);
+    for (int i = s->nev - 1; i >= 0 && s->ev[i].t > s->wtime[v->id]; i--)
+        if (s->ev[i].off < end && off < s->ev[i].end) {
+            note(s, "%%%s is read at %lld after its bytes were written over", name, (long long)t);
+            return;
+        }
+}
+
+/* A read of all of v at time t. */
+static void read_at(sim *s, const ir_value *v, int64_t t)
+{
+    int64_t off = s->mp->offset[s->mp->buf[v->id]];
+    read_range(s, v, off, off + bytes_of(v), t);
+}
+
+static void write_range(sim *s, int64_t off, int64_t end, int64_t t)
+{
+    s->ev = realloc(s->ev, ((size_t)s->nev + 1) * sizeof *s->ev);
+    s->ev[s->nev++] = (wev){off, end, t};
+}
+
+static void write_at(sim *s, const ir_value *v, int64_t t)
+{
+    int64_t off = s->mp->offset[s->mp->buf[v->id]];
+    write_range(s, off, off + bytes_of(v), t);
+    s->wtime[v->id] = t;
 }
 
 /* An op that makes no instruction: its result is its operand's bytes. */
@@ -132,10 +163,25 @@ static bool alias(const sim *s, const ir_op *op)
            s->mp->buf[op->res[0]->id] == s->mp->buf[op->in[0]->id];
 }
 
-static void write_at(sim *s, const ir_value *v, int64_t t)
+/* insert and extract over a one-row bucket in place / as a view: what
+ * they write (the header); false for any other op. */
+static bool bucket_op(sim *s, const ir_op *op, int64_t t)
 {
-    s->written[s->mp->buf[v->id]] = t;
-    s->wtime[v->id] = t;
+    const pass_memplan *mp = s->mp;
+    if (op->code != IR_EXTRACT && op->code != IR_INSERT)
+        return false;
+    int rb = mp->buf[op->res[0]->id], ib = mp->buf[op->in[0]->id];
+    int64_t es = ir_dtype_size(op->in[0]->type.dtype);
+    if (op->code == IR_EXTRACT && mp->view_of[rb] == ib) {
+        s->wtime[op->res[0]->id] = s->wtime[op->in[0]->id];
+        return true;
+    }
+    if (op->code != IR_INSERT || rb != ib || op->in[0]->type.dim[0] != 1)
+        return false;
+    int64_t off = mp->offset[rb] + op->a.offset * es;
+    write_range(s, off, off + bytes_of(op->in[1]), t);
+    s->wtime[op->res[0]->id] = t;
+    return true;
 }
 
 /* One time step: op t in program order, or in kernel order the group
@@ -158,8 +204,18 @@ static void step(sim *s, const pass_fusion *f, int64_t t)
         s->wtime[op->res[0]->id] = s->wtime[op->in[0]->id];
         return;
     }
-    for (int i = 0; i < op->nin; i++)
-        read_at(s, op->in[i], t);
+    if (op->code == IR_INSERT && op->in[0]->type.dim[0] == 1 &&
+        s->mp->buf[op->in[0]->id] == s->mp->buf[op->res[0]->id]) {
+        /* in place: reads x only; the rest of the bucket stays as it is
+         * (gradients computed in their columns early may already lie
+         * there) */
+        read_at(s, op->in[1], t);
+    } else {
+        for (int i = 0; i < op->nin; i++)
+            read_at(s, op->in[i], t);
+    }
+    if (op->nres && bucket_op(s, op, t))
+        return;
     for (int i = 0; i < op->nres; i++)
         write_at(s, op->res[i], t);
 }
@@ -171,19 +227,9 @@ static int simulate(const ir_module *m, const pass_fusion *f, const pass_memplan
                     const char *where)
 {
     sim s = {.m = m, .mp = mp};
-    int nb = mp->nbuf;
     s.wtime = malloc(((size_t)mp->nvalues + 1) * sizeof *s.wtime);
-    s.written = malloc(((size_t)nb + 1) * sizeof *s.written);
-    s.overlap = calloc((size_t)nb * (size_t)nb + 1, sizeof *s.overlap);
     for (int v = 0; v < mp->nvalues; v++)
         s.wtime[v] = -1;
-    for (int b = 0; b < nb; b++) {
-        s.written[b] = -1;
-        for (int c = 0; c < nb; c++)
-            s.overlap[b * nb + c] = mp->bytes[b] && mp->bytes[c] &&
-                                    mp->offset[b] < mp->offset[c] + mp->bytes[c] &&
-                                    mp->offset[c] < mp->offset[b] + mp->bytes[b];
-    }
     for (int64_t t = 0; t < m->ops.n; t++)
         step(&s, f, t);
     for (int i = 0; i < m->outputs.n; i++)
@@ -193,8 +239,7 @@ static int simulate(const ir_module *m, const pass_fusion *f, const pass_memplan
     if (s.bad && where)
         fprintf(stderr, "  %s: %d clobbered reads; the first: %s\n", where, s.bad, s.first);
     free(s.wtime);
-    free(s.written);
-    free(s.overlap);
+    free(s.ev);
     return s.bad;
 }
 
@@ -307,6 +352,70 @@ static void test_in_place_refused(void)
     done(&r);
 }
 
+/* A bucket of two gradients (all_reduce over dp): %g1 and %g2 are computed
+ * in their columns of the bucket (after its zeros), the all_reduce sums in
+ * place, and %e1 and %e2 are views of the sum: one buffer in all. %g0,
+ * computed before the zeros, and %g3, at a column offset that is not a
+ * multiple of PASS_MEM_ALIGN, are copied. Sound in both orders. */
+#define BUCKET_HEAD                                                                     \
+    "mesh dp = 2\npartitioned\n"                                                       \
+    "%x = input {name = \"x\"} : f32[64] shard(_) partial(dp)\n"                     \
+    "%y = input {name = \"y\"} : f32[64] shard(_) partial(dp)\n"
+static void test_bucket_views(void)
+{
+    run r = plan(BUCKET_HEAD
+                 "%z = const {value = 0.0} : f32[] auto() partial(dp)\n"
+                 "%b0 = expand %z {shape = [1, 128]} : f32[1, 128] auto(_, _) partial(dp)\n"
+                 "%g1 = exp %x : f32[64] auto(_) partial(dp)\n"
+                 "%b1 = insert %b0, %g1 {offset = 0} : f32[1, 128] auto(_, _) partial(dp)\n"
+                 "%g2 = exp %y : f32[64] auto(_) partial(dp)\n"
+                 "%b2 = insert %b1, %g2 {offset = 64} : f32[1, 128] auto(_, _) partial(dp)\n"
+                 "%r = all_reduce %b2 {axes = [dp]} : f32[1, 128] auto(_, _)\n"
+                 "%e1 = extract %r {shape = [64], offset = 0} : f32[64] auto(_)\n"
+                 "%e2 = extract %r {shape = [64], offset = 64} : f32[64] auto(_)\n"
+                 "%s1 = exp %e1 : f32[64] auto(_)\n"
+                 "%s2 = exp %e2 : f32[64] auto(_)\n"
+                 "output \"s1\" = %s1\noutput \"s2\" = %s2\n");
+    for (int k = 0; k < 2; k++) {
+        const pass_memplan *mp = k ? &r.fused : &r.plain;
+        int b = mp->buf[value(&r, "b0")->id];
+        CHECK_INT(mp->buf[value(&r, "r")->id], b); /* summed in place */
+        CHECK_INT(mp->view_of[mp->buf[value(&r, "g1")->id]], b);
+        CHECK_INT(mp->view_of[mp->buf[value(&r, "g2")->id]], b);
+        CHECK_INT(mp->view_of[mp->buf[value(&r, "e1")->id]], b);
+        CHECK_INT(mp->offset[mp->buf[value(&r, "g2")->id]], mp->offset[b] + 256);
+        CHECK_INT(mp->offset[mp->buf[value(&r, "e2")->id]], mp->offset[b] + 256);
+        CHECK_INT(mp->end[b], mp->end[mp->buf[value(&r, "e2")->id]]);
+    }
+    CHECK_INT(simulate(r.m, NULL, &r.plain, "views, program order"), 0);
+    CHECK_INT(simulate(r.m, &r.f, &r.fused, "views, kernel order"), 0);
+    done(&r);
+
+    run c = plan(BUCKET_HEAD
+                 "%u = input {name = \"u\"} : f32[1] shard(_) partial(dp)\n"
+                 "%g0 = exp %x : f32[64] auto(_) partial(dp)\n"
+                 "%z = const {value = 0.0} : f32[] auto() partial(dp)\n"
+                 "%b0 = expand %z {shape = [1, 129]} : f32[1, 129] auto(_, _) partial(dp)\n"
+                 "%b1 = insert %b0, %g0 {offset = 0} : f32[1, 129] auto(_, _) partial(dp)\n"
+                 "%g3 = exp %u : f32[1] auto(_) partial(dp)\n"
+                 "%b2 = insert %b1, %g3 {offset = 64} : f32[1, 129] auto(_, _) partial(dp)\n"
+                 "%g4 = exp %y : f32[64] auto(_) partial(dp)\n"
+                 "%b3 = insert %b2, %g4 {offset = 65} : f32[1, 129] auto(_, _) partial(dp)\n"
+                 "%r = all_reduce %b3 {axes = [dp]} : f32[1, 129] auto(_, _)\n"
+                 "%e0 = extract %r {shape = [64], offset = 0} : f32[64] auto(_)\n"
+                 "%e3 = extract %r {shape = [1], offset = 64} : f32[1] auto(_)\n"
+                 "%e4 = extract %r {shape = [64], offset = 65} : f32[64] auto(_)\n"
+                 "output \"e0\" = %e0\noutput \"e3\" = %e3\noutput \"e4\" = %e4\n");
+    CHECK_INT(c.plain.view_of[c.plain.buf[value(&c, "g0")->id]], -1); /* before the zeros */
+    CHECK_INT(c.plain.view_of[c.plain.buf[value(&c, "g4")->id]], -1); /* misaligned */
+    CHECK(c.plain.view_of[c.plain.buf[value(&c, "g3")->id]] >= 0);    /* at 256 bytes */
+    /* an output is never a view, so none of the sum's */
+    CHECK_INT(c.plain.view_of[c.plain.buf[value(&c, "e0")->id]], -1);
+    CHECK_INT(simulate(c.m, NULL, &c.plain, "copies, program order"), 0);
+    CHECK_INT(simulate(c.m, &c.f, &c.fused, "copies, kernel order"), 0);
+    done(&c);
+}
+
 /* ---- the examples ---- */
 
 static void check_example(const char *file, const char *mesh)
@@ -351,6 +460,7 @@ int main(void)
     test_stored_until_anchor();
     test_in_place_kept();
     test_in_place_refused();
+    test_bucket_views();
     check_example("mlp.sh", "1x1");
     check_example("mlp.sh", "2x2");
     check_example("transformer.sh", "1x1");

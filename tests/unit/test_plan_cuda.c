@@ -97,26 +97,78 @@ static int32_t *owners(const rt_plan *p, int st)
     return own;
 }
 
+/* Writes are byte ranges of the arena: an instruction writes its result's
+ * buffer (a kernel its written parameters), except that an insert over
+ * its own one-row bucket writes only its columns, and an extract that is a
+ * view of its bucket's columns (rt_bucket_view) writes nothing. */
+typedef struct wev {
+    int64_t lo, hi, t;
+} wev;
+
 typedef struct paper {
     const rt_program *g;
-    int64_t *written;   /* per buffer: the time of its last write, -1 never */
+    int64_t *written;   /* per buffer: the time its value was written, -1 never */
+    wev *ev;
+    int nev;
     int bad;
     char first[256];
 } paper;
 
-/* A read of buffer b at time t: written before, and no buffer sharing its
- * bytes written since. */
-static void read_buf(paper *s, int32_t b, int64_t t)
+static void event(paper *s, int64_t lo, int64_t hi, int64_t t)
 {
-    const rt_program *g = s->g;
+    s->ev = realloc(s->ev, ((size_t)s->nev + 1) * sizeof *s->ev);
+    s->ev[s->nev++] = (wev){lo, hi, t};
+}
+
+static void write_buf(paper *s, int32_t b, int64_t t)
+{
+    s->written[b] = t;
+    event(s, s->g->buf_offset[b], s->g->buf_offset[b] + s->g->buf_bytes[b], t);
+}
+
+/* A read of bytes [lo, hi) of buffer b at time t: b written before, and
+ * none of those bytes written since. */
+static void read_range(paper *s, int32_t b, int64_t lo, int64_t hi, int64_t t)
+{
     bool ok = s->written[b] >= 0;
-    int64_t lo = g->buf_offset[b], hi = lo + g->buf_bytes[b];
-    for (int c = 0; ok && c < g->nbuf; c++)
-        ok = c == b || g->buf_offset[c] >= hi || g->buf_offset[c] + g->buf_bytes[c] <= lo ||
-             !g->buf_bytes[c] || s->written[c] <= s->written[b];
+    for (int i = s->nev - 1; ok && i >= 0 && s->ev[i].t > s->written[b]; i--)
+        ok = s->ev[i].lo >= hi || s->ev[i].hi <= lo || s->ev[i].lo == s->ev[i].hi;
     if (!ok && s->bad++ == 0)
         snprintf(s->first, sizeof s->first, "buffer %d read at %lld %s", b, (long long)t,
                  s->written[b] < 0 ? "was never written" : "was written over");
+}
+
+static void read_buf(paper *s, int32_t b, int64_t t)
+{
+    read_range(s, b, s->g->buf_offset[b], s->g->buf_offset[b] + s->g->buf_bytes[b], t);
+}
+
+/* An instruction outside kernels: its reads, then its writes. */
+static void run_instr(paper *s, const rt_instr *in, int64_t t)
+{
+    const rt_program *g = s->g;
+    const rt_type *bt = &in->in_t[0];
+    bool one_row = in->nin && bt->rank == 2 && bt->dim[0] == 1;
+    if (in->op == RT_OP_INSERT && one_row && in->out == in->in[0]) {
+        /* in place: reads x, writes x's columns; the rest of the bucket
+         * stays as it is, read by no one here (gradients computed in their
+         * columns early may already lie there) */
+        int64_t c = g->buf_offset[in->out] + in->offset * rt_dtype_size(bt->dtype);
+        int64_t w = rt_type_bytes(&in->in_t[1]);
+        read_buf(s, in->in[1], t);
+        s->written[in->out] = t;
+        event(s, c, c + w, t);
+        return;
+    }
+    for (int j = 0; j < in->nin; j++)
+        read_buf(s, in->in[j], t);
+    if (in->op == RT_OP_EXTRACT &&
+        rt_bucket_view(in, 0, g->buf_offset[in->in[0]], g->buf_offset[in->out])) {
+        s->written[in->out] = t; /* the bucket's bytes, as they are */
+        return;
+    }
+    if (in->out >= 0)
+        write_buf(s, in->out, t);
 }
 
 /* Stage st in kernel order (kernels true) or program order: the reads
@@ -138,13 +190,10 @@ static int run_on_paper(const rt_plan *p, int st, bool kernels, const char *wher
             for (int j = 0; j < k->nin; j++)
                 read_buf(&s, k->param[j], t);
             for (int j = k->nin; j < k->nin + k->nout; j++)
-                s.written[k->param[j]] = t;
+                write_buf(&s, k->param[j], t);
             continue;
         }
-        for (int j = 0; j < in->nin; j++)
-            read_buf(&s, in->in[j], t);
-        if (in->out >= 0)
-            s.written[in->out] = t;
+        run_instr(&s, in, t);
     }
     for (int i = 0; i < p->nio; i++) { /* read after the run */
         const rt_io *io = &p->io[i];
@@ -158,6 +207,7 @@ static int run_on_paper(const rt_plan *p, int st, bool kernels, const char *wher
                 kernels ? "kernel" : "program", s.bad, s.first);
     free(own);
     free(s.written);
+    free(s.ev);
     return s.bad;
 }
 
