@@ -155,10 +155,12 @@ static bool source(builder *b, const ir_op *op, rt_instr *in)
         io->buffer = in->out;
     if (kind != RT_IO_INPUT) {
         static const uint8_t kinds[] = {RT_INIT_NONE, RT_INIT_ZEROS, RT_INIT_ONES,
-                                        RT_INIT_NORMAL, RT_INIT_UNIFORM};
+                                        RT_INIT_NORMAL, RT_INIT_UNIFORM, RT_INIT_PARAM};
         io->init = kinds[op->a.init.kind];
         io->init_a = op->a.init.a;
         io->init_b = op->a.init.b;
+        if (op->a.init.kind == IR_INIT_PARAM) /* a master copy: the param's name */
+            io->init_param = su_strdup(b->arena, op->a.init_param);
     } else if (v->type.dtype == IR_I32) {
         io->init = RT_INIT_UNIFORM;
         io->init_a = 0;

@@ -203,6 +203,8 @@ ir_op *ir_append(ir_module *m, ir_opcode code, ir_value *const *in, int nin,
         op->a = *a;
     if (op->a.name) /* the module owns its strings */
         op->a.name = su_strdup(&m->arena, op->a.name);
+    if (op->a.init_param)
+        op->a.init_param = su_strdup(&m->arena, op->a.init_param);
     op->nres = ir_ops[code].nres;
     op->res = su_alloc(&m->arena, (size_t)(op->nres ? op->nres : 1) * sizeof *op->res);
     for (int i = 0; i < op->nres; i++) {

@@ -147,7 +147,12 @@ int ir_op_lookup(const char *s, size_t n);
  * "-" for neg, the call's name otherwise. Used in messages. */
 const char *ir_op_display(ir_opcode code);
 
-typedef enum { IR_INIT_NONE, IR_INIT_ZEROS, IR_INIT_ONES, IR_INIT_NORMAL, IR_INIT_UNIFORM } ir_init_kind;
+/* IR_INIT_PARAM: a state made from a param (ir_attrs.init_param), its
+ * values converted to the state's dtype (an f32 master copy of a bf16 or
+ * f16 param), printed `init = param("w1")`. */
+typedef enum {
+    IR_INIT_NONE, IR_INIT_ZEROS, IR_INIT_ONES, IR_INIT_NORMAL, IR_INIT_UNIFORM, IR_INIT_PARAM
+} ir_init_kind;
 
 typedef struct ir_init {
     ir_init_kind kind;
@@ -159,6 +164,7 @@ typedef struct ir_init {
 typedef struct ir_attrs {
     const char *name;   /* IR_A_NAME */
     ir_init init;       /* IR_A_INIT */
+    const char *init_param; /* IR_A_INIT of kind IR_INIT_PARAM: the param's name */
     double value;       /* IR_A_VALUE */
     int64_t axis;       /* IR_A_AXIS */
     bool keepdims;      /* IR_A_KEEPDIMS */

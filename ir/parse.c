@@ -568,20 +568,26 @@ static void parse_sharding(parser *p, ir_sharding *sh, int rank)
 /* ---- attributes ---- */
 
 /* init := 'none' | 'zeros' | 'ones' | 'normal' '(' double ')'
- *       | 'uniform' '(' double ',' double ')' */
-static void parse_init(parser *p, ir_init *in)
+ *       | 'uniform' '(' double ',' double ')' | 'param' '(' string ')' */
+static void parse_init(parser *p, ir_init *in, const char **param)
 {
-    static const char *const kinds[] = {"none", "zeros", "ones", "normal", "uniform"};
+    static const char *const kinds[] = {"none", "zeros", "ones", "normal", "uniform", "param"};
     int k = 0;
-    while (k < 5 && !is_kw(p, kinds[k]))
+    while (k < 6 && !is_kw(p, kinds[k]))
         k++;
-    if (k == 5)
-        fail(p, p->tok.loc, "expected an initializer: none, zeros, ones, normal(STD) or uniform(LO, HI)");
+    if (k == 6)
+        fail(p, p->tok.loc, "expected an initializer: none, zeros, ones, normal(STD), "
+             "uniform(LO, HI) or param(\"NAME\")");
     in->kind = (ir_init_kind)k;
     lex(p);
-    if (in->kind != IR_INIT_NORMAL && in->kind != IR_INIT_UNIFORM)
+    if (in->kind != IR_INIT_NORMAL && in->kind != IR_INIT_UNIFORM && in->kind != IR_INIT_PARAM)
         return;
     expect_punct(p, '(', "after the initializer");
+    if (in->kind == IR_INIT_PARAM) {
+        *param = parse_string(p);
+        expect_punct(p, ')', "after the param's name");
+        return;
+    }
     in->a = parse_double(p);
     if (in->kind == IR_INIT_UNIFORM) {
         expect_punct(p, ',', "between the bounds");
@@ -626,7 +632,7 @@ static void parse_attr_value(parser *p, int bit, ir_attrs *a)
     const token *t = &p->tok;
     switch (1 << bit) {
     case IR_A_NAME: a->name = parse_string(p); break;
-    case IR_A_INIT: parse_init(p, &a->init); break;
+    case IR_A_INIT: parse_init(p, &a->init, &a->init_param); break;
     case IR_A_VALUE: a->value = parse_double(p); break;
     case IR_A_AXIS: a->axis = parse_int(p); break;
     case IR_A_KEEPDIMS: a->keepdims = parse_bool(p); break;

@@ -202,7 +202,7 @@ static const char *axis_name(const ir_mesh *mesh, int a)
     return a >= 0 && a < mesh->naxes ? mesh->name[a] : "?";
 }
 
-static void put_init(su_buf *b, const ir_init *in)
+static void put_init(su_buf *b, const ir_init *in, const char *param)
 {
     switch (in->kind) {
     case IR_INIT_NONE: su_buf_puts(b, "none"); break;
@@ -218,6 +218,11 @@ static void put_init(su_buf *b, const ir_init *in)
         put_double(b, in->a);
         su_buf_puts(b, ", ");
         put_double(b, in->b);
+        su_buf_putc(b, ')');
+        break;
+    case IR_INIT_PARAM:
+        su_buf_puts(b, "param(");
+        put_string(b, param);
         su_buf_putc(b, ')');
         break;
     default: su_buf_puts(b, "?"); break;
@@ -241,7 +246,7 @@ static void put_attr(printer *p, const ir_attrs *a, int bit)
     int nlist = a->nlist < 0 ? 0 : a->nlist > IR_MAX_RANK ? IR_MAX_RANK : a->nlist;
     switch (1 << bit) {
     case IR_A_NAME: put_string(b, a->name); break;
-    case IR_A_INIT: put_init(b, &a->init); break;
+    case IR_A_INIT: put_init(b, &a->init, a->init_param); break;
     case IR_A_VALUE: put_double(b, a->value); break;
     case IR_A_AXIS: su_buf_printf(b, "%lld", (long long)a->axis); break;
     case IR_A_KEEPDIMS: su_buf_puts(b, a->keepdims ? "true" : "false"); break;

@@ -212,6 +212,8 @@ static bool verify_source(vctx *c, int i, const ir_op *op)
         return op_fail(c, i, op, "has no name");
     if (op->code != IR_PARAM && op->code != IR_STATE)
         return true;
+    if (a->init.kind != IR_INIT_PARAM && a->init_param)
+        return op_fail(c, i, op, "names param \"%s\" without init param", a->init_param);
     switch (a->init.kind) {
     case IR_INIT_NONE:
     case IR_INIT_ZEROS:
@@ -225,6 +227,15 @@ static bool verify_source(vctx *c, int i, const ir_op *op)
         if (!(a->init.a < a->init.b))
             return op_fail(c, i, op, "init uniform(%g, %g) needs low < high", a->init.a,
                            a->init.b);
+        return true;
+    case IR_INIT_PARAM: /* the param itself is checked once every name is known */
+        if (op->code != IR_STATE)
+            return op_fail(c, i, op, "only a state can be made from a param");
+        if (!a->init_param || !a->init_param[0])
+            return op_fail(c, i, op, "init param names no param");
+        if (!ir_dtype_is_float(op->res[0]->type.dtype))
+            return op_fail(c, i, op, "init param(\"%s\") needs a floating-point state, not %s",
+                           a->init_param, ir_dtype_name(op->res[0]->type.dtype));
         return true;
     }
     return op_fail(c, i, op, "init kind %d is unknown", (int)a->init.kind);
@@ -388,6 +399,34 @@ static int find_duplicate(nameref *names, int n, int *earlier)
     return -1;
 }
 
+static ir_type global_type(const ir_module *m, const ir_value *v);
+
+/* A state made from a param (init param("NAME")): NAME is a param of the
+ * module, of the state's global shape. names: every source's, sorted. */
+static bool verify_init_param(vctx *c, int i, const ir_op *op, const nameref *names, int n)
+{
+    const char *want = op->a.init_param;
+    int lo = 0, hi = n;
+    while (lo < hi) { /* the first name >= want */
+        int mid = lo + (hi - lo) / 2;
+        if (strcmp(names[mid].name, want) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const ir_op *src = lo < n && !strcmp(names[lo].name, want) ? IR_OP(c->m, names[lo].idx) : NULL;
+    if (!src || src->code != IR_PARAM)
+        return op_fail(c, i, op, "init param(\"%s\"): the module has no param called \"%s\"",
+                       want, want);
+    ir_type a = global_type(c->m, op->res[0]), b = global_type(c->m, src->res[0]), same = a;
+    same.dtype = b.dtype; /* the state converts the param's values */
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    if (!ir_type_eq(&same, &b))
+        return op_fail(c, i, op, "init param(\"%s\"): the state's shape %s differs from the "
+                       "param's %s", want, tstr(t1, &a), tstr(t2, &b));
+    return true;
+}
+
 static bool verify_ops(vctx *c)
 {
     const ir_module *m = c->m;
@@ -405,6 +444,12 @@ static bool verify_ops(vctx *c)
     if (later >= 0)
         return op_fail(c, later, IR_OP(m, later), "name \"%s\" is already used by op %d",
                        IR_OP(m, later)->a.name, earlier);
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (op->code == IR_STATE && op->a.init.kind == IR_INIT_PARAM &&
+            !verify_init_param(c, i, op, c->names, n))
+            return false;
+    }
     return true;
 }
 

@@ -14,9 +14,11 @@
  *
  * Then each param with a gradient gets its optimizer update (phase
  * optimizer): sgd, sgd with momentum, or adamw, as PyTorch defines them,
- * with the optimizer state as `state` sources named "opt.NAME.m" and so on,
- * and the step count as the state "opt.step". Each new value is recorded as
- * an update of its param or state. A param the loss does not depend on has
+ * with the optimizer state as f32 `state` sources named "opt.NAME.m" and so
+ * on, and the step count as the state "opt.step"; a bf16 or f16 param is
+ * updated through an f32 master copy, the state "opt.NAME.master" made from
+ * the param (init param("NAME")). Each new value is recorded as an update
+ * of its param or state. A param the loss does not depend on has
  * no gradient and is left alone, as PyTorch's optimizers skip it.
  */
 #include "passes.h"
@@ -440,52 +442,90 @@ static void grad_op(ad *A, const ir_op *op, ir_value *gy)
 
 /* ---- the optimizer ---- */
 
-static ir_value *state(ad *A, const char *name, const ir_type *t)
+static ir_value *state(ad *A, const char *name, const ir_type *t, const ir_init *init,
+                       const char *from)
 {
-    ir_attrs a = {.name = name, .init = {.kind = IR_INIT_ZEROS}};
+    ir_attrs a = {.name = name, .init = *init, .init_param = from};
     ir_op *op = ir_append(A->m, IR_STATE, NULL, 0, &a, t);
     op->phase = IR_PH_OPTIMIZER;
     return op->res[0];
 }
 
-/* The update of param p (named name) by gradient g. *step is adamw's step
- * count, made at its first use. */
-static void optimize(ad *A, ir_value *p, const char *name, ir_value *g, ir_value **step)
+/* A zeroed f32 state of p's shape, "opt.NAME.SUFFIX". */
+static ir_value *state32(ad *A, const char *name, const char *suffix, const ir_value *p)
+{
+    ir_type t = p->type;
+    t.dtype = IR_F32;
+    ir_init zeros = {.kind = IR_INIT_ZEROS};
+    return state(A, su_sprintf(&A->m->arena, "opt.%s.%s", name, suffix), &t, &zeros, NULL);
+}
+
+static ir_value *cast(ad *A, ir_value *x, ir_dtype t)
+{
+    ir_attrs a = {.dtype = t};
+    return emit(A, IR_CAST, &x, 1, &a);
+}
+
+/* The new value of the f32 weights w (param NAME or its master) by the
+ * f32 gradient g: sgd, sgd with momentum, or adamw, as PyTorch defines
+ * them, each state's update recorded. *step is adamw's step count, made at
+ * its first use. */
+static ir_value *update_rule(ad *A, ir_value *w, const char *name, ir_value *g, ir_value **step)
 {
     const ir_train *t = &A->m->train;
     ir_module *m = A->m;
     ir_attrs h = {.lr = t->lr, .momentum = t->momentum, .beta1 = t->beta1,
                   .beta2 = t->beta2, .eps = t->eps, .wd = t->wd};
     if (t->opt == IR_OPT_SGD && t->momentum == 0) {
-        ir_value *in[2] = {p, g};
-        ir_add_update(m, p, emit(A, IR_SGD, in, 2, &h), g);
-        return;
+        ir_value *in[2] = {w, g};
+        return emit(A, IR_SGD, in, 2, &h);
     }
     if (t->opt == IR_OPT_SGD) {
-        ir_value *buf = state(A, su_sprintf(&m->arena, "opt.%s.momentum", name), &p->type);
-        ir_value *in[3] = {buf, g, p};
+        ir_value *buf = state32(A, name, "momentum", w);
+        ir_value *in[3] = {buf, g, w};
         ir_value *nbuf = emit(A, IR_MOMENTUM, in, 3, &h);
         ir_attrs h0 = h;
         h0.wd = 0; /* applied in the momentum buffer, as PyTorch does */
-        ir_value *in2[2] = {p, nbuf};
+        ir_value *in2[2] = {w, nbuf};
         ir_add_update(m, buf, nbuf, NULL);
-        ir_add_update(m, p, emit(A, IR_SGD, in2, 2, &h0), g);
-        return;
+        return emit(A, IR_SGD, in2, 2, &h0);
     }
     if (!*step) {
         ir_type st = {.dtype = IR_F32};
-        ir_value *s = state(A, "opt.step", &st);
+        ir_init zeros = {.kind = IR_INIT_ZEROS};
+        ir_value *s = state(A, "opt.step", &st, &zeros, NULL);
         *step = op2(A, IR_ADD, s, cst(A, 1.0, IR_F32));
         ir_add_update(m, s, *step, NULL);
     }
-    ir_value *mv = state(A, su_sprintf(&m->arena, "opt.%s.m", name), &p->type);
-    ir_value *vv = state(A, su_sprintf(&m->arena, "opt.%s.v", name), &p->type);
+    ir_value *mv = state32(A, name, "m", w), *vv = state32(A, name, "v", w);
     ir_value *in_m[2] = {mv, g}, *in_v[2] = {vv, g};
     ir_value *nm = emit(A, IR_ADAM_M, in_m, 2, &h), *nv = emit(A, IR_ADAM_V, in_v, 2, &h);
-    ir_value *in[4] = {p, nm, nv, *step};
+    ir_value *in[4] = {w, nm, nv, *step};
     ir_add_update(m, mv, nm, NULL);
     ir_add_update(m, vv, nv, NULL);
-    ir_add_update(m, p, emit(A, IR_ADAMW, in, 4, &h), g);
+    return emit(A, IR_ADAMW, in, 4, &h);
+}
+
+/* The update of param p (named name) by gradient g. Optimizer states are
+ * f32 whatever p's dtype. A bf16 or f16 param is trained through an f32
+ * master copy, as mixed-precision training does (Micikevicius et al.,
+ * 2018): the state "opt.NAME.master", made from the param itself; the
+ * gradient is cast to f32 once, the update runs on the master, and the
+ * param takes the new master rounded to its dtype. */
+static void optimize(ad *A, ir_value *p, const char *name, ir_value *g, ir_value **step)
+{
+    ir_module *m = A->m;
+    if (p->type.dtype == IR_F32) {
+        ir_add_update(m, p, update_rule(A, p, name, g, step), g);
+        return;
+    }
+    ir_type t = p->type;
+    t.dtype = IR_F32;
+    ir_init from_p = {.kind = IR_INIT_PARAM};
+    ir_value *w = state(A, su_sprintf(&m->arena, "opt.%s.master", name), &t, &from_p, name);
+    ir_value *nw = update_rule(A, w, name, cast(A, g, IR_F32), step);
+    ir_add_update(m, w, nw, NULL);
+    ir_add_update(m, p, cast(A, nw, p->type.dtype), g);
 }
 
 /* ---- the pass ---- */

@@ -33,9 +33,9 @@ typedef struct prop {
 
 /* A training step is propagated in three rounds: the forward ops alone, so
  * activations and params settle as in inference; then the optimizer
- * updates alone, so each gradient and optimizer state takes its param's
- * sharding (the layout the update needs) before the backward ops' own
- * rules reach it; then everything. */
+ * updates alone (with the casts of master weights), so each gradient and
+ * optimizer state takes its param's sharding (the layout the update needs)
+ * before the backward ops' own rules reach it; then everything. */
 enum { ONLY_ALL, ONLY_FORWARD, ONLY_OPTIM };
 
 /* A rule's proposal for one value: the sharding and why. */
@@ -437,6 +437,39 @@ static void add_zero_axis(prop *p, cand *c, const ir_value *v)
          p->m->mesh.name[ax]);
 }
 
+/* Whether an optimizer op's operand x is a gradient: made by the backward
+ * pass, or its f32 copy for a bf16 or f16 param's master weights. */
+static bool is_gradient(const ir_value *x)
+{
+    const ir_op *d = x->def;
+    if (d->code == IR_CAST && d->phase == IR_PH_OPTIMIZER)
+        d = d->in[0]->def;
+    return d->phase == IR_PH_BACKWARD;
+}
+
+/* A bf16 or f16 param's new value is its f32 master's, cast back (an op of
+ * the optimizer, but not an update): it is laid out as an update of the
+ * param would be, the param's sharding and the zero axis, and the master
+ * and its optimizer ops take that layout from it, as an f32 param's do
+ * from the param. */
+static void seed_param_casts(prop *p)
+{
+    for (int i = 0; i < p->m->updates.n; i++) {
+        const ir_update *u = IR_UPDATE(p->m, i);
+        if (!u->grad || has_sh(u->v) || !has_sh(u->src) || u->v->def->code != IR_CAST)
+            continue;
+        cand c;
+        memset(&c, 0, sizeof c);
+        copy_all(&c, u->src);
+        if (p->m->train.zero > 0)
+            add_zero_axis(p, &c, u->v);
+        char nb[NAME_LEN];
+        snprintf(c.pre, WHY_LEN, "the new value of %s, from its master weights",
+                 vname(u->src, nb));
+        commit(p, u->v, &c);
+    }
+}
+
 /* zero 1 keeps gradients whole over the zero axis (reduced by all_reduce,
  * then sliced by the sharded update), where zero 2 reduce-scatters them. */
 static void drop_zero_axis(prop *p, cand *c, const ir_value *v)
@@ -683,7 +716,7 @@ static const ir_value *backward(prop *p, const ir_op *op, int i, cand *c)
         if (x->type.rank != r->type.rank)
             return NULL;
         copy_all(c, r);
-        if (p->m->train.zero == 1 && x->def->phase == IR_PH_BACKWARD)
+        if (p->m->train.zero == 1 && is_gradient(x))
             drop_zero_axis(p, c, r);
         return r;
     default: break;
@@ -728,7 +761,8 @@ static bool visits(const prop *p, const ir_op *op)
 {
     switch (p->only) {
     case ONLY_FORWARD: return op->phase == IR_PH_FORWARD;
-    case ONLY_OPTIM: return ir_ops[op->code].cls == IR_C_OPTIM;
+    case ONLY_OPTIM: /* with the casts of master weights and their gradients */
+        return ir_ops[op->code].cls == IR_C_OPTIM || op->phase == IR_PH_OPTIMIZER;
     default: return true;
     }
 }
@@ -815,6 +849,8 @@ bool pass_propagate(ir_module *m, pass_explain *ex, su_buf *err)
     static const int rounds[] = {ONLY_FORWARD, ONLY_OPTIM, ONLY_ALL};
     for (int k = m->updates.n ? 0 : 2; k < 3; k++) {
         p.only = rounds[k];
+        if (p.only == ONLY_OPTIM)
+            seed_param_casts(&p);
         do { /* each sweep decides values for good, so this ends */
             p.changed = false;
             sweep_forward(&p);

@@ -1,7 +1,9 @@
 /* init.c: parameter initialisation (tensors.h, LANGUAGE.md §5): zeros, ones,
  * normal(std) and uniform(lo, hi), as a pure function of (seed, the tensor's
  * name, the element's row-major index in the full tensor), so that every
- * rank makes its own shard of the same full tensor, whatever the mesh.
+ * rank makes its own shard of the same full tensor, whatever the mesh; and
+ * the dtype conversion that makes a master copy (f32) of a bf16 or f16
+ * param from the param's values.
  *
  * The generator is counter-based: draw j of a tensor is splitmix64's output
  * function applied to key + (j + 1) * golden ratio, where key mixes the seed
@@ -177,4 +179,22 @@ void rt_init_block(int init, double a, double b, uint64_t seed, const char *name
         for (int d = last - 1; d >= 0 && ++idx[d] == count[d]; d--)
             idx[d] = 0;
     }
+}
+
+/* Element k of src (dtype from) as f32. */
+static float float_at(int from, const void *src, int64_t k)
+{
+    if (from == RT_F32)
+        return ((const float *)src)[k];
+    return (float)from16(from, ((const uint16_t *)src)[k]);
+}
+
+void rt_convert_floats(int from, const void *src, int to, void *dst, int64_t n)
+{
+    if (from == to) {
+        memcpy(dst, src, (size_t)n * (size_t)rt_dtype_size(to));
+        return;
+    }
+    for (int64_t k = 0; k < n; k++)
+        store(to, dst, k, float_at(from, src, k));
 }

@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #define RT_PLAN_MAGIC "SHRDPLAN"
-#define RT_PLAN_VERSION 3
+#define RT_PLAN_VERSION 4
 #define RT_MAX_RANK 8
 #define RT_MAX_AXES 8
 #define RT_MAX_IN 4
@@ -128,7 +128,18 @@ typedef struct rt_program {
 /* STATE: optimizer state and the step count; kept across steps and saved
  * with the params, made by its init, never trained. */
 typedef enum { RT_IO_INPUT, RT_IO_PARAM, RT_IO_OUTPUT, RT_IO_STATE } rt_io_kind;
-typedef enum { RT_INIT_NONE, RT_INIT_ZEROS, RT_INIT_ONES, RT_INIT_NORMAL, RT_INIT_UNIFORM } rt_init_kind;
+/* RT_INIT_PARAM (format 4): a state made from a param, converted to the
+ * state's dtype (the f32 master copy of a bf16 or f16 param): the param's
+ * own source (bound tensor, file, or its initializer from the seed) read
+ * in the state's box. */
+typedef enum {
+    RT_INIT_NONE,
+    RT_INIT_ZEROS,
+    RT_INIT_ONES,
+    RT_INIT_NORMAL,
+    RT_INIT_UNIFORM,
+    RT_INIT_PARAM,
+} rt_init_kind;
 
 /* Per dimension the mesh axes splitting it (major first), plus the axes over
  * which the value is partial (outputs never are). */
@@ -151,6 +162,7 @@ typedef struct rt_io {
     uint8_t init;                  /* params, and inputs made from the seed when
                                     * absent: rt_init_kind */
     double init_a, init_b;         /* normal: a = std; uniform: [a, b) */
+    char *init_param;              /* RT_INIT_PARAM: the param's name; else NULL */
     int32_t stage;                 /* the stage whose program holds it */
     int32_t buffer;                /* outputs: the buffer with the local shard;
                                     * params and states: the buffer their source

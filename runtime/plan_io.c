@@ -11,6 +11,7 @@
  *             u8 kind, str name, type,
  *             per dim of the type: u8 naxes (<= 8), naxes x u8 mesh axis,
  *             u16 partial, u8 init, f64 init_a, f64 init_b,
+ *             str init_param (empty but for RT_INIT_PARAM),
  *             i32 stage, i32 buffer, i32 update;
  *           then i32 loss (an entry index, or -1)
  *   PROG    u32 nbuf, i64 arena bytes, nbuf x (i64 offset, i64 bytes), u32 ninstr,
@@ -39,8 +40,10 @@
  * recv, then iota (appended opcodes: older readers refuse them as unknown),
  * and all_reduce's operation in its otherwise unused dim (0 sum, 1 max:
  * earlier plans hold 0 there, so they read as before). Version 3 filled
- * KERN, which held only a count of 0 before. Older versions are refused,
- * not converted (recompiling is cheap).
+ * KERN, which held only a count of 0 before. Version 4 added each I/O
+ * entry's init_param (the f32 master copy of a bf16 or f16 param is a state
+ * made from that param). Older versions are refused, not converted
+ * (recompiling is cheap).
  */
 #include "plan.h"
 
@@ -927,6 +930,9 @@ static bool check_fit(const rt_program *g, int32_t b, const rt_type *t, const ch
  * so). */
 static bool check_init(const rt_io *io, char *err, size_t errlen)
 {
+    if (io->init != RT_INIT_PARAM && io->init_param)
+        return fail(err, errlen, "names param '%s' without the initializer param",
+                    io->init_param);
     if (io->kind == RT_IO_OUTPUT)
         return io->init == RT_INIT_NONE ? true
                                         : fail(err, errlen, "an output has no initializer");
@@ -945,6 +951,12 @@ static bool check_init(const rt_io *io, char *err, size_t errlen)
             return fail(err, errlen, "uniform initializer needs finite a < b, got [%g, %g)",
                         io->init_a, io->init_b);
         return true;
+    case RT_INIT_PARAM:
+        if (io->kind != RT_IO_STATE || !is_float(io->type.dtype))
+            return fail(err, errlen, "only a float state is made from a param");
+        if (!io->init_param || !*io->init_param)
+            return fail(err, errlen, "the initializer param names no param");
+        return true;
     default:
         return fail(err, errlen, "unknown initializer (%d)", io->init);
     }
@@ -961,6 +973,27 @@ static bool on_axis(const rt_io *io, int a)
     return false;
 }
 
+/* A state made from a param (RT_INIT_PARAM): the plan has that param (on
+ * any stage), of the state's global shape. */
+static bool check_from_param(const rt_plan *p, const rt_io *io, char *err, size_t errlen)
+{
+    const rt_io *src = NULL;
+    for (int32_t i = 0; i < p->nio && !src; i++)
+        if (p->io[i].kind == RT_IO_PARAM && !strcmp(p->io[i].name, io->init_param))
+            src = &p->io[i];
+    if (!src)
+        return fail(err, errlen, "made from param '%s', which the plan does not have",
+                    io->init_param);
+    bool same = src->type.rank == io->type.rank;
+    for (int d = 0; same && d < io->type.rank; d++)
+        same = src->type.dim[d] == io->type.dim[d];
+    char b1[TYPE_LEN], b2[TYPE_LEN];
+    if (!same)
+        return fail(err, errlen, "made from param '%s', but it is %s and the param %s",
+                    io->init_param, tstr(b1, &io->type), tstr(b2, &src->type));
+    return true;
+}
+
 /* One I/O entry on its own: kind, name, type and sharding, init, stage,
  * for an output the buffer holding its local shard, and for a param or a
  * state the buffer of its update (check_sources checks its buffer). */
@@ -969,7 +1002,8 @@ static bool check_io(const rt_plan *p, const rt_io *io, char *err, size_t errlen
     rt_type local;
     if (io->kind > RT_IO_STATE)
         return fail(err, errlen, "unknown kind (%d)", io->kind);
-    if (!io_local(p, io, &local, err, errlen) || !check_init(io, err, errlen))
+    if (!io_local(p, io, &local, err, errlen) || !check_init(io, err, errlen) ||
+        (io->init == RT_INIT_PARAM && !check_from_param(p, io, err, errlen)))
         return false;
     if (io->kind == RT_IO_OUTPUT && io->sh.partial)
         return fail(err, errlen, "an output cannot be partial (over mesh axes 0x%x)",
@@ -1051,7 +1085,8 @@ static const char *io_differ(const rt_io *a, const rt_io *b)
         if (memcmp(a->sh.axes[d], b->sh.axes[d], a->sh.naxes[d]) != 0)
             return "sharding";
     bool args = a->init == RT_INIT_NORMAL || a->init == RT_INIT_UNIFORM;
-    if (a->init != b->init || (args && (a->init_a != b->init_a || a->init_b != b->init_b)))
+    if (a->init != b->init || (args && (a->init_a != b->init_a || a->init_b != b->init_b)) ||
+        (a->init == RT_INIT_PARAM && strcmp(a->init_param, b->init_param) != 0))
         return "initializer";
     return NULL;
 }
@@ -1578,6 +1613,7 @@ static void write_io(wbuf *w, const rt_plan *p)
         put_le(w, io->init, 1);
         put_f64(w, io->init_a);
         put_f64(w, io->init_b);
+        put_str(w, io->init_param ? io->init_param : "");
         put_le(w, (uint32_t)io->stage, 4);
         put_le(w, (uint32_t)io->buffer, 4);
         put_le(w, (uint32_t)io->update, 4);
@@ -1985,9 +2021,12 @@ static bool read_io(cur *c, rt_plan *p)
         }
         if (!get_u16(c, "partial", &io->sh.partial) || !get_u8(c, "init", &io->init) ||
             !get_f64(c, "init_a", &io->init_a) || !get_f64(c, "init_b", &io->init_b) ||
+            !get_str(c, "init_param", &io->init_param) ||
             !get_i32(c, "stage", &io->stage) || !get_i32(c, "buffer", &io->buffer) ||
             !get_i32(c, "update", &io->update))
             return false;
+        if (!*io->init_param)
+            io->init_param = NULL; /* none: as the writer's entries have it */
     }
     c->where[0] = 0;
     if (!get_i32(c, "the loss", &p->loss))

@@ -233,6 +233,49 @@ static void fill_const(const rt_type *t, double v, void *dst)
     }
 }
 
+/* The param called name (the plan's validator saw that there is one). */
+static const rt_io *find_param(const rt_plan *p, const char *name)
+{
+    for (int32_t i = 0; i < p->nio; i++)
+        if (p->io[i].kind == RT_IO_PARAM && !strcmp(p->io[i].name, name))
+            return &p->io[i];
+    return NULL;
+}
+
+/* A state made from a param (an f32 master copy of a bf16 param): the box
+ * [start, start + count) of the param's tensor, which may not be the box the
+ * rank holds of the param itself (ZeRO shards the master, not the param),
+ * read as the param is (its bound tensor, the params file, or its init from
+ * the seed, rounded to its dtype), then converted to the state's dtype. */
+static int load_from_param(rank_state *rs, const rt_io *io, const int64_t *start,
+                           const int64_t *count, void *dst)
+{
+    rt_session *s = rs->s;
+    const rt_io *src = find_param(s->p, io->init_param);
+    int64_t n = 1;
+    for (int d = 0; d < io->type.rank; d++)
+        n *= count[d];
+    int esize = rt_dtype_size(src->type.dtype);
+    void *tmp = malloc((size_t)(n > 0 ? n : 1) * (size_t)esize);
+    if (!tmp)
+        return fail(rs->err, sizeof rs->err, "out of memory making '%s' from param '%s'",
+                    io->name, src->name);
+    int rc = 0;
+    const binding *b = find_binding(s, src->name);
+    if (b)
+        copy_block(&src->type, start, count, esize, b->data, tmp, false);
+    else if (s->params && rt_st_find(s->params, src->name))
+        rc = rt_st_read_block(s->params, src->name, &src->type, start, count, tmp, rs->err,
+                              sizeof rs->err);
+    else
+        rt_init_block(src->init, src->init_a, src->init_b, s->o.seed, src->name, &src->type,
+                      start, count, tmp);
+    if (rc == 0)
+        rt_convert_floats(src->type.dtype, tmp, io->type.dtype, dst, n);
+    free(tmp);
+    return rc;
+}
+
 static int load_source(rank_state *rs, const rt_instr *in, void *dst)
 {
     rt_session *s = rs->s;
@@ -255,6 +298,8 @@ static int load_source(rank_state *rs, const rt_instr *in, void *dst)
     if (f && rt_st_find(f, io->name))
         return rt_st_read_block(f, io->name, &io->type, start, count, dst, rs->err,
                                 sizeof rs->err);
+    if (io->init == RT_INIT_PARAM)
+        return load_from_param(rs, io, start, count, dst);
     rt_init_block(io->init, io->init_a, io->init_b, s->o.seed, io->name, &io->type, start, count,
                   dst);
     return 0;
@@ -891,12 +936,15 @@ static int note_generated(rt_session *s, char *err, size_t errlen)
     g[0] = 0;
     for (int i = 0; i < s->p->nio; i++) {
         const rt_io *io = &s->p->io[i];
-        if (io->kind == RT_IO_OUTPUT || s->first[i] != i || find_binding(s, io->name))
+        /* a master copy is made from the seed when its param is */
+        const char *from = io->init == RT_INIT_PARAM ? io->init_param : io->name;
+        if (io->kind == RT_IO_OUTPUT || s->first[i] != i || find_binding(s, io->name) ||
+            find_binding(s, from))
             continue;
         if (s->ckpt && io->kind != RT_IO_INPUT)
             continue;
         rt_st_file *f = io->kind == RT_IO_INPUT ? s->inputs : s->params;
-        if (f && (io->kind == RT_IO_INPUT || rt_st_find(f, io->name)))
+        if (f && (io->kind == RT_IO_INPUT || rt_st_find(f, io->name) || rt_st_find(f, from)))
             continue;
         len += (size_t)snprintf(g + len, cap - len, "%s%s", len ? ", " : "", io->name);
     }

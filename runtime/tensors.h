@@ -74,4 +74,9 @@ int rt_write_file(const char *path, const char *text, size_t len, char *err, siz
 void rt_init_block(int init, double a, double b, uint64_t seed, const char *name,
                    const rt_type *full, const int64_t *start, const int64_t *count, void *dst);
 
+/* Converts n elements of float dtype from (f32, f16, bf16) at src into
+ * dtype to at dst, through f32, rounding to nearest even: a bf16 param
+ * widened exactly into its f32 master copy (RT_INIT_PARAM). */
+void rt_convert_floats(int from, const void *src, int to, void *dst, int64_t n);
+
 #endif

@@ -30,7 +30,7 @@ import sys
 
 import torch
 
-DTYPES = {torch.float32: "F32", torch.int32: "I32"}
+DTYPES = {torch.float32: "F32", torch.int32: "I32", torch.bfloat16: "BF16"}
 
 
 def write_safetensors(path, tensors):
@@ -38,7 +38,8 @@ def write_safetensors(path, tensors):
     header, blobs, offset = {}, [], 0
     for name, t in tensors:
         t = t.contiguous()
-        data = t.numpy().tobytes()
+        # numpy has no bfloat16: its bits, as int16
+        data = (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy().tobytes()
         header[name] = {"dtype": DTYPES[t.dtype], "shape": list(t.shape),
                         "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)

@@ -563,7 +563,7 @@ static void roundtrip(void (*make)(fixture *), const char *name)
         CHECK(rt_plan_write(p, &b, &nb, err, sizeof err));
         CHECK(nb == na && b && memcmp(a, b, na) == 0);
     }
-    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x03"); /* magic, then version 3 LE */
+    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x04"); /* magic, then version 4 LE */
     CHECK_INT(rd(a + 12, 4), f.p.nstages + 4);
     CHECK_INT(rd(a + 16, 8), na);
     rt_plan_free(p);
@@ -671,12 +671,12 @@ static void test_header(void)
     EXPECT_READ_ERROR(c, n, "plan format version 0 is not valid");
     wr(c + 8, RT_PLAN_VERSION + 1, 4);
     refix(c, n);
-    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 4 is newer than this "
-              "shardrun reads (3): rebuild shardrun");
+    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 5 is newer than this "
+              "shardrun reads (4): rebuild shardrun");
     wr(c + 8, 2, 4);
     refix(c, n);
     CHECK_STR(read_msg(c, n, err), "model.plan: the plan was written by an older shardc (plan "
-              "format 2; this shardrun reads 3): compile the model again");
+              "format 2; this shardrun reads 4): compile the model again");
 
     memcpy(c, b, n); /* the total size, with a good header CRC */
     wr(c + 16, n - 1, 8);
