@@ -6,6 +6,7 @@
 #include "api_internal.h"
 #include "runtime/cuda.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/nccl_api.h"
 
 #include <string.h>
 
@@ -47,4 +48,18 @@ shardc_status api_backend_check_plan(rt_backend_kind kind, const rt_plan *p, cha
         return api_fail(error, SHARDC_ERR_INPUT, "the cuda backend cannot run this plan: %s",
                         err);
     }
+}
+
+shardc_status shardc_comm_check(const char *comm, char **error)
+{
+    api_clear(error);
+    if (!comm || !strcmp(comm, "local") || !strcmp(comm, "mpi"))
+        return SHARDC_OK;
+    if (strcmp(comm, "nccl") != 0)
+        return api_fail(error, SHARDC_ERR_USAGE, "unknown communicator '%s' (local, mpi, nccl)",
+                        comm);
+    char err[1024];
+    if (!rt_nccl_load(err, sizeof err))
+        return api_fail(error, SHARDC_ERR_NO_GPU, "%s", err);
+    return SHARDC_OK;
 }

@@ -33,9 +33,15 @@ shardc_status shardc_session_new(const shardc_plan *plan, const shardc_session_c
         o.comm = RT_COMM_LOCAL;
     else if (!strcmp(cfg->comm, "mpi"))
         o.comm = RT_COMM_MPI;
+    else if (!strcmp(cfg->comm, "nccl"))
+        o.comm = RT_COMM_NCCL;
     else
-        return api_fail(error, SHARDC_ERR_USAGE, "unknown communicator '%s' (local, mpi)",
+        return api_fail(error, SHARDC_ERR_USAGE, "unknown communicator '%s' (local, mpi, nccl)",
                         cfg->comm);
+    if (o.comm == RT_COMM_NCCL && o.backend != RT_BACKEND_CUDA)
+        return api_fail(error, SHARDC_ERR_USAGE, "the nccl communicator needs the cuda backend");
+    if (o.comm == RT_COMM_NCCL && (st = shardc_comm_check(cfg->comm, error)) != SHARDC_OK)
+        return st;
     o.params_path = cfg->params_file;
     o.inputs_path = cfg->inputs_file;
     o.seed = cfg->seed;

@@ -173,11 +173,17 @@ typedef struct shardc_session_config {
     const char *comm;            /* "local": every rank a thread of this process
                                   * (NULL: "local"); "mpi": this process is one
                                   * rank of an MPI job (MPI initialised by the
-                                  * caller, world size = the plan's ranks) */
+                                  * caller, world size = the plan's ranks);
+                                  * "nccl": as "mpi", one process per GPU,
+                                  * the plan's collectives by NCCL on the
+                                  * GPU (backend "cuda" only; MPI initialised
+                                  * with MPI_THREAD_SERIALIZED or more) */
     const char *params_file;     /* safetensors, or NULL */
     const char *inputs_file;     /* safetensors, or NULL */
     unsigned long long seed;     /* for params (and inputs) made by their init */
-    int timeout_ms;              /* per collective wait; 0: 10 minutes */
+    int timeout_ms;              /* per collective wait (local), per op in
+                                  * flight (nccl: the watchdog then aborts the
+                                  * job); 0: 10 minutes */
     int trace;                   /* nonzero: time every instruction of every
                                   * run, for shardc_session_write_trace */
 } shardc_session_config;
@@ -200,6 +206,12 @@ SHARDC_API shardc_status shardc_session_new(const shardc_plan *plan,
  * lacks) makes shardc_session_new fail with SHARDC_ERR_INPUT, naming the
  * instruction, before anything runs. */
 SHARDC_API shardc_status shardc_backend_check(const char *backend, char **error);
+/* Whether communicator comm ("local", "mpi", "nccl"; NULL: "local") can
+ * run here: for "nccl", libnccl.so.2 is loaded (never linked, NCCL 2.18 or
+ * newer) with the CUDA driver. SHARDC_ERR_NO_GPU with "no usable NCCL:
+ * ..." otherwise (shardc_session_new returns the same); SHARDC_ERR_USAGE
+ * for an unknown communicator. */
+SHARDC_API shardc_status shardc_comm_check(const char *comm, char **error);
 SHARDC_API void shardc_session_free(shardc_session *s);
 
 /* Binds the full tensor called name (an input, a param or a state) to

@@ -6,6 +6,7 @@
  * has drained. */
 #include "cuda.h"
 
+#include "comm_nccl.h"
 #include "cpu.h"
 #include "cuda_blas.h"
 #include "cuda_driver.h"
@@ -33,6 +34,14 @@ struct rt_cuda_rank {
     rt_cu_func *fn;             /* per module: its entry */
     int32_t *kernel_at;         /* per instruction: the kernel it belongs to, -1 none */
     rt_blas *blas;              /* when the stage has a matmul outside kernels */
+    /* --comm nccl (rt_cuda_host.nccl): collectives, sends and receives on
+     * the device, on a stream of their own */
+    rt_nccl *nccl;
+    rt_cu_stream comm;          /* non-blocking */
+    rt_cu_event *ready, *done;  /* per instruction; made for the communication ones */
+    int32_t *wait_first;        /* per step 0..ninstr, + 1: where its waits start in */
+    int32_t *wait;              /* the communication instructions the compute
+                                 * stream waits for before that step */
 };
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -200,8 +209,8 @@ static int load_modules(rt_cuda_rank *r, char *err, size_t errlen)
     return 0;
 }
 
-/* The device (rank mod the device count), its primary context, made
- * current, and its compute capability. */
+/* The device (rank mod the device count; with nccl, the rank's GPU of its
+ * node), its primary context, made current, and its compute capability. */
 static int open_device(rt_cuda_rank *r, int64_t rank, char *err, size_t errlen)
 {
     int n = 0, major = 0, minor = 0;
@@ -209,7 +218,11 @@ static int open_device(rt_cuda_rank *r, int64_t rank, char *err, size_t errlen)
         return -1;
     if (n < 1)
         return fail(err, errlen, "no CUDA device");
-    if (!CU(DeviceGet(&r->dev, (int)(rank % n))) || !CU(DevicePrimaryCtxRetain(&r->ctx, r->dev)))
+    int ordinal = r->nccl ? rt_nccl_device(r->nccl) : (int)(rank % n);
+    if (ordinal >= n)
+        return fail(err, errlen, "the nccl communicator gives this rank GPU %d of %d", ordinal,
+                    n);
+    if (!CU(DeviceGet(&r->dev, ordinal)) || !CU(DevicePrimaryCtxRetain(&r->ctx, r->dev)))
         return -1;
     if (!CU(CtxSetCurrent(r->ctx)) ||
         !CU(DeviceGetAttribute(&major, RT_CU_ATTR_CC_MAJOR, r->dev)) ||
@@ -217,6 +230,48 @@ static int open_device(rt_cuda_rank *r, int64_t rank, char *err, size_t errlen)
         return -1;
     r->cc = major * 10 + minor;
     return 0;
+}
+
+/* With nccl: the communication stream, an event pair per communication
+ * instruction, and per step the instructions whose done event the compute
+ * stream waits for there (rt_nccl_wait_points; step ninstr: the end). */
+static int setup_nccl(rt_cuda_rank *r, char *err, size_t errlen)
+{
+    const rt_program *g = r->g;
+    int n = g->ninstr;
+    int32_t *launch_at = malloc(((size_t)n + 1) * sizeof *launch_at);
+    int32_t *wait_at = malloc(((size_t)n + 1) * sizeof *wait_at);
+    r->ready = calloc((size_t)n + 1, sizeof *r->ready);
+    r->done = calloc((size_t)n + 1, sizeof *r->done);
+    r->wait_first = calloc((size_t)n + 2, sizeof *r->wait_first);
+    r->wait = malloc(((size_t)n + 1) * sizeof *r->wait);
+    int rc = 0;
+    if (!launch_at || !wait_at || !r->ready || !r->done || !r->wait_first || !r->wait)
+        rc = fail(err, errlen, "out of memory");
+    if (rc == 0) {
+        rt_nccl_launch_steps(r->p, r->stage, launch_at);
+        rt_nccl_wait_points(g, launch_at, wait_at);
+        for (int i = 0; i < n; i++) /* counts, then starts (a counting sort by step) */
+            if (wait_at[i] >= 0)
+                r->wait_first[wait_at[i] + 1]++;
+        for (int j = 0; j <= n; j++)
+            r->wait_first[j + 1] += r->wait_first[j];
+        int32_t *at = launch_at; /* reused: the next free slot per step */
+        memcpy(at, r->wait_first, ((size_t)n + 1) * sizeof *at);
+        for (int i = 0; i < n; i++)
+            if (wait_at[i] >= 0)
+                r->wait[at[wait_at[i]]++] = i;
+    }
+    if (rc == 0 && !CU(StreamCreate(&r->comm, RT_CU_STREAM_NON_BLOCKING)))
+        rc = -1;
+    for (int i = 0; rc == 0 && i < n; i++)
+        if (rt_ops[g->instr[i].op].cls == RT_K_COMM &&
+            (!CU(EventCreate(&r->ready[i], RT_CU_EVENT_DISABLE_TIMING)) ||
+             !CU(EventCreate(&r->done[i], RT_CU_EVENT_DISABLE_TIMING))))
+            rc = -1;
+    free(launch_at);
+    free(wait_at);
+    return rc;
 }
 
 static int setup(rt_cuda_rank *r, int64_t rank, char *err, size_t errlen)
@@ -237,6 +292,8 @@ static int setup(rt_cuda_rank *r, int64_t rank, char *err, size_t errlen)
         matmul |= r->kernel_at[i] < 0 && r->g->instr[i].op == RT_OP_MATMUL;
     if (matmul && !(r->blas = rt_blas_new(err, errlen)))
         return -1;
+    if (r->nccl && setup_nccl(r, err, errlen) != 0)
+        return -1;
     return load_modules(r, err, errlen);
 }
 
@@ -255,11 +312,23 @@ void rt_cuda_rank_free(rt_cuda_rank *r)
             cu->MemFree(r->arena);
         if (r->stream)
             cu->StreamDestroy(r->stream);
+        if (r->comm)
+            cu->StreamDestroy(r->comm);
+        for (int i = 0; r->ready && r->done && i < r->g->ninstr; i++) {
+            if (r->ready[i])
+                cu->EventDestroy(r->ready[i]);
+            if (r->done[i])
+                cu->EventDestroy(r->done[i]);
+        }
         cu->DevicePrimaryCtxRelease(r->dev);
     }
     free(r->mod);
     free(r->fn);
     free(r->kernel_at);
+    free(r->ready);
+    free(r->done);
+    free(r->wait_first);
+    free(r->wait);
     free(r);
 }
 
@@ -415,6 +484,29 @@ static int run_source(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *in
     return to_device(r, in->out, h->buf[in->out], rt_type_bytes(&in->out_t), h->err, h->errlen);
 }
 
+/* With nccl, instruction i (a collective, send or recv) on the comm
+ * stream, after everything the compute stream queued before it. */
+static int run_comm_nccl(rt_cuda_rank *r, const rt_cuda_host *h, int i)
+{
+    char *err = h->err;
+    size_t errlen = h->errlen;
+    const rt_instr *in = &r->g->instr[i];
+    if (!CU(EventRecord(r->ready[i], r->stream)) || !CU(StreamWaitEvent(r->comm, r->ready[i], 0)))
+        return -1;
+    rt_cu_ptr src = in->nin ? dev(r, in->in[0]) : 0, dst = in->out >= 0 ? dev(r, in->out) : 0;
+    return rt_nccl_run(r->nccl, in, src, dst, r->comm, r->done[i], err, errlen);
+}
+
+/* Before step j (ninstr: the end of the run), the compute stream waits for
+ * the communication whose bytes it touches there (rt_nccl_wait_points). */
+static int wait_comm(rt_cuda_rank *r, int j, char *err, size_t errlen)
+{
+    for (int k = r->nccl ? r->wait_first[j] : 0; r->nccl && k < r->wait_first[j + 1]; k++)
+        if (!CU(StreamWaitEvent(r->stream, r->done[r->wait[k]], 0)))
+            return -1;
+    return 0;
+}
+
 /* A collective, send or recv: the operand to its host buffer, the
  * session's communicator there, the result back. */
 static int run_comm(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *in)
@@ -457,6 +549,8 @@ static int step(rt_cuda_rank *r, const rt_cuda_host *h, int i)
 {
     const rt_instr *in = &r->g->instr[i];
     int32_t k = r->kernel_at[i];
+    if (wait_comm(r, i, h->err, h->errlen) != 0)
+        return -1;
     if (k >= 0) {
         const rt_kernel *kr = &r->p->kernel[k];
         return kr->instr[kr->ninstr - 1] == i ? launch(r, kr, h->err, h->errlen) : 0;
@@ -465,7 +559,7 @@ static int step(rt_cuda_rank *r, const rt_cuda_host *h, int i)
     case RT_K_SOURCE:
         return run_source(r, h, in);
     case RT_K_COMM:
-        return run_comm(r, h, in);
+        return r->nccl ? run_comm_nccl(r, h, i) : run_comm(r, h, in);
     default:
         return run_compute(r, h, in);
     }
@@ -489,8 +583,10 @@ static int finish(rt_cuda_rank *r, const rt_cuda_host *h)
     char *err = h->err;
     size_t errlen = h->errlen;
     const rt_plan *p = r->p;
-    if (drain(r, err, errlen) != 0)
+    if (wait_comm(r, r->g->ninstr, err, errlen) != 0 || drain(r, err, errlen) != 0)
         return -1;
+    if (r->nccl) /* every op of the run is done: the watchdog forgets them */
+        rt_nccl_settle(r->nccl);
     for (int i = 0; i < p->nio; i++) {
         const rt_io *io = &p->io[i];
         if (io->stage == r->stage && io->kind == RT_IO_OUTPUT &&
@@ -525,6 +621,7 @@ int rt_cuda_run(rt_cuda_rank **rp, const rt_plan *p, int stage, int64_t rank,
         r->p = p;
         r->stage = stage;
         r->g = &p->stage[stage];
+        r->nccl = h->nccl;
         rt_plan_coords(p, rank, r->coord);
         if (setup(r, rank, err, errlen) != 0)
             return -1;

@@ -13,7 +13,11 @@
  * The session keeps a host copy of the arena, where its existing paths
  * work: sources are read into it and copied to the device; collectives
  * and send/recv copy their operand to it, run on the host communicator
- * and copy their result back; after a run, outputs and the new values of
+ * and copy their result back (with the nccl communicator they stay on the
+ * device instead: the compute stream records an event, a comm stream waits
+ * on it and runs the op by NCCL, and the compute stream waits for the op's
+ * done event only before the first later step touching its operand's or
+ * result's bytes, rt_nccl_wait_points, or at the end of the run); after a run, outputs and the new values of
  * params and states are copied to it (and, on the device, each new value
  * into its param's buffer, as the session does on the host).
  *
@@ -52,6 +56,10 @@ typedef struct rt_cuda_host {
     bool load_params;              /* params and states are (re)loaded this run */
     char *err;                     /* the rank's message buffer */
     size_t errlen;
+    /* NULL: collectives, sends and receives through `comm` on the host;
+     * else (--comm nccl) on the device by NCCL, on a comm stream of the
+     * rank's own, and the rank's GPU is rt_nccl_device (comm_nccl.h) */
+    struct rt_nccl *nccl;
 } rt_cuda_host;
 
 typedef struct rt_cuda_rank rt_cuda_rank;

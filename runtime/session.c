@@ -20,6 +20,7 @@
 
 #include "checkpoint.h"
 #include "comm.h"
+#include "comm_nccl.h"
 #include "cpu.h"
 #include "cuda.h"
 #include "tensors.h"
@@ -66,6 +67,7 @@ struct rt_session {
     rt_session_opts o;
     rt_st_file *params, *inputs;
     rt_local_world *world;
+    rt_nccl *nccl;            /* --comm nccl: the device's communicators */
     int64_t nranks;           /* in the mesh */
     int64_t nhere;            /* run by this process */
     rank_state *ranks;
@@ -440,9 +442,12 @@ static int rank_setup(rank_state *rs)
         rs->groups = calloc((size_t)s->nkeys + 1, sizeof *rs->groups);
         if (!rs->groups)
             return fail(rs->err, sizeof rs->err, "out of memory");
-        for (int k = 0; k < s->nkeys; k++)
+        for (int k = 0; k < s->nkeys; k++) {
             if (rt_comm_group(rs->comm, s->keys[k].axes, s->keys[k].n, &rs->groups[k]) != 0)
                 return fail(rs->err, sizeof rs->err, "%s", rt_comm_error(rs->comm));
+            if (s->nccl && rt_nccl_group(s->nccl, rs->groups[k], rs->err, sizeof rs->err) != 0)
+                return -1;
+        }
     }
     return 0;
 }
@@ -454,7 +459,7 @@ static int trace_origin(rank_state *rs)
     rt_session *s = rs->s;
     if (s->origin_set)
         return 0;
-    if (s->o.comm == RT_COMM_MPI && rt_barrier(rs->groups[s->nkeys - 1]) != 0)
+    if (s->o.comm != RT_COMM_LOCAL && rt_barrier(rs->groups[s->nkeys - 1]) != 0)
         return fail(rs->err, sizeof rs->err, "%s", rt_comm_error(rs->comm));
     s->trace_origin = rt_trace_now();
     s->origin_set = true;
@@ -482,7 +487,7 @@ static int rank_run_cuda(rank_state *rs)
 {
     rt_session *s = rs->s;
     rt_cuda_host h = {rs, rs->buf, cuda_source, cuda_comm,
-                      !rs->params_loaded || s->params_dirty, rs->err, sizeof rs->err};
+                      !rs->params_loaded || s->params_dirty, rs->err, sizeof rs->err, s->nccl};
     int stage = (int)(rs->prog - s->p->stage);
     if (rt_cuda_run(&rs->cuda, s->p, stage, rs->rank, &h) != 0)
         return -1;
@@ -756,6 +761,10 @@ static void add_key(rt_session *s, const uint8_t *axes, int n)
 
 rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err, size_t errlen)
 {
+    if (o->comm == RT_COMM_NCCL && o->backend != RT_BACKEND_CUDA) {
+        fail(err, errlen, "the nccl communicator needs the cuda backend");
+        return NULL;
+    }
     if (o->backend == RT_BACKEND_CUDA && rt_cuda_check(p, err, errlen) != 0)
         return NULL;
     rt_session *s = calloc(1, sizeof *s);
@@ -852,6 +861,8 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err
         int stage = p->stage_axis >= 0 ? (int)rs->coord[p->stage_axis] : 0;
         rs->prog = &p->stage[stage];
     }
+    if (o->comm == RT_COMM_NCCL && !(s->nccl = rt_nccl_new(p, &mesh, o->timeout_ms, err, errlen)))
+        goto bad;
     return s;
 bad:
     rt_session_free(s);
@@ -872,6 +883,7 @@ void rt_session_free(rt_session *s)
         if (rs->comm)
             rt_comm_free(rs->comm);
     }
+    rt_nccl_free(s->nccl); /* the ranks' device state, which used it, is gone */
     free(s->ranks);
     if (s->world)
         rt_local_world_free(s->world);
@@ -1054,7 +1066,8 @@ int rt_session_write_trace(rt_session *s, const char *path, const char *backend,
         return fail(err, errlen, "out of memory");
     rt_trace_ev *mem = NULL;
     int rc = 0;
-    const char *comm = s->o.comm == RT_COMM_LOCAL ? "local" : "mpi";
+    const char *comm = s->o.comm == RT_COMM_LOCAL ? "local"
+                       : s->o.comm == RT_COMM_MPI ? "mpi" : "nccl";
     if (s->o.comm == RT_COMM_LOCAL) {
         for (int64_t r = 0; r < s->nhere; r++)
             all[s->ranks[r].rank] = s->ranks[r].tr;
@@ -1070,13 +1083,13 @@ int rt_session_write_trace(rt_session *s, const char *path, const char *backend,
 
 void rt_session_abort(rt_session *s, const char *why)
 {
-    if (s->o.comm == RT_COMM_MPI && s->nhere > 0 && s->ranks[0].comm)
+    if (s->o.comm != RT_COMM_LOCAL && s->nhere > 0 && s->ranks[0].comm)
         rt_comm_abort(s->ranks[0].comm, why);
 }
 
 int64_t rt_session_rank(const rt_session *s)
 {
-    return s->o.comm == RT_COMM_MPI && s->nhere > 0 ? s->ranks[0].rank : 0;
+    return s->o.comm != RT_COMM_LOCAL && s->nhere > 0 ? s->ranks[0].rank : 0;
 }
 
 const void *rt_session_output(const rt_session *s, const char *name, rt_type *type)
@@ -1225,7 +1238,7 @@ int rt_session_resume(rt_session *s, const char *dir, char *err, size_t errlen)
     int rc = rt_ckpt_open(dir, s->p, &c, msg, sizeof msg);
     for (int64_t r = 0; rc == 0 && r < s->nhere; r++)
         rc = prepare_rank(s, c, &s->ranks[r], msg, sizeof msg);
-    if (s->o.comm == RT_COMM_MPI)
+    if (s->o.comm != RT_COMM_LOCAL)
         rc = agree(s, rc, msg, err, errlen);
     else if (rc != 0)
         fail(err, errlen, "%s", msg);
@@ -1320,7 +1333,7 @@ int rt_session_save_checkpoint(rt_session *s, const char *dir, char *err, size_t
         fail(err, errlen, "%s: not saved: %s", dir, why);
         return -2;
     }
-    if (s->o.comm == RT_COMM_MPI)
+    if (s->o.comm != RT_COMM_LOCAL)
         return save_checkpoint_mpi(s, dir, err, errlen);
     return save_checkpoint_local(s, dir, err, errlen);
 }

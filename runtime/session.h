@@ -35,7 +35,10 @@
 #define SHARDC_RT_SESSION_H
 #include "plan.h"
 
-typedef enum { RT_COMM_LOCAL, RT_COMM_MPI } rt_comm_kind;
+/* nccl: one process per rank as mpi (whose communicator the session keeps
+ * for its host work), the plan's collectives, sends and receives by NCCL
+ * on the device (runtime/comm_nccl.h); the cuda backend only. */
+typedef enum { RT_COMM_LOCAL, RT_COMM_MPI, RT_COMM_NCCL } rt_comm_kind;
 /* cpu: runtime/cpu.c; cuda: runtime/cuda.c (rt_session_new refuses a plan
  * it cannot run, or a machine without a driver or a GPU, first). */
 typedef enum { RT_BACKEND_CPU, RT_BACKEND_CUDA } rt_backend_kind;
@@ -46,8 +49,8 @@ typedef struct rt_session_opts {
     const char *params_path;     /* NULL: none */
     const char *inputs_path;     /* NULL: none */
     uint64_t seed;
-    int timeout_ms;              /* per collective, send or recv wait (local);
-                                  * 0: the default */
+    int timeout_ms;              /* per collective, send or recv wait (local;
+                                  * nccl: the watchdog's); 0: the default */
     bool trace;                  /* time every instruction (runtime/trace.h) */
 } rt_session_opts;
 

@@ -46,8 +46,11 @@ static const char usage[] =
     "  --backend cpu|cuda   the compute backend (default cpu); cuda runs the plan's\n"
     "                       kernels on the GPU (rank r on GPU r mod the GPU\n"
     "                       count) and needs a CUDA driver and a GPU\n"
-    "  --comm local|mpi     the communicator (default: mpi under an MPI\n"
-    "                       launcher, local otherwise)\n"
+    "  --comm local|mpi|nccl  the communicator (default: mpi under an MPI\n"
+    "                       launcher, local otherwise); nccl (with --backend\n"
+    "                       cuda): one process per GPU under mpirun or srun (a\n"
+    "                       process alone is a world of one), the collectives\n"
+    "                       by NCCL on the GPU (libnccl.so.2, loaded at run time)\n"
     "  --ranks N            check that the plan has N ranks (local)\n"
     "  --params FILE        weights, safetensors; params it lacks are made by\n"
     "                       their init from the seed\n"
@@ -76,6 +79,9 @@ static const char usage[] =
     "                       at step 3, --steps 2 runs and prints steps 4/5, 5/5\n"
     "  --timeout-ms MS      abort a collective, send or recv that waits longer\n"
     "                       (local; default 600000)\n"
+    "  --timeout SECONDS    the same in seconds (1 to 86400); with --comm nccl a\n"
+    "                       watchdog aborts the job when an op takes longer,\n"
+    "                       naming the rank, the op, its axes and its number\n"
     "  --trace FILE         after the last step, write the measured timeline of\n"
     "                       every step as Chrome trace JSON (the format of\n"
     "                       shardc --trace): pid = rank, tid 0 compute, tid 1\n"
@@ -86,7 +92,7 @@ static const char usage[] =
     "\n"
     "exit codes: 0 success, 1 error in the plan, data or run, 2 bad usage,\n"
     "3 internal error, 4 no GPU (--backend cuda without a usable CUDA driver\n"
-    "or GPU)\n";
+    "or GPU, or --comm nccl without a usable NCCL)\n";
 
 typedef struct args {
     const char *plan, *backend, *comm, *params, *inputs, *outputs, *save_params;
@@ -139,8 +145,8 @@ static int parse_args(int argc, char **argv, args *a)
                 return usage_error("--backend '%s': expected cpu or cuda", v);
             a->backend = v;
         } else if ((v = value_of(argc, argv, &i, "--comm"))) {
-            if (strcmp(v, "local") != 0 && strcmp(v, "mpi") != 0)
-                return usage_error("--comm '%s': expected local or mpi", v);
+            if (strcmp(v, "local") != 0 && strcmp(v, "mpi") != 0 && strcmp(v, "nccl") != 0)
+                return usage_error("--comm '%s': expected local, mpi or nccl", v);
             a->comm = v;
         } else if ((v = value_of(argc, argv, &i, "--ranks"))) {
             if (!number(v, 1, &a->ranks))
@@ -151,6 +157,10 @@ static int parse_args(int argc, char **argv, args *a)
         } else if ((v = value_of(argc, argv, &i, "--timeout-ms"))) {
             if (!number(v, 1, &a->timeout_ms) || a->timeout_ms > 86400000)
                 return usage_error("--timeout-ms '%s': expected 1 to 86400000", v);
+        } else if ((v = value_of(argc, argv, &i, "--timeout"))) {
+            if (!number(v, 1, &n) || n > 86400)
+                return usage_error("--timeout '%s': expected 1 to 86400 seconds", v);
+            a->timeout_ms = n * 1000;
         } else if ((v = value_of(argc, argv, &i, "--seed"))) {
             if (!number(v, 0, &n))
                 return usage_error("--seed '%s': expected a number >= 0", v);
@@ -208,6 +218,9 @@ static int parse_args(int argc, char **argv, args *a)
         return usage_error("%s", "--save-every needs --save DIR");
     if (!a->comm)
         a->comm = under_launcher() ? "mpi" : "local";
+    if (!strcmp(a->comm, "nccl") && (!a->backend || strcmp(a->backend, "cuda") != 0))
+        return usage_error("%s", "--comm nccl needs --backend cuda (NCCL runs the collectives "
+                                 "on the GPU)");
     return 0;
 }
 
@@ -456,7 +469,7 @@ static int run(const args *a, int rank, bool mpi)
     if (a->report && rank == 0)
         printf("%s\n", shardc_plan_report(plan));
     shardc_session_config cfg = {
-        .backend = a->backend, .comm = mpi ? "mpi" : "local", .params_file = a->params,
+        .backend = a->backend, .comm = a->comm, .params_file = a->params,
         .inputs_file = a->inputs, .seed = a->seed, .timeout_ms = (int)a->timeout_ms,
         .trace = a->trace != NULL,
     };
@@ -525,12 +538,18 @@ int main(int argc, char **argv)
         shardc_free(err);
         return exit_code(st);
     }
-    bool mpi = !strcmp(a.comm, "mpi");
+    if ((st = shardc_comm_check(a.comm, &err)) != SHARDC_OK) {
+        fprintf(stderr, "shardrun: error: --comm %s: %s\n", a.comm, err ? err : "out of memory");
+        shardc_free(err);
+        return exit_code(st);
+    }
+    bool nccl = !strcmp(a.comm, "nccl"), mpi = nccl || !strcmp(a.comm, "mpi");
     if (!mpi)
         return run(&a, 0, false);
 #ifdef SHARDC_HAVE_MPI
     mpi_leaks_ignored(true);
-    MPI_Init(&argc, &argv);
+    int level = 0; /* nccl: its watchdog thread may call MPI_Abort */
+    MPI_Init_thread(&argc, &argv, nccl ? MPI_THREAD_SERIALIZED : MPI_THREAD_SINGLE, &level);
     mpi_leaks_ignored(false);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

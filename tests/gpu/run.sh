@@ -10,6 +10,9 @@
 # element (f32 on both, but sums, dot products and softmax in other orders,
 # expf and matmuls the GPU's own; st_compare prints the worst error).
 #
+# Then the same plans of mesh 1 (and 2 with two GPUs) with --comm nccl
+# under mpirun, one process per GPU, against the CPU runs.
+#
 # Without a GPU (shardrun --backend cuda exits 4) it prints "skipped: no
 # GPU" and exits 77. BUILD is the build folder (default build/).
 set -uo pipefail
@@ -73,6 +76,46 @@ for model in "$root"/examples/*.sh; do
         fi
     done
 done
+# NCCL (--comm nccl): one process per GPU under mpirun, so a mesh of as
+# many ranks as GPUs (NCCL refuses two ranks on one GPU): mesh 1 always,
+# and 2 where the machine has two GPUs or more; the outputs and params of
+# the CPU runs above are the reference, with the same tolerance.
+mpirun=${MPIRUN:-$(command -v mpirun || true)}
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+run_nccl() {
+    local plan=$1 dir=$2 np=$3
+    "$mpirun" --allow-run-as-root --oversubscribe -np "$np" "$shardrun" "$plan" --backend cuda \
+        --comm nccl --timeout 120 --seed 7 --steps 2 --quiet \
+        --outputs "$dir/nccl.out.safetensors" --save-params "$dir/nccl.params.safetensors"
+}
+if [ -z "$mpirun" ]; then
+    echo "== nccl: skipped: no mpirun"
+else
+    for model in "$root"/examples/*.sh; do
+        name=$(basename "$model" .sh)
+        axes=$("$shardc" "$model" --emit ir | head -1 | tr ',' '\n' | wc -l)
+        for m in 1 2; do
+            [ "$m" -le "${ngpu:-1}" ] || [ "$m" -eq 1 ] || continue
+            mesh=$(mesh_for "$m" "$axes")
+            dir=$tmp/$name-$mesh
+            [ -f "$dir/cpu.out.safetensors" ] || continue
+            echo "== $name --mesh $mesh --comm nccl (mpirun -np $m)"
+            ok=true
+            run_nccl "$dir/plan" "$dir" "$m" || ok=false
+            $ok && echo "outputs:" && "$compare" "$dir/cpu.out.safetensors" \
+                "$dir/nccl.out.safetensors" --rtol 2e-3 --atol 2e-4 || ok=false
+            $ok && echo "params and states after 2 steps:" && "$compare" \
+                "$dir/cpu.params.safetensors" "$dir/nccl.params.safetensors" --rtol 2e-3 \
+                --atol 2e-4 || ok=false
+            if $ok; then
+                pass=$((pass + 1))
+            else
+                fail=$((fail + 1))
+                failed+=("$name --mesh $mesh --comm nccl")
+            fi
+        done
+    done
+fi
 echo "run.sh: $pass passed, $fail failed"
 for f in "${failed[@]}"; do
     echo "  FAILED: $f"
