@@ -1568,6 +1568,8 @@ bool cg_cuda_generate(const ir_module *m, const pass_fusion *f, cg_cuda *out, su
     const char **pname = ir_value_print_names(m, &out->arena);
     for (int i = 0; i < f->ngroups; i++) {
         const pass_fgroup *g = &f->groups[i];
+        if (g->kind == PASS_FUSE_MATMUL)
+            continue; /* cuBLASLt with its epilogue: no CUDA C */
         if (g->nops == 0 || (g->kind == PASS_FUSE_REDUCE && g->reduce < 0)) {
             su_buf_printf(err, "internal error: fused group %s has no ops", g->name);
             return false;
@@ -1582,18 +1584,18 @@ bool cg_cuda_generate(const ir_module *m, const pass_fusion *f, cg_cuda *out, su
         gen_kernel(&C, &canon);
         k->key = canon.source;
     }
-    for (int i = 0; i < m->ops.n; i++) { /* the ops with kernels of their own */
+    int id = f->ngroups; /* the ops with kernels of their own, numbered on */
+    for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
         if (f->group_of[i] >= 0 || !cg_cuda_op_kernel(op))
             continue;
-        int id = out->nkernels;
         gen G = {.m = m, .f = f, .pname = pname, .arena = &out->arena};
         gen C = {.m = m, .f = f, .pname = pname, .arena = &out->arena, .canon = true};
         cg_cuda_kernel *k = &out->k[out->nkernels++], canon;
         memset(k, 0, sizeof *k);
         memset(&canon, 0, sizeof canon);
         gen_op_kernel(&G, k, op, i, id);
-        gen_op_kernel(&C, &canon, op, i, id);
+        gen_op_kernel(&C, &canon, op, i, id++);
         k->key = canon.source;
     }
     return true;

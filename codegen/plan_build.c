@@ -385,8 +385,55 @@ static bool add_kernel(builder *b, const cg_cuda_kernel *ck, int nin, const int 
     return true;
 }
 
-/* The kernels of the stage b lowered last: one per group of f, then one
- * per op with a kernel of its own (cg_cuda_op_kernel). */
+_Static_assert((int)RT_EPI_BIAS == (int)PASS_EPI_BIAS &&
+                   (int)RT_EPI_RESIDUAL == (int)PASS_EPI_RESIDUAL &&
+                   (int)RT_EPI_RELU == (int)PASS_EPI_RELU && (int)RT_EPI_GELU == (int)PASS_EPI_GELU,
+               "the plan's epilogue bits must number as the fusion pass's");
+
+/* The plan's matmul kernel for matmul group g (runtime/plan.h): no code,
+ * cuBLASLt with g's epilogue; parameters A, B, the bias and the residual
+ * where g has them, then the chain's result. */
+static bool add_matmul_kernel(builder *b, const pass_fgroup *g)
+{
+    const ir_op *mm = IR_OP(b->m, g->reduce);
+    const ir_value *p[5] = {mm->in[0], mm->in[1]};
+    int n = 2;
+    if (g->bias)
+        p[n++] = g->bias;
+    if (g->residual)
+        p[n++] = g->residual;
+    if (g->nout != 1)
+        return fail(b, "matmul group %s stores %d values, not 1", g->name, g->nout);
+    p[n] = g->out[0];
+    rt_kernel *k = su_alloc(b->arena, sizeof *k);
+    memset(k, 0, sizeof *k);
+    k->stage = b->stage;
+    k->name = su_strdup(b->arena, g->name);
+    k->module = -1;
+    k->strategy = RT_KS_MATMUL;
+    k->epilogue = (uint8_t)g->epilogue;
+    k->nin = n;
+    k->nout = 1;
+    k->param = su_alloc(b->arena, (size_t)(n + 1) * sizeof *k->param);
+    k->param_t = su_alloc(b->arena, (size_t)(n + 1) * sizeof *k->param_t);
+    for (int j = 0; j <= n; j++) {
+        k->param[j] = b->buf_of[p[j]->id];
+        k->param_t[j] = rtype(&p[j]->type);
+    }
+    k->ninstr = g->nops;
+    k->instr = su_alloc(b->arena, (size_t)g->nops * sizeof *k->instr);
+    for (int j = 0; j < g->nops; j++) {
+        k->instr[j] = b->instr_of[g->ops[j]];
+        if (k->instr[j] < 0)
+            return fail(b, "kernel %s: op %d makes no instruction", g->name, g->ops[j]);
+    }
+    su_vec_push(&b->kernels, b->m->oom, k);
+    return true;
+}
+
+/* The kernels of the stage b lowered last: one per group of f with CUDA
+ * C, then one per op with a kernel of its own (cg_cuda_op_kernel), then
+ * one per matmul group (cuBLASLt's). */
 static bool stage_kernels(builder *b, const pass_fusion *f)
 {
     cg_cuda c;
@@ -401,6 +448,9 @@ static bool stage_kernels(builder *b, const pass_fusion *f)
         ok = g ? add_kernel(b, k, g->nin, g->ops, g->nops)
                : add_kernel(b, k, k->nparams - 1, &k->op, 1);
     }
+    for (int i = 0; ok && i < f->ngroups; i++)
+        if (f->groups[i].kind == PASS_FUSE_MATMUL)
+            ok = add_matmul_kernel(b, &f->groups[i]);
     cg_cuda_free(&c);
     su_buf_free(&err);
     return ok;

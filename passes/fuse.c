@@ -1,9 +1,12 @@
-/* fuse.c: op fusion (fuse.h). One walk over the ops in program order
- * decides the groups; a second pass fills each group's ops, the values it
- * reads from outside and the values it stores. The module is not changed. */
+/* fuse.c: op fusion (fuse.h). The matmul groups are found first (each
+ * matmul's chain of single-use successors); then one walk over the ops in
+ * program order decides the other groups; a last pass fills each group's
+ * ops, the values it reads from outside and the values it stores. The
+ * module is not changed. */
 #include "fuse.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +20,11 @@ typedef struct grp {
     int reduce;         /* REDUCE: op index of the reduction */
     int last;           /* op index of the latest op */
     int phase, rep;
+    int hold;           /* the earliest last reader (program order) of what
+                         * the group reads from outside; INT_MAX: none */
     bool sealed;        /* an op outside the group read one of its values */
+    unsigned epilogue;  /* MATMUL: PASS_EPI_* */
+    const ir_value *bias, *residual;
 } grp;
 
 typedef struct walker {
@@ -27,6 +34,11 @@ typedef struct walker {
     int ng;
     int *parent;        /* per group: the group it was merged into (union-find) */
     int *defat;         /* per value id: the op index making it, -1 none */
+    int *nuse;          /* per value id: readers (ops, outputs, updates) */
+    int *reader;        /* per value id: the last op reading it, -1 none */
+    int *lastread;      /* per value id: the last op reading it, m->ops.n when
+                         * read after the run (an output, an update) */
+    int *ncomm;         /* per op index i: collectives, sends, recvs before i */
 } walker;
 
 static bool is_float(ir_dtype t)
@@ -105,11 +117,22 @@ static int group_of_value(const walker *w, const ir_value *v)
     return at < 0 || w->f->group_of[at] < 0 ? -1 : root(w, w->f->group_of[at]);
 }
 
-/* Whether op, of class c, may join group k. */
-static bool eligible(const walker *w, int k, const ir_op *op, fclass c)
+/* Whether the group may run at op i: what it reads from outside is then
+ * kept alive at most PASS_FUSE_HOLD ops past its last reader, and over no
+ * collective, send or recv (fuse.h). */
+static bool holds_briefly(const walker *w, const grp *g, int i)
+{
+    if (g->hold >= i)
+        return true;
+    return i - g->hold <= PASS_FUSE_HOLD && w->ncomm[i] == w->ncomm[g->hold + 1];
+}
+
+/* Whether op i, of class c, may join group k. */
+static bool eligible(const walker *w, int k, int i, fclass c)
 {
     const grp *g = &w->g[k];
-    if (g->sealed || g->phase != op->phase || g->rep != op->rep)
+    const ir_op *op = IR_OP(w->m, i);
+    if (g->sealed || g->phase != op->phase || g->rep != op->rep || !holds_briefly(w, g, i))
         return false;
     if (c == F_RED) {
         if (g->kind != PASS_FUSE_ELEMENTWISE || !same_shape(&op->in[0]->type, &g->dom))
@@ -146,8 +169,20 @@ static int new_group(walker *w, const ir_op *op, fclass c, int at)
     g->last = at;
     g->phase = op->phase;
     g->rep = op->rep;
+    g->hold = INT_MAX;
     w->parent[w->ng] = w->ng;
     return w->ng++;
+}
+
+/* Op i joins group k: what it reads from outside k counts in k's hold. */
+static void hold_operands(walker *w, int k, int i)
+{
+    const ir_op *op = IR_OP(w->m, i);
+    for (int j = 0; j < op->nin; j++) {
+        int lr = w->lastread[op->in[j]->id];
+        if (group_of_value(w, op->in[j]) != k && lr < w->g[k].hold)
+            w->g[k].hold = lr;
+    }
 }
 
 /* Places op i: in the group of one of its operands, the one extended
@@ -158,14 +193,15 @@ static int new_group(walker *w, const ir_op *op, fclass c, int at)
 static void place(walker *w, int i)
 {
     const ir_op *op = IR_OP(w->m, i);
-    fclass c = classify(op);
+    /* a matmul group's ops were placed before the walk */
+    fclass c = w->f->group_of[i] >= 0 ? F_NONE : classify(op);
     int cand[8], ncand = 0, chosen = -1;
     for (int k = 0; c != F_NONE && k < op->nin && ncand < 8; k++) {
         int gk = group_of_value(w, op->in[k]);
         bool dup = false;
         for (int j = 0; j < ncand; j++)
             dup |= cand[j] == gk;
-        if (gk >= 0 && !dup && eligible(w, gk, op, c)) {
+        if (gk >= 0 && !dup && eligible(w, gk, i, c)) {
             cand[ncand++] = gk;
             if (chosen < 0 || w->g[gk].last > w->g[chosen].last)
                 chosen = gk;
@@ -173,8 +209,11 @@ static void place(walker *w, int i)
     }
     if (chosen >= 0 && w->g[chosen].kind == PASS_FUSE_ELEMENTWISE)
         for (int j = 0; j < ncand; j++)
-            if (cand[j] != chosen && w->g[cand[j]].kind == PASS_FUSE_ELEMENTWISE)
+            if (cand[j] != chosen && w->g[cand[j]].kind == PASS_FUSE_ELEMENTWISE) {
                 w->parent[cand[j]] = chosen;
+                if (w->g[cand[j]].hold < w->g[chosen].hold)
+                    w->g[chosen].hold = w->g[cand[j]].hold;
+            }
     for (int k = 0; k < op->nin; k++) {
         int gk = group_of_value(w, op->in[k]);
         if (gk >= 0 && gk != chosen)
@@ -192,6 +231,7 @@ static void place(walker *w, int i)
     }
     w->g[chosen].last = i;
     w->f->group_of[i] = chosen;
+    hold_operands(w, chosen, i);
 }
 
 /* Numbers the merged groups 0, 1, ... in order of their first op, and
@@ -212,6 +252,9 @@ static void renumber(walker *w)
             g->id = f->ngroups;
             g->kind = w->g[r].kind;
             g->reduce = w->g[r].reduce;
+            g->epilogue = w->g[r].epilogue;
+            g->bias = w->g[r].bias;
+            g->residual = w->g[r].residual;
             newid[r] = f->ngroups++;
         }
         f->group_of[i] = newid[r];
@@ -323,15 +366,28 @@ static void fill_groups(const walker *w)
     }
 }
 
-/* Maps value ids to the op making them; false when an operand is made by
- * no earlier op. */
+/* A use of v after the run (an output, an update): read at op n. */
+static void use_after(walker *w, const ir_value *v)
+{
+    if (v) {
+        w->nuse[v->id]++;
+        w->lastread[v->id] = w->m->ops.n;
+    }
+}
+
+/* Maps value ids to the op making them, counts their readers, and counts
+ * the collectives before each op; false when an operand is made by no
+ * earlier op. */
 static bool index_values(walker *w, su_buf *err)
 {
     const ir_module *m = w->m;
     for (int v = 0; v <= m->next_id; v++)
-        w->defat[v] = -1;
+        w->defat[v] = w->reader[v] = w->lastread[v] = -1;
+    w->ncomm[0] = 0;
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
+        ir_opclass cls = ir_ops[op->code].cls;
+        w->ncomm[i + 1] = w->ncomm[i] + (cls == IR_C_COMM || cls == IR_C_P2P);
         for (int k = 0; k < op->nin; k++) {
             int id = op->in[k]->id;
             if (id < 0 || id >= m->next_id || w->defat[id] < 0) {
@@ -339,12 +395,105 @@ static bool index_values(walker *w, su_buf *err)
                               ir_ops[op->code].name);
                 return false;
             }
+            w->nuse[id]++;
+            w->reader[id] = w->lastread[id] = i;
         }
         for (int r = 0; r < op->nres; r++)
             if (op->res[r]->id >= 0 && op->res[r]->id < m->next_id)
                 w->defat[op->res[r]->id] = i;
     }
+    for (int i = 0; i < m->outputs.n; i++)
+        use_after(w, IR_OUTPUT(m, i)->v);
+    use_after(w, m->train.loss);
+    for (int i = 0; i < m->updates.n; i++) {
+        use_after(w, IR_UPDATE(m, i)->v);
+        use_after(w, IR_UPDATE(m, i)->grad);
+    }
     return true;
+}
+
+/* ---- matmul epilogues ---- */
+
+/* A bias for a result of type t: t's dtype, its last dim, every other
+ * dim 1 (broadcast over rows and batches). */
+static bool is_bias(const ir_type *b, const ir_type *t)
+{
+    if (b->dtype != t->dtype || b->rank < 1 || b->rank > t->rank ||
+        b->dim[b->rank - 1] != t->dim[t->rank - 1])
+        return false;
+    for (int d = 0; d < b->rank - 1; d++)
+        if (b->dim[d] != 1)
+            return false;
+    return true;
+}
+
+/* What op adds to the epilogue of matmul mm (epilogue so far: have) when
+ * it reads cur, the chain's last value: a PASS_EPI_* bit, its other
+ * operand in *other; 0 when it cannot join (fuse.h). */
+static unsigned epilogue_step(const ir_op *mm, const ir_op *op, const ir_value *cur,
+                              unsigned have, const ir_value **other)
+{
+    *other = NULL;
+    if (op->phase != mm->phase || op->rep != mm->rep || op->nres != 1 ||
+        !ir_type_eq(&op->res[0]->type, &cur->type) || (have & (PASS_EPI_RELU | PASS_EPI_GELU)))
+        return 0;
+    if (op->code == IR_RELU || op->code == IR_GELU)
+        return op->code == IR_RELU ? PASS_EPI_RELU : PASS_EPI_GELU;
+    if (op->code != IR_ADD || op->in[0] == op->in[1])
+        return 0;
+    const ir_value *o = op->in[0] == cur ? op->in[1] : op->in[0];
+    /* a matrix @ vector has N = 1 for cuBLASLt: no bias along its last dim */
+    bool vec = mm->in[1]->type.rank < 2;
+    unsigned bit = ir_type_eq(&o->type, &cur->type)        ? PASS_EPI_RESIDUAL
+                   : !vec && is_bias(&o->type, &cur->type) ? PASS_EPI_BIAS
+                                                           : 0;
+    if (have & bit)
+        return 0;
+    *other = o;
+    return bit;
+}
+
+/* Matmul op i and the chain of ops cuBLASLt does after it, as a group of
+ * its own when the chain is not empty. */
+static void matmul_group(walker *w, int i)
+{
+    const ir_op *mm = IR_OP(w->m, i);
+    if (mm->code != IR_MATMUL || mm->nres != 1 || !all_float(mm))
+        return;
+    grp g;
+    memset(&g, 0, sizeof g);
+    int chain[4], n = 0;
+    const ir_value *cur = mm->res[0];
+    while (n < 4 && w->nuse[cur->id] == 1 && w->reader[cur->id] >= 0 &&
+           w->f->group_of[w->reader[cur->id]] < 0) {
+        const ir_op *op = IR_OP(w->m, w->reader[cur->id]);
+        const ir_value *other;
+        unsigned bit = epilogue_step(mm, op, cur, g.epilogue, &other);
+        if (!bit)
+            break;
+        g.epilogue |= bit;
+        if (bit == PASS_EPI_BIAS)
+            g.bias = other;
+        if (bit == PASS_EPI_RESIDUAL)
+            g.residual = other;
+        chain[n++] = w->reader[cur->id];
+        cur = op->res[0];
+    }
+    if (n == 0)
+        return;
+    int k = new_group(w, mm, F_EW, i);
+    g.kind = PASS_FUSE_MATMUL;
+    g.dom = g.epi = cur->type;
+    g.reduce = i;
+    g.last = chain[n - 1];
+    g.phase = mm->phase;
+    g.rep = mm->rep;
+    g.hold = INT_MAX;
+    g.sealed = true; /* nothing else joins it */
+    w->g[k] = g;
+    w->f->group_of[i] = k;
+    for (int j = 0; j < n; j++)
+        w->f->group_of[chain[j]] = k;
 }
 
 bool pass_fuse(const ir_module *m, pass_fusion *f, su_buf *err)
@@ -361,8 +510,15 @@ bool pass_fuse(const ir_module *m, pass_fusion *f, su_buf *err)
     w.g = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *w.g);
     w.parent = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *w.parent);
     w.defat = su_alloc(&f->arena, (size_t)(m->next_id + 1) * sizeof *w.defat);
+    w.nuse = su_alloc(&f->arena, (size_t)(m->next_id + 1) * sizeof *w.nuse);
+    memset(w.nuse, 0, (size_t)(m->next_id + 1) * sizeof *w.nuse);
+    w.reader = su_alloc(&f->arena, (size_t)(m->next_id + 1) * sizeof *w.reader);
+    w.lastread = su_alloc(&f->arena, (size_t)(m->next_id + 1) * sizeof *w.lastread);
+    w.ncomm = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *w.ncomm);
     if (!index_values(&w, err))
         return false;
+    for (int i = 0; i < m->ops.n; i++)
+        matmul_group(&w, i);
     for (int i = 0; i < m->ops.n; i++)
         place(&w, i);
     renumber(&w);
@@ -385,6 +541,17 @@ pass_fuse_role pass_fuse_op_role(const pass_fgroup *g, int op_index)
     if (g->kind == PASS_FUSE_ELEMENTWISE || op_index == g->reduce)
         return PASS_FUSE_MAIN;
     return op_index < g->reduce ? PASS_FUSE_PROLOGUE : PASS_FUSE_EPILOGUE;
+}
+
+const char *pass_fuse_epilogue_str(unsigned epilogue, char *buf, size_t size)
+{
+    static const char *const names[] = {"bias", "residual", "relu", "gelu"};
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < 4; i++)
+        if (epilogue & (1u << i) && at < size)
+            at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? ", " : "", names[i]);
+    return buf;
 }
 
 /* ---- --emit fused-ir ---- */
@@ -412,7 +579,16 @@ static void put_group_comment(const ir_module *m, const pass_fgroup *g, const ch
                               su_buf *b)
 {
     su_buf_printf(b, "// kernel %s: ", g->name);
-    if (g->kind == PASS_FUSE_ELEMENTWISE) {
+    if (g->kind == PASS_FUSE_MATMUL) {
+        const ir_op *mm = IR_OP(m, g->reduce);
+        char epi[64];
+        su_buf_puts(b, "matmul ");
+        put_shape(b, &mm->in[0]->type);
+        su_buf_puts(b, " x ");
+        put_shape(b, &mm->in[1]->type);
+        su_buf_printf(b, ", epilogue %s (cuBLASLt)",
+                      pass_fuse_epilogue_str(g->epilogue, epi, sizeof epi));
+    } else if (g->kind == PASS_FUSE_ELEMENTWISE) {
         su_buf_puts(b, "elementwise over ");
         put_shape(b, &IR_OP(m, g->anchor)->res[0]->type);
     } else {

@@ -3,7 +3,7 @@
  *
  * The pass reads a module (partitioned, or not: it only looks at ops,
  * shapes and dtypes) and leaves it unchanged: the grouping lives beside it,
- * indexed by op and value. Two kinds of group:
+ * indexed by op and value. Three kinds of group:
  *
  *   elementwise  unary and binary ops (NumPy broadcasting), cast, expand,
  *                the *_grad elementwise ops and the optimizer updates, all
@@ -13,10 +13,25 @@
  *                cross_entropy_grad, mse) with the elementwise ops that
  *                feed it fused in front (the prologue, of its operand's
  *                shape) and elementwise ops of its result's shape that
- *                consume it after (the epilogue).
+ *                consume it after (the epilogue);
+ *   matmul       a matmul (f32, f16, bf16) with the ops cuBLASLt can do
+ *                after the product in the same call (its epilogue, the
+ *                PASS_EPI_* bits): the add of a bias (a vector of the
+ *                result's last dim, broadcast over rows and batches; not
+ *                after a matrix @ vector, whose last dim is cuBLASLt's M), the
+ *                add of a residual (a value of the result's type:
+ *                cuBLASLt's C with beta = 1), in either order, then at
+ *                most one relu or gelu, last (cuBLASLt computes
+ *                act(A B + C + bias), so nothing adds after it). Each op
+ *                of the chain reads the one before, and every value but
+ *                the last has that op as its only reader (no output, no
+ *                update): cuBLASLt writes only the last. gelu is the tanh
+ *                approximation, in runtime/cpu.c as in cuBLASLt. No CUDA
+ *                C is generated for it: the plan's matmul kernel record
+ *                carries the epilogue (runtime/plan.h).
  *
- * Matmul, attention, embedding, transpose, reshape, slices, buckets,
- * collectives and sources are never in a group. A value of a group that
+ * Attention, embedding, transpose, reshape, slices, buckets, collectives,
+ * sources and matmuls with nothing to fold are never in a group. A value of a group that
  * an op outside it, an output or an update reads (or that nothing reads)
  * is stored; any other lives in registers only.
  *
@@ -27,6 +42,13 @@
  * or memory plan built on the groups must keep every value a group reads
  * alive until the anchor.
  *
+ * So a group must not grow far: an op joins a group only when the
+ * values the group reads from outside stay alive at most PASS_FUSE_HOLD
+ * ops past their last reader in program order, and no collective, send
+ * or recv lies between (otherwise every microbatch's gradient of a
+ * pipeline stage, summed by one add per microbatch, would wait for the
+ * last microbatch's add: a larger arena than without kernels).
+ *
  * Deterministic: ops are visited in program order, and an op joins the
  * group of one of its operands (the one whose group was last extended)
  * when the rules allow it, else starts a group; other elementwise groups
@@ -35,16 +57,29 @@
  * (forward, backward, optimizer) or pipeline repetitions never share a
  * group, so a pipeline schedule can still order them.
  *
- * Not done: matmul epilogues (bias, activation, residual add) for the
- * cuBLASLt path; i32 arithmetic (only casts from and to i32 and the labels
- * of cross_entropy are fused).
+ * Not done: i32 arithmetic (only casts from and to i32 and the labels of
+ * cross_entropy are fused); transposes folded into a matmul as cuBLASLt's
+ * TRANSA/TRANSB; gelu's pre-activation as cuBLASLt's aux output (so a
+ * training step, whose gelu_grad reads it, folds only the bias).
  */
 #ifndef SHARDC_FUSE_H
 #define SHARDC_FUSE_H
 
 #include "../ir/ir.h"
 
-typedef enum { PASS_FUSE_ELEMENTWISE, PASS_FUSE_REDUCE } pass_fuse_kind;
+typedef enum { PASS_FUSE_ELEMENTWISE, PASS_FUSE_REDUCE, PASS_FUSE_MATMUL } pass_fuse_kind;
+
+/* A matmul group's epilogue, bits. */
+enum {
+    PASS_EPI_BIAS = 1,      /* + bias, of the result's last dim */
+    PASS_EPI_RESIDUAL = 2,  /* + residual, of the result's type */
+    PASS_EPI_RELU = 4,
+    PASS_EPI_GELU = 8,
+};
+
+/* How far a group may keep what it reads alive past its last reader in
+ * program order, in ops (fuse.h's header). */
+#define PASS_FUSE_HOLD 32
 
 typedef struct pass_fgroup {
     int id;                 /* index in pass_fusion.groups, in order of first op */
@@ -52,7 +87,11 @@ typedef struct pass_fgroup {
     pass_fuse_kind kind;
     int nops;
     int *ops;               /* op indices of the module, in program order */
-    int reduce;             /* REDUCE: the op index of the reduction; -1 */
+    int reduce;             /* REDUCE: the op index of the reduction; MATMUL: of
+                             * the matmul (the first op); -1 */
+    unsigned epilogue;      /* MATMUL: PASS_EPI_* bits */
+    const ir_value *bias;   /* MATMUL with PASS_EPI_BIAS: the bias; else NULL */
+    const ir_value *residual; /* MATMUL with PASS_EPI_RESIDUAL: the residual */
     int anchor;             /* the last op: where the kernel runs */
     int nin;
     const ir_value **in;    /* read from outside the group, in order of first use */
@@ -77,14 +116,18 @@ bool pass_fuse(const ir_module *m, pass_fusion *f, su_buf *err);
 void pass_fusion_free(pass_fusion *f);
 
 /* Whether op i of the group is in front of its reduction (prologue), is
- * the reduction, or comes after it (epilogue); elementwise groups have
- * only PASS_FUSE_MAIN ops. */
+ * the reduction (or the matmul), or comes after it (epilogue); elementwise
+ * groups have only PASS_FUSE_MAIN ops. */
 typedef enum { PASS_FUSE_PROLOGUE, PASS_FUSE_MAIN, PASS_FUSE_EPILOGUE } pass_fuse_role;
 pass_fuse_role pass_fuse_op_role(const pass_fgroup *g, int op_index);
 
+/* The epilogue's bits as words: "bias, relu" (into buf). */
+const char *pass_fuse_epilogue_str(unsigned epilogue, char *buf, size_t size);
+
 /* `--emit fused-ir`: m printed as ir_print does, with a comment line
  * "// kernel NAME: ..." before each group's first op (what it computes,
- * what it reads and stores) and "// NAME" (or "// NAME, stored") after
+ * what it reads and stores; a matmul group: "matmul [64, 256] x [256,
+ * 1024], epilogue bias, gelu (cuBLASLt)") and "// NAME" (or "// NAME, stored") after
  * each grouped op. Comments run to the end of the line, so the text
  * parses back to m. */
 void pass_fusion_print(const ir_module *m, const pass_fusion *f, su_buf *out);

@@ -108,6 +108,13 @@ static bool runs_alone(const rt_instr *in, char *why, size_t n)
     }
 }
 
+/* Whether the backend runs in as part of kernel k: a matmul kernel's
+ * matmul is cuBLASLt's (rt_blas_supports); why not into why. */
+static bool runs_in_kernel(const rt_kernel *k, const rt_instr *in, char *why, size_t n)
+{
+    return k->strategy != RT_KS_MATMUL || in->op != RT_OP_MATMUL || rt_blas_supports(in, why, n);
+}
+
 int rt_cuda_check_plan(const rt_plan *p, char *err, size_t errlen)
 {
     char why[256];
@@ -118,7 +125,8 @@ int rt_cuda_check_plan(const rt_plan *p, char *err, size_t errlen)
         const rt_program *g = &p->stage[st];
         int bad = -1;
         for (int i = 0; i < g->ninstr && bad < 0; i++)
-            if (at[i] < 0 && !runs_alone(&g->instr[i], why, sizeof why))
+            if (at[i] < 0 ? !runs_alone(&g->instr[i], why, sizeof why)
+                          : !runs_in_kernel(&p->kernel[at[i]], &g->instr[i], why, sizeof why))
                 bad = i;
         free(at);
         bool none = !p->nkernels && bad >= 0 && g->instr[bad].op != RT_OP_MATMUL;
@@ -197,7 +205,7 @@ static int load_modules(rt_cuda_rank *r, char *err, size_t errlen)
         return fail(err, errlen, "out of memory");
     for (int k = 0; k < p->nkernels; k++) {
         const rt_kernel *kr = &p->kernel[k];
-        if (kr->stage != r->stage)
+        if (kr->stage != r->stage || kr->strategy == RT_KS_MATMUL) /* cuBLASLt's */
             continue;
         if (!r->mod[kr->module] && load_module(r, kr->module, err, errlen) != 0)
             return -1;
@@ -289,7 +297,7 @@ static int setup(rt_cuda_rank *r, int64_t rank, char *err, size_t errlen)
         return fail(err, errlen, "out of memory");
     bool matmul = false;
     for (int i = 0; i < r->g->ninstr; i++)
-        matmul |= r->kernel_at[i] < 0 && r->g->instr[i].op == RT_OP_MATMUL;
+        matmul |= r->g->instr[i].op == RT_OP_MATMUL; /* alone or in a matmul kernel */
     if (matmul && !(r->blas = rt_blas_new(err, errlen)))
         return -1;
     if (r->nccl && setup_nccl(r, err, errlen) != 0)
@@ -443,8 +451,8 @@ static int run_compute(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *i
     case RT_OP_EXTRACT:
         return run_bucket(r, in, err, errlen);
     case RT_OP_MATMUL:
-        return rt_blas_matmul(r->blas, in, dev(r, in->in[0]), dev(r, in->in[1]), dev(r, in->out),
-                              r->stream, err, errlen)
+        return rt_blas_matmul(r->blas, in, NULL, dev(r, in->in[0]), dev(r, in->in[1]),
+                              dev(r, in->out), r->stream, err, errlen)
                    ? 0
                    : -1;
     default: /* i32 arithmetic; rt_cuda_check refused the rest */
@@ -543,6 +551,24 @@ static int run_on_host(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *i
     return to_device(r, in->out, h->buf[in->out], rt_type_bytes(&in->out_t), h->err, h->errlen);
 }
 
+/* A matmul kernel: one cuBLASLt call, its matmul with the epilogue
+ * (parameters A, B, the bias and the residual where there are, the
+ * result; runtime/plan.h). */
+static int run_matmul_kernel(rt_cuda_rank *r, const rt_kernel *k, char *err, size_t errlen)
+{
+    rt_blas_epilogue epi = {.bits = k->epilogue};
+    int j = 2;
+    if (k->epilogue & RT_EPI_BIAS)
+        epi.bias = dev(r, k->param[j++]);
+    if (k->epilogue & RT_EPI_RESIDUAL)
+        epi.residual = dev(r, k->param[j++]);
+    const rt_instr *mm = &r->g->instr[k->instr[0]];
+    return rt_blas_matmul(r->blas, mm, &epi, dev(r, k->param[0]), dev(r, k->param[1]),
+                          dev(r, k->param[j]), r->stream, err, errlen)
+               ? 0
+               : -1;
+}
+
 /* Instruction i: its kernel at the anchor (nothing at the group's other
  * instructions), else the instruction itself. */
 static int step(rt_cuda_rank *r, const rt_cuda_host *h, int i)
@@ -553,7 +579,10 @@ static int step(rt_cuda_rank *r, const rt_cuda_host *h, int i)
         return -1;
     if (k >= 0) {
         const rt_kernel *kr = &r->p->kernel[k];
-        return kr->instr[kr->ninstr - 1] == i ? launch(r, kr, h->err, h->errlen) : 0;
+        if (kr->instr[kr->ninstr - 1] != i)
+            return 0;
+        return kr->strategy == RT_KS_MATMUL ? run_matmul_kernel(r, kr, h->err, h->errlen)
+                                            : launch(r, kr, h->err, h->errlen);
     }
     switch (rt_ops[in->op].cls) {
     case RT_K_SOURCE:

@@ -33,6 +33,12 @@ enum {
     LT_LAYOUT_BATCH_COUNT = 5,
     LT_LAYOUT_BATCH_STRIDE = 6,
     LT_PREF_MAX_WORKSPACE = 1,
+    LT_DESC_EPILOGUE = 7,
+    LT_DESC_BIAS_POINTER = 8,
+    LT_EPILOGUE_DEFAULT = 1,
+    LT_EPILOGUE_RELU = 2,
+    LT_EPILOGUE_BIAS = 4,
+    LT_EPILOGUE_GELU = 32,
 };
 
 typedef struct lt_api {
@@ -40,6 +46,8 @@ typedef struct lt_api {
     lt_status (*Destroy)(void *handle);
     lt_status (*MatmulDescCreate)(void **desc, unsigned int compute, unsigned int scale);
     lt_status (*MatmulDescDestroy)(void *desc);
+    lt_status (*MatmulDescSetAttribute)(void *desc, unsigned int attr, const void *buf,
+                                        size_t size);
     lt_status (*MatrixLayoutCreate)(void **layout, unsigned int type, uint64_t rows,
                                     uint64_t cols, int64_t ld);
     lt_status (*MatrixLayoutDestroy)(void *layout);
@@ -64,7 +72,8 @@ static const struct {
     size_t offset;
 } entries[] = {
 #define E(member) {"cublasLt" #member, offsetof(lt_api, member)}
-    E(Create), E(Destroy), E(MatmulDescCreate), E(MatmulDescDestroy), E(MatrixLayoutCreate),
+    E(Create), E(Destroy), E(MatmulDescCreate), E(MatmulDescDestroy), E(MatmulDescSetAttribute),
+    E(MatrixLayoutCreate),
     E(MatrixLayoutDestroy), E(MatrixLayoutSetAttribute), E(MatmulPreferenceCreate),
     E(MatmulPreferenceDestroy), E(MatmulPreferenceSetAttribute), E(MatmulAlgoGetHeuristic),
     E(Matmul), E(GetStatusString),
@@ -82,6 +91,19 @@ SAME_VALUE(LT_R_16BF, CUDA_R_16BF);
 SAME_VALUE(LT_LAYOUT_BATCH_COUNT, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT);
 SAME_VALUE(LT_LAYOUT_BATCH_STRIDE, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET);
 SAME_VALUE(LT_PREF_MAX_WORKSPACE, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES);
+SAME_VALUE(LT_DESC_EPILOGUE, CUBLASLT_MATMUL_DESC_EPILOGUE);
+SAME_VALUE(LT_DESC_BIAS_POINTER, CUBLASLT_MATMUL_DESC_BIAS_POINTER);
+SAME_VALUE(LT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_DEFAULT);
+SAME_VALUE(LT_EPILOGUE_RELU, CUBLASLT_EPILOGUE_RELU);
+SAME_VALUE(LT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_BIAS);
+SAME_VALUE(LT_EPILOGUE_GELU, CUBLASLT_EPILOGUE_GELU);
+SAME_VALUE(LT_EPILOGUE_RELU | LT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_RELU_BIAS);
+SAME_VALUE(LT_EPILOGUE_GELU | LT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_GELU_BIAS);
+_Static_assert(__builtin_types_compatible_p(
+                   __typeof__(&cublasLtMatmulDescSetAttribute),
+                   cublasStatus_t (*)(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t,
+                                      const void *, size_t)),
+               "cublasLtMatmulDescSetAttribute");
 _Static_assert(sizeof(lt_heuristic) == sizeof(cublasLtMatmulHeuristicResult_t) &&
                    offsetof(lt_heuristic, state) ==
                        offsetof(cublasLtMatmulHeuristicResult_t, state) &&
@@ -248,20 +270,44 @@ static lt_status layout(void **l, unsigned int type, int64_t rows, int64_t cols,
     return st;
 }
 
-bool rt_blas_matmul(rt_blas *b, const rt_instr *in, rt_cu_ptr a, rt_cu_ptr bm, rt_cu_ptr out,
-                    rt_cu_stream s, char *err, size_t errlen)
+/* cuBLASLt's epilogue for RT_EPI_* bits (the residual is C, not an
+ * epilogue): the bias added, then the activation. */
+static uint32_t lt_epilogue(unsigned bits)
+{
+    uint32_t e = 0;
+    if (bits & RT_EPI_BIAS)
+        e |= LT_EPILOGUE_BIAS;
+    if (bits & RT_EPI_RELU)
+        e |= LT_EPILOGUE_RELU;
+    if (bits & RT_EPI_GELU)
+        e |= LT_EPILOGUE_GELU;
+    return e ? e : LT_EPILOGUE_DEFAULT;
+}
+
+bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi, rt_cu_ptr a,
+                    rt_cu_ptr bm, rt_cu_ptr out, rt_cu_stream s, char *err, size_t errlen)
 {
     mm p;
     if (!plan_mm(in, &p, err, errlen))
         return false;
     void *desc = NULL, *la = NULL, *lb = NULL, *lc = NULL, *pref = NULL;
     bool ok = false;
-    float one = 1.0f, zero = 0.0f;
+    unsigned bits = epi ? epi->bits : 0;
+    float one = 1.0f, beta = bits & RT_EPI_RESIDUAL ? 1.0f : 0.0f;
+    /* C: the residual (beta 1), else D itself (beta 0: not read) */
+    rt_cu_ptr c = bits & RT_EPI_RESIDUAL ? epi->residual : out;
+    uint32_t epilogue = lt_epilogue(bits);
+    const void *bias = bits & RT_EPI_BIAS ? (const void *)(uintptr_t)epi->bias : NULL;
     uint64_t no_workspace = 0;
     lt_heuristic h;
     int found = 0;
-    /* column-major C^T[N, M] = B^T[N, K] A^T[K, M] */
+    /* column-major C^T[N, M] = B^T[N, K] A^T[K, M]; the bias, of length N,
+     * is along D^T's rows, so along the rows of the row-major result, and
+     * the same for every batch (BIAS_BATCH_STRIDE left 0) */
     LT_CHECK(MatmulDescCreate(&desc, LT_COMPUTE_32F, LT_R_32F));
+    LT_CHECK(MatmulDescSetAttribute(desc, LT_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+    if (bias)
+        LT_CHECK(MatmulDescSetAttribute(desc, LT_DESC_BIAS_POINTER, &bias, sizeof bias));
     lt_status st = layout(&la, p.type, p.n, p.k, p.n, p.batch, p.stride_b);
     if (st == LT_SUCCESS)
         st = layout(&lb, p.type, p.k, p.m, p.k, p.batch, p.stride_a);
@@ -278,12 +324,13 @@ bool rt_blas_matmul(rt_blas *b, const rt_instr *in, rt_cu_ptr a, rt_cu_ptr bm, r
     LT_CHECK(MatmulAlgoGetHeuristic(b->handle, desc, la, lb, lc, lc, pref, 1, &h, &found));
     if (found < 1) {
         snprintf(err, errlen, "cuBLASLt has no algorithm for this matmul (M %lld, N %lld, K "
-                 "%lld, batch %lld) without workspace", (long long)p.m, (long long)p.n,
-                 (long long)p.k, (long long)p.batch);
+                 "%lld, batch %lld, epilogue %u, beta %g) without workspace", (long long)p.m,
+                 (long long)p.n, (long long)p.k, (long long)p.batch, (unsigned)epilogue,
+                 (double)beta);
         goto done;
     }
     LT_CHECK(Matmul(b->handle, desc, &one, (const void *)(uintptr_t)bm, la,
-                    (const void *)(uintptr_t)a, lb, &zero, (const void *)(uintptr_t)out, lc,
+                    (const void *)(uintptr_t)a, lb, &beta, (const void *)(uintptr_t)c, lc,
                     (void *)(uintptr_t)out, lc, &h.algo, NULL, 0, s));
     ok = true;
 done:

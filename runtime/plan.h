@@ -187,10 +187,29 @@ typedef struct rt_io {
  * the instructions and ignores the kernels. The parameters are device
  * pointers into the rank's arena: the nin buffers it reads, then the nout
  * it writes, each with the type of the value the instructions read or
- * make there. */
+ * make there.
+ *
+ * A matmul kernel (strategy RT_KS_MATMUL, format 4) is no module's: it is
+ * one cuBLASLt call with an epilogue. Its first instruction is a matmul;
+ * each later one reads the one before it (its result, of the matmul's
+ * result type) and is an add of a bias (RT_EPI_BIAS: the other operand
+ * of the result's dtype and last dim, every other dim 1; the matmul's B
+ * a matrix, not a vector), an add of a
+ * residual (RT_EPI_RESIDUAL: the other operand of the result's type), or,
+ * last, a relu or gelu (tanh approximation); at most one of each, and
+ * `epilogue` holds exactly the bits the instructions make. module is -1,
+ * grid, block and shared_bytes are 0; the parameters are the matmul's two
+ * operands, then the bias and the residual where there are, then the last
+ * instruction's result (nout 1), which overlaps none of the others (but
+ * may be the residual's very buffer). cuBLASLt computes
+ * act(A B + C + bias), C the residual (beta 1), which is what the
+ * instructions compute in order, up to rounding. */
 typedef enum {
-    RT_KS_ELEMENTWISE, RT_KS_ROW, RT_KS_COLUMN, RT_KS_SINGLE_BLOCK, RT_NKSTRATEGIES
+    RT_KS_ELEMENTWISE, RT_KS_ROW, RT_KS_COLUMN, RT_KS_SINGLE_BLOCK, RT_KS_MATMUL,
+    RT_NKSTRATEGIES
 } rt_kernel_strategy;
+/* A matmul kernel's epilogue, bits. */
+enum { RT_EPI_BIAS = 1, RT_EPI_RESIDUAL = 2, RT_EPI_RELU = 4, RT_EPI_GELU = 8, RT_EPI_ALL = 15 };
 #define RT_MAX_KPARAMS 256         /* pointer parameters of one kernel */
 #define RT_MAX_BLOCK 1024          /* threads per block */
 #define RT_MAX_SHARED (1 << 20)    /* dynamic shared bytes (devices have less) */
@@ -212,8 +231,10 @@ typedef struct rt_module {
 typedef struct rt_kernel {
     int32_t stage;                 /* the program it belongs to */
     char *name;                    /* the group's: "k17_add_gelu" */
-    int32_t module;                /* the code it runs: an index in rt_plan.module */
-    uint8_t strategy;              /* rt_kernel_strategy (for people and traces) */
+    int32_t module;                /* the code it runs: an index in rt_plan.module;
+                                    * -1 for a matmul kernel */
+    uint8_t strategy;              /* rt_kernel_strategy */
+    uint8_t epilogue;              /* RT_KS_MATMUL: RT_EPI_* bits; else 0 */
     int64_t grid;                  /* blocks along x (y, z: 1) */
     int32_t block;                 /* threads per block along x */
     int32_t shared_bytes;          /* dynamic shared memory per block */
@@ -276,7 +297,8 @@ bool rt_plan_io_first(const rt_plan *p, int32_t *first);
  * "compute_80" give 80; -1 for a name not of that form ("sm_" or
  * "compute_" then 2 or 3 digits, 10 or more). */
 int rt_arch_number(const char *name);
-/* The name of a strategy: "elementwise", "row", "column", "single block". */
+/* The name of a strategy: "elementwise", "row", "column", "single block",
+ * "matmul". */
 const char *rt_kernel_strategy_name(int strategy);
 
 /* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of n bytes. */

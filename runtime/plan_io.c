@@ -26,7 +26,7 @@
  *             str entry, u32 ncubin, ncubin x (str arch, blob cubin),
  *             str PTX arch, blob PTX (text, no NUL);
  *           u32 nkernels, then per kernel:
- *             i32 stage, str name, i32 module, u8 strategy, i64 grid,
+ *             i32 stage, str name, i32 module, u8 strategy, u8 epilogue, i64 grid,
  *             i32 block, i32 shared bytes, u32 nin, u32 nout,
  *             (nin + nout) x (i32 buffer, type),
  *             u32 ninstr, ninstr x i32 instruction
@@ -42,7 +42,8 @@
  * earlier plans hold 0 there, so they read as before). Version 3 filled
  * KERN, which held only a count of 0 before. Version 4 added each I/O
  * entry's init_param (the f32 master copy of a bf16 or f16 param is a state
- * made from that param). Older versions are refused, not converted
+ * made from that param), and each kernel's epilogue byte (matmul kernels
+ * through cuBLASLt, plan.h). Older versions are refused, not converted
  * (recompiling is cheap).
  */
 #include "plan.h"
@@ -61,7 +62,7 @@ enum {
     INSTR_MIN = 105, /* the smallest instruction: no operands, list or axes */
     PROG_MIN = 8,   /* the smallest PROG payload: two counts of 0 */
     MODULE_MIN = 20, /* the smallest module: empty entry, no cubin, empty PTX */
-    KERNEL_MIN = 41, /* the smallest kernel: empty name and lists */
+    KERNEL_MIN = 42, /* the smallest kernel: empty name and lists */
     MAX_CUBINS = 64, /* architectures of one module */
     NSEC_FIXED = 4, /* MESH, IOTB, KERN, REPT; plus one PROG per stage */
     TYPE_LEN = 200, /* "bf16[" + 8 x (", " + 20 digits) + "]" fits */
@@ -1288,7 +1289,7 @@ int rt_arch_number(const char *name)
 const char *rt_kernel_strategy_name(int strategy)
 {
     static const char *const names[RT_NKSTRATEGIES] = {"elementwise", "row", "column",
-                                                       "single block"};
+                                                       "single block", "matmul"};
     return strategy >= 0 && strategy < RT_NKSTRATEGIES ? names[strategy] : "?";
 }
 
@@ -1340,11 +1341,24 @@ static bool check_module(const rt_module *m, char *err, size_t errlen)
 }
 
 /* The name, the module and the launch: a known strategy, a grid and a
- * block the driver accepts. */
+ * block the driver accepts; a matmul kernel has none of them, and only it
+ * an epilogue. */
 static bool check_launch(const rt_plan *p, const rt_kernel *k, char *err, size_t errlen)
 {
     if (!is_identifier(k->name))
         return fail(err, errlen, "the name '%s' is not a C identifier", k->name ? k->name : "");
+    if (k->strategy == RT_KS_MATMUL) {
+        if (k->module != -1 || k->grid != 0 || k->block != 0 || k->shared_bytes != 0)
+            return fail(err, errlen, "a matmul kernel has module %d, grid %lld, block %d and %d "
+                        "shared bytes; expected -1 and zeros (cuBLASLt runs it)", k->module,
+                        (long long)k->grid, k->block, k->shared_bytes);
+        if (k->epilogue & ~RT_EPI_ALL)
+            return fail(err, errlen, "unknown epilogue bits 0x%x", k->epilogue);
+        return true;
+    }
+    if (k->epilogue)
+        return fail(err, errlen, "only matmul kernels have an epilogue; this one (%s) has 0x%x",
+                    rt_kernel_strategy_name(k->strategy), k->epilogue);
     if (k->module < 0 || k->module >= p->nmodules)
         return fail(err, errlen, "module %d is out of range (the plan has %d)", k->module,
                     p->nmodules);
@@ -1388,6 +1402,131 @@ static bool check_kernel_instrs(const rt_program *g, const rt_kernel *k, int32_t
     return true;
 }
 
+/* A bias for a result of type t: t's dtype and last dim, 1 elsewhere. */
+static bool is_bias(const rt_type *b, const rt_type *t)
+{
+    if (b->dtype != t->dtype || b->rank < 1 || b->rank > t->rank || t->rank < 1 ||
+        b->dim[b->rank - 1] != t->dim[t->rank - 1])
+        return false;
+    for (int d = 0; d < b->rank - 1; d++)
+        if (b->dim[d] != 1)
+            return false;
+    return true;
+}
+
+/* The RT_EPI_* bit instruction in adds to a matmul kernel whose chain so
+ * far made buffer cur of type t with epilogue have, its other operand in
+ * *other (-1: none); 0 when it is no step plan.h allows. */
+static unsigned epilogue_step(const rt_instr *in, int32_t cur, const rt_type *t, unsigned have,
+                              int *other)
+{
+    *other = -1;
+    if ((have & (RT_EPI_RELU | RT_EPI_GELU)) || !type_eq(&in->out_t, t))
+        return 0;
+    if (in->op == RT_OP_RELU || in->op == RT_OP_GELU) {
+        if (in->in[0] != cur || !type_eq(&in->in_t[0], t))
+            return 0;
+        return in->op == RT_OP_RELU ? RT_EPI_RELU : RT_EPI_GELU;
+    }
+    if (in->op != RT_OP_ADD)
+        return 0;
+    int at = in->in[0] == cur && type_eq(&in->in_t[0], t)   ? 0
+             : in->in[1] == cur && type_eq(&in->in_t[1], t) ? 1
+                                                            : -1;
+    if (at < 0 || in->in[1 - at] == cur)
+        return 0;
+    *other = 1 - at;
+    const rt_type *o = &in->in_t[*other];
+    unsigned bit = type_eq(o, t) ? RT_EPI_RESIDUAL : is_bias(o, t) ? RT_EPI_BIAS : 0;
+    return have & bit ? 0 : bit;
+}
+
+/* Whether buffers a and b share a byte. */
+static bool overlap(const rt_program *g, int32_t a, int32_t b)
+{
+    int64_t a0 = g->buf_offset[a], a1 = a0 + g->buf_bytes[a];
+    int64_t b0 = g->buf_offset[b], b1 = b0 + g->buf_bytes[b];
+    return a0 < b1 && b0 < a1;
+}
+
+/* The parameters a matmul kernel must have: A, B, the bias and the
+ * residual where there are, then the result; false when an instruction is
+ * not a step of plan.h's chain or the steps make another epilogue. */
+static bool matmul_params(const rt_program *g, const rt_kernel *k, int32_t *want,
+                          rt_type *want_t, int *nin, char *err, size_t errlen)
+{
+    const rt_instr *mm = &g->instr[k->instr[0]];
+    if (mm->op != RT_OP_MATMUL)
+        return fail(err, errlen, "its first instruction (%d, %s) is not a matmul", k->instr[0],
+                    rt_ops[mm->op].name);
+    int32_t extra[2] = {-1, -1}; /* bias, residual */
+    rt_type extra_t[2];
+    memset(extra_t, 0, sizeof extra_t);
+    unsigned have = 0;
+    const rt_instr *last = mm;
+    for (int i = 1; i < k->ninstr; i++) {
+        const rt_instr *in = &g->instr[k->instr[i]];
+        int o;
+        unsigned bit = epilogue_step(in, last->out, &mm->out_t, have, &o);
+        if (bit == RT_EPI_BIAS && mm->in_t[1].rank < 2)
+            bit = 0; /* matrix @ vector: N is 1 for cuBLASLt, the last dim is M */
+        if (!bit)
+            return fail(err, errlen, "instruction %d (%s) is not a bias or residual add, relu "
+                        "or gelu of instruction %d's result that cuBLASLt can do after it",
+                        k->instr[i], rt_ops[in->op].name, k->instr[i - 1]);
+        have |= bit;
+        if (o >= 0) {
+            extra[bit == RT_EPI_RESIDUAL] = in->in[o];
+            extra_t[bit == RT_EPI_RESIDUAL] = in->in_t[o];
+        }
+        last = in;
+    }
+    if (have != k->epilogue)
+        return fail(err, errlen, "its epilogue is 0x%x, but its instructions make 0x%x",
+                    k->epilogue, have);
+    int n = 0;
+    for (int i = 0; i < 2; i++) {
+        want[n] = mm->in[i];
+        want_t[n++] = mm->in_t[i];
+    }
+    for (int i = 0; i < 2; i++)
+        if (extra[i] >= 0) {
+            want[n] = extra[i];
+            want_t[n++] = extra_t[i];
+        }
+    *nin = n;
+    want[n] = last->out;
+    want_t[n] = last->out_t;
+    return true;
+}
+
+/* A matmul kernel (plan.h): its chain, its parameters, and a result that
+ * shares no byte with what cuBLASLt reads (but the residual may be the
+ * very buffer: cuBLASLt's C and D may be one matrix). */
+static bool check_matmul(const rt_program *g, const rt_kernel *k, char *err, size_t errlen)
+{
+    int32_t want[5];
+    rt_type want_t[5];
+    int nin = 0;
+    char tb[TYPE_LEN];
+    if (!matmul_params(g, k, want, want_t, &nin, err, errlen))
+        return false;
+    if (k->nin != nin || k->nout != 1)
+        return fail(err, errlen, "has %d inputs and %d outputs; its instructions make %d and 1",
+                    k->nin, k->nout, nin);
+    for (int j = 0; j <= nin; j++)
+        if (k->param[j] != want[j] || !type_eq(&k->param_t[j], &want_t[j]))
+            return fail(err, errlen, "parameter %d is buffer %d as %s; its instructions make it "
+                        "buffer %d", j, k->param[j], tstr(tb, &k->param_t[j]), want[j]);
+    int32_t d = want[nin];
+    bool resid = k->epilogue & RT_EPI_RESIDUAL;
+    for (int j = 0; j < nin; j++)
+        if (overlap(g, d, want[j]) && !(resid && j == nin - 1 && want[j] == d))
+            return fail(err, errlen, "its result (buffer %d) shares bytes with parameter %d "
+                        "(buffer %d)", d, j, want[j]);
+    return true;
+}
+
 /* Each parameter is a buffer of the program that one of the kernel's
  * instructions reads (the first nin) or writes (the rest) as its type. */
 static bool check_params(const rt_program *g, const rt_kernel *k, char *err, size_t errlen)
@@ -1426,7 +1565,8 @@ static bool check_modules_used(const rt_plan *p, char *err, size_t errlen)
     if (!used)
         return fail(err, errlen, "out of memory");
     for (int32_t i = 0; i < p->nkernels; i++)
-        used[p->kernel[i].module] = true;
+        if (p->kernel[i].strategy != RT_KS_MATMUL)
+            used[p->kernel[i].module] = true;
     int32_t unused = 0;
     while (unused < p->nmodules && used[unused])
         unused++;
@@ -1474,7 +1614,8 @@ static bool check_kernels(const rt_plan *p, char *err, size_t errlen)
         const rt_program *g = &p->stage[k->stage];
         ok = check_launch(p, k, msg, sizeof msg) &&
              check_kernel_instrs(g, k, own, i, msg, sizeof msg) &&
-             check_params(g, k, msg, sizeof msg);
+             check_params(g, k, msg, sizeof msg) &&
+             (k->strategy != RT_KS_MATMUL || check_matmul(g, k, msg, sizeof msg));
         if (!ok)
             fail(err, errlen, "kernel %d (%s) of stage %d: %s", i,
                  is_identifier(k->name) ? k->name : "?", k->stage, msg);
@@ -1694,6 +1835,7 @@ static void write_kern(wbuf *w, const rt_plan *p)
         put_str(w, k->name);
         put_le(w, (uint32_t)k->module, 4);
         put_le(w, k->strategy, 1);
+        put_le(w, k->epilogue, 1);
         put_le(w, (uint64_t)k->grid, 8);
         put_le(w, (uint32_t)k->block, 4);
         put_le(w, (uint32_t)k->shared_bytes, 4);
@@ -2143,7 +2285,7 @@ static bool read_kernel(cur *c, rt_kernel *k)
 {
     return get_i32(c, "stage", &k->stage) && get_str(c, "name", &k->name) &&
            get_i32(c, "module", &k->module) && get_u8(c, "strategy", &k->strategy) &&
-           get_i64(c, "grid", &k->grid) && get_i32(c, "block", &k->block) &&
+           get_u8(c, "epilogue", &k->epilogue) && get_i64(c, "grid", &k->grid) && get_i32(c, "block", &k->block) &&
            get_i32(c, "shared bytes", &k->shared_bytes) && read_kernel_lists(c, k);
 }
 

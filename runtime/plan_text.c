@@ -193,15 +193,24 @@ static const rt_kernel *kernel_at(const rt_plan *p, int st, int i)
  * kernel running another's code says whose ("k9_add_gelu as k0_add_gelu"). */
 static void kernel_str(const rt_plan *p, const rt_program *g, const rt_kernel *k, su_buf *b)
 {
+    static const char *const epi[] = {"bias", "residual", "relu", "gelu"};
     if (b->len && b->s[b->len - 1] == '\n')
         b->s[--b->len] = 0;
-    const char *entry = p->module[k->module].entry;
     su_buf_printf(b, "    // kernel %s", k->name);
-    if (strcmp(entry, k->name) != 0)
-        su_buf_printf(b, " as %s", entry);
-    su_buf_printf(b, " (%s, grid %lld, block %d, %d shared bytes): runs",
-                  rt_kernel_strategy_name(k->strategy), (long long)k->grid, (int)k->block,
-                  (int)k->shared_bytes);
+    if (k->strategy == RT_KS_MATMUL) { /* "(cuBLASLt, epilogue bias, gelu)" */
+        su_buf_puts(b, " (cuBLASLt, epilogue");
+        for (int i = 0; i < 4; i++)
+            if (k->epilogue & (1 << i))
+                su_buf_printf(b, "%s %s", k->epilogue & ((1 << i) - 1) ? "," : "", epi[i]);
+        su_buf_puts(b, k->epilogue ? "): runs" : " none): runs");
+    } else {
+        const char *entry = p->module[k->module].entry;
+        if (strcmp(entry, k->name) != 0)
+            su_buf_printf(b, " as %s", entry);
+        su_buf_printf(b, " (%s, grid %lld, block %d, %d shared bytes): runs",
+                      rt_kernel_strategy_name(k->strategy), (long long)k->grid, (int)k->block,
+                      (int)k->shared_bytes);
+    }
     for (int i = 0; i < k->ninstr; i++)
         su_buf_printf(b, "%s %%%d", i ? "," : "", (int)g->instr[k->instr[i]].out);
     for (int j = 0; j < k->nin + k->nout; j++)
@@ -210,9 +219,8 @@ static void kernel_str(const rt_plan *p, const rt_program *g, const rt_kernel *k
     su_buf_putc(b, '\n');
 }
 
-/* ", 3 kernels of 2 modules (cubins for sm_80, sm_90; PTX for compute_90)"
- * from the module of the stage's first kernel; nothing without kernels. */
-static void stage_kernels_str(const rt_plan *p, int st, su_buf *b)
+/* The code kernels of stage st and their modules, as below. */
+static void stage_modules_str(const rt_plan *p, int st, su_buf *b)
 {
     const rt_kernel *first = NULL;
     int n = 0, nmod = 0;
@@ -223,7 +231,7 @@ static void stage_kernels_str(const rt_plan *p, int st, su_buf *b)
         nmod += used;
     }
     for (int k = 0; k < p->nkernels; k++)
-        if (p->kernel[k].stage == st) {
+        if (p->kernel[k].stage == st && p->kernel[k].strategy != RT_KS_MATMUL) {
             first = first ? first : &p->kernel[k];
             n++;
         }
@@ -235,6 +243,20 @@ static void stage_kernels_str(const rt_plan *p, int st, su_buf *b)
     for (int i = 0; i < m->ncubin; i++)
         su_buf_printf(b, "%s %s", i ? "," : "", m->cubin[i].arch);
     su_buf_printf(b, "; PTX for %s)", m->ptx.arch);
+}
+
+/* ", 3 kernels of 2 modules (cubins for sm_80, sm_90; PTX for compute_90)"
+ * from the module of the stage's first kernel, then ", 2 matmuls through
+ * cuBLASLt with epilogues" when there are; nothing without kernels. */
+static void stage_kernels_str(const rt_plan *p, int st, su_buf *b)
+{
+    int nmm = 0;
+    for (int k = 0; k < p->nkernels; k++)
+        nmm += p->kernel[k].stage == st && p->kernel[k].strategy == RT_KS_MATMUL;
+    stage_modules_str(p, st, b);
+    if (nmm)
+        su_buf_printf(b, ", %d matmul%s through cuBLASLt with epilogues", nmm,
+                      nmm == 1 ? "" : "s");
 }
 
 void rt_plan_print_schedule(const rt_plan *p, su_buf *b)

@@ -416,6 +416,73 @@ static void check_example(const char *file, const char *mesh)
     shardc_options_free(opt);
 }
 
+/* %b reads %a, the exp of %x, after n transposes that no group takes:
+ * it joins %a's group when %x (read by %a only) is held at most
+ * PASS_FUSE_HOLD ops past %a. */
+static bool joins_after(int n)
+{
+    su_buf t;
+    su_buf_init(&t, &oom);
+    su_buf_puts(&t, "mesh dp = 1\npartitioned\n"
+                    "%x = input {name = \"x\"} : f32[4, 4]\n"
+                    "%y = input {name = \"y\"} : f32[4, 4]\n"
+                    "%a = exp %x : f32[4, 4]\n");
+    for (int i = 0; i < n; i++)
+        su_buf_printf(&t, "%%t%d = transpose %%y {perm = [1, 0]} : f32[4, 4]\n", i);
+    su_buf_puts(&t, "%b = add %a, %y : f32[4, 4]\noutput \"b\" = %b\n");
+    for (int i = 0; i < n; i++)
+        su_buf_printf(&t, "output \"t%d\" = %%t%d\n", i, i);
+    run r = fuse(t.s);
+    bool joined = group(&r, "a") && group(&r, "a") == group(&r, "b");
+    done(&r);
+    su_buf_free(&t);
+    return joined;
+}
+
+static void test_hold(void)
+{
+    CHECK(joins_after(0));
+    CHECK(joins_after(PASS_FUSE_HOLD - 1)); /* %b is PASS_FUSE_HOLD ops after %a */
+    CHECK(!joins_after(PASS_FUSE_HOLD));
+    CHECK(!joins_after(3 * PASS_FUSE_HOLD));
+}
+
+/* Matmul groups: the chain, the epilogue bits, the bias and residual. */
+static void test_matmul_epilogue(void)
+{
+    run r = fuse("mesh dp = 1\npartitioned\n"
+                 "%x = input {name = \"x\"} : f32[4, 8]\n"
+                 "%z = input {name = \"z\"} : f32[4, 16]\n"
+                 "%w = param {name = \"w\", init = zeros} : f32[8, 16]\n"
+                 "%b = param {name = \"b\", init = zeros} : f32[16]\n"
+                 "%m = matmul %x, %w : f32[4, 16]\n"
+                 "%c = add %b, %m : f32[4, 16]\n"
+                 "%r = add %c, %z : f32[4, 16]\n"
+                 "%g = relu %r : f32[4, 16]\n"
+                 "%n = neg %g : f32[4, 16]\n"
+                 "output \"n\" = %n\n");
+    const pass_fgroup *g = group(&r, "m");
+    CHECK(g && g->kind == PASS_FUSE_MATMUL);
+    if (g) {
+        CHECK_INT(g->epilogue, PASS_EPI_BIAS | PASS_EPI_RESIDUAL | PASS_EPI_RELU);
+        CHECK_INT(g->nops, 4);
+        CHECK_INT(g->reduce, op_index(&r, "m"));
+        CHECK_INT(g->anchor, op_index(&r, "g"));
+        CHECK(g->bias && !strcmp(g->bias->name, "b"));
+        CHECK(g->residual && !strcmp(g->residual->name, "z"));
+        CHECK_STR(names(g->in, g->nin), "x w b z");
+        CHECK_STR(names(g->out, g->nout), "g");
+        CHECK(pass_fuse_op_role(g, op_index(&r, "m")) == PASS_FUSE_MAIN);
+        CHECK(pass_fuse_op_role(g, op_index(&r, "r")) == PASS_FUSE_EPILOGUE);
+    }
+    CHECK(!stored(&r, "m") && !stored(&r, "c") && !stored(&r, "r") && stored(&r, "g"));
+    CHECK(group(&r, "n") && group(&r, "n")->kind == PASS_FUSE_ELEMENTWISE);
+    char buf[64];
+    CHECK_STR(pass_fuse_epilogue_str(PASS_EPI_BIAS | PASS_EPI_GELU, buf, sizeof buf),
+              "bias, gelu");
+    done(&r);
+}
+
 int main(void)
 {
     if (setjmp(oom)) {
@@ -429,6 +496,8 @@ int main(void)
     test_merge();
     test_never_fused();
     test_phases();
+    test_hold();
+    test_matmul_epilogue();
     check_example("mlp.sh", "1x1");
     check_example("mlp.sh", "2x2");
     check_example("transformer.sh", "2x2");

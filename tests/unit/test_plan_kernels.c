@@ -1,8 +1,9 @@
 /* test_plan_kernels.c: kernels in the plan file (runtime/plan_io.c, the
- * KERN section of format 3): a plan with modules and kernels (two of them
+ * KERN section of format 4): a plan with modules and kernels (two of them
  * sharing a module) built in memory writes, reads back field by field and
  * writes the same bytes; the validator's rules on modules and kernels,
- * each with its message; a KERN section cut short at every length,
+ * each with its message; matmul kernels (cuBLASLt with an epilogue) the
+ * same way; a KERN section cut short at every length,
  * flipped, or holding a length, an instruction or an image that does not
  * fit, is refused naming the section, the module or the kernel; `shardc
  * --emit schedule` text names each kernel at its anchor. No GPU and no
@@ -180,6 +181,40 @@ static void make(fixture *f)
     kernel(f, "k3_exp", 2, RT_KS_ELEMENTWISE, 1, 32, 0, 1, (int[]){8}, 1, 1, 3, x, 8, x);
 }
 
+/* The fixture with kernel 2 a matmul kernel: %6 = %3 @ %5, then %7 =
+ * %6 + %1 (a bias of the result's last dim) in cuBLASLt's epilogue. */
+static void make_matmul(fixture *f)
+{
+    make(f);
+    rt_type x = ty(RT_F32, 2, 4, 8), row = ty(RT_F32, 1, 8, 0), w = ty(RT_F32, 2, 8, 8);
+    rt_instr *bias = &f->instr[7];
+    bias->op = RT_OP_ADD;
+    bias->nin = 2;
+    bias->in[1] = 1, bias->in_t[1] = row;
+    f->p.nkernels = 2;
+    rt_kernel *k = kernel(f, "k2_matmul_add", -1, RT_KS_MATMUL, 0, 0, 0, 2, (int[]){6, 7}, 3, 1,
+                          3, x, 5, w, 1, row, 7, x);
+    k->epilogue = RT_EPI_BIAS;
+    kernel(f, "k3_exp", 2, RT_KS_ELEMENTWISE, 1, 32, 0, 1, (int[]){8}, 1, 1, 3, x, 8, x);
+}
+
+/* make_matmul's, the bias add made a residual add (of %0) and followed
+ * by a gelu (%8, no kernel of its own any more). */
+static void make_matmul_gelu(fixture *f)
+{
+    make_matmul(f);
+    rt_type x = ty(RT_F32, 2, 4, 8), w = ty(RT_F32, 2, 8, 8);
+    f->instr[7].in[1] = 0, f->instr[7].in_t[1] = x;
+    rt_instr *gelu = &f->instr[8];
+    gelu->op = RT_OP_GELU;
+    gelu->in[0] = 7;
+    f->p.nkernels = 2;
+    f->p.nmodules = 2;
+    rt_kernel *k = kernel(f, "k2_matmul_add_gelu", -1, RT_KS_MATMUL, 0, 0, 0, 3,
+                          (int[]){6, 7, 8}, 3, 1, 3, x, 5, w, 0, x, 8, x);
+    k->epilogue = RT_EPI_RESIDUAL | RT_EPI_GELU;
+}
+
 /* ---- bytes ---- */
 
 static uint64_t rd(const uint8_t *b, int k)
@@ -239,7 +274,8 @@ static uint8_t *written(size_t *n)
 typedef struct kern0 {
     size_t kern, payload;
     size_t entry, ncubin, arch0, cubin0_len, cubin0, ptx_len, ptx;   /* module 0 */
-    size_t nkernels, name, module, grid, block, nin, params, ninstr, instr, end; /* kernel 0 */
+    size_t nkernels, name, module, epilogue, grid, block, nin, params, ninstr, instr,
+        end; /* kernel 0 */
 } kern0;
 
 static size_t skip_type(const uint8_t *b, size_t at)
@@ -284,7 +320,8 @@ static kern0 locate(const uint8_t *b)
     k.name = at;
     at = skip_str(b, at);
     k.module = at;
-    at += 4 + 1; /* module, strategy */
+    k.epilogue = at + 4 + 1;
+    at += 4 + 1 + 1; /* module, strategy, epilogue */
     k.grid = at;
     k.block = at + 8;
     at += 8 + 4 + 4; /* grid, block, shared */
@@ -338,6 +375,7 @@ static void check_kernel_eq(const rt_kernel *a, const rt_kernel *b)
     CHECK_STR(a->name, b->name);
     CHECK_INT(a->module, b->module);
     CHECK_INT(a->strategy, b->strategy);
+    CHECK_INT(a->epilogue, b->epilogue);
     CHECK_INT(a->grid, b->grid);
     CHECK_INT(a->block, b->block);
     CHECK_INT(a->shared_bytes, b->shared_bytes);
@@ -395,6 +433,7 @@ static void test_roundtrip(void)
     CHECK_INT(rd(a + k.nkernels, 4), NKERN);
     CHECK(!memcmp(a + k.name + 4, "k0_add_gelu", 11));
     CHECK_INT(rd(a + k.module, 4), 0);
+    CHECK_INT(a[k.epilogue], 0);
     CHECK_INT(rd(a + k.ninstr, 4), 2);
     CHECK_INT(rd(a + k.instr + 4, 4), 3);
     CHECK(!memcmp(a + k.end + 4 + 4, "k1_sum", 6));
@@ -456,7 +495,9 @@ static void test_validate(void)
     f.p.nkernels = -1;
     EXPECT_INVALID(&f.p, "a table of -1 kernels is not valid");
 
-    INVALID(f.kern[0].strategy = RT_NKSTRATEGIES, "unknown strategy (4)");
+    INVALID(f.kern[0].strategy = RT_NKSTRATEGIES, "unknown strategy (5)");
+    INVALID(f.kern[0].epilogue = RT_EPI_BIAS, "only matmul kernels have an epilogue; this one "
+                                              "(elementwise) has 0x1");
     INVALID(f.kern[0].grid = 0, "a grid of 0 blocks; 1 to 2^31-1 are possible");
     INVALID(f.kern[0].grid = (int64_t)1 << 31,
             "a grid of 2147483648 blocks; 1 to 2^31-1 are possible");
@@ -659,6 +700,129 @@ static void test_corrupt(void)
     free(b);
 }
 
+/* Matmul kernels: written and read back equal; every rule of
+ * check_matmul with its message; named at their anchor by --emit
+ * schedule; a damaged epilogue byte refused. */
+static void test_matmul_kernels(void)
+{
+    fixture f;
+    char err[ERRLEN] = "", want[ERRLEN];
+    void (*makers[])(fixture *) = {make_matmul, make_matmul_gelu};
+    for (int m = 0; m < 2; m++) {
+        makers[m](&f);
+        uint8_t *a = NULL, *b = NULL;
+        size_t na = 0, nb = 0;
+        CHECK(rt_plan_write(&f.p, &a, &na, err, sizeof err));
+        rt_plan *p = a ? rt_plan_read(a, na, "mm.plan", err, sizeof err) : NULL;
+        CHECK(p != NULL);
+        if (!p) {
+            fprintf(stderr, "  %s\n", err);
+            free(a);
+            continue;
+        }
+        CHECK_INT(p->nkernels, f.p.nkernels);
+        for (int k = 0; k < f.p.nkernels && k < p->nkernels; k++)
+            check_kernel_eq(&f.kern[k], &p->kernel[k]);
+        CHECK(rt_plan_write(p, &b, &nb, err, sizeof err));
+        CHECK(nb == na && b && !memcmp(a, b, na));
+        rt_plan_free(p);
+        free(a);
+        free(b);
+    }
+    const char *k2 = "kernel 2 (k2_matmul_add) of stage 0: ";
+#define INVALID(edit, msg)                                                                   \
+    do {                                                                                     \
+        make_matmul(&f);                                                                     \
+        edit;                                                                                \
+        snprintf(want, sizeof want, "%s%s", k2, msg);                                        \
+        EXPECT_INVALID(&f.p, want);                                                          \
+    } while (0)
+    INVALID(f.kern[2].module = 0, "a matmul kernel has module 0, grid 0, block 0 and 0 shared "
+                                  "bytes; expected -1 and zeros (cuBLASLt runs it)");
+    INVALID(f.kern[2].grid = 1, "a matmul kernel has module -1, grid 1, block 0 and 0 shared "
+                                "bytes; expected -1 and zeros (cuBLASLt runs it)");
+    INVALID(f.kern[2].epilogue = 0x10, "unknown epilogue bits 0x10");
+    INVALID(f.kern[2].epilogue = RT_EPI_BIAS | RT_EPI_RELU,
+            "its epilogue is 0x5, but its instructions make 0x1");
+    INVALID(f.kern[2].epilogue = 0, "its epilogue is 0x0, but its instructions make 0x1");
+    INVALID((f.list[2][0] = 7, f.kern[2].ninstr = 1, f.param[2][0] = 6, f.param[2][1] = 1,
+             f.param_t[2][1] = f.instr[7].in_t[1], f.kern[2].nin = 2, f.param[2][2] = 7,
+             f.param_t[2][2] = f.instr[7].out_t),
+            "its first instruction (7, add) is not a matmul");
+    /* a bias along the wrong dim: [4, 1] broadcast over columns */
+    INVALID((f.instr[7].in_t[1] = ty(RT_F32, 2, 4, 1), f.param_t[2][2] = f.instr[7].in_t[1]),
+            "instruction 7 (add) is not a bias or residual add, relu or gelu of instruction 6's "
+            "result that cuBLASLt can do after it");
+    INVALID((f.instr[7].op = RT_OP_MUL),
+            "instruction 7 (mul) is not a bias or residual add, relu or gelu of instruction 6's "
+            "result that cuBLASLt can do after it");
+    INVALID((f.param[2][0] = 5, f.param_t[2][0] = f.instr[6].in_t[1], f.param[2][1] = 3,
+             f.param_t[2][1] = f.instr[6].in_t[0]),
+            "parameter 0 is buffer 5 as f32[8, 8]; its instructions make it buffer 3");
+    INVALID((f.kern[2].nin = 2, f.param[2][2] = 7, f.param_t[2][2] = f.instr[7].out_t),
+            "has 2 inputs and 1 outputs; its instructions make 3 and 1");
+    INVALID(f.offs[7] = f.offs[3], "its result (buffer 7) shares bytes with parameter 0 "
+                                   "(buffer 3)");
+#undef INVALID
+    /* after the activation nothing more: relu, then a bias add */
+    make_matmul_gelu(&f);
+    f.instr[7].op = RT_OP_RELU;
+    f.instr[7].nin = 1;
+    memset(&f.instr[7].in_t[1], 0, sizeof f.instr[7].in_t[1]);
+    f.instr[7].in[1] = 0;
+    f.instr[8] = f.instr[7];
+    f.instr[8].op = RT_OP_ADD;
+    f.instr[8].nin = 2;
+    f.instr[8].in[0] = 7, f.instr[8].out = 8;
+    f.instr[8].in[1] = 1, f.instr[8].in_t[1] = ty(RT_F32, 1, 8, 0);
+    f.kern[2].nin = 3;
+    f.param[2][2] = 1, f.param_t[2][2] = f.instr[8].in_t[1];
+    f.kern[2].epilogue = RT_EPI_RELU | RT_EPI_BIAS;
+    EXPECT_INVALID(&f.p, "kernel 2 (k2_matmul_add_gelu) of stage 0: instruction 8 (add) is not a "
+                         "bias or residual add, relu or gelu of instruction 7's result that "
+                         "cuBLASLt can do after it");
+
+    /* --emit schedule names it at its anchor */
+    jmp_buf oom;
+    if (setjmp(oom)) {
+        CHECK(0);
+        return;
+    }
+    su_buf t;
+    su_buf_init(&t, &oom);
+    make_matmul_gelu(&f);
+    rt_plan_print_schedule(&f.p, &t);
+    CHECK(strstr(t.s, "2304 bytes, 2 kernels of 2 modules (cubins for sm_80, sm_90; PTX for "
+                      "compute_90), 1 matmul through cuBLASLt with epilogues\n") != NULL);
+    CHECK(strstr(t.s, "  %8 = gelu %7 : f32[4, 8]    // kernel k2_matmul_add_gelu (cuBLASLt, "
+                      "epilogue residual, gelu): runs %6, %7, %8; reads %3, %5, %0; writes "
+                      "%8\n") != NULL);
+    su_buf_free(&t);
+
+    /* a damaged epilogue byte: the validator names the kernel */
+    make_matmul(&f);
+    uint8_t *b = NULL;
+    size_t n = 0;
+    CHECK(rt_plan_write(&f.p, &b, &n, err, sizeof err));
+    kern0 k = locate(b);
+    size_t at = k.end; /* kernel 1, then kernel 2's epilogue */
+    for (int j = 1; j < 2; j++) {
+        at = skip_str(b, at + 4) + 4 + 1 + 1 + 8 + 4 + 4;
+        size_t np = (size_t)(rd(b + at, 4) + rd(b + at + 4, 4));
+        at += 8;
+        for (size_t q = 0; q < np; q++)
+            at = skip_type(b, at + 4);
+        at += 4 + 4 * (size_t)rd(b + at, 4);
+    }
+    at = skip_str(b, at + 4) + 4 + 1;
+    CHECK_INT(b[at], RT_EPI_BIAS);
+    b[at] = RT_EPI_GELU | RT_EPI_BIAS;
+    refix(b, n);
+    EXPECT_READ_ERROR(b, n, "kernel 2 (k2_matmul_add) of stage 0: its epilogue is 0x9, but its "
+                            "instructions make 0x1");
+    free(b);
+}
+
 static void test_schedule_text(void)
 {
     fixture f;
@@ -740,5 +904,6 @@ int main(int argc, char **argv)
     test_cut();
     test_corrupt();
     test_schedule_text();
+    test_matmul_kernels();
     return CHECK_DONE();
 }

@@ -1,18 +1,23 @@
-# The groups of the two-layer MLP's training step on 2x2: bias and gelu
-# (both stored: the backward reads %1 and the matmul %h), mse with the
-# loss's scaling, gelu's gradient fused into the sum over the batch that
-# makes the bias's gradient, one sgd per param. --emit fused-ir parses back
-# to the partitioned program, and prints the same again.
+# The groups of the two-layer MLP's training step on 2x2: the first
+# matmul with its bias add in cuBLASLt's epilogue (the bias add's result
+# stored: gelu and the backward's gelu_grad read it, so gelu stays a
+# kernel of its own), mse with the loss's scaling, gelu's gradient fused
+# into the sum over the batch that makes the bias's gradient, one sgd per
+# param. --emit fused-ir parses back to the partitioned program, and
+# prints the same again.
 # RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --emit fused-ir > %t.ir
 # RUN: FileCheck %s < %t.ir
 # RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --emit sharded-ir > %t.sharded
 # RUN: %shardc %t.ir --emit sharded-ir | diff %t.sharded -
 # RUN: %shardc %t.ir --emit fused-ir | diff %t.ir -
-# CHECK: // kernel k0_add_gelu: elementwise over [32, 2048]; reads %0, %b1; stores %1, %h
-# CHECK: // kernel k1_mse_mul: mse over [32, 1024]; reads %out, %y, %4; stores %5
-# CHECK: %3 = mse %out, %y : f32[]  // k1_mse_mul{{$}}
-# CHECK: // kernel k5_gelu_grad_sum: sum over axis 0 of [32, 2048]; reads %1, %12; stores %18, %19
-# CHECK: // kernel k6_sgd: elementwise over [1024, 2048]; reads %w1, %27; stores %28
-# CHECK: // kernel k7_sgd: elementwise over [2048]; reads %b1, %26; stores %29
-# CHECK: // kernel k8_sgd: elementwise over [2048, 1024]; reads %w2, %25; stores %30
+# CHECK: // kernel k0_matmul_add: matmul [32, 1024] x [1024, 2048], epilogue bias (cuBLASLt); reads %x, %w1, %b1; stores %1
+# CHECK-NEXT: %0 = matmul %x, %w1 : f32[32, 2048] auto(dp, tp)  // k0_matmul_add{{$}}
+# CHECK-NEXT: %1 = add %0, %b1 : f32[32, 2048] auto(dp, tp)  // k0_matmul_add, stored
+# CHECK: // kernel k1_gelu: elementwise over [32, 2048]; reads %1; stores %h
+# CHECK: // kernel k2_mse_mul: mse over [32, 1024]; reads %out, %y, %4; stores %5
+# CHECK: %3 = mse %out, %y : f32[]  // k2_mse_mul{{$}}
+# CHECK: // kernel k6_gelu_grad_sum: sum over axis 0 of [32, 2048]; reads %1, %12; stores %18, %19
+# CHECK: // kernel k7_sgd: elementwise over [1024, 2048]; reads %w1, %27; stores %28
+# CHECK: // kernel k8_sgd: elementwise over [2048]; reads %b1, %26; stores %29
+# CHECK: // kernel k9_sgd: elementwise over [2048, 1024]; reads %w2, %25; stores %30
 # CHECK-NOT: // kernel

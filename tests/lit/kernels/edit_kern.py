@@ -38,7 +38,7 @@ entry = p + 4
 arch0 = entry + 4 + u(entry, 4) + 4
 cubin0_len = arch0 + 4 + u(arch0, 4)
 cubin0 = cubin0_len + 8
-# skip every module, then kernel 0: i32 stage, str name, i32 module, u8,
+# skip every module, then kernel 0: i32 stage, str name, i32 module, u8, u8,
 # i64 grid, i32 block, i32 shared, u32 nin, u32 nout, params, u32 ninstr
 at = p + 4
 for _ in range(u(p, 4)):
@@ -49,7 +49,7 @@ for _ in range(u(p, 4)):
         at += 4 + u(at, 4)
         at += 8 + u(at, 8)
 at += 4 + 4  # the kernel count, kernel 0's stage
-at += 4 + u(at, 4) + 4 + 1 + 8 + 4 + 4
+at += 4 + u(at, 4) + 4 + 1 + 1 + 8 + 4 + 4
 nparams = u(at, 4) + u(at + 4, 4)
 at += 8
 for _ in range(nparams):
