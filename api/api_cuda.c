@@ -6,14 +6,15 @@
 #include "codegen/cuda.h"
 #include "codegen/nvrtc.h"
 #include "passes/fuse.h"
+#include "passes/passes.h"
 
 #include <string.h>
 
 /* One program's groups (fused-ir) or kernels (cuda) into b. */
 static bool emit_one(const ir_module *m, bool cuda, const char *targets, su_buf *b, su_buf *err)
 {
-    pass_fusion f;
-    bool ok = pass_fuse(m, &f, err);
+    pass_fusion f; /* as the plan writer groups them (codegen/plan_build.c) */
+    bool ok = pass_fuse_planned(m, &f, NULL, err);
     if (ok && !cuda)
         pass_fusion_print(m, &f, b);
     if (ok && cuda) {

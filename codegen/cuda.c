@@ -61,7 +61,9 @@ enum {
 typedef struct gen {
     const ir_module *m;
     const pass_fusion *f;
-    const pass_fgroup *g;
+    const pass_fgroup *g;       /* the group being emitted: the kernel's, or
+                                 * one part of a multi-tensor group */
+    const pass_fgroup *whole;   /* the kernel's group */
     const ir_op *red;           /* the reduction, or NULL */
     const char **pname;         /* printed IR name by value id */
     int nnamed, capnamed;       /* the values the kernel touches, and */
@@ -388,10 +390,32 @@ static const char *cast_expr(gen *G, ir_dtype from, ir_dtype to, const char *a)
     return round_to(G, to, a);
 }
 
+/* The adamw op whose coefficients op uses: in a multi-tensor kernel,
+ * the first of its adamw ops reading the same step t from memory with
+ * the same lr, beta1 and beta2 (emit_hoisted computes each set once). */
+static const ir_op *coef_owner(const gen *G, const ir_op *op)
+{
+    const pass_fgroup *w = G->whole;
+    if (!w || !w->nparts)
+        return op;
+    for (int k = 0; k < w->nops; k++)
+        if (IR_OP(G->m, w->ops[k])->res[0] == op->in[3])
+            return op; /* t computed in the kernel: no hoisting */
+    for (int k = 0; k < w->nops; k++) {
+        const ir_op *o = IR_OP(G->m, w->ops[k]);
+        if (o == op)
+            return op;
+        if (o->code == IR_ADAMW && o->in[3] == op->in[3] && o->a.lr == op->a.lr &&
+            o->a.beta1 == op->a.beta1 && o->a.beta2 == op->a.beta2)
+            return o;
+    }
+    return op;
+}
+
 /* The names of adamw's coefficients that depend on the step t. */
 static const char *adamw_coef(gen *G, const ir_op *op, const char *which)
 {
-    return fmt(G, "%s_%s", which, cname(G, op->res[0]));
+    return fmt(G, "%s_%s", which, cname(G, coef_owner(G, op)->res[0]));
 }
 
 /* Computes adamw's bias corrections from the step t (a register or a load). */
@@ -607,7 +631,7 @@ static void emit_hoisted(gen *G)
 {
     for (int k = 0; k < G->g->nops; k++) {
         const ir_op *op = IR_OP(G->m, G->g->ops[k]);
-        if (op->code == IR_ADAMW && !in_group(G, op->in[3]))
+        if (op->code == IR_ADAMW && !in_group(G, op->in[3]) && coef_owner(G, op) == op)
             emit_adamw_coef(G, op, load_conv(G, op->in[3]->type.dtype,
                                              fmt(G, "p_%s[0]", cname(G, op->in[3]))));
     }
@@ -654,6 +678,75 @@ static void emit_elementwise(gen *G, cg_cuda_kernel *k)
     emit_tile(G, &t);
     G->indent--;
     line(G, "}");
+}
+
+static const char *ir_name(gen *G, const ir_value *v);
+
+/* VEC for an elementwise domain: 4 when its last dim divides by 4. */
+static int vec_for(const ir_type *dom)
+{
+    return dom->rank >= 1 && dom->dim[dom->rank - 1] % 4 == 0 ? 4 : 1;
+}
+
+/* A multi-tensor group (fuse.h): its parts' steps (VEC elements each)
+ * cut into blocks, part after part; a block takes its part's steps from
+ * b * block on, so every thread of a block runs the same part. The
+ * blocks are grid-strided. */
+static void emit_multi(gen *G, cg_cuda_kernel *k)
+{
+    const pass_fgroup *whole = G->g;
+    int64_t maxsteps = 1, nblocks = 0;
+    k->vec = 1;
+    for (int r = 0; r < whole->nparts; r++) {
+        const ir_type *dom = &IR_OP(G->m, whole->parts[r].anchor)->res[0]->type;
+        int64_t steps = ir_type_numel(dom) / vec_for(dom);
+        maxsteps = steps > maxsteps ? steps : maxsteps;
+        k->vec = vec_for(dom) > k->vec ? vec_for(dom) : k->vec;
+    }
+    k->strategy = CG_CUDA_ELEMENTWISE;
+    k->block = clamp_block(maxsteps, BLOCK_EW);
+    for (int r = 0; r < whole->nparts; r++) {
+        const ir_type *dom = &IR_OP(G->m, whole->parts[r].anchor)->res[0]->type;
+        int64_t steps = ir_type_numel(dom) / vec_for(dom);
+        nblocks += (steps + k->block - 1) / k->block;
+    }
+    k->grid = nblocks > MAX_GRID ? MAX_GRID : nblocks;
+    line(G, "for (i64 b = blockIdx.x; b < %lld; b += gridDim.x) {", (long long)nblocks);
+    G->indent++;
+    int64_t first = 0;
+    for (int r = 0; r < whole->nparts; r++) {
+        G->g = &whole->parts[r];
+        const ir_type *dom = &IR_OP(G->m, G->g->anchor)->res[0]->type;
+        int vec = vec_for(dom);
+        int64_t steps = ir_type_numel(dom) / vec, end = first + (steps + k->block - 1) / k->block;
+        const char *what = fmt(G, "part %d: %s, blocks %lld .. %lld", r,
+                               ir_name(G, IR_OP(G->m, G->g->anchor)->res[0]), (long long)first,
+                               (long long)end - 1);
+        if (r == 0)
+            line(G, "if (b < %lld) { // %s", (long long)end, what);
+        else if (r + 1 < whole->nparts)
+            line(G, "} else if (b < %lld) { // %s", (long long)end, what);
+        else
+            line(G, "} else { // %s", what);
+        G->indent++;
+        line(G, "const i64 i = (b - %lld) * %d + threadIdx.x;", (long long)first, k->block);
+        line(G, "if (i < %lld) {", (long long)steps);
+        G->indent++;
+        if (vec > 1)
+            line(G, "const i64 e = i * %d;", vec);
+        else
+            line(G, "const i64 e = i;");
+        tile t = {.dom = dom, .vec = vec, .prologue = true, .store_prologue = true};
+        emit_tile(G, &t);
+        G->indent--;
+        line(G, "}");
+        G->indent--;
+        first = end;
+    }
+    line(G, "}");
+    G->indent--;
+    line(G, "}");
+    G->g = whole;
 }
 
 /* A reduction's shape: x viewed as [outer, n, inner] around the axis. */
@@ -1169,9 +1262,37 @@ static void put_shape(su_buf *b, const ir_type *t)
     su_buf_putc(b, ']');
 }
 
+/* put_header of a multi-tensor kernel: each part's domain and ops. */
+static void put_multi_header(gen *G, const cg_cuda_kernel *k, su_buf *b)
+{
+    const pass_fgroup *w = G->g;
+    su_buf_printf(b, "// %s: multi-tensor elementwise kernel over %d tensors\n", k->name,
+                  w->nparts);
+    for (int r = 0; r < w->nparts; r++) {
+        su_buf_printf(b, "// part %d, over ", r);
+        put_shape(b, &IR_OP(G->m, w->parts[r].anchor)->res[0]->type);
+        su_buf_putc(b, '\n');
+        for (int i = 0; i < w->parts[r].nops; i++)
+            put_op_line(G, b, IR_OP(G->m, w->parts[r].ops[i]));
+    }
+    su_buf_printf(b, "// launch: grid (%lld, 1, 1), block (%d, 1, 1), %d bytes of dynamic shared "
+                     "memory\n",
+                  (long long)k->grid, k->block, k->shared_bytes);
+    su_buf_printf(b, "// each part's elements in blocks of %d threads, %s, part after part; "
+                     "blocks grid-stride\n",
+                  k->block, k->vec > 1 ? "4 elements per thread where its last dim divides by 4"
+                                       : "one element per thread");
+    if (k->vec > 1)
+        su_buf_puts(b, "// assumes 16-byte aligned buffers\n");
+}
+
 /* The comment at the top: what the kernel computes, and how to launch it. */
 static void put_header(gen *G, const cg_cuda_kernel *k, su_buf *b)
 {
+    if (G->g->nparts) {
+        put_multi_header(G, k, b);
+        return;
+    }
     su_buf_printf(b, "// %s: %s kernel over ", k->name, cg_cuda_strategy_name(k->strategy));
     put_shape(b, G->red ? &G->red->in[0]->type : &IR_OP(G->m, G->g->anchor)->res[0]->type);
     if (G->red) {
@@ -1269,8 +1390,17 @@ static void gen_kernel(gen *G, cg_cuda_kernel *k)
     su_buf_init(&body, G->m->oom);
     G->b = &body;
     G->indent = 1;
-    emit_hoisted(G);
-    if (!G->red) {
+    G->whole = g;
+    for (int r = 0; r < g->nparts; r++) { /* in part r, in_group means part r's */
+        G->g = &g->parts[r];
+        emit_hoisted(G);
+    }
+    G->g = g;
+    if (!g->nparts)
+        emit_hoisted(G);
+    if (g->nparts) {
+        emit_multi(G, k);
+    } else if (!G->red) {
         emit_elementwise(G, k);
     } else {
         rview v = red_view(G->red);

@@ -16,7 +16,10 @@
  *
  * Strategies:
  *   elementwise   one thread per VEC elements, grid-stride; VEC = 4 when
- *                 the domain's last dim divides by 4 (vector loads)
+ *                 the domain's last dim divides by 4 (vector loads). A
+ *                 multi-tensor group (passes/fuse.h): each part's VEC
+ *                 steps in blocks, part after part, a block running one
+ *                 part, blocks grid-strided; vec is 4 when a part's is
  *   row           a reduction over the last axis (inner size 1): one block
  *                 per row (grid-stride over rows), warp shuffles then
  *                 shared memory across warps; a row of up to 32 elements

@@ -473,8 +473,8 @@ static bool plan_stage(builder *b, const ir_module *m, int s, rt_program *prog, 
     pass_fusion f;
     memset(&f, 0, sizeof f);
     su_buf merr = {.oom = m->oom};
-    bool ok = (!kernels || pass_fuse(m, &f, &merr)) &&
-              pass_plan_memory_fused(m, kernels ? &f : NULL, mp, &merr) &&
+    bool ok = (kernels ? pass_fuse_planned(m, &f, mp, &merr)
+                       : pass_plan_memory_fused(m, NULL, mp, &merr)) &&
               pass_memplan_check(m, mp, &merr);
     if (!ok)
         fail(b, "memory plan of stage %d: %s", s, merr.s ? merr.s : "?");

@@ -279,6 +279,8 @@ static const char *group_name(const ir_module *m, pass_fusion *f, const pass_fgr
             su_buf_printf(&b, "_%s", name);
         }
     }
+    if (g->nparts)
+        su_buf_printf(&b, "_x%d", g->nparts);
     const char *name = su_strdup(&f->arena, b.s);
     su_buf_free(&b);
     return name;
@@ -363,6 +365,227 @@ static void fill_groups(const walker *w)
         pass_fgroup *g = &f->groups[k];
         g->anchor = g->ops[g->nops - 1];
         g->name = group_name(m, f, g);
+    }
+}
+
+/* ---- multi-tensor groups (fuse.h) ---- */
+
+/* Builds the runs of optimizer groups into multi-tensor groups. */
+typedef struct multi {
+    const walker *w;
+    int *mark;          /* per group: the stamp of the run it is in */
+    int stamp;
+    int *vmark;         /* per value id: the stamp counting it as a parameter */
+    int vstamp;
+    int run[PASS_FUSE_MULTI_PARAMS];
+    int nrun;
+    int nparams;        /* distinct values the run reads and stores */
+    uint64_t skip;      /* pass_fuse_ex's */
+    int *defer;         /* groups the run reads from, left out of it and */
+    int ndefer;         /* numbered after it */
+} multi;
+
+/* What a group does to the run: joins it, stays out of it (a group that
+ * only feeds it, as adamw's step count: it runs first, on its own), or
+ * ends it. */
+typedef enum { M_JOIN, M_BYPASS, M_BREAK } mjoin;
+
+static bool multi_candidate(const ir_module *m, const pass_fgroup *g)
+{
+    return g->kind == PASS_FUSE_ELEMENTWISE && IR_OP(m, g->anchor)->phase == IR_PH_OPTIMIZER;
+}
+
+/* The distinct values the run's kernel would take with group g added. */
+static int multi_params(multi *M, const pass_fgroup *g)
+{
+    M->vstamp++;
+    int n = 0;
+    for (int r = 0; r <= M->nrun; r++) {
+        const pass_fgroup *p = r < M->nrun ? &M->w->f->groups[M->run[r]] : g;
+        for (int j = 0; j < p->nin + p->nout; j++) {
+            const ir_value *v = j < p->nin ? p->in[j] : p->out[j - p->nin];
+            if (M->vmark[v->id] != M->vstamp) {
+                M->vmark[v->id] = M->vstamp;
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
+/* Whether group k may join the run (fuse.h): the same repetition, no
+ * value passed between parts, no collective in the span, no reader
+ * outside the run in the span, and few enough parameters. A group that
+ * reads nothing of the run but that the run reads from stays out. */
+static mjoin multi_joins(multi *M, int k)
+{
+    const walker *w = M->w;
+    const pass_fusion *f = w->f;
+    const pass_fgroup *g = &f->groups[k], *first = &f->groups[M->run[0]];
+    if (M->nrun == PASS_FUSE_MULTI_PARAMS ||
+        IR_OP(w->m, g->anchor)->rep != IR_OP(w->m, first->anchor)->rep)
+        return M_BREAK;
+    for (int j = 0; j < g->nin; j++) {
+        int gv = group_of_value(w, g->in[j]);
+        if (gv >= 0 && M->mark[gv] == M->stamp)
+            return M_BREAK;
+    }
+    int lo = first->ops[0], hi = g->anchor;
+    for (int r = 0; r < M->nrun; r++)
+        if (f->groups[M->run[r]].anchor > hi)
+            hi = f->groups[M->run[r]].anchor;
+    if (w->ncomm[hi] != w->ncomm[lo])
+        return M_BREAK;
+    for (int r = 0; r < M->nrun; r++) { /* the run reads k: k runs before it */
+        const pass_fgroup *p = &f->groups[M->run[r]];
+        for (int j = 0; j < p->nin; j++)
+            if (group_of_value(w, p->in[j]) == k)
+                return M_BYPASS;
+    }
+    M->mark[k] = M->stamp; /* k's values count as the run's below */
+    bool ok = true;
+    for (int i = lo; i <= hi && ok; i++) {
+        const ir_op *op = IR_OP(w->m, i);
+        int gi = f->group_of[i];
+        bool inside = gi >= 0 && M->mark[gi] == M->stamp;
+        for (int j = 0; j < op->nin && ok; j++) {
+            int gv = group_of_value(w, op->in[j]);
+            bool from_run = gv >= 0 && M->mark[gv] == M->stamp;
+            ok = !from_run || (inside && gv == gi); /* no reader outside, no value between parts */
+        }
+    }
+    M->mark[k] = -1;
+    if (!ok)
+        return M_BREAK;
+    int n = multi_params(M, g);
+    if (n > PASS_FUSE_MULTI_PARAMS)
+        return M_BREAK;
+    M->nparams = n;
+    return M_JOIN;
+}
+
+/* The run as one group at groups[at] (its parts copied out first). */
+static void multi_build(multi *M, pass_fgroup *out, int at)
+{
+    const walker *w = M->w;
+    pass_fusion *f = w->f;
+    pass_fgroup *parts = su_alloc(&f->arena, (size_t)M->nrun * sizeof *parts);
+    int nops = 0, nin = 0, nout = 0;
+    for (int r = 0; r < M->nrun; r++) {
+        parts[r] = f->groups[M->run[r]];
+        nops += parts[r].nops;
+        nin += parts[r].nin;
+        nout += parts[r].nout;
+    }
+    pass_fgroup *g = &out[at];
+    memset(g, 0, sizeof *g);
+    g->id = at;
+    g->kind = PASS_FUSE_ELEMENTWISE;
+    g->reduce = -1;
+    g->nparts = M->nrun;
+    g->parts = parts;
+    g->ops = su_alloc(&f->arena, (size_t)nops * sizeof *g->ops);
+    g->in = su_alloc(&f->arena, (size_t)(nin + 1) * sizeof *g->in);
+    g->out = su_alloc(&f->arena, (size_t)(nout + 1) * sizeof *g->out);
+    int lo = parts[0].ops[0];
+    for (int i = lo; g->nops < nops; i++) {
+        int gi = f->group_of[i];
+        if (gi < 0 || M->mark[gi] != M->stamp)
+            continue;
+        const ir_op *op = IR_OP(w->m, i);
+        g->ops[g->nops++] = i;
+        for (int j = 0; j < op->nin; j++) {
+            const ir_value *v = op->in[j];
+            int gv = group_of_value(w, v);
+            bool known = gv >= 0 && M->mark[gv] == M->stamp;
+            for (int q = 0; q < g->nin && !known; q++)
+                known = g->in[q] == v;
+            if (!known)
+                g->in[g->nin++] = v;
+        }
+        if (f->stored[op->res[0]->id])
+            g->out[g->nout++] = op->res[0];
+    }
+    g->anchor = g->ops[g->nops - 1];
+}
+
+/* Ends the run: two or more groups become one at out[*nout], unless the
+ * caller skips the run; a single group stays as it is. */
+static void multi_flush(multi *M, pass_fgroup *out, int *nout, int *newid)
+{
+    pass_fusion *f = M->w->f;
+    int r = M->nrun > 1 ? f->nruns++ : -1;
+    if (r >= 0 && !(r < 64 && (M->skip >> r & 1))) {
+        multi_build(M, out, *nout);
+        for (int k = 0; k < M->nrun; k++)
+            newid[M->run[k]] = *nout;
+        ++*nout;
+    } else {
+        for (int k = 0; k < M->nrun; k++) {
+            out[*nout] = f->groups[M->run[k]];
+            out[*nout].id = *nout;
+            newid[M->run[k]] = (*nout)++;
+        }
+    }
+    for (int k = 0; k < M->ndefer; k++) { /* their first ops come later */
+        out[*nout] = f->groups[M->defer[k]];
+        out[*nout].id = *nout;
+        newid[M->defer[k]] = (*nout)++;
+    }
+    M->nrun = M->ndefer = 0;
+    M->stamp++;
+}
+
+/* Gathers the optimizer's elementwise groups into multi-tensor groups
+ * (fuse.h), renumbering the groups and group_of[]. */
+static void gather_multi(walker *w, uint64_t skip)
+{
+    pass_fusion *f = w->f;
+    const ir_module *m = w->m;
+    multi M = {.w = w, .stamp = 1, .skip = skip};
+    M.mark = su_alloc(&f->arena, (size_t)(f->ngroups + 1) * sizeof *M.mark);
+    M.vmark = su_alloc(&f->arena, (size_t)(f->nvalues + 1) * sizeof *M.vmark);
+    memset(M.vmark, 0, (size_t)(f->nvalues + 1) * sizeof *M.vmark);
+    int *newid = su_alloc(&f->arena, (size_t)(f->ngroups + 1) * sizeof *newid);
+    M.defer = su_alloc(&f->arena, (size_t)(f->ngroups + 1) * sizeof *M.defer);
+    pass_fgroup *out = su_alloc(&f->arena, (size_t)(f->ngroups + 1) * sizeof *out);
+    int nout = 0;
+    for (int k = 0; k < f->ngroups; k++)
+        M.mark[k] = -1;
+    for (int k = 0; k < f->ngroups; k++) {
+        const pass_fgroup *g = &f->groups[k];
+        bool cand = multi_candidate(m, g);
+        mjoin j = M.nrun > 0 && cand ? multi_joins(&M, k) : M_BREAK;
+        if (j == M_BYPASS) {
+            M.defer[M.ndefer++] = k;
+            continue;
+        }
+        if (M.nrun > 0 && j == M_BREAK)
+            multi_flush(&M, out, &nout, newid);
+        if (!cand) {
+            out[nout] = *g;
+            out[nout].id = nout;
+            newid[k] = nout++;
+            continue;
+        }
+        if (M.nrun == 0)
+            M.nparams = multi_params(&M, g);
+        M.run[M.nrun++] = k;
+        M.mark[k] = M.stamp;
+    }
+    multi_flush(&M, out, &nout, newid);
+    for (int i = 0; i < f->nops; i++)
+        if (f->group_of[i] >= 0)
+            f->group_of[i] = newid[f->group_of[i]];
+    f->groups = out;
+    f->ngroups = nout;
+    for (int k = 0; k < nout; k++) {
+        pass_fgroup *g = &out[k];
+        g->name = group_name(m, f, g);
+        for (int r = 0; r < g->nparts; r++) {
+            g->parts[r].id = k;
+            g->parts[r].name = g->name;
+        }
     }
 }
 
@@ -498,6 +721,11 @@ static void matmul_group(walker *w, int i)
 
 bool pass_fuse(const ir_module *m, pass_fusion *f, su_buf *err)
 {
+    return pass_fuse_ex(m, 0, f, err);
+}
+
+bool pass_fuse_ex(const ir_module *m, uint64_t skip, pass_fusion *f, su_buf *err)
+{
     memset(f, 0, sizeof *f);
     su_arena_init(&f->arena, m->oom);
     f->nops = m->ops.n;
@@ -527,6 +755,7 @@ bool pass_fuse(const ir_module *m, pass_fusion *f, su_buf *err)
         w.parent[k] = k; /* group_of[] now holds the final numbers */
     mark_stored(&w);
     fill_groups(&w);
+    gather_multi(&w, skip);
     return true;
 }
 
@@ -541,6 +770,31 @@ pass_fuse_role pass_fuse_op_role(const pass_fgroup *g, int op_index)
     if (g->kind == PASS_FUSE_ELEMENTWISE || op_index == g->reduce)
         return PASS_FUSE_MAIN;
     return op_index < g->reduce ? PASS_FUSE_PROLOGUE : PASS_FUSE_EPILOGUE;
+}
+
+static bool has_op(const pass_fgroup *g, int op_index)
+{
+    int lo = 0, hi = g->nops - 1; /* ops ascend */
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (g->ops[mid] == op_index)
+            return true;
+        if (g->ops[mid] < op_index)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return false;
+}
+
+const pass_fgroup *pass_fuse_part(const pass_fgroup *g, int op_index)
+{
+    if (!g->nparts)
+        return has_op(g, op_index) ? g : NULL;
+    for (int r = 0; r < g->nparts; r++)
+        if (has_op(&g->parts[r], op_index))
+            return &g->parts[r];
+    return NULL;
 }
 
 const char *pass_fuse_epilogue_str(unsigned epilogue, char *buf, size_t size)
@@ -588,6 +842,12 @@ static void put_group_comment(const ir_module *m, const pass_fgroup *g, const ch
         put_shape(b, &mm->in[1]->type);
         su_buf_printf(b, ", epilogue %s (cuBLASLt)",
                       pass_fuse_epilogue_str(g->epilogue, epi, sizeof epi));
+    } else if (g->nparts) {
+        su_buf_printf(b, "multi-tensor elementwise over %d domains", g->nparts);
+        for (int r = 0; r < g->nparts; r++) {
+            su_buf_puts(b, r ? ", " : " ");
+            put_shape(b, &IR_OP(m, g->parts[r].anchor)->res[0]->type);
+        }
     } else if (g->kind == PASS_FUSE_ELEMENTWISE) {
         su_buf_puts(b, "elementwise over ");
         put_shape(b, &IR_OP(m, g->anchor)->res[0]->type);

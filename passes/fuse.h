@@ -57,6 +57,26 @@
  * (forward, backward, optimizer) or pipeline repetitions never share a
  * group, so a pipeline schedule can still order them.
  *
+ * Multi-tensor groups (the optimizer). After the walk, the elementwise
+ * groups of the optimizer phase are gathered into multi-tensor groups, as
+ * PyTorch's fused optimizers and Apex's multi_tensor_apply do: one kernel
+ * updates many params, each over its own domain (its part). A run of
+ * optimizer groups becomes one group (kind elementwise, nparts > 1, parts
+ * the groups it was made of, each complete with its ops, inputs, outputs
+ * and anchor) when no part reads a value another part makes, no
+ * collective, send or recv lies between the run's first op and its last,
+ * no op outside the run in that span reads a value of the run (the whole
+ * group runs at its last op), all parts are of one pipeline repetition,
+ * and the kernel takes at most PASS_FUSE_MULTI_PARAMS pointers. A group
+ * the run reads from but that reads nothing of the run (adamw's step
+ * count) stays out of it and runs first, on its own; any other group that
+ * breaks these rules starts a new run. The group's ops, inputs and outputs
+ * are the union of its parts'. Holding what the parts read until the last
+ * part can raise the arena (ZeRO's slices of params and gradients): the
+ * plan writer keeps a run only where it does not (pass_fuse_planned,
+ * passes.h). Elsewhere (forward, backward) groups of different domains
+ * stay apart.
+ *
  * Not done: i32 arithmetic (only casts from and to i32 and the labels of
  * cross_entropy are fused); transposes folded into a matmul as cuBLASLt's
  * TRANSA/TRANSB; gelu's pre-activation as cuBLASLt's aux output (so a
@@ -81,6 +101,10 @@ enum {
  * program order, in ops (fuse.h's header). */
 #define PASS_FUSE_HOLD 32
 
+/* The most pointer parameters (values read and stored) of a multi-tensor
+ * group's kernel: 1 KiB of kernel parameters. */
+#define PASS_FUSE_MULTI_PARAMS 128
+
 typedef struct pass_fgroup {
     int id;                 /* index in pass_fusion.groups, in order of first op */
     const char *name;       /* "k3_add_gelu": k<id>_ and up to four op names */
@@ -97,6 +121,8 @@ typedef struct pass_fgroup {
     const ir_value **in;    /* read from outside the group, in order of first use */
     int nout;
     const ir_value **out;   /* stored, in program order */
+    int nparts;             /* a multi-tensor group: its parts (below); else 0 */
+    struct pass_fgroup *parts;
 } pass_fgroup;
 
 typedef struct pass_fusion {
@@ -106,6 +132,8 @@ typedef struct pass_fusion {
     int *group_of;          /* [nops]: each op's group, -1 for none */
     int nvalues;            /* the module's next_id */
     bool *stored;           /* [nvalues]: a value of a group that is stored */
+    int nruns;              /* runs of optimizer groups found fit to be one
+                             * multi-tensor group, made or skipped */
     su_arena arena;
 } pass_fusion;
 
@@ -113,6 +141,10 @@ typedef struct pass_fusion {
  * failure). False with a message in err when m is malformed (an operand no
  * earlier op defines). */
 bool pass_fuse(const ir_module *m, pass_fusion *f, su_buf *err);
+/* As pass_fuse, but leaving the r-th run fit to be a multi-tensor group
+ * (r < 64, counted in program order) as separate groups where bit r of
+ * skip is set. pass_fuse_planned (passes.h) chooses skip by memory. */
+bool pass_fuse_ex(const ir_module *m, uint64_t skip, pass_fusion *f, su_buf *err);
 void pass_fusion_free(pass_fusion *f);
 
 /* Whether op i of the group is in front of its reduction (prologue), is
@@ -120,6 +152,10 @@ void pass_fusion_free(pass_fusion *f);
  * groups have only PASS_FUSE_MAIN ops. */
 typedef enum { PASS_FUSE_PROLOGUE, PASS_FUSE_MAIN, PASS_FUSE_EPILOGUE } pass_fuse_role;
 pass_fuse_role pass_fuse_op_role(const pass_fgroup *g, int op_index);
+
+/* The part of multi-tensor group g holding op op_index; g itself for a
+ * group without parts; NULL when the op is not g's. */
+const pass_fgroup *pass_fuse_part(const pass_fgroup *g, int op_index);
 
 /* The epilogue's bits as words: "bias, relu" (into buf). */
 const char *pass_fuse_epilogue_str(unsigned epilogue, char *buf, size_t size);

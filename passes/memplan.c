@@ -170,7 +170,20 @@ static bool gpu_in_place(const planner *P, const ir_value *src, const ir_value *
     /* the op making nv reads src there: without a kernel, the CPU rule
      * decides (try_in_place) */
     const pass_fgroup *g = group_at(P, P->defat[nv->id]);
-    return !g || (g->kind == PASS_FUSE_ELEMENTWISE && ir_type_eq(&src->type, &nv->type));
+    if (!g)
+        return true;
+    if (g->kind != PASS_FUSE_ELEMENTWISE || !ir_type_eq(&src->type, &nv->type))
+        return false;
+    /* a multi-tensor kernel: only nv's part may read src's buffer, since
+     * another part's threads read other elements */
+    const pass_fgroup *part = pass_fuse_part(g, (int)P->defat[nv->id]);
+    for (int k = 0; k < g->nops; k++) {
+        const ir_op *op = IR_OP(P->m, g->ops[k]);
+        for (int j = 0; j < op->nin; j++)
+            if (find((planner *)P, op->in[j]->id) == s && pass_fuse_part(g, g->ops[k]) != part)
+                return false;
+    }
+    return true;
 }
 
 /* Update u writes over the buffer of what it updates, when that is dead by
@@ -640,4 +653,34 @@ bool pass_memplan_check(const ir_module *m, const pass_memplan *mp, su_buf *err)
     free(s);
     (void)m;
     return true;
+}
+
+bool pass_fuse_planned(const ir_module *m, pass_fusion *f, pass_memplan *mp, su_buf *err)
+{
+    pass_memplan own;
+    if (!mp)
+        mp = &own;
+    memset(mp, 0, sizeof *mp);
+    uint64_t skip = 0;
+    bool ok = pass_fuse_ex(m, skip, f, err) && pass_plan_memory_fused(m, f, mp, err);
+    for (int r = 0; ok && r < f->nruns && r < 64; r++) {
+        pass_fusion f2;
+        pass_memplan mp2;
+        memset(&mp2, 0, sizeof mp2);
+        ok = pass_fuse_ex(m, skip | (uint64_t)1 << r, &f2, err) &&
+             pass_plan_memory_fused(m, &f2, &mp2, err);
+        if (ok && mp2.arena_bytes < mp->arena_bytes) { /* run r raised the peak */
+            skip |= (uint64_t)1 << r;
+            pass_fusion_free(f);
+            pass_memplan_free(mp);
+            *f = f2;
+            *mp = mp2;
+        } else {
+            pass_fusion_free(&f2);
+            pass_memplan_free(&mp2);
+        }
+    }
+    if (mp == &own)
+        pass_memplan_free(&own);
+    return ok;
 }

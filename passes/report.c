@@ -287,7 +287,7 @@ static void plan_memory(const ir_module *m, bool fused, pass_memplan *mp)
     pass_fusion f;
     memset(&f, 0, sizeof f);
     /* the report is made of partitioned modules, which both passes take */
-    if ((fused && !pass_fuse(m, &f, &err)) || !pass_plan_memory_fused(m, fused ? &f : NULL, mp, &err))
+    if (fused ? !pass_fuse_planned(m, &f, mp, &err) : !pass_plan_memory_fused(m, NULL, mp, &err))
         su_unreachable();
     pass_fusion_free(&f);
     su_buf_free(&err);

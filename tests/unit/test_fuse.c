@@ -13,6 +13,7 @@
 #include "shardc.h"
 #include "../../ir/ir.h"
 #include "../../passes/fuse.h"
+#include "../../passes/passes.h"
 #include "check.h"
 
 #include <stdlib.h>
@@ -44,6 +45,17 @@ static run fuse(const char *text)
     su_buf err;
     su_buf_init(&err, &oom);
     CHECK(pass_fuse(r.m, &r.f, &err));
+    su_buf_free(&err);
+    return r;
+}
+
+/* As the plan writer and --emit fused-ir group (pass_fuse_planned). */
+static run fuse_planned(const char *text)
+{
+    run r = {.m = parse(text)};
+    su_buf err;
+    su_buf_init(&err, &oom);
+    CHECK(pass_fuse_planned(r.m, &r.f, NULL, &err));
     su_buf_free(&err);
     return r;
 }
@@ -260,6 +272,44 @@ static void test_phases(void)
 
 /* ---- invariants on every example ---- */
 
+/* A multi-tensor group's parts cover its ops exactly, in the optimizer
+ * phase, no part reads another's value, no collective lies between its
+ * first op and its anchor, and its kernel takes at most
+ * PASS_FUSE_MULTI_PARAMS pointers. The count of violations. */
+static int check_multi(const run *r, const int *defat)
+{
+    const ir_module *m = r->m;
+    int bad = 0;
+    for (int k = 0; k < r->f.ngroups; k++) {
+        const pass_fgroup *g = &r->f.groups[k];
+        if (!g->nparts)
+            continue;
+        int nops = 0;
+        bad += g->nparts < 2 || g->nin + g->nout > PASS_FUSE_MULTI_PARAMS;
+        for (int p = 0; p < g->nparts; p++) {
+            const pass_fgroup *part = &g->parts[p];
+            nops += part->nops;
+            bad += part->nparts != 0 || part->anchor > g->anchor;
+            for (int i = 0; i < part->nops; i++) {
+                const ir_op *op = IR_OP(m, part->ops[i]);
+                bad += r->f.group_of[part->ops[i]] != k || op->phase != IR_PH_OPTIMIZER ||
+                       pass_fuse_part(g, part->ops[i]) != part;
+                for (int j = 0; j < op->nin; j++) {
+                    int at = defat[op->in[j]->id];
+                    const pass_fgroup *from = r->f.group_of[at] == k ? pass_fuse_part(g, at) : NULL;
+                    bad += from != NULL && from != part;
+                }
+            }
+        }
+        bad += nops != g->nops;
+        for (int i = g->ops[0]; i <= g->anchor; i++) {
+            ir_opclass c = ir_ops[IR_OP(m, i)->code].cls;
+            bad += c == IR_C_COMM || c == IR_C_P2P;
+        }
+    }
+    return bad;
+}
+
 /* Nothing between a group's first op and its anchor reads the group, and
  * a value is stored exactly when an op outside its group, an output or an
  * update reads it, or nothing does. */
@@ -300,6 +350,7 @@ static void check_invariants(const run *r, const char *where)
         const pass_fgroup *g = &f->groups[f->group_of[i]];
         bad += i > g->anchor || IR_OP(m, g->anchor)->phase != op->phase;
     }
+    bad += check_multi(r, defat);
     CHECK_INT(bad, 0);
     if (bad)
         fprintf(stderr, "  in %s\n", where);
@@ -351,9 +402,12 @@ static char *strip_comments(const char *text)
  * run, and its fused-ir text, which parses back to it. */
 static void check_program(const char *ir, const char *fused, const char *where)
 {
-    run r = fuse(ir);
+    run all = fuse(ir); /* every run of optimizer groups made one */
+    check_invariants(&all, where);
+    done(&all);
+    run r = fuse_planned(ir);
     check_invariants(&r, where);
-    run again = fuse(ir);
+    run again = fuse_planned(ir);
     su_buf a, b, c;
     su_buf_init(&a, &oom);
     su_buf_init(&b, &oom);
@@ -447,6 +501,63 @@ static void test_hold(void)
     CHECK(!joins_after(3 * PASS_FUSE_HOLD));
 }
 
+/* n sgd updates of params of n shapes ([1], [2], ...): multi-tensor
+ * groups of at most PASS_FUSE_MULTI_PARAMS pointers (3 per update: the
+ * param, its gradient, the new value), in program order; skip leaves runs
+ * apart. Returns the groups' part counts (0 for a plain group) in
+ * parts[], the count of groups. */
+static int sgd_run(int n, uint64_t skip, int *parts, int *nruns)
+{
+    su_buf t;
+    su_buf_init(&t, &oom);
+    su_buf_puts(&t, "mesh dp = 1\npartitioned\n%x = input {name = \"x\"} : f32[2]\n"
+                    "%l = mse %x, %x : f32[]\n");
+    for (int i = 0; i < n; i++)
+        su_buf_printf(&t, "%%w%d = param {name = \"w%d\", init = zeros} : f32[%d]\n"
+                          "%%g%d = exp %%w%d : f32[%d] phase backward\n",
+                      i, i, i + 1, i, i, i + 1);
+    for (int i = 0; i < n; i++)
+        su_buf_printf(&t, "%%n%d = sgd %%w%d, %%g%d {lr = 0.1, wd = 0.0} : f32[%d] phase optimizer\n",
+                      i, i, i, i + 1);
+    for (int i = 0; i < n; i++)
+        su_buf_printf(&t, "update %%w%d = %%n%d grad %%g%d\n", i, i, i);
+    su_buf_puts(&t, "train %l with sgd(lr = 0.1, momentum = 0.0, wd = 0.0)\n");
+    run r = {.m = parse(t.s)};
+    su_buf err;
+    su_buf_init(&err, &oom);
+    CHECK(pass_fuse_ex(r.m, skip, &r.f, &err));
+    int k = 0;
+    for (int g = 0; g < r.f.ngroups; g++)
+        if (IR_OP(r.m, r.f.groups[g].anchor)->phase == IR_PH_OPTIMIZER)
+            parts[k++] = r.f.groups[g].nparts;
+    *nruns = r.f.nruns;
+    su_buf_free(&err);
+    su_buf_free(&t);
+    done(&r);
+    return k;
+}
+
+static void test_multi_tensor(void)
+{
+    int parts[200], nruns;
+    /* 100 updates, 3 pointers each: 42 + 42 + 16 */
+    CHECK_INT(sgd_run(100, 0, parts, &nruns), 3);
+    CHECK_INT(parts[0], PASS_FUSE_MULTI_PARAMS / 3);
+    CHECK_INT(parts[1], PASS_FUSE_MULTI_PARAMS / 3);
+    CHECK_INT(parts[2], 100 - 2 * (PASS_FUSE_MULTI_PARAMS / 3));
+    CHECK_INT(nruns, 3);
+    /* the second run skipped: its 42 updates are groups of their own */
+    CHECK_INT(sgd_run(100, 2, parts, &nruns), 2 + PASS_FUSE_MULTI_PARAMS / 3);
+    CHECK_INT(parts[0], PASS_FUSE_MULTI_PARAMS / 3);
+    CHECK_INT(parts[1], 0);
+    CHECK_INT(parts[1 + PASS_FUSE_MULTI_PARAMS / 3], 100 - 2 * (PASS_FUSE_MULTI_PARAMS / 3));
+    CHECK_INT(nruns, 3);
+    /* one update: no run */
+    CHECK_INT(sgd_run(1, 0, parts, &nruns), 1);
+    CHECK_INT(parts[0], 0);
+    CHECK_INT(nruns, 0);
+}
+
 /* Matmul groups: the chain, the epilogue bits, the bias and residual. */
 static void test_matmul_epilogue(void)
 {
@@ -498,6 +609,7 @@ int main(void)
     test_phases();
     test_hold();
     test_matmul_epilogue();
+    test_multi_tensor();
     check_example("mlp.sh", "1x1");
     check_example("mlp.sh", "2x2");
     check_example("transformer.sh", "2x2");

@@ -15,8 +15,14 @@
  * - In-place updates stay where the kernel order allows them (an
  *   elementwise kernel reads each old element before writing the new one):
  *   a training step still holds each param and state once.
+ * - A multi-tensor group (the optimizer's params in one kernel) runs its
+ *   parts at once: a part may update in place only what no other part
+ *   reads, and the paper run counts a part writing bytes another part
+ *   reads as a clobber. pass_fuse_planned drops a multi-tensor group that
+ *   raises the arena.
  * - Every example on several meshes (each program of the partitioned
- *   module): sound in both orders. */
+ *   module, and ZeRO 1 to 3 variants of the training examples): sound in
+ *   both orders. */
 #include "shardc.h"
 #include "../../ir/ir.h"
 #include "../../passes/fuse.h"
@@ -33,7 +39,8 @@ typedef struct run {
     pass_memplan plain, fused;
 } run;
 
-static run plan(const char *text)
+/* skip: pass_fuse_ex's (bit r leaves the r-th multi-tensor run apart). */
+static run plan_ex(const char *text, uint64_t skip)
 {
     su_src src = {"test.ir", text, strlen(text)};
     su_diag d;
@@ -50,7 +57,7 @@ static run plan(const char *text)
         fprintf(stderr, "test_memplan_kernels: the IR does not verify: %s\n", err.s);
         abort();
     }
-    CHECK(pass_fuse(r.m, &r.f, &err));
+    CHECK(pass_fuse_ex(r.m, skip, &r.f, &err));
     CHECK(pass_plan_memory(r.m, &r.plain, &err));
     CHECK(pass_plan_memory_fused(r.m, &r.f, &r.fused, &err));
     CHECK(pass_memplan_check(r.m, &r.plain, &err));
@@ -59,6 +66,11 @@ static run plan(const char *text)
         fprintf(stderr, "  %s\n", err.s);
     su_buf_free(&err);
     return r;
+}
+
+static run plan(const char *text)
+{
+    return plan_ex(text, 0);
 }
 
 static void done(run *r)
@@ -77,6 +89,16 @@ static const ir_value *value(const run *r, const char *name)
             return v;
     }
     fprintf(stderr, "test_memplan_kernels: no value %%%s\n", name);
+    abort();
+}
+
+/* The index of the op making %name. */
+static int op_index(const run *r, const char *name)
+{
+    const ir_value *v = value(r, name);
+    for (int i = 0; i < r->m->ops.n; i++)
+        if (IR_OP(r->m, i)->nres && IR_OP(r->m, i)->res[0] == v)
+            return i;
     abort();
 }
 
@@ -184,6 +206,27 @@ static bool bucket_op(sim *s, const ir_op *op, int64_t t)
     return true;
 }
 
+/* Whether bytes of v and w overlap in the plan. */
+static bool overlap(const sim *s, const ir_value *v, const ir_value *w)
+{
+    int64_t a = s->mp->offset[s->mp->buf[v->id]], b = s->mp->offset[s->mp->buf[w->id]];
+    return a < b + bytes_of(w) && b < a + bytes_of(v);
+}
+
+/* The parts of a multi-tensor kernel run at once: a part writing bytes
+ * another part reads is a race, whatever the order of the paper run. */
+static void check_parts(sim *s, const pass_fgroup *g, int64_t t)
+{
+    for (int p = 0; p < g->nparts; p++)
+        for (int q = 0; q < g->nparts; q++)
+            for (int i = 0; p != q && i < g->parts[p].nout; i++)
+                for (int j = 0; j < g->parts[q].nin; j++)
+                    if (overlap(s, g->parts[p].out[i], g->parts[q].in[j]))
+                        note(s, "%%%s is written over by another part of its kernel at %lld",
+                             g->parts[q].in[j]->name ? g->parts[q].in[j]->name : "?",
+                             (long long)t);
+}
+
 /* One time step: op t in program order, or in kernel order the group
  * whose anchor it is (nothing for its other ops). Reads come first. */
 static void step(sim *s, const pass_fusion *f, int64_t t)
@@ -194,6 +237,7 @@ static void step(sim *s, const pass_fusion *f, int64_t t)
         const pass_fgroup *g = &f->groups[gk];
         if (g->anchor != t)
             return;
+        check_parts(s, g, t);
         for (int i = 0; i < g->nin; i++)
             read_at(s, g->in[i], t);
         for (int i = 0; i < g->nout; i++)
@@ -332,14 +376,16 @@ static void test_in_place_kept(void)
 /* The param's last reader in program order is the update itself, but a
  * kernel that reads it runs later (%b's): in place only in the plain plan,
  * which that kernel then reads wrong. */
+#define REFUSED_TEXT                                                                 \
+    TRAIN_HEAD "%a = mul %w, %x : f32[64] auto(_) phase optimizer\n"                 \
+               "%nw = sgd %w, %g {lr = 0.1, wd = 0.0} : f32[64] auto(_) phase optimizer\n" \
+               "%b = exp %a : f32[64] auto(_) phase optimizer\n"                     \
+               "output \"b\" = %b\n"                                                 \
+               "update %w = %nw grad %g\n" TRAIN_TAIL
+
 static void test_in_place_refused(void)
 {
-    run r = plan(TRAIN_HEAD
-                 "%a = mul %w, %x : f32[64] auto(_) phase optimizer\n"
-                 "%nw = sgd %w, %g {lr = 0.1, wd = 0.0} : f32[64] auto(_) phase optimizer\n"
-                 "%b = exp %a : f32[64] auto(_) phase optimizer\n"
-                 "output \"b\" = %b\n"
-                 "update %w = %nw grad %g\n" TRAIN_TAIL);
+    run r = plan_ex(REFUSED_TEXT, 1); /* two kernels, not one multi-tensor one */
     const ir_value *w = value(&r, "w"), *nw = value(&r, "nw");
     /* %a and %b: one kernel, at %b; the update another */
     CHECK(group_of(&r, "a") >= 0 && group_of(&r, "a") == group_of(&r, "b"));
@@ -349,6 +395,95 @@ static void test_in_place_refused(void)
     CHECK(r.fused.buf[nw->id] != r.fused.buf[w->id]);
     CHECK_INT(simulate(r.m, NULL, &r.fused, "program order"), 0);
     CHECK_INT(simulate(r.m, &r.f, &r.fused, "kernel order"), 0);
+    done(&r);
+}
+
+/* The same as one multi-tensor kernel: part {%a, %b} reads %w while part
+ * {%nw} writes the new value, at once; so %nw must not take %w's memory,
+ * which the plain plan does. */
+static void test_multi_in_place_refused(void)
+{
+    run r = plan(REFUSED_TEXT);
+    const ir_value *w = value(&r, "w"), *nw = value(&r, "nw");
+    int g = group_of(&r, "nw");
+    CHECK(g >= 0 && g == group_of(&r, "a") && g == group_of(&r, "b"));
+    CHECK(g >= 0 && r.f.groups[g].nparts == 2);
+    CHECK_INT(r.plain.buf[nw->id], r.plain.buf[w->id]);
+    CHECK(simulate(r.m, &r.f, &r.plain, NULL) > 0); /* the race */
+    CHECK(r.fused.buf[nw->id] != r.fused.buf[w->id]);
+    CHECK_INT(simulate(r.m, NULL, &r.fused, "program order"), 0);
+    CHECK_INT(simulate(r.m, &r.f, &r.fused, "kernel order"), 0);
+    done(&r);
+}
+
+/* Two params of different shapes: one kernel of two parts (the step's
+ * momentum states too), each part updating its own param and state in
+ * place. */
+static void test_multi_in_place_kept(void)
+{
+    run r = plan(TRAIN_HEAD
+                 "%v = param {name = \"v\", init = zeros} : f32[8, 4] shard(_, _)\n"
+                 "%gv = exp %v : f32[8, 4] auto(_, _) phase backward\n"
+                 "%m = state {name = \"w.buf\", init = zeros} : f32[64] auto(_) phase optimizer\n"
+                 "%nm = momentum %m, %g, %w {momentum = 0.9, wd = 0.0} : f32[64] auto(_) phase "
+                 "optimizer\n"
+                 "%nw = sgd %w, %nm {lr = 0.1, wd = 0.0} : f32[64] auto(_) phase optimizer\n"
+                 "%mv = state {name = \"v.buf\", init = zeros} : f32[8, 4] auto(_, _) phase "
+                 "optimizer\n"
+                 "%nmv = momentum %mv, %gv, %v {momentum = 0.9, wd = 0.0} : f32[8, 4] auto(_, _) "
+                 "phase optimizer\n"
+                 "%nv = sgd %v, %nmv {lr = 0.1, wd = 0.0} : f32[8, 4] auto(_, _) phase optimizer\n"
+                 "update %m = %nm\nupdate %w = %nw grad %g\n"
+                 "update %mv = %nmv\nupdate %v = %nv grad %gv\n" TRAIN_TAIL);
+    int g = group_of(&r, "nw");
+    CHECK(g >= 0 && g == group_of(&r, "nv") && r.f.groups[g].nparts == 2);
+    const char *pairs[][2] = {{"w", "nw"}, {"m", "nm"}, {"v", "nv"}, {"mv", "nmv"}};
+    for (int i = 0; i < 4; i++)
+        CHECK_INT(r.fused.buf[value(&r, pairs[i][1])->id], r.fused.buf[value(&r, pairs[i][0])->id]);
+    CHECK_INT(r.fused.params, r.plain.params);
+    CHECK_INT(r.fused.optimizer_state, r.plain.optimizer_state);
+    CHECK_INT(simulate(r.m, NULL, &r.fused, "program order"), 0);
+    CHECK_INT(simulate(r.m, &r.f, &r.fused, "kernel order"), 0);
+    done(&r);
+}
+
+/* %t1 and %t2 (matmuls: in no group) are read by two updates.
+ * As one multi-tensor kernel, %t1 lives until the second update, so %t2
+ * cannot take its memory: the arena grows by %t2's 16 KiB (the optimizer
+ * holds the most here), and pass_fuse_planned keeps the two kernels
+ * apart. */
+static void test_multi_dropped_for_memory(void)
+{
+    const char *text =
+        "mesh dp = 1\npartitioned\n"
+        "%x = input {name = \"x\"} : f32[4] shard(_)\n"
+        "%r = input {name = \"r\"} : f32[1, 64] shard(_, _)\n"
+        "%c = input {name = \"c\"} : f32[64, 1] shard(_, _)\n"
+        "%w1 = param {name = \"w1\", init = zeros} : f32[64, 64] shard(_, _)\n"
+        "%w2 = param {name = \"w2\", init = zeros} : f32[64, 64] shard(_, _)\n"
+        "%l = mse %x, %x : f32[] auto()\n"
+        "%t1 = matmul %c, %r : f32[64, 64] auto(_, _) phase optimizer\n"
+        "%n1 = sgd %w1, %t1 {lr = 0.1, wd = 0.0} : f32[64, 64] auto(_, _) phase optimizer\n"
+        "%t2 = matmul %c, %r : f32[64, 64] auto(_, _) phase optimizer\n"
+        "%n2 = sgd %w2, %t2 {lr = 0.1, wd = 0.0} : f32[64, 64] auto(_, _) phase optimizer\n"
+        "update %w1 = %n1\nupdate %w2 = %n2\n"
+        "train %l with sgd(lr = 0.1, momentum = 0.0, wd = 0.0)\n";
+    run r = plan(text);
+    CHECK_INT(r.f.nruns, 1);
+    int g = group_of(&r, "n1");
+    CHECK(g >= 0 && g == group_of(&r, "n2"));
+    CHECK_INT(simulate(r.m, &r.f, &r.fused, "multi, kernel order"), 0);
+    su_buf err = {.oom = &oom};
+    pass_fusion f;
+    pass_memplan mp;
+    CHECK(pass_fuse_planned(r.m, &f, &mp, &err));
+    CHECK_INT(f.nruns, 1);
+    int k1 = f.group_of[op_index(&r, "n1")], k2 = f.group_of[op_index(&r, "n2")];
+    CHECK(k1 >= 0 && k2 >= 0 && k1 != k2);
+    CHECK_INT(mp.arena_bytes + 64 * 64 * 4, r.fused.arena_bytes);
+    pass_fusion_free(&f);
+    pass_memplan_free(&mp);
+    su_buf_free(&err);
     done(&r);
 }
 
@@ -418,24 +553,50 @@ static void test_bucket_views(void)
 
 /* ---- the examples ---- */
 
-static void check_example(const char *file, const char *mesh)
+/* The example's text, with " zero K over dp" after its train line when
+ * zero > 0 (malloc'd). */
+static char *example_text(const char *path, int zero)
+{
+    FILE *fp = fopen(path, "rb");
+    CHECK(fp != NULL);
+    if (!fp)
+        return NULL;
+    char *text = calloc(1, 1 << 16);
+    size_t n = fread(text, 1, (1 << 16) - 64, fp);
+    fclose(fp);
+    char *train = strstr(text, "\ntrain ");
+    CHECK(n > 0 && (zero == 0 || train != NULL));
+    if (zero && train) {
+        char *eol = strchr(train + 1, '\n');
+        size_t at = eol ? (size_t)(eol - text) : n;
+        char add[32];
+        int k = snprintf(add, sizeof add, " zero %d over dp", zero);
+        memmove(text + at + k, text + at, n - at + 1);
+        memcpy(text + at, add, (size_t)k);
+    }
+    return text;
+}
+
+static void check_example_zero(const char *file, const char *mesh, int zero)
 {
     char path[4200], where[4300];
     snprintf(path, sizeof path, "%s/examples/%s", check_repo_dir(), file);
     shardc_options *opt = shardc_options_new();
     char *err = NULL, *ir = NULL;
     shardc_program *prog = NULL;
+    char *text = example_text(path, zero);
     CHECK(shardc_options_set_mesh(opt, mesh, &err) == SHARDC_OK);
-    CHECK(shardc_compile_file(opt, path, &prog, &err) == SHARDC_OK);
+    CHECK(text && shardc_compile_string(opt, path, text, strlen(text), &prog, &err) == SHARDC_OK);
+    free(text);
     CHECK(prog && shardc_program_emit(prog, "sharded-ir", &ir, NULL, &err) == SHARDC_OK);
     if (ir) {
         run r = plan(ir);
-        snprintf(where, sizeof where, "%s on %s, program order", file, mesh);
+        snprintf(where, sizeof where, "%s zero %d on %s, program order", file, zero, mesh);
         CHECK_INT(simulate(r.m, NULL, &r.fused, where), 0);
-        snprintf(where, sizeof where, "%s on %s, kernel order", file, mesh);
+        snprintf(where, sizeof where, "%s zero %d on %s, kernel order", file, zero, mesh);
         CHECK_INT(simulate(r.m, &r.f, &r.fused, where), 0);
         /* the plain plan in program order, as the CPU backend runs it */
-        snprintf(where, sizeof where, "%s on %s, plain plan", file, mesh);
+        snprintf(where, sizeof where, "%s zero %d on %s, plain plan", file, zero, mesh);
         CHECK_INT(simulate(r.m, NULL, &r.plain, where), 0);
         CHECK_INT(r.fused.params, r.plain.params);
         CHECK_INT(r.fused.optimizer_state, r.plain.optimizer_state);
@@ -450,6 +611,11 @@ static void check_example(const char *file, const char *mesh)
     shardc_options_free(opt);
 }
 
+static void check_example(const char *file, const char *mesh)
+{
+    check_example_zero(file, mesh, 0);
+}
+
 int main(void)
 {
     if (setjmp(oom)) {
@@ -460,11 +626,18 @@ int main(void)
     test_stored_until_anchor();
     test_in_place_kept();
     test_in_place_refused();
+    test_multi_in_place_refused();
+    test_multi_in_place_kept();
+    test_multi_dropped_for_memory();
     test_bucket_views();
     check_example("mlp.sh", "1x1");
     check_example("mlp.sh", "2x2");
     check_example("transformer.sh", "1x1");
     check_example("transformer.sh", "2x2");
     check_example("transformer.sh", "4x2");
+    for (int zero = 1; zero <= 3; zero++) {
+        check_example_zero("mlp.sh", "2x2", zero);
+        check_example_zero("transformer.sh", "4x1", zero);
+    }
     return CHECK_DONE();
 }

@@ -2,9 +2,9 @@
 # matmul with its bias add in cuBLASLt's epilogue (the bias add's result
 # stored: gelu and the backward's gelu_grad read it, so gelu stays a
 # kernel of its own), mse with the loss's scaling, gelu's gradient fused
-# into the sum over the batch that makes the bias's gradient, one sgd per
-# param. --emit fused-ir parses back to the partitioned program, and
-# prints the same again.
+# into the sum over the batch that makes the bias's gradient, and the
+# three sgd updates in one multi-tensor kernel. --emit fused-ir parses
+# back to the partitioned program, and prints the same again.
 # RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --emit fused-ir > %t.ir
 # RUN: FileCheck %s < %t.ir
 # RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --emit sharded-ir > %t.sharded
@@ -17,7 +17,8 @@
 # CHECK: // kernel k2_mse_mul: mse over [32, 1024]; reads %out, %y, %4; stores %5
 # CHECK: %3 = mse %out, %y : f32[]  // k2_mse_mul{{$}}
 # CHECK: // kernel k6_gelu_grad_sum: sum over axis 0 of [32, 2048]; reads %1, %12; stores %18, %19
-# CHECK: // kernel k7_sgd: elementwise over [1024, 2048]; reads %w1, %27; stores %28
-# CHECK: // kernel k8_sgd: elementwise over [2048]; reads %b1, %26; stores %29
-# CHECK: // kernel k9_sgd: elementwise over [2048, 1024]; reads %w2, %25; stores %30
+# CHECK: // kernel k7_sgd_x3: multi-tensor elementwise over 3 domains [1024, 2048], [2048], [2048, 1024]; reads %w1, %27, %b1, %26, %w2, %25; stores %28, %29, %30
+# CHECK-NEXT: %28 = sgd %w1, %27 {{.*}} // k7_sgd_x3, stored
+# CHECK-NEXT: %29 = sgd %b1, %26 {{.*}} // k7_sgd_x3, stored
+# CHECK-NEXT: %30 = sgd %w2, %25 {{.*}} // k7_sgd_x3, stored
 # CHECK-NOT: // kernel
