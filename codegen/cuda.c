@@ -325,9 +325,32 @@ static bool in_group(const gen *G, const ir_value *v)
 }
 
 /* The expression of an elementwise op over its operands' registers a, b, c. */
+/* The expression of an i32 op (passes/fuse.c's i32_exact) over int
+ * registers: add, sub, mul and neg wrap (two's complement, computed
+ * unsigned: signed overflow is undefined in CUDA C++ as in C), as the CPU
+ * backend's do. */
+static const char *ew_expr_i32(gen *G, const ir_op *op, const char *a, const char *b)
+{
+    switch (op->code) {
+    case IR_ADD: return fmt(G, "(int)((unsigned)%s + (unsigned)%s)", a, b);
+    case IR_SUB: return fmt(G, "(int)((unsigned)%s - (unsigned)%s)", a, b);
+    case IR_MUL: return fmt(G, "(int)((unsigned)%s * (unsigned)%s)", a, b);
+    case IR_MAX: return fmt(G, "%s > %s ? %s : %s", a, b, a, b);
+    case IR_MIN: return fmt(G, "%s < %s ? %s : %s", a, b, a, b);
+    case IR_GT: return fmt(G, "%s > %s ? 1 : 0", a, b);
+    case IR_EQ: return fmt(G, "%s == %s ? 1 : 0", a, b);
+    case IR_NEG: return fmt(G, "(int)(0u - (unsigned)%s)", a);
+    case IR_ABS: return fmt(G, "%s < 0 ? (int)(0u - (unsigned)%s) : %s", a, a, a);
+    case IR_EXPAND: return a;
+    default: su_unreachable();
+    }
+}
+
 static const char *ew_expr(gen *G, const ir_op *op, const char *a, const char *b, const char *c)
 {
     const ir_attrs *at = &op->a;
+    if (op->res[0]->type.dtype == IR_I32)
+        return ew_expr_i32(G, op, a, b);
     switch (op->code) {
     case IR_ADD: return fmt(G, "%s + %s", a, b);
     case IR_SUB: return fmt(G, "%s - %s", a, b);

@@ -67,6 +67,34 @@ static bool all_float(const ir_op *op)
     return true;
 }
 
+/* Whether op is i32 arithmetic a kernel computes as the CPU backend
+ * does (wrapping add, sub, mul and neg; max, min, gt, eq, abs;
+ * expand): every operand and the result i32. Not div, whose division by
+ * zero the CPU backend reports. */
+static bool i32_exact(const ir_op *op)
+{
+    if (op->res[0]->type.dtype != IR_I32)
+        return false;
+    for (int i = 0; i < op->nin; i++)
+        if (op->in[i]->type.dtype != IR_I32)
+            return false;
+    switch (op->code) {
+    case IR_ADD:
+    case IR_SUB:
+    case IR_MUL:
+    case IR_MAX:
+    case IR_MIN:
+    case IR_GT:
+    case IR_EQ:
+    case IR_NEG:
+    case IR_ABS:
+    case IR_EXPAND:
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* What part op can take in a group: elementwise, reduction, or none. */
 static fclass classify(const ir_op *op)
 {
@@ -76,7 +104,7 @@ static fclass classify(const ir_op *op)
     case IR_CAST:
         return F_EW; /* from and to any dtype, i32 included */
     case IR_EXPAND:
-        return all_float(op) ? F_EW : F_NONE;
+        return all_float(op) || i32_exact(op) ? F_EW : F_NONE;
     case IR_SUM:
     case IR_MEAN:
     case IR_AMAX:
@@ -96,7 +124,7 @@ static fclass classify(const ir_op *op)
     }
     ir_opclass cls = ir_ops[op->code].cls;
     if (cls == IR_C_BINARY || cls == IR_C_UNARY || cls == IR_C_OPTIM)
-        return all_float(op) ? F_EW : F_NONE;
+        return all_float(op) || i32_exact(op) ? F_EW : F_NONE;
     return F_NONE;
 }
 

@@ -77,8 +77,13 @@
  * passes.h). Elsewhere (forward, backward) groups of different domains
  * stay apart.
  *
- * Not done: i32 arithmetic (only casts from and to i32 and the labels of
- * cross_entropy are fused); transposes folded into a matmul as cuBLASLt's
+ * i32 arithmetic is elementwise too where a kernel computes exactly what
+ * the CPU backend does: add, sub, mul and neg (wrapping), max, min, gt, eq,
+ * abs and expand of i32 operands (a transformer's vocabulary-parallel
+ * loss compares its labels with the class ids so); not div (the CPU
+ * backend reports a division by zero) and no i32 reduction.
+ *
+ * Not done: transposes folded into a matmul as cuBLASLt's
  * TRANSA/TRANSB; gelu's pre-activation as cuBLASLt's aux output (so a
  * training step, whose gelu_grad reads it, folds only the bias).
  */
