@@ -1,0 +1,134 @@
+/* bench_cuda.h: what bench_cuda (issue 5, DESIGN.md §8) measures of a plan
+ * and how it reports it, apart from the GPU: which kernels and matmuls it
+ * times, the bytes and FLOPs each must move or do, the data it fills them
+ * with, and the markdown report. bench_cuda_lib.c; tested without a GPU by
+ * tests/unit/test_bench_cuda.c. Prefix bc_.
+ *
+ * Conventions (printed in the report too):
+ * - A kernel's bytes: each parameter read once (the first nin, each of its
+ *   type's size) plus each stored value written once (the nout after
+ *   them), from the kernel's parameter types; a broadcast operand counts
+ *   its own size, not the size it is broadcast to.
+ * - Its effective bandwidth: bytes / time; its fraction: that over the
+ *   copy bandwidth, which counts a copy's read and write (2 x size / time).
+ * - A matmul's FLOPs: 2 M N K per batch, the epilogue not counted.
+ * - Kernels moving less than BC_SMALL_BYTES are reported apart and not
+ *   held to the bandwidth goal; kernels that are not memory-bound by
+ *   construction (single block, attention, attn_probs, embedding_grad)
+ *   are timed and reported apart too. */
+#ifndef SHARDC_BENCH_CUDA_H
+#define SHARDC_BENCH_CUDA_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "runtime/plan.h"
+
+#define BC_SMALL_BYTES (1 << 20) /* under 1 MiB moved: not bandwidth-bound */
+#define BC_BW_GOAL 0.85          /* of the copy bandwidth, per kernel */
+#define BC_MM_GOAL 0.95          /* of cuBLAS's TFLOP/s, per matmul */
+#define BC_ID_FREE 1024          /* ids no instruction bounds: [0, 1024) */
+
+typedef enum {
+    BC_BANDWIDTH, /* memory-bound, held to BC_BW_GOAL */
+    BC_SMALL,     /* memory-bound but under BC_SMALL_BYTES */
+    BC_OTHER,     /* not memory-bound by construction */
+    BC_MATMUL,    /* a matmul kernel or a matmul instruction outside kernels */
+    BC_NCLASSES
+} bc_class;
+
+/* A matmul as cuBLASLt runs it (runtime/cuda_blas.c): row-major
+ * [batch] x [M, K] @ [K, N], an operand without batch dims repeated. */
+typedef struct bc_mm {
+    int64_t m, n, k, batch;
+    int64_t stride_a, stride_b; /* elements between batches; 0: repeated */
+} bc_mm;
+
+/* One launch the benchmark times, standing for `count` of the plan's
+ * kernels (or matmul instructions) that are the same launch. */
+typedef struct bc_item {
+    int32_t stage;
+    int32_t kernel;  /* plan kernel; -1: a matmul instruction outside kernels */
+    int32_t instr;   /* BC_MATMUL: the matmul instruction; else the anchor */
+    int32_t count;   /* >= 1 */
+    uint8_t cls;     /* bc_class */
+    int64_t bytes;   /* bc_kernel_bytes (a matmul: its parameters too) */
+    double flops;    /* BC_MATMUL: bc_matmul_flops */
+    double us;       /* measured median, microseconds (the runtime's path) */
+    double ref_us;   /* BC_MATMUL: cuBLAS called directly, microseconds */
+} bc_item;
+
+/* Each parameter of k read once plus each stored value written once. */
+int64_t bc_kernel_bytes(const rt_kernel *k);
+/* The shape of matmul instruction mm as cuBLASLt runs it; false when mm is
+ * not a matmul. */
+bool bc_matmul_shape(const rt_instr *mm, bc_mm *s);
+/* 2 M N K batch; 0 for an instruction that is not a matmul. */
+double bc_matmul_flops(const rt_instr *mm);
+/* The class of kernel k of plan p (bc_class). */
+int bc_kernel_class(const rt_plan *p, const rt_kernel *k);
+/* The launches to time, stage by stage: the kernels that are not matmuls
+ * in plan order, then the matmuls (matmul kernels and matmul instructions
+ * outside kernels) in instruction order; a launch the same as an earlier
+ * one of its stage (same module and geometry and parameter types; for a
+ * matmul, the same types and epilogue) counts there instead. *items is
+ * malloc'd; returns their number, -1 when out of memory. */
+int bc_select(const rt_plan *p, bc_item **items);
+/* Valid ids for i32 buffer buf, a parameter of kernel k: [0, bound) with
+ * bound the smallest of the rows of an embedding table (ids), the classes
+ * of a cross_entropy or its grad (labels), the rows of an embedding_grad
+ * result (ids) among the kernel's instructions reading it, through
+ * copies (reshapes); BC_ID_FREE when none reads it so. */
+int64_t bc_id_bound(const rt_plan *p, const rt_kernel *k, int32_t buf);
+/* Fills dst, of type t, with data any kernel accepts: floats in [0.5, 1)
+ * (exact in every float dtype: positive, so log, sqrt and a variance stay
+ * finite), i32 in [0, bound); pseudo-random from seed. */
+void bc_fill(void *dst, const rt_type *t, int64_t bound, uint64_t seed);
+/* "bias+residual+gelu", "none". */
+const char *bc_epilogue_name(unsigned bits, char *buf, size_t n);
+/* "1.50 GiB", "1.00 MiB", "12.0 KiB", "4 B". */
+const char *bc_bytes_str(int64_t bytes, char *buf, size_t n);
+
+/* The machine and the copy bandwidth, for the report's head. */
+typedef struct bc_machine {
+    char gpu[256];         /* cuDeviceGetName */
+    int cc;                /* compute capability, 90 */
+    int sms;
+    int64_t mem_bytes, l2_bytes;
+    int cuda_driver;       /* cuDriverGetVersion: 12040 */
+    char nvidia_driver[128]; /* /proc/driver/nvidia/version's, or "" */
+    int nvrtc_major, nvrtc_minor;
+    long cublaslt;         /* cublasLtGetVersion: 130001; 0 unknown */
+    char date[64];
+    int repeat;            /* timed launches per kernel (median) */
+    int64_t flush_bytes;   /* read between launches to empty the L2 */
+    int64_t copy_bytes;    /* the copy's size */
+    double copy_gbs;       /* 2 x copy_bytes / median time, GB/s (1e9) */
+} bc_machine;
+
+/* The launches of one plan, measured. */
+typedef struct bc_result {
+    const char *model;     /* "examples/mlp.sh" */
+    const char *mesh;      /* "2x2" */
+    const rt_plan *plan;
+    const bc_item *item;
+    int nitems;
+} bc_result;
+
+/* How many launches meet each goal (distinct launches; plan_* count the
+ * plan's kernels they stand for). */
+typedef struct bc_tally {
+    int bw, bw_ok, bw_plan, bw_plan_ok;
+    int small, other;
+    int mm, mm_ok, mm_plan, mm_plan_ok;
+} bc_tally;
+
+/* Adds the launches of r to t. */
+void bc_tally_add(bc_tally *t, const bc_result *r, double copy_gbs);
+/* The tables of one plan. */
+void bc_report_plan(FILE *f, const bc_result *r, double copy_gbs);
+/* The whole report: the machine, the conventions, every plan's tables and
+ * the summary lines. */
+void bc_report(FILE *f, const bc_machine *m, const bc_result *r, int nr);
+
+#endif

@@ -1,0 +1,472 @@
+/* bench_cuda_lib.c: bench_cuda's choice of launches, its byte and FLOP
+ * counts, its data and its report (bench_cuda.h): everything of the GPU
+ * benchmark that needs no GPU. */
+#include "bench_cuda.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/cpu.h"
+
+int64_t bc_kernel_bytes(const rt_kernel *k)
+{
+    int64_t bytes = 0;
+    for (int j = 0; j < k->nin + k->nout; j++)
+        bytes += rt_type_bytes(&k->param_t[j]);
+    return bytes;
+}
+
+static int64_t numel(const int64_t *d, int n)
+{
+    int64_t e = 1;
+    for (int i = 0; i < n; i++)
+        e *= d[i];
+    return e;
+}
+
+/* As runtime/cuda_blas.c's plan_mm: batch dims right-aligned, the larger
+ * batch wins (the runtime refuses partial broadcasts before it runs). */
+bool bc_matmul_shape(const rt_instr *mm, bc_mm *s)
+{
+    if (mm->op != RT_OP_MATMUL)
+        return false;
+    const rt_type *a = &mm->in_t[0], *b = &mm->in_t[1];
+    int na = a->rank > 2 ? a->rank - 2 : 0, nb = b->rank > 2 ? b->rank - 2 : 0;
+    int64_t ea = numel(a->dim, na), eb = numel(b->dim, nb);
+    s->k = a->dim[a->rank - 1];
+    s->m = a->rank >= 2 ? a->dim[a->rank - 2] : 1;
+    s->n = b->rank >= 2 ? b->dim[b->rank - 1] : 1;
+    s->batch = ea > eb ? ea : eb;
+    s->stride_a = ea == 1 ? 0 : s->m * s->k;
+    s->stride_b = eb == 1 ? 0 : s->k * s->n;
+    return true;
+}
+
+double bc_matmul_flops(const rt_instr *mm)
+{
+    bc_mm s;
+    if (!bc_matmul_shape(mm, &s))
+        return 0;
+    return 2.0 * (double)s.m * (double)s.n * (double)s.k * (double)s.batch;
+}
+
+int bc_kernel_class(const rt_plan *p, const rt_kernel *k)
+{
+    if (k->strategy == RT_KS_MATMUL)
+        return BC_MATMUL;
+    if (k->strategy == RT_KS_SINGLE_BLOCK)
+        return BC_OTHER;
+    const rt_program *g = &p->stage[k->stage];
+    for (int i = 0; i < k->ninstr; i++) {
+        int op = g->instr[k->instr[i]].op;
+        if (op == RT_OP_ATTENTION || op == RT_OP_ATTN_PROBS || op == RT_OP_EMBEDDING_GRAD)
+            return BC_OTHER;
+    }
+    return bc_kernel_bytes(k) < BC_SMALL_BYTES ? BC_SMALL : BC_BANDWIDTH;
+}
+
+static bool same_type(const rt_type *a, const rt_type *b)
+{
+    if (a->dtype != b->dtype || a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dim[i] != b->dim[i])
+            return false;
+    return true;
+}
+
+static bool same_params(const rt_kernel *a, const rt_kernel *b)
+{
+    if (a->nin != b->nin || a->nout != b->nout)
+        return false;
+    for (int j = 0; j < a->nin + a->nout; j++)
+        if (!same_type(&a->param_t[j], &b->param_t[j]))
+            return false;
+    return true;
+}
+
+static bool same_instr_types(const rt_instr *a, const rt_instr *b)
+{
+    return same_type(&a->in_t[0], &b->in_t[0]) && same_type(&a->in_t[1], &b->in_t[1]) &&
+           same_type(&a->out_t, &b->out_t);
+}
+
+/* Whether item x times what y would: the same code on the same types. */
+static bool same_launch(const rt_plan *p, const bc_item *x, const bc_item *y)
+{
+    if (x->stage != y->stage || x->cls != y->cls || (x->kernel < 0) != (y->kernel < 0))
+        return false;
+    const rt_program *g = &p->stage[x->stage];
+    if (x->cls == BC_MATMUL) {
+        if (!same_instr_types(&g->instr[x->instr], &g->instr[y->instr]))
+            return false;
+        if (x->kernel < 0)
+            return true;
+        const rt_kernel *a = &p->kernel[x->kernel], *b = &p->kernel[y->kernel];
+        return a->epilogue == b->epilogue && same_params(a, b);
+    }
+    const rt_kernel *a = &p->kernel[x->kernel], *b = &p->kernel[y->kernel];
+    return a->module == b->module && a->grid == b->grid && a->block == b->block &&
+           a->shared_bytes == b->shared_bytes && same_params(a, b);
+}
+
+/* Appends it to v (n items, cap room) unless an earlier one is the same
+ * launch, which counts it instead. false when out of memory. */
+static bool add_item(const rt_plan *p, bc_item **v, int *n, int *cap, const bc_item *it)
+{
+    for (int i = 0; i < *n; i++)
+        if (same_launch(p, &(*v)[i], it)) {
+            (*v)[i].count++;
+            return true;
+        }
+    if (*n == *cap) {
+        int c = *cap ? 2 * *cap : 16;
+        bc_item *w = realloc(*v, (size_t)c * sizeof *w);
+        if (!w)
+            return false;
+        *v = w;
+        *cap = c;
+    }
+    (*v)[(*n)++] = *it;
+    return true;
+}
+
+/* Per instruction of stage s, the kernel holding it, or -1 (malloc'd;
+ * NULL when out of memory). */
+static int32_t *kernel_of(const rt_plan *p, int s)
+{
+    int n = p->stage[s].ninstr;
+    int32_t *at = malloc(((size_t)n + 1) * sizeof *at);
+    if (!at)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        at[i] = -1;
+    for (int k = 0; k < p->nkernels; k++)
+        if (p->kernel[k].stage == s)
+            for (int j = 0; j < p->kernel[k].ninstr; j++)
+                at[p->kernel[k].instr[j]] = k;
+    return at;
+}
+
+/* The stage's matmuls in instruction order: matmul kernels (at their
+ * matmul) and matmul instructions in no kernel. */
+static bool select_matmuls(const rt_plan *p, int s, bc_item **v, int *n, int *cap)
+{
+    int32_t *at = kernel_of(p, s);
+    if (!at)
+        return false;
+    const rt_program *g = &p->stage[s];
+    bool ok = true;
+    for (int i = 0; ok && i < g->ninstr; i++) {
+        if (g->instr[i].op != RT_OP_MATMUL)
+            continue;
+        int32_t k = at[i];
+        if (k >= 0 && p->kernel[k].strategy != RT_KS_MATMUL)
+            continue; /* not one the backend runs through cuBLASLt */
+        bc_item it = {.stage = s, .kernel = k, .instr = i, .count = 1, .cls = BC_MATMUL,
+                      .flops = bc_matmul_flops(&g->instr[i])};
+        it.bytes = k >= 0 ? bc_kernel_bytes(&p->kernel[k])
+                          : rt_type_bytes(&g->instr[i].in_t[0]) +
+                                rt_type_bytes(&g->instr[i].in_t[1]) +
+                                rt_type_bytes(&g->instr[i].out_t);
+        ok = add_item(p, v, n, cap, &it);
+    }
+    free(at);
+    return ok;
+}
+
+int bc_select(const rt_plan *p, bc_item **items)
+{
+    bc_item *v = NULL;
+    int n = 0, cap = 0;
+    bool ok = true;
+    for (int s = 0; ok && s < p->nstages; s++) {
+        for (int k = 0; ok && k < p->nkernels; k++) {
+            const rt_kernel *kr = &p->kernel[k];
+            if (kr->stage != s || kr->strategy == RT_KS_MATMUL)
+                continue;
+            bc_item it = {.stage = s, .kernel = k, .instr = kr->instr[kr->ninstr - 1],
+                          .count = 1, .cls = (uint8_t)bc_kernel_class(p, kr),
+                          .bytes = bc_kernel_bytes(kr)};
+            ok = add_item(p, &v, &n, &cap, &it);
+        }
+        ok = ok && select_matmuls(p, s, &v, &n, &cap);
+    }
+    if (!ok) {
+        free(v);
+        return -1;
+    }
+    *items = v;
+    return n;
+}
+
+/* The bound buf's i32 values need among instructions instr[0..n) of
+ * stage g, through copies up to depth levels. */
+static int64_t bound_in(const rt_program *g, const int32_t *instr, int n, int32_t buf, int depth)
+{
+    int64_t bound = BC_ID_FREE;
+    for (int i = 0; i < n; i++) {
+        const rt_instr *in = &g->instr[instr[i]];
+        for (int j = 0; j < in->nin; j++) {
+            if (in->in[j] != buf || in->in_t[j].dtype != RT_I32)
+                continue;
+            int64_t b = BC_ID_FREE;
+            if (in->op == RT_OP_EMBEDDING && j == 1)
+                b = in->in_t[0].dim[0];
+            else if ((in->op == RT_OP_XENT || in->op == RT_OP_XENT_GRAD) && j == 1)
+                b = in->in_t[0].dim[in->in_t[0].rank - 1];
+            else if (in->op == RT_OP_EMBEDDING_GRAD && j == 0)
+                b = in->out_t.dim[0];
+            else if (in->op == RT_OP_COPY && depth > 0 && in->out != buf)
+                b = bound_in(g, instr, n, in->out, depth - 1);
+            if (b < bound)
+                bound = b;
+        }
+    }
+    return bound;
+}
+
+int64_t bc_id_bound(const rt_plan *p, const rt_kernel *k, int32_t buf)
+{
+    return bound_in(&p->stage[k->stage], k->instr, k->ninstr, buf, 8);
+}
+
+/* splitmix64: a well-mixed 64-bit value of x. */
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    return x ^ (x >> 31);
+}
+
+void bc_fill(void *dst, const rt_type *t, int64_t bound, uint64_t seed)
+{
+    int64_t n = rt_type_numel(t);
+    uint64_t base = mix(seed);
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t r = mix(base ^ (uint64_t)i);
+        /* 0.5 + r/128, r < 64: six bits of mantissa, exact in bf16 too */
+        float f = 0.5f + (float)(r % 64) / 128.0f;
+        switch (t->dtype) {
+        case RT_F32: ((float *)dst)[i] = f; break;
+        case RT_F16: ((uint16_t *)dst)[i] = rt_f32_to_f16(f); break;
+        case RT_BF16: ((uint16_t *)dst)[i] = rt_f32_to_bf16(f); break;
+        case RT_I32: ((int32_t *)dst)[i] = (int32_t)(r % (uint64_t)(bound > 0 ? bound : 1)); break;
+        default: break;
+        }
+    }
+}
+
+const char *bc_epilogue_name(unsigned bits, char *buf, size_t n)
+{
+    static const char *const names[] = {"bias", "residual", "relu", "gelu"};
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < 4; i++)
+        if (bits & (1u << i))
+            used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "%s%s",
+                                     used ? "+" : "", names[i]);
+    if (!used)
+        snprintf(buf, n, "none");
+    return buf;
+}
+
+const char *bc_bytes_str(int64_t bytes, char *buf, size_t n)
+{
+    if (bytes >= (1 << 30))
+        snprintf(buf, n, "%.2f GiB", (double)bytes / (1 << 30));
+    else if (bytes >= (1 << 20))
+        snprintf(buf, n, "%.2f MiB", (double)bytes / (1 << 20));
+    else if (bytes >= (1 << 10))
+        snprintf(buf, n, "%.1f KiB", (double)bytes / (1 << 10));
+    else
+        snprintf(buf, n, "%" PRId64 " B", bytes);
+    return buf;
+}
+
+/* ---- the report ---- */
+
+/* GB/s (1e9 bytes) of bytes moved in us microseconds. */
+static double gbs(int64_t bytes, double us)
+{
+    return us > 0 ? (double)bytes / (us * 1e3) : 0;
+}
+
+static double tflops(double flops, double us)
+{
+    return us > 0 ? flops / (us * 1e6) : 0;
+}
+
+void bc_tally_add(bc_tally *t, const bc_result *r, double copy_gbs)
+{
+    for (int i = 0; i < r->nitems; i++) {
+        const bc_item *it = &r->item[i];
+        bool ok;
+        switch (it->cls) {
+        case BC_BANDWIDTH:
+            ok = copy_gbs > 0 && gbs(it->bytes, it->us) >= BC_BW_GOAL * copy_gbs;
+            t->bw++, t->bw_ok += ok, t->bw_plan += it->count, t->bw_plan_ok += ok * it->count;
+            break;
+        case BC_SMALL: t->small++; break;
+        case BC_OTHER: t->other++; break;
+        case BC_MATMUL:
+            ok = it->us > 0 && it->ref_us / it->us >= BC_MM_GOAL;
+            t->mm++, t->mm_ok += ok, t->mm_plan += it->count, t->mm_plan_ok += ok * it->count;
+            break;
+        default: break;
+        }
+    }
+}
+
+/* The ops of kernel k, each once in order of first use: "add, gelu"
+ * (an optimizer's kernel over 18 params is "adam_m, adam_v, adamw"). */
+static const char *ops_of(const rt_plan *p, const rt_kernel *k, char *buf, size_t n)
+{
+    const rt_program *g = &p->stage[k->stage];
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < k->ninstr && used < n; i++) {
+        int op = g->instr[k->instr[i]].op;
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++)
+            seen = g->instr[k->instr[j]].op == op;
+        if (!seen)
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "",
+                                     rt_ops[op].name);
+    }
+    return buf;
+}
+
+/* One row of a memory-bound table; with the goal's flag when goal. */
+static void kernel_row(FILE *f, const bc_result *r, const bc_item *it, double copy_gbs, bool goal)
+{
+    const rt_kernel *k = &r->plan->kernel[it->kernel];
+    char bytes[32], ops[160];
+    double bw = gbs(it->bytes, it->us), frac = copy_gbs > 0 ? bw / copy_gbs : 0;
+    fprintf(f, "| %d | %s | %s | %s | %d | %" PRId64 " x %d | %s | %.2f | %.1f | %.2f |", it->stage,
+            k->name, rt_kernel_strategy_name(k->strategy), ops_of(r->plan, k, ops, sizeof ops),
+            it->count, k->grid, k->block, bc_bytes_str(it->bytes, bytes, sizeof bytes), it->us,
+            bw, frac);
+    if (goal)
+        fprintf(f, " %s |", frac >= BC_BW_GOAL ? "ok" : "**below 0.85**");
+    fputc('\n', f);
+}
+
+static void kernel_table(FILE *f, const bc_result *r, double copy_gbs, int cls, const char *title)
+{
+    int n = 0;
+    for (int i = 0; i < r->nitems; i++)
+        n += r->item[i].cls == cls;
+    if (!n)
+        return;
+    bool goal = cls == BC_BANDWIDTH;
+    fprintf(f, "### %s\n\n", title);
+    fprintf(f, "| stage | kernel | strategy | ops | x | grid x block | bytes | us | GB/s | "
+               "of copy |%s\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |%s\n",
+            goal ? " goal 0.85 |" : "", goal ? " --- |" : "");
+    for (int i = 0; i < r->nitems; i++)
+        if (r->item[i].cls == cls)
+            kernel_row(f, r, &r->item[i], copy_gbs, goal);
+    fputc('\n', f);
+}
+
+/* "4 x 32 x 2048 x 1024" (batch, M, N, K). */
+static void matmul_row(FILE *f, const bc_result *r, const bc_item *it)
+{
+    const rt_instr *mm = &r->plan->stage[it->stage].instr[it->instr];
+    bc_mm s;
+    bc_matmul_shape(mm, &s);
+    char name[80], epi[64];
+    if (it->kernel >= 0)
+        snprintf(name, sizeof name, "%s", r->plan->kernel[it->kernel].name);
+    else
+        snprintf(name, sizeof name, "instruction %d", it->instr);
+    double rt = tflops(it->flops, it->us), ref = tflops(it->flops, it->ref_us);
+    double ratio = it->us > 0 ? it->ref_us / it->us : 0;
+    fprintf(f, "| %d | %s | %d | %" PRId64 " x %" PRId64 " x %" PRId64 " x %" PRId64
+               " | %s | %s | %.3g | %.2f | %.1f | %.2f | %.1f | %.2f | %s |\n",
+            it->stage, name, it->count, s.batch, s.m, s.n, s.k, rt_dtype_name(mm->in_t[0].dtype),
+            bc_epilogue_name(it->kernel >= 0 ? r->plan->kernel[it->kernel].epilogue : 0, epi,
+                             sizeof epi),
+            it->flops, it->us, rt, it->ref_us, ref, ratio,
+            ratio >= BC_MM_GOAL ? "ok" : "**below 0.95**");
+}
+
+void bc_report_plan(FILE *f, const bc_result *r, double copy_gbs)
+{
+    fprintf(f, "## %s --mesh %s\n\n", r->model, r->mesh);
+    fprintf(f, "%s; %" PRId64 " rank%s, %d stage%s, %d kernels; %d launches timed (kernels "
+               "and matmuls: the same launch in several places is timed once, x says how "
+               "many)\n\n",
+            r->plan->loss >= 0 ? "A training step" : "Inference", rt_plan_ranks(r->plan),
+            rt_plan_ranks(r->plan) > 1 ? "s" : "", r->plan->nstages,
+            r->plan->nstages > 1 ? "s" : "",
+            r->plan->nkernels, r->nitems);
+    kernel_table(f, r, copy_gbs, BC_BANDWIDTH, "Memory-bound kernels (goal: 0.85 of the copy "
+                 "bandwidth)");
+    kernel_table(f, r, copy_gbs, BC_SMALL, "Small kernels (under 1 MiB moved; not counted)");
+    kernel_table(f, r, copy_gbs, BC_OTHER, "Kernels not memory-bound (single block, attention, "
+                 "embedding_grad; not counted)");
+    int n = 0;
+    for (int i = 0; i < r->nitems; i++)
+        n += r->item[i].cls == BC_MATMUL;
+    if (!n)
+        return;
+    fprintf(f, "### Matmuls (goal: 0.95 of cuBLAS)\n\n");
+    fprintf(f, "| stage | matmul | x | batch x M x N x K | dtype | epilogue | FLOP | runtime us | "
+               "TFLOP/s | cuBLAS us | TFLOP/s | ratio | goal 0.95 |\n"
+               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    for (int i = 0; i < r->nitems; i++)
+        if (r->item[i].cls == BC_MATMUL)
+            matmul_row(f, r, &r->item[i]);
+    fputc('\n', f);
+}
+
+static void report_head(FILE *f, const bc_machine *m)
+{
+    char mem[32], l2[32], flush[32], copy[32];
+    fprintf(f, "# Kernels against the copy bandwidth, matmuls against cuBLAS\n\n");
+    fprintf(f, "GPU: %s (sm_%d, %d SMs, %s, L2 %s); CUDA driver API %d.%d%s%s; NVRTC %d.%d; "
+               "cuBLASLt %ld. Date: %s.\n\n",
+            m->gpu, m->cc, m->sms, bc_bytes_str(m->mem_bytes, mem, sizeof mem),
+            bc_bytes_str(m->l2_bytes, l2, sizeof l2), m->cuda_driver / 1000,
+            m->cuda_driver % 1000 / 10, *m->nvidia_driver ? ", kernel driver " : "",
+            m->nvidia_driver, m->nvrtc_major, m->nvrtc_minor, m->cublaslt, m->date);
+    fprintf(f, "Copy bandwidth: **%.1f GB/s** (cuMemcpyDtoDAsync of %s, the median of %d, "
+               "counted as read + write: 2 x size / time; GB = 1e9 bytes).\n\n",
+            m->copy_gbs, bc_bytes_str(m->copy_bytes, copy, sizeof copy), m->repeat);
+    fprintf(f, "Each launch: its inputs filled with valid data (floats in [0.5, 1), ids in "
+               "range), %s read by a kernel of its own before each launch (so the L2 holds "
+               "none of its data), timed alone with events; the median of %d after 3 untimed. "
+               "A kernel's bytes: each parameter read once plus each stored value written "
+               "once, of its parameter types; GB/s = bytes / time; \"of copy\" = that over "
+               "the copy bandwidth. Under %s moved a kernel is reported apart and not held to "
+               "the goal. A matmul's FLOP: 2 M N K per batch (the epilogue not counted); "
+               "\"runtime\" is rt_blas_matmul with the plan's epilogue, as the cuda backend "
+               "calls it (descriptors and the heuristic per call, no workspace); \"cuBLAS\" "
+               "is cublasLtMatmul on the same shape, dtype, layout and epilogue with its "
+               "descriptors made once and the heuristic's first algorithm for a 32 MiB "
+               "workspace; ratio = cuBLAS time / runtime time.\n\n",
+            bc_bytes_str(m->flush_bytes, flush, sizeof flush), m->repeat,
+            bc_bytes_str(BC_SMALL_BYTES, copy, sizeof copy));
+}
+
+void bc_report(FILE *f, const bc_machine *m, const bc_result *r, int nr)
+{
+    report_head(f, m);
+    bc_tally t;
+    memset(&t, 0, sizeof t);
+    for (int i = 0; i < nr; i++) {
+        bc_report_plan(f, &r[i], m->copy_gbs);
+        bc_tally_add(&t, &r[i], m->copy_gbs);
+    }
+    fprintf(f, "## Summary\n\n");
+    fprintf(f, "- memory-bound kernels at >= 0.85 of the copy bandwidth: %d of %d launches "
+               "(%d of %d plan kernels)\n", t.bw_ok, t.bw, t.bw_plan_ok, t.bw_plan);
+    fprintf(f, "- small kernels (under 1 MiB, not counted): %d; not memory-bound (not "
+               "counted): %d\n", t.small, t.other);
+    fprintf(f, "- matmuls at >= 0.95 of cuBLAS: %d of %d launches (%d of %d in the plans)\n",
+            t.mm_ok, t.mm, t.mm_plan_ok, t.mm_plan);
+}
