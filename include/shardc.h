@@ -218,7 +218,9 @@ SHARDC_API void shardc_session_free(shardc_session *s);
  * `bytes` bytes of host memory, row-major in its dtype; borrowed until the
  * session is freed or the name is bound again. Inputs are read at every
  * run; params and states at the next run only (then kept, and trained). A
- * bound tensor wins over the files and the seed. */
+ * bound tensor wins over the files and the seed; so does a bound bf16 or
+ * f16 param for its f32 master (the state opt.NAME.master), made from the
+ * bound values. */
 SHARDC_API shardc_status shardc_session_bind(shardc_session *s, const char *name,
                                              const void *data, size_t bytes, char **error);
 

@@ -291,6 +291,10 @@ static int load_source(rank_state *rs, const rt_instr *in, void *dst)
         copy_block(&io->type, start, count, rt_dtype_size(io->type.dtype), b->data, dst, false);
         return 0;
     }
+    /* the master of a bound param copies the binding, as the param does,
+     * over a master in the checkpoint or the params file */
+    if (io->init == RT_INIT_PARAM && find_binding(s, io->init_param))
+        return load_from_param(rs, io, start, count, dst);
     if (s->ckpt && io->kind != RT_IO_INPUT)
         return rt_ckpt_read(s->ckpt, in->io, start, count, dst, rs->err, sizeof rs->err);
     rt_st_file *f = io->kind == RT_IO_INPUT ? s->inputs : s->params;

@@ -53,7 +53,7 @@ if [ -n "$momentum" ]; then
 fi
 
 param_rtol=1e-5
-if grep -q '^param .*: *bf16\[' "$model"; then
+if grep -q '^ *param .*: *bf16\[' "$model"; then
     # bf16 params with f32 masters (tests/models/mlp_bf16.sh; the masters in
     # opt), measured 2x2 to 4x1: masters 3.5e-6 abs, params 1.2e-4 (one bf16
     # ulp where a master straddles a rounding boundary: rtol 2^-7), m 2.2e-6,

@@ -16,8 +16,15 @@
 # sharded run uses a copy of MODEL whose `pipeline` line has that schedule;
 # with REFERENCE (and REFERENCE_MESH, its mesh of ones) set, the unsharded
 # run is of that model instead of MODEL (a pipelined model against the same
-# model without its pipeline). DEFINES (for example "-DL=8") is passed to
+# model without its pipeline); REFERENCE=unpipelined makes that model from
+# MODEL: its `repeat ... over AXIS` without `over AXIS`, no `pipeline` line
+# (on MESH's mesh of ones). DEFINES (for example "-DL=8") is passed to
 # both compilations, and must match the constants DATA was made with.
+# MICROBATCHES=N: the sharded run's `pipeline` line has N microbatches.
+# EXACT=1: the sharded run is compared with the unsharded one with no
+# tolerance (the comparisons with PyTorch keep theirs). AGAINST_LOCAL=1
+# (COMM mpi): the sharded plan runs under --comm local too, and the MPI
+# run's losses, params and states must equal its to the bit.
 # A mismatch prints the step (losses) or the tensor (st_compare), both
 # values and the error. Tools come from the environment: SHARDC, SHARDRUN,
 # ST_COMPARE, MPIRUN (with MPIRUN_FLAGS); perl (with its core JSON::PP)
@@ -75,6 +82,37 @@
 #     m, v: measured abs 6.2e-5, 9.2e-5 (m; |m| up to 1e-2) and 3.1e-6
 #       (v): atol 3e-4 and 1e-5; momentum buffer measured 6.6e-4
 #       (unsharded), 8.4e-4 (PyTorch; up to 0.2): atol 3e-3
+#   bf16 layers in a pipeline, tests/models/mlp_bf16_pp.sh (mlp_bf16.sh's
+#   adamw on 4 residual layers over pp, 4 microbatches; the loss falls
+#   5.78 -> 3.29 and each master moves by 4.7e-3), on 1x2x1, 2x2x1,
+#   2x2x2 and 1x4x1 with 1f1b, gpipe and interleaved(2), and 2x2x1 with
+#   ZeRO 1-3 (the suite runs some of these), against the unpipelined model
+#   (REFERENCE=unpipelined) and PyTorch. The gradients of the 4 microbatches are summed in bf16, so
+#   the pipelined run's noise is bf16's on gradients 4 layers deep (the
+#   unpipelined run and PyTorch differ as much: masters 1.4e-3), which
+#   AdamW turns into moves of lr whatever the gradient's size:
+#     losses: measured rel 1.8e-3 (unpipelined), 2.2e-3 (PyTorch): rtol 5e-3
+#     masters: measured abs 2.0e-3 and 2.5e-3: atol 4e-3 and 5e-3
+#     params: as for mlp_bf16.sh, with these atols
+#     m (|m| up to 0.16), v (up to 0.04): measured abs 8.8e-4 and 3.8e-4:
+#       atol 2e-3 and 1e-3
+#   These catch a master made from elsewhere (the seed's are 0.02 in size,
+#   the params 0.2) or a step not taken, not noise-sized errors: those are
+#   the EXACT tests' (one microbatch, no dp or tp: the unpipelined run's
+#   arithmetic, so every loss, param and state is equal to the bit).
+#   f16 params through f32 masters, tests/models/mlp_f16.sh (mlp_bf16.sh's
+#   adamw, its data rounded to f16), on the same meshes. f16 keeps 11
+#   significant bits to bf16's 8, so the sharded run's rounding noise is
+#   about 2^-3 of bf16's; the unsharded run and PyTorch (each op in f32,
+#   rounded to f16: the same arithmetic) agree to the f16 bit on the params
+#   and to f32 rounding (3e-8) on the masters, so both references get one
+#   tolerance:
+#     losses: measured rel 1.9e-5: rtol 2.5e-4 (bf16's 2e-3 times 2^-3)
+#     masters (f32): measured abs 2.2e-5: atol 2e-4 (tried: the model
+#       with wd = 0 is off by 3.6e-4 here, and its losses by 4.6e-4 rel)
+#     params (f16): measured 2.4e-4 = 1 ulp at 0.3: rtol 9.8e-4 (2^-10, an
+#       ulp relative to the value) and the master's atol
+#     m, v: measured abs 6.8e-6 and 3.7e-7: atol 7e-5 and 4e-6
 # The loss tolerances assume shardrun prints at least 6 decimals.
 set -euo pipefail
 
@@ -91,10 +129,20 @@ if ! grep -q '^train ' "$model"; then
     exit 2
 fi
 rtol=1e-5 param_rtol=1e-5 master_ref_atol=0 master_torch_atol=0
-if grep -q '^param .*: *bf16\[' "$model"; then
+if grep -q '^ *param .*: *f16\[' "$model"; then
+    # f16 params with f32 masters (tests/models/mlp_f16.sh): see above
+    loss_rtol=2.5e-4 param_rtol=9.8e-4
+    master_ref_atol=2e-4 master_torch_atol=2e-4 m_ref_atol=7e-5 m_torch_atol=7e-5
+    v_ref_atol=4e-6 v_torch_atol=4e-6
+    param_ref_atol=$master_ref_atol param_torch_atol=$master_torch_atol
+elif grep -q '^ *param .*: *bf16\[' "$model"; then
     # bf16 params with f32 masters (tests/models/mlp_bf16*.sh): see above
     loss_rtol=2e-3 param_rtol=7.9e-3
-    if grep -q '^train .* adamw(' "$model"; then
+    if grep -q '^repeat .* over ' "$model"; then
+        # pipelined (tests/models/mlp_bf16_pp.sh): see above
+        loss_rtol=5e-3 master_ref_atol=4e-3 master_torch_atol=5e-3 m_ref_atol=2e-3
+        m_torch_atol=2e-3 v_ref_atol=1e-3 v_torch_atol=1e-3
+    elif grep -q '^train .* adamw(' "$model"; then
         master_ref_atol=5e-4 master_torch_atol=1e-3 m_ref_atol=3e-4 m_torch_atol=3e-4
         v_ref_atol=1e-5 v_torch_atol=1e-5
     else
@@ -123,6 +171,12 @@ sharded=$model
 if [ -n "${SCHEDULE:-}" ]; then
     sharded=$tmp/sched-$(basename "$model")
     sed "s/^\(pipeline .*\)schedule .*\$/\1schedule $SCHEDULE/" "$model" > "$sharded"
+    grep "^pipeline " "$sharded"
+fi
+if [ -n "${MICROBATCHES:-}" ]; then
+    sed "s/^pipeline microbatches [0-9]*/pipeline microbatches $MICROBATCHES/" "$sharded" \
+        > "$tmp/mb-$(basename "$model")"
+    sharded=$tmp/mb-$(basename "$model")
     grep "^pipeline " "$sharded"
 fi
 if [ -n "$zero" ]; then
@@ -213,8 +267,18 @@ compare_losses() {
         }'
 }
 
+reference=${REFERENCE:-$model}
+if [ "$reference" = unpipelined ]; then
+    reference=$tmp/unpipelined-$(basename "$model")
+    sed -e 's/^\(repeat .*\) over [A-Za-z_][A-Za-z0-9_]* *{/\1 {/' -e '/^pipeline /d' \
+        "$model" > "$reference"
+    if cmp -s "$model" "$reference"; then
+        echo "run_train.sh: $model has no pipeline to remove" >&2
+        exit 2
+    fi
+fi
 read -r -a defines <<< "${DEFINES:-}"
-"$SHARDC" "${REFERENCE:-$model}" "${defines[@]}" --mesh "${REFERENCE_MESH:-$ones}" \
+"$SHARDC" "$reference" "${defines[@]}" --mesh "${REFERENCE_MESH:-$ones}" \
     -o "$tmp/ref.plan"
 "$SHARDRUN" "$tmp/ref.plan" --comm local "${run_args[@]}" \
     --save-params "$tmp/ref.safetensors" | tee "$tmp/ref.log"
@@ -246,35 +310,58 @@ for run in ref torch; do
         '^opt\.' "$tmp/$run-opt.safetensors" "$tmp/$run-params.safetensors"
 done
 
-# compare WHAT EXPECTED ATOL [RTOL]: st_compare EXPECTED against the sharded
+# compare WHAT EXPECTED ATOL RTOL: st_compare EXPECTED against the sharded
 # run's params and states, when EXPECTED has tensors
 compare() {
     if [ -e "$2" ]; then
         echo "== $what: $1"
-        "$ST_COMPARE" "$2" "$tmp/got.safetensors" --rtol "${4:-$rtol}" --atol "$3"
+        "$ST_COMPARE" "$2" "$tmp/got.safetensors" --rtol "$4" --atol "$3"
     fi
 }
 
-# compare_run RUN AGAINST PARAM_ATOL M_ATOL V_ATOL MASTER_ATOL: the params and
-# states of RUN (ref or torch) against the sharded run's
+# compare_run RUN AGAINST PARAM_ATOL M_ATOL V_ATOL MASTER_ATOL RTOL PARAM_RTOL:
+# the params and states of RUN (ref or torch) against the sharded run's
 compare_run() {
     local bad=0
-    compare "params $2" "$tmp/$1-params.safetensors" "$3" "$param_rtol" || bad=1
-    compare "AdamW m $2" "$tmp/$1-m.safetensors" "$4" || bad=1
-    compare "AdamW v $2" "$tmp/$1-v.safetensors" "$5" || bad=1
-    compare "f32 masters $2" "$tmp/$1-master.safetensors" "$6" || bad=1
-    compare "other states $2" "$tmp/$1-opt.safetensors" "$4" || bad=1
+    compare "params $2" "$tmp/$1-params.safetensors" "$3" "$8" || bad=1
+    compare "AdamW m $2" "$tmp/$1-m.safetensors" "$4" "$7" || bad=1
+    compare "AdamW v $2" "$tmp/$1-v.safetensors" "$5" "$7" || bad=1
+    compare "f32 masters $2" "$tmp/$1-master.safetensors" "$6" "$7" || bad=1
+    compare "other states $2" "$tmp/$1-opt.safetensors" "$4" "$7" || bad=1
     return $bad
 }
 
+# With EXACT set, the sharded run must do the unsharded run's arithmetic
+# (a pipeline of one microbatch without dp or tp): equal to the bit
+ref_loss_rtol=$loss_rtol ref_rtol=$rtol ref_param_rtol=$param_rtol
+if [ -n "${EXACT:-}" ]; then
+    ref_loss_rtol=0 ref_rtol=0 ref_param_rtol=0
+    param_ref_atol=0 m_ref_atol=0 v_ref_atol=0 master_ref_atol=0
+fi
+
 what="$(basename "$sharded") --mesh $mesh ($comm)${zero:+ zero $zero}"
 rc=0
+if [ -n "${AGAINST_LOCAL:-}" ]; then
+    echo "== $what: losses, params and states against --comm local, to the bit"
+    if [ "$comm" != mpi ]; then
+        echo "run_train.sh: AGAINST_LOCAL is for COMM mpi" >&2
+        exit 2
+    fi
+    "$SHARDRUN" "$tmp/model.plan" --comm local --ranks "$ranks" "${run_args[@]}" \
+        --save-params "$tmp/local.safetensors" > "$tmp/local.log"
+    losses "$tmp/local.log" "$tmp/local.loss"
+    if ! cmp "$tmp/local.loss" "$tmp/got.loss"; then
+        paste "$tmp/local.loss" "$tmp/got.loss"
+        rc=1
+    fi
+    "$ST_COMPARE" "$tmp/local.safetensors" "$tmp/got.safetensors" --rtol 0 --atol 0 || rc=1
+fi
 echo "== $what: losses against the unsharded run"
-compare_losses "$tmp/ref.loss" "$tmp/got.loss" "$loss_rtol" || rc=1
+compare_losses "$tmp/ref.loss" "$tmp/got.loss" "$ref_loss_rtol" || rc=1
 echo "== $what: losses against PyTorch"
 compare_losses "$tmp/torch.loss" "$tmp/got.loss" "$loss_rtol" || rc=1
 compare_run ref "against the unsharded run" "$param_ref_atol" "$m_ref_atol" "$v_ref_atol" \
-    "$master_ref_atol" || rc=1
+    "$master_ref_atol" "$ref_rtol" "$ref_param_rtol" || rc=1
 compare_run torch "against PyTorch" "$param_torch_atol" "$m_torch_atol" "$v_torch_atol" \
-    "$master_torch_atol" || rc=1
+    "$master_torch_atol" "$rtol" "$param_rtol" || rc=1
 exit $rc
