@@ -12,6 +12,7 @@
 struct shardc_session {
     const shardc_plan *plan;
     rt_session *s;
+    rt_backend_kind backend;     /* named in the trace */
 };
 
 shardc_status shardc_session_new(const shardc_plan *plan, const shardc_session_config *cfg,
@@ -47,11 +48,15 @@ shardc_status shardc_session_new(const shardc_plan *plan, const shardc_session_c
     o.seed = cfg->seed;
     o.timeout_ms = cfg->timeout_ms;
     o.trace = cfg->trace != 0;
+    o.graph = cfg->graph != 0;
+    char err[1024];
+    if (o.graph && rt_session_graph_check(&o, err, sizeof err) != 0)
+        return api_fail(error, SHARDC_ERR_USAGE, "%s", err);
     shardc_session *s = calloc(1, sizeof *s);
     if (!s)
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
-    char err[1024];
     s->plan = plan;
+    s->backend = o.backend;
     s->s = rt_session_new(plan->p, &o, err, sizeof err);
     if (!s->s) {
         free(s);
@@ -83,7 +88,8 @@ shardc_status shardc_session_write_trace(shardc_session *s, const char *path, ch
 {
     api_clear(error);
     char err[1024];
-    if (rt_session_write_trace(s->s, path, "cpu", err, sizeof err) != 0)
+    const char *backend = s->backend == RT_BACKEND_CUDA ? "cuda" : "cpu";
+    if (rt_session_write_trace(s->s, path, backend, err, sizeof err) != 0)
         return api_fail(error, rt_session_steps(s->s) ? SHARDC_ERR_IO : SHARDC_ERR_USAGE, "%s",
                         err);
     return SHARDC_OK;

@@ -36,6 +36,7 @@ enum {
     X_ADAMW,
     X_XENT_GRAD,
     X_NAN,
+    X_ERROR,
     X_COUNT
 };
 #define HELPER(x) (1u << (x))
@@ -56,6 +57,7 @@ enum {
     H_ADAMW = HELPER(X_ADAMW),
     H_XENT_GRAD = HELPER(X_XENT_GRAD),
     H_NAN = HELPER(X_NAN),
+    H_ERROR = HELPER(X_ERROR),
 };
 
 typedef struct gen {
@@ -947,8 +949,12 @@ static void emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
     line(G, "extern __shared__ float red[]; // one float per warp");
     line(G, "for (i64 row = blockIdx.x; row < %lld; row += gridDim.x) {", (long long)v->outer);
     G->indent++;
-    if (G->red->code == IR_XENT_GRAD)
+    if (G->red->code == IR_XENT_GRAD) {
+        G->helpers |= H_ERROR;
         line(G, "const int lab = p_%s[row];", cname(G, G->red->in[1]));
+        line(G, "if ((lab < 0 || lab >= %lld) && threadIdx.x == 0)", (long long)v->n);
+        line(G, "    sh_bad_id(row, lab); // the runtime's error; the row is NaN meanwhile");
+    }
     if (cached)
         line(G, "float xs[%lld]; // this thread's elements of the row", (long long)(items * k->vec));
     line(G, "float acc = %s;", p.init1);
@@ -1036,7 +1042,7 @@ static void emit_xent(gen *G, cg_cuda_kernel *k, const rview *v)
     k->block = (int)(32 * (rows < 32 ? rows : 32));
     k->grid = 1;
     k->shared_bytes = k->block / 32 * (int)sizeof(float);
-    G->helpers |= H_WARP | H_BLOCK | H_NAN;
+    G->helpers |= H_WARP | H_BLOCK | H_NAN | H_ERROR;
     line(G, "extern __shared__ float red[]; // one float per warp");
     line(G, "const int lane = threadIdx.x %% 32;");
     line(G, "float total = 0.0f; // this warp's rows' losses, in row order");
@@ -1067,6 +1073,8 @@ static void emit_xent(gen *G, cg_cuda_kernel *k, const rview *v)
     line(G, "}");
     line(G, "const float sum = sh_warp_sum(acc2);");
     line(G, "const bool valid = lab >= 0 && lab < %lld;", (long long)v->n);
+    line(G, "if (!valid && lane == 0)");
+    line(G, "    sh_bad_id(row, lab); // the runtime's error; the loss is NaN meanwhile");
     line(G, "float picked = 0.0f; // the label's logit");
     line(G, "if (valid) {");
     G->indent++;
@@ -1242,12 +1250,23 @@ static const char *const helper_text[X_COUNT] = {
     "}\n",
     [X_NAN] =
     "#define SH_NAN __int_as_float(0x7fffffff)\n",
+    [X_ERROR] =
+    "// The lowest index whose id (or label) is outside its range, for the\n"
+    "// runtime to read after the step (runtime/cuda_step.h): 0 none, else\n"
+    "// (0xffffffff - index) << 32 | the id's 32 bits, so atomicMax keeps the\n"
+    "// lowest index, the one the CPU backend names.\n"
+    "__device__ unsigned long long sh_error;\n"
+    "__device__ __forceinline__ void sh_bad_id(i64 index, int id)\n"
+    "{\n"
+    "    atomicMax(&sh_error, (unsigned long long)(0xffffffffu - (unsigned int)index) << 32 |\n"
+    "                             (unsigned int)id);\n"
+    "}\n",
 };
 
 /* Helpers in an order where each comes after those it uses. */
 static const unsigned helper_order[] = {
     H_NAN, H_VEC, H_SIGMOID, H_GELU, H_GELU_GRAD, H_SILU_GRAD, H_TO_I32, H_I32_ODD,
-    H_F16, H_BF16, H_AMAX, H_WARP, H_BLOCK, H_BLOCK_AMAX, H_ADAMW, H_XENT_GRAD,
+    H_F16, H_BF16, H_AMAX, H_WARP, H_BLOCK, H_BLOCK_AMAX, H_ADAMW, H_XENT_GRAD, H_ERROR,
 };
 
 static int helper_index(unsigned bit)
@@ -1447,9 +1466,11 @@ static void gen_kernel(gen *G, cg_cuda_kernel *k)
  * table row's gradients in index order (as the CPU backend does: one
  * thread per element of the table, so no atomics and the same bits in
  * f32), attention and attn_probs take one block per query row (scores in
- * shared memory, the row's max and sum by block reductions). Ids outside
- * the table make the row NaN (a kernel cannot stop with a message as the
- * CPU backend does). */
+ * shared memory, the row's max and sum by block reductions). An id outside
+ * the table makes the row NaN (so the rest of the step stays
+ * deterministic) and is recorded in the module's error word, sh_error
+ * (the helper X_ERROR): the runtime reads it after the step and fails
+ * with the CPU backend's message (runtime/cuda_step.h). */
 
 enum { BLOCK_OP = 256 };
 
@@ -1531,10 +1552,15 @@ static void emit_embedding(gen *G, cg_cuda_kernel *k, const ir_op *op)
 {
     const ir_type *t = &op->in[0]->type;
     int64_t v = t->dim[0], d = t->dim[1];
+    G->helpers |= H_ERROR;
     elementwise_loop(G, k, ir_type_numel(&op->res[0]->type));
-    line(G, "const int id = p1[e / %lld];", (long long)d);
-    line(G, "p2[e] = id >= 0 && id < %lld ? p0[(i64)id * %lld + e %% %lld] : %s; // NaN: outside "
-         "the table", (long long)v, (long long)d, (long long)d, nan_word(t->dtype));
+    line(G, "const i64 i = e / %lld; // the id's index", (long long)d);
+    line(G, "const int id = p1[i];");
+    line(G, "const bool inside = id >= 0 && id < %lld;", (long long)v);
+    line(G, "if (!inside && e %% %lld == 0)", (long long)d);
+    line(G, "    sh_bad_id(i, id); // the runtime's error; the row is NaN meanwhile");
+    line(G, "p2[e] = inside ? p0[(i64)id * %lld + e %% %lld] : %s;", (long long)d, (long long)d,
+         nan_word(t->dtype));
     G->indent--;
     line(G, "}");
 }
@@ -1546,15 +1572,20 @@ static void emit_embedding_grad(gen *G, cg_cuda_kernel *k, const ir_op *op)
     const ir_type *y = &op->res[0]->type;
     int64_t v = y->dim[0], d = y->dim[1], n = ir_type_numel(&op->in[0]->type);
     ir_dtype dt = y->dtype;
+    G->helpers |= H_ERROR;
     elementwise_loop(G, k, v * d);
     line(G, "const i64 row = e / %lld, col = e %% %lld;", (long long)d, (long long)d);
     line(G, "float acc = 0.0f;");
     line(G, "for (i64 i = 0; i < %lld; i++) {", (long long)n);
     line(G, "    const int id = p0[i];");
-    line(G, "    if (id < 0 || id >= %lld)", (long long)v);
-    line(G, "        acc = __int_as_float(0x7fc00000); // outside the table: NaN");
-    line(G, "    else if (id == row)");
+    line(G, "    if (id < 0 || id >= %lld) { // outside the table: NaN, and the runtime's error",
+         (long long)v);
+    line(G, "        acc = __int_as_float(0x7fc00000);");
+    line(G, "        if (e == 0)");
+    line(G, "            sh_bad_id(i, id);");
+    line(G, "    } else if (id == row) {");
     line(G, "        acc += %s;", load_conv(G, dt, fmt(G, "p1[i * %lld + col]", (long long)d)));
+    line(G, "    }");
     line(G, "}");
     line(G, "p2[e] = %s;", store_conv(G, dt, "acc"));
     G->indent--;
@@ -1666,6 +1697,9 @@ static void op_header(gen *G, const cg_cuda_kernel *k, const ir_op *op, su_buf *
     su_buf_puts(b, k->strategy == CG_CUDA_ROW
                        ? "// one block per query row, grid-stride over rows\n"
                        : "// one thread per element of the result, grid-stride\n");
+    if (op->code == IR_EMBEDDING || op->code == IR_EMBEDDING_GRAD)
+        su_buf_puts(b, "// an id outside the table: its row NaN, and the lowest such index in "
+                       "sh_error\n");
 }
 
 /* The kernel of op i, numbered id. */

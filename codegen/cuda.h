@@ -10,9 +10,16 @@
  * backend's promoted kernels do, and NVRTC is asked not to contract
  * a * b + c into FMAs (cg_nvrtc_compile). Reductions accumulate in f32 in
  * a fixed tree order (the CPU backend sums in double), so sums agree to
- * f32 rounding, not bit for bit; a label outside 0..C-1 makes
- * cross_entropy (and its gradient's row) NaN, since a kernel cannot stop
- * with a message.
+ * f32 rounding, not bit for bit. A kernel cannot stop with a message, so
+ * an id outside the table (embedding, embedding_grad) or a label outside
+ * 0..C-1 (cross_entropy, cross_entropy_grad) makes the result's row (the
+ * loss) NaN, keeping the rest of the step deterministic, and is recorded
+ * in the module's error word: a module-scope
+ * `__device__ unsigned long long sh_error`, 0 when all is well, else
+ * (0xffffffff - index) << 32 | id for the lowest bad index (atomicMax),
+ * which the runtime finds with cuModuleGetGlobal, reads after the step and
+ * reports with the CPU backend's message (runtime/cuda_step.h). Modules
+ * of other kernels have no sh_error.
  *
  * Strategies:
  *   elementwise   one thread per VEC elements, grid-stride; VEC = 4 when

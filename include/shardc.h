@@ -186,6 +186,10 @@ typedef struct shardc_session_config {
                                   * job); 0: 10 minutes */
     int trace;                   /* nonzero: time every instruction of every
                                   * run, for shardc_session_write_trace */
+    int graph;                   /* nonzero (backend "cuda", not with "nccl"):
+                                  * from the second run on, the device work
+                                  * between host steps runs as CUDA graphs,
+                                  * captured at the second run */
 } shardc_session_config;
 
 /* Opens a session on a plan, which must outlive it. Params and states

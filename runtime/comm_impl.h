@@ -95,6 +95,44 @@ const char *rt_comm_op_name(int op);
 /* The world rank of member m of g. */
 int64_t rt_group_member_rank(const rt_group *g, int64_t m);
 
+/* ---- the device flavour of `local` (comm_local.c, for comm_dev.c) ----
+ * The same slots, barriers, failure and timeouts as every local op, but
+ * what moves between the two waits is the caller's: the buffers a member
+ * publishes are device addresses, which only the caller can copy. */
+
+/* What a member publishes for an op (count and dtype as in rt_comm_ops.run). */
+typedef struct rt_local_slot {
+    int op, dtype;
+    int64_t count;
+    const void *send;
+    void *recv;
+} rt_local_slot;
+
+/* Runs between the waits on every member, with every member's slot
+ * (slot[m] is member m's); 0, or -1 with the comm's error set. */
+typedef int (*rt_local_work)(void *arg, rt_group *g, const rt_local_slot *slot);
+/* One collective of g, a group of a `local` comm (of any size: a group of
+ * one calls work with its own slot alone): publishes (op, dtype, count,
+ * send, recv), waits for every member (abortable: failure and timeout as
+ * rt_all_reduce's), checks that they agree, calls work, and waits again
+ * (always completes: work must not wait on another member). 0, or -1 with
+ * the comm's error set; -1 ("... needs the local communicator") on a
+ * comm of another kind. */
+int rt_local_run_with(rt_group *g, int op, const void *send, void *recv, int64_t count,
+                      int dtype, rt_local_work work, void *arg);
+/* Copies bytes from the sender's buffer src to dst for a receive (the
+ * copy must be complete on return: the sender may then reuse src); 0, or
+ * -1 with c's error set. */
+typedef int (*rt_local_copy)(void *arg, rt_comm *c, void *dst, const void *src, int64_t bytes);
+/* rt_send (op RT_CO_SEND: copy unused) or rt_recv (RT_CO_RECV: the bytes
+ * move by copy instead of memcpy) on a `local` comm, with rt_send's
+ * rendezvous, timeouts and messages. */
+int rt_local_p2p_with(rt_comm *c, int op, int64_t peer, void *buf, int64_t bytes,
+                      rt_local_copy copy, void *arg);
+/* The elements [*lo, *hi) of count that member me of n reduces (disjoint,
+ * in member order, covering count; sizes differ by at most one). */
+void rt_local_slice(int64_t count, int64_t n, int64_t me, int64_t *lo, int64_t *hi);
+
 /* f16 and bf16 sums go through f32 with the CPU backend's conversions
  * (cpu.h: round to nearest even, inf and nan kept). */
 #include "cpu.h"

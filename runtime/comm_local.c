@@ -26,6 +26,10 @@
  * gives up (abort, timeout) before the receiver claimed it; once claimed,
  * it waits for the copy, which always completes. Each rank waits on a
  * condition of its own, so a transfer wakes only its two ranks.
+ *
+ * The device flavour (rt_local_run_with, rt_local_p2p_with: the cuda
+ * backend's collectives on device memory, comm_dev.c) goes through the
+ * same slots, waits and channels; only the copying is the caller's.
  */
 #include "comm_impl.h"
 #include <errno.h>
@@ -43,12 +47,7 @@
 #define SPIN_YIELDS 100
 
 /* What a member published for the current op. */
-typedef struct lslot {
-    int op, dtype;
-    int64_t count;
-    const void *send;
-    void *recv;
-} lslot;
+typedef rt_local_slot lslot;
 
 /* One group's shared state: its slots and its barrier. */
 typedef struct linst {
@@ -415,9 +414,9 @@ static void work(rt_group *g, const linst *in, int op, void *recv, int64_t count
     switch (op) {
     case RT_CO_ALL_REDUCE:
     case RT_CO_ALL_REDUCE_MAX: {
-        int64_t q = count / n, r = count % n;
-        int64_t lo = me * q + (me < r ? me : r);
-        all_reduce_slice(in, dtype, lo, lo + q + (me < r), op == RT_CO_ALL_REDUCE_MAX);
+        int64_t lo, hi;
+        rt_local_slice(count, n, me, &lo, &hi);
+        all_reduce_slice(in, dtype, lo, hi, op == RT_CO_ALL_REDUCE_MAX);
         break;
     }
     case RT_CO_REDUCE_SCATTER: reduce_scatter(in, me, recv, count, dtype); break;
@@ -438,19 +437,36 @@ static void work(rt_group *g, const linst *in, int op, void *recv, int64_t count
     }
 }
 
-static int l_run(rt_group *g, int op, const void *send, void *recv, int64_t count, int dtype)
+void rt_local_slice(int64_t count, int64_t n, int64_t me, int64_t *lo, int64_t *hi)
+{
+    int64_t q = count / n, r = count % n;
+    *lo = me * q + (me < r ? me : r);
+    *hi = *lo + q + (me < r);
+}
+
+/* The op in slot s, between the two waits: fn(arg, g, every slot), or
+ * the host's work when fn is NULL. */
+static int run_between(rt_group *g, const lslot *s, rt_local_work fn, void *arg)
 {
     linst *in = g->impl;
     /* Nobody reads this slot now: the last op's readers passed its second
      * wait before this member could. */
-    in->slot[g->index] = (lslot){op, dtype, count, send, recv};
-    if (l_wait(g, op, true))
+    in->slot[g->index] = *s;
+    if (l_wait(g, s->op, true))
         return -1;
     int rc = check_same(g, in);
-    if (rc == 0)
-        work(g, in, op, recv, count, dtype);
-    l_wait(g, op, false);
+    if (rc == 0 && fn)
+        rc = fn(arg, g, in->slot);
+    else if (rc == 0)
+        work(g, in, s->op, s->recv, s->count, s->dtype);
+    l_wait(g, s->op, false);
     return rc;
+}
+
+static int l_run(rt_group *g, int op, const void *send, void *recv, int64_t count, int dtype)
+{
+    lslot s = {op, dtype, count, send, recv};
+    return run_between(g, &s, NULL, NULL);
 }
 
 /* ---- point to point ---- */
@@ -535,7 +551,8 @@ static int l_send(rt_comm *c, int64_t peer, const void *buf, int64_t bytes, cons
     return rc;
 }
 
-static int l_recv(rt_comm *c, int64_t peer, void *buf, int64_t bytes, const char *what)
+static int l_recv(rt_comm *c, int64_t peer, void *buf, int64_t bytes, const char *what,
+                  rt_local_copy copy, void *arg)
 {
     rt_local_world *w = c->impl;
     int64_t me = c->rank;
@@ -567,22 +584,33 @@ static int l_recv(rt_comm *c, int64_t peer, void *buf, int64_t bytes, const char
     ch->state = CH_CLAIMED;
     const void *src = ch->buf;
     pthread_mutex_unlock(&w->mu);
-    if (bytes > 0)
+    int rc = 0;
+    if (bytes > 0 && copy) /* the device flavour: the sender always goes free */
+        rc = copy(arg, c, buf, src, bytes);
+    else if (bytes > 0)
         memcpy(buf, src, (size_t)bytes);
     pthread_mutex_lock(&w->mu);
     ch->state = CH_DONE;
     pthread_cond_broadcast(&w->rk[peer].cv);
     pthread_mutex_unlock(&w->mu);
-    return 0;
+    return rc;
 }
 
-static int l_p2p(rt_comm *c, int op, int64_t peer, void *buf, int64_t bytes)
+/* rt_send or rt_recv, the receive's bytes moved by copy (NULL: memcpy). */
+static int p2p_with(rt_comm *c, int op, int64_t peer, void *buf, int64_t bytes,
+                    rt_local_copy copy, void *arg)
 {
     char what[96];
     bool send = op == RT_CO_SEND;
     snprintf(what, sizeof what, "%s on rank %lld %s rank %lld", send ? "send" : "recv",
              (long long)c->rank, send ? "to" : "from", (long long)peer);
-    return send ? l_send(c, peer, buf, bytes, what) : l_recv(c, peer, buf, bytes, what);
+    return send ? l_send(c, peer, buf, bytes, what)
+                : l_recv(c, peer, buf, bytes, what, copy, arg);
+}
+
+static int l_p2p(rt_comm *c, int op, int64_t peer, void *buf, int64_t bytes)
+{
+    return p2p_with(c, op, peer, buf, bytes, NULL, NULL);
 }
 
 static void l_free(rt_comm *c)
@@ -593,6 +621,41 @@ static void l_free(rt_comm *c)
 static const rt_comm_ops local_ops = {
     l_group_new, l_group_free, l_check, l_run, l_p2p, l_abort, l_free,
 };
+
+/* ---- the device flavour (comm_impl.h) ---- */
+
+static int not_local(rt_comm *c, const char *what)
+{
+    rt_comm_seterr(c, "%s on the device needs the local communicator", what);
+    return -1;
+}
+
+int rt_local_run_with(rt_group *g, int op, const void *send, void *recv, int64_t count,
+                      int dtype, rt_local_work work, void *arg)
+{
+    rt_comm *c = g->comm;
+    if (c->ops != &local_ops)
+        return not_local(c, rt_comm_op_name(op));
+    if (l_check(c))
+        return -1;
+    lslot s = {op, dtype, count, send, recv};
+    if (g->size == 1) /* no instance: nobody to wait for */
+        return work(arg, g, &s);
+    return run_between(g, &s, work, arg);
+}
+
+int rt_local_p2p_with(rt_comm *c, int op, int64_t peer, void *buf, int64_t bytes,
+                      rt_local_copy copy, void *arg)
+{
+    if (c->ops != &local_ops)
+        return not_local(c, rt_comm_op_name(op));
+    if (peer < 0 || peer >= c->ranks || peer == c->rank || bytes < 0) {
+        rt_comm_seterr(c, "%s on rank %lld: bad peer %lld or size %lld", rt_comm_op_name(op),
+                       (long long)c->rank, (long long)peer, (long long)bytes);
+        return -1;
+    }
+    return p2p_with(c, op, peer, buf, bytes, copy, arg);
+}
 
 /* ---- the world ---- */
 

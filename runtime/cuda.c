@@ -3,13 +3,19 @@
  * instructions on the device or, for sources and collectives, through
  * the session's host paths. Everything a rank queues goes to its one
  * stream; copies to and from the host are synchronous, after the stream
- * has drained. */
+ * has drained. With --graph the device spans of a run run as CUDA graphs
+ * from the second run on, with --trace an event pair times each
+ * instruction, and after each run the kernels' error words say whether an
+ * id or label was outside its range (cuda_step.h). */
 #include "cuda.h"
 
+#include "comm_cuda_local.h"
 #include "comm_nccl.h"
 #include "cpu.h"
 #include "cuda_blas.h"
 #include "cuda_driver.h"
+#include "cuda_step.h"
+#include "trace.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -42,6 +48,25 @@ struct rt_cuda_rank {
     int32_t *wait_first;        /* per step 0..ninstr, + 1: where its waits start in */
     int32_t *wait;              /* the communication instructions the compute
                                  * stream waits for before that step */
+    rt_cuda_local_rank *local;  /* --comm local device to device; NULL: through the host */
+    /* the kernels' error words (cuda_step.h): after each launch of a kernel
+     * whose module has one, the word is copied to the kernel's slot and
+     * cleared, so the slots tell which kernel met a bad id */
+    rt_cu_ptr *errword;         /* per module: its sh_error, 0 none */
+    int32_t *slot;              /* per kernel: its slot, -1 none */
+    int32_t nslots;
+    rt_cu_ptr slots;            /* nslots words */
+    /* --trace: an event pair around each instruction run, times read after
+     * the run against its start event */
+    rt_cu_event start, *ev_begin, *ev_end; /* per instruction, made at the first traced run */
+    bool *timed;                /* per instruction: between its events this run */
+    double start_s;             /* when the device passed `start`, from the trace origin */
+    bool capturing;             /* in a stream capture: events become record nodes */
+    /* --graph: the device spans of a run, captured at the second */
+    int64_t runs;               /* finished */
+    int32_t nspans;             /* -1: not computed yet */
+    rt_graph_span *span;
+    rt_cu_graph_exec *exec;     /* per span, NULL until captured */
 };
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -61,29 +86,14 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
  * (malloc'd; NULL when out of memory). */
 static int32_t *kernels_of(const rt_plan *p, int st)
 {
-    const rt_program *g = &p->stage[st];
-    int32_t *at = malloc(((size_t)g->ninstr + 1) * sizeof *at);
-    if (!at)
-        return NULL;
-    for (int i = 0; i < g->ninstr; i++)
-        at[i] = -1;
-    for (int k = 0; k < p->nkernels; k++)
-        if (p->kernel[k].stage == st)
-            for (int j = 0; j < p->kernel[k].ninstr; j++)
-                at[p->kernel[k].instr[j]] = k;
-    return at;
+    return rt_cuda_kernel_map(p, st);
 }
 
 /* An instruction on i32 only (index arithmetic: the fusion pass leaves
  * it out of kernels): run by the CPU backend on the host copies. */
 static bool on_host(const rt_instr *in)
 {
-    if (in->out_t.dtype != RT_I32)
-        return false;
-    for (int i = 0; i < in->nin; i++)
-        if (in->in_t[i].dtype != RT_I32)
-            return false;
-    return true;
+    return rt_cuda_on_host(in);
 }
 
 /* Whether the backend runs in outside a kernel; why not into why. */
@@ -217,6 +227,43 @@ static int load_modules(rt_cuda_rank *r, char *err, size_t errlen)
     return 0;
 }
 
+/* The error word of every loaded module that has one (cuModuleGetGlobal;
+ * CUDA_ERROR_NOT_FOUND: none), and a slot per kernel of the stage whose
+ * module has one, zeroed. */
+static int setup_error_words(rt_cuda_rank *r, char *err, size_t errlen)
+{
+    const rt_plan *p = r->p;
+    r->errword = calloc((size_t)p->nmodules + 1, sizeof *r->errword);
+    r->slot = malloc(((size_t)p->nkernels + 1) * sizeof *r->slot);
+    if (!r->errword || !r->slot)
+        return fail(err, errlen, "out of memory");
+    for (int m = 0; m < p->nmodules; m++) {
+        size_t bytes = 0;
+        if (!r->mod[m])
+            continue;
+        rt_cu_result res = r->cu->ModuleGetGlobal(&r->errword[m], &bytes, r->mod[m], "sh_error");
+        if (res == RT_CU_ERROR_NOT_FOUND) {
+            r->errword[m] = 0;
+            continue;
+        }
+        if (!rt_cu_check(r->cu, res, "ModuleGetGlobal(sh_error)", __FILE__, __LINE__, err, errlen))
+            return -1;
+        if (bytes != sizeof(uint64_t))
+            return fail(err, errlen, "kernel module %s: sh_error has %zu bytes, not 8",
+                        p->module[m].entry, bytes);
+    }
+    for (int k = 0; k < p->nkernels; k++) {
+        const rt_kernel *kr = &p->kernel[k];
+        bool has = kr->stage == r->stage && kr->module >= 0 && r->errword[kr->module];
+        r->slot[k] = has ? r->nslots++ : -1;
+    }
+    size_t bytes = (size_t)r->nslots * sizeof(uint64_t);
+    if (r->nslots &&
+        (!CU(MemAlloc(&r->slots, bytes)) || !CU(MemsetD8Async(r->slots, 0, bytes, r->stream))))
+        return -1;
+    return 0;
+}
+
 /* The device (rank mod the device count; with nccl, the rank's GPU of its
  * node), its primary context, made current, and its compute capability. */
 static int open_device(rt_cuda_rank *r, int64_t rank, char *err, size_t errlen)
@@ -289,8 +336,11 @@ static int setup(rt_cuda_rank *r, int64_t rank, char *err, size_t errlen)
     if (!r->cu || open_device(r, rank, err, errlen) != 0)
         return -1;
     size_t bytes = (size_t)(r->g->arena_bytes > 0 ? r->g->arena_bytes : 1);
-    if (!CU(StreamCreate(&r->stream, 0)) || !CU(MemAlloc(&r->arena, bytes)) ||
-        !CU(MemsetD8(r->arena, 0, bytes)))
+    /* non-blocking: the legacy stream (which other ranks' threads may use)
+     * never waits for it, so a stream capture here meets no implicit
+     * dependency; everything of the rank goes through it */
+    if (!CU(StreamCreate(&r->stream, RT_CU_STREAM_NON_BLOCKING)) ||
+        !CU(MemAlloc(&r->arena, bytes)) || !CU(MemsetD8Async(r->arena, 0, bytes, r->stream)))
         return -1;
     r->kernel_at = kernels_of(r->p, r->stage);
     if (!r->kernel_at)
@@ -302,7 +352,29 @@ static int setup(rt_cuda_rank *r, int64_t rank, char *err, size_t errlen)
         return -1;
     if (r->nccl && setup_nccl(r, err, errlen) != 0)
         return -1;
-    return load_modules(r, err, errlen);
+    r->nspans = -1;
+    if (load_modules(r, err, errlen) != 0)
+        return -1;
+    return setup_error_words(r, err, errlen);
+}
+
+/* The device objects of the error slots, the trace and the graphs. */
+static void free_extras(rt_cuda_rank *r)
+{
+    const rt_cu_api *cu = r->cu;
+    if (r->slots)
+        cu->MemFree(r->slots);
+    for (int i = 0; r->ev_begin && r->ev_end && i < r->g->ninstr; i++) {
+        if (r->ev_begin[i])
+            cu->EventDestroy(r->ev_begin[i]);
+        if (r->ev_end[i])
+            cu->EventDestroy(r->ev_end[i]);
+    }
+    if (r->start)
+        cu->EventDestroy(r->start);
+    for (int s = 0; r->exec && s < r->nspans; s++)
+        if (r->exec[s])
+            cu->GraphExecDestroy(r->exec[s]);
 }
 
 void rt_cuda_rank_free(rt_cuda_rank *r)
@@ -328,8 +400,17 @@ void rt_cuda_rank_free(rt_cuda_rank *r)
             if (r->done[i])
                 cu->EventDestroy(r->done[i]);
         }
+        free_extras(r);
+        rt_cuda_local_rank_free(r->local);
         cu->DevicePrimaryCtxRelease(r->dev);
     }
+    free(r->errword);
+    free(r->slot);
+    free(r->ev_begin);
+    free(r->ev_end);
+    free(r->timed);
+    free(r->span);
+    free(r->exec);
     free(r->mod);
     free(r->fn);
     free(r->kernel_at);
@@ -345,6 +426,22 @@ void rt_cuda_rank_free(rt_cuda_rank *r)
 static rt_cu_ptr dev(const rt_cuda_rank *r, int32_t b)
 {
     return r->arena + (rt_cu_ptr)r->g->buf_offset[b];
+}
+
+/* After kernel k's launch, where its module has an error word: the word
+ * to the kernel's slot, then cleared for the next launch of the module
+ * (setup_error_words). */
+static int keep_error_word(rt_cuda_rank *r, const rt_kernel *k, char *err, size_t errlen)
+{
+    int32_t slot = r->slot[k - r->p->kernel];
+    if (slot < 0)
+        return 0;
+    rt_cu_ptr word = r->errword[k->module];
+    return CU(MemcpyDtoDAsync(r->slots + (rt_cu_ptr)slot * sizeof(uint64_t), word,
+                              sizeof(uint64_t), r->stream)) &&
+                   CU(MemsetD8Async(word, 0, sizeof(uint64_t), r->stream))
+               ? 0
+               : -1;
 }
 
 static int launch(rt_cuda_rank *r, const rt_kernel *k, char *err, size_t errlen)
@@ -363,7 +460,7 @@ static int launch(rt_cuda_rank *r, const rt_kernel *k, char *err, size_t errlen)
         return fail(err, errlen, "launching kernel %s (grid %lld, block %d, %d shared bytes): %s",
                     k->name, (long long)k->grid, k->block, k->shared_bytes,
                     rt_cu_describe(r->cu, res, msg, sizeof msg));
-    return 0;
+    return keep_error_word(r, k, err, errlen);
 }
 
 /* Rows of width bytes from src (pitch spitch, starting at byte sx of each
@@ -466,13 +563,19 @@ static int run_compute(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *i
 static int to_host(rt_cuda_rank *r, void *host, int32_t b, int64_t bytes, char *err,
                    size_t errlen)
 {
-    return CU(MemcpyDtoH(host, dev(r, b), (size_t)bytes)) ? 0 : -1;
+    return CU(MemcpyDtoHAsync(host, dev(r, b), (size_t)bytes, r->stream)) &&
+                   CU(StreamSynchronize(r->stream))
+               ? 0
+               : -1;
 }
 
 static int to_device(rt_cuda_rank *r, int32_t b, const void *host, int64_t bytes, char *err,
                      size_t errlen)
 {
-    return CU(MemcpyHtoD(dev(r, b), host, (size_t)bytes)) ? 0 : -1;
+    return CU(MemcpyHtoDAsync(dev(r, b), host, (size_t)bytes, r->stream)) &&
+                   CU(StreamSynchronize(r->stream))
+               ? 0
+               : -1;
 }
 
 /* Waits for what the rank queued, before the host touches its buffers. */
@@ -490,6 +593,20 @@ static int run_source(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *in
     if (drain(r, h->err, h->errlen) != 0 || h->source(h->rank, in, h->buf[in->out]) != 0)
         return -1;
     return to_device(r, in->out, h->buf[in->out], rt_type_bytes(&in->out_t), h->err, h->errlen);
+}
+
+/* A const: its buffer filled on the device by a memset of its element
+ * (rt_cuda_const_word), so it needs no host copy and a graph holds it. */
+static int run_const(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *in)
+{
+    char *err = h->err;
+    size_t errlen = h->errlen;
+    int bytes = 4;
+    uint32_t w = rt_cuda_const_word(in, &bytes);
+    size_t n = (size_t)rt_type_numel(&in->out_t);
+    bool ok = bytes == 2 ? CU(MemsetD16Async(dev(r, in->out), (unsigned short)w, n, r->stream))
+                         : CU(MemsetD32Async(dev(r, in->out), w, n, r->stream));
+    return ok ? 0 : -1;
 }
 
 /* With nccl, instruction i (a collective, send or recv) on the comm
@@ -515,10 +632,14 @@ static int wait_comm(rt_cuda_rank *r, int j, char *err, size_t errlen)
     return 0;
 }
 
-/* A collective, send or recv: the operand to its host buffer, the
- * session's communicator there, the result back. */
+/* A collective, send or recv: with --comm local on one GPU device to
+ * device (comm_dev.h: it waits for the stream itself); else the operand
+ * to its host buffer, the session's communicator there, the result back. */
 static int run_comm(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *in)
 {
+    if (r->local)
+        return h->comm_dev(h->rank, in, rt_cuda_local_ops(r->local),
+                           in->nin ? dev(r, in->in[0]) : 0, in->out >= 0 ? dev(r, in->out) : 0);
     if (drain(r, h->err, h->errlen) != 0)
         return -1;
     if (in->nin && to_host(r, h->buf[in->in[0]], in->in[0], rt_type_bytes(&in->in_t[0]), h->err,
@@ -586,7 +707,7 @@ static int step(rt_cuda_rank *r, const rt_cuda_host *h, int i)
     }
     switch (rt_ops[in->op].cls) {
     case RT_K_SOURCE:
-        return run_source(r, h, in);
+        return in->op == RT_OP_CONST ? run_const(r, h, in) : run_source(r, h, in);
     case RT_K_COMM:
         return r->nccl ? run_comm_nccl(r, h, i) : run_comm(r, h, in);
     default:
@@ -631,9 +752,212 @@ static int finish(rt_cuda_rank *r, const rt_cuda_host *h)
         if (to_host(r, h->buf[io->update], io->update, n, err, errlen) != 0)
             return -1;
         if (io->update != io->buffer &&
-            !CU(MemcpyDtoD(dev(r, io->buffer), dev(r, io->update), (size_t)n)))
+            !CU(MemcpyDtoDAsync(dev(r, io->buffer), dev(r, io->update), (size_t)n, r->stream)))
             return -1;
     }
+    return 0;
+}
+
+/* ---- a run: eager or by graphs, its trace and its error words ---- */
+
+/* Whether instruction i does something this run, so that the trace shows
+ * it: not a group's instruction before its anchor, not a param or state
+ * kept on the device. */
+static bool traced(const rt_cuda_rank *r, const rt_cuda_host *h, int i)
+{
+    const rt_instr *in = &r->g->instr[i];
+    int32_t k = r->kernel_at[i];
+    if (k >= 0)
+        return r->p->kernel[k].instr[r->p->kernel[k].ninstr - 1] == i;
+    return h->load_params || (in->op != RT_OP_PARAM && in->op != RT_OP_STATE);
+}
+
+/* Event e recorded on stream s; in a capture as an event record node,
+ * which records it again at each launch of the graph. */
+static int mark(rt_cuda_rank *r, rt_cu_event e, rt_cu_stream s, char *err, size_t errlen)
+{
+    bool ok = r->capturing ? CU(EventRecordWithFlags(e, s, RT_CU_EVENT_RECORD_EXTERNAL))
+                           : CU(EventRecord(e, s));
+    return ok ? 0 : -1;
+}
+
+/* Instruction i, between its trace events when tracing (it begins when
+ * the compute stream reaches it; an nccl op ends on the comm stream); a
+ * failure names it. */
+static int run_instr(rt_cuda_rank *r, const rt_cuda_host *h, int i)
+{
+    char *err = h->err;
+    size_t errlen = h->errlen;
+    const rt_instr *in = &r->g->instr[i];
+    bool timed = h->trace && traced(r, h, i);
+    rt_cu_stream end_on = r->nccl && rt_ops[in->op].cls == RT_K_COMM ? r->comm : r->stream;
+    if (timed && mark(r, r->ev_begin[i], r->stream, err, errlen) != 0)
+        return -1;
+    if (step(r, h, i) != 0) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", err);
+        return fail(err, errlen, "instruction %d (%s): %s", i, rt_ops[in->op].name, msg);
+    }
+    if (timed && mark(r, r->ev_end[i], end_on, err, errlen) != 0)
+        return -1;
+    if (timed)
+        r->timed[i] = true;
+    return 0;
+}
+
+/* --trace: the event pool (two per instruction and the start, made at the
+ * first traced run), then the run's start event, recorded on the idle
+ * stream; the host's clock is read around its synchronisation. */
+static int trace_start(rt_cuda_rank *r, const rt_cuda_host *h)
+{
+    char *err = h->err;
+    size_t errlen = h->errlen;
+    int n = r->g->ninstr;
+    if (!r->timed) {
+        r->ev_begin = calloc((size_t)n + 1, sizeof *r->ev_begin);
+        r->ev_end = calloc((size_t)n + 1, sizeof *r->ev_end);
+        r->timed = calloc((size_t)n + 1, sizeof *r->timed);
+        if (!r->ev_begin || !r->ev_end || !r->timed)
+            return fail(err, errlen, "out of memory");
+        if (!CU(EventCreate(&r->start, RT_CU_EVENT_DEFAULT)))
+            return -1;
+        for (int i = 0; i < n; i++)
+            if (!CU(EventCreate(&r->ev_begin[i], RT_CU_EVENT_DEFAULT)) ||
+                !CU(EventCreate(&r->ev_end[i], RT_CU_EVENT_DEFAULT)))
+                return -1;
+    }
+    memset(r->timed, 0, (size_t)n * sizeof *r->timed);
+    double t0 = rt_trace_now();
+    if (!CU(EventRecord(r->start, r->stream)) || !CU(StreamSynchronize(r->stream)))
+        return -1;
+    r->start_s = (t0 + rt_trace_now()) / 2 - h->origin;
+    return 0;
+}
+
+/* After the run: each timed instruction's device times into the trace. */
+static int trace_read(rt_cuda_rank *r, const rt_cuda_host *h)
+{
+    char *err = h->err;
+    size_t errlen = h->errlen;
+    if (r->nccl && !CU(StreamSynchronize(r->comm))) /* the end events of its ops */
+        return -1;
+    for (int i = 0; i < r->g->ninstr; i++) {
+        float b = 0, e = 0;
+        if (!r->timed[i])
+            continue;
+        if (!CU(EventElapsedTime(&b, r->start, r->ev_begin[i])) ||
+            !CU(EventElapsedTime(&e, r->start, r->ev_end[i])))
+            return -1;
+        rt_trace_add_device(h->trace, i, r->kernel_at[i], h->step, r->start_s, b, e);
+    }
+    return 0;
+}
+
+/* After the run: the kernel that met an id or a label outside its range
+ * first in program order fails the run, with the CPU backend's message. */
+static int check_error_words(rt_cuda_rank *r, const rt_cuda_host *h)
+{
+    char *err = h->err;
+    size_t errlen = h->errlen;
+    if (!r->nslots)
+        return 0;
+    uint64_t *w = malloc((size_t)r->nslots * sizeof *w);
+    if (!w)
+        return fail(err, errlen, "out of memory");
+    if (!CU(MemcpyDtoHAsync(w, r->slots, (size_t)r->nslots * sizeof *w, r->stream)) ||
+        !CU(StreamSynchronize(r->stream))) {
+        free(w);
+        return -1;
+    }
+    int32_t bad = -1, first = INT32_MAX;
+    for (int k = 0; k < r->p->nkernels; k++) {
+        const rt_kernel *kr = &r->p->kernel[k];
+        int32_t at = rt_cuda_checked_instr(r->p, kr);
+        at = at < 0 ? kr->instr[kr->ninstr - 1] : at;
+        if (r->slot[k] >= 0 && w[r->slot[k]] && at < first) {
+            bad = k;
+            first = at;
+        }
+    }
+    if (bad >= 0)
+        rt_cuda_error_message(r->p, bad, w[r->slot[bad]], err, errlen);
+    free(w);
+    return bad >= 0 ? -1 : 0;
+}
+
+/* Span s as a graph: its instructions queued under cuStreamBeginCapture
+ * (thread-local: other ranks' threads go on with their own work), then
+ * instantiated. */
+static int capture(rt_cuda_rank *r, const rt_cuda_host *h, int s)
+{
+    char *err = h->err;
+    size_t errlen = h->errlen;
+    const rt_graph_span *sp = &r->span[s];
+    if (!CU(StreamBeginCapture(r->stream, RT_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)))
+        return -1;
+    r->capturing = true;
+    int rc = 0;
+    for (int i = sp->first; rc == 0 && i < sp->end; i++)
+        rc = run_instr(r, h, i);
+    r->capturing = false;
+    rt_cu_graph graph = NULL;
+    rt_cu_result res = r->cu->StreamEndCapture(r->stream, &graph); /* also after a failure */
+    if (rc == 0 && !rt_cu_check(r->cu, res, "StreamEndCapture", __FILE__, __LINE__, err, errlen))
+        rc = -1;
+    if (rc == 0 && !CU(GraphInstantiate(&r->exec[s], graph, 0)))
+        rc = -1;
+    if (graph)
+        r->cu->GraphDestroy(graph);
+    if (rc != 0) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", err);
+        fail(err, errlen, "capturing instructions %d..%d as a CUDA graph: %s", (int)sp->first,
+             (int)sp->end - 1, msg);
+    }
+    return rc;
+}
+
+/* A run by graphs: each span's graph (captured at its first use), the
+ * host instructions between them as in an eager run. */
+static int run_graphs(rt_cuda_rank *r, const rt_cuda_host *h)
+{
+    char *err = h->err;
+    size_t errlen = h->errlen;
+    if (r->nspans < 0) {
+        r->span = malloc(((size_t)r->g->ninstr / 2 + 1) * sizeof *r->span);
+        int32_t n = r->span ? rt_cuda_graph_spans(r->p, r->stage, r->span) : -1;
+        r->exec = n >= 0 ? calloc((size_t)n + 1, sizeof *r->exec) : NULL;
+        if (!r->exec)
+            return fail(err, errlen, "out of memory");
+        r->nspans = n;
+    }
+    int s = 0;
+    for (int i = 0; i < r->g->ninstr;) {
+        if (s == r->nspans || i < r->span[s].first) {
+            if (run_instr(r, h, i++) != 0)
+                return -1;
+            continue;
+        }
+        if (!r->exec[s] && capture(r, h, s) != 0)
+            return -1;
+        if (!CU(GraphLaunch(r->exec[s], r->stream))) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", err);
+            return fail(err, errlen, "launching the graph of instructions %d..%d: %s",
+                        (int)r->span[s].first, (int)r->span[s].end - 1, msg);
+        }
+        for (int j = r->span[s].first; h->trace && j < r->span[s].end; j++)
+            r->timed[j] = traced(r, h, j);
+        i = r->span[s++].end;
+    }
+    return 0;
+}
+
+static int run_eager(rt_cuda_rank *r, const rt_cuda_host *h)
+{
+    for (int i = 0; i < r->g->ninstr; i++)
+        if (run_instr(r, h, i) != 0)
+            return -1;
     return 0;
 }
 
@@ -654,15 +978,21 @@ int rt_cuda_run(rt_cuda_rank **rp, const rt_plan *p, int stage, int64_t rank,
         rt_plan_coords(p, rank, r->coord);
         if (setup(r, rank, err, errlen) != 0)
             return -1;
+        if (h->local && rt_cuda_local_rank_new(h->local, r->cu, r->dev, r->cc, r->stream, stage,
+                                               &r->local, err, errlen) != 0)
+            return -1;
     } else if (!CU(CtxSetCurrent(r->ctx))) { /* each run's threads are new */
         return -1;
     }
-    for (int i = 0; i < r->g->ninstr; i++)
-        if (step(r, h, i) != 0) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", err);
-            const rt_instr *in = &r->g->instr[i];
-            return fail(err, errlen, "instruction %d (%s): %s", i, rt_ops[in->op].name, msg);
-        }
-    return finish(r, h);
+    if (h->trace && trace_start(r, h) != 0)
+        return -1;
+    /* graphs from the second run on, and never in a run that loads params */
+    bool graphs = h->graph && r->runs > 0 && !h->load_params;
+    if ((graphs ? run_graphs(r, h) : run_eager(r, h)) != 0 || finish(r, h) != 0 ||
+        check_error_words(r, h) != 0)
+        return -1;
+    if (h->trace && trace_read(r, h) != 0)
+        return -1;
+    r->runs++;
+    return 0;
 }

@@ -13,8 +13,9 @@
  * The session keeps a host copy of the arena, where its existing paths
  * work: sources are read into it and copied to the device; collectives
  * and send/recv copy their operand to it, run on the host communicator
- * and copy their result back (with the nccl communicator they stay on the
- * device instead: the compute stream records an event, a comm stream waits
+ * and copy their result back (with the local communicator on one GPU
+ * they stay on the device, comm_cuda_local.h; with the nccl communicator
+ * too: the compute stream records an event, a comm stream waits
  * on it and runs the op by NCCL, and the compute stream waits for the op's
  * done event only before the first later step touching its operand's or
  * result's bytes, rt_nccl_wait_points, or at the end of the run); after a run, outputs and the new values of
@@ -44,6 +45,8 @@ int rt_cuda_check(const rt_plan *p, char *err, size_t errlen);
  * "stage 0, instruction 12 (embedding): ..." in err. */
 int rt_cuda_check_plan(const rt_plan *p, char *err, size_t errlen);
 
+struct rt_dev_ops; /* comm_dev.h */
+
 /* What the session lends a rank's run: its host arena and its sources and
  * collectives, which work on host buffers. */
 typedef struct rt_cuda_host {
@@ -60,6 +63,21 @@ typedef struct rt_cuda_host {
      * else (--comm nccl) on the device by NCCL, on a comm stream of the
      * rank's own, and the rank's GPU is rt_nccl_device (comm_nccl.h) */
     struct rt_nccl *nccl;
+    /* --graph: from the second run on, the device spans between host
+     * instructions run as CUDA graphs (cuda_step.h); not with nccl */
+    bool graph;
+    /* --trace: this run's instructions timed on the device (an event pair
+     * around each, rt_trace_add_device) into *trace; NULL: off */
+    struct rt_trace *trace;
+    int32_t step;                  /* the session's run, for the trace */
+    double origin;                 /* the timeline's origin (rt_trace_now) */
+    /* --comm local: the session's device-to-device state (comm_cuda_local.h);
+     * where it runs, collectives, sends and receives go to comm_dev with
+     * the rank's device (its stream) and their operand's and result's
+     * device addresses (0 where none) instead of through `comm`. NULL: off */
+    struct rt_cuda_local *local;
+    int (*comm_dev)(void *rank, const rt_instr *in, const struct rt_dev_ops *d, uint64_t src,
+                    uint64_t dst);
 } rt_cuda_host;
 
 typedef struct rt_cuda_rank rt_cuda_rank;

@@ -29,6 +29,7 @@ static const struct {
     E(ModuleLoadDataEx, "cuModuleLoadDataEx"),
     E(ModuleUnload, "cuModuleUnload"),
     E(ModuleGetFunction, "cuModuleGetFunction"),
+    E(ModuleGetGlobal, "cuModuleGetGlobal_v2"),
     E(FuncSetAttribute, "cuFuncSetAttribute"),
     E(LaunchKernel, "cuLaunchKernel"),
     E(MemAlloc, "cuMemAlloc_v2"),
@@ -37,9 +38,13 @@ static const struct {
     E(MemcpyDtoH, "cuMemcpyDtoH_v2"),
     E(MemcpyDtoD, "cuMemcpyDtoD_v2"),
     E(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
+    E(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
+    E(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
     E(Memcpy2DAsync, "cuMemcpy2DAsync_v2"),
     E(MemsetD8, "cuMemsetD8_v2"),
     E(MemsetD8Async, "cuMemsetD8Async"),
+    E(MemsetD16Async, "cuMemsetD16Async"),
+    E(MemsetD32Async, "cuMemsetD32Async"),
     E(StreamCreate, "cuStreamCreate"),
     E(StreamDestroy, "cuStreamDestroy_v2"),
     E(StreamSynchronize, "cuStreamSynchronize"),
@@ -47,6 +52,14 @@ static const struct {
     E(EventDestroy, "cuEventDestroy_v2"),
     E(EventRecord, "cuEventRecord"),
     E(StreamWaitEvent, "cuStreamWaitEvent"),
+    E(EventRecordWithFlags, "cuEventRecordWithFlags"),
+    E(EventElapsedTime, "cuEventElapsedTime"), /* every driver has it; _v2 only 12.8's */
+    E(StreamBeginCapture, "cuStreamBeginCapture_v2"),
+    E(StreamEndCapture, "cuStreamEndCapture"),
+    E(GraphInstantiate, "cuGraphInstantiateWithFlags"),
+    E(GraphLaunch, "cuGraphLaunch"),
+    E(GraphExecDestroy, "cuGraphExecDestroy"),
+    E(GraphDestroy, "cuGraphDestroy"),
     E(GetErrorName, "cuGetErrorName"),
     E(GetErrorString, "cuGetErrorString"),
 #undef E
@@ -72,6 +85,7 @@ SAME_TYPE(CtxSetCurrent, cuCtxSetCurrent);
 SAME_TYPE(ModuleLoadDataEx, cuModuleLoadDataEx);
 SAME_TYPE(ModuleUnload, cuModuleUnload);
 SAME_TYPE(ModuleGetFunction, cuModuleGetFunction);
+SAME_TYPE(ModuleGetGlobal, cuModuleGetGlobal_v2);
 SAME_TYPE(FuncSetAttribute, cuFuncSetAttribute);
 SAME_TYPE(LaunchKernel, cuLaunchKernel);
 SAME_TYPE(MemAlloc, cuMemAlloc_v2);
@@ -80,8 +94,12 @@ SAME_TYPE(MemcpyHtoD, cuMemcpyHtoD_v2);
 SAME_TYPE(MemcpyDtoH, cuMemcpyDtoH_v2);
 SAME_TYPE(MemcpyDtoD, cuMemcpyDtoD_v2);
 SAME_TYPE(MemcpyDtoDAsync, cuMemcpyDtoDAsync_v2);
+SAME_TYPE(MemcpyHtoDAsync, cuMemcpyHtoDAsync_v2);
+SAME_TYPE(MemcpyDtoHAsync, cuMemcpyDtoHAsync_v2);
 SAME_TYPE(MemsetD8, cuMemsetD8_v2);
 SAME_TYPE(MemsetD8Async, cuMemsetD8Async);
+SAME_TYPE(MemsetD16Async, cuMemsetD16Async);
+SAME_TYPE(MemsetD32Async, cuMemsetD32Async);
 SAME_TYPE(StreamCreate, cuStreamCreate);
 SAME_TYPE(StreamDestroy, cuStreamDestroy_v2);
 SAME_TYPE(StreamSynchronize, cuStreamSynchronize);
@@ -89,6 +107,14 @@ SAME_TYPE(EventCreate, cuEventCreate);
 SAME_TYPE(EventDestroy, cuEventDestroy_v2);
 SAME_TYPE(EventRecord, cuEventRecord);
 SAME_TYPE(StreamWaitEvent, cuStreamWaitEvent);
+SAME_TYPE(EventRecordWithFlags, cuEventRecordWithFlags);
+SAME_TYPE(EventElapsedTime, cuEventElapsedTime); /* the _v2 where cuda.h maps it: same type */
+SAME_TYPE(StreamBeginCapture, cuStreamBeginCapture_v2);
+SAME_TYPE(StreamEndCapture, cuStreamEndCapture);
+SAME_TYPE(GraphInstantiate, cuGraphInstantiateWithFlags);
+SAME_TYPE(GraphLaunch, cuGraphLaunch);
+SAME_TYPE(GraphExecDestroy, cuGraphExecDestroy);
+SAME_TYPE(GraphDestroy, cuGraphDestroy);
 SAME_TYPE(GetErrorName, cuGetErrorName);
 SAME_TYPE(GetErrorString, cuGetErrorString);
 _Static_assert(__builtin_types_compatible_p(rt_cu_result (*)(const rt_cu_memcpy2d *,
@@ -111,6 +137,7 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&cuMemcpy2DAsync_v2),
 SAME_VALUE(RT_CU_SUCCESS, CUDA_SUCCESS);
 SAME_VALUE(RT_CU_ERROR_STUB_LIBRARY, CUDA_ERROR_STUB_LIBRARY);
 SAME_VALUE(RT_CU_ERROR_NO_DEVICE, CUDA_ERROR_NO_DEVICE);
+SAME_VALUE(RT_CU_ERROR_NOT_FOUND, CUDA_ERROR_NOT_FOUND);
 SAME_VALUE(RT_CU_ATTR_MAX_THREADS_PER_BLOCK, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
 SAME_VALUE(RT_CU_ATTR_MAX_GRID_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
 SAME_VALUE(RT_CU_ATTR_MULTIPROCESSOR_COUNT, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
@@ -121,7 +148,10 @@ SAME_VALUE(RT_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHA
 SAME_VALUE(RT_CU_MEMORYTYPE_HOST, CU_MEMORYTYPE_HOST);
 SAME_VALUE(RT_CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_DEVICE);
 SAME_VALUE(RT_CU_STREAM_NON_BLOCKING, CU_STREAM_NON_BLOCKING);
+SAME_VALUE(RT_CU_EVENT_DEFAULT, CU_EVENT_DEFAULT);
 SAME_VALUE(RT_CU_EVENT_DISABLE_TIMING, CU_EVENT_DISABLE_TIMING);
+SAME_VALUE(RT_CU_EVENT_RECORD_EXTERNAL, CU_EVENT_RECORD_EXTERNAL);
+SAME_VALUE(RT_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
 SAME_VALUE(RT_CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER);
 SAME_VALUE(RT_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES);
 #endif

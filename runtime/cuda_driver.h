@@ -4,7 +4,9 @@
  * every program starts on a machine without a driver or a GPU and only a
  * session on the cuda backend needs one. The entry points the backend
  * uses are resolved into a table (the `_v2` symbols where cuda.h maps a
- * name to one: cuMemAlloc is cuMemAlloc_v2), and cuInit(0) is called,
+ * name to one: cuMemAlloc is cuMemAlloc_v2, cuGraphInstantiate is
+ * cuGraphInstantiateWithFlags; but cuEventElapsedTime, whose _v2 of CUDA
+ * 12.8 has the same type, for older drivers), and cuInit(0) is called,
  * once per process. The types here are the driver's own (the same struct
  * tags, integer types for its enums), declared without cuda.h so that a
  * build without the CUDA toolkit compiles them; with the toolkit,
@@ -27,6 +29,8 @@ typedef struct CUmod_st *rt_cu_module;      /* CUmodule */
 typedef struct CUfunc_st *rt_cu_func;       /* CUfunction */
 typedef struct CUstream_st *rt_cu_stream;   /* CUstream */
 typedef struct CUevent_st *rt_cu_event;     /* CUevent */
+typedef struct CUgraph_st *rt_cu_graph;     /* CUgraph */
+typedef struct CUgraphExec_st *rt_cu_graph_exec; /* CUgraphExec */
 
 /* CUDA_MEMCPY2D: a copy of Height rows of WidthInBytes between pitched
  * memory (for the backend: device to device). */
@@ -51,6 +55,7 @@ enum {
     RT_CU_SUCCESS = 0,
     RT_CU_ERROR_STUB_LIBRARY = 34,
     RT_CU_ERROR_NO_DEVICE = 100,
+    RT_CU_ERROR_NOT_FOUND = 500,
     RT_CU_ATTR_MAX_THREADS_PER_BLOCK = 1,
     RT_CU_ATTR_MAX_GRID_DIM_X = 5,
     RT_CU_ATTR_MULTIPROCESSOR_COUNT = 16,
@@ -61,7 +66,10 @@ enum {
     RT_CU_MEMORYTYPE_HOST = 1,
     RT_CU_MEMORYTYPE_DEVICE = 2,
     RT_CU_STREAM_NON_BLOCKING = 1,
+    RT_CU_EVENT_DEFAULT = 0,
     RT_CU_EVENT_DISABLE_TIMING = 2,
+    RT_CU_EVENT_RECORD_EXTERNAL = 1,        /* in a capture: an event record node */
+    RT_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
     RT_CU_JIT_ERROR_LOG_BUFFER = 5,
     RT_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 };
@@ -81,6 +89,8 @@ typedef struct rt_cu_api {
                                      unsigned int *options, void **values);
     rt_cu_result (*ModuleUnload)(rt_cu_module mod);
     rt_cu_result (*ModuleGetFunction)(rt_cu_func *f, rt_cu_module mod, const char *name);
+    rt_cu_result (*ModuleGetGlobal)(rt_cu_ptr *p, size_t *bytes, rt_cu_module mod,
+                                    const char *name);
     rt_cu_result (*FuncSetAttribute)(rt_cu_func f, unsigned int attr, int value);
     rt_cu_result (*LaunchKernel)(rt_cu_func f, unsigned int gx, unsigned int gy, unsigned int gz,
                                  unsigned int bx, unsigned int by, unsigned int bz,
@@ -92,9 +102,14 @@ typedef struct rt_cu_api {
     rt_cu_result (*MemcpyDtoH)(void *dst, rt_cu_ptr src, size_t bytes);
     rt_cu_result (*MemcpyDtoD)(rt_cu_ptr dst, rt_cu_ptr src, size_t bytes);
     rt_cu_result (*MemcpyDtoDAsync)(rt_cu_ptr dst, rt_cu_ptr src, size_t bytes, rt_cu_stream s);
+    rt_cu_result (*MemcpyHtoDAsync)(rt_cu_ptr dst, const void *src, size_t bytes, rt_cu_stream s);
+    rt_cu_result (*MemcpyDtoHAsync)(void *dst, rt_cu_ptr src, size_t bytes, rt_cu_stream s);
     rt_cu_result (*Memcpy2DAsync)(const rt_cu_memcpy2d *copy, rt_cu_stream s);
     rt_cu_result (*MemsetD8)(rt_cu_ptr dst, unsigned char value, size_t n);
     rt_cu_result (*MemsetD8Async)(rt_cu_ptr dst, unsigned char value, size_t n, rt_cu_stream s);
+    rt_cu_result (*MemsetD16Async)(rt_cu_ptr dst, unsigned short value, size_t n,
+                                   rt_cu_stream s);
+    rt_cu_result (*MemsetD32Async)(rt_cu_ptr dst, unsigned int value, size_t n, rt_cu_stream s);
     rt_cu_result (*StreamCreate)(rt_cu_stream *s, unsigned int flags);
     rt_cu_result (*StreamDestroy)(rt_cu_stream s);
     rt_cu_result (*StreamSynchronize)(rt_cu_stream s);
@@ -102,6 +117,15 @@ typedef struct rt_cu_api {
     rt_cu_result (*EventDestroy)(rt_cu_event e);
     rt_cu_result (*EventRecord)(rt_cu_event e, rt_cu_stream s);
     rt_cu_result (*StreamWaitEvent)(rt_cu_stream s, rt_cu_event e, unsigned int flags);
+    rt_cu_result (*EventRecordWithFlags)(rt_cu_event e, rt_cu_stream s, unsigned int flags);
+    rt_cu_result (*EventElapsedTime)(float *ms, rt_cu_event start, rt_cu_event end);
+    rt_cu_result (*StreamBeginCapture)(rt_cu_stream s, unsigned int mode);
+    rt_cu_result (*StreamEndCapture)(rt_cu_stream s, rt_cu_graph *graph);
+    rt_cu_result (*GraphInstantiate)(rt_cu_graph_exec *exec, rt_cu_graph graph,
+                                     unsigned long long flags);
+    rt_cu_result (*GraphLaunch)(rt_cu_graph_exec exec, rt_cu_stream s);
+    rt_cu_result (*GraphExecDestroy)(rt_cu_graph_exec exec);
+    rt_cu_result (*GraphDestroy)(rt_cu_graph graph);
     rt_cu_result (*GetErrorName)(rt_cu_result r, const char **name);
     rt_cu_result (*GetErrorString)(rt_cu_result r, const char **text);
 } rt_cu_api;

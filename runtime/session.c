@@ -20,6 +20,7 @@
 
 #include "checkpoint.h"
 #include "comm.h"
+#include "comm_cuda_local.h"
 #include "comm_nccl.h"
 #include "cpu.h"
 #include "cuda.h"
@@ -68,6 +69,7 @@ struct rt_session {
     rt_st_file *params, *inputs;
     rt_local_world *world;
     rt_nccl *nccl;            /* --comm nccl: the device's communicators */
+    rt_cuda_local *dlocal;    /* cuda with --comm local: collectives device to device */
     int64_t nranks;           /* in the mesh */
     int64_t nhere;            /* run by this process */
     rank_state *ranks;
@@ -487,11 +489,37 @@ static int cuda_comm(void *rank, const rt_instr *in, void *const *buf)
     return run_comm(rank, in, buf);
 }
 
+/* With --comm local on one GPU: collective, send or recv `in` on the
+ * device (comm_dev.h), with the group or the peer rank found here. */
+static int cuda_comm_dev(void *rank, const rt_instr *in, const rt_dev_ops *d, uint64_t src,
+                         uint64_t dst)
+{
+    rank_state *rs = rank;
+    rt_group *g = NULL;
+    int rc;
+    if (in->op == RT_OP_SEND || in->op == RT_OP_RECV)
+        rc = rt_dcomm_p2p(rs->comm, d, in, stage_peer(rs->s->p, rs->coord, in->dim), src, dst);
+    else if (group_of(rs, in, &g) != 0)
+        return -1;
+    else
+        rc = rt_dcomm_collective(g, d, in, src, dst);
+    if (rc != 0)
+        snprintf(rs->err, sizeof rs->err, "%s", rt_comm_error(rs->comm));
+    return rc;
+}
+
 static int rank_run_cuda(rank_state *rs)
 {
     rt_session *s = rs->s;
-    rt_cuda_host h = {rs, rs->buf, cuda_source, cuda_comm,
-                      !rs->params_loaded || s->params_dirty, rs->err, sizeof rs->err, s->nccl};
+    if (s->o.trace && trace_origin(rs) != 0)
+        return -1;
+    rt_cuda_host h = {.rank = rs, .buf = rs->buf, .source = cuda_source, .comm = cuda_comm,
+                      .load_params = !rs->params_loaded || s->params_dirty, .err = rs->err,
+                      .errlen = sizeof rs->err, .nccl = s->nccl, .graph = s->o.graph,
+                      .trace = s->o.trace ? &rs->tr : NULL, .step = (int32_t)s->steps,
+                      .origin = s->trace_origin};
+    h.local = s->dlocal;
+    h.comm_dev = cuda_comm_dev;
     int stage = (int)(rs->prog - s->p->stage);
     if (rt_cuda_run(&rs->cuda, s->p, stage, rs->rank, &h) != 0)
         return -1;
@@ -763,12 +791,24 @@ static void add_key(rt_session *s, const uint8_t *axes, int n)
     memcpy(key->axes, axes, (size_t)n);
 }
 
+int rt_session_graph_check(const rt_session_opts *o, char *err, size_t errlen)
+{
+    if (o->backend != RT_BACKEND_CUDA)
+        return fail(err, errlen, "CUDA graphs need the cuda backend");
+    if (o->comm == RT_COMM_NCCL)
+        return fail(err, errlen, "CUDA graphs are not supported with the nccl communicator yet "
+                    "(its collectives run on a stream of their own, outside the capture)");
+    return 0;
+}
+
 rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err, size_t errlen)
 {
     if (o->comm == RT_COMM_NCCL && o->backend != RT_BACKEND_CUDA) {
         fail(err, errlen, "the nccl communicator needs the cuda backend");
         return NULL;
     }
+    if (o->graph && rt_session_graph_check(o, err, errlen) != 0)
+        return NULL;
     if (o->backend == RT_BACKEND_CUDA && rt_cuda_check(p, err, errlen) != 0)
         return NULL;
     rt_session *s = calloc(1, sizeof *s);
@@ -831,6 +871,10 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err
         s->world = rt_local_world_new(&mesh, o->timeout_ms, err, errlen);
         if (!s->world)
             goto bad;
+        if (o->backend == RT_BACKEND_CUDA && !(s->dlocal = rt_cuda_local_new(p))) {
+            fail(err, errlen, "out of memory");
+            goto bad;
+        }
         s->nhere = s->nranks;
     } else {
 #ifdef SHARDC_HAVE_MPI
@@ -888,6 +932,7 @@ void rt_session_free(rt_session *s)
             rt_comm_free(rs->comm);
     }
     rt_nccl_free(s->nccl); /* the ranks' device state, which used it, is gone */
+    rt_cuda_local_free(s->dlocal);
     free(s->ranks);
     if (s->world)
         rt_local_world_free(s->world);

@@ -52,9 +52,16 @@ typedef struct rt_session_opts {
     int timeout_ms;              /* per collective, send or recv wait (local;
                                   * nccl: the watchdog's); 0: the default */
     bool trace;                  /* time every instruction (runtime/trace.h) */
+    bool graph;                  /* cuda: from the second run on, CUDA graphs
+                                  * (runtime/cuda_step.h); not with nccl */
 } rt_session_opts;
 
 typedef struct rt_session rt_session;
+
+/* Whether opts.graph goes with the other options: 0, or -1 with "CUDA
+ * graphs need the cuda backend" or "CUDA graphs are not supported with
+ * the nccl communicator yet (...)" in err. rt_session_new checks it. */
+int rt_session_graph_check(const rt_session_opts *o, char *err, size_t errlen);
 
 /* A session over plan p (borrowed: it must outlive the session). Under
  * RT_COMM_MPI, MPI must be initialised and its world size equal the plan's

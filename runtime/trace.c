@@ -15,7 +15,8 @@ double rt_trace_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void rt_trace_add(rt_trace *t, int32_t instr, int32_t step, double t0, double t1)
+static void add_event(rt_trace *t, int32_t instr, int32_t kernel, int32_t step, double t0,
+                      double t1)
 {
     if (t->n == t->cap) {
         int64_t cap = t->cap ? 2 * t->cap : 1024;
@@ -27,7 +28,19 @@ void rt_trace_add(rt_trace *t, int32_t instr, int32_t step, double t0, double t1
         t->ev = ev;
         t->cap = cap;
     }
-    t->ev[t->n++] = (rt_trace_ev){instr, step, t0, t1};
+    t->ev[t->n++] = (rt_trace_ev){instr, step, kernel, t0, t1};
+}
+
+void rt_trace_add(rt_trace *t, int32_t instr, int32_t step, double t0, double t1)
+{
+    add_event(t, instr, -1, step, t0, t1);
+}
+
+void rt_trace_add_device(rt_trace *t, int32_t instr, int32_t kernel, int32_t step, double start,
+                         float begin_ms, float end_ms)
+{
+    double t0 = start + (double)begin_ms * 1e-3, t1 = start + (double)end_ms * 1e-3;
+    add_event(t, instr, kernel, step, t0, t1 > t0 ? t1 : t0);
 }
 
 void rt_trace_free(rt_trace *t)
@@ -97,22 +110,27 @@ static void rank_names(text *b, const rt_plan *p, int64_t r, int stage)
     }
 }
 
-static void rank_events(text *b, const rt_program *prog, int64_t r, const rt_trace *t)
+static void rank_events(text *b, const rt_plan *p, const rt_program *prog, int64_t r,
+                        const rt_trace *t)
 {
     for (int64_t i = 0; i < t->n; i++) {
         const rt_trace_ev *e = &t->ev[i];
         if (e->instr < 0 || e->instr >= prog->ninstr)
             continue;
         const rt_instr *in = &prog->instr[e->instr];
+        const rt_kernel *k = e->kernel >= 0 && e->kernel < p->nkernels ? &p->kernel[e->kernel]
+                                                                        : NULL;
         bool p2p = in->op == RT_OP_SEND || in->op == RT_OP_RECV;
         bool comm = rt_ops[in->op].cls == RT_K_COMM;
-        const char *cat = p2p ? "p2p" : comm ? "collective" :
+        const char *cat = k ? "kernel" : p2p ? "p2p" : comm ? "collective" :
                           rt_ops[in->op].cls == RT_K_SOURCE ? "source" : "compute";
         item(b);
         add(b, "{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %lld, "
             "\"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"instr\": %d, \"step\": %d",
-            rt_ops[in->op].name, cat, (long long)r,
+            k ? k->name : rt_ops[in->op].name, cat, (long long)r,
             comm ? 1 : 0, e->t0 * 1e6, (e->t1 - e->t0) * 1e6, e->instr, e->step);
+        if (k)
+            add(b, ", \"op\": \"%s\", \"instrs\": %d", rt_ops[in->op].name, (int)k->ninstr);
         if (p2p)
             add(b, ", \"peer_stage\": %lld", (long long)in->dim);
         add(b, "}}");
@@ -133,7 +151,7 @@ int rt_trace_write(const char *path, const rt_plan *p, const rt_trace *tr, int64
         rt_plan_coords(p, r, coord);
         int stage = p->stage_axis >= 0 ? (int)coord[p->stage_axis] : 0;
         rank_names(&b, p, r, stage);
-        rank_events(&b, &p->stage[stage], r, &tr[r]);
+        rank_events(&b, p, &p->stage[stage], r, &tr[r]);
     }
     add(&b, "\n]}\n");
     if (!b.s) {

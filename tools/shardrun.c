@@ -85,7 +85,15 @@ static const char usage[] =
     "  --trace FILE         after the last step, write the measured timeline of\n"
     "                       every step as Chrome trace JSON (the format of\n"
     "                       shardc --trace): pid = rank, tid 0 compute, tid 1\n"
-    "                       communication\n"
+    "                       communication; with --backend cuda, the times of\n"
+    "                       the GPU (an event pair around each instruction,\n"
+    "                       kernels by name)\n"
+    "  --graph              with --backend cuda: the first step runs as usual,\n"
+    "                       the second is captured as CUDA graphs and launches\n"
+    "                       them, every later step launches them; work on the\n"
+    "                       host (inputs, constants, i32 index arithmetic,\n"
+    "                       collectives through the host) runs between the\n"
+    "                       graphs. Not with --comm nccl\n"
     "  --report             print the compiler's report stored in the plan\n"
     "  --quiet              print only errors\n"
     "  --help, --version\n"
@@ -100,7 +108,7 @@ typedef struct args {
     const char *trace;           /* --trace FILE */
     long long ranks, steps, timeout_ms, save_every;
     unsigned long long seed;
-    bool report, quiet;
+    bool report, quiet, graph;
 } args;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -200,6 +208,8 @@ static int parse_args(int argc, char **argv, args *a)
             a->report = true;
         } else if (!strcmp(argv[i], "--quiet")) {
             a->quiet = true;
+        } else if (!strcmp(argv[i], "--graph")) {
+            a->graph = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return usage_error("unknown option '%s'", argv[i]);
         } else if (a->plan) {
@@ -221,6 +231,11 @@ static int parse_args(int argc, char **argv, args *a)
     if (!strcmp(a->comm, "nccl") && (!a->backend || strcmp(a->backend, "cuda") != 0))
         return usage_error("%s", "--comm nccl needs --backend cuda (NCCL runs the collectives "
                                  "on the GPU)");
+    if (a->graph && (!a->backend || strcmp(a->backend, "cuda") != 0))
+        return usage_error("%s", "--graph needs --backend cuda");
+    if (a->graph && !strcmp(a->comm, "nccl"))
+        return usage_error("%s", "--graph is not supported with --comm nccl yet (the "
+                                 "collectives run on a stream of their own, outside the capture)");
     return 0;
 }
 
@@ -471,7 +486,7 @@ static int run(const args *a, int rank, bool mpi)
     shardc_session_config cfg = {
         .backend = a->backend, .comm = a->comm, .params_file = a->params,
         .inputs_file = a->inputs, .seed = a->seed, .timeout_ms = (int)a->timeout_ms,
-        .trace = a->trace != NULL,
+        .trace = a->trace != NULL, .graph = a->graph,
     };
     shardc_session *s = NULL;
     st = shardc_session_new(plan, &cfg, &s, &err);

@@ -5,13 +5,19 @@
 # example has beyond them: 2x2 is 2x2x1 for dp, tp, pp) is compiled once,
 # with its kernels (--arch sm_80,sm_90, or $GPU_ARCH), then run for 2 steps
 # from the same seed with --comm local on each backend (every rank a thread;
-# all of them on the one GPU); the outputs of the last step and the params
+# all of them on the one GPU, their collectives, sends and receives device
+# to device: runtime/comm_dev.h; with two GPUs or more they go through the
+# host instead); the outputs of the last step and the params
 # and states after it must agree: |cuda - cpu| <= 2e-4 + 2e-3 |cpu| per
 # element (f32 on both, but sums, dot products and softmax in other orders,
 # expf and matmuls the GPU's own; st_compare prints the worst error).
 #
-# Then the same plans of mesh 1 (and 2 with two GPUs) with --comm nccl
-# under mpirun, one process per GPU, against the CPU runs.
+# Then mlp on meshes 1 and 2x2 for 3 steps with --graph and --trace
+# against 3 CPU steps (and the timeline through tests/tools/check_trace.py),
+# and an embedding id outside the table, which must fail the run with the
+# CPU backend's message naming the kernel. Then the same plans of mesh 1
+# (and 2 with two GPUs) with --comm nccl under mpirun, one process per
+# GPU, against the CPU runs.
 #
 # Without a GPU (shardrun --backend cuda exits 4) it prints "skipped: no
 # GPU" and exits 77. BUILD is the build folder (default build/).
@@ -76,6 +82,72 @@ for model in "$root"/examples/*.sh; do
         fi
     done
 done
+# CUDA graphs and the GPU's timeline: mlp on mesh 1 (one graph) and 2x2
+# (graphs between the collectives) for 3 steps with --graph (step 1 runs
+# eagerly, step 2 is captured and launched, step 3 launches the graphs)
+# and --trace, against 3 steps on the CPU, the same tolerance; the
+# timeline passes check_trace.py (every rank, no overlap on a stream, the
+# same instructions every step) and names the kernels.
+for m in 1 2x2; do
+    mesh=$(mesh_for "$m" 2)
+    ranks=$(( $(echo "$mesh" | tr 'x' '*') ))
+    dir=$tmp/graph-$mesh
+    mkdir -p "$dir"
+    echo "== mlp --mesh $mesh --graph --trace, 3 steps"
+    ok=true
+    "$shardc" "$root/examples/mlp.sh" --mesh "$mesh" --arch "${GPU_ARCH:-sm_80,sm_90}" \
+        -o "$dir/plan" || ok=false
+    for backend in cpu cuda; do
+        extra=()
+        [ "$backend" = cuda ] && extra=(--graph --trace "$dir/trace.json")
+        $ok && "$shardrun" "$dir/plan" --backend "$backend" --comm local --seed 7 --steps 3 \
+            --quiet --outputs "$dir/$backend.out.safetensors" \
+            --save-params "$dir/$backend.params.safetensors" ${extra[@]+"${extra[@]}"} || ok=false
+    done
+    $ok && echo "outputs:" && "$compare" "$dir/cpu.out.safetensors" "$dir/cuda.out.safetensors" \
+        --rtol 2e-3 --atol 2e-4 || ok=false
+    $ok && echo "params and states after 3 steps:" && "$compare" "$dir/cpu.params.safetensors" \
+        "$dir/cuda.params.safetensors" --rtol 2e-3 --atol 2e-4 || ok=false
+    $ok && python3 "$root/tests/tools/check_trace.py" "$dir/trace.json" --ranks "$ranks" \
+        --steps 3 && grep -q '"cat": "kernel"' "$dir/trace.json" || ok=false
+    if $ok; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        failed+=("mlp --mesh $mesh --graph --trace")
+    fi
+done
+
+# An id outside the table on the GPU: the embedding kernel records it,
+# the run fails after the step with the CPU backend's message, the place
+# naming the kernel: "rank 1: stage 0, instruction 3 (embedding, kernel
+# k2_embedding): embedding id 9 at index 5 is outside the table's 8 rows".
+echo "== an embedding id outside the table"
+dir=$tmp/bad-id
+mkdir -p "$dir"
+ok=true
+"$shardc" "$root/tests/lit/run/embed.model" --mesh 2 --arch "${GPU_ARCH:-sm_80,sm_90}" \
+    -o "$dir/plan" &&
+    python3 "$root/tests/tools/make_st.py" "$dir/in" ids=I32[4,3]:0,1,2,3,4,5,6,7,1,2,3,9 ||
+    ok=false
+if $ok; then
+    cpu=$("$shardrun" "$dir/plan" --backend cpu --inputs "$dir/in" --quiet 2>&1)
+    gpu=$("$shardrun" "$dir/plan" --backend cuda --inputs "$dir/in" --quiet 2>&1)
+    rc=$?
+    # "rank 1: instruction 3 (embedding): TEXT" on the CPU
+    place=$(echo "$cpu" | sed -n 's/^shardrun: error: rank 1: instruction \([0-9]*\) (embedding): .*/\1/p')
+    text=${cpu#*(embedding): }
+    want="shardrun: error: rank 1: stage 0, instruction $place (embedding, kernel k[0-9]*_embedding): $text"
+    echo "$gpu"
+    [ "$rc" -eq 1 ] && [ -n "$place" ] && echo "$gpu" | grep -qx -- "$want" || ok=false
+fi
+if $ok; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1))
+    failed+=("embedding id outside the table")
+fi
+
 # NCCL (--comm nccl): one process per GPU under mpirun, so a mesh of as
 # many ranks as GPUs (NCCL refuses two ranks on one GPU): mesh 1 always,
 # and 2 where the machine has two GPUs or more; the outputs and params of

@@ -1,0 +1,36 @@
+# cross_entropy: one block, a warp per row (max, sum of exp and the
+# label's logit, warp-wide), the rows' losses summed in a fixed order;
+# cross_entropy_grad: a row kernel, softmax minus the one-hot label. A
+# label outside 0..C-1 makes the loss (the gradient's row) NaN and is
+# recorded in the module's error word sh_error, the lowest bad row winning
+# (atomicMax of (0xffffffff - row) << 32 | label), for the runtime to
+# report as the CPU backend does. Kernels that check nothing have no
+# sh_error.
+# RUN: %shardc %s --mesh 2 --emit cuda | FileCheck %s
+mesh dp
+input  x   : f32[8, 10] shard(dp, _)
+input  lab : i32[8] shard(dp)
+param  w   : f32[10, 10] = normal(1.0)
+loss = cross_entropy(x @ w, lab)
+output loss
+train loss with sgd(lr = 0.1)
+# CHECK: // [[XENT:k[0-9]+_cross_entropy[a-z_]*]]: single block kernel over f32[4, 10] (4 rows of 10)
+# CHECK-NEXT: //   %{{[0-9]+}} = cross_entropy %{{[0-9]+}}, %lab
+# CHECK: __device__ unsigned long long sh_error;
+# CHECK-NEXT: __device__ __forceinline__ void sh_bad_id(i64 index, int id)
+# CHECK: [[XENT]](
+# CHECK: const int lab = p_lab[row];
+# CHECK: const bool valid = lab >= 0 && lab < 10;
+# CHECK-NEXT: if (!valid && lane == 0)
+# CHECK-NEXT: sh_bad_id(row, lab); // the runtime's error; the loss is NaN meanwhile
+# CHECK: total += valid ? mx + logf(sum) - picked : SH_NAN;
+# CHECK: // [[GRAD:k[0-9]+_cross_entropy_grad[a-z_]*]]: row kernel over f32[4, 10] (4 rows of 10)
+# CHECK: __device__ unsigned long long sh_error;
+# CHECK: [[GRAD]](
+# CHECK: const int lab = p_lab[row];
+# CHECK-NEXT: if ((lab < 0 || lab >= 10) && threadIdx.x == 0)
+# CHECK-NEXT: sh_bad_id(row, lab); // the runtime's error; the row is NaN meanwhile
+# CHECK: sh_xent_grad(xin, mx, scale, c, lab, 10)
+# CHECK: // k{{[0-9]+}}_sgd: elementwise kernel
+# CHECK-NOT: sh_error
+# CHECK: {{^}}k{{[0-9]+}}_sgd(
