@@ -343,18 +343,8 @@ static int d_copy(void *ctx, rt_dptr dst, size_t dpitch, rt_dptr src, size_t spi
                   size_t width, size_t rows, char *err, size_t errlen)
 {
     rt_cuda_local_rank *lr = ctx;
-    if (rows == 1)
-        return CU(MemcpyDtoDAsync(dst, src, width, lr->stream)) ? 0 : -1;
-    rt_cu_memcpy2d c;
-    memset(&c, 0, sizeof c);
-    c.srcMemoryType = c.dstMemoryType = RT_CU_MEMORYTYPE_DEVICE;
-    c.srcDevice = src;
-    c.srcPitch = spitch;
-    c.dstDevice = dst;
-    c.dstPitch = dpitch;
-    c.WidthInBytes = width;
-    c.Height = rows;
-    return CU(Memcpy2DAsync(&c, lr->stream)) ? 0 : -1;
+    return rt_cu_copy_rows(lr->cu, lr->stream, dst, 0, dpitch, src, 0, spitch, width, rows, err,
+                           errlen);
 }
 
 static int d_reduce(void *ctx, const rt_dreduce *r, char *err, size_t errlen)

@@ -469,19 +469,8 @@ static int copy_rows(rt_cuda_rank *r, rt_cu_ptr dst, size_t dx, size_t dpitch, r
                      size_t sx, size_t spitch, size_t width, size_t rows, char *err,
                      size_t errlen)
 {
-    rt_cu_memcpy2d c;
-    memset(&c, 0, sizeof c);
-    c.srcMemoryType = RT_CU_MEMORYTYPE_DEVICE;
-    c.srcDevice = src;
-    c.srcXInBytes = sx;
-    c.srcPitch = spitch;
-    c.dstMemoryType = RT_CU_MEMORYTYPE_DEVICE;
-    c.dstDevice = dst;
-    c.dstXInBytes = dx;
-    c.dstPitch = dpitch;
-    c.WidthInBytes = width;
-    c.Height = rows;
-    return CU(Memcpy2DAsync(&c, r->stream)) ? 0 : -1;
+    return rt_cu_copy_rows(r->cu, r->stream, dst, dx, dpitch, src, sx, spitch, width, rows, err,
+                           errlen);
 }
 
 /* slice: this rank's block of dim over the instruction's axes (as

@@ -272,3 +272,23 @@ rt_cu_status rt_cu_probe(char *err, size_t errlen)
     }
     return RT_CU_OK;
 }
+
+int rt_cu_copy_rows(const rt_cu_api *cu, rt_cu_stream s, rt_cu_ptr dst, size_t dx, size_t dpitch,
+                    rt_cu_ptr src, size_t sx, size_t spitch, size_t width, size_t rows, char *err,
+                    size_t errlen)
+{
+    if (rows == 1)
+        return RT_CU_CHECK(cu, MemcpyDtoDAsync(dst + dx, src + sx, width, s), err, errlen) ? 0 : -1;
+    rt_cu_memcpy2d c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = c.dstMemoryType = RT_CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = src;
+    c.srcXInBytes = sx;
+    c.srcPitch = spitch;
+    c.dstDevice = dst;
+    c.dstXInBytes = dx;
+    c.dstPitch = dpitch;
+    c.WidthInBytes = width;
+    c.Height = rows;
+    return RT_CU_CHECK(cu, Memcpy2DAsync(&c, s), err, errlen) ? 0 : -1;
+}

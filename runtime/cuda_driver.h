@@ -157,4 +157,11 @@ const char *rt_cu_describe(const rt_cu_api *cu, rt_cu_result r, char *buf, size_
 bool rt_cu_check(const rt_cu_api *cu, rt_cu_result r, const char *call, const char *file,
                  int line, char *err, size_t errlen);
 
+/* Queues on stream s a device-to-device copy of rows rows of width bytes
+ * from src (pitch spitch, from byte sx of each row) to dst (pitch dpitch,
+ * at byte dx): one plain copy for a single row. 0, or -1 with err. */
+int rt_cu_copy_rows(const rt_cu_api *cu, rt_cu_stream s, rt_cu_ptr dst, size_t dx, size_t dpitch,
+                    rt_cu_ptr src, size_t sx, size_t spitch, size_t width, size_t rows, char *err,
+                    size_t errlen);
+
 #endif

@@ -4,6 +4,7 @@
 #define SHARDC_TEST_CHECK_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int check_failures;
@@ -58,6 +59,33 @@ static inline const char *check_repo_dir(void)
         *slash = 0;
     }
     return dir;
+}
+
+/* The model at path (at most 64 KiB), with " zero K over dp" appended to
+ * its train line when zero > 0: malloc'd, NULL when it cannot be read or
+ * has no train line to add to. */
+static inline char *check_model_text(const char *path, int zero)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return NULL;
+    char *text = calloc(1, 1 << 16);
+    size_t n = text ? fread(text, 1, (1 << 16) - 64, fp) : 0;
+    fclose(fp);
+    char *train = text ? strstr(text, "\ntrain ") : NULL;
+    if (!text || n == 0 || (zero && !train)) {
+        free(text);
+        return NULL;
+    }
+    if (zero) {
+        char *eol = strchr(train + 1, '\n');
+        size_t at = eol ? (size_t)(eol - text) : n;
+        char add[32];
+        int k = snprintf(add, sizeof add, " zero %d over dp", zero);
+        memmove(text + at + k, text + at, n - at + 1);
+        memcpy(text + at, add, (size_t)k);
+    }
+    return text;
 }
 
 #endif

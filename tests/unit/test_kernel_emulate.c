@@ -52,22 +52,10 @@ static model compile(const char *path, const char *mesh, int zero)
     char out[4300], err[1024], *e = NULL;
     snprintf(out, sizeof out, "%s/plan", tmpdir);
     model md = {0};
-    FILE *fp = fopen(path, "rb");
-    CHECK(fp != NULL);
-    if (!fp)
+    char *text = check_model_text(path, zero);
+    CHECK(text != NULL);
+    if (!text)
         return md;
-    char *text = calloc(1, 1 << 16);
-    size_t n = fread(text, 1, (1 << 16) - 64, fp);
-    fclose(fp);
-    char *train = strstr(text, "\ntrain ");
-    if (zero && train) {
-        char *eol = strchr(train + 1, '\n');
-        size_t at = eol ? (size_t)(eol - text) : n;
-        char add[32];
-        int k = snprintf(add, sizeof add, " zero %d over dp", zero);
-        memmove(text + at + k, text + at, n - at + 1);
-        memcpy(text + at, add, (size_t)k);
-    }
     shardc_options *opt = shardc_options_new();
     shardc_program *prog = NULL;
     bool ok = shardc_options_set_mesh(opt, mesh, &e) == SHARDC_OK &&

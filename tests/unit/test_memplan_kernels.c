@@ -553,30 +553,6 @@ static void test_bucket_views(void)
 
 /* ---- the examples ---- */
 
-/* The example's text, with " zero K over dp" after its train line when
- * zero > 0 (malloc'd). */
-static char *example_text(const char *path, int zero)
-{
-    FILE *fp = fopen(path, "rb");
-    CHECK(fp != NULL);
-    if (!fp)
-        return NULL;
-    char *text = calloc(1, 1 << 16);
-    size_t n = fread(text, 1, (1 << 16) - 64, fp);
-    fclose(fp);
-    char *train = strstr(text, "\ntrain ");
-    CHECK(n > 0 && (zero == 0 || train != NULL));
-    if (zero && train) {
-        char *eol = strchr(train + 1, '\n');
-        size_t at = eol ? (size_t)(eol - text) : n;
-        char add[32];
-        int k = snprintf(add, sizeof add, " zero %d over dp", zero);
-        memmove(text + at + k, text + at, n - at + 1);
-        memcpy(text + at, add, (size_t)k);
-    }
-    return text;
-}
-
 static void check_example_zero(const char *file, const char *mesh, int zero)
 {
     char path[4200], where[4300];
@@ -584,7 +560,7 @@ static void check_example_zero(const char *file, const char *mesh, int zero)
     shardc_options *opt = shardc_options_new();
     char *err = NULL, *ir = NULL;
     shardc_program *prog = NULL;
-    char *text = example_text(path, zero);
+    char *text = check_model_text(path, zero);
     CHECK(shardc_options_set_mesh(opt, mesh, &err) == SHARDC_OK);
     CHECK(text && shardc_compile_string(opt, path, text, strlen(text), &prog, &err) == SHARDC_OK);
     free(text);
