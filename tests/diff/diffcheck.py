@@ -1,0 +1,384 @@
+#!/usr/bin/env python3
+"""diffcheck.py MODEL [--shardc P] [--shardrun P] [--work DIR] [--quiet]
+
+The differential check of one shard-language model (DESIGN.md §7): the model
+is compiled for every mesh its header names and for the mesh of ones (every
+axis of size 1, or the unpipelined model), both are run on the CPU backend
+(every rank a thread) from the same seed and the same explicit inputs, and
+every output, param and optimizer state must agree.
+
+Directives, in the model's comments (one per line, before or among the code):
+  # diff-mesh: 2x2          a mesh to check; one line each (at least one)
+  # diff-ref: unpipelined   the reference is the model without `over AXIS` in
+                            its repeats and without its `pipeline` line
+  # diff-steps: N           steps to run (default 2 with `train`, else 1)
+  # diff-ids: NAME N        the i32 input NAME is drawn from [0, N) (default 2)
+  # diff-inputs: seed       inputs made by shardrun from --seed, no file
+  # diff-error: TEXT        every run must exit 1 with TEXT in its stderr
+
+Tolerances, |got - want| <= atol * max(1, max|want|) + rtol * |want| per
+element, with max|want| over the tensor: sharded contractions sum in another
+order, so errors scale with the tensor's magnitude, not the element's. Per
+the lowest precision the program computes in (any bf16 or f16 in its text):
+  f32  rtol 1e-4, atol 1e-5   (f32 sums in another order, through a few ops)
+  f16  rtol 1e-2, atol 1e-2   (2^-11 per rounding, sums of rounded partials)
+  bf16 rtol 4e-2, atol 4e-2   (2^-8 per rounding, the same)
+  i32  exact
+A NaN must be a NaN in both, an infinity the same infinity.
+
+Exit 0: the runs agree. Exit 1: a failure; the first line of stdout is
+`FAIL CLASS: detail`, CLASS one of mismatch, missing, crash (a signal or
+exit 3+), reject (a compile or run error of a program that must be valid),
+error-differs (a diff-error case not met), hang. Exit 2: bad usage or a
+model without diff-mesh.
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+TOL = {"f32": (1e-4, 1e-5), "f16": (1e-2, 1e-2), "bf16": (4e-2, 4e-2)}
+# A run that takes longer than this hangs (shardrun's own collective timeout
+# is set well below it, so a deadlock inside a plan reports itself first).
+RUN_TIMEOUT_S = 120
+COMPILE_TIMEOUT_S = 120
+
+
+class Failure(Exception):
+    def __init__(self, cls, detail):
+        super().__init__(f"{cls}: {detail}")
+        self.cls = cls
+        self.detail = detail
+
+
+# ---- safetensors, stdlib only ----
+
+DT_SIZE = {"F32": 4, "F16": 2, "BF16": 2, "I32": 4, "F64": 8, "BOOL": 1}
+
+
+def st_read(path):
+    """Returns {name: (dtype, shape, [values as float or int])}."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack_from("<Q", data, 0)
+    header = json.loads(data[8:8 + n])
+    base = 8 + n
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        dt, shape = e["dtype"], e["shape"]
+        lo, hi = e["data_offsets"]
+        raw = data[base + lo:base + hi]
+        count = len(raw) // DT_SIZE[dt]
+        if dt == "F32":
+            vals = list(struct.unpack(f"<{count}f", raw))
+        elif dt == "F16":
+            vals = list(struct.unpack(f"<{count}e", raw))
+        elif dt == "BF16":
+            bits = struct.unpack(f"<{count}H", raw)
+            vals = list(struct.unpack(f"<{count}f", struct.pack(f"<{count}I",
+                                                               *[b << 16 for b in bits])))
+        elif dt == "I32":
+            vals = list(struct.unpack(f"<{count}i", raw))
+        elif dt == "F64":
+            vals = list(struct.unpack(f"<{count}d", raw))
+        else:
+            vals = list(raw)
+        out[name] = (dt, shape, vals)
+    return out
+
+
+def st_write(path, tensors):
+    """tensors: list of (name, dtype, shape, values); dtype F32 F16 BF16 I32."""
+    header, blobs, off = {}, [], 0
+    for name, dt, shape, vals in tensors:
+        if dt == "F32":
+            raw = struct.pack(f"<{len(vals)}f", *vals)
+        elif dt == "F16":
+            raw = struct.pack(f"<{len(vals)}e", *vals)
+        elif dt == "BF16":
+            words = struct.unpack(f"<{len(vals)}I", struct.pack(f"<{len(vals)}f", *vals))
+            raw = struct.pack(f"<{len(vals)}H", *[w >> 16 for w in words])
+        else:
+            raw = struct.pack(f"<{len(vals)}i", *vals)
+        header[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+# ---- the model's directives and inputs ----
+
+def directives(text):
+    d = {"mesh": [], "ref": None, "steps": None, "ids": {}, "inputs": "file", "error": None}
+    for line in text.splitlines():
+        m = re.match(r"\s*#\s*diff-([a-z]+):\s*(.*?)\s*$", line)
+        if not m:
+            continue
+        key, val = m.groups()
+        if key == "mesh":
+            d["mesh"].append(val)
+        elif key == "ref":
+            d["ref"] = val
+        elif key == "steps":
+            d["steps"] = int(val)
+        elif key == "ids":
+            name, n = val.split()
+            d["ids"][name] = int(n)
+        elif key == "inputs":
+            d["inputs"] = val
+        elif key == "error":
+            d["error"] = val
+    return d
+
+
+def unpipelined(text):
+    """The model without `over AXIS` in its repeats and without `pipeline`."""
+    out = []
+    for line in text.splitlines():
+        if re.match(r"\s*pipeline\b", line):
+            continue
+        out.append(re.sub(r"(\brepeat\b[^{#]*?)\s+over\s+[A-Za-z_][A-Za-z0-9_]*", r"\1", line))
+    return "\n".join(out) + "\n"
+
+
+def precision(text):
+    code = "\n".join(l.split("#", 1)[0] for l in text.splitlines())
+    if re.search(r"\bbf16\b", code):
+        return "bf16"
+    if re.search(r"\bf16\b", code):
+        return "f16"
+    return "f32"
+
+
+INPUT_RE = re.compile(r'^%\S+ = input \{name = "([^"]+)"\} : (\w+)\[([0-9, ]*)\]')
+
+
+def input_specs(ir_text):
+    specs = []
+    for line in ir_text.splitlines():
+        m = INPUT_RE.match(line)
+        if m:
+            name, dt, dims = m.groups()
+            specs.append((name, dt, [int(x) for x in dims.split(",") if x.strip()]))
+    return specs
+
+
+def make_inputs(path, specs, ids, seed):
+    rng = random.Random(seed)
+    tensors = []
+    for name, dt, shape in specs:
+        n = 1
+        for x in shape:
+            n *= x
+        if dt == "i32":
+            hi = ids.get(name, 2)
+            vals = [rng.randrange(hi) for _ in range(n)]
+        else:
+            vals = [rng.gauss(0.0, 1.0) for _ in range(n)]
+        tensors.append((name, dt.upper(), shape, vals))
+    st_write(path, tensors)
+
+
+# ---- running the tools ----
+
+def run(cmd, timeout, what):
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Failure("hang", f"{what} ran over {timeout} s: {' '.join(cmd)}")
+    return p
+
+
+def check_status(p, what, cmd):
+    tail = (p.stderr.strip().splitlines() or [""])[-1][:300]
+    if p.returncode < 0 or p.returncode >= 3:
+        raise Failure("crash", f"{what} exited {p.returncode}: {tail} [{' '.join(cmd)}]")
+    if p.returncode != 0:
+        raise Failure("reject", f"{what} exited {p.returncode}: {tail} [{' '.join(cmd)}]")
+
+
+def ranks_of(mesh):
+    r = 1
+    for x in mesh.split("x"):
+        r *= int(x)
+    return r
+
+
+def ones_of(mesh):
+    return "x".join("1" for _ in mesh.split("x"))
+
+
+# ---- comparing ----
+
+def compare(ref, got, prec, what):
+    """Every tensor of ref must be in got, same dtype and shape, close."""
+    rtol, atol = TOL[prec]
+    for name, (dt, shape, want) in ref.items():
+        if name not in got:
+            raise Failure("missing", f"{what}: '{name}' is in the reference, not in the sharded run")
+        gdt, gshape, have = got[name]
+        if gdt != dt or gshape != shape:
+            raise Failure("mismatch", f"{what}: '{name}' is {dt}{shape} in the reference, "
+                          f"{gdt}{gshape} in the sharded run")
+        finite = [abs(v) for v in want if isinstance(v, int) or math.isfinite(v)]
+        scale = max([1.0] + finite)
+        worst, worst_i = 0.0, -1
+        for i, (w, h) in enumerate(zip(want, have)):
+            if dt == "I32":
+                bad = w != h
+                err = abs(w - h)
+            elif math.isnan(w) or math.isnan(h):
+                bad = not (math.isnan(w) and math.isnan(h))
+                err = math.inf if bad else 0.0
+            elif math.isinf(w) or math.isinf(h):
+                bad = w != h
+                err = math.inf if bad else 0.0
+            else:
+                err = abs(w - h)
+                bad = err > atol * scale + rtol * abs(w)
+            if bad:
+                raise Failure("mismatch", f"{what}: '{name}' {dt}{shape} at flat index {i}: "
+                              f"reference {w!r}, sharded {h!r} (|err| {err:.3g}, tolerance "
+                              f"{atol * scale + rtol * abs(w) if dt != 'I32' else 0:.3g})")
+            if err > worst:
+                worst, worst_i = err, i
+    for name in got:
+        if name not in ref:
+            raise Failure("missing", f"{what}: '{name}' is in the sharded run, not the reference")
+
+
+# ---- one model ----
+
+class Checker:
+    def __init__(self, shardc, shardrun, work, quiet):
+        self.shardc, self.shardrun, self.work, self.quiet = shardc, shardrun, work, quiet
+
+    def say(self, msg):
+        if not self.quiet:
+            print(msg, flush=True)
+
+    def compile(self, model, mesh, out, extra=()):
+        cmd = [self.shardc, model, "--mesh", mesh, "--arch", "none", "-o", out, *extra]
+        p = run(cmd, COMPILE_TIMEOUT_S, f"shardc --mesh {mesh}")
+        return p, cmd
+
+    def run_plan(self, plan, mesh, tag, d, train, inputs):
+        out = os.path.join(self.work, f"{tag}.out.st")
+        params = os.path.join(self.work, f"{tag}.params.st")
+        cmd = [self.shardrun, plan, "--comm", "local", "--ranks", str(ranks_of(mesh)),
+               "--quiet", "--seed", "7", "--timeout-ms", "60000", "--outputs", out]
+        steps = d["steps"] if d["steps"] is not None else (2 if train else 1)
+        cmd += ["--steps", str(steps)]
+        if train:
+            cmd += ["--save-params", params]
+        if inputs:
+            cmd += ["--inputs", inputs]
+        p = run(cmd, RUN_TIMEOUT_S, f"shardrun --mesh {mesh}")
+        return p, cmd, out, (params if train else None)
+
+    def check(self, path):
+        with open(path) as f:
+            text = f.read()
+        d = directives(text)
+        if not d["mesh"]:
+            raise Failure("usage", f"{path}: no '# diff-mesh:' line")
+        train = re.search(r"^\s*train\b", text, re.M) is not None
+        prec = precision(text)
+        ref_model = path
+        if d["ref"] == "unpipelined":
+            ref_model = os.path.join(self.work, "ref_" + os.path.basename(path))
+            with open(ref_model, "w") as f:
+                f.write(unpipelined(text))
+        elif d["ref"] is not None:
+            raise Failure("usage", f"{path}: unknown diff-ref '{d['ref']}'")
+        seed = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+        refs = {}
+        for mesh in d["mesh"]:
+            ones = ones_of(mesh)
+            if ones not in refs:
+                refs[ones] = self.reference(ref_model, ones, d, train, seed)
+            ref = refs[ones]
+            if d["error"] is not None:
+                self.expect_error(path, mesh, d, train, ref["inputs"])
+                continue
+            plan = os.path.join(self.work, f"m{mesh}.plan")
+            p, cmd = self.compile(path, mesh, plan)
+            check_status(p, f"shardc (mesh {mesh})", cmd)
+            p, cmd, out, params = self.run_plan(plan, mesh, f"m{mesh}", d, train, ref["inputs"])
+            check_status(p, f"shardrun (mesh {mesh})", cmd)
+            compare(ref["out"], st_read(out), prec, f"outputs, mesh {mesh}")
+            if train:
+                compare(ref["params"], st_read(params), prec, f"params and states, mesh {mesh}")
+            self.say(f"ok: {os.path.basename(path)} mesh {mesh} against {ones} ({prec})")
+
+    def reference(self, model, ones, d, train, seed):
+        plan = os.path.join(self.work, f"ref{ones}.plan")
+        p, cmd = self.compile(model, ones, plan)
+        check_status(p, f"shardc reference (mesh {ones})", cmd)
+        inputs = None
+        if d["inputs"] != "seed":
+            p2 = run([self.shardc, model, "--mesh", ones, "--emit", "ir"], COMPILE_TIMEOUT_S,
+                     "shardc --emit ir")
+            check_status(p2, "shardc --emit ir", [model])
+            inputs = os.path.join(self.work, f"inputs{ones}.st")
+            make_inputs(inputs, input_specs(p2.stdout), d["ids"], seed)
+        ref = {"inputs": inputs, "plan": plan}
+        if d["error"] is not None:
+            return ref
+        p, cmd, out, params = self.run_plan(plan, ones, f"ref{ones}", d, train, inputs)
+        check_status(p, f"shardrun reference (mesh {ones})", cmd)
+        ref["out"] = st_read(out)
+        ref["params"] = st_read(params) if train else None
+        return ref
+
+    def expect_error(self, path, mesh, d, train, inputs):
+        runs = [(self.work + f"/ref{ones_of(mesh)}.plan", ones_of(mesh), "ref")]
+        plan = os.path.join(self.work, f"m{mesh}.plan")
+        p, cmd = self.compile(path, mesh, plan)
+        check_status(p, f"shardc (mesh {mesh})", cmd)
+        runs.append((plan, mesh, f"m{mesh}"))
+        for plan, m, tag in runs:
+            p, cmd, _, _ = self.run_plan(plan, m, tag, d, train, inputs)
+            if p.returncode != 1 or d["error"] not in p.stderr:
+                tail = (p.stderr.strip().splitlines() or [""])[-1][:300]
+                raise Failure("error-differs", f"mesh {m}: exit {p.returncode}, expected 1 "
+                              f"with '{d['error']}'; stderr: {tail}")
+        self.say(f"ok: {os.path.basename(path)} mesh {mesh}: the same error as {ones_of(mesh)}")
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("model")
+    ap.add_argument("--shardc", default=os.environ.get("SHARDC", "build/shardc"))
+    ap.add_argument("--shardrun", default=os.environ.get("SHARDRUN", "build/shardrun"))
+    ap.add_argument("--work", help="keep the plans and files here")
+    ap.add_argument("--quiet", action="store_true")
+    a = ap.parse_args(argv)
+    work = a.work or tempfile.mkdtemp(prefix="diffcheck.")
+    os.makedirs(work, exist_ok=True)
+    try:
+        Checker(a.shardc, a.shardrun, work, a.quiet).check(a.model)
+    except Failure as e:
+        print(f"FAIL {e.cls}: {e.detail}", flush=True)
+        return 2 if e.cls == "usage" else 1
+    finally:
+        if not a.work:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

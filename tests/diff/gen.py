@@ -1,0 +1,640 @@
+#!/usr/bin/env python3
+"""gen.py SEED [--avoid A,B,...]: prints a random valid shard-language model.
+
+The model is drawn from the whole language (LANGUAGE.md §1-11): meshes of 1
+to 4 axes of sizes 1 to 4, `let` constants, inputs, params with every init,
+sharding annotations on inputs, params and intermediate values (one axis,
+a tuple of axes, or none per dimension), every op of §7 (elementwise,
+broadcasting, matmul plain and batched, reductions with and without
+keepdims, softmax, the norms, transpose, reshape, cast, embedding,
+attention, mse, cross_entropy), f32, bf16 and f16 values, blocks called
+once or more, `repeat`, `repeat ... over pp` with every schedule and
+microbatch count, and `train` with sgd (with and without momentum) or
+adamw, with and without `zero K over AXIS`.
+
+Its header carries tests/diff/diffcheck.py's directives: the mesh to check
+(its sizes; the mesh of ones is the reference), `diff-ref: unpipelined`
+for pipelines, and the range of every i32 input.
+
+Values stay in a numerically tame range, so that f32 sums in another order
+stay within diffcheck's tolerances: the domain of log, sqrt, rsqrt, pow and
+division is kept positive, exp reads a bounded value, params are scaled by
+1/sqrt(fan-in), and a value whose estimated magnitude grows past 64 goes
+through tanh.
+
+--avoid names constructs to leave out (known failure classes while they are
+being fixed): attn-causal-split, pipe-mixed-inputs, pipe-loss-reduce,
+pipe-early-output, io-names, lowp (bf16/f16), pipeline, train, attention.
+"""
+import random
+import sys
+
+AXIS_NAMES = ["dp", "tp", "sp", "ep", "a", "b", "c"]
+UNARY = ["relu", "gelu", "silu", "tanh", "sigmoid", "exp", "log", "sqrt", "rsqrt", "neg", "abs"]
+
+
+class Value:
+    def __init__(self, name, dtype, shape, mag, param_dep=False, batch=True):
+        self.name, self.dtype, self.shape = name, dtype, list(shape)
+        self.mag = mag                # a rough bound of |elements|
+        self.param_dep = param_dep    # depends on a param (a loss needs one)
+        self.batch = batch            # dim 0 is the batch (rows per microbatch)
+
+
+class Gen:
+    def __init__(self, seed, avoid):
+        self.r = random.Random(seed)
+        self.avoid = set(avoid)
+        self.lines = []
+        self.count = 0
+        self.params = 0
+
+    # ---- helpers ----
+    def chance(self, p):
+        return self.r.random() < p
+
+    def fresh(self, prefix="v"):
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def dimtext(self, n):
+        return self.consts.get(n, str(n))
+
+    def typetext(self, dtype, shape):
+        return f"{dtype}[{', '.join(self.dimtext(n) for n in shape)}]"
+
+    def annotation(self, shape, p=0.5, keep_batch=None):
+        """A random shard(...) for shape, or "" (each dim: _, an axis, a tuple)."""
+        if not self.chance(p) or not shape:
+            return ""
+        free = [a for a in self.axes if a != "pp" and (self.size[a] > 1 or self.chance(0.3))]
+        self.r.shuffle(free)
+        entries = []
+        for i, n in enumerate(shape):
+            if keep_batch is not None and i == 0:
+                entries.append(keep_batch)
+                if keep_batch != "_":
+                    free = [a for a in free if a != keep_batch]
+                continue
+            pick = []
+            k = self.r.choice([0, 0, 1, 1, 2])
+            for a in list(free):
+                if len(pick) >= k:
+                    break
+                prod = self.size[a]
+                for b in pick:
+                    prod *= self.size[b]
+                if n % prod == 0:
+                    pick.append(a)
+            for a in pick:
+                free.remove(a)
+            if not pick:
+                entries.append("_")
+            elif len(pick) == 1:
+                entries.append(pick[0])
+            else:
+                entries.append("(" + ", ".join(pick) + ")")
+        return " shard(" + ", ".join(entries) + ")"
+
+    def emit(self, line):
+        self.out.append(self.indent + line)
+
+    # ---- declarations ----
+    def new_param(self, shape, dtype, kind="weight"):
+        self.params += 1
+        name = f"w{self.params}" if kind == "weight" else f"g{self.params}"
+        fan = shape[0] if len(shape) > 1 else 1
+        if kind == "weight":
+            std = round(1.0 / (fan ** 0.5), 3)
+            init = self.r.choice([f"normal({std})", f"normal({std})",
+                                  f"uniform({-std * 1.7:.3f}, {std * 1.7:.3f})"])
+            mag = 4 * std
+        elif kind == "gain":
+            init, mag = self.r.choice([("ones", 1.0), (f"uniform(0.5, 1.5)", 1.5)]), None
+            init, mag = init
+        else:  # bias
+            init, mag = self.r.choice([("zeros", 0.0), ("normal(0.1)", 0.4), ("ones", 1.0)])
+        ann = self.annotation(shape, 0.5)
+        self.emit(f"param {name} : {self.typetext(dtype, shape)}{ann} = {init}")
+        if not self.indent:
+            self.param_names.append(name)
+        return Value(name, dtype, shape, max(mag, 0.1), param_dep=True, batch=False)
+
+    # ---- expressions ----
+    def pick(self, pred=lambda v: True):
+        cands = [v for v in self.pool if pred(v)]
+        if not cands:
+            return None
+        # prefer recent values, so programs are chains, not fans
+        weights = [1 + i for i in range(len(cands))]
+        return self.r.choices(cands, weights)[0]
+
+    def tame(self, text, mag):
+        if mag > 64:
+            return f"tanh({text})", 1.0
+        return text, mag
+
+    def unary(self, x):
+        f = self.r.choice(UNARY)
+        t, m = x.name, x.mag
+        if f == "exp":
+            if m > 3:
+                return f"exp(tanh({t}))", 2.8
+            return f"exp({t})", 2.8 ** m if m < 3 else 20.0
+        if f == "log":
+            return f"log(abs({t}) + 1.0)", max(1.0, m ** 0.5)
+        if f == "sqrt":
+            return f"sqrt(abs({t}) + 0.5)", (m + 0.5) ** 0.5
+        if f == "rsqrt":
+            return f"rsqrt(abs({t}) + 1.0)", 1.0
+        if f in ("tanh", "sigmoid"):
+            return f"{f}({t})", 1.0
+        return f"{f}({t})", m
+
+    def broadcast_partner(self, x):
+        """A second operand for an elementwise op on x: a value or param of
+        x's shape or a suffix of it, or a literal."""
+        roll = self.r.random()
+        if roll < 0.15:
+            return self.r.choice(["2.0", "0.5", "1.5", "3"]), 3.0, False
+        if roll < 0.55:
+            same = self.pick(lambda v: v is not x and v.dtype == x.dtype and v.shape == x.shape)
+            if same:
+                return same.name, same.mag, same.param_dep
+        if roll < 0.75:
+            suff = self.pick(lambda v: v.dtype == x.dtype and 0 < len(v.shape) < len(x.shape)
+                             and v.shape == x.shape[len(x.shape) - len(v.shape):])
+            if suff:
+                return suff.name, suff.mag, suff.param_dep
+        shape = x.shape[-1:] if self.chance(0.6) else x.shape[1:] or x.shape
+        if x.batch and shape == x.shape:
+            shape = x.shape[1:] or x.shape[-1:]
+        p = self.new_param(shape, x.dtype, "bias")
+        return p.name, p.mag, True
+
+    def binary(self, x):
+        op = self.r.choice(["+", "-", "*", "/", "max", "min", "pow"])
+        b, bm, bdep = self.broadcast_partner(x)
+        if self.chance(0.3) and op in "+-*" and b[0].isalpha():
+            a_t, b_t = b, x.name     # the broadcast operand on the left
+        else:
+            a_t, b_t = x.name, b
+        if op == "/":
+            return f"{x.name} / (abs({b}) + 1.0)", x.mag, bdep
+        if op == "pow":
+            e = self.r.choice(["2.0", "0.5", f"tanh({b})"]) if b[0].isalpha() else "2.0"
+            return f"pow(abs({x.name}) + 0.5, {e})", (x.mag + 0.5) ** 2, bdep and b in e
+        if op in ("max", "min"):
+            return f"{op}({a_t}, {b_t})", max(x.mag, bm), bdep
+        mag = x.mag * bm if op == "*" else x.mag + bm
+        return f"{a_t} {op} {b_t}", mag, bdep
+
+    def matmul(self, x):
+        if len(x.shape) < 1:
+            return None
+        k = x.shape[-1]
+        roll = self.r.random()
+        if roll < 0.15 and len(x.shape) >= 2:
+            # a 1-D right operand: the last dim is contracted away
+            w = self.new_param([k], x.dtype)
+            return f"{x.name} @ {w.name}", x.mag * w.mag * k ** 0.5, x.shape[:-1], True
+        if roll < 0.3 and len(x.shape) == 3 and not self.pipelined_block:
+            # batched: [B, M, K] @ [B, K, N] with a value as the right operand
+            other = self.pick(lambda v: v.dtype == x.dtype and len(v.shape) == 3 and
+                              v.shape[0] == x.shape[0] and v.shape[1] == k)
+            if other:
+                shape = x.shape[:-1] + [other.shape[2]]
+                return (f"{x.name} @ {other.name}", x.mag * other.mag * k ** 0.5 / 2, shape,
+                        x.param_dep or other.param_dep)
+        n = self.r.choice(self.dims)
+        w = self.new_param([k, n], x.dtype)
+        return f"{x.name} @ {w.name}", x.mag * 2, x.shape[:-1] + [n], True
+
+    def reduce(self, x):
+        if len(x.shape) < 2:
+            return None
+        lo = 1 if x.batch and self.pipelined else 0
+        axis = self.r.randrange(lo, len(x.shape))
+        f = self.r.choice(["sum", "mean", "amax"])
+        keep = self.chance(0.3)
+        ax = axis if self.chance(0.6) else axis - len(x.shape)
+        shape = list(x.shape)
+        if keep:
+            shape[axis] = 1
+        else:
+            del shape[axis]
+        mag = x.mag * (x.shape[axis] if f == "sum" else 1)
+        kd = ", keepdims = true" if keep else ""
+        return f"{f}({x.name}, axis = {ax}{kd})", mag, shape
+
+    def softmax(self, x):
+        if not x.shape:
+            return None
+        lo = 1 if x.batch and self.pipelined else 0
+        if len(x.shape) <= lo:
+            return None
+        axis = self.r.randrange(lo, len(x.shape))
+        if axis == len(x.shape) - 1 and self.chance(0.5):
+            return f"softmax({x.name})", 1.0, x.shape
+        return f"softmax({x.name}, axis = {axis})", 1.0, x.shape
+
+    def norm(self, x):
+        if not x.shape:
+            return None
+        d = x.shape[-1]
+        g = self.new_param([d], x.dtype, "gain")
+        if self.chance(0.5):
+            b = self.new_param([d], x.dtype, "bias")
+            eps = self.r.choice(["", ", eps = 1e-5", ", eps = 1e-3"])
+            return f"layernorm({x.name}, {g.name}, {b.name}{eps})", 4.0 * g.mag + b.mag, x.shape
+        eps = self.r.choice(["", ", eps = 1e-6", ", eps = 1e-4"])
+        return f"rmsnorm({x.name}, {g.name}{eps})", 4.0 * g.mag, x.shape
+
+    def transpose(self, x):
+        if len(x.shape) < 2:
+            return None
+        lo = 1 if x.batch and self.pipelined else 0
+        rest = list(range(lo, len(x.shape)))
+        if len(rest) < 2:
+            return None
+        perm = list(range(lo)) + self.r.sample(rest, len(rest))
+        if perm == list(range(len(x.shape))):
+            perm[-1], perm[-2] = perm[-2], perm[-1]
+        shape = [x.shape[p] for p in perm]
+        return f"transpose({x.name}, [{', '.join(map(str, perm))}])", x.mag, shape
+
+    def reshape(self, x):
+        if len(x.shape) < 2:
+            return None
+        shape = list(x.shape)
+        lo = 1 if x.batch and self.pipelined else 0
+        if len(shape) - lo >= 2 and self.chance(0.5):
+            i = self.r.randrange(lo, len(shape) - 1)     # merge two dims
+            shape[i:i + 2] = [shape[i] * shape[i + 1]]
+        else:
+            i = self.r.randrange(lo, len(shape))         # split one dim
+            f = self.r.choice([2, self.unit]) if shape[i] % (2 * self.unit) == 0 else 0
+            if not f or shape[i] // f < 1:
+                return None
+            shape[i:i + 1] = [shape[i] // f, f]
+        if len(shape) > 4:
+            return None
+        return f"reshape({x.name}, [{', '.join(self.dimtext(n) for n in shape)}])", x.mag, shape
+
+    def cast(self, x):
+        if "lowp" in self.avoid:
+            return None
+        to = self.r.choice([d for d in ["f32", "bf16", "f16"] if d != x.dtype])
+        return f"cast({x.name}, {to})", x.mag, x.shape, to
+
+    def attention(self, x):
+        if "attention" in self.avoid or len(x.shape) < 2:
+            return None
+        causal = self.chance(0.6) and "attn-causal-split" not in self.avoid
+        # q, k, v of x's shape [..., S, d] through three projections, or x itself
+        d = x.shape[-1]
+        if self.chance(0.5):
+            names = []
+            for _ in range(3):
+                w = self.new_param([d, d], x.dtype)
+                names.append(f"{x.name} @ {w.name}")
+            q, k, v = names
+        else:
+            q = k = v = x.name
+        c = f", causal = {'true' if causal else 'false'}" if causal or self.chance(0.5) else ""
+        return f"attention({q}, {k}, {v}{c})", x.mag * 2, x.shape
+
+    # ---- statements ----
+    def statement(self, allow_param=True):
+        x = self.pick()
+        if x is None:
+            return
+        kinds = ["unary", "binary", "binary", "matmul", "matmul", "reduce", "softmax", "norm",
+                 "transpose", "reshape", "cast", "attention"]
+        for _ in range(8):
+            kind = self.r.choice(kinds)
+            res = None
+            dtype = x.dtype
+            if kind == "unary":
+                t, m = self.unary(x)
+                res = (t, m, x.shape, x.param_dep)
+            elif kind == "binary":
+                t, m, dep = self.binary(x)
+                res = (t, m, x.shape, x.param_dep or dep)
+            elif kind == "matmul":
+                got = self.matmul(x)
+                if got:
+                    res = got
+            elif kind in ("reduce", "softmax", "transpose", "reshape"):
+                got = getattr(self, kind)(x)
+                if got:
+                    res = (got[0], got[1], got[2], x.param_dep)
+            elif kind == "norm":
+                got = self.norm(x)
+                if got:
+                    res = (got[0], got[1], got[2], True)
+            elif kind == "cast":
+                got = self.cast(x)
+                if got:
+                    res = (got[0], got[1], got[2], x.param_dep)
+                    dtype = got[3]
+            elif kind == "attention":
+                if self.pipelined and len(x.shape) < 3:
+                    continue
+                got = self.attention(x)
+                if got:
+                    res = (got[0], got[1], got[2], x.param_dep or "@" in got[0])
+            if res:
+                break
+        if not res:
+            return
+        text, mag, shape, dep = res
+        text, mag = self.tame(text, mag)
+        name = self.fresh()
+        ann = ""
+        if shape and self.chance(0.25):
+            ann = self.annotation(shape, 1.0, keep_batch=self.batch_axis if x.batch and
+                                  self.pipelined else None)
+        self.emit(f"{name} = {text}{ann}")
+        self.pool.append(Value(name, dtype, shape, mag, dep, x.batch))
+
+    def to_shape(self, x, shape, dtype):
+        """An expression of x brought to shape (same rank, last dims differ
+        at most) and dtype: for a block's return and residuals."""
+        t = x.name
+        if x.dtype != dtype:
+            t = f"cast({t}, {dtype})"
+        if x.shape != shape:
+            if len(x.shape) != len(shape):
+                return None
+            if x.shape[:-1] != shape[:-1]:
+                return None
+            w = self.new_param([x.shape[-1], shape[-1]], dtype)
+            t = f"{t} @ {w.name}"
+        return t
+
+    # ---- the program ----
+    def mesh(self):
+        n = self.r.choice([1, 2, 2, 3, 3, 4])
+        if self.pipelined:
+            n = max(n, 2)
+        limit = self.r.choice([4, 8, 8, 8, 16])
+        while True:
+            sizes = [self.r.choice([1, 2, 2, 3, 4]) for _ in range(n)]
+            prod = 1
+            for s in sizes:
+                prod *= s
+            if 1 < prod <= limit:
+                break
+        names = self.r.sample(AXIS_NAMES, n)
+        if self.pipelined:
+            names[self.r.randrange(n)] = "pp"
+        self.axes = names
+        self.size = dict(zip(names, sizes))
+        return "x".join(map(str, sizes))
+
+    def lcm_unit(self):
+        u = 1
+        for a in self.axes:
+            if a != "pp":
+                u *= self.size[a]
+        return u
+
+    def generate(self):
+        self.pipelined = "pipeline" not in self.avoid and self.chance(0.2)
+        self.train = "train" not in self.avoid and self.chance(0.5 if not self.pipelined else 0.7)
+        self.pipelined_block = False
+        mesh = self.mesh()
+        self.unit = self.lcm_unit()
+        while self.unit < 4:
+            self.unit *= 2
+        u = self.unit
+        self.micro = self.r.choice([1, 2, 4]) if self.pipelined else 1
+        B = u * self.micro * self.r.choice([1, 2])
+        D = u * self.r.choice([1, 2, 3, 4])
+        H = u * self.r.choice([1, 2])
+        while D * u > 64 and D > u:
+            D -= u
+        self.dims = sorted({D, H, 2 * u})
+        self.consts = {}
+        out = []
+        head = [f"# generated by tests/diff/gen.py", f"# diff-mesh: {mesh}"]
+        if self.pipelined:
+            head.append("# diff-ref: unpipelined")
+        self.out = out
+        self.indent = ""
+        axes_decl = ", ".join(self.axes)
+        if self.chance(0.2):
+            axes_decl = ", ".join(f"{a} = {self.size[a]}" for a in self.axes)
+        out.append(f"mesh {axes_decl}")
+        self.consts = {B: "B", D: "D"}
+        if H not in self.consts:
+            self.consts[H] = "H"
+            out.append(f"let B = {B}, D = {D}, H = {H}")
+        else:
+            out.append(f"let B = {B}, D = {D}")
+        self.batch_axis = "_"
+        dp_like = [a for a in self.axes if a != "pp" and self.size[a] > 1 and B % self.size[a] == 0]
+        if dp_like and self.chance(0.7):
+            self.batch_axis = self.r.choice(dp_like)
+        self.pool = []
+        self.ids = {}
+        self.early = []
+        self.param_names = []
+        # inputs
+        n_in = self.r.choice([1, 1, 2, 3])
+        lowp = "lowp" not in self.avoid and self.chance(0.2)
+        dtype0 = self.r.choice(["bf16", "f16"]) if lowp else "f32"
+        for i in range(n_in):
+            rank = self.r.choice([2, 2, 3])
+            shape = [B] + [self.r.choice(self.dims) for _ in range(rank - 1)]
+            keep = self.batch_axis if self.pipelined and "pipe-mixed-inputs" in self.avoid else None
+            if keep is None and self.batch_axis != "_" and self.chance(0.6):
+                keep = self.batch_axis
+            ann = self.annotation(shape, 0.8, keep_batch=keep)
+            name = f"x{i}"
+            out.append(f"input {name} : {self.typetext(dtype0, shape)}{ann}")
+            self.pool.append(Value(name, dtype0, shape, 4.0))
+        self.inputs = list(self.pool)
+        if self.chance(0.3):
+            # an embedding from i32 ids
+            V = self.r.choice(self.dims)
+            rank = self.r.choice([1, 2])
+            shape = [B] + ([self.r.choice(self.dims)] if rank == 2 else [])
+            ann = self.annotation(shape, 0.7, keep_batch=self.batch_axis if self.pipelined else None)
+            out.append(f"input ids : {self.typetext('i32', shape)}{ann}")
+            self.ids["ids"] = V
+            t = self.new_param([V, self.r.choice(self.dims)], dtype0)
+            e = self.fresh()
+            out.append(f"{e} = embedding({t.name}, ids)")
+            self.pool.append(Value(e, dtype0, shape + [self.params_shape_last(t)], 1.0, True))
+        pre = self.r.randrange(1, 5)
+        for _ in range(pre):
+            self.statement()
+        if self.pipelined or self.chance(0.3):
+            self.block_section()
+        post = self.r.randrange(0, 4)
+        for _ in range(post):
+            self.statement()
+        self.finish()
+        head += [f"# diff-ids: {n} {v}" for n, v in sorted(self.ids.items())]
+        return "\n".join(head + out) + "\n"
+
+    def params_shape_last(self, t):
+        return t.shape[-1]
+
+    def block_section(self):
+        """A block with params, called in a `repeat` (over pp when
+        pipelined) or once or twice outside one."""
+        x = self.pick(lambda v: v.batch and len(v.shape) >= 2)
+        if x is None:
+            return
+        shape, dtype = x.shape, x.dtype
+        bname = self.fresh("blk")
+        outer, outer_pool = self.out, self.pool
+        body = []
+        self.out, self.indent = body, "    "
+        self.pool = [Value("h", dtype, shape, 4.0, False, True)]
+        self.pipelined_block = self.pipelined
+        for _ in range(self.r.randrange(1, 4)):
+            self.statement()
+        last = self.pool[-1]
+        ret = self.to_shape(last, shape, dtype)
+        if ret is None or not last.param_dep:
+            # every block holds a param, so the carry depends on one
+            w = self.new_param([shape[-1], shape[-1]], dtype)
+            ret = f"{ret or 'h'} @ {w.name}"
+        ret = f"tanh({ret})" if self.chance(0.5) else ret
+        self.emit(f"return {ret}")
+        self.out, self.indent, self.pool = outer, "", outer_pool
+        self.pipelined_block = False
+        tt = self.typetext(dtype, shape)
+        self.out.append(f"block {bname}(h : {tt}) -> {tt} {{")
+        self.out.extend(body)
+        self.out.append("}")
+        carry = self.fresh()
+        self.out.append(f"{carry} = {x.name}")
+        step = self.r.choice([f"{carry} = {carry} + {bname}({carry})",
+                              f"{carry} = {bname}({carry})"])
+        if self.pipelined:
+            stages = self.size["pp"]
+            reps = stages * self.r.choice([1, 2])
+            sched = self.r.choice(["gpipe", "1f1b", "interleaved"])
+            if sched == "interleaved":
+                v = self.r.choice([1, 2])
+                reps = stages * v * self.r.choice([1, 2])
+                sched = f"interleaved({v})"
+            self.pipeline_line = f"pipeline microbatches {self.micro} schedule {sched}"
+            self.out.append(f"repeat {reps} as layers over pp {{ {step} }}")
+            self.after_pipe = True
+        elif self.chance(0.6):
+            self.out.append(f"repeat {self.r.choice([1, 2, 3])} as layers {{")
+            self.out.append(f"    {step}")
+            self.out.append("}")
+        else:
+            for _ in range(self.r.choice([1, 2])):
+                self.out.append(step)
+        self.pool.append(Value(carry, dtype, shape, 4.0, True, True))
+        if self.pipelined:
+            # values from before the pipeline must not be read after it
+            self.early = [v for v in self.pool if v.name != carry and v.batch and
+                          not v.name.startswith("x")]
+            self.pool = [v for v in self.pool if v.name == carry or not v.batch]
+
+    def finish(self):
+        outs = []
+        cands = [v for v in self.pool if v.shape and not v.name.startswith("x")]
+        if self.pipelined:
+            cands = [v for v in cands if v.batch]
+        for v in self.r.sample(cands, min(len(cands), self.r.choice([1, 1, 2]))):
+            outs.append(v.name)
+        if self.pipelined and self.early and "pipe-early-output" not in self.avoid \
+                and self.chance(0.3):
+            outs.append(self.r.choice(self.early).name)
+        if "io-names" not in self.avoid and self.chance(0.15):
+            # an input or a param by its own name (LANGUAGE.md §12)
+            names = [v.name for v in self.inputs] + self.param_names
+            if self.pipelined:
+                names = self.param_names
+            if names:
+                outs.append(self.r.choice(names))
+        if self.train:
+            loss = self.loss()
+            if loss:
+                outs.append(loss)
+        if not outs:
+            v = self.pool[-1]
+            outs.append(v.name)
+        self.out.append(f"output {', '.join(dict.fromkeys(outs))}")
+        if self.pipelined:
+            self.out.append(self.pipeline_line)
+        if self.train and "loss" in outs:
+            self.out.append(self.train_line())
+
+    def loss(self):
+        x = self.pick(lambda v: v.param_dep and v.shape and v.batch)
+        if x is None:
+            x = self.pick(lambda v: v.param_dep and v.shape)
+        if x is None:
+            return None
+        t = x.name
+        if x.dtype != "f32" and self.chance(0.5):
+            t = f"cast({t}, f32)"
+        kinds = ["mse", "ce"]
+        if not self.pipelined or "pipe-loss-reduce" not in self.avoid:
+            kinds += ["mean", "sum"]
+        kind = self.r.choice(kinds)
+        dtype = "f32" if t != x.name else x.dtype
+        if kind == "mse":
+            shape = x.shape
+            ann = self.annotation(shape, 0.6, keep_batch=self.batch_axis if self.pipelined else None)
+            self.out.insert(self.input_end(), f"input target : {self.typetext(dtype, shape)}{ann}")
+            self.out.append(f"loss = mse({t}, target)")
+        elif kind == "ce" and len(x.shape) >= 2:
+            shape = x.shape[:-1]
+            ann = self.annotation(shape, 0.6, keep_batch=self.batch_axis if self.pipelined else None)
+            self.out.insert(self.input_end(), f"input labels : {self.typetext('i32', shape)}{ann}")
+            self.ids["labels"] = x.shape[-1]
+            self.out.append(f"loss = cross_entropy({t}, labels)")
+        else:
+            f = "mean" if kind != "sum" else "sum"
+            e = t
+            for _ in range(len(x.shape)):
+                e = f"{self.r.choice(['mean', f])}({e}, axis = -1)" if self.chance(0.5) else f"{f}({e}, axis = 0)"
+            self.out.append(f"loss = {e}" if self.chance(0.6) else f"loss = 0.5 * {e}")
+        return "loss"
+
+    def input_end(self):
+        i = 0
+        for j, line in enumerate(self.out):
+            if line.startswith("input ") or line.startswith("let ") or line.startswith("mesh "):
+                i = j + 1
+        return i
+
+    def train_line(self):
+        opt = self.r.choice(["sgd", "sgd_m", "adamw"])
+        if opt == "sgd":
+            o = "sgd(lr = 0.05)"
+        elif opt == "sgd_m":
+            o = "sgd(lr = 0.05, momentum = 0.9)"
+        else:
+            o = self.r.choice(["adamw(lr = 0.01, eps = 1e-3)",
+                               "adamw(lr = 0.01, beta1 = 0.8, beta2 = 0.9, eps = 1e-2, wd = 0.1)"])
+        z = ""
+        axes = [a for a in self.axes if a != "pp"]
+        if axes and self.chance(0.4):
+            z = f" zero {self.r.choice([1, 2, 3])} over {self.r.choice(axes)}"
+        return f"train loss with {o}{z}"
+
+
+def main(argv):
+    if not argv:
+        sys.exit(__doc__)
+    avoid = []
+    if len(argv) >= 3 and argv[1] == "--avoid":
+        avoid = [a for a in argv[2].split(",") if a]
+    sys.stdout.write(Gen(int(argv[0]), avoid).generate())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
