@@ -15,6 +15,8 @@ Directives, in the model's comments (one per line, before or among the code):
   # diff-ids: NAME N        the i32 input NAME is drawn from [0, N) (default 2)
   # diff-inputs: seed       inputs made by shardrun from --seed, no file
   # diff-error: TEXT        every run must exit 1 with TEXT in its stderr
+  # diff-seed: N            the explicit inputs' seed (default 1)
+  # diff-define: NAME=VALUE -D NAME=VALUE for every compilation
 
 Tolerances, |got - want| <= atol * max(1, max|want|) + rtol * |want| per
 element, with max|want| over the tensor: sharded contractions sum in another
@@ -33,7 +35,6 @@ error-differs (a diff-error case not met), hang. Exit 2: bad usage or a
 model without diff-mesh.
 """
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -122,7 +123,8 @@ def st_write(path, tensors):
 # ---- the model's directives and inputs ----
 
 def directives(text):
-    d = {"mesh": [], "ref": None, "steps": None, "ids": {}, "inputs": "file", "error": None}
+    d = {"mesh": [], "ref": None, "steps": None, "ids": {}, "inputs": "file", "error": None,
+         "seed": 1, "define": []}
     for line in text.splitlines():
         m = re.match(r"\s*#\s*diff-([a-z]+):\s*(.*?)\s*$", line)
         if not m:
@@ -141,6 +143,10 @@ def directives(text):
             d["inputs"] = val
         elif key == "error":
             d["error"] = val
+        elif key == "seed":
+            d["seed"] = int(val)
+        elif key == "define":
+            d["define"].append(val)
     return d
 
 
@@ -177,9 +183,11 @@ def input_specs(ir_text):
 
 
 def make_inputs(path, specs, ids, seed):
-    rng = random.Random(seed)
+    """Each input's values depend only on the seed and its name, so that
+    removing a statement (reduce.py) leaves the other inputs as they were."""
     tensors = []
     for name, dt, shape in specs:
+        rng = random.Random(f"{seed}:{name}")
         n = 1
         for x in shape:
             n *= x
@@ -199,6 +207,8 @@ def run(cmd, timeout, what):
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise Failure("hang", f"{what} ran over {timeout} s: {' '.join(cmd)}")
+    except OSError as e:
+        raise Failure("usage", f"cannot run {cmd[0]}: {e.strerror} (set SHARDC and SHARDRUN)")
     return p
 
 
@@ -272,6 +282,8 @@ class Checker:
 
     def compile(self, model, mesh, out, extra=()):
         cmd = [self.shardc, model, "--mesh", mesh, "--arch", "none", "-o", out, *extra]
+        for d in self.defines:
+            cmd += ["-D", d]
         p = run(cmd, COMPILE_TIMEOUT_S, f"shardc --mesh {mesh}")
         return p, cmd
 
@@ -293,6 +305,7 @@ class Checker:
         with open(path) as f:
             text = f.read()
         d = directives(text)
+        self.defines = d["define"]
         if not d["mesh"]:
             raise Failure("usage", f"{path}: no '# diff-mesh:' line")
         train = re.search(r"^\s*train\b", text, re.M) is not None
@@ -304,7 +317,7 @@ class Checker:
                 f.write(unpipelined(text))
         elif d["ref"] is not None:
             raise Failure("usage", f"{path}: unknown diff-ref '{d['ref']}'")
-        seed = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+        seed = d["seed"]
         refs = {}
         for mesh in d["mesh"]:
             ones = ones_of(mesh)
@@ -330,8 +343,10 @@ class Checker:
         check_status(p, f"shardc reference (mesh {ones})", cmd)
         inputs = None
         if d["inputs"] != "seed":
-            p2 = run([self.shardc, model, "--mesh", ones, "--emit", "ir"], COMPILE_TIMEOUT_S,
-                     "shardc --emit ir")
+            cmd = [self.shardc, model, "--mesh", ones, "--emit", "ir"]
+            for x in self.defines:
+                cmd += ["-D", x]
+            p2 = run(cmd, COMPILE_TIMEOUT_S, "shardc --emit ir")
             check_status(p2, "shardc --emit ir", [model])
             inputs = os.path.join(self.work, f"inputs{ones}.st")
             make_inputs(inputs, input_specs(p2.stdout), d["ids"], seed)

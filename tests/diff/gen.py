@@ -20,7 +20,10 @@ Values stay in a numerically tame range, so that f32 sums in another order
 stay within diffcheck's tolerances: the domain of log, sqrt, rsqrt, pow and
 division is kept positive, exp reads a bounded value, params are scaled by
 1/sqrt(fan-in), and a value whose estimated magnitude grows past 64 goes
-through tanh.
+through tanh. A training program in bf16 or f16 uses only ops whose
+gradient is continuous (low precision rounds near ties into exact ties
+and back, and relu, abs, max, min and amax send their gradient one way or
+the other at a tie).
 
 --avoid names constructs to leave out (known failure classes while they are
 being fixed): attn-causal-split, pipe-mixed-inputs, pipe-loss-reduce,
@@ -134,19 +137,23 @@ class Gen:
             return f"tanh({text})", 1.0
         return text, mag
 
+    def pos(self, t):
+        """A positive expression of t: abs(t), or t * t in smooth programs."""
+        return f"{t} * {t}" if self.smooth else f"abs({t})"
+
     def unary(self, x):
-        f = self.r.choice(UNARY)
+        f = self.r.choice([u for u in UNARY if not (self.smooth and u in ("relu", "abs"))])
         t, m = x.name, x.mag
         if f == "exp":
             if m > 3:
                 return f"exp(tanh({t}))", 2.8
             return f"exp({t})", 2.8 ** m if m < 3 else 20.0
         if f == "log":
-            return f"log(abs({t}) + 1.0)", max(1.0, m ** 0.5)
+            return f"log({self.pos(t)} + 1.0)", max(1.0, m ** 0.5)
         if f == "sqrt":
-            return f"sqrt(abs({t}) + 0.5)", (m + 0.5) ** 0.5
+            return f"sqrt({self.pos(t)} + 0.5)", (m + 0.5) ** 0.5
         if f == "rsqrt":
-            return f"rsqrt(abs({t}) + 1.0)", 1.0
+            return f"rsqrt({self.pos(t)} + 1.0)", 1.0
         if f in ("tanh", "sigmoid"):
             return f"{f}({t})", 1.0
         return f"{f}({t})", m
@@ -157,6 +164,9 @@ class Gen:
         roll = self.r.random()
         if roll < 0.15:
             return self.r.choice(["2.0", "0.5", "1.5", "3"]), 3.0, False
+        if roll < 0.2:
+            p = self.new_param([], x.dtype, "bias")     # a scalar param
+            return p.name, p.mag, True
         if roll < 0.55:
             same = self.pick(lambda v: v is not x and v.dtype == x.dtype and v.shape == x.shape)
             if same:
@@ -173,17 +183,19 @@ class Gen:
         return p.name, p.mag, True
 
     def binary(self, x):
-        op = self.r.choice(["+", "-", "*", "/", "max", "min", "pow"])
+        ops = ["+", "-", "*", "/", "pow"] + ([] if self.smooth else ["max", "min"])
+        op = self.r.choice(ops)
         b, bm, bdep = self.broadcast_partner(x)
         if self.chance(0.3) and op in "+-*" and b[0].isalpha():
             a_t, b_t = b, x.name     # the broadcast operand on the left
         else:
             a_t, b_t = x.name, b
         if op == "/":
-            return f"{x.name} / (abs({b}) + 1.0)", x.mag, bdep
+            return f"{x.name} / ({self.pos(b)} + 1.0)", x.mag, bdep
         if op == "pow":
             e = self.r.choice(["2.0", "0.5", f"tanh({b})"]) if b[0].isalpha() else "2.0"
-            return f"pow(abs({x.name}) + 0.5, {e})", (x.mag + 0.5) ** 2, bdep and b in e
+            return (f"pow({self.pos(x.name)} + 0.5, {e})", (x.mag * x.mag + 0.5) ** 2,
+                    bdep and b in e)
         if op in ("max", "min"):
             return f"{op}({a_t}, {b_t})", max(x.mag, bm), bdep
         mag = x.mag * bm if op == "*" else x.mag + bm
@@ -194,6 +206,10 @@ class Gen:
             return None
         k = x.shape[-1]
         roll = self.r.random()
+        if roll < 0.05 and len(x.shape) == 2 and not self.pipelined:
+            # a 1-D left operand: [K] @ [K, N] -> [N]
+            w = self.new_param([x.shape[0]], x.dtype)
+            return f"{w.name} @ {x.name}", x.mag * 2, x.shape[1:], True
         if roll < 0.15 and len(x.shape) >= 2:
             # a 1-D right operand: the last dim is contracted away
             w = self.new_param([k], x.dtype)
@@ -215,7 +231,7 @@ class Gen:
             return None
         lo = 1 if x.batch and self.pipelined else 0
         axis = self.r.randrange(lo, len(x.shape))
-        f = self.r.choice(["sum", "mean", "amax"])
+        f = self.r.choice(["sum", "mean"] + ([] if self.smooth else ["amax"]))
         keep = self.chance(0.3)
         ax = axis if self.chance(0.6) else axis - len(x.shape)
         shape = list(x.shape)
@@ -282,7 +298,7 @@ class Gen:
         return f"reshape({x.name}, [{', '.join(self.dimtext(n) for n in shape)}])", x.mag, shape
 
     def cast(self, x):
-        if "lowp" in self.avoid:
+        if not self.lowp:
             return None
         to = self.r.choice([d for d in ["f32", "bf16", "f16"] if d != x.dtype])
         return f"cast({x.name}, {to})", x.mag, x.shape, to
@@ -301,7 +317,8 @@ class Gen:
             q, k, v = names
         else:
             q = k = v = x.name
-        c = f", causal = {'true' if causal else 'false'}" if causal or self.chance(0.5) else ""
+        # causal defaults to true
+        c = "" if causal and self.chance(0.5) else f", causal = {'true' if causal else 'false'}"
         return f"attention({q}, {k}, {v}{c})", x.mag * 2, x.shape
 
     # ---- statements ----
@@ -404,6 +421,13 @@ class Gen:
         self.pipelined = "pipeline" not in self.avoid and self.chance(0.2)
         self.train = "train" not in self.avoid and self.chance(0.5 if not self.pipelined else 0.7)
         self.pipelined_block = False
+        # bf16/f16 somewhere (low-precision inputs, or casts). Rounding there
+        # is coarse enough to flip a near tie, so a low-precision training
+        # program is smooth: no relu, abs, max, min or amax, whose gradient
+        # jumps at a tie (forward-only programs keep them: their values
+        # are continuous there).
+        self.lowp = "lowp" not in self.avoid and self.chance(0.3)
+        self.smooth = self.lowp and self.train
         mesh = self.mesh()
         self.unit = self.lcm_unit()
         while self.unit < 4:
@@ -430,9 +454,14 @@ class Gen:
         self.consts = {B: "B", D: "D"}
         if H not in self.consts:
             self.consts[H] = "H"
-            out.append(f"let B = {B}, D = {D}, H = {H}")
-        else:
-            out.append(f"let B = {B}, D = {D}")
+        lets = [(v, n) for n, v in self.consts.items()]
+        if self.chance(0.15):
+            # the first constant's value from the command line (-D), over
+            # a `let` that says otherwise
+            name, value = lets[0]
+            head.append(f"# diff-define: {name}={value}")
+            lets[0] = (name, value * 2)
+        out.append("let " + ", ".join(f"{n} = {v}" for n, v in lets))
         self.batch_axis = "_"
         dp_like = [a for a in self.axes if a != "pp" and self.size[a] > 1 and B % self.size[a] == 0]
         if dp_like and self.chance(0.7):
@@ -443,7 +472,7 @@ class Gen:
         self.param_names = []
         # inputs
         n_in = self.r.choice([1, 1, 2, 3])
-        lowp = "lowp" not in self.avoid and self.chance(0.2)
+        lowp = self.lowp and self.chance(0.6)
         dtype0 = self.r.choice(["bf16", "f16"]) if lowp else "f32"
         for i in range(n_in):
             rank = self.r.choice([2, 2, 3])
