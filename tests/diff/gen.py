@@ -27,7 +27,8 @@ the other at a tie).
 
 --avoid names constructs to leave out (known failure classes while they are
 being fixed): attn-causal-split, pipe-mixed-inputs, pipe-loss-reduce,
-pipe-early-output, io-names, lowp (bf16/f16), pipeline, train, attention.
+pipe-early-output, io-names, lowp (bf16/f16), pipeline, train, attention;
+and only-pipeline makes every program a pipeline (a soak of pipelines).
 """
 import random
 import sys
@@ -99,6 +100,17 @@ class Gen:
                 entries.append("(" + ", ".join(pick) + ")")
         return " shard(" + ", ".join(entries) + ")"
 
+    def batch_annotation(self, shape, p):
+        """An input's annotation. Its batch dim is split over the batch
+        axis or not; in a pipeline while pipe-mixed-inputs is avoided,
+        every input's batch dim is split alike."""
+        if self.pipelined and "pipe-mixed-inputs" in self.avoid:
+            if self.batch_axis != "_":
+                p = 1.0
+            return self.annotation(shape, p, keep_batch=self.batch_axis)
+        keep = self.batch_axis if self.batch_axis != "_" and self.chance(0.6) else None
+        return self.annotation(shape, p, keep_batch=keep)
+
     def emit(self, line):
         self.out.append(self.indent + line)
 
@@ -168,17 +180,19 @@ class Gen:
             p = self.new_param([], x.dtype, "bias")     # a scalar param
             return p.name, p.mag, True
         if roll < 0.55:
-            same = self.pick(lambda v: v is not x and v.dtype == x.dtype and v.shape == x.shape)
+            same = self.pick(lambda v: v is not x and v.dtype == x.dtype and v.shape == x.shape
+                             and (v.batch == x.batch or not self.pipelined))
             if same:
                 return same.name, same.mag, same.param_dep
         if roll < 0.75:
             suff = self.pick(lambda v: v.dtype == x.dtype and 0 < len(v.shape) < len(x.shape)
+                             and not (v.batch and self.pipelined)
                              and v.shape == x.shape[len(x.shape) - len(v.shape):])
             if suff:
                 return suff.name, suff.mag, suff.param_dep
         shape = x.shape[-1:] if self.chance(0.6) else x.shape[1:] or x.shape
         if x.batch and shape == x.shape:
-            shape = x.shape[1:] or x.shape[-1:]
+            shape = x.shape[1:]     # never the batch dim (maybe a scalar)
         p = self.new_param(shape, x.dtype, "bias")
         return p.name, p.mag, True
 
@@ -202,8 +216,8 @@ class Gen:
         return f"{a_t} {op} {b_t}", mag, bdep
 
     def matmul(self, x):
-        if len(x.shape) < 1:
-            return None
+        if len(x.shape) < 1 or (self.pipelined and x.batch and len(x.shape) < 2):
+            return None     # (a pipeline never contracts the batch dim)
         k = x.shape[-1]
         roll = self.r.random()
         if roll < 0.05 and len(x.shape) == 2 and not self.pipelined:
@@ -255,7 +269,7 @@ class Gen:
         return f"softmax({x.name}, axis = {axis})", 1.0, x.shape
 
     def norm(self, x):
-        if not x.shape:
+        if not x.shape or (self.pipelined and x.batch and len(x.shape) < 2):
             return None
         d = x.shape[-1]
         g = self.new_param([d], x.dtype, "gain")
@@ -418,7 +432,8 @@ class Gen:
         return u
 
     def generate(self):
-        self.pipelined = "pipeline" not in self.avoid and self.chance(0.2)
+        self.pipelined = "pipeline" not in self.avoid and (self.chance(0.2) or
+                                                           "only-pipeline" in self.avoid)
         self.train = "train" not in self.avoid and self.chance(0.5 if not self.pipelined else 0.7)
         self.pipelined_block = False
         # bf16/f16 somewhere (low-precision inputs, or casts). Rounding there
@@ -434,6 +449,11 @@ class Gen:
             self.unit *= 2
         u = self.unit
         self.micro = self.r.choice([1, 2, 4]) if self.pipelined else 1
+        if self.pipelined:
+            self.sched = self.r.choice(["gpipe", "1f1b", "interleaved"])
+            if self.sched == "interleaved":
+                # Megatron's rule: microbatches a multiple of the stages
+                self.micro = self.size["pp"] * self.r.choice([1, 2])
         B = u * self.micro * self.r.choice([1, 2])
         D = u * self.r.choice([1, 2, 3, 4])
         H = u * self.r.choice([1, 2])
@@ -477,10 +497,7 @@ class Gen:
         for i in range(n_in):
             rank = self.r.choice([2, 2, 3])
             shape = [B] + [self.r.choice(self.dims) for _ in range(rank - 1)]
-            keep = self.batch_axis if self.pipelined and "pipe-mixed-inputs" in self.avoid else None
-            if keep is None and self.batch_axis != "_" and self.chance(0.6):
-                keep = self.batch_axis
-            ann = self.annotation(shape, 0.8, keep_batch=keep)
+            ann = self.batch_annotation(shape, 0.8)
             name = f"x{i}"
             out.append(f"input {name} : {self.typetext(dtype0, shape)}{ann}")
             self.pool.append(Value(name, dtype0, shape, 4.0))
@@ -490,7 +507,7 @@ class Gen:
             V = self.r.choice(self.dims)
             rank = self.r.choice([1, 2])
             shape = [B] + ([self.r.choice(self.dims)] if rank == 2 else [])
-            ann = self.annotation(shape, 0.7, keep_batch=self.batch_axis if self.pipelined else None)
+            ann = self.batch_annotation(shape, 0.7)
             out.append(f"input ids : {self.typetext('i32', shape)}{ann}")
             self.ids["ids"] = V
             t = self.new_param([V, self.r.choice(self.dims)], dtype0)
@@ -548,7 +565,7 @@ class Gen:
         if self.pipelined:
             stages = self.size["pp"]
             reps = stages * self.r.choice([1, 2])
-            sched = self.r.choice(["gpipe", "1f1b", "interleaved"])
+            sched = self.sched
             if sched == "interleaved":
                 v = self.r.choice([1, 2])
                 reps = stages * v * self.r.choice([1, 2])
@@ -616,12 +633,12 @@ class Gen:
         dtype = "f32" if t != x.name else x.dtype
         if kind == "mse":
             shape = x.shape
-            ann = self.annotation(shape, 0.6, keep_batch=self.batch_axis if self.pipelined else None)
+            ann = self.batch_annotation(shape, 0.6)
             self.out.insert(self.input_end(), f"input target : {self.typetext(dtype, shape)}{ann}")
             self.out.append(f"loss = mse({t}, target)")
         elif kind == "ce" and len(x.shape) >= 2:
             shape = x.shape[:-1]
-            ann = self.annotation(shape, 0.6, keep_batch=self.batch_axis if self.pipelined else None)
+            ann = self.batch_annotation(shape, 0.6)
             self.out.insert(self.input_end(), f"input labels : {self.typetext('i32', shape)}{ann}")
             self.ids["labels"] = x.shape[-1]
             self.out.append(f"loss = cross_entropy({t}, labels)")
