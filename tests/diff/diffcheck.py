@@ -212,8 +212,18 @@ def run(cmd, timeout, what):
     return p
 
 
+def stderr_line(p):
+    """The line of stderr that says what went wrong: the first naming an
+    error (the source line and caret follow it), else the last."""
+    lines = p.stderr.strip().splitlines() or [""]
+    for line in lines:
+        if "error" in line:
+            return line[:300]
+    return lines[-1][:300]
+
+
 def check_status(p, what, cmd):
-    tail = (p.stderr.strip().splitlines() or [""])[-1][:300]
+    tail = stderr_line(p)
     if p.returncode < 0 or p.returncode >= 3:
         raise Failure("crash", f"{what} exited {p.returncode}: {tail} [{' '.join(cmd)}]")
     if p.returncode != 0:
@@ -368,7 +378,7 @@ class Checker:
         for plan, m, tag in runs:
             p, cmd, _, _ = self.run_plan(plan, m, tag, d, train, inputs)
             if p.returncode != 1 or d["error"] not in p.stderr:
-                tail = (p.stderr.strip().splitlines() or [""])[-1][:300]
+                tail = stderr_line(p)
                 raise Failure("error-differs", f"mesh {m}: exit {p.returncode}, expected 1 "
                               f"with '{d['error']}'; stderr: {tail}")
         self.say(f"ok: {os.path.basename(path)} mesh {mesh}: the same error as {ones_of(mesh)}")

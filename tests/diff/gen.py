@@ -76,9 +76,11 @@ class Gen:
         entries = []
         for i, n in enumerate(shape):
             if keep_batch is not None and i == 0:
-                entries.append(keep_batch)
-                if keep_batch != "_":
+                if keep_batch != "_" and n % self.size[keep_batch] == 0:
+                    entries.append(keep_batch)
                     free = [a for a in free if a != keep_batch]
+                else:
+                    entries.append("_")
                 continue
             pick = []
             k = self.r.choice([0, 0, 1, 1, 2])
