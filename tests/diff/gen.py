@@ -526,7 +526,17 @@ class Gen:
             self.statement()
         self.finish()
         head += [f"# diff-ids: {n} {v}" for n, v in sorted(self.ids.items())]
-        return "\n".join(head + out) + "\n"
+        return "\n".join(head + [self.lexical(l) for l in out]) + "\n"
+
+    def lexical(self, line):
+        """The same statement, sometimes with a comment after it or broken
+        over two lines inside an open bracket (LANGUAGE.md §2)."""
+        if self.chance(0.05):
+            line += "   # a comment"
+        i = line.find(", ")
+        if i > 0 and line.count("(", 0, i) > line.count(")", 0, i) and self.chance(0.08):
+            line = line[:i + 1] + "\n" + " " * 8 + line[i + 2:]
+        return line
 
     def params_shape_last(self, t):
         return t.shape[-1]
@@ -543,6 +553,12 @@ class Gen:
         body = []
         self.out, self.indent = body, "    "
         self.pool = [Value("h", dtype, shape, 4.0, False, True)]
+        # a second argument: another value of the caller's (not in a
+        # pipeline, whose stages would all read it)
+        extra = None
+        if not self.pipelined and self.chance(0.3):
+            extra = self.r.choice(outer_pool)
+            self.pool.append(Value("e", extra.dtype, extra.shape, extra.mag, False, extra.batch))
         self.pipelined_block = self.pipelined
         for _ in range(self.r.randrange(1, 4)):
             self.statement()
@@ -557,13 +573,16 @@ class Gen:
         self.out, self.indent, self.pool = outer, "", outer_pool
         self.pipelined_block = False
         tt = self.typetext(dtype, shape)
-        self.out.append(f"block {bname}(h : {tt}) -> {tt} {{")
+        args = f"h : {tt}"
+        if extra is not None:
+            args += f", e : {self.typetext(extra.dtype, extra.shape)}"
+        self.out.append(f"block {bname}({args}) -> {tt} {{")
         self.out.extend(body)
         self.out.append("}")
         carry = self.fresh()
         self.out.append(f"{carry} = {x.name}")
-        step = self.r.choice([f"{carry} = {carry} + {bname}({carry})",
-                              f"{carry} = {bname}({carry})"])
+        call = f"{bname}({carry}" + (f", {extra.name})" if extra is not None else ")")
+        step = self.r.choice([f"{carry} = {carry} + {call}", f"{carry} = {call}"])
         if self.pipelined:
             stages = self.size["pp"]
             reps = stages * self.r.choice([1, 2])
