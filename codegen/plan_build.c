@@ -10,9 +10,12 @@
  * state's new value is often its own buffer (nothing to copy after a step).
  *
  * The I/O table holds the inputs, params, optimizer states and outputs with
- * their global types and shardings; a training step's updates name, per
- * param and state, the buffer whose value replaces it after each step, and
- * the loss is an output (added as one when the program does not output it). An input absent at run time may be made from the
+ * their global types and shardings. Outputs have a namespace of their own:
+ * `output x` may hand back a value under an input's or a param's name (an
+ * output of a param is its new value, pass_autodiff). A training step's
+ * updates name, per param and state, the buffer whose value replaces it
+ * after each step, and the loss is an output (added as one when the
+ * program does not output it). An input absent at run time may be made from the
  * seed: float inputs by normal(1), i32 inputs that feed an embedding or a
  * cross_entropy by uniform integers over the rows of the table or the
  * classes of the logits (uniform over [0, 1) otherwise: zeros).
@@ -246,9 +249,11 @@ static bool loss_output(builder *b, int32_t *loss)
     if (v->sh.partial)
         return fail(b, "the loss is a partial sum");
     const char *name = v->name ? v->name : "loss";
-    for (int i = 0; i < b->ios.n; i++)
-        if (!strcmp(((rt_io *)b->ios.v[i])->name, name))
+    for (int i = 0; i < b->ios.n; i++) {
+        const rt_io *io = b->ios.v[i];
+        if (io->kind == RT_IO_OUTPUT && !strcmp(io->name, name))
             name = "train.loss"; /* a name the language cannot write */
+    }
     rt_io *io = new_io(b, RT_IO_OUTPUT, name, v);
     io->buffer = b->buf_of[v->id];
     *loss = (int32_t)b->ios.n - 1;

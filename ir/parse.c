@@ -848,7 +848,12 @@ static void parse_output(parser *p)
 {
     su_loc loc = p->tok.loc;
     lex(p);
+    su_loc at = p->tok.loc;
     const char *name = parse_string(p);
+    for (int i = 0; i < p->m->outputs.n; i++)
+        if (!strcmp(IR_OUTPUT(p->m, i)->name, name))
+            fail(p, at, "\"%s\" is already an output (line %d)", name,
+                 IR_OUTPUT(p->m, i)->loc.line);
     expect_punct(p, '=', "after the output's name");
     ir_add_output(p->m, name, parse_use(p), loc);
 }

@@ -19,7 +19,8 @@
  * updated through an f32 master copy, the state "opt.NAME.master" made from
  * the param (init param("NAME")). Each new value is recorded as an update
  * of its param or state. A param the loss does not depend on has
- * no gradient and is left alone, as PyTorch's optimizers skip it.
+ * no gradient and is left alone, as PyTorch's optimizers skip it. An
+ * output of a param becomes an output of its new value.
  */
 #include "passes.h"
 
@@ -543,6 +544,20 @@ static void mark_needs(ad *A)
     }
 }
 
+/* An output that names a param hands back its value after the step
+ * (LANGUAGE.md §12): its update, where it has one. */
+static void after_step(ir_module *m)
+{
+    for (int i = 0; i < m->outputs.n; i++) {
+        ir_output *o = IR_OUTPUT(m, i);
+        for (int k = 0; k < m->updates.n; k++)
+            if (IR_UPDATE(m, k)->src == o->v && o->v->def->code == IR_PARAM) {
+                o->v = IR_UPDATE(m, k)->v;
+                break;
+            }
+    }
+}
+
 static bool run(ad *A, pass_grads *grads)
 {
     ir_module *m = A->m;
@@ -583,6 +598,7 @@ static bool run(ad *A, pass_grads *grads)
         }
         optimize(A, op->res[0], op->a.name, g, &step);
     }
+    after_step(m);
     return true;
 }
 

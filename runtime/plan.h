@@ -289,7 +289,8 @@ bool rt_plan_validate(const rt_plan *p, char *err, size_t errlen);
 /* Shape rules of one instruction (local shapes), so kernels can trust them. */
 bool rt_instr_check(const rt_plan *p, const rt_instr *in, char *err, size_t errlen);
 /* For each I/O entry i of a validated plan, first[i] (nio entries): the
- * lowest index of the entries with its name, i itself when there is no
+ * lowest index of the entries with its name in its namespace (outputs, or
+ * inputs, params and states), i itself when there is no
  * other; those entries stand for one tensor. false when out of memory. */
 bool rt_plan_io_first(const rt_plan *p, int32_t *first);
 

@@ -1027,15 +1027,25 @@ static bool check_io(const rt_plan *p, const rt_io *io, char *err, size_t errlen
     return true;
 }
 
+/* Names live in two namespaces (LANGUAGE.md §12): what the caller binds
+ * (inputs, params, states) and what it reads back (outputs). */
 typedef struct named {
     const char *name;
+    int32_t out;         /* 1: an output's name, 0: an input's, param's or state's */
     int32_t stage, index;
 } named;
 
-/* By name, then stage, then index. */
+static bool same_name(const named *x, const named *y)
+{
+    return x->out == y->out && strcmp(x->name, y->name) == 0;
+}
+
+/* By namespace, then name, then stage, then index. */
 static int cmp_named(const void *a, const void *b)
 {
     const named *x = a, *y = b;
+    if (x->out != y->out)
+        return x->out - y->out;
     int c = strcmp(x->name, y->name);
     if (c)
         return c;
@@ -1044,14 +1054,15 @@ static int cmp_named(const void *a, const void *b)
     return (x->index > y->index) - (x->index < y->index);
 }
 
-/* The entries sorted by (name, stage, index); NULL when out of memory. */
+/* The entries sorted by (namespace, name, stage, index); NULL when out of
+ * memory. */
 static named *sorted_names(const rt_plan *p)
 {
     named *v = malloc(((size_t)p->nio + 1) * sizeof *v);
     if (!v)
         return NULL;
     for (int32_t i = 0; i < p->nio; i++)
-        v[i] = (named){p->io[i].name, p->io[i].stage, i};
+        v[i] = (named){p->io[i].name, p->io[i].kind == RT_IO_OUTPUT, p->io[i].stage, i};
     qsort(v, (size_t)p->nio, sizeof *v, cmp_named);
     return v;
 }
@@ -1063,7 +1074,7 @@ bool rt_plan_io_first(const rt_plan *p, int32_t *first)
         return false;
     for (int32_t g = 0, e; g < p->nio; g = e) {
         int32_t lo = v[g].index;
-        for (e = g + 1; e < p->nio && strcmp(v[e].name, v[g].name) == 0; e++)
+        for (e = g + 1; e < p->nio && same_name(&v[e], &v[g]); e++)
             lo = v[e].index < lo ? v[e].index : lo;
         for (int32_t i = g; i < e; i++)
             first[v[i].index] = lo;
@@ -1092,11 +1103,12 @@ static const char *io_differ(const rt_io *a, const rt_io *b)
     return NULL;
 }
 
-/* Inputs, params, states and outputs share one namespace. A name may
- * stand for one tensor on several stages (an input read by the first and
- * the last stage, the step count every stage keeps): one entry per stage,
- * all alike but for their stage, buffer and update; an output belongs to
- * one stage. Sorted, so that a plan with many parameters does not cost a
+/* Inputs, params and states share one namespace, outputs have their own
+ * (an output may bear the name of an input or a param). A name may stand
+ * for one tensor on several stages (an input read by the first and the
+ * last stage, the step count every stage keeps): one entry per stage, all
+ * alike but for their stage, buffer and update; an output belongs to one
+ * stage. Sorted, so that a plan with many parameters does not cost a
  * quadratic scan. */
 static bool check_io_names(const rt_plan *p, char *err, size_t errlen)
 {
@@ -1108,7 +1120,7 @@ static bool check_io_names(const rt_plan *p, char *err, size_t errlen)
     bool ok = true;
     char b1[TYPE_LEN], b2[TYPE_LEN];
     for (int32_t i = 1, g = 0; ok && i < p->nio; i++) {
-        if (strcmp(v[g].name, v[i].name) != 0) {
+        if (!same_name(&v[g], &v[i])) {
             g = i;
             continue;
         }

@@ -537,7 +537,7 @@ static void test_errors(void)
     check_error(IN "%y = add %x, %x : f32[3]\n",
                 "t.ir:2:1: error: invalid IR: op 1 (add): result type f32[3] differs from the inferred f32[2]");
     check_error(IN "output \"o\" = %x\noutput \"o\" = %x\n",
-                "t.ir: error: invalid IR: output name \"o\" is used twice (outputs 0 and 1)");
+                "t.ir:3:8: error: \"o\" is already an output (line 2)");
     check_error(IN "%y = sum %x {axis = 1e3, keepdims = true} : f32[1]\n",
                 "t.ir:2:21: error: expected an integer");
     check_error(IN "%y = const {value = 1x} : f32[]\n", "t.ir:2:21: error: expected a number");

@@ -829,6 +829,18 @@ static void test_validate(void)
     f.io[3].name = (char *)"";
     EXPECT_INVALID(&f.p, "I/O entry 3 has no name");
     f.io[3].name = (char *)"ln.b";
+    /* outputs have a namespace of their own (LANGUAGE.md §12): an output
+     * may bear a param's or an input's name, not another output's */
+    f.io[4].name = (char *)"ln.g";
+    f.io[7].name = (char *)"x";
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    f.io[7].name = (char *)"w";
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    f.io[7].name = (char *)"ln.g";
+    EXPECT_INVALID(&f.p, "I/O entries 4 and 7 are both called 'ln.g', on stages 0 and 1; an "
+                   "output belongs to one stage");
+    f.io[4].name = (char *)"h";
+    f.io[7].name = (char *)"y";
 
     f.io[6].type.dim[0] = 33;
     EXPECT_INVALID(&f.p, "I/O entry 6 (w): dimension 0 of size 33 does not divide by 2");
@@ -1513,8 +1525,15 @@ static void test_io_first(void)
     fixture f;
     make_stages(&f);
     int32_t first[MAXIO];
+    char err[ERRLEN] = "";
     CHECK(rt_plan_io_first(&f.p, first));
     static const int32_t want[] = {0, 1, 2, 0, 2, 5};
+    for (int i = 0; i < 6; i++)
+        CHECK_INT(first[i], want[i]);
+    /* outputs have a namespace of their own: the output "x" is not the input */
+    f.io[5].name = (char *)"x";
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_io_first(&f.p, first));
     for (int i = 0; i < 6; i++)
         CHECK_INT(first[i], want[i]);
     make_pipeline(&f); /* every name once */

@@ -831,6 +831,97 @@ static void test_batches(void)
     remove_checkpoint(dir, 2);
 }
 
+/* ---- outputs named after an input and a param ---- */
+
+/* Inputs and outputs are separate namespaces (LANGUAGE.md §12): the input
+ * x and the output x (x @ w), the param w and the output w, its value after
+ * each step's update. loss = mean((x @ w)^2) over 4 x 4 elements, so
+ * dloss/dw = x^T (2 h) / 16, and sgd(lr = 0.5); checked against the same
+ * steps in double (1e-6). */
+static const char named_model[] =
+    "mesh dp, tp\n"
+    "input x : f32[4, 4] shard(dp, _)\n"
+    "param w : f32[4, 4] shard(_, tp) = normal(0.1)\n"
+    "x = x @ w\n"
+    "loss = mean(mean(x * x, axis = 1), axis = 0)\n"
+    "output x, w\n"
+    "train loss with sgd(lr = 0.5)\n";
+
+/* One step of named_model in double: h = x @ w (the forward's, before the
+ * update), then w updated in place. */
+static void named_step(const float *x, double *w, double *h)
+{
+    double g[16] = {0};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            h[i * 4 + j] = 0;
+            for (int k = 0; k < 4; k++)
+                h[i * 4 + j] += (double)x[i * 4 + k] * w[k * 4 + j];
+        }
+    for (int k = 0; k < 4; k++)
+        for (int j = 0; j < 4; j++)
+            for (int i = 0; i < 4; i++)
+                g[k * 4 + j] += x[i * 4 + k] * 2 * h[i * 4 + j] / 16;
+    for (int i = 0; i < 16; i++)
+        w[i] -= 0.5 * g[i];
+}
+
+static void test_output_names(const char *mesh)
+{
+    char *e = NULL;
+    shardc_options *opt = shardc_options_new();
+    shardc_program *prog = NULL;
+    shardc_plan *plan = NULL;
+    shardc_session *s = NULL;
+    if (shardc_options_set_mesh(opt, mesh, &e) ||
+        shardc_compile_string(opt, "named.sh", named_model, sizeof named_model - 1, &prog, &e) ||
+        shardc_program_plan(prog, &plan, &e) || shardc_session_new(plan, NULL, &s, &e)) {
+        fprintf(stderr, "output names, mesh %s: %s\n", mesh, e ? e : "");
+        CHECK(0);
+        goto out;
+    }
+    /* the table holds x as an input and an output, w as a param and an output */
+    char kinds[64] = "";
+    for (int i = 0; i < shardc_plan_num_tensors(plan); i++) {
+        shardc_tensor_info t;
+        CHECK(shardc_plan_tensor(plan, i, &t) == SHARDC_OK);
+        if (!strcmp(t.name, "x") || !strcmp(t.name, "w"))
+            snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%s %s",
+                     *kinds ? ", " : "", t.kind, t.name);
+    }
+    CHECK_STR(kinds, "input x, param w, output x, output w");
+    float x[16], w0[16];
+    double w[16], h[16];
+    for (int i = 0; i < 16; i++) {
+        x[i] = (float)((i * 7) % 9 - 4) / 4.0f;
+        w0[i] = (float)((i * 5) % 7 - 3) / 8.0f;
+        w[i] = w0[i];
+    }
+    CHECK(shardc_session_bind(s, "x", x, sizeof x, &e) == SHARDC_OK);
+    CHECK(shardc_session_bind(s, "w", w0, sizeof w0, &e) == SHARDC_OK);
+    for (int step = 1; step <= 2; step++) {
+        const void *xo = NULL, *wo = NULL;
+        shardc_tensor_info ti;
+        if (shardc_session_run(s, &e) != SHARDC_OK) {
+            fprintf(stderr, "output names, mesh %s: %s\n", mesh, e ? e : "");
+            CHECK(0);
+            break;
+        }
+        named_step(x, w, h);
+        CHECK(shardc_session_output(s, "x", &xo, &ti, &e) == SHARDC_OK);
+        CHECK_STR(ti.kind, "output");
+        CHECK(shardc_session_output(s, "w", &wo, NULL, &e) == SHARDC_OK);
+        CHECK(xo && mismatches("output x", xo, h, 16) == 0);
+        CHECK(wo && mismatches("output w after the update", wo, w, 16) == 0);
+    }
+out:
+    shardc_free(e);
+    shardc_session_free(s);
+    shardc_plan_free(plan);
+    shardc_program_free(prog);
+    shardc_options_free(opt);
+}
+
 int main(void)
 {
     test_meshes();
@@ -842,5 +933,8 @@ int main(void)
     test_train_api();
     test_checkpoint_api();
     test_batches();
+    test_output_names("1x1");
+    test_output_names("2x2");
+    test_output_names("4x1");
     return CHECK_DONE();
 }
