@@ -229,8 +229,8 @@ static shardc_status finish(shardc_program *p, const shardc_options *opt, su_buf
 }
 
 /* The pipeline after the frontend (DESIGN.md §3), a straight list: keep
- * the logical text, propagate shardings, partition, split into stages,
- * verify the schedule. A failure past the frontend, other than a model
+ * the logical text, differentiate, give seeded inputs their inits,
+ * propagate shardings, partition, split into stages, verify the schedule. A failure past the frontend, other than a model
  * that cannot be pipelined, is a bug in shardc. */
 static shardc_status run_passes(shardc_program *p, const shardc_options *opt, jmp_buf *oom,
                                 char **error)
@@ -254,7 +254,7 @@ static shardc_status run_passes(shardc_program *p, const shardc_options *opt, jm
         return st;
     }
     const ir_module *logical = p->m;
-    bool ok = pass_propagate(p->m, &p->ex, &err) &&
+    bool ok = pass_input_init(p->m, &err) && pass_propagate(p->m, &p->ex, &err) &&
               pass_partition(logical, &p->ex, &p->part, &p->why, &err) &&
               ir_verify(p->part, &err);
     shardc_status st = ok ? finish(p, opt, &err) : SHARDC_ERR_INTERNAL;

@@ -15,10 +15,11 @@
  * output of a param is its new value, pass_autodiff). A training step's
  * updates name, per param and state, the buffer whose value replaces it
  * after each step, and the loss is an output (added as one when the
- * program does not output it). An input absent at run time may be made from the
- * seed: float inputs by normal(1), i32 inputs that feed an embedding or a
- * cross_entropy by uniform integers over the rows of the table or the
- * classes of the logits (uniform over [0, 1) otherwise: zeros).
+ * program does not output it). An input absent at run time may be made
+ * from the seed by its init, which pass_input_init gave i32 inputs that
+ * index tables or logits (uniform integers over the rows or the classes,
+ * the same on every mesh); an input without one by normal(1), or zeros
+ * for i32.
  *
  * Kernels: with cg_plan_options.kernels, each stage's fused groups
  * (passes/fuse.c, the grouping `--emit fused-ir` prints) become the plan's
@@ -111,21 +112,6 @@ static rt_sharding rsharding(const ir_sharding *s, int rank)
     return r;
 }
 
-/* How an i32 input may be made when absent: the bound of the ids it holds. */
-static int64_t id_bound(const builder *b, const ir_value *v)
-{
-    for (int i = 0; i < b->m->ops.n; i++) {
-        const ir_op *op = IR_OP(b->m, i);
-        if (op->code == IR_EMBEDDING && op->nin == 2 && op->in[1] == v)
-            return global_type(b->m, op->in[0]).dim[0];
-        if (op->code == IR_XENT && op->nin == 2 && op->in[1] == v) {
-            ir_type lt = global_type(b->m, op->in[0]);
-            return lt.dim[lt.rank - 1];
-        }
-    }
-    return 1;
-}
-
 static rt_io *new_io(builder *b, rt_io_kind kind, const char *name, const ir_value *v)
 {
     rt_io *io = su_alloc(b->arena, sizeof *io);
@@ -156,21 +142,17 @@ static bool source(builder *b, const ir_op *op, rt_instr *in)
     b->io_of[v->id] = in->io;
     if (kind != RT_IO_INPUT)
         io->buffer = in->out;
-    if (kind != RT_IO_INPUT) {
-        static const uint8_t kinds[] = {RT_INIT_NONE, RT_INIT_ZEROS, RT_INIT_ONES,
-                                        RT_INIT_NORMAL, RT_INIT_UNIFORM, RT_INIT_PARAM};
-        io->init = kinds[op->a.init.kind];
-        io->init_a = op->a.init.a;
-        io->init_b = op->a.init.b;
-        if (op->a.init.kind == IR_INIT_PARAM) /* a master copy: the param's name */
-            io->init_param = su_strdup(b->arena, op->a.init_param);
-    } else if (v->type.dtype == IR_I32) {
-        io->init = RT_INIT_UNIFORM;
-        io->init_a = 0;
-        io->init_b = (double)id_bound(b, v);
-    } else {
-        io->init = RT_INIT_NORMAL;
-        io->init_a = 1.0;
+    static const uint8_t kinds[] = {RT_INIT_NONE, RT_INIT_ZEROS, RT_INIT_ONES,
+                                    RT_INIT_NORMAL, RT_INIT_UNIFORM, RT_INIT_PARAM};
+    io->init = kinds[op->a.init.kind];
+    io->init_a = op->a.init.a;
+    io->init_b = op->a.init.b;
+    if (op->a.init.kind == IR_INIT_PARAM) /* a master copy: the param's name */
+        io->init_param = su_strdup(b->arena, op->a.init_param);
+    if (kind == RT_IO_INPUT && op->a.init.kind == IR_INIT_NONE) {
+        /* ids that index nothing: zeros; floats: normal(1) */
+        io->init = v->type.dtype == IR_I32 ? RT_INIT_ZEROS : RT_INIT_NORMAL;
+        io->init_a = v->type.dtype == IR_I32 ? 0 : 1.0;
     }
     return true;
 }

@@ -195,8 +195,8 @@ typedef struct shardc_session_config {
 /* Opens a session on a plan, which must outlive it. Params and states
  * missing from the params file (or with no file) are made by their init
  * from the seed, the same full tensor on any mesh; inputs likewise when no
- * inputs file is given (floats normal(1), ids uniform over their valid
- * range). */
+ * inputs file is given (floats normal(1), ids uniform over [0, N) for the
+ * N table rows or logit classes they index, zeros when they index none). */
 SHARDC_API shardc_status shardc_session_new(const shardc_plan *plan,
                                             const shardc_session_config *cfg,
                                             shardc_session **out, char **error);

@@ -99,7 +99,8 @@ typedef enum {
 
 enum { /* attribute bits of ops.def */
     IR_A_NAME = 1 << 0,     /* name: the tensor's name (input, param) */
-    IR_A_INIT = 1 << 1,     /* init: a param's initializer */
+    IR_A_INIT = 1 << 1,     /* init: a param's initializer, an input's when made
+                             * from the seed; optional for an input, none when absent */
     IR_A_VALUE = 1 << 2,    /* value: a constant's value */
     IR_A_AXIS = 1 << 3,     /* axis: normalised to 0..rank-1 */
     IR_A_KEEPDIMS = 1 << 4,

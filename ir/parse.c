@@ -30,8 +30,12 @@ static const char *const attr_names[] = {
 };
 /* all_reduce's operations, indexed by ir_reduce (the same table as print.c's) */
 static const char *const reduce_names[IR_NREDUCE] = {"sum", "max"};
-/* Attributes that may be left out (then at their zero default). */
-enum { OPTIONAL_ATTRS = IR_A_REDUCE };
+/* Attributes that may be left out (then at their zero default): reduce,
+ * and an input's init. */
+static unsigned optional_attrs(ir_opcode code)
+{
+    return IR_A_REDUCE | (code == IR_INPUT ? (unsigned)IR_A_INIT : 0u);
+}
 enum { NATTRS = sizeof attr_names / sizeof attr_names[0] };
 
 /* Lines come in this order; the single ones at most once. */
@@ -708,7 +712,7 @@ static void parse_attrs(parser *p, ir_opcode code, ir_attrs *a)
         if (!is_punct(p, '}'))
             fail(p, p->tok.loc, "expected '}' after the attributes");
     }
-    unsigned missing = ir_ops[code].attrs & ~seen & ~(unsigned)OPTIONAL_ATTRS;
+    unsigned missing = ir_ops[code].attrs & ~seen & ~optional_attrs(code);
     for (int bit = 0; bit < NATTRS; bit++)
         if (missing & (1u << bit))
             fail(p, p->tok.loc, "missing attribute '%s' of %s", attr_names[bit], ir_ops[code].name);

@@ -281,12 +281,14 @@ static void put_attr(printer *p, const ir_attrs *a, int bit)
 }
 
 /* " {name = v, ...}": every attribute the op table gives the op, but an
- * optional one at its default (reduce = sum). */
+ * optional one at its default (reduce = sum, an input's init = none). */
 static void put_attrs(printer *p, const ir_op *op)
 {
     unsigned bits = ir_ops[op->code].attrs;
     if (op->a.reduce == IR_RED_SUM)
         bits &= ~(unsigned)IR_A_REDUCE;
+    if (op->code == IR_INPUT && op->a.init.kind == IR_INIT_NONE)
+        bits &= ~(unsigned)IR_A_INIT;
     if (!bits)
         return;
     su_buf_puts(p->out, " {");

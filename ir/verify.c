@@ -210,8 +210,6 @@ static bool verify_source(vctx *c, int i, const ir_op *op)
         return true;
     if (!a->name || !a->name[0])
         return op_fail(c, i, op, "has no name");
-    if (op->code != IR_PARAM && op->code != IR_STATE)
-        return true;
     if (a->init.kind != IR_INIT_PARAM && a->init_param)
         return op_fail(c, i, op, "names param \"%s\" without init param", a->init_param);
     switch (a->init.kind) {

@@ -37,6 +37,15 @@ typedef struct pass_grads {
  * cannot be differentiated. */
 bool pass_autodiff(ir_module *m, pass_grads *grads, su_buf *err);
 
+/* Seeded inputs (input_init.c). On the logical module, gives every i32
+ * input without an init the distribution an absent input is made from:
+ * uniform(0, N), N the least of the table rows and logit classes its ids
+ * index (through reshape, transpose and constrain); an input that indexes
+ * nothing, and every float input, keeps none. So the seeded data depend on
+ * the program only, not on the mesh. False with a message in err on a
+ * partitioned module. */
+bool pass_input_init(ir_module *m, su_buf *err);
+
 /* Sharding propagation (propagate.c). Gives every value of the logical
  * module m a sharding: annotations (IR_SH_FIXED) stay as they are; every
  * other value gets IR_SH_AUTO by per-op rules run forward and backward to a

@@ -22,9 +22,10 @@
  *      input]) holds a batch per step: step k (counting from 1, and on from
  *      a resumed checkpoint's step) reads batch k;
  *   4. made from the seed: a param or a state by its init, an input (only
- *      when no inputs file is given) by the plan's default (floats
- *      normal(1), ids uniform over their valid range). With an inputs file,
- *      an input missing from it is an error.
+ *      when no inputs file is given) by its init in the plan (floats
+ *      normal(1), ids uniform over [0, N) for the N table rows or logit
+ *      classes they index, else zeros: the compiler sets it). With an
+ *      inputs file, an input missing from it is an error.
  * Params and states are loaded at the first run and kept; binding a param
  * or a state again reloads them all at the next run. A training step's plan
  * names, per param and state, the buffer holding its new value: after each
