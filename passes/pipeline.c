@@ -24,6 +24,18 @@
  * reads an accumulated value (batch statistics) cannot be pipelined and is
  * an error.
  *
+ * Microbatch j is one set of global batch rows, the same for every input
+ * whatever its sharding: with N the least common multiple of the number of
+ * blocks the inputs' (and outputs') dimension 0 is split into, the batch
+ * of B rows is N blocks of M microbatches of B / (N M) rows, and
+ * microbatch j is the j-th part of every block. An input split into n
+ * blocks holds N / n of them; its microbatch j is the j-th part of each
+ * (columns of a bucket [N / n, local numel]). So on every rank each
+ * microbatch value is the local shard, under its sharding, of what the
+ * partitioned program computes on a batch of those rows, and the
+ * partitioner's collectives and slices, which work on any batch size,
+ * pair the right rows.
+ *
  * MB and ACC ops belong to a chunk: a repetition's chunk is rep / (L / C)
  * for C = stages x chunks per stage; others take the latest chunk of their
  * operands. Ops made only from inputs and per-step values float: each stage
@@ -46,11 +58,11 @@ typedef struct pl {
     const ir_module *m;
     su_buf *err;
     int P, M, V, C, L;          /* stages, microbatches, chunks per stage, chunks, repeats */
+    int64_t N;                  /* blocks of the batch (see above) */
     int nv;
     uint8_t *kind;              /* per value id */
     int8_t *bd;                 /* MB: the batch dimension */
     bool *floating;             /* MB: made from inputs and per-step values only */
-    bool *permuted;             /* MB: rows regrouped across ranks (gathers on bd) */
     int *chunk;                 /* MB (not floating) and ACC: the chunk */
     uint8_t *acc;               /* ACC: ACC_* */
     int *stage;                 /* ACC, POST: the stage */
@@ -235,10 +247,7 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
     case IR_ALL_GATHER:
     case IR_REDUCE_SCATTER:
     case IR_SLICE:
-        L->permuted[op->res[0]->id] = L->permuted[x->id] || op->a.dim == d;
-        return d;
     case IR_ALL_TO_ALL:
-        L->permuted[op->res[0]->id] = L->permuted[x->id] || op->a.dim == d || op->a.dim2 == d;
         return d;
     case IR_EXPAND:
         return rule_elementwise(L, op);
@@ -296,10 +305,6 @@ static bool classify_op(pl *L, const ir_op *op)
         L->kind[id] = K_MB;
         L->bd[id] = 0;
         L->floating[id] = true;
-        if (r->type.rank == 0 || r->type.dim[0] % L->M)
-            return fail(L, op, "input '%s': its local batch of %lld rows does not split into %d "
-                        "microbatches", op->a.name, r->type.rank ? (long long)r->type.dim[0] : 0LL,
-                        L->M);
         return true;
     }
     if (ir_ops[op->code].cls == IR_C_SOURCE) {
@@ -358,9 +363,6 @@ static bool classify_op(pl *L, const ir_op *op)
         L->floating[id] = floating;
         if (!floating)
             L->chunk[id] = op_chunk(L, op);
-        for (int k = 0; k < op->nin; k++)
-            L->permuted[id] = L->permuted[id] || (L->kind[op->in[k]->id] == K_MB &&
-                                                  L->permuted[op->in[k]->id]);
     }
     if (floating && L->kind[id] == K_MB)
         return true;
@@ -392,6 +394,78 @@ static bool classify(pl *L)
                                 L->m->mesh.name[L->m->pipe.axis]);
         }
         if (!classify_op(L, op))
+            return false;
+    }
+    return true;
+}
+
+/* The number of blocks dimension 0 of a batch value is split into. */
+static int64_t blocks_of(const pl *L, const ir_value *v)
+{
+    return ir_sharding_split(&v->sh, &L->m->mesh, 0);
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Each batch value of n blocks holds N / n blocks of M microbatches. */
+static bool splits(pl *L, const ir_value *v, const char *what, const char *name)
+{
+    if (v->type.rank == 0)
+        return fail(L, v->def, "%s '%s' is a scalar: it has no batch to split into microbatches",
+                    what, name);
+    int64_t n = blocks_of(L, v), rows = v->type.dim[0];
+    if (rows % (L->N / n * L->M) == 0)
+        return true;
+    if (L->N == n)
+        return fail(L, v->def, "%s '%s': its local batch of %lld rows does not split into %d "
+                    "microbatches", what, name, (long long)rows, L->M);
+    return fail(L, v->def, "%s '%s': its batch of %lld rows does not split into %lld blocks "
+                "(as the inputs and outputs are split) of %d microbatches each", what, name,
+                (long long)(rows * n), (long long)L->N, L->M);
+}
+
+static void add_blocks(pl *L, const ir_value *v)
+{
+    int64_t n = blocks_of(L, v);
+    L->N = L->N / gcd64(L->N, n) * n;
+}
+
+/* N (see the top of the file): the least common multiple of the blocks of
+ * the inputs and, once classified (with_outputs), of the outputs that hold
+ * the batch. Checks that every one of them splits. */
+static bool batch_blocks(pl *L, bool with_outputs)
+{
+    const ir_module *m = L->m;
+    L->N = 1;
+    for (int i = 0; i < m->ops.n; i++)
+        if (IR_OP(m, i)->code == IR_INPUT)
+            add_blocks(L, IR_OP(m, i)->res[0]);
+    for (int i = 0; with_outputs && i < m->outputs.n; i++) {
+        const ir_output *o = IR_OUTPUT(m, i);
+        if (L->kind[o->v->id] != K_MB)
+            continue;
+        if (L->bd[o->v->id] != 0)
+            return fail(L, o->v->def, "output '%s' holds the batch in its dimension %d; "
+                        "only an output with the batch in dimension 0 can be pipelined yet",
+                        o->name, L->bd[o->v->id]);
+        add_blocks(L, o->v);
+    }
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (op->code == IR_INPUT && !splits(L, op->res[0], "input", op->a.name))
+            return false;
+    }
+    for (int i = 0; with_outputs && i < m->outputs.n; i++) {
+        const ir_output *o = IR_OUTPUT(m, i);
+        if (L->kind[o->v->id] == K_MB && !splits(L, o->v, "output", o->name))
             return false;
     }
     return true;
@@ -567,8 +641,9 @@ static bool operands(st *S, const ir_op *op, int j, ir_value **in)
     return true;
 }
 
-/* Microbatch j of an input: the input read whole, viewed as one row, its
- * j-th block of columns (the batch is dimension 0, its major part). */
+/* Microbatch j of an input: the input read whole, viewed as a bucket of
+ * one row per block it holds (N / its blocks), the j-th part of every row
+ * (the batch is dimension 0, its major part). */
 static ir_value *input_mb(st *S, const ir_op *op, int j)
 {
     pl *L = S->L;
@@ -576,13 +651,13 @@ static ir_value *input_mb(st *S, const ir_op *op, int j)
     if (!S->full[id])
         S->full[id] = copy_op(S, op, NULL, &op->res[0]->type);
     ir_value *x = S->full[id];
-    int64_t n = ir_type_numel(&x->type);
-    ir_type row = {.dtype = x->type.dtype, .rank = 2, .dim = {1, n}};
-    ir_attrs ra = {.nlist = 2, .list = {1, n}};
+    int64_t n = ir_type_numel(&x->type), k = L->N / blocks_of(L, op->res[0]);
+    ir_type rows = {.dtype = x->type.dtype, .rank = 2, .dim = {k, n / k}};
+    ir_attrs ra = {.nlist = 2, .list = {k, n / k}};
     ir_sharding rep = {.kind = IR_SH_AUTO};
-    ir_value *flat = append(S, op, IR_RESHAPE, &x, 1, &ra, &row, &rep);
+    ir_value *flat = append(S, op, IR_RESHAPE, &x, 1, &ra, &rows, &rep);
     ir_type t = mb_type(L, op->res[0]);
-    ir_attrs ea = {.offset = j * (n / L->M), .nlist = t.rank};
+    ir_attrs ea = {.offset = j * (n / k / L->M), .nlist = t.rank};
     memcpy(ea.list, t.dim, sizeof ea.list);
     ir_value *r = append(S, op, IR_EXTRACT, &flat, 1, &ea, &t, &op->res[0]->sh);
     r->name = op->res[0]->name;
@@ -933,22 +1008,19 @@ static int home(const pl *L, const ir_value *v)
     }
 }
 
-/* An output of microbatch values: each microbatch's rows into their place
- * in a row of the whole local value, then that row in the value's shape. */
+/* An output of microbatch values, the inverse of input_mb: each
+ * microbatch's rows into their place in the rows of a bucket (one per
+ * block of the batch the value holds), then the bucket in the value's
+ * shape. */
 static ir_value *gather_mb(st *S, const ir_value *v)
 {
     pl *L = S->L;
-    if (L->bd[v->id] != 0 || L->permuted[v->id]) {
-        fail(L, v->def, "an output whose batch is not its dimension 0 (or was regathered) "
-             "cannot be pipelined yet");
-        return NULL;
-    }
-    int64_t n = ir_type_numel(&v->type), part = n / L->M;
+    int64_t n = ir_type_numel(&v->type), k = L->N / blocks_of(L, v), part = n / k / L->M;
     ir_sharding rep = {.kind = IR_SH_AUTO};
-    ir_type sc = {.dtype = v->type.dtype}, row = {.dtype = v->type.dtype, .rank = 2, .dim = {1, n}};
+    ir_type sc = {.dtype = v->type.dtype}, row = {.dtype = v->type.dtype, .rank = 2, .dim = {k, n / k}};
     ir_value *z = append(S, NULL, IR_CONST, NULL, 0, &(ir_attrs){.value = 0}, &sc, &rep);
-    ir_value *b = append(S, NULL, IR_EXPAND, &z, 1, &(ir_attrs){.nlist = 2, .list = {1, n}},
-                         &row, &rep);
+    ir_value *b = append(S, NULL, IR_EXPAND, &z, 1,
+                         &(ir_attrs){.nlist = 2, .list = {k, n / k}}, &row, &rep);
     for (int j = 0; j < L->M; j++) {
         ir_value *in[2] = {b, get(S, v, j)};
         if (!in[1])
@@ -1069,7 +1141,6 @@ static bool setup(pl *L, const ir_module *m, su_buf *err)
     L->kind = su_alloc(&L->ar, nv);
     L->bd = su_alloc(&L->ar, nv);
     L->floating = su_alloc(&L->ar, nv * sizeof *L->floating);
-    L->permuted = su_alloc(&L->ar, nv * sizeof *L->permuted);
     L->acc = su_alloc(&L->ar, nv);
     L->chunk = su_alloc(&L->ar, nv * sizeof *L->chunk);
     L->stage = su_alloc(&L->ar, nv * sizeof *L->stage);
@@ -1079,7 +1150,6 @@ static bool setup(pl *L, const ir_module *m, su_buf *err)
     memset(L->kind, 0, nv);
     memset(L->bd, -1, nv);
     memset(L->floating, 0, nv * sizeof *L->floating);
-    memset(L->permuted, 0, nv * sizeof *L->permuted);
     memset(L->acc, 0, nv);
     memset(L->chunk, 0, nv * sizeof *L->chunk);
     memset(L->stage, 0, nv * sizeof *L->stage);
@@ -1111,7 +1181,7 @@ bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err)
         return false;
     }
     bool train = m->updates.n > 0 || m->train.loss;
-    bool ok = classify(&L);
+    bool ok = batch_blocks(&L, false) && classify(&L) && batch_blocks(&L, true);
     su_arena_init(&out->arena, m->oom);
     out->nstages = L.P;
     out->stage = su_alloc(&out->arena, (size_t)L.P * sizeof *out->stage);
