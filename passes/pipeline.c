@@ -997,13 +997,14 @@ static bool run_post(st *S)
 }
 
 /* The stage that holds value v once every task has run; -1 when v is
- * per-step and made from per-step values only (any stage can make it). */
+ * per-step or made from inputs and per-step values only (any stage can
+ * make it). */
 static int home(const pl *L, const ir_value *v)
 {
     int id = v->id;
     switch (L->kind[id]) {
     case K_PRE: return -1;
-    case K_MB: return L->floating[id] ? L->P - 1 : stage_of(L, L->chunk[id]);
+    case K_MB: return L->floating[id] ? -1 : stage_of(L, L->chunk[id]);
     default: return L->stage[id];
     }
 }
@@ -1034,20 +1035,81 @@ static ir_value *gather_mb(st *S, const ir_value *v)
     return r;
 }
 
+/* Whether stage S made v (every microbatch of it). */
+static bool made(const st *S, const ir_value *v)
+{
+    const pl *L = S->L;
+    if (L->kind[v->id] == K_PRE)
+        return S->pre[v->id] != NULL;
+    for (int j = 0; j < L->M; j++)
+        if (!S->mb[(size_t)v->id * L->M + j])
+            return false;
+    return true;
+}
+
+/* The params and states that v reads through per-step and floating
+ * values and the stages that hold them: the first in *p (-1: none yet);
+ * false when another is held on another stage, in *q. seen marks the
+ * values visited. */
+static bool param_stage(const pl *L, const st *S, const ir_value *v, bool *seen,
+                        const ir_op **p, int *ps, const ir_op **q, int *qs)
+{
+    int id = v->id;
+    if (seen[id] || (L->kind[id] != K_PRE && !(L->kind[id] == K_MB && L->floating[id])))
+        return true;
+    seen[id] = true;
+    if (v->def->code == IR_PARAM || v->def->code == IR_STATE) {
+        for (int s = 0; s < L->P; s++) {
+            if (!S[s].pre[id])
+                continue;
+            if (*ps >= 0 && *ps != s) {
+                *q = v->def, *qs = s;
+                return false;
+            }
+            *p = v->def, *ps = s;
+        }
+        return true;
+    }
+    for (int k = 0; k < v->def->nin; k++)
+        if (!param_stage(L, S, v->def->in[k], seen, p, ps, q, qs))
+            return false;
+    return true;
+}
+
+/* Where output o is read. A value any stage can make (per-step, or made
+ * from inputs and per-step values) is read where it was made, else where
+ * the params it reads live (made elsewhere, it would read a copy of them
+ * that no update reaches), else on the last stage; -1 on error. */
+static int output_stage(pl *L, const st *S, const ir_output *o)
+{
+    const ir_value *v = o->v;
+    int s = home(L, v);
+    if (s >= 0)
+        return s;
+    for (int k = 0; k < L->P; k++)
+        if (made(&S[k], v))
+            return k;
+    bool *seen = su_alloc(&L->ar, (size_t)L->nv * sizeof *seen);
+    memset(seen, 0, (size_t)L->nv * sizeof *seen);
+    const ir_op *p = NULL, *q = NULL;
+    int ps = -1, qs = -1;
+    if (!param_stage(L, S, v, seen, &p, &ps, &q, &qs)) {
+        fail(L, v->def, "output '%s' reads '%s', which lives on pipeline stage %d, and '%s', "
+             "which lives on stage %d; an output must be made on one stage", o->name,
+             p->a.name, ps, q->a.name, qs);
+        return -1;
+    }
+    return ps >= 0 ? ps : L->P - 1;
+}
+
 static bool outputs(pl *L, st *S)
 {
     const ir_module *m = L->m;
     for (int i = 0; i < m->outputs.n; i++) {
         const ir_output *o = IR_OUTPUT(m, i);
-        int s = home(L, o->v);
-        if (s < 0) { /* per-step: where it was made, else the last stage */
-            s = L->P - 1;
-            for (int k = 0; k < L->P; k++)
-                if (S[k].pre[o->v->id]) {
-                    s = k;
-                    break;
-                }
-        }
+        int s = output_stage(L, S, o);
+        if (s < 0)
+            return false;
         ir_value *v = L->kind[o->v->id] == K_MB ? gather_mb(&S[s], o->v) : get(&S[s], o->v, 0);
         if (!v)
             return false;
@@ -1202,7 +1264,8 @@ bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err)
     ok = ok && order_p2p(&L, S);
     for (int s = 0; s < L.P; s++) /* order_p2p frees them; not on an earlier failure */
         su_vec_free(&S[s].bounds);
-    ok = ok && updates(&L, S) && outputs(&L, S);
+    /* the outputs first: an update then sees every stage that reads its param */
+    ok = ok && outputs(&L, S) && updates(&L, S);
     if (ok)
         out->bubble = bubble(&L, out, train);
     su_arena_free(&L.ar);
