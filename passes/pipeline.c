@@ -22,7 +22,12 @@
  * the sum (mean, max) of its microbatch results, and every backward
  * constant carries the full batch's row count. A per-microbatch op that
  * reads an accumulated value (batch statistics) cannot be pipelined and is
- * an error.
+ * an error. A per-step value may span the batch only along a dimension
+ * where all its elements are equal (the gradient of a sum or mean over the
+ * batch, a per-step scalar expanded over the rows): each microbatch reads
+ * a slice of it. So a loss that is a sum or mean over the rows of per-row
+ * terms, then scaled or summed with others, is the sum or mean of its
+ * microbatches' losses, and so are its gradients.
  *
  * Microbatch j is one set of global batch rows, the same for every input
  * whatever its sharding: with N the least common multiple of the number of
@@ -39,7 +44,10 @@
  * MB and ACC ops belong to a chunk: a repetition's chunk is rep / (L / C)
  * for C = stages x chunks per stage; others take the latest chunk of their
  * operands. Ops made only from inputs and per-step values float: each stage
- * computes them itself when it first needs them. Chunk c runs on stage
+ * computes them itself when it first needs them (a batch reduction of
+ * them, and what is made from it, every microbatch at once). An output
+ * that floats is read where it was made, else where the params it reads
+ * live. Chunk c runs on stage
  * c % P; its forward ops run in the tasks F(c, j), its backward ops in
  * B(c, j). A value one stage makes and another reads is sent at the end of
  * the producing task and received at the start of the consuming one.
@@ -52,6 +60,7 @@
 #include <string.h>
 
 enum { K_PRE, K_MB, K_ACC, K_POST };
+enum { MAX_IN = 8 };            /* operands of an op, at most */
 enum { ACC_SUM, ACC_MEAN, ACC_MAX };
 
 typedef struct pl {
@@ -62,10 +71,15 @@ typedef struct pl {
     int nv;
     uint8_t *kind;              /* per value id */
     int8_t *bd;                 /* MB: the batch dimension */
-    bool *floating;             /* MB: made from inputs and per-step values only */
+    uint8_t *uniform;           /* PRE: bit d: the elements are equal along dimension d */
+    int8_t *cut;                /* [nv * MAX_IN], by result id: MB and ACC ops, the
+                                 * dimension of per-step operand k that spans the batch
+                                 * (read as a microbatch slice), or -1 */
+    bool *floating;             /* MB: made from inputs and per-step values only; ACC: a
+                                 * batch reduction of such values */
     int *chunk;                 /* MB (not floating) and ACC: the chunk */
     uint8_t *acc;               /* ACC: ACC_* */
-    int *stage;                 /* ACC, POST: the stage */
+    int *stage;                 /* ACC, POST: the stage; -1: any (made from floating values) */
     uint64_t *to;               /* MB (not floating): stages other than its own that read it */
     const ir_op **origin;       /* ACC, POST: the batch reduction it comes from */
     su_arena ar;
@@ -99,15 +113,21 @@ static int aligned(const ir_value *x, int d, int R)
     return d + (R - x->type.rank);
 }
 
-/* A per-step operand broadcast against the batch must not span it. */
-static bool per_step_fits(pl *L, const ir_op *op, const ir_value *x, int od, int R)
+/* Per-step operand k of op, whose dimension xd (if any) lines up with the
+ * batch: where it spans the batch, it must be equal along it, and each
+ * microbatch reads a slice of it. */
+static bool per_step_fits(pl *L, const ir_op *op, int k, int xd)
 {
-    int xd = od - (R - x->type.rank);
-    if (xd >= 0 && x->type.dim[xd] != 1)
-        return fail(L, op, "a per-step value of %lld rows meets the per-microbatch batch "
-                    "dimension; pipelining needs per-step values that broadcast over it",
-                    (long long)x->type.dim[xd]);
-    return true;
+    const ir_value *x = op->in[k];
+    if (xd < 0 || xd >= x->type.rank || x->type.dim[xd] == 1)
+        return true;
+    if (L->uniform[x->id] >> xd & 1) {
+        L->cut[(size_t)op->res[0]->id * MAX_IN + k] = (int8_t)xd;
+        return true;
+    }
+    return fail(L, op, "a per-step value of %lld rows meets the per-microbatch batch "
+                "dimension; pipelining needs per-step values that broadcast over it, or are "
+                "the same in every row", (long long)x->type.dim[xd]);
 }
 
 /* Elementwise ops (and expand): every per-microbatch operand's batch
@@ -126,9 +146,30 @@ static int rule_elementwise(pl *L, const ir_op *op)
         od = d;
     }
     for (int k = 0; k < op->nin; k++)
-        if (L->kind[op->in[k]->id] == K_PRE && !per_step_fits(L, op, op->in[k], od, R))
+        if (L->kind[op->in[k]->id] == K_PRE &&
+            !per_step_fits(L, op, k, od - (R - op->in[k]->type.rank)))
             return -2;
     return od;
+}
+
+/* Ops whose operands line up from dimension 0 (a loss's logits and labels,
+ * embedding_grad's ids and gradient): the batch dimension of the first
+ * per-microbatch operand; the others hold it there too. */
+static int rule_prefix(pl *L, const ir_op *op)
+{
+    int d = -1;
+    for (int k = 0; k < op->nin && d < 0; k++)
+        if (L->kind[op->in[k]->id] == K_MB)
+            d = L->bd[op->in[k]->id];
+    for (int k = 0; k < op->nin; k++) {
+        const ir_value *x = op->in[k];
+        if (L->kind[x->id] == K_MB && L->bd[x->id] != d)
+            return fail(L, op, "its operands hold the batch in different dimensions (%d and %d)",
+                        d, L->bd[x->id]), -2;
+        if (L->kind[x->id] == K_PRE && !per_step_fits(L, op, k, d))
+            return -2;
+    }
+    return d;
 }
 
 /* matmul: the batch in a batch or row dimension stays; in the contracted
@@ -155,17 +196,20 @@ static int rule_matmul(pl *L, const ir_op *op, int *mode)
     if (contracts && keeps)
         return fail(L, op, "one operand contracts the batch dimension and the other keeps it"),
                -2;
-    if (contracts && (L->kind[op->in[0]->id] != K_MB || L->kind[op->in[1]->id] != K_MB))
-        return fail(L, op, "contracts the batch dimension with a per-step value that spans it "
-                    "(the gradient of a sum or mean over the batch?); not supported yet"), -2;
-    if (contracts) {
+    if (contracts) { /* a per-step operand spans the batch in its contracted dimension */
+        for (int k = 0; k < 2; k++) {
+            const ir_value *x = op->in[k];
+            int r = x->type.rank;
+            if (L->kind[x->id] == K_PRE && !per_step_fits(L, op, k, k == 0 || r == 1 ? r - 1 : r - 2))
+                return -2;
+        }
         *mode = ACC_SUM;
         return -1;
     }
     for (int k = 0; k < 2; k++) {
         const ir_value *x = op->in[k];
         if (L->kind[x->id] == K_PRE && x->type.rank > 2 && od < R - 2 &&
-            !per_step_fits(L, op, x, od, R))
+            !per_step_fits(L, op, k, od - (R - x->type.rank)))
             return -2;
     }
     return od;
@@ -221,10 +265,10 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
     case IR_XENT:
     case IR_MSE:
         *mode = ACC_MEAN;
-        return -1;
+        return rule_prefix(L, op) < -1 ? -2 : -1;
     case IR_EMBEDDING_GRAD:
         *mode = ACC_SUM;
-        return -1;
+        return rule_prefix(L, op) < -1 ? -2 : -1;
     case IR_EMBEDDING:
         if (L->kind[x->id] == K_MB)
             return fail(L, op, "the table depends on the batch"), -2;
@@ -232,7 +276,7 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
     case IR_XENT_GRAD:
         if (d < 0 || d == x->type.rank - 1)
             return fail(L, op, "the batch must be in a row dimension of the logits"), -2;
-        return d;
+        return rule_prefix(L, op);
     case IR_TRANSPOSE:
         for (int k = 0; k < op->a.nlist; k++)
             if (op->a.list[k] == d)
@@ -297,6 +341,155 @@ static bool check_edge(pl *L, const ir_op *op, const ir_value *x)
                 a, b, fa ? "forward" : "backward", fb ? "forward" : "backward");
 }
 
+/* Whether per-step value v is the same along its dimension d: true where
+ * v has no such dimension or it has size 1 in the whole value (locally
+ * and not split over an axis). The bits are those the same rules give
+ * in the unpartitioned program, so the pieces that ranks hold of one
+ * value are equal too, and gathering them keeps the bit. */
+static bool same_along(const pl *L, const ir_value *v, int d)
+{
+    if (d < 0)
+        return true;
+    if (v->type.dim[d] == 1 && ir_sharding_split(&v->sh, &L->m->mesh, d) == 1)
+        return true;
+    return L->uniform[v->id] >> d & 1;
+}
+
+/* Reshape: a dimension of the result that is a whole dimension of the
+ * operand (the same size after the same number of elements) keeps its
+ * bit; all of them when the operand is the same everywhere. */
+static uint8_t reshape_uniform(const pl *L, const ir_value *x, const ir_value *r)
+{
+    bool all = true;
+    for (int d = 0; d < x->type.rank; d++)
+        all = all && same_along(L, x, d);
+    uint8_t u = 0;
+    int64_t pr = 1;
+    for (int k = 0; k < r->type.rank; k++) {
+        int64_t px = 1;
+        for (int d = 0; d < x->type.rank; d++) {
+            if (px == pr && x->type.dim[d] == r->type.dim[k] && same_along(L, x, d))
+                u |= (uint8_t)(1u << k);
+            px *= x->type.dim[d];
+        }
+        if (all)
+            u |= (uint8_t)(1u << k);
+        pr *= r->type.dim[k];
+    }
+    return u;
+}
+
+/* matmul: along the rows where the left operand is, the columns where the
+ * right one is, a batch dimension where both are. */
+static uint8_t matmul_uniform(const pl *L, const ir_value *x, const ir_value *y, int R)
+{
+    int rx = x->type.rank, ry = y->type.rank, nb = R - (rx > 1) - (ry > 1);
+    uint8_t u = 0;
+    for (int d = 0; d < nb; d++)
+        if (same_along(L, x, d - (nb - (rx - 2))) && same_along(L, y, d - (nb - (ry - 2))))
+            u |= (uint8_t)(1u << d);
+    if (rx > 1 && same_along(L, x, rx - 2))
+        u |= (uint8_t)(1u << nb);
+    if (ry > 1 && same_along(L, y, ry - 1))
+        u |= (uint8_t)(1u << (R - 1));
+    return u;
+}
+
+/* The dimensions along which per-step op's result is the same everywhere
+ * (pl.uniform): where it broadcasts, and where its operands are. */
+static uint8_t uniform_dims(const pl *L, const ir_op *op)
+{
+    const ir_value *r = op->res[0], *x = op->nin ? op->in[0] : NULL;
+    int R = r->type.rank;
+    uint8_t u = 0;
+    switch (op->code) {
+    case IR_RESHAPE:
+        return reshape_uniform(L, x, r);
+    case IR_TRANSPOSE:
+        for (int k = 0; k < op->a.nlist; k++)
+            if (same_along(L, x, (int)op->a.list[k]))
+                u |= (uint8_t)(1u << k);
+        return u;
+    case IR_SUM:
+    case IR_MEAN:
+    case IR_AMAX:
+        for (int d = 0, k = 0; d < x->type.rank; d++) {
+            if (d == op->a.axis && !op->a.keepdims)
+                continue;
+            if (d == op->a.axis || same_along(L, x, d))
+                u |= (uint8_t)(1u << k);
+            k++;
+        }
+        return u;
+    case IR_MATMUL:
+        return matmul_uniform(L, x, op->in[1], R);
+    case IR_CONSTRAIN:
+    case IR_SLICE:
+    case IR_ALL_REDUCE:
+    case IR_REDUCE_SCATTER:
+    case IR_ALL_GATHER:
+    case IR_ALL_TO_ALL:
+    case IR_BROADCAST: /* pieces and sums of one value: see same_along */
+        return L->uniform[x->id];
+    case IR_EXPAND:
+        break;
+    default: /* and softmax, layernorm, rmsnorm: the same where their operands are */
+        if (ir_ops[op->code].cls != IR_C_UNARY && ir_ops[op->code].cls != IR_C_BINARY &&
+            ir_ops[op->code].cls != IR_C_NORM)
+            return 0;
+    }
+    for (int d = 0; d < R; d++) {
+        bool same = true;
+        for (int k = 0; k < op->nin && same; k++)
+            same = same_along(L, op->in[k], d - (R - op->in[k]->type.rank));
+        if (same)
+            u |= (uint8_t)(1u << d);
+    }
+    return u;
+}
+
+/* The backward op, among those that make per-step value x, that reads a
+ * per-step value of the forward pass (a loss not linear in a sum or mean
+ * over the batch: its gradient depends on that sum), or NULL. */
+static const ir_op *nonlinear_op(const pl *L, const ir_value *x, const ir_value **fwd, int depth)
+{
+    const ir_op *op = x->def;
+    if (op->phase == IR_PH_FORWARD || depth > 64)
+        return NULL;
+    for (int k = 0; k < op->nin; k++) {
+        const ir_value *y = op->in[k];
+        if (L->kind[y->id] != K_ACC && L->kind[y->id] != K_POST)
+            continue;
+        if (y->def->phase == IR_PH_FORWARD) {
+            *fwd = y;
+            return op;
+        }
+        const ir_op *r = nonlinear_op(L, y, fwd, depth + 1);
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
+/* Per-microbatch op reads per-step value x, made from whole, a reduction
+ * over the batch: an error, at the op whose gradient brings x in when
+ * that is what happened. */
+static bool whole_batch(pl *L, const ir_op *op, const ir_value *x, const ir_op *whole)
+{
+    const ir_value *fwd = NULL;
+    const ir_op *at = nonlinear_op(L, x, &fwd, 0);
+    if (at) {
+        whole = L->origin[fwd->id];
+        return fail(L, at, "the gradient here depends on the result of %s (line %d), which "
+                    "needs the whole batch; pipelined training needs a loss that is a sum or "
+                    "mean over the batch of per-row terms (scaled, or added to other such "
+                    "terms)", ir_op_display(whole->code), whole->loc.line);
+    }
+    return fail(L, op, "uses the result of %s (line %d), which needs the whole batch, "
+                "together with per-microbatch values; pipelining needs the batch rows "
+                "computed independently", ir_op_display(whole->code), whole->loc.line);
+}
+
 static bool classify_op(pl *L, const ir_op *op)
 {
     const ir_value *r = op->res[0];
@@ -314,25 +507,26 @@ static bool classify_op(pl *L, const ir_op *op)
     bool mb = false, step = false, floating = op->rep < 0;
     int post_stage = -1;
     const ir_op *whole = NULL;
+    const ir_value *stepv = NULL;
     for (int k = 0; k < op->nin; k++) {
         int x = op->in[k]->id;
         if (L->kind[x] == K_MB) {
             mb = true;
             floating = floating && L->floating[x];
         } else if (L->kind[x] == K_ACC || L->kind[x] == K_POST) {
-            if (step && L->stage[x] != post_stage)
+            if (post_stage >= 0 && L->stage[x] >= 0 && L->stage[x] != post_stage)
                 return fail(L, op, "combines per-step values of stages %d and %d (a param "
                             "used on both?); a value shared by stages is not supported",
                             post_stage, L->stage[x]);
             step = true;
-            post_stage = L->stage[x];
+            if (L->stage[x] >= 0)
+                post_stage = L->stage[x];
             whole = L->origin[x];
+            stepv = op->in[k];
         }
     }
     if (mb && step)
-        return fail(L, op, "uses the result of %s (line %d), which needs the whole batch, "
-                    "together with per-microbatch values; pipelining needs the batch rows "
-                    "computed independently", ir_op_display(whole->code), whole->loc.line);
+        return whole_batch(L, op, stepv, whole);
     if (step) {
         L->kind[id] = K_POST;
         L->stage[id] = post_stage;
@@ -341,6 +535,7 @@ static bool classify_op(pl *L, const ir_op *op)
     }
     if (!mb) {
         L->kind[id] = K_PRE;
+        L->uniform[id] = uniform_dims(L, op);
         return true;
     }
     if (ir_ops[op->code].cls == IR_C_OPTIM || op->code == IR_INSERT || op->code == IR_EXTRACT)
@@ -352,8 +547,9 @@ static bool classify_op(pl *L, const ir_op *op)
         L->kind[id] = K_ACC;
         L->origin[id] = op;
         L->acc[id] = (uint8_t)mode;
+        L->floating[id] = floating;
         L->chunk[id] = op_chunk(L, op);
-        L->stage[id] = stage_of(L, L->chunk[id]);
+        L->stage[id] = floating ? -1 : stage_of(L, L->chunk[id]);
     } else {
         if (r->type.dim[d] % L->M)
             return fail(L, op, "its batch dimension %d (%lld) does not split into %d "
@@ -588,6 +784,7 @@ typedef struct st {
     ir_value **full;    /* [nv]: inputs read whole */
     ir_value **mb;      /* [nv * M]: microbatch values here (made or received) */
     ir_value **step;    /* [nv]: ACC (running, then final) and POST values */
+    ir_value **slice;   /* [nv]: per-step values as microbatches read them (cut) */
     int *nacc;          /* [nv]: contributions accumulated */
     su_vec bounds;      /* op index ranges [start, end) of sends and recvs between tasks
                          * (intptr_t pairs) */
@@ -632,6 +829,7 @@ static ir_value *copy_op(st *S, const ir_op *op, ir_value **in, const ir_type *t
 }
 
 static ir_value *get(st *S, const ir_value *v, int j);
+static bool make_step(st *S, const ir_value *v);
 
 static bool operands(st *S, const ir_op *op, int j, ir_value **in)
 {
@@ -664,12 +862,53 @@ static ir_value *input_mb(st *S, const ir_op *op, int j)
     return r;
 }
 
+/* A microbatch's slice of per-step value v along dimension d, where v is
+ * the same everywhere (per_step_fits): its first M-th, the columns of a
+ * bucket of one row per index of the dimensions before d. */
+static ir_value *slice_of(st *S, const ir_value *v, int d)
+{
+    pl *L = S->L;
+    ir_value *x = get(S, v, 0);
+    if (!x || L->M == 1)
+        return x;
+    ir_value **slot = &S->slice[v->id];
+    if (*slot && (*slot)->type.dim[d] * L->M == v->type.dim[d])
+        return *slot;
+    int64_t rows = 1, n = ir_type_numel(&v->type);
+    for (int k = 0; k < d; k++)
+        rows *= v->type.dim[k];
+    ir_type b = {.dtype = v->type.dtype, .rank = 2, .dim = {rows, n / rows}};
+    ir_attrs ra = {.nlist = 2, .list = {rows, n / rows}};
+    ir_sharding rep = {.kind = IR_SH_AUTO};
+    ir_value *flat = append(S, v->def, IR_RESHAPE, &x, 1, &ra, &b, &rep);
+    ir_type t = v->type;
+    t.dim[d] /= L->M;
+    ir_attrs ea = {.offset = 0, .nlist = t.rank};
+    memcpy(ea.list, t.dim, sizeof ea.list);
+    *slot = append(S, v->def, IR_EXTRACT, &flat, 1, &ea, &t, &v->sh);
+    return *slot;
+}
+
+/* The operands of a per-microbatch or accumulated op, per-step values that
+ * span the batch as slices. */
+static bool mb_operands(st *S, const ir_op *op, int j, ir_value **in)
+{
+    if (!operands(S, op, j, in))
+        return false;
+    for (int k = 0; k < op->nin; k++) {
+        int d = S->L->cut[(size_t)op->res[0]->id * MAX_IN + k];
+        if (d >= 0 && !(in[k] = slice_of(S, op->in[k], d)))
+            return false;
+    }
+    return true;
+}
+
 static ir_value *emit_mb(st *S, const ir_op *op, int j)
 {
     if (op->code == IR_INPUT)
         return input_mb(S, op, j);
-    ir_value *in[8];
-    if (!operands(S, op, j, in))
+    ir_value *in[MAX_IN];
+    if (!mb_operands(S, op, j, in))
         return NULL;
     ir_type t = mb_type(S->L, op->res[0]);
     return copy_op(S, op, in, &t);
@@ -682,7 +921,7 @@ static ir_value *get(st *S, const ir_value *v, int j)
     switch (L->kind[id]) {
     case K_PRE:
         if (!S->pre[id]) {
-            ir_value *in[8];
+            ir_value *in[MAX_IN];
             if (!operands(S, v->def, 0, in))
                 return NULL;
             S->pre[id] = copy_op(S, v->def, in, &v->type);
@@ -700,6 +939,8 @@ static ir_value *get(st *S, const ir_value *v, int j)
         return *slot;
     }
     default:
+        if (!S->step[id] && L->stage[id] < 0 && !make_step(S, v))
+            return NULL;
         if (!S->step[id] && !S->failed) {
             S->failed = true;
             fail(L, v->def, "internal error: this per-step value is not on stage %d", S->s);
@@ -713,8 +954,8 @@ static bool accumulate(st *S, const ir_op *op, int j)
 {
     pl *L = S->L;
     int id = op->res[0]->id;
-    ir_value *in[8];
-    if (!operands(S, op, j, in))
+    ir_value *in[MAX_IN];
+    if (!mb_operands(S, op, j, in))
         return false;
     ir_value *t = copy_op(S, op, in, &op->res[0]->type);
     if (S->step[id]) {
@@ -733,6 +974,24 @@ static bool accumulate(st *S, const ir_op *op, int j)
     return true;
 }
 
+/* A per-step value any stage can make (from inputs and per-step values),
+ * where it is first read: every microbatch's contribution at once. */
+static bool make_step(st *S, const ir_value *v)
+{
+    const ir_op *op = v->def;
+    if (S->L->kind[v->id] == K_ACC) {
+        for (int j = 0; j < S->L->M; j++)
+            if (!accumulate(S, op, j))
+                return false;
+        return true;
+    }
+    ir_value *in[MAX_IN];
+    if (!operands(S, op, 0, in))
+        return false;
+    S->step[v->id] = copy_op(S, op, in, &v->type);
+    return true;
+}
+
 static int64_t tag_of(const pl *L, int id, int j)
 {
     return (int64_t)id * L->M + j;
@@ -741,7 +1000,7 @@ static int64_t tag_of(const pl *L, int id, int j)
 static bool in_task(const pl *L, const ir_op *op, const pass_task *t)
 {
     int id = op->res[0]->id;
-    if (L->kind[id] == K_MB ? L->floating[id] : L->kind[id] != K_ACC)
+    if (L->kind[id] == K_MB ? L->floating[id] : L->kind[id] != K_ACC || L->floating[id])
         return false;
     return L->chunk[id] == t->chunk && (op->phase == IR_PH_FORWARD) == t->forward;
 }
@@ -988,7 +1247,7 @@ static bool run_post(st *S)
                         S->nacc[id], L->M, S->s);
         if (L->kind[id] != K_POST || L->stage[id] != S->s)
             continue;
-        ir_value *in[8];
+        ir_value *in[MAX_IN];
         if (!operands(S, op, 0, in))
             return false;
         S->step[id] = copy_op(S, op, in, &op->res[0]->type);
@@ -996,9 +1255,9 @@ static bool run_post(st *S)
     return !S->failed;
 }
 
-/* The stage that holds value v once every task has run; -1 when v is
- * per-step or made from inputs and per-step values only (any stage can
- * make it). */
+/* The stage that holds value v once every task has run; -1 when any
+ * stage can make it: per-step, or made from inputs and per-step values
+ * only (floating, also a batch reduction of those and what follows). */
 static int home(const pl *L, const ir_value *v)
 {
     int id = v->id;
@@ -1041,6 +1300,8 @@ static bool made(const st *S, const ir_value *v)
     const pl *L = S->L;
     if (L->kind[v->id] == K_PRE)
         return S->pre[v->id] != NULL;
+    if (L->kind[v->id] != K_MB)
+        return S->step[v->id] != NULL;
     for (int j = 0; j < L->M; j++)
         if (!S->mb[(size_t)v->id * L->M + j])
             return false;
@@ -1055,7 +1316,7 @@ static bool param_stage(const pl *L, const st *S, const ir_value *v, bool *seen,
                         const ir_op **p, int *ps, const ir_op **q, int *qs)
 {
     int id = v->id;
-    if (seen[id] || (L->kind[id] != K_PRE && !(L->kind[id] == K_MB && L->floating[id])))
+    if (seen[id] || home(L, v) >= 0)
         return true;
     seen[id] = true;
     if (v->def->code == IR_PARAM || v->def->code == IR_STATE) {
@@ -1177,6 +1438,8 @@ static void init_stage(pl *L, st *S, int s)
     S->pre = su_alloc(&L->ar, nv * sizeof *S->pre);
     S->full = su_alloc(&L->ar, nv * sizeof *S->full);
     S->step = su_alloc(&L->ar, nv * sizeof *S->step);
+    S->slice = su_alloc(&L->ar, nv * sizeof *S->slice);
+    memset(S->slice, 0, nv * sizeof *S->slice);
     S->nacc = su_alloc(&L->ar, nv * sizeof *S->nacc);
     S->mb = su_alloc(&L->ar, nv * (size_t)L->M * sizeof *S->mb);
     memset(S->pre, 0, nv * sizeof *S->pre);
@@ -1202,6 +1465,10 @@ static bool setup(pl *L, const ir_module *m, su_buf *err)
     size_t nv = (size_t)L->nv;
     L->kind = su_alloc(&L->ar, nv);
     L->bd = su_alloc(&L->ar, nv);
+    L->uniform = su_alloc(&L->ar, nv);
+    L->cut = su_alloc(&L->ar, nv * MAX_IN);
+    memset(L->uniform, 0, nv);
+    memset(L->cut, -1, nv * MAX_IN);
     L->floating = su_alloc(&L->ar, nv * sizeof *L->floating);
     L->acc = su_alloc(&L->ar, nv);
     L->chunk = su_alloc(&L->ar, nv * sizeof *L->chunk);
