@@ -210,12 +210,14 @@ static ir_module *compile_ir(const shardc_options *opt, const su_src *src, su_di
 }
 
 /* After partitioning: with a pipeline, the split into stages (a model that
- * cannot be pipelined is the user's error); then per program the gradient
- * buckets and the verifiers. Returns the status, with the message in err. */
-static shardc_status finish(shardc_program *p, const shardc_options *opt, su_buf *err)
+ * cannot be pipelined is the user's error, at *at in the source); then per
+ * program the gradient buckets and the verifiers. Returns the status, with
+ * the message in err. */
+static shardc_status finish(shardc_program *p, const shardc_options *opt, su_buf *err,
+                            su_loc *at)
 {
     ir_module *part = p->part ? p->part : p->m;
-    if (part->pipe.axis >= 0 && !pass_pipeline_split(part, &p->pipe, err))
+    if (part->pipe.axis >= 0 && !pass_pipeline_split(part, &p->pipe, err, at))
         return SHARDC_ERR_INPUT;
     int n;
     ir_module *const *st = stages(p, &n);
@@ -228,20 +230,35 @@ static shardc_status finish(shardc_program *p, const shardc_options *opt, su_buf
     return SHARDC_OK;
 }
 
+/* A model that cannot be pipelined: the message at the place in src at
+ * fault (LANGUAGE.md §11), as the frontend reports its errors. */
+static shardc_status pipeline_error(const su_src *src, su_loc at, const char *msg,
+                                    jmp_buf *oom, char **error)
+{
+    su_diag d;
+    su_diag_init(&d, oom);
+    su_error_at(&d, src, at, "%s", msg);
+    if (error)
+        *error = su_buf_take(&d.msg);
+    su_diag_free(&d);
+    return SHARDC_ERR_INPUT;
+}
+
 /* The pipeline after the frontend (DESIGN.md §3), a straight list: keep
  * the logical text, differentiate, give seeded inputs their inits,
  * propagate shardings, partition, split into stages, verify the schedule. A failure past the frontend, other than a model
  * that cannot be pipelined, is a bug in shardc. */
-static shardc_status run_passes(shardc_program *p, const shardc_options *opt, jmp_buf *oom,
-                                char **error)
+static shardc_status run_passes(shardc_program *p, const shardc_options *opt, const su_src *src,
+                                jmp_buf *oom, char **error)
 {
     su_buf b, err;
+    su_loc at = {0, 0};
     su_buf_init(&b, oom);
     su_buf_init(&err, oom);
     ir_print(p->m, &b);
     p->logical_ir = su_buf_take(&b);
     if (p->m->partitioned) { /* textual IR that is partitioned already */
-        shardc_status st = p->m->stage >= 0 ? SHARDC_ERR_INPUT : finish(p, opt, &err);
+        shardc_status st = p->m->stage >= 0 ? SHARDC_ERR_INPUT : finish(p, opt, &err, &at);
         if (st != SHARDC_OK)
             st = api_fail(error, SHARDC_ERR_INPUT, "invalid partitioned IR: %s",
                           err.s ? err.s : "a stage's program is not a whole partitioned module");
@@ -257,9 +274,9 @@ static shardc_status run_passes(shardc_program *p, const shardc_options *opt, jm
     bool ok = pass_input_init(p->m, &err) && pass_propagate(p->m, &p->ex, &err) &&
               pass_partition(logical, &p->ex, &p->part, &p->why, &err) &&
               ir_verify(p->part, &err);
-    shardc_status st = ok ? finish(p, opt, &err) : SHARDC_ERR_INTERNAL;
+    shardc_status st = ok ? finish(p, opt, &err, &at) : SHARDC_ERR_INTERNAL;
     if (st == SHARDC_ERR_INPUT) {
-        st = api_fail(error, st, "cannot pipeline: %s", err.s);
+        st = pipeline_error(src, at, err.s, oom, error);
         su_buf_free(&err);
         return st;
     }
@@ -309,7 +326,7 @@ static shardc_status compile(const shardc_options *opt, const su_src *src,
     }
     p->hw = opt->hw;
     memcpy(p->arch, opt->arch, sizeof p->arch);
-    shardc_status st = run_passes(p, opt, &oom, error);
+    shardc_status st = run_passes(p, opt, src, &oom, error);
     if (st != SHARDC_OK) {
         shardc_program_free(p);
         return st;

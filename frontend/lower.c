@@ -511,6 +511,8 @@ static void lower_repeat(fe_lower *L, fe_ctx *c, const ast_stmt *st)
         L->over_stmt = st;
         L->m->pipe.axis = ax;
         L->m->pipe.repeats = (int)n;
+        if (!L->pipeline_stmt)
+            L->m->pipe.loc = st->loc;
     }
     L->in_repeat++;
     for (int64_t i = 0; i < n; i++) {
@@ -537,6 +539,7 @@ static void lower_pipeline(fe_lower *L, const ast_stmt *st)
         fe_fail(L, st->loc, "'pipeline' is already given (line %d)", L->pipeline_stmt->loc.line);
     L->pipeline_stmt = st;
     ir_pipeline *p = &L->m->pipe;
+    p->loc = st->loc;
     int64_t m = fe_const_eval(L, &L->global, st->expr);
     if (m < 1 || m > (1 << 30))
         fe_fail(L, st->expr->loc, "microbatches must be between 1 and 2^30, got %lld",

@@ -232,6 +232,8 @@ typedef struct ir_pipeline {
     int microbatches;       /* M */
     ir_schedule schedule;
     int chunks;             /* V of interleaved(V); 1 otherwise */
+    su_loc loc;             /* the pipeline statement, else the repeat ... over (not
+                             * in the textual form: line 0 there) */
 } ir_pipeline;
 
 typedef struct ir_output {

@@ -104,8 +104,9 @@ typedef struct pass_pipeline {
     su_arena arena;
 } pass_pipeline;
 /* False with a message in err when the module cannot be pipelined (an op
- * that mixes batch rows, a param shared by stages, ...). */
-bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err);
+ * that mixes batch rows, a param shared by stages, ...), and in *at the
+ * place in the source at fault (line 0: none known). */
+bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err, su_loc *at);
 void pass_pipeline_free(pass_pipeline *pp);
 /* Runs the stages' programs together and proves that every recv gets the
  * message (tag and type) its stage expects and that no stage waits forever,

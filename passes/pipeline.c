@@ -82,19 +82,48 @@ typedef struct pl {
     int *stage;                 /* ACC, POST: the stage; -1: any (made from floating values) */
     uint64_t *to;               /* MB (not floating): stages other than its own that read it */
     const ir_op **origin;       /* ACC, POST: the batch reduction it comes from */
+    su_loc *at;                 /* where the first error is (line 0: nowhere) */
+    bool failed;                /* an error is recorded (only the first is kept) */
     su_arena ar;
 } pl;
 
+static bool vfail(pl *L, su_loc at, const char *what, const char *fmt, va_list ap)
+{
+    if (L->failed)
+        return false;
+    L->failed = true;
+    *L->at = at;
+    su_buf_printf(L->err, "cannot pipeline%s: ", what);
+    su_buf_vprintf(L->err, fmt, ap);
+    return false;
+}
+
+/* An error at a place in the source (a declaration, the pipeline
+ * statement; line 0: none). */
+static bool fail_at(pl *L, su_loc at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool fail_at(pl *L, su_loc at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(L, at, "", fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+/* An error in op, at the source of the operation it comes from: the
+ * message names it as the user wrote it, or as its gradient. */
 static bool fail(pl *L, const ir_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static bool fail(pl *L, const ir_op *op, const char *fmt, ...)
 {
-    if (op && op->loc.line)
-        su_buf_printf(L->err, "line %d: ", op->loc.line);
-    if (op)
-        su_buf_printf(L->err, "%s: ", ir_op_display(op->code));
+    char what[64];
+    if (op->phase == IR_PH_FORWARD)
+        snprintf(what, sizeof what, " '%s'", ir_op_display(op->code));
+    else
+        snprintf(what, sizeof what, " the %s of this operation",
+                 op->phase == IR_PH_BACKWARD ? "gradient" : "optimizer update");
     va_list ap;
     va_start(ap, fmt);
-    su_buf_vprintf(L->err, fmt, ap);
+    vfail(L, op->loc, what, fmt, ap);
     va_end(ap);
     return false;
 }
@@ -259,7 +288,7 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
     case IR_RMSNORM: {
         int axis = op->code == IR_SOFTMAX ? (int)op->a.axis : x->type.rank - 1;
         if (d < 0 || d == axis)
-            return fail(L, op, "normalises over the batch dimension"), -2;
+            return fail(L, op, "it normalises over the batch dimension"), -2;
         return rule_elementwise(L, op) < -1 ? -2 : d;
     }
     case IR_XENT:
@@ -303,7 +332,7 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
     case IR_C_BINARY:
         return rule_elementwise(L, op);
     default:
-        return fail(L, op, "is not supported on per-microbatch values"), -2;
+        return fail(L, op, "it is not supported on per-microbatch values"), -2;
     }
 }
 
@@ -336,7 +365,7 @@ static bool check_edge(pl *L, const ir_op *op, const ir_value *x)
         return true;
     if (fa && !fb && (stage_of(L, a) == stage_of(L, b) || (L->to[x->id] >> stage_of(L, b) & 1)))
         return true; /* kept since the forward, made or received there */
-    return fail(L, op, "reads a value of pipeline chunk %d from chunk %d (%s to %s): values "
+    return fail(L, op, "it reads a value of pipeline chunk %d from chunk %d (%s to %s): values "
                 "cross stages forward in the forward pass and backward in the backward pass",
                 a, b, fa ? "forward" : "backward", fb ? "forward" : "backward");
 }
@@ -480,14 +509,60 @@ static bool whole_batch(pl *L, const ir_op *op, const ir_value *x, const ir_op *
     const ir_op *at = nonlinear_op(L, x, &fwd, 0);
     if (at) {
         whole = L->origin[fwd->id];
-        return fail(L, at, "the gradient here depends on the result of %s (line %d), which "
+        return fail(L, at, "it depends on the result of %s (line %d), which "
                     "needs the whole batch; pipelined training needs a loss that is a sum or "
                     "mean over the batch of per-row terms (scaled, or added to other such "
                     "terms)", ir_op_display(whole->code), whole->loc.line);
     }
-    return fail(L, op, "uses the result of %s (line %d), which needs the whole batch, "
+    return fail(L, op, "it uses the result of %s (line %d), which needs the whole batch, "
                 "together with per-microbatch values; pipelining needs the batch rows "
                 "computed independently", ir_op_display(whole->code), whole->loc.line);
+}
+
+/* Whether backward value from is made from value to (seen: a stamp per
+ * value id, stack: room for every id). */
+static bool made_from(const ir_value *from, const ir_value *to, int *seen, int stamp,
+                      const ir_value **stack)
+{
+    int n = 0;
+    stack[n++] = from;
+    seen[from->id] = stamp;
+    while (n) {
+        const ir_value *v = stack[--n];
+        if (v == to)
+            return true;
+        if (v->def->phase == IR_PH_FORWARD)
+            continue;
+        for (int k = 0; k < v->def->nin; k++) {
+            const ir_value *x = v->def->in[k];
+            if (seen[x->id] != stamp) {
+                seen[x->id] = stamp;
+                stack[n++] = x;
+            }
+        }
+    }
+    return false;
+}
+
+/* op combines per-step values a and b of two stages: an error, at the
+ * param whose gradient it makes when it does (a param used on both). */
+static bool two_stages(pl *L, const ir_op *op, const ir_value *a, const ir_value *b)
+{
+    int sa = L->stage[a->id], sb = L->stage[b->id];
+    int la = L->origin[a->id]->loc.line, lb = L->origin[b->id]->loc.line;
+    int *seen = su_alloc(&L->ar, (size_t)L->nv * sizeof *seen);
+    const ir_value **stack = su_alloc(&L->ar, (size_t)L->nv * sizeof *stack);
+    memset(seen, 0, (size_t)L->nv * sizeof *seen);
+    for (int i = 0; i < L->m->updates.n; i++) {
+        const ir_update *u = IR_UPDATE(L->m, i);
+        if (u->grad && made_from(u->grad, op->res[0], seen, i + 1, stack))
+            return fail_at(L, u->src->def->loc, "param '%s' is used on pipeline stages %d "
+                           "(line %d) and %d (line %d); a param shared by stages is not "
+                           "supported yet", u->src->def->a.name, sa < sb ? sa : sb,
+                           sa < sb ? la : lb, sa < sb ? sb : sa, sa < sb ? lb : la);
+    }
+    return fail(L, op, "it combines per-step values made on pipeline stages %d (line %d) and %d "
+                "(line %d); a value shared by stages is not supported yet", sa, la, sb, lb);
 }
 
 static bool classify_op(pl *L, const ir_op *op)
@@ -507,7 +582,7 @@ static bool classify_op(pl *L, const ir_op *op)
     bool mb = false, step = false, floating = op->rep < 0;
     int post_stage = -1;
     const ir_op *whole = NULL;
-    const ir_value *stepv = NULL;
+    const ir_value *stepv = NULL, *staged = NULL;
     for (int k = 0; k < op->nin; k++) {
         int x = op->in[k]->id;
         if (L->kind[x] == K_MB) {
@@ -515,12 +590,12 @@ static bool classify_op(pl *L, const ir_op *op)
             floating = floating && L->floating[x];
         } else if (L->kind[x] == K_ACC || L->kind[x] == K_POST) {
             if (post_stage >= 0 && L->stage[x] >= 0 && L->stage[x] != post_stage)
-                return fail(L, op, "combines per-step values of stages %d and %d (a param "
-                            "used on both?); a value shared by stages is not supported",
-                            post_stage, L->stage[x]);
+                return two_stages(L, op, staged, op->in[k]);
             step = true;
-            if (L->stage[x] >= 0)
+            if (L->stage[x] >= 0) {
                 post_stage = L->stage[x];
+                staged = op->in[k];
+            }
             whole = L->origin[x];
             stepv = op->in[k];
         }
@@ -539,7 +614,7 @@ static bool classify_op(pl *L, const ir_op *op)
         return true;
     }
     if (ir_ops[op->code].cls == IR_C_OPTIM || op->code == IR_INSERT || op->code == IR_EXTRACT)
-        return fail(L, op, "is not supported on per-microbatch values");
+        return fail(L, op, "it is not supported on per-microbatch values");
     int mode = ACC_SUM, d = batch_rule(L, op, &mode);
     if (d < -1)
         return false;
@@ -575,18 +650,43 @@ static bool classify_op(pl *L, const ir_op *op)
     return true;
 }
 
+/* A value the user split over the pipeline axis (its stages hold
+ * different layers, not parts of one value): an error at the annotation. */
+static bool split_over_pipe(pl *L, const ir_op *op)
+{
+    const ir_value *r = op->res[0];
+    int ax = L->m->pipe.axis;
+    if (r->sh.kind != IR_SH_FIXED)
+        return false;
+    for (int d = 0; d < r->type.rank; d++)
+        for (int k = 0; k < r->sh.naxes[d]; k++)
+            if (r->sh.axes[d][k] == ax) {
+                const char *name = op->code == IR_INPUT || op->code == IR_PARAM ? op->a.name
+                                                                                : r->name;
+                fail_at(L, op->loc, "%s%s%s is split over %s, the pipeline axis, whose stages "
+                        "hold different repetitions; split it over the other axes only",
+                        name ? "'" : "", name ? name : "this value", name ? "'" : "",
+                        L->m->mesh.name[ax]);
+                return true;
+            }
+    return false;
+}
+
 static bool classify(pl *L)
 {
+    for (int i = 0; i < L->m->ops.n; i++)
+        if (split_over_pipe(L, IR_OP(L->m, i)))
+            return false;
     for (int i = 0; i < L->m->ops.n; i++) {
         const ir_op *op = IR_OP(L->m, i);
         if (op->nres != 1)
-            return fail(L, op, "ops without exactly one result cannot be pipelined");
+            return fail(L, op, "it has several results");
         if (ir_ops[op->code].cls == IR_C_P2P)
-            return fail(L, op, "the module is split into stages already");
+            return fail_at(L, (su_loc){0, 0}, "the module is split into stages already");
         if (ir_ops[op->code].cls == IR_C_COMM) {
             for (int k = 0; k < op->a.naxes; k++)
                 if (op->a.axes[k] == L->m->pipe.axis)
-                    return fail(L, op, "runs over the pipeline axis %s",
+                    return fail(L, op, "it runs over the pipeline axis %s",
                                 L->m->mesh.name[L->m->pipe.axis]);
         }
         if (!classify_op(L, op))
@@ -611,21 +711,22 @@ static int64_t gcd64(int64_t a, int64_t b)
     return a;
 }
 
-/* Each batch value of n blocks holds N / n blocks of M microbatches. */
-static bool splits(pl *L, const ir_value *v, const char *what, const char *name)
+/* Each batch value of n blocks holds N / n blocks of M microbatches; the
+ * error at the input's declaration or the output statement. */
+static bool splits(pl *L, const ir_value *v, su_loc at, const char *what, const char *name)
 {
     if (v->type.rank == 0)
-        return fail(L, v->def, "%s '%s' is a scalar: it has no batch to split into microbatches",
-                    what, name);
+        return fail_at(L, at, "%s '%s' is a scalar: it has no batch to split into microbatches",
+                       what, name);
     int64_t n = blocks_of(L, v), rows = v->type.dim[0];
     if (rows % (L->N / n * L->M) == 0)
         return true;
     if (L->N == n)
-        return fail(L, v->def, "%s '%s': its local batch of %lld rows does not split into %d "
-                    "microbatches", what, name, (long long)rows, L->M);
-    return fail(L, v->def, "%s '%s': its batch of %lld rows does not split into %lld blocks "
-                "(as the inputs and outputs are split) of %d microbatches each", what, name,
-                (long long)(rows * n), (long long)L->N, L->M);
+        return fail_at(L, at, "%s '%s': its local batch of %lld rows does not split into %d "
+                       "microbatches", what, name, (long long)rows, L->M);
+    return fail_at(L, at, "%s '%s': its batch of %lld rows does not split into %lld blocks "
+                   "(as the inputs and outputs are split) of %d microbatches each", what, name,
+                   (long long)(rows * n), (long long)L->N, L->M);
 }
 
 static void add_blocks(pl *L, const ir_value *v)
@@ -649,19 +750,19 @@ static bool batch_blocks(pl *L, bool with_outputs)
         if (L->kind[o->v->id] != K_MB)
             continue;
         if (L->bd[o->v->id] != 0)
-            return fail(L, o->v->def, "output '%s' holds the batch in its dimension %d; "
+            return fail_at(L, o->loc, "output '%s' holds the batch in its dimension %d; "
                         "only an output with the batch in dimension 0 can be pipelined yet",
                         o->name, L->bd[o->v->id]);
         add_blocks(L, o->v);
     }
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
-        if (op->code == IR_INPUT && !splits(L, op->res[0], "input", op->a.name))
+        if (op->code == IR_INPUT && !splits(L, op->res[0], op->loc, "input", op->a.name))
             return false;
     }
     for (int i = 0; with_outputs && i < m->outputs.n; i++) {
         const ir_output *o = IR_OUTPUT(m, i);
-        if (L->kind[o->v->id] == K_MB && !splits(L, o->v, "output", o->name))
+        if (L->kind[o->v->id] == K_MB && !splits(L, o->v, o->loc, "output", o->name))
             return false;
     }
     return true;
@@ -933,7 +1034,7 @@ static ir_value *get(st *S, const ir_value *v, int j)
             *slot = emit_mb(S, v->def, j);
         if (!*slot && !S->failed) {
             S->failed = true;
-            fail(L, v->def, "internal error: microbatch %d of this value is not on stage %d", j,
+            fail_at(L, v->def->loc, "internal error: microbatch %d of this value is not on stage %d", j,
                  S->s);
         }
         return *slot;
@@ -943,7 +1044,7 @@ static ir_value *get(st *S, const ir_value *v, int j)
             return NULL;
         if (!S->step[id] && !S->failed) {
             S->failed = true;
-            fail(L, v->def, "internal error: this per-step value is not on stage %d", S->s);
+            fail_at(L, v->def->loc, "internal error: this per-step value is not on stage %d", S->s);
         }
         return S->step[id];
     }
@@ -1193,12 +1294,12 @@ static bool order_p2p(pl *L, st *S)
     bool ok = true;
     for (int s = 0; s < P && ok; s++) {
         if (cur[s] < NB(s))
-            ok = fail(L, NULL, "internal error: the schedule waits in a cycle (stage %d stops "
+            ok = fail_at(L, (su_loc){0, 0}, "internal error: the schedule waits in a cycle (stage %d stops "
                       "before its task %d)", s, cur[s]);
         for (int g = 0; g < NB(s) && ok; g++)
             for (intptr_t i = LO(s, g); i < HI(s, g) && ok; i++)
                 if (at[s][i] < 0)
-                    ok = fail(L, NULL, "internal error: stage %d's send (tag %lld) is never "
+                    ok = fail_at(L, (su_loc){0, 0}, "internal error: stage %d's send (tag %lld) is never "
                               "received", s, (long long)IR_OP(S[s].dst, i)->a.tag);
     }
     /* rebuild each stage's list: every gap gets the ops that paired in it */
@@ -1243,7 +1344,7 @@ static bool run_post(st *S)
         const ir_op *op = IR_OP(m, i);
         int id = op->res[0]->id;
         if (L->kind[id] == K_ACC && L->stage[id] == S->s && S->nacc[id] != L->M)
-            return fail(L, op, "internal error: %d of %d microbatches accumulated on stage %d",
+            return fail_at(L, op->loc, "internal error: %d of %d microbatches accumulated on stage %d",
                         S->nacc[id], L->M, S->s);
         if (L->kind[id] != K_POST || L->stage[id] != S->s)
             continue;
@@ -1355,7 +1456,7 @@ static int output_stage(pl *L, const st *S, const ir_output *o)
     const ir_op *p = NULL, *q = NULL;
     int ps = -1, qs = -1;
     if (!param_stage(L, S, v, seen, &p, &ps, &q, &qs)) {
-        fail(L, v->def, "output '%s' reads '%s', which lives on pipeline stage %d, and '%s', "
+        fail_at(L, o->loc, "output '%s' reads '%s', which lives on pipeline stage %d, and '%s', "
              "which lives on stage %d; an output must be made on one stage", o->name,
              p->a.name, ps, q->a.name, qs);
         return -1;
@@ -1396,7 +1497,7 @@ static bool updates(pl *L, st *S)
             if (!S[s].pre[id])
                 continue;
             if (first >= 0 && u->src->def->code == IR_PARAM)
-                return fail(L, u->src->def, "param '%s' is used on pipeline stages %d and %d; "
+                return fail_at(L, u->src->def->loc, "param '%s' is used on pipeline stages %d and %d; "
                             "a param shared by stages is not supported", u->src->def->a.name,
                             first, s);
             if (first < 0)
@@ -1408,7 +1509,7 @@ static bool updates(pl *L, st *S)
             const ir_value *need[2] = {u->v, u->grad};
             for (int k = 0; k < 2; k++)
                 if (need[k] && home(L, need[k]) >= 0 && home(L, need[k]) != s)
-                    return fail(L, u->src->def, "'%s' lives on stage %d, but its %s is made on "
+                    return fail_at(L, u->src->def->loc, "'%s' lives on stage %d, but its %s is made on "
                                 "stage %d", u->src->def->a.name, s, k ? "gradient" : "new value",
                                 home(L, need[k]));
             ir_value *src = get(&S[s], u->src, 0), *v = get(&S[s], u->v, 0);
@@ -1449,18 +1550,18 @@ static void init_stage(pl *L, st *S, int s)
     memset(S->mb, 0, nv * (size_t)L->M * sizeof *S->mb);
 }
 
-static bool setup(pl *L, const ir_module *m, su_buf *err)
+static bool setup(pl *L, const ir_module *m, su_buf *err, su_loc *at)
 {
     const ir_pipeline *p = &m->pipe;
-    *L = (pl){.m = m, .err = err, .M = p->microbatches, .V = p->chunks, .L = p->repeats,
+    *L = (pl){.m = m, .err = err, .at = at, .M = p->microbatches, .V = p->chunks, .L = p->repeats,
               .nv = m->next_id + 1};
     L->P = (int)m->mesh.size[p->axis];
     L->C = L->P * L->V;
     su_arena_init(&L->ar, m->oom);
     if (L->P > 64)
-        return fail(L, NULL, "a pipeline of %d stages: at most 64 are supported", L->P);
+        return fail_at(L, p->loc, "a pipeline of %d stages: at most 64 are supported", L->P);
     if (p->schedule == IR_SCHED_INTERLEAVED && L->V > 1 && L->M % L->P)
-        return fail(L, NULL, "the interleaved schedule needs the microbatches (%d) to be a "
+        return fail_at(L, p->loc, "the interleaved schedule needs the microbatches (%d) to be a "
                     "multiple of the stages (%d)", L->M, L->P);
     size_t nv = (size_t)L->nv;
     L->kind = su_alloc(&L->ar, nv);
@@ -1497,15 +1598,16 @@ void pass_pipeline_free(pass_pipeline *pp)
     *pp = (pass_pipeline){0};
 }
 
-bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err)
+bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err, su_loc *at)
 {
     *out = (pass_pipeline){0};
+    *at = (su_loc){0, 0};
     if (!m->partitioned || m->pipe.axis < 0 || m->stage >= 0) {
         su_buf_puts(err, "the pipeline split needs a partitioned module with a pipeline");
         return false;
     }
     pl L;
-    if (!setup(&L, m, err)) {
+    if (!setup(&L, m, err, at)) {
         su_arena_free(&L.ar);
         return false;
     }

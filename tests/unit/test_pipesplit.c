@@ -135,7 +135,8 @@ static void test_schedules(void)
         bool ok = pass_propagate(m, NULL, &err) && pass_partition(m, NULL, &part, NULL, &err);
         CHECK(ok);
         pass_pipeline pp;
-        ok = ok && pass_pipeline_split(part, &pp, &err);
+        su_loc at;
+        ok = ok && pass_pipeline_split(part, &pp, &err, &at);
         CHECK(ok);
         if (!ok) {
             fprintf(stderr, "  %s: %s\n", cases[c].sched, err.s ? err.s : "");

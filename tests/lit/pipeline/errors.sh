@@ -29,12 +29,26 @@ loss = mse(x, y)
 output loss
 pipeline microbatches 2 schedule gpipe
 train loss with sgd(lr = 0.1)
+# Each error follows LANGUAGE.md §11: file:line:col, the source line, a
+# caret under the op at fault (or the declaration, or the pipeline line).
 # A statistic over the batch read back by every row needs the whole batch.
-# STATS: shardc: error: cannot pipeline: line 26: -: uses the result of mean (line 26), which needs the whole batch, together with per-microbatch values; pipelining needs the batch rows computed independently
+# STATS: {{^}}{{.*}}-stats.sh:26:7: error: cannot pipeline '-': it uses the result of mean (line 26), which needs the whole batch, together with per-microbatch values; pipelining needs the batch rows computed independently{{$}}
+# STATS-NEXT: {{^}}x = x - mean(x, 0){{$}}
+# STATS-NEXT: {{^}}      ^{{$}}
 # w0 on the first stage and again after the repeat, on the last: its two
 # gradients are on two stages.
-# SHARED: shardc: error: cannot pipeline: line 22: +: combines per-step values of stages 1 and 0 (a param used on both?); a value shared by stages is not supported
-# INTER: shardc: error: cannot pipeline: the interleaved schedule needs the microbatches (2) to be a multiple of the stages (4)
-# AXIS: shardc: error: cannot pipeline: line {{[0-9]+}}: {{.*}}: runs over the pipeline axis pp
+# SHARED: {{^}}{{.*}}-shared.sh:17:7: error: cannot pipeline: param 'w0' is used on pipeline stages 0 (line 22) and 1 (line 27); a param shared by stages is not supported yet{{$}}
+# SHARED-NEXT: {{^}}param w0 : f32[16, 16] = normal(0.1){{$}}
+# SHARED-NEXT: {{^}}      ^{{$}}
+# INTER: {{^}}{{.*}}-int.sh:30:1: error: cannot pipeline: the interleaved schedule needs the microbatches (2) to be a multiple of the stages (4){{$}}
+# INTER-NEXT: {{^}}pipeline microbatches 2 schedule interleaved(2){{$}}
+# INTER-NEXT: {{^}}^{{$}}
+# x split over the pipeline axis: the error is at its declaration, not at
+# the collective over pp that the partitioner made for the loss.
+# AXIS: {{^}}{{.*}}-axis.sh:15:7: error: cannot pipeline: 'x' is split over pp, the pipeline axis, whose stages hold different repetitions; split it over the other axes only{{$}}
+# AXIS-NEXT: {{^}}input x : f32[B, 16] shard(pp, _){{$}}
+# AXIS-NEXT: {{^}}      ^{{$}}
 # 6 rows split over dp = 2 leave each rank 3, which 2 microbatches do not divide.
-# SPLIT: shardc: error: cannot pipeline: line 15: input: input 'x': its local batch of 3 rows does not split into 2 microbatches
+# SPLIT: {{^}}{{.*}}errors.sh:15:7: error: cannot pipeline: input 'x': its local batch of 3 rows does not split into 2 microbatches{{$}}
+# SPLIT-NEXT: {{^}}input x : f32[B, 16] shard(dp, _){{$}}
+# SPLIT-NEXT: {{^}}      ^{{$}}
