@@ -1524,6 +1524,23 @@ static bool updates(pl *L, st *S)
     return true;
 }
 
+/* A param or state that no stage reads is kept on the first stage, as
+ * the unpipelined program keeps it (its value is saved after the step). */
+static bool keep_unread(pl *L, st *S)
+{
+    for (int i = 0; i < L->m->ops.n; i++) {
+        const ir_op *op = IR_OP(L->m, i);
+        if (op->code != IR_PARAM && op->code != IR_STATE)
+            continue;
+        bool read = false;
+        for (int s = 0; s < L->P && !read; s++)
+            read = S[s].pre[op->res[0]->id] != NULL;
+        if (!read && !get(&S[0], op->res[0], 0))
+            return false;
+    }
+    return true;
+}
+
 static void init_stage(pl *L, st *S, int s)
 {
     const ir_module *m = L->m;
@@ -1634,7 +1651,7 @@ bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err, su
     for (int s = 0; s < L.P; s++) /* order_p2p frees them; not on an earlier failure */
         su_vec_free(&S[s].bounds);
     /* the outputs first: an update then sees every stage that reads its param */
-    ok = ok && outputs(&L, S) && updates(&L, S);
+    ok = ok && outputs(&L, S) && updates(&L, S) && keep_unread(&L, S);
     if (ok)
         out->bubble = bubble(&L, out, train);
     su_arena_free(&L.ar);
