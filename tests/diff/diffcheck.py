@@ -22,7 +22,9 @@ Tolerances, |got - want| <= atol * max(1, max|want|) + rtol * |want| per
 element, with max|want| over the tensor: sharded contractions sum in another
 order, so errors scale with the tensor's magnitude, not the element's. Per
 the lowest precision the program computes in (any bf16 or f16 in its text):
-  f32  rtol 1e-4, atol 1e-5   (f32 sums in another order, through a few ops)
+  f32  rtol 1e-4, atol 1e-5   (f32 sums in another order, through a few ops;
+                               params and states after training: atol 1e-4,
+                               for a gradient sums over the whole batch)
   f16  rtol 1e-2, atol 1e-2   (2^-11 per rounding, sums of rounded partials)
   bf16 rtol 4e-2, atol 4e-2   (2^-8 per rounding, the same)
   i32  exact
@@ -47,6 +49,11 @@ import sys
 import tempfile
 
 TOL = {"f32": (1e-4, 1e-5), "f16": (1e-2, 1e-2), "bf16": (4e-2, 4e-2)}
+# Params and optimizer states after training steps: a gradient sums over
+# every row of the batch, the longest sums of the program, in another order
+# when the batch is split (measured: 3.3e-5 on a 4-layer residual stack
+# whose weight gradients sum 4096 terms, data parallel 2 against 1).
+TOL_TRAINED = {"f32": (1e-4, 1e-4), "f16": (1e-2, 1e-2), "bf16": (4e-2, 4e-2)}
 # A run that takes longer than this hangs (shardrun's own collective timeout
 # is set well below it, so a deadlock inside a plan reports itself first).
 RUN_TIMEOUT_S = 120
@@ -243,9 +250,9 @@ def ones_of(mesh):
 
 # ---- comparing ----
 
-def compare(ref, got, prec, what):
+def compare(ref, got, prec, what, tol=TOL):
     """Every tensor of ref must be in got, same dtype and shape, close."""
-    rtol, atol = TOL[prec]
+    rtol, atol = tol[prec]
     for name, (dt, shape, want) in ref.items():
         if name not in got:
             raise Failure("missing", f"{what}: '{name}' is in the reference, not in the sharded run")
@@ -344,7 +351,8 @@ class Checker:
             check_status(p, f"shardrun (mesh {mesh})", cmd)
             compare(ref["out"], st_read(out), prec, f"outputs, mesh {mesh}")
             if train:
-                compare(ref["params"], st_read(params), prec, f"params and states, mesh {mesh}")
+                compare(ref["params"], st_read(params), prec, f"params and states, mesh {mesh}",
+                        TOL_TRAINED)
             self.say(f"ok: {os.path.basename(path)} mesh {mesh} against {ones} ({prec})")
 
     def reference(self, model, ones, d, train, seed):

@@ -27,7 +27,8 @@ the other at a tie).
 
 --avoid names constructs to leave out (known failure classes while they are
 being fixed): attn-causal-split, pipe-mixed-inputs, pipe-loss-reduce,
-pipe-early-output, io-names, lowp (bf16/f16), pipeline, train, attention;
+pipe-early-output, pipe-matvec (a 1-D right operand of a matmul in a
+pipeline), io-names, lowp (bf16/f16), pipeline, train, attention;
 and only-pipeline makes every program a pipeline (a soak of pipelines).
 """
 import random
@@ -226,7 +227,8 @@ class Gen:
             # a 1-D left operand: [K] @ [K, N] -> [N]
             w = self.new_param([x.shape[0]], x.dtype)
             return f"{w.name} @ {x.name}", x.mag * 2, x.shape[1:], True
-        if roll < 0.15 and len(x.shape) >= 2:
+        if roll < 0.15 and len(x.shape) >= 2 and not (self.pipelined and
+                                                      "pipe-matvec" in self.avoid):
             # a 1-D right operand: the last dim is contracted away
             w = self.new_param([k], x.dtype)
             return f"{x.name} @ {w.name}", x.mag * w.mag * k ** 0.5, x.shape[:-1], True
@@ -651,6 +653,8 @@ class Gen:
         if not self.pipelined or "pipe-loss-reduce" not in self.avoid:
             kinds += ["mean", "sum"]
         kind = self.r.choice(kinds)
+        if kind == "ce" and len(x.shape) < 2:
+            kind = "mse"      # cross_entropy needs rows of logits
         dtype = "f32" if t != x.name else x.dtype
         if kind == "mse":
             shape = x.shape
