@@ -1592,10 +1592,10 @@ static void emit_embedding_grad(gen *G, cg_cuda_kernel *k, const ir_op *op)
     line(G, "}");
 }
 
-/* attention (q, k, v) and attn_probs (q, k): one block per query row of a
- * head: the scores q.k * scale of the keys it sees (causal: the mask
- * aligned to the end, as runtime/cpu_matmul.c's), their softmax, then the
- * row of p @ v, or of p. */
+/* attention (q, k, v[, pos]) and attn_probs (q, k[, pos]): one block per
+ * query row of a head: the scores q.k * scale of the keys it sees (causal:
+ * j <= pos[i], or without pos the mask aligned to the end, as
+ * runtime/cpu_matmul.c's), their softmax, then the row of p @ v, or of p. */
 static void emit_attention(gen *G, cg_cuda_kernel *k, const ir_op *op)
 {
     const ir_type *q = &op->in[0]->type;
@@ -1604,6 +1604,7 @@ static void emit_attention(gen *G, cg_cuda_kernel *k, const ir_op *op)
     int64_t heads = ir_type_numel(q) / (s * d);
     bool probs = op->code == IR_ATTN_PROBS;
     int64_t dv = probs ? t : op->in[2]->type.dim[r - 1];
+    bool pos = op->nin > (probs ? 2 : 3); /* the query positions, the last operand */
     ir_dtype dt = q->dtype;
     float scale = (float)(1.0 / sqrt((double)d));
     k->strategy = CG_CUDA_ROW;
@@ -1612,14 +1613,17 @@ static void emit_attention(gen *G, cg_cuda_kernel *k, const ir_op *op)
     k->grid = grid_for(heads * s, 1);
     k->shared_bytes = (int)((t + k->block / 32) * (int64_t)sizeof(float));
     G->helpers |= H_WARP | H_BLOCK;
-    const char *out = probs ? "p2" : "p3";
+    const char *out = fmt(G, "p%d", op->nin);
     line(G, "extern __shared__ float sc[]; // the row's %lld scores, then one float per warp",
          (long long)t);
     line(G, "float *red = sc + %lld;", (long long)t);
     line(G, "for (i64 row = blockIdx.x; row < %lld; row += gridDim.x) {", (long long)(heads * s));
     G->indent++;
     line(G, "const i64 h = row / %lld, i = row %% %lld;", (long long)s, (long long)s);
-    if (op->a.causal)
+    if (op->a.causal && pos)
+        line(G, "const i64 end = min(max((i64)p%d[i] + 1, (i64)0), (i64)%lld); // keys [0, end)",
+             op->nin - 1, (long long)t);
+    else if (op->a.causal)
         line(G, "const i64 end = min(max(i + %lld, (i64)0), (i64)%lld); // keys [0, end)",
              (long long)(t - s + 1), (long long)t);
     else
@@ -1687,7 +1691,8 @@ static void op_header(gen *G, const cg_cuda_kernel *k, const ir_op *op, su_buf *
     put_op_line(G, b, op);
     if (op->nin)
         su_buf_printf(b, "// parameters: the operand%s p0%s, the result p%d\n",
-                      op->nin > 1 ? "s" : "", op->nin > 2 ? " .. p2" : op->nin > 1 ? ", p1" : "",
+                      op->nin > 1 ? "s" : "",
+                      op->nin > 2 ? fmt(G, " .. p%d", op->nin - 1) : op->nin > 1 ? ", p1" : "",
                       op->nin);
     else
         su_buf_puts(b, "// parameter: the result p0\n");

@@ -172,9 +172,10 @@ static bool lower_op(builder *b, const ir_op *op)
     int code = rt_op_lookup(name);
     if (code < 0)
         return fail(b, "the plan has no instruction for %s", ir_ops[op->code].name);
-    if (op->nin != rt_ops[code].nin)
-        return fail(b, "%s has %d operands, the plan's %s takes %d", ir_ops[op->code].name,
-                    op->nin, name, rt_ops[code].nin);
+    if (op->nin < rt_ops[code].min_in || op->nin > rt_ops[code].max_in)
+        return fail(b, "%s has %d operands, the plan's %s takes %d to %d",
+                    ir_ops[op->code].name, op->nin, name, rt_ops[code].min_in,
+                    rt_ops[code].max_in);
     rt_instr *in = su_alloc(b->arena, sizeof *in);
     memset(in, 0, sizeof *in);
     in->op = (uint16_t)code;

@@ -442,12 +442,12 @@ static fe_val call_builtin(fe_lower *L, fe_scope *s, fe_frame *f, const fe_built
     case IR_ATTENTION:
         a.causal = A.num[3] != 0;
         /* fall through */
-    default:
-        for (int i = 0; i < info->max_in; i++)
+    default: /* the op's own operands; the optional ones are the compiler's */
+        for (int i = 0; i < info->min_in; i++)
             in[i] = need_tensor(L, b, &A, i);
         break;
     }
-    return (fe_val){.v = emit(L, b->code, in, info->max_in, &a, loc)};
+    return (fe_val){.v = emit(L, b->code, in, info->min_in, &a, loc)};
 }
 
 /* A call of a block: positional tensor arguments of the declared types. */

@@ -14,6 +14,7 @@
 typedef struct ctx {
     const ir_mesh *mesh;
     ir_opcode code;
+    int nin;            /* the operands given */
     char op[24];        /* the op as the user writes it: "'+'", "sum" */
     char *err;          /* the message, errlen bytes */
     size_t errlen;
@@ -170,10 +171,26 @@ static bool infer_matmul(ctx *c, const ir_type *const *in, ir_type *out)
     return true;
 }
 
+/* The causal positions of attention or attn_probs (ops.def), when given as
+ * operand i: i32[S] for q [..., S, d], and only with causal. */
+static bool check_pos(ctx *c, const ir_type *const *in, int i, const ir_attrs *a)
+{
+    if (c->nin <= i)
+        return true;
+    const ir_type *q = in[0], *pos = in[i];
+    char tq[TYPE_LEN], tp[TYPE_LEN];
+    if (!a->causal)
+        return fail(c, "%s takes query positions only when causal", c->op);
+    if (pos->dtype != IR_I32 || pos->rank != 1 || pos->dim[0] != q->dim[q->rank - 2])
+        return fail(c, "%s needs query positions i32[S] for q %s, got %s", c->op, tstr(tq, q),
+                    tstr(tp, pos));
+    return true;
+}
+
 /* q [..., S, d], k [..., T, d], v [..., T, dv] -> [..., S, dv]. The leading
  * dims must agree exactly: kernels index heads without broadcasting. S may
  * differ from T even when causal (the mask is aligned to the end). */
-static bool infer_attention(ctx *c, const ir_type *const *in, ir_type *out)
+static bool infer_attention(ctx *c, const ir_type *const *in, const ir_attrs *a, ir_type *out)
 {
     static const char *const names[] = {"q", "k", "v"};
     const ir_type *q = in[0], *k = in[1], *v = in[2];
@@ -201,6 +218,8 @@ static bool infer_attention(ctx *c, const ir_type *const *in, ir_type *out)
     if (k->dim[r - 2] != v->dim[r - 2])
         return fail(c, "attention needs k and v with the same sequence length, got %s and %s",
                     tk, tv);
+    if (!check_pos(c, in, 3, a))
+        return false;
     *out = *q;
     out->dim[r - 1] = v->dim[r - 1];
     return true;
@@ -501,7 +520,7 @@ static bool infer_extract(ctx *c, const ir_type *b, const ir_attrs *a, ir_type *
 }
 
 /* attn_probs: q [..., S, d], k [..., T, d] -> [..., S, T]. */
-static bool infer_attn_probs(ctx *c, const ir_type *const *in, ir_type *out)
+static bool infer_attn_probs(ctx *c, const ir_type *const *in, const ir_attrs *a, ir_type *out)
 {
     const ir_type *q = in[0], *k = in[1];
     char tq[TYPE_LEN], tk[TYPE_LEN];
@@ -516,6 +535,8 @@ static bool infer_attn_probs(ctx *c, const ir_type *const *in, ir_type *out)
     if (!ok)
         return fail(c, "%s needs q and k with the same leading and last dimensions, got %s "
                     "and %s", c->op, tq, tk);
+    if (!check_pos(c, in, 2, a))
+        return false;
     *out = *q;
     out->dim[r - 1] = k->dim[r - 2];
     return true;
@@ -582,7 +603,7 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
     case IR_SILU_GRAD:
         return need_float(c, in[0]) && infer_binary(c, in, out);
     case IR_ATTN_PROBS:
-        return infer_attn_probs(c, in, out);
+        return infer_attn_probs(c, in, a, out);
     case IR_EXPAND:
         return infer_expand(c, in[0], a, out);
     case IR_EMBEDDING_GRAD:
@@ -631,7 +652,7 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
     case IR_MATMUL:
         return infer_matmul(c, in, out);
     case IR_ATTENTION:
-        return infer_attention(c, in, out);
+        return infer_attention(c, in, a, out);
     case IR_SUM:
     case IR_MEAN:
     case IR_AMAX:
@@ -680,7 +701,7 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
 bool ir_infer(const ir_mesh *mesh, ir_opcode code, const ir_type *const *in, int nin,
               ir_attrs *a, ir_type *out, char *err, size_t errlen)
 {
-    ctx c = {.mesh = mesh, .code = code, .err = err, .errlen = errlen};
+    ctx c = {.mesh = mesh, .code = code, .nin = nin, .err = err, .errlen = errlen};
     ir_attrs none;
     if ((int)code < 0 || (int)code >= IR_NOPS)
         return fail(&c, "unknown op (%d)", (int)code);

@@ -359,6 +359,9 @@ static bool verify_op(vctx *c, int i, const ir_op *op)
          op->code == IR_INSERT || op->code == IR_EXTRACT))
         return op_fail(c, i, op, "collectives, slices and buckets appear only in a "
                        "partitioned module");
+    if (!c->m->partitioned && (op->code == IR_ATTENTION || op->code == IR_ATTN_PROBS) &&
+        op->nin == ir_ops[op->code].max_in)
+        return op_fail(c, i, op, "query positions appear only in a partitioned module");
     if (!verify_arity(c, i, op) || !verify_values(c, i, op) || !verify_rep(c, i, op))
         return false;
     if (op->a.reduce >= IR_NREDUCE ||

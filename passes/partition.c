@@ -1180,8 +1180,30 @@ static void part_reshape(part *P)
     map_result(P, emit_local(P, IR_RESHAPE, &x, 1, &a), &nat);
 }
 
-/* q, k, v [..., S, d]: batch and head dims follow the result, q's S too;
- * keys and values whole along T, every head dim whole. */
+/* The positions among the keys of this rank's query rows, for a causal
+ * attention or attn_probs computing on queries [..., S, d] with sharding
+ * q (keys [..., T, d] whole along T): where S is split, row i of the
+ * rank's block is global row off + i, which sees the keys j <= off + i +
+ * T - S (the mask aligned to the end by the global S and T); iota [S]
+ * sliced at the rank's coordinate, plus T - S. NULL where S is whole or
+ * the op is not causal: the local rows are then the global ones. */
+static ir_value *query_pos(part *P, const ir_sharding *q)
+{
+    const ir_op *op = P->op;
+    int r = op->in[0]->type.rank;
+    if (!op->a.causal || !q->naxes[r - 2])
+        return NULL;
+    int64_t s = op->in[0]->type.dim[r - 2], t = op->in[1]->type.dim[r - 2];
+    ir_value *pos = class_ids(P, s, q, r - 2, "pos",
+                              "the global query rows this rank holds, for the causal mask");
+    if (t != s)
+        pos = local(P, IR_ADD, pos, cst(P, (double)(t - s), IR_I32), NULL, &pos->sh);
+    return pos;
+}
+
+/* q, k, v [..., S, d]: batch and head dims follow the result, q's S too
+ * (causal: with the global positions of its rows); keys and values whole
+ * along T, every head dim whole. */
 static void part_attention(part *P)
 {
     const ir_op *op = P->op;
@@ -1189,10 +1211,11 @@ static void part_attention(part *P)
     int r = lr->type.rank;
     ir_sharding q = clear_dim(no_partial(lr->sh), r - 1);
     ir_sharding kv = clear_dim(q, r - 2);
-    ir_value *in[3] = {operand(P, 0, &q, "queries follow the result"),
+    ir_value *in[4] = {operand(P, 0, &q, "queries follow the result"),
                        operand(P, 1, &kv, "keys whole along the sequence"),
-                       operand(P, 2, &kv, "values whole along the sequence")};
-    finish(P, in, 3, &q);
+                       operand(P, 2, &kv, "values whole along the sequence"),
+                       query_pos(P, &q)};
+    finish(P, in, in[3] ? 4 : 3, &q);
 }
 
 /* mse: both operands as pred is; the local mean scaled to its share, then
@@ -1254,9 +1277,9 @@ static void part_attn_probs(part *P)
     int r = lr->type.rank;
     ir_sharding nat = clear_dim(no_partial(lr->sh), r - 1);
     ir_sharding q = nat, k = clear_dim(nat, r - 2);
-    ir_value *in[2] = {operand(P, 0, &q, "queries follow the result"),
-                       operand(P, 1, &k, "keys whole along the sequence")};
-    finish(P, in, 2, &nat);
+    ir_value *in[3] = {operand(P, 0, &q, "queries follow the result"),
+                       operand(P, 1, &k, "keys whole along the sequence"), query_pos(P, &q)};
+    finish(P, in, in[2] ? 3 : 2, &nat);
 }
 
 static void part_source(part *P)

@@ -269,12 +269,15 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
     case IR_MATMUL:
         return rule_matmul(L, op, mode);
     case IR_ATTENTION:
-    case IR_ATTN_PROBS:
+    case IR_ATTN_PROBS: {
+        int n = op->code == IR_ATTENTION ? 3 : 2; /* then the query positions, per step */
         for (int k = 0; k < op->nin; k++)
-            if (L->kind[op->in[k]->id] != K_MB || L->bd[op->in[k]->id] != d || d >= 2)
+            if (k < n ? L->kind[op->in[k]->id] != K_MB || L->bd[op->in[k]->id] != d || d >= 2
+                      : L->kind[op->in[k]->id] != K_PRE)
                 return fail(L, op, "q, k and v must all hold the batch in dimension 0 or 1"),
                        -2;
         return d;
+    }
     case IR_SUM:
     case IR_MEAN:
     case IR_AMAX:

@@ -1076,7 +1076,7 @@ static int run_promoted(const rt_cpu_ctx *ctx, const rt_instr *in, const void *c
     const void *fx[RT_MAX_IN] = {0};
     float *tmp[RT_MAX_IN + 1] = {0};
     void *fy = y;
-    int nin = rt_ops[in->op].nin, rc = -1;
+    int nin = in->nin, rc = -1;
     for (int i = 0; i < nin; i++) {
         fx[i] = x[i];
         if (!is_half(in->in_t[i].dtype))
@@ -1113,7 +1113,7 @@ int rt_cpu_run(const rt_cpu_ctx *ctx, const rt_instr *in, void *const *bufs, cha
     if (rt_ops[in->op].cls != RT_K_COMPUTE)
         return rt_cpu_fail(err, errlen, "%s is not a compute instruction", rt_ops[in->op].name);
     const void *x[RT_MAX_IN] = {0};
-    int nin = rt_ops[in->op].nin, half = is_half(in->out_t.dtype);
+    int nin = in->nin, half = is_half(in->out_t.dtype);
     for (int i = 0; i < nin; i++) {
         x[i] = bufs[in->in[i]];
         half |= is_half(in->in_t[i].dtype);

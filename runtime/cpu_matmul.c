@@ -123,13 +123,15 @@ int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, char *err,
 }
 
 /* Row i of the scores p [s, t] becomes softmax over the keys it may see,
- * j <= i + (t - s) when causal (the mask aligned to the end); the rest are
- * 0, so a row that sees no key is all 0. */
-static void masked_softmax(float *p, int64_t s, int64_t t, int causal)
+ * when causal j <= pos[i], or without pos j <= i + (t - s) (the mask
+ * aligned to the end); the rest are 0, so a row that sees no key is all
+ * 0. */
+static void masked_softmax(float *p, int64_t s, int64_t t, int causal, const int32_t *pos)
 {
     for (int64_t i = 0; i < s; i++) {
         float *row = p + i * t;
-        int64_t end = causal ? i + (t - s) + 1 : t; /* keys [0, end) */
+        int64_t last = pos ? pos[i] : i + (t - s);
+        int64_t end = causal ? last + 1 : t; /* keys [0, end) */
         end = end < 0 ? 0 : end > t ? t : end;
         float mx = -INFINITY;
         for (int64_t j = 0; j < end; j++)
@@ -148,14 +150,15 @@ static void masked_softmax(float *p, int64_t s, int64_t t, int causal)
 }
 
 /* p [s, t] = softmax(q k^T / sqrt(d) + mask) for q [s, d], k [t, d]:
- * attention's probabilities, and attn_probs' result. */
+ * attention's probabilities, and attn_probs' result (pos: the query
+ * positions, or NULL). */
 static void attn_scores(const float *q, const float *k, float *p, int64_t s, int64_t t,
-                        int64_t d, int causal)
+                        int64_t d, int causal, const int32_t *pos)
 {
     float scale = (float)(1.0 / sqrt((double)d));
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)s, (int)t, (int)d, scale, q,
                 (int)d, k, (int)d, 0.0f, p, (int)t);
-    masked_softmax(p, s, t, causal);
+    masked_softmax(p, s, t, causal, pos);
 }
 
 /* attn_probs: per leading index h, p_h [S, T] = attn_scores(q_h, k_h), so
@@ -167,12 +170,13 @@ int rt_cpu_attn_probs_(const rt_instr *in, const void *const *x, void *y, char *
     int r = tq->rank;
     int64_t s = tq->dim[r - 2], d = tq->dim[r - 1], t = in->in_t[1].dim[r - 2];
     int64_t heads = rt_type_numel(tq) / (s * d);
+    const int32_t *pos = in->nin > 2 ? x[2] : NULL;
     if (!fits_int(s) || !fits_int(t) || !fits_int(d))
         return rt_cpu_fail(err, errlen, "attn_probs with S = %lld, T = %lld is too large for BLAS",
                            (long long)s, (long long)t);
     for (int64_t h = 0; h < heads; h++)
         attn_scores((const float *)x[0] + h * s * d, (const float *)x[1] + h * t * d,
-                    (float *)y + h * s * t, s, t, d, in->causal);
+                    (float *)y + h * s * t, s, t, d, in->causal, pos);
     return 0;
 }
 
@@ -185,6 +189,7 @@ int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, char *e
     int r = tq->rank;
     int64_t s = tq->dim[r - 2], d = tq->dim[r - 1], t = in->in_t[1].dim[r - 2];
     int64_t dv = tv->dim[r - 1], heads = rt_type_numel(tq) / (s * d);
+    const int32_t *pos = in->nin > 3 ? x[3] : NULL;
     if (!fits_int(s) || !fits_int(t) || !fits_int(d) || !fits_int(dv))
         return rt_cpu_fail(err, errlen, "attention with S = %lld, T = %lld is too large for BLAS",
                     (long long)s, (long long)t);
@@ -195,7 +200,7 @@ int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, char *e
     for (int64_t h = 0; h < heads; h++) {
         const float *q = (const float *)x[0] + h * s * d, *k = (const float *)x[1] + h * t * d;
         const float *v = (const float *)x[2] + h * t * dv;
-        attn_scores(q, k, p, s, t, d, in->causal);
+        attn_scores(q, k, p, s, t, d, in->causal, pos);
         sgemm_nn(s, dv, t, p, v, (float *)y + h * s * dv);
     }
     free(p);

@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #define RT_PLAN_MAGIC "SHRDPLAN"
-#define RT_PLAN_VERSION 4
+#define RT_PLAN_VERSION 5
 #define RT_MAX_RANK 8
 #define RT_MAX_AXES 8
 #define RT_MAX_IN 4
@@ -58,7 +58,7 @@ int64_t rt_type_bytes(const rt_type *t);
 const char *rt_type_str(const rt_type *t, char *buf, size_t size);
 
 typedef enum {
-#define X(e, name, nin, cls) RT_OP_##e,
+#define X(e, name, min_in, max_in, cls) RT_OP_##e,
 #include "plan_ops.def"
 #undef X
     RT_NOPS
@@ -66,7 +66,7 @@ typedef enum {
 typedef enum { RT_K_SOURCE, RT_K_COMPUTE, RT_K_COMM } rt_opclass;
 typedef struct rt_opinfo {
     const char *name;
-    int nin;
+    int min_in, max_in;            /* operands; past min_in they are optional */
     rt_opclass cls;
 } rt_opinfo;
 extern const rt_opinfo rt_ops[RT_NOPS];
@@ -87,7 +87,7 @@ typedef enum { RT_REDUCE_SUM, RT_REDUCE_MAX, RT_NREDUCE } rt_reduce;
 
 typedef struct rt_instr {
     uint16_t op;                   /* rt_opcode */
-    uint8_t nin;                   /* == rt_ops[op].nin */
+    uint8_t nin;                   /* rt_ops[op].min_in .. max_in */
     int32_t in[RT_MAX_IN];         /* operand buffers */
     rt_type in_t[RT_MAX_IN];
     int32_t out;                   /* result buffer; -1 for a send (no result) */

@@ -41,7 +41,7 @@ const char *rt_type_str(const rt_type *t, char *buf, size_t size)
 }
 
 const rt_opinfo rt_ops[RT_NOPS] = {
-#define X(e, name, nin, cls) {name, nin, cls},
+#define X(e, name, min_in, max_in, cls) {name, min_in, max_in, cls},
 #include "plan_ops.def"
 #undef X
 };

@@ -43,7 +43,10 @@
  * KERN, which held only a count of 0 before. Version 4 added each I/O
  * entry's init_param (the f32 master copy of a bf16 or f16 param is a state
  * made from that param), and each kernel's epilogue byte (matmul kernels
- * through cuBLASLt, plan.h). Older versions are refused, not converted
+ * through cuBLASLt, plan.h). Version 5 lets attention and attn_probs take
+ * the query positions of a causal attention over split queries as an
+ * optional last operand (plan_ops.def: min and max operand counts; the
+ * bytes are laid out as before). Older versions are refused, not converted
  * (recompiling is cheap).
  */
 #include "plan.h"
@@ -266,14 +269,20 @@ static bool bcast(const int64_t *x, int nx, const int64_t *y, int ny, int64_t *o
     return true;
 }
 
-static bool same_dtype(const rt_instr *in, char *err, size_t errlen)
+/* The first n operands have one dtype. */
+static bool same_dtype_n(const rt_instr *in, int n, char *err, size_t errlen)
 {
-    for (int i = 1; i < in->nin; i++)
+    for (int i = 1; i < n; i++)
         if (in->in_t[i].dtype != in->in_t[0].dtype)
             return fail(err, errlen, "mixed dtypes: operand 1 is %s, operand %d is %s",
                         rt_dtype_name(in->in_t[0].dtype), i + 1,
                         rt_dtype_name(in->in_t[i].dtype));
     return true;
+}
+
+static bool same_dtype(const rt_instr *in, char *err, size_t errlen)
+{
+    return same_dtype_n(in, in->nin, err, errlen);
 }
 
 static bool need_float(const rt_type *t, const char *what, char *err, size_t errlen)
@@ -326,6 +335,22 @@ static bool rule_matmul(const rt_instr *in, rt_type *want, char *err, size_t err
     return true;
 }
 
+/* The query positions of a causal attention or attn_probs, operand i
+ * when given: i32[S] for q [..., S, d]. */
+static bool rule_pos(const rt_instr *in, int i, char *err, size_t errlen)
+{
+    if (in->nin <= i)
+        return true;
+    const rt_type *q = &in->in_t[0], *pos = &in->in_t[i];
+    char tq[TYPE_LEN], tp[TYPE_LEN];
+    if (!in->causal)
+        return fail(err, errlen, "takes query positions only when causal");
+    if (pos->dtype != RT_I32 || pos->rank != 1 || pos->dim[0] != q->dim[q->rank - 2])
+        return fail(err, errlen, "needs query positions i32[S] for q %s, got %s", tstr(tq, q),
+                    tstr(tp, pos));
+    return true;
+}
+
 /* q [..., S, d], k [..., T, d], v [..., T, dv] -> [..., S, dv]; the
  * leading dims agree exactly. */
 static bool rule_attention(const rt_instr *in, rt_type *want, char *err, size_t errlen)
@@ -337,7 +362,8 @@ static bool rule_attention(const rt_instr *in, rt_type *want, char *err, size_t 
         if (in->in_t[i].rank < 2)
             return fail(err, errlen, "needs %s of rank 2 or more, got %s", names[i],
                         tstr(tq, &in->in_t[i]));
-    if (!same_dtype(in, err, errlen) || !need_float(q, "q", err, errlen))
+    if (!same_dtype_n(in, 3, err, errlen) || !need_float(q, "q", err, errlen) ||
+        !rule_pos(in, 3, err, errlen))
         return false;
     tstr(tq, q);
     tstr(tk, k);
@@ -515,7 +541,8 @@ static bool rule_attn_probs(const rt_instr *in, rt_type *want, char *err, size_t
     char tq[TYPE_LEN], tk[TYPE_LEN];
     if (q->rank < 2)
         return fail(err, errlen, "needs q of rank 2 or more, got %s", tstr(tq, q));
-    if (!same_dtype(in, err, errlen) || !need_float(q, "q", err, errlen))
+    if (!same_dtype_n(in, 2, err, errlen) || !need_float(q, "q", err, errlen) ||
+        !rule_pos(in, 2, err, errlen))
         return false;
     int r = q->rank;
     bool ok = k->rank == r && k->dim[r - 1] == q->dim[r - 1];
@@ -692,9 +719,14 @@ static bool check_operands(const rt_instr *in, char *err, size_t errlen)
 {
     if (in->op >= RT_NOPS)
         return fail(err, errlen, "unknown opcode %d", in->op);
-    if (in->nin != rt_ops[in->op].nin)
-        return fail(err, errlen, "has %d operands; %s takes %d", in->nin, rt_ops[in->op].name,
-                    rt_ops[in->op].nin);
+    const rt_opinfo *info = &rt_ops[in->op];
+    if (in->nin < info->min_in || in->nin > info->max_in) {
+        if (info->min_in == info->max_in)
+            return fail(err, errlen, "has %d operands; %s takes %d", in->nin, info->name,
+                        info->min_in);
+        return fail(err, errlen, "has %d operands; %s takes %d to %d", in->nin, info->name,
+                    info->min_in, info->max_in);
+    }
     for (int i = 0; i < in->nin; i++) {
         char what[32];
         snprintf(what, sizeof what, "operand %d", i + 1);

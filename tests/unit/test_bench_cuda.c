@@ -39,7 +39,7 @@ static void instr(hand *h, int i, int op, int out, rt_type out_t, int a, int b)
     rt_instr *in = &h->in[i];
     memset(in, 0, sizeof *in);
     in->op = (uint16_t)op;
-    in->nin = (uint8_t)rt_ops[op].nin;
+    in->nin = (uint8_t)rt_ops[op].min_in;
     in->out = out;
     in->out_t = out_t;
     int src[2] = {a, b};

@@ -654,13 +654,37 @@ static void test_matmul(void)
     matmul_case("i32[2, 3, 4]", "i32[1, 4, 5]", "i32[2, 3, 5]");
 }
 
-static void attention_case(const char *sq, const char *sk, const char *sv, const char *so,
-                           int causal)
+/* Random query positions for q of spec sq and t keys (attention's last
+ * operand where the queries are split): -2 .. t, so that some rows see no
+ * key and some every key. */
+static tens positions(const char *sq, int64_t t)
 {
-    tens x[3] = {trand(sq, -2, 2), trand(sk, -2, 2), trand(sv, -1, 1)}, out = tnew(so);
+    tens q = tnew(sq);
+    char spec[32];
+    snprintf(spec, sizeof spec, "i32[%lld]", (long long)q.t.dim[q.t.rank - 2]);
+    tfree(&q);
+    return trand(spec, -2, (double)t);
+}
+
+/* The last key row i of a causal attention sees: pos[i], or without
+ * positions i + (t - s), the mask aligned to the end. */
+static int64_t last_key(const tens *pos, int64_t i, int64_t s, int64_t t)
+{
+    return pos ? (int64_t)tget(pos, i) : i + (t - s);
+}
+
+/* attention against a double reference; with_pos: causal, with query
+ * positions. */
+static void attention_case_at(const char *sq, const char *sk, const char *sv, const char *so,
+                              int causal, int with_pos)
+{
+    tens x[4] = {trand(sq, -2, 2), trand(sk, -2, 2), trand(sv, -1, 1)}, out = tnew(so);
     int r = x[0].t.rank;
     int64_t s = x[0].t.dim[r - 2], d = x[0].t.dim[r - 1], t = x[1].t.dim[r - 2];
     int64_t dv = x[2].t.dim[r - 1], heads = numel(&x[0]) / (s * d);
+    if (with_pos)
+        x[3] = positions(sq, t);
+    const tens *pos = with_pos ? &x[3] : NULL;
     double *want = want_of(&out), *p = calloc((size_t)t, sizeof(double));
     for (int64_t h = 0; h < heads; h++)
         for (int64_t i = 0; i < s; i++) {
@@ -669,7 +693,7 @@ static void attention_case(const char *sq, const char *sk, const char *sv, const
                 double dot = 0;
                 for (int64_t c = 0; c < d; c++)
                     dot += tget(&x[0], (h * s + i) * d + c) * tget(&x[1], (h * t + j) * d + c);
-                p[j] = causal && j > i + (t - s) ? -INFINITY : dot / sqrt((double)d);
+                p[j] = causal && j > last_key(pos, i, s, t) ? -INFINITY : dot / sqrt((double)d);
                 mx = p[j] > mx ? p[j] : mx;
             }
             for (int64_t j = 0; j < t; j++) {
@@ -684,9 +708,10 @@ static void attention_case(const char *sq, const char *sk, const char *sv, const
             }
         }
     rt_instr in = {.op = RT_OP_ATTENTION, .causal = (uint8_t)causal};
-    CHECK_INT(run(&in, x, 3, &out), 0);
+    CHECK_INT(run(&in, x, with_pos ? 4 : 3, &out), 0);
     char what[160];
-    snprintf(what, sizeof what, "attention %s %s %s%s", sq, sk, sv, causal ? " causal" : "");
+    snprintf(what, sizeof what, "attention %s %s %s%s%s", sq, sk, sv, causal ? " causal" : "",
+             with_pos ? " at positions" : "");
     CLOSE_TOL(what, &out, want, rtol_of(out.t.dtype),
               out.t.dtype == RT_F32 ? 1e-5 : atol_of(out.t.dtype));
     int finite = 1;
@@ -695,9 +720,15 @@ static void attention_case(const char *sq, const char *sk, const char *sv, const
     CHECK(finite);
     free(want);
     free(p);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3 + with_pos; i++)
         tfree(&x[i]);
     tfree(&out);
+}
+
+static void attention_case(const char *sq, const char *sk, const char *sv, const char *so,
+                           int causal)
+{
+    attention_case_at(sq, sk, sv, so, causal, 0);
 }
 
 static void test_attention(void)
@@ -710,6 +741,11 @@ static void test_attention(void)
     attention_case("f32[1, 33, 16]", "f32[1, 33, 16]", "f32[1, 33, 16]", "f32[1, 33, 16]", 1);
     attention_case("bf16[2, 6, 8]", "bf16[2, 6, 8]", "bf16[2, 6, 8]", "bf16[2, 6, 8]", 1);
     attention_case("f16[3, 5, 4]", "f16[3, 9, 4]", "f16[3, 9, 2]", "f16[3, 5, 2]", 1);
+    /* a block of queries split along S, at their global positions */
+    attention_case_at("f32[2, 3, 5, 4]", "f32[2, 3, 9, 4]", "f32[2, 3, 9, 6]",
+                      "f32[2, 3, 5, 6]", 1, 1);
+    attention_case_at("f32[6, 4]", "f32[3, 4]", "f32[3, 2]", "f32[6, 2]", 1, 1);
+    attention_case_at("bf16[2, 6, 8]", "bf16[2, 12, 8]", "bf16[2, 12, 8]", "bf16[2, 6, 8]", 1, 1);
 }
 
 /* ---- reductions and normalisations ---- */
@@ -1224,13 +1260,16 @@ static void test_bucket(void)
 /* q [..., S, d], k [..., T, d] -> p [..., S, T] against a double reference;
  * then attention(q, k, v) against the matmul attn_probs(q, k) @ v, both
  * stored in the same dtype. */
-static void attn_probs_case(const char *sq, const char *sk, const char *so, const char *sv,
-                            const char *sav, int causal)
+static void attn_probs_case_at(const char *sq, const char *sk, const char *so, const char *sv,
+                               const char *sav, int causal, int with_pos)
 {
-    tens x[2] = {trand(sq, -2, 2), trand(sk, -2, 2)}, out = tnew(so);
+    tens x[3] = {trand(sq, -2, 2), trand(sk, -2, 2)}, out = tnew(so);
     int r = x[0].t.rank;
     int64_t s = x[0].t.dim[r - 2], d = x[0].t.dim[r - 1], t = x[1].t.dim[r - 2];
     int64_t heads = numel(&x[0]) / (s * d);
+    if (with_pos)
+        x[2] = positions(sq, t);
+    const tens *pos = with_pos ? &x[2] : NULL;
     double *want = want_of(&out);
     for (int64_t h = 0; h < heads; h++)
         for (int64_t i = 0; i < s; i++) {
@@ -1239,7 +1278,7 @@ static void attn_probs_case(const char *sq, const char *sk, const char *so, cons
                 double dot = 0;
                 for (int64_t c = 0; c < d; c++)
                     dot += tget(&x[0], (h * s + i) * d + c) * tget(&x[1], (h * t + j) * d + c);
-                p[j] = causal && j > i + (t - s) ? -INFINITY : dot / sqrt((double)d);
+                p[j] = causal && j > last_key(pos, i, s, t) ? -INFINITY : dot / sqrt((double)d);
                 mx = p[j] > mx ? p[j] : mx;
             }
             for (int64_t j = 0; j < t; j++) {
@@ -1250,17 +1289,18 @@ static void attn_probs_case(const char *sq, const char *sk, const char *so, cons
                 p[j] = sum > 0 ? p[j] / sum : 0;
         }
     rt_instr in = {.op = RT_OP_ATTN_PROBS, .causal = (uint8_t)causal};
-    CHECK_INT(run(&in, x, 2, &out), 0);
+    CHECK_INT(run(&in, x, with_pos ? 3 : 2, &out), 0);
     char what[192];
-    snprintf(what, sizeof what, "attn_probs %s %s%s", sq, sk, causal ? " causal" : "");
+    snprintf(what, sizeof what, "attn_probs %s %s%s%s", sq, sk, causal ? " causal" : "",
+             with_pos ? " at positions" : "");
     CLOSE(what, &out, want);
 
     /* attention(q, k, v) == attn_probs(q, k) @ v: f32 shares the scores and
      * the sgemms (1e-6); half precision rounds p once more in between */
-    tens ops3[3] = {x[0], x[1], trand(sv, -1, 1)}, att = tnew(sav), pv = tnew(sav);
-    tens mm[2] = {out, ops3[2]};
+    tens ops4[4] = {x[0], x[1], trand(sv, -1, 1), x[2]}, att = tnew(sav), pv = tnew(sav);
+    tens mm[2] = {out, ops4[2]};
     rt_instr at = {.op = RT_OP_ATTENTION, .causal = (uint8_t)causal}, mat = {.op = RT_OP_MATMUL};
-    CHECK_INT(run(&at, ops3, 3, &att), 0);
+    CHECK_INT(run(&at, ops4, with_pos ? 4 : 3, &att), 0);
     CHECK_INT(run(&mat, mm, 2, &pv), 0);
     double *aw = want_of(&att);
     for (int64_t i = 0; i < numel(&att); i++)
@@ -1271,12 +1311,18 @@ static void attn_probs_case(const char *sq, const char *sk, const char *so, cons
     CLOSE_TOL(what, &pv, aw, f32 ? 1e-6 : rtol_of(pv.t.dtype), f32 ? 1e-7 : atol_of(pv.t.dtype));
     free(aw);
     free(want);
-    tfree(&ops3[2]);
+    tfree(&ops4[2]);
     tfree(&att);
     tfree(&pv);
-    tfree(&x[0]);
-    tfree(&x[1]);
+    for (int i = 0; i < 2 + with_pos; i++)
+        tfree(&x[i]);
     tfree(&out);
+}
+
+static void attn_probs_case(const char *sq, const char *sk, const char *so, const char *sv,
+                            const char *sav, int causal)
+{
+    attn_probs_case_at(sq, sk, so, sv, sav, causal, 0);
 }
 
 static void test_attn_probs(void)
@@ -1297,6 +1343,10 @@ static void test_attn_probs(void)
                     "f16[3, 5, 2]", 1);
     attn_probs_case("f16[3, 5, 4]", "f16[3, 9, 4]", "f16[3, 5, 9]", "f16[3, 9, 2]",
                     "f16[3, 5, 2]", 0);
+    attn_probs_case_at("f32[2, 3, 5, 4]", "f32[2, 3, 9, 4]", "f32[2, 3, 5, 9]",
+                       "f32[2, 3, 9, 6]", "f32[2, 3, 5, 6]", 1, 1);
+    attn_probs_case_at("f16[3, 5, 4]", "f16[3, 9, 4]", "f16[3, 5, 9]", "f16[3, 9, 2]",
+                       "f16[3, 5, 2]", 1, 1);
 }
 
 /* ids in [0, maxid] with ids[1] = ids[0] (a repeat for sure), dy [ids..., D],
@@ -1420,7 +1470,7 @@ static double ref_optim(const rt_instr *in, const double *o, double t)
 static void optim_case(rt_instr hp, const char *s, double vlo, const char *st, double step,
                        int inplace)
 {
-    int nin = rt_ops[hp.op].nin, vi = hp.op == RT_OP_ADAM_V ? 0 : hp.op == RT_OP_ADAMW ? 2 : -1;
+    int nin = rt_ops[hp.op].max_in, vi = hp.op == RT_OP_ADAM_V ? 0 : hp.op == RT_OP_ADAMW ? 2 : -1;
     tens x[RT_MAX_IN];
     for (int i = 0; i < nin; i++)
         x[i] = i == 3 ? tnew(st) : i == vi ? trand(s, vlo, 1) : trand(s, -1, 1);

@@ -185,6 +185,9 @@ static ir_module *all_ops(void)
     emit(m, IR_CAST, (ir_attrs){.dtype = IR_F16}, 1, cast);
     ir_value *att = emit(m, IR_ATTENTION, (ir_attrs){.causal = true}, 3, h, x, x);
     emit(m, IR_ATTENTION, (ir_attrs){.causal = false}, 3, h, x, x);
+    /* the query positions of queries split along S: attention's fourth operand */
+    ir_value *pos = emit(m, IR_IOTA, (ir_attrs){.nlist = 1, .list = {8}}, 0);
+    emit(m, IR_ATTENTION, (ir_attrs){.causal = true}, 4, h, x, x, pos);
 
     ir_value *s = emit(m, IR_SUM, (ir_attrs){.axis = 1}, 1, att);
     sharding(s, IR_SH_AUTO, 1u << 1); /* auto(dp) partial(tp) */
@@ -229,6 +232,7 @@ static ir_module *all_ops(void)
     emit(m, IR_SILU_GRAD, NOATTRS, 2, att, att);
     emit(m, IR_EXPAND, (ir_attrs){.nlist = 3, .list = {2, 8, 16}}, 1, att);
     emit(m, IR_ATTN_PROBS, (ir_attrs){.causal = true}, 2, h, x);
+    emit(m, IR_ATTN_PROBS, (ir_attrs){.causal = true}, 3, h, x, pos);
     emit(m, IR_EMBEDDING_GRAD, (ir_attrs){.nlist = 2, .list = {10, 16}}, 2, ids, att);
     emit(m, IR_XENT_GRAD, NOATTRS, 2, logits, ids);
     ir_value *mm = emit(m, IR_ADAM_M, (ir_attrs){.beta1 = 0.9}, 2, st, w2);

@@ -563,7 +563,7 @@ static void roundtrip(void (*make)(fixture *), const char *name)
         CHECK(rt_plan_write(p, &b, &nb, err, sizeof err));
         CHECK(nb == na && b && memcmp(a, b, na) == 0);
     }
-    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x04"); /* magic, then version 4 LE */
+    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x05"); /* magic, then version 5 LE */
     CHECK_INT(rd(a + 12, 4), f.p.nstages + 4);
     CHECK_INT(rd(a + 16, 8), na);
     rt_plan_free(p);
@@ -671,12 +671,12 @@ static void test_header(void)
     EXPECT_READ_ERROR(c, n, "plan format version 0 is not valid");
     wr(c + 8, RT_PLAN_VERSION + 1, 4);
     refix(c, n);
-    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 5 is newer than this "
-              "shardrun reads (4): rebuild shardrun");
+    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 6 is newer than this "
+              "shardrun reads (5): rebuild shardrun");
     wr(c + 8, 2, 4);
     refix(c, n);
     CHECK_STR(read_msg(c, n, err), "model.plan: the plan was written by an older shardc (plan "
-              "format 2; this shardrun reads 4): compile the model again");
+              "format 2; this shardrun reads 5): compile the model again");
 
     memcpy(c, b, n); /* the total size, with a good header CRC */
     wr(c + 16, n - 1, 8);
@@ -1239,6 +1239,26 @@ static void test_rules(void)
     CHECK(strstr(instr_msg(p, &in, err), "needs q and k with the same last dimension"));
     in = mk(RT_OP_ATTENTION, T(F, 2, 5, 7), 3, T(F, 2, 5, 4), T(F, 3, 6, 4), T(F, 2, 6, 7));
     CHECK(strstr(instr_msg(p, &in, err), "the same leading dimensions"));
+    /* the query positions of a causal attention whose queries are split */
+    in = mk(RT_OP_ATTENTION, T(F, 2, 5, 7), 4, T(F, 2, 5, 4), T(F, 2, 6, 4), T(F, 2, 6, 7),
+            T(I, 5));
+    in.causal = 1;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.causal = 0;
+    CHECK_STR(instr_msg(p, &in, err), "takes query positions only when causal");
+    in.causal = 1;
+    in.in_t[3] = T(I, 6);
+    CHECK_STR(instr_msg(p, &in, err), "needs query positions i32[S] for q f32[2, 5, 4], got "
+              "i32[6]");
+    in.in_t[3] = T(F, 5);
+    CHECK(strstr(instr_msg(p, &in, err), "got f32[5]"));
+    in = mk(RT_OP_ATTENTION, T(F, 2, 5, 7), 2, T(F, 2, 5, 4), T(F, 2, 6, 4));
+    CHECK_STR(instr_msg(p, &in, err), "has 2 operands; attention takes 3 to 4");
+    in = mk(RT_OP_ATTN_PROBS, T(F, 5, 6), 3, T(F, 5, 4), T(F, 6, 4), T(I, 5));
+    in.causal = 1;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.in_t[2] = T(I, 6);
+    CHECK(strstr(instr_msg(p, &in, err), "needs query positions i32[S]"));
 
     in = mk(RT_OP_SUM, T(I, 5), 1, T(I, 4, 5));
     CHECK_STR(instr_msg(p, &in, err), "");

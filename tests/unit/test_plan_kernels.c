@@ -390,7 +390,7 @@ static void check_kernel_eq(const rt_kernel *a, const rt_kernel *b)
         CHECK_INT(a->instr[j], b->instr[j]);
 }
 
-/* Written, read back equal, written again to the same bytes; version 4. */
+/* Written, read back equal, written again to the same bytes; version 5. */
 static void test_roundtrip(void)
 {
     fixture f;
@@ -402,8 +402,8 @@ static void test_roundtrip(void)
     uint8_t *a = NULL, *b = NULL;
     size_t na = 0, nb = 0;
     CHECK(rt_plan_write(&f.p, &a, &na, err, sizeof err));
-    CHECK_INT(rd(a + 8, 4), 4);
-    CHECK_INT(RT_PLAN_VERSION, 4);
+    CHECK_INT(rd(a + 8, 4), 5);
+    CHECK_INT(RT_PLAN_VERSION, 5);
     rt_plan *p = rt_plan_read(a, na, "kernels.plan", err, sizeof err);
     CHECK(p != NULL);
     if (!p) {

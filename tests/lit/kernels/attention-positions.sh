@@ -1,0 +1,12 @@
+# The kernels of a causal attention (and of its gradient's attn_probs)
+# over queries split along S compile with NVRTC and read the query
+# positions, i32 [4], as their last operand; the plan validates and its
+# CPU run matches the unsplit program (tests/diff/regress/ checks the
+# values).
+# RUN: %shardc %S/../cuda/attention-positions.sh --mesh 2 --arch sm_80,sm_90 --emit schedule | FileCheck %s
+# RUN: %shardc %S/../cuda/attention-positions.sh --mesh 2 --arch sm_80,sm_90 -o %t.plan
+# RUN: %shardrun %t.plan --quiet --steps 2
+# CHECK:      %[[S:[0-9]+]] = slice %{{[0-9]+}} {dim = 0, axes = [a]} : i32[4]
+# CHECK-NEXT: %{{[0-9]+}} = attention %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[S]] {causal = true} : f32[2, 4, 4]    // kernel {{k[0-9]+}}_attention (row, grid 8, block 32, 36 shared bytes): runs %{{[0-9]+}}; reads %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[S]]; writes
+# CHECK:      %[[S2:[0-9]+]] = slice %{{[0-9]+}} {dim = 0, axes = [a]} : i32[4]
+# CHECK-NEXT: %{{[0-9]+}} = attn_probs %{{[0-9]+}}, %{{[0-9]+}}, %[[S2]] {causal = true} : f32[2, 4, 8]    // kernel {{k[0-9]+}}_attn_probs (row, grid 8, block 32, 36 shared bytes): runs %{{[0-9]+}}; reads %{{[0-9]+}}, %{{[0-9]+}}, %[[S2]]; writes
