@@ -198,9 +198,10 @@ static bool lower_op(builder *b, const ir_op *op)
         in->nlist = (uint8_t)a->nlist;
         memcpy(in->list, a->list, sizeof in->list);
     }
-    in->dim = ir_ops[op->code].cls == IR_C_P2P ? a->peer
-              : op->code == IR_ALL_REDUCE     ? a->reduce /* RT_REDUCE_SUM or _MAX */
-                                              : a->dim;
+    in->dim = ir_ops[op->code].cls == IR_C_P2P        ? a->peer
+              : op->code == IR_ALL_REDUCE             ? a->reduce /* RT_REDUCE_SUM or _MAX */
+              : ir_ops[op->code].attrs & IR_A_BOUND   ? a->bound  /* check_ids, check_labels */
+                                                      : a->dim;
     in->dim2 = a->dim2;
     in->naxes = (uint8_t)a->naxes;
     memcpy(in->axes, a->axes, sizeof in->axes);

@@ -688,6 +688,17 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
         out->rank = 1;
         out->dim[0] = a->list[0];
         return true;
+    case IR_CHECK_IDS:
+    case IR_CHECK_LABELS: { /* i32[...] unchanged, checked against [0, N) */
+        char b[TYPE_LEN];
+        if (a->bound < 1)
+            return fail(c, "%s needs a bound of 1 or more, got %lld", c->op,
+                        (long long)a->bound);
+        if (in[0]->dtype != IR_I32)
+            return fail(c, "%s needs i32 ids, got %s", c->op, tstr(b, in[0]));
+        *out = *in[0];
+        return true;
+    }
     case IR_INSERT:
         return same_dtype(c, in, 2) && infer_insert(c, in[0], in[1], a, out);
     case IR_EXTRACT:

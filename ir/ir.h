@@ -121,6 +121,7 @@ enum { /* attribute bits of ops.def */
     IR_A_PEER = 1 << 19,    /* peer: the other stage of a send or recv */
     IR_A_TAG = 1 << 20,     /* tag: which message a send or recv carries */
     IR_A_REDUCE = 1 << 21,  /* reduce: all_reduce's operation; optional, sum when absent */
+    IR_A_BOUND = 1 << 22,   /* bound: check_ids and check_labels take ids in [0, bound) */
 };
 
 /* What an all_reduce computes over its group (IR_A_REDUCE). Sum is the
@@ -182,6 +183,7 @@ typedef struct ir_attrs {
     int64_t peer;       /* IR_A_PEER */
     int64_t tag;        /* IR_A_TAG */
     uint8_t reduce;     /* IR_A_REDUCE: ir_reduce */
+    int64_t bound;      /* IR_A_BOUND */
 } ir_attrs;
 
 typedef struct ir_op ir_op;

@@ -26,7 +26,7 @@ enum {
 static const char *const attr_names[] = {
     "name", "init", "value", "axis", "keepdims", "eps", "causal",
     "perm", "shape", "dtype", "dim", "dim2", "axes",
-    "lr", "momentum", "beta1", "beta2", "wd", "offset", "peer", "tag", "reduce",
+    "lr", "momentum", "beta1", "beta2", "wd", "offset", "peer", "tag", "reduce", "bound",
 };
 /* all_reduce's operations, indexed by ir_reduce (the same table as print.c's) */
 static const char *const reduce_names[IR_NREDUCE] = {"sum", "max"};
@@ -662,6 +662,7 @@ static void parse_attr_value(parser *p, int bit, ir_attrs *a)
     case IR_A_OFFSET: a->offset = parse_int(p); break;
     case IR_A_PEER: a->peer = parse_int(p); break;
     case IR_A_TAG: a->tag = parse_int(p); break;
+    case IR_A_BOUND: a->bound = parse_int(p); break;
     case IR_A_REDUCE: {
         int k = 0;
         while (k < IR_NREDUCE && !is_kw(p, reduce_names[k]))

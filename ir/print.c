@@ -16,7 +16,7 @@
 static const char *const attr_names[] = {
     "name", "init", "value", "axis", "keepdims", "eps", "causal",
     "perm", "shape", "dtype", "dim", "dim2", "axes",
-    "lr", "momentum", "beta1", "beta2", "wd", "offset", "peer", "tag", "reduce",
+    "lr", "momentum", "beta1", "beta2", "wd", "offset", "peer", "tag", "reduce", "bound",
 };
 /* all_reduce's operations, indexed by ir_reduce (the same table as parse.c's) */
 static const char *const reduce_names[IR_NREDUCE] = {"sum", "max"};
@@ -267,6 +267,7 @@ static void put_attr(printer *p, const ir_attrs *a, int bit)
     case IR_A_OFFSET: su_buf_printf(b, "%lld", (long long)a->offset); break;
     case IR_A_PEER: su_buf_printf(b, "%lld", (long long)a->peer); break;
     case IR_A_TAG: su_buf_printf(b, "%lld", (long long)a->tag); break;
+    case IR_A_BOUND: su_buf_printf(b, "%lld", (long long)a->bound); break;
     case IR_A_REDUCE:
         su_buf_puts(b, a->reduce < IR_NREDUCE ? reduce_names[a->reduce] : "?");
         break;

@@ -359,6 +359,8 @@ static bool verify_op(vctx *c, int i, const ir_op *op)
          op->code == IR_INSERT || op->code == IR_EXTRACT))
         return op_fail(c, i, op, "collectives, slices and buckets appear only in a "
                        "partitioned module");
+    if (!c->m->partitioned && (op->code == IR_CHECK_IDS || op->code == IR_CHECK_LABELS))
+        return op_fail(c, i, op, "checks of ids appear only in a partitioned module");
     if (!c->m->partitioned && (op->code == IR_ATTENTION || op->code == IR_ATTN_PROBS) &&
         op->nin == ir_ops[op->code].max_in)
         return op_fail(c, i, op, "query positions appear only in a partitioned module");

@@ -508,8 +508,9 @@ static void part_matmul(part *P)
  * gathering the dim. The formulas are runtime/cpu.c's, in f32 (f16 and bf16
  * operands are widened first); the result stays split. Embedding with a
  * vocabulary-split table looks up the rows each rank holds (zeros for the
- * others), a partial result. Each op chooses this over gathering by the
- * bytes moved, gathering on a tie. */
+ * others), a partial result. The ids (labels) are checked against the
+ * whole vocabulary (classes) first, as the unsplit op checks them. Each op
+ * chooses this over gathering by the bytes moved, gathering on a tie. */
 
 static unsigned dim_mask(const ir_sharding *s, int d)
 {
@@ -675,6 +676,17 @@ static ir_value *local_ids(part *P, ir_value *ids, ir_value *cls, ir_value **in_
     ir_value *lt = local(P, IR_GT, cst(P, (double)nl, IR_I32), rel, NULL, &sh);
     *in_range = local(P, IR_MUL, ge, lt, NULL, &sh);
     return local(P, IR_MUL, rel, *in_range, NULL, &sh);
+}
+
+/* ids (code IR_CHECK_IDS) or labels (IR_CHECK_LABELS) checked against
+ * the n rows of a whole vocabulary (the n classes): where it is split, each
+ * rank looks up only its own rows and takes an id outside them all for
+ * another rank's, so the error the unsplit op gives needs a check of its
+ * own, on every rank of the group (they hold the same ids). */
+static ir_value *checked_ids(part *P, ir_opcode code, ir_value *ids, int64_t n)
+{
+    ir_attrs a = {.bound = n};
+    return local(P, code, ids, NULL, &a, &ids->sh);
 }
 
 /* mask [...] (i32 0/1) as dtype t, shaped [..., 1] to scale rows. */
@@ -934,6 +946,7 @@ static void part_xent_grad(part *P)
         finish(P, in, 2, &q);
         return;
     }
+    in[1] = checked_ids(P, IR_CHECK_LABELS, in[1], lr->type.dim[ax]);
     ir_dtype dt = in[0]->type.dtype;
     ir_value *x = cast_to(P, in[0], IR_F32), *mx, *sum;
     ir_value *e = split_exp(P, x, ax, dim_mask(&q, ax), &mx, &sum);
@@ -955,6 +968,7 @@ static void part_xent_split(part *P, const ir_sharding *q, const char *why)
     int ax = op->in[0]->type.rank - 1;
     ir_sharding ql = follower(op, q, ax);
     ir_value *in[2] = {operand(P, 0, q, why), operand(P, 1, &ql, "labels follow the rows")};
+    in[1] = checked_ids(P, IR_CHECK_LABELS, in[1], op->in[0]->type.dim[ax]);
     unsigned mask = dim_mask(q, ax);
     ir_value *x = cast_to(P, in[0], IR_F32), *mx, *sum;
     split_exp(P, x, ax, mask, &mx, &sum);
@@ -1017,7 +1031,9 @@ static void part_embedding(part *P)
             const char *why = P->choice = split_why(P, "the table split along the vocabulary, rows "
                                         "looked up where they are", split, whole);
             ir_value *table = operand(P, 0, &st, why);
-            ir_value *ids = operand(P, 1, &si, "ids whole over the vocabulary's axes");
+            ir_value *ids = checked_ids(P, IR_CHECK_IDS,
+                                        operand(P, 1, &si, "ids whole over the vocabulary's axes"),
+                                        op->in[0]->type.dim[0]);
             ir_value *in_range;
             ir_value *cls = class_ids(P, op->in[0]->type.dim[0], &st, 0, "rows",
                                       "the vocabulary rows this rank holds");
@@ -1088,7 +1104,9 @@ static void part_embedding_grad(part *P)
         double split = reshard_cost(P, cx, &si) + reshard_cost(P, cd, &sd) +
                        reshard_cost(P, &t2, &lr->sh);
         if (split <= whole) {
-            ir_value *ids = operand(P, 0, &si, "ids whole over the vocabulary's axes");
+            ir_value *ids = checked_ids(P, IR_CHECK_IDS,
+                                        operand(P, 0, &si, "ids whole over the vocabulary's axes"),
+                                        lr->type.dim[0]);
             P->choice = split_alt(P, "each rank adds only the rows of its vocabulary range",
                                   split, whole, "for the whole table's gradient");
             ir_value *dy = operand(P, 1, &sd, P->choice);

@@ -317,6 +317,8 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
     case IR_RESHAPE:
         return rule_reshape(L, op, d);
     case IR_CONSTRAIN:
+    case IR_CHECK_IDS:
+    case IR_CHECK_LABELS:
     case IR_ALL_REDUCE:
     case IR_BROADCAST:
         return d;

@@ -621,14 +621,15 @@ static int k_mse(const rt_instr *in, const float *a, const float *b, float *o)
     return 0;
 }
 
-/* "cross_entropy label 10 at index 2 is outside the 10 classes (0..9)" */
+/* "cross_entropy label 10 at index 2 is outside the 10 classes (0..9)";
+ * check_labels speaks for cross_entropy, whose split labels it checks. */
 static int label_error(const rt_instr *in, int32_t lab, int64_t r, int64_t c, char *err,
                        size_t errlen)
 {
+    const char *op = in->op == RT_OP_CHECK_LABELS ? "cross_entropy" : rt_ops[in->op].name;
     return rt_cpu_fail(err, errlen,
-                       "%s label %d at index %lld is outside the %lld classes (0..%lld)",
-                       rt_ops[in->op].name, (int)lab, (long long)r, (long long)c,
-                       (long long)c - 1);
+                       "%s label %d at index %lld is outside the %lld classes (0..%lld)", op,
+                       (int)lab, (long long)r, (long long)c, (long long)c - 1);
 }
 
 /* cross_entropy: the mean over rows of logsumexp(row) - row[label]. */
@@ -765,12 +766,14 @@ static int k_transpose(const rt_instr *in, const void *src, void *dst)
     return 0;
 }
 
-/* "embedding id 70000 at index 12 is outside the table's 1024 rows" */
+/* "embedding id 70000 at index 12 is outside the table's 1024 rows";
+ * check_ids speaks for embedding, whose split ids it checks. */
 static int id_error(const rt_instr *in, int32_t id, int64_t i, int64_t v, char *err,
                     size_t errlen)
 {
+    const char *op = in->op == RT_OP_CHECK_IDS ? "embedding" : rt_ops[in->op].name;
     return rt_cpu_fail(err, errlen, "%s id %d at index %lld is outside the table's %lld rows",
-                       rt_ops[in->op].name, (int)id, (long long)i, (long long)v);
+                       op, (int)id, (long long)i, (long long)v);
 }
 
 /* embedding: row ids[i] of table [V, D] for every id, in any dtype. */
@@ -873,6 +876,21 @@ static int k_iota(const rt_instr *in, int32_t *o)
 {
     for (int64_t i = 0; i < in->out_t.dim[0]; i++)
         o[i] = (int32_t)i;
+    return 0;
+}
+
+/* check_ids, check_labels: ids copied, the first outside [0, dim)
+ * failing with embedding's (cross_entropy's) message. */
+static int k_check(const rt_instr *in, const int32_t *ids, int32_t *o, char *err,
+                   size_t errlen)
+{
+    int64_t n = rt_type_numel(&in->in_t[0]), v = in->dim;
+    for (int64_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= v)
+            return in->op == RT_OP_CHECK_IDS ? id_error(in, ids[i], i, v, err, errlen)
+                                             : label_error(in, ids[i], i, v, err, errlen);
+        o[i] = ids[i];
+    }
     return 0;
 }
 
@@ -1062,6 +1080,9 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
         return k_bucket(in, x, y);
     case RT_OP_IOTA:
         return k_iota(in, y);
+    case RT_OP_CHECK_IDS:
+    case RT_OP_CHECK_LABELS:
+        return k_check(in, x[0], y, err, errlen);
     default:
         return rt_cpu_fail(err, errlen, "%s is not a compute instruction", rt_ops[in->op].name);
     }

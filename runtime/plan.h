@@ -101,7 +101,8 @@ typedef struct rt_instr {
     uint8_t nlist;                 /* transpose: the permutation */
     int64_t list[RT_MAX_RANK];
     int64_t dim, dim2;             /* slice and collectives; send, recv: the peer stage;
-                                    * all_reduce: the operation, rt_reduce */
+                                    * all_reduce: the operation, rt_reduce;
+                                    * check_ids, check_labels: the bound */
     uint8_t naxes;                 /* slice and collectives: mesh axes, major first */
     uint8_t axes[RT_MAX_AXES];
     double lr, momentum, beta1, beta2, wd; /* optimizer updates (plan_ops.def) */

@@ -46,8 +46,8 @@
  * through cuBLASLt, plan.h). Version 5 lets attention and attn_probs take
  * the query positions of a causal attention over split queries as an
  * optional last operand (plan_ops.def: min and max operand counts; the
- * bytes are laid out as before). Older versions are refused, not converted
- * (recompiling is cheap).
+ * bytes are laid out as before), and appends check_ids and check_labels.
+ * Older versions are refused, not converted (recompiling is cheap).
  */
 #include "plan.h"
 
@@ -862,6 +862,14 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, char *err, size_t errl
                 return fail(err, errlen, "the result is %s; iota makes an i32 vector",
                             tstr(b1, out));
             return true;
+        case RT_OP_CHECK_IDS:
+        case RT_OP_CHECK_LABELS:
+            if (in->dim < 1)
+                return fail(err, errlen, "bound %lld is not 1 or more", (long long)in->dim);
+            want = *x;
+            ok = x->dtype == RT_I32 ||
+                 fail(err, errlen, "checks i32 ids, got %s", tstr(b1, x));
+            break;
         case RT_OP_ALL_REDUCE:
             if (in->dim < 0 || in->dim >= RT_NREDUCE)
                 return fail(err, errlen, "reduce operation %lld is unknown (0 sum, 1 max)",

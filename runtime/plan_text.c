@@ -124,6 +124,10 @@ static void instr_str(const rt_plan *p, const rt_instr *in, su_buf *b)
         }
         break;
     }
+    case RT_OP_CHECK_IDS:
+    case RT_OP_CHECK_LABELS:
+        ATTR("bound = %lld", (long long)in->dim);
+        break;
     case RT_OP_TRANSPOSE:
         ATTR("perm = [");
         for (int i = 0; i < in->nlist; i++)

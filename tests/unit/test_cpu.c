@@ -4,7 +4,8 @@
  * f16/bf16 conversions against known bit patterns and an independent
  * rounding; the error cases; and kernels running in several threads at once.
  * The training ops (gradients, expand, attn_probs, optimizer updates) too,
- * and attn_probs against attention: attention(q, k, v) = attn_probs(q, k) @ v.
+ * and attn_probs against attention: attention(q, k, v) = attn_probs(q, k) @ v;
+ * the checks of ids and labels.
  *
  * Tolerances (|got - want| <= atol + rtol * |want|), by the result's dtype:
  *   f32   rtol 1e-5, atol 1e-6 (1e-5 where a product sums many terms)
@@ -1397,6 +1398,31 @@ static void test_embedding_grad(void)
     tfree(&o);
 }
 
+/* check_ids and check_labels: the ids unchanged when all lie in [0, dim),
+ * else the error of embedding (cross_entropy), whose ids (labels) they
+ * check where the table (the logits) is split along them. */
+static void test_check_ids(void)
+{
+    tens ids = trand("i32[3, 4]", 0, 6), o = tnew("i32[3, 4]");
+    for (int op = RT_OP_CHECK_IDS; op <= RT_OP_CHECK_LABELS; op++) {
+        rt_instr in = {.op = (uint16_t)op, .dim = 7};
+        memset(o.p, 0xff, (size_t)rt_type_bytes(&o.t));
+        CHECK_INT(run(&in, &ids, 1, &o), 0);
+        CHECK(memcmp(o.p, ids.p, (size_t)rt_type_bytes(&o.t)) == 0);
+    }
+    rt_instr in = {.op = RT_OP_CHECK_IDS, .dim = 7};
+    ((int32_t *)ids.p)[5] = 7;
+    CHECK_INT(run_err(&in, &ids, 1, &o), -1);
+    CHECK_STR(err, "embedding id 7 at index 5 is outside the table's 7 rows");
+    ((int32_t *)ids.p)[5] = 0;
+    ((int32_t *)ids.p)[2] = -1;
+    in.op = RT_OP_CHECK_LABELS;
+    CHECK_INT(run_err(&in, &ids, 1, &o), -1);
+    CHECK_STR(err, "cross_entropy label -1 at index 2 is outside the 7 classes (0..6)");
+    tfree(&ids);
+    tfree(&o);
+}
+
 static void xent_grad_case(const char *slogits, const char *slabels, double scale)
 {
     tens x[2] = {trand(slogits, -scale, scale), tnew(slabels)}, out = tnew(slogits);
@@ -1634,6 +1660,7 @@ int main(void)
     test_attn_probs();
     test_embedding_grad();
     test_xent_grad();
+    test_check_ids();
     test_optim();
     test_not_compute();
     test_threads();

@@ -17,6 +17,8 @@
  *   CPU backend's own for the same bad id or label (a CPU session run on
  *   the same plan with the same data), after "stage S, instruction I (op,
  *   kernel NAME): "; embedding_grad and cross_entropy_grad by their text.
+ *   The checks of ids and labels of a vocabulary-parallel step run on the
+ *   host (i32), outside kernels.
  * - Const words: each dtype's bits of the session's fill.
  * - The trace: rt_trace_add_device's conversion from device milliseconds
  *   after the start event to seconds from the origin, and a kernel's
@@ -279,6 +281,44 @@ static void cpu_error(const rt_plan *p, const int32_t *ids, const int32_t *lab, 
     rt_session_free(s);
 }
 
+/* A vocabulary-parallel step (table and logits split over tp): its
+ * checks of ids and labels are i32 instructions outside every kernel,
+ * which the CUDA backend runs on the host with the CPU backend's kernel,
+ * so their errors are the CPU backend's words; they split graphs as other
+ * host instructions do. */
+static void check_vocab_checks(void)
+{
+    static const char model[] = "mesh tp\n"
+                                "input  ids : i32[2, 2]\n"
+                                "input  lab : i32[2, 2]\n"
+                                "param  wte : f32[64, 4] shard(tp, _) = normal(0.02)\n"
+                                "param  wlm : f32[4, 64] shard(_, tp) = normal(0.02)\n"
+                                "loss = cross_entropy(embedding(wte, ids) @ wlm, lab)\n"
+                                "output loss\n"
+                                "train loss with sgd(lr = 0.1)\n";
+    rt_plan *p = compile("vocab.sh", model, "2");
+    if (!p)
+        return;
+    int32_t *at = rt_cuda_kernel_map(p, 0);
+    CHECK(at != NULL);
+    int seen[2] = {0, 0};
+    for (int i = 0; at && i < p->stage[0].ninstr; i++) {
+        int op = op_at(p, 0, i);
+        if (op != RT_OP_CHECK_IDS && op != RT_OP_CHECK_LABELS)
+            continue;
+        seen[op == RT_OP_CHECK_LABELS]++;
+        CHECK_INT(at[i], -1);
+        CHECK(rt_cuda_on_host(&p->stage[0].instr[i]));
+        CHECK_INT(rt_cuda_step_role(p, 0, at, i), RT_STEP_HOST);
+    }
+    CHECK(seen[0] >= 1 && seen[1] >= 1);
+    rt_graph_span *span = malloc(((size_t)p->stage[0].ninstr / 2 + 1) * sizeof *span);
+    CHECK(span && check_spans(p, 0, span) >= 1);
+    free(span);
+    free(at);
+    rt_plan_free(p);
+}
+
 /* The kernel's message for (index, id) is "stage 0, instruction I (op,
  * kernel NAME): " then the CPU backend's text after "instruction I (op): ". */
 static void check_like_cpu(const rt_plan *p, int op, int64_t index, int32_t id,
@@ -436,6 +476,7 @@ int main(void)
     check_words();
     check_const_words();
     check_messages();
+    check_vocab_checks();
     check_trace();
     check_all_examples();
     check_example_spans("mlp.sh", "2x2", 0);

@@ -235,6 +235,8 @@ static ir_module *all_ops(void)
     emit(m, IR_ATTN_PROBS, (ir_attrs){.causal = true}, 3, h, x, pos);
     emit(m, IR_EMBEDDING_GRAD, (ir_attrs){.nlist = 2, .list = {10, 16}}, 2, ids, att);
     emit(m, IR_XENT_GRAD, NOATTRS, 2, logits, ids);
+    ir_value *cid = emit(m, IR_CHECK_IDS, (ir_attrs){.bound = 10}, 1, ids);
+    emit(m, IR_CHECK_LABELS, (ir_attrs){.bound = 16}, 1, cid);
     ir_value *mm = emit(m, IR_ADAM_M, (ir_attrs){.beta1 = 0.9}, 2, st, w2);
     mm->def->phase = IR_PH_BACKWARD;
     ir_value *vv = emit(m, IR_ADAM_V, (ir_attrs){.beta2 = 0.95}, 2, st, w2);
@@ -265,6 +267,7 @@ static void test_all_ops(void)
     CHECK(strstr(text, "{name = \"layers.0.w1\", init = normal(0.02)}") != NULL);
     CHECK(strstr(text, "state {name = \"opt.step\", init = zeros} : f32[]\n") != NULL);
     CHECK(strstr(text, " = adamw %") != NULL);
+    CHECK(strstr(text, " {bound = 10} : i32[8]\n") != NULL);
     CHECK(strstr(text, "{eps = 1e-08, lr = 0.0003, beta1 = 0.9, beta2 = 0.95, wd = 0.1} : "
                        "f32[32, 16] phase optimizer\n") != NULL);
     CHECK(strstr(text, "{beta1 = 0.9} : f32[32, 16] phase backward\n") != NULL);

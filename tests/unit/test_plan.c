@@ -1260,6 +1260,21 @@ static void test_rules(void)
     in.in_t[2] = T(I, 6);
     CHECK(strstr(instr_msg(p, &in, err), "needs query positions i32[S]"));
 
+    /* the checks of ids (labels) of a table (logits) split along them */
+    in = mk(RT_OP_CHECK_IDS, T(I, 2, 3), 1, T(I, 2, 3));
+    in.dim = 64;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.op = RT_OP_CHECK_LABELS;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.dim = 0;
+    CHECK_STR(instr_msg(p, &in, err), "bound 0 is not 1 or more");
+    in = mk(RT_OP_CHECK_IDS, T(F, 2, 3), 1, T(F, 2, 3));
+    in.dim = 64;
+    CHECK_STR(instr_msg(p, &in, err), "checks i32 ids, got f32[2, 3]");
+    in = mk(RT_OP_CHECK_IDS, T(I, 3, 2), 1, T(I, 2, 3));
+    in.dim = 64;
+    CHECK(strstr(instr_msg(p, &in, err), "the result is i32[3, 2]"));
+
     in = mk(RT_OP_SUM, T(I, 5), 1, T(I, 4, 5));
     CHECK_STR(instr_msg(p, &in, err), "");
     in.axis = 2;

@@ -1,6 +1,8 @@
 # The gradient of a vocabulary-split table (training): it takes the
 # table's sharding (tp, _), and each rank adds into its 128 rows only the
-# rows of dy whose ids fall in its range (dy masked, the ids made local);
+# rows of dy whose ids fall in its range (dy masked, the ids checked
+# against the whole vocabulary as the unsplit op checks them, then made
+# local);
 # the gradient is then partial only over dp (the batch), an all_reduce of
 # the local 128 x 32 rows, never the whole table's 256 x 32 nor a
 # reduce_scatter over tp. On 1x2 nothing moves at all.
@@ -15,7 +17,8 @@ e = embedding(wte, ids)
 loss = mse(e, target)
 output loss
 train loss with sgd(lr = 0.1)
-# IR:      %embedding_grad_rows = iota {shape = [256]} : i32[256] auto(_) phase backward
+# IR:      check_ids %ids {bound = 256} : i32[2, 16] auto(dp, _) phase backward
+# IR-NEXT: %embedding_grad_rows = iota {shape = [256]} : i32[256] auto(_) phase backward
 # IR-NEXT: slice %embedding_grad_rows {dim = 0, axes = [tp]} : i32[128] auto(tp) phase backward
 # IR:      %[[IN:[0-9]+]] = mul %{{[0-9]+}}, %{{[0-9]+}} : i32[2, 16] auto(dp, _) partial(tp) phase backward
 # IR-NEXT: %[[ROW:[0-9]+]] = mul %{{[0-9]+}}, %[[IN]] : i32[2, 16] auto(dp, _) partial(tp) phase backward

@@ -1,4 +1,7 @@
-# Vocabulary-parallel embedding: a table split over tp along V (rows). Each
+# Vocabulary-parallel embedding: a table split over tp along V (rows). The
+# ids are first checked against the whole vocabulary (check_ids: an id
+# outside it fails as the unsplit embedding does, where every rank would
+# otherwise take it for another's and give zeros). Each
 # rank compares the ids with the rows it holds (iota over V sliced at its
 # coordinate: no traffic), looks up those ids' rows and zeros the others: a
 # result partial over tp, resolved by an all_reduce of the local result
@@ -17,12 +20,13 @@ e = embedding(wte, ids)
 s = embedding(wte, ids) shard(dp, tp, _)
 t = embedding(tiny, few)
 output e, s, t
-# IR:      %e_rows = iota {shape = [256]} : i32[256] auto(_)
+# IR:      %[[IDS:[0-9]+]] = check_ids %ids {bound = 256} : i32[2, 16] auto(dp, _)
+# IR-NEXT: %e_rows = iota {shape = [256]} : i32[256] auto(_)
 # IR-NEXT: %[[CLS:[0-9]+]] = slice %e_rows {dim = 0, axes = [tp]} : i32[128] auto(tp)
 # IR-NEXT: %[[LAST:[0-9]+]] = amax %[[CLS]] {axis = 0, keepdims = false} : i32[] auto() partial(tp)
 # IR-NEXT: %[[C127:[0-9]+]] = const {value = 127.0} : i32[] auto()
 # IR-NEXT: %[[OFF:[0-9]+]] = sub %[[LAST]], %[[C127]] : i32[] auto() partial(tp)
-# IR-NEXT: %[[REL:[0-9]+]] = sub %ids, %[[OFF]] : i32[2, 16] auto(dp, _) partial(tp)
+# IR-NEXT: %[[REL:[0-9]+]] = sub %[[IDS]], %[[OFF]] : i32[2, 16] auto(dp, _) partial(tp)
 # IR-NEXT: %[[M1:[0-9]+]] = const {value = -1.0} : i32[] auto()
 # IR-NEXT: %[[GE:[0-9]+]] = gt %[[REL]], %[[M1]] : i32[2, 16] auto(dp, _) partial(tp)
 # IR-NEXT: %[[C128:[0-9]+]] = const {value = 128.0} : i32[] auto()
@@ -39,8 +43,8 @@ output e, s, t
 # IR-NEXT: %t = embedding %[[T]], %few : f32[64, 32] auto(_, _)
 # JSON: "bytes_sent": 6656, "collectives": [{"kind": "all_reduce", "axes": ["tp"], "dtype": "f32", "elements": 1024, "phase": "forward"}, {"kind": "reduce_scatter", "axes": ["tp"], "dtype": "f32", "elements": 1024, "phase": "forward"}, {"kind": "all_gather", "axes": ["tp"], "dtype": "f32", "elements": 256, "phase": "forward"}]}]}
 # WHY: # collectives and slices of the partitioned program (per rank)
-# WHY-NEXT: slice over tp (line 16, 0 bytes per rank): %e_rows (_) -> (tp) for embedding (the vocabulary rows this rank holds)
-# WHY-NEXT: all_reduce over tp (line 16, 4096 bytes per rank): %e (dp, _, _) partial(tp) -> (dp, _, _) for embedding (the result's sharding, by: forward from %wte and %ids through embedding; the table split along the vocabulary, rows looked up where they are: 4096 bytes per rank against 16384 for gathering it)
-# WHY-NEXT: slice over tp (line 17, 0 bytes per rank): %s_rows (_) -> (tp) for embedding (the vocabulary rows this rank holds)
-# WHY-NEXT: reduce_scatter over tp (line 17, 2048 bytes per rank): %s (dp, _, _) partial(tp) -> (dp, tp, _) for embedding (the result's sharding, by: annotation; the table split along the vocabulary, rows looked up where they are: 2048 bytes per rank against 16384 for gathering it)
-# WHY-NEXT: all_gather over tp (line 18, 512 bytes per rank): %tiny (tp, _) -> (_, _) for embedding (the embedding table whole along the vocabulary; %tiny has its sharding by: annotation)
+# WHY-NEXT: slice over tp (line 19, 0 bytes per rank): %e_rows (_) -> (tp) for embedding (the vocabulary rows this rank holds)
+# WHY-NEXT: all_reduce over tp (line 19, 4096 bytes per rank): %e (dp, _, _) partial(tp) -> (dp, _, _) for embedding (the result's sharding, by: forward from %wte and %ids through embedding; the table split along the vocabulary, rows looked up where they are: 4096 bytes per rank against 16384 for gathering it)
+# WHY-NEXT: slice over tp (line 20, 0 bytes per rank): %s_rows (_) -> (tp) for embedding (the vocabulary rows this rank holds)
+# WHY-NEXT: reduce_scatter over tp (line 20, 2048 bytes per rank): %s (dp, _, _) partial(tp) -> (dp, tp, _) for embedding (the result's sharding, by: annotation; the table split along the vocabulary, rows looked up where they are: 2048 bytes per rank against 16384 for gathering it)
+# WHY-NEXT: all_gather over tp (line 21, 512 bytes per rank): %tiny (tp, _) -> (_, _) for embedding (the embedding table whole along the vocabulary; %tiny has its sharding by: annotation)

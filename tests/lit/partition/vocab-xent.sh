@@ -1,5 +1,7 @@
 # Vocabulary-parallel cross_entropy: the lm head is column-parallel, so the
-# logits reach the loss split over tp along the classes and stay split:
+# logits reach the loss split over tp along the classes and stay split
+# (the labels checked against all the classes first, check_labels, as the
+# unsplit loss checks them, and again for the gradient):
 # the row max (all_reduce max), the sum of exp (all_reduce sum) and the
 # label's logit, picked on the rank whose classes hold it (an iota over the
 # classes sliced at the rank's coordinate, compared with the labels; 0 on
@@ -24,6 +26,7 @@ small = cross_entropy(lg2, lab2)
 output loss, small
 train loss with sgd(lr = 0.1)
 # IR:      %logits = matmul %x, %wlm : f32[2, 8, 32] auto(dp, _, tp)
+# IR-NEXT: %[[LAB:[0-9]+]] = check_labels %labels {bound = 64} : i32[2, 8] auto(dp, _)
 # IR-NEXT: %loss_max = amax %logits {axis = 2, keepdims = true} : f32[2, 8, 1] auto(dp, _, _) partial(tp)
 # IR-NEXT: %[[M:[0-9]+]] = all_reduce %loss_max {axes = [tp], reduce = max} : f32[2, 8, 1] auto(dp, _, _)
 # IR-NEXT: %[[Z:[0-9]+]] = sub %logits, %[[M]] : f32[2, 8, 32] auto(dp, _, tp)
@@ -32,7 +35,7 @@ train loss with sgd(lr = 0.1)
 # IR-NEXT: %[[S:[0-9]+]] = all_reduce %loss_sum {axes = [tp]} : f32[2, 8, 1] auto(dp, _, _)
 # IR-NEXT: %loss_classes = iota {shape = [64]} : i32[64] auto(_)
 # IR-NEXT: %[[CLS:[0-9]+]] = slice %loss_classes {dim = 0, axes = [tp]} : i32[32] auto(tp)
-# IR-NEXT: %[[L:[0-9]+]] = reshape %labels {shape = [2, 8, 1]} : i32[2, 8, 1] auto(dp, _, _)
+# IR-NEXT: %[[L:[0-9]+]] = reshape %[[LAB]] {shape = [2, 8, 1]} : i32[2, 8, 1] auto(dp, _, _)
 # IR-NEXT: %[[EQ:[0-9]+]] = eq %[[L]], %[[CLS]] : i32[2, 8, 32] auto(dp, _, tp)
 # IR-NEXT: %[[OH:[0-9]+]] = cast %[[EQ]] {dtype = f32} : f32[2, 8, 32] auto(dp, _, tp)
 # IR-NEXT: %[[XO:[0-9]+]] = mul %logits, %[[OH]] : f32[2, 8, 32] auto(dp, _, tp)
@@ -48,7 +51,8 @@ train loss with sgd(lr = 0.1)
 # IR-NEXT: %loss = all_reduce %[[SH]] {axes = [dp]} : f32[] auto()
 # IR-NEXT: %[[G2:[0-9]+]] = all_gather %lg2 {dim = 1, axes = [tp]} : f32[8, 2] shard(_, _)
 # IR-NEXT: %small = cross_entropy %[[G2]], %lab2 : f32[] auto()
-# IR:      %cross_entropy_grad_max = amax %logits {axis = 2, keepdims = true} : f32[2, 8, 1] auto(dp, _, _) partial(tp) phase backward
+# IR:      check_labels %labels {bound = 64} : i32[2, 8] auto(dp, _) phase backward
+# IR-NEXT: %cross_entropy_grad_max = amax %logits {axis = 2, keepdims = true} : f32[2, 8, 1] auto(dp, _, _) partial(tp) phase backward
 # IR-NEXT: %[[BM:[0-9]+]] = all_reduce %cross_entropy_grad_max {axes = [tp], reduce = max} : f32[2, 8, 1] auto(dp, _, _) phase backward
 # IR:      %cross_entropy_grad_sum = sum %[[BE:[0-9]+]] {axis = 2, keepdims = true} : f32[2, 8, 1] auto(dp, _, _) partial(tp) phase backward
 # IR-NEXT: %[[BS:[0-9]+]] = all_reduce %cross_entropy_grad_sum {axes = [tp]} : f32[2, 8, 1] auto(dp, _, _) phase backward
@@ -58,9 +62,9 @@ train loss with sgd(lr = 0.1)
 # IR-NOT:  cross_entropy_grad %
 # JSON: "collectives": [{"kind": "all_reduce", "axes": ["tp"], "dtype": "f32", "elements": 16, "reduce": "max", "phase": "forward"}, {"kind": "all_reduce", "axes": ["tp"], "dtype": "f32", "elements": 16, "phase": "forward"}, {"kind": "all_reduce", "axes": ["tp"], "dtype": "f32", "elements": 16, "phase": "forward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 1, "phase": "forward"}, {"kind": "all_gather", "axes": ["tp"], "dtype": "f32", "elements": 16, "phase": "forward"}, {"kind": "all_reduce", "axes": ["tp"], "dtype": "f32", "elements": 16, "reduce": "max", "phase": "backward"}, {"kind": "all_reduce", "axes": ["tp"], "dtype": "f32", "elements": 16, "phase": "backward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 1024, "phase": "backward"}]}]}
 # WHY: # collectives and slices of the partitioned program (per rank)
-# WHY-NEXT: all_reduce over tp (line 22, 64 bytes per rank): max of %loss_max (dp, _, _) partial(tp) -> (dp, _, _) for cross_entropy (the row max over the split dim; the dim split, statistics all-reduced: 192 bytes per rank against 2048 for gathering it)
-# WHY-NEXT: all_reduce over tp (line 22, 64 bytes per rank): %loss_sum (dp, _, _) partial(tp) -> (dp, _, _) for cross_entropy (the row sum of exp over the split dim; the dim split, statistics all-reduced: 192 bytes per rank against 2048 for gathering it)
-# WHY-NEXT: slice over tp (line 22, 0 bytes per rank): %loss_classes (_) -> (tp) for cross_entropy (the classes this rank holds)
-# WHY-NEXT: all_reduce over tp (line 22, 64 bytes per rank): %loss_label (dp, _, _) partial(tp) -> (dp, _, _) for cross_entropy (the label's logit, from the rank holding its class; the dim split, statistics all-reduced: 192 bytes per rank against 2048 for gathering it)
-# WHY-NEXT: all_reduce over dp (line 22, 4 bytes per rank): %loss () partial(dp) -> () for cross_entropy (the result's sharding, by: forward from %logits and %labels through cross_entropy)
-# WHY-NEXT: all_gather over tp (line 23, 32 bytes per rank): %lg2 (_, tp) -> (_, _) for cross_entropy (the dim whole: gathering costs 32 bytes per rank, no more than partial statistics; %lg2 has its sharding by: annotation)
+# WHY-NEXT: all_reduce over tp (line 24, 64 bytes per rank): max of %loss_max (dp, _, _) partial(tp) -> (dp, _, _) for cross_entropy (the row max over the split dim; the dim split, statistics all-reduced: 192 bytes per rank against 2048 for gathering it)
+# WHY-NEXT: all_reduce over tp (line 24, 64 bytes per rank): %loss_sum (dp, _, _) partial(tp) -> (dp, _, _) for cross_entropy (the row sum of exp over the split dim; the dim split, statistics all-reduced: 192 bytes per rank against 2048 for gathering it)
+# WHY-NEXT: slice over tp (line 24, 0 bytes per rank): %loss_classes (_) -> (tp) for cross_entropy (the classes this rank holds)
+# WHY-NEXT: all_reduce over tp (line 24, 64 bytes per rank): %loss_label (dp, _, _) partial(tp) -> (dp, _, _) for cross_entropy (the label's logit, from the rank holding its class; the dim split, statistics all-reduced: 192 bytes per rank against 2048 for gathering it)
+# WHY-NEXT: all_reduce over dp (line 24, 4 bytes per rank): %loss () partial(dp) -> () for cross_entropy (the result's sharding, by: forward from %logits and %labels through cross_entropy)
+# WHY-NEXT: all_gather over tp (line 25, 32 bytes per rank): %lg2 (_, tp) -> (_, _) for cross_entropy (the dim whole: gathering costs 32 bytes per rank, no more than partial statistics; %lg2 has its sharding by: annotation)
