@@ -272,9 +272,13 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
     case IR_ATTN_PROBS: {
         int n = op->code == IR_ATTENTION ? 3 : 2; /* then the query positions, per step */
         for (int k = 0; k < op->nin; k++)
-            if (k < n ? L->kind[op->in[k]->id] != K_MB || L->bd[op->in[k]->id] != d || d >= 2
+            /* the batch in a leading dim: never the sequence or the
+             * feature dim, which attention mixes across rows */
+            if (k < n ? L->kind[op->in[k]->id] != K_MB || L->bd[op->in[k]->id] != d ||
+                            d >= op->in[k]->type.rank - 2
                       : L->kind[op->in[k]->id] != K_PRE)
-                return fail(L, op, "q, k and v must all hold the batch in dimension 0 or 1"),
+                return fail(L, op, "q, k and v must all hold the batch in a leading dimension, "
+                            "before the sequence"),
                        -2;
         return d;
     }
