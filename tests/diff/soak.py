@@ -53,8 +53,11 @@ def main(argv):
     with cf.ThreadPoolExecutor(a.jobs) as pool:
         futs = [pool.submit(one, s, avoid, shardc, shardrun)
                 for s in range(a.seed, a.seed + a.n)]
-        for fut in cf.as_completed(futs):
+        for done, fut in enumerate(cf.as_completed(futs), 1):
             seed, text, err = fut.result()
+            if done % 1000 == 0:
+                print(f"diff: {done} checked, {done - len(failed) - (err is not None)} passed",
+                      flush=True)
             if err is not None:
                 classes[err.cls] += 1
                 failed.append((seed, text, err))
