@@ -537,6 +537,20 @@ shardc_status shardc_program_emit(const shardc_program *prog, const char *what, 
     return render(prog, k, text, len, error);
 }
 
+shardc_status shardc_program_emit_file(const shardc_program *prog, const char *what,
+                                       const char *path, char **error)
+{
+    char *text;
+    size_t len;
+    shardc_status st = shardc_program_emit(prog, what, &text, &len, error);
+    if (st != SHARDC_OK)
+        return st;
+    char err[1024];
+    int rc = su_write_file(path, text, len, err, sizeof err);
+    free(text);
+    return rc ? api_fail(error, SHARDC_ERR_IO, "%s", err) : SHARDC_OK;
+}
+
 /* ---- plans (api_run.c holds the rest) ---- */
 
 /* The plan file of prog, with the JSON report in it; the jmp_buf for

@@ -99,31 +99,11 @@ shardc_status shardc_program_save_plan(const shardc_program *prog, const char *p
     shardc_status st = api_program_plan(prog, &bytes, &len, error);
     if (st != SHARDC_OK)
         return st;
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (!tmp) {
-        free(bytes);
-        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
-    }
-    snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    bool ok = f && fwrite(bytes, 1, len, f) == len;
-    int saved = errno;
-    if (f && fclose(f) != 0 && ok) {
-        ok = false;
-        saved = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = false;
-        saved = errno;
-    }
+    char err[1024];
+    int rc = su_write_file(path, bytes, len, err, sizeof err);
     free(bytes);
-    if (!ok) {
-        remove(tmp);
-        free(tmp);
-        return api_fail(error, SHARDC_ERR_IO, "%s: cannot write: %s", path, strerror(saved));
-    }
-    free(tmp);
+    if (rc != 0)
+        return api_fail(error, SHARDC_ERR_IO, "%s", err);
     return SHARDC_OK;
 }
 

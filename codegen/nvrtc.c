@@ -4,7 +4,6 @@
 #include "nvrtc.h"
 
 #include "runtime/plan.h"
-#include "runtime/tensors.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -250,7 +249,7 @@ static void cache_write(const char *dir, const char *path, const su_buf *key, co
     memcpy(e + ENTRY_HEAD, key->s, key->len);
     memcpy(e + ENTRY_HEAD + key->len, data, len);
     char err[256];
-    rt_write_file(path, (const char *)e, total, err, sizeof err);
+    su_write_file(path, (const char *)e, total, err, sizeof err);
     free(e);
 }
 

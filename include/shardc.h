@@ -120,6 +120,11 @@ SHARDC_API void shardc_program_free(shardc_program *prog);
 SHARDC_API shardc_status shardc_program_emit(const shardc_program *prog, const char *what,
                                              char **text, size_t *len, char **error);
 
+/* Writes output `what` of shardc_program_emit to path, as
+ * shardc_program_save_plan writes a plan. */
+SHARDC_API shardc_status shardc_program_emit_file(const shardc_program *prog, const char *what,
+                                                  const char *path, char **error);
+
 /* ---- plans ---- */
 
 /* A compiled, validated plan (DESIGN.md §4): all the runtime needs. */
@@ -128,8 +133,13 @@ typedef struct shardc_plan shardc_plan;
 /* The plan of a compiled program. */
 SHARDC_API shardc_status shardc_program_plan(const shardc_program *prog, shardc_plan **out,
                                              char **error);
-/* Writes the plan file of a compiled program to path (through a temporary
- * file renamed into place: a failure leaves no file). */
+/* Writes the plan file of a compiled program to path. A regular file (or
+ * none) is replaced whole through a temporary file in its folder, renamed
+ * into place, so a failure leaves it as it was; a symlink stays and its
+ * target is written; a device or FIFO (/dev/null, /dev/stdout, a named
+ * pipe) is written straight into, never replaced; a folder is an error.
+ * SHARDC_ERR_IO with the file and the reason. Every file the library
+ * writes (outputs, params, checkpoints, traces) is written this way. */
 SHARDC_API shardc_status shardc_program_save_plan(const shardc_program *prog, const char *path,
                                                   char **error);
 /* Reads and validates a plan file. SHARDC_ERR_INPUT for a truncated, corrupt,

@@ -7,6 +7,7 @@
  * The session (session.c) decides who writes and reads what, and does the
  * collectives under MPI; this file touches only files. */
 #include "checkpoint.h"
+#include "support/support.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -309,7 +310,7 @@ int rt_ckpt_write_index(const char *dir, const rt_plan *p, int64_t step,
     if (rc == 0)
         rc = sync_dir(dir, err, errlen);
     if (rc == 0)
-        rc = rt_write_file(path, text, strlen(text), err, errlen);
+        rc = su_write_file(path, text, strlen(text), err, errlen);
     if (rc == 0)
         rc = sync_dir(dir, err, errlen);
     free(text);

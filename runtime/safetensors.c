@@ -2,14 +2,15 @@
  *
  * Opening a file reads and validates its whole header once; tensor data is
  * read later with pread, one call per contiguous run of the block asked for,
- * so a rank touches only the bytes of its own shard. Writing goes through a
- * temporary file in the same folder, renamed into place at the end, so a
- * failure never leaves a partial file at the path.
+ * so a rank touches only the bytes of its own shard. Writing goes through
+ * su_wfile (support.h): a file replaced whole or not at all, a device or
+ * FIFO written straight into.
  *
  * Data is copied as is: like the rest of the runtime, this assumes a
  * little-endian host (safetensors data is little-endian).
  */
 #include "tensors.h"
+#include "support/support.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -26,7 +27,7 @@
 #define ST_MAX_HEADER 100000000u
 /* Largest integer a JSON number (a double) holds exactly. */
 #define ST_MAX_EXACT 9007199254740992.0
-/* Bytes per read() or write() call; Linux moves at most ~2 GiB per call. */
+/* Bytes per read() call; Linux moves at most ~2 GiB per call. */
 #define ST_CHUNK ((size_t)1 << 30)
 
 static const char *const st_dtype_names[RT_NDTYPES] = {"F32", "F16", "BF16", "I32"};
@@ -665,95 +666,21 @@ static char *header_json(int n, const char *const *names, const rt_type *types)
     return text;
 }
 
-static int write_full(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t put = write(fd, p, n < ST_CHUNK ? n : ST_CHUNK);
-        if (put < 0 && errno == EINTR)
-            continue;
-        if (put <= 0) {
-            if (put == 0)
-                errno = EIO;
-            return -1;
-        }
-        p += put;
-        n -= (size_t)put;
-    }
-    return 0;
-}
-
-/* Creates "path.tmp.PID.K" (O_EXCL: the first K free), its name in tmp. */
-static int create_temp(const char *path, char *tmp, size_t size)
-{
-    for (int k = 0; k < 100; k++) {
-        snprintf(tmp, size, "%s.tmp.%ld.%d", path, (long)getpid(), k);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0 || errno != EEXIST)
-            return fd;
-    }
-    return -1;
-}
-
 /* The header (8-byte length, JSON padded with spaces to a multiple of 8)
- * and the data, to fd. */
-static int write_body(int fd, const char *json, int n, const rt_type *types,
-                      const void *const *data)
+ * and the data, to w. */
+static void write_body(su_wfile *w, const char *json, int n, const rt_type *types,
+                       const void *const *data)
 {
     size_t len = strlen(json), padded = (len + 7) / 8 * 8;
     uint8_t head[8];
     for (int i = 0; i < 8; i++)
         head[i] = (uint8_t)((uint64_t)padded >> (8 * i));
     static const char spaces[8] = "        ";
-    if (write_full(fd, head, 8) != 0 || write_full(fd, json, len) != 0 ||
-        write_full(fd, spaces, padded - len) != 0)
-        return -1;
+    su_wfile_write(w, head, 8);
+    su_wfile_write(w, json, len);
+    su_wfile_write(w, spaces, padded - len);
     for (int i = 0; i < n; i++)
-        if (write_full(fd, data[i], (size_t)rt_type_bytes(&types[i])) != 0)
-            return -1;
-    return 0;
-}
-
-/* Writes path through a temporary file: body(fd, ctx) fills it, then
- * fsync, close and rename; on any failure the temporary file is removed. */
-static int write_through_temp(const char *path, int (*body)(int fd, const void *ctx),
-                              const void *ctx, char *err, size_t errlen)
-{
-    size_t tmplen = strlen(path) + 48;
-    char *tmp = malloc(tmplen);
-    int rc = 0;
-    if (!tmp)
-        return fail(err, errlen, "%s: out of memory", path);
-    int fd = create_temp(path, tmp, tmplen);
-    if (fd < 0) {
-        rc = fail(err, errlen, "%s: cannot create the temporary file %s: %s", path, tmp,
-                  strerror(errno));
-    } else {
-        if (body(fd, ctx) != 0 || fsync(fd) != 0)
-            rc = fail(err, errlen, "%s: cannot write %s: %s", path, tmp, strerror(errno));
-        if (close(fd) != 0 && rc == 0)
-            rc = fail(err, errlen, "%s: cannot write %s: %s", path, tmp, strerror(errno));
-        if (rc == 0 && rename(tmp, path) != 0)
-            rc = fail(err, errlen, "%s: cannot rename %s into place: %s", path, tmp,
-                      strerror(errno));
-        if (rc != 0)
-            unlink(tmp);
-    }
-    free(tmp);
-    return rc;
-}
-
-typedef struct st_body {
-    const char *json;
-    int n;
-    const rt_type *types;
-    const void *const *data;
-} st_body;
-
-static int st_body_write(int fd, const void *ctx)
-{
-    const st_body *b = ctx;
-    return write_body(fd, b->json, b->n, b->types, b->data);
+        su_wfile_write(w, data[i], (size_t)rt_type_bytes(&types[i]));
 }
 
 int rt_st_write(const char *path, int n, const char *const *names, const rt_type *types,
@@ -764,25 +691,12 @@ int rt_st_write(const char *path, int n, const char *const *names, const rt_type
     char *json = header_json(n, names, types);
     if (!json)
         return fail(err, errlen, "%s: out of memory writing the header", path);
-    st_body b = {json, n, types, data};
-    int rc = write_through_temp(path, st_body_write, &b, err, errlen);
+    su_wfile w;
+    int rc = su_wfile_open(&w, path, err, errlen);
+    if (rc == 0) {
+        write_body(&w, json, n, types, data);
+        rc = su_wfile_commit(&w, err, errlen);
+    }
     cJSON_free(json);
     return rc;
-}
-
-typedef struct text_body {
-    const char *text;
-    size_t len;
-} text_body;
-
-static int text_body_write(int fd, const void *ctx)
-{
-    const text_body *b = ctx;
-    return write_full(fd, b->text, b->len);
-}
-
-int rt_write_file(const char *path, const char *text, size_t len, char *err, size_t errlen)
-{
-    text_body b = {text, len};
-    return write_through_temp(path, text_body_write, &b, err, errlen);
 }

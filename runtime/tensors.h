@@ -57,13 +57,10 @@ int rt_st_read_block(const rt_st_file *f, const char *name, const rt_type *want,
                      size_t errlen);
 
 /* Writes n tensors (names, full types, row-major data) as a safetensors file,
- * through a temporary file renamed into place, so a failure leaves no file. */
+ * through su_wfile (support.h): a regular file replaced whole or not at all,
+ * a symlink's target written, a device or FIFO written straight into. */
 int rt_st_write(const char *path, int n, const char *const *names, const rt_type *types,
                 const void *const *data, char *err, size_t errlen);
-
-/* Writes len bytes of text to path the same way: a temporary file in the
- * same folder, fsync'd and renamed into place; a failure leaves no file. */
-int rt_write_file(const char *path, const char *text, size_t len, char *err, size_t errlen);
 
 /* Fills the block [start, start + count) of a tensor of global type `full`
  * made by init (zeros, ones, normal(a), uniform(a, b)) from seed and the

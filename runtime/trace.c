@@ -1,6 +1,6 @@
 /* trace.c: the measured timeline (trace.h). */
 #include "trace.h"
-#include "tensors.h"
+#include "support/support.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -158,7 +158,7 @@ int rt_trace_write(const char *path, const rt_plan *p, const rt_trace *tr, int64
         snprintf(err, errlen, "out of memory for the trace");
         return -1;
     }
-    int rc = rt_write_file(path, b.s, b.len, err, errlen);
+    int rc = su_write_file(path, b.s, b.len, err, errlen);
     free(b.s);
     return rc;
 }

@@ -7,6 +7,9 @@
  * - su_src / su_loc / su_diag: source text, positions, and the one error
  *   message a compilation reports, formatted as
  *   "file:line:col: error: message", the source line, and a caret.
+ * - su_wfile: the one way output files are written (file.c): replaced
+ *   whole through a renamed temporary file, or written straight into a
+ *   device or FIFO, never half-written and never clobbering /dev/null.
  */
 #ifndef SHARDC_SUPPORT_H
 #define SHARDC_SUPPORT_H
@@ -104,6 +107,40 @@ void su_diag_free(su_diag *d);
 void su_error_at(su_diag *d, const su_src *src, su_loc loc, const char *fmt, ...)
     SU_PRINTF(4, 5);
 void su_verror_at(su_diag *d, const su_src *src, su_loc loc, const char *fmt, va_list ap);
+
+/* ---- output files ---- */
+
+/* A file being written. Where path names a regular file or nothing (after
+ * following symlinks: the link stays, its target is written), the bytes go
+ * to a temporary file in the target's folder, fsync'd and renamed over it
+ * at commit, keeping the replaced file's permissions; a failure leaves the
+ * target as it was. A character device, FIFO or socket, or an open file
+ * named through /proc/self/fd (/dev/stdout), is written straight into
+ * (no truncation; a FIFO's open waits for a reader). A folder is an error.
+ * Messages name path as the caller gave it, and the reason (errno's text). */
+typedef struct su_wfile {
+    const char *path;   /* as the caller named it (not copied) */
+    char *dest;         /* what the temporary file replaces (malloc'd) */
+    char *tmp;          /* the temporary file (malloc'd); NULL: writing
+                         * straight into path */
+    int fd;
+    int error;          /* errno of the first failed write, 0 while none */
+} su_wfile;
+
+/* Opens path for writing: 0, or -1 with the message in err (nothing left
+ * behind). */
+int su_wfile_open(su_wfile *w, const char *path, char *err, size_t errlen);
+/* Appends n bytes: 0, or -1 after a failure (kept for su_wfile_commit,
+ * later writes do nothing). */
+int su_wfile_write(su_wfile *w, const void *data, size_t n);
+/* Finishes the file (fsync and rename, or close): 0, or -1 with the message
+ * in err and the temporary file removed. w is closed either way. */
+int su_wfile_commit(su_wfile *w, char *err, size_t errlen);
+/* Gives up: closes w and removes its temporary file; the target is as it
+ * was. Safe after a failed open or a commit. */
+void su_wfile_abort(su_wfile *w);
+/* Writes len bytes to path through su_wfile: 0, or -1 with the message. */
+int su_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen);
 
 /* Checked int64 arithmetic: false on overflow. */
 bool su_mul64(int64_t a, int64_t b, int64_t *out);

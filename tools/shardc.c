@@ -168,44 +168,15 @@ static int parse_args(int argc, char **argv, args *a)
     return 0;
 }
 
-/* Writes text to path through a temporary file renamed into place, so a
- * failed run never leaves a partial output. */
-static int write_file(const char *path, const char *text, size_t len)
-{
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (!tmp)
-        return EXIT_INTERNAL;
-    snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    bool ok = f && fwrite(text, 1, len, f) == len;
-    ok = f && fclose(f) == 0 && ok;
-    if (ok && rename(tmp, path) == 0) {
-        free(tmp);
-        return 0;
-    }
-    fprintf(stderr, "shardc: error: cannot write '%s': %s\n", path, strerror(errno));
-    remove(tmp);
-    free(tmp);
-    return EXIT_INPUT;
-}
-
 /* Writes output `what` of prog to path. */
 static int emit_to(const shardc_program *prog, const char *what, const char *path)
 {
-    char *text, *err = NULL;
-    size_t len;
-    shardc_status st = shardc_program_emit(prog, what, &text, &len, &err);
-    int rc = 0;
-    if (st != SHARDC_OK) {
+    char *err = NULL;
+    shardc_status st = shardc_program_emit_file(prog, what, path, &err);
+    if (st != SHARDC_OK)
         fprintf(stderr, "shardc: error: %s\n", err ? err : "out of memory");
-        rc = exit_code(st);
-    } else {
-        rc = write_file(path, text, len);
-    }
-    shardc_free(text);
     shardc_free(err);
-    return rc;
+    return exit_code(st);
 }
 
 static int compile(const args *a)
@@ -224,15 +195,15 @@ static int compile(const args *a)
         return exit_code(st);
     }
     int rc = a->trace ? emit_to(prog, "trace", a->trace) : 0;
-    if (!rc && a->emit) {
+    if (!rc && a->emit && a->out) {
+        rc = emit_to(prog, a->emit, a->out);
+    } else if (!rc && a->emit) {
         char *text;
         size_t len;
         st = shardc_program_emit(prog, a->emit, &text, &len, &err);
         if (st != SHARDC_OK) {
             fprintf(stderr, "shardc: error: %s\n", err ? err : "out of memory");
             rc = exit_code(st);
-        } else if (a->out) {
-            rc = write_file(a->out, text, len);
         } else {
             fwrite(text, 1, len, stdout);
         }

@@ -1,9 +1,16 @@
-/* test_support.c: arenas, buffers, vectors, number formatting and the
- * diagnostic format (file:line:col, source line, caret). */
+/* test_support.c: arenas, buffers, vectors, number formatting, the
+ * diagnostic format (file:line:col, source line, caret), and the output
+ * file writer (su_wfile) on regular files, symlinks, FIFOs and folders in a
+ * fresh folder under /tmp, removed at the end. */
 #include "check.h"
 #include "support/support.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 static void test_arena(void)
 {
@@ -75,6 +82,157 @@ static void test_diag(void)
     su_diag_free(&d);
 }
 
+/* ---- output files ---- */
+
+static char dir[64];
+static char err[512];
+
+static const char *at(const char *name)
+{
+    static char buf[4][256];
+    static int k;
+    char *p = buf[k++ % 4];
+    snprintf(p, 256, "%s/%s", dir, name);
+    return p;
+}
+
+/* The whole file at path (up to 255 bytes), "" when it cannot be read. */
+static const char *slurp(const char *path)
+{
+    static char buf[256];
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+/* Files in dir whose names hold part (temporary files left behind). */
+static int count_files(const char *part)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += strstr(e->d_name, part) != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static mode_t lmode(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 ? st.st_mode : 0;
+}
+
+/* A regular file: made, replaced whole (its permissions kept), untouched
+ * by an abort; a missing folder and a folder in the way are errors that
+ * leave nothing behind. */
+static void test_write_regular(void)
+{
+    const char *path = at("a.json");
+    CHECK_INT(su_write_file(path, "an older and longer text", 24, err, sizeof err), 0);
+    CHECK_STR(slurp(path), "an older and longer text");
+    CHECK(chmod(path, 0600) == 0);
+    CHECK_INT(su_write_file(path, "{\"a\": 1}\n", 9, err, sizeof err), 0);
+    CHECK_STR(slurp(path), "{\"a\": 1}\n");
+    CHECK_INT(lmode(path) & 0777, 0600);
+    su_wfile w;
+    CHECK_INT(su_wfile_open(&w, path, err, sizeof err), 0);
+    su_wfile_write(&w, "half", 4);
+    su_wfile_abort(&w);
+    CHECK_STR(slurp(path), "{\"a\": 1}\n");
+    CHECK_INT(count_files(".tmp."), 0);
+
+    path = at("nodir/b.json");
+    CHECK_INT(su_write_file(path, "x", 1, err, sizeof err), -1);
+    CHECK(strstr(err, "nodir/b.json: cannot create the temporary file") != NULL);
+    CHECK(strstr(err, "No such file or directory") != NULL);
+    path = at("adir");
+    CHECK(mkdir(path, 0755) == 0);
+    CHECK_INT(su_write_file(path, "x", 1, err, sizeof err), -1);
+    CHECK(strstr(err, "adir: cannot write: Is a directory") != NULL);
+    CHECK(S_ISDIR(lmode(path)));
+    CHECK_INT(count_files(".tmp."), 0);
+    rmdir(path);
+    unlink(at("a.json"));
+}
+
+/* Symlinks stay links: the target is written (made when missing), a
+ * relative target taken from the link's folder, not the working one; a
+ * loop is an error. */
+static void test_write_symlinks(void)
+{
+    CHECK_INT(su_write_file(at("target"), "old", 3, err, sizeof err), 0);
+    CHECK(symlink(at("target"), at("link")) == 0);
+    CHECK(symlink("link", at("link2")) == 0); /* a chain, relative */
+    CHECK_INT(su_write_file(at("link2"), "new", 3, err, sizeof err), 0);
+    CHECK(S_ISLNK(lmode(at("link"))) && S_ISLNK(lmode(at("link2"))));
+    CHECK_STR(slurp(at("target")), "new");
+
+    CHECK(symlink("missing", at("dangling")) == 0);
+    CHECK_INT(su_write_file(at("dangling"), "made", 4, err, sizeof err), 0);
+    CHECK(S_ISLNK(lmode(at("dangling"))));
+    CHECK(S_ISREG(lmode(at("missing"))));
+    CHECK_STR(slurp(at("missing")), "made");
+
+    CHECK(symlink("loop2", at("loop1")) == 0 && symlink("loop1", at("loop2")) == 0);
+    CHECK_INT(su_write_file(at("loop1"), "x", 1, err, sizeof err), -1);
+    CHECK(strstr(err, "loop1: cannot write: Too many levels of symbolic links") != NULL);
+    CHECK(S_ISLNK(lmode(at("loop1"))));
+    CHECK_INT(count_files(".tmp."), 0);
+    const char *names[] = {"target", "link", "link2", "dangling", "missing", "loop1", "loop2"};
+    for (int i = 0; i < 7; i++)
+        unlink(at(names[i]));
+}
+
+/* A FIFO is written into, not replaced; a reader that has gone is an
+ * error (EPIPE), not a SIGPIPE that ends the process. A character device
+ * (made here when we may: root) stays one. */
+static void test_write_special(void)
+{
+    const char *fifo = at("fifo");
+    CHECK(mkfifo(fifo, 0600) == 0);
+    int rd = open(fifo, O_RDONLY | O_NONBLOCK);
+    CHECK(rd >= 0);
+    CHECK_INT(su_write_file(fifo, "streamed", 8, err, sizeof err), 0);
+    char got[16] = {0};
+    CHECK_INT(read(rd, got, sizeof got - 1), 8);
+    CHECK_STR(got, "streamed");
+    CHECK(S_ISFIFO(lmode(fifo)));
+
+    su_wfile w;
+    CHECK_INT(su_wfile_open(&w, fifo, err, sizeof err), 0);
+    close(rd);
+    CHECK_INT(su_wfile_write(&w, "lost", 4), -1);
+    CHECK_INT(su_wfile_commit(&w, err, sizeof err), -1);
+    CHECK(strstr(err, "fifo: cannot write: Broken pipe") != NULL);
+    CHECK(S_ISFIFO(lmode(fifo)));
+    unlink(fifo);
+
+    const char *null = at("null");
+    if (mknod(null, S_IFCHR | 0666, makedev(1, 3)) == 0) {
+        CHECK_INT(su_write_file(null, "gone", 4, err, sizeof err), 0);
+        CHECK(S_ISCHR(lmode(null)));
+        unlink(null);
+    }
+    CHECK_INT(count_files(".tmp."), 0);
+}
+
+static void test_write_files(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/shardc_test_support_XXXXXX");
+    if (!mkdtemp(dir)) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    test_write_regular();
+    test_write_symlinks();
+    test_write_special();
+    CHECK(rmdir(dir) == 0);
+}
+
 static void test_checked_math(void)
 {
     int64_t r;
@@ -90,5 +248,6 @@ int main(void)
     test_fmt_double();
     test_diag();
     test_checked_math();
+    test_write_files();
     return CHECK_DONE();
 }

@@ -51,7 +51,7 @@
 # RUN: %expect 2 %shardc %S/../../../examples/mlp.sh --mesh 2x2 --trace %t-3.json --hw tpu 2>&1 | FileCheck %s --check-prefix=HW
 # HW: shardc: error: --hw 'tpu': the hardware profiles are a100, h100, h200
 # RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --mesh 2x2 --trace /nonexistent/dir/t.json 2>&1 | FileCheck %s --check-prefix=IO
-# IO: shardc: error: cannot write '/nonexistent/dir/t.json'
+# IO: shardc: error: /nonexistent/dir/t.json: cannot create the temporary file /nonexistent/dir/t.json.tmp.{{[0-9.]+}}: No such file or directory
 #
 # The report ends its table with the step time and puts it in the JSON
 # before the stages: the end of the same timeline.
