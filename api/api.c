@@ -59,13 +59,20 @@ const char *shardc_version(void) { return SHARDC_VERSION_STRING; }
 
 void shardc_free(void *p) { free(p); }
 
+/* The defaults: what shardc_options_new gives, and what NULL options
+ * mean. */
+static void options_init(shardc_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->bucket_bytes = (int64_t)DEFAULT_BUCKET_MB << 20;
+    o->hw = pass_hw_default();
+}
+
 shardc_options *shardc_options_new(void)
 {
-    shardc_options *o = calloc(1, sizeof(shardc_options));
-    if (o) {
-        o->bucket_bytes = (int64_t)DEFAULT_BUCKET_MB << 20;
-        o->hw = pass_hw_default();
-    }
+    shardc_options *o = malloc(sizeof(shardc_options));
+    if (o)
+        options_init(o);
     return o;
 }
 
@@ -339,12 +346,16 @@ shardc_status shardc_compile_string(const shardc_options *opt, const char *filen
                                     const char *text, size_t len, shardc_program **out,
                                     char **error)
 {
-    static const shardc_options defaults;
+    shardc_options defaults;
+    if (!opt) {
+        options_init(&defaults);
+        opt = &defaults;
+    }
     *out = NULL;
     if (error)
         *error = NULL;
     su_src src = {filename ? filename : "<string>", text, len};
-    return compile(opt ? opt : &defaults, &src, out, error);
+    return compile(opt, &src, out, error);
 }
 
 shardc_status shardc_compile_file(const shardc_options *opt, const char *path,

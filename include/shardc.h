@@ -95,7 +95,8 @@ typedef struct shardc_program shardc_program;
 /* Compiles a model in the shard language, or textual IR when filename ends
  * in ".ir". filename is used in messages. On failure *out is NULL and
  * *error (when error is not NULL) holds the diagnostic:
- * "file:line:col: error: message", the source line and a caret. */
+ * "file:line:col: error: message", the source line and a caret. opt may
+ * be NULL: the defaults of shardc_options_new. */
 SHARDC_API shardc_status shardc_compile_string(const shardc_options *opt, const char *filename,
                                                const char *text, size_t len,
                                                shardc_program **out, char **error);

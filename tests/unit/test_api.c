@@ -73,6 +73,40 @@ static void test_options(void)
     shardc_options_free(opt);
 }
 
+/* NULL options are shardc_options_new()'s defaults everywhere the program
+ * reads them after compiling: the timeline's hardware (a NULL one crashed
+ * the "trace" output), the report, and the gradient buckets (25 MiB: one
+ * all_reduce for both gradients here, not one each). */
+static void test_null_options(void)
+{
+    static const char train[] = "mesh dp = 2\n"
+                                "input x : f32[8, 16] shard(dp, _)\n"
+                                "input y : f32[8, 16] shard(dp, _)\n"
+                                "param w1 : f32[16, 16] = normal(0.02)\n"
+                                "param w2 : f32[16, 16] = normal(0.02)\n"
+                                "loss = mse((x @ w1) @ w2, y)\n"
+                                "output loss\n"
+                                "train loss with sgd(lr = 0.01)\n";
+    shardc_options *opt = shardc_options_new();
+    shardc_program *p = NULL, *q = NULL;
+    CHECK(shardc_compile_string(NULL, "t.sh", train, strlen(train), &p, NULL) == SHARDC_OK);
+    CHECK(shardc_compile_string(opt, "t.sh", train, strlen(train), &q, NULL) == SHARDC_OK);
+    static const char *const what[] = {"trace", "report", "report-json", "sharded-ir", "schedule"};
+    for (int i = 0; p && q && i < 5; i++) {
+        char *a = NULL, *b = NULL;
+        CHECK(shardc_program_emit(p, what[i], &a, NULL, NULL) == SHARDC_OK);
+        CHECK(shardc_program_emit(q, what[i], &b, NULL, NULL) == SHARDC_OK);
+        if (!a || !b || strcmp(a, b) != 0)
+            fprintf(stderr, "  output '%s' differs with NULL options\n", what[i]);
+        CHECK(a && b && strcmp(a, b) == 0);
+        shardc_free(a);
+        shardc_free(b);
+    }
+    shardc_program_free(p);
+    shardc_program_free(q);
+    shardc_options_free(opt);
+}
+
 static void test_file(void)
 {
     shardc_program *p = NULL;
@@ -125,6 +159,7 @@ int main(void)
     CHECK(strcmp(shardc_version(), "0.1.0") == 0);
     test_compile();
     test_options();
+    test_null_options();
     test_file();
     test_threads();
     return CHECK_DONE();
