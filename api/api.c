@@ -12,9 +12,12 @@
 #include "api_cuda.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct shardc_options {
     fe_options fe;
@@ -358,37 +361,79 @@ shardc_status shardc_compile_string(const shardc_options *opt, const char *filen
     return compile(opt, &src, out, error);
 }
 
+/* What a file that is not a regular one is, for messages. */
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISFIFO(mode))
+        return "a FIFO or pipe";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "not a file";
+}
+
+/* Reads the model at path into *text (malloc'd, *len bytes): a regular
+ * file of at most SHARDC_MAX_MODEL_MB, checked before anything is read, so
+ * /dev/urandom or a FIFO is refused at once rather than read or waited on. */
+static shardc_status read_model(const char *path, char **text, size_t *len, char **error)
+{
+    const size_t max = (size_t)SHARDC_MAX_MODEL_MB << 20;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return api_fail(error, SHARDC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    shardc_status rc = SHARDC_OK;
+    if (fstat(fd, &st) != 0)
+        rc = api_fail(error, SHARDC_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        rc = api_fail(error, SHARDC_ERR_IO, "%s: cannot read a model from %s, only from a "
+                      "regular file", path, file_kind(st.st_mode));
+    else if ((uint64_t)st.st_size > max)
+        rc = api_fail(error, SHARDC_ERR_IO, "%s: %lld bytes, more than the %d MiB a model "
+                      "may have", path, (long long)st.st_size, SHARDC_MAX_MODEL_MB);
+    /* one byte more than the size: a file that grew since is caught too */
+    size_t cap = rc == SHARDC_OK ? (size_t)st.st_size + 1 : 0, n = 0;
+    char *buf = rc == SHARDC_OK ? malloc(cap) : NULL;
+    if (rc == SHARDC_OK && !buf)
+        rc = api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    while (rc == SHARDC_OK && n < cap) {
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            rc = api_fail(error, SHARDC_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+        if (got <= 0)
+            break;
+        n += (size_t)got;
+    }
+    if (rc == SHARDC_OK && n == cap)
+        rc = api_fail(error, SHARDC_ERR_IO, "%s: the file grew while it was read", path);
+    close(fd);
+    if (rc != SHARDC_OK) {
+        free(buf);
+        return rc;
+    }
+    *text = buf;
+    *len = n;
+    return SHARDC_OK;
+}
+
 shardc_status shardc_compile_file(const shardc_options *opt, const char *path,
                                   shardc_program **out, char **error)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return api_fail(error, SHARDC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    size_t n;
-    while (buf && (n = fread(buf + len, 1, cap - len, f)) > 0) {
-        len += n;
-        if (len == cap) {
-            char *b = cap < ((size_t)1 << 31) ? realloc(buf, cap * 2) : NULL;
-            if (!b) {
-                free(buf);
-                fclose(f);
-                return api_fail(error, SHARDC_ERR_IO, "%s: too large to read", path);
-            }
-            buf = b;
-            cap *= 2;
-        }
-    }
-    bool bad = !buf || ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return api_fail(error, SHARDC_ERR_IO, "%s: cannot read", path);
-    }
-    shardc_status st = shardc_compile_string(opt, path, buf, len, out, error);
-    free(buf);
+    char *text = NULL;
+    size_t len = 0;
+    shardc_status st = read_model(path, &text, &len, error);
+    if (st != SHARDC_OK)
+        return st;
+    st = shardc_compile_string(opt, path, text, len, out, error);
+    free(text);
     return st;
 }
 

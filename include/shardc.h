@@ -101,8 +101,13 @@ SHARDC_API shardc_status shardc_compile_string(const shardc_options *opt, const 
                                                const char *text, size_t len,
                                                shardc_program **out, char **error);
 
-/* As shardc_compile_string, reading the file at path (SHARDC_ERR_IO when it
- * cannot be read). */
+/* The largest model file shardc_compile_file reads. */
+#define SHARDC_MAX_MODEL_MB 64
+
+/* As shardc_compile_string, reading the file at path: SHARDC_ERR_IO, with
+ * the path and the reason, when it cannot be read, is not a regular file
+ * (a device, a FIFO, a directory: refused before anything is read) or is
+ * larger than SHARDC_MAX_MODEL_MB MiB. */
 SHARDC_API shardc_status shardc_compile_file(const shardc_options *opt, const char *path,
                                              shardc_program **out, char **error);
 

@@ -114,6 +114,11 @@ static void test_file(void)
     CHECK(shardc_compile_file(NULL, "/nonexistent/m.sh", &p, &err) == SHARDC_ERR_IO);
     CHECK(err && strstr(err, "/nonexistent/m.sh: cannot open"));
     shardc_free(err);
+    err = NULL;
+    CHECK(shardc_compile_file(NULL, "/dev/null", &p, &err) == SHARDC_ERR_IO);
+    CHECK_STR(err, "/dev/null: cannot read a model from a character device, only from a "
+                   "regular file");
+    shardc_free(err);
 }
 
 /* Two threads compile different meshes many times; each must always get the
