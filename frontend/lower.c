@@ -781,12 +781,15 @@ static bool verified(ir_module *m, su_diag *diag, const su_src *src, jmp_buf *oo
     return ok;
 }
 
-ir_module *fe_compile(const su_src *src, const fe_options *opt, su_diag *diag, jmp_buf *oom)
+ir_module *fe_compile(const su_src *whole, const fe_options *opt, su_diag *diag, jmp_buf *oom)
 {
-    if (src->len > (size_t)1 << 30) {
-        su_error_at(diag, src, (su_loc){0, 0}, "the file is larger than 1 GiB");
+    if (whole->len > (size_t)1 << 30) {
+        su_error_at(diag, whole, (su_loc){0, 0}, "the file is larger than 1 GiB");
         return NULL;
     }
+    su_src text = *whole, *src = &text; /* without a byte order mark */
+    if (!su_src_prepare(&text, diag))
+        return NULL;
     su_arena arena;
     su_arena_init(&arena, oom);
     fe_parse P = {.arena = &arena, .diag = diag, .src = src};

@@ -1016,8 +1016,11 @@ static int parse_guarded(parser *p)
     return 0;
 }
 
-ir_module *ir_parse(const su_src *src, su_diag *diag, jmp_buf *oom)
+ir_module *ir_parse(const su_src *whole, su_diag *diag, jmp_buf *oom)
 {
+    su_src text = *whole, *src = &text; /* without a byte order mark */
+    if (!su_src_prepare(&text, diag))
+        return NULL;
     parser p;
     memset(&p, 0, sizeof p);
     p.src = src;

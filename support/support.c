@@ -235,7 +235,8 @@ void su_diag_free(su_diag *d)
 }
 
 /* Appends the source line of loc and a caret under its column; tabs before
- * the column are kept so the caret lines up in any editor. */
+ * the column are kept so the caret lines up in any editor, and other
+ * control bytes (a NUL, which would end the message) show as spaces. */
 static void show_line(su_buf *b, const su_src *src, su_loc loc)
 {
     const char *p = src->text, *end = src->text + src->len;
@@ -247,7 +248,10 @@ static void show_line(su_buf *b, const su_src *src, su_loc loc)
         eol++;
     if (eol > p && eol[-1] == '\r')
         eol--;
-    su_buf_put(b, p, (size_t)(eol - p));
+    for (const char *q = p; q < eol; q++) {
+        unsigned char c = (unsigned char)*q;
+        su_buf_putc(b, (c < 0x20 && c != '\t') || c == 0x7f ? ' ' : (char)c);
+    }
     su_buf_putc(b, '\n');
     for (int i = 1; i < loc.col; i++)
         su_buf_putc(b, (p + i - 1 < eol && p[i - 1] == '\t') ? '\t' : ' ');
@@ -277,6 +281,26 @@ void su_error_at(su_diag *d, const su_src *src, su_loc loc, const char *fmt, ...
     va_start(ap, fmt);
     su_verror_at(d, src, loc, fmt, ap);
     va_end(ap);
+}
+
+bool su_src_prepare(su_src *src, su_diag *d)
+{
+    static const char bom[3] = {'\xef', '\xbb', '\xbf'};
+    if (src->len >= 3 && !memcmp(src->text, bom, 3)) {
+        src->text += 3;
+        src->len -= 3;
+    }
+    const char *nul = memchr(src->text, 0, src->len);
+    if (!nul)
+        return true;
+    su_loc at = {1, 1};
+    for (const char *p = src->text; p < nul; p++) {
+        at.col++;
+        if (*p == '\n')
+            at = (su_loc){at.line + 1, 1};
+    }
+    su_error_at(d, src, at, "unexpected NUL byte (0x00): a model is UTF-8 text");
+    return false;
 }
 
 bool su_mul64(int64_t a, int64_t b, int64_t *out)

@@ -142,6 +142,12 @@ void su_wfile_abort(su_wfile *w);
 /* Writes len bytes to path through su_wfile: 0, or -1 with the message. */
 int su_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen);
 
+/* Readies src for a scanner: skips a UTF-8 byte order mark at its start
+ * (some editors write one; lines and columns then count from after it),
+ * and reports the first NUL byte, which no model or IR holds, at its line
+ * and column (false). */
+bool su_src_prepare(su_src *src, su_diag *d);
+
 /* Checked int64 arithmetic: false on overflow. */
 bool su_mul64(int64_t a, int64_t b, int64_t *out);
 bool su_add64(int64_t a, int64_t b, int64_t *out);

@@ -233,6 +233,27 @@ static void test_write_files(void)
     CHECK(rmdir(dir) == 0);
 }
 
+/* su_src_prepare: a byte order mark skipped, a NUL byte reported at its
+ * place, shown as a space so the message is not cut there. */
+static void test_src_prepare(void)
+{
+    const char bom[] = "\xef\xbb\xbfmesh dp\n";
+    su_src src = {"m.sh", bom, sizeof bom - 1};
+    su_diag d;
+    su_diag_init(&d, NULL);
+    CHECK(su_src_prepare(&src, &d));
+    CHECK_INT(src.len, 8);
+    CHECK(!strncmp(src.text, "mesh dp\n", 8));
+    CHECK_INT(d.nerrors, 0);
+    const char nul[] = "mesh dp\nx = y\0 + 1\n";
+    src = (su_src){"m.sh", nul, sizeof nul - 1};
+    CHECK(!su_src_prepare(&src, &d));
+    CHECK_STR(d.msg.s, "m.sh:2:6: error: unexpected NUL byte (0x00): a model is UTF-8 text\n"
+                       "x = y  + 1\n"
+                       "     ^\n");
+    su_diag_free(&d);
+}
+
 static void test_checked_math(void)
 {
     int64_t r;
@@ -247,6 +268,7 @@ int main(void)
     test_buf_and_vec();
     test_fmt_double();
     test_diag();
+    test_src_prepare();
     test_checked_math();
     test_write_files();
     return CHECK_DONE();
