@@ -201,22 +201,47 @@ static int rule_prefix(pl *L, const ir_op *op)
     return d;
 }
 
-/* matmul: the batch in a batch or row dimension stays; in the contracted
- * dimension, the result is a sum over the batch. */
+/* Where dimension d of matmul operand k lands in the result: a [.., M, K]
+ * @ b [.., K, N] makes [batch.., M, N], the batch dimensions of both
+ * broadcast (right-aligned) into the leading ones, without M when a is
+ * 1-D and without N when b is; -1 for the contracted K. */
+static int matmul_dim(const ir_op *op, int k, int d)
+{
+    int ra = op->in[0]->type.rank, rb = op->in[1]->type.rank, R = op->res[0]->type.rank;
+    int r = op->in[k]->type.rank, nb = R - (ra > 1) - (rb > 1);
+    if (r == 1 || d == (k == 0 ? r - 1 : r - 2))
+        return -1;
+    if (d == (k == 0 ? r - 2 : r - 1))
+        return k == 0 ? nb : R - 1;
+    return nb - (r - 2) + d;
+}
+
+/* The dimension of matmul operand k that lands on result dimension od, or
+ * -1 (none). */
+static int matmul_operand_dim(const ir_op *op, int k, int od)
+{
+    for (int d = 0; d < op->in[k]->type.rank; d++)
+        if (od >= 0 && matmul_dim(op, k, d) == od)
+            return d;
+    return -1;
+}
+
+/* matmul: the batch in a batch, row or column dimension stays (where
+ * matmul_dim puts it); in the contracted dimension, the result is a sum
+ * over the batch. */
 static int rule_matmul(pl *L, const ir_op *op, int *mode)
 {
-    int R = op->res[0]->type.rank, od = -2;
+    int od = -2;
     bool contracts = false, keeps = false;
     for (int k = 0; k < 2; k++) {
         const ir_value *x = op->in[k];
         if (L->kind[x->id] != K_MB)
             continue;
-        int r = x->type.rank, d = L->bd[x->id], o;
-        if (r == 1 || (k == 0 && d == r - 1) || (k == 1 && d == r - 2)) {
+        int o = matmul_dim(op, k, L->bd[x->id]);
+        if (o < 0) {
             contracts = true;
             continue;
         }
-        o = (k == 0 && d == r - 2) ? R - 2 : (k == 1 && d == r - 1) ? R - 1 : aligned(x, d, R);
         if (keeps && o != od)
             return fail(L, op, "its operands hold the batch in different dimensions"), -2;
         keeps = true;
@@ -235,12 +260,10 @@ static int rule_matmul(pl *L, const ir_op *op, int *mode)
         *mode = ACC_SUM;
         return -1;
     }
-    for (int k = 0; k < 2; k++) {
-        const ir_value *x = op->in[k];
-        if (L->kind[x->id] == K_PRE && x->type.rank > 2 && od < R - 2 &&
-            !per_step_fits(L, op, k, od - (R - x->type.rank)))
+    for (int k = 0; k < 2; k++) /* a per-step operand broadcast along the batch */
+        if (L->kind[op->in[k]->id] == K_PRE &&
+            !per_step_fits(L, op, k, matmul_operand_dim(op, k, od)))
             return -2;
-    }
     return od;
 }
 
