@@ -1518,41 +1518,66 @@ static bool outputs(pl *L, st *S)
 
 /* Each param lives on the one stage that reads it (stage 0 when none
  * does); a state on every stage that reads it (the step count). Its new
- * value and gradient must be made there. */
+ * value and gradient must be made there. The params are placed first: a
+ * state that only its param's update reads (momentum, adamw's moments,
+ * the master copy of a bf16 param) then lives with its param, whose update
+ * reads it, rather than on stage 0, where its own update would read the
+ * param (a momentum's weight decay, a master copy's init). The updates are
+ * added in the module's order. */
+static bool place_update(pl *L, st *S, const ir_update *u, ir_update *out, int *at)
+{
+    int id = u->src->id, first = -1, n = 0;
+    for (int s = 0; s < L->P; s++) {
+        if (!S[s].pre[id])
+            continue;
+        if (first >= 0 && u->src->def->code == IR_PARAM)
+            return fail_at(L, u->src->def->loc, "param '%s' is used on pipeline stages %d and %d; "
+                        "a param shared by stages is not supported", u->src->def->a.name,
+                        first, s);
+        if (first < 0)
+            first = s;
+    }
+    for (int s = first < 0 ? 0 : first; s < L->P; s++) {
+        if (first >= 0 && !S[s].pre[id])
+            continue;
+        const ir_value *need[2] = {u->v, u->grad};
+        for (int k = 0; k < 2; k++)
+            if (need[k] && home(L, need[k]) >= 0 && home(L, need[k]) != s)
+                return fail_at(L, u->src->def->loc, "'%s' lives on stage %d, but its %s is made on "
+                            "stage %d", u->src->def->a.name, s, k ? "gradient" : "new value",
+                            home(L, need[k]));
+        ir_value *src = get(&S[s], u->src, 0), *v = get(&S[s], u->v, 0);
+        ir_value *g = u->grad ? get(&S[s], u->grad, 0) : NULL;
+        if (!src || !v || (u->grad && !g))
+            return false;
+        out[n] = (ir_update){src, v, g};
+        at[n++] = s;
+        if (first < 0)
+            break;
+    }
+    for (; n < L->P; n++)
+        at[n] = -1;
+    return true;
+}
+
 static bool updates(pl *L, st *S)
 {
     const ir_module *m = L->m;
-    for (int i = 0; i < m->updates.n; i++) {
-        const ir_update *u = IR_UPDATE(m, i);
-        int id = u->src->id, first = -1;
-        for (int s = 0; s < L->P; s++) {
-            if (!S[s].pre[id])
-                continue;
-            if (first >= 0 && u->src->def->code == IR_PARAM)
-                return fail_at(L, u->src->def->loc, "param '%s' is used on pipeline stages %d and %d; "
-                            "a param shared by stages is not supported", u->src->def->a.name,
-                            first, s);
-            if (first < 0)
-                first = s;
-        }
-        for (int s = first < 0 ? 0 : first; s < L->P; s++) {
-            if (first >= 0 && !S[s].pre[id])
-                continue;
-            const ir_value *need[2] = {u->v, u->grad};
-            for (int k = 0; k < 2; k++)
-                if (need[k] && home(L, need[k]) >= 0 && home(L, need[k]) != s)
-                    return fail_at(L, u->src->def->loc, "'%s' lives on stage %d, but its %s is made on "
-                                "stage %d", u->src->def->a.name, s, k ? "gradient" : "new value",
-                                home(L, need[k]));
-            ir_value *src = get(&S[s], u->src, 0), *v = get(&S[s], u->v, 0);
-            ir_value *g = u->grad ? get(&S[s], u->grad, 0) : NULL;
-            if (!src || !v || (u->grad && !g))
+    int n = m->updates.n, P = L->P;
+    ir_update *out = su_alloc(&L->ar, (size_t)(n * P + 1) * sizeof *out);
+    int *at = su_alloc(&L->ar, (size_t)(n * P + 1) * sizeof *at);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            const ir_update *u = IR_UPDATE(m, i);
+            if ((u->src->def->code == IR_PARAM) == (pass == 0) &&
+                !place_update(L, S, u, out + (size_t)i * P, at + (size_t)i * P))
                 return false;
-            ir_add_update(S[s].dst, src, v, g);
-            if (first < 0)
-                break;
         }
-    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < P && at[i * P + k] >= 0; k++) {
+            const ir_update *u = &out[i * P + k];
+            ir_add_update(S[at[i * P + k]].dst, u->src, u->v, u->grad);
+        }
     return true;
 }
 
