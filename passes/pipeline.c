@@ -51,6 +51,15 @@
  * c % P; its forward ops run in the tasks F(c, j), its backward ops in
  * B(c, j). A value one stage makes and another reads is sent at the end of
  * the producing task and received at the start of the consuming one.
+ *
+ * A param with an update lives on the stage that makes its gradient (and
+ * updates it there). Another stage may read it too, for a per-step value
+ * (the gradient through a later layer, made from its params alone, where
+ * the loss's gradient is the same in every row) or for the forward op of
+ * a value whose gradient reaches the param on a later stage, or of a
+ * value made before the pipelined repeat and read after it: that stage
+ * receives its value before anything else runs. A param that two
+ * forward ops on two stages read is shared by stages: an error.
  */
 #include "passes.h"
 
@@ -82,6 +91,7 @@ typedef struct pl {
     int *stage;                 /* ACC, POST: the stage; -1: any (made from floating values) */
     uint64_t *to;               /* MB (not floating): stages other than its own that read it */
     const ir_op **origin;       /* ACC, POST: the batch reduction it comes from */
+    int *home;                  /* a param with an update: the stage it lives on (-1: none yet) */
     su_loc *at;                 /* where the first error is (line 0: nowhere) */
     bool failed;                /* an error is recorded (only the first is kept) */
     su_arena ar;
@@ -919,6 +929,12 @@ typedef struct st {
     ir_value **step;    /* [nv]: ACC (running, then final) and POST values */
     ir_value **slice;   /* [nv]: per-step values as microbatches read them (cut) */
     int *nacc;          /* [nv]: contributions accumulated */
+    const ir_op **fwd;  /* [nv]: params a forward op here reads (directly or through
+                         * per-step values): the first op that reads it; other
+                         * per-step values: non-NULL once walked */
+    const ir_op *reader; /* the op, not per-step, whose operands are being made
+                         * (NULL: an output's or an update's) */
+    uint8_t ctx;        /* its phase */
     su_vec bounds;      /* op index ranges [start, end) of sends and recvs between tasks
                          * (intptr_t pairs) */
     bool failed;
@@ -966,9 +982,17 @@ static bool make_step(st *S, const ir_value *v);
 
 static bool operands(st *S, const ir_op *op, int j, ir_value **in)
 {
+    uint8_t ctx = S->ctx;
+    const ir_op *reader = S->reader;
+    if (S->L->kind[op->res[0]->id] != K_PRE) {
+        S->ctx = op->phase;
+        S->reader = op;
+    }
     for (int k = 0; k < op->nin; k++)
         if (!(in[k] = get(S, op->in[k], j)))
             return false;
+    S->ctx = ctx;
+    S->reader = reader;
     return true;
 }
 
@@ -1047,6 +1071,18 @@ static ir_value *emit_mb(st *S, const ir_op *op, int j)
     return copy_op(S, op, in, &t);
 }
 
+/* Op, a forward op (NULL: an output), reads per-step value v: so it or
+ * the ops that make v read params (st.fwd). */
+static void read_forward(st *S, const ir_value *v, const ir_op *op)
+{
+    if (S->fwd[v->id])
+        return;
+    S->fwd[v->id] = op ? op : v->def;
+    for (int k = 0; k < v->def->nin; k++)
+        if (S->L->kind[v->def->in[k]->id] == K_PRE)
+            read_forward(S, v->def->in[k], v->def);
+}
+
 static ir_value *get(st *S, const ir_value *v, int j)
 {
     pl *L = S->L;
@@ -1059,6 +1095,8 @@ static ir_value *get(st *S, const ir_value *v, int j)
                 return NULL;
             S->pre[id] = copy_op(S, v->def, in, &v->type);
         }
+        if (S->ctx == IR_PH_FORWARD)
+            read_forward(S, v, S->reader);
         return S->pre[id];
     case K_MB: {
         ir_value **slot = &S->mb[(size_t)id * L->M + j];
@@ -1504,6 +1542,8 @@ static bool outputs(pl *L, st *S)
         int s = output_stage(L, S, o);
         if (s < 0)
             return false;
+        S[s].ctx = IR_PH_FORWARD;
+        S[s].reader = NULL;
         ir_value *v = L->kind[o->v->id] == K_MB ? gather_mb(&S[s], o->v) : get(&S[s], o->v, 0);
         if (!v)
             return false;
@@ -1516,29 +1556,51 @@ static bool outputs(pl *L, st *S)
     return true;
 }
 
-/* Each param lives on the one stage that reads it (stage 0 when none
- * does); a state on every stage that reads it (the step count). Its new
- * value and gradient must be made there. The params are placed first: a
- * state that only its param's update reads (momentum, adamw's moments,
- * the master copy of a bf16 param) then lives with its param, whose update
- * reads it, rather than on stage 0, where its own update would read the
- * param (a momentum's weight decay, a master copy's init). The updates are
- * added in the module's order. */
+/* The stage a param with an update lives on: where its gradient (else
+ * its new value) is made, else where a forward op reads it, else where
+ * any op does (stage 0 when none does); -1 when two forward ops on two
+ * stages read it (a param shared by stages; one op on two stages makes a
+ * value both need, made from inputs and params alone). Another stage that
+ * reads it (the gradient of the operation that reads it, made on an
+ * earlier stage from per-step values alone; the forward op of a value
+ * whose gradient reaches the param on another stage, or that both need)
+ * gets its value at the start of the step (exchange). */
+static int param_home(pl *L, st *S, const ir_update *u)
+{
+    int id = u->src->id, fwd = -1, any = -1;
+    for (int s = 0; s < L->P; s++) {
+        const ir_op *a = fwd >= 0 ? S[fwd].fwd[id] : NULL, *b = S[s].fwd[id];
+        if (a && b && a != b)
+            return fail_at(L, u->src->def->loc, "param '%s' is used on pipeline stages %d "
+                           "(line %d) and %d (line %d); a param shared by stages is not "
+                           "supported yet", u->src->def->a.name, fwd, a->loc.line, s,
+                           b->loc.line), -1;
+        if (S[s].fwd[id])
+            fwd = s;
+        if (S[s].pre[id] && any < 0)
+            any = s;
+    }
+    if (u->grad && home(L, u->grad) >= 0)
+        return home(L, u->grad);
+    if (home(L, u->v) >= 0)
+        return home(L, u->v);
+    return fwd >= 0 ? fwd : any >= 0 ? any : 0;
+}
+
+/* Where update u is made: a param's on its home (param_home), a state's
+ * on every stage that reads it (the step count; stage 0 when none does).
+ * Its new value and gradient must be made there. */
 static bool place_update(pl *L, st *S, const ir_update *u, ir_update *out, int *at)
 {
+    bool param = u->src->def->code == IR_PARAM;
     int id = u->src->id, first = -1, n = 0;
-    for (int s = 0; s < L->P; s++) {
-        if (!S[s].pre[id])
-            continue;
-        if (first >= 0 && u->src->def->code == IR_PARAM)
-            return fail_at(L, u->src->def->loc, "param '%s' is used on pipeline stages %d and %d; "
-                        "a param shared by stages is not supported", u->src->def->a.name,
-                        first, s);
-        if (first < 0)
+    if (param && (first = param_home(L, S, u)) < 0)
+        return false;
+    for (int s = 0; s < L->P && !param && first < 0; s++)
+        if (S[s].pre[id])
             first = s;
-    }
     for (int s = first < 0 ? 0 : first; s < L->P; s++) {
-        if (first >= 0 && !S[s].pre[id])
+        if (first >= 0 && !S[s].pre[id] && s != first)
             continue;
         const ir_value *need[2] = {u->v, u->grad};
         for (int k = 0; k < 2; k++)
@@ -1546,20 +1608,29 @@ static bool place_update(pl *L, st *S, const ir_update *u, ir_update *out, int *
                 return fail_at(L, u->src->def->loc, "'%s' lives on stage %d, but its %s is made on "
                             "stage %d", u->src->def->a.name, s, k ? "gradient" : "new value",
                             home(L, need[k]));
+        S[s].ctx = IR_PH_OPTIMIZER;
+        S[s].reader = NULL;
         ir_value *src = get(&S[s], u->src, 0), *v = get(&S[s], u->v, 0);
         ir_value *g = u->grad ? get(&S[s], u->grad, 0) : NULL;
         if (!src || !v || (u->grad && !g))
             return false;
         out[n] = (ir_update){src, v, g};
         at[n++] = s;
-        if (first < 0)
+        if (first < 0 || param)
             break;
     }
+    if (param)
+        L->home[id] = at[0];
     for (; n < L->P; n++)
         at[n] = -1;
     return true;
 }
 
+/* The params are placed first: a state that only its param's update
+ * reads (momentum, adamw's moments, the master copy of a bf16 param) then
+ * lives with its param, whose update reads it, rather than on stage 0,
+ * where its own update would read the param (a momentum's weight decay, a
+ * master copy's init). The updates are added in the module's order. */
 static bool updates(pl *L, st *S)
 {
     const ir_module *m = L->m;
@@ -1578,6 +1649,93 @@ static bool updates(pl *L, st *S)
             const ir_update *u = &out[i * P + k];
             ir_add_update(S[at[i * P + k]].dst, u->src, u->v, u->grad);
         }
+    return true;
+}
+
+/* Replaces every use of value a in module d by b. */
+static void replace_uses(ir_module *d, const ir_value *a, ir_value *b)
+{
+    for (int i = 0; i < d->ops.n; i++) {
+        ir_op *op = IR_OP(d, i);
+        for (int k = 0; k < op->nin; k++)
+            if (op->in[k] == a)
+                op->in[k] = b;
+    }
+    for (int i = 0; i < d->outputs.n; i++)
+        if (IR_OUTPUT(d, i)->v == a)
+            IR_OUTPUT(d, i)->v = b;
+}
+
+/* Moves ops front of module d to its front, in that order, and drops the
+ * ops marked gone (a mark per op index). */
+static void to_front(pl *L, ir_module *d, ir_op **front, int nfront, const bool *gone)
+{
+    su_vec out = {0};
+    for (int k = 0; k < nfront; k++)
+        su_vec_push(&out, L->m->oom, front[k]);
+    for (int i = 0; i < d->ops.n; i++) {
+        bool moved = gone[i];
+        for (int k = 0; k < nfront && !moved; k++)
+            moved = front[k] == IR_OP(d, i);
+        if (!moved)
+            su_vec_push(&out, L->m->oom, d->ops.v[i]);
+    }
+    su_vec_free(&d->ops);
+    d->ops = out;
+}
+
+/* A param read on stages other than its home (param_home) is sent from
+ * there to each of them before anything else runs, its copy there
+ * replaced by what it receives, so every stage reads this step's value
+ * and only the home updates it. Every stage's sends and recvs follow one
+ * order (param, then receiving stage), so they pair without waiting in a
+ * cycle. */
+static bool exchange(pl *L, st *S)
+{
+    const ir_module *m = L->m;
+    for (int s = 0; s < L->P; s++) {
+        ir_module *d = S[s].dst;
+        int nops = d->ops.n, nfront = 0;
+        ir_op **front = su_alloc(&L->ar, (size_t)(2 * m->updates.n * L->P + 1) * sizeof *front);
+        bool *gone = su_alloc(&L->ar, (size_t)nops + 1);
+        memset(gone, 0, (size_t)nops + 1);
+        for (int i = 0; i < m->updates.n; i++) { /* the home's params first */
+            const ir_value *p = IR_UPDATE(m, i)->src;
+            if (p->def->code != IR_PARAM || L->home[p->id] != s)
+                continue;
+            for (int t = 0; t < L->P; t++)
+                if (t != s && S[t].pre[p->id]) {
+                    front[nfront++] = S[s].pre[p->id]->def;
+                    break;
+                }
+        }
+        for (int i = 0; i < m->updates.n; i++) {
+            const ir_value *p = IR_UPDATE(m, i)->src;
+            int h = p->def->code == IR_PARAM ? L->home[p->id] : -1;
+            if (h < 0)
+                continue;
+            for (int t = 0; t < L->P; t++) {
+                if (t == h || !S[t].pre[p->id] || (s != h && s != t))
+                    continue;
+                ir_attrs a = {.peer = s == h ? t : h, .tag = tag_of(L, p->id, 0)};
+                if (s == h) {
+                    ir_value *x = S[s].pre[p->id];
+                    append(&S[s], p->def, IR_SEND, &x, 1, &a, NULL, NULL);
+                } else {
+                    ir_value *old = S[s].pre[p->id];
+                    ir_value *r = append(&S[s], p->def, IR_RECV, NULL, 0, &a, &old->type,
+                                         &old->sh);
+                    replace_uses(d, old, r);
+                    for (int k = 0; k < nops; k++)
+                        gone[k] = gone[k] || IR_OP(d, k) == old->def;
+                    S[s].pre[p->id] = r;
+                }
+                front[nfront++] = IR_OP(d, d->ops.n - 1);
+            }
+        }
+        if (nfront)
+            to_front(L, d, front, nfront, gone);
+    }
     return true;
 }
 
@@ -1616,6 +1774,10 @@ static void init_stage(pl *L, st *S, int s)
     S->slice = su_alloc(&L->ar, nv * sizeof *S->slice);
     memset(S->slice, 0, nv * sizeof *S->slice);
     S->nacc = su_alloc(&L->ar, nv * sizeof *S->nacc);
+    S->fwd = su_alloc(&L->ar, nv * sizeof *S->fwd);
+    S->reader = NULL;
+    memset(S->fwd, 0, nv * sizeof *S->fwd);
+    S->ctx = IR_NPHASES;
     S->mb = su_alloc(&L->ar, nv * (size_t)L->M * sizeof *S->mb);
     memset(S->pre, 0, nv * sizeof *S->pre);
     memset(S->full, 0, nv * sizeof *S->full);
@@ -1651,6 +1813,8 @@ static bool setup(pl *L, const ir_module *m, su_buf *err, su_loc *at)
     L->to = su_alloc(&L->ar, nv * sizeof *L->to);
     L->origin = su_alloc(&L->ar, nv * sizeof *L->origin);
     memset(L->origin, 0, nv * sizeof *L->origin);
+    L->home = su_alloc(&L->ar, nv * sizeof *L->home);
+    memset(L->home, -1, nv * sizeof *L->home);
     memset(L->kind, 0, nv);
     memset(L->bd, -1, nv);
     memset(L->floating, 0, nv * sizeof *L->floating);
@@ -1708,7 +1872,7 @@ bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err, su
     for (int s = 0; s < L.P; s++) /* order_p2p frees them; not on an earlier failure */
         su_vec_free(&S[s].bounds);
     /* the outputs first: an update then sees every stage that reads its param */
-    ok = ok && outputs(&L, S) && updates(&L, S) && keep_unread(&L, S);
+    ok = ok && outputs(&L, S) && updates(&L, S) && keep_unread(&L, S) && exchange(&L, S);
     if (ok)
         out->bubble = bubble(&L, out, train);
     su_arena_free(&L.ar);
