@@ -329,16 +329,20 @@ class Gen:
         if "attention" in self.avoid or len(x.shape) < 2:
             return None
         causal = self.chance(0.6) and "attn-causal-split" not in self.avoid
-        # q, k, v of x's shape [..., S, d] through three projections, or x itself
+        # q, k, v of x's shape [..., S, d] through three projections, or x
+        # itself; a large x goes through tanh first, for scores of hundreds
+        # make softmax a near-argmax whose near-ties f32 rounding decides
+        # (seen: h @ h then attention, 5e-5 apart)
         d = x.shape[-1]
+        base = x.name if x.mag <= 4 else f"tanh({x.name})"
         if self.chance(0.5):
             names = []
             for _ in range(3):
                 w = self.new_param([d, d], x.dtype)
-                names.append(f"{x.name} @ {w.name}")
+                names.append(f"{base} @ {w.name}")
             q, k, v = names
         else:
-            q = k = v = x.name
+            q = k = v = base
         # causal defaults to true
         c = "" if causal and self.chance(0.5) else f", causal = {'true' if causal else 'false'}"
         return f"attention({q}, {k}, {v}{c})", x.mag * 2, x.shape
