@@ -26,18 +26,6 @@
 /* Largest integer a JSON number (a double) holds exactly. */
 #define MAX_EXACT 9007199254740992.0
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* "[4, 8]": n values of v. */
 static const char *dims_str(const int64_t *v, int n, char *buf, size_t size)
@@ -114,7 +102,7 @@ static int make_dirs(const char *path, char *err, size_t errlen)
 {
     char *p = strdup(path);
     if (!p)
-        return fail(err, errlen, "%s: out of memory", path);
+        return su_errf(err, errlen, "%s: out of memory", path);
     int rc = 0;
     for (char *q = p + 1; rc == 0; q++) {
         bool end = *q == 0;
@@ -123,10 +111,10 @@ static int make_dirs(const char *path, char *err, size_t errlen)
         *q = 0;
         struct stat st;
         if (mkdir(p, 0777) != 0 && errno != EEXIST)
-            rc = fail(err, errlen, "%s: cannot create the checkpoint folder: %s", path,
+            rc = su_errf(err, errlen, "%s: cannot create the checkpoint folder: %s", path,
                       strerror(errno));
         else if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
-            rc = fail(err, errlen, "%s: cannot create the checkpoint folder: %s is not a folder",
+            rc = su_errf(err, errlen, "%s: cannot create the checkpoint folder: %s is not a folder",
                       path, p);
         if (end)
             break;
@@ -139,15 +127,15 @@ static int make_dirs(const char *path, char *err, size_t errlen)
 int rt_ckpt_begin(const char *dir, char *err, size_t errlen)
 {
     if (!dir[0])
-        return fail(err, errlen, "no checkpoint folder given");
+        return su_errf(err, errlen, "no checkpoint folder given");
     if (make_dirs(dir, err, errlen) != 0)
         return -1;
     char *index = join(dir, INDEX_NAME);
     if (!index)
-        return fail(err, errlen, "%s: out of memory", dir);
+        return su_errf(err, errlen, "%s: out of memory", dir);
     int rc = 0;
     if (unlink(index) != 0 && errno != ENOENT)
-        rc = fail(err, errlen, "%s: cannot remove the old index: %s", index, strerror(errno));
+        rc = su_errf(err, errlen, "%s: cannot remove the old index: %s", index, strerror(errno));
     free(index);
     return rc;
 }
@@ -160,11 +148,11 @@ int rt_ckpt_write_rank(const char *dir, int64_t rank, int n, const char *const *
     rank_file_name(rank, name, sizeof name);
     char *path = join(dir, name);
     if (!path)
-        return fail(err, errlen, "%s: out of memory", dir);
+        return su_errf(err, errlen, "%s: out of memory", dir);
     int rc = rt_st_write(path, n, names, types, data, err, errlen);
     struct stat st;
     if (rc == 0 && stat(path, &st) != 0)
-        rc = fail(err, errlen, "%s: written, but cannot stat it: %s", path, strerror(errno));
+        rc = su_errf(err, errlen, "%s: written, but cannot stat it: %s", path, strerror(errno));
     if (rc == 0)
         *bytes = (int64_t)st.st_size;
     free(path);
@@ -280,10 +268,10 @@ static int sync_dir(const char *dir, char *err, size_t errlen)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        return fail(err, errlen, "%s: cannot open the folder: %s", dir, strerror(errno));
+        return su_errf(err, errlen, "%s: cannot open the folder: %s", dir, strerror(errno));
     int rc = 0;
     if (fsync(fd) != 0 && errno != EINVAL)
-        rc = fail(err, errlen, "%s: cannot sync the folder: %s", dir, strerror(errno));
+        rc = su_errf(err, errlen, "%s: cannot sync the folder: %s", dir, strerror(errno));
     close(fd);
     return rc;
 }
@@ -305,7 +293,7 @@ int rt_ckpt_write_index(const char *dir, const rt_plan *p, int64_t step,
     char *path = join(dir, INDEX_NAME);
     int rc = 0;
     if (!text || !path)
-        rc = fail(err, errlen, "%s: out of memory writing the index", dir);
+        rc = su_errf(err, errlen, "%s: out of memory writing the index", dir);
     /* the rank files' renames reach the disk before the index's */
     if (rc == 0)
         rc = sync_dir(dir, err, errlen);
@@ -361,9 +349,9 @@ static const cJSON *member(const rt_ckpt *c, const cJSON *obj, const char *key, 
 {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!m)
-        fail(err, errlen, "%s: %sno \"%s\"", c->index, where, key);
+        su_errf(err, errlen, "%s: %sno \"%s\"", c->index, where, key);
     else if ((m->type & 0xFF) != type)
-        fail(err, errlen, "%s: %s\"%s\" is not %s", c->index, where, key, type_name);
+        su_errf(err, errlen, "%s: %s\"%s\" is not %s", c->index, where, key, type_name);
     else
         return m;
     return NULL;
@@ -394,9 +382,9 @@ static int int_array(const rt_ckpt *c, const cJSON *obj, const char *key, int n,
         ok = json_int(x, lo, &v[i++]);
     if (!ok) {
         if (n < 0)
-            return fail(err, errlen, "%s: %s\"%s\" is not a list of at most %d integers >= %lld",
+            return su_errf(err, errlen, "%s: %s\"%s\" is not a list of at most %d integers >= %lld",
                         c->index, where, key, RT_MAX_RANK, (long long)lo);
-        return fail(err, errlen, "%s: %s\"%s\" is not a list of %d integers >= %lld", c->index,
+        return su_errf(err, errlen, "%s: %s\"%s\" is not a list of %d integers >= %lld", c->index,
                     where, key, n, (long long)lo);
     }
     if (got)
@@ -407,26 +395,26 @@ static int int_array(const rt_ckpt *c, const cJSON *obj, const char *key, int n,
 static int parse_head(rt_ckpt *c, const cJSON *root, char *err, size_t errlen)
 {
     if (!cJSON_IsObject(root))
-        return fail(err, errlen, "%s: not a JSON object", c->index);
+        return su_errf(err, errlen, "%s: not a JSON object", c->index);
     const cJSON *format = member(c, root, "format", cJSON_String, "a string", "", err, errlen);
     if (!format)
         return -1;
     if (strcmp(format->valuestring, RT_CKPT_FORMAT) != 0)
-        return fail(err, errlen, "%s: format \"%s\", not \"%s\"", c->index, format->valuestring,
+        return su_errf(err, errlen, "%s: format \"%s\", not \"%s\"", c->index, format->valuestring,
                     RT_CKPT_FORMAT);
     const cJSON *version = member(c, root, "version", cJSON_Number, "a number", "", err, errlen);
     int64_t v;
     if (!version)
         return -1;
     if (!json_int(version, 1, &v) || v > RT_CKPT_VERSION)
-        return fail(err, errlen, "%s: version %g%s: this build reads version %d", c->index,
+        return su_errf(err, errlen, "%s: version %g%s: this build reads version %d", c->index,
                     version->valuedouble, json_int(version, 1, &v) ? " is newer" : " is unknown",
                     RT_CKPT_VERSION);
     const cJSON *step = member(c, root, "step", cJSON_Number, "a number", "", err, errlen);
     if (!step)
         return -1;
     if (!json_int(step, 0, &c->step))
-        return fail(err, errlen, "%s: \"step\" is not an integer >= 0", c->index);
+        return su_errf(err, errlen, "%s: \"step\" is not an integer >= 0", c->index);
     const cJSON *mesh = member(c, root, "mesh", cJSON_Object, "an object", "", err, errlen);
     if (!mesh)
         return -1;
@@ -436,7 +424,7 @@ static int parse_head(rt_ckpt *c, const cJSON *root, char *err, size_t errlen)
     if (!axes || int_array(c, mesh, "sizes", -1, 1, sizes, &nsizes, "mesh: ", err, errlen) != 0)
         return -1;
     if (cJSON_GetArraySize(axes) != nsizes)
-        return fail(err, errlen, "%s: mesh: %d axes, but %d sizes", c->index,
+        return su_errf(err, errlen, "%s: mesh: %d axes, but %d sizes", c->index,
                     cJSON_GetArraySize(axes), nsizes);
     return 0;
 }
@@ -455,13 +443,13 @@ static int parse_files(rt_ckpt *c, const cJSON *root, char *err, size_t errlen)
     c->nfiles = cJSON_GetArraySize(files);
     c->files = calloc((size_t)c->nfiles + 1, sizeof *c->files);
     if (!c->files)
-        return fail(err, errlen, "%s: out of memory", c->index);
+        return su_errf(err, errlen, "%s: out of memory", c->index);
     int i = 0;
     for (const cJSON *f = files->child; f; f = f->next, i++) {
         char where[48];
         snprintf(where, sizeof where, "file %d: ", i);
         if (!cJSON_IsObject(f))
-            return fail(err, errlen, "%s: %snot an object", c->index, where);
+            return su_errf(err, errlen, "%s: %snot an object", c->index, where);
         const cJSON *name = member(c, f, "name", cJSON_String, "a string", where, err, errlen);
         const cJSON *bytes = name ? member(c, f, "bytes", cJSON_Number, "a number", where, err,
                                            errlen)
@@ -469,14 +457,14 @@ static int parse_files(rt_ckpt *c, const cJSON *root, char *err, size_t errlen)
         if (!bytes)
             return -1;
         if (!plain_name(name->valuestring))
-            return fail(err, errlen, "%s: %sname \"%s\" is not a file name in the folder",
+            return su_errf(err, errlen, "%s: %sname \"%s\" is not a file name in the folder",
                         c->index, where, name->valuestring);
         if (!json_int(bytes, 0, &c->files[i].bytes))
-            return fail(err, errlen, "%s: %s\"bytes\" is not an integer >= 0", c->index, where);
+            return su_errf(err, errlen, "%s: %s\"bytes\" is not an integer >= 0", c->index, where);
         c->files[i].name = name->valuestring;
         for (int k = 0; k < i; k++)
             if (!strcmp(c->files[k].name, c->files[i].name))
-                return fail(err, errlen, "%s: file \"%s\" is listed twice", c->index,
+                return su_errf(err, errlen, "%s: file \"%s\" is listed twice", c->index,
                             c->files[i].name);
     }
     return 0;
@@ -496,13 +484,13 @@ static int parse_shard(rt_ckpt *c, const ck_tensor *t, const cJSON *j, int i, ck
     char where[300], a[256], b[256], g[256];
     snprintf(where, sizeof where, "tensor '%s': shard %d: ", t->name, i);
     if (!cJSON_IsObject(j))
-        return fail(err, errlen, "%s: %snot an object", c->index, where);
+        return su_errf(err, errlen, "%s: %snot an object", c->index, where);
     const cJSON *file = member(c, j, "file", cJSON_String, "a string", where, err, errlen);
     if (!file)
         return -1;
     s->file = find_file(c, file->valuestring);
     if (s->file < 0)
-        return fail(err, errlen, "%s: %sfile \"%s\" is not in \"files\"", c->index, where,
+        return su_errf(err, errlen, "%s: %sfile \"%s\" is not in \"files\"", c->index, where,
                     file->valuestring);
     int rank = t->type.rank;
     if (int_array(c, j, "offset", rank, 0, s->off, NULL, where, err, errlen) != 0 ||
@@ -510,7 +498,7 @@ static int parse_shard(rt_ckpt *c, const ck_tensor *t, const cJSON *j, int i, ck
         return -1;
     for (int d = 0; d < rank; d++)
         if (s->off[d] > t->type.dim[d] - s->dim[d])
-            return fail(err, errlen, "%s: %sthe box at %s of shape %s is outside the tensor's shape %s",
+            return su_errf(err, errlen, "%s: %sthe box at %s of shape %s is outside the tensor's shape %s",
                         c->index, where, dims_str(s->off, rank, a, sizeof a),
                         dims_str(s->dim, rank, b, sizeof b),
                         dims_str(t->type.dim, rank, g, sizeof g));
@@ -523,7 +511,7 @@ static int parse_tensor(rt_ckpt *c, const cJSON *j, ck_tensor *t, char *err, siz
     t->name = j->string;
     snprintf(where, sizeof where, "tensor '%s': ", t->name);
     if (!cJSON_IsObject(j))
-        return fail(err, errlen, "%s: %snot an object", c->index, where);
+        return su_errf(err, errlen, "%s: %snot an object", c->index, where);
     const cJSON *kind = member(c, j, "kind", cJSON_String, "a string", where, err, errlen);
     const cJSON *dtype = kind ? member(c, j, "dtype", cJSON_String, "a string", where, err,
                                        errlen)
@@ -535,13 +523,13 @@ static int parse_tensor(rt_ckpt *c, const cJSON *j, ck_tensor *t, char *err, siz
     else if (!strcmp(kind->valuestring, "state"))
         t->kind = RT_IO_STATE;
     else
-        return fail(err, errlen, "%s: %skind \"%s\" (param or state expected)", c->index, where,
+        return su_errf(err, errlen, "%s: %skind \"%s\" (param or state expected)", c->index, where,
                     kind->valuestring);
     int dt = 0;
     while (dt < RT_NDTYPES && strcmp(dtype->valuestring, rt_dtype_name(dt)) != 0)
         dt++;
     if (dt == RT_NDTYPES)
-        return fail(err, errlen, "%s: %sdtype \"%s\" is not one of f32, f16, bf16, i32",
+        return su_errf(err, errlen, "%s: %sdtype \"%s\" is not one of f32, f16, bf16, i32",
                     c->index, where, dtype->valuestring);
     t->type.dtype = (uint8_t)dt;
     int rank = 0;
@@ -554,7 +542,7 @@ static int parse_tensor(rt_ckpt *c, const cJSON *j, ck_tensor *t, char *err, siz
     t->nshards = cJSON_GetArraySize(shards);
     t->shards = calloc((size_t)t->nshards + 1, sizeof *t->shards);
     if (!t->shards)
-        return fail(err, errlen, "%s: out of memory", c->index);
+        return su_errf(err, errlen, "%s: out of memory", c->index);
     int i = 0;
     for (const cJSON *s = shards->child; s; s = s->next, i++)
         if (parse_shard(c, t, s, i, &t->shards[i], err, errlen) != 0)
@@ -570,14 +558,14 @@ static int parse_tensors(rt_ckpt *c, const cJSON *root, char *err, size_t errlen
     c->ntensors = cJSON_GetArraySize(tensors);
     c->tensors = calloc((size_t)c->ntensors + 1, sizeof *c->tensors);
     if (!c->tensors)
-        return fail(err, errlen, "%s: out of memory", c->index);
+        return su_errf(err, errlen, "%s: out of memory", c->index);
     int i = 0;
     for (const cJSON *t = tensors->child; t; t = t->next, i++) {
         if (parse_tensor(c, t, &c->tensors[i], err, errlen) != 0)
             return -1;
         for (int k = 0; k < i; k++)
             if (!strcmp(c->tensors[k].name, t->string))
-                return fail(err, errlen, "%s: tensor '%s' is listed twice", c->index, t->string);
+                return su_errf(err, errlen, "%s: tensor '%s' is listed twice", c->index, t->string);
     }
     return 0;
 }
@@ -604,20 +592,20 @@ static int match_plan(rt_ckpt *c, char *err, size_t errlen)
             if (!strcmp(c->tensors[k].name, io->name))
                 t = &c->tensors[k];
         if (!t)
-            return fail(err, errlen, "%s: the checkpoint has no %s '%s', which the plan has",
+            return su_errf(err, errlen, "%s: the checkpoint has no %s '%s', which the plan has",
                         c->index, kind_name(io->kind), io->name);
         if (t->kind != io->kind)
-            return fail(err, errlen, "%s: tensor '%s' is a %s in the checkpoint, a %s in the plan",
+            return su_errf(err, errlen, "%s: tensor '%s' is a %s in the checkpoint, a %s in the plan",
                         c->index, io->name, kind_name(t->kind), kind_name(io->kind));
         if (t->type.dtype != io->type.dtype)
-            return fail(err, errlen, "%s: tensor '%s': dtype %s in the checkpoint, %s in the plan",
+            return su_errf(err, errlen, "%s: tensor '%s': dtype %s in the checkpoint, %s in the plan",
                         c->index, io->name, rt_dtype_name(t->type.dtype),
                         rt_dtype_name(io->type.dtype));
         bool same = t->type.rank == io->type.rank;
         for (int d = 0; same && d < io->type.rank; d++)
             same = t->type.dim[d] == io->type.dim[d];
         if (!same)
-            return fail(err, errlen, "%s: tensor '%s': shape %s in the checkpoint, %s in the plan",
+            return su_errf(err, errlen, "%s: tensor '%s': shape %s in the checkpoint, %s in the plan",
                         c->index, io->name, dims_str(t->type.dim, t->type.rank, a, sizeof a),
                         dims_str(io->type.dim, io->type.rank, b, sizeof b));
         t->used = true;
@@ -625,7 +613,7 @@ static int match_plan(rt_ckpt *c, char *err, size_t errlen)
     }
     for (int k = 0; k < c->ntensors; k++)
         if (!c->tensors[k].used)
-            return fail(err, errlen, "%s: the checkpoint has '%s', which the plan does not (a checkpoint of another model or optimizer?)",
+            return su_errf(err, errlen, "%s: the checkpoint has '%s', which the plan does not (a checkpoint of another model or optimizer?)",
                         c->index, c->tensors[k].name);
     return 0;
 }
@@ -636,10 +624,10 @@ static char *read_index(const char *path, size_t *len, char *err, size_t errlen)
     FILE *f = fopen(path, "rb");
     if (!f) {
         if (errno == ENOENT)
-            fail(err, errlen, "%s: no such file: not a checkpoint, or its save did not complete",
+            su_errf(err, errlen, "%s: no such file: not a checkpoint, or its save did not complete",
                  path);
         else
-            fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+            su_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
     char *text = NULL;
@@ -649,7 +637,7 @@ static char *read_index(const char *path, size_t *len, char *err, size_t errlen)
             cap = cap ? cap * 2 : 65536;
             char *t = cap <= INDEX_MAX ? realloc(text, cap) : NULL;
             if (!t) {
-                fail(err, errlen, "%s: %s", path,
+                su_errf(err, errlen, "%s: %s", path,
                      cap > INDEX_MAX ? "larger than 1 GiB: not an index" : "out of memory");
                 free(text);
                 fclose(f);
@@ -665,7 +653,7 @@ static char *read_index(const char *path, size_t *len, char *err, size_t errlen)
     bool bad = ferror(f);
     fclose(f);
     if (bad) {
-        fail(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        su_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         free(text);
         return NULL;
     }
@@ -679,7 +667,7 @@ int rt_ckpt_open(const char *dir, const rt_plan *p, rt_ckpt **out, char *err, si
     *out = NULL;
     rt_ckpt *c = calloc(1, sizeof *c);
     if (!c)
-        return fail(err, errlen, "%s: out of memory", dir);
+        return su_errf(err, errlen, "%s: out of memory", dir);
     c->p = p;
     c->dir = strdup(dir);
     c->index = join(dir, INDEX_NAME);
@@ -688,14 +676,14 @@ int rt_ckpt_open(const char *dir, const rt_plan *p, rt_ckpt **out, char *err, si
     char *text = NULL;
     int rc = 0;
     if (!c->dir || !c->index || !c->by_io)
-        rc = fail(err, errlen, "%s: out of memory", dir);
+        rc = su_errf(err, errlen, "%s: out of memory", dir);
     if (rc == 0 && !(text = read_index(c->index, &len, err, errlen)))
         rc = -1;
     if (rc == 0) {
         const char *end = NULL;
         c->json = cJSON_ParseWithLengthOpts(text, len, &end, 0);
         if (!c->json)
-            rc = fail(err, errlen, "%s: not valid JSON (near byte %zu)", c->index,
+            rc = su_errf(err, errlen, "%s: not valid JSON (near byte %zu)", c->index,
                       end && end >= text ? (size_t)(end - text) : (size_t)0);
     }
     free(text);
@@ -774,7 +762,7 @@ static int check_cover(const rt_ckpt *c, const ck_tensor *t, const int64_t *star
     int rank = t->type.rank;
     int *hit = malloc(((size_t)t->nshards + 1) * sizeof *hit);
     if (!hit)
-        return fail(err, errlen, "%s: out of memory", c->index);
+        return su_errf(err, errlen, "%s: out of memory", c->index);
     int nhit = 0, rc = 0;
     int64_t covered = 0;
     char a[256], b[256];
@@ -784,14 +772,14 @@ static int check_cover(const rt_ckpt *c, const ck_tensor *t, const int64_t *star
             continue;
         for (int k = 0; k < nhit && rc == 0; k++)
             if (overlap(&t->shards[hit[k]], rank, lo, n, lo2, n2))
-                rc = fail(err, errlen, "%s: tensor '%s': shards %d and %d overlap (at %s)",
+                rc = su_errf(err, errlen, "%s: tensor '%s': shards %d and %d overlap (at %s)",
                           c->index, t->name, hit[k], i, dims_str(lo2, rank, a, sizeof a));
         hit[nhit++] = i;
         covered += volume(n, rank);
     }
     free(hit);
     if (rc == 0 && covered != volume(count, rank))
-        rc = fail(err, errlen, "%s: tensor '%s': the shards do not cover the block at %s of shape %s",
+        rc = su_errf(err, errlen, "%s: tensor '%s': the shards do not cover the block at %s of shape %s",
                   c->index, t->name, dims_str(start, rank, a, sizeof a),
                   dims_str(count, rank, b, sizeof b));
     return rc;
@@ -814,14 +802,14 @@ static int open_shard(rt_ckpt *c, const ck_tensor *t, const ck_shard *s, char *e
     if (!f->st) {
         char *path = join(c->dir, f->name);
         if (!path)
-            return fail(err, errlen, "%s: out of memory", c->dir);
+            return su_errf(err, errlen, "%s: out of memory", c->dir);
         struct stat st;
         int rc = 0;
         if (stat(path, &st) != 0)
-            rc = fail(err, errlen, "%s: cannot open: %s (it holds a shard of '%s')", path,
+            rc = su_errf(err, errlen, "%s: cannot open: %s (it holds a shard of '%s')", path,
                       strerror(errno), t->name);
         else if (S_ISREG(st.st_mode) && st.st_size != f->bytes)
-            rc = fail(err, errlen, "%s: %lld bytes, but the index says %lld: the file is truncated or not this checkpoint's",
+            rc = su_errf(err, errlen, "%s: %lld bytes, but the index says %lld: the file is truncated or not this checkpoint's",
                       path, (long long)st.st_size, (long long)f->bytes);
         else
             rc = rt_st_open(path, &f->st, err, errlen);
@@ -832,13 +820,13 @@ static int open_shard(rt_ckpt *c, const ck_tensor *t, const ck_shard *s, char *e
     const rt_st_entry *e = rt_st_find(f->st, t->name);
     rt_type want = shard_type(t, s);
     if (!e)
-        return fail(err, errlen, "%s: no tensor '%s', which the index puts there", f->st->path,
+        return su_errf(err, errlen, "%s: no tensor '%s', which the index puts there", f->st->path,
                     t->name);
     bool same = e->type.dtype == want.dtype && e->type.rank == want.rank;
     for (int d = 0; same && d < want.rank; d++)
         same = e->type.dim[d] == want.dim[d];
     if (!same)
-        return fail(err, errlen, "%s: tensor '%s': %s%s in the file, %s%s in the index",
+        return su_errf(err, errlen, "%s: tensor '%s': %s%s in the file, %s%s in the index",
                     f->st->path, t->name, rt_dtype_name(e->type.dtype),
                     dims_str(e->type.dim, e->type.rank, a, sizeof a), rt_dtype_name(want.dtype),
                     dims_str(want.dim, want.rank, b, sizeof b));
@@ -896,7 +884,7 @@ int rt_ckpt_read(const rt_ckpt *c, int io, const int64_t *start, const int64_t *
             continue;
         const rt_st_file *f = c->files[s->file].st;
         if (!f)
-            return fail(err, errlen, "%s: tensor '%s': read before rt_ckpt_prepare", c->index,
+            return su_errf(err, errlen, "%s: tensor '%s': read before rt_ckpt_prepare", c->index,
                         t->name);
         for (int d = 0; d < rank; d++) {
             in[d] = lo[d] - s->off[d];
@@ -911,7 +899,7 @@ int rt_ckpt_read(const rt_ckpt *c, int io, const int64_t *start, const int64_t *
         }
         uint8_t *tmp = malloc((size_t)(v * esize));
         if (!tmp)
-            return fail(err, errlen, "%s: out of memory reading '%s'", f->path, t->name);
+            return su_errf(err, errlen, "%s: out of memory reading '%s'", f->path, t->name);
         int rc = rt_st_read_block(f, t->name, &want, in, n, tmp, err, errlen);
         if (rc == 0)
             place(dst, count, at, n, rank, esize, tmp);
@@ -942,7 +930,7 @@ int rt_input_read(const rt_st_file *f, const rt_io *io, int64_t step, const int6
     if (nb < 0)
         return rt_st_read_block(f, io->name, &io->type, start, count, dst, err, errlen);
     if (step >= nb)
-        return fail(err, errlen, "%s: tensor '%s' holds %lld batch%s (one a step), none for step %lld",
+        return su_errf(err, errlen, "%s: tensor '%s' holds %lld batch%s (one a step), none for step %lld",
                     f->path, io->name, (long long)nb, nb == 1 ? "" : "es", (long long)step + 1);
     /* the block of batch `step`: one more dim, of size 1, in front */
     rt_type want = rt_st_find(f, io->name)->type;

@@ -3,6 +3,7 @@
  * stream, the kernel compiled by NVRTC once per session and loaded into
  * the primary context its ranks share. */
 #include "comm_cuda_local.h"
+#include "support/support.h"
 
 #include "codegen/nvrtc.h"
 
@@ -209,16 +210,6 @@ void rt_cuda_local_free(rt_cuda_local *l)
     free(l);
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* The architecture to compile for: the device's, else the newest NVRTC
  * knows below it (loaded as PTX). 0 when none. */
@@ -251,18 +242,18 @@ static int compile(int cc, void **image, char *err, size_t errlen)
     jmp_buf oom;
     build *b = calloc(1, sizeof *b);
     if (!b)
-        return fail(err, errlen, "out of memory compiling the reduction kernel");
+        return su_errf(err, errlen, "out of memory compiling the reduction kernel");
     if (setjmp(oom)) {
         build_free(b);
-        return fail(err, errlen, "out of memory compiling the reduction kernel");
+        return su_errf(err, errlen, "out of memory compiling the reduction kernel");
     }
     su_buf_init(&b->msg, &oom);
     cg_nvrtc_options o = {.narchs = 1, .arch = {target_arch(cc)}};
     int rc = 0;
     if (o.arch[0] == 0)
-        rc = fail(err, errlen, "NVRTC cannot compile for this GPU (sm_%d) or an older one", cc);
+        rc = su_errf(err, errlen, "NVRTC cannot compile for this GPU (sm_%d) or an older one", cc);
     else if (!cg_nvrtc_compile(RT_CUDA_LOCAL_ENTRY, source, &o, &b->out, &b->msg))
-        rc = fail(err, errlen, "%s", b->msg.len ? b->msg.s : "NVRTC failed");
+        rc = su_errf(err, errlen, "%s", b->msg.len ? b->msg.s : "NVRTC failed");
     if (rc == 0 && o.arch[0] == cc) {
         *image = b->out.cubin[0];
         b->out.cubin[0] = NULL;
@@ -295,7 +286,7 @@ static int load(rt_cuda_local *l, rt_cu_device dev, int cc, char *err, size_t er
     if (res != RT_CU_SUCCESS) {
         char what[256];
         l->mod = NULL;
-        rc = fail(err, errlen, "loading the reduction kernel: %s%s%s",
+        rc = su_errf(err, errlen, "loading the reduction kernel: %s%s%s",
                   rt_cu_describe(l->cu, res, what, sizeof what), *log ? ": " : "", log);
     }
     free(image);
@@ -356,7 +347,7 @@ static int d_reduce(void *ctx, const rt_dreduce *r, char *err, size_t errlen)
     if (total <= 0)
         return 0;
     if (!lr->l->fn) /* comm_dev reduces only over groups of more than one */
-        return fail(err, errlen, "a reduction over %d members in a plan whose groups have one",
+        return su_errf(err, errlen, "a reduction over %d members in a plan whose groups have one",
                     r->n);
     return CU(LaunchKernel(lr->l->fn, (unsigned int)(blocks < most ? blocks : most), 1, 1, BLOCK,
                            1, 1, 0, lr->stream, arg, NULL))
@@ -379,12 +370,12 @@ int rt_cuda_local_rank_new(rt_cuda_local *l, const rt_cu_api *cu, rt_cu_device d
     int state = decide(l, cu, dev, cc);
     pthread_mutex_unlock(&l->mu);
     if (state == FAILED)
-        return fail(err, errlen, "%s", l->why); /* written once, before state was */
+        return su_errf(err, errlen, "%s", l->why); /* written once, before state was */
     if (state == OFF)
         return 0;
     rt_cuda_local_rank *lr = calloc(1, sizeof *lr);
     if (!lr)
-        return fail(err, errlen, "out of memory");
+        return su_errf(err, errlen, "out of memory");
     lr->l = l;
     lr->cu = cu;
     lr->stream = stream;

@@ -8,6 +8,7 @@
  * instruction, and after each run the kernels' error words say whether an
  * id or label was outside its range (cuda_step.h). */
 #include "cuda.h"
+#include "support/support.h"
 
 #include "comm_cuda_local.h"
 #include "comm_nccl.h"
@@ -69,16 +70,6 @@ struct rt_cuda_rank {
     rt_cu_graph_exec *exec;     /* per span, NULL until captured */
 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* ---- what runs outside kernels ---- */
 
@@ -131,7 +122,7 @@ int rt_cuda_check_plan(const rt_plan *p, char *err, size_t errlen)
     for (int st = 0; st < p->nstages; st++) {
         int32_t *at = kernels_of(p, st);
         if (!at)
-            return fail(err, errlen, "out of memory");
+            return su_errf(err, errlen, "out of memory");
         const rt_program *g = &p->stage[st];
         int bad = -1;
         for (int i = 0; i < g->ninstr && bad < 0; i++)
@@ -141,7 +132,7 @@ int rt_cuda_check_plan(const rt_plan *p, char *err, size_t errlen)
         free(at);
         bool none = !p->nkernels && bad >= 0 && g->instr[bad].op != RT_OP_MATMUL;
         if (bad >= 0)
-            return fail(err, errlen, "stage %d, instruction %d (%s): %s%s", st, bad,
+            return su_errf(err, errlen, "stage %d, instruction %d (%s): %s%s", st, bad,
                         rt_ops[g->instr[bad].op].name, why,
                         none ? " (the plan has no kernels: was it compiled with --arch none?)"
                              : "");
@@ -188,7 +179,7 @@ static int load_module(rt_cuda_rank *r, int32_t mi, char *err, size_t errlen)
         for (int i = 0; i < m->ncubin; i++)
             snprintf(archs + strlen(archs), sizeof archs - strlen(archs), "%s%s", i ? ", " : "",
                      m->cubin[i].arch);
-        return fail(err, errlen, "kernel module %s holds cubins for %s and PTX for %s, none of "
+        return su_errf(err, errlen, "kernel module %s holds cubins for %s and PTX for %s, none of "
                     "which runs on this GPU (sm_%d): compile the model with --arch sm_%d", m->entry,
                     archs, m->ptx.arch, r->cc, r->cc);
     }
@@ -198,7 +189,7 @@ static int load_module(rt_cuda_rank *r, int32_t mi, char *err, size_t errlen)
     rt_cu_result res = r->cu->ModuleLoadDataEx(&r->mod[mi], im->data, 2, opt, val);
     if (res != RT_CU_SUCCESS) {
         char what[256];
-        return fail(err, errlen, "loading kernel module %s (%s): %s%s%s", m->entry, im->arch,
+        return su_errf(err, errlen, "loading kernel module %s (%s): %s%s%s", m->entry, im->arch,
                     rt_cu_describe(r->cu, res, what, sizeof what), *log ? ": " : "", log);
     }
     return CU(ModuleGetFunction(&r->fn[mi], r->mod[mi], m->entry)) ? 0 : -1;
@@ -212,7 +203,7 @@ static int load_modules(rt_cuda_rank *r, char *err, size_t errlen)
     r->mod = calloc((size_t)p->nmodules + 1, sizeof *r->mod);
     r->fn = calloc((size_t)p->nmodules + 1, sizeof *r->fn);
     if (!r->mod || !r->fn)
-        return fail(err, errlen, "out of memory");
+        return su_errf(err, errlen, "out of memory");
     for (int k = 0; k < p->nkernels; k++) {
         const rt_kernel *kr = &p->kernel[k];
         if (kr->stage != r->stage || kr->strategy == RT_KS_MATMUL) /* cuBLASLt's */
@@ -236,7 +227,7 @@ static int setup_error_words(rt_cuda_rank *r, char *err, size_t errlen)
     r->errword = calloc((size_t)p->nmodules + 1, sizeof *r->errword);
     r->slot = malloc(((size_t)p->nkernels + 1) * sizeof *r->slot);
     if (!r->errword || !r->slot)
-        return fail(err, errlen, "out of memory");
+        return su_errf(err, errlen, "out of memory");
     for (int m = 0; m < p->nmodules; m++) {
         size_t bytes = 0;
         if (!r->mod[m])
@@ -249,7 +240,7 @@ static int setup_error_words(rt_cuda_rank *r, char *err, size_t errlen)
         if (!rt_cu_check(r->cu, res, "ModuleGetGlobal(sh_error)", __FILE__, __LINE__, err, errlen))
             return -1;
         if (bytes != sizeof(uint64_t))
-            return fail(err, errlen, "kernel module %s: sh_error has %zu bytes, not 8",
+            return su_errf(err, errlen, "kernel module %s: sh_error has %zu bytes, not 8",
                         p->module[m].entry, bytes);
     }
     for (int k = 0; k < p->nkernels; k++) {
@@ -272,10 +263,10 @@ static int open_device(rt_cuda_rank *r, int64_t rank, char *err, size_t errlen)
     if (!CU(DeviceGetCount(&n)))
         return -1;
     if (n < 1)
-        return fail(err, errlen, "no CUDA device");
+        return su_errf(err, errlen, "no CUDA device");
     int ordinal = r->nccl ? rt_nccl_device(r->nccl) : (int)(rank % n);
     if (ordinal >= n)
-        return fail(err, errlen, "the nccl communicator gives this rank GPU %d of %d", ordinal,
+        return su_errf(err, errlen, "the nccl communicator gives this rank GPU %d of %d", ordinal,
                     n);
     if (!CU(DeviceGet(&r->dev, ordinal)) || !CU(DevicePrimaryCtxRetain(&r->ctx, r->dev)))
         return -1;
@@ -302,7 +293,7 @@ static int setup_nccl(rt_cuda_rank *r, char *err, size_t errlen)
     r->wait = malloc(((size_t)n + 1) * sizeof *r->wait);
     int rc = 0;
     if (!launch_at || !wait_at || !r->ready || !r->done || !r->wait_first || !r->wait)
-        rc = fail(err, errlen, "out of memory");
+        rc = su_errf(err, errlen, "out of memory");
     if (rc == 0) {
         rt_nccl_launch_steps(r->p, r->stage, launch_at);
         rt_nccl_wait_points(g, launch_at, wait_at);
@@ -344,7 +335,7 @@ static int setup(rt_cuda_rank *r, int64_t rank, char *err, size_t errlen)
         return -1;
     r->kernel_at = kernels_of(r->p, r->stage);
     if (!r->kernel_at)
-        return fail(err, errlen, "out of memory");
+        return su_errf(err, errlen, "out of memory");
     bool matmul = false;
     for (int i = 0; i < r->g->ninstr; i++)
         matmul |= r->g->instr[i].op == RT_OP_MATMUL; /* alone or in a matmul kernel */
@@ -457,7 +448,7 @@ static int launch(rt_cuda_rank *r, const rt_kernel *k, char *err, size_t errlen)
                                            (unsigned int)k->block, 1, 1,
                                            (unsigned int)k->shared_bytes, r->stream, arg, NULL);
     if (res != RT_CU_SUCCESS)
-        return fail(err, errlen, "launching kernel %s (grid %lld, block %d, %d shared bytes): %s",
+        return su_errf(err, errlen, "launching kernel %s (grid %lld, block %d, %d shared bytes): %s",
                     k->name, (long long)k->grid, k->block, k->shared_bytes,
                     rt_cu_describe(r->cu, res, msg, sizeof msg));
     return keep_error_word(r, k, err, errlen);
@@ -544,7 +535,7 @@ static int run_compute(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *i
     default: /* i32 arithmetic; rt_cuda_check refused the rest */
         if (on_host(in))
             return run_on_host(r, h, in);
-        return fail(err, errlen, "the cuda backend cannot run %s outside a kernel",
+        return su_errf(err, errlen, "the cuda backend cannot run %s outside a kernel",
                     rt_ops[in->op].name);
     }
 }
@@ -785,7 +776,7 @@ static int run_instr(rt_cuda_rank *r, const rt_cuda_host *h, int i)
     if (step(r, h, i) != 0) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", err);
-        return fail(err, errlen, "instruction %d (%s): %s", i, rt_ops[in->op].name, msg);
+        return su_errf(err, errlen, "instruction %d (%s): %s", i, rt_ops[in->op].name, msg);
     }
     if (timed && mark(r, r->ev_end[i], end_on, err, errlen) != 0)
         return -1;
@@ -807,7 +798,7 @@ static int trace_start(rt_cuda_rank *r, const rt_cuda_host *h)
         r->ev_end = calloc((size_t)n + 1, sizeof *r->ev_end);
         r->timed = calloc((size_t)n + 1, sizeof *r->timed);
         if (!r->ev_begin || !r->ev_end || !r->timed)
-            return fail(err, errlen, "out of memory");
+            return su_errf(err, errlen, "out of memory");
         if (!CU(EventCreate(&r->start, RT_CU_EVENT_DEFAULT)))
             return -1;
         for (int i = 0; i < n; i++)
@@ -852,7 +843,7 @@ static int check_error_words(rt_cuda_rank *r, const rt_cuda_host *h)
         return 0;
     uint64_t *w = malloc((size_t)r->nslots * sizeof *w);
     if (!w)
-        return fail(err, errlen, "out of memory");
+        return su_errf(err, errlen, "out of memory");
     if (!CU(MemcpyDtoHAsync(w, r->slots, (size_t)r->nslots * sizeof *w, r->stream)) ||
         !CU(StreamSynchronize(r->stream))) {
         free(w);
@@ -900,7 +891,7 @@ static int capture(rt_cuda_rank *r, const rt_cuda_host *h, int s)
     if (rc != 0) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", err);
-        fail(err, errlen, "capturing instructions %d..%d as a CUDA graph: %s", (int)sp->first,
+        su_errf(err, errlen, "capturing instructions %d..%d as a CUDA graph: %s", (int)sp->first,
              (int)sp->end - 1, msg);
     }
     return rc;
@@ -917,7 +908,7 @@ static int run_graphs(rt_cuda_rank *r, const rt_cuda_host *h)
         int32_t n = r->span ? rt_cuda_graph_spans(r->p, r->stage, r->span) : -1;
         r->exec = n >= 0 ? calloc((size_t)n + 1, sizeof *r->exec) : NULL;
         if (!r->exec)
-            return fail(err, errlen, "out of memory");
+            return su_errf(err, errlen, "out of memory");
         r->nspans = n;
     }
     int s = 0;
@@ -932,7 +923,7 @@ static int run_graphs(rt_cuda_rank *r, const rt_cuda_host *h)
         if (!CU(GraphLaunch(r->exec[s], r->stream))) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", err);
-            return fail(err, errlen, "launching the graph of instructions %d..%d: %s",
+            return su_errf(err, errlen, "launching the graph of instructions %d..%d: %s",
                         (int)r->span[s].first, (int)r->span[s].end - 1, msg);
         }
         for (int j = r->span[s].first; h->trace && j < r->span[s].end; j++)
@@ -959,7 +950,7 @@ int rt_cuda_run(rt_cuda_rank **rp, const rt_plan *p, int stage, int64_t rank,
     if (!r) {
         r = *rp = calloc(1, sizeof *r);
         if (!r)
-            return fail(err, errlen, "out of memory");
+            return su_errf(err, errlen, "out of memory");
         r->p = p;
         r->stage = stage;
         r->g = &p->stage[stage];

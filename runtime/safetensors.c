@@ -32,21 +32,6 @@
 
 static const char *const st_dtype_names[RT_NDTYPES] = {"F32", "F16", "BF16", "I32"};
 
-#if defined(__GNUC__)
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-#endif
-/* Formats the message into err and returns -1. */
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* "[5, 6]" into buf (at most RT_MAX_RANK dims shown). */
 static const char *shape_str(const rt_type *t, char *buf, size_t size)
@@ -156,9 +141,9 @@ static const cJSON *member(const st_ctx *c, const cJSON *j, const char *key, int
 {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, key);
     if (!m)
-        fail(c->err, c->errlen, "%s: tensor '%s': no \"%s\"", c->what, j->string, key);
+        su_errf(c->err, c->errlen, "%s: tensor '%s': no \"%s\"", c->what, j->string, key);
     else if ((m->type & 0xFF) != type)
-        fail(c->err, c->errlen, "%s: tensor '%s': \"%s\" is not %s", c->what, j->string, key,
+        su_errf(c->err, c->errlen, "%s: tensor '%s': \"%s\" is not %s", c->what, j->string, key,
              type_name);
     else
         return m;
@@ -176,13 +161,13 @@ static int parse_type(const st_ctx *c, const cJSON *j, rt_st_entry *e, uint64_t 
     while (dtype < RT_NDTYPES && strcmp(dt->valuestring, st_dtype_names[dtype]) != 0)
         dtype++;
     if (dtype == RT_NDTYPES)
-        return fail(c->err, c->errlen,
+        return su_errf(c->err, c->errlen,
                     "%s: tensor '%s': dtype %s is not supported (F32, F16, BF16, I32)", c->what,
                     j->string, dt->valuestring);
     e->type.dtype = (uint8_t)dtype;
     int rank = cJSON_GetArraySize(shape);
     if (rank > RT_MAX_RANK)
-        return fail(c->err, c->errlen, "%s: tensor '%s': rank %d is more than %d", c->what,
+        return su_errf(c->err, c->errlen, "%s: tensor '%s': rank %d is more than %d", c->what,
                     j->string, rank, RT_MAX_RANK);
     e->type.rank = (uint8_t)rank;
     /* Dims may be 0 here (an empty tensor), unlike in plans, where rt_type
@@ -193,7 +178,7 @@ static int parse_type(const st_ctx *c, const cJSON *j, rt_st_entry *e, uint64_t 
         uint64_t v;
         char desc[64];
         if (!json_uint(x, &v))
-            return fail(c->err, c->errlen,
+            return su_errf(c->err, c->errlen,
                         "%s: tensor '%s': dim %d of its shape (%s) is not a non-negative integer",
                         c->what, j->string, d, json_desc(x, desc, sizeof desc));
         e->type.dim[d] = (int64_t)v;
@@ -204,7 +189,7 @@ static int parse_type(const st_ctx *c, const cJSON *j, rt_st_entry *e, uint64_t 
     for (d = 0; d < rank && !empty; d++) {
         if ((uint64_t)e->type.dim[d] > (uint64_t)INT64_MAX / n) {
             char s[256];
-            return fail(c->err, c->errlen, "%s: tensor '%s': shape %s of %s holds more than 2^63 bytes",
+            return su_errf(c->err, c->errlen, "%s: tensor '%s': shape %s of %s holds more than 2^63 bytes",
                         c->what, j->string, shape_str(&e->type, s, sizeof s),
                         st_dtype_names[dtype]);
         }
@@ -218,7 +203,7 @@ static int parse_type(const st_ctx *c, const cJSON *j, rt_st_entry *e, uint64_t 
 static int parse_entry(const st_ctx *c, const cJSON *j, rt_st_entry *e)
 {
     if (!cJSON_IsObject(j))
-        return fail(c->err, c->errlen, "%s: tensor '%s': the entry is not an object", c->what,
+        return su_errf(c->err, c->errlen, "%s: tensor '%s': the entry is not an object", c->what,
                     j->string);
     uint64_t bytes = 0;
     if (parse_type(c, j, e, &bytes) != 0)
@@ -228,22 +213,22 @@ static int parse_entry(const st_ctx *c, const cJSON *j, rt_st_entry *e)
         return -1;
     if (cJSON_GetArraySize(off) != 2 || !json_uint(off->child, &e->begin) ||
         !json_uint(off->child->next, &e->end))
-        return fail(c->err, c->errlen,
+        return su_errf(c->err, c->errlen,
                     "%s: tensor '%s': data_offsets is not two non-negative integers", c->what,
                     j->string);
     unsigned long long b = e->begin, en = e->end;
     if (b > en)
-        return fail(c->err, c->errlen, "%s: tensor '%s': data_offsets [%llu, %llu] end before they begin",
+        return su_errf(c->err, c->errlen, "%s: tensor '%s': data_offsets [%llu, %llu] end before they begin",
                     c->what, j->string, b, en);
     if (en - b != bytes) {
         char s[256];
-        return fail(c->err, c->errlen,
+        return su_errf(c->err, c->errlen,
                     "%s: tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, its shape %s of %s needs %llu",
                     c->what, j->string, b, en, en - b, shape_str(&e->type, s, sizeof s),
                     st_dtype_names[e->type.dtype], (unsigned long long)bytes);
     }
     if (en > c->data_size)
-        return fail(c->err, c->errlen,
+        return su_errf(c->err, c->errlen,
                     "%s: tensor '%s': data_offsets [%llu, %llu] go past the end of the data area (%llu bytes; is the file truncated?)",
                     c->what, j->string, b, en, (unsigned long long)c->data_size);
     return 0;
@@ -253,10 +238,10 @@ static int parse_entry(const st_ctx *c, const cJSON *j, rt_st_entry *e)
 static int check_metadata(const st_ctx *c, const cJSON *j)
 {
     if (!cJSON_IsObject(j))
-        return fail(c->err, c->errlen, "%s: \"__metadata__\" is not an object", c->what);
+        return su_errf(c->err, c->errlen, "%s: \"__metadata__\" is not an object", c->what);
     for (const cJSON *m = j->child; m; m = m->next)
         if (!cJSON_IsString(m))
-            return fail(c->err, c->errlen, "%s: \"__metadata__\" entry '%s' is not a string",
+            return su_errf(c->err, c->errlen, "%s: \"__metadata__\" entry '%s' is not a string",
                         c->what, m->string);
     return 0;
 }
@@ -278,11 +263,11 @@ static int check_distinct(const st_ctx *c, rt_st_file *f)
 {
     for (int i = 1; i < f->nentries; i++)
         if (strcmp(f->entries[i - 1].name, f->entries[i].name) == 0)
-            return fail(c->err, c->errlen, "%s: duplicate tensor name '%s'", c->what,
+            return su_errf(c->err, c->errlen, "%s: duplicate tensor name '%s'", c->what,
                         f->entries[i].name);
     const rt_st_entry **order = malloc((size_t)(f->nentries ? f->nentries : 1) * sizeof *order);
     if (!order)
-        return fail(c->err, c->errlen, "%s: out of memory", c->what);
+        return su_errf(c->err, c->errlen, "%s: out of memory", c->what);
     for (int i = 0; i < f->nentries; i++)
         order[i] = &f->entries[i];
     qsort(order, (size_t)f->nentries, sizeof *order, by_begin);
@@ -293,7 +278,7 @@ static int check_distinct(const st_ctx *c, rt_st_file *f)
         if (e->begin == e->end)
             continue;
         if (last && e->begin < last->end)
-            rc = fail(c->err, c->errlen,
+            rc = su_errf(c->err, c->errlen,
                       "%s: tensors '%s' and '%s' overlap (bytes [%llu, %llu) and [%llu, %llu) of the data area)",
                       c->what, last->name, e->name, (unsigned long long)last->begin,
                       (unsigned long long)last->end, (unsigned long long)e->begin,
@@ -315,7 +300,7 @@ static int build_file(const st_ctx *c, const cJSON *root, rt_st_file **out)
     for (const cJSON *j = root->child; j; j = j->next) {
         if (strcmp(j->string, "__metadata__") == 0) {
             if (++nmeta > 1)
-                return fail(c->err, c->errlen, "%s: duplicate \"__metadata__\"", c->what);
+                return su_errf(c->err, c->errlen, "%s: duplicate \"__metadata__\"", c->what);
             if (check_metadata(c, j) != 0)
                 return -1;
             continue;
@@ -326,7 +311,7 @@ static int build_file(const st_ctx *c, const cJSON *root, rt_st_file **out)
     size_t pathlen = strlen(c->what) + 1;
     rt_st_file *f = malloc(sizeof *f + (size_t)n * sizeof(rt_st_entry) + pathlen + names);
     if (!f)
-        return fail(c->err, c->errlen, "%s: out of memory reading the header", c->what);
+        return su_errf(c->err, c->errlen, "%s: out of memory reading the header", c->what);
     memset(f, 0, sizeof *f);
     f->fd = -1;
     f->nentries = n;
@@ -363,22 +348,22 @@ static int parse_json(const st_ctx *c, const char *json, uint64_t n, rt_st_file 
 {
     size_t bad = utf8_check((const unsigned char *)json, (size_t)n);
     if (bad < n)
-        return fail(c->err, c->errlen, "%s: the header is not valid UTF-8 (byte %zu of the JSON)",
+        return su_errf(c->err, c->errlen, "%s: the header is not valid UTF-8 (byte %zu of the JSON)",
                     c->what, bad);
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(json, (size_t)n, &end, 0);
     if (!root) {
         size_t at = end && end >= json && end <= json + n ? (size_t)(end - json) : 0;
-        return fail(c->err, c->errlen, "%s: the header is not valid JSON (near byte %zu of the JSON)",
+        return su_errf(c->err, c->errlen, "%s: the header is not valid JSON (near byte %zu of the JSON)",
                     c->what, at);
     }
     int rc = 0;
     for (const char *q = end; rc == 0 && q < json + n; q++)
         if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r')
-            rc = fail(c->err, c->errlen, "%s: the header has text after its JSON object (byte %zu of the JSON)",
+            rc = su_errf(c->err, c->errlen, "%s: the header has text after its JSON object (byte %zu of the JSON)",
                       c->what, (size_t)(q - json));
     if (rc == 0 && !cJSON_IsObject(root))
-        rc = fail(c->err, c->errlen, "%s: the header is not a JSON object", c->what);
+        rc = su_errf(c->err, c->errlen, "%s: the header is not a JSON object", c->what);
     if (rc == 0)
         rc = build_file(c, root, out);
     cJSON_Delete(root);
@@ -389,10 +374,10 @@ static int parse_json(const st_ctx *c, const char *json, uint64_t n, rt_st_file 
 static int check_header_len(const char *what, uint64_t n, uint64_t avail, char *err, size_t errlen)
 {
     if (n > avail)
-        return fail(err, errlen, "%s: header length %llu exceeds the file (%llu bytes)", what,
+        return su_errf(err, errlen, "%s: header length %llu exceeds the file (%llu bytes)", what,
                     (unsigned long long)n, (unsigned long long)avail + 8);
     if (n > ST_MAX_HEADER)
-        return fail(err, errlen, "%s: header length %llu exceeds the limit of %u bytes", what,
+        return su_errf(err, errlen, "%s: header length %llu exceeds the limit of %u bytes", what,
                     (unsigned long long)n, ST_MAX_HEADER);
     return 0;
 }
@@ -403,7 +388,7 @@ int rt_st_parse_header(const uint8_t *data, size_t len, uint64_t data_size, rt_s
     const char *what = "safetensors header";
     *out = NULL;
     if (len < 8)
-        return fail(err, errlen, "%s: the file is shorter than 8 bytes (%zu bytes)", what, len);
+        return su_errf(err, errlen, "%s: the file is shorter than 8 bytes (%zu bytes)", what, len);
     uint64_t n = le64(data);
     if (check_header_len(what, n, len - 8, err, errlen) != 0)
         return -1;
@@ -445,28 +430,28 @@ int rt_st_open(const char *path, rt_st_file **out, char *err, size_t errlen)
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return su_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     uint8_t head[8];
     char *json = NULL;
     int rc;
     if (fstat(fd, &st) != 0)
-        rc = fail(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+        rc = su_errf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
     else if (!S_ISREG(st.st_mode))
-        rc = fail(err, errlen, "%s: not a regular file", path);
+        rc = su_errf(err, errlen, "%s: not a regular file", path);
     else if (st.st_size < 8)
-        rc = fail(err, errlen, "%s: the file is shorter than 8 bytes (%lld bytes)", path,
+        rc = su_errf(err, errlen, "%s: the file is shorter than 8 bytes (%lld bytes)", path,
                   (long long)st.st_size);
     else if (read_full(fd, head, 8, 0) != 0)
-        rc = fail(err, errlen, "%s: cannot read the header length: %s", path, read_error());
+        rc = su_errf(err, errlen, "%s: cannot read the header length: %s", path, read_error());
     else
         rc = check_header_len(path, le64(head), (uint64_t)st.st_size - 8, err, errlen);
     uint64_t n = rc == 0 ? le64(head) : 0;
     if (rc == 0 && !(json = malloc(n ? (size_t)n : 1)))
-        rc = fail(err, errlen, "%s: out of memory for a header of %llu bytes", path,
+        rc = su_errf(err, errlen, "%s: out of memory for a header of %llu bytes", path,
                   (unsigned long long)n);
     if (rc == 0 && read_full(fd, json, (size_t)n, 8) != 0)
-        rc = fail(err, errlen, "%s: cannot read the header: %s", path, read_error());
+        rc = su_errf(err, errlen, "%s: cannot read the header: %s", path, read_error());
     if (rc == 0) {
         st_ctx c = {path, (uint64_t)st.st_size - 8 - n, err, errlen};
         rc = parse_json(&c, json, n, out);
@@ -508,12 +493,12 @@ static const rt_st_entry *find_checked(const rt_st_file *f, const char *name, co
     const rt_st_entry *e = rt_st_find(f, name);
     char a[256], b[256], s[256];
     if (!e) {
-        fail(err, errlen, "%s: no tensor '%s' (the file has %d tensors)", f->path, name,
+        su_errf(err, errlen, "%s: no tensor '%s' (the file has %d tensors)", f->path, name,
              f->nentries);
         return NULL;
     }
     if (e->type.dtype != want->dtype) {
-        fail(err, errlen, "%s: tensor '%s': dtype %s in the file, %s expected", f->path, name,
+        su_errf(err, errlen, "%s: tensor '%s': dtype %s in the file, %s expected", f->path, name,
              st_dtype_names[e->type.dtype], rt_dtype_name(want->dtype));
         return NULL;
     }
@@ -521,13 +506,13 @@ static const rt_st_entry *find_checked(const rt_st_file *f, const char *name, co
     for (int d = 0; same && d < e->type.rank; d++)
         same = e->type.dim[d] == want->dim[d];
     if (!same) {
-        fail(err, errlen, "%s: tensor '%s': shape %s in the file, %s expected", f->path, name,
+        su_errf(err, errlen, "%s: tensor '%s': shape %s in the file, %s expected", f->path, name,
              shape_str(&e->type, a, sizeof a), shape_str(want, b, sizeof b));
         return NULL;
     }
     for (int d = 0; d < e->type.rank; d++)
         if (start[d] < 0 || count[d] < 0 || start[d] > e->type.dim[d] - count[d]) {
-            fail(err, errlen, "%s: tensor '%s': the block at %s of size %s is outside its shape %s",
+            su_errf(err, errlen, "%s: tensor '%s': the block at %s of size %s is outside its shape %s",
                  f->path, name, list_str(start, e->type.rank, a, sizeof a),
                  list_str(count, e->type.rank, b, sizeof b), shape_str(&e->type, s, sizeof s));
             return NULL;
@@ -548,7 +533,7 @@ int rt_st_read_block(const rt_st_file *f, const char *name, const rt_type *want,
         if (count[d] == 0)
             return 0;
     if (f->fd < 0)
-        return fail(err, errlen, "%s: no file to read tensor '%s' from", f->path, name);
+        return su_errf(err, errlen, "%s: no file to read tensor '%s' from", f->path, name);
     /* A run spans count[k] along dim k and every dim after k whole: k is the
      * outermost dim such that the block covers the dims after it. */
     int k = rank > 0 ? rank - 1 : 0;
@@ -568,7 +553,7 @@ int rt_st_read_block(const rt_st_file *f, const char *name, const rt_type *want,
             el += (start[d] + idx[d]) * stride[d + 1];
         uint64_t off = f->data_start + e->begin + (uint64_t)(el * size);
         if (read_full(f->fd, out, (size_t)run, off) != 0)
-            return fail(err, errlen, "%s: tensor '%s': cannot read %lld bytes at offset %llu: %s",
+            return su_errf(err, errlen, "%s: tensor '%s': cannot read %lld bytes at offset %llu: %s",
                         f->path, name, (long long)run, (unsigned long long)off, read_error());
         out += run;
         int d = k - 1;
@@ -587,41 +572,41 @@ static int check_write(const char *path, int n, const char *const *names, const 
                        const void *const *data, char *err, size_t errlen)
 {
     if (n < 0)
-        return fail(err, errlen, "%s: %d tensors to write", path, n);
+        return su_errf(err, errlen, "%s: %d tensors to write", path, n);
     uint64_t total = 0;
     for (int i = 0; i < n; i++) {
         const rt_type *t = &types[i];
         if (!names[i] || !names[i][0])
-            return fail(err, errlen, "%s: tensor %d has an empty name", path, i);
+            return su_errf(err, errlen, "%s: tensor %d has an empty name", path, i);
         if (utf8_check((const unsigned char *)names[i], strlen(names[i])) < strlen(names[i]))
-            return fail(err, errlen, "%s: tensor name '%s' is not valid UTF-8", path, names[i]);
+            return su_errf(err, errlen, "%s: tensor name '%s' is not valid UTF-8", path, names[i]);
         if (strcmp(names[i], "__metadata__") == 0)
-            return fail(err, errlen, "%s: the tensor name '__metadata__' is reserved", path);
+            return su_errf(err, errlen, "%s: the tensor name '__metadata__' is reserved", path);
         if (t->dtype >= RT_NDTYPES || t->rank > RT_MAX_RANK)
-            return fail(err, errlen, "%s: tensor '%s': invalid type (dtype %d, rank %d)", path,
+            return su_errf(err, errlen, "%s: tensor '%s': invalid type (dtype %d, rank %d)", path,
                         names[i], t->dtype, t->rank);
         bool empty = false;
         uint64_t bytes = (uint64_t)rt_dtype_size(t->dtype);
         for (int d = 0; d < t->rank; d++) {
             if (t->dim[d] < 0 || t->dim[d] > (int64_t)ST_MAX_EXACT)
-                return fail(err, errlen, "%s: tensor '%s': dim %d is %lld", path, names[i], d,
+                return su_errf(err, errlen, "%s: tensor '%s': dim %d is %lld", path, names[i], d,
                             (long long)t->dim[d]);
             empty |= t->dim[d] == 0;
         }
         for (int d = 0; d < t->rank && !empty; d++) {
             if ((uint64_t)t->dim[d] > (uint64_t)INT64_MAX / bytes)
-                return fail(err, errlen, "%s: tensor '%s' holds more than 2^63 bytes", path,
+                return su_errf(err, errlen, "%s: tensor '%s' holds more than 2^63 bytes", path,
                             names[i]);
             bytes *= (uint64_t)t->dim[d];
         }
         if (!empty && !data[i])
-            return fail(err, errlen, "%s: tensor '%s': no data", path, names[i]);
+            return su_errf(err, errlen, "%s: tensor '%s': no data", path, names[i]);
         if (!empty && bytes > (uint64_t)INT64_MAX - total)
-            return fail(err, errlen, "%s: the tensors hold more than 2^63 bytes", path);
+            return su_errf(err, errlen, "%s: the tensors hold more than 2^63 bytes", path);
         total += empty ? 0 : bytes;
         for (int j = 0; j < i; j++)
             if (strcmp(names[i], names[j]) == 0)
-                return fail(err, errlen, "%s: duplicate tensor name '%s'", path, names[i]);
+                return su_errf(err, errlen, "%s: duplicate tensor name '%s'", path, names[i]);
     }
     return 0;
 }
@@ -690,7 +675,7 @@ int rt_st_write(const char *path, int n, const char *const *names, const rt_type
         return -1;
     char *json = header_json(n, names, types);
     if (!json)
-        return fail(err, errlen, "%s: out of memory writing the header", path);
+        return su_errf(err, errlen, "%s: out of memory writing the header", path);
     su_wfile w;
     int rc = su_wfile_open(&w, path, err, errlen);
     if (rc == 0) {

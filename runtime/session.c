@@ -17,6 +17,7 @@
  * each one's update buffer is copied into its buffer after the run, so the
  * next run starts from the new values. */
 #include "session.h"
+#include "support/support.h"
 
 #include "checkpoint.h"
 #include "comm.h"
@@ -92,15 +93,6 @@ struct rt_session {
     bool origin_set;
 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* ---- layout helpers ---- */
 
@@ -262,7 +254,7 @@ static int load_from_param(rank_state *rs, const rt_io *io, const int64_t *start
     int esize = rt_dtype_size(src->type.dtype);
     void *tmp = malloc((size_t)(n > 0 ? n : 1) * (size_t)esize);
     if (!tmp)
-        return fail(rs->err, sizeof rs->err, "out of memory making '%s' from param '%s'",
+        return su_errf(rs->err, sizeof rs->err, "out of memory making '%s' from param '%s'",
                     io->name, src->name);
     int rc = 0;
     const binding *b = find_binding(s, src->name);
@@ -323,7 +315,7 @@ static int group_of(rank_state *rs, const rt_instr *in, rt_group **g)
             *g = rs->groups[k];
             return 0;
         }
-    return fail(rs->err, sizeof rs->err, "no group for the collective's axes");
+    return su_errf(rs->err, sizeof rs->err, "no group for the collective's axes");
 }
 
 /* The rank of stage `stage` that this rank's send or recv pairs with: its
@@ -381,7 +373,7 @@ static int run_comm(rank_state *rs, const rt_instr *in, void *const *bufs)
         }
         tmp = malloc((size_t)out_bytes);
         if (!tmp)
-            return fail(rs->err, sizeof rs->err, "out of memory in all_gather");
+            return su_errf(rs->err, sizeof rs->err, "out of memory in all_gather");
         rc = rt_all_gather(g, src, tmp, in_bytes);
         if (rc == 0)
             unpack_concat(&in->in_t[0], (int)in->dim, G, tmp, dst);
@@ -393,7 +385,7 @@ static int run_comm(rank_state *rs, const rt_instr *in, void *const *bufs)
         }
         tmp = malloc((size_t)in_bytes);
         if (!tmp)
-            return fail(rs->err, sizeof rs->err, "out of memory in reduce_scatter");
+            return su_errf(rs->err, sizeof rs->err, "out of memory in reduce_scatter");
         pack_split(&in->in_t[0], (int)in->dim, G, src, tmp);
         rc = rt_reduce_scatter(g, tmp, dst, rt_type_numel(&in->out_t), dtype);
         break;
@@ -403,7 +395,7 @@ static int run_comm(rank_state *rs, const rt_instr *in, void *const *bufs)
         if (!tmp || !tmp2) {
             free(tmp);
             free(tmp2);
-            return fail(rs->err, sizeof rs->err, "out of memory in all_to_all");
+            return su_errf(rs->err, sizeof rs->err, "out of memory in all_to_all");
         }
         pack_split(&in->in_t[0], (int)in->dim, G, src, tmp);
         rc = rt_all_to_all(g, tmp, tmp2, in_bytes / G);
@@ -415,7 +407,7 @@ static int run_comm(rank_state *rs, const rt_instr *in, void *const *bufs)
         break;
     }
     default:
-        return fail(rs->err, sizeof rs->err, "%s is not a collective", rt_ops[in->op].name);
+        return su_errf(rs->err, sizeof rs->err, "%s is not a collective", rt_ops[in->op].name);
     }
     free(tmp);
     free(tmp2);
@@ -433,12 +425,12 @@ static int rank_setup(rank_state *rs)
     if (!rs->buf) {
         rs->buf = calloc((size_t)prog->nbuf + 1, sizeof *rs->buf);
         if (!rs->buf)
-            return fail(rs->err, sizeof rs->err, "out of memory");
+            return su_errf(rs->err, sizeof rs->err, "out of memory");
         /* RT_ALIGN-aligned, as the offsets are */
         size_t n = ((size_t)prog->arena_bytes + RT_ALIGN) / RT_ALIGN * RT_ALIGN;
         rs->arena = aligned_alloc(RT_ALIGN, n);
         if (!rs->arena)
-            return fail(rs->err, sizeof rs->err, "out of memory for the arena (%lld bytes)",
+            return su_errf(rs->err, sizeof rs->err, "out of memory for the arena (%lld bytes)",
                         (long long)prog->arena_bytes);
         memset(rs->arena, 0, n);
         for (int i = 0; i < prog->nbuf; i++)
@@ -447,10 +439,10 @@ static int rank_setup(rank_state *rs)
     if (!rs->groups) {
         rs->groups = calloc((size_t)s->nkeys + 1, sizeof *rs->groups);
         if (!rs->groups)
-            return fail(rs->err, sizeof rs->err, "out of memory");
+            return su_errf(rs->err, sizeof rs->err, "out of memory");
         for (int k = 0; k < s->nkeys; k++) {
             if (rt_comm_group(rs->comm, s->keys[k].axes, s->keys[k].n, &rs->groups[k]) != 0)
-                return fail(rs->err, sizeof rs->err, "%s", rt_comm_error(rs->comm));
+                return su_errf(rs->err, sizeof rs->err, "%s", rt_comm_error(rs->comm));
             if (s->nccl && rt_nccl_group(s->nccl, rs->groups[k], rs->err, sizeof rs->err) != 0)
                 return -1;
         }
@@ -466,7 +458,7 @@ static int trace_origin(rank_state *rs)
     if (s->origin_set)
         return 0;
     if (s->o.comm != RT_COMM_LOCAL && rt_barrier(rs->groups[s->nkeys - 1]) != 0)
-        return fail(rs->err, sizeof rs->err, "%s", rt_comm_error(rs->comm));
+        return su_errf(rs->err, sizeof rs->err, "%s", rt_comm_error(rs->comm));
     s->trace_origin = rt_trace_now();
     s->origin_set = true;
     return 0;
@@ -660,13 +652,13 @@ static int gather_mpi(rt_session *s, const rt_io *io, uint8_t *full, char *err, 
     if (!mine || !all) {
         free(mine);
         free(all);
-        return fail(err, errlen, "out of memory gathering '%s'", io->name);
+        return su_errf(err, errlen, "out of memory gathering '%s'", io->name);
     }
     if (holds(p, rs->coord, io))
         memcpy(mine, rs->buf[io->buffer], (size_t)lb);
     int rc = rt_all_gather(rs->groups[s->nkeys - 1], mine, all, lb);
     if (rc != 0)
-        fail(err, errlen, "gathering '%s': %s", io->name, rt_comm_error(rs->comm));
+        su_errf(err, errlen, "gathering '%s': %s", io->name, rt_comm_error(rs->comm));
     for (int64_t r = 0; rc == 0 && r < s->nranks; r++) {
         int64_t coord[RT_MAX_AXES], start[RT_MAX_RANK];
         rt_plan_coords(p, r, coord);
@@ -759,14 +751,14 @@ static int gather_kept(rt_session *s, kept *k, char *err, size_t errlen)
     k->types = calloc((size_t)p->nio + 1, sizeof *k->types);
     k->data = calloc((size_t)p->nio + 1, sizeof *k->data);
     if (!k->names || !k->types || !k->data)
-        return fail(err, errlen, "out of memory");
+        return su_errf(err, errlen, "out of memory");
     for (int i = 0; i < p->nio; i++) {
         const rt_io *io = &p->io[i];
         if (!is_kept(io) || s->first[i] != i)
             continue;
         uint8_t *full = calloc(1, (size_t)rt_type_bytes(&io->type) + 1);
         if (!full)
-            return fail(err, errlen, "out of memory gathering '%s'", io->name);
+            return su_errf(err, errlen, "out of memory gathering '%s'", io->name);
         k->names[k->n] = io->name;
         k->types[k->n] = io->type;
         k->data[k->n++] = full;
@@ -794,9 +786,9 @@ static void add_key(rt_session *s, const uint8_t *axes, int n)
 int rt_session_graph_check(const rt_session_opts *o, char *err, size_t errlen)
 {
     if (o->backend != RT_BACKEND_CUDA)
-        return fail(err, errlen, "CUDA graphs need the cuda backend");
+        return su_errf(err, errlen, "CUDA graphs need the cuda backend");
     if (o->comm == RT_COMM_NCCL)
-        return fail(err, errlen, "CUDA graphs are not supported with the nccl communicator yet "
+        return su_errf(err, errlen, "CUDA graphs are not supported with the nccl communicator yet "
                     "(its collectives run on a stream of their own, outside the capture)");
     return 0;
 }
@@ -804,7 +796,7 @@ int rt_session_graph_check(const rt_session_opts *o, char *err, size_t errlen)
 rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err, size_t errlen)
 {
     if (o->comm == RT_COMM_NCCL && o->backend != RT_BACKEND_CUDA) {
-        fail(err, errlen, "the nccl communicator needs the cuda backend");
+        su_errf(err, errlen, "the nccl communicator needs the cuda backend");
         return NULL;
     }
     if (o->graph && rt_session_graph_check(o, err, errlen) != 0)
@@ -813,7 +805,7 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err
         return NULL;
     rt_session *s = calloc(1, sizeof *s);
     if (!s) {
-        fail(err, errlen, "out of memory");
+        su_errf(err, errlen, "out of memory");
         return NULL;
     }
     s->p = p;
@@ -830,7 +822,7 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err
     s->out = calloc((size_t)p->nio + 1, sizeof *s->out);
     s->first = calloc((size_t)p->nio + 1, sizeof *s->first);
     if (!s->keys || !s->out || !s->first || !rt_plan_io_first(p, s->first)) {
-        fail(err, errlen, "out of memory");
+        su_errf(err, errlen, "out of memory");
         goto bad;
     }
     for (int st = 0; st < p->nstages; st++)
@@ -852,7 +844,7 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err
         if (p->io[i].kind == RT_IO_OUTPUT) {
             s->out[i] = calloc(1, (size_t)rt_type_bytes(&p->io[i].type) + 1);
             if (!s->out[i]) {
-                fail(err, errlen, "out of memory for output '%s'", p->io[i].name);
+                su_errf(err, errlen, "out of memory for output '%s'", p->io[i].name);
                 goto bad;
             }
         }
@@ -872,7 +864,7 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err
         if (!s->world)
             goto bad;
         if (o->backend == RT_BACKEND_CUDA && !(s->dlocal = rt_cuda_local_new(p))) {
-            fail(err, errlen, "out of memory");
+            su_errf(err, errlen, "out of memory");
             goto bad;
         }
         s->nhere = s->nranks;
@@ -880,13 +872,13 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err
 #ifdef SHARDC_HAVE_MPI
         s->nhere = 1;
 #else
-        fail(err, errlen, "this build of shardc has no MPI: use the local communicator");
+        su_errf(err, errlen, "this build of shardc has no MPI: use the local communicator");
         goto bad;
 #endif
     }
     s->ranks = calloc((size_t)s->nhere, sizeof *s->ranks);
     if (!s->ranks) {
-        fail(err, errlen, "out of memory");
+        su_errf(err, errlen, "out of memory");
         goto bad;
     }
     for (int64_t r = 0; r < s->nhere; r++) {
@@ -901,7 +893,7 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err
         }
         if (!rs->comm) {
             if (o->comm == RT_COMM_LOCAL)
-                fail(err, errlen, "cannot make the communicator of rank %lld", (long long)r);
+                su_errf(err, errlen, "cannot make the communicator of rank %lld", (long long)r);
             goto bad;
         }
         rs->rank = rt_comm_rank(rs->comm);
@@ -960,10 +952,10 @@ int rt_session_bind(rt_session *s, const char *name, const void *data, size_t by
         if (s->p->io[i].kind != RT_IO_OUTPUT && strcmp(s->p->io[i].name, name) == 0)
             io = &s->p->io[i];
     if (!io)
-        return fail(err, errlen, "the plan has no input, param or state called '%s'", name);
+        return su_errf(err, errlen, "the plan has no input, param or state called '%s'", name);
     char tb[128];
     if ((int64_t)bytes != rt_type_bytes(&io->type))
-        return fail(err, errlen, "'%s' is %s (%lld bytes), but %zu bytes were bound", name,
+        return su_errf(err, errlen, "'%s' is %s (%lld bytes), but %zu bytes were bound", name,
                     rt_type_str(&io->type, tb, sizeof tb), (long long)rt_type_bytes(&io->type),
                     bytes);
     for (int i = 0; i < s->nbind; i++)
@@ -975,11 +967,11 @@ int rt_session_bind(rt_session *s, const char *name, const void *data, size_t by
         }
     binding *nb = realloc(s->bind, ((size_t)s->nbind + 1) * sizeof *nb);
     if (!nb)
-        return fail(err, errlen, "out of memory");
+        return su_errf(err, errlen, "out of memory");
     s->bind = nb;
     char *copy = strdup(name);
     if (!copy)
-        return fail(err, errlen, "out of memory");
+        return su_errf(err, errlen, "out of memory");
     s->bind[s->nbind++] = (binding){copy, data, bytes};
     s->params_dirty |= is_kept(io);
     return 0;
@@ -993,7 +985,7 @@ static int note_generated(rt_session *s, char *err, size_t errlen)
         cap += strlen(s->p->io[i].name) + 2;
     char *g = malloc(cap);
     if (!g)
-        return fail(err, errlen, "out of memory");
+        return su_errf(err, errlen, "out of memory");
     g[0] = 0;
     for (int i = 0; i < s->p->nio; i++) {
         const rt_io *io = &s->p->io[i];
@@ -1019,7 +1011,7 @@ static int run_local(rt_session *s, char *err, size_t errlen)
 {
     pthread_t *th = calloc((size_t)s->nhere, sizeof *th);
     if (!th)
-        return fail(err, errlen, "out of memory");
+        return su_errf(err, errlen, "out of memory");
     int64_t started = 0;
     for (; started < s->nhere; started++)
         if (pthread_create(&th[started], NULL, rank_thread, &s->ranks[started]) != 0)
@@ -1033,9 +1025,9 @@ static int run_local(rt_session *s, char *err, size_t errlen)
         pthread_join(th[r], NULL);
     free(th);
     if (started == 0)
-        return fail(err, errlen, "cannot start the rank threads");
+        return su_errf(err, errlen, "cannot start the rank threads");
     if (s->has_err)
-        return fail(err, errlen, "%s", s->first_err);
+        return su_errf(err, errlen, "%s", s->first_err);
     return gather_outputs_local(s);
 }
 
@@ -1044,7 +1036,7 @@ static int run_local(rt_session *s, char *err, size_t errlen)
 int rt_session_run(rt_session *s, char *err, size_t errlen)
 {
     if (s->failed)
-        return fail(err, errlen, "an earlier run failed: the session can only be freed");
+        return su_errf(err, errlen, "an earlier run failed: the session can only be freed");
     s->has_err = false;
     if (note_generated(s, err, errlen) != 0)
         return -1;
@@ -1061,7 +1053,7 @@ int rt_session_run(rt_session *s, char *err, size_t errlen)
         rank_state *rs = &s->ranks[0];
         if (rank_run(rs) != 0 || gather_outputs_mpi(s, rs) != 0) {
             s->failed = true;
-            return fail(err, errlen, "rank %lld: %s", (long long)rs->rank, rs->err);
+            return su_errf(err, errlen, "rank %lld: %s", (long long)rs->rank, rs->err);
         }
     }
     apply_updates(s);
@@ -1079,10 +1071,10 @@ static int gather_trace_mpi(rt_session *s, rt_trace *all, rt_trace_ev **mem, cha
     rt_group *g = rs->groups[s->nkeys - 1];
     int64_t *count = calloc((size_t)s->nranks, sizeof *count), n = rs->tr.n, most = 0;
     if (!count)
-        return fail(err, errlen, "out of memory");
+        return su_errf(err, errlen, "out of memory");
     if (rt_all_gather(g, &n, count, sizeof n) != 0) {
         free(count);
-        return fail(err, errlen, "gathering the trace: %s", rt_comm_error(rs->comm));
+        return su_errf(err, errlen, "gathering the trace: %s", rt_comm_error(rs->comm));
     }
     for (int64_t r = 0; r < s->nranks; r++)
         most = count[r] > most ? count[r] : most;
@@ -1091,11 +1083,11 @@ static int gather_trace_mpi(rt_session *s, rt_trace *all, rt_trace_ev **mem, cha
     *mem = calloc((size_t)s->nranks * (size_t)most + 1, sizeof **mem);
     int rc = 0;
     if (!send || !*mem)
-        rc = fail(err, errlen, "out of memory for the trace");
+        rc = su_errf(err, errlen, "out of memory for the trace");
     if (!rc && n)
         memcpy(send, rs->tr.ev, (size_t)n * sizeof *send);
     if (!rc && most && rt_all_gather(g, send, *mem, (int64_t)each) != 0)
-        rc = fail(err, errlen, "gathering the trace: %s", rt_comm_error(rs->comm));
+        rc = su_errf(err, errlen, "gathering the trace: %s", rt_comm_error(rs->comm));
     for (int64_t r = 0; !rc && r < s->nranks; r++)
         all[r] = (rt_trace){.ev = *mem + (size_t)r * (size_t)most, .n = count[r]};
     free(send);
@@ -1107,12 +1099,12 @@ int rt_session_write_trace(rt_session *s, const char *path, const char *backend,
                            size_t errlen)
 {
     if (!s->o.trace)
-        return fail(err, errlen, "the session was not opened with tracing on");
+        return su_errf(err, errlen, "the session was not opened with tracing on");
     if (s->steps == 0 || s->failed)
-        return fail(err, errlen, "no successful run to trace");
+        return su_errf(err, errlen, "no successful run to trace");
     rt_trace *all = calloc((size_t)s->nranks, sizeof *all);
     if (!all)
-        return fail(err, errlen, "out of memory");
+        return su_errf(err, errlen, "out of memory");
     rt_trace_ev *mem = NULL;
     int rc = 0;
     const char *comm = s->o.comm == RT_COMM_LOCAL ? "local"
@@ -1169,9 +1161,9 @@ int rt_session_loss(const rt_session *s, double *loss, char *err, size_t errlen)
     const rt_plan *p = s->p;
     *loss = NAN;
     if (p->loss < 0)
-        return fail(err, errlen, "the plan has no loss (it was not compiled for training)");
+        return su_errf(err, errlen, "the plan has no loss (it was not compiled for training)");
     if (s->steps == 0 || s->failed)
-        return fail(err, errlen, "no loss yet: %s", s->failed ? "the last run failed"
+        return su_errf(err, errlen, "no loss yet: %s", s->failed ? "the last run failed"
                                                               : "no step has run");
     const void *v = s->out[p->loss];
     switch (p->io[p->loss].type.dtype) {
@@ -1191,9 +1183,9 @@ int rt_session_loss(const rt_session *s, double *loss, char *err, size_t errlen)
 int rt_session_save_params(rt_session *s, const char *path, char *err, size_t errlen)
 {
     if (s->failed)
-        return fail(err, errlen, "%s: not written: the last run failed", path);
+        return su_errf(err, errlen, "%s: not written: the last run failed", path);
     if (s->steps == 0)
-        return fail(err, errlen, "%s: not written: no step has run, so no params are loaded",
+        return su_errf(err, errlen, "%s: not written: no step has run, so no params are loaded",
                     path);
     kept k;
     int rc = gather_kept(s, &k, err, errlen);
@@ -1228,7 +1220,7 @@ int rt_session_check_steps(const rt_session *s, int64_t steps, char *err, size_t
             continue;
         int64_t nb = rt_input_batches(s->inputs, io);
         if (nb >= 0 && nb < last)
-            return fail(err, errlen,
+            return su_errf(err, errlen,
                         "%s: tensor '%s' holds %lld batch%s (one a step), but steps %lld to %lld need %lld",
                         s->inputs->path, io->name, (long long)nb, nb == 1 ? "" : "es",
                         (long long)first, (long long)last, (long long)last);
@@ -1242,21 +1234,21 @@ static int agree(rt_session *s, int rc, const char *msg, char *err, size_t errle
 {
     rank_state *rs = &s->ranks[0];
     if (rank_setup(rs) != 0)
-        return fail(err, errlen, "%s", rs->err);
+        return su_errf(err, errlen, "%s", rs->err);
     char mine[ERRLEN];
     memset(mine, 0, sizeof mine);
     if (rc != 0)
         snprintf(mine, sizeof mine, "%s", msg[0] ? msg : "failed");
     char *all = malloc((size_t)(ERRLEN * s->nranks));
     if (!all)
-        return fail(err, errlen, "out of memory");
+        return su_errf(err, errlen, "out of memory");
     if (rt_all_gather(rs->groups[s->nkeys - 1], mine, all, ERRLEN) != 0)
-        rc = fail(err, errlen, "%s", rt_comm_error(rs->comm));
+        rc = su_errf(err, errlen, "%s", rt_comm_error(rs->comm));
     else
         rc = 0;
     for (int64_t r = 0; rc == 0 && r < s->nranks; r++)
         if (all[r * ERRLEN])
-            rc = fail(err, errlen, "%s", all + r * ERRLEN);
+            rc = su_errf(err, errlen, "%s", all + r * ERRLEN);
     free(all);
     return rc;
 }
@@ -1273,7 +1265,7 @@ static int prepare_rank(rt_session *s, rt_ckpt *c, const rank_state *rs, char *e
             continue;
         rt_io_box(s->p, io, rs->coord, start, count);
         if (rt_ckpt_prepare(c, i, start, count, msg, sizeof msg) != 0)
-            return fail(err, errlen, "rank %lld: %s", (long long)rs->rank, msg);
+            return su_errf(err, errlen, "rank %lld: %s", (long long)rs->rank, msg);
     }
     return 0;
 }
@@ -1281,7 +1273,7 @@ static int prepare_rank(rt_session *s, rt_ckpt *c, const rank_state *rs, char *e
 int rt_session_resume(rt_session *s, const char *dir, char *err, size_t errlen)
 {
     if (s->failed)
-        return fail(err, errlen, "%s: not resumed: an earlier run failed", dir);
+        return su_errf(err, errlen, "%s: not resumed: an earlier run failed", dir);
     char msg[ERRLEN] = "";
     rt_ckpt *c = NULL;
     int rc = rt_ckpt_open(dir, s->p, &c, msg, sizeof msg);
@@ -1290,7 +1282,7 @@ int rt_session_resume(rt_session *s, const char *dir, char *err, size_t errlen)
     if (s->o.comm != RT_COMM_LOCAL)
         rc = agree(s, rc, msg, err, errlen);
     else if (rc != 0)
-        fail(err, errlen, "%s", msg);
+        su_errf(err, errlen, "%s", msg);
     if (rc != 0) {
         rt_ckpt_free(c);
         return -1;
@@ -1312,7 +1304,7 @@ static int write_rank_file(rt_session *s, const rank_state *rs, const char *dir,
     const void **data = calloc((size_t)p->nio + 1, sizeof *data);
     int n = 0, rc = 0;
     if (!names || !types || !data)
-        rc = fail(err, errlen, "out of memory");
+        rc = su_errf(err, errlen, "out of memory");
     for (int i = 0; rc == 0 && i < p->nio; i++) {
         const rt_io *io = &p->io[i];
         int64_t start[RT_MAX_RANK];
@@ -1335,7 +1327,7 @@ static int save_checkpoint_local(rt_session *s, const char *dir, char *err, size
 {
     int64_t *bytes = calloc((size_t)s->nranks, sizeof *bytes);
     if (!bytes)
-        return fail(err, errlen, "out of memory");
+        return su_errf(err, errlen, "out of memory");
     int rc = rt_ckpt_begin(dir, err, errlen);
     for (int64_t r = 0; rc == 0 && r < s->nhere; r++)
         rc = write_rank_file(s, &s->ranks[r], dir, &bytes[s->ranks[r].rank], err, errlen);
@@ -1352,7 +1344,7 @@ static int save_checkpoint_mpi(rt_session *s, const char *dir, char *err, size_t
     rank_state *rs = &s->ranks[0];
     char msg[ERRLEN] = "";
     int64_t mine = 0, *bytes = calloc((size_t)s->nranks, sizeof *bytes);
-    int rc = !bytes ? fail(msg, sizeof msg, "out of memory")
+    int rc = !bytes ? su_errf(msg, sizeof msg, "out of memory")
              : rs->rank == 0 ? rt_ckpt_begin(dir, msg, sizeof msg) : 0;
     if (agree(s, rc, msg, err, errlen) == 0) {
         rc = write_rank_file(s, rs, dir, &mine, msg, sizeof msg);
@@ -1365,7 +1357,7 @@ static int save_checkpoint_mpi(rt_session *s, const char *dir, char *err, size_t
         return -1;
     }
     if (rt_all_gather(rs->groups[s->nkeys - 1], &mine, bytes, sizeof mine) != 0)
-        rc = fail(msg, sizeof msg, "%s", rt_comm_error(rs->comm));
+        rc = su_errf(msg, sizeof msg, "%s", rt_comm_error(rs->comm));
     if (rc == 0 && rs->rank == 0)
         rc = rt_ckpt_write_index(dir, s->p, rt_session_step(s), bytes, msg, sizeof msg);
     free(bytes);
@@ -1379,7 +1371,7 @@ int rt_session_save_checkpoint(rt_session *s, const char *dir, char *err, size_t
                       : s->params_dirty ? "params were bound or a checkpoint resumed since the last step, and are loaded at the next"
                                         : NULL;
     if (why) {
-        fail(err, errlen, "%s: not saved: %s", dir, why);
+        su_errf(err, errlen, "%s: not saved: %s", dir, why);
         return -2;
     }
     if (s->o.comm != RT_COMM_LOCAL)

@@ -31,19 +31,6 @@
 /* Bytes per write() call; Linux moves at most ~2 GiB per call. */
 #define CHUNK ((size_t)1 << 30)
 
-#if defined(__GNUC__)
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-#endif
-/* Formats the message into err and returns -1. */
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* The folder part of path with its final '/' ("" when there is none). */
 static size_t dir_len(const char *path)
@@ -122,7 +109,7 @@ static int open_straight(su_wfile *w, bool regular, char *err, size_t errlen)
 {
     w->fd = open(w->path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (regular ? O_APPEND : 0));
     if (w->fd < 0)
-        return fail(err, errlen, "%s: cannot write: %s", w->path, strerror(errno));
+        return su_errf(err, errlen, "%s: cannot write: %s", w->path, strerror(errno));
     return 0;
 }
 
@@ -135,7 +122,7 @@ static int open_temp(su_wfile *w, char *dest, int mode, char *err, size_t errlen
     w->dest = dest;
     w->tmp = malloc(n);
     if (!w->tmp)
-        return fail(err, errlen, "%s: out of memory", w->path);
+        return su_errf(err, errlen, "%s: out of memory", w->path);
     for (int k = 0; k < 100; k++) {
         snprintf(w->tmp, n, "%s.tmp.%ld.%d", dest, (long)getpid(), k);
         w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
@@ -143,14 +130,14 @@ static int open_temp(su_wfile *w, char *dest, int mode, char *err, size_t errlen
             break;
     }
     if (w->fd < 0) {
-        fail(err, errlen, "%s: cannot create the temporary file %s: %s", w->path, w->tmp,
+        su_errf(err, errlen, "%s: cannot create the temporary file %s: %s", w->path, w->tmp,
              strerror(errno));
         free(w->tmp); /* not ours to remove */
         w->tmp = NULL;
         return -1;
     }
     if (mode >= 0 && fchmod(w->fd, (mode_t)mode) != 0)
-        return fail(err, errlen, "%s: cannot set the mode of %s: %s", w->path, w->tmp,
+        return su_errf(err, errlen, "%s: cannot set the mode of %s: %s", w->path, w->tmp,
                     strerror(errno));
     return 0;
 }
@@ -163,15 +150,15 @@ int su_wfile_open(su_wfile *w, const char *path, char *err, size_t errlen)
     struct stat st;
     bool exists = stat(path, &st) == 0;
     if (!exists && errno != ENOENT)
-        return fail(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return su_errf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
     if (exists && S_ISDIR(st.st_mode))
-        return fail(err, errlen, "%s: cannot write: %s", path, strerror(EISDIR));
+        return su_errf(err, errlen, "%s: cannot write: %s", path, strerror(EISDIR));
     if (exists && !S_ISREG(st.st_mode))
         return open_straight(w, false, err, errlen);
     bool proc = false;
     char *dest = resolve(path, &proc);
     if (!dest)
-        return fail(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return su_errf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
     if (proc) {
         free(dest);
         return open_straight(w, true, err, errlen);
@@ -226,15 +213,15 @@ int su_wfile_commit(su_wfile *w, char *err, size_t errlen)
 {
     int rc = 0;
     if (w->error)
-        rc = fail(err, errlen, "%s: cannot write: %s", w->path, strerror(w->error));
+        rc = su_errf(err, errlen, "%s: cannot write: %s", w->path, strerror(w->error));
     else if (w->tmp && fsync(w->fd) != 0)
-        rc = fail(err, errlen, "%s: cannot write: %s", w->path, strerror(errno));
+        rc = su_errf(err, errlen, "%s: cannot write: %s", w->path, strerror(errno));
     int fd = w->fd;
     w->fd = -1;
     if (close(fd) != 0 && rc == 0)
-        rc = fail(err, errlen, "%s: cannot write: %s", w->path, strerror(errno));
+        rc = su_errf(err, errlen, "%s: cannot write: %s", w->path, strerror(errno));
     if (rc == 0 && w->tmp && rename(w->tmp, w->dest) != 0)
-        rc = fail(err, errlen, "%s: cannot rename %s into place: %s", w->path, w->tmp,
+        rc = su_errf(err, errlen, "%s: cannot rename %s into place: %s", w->path, w->tmp,
                   strerror(errno));
     if (rc == 0) {
         free(w->tmp);

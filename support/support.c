@@ -312,3 +312,14 @@ bool su_add64(int64_t a, int64_t b, int64_t *out)
 {
     return !__builtin_add_overflow(a, b, out);
 }
+
+int su_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}

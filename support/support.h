@@ -75,6 +75,11 @@ void su_buf_put(su_buf *b, const char *s, size_t n);
 void su_buf_puts(su_buf *b, const char *s);
 void su_buf_putc(su_buf *b, char c);
 void su_buf_printf(su_buf *b, const char *fmt, ...) SU_PRINTF(2, 3);
+
+/* Formats a message into err (errlen bytes; nothing when err is NULL or
+ * errlen 0) and returns -1: the error convention of the runtime's
+ * functions that take (char *err, size_t errlen). */
+int su_errf(char *err, size_t errlen, const char *fmt, ...) SU_PRINTF(3, 4);
 void su_buf_vprintf(su_buf *b, const char *fmt, va_list ap);
 /* Hands the string to the caller (malloc'd, free()); the buffer empties. */
 char *su_buf_take(su_buf *b);
