@@ -46,8 +46,9 @@
  * operands. Ops made only from inputs and per-step values float: each stage
  * computes them itself when it first needs them (a batch reduction of
  * them, and what is made from it, every microbatch at once). An output
- * that floats is read where it was made, else where the params it reads
- * live. Chunk c runs on stage
+ * that floats is read where it was made, else on a stage holding a param
+ * it reads (every copy of a param gets this step's value, below); an
+ * output of a param is read where it is updated. Chunk c runs on stage
  * c % P; its forward ops run in the tasks F(c, j), its backward ops in
  * B(c, j). A value one stage makes and another reads is sent at the end of
  * the producing task and received at the start of the consuming one.
@@ -935,6 +936,8 @@ typedef struct st {
     const ir_op *reader; /* the op, not per-step, whose operands are being made
                          * (NULL: an output's or an update's) */
     uint8_t ctx;        /* its phase */
+    bool output;        /* making an output no task made: no gradient flows back
+                         * through its ops, so their reads are not forward reads */
     su_vec bounds;      /* op index ranges [start, end) of sends and recvs between tasks
                          * (intptr_t pairs) */
     bool failed;
@@ -1075,7 +1078,7 @@ static ir_value *emit_mb(st *S, const ir_op *op, int j)
  * the ops that make v read params (st.fwd). */
 static void read_forward(st *S, const ir_value *v, const ir_op *op)
 {
-    if (S->fwd[v->id])
+    if (S->fwd[v->id] || S->output)
         return;
     S->fwd[v->id] = op ? op : v->def;
     for (int k = 0; k < v->def->nin; k++)
@@ -1479,42 +1482,55 @@ static bool made(const st *S, const ir_value *v)
     return true;
 }
 
-/* The params and states that v reads through per-step and floating
- * values and the stages that hold them: the first in *p (-1: none yet);
- * false when another is held on another stage, in *q. seen marks the
- * values visited. */
-static bool param_stage(const pl *L, const st *S, const ir_value *v, bool *seen,
-                        const ir_op **p, int *ps, const ir_op **q, int *qs)
+/* The first stage that holds a param or state v reads through per-step
+ * and floating values (-1: none); seen marks the values visited. */
+static int param_stage(const pl *L, const st *S, const ir_value *v, bool *seen)
 {
     int id = v->id;
     if (seen[id] || home(L, v) >= 0)
-        return true;
+        return -1;
     seen[id] = true;
     if (v->def->code == IR_PARAM || v->def->code == IR_STATE) {
-        for (int s = 0; s < L->P; s++) {
-            if (!S[s].pre[id])
-                continue;
-            if (*ps >= 0 && *ps != s) {
-                *q = v->def, *qs = s;
-                return false;
-            }
-            *p = v->def, *ps = s;
-        }
-        return true;
+        for (int s = 0; s < L->P; s++)
+            if (S[s].pre[id])
+                return s;
+        return -1;
     }
-    for (int k = 0; k < v->def->nin; k++)
-        if (!param_stage(L, S, v->def->in[k], seen, p, ps, q, qs))
-            return false;
-    return true;
+    for (int k = 0; k < v->def->nin; k++) {
+        int s = param_stage(L, S, v->def->in[k], seen);
+        if (s >= 0)
+            return s;
+    }
+    return -1;
 }
 
-/* Where output o is read. A value any stage can make (per-step, or made
- * from inputs and per-step values) is read where it was made, else where
- * the params it reads live (made elsewhere, it would read a copy of them
- * that no update reaches), else on the last stage; -1 on error. */
-static int output_stage(pl *L, const st *S, const ir_output *o)
+static int param_home(pl *L, st *S, const ir_update *u);
+
+/* The update whose new value is v, for a param (an output of a param is
+ * its value after the update); NULL when none. */
+static const ir_update *param_update_of(const pl *L, const ir_value *v)
+{
+    for (int i = 0; i < L->m->updates.n; i++) {
+        const ir_update *u = IR_UPDATE(L->m, i);
+        if (u->v == v && u->src->def->code == IR_PARAM)
+            return u;
+    }
+    return NULL;
+}
+
+/* Where output o is read; -1 on error. A param's value after its update
+ * is read where the param lives (param_home), which updates it. A value
+ * any stage can make (per-step, or made from inputs and per-step values)
+ * is read where it was made, else where a param it reads is held, else on
+ * the last stage: every stage that holds a param receives its value from
+ * the param's home at the start of the step (exchange), so each reads
+ * this step's value. */
+static int output_stage(pl *L, st *S, const ir_output *o)
 {
     const ir_value *v = o->v;
+    const ir_update *u = param_update_of(L, v);
+    if (u)
+        return param_home(L, S, u);
     int s = home(L, v);
     if (s >= 0)
         return s;
@@ -1523,15 +1539,8 @@ static int output_stage(pl *L, const st *S, const ir_output *o)
             return k;
     bool *seen = su_alloc(&L->ar, (size_t)L->nv * sizeof *seen);
     memset(seen, 0, (size_t)L->nv * sizeof *seen);
-    const ir_op *p = NULL, *q = NULL;
-    int ps = -1, qs = -1;
-    if (!param_stage(L, S, v, seen, &p, &ps, &q, &qs)) {
-        fail_at(L, o->loc, "output '%s' reads '%s', which lives on pipeline stage %d, and '%s', "
-             "which lives on stage %d; an output must be made on one stage", o->name,
-             p->a.name, ps, q->a.name, qs);
-        return -1;
-    }
-    return ps >= 0 ? ps : L->P - 1;
+    s = param_stage(L, S, v, seen);
+    return s >= 0 ? s : L->P - 1;
 }
 
 static bool outputs(pl *L, st *S)
@@ -1542,9 +1551,11 @@ static bool outputs(pl *L, st *S)
         int s = output_stage(L, S, o);
         if (s < 0)
             return false;
-        S[s].ctx = IR_PH_FORWARD;
+        S[s].ctx = param_update_of(L, o->v) ? IR_PH_OPTIMIZER : IR_PH_FORWARD;
         S[s].reader = NULL;
+        S[s].output = true;
         ir_value *v = L->kind[o->v->id] == K_MB ? gather_mb(&S[s], o->v) : get(&S[s], o->v, 0);
+        S[s].output = false;
         if (!v)
             return false;
         ir_add_output(S[s].dst, o->name, v, o->loc);
