@@ -188,11 +188,20 @@ void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp,
                     const pass_hw *hw, bool fused, bool json, su_buf *out);
 
 /* Local FLOPs of one op of a partitioned module (counting rules in
- * report.c). */
+ * cost.c). */
 double pass_op_flops(const ir_op *op);
 /* Bytes one rank sends in a collective of code over `ranks` ranks, as
  * nccl-tests counts them (0 for anything but a collective). */
 double pass_comm_bytes(ir_opcode code, const ir_type *in, const ir_type *out, int64_t ranks);
+/* A collective or a send/recv of a partitioned module, as one rank sees it. */
+typedef struct pass_coll {
+    const ir_op *op;
+    int64_t elements;   /* the buffer counted (all_gather: the gathered output) */
+    int64_t ranks;      /* of the collective; 2 for a send or recv */
+    double bytes;       /* sent by this rank (a recv: 0; its send counts them) */
+} pass_coll;
+/* Whether op communicates, and then what (in *c). */
+bool pass_collective(const ir_module *m, const ir_op *op, pass_coll *c);
 /* Bytes one rank sends for op (0 for anything but a collective). */
 double pass_op_bytes(const ir_module *m, const ir_op *op);
 /* Whether rank r runs stage s of m (every rank when m has no pipeline:

@@ -1,13 +1,6 @@
 /* report.c: what a partitioned program costs each rank, before anything
- * runs: FLOPs, and every collective with its per-rank element count and
- * bytes sent as nccl-tests counts them (all_reduce 2(n-1)/n, all_gather,
- * reduce_scatter and all_to_all (n-1)/n, times elements x dtype size).
- *
- * FLOPs are counted per op on local shapes: matmul 2*M*N*K (per batch);
- * attention 2*S*T*(d + dv) per head plus 5*S*T for its softmax; softmax
- * 5, layernorm 8, rmsnorm 5, mse 3 and cross_entropy 5 per input element;
- * other elementwise ops and reductions 1 per element; layout ops,
- * constants and communication 0. */
+ * runs: FLOPs and every collective with its bytes (counted in cost.c), the
+ * memory plan, and the estimated step (timeline.c). */
 #include "passes.h"
 
 #include "fuse.h"
@@ -16,86 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-double pass_op_flops(const ir_op *op)
-{
-    const ir_type *r = &op->res[0]->type;
-    double out = (double)ir_type_numel(r);
-    double in0 = op->nin ? (double)ir_type_numel(&op->in[0]->type) : 0;
-    switch (op->code) {
-    case IR_MATMUL: {
-        const ir_type *a = &op->in[0]->type;
-        return 2 * out * (double)a->dim[a->rank - 1];
-    }
-    case IR_ATTENTION: {
-        const ir_type *q = &op->in[0]->type, *k = &op->in[1]->type, *v = &op->in[2]->type;
-        double heads = in0 / ((double)q->dim[q->rank - 2] * (double)q->dim[q->rank - 1]);
-        double st = (double)q->dim[q->rank - 2] * (double)k->dim[k->rank - 2];
-        return heads * st * (2 * ((double)q->dim[q->rank - 1] + (double)v->dim[v->rank - 1]) + 5);
-    }
-    case IR_ATTN_PROBS: { /* q @ kT, then softmax */
-        const ir_type *q = &op->in[0]->type;
-        return 2 * out * (double)q->dim[q->rank - 1] + 5 * out;
-    }
-    case IR_SOFTMAX: case IR_RMSNORM: case IR_XENT: case IR_XENT_GRAD: return 5 * in0;
-    case IR_EMBEDDING_GRAD: return (double)ir_type_numel(&op->in[1]->type);
-    case IR_ADAMW: return 12 * out;
-    case IR_ADAM_M: case IR_ADAM_V: case IR_MOMENTUM: case IR_SGD: return 3 * out;
-    case IR_GELU_GRAD: case IR_SILU_GRAD: return 8 * out;
-    case IR_LAYERNORM: return 8 * in0;
-    case IR_MSE: return 3 * in0;
-    case IR_SUM: case IR_MEAN: case IR_AMAX: return in0;
-    default: break;
-    }
-    switch (ir_ops[op->code].cls) {
-    case IR_C_BINARY: case IR_C_UNARY:
-        return op->code == IR_CONSTRAIN ? 0 : out;
-    default:
-        return 0;
-    }
-}
-
-double pass_comm_bytes(ir_opcode code, const ir_type *in, const ir_type *out, int64_t ranks)
-{
-    /* all_gather counts the gathered output; the others the input buffer */
-    double elements = (double)ir_type_numel(code == IR_ALL_GATHER ? out : in);
-    double f = ranks > 1 ? (double)(ranks - 1) / (double)ranks : 0;
-    switch (code) {
-    case IR_ALL_REDUCE: f *= 2; break;
-    case IR_BROADCAST: f = ranks > 1 ? 1 : 0; break;
-    case IR_ALL_GATHER: case IR_REDUCE_SCATTER: case IR_ALL_TO_ALL: break;
-    default: return 0; /* slices and local ops send nothing */
-    }
-    return f * elements * ir_dtype_size(in->dtype);
-}
-
-typedef struct coll {
-    const ir_op *op;
-    int64_t elements;
-    int64_t ranks;
-    double bytes;
-} coll;
-
-static bool collective(const ir_module *m, const ir_op *op, coll *c)
-{
-    if (ir_ops[op->code].cls == IR_C_P2P) { /* what is sent, counted once, by the sender */
-        c->op = op;
-        c->ranks = 2;
-        const ir_type *t = op->code == IR_SEND ? &op->in[0]->type : &op->res[0]->type;
-        c->elements = ir_type_numel(t);
-        c->bytes = op->code == IR_SEND ? (double)c->elements * ir_dtype_size(t->dtype) : 0;
-        return true;
-    }
-    if (ir_ops[op->code].cls != IR_C_COMM)
-        return false;
-    c->op = op;
-    c->ranks = 1;
-    for (int i = 0; i < op->a.naxes; i++)
-        c->ranks *= m->mesh.size[op->a.axes[i]];
-    const ir_type *in = &op->in[0]->type, *out = &op->res[0]->type;
-    c->elements = ir_type_numel(op->code == IR_ALL_GATHER ? out : in);
-    c->bytes = pass_comm_bytes(op->code, in, out, c->ranks);
-    return true;
-}
 
 static void axes_json(su_buf *b, const ir_module *m, const ir_op *op)
 {
@@ -113,18 +26,6 @@ typedef struct stage_cost {
     double flops, bytes;
     pass_memplan mp;
 } stage_cost;
-
-/* The ranks of stage s: all of them without a pipeline, else those whose
- * coordinate on the pipeline axis is s. */
-bool pass_rank_in_stage(const ir_module *m, int64_t r, int s)
-{
-    if (m->stage < 0)
-        return true;
-    int64_t below = 1;
-    for (int a = m->mesh.naxes - 1; a > m->pipe.axis; a--)
-        below *= m->mesh.size[a];
-    return (r / below) % m->mesh.size[m->pipe.axis] == s;
-}
 
 const char *pass_schedule_name(const ir_pipeline *p, char buf[32])
 {
@@ -182,8 +83,8 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
                       (long long)mp->optimizer_state, (long long)mp->activations, cost[s].bytes);
         first = true;
         for (int i = 0; i < m->ops.n; i++) {
-            coll c;
-            if (!collective(m, IR_OP(m, i), &c))
+            pass_coll c;
+            if (!pass_collective(m, IR_OP(m, i), &c))
                 continue;
             su_buf_printf(b, "%s{\"kind\": \"%s\", \"axes\": ", first ? "" : ", ",
                           ir_ops[c.op->code].name);
@@ -242,8 +143,8 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
                       "dtype", "elements", "bytes sent", "phase");
         int k = 0;
         for (int i = 0; i < m->ops.n; i++) {
-            coll c;
-            if (!collective(m, IR_OP(m, i), &c))
+            pass_coll c;
+            if (!pass_collective(m, IR_OP(m, i), &c))
                 continue;
             char axes[64] = "";
             if (ir_ops[c.op->code].cls == IR_C_P2P)
@@ -265,12 +166,6 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
     if (est->hw)
         su_buf_printf(b, "step time, estimated on %s: %.3f ms (the timeline: shardc --trace)\n",
                       est->hw->name, est->step_s * 1e3);
-}
-
-double pass_op_bytes(const ir_module *m, const ir_op *op)
-{
-    coll c;
-    return collective(m, op, &c) ? c.bytes : 0;
 }
 
 void pass_report(ir_module *const *stages, int n, const pass_pipeline *pp, bool json,
@@ -311,10 +206,10 @@ void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp, co
         const ir_module *m = stages[s];
         cost[s].flops = cost[s].bytes = 0;
         for (int i = 0; i < m->ops.n; i++) {
-            coll c;
+            pass_coll c;
             if (IR_OP(m, i)->nres)
                 cost[s].flops += pass_op_flops(IR_OP(m, i));
-            if (collective(m, IR_OP(m, i), &c))
+            if (pass_collective(m, IR_OP(m, i), &c))
                 cost[s].bytes += c.bytes;
         }
         plan_memory(m, fused, &cost[s].mp);
