@@ -1,0 +1,170 @@
+/* types.c: the IR's vocabulary: dtypes, types, meshes, shardings, the op
+ * table and phase names. Everything here is a leaf: it calls nothing else
+ * of the IR. */
+#include "ir.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- dtypes and types ---- */
+
+static const struct {
+    const char *name;
+    int size;
+    bool is_float;
+} dtypes[IR_NDTYPES] = {
+    [IR_F32] = {"f32", 4, true},
+    [IR_F16] = {"f16", 2, true},
+    [IR_BF16] = {"bf16", 2, true},
+    [IR_I32] = {"i32", 4, false},
+};
+
+const char *ir_dtype_name(ir_dtype t) { return dtypes[t].name; }
+int ir_dtype_size(ir_dtype t) { return dtypes[t].size; }
+bool ir_dtype_is_float(ir_dtype t) { return dtypes[t].is_float; }
+
+bool ir_dtype_lookup(const char *s, size_t n, ir_dtype *out)
+{
+    for (int i = 0; i < IR_NDTYPES; i++)
+        if (strlen(dtypes[i].name) == n && !memcmp(dtypes[i].name, s, n)) {
+            *out = (ir_dtype)i;
+            return true;
+        }
+    return false;
+}
+
+int64_t ir_type_numel(const ir_type *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->dim[i];
+    return n;
+}
+
+bool ir_type_eq(const ir_type *a, const ir_type *b)
+{
+    if (a->dtype != b->dtype || a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dim[i] != b->dim[i])
+            return false;
+    return true;
+}
+
+void ir_type_print(su_buf *b, const ir_type *t)
+{
+    su_buf_printf(b, "%s[", ir_dtype_name(t->dtype));
+    for (int i = 0; i < t->rank; i++)
+        su_buf_printf(b, "%s%lld", i ? ", " : "", (long long)t->dim[i]);
+    su_buf_putc(b, ']');
+}
+
+/* ---- meshes and shardings ---- */
+
+int ir_mesh_axis(const ir_mesh *m, const char *name, size_t n)
+{
+    for (int i = 0; i < m->naxes; i++)
+        if (strlen(m->name[i]) == n && !memcmp(m->name[i], name, n))
+            return i;
+    return -1;
+}
+
+int64_t ir_mesh_ranks(const ir_mesh *m)
+{
+    int64_t n = 1;
+    for (int i = 0; i < m->naxes; i++)
+        n *= m->size[i];
+    return n;
+}
+
+int64_t ir_sharding_split(const ir_sharding *s, const ir_mesh *m, int d)
+{
+    int64_t n = 1;
+    for (int i = 0; i < s->naxes[d]; i++)
+        n *= m->size[s->axes[d][i]];
+    return n;
+}
+
+bool ir_sharding_eq(const ir_sharding *a, const ir_sharding *b, int rank)
+{
+    if (a->kind != b->kind || a->partial != b->partial)
+        return false;
+    for (int d = 0; d < rank; d++) {
+        if (a->naxes[d] != b->naxes[d])
+            return false;
+        for (int i = 0; i < a->naxes[d]; i++)
+            if (a->axes[d][i] != b->axes[d][i])
+                return false;
+    }
+    return true;
+}
+
+void ir_sharding_print(su_buf *b, const ir_sharding *s, const ir_mesh *m, int rank)
+{
+    if (s->kind == IR_SH_NONE)
+        return;
+    su_buf_puts(b, s->kind == IR_SH_FIXED ? "shard(" : "auto(");
+    for (int d = 0; d < rank; d++) {
+        if (d)
+            su_buf_puts(b, ", ");
+        if (s->naxes[d] == 0)
+            su_buf_putc(b, '_');
+        else if (s->naxes[d] == 1)
+            su_buf_puts(b, m->name[s->axes[d][0]]);
+        else {
+            su_buf_putc(b, '(');
+            for (int i = 0; i < s->naxes[d]; i++)
+                su_buf_printf(b, "%s%s", i ? ", " : "", m->name[s->axes[d][i]]);
+            su_buf_putc(b, ')');
+        }
+    }
+    su_buf_putc(b, ')');
+    if (s->partial) {
+        su_buf_puts(b, " partial(");
+        bool first = true;
+        for (int a = 0; a < m->naxes; a++)
+            if (s->partial & (1u << a)) {
+                su_buf_printf(b, "%s%s", first ? "" : ", ", m->name[a]);
+                first = false;
+            }
+        su_buf_putc(b, ')');
+    }
+}
+
+/* ---- the op table ---- */
+
+const ir_opinfo ir_ops[IR_NOPS] = {
+#define X(e, nm, mn, mx, nr, at, cl) [IR_##e] = {nm, mn, mx, nr, at, cl},
+#include "ops.def"
+#undef X
+};
+
+int ir_op_lookup(const char *s, size_t n)
+{
+    for (int i = 0; i < IR_NOPS; i++)
+        if (strlen(ir_ops[i].name) == n && !memcmp(ir_ops[i].name, s, n))
+            return i;
+    return -1;
+}
+
+const char *ir_op_display(ir_opcode code)
+{
+    switch (code) {
+    case IR_ADD: return "+";
+    case IR_SUB: return "-";
+    case IR_MUL: return "*";
+    case IR_DIV: return "/";
+    case IR_MATMUL: return "@";
+    case IR_NEG: return "-";
+    case IR_CONSTRAIN: return "shard";
+    default: return ir_ops[code].name;
+    }
+}
+
+/* ---- phases ---- */
+
+const char *ir_phase_name(ir_phase ph)
+{
+    static const char *const names[IR_NPHASES] = {"forward", "backward", "optimizer"};
+    return (int)ph >= 0 && ph < IR_NPHASES ? names[ph] : "?";
+}
