@@ -478,7 +478,7 @@ static fe_val call_block(fe_lower *L, fe_scope *s, fe_frame *f, const fe_block *
     if (n != b->nparams)
         fe_fail(L, call->loc, "block '%s' takes %d argument%s, but %d %s given", b->def->name,
                 b->nparams, b->nparams == 1 ? "" : "s", n, n == 1 ? "is" : "are");
-    return (fe_val){.v = fe_call_block(L, s, f, b, args, call->loc)};
+    return (fe_val){.v = L->call_block(L, f, b, args, call->loc)};
 }
 
 static fe_val call(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n)

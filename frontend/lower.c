@@ -25,82 +25,7 @@ typedef struct fe_ctx {
     ir_value *ret;
 } fe_ctx;
 
-void fe_fail(fe_lower *L, su_loc loc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    su_verror_at(L->diag, L->src, loc, fmt, ap);
-    va_end(ap);
-    longjmp(L->fail, 1);
-}
-
-void fe_tick(fe_lower *L, su_loc loc)
-{
-    if (++L->work > L->max_work)
-        fe_fail(L, loc, "the program is too large: it unrolls to more than %lld ops and "
-                "statements", (long long)L->max_work);
-}
-
-/* ---- string maps ---- */
-
-static uint64_t hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-    return h;
-}
-
-void *fe_map_get(const fe_map *m, const char *key)
-{
-    if (!m->cap)
-        return NULL;
-    for (uint64_t i = hash(key) & (uint64_t)(m->cap - 1);; i = (i + 1) & (uint64_t)(m->cap - 1)) {
-        if (!m->keys[i])
-            return NULL;
-        if (!strcmp(m->keys[i], key))
-            return m->vals[i];
-    }
-}
-
-static void map_grow(fe_map *m, su_arena *a)
-{
-    fe_map old = *m;
-    m->cap = old.cap ? old.cap * 2 : 16;
-    m->n = 0;
-    m->keys = su_alloc(a, (size_t)m->cap * sizeof *m->keys);
-    m->vals = su_alloc(a, (size_t)m->cap * sizeof *m->vals);
-    for (int i = 0; i < old.cap; i++)
-        if (old.keys[i])
-            fe_map_put(m, a, old.keys[i], old.vals[i]);
-}
-
-void fe_map_put(fe_map *m, su_arena *a, const char *key, void *val)
-{
-    if ((m->n + 1) * 2 > m->cap)
-        map_grow(m, a);
-    uint64_t i = hash(key) & (uint64_t)(m->cap - 1);
-    while (m->keys[i] && strcmp(m->keys[i], key))
-        i = (i + 1) & (uint64_t)(m->cap - 1);
-    if (!m->keys[i])
-        m->n++;
-    m->keys[i] = key;
-    m->vals[i] = val;
-}
-
 /* ---- symbols ---- */
-
-/* Inside a block, only the block's own names, and the program's constants
- * and blocks, are visible. */
-fe_sym *fe_lookup(fe_lower *L, fe_scope *s, const char *name)
-{
-    (void)L;
-    fe_sym *sym = fe_map_get(&s->syms, name);
-    if (sym || !s->global)
-        return sym;
-    sym = fe_map_get(&s->global->syms, name);
-    return sym && sym->kind != SYM_TENSOR ? sym : NULL;
-}
 
 static const char *decl_word(const fe_sym *sym)
 {
@@ -423,10 +348,10 @@ static void lower_block_def(fe_lower *L, fe_ctx *c, const ast_stmt *st)
 
 static void run(fe_lower *L, fe_ctx *c, const ast_stmt *list);
 
-ir_value *fe_call_block(fe_lower *L, fe_scope *caller, fe_frame *f, const fe_block *b,
-                        ir_value **args, su_loc loc)
+/* Runs a block's body for a call, returning its result (fe_lower.call_block). */
+static ir_value *call_block(fe_lower *L, fe_frame *f, const fe_block *b, ir_value **args,
+                            su_loc loc)
 {
-    (void)caller;
     const char *bname = b->def->name;
     if (b->active)
         fe_fail(L, loc, "block '%s' calls itself", bname);
@@ -463,7 +388,7 @@ static void check_block(fe_lower *L, fe_block *b)
         args[i] = ir_append(L->m, IR_INPUT, NULL, 0, &a, &b->ptypes[i])->res[0];
     }
     fe_frame frame = {.prefix = ""};
-    fe_call_block(L, &L->global, &frame, b, args, b->def->name_loc);
+    call_block(L, &frame, b, args, b->def->name_loc);
     L->m = real;
     L->param_names = names;
     ir_module_free(L->scratch);
@@ -806,6 +731,7 @@ ir_module *fe_compile(const su_src *whole, const fe_options *opt, su_diag *diag,
     L->max_work = opt->max_work > 0 ? opt->max_work : DEFAULT_MAX_WORK;
     L->define_used = su_alloc(&arena, (size_t)opt->ndefines + 1);
     L->blocks_tail = &L->blocks;
+    L->call_block = call_block;
     L->m = ir_module_new(oom);
     ir_module *m = L->m;
     if (!lower_program(L, P.program) || !verified(m, diag, src, oom)) {

@@ -91,11 +91,18 @@ typedef struct fe_lower {
     fe_block *blocks, **blocks_tail;
     ir_module *scratch;      /* a block's trial run, freed on failure */
     int depth;               /* nesting of the expression being evaluated */
+    /* Runs block b's body for a call in an expression and returns its
+     * result: lower.c's statements, set by fe_compile. Expressions reach
+     * statements only through it, so expr.c depends on scope.c alone. */
+    ir_value *(*call_block)(struct fe_lower *L, fe_frame *f, const fe_block *b,
+                            ir_value **args, su_loc loc);
 } fe_lower;
 
 /* The frame's name prefix, made on first use (an empty repetition costs
  * no memory, so a runaway repeat count fails fast). */
 const char *fe_prefix(fe_lower *L, fe_frame *f);
+
+/* ---- scopes and errors (scope.c) ---- */
 
 SU_NORETURN void fe_fail(fe_lower *L, su_loc loc, const char *fmt, ...) SU_PRINTF(3, 4);
 /* Counts one unit of work; fails when the program unrolls too far. */
@@ -113,11 +120,5 @@ double fe_number(fe_lower *L, fe_scope *s, const ast_node *n, const char *what);
 ir_value *fe_tensor(fe_lower *L, fe_val v, ir_dtype dt, su_loc loc);
 ir_type fe_type_eval(fe_lower *L, fe_scope *s, const ast_type *t, const char *what);
 void fe_type_str(char *out, size_t n, const ir_type *t);
-
-/* ---- statements (lower.c) ---- */
-
-/* Runs a block's body for a call, returning its result. */
-ir_value *fe_call_block(fe_lower *L, fe_scope *caller, fe_frame *f, const fe_block *b,
-                        ir_value **args, su_loc loc);
 
 #endif
