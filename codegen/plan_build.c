@@ -1,7 +1,7 @@
 /* plan_build.c: the plan writer's front half: a partitioned module becomes
  * an rt_plan (runtime/plan.h), then bytes.
  *
- * One program per pipeline stage (passes/pipeline.c made them; a module
+ * One program per pipeline stage (passes/pipesplit.c made them; a module
  * without a pipeline is one stage), each with its own memory plan; `send`
  * names its operand and no result, `send` and `recv` carry their peer stage
  * in `dim`. Buffers and their offsets in the rank's

@@ -82,7 +82,7 @@ bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
  * fails it is a compiler bug. */
 bool pass_verify_schedule(const ir_module *m, su_buf *err);
 
-/* The pipeline split (pipeline.c). From a partitioned module with a
+/* The pipeline split (pipesplit.c). From a partitioned module with a
  * pipeline, one program per stage of the pipeline axis (m->stage set in
  * each): its chunks of the pipelined repeat for every microbatch, in the
  * order of the schedule, with send and recv between stages, gradients

@@ -1,4 +1,4 @@
-/* pipeline.c: the pipeline split (DESIGN.md §3.5, LANGUAGE.md §9).
+/* pipesplit.c: the pipeline split (DESIGN.md §3.5, LANGUAGE.md §9).
  *
  * From the partitioned module, which every rank of every stage would run
  * whole, makes one program per stage of the pipeline axis: the chunks of the
