@@ -21,6 +21,7 @@ static ast_stmt *finish_lines(ast_stmt *rev, ast_stmt *last);
 }
 
 %define api.pure full
+%define api.prefix {fe_yy}
 %define parse.error detailed
 %locations
 %param {yyscan_t scanner}
@@ -353,14 +354,14 @@ static ast_stmt *finish_lines(ast_stmt *rev, ast_stmt *last)
 bool fe_parse_source(fe_parse *P)
 {
     yyscan_t scanner;
-    if (yylex_init_extra(P, &scanner))
+    if (fe_yylex_init_extra(P, &scanner))
         su_oom(P->arena->oom);
     P->line = P->col = 1;
     P->depth = 0;
     P->last_nl = true;
-    YY_BUFFER_STATE buf = yy_scan_bytes(P->src->text, (int)P->src->len, scanner);
-    int rc = yyparse(scanner, P);
-    yy_delete_buffer(buf, scanner);
-    yylex_destroy(scanner);
+    YY_BUFFER_STATE buf = fe_yy_scan_bytes(P->src->text, (int)P->src->len, scanner);
+    int rc = fe_yyparse(scanner, P);
+    fe_yy_delete_buffer(buf, scanner);
+    fe_yylex_destroy(scanner);
     return rc == 0 && P->diag->nerrors == 0;
 }
