@@ -1406,6 +1406,7 @@ bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
     P.dst->train = m->train;
     if (m->train.loss)
         P.dst->train.loss = P.map[m->train.loss->id];
+    pass_combine_sums(P.dst, &P.why);
     if (why) {
         const char **w = su_alloc(&P.dst->arena, (size_t)(P.dst->next_id + 1) * sizeof *w);
         for (int i = 0; i < P.why.n; i++)

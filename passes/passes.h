@@ -82,6 +82,13 @@ bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
  * fails it is a compiler bug. */
 bool pass_verify_schedule(const ir_module *m, su_buf *err);
 
+/* Partial sums added before they are reduced (combine.c): an add or sub
+ * of two summing collectives (all_reduce, reduce_scatter) of the same
+ * kind, axes and type, read by nothing else, becomes one collective of
+ * the locally added operands. Run by pass_partition; why (by value id,
+ * may be NULL) gets each new collective's reason. Returns how many. */
+int pass_combine_sums(ir_module *m, su_vec *why);
+
 /* The pipeline split (pipesplit.c). From a partitioned module with a
  * pipeline, one program per stage of the pipeline axis (m->stage set in
  * each): its chunks of the pipelined repeat for every microbatch, in the

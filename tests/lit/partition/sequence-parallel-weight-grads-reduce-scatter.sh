@@ -1,0 +1,23 @@
+# A sequence-parallel MLP (activations split over tp along the sequence,
+# weights split over tp): each weight's gradient, a sum over the batch and
+# the sequence of partial products, is summed over the local rows first,
+# then reduce-scattered to its layout: 512 elements, (n-1)/n of them sent.
+# Before, each was all-reduced at [B, K, N] then sliced: 2048 elements, 2(n-1)/n.
+# RUN: %shardc %s --mesh 1x4 --report | FileCheck %s
+# CHECK:      {{^}}    6    all_gather      tp         f32              512           1536  backward{{$}}
+# CHECK-NEXT: {{^}}    7    all_to_all      tp         f32              256            768  backward{{$}}
+# CHECK-NEXT: {{^}}    8    reduce_scatter  tp         f32              512           1536  backward{{$}}
+# CHECK-NEXT: {{^}}    9    reduce_scatter  tp         f32              512           1536  backward{{$}}
+# CHECK-NEXT: {{^}}    10   reduce_scatter  tp         f32              512           1536  backward{{$}}
+# CHECK-NEXT: {{^}}step time
+mesh dp, tp
+input x : f32[4, 8, 16] shard(dp, tp, _)
+input t : f32[4, 8, 16] shard(dp, tp, _)
+param a : f32[16, 32] shard(_, tp) = normal(0.2)
+param b : f32[16, 32] shard(_, tp) = normal(0.2)
+param c : f32[32, 16] shard(tp, _) = normal(0.2)
+h = tanh(x)
+u = (h @ a) * sigmoid(h @ b) shard(dp, _, tp)
+y = (u @ c) shard(dp, tp, _)
+loss = mse(y, t)
+train loss with sgd(lr = 0.1)
