@@ -537,6 +537,24 @@ static void test_crc(void)
     CHECK_INT(rt_crc32(0, "SHRDPLAN plan", 13), 0xDC49376Cu);
     CHECK_INT(rt_crc32(0, "", 0), 0);
     CHECK_INT(rt_crc32(rt_crc32(0, "1234", 4), "56789", 5), 0xCBF43926u);
+    /* 1 MiB (slicing by 8), whole and from an odd address with an odd
+     * length: zlib.crc32 of bytes((i * 131 + 7) % 251 for i in range(1 << 20))
+     * and of its [3 : 3 + (1 << 20) - 10]; and the same in pieces short
+     * enough for the nibble loop */
+    size_t n = (size_t)1 << 20;
+    unsigned char *b = malloc(n);
+    CHECK(b != NULL);
+    if (!b)
+        return;
+    for (size_t i = 0; i < n; i++)
+        b[i] = (unsigned char)((i * 131 + 7) % 251);
+    CHECK_INT(rt_crc32(0, b, n), 0x5DCBA3C7u);
+    CHECK_INT(rt_crc32(0, b + 3, n - 10), 0x93DFAF2Cu);
+    uint32_t crc = 0;
+    for (size_t at = 0; at < n; at += 1000)
+        crc = rt_crc32(crc, b + at, n - at < 1000 ? n - at : 1000);
+    CHECK_INT(crc, 0x5DCBA3C7u);
+    free(b);
 }
 
 /* The fixture writes, reads back equal field by field, and writing what
