@@ -49,6 +49,10 @@ shardc_status shardc_session_new(const shardc_plan *plan, const shardc_session_c
     o.timeout_ms = cfg->timeout_ms;
     o.trace = cfg->trace != 0;
     o.graph = cfg->graph != 0;
+    if (cfg->checkpoint_keep < 0)
+        return api_fail(error, SHARDC_ERR_USAGE, "checkpoint_keep %d: expected 1 or more (0: 2)",
+                        cfg->checkpoint_keep);
+    o.ckpt_keep = cfg->checkpoint_keep;
     char err[1024];
     if (o.graph && rt_session_graph_check(&o, err, sizeof err) != 0)
         return api_fail(error, SHARDC_ERR_USAGE, "%s", err);
@@ -212,4 +216,9 @@ shardc_status shardc_session_resume(shardc_session *s, const char *dir, char **e
     if (rt_session_resume(s->s, dir, err, sizeof err) != 0)
         return api_fail(error, SHARDC_ERR_INPUT, "%s", err);
     return SHARDC_OK;
+}
+
+const char *shardc_session_resumed_from(const shardc_session *s, const char **note)
+{
+    return rt_session_resumed(s->s, note);
 }

@@ -206,6 +206,8 @@ typedef struct shardc_session_config {
                                   * from the second run on, the device work
                                   * between host steps runs as CUDA graphs,
                                   * captured at the second run */
+    int checkpoint_keep;         /* checkpoints shardc_session_save_checkpoint
+                                  * keeps in its folder, the newest; 0: 2 */
 } shardc_session_config;
 
 /* Opens a session on a plan, which must outlive it. Params and states
@@ -309,32 +311,50 @@ SHARDC_API shardc_status shardc_session_check_steps(const shardc_session *s, lon
                                                     char **error);
 
 /* Writes a sharded checkpoint of every param and state, with the values
- * the next step would start from, into the folder dir (made when missing):
- * dir/rank-NNNNN.safetensors, each rank's own shards (a replicated one
- * written once, not by every replica), then dir/index.json (the format,
- * the step count, the mesh, and per tensor its kind, dtype, global shape
- * and shards), written last; an old index is removed first, so an
- * interrupted save leaves no checkpoint. Under the `mpi` communicator
- * every rank must call it: each writes its own file, rank 0 the index.
+ * the next step would start from, into the checkpoint folder dir (made
+ * when missing; README.md, "Checkpoints"): a new step folder,
+ * dir/step-NNNNNNNN/, holding each rank's own shards as
+ * rank-NNNNN.safetensors (a replicated one written once, not by every
+ * replica) and index.json (the format, the step count, the mesh, each
+ * file's rank and size, and per tensor its kind, dtype, global shape and
+ * shards), written under a temporary name and fsync'd; then the pointer
+ * dir/latest, replaced atomically, names it; then the checkpoints beyond
+ * the newest config.checkpoint_keep are deleted. An interrupted save (a
+ * crash, a kill) leaves the previous checkpoint as it was and pointed at;
+ * nothing in dir but what saves wrote is ever deleted. Under the `mpi`
+ * communicator every rank must call it: each writes its own file, rank 0
+ * the index and the pointer once every rank's file is complete.
  * SHARDC_ERR_USAGE before the first step (or after binding a param or
  * resuming, until the next step), SHARDC_ERR_IO when a file cannot be
  * written. */
 SHARDC_API shardc_status shardc_session_save_checkpoint(shardc_session *s, const char *dir,
                                                         char **error);
 
-/* Resumes from the checkpoint in the folder dir, saved on this mesh or any
- * other: the next step reads every param and state from it (each rank
- * reading only the parts of the shard files that overlap its own shard),
- * instead of the params file or the seed (bound tensors still win), and
- * the step count goes on from the checkpoint's. Checked here, before any
- * step: the index (format, version), every param and state of the plan
- * present with the same kind, dtype and shape, no tensor the plan lacks
- * (a checkpoint of another model or optimizer), shard files present with
- * the sizes the index gives, and shards covering the tensors.
- * SHARDC_ERR_INPUT with a message naming the file and the tensor; the
- * session is then as before. Under `mpi` every rank must call it. */
+/* Resumes from the checkpoint that dir names, saved on this mesh or any
+ * other: a checkpoint folder (the step folder its pointer `latest` names),
+ * one of its step folders, or a folder saved by shardc before step
+ * folders (an index.json at its top). When the pointer is missing or names
+ * a folder that is not complete, the newest complete step folder is taken,
+ * and shardc_session_resumed_from says so. The next step reads every
+ * param and state from it (each rank reading only the parts of the shard
+ * files that overlap its own shard), instead of the params file or the
+ * seed (bound tensors still win), and the step count goes on from the
+ * checkpoint's. Checked here, before any step: the index (format,
+ * version), every param and state of the plan present with the same kind,
+ * dtype and shape, no tensor the plan lacks (a checkpoint of another model
+ * or optimizer), shard files present with the sizes the index gives, and
+ * shards covering the tensors. SHARDC_ERR_INPUT with a message naming the
+ * file and the tensor; the session is then as before. Under `mpi` every
+ * rank must call it (all read the step folder rank 0 finds). */
 SHARDC_API shardc_status shardc_session_resume(shardc_session *s, const char *dir,
                                                char **error);
+
+/* The step folder the last shardc_session_resume read (NULL before one),
+ * and in *note (when note is not NULL) "" or why it is not the one the
+ * folder's pointer names ("ckpt/latest names step-00000007, which is
+ * missing or incomplete (no index.json): resumed from the newest complete
+ * checkpoint, step-00000006"). Owned by the session. */
+SHARDC_API const char *shardc_session_resumed_from(const shardc_session *s, const char **note);
 
 #ifdef __cplusplus
 }

@@ -97,58 +97,15 @@ static bool is_kept(const rt_io *io)
 
 /* ---- saving ---- */
 
-/* mkdir -p: every missing folder of path. */
-static int make_dirs(const char *path, char *err, size_t errlen)
-{
-    char *p = strdup(path);
-    if (!p)
-        return su_errf(err, errlen, "%s: out of memory", path);
-    int rc = 0;
-    for (char *q = p + 1; rc == 0; q++) {
-        bool end = *q == 0;
-        if (*q != '/' && !end)
-            continue;
-        *q = 0;
-        struct stat st;
-        if (mkdir(p, 0777) != 0 && errno != EEXIST)
-            rc = su_errf(err, errlen, "%s: cannot create the checkpoint folder: %s", path,
-                      strerror(errno));
-        else if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
-            rc = su_errf(err, errlen, "%s: cannot create the checkpoint folder: %s is not a folder",
-                      path, p);
-        if (end)
-            break;
-        *q = '/';
-    }
-    free(p);
-    return rc;
-}
-
-int rt_ckpt_begin(const char *dir, char *err, size_t errlen)
-{
-    if (!dir[0])
-        return su_errf(err, errlen, "no checkpoint folder given");
-    if (make_dirs(dir, err, errlen) != 0)
-        return -1;
-    char *index = join(dir, INDEX_NAME);
-    if (!index)
-        return su_errf(err, errlen, "%s: out of memory", dir);
-    int rc = 0;
-    if (unlink(index) != 0 && errno != ENOENT)
-        rc = su_errf(err, errlen, "%s: cannot remove the old index: %s", index, strerror(errno));
-    free(index);
-    return rc;
-}
-
-int rt_ckpt_write_rank(const char *dir, int64_t rank, int n, const char *const *names,
+int rt_ckpt_write_rank(const char *staging, int64_t rank, int n, const char *const *names,
                        const rt_type *types, const void *const *data, int64_t *bytes,
                        char *err, size_t errlen)
 {
     char name[64];
     rank_file_name(rank, name, sizeof name);
-    char *path = join(dir, name);
+    char *path = join(staging, name);
     if (!path)
-        return su_errf(err, errlen, "%s: out of memory", dir);
+        return su_errf(err, errlen, "%s: out of memory", staging);
     int rc = rt_st_write(path, n, names, types, data, err, errlen);
     struct stat st;
     if (rc == 0 && stat(path, &st) != 0)
@@ -242,7 +199,7 @@ static cJSON *index_json(const rt_plan *p, int64_t step, const int64_t *file_byt
         ok = f && cJSON_AddItemToArray(files, f);
         if (!ok)
             cJSON_Delete(f);
-        ok = ok && cJSON_AddStringToObject(f, "name", name) &&
+        ok = ok && cJSON_AddStringToObject(f, "name", name) && add_int_member(f, "rank", r) &&
              add_int_member(f, "bytes", file_bytes[r]);
     }
     ok = ok && (tensors = cJSON_AddObjectToObject(root, "tensors"));
@@ -260,20 +217,6 @@ static cJSON *index_json(const rt_plan *p, int64_t step, const int64_t *file_byt
         return NULL;
     }
     return root;
-}
-
-/* fsync of the folder, so the renames in it are on disk. Some file systems
- * refuse it (EINVAL): then there is nothing more to do. */
-static int sync_dir(const char *dir, char *err, size_t errlen)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return su_errf(err, errlen, "%s: cannot open the folder: %s", dir, strerror(errno));
-    int rc = 0;
-    if (fsync(fd) != 0 && errno != EINVAL)
-        rc = su_errf(err, errlen, "%s: cannot sync the folder: %s", dir, strerror(errno));
-    close(fd);
-    return rc;
 }
 
 int rt_ckpt_write_index(const char *dir, const rt_plan *p, int64_t step,
@@ -294,13 +237,8 @@ int rt_ckpt_write_index(const char *dir, const rt_plan *p, int64_t step,
     int rc = 0;
     if (!text || !path)
         rc = su_errf(err, errlen, "%s: out of memory writing the index", dir);
-    /* the rank files' renames reach the disk before the index's */
-    if (rc == 0)
-        rc = sync_dir(dir, err, errlen);
     if (rc == 0)
         rc = su_write_file(path, text, strlen(text), err, errlen);
-    if (rc == 0)
-        rc = sync_dir(dir, err, errlen);
     free(text);
     free(path);
     return rc;
@@ -325,6 +263,7 @@ typedef struct ck_tensor {
 
 typedef struct ck_file {
     const char *name;               /* in the parsed JSON */
+    int64_t rank;                   /* whose file it is (-1: version 1) */
     int64_t bytes;
     rt_st_file *st;                 /* opened by rt_ckpt_prepare, when needed */
 } ck_file;
@@ -333,7 +272,9 @@ struct rt_ckpt {
     char *dir;
     char *index;                    /* dir/index.json, for messages */
     cJSON *json;                    /* owns the names */
+    int64_t version;
     int64_t step;
+    int64_t nranks;                 /* of the mesh that saved it */
     int nfiles;
     ck_file *files;
     int ntensors;
@@ -407,9 +348,10 @@ static int parse_head(rt_ckpt *c, const cJSON *root, char *err, size_t errlen)
     if (!version)
         return -1;
     if (!json_int(version, 1, &v) || v > RT_CKPT_VERSION)
-        return su_errf(err, errlen, "%s: version %g%s: this build reads version %d", c->index,
-                    version->valuedouble, json_int(version, 1, &v) ? " is newer" : " is unknown",
-                    RT_CKPT_VERSION);
+        return su_errf(err, errlen, "%s: version %g%s: this build reads versions 1 to %d",
+                       c->index, version->valuedouble,
+                       json_int(version, 1, &v) ? " is newer" : " is unknown", RT_CKPT_VERSION);
+    c->version = v;
     const cJSON *step = member(c, root, "step", cJSON_Number, "a number", "", err, errlen);
     if (!step)
         return -1;
@@ -426,6 +368,10 @@ static int parse_head(rt_ckpt *c, const cJSON *root, char *err, size_t errlen)
     if (cJSON_GetArraySize(axes) != nsizes)
         return su_errf(err, errlen, "%s: mesh: %d axes, but %d sizes", c->index,
                     cJSON_GetArraySize(axes), nsizes);
+    c->nranks = 1;
+    for (int a = 0; a < nsizes; a++)
+        if (!su_mul64(c->nranks, sizes[a], &c->nranks) || c->nranks > INT32_MAX)
+            return su_errf(err, errlen, "%s: mesh: more than 2^31 ranks", c->index);
     return 0;
 }
 
@@ -435,38 +381,60 @@ static bool plain_name(const char *s)
     return s[0] && strchr(s, '/') == NULL && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
+/* Entry i of "files": its name, size and (version 2) rank. */
+static int parse_file(rt_ckpt *c, const cJSON *f, int i, char *err, size_t errlen)
+{
+    char where[48];
+    snprintf(where, sizeof where, "file %d: ", i);
+    ck_file *cf = &c->files[i];
+    if (!cJSON_IsObject(f))
+        return su_errf(err, errlen, "%s: %snot an object", c->index, where);
+    const cJSON *name = member(c, f, "name", cJSON_String, "a string", where, err, errlen);
+    const cJSON *bytes = name ? member(c, f, "bytes", cJSON_Number, "a number", where, err,
+                                       errlen)
+                              : NULL;
+    const cJSON *rank = bytes && c->version >= 2 ? member(c, f, "rank", cJSON_Number, "a number",
+                                                          where, err, errlen)
+                                                 : NULL;
+    if (!bytes || (c->version >= 2 && !rank))
+        return -1;
+    if (!plain_name(name->valuestring))
+        return su_errf(err, errlen, "%s: %sname \"%s\" is not a file name in the folder",
+                       c->index, where, name->valuestring);
+    if (!json_int(bytes, 0, &cf->bytes))
+        return su_errf(err, errlen, "%s: %s\"bytes\" is not an integer >= 0", c->index, where);
+    cf->rank = -1;
+    if (rank && (!json_int(rank, 0, &cf->rank) || cf->rank >= c->nranks))
+        return su_errf(err, errlen, "%s: %s\"rank\" is not a rank of the mesh (0 to %lld)",
+                       c->index, where, (long long)c->nranks - 1);
+    cf->name = name->valuestring;
+    for (int k = 0; k < i; k++) {
+        if (!strcmp(c->files[k].name, cf->name))
+            return su_errf(err, errlen, "%s: file \"%s\" is listed twice", c->index, cf->name);
+        if (rank && c->files[k].rank == cf->rank)
+            return su_errf(err, errlen, "%s: files \"%s\" and \"%s\" are both rank %lld's",
+                           c->index, c->files[k].name, cf->name, (long long)cf->rank);
+    }
+    return 0;
+}
+
+/* "files": in version 2, one per rank of the mesh that saved. */
 static int parse_files(rt_ckpt *c, const cJSON *root, char *err, size_t errlen)
 {
     const cJSON *files = member(c, root, "files", cJSON_Array, "an array", "", err, errlen);
     if (!files)
         return -1;
     c->nfiles = cJSON_GetArraySize(files);
+    if (c->version >= 2 && c->nfiles != c->nranks)
+        return su_errf(err, errlen, "%s: %d files, but the mesh has %lld ranks (one file each)",
+                       c->index, c->nfiles, (long long)c->nranks);
     c->files = calloc((size_t)c->nfiles + 1, sizeof *c->files);
     if (!c->files)
         return su_errf(err, errlen, "%s: out of memory", c->index);
     int i = 0;
-    for (const cJSON *f = files->child; f; f = f->next, i++) {
-        char where[48];
-        snprintf(where, sizeof where, "file %d: ", i);
-        if (!cJSON_IsObject(f))
-            return su_errf(err, errlen, "%s: %snot an object", c->index, where);
-        const cJSON *name = member(c, f, "name", cJSON_String, "a string", where, err, errlen);
-        const cJSON *bytes = name ? member(c, f, "bytes", cJSON_Number, "a number", where, err,
-                                           errlen)
-                                  : NULL;
-        if (!bytes)
+    for (const cJSON *f = files->child; f; f = f->next, i++)
+        if (parse_file(c, f, i, err, errlen) != 0)
             return -1;
-        if (!plain_name(name->valuestring))
-            return su_errf(err, errlen, "%s: %sname \"%s\" is not a file name in the folder",
-                        c->index, where, name->valuestring);
-        if (!json_int(bytes, 0, &c->files[i].bytes))
-            return su_errf(err, errlen, "%s: %s\"bytes\" is not an integer >= 0", c->index, where);
-        c->files[i].name = name->valuestring;
-        for (int k = 0; k < i; k++)
-            if (!strcmp(c->files[k].name, c->files[i].name))
-                return su_errf(err, errlen, "%s: file \"%s\" is listed twice", c->index,
-                            c->files[i].name);
-    }
     return 0;
 }
 
@@ -689,6 +657,10 @@ int rt_ckpt_open(const char *dir, const rt_plan *p, rt_ckpt **out, char *err, si
     free(text);
     if (rc == 0)
         rc = parse_head(c, c->json, err, errlen);
+    int64_t named;
+    if (rc == 0 && rt_ckpt_folder_step(dir, &named) && named != c->step)
+        rc = su_errf(err, errlen, "%s: step %lld, but the folder is named for step %lld: a folder renamed or copied?",
+                     c->index, (long long)c->step, (long long)named);
     if (rc == 0)
         rc = parse_files(c, c->json, err, errlen);
     if (rc == 0)

@@ -2,18 +2,36 @@
  * (DESIGN.md §5: "a checkpoint is sharded per rank with an index, and
  * loads on a different mesh").
  *
- * A checkpoint is a folder:
+ * A checkpoint folder (the DIR of --save DIR) holds one subfolder per
+ * checkpoint and a pointer to the newest:
+ *   latest                  "step-00000005\n": the name of the step folder
+ *                           to resume; replaced atomically (a temporary
+ *                           file renamed over it), and only once that
+ *                           folder is complete
+ *   step-00000005/          a checkpoint, complete: a save writes into
+ *                           step-00000005.partial/ and renames it when its
+ *                           last file (the index) is on disk
+ *   step-00000004/          older ones: the newest K are kept (the one
+ *                           saved last, and the K - 1 before it by step;
+ *                           default 2), the rest deleted only after the
+ *                           pointer names the new one
+ * so a save killed at any point leaves the last complete checkpoint, and
+ * the pointer to it, untouched. A save deletes only what a save writes
+ * (the folders step-N and step-N.partial holding nothing but index.json,
+ * rank files and their temporary files; latest's temporary files): the
+ * user's own files in DIR stay. One save at a time into a folder.
+ *
+ * A step folder:
  *   rank-NNNNN.safetensors  one per rank of the mesh that saved it: the
  *                           rank's local shard of every param and state it
  *                           writes (see rt_ckpt_writes), under the tensor's
  *                           own name; a rank that writes none has an empty
  *                           file
- *   index.json              written last, so a folder without it is not a
- *                           checkpoint (an interrupted save removes the old
- *                           one first):
- *     {"format": "shardc-checkpoint", "version": 1, "step": 3,
+ *   index.json              written last:
+ *     {"format": "shardc-checkpoint", "version": 2, "step": 3,
  *      "mesh": {"axes": ["dp", "tp"], "sizes": [2, 2]},
- *      "files": [{"name": "rank-00000.safetensors", "bytes": 1234}, ...],
+ *      "files": [{"name": "rank-00000.safetensors", "rank": 0,
+ *                 "bytes": 1234}, ...],
  *      "tensors": {"w1": {"kind": "param", "dtype": "f32",
  *                         "shape": [1024, 4096],
  *                         "shards": [{"file": "rank-00000.safetensors",
@@ -23,6 +41,8 @@
  *     offset: where the shard's box starts in the global tensor, per dim;
  *     shape: the box's size (the local shape). The shards of a tensor
  *     tile it: each element in exactly one shard.
+ * Version 1 (shardc before the step folders) is the same index without the
+ * files' "rank", at the top of DIR itself: still read.
  * A reader needs only the index and the shard files: its mesh may differ
  * from the one that saved (each rank reads the parts of the shards that
  * overlap its own box), and so may its pipeline stages: a tensor is listed
@@ -38,7 +58,9 @@
 #include "tensors.h"
 
 #define RT_CKPT_FORMAT "shardc-checkpoint"
-#define RT_CKPT_VERSION 1
+#define RT_CKPT_VERSION 2
+/* Checkpoints a folder keeps when the caller gives 0. */
+#define RT_CKPT_KEEP 2
 
 /* ---- layout ---- */
 
@@ -57,26 +79,59 @@ bool rt_ckpt_writes(const rt_plan *p, const rt_io *io, const int64_t *coord);
 
 /* ---- saving ---- */
 
-/* Makes dir (and its parents) when missing, and removes dir/index.json,
- * so that until rt_ckpt_write_index succeeds the folder is not a
- * checkpoint. */
-int rt_ckpt_begin(const char *dir, char *err, size_t errlen);
-/* Writes rank's file (n tensors: names, local types, data) through a
- * temporary file renamed into place; its size in *bytes. */
-int rt_ckpt_write_rank(const char *dir, int64_t rank, int n, const char *const *names,
+/* A save of step `step` into folder dir: rt_ckpt_begin (one process), then
+ * every rank's file into rt_ckpt_staging's folder (rt_ckpt_write_rank),
+ * then rt_ckpt_commit (one process, after every rank's file is written). */
+
+/* dir/step-NNNNNNNN.partial, where the ranks write their files (malloc'd,
+ * NULL when out of memory). */
+char *rt_ckpt_staging(const char *dir, int64_t step);
+/* Makes dir (and its parents) when missing, and an empty staging folder
+ * for step (one left by an interrupted save is emptied first). */
+int rt_ckpt_begin(const char *dir, int64_t step, char *err, size_t errlen);
+/* Writes rank's file (n tensors: names, local types, data) into the
+ * staging folder: a temporary file, fsync'd and renamed into place; its
+ * size in *bytes. */
+int rt_ckpt_write_rank(const char *staging, int64_t rank, int n, const char *const *names,
                        const rt_type *types, const void *const *data, int64_t *bytes,
                        char *err, size_t errlen);
-/* Writes dir/index.json (temporary file, fsync, rename, fsync of dir) for
- * plan p after `step` steps; file_bytes: the size of each rank's file. */
-int rt_ckpt_write_index(const char *dir, const rt_plan *p, int64_t step,
+/* Writes folder/index.json (a temporary file, fsync'd, renamed) for plan p
+ * after `step` steps; file_bytes: the size of each rank's file. The first
+ * part of rt_ckpt_commit. */
+int rt_ckpt_write_index(const char *folder, const rt_plan *p, int64_t step,
                         const int64_t *file_bytes, char *err, size_t errlen);
+/* Completes the save: the index (plan p after `step` steps; file_bytes:
+ * the size of each rank's file) into the staging folder, fsync'd; the
+ * folder renamed to dir/step-NNNNNNNN; dir/latest pointed at it; then the
+ * checkpoints beyond the newest `keep` (0: RT_CKPT_KEEP) deleted, and what
+ * interrupted saves left. A step folder of the same step is replaced, the
+ * pointer moving to the new one before the old goes. */
+int rt_ckpt_commit(const char *dir, const rt_plan *p, int64_t step, const int64_t *file_bytes,
+                   int keep, char *err, size_t errlen);
+
+/* ---- finding a checkpoint ---- */
+
+/* The step folder that dir names, malloc'd into *folder: the one dir/latest
+ * names; without a pointer, dir itself when it holds an index (a step
+ * folder, or a version 1 checkpoint); and when the pointer is missing or
+ * names a folder that is not complete, the newest complete step folder,
+ * with a note saying so in note ("" otherwise). Errors: dir is not a
+ * folder, or holds no complete checkpoint. */
+int rt_ckpt_locate(const char *dir, char **folder, char *note, size_t notelen, char *err,
+                   size_t errlen);
+
+/* Whether the last part of path is a step folder's name (step-N or
+ * step-N.partial): N in *step. */
+bool rt_ckpt_folder_step(const char *path, int64_t *step);
 
 /* ---- loading ---- */
 
 typedef struct rt_ckpt rt_ckpt;
 
-/* Reads dir/index.json and checks it against plan p: the format and
- * version; every param and state of p present, with the same kind, dtype
+/* Reads the index of step folder dir (rt_ckpt_locate's) and checks it
+ * against plan p: the format and version; the step the folder's name
+ * gives, if it is a step folder's; the files, one per rank (version 2);
+ * every param and state of p present, with the same kind, dtype
  * and global shape; no tensor p lacks (a checkpoint of another model);
  * each shard's box inside its tensor, in a file the index lists. */
 int rt_ckpt_open(const char *dir, const rt_plan *p, rt_ckpt **out, char *err, size_t errlen);

@@ -28,6 +28,7 @@
 #include "tensors.h"
 #include "trace.h"
 
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -82,6 +83,8 @@ struct rt_session {
     bool failed;              /* a run failed: only rt_session_free is left */
     int64_t steps;            /* successful runs */
     rt_ckpt *ckpt;            /* rt_session_resume's: the params and states */
+    char *resumed;            /* its step folder (malloc'd) */
+    char resume_note[ERRLEN]; /* why not the one the pointer names, or "" */
     int64_t step_base;        /* the step count is step_base + steps */
     void **out;               /* per io entry: gathered output (outputs only) */
     int32_t *first;           /* per io entry: rt_plan_io_first */
@@ -931,6 +934,7 @@ void rt_session_free(rt_session *s)
     rt_st_close(s->params);
     rt_st_close(s->inputs);
     rt_ckpt_free(s->ckpt);
+    free(s->resumed);
     for (int i = 0; s->out && i < s->p->nio; i++)
         free(s->out[i]);
     free(s->out);
@@ -1270,13 +1274,55 @@ static int prepare_rank(rt_session *s, rt_ckpt *c, const rank_state *rs, char *e
     return 0;
 }
 
+/* The step folder that dir names (rt_ckpt_locate) into *folder, and a
+ * note (ERRLEN bytes). Under MPI, rank 0's: every process then reads the
+ * same one, even one that sees the pointer at another moment. */
+static int locate(rt_session *s, const char *dir, char **folder, char *note, char *err,
+                  size_t errlen)
+{
+    char msg[ERRLEN] = "";
+    int rc = rt_ckpt_locate(dir, folder, note, ERRLEN, msg, sizeof msg);
+    if (s->o.comm == RT_COMM_LOCAL)
+        return rc == 0 ? 0 : su_errf(err, errlen, "%s", msg);
+    if (rc == 0 && strlen(*folder) >= PATH_MAX)
+        rc = su_errf(msg, sizeof msg, "%s: a path longer than %d bytes", *folder, PATH_MAX - 1);
+    if (agree(s, rc, msg, err, errlen) != 0) {
+        free(*folder);
+        *folder = NULL;
+        return -1;
+    }
+    /* every process's note and folder, then rank 0's in their place */
+    char *mine = calloc(1, ERRLEN + PATH_MAX);
+    char *all = malloc((size_t)s->nranks * (ERRLEN + PATH_MAX)), *chosen = NULL;
+    rank_state *rs = &s->ranks[0];
+    rc = !mine || !all ? su_errf(msg, sizeof msg, "out of memory") : 0;
+    if (rc == 0) {
+        memcpy(mine, note, strlen(note) + 1);
+        memcpy(mine + ERRLEN, *folder, strlen(*folder) + 1);
+        if (rt_all_gather(rs->groups[s->nkeys - 1], mine, all, ERRLEN + PATH_MAX) != 0)
+            rc = su_errf(msg, sizeof msg, "%s", rt_comm_error(rs->comm));
+    }
+    if (rc == 0 && !(chosen = strdup(all + ERRLEN)))
+        rc = su_errf(msg, sizeof msg, "out of memory");
+    if (rc == 0)
+        memcpy(note, all, ERRLEN);
+    free(mine);
+    free(all);
+    free(*folder);
+    *folder = chosen;
+    return agree(s, rc, msg, err, errlen);
+}
+
 int rt_session_resume(rt_session *s, const char *dir, char *err, size_t errlen)
 {
     if (s->failed)
         return su_errf(err, errlen, "%s: not resumed: an earlier run failed", dir);
-    char msg[ERRLEN] = "";
+    char msg[ERRLEN] = "", note[ERRLEN] = "";
+    char *folder = NULL;
+    if (locate(s, dir, &folder, note, err, errlen) != 0)
+        return -1;
     rt_ckpt *c = NULL;
-    int rc = rt_ckpt_open(dir, s->p, &c, msg, sizeof msg);
+    int rc = rt_ckpt_open(folder, s->p, &c, msg, sizeof msg);
     for (int64_t r = 0; rc == 0 && r < s->nhere; r++)
         rc = prepare_rank(s, c, &s->ranks[r], msg, sizeof msg);
     if (s->o.comm != RT_COMM_LOCAL)
@@ -1285,13 +1331,24 @@ int rt_session_resume(rt_session *s, const char *dir, char *err, size_t errlen)
         su_errf(err, errlen, "%s", msg);
     if (rc != 0) {
         rt_ckpt_free(c);
+        free(folder);
         return -1;
     }
     rt_ckpt_free(s->ckpt);
     s->ckpt = c;
+    free(s->resumed);
+    s->resumed = folder;
+    memcpy(s->resume_note, note, sizeof note);
     s->step_base = rt_ckpt_step(c) - s->steps;
     s->params_dirty = true; /* every param and state is read again */
     return 0;
+}
+
+const char *rt_session_resumed(const rt_session *s, const char **note)
+{
+    if (note)
+        *note = s->resumed ? s->resume_note : "";
+    return s->resumed;
 }
 
 /* Writes rank rs's file: its boxes of every param and state it owns. */
@@ -1323,35 +1380,43 @@ static int write_rank_file(rt_session *s, const rank_state *rs, const char *dir,
     return rc;
 }
 
-static int save_checkpoint_local(rt_session *s, const char *dir, char *err, size_t errlen)
+static int save_checkpoint_local(rt_session *s, const char *dir, int64_t step, char *err,
+                                 size_t errlen)
 {
     int64_t *bytes = calloc((size_t)s->nranks, sizeof *bytes);
-    if (!bytes)
-        return su_errf(err, errlen, "out of memory");
-    int rc = rt_ckpt_begin(dir, err, errlen);
+    char *staging = rt_ckpt_staging(dir, step);
+    int rc = bytes && staging ? rt_ckpt_begin(dir, step, err, errlen)
+                              : su_errf(err, errlen, "out of memory");
     for (int64_t r = 0; rc == 0 && r < s->nhere; r++)
-        rc = write_rank_file(s, &s->ranks[r], dir, &bytes[s->ranks[r].rank], err, errlen);
+        rc = write_rank_file(s, &s->ranks[r], staging, &bytes[s->ranks[r].rank], err, errlen);
     if (rc == 0)
-        rc = rt_ckpt_write_index(dir, s->p, rt_session_step(s), bytes, err, errlen);
+        rc = rt_ckpt_commit(dir, s->p, step, bytes, s->o.ckpt_keep, err, errlen);
+    free(staging);
     free(bytes);
     return rc;
 }
 
-/* Rank 0 clears the folder's index; every rank writes its file; rank 0
- * gathers their sizes and writes the index. */
-static int save_checkpoint_mpi(rt_session *s, const char *dir, char *err, size_t errlen)
+/* Rank 0 makes the staging folder; every rank writes its file there (and
+ * fsyncs it); once all have, rank 0 gathers their sizes, writes the index
+ * and commits. Each part ends in agree(), so no rank goes on past a
+ * failure and rank 0 commits only a complete folder. */
+static int save_checkpoint_mpi(rt_session *s, const char *dir, int64_t step, char *err,
+                               size_t errlen)
 {
     rank_state *rs = &s->ranks[0];
     char msg[ERRLEN] = "";
     int64_t mine = 0, *bytes = calloc((size_t)s->nranks, sizeof *bytes);
-    int rc = !bytes ? su_errf(msg, sizeof msg, "out of memory")
-             : rs->rank == 0 ? rt_ckpt_begin(dir, msg, sizeof msg) : 0;
+    char *staging = rt_ckpt_staging(dir, step);
+    int rc = !bytes || !staging ? su_errf(msg, sizeof msg, "out of memory")
+             : rs->rank == 0    ? rt_ckpt_begin(dir, step, msg, sizeof msg)
+                                : 0;
     if (agree(s, rc, msg, err, errlen) == 0) {
-        rc = write_rank_file(s, rs, dir, &mine, msg, sizeof msg);
+        rc = write_rank_file(s, rs, staging, &mine, msg, sizeof msg);
         rc = agree(s, rc, msg, err, errlen);
     } else {
         rc = -1;
     }
+    free(staging);
     if (rc != 0) {
         free(bytes);
         return -1;
@@ -1359,7 +1424,7 @@ static int save_checkpoint_mpi(rt_session *s, const char *dir, char *err, size_t
     if (rt_all_gather(rs->groups[s->nkeys - 1], &mine, bytes, sizeof mine) != 0)
         rc = su_errf(msg, sizeof msg, "%s", rt_comm_error(rs->comm));
     if (rc == 0 && rs->rank == 0)
-        rc = rt_ckpt_write_index(dir, s->p, rt_session_step(s), bytes, msg, sizeof msg);
+        rc = rt_ckpt_commit(dir, s->p, step, bytes, s->o.ckpt_keep, msg, sizeof msg);
     free(bytes);
     return agree(s, rc, msg, err, errlen);
 }
@@ -1375,6 +1440,6 @@ int rt_session_save_checkpoint(rt_session *s, const char *dir, char *err, size_t
         return -2;
     }
     if (s->o.comm != RT_COMM_LOCAL)
-        return save_checkpoint_mpi(s, dir, err, errlen);
-    return save_checkpoint_local(s, dir, err, errlen);
+        return save_checkpoint_mpi(s, dir, rt_session_step(s), err, errlen);
+    return save_checkpoint_local(s, dir, rt_session_step(s), err, errlen);
 }

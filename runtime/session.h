@@ -55,6 +55,8 @@ typedef struct rt_session_opts {
     bool trace;                  /* time every instruction (runtime/trace.h) */
     bool graph;                  /* cuda: from the second run on, CUDA graphs
                                   * (runtime/cuda_step.h); not with nccl */
+    int ckpt_keep;               /* checkpoints a folder keeps (checkpoint.h);
+                                  * 0: RT_CKPT_KEEP */
 } rt_session_opts;
 
 typedef struct rt_session rt_session;
@@ -137,26 +139,36 @@ int64_t rt_session_step(const rt_session *s);
 int rt_session_check_steps(const rt_session *s, int64_t steps, char *err, size_t errlen);
 
 /* Writes a sharded checkpoint of every param and state, their values now,
- * into folder dir (made when missing): one file per rank with the boxes it
- * owns (each distinct box once), then dir/index.json with the step count
- * (rt_session_step); an old index there is removed first, so an
- * interrupted save leaves no checkpoint. Under MPI every rank must call it
- * (each writes its own file; rank 0 the index) and all return the same
- * result. Returns 0; -2 when there is nothing to save yet (no run has
- * succeeded, the last run failed, or params were bound or a checkpoint
- * resumed since the last run, so they are not loaded); -1 when a file
- * cannot be written. */
+ * into the checkpoint folder dir (made when missing; layout and guarantees
+ * in checkpoint.h): one file per rank with the boxes it owns (each
+ * distinct box once) and an index with the step count (rt_session_step),
+ * in a new step folder that the pointer dir/latest names only once it is
+ * complete; then checkpoints beyond the newest opts.ckpt_keep are deleted.
+ * An interrupted save leaves the previous checkpoint as it was, and
+ * pointed at. Under MPI every rank must call it (each writes its own file;
+ * rank 0, once all have, the index and the pointer) and all return the
+ * same result. Returns 0; -2 when there is nothing to save yet (no run
+ * has succeeded, the last run failed, or params were bound or a
+ * checkpoint resumed since the last run, so they are not loaded); -1 when
+ * a file cannot be written. */
 int rt_session_save_checkpoint(rt_session *s, const char *dir, char *err, size_t errlen);
 
-/* Resumes from the checkpoint in folder dir, saved on any mesh: checks its
- * index against the plan (every param and state there, same kind, dtype
- * and shape, nothing the plan lacks), that the shards cover each box this
- * process's ranks hold, and opens the shard files those boxes overlap
- * (their sizes checked against the index). The next run reads every param
- * and state from it, each rank only the parts of the shards overlapping its
- * box, and the step count goes on from the checkpoint's. Under MPI every
- * rank must call it, and all return the same result. On failure the
- * session is as before. */
+/* Resumes from the checkpoint that dir names (rt_ckpt_locate: the step
+ * folder dir/latest names, a step folder itself, a version 1 checkpoint,
+ * or the newest complete step folder when the pointer is missing or names
+ * an incomplete one), saved on any mesh: checks its index against the
+ * plan (every param and state there, same kind, dtype and shape, nothing
+ * the plan lacks), that the shards cover each box this process's ranks
+ * hold, and opens the shard files those boxes overlap (their sizes checked
+ * against the index). The next run reads every param and state from it,
+ * each rank only the parts of the shards overlapping its box, and the step
+ * count goes on from the checkpoint's. Under MPI every rank must call it,
+ * all read the step folder rank 0 found, and all return the same result.
+ * On failure the session is as before. */
 int rt_session_resume(rt_session *s, const char *dir, char *err, size_t errlen);
+
+/* The step folder the last rt_session_resume read (NULL before one), and
+ * in *note "" or why it is not the one the pointer names. */
+const char *rt_session_resumed(const rt_session *s, const char **note);
 
 #endif

@@ -103,7 +103,7 @@ shardrun_on "$tmp/resume.plan" "$resume_mesh" --resume "$tmp/ckpt" --steps 2 "${
 rc=0
 what="$(basename "$model") saved on $save_mesh, resumed on $resume_mesh ($comm)"
 if ! grep -q "^checkpoint saved to .*/ckpt (step 3)$" "$tmp/first.log" ||
-   ! grep -q "^resumed from .*/ckpt at step 3$" "$tmp/got.log"; then
+   ! grep -q "^resumed from .*/ckpt/step-00000003 at step 3$" "$tmp/got.log"; then
     echo "== $what: no 'checkpoint saved ... (step 3)' or 'resumed from ... at step 3' line"
     rc=1
 fi

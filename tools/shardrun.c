@@ -63,15 +63,20 @@ static const char usage[] =
     "                       optimizer states, full shape, as safetensors (a\n"
     "                       file --params reads back to go on training)\n"
     "  --save DIR           after the last step, write a sharded checkpoint into\n"
-    "                       the folder DIR: one safetensors file per rank with\n"
-    "                       its shards of the params and optimizer states, and\n"
-    "                       DIR/index.json, written last (an interrupted save\n"
-    "                       leaves no index, so no checkpoint)\n"
+    "                       the folder DIR: a new folder DIR/step-NNNNNNNN with\n"
+    "                       one safetensors file per rank (its shards of the\n"
+    "                       params and optimizer states) and an index; the\n"
+    "                       pointer DIR/latest names it once it is complete, so\n"
+    "                       an interrupted save leaves the previous checkpoint\n"
     "  --save-every K       with --save: also after every K-th step\n"
+    "  --keep K             with --save: keep the newest K checkpoints in DIR\n"
+    "                       (default 2), deleting older ones once a new one is\n"
+    "                       complete\n"
     "  --resume DIR         before the first step, load every param and state\n"
-    "                       from the checkpoint in DIR, saved on any mesh; the\n"
-    "                       step count goes on from the checkpoint's (not with\n"
-    "                       --params, which it replaces)\n"
+    "                       from the checkpoint DIR/latest names (or from DIR, a\n"
+    "                       step folder), saved on any mesh; the step count goes\n"
+    "                       on from the checkpoint's (not with --params, which\n"
+    "                       it replaces)\n"
     "  --seed S             seed for params and inputs made by init (default 0)\n"
     "  --steps N            run N steps (default 1); a plan compiled for training\n"
     "                       updates its params at each and prints its loss.\n"
@@ -106,7 +111,7 @@ typedef struct args {
     const char *plan, *backend, *comm, *params, *inputs, *outputs, *save_params;
     const char *save, *resume;   /* checkpoint folders */
     const char *trace;           /* --trace FILE */
-    long long ranks, steps, timeout_ms, save_every;
+    long long ranks, steps, timeout_ms, save_every, keep;
     unsigned long long seed;
     bool report, quiet, graph;
 } args;
@@ -196,6 +201,9 @@ static int parse_args(int argc, char **argv, args *a)
         } else if ((v = value_of(argc, argv, &i, "--save-every"))) {
             if (!number(v, 1, &a->save_every))
                 return usage_error("--save-every '%s': expected a number >= 1", v);
+        } else if ((v = value_of(argc, argv, &i, "--keep"))) {
+            if (!number(v, 1, &a->keep) || a->keep > 1000000)
+                return usage_error("--keep '%s': expected 1 to 1000000", v);
         } else if ((v = value_of(argc, argv, &i, "--save"))) {
             if (!*v)
                 return usage_error("%s needs a folder name", "--save");
@@ -226,6 +234,8 @@ static int parse_args(int argc, char **argv, args *a)
         return usage_error("%s", "--resume and --params both give the params: use one");
     if (a->save_every && !a->save)
         return usage_error("%s", "--save-every needs --save DIR");
+    if (a->keep && !a->save)
+        return usage_error("%s", "--keep needs --save DIR");
     if (!a->comm)
         a->comm = under_launcher() ? "mpi" : "local";
     if (!strcmp(a->comm, "nccl") && (!a->backend || strcmp(a->backend, "cuda") != 0))
@@ -412,8 +422,11 @@ static outcome prepare(const args *a, shardc_session *s, long long steps, int ra
     if (a->resume && (st = shardc_session_resume(s, a->resume, &err)) != SHARDC_OK)
         return failed(st, err, rank == 0 || !mpi, true);
     *start = shardc_session_step(s);
-    if (a->resume && talk)
-        printf("resumed from %s at step %lld\n", a->resume, *start);
+    const char *note = "", *from = a->resume ? shardc_session_resumed_from(s, &note) : NULL;
+    if (from && *note && rank == 0)
+        fprintf(stderr, "shardrun: note: %s\n", note);
+    if (from && talk)
+        printf("resumed from %s at step %lld\n", from, *start);
     if ((st = shardc_session_check_steps(s, steps, &err)) != SHARDC_OK)
         return failed(st, err, rank == 0 || !mpi, true);
     return (outcome){0, true};
@@ -486,7 +499,7 @@ static int run(const args *a, int rank, bool mpi)
     shardc_session_config cfg = {
         .backend = a->backend, .comm = a->comm, .params_file = a->params,
         .inputs_file = a->inputs, .seed = a->seed, .timeout_ms = (int)a->timeout_ms,
-        .trace = a->trace != NULL, .graph = a->graph,
+        .trace = a->trace != NULL, .graph = a->graph, .checkpoint_keep = (int)a->keep,
     };
     shardc_session *s = NULL;
     st = shardc_session_new(plan, &cfg, &s, &err);

@@ -16,6 +16,7 @@
  * stage. */
 #include "api/api_internal.h"
 #include "check.h"
+#include "ckpt_util.h"
 #include "runtime/cpu.h"
 #include "runtime/plan.h"
 #include "runtime/tensors.h"
@@ -204,14 +205,7 @@ static void check_resume(const char *dir, const char *path)
     shardc_free(err);
     shardc_session_free(s);
     shardc_plan_free(plan);
-    char file[160];
-    for (int r = 0; r < 2; r++) {
-        snprintf(file, sizeof file, "%s/rank-%05d.safetensors", dir, r);
-        remove(file);
-    }
-    snprintf(file, sizeof file, "%s/index.json", dir);
-    remove(file);
-    rmdir(dir);
+    CHECK(ckpt_remove_tree(dir) == 0);
 }
 
 /* Every master of the pipelined model on mesh 1x2x1 is on its param's

@@ -8,6 +8,7 @@
  * rendezvous, and a failed peer waking a waiting recv, each an error that
  * names the rank, the instruction and the peer, without hanging. */
 #include "check.h"
+#include "ckpt_util.h"
 #include "pipeline_plans.h"
 #include "runtime/session.h"
 #include "runtime/tensors.h"
@@ -129,24 +130,12 @@ static void test_chain(int dp, int S)
 
 /* ---- checkpoints across stage counts ---- */
 
-static void remove_checkpoint(const char *dir, int ranks)
-{
-    char path[256];
-    for (int r = 0; r < ranks; r++) {
-        snprintf(path, sizeof path, "%s/rank-%05d.safetensors", dir, r);
-        remove(path);
-    }
-    snprintf(path, sizeof path, "%s/index.json", dir);
-    remove(path);
-    CHECK(rmdir(dir) == 0);
-}
-
 /* How many times the index lists the tensor (cJSON's layout: a tab after
  * the colon). */
 static int index_mentions(const char *dir, const char *name)
 {
-    char path[256], key[64], text[65536];
-    snprintf(path, sizeof path, "%s/index.json", dir);
+    char path[4200], key[64], text[65536];
+    ckpt_index_path(dir, path, sizeof path);
     snprintf(key, sizeof key, "\"%s\":\t{", name);
     FILE *f = fopen(path, "rb");
     size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
@@ -211,7 +200,7 @@ static void test_checkpoint(int save_dp, int save_S)
         rt_session_free(s);
     }
     free(t);
-    remove_checkpoint(dir, save_dp * save_S);
+    CHECK(ckpt_remove_tree(dir) == 0);
 }
 
 /* ---- failures ---- */

@@ -1,20 +1,21 @@
 # A checkpoint that does not fit the plan, or is damaged, is refused before
 # the first step, with the file and the tensor named (exit 1); each case is
-# a good checkpoint with one thing changed (tests/lit/run/edit_index.py).
+# a good checkpoint's step folder, copied, with one thing changed
+# (tests/lit/run/edit_index.py).
 # RUN: %shardc %S/train-tp.model --mesh 2x2 -o %t.plan
 # RUN: %shardc %S/train-tp.model --mesh 1x1 -o %t.1.plan
 # RUN: %shardrun %t.plan --steps 3 --quiet --save %t.ck
 # RUN: %expect 1 %shardrun %t.1.plan --resume %t.none --quiet 2>&1 | FileCheck %s --check-prefix=NOINDEX
-# NOINDEX: shardrun: error: {{.*}}.none/index.json: no such file: not a checkpoint, or its save did not complete
-# RUN: cp -r %t.ck %t.half && rm %t.half/index.json
+# NOINDEX: shardrun: error: {{.*}}.none: no such checkpoint folder
+# RUN: cp -r %t.ck/step-00000003 %t.half && rm %t.half/index.json
 # RUN: %expect 1 %shardrun %t.1.plan --resume %t.half --quiet 2>&1 | FileCheck %s --check-prefix=HALF
-# HALF: shardrun: error: {{.*}}.half/index.json: no such file: not a checkpoint, or its save did not complete
+# HALF: shardrun: error: {{.*}}.half: not a checkpoint: no pointer 'latest', no index.json and no complete step folder (a save into it that did not complete?)
 # RUN: python3 %S/edit_index.py %t.ck %t.format "j['format'] = 'safetensors-index'"
 # RUN: %expect 1 %shardrun %t.1.plan --resume %t.format --quiet 2>&1 | FileCheck %s --check-prefix=FORMAT
 # FORMAT: shardrun: error: {{.*}}.format/index.json: format "safetensors-index", not "shardc-checkpoint"
-# RUN: python3 %S/edit_index.py %t.ck %t.version "j['version'] = 2"
+# RUN: python3 %S/edit_index.py %t.ck %t.version "j['version'] = 3"
 # RUN: %expect 1 %shardrun %t.1.plan --resume %t.version --quiet 2>&1 | FileCheck %s --check-prefix=VERSION
-# VERSION: shardrun: error: {{.*}}.version/index.json: version 2 is newer: this build reads version 1
+# VERSION: shardrun: error: {{.*}}.version/index.json: version 3 is newer: this build reads versions 1 to 2
 # RUN: printf '{"format": "shardc-checkpoint", ' > %t.json && mkdir %t.json.d && mv %t.json %t.json.d/index.json
 # RUN: %expect 1 %shardrun %t.1.plan --resume %t.json.d --quiet 2>&1 | FileCheck %s --check-prefix=JSON
 # JSON: shardrun: error: {{.*}}.json.d/index.json: not valid JSON (near byte 31)
@@ -51,13 +52,13 @@
 # RUN: python3 %S/edit_index.py %t.ck %t.escape "j['files'][0]['name'] = '../rank-00000.safetensors'"
 # RUN: %expect 1 %shardrun %t.1.plan --resume %t.escape --quiet 2>&1 | FileCheck %s --check-prefix=ESCAPE
 # ESCAPE: shardrun: error: {{.*}}.escape/index.json: file 0: name "../rank-00000.safetensors" is not a file name in the folder
-# RUN: cp -r %t.ck %t.gone && rm %t.gone/rank-00001.safetensors
+# RUN: cp -r %t.ck/step-00000003 %t.gone && rm %t.gone/rank-00001.safetensors
 # RUN: %expect 1 %shardrun %t.1.plan --resume %t.gone --quiet 2>&1 | FileCheck %s --check-prefix=GONE
 # GONE: shardrun: error: rank 0: {{.*}}.gone/rank-00001.safetensors: cannot open: No such file or directory (it holds a shard of 'w')
 # Only the ranks that read a file open it: on 2x2, rank 1 (tp = 1).
 # RUN: %expect 1 %shardrun %t.plan --resume %t.gone --quiet 2>&1 | FileCheck %s --check-prefix=GONE2
 # GONE2: shardrun: error: rank 1: {{.*}}.gone/rank-00001.safetensors: cannot open
-# RUN: cp -r %t.ck %t.short && truncate -s 300 %t.short/rank-00000.safetensors
+# RUN: cp -r %t.ck/step-00000003 %t.short && truncate -s 300 %t.short/rank-00000.safetensors
 # RUN: %expect 1 %shardrun %t.1.plan --resume %t.short --quiet 2>&1 | FileCheck %s --check-prefix=SHORT
 # SHORT: shardrun: error: rank 0: {{.*}}.short/rank-00000.safetensors: 300 bytes, but the index says 452: the file is truncated or not this checkpoint's
 # RUN: python3 %S/edit_index.py %t.ck %t.moved "j['tensors']['w']['shards'][1]['file'] = 'rank-00002.safetensors'"
