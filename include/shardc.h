@@ -316,12 +316,12 @@ SHARDC_API shardc_status shardc_session_check_steps(const shardc_session *s, lon
  * dir/step-NNNNNNNN/, holding each rank's own shards as
  * rank-NNNNN.safetensors (a replicated one written once, not by every
  * replica) and index.json (the format, the step count, the mesh, each
- * file's rank and size, and per tensor its kind, dtype, global shape and
- * shards), written under a temporary name and fsync'd; then the pointer
- * dir/latest, replaced atomically, names it; then the checkpoints beyond
- * the newest config.checkpoint_keep are deleted. An interrupted save (a
- * crash, a kill) leaves the previous checkpoint as it was and pointed at;
- * nothing in dir but what saves wrote is ever deleted. Under the `mpi`
+ * file's rank, size and CRC-32, and per tensor its kind, dtype, global
+ * shape and shards), written under a temporary name and fsync'd; then the
+ * pointer dir/latest, replaced atomically, names it; then the checkpoints
+ * beyond the newest config.checkpoint_keep are deleted. An interrupted
+ * save (a crash, a kill) leaves the previous checkpoint as it was and
+ * pointed at; nothing in dir but what saves wrote is ever deleted. Under the `mpi`
  * communicator every rank must call it: each writes its own file, rank 0
  * the index and the pointer once every rank's file is complete.
  * SHARDC_ERR_USAGE before the first step (or after binding a param or
@@ -342,10 +342,12 @@ SHARDC_API shardc_status shardc_session_save_checkpoint(shardc_session *s, const
  * checkpoint's. Checked here, before any step: the index (format,
  * version), every param and state of the plan present with the same kind,
  * dtype and shape, no tensor the plan lacks (a checkpoint of another model
- * or optimizer), shard files present with the sizes the index gives, and
- * shards covering the tensors. SHARDC_ERR_INPUT with a message naming the
- * file and the tensor; the session is then as before. Under `mpi` every
- * rank must call it (all read the step folder rank 0 finds). */
+ * or optimizer), every shard file this process reads present, with the
+ * size and CRC-32 the index gives (read whole: a truncated, damaged or
+ * swapped file is refused), and shards covering the tensors.
+ * SHARDC_ERR_INPUT with a message naming the file and what is wrong (and
+ * the tensor, where there is one); the session is then as before. Under
+ * `mpi` every rank must call it (all read the step folder rank 0 finds). */
 SHARDC_API shardc_status shardc_session_resume(shardc_session *s, const char *dir,
                                                char **error);
 

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -98,7 +99,7 @@ static bool is_kept(const rt_io *io)
 /* ---- saving ---- */
 
 int rt_ckpt_write_rank(const char *staging, int64_t rank, int n, const char *const *names,
-                       const rt_type *types, const void *const *data, int64_t *bytes,
+                       const rt_type *types, const void *const *data, rt_st_sum *sum,
                        char *err, size_t errlen)
 {
     char name[64];
@@ -106,12 +107,13 @@ int rt_ckpt_write_rank(const char *staging, int64_t rank, int n, const char *con
     char *path = join(staging, name);
     if (!path)
         return su_errf(err, errlen, "%s: out of memory", staging);
-    int rc = rt_st_write(path, n, names, types, data, err, errlen);
+    int rc = rt_st_write_sum(path, n, names, types, data, sum, err, errlen);
     struct stat st;
     if (rc == 0 && stat(path, &st) != 0)
         rc = su_errf(err, errlen, "%s: written, but cannot stat it: %s", path, strerror(errno));
-    if (rc == 0)
-        *bytes = (int64_t)st.st_size;
+    else if (rc == 0 && st.st_size != sum->bytes)
+        rc = su_errf(err, errlen, "%s: %lld bytes written, but the file holds %lld", path,
+                     (long long)sum->bytes, (long long)st.st_size);
     free(path);
     return rc;
 }
@@ -172,13 +174,33 @@ static bool add_shards(cJSON *t, const rt_plan *p, const rt_io *io)
     return ok;
 }
 
+/* "files": each rank's file, its rank, size and CRC-32. */
+static bool add_files(cJSON *root, const rt_plan *p, const rt_st_sum *sums)
+{
+    cJSON *files = cJSON_AddArrayToObject(root, "files");
+    bool ok = files != NULL;
+    for (int64_t r = 0; ok && r < rt_plan_ranks(p); r++) {
+        char name[64], crc[16];
+        rank_file_name(r, name, sizeof name);
+        snprintf(crc, sizeof crc, "%08" PRIx32, sums[r].crc32);
+        cJSON *f = cJSON_CreateObject();
+        ok = f && cJSON_AddItemToArray(files, f);
+        if (!ok)
+            cJSON_Delete(f);
+        ok = ok && cJSON_AddStringToObject(f, "name", name) && add_int_member(f, "rank", r) &&
+             add_int_member(f, "bytes", sums[r].bytes) &&
+             cJSON_AddStringToObject(f, "crc32", crc);
+    }
+    return ok;
+}
+
 /* first: rt_plan_io_first's, so a tensor kept by several stages (the step
  * count) is listed once, with the shards of its first entry's stage. */
-static cJSON *index_json(const rt_plan *p, int64_t step, const int64_t *file_bytes,
+static cJSON *index_json(const rt_plan *p, int64_t step, const rt_st_sum *sums,
                          const int32_t *first)
 {
     cJSON *root = cJSON_CreateObject(), *mesh = NULL, *axes = NULL, *sizes = NULL;
-    cJSON *files = NULL, *tensors = NULL;
+    cJSON *tensors = NULL;
     bool ok = root && cJSON_AddStringToObject(root, "format", RT_CKPT_FORMAT) &&
               add_int_member(root, "version", RT_CKPT_VERSION) &&
               add_int_member(root, "step", step) &&
@@ -191,17 +213,7 @@ static cJSON *index_json(const rt_plan *p, int64_t step, const int64_t *file_byt
         if (!ok)
             cJSON_Delete(name);
     }
-    ok = ok && (files = cJSON_AddArrayToObject(root, "files"));
-    for (int64_t r = 0; ok && r < rt_plan_ranks(p); r++) {
-        char name[64];
-        rank_file_name(r, name, sizeof name);
-        cJSON *f = cJSON_CreateObject();
-        ok = f && cJSON_AddItemToArray(files, f);
-        if (!ok)
-            cJSON_Delete(f);
-        ok = ok && cJSON_AddStringToObject(f, "name", name) && add_int_member(f, "rank", r) &&
-             add_int_member(f, "bytes", file_bytes[r]);
-    }
+    ok = ok && add_files(root, p, sums);
     ok = ok && (tensors = cJSON_AddObjectToObject(root, "tensors"));
     for (int i = 0; ok && i < p->nio; i++) {
         const rt_io *io = &p->io[i];
@@ -220,10 +232,10 @@ static cJSON *index_json(const rt_plan *p, int64_t step, const int64_t *file_byt
 }
 
 int rt_ckpt_write_index(const char *dir, const rt_plan *p, int64_t step,
-                        const int64_t *file_bytes, char *err, size_t errlen)
+                        const rt_st_sum *files, char *err, size_t errlen)
 {
     int32_t *first = calloc((size_t)p->nio + 1, sizeof *first);
-    cJSON *root = first && rt_plan_io_first(p, first) ? index_json(p, step, file_bytes, first)
+    cJSON *root = first && rt_plan_io_first(p, first) ? index_json(p, step, files, first)
                                                       : NULL;
     free(first);
     char *json = root ? cJSON_Print(root) : NULL;
@@ -265,6 +277,7 @@ typedef struct ck_file {
     const char *name;               /* in the parsed JSON */
     int64_t rank;                   /* whose file it is (-1: version 1) */
     int64_t bytes;
+    uint32_t crc32;                 /* of all its bytes (version 2) */
     rt_st_file *st;                 /* opened by rt_ckpt_prepare, when needed */
 } ck_file;
 
@@ -381,7 +394,25 @@ static bool plain_name(const char *s)
     return s[0] && strchr(s, '/') == NULL && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
-/* Entry i of "files": its name, size and (version 2) rank. */
+/* "8d3f0a12": 8 hex digits. */
+static bool parse_crc(const char *s, uint32_t *out)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 8; i++) {
+        char ch = s[i];
+        int d = ch >= '0' && ch <= '9' ? ch - '0'
+                : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                         : -1;
+        if (d < 0)
+            return false;
+        v = v << 4 | (uint32_t)d;
+    }
+    *out = v;
+    return s[8] == 0;
+}
+
+/* Entry i of "files": its name, size and (version 2) rank and CRC-32. */
 static int parse_file(rt_ckpt *c, const cJSON *f, int i, char *err, size_t errlen)
 {
     char where[48];
@@ -396,8 +427,13 @@ static int parse_file(rt_ckpt *c, const cJSON *f, int i, char *err, size_t errle
     const cJSON *rank = bytes && c->version >= 2 ? member(c, f, "rank", cJSON_Number, "a number",
                                                           where, err, errlen)
                                                  : NULL;
-    if (!bytes || (c->version >= 2 && !rank))
+    const cJSON *crc = rank ? member(c, f, "crc32", cJSON_String, "a string", where, err, errlen)
+                            : NULL;
+    if (!bytes || (c->version >= 2 && !crc))
         return -1;
+    if (crc && !parse_crc(crc->valuestring, &cf->crc32))
+        return su_errf(err, errlen, "%s: %s\"crc32\" \"%s\" is not 8 hex digits", c->index,
+                       where, crc->valuestring);
     if (!plain_name(name->valuestring))
         return su_errf(err, errlen, "%s: %sname \"%s\" is not a file name in the folder",
                        c->index, where, name->valuestring);
@@ -764,8 +800,60 @@ static rt_type shard_type(const ck_tensor *t, const ck_shard *s)
     return st;
 }
 
-/* Opens the file of shard s of t (once), checks its size and that it holds
- * the shard. */
+/* Bytes read at a time to sum a file. */
+#define SUM_CHUNK ((size_t)1 << 20)
+
+/* The size and CRC-32 of the file at path, read whole. */
+static int file_sum(const char *path, rt_st_sum *sum, char *err, size_t errlen)
+{
+    memset(sum, 0, sizeof *sum);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return su_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    uint8_t *buf = malloc(SUM_CHUNK);
+    int rc = buf ? 0 : su_errf(err, errlen, "%s: out of memory", path);
+    for (ssize_t got = 1; rc == 0 && got > 0;) {
+        got = read(fd, buf, SUM_CHUNK);
+        if (got < 0 && errno == EINTR)
+            got = 1;
+        else if (got < 0)
+            rc = su_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        else {
+            sum->crc32 = rt_crc32(sum->crc32, buf, (size_t)got);
+            sum->bytes += got;
+        }
+    }
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+/* Checks the file of f at path (a regular file of size bytes) against the
+ * index: its size, and its CRC-32 (version 2). A file whose size and
+ * CRC-32 are another file's in the index is named as swapped with it. */
+static int check_file(const rt_ckpt *c, const ck_file *f, const char *path, int64_t bytes,
+                      char *err, size_t errlen)
+{
+    rt_st_sum sum = {bytes, 0, 0};
+    if (c->version >= 2 && file_sum(path, &sum, err, errlen) != 0)
+        return -1;
+    if (sum.bytes == f->bytes && (c->version < 2 || sum.crc32 == f->crc32))
+        return 0;
+    for (int i = 0; c->version >= 2 && i < c->nfiles; i++) {
+        const ck_file *g = &c->files[i];
+        if (g != f && g->bytes == sum.bytes && g->crc32 == sum.crc32)
+            return su_errf(err, errlen, "%s: holds the bytes the index gives for %s (rank %lld's file), not its own (rank %lld's): files swapped or renamed",
+                           path, g->name, (long long)g->rank, (long long)f->rank);
+    }
+    if (sum.bytes != f->bytes)
+        return su_errf(err, errlen, "%s: %lld bytes, but the index says %lld: the file is truncated or not this checkpoint's",
+                       path, (long long)sum.bytes, (long long)f->bytes);
+    return su_errf(err, errlen, "%s: CRC-32 %08" PRIx32 ", but the index says %08" PRIx32 ": the file is damaged or not this checkpoint's",
+                   path, sum.crc32, f->crc32);
+}
+
+/* Opens the file of shard s of t (once), checks it against the index
+ * (check_file) and that it holds the shard. */
 static int open_shard(rt_ckpt *c, const ck_tensor *t, const ck_shard *s, char *err,
                       size_t errlen)
 {
@@ -779,11 +867,13 @@ static int open_shard(rt_ckpt *c, const ck_tensor *t, const ck_shard *s, char *e
         int rc = 0;
         if (stat(path, &st) != 0)
             rc = su_errf(err, errlen, "%s: cannot open: %s (it holds a shard of '%s')", path,
-                      strerror(errno), t->name);
-        else if (S_ISREG(st.st_mode) && st.st_size != f->bytes)
-            rc = su_errf(err, errlen, "%s: %lld bytes, but the index says %lld: the file is truncated or not this checkpoint's",
-                      path, (long long)st.st_size, (long long)f->bytes);
-        else
+                         strerror(errno), t->name);
+        else if (!S_ISREG(st.st_mode) && c->version >= 2)
+            rc = su_errf(err, errlen, "%s: not a regular file (it holds a shard of '%s')", path,
+                         t->name);
+        else if (S_ISREG(st.st_mode))
+            rc = check_file(c, f, path, (int64_t)st.st_size, err, errlen);
+        if (rc == 0)
             rc = rt_st_open(path, &f->st, err, errlen);
         free(path);
         if (rc != 0)

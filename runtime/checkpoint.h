@@ -31,18 +31,24 @@
  *     {"format": "shardc-checkpoint", "version": 2, "step": 3,
  *      "mesh": {"axes": ["dp", "tp"], "sizes": [2, 2]},
  *      "files": [{"name": "rank-00000.safetensors", "rank": 0,
- *                 "bytes": 1234}, ...],
+ *                 "bytes": 1234, "crc32": "8d3f0a12"}, ...],
  *      "tensors": {"w1": {"kind": "param", "dtype": "f32",
  *                         "shape": [1024, 4096],
  *                         "shards": [{"file": "rank-00000.safetensors",
  *                                     "offset": [0, 0],
  *                                     "shape": [1024, 2048]}, ...]},
  *                  ...}}
- *     offset: where the shard's box starts in the global tensor, per dim;
- *     shape: the box's size (the local shape). The shards of a tensor
- *     tile it: each element in exactly one shard.
- * Version 1 (shardc before the step folders) is the same index without the
- * files' "rank", at the top of DIR itself: still read.
+ *     rank: whose file it is, and its tag (below); bytes, crc32: its
+ *     size and its CRC-32 (IEEE, as zlib's; 8 hex digits), over the whole
+ *     file. offset: where the shard's box starts in the global tensor, per
+ *     dim; shape: the box's size (the local shape). The shards of a
+ *     tensor tile it: each element in exactly one shard.
+ * A reader checks each file before reading from it: its size and CRC-32,
+ * so a truncated, damaged or swapped file is refused (a file whose size
+ * and CRC-32 are those of another file of the index is named as swapped
+ * with it, by rank). Version 1 (shardc before the step folders) is the
+ * same index without the files' rank and CRC-32, at the top of DIR itself:
+ * still read, checked for sizes only.
  * A reader needs only the index and the shard files: its mesh may differ
  * from the one that saved (each rank reads the parts of the shards that
  * overlap its own box), and so may its pipeline stages: a tensor is listed
@@ -91,22 +97,22 @@ char *rt_ckpt_staging(const char *dir, int64_t step);
 int rt_ckpt_begin(const char *dir, int64_t step, char *err, size_t errlen);
 /* Writes rank's file (n tensors: names, local types, data) into the
  * staging folder: a temporary file, fsync'd and renamed into place; its
- * size in *bytes. */
+ * size and CRC-32 in *sum. */
 int rt_ckpt_write_rank(const char *staging, int64_t rank, int n, const char *const *names,
-                       const rt_type *types, const void *const *data, int64_t *bytes,
+                       const rt_type *types, const void *const *data, rt_st_sum *sum,
                        char *err, size_t errlen);
 /* Writes folder/index.json (a temporary file, fsync'd, renamed) for plan p
- * after `step` steps; file_bytes: the size of each rank's file. The first
+ * after `step` steps; files: each rank's file's size and CRC-32. The first
  * part of rt_ckpt_commit. */
 int rt_ckpt_write_index(const char *folder, const rt_plan *p, int64_t step,
-                        const int64_t *file_bytes, char *err, size_t errlen);
-/* Completes the save: the index (plan p after `step` steps; file_bytes:
- * the size of each rank's file) into the staging folder, fsync'd; the
+                        const rt_st_sum *files, char *err, size_t errlen);
+/* Completes the save: the index (plan p after `step` steps; files: each
+ * rank's file's size and CRC-32) into the staging folder, fsync'd; the
  * folder renamed to dir/step-NNNNNNNN; dir/latest pointed at it; then the
  * checkpoints beyond the newest `keep` (0: RT_CKPT_KEEP) deleted, and what
  * interrupted saves left. A step folder of the same step is replaced, the
  * pointer moving to the new one before the old goes. */
-int rt_ckpt_commit(const char *dir, const rt_plan *p, int64_t step, const int64_t *file_bytes,
+int rt_ckpt_commit(const char *dir, const rt_plan *p, int64_t step, const rt_st_sum *files,
                    int keep, char *err, size_t errlen);
 
 /* ---- finding a checkpoint ---- */
@@ -140,9 +146,10 @@ void rt_ckpt_free(rt_ckpt *c);
 int64_t rt_ckpt_step(const rt_ckpt *c);
 /* Before reading the box [start, start + count) of plan entry io (a param
  * or a state): checks that the shards overlapping it cover it exactly once,
- * and opens their files (each once), checking each file's size against the
- * index (a truncated file) and that it holds the shard with its dtype and
- * shape. Not thread-safe: call it before the ranks start. */
+ * and opens their files (each once), checking each file against the index
+ * (its size, and its CRC-32 over all its bytes) and that it holds the
+ * shard with its dtype and shape. Not thread-safe: call it before the
+ * ranks start. */
 int rt_ckpt_prepare(rt_ckpt *c, int io, const int64_t *start, const int64_t *count, char *err,
                     size_t errlen);
 /* Reads that box (prepared before) into dst, row-major in the tensor's

@@ -513,7 +513,7 @@ static void prune(const char *dir, int keep, int64_t step)
     free(v);
 }
 
-int rt_ckpt_commit(const char *dir, const rt_plan *p, int64_t step, const int64_t *file_bytes,
+int rt_ckpt_commit(const char *dir, const rt_plan *p, int64_t step, const rt_st_sum *files,
                    int keep, char *err, size_t errlen)
 {
     char final[64], part[64];
@@ -525,7 +525,7 @@ int rt_ckpt_commit(const char *dir, const rt_plan *p, int64_t step, const int64_
     /* the rank files' renames reach the disk before the index's */
     int rc = sync_dir(staging, err, errlen);
     if (rc == 0)
-        rc = rt_ckpt_write_index(staging, p, step, file_bytes, err, errlen);
+        rc = rt_ckpt_write_index(staging, p, step, files, err, errlen);
     if (rc == 0)
         rc = sync_dir(staging, err, errlen);
     free(staging);

@@ -651,26 +651,35 @@ static char *header_json(int n, const char *const *names, const rt_type *types)
     return text;
 }
 
+/* n bytes to w, counted into sum (bytes and CRC-32). */
+static void put(su_wfile *w, rt_st_sum *sum, const void *p, size_t n)
+{
+    su_wfile_write(w, p, n);
+    sum->bytes += (int64_t)n;
+    sum->crc32 = rt_crc32(sum->crc32, p, n);
+}
+
 /* The header (8-byte length, JSON padded with spaces to a multiple of 8)
  * and the data, to w. */
 static void write_body(su_wfile *w, const char *json, int n, const rt_type *types,
-                       const void *const *data)
+                       const void *const *data, rt_st_sum *sum)
 {
     size_t len = strlen(json), padded = (len + 7) / 8 * 8;
     uint8_t head[8];
     for (int i = 0; i < 8; i++)
         head[i] = (uint8_t)((uint64_t)padded >> (8 * i));
     static const char spaces[8] = "        ";
-    su_wfile_write(w, head, 8);
-    su_wfile_write(w, json, len);
-    su_wfile_write(w, spaces, padded - len);
+    put(w, sum, head, 8);
+    put(w, sum, json, len);
+    put(w, sum, spaces, padded - len);
     for (int i = 0; i < n; i++)
-        su_wfile_write(w, data[i], (size_t)rt_type_bytes(&types[i]));
+        put(w, sum, data[i], (size_t)rt_type_bytes(&types[i]));
 }
 
-int rt_st_write(const char *path, int n, const char *const *names, const rt_type *types,
-                const void *const *data, char *err, size_t errlen)
+int rt_st_write_sum(const char *path, int n, const char *const *names, const rt_type *types,
+                    const void *const *data, rt_st_sum *sum, char *err, size_t errlen)
 {
+    memset(sum, 0, sizeof *sum);
     if (check_write(path, n, names, types, data, err, errlen) != 0)
         return -1;
     char *json = header_json(n, names, types);
@@ -679,9 +688,16 @@ int rt_st_write(const char *path, int n, const char *const *names, const rt_type
     su_wfile w;
     int rc = su_wfile_open(&w, path, err, errlen);
     if (rc == 0) {
-        write_body(&w, json, n, types, data);
+        write_body(&w, json, n, types, data, sum);
         rc = su_wfile_commit(&w, err, errlen);
     }
     cJSON_free(json);
     return rc;
+}
+
+int rt_st_write(const char *path, int n, const char *const *names, const rt_type *types,
+                const void *const *data, char *err, size_t errlen)
+{
+    rt_st_sum sum;
+    return rt_st_write_sum(path, n, names, types, data, &sum, err, errlen);
 }

@@ -1353,7 +1353,7 @@ const char *rt_session_resumed(const rt_session *s, const char **note)
 
 /* Writes rank rs's file: its boxes of every param and state it owns. */
 static int write_rank_file(rt_session *s, const rank_state *rs, const char *dir,
-                           int64_t *bytes, char *err, size_t errlen)
+                           rt_st_sum *sum, char *err, size_t errlen)
 {
     const rt_plan *p = s->p;
     const char **names = calloc((size_t)p->nio + 1, sizeof *names);
@@ -1373,7 +1373,7 @@ static int write_rank_file(rt_session *s, const rank_state *rs, const char *dir,
         data[n++] = rs->buf[io->buffer];
     }
     if (rc == 0)
-        rc = rt_ckpt_write_rank(dir, rs->rank, n, names, types, data, bytes, err, errlen);
+        rc = rt_ckpt_write_rank(dir, rs->rank, n, names, types, data, sum, err, errlen);
     free(names);
     free(types);
     free(data);
@@ -1383,31 +1383,31 @@ static int write_rank_file(rt_session *s, const rank_state *rs, const char *dir,
 static int save_checkpoint_local(rt_session *s, const char *dir, int64_t step, char *err,
                                  size_t errlen)
 {
-    int64_t *bytes = calloc((size_t)s->nranks, sizeof *bytes);
+    rt_st_sum *sums = calloc((size_t)s->nranks, sizeof *sums);
     char *staging = rt_ckpt_staging(dir, step);
-    int rc = bytes && staging ? rt_ckpt_begin(dir, step, err, errlen)
-                              : su_errf(err, errlen, "out of memory");
+    int rc = sums && staging ? rt_ckpt_begin(dir, step, err, errlen)
+                             : su_errf(err, errlen, "out of memory");
     for (int64_t r = 0; rc == 0 && r < s->nhere; r++)
-        rc = write_rank_file(s, &s->ranks[r], staging, &bytes[s->ranks[r].rank], err, errlen);
+        rc = write_rank_file(s, &s->ranks[r], staging, &sums[s->ranks[r].rank], err, errlen);
     if (rc == 0)
-        rc = rt_ckpt_commit(dir, s->p, step, bytes, s->o.ckpt_keep, err, errlen);
+        rc = rt_ckpt_commit(dir, s->p, step, sums, s->o.ckpt_keep, err, errlen);
     free(staging);
-    free(bytes);
+    free(sums);
     return rc;
 }
 
 /* Rank 0 makes the staging folder; every rank writes its file there (and
- * fsyncs it); once all have, rank 0 gathers their sizes, writes the index
- * and commits. Each part ends in agree(), so no rank goes on past a
- * failure and rank 0 commits only a complete folder. */
+ * fsyncs it); once all have, rank 0 gathers their sizes and CRC-32s,
+ * writes the index and commits. Each part ends in agree(), so no rank
+ * goes on past a failure and rank 0 commits only a complete folder. */
 static int save_checkpoint_mpi(rt_session *s, const char *dir, int64_t step, char *err,
                                size_t errlen)
 {
     rank_state *rs = &s->ranks[0];
     char msg[ERRLEN] = "";
-    int64_t mine = 0, *bytes = calloc((size_t)s->nranks, sizeof *bytes);
+    rt_st_sum mine = {0, 0, 0}, *sums = calloc((size_t)s->nranks, sizeof *sums);
     char *staging = rt_ckpt_staging(dir, step);
-    int rc = !bytes || !staging ? su_errf(msg, sizeof msg, "out of memory")
+    int rc = !sums || !staging ? su_errf(msg, sizeof msg, "out of memory")
              : rs->rank == 0    ? rt_ckpt_begin(dir, step, msg, sizeof msg)
                                 : 0;
     if (agree(s, rc, msg, err, errlen) == 0) {
@@ -1418,14 +1418,14 @@ static int save_checkpoint_mpi(rt_session *s, const char *dir, int64_t step, cha
     }
     free(staging);
     if (rc != 0) {
-        free(bytes);
+        free(sums);
         return -1;
     }
-    if (rt_all_gather(rs->groups[s->nkeys - 1], &mine, bytes, sizeof mine) != 0)
+    if (rt_all_gather(rs->groups[s->nkeys - 1], &mine, sums, sizeof mine) != 0)
         rc = su_errf(msg, sizeof msg, "%s", rt_comm_error(rs->comm));
     if (rc == 0 && rs->rank == 0)
-        rc = rt_ckpt_commit(dir, s->p, step, bytes, s->o.ckpt_keep, msg, sizeof msg);
-    free(bytes);
+        rc = rt_ckpt_commit(dir, s->p, step, sums, s->o.ckpt_keep, msg, sizeof msg);
+    free(sums);
     return agree(s, rc, msg, err, errlen);
 }
 

@@ -159,8 +159,8 @@ int rt_session_save_checkpoint(rt_session *s, const char *dir, char *err, size_t
  * an incomplete one), saved on any mesh: checks its index against the
  * plan (every param and state there, same kind, dtype and shape, nothing
  * the plan lacks), that the shards cover each box this process's ranks
- * hold, and opens the shard files those boxes overlap (their sizes checked
- * against the index). The next run reads every param and state from it,
+ * hold, and opens the shard files those boxes overlap (each checked
+ * against the index, its size and CRC-32, reading it whole). The next run reads every param and state from it,
  * each rank only the parts of the shards overlapping its box, and the step
  * count goes on from the checkpoint's. Under MPI every rank must call it,
  * all read the step folder rank 0 found, and all return the same result.

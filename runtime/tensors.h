@@ -61,6 +61,16 @@ int rt_st_read_block(const rt_st_file *f, const char *name, const rt_type *want,
  * a symlink's target written, a device or FIFO written straight into. */
 int rt_st_write(const char *path, int n, const char *const *names, const rt_type *types,
                 const void *const *data, char *err, size_t errlen);
+/* What rt_st_write_sum wrote: its size and its CRC-32 (rt_crc32). */
+typedef struct rt_st_sum {
+    int64_t bytes;
+    uint32_t crc32;
+    uint32_t pad;                /* zero, so the struct can travel as bytes */
+} rt_st_sum;
+/* rt_st_write, summing the bytes as they are written (a checkpoint's rank
+ * file: its index holds the sum). */
+int rt_st_write_sum(const char *path, int n, const char *const *names, const rt_type *types,
+                    const void *const *data, rt_st_sum *sum, char *err, size_t errlen);
 
 /* Fills the block [start, start + count) of a tensor of global type `full`
  * made by init (zeros, ones, normal(a), uniform(a, b)) from seed and the

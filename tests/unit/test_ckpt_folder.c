@@ -65,10 +65,10 @@ static int save(int64_t step, float v, int keep, char *err, size_t errlen)
     const char *name = "v";
     rt_type t = {.dtype = RT_F32, .rank = 0};
     const void *data = &v;
-    int64_t bytes = 0;
-    int rc = rt_ckpt_write_rank(staging, 0, 1, &name, &t, &data, &bytes, err, errlen);
+    rt_st_sum sum;
+    int rc = rt_ckpt_write_rank(staging, 0, 1, &name, &t, &data, &sum, err, errlen);
     free(staging);
-    return rc == 0 ? rt_ckpt_commit(root, &plan, step, &bytes, keep, err, errlen) : -1;
+    return rc == 0 ? rt_ckpt_commit(root, &plan, step, &sum, keep, err, errlen) : -1;
 }
 
 /* The value saved in step folder name (NAN when it cannot be read). */

@@ -757,6 +757,21 @@ static void test_checkpoint_api(void)
         train_ref fresh;
         ref_start(&fresh);
         api_step(s, &fresh, train_x, "after a failed resume");
+        /* a rank file with a byte flipped: refused before any step, naming
+         * the file, and the session goes on as before */
+        char path[4200];
+        ckpt_index_path(dir, path, sizeof path);
+        snprintf(strrchr(path, '/'), 32, "/rank-00001.safetensors");
+        FILE *f = fopen(path, "r+b");
+        int c = f && fseek(f, -1, SEEK_END) == 0 ? fgetc(f) : EOF;
+        CHECK(c != EOF && fseek(f, -1, SEEK_END) == 0 && fputc(c ^ 1, f) != EOF);
+        if (f)
+            fclose(f);
+        CHECK(shardc_session_resume(s, dir, &e) == SHARDC_ERR_INPUT);
+        CHECK(e && strstr(e, "rank-00001.safetensors: CRC-32 ") &&
+              strstr(e, ": the file is damaged or not this checkpoint's"));
+        shardc_free(e);
+        CHECK_INT(shardc_session_step(s), 1);
         shardc_session_free(s);
     }
     shardc_plan_free(plan);
