@@ -778,6 +778,48 @@ static void test_checkpoint_api(void)
     CHECK(ckpt_remove_tree(dir) == 0);
 }
 
+/* config.checkpoint_keep through the C API: 1 keeps only the newest
+ * checkpoint, a negative count is refused; shardc_session_resumed_from
+ * names the step folder read, with no note when the pointer names it. */
+static void test_checkpoint_keep_api(void)
+{
+    char dir[96], plan_path[96], want[160];
+    char *e = NULL;
+    snprintf(dir, sizeof dir, "/tmp/test_session_%ld_keep", (long)getpid());
+    snprintf(plan_path, sizeof plan_path, "/tmp/test_session_%ld_keep.plan", (long)getpid());
+    shardc_plan *plan = train_plan_file(2, plan_path);
+    shardc_session *s = NULL;
+    shardc_session_config cfg = {.checkpoint_keep = -1};
+    CHECK(plan && shardc_session_new(plan, &cfg, &s, &e) == SHARDC_ERR_USAGE);
+    CHECK_STR(e, "checkpoint_keep -1: expected 1 or more (0: 2)");
+    shardc_free(e);
+    cfg.checkpoint_keep = 1;
+    if (!plan || shardc_session_new(plan, &cfg, &s, &e) != SHARDC_OK) {
+        CHECK(0);
+        shardc_free(e);
+        shardc_plan_free(plan);
+        return;
+    }
+    CHECK(shardc_session_resumed_from(s, NULL) == NULL);
+    CHECK(shardc_session_bind(s, "w", train_w0, sizeof train_w0, &e) == SHARDC_OK);
+    train_ref r;
+    ref_start(&r);
+    for (int step = 1; step <= 2; step++) {
+        api_step(s, &r, train_x, "keep 1");
+        CHECK(shardc_session_save_checkpoint(s, dir, &e) == SHARDC_OK);
+    }
+    snprintf(want, sizeof want, "%s/step-00000001", dir);
+    CHECK(access(want, F_OK) != 0);
+    CHECK(shardc_session_resume(s, dir, &e) == SHARDC_OK);
+    const char *note = NULL;
+    snprintf(want, sizeof want, "%s/step-00000002", dir);
+    CHECK_STR(shardc_session_resumed_from(s, &note), want);
+    CHECK_STR(note, "");
+    shardc_session_free(s);
+    shardc_plan_free(plan);
+    CHECK(ckpt_remove_tree(dir) == 0);
+}
+
 /* An inputs file whose x holds 3 batches, [3, 4]: step k reads batch k, on
  * from a resumed checkpoint's step, and a fourth step is refused. */
 static void test_batches(void)
@@ -935,6 +977,7 @@ int main(void)
     test_no_loss();
     test_train_api();
     test_checkpoint_api();
+    test_checkpoint_keep_api();
     test_batches();
     test_output_names("1x1");
     test_output_names("2x2");
