@@ -48,7 +48,7 @@ for ((t = 1; t <= tries; t++)); do
         sleep 0.01
     done
     sleep "0.$(printf %03d $((RANDOM % 100)))"
-    kill -9 "$pid"
+    kill -9 "$pid" 2> /dev/null || fail "the run ended before the kill"
     wait "$pid" 2> /dev/null
     # the last save reported complete, the last step reported run
     read -r saved ran < <(awk '/^checkpoint saved to .* \(step [0-9]+\)$/ { s = $NF + 0 }
