@@ -6,6 +6,8 @@
 #include "lower.h"
 #include "parse.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,8 +196,27 @@ static const char *full_name(fe_lower *L, fe_frame *f, const char *name)
     return su_sprintf(L->arena, "%s%s", fe_prefix(L, f), name);
 }
 
-/* zeros | ones | normal(STD) | uniform(LO, HI) */
-static ir_init init_eval(fe_lower *L, fe_scope *s, const ast_node *n)
+/* An i32 param holds integers: normal has no integer meaning, and
+ * uniform(LO, HI) draws integers in [LO, HI), so its bounds must be whole
+ * i32 values (the runtime would otherwise floor them: uniform(-0.5, 0.5)
+ * would make every element -1). */
+static void check_int_init(fe_lower *L, const ast_node *n, const ir_init *in)
+{
+    if (in->kind == IR_INIT_NORMAL)
+        fe_fail(L, n->loc, "an i32 param cannot be made by normal, which makes floats (use "
+                "zeros, ones or uniform(LO, HI) with whole-number bounds)");
+    if (in->kind != IR_INIT_UNIFORM)
+        return;
+    if (in->a != floor(in->a) || in->b != floor(in->b))
+        fe_fail(L, n->loc, "uniform for an i32 param needs whole-number bounds (it makes "
+                "integers in [LO, HI)), got uniform(%g, %g)", in->a, in->b);
+    if (in->a < INT32_MIN || in->b > (double)INT32_MAX + 1)
+        fe_fail(L, n->loc, "uniform for an i32 param needs bounds within i32 (-2147483648 to "
+                "2147483648), got uniform(%g, %g)", in->a, in->b);
+}
+
+/* zeros | ones | normal(STD) | uniform(LO, HI), for a param of dtype dt */
+static ir_init init_eval(fe_lower *L, fe_scope *s, const ast_node *n, ir_dtype dt)
 {
     ir_init in = {0};
     const char *fn = n->kind == AST_NAME || n->kind == AST_CALL ? n->str : "";
@@ -221,6 +242,8 @@ static ir_init init_eval(fe_lower *L, fe_scope *s, const ast_node *n)
         fe_fail(L, n->loc, "unknown initializer (use zeros, ones, normal(STD) or "
                 "uniform(LO, HI))");
     }
+    if (dt == IR_I32)
+        check_int_init(L, n, &in);
     return in;
 }
 
@@ -242,7 +265,7 @@ static void lower_source(fe_lower *L, fe_ctx *c, const ast_stmt *st)
                     "line %d)", a.name, other->name_loc.line);
         fe_map_put(&L->param_names, L->arena, a.name, (void *)st);
         if (st->expr)
-            a.init = init_eval(L, c->scope, st->expr);
+            a.init = init_eval(L, c->scope, st->expr, t.dtype);
     }
     fe_tick(L, st->loc);
     a.name = su_strdup(&L->m->arena, a.name);

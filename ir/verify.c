@@ -5,6 +5,8 @@
  * they name the op by its index and opcode and the value as --emit ir does. */
 #include "ir.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,11 +222,20 @@ static bool verify_source(vctx *c, int i, const ir_op *op)
     case IR_INIT_NORMAL:
         if (!(a->init.a > 0))
             return op_fail(c, i, op, "init normal(%g) needs a std > 0", a->init.a);
+        if (!ir_dtype_is_float(op->res[0]->type.dtype))
+            return op_fail(c, i, op, "init normal needs a floating-point type, not %s",
+                           ir_dtype_name(op->res[0]->type.dtype));
         return true;
     case IR_INIT_UNIFORM:
         if (!(a->init.a < a->init.b))
             return op_fail(c, i, op, "init uniform(%g, %g) needs low < high", a->init.a,
                            a->init.b);
+        /* integers in [low, high): whole bounds, within i32 */
+        if (!ir_dtype_is_float(op->res[0]->type.dtype) &&
+            (a->init.a != floor(a->init.a) || a->init.b != floor(a->init.b) ||
+             a->init.a < INT32_MIN || a->init.b > (double)INT32_MAX + 1))
+            return op_fail(c, i, op, "init uniform(%g, %g) of %s needs whole bounds within i32",
+                           a->init.a, a->init.b, ir_dtype_name(op->res[0]->type.dtype));
         return true;
     case IR_INIT_PARAM: /* the param itself is checked once every name is known */
         if (op->code != IR_STATE)

@@ -128,7 +128,8 @@ typedef struct gen {
 static void gen_one(const gen *g, uint64_t i, void *dst, int64_t k)
 {
     if (g->dtype == RT_I32) {
-        /* normal has no integer meaning (the compiler rejects it): zeros */
+        /* normal has no integer meaning (the compiler and the plan reader
+         * reject it): zeros */
         int64_t v = 0;
         if (g->init == RT_INIT_UNIFORM)
             v = g->ir.lo + (int64_t)(((draw(g->key, 2 * i) >> 32) * g->ir.n) >> 32);

@@ -1025,11 +1025,19 @@ static bool check_init(const rt_io *io, char *err, size_t errlen)
         if (!(isfinite(io->init_a) && io->init_a >= 0))
             return fail(err, errlen, "normal initializer needs a finite std >= 0, got %g",
                         io->init_a);
+        if (!is_float(io->type.dtype))
+            return fail(err, errlen, "normal initializer needs a floating-point dtype");
         return true;
     case RT_INIT_UNIFORM:
         if (!(isfinite(io->init_a) && isfinite(io->init_b) && io->init_a < io->init_b))
             return fail(err, errlen, "uniform initializer needs finite a < b, got [%g, %g)",
                         io->init_a, io->init_b);
+        /* integers in [a, b): whole bounds within i32, as the compiler checks */
+        if (!is_float(io->type.dtype) &&
+            (io->init_a != floor(io->init_a) || io->init_b != floor(io->init_b) ||
+             io->init_a < INT32_MIN || io->init_b > (double)INT32_MAX + 1))
+            return fail(err, errlen, "uniform initializer of an integer tensor needs whole "
+                        "bounds within i32, got [%g, %g)", io->init_a, io->init_b);
         return true;
     case RT_INIT_PARAM:
         if (io->kind != RT_IO_STATE || !is_float(io->type.dtype))

@@ -891,8 +891,15 @@ static void test_validate(void)
     f.io[0].init = RT_INIT_UNIFORM; /* an input's, for when it is absent: ids in [0, 64) */
     f.io[0].init_b = 64;
     CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    f.io[0].init_b = 64.5; /* integers: whole bounds, or the runtime would floor them */
+    EXPECT_INVALID(&f.p, "I/O entry 0 (tokens): uniform initializer of an integer tensor needs "
+                   "whole bounds within i32, got [0, 64.5)");
     f.io[0].init_b = 0;
     EXPECT_INVALID(&f.p, "I/O entry 0 (tokens): uniform initializer needs finite a < b");
+    f.io[0].init = RT_INIT_NORMAL; /* no integer meaning: it made zeros */
+    f.io[0].init_a = 1;
+    EXPECT_INVALID(&f.p, "I/O entry 0 (tokens): normal initializer needs a floating-point dtype");
+    f.io[0].init_a = 0;
     f.io[0].init = RT_INIT_NONE;
     f.io[4].init = RT_INIT_ONES;
     EXPECT_INVALID(&f.p, "I/O entry 4 (h): an output has no initializer");
