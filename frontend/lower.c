@@ -702,6 +702,20 @@ static void check_program(fe_lower *L)
     }
 }
 
+/* A program hands back outputs or trains; without either its plan would
+ * run and compute nothing, which is a mistake rather than a wish. The
+ * error points at the last statement, where the output is missing. */
+static void check_computes(fe_lower *L, const ast_stmt *program)
+{
+    if (L->m->outputs.n > 0 || L->train_stmt)
+        return;
+    const ast_stmt *last = program;
+    while (last->next)
+        last = last->next;
+    fe_fail(L, last->loc, "the program ends here without an 'output' or a 'train', so it "
+            "computes nothing");
+}
+
 /* Runs the program; false when an error unwound it. */
 static bool lower_program(fe_lower *L, const ast_stmt *program)
 {
@@ -709,8 +723,12 @@ static bool lower_program(fe_lower *L, const ast_stmt *program)
     fe_ctx c = {.where = AT_TOP, .scope = &L->global, .frame = &top};
     if (setjmp(L->fail))
         return false;
+    if (!program) /* nothing, or only comments: there is no place to point at */
+        fe_fail(L, (su_loc){0, 0}, "the program is empty: it has no statement (a program declares "
+                "its inputs and params, computes, and ends with 'output' or 'train')");
     run(L, &c, program);
     check_program(L);
+    check_computes(L, program);
     return true;
 }
 

@@ -1,6 +1,7 @@
 /* test_api.c: the public API (include/shardc.h): options, compiling from a
- * string and a file, errors with their status and message, emitting IR, and
- * two compilations in two threads at once giving the same results as one. */
+ * string and a file, errors with their status and message (a program that
+ * computes nothing among them), emitting IR, and two compilations in two
+ * threads at once giving the same results as one. */
 #include "check.h"
 #include "shardc.h"
 
@@ -46,6 +47,21 @@ static void test_compile(void)
                    "does not divide\n"
                    "param w : f32[D, D] shard(_, tp) = normal(0.02)\n"
                    "                             ^\n");
+    shardc_free(err);
+
+    /* a program that computes nothing: empty, or without output or train */
+    err = NULL;
+    ir = compile_ir(NULL, "", &st, &err);
+    CHECK(st == SHARDC_ERR_INPUT && ir == NULL);
+    CHECK(err && strstr(err, "m.sh: error: the program is empty"));
+    shardc_free(err);
+    err = NULL;
+    ir = compile_ir(NULL, "input x : f32[4]\ny = relu(x)\n", &st, &err);
+    CHECK(st == SHARDC_ERR_INPUT && ir == NULL);
+    CHECK_STR(err, "m.sh:2:1: error: the program ends here without an 'output' or a 'train', so "
+                   "it computes nothing\n"
+                   "y = relu(x)\n"
+                   "^\n");
     shardc_free(err);
 }
 
