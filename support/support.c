@@ -313,6 +313,70 @@ bool su_add64(int64_t a, int64_t b, int64_t *out)
     return !__builtin_add_overflow(a, b, out);
 }
 
+int su_edit_distance(const char *a, const char *b, int limit)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (limit < 0 || (la > lb ? la - lb : lb - la) > (size_t)limit)
+        return limit + 1;
+    /* three rows of the table: the one two back (for swaps), the last, this */
+    int *row = malloc(3 * (lb + 1) * sizeof *row);
+    if (!row)
+        return limit + 1;
+    int *back = row, *prev = row + lb + 1, *cur = row + 2 * (lb + 1);
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = (int)i;
+        int least = cur[0];
+        for (size_t j = 1; j <= lb; j++) {
+            int d = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            if (prev[j] + 1 < d)
+                d = prev[j] + 1;
+            if (cur[j - 1] + 1 < d)
+                d = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                back[j - 2] + 1 < d)
+                d = back[j - 2] + 1;
+            cur[j] = d;
+            least = d < least ? d : least;
+        }
+        if (least > limit) { /* every later row is at least as far */
+            free(row);
+            return limit + 1;
+        }
+        int *t = back;
+        back = prev;
+        prev = cur;
+        cur = t;
+    }
+    int d = prev[lb];
+    free(row);
+    return d <= limit ? d : limit + 1;
+}
+
+const char *su_nearest(const char *name, const char *const *cand, int n)
+{
+    const char *best = NULL;
+    int best_d = 0;
+    size_t ln = strlen(name);
+    for (int i = 0; i < n; i++) {
+        if (!cand[i])
+            continue;
+        size_t lc = strlen(cand[i]), longer = ln > lc ? ln : lc, shorter = ln < lc ? ln : lc;
+        int limit = (int)((longer + 3) / 4);
+        if (shorter <= (size_t)limit)
+            limit = (int)shorter - 1;
+        if (best && best_d - 1 < limit)
+            limit = best_d - 1; /* only a nearer one can win */
+        int d = su_edit_distance(name, cand[i], limit);
+        if (d <= limit && d > 0) {
+            best = cand[i];
+            best_d = d;
+        }
+    }
+    return best;
+}
+
 int su_errf(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err && errlen) {

@@ -157,4 +157,18 @@ bool su_src_prepare(su_src *src, su_diag *d);
 bool su_mul64(int64_t a, int64_t b, int64_t *out);
 bool su_add64(int64_t a, int64_t b, int64_t *out);
 
+/* ---- names ---- */
+
+/* The edit distance between a and b (insertions, deletions, substitutions
+ * and swaps of two neighbouring bytes, each 1: the optimal string alignment
+ * distance), or limit + 1 when it is more than limit (found without
+ * computing the whole table). */
+int su_edit_distance(const char *a, const char *b, int limit);
+/* Of the n names in cand (NULLs skipped), the nearest to name when it is
+ * close enough to be a slip of the keyboard: at most a quarter of the longer
+ * length in edits, rounded up, and fewer edits than the shorter has bytes
+ * ("w1" gives "w_1" or "w2", never "x" for "y"); the first of equals.
+ * NULL when none is. */
+const char *su_nearest(const char *name, const char *const *cand, int n);
+
 #endif

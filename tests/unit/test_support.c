@@ -1,7 +1,8 @@
 /* test_support.c: arenas, buffers, vectors, number formatting, the
- * diagnostic format (file:line:col, source line, caret), and the output
- * file writer (su_wfile) on regular files, symlinks, FIFOs and folders in a
- * fresh folder under /tmp, removed at the end. */
+ * diagnostic format (file:line:col, source line, caret), the nearest of
+ * several names, and the output file writer (su_wfile) on regular files,
+ * symlinks, FIFOs and folders in a fresh folder under /tmp, removed at the
+ * end. */
 #include "check.h"
 #include "support/support.h"
 
@@ -262,6 +263,26 @@ static void test_checked_math(void)
     CHECK(!su_add64(INT64_MAX, 1, &r));
 }
 
+static void test_nearest(void)
+{
+    CHECK_INT(su_edit_distance("kitten", "sitting", 9), 3);
+    CHECK_INT(su_edit_distance("kitten", "sitting", 2), 3); /* limit + 1 */
+    CHECK_INT(su_edit_distance("w1", "w1", 0), 0);
+    CHECK_INT(su_edit_distance("ab", "ba", 5), 1); /* a swap is one edit */
+    CHECK_INT(su_edit_distance("", "abc", 5), 3);
+    CHECK_INT(su_edit_distance("abcdefgh", "a", 3), 4); /* lengths alone say too far */
+    const char *names[] = {"b1", NULL, "w2", "w_1", "layers.0.attn.wq"};
+    CHECK_STR(su_nearest("w1", names, 5), "b1"); /* b1, w2, w_1 all one edit: the first */
+    CHECK_STR(su_nearest("W_1", names, 5), "w_1");
+    CHECK_STR(su_nearest("layers.0.atn.wq", names, 5), "layers.0.attn.wq");
+    CHECK_STR(su_nearest("layers.0.attn.qw", names, 5), "layers.0.attn.wq");
+    CHECK(su_nearest("x", names, 5) == NULL);
+    CHECK(su_nearest("embed", names, 5) == NULL);
+    const char *one[] = {"y"};
+    CHECK(su_nearest("x", one, 1) == NULL); /* every byte differs */
+    CHECK(su_nearest("", one, 1) == NULL);
+}
+
 int main(void)
 {
     test_arena();
@@ -270,6 +291,7 @@ int main(void)
     test_diag();
     test_src_prepare();
     test_checked_math();
+    test_nearest();
     test_write_files();
     return CHECK_DONE();
 }
