@@ -39,6 +39,8 @@ struct shardc_program {
     pass_explain ex;        /* why each logical value has its sharding */
     ir_module *part;        /* the partitioned module */
     const char **why;       /* per value of part: why each collective exists */
+    int nwhy;               /* its entries: the values partitioning made (the
+                             * gradient buckets come later) */
     pass_pipeline pipe;     /* with a pipeline: one program per stage */
     int narchs;             /* the options' --arch */
     int arch[CG_MAX_ARCHS];
@@ -284,6 +286,8 @@ static shardc_status run_passes(shardc_program *p, const shardc_options *opt, co
     bool ok = pass_input_init(p->m, &err) && pass_propagate(p->m, &p->ex, &err) &&
               pass_partition(logical, &p->ex, &p->part, &p->why, &err) &&
               ir_verify(p->part, &err);
+    if (p->part)
+        p->nwhy = p->part->next_id;
     shardc_status st = ok ? finish(p, opt, &err, &at) : SHARDC_ERR_INTERNAL;
     if (st == SHARDC_ERR_INPUT) {
         st = pipeline_error(src, at, err.s, oom, error);
@@ -491,7 +495,10 @@ static void explain(const shardc_program *p, su_buf *b)
         if (ir_ops[op->code].cls != IR_C_COMM && op->code != IR_SLICE)
             continue;
         const ir_value *r = op->res[0];
-        const char *why = r->id < m->next_id && p->why[r->id] ? p->why[r->id] : "";
+        const char *why = r->id < p->nwhy && p->why[r->id] ? p->why[r->id]
+                          : r->id >= p->nwhy ? "a bucket of gradients, synchronised in one "
+                                               "collective (--bucket-mb)"
+                                             : "";
         su_buf_printf(b, "%s over", ir_ops[op->code].name);
         for (int k = 0; k < op->a.naxes; k++)
             su_buf_printf(b, " %s", m->mesh.name[op->a.axes[k]]);
