@@ -23,7 +23,23 @@ typedef struct part {
     int zero3_axis;         /* zero 3: params' storage axis, never contracted; -1 */
     bool dry;               /* count bytes, emit nothing */
     double bytes;           /* bytes sent per rank, while dry */
+    su_vec made;            /* reshard_made: operands already resharded */
+    int *made_first;        /* logical value id -> its first in made (-1: none) */
 } part;
+
+/* An operand resharded for an op: another op of the same repetition and
+ * phase that needs the same logical value in the same layout reads it
+ * rather than resharding again (the value gathered once for q, k and v).
+ * Across phases it is resharded again, as Megatron does: a gathered
+ * activation is not kept from the forward to the backward. */
+typedef struct reshard_made {
+    const ir_value *from;   /* the logical value */
+    ir_sharding to;
+    int rep;
+    uint8_t phase;
+    ir_value *v;            /* its local value in that layout */
+    int next;               /* the next in made for the same value (-1: none) */
+} reshard_made;
 
 /* ---- shardings ---- */
 
@@ -277,9 +293,21 @@ static ir_value *operand(part *P, int i, const ir_sharding *req, const char *nee
     if (why) /* the rule or annotation behind the operand's sharding */
         need = su_sprintf(&P->dst->arena, "%s; %s has its sharding by: %s", need,
                           lname(P, lv), why);
+    for (int k = P->made_first[lv->id]; k >= 0; k = ((reshard_made *)P->made.v[k])->next) {
+        const reshard_made *r = P->made.v[k];
+        if (r->rep == P->op->rep && r->phase == P->op->phase && r->to.partial == req->partial &&
+            ir_sharding_eq(&r->to, req, lv->type.rank))
+            return r->v;
+    }
     P->need = need;
-    ir_value *v = reshard(P, P->map[P->op->in[i]->id], req);
+    ir_value *from = P->map[lv->id], *v = reshard(P, from, req);
     P->need = NULL;
+    if (v != from && !P->dry) {
+        reshard_made *r = su_alloc(&P->dst->arena, sizeof *r);
+        *r = (reshard_made){lv, *req, P->op->rep, P->op->phase, v, P->made_first[lv->id]};
+        P->made_first[lv->id] = P->made.n;
+        su_vec_push(&P->made, P->dst->oom, r);
+    }
     return v;
 }
 
@@ -1380,6 +1408,9 @@ bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
     P.dst->partitioned = true;
     P.dst->pipe = m->pipe;
     P.map = su_alloc(&P.dst->arena, (size_t)(m->next_id + 1) * sizeof *P.map);
+    P.made_first = su_alloc(&P.dst->arena, (size_t)(m->next_id + 1) * sizeof *P.made_first);
+    for (int i = 0; i <= m->next_id; i++)
+        P.made_first[i] = -1;
     for (int i = 0; i < m->ops.n; i++) {
         P.op = IR_OP(m, i);
         for (int j = 0; j < P.op->nres; j++)
@@ -1387,6 +1418,7 @@ bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
                 su_buf_printf(err, "op %d (%s) has a result without a sharding; run "
                               "propagation first", i, ir_ops[P.op->code].name);
                 su_vec_free(&P.why);
+                su_vec_free(&P.made);
                 ir_module_free(P.dst);
                 return false;
             }
@@ -1414,6 +1446,7 @@ bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
         *why = w;
     }
     su_vec_free(&P.why);
+    su_vec_free(&P.made);
     *out = P.dst;
     return true;
 }
