@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""comm_bytes.py SHARDC [OUT.md]: bytes each rank sends per training step,
+from shardc --report json, against the closed forms of the standard
+strategies, for the GPT of issue 18 (examples/transformer.sh with L = 24,
+D = 1024, S = 1024, B = 32, V = 51200, NH = 16, AdamW, f32) on 8 ranks.
+
+Closed forms, per rank and step, e = 4 bytes, n ranks in the group:
+  DP (and ZeRO-1, ZeRO-2):  2(n-1)/n * Psi * e, plus the loss scalar's
+                            all-reduce, 2(n-1)/n * e
+  ZeRO-3:                   3(n-1)/n * Psi * e (params gathered in the
+                            forward and again in the backward, gradients
+                            reduce-scattered), plus the loss scalar
+  Megatron TP:              (4 L + 1) all-reduces of b*s*h: 2 per layer in
+                            the forward, 2 in the backward, 1 for the LM
+                            head's input gradient; plus the vocabulary-
+                            parallel cross-entropy's row max and sum of
+                            exp, all-reduced once each in the forward
+                            (b*s elements); an all-reduce sends
+                            2(n-1)/n of its elements
+  Megatron TP + SP:         the same bytes as TP (each all-reduce of b*s*h
+                            becomes an all-gather and a reduce-scatter)
+where b*s*h is the local batch's rows times the model width. Stdlib only.
+"""
+import json
+import os
+import subprocess
+import sys
+
+DEFINES = {"B": 32, "S": 1024, "D": 1024, "NH": 16, "V": 51200, "L": 24}
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODEL = os.path.join(HERE, "..", "examples", "transformer.sh")
+
+
+def params(defines):
+    """Psi of examples/transformer.sh."""
+    d, v, s, n_layers = defines["D"], defines["V"], defines["S"], defines["L"]
+    f = 4 * d
+    attn = 2 * d + 4 * d * d
+    mlp = 2 * d + d * f + f + f * d + d
+    return v * d + s * d + n_layers * (attn + mlp) + 2 * d + d * v
+
+
+def model_text(variant):
+    text = open(MODEL).read()
+    if variant.get("zero"):
+        text = text.replace("wd = 0.1)", "wd = 0.1) zero %d over dp" % variant["zero"])
+    if variant.get("sp"):
+        # the residual stream split over tp along the sequence
+        text = text.replace("    x = x + attn(x)\n    x = x + mlp(x)\n",
+                            "    x = (x + attn(x)) shard(dp, tp, _)\n"
+                            "    x = (x + mlp(x)) shard(dp, tp, _)\n")
+    return text
+
+
+def report(shardc, variant, work):
+    path = os.path.join(work, variant["name"].replace(" ", "_").replace("+", "") + ".sh")
+    with open(path, "w") as f:
+        f.write(model_text(variant))
+    cmd = [shardc, path, "--mesh", variant["mesh"], "--arch", "none", "--report", "json"]
+    for k, val in DEFINES.items():
+        cmd += ["-D", "%s=%d" % (k, val)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    stage = json.loads(out)["stages"][0]
+    kinds = {}
+    for c in stage["collectives"]:
+        key = "%s/%s" % (c["kind"], c["phase"])
+        kinds[key] = kinds.get(key, 0) + 1
+    return stage["bytes_sent"], kinds, stage["memory"]["params"]
+
+
+def closed_form(variant, psi, local_bytes):
+    """local_bytes: a rank's params without ZeRO (Psi * e, or less under
+    TP, whose split params each rank holds a part of)."""
+    dp, tp = (int(x) for x in variant["mesh"].split("x"))
+    e = 4
+    b, s, h = DEFINES["B"] // dp, DEFINES["S"], DEFINES["D"]
+    total = 0.0
+    if dp > 1:
+        k = 3 if variant.get("zero") == 3 else 2
+        total += k * (dp - 1) / dp * (psi * e if variant.get("zero") else local_bytes)
+        total += 2 * (dp - 1) / dp * e          # the loss scalar
+    if tp > 1:
+        ar = 2 * (tp - 1) / tp
+        total += (4 * DEFINES["L"] + 1) * ar * b * s * h * e
+        total += 2 * ar * b * s * e             # cross-entropy max and sum
+    return total
+
+
+VARIANTS = [
+    {"name": "DP 8", "mesh": "8x1"},
+    {"name": "ZeRO-1 8", "mesh": "8x1", "zero": 1},
+    {"name": "ZeRO-2 8", "mesh": "8x1", "zero": 2},
+    {"name": "ZeRO-3 8", "mesh": "8x1", "zero": 3},
+    {"name": "TP 8", "mesh": "1x8"},
+    {"name": "TP 8 + SP", "mesh": "1x8", "sp": True},
+    {"name": "DP 2 x TP 4", "mesh": "2x4"},
+]
+
+
+def main(argv):
+    if not argv:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    shardc = argv[0]
+    work = os.path.join("/tmp", "comm_bytes.%d" % os.getpid())
+    os.makedirs(work, exist_ok=True)
+    psi = params(DEFINES)
+    rows = []
+    for v in VARIANTS:
+        got, kinds, local = report(shardc, v, work)
+        want = closed_form(v, psi, local)
+        rows.append((v["name"], got, want, kinds))
+    lines = ["| strategy | shardc (bytes) | closed form (bytes) | shardc - closed form | ratio "
+             "| collectives (kind/phase count) |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for name, got, want, kinds in rows:
+        ks = ", ".join("%s %d" % (k, n) for k, n in sorted(kinds.items()))
+        lines.append("| %s | %d | %.0f | %+.0f | %.4f | %s |" % (name, got, want, got - want,
+                                                                 got / want, ks))
+    text = "\n".join(lines) + "\n"
+    if len(argv) > 1:
+        with open(argv[1], "w") as f:
+            f.write(text)
+    sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
