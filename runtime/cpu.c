@@ -20,22 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-int rt_cpu_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 static void *scratch(size_t bytes, const char *op, char *err, size_t errlen)
 {
     void *p = malloc(bytes ? bytes : 1);
     if (!p)
-        rt_cpu_fail(err, errlen, "out of memory: %s needs %zu bytes of scratch", op, bytes);
+        su_errf(err, errlen, "out of memory: %s needs %zu bytes of scratch", op, bytes);
     return p;
 }
 
@@ -392,7 +381,7 @@ static int k_binary(const rt_instr *in, const void *const *x, void *y, char *err
     int op = in->op, i32 = in->out_t.dtype == RT_I32;
     const char *name = rt_ops[op].name;
     if (i32 && (op == RT_OP_POW || op == RT_OP_GELU_GRAD || op == RT_OP_SILU_GRAD))
-        return rt_cpu_fail(err, errlen, "%s of i32 is not supported", name);
+        return su_errf(err, errlen, "%s of i32 is not supported", name);
     bplan p;
     bplan_make(&in->in_t[0], &in->in_t[1], &in->out_t, &p);
     int r = p.r;
@@ -404,7 +393,7 @@ static int k_binary(const rt_instr *in, const void *const *x, void *y, char *err
             int bad = bin_row_i32(op, (int32_t *)y + row * n, (const int32_t *)x[0] + oa,
                                   p.s[0][r - 1], (const int32_t *)x[1] + ob, p.s[1][r - 1], n);
             if (bad >= 0)
-                return rt_cpu_fail(err, errlen, "%s: i32 division by zero at result index %lld", name,
+                return su_errf(err, errlen, "%s: i32 division by zero at result index %lld", name,
                             (long long)(row * n + bad));
         } else {
             bin_row_f32(op, (float *)y + row * n, (const float *)x[0] + oa, p.s[0][r - 1],
@@ -439,7 +428,7 @@ static int k_unary(const rt_instr *in, const void *x, void *y, char *err, size_t
             else if (in->op == RT_OP_RELU && v < 0)
                 v = 0;
             else if (in->op != RT_OP_ABS && in->op != RT_OP_RELU)
-                return rt_cpu_fail(err, errlen, "%s of i32 is not supported", rt_ops[in->op].name);
+                return su_errf(err, errlen, "%s of i32 is not supported", rt_ops[in->op].name);
             o[i] = v;
         }
         return 0;
@@ -518,7 +507,7 @@ static int k_reduce(const rt_instr *in, const void *x, void *y, char *err, size_
         return 0;
     }
     if (i32 && in->op == RT_OP_MEAN)
-        return rt_cpu_fail(err, errlen, "mean of i32 is not supported");
+        return su_errf(err, errlen, "mean of i32 is not supported");
     double *acc = scratch((size_t)inner * sizeof *acc, rt_ops[in->op].name, err, errlen);
     int64_t *iacc = (int64_t *)acc; /* same size as double */
     if (!acc)
@@ -627,7 +616,7 @@ static int label_error(const rt_instr *in, int32_t lab, int64_t r, int64_t c, ch
                        size_t errlen)
 {
     const char *op = in->op == RT_OP_CHECK_LABELS ? "cross_entropy" : rt_ops[in->op].name;
-    return rt_cpu_fail(err, errlen,
+    return su_errf(err, errlen,
                        "%s label %d at index %lld is outside the %lld classes (0..%lld)", op,
                        (int)lab, (long long)r, (long long)c, (long long)c - 1);
 }
@@ -772,7 +761,7 @@ static int id_error(const rt_instr *in, int32_t id, int64_t i, int64_t v, char *
                     size_t errlen)
 {
     const char *op = in->op == RT_OP_CHECK_IDS ? "embedding" : rt_ops[in->op].name;
-    return rt_cpu_fail(err, errlen, "%s id %d at index %lld is outside the table's %lld rows",
+    return su_errf(err, errlen, "%s id %d at index %lld is outside the table's %lld rows",
                        op, (int)id, (long long)i, (long long)v);
 }
 
@@ -849,19 +838,19 @@ static int k_slice(const rt_cpu_ctx *ctx, const rt_instr *in, const void *src, v
 {
     const rt_type *t = &in->in_t[0];
     if (!ctx)
-        return rt_cpu_fail(err, errlen, "slice needs the rank's mesh coordinates (no context)");
+        return su_errf(err, errlen, "slice needs the rank's mesh coordinates (no context)");
     int64_t blk = 0;
     for (int i = 0; i < in->naxes; i++) {
         int ax = in->axes[i];
         if (ax >= ctx->naxes)
-            return rt_cpu_fail(err, errlen, "slice over mesh axis %d, but the mesh has %d axes", ax,
+            return su_errf(err, errlen, "slice over mesh axis %d, but the mesh has %d axes", ax,
                         ctx->naxes);
         blk = blk * ctx->axis_size[ax] + ctx->coord[ax];
     }
     int64_t outer, dn, inner, n = in->out_t.dim[in->dim];
     axis_view(t, in->dim, &outer, &dn, &inner);
     if ((blk + 1) * n > dn)
-        return rt_cpu_fail(err, errlen,
+        return su_errf(err, errlen,
                     "slice block %lld of size %lld is outside dimension %lld (size %lld)",
                     (long long)blk, (long long)n, (long long)in->dim, (long long)dn);
     size_t es = (size_t)rt_dtype_size(t->dtype), run = (size_t)(n * inner) * es;
@@ -1084,7 +1073,7 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
     case RT_OP_CHECK_LABELS:
         return k_check(in, x[0], y, err, errlen);
     default:
-        return rt_cpu_fail(err, errlen, "%s is not a compute instruction", rt_ops[in->op].name);
+        return su_errf(err, errlen, "%s is not a compute instruction", rt_ops[in->op].name);
     }
 }
 
@@ -1130,9 +1119,9 @@ int rt_cpu_run(const rt_cpu_ctx *ctx, const rt_instr *in, void *const *bufs, cha
                size_t errlen)
 {
     if (in->op >= RT_NOPS)
-        return rt_cpu_fail(err, errlen, "opcode %d is not a compute instruction", (int)in->op);
+        return su_errf(err, errlen, "opcode %d is not a compute instruction", (int)in->op);
     if (rt_ops[in->op].cls != RT_K_COMPUTE)
-        return rt_cpu_fail(err, errlen, "%s is not a compute instruction", rt_ops[in->op].name);
+        return su_errf(err, errlen, "%s is not a compute instruction", rt_ops[in->op].name);
     const void *x[RT_MAX_IN] = {0};
     int nin = in->nin, half = is_half(in->out_t.dtype);
     for (int i = 0; i < nin; i++) {

@@ -106,7 +106,7 @@ int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, char *err,
         batches = 1;
     }
     if (!fits_int(m) || !fits_int(g.n) || !fits_int(g.k))
-        return rt_cpu_fail(err, errlen, "matmul of [%lld, %lld] @ [%lld, %lld] is too large for BLAS",
+        return su_errf(err, errlen, "matmul of [%lld, %lld] @ [%lld, %lld] is too large for BLAS",
                     (long long)m, (long long)g.k, (long long)g.k, (long long)g.n);
     int64_t sza = g.m * g.k, szb = g.k * g.n, szo = g.m * g.n;
     for (int64_t t = 0; t < batches; t++) {
@@ -172,7 +172,7 @@ int rt_cpu_attn_probs_(const rt_instr *in, const void *const *x, void *y, char *
     int64_t heads = rt_type_numel(tq) / (s * d);
     const int32_t *pos = in->nin > 2 ? x[2] : NULL;
     if (!fits_int(s) || !fits_int(t) || !fits_int(d))
-        return rt_cpu_fail(err, errlen, "attn_probs with S = %lld, T = %lld is too large for BLAS",
+        return su_errf(err, errlen, "attn_probs with S = %lld, T = %lld is too large for BLAS",
                            (long long)s, (long long)t);
     for (int64_t h = 0; h < heads; h++)
         attn_scores((const float *)x[0] + h * s * d, (const float *)x[1] + h * t * d,
@@ -191,12 +191,12 @@ int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, char *e
     int64_t dv = tv->dim[r - 1], heads = rt_type_numel(tq) / (s * d);
     const int32_t *pos = in->nin > 3 ? x[3] : NULL;
     if (!fits_int(s) || !fits_int(t) || !fits_int(d) || !fits_int(dv))
-        return rt_cpu_fail(err, errlen, "attention with S = %lld, T = %lld is too large for BLAS",
+        return su_errf(err, errlen, "attention with S = %lld, T = %lld is too large for BLAS",
                     (long long)s, (long long)t);
     size_t bytes = (size_t)(s * t) * sizeof(float);
     float *p = malloc(bytes);
     if (!p)
-        return rt_cpu_fail(err, errlen, "out of memory: attention needs %zu bytes of scratch", bytes);
+        return su_errf(err, errlen, "out of memory: attention needs %zu bytes of scratch", bytes);
     for (int64_t h = 0; h < heads; h++) {
         const float *q = (const float *)x[0] + h * s * d, *k = (const float *)x[1] + h * t * d;
         const float *v = (const float *)x[2] + h * t * dv;
