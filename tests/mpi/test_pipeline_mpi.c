@@ -9,6 +9,7 @@
  * count. Every rank prints its failures; rank 0 prints the totals, and
  * every rank exits nonzero if any rank failed. */
 #include "tests/unit/check.h"
+#include "tests/unit/ckpt_util.h"
 #include "tests/unit/pipeline_plans.h"
 #include "runtime/session.h"
 #include "runtime/tensors.h"
@@ -192,16 +193,8 @@ static void test_checkpoint(const char *dir)
         rt_session_free(s);
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    if (my_rank == 0) {
-        char path[256];
-        for (int q = 0; q < 4; q++) {
-            snprintf(path, sizeof path, "%s/rank-%05d.safetensors", dir, q);
-            remove(path);
-        }
-        snprintf(path, sizeof path, "%s/index.json", dir);
-        remove(path);
-        CHECK(rmdir(dir) == 0);
-    }
+    if (my_rank == 0) /* the step folders and the pointer, then dir */
+        CHECK(ckpt_remove_tree(dir) == 0);
     free(t);
 }
 
