@@ -44,6 +44,7 @@ shardc_status shardc_session_new(const shardc_plan *plan, const shardc_session_c
     if (o.comm == RT_COMM_NCCL && (st = shardc_comm_check(cfg->comm, error)) != SHARDC_OK)
         return st;
     o.params_path = cfg->params_file;
+    o.init_missing = cfg->init_missing != 0;
     o.inputs_path = cfg->inputs_file;
     o.seed = cfg->seed;
     o.timeout_ms = cfg->timeout_ms;
@@ -53,7 +54,7 @@ shardc_status shardc_session_new(const shardc_plan *plan, const shardc_session_c
         return api_fail(error, SHARDC_ERR_USAGE, "checkpoint_keep %d: expected 1 or more (0: 2)",
                         cfg->checkpoint_keep);
     o.ckpt_keep = cfg->checkpoint_keep;
-    char err[1024];
+    char err[4096]; /* the files' mismatches list names */
     if (o.graph && rt_session_graph_check(&o, err, sizeof err) != 0)
         return api_fail(error, SHARDC_ERR_USAGE, "%s", err);
     shardc_session *s = calloc(1, sizeof *s);
@@ -99,10 +100,19 @@ shardc_status shardc_session_write_trace(shardc_session *s, const char *path, ch
     return SHARDC_OK;
 }
 
+shardc_status shardc_session_check_params(const shardc_session *s, char **error)
+{
+    api_clear(error);
+    char err[4096];
+    if (rt_session_check_params(s->s, err, sizeof err) != 0)
+        return api_fail(error, SHARDC_ERR_INPUT, "%s", err);
+    return SHARDC_OK;
+}
+
 shardc_status shardc_session_run(shardc_session *s, char **error)
 {
     api_clear(error);
-    char err[2048];
+    char err[4096];
     if (rt_session_run(s->s, err, sizeof err) != 0)
         return api_fail(error, SHARDC_ERR_INPUT, "%s", err);
     return SHARDC_OK;

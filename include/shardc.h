@@ -194,7 +194,9 @@ typedef struct shardc_session_config {
                                   * the plan's collectives by NCCL on the
                                   * GPU (backend "cuda" only; MPI initialised
                                   * with MPI_THREAD_SERIALIZED or more) */
-    const char *params_file;     /* safetensors, or NULL */
+    const char *params_file;     /* safetensors, or NULL (every param made
+                                  * by its init from the seed); see
+                                  * shardc_session_new */
     const char *inputs_file;     /* safetensors, or NULL */
     unsigned long long seed;     /* for params (and inputs) made by their init */
     int timeout_ms;              /* per collective wait (local), per op in
@@ -208,13 +210,30 @@ typedef struct shardc_session_config {
                                   * captured at the second run */
     int checkpoint_keep;         /* checkpoints shardc_session_save_checkpoint
                                   * keeps in its folder, the newest; 0: 2 */
+    int init_missing;            /* nonzero: a param missing from
+                                  * params_file is made by its init from the
+                                  * seed (listed by shardc_session_generated)
+                                  * instead of an error; as `shardrun
+                                  * --init-missing` */
 } shardc_session_config;
 
-/* Opens a session on a plan, which must outlive it. Params and states
- * missing from the params file (or with no file) are made by their init
- * from the seed, the same full tensor on any mesh; inputs likewise when no
- * inputs file is given (floats normal(1), ids uniform over [0, N) for the
- * N table rows or logit classes they index, zeros when they index none). */
+/* Opens a session on a plan, which must outlive it. Without a params file
+ * every param and state is made by its init from the seed, the same full
+ * tensor on any mesh; inputs likewise when no inputs file is given (floats
+ * normal(1), ids uniform over [0, N) for the N table rows or logit classes
+ * they index, zeros when they index none).
+ *
+ * A params file must fit the plan, nothing lost and nothing made up:
+ * SHARDC_ERR_INPUT here when it holds a tensor that is no param or state of
+ * the plan (a typo in a weight name, another model's file; the message
+ * lists them, each with the plan's nearest name where one is close, and
+ * the params the file lacks), or when the inputs file holds a param or a
+ * state (it would be ignored there; one file given as both is fine). A
+ * param missing from the params file, and neither bound nor resumed, is an
+ * error at the run (shardc_session_check_params) that lists them, unless
+ * cfg->init_missing, which makes them by their init from the seed (a file
+ * holding none of the plan's params stays an error). Optimizer states may
+ * be missing: they start from their init (a master copy from its param). */
 SHARDC_API shardc_status shardc_session_new(const shardc_plan *plan,
                                             const shardc_session_config *cfg,
                                             shardc_session **out, char **error);
@@ -245,6 +264,15 @@ SHARDC_API void shardc_session_free(shardc_session *s);
  * bound values. */
 SHARDC_API shardc_status shardc_session_bind(shardc_session *s, const char *name,
                                              const void *data, size_t bytes, char **error);
+
+/* Whether the next run finds every param: each in the params file, bound,
+ * or resumed from a checkpoint (or made by its init: without a params file,
+ * or with cfg->init_missing). SHARDC_ERR_INPUT with "FILE: the params file
+ * lacks N params of the plan: 'a', 'b'" (the first 8, then how many more)
+ * otherwise. shardc_session_run checks it first, before anything runs, and
+ * its failure leaves the session usable: bind the missing params and run.
+ * Under `mpi` every rank reaches the same answer. */
+SHARDC_API shardc_status shardc_session_check_params(const shardc_session *s, char **error);
 
 /* Runs one step on every rank this process holds: the forward pass, and
  * for a plan compiled for training also the backward pass and the

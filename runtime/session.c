@@ -25,6 +25,7 @@
 #include "comm_nccl.h"
 #include "cpu.h"
 #include "cuda.h"
+#include "match.h"
 #include "tensors.h"
 #include "trace.h"
 
@@ -855,6 +856,8 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err
         goto bad;
     if (o->inputs_path && rt_st_open(o->inputs_path, &s->inputs, err, errlen) != 0)
         goto bad;
+    if (rt_match_files(p, s->first, s->params, s->inputs, err, errlen) != 0)
+        goto bad;
     rt_mesh_desc mesh;
     memset(&mesh, 0, sizeof mesh);
     mesh.naxes = p->naxes;
@@ -1010,6 +1013,20 @@ static int note_generated(rt_session *s, char *err, size_t errlen)
     return 0;
 }
 
+int rt_session_check_params(const rt_session *s, char *err, size_t errlen)
+{
+    if (!s->params || s->ckpt) /* the checkpoint holds every param */
+        return 0;
+    bool *bound = calloc((size_t)s->p->nio + 1, sizeof *bound);
+    if (!bound)
+        return su_errf(err, errlen, "out of memory");
+    for (int i = 0; i < s->p->nio; i++)
+        bound[i] = find_binding(s, s->p->io[i].name) != NULL;
+    int rc = rt_match_missing(s->p, s->first, s->params, bound, s->o.init_missing, err, errlen);
+    free(bound);
+    return rc;
+}
+
 /* Every rank a thread of this process, then the outputs. */
 static int run_local(rt_session *s, char *err, size_t errlen)
 {
@@ -1042,7 +1059,7 @@ int rt_session_run(rt_session *s, char *err, size_t errlen)
     if (s->failed)
         return su_errf(err, errlen, "an earlier run failed: the session can only be freed");
     s->has_err = false;
-    if (note_generated(s, err, errlen) != 0)
+    if (rt_session_check_params(s, err, errlen) != 0 || note_generated(s, err, errlen) != 0)
         return -1;
     if (s->o.comm == RT_COMM_LOCAL) {
         if (s->o.trace && !s->origin_set) { /* the rank threads share one clock */

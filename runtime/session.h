@@ -25,7 +25,13 @@
  *      when no inputs file is given) by its init in the plan (floats
  *      normal(1), ids uniform over [0, N) for the N table rows or logit
  *      classes they index, else zeros: the compiler sets it). With an
- *      inputs file, an input missing from it is an error.
+ *      inputs file, an input missing from it is an error; with a params
+ *      file, so is a param missing from it (not bound, not resumed)
+ *      unless opts.init_missing, while a state may be (optimizer states
+ *      start from their init, a master from its param).
+ * The files are matched against the plan (runtime/match.h): a tensor of
+ * the params file that is no param or state of the plan, or a param or
+ * state in the inputs file, is an error at rt_session_new.
  * Params and states are loaded at the first run and kept; binding a param
  * or a state again reloads them all at the next run. A training step's plan
  * names, per param and state, the buffer holding its new value: after each
@@ -48,6 +54,8 @@ typedef struct rt_session_opts {
     rt_comm_kind comm;
     rt_backend_kind backend;
     const char *params_path;     /* NULL: none */
+    bool init_missing;           /* params missing from the params file are
+                                  * made by their init, not an error */
     const char *inputs_path;     /* NULL: none */
     uint64_t seed;
     int timeout_ms;              /* per collective, send or recv wait (local;
@@ -88,6 +96,13 @@ int rt_session_bind(rt_session *s, const char *name, const void *data, size_t by
  * the table's 1024 rows"); under MPI the caller should then call
  * rt_session_abort so the other processes stop. */
 int rt_session_run(rt_session *s, char *err, size_t errlen);
+
+/* Whether the next run finds every param (match.h: rt_match_missing): in
+ * the params file, bound, or resumed from a checkpoint, or made by its
+ * init with opts.init_missing or without a params file. rt_session_run
+ * checks it first; its failure leaves the session usable (bind the
+ * missing ones, and run). */
+int rt_session_check_params(const rt_session *s, char *err, size_t errlen);
 
 /* With opts.trace: writes the timeline of every run so far, every rank's
  * (runtime/trace.h), to path. Under MPI every process must call it (the

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void su_die_unreachable(const char *file, int line)
 {
@@ -362,6 +363,8 @@ const char *su_nearest(const char *name, const char *const *cand, int n)
     for (int i = 0; i < n; i++) {
         if (!cand[i])
             continue;
+        if (!strcasecmp(name, cand[i]) && strcmp(name, cand[i]))
+            return cand[i]; /* only the case differs: nearest of all */
         size_t lc = strlen(cand[i]), longer = ln > lc ? ln : lc, shorter = ln < lc ? ln : lc;
         int limit = (int)((longer + 3) / 4);
         if (shorter <= (size_t)limit)

@@ -167,8 +167,9 @@ int su_edit_distance(const char *a, const char *b, int limit);
 /* Of the n names in cand (NULLs skipped), the nearest to name when it is
  * close enough to be a slip of the keyboard: at most a quarter of the longer
  * length in edits, rounded up, and fewer edits than the shorter has bytes
- * ("w1" gives "w_1" or "w2", never "x" for "y"); the first of equals.
- * NULL when none is. */
+ * ("w1" gives "w_1" or "w2", never "x" for "y"); the first of equals. A
+ * name that differs from name only in case is nearest of all ("W" gives
+ * "w"). NULL when none is. */
 const char *su_nearest(const char *name, const char *const *cand, int n);
 
 #endif

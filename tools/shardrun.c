@@ -52,8 +52,14 @@ static const char usage[] =
     "                       process alone is a world of one), the collectives\n"
     "                       by NCCL on the GPU (libnccl.so.2, loaded at run time)\n"
     "  --ranks N            check that the plan has N ranks (local)\n"
-    "  --params FILE        weights, safetensors; params it lacks are made by\n"
-    "                       their init from the seed\n"
+    "  --params FILE        weights, safetensors (without it, every param is made\n"
+    "                       by its init from the seed). It must fit the plan: a\n"
+    "                       tensor that is no param or state of the plan, or a\n"
+    "                       param it lacks, is an error naming them (optimizer\n"
+    "                       states it lacks start from their init)\n"
+    "  --init-missing       with --params: make the params it lacks by their\n"
+    "                       init from the seed (listed in the 'made from seed'\n"
+    "                       line) instead of an error\n"
     "  --inputs FILE        inputs, safetensors (without it, inputs are made\n"
     "                       from the seed); an input given as [N, its dims]\n"
     "                       holds N batches, one per step: step k reads batch k\n"
@@ -114,7 +120,7 @@ typedef struct args {
     const char *trace;           /* --trace FILE */
     long long ranks, steps, timeout_ms, save_every, keep;
     unsigned long long seed;
-    bool report, quiet, graph;
+    bool report, quiet, graph, init_missing;
 } args;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -219,6 +225,8 @@ static int parse_args(int argc, char **argv, args *a)
             a->quiet = true;
         } else if (!strcmp(argv[i], "--graph")) {
             a->graph = true;
+        } else if (!strcmp(argv[i], "--init-missing")) {
+            a->init_missing = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return usage_error("unknown option '%s'", argv[i]);
         } else if (a->plan) {
@@ -233,6 +241,11 @@ static int parse_args(int argc, char **argv, args *a)
      * read for nothing, which is more likely a mistake than meant */
     if (a->resume && a->params)
         return usage_error("%s", "--resume and --params both give the params: use one");
+    if (a->init_missing && !a->params)
+        return usage_error("%s", a->resume ? "--init-missing needs --params (a checkpoint to "
+                                             "resume from holds every param)"
+                                           : "--init-missing needs --params (without it, "
+                                             "every param is made from the seed)");
     if (a->save_every && !a->save)
         return usage_error("%s", "--save-every needs --save DIR");
     if (a->keep && !a->save)
@@ -430,6 +443,15 @@ static outcome prepare(const args *a, shardc_session *s, long long steps, int ra
         printf("resumed from %s at step %lld\n", from, *start);
     if ((st = shardc_session_check_steps(s, steps, &err)) != SHARDC_OK)
         return failed(st, err, rank == 0 || !mpi, true);
+    /* every rank finds the same params missing: rank 0 speaks */
+    if ((st = shardc_session_check_params(s, &err)) != SHARDC_OK) {
+        bool say = rank == 0 || !mpi;
+        outcome o = failed(st, err, say, true);
+        if (say && !a->init_missing)
+            fprintf(stderr, "shardrun: --init-missing makes the params missing from --params by "
+                            "their init from the seed\n");
+        return o;
+    }
     return (outcome){0, true};
 }
 
@@ -499,6 +521,7 @@ static int run(const args *a, int rank, bool mpi)
         printf("%s\n", shardc_plan_report(plan));
     shardc_session_config cfg = {
         .backend = a->backend, .comm = a->comm, .params_file = a->params,
+        .init_missing = a->init_missing,
         .inputs_file = a->inputs, .seed = a->seed, .timeout_ms = (int)a->timeout_ms,
         .trace = a->trace != NULL, .graph = a->graph, .checkpoint_keep = (int)a->keep,
     };

@@ -9,7 +9,8 @@
  * them back to go on; checked against the same steps in double, tolerance
  * 1e-6 (a few f32 operations on values of order 1). Then sharded
  * checkpoints saved on one mesh and resumed on others, and inputs with a
- * batch per step, against the same reference. */
+ * batch per step, against the same reference. Last, params files that do
+ * not fit the plan (a typo, a missing param, none at all). */
 #include "check.h"
 #include "ckpt_util.h"
 #include "shardc.h"
@@ -967,6 +968,126 @@ out:
     shardc_options_free(opt);
 }
 
+/* ---- strict params files ---- */
+
+/* A safetensors file at path holding n of the model's tensors of data d,
+ * under the names given ("w1", "w_2", "x"; each of w1's, w2's or x's
+ * shape by the name's last character). */
+static void write_model_file(const char *path, const data *d, int n, const char *const *names)
+{
+    rt_type types[4];
+    const void *ptrs[4];
+    for (int i = 0; i < n; i++) {
+        char last = names[i][strlen(names[i]) - 1];
+        types[i] = (rt_type){.dtype = RT_F32, .rank = 2};
+        types[i].dim[0] = last == '1' ? D : last == '2' ? H : B;
+        types[i].dim[1] = last == '1' ? H : D;
+        ptrs[i] = last == '1' ? (const void *)d->w1 : last == '2' ? (const void *)d->w2 : d->x;
+    }
+    char err[1024];
+    CHECK(rt_st_write(path, n, names, types, ptrs, err, sizeof err) == 0);
+}
+
+/* A session on the params file at path with init_missing; NULL and the
+ * message in *err when shardc_session_new fails. */
+static shardc_session *strict_session(const shardc_plan *plan, const char *path,
+                                      const char *inputs, int init_missing, char **err)
+{
+    shardc_session_config cfg = {.comm = "local", .params_file = path, .inputs_file = inputs,
+                                 .init_missing = init_missing};
+    shardc_session *s = NULL;
+    shardc_free(*err);
+    *err = NULL;
+    return shardc_session_new(plan, &cfg, &s, err) == SHARDC_OK ? s : NULL;
+}
+
+/* A params file must fit the plan: an unknown tensor is an error at
+ * shardc_session_new naming the nearest param, a missing param one at the
+ * run (the session still usable: binding it makes the run go), unless
+ * init_missing makes it from the seed; a file with no param at all stays
+ * an error; a param in the inputs file is one too. */
+static void test_strict_params(void)
+{
+    static data d;
+    make_data(&d, 2);
+    char *err = NULL, path[96], inputs[96];
+    snprintf(path, sizeof path, "/tmp/test_session_%ld_strict.safetensors", (long)getpid());
+    snprintf(inputs, sizeof inputs, "/tmp/test_session_%ld_strict_in.safetensors",
+             (long)getpid());
+    shardc_options *opt = shardc_options_new();
+    shardc_program *prog = NULL;
+    shardc_plan *plan = NULL;
+    CHECK(shardc_options_set_mesh(opt, "2x2", &err) == SHARDC_OK);
+    CHECK(shardc_compile_string(opt, "m.sh", model, sizeof model - 1, &prog, &err) == SHARDC_OK);
+    CHECK(prog && shardc_program_plan(prog, &plan, &err) == SHARDC_OK);
+    if (!plan)
+        return;
+
+    const char *typo[] = {"w1", "w_2"};
+    write_model_file(path, &d, 2, typo);
+    CHECK(strict_session(plan, path, NULL, 1, &err) == NULL);
+    CHECK(err && strstr(err, ": the params file has 1 tensor that is no param or state of the "
+                             "plan: 'w_2' (did you mean 'w2'?); and lacks 1 param of the plan: "
+                             "'w2'"));
+
+    const char *only_w1[] = {"w1"};
+    write_model_file(path, &d, 1, only_w1);
+    shardc_session *s = strict_session(plan, path, NULL, 0, &err);
+    CHECK(s != NULL);
+    if (s) {
+        CHECK(shardc_session_bind(s, "x", d.x, sizeof d.x, &err) == SHARDC_OK);
+        CHECK(shardc_session_check_params(s, &err) == SHARDC_ERR_INPUT);
+        CHECK(err && strstr(err, ": the params file lacks 1 param of the plan: 'w2'"));
+        shardc_free(err);
+        err = NULL;
+        CHECK(shardc_session_run(s, &err) == SHARDC_ERR_INPUT);
+        CHECK(err && strstr(err, "lacks 1 param of the plan: 'w2'"));
+        shardc_free(err);
+        err = NULL;
+        /* still usable: w2 bound, the run reads w1 from the file */
+        CHECK(shardc_session_bind(s, "w2", d.w2, sizeof d.w2, &err) == SHARDC_OK);
+        CHECK(shardc_session_check_params(s, &err) == SHARDC_OK);
+        CHECK(shardc_session_run(s, &err) == SHARDC_OK);
+        const void *y = NULL;
+        CHECK(shardc_session_output(s, "y", &y, NULL, &err) == SHARDC_OK);
+        CHECK_INT(y ? close_to(y, d.y, B * D) : -1, 0);
+        CHECK_STR(shardc_session_generated(s), "");
+        shardc_session_free(s);
+    }
+    /* init_missing: w2 made by its init, and said so */
+    s = strict_session(plan, path, NULL, 1, &err);
+    CHECK(s && shardc_session_bind(s, "x", d.x, sizeof d.x, &err) == SHARDC_OK);
+    CHECK(s && shardc_session_run(s, &err) == SHARDC_OK);
+    CHECK_STR(s ? shardc_session_generated(s) : "", "w2");
+    shardc_session_free(s);
+
+    /* a file without params: an error even with init_missing */
+    write_model_file(path, &d, 0, NULL);
+    s = strict_session(plan, path, NULL, 1, &err);
+    CHECK(s && shardc_session_run(s, &err) == SHARDC_ERR_INPUT);
+    CHECK(err && strstr(err, ": the params file has none of the plan's 2 params (it is empty)"));
+    shardc_session_free(s);
+
+    /* a param in the inputs file is an error; one file given as both holds both */
+    const char *all[] = {"w1", "w2", "x"};
+    write_model_file(inputs, &d, 3, all);
+    write_model_file(path, &d, 2, all);
+    CHECK(strict_session(plan, path, inputs, 0, &err) == NULL);
+    CHECK(err && strstr(err, ": the inputs file has 2 tensors that are a param or state of the "
+                             "plan, which the params file gives, not the inputs file: 'w1', "
+                             "'w2'"));
+    s = strict_session(plan, inputs, inputs, 0, &err);
+    CHECK(s && shardc_session_run(s, &err) == SHARDC_OK);
+    CHECK_STR(s ? shardc_session_generated(s) : "", "");
+    shardc_session_free(s);
+    shardc_free(err);
+    shardc_plan_free(plan);
+    shardc_program_free(prog);
+    shardc_options_free(opt);
+    remove(path);
+    remove(inputs);
+}
+
 int main(void)
 {
     test_meshes();
@@ -982,5 +1103,6 @@ int main(void)
     test_output_names("1x1");
     test_output_names("2x2");
     test_output_names("4x1");
+    test_strict_params();
     return CHECK_DONE();
 }

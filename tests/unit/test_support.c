@@ -281,6 +281,9 @@ static void test_nearest(void)
     const char *one[] = {"y"};
     CHECK(su_nearest("x", one, 1) == NULL); /* every byte differs */
     CHECK(su_nearest("", one, 1) == NULL);
+    CHECK_STR(su_nearest("Y", one, 1), "y"); /* only the case differs */
+    const char *cased[] = {"w2", "W1"};
+    CHECK_STR(su_nearest("w1", cased, 2), "W1");
 }
 
 int main(void)

@@ -10,7 +10,7 @@
 # RUN: python3 %S/../../tools/make_st.py %t.dtype ids=F32[4,3]:0
 # RUN: %expect 1 %shardrun %t.plan --inputs %t.dtype 2>&1 | FileCheck %s --check-prefix=DTYPE
 # DTYPE: shardrun: error: rank {{[01]}}: instruction 0 (input): {{.*}}tensor 'ids': dtype F32 in the file, i32 expected
-# RUN: python3 %S/../../tools/make_st.py %t.w ids=I32[4,3]:0 t=F32[8,3]:1
+# RUN: python3 %S/../../tools/make_st.py %t.w t=F32[8,3]:1 w=F32[2,2]:1
 # RUN: %expect 1 %shardrun %t.plan --params %t.w 2>&1 | FileCheck %s --check-prefix=PARAM
 # PARAM: shardrun: error: rank {{[01]}}: instruction 1 (param): {{.*}}tensor 't': shape [8, 3] in the file, [8, 2] expected
 # RUN: printf 'not a safetensors file' > %t.junk

@@ -1,7 +1,7 @@
 # Outputs gathered to full shape: the same file from 1 rank and from 2,
 # and the values are the table's rows picked by the ids, times ones.
 # RUN: python3 %S/../../tools/make_st.py %t.in ids=I32[4,3]:0,1,2,3,4,5,6,7,1,2,3,4
-# RUN: python3 %S/../../tools/make_st.py %t.w t=F32[8,2]:0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+# RUN: python3 %S/../../tools/make_st.py %t.w t=F32[8,2]:0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15 w=F32[2,2]:1
 # RUN: %shardc %S/embed.model --mesh 1 -o %t.1.plan
 # RUN: %shardc %S/embed.model --mesh 2 -o %t.2.plan
 # RUN: %shardrun %t.1.plan --quiet --inputs %t.in --params %t.w --outputs %t.1.out
