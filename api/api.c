@@ -213,9 +213,9 @@ static ir_module *compile_ir(const shardc_options *opt, const su_src *src, su_di
     for (int i = 0; same && i < m->mesh.naxes; i++)
         same = opt->fe.mesh[i] == m->mesh.size[i];
     if (!same) {
+        ir_module_free(m); /* first: the message may fail to allocate */
         su_error_at(diag, src, (su_loc){0, 0}, "--mesh differs from the mesh of this IR file, "
                     "which is fixed");
-        ir_module_free(m);
         return NULL;
     }
     return m;
@@ -243,109 +243,155 @@ static shardc_status finish(shardc_program *p, const shardc_options *opt, su_buf
 }
 
 /* A model that cannot be pipelined: the message at the place in src at
- * fault (LANGUAGE.md §11), as the frontend reports its errors. */
+ * fault (LANGUAGE.md §11), as the frontend reports its errors, through
+ * the compilation's diag (empty: the frontend succeeded). */
 static shardc_status pipeline_error(const su_src *src, su_loc at, const char *msg,
-                                    jmp_buf *oom, char **error)
+                                    su_diag *diag, char **error)
 {
-    su_diag d;
-    su_diag_init(&d, oom);
-    su_error_at(&d, src, at, "%s", msg);
+    su_error_at(diag, src, at, "%s", msg);
     if (error)
-        *error = su_buf_take(&d.msg);
-    su_diag_free(&d);
+        *error = su_buf_take(&diag->msg);
     return SHARDC_ERR_INPUT;
 }
 
+/* A compilation past the frontend: its program and messages. */
+typedef struct passes_run {
+    shardc_program *p;
+    const shardc_options *opt;
+    const su_src *src;
+    su_diag *diag;
+    char **error;
+    su_buf text;            /* the logical IR while it is printed */
+    su_buf err;             /* the passes' messages */
+    shardc_status st;
+} passes_run;
+
 /* The pipeline after the frontend (DESIGN.md §3), a straight list: keep
  * the logical text, differentiate, give seeded inputs their inits,
- * propagate shardings, partition, split into stages, verify the schedule. A failure past the frontend, other than a model
- * that cannot be pipelined, is a bug in shardc. */
-static shardc_status run_passes(shardc_program *p, const shardc_options *opt, const su_src *src,
-                                jmp_buf *oom, char **error)
+ * propagate shardings, partition, split into stages, verify the schedule.
+ * A failure past the frontend, other than a model that cannot be
+ * pipelined, is a bug in shardc. */
+static void passes(void *arg)
 {
-    su_buf b, err;
+    passes_run *r = arg;
+    shardc_program *p = r->p;
+    su_buf *err = &r->err;
     su_loc at = {0, 0};
-    su_buf_init(&b, oom);
-    su_buf_init(&err, oom);
-    ir_print(p->m, &b);
-    p->logical_ir = su_buf_take(&b);
+    ir_print(p->m, &r->text);
+    p->logical_ir = su_buf_take(&r->text);
     if (p->m->partitioned) { /* textual IR that is partitioned already */
-        shardc_status st = p->m->stage >= 0 ? SHARDC_ERR_INPUT : finish(p, opt, &err, &at);
-        if (st != SHARDC_OK)
-            st = api_fail(error, SHARDC_ERR_INPUT, "invalid partitioned IR: %s",
-                          err.s ? err.s : "a stage's program is not a whole partitioned module");
-        su_buf_free(&err);
-        return st;
+        r->st = p->m->stage >= 0 ? SHARDC_ERR_INPUT : finish(p, r->opt, err, &at);
+        if (r->st != SHARDC_OK)
+            r->st = api_fail(r->error, SHARDC_ERR_INPUT, "invalid partitioned IR: %s",
+                             err->s ? err->s : "a stage's program is not a whole partitioned "
+                                               "module");
+        return;
     }
-    if (!pass_autodiff(p->m, NULL, &err)) {
-        shardc_status st = api_fail(error, SHARDC_ERR_INPUT, "cannot train: %s", err.s);
-        su_buf_free(&err);
-        return st;
+    if (!pass_autodiff(p->m, NULL, err)) {
+        r->st = api_fail(r->error, SHARDC_ERR_INPUT, "cannot train: %s", err->s);
+        return;
     }
     const ir_module *logical = p->m;
-    bool ok = pass_input_init(p->m, &err) && pass_propagate(p->m, &p->ex, &err) &&
-              pass_partition(logical, &p->ex, &p->part, &p->why, &err) &&
-              ir_verify(p->part, &err);
+    bool ok = pass_input_init(p->m, err) && pass_propagate(p->m, &p->ex, err) &&
+              pass_partition(logical, &p->ex, &p->part, &p->why, err) &&
+              ir_verify(p->part, err);
     if (p->part)
         p->nwhy = p->part->next_id;
-    shardc_status st = ok ? finish(p, opt, &err, &at) : SHARDC_ERR_INTERNAL;
-    if (st == SHARDC_ERR_INPUT) {
-        st = pipeline_error(src, at, err.s, oom, error);
-        su_buf_free(&err);
-        return st;
-    }
-    if (st != SHARDC_OK) {
-        st = api_fail(error, SHARDC_ERR_INTERNAL, "internal error: %s",
-                      err.s ? err.s : "a pass failed");
-        su_buf_free(&err);
-        return st;
-    }
-    su_buf_free(&err);
-    return SHARDC_OK;
+    r->st = ok ? finish(p, r->opt, err, &at) : SHARDC_ERR_INTERNAL;
+    if (r->st == SHARDC_ERR_INPUT)
+        r->st = pipeline_error(r->src, at, err->s, r->diag, r->error);
+    else if (r->st != SHARDC_OK)
+        r->st = api_fail(r->error, SHARDC_ERR_INTERNAL, "internal error: %s",
+                         err->s ? err->s : "a pass failed");
 }
 
-/* Compiles into *out; the jmp_buf for allocation failures lives here, and
- * nothing this frame keeps in registers changes after setjmp. */
-static shardc_status compile(const shardc_options *opt, const su_src *src,
-                             shardc_program **out, char **error)
+/* Runs the passes on p; their messages are freed here after a failure
+ * too (p is the caller's). */
+static shardc_status run_passes(shardc_program *p, const shardc_options *opt, const su_src *src,
+                                su_diag *diag, jmp_buf *oom, char **error)
 {
+    passes_run r = {.p = p, .opt = opt, .src = src, .diag = diag, .error = error};
+    su_buf_init(&r.text, oom);
+    su_buf_init(&r.err, oom);
+    bool ok = su_guarded(oom, passes, &r);
+    su_buf_free(&r.text);
+    su_buf_free(&r.err);
+    if (!ok)
+        su_oom(oom);
+    return r.st;
+}
+
+/* After a compilation: nothing may jump to the compilation's jmp_buf any
+ * more, so a later call that allocated into p's modules instead of taking
+ * its own jmp_buf would abort, not jump into a frame that is gone. */
+static void detach(shardc_program *p)
+{
+    int n;
+    ir_module *const *st = stages(p, &n);
+    ir_module *mods[] = {p->m, p->part};
+    for (int i = 0; i < n + 2; i++) {
+        ir_module *m = i < n ? st[i] : mods[i - n];
+        if (m)
+            m->oom = m->arena.oom = NULL;
+    }
+    p->pipe.arena.oom = NULL;
+}
+
+/* A compilation: its jmp_buf for allocation failures, and what it made,
+ * freed by compile whichever way it ended. */
+typedef struct compile_run {
     jmp_buf oom;
+    const shardc_options *opt;
+    const su_src *src;
     su_diag diag;
-    su_diag_init(&diag, &oom);
-    if (setjmp(oom)) {
-        su_diag_free(&diag);
-        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
-    }
-    ir_module *m = ends_with(src->name, ".ir") ? compile_ir(opt, src, &diag, &oom)
-                                               : fe_compile(src, &opt->fe, &diag, &oom);
+    shardc_program *p;
+    char **error;
+    shardc_status st;
+} compile_run;
+
+static void compile_work(void *arg)
+{
+    compile_run *c = arg;
+    const shardc_options *opt = c->opt;
+    ir_module *m = ends_with(c->src->name, ".ir") ? compile_ir(opt, c->src, &c->diag, &c->oom)
+                                                  : fe_compile(c->src, &opt->fe, &c->diag, &c->oom);
     if (!m) {
-        shardc_status st = diag.internal ? SHARDC_ERR_INTERNAL : SHARDC_ERR_INPUT;
-        if (error)
-            *error = su_buf_take(&diag.msg);
-        su_diag_free(&diag);
-        return st;
+        c->st = c->diag.internal ? SHARDC_ERR_INTERNAL : SHARDC_ERR_INPUT;
+        if (c->error)
+            *c->error = su_buf_take(&c->diag.msg);
+        return;
     }
-    su_diag_free(&diag);
-    shardc_program *p = calloc(1, sizeof *p);
+    shardc_program *p = c->p = calloc(1, sizeof *p);
     if (!p) {
         ir_module_free(m);
-        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+        c->st = api_fail(c->error, SHARDC_ERR_NOMEM, "out of memory");
+        return;
     }
     p->m = m;
     p->narchs = opt->narchs;
     p->cache_dir = opt->cache_dir ? strdup(opt->cache_dir) : NULL;
-    if (opt->cache_dir && !p->cache_dir) {
-        shardc_program_free(p);
-        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
-    }
     p->hw = opt->hw;
     memcpy(p->arch, opt->arch, sizeof p->arch);
-    shardc_status st = run_passes(p, opt, src, &oom, error);
-    if (st != SHARDC_OK) {
-        shardc_program_free(p);
-        return st;
+    c->st = opt->cache_dir && !p->cache_dir
+                ? api_fail(c->error, SHARDC_ERR_NOMEM, "out of memory")
+                : run_passes(p, opt, c->src, &c->diag, &c->oom, c->error);
+}
+
+/* Compiles into *out. */
+static shardc_status compile(const shardc_options *opt, const su_src *src,
+                             shardc_program **out, char **error)
+{
+    compile_run c = {.opt = opt, .src = src, .error = error};
+    su_diag_init(&c.diag, &c.oom);
+    if (!su_catch(&c.oom, compile_work, &c))
+        c.st = api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    su_diag_free(&c.diag);
+    if (c.st != SHARDC_OK) {
+        shardc_program_free(c.p);
+        return c.st;
     }
-    *out = p;
+    detach(c.p);
+    *out = c.p;
     return SHARDC_OK;
 }
 
@@ -519,54 +565,74 @@ static bool has_kernels(const shardc_program *prog)
  * each stage's first rank only (a 4096-rank trace would not open). */
 #define TRACE_MAX_EVENTS 2000000
 
-/* Renders output k of shardc_program_emit; the jmp_buf for allocation
- * failures is here, and nothing in this frame changes after setjmp. */
-static shardc_status render(const shardc_program *prog, int k, char **text, size_t *len,
-                            char **error)
-{
+/* An output being rendered: what it holds, freed by render whichever
+ * way it ended. */
+typedef struct render_run {
     jmp_buf oom;
-    su_buf b;
-    su_buf_init(&b, &oom);
-    if (setjmp(oom)) {
-        su_buf_free(&b);
-        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
-    }
+    const shardc_program *prog;
+    int k;
+    su_buf b, err;
+    char *text;             /* the result (malloc'd) */
+    size_t len;
+    char **error;
+    shardc_status st;
+} render_run;
+
+static void render_work(void *arg)
+{
+    render_run *r = arg;
+    const shardc_program *prog = r->prog;
+    su_buf *b = &r->b;
     const ir_module *part = prog->part ? prog->part : prog->m;
     int n;
-    if (k == 7) {
+    if (r->k == 7) {
         ir_module *const *st = stages(prog, &n);
-        su_buf err;
-        su_buf_init(&err, &oom);
         double step;
-        if (!pass_timeline(st, n, prog->hw, TRACE_MAX_EVENTS, &b, &step, &err)) {
-            shardc_status r = api_fail(error, SHARDC_ERR_INTERNAL, "%s", err.s);
-            su_buf_free(&err);
-            su_buf_free(&b);
-            return r;
+        if (!pass_timeline(st, n, prog->hw, TRACE_MAX_EVENTS, b, &step, &r->err)) {
+            r->st = api_fail(r->error, SHARDC_ERR_INTERNAL, "%s", r->err.s);
+            return;
         }
-        su_buf_free(&err);
-    } else if (k == 6) {
+    } else if (r->k == 6) {
         ir_module *const *st = stages(prog, &n);
         for (int s = 0; s < n; s++) {
             if (n > 1)
-                su_buf_printf(&b, "%s// ---- stage %d of %d ----\n", s ? "\n" : "", s, n);
-            ir_print(st[s], &b);
+                su_buf_printf(b, "%s// ---- stage %d of %d ----\n", s ? "\n" : "", s, n);
+            ir_print(st[s], b);
         }
-    } else if (k == 5)
-        ir_print(prog->m, &b);
-    else if (k == 1)
-        ir_print(part, &b);
-    else if (k == 2 && prog->part)
-        explain(prog, &b);
-    else if (k == 2)
-        su_buf_puts(&b, "# the input is partitioned IR: there is nothing to explain\n");
+    } else if (r->k == 5)
+        ir_print(prog->m, b);
+    else if (r->k == 1)
+        ir_print(part, b);
+    else if (r->k == 2 && prog->part)
+        explain(prog, b);
+    else if (r->k == 2)
+        su_buf_puts(b, "# the input is partitioned IR: there is nothing to explain\n");
     else {
         ir_module *const *st = stages(prog, &n);
-        pass_report_on(st, n, &prog->pipe, prog->hw, has_kernels(prog), k == 4, &b);
+        pass_report_on(st, n, &prog->pipe, prog->hw, has_kernels(prog), r->k == 4, b);
+    }
+    r->len = b->len;
+    r->text = su_buf_take(b);
+}
+
+/* Renders output k of shardc_program_emit. */
+static shardc_status render(const shardc_program *prog, int k, char **text, size_t *len,
+                            char **error)
+{
+    render_run r = {.prog = prog, .k = k, .error = error};
+    su_buf_init(&r.b, &r.oom);
+    su_buf_init(&r.err, &r.oom);
+    if (!su_catch(&r.oom, render_work, &r))
+        r.st = api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    su_buf_free(&r.b);
+    su_buf_free(&r.err);
+    if (r.st != SHARDC_OK) {
+        free(r.text);
+        return r.st;
     }
     if (len)
-        *len = b.len;
-    *text = su_buf_take(&b);
+        *len = r.len;
+    *text = r.text;
     return SHARDC_OK;
 }
 
@@ -616,31 +682,55 @@ shardc_status shardc_program_emit_file(const shardc_program *prog, const char *w
 
 /* ---- plans (api_run.c holds the rest) ---- */
 
-/* The plan file of prog, with the JSON report in it; the jmp_buf for
- * allocation failures is here. */
-shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size_t *len,
-                               char **error)
-{
+/* A plan being written: what it holds, freed by api_program_plan
+ * whichever way it ended. */
+typedef struct plan_run {
     jmp_buf oom;
-    su_buf rep;
-    su_buf_init(&rep, &oom);
-    if (setjmp(oom)) {
-        su_buf_free(&rep);
-        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
-    }
+    const shardc_program *prog;
+    su_buf rep;             /* the JSON report */
+    uint8_t *bytes;         /* the result (malloc'd) */
+    size_t len;
+    char err[1024];
+    bool ok;
+} plan_run;
+
+static void plan_work(void *arg)
+{
+    plan_run *r = arg;
+    const shardc_program *prog = r->prog;
     int n;
     ir_module *const *st = stages(prog, &n);
-    pass_report_on(st, n, &prog->pipe, prog->hw, has_kernels(prog), true, &rep);
-    char err[1024];
+    pass_report_on(st, n, &prog->pipe, prog->hw, has_kernels(prog), true, &r->rep);
     cg_plan_options o;
     memset(&o, 0, sizeof o);
     o.kernels = has_kernels(prog);
     o.nvrtc.narchs = prog->narchs > 0 ? prog->narchs : 0;
     memcpy(o.nvrtc.arch, prog->arch, sizeof o.nvrtc.arch);
     o.nvrtc.cache_dir = prog->cache_dir;
-    bool ok = cg_plan_bytes(st, n, rep.s, &o, bytes, len, err, sizeof err);
-    su_buf_free(&rep);
-    if (!ok)
-        return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: writing the plan: %s", err);
+    r->ok = cg_plan_bytes(st, n, r->rep.s, &o, &r->bytes, &r->len, r->err, sizeof r->err,
+                          &r->oom);
+}
+
+/* The plan file of prog, with the JSON report in it. */
+shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size_t *len,
+                               char **error)
+{
+    plan_run r = {.prog = prog};
+    su_buf_init(&r.rep, &r.oom);
+    bool done = su_catch(&r.oom, plan_work, &r);
+    su_buf_free(&r.rep);
+    if (!done) {
+        free(r.bytes);
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    }
+    if (!r.ok) { /* the plan writer's messages hold no user text with spaces */
+        free(r.bytes);
+        if (strstr(r.err, "out of memory"))
+            return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+        return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: writing the plan: %s",
+                        r.err);
+    }
+    *bytes = r.bytes;
+    *len = r.len;
     return SHARDC_OK;
 }

@@ -8,59 +8,87 @@
 #include "passes/fuse.h"
 #include "passes/passes.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-/* One program's groups (fused-ir) or kernels (cuda) into b. */
-static bool emit_one(const ir_module *m, bool cuda, const char *targets, su_buf *b, su_buf *err)
+/* `--emit fused-ir` or `--emit cuda` being made: what it holds, freed by
+ * api_emit_kernels whichever way it ended. */
+typedef struct kernels_run {
+    jmp_buf oom;
+    ir_module *const *progs;
+    int n;
+    bool cuda;
+    const int *arch;
+    int narchs;
+    su_buf b, err, targets;
+    pass_fusion f;          /* a program's groups */
+    cg_cuda c;              /* their kernels */
+    char *text;             /* the result (malloc'd) */
+    size_t len;
+    bool ok;
+} kernels_run;
+
+/* One program's groups (fused-ir) or kernels (cuda) into r->b. */
+static bool emit_one(kernels_run *r, const ir_module *m, const char *targets)
 {
-    pass_fusion f; /* as the plan writer groups them (codegen/plan_build.c) */
-    bool ok = pass_fuse_planned(m, &f, NULL, err);
-    if (ok && !cuda)
-        pass_fusion_print(m, &f, b);
-    if (ok && cuda) {
-        cg_cuda c;
-        ok = cg_cuda_generate(m, &f, &c, err);
+    /* as the plan writer groups them (codegen/plan_build.c) */
+    bool ok = pass_fuse_planned(m, &r->f, NULL, &r->err);
+    if (ok && !r->cuda)
+        pass_fusion_print(m, &r->f, &r->b);
+    if (ok && r->cuda) {
+        ok = cg_cuda_generate(m, &r->f, &r->c, &r->err);
         if (ok)
-            cg_cuda_print(&c, targets, b);
-        cg_cuda_free(&c);
+            cg_cuda_print(&r->c, targets, &r->b);
+        cg_cuda_free(&r->c);
     }
-    pass_fusion_free(&f);
+    pass_fusion_free(&r->f);
     return ok;
+}
+
+static void emit_kernels(void *arg)
+{
+    kernels_run *r = arg;
+    if (r->narchs >= 0) /* -1: --arch none, nothing is compiled */
+        cg_archs_describe(r->arch, r->narchs, &r->targets);
+    r->ok = true;
+    for (int s = 0; r->ok && s < r->n; s++) {
+        if (r->n > 1)
+            su_buf_printf(&r->b, "%s// ---- stage %d of %d ----\n", s ? "\n" : "", s, r->n);
+        r->ok = emit_one(r, r->progs[s], r->narchs >= 0 ? r->targets.s : NULL);
+    }
+    if (r->ok) {
+        r->len = r->b.len;
+        r->text = su_buf_take(&r->b);
+    }
 }
 
 shardc_status api_emit_kernels(ir_module *const *progs, int n, const char *what,
                                const int *arch, int narchs, char **text, size_t *len,
                                char **error)
 {
-    jmp_buf oom;
-    su_buf b, err, targets;
-    su_buf_init(&b, &oom);
-    su_buf_init(&err, &oom);
-    su_buf_init(&targets, &oom);
-    if (setjmp(oom)) {
-        su_buf_free(&b);
-        su_buf_free(&err);
-        su_buf_free(&targets);
-        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
-    }
-    bool cuda = !strcmp(what, "cuda"), ok = true;
-    if (narchs >= 0) /* -1: --arch none, nothing is compiled */
-        cg_archs_describe(arch, narchs, &targets);
-    for (int s = 0; ok && s < n; s++) {
-        if (n > 1)
-            su_buf_printf(&b, "%s// ---- stage %d of %d ----\n", s ? "\n" : "", s, n);
-        ok = emit_one(progs[s], cuda, narchs >= 0 ? targets.s : NULL, &b, &err);
-    }
+    kernels_run r = {.progs = progs, .n = n, .cuda = !strcmp(what, "cuda"), .arch = arch,
+                     .narchs = narchs};
+    su_buf_init(&r.b, &r.oom);
+    su_buf_init(&r.err, &r.oom);
+    su_buf_init(&r.targets, &r.oom);
+    bool done = su_catch(&r.oom, emit_kernels, &r);
     shardc_status st = SHARDC_OK;
-    if (ok) {
-        if (len)
-            *len = b.len;
-        *text = su_buf_take(&b);
-    } else {
-        st = api_fail(error, SHARDC_ERR_INTERNAL, "internal error: %s", err.s ? err.s : "fusion");
+    if (!done)
+        st = api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    else if (!r.ok)
+        st = api_fail(error, SHARDC_ERR_INTERNAL, "internal error: %s",
+                      r.err.s ? r.err.s : "fusion");
+    pass_fusion_free(&r.f);
+    cg_cuda_free(&r.c);
+    su_buf_free(&r.b);
+    su_buf_free(&r.err);
+    su_buf_free(&r.targets);
+    if (st != SHARDC_OK) {
+        free(r.text);
+        return st;
     }
-    su_buf_free(&b);
-    su_buf_free(&err);
-    su_buf_free(&targets);
-    return st;
+    if (len)
+        *len = r.len;
+    *text = r.text;
+    return SHARDC_OK;
 }

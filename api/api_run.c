@@ -44,10 +44,30 @@ static shardc_status plan_of(const shardc_program *prog, rt_plan **out, char **e
     char err[1024];
     *out = rt_plan_read(bytes, len, "plan", err, sizeof err);
     free(bytes);
+    if (!*out && strstr(err, "out of memory")) /* the reader's messages hold no user text */
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     if (!*out)
         return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: the plan does not read "
                         "back: %s", err);
     return SHARDC_OK;
+}
+
+typedef struct schedule_run {
+    jmp_buf oom;
+    const shardc_program *prog;
+    const rt_plan *p;
+    su_buf b;
+    char *text;             /* the result (malloc'd) */
+    size_t len;
+} schedule_run;
+
+static void schedule(void *arg)
+{
+    schedule_run *r = arg;
+    api_program_tasks(r->prog, &r->b);
+    rt_plan_print_schedule(r->p, &r->b);
+    r->len = r->b.len;
+    r->text = su_buf_take(&r->b);
 }
 
 shardc_status api_program_schedule(const shardc_program *prog, char **text, size_t *len,
@@ -57,20 +77,16 @@ shardc_status api_program_schedule(const shardc_program *prog, char **text, size
     shardc_status st = plan_of(prog, &p, error);
     if (st != SHARDC_OK)
         return st;
-    jmp_buf oom;
-    su_buf b;
-    su_buf_init(&b, &oom);
-    if (setjmp(oom)) {
-        su_buf_free(&b);
-        rt_plan_free(p);
-        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
-    }
-    api_program_tasks(prog, &b);
-    rt_plan_print_schedule(p, &b);
+    schedule_run r = {.prog = prog, .p = p};
+    su_buf_init(&r.b, &r.oom);
+    bool done = su_catch(&r.oom, schedule, &r);
+    su_buf_free(&r.b);
     rt_plan_free(p);
+    if (!done)
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     if (len)
-        *len = b.len;
-    *text = su_buf_take(&b);
+        *len = r.len;
+    *text = r.text;
     return SHARDC_OK;
 }
 

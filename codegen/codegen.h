@@ -19,9 +19,9 @@ typedef struct cg_plan_options {
  * until their anchors. *out is malloc'd (free()). False with a message in
  * err when a stage holds something the plan cannot express (a bug in the
  * passes, reported as one) or NVRTC fails (the message names the kernel).
- * Allocation failures jump to *stages[0]->oom. */
+ * Allocation failures jump to *oom (the caller's; never the modules'). */
 bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
                    const cg_plan_options *o, uint8_t **out, size_t *len, char *err,
-                   size_t errlen);
+                   size_t errlen, jmp_buf *oom);
 
 #endif

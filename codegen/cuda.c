@@ -142,7 +142,7 @@ static void put_f64(su_buf *b, double d)
 static const char *f32_text(gen *G, float f)
 {
     su_buf b;
-    su_buf_init(&b, G->m->oom);
+    su_buf_init_in(&b, G->arena);
     put_f32(&b, f);
     const char *s = su_strdup(G->arena, b.s);
     su_buf_free(&b);
@@ -153,7 +153,7 @@ static const char *fmt(gen *G, const char *f, ...) SU_PRINTF(2, 3);
 static const char *fmt(gen *G, const char *f, ...)
 {
     su_buf b;
-    su_buf_init(&b, G->m->oom);
+    su_buf_init_in(&b, G->arena);
     va_list ap;
     va_start(ap, f);
     su_buf_vprintf(&b, f, ap);
@@ -283,7 +283,7 @@ static const char *offset(gen *G, const ir_type *dom, const ir_type *t, const ch
         dacc *= di;
     }
     su_buf b;
-    su_buf_init(&b, G->m->oom);
+    su_buf_init_in(&b, G->arena);
     int terms = 0;
     for (int k = nm - 1; k >= 0; k--) { /* outermost first */
         if (stride[k] == 0)
@@ -450,7 +450,7 @@ static void emit_adamw_coef(gen *G, const ir_op *op, const char *t)
     line(G, "float %s, %s; // adamw's bias corrections for the step t", adamw_coef(G, op, "step"),
          adamw_coef(G, op, "vscale"));
     su_buf b;
-    su_buf_init(&b, G->m->oom);
+    su_buf_init_in(&b, G->arena);
     put_f64(&b, op->a.lr);
     su_buf_puts(&b, ", ");
     put_f64(&b, op->a.beta1);
@@ -1392,9 +1392,9 @@ static void put_signature(gen *G, cg_cuda_kernel *k, su_buf *b)
 static void assemble(gen *G, cg_cuda_kernel *k, const char *body)
 {
     su_buf b;
-    su_buf_init(&b, G->m->oom);
+    su_buf_init_in(&b, G->arena);
     su_buf sig;
-    su_buf_init(&sig, G->m->oom);
+    su_buf_init_in(&sig, G->arena);
     put_signature(G, k, &sig); /* first: it names the dtypes it needs */
     put_header(G, k, &b);
     if (G->f16)
@@ -1429,7 +1429,7 @@ static void gen_kernel(gen *G, cg_cuda_kernel *k)
     for (int i = 0; i < k->nparams; i++)
         cname(G, k->params[i]);
     su_buf body;
-    su_buf_init(&body, G->m->oom);
+    su_buf_init_in(&body, G->arena);
     G->b = &body;
     G->indent = 1;
     G->whole = g;
@@ -1719,7 +1719,7 @@ static void gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int
         k->params[j] = op->in[j];
     k->params[op->nin] = op->res[0];
     su_buf body;
-    su_buf_init(&body, G->m->oom);
+    su_buf_init_in(&body, G->arena);
     G->b = &body;
     G->indent = 1;
     switch (op->code) {
@@ -1730,8 +1730,8 @@ static void gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int
     default: emit_attention(G, k, op); break;
     }
     su_buf b, sig;
-    su_buf_init(&b, G->m->oom);
-    su_buf_init(&sig, G->m->oom);
+    su_buf_init_in(&b, G->arena);
+    su_buf_init_in(&sig, G->arena);
     op_signature(G, k, op, &sig); /* first: it names the dtypes it needs */
     op_header(G, k, op, &b);
     if (G->f16)
@@ -1755,7 +1755,7 @@ static void gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int
 bool cg_cuda_generate(const ir_module *m, const pass_fusion *f, cg_cuda *out, su_buf *err)
 {
     memset(out, 0, sizeof *out);
-    su_arena_init(&out->arena, m->oom);
+    su_arena_init(&out->arena, err->oom);
     out->k = su_alloc(&out->arena, (size_t)(f->ngroups + m->ops.n + 1) * sizeof *out->k);
     const char **pname = ir_value_print_names(m, &out->arena);
     for (int i = 0; i < f->ngroups; i++) {

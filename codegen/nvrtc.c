@@ -278,12 +278,11 @@ bool cg_nvrtc_supports(int arch)
     int n = 0;
     if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0 || n > 1024)
         return false;
-    int *list = malloc((size_t)n * sizeof *list);
+    int list[1024]; /* not malloc'd: a failed allocation would read as "unsupported" */
     bool found = false;
-    if (list && nvrtcGetSupportedArchs(list) == NVRTC_SUCCESS)
+    if (nvrtcGetSupportedArchs(list) == NVRTC_SUCCESS)
         for (int i = 0; i < n; i++)
             found |= list[i] == arch;
-    free(list);
     return found;
 }
 
@@ -308,67 +307,87 @@ static void make_opts(copts *c, const char *target, const char *include)
     c->v[c->n++] = "--std=c++17";
 }
 
-/* The NVRTC log of prog, trimmed, into err. */
-static void put_log(nvrtcProgram prog, su_buf *err)
+/* A compile in progress: what it holds, freed by cg_nvrtc_compile after
+ * an allocation failure too (an su_buf append jumps). */
+typedef struct nv_run {
+    const char *name, *source;
+    const cg_nvrtc_options *o;
+    cg_nvrtc_output *out;   /* the caller's */
+    su_buf *err;
+    su_buf log;             /* NVRTC's warnings */
+    su_buf key;             /* a cache entry's key */
+    char *path;             /* its file (malloc'd) */
+    nvrtcProgram prog;      /* NULL: none */
+    uint8_t *data;          /* a result not yet handed over (malloc'd) */
+    bool ok;
+} nv_run;
+
+/* The NVRTC log of r->prog, trimmed, into b: read straight into b's room,
+ * so nothing else is held while b grows. */
+static void put_log(nv_run *r, su_buf *b)
 {
     size_t n = 0;
-    if (nvrtcGetProgramLogSize(prog, &n) != NVRTC_SUCCESS || n <= 1) {
-        su_buf_puts(err, "(NVRTC gave no log)");
+    if (nvrtcGetProgramLogSize(r->prog, &n) != NVRTC_SUCCESS || n <= 1) {
+        su_buf_puts(b, "(NVRTC gave no log)");
         return;
     }
-    char *log = malloc(n);
-    if (log && nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS) {
-        while (n > 1 && (log[n - 2] == '\n' || log[n - 2] == ' '))
-            log[--n - 1] = 0;
-        su_buf_puts(err, log);
-    }
-    free(log);
+    size_t at = b->len;
+    for (size_t i = 0; i < n; i++) /* room for the log and its NUL */
+        su_buf_putc(b, ' ');
+    if (nvrtcGetProgramLog(r->prog, b->s + at) != NVRTC_SUCCESS)
+        n = 1;
+    while (n > 1 && (b->s[at + n - 2] == '\n' || b->s[at + n - 2] == ' '))
+        n--;
+    b->len = at + n - 1;
+    b->s[b->len] = 0;
 }
 
-/* One NVRTC compile of source for target (sm_NN: a cubin; compute_NN:
- * PTX) into *data; NVRTC's warnings, if any, are appended to log. */
-static bool compile_one(const char *name, const char *source, const char *target,
-                        const copts *c, bool ptx, uint8_t **data, size_t *len, su_buf *log,
-                        su_buf *err)
+/* One NVRTC compile of the source for target (sm_NN: a cubin; compute_NN:
+ * PTX) into *data; NVRTC's warnings, if any, are appended to r->log. */
+static bool compile_one(nv_run *r, const char *target, const copts *c, bool ptx, uint8_t **data,
+                        size_t *len)
 {
+    su_buf *err = r->err;
     char file[300];
-    snprintf(file, sizeof file, "%s.cu", name);
-    nvrtcProgram prog;
-    if (!NVRTC_CHECK(nvrtcCreateProgram(&prog, source, file, 0, NULL, NULL), err))
+    snprintf(file, sizeof file, "%s.cu", r->name);
+    if (!NVRTC_CHECK(nvrtcCreateProgram(&r->prog, r->source, file, 0, NULL, NULL), err)) {
+        r->prog = NULL;
         return false;
-    nvrtcResult r = nvrtcCompileProgram(prog, c->n, c->v);
-    bool ok = r == NVRTC_SUCCESS;
+    }
+    nvrtcResult res = nvrtcCompileProgram(r->prog, c->n, c->v);
+    bool ok = res == NVRTC_SUCCESS;
     size_t loglen = 0;
     if (!ok) {
-        su_buf_printf(err, "kernel %s: NVRTC cannot compile it for %s (%s):\n", name, target,
-                      nvrtcGetErrorString(r));
-        put_log(prog, err);
-    } else if (nvrtcGetProgramLogSize(prog, &loglen) == NVRTC_SUCCESS && loglen > 1) {
-        su_buf_printf(log, "%s:\n", target);
-        put_log(prog, log);
-        su_buf_putc(log, '\n');
+        su_buf_printf(err, "kernel %s: NVRTC cannot compile it for %s (%s):\n", r->name, target,
+                      nvrtcGetErrorString(res));
+        put_log(r, err);
+    } else if (nvrtcGetProgramLogSize(r->prog, &loglen) == NVRTC_SUCCESS && loglen > 1) {
+        su_buf_printf(&r->log, "%s:\n", target);
+        put_log(r, &r->log);
+        su_buf_putc(&r->log, '\n');
     }
     size_t n = 0;
-    ok = ok && (ptx ? NVRTC_CHECK(nvrtcGetPTXSize(prog, &n), err)
-                    : NVRTC_CHECK(nvrtcGetCUBINSize(prog, &n), err));
-    *data = ok ? malloc(n + 1) : NULL;
-    if (ok && !*data) {
-        su_buf_printf(err, "kernel %s: out of memory for its %zu-byte %s", name, n,
+    ok = ok && (ptx ? NVRTC_CHECK(nvrtcGetPTXSize(r->prog, &n), err)
+                    : NVRTC_CHECK(nvrtcGetCUBINSize(r->prog, &n), err));
+    r->data = ok ? malloc(n + 1) : NULL;
+    if (ok && !r->data) {
+        su_buf_printf(err, "kernel %s: out of memory for its %zu-byte %s", r->name, n,
                       ptx ? "PTX" : "cubin");
         ok = false;
     }
-    ok = ok && (ptx ? NVRTC_CHECK(nvrtcGetPTX(prog, (char *)*data), err)
-                    : NVRTC_CHECK(nvrtcGetCUBIN(prog, (char *)*data), err));
+    ok = ok && (ptx ? NVRTC_CHECK(nvrtcGetPTX(r->prog, (char *)r->data), err)
+                    : NVRTC_CHECK(nvrtcGetCUBIN(r->prog, (char *)r->data), err));
     if (ok && ptx) /* NVRTC counts the NUL in the PTX's size */
-        n = strnlen((const char *)*data, n);
+        n = strnlen((const char *)r->data, n);
     if (ok)
-        (*data)[n] = 0;
+        r->data[n] = 0;
     *len = n;
-    nvrtcDestroyProgram(&prog);
-    if (!ok) {
-        free(*data);
-        *data = NULL;
-    }
+    nvrtcDestroyProgram(&r->prog);
+    r->prog = NULL;
+    *data = ok ? r->data : NULL;
+    if (!ok)
+        free(r->data);
+    r->data = NULL;
     return ok;
 }
 
@@ -376,7 +395,7 @@ static bool compile_one(const char *name, const char *source, const char *target
 static void make_key(su_buf *key, const char *source, const char *target, const copts *c)
 {
     int major = 0, minor = 0;
-    nvrtcVersion(&major, &minor);
+    cg_nvrtc_version(&major, &minor);
     su_buf_printf(key, "shardc nvrtc cache 1\nnvrtc %d.%d\ntarget %s\n", major, minor, target);
     for (int i = 0; i < c->n; i++)
         su_buf_printf(key, "option %s\n", c->v[i]);
@@ -385,48 +404,44 @@ static void make_key(su_buf *key, const char *source, const char *target, const 
 }
 
 /* One target, through the cache when there is one. */
-static bool compile_cached(const char *name, const char *source, const char *target,
-                           const cg_nvrtc_options *o, bool ptx, uint8_t **data, size_t *len,
-                           bool *hit, su_buf *log, su_buf *err)
+static bool compile_cached(nv_run *r, const char *target, bool ptx, uint8_t **data, size_t *len,
+                           bool *hit)
 {
     copts c;
+    const cg_nvrtc_options *o = r->o;
     const char *inc = o && o->include_path ? o->include_path : cg_nvrtc_default_include_path();
     make_opts(&c, target, inc);
     *hit = false;
     const char *dir = o ? o->cache_dir : NULL;
     if (!dir || !*dir)
-        return compile_one(name, source, target, &c, ptx, data, len, log, err);
-    su_buf key;
-    su_buf_init(&key, err->oom);
-    make_key(&key, source, target, &c);
-    char *path = entry_path(dir, &key, target, ptx);
-    *data = cache_read(path, &key, len);
+        return compile_one(r, target, &c, ptx, data, len);
+    make_key(&r->key, r->source, target, &c);
+    r->path = entry_path(dir, &r->key, target, ptx);
+    *data = cache_read(r->path, &r->key, len);
     bool ok = *hit = *data != NULL;
     if (!ok) {
-        ok = compile_one(name, source, target, &c, ptx, data, len, log, err);
+        ok = compile_one(r, target, &c, ptx, data, len);
         if (ok)
-            cache_write(dir, path, &key, *data, *len);
+            cache_write(dir, r->path, &r->key, *data, *len);
     }
-    free(path);
-    su_buf_free(&key);
+    free(r->path);
+    r->path = NULL;
+    su_buf_free(&r->key);
     return ok;
 }
 
-bool cg_nvrtc_compile(const char *name, const char *source, const cg_nvrtc_options *o,
-                      cg_nvrtc_output *out, su_buf *err)
+static void nvrtc_compile(void *arg)
 {
-    memset(out, 0, sizeof *out);
+    nv_run *r = arg;
+    cg_nvrtc_output *out = r->out;
     const int *arch;
     int n;
-    default_or(o, &arch, &n);
-    su_buf log;
-    su_buf_init(&log, err->oom);
+    default_or(r->o, &arch, &n);
     bool ok = true, hit;
     char target[32];
     for (int i = 0; ok && i < n; i++) {
         snprintf(target, sizeof target, "sm_%d", arch[i]);
-        ok = compile_cached(name, source, target, o, false, &out->cubin[i], &out->cubin_len[i],
-                            &hit, &log, err);
+        ok = compile_cached(r, target, false, &out->cubin[i], &out->cubin_len[i], &hit);
         out->arch[i] = arch[i];
         out->narchs = i + 1;
         out->cache_hits += ok && hit;
@@ -434,12 +449,30 @@ bool cg_nvrtc_compile(const char *name, const char *source, const cg_nvrtc_optio
     out->ptx_arch = newest(arch, n);
     snprintf(target, sizeof target, "compute_%d", out->ptx_arch);
     uint8_t *ptx = NULL;
-    ok = ok && compile_cached(name, source, target, o, true, &ptx, &out->ptx_len, &hit, &log, err);
+    ok = ok && compile_cached(r, target, true, &ptx, &out->ptx_len, &hit);
     out->ptx = (char *)ptx;
     out->cache_hits += ok && hit;
-    out->log = log.len ? su_buf_take(&log) : NULL;
-    su_buf_free(&log);
-    return ok;
+    out->log = r->log.len ? su_buf_take(&r->log) : NULL;
+    r->ok = ok;
+}
+
+bool cg_nvrtc_compile(const char *name, const char *source, const cg_nvrtc_options *o,
+                      cg_nvrtc_output *out, su_buf *err)
+{
+    memset(out, 0, sizeof *out);
+    nv_run r = {.name = name, .source = source, .o = o, .out = out, .err = err};
+    su_buf_init(&r.log, err->oom);
+    su_buf_init(&r.key, err->oom);
+    bool done = su_guarded(err->oom, nvrtc_compile, &r);
+    su_buf_free(&r.log);
+    su_buf_free(&r.key);
+    free(r.path);
+    free(r.data);
+    if (r.prog)
+        nvrtcDestroyProgram(&r.prog);
+    if (!done)
+        su_oom(err->oom); /* out is the caller's to free */
+    return r.ok;
 }
 
 #else /* no NVRTC in this build */

@@ -61,6 +61,13 @@ typedef struct builder {
     su_vec keys;         /* const char *: each module's cg_cuda_kernel.key */
     char *err;
     size_t errlen;
+    jmp_buf *oom;        /* the caller's */
+    /* what a stage's lowering holds, freed by cg_plan_bytes after an
+     * allocation failure too */
+    pass_fusion f;       /* the stage's groups */
+    cg_cuda cuda;        /* their kernels */
+    cg_nvrtc_output nv;  /* a module being compiled */
+    su_buf msg;          /* a pass's message */
 } builder;
 
 static bool fail(builder *b, const char *fmt, ...) SU_PRINTF(2, 3);
@@ -124,7 +131,7 @@ static rt_io *new_io(builder *b, rt_io_kind kind, const char *name, const ir_val
     io->stage = b->stage;
     io->buffer = -1;
     io->update = -1;
-    su_vec_push(&b->ios, b->m->oom, io);
+    su_vec_push(&b->ios, b->oom, io);
     return io;
 }
 
@@ -213,7 +220,7 @@ static bool lower_op(builder *b, const ir_op *op)
     in->offset = a->offset;
     if (ir_ops[op->code].cls == IR_C_SOURCE && !source(b, op, in))
         return false;
-    su_vec_push(&b->instrs, b->m->oom, in);
+    su_vec_push(&b->instrs, b->oom, in);
     return true;
 }
 
@@ -308,28 +315,27 @@ static int32_t module_of(builder *b, const cg_cuda_kernel *k)
     for (int i = 0; i < b->keys.n; i++)
         if (!strcmp(b->keys.v[i], k->key))
             return i;
-    cg_nvrtc_output out;
-    su_buf err;
-    su_buf_init(&err, b->m->oom);
-    bool ok = cg_nvrtc_compile(k->name, k->source, &b->o->nvrtc, &out, &err);
+    cg_nvrtc_output *out = &b->nv;
+    su_buf *err = &b->msg;
+    bool ok = cg_nvrtc_compile(k->name, k->source, &b->o->nvrtc, out, err);
     if (!ok)
-        fail(b, "%s", err.s ? err.s : "NVRTC failed");
-    su_buf_free(&err);
+        fail(b, "%s", err->s ? err->s : "NVRTC failed");
+    su_buf_free(err);
     if (ok) {
         rt_module *m = su_alloc(b->arena, sizeof *m);
         m->entry = su_strdup(b->arena, k->name);
-        m->ncubin = out.narchs;
-        m->cubin = su_alloc(b->arena, (size_t)out.narchs * sizeof *m->cubin);
-        for (int i = 0; i < out.narchs; i++)
-            m->cubin[i] = (rt_image){arch_name(b, "sm_", out.arch[i]),
-                                     arena_copy(b, out.cubin[i], out.cubin_len[i]),
-                                     out.cubin_len[i]};
-        m->ptx = (rt_image){arch_name(b, "compute_", out.ptx_arch),
-                            arena_copy(b, out.ptx, out.ptx_len), out.ptx_len};
-        su_vec_push(&b->modules, b->m->oom, m);
-        su_vec_push(&b->keys, b->m->oom, su_strdup(b->arena, k->key));
+        m->ncubin = out->narchs;
+        m->cubin = su_alloc(b->arena, (size_t)out->narchs * sizeof *m->cubin);
+        for (int i = 0; i < out->narchs; i++)
+            m->cubin[i] = (rt_image){arch_name(b, "sm_", out->arch[i]),
+                                     arena_copy(b, out->cubin[i], out->cubin_len[i]),
+                                     out->cubin_len[i]};
+        m->ptx = (rt_image){arch_name(b, "compute_", out->ptx_arch),
+                            arena_copy(b, out->ptx, out->ptx_len), out->ptx_len};
+        su_vec_push(&b->modules, b->oom, m);
+        su_vec_push(&b->keys, b->oom, su_strdup(b->arena, k->key));
     }
-    cg_nvrtc_output_free(&out);
+    cg_nvrtc_output_free(out);
     return ok ? (int32_t)b->modules.n - 1 : -1;
 }
 
@@ -370,7 +376,7 @@ static bool add_kernel(builder *b, const cg_cuda_kernel *ck, int nin, const int 
     k->module = module_of(b, ck);
     if (k->module < 0)
         return false;
-    su_vec_push(&b->kernels, b->m->oom, k);
+    su_vec_push(&b->kernels, b->oom, k);
     return true;
 }
 
@@ -416,7 +422,7 @@ static bool add_matmul_kernel(builder *b, const pass_fgroup *g)
         if (k->instr[j] < 0)
             return fail(b, "kernel %s: op %d makes no instruction", g->name, g->ops[j]);
     }
-    su_vec_push(&b->kernels, b->m->oom, k);
+    su_vec_push(&b->kernels, b->oom, k);
     return true;
 }
 
@@ -425,14 +431,13 @@ static bool add_matmul_kernel(builder *b, const pass_fgroup *g)
  * one per matmul group (cuBLASLt's). */
 static bool stage_kernels(builder *b, const pass_fusion *f)
 {
-    cg_cuda c;
-    su_buf err;
-    su_buf_init(&err, b->m->oom);
-    bool ok = cg_cuda_generate(b->m, f, &c, &err);
+    cg_cuda *c = &b->cuda;
+    bool ok = cg_cuda_generate(b->m, f, c, &b->msg);
     if (!ok)
-        fail(b, "kernels of stage %d: %s", b->stage, err.s ? err.s : "?");
-    for (int i = 0; ok && i < c.nkernels; i++) {
-        const cg_cuda_kernel *k = &c.k[i];
+        fail(b, "kernels of stage %d: %s", b->stage, b->msg.s ? b->msg.s : "?");
+    su_buf_free(&b->msg);
+    for (int i = 0; ok && i < c->nkernels; i++) {
+        const cg_cuda_kernel *k = &c->k[i];
         const pass_fgroup *g = k->group >= 0 ? &f->groups[k->group] : NULL;
         ok = g ? add_kernel(b, k, g->nin, g->ops, g->nops)
                : add_kernel(b, k, k->nparams - 1, &k->op, 1);
@@ -440,8 +445,7 @@ static bool stage_kernels(builder *b, const pass_fusion *f)
     for (int i = 0; ok && i < f->ngroups; i++)
         if (f->groups[i].kind == PASS_FUSE_MATMUL)
             ok = add_matmul_kernel(b, &f->groups[i]);
-    cg_cuda_free(&c);
-    su_buf_free(&err);
+    cg_cuda_free(c);
     return ok;
 }
 
@@ -459,36 +463,39 @@ static bool plan_stage(builder *b, const ir_module *m, int s, rt_program *prog, 
     for (int i = 0; i <= m->next_id; i++)
         b->buf_of[i] = b->io_of[i] = -1;
     bool kernels = b->o && b->o->kernels;
-    pass_fusion f;
-    memset(&f, 0, sizeof f);
-    su_buf merr = {.oom = m->oom};
-    bool ok = (kernels ? pass_fuse_planned(m, &f, mp, &merr)
-                       : pass_plan_memory_fused(m, NULL, mp, &merr)) &&
-              pass_memplan_check(m, mp, &merr);
+    su_buf *merr = &b->msg;
+    bool ok = (kernels ? pass_fuse_planned(m, &b->f, mp, merr)
+                       : pass_plan_memory_fused(m, NULL, mp, merr)) &&
+              pass_memplan_check(m, mp, merr);
     if (!ok)
-        fail(b, "memory plan of stage %d: %s", s, merr.s ? merr.s : "?");
-    su_buf_free(&merr);
+        fail(b, "memory plan of stage %d: %s", s, merr->s ? merr->s : "?");
+    su_buf_free(merr);
     b->mp = mp;
-    ok = ok && build_stage(b, prog, loss) && (!kernels || stage_kernels(b, &f));
-    pass_fusion_free(&f);
+    ok = ok && build_stage(b, prog, loss) && (!kernels || stage_kernels(b, &b->f));
+    pass_fusion_free(&b->f);
     return ok;
 }
 
-bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
-                   const cg_plan_options *o, uint8_t **out, size_t *len, char *err,
-                   size_t errlen)
-{
-    *out = NULL;
-    *len = 0;
-    const ir_module *m0 = stages[0];
-    su_arena arena;
-    su_arena_init(&arena, m0->oom);
+/* A plan being built: what it holds, freed by cg_plan_bytes after an
+ * allocation failure too. */
+typedef struct plan_run {
     builder b;
-    memset(&b, 0, sizeof b);
-    b.arena = &arena;
-    b.err = err;
-    b.errlen = errlen;
-    b.o = o;
+    su_arena arena;
+    ir_module *const *stages;
+    int nstages;
+    const char *report;
+    pass_memplan *mp;       /* [nstages], zeroed */
+    uint8_t **out;
+    size_t *len;
+    bool ok;
+} plan_run;
+
+static void build_plan(void *arg)
+{
+    plan_run *r = arg;
+    builder *b = &r->b;
+    const ir_module *m0 = r->stages[0];
+    int nstages = r->nstages;
     rt_plan p;
     memset(&p, 0, sizeof p);
     p.loss = -1;
@@ -499,40 +506,64 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     }
     p.stage_axis = m0->stage >= 0 ? m0->pipe.axis : -1;
     p.nstages = nstages;
-    p.stage = su_alloc(&arena, (size_t)nstages * sizeof *p.stage);
-    pass_memplan *mp = su_alloc(&arena, (size_t)nstages * sizeof *mp);
-    memset(mp, 0, (size_t)nstages * sizeof *mp);
+    p.stage = su_alloc(&r->arena, (size_t)nstages * sizeof *p.stage);
+    r->mp = su_alloc(&r->arena, (size_t)nstages * sizeof *r->mp);
     bool ok = true;
-    int planned = 0;
-    for (int s = 0; ok && s < nstages; s++, planned++)
-        ok = plan_stage(&b, stages[s], s, &p.stage[s], &p.loss, &mp[s]);
+    for (int s = 0; ok && s < nstages; s++)
+        ok = plan_stage(b, r->stages[s], s, &p.stage[s], &p.loss, &r->mp[s]);
     if (ok) {
-        p.nio = (int32_t)b.ios.n;
-        p.io = su_alloc(&arena, ((size_t)b.ios.n + 1) * sizeof *p.io);
-        for (int i = 0; i < b.ios.n; i++)
-            p.io[i] = *(rt_io *)b.ios.v[i];
-        p.nmodules = (int32_t)b.modules.n;
-        p.module = su_alloc(&arena, ((size_t)b.modules.n + 1) * sizeof *p.module);
-        for (int i = 0; i < b.modules.n; i++)
-            p.module[i] = *(rt_module *)b.modules.v[i];
-        p.nkernels = (int32_t)b.kernels.n;
-        p.kernel = su_alloc(&arena, ((size_t)b.kernels.n + 1) * sizeof *p.kernel);
-        for (int i = 0; i < b.kernels.n; i++)
-            p.kernel[i] = *(rt_kernel *)b.kernels.v[i];
-        p.report = (char *)(report ? report : "");
+        p.nio = (int32_t)b->ios.n;
+        p.io = su_alloc(&r->arena, ((size_t)b->ios.n + 1) * sizeof *p.io);
+        for (int i = 0; i < b->ios.n; i++)
+            p.io[i] = *(rt_io *)b->ios.v[i];
+        p.nmodules = (int32_t)b->modules.n;
+        p.module = su_alloc(&r->arena, ((size_t)b->modules.n + 1) * sizeof *p.module);
+        for (int i = 0; i < b->modules.n; i++)
+            p.module[i] = *(rt_module *)b->modules.v[i];
+        p.nkernels = (int32_t)b->kernels.n;
+        p.kernel = su_alloc(&r->arena, ((size_t)b->kernels.n + 1) * sizeof *p.kernel);
+        for (int i = 0; i < b->kernels.n; i++)
+            p.kernel[i] = *(rt_kernel *)b->kernels.v[i];
+        p.report = (char *)(r->report ? r->report : "");
         p.report_len = strlen(p.report);
     }
-    if (ok && !rt_plan_validate(&p, err, errlen))
+    if (ok && !rt_plan_validate(&p, b->err, b->errlen))
         ok = false;
     if (ok)
-        ok = rt_plan_write(&p, out, len, err, errlen);
-    for (int s = 0; s < planned; s++)
-        pass_memplan_free(&mp[s]);
-    su_vec_free(&b.instrs);
-    su_vec_free(&b.ios);
-    su_vec_free(&b.kernels);
-    su_vec_free(&b.modules);
-    su_vec_free(&b.keys);
-    su_arena_free(&arena);
-    return ok;
+        ok = rt_plan_write(&p, r->out, r->len, b->err, b->errlen);
+    r->ok = ok;
+}
+
+bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
+                   const cg_plan_options *o, uint8_t **out, size_t *len, char *err,
+                   size_t errlen, jmp_buf *oom)
+{
+    *out = NULL;
+    *len = 0;
+    plan_run r = {.stages = stages, .nstages = nstages, .report = report, .out = out,
+                  .len = len};
+    su_arena_init(&r.arena, oom);
+    builder *b = &r.b;
+    b->arena = &r.arena;
+    b->err = err;
+    b->errlen = errlen;
+    b->o = o;
+    b->oom = oom;
+    su_buf_init(&b->msg, oom);
+    bool done = su_guarded(oom, build_plan, &r);
+    for (int s = 0; r.mp && s < nstages; s++)
+        pass_memplan_free(&r.mp[s]);
+    pass_fusion_free(&b->f);
+    cg_cuda_free(&b->cuda);
+    cg_nvrtc_output_free(&b->nv);
+    su_buf_free(&b->msg);
+    su_vec_free(&b->instrs);
+    su_vec_free(&b->ios);
+    su_vec_free(&b->kernels);
+    su_vec_free(&b->modules);
+    su_vec_free(&b->keys);
+    su_arena_free(&r.arena);
+    if (!done)
+        su_oom(oom);
+    return r.ok;
 }

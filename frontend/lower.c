@@ -733,18 +733,48 @@ static bool lower_program(fe_lower *L, const ast_stmt *program)
 }
 
 /* The frontend's internal check: the IR it made must verify. */
-static bool verified(ir_module *m, su_diag *diag, const su_src *src, jmp_buf *oom)
+static bool verified(ir_module *m, su_diag *diag, const su_src *src, su_buf *err)
 {
-    su_buf err;
-    su_buf_init(&err, oom);
-    bool ok = ir_verify(m, &err);
+    bool ok = ir_verify(m, err);
     if (!ok) {
         diag->internal = true;
         su_error_at(diag, src, (su_loc){0, 0}, "internal error: the frontend made invalid IR: %s",
-                    err.s ? err.s : "");
+                    err->s ? err->s : "");
     }
-    su_buf_free(&err);
     return ok;
+}
+
+/* One compilation: what it holds, for fe_compile to free after an
+ * allocation failure too. */
+typedef struct fe_run {
+    const su_src *src;
+    const fe_options *opt;
+    su_diag *diag;
+    su_arena arena;         /* the AST, symbols, names */
+    fe_lower *L;
+    ir_module *m;           /* the module made (NULL: none yet) */
+    su_buf err;             /* the verifier's message */
+    bool ok;
+} fe_run;
+
+static void compile_run(void *arg)
+{
+    fe_run *r = arg;
+    fe_parse P = {.arena = &r->arena, .diag = r->diag, .src = r->src};
+    if (!fe_parse_source(&P))
+        return;
+    fe_lower *L = r->L = su_alloc(&r->arena, sizeof *L);
+    L->arena = &r->arena;
+    L->diag = r->diag;
+    L->src = r->src;
+    L->opt = r->opt;
+    L->rep = -1;
+    L->max_work = r->opt->max_work > 0 ? r->opt->max_work : DEFAULT_MAX_WORK;
+    L->define_used = su_alloc(&r->arena, (size_t)r->opt->ndefines + 1);
+    L->blocks_tail = &L->blocks;
+    L->call_block = call_block;
+    L->m = r->m = ir_module_new(r->arena.oom);
+    r->ok = lower_program(L, P.program) && verified(r->m, r->diag, r->src, &r->err);
 }
 
 ir_module *fe_compile(const su_src *whole, const fe_options *opt, su_diag *diag, jmp_buf *oom)
@@ -753,33 +783,22 @@ ir_module *fe_compile(const su_src *whole, const fe_options *opt, su_diag *diag,
         su_error_at(diag, whole, (su_loc){0, 0}, "the file is larger than 1 GiB");
         return NULL;
     }
-    su_src text = *whole, *src = &text; /* without a byte order mark */
+    su_src text = *whole; /* without a byte order mark */
     if (!su_src_prepare(&text, diag))
         return NULL;
-    su_arena arena;
-    su_arena_init(&arena, oom);
-    fe_parse P = {.arena = &arena, .diag = diag, .src = src};
-    if (!fe_parse_source(&P)) {
-        su_arena_free(&arena);
-        return NULL;
+    fe_run r = {.src = &text, .opt = opt, .diag = diag};
+    su_arena_init(&r.arena, oom);
+    su_buf_init(&r.err, oom);
+    bool done = su_guarded(oom, compile_run, &r);
+    if (r.L)
+        ir_module_free(r.L->scratch); /* a block's trial run that failed */
+    if (!done || !r.ok) {
+        ir_module_free(r.m);
+        r.m = NULL;
     }
-    fe_lower *L = su_alloc(&arena, sizeof *L);
-    L->arena = &arena;
-    L->diag = diag;
-    L->src = src;
-    L->opt = opt;
-    L->rep = -1;
-    L->max_work = opt->max_work > 0 ? opt->max_work : DEFAULT_MAX_WORK;
-    L->define_used = su_alloc(&arena, (size_t)opt->ndefines + 1);
-    L->blocks_tail = &L->blocks;
-    L->call_block = call_block;
-    L->m = ir_module_new(oom);
-    ir_module *m = L->m;
-    if (!lower_program(L, P.program) || !verified(m, diag, src, oom)) {
-        ir_module_free(L->scratch);
-        ir_module_free(m);
-        m = NULL;
-    }
-    su_arena_free(&arena);
-    return m;
+    su_buf_free(&r.err);
+    su_arena_free(&r.arena);
+    if (!done)
+        su_oom(oom);
+    return r.m;
 }

@@ -14,6 +14,10 @@ static ast_node *node(fe_parse *P, ast_kind k, YYLTYPE l);
 static ast_stmt *stmt(fe_parse *P, ast_stmt_kind k, YYLTYPE l);
 static ast_item *item(fe_parse *P, const char *name, YYLTYPE l);
 #define NEW(T) ((T *)su_alloc(P->arena, sizeof(T)))
+/* A deep parse's stack (and a long message) lives in the AST's arena, so
+ * an allocation failure that jumps out of yyparse leaks nothing. */
+#define YYMALLOC(n) su_alloc(P->arena, (n))
+#define YYFREE(p) ((void)(p))
 /* Appends b to the list a (linked through next); lists are short. */
 #define APPEND(T, a, b) ((T *)append_((void *)(a), (void *)(b), offsetof(T, next)))
 static void *append_(void *a, void *b, size_t next_off);
@@ -351,17 +355,33 @@ static ast_stmt *finish_lines(ast_stmt *rev, ast_stmt *last)
     return out;
 }
 
+typedef struct parse_run {
+    fe_parse *P;
+    yyscan_t scanner;
+    int rc;
+} parse_run;
+
+static void parse(void *arg)
+{
+    parse_run *r = arg;
+    r->P->line = r->P->col = 1;
+    r->P->depth = 0;
+    r->P->last_nl = true;
+    fe_yy_scan_bytes(r->P->src->text, (int)r->P->src->len, r->scanner);
+    r->rc = fe_yyparse(r->scanner, r->P);
+}
+
+/* The scanner is freed here after an allocation failure too (its memory
+ * is the arena's: lexer.l). */
 bool fe_parse_source(fe_parse *P)
 {
-    yyscan_t scanner;
-    if (fe_yylex_init_extra(P, &scanner))
-        su_oom(P->arena->oom);
-    P->line = P->col = 1;
-    P->depth = 0;
-    P->last_nl = true;
-    YY_BUFFER_STATE buf = fe_yy_scan_bytes(P->src->text, (int)P->src->len, scanner);
-    int rc = fe_yyparse(scanner, P);
-    fe_yy_delete_buffer(buf, scanner);
-    fe_yylex_destroy(scanner);
-    return rc == 0 && P->diag->nerrors == 0;
+    jmp_buf *oom = P->arena->oom;
+    parse_run r = {.P = P};
+    if (fe_yylex_init_extra(P, &r.scanner))
+        su_oom(oom);
+    bool done = su_guarded(oom, parse, &r);
+    fe_yylex_destroy(r.scanner); /* its buffers too */
+    if (!done)
+        su_oom(oom);
+    return r.rc == 0 && P->diag->nerrors == 0;
 }

@@ -84,7 +84,9 @@ static name_slot *set_add(name_set *set, jmp_buf *oom, const char *key)
 typedef struct printer {
     const ir_module *m;
     su_buf *out;
-    jmp_buf jb;         /* every allocation of a printer lands here */
+    jmp_buf *oom;       /* the caller's */
+    su_arena *into;     /* ir_value_print_names: the caller's arena */
+    const char **named; /* ir_value_print_names: the result */
     su_arena scratch;   /* generated names */
     name_set names;
     const char **vname; /* by value id: the printed name, NULL if numbered */
@@ -108,15 +110,15 @@ static bool valid_name(const char *s)
  * for this base stopped, which keeps n repeats of a name linear. */
 static const char *fresh_name(printer *p, const char *base)
 {
-    int k = set_add(&p->names, &p->jb, base)->next_k;
+    int k = set_add(&p->names, p->oom, base)->next_k;
     char *name;
     for (;; k++) {
         name = su_sprintf(&p->scratch, "%s.%d", base, k);
         if (!set_find(&p->names, name)->key)
             break;
     }
-    set_add(&p->names, &p->jb, name)->printed = true;
-    set_add(&p->names, &p->jb, base)->next_k = k + 1;
+    set_add(&p->names, p->oom, name)->printed = true;
+    set_add(&p->names, p->oom, base)->next_k = k + 1;
     return name;
 }
 
@@ -128,7 +130,7 @@ static void name_value(printer *p, const ir_value *v, int *counter)
         p->vnum[v->id] = (*counter)++;
         return;
     }
-    name_slot *s = set_add(&p->names, &p->jb, v->name);
+    name_slot *s = set_add(&p->names, p->oom, v->name);
     if (!s->printed) {
         s->printed = true;
         p->vname[v->id] = v->name;
@@ -151,7 +153,7 @@ static void name_values(printer *p)
         const ir_op *op = IR_OP(m, i);
         for (int r = 0; r < op->nres; r++)
             if (valid_name(op->res[r]->name))
-                set_add(&p->names, &p->jb, op->res[r]->name);
+                set_add(&p->names, p->oom, op->res[r]->name);
     }
     int counter = 0;
     for (int i = 0; i < m->ops.n; i++) {
@@ -426,64 +428,58 @@ static void put_module(printer *p)
         put_train(p);
 }
 
-/* Runs the printer with every allocation (scratch and out) jumping to p->jb,
- * so that ir_print can free its scratch memory before passing an
- * out-of-memory on. p lives in the caller's frame, not this one, so its
- * contents are still valid after the longjmp. */
-static bool print_guarded(printer *p)
+static void print(void *arg)
 {
-    if (setjmp(p->jb))
-        return false;
-    put_module(p);
-    return true;
+    put_module(arg);
 }
 
+/* The printer's own memory is freed here after an allocation failure too. */
 void ir_print(const ir_module *m, su_buf *out)
 {
     printer p;
     memset(&p, 0, sizeof p);
     p.m = m;
     p.out = out;
-    su_arena_init(&p.scratch, &p.jb);
-    jmp_buf *out_oom = out->oom;
-    out->oom = &p.jb;
-    bool ok = print_guarded(&p);
-    out->oom = out_oom;
+    p.oom = out->arena ? out->arena->oom : out->oom;
+    if (!p.oom)
+        p.oom = m->oom;
+    su_arena_init(&p.scratch, p.oom);
+    bool done = su_guarded(p.oom, print, &p);
     free(p.names.slot);
     su_arena_free(&p.scratch);
-    if (!ok)
-        su_oom(out_oom ? out_oom : m->oom);
+    if (!done)
+        su_oom(p.oom);
+}
+
+static void print_names(void *arg)
+{
+    printer *p = arg;
+    name_values(p);
+    for (int id = 0; id < p->m->next_id; id++) {
+        if (p->vnum[id] < 0)
+            p->named[id] = NULL;
+        else if (p->vname[id])
+            p->named[id] = su_sprintf(p->into, "%%%s", p->vname[id]);
+        else
+            p->named[id] = su_sprintf(p->into, "%%%d", p->vnum[id]);
+    }
 }
 
 /* Names every value as ir_print would, into a (in the caller's arena; the
  * printer's scratch is freed here). */
-static bool names_guarded(printer *p, su_arena *a, const char **out)
-{
-    if (setjmp(p->jb))
-        return false;
-    name_values(p);
-    for (int id = 0; id < p->m->next_id; id++) {
-        if (p->vnum[id] < 0)
-            out[id] = NULL;
-        else if (p->vname[id])
-            out[id] = su_sprintf(a, "%%%s", p->vname[id]);
-        else
-            out[id] = su_sprintf(a, "%%%d", p->vnum[id]);
-    }
-    return true;
-}
-
 const char **ir_value_print_names(const ir_module *m, su_arena *a)
 {
-    const char **out = su_alloc(a, (size_t)(m->next_id + 1) * sizeof *out);
     printer p;
     memset(&p, 0, sizeof p);
     p.m = m;
-    su_arena_init(&p.scratch, &p.jb);
-    bool ok = names_guarded(&p, a, out);
+    p.into = a;
+    p.oom = a->oom ? a->oom : m->oom;
+    p.named = su_alloc(a, (size_t)(m->next_id + 1) * sizeof *p.named);
+    su_arena_init(&p.scratch, p.oom);
+    bool done = su_guarded(p.oom, print_names, &p);
     free(p.names.slot);
     su_arena_free(&p.scratch);
-    if (!ok)
-        su_oom(a->oom ? a->oom : m->oom);
-    return out;
+    if (!done)
+        su_oom(p.oom);
+    return p.named;
 }

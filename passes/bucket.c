@@ -36,9 +36,16 @@ typedef struct bucket {
     su_vec members;      /* ir_op * */
 } bucket;
 
+enum { MAXOPEN = 16 };
+
 typedef struct bctx {
     ir_module *m;
     int64_t max_bytes;
+    su_arena ar;         /* the pass's scratch */
+    int n0;              /* the ops before the pass */
+    bucket open[MAXOPEN];
+    int nopen;
+    su_vec ops;          /* the new order */
     int64_t *first_use;  /* per value id */
     su_vec *before;      /* per original op index: ops emitted in its place */
     su_vec *after;       /* per original op index: ops emitted after it */
@@ -130,9 +137,7 @@ static void flush(bctx *B, bucket *k)
     ir_value *cur = emit(B, first, IR_EXPAND, &zop->res[0], 1, &xa);
     cur->sh = part;
     su_vec_push(&B->before[at], m->oom, cur->def);
-    int64_t off = 0, *offs = malloc((size_t)n * sizeof *offs);
-    if (!offs)
-        su_oom(m->oom);
+    int64_t off = 0, *offs = su_alloc(&B->ar, (size_t)n * sizeof *offs);
     for (int j = 0; j < n; j++) {
         ir_op *c = k->members.v[j];
         ir_attrs ia = {.offset = off};
@@ -169,69 +174,54 @@ static void flush(bctx *B, bucket *k)
         r->def = eop;
         su_vec_push(after, m->oom, eop);
     }
-    free(offs);
     su_vec_free(&k->members);
 }
 
-bool pass_bucket(ir_module *m, int64_t max_bytes, su_buf *err)
+static void bucket_run(void *arg)
 {
-    if (!m->partitioned) {
-        su_buf_printf(err, "gradients are bucketed in a partitioned module");
-        return false;
-    }
-    if (max_bytes <= 0 || !m->updates.n)
-        return true;
-    int n0 = m->ops.n, nv = m->next_id + 1;
-    bctx B = {.m = m, .max_bytes = max_bytes};
-    su_arena ar;
-    su_arena_init(&ar, m->oom);
-    B.first_use = su_alloc(&ar, (size_t)nv * sizeof *B.first_use);
-    bool *is_grad = su_alloc(&ar, (size_t)nv * sizeof *is_grad);
-    B.before = su_alloc(&ar, ((size_t)n0 + 1) * sizeof *B.before);
-    B.after = su_alloc(&ar, ((size_t)n0 + 1) * sizeof *B.after);
-    B.drop = su_alloc(&ar, ((size_t)n0 + 1) * sizeof *B.drop);
-    memset(B.before, 0, ((size_t)n0 + 1) * sizeof *B.before);
-    memset(B.after, 0, ((size_t)n0 + 1) * sizeof *B.after);
-    memset(B.drop, 0, ((size_t)n0 + 1) * sizeof *B.drop);
-    for (int v = 0; v < nv; v++) {
-        B.first_use[v] = n0;
-        is_grad[v] = false;
-    }
+    bctx *B = arg;
+    ir_module *m = B->m;
+    int n0 = B->n0, nv = m->next_id + 1;
+    su_arena *ar = &B->ar;
+    B->first_use = su_alloc(ar, (size_t)nv * sizeof *B->first_use);
+    bool *is_grad = su_alloc(ar, (size_t)nv * sizeof *is_grad);
+    B->before = su_alloc(ar, ((size_t)n0 + 1) * sizeof *B->before);
+    B->after = su_alloc(ar, ((size_t)n0 + 1) * sizeof *B->after);
+    B->drop = su_alloc(ar, ((size_t)n0 + 1) * sizeof *B->drop);
+    for (int v = 0; v < nv; v++)
+        B->first_use[v] = n0;
     for (int i = n0 - 1; i >= 0; i--) {
         const ir_op *op = IR_OP(m, i);
         for (int j = 0; j < op->nin; j++)
-            B.first_use[op->in[j]->id] = i;
+            B->first_use[op->in[j]->id] = i;
     }
     for (int i = 0; i < m->updates.n; i++)
         if (IR_UPDATE(m, i)->grad)
             is_grad[IR_UPDATE(m, i)->grad->id] = true;
 
-    enum { MAXOPEN = 16 };
-    bucket open[MAXOPEN];
-    int nopen = 0;
-    memset(open, 0, sizeof open);
-    B.pos = su_alloc(&ar, (size_t)nv * sizeof *B.pos);
+    bucket *open = B->open;
+    B->pos = su_alloc(ar, (size_t)nv * sizeof *B->pos);
     for (int i = 0; i < n0; i++)
         for (int j = 0; j < IR_OP(m, i)->nres; j++)
-            B.pos[IR_OP(m, i)->res[j]->id] = i;
+            B->pos[IR_OP(m, i)->res[j]->id] = i;
     for (int i = 0; i < n0; i++) {
         ir_op *op = IR_OP(m, i);
-        if (!candidate(&B, op, is_grad))
+        if (!candidate(B, op, is_grad))
             continue;
         int64_t rows = op->code == IR_REDUCE_SCATTER ? group_size(m, op) : 1;
         int64_t cols = ir_type_numel(&op->in[0]->type) / rows;
         int k = 0;
-        while (k < nopen && !(same_key(open[k].key, op) && open[k].rows == rows))
+        while (k < B->nopen && !(same_key(open[k].key, op) && open[k].rows == rows))
             k++;
-        if (k < nopen) {
+        if (k < B->nopen) {
             bucket *b = &open[k];
             int64_t es = ir_dtype_size(op->in[0]->type.dtype);
-            if (b->first_use <= i || (b->cols + cols) * rows * es > max_bytes) {
-                flush(&B, b);
+            if (b->first_use <= i || (b->cols + cols) * rows * es > B->max_bytes) {
+                flush(B, b);
                 *b = (bucket){0};
             }
-        } else if (nopen < MAXOPEN) {
-            nopen++;
+        } else if (B->nopen < MAXOPEN) {
+            B->nopen++;
         } else {
             continue; /* a seventeenth kind of collective at once: left alone */
         }
@@ -244,26 +234,45 @@ bool pass_bucket(ir_module *m, int64_t max_bytes, su_buf *err)
         }
         su_vec_push(&b->members, m->oom, op);
         b->cols += cols;
-        if (B.first_use[op->res[0]->id] < b->first_use)
-            b->first_use = B.first_use[op->res[0]->id];
+        if (B->first_use[op->res[0]->id] < b->first_use)
+            b->first_use = B->first_use[op->res[0]->id];
     }
-    for (int k = 0; k < nopen; k++)
-        flush(&B, &open[k]);
+    for (int k = 0; k < B->nopen; k++)
+        flush(B, &open[k]);
 
-    /* the new order */
-    su_vec ops = {0};
     for (int i = 0; i < n0; i++) {
-        for (int j = 0; j < B.before[i].n; j++)
-            su_vec_push(&ops, m->oom, B.before[i].v[j]);
-        if (!B.drop[i])
-            su_vec_push(&ops, m->oom, m->ops.v[i]);
-        for (int j = 0; j < B.after[i].n; j++)
-            su_vec_push(&ops, m->oom, B.after[i].v[j]);
+        for (int j = 0; j < B->before[i].n; j++)
+            su_vec_push(&B->ops, m->oom, B->before[i].v[j]);
+        if (!B->drop[i])
+            su_vec_push(&B->ops, m->oom, m->ops.v[i]);
+        for (int j = 0; j < B->after[i].n; j++)
+            su_vec_push(&B->ops, m->oom, B->after[i].v[j]);
+    }
+    su_vec_free(&m->ops);
+    m->ops = B->ops;
+    B->ops = (su_vec){0};
+}
+
+bool pass_bucket(ir_module *m, int64_t max_bytes, su_buf *err)
+{
+    if (!m->partitioned) {
+        su_buf_printf(err, "gradients are bucketed in a partitioned module");
+        return false;
+    }
+    if (max_bytes <= 0 || !m->updates.n)
+        return true;
+    bctx B = {.m = m, .max_bytes = max_bytes, .n0 = m->ops.n};
+    su_arena_init(&B.ar, m->oom);
+    bool done = su_guarded(m->oom, bucket_run, &B);
+    for (int i = 0; B.after && i < B.n0; i++) { /* su_alloc zeroes them */
         su_vec_free(&B.before[i]);
         su_vec_free(&B.after[i]);
     }
-    su_vec_free(&m->ops);
-    m->ops = ops;
-    su_arena_free(&ar);
+    for (int k = 0; k < MAXOPEN; k++)
+        su_vec_free(&B.open[k].members);
+    su_vec_free(&B.ops);
+    su_arena_free(&B.ar);
+    if (!done)
+        su_oom(m->oom);
     return true;
 }

@@ -24,7 +24,6 @@
  * collectives it replaces are dropped. */
 #include "passes.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* Whether c is a summing collective that x's add can take over: the only
@@ -46,15 +45,14 @@ static bool same_collective(const ir_op *a, const ir_op *b)
            a->in[0]->sh.partial == b->in[0]->sh.partial;
 }
 
-/* Places new op x (just appended to the empty m->ops) into out, at op
- * at's place in the program. */
-static ir_op *place(ir_module *m, su_vec *out, ir_op *x, const ir_op *at)
+/* Places new op x (just appended to m->ops) into out, at op at's place
+ * in the program. */
+static ir_op *place(ir_op **out, int *nout, ir_op *x, const ir_op *at)
 {
-    m->ops.n = 0;
     x->loc = at->loc;
     x->rep = at->rep;
     x->phase = at->phase;
-    su_vec_push(out, m->oom, x);
+    out[(*nout)++] = x;
     return x;
 }
 
@@ -87,13 +85,19 @@ static void count(int *uses, const ir_value *v)
 
 int pass_combine_sums(ir_module *m, su_vec *why)
 {
-    /* per value id, room for one new value per op */
-    size_t nv = (size_t)m->next_id + 1 + (size_t)m->ops.n;
-    int *uses = su_xmalloc(m->oom, nv * sizeof *uses);
-    bool *dead = su_xmalloc(m->oom, nv * sizeof *dead);
+    /* Everything lives in the module's arena, so an allocation failure
+     * (a jump out of here) leaks nothing: per value id, with room for one
+     * new value per op; the new program order, with room for one new op
+     * per op. New ops are appended to m->ops, then it takes the order. */
+    int n0 = m->ops.n;
+    size_t nv = (size_t)m->next_id + 1 + (size_t)n0;
+    int *uses = su_alloc(&m->arena, nv * sizeof *uses);
+    bool *dead = su_alloc(&m->arena, nv * sizeof *dead);
+    ir_op **out = su_alloc(&m->arena, (2 * (size_t)n0 + 1) * sizeof *out);
+    int nout = 0;
     memset(uses, 0, nv * sizeof *uses);
     memset(dead, 0, nv * sizeof *dead);
-    for (int i = 0; i < m->ops.n; i++)
+    for (int i = 0; i < n0; i++)
         for (int k = 0; k < IR_OP(m, i)->nin; k++)
             count(uses, IR_OP(m, i)->in[k]);
     for (int i = 0; i < m->outputs.n; i++)
@@ -104,11 +108,9 @@ int pass_combine_sums(ir_module *m, su_vec *why)
         count(uses, IR_UPDATE(m, i)->grad);
     }
     count(uses, m->train.loss);
-    su_vec old = m->ops, out = {0};
-    m->ops = (su_vec){0};
     int combined = 0;
-    for (int i = 0; i < old.n; i++) {
-        ir_op *op = old.v[i];
+    for (int i = 0; i < n0; i++) {
+        ir_op *op = IR_OP(m, i);
         ir_op *a = op->nin >= 1 ? op->in[0]->def : NULL, *b = op->nin == 2 ? op->in[1]->def : NULL;
         const char *wa = why && a && a->nres && a->res[0]->id < why->n ? why->v[a->res[0]->id]
                                                                         : NULL;
@@ -119,8 +121,8 @@ int pass_combine_sums(ir_module *m, su_vec *why)
             ir_type_eq(&op->res[0]->type, &b->res[0]->type)) {
             /* op's operands, partial, added here; op becomes the collective */
             ir_value *in[2] = {a->in[0], b->in[0]};
-            ir_op *sum = place(m, &out, ir_append(m, op->code, in, 2, &(ir_attrs){0},
-                                                  &a->in[0]->type), op);
+            ir_op *sum = place(out, &nout, ir_append(m, op->code, in, 2, &(ir_attrs){0},
+                                                     &a->in[0]->type), op);
             sum->res[0]->sh = a->in[0]->sh;
             op->code = a->code;
             op->nin = 1;
@@ -160,7 +162,7 @@ int pass_combine_sums(ir_module *m, su_vec *why)
                 sh.naxes[rank - 1] = 0;
             }
             ir_value *in = a->in[0];
-            ir_op *r = place(m, &out, ir_append(m, op->code, &in, 1, &op->a, &t), op);
+            ir_op *r = place(out, &nout, ir_append(m, op->code, &in, 1, &op->a, &t), op);
             r->res[0]->sh = sh;
             ir_attrs ca = a->a;
             if (a->code == IR_REDUCE_SCATTER && !op->a.keepdims && k < ca.dim)
@@ -173,7 +175,7 @@ int pass_combine_sums(ir_module *m, su_vec *why)
                               "tensor %lld times smaller", ir_ops[r->code].name, k,
                               ir_ops[op->code].name, (long long)x->type.dim[k]);
         }
-        su_vec_push(&out, m->oom, op);
+        out[nout++] = op;
         if (!what)
             continue;
         if (why) {
@@ -184,16 +186,9 @@ int pass_combine_sums(ir_module *m, su_vec *why)
         }
         combined++;
     }
-    su_vec_free(&m->ops);
-    m->ops = (su_vec){0};
-    for (int i = 0; i < out.n; i++) {
-        ir_op *op = out.v[i];
-        if (!op->nres || !dead[op->res[0]->id])
-            su_vec_push(&m->ops, m->oom, op);
-    }
-    su_vec_free(&out);
-    su_vec_free(&old);
-    free(uses);
-    free(dead);
+    m->ops.n = 0; /* its room holds n0 ops and those appended, at least nout */
+    for (int i = 0; i < nout; i++)
+        if (!out[i]->nres || !dead[out[i]->res[0]->id])
+            m->ops.v[m->ops.n++] = out[i];
     return combined;
 }

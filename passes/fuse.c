@@ -293,7 +293,7 @@ static void renumber(walker *w)
 static const char *group_name(const ir_module *m, pass_fusion *f, const pass_fgroup *g)
 {
     su_buf b;
-    su_buf_init(&b, m->oom);
+    su_buf_init_in(&b, &f->arena);
     su_buf_printf(&b, "k%d", g->id);
     const char *seen[4];
     int nseen = 0;
@@ -309,9 +309,7 @@ static const char *group_name(const ir_module *m, pass_fusion *f, const pass_fgr
     }
     if (g->nparts)
         su_buf_printf(&b, "_x%d", g->nparts);
-    const char *name = su_strdup(&f->arena, b.s);
-    su_buf_free(&b);
-    return name;
+    return b.s;
 }
 
 /* Marks the values that must be stored: read by an op of another group
@@ -320,9 +318,7 @@ static void mark_stored(const walker *w)
 {
     const ir_module *m = w->m;
     pass_fusion *f = w->f;
-    int *readers = calloc((size_t)f->nvalues + 1, sizeof *readers);
-    if (!readers)
-        su_oom(m->oom);
+    int *readers = su_alloc(&f->arena, ((size_t)f->nvalues + 1) * sizeof *readers);
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
         for (int k = 0; k < op->nin; k++) {
@@ -345,7 +341,6 @@ static void mark_stored(const walker *w)
         if (f->group_of[i] >= 0 && readers[op->res[0]->id] == 0)
             f->stored[op->res[0]->id] = true;
     }
-    free(readers);
     /* only values of groups are "stored" in this sense */
     for (int v = 0; v < f->nvalues; v++)
         if (w->defat[v] < 0 || f->group_of[w->defat[v]] < 0)
@@ -755,7 +750,7 @@ bool pass_fuse(const ir_module *m, pass_fusion *f, su_buf *err)
 bool pass_fuse_ex(const ir_module *m, uint64_t skip, pass_fusion *f, su_buf *err)
 {
     memset(f, 0, sizeof *f);
-    su_arena_init(&f->arena, m->oom);
+    su_arena_init(&f->arena, err->oom);
     f->nops = m->ops.n;
     f->nvalues = m->next_id;
     f->group_of = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *f->group_of);
@@ -895,14 +890,22 @@ static void put_group_comment(const ir_module *m, const pass_fgroup *g, const ch
     su_buf_putc(b, '\n');
 }
 
-void pass_fusion_print(const ir_module *m, const pass_fusion *f, su_buf *out)
+typedef struct fusion_print {
+    const ir_module *m;
+    const pass_fusion *f;
+    su_buf *out;
+    su_arena scratch;       /* the module's text and names */
+} fusion_print;
+
+static void print_fusion(void *arg)
 {
+    fusion_print *r = arg;
+    const ir_module *m = r->m;
+    const pass_fusion *f = r->f;
     su_buf text;
-    su_buf_init(&text, m->oom);
+    su_buf_init_in(&text, &r->scratch);
     ir_print(m, &text);
-    su_arena scratch;
-    su_arena_init(&scratch, m->oom);
-    const char **names = ir_value_print_names(m, &scratch);
+    const char **names = ir_value_print_names(m, &r->scratch);
     /* one line per op after the header; after them one per output and
      * update, and the train line */
     int nlines = 0;
@@ -917,14 +920,22 @@ void pass_fusion_print(const ir_module *m, const pass_fusion *f, su_buf *out)
         int gk = op >= 0 && op < m->ops.n && header >= 0 ? f->group_of[op] : -1;
         const pass_fgroup *g = gk >= 0 ? &f->groups[gk] : NULL;
         if (g && g->ops[0] == op)
-            put_group_comment(m, g, names, out);
-        su_buf_put(out, p, len);
+            put_group_comment(m, g, names, r->out);
+        su_buf_put(r->out, p, len);
         if (g)
-            su_buf_printf(out, "  // %s%s", g->name,
+            su_buf_printf(r->out, "  // %s%s", g->name,
                           f->stored[IR_OP(m, op)->res[0]->id] ? ", stored" : "");
-        su_buf_putc(out, '\n');
+        su_buf_putc(r->out, '\n');
         p += len + (nl ? 1 : 0);
     }
-    su_arena_free(&scratch);
-    su_buf_free(&text);
+}
+
+void pass_fusion_print(const ir_module *m, const pass_fusion *f, su_buf *out)
+{
+    fusion_print r = {.m = m, .f = f, .out = out};
+    su_arena_init(&r.scratch, out->oom);
+    bool done = su_guarded(out->oom, print_fusion, &r);
+    su_arena_free(&r.scratch);
+    if (!done)
+        su_oom(out->oom);
 }

@@ -56,6 +56,7 @@
 #include "passes.h"
 #include "fuse.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,11 +214,11 @@ static void try_in_place(planner *P, const ir_update *u)
 
 static void free_insert(planner *P, int at, block b)
 {
-    if (P->nfree == P->capfree) {
+    if (P->nfree == P->capfree) { /* in the plan's arena: nothing to free */
         P->capfree = P->capfree ? 2 * P->capfree : 64;
-        block *nb = realloc(P->free, (size_t)P->capfree * sizeof *nb);
-        if (!nb)
-            su_oom(P->m->oom);
+        block *nb = su_alloc(&P->mp->arena, (size_t)P->capfree * sizeof *nb);
+        if (P->nfree)
+            memcpy(nb, P->free, (size_t)P->nfree * sizeof *nb);
         P->free = nb;
     }
     memmove(P->free + at + 1, P->free + at, (size_t)(P->nfree - at) * sizeof *P->free);
@@ -460,7 +461,7 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
                             su_buf *err)
 {
     memset(mp, 0, sizeof *mp);
-    su_arena_init(&mp->arena, m->oom);
+    su_arena_init(&mp->arena, err->oom);
     if (!m->partitioned) {
         su_buf_printf(err, "memory is planned for a partitioned module");
         return false;
@@ -569,7 +570,6 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
                 live -= mp->bytes[b];
         }
     }
-    free(P.free);
     mp->arena_bytes = P.top;
     mp->activations = peak;
     for (int v = 0; v < nv; v++)
@@ -609,30 +609,27 @@ static int by_offset(const void *x, const void *y)
     return (a->b > b->b) - (a->b < b->b);
 }
 
-bool pass_memplan_check(const ir_module *m, const pass_memplan *mp, su_buf *err)
+/* The first fault of mp into msg (empty: none). */
+static void memplan_fault(const pass_memplan *mp, span *s, char *msg, size_t size)
 {
-    span *s = malloc(((size_t)mp->nbuf + 1) * sizeof *s);
-    if (!s)
-        su_oom(m->oom);
     int ns = 0;
+    msg[0] = 0;
     for (int b = 0; b < mp->nbuf; b++) {
         int w = mp->view_of[b];
         if (w >= 0) { /* inside its bucket, which lives at least as long */
             if (mp->view_of[w] >= 0 || mp->offset[b] < mp->offset[w] ||
                 mp->offset[b] + mp->bytes[b] > mp->offset[w] + mp->bytes[w] ||
                 mp->start[b] < mp->start[w] || mp->end[b] > mp->end[w]) {
-                su_buf_printf(err, "buffer %d is not inside buffer %d, whose view it is", b, w);
-                free(s);
-                return false;
+                snprintf(msg, size, "buffer %d is not inside buffer %d, whose view it is", b, w);
+                return;
             }
         }
         span sp = {mp->offset[b], mp->offset[b] + (mp->bytes[b] ? mp->bytes[b] : 1), b};
         if (mp->offset[b] % PASS_MEM_ALIGN || sp.end > mp->arena_bytes) {
-            su_buf_printf(err, "buffer %d at %lld (%lld bytes) is misaligned or outside the "
-                          "arena of %lld bytes", b, (long long)mp->offset[b],
-                          (long long)mp->bytes[b], (long long)mp->arena_bytes);
-            free(s);
-            return false;
+            snprintf(msg, size, "buffer %d at %lld (%lld bytes) is misaligned or outside the "
+                     "arena of %lld bytes", b, (long long)mp->offset[b],
+                     (long long)mp->bytes[b], (long long)mp->arena_bytes);
+            return;
         }
         if (w < 0)
             s[ns++] = sp;
@@ -642,45 +639,76 @@ bool pass_memplan_check(const ir_module *m, const pass_memplan *mp, su_buf *err)
         for (int j = i + 1; j < ns && s[j].off < s[i].end; j++) {
             int a = s[i].b, b = s[j].b;
             if (mp->start[a] <= mp->end[b] && mp->start[b] <= mp->end[a]) {
-                su_buf_printf(err, "buffers %d (ops %lld..%lld) and %d (ops %lld..%lld) share "
-                              "bytes at %lld while both are live", a, (long long)mp->start[a],
-                              (long long)mp->end[a], b, (long long)mp->start[b],
-                              (long long)mp->end[b], (long long)s[j].off);
-                free(s);
-                return false;
+                snprintf(msg, size, "buffers %d (ops %lld..%lld) and %d (ops %lld..%lld) share "
+                         "bytes at %lld while both are live", a, (long long)mp->start[a],
+                         (long long)mp->end[a], b, (long long)mp->start[b],
+                         (long long)mp->end[b], (long long)s[j].off);
+                return;
             }
         }
-    free(s);
+}
+
+bool pass_memplan_check(const ir_module *m, const pass_memplan *mp, su_buf *err)
+{
     (void)m;
-    return true;
+    span *s = malloc(((size_t)mp->nbuf + 1) * sizeof *s);
+    if (!s)
+        su_oom(err->oom);
+    char msg[256];
+    memplan_fault(mp, s, msg, sizeof msg);
+    free(s); /* before the message, which may fail to allocate */
+    if (msg[0])
+        su_buf_puts(err, msg);
+    return !msg[0];
+}
+
+/* pass_fuse_planned's tries: the fusion and plan kept, and the one tried
+ * (freed here after an allocation failure too). */
+typedef struct planned_run {
+    const ir_module *m;
+    pass_fusion *f, f2;
+    pass_memplan *mp, mp2;
+    su_buf *err;
+    bool ok;
+} planned_run;
+
+static void fuse_planned(void *arg)
+{
+    planned_run *r = arg;
+    const ir_module *m = r->m;
+    uint64_t skip = 0;
+    r->ok = pass_fuse_ex(m, skip, r->f, r->err) &&
+            pass_plan_memory_fused(m, r->f, r->mp, r->err);
+    for (int k = 0; r->ok && k < r->f->nruns && k < 64; k++) {
+        r->ok = pass_fuse_ex(m, skip | (uint64_t)1 << k, &r->f2, r->err) &&
+                pass_plan_memory_fused(m, &r->f2, &r->mp2, r->err);
+        if (r->ok && r->mp2.arena_bytes < r->mp->arena_bytes) { /* run k raised the peak */
+            skip |= (uint64_t)1 << k;
+            pass_fusion_free(r->f);
+            pass_memplan_free(r->mp);
+            *r->f = r->f2;
+            *r->mp = r->mp2;
+            memset(&r->f2, 0, sizeof r->f2);
+            memset(&r->mp2, 0, sizeof r->mp2);
+        } else {
+            pass_fusion_free(&r->f2);
+            pass_memplan_free(&r->mp2);
+        }
+    }
 }
 
 bool pass_fuse_planned(const ir_module *m, pass_fusion *f, pass_memplan *mp, su_buf *err)
 {
     pass_memplan own;
+    planned_run r = {.m = m, .f = f, .mp = mp ? mp : &own, .err = err};
+    memset(f, 0, sizeof *f); /* the caller's to free, also after a failure */
+    memset(r.mp, 0, sizeof *r.mp);
+    bool done = su_guarded(err->oom, fuse_planned, &r);
+    pass_fusion_free(&r.f2);
+    pass_memplan_free(&r.mp2);
     if (!mp)
-        mp = &own;
-    memset(mp, 0, sizeof *mp);
-    uint64_t skip = 0;
-    bool ok = pass_fuse_ex(m, skip, f, err) && pass_plan_memory_fused(m, f, mp, err);
-    for (int r = 0; ok && r < f->nruns && r < 64; r++) {
-        pass_fusion f2;
-        pass_memplan mp2;
-        memset(&mp2, 0, sizeof mp2);
-        ok = pass_fuse_ex(m, skip | (uint64_t)1 << r, &f2, err) &&
-             pass_plan_memory_fused(m, &f2, &mp2, err);
-        if (ok && mp2.arena_bytes < mp->arena_bytes) { /* run r raised the peak */
-            skip |= (uint64_t)1 << r;
-            pass_fusion_free(f);
-            pass_memplan_free(mp);
-            *f = f2;
-            *mp = mp2;
-        } else {
-            pass_fusion_free(&f2);
-            pass_memplan_free(&mp2);
-        }
-    }
-    if (mp == &own)
         pass_memplan_free(&own);
-    return ok;
+    if (!done)
+        su_oom(err->oom);
+    return r.ok;
 }

@@ -1395,6 +1395,58 @@ static void part_op(part *P)
     su_unreachable(); /* logical modules hold no collectives, slices, sends or recvs */
 }
 
+/* The partitioning of m into P->dst; false when an op has no sharding. */
+typedef struct part_run {
+    part P;
+    const ir_module *m;
+    const char ***why;
+    su_buf *err;
+    bool ok;
+} part_run;
+
+static void partition(void *arg)
+{
+    part_run *r = arg;
+    part *P = &r->P;
+    const ir_module *m = r->m;
+    P->map = su_alloc(&P->dst->arena, (size_t)(m->next_id + 1) * sizeof *P->map);
+    P->made_first = su_alloc(&P->dst->arena, (size_t)(m->next_id + 1) * sizeof *P->made_first);
+    for (int i = 0; i <= m->next_id; i++)
+        P->made_first[i] = -1;
+    for (int i = 0; i < m->ops.n; i++) {
+        P->op = IR_OP(m, i);
+        for (int j = 0; j < P->op->nres; j++)
+            if (P->op->res[j]->sh.kind == IR_SH_NONE) {
+                su_buf_printf(r->err, "op %d (%s) has a result without a sharding; run "
+                              "propagation first", i, ir_ops[P->op->code].name);
+                return;
+            }
+        part_op(P);
+    }
+    for (int i = 0; i < m->outputs.n; i++)
+        ir_add_output(P->dst, IR_OUTPUT(m, i)->name, P->map[IR_OUTPUT(m, i)->v->id],
+                      IR_OUTPUT(m, i)->loc);
+    for (int i = 0; i < m->updates.n; i++) {
+        const ir_update *u = IR_UPDATE(m, i);
+        P->op = u->v->def; /* the new value takes the old one's layout */
+        P->need = "an update keeps the layout of what it updates";
+        ir_value *v = reshard(P, P->map[u->v->id], &u->src->sh);
+        P->need = NULL;
+        ir_add_update(P->dst, P->map[u->src->id], v, u->grad ? P->map[u->grad->id] : NULL);
+    }
+    P->dst->train = m->train;
+    if (m->train.loss)
+        P->dst->train.loss = P->map[m->train.loss->id];
+    pass_combine_sums(P->dst, &P->why);
+    if (r->why) {
+        const char **w = su_alloc(&P->dst->arena, (size_t)(P->dst->next_id + 1) * sizeof *w);
+        for (int i = 0; i < P->why.n; i++)
+            w[i] = P->why.v[i];
+        *r->why = w;
+    }
+    r->ok = true;
+}
+
 bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
                     const char ***why, su_buf *err)
 {
@@ -1402,51 +1454,21 @@ bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
         su_buf_puts(err, "the module is already partitioned");
         return false;
     }
-    part P = {.ex = ex, .zero3_axis = m->train.zero == 3 ? m->train.zero_axis : -1};
-    P.dst = ir_module_new(m->oom);
-    P.dst->mesh = m->mesh;
-    P.dst->partitioned = true;
-    P.dst->pipe = m->pipe;
-    P.map = su_alloc(&P.dst->arena, (size_t)(m->next_id + 1) * sizeof *P.map);
-    P.made_first = su_alloc(&P.dst->arena, (size_t)(m->next_id + 1) * sizeof *P.made_first);
-    for (int i = 0; i <= m->next_id; i++)
-        P.made_first[i] = -1;
-    for (int i = 0; i < m->ops.n; i++) {
-        P.op = IR_OP(m, i);
-        for (int j = 0; j < P.op->nres; j++)
-            if (P.op->res[j]->sh.kind == IR_SH_NONE) {
-                su_buf_printf(err, "op %d (%s) has a result without a sharding; run "
-                              "propagation first", i, ir_ops[P.op->code].name);
-                su_vec_free(&P.why);
-                su_vec_free(&P.made);
-                ir_module_free(P.dst);
-                return false;
-            }
-        part_op(&P);
+    part_run r = {.m = m, .why = why, .err = err};
+    r.P = (part){.ex = ex, .zero3_axis = m->train.zero == 3 ? m->train.zero_axis : -1};
+    /* *out is the caller's from here, to free after an allocation failure */
+    *out = r.P.dst = ir_module_new(m->oom);
+    r.P.dst->mesh = m->mesh;
+    r.P.dst->partitioned = true;
+    r.P.dst->pipe = m->pipe;
+    bool done = su_guarded(m->oom, partition, &r);
+    su_vec_free(&r.P.why);
+    su_vec_free(&r.P.made);
+    if (!done)
+        su_oom(m->oom);
+    if (!r.ok) {
+        ir_module_free(r.P.dst);
+        *out = NULL;
     }
-    for (int i = 0; i < m->outputs.n; i++)
-        ir_add_output(P.dst, IR_OUTPUT(m, i)->name, P.map[IR_OUTPUT(m, i)->v->id],
-                      IR_OUTPUT(m, i)->loc);
-    for (int i = 0; i < m->updates.n; i++) {
-        const ir_update *u = IR_UPDATE(m, i);
-        P.op = u->v->def; /* the new value takes the old one's layout */
-        P.need = "an update keeps the layout of what it updates";
-        ir_value *v = reshard(&P, P.map[u->v->id], &u->src->sh);
-        P.need = NULL;
-        ir_add_update(P.dst, P.map[u->src->id], v, u->grad ? P.map[u->grad->id] : NULL);
-    }
-    P.dst->train = m->train;
-    if (m->train.loss)
-        P.dst->train.loss = P.map[m->train.loss->id];
-    pass_combine_sums(P.dst, &P.why);
-    if (why) {
-        const char **w = su_alloc(&P.dst->arena, (size_t)(P.dst->next_id + 1) * sizeof *w);
-        for (int i = 0; i < P.why.n; i++)
-            w[i] = P.why.v[i];
-        *why = w;
-    }
-    su_vec_free(&P.why);
-    su_vec_free(&P.made);
-    *out = P.dst;
-    return true;
+    return r.ok;
 }

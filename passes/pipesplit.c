@@ -869,17 +869,17 @@ static void schedule(const pl *L, int s, bool train, su_vec *out, jmp_buf *oom, 
  * next chunk's backward (the last chunk's after its forward). With equal
  * times per chunk (forward 1/V, backward 2/V), the time the slowest stage
  * idles over the ideal time M (1 + 2) of each stage. */
-static double bubble(const pl *L, pass_pipeline *pp, bool train)
+static double bubble(pl *L, pass_pipeline *pp, bool train)
 {
     int P = L->P, C = L->C, M = L->M;
     double tf = 1.0 / L->V, tb = train ? 2.0 / L->V : 0;
-    double *fdone = calloc((size_t)C * M, sizeof *fdone), *bdone = calloc((size_t)C * M, sizeof *bdone);
-    int *next = calloc((size_t)P, sizeof *next);
-    double *clock = calloc((size_t)P, sizeof *clock);
-    bool *fd = calloc((size_t)C * M, 1), *bdn = calloc((size_t)C * M, 1);
+    su_arena *a = &L->ar; /* zeroed, freed with the pass's scratch */
+    double *fdone = su_alloc(a, (size_t)C * M * sizeof *fdone);
+    double *bdone = su_alloc(a, (size_t)C * M * sizeof *bdone);
+    int *next = su_alloc(a, (size_t)P * sizeof *next);
+    double *clock = su_alloc(a, (size_t)P * sizeof *clock);
+    bool *fd = su_alloc(a, (size_t)C * M), *bdn = su_alloc(a, (size_t)C * M);
     double end = 0;
-    if (!fdone || !bdone || !next || !clock || !fd || !bdn)
-        su_oom(L->m->oom);
     for (bool progress = true; progress;) {
         progress = false;
         for (int s = 0; s < P; s++) {
@@ -914,7 +914,6 @@ static double bubble(const pl *L, pass_pipeline *pp, bool train)
         }
     }
     double ideal = M * (tf + tb) * L->V;
-    free(fdone), free(bdone), free(next), free(clock), free(fd), free(bdn);
     return (end - ideal) / ideal;
 }
 
@@ -1309,6 +1308,14 @@ static int by_gap(const void *x, const void *y)
  * value, moving a stage on once its recvs are done, and puts each stage's
  * sends and recvs into the gaps where they paired, in pairing order. Fails
  * only when the schedule itself waits in a cycle. */
+/* An empty vector with room for n pointers: filled with at most n, it
+ * never grows, so nothing leaks when an allocation fails while it is held. */
+static su_vec vec_of(const pl *L, int n)
+{
+    return (su_vec){su_xmalloc(L->m->oom, (size_t)(n > 0 ? n : 1) * sizeof(void *)), 0,
+                    n > 0 ? n : 1};
+}
+
 static bool order_p2p(pl *L, st *S)
 {
     int P = L->P;
@@ -1384,7 +1391,7 @@ static bool order_p2p(pl *L, st *S)
             if (at[s][i] >= 0)
                 pr[np++] = (paired){at[s][i], seq[s][i], i};
         qsort(pr, (size_t)np, sizeof *pr, by_gap);
-        su_vec out = {0};
+        su_vec out = vec_of(L, ops->n);
         int g = 0, q = 0;
         for (int i = 0; i < ops->n;) {
             if (g < NB(s) && i == LO(s, g)) {
@@ -1681,7 +1688,7 @@ static void replace_uses(ir_module *d, const ir_value *a, ir_value *b)
  * ops marked gone (a mark per op index). */
 static void to_front(pl *L, ir_module *d, ir_op **front, int nfront, const bool *gone)
 {
-    su_vec out = {0};
+    su_vec out = vec_of(L, nfront + d->ops.n);
     for (int k = 0; k < nfront; k++)
         su_vec_push(&out, L->m->oom, front[k]);
     for (int i = 0; i < d->ops.n; i++) {
@@ -1842,9 +1849,56 @@ void pass_pipeline_free(pass_pipeline *pp)
         return;
     for (int s = 0; s < pp->nstages; s++)
         ir_module_free(pp->stage[s]);
-    if (pp->nstages)
-        su_arena_free(&pp->arena);
+    su_arena_free(&pp->arena);
     *pp = (pass_pipeline){0};
+}
+
+/* A split being made: what it holds, freed by pass_pipeline_split after
+ * an allocation failure too (out is the caller's). */
+typedef struct split_run {
+    const ir_module *m;
+    pass_pipeline *out;
+    su_buf *err;
+    su_loc *at;
+    pl L;
+    st *S;                  /* [L.P] */
+    su_vec tasks;
+    bool ok;
+} split_run;
+
+static void split(void *arg)
+{
+    split_run *r = arg;
+    const ir_module *m = r->m;
+    pass_pipeline *out = r->out;
+    pl *L = &r->L;
+    if (!setup(L, m, r->err, r->at))
+        return;
+    bool train = m->updates.n > 0 || m->train.loss;
+    bool ok = batch_blocks(L, false) && classify(L) && batch_blocks(L, true);
+    su_arena_init(&out->arena, m->oom);
+    out->stage = su_alloc(&out->arena, (size_t)L->P * sizeof *out->stage);
+    out->nstages = L->P; /* the stages made so far, the others NULL */
+    out->ntasks = su_alloc(&out->arena, (size_t)L->P * sizeof *out->ntasks);
+    out->task = su_alloc(&out->arena, (size_t)L->P * sizeof *out->task);
+    st *S = r->S = su_alloc(&L->ar, (size_t)L->P * sizeof *S);
+    for (int s = 0; s < L->P; s++) {
+        init_stage(L, &S[s], s);
+        out->stage[s] = S[s].dst;
+        schedule(L, s, train, &r->tasks, m->oom, &out->arena);
+        out->ntasks[s] = r->tasks.n;
+        out->task[s] = su_alloc(&out->arena,
+                                (size_t)(r->tasks.n ? r->tasks.n : 1) * sizeof(pass_task *));
+        memcpy(out->task[s], r->tasks.v, (size_t)r->tasks.n * sizeof(pass_task *));
+        r->tasks.n = 0;
+        ok = ok && run_tasks(&S[s], out->task[s], out->ntasks[s]) && run_post(&S[s]);
+    }
+    ok = ok && order_p2p(L, S);
+    /* the outputs first: an update then sees every stage that reads its param */
+    ok = ok && outputs(L, S) && updates(L, S) && keep_unread(L, S) && exchange(L, S);
+    if (ok)
+        out->bubble = bubble(L, out, train);
+    r->ok = ok;
 }
 
 bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err, su_loc *at)
@@ -1855,41 +1909,17 @@ bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err, su
         su_buf_puts(err, "the pipeline split needs a partitioned module with a pipeline");
         return false;
     }
-    pl L;
-    if (!setup(&L, m, err, at)) {
-        su_arena_free(&L.ar);
-        return false;
-    }
-    bool train = m->updates.n > 0 || m->train.loss;
-    bool ok = batch_blocks(&L, false) && classify(&L) && batch_blocks(&L, true);
-    su_arena_init(&out->arena, m->oom);
-    out->nstages = L.P;
-    out->stage = su_alloc(&out->arena, (size_t)L.P * sizeof *out->stage);
-    out->ntasks = su_alloc(&out->arena, (size_t)L.P * sizeof *out->ntasks);
-    out->task = su_alloc(&out->arena, (size_t)L.P * sizeof *out->task);
-    st *S = su_alloc(&L.ar, (size_t)L.P * sizeof *S);
-    for (int s = 0; s < L.P; s++) {
-        init_stage(&L, &S[s], s);
-        out->stage[s] = S[s].dst;
-        su_vec tasks = {0};
-        schedule(&L, s, train, &tasks, m->oom, &out->arena);
-        out->ntasks[s] = tasks.n;
-        out->task[s] = su_alloc(&out->arena, (size_t)(tasks.n ? tasks.n : 1) * sizeof(pass_task *));
-        memcpy(out->task[s], tasks.v, (size_t)tasks.n * sizeof(pass_task *));
-        su_vec_free(&tasks);
-        ok = ok && run_tasks(&S[s], out->task[s], out->ntasks[s]) && run_post(&S[s]);
-    }
-    ok = ok && order_p2p(&L, S);
-    for (int s = 0; s < L.P; s++) /* order_p2p frees them; not on an earlier failure */
-        su_vec_free(&S[s].bounds);
-    /* the outputs first: an update then sees every stage that reads its param */
-    ok = ok && outputs(&L, S) && updates(&L, S) && keep_unread(&L, S) && exchange(&L, S);
-    if (ok)
-        out->bubble = bubble(&L, out, train);
-    su_arena_free(&L.ar);
-    if (!ok)
+    split_run r = {.m = m, .out = out, .err = err, .at = at};
+    bool done = su_guarded(m->oom, split, &r);
+    su_vec_free(&r.tasks);
+    for (int s = 0; r.S && s < r.L.P; s++) /* order_p2p frees them; not on an earlier failure */
+        su_vec_free(&r.S[s].bounds);
+    su_arena_free(&r.L.ar);
+    if (!done)
+        su_oom(m->oom); /* out is the caller's to free */
+    if (!r.ok)
         pass_pipeline_free(out);
-    return ok;
+    return r.ok;
 }
 
 /* ---- the cross-stage verifier ---- */
@@ -1908,11 +1938,22 @@ static void p2p_mismatch(su_buf *err, int s, int i, const ir_op *op, int t, int 
 /* Runs every stage's program together: compute and collectives (within
  * one stage) proceed; a send and its recv proceed together when both
  * stages have reached them (rendezvous), and must agree on tag and type. */
-bool pass_verify_p2p(ir_module *const *stage, int n, su_buf *err)
+typedef struct p2p_run {
+    ir_module *const *stage;
+    int n;
+    su_buf *err;
+    int *pc;                /* [n]: each stage's next op */
+    bool ok;
+} p2p_run;
+
+static void verify_p2p(void *arg)
 {
-    int *pc = calloc((size_t)n, sizeof *pc);
-    if (!pc)
-        su_oom(stage[0]->oom);
+    p2p_run *r = arg;
+    ir_module *const *stage = r->stage;
+    int n = r->n;
+    su_buf *err = r->err;
+    int *pc = r->pc = su_xmalloc(err->oom, (size_t)n * sizeof *pc);
+    memset(pc, 0, (size_t)n * sizeof *pc);
     bool ok = true, progress = true;
     while (ok && progress) {
         progress = false;
@@ -1952,6 +1993,15 @@ bool pass_verify_p2p(ir_module *const *stage, int n, su_buf *err)
                 }
             ok = false;
         }
-    free(pc);
-    return ok;
+    r->ok = ok;
+}
+
+bool pass_verify_p2p(ir_module *const *stage, int n, su_buf *err)
+{
+    p2p_run r = {.stage = stage, .n = n, .err = err};
+    bool done = su_guarded(err->oom, verify_p2p, &r);
+    free(r.pc);
+    if (!done)
+        su_oom(err->oom);
+    return r.ok;
 }

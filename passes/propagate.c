@@ -863,17 +863,26 @@ bool pass_propagate(ir_module *m, pass_explain *ex, su_buf *err)
     return true;
 }
 
-void pass_explain_print(const ir_module *m, const pass_explain *ex, su_buf *out)
+typedef struct explain_run {
+    const ir_module *m;
+    const pass_explain *ex;
+    su_buf *out;
+    su_arena scratch;       /* the values' names, when ex has none */
+} explain_run;
+
+static void explain_print(void *arg)
 {
-    su_arena scratch;
-    su_arena_init(&scratch, m->oom);
+    explain_run *r = arg;
+    const ir_module *m = r->m;
+    const pass_explain *ex = r->ex;
+    su_buf *out = r->out;
     const prop names_only = {.names = ex && ex->names ? ex->names
-                                                      : ir_value_print_names(m, &scratch)};
+                                                      : ir_value_print_names(m, &r->scratch)};
     const prop *p = &names_only;
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
-        for (int r = 0; r < op->nres; r++) {
-            const ir_value *v = op->res[r];
+        for (int k = 0; k < op->nres; k++) {
+            const ir_value *v = op->res[k];
             char nb[NAME_LEN];
             su_buf_printf(out, "%s = ", vname(v, nb));
             if (has_sh(v))
@@ -887,4 +896,14 @@ void pass_explain_print(const ir_module *m, const pass_explain *ex, su_buf *out)
             su_buf_putc(out, '\n');
         }
     }
+}
+
+void pass_explain_print(const ir_module *m, const pass_explain *ex, su_buf *out)
+{
+    explain_run r = {.m = m, .ex = ex, .out = out};
+    su_arena_init(&r.scratch, out->oom);
+    bool done = su_guarded(out->oom, explain_print, &r);
+    su_arena_free(&r.scratch);
+    if (!done)
+        su_oom(out->oom);
 }

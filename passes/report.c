@@ -175,50 +175,71 @@ void pass_report(ir_module *const *stages, int n, const pass_pipeline *pp, bool 
 }
 
 /* Stage m's memory plan, as the plan writer makes it (codegen/plan_build.c):
- * with the fusion pass's groups when the plan has kernels. */
-static void plan_memory(const ir_module *m, bool fused, pass_memplan *mp)
+ * with the fusion pass's groups when the plan has kernels. *f is the
+ * caller's to free. */
+static void plan_memory(const ir_module *m, bool fused, pass_fusion *f, pass_memplan *mp,
+                        su_buf *err)
 {
-    su_buf err = {.oom = m->oom};
-    pass_fusion f;
-    memset(&f, 0, sizeof f);
     /* the report is made of partitioned modules, which both passes take */
-    if (fused ? !pass_fuse_planned(m, &f, mp, &err) : !pass_plan_memory_fused(m, NULL, mp, &err))
+    if (fused ? !pass_fuse_planned(m, f, mp, err) : !pass_plan_memory_fused(m, NULL, mp, err))
         su_unreachable();
-    pass_fusion_free(&f);
-    su_buf_free(&err);
+}
+
+/* A report being made: what it holds, freed by pass_report_on after an
+ * allocation failure too. */
+typedef struct report_run {
+    ir_module *const *stages;
+    int n;
+    const pass_pipeline *pp;
+    bool fused, json;
+    su_buf *out;
+    estimate est;
+    su_buf scratch, err;
+    stage_cost *cost;       /* [n], zeroed */
+    pass_fusion f;
+} report_run;
+
+static void report(void *arg)
+{
+    report_run *r = arg;
+    if (r->est.hw) /* the timeline's events are not wanted, only its length */
+        if (!pass_timeline(r->stages, r->n, r->est.hw, 0, &r->scratch, &r->est.step_s, &r->err))
+            r->est.hw = NULL; /* a compiler bug the verifier reports first */
+    r->cost = su_xmalloc(r->out->oom, (size_t)r->n * sizeof *r->cost);
+    memset(r->cost, 0, (size_t)r->n * sizeof *r->cost);
+    for (int s = 0; s < r->n; s++) {
+        const ir_module *m = r->stages[s];
+        stage_cost *c = &r->cost[s];
+        for (int i = 0; i < m->ops.n; i++) {
+            pass_coll cl;
+            if (IR_OP(m, i)->nres)
+                c->flops += pass_op_flops(IR_OP(m, i));
+            if (pass_collective(m, IR_OP(m, i), &cl))
+                c->bytes += cl.bytes;
+        }
+        plan_memory(m, r->fused, &r->f, &c->mp, &r->err);
+        pass_fusion_free(&r->f);
+    }
+    if (r->json)
+        report_json(r->stages, r->n, r->pp, r->out, r->cost, &r->est);
+    else
+        report_table(r->stages, r->n, r->pp, r->out, r->cost, &r->est);
 }
 
 void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp, const pass_hw *hw,
                     bool fused, bool json, su_buf *out)
 {
-    estimate est = {hw, 0};
-    if (hw) { /* the timeline's events are not wanted, only its length */
-        su_buf scratch, err;
-        su_buf_init(&scratch, out->oom);
-        su_buf_init(&err, out->oom);
-        if (!pass_timeline(stages, n, hw, 0, &scratch, &est.step_s, &err))
-            est.hw = NULL; /* a compiler bug the verifier reports first */
-        su_buf_free(&scratch);
-        su_buf_free(&err);
-    }
-    stage_cost *cost = su_xmalloc(stages[0]->oom, (size_t)n * sizeof *cost);
-    for (int s = 0; s < n; s++) {
-        const ir_module *m = stages[s];
-        cost[s].flops = cost[s].bytes = 0;
-        for (int i = 0; i < m->ops.n; i++) {
-            pass_coll c;
-            if (IR_OP(m, i)->nres)
-                cost[s].flops += pass_op_flops(IR_OP(m, i));
-            if (pass_collective(m, IR_OP(m, i), &c))
-                cost[s].bytes += c.bytes;
-        }
-        plan_memory(m, fused, &cost[s].mp);
-    }
-    if (json)
-        report_json(stages, n, pp, out, cost, &est);
-    else
-        report_table(stages, n, pp, out, cost, &est);
-    for (int s = 0; s < n; s++)
-        pass_memplan_free(&cost[s].mp);
-    free(cost);
+    report_run r = {.stages = stages, .n = n, .pp = pp, .fused = fused, .json = json,
+                    .out = out, .est = {hw, 0}};
+    su_buf_init(&r.scratch, out->oom);
+    su_buf_init(&r.err, out->oom);
+    bool done = su_guarded(out->oom, report, &r);
+    for (int s = 0; r.cost && s < n; s++)
+        pass_memplan_free(&r.cost[s].mp);
+    free(r.cost);
+    pass_fusion_free(&r.f);
+    su_buf_free(&r.scratch);
+    su_buf_free(&r.err);
+    if (!done)
+        su_oom(out->oom);
 }

@@ -61,7 +61,6 @@ typedef struct sim {
     int n;
     const pass_hw *hw;
     lane *lane;
-    jmp_buf *oom;
     su_arena arena;
 } sim;
 
@@ -350,28 +349,46 @@ static void write_json(const sim *S, int64_t max_events, double step, su_buf *b)
     su_buf_puts(b, "\n]}\n");
 }
 
+typedef struct timeline_run {
+    sim S;
+    int64_t max_events;
+    su_buf *json, *err;
+    double *step_s;
+    bool ok;
+} timeline_run;
+
+static void timeline(void *arg)
+{
+    timeline_run *r = arg;
+    sim *S = &r->S;
+    S->lane = su_alloc(&S->arena, (size_t)S->n * sizeof *S->lane);
+    for (int s = 0; s < S->n; s++) {
+        lane *L = &S->lane[s];
+        L->m = S->st[s];
+        L->ready = su_alloc(&S->arena, (size_t)(L->m->next_id + 1) * sizeof *L->ready);
+        L->rank0 = S->n > 1 ? first_rank(L->m, s) : 0;
+    }
+    r->ok = simulate(S, r->err);
+    if (r->ok) {
+        double step = 0;
+        for (int s = 0; s < S->n; s++)
+            for (int t = 0; t < 2; t++)
+                if (S->lane[s].clock[t] > step)
+                    step = S->lane[s].clock[t];
+        *r->step_s = step;
+        write_json(S, r->max_events, step, r->json);
+    }
+}
+
 bool pass_timeline(ir_module *const *stages, int n, const pass_hw *hw, int64_t max_events,
                    su_buf *json, double *step_s, su_buf *err)
 {
-    sim S = {.st = stages, .n = n, .hw = hw, .oom = json->oom};
-    su_arena_init(&S.arena, json->oom);
-    S.lane = su_alloc(&S.arena, (size_t)n * sizeof *S.lane);
-    for (int s = 0; s < n; s++) {
-        lane *L = &S.lane[s];
-        L->m = stages[s];
-        L->ready = su_alloc(&S.arena, (size_t)(L->m->next_id + 1) * sizeof *L->ready);
-        L->rank0 = n > 1 ? first_rank(L->m, s) : 0;
-    }
-    bool ok = simulate(&S, err);
-    if (ok) {
-        double step = 0;
-        for (int s = 0; s < n; s++)
-            for (int t = 0; t < 2; t++)
-                if (S.lane[s].clock[t] > step)
-                    step = S.lane[s].clock[t];
-        *step_s = step;
-        write_json(&S, max_events, step, json);
-    }
-    su_arena_free(&S.arena);
-    return ok;
+    timeline_run r = {.S = {.st = stages, .n = n, .hw = hw}, .max_events = max_events,
+                      .json = json, .err = err, .step_s = step_s};
+    su_arena_init(&r.S.arena, json->oom);
+    bool done = su_guarded(json->oom, timeline, &r);
+    su_arena_free(&r.S.arena);
+    if (!done)
+        su_oom(json->oom);
+    return r.ok;
 }

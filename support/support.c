@@ -36,6 +36,32 @@ void *su_xrealloc(jmp_buf *oom, void *p, size_t n)
     return q;
 }
 
+bool su_guarded(jmp_buf *oom, void (*fn)(void *arg), void *arg)
+{
+    if (!oom) { /* allocation failures abort */
+        fn(arg);
+        return true;
+    }
+    /* saved is not changed after setjmp, so it is intact after the jump */
+    jmp_buf saved;
+    memcpy(saved, *oom, sizeof saved);
+    if (setjmp(*oom)) {
+        memcpy(*oom, saved, sizeof saved);
+        return false;
+    }
+    fn(arg);
+    memcpy(*oom, saved, sizeof saved);
+    return true;
+}
+
+bool su_catch(jmp_buf *oom, void (*fn)(void *arg), void *arg)
+{
+    if (setjmp(*oom))
+        return false;
+    fn(arg);
+    return true;
+}
+
 /* ---- arena ---- */
 
 struct su_chunk {
@@ -140,11 +166,19 @@ void su_buf_init(su_buf *b, jmp_buf *oom)
     b->s = NULL;
     b->len = b->cap = 0;
     b->oom = oom;
+    b->arena = NULL;
+}
+
+void su_buf_init_in(su_buf *b, su_arena *a)
+{
+    su_buf_init(b, a->oom);
+    b->arena = a;
 }
 
 void su_buf_free(su_buf *b)
 {
-    free(b->s);
+    if (!b->arena)
+        free(b->s);
     b->s = NULL;
     b->len = b->cap = 0;
 }
@@ -156,7 +190,19 @@ static void reserve(su_buf *b, size_t extra)
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + extra + 1)
         cap *= 2;
-    b->s = su_xrealloc(b->oom, b->s, cap);
+    if (b->arena) {
+        char *s = su_alloc(b->arena, cap);
+        if (b->len)
+            memcpy(s, b->s, b->len + 1);
+        b->s = s;
+    } else {
+        char *s = realloc(b->s, cap);
+        if (!s) { /* a buffer that holds nothing else leaks nothing */
+            su_buf_free(b);
+            su_oom(b->oom);
+        }
+        b->s = s;
+    }
     b->cap = cap;
 }
 
@@ -182,9 +228,15 @@ void su_buf_vprintf(su_buf *b, const char *fmt, va_list ap)
 {
     va_list ap2;
     va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    reserve(b, (size_t)n);
-    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap2);
+    /* straight into the room there is; formatted again only when short */
+    size_t room = b->cap - b->len;
+    int n = vsnprintf(room ? b->s + b->len : NULL, room, fmt, ap);
+    if ((size_t)n >= room) {
+        if (room)
+            b->s[b->len] = 0; /* as it was, should the growth fail */
+        reserve(b, (size_t)n);
+        vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap2);
+    }
     va_end(ap2);
     b->len += (size_t)n;
 }
@@ -199,6 +251,8 @@ void su_buf_printf(su_buf *b, const char *fmt, ...)
 
 char *su_buf_take(su_buf *b)
 {
+    if (b->arena)
+        su_unreachable();
     if (!b->s) {
         reserve(b, 0);
         b->s[0] = 0;

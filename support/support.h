@@ -39,6 +39,30 @@ SU_NORETURN void su_oom(jmp_buf *oom);
 void *su_xmalloc(jmp_buf *oom, size_t n);
 void *su_xrealloc(jmp_buf *oom, void *p, size_t n);
 
+/* Allocation failures jump to the jmp_buf of the call the library is
+ * serving (each API entry point has its own, api/api.c), never to one of
+ * an earlier call. What a function makes for its caller (a module, a
+ * pass's result) is the caller's to free, also after a failure jumped past
+ * it. A function's own temporaries live in such an object's arena, or the
+ * function runs its work through su_guarded and frees them after it,
+ * whichever way it ended:
+ *
+ *     ctx c = {...};                       (what the work holds)
+ *     bool ok = su_guarded(oom, work, &c);
+ *     ...free what c holds...
+ *     if (!ok)
+ *         su_oom(oom);                     (pass the failure on)
+ *
+ * su_guarded runs fn(arg) with *oom set to come back to it (whatever jumps
+ * to *oom, an arena, a buffer or a module, stops there first) and puts *oom
+ * back: true when fn returned, false when an allocation failed (with oom
+ * NULL, allocation failures abort: fn just runs). */
+bool su_guarded(jmp_buf *oom, void (*fn)(void *arg), void *arg);
+/* The top of a call (an API entry point): runs fn(arg) with *oom set to
+ * come back here; true when fn returned, false when an allocation failed.
+ * What fn made lives in arg, for the caller to free either way. */
+bool su_catch(jmp_buf *oom, void (*fn)(void *arg), void *arg);
+
 typedef struct su_chunk su_chunk;
 typedef struct su_arena {
     su_chunk *head;
@@ -63,13 +87,20 @@ void su_vec_free(su_vec *vec);
 
 /* ---- text ---- */
 
+/* A buffer whose growth fails is emptied (its text freed) before the jump,
+ * so a temporary buffer that nothing else allocates under leaks nothing. */
 typedef struct su_buf {
     char *s;        /* NUL-terminated while len > 0 or after any append */
     size_t len, cap;
     jmp_buf *oom;
+    su_arena *arena; /* where the text lives when not malloc'd */
 } su_buf;
 
 void su_buf_init(su_buf *b, jmp_buf *oom);
+/* A buffer whose text lives in arena a (a grown buffer leaves its old copy
+ * there): for temporaries freed with their arena, never leaked by an
+ * allocation failure. su_buf_take does not apply; su_buf_free empties it. */
+void su_buf_init_in(su_buf *b, su_arena *a);
 void su_buf_free(su_buf *b);
 void su_buf_put(su_buf *b, const char *s, size_t n);
 void su_buf_puts(su_buf *b, const char *s);
