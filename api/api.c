@@ -46,6 +46,7 @@ struct shardc_program {
     int arch[CG_MAX_ARCHS];
     const pass_hw *hw;      /* the options' --hw */
     char *cache_dir;        /* the options' (malloc'd) */
+    char *source;           /* the model's file name, as given (malloc'd) */
 };
 
 /* The programs the plan holds: the pipeline's stages, else the partitioned
@@ -370,9 +371,10 @@ static void compile_work(void *arg)
     p->m = m;
     p->narchs = opt->narchs;
     p->cache_dir = opt->cache_dir ? strdup(opt->cache_dir) : NULL;
+    p->source = strdup(c->src->name);
     p->hw = opt->hw;
     memcpy(p->arch, opt->arch, sizeof p->arch);
-    c->st = opt->cache_dir && !p->cache_dir
+    c->st = (opt->cache_dir && !p->cache_dir) || !p->source
                 ? api_fail(c->error, SHARDC_ERR_NOMEM, "out of memory")
                 : run_passes(p, opt, c->src, &c->diag, &c->oom, c->error);
 }
@@ -496,6 +498,7 @@ void shardc_program_free(shardc_program *prog)
     ir_module_free(prog->m);
     free(prog->logical_ir);
     free(prog->cache_dir);
+    free(prog->source);
     free(prog);
 }
 
@@ -707,6 +710,7 @@ static void plan_work(void *arg)
     o.nvrtc.narchs = prog->narchs > 0 ? prog->narchs : 0;
     memcpy(o.nvrtc.arch, prog->arch, sizeof o.nvrtc.arch);
     o.nvrtc.cache_dir = prog->cache_dir;
+    o.source = prog->source;
     r->ok = cg_plan_bytes(st, n, r->rep.s, &o, &r->bytes, &r->len, r->err, sizeof r->err,
                           &r->oom);
 }

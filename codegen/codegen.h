@@ -7,6 +7,9 @@
 typedef struct cg_plan_options {
     bool kernels;               /* embed each fused group's kernel, compiled */
     cg_nvrtc_options nvrtc;     /* for them: targets, headers, cache */
+    const char *source;         /* the model's file, which the ops' places
+                                 * are in (the plan keeps both for the
+                                 * runtime's messages); NULL: none */
 } cg_plan_options;
 
 /* The plan of a partitioned program, in its file form (runtime/plan.h),

@@ -218,6 +218,8 @@ static bool lower_op(builder *b, const ir_op *op)
     in->beta2 = a->beta2;
     in->wd = a->wd;
     in->offset = a->offset;
+    in->line = op->loc.line;
+    in->col = op->loc.line ? op->loc.col : 0;
     if (ir_ops[op->code].cls == IR_C_SOURCE && !source(b, op, in))
         return false;
     su_vec_push(&b->instrs, b->oom, in);
@@ -526,6 +528,7 @@ static void build_plan(void *arg)
             p.kernel[i] = *(rt_kernel *)b->kernels.v[i];
         p.report = (char *)(r->report ? r->report : "");
         p.report_len = strlen(p.report);
+        p.source = (char *)(b->o && b->o->source ? b->o->source : "");
     }
     if (ok && !rt_plan_validate(&p, b->err, b->errlen))
         ok = false;

@@ -131,11 +131,14 @@ int rt_cuda_check_plan(const rt_plan *p, char *err, size_t errlen)
                 bad = i;
         free(at);
         bool none = !p->nkernels && bad >= 0 && g->instr[bad].op != RT_OP_MATMUL;
+        char where[256];
         if (bad >= 0)
-            return su_errf(err, errlen, "stage %d, instruction %d (%s): %s%s", st, bad,
-                        rt_ops[g->instr[bad].op].name, why,
-                        none ? " (the plan has no kernels: was it compiled with --arch none?)"
-                             : "");
+            return su_errf(err, errlen, "%sstage %d, instruction %d (%s): %s%s",
+                           rt_instr_where(p, &g->instr[bad], where, sizeof where), st, bad,
+                           rt_ops[g->instr[bad].op].name, why,
+                           none ? " (the plan has no kernels: was it compiled with --arch "
+                                  "none?)"
+                                : "");
     }
     return 0;
 }
@@ -774,9 +777,11 @@ static int run_instr(rt_cuda_rank *r, const rt_cuda_host *h, int i)
     if (timed && mark(r, r->ev_begin[i], r->stream, err, errlen) != 0)
         return -1;
     if (step(r, h, i) != 0) {
-        char msg[1024];
+        char msg[1024], where[256];
         snprintf(msg, sizeof msg, "%s", err);
-        return su_errf(err, errlen, "instruction %d (%s): %s", i, rt_ops[in->op].name, msg);
+        return su_errf(err, errlen, "%sinstruction %d (%s): %s",
+                       rt_instr_where(r->p, in, where, sizeof where), i, rt_ops[in->op].name,
+                       msg);
     }
     if (timed && mark(r, r->ev_end[i], end_on, err, errlen) != 0)
         return -1;

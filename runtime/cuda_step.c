@@ -165,8 +165,10 @@ void rt_cuda_error_message(const rt_plan *p, int32_t k, uint64_t word, char *buf
     }
     const rt_instr *in = &p->stage[kr->stage].instr[i];
     const char *op = rt_ops[in->op].name;
-    int len = snprintf(buf, n, "stage %d, instruction %d (%s, kernel %s): ", (int)kr->stage,
-                       (int)i, op, kr->name);
+    char where[256];
+    int len = snprintf(buf, n, "%sstage %d, instruction %d (%s, kernel %s): ",
+                       rt_instr_where(p, in, where, sizeof where), (int)kr->stage, (int)i, op,
+                       kr->name);
     if (len < 0 || (size_t)len >= n)
         return;
     buf += len;

@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #define RT_PLAN_MAGIC "SHRDPLAN"
-#define RT_PLAN_VERSION 5
+#define RT_PLAN_VERSION 6
 #define RT_MAX_RANK 8
 #define RT_MAX_AXES 8
 #define RT_MAX_IN 4
@@ -107,6 +107,8 @@ typedef struct rt_instr {
     uint8_t axes[RT_MAX_AXES];
     double lr, momentum, beta1, beta2, wd; /* optimizer updates (plan_ops.def) */
     int64_t offset;                /* insert, extract: the first column in the bucket */
+    int32_t line, col;             /* the op's place in rt_plan.source (1-based;
+                                    * line 0: none), for messages */
 } rt_instr;
 
 /* A rank's buffers lie in one arena it allocates once (the compiler's
@@ -263,6 +265,8 @@ typedef struct rt_plan {
     rt_kernel *kernel;
     char *report;                  /* JSON text, NUL-terminated; may be "" */
     size_t report_len;
+    char *source;                  /* the model's file as the compiler was given
+                                    * it, for messages; may be NULL or "" */
     void *mem_;                    /* owned memory (rt_plan_free) */
 } rt_plan;
 
@@ -280,6 +284,9 @@ bool rt_plan_write(const rt_plan *p, uint8_t **out, size_t *len, char *err, size
 rt_plan *rt_plan_read(const uint8_t *data, size_t len, const char *what, char *err, size_t errlen);
 /* Frees a plan that rt_plan_read (or rt_plan_load) made; NULL is a no-op. */
 void rt_plan_free(rt_plan *p);
+/* "model.sh:12:5: " when instruction in has a place in p's source, else
+ * "" (into buf): the prefix of a message about it. */
+const char *rt_instr_where(const rt_plan *p, const rt_instr *in, char *buf, size_t size);
 /* Reads a whole plan file and rt_plan_read's it; NULL with err naming the
  * file on failure (runtime/plan_file.c). */
 rt_plan *rt_plan_load(const char *path, char *err, size_t errlen);

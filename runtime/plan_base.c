@@ -101,3 +101,12 @@ void rt_plan_coords(const rt_plan *p, int64_t r, int64_t coord[RT_MAX_AXES])
     for (int a = p->naxes; a < RT_MAX_AXES; a++)
         coord[a] = 0;
 }
+
+const char *rt_instr_where(const rt_plan *p, const rt_instr *in, char *buf, size_t size)
+{
+    if (p->source && *p->source && in->line > 0)
+        snprintf(buf, size, "%s:%d:%d: ", p->source, (int)in->line, (int)in->col);
+    else if (size)
+        buf[0] = 0;
+    return buf;
+}

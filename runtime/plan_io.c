@@ -6,7 +6,7 @@
  * NUL inside and no terminator):
  *   type    u8 dtype, u8 rank (<= 8), rank x i64 dim
  *   MESH    u32 naxes (<= 8), naxes x (str name, i64 size),
- *           i32 stage_axis, i32 nstages
+ *           i32 stage_axis, i32 nstages, str source
  *   IOTB    u32 nio, then per entry:
  *             u8 kind, str name, type,
  *             per dim of the type: u8 naxes (<= 8), naxes x u8 mesh axis,
@@ -21,7 +21,7 @@
  *             u8 keepdims, u8 causal, f64 eps, u8 nlist (<= 8),
  *             nlist x i64 list, i64 dim, i64 dim2, u8 naxes (<= 8),
  *             naxes x u8 axes, f64 lr, f64 momentum, f64 beta1,
- *             f64 beta2, f64 wd, i64 offset
+ *             f64 beta2, f64 wd, i64 offset, i32 line, i32 col
  *   KERN    u32 nmodules, then per module (blob = u64 length + the bytes):
  *             str entry, u32 ncubin, ncubin x (str arch, blob cubin),
  *             str PTX arch, blob PTX (text, no NUL);
@@ -47,6 +47,8 @@
  * the query positions of a causal attention over split queries as an
  * optional last operand (plan_ops.def: min and max operand counts; the
  * bytes are laid out as before), and appends check_ids and check_labels.
+ * Version 6 adds the model's file name (MESH) and each instruction's line
+ * and column in it, which runtime errors name.
  * Older versions are refused, not converted (recompiling is cheap).
  */
 #include "plan.h"
@@ -62,7 +64,7 @@ enum {
     HDR_SIZE = 28,  /* magic 8, version 4, section count 4, total 8, CRC 4 */
     SEC_HDR = 20,   /* tag 4, reserved 4, payload length 8, CRC 4 */
     IO_MIN = 38,    /* the smallest IOTB entry: a scalar with an empty name */
-    INSTR_MIN = 105, /* the smallest instruction: no operands, list or axes */
+    INSTR_MIN = 113, /* the smallest instruction: no operands, list or axes */
     PROG_MIN = 8,   /* the smallest PROG payload: two counts of 0 */
     MODULE_MIN = 20, /* the smallest module: empty entry, no cubin, empty PTX */
     KERNEL_MIN = 42, /* the smallest kernel: empty name and lists */
@@ -1300,6 +1302,9 @@ static bool check_programs(const rt_plan *p, char *err, size_t errlen)
         const rt_program *g = &p->stage[s];
         for (int k = 0; k < g->ninstr; k++) {
             const rt_instr *in = &g->instr[k];
+            if (in->line < 0 || in->col < 0 || (!in->line && in->col))
+                return fail(err, errlen, "stage %d, instruction %d: source place %d:%d is not "
+                            "a line and column", s, k, (int)in->line, (int)in->col);
             if (!check_in_program(p, s, in, msg, sizeof msg))
                 return fail(err, errlen, "stage %d, instruction %d (%s): %s", s, k,
                             in->op < RT_NOPS ? rt_ops[in->op].name : "?", msg);
@@ -1833,6 +1838,7 @@ static void write_mesh(wbuf *w, const rt_plan *p)
     }
     put_le(w, (uint32_t)p->stage_axis, 4);
     put_le(w, (uint32_t)p->nstages, 4);
+    put_str(w, p->source ? p->source : "");
     end_section(w, at);
 }
 
@@ -1891,6 +1897,8 @@ static void write_instr(wbuf *w, const rt_instr *in)
     put_f64(w, in->beta2);
     put_f64(w, in->wd);
     put_le(w, (uint64_t)in->offset, 8);
+    put_le(w, (uint32_t)in->line, 4);
+    put_le(w, (uint32_t)in->col, 4);
 }
 
 static void write_prog(wbuf *w, const rt_program *g)
@@ -2239,7 +2247,7 @@ static bool read_mesh(cur *c, rt_plan *p)
     if (p->nstages < 1)
         return rfail(c->r, "section MESH: the plan has %d stages; at least 1 is needed",
                      p->nstages);
-    return close_section(c);
+    return get_str(c, "the source", &p->source) && close_section(c);
 }
 
 static bool read_io(cur *c, rt_plan *p)
@@ -2299,7 +2307,8 @@ static bool read_instr(cur *c, rt_instr *in)
             return false;
     return get_f64(c, "lr", &in->lr) && get_f64(c, "momentum", &in->momentum) &&
            get_f64(c, "beta1", &in->beta1) && get_f64(c, "beta2", &in->beta2) &&
-           get_f64(c, "wd", &in->wd) && get_i64(c, "offset", &in->offset);
+           get_f64(c, "wd", &in->wd) && get_i64(c, "offset", &in->offset) &&
+           get_i32(c, "line", &in->line) && get_i32(c, "column", &in->col);
 }
 
 static bool read_prog(cur *c, rt_program *g)

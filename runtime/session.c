@@ -558,17 +558,17 @@ static int rank_run(rank_state *rs)
             break;
         }
         if (rc != 0) {
-            char tmp[ERRLEN - 64];
+            char tmp[ERRLEN - 64], where[256];
             memcpy(tmp, rs->err, sizeof tmp - 1);
             tmp[sizeof tmp - 1] = 0;
+            rt_instr_where(s->p, in, where, sizeof where);
             if (in->op == RT_OP_SEND || in->op == RT_OP_RECV)
-                snprintf(rs->err, sizeof rs->err, "instruction %d (%s %s stage %lld): %s", i,
-                         rt_ops[in->op].name, in->op == RT_OP_SEND ? "to" : "from",
-                         (long long)in->dim, tmp);
-            else
-                snprintf(rs->err, sizeof rs->err, "instruction %d (%s): %s", i,
-                         rt_ops[in->op].name, tmp);
-            return -1;
+                return su_errf(rs->err, sizeof rs->err,
+                               "%sinstruction %d (%s %s stage %lld): %s", where, i,
+                               rt_ops[in->op].name, in->op == RT_OP_SEND ? "to" : "from",
+                               (long long)in->dim, tmp);
+            return su_errf(rs->err, sizeof rs->err, "%sinstruction %d (%s): %s", where, i,
+                           rt_ops[in->op].name, tmp);
         }
         bool idle = rt_ops[in->op].cls == RT_K_SOURCE && in->op != RT_OP_INPUT && !load_params;
         if (s->o.trace && !idle)
@@ -951,6 +951,20 @@ void rt_session_free(rt_session *s)
     free(s);
 }
 
+/* The place of I/O entry io's declaration ("model.sh:3:8: "), from the
+ * instruction that makes it, or "". */
+static const char *io_where(const rt_plan *p, const rt_io *io, char *buf, size_t size)
+{
+    buf[0] = 0;
+    for (int st = 0; st < p->nstages && !buf[0]; st++)
+        for (int i = 0; i < p->stage[st].ninstr && !buf[0]; i++) {
+            const rt_instr *in = &p->stage[st].instr[i];
+            if (rt_ops[in->op].cls == RT_K_SOURCE && in->io >= 0 && &p->io[in->io] == io)
+                rt_instr_where(p, in, buf, size);
+        }
+    return buf;
+}
+
 int rt_session_bind(rt_session *s, const char *name, const void *data, size_t bytes, char *err,
                     size_t errlen)
 {
@@ -960,11 +974,12 @@ int rt_session_bind(rt_session *s, const char *name, const void *data, size_t by
             io = &s->p->io[i];
     if (!io)
         return su_errf(err, errlen, "the plan has no input, param or state called '%s'", name);
-    char tb[128];
+    char tb[128], where[256];
     if ((int64_t)bytes != rt_type_bytes(&io->type))
-        return su_errf(err, errlen, "'%s' is %s (%lld bytes), but %zu bytes were bound", name,
-                    rt_type_str(&io->type, tb, sizeof tb), (long long)rt_type_bytes(&io->type),
-                    bytes);
+        return su_errf(err, errlen, "%s'%s' is %s (%lld bytes), but %zu bytes were bound",
+                       io_where(s->p, io, where, sizeof where), name,
+                       rt_type_str(&io->type, tb, sizeof tb),
+                       (long long)rt_type_bytes(&io->type), bytes);
     for (int i = 0; i < s->nbind; i++)
         if (strcmp(s->bind[i].name, name) == 0) {
             s->bind[i].data = data;

@@ -120,7 +120,8 @@ done
 
 # An id outside the table on the GPU: the embedding kernel records it,
 # the run fails after the step with the CPU backend's message, the place
-# naming the kernel: "rank 1: stage 0, instruction 3 (embedding, kernel
+# in the model as the CPU backend names it, then the kernel: "rank 1:
+# .../embed.model:6:5: stage 0, instruction 3 (embedding, kernel
 # k2_embedding): embedding id 9 at index 5 is outside the table's 8 rows".
 echo "== an embedding id outside the table"
 dir=$tmp/bad-id
@@ -134,12 +135,14 @@ if $ok; then
     cpu=$("$shardrun" "$dir/plan" --backend cpu --inputs "$dir/in" --quiet 2>&1)
     gpu=$("$shardrun" "$dir/plan" --backend cuda --inputs "$dir/in" --quiet 2>&1)
     rc=$?
-    # "rank 1: instruction 3 (embedding): TEXT" on the CPU
-    place=$(echo "$cpu" | sed -n 's/^shardrun: error: rank 1: instruction \([0-9]*\) (embedding): .*/\1/p')
+    # "rank 1: FILE:LINE:COL: instruction 3 (embedding): TEXT" on the CPU
+    where=$(echo "$cpu" | sed -n 's/^shardrun: error: rank 1: \(.*embed\.model:[0-9]*:[0-9]*: \)instruction [0-9]* (embedding): .*/\1/p')
+    place=$(echo "$cpu" | sed -n 's/^shardrun: error: rank 1: .*instruction \([0-9]*\) (embedding): .*/\1/p')
     text=${cpu#*(embedding): }
-    want="shardrun: error: rank 1: stage 0, instruction $place (embedding, kernel k[0-9]*_embedding): $text"
+    want="shardrun: error: rank 1: ${where}stage 0, instruction $place (embedding, kernel k[0-9]*_embedding): $text"
     echo "$gpu"
-    [ "$rc" -eq 1 ] && [ -n "$place" ] && echo "$gpu" | grep -qx -- "$want" || ok=false
+    [ "$rc" -eq 1 ] && [ -n "$place" ] && [ -n "$where" ] && echo "$gpu" | grep -qx -- "$want" ||
+        ok=false
 fi
 if $ok; then
     pass=$((pass + 1))

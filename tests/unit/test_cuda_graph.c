@@ -319,8 +319,10 @@ static void check_vocab_checks(void)
     rt_plan_free(p);
 }
 
-/* The kernel's message for (index, id) is "stage 0, instruction I (op,
- * kernel NAME): " then the CPU backend's text after "instruction I (op): ". */
+/* The kernel's message for (index, id) is "xent.sh:L:C: stage 0,
+ * instruction I (op, kernel NAME): " (the op's place in the model first,
+ * as the CPU backend's) then the CPU backend's text after "instruction I
+ * (op): ". */
 static void check_like_cpu(const rt_plan *p, int op, int64_t index, int32_t id,
                            const char *cpu)
 {
@@ -329,13 +331,23 @@ static void check_like_cpu(const rt_plan *p, int op, int64_t index, int32_t id,
     if (k < 0)
         return;
     int32_t i = rt_cuda_checked_instr(p, &p->kernel[k]);
-    char msg[512], want[1024], head[128];
+    char msg[512], want[1024], head[384], where[256];
+    rt_instr_where(p, &p->stage[0].instr[i], where, sizeof where);
+    CHECK(!strncmp(where, "xent.sh:", 8));
     rt_cuda_error_message(p, k, rt_cuda_error_word(index, id), msg, sizeof msg);
-    snprintf(head, sizeof head, "rank 0: instruction %d (%s): ", (int)i, rt_ops[op].name);
+    snprintf(head, sizeof head, "rank 0: %sinstruction %d (%s): ", where, (int)i,
+             rt_ops[op].name);
     CHECK(!strncmp(cpu, head, strlen(head)));
-    snprintf(want, sizeof want, "stage 0, instruction %d (%s, kernel %s): %s", (int)i,
+    snprintf(want, sizeof want, "%sstage 0, instruction %d (%s, kernel %s): %s", where, (int)i,
              rt_ops[op].name, p->kernel[k].name, cpu + strlen(head));
     CHECK_STR(msg, want);
+}
+
+/* "xent.sh:L:C: " of the instruction kernel k checks. */
+static const char *checked_where(const rt_plan *p, int32_t k, char *buf, size_t size)
+{
+    return rt_instr_where(p, &p->stage[0].instr[rt_cuda_checked_instr(p, &p->kernel[k])], buf,
+                          size);
 }
 
 static void check_messages(void)
@@ -354,23 +366,27 @@ static void check_messages(void)
     CHECK(strstr(cpu, "cross_entropy label 6 at index 2 is outside the 6 classes (0..5)") != NULL);
     check_like_cpu(p, RT_OP_XENT, 2, 6, cpu);
 
-    char msg[512], want[512];
+    char msg[512], want[768], where[256];
     int32_t k = kernel_checking(p, RT_OP_XENT_GRAD);
     CHECK(k >= 0);
     if (k >= 0) {
         rt_cuda_error_message(p, k, rt_cuda_error_word(11, -1), msg, sizeof msg);
-        snprintf(want, sizeof want, "stage 0, instruction %d (cross_entropy_grad, kernel %s): "
+        snprintf(want, sizeof want, "%sstage 0, instruction %d (cross_entropy_grad, kernel %s): "
                  "cross_entropy_grad label -1 at index 11 is outside the 6 classes (0..5)",
+                 checked_where(p, k, where, sizeof where),
                  (int)rt_cuda_checked_instr(p, &p->kernel[k]), p->kernel[k].name);
+        CHECK(where[0]);
         CHECK_STR(msg, want);
     }
     k = kernel_checking(p, RT_OP_EMBEDDING_GRAD);
     CHECK(k >= 0);
     if (k >= 0) {
         rt_cuda_error_message(p, k, rt_cuda_error_word(0, 8), msg, sizeof msg);
-        snprintf(want, sizeof want, "stage 0, instruction %d (embedding_grad, kernel %s): "
+        snprintf(want, sizeof want, "%sstage 0, instruction %d (embedding_grad, kernel %s): "
                  "embedding_grad id 8 at index 0 is outside the table's 8 rows",
+                 checked_where(p, k, where, sizeof where),
                  (int)rt_cuda_checked_instr(p, &p->kernel[k]), p->kernel[k].name);
+        CHECK(where[0]);
         CHECK_STR(msg, want);
     }
     /* the other kernels check nothing */

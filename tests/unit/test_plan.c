@@ -260,6 +260,12 @@ static void make_loss(fixture *f)
     in = add(f, 0, RT_OP_ALL_GATHER, 14, T(F, 8, 4), 1, 13, T(F, 2, 4));
     in->naxes = 2;
     in->axes[1] = 1;
+    /* each instruction's place in the model, but the last one's (none) */
+    f->p.source = (char *)"models/lm.sh";
+    for (int k = 0; k + 1 < f->stage[0].ninstr; k++) {
+        f->instr[0][k].line = 3 + k;
+        f->instr[0][k].col = 1 + 4 * (k % 3);
+    }
 }
 
 /* A training step over dp: AdamW on w (with its states, the step count
@@ -484,6 +490,8 @@ static void check_instr_eq(const rt_instr *a, const rt_instr *b)
     CHECK(dbl_same(a->beta1, b->beta1));
     CHECK(dbl_same(a->beta2, b->beta2));
     CHECK(dbl_same(a->wd, b->wd));
+    CHECK_INT(a->line, b->line);
+    CHECK_INT(a->col, b->col);
 }
 
 static void check_io_eq(const rt_io *a, const rt_io *b)
@@ -526,6 +534,7 @@ static void check_plan_eq(const rt_plan *a, const rt_plan *b)
     CHECK_INT(a->loss, b->loss);
     CHECK_INT(a->report_len, b->report_len);
     CHECK_STR(a->report, b->report);
+    CHECK_STR(a->source ? a->source : "", b->source);
 }
 
 /* ---- tests ---- */
@@ -581,12 +590,28 @@ static void roundtrip(void (*make)(fixture *), const char *name)
         CHECK(rt_plan_write(p, &b, &nb, err, sizeof err));
         CHECK(nb == na && b && memcmp(a, b, na) == 0);
     }
-    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x05"); /* magic, then version 5 LE */
+    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x06"); /* magic, then version 6 LE */
     CHECK_INT(rd(a + 12, 4), f.p.nstages + 4);
     CHECK_INT(rd(a + 16, 8), na);
     rt_plan_free(p);
     free(a);
     free(b);
+}
+
+/* A message's place: the model's file, line and column of an instruction
+ * that has one, nothing for one without, or in a plan without a file. */
+static void test_instr_where(void)
+{
+    fixture f;
+    make_loss(&f);
+    char buf[64];
+    const rt_program *g = &f.stage[0];
+    CHECK_STR(rt_instr_where(&f.p, &g->instr[4], buf, sizeof buf), "models/lm.sh:7:5: ");
+    CHECK_STR(rt_instr_where(&f.p, &g->instr[g->ninstr - 1], buf, sizeof buf), "");
+    f.p.source = (char *)"";
+    CHECK_STR(rt_instr_where(&f.p, &g->instr[4], buf, sizeof buf), "");
+    f.p.source = NULL;
+    CHECK_STR(rt_instr_where(&f.p, &g->instr[4], buf, sizeof buf), "");
 }
 
 static void test_roundtrip(void)
@@ -596,6 +621,7 @@ static void test_roundtrip(void)
     roundtrip(make_train, "train.plan");
     roundtrip(make_empty, "empty.plan");
     roundtrip(make_stages, "stages.plan");
+    test_instr_where();
     rt_plan_free(NULL);
 }
 
@@ -689,12 +715,12 @@ static void test_header(void)
     EXPECT_READ_ERROR(c, n, "plan format version 0 is not valid");
     wr(c + 8, RT_PLAN_VERSION + 1, 4);
     refix(c, n);
-    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 6 is newer than this "
-              "shardrun reads (5): rebuild shardrun");
+    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 7 is newer than this "
+              "shardrun reads (6): rebuild shardrun");
     wr(c + 8, 2, 4);
     refix(c, n);
     CHECK_STR(read_msg(c, n, err), "model.plan: the plan was written by an older shardc (plan "
-              "format 2; this shardrun reads 5): compile the model again");
+              "format 2; this shardrun reads 6): compile the model again");
 
     memcpy(c, b, n); /* the total size, with a good header CRC */
     wr(c + 16, n - 1, 8);
@@ -837,6 +863,13 @@ static void test_validate(void)
     mm->op = RT_OP_EXP;
     EXPECT_INVALID(&f.p, "has 2 operands; exp takes 1");
     mm->op = RT_OP_MATMUL;
+    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    mm->line = -1;
+    EXPECT_INVALID(&f.p, "stage 1, instruction 2: source place -1:0 is not a line and column");
+    mm->line = 0;
+    mm->col = 7;
+    EXPECT_INVALID(&f.p, "stage 1, instruction 2: source place 0:7 is not a line and column");
+    mm->col = 0;
     CHECK(rt_plan_validate(&f.p, err, sizeof err));
 
     f.io[3].name = (char *)"ln.g";
@@ -1021,7 +1054,7 @@ static void test_validate_train(void)
 }
 
 /* The new fields in the file: the loss at the end of IOTB, the last
- * instruction's offset at the end of PROG, the version. */
+ * instruction's offset (and place) at the end of PROG, the version. */
 static void test_train_file(void)
 {
     fixture f;
@@ -1038,10 +1071,12 @@ static void test_train_file(void)
     refix(c, n);
     EXPECT_READ_ERROR(c, n, "model.plan: the loss is I/O entry 1 (labels), which is not an "
                       "output");
-    /* PROG ends with the last instruction's offset (an extract's) */
-    CHECK_INT(rd(b + kern - 8, 8), 12);
+    /* PROG ends with the last instruction's offset (an extract's), line and
+     * column (none here) */
+    CHECK_INT(rd(b + kern - 16, 8), 12);
+    CHECK_INT(rd(b + kern - 8, 8), 0);
     memcpy(c, b, n);
-    wr(c + kern - 8, 13, 8);
+    wr(c + kern - 16, 13, 8);
     refix(c, n);
     EXPECT_READ_ERROR(c, n, "stage 0, instruction 31 (extract): the result f32[4, 6] at column "
                       "13 does not fit the bucket f32[2, 24]");

@@ -402,8 +402,8 @@ static void test_roundtrip(void)
     uint8_t *a = NULL, *b = NULL;
     size_t na = 0, nb = 0;
     CHECK(rt_plan_write(&f.p, &a, &na, err, sizeof err));
-    CHECK_INT(rd(a + 8, 4), 5);
-    CHECK_INT(RT_PLAN_VERSION, 5);
+    CHECK_INT(rd(a + 8, 4), 6);
+    CHECK_INT(RT_PLAN_VERSION, 6);
     rt_plan *p = rt_plan_read(a, na, "kernels.plan", err, sizeof err);
     CHECK(p != NULL);
     if (!p) {

@@ -31,4 +31,4 @@
 # A tensor of neither shape is an error naming both.
 # RUN: python3 %S/../../tools/make_st.py %t.bad x=F32[5,8,5]:0 y=F32[8,4]:0
 # RUN: %expect 1 %shardrun %t.plan --inputs %t.bad 2>&1 | FileCheck %s --check-prefix=SHAPE
-# SHAPE: shardrun: error: rank {{[01]}}: instruction {{[0-9]+}} (input): {{.*}}.bad: tensor 'x': shape [5, 8, 5] in the file, [8, 4] expected
+# SHAPE: shardrun: error: rank {{[01]}}: {{.*}}/train.model:4:8: instruction {{[0-9]+}} (input): {{.*}}.bad: tensor 'x': shape [5, 8, 5] in the file, [8, 4] expected
