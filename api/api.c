@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,9 +215,12 @@ static ir_module *compile_ir(const shardc_options *opt, const su_src *src, su_di
     for (int i = 0; same && i < m->mesh.naxes; i++)
         same = opt->fe.mesh[i] == m->mesh.size[i];
     if (!same) {
+        su_loc at = m->mesh.loc;
+        su_src text = *src; /* the places count from after a byte order mark */
+        su_src_prepare(&text, diag);
         ir_module_free(m); /* first: the message may fail to allocate */
-        su_error_at(diag, src, (su_loc){0, 0}, "--mesh differs from the mesh of this IR file, "
-                    "which is fixed");
+        su_error_at(diag, &text, at, "--mesh differs from the mesh of this IR file, which is "
+                    "fixed");
         return NULL;
     }
     return m;
@@ -232,24 +236,33 @@ static shardc_status finish(shardc_program *p, const shardc_options *opt, su_buf
     ir_module *part = p->part ? p->part : p->m;
     if (part->pipe.axis >= 0 && !pass_pipeline_split(part, &p->pipe, err, at))
         return SHARDC_ERR_INPUT;
-    int n;
+    int n, bad = -1;
     ir_module *const *st = stages(p, &n);
-    for (int s = 0; s < n; s++)
+    for (int s = 0; s < n; s++) {
         if (!ir_verify(st[s], err) || !pass_bucket(st[s], opt->bucket_bytes, err) ||
-            !ir_verify(st[s], err) || !pass_verify_schedule(st[s], err))
+            !ir_verify_at(st[s], err, &bad) || !pass_verify_schedule(st[s], err, at)) {
+            if (bad >= 0)
+                *at = IR_OP(st[s], bad)->loc;
             return SHARDC_ERR_INTERNAL;
+        }
+    }
     if (n > 1 && !pass_verify_p2p(st, n, err))
         return SHARDC_ERR_INTERNAL;
     return SHARDC_OK;
 }
 
-/* A model that cannot be pipelined: the message at the place in src at
- * fault (LANGUAGE.md §11), as the frontend reports its errors, through
- * the compilation's diag (empty: the frontend succeeded). */
-static shardc_status pipeline_error(const su_src *src, su_loc at, const char *msg,
-                                    su_diag *diag, char **error)
+/* A model that cannot be trained or pipelined: the message at the place in
+ * src at fault (LANGUAGE.md §11), as the frontend reports its errors,
+ * through the compilation's diag (empty: the frontend succeeded). */
+static shardc_status located_error(const su_src *src, su_loc at, su_diag *diag, char **error,
+                                   const char *fmt, ...) SU_PRINTF(5, 6);
+static shardc_status located_error(const su_src *src, su_loc at, su_diag *diag, char **error,
+                                   const char *fmt, ...)
 {
-    su_error_at(diag, src, at, "%s", msg);
+    va_list ap;
+    va_start(ap, fmt);
+    su_verror_at(diag, src, at, fmt, ap);
+    va_end(ap);
     if (error)
         *error = su_buf_take(&diag->msg);
     return SHARDC_ERR_INPUT;
@@ -283,13 +296,13 @@ static void passes(void *arg)
     if (p->m->partitioned) { /* textual IR that is partitioned already */
         r->st = p->m->stage >= 0 ? SHARDC_ERR_INPUT : finish(p, r->opt, err, &at);
         if (r->st != SHARDC_OK)
-            r->st = api_fail(r->error, SHARDC_ERR_INPUT, "invalid partitioned IR: %s",
-                             err->s ? err->s : "a stage's program is not a whole partitioned "
-                                               "module");
+            r->st = located_error(r->src, at, r->diag, r->error, "invalid partitioned IR: %s",
+                                  err->s ? err->s : "a stage's program is not a whole "
+                                                    "partitioned module");
         return;
     }
-    if (!pass_autodiff(p->m, NULL, err)) {
-        r->st = api_fail(r->error, SHARDC_ERR_INPUT, "cannot train: %s", err->s);
+    if (!pass_autodiff(p->m, NULL, err, &at)) {
+        r->st = located_error(r->src, at, r->diag, r->error, "cannot train: %s", err->s);
         return;
     }
     const ir_module *logical = p->m;
@@ -300,7 +313,7 @@ static void passes(void *arg)
         p->nwhy = p->part->next_id;
     r->st = ok ? finish(p, r->opt, err, &at) : SHARDC_ERR_INTERNAL;
     if (r->st == SHARDC_ERR_INPUT)
-        r->st = pipeline_error(r->src, at, err->s, r->diag, r->error);
+        r->st = located_error(r->src, at, r->diag, r->error, "%s", err->s);
     else if (r->st != SHARDC_OK)
         r->st = api_fail(r->error, SHARDC_ERR_INTERNAL, "internal error: %s",
                          err->s ? err->s : "a pass failed");

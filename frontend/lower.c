@@ -682,6 +682,23 @@ static void check_pipeline(fe_lower *L)
     }
 }
 
+/* Whether the loss depends on a param through floating-point values, the
+ * ones autodiff differentiates (passes/autodiff.c, mark_needs). */
+static bool loss_needs_param(fe_lower *L)
+{
+    const ir_module *m = L->m;
+    bool *needs = su_alloc(L->arena, (size_t)m->next_id + 1);
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        bool any = op->code == IR_PARAM;
+        for (int j = 0; j < op->nin; j++)
+            any |= needs[op->in[j]->id];
+        for (int r = 0; r < op->nres; r++)
+            needs[op->res[r]->id] = any && ir_dtype_is_float(op->res[r]->type.dtype);
+    }
+    return needs[m->train.loss->id];
+}
+
 static void check_program(fe_lower *L)
 {
     for (int i = 0; i < L->opt->ndefines; i++)
@@ -699,6 +716,9 @@ static void check_program(fe_lower *L)
             has_param = IR_OP(L->m, i)->code == IR_PARAM;
         if (!has_param)
             fe_fail(L, L->train_stmt->loc, "train: the program has no param to train");
+        if (!loss_needs_param(L))
+            fe_fail(L, L->train_stmt->name_loc, "train: the loss '%s' does not depend on any "
+                    "param, so there is nothing to train", L->train_stmt->name);
     }
 }
 

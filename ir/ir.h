@@ -60,6 +60,8 @@ typedef struct ir_mesh {
     int naxes;                      /* 0: no mesh (the unsharded program) */
     const char *name[IR_MAX_AXES];
     int64_t size[IR_MAX_AXES];      /* each >= 1 */
+    su_loc loc;                     /* the mesh line of textual IR, for messages
+                                     * (line 0: none) */
 } ir_mesh;
 
 /* Index of the axis called name in the mesh, or -1. */

@@ -432,6 +432,7 @@ static ir_value *parse_use(parser *p)
 static void parse_mesh(parser *p)
 {
     ir_mesh *mesh = &p->m->mesh;
+    mesh->loc = p->tok.loc;
     lex(p);
     do {
         const token *t = &p->tok;

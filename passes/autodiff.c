@@ -37,6 +37,7 @@ typedef struct ad {
     uint8_t phase;
     jmp_buf fail;        /* an op no rule covers */
     char err[512];
+    su_loc at;           /* where the error is */
 } ad;
 
 /* ---- emitting ---- */
@@ -53,6 +54,8 @@ static ir_value *emit(ad *A, ir_opcode code, ir_value **in, int nin, const ir_at
     if (!r) {
         snprintf(A->err, sizeof A->err, "the gradient of %s needs %s, which fails: %s",
                  A->op ? ir_ops[A->op->code].name : "the loss", ir_ops[code].name, err);
+        if (A->op)
+            A->at = A->op->loc;
         longjmp(A->fail, 1);
     }
     r->def->phase = A->phase;
@@ -388,6 +391,7 @@ static void grad_layout(ad *A, const ir_op *op, ir_value *gy)
     default: break;
     }
     snprintf(A->err, sizeof A->err, "cannot differentiate %s", ir_ops[op->code].name);
+    A->at = op->loc;
     longjmp(A->fail, 1);
 }
 
@@ -438,6 +442,7 @@ static void grad_op(ad *A, const ir_op *op, ir_value *gy)
     default: break;
     }
     snprintf(A->err, sizeof A->err, "cannot differentiate %s", ir_ops[op->code].name);
+    A->at = op->loc;
     longjmp(A->fail, 1);
 }
 
@@ -565,8 +570,9 @@ static bool run(ad *A, pass_grads *grads)
     mark_needs(A);
     A->phase = IR_PH_BACKWARD;
     ir_value *loss = m->train.loss;
-    if (!A->needs[loss->id]) {
+    if (!A->needs[loss->id]) { /* models: the frontend says so first */
         snprintf(A->err, sizeof A->err, "the loss does not depend on any param");
+        A->at = loss->def->loc;
         return false;
     }
     A->grad[loss->id] = cst(A, 1.0, loss->type.dtype);
@@ -602,8 +608,10 @@ static bool run(ad *A, pass_grads *grads)
     return true;
 }
 
-bool pass_autodiff(ir_module *m, pass_grads *grads, su_buf *err)
+bool pass_autodiff(ir_module *m, pass_grads *grads, su_buf *err, su_loc *at)
 {
+    if (at)
+        *at = (su_loc){0, 0};
     if (grads)
         memset(grads, 0, sizeof *grads);
     if (!m->train.loss || m->updates.n)
@@ -622,6 +630,8 @@ bool pass_autodiff(ir_module *m, pass_grads *grads, su_buf *err)
      * gradient of their own, and add_grad only reads forward ids */
     if (setjmp(A.fail) || !run(&A, grads)) {
         su_buf_puts(err, A.err);
+        if (at)
+            *at = A.at;
         return false;
     }
     return true;

@@ -34,8 +34,10 @@ typedef struct pass_grads {
  * without train is left as it is. Runs before sharding propagation, so
  * gradients get shardings like any other value. When grads is not NULL it
  * receives the gradients. False with a message in err when the module
- * cannot be differentiated. */
-bool pass_autodiff(ir_module *m, pass_grads *grads, su_buf *err);
+ * cannot be differentiated, and in *at (when at is not NULL) the place in
+ * the source at fault: the op no rule covers, or the loss's (line 0: none
+ * known). */
+bool pass_autodiff(ir_module *m, pass_grads *grads, su_buf *err, su_loc *at);
 
 /* Seeded inputs (input_init.c). On the logical module, gives every i32
  * input without an init the distribution an absent input is made from:
@@ -78,9 +80,10 @@ bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
  * group lies within one stage and agrees on kind, axes, dtype, element
  * count and order (one SPMD program per stage), and that every collective
  * and slice turns its operand's sharding into its result's exactly as its
- * semantics say. False with a message naming the op on failure: a plan that
- * fails it is a compiler bug. */
-bool pass_verify_schedule(const ir_module *m, su_buf *err);
+ * semantics say. False with a message naming the op on failure, and its
+ * place in *at when at is not NULL: a compiled model that fails it is a
+ * compiler bug, partitioned IR from a file the user's error. */
+bool pass_verify_schedule(const ir_module *m, su_buf *err, su_loc *at);
 
 /* Partial sums added before they are reduced (combine.c): an add or sub
  * of two summing collectives (all_reduce, reduce_scatter) of the same

@@ -80,7 +80,7 @@ static bool same_dims(const ir_sharding *a, const ir_sharding *b, int rank)
     return true;
 }
 
-bool pass_verify_schedule(const ir_module *m, su_buf *err)
+bool pass_verify_schedule(const ir_module *m, su_buf *err, su_loc *at)
 {
     if (!m->partitioned) {
         su_buf_puts(err, "the schedule verifier needs a partitioned module");
@@ -90,6 +90,8 @@ bool pass_verify_schedule(const ir_module *m, su_buf *err)
         const ir_op *op = IR_OP(m, i);
         if (op->code != IR_SLICE && ir_ops[op->code].cls != IR_C_COMM)
             continue;
+        if (at) /* the place of the op at fault, should this one be */
+            *at = op->loc;
         const char *name = ir_ops[op->code].name;
         if (op->a.naxes < 1) {
             su_buf_printf(err, "op %d (%s) runs over no mesh axis", i, name);

@@ -459,7 +459,7 @@ static void check_case(const gcase *c, uint64_t seed)
     pass_grads gr;
     su_buf err;
     su_buf_init(&err, &oom);
-    bool ok = pass_autodiff(m, &gr, &err);
+    bool ok = pass_autodiff(m, &gr, &err, NULL);
     check_count++;
     if (!ok || !ir_verify(m, &err)) {
         check_failures++;
@@ -712,7 +712,7 @@ static bool step_begin(step *s, const char *tl)
     s->m = parse(text);
     su_buf err;
     su_buf_init(&err, &oom);
-    bool ok = pass_autodiff(s->m, &s->gr, &err) && ir_verify(s->m, &err);
+    bool ok = pass_autodiff(s->m, &s->gr, &err, NULL) && ir_verify(s->m, &err);
     CHECK(ok);
     if (!ok)
         fprintf(stderr, "optimizer %.*s: %s\n", (int)strcspn(tl, "\n"), tl, err.s);

@@ -128,7 +128,7 @@ static void test_schedules(void)
         char text[2048];
         snprintf(text, sizeof text, model, cases[c].stages, cases[c].mb, cases[c].sched);
         ir_module *m = parse(text);
-        CHECK(pass_autodiff(m, NULL, &(su_buf){.oom = &oom}));
+        CHECK(pass_autodiff(m, NULL, &(su_buf){.oom = &oom}, NULL));
         su_buf err;
         su_buf_init(&err, &oom);
         ir_module *part = NULL;
