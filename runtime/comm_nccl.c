@@ -1,7 +1,6 @@
 /* comm_nccl.c: the nccl communicator (comm_nccl.h): the pure parts first
  * (rank -> GPU map, wait points, the watchdog's decision), then, with MPI,
  * the bootstrap, the ops on the comm stream and the watchdog thread. */
-#define _GNU_SOURCE /* program_invocation_short_name, for the watchdog's message */
 #include "comm_nccl.h"
 
 #include "comm_impl.h"
@@ -146,7 +145,7 @@ typedef struct ngroup {
 } ngroup;
 
 typedef struct inflight {
-    char what[384];   /* "all_reduce on axes (dp) #3" */
+    char what[384];   /* "instruction 7 (all_reduce on axes (dp) #3)" */
     double start;
     rt_cu_event done;
     bool finished;
@@ -169,6 +168,8 @@ struct rt_nccl {
     pthread_mutex_t mu;       /* every NCCL call; the fields below */
     inflight *op;
     int nop, capop;
+    bool failed;              /* the communicators are aborted: every call fails */
+    char fail[512];           /* why */
     bool stop;
     pthread_t watchdog;
     bool watching;
@@ -201,25 +202,39 @@ static int failf(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* Every communicator aborted (groups first: they were split from the
- * world), the message on stderr, the job ended. Called with n->mu held,
- * so no other NCCL call is under way. */
-static void die(rt_nccl *n, const char *msg) __attribute__((noreturn));
-static void die(rt_nccl *n, const char *msg)
+ * world), which ends their kernels in flight, and n failed with msg: every
+ * later call returns it (rt_nccl_failed). Called with n->mu held, so no
+ * other NCCL call is under way. The job goes on: ending it is the
+ * caller's decision (shardrun: MPI_Abort), as the library never exits. */
+static void fail_locked(rt_nccl *n, const char *msg)
 {
+    if (n->failed)
+        return;
     for (int g = n->ngroups - 1; g >= 0; g--)
-        if (n->group[g].comm)
+        if (n->group[g].comm) {
             n->nc->CommAbort(n->group[g].comm);
-    if (n->world)
+            n->group[g].comm = NULL;
+        }
+    if (n->world) {
         n->nc->CommAbort(n->world);
-    fprintf(stderr, "%s: error: rank %d: %s\n", program_invocation_short_name, n->rank, msg);
-    fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    _exit(1); /* MPI_Abort does not return */
+        n->world = NULL;
+    }
+    snprintf(n->fail, sizeof n->fail, "%s (the nccl communicators are aborted)", msg);
+    n->failed = true;
+}
+
+/* Under n->mu: -1 with n's failure in err once it has failed. */
+static int failed_locked(rt_nccl *n, char *err, size_t errlen)
+{
+    if (!n->failed)
+        return 0;
+    snprintf(err, errlen, "%s", n->fail);
+    return -1;
 }
 
 /* Polls c until its last call has left ncclInProgress; 0 when it
- * succeeded, -1 with err when it failed. Past the timeout: die() naming
- * `what` when fatal, else -1. */
+ * succeeded, -1 with err when it failed. Past the timeout -1 naming
+ * `what`, and when fatal every communicator is aborted (fail_locked). */
 static int settle(rt_nccl *n, rt_nccl_comm c, const char *what, bool fatal, char *err,
                   size_t errlen)
 {
@@ -227,14 +242,19 @@ static int settle(rt_nccl *n, rt_nccl_comm c, const char *what, bool fatal, char
     for (;;) {
         rt_nccl_result state = RT_NCCL_IN_PROGRESS;
         pthread_mutex_lock(&n->mu);
+        if (n->failed) { /* the watchdog aborted c */
+            int rc = failed_locked(n, err, errlen);
+            pthread_mutex_unlock(&n->mu);
+            return rc;
+        }
         rt_nccl_result r = n->nc->CommGetAsyncError(c, &state);
         if (r == RT_NCCL_SUCCESS && state == RT_NCCL_IN_PROGRESS && now_s() - t0 > n->timeout_s) {
-            char msg[256];
+            char msg[512];
             snprintf(msg, sizeof msg, "%s did not complete within %g s", what, n->timeout_s);
             if (fatal)
-                die(n, msg);
+                fail_locked(n, msg);
             pthread_mutex_unlock(&n->mu);
-            return failf(err, errlen, "%s", msg);
+            return failf(err, errlen, "%s", fatal ? n->fail : msg);
         }
         pthread_mutex_unlock(&n->mu);
         if (r != RT_NCCL_SUCCESS)
@@ -532,6 +552,13 @@ static int peer_of(const rt_nccl *n, int64_t stage)
     return (int)r;
 }
 
+/* in's index in this rank's stage program, for messages. */
+static int instr_index(const rt_nccl *n, const rt_instr *in)
+{
+    int st = n->p->stage_axis >= 0 ? (int)n->coord[n->p->stage_axis] : 0;
+    return (int)(in - n->p->stage[st].instr);
+}
+
 /* The NCCL calls of a collective on group comm c (G members), from src
  * (or the packed staging) to dst (or the staging, unpacked after). */
 static bool issue_collective(rt_nccl *n, const rt_instr *in, rt_nccl_comm c, int G,
@@ -575,7 +602,8 @@ static int run_collective(rt_nccl *n, const rt_instr *in, rt_cu_ptr src, rt_cu_p
     ngroup *g = group_for(n, in);
     if (!g)
         return failf(err, errlen, "no nccl communicator for the collective's axes");
-    snprintf(what, wlen, "%s on %s #%lld", rt_ops[in->op].name, g->desc, (long long)++g->seq);
+    snprintf(what, wlen, "instruction %d (%s on %s #%lld)", instr_index(n, in),
+             rt_ops[in->op].name, g->desc, (long long)++g->seq);
     int G = 1;
     for (int k = 0; k < in->naxes; k++)
         G *= (int)n->p->axis_size[in->axes[k]];
@@ -593,10 +621,12 @@ static int run_collective(rt_nccl *n, const rt_instr *in, rt_cu_ptr src, rt_cu_p
     } else if (in->op == RT_OP_ALL_GATHER && in->dim > 0) {
         b = n->staging;
     }
-    pthread_mutex_lock(&n->mu);
-    bool ok = issue_collective(n, in, g->comm, G, a, b, s, err, errlen);
+    pthread_mutex_lock(&n->mu); /* the watchdog may abort (and clear) g->comm */
+    rt_nccl_comm c = g->comm;
+    bool ok = failed_locked(n, err, errlen) == 0 &&
+              issue_collective(n, in, c, G, a, b, s, err, errlen);
     pthread_mutex_unlock(&n->mu);
-    if (!ok || settle(n, g->comm, what, true, err, errlen) != 0)
+    if (!ok || settle(n, c, what, true, err, errlen) != 0)
         return -1;
     if (in->op == RT_OP_ALL_GATHER && in->dim > 0)
         return unpack_concat(n, t, (int)in->dim, G, b, dst, s, err, errlen);
@@ -613,15 +643,18 @@ static int run_p2p(rt_nccl *n, const rt_instr *in, rt_cu_ptr src, rt_cu_ptr dst,
 {
     int peer = peer_of(n, in->dim);
     bool send = in->op == RT_OP_SEND;
-    snprintf(what, wlen, "%s %s rank %d (stage %lld) #%lld", send ? "send" : "recv",
-             send ? "to" : "from", peer, (long long)in->dim, (long long)++n->p2p_seq[peer]);
-    pthread_mutex_lock(&n->mu);
-    bool ok = send ? NC(Send(ptr(src), (size_t)rt_type_bytes(&in->in_t[0]), RT_NCCL_UINT8, peer,
-                             n->world, s))
-                   : NC(Recv(ptr(dst), (size_t)rt_type_bytes(&in->out_t), RT_NCCL_UINT8, peer,
-                             n->world, s));
+    snprintf(what, wlen, "instruction %d (%s %s rank %d (stage %lld) #%lld)",
+             instr_index(n, in), send ? "send" : "recv", send ? "to" : "from", peer,
+             (long long)in->dim, (long long)++n->p2p_seq[peer]);
+    pthread_mutex_lock(&n->mu); /* the watchdog may abort (and clear) n->world */
+    rt_nccl_comm c = n->world;
+    bool ok = failed_locked(n, err, errlen) == 0 &&
+              (send ? NC(Send(ptr(src), (size_t)rt_type_bytes(&in->in_t[0]), RT_NCCL_UINT8,
+                              peer, c, s))
+                    : NC(Recv(ptr(dst), (size_t)rt_type_bytes(&in->out_t), RT_NCCL_UINT8, peer,
+                              c, s)));
     pthread_mutex_unlock(&n->mu);
-    return ok ? settle(n, n->world, what, true, err, errlen) : -1;
+    return ok ? settle(n, c, what, true, err, errlen) : -1;
 }
 
 /* Hands an op in flight to the watchdog. */
@@ -661,17 +694,28 @@ int rt_nccl_run(rt_nccl *n, const rt_instr *in, rt_cu_ptr src, rt_cu_ptr dst, rt
     return watch_op(n, what, start, done, err, errlen);
 }
 
-void rt_nccl_settle(rt_nccl *n)
+int rt_nccl_settle(rt_nccl *n, char *err, size_t errlen)
 {
     pthread_mutex_lock(&n->mu);
     n->nop = 0;
+    int rc = failed_locked(n, err, errlen);
     pthread_mutex_unlock(&n->mu);
+    return rc;
+}
+
+int rt_nccl_failed(rt_nccl *n, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&n->mu);
+    int rc = failed_locked(n, err, errlen);
+    pthread_mutex_unlock(&n->mu);
+    return rc;
 }
 
 /* ---- the watchdog ---- */
 
-/* One look at everything in flight, n->mu held: finished ops marked, the
- * expired one (or an asynchronous error) ends the job. */
+/* One look at everything in flight, n->mu held: finished ops marked; the
+ * expired one (or an asynchronous error) fails n, aborting the
+ * communicators. */
 static void look(rt_nccl *n, double *start, bool *done)
 {
     for (int i = 0; i < n->nop; i++) {
@@ -681,7 +725,8 @@ static void look(rt_nccl *n, double *start, bool *done)
         if (r != RT_CU_SUCCESS && r != NOT_READY) {
             snprintf(msg, sizeof msg, "%s failed on the device: %s", o->what,
                      rt_cu_describe(n->cu, r, d, sizeof d));
-            die(n, msg);
+            fail_locked(n, msg);
+            return;
         }
         o->finished = r == RT_CU_SUCCESS;
         start[i] = o->start;
@@ -690,9 +735,10 @@ static void look(rt_nccl *n, double *start, bool *done)
     int late = rt_nccl_expired(n->nop, start, done, now_s(), n->timeout_s);
     if (late >= 0) {
         char msg[512];
-        snprintf(msg, sizeof msg, "%s did not complete within %g s", n->op[late].what,
-                 n->timeout_s);
-        die(n, msg);
+        snprintf(msg, sizeof msg, "%s did not complete within %g s (NCCL does not say which "
+                 "peer it waits for)", n->op[late].what, n->timeout_s);
+        fail_locked(n, msg);
+        return;
     }
     for (int g = -1; g < n->ngroups; g++) {
         rt_nccl_comm c = g < 0 ? n->world : n->group[g].comm;
@@ -704,7 +750,8 @@ static void look(rt_nccl *n, double *start, bool *done)
             snprintf(msg, sizeof msg, "nccl communicator of %s failed: %s",
                      g < 0 ? "the world" : n->group[g].desc,
                      rt_nccl_describe(n->nc, state, d, sizeof d));
-            die(n, msg);
+            fail_locked(n, msg);
+            return;
         }
     }
 }
@@ -730,7 +777,7 @@ static void *watch(void *arg)
             done = d2 ? d2 : done;
             cap = s2 && d2 ? n->capop : cap;
         }
-        if (n->nop <= cap)
+        if (n->nop <= cap && !n->failed)
             look(n, start, done);
         pthread_mutex_unlock(&n->mu);
     }
@@ -809,9 +856,16 @@ int rt_nccl_run(rt_nccl *n, const rt_instr *in, rt_cu_ptr src, rt_cu_ptr dst, rt
     snprintf(err, errlen, "no nccl communicator");
     return -1;
 }
-void rt_nccl_settle(rt_nccl *n)
+int rt_nccl_settle(rt_nccl *n, char *err, size_t errlen)
 {
     (void)n;
+    snprintf(err, errlen, "no nccl communicator");
+    return -1;
+}
+int rt_nccl_failed(rt_nccl *n, char *err, size_t errlen)
+{
+    (void)n, (void)err, (void)errlen;
+    return 0;
 }
 void rt_nccl_free(rt_nccl *n)
 {

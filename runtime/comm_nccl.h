@@ -27,13 +27,16 @@
  *
  * Watchdog: a thread per process polls the done event of every op in
  * flight (cuEventQuery) and every communicator's ncclCommGetAsyncError.
- * An op not done within the timeout, or an asynchronous NCCL error, ends
- * the job: ncclCommAbort on every communicator, then "PROG: error: rank R:
- * all_reduce on axes (dp) #N did not complete within T s" on stderr and
- * MPI_Abort. NCCL calls of the rank's thread and of the watchdog hold one
- * mutex, so ncclCommAbort never runs during another NCCL call (NCCL's rule
- * for a safe abort). MPI should be initialised with at least
- * MPI_THREAD_SERIALIZED (shardrun does), as the watchdog calls MPI_Abort.
+ * An op not done within the timeout, or an asynchronous NCCL error, fails
+ * the communicator: ncclCommAbort on every NCCL communicator (which ends
+ * their kernels in flight, so the rank's streams drain), and every later
+ * call returns "instruction 7 (all_reduce on axes (dp) #N) did not
+ * complete within T s ..." (rt_nccl_failed). The library never ends the
+ * process: the caller decides (shardrun calls MPI_Abort). NCCL calls of
+ * the rank's thread and of the watchdog hold one mutex, so ncclCommAbort
+ * never runs during another NCCL call (NCCL's rule for a safe abort). MPI
+ * should be initialised with at least MPI_THREAD_SERIALIZED (shardrun
+ * does): the rank's work runs on a thread of its own.
  *
  * The pure parts (the map check, where the compute stream waits, the
  * watchdog's decision) build and are tested everywhere; the rest needs MPI
@@ -106,14 +109,20 @@ int rt_nccl_device(const rt_nccl *n);
  * of n's device's primary context, current on this thread): its operand
  * at device address src, its result at dst (0 where the op has none);
  * then records `done` on s and hands it to the watchdog. 0, or -1 with
- * err (an op that cannot be issued within the timeout ends the job as
- * the watchdog does). */
+ * err (an op that cannot be issued within the timeout fails n as the
+ * watchdog does; so does every op once n has failed). */
 int rt_nccl_run(rt_nccl *n, const rt_instr *in, rt_cu_ptr src, rt_cu_ptr dst, rt_cu_stream s,
                 rt_cu_event done, char *err, size_t errlen);
 /* The step is over and every done event has completed (the compute stream
  * waited on them and was drained): the watchdog forgets them, so their
- * events can be recorded again. */
-void rt_nccl_settle(rt_nccl *n);
+ * events can be recorded again. 0, or -1 with the watchdog's message in
+ * err when it failed n during the step (the streams drained because it
+ * aborted the communicators: the step's results are not to be used). */
+int rt_nccl_settle(rt_nccl *n, char *err, size_t errlen);
+/* 0, or -1 with the watchdog's message in err once it has failed n (an op
+ * late or an asynchronous NCCL error): a failure of the rank's own call
+ * after that is its consequence, and this its cause. */
+int rt_nccl_failed(rt_nccl *n, char *err, size_t errlen);
 /* Stops the watchdog, destroys the communicators and the staging area. */
 void rt_nccl_free(rt_nccl *n);
 

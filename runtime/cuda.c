@@ -718,8 +718,8 @@ static int finish(rt_cuda_rank *r, const rt_cuda_host *h)
     const rt_plan *p = r->p;
     if (wait_comm(r, r->g->ninstr, err, errlen) != 0 || drain(r, err, errlen) != 0)
         return -1;
-    if (r->nccl) /* every op of the run is done: the watchdog forgets them */
-        rt_nccl_settle(r->nccl);
+    if (r->nccl && rt_nccl_settle(r->nccl, err, errlen) != 0) /* the watchdog forgets them */
+        return -1;
     for (int i = 0; i < p->nio; i++) {
         const rt_io *io = &p->io[i];
         if (io->stage == r->stage && io->kind == RT_IO_OUTPUT &&
@@ -974,8 +974,11 @@ int rt_cuda_run(rt_cuda_rank **rp, const rt_plan *p, int stage, int64_t rank,
     /* graphs from the second run on, and never in a run that loads params */
     bool graphs = h->graph && r->runs > 0 && !h->load_params;
     if ((graphs ? run_graphs(r, h) : run_eager(r, h)) != 0 || finish(r, h) != 0 ||
-        check_error_words(r, h) != 0)
+        check_error_words(r, h) != 0) {
+        if (r->nccl) /* the watchdog's failure, when there is one, is the cause */
+            rt_nccl_failed(r->nccl, err, errlen);
         return -1;
+    }
     if (h->trace && trace_read(r, h) != 0)
         return -1;
     r->runs++;

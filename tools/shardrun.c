@@ -600,7 +600,7 @@ int main(int argc, char **argv)
         return run(&a, 0, false);
 #ifdef SHARDC_HAVE_MPI
     mpi_leaks_ignored(true);
-    int level = 0; /* nccl: its watchdog thread may call MPI_Abort */
+    int level = 0; /* nccl: the rank runs on a thread of its own */
     MPI_Init_thread(&argc, &argv, nccl ? MPI_THREAD_SERIALIZED : MPI_THREAD_SINGLE, &level);
     mpi_leaks_ignored(false);
     int rank = 0;
