@@ -199,9 +199,14 @@ typedef struct shardc_session_config {
                                   * shardc_session_new */
     const char *inputs_file;     /* safetensors, or NULL */
     unsigned long long seed;     /* for params (and inputs) made by their init */
-    int timeout_ms;              /* per collective wait (local), per op in
-                                  * flight (nccl: the watchdog then aborts the
-                                  * job); 0: 10 minutes */
+    int timeout_ms;              /* per collective, send or recv wait (local,
+                                  * mpi: the step then fails naming the peers
+                                  * that do not answer), per op in flight
+                                  * (nccl: the watchdog then aborts the
+                                  * communicators); 0: 10 minutes. Nothing
+                                  * ends the process: under mpi and nccl the
+                                  * caller ends the job (MPI_Abort) after a
+                                  * failed step, as its peers may wait for it */
     int trace;                   /* nonzero: time every instruction of every
                                   * run, for shardc_session_write_trace */
     int graph;                   /* nonzero (backend "cuda", not with "nccl"):
@@ -278,7 +283,9 @@ SHARDC_API shardc_status shardc_session_check_params(const shardc_session *s, ch
  * for a plan compiled for training also the backward pass and the
  * optimizer update, whose new params and states the next step starts
  * from. On failure the message names the rank and the instruction; after a
- * failure the session can only be freed. */
+ * failure the session can only be freed. Under "mpi", an op that timed out
+ * stays MPI's (MPI cannot cancel it): freeing the session then keeps the
+ * memory that op may still write, and the caller should end the job. */
 SHARDC_API shardc_status shardc_session_run(shardc_session *s, char **error);
 
 /* Writes the measured timeline of every run so far (the session opened

@@ -110,6 +110,11 @@ const char *rt_comm_error(const rt_comm *c)
     return c ? c->err : "no communicator";
 }
 
+bool rt_comm_stuck(const rt_comm *c)
+{
+    return c && c->stuck;
+}
+
 void rt_comm_abort(rt_comm *c, const char *why)
 {
     if (!c)
@@ -137,6 +142,43 @@ void rt_comm_free(rt_comm *c)
         return;
     rt_comm_drop_groups(c);
     c->ops->free(c);
+}
+
+/* ---- reductions (comm_local.c, comm_mpi.c) ---- */
+
+/* acc (k elements, f32 or u32) += (or = when first) src's k elements; with
+ * max, acc = max(acc, src) instead (nan wins, as the CPU backend's amax). */
+void rt_comm_acc_add(int dtype, void *acc, const void *src, int64_t k, bool first, bool max)
+{
+    float *f = acc;
+    uint32_t *u = acc;
+    const uint16_t *h = src;
+    for (int64_t e = 0; e < k; e++) {
+        float v = 0;
+        uint32_t x = 0;
+        switch (dtype) {
+        case RT_F32: memcpy(&v, (const char *)src + 4 * e, 4); break;
+        case RT_F16: v = rt_f16_to_f32(h[e]); break;
+        case RT_BF16: v = rt_bf16_to_f32(h[e]); break;
+        default: memcpy(&x, (const char *)src + 4 * e, 4); break; /* i32 wraps */
+        }
+        if (dtype == RT_I32)
+            u[e] = first ? x : !max ? u[e] + x : (int32_t)x > (int32_t)u[e] ? x : u[e];
+        else
+            f[e] = first ? v : !max ? f[e] + v : v > f[e] || v != v ? v : f[e];
+    }
+}
+
+/* acc's k elements in dtype into out (rounded once for f16 and bf16). */
+void rt_comm_acc_out(int dtype, const void *acc, void *out, int64_t k)
+{
+    const float *f = acc;
+    uint16_t *h = out;
+    if (dtype == RT_F32 || dtype == RT_I32)
+        memcpy(out, acc, (size_t)(4 * k));
+    else
+        for (int64_t e = 0; e < k; e++)
+            h[e] = dtype == RT_F16 ? rt_f32_to_f16(f[e]) : rt_f32_to_bf16(f[e]);
 }
 
 /* ---- groups ---- */

@@ -29,21 +29,33 @@
  * ranks and both sizes.
  *
  * Errors: every call returns 0, or -1 with a message in the rt_comm (read it
- * with rt_comm_error). With `local`, a peer that fails aborts the whole
- * world: its peers' calls return -1 with "rank R failed: ..." instead of
- * waiting forever, and a collective whose first wait (for every member to
- * arrive) lasts longer than the timeout fails the world with a message
- * naming the op, the group and the missing member; the second wait
- * (members reading each other's buffers) always completes. A send or a
- * receive that waits longer than the timeout returns -1 ("recv on rank 1
- * from rank 0 timed out after 200 ms: rank 0 sent nothing") but leaves the
- * world as it is: the caller, which knows which instruction it was, calls
- * rt_comm_abort with its own message. With `mpi`, rt_comm_abort ends the
- * whole job (MPI_Abort: the launcher stops every process), and there is no
- * timeout.
+ * with rt_comm_error). No call ends the process. With `local`, a peer that
+ * fails aborts the whole world: its peers' calls return -1 with "rank R
+ * failed: ..." instead of waiting forever, and a collective whose first
+ * wait (for every member to arrive) lasts longer than the timeout fails the
+ * world with a message naming the op, the group and the missing member;
+ * the second wait (members reading each other's buffers) always completes.
+ * A send or a receive that waits longer than the timeout returns -1 ("recv
+ * on rank 1 from rank 0 timed out after 200 ms: rank 0 sent nothing") but
+ * leaves the world as it is: the caller, which knows which instruction it
+ * was, calls rt_comm_abort with its own message.
+ *
+ * With `mpi` every wait is bounded by the timeout too: a collective that
+ * lasts longer fails with the op, the group and the members that do not
+ * answer ("timed out after 2000 ms in all_reduce over axes (dp) (group of
+ * 2 ranks, member 0): member 1 (rank 1) does not answer (stopped, or busy
+ * outside communication)"), a send or receive likewise with its peer.
+ * MPI cannot cancel what it started, so after such a timeout the comm has
+ * failed (later calls return the same error) and is stuck
+ * (rt_comm_stuck): the op may still read or write the buffers it was
+ * given if the peer comes back, so the caller must keep them, or end the
+ * job. rt_comm_abort fails this process's comm only; the peers learn of it
+ * by their own timeouts, unless the caller ends the job (MPI_Abort, as
+ * shardrun does).
  */
 #ifndef SHARDC_RT_COMM_H
 #define SHARDC_RT_COMM_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "plan.h"
@@ -69,19 +81,25 @@ void rt_local_world_free(rt_local_world *w);
  * that rank's thread or before starting it. */
 rt_comm *rt_local_comm(rt_local_world *w, int64_t rank);
 /* Marks the world failed because of this rank: every wait in every other
- * rank returns -1 with "rank R failed: why". Under `mpi`: MPI_Abort. */
+ * rank returns -1 with "rank R failed: why". Under `mpi`: this comm only
+ * (every later call returns the error); it never ends the process. */
 void rt_comm_abort(rt_comm *c, const char *why);
 
 /* ---- mpi: one process per rank (only with SHARDC_HAVE_MPI) ---- */
 /* Uses MPI_COMM_WORLD, whose size must equal the mesh's rank count and whose
  * rank order is the row-major rank order. MPI must be initialised by the
- * caller. NULL with err (naming both sizes) on a mismatch. */
-rt_comm *rt_mpi_comm_new(const rt_mesh_desc *mesh, char *err, size_t errlen);
+ * caller. timeout_ms bounds every wait (0: 10 minutes). Collective over
+ * MPI_COMM_WORLD. NULL with err (naming both sizes) on a mismatch. */
+rt_comm *rt_mpi_comm_new(const rt_mesh_desc *mesh, int timeout_ms, char *err, size_t errlen);
 
 /* ---- every implementation ---- */
 int64_t rt_comm_rank(const rt_comm *c);
 int64_t rt_comm_size(const rt_comm *c);
 const char *rt_comm_error(const rt_comm *c);
+/* Whether an op of c timed out while MPI still held it (`mpi` only): MPI
+ * may then read or write that op's buffers whenever its peer comes back,
+ * so the caller must never free or reuse them. */
+bool rt_comm_stuck(const rt_comm *c);
 /* The group over the given axes (0..RT_MAX_AXES distinct mesh axes; none
  * gives the group of this rank alone). Every
  * rank of the world must make the same groups in the same order (MPI's

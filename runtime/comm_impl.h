@@ -64,6 +64,7 @@ struct rt_comm {
     int64_t coord[RT_MAX_AXES];             /* this rank's coordinates */
     char name[RT_MAX_AXES][RT_COMM_NAMELEN]; /* axis names, for messages */
     rt_group *groups;                       /* made so far, newest first */
+    bool stuck;                             /* rt_comm_stuck */
     char err[RT_COMM_ERRLEN];
 };
 
@@ -94,6 +95,13 @@ void rt_comm_seterr(rt_comm *c, const char *fmt, ...) RT_COMM_PRINTF(2, 3);
 const char *rt_comm_op_name(int op);
 /* The world rank of member m of g. */
 int64_t rt_group_member_rank(const rt_group *g, int64_t m);
+/* The member-order reductions of every implementation, CHUNK elements at
+ * a time: acc (k elements, f32 or u32) += (or = when first) src's k
+ * elements of dtype; with max, acc = max(acc, src) instead (nan wins, as
+ * the CPU backend's amax). f16 and bf16 accumulate in f32, i32 wraps. */
+void rt_comm_acc_add(int dtype, void *acc, const void *src, int64_t k, bool first, bool max);
+/* acc's k elements in dtype into out (rounded once for f16 and bf16). */
+void rt_comm_acc_out(int dtype, const void *acc, void *out, int64_t k);
 
 /* ---- the device flavour of `local` (comm_local.c, for comm_dev.c) ----
  * The same slots, barriers, failure and timeouts as every local op, but

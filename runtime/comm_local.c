@@ -309,41 +309,6 @@ static int l_wait(rt_group *g, int op, bool abortable)
 
 enum { CHUNK = 256 }; /* elements summed at a time */
 
-/* acc (k elements, f32 or u32) += (or = when first) src's k elements; with
- * max, acc = max(acc, src) instead (nan wins, as the CPU backend's amax). */
-static void acc_add(int dtype, void *acc, const void *src, int64_t k, bool first, bool max)
-{
-    float *f = acc;
-    uint32_t *u = acc;
-    const uint16_t *h = src;
-    for (int64_t e = 0; e < k; e++) {
-        float v = 0;
-        uint32_t x = 0;
-        switch (dtype) {
-        case RT_F32: memcpy(&v, (const char *)src + 4 * e, 4); break;
-        case RT_F16: v = rt_f16_to_f32(h[e]); break;
-        case RT_BF16: v = rt_bf16_to_f32(h[e]); break;
-        default: memcpy(&x, (const char *)src + 4 * e, 4); break; /* i32 wraps */
-        }
-        if (dtype == RT_I32)
-            u[e] = first ? x : !max ? u[e] + x : (int32_t)x > (int32_t)u[e] ? x : u[e];
-        else
-            f[e] = first ? v : !max ? f[e] + v : v > f[e] || v != v ? v : f[e];
-    }
-}
-
-/* acc's k elements in dtype into out (rounded once for f16 and bf16). */
-static void acc_out(int dtype, const void *acc, void *out, int64_t k)
-{
-    const float *f = acc;
-    uint16_t *h = out;
-    if (dtype == RT_F32 || dtype == RT_I32)
-        memcpy(out, acc, (size_t)(4 * k));
-    else
-        for (int64_t e = 0; e < k; e++)
-            h[e] = dtype == RT_F16 ? rt_f32_to_f16(f[e]) : rt_f32_to_bf16(f[e]);
-}
-
 /* Elements [lo, hi) of every member's buffer become their sum (their
  * maximum with max), taken in member order. */
 static void all_reduce_slice(const linst *in, int dtype, int64_t lo, int64_t hi, bool max)
@@ -354,8 +319,8 @@ static void all_reduce_slice(const linst *in, int dtype, int64_t lo, int64_t hi,
     for (int64_t e = lo; e < hi; e += CHUNK) {
         int64_t k = hi - e < CHUNK ? hi - e : CHUNK;
         for (int64_t j = 0; j < in->n; j++)
-            acc_add(dtype, &acc, (const char *)in->slot[j].recv + e * es, k, j == 0, max);
-        acc_out(dtype, &acc, out, k);
+            rt_comm_acc_add(dtype, &acc, (const char *)in->slot[j].recv + e * es, k, j == 0, max);
+        rt_comm_acc_out(dtype, &acc, out, k);
         for (int64_t j = 0; j < in->n; j++)
             memcpy((char *)in->slot[j].recv + e * es, out, (size_t)(k * es));
     }
@@ -369,9 +334,9 @@ static void reduce_scatter(const linst *in, int64_t me, void *recv, int64_t coun
     for (int64_t e = 0; e < count; e += CHUNK) {
         int64_t k = count - e < CHUNK ? count - e : CHUNK;
         for (int64_t j = 0; j < in->n; j++)
-            acc_add(dtype, &acc, (const char *)in->slot[j].send + (me * count + e) * es, k,
+            rt_comm_acc_add(dtype, &acc, (const char *)in->slot[j].send + (me * count + e) * es, k,
                     j == 0, false);
-        acc_out(dtype, &acc, (char *)recv + e * es, k);
+        rt_comm_acc_out(dtype, &acc, (char *)recv + e * es, k);
     }
 }
 

@@ -311,6 +311,15 @@ static int load_source(rank_state *rs, const rt_instr *in, void *dst)
 
 /* ---- collectives ---- */
 
+/* Frees p, a buffer rs's comm was given, unless the comm is stuck: an op
+ * that timed out under MPI may still read or write it, so it is kept for
+ * the life of the process (rt_comm_stuck). */
+static void comm_free(const rank_state *rs, void *p)
+{
+    if (!rt_comm_stuck(rs->comm))
+        free(p);
+}
+
 static int group_of(rank_state *rs, const rt_instr *in, rt_group **g)
 {
     const rt_session *s = rs->s;
@@ -413,8 +422,8 @@ static int run_comm(rank_state *rs, const rt_instr *in, void *const *bufs)
     default:
         return su_errf(rs->err, sizeof rs->err, "%s is not a collective", rt_ops[in->op].name);
     }
-    free(tmp);
-    free(tmp2);
+    comm_free(rs, tmp);
+    comm_free(rs, tmp2);
     if (rc != 0)
         snprintf(rs->err, sizeof rs->err, "%s", rt_comm_error(rs->comm));
     return rc;
@@ -672,8 +681,8 @@ static int gather_mpi(rt_session *s, const rt_io *io, uint8_t *full, char *err, 
         copy_block(&io->type, start, local.dim, rt_dtype_size(io->type.dtype), full,
                    all + r * lb, true);
     }
-    free(mine);
-    free(all);
+    comm_free(rs, mine);
+    comm_free(rs, all);
     return rc == 0 ? 0 : -1;
 }
 
@@ -894,7 +903,7 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err
             rs->comm = rt_local_comm(s->world, r);
         } else {
 #ifdef SHARDC_HAVE_MPI
-            rs->comm = rt_mpi_comm_new(&mesh, err, errlen);
+            rs->comm = rt_mpi_comm_new(&mesh, o->timeout_ms, err, errlen);
 #endif
         }
         if (!rs->comm) {
@@ -923,7 +932,7 @@ void rt_session_free(rt_session *s)
         rank_state *rs = &s->ranks[r];
         rt_trace_free(&rs->tr);
         rt_cuda_rank_free(rs->cuda);
-        free(rs->arena);
+        comm_free(rs, rs->arena);
         free(rs->buf);
         free(rs->groups);
         if (rs->comm)
@@ -1109,7 +1118,7 @@ static int gather_trace_mpi(rt_session *s, rt_trace *all, rt_trace_ev **mem, cha
     if (!count)
         return su_errf(err, errlen, "out of memory");
     if (rt_all_gather(g, &n, count, sizeof n) != 0) {
-        free(count);
+        comm_free(rs, count);
         return su_errf(err, errlen, "gathering the trace: %s", rt_comm_error(rs->comm));
     }
     for (int64_t r = 0; r < s->nranks; r++)
@@ -1126,8 +1135,10 @@ static int gather_trace_mpi(rt_session *s, rt_trace *all, rt_trace_ev **mem, cha
         rc = su_errf(err, errlen, "gathering the trace: %s", rt_comm_error(rs->comm));
     for (int64_t r = 0; !rc && r < s->nranks; r++)
         all[r] = (rt_trace){.ev = *mem + (size_t)r * (size_t)most, .n = count[r]};
-    free(send);
-    free(count);
+    if (rc && rt_comm_stuck(rs->comm))
+        *mem = NULL; /* kept: comm_free */
+    comm_free(rs, send);
+    comm_free(rs, count);
     return rc;
 }
 
@@ -1156,12 +1167,6 @@ int rt_session_write_trace(rt_session *s, const char *path, const char *backend,
     free(mem);
     free(all);
     return rc;
-}
-
-void rt_session_abort(rt_session *s, const char *why)
-{
-    if (s->o.comm != RT_COMM_LOCAL && s->nhere > 0 && s->ranks[0].comm)
-        rt_comm_abort(s->ranks[0].comm, why);
 }
 
 int64_t rt_session_rank(const rt_session *s)
@@ -1285,7 +1290,7 @@ static int agree(rt_session *s, int rc, const char *msg, char *err, size_t errle
     for (int64_t r = 0; rc == 0 && r < s->nranks; r++)
         if (all[r * ERRLEN])
             rc = su_errf(err, errlen, "%s", all + r * ERRLEN);
-    free(all);
+    comm_free(rs, all);
     return rc;
 }
 
@@ -1338,8 +1343,8 @@ static int locate(rt_session *s, const char *dir, char **folder, char *note, cha
         rc = su_errf(msg, sizeof msg, "out of memory");
     if (rc == 0)
         memcpy(note, all, ERRLEN);
-    free(mine);
-    free(all);
+    comm_free(rs, mine); /* a stuck comm may still write them */
+    comm_free(rs, all);
     free(*folder);
     *folder = chosen;
     return agree(s, rc, msg, err, errlen);
@@ -1457,7 +1462,7 @@ static int save_checkpoint_mpi(rt_session *s, const char *dir, int64_t step, cha
         rc = su_errf(msg, sizeof msg, "%s", rt_comm_error(rs->comm));
     if (rc == 0 && rs->rank == 0)
         rc = rt_ckpt_commit(dir, s->p, step, sums, s->o.ckpt_keep, msg, sizeof msg);
-    free(sums);
+    comm_free(rs, sums);
     return agree(s, rc, msg, err, errlen);
 }
 

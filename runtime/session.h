@@ -58,8 +58,8 @@ typedef struct rt_session_opts {
                                   * made by their init, not an error */
     const char *inputs_path;     /* NULL: none */
     uint64_t seed;
-    int timeout_ms;              /* per collective, send or recv wait (local;
-                                  * nccl: the watchdog's); 0: the default */
+    int timeout_ms;              /* per collective, send or recv wait (local,
+                                  * mpi; nccl: the watchdog's); 0: the default */
     bool trace;                  /* time every instruction (runtime/trace.h) */
     bool graph;                  /* cuda: from the second run on, CUDA graphs
                                   * (runtime/cuda_step.h); not with nccl */
@@ -93,8 +93,9 @@ int rt_session_bind(rt_session *s, const char *name, const void *data, size_t by
  * run and kept (and updated, in a training step); inputs are read at every
  * run. On failure the
  * message names the rank ("rank 3: embedding id 1024 at index 5 is outside
- * the table's 1024 rows"); under MPI the caller should then call
- * rt_session_abort so the other processes stop. */
+ * the table's 1024 rows"); under MPI the other processes may be waiting
+ * for this one (until their timeout): ending the job is the caller's
+ * decision (shardrun calls MPI_Abort). */
 int rt_session_run(rt_session *s, char *err, size_t errlen);
 
 /* Whether the next run finds every param (match.h: rt_match_missing): in
@@ -110,9 +111,6 @@ int rt_session_check_params(const rt_session *s, char *err, size_t errlen);
  * compute backend in the file. */
 int rt_session_write_trace(rt_session *s, const char *path, const char *backend, char *err,
                            size_t errlen);
-
-/* Stops every process of an MPI run (MPI_Abort); a no-op with `local`. */
-void rt_session_abort(rt_session *s, const char *why);
 
 /* This process's rank (0 with `local`, which runs them all). Every process
  * holds the gathered outputs, whichever stage computed them. */

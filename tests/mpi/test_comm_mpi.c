@@ -3,9 +3,13 @@
  * and of the mesh 4, and point to point (tests/unit/comm_checks.h, whose
  * expectations the test computes itself), a receive of the wrong size, and
  * the errors of a mesh that does not match the world.
+ * Then timeouts: a receive and a collective whose peer never comes, named
+ * as not answering; a peer that answers; the comm after each; and
+ * rt_comm_abort, which fails the comm and returns (the library never ends
+ * the process).
  * Every rank prints its failures (naming the rank and the check); rank 0
  * prints the totals over all ranks, and every rank exits nonzero if any
- * rank failed. rt_comm_abort is not tested here: it ends the job. */
+ * rank failed. */
 #include "tests/unit/comm_checks.h"
 
 #include <mpi.h>
@@ -41,7 +45,7 @@ static void leaks_ignored(bool on)
 static void check_mesh(const rt_mesh_desc *m, cc_report *rep)
 {
     char err[256] = "";
-    rt_comm *c = rt_mpi_comm_new(m, err, sizeof err);
+    rt_comm *c = rt_mpi_comm_new(m, 0, err, sizeof err);
     CC_CHECK(rep, c != NULL, "rt_mpi_comm_new: %s", err);
     if (!c)
         return;
@@ -56,7 +60,7 @@ static void check_mesh(const rt_mesh_desc *m, cc_report *rep)
 static void check_p2p_mismatch(const rt_mesh_desc *m, cc_report *rep)
 {
     char err[256] = "";
-    rt_comm *c = rt_mpi_comm_new(m, err, sizeof err);
+    rt_comm *c = rt_mpi_comm_new(m, 0, err, sizeof err);
     CC_CHECK(rep, c != NULL, "rt_mpi_comm_new: %s", err);
     if (!c)
         return;
@@ -74,22 +78,138 @@ static void check_p2p_mismatch(const rt_mesh_desc *m, cc_report *rep)
     rt_comm_free(c);
 }
 
+/* Point to point timeouts on a comm whose timeout is 400 ms on ranks 0 to
+ * 2 and 10 s on rank 3. Rank 0 receives from rank 1, which waits in plain
+ * MPI (it answers no ping) until rank 0 lets it go: a timeout naming rank
+ * 1 as not answering, which leaves nothing to MPI, so the comm is not
+ * stuck. Rank 2 receives from rank 3, which waits in a receive of its own
+ * on the comm: rank 3 answers; then rank 2 sends it its message on the
+ * same comm. */
+static void check_p2p_timeouts(rt_comm *c, cc_report *rep)
+{
+    int go = 1;
+    uint8_t buf[8] = {0}, msg[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    switch (rep->rank) {
+    case 0:
+        CC_CHECK(rep, rt_recv(c, 1, buf, 8) == -1 &&
+                          !strcmp(rt_comm_error(c), "recv on rank 0 from rank 1 timed out after "
+                                  "400 ms: rank 1 sent nothing; rank 1 does not answer (stopped, "
+                                  "or busy outside communication)"),
+                 "recv from a rank outside the comm: \"%s\"", rt_comm_error(c));
+        CC_CHECK(rep, !rt_comm_stuck(c), "stuck after a receive that saw nothing");
+        MPI_Send(&go, 1, MPI_INT, 1, 99, MPI_COMM_WORLD);
+        break;
+    case 1:
+        MPI_Recv(&go, 1, MPI_INT, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        break;
+    case 2:
+        CC_CHECK(rep, rt_recv(c, 3, buf, 8) == -1 &&
+                          !strcmp(rt_comm_error(c), "recv on rank 2 from rank 3 timed out after "
+                                  "400 ms: rank 3 sent nothing; it answers, waiting in another "
+                                  "operation (do the ranks run the same plan?)"),
+                 "recv from a rank waiting in the comm: \"%s\"", rt_comm_error(c));
+        CC_CHECK(rep, rt_send(c, 3, msg, 8) == 0, "send after the timeout: %s", rt_comm_error(c));
+        break;
+    case 3:
+        CC_CHECK(rep, rt_recv(c, 2, buf, 8) == 0 && !memcmp(buf, msg, 8), "recv from rank 2: %s",
+                 rt_comm_error(c));
+        break;
+    }
+}
+
+/* An all_reduce over all four ranks on the same comm, which rank 3 joins
+ * only when ranks 0 to 2 let it go: they time out naming member 3,
+ * which does not answer; their comm fails (a later call says the same)
+ * and is stuck. MPI still holds their all_reduce (a large one, MPI's
+ * nonblocking collective: a small one is a direct exchange whose sum is
+ * taken after the wait): once rank 3 joins, it completes in the
+ * background and writes its sum into their buffers, which is why a stuck
+ * comm's buffers must be kept. */
+static void check_collective_timeout(rt_comm *c, rt_group *g, cc_report *rep)
+{
+    enum { N = 32768 }; /* 128 KB: past the direct exchange */
+    static float v[N];
+    for (int i = 0; i < N; i++)
+        v[i] = (float)rep->rank + 1;
+    int go = 1;
+    if (rep->rank < 3) {
+        char want[256];
+        snprintf(want, sizeof want, "timed out after 400 ms in all_reduce over axes (x) (group "
+                 "of 4 ranks, member %lld): member 3 (rank 3) does not answer (stopped, or busy "
+                 "outside communication)", (long long)rep->rank);
+        CC_CHECK(rep, rt_all_reduce(g, v, N, RT_F32) == -1 && !strcmp(rt_comm_error(c), want),
+                 "all_reduce without rank 3: \"%s\"", rt_comm_error(c));
+        CC_CHECK(rep, rt_comm_stuck(c), "not stuck after the all_reduce's timeout");
+        CC_CHECK(rep, rt_barrier(g) == -1 && !strcmp(rt_comm_error(c), want),
+                 "barrier after the timeout: \"%s\"", rt_comm_error(c));
+        MPI_Send(&go, 1, MPI_INT, 3, 99, MPI_COMM_WORLD);
+    } else {
+        for (int r = 0; r < 3; r++) /* once all three have asked it and given up */
+            MPI_Recv(&go, 1, MPI_INT, r, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CC_CHECK(rep, rt_all_reduce(g, v, N, RT_F32) == 0, "late all_reduce: %s",
+                 rt_comm_error(c));
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* MPI progresses the stuck all_reduces meanwhile */
+    CC_CHECK(rep, v[0] == 10 && v[N - 1] == 10, "the all_reduce's sum: %g, %g", v[0], v[N - 1]);
+}
+
+/* rt_comm_abort under mpi fails this rank's comm and returns: later calls
+ * return "rank 1 failed: why"; the job goes on. */
+static void check_abort(cc_report *rep)
+{
+    char err[256] = "";
+    rt_mesh_desc m4 = {1, {4}, {"x"}};
+    rt_comm *c = rt_mpi_comm_new(&m4, 0, err, sizeof err);
+    CC_CHECK(rep, c != NULL, "rt_mpi_comm_new: %s", err);
+    if (!c)
+        return;
+    if (rep->rank == 1) {
+        uint8_t b[4] = {0};
+        rt_comm_abort(c, "out of memory in matmul");
+        CC_CHECK(rep, rt_send(c, 0, b, 4) == -1 &&
+                          !strcmp(rt_comm_error(c), "rank 1 failed: out of memory in matmul"),
+                 "send after the abort: \"%s\"", rt_comm_error(c));
+    }
+    rt_comm_free(c);
+}
+
+static void check_timeouts(cc_report *rep)
+{
+    char err[256] = "";
+    rt_mesh_desc m4 = {1, {4}, {"x"}};
+    MPI_Barrier(MPI_COMM_WORLD); /* the 400 ms start together */
+    rt_comm *c = rt_mpi_comm_new(&m4, rep->rank == 3 ? 10000 : 400, err, sizeof err);
+    CC_CHECK(rep, c != NULL, "rt_mpi_comm_new with a timeout: %s", err);
+    if (!c)
+        return;
+    uint8_t x = 0;
+    rt_group *g = NULL;
+    CC_CHECK(rep, rt_comm_group(c, &x, 1, &g) == 0, "group: %s", rt_comm_error(c));
+    if (g) {
+        check_p2p_timeouts(c, rep);
+        MPI_Barrier(MPI_COMM_WORLD); /* ranks 0 to 2 time out together, answering each other */
+        check_collective_timeout(c, g, rep);
+    }
+    rt_comm_free(c);
+    check_abort(rep);
+}
+
 /* Wrong sizes fail on every rank alike, before any collective call. */
 static void check_mismatch(cc_report *rep)
 {
     char err[256] = "";
     rt_mesh_desc three = {1, {3}, {"dp"}};
-    CC_CHECK(rep, rt_mpi_comm_new(&three, err, sizeof err) == NULL &&
+    CC_CHECK(rep, rt_mpi_comm_new(&three, 0, err, sizeof err) == NULL &&
                       strcmp(err, "the plan's mesh dp=3 has 3 ranks, but MPI started 4 "
                                   "processes: run mpirun -np 3") == 0,
              "mesh of 3 ranks: \"%s\"", err);
     rt_mesh_desc eight = {2, {2, 4}, {"dp", "tp"}};
-    CC_CHECK(rep, rt_mpi_comm_new(&eight, err, sizeof err) == NULL &&
+    CC_CHECK(rep, rt_mpi_comm_new(&eight, 0, err, sizeof err) == NULL &&
                       strcmp(err, "the plan's mesh dp=2 x tp=4 has 8 ranks, but MPI started 4 "
                                   "processes: run mpirun -np 8") == 0,
              "mesh of 8 ranks: \"%s\"", err);
     rt_mesh_desc one = {0, {0}, {NULL}};
-    CC_CHECK(rep, rt_mpi_comm_new(&one, err, sizeof err) == NULL &&
+    CC_CHECK(rep, rt_mpi_comm_new(&one, 0, err, sizeof err) == NULL &&
                       strcmp(err, "the plan's mesh (no axes) has 1 rank, but MPI started 4 "
                                   "processes: run mpirun -np 1") == 0,
              "mesh of 1 rank: \"%s\"", err);
@@ -102,7 +222,7 @@ int main(int argc, char **argv)
     rt_mesh_desc m22 = {2, {2, 2}, {"dp", "tp"}};
     /* before MPI_Init: a clear error, no crash */
     rep.checks++;
-    if (rt_mpi_comm_new(&m22, err, sizeof err) != NULL ||
+    if (rt_mpi_comm_new(&m22, 0, err, sizeof err) != NULL ||
         strcmp(err, "MPI is not initialised: call MPI_Init before rt_mpi_comm_new") != 0)
         cc_fail(&rep, __FILE__, __LINE__, "before MPI_Init: \"%s\"", err);
     leaks_ignored(true);
@@ -124,6 +244,7 @@ int main(int argc, char **argv)
     check_mesh(&m4, &rep);
     check_p2p_mismatch(&m4, &rep);
     check_mismatch(&rep);
+    check_timeouts(&rep);
     int mine[2] = {rep.checks, rep.fails}, all[2] = {0, 0};
     MPI_Allreduce(mine, all, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
