@@ -11,5 +11,5 @@
 # RUN:   %shardrun %t.plan --comm mpi --steps 100000000 --timeout-ms 500 2>&1 | FileCheck %s
 # CHECK: step 1/100000000
 # CHECK: step 2/100000000
-# CHECK: shardrun: error: rank 0: {{instruction [0-9]+ \(all_reduce\): timed out after 500 ms in all_reduce|gathering 'loss': timed out after 500 ms in all_gather}} over axes (dp) (group of 2 ranks, member 0): member 1 (rank 1) does not answer (stopped, or busy outside communication)
+# CHECK: shardrun: error: rank 0: {{(.*/train.model:[0-9]+:[0-9]+: )?(instruction [0-9]+ \(all_reduce\): timed out after 500 ms in all_reduce|gathering 'loss': timed out after 500 ms in all_gather)}} over axes (dp) (group of 2 ranks, member 0): member 1 (rank 1) does not answer (stopped, or busy outside communication)
 # CHECK: stop_rank: the job ended with exit status {{[1-9][0-9]*}}
