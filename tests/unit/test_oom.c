@@ -239,9 +239,9 @@ static const model models[] = {
      "train loss with sgd(lr = 0.05, momentum = 0.9)\n"
      "pipeline microbatches 2 schedule 1f1b\n",
      "2", false, "loss", true, "none", 1},
-    /* the same with a kernel plan, when NVRTC is here: every 25th k (each
+    /* the same with a kernel plan, when NVRTC is here: every 50th k (each
      * run builds three plans with kernels, read from NVRTC's cache) */
-    {"mlp-kernels", MLP, "2", true, "out", false, "sm_80", 25},
+    {"mlp-kernels", MLP, "2", true, "out", false, "sm_80", 50},
 };
 
 static const char *const kinds[] = {"ir",       "train-ir", "sharded-ir", "stage-ir",
