@@ -39,16 +39,6 @@ static const char *dims_str(const int64_t *v, int n, char *buf, size_t size)
     return buf;
 }
 
-/* dir + "/" + name, malloc'd (NULL when out of memory). */
-static char *join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 static void rank_file_name(int64_t rank, char *buf, size_t size)
 {
     snprintf(buf, size, "rank-%05lld.safetensors", (long long)rank);
@@ -104,7 +94,7 @@ int rt_ckpt_write_rank(const char *staging, int64_t rank, int n, const char *con
 {
     char name[64];
     rank_file_name(rank, name, sizeof name);
-    char *path = join(staging, name);
+    char *path = su_path_join(staging, name);
     if (!path)
         return su_errf(err, errlen, "%s: out of memory", staging);
     int rc = rt_st_write_sum(path, n, names, types, data, sum, err, errlen);
@@ -245,7 +235,7 @@ int rt_ckpt_write_index(const char *dir, const rt_plan *p, int64_t step,
     if (text)
         snprintf(text, n, "%s\n", json);
     cJSON_free(json);
-    char *path = join(dir, INDEX_NAME);
+    char *path = su_path_join(dir, INDEX_NAME);
     int rc = 0;
     if (!text || !path)
         rc = su_errf(err, errlen, "%s: out of memory writing the index", dir);
@@ -674,7 +664,7 @@ int rt_ckpt_open(const char *dir, const rt_plan *p, rt_ckpt **out, char *err, si
         return su_errf(err, errlen, "%s: out of memory", dir);
     c->p = p;
     c->dir = strdup(dir);
-    c->index = join(dir, INDEX_NAME);
+    c->index = su_path_join(dir, INDEX_NAME);
     c->by_io = calloc((size_t)p->nio + 1, sizeof *c->by_io);
     size_t len = 0;
     char *text = NULL;
@@ -860,7 +850,7 @@ static int open_shard(rt_ckpt *c, const ck_tensor *t, const ck_shard *s, char *e
     ck_file *f = &c->files[s->file];
     char a[256], b[256];
     if (!f->st) {
-        char *path = join(c->dir, f->name);
+        char *path = su_path_join(c->dir, f->name);
         if (!path)
             return su_errf(err, errlen, "%s: out of memory", c->dir);
         struct stat st;

@@ -32,16 +32,6 @@
 /* Longest pointer file read: a step folder's name and a newline. */
 #define POINTER_MAX 256
 
-/* dir + "/" + name, malloc'd (NULL when out of memory). */
-static char *join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 /* "step-00000005", or "step-00000005.partial" for its staging folder. */
 static void step_name(int64_t step, bool partial, char *buf, size_t size)
 {
@@ -148,7 +138,7 @@ static bool is_file(const char *path)
  * index is written last, and a step folder gets its name after it). */
 static bool complete(const char *dir, const char *name)
 {
-    char *folder = join(dir, name), *index = folder ? join(folder, INDEX_NAME) : NULL;
+    char *folder = su_path_join(dir, name), *index = folder ? su_path_join(folder, INDEX_NAME) : NULL;
     bool yes = index && is_file(index);
     free(index);
     free(folder);
@@ -175,7 +165,7 @@ static int remove_step_folder(const char *path, char *err, size_t errlen)
         while (rc == 0 && (e = readdir(d))) {
             if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
                 continue;
-            char *f = join(path, e->d_name);
+            char *f = su_path_join(path, e->d_name);
             if (!f)
                 rc = su_errf(err, errlen, "%s: out of memory", path);
             else if (pass == 0 && (!saved_name(e->d_name) || lstat(f, &st) != 0 ||
@@ -227,7 +217,7 @@ static int make_dirs(const char *path, char *err, size_t errlen)
  * why in note. */
 static int read_pointer(const char *dir, char *name, size_t size, char *note, size_t notelen)
 {
-    char *path = join(dir, POINTER_NAME);
+    char *path = su_path_join(dir, POINTER_NAME);
     if (!path)
         return su_errf(note, notelen, "%s: out of memory", dir);
     FILE *f = fopen(path, "rb");
@@ -258,7 +248,7 @@ static int read_pointer(const char *dir, char *name, size_t size, char *note, si
  * renamed over the pointer, then dir fsync'd. */
 static int write_pointer(const char *dir, const char *name, char *err, size_t errlen)
 {
-    char *path = join(dir, POINTER_NAME);
+    char *path = su_path_join(dir, POINTER_NAME);
     char text[POINTER_MAX + 2];
     snprintf(text, sizeof text, "%s\n", name);
     int rc = !path ? su_errf(err, errlen, "%s: out of memory", dir)
@@ -329,7 +319,7 @@ int rt_ckpt_locate(const char *dir, char **folder, char *note, size_t notelen, c
                        errno == ENOENT ? "no such checkpoint folder" : strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return su_errf(err, errlen, "%s: not a folder: a checkpoint is one", dir);
-    char *pointer = join(dir, POINTER_NAME), *index = join(dir, INDEX_NAME);
+    char *pointer = su_path_join(dir, POINTER_NAME), *index = su_path_join(dir, INDEX_NAME);
     bool no_pointer = pointer && lstat(pointer, &st) != 0 && errno == ENOENT;
     bool own_index = no_pointer && index && is_file(index);
     free(pointer);
@@ -354,7 +344,7 @@ int rt_ckpt_locate(const char *dir, char **folder, char *note, size_t notelen, c
     if (why[0])
         snprintf(note, notelen, "%s: resumed from the newest complete checkpoint, %s", why,
                  name);
-    *folder = join(dir, name);
+    *folder = su_path_join(dir, name);
     return *folder ? 0 : su_errf(err, errlen, "%s: out of memory", dir);
 }
 
@@ -364,7 +354,7 @@ char *rt_ckpt_staging(const char *dir, int64_t step)
 {
     char name[64];
     step_name(step, true, name, sizeof name);
-    return join(dir, name);
+    return su_path_join(dir, name);
 }
 
 int rt_ckpt_begin(const char *dir, int64_t step, char *err, size_t errlen)
@@ -382,7 +372,7 @@ int rt_ckpt_begin(const char *dir, int64_t step, char *err, size_t errlen)
         return su_errf(err, errlen,
                        "%s/" POINTER_NAME " names %s, which this save would write over: an earlier save of step %lld could not replace the step folder of that name; move that folder out of the way first",
                        dir, part, (long long)step);
-    char *staging = join(dir, part);
+    char *staging = su_path_join(dir, part);
     if (!staging)
         return su_errf(err, errlen, "%s: out of memory", dir);
     int rc = remove_step_folder(staging, err, errlen);
@@ -402,7 +392,7 @@ static int publish(const char *dir, const char *final, const char *part, char *e
     int found = current(dir, cur, sizeof cur, why, sizeof why, err, errlen);
     if (found < 0)
         return -1;
-    char *staging = join(dir, part), *target = join(dir, final);
+    char *staging = su_path_join(dir, part), *target = su_path_join(dir, final);
     struct stat st;
     int rc = staging && target ? 0 : su_errf(err, errlen, "%s: out of memory", dir);
     if (rc == 0 && lstat(target, &st) == 0) {
@@ -498,7 +488,7 @@ static void prune(const char *dir, int keep, int64_t step)
     int older = 0; /* complete checkpoints of earlier steps seen so far */
     for (int i = 0; i < n; i++) {
         entry *x = &v[i];
-        char *path = join(dir, x->name);
+        char *path = su_path_join(dir, x->name);
         struct stat st;
         bool drop = x->complete ? x->step < step && ++older >= keep : x->step != step || x->partial;
         if (!path || !strcmp(x->name, cur) || !drop)
@@ -519,7 +509,7 @@ int rt_ckpt_commit(const char *dir, const rt_plan *p, int64_t step, const rt_st_
     char final[64], part[64];
     step_name(step, false, final, sizeof final);
     step_name(step, true, part, sizeof part);
-    char *staging = join(dir, part);
+    char *staging = su_path_join(dir, part);
     if (!staging)
         return su_errf(err, errlen, "%s: out of memory", dir);
     /* the rank files' renames reach the disk before the index's */

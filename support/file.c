@@ -251,3 +251,12 @@ int su_write_file(const char *path, const void *data, size_t len, char *err, siz
     su_wfile_write(&w, data, len);
     return su_wfile_commit(&w, err, errlen);
 }
+
+char *su_path_join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}

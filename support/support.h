@@ -146,6 +146,9 @@ void su_verror_at(su_diag *d, const su_src *src, su_loc loc, const char *fmt, va
 
 /* ---- output files ---- */
 
+/* dir + "/" + name, malloc'd (NULL when out of memory). */
+char *su_path_join(const char *dir, const char *name);
+
 /* A file being written. Where path names a regular file or nothing (after
  * following symlinks: the link stays, its target is written), the bytes go
  * to a temporary file in the target's folder, fsync'd and renamed over it
