@@ -76,9 +76,11 @@ bool rt_op_in_place(int op)
 bool rt_bucket_view(const rt_instr *in, int i, int64_t in_off, int64_t out_off)
 {
     const rt_type *b = &in->in_t[0];
-    int64_t at = in->offset * rt_dtype_size(b->dtype);
-    if (b->rank != 2 || b->dim[0] != 1)
+    /* asked before the plan's check of the offset (the memory rule comes
+     * first), so an offset outside the bucket is no view, not an overflow */
+    if (b->rank != 2 || b->dim[0] != 1 || in->offset < 0 || in->offset > b->dim[1])
         return false;
+    int64_t at = in->offset * rt_dtype_size(b->dtype);
     if (in->op == RT_OP_EXTRACT)
         return i == 0 && out_off == in_off + at;
     return in->op == RT_OP_INSERT && i == 1 && in_off == out_off + at;
