@@ -5,6 +5,7 @@
 
 #include "frontend/fe.h"
 #include "ir/ir.h"
+#include "passes/fuse.h"
 #include "passes/passes.h"
 #include "codegen/codegen.h"
 #include "codegen/nvrtc.h"
@@ -30,19 +31,23 @@ struct shardc_options {
     int arch[CG_MAX_ARCHS];
     const pass_hw *hw;    /* --hw: the estimated timeline's hardware */
     char *cache_dir;      /* NVRTC's disk cache (malloc'd), NULL: none */
+    /* the pass pipeline's (passes/passes.h: pass_options) */
+    uint32_t only_passes, print_after;
+    int stop_after;
+    shardc_pass_printer printer;
+    void *printer_user;
 };
 
 #define DEFAULT_BUCKET_MB 25
 
 struct shardc_program {
-    ir_module *m;           /* the logical module, shardings propagated */
+    pass_result res;        /* what the pass pipeline made; res.m is the
+                             * logical module (or partitioned IR from a
+                             * file), the program's to free */
+    bool partial;           /* --passes or --stop-after: res is only what
+                             * those passes made, and only "after-pass"
+                             * can be emitted */
     char *logical_ir;       /* its text as the frontend made it (malloc'd) */
-    pass_explain ex;        /* why each logical value has its sharding */
-    ir_module *part;        /* the partitioned module */
-    const char **why;       /* per value of part: why each collective exists */
-    int nwhy;               /* its entries: the values partitioning made (the
-                             * gradient buckets come later) */
-    pass_pipeline pipe;     /* with a pipeline: one program per stage */
     int narchs;             /* the options' --arch */
     int arch[CG_MAX_ARCHS];
     const pass_hw *hw;      /* the options' --hw */
@@ -54,12 +59,7 @@ struct shardc_program {
  * module (or the input, when it was partitioned IR). */
 static ir_module *const *stages(const shardc_program *p, int *n)
 {
-    if (p->pipe.nstages) {
-        *n = p->pipe.nstages;
-        return p->pipe.stage;
-    }
-    *n = 1;
-    return p->part ? &p->part : &p->m;
+    return pass_result_stages(&p->res, n);
 }
 
 const char *shardc_version(void) { return SHARDC_VERSION_STRING; }
@@ -73,6 +73,7 @@ static void options_init(shardc_options *o)
     memset(o, 0, sizeof *o);
     o->bucket_bytes = (int64_t)DEFAULT_BUCKET_MB << 20;
     o->hw = pass_hw_default();
+    o->stop_after = -1;
 }
 
 shardc_options *shardc_options_new(void)
@@ -81,6 +82,57 @@ shardc_options *shardc_options_new(void)
     if (o)
         options_init(o);
     return o;
+}
+
+/* The passes a comma-separated list names, as bits; "all" (when allowed)
+ * is every pass. */
+static shardc_status pass_set(const char *what, const char *list, bool all, uint32_t *bits,
+                              char **error)
+{
+    *bits = 0;
+    if (all && !strcmp(list, "all")) {
+        *bits = (1u << PASS_COUNT) - 1;
+        return SHARDC_OK;
+    }
+    for (const char *s = list;;) {
+        size_t n = strcspn(s, ",");
+        int id = pass_find(s, n);
+        if (id < 0)
+            return api_fail(error, SHARDC_ERR_USAGE, "%s '%s': '%.*s' is no pass (the passes: "
+                            "%s%s)", what, list, (int)n, s, pass_names(), all ? "; or all" : "");
+        *bits |= 1u << id;
+        if (!s[n])
+            return SHARDC_OK;
+        s += n + 1;
+    }
+}
+
+shardc_status shardc_options_print_after(shardc_options *opt, const char *passes,
+                                         shardc_pass_printer fn, void *user, char **error)
+{
+    uint32_t bits;
+    shardc_status st = pass_set("--print-after", passes, true, &bits, error);
+    if (st != SHARDC_OK)
+        return st;
+    opt->print_after = fn ? bits : 0;
+    opt->printer = fn;
+    opt->printer_user = user;
+    return SHARDC_OK;
+}
+
+shardc_status shardc_options_stop_after(shardc_options *opt, const char *pass, char **error)
+{
+    int id = pass_find(pass, strlen(pass));
+    if (id < 0)
+        return api_fail(error, SHARDC_ERR_USAGE, "--stop-after '%s': no such pass (the passes: "
+                        "%s)", pass, pass_names());
+    opt->stop_after = id;
+    return SHARDC_OK;
+}
+
+shardc_status shardc_options_only_passes(shardc_options *opt, const char *passes, char **error)
+{
+    return pass_set("--passes", passes, false, &opt->only_passes, error);
 }
 
 shardc_status shardc_options_set_hardware(shardc_options *opt, const char *name, char **error)
@@ -226,31 +278,6 @@ static ir_module *compile_ir(const shardc_options *opt, const su_src *src, su_di
     return m;
 }
 
-/* After partitioning: with a pipeline, the split into stages (a model that
- * cannot be pipelined is the user's error, at *at in the source); then per
- * program the gradient buckets and the verifiers. Returns the status, with
- * the message in err. */
-static shardc_status finish(shardc_program *p, const shardc_options *opt, su_buf *err,
-                            su_loc *at)
-{
-    ir_module *part = p->part ? p->part : p->m;
-    if (part->pipe.axis >= 0 && !pass_pipeline_split(part, &p->pipe, err, at))
-        return SHARDC_ERR_INPUT;
-    int n, bad = -1;
-    ir_module *const *st = stages(p, &n);
-    for (int s = 0; s < n; s++) {
-        if (!ir_verify(st[s], err) || !pass_bucket(st[s], opt->bucket_bytes, err) ||
-            !ir_verify_at(st[s], err, &bad) || !pass_verify_schedule(st[s], err, at)) {
-            if (bad >= 0)
-                *at = IR_OP(st[s], bad)->loc;
-            return SHARDC_ERR_INTERNAL;
-        }
-    }
-    if (n > 1 && !pass_verify_p2p(st, n, err))
-        return SHARDC_ERR_INTERNAL;
-    return SHARDC_OK;
-}
-
 /* A model that cannot be trained or pipelined: the message at the place in
  * src at fault (LANGUAGE.md §11), as the frontend reports its errors,
  * through the compilation's diag (empty: the frontend succeeded). */
@@ -280,43 +307,51 @@ typedef struct passes_run {
     shardc_status st;
 } passes_run;
 
-/* The pipeline after the frontend (DESIGN.md §3), a straight list: keep
- * the logical text, differentiate, give seeded inputs their inits,
- * propagate shardings, partition, split into stages, verify the schedule.
- * A failure past the frontend, other than a model that cannot be
- * pipelined, is a bug in shardc. */
+/* Whether a plan of opt's has kernels: for the --arch targets; by default
+ * (no --arch) only when NVRTC is here. */
+static bool wants_kernels(const shardc_options *opt)
+{
+    return opt->narchs > 0 || (opt->narchs == 0 && cg_nvrtc_available());
+}
+
+/* Keeps the logical text, then runs the pass pipeline (passes/passes.c).
+ * A model that cannot be trained or pipelined is the user's error, at its
+ * place in the source; so is partitioned IR from a file that fails a
+ * verifier. Any other failure past the frontend is a bug in shardc. */
 static void passes(void *arg)
 {
     passes_run *r = arg;
     shardc_program *p = r->p;
+    const shardc_options *opt = r->opt;
     su_buf *err = &r->err;
     su_loc at = {0, 0};
-    ir_print(p->m, &r->text);
+    ir_module *m = p->res.m;
+    ir_print(m, &r->text);
     p->logical_ir = su_buf_take(&r->text);
-    if (p->m->partitioned) { /* textual IR that is partitioned already */
-        r->st = p->m->stage >= 0 ? SHARDC_ERR_INPUT : finish(p, r->opt, err, &at);
-        if (r->st != SHARDC_OK)
-            r->st = located_error(r->src, at, r->diag, r->error, "invalid partitioned IR: %s",
-                                  err->s ? err->s : "a stage's program is not a whole "
-                                                    "partitioned module");
+    bool from_file = m->partitioned; /* textual IR that is partitioned already */
+    if (from_file && m->stage >= 0 && !opt->only_passes) {
+        r->st = located_error(r->src, at, r->diag, r->error, "invalid partitioned IR: a "
+                              "stage's program is not a whole partitioned module");
         return;
     }
-    if (!pass_autodiff(p->m, NULL, err, &at)) {
-        r->st = located_error(r->src, at, r->diag, r->error, "cannot train: %s", err->s);
-        return;
-    }
-    const ir_module *logical = p->m;
-    bool ok = pass_input_init(p->m, err) && pass_propagate(p->m, &p->ex, err) &&
-              pass_partition(logical, &p->ex, &p->part, &p->why, err) &&
-              ir_verify(p->part, err);
-    if (p->part)
-        p->nwhy = p->part->next_id;
-    r->st = ok ? finish(p, r->opt, err, &at) : SHARDC_ERR_INTERNAL;
-    if (r->st == SHARDC_ERR_INPUT)
+    pass_options po = {.bucket_bytes = opt->bucket_bytes, .kernels = wants_kernels(opt),
+                       .only = opt->only_passes, .print_after = opt->print_after,
+                       .stop_after = opt->stop_after, .print = opt->printer,
+                       .print_user = opt->printer_user};
+    p->partial = po.only || po.stop_after >= 0;
+    pass_status st = pass_run_pipeline(m, &po, &p->res, err, &at);
+    p->res.m = m; /* the program's to free, whatever the pipeline did */
+    if (st == PASS_OK)
+        r->st = SHARDC_OK;
+    else if (st == PASS_ERR_USAGE)
+        r->st = api_fail(r->error, SHARDC_ERR_USAGE, "%s", err->s);
+    else if (st == PASS_ERR_INPUT)
         r->st = located_error(r->src, at, r->diag, r->error, "%s", err->s);
-    else if (r->st != SHARDC_OK)
-        r->st = api_fail(r->error, SHARDC_ERR_INTERNAL, "internal error: %s",
-                         err->s ? err->s : "a pass failed");
+    else if (from_file)
+        r->st = located_error(r->src, at, r->diag, r->error, "invalid partitioned IR: %s",
+                              err->s);
+    else
+        r->st = api_fail(r->error, SHARDC_ERR_INTERNAL, "internal error: %s", err->s);
 }
 
 /* Runs the passes on p; their messages are freed here after a failure
@@ -342,13 +377,19 @@ static void detach(shardc_program *p)
 {
     int n;
     ir_module *const *st = stages(p, &n);
-    ir_module *mods[] = {p->m, p->part};
+    ir_module *mods[] = {p->res.m, p->res.part};
     for (int i = 0; i < n + 2; i++) {
         ir_module *m = i < n ? st[i] : mods[i - n];
         if (m)
             m->oom = m->arena.oom = NULL;
     }
-    p->pipe.arena.oom = NULL;
+    p->res.pipe.arena.oom = NULL;
+    for (int s = 0; s < p->res.nplanned; s++) {
+        if (p->res.fusion)
+            p->res.fusion[s].arena.oom = NULL;
+        if (p->res.mp)
+            p->res.mp[s].arena.oom = NULL;
+    }
 }
 
 /* A compilation: its jmp_buf for allocation failures, and what it made,
@@ -381,7 +422,7 @@ static void compile_work(void *arg)
         c->st = api_fail(c->error, SHARDC_ERR_NOMEM, "out of memory");
         return;
     }
-    p->m = m;
+    p->res.m = m;
     p->narchs = opt->narchs;
     p->cache_dir = opt->cache_dir ? strdup(opt->cache_dir) : NULL;
     p->source = strdup(c->src->name);
@@ -506,9 +547,8 @@ void shardc_program_free(shardc_program *prog)
 {
     if (!prog)
         return;
-    pass_pipeline_free(&prog->pipe);
-    ir_module_free(prog->part);
-    ir_module_free(prog->m);
+    pass_result_free(&prog->res);
+    ir_module_free(prog->res.m);
     free(prog->logical_ir);
     free(prog->cache_dir);
     free(prog->source);
@@ -517,7 +557,7 @@ void shardc_program_free(shardc_program *prog)
 
 void api_program_tasks(const shardc_program *prog, su_buf *b)
 {
-    const pass_pipeline *pp = &prog->pipe;
+    const pass_pipeline *pp = &prog->res.pipe;
     if (!pp->nstages)
         return;
     const ir_module *m = pp->stage[0];
@@ -549,16 +589,16 @@ void api_program_tasks(const shardc_program *prog, su_buf *b)
 static void explain(const shardc_program *p, su_buf *b)
 {
     su_buf_puts(b, "# shardings of the logical program\n");
-    pass_explain_print(p->m, &p->ex, b);
+    pass_explain_print(p->res.m, &p->res.ex, b);
     su_buf_puts(b, "# collectives and slices of the partitioned program (per rank)\n");
-    const ir_module *m = p->part;
+    const ir_module *m = p->res.part;
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
         if (ir_ops[op->code].cls != IR_C_COMM && op->code != IR_SLICE)
             continue;
         const ir_value *r = op->res[0];
-        const char *why = r->id < p->nwhy && p->why[r->id] ? p->why[r->id]
-                          : r->id >= p->nwhy ? "a bucket of gradients, synchronised in one "
+        const char *why = r->id < p->res.nwhy && p->res.why[r->id] ? p->res.why[r->id]
+                          : r->id >= p->res.nwhy ? "a bucket of gradients, synchronised in one "
                                                "collective (--bucket-mb)"
                                              : "";
         su_buf_printf(b, "%s over", ir_ops[op->code].name);
@@ -569,12 +609,13 @@ static void explain(const shardc_program *p, su_buf *b)
     }
 }
 
-/* Whether prog's plan has kernels: for the --arch targets; by default
- * (no --arch) only when NVRTC is here. The report plans memory the same
- * way. */
-static bool has_kernels(const shardc_program *prog)
+shardc_status api_partial(const shardc_program *prog, const char *what, char **error)
 {
-    return prog->narchs > 0 || (prog->narchs == 0 && cg_nvrtc_available());
+    int last = prog->res.last;
+    return api_fail(error, SHARDC_ERR_USAGE, "'%s' needs the whole pass pipeline, and this "
+                    "compilation ran only part of it (--passes or --stop-after; it ended after "
+                    "%s): only 'after-pass' can be emitted", what,
+                    last >= 0 ? pass_name(last) : "no pass");
 }
 
 /* The estimated timeline writes every rank's events up to this many, then
@@ -599,9 +640,14 @@ static void render_work(void *arg)
     render_run *r = arg;
     const shardc_program *prog = r->prog;
     su_buf *b = &r->b;
-    const ir_module *part = prog->part ? prog->part : prog->m;
+    const ir_module *part = prog->res.part ? prog->res.part : prog->res.m;
     int n;
-    if (r->k == 7) {
+    if (r->k == 8) {
+        if (prog->res.last >= 0)
+            pass_result_print(&prog->res, prog->res.last, b);
+        else /* no pass ran (--stop-after a pass this input does not take) */
+            ir_print(prog->res.m, b);
+    } else if (r->k == 7) {
         ir_module *const *st = stages(prog, &n);
         double step;
         if (!pass_timeline(st, n, prog->hw, TRACE_MAX_EVENTS, b, &step, &r->err)) {
@@ -616,16 +662,16 @@ static void render_work(void *arg)
             ir_print(st[s], b);
         }
     } else if (r->k == 5)
-        ir_print(prog->m, b);
+        ir_print(prog->res.m, b);
     else if (r->k == 1)
         ir_print(part, b);
-    else if (r->k == 2 && prog->part)
+    else if (r->k == 2 && prog->res.part)
         explain(prog, b);
     else if (r->k == 2)
         su_buf_puts(b, "# the input is partitioned IR: there is nothing to explain\n");
     else {
         ir_module *const *st = stages(prog, &n);
-        pass_report_on(st, n, &prog->pipe, prog->hw, has_kernels(prog), r->k == 4, b);
+        pass_report_on(st, n, &prog->res.pipe, prog->res.mp, prog->hw, r->k == 4, b);
     }
     r->len = b->len;
     r->text = su_buf_take(b);
@@ -656,23 +702,27 @@ shardc_status shardc_program_emit(const shardc_program *prog, const char *what, 
                                   size_t *len, char **error)
 {
     *text = NULL;
-    static const char *const kinds[] = {"ir",     "sharded-ir",  "explain",  "report",
-                                        "report-json", "train-ir", "stage-ir", "trace"};
+    static const char *const kinds[] = {"ir",       "sharded-ir", "explain",  "report",
+                                        "report-json", "train-ir", "stage-ir", "trace",
+                                        "after-pass"};
     int k = -1;
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 9; i++)
         if (!strcmp(what, kinds[i]))
             k = i;
+    if (prog->partial && k != 8)
+        return api_partial(prog, what, error);
     if (!strcmp(what, "fused-ir") || !strcmp(what, "cuda")) {
         int n;
         ir_module *const *st = stages(prog, &n);
-        return api_emit_kernels(st, n, what, prog->arch, prog->narchs, text, len, error);
+        return api_emit_kernels(st, prog->res.fused ? prog->res.fusion : NULL, n, what,
+                                prog->arch, prog->narchs, text, len, error);
     }
     if (!strcmp(what, "schedule"))
         return api_program_schedule(prog, text, len, error);
     if (k < 0)
         return api_fail(error, SHARDC_ERR_USAGE, "unknown output '%s' (this version emits: ir, "
                     "train-ir, sharded-ir, stage-ir, fused-ir, cuda, explain, report, report-json, "
-                    "schedule, trace)", what);
+                    "schedule, trace, after-pass)", what);
     if (k == 0) {
         *text = strdup(prog->logical_ir);
         if (len && *text)
@@ -716,10 +766,12 @@ static void plan_work(void *arg)
     const shardc_program *prog = r->prog;
     int n;
     ir_module *const *st = stages(prog, &n);
-    pass_report_on(st, n, &prog->pipe, prog->hw, has_kernels(prog), true, &r->rep);
+    pass_report_on(st, n, &prog->res.pipe, prog->res.mp, prog->hw, true, &r->rep);
     cg_plan_options o;
     memset(&o, 0, sizeof o);
-    o.kernels = has_kernels(prog);
+    o.mp = prog->res.mp;
+    o.fusion = prog->res.fusion;
+    o.kernels = prog->res.fused;
     o.nvrtc.narchs = prog->narchs > 0 ? prog->narchs : 0;
     memcpy(o.nvrtc.arch, prog->arch, sizeof o.nvrtc.arch);
     o.nvrtc.cache_dir = prog->cache_dir;
@@ -732,6 +784,8 @@ static void plan_work(void *arg)
 shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size_t *len,
                                char **error)
 {
+    if (prog->partial)
+        return api_partial(prog, "a plan", error);
     plan_run r = {.prog = prog};
     su_buf_init(&r.rep, &r.oom);
     bool done = su_catch(&r.oom, plan_work, &r);

@@ -16,6 +16,7 @@
 typedef struct kernels_run {
     jmp_buf oom;
     ir_module *const *progs;
+    const pass_fusion *fusion; /* [n], or NULL: group them here */
     int n;
     bool cuda;
     const int *arch;
@@ -29,14 +30,17 @@ typedef struct kernels_run {
 } kernels_run;
 
 /* One program's groups (fused-ir) or kernels (cuda) into r->b. */
-static bool emit_one(kernels_run *r, const ir_module *m, const char *targets)
+static bool emit_one(kernels_run *r, int s, const char *targets)
 {
-    /* as the plan writer groups them (codegen/plan_build.c) */
-    bool ok = pass_fuse_planned(m, &r->f, NULL, &r->err);
+    const ir_module *m = r->progs[s];
+    /* the pipeline's groups; a plan without kernels has none, so they are
+     * made here as the fuse pass makes them */
+    const pass_fusion *f = r->fusion ? &r->fusion[s] : &r->f;
+    bool ok = r->fusion || pass_fuse_planned(m, &r->f, NULL, &r->err);
     if (ok && !r->cuda)
-        pass_fusion_print(m, &r->f, &r->b);
+        pass_fusion_print(m, f, &r->b);
     if (ok && r->cuda) {
-        ok = cg_cuda_generate(m, &r->f, &r->c, &r->err);
+        ok = cg_cuda_generate(m, f, &r->c, &r->err);
         if (ok)
             cg_cuda_print(&r->c, targets, &r->b);
         cg_cuda_free(&r->c);
@@ -54,7 +58,7 @@ static void emit_kernels(void *arg)
     for (int s = 0; r->ok && s < r->n; s++) {
         if (r->n > 1)
             su_buf_printf(&r->b, "%s// ---- stage %d of %d ----\n", s ? "\n" : "", s, r->n);
-        r->ok = emit_one(r, r->progs[s], r->narchs >= 0 ? r->targets.s : NULL);
+        r->ok = emit_one(r, s, r->narchs >= 0 ? r->targets.s : NULL);
     }
     if (r->ok) {
         r->len = r->b.len;
@@ -62,12 +66,12 @@ static void emit_kernels(void *arg)
     }
 }
 
-shardc_status api_emit_kernels(ir_module *const *progs, int n, const char *what,
-                               const int *arch, int narchs, char **text, size_t *len,
-                               char **error)
+shardc_status api_emit_kernels(ir_module *const *progs, const pass_fusion *fusion, int n,
+                               const char *what, const int *arch, int narchs, char **text,
+                               size_t *len, char **error)
 {
-    kernels_run r = {.progs = progs, .n = n, .cuda = !strcmp(what, "cuda"), .arch = arch,
-                     .narchs = narchs};
+    kernels_run r = {.progs = progs, .fusion = fusion, .n = n, .cuda = !strcmp(what, "cuda"),
+                     .arch = arch, .narchs = narchs};
     su_buf_init(&r.b, &r.oom);
     su_buf_init(&r.err, &r.oom);
     su_buf_init(&r.targets, &r.oom);

@@ -19,6 +19,9 @@ shardc_status api_program_schedule(const shardc_program *prog, char **text, size
 /* `--emit schedule`'s head for a pipelined program: each stage's order of
  * forward and backward microbatch steps (nothing without a pipeline). */
 void api_program_tasks(const shardc_program *prog, su_buf *b);
+/* The usage error of asking output `what` (or a plan) of a compilation
+ * that ran only part of the pass pipeline. */
+shardc_status api_partial(const shardc_program *prog, const char *what, char **error);
 /* A malloc'd message into *error (when error is not NULL); returns st. */
 shardc_status api_fail(char **error, shardc_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -4,7 +4,13 @@
 #include "ir/ir.h"
 #include "codegen/nvrtc.h"
 
+struct pass_fusion;
+struct pass_memplan;
 typedef struct cg_plan_options {
+    /* each stage's memory plan and (with kernels) groups, as the pass
+     * pipeline made them (passes.h: pass_result's mp and fusion) */
+    const struct pass_memplan *mp;
+    const struct pass_fusion *fusion;
     bool kernels;               /* embed each fused group's kernel, compiled */
     cg_nvrtc_options nvrtc;     /* for them: targets, headers, cache */
     const char *source;         /* the model's file, which the ops' places
@@ -15,8 +21,8 @@ typedef struct cg_plan_options {
 /* The plan of a partitioned program, in its file form (runtime/plan.h),
  * with the report (JSON text, may be NULL) in its REPT section: stages[s]
  * is stage s's program (nstages of them, from the pipeline split; one
- * module, stage -1, without a pipeline). With o->kernels (o may be NULL:
- * none), every stage's fused groups (passes/fuse.h, as `--emit fused-ir`
+ * module, stage -1, without a pipeline), laid out by o->mp. With
+ * o->kernels, every stage's fused groups (o->fusion) (passes/fuse.h, as `--emit fused-ir`
  * shows them) become kernels in the KERN section, compiled by NVRTC as
  * o->nvrtc says, and the memory plan keeps what they read and write live
  * until their anchors. *out is malloc'd (free()). False with a message in

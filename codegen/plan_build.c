@@ -64,7 +64,6 @@ typedef struct builder {
     jmp_buf *oom;        /* the caller's */
     /* what a stage's lowering holds, freed by cg_plan_bytes after an
      * allocation failure too */
-    pass_fusion f;       /* the stage's groups */
     cg_cuda cuda;        /* their kernels */
     cg_nvrtc_output nv;  /* a module being compiled */
     su_buf msg;          /* a pass's message */
@@ -451,10 +450,8 @@ static bool stage_kernels(builder *b, const pass_fusion *f)
     return ok;
 }
 
-/* Stage s of the plan: its groups (with kernels), its memory plan, its
- * instructions, then its kernels. */
-static bool plan_stage(builder *b, const ir_module *m, int s, rt_program *prog, int32_t *loss,
-                       pass_memplan *mp)
+/* Stage s of the plan: its instructions, then its kernels. */
+static bool plan_stage(builder *b, const ir_module *m, int s, rt_program *prog, int32_t *loss)
 {
     b->m = m;
     b->stage = s;
@@ -464,18 +461,8 @@ static bool plan_stage(builder *b, const ir_module *m, int s, rt_program *prog, 
     b->instr_of = su_alloc(b->arena, (size_t)(m->ops.n + 1) * sizeof *b->instr_of);
     for (int i = 0; i <= m->next_id; i++)
         b->buf_of[i] = b->io_of[i] = -1;
-    bool kernels = b->o && b->o->kernels;
-    su_buf *merr = &b->msg;
-    bool ok = (kernels ? pass_fuse_planned(m, &b->f, mp, merr)
-                       : pass_plan_memory_fused(m, NULL, mp, merr)) &&
-              pass_memplan_check(m, mp, merr);
-    if (!ok)
-        fail(b, "memory plan of stage %d: %s", s, merr->s ? merr->s : "?");
-    su_buf_free(merr);
-    b->mp = mp;
-    ok = ok && build_stage(b, prog, loss) && (!kernels || stage_kernels(b, &b->f));
-    pass_fusion_free(&b->f);
-    return ok;
+    b->mp = &b->o->mp[s];
+    return build_stage(b, prog, loss) && (!b->o->kernels || stage_kernels(b, &b->o->fusion[s]));
 }
 
 /* A plan being built: what it holds, freed by cg_plan_bytes after an
@@ -486,7 +473,6 @@ typedef struct plan_run {
     ir_module *const *stages;
     int nstages;
     const char *report;
-    pass_memplan *mp;       /* [nstages], zeroed */
     uint8_t **out;
     size_t *len;
     bool ok;
@@ -509,10 +495,9 @@ static void build_plan(void *arg)
     p.stage_axis = m0->stage >= 0 ? m0->pipe.axis : -1;
     p.nstages = nstages;
     p.stage = su_alloc(&r->arena, (size_t)nstages * sizeof *p.stage);
-    r->mp = su_alloc(&r->arena, (size_t)nstages * sizeof *r->mp);
     bool ok = true;
     for (int s = 0; ok && s < nstages; s++)
-        ok = plan_stage(b, r->stages[s], s, &p.stage[s], &p.loss, &r->mp[s]);
+        ok = plan_stage(b, r->stages[s], s, &p.stage[s], &p.loss);
     if (ok) {
         p.nio = (int32_t)b->ios.n;
         p.io = su_alloc(&r->arena, ((size_t)b->ios.n + 1) * sizeof *p.io);
@@ -528,7 +513,7 @@ static void build_plan(void *arg)
             p.kernel[i] = *(rt_kernel *)b->kernels.v[i];
         p.report = (char *)(r->report ? r->report : "");
         p.report_len = strlen(p.report);
-        p.source = (char *)(b->o && b->o->source ? b->o->source : "");
+        p.source = (char *)(b->o->source ? b->o->source : "");
     }
     if (ok && !rt_plan_validate(&p, b->err, b->errlen))
         ok = false;
@@ -554,9 +539,6 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     b->oom = oom;
     su_buf_init(&b->msg, oom);
     bool done = su_guarded(oom, build_plan, &r);
-    for (int s = 0; r.mp && s < nstages; s++)
-        pass_memplan_free(&r.mp[s]);
-    pass_fusion_free(&b->f);
     cg_cuda_free(&b->cuda);
     cg_nvrtc_output_free(&b->nv);
     su_buf_free(&b->msg);

@@ -88,6 +88,39 @@ SHARDC_API shardc_status shardc_options_set_cache_dir(shardc_options *opt, const
 SHARDC_API shardc_status shardc_options_set_hardware(shardc_options *opt, const char *name,
                                                      char **error);
 
+/* ---- the pass pipeline (docs/passes.md) ----
+ *
+ * The compiler is a straight list of passes: autodiff, input-init,
+ * propagate, partition, pipeline-split, bucket, verify, fuse, memplan.
+ * These options look inside it, for people working on shardc or on a
+ * model's sharding; a plan needs the whole list. */
+
+/* Called after each pass with what it made: IR text (each stage's program
+ * under a "// ---- stage S of N ----" line once there are stages); the
+ * fused groups after fuse; the memory plans after memplan. text is valid
+ * during the call only. */
+typedef void (*shardc_pass_printer)(const char *pass, const char *text, size_t len, void *user);
+
+/* fn is called after each pass of the comma-separated list passes, or
+ * after every pass for "all", as `--print-after` does (fn NULL: never).
+ * SHARDC_ERR_USAGE, naming the passes, for a name that is no pass. */
+SHARDC_API shardc_status shardc_options_print_after(shardc_options *opt, const char *passes,
+                                                    shardc_pass_printer fn, void *user,
+                                                    char **error);
+
+/* The compilation stops after pass, as `--stop-after` does: the program
+ * then emits only "after-pass" (what that pass made), and no plan. */
+SHARDC_API shardc_status shardc_options_stop_after(shardc_options *opt, const char *pass,
+                                                   char **error);
+
+/* Only the passes of the comma-separated list run, in the list's order, as
+ * `--passes` does, on a model or on textual IR (from `--stop-after`, say):
+ * one pass tried alone. The program emits only "after-pass". A pass asked
+ * of a module it does not take (partition before propagate, a logical
+ * pass on partitioned IR) fails the compilation with SHARDC_ERR_USAGE. */
+SHARDC_API shardc_status shardc_options_only_passes(shardc_options *opt, const char *passes,
+                                                    char **error);
+
 /* ---- compilation ---- */
 
 typedef struct shardc_program shardc_program;
@@ -120,7 +153,8 @@ SHARDC_API void shardc_program_free(shardc_program *prog);
  * "report" / "report-json" the per-rank report, "schedule" the plan's
  * instruction lists, "fused-ir" the partitioned IR with its fused groups
  * as comments, "cuda" the CUDA C kernel of each group with its launch
- * geometry. *text is
+ * geometry, "after-pass" what the last pass that ran made (as the pass
+ * printer gets it; the memory plans after a whole compilation). *text is
  * NUL-terminated, *len (when len is not NULL) its length; free with
  * shardc_free. SHARDC_ERR_USAGE for an unknown `what`. */
 SHARDC_API shardc_status shardc_program_emit(const shardc_program *prog, const char *what,

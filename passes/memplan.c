@@ -712,3 +712,50 @@ bool pass_fuse_planned(const ir_module *m, pass_fusion *f, pass_memplan *mp, su_
         su_oom(err->oom);
     return r.ok;
 }
+
+/* A plan being printed: its names' arena, freed by pass_memplan_print
+ * whichever way it ended. */
+typedef struct print_run {
+    const ir_module *m;
+    const pass_memplan *mp;
+    su_buf *out;
+    su_arena names;
+} print_run;
+
+static void print_plan(void *arg)
+{
+    print_run *r = arg;
+    const ir_module *m = r->m;
+    const pass_memplan *mp = r->mp;
+    su_buf *out = r->out;
+    const char **name = ir_value_print_names(m, &r->names);
+    su_buf_printf(out, "# memory plan: arena %lld bytes per rank; params %lld, gradients %lld, "
+                  "optimizer state %lld, activations at most %lld\n",
+                  (long long)mp->arena_bytes, (long long)mp->params, (long long)mp->gradients,
+                  (long long)mp->optimizer_state, (long long)mp->activations);
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        for (int k = 0; k < op->nres; k++) {
+            const ir_value *v = op->res[k];
+            int b = v->id < mp->nvalues ? mp->buf[v->id] : -1;
+            if (b < 0)
+                continue;
+            su_buf_printf(out, "%s: buffer %d, %lld bytes at %lld, live %lld..%lld", name[v->id],
+                          b, (long long)mp->bytes[b], (long long)mp->offset[b],
+                          (long long)mp->start[b], (long long)mp->end[b]);
+            if (mp->view_of[b] >= 0)
+                su_buf_printf(out, ", a view of buffer %d", mp->view_of[b]);
+            su_buf_putc(out, '\n');
+        }
+    }
+}
+
+void pass_memplan_print(const ir_module *m, const pass_memplan *mp, su_buf *out)
+{
+    print_run r = {.m = m, .mp = mp, .out = out};
+    su_arena_init(&r.names, out->oom);
+    bool done = su_guarded(out->oom, print_plan, &r);
+    su_arena_free(&r.names);
+    if (!done)
+        su_oom(out->oom);
+}

@@ -1,8 +1,9 @@
 /* passes.h: the transformations IR -> IR (DESIGN.md §3), one file each.
  *
- * Each pass takes the module and a pass context (allocation failures jump to
- * ctx->oom; messages for the user go to ctx->err) and returns false on
- * failure. The pipeline is the straight list of calls in pass_run_pipeline. */
+ * Each pass takes its module (allocation failures jump to the module's oom)
+ * and a buffer for messages, and returns false on failure. The pipeline is
+ * the straight list of pass_run_pipeline (passes.c, at the end of this
+ * header); the API, the report, codegen and --emit only read its result. */
 #ifndef SHARDC_PASSES_H
 #define SHARDC_PASSES_H
 
@@ -179,23 +180,22 @@ void pass_memplan_free(pass_memplan *mp);
  * two buffers sharing bytes while both live. False with the two buffers in
  * err. */
 bool pass_memplan_check(const ir_module *m, const pass_memplan *mp, su_buf *err);
+/* The plan as text (--print-after=memplan): the arena and what is in it,
+ * then one line per value with a buffer: its bytes, offset and lifetime. */
+void pass_memplan_print(const ir_module *m, const pass_memplan *mp, su_buf *out);
 
 /* The report (report.c): per stage, FLOPs, bytes sent and the collectives
  * (and sends and recvs) in program order, as a table (json false) or one
  * JSON object. stages: the program of each stage (one module, stage -1,
  * without a pipeline); pp: the pipeline split's schedule and bubble, or
  * NULL. */
-void pass_report(ir_module *const *stages, int n, const pass_pipeline *pp, bool json,
-                 su_buf *out);
 typedef struct pass_hw pass_hw; /* below */
-/* As pass_report, with the step time estimated on hw (pass_timeline) at
- * the end of the table and as "estimate": {"hardware", "step_ms"} before
- * "stages" in the JSON; hw NULL: none. fused: the plan runs the fusion
- * pass's groups as kernels (it has kernels), so memory is planned as the
- * plan writer plans it (pass_plan_memory_fused), and peak_bytes is the
- * plan's arena. */
+/* mp: each stage's memory plan, as the plan holds it (the pipeline's
+ * memplan pass); its arena is peak_bytes. With the step time estimated on
+ * hw (pass_timeline) at the end of the table and as "estimate":
+ * {"hardware", "step_ms"} before "stages" in the JSON; hw NULL: none. */
 void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp,
-                    const pass_hw *hw, bool fused, bool json, su_buf *out);
+                    const pass_memplan *mp, const pass_hw *hw, bool json, su_buf *out);
 
 /* Local FLOPs of one op of a partitioned module (counting rules in
  * cost.c). */
@@ -259,5 +259,96 @@ const pass_hw *pass_hw_default(void);
  * stages' sends and recvs do not pair up (a compiler bug). */
 bool pass_timeline(ir_module *const *stages, int n, const pass_hw *hw, int64_t max_events,
                    su_buf *json, double *step_s, su_buf *err);
+
+/* ---- the pipeline (passes.c) ----
+ *
+ * The straight list of DESIGN.md §3, each pass by its name:
+ *   autodiff        the training step's backward and optimizer (logical)
+ *   input-init      seeded inputs' distributions (logical)
+ *   propagate       every value's sharding (logical)
+ *   partition       the SPMD program, with its collectives (then verified)
+ *   pipeline-split  one program per pipeline stage (with a pipeline)
+ *   bucket          gradient collectives grouped into buckets
+ *   verify          the schedule and send/recv verifiers
+ *   fuse            groups of ops run as one CUDA kernel each (only when
+ *                   the plan holds kernels)
+ *   memplan         each stage's memory plan, proved sound
+ * A model runs the whole list. Partitioned IR from a file starts at
+ * pipeline-split. */
+typedef enum pass_id {
+    PASS_AUTODIFF,
+    PASS_INPUT_INIT,
+    PASS_PROPAGATE,
+    PASS_PARTITION,
+    PASS_PIPELINE_SPLIT,
+    PASS_BUCKET,
+    PASS_VERIFY,
+    PASS_FUSE,
+    PASS_MEMPLAN,
+    PASS_COUNT
+} pass_id;
+/* A pass's name ("pipeline-split"); pass_find's inverse, -1 for none. */
+const char *pass_name(pass_id id);
+int pass_find(const char *name, size_t len);
+/* "autodiff, input-init, ..., memplan", for messages. */
+const char *pass_names(void);
+
+/* Called after each pass named in print_after with what it made, as
+ * pass_result_print prints it. */
+typedef void (*pass_print_fn)(const char *pass, const char *text, size_t len, void *user);
+
+typedef struct pass_options {
+    int64_t bucket_bytes;   /* the bucket pass's (0: none) */
+    bool kernels;           /* the plan holds kernels: fuse runs */
+    uint32_t only;          /* bit per pass_id: run only these (--passes), in
+                             * the list's order; 0: the whole list */
+    uint32_t print_after;   /* bit per pass_id */
+    int stop_after;         /* a pass_id, or -1: run to the end */
+    pass_print_fn print;
+    void *print_user;
+} pass_options;
+
+/* What the pipeline made. */
+typedef struct pass_result {
+    ir_module *m;           /* the input: the logical module, changed in place
+                             * by autodiff, input-init and propagate; or
+                             * partitioned IR from a file */
+    pass_explain ex;        /* propagate's reasons (zeroed when it did not run) */
+    ir_module *part;        /* partition's module, or NULL */
+    const char **why;       /* partition's reasons, per value id of part */
+    int nwhy;               /* its entries (the buckets come later) */
+    pass_pipeline pipe;     /* pipeline-split's stages (none: nstages 0) */
+    bool fused;             /* fuse ran: fusion holds each stage's groups */
+    struct pass_fusion *fusion; /* [nplanned] */
+    pass_memplan *mp;       /* [nplanned]: each stage's plan, once memplan ran */
+    int nplanned;           /* the stages fuse or memplan made entries for */
+    int last;               /* the last pass that ended, -1: none */
+    int failed;             /* the pass that failed, -1: none */
+} pass_result;
+
+/* The programs the plan holds: the stages, else the partitioned module
+ * (else the input). */
+ir_module *const *pass_result_stages(const pass_result *r, int *n);
+
+typedef enum pass_status {
+    PASS_OK,
+    PASS_ERR_INPUT,     /* the model cannot be trained or pipelined (at: where) */
+    PASS_ERR_USAGE,     /* --passes asked a pass of a module it does not take */
+    PASS_ERR_INTERNAL,  /* a bug in shardc, or invalid partitioned IR from a file
+                         * (at: the op at fault, line 0: none known) */
+} pass_status;
+
+/* Runs the list (or o->only) on m, into *r (freed by pass_result_free,
+ * whatever the status; m stays the caller's). Stops after o->stop_after.
+ * A failure gives its message in err, its place in *at (line 0: none
+ * known) and the pass in r->failed. */
+pass_status pass_run_pipeline(ir_module *m, const pass_options *o, pass_result *r,
+                              su_buf *err, su_loc *at);
+void pass_result_free(pass_result *r);
+/* What pass id made, as --print-after prints it: the module as IR text
+ * (each stage's program under a "// ---- stage S of N ----" line once
+ * there are stages), fuse's groups as --emit fused-ir prints them,
+ * memplan's plans (pass_memplan_print). id must have run. */
+void pass_result_print(const pass_result *r, pass_id id, su_buf *out);
 
 #endif

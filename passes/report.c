@@ -3,8 +3,6 @@
  * memory plan, and the estimated step (timeline.c). */
 #include "passes.h"
 
-#include "fuse.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +22,7 @@ static void axes_json(su_buf *b, const ir_module *m, const ir_op *op)
 
 typedef struct stage_cost {
     double flops, bytes;
-    pass_memplan mp;
+    const pass_memplan *mp;
 } stage_cost;
 
 const char *pass_schedule_name(const ir_pipeline *p, char buf[32])
@@ -68,7 +66,7 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
     su_buf_puts(b, "\"stages\": [");
     for (int s = 0; s < n; s++) {
         const ir_module *m = st[s];
-        const pass_memplan *mp = &cost[s].mp;
+        const pass_memplan *mp = cost[s].mp;
         su_buf_puts(b, s ? ", {\"ranks\": [" : "{\"ranks\": [");
         bool first = true;
         for (int64_t r = 0; r < ranks; r++)
@@ -117,7 +115,7 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
     }
     for (int s = 0; s < n; s++) {
         const ir_module *m = st[s];
-        const pass_memplan *mp = &cost[s].mp;
+        const pass_memplan *mp = cost[s].mp;
         int64_t count = 0, lo = -1;
         for (int64_t r = 0; r < ir_mesh_ranks(&m->mesh); r++)
             if (pass_rank_in_stage(m, r, s)) {
@@ -168,35 +166,18 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
                       est->hw->name, est->step_s * 1e3);
 }
 
-void pass_report(ir_module *const *stages, int n, const pass_pipeline *pp, bool json,
-                 su_buf *out)
-{
-    pass_report_on(stages, n, pp, NULL, false, json, out);
-}
-
-/* Stage m's memory plan, as the plan writer makes it (codegen/plan_build.c):
- * with the fusion pass's groups when the plan has kernels. *f is the
- * caller's to free. */
-static void plan_memory(const ir_module *m, bool fused, pass_fusion *f, pass_memplan *mp,
-                        su_buf *err)
-{
-    /* the report is made of partitioned modules, which both passes take */
-    if (fused ? !pass_fuse_planned(m, f, mp, err) : !pass_plan_memory_fused(m, NULL, mp, err))
-        su_unreachable();
-}
-
 /* A report being made: what it holds, freed by pass_report_on after an
  * allocation failure too. */
 typedef struct report_run {
     ir_module *const *stages;
     int n;
     const pass_pipeline *pp;
-    bool fused, json;
+    const pass_memplan *mp;
+    bool json;
     su_buf *out;
     estimate est;
     su_buf scratch, err;
     stage_cost *cost;       /* [n], zeroed */
-    pass_fusion f;
 } report_run;
 
 static void report(void *arg)
@@ -217,8 +198,7 @@ static void report(void *arg)
             if (pass_collective(m, IR_OP(m, i), &cl))
                 c->bytes += cl.bytes;
         }
-        plan_memory(m, r->fused, &r->f, &c->mp, &r->err);
-        pass_fusion_free(&r->f);
+        c->mp = &r->mp[s];
     }
     if (r->json)
         report_json(r->stages, r->n, r->pp, r->out, r->cost, &r->est);
@@ -226,18 +206,15 @@ static void report(void *arg)
         report_table(r->stages, r->n, r->pp, r->out, r->cost, &r->est);
 }
 
-void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp, const pass_hw *hw,
-                    bool fused, bool json, su_buf *out)
+void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp,
+                    const pass_memplan *mp, const pass_hw *hw, bool json, su_buf *out)
 {
-    report_run r = {.stages = stages, .n = n, .pp = pp, .fused = fused, .json = json,
-                    .out = out, .est = {hw, 0}};
+    report_run r = {.stages = stages, .n = n, .pp = pp, .mp = mp, .json = json, .out = out,
+                    .est = {hw, 0}};
     su_buf_init(&r.scratch, out->oom);
     su_buf_init(&r.err, out->oom);
     bool done = su_guarded(out->oom, report, &r);
-    for (int s = 0; r.cost && s < n; s++)
-        pass_memplan_free(&r.cost[s].mp);
     free(r.cost);
-    pass_fusion_free(&r.f);
     su_buf_free(&r.scratch);
     su_buf_free(&r.err);
     if (!done)

@@ -50,9 +50,18 @@ static const char usage[] =
     "                     compute, tid 1 communication\n"
     "  --hw NAME          the hardware the timeline is estimated on: a100, h100\n"
     "                     (default) or h200\n"
+    "  --print-after=PASS print what PASS made to standard error (a list: a,b;\n"
+    "                     all: every pass); the passes: autodiff, input-init,\n"
+    "                     propagate, partition, pipeline-split, bucket, verify,\n"
+    "                     fuse (with kernels), memplan\n"
+    "  --stop-after=PASS  stop after PASS and print what it made (IR that\n"
+    "                     shardc reads back), instead of a plan\n"
+    "  --passes=A,B       run only passes A, B on FILE (a model or textual IR)\n"
+    "                     and print what the last made, instead of a plan\n"
     "  -o OUT             write the plan to OUT (run it with shardrun); with\n"
-    "                     --emit, --explain-sharding or --report, write that\n"
-    "                     text to OUT instead of standard output\n"
+    "                     --emit, --explain-sharding, --report, --stop-after or\n"
+    "                     --passes, write that text to OUT instead of standard\n"
+    "                     output\n"
     "  --help             show this help\n"
     "  --version          show the version\n"
     "\n"
@@ -60,14 +69,33 @@ static const char usage[] =
 
 typedef struct args {
     const char *file, *emit, *out, *trace;
+    bool partial;       /* --stop-after or --passes */
     shardc_options *opt;
 } args;
+
+/* --print-after's printer: each pass's text under a header, on stderr. */
+static void print_pass(const char *pass, const char *text, size_t len, void *user)
+{
+    (void)user;
+    fprintf(stderr, "// ---- after %s ----\n", pass);
+    fwrite(text, 1, len, stderr);
+}
 
 static int usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "shardc: error: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n(run 'shardc --help' for usage)\n");
+    return EXIT_USAGE;
+}
+
+/* A pass option's status: nonzero (reported, err freed) when it failed. */
+static int pass_option(shardc_status st, char *err)
+{
+    if (st == SHARDC_OK)
+        return 0;
+    usage_error("%s", err ? err : "out of memory");
+    shardc_free(err);
     return EXIT_USAGE;
 }
 
@@ -128,6 +156,20 @@ static int parse_args(int argc, char **argv, args *a)
             }
         } else if ((v = value_of(argc, argv, &i, "--trace"))) {
             a->trace = v;
+        } else if ((v = value_of(argc, argv, &i, "--print-after"))) {
+            shardc_status st = shardc_options_print_after(a->opt, v, print_pass, NULL, &err);
+            if (pass_option(st, err))
+                return EXIT_USAGE;
+        } else if ((v = value_of(argc, argv, &i, "--stop-after"))) {
+            shardc_status st = shardc_options_stop_after(a->opt, v, &err);
+            if (pass_option(st, err))
+                return EXIT_USAGE;
+            a->partial = true;
+        } else if ((v = value_of(argc, argv, &i, "--passes"))) {
+            shardc_status st = shardc_options_only_passes(a->opt, v, &err);
+            if (pass_option(st, err))
+                return EXIT_USAGE;
+            a->partial = true;
         } else if ((v = value_of(argc, argv, &i, "--bucket-mb"))) {
             char *end;
             errno = 0;
@@ -165,6 +207,11 @@ static int parse_args(int argc, char **argv, args *a)
     }
     if (!a->file)
         return usage_error("%s", "no input file");
+    if (a->partial && (a->emit || a->trace))
+        return usage_error("%s", "--stop-after and --passes print what the last pass made: "
+                           "they take no --emit, --explain-sharding, --report or --trace");
+    if (a->partial)
+        a->emit = "after-pass";
     return 0;
 }
 

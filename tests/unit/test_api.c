@@ -1,11 +1,14 @@
 /* test_api.c: the public API (include/shardc.h): options, compiling from a
  * string and a file, errors with their status and message (a program that
- * computes nothing among them), emitting IR, and two compilations in two
- * threads at once giving the same results as one. */
+ * computes nothing among them), emitting IR, the pass pipeline's options
+ * (a printer called after each pass asked, a compilation stopped early),
+ * and two compilations in two threads at once giving the same results as
+ * one. */
 #include "check.h"
 #include "shardc.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static const char model[] =
@@ -175,6 +178,74 @@ static void test_threads(void)
     shardc_free(b);
 }
 
+/* The pass printer's record: each pass's name, and its text's first line. */
+typedef struct printed {
+    char names[256];
+    char first[64];
+    int calls;
+} printed;
+
+static void on_pass(const char *pass, const char *text, size_t len, void *user)
+{
+    printed *p = user;
+    CHECK(strlen(text) == len);
+    if (p->calls++ == 0)
+        snprintf(p->first, sizeof p->first, "%.*s", (int)strcspn(text, "\n"), text);
+    size_t n = strlen(p->names);
+    snprintf(p->names + n, sizeof p->names - n, "%s%s", n ? "," : "", pass);
+}
+
+static void test_passes(void)
+{
+    shardc_options *opt = shardc_options_new();
+    CHECK(shardc_options_set_mesh(opt, "2x2", NULL) == SHARDC_OK);
+    CHECK(shardc_options_set_archs(opt, "none", NULL) == SHARDC_OK);
+    printed pr = {{0}, {0}, 0};
+    char *err = NULL;
+    CHECK(shardc_options_print_after(opt, "partition,propagate,memplan", on_pass, &pr, &err) ==
+          SHARDC_OK);
+    shardc_program *p = NULL;
+    CHECK(shardc_compile_string(opt, "m.sh", model, strlen(model), &p, &err) == SHARDC_OK);
+    /* in the list's order, whatever the order asked; fuse is not run
+     * without kernels */
+    CHECK_STR(pr.names, "propagate,partition,memplan");
+    CHECK_STR(pr.first, "mesh dp = 2, tp = 2");
+    char *text = NULL;
+    CHECK(shardc_program_emit(p, "after-pass", &text, NULL, NULL) == SHARDC_OK);
+    CHECK(text && !strncmp(text, "# memory plan: arena ", 21));
+    shardc_free(text);
+    shardc_program_free(p);
+
+    /* stopped after propagate: only "after-pass", which is train-ir's text */
+    CHECK(shardc_options_print_after(opt, "all", NULL, NULL, NULL) == SHARDC_OK);
+    CHECK(shardc_options_stop_after(opt, "propagate", NULL) == SHARDC_OK);
+    CHECK(shardc_compile_string(opt, "m.sh", model, strlen(model), &p, NULL) == SHARDC_OK);
+    CHECK(shardc_program_emit(p, "after-pass", &text, NULL, NULL) == SHARDC_OK);
+    CHECK(text && strstr(text, "%y = gelu %0 : f32[8, 16] auto(dp, tp)\n"));
+    shardc_free(text);
+    CHECK(shardc_program_emit(p, "sharded-ir", &text, NULL, &err) == SHARDC_ERR_USAGE);
+    CHECK(err && strstr(err, "it ended after propagate"));
+    shardc_free(err);
+    err = NULL;
+    shardc_plan *pl = NULL;
+    CHECK(shardc_program_plan(p, &pl, &err) == SHARDC_ERR_USAGE && pl == NULL);
+    shardc_free(err);
+    err = NULL;
+    shardc_program_free(p);
+
+    /* names that are no pass */
+    CHECK(shardc_options_stop_after(opt, "partitioner", &err) == SHARDC_ERR_USAGE);
+    CHECK(err && strstr(err, "the passes: autodiff, input-init"));
+    shardc_free(err);
+    err = NULL;
+    CHECK(shardc_options_only_passes(opt, "propagate,,partition", &err) == SHARDC_ERR_USAGE);
+    shardc_free(err);
+    err = NULL;
+    CHECK(shardc_options_only_passes(opt, "all", &err) == SHARDC_ERR_USAGE);
+    shardc_free(err);
+    shardc_options_free(opt);
+}
+
 int main(void)
 {
     CHECK(strcmp(shardc_version(), "0.1.0") == 0);
@@ -182,6 +253,7 @@ int main(void)
     test_options();
     test_null_options();
     test_file();
+    test_passes();
     test_threads();
     return CHECK_DONE();
 }

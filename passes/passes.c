@@ -1,0 +1,330 @@
+/* passes.c: the pass pipeline, DESIGN.md §3's straight list, run once per
+ * compilation: every later reader (the API, the report, codegen, --emit)
+ * takes what it made from the pass_result. */
+#include "passes.h"
+
+#include "fuse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const names[PASS_COUNT] = {
+    [PASS_AUTODIFF] = "autodiff",
+    [PASS_INPUT_INIT] = "input-init",
+    [PASS_PROPAGATE] = "propagate",
+    [PASS_PARTITION] = "partition",
+    [PASS_PIPELINE_SPLIT] = "pipeline-split",
+    [PASS_BUCKET] = "bucket",
+    [PASS_VERIFY] = "verify",
+    [PASS_FUSE] = "fuse",
+    [PASS_MEMPLAN] = "memplan",
+};
+
+const char *pass_name(pass_id id)
+{
+    return id >= 0 && id < PASS_COUNT ? names[id] : "?";
+}
+
+int pass_find(const char *name, size_t len)
+{
+    for (int i = 0; i < PASS_COUNT; i++)
+        if (strlen(names[i]) == len && !memcmp(names[i], name, len))
+            return i;
+    return -1;
+}
+
+const char *pass_names(void)
+{
+    return "autodiff, input-init, propagate, partition, pipeline-split, bucket, verify, fuse, "
+           "memplan";
+}
+
+ir_module *const *pass_result_stages(const pass_result *r, int *n)
+{
+    if (r->pipe.nstages) {
+        *n = r->pipe.nstages;
+        return r->pipe.stage;
+    }
+    *n = 1;
+    return r->part ? &r->part : &r->m;
+}
+
+void pass_result_free(pass_result *r)
+{
+    int n;
+    pass_result_stages(r, &n);
+    for (int s = 0; s < r->nplanned; s++) {
+        if (r->fusion)
+            pass_fusion_free(&r->fusion[s]);
+        if (r->mp)
+            pass_memplan_free(&r->mp[s]);
+    }
+    free(r->fusion);
+    free(r->mp);
+    pass_pipeline_free(&r->pipe);
+    ir_module_free(r->part);
+    r->fusion = NULL;
+    r->mp = NULL;
+    r->part = NULL;
+    r->nplanned = 0;
+}
+
+/* A run of the pipeline: its options, result and messages, and what
+ * --print-after prints (freed by pass_run_pipeline whichever way it ended). */
+typedef struct run {
+    const pass_options *o;
+    pass_result *r;
+    su_buf *err;
+    su_loc *at;
+    su_buf text;
+    pass_status st;
+} run;
+
+static bool partitioned(const pass_result *r)
+{
+    return r->part || r->m->partitioned;
+}
+
+/* Why pass id cannot run on what the list has made so far, or NULL. */
+static const char *cannot_run(const run *u, pass_id id)
+{
+    const pass_result *r = u->r;
+    switch (id) {
+    case PASS_AUTODIFF: case PASS_INPUT_INIT: case PASS_PROPAGATE:
+        return partitioned(r) ? "it takes a logical module, and this one is partitioned" : NULL;
+    case PASS_PARTITION:
+        if (partitioned(r))
+            return "it takes a logical module, and this one is partitioned";
+        for (int i = 0; i < r->m->ops.n; i++) {
+            const ir_op *op = IR_OP(r->m, i);
+            for (int k = 0; k < op->nres; k++)
+                if (op->res[k]->sh.kind == IR_SH_NONE)
+                    return "it reads every value's sharding, and some have none (run "
+                           "propagate before it)";
+        }
+        return NULL;
+    case PASS_PIPELINE_SPLIT:
+        if (!partitioned(r))
+            return "it takes a partitioned module (run partition before it)";
+        return r->pipe.nstages || r->m->stage >= 0 ? "the module is one stage's program already"
+                                                   : NULL;
+    default:
+        return partitioned(r) ? NULL : "it takes a partitioned module (run partition before it)";
+    }
+}
+
+/* A failure of a pass that only a bug (or invalid partitioned IR from a
+ * file) makes. */
+static pass_status internal(const run *u, const ir_module *m, int bad)
+{
+    if (bad >= 0 && bad < m->ops.n)
+        *u->at = IR_OP(m, bad)->loc;
+    return PASS_ERR_INTERNAL;
+}
+
+static pass_status autodiff(run *u)
+{
+    su_buf msg;
+    su_buf_init(&msg, u->err->oom);
+    bool ok = pass_autodiff(u->r->m, NULL, &msg, u->at);
+    if (!ok)
+        su_buf_printf(u->err, "cannot train: %s", msg.s ? msg.s : "?");
+    su_buf_free(&msg);
+    return ok ? PASS_OK : PASS_ERR_INPUT;
+}
+
+static pass_status input_init(run *u)
+{
+    return pass_input_init(u->r->m, u->err) ? PASS_OK : PASS_ERR_INTERNAL;
+}
+
+static pass_status propagate(run *u)
+{
+    return pass_propagate(u->r->m, &u->r->ex, u->err) ? PASS_OK : PASS_ERR_INTERNAL;
+}
+
+static pass_status partition(run *u)
+{
+    pass_result *r = u->r;
+    bool ok = pass_partition(r->m, r->ex.why ? &r->ex : NULL, &r->part, &r->why, u->err);
+    if (r->part)
+        r->nwhy = r->part->next_id;
+    return ok && ir_verify(r->part, u->err) ? PASS_OK : PASS_ERR_INTERNAL;
+}
+
+static pass_status pipeline_split(run *u)
+{
+    pass_result *r = u->r;
+    ir_module *m = r->part ? r->part : r->m;
+    if (m->pipe.axis < 0)
+        return PASS_OK;
+    return pass_pipeline_split(m, &r->pipe, u->err, u->at) ? PASS_OK : PASS_ERR_INPUT;
+}
+
+static pass_status bucket(run *u)
+{
+    int n;
+    ir_module *const *st = pass_result_stages(u->r, &n);
+    for (int s = 0; s < n; s++)
+        if (!ir_verify(st[s], u->err) || !pass_bucket(st[s], u->o->bucket_bytes, u->err))
+            return PASS_ERR_INTERNAL;
+    return PASS_OK;
+}
+
+static pass_status verify(run *u)
+{
+    int n, bad = -1;
+    ir_module *const *st = pass_result_stages(u->r, &n);
+    for (int s = 0; s < n; s++)
+        if (!ir_verify_at(st[s], u->err, &bad) || !pass_verify_schedule(st[s], u->err, u->at))
+            return internal(u, st[s], bad);
+    return n > 1 && !pass_verify_p2p(st, n, u->err) ? PASS_ERR_INTERNAL : PASS_OK;
+}
+
+/* fuse and memplan keep one entry per stage. */
+static void per_stage(run *u, int n)
+{
+    pass_result *r = u->r;
+    jmp_buf *oom = u->err->oom;
+    if (!r->fusion) {
+        r->fusion = su_xmalloc(oom, (size_t)n * sizeof *r->fusion);
+        memset(r->fusion, 0, (size_t)n * sizeof *r->fusion);
+    }
+    if (!r->mp) {
+        r->mp = su_xmalloc(oom, (size_t)n * sizeof *r->mp);
+        memset(r->mp, 0, (size_t)n * sizeof *r->mp);
+    }
+    r->nplanned = n;
+}
+
+/* The groups as the plan runs them: each run of optimizer groups kept as
+ * one kernel only where that does not raise the arena (pass_fuse_planned). */
+static pass_status fuse(run *u)
+{
+    int n;
+    ir_module *const *st = pass_result_stages(u->r, &n);
+    per_stage(u, n);
+    for (int s = 0; s < n; s++)
+        if (!pass_fuse_planned(st[s], &u->r->fusion[s], NULL, u->err))
+            return PASS_ERR_INTERNAL;
+    u->r->fused = true; /* memplan reads the groups */
+    return PASS_OK;
+}
+
+static pass_status memplan(run *u)
+{
+    pass_result *r = u->r;
+    int n;
+    ir_module *const *st = pass_result_stages(r, &n);
+    bool fused = r->fused;
+    per_stage(u, n);
+    for (int s = 0; s < n; s++) {
+        if (!pass_plan_memory_fused(st[s], fused ? &r->fusion[s] : NULL, &r->mp[s], u->err) ||
+            !pass_memplan_check(st[s], &r->mp[s], u->err)) {
+            if (u->err->len)
+                su_buf_printf(u->err, " (the memory plan of stage %d)", s);
+            return PASS_ERR_INTERNAL;
+        }
+    }
+    return PASS_OK;
+}
+
+static pass_status (*const runs[PASS_COUNT])(run *) = {
+    [PASS_AUTODIFF] = autodiff,
+    [PASS_INPUT_INIT] = input_init,
+    [PASS_PROPAGATE] = propagate,
+    [PASS_PARTITION] = partition,
+    [PASS_PIPELINE_SPLIT] = pipeline_split,
+    [PASS_BUCKET] = bucket,
+    [PASS_VERIFY] = verify,
+    [PASS_FUSE] = fuse,
+    [PASS_MEMPLAN] = memplan,
+};
+
+void pass_result_print(const pass_result *r, pass_id id, su_buf *b)
+{
+    if (id <= PASS_PROPAGATE) {
+        ir_print(r->m, b);
+    } else if (id == PASS_PARTITION) {
+        ir_print(r->part, b);
+    } else {
+        int n;
+        ir_module *const *st = pass_result_stages(r, &n);
+        for (int s = 0; s < n; s++) {
+            if (n > 1)
+                su_buf_printf(b, "%s// ---- stage %d of %d ----\n", s ? "\n" : "", s, n);
+            if (id == PASS_FUSE)
+                pass_fusion_print(st[s], &r->fusion[s], b);
+            else if (id == PASS_MEMPLAN)
+                pass_memplan_print(st[s], &r->mp[s], b);
+            else
+                ir_print(st[s], b);
+        }
+    }
+}
+
+static void print_after(run *u, pass_id id)
+{
+    su_buf *b = &u->text;
+    b->len = 0;
+    if (b->s)
+        b->s[0] = 0;
+    pass_result_print(u->r, id, b);
+    u->o->print(names[id], b->s ? b->s : "", b->len, u->o->print_user);
+}
+
+/* Whether the whole list runs pass id: the logical passes only on a
+ * logical module, fuse only for a plan with kernels. */
+static bool in_list(const run *u, pass_id id)
+{
+    if (id <= PASS_PARTITION)
+        return !partitioned(u->r);
+    return id != PASS_FUSE || u->o->kernels;
+}
+
+static void pipeline(void *arg)
+{
+    run *u = arg;
+    const pass_options *o = u->o;
+    pass_result *r = u->r;
+    u->st = PASS_OK;
+    for (int id = 0; id < PASS_COUNT; id++) {
+        if (o->only ? !(o->only & 1u << id) : !in_list(u, id))
+            continue;
+        const char *why = cannot_run(u, id);
+        if (why) {
+            r->failed = id;
+            su_buf_printf(u->err, "the pass %s cannot run here: %s", names[id], why);
+            u->st = o->only ? PASS_ERR_USAGE : PASS_ERR_INTERNAL;
+            return;
+        }
+        u->st = runs[id](u);
+        if (u->st != PASS_OK) {
+            r->failed = id;
+            if (!u->err->len)
+                su_buf_printf(u->err, "the pass %s failed", names[id]);
+            return;
+        }
+        r->last = id;
+        if (o->print && (o->print_after & 1u << id))
+            print_after(u, id);
+        if (id == o->stop_after)
+            return;
+    }
+}
+
+pass_status pass_run_pipeline(ir_module *m, const pass_options *o, pass_result *r,
+                              su_buf *err, su_loc *at)
+{
+    memset(r, 0, sizeof *r);
+    r->m = m;
+    r->last = r->failed = -1;
+    *at = (su_loc){0, 0};
+    run u = {.o = o, .r = r, .err = err, .at = at};
+    su_buf_init(&u.text, err->oom);
+    bool done = su_guarded(err->oom, pipeline, &u);
+    su_buf_free(&u.text);
+    if (!done)
+        su_oom(err->oom);
+    return u.st;
+}
