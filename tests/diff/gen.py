@@ -215,7 +215,16 @@ class Gen:
             return (f"pow({self.pos(x.name)} + 0.5, {e})", (x.mag * x.mag + 0.5) ** 2,
                     bdep and b in e)
         if op in ("max", "min"):
-            return f"{op}({a_t}, {b_t})", max(x.mag, bm), bdep
+            if self.train:
+                # a tie routes the gradient by a rule, so operands tied up
+                # to rounding (h and h + g, g a zeros bias a step moved by
+                # 1e-11 of noise, + on one mesh and - on the other) send
+                # each mesh's gradient a different way (seen: seed 4609, a
+                # cross-entropy gradient summing to 0 or to 5e-3): the
+                # right operand is kept a quarter apart from anything the
+                # program's inits make equal to it
+                b_t = f"({b_t} + 0.25)"
+            return f"{op}({a_t}, {b_t})", max(x.mag, bm + (0.25 if self.train else 0.0)), bdep
         mag = x.mag * bm if op == "*" else x.mag + bm
         return f"{a_t} {op} {b_t}", mag, bdep
 
