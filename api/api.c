@@ -8,7 +8,7 @@
 #include "passes/fuse.h"
 #include "passes/passes.h"
 #include "codegen/codegen.h"
-#include "codegen/nvrtc.h"
+#include "runtime/cuda/nvrtc.h"
 #include "api_internal.h"
 #include "api_cuda.h"
 
@@ -28,7 +28,7 @@ struct shardc_options {
     int64_t bucket_bytes; /* gradient buckets; 0: none */
     int narchs;           /* --arch: the kernels' targets (0: the default,
                            * -1: none, a CPU-only plan) */
-    int arch[CG_MAX_ARCHS];
+    int arch[RT_MAX_ARCHS];
     const pass_hw *hw;    /* --hw: the estimated timeline's hardware */
     char *cache_dir;      /* NVRTC's disk cache (malloc'd), NULL: none */
     /* the pass pipeline's (passes/passes.h: pass_options) */
@@ -39,21 +39,6 @@ struct shardc_options {
 };
 
 #define DEFAULT_BUCKET_MB 25
-
-struct shardc_program {
-    pass_result res;        /* what the pass pipeline made; res.m is the
-                             * logical module (or partitioned IR from a
-                             * file), the program's to free */
-    bool partial;           /* --passes or --stop-after: res is only what
-                             * those passes made, and only "after-pass"
-                             * can be emitted */
-    char *logical_ir;       /* its text as the frontend made it (malloc'd) */
-    int narchs;             /* the options' --arch */
-    int arch[CG_MAX_ARCHS];
-    const pass_hw *hw;      /* the options' --hw */
-    char *cache_dir;        /* the options' (malloc'd) */
-    char *source;           /* the model's file name, as given (malloc'd) */
-};
 
 /* The programs the plan holds: the pipeline's stages, else the partitioned
  * module (or the input, when it was partitioned IR). */
@@ -161,8 +146,8 @@ shardc_status shardc_options_set_archs(shardc_options *opt, const char *list, ch
         return SHARDC_OK;
     }
     char err[256];
-    int arch[CG_MAX_ARCHS], n;
-    if (!cg_parse_archs(list, arch, &n, err, sizeof err))
+    int arch[RT_MAX_ARCHS], n;
+    if (!rt_parse_archs(list, arch, &n, err, sizeof err))
         return api_fail(error, SHARDC_ERR_USAGE, "%s", err);
     memcpy(opt->arch, arch, sizeof arch);
     opt->narchs = n;
@@ -311,7 +296,7 @@ typedef struct passes_run {
  * (no --arch) only when NVRTC is here. */
 static bool wants_kernels(const shardc_options *opt)
 {
-    return opt->narchs > 0 || (opt->narchs == 0 && cg_nvrtc_available());
+    return opt->narchs > 0 || (opt->narchs == 0 && rt_nvrtc_available());
 }
 
 /* Keeps the logical text, then runs the pass pipeline (passes/passes.c).
@@ -555,35 +540,6 @@ void shardc_program_free(shardc_program *prog)
     free(prog);
 }
 
-void api_program_tasks(const shardc_program *prog, su_buf *b)
-{
-    const pass_pipeline *pp = &prog->res.pipe;
-    if (!pp->nstages)
-        return;
-    const ir_module *m = pp->stage[0];
-    int P = pp->nstages, V = m->pipe.chunks;
-    char sched[32];
-    su_buf_printf(b, "# pipeline: %s over %s, %d stages, %d microbatches",
-                  pass_schedule_name(&m->pipe, sched), m->mesh.name[m->pipe.axis], P,
-                  m->pipe.microbatches);
-    if (V > 1)
-        su_buf_printf(b, ", %d chunks per stage", V);
-    su_buf_printf(b, "\n# each stage's steps in order: F<m> and B<m> are the forward and "
-                  "backward of microbatch m%s\n", V > 1 ? " through the stage's chunk v "
-                  "(F<m>.<v>)" : "");
-    for (int s = 0; s < P; s++) {
-        su_buf_printf(b, "# stage %d:", s);
-        for (int k = 0; k < pp->ntasks[s]; k++) {
-            const pass_task *t = pp->task[s][k];
-            su_buf_printf(b, " %c%d", t->forward ? 'F' : 'B', t->mb);
-            if (V > 1)
-                su_buf_printf(b, ".%d", t->chunk / P);
-        }
-        su_buf_putc(b, '\n');
-    }
-    su_buf_putc(b, '\n');
-}
-
 /* --explain-sharding: each value's sharding and reason, then each inserted
  * collective or slice with what needed it and its bytes per rank. */
 static void explain(const shardc_program *p, su_buf *b)
@@ -607,15 +563,6 @@ static void explain(const shardc_program *p, su_buf *b)
         su_buf_printf(b, " (line %d, %.0f bytes per rank): %s\n", op->loc.line,
                       pass_op_bytes(m, op), why);
     }
-}
-
-shardc_status api_partial(const shardc_program *prog, const char *what, char **error)
-{
-    int last = prog->res.last;
-    return api_fail(error, SHARDC_ERR_USAGE, "'%s' needs the whole pass pipeline, and this "
-                    "compilation ran only part of it (--passes or --stop-after; it ended after "
-                    "%s): only 'after-pass' can be emitted", what,
-                    last >= 0 ? pass_name(last) : "no pass");
 }
 
 /* The estimated timeline writes every rank's events up to this many, then
@@ -744,64 +691,4 @@ shardc_status shardc_program_emit_file(const shardc_program *prog, const char *w
     int rc = su_write_file(path, text, len, err, sizeof err);
     free(text);
     return rc ? api_fail(error, SHARDC_ERR_IO, "%s", err) : SHARDC_OK;
-}
-
-/* ---- plans (api_run.c holds the rest) ---- */
-
-/* A plan being written: what it holds, freed by api_program_plan
- * whichever way it ended. */
-typedef struct plan_run {
-    jmp_buf oom;
-    const shardc_program *prog;
-    su_buf rep;             /* the JSON report */
-    uint8_t *bytes;         /* the result (malloc'd) */
-    size_t len;
-    char err[1024];
-    bool ok;
-} plan_run;
-
-static void plan_work(void *arg)
-{
-    plan_run *r = arg;
-    const shardc_program *prog = r->prog;
-    int n;
-    ir_module *const *st = stages(prog, &n);
-    pass_report_on(st, n, &prog->res.pipe, prog->res.mp, prog->hw, true, &r->rep);
-    cg_plan_options o;
-    memset(&o, 0, sizeof o);
-    o.mp = prog->res.mp;
-    o.fusion = prog->res.fusion;
-    o.kernels = prog->res.fused;
-    o.nvrtc.narchs = prog->narchs > 0 ? prog->narchs : 0;
-    memcpy(o.nvrtc.arch, prog->arch, sizeof o.nvrtc.arch);
-    o.nvrtc.cache_dir = prog->cache_dir;
-    o.source = prog->source;
-    r->ok = cg_plan_bytes(st, n, r->rep.s, &o, &r->bytes, &r->len, r->err, sizeof r->err,
-                          &r->oom);
-}
-
-/* The plan file of prog, with the JSON report in it. */
-shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size_t *len,
-                               char **error)
-{
-    if (prog->partial)
-        return api_partial(prog, "a plan", error);
-    plan_run r = {.prog = prog};
-    su_buf_init(&r.rep, &r.oom);
-    bool done = su_catch(&r.oom, plan_work, &r);
-    su_buf_free(&r.rep);
-    if (!done) {
-        free(r.bytes);
-        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
-    }
-    if (!r.ok) { /* the plan writer's messages hold no user text with spaces */
-        free(r.bytes);
-        if (strstr(r.err, "out of memory"))
-            return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
-        return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: writing the plan: %s",
-                        r.err);
-    }
-    *bytes = r.bytes;
-    *len = r.len;
-    return SHARDC_OK;
 }

@@ -1,12 +1,12 @@
 /* api_backend.c: choosing and checking a session's compute backend; the
  * cuda backend is checked before anything else, so that a machine without
- * a driver or a GPU says so at once (runtime/cuda_driver.h). */
+ * a driver or a GPU says so at once (runtime/cuda/cuda_driver.h). */
 #include "api_backend.h"
 
 #include "api_internal.h"
-#include "runtime/cuda.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/nccl_api.h"
+#include "runtime/exec/cuda.h"
+#include "runtime/cuda/cuda_driver.h"
+#include "runtime/comm/nccl_api.h"
 
 #include <string.h>
 

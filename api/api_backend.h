@@ -3,8 +3,8 @@
 #ifndef SHARDC_API_BACKEND_H
 #define SHARDC_API_BACKEND_H
 #include "shardc.h"
-#include "runtime/plan.h"
-#include "runtime/session.h"
+#include "runtime/plan/plan.h"
+#include "runtime/exec/session.h"
 
 /* The backend called name (NULL: cpu) into *kind; SHARDC_ERR_USAGE for
  * another name. */

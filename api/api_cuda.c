@@ -4,7 +4,7 @@
 
 #include "api_internal.h"
 #include "codegen/cuda.h"
-#include "codegen/nvrtc.h"
+#include "runtime/cuda/nvrtc.h"
 #include "passes/fuse.h"
 #include "passes/passes.h"
 
@@ -53,7 +53,7 @@ static void emit_kernels(void *arg)
 {
     kernels_run *r = arg;
     if (r->narchs >= 0) /* -1: --arch none, nothing is compiled */
-        cg_archs_describe(r->arch, r->narchs, &r->targets);
+        rt_archs_describe(r->arch, r->narchs, &r->targets);
     r->ok = true;
     for (int s = 0; r->ok && s < r->n; s++) {
         if (r->n > 1)

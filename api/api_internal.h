@@ -1,10 +1,28 @@
-/* api_internal.h: what api.c and api_run.c share. */
+/* api_internal.h: what the files of api/ share: the compiled program, and
+ * the plan and error helpers (api_plan.c, api_error.c). */
 #ifndef SHARDC_API_INTERNAL_H
 #define SHARDC_API_INTERNAL_H
 #include "shardc.h"
-#include "runtime/plan.h"
+#include "passes/passes.h"
+#include "runtime/cuda/nvrtc.h"
+#include "runtime/plan/plan.h"
 #include "support/support.h"
 #include <stdint.h>
+
+struct shardc_program {
+    pass_result res;        /* what the pass pipeline made; res.m is the
+                             * logical module (or partitioned IR from a
+                             * file), the program's to free */
+    bool partial;           /* --passes or --stop-after: res is only what
+                             * those passes made, and only "after-pass"
+                             * can be emitted */
+    char *logical_ir;       /* its text as the frontend made it (malloc'd) */
+    int narchs;             /* the options' --arch */
+    int arch[RT_MAX_ARCHS];
+    const pass_hw *hw;      /* the options' --hw */
+    char *cache_dir;        /* the options' (malloc'd) */
+    char *source;           /* the model's file name, as given (malloc'd) */
+};
 
 struct shardc_plan {
     rt_plan *p;
@@ -13,6 +31,8 @@ struct shardc_plan {
 /* The plan file of a compiled program (malloc'd bytes). */
 shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size_t *len,
                                char **error);
+/* The plan of prog, read back into memory (a failure is a bug). */
+shardc_status api_program_read_plan(const shardc_program *prog, rt_plan **out, char **error);
 /* `--emit schedule`: the plan's instruction lists as text. */
 shardc_status api_program_schedule(const shardc_program *prog, char **text, size_t *len,
                                    char **error);

@@ -3,9 +3,9 @@
  * backends). */
 #include "api_internal.h"
 
-#include "runtime/plan.h"
-#include "runtime/plan_text.h"
-#include "runtime/session.h"
+#include "runtime/plan/plan.h"
+#include "runtime/plan/plan_text.h"
+#include "runtime/exec/session.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -15,81 +15,6 @@
 #include <unistd.h>
 
 
-shardc_status api_fail(char **error, shardc_status st, const char *fmt, ...)
-{
-    if (error) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(NULL, 0, fmt, ap);
-        va_end(ap);
-        *error = malloc((size_t)n + 1);
-        if (*error) {
-            va_start(ap, fmt);
-            vsnprintf(*error, (size_t)n + 1, fmt, ap);
-            va_end(ap);
-        }
-    }
-    return st;
-}
-
-
-/* Reads plan bytes back; a failure here is the compiler's bug. */
-static shardc_status plan_of(const shardc_program *prog, rt_plan **out, char **error)
-{
-    uint8_t *bytes;
-    size_t len;
-    shardc_status st = api_program_plan(prog, &bytes, &len, error);
-    if (st != SHARDC_OK)
-        return st;
-    char err[1024];
-    *out = rt_plan_read(bytes, len, "plan", err, sizeof err);
-    free(bytes);
-    if (!*out && strstr(err, "out of memory")) /* the reader's messages hold no user text */
-        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
-    if (!*out)
-        return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: the plan does not read "
-                        "back: %s", err);
-    return SHARDC_OK;
-}
-
-typedef struct schedule_run {
-    jmp_buf oom;
-    const shardc_program *prog;
-    const rt_plan *p;
-    su_buf b;
-    char *text;             /* the result (malloc'd) */
-    size_t len;
-} schedule_run;
-
-static void schedule(void *arg)
-{
-    schedule_run *r = arg;
-    api_program_tasks(r->prog, &r->b);
-    rt_plan_print_schedule(r->p, &r->b);
-    r->len = r->b.len;
-    r->text = su_buf_take(&r->b);
-}
-
-shardc_status api_program_schedule(const shardc_program *prog, char **text, size_t *len,
-                                   char **error)
-{
-    rt_plan *p;
-    shardc_status st = plan_of(prog, &p, error);
-    if (st != SHARDC_OK)
-        return st;
-    schedule_run r = {.prog = prog, .p = p};
-    su_buf_init(&r.b, &r.oom);
-    bool done = su_catch(&r.oom, schedule, &r);
-    su_buf_free(&r.b);
-    rt_plan_free(p);
-    if (!done)
-        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
-    if (len)
-        *len = r.len;
-    *text = r.text;
-    return SHARDC_OK;
-}
-
 shardc_status shardc_program_plan(const shardc_program *prog, shardc_plan **out, char **error)
 {
     api_clear(error);
@@ -97,7 +22,7 @@ shardc_status shardc_program_plan(const shardc_program *prog, shardc_plan **out,
     shardc_plan *pl = calloc(1, sizeof *pl);
     if (!pl)
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
-    shardc_status st = plan_of(prog, &pl->p, error);
+    shardc_status st = api_program_read_plan(prog, &pl->p, error);
     if (st != SHARDC_OK) {
         free(pl);
         return st;

@@ -1,10 +1,10 @@
 /* api_session.c: sessions, the running half of the public API, over
- * runtime/session.h. */
+ * runtime/exec/session.h. */
 #include "api_internal.h"
 #include "api_backend.h"
 
-#include "runtime/session.h"
-#include "runtime/tensors.h"
+#include "runtime/exec/session.h"
+#include "runtime/io/tensors.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* bench_cpu_matmul.c: the CPU backend's matmul (rt_cpu_run, runtime/cpu.h)
+/* bench_cpu_matmul.c: the CPU backend's matmul (rt_cpu_run, runtime/cpu/cpu.h)
  * against direct cblas_sgemm calls of the same shapes: the overhead of the
  * kernel's dispatch, batch walk and folding. A benchmark, never a test.
  *
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/cpu.h"
+#include "runtime/cpu/cpu.h"
 
 enum { WARMUP = 3, DEFAULT_REPEAT = 20 };
 

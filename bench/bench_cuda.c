@@ -40,9 +40,9 @@
 
 #include "api/api_internal.h"
 #include "bench_cuda.h"
-#include "codegen/nvrtc.h"
-#include "runtime/cuda_blas.h"
-#include "runtime/cuda_driver.h"
+#include "runtime/cuda/nvrtc.h"
+#include "runtime/cuda/cuda_blas.h"
+#include "runtime/cuda/cuda_driver.h"
 #include "shardc.h"
 
 enum {
@@ -344,7 +344,7 @@ static void open_gpu(gpu *g, bc_machine *m)
     m->mem_bytes = (int64_t)mem;
     CU(g, DriverGetVersion(&m->cuda_driver));
     kernel_driver(m->nvidia_driver, sizeof m->nvidia_driver);
-    cg_nvrtc_version(&m->nvrtc_major, &m->nvrtc_minor);
+    rt_nvrtc_version(&m->nvrtc_major, &m->nvrtc_minor);
     m->cublaslt = (long)g->lt.GetVersion();
     time_t now = time(NULL);
     strftime(m->date, sizeof m->date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
@@ -464,17 +464,17 @@ static void load_image(gpu *g, rt_cu_module *mod, const void *image, const char 
  * buffer: 4 x the L2, at least MIN_FLUSH bytes, zeros. */
 static void setup_flush(gpu *g, int64_t l2_bytes)
 {
-    cg_nvrtc_options o = {.narchs = 1, .arch = {g->cc}, .cache_dir = g->cache_dir};
-    cg_nvrtc_output out;
+    rt_nvrtc_options o = {.narchs = 1, .arch = {g->cc}, .cache_dir = g->cache_dir};
+    rt_nvrtc_output out;
     jmp_buf oom;
     su_buf e;
     su_buf_init(&e, &oom);
     if (setjmp(oom))
         die("out of memory");
-    if (!cg_nvrtc_compile("bc_flush", flush_source, &o, &out, &e))
+    if (!rt_nvrtc_compile("bc_flush", flush_source, &o, &out, &e))
         die("%s", e.s);
     load_image(g, &g->flush_mod, out.cubin[0], "the flush kernel");
-    cg_nvrtc_output_free(&out);
+    rt_nvrtc_output_free(&out);
     su_buf_free(&e);
     CU(g, ModuleGetFunction(&g->flush_fn, g->flush_mod, "bc_flush"));
     g->flush_bytes = 4 * l2_bytes > MIN_FLUSH ? 4 * l2_bytes : MIN_FLUSH;
@@ -874,10 +874,10 @@ static void start(gpu *g, bc_machine *m, const setup *su)
     load_extra(&g->x);
     load_lt(&g->lt);
     open_gpu(g, m);
-    if (!cg_nvrtc_supports(g->cc))
+    if (!rt_nvrtc_supports(g->cc))
         die("NVRTC %d.%d cannot compile for this GPU (sm_%d)", m->nvrtc_major, m->nvrtc_minor,
             g->cc);
-    g->cache_dir = cg_nvrtc_cache_dir(getenv("SHARDC_CACHE_DIR"), getenv("XDG_CACHE_HOME"),
+    g->cache_dir = rt_nvrtc_cache_dir(getenv("SHARDC_CACHE_DIR"), getenv("XDG_CACHE_HOME"),
                                       getenv("HOME"));
     char err[1024];
     if (!(g->blas = rt_blas_new(err, sizeof err)))
@@ -910,7 +910,7 @@ int main(int argc, char **argv)
         printf("skipped: no GPU (%s)\n", why);
         return 77;
     }
-    if (!cg_nvrtc_available())
+    if (!rt_nvrtc_available())
         die("this build has no NVRTC: the plans' kernels cannot be compiled");
     FILE *out = su.out ? fopen(su.out, "w") : NULL;
     if (su.out && !out)

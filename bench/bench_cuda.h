@@ -2,7 +2,7 @@
  * and how it reports it, apart from the GPU: which kernels and matmuls it
  * times, the bytes and FLOPs each must move or do, the data it fills them
  * with, and the markdown report. bench_cuda_lib.c; tested without a GPU by
- * tests/unit/test_bench_cuda.c. Prefix bc_.
+ * tests/unit/bench/test_bench_cuda.c. Prefix bc_.
  *
  * Conventions (printed in the report too):
  * - A kernel's bytes: each parameter read once (the first nin, each of its
@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "runtime/plan.h"
+#include "runtime/plan/plan.h"
 
 #define BC_SMALL_BYTES (1 << 20) /* under 1 MiB moved: not bandwidth-bound */
 #define BC_BW_GOAL 0.85          /* of the copy bandwidth, per kernel */
@@ -37,7 +37,7 @@ typedef enum {
     BC_NCLASSES
 } bc_class;
 
-/* A matmul as cuBLASLt runs it (runtime/cuda_blas.c): row-major
+/* A matmul as cuBLASLt runs it (runtime/cuda/cuda_blas.c): row-major
  * [batch] x [M, K] @ [K, N], an operand without batch dims repeated. */
 typedef struct bc_mm {
     int64_t m, n, k, batch;

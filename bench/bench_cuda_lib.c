@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/cpu.h"
+#include "support/support.h"
 
 int64_t bc_kernel_bytes(const rt_kernel *k)
 {
@@ -25,7 +25,7 @@ static int64_t numel(const int64_t *d, int n)
     return e;
 }
 
-/* As runtime/cuda_blas.c's plan_mm: batch dims right-aligned, the larger
+/* As runtime/cuda/cuda_blas.c's plan_mm: batch dims right-aligned, the larger
  * batch wins (the runtime refuses partial broadcasts before it runs). */
 bool bc_matmul_shape(const rt_instr *mm, bc_mm *s)
 {
@@ -251,8 +251,8 @@ void bc_fill(void *dst, const rt_type *t, int64_t bound, uint64_t seed)
         float f = 0.5f + (float)(r % 64) / 128.0f;
         switch (t->dtype) {
         case RT_F32: ((float *)dst)[i] = f; break;
-        case RT_F16: ((uint16_t *)dst)[i] = rt_f32_to_f16(f); break;
-        case RT_BF16: ((uint16_t *)dst)[i] = rt_f32_to_bf16(f); break;
+        case RT_F16: ((uint16_t *)dst)[i] = su_f32_to_f16(f); break;
+        case RT_BF16: ((uint16_t *)dst)[i] = su_f32_to_bf16(f); break;
         case RT_I32: ((int32_t *)dst)[i] = (int32_t)(r % (uint64_t)(bound > 0 ? bound : 1)); break;
         default: break;
         }

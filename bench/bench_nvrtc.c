@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "codegen/nvrtc.h"
+#include "runtime/cuda/nvrtc.h"
 #include "shardc.h"
 
 enum { MAX_DEFINES = 64, DEFAULT_REPEAT = 5 };
@@ -154,20 +154,20 @@ static shardc_program *compile(const char *path, shardc_options *opt)
 
 /* Compiles kernel k with no cache, timing it into k->ms; exits on an
  * error. */
-static void compile_one(kernel *k, const cg_nvrtc_options *o)
+static void compile_one(kernel *k, const rt_nvrtc_options *o)
 {
     jmp_buf oom;
     su_buf e;
     su_buf_init(&e, &oom);
     if (setjmp(oom))
         die("compile", "out of memory");
-    cg_nvrtc_output out;
+    rt_nvrtc_output out;
     double t0 = now_ms();
-    bool ok = cg_nvrtc_compile(k->name, k->source, o, &out, &e);
+    bool ok = rt_nvrtc_compile(k->name, k->source, o, &out, &e);
     k->ms = now_ms() - t0;
     if (!ok)
         die(k->name, e.s);
-    cg_nvrtc_output_free(&out);
+    rt_nvrtc_output_free(&out);
     su_buf_free(&e);
 }
 
@@ -178,10 +178,10 @@ static void cold_kernels(const shardc_program *prog, const char *archs)
         die("--emit cuda", err);
     int n;
     kernel *k = split_kernels(text, &n);
-    cg_nvrtc_options o;
+    rt_nvrtc_options o;
     memset(&o, 0, sizeof o);
     char perr[256];
-    if (archs && !cg_parse_archs(archs, o.arch, &o.narchs, perr, sizeof perr))
+    if (archs && !rt_parse_archs(archs, o.arch, &o.narchs, perr, sizeof perr))
         die("--arch", perr);
     double total = 0;
     printf("## Cold compile per kernel (NVRTC, no cache)\n\n");
@@ -242,7 +242,7 @@ int main(int argc, char **argv)
     }
     if (!path || repeat < 1 || repeat > 1000)
         usage();
-    if (!cg_nvrtc_available())
+    if (!rt_nvrtc_available())
         die("NVRTC", "this build has no NVRTC");
 
     char dir[] = "/tmp/bench_nvrtc.XXXXXX";
@@ -272,7 +272,7 @@ int main(int argc, char **argv)
         die("cache", err);
 
     int nv[2] = {0, 0};
-    cg_nvrtc_version(&nv[0], &nv[1]);
+    rt_nvrtc_version(&nv[0], &nv[1]);
     printf("# %s%s%s: kernels compiled by NVRTC %d.%d for %s\n\n", path, mesh ? " --mesh " : "",
            mesh ? mesh : "", nv[0], nv[1], archs ? archs : "sm_80,sm_90 (the default)");
     shardc_program *prog = compile(path, opt);

@@ -2,7 +2,7 @@
 #ifndef SHARDC_CODEGEN_H
 #define SHARDC_CODEGEN_H
 #include "ir/ir.h"
-#include "codegen/nvrtc.h"
+#include "runtime/cuda/nvrtc.h"
 
 struct pass_fusion;
 struct pass_memplan;
@@ -12,13 +12,13 @@ typedef struct cg_plan_options {
     const struct pass_memplan *mp;
     const struct pass_fusion *fusion;
     bool kernels;               /* embed each fused group's kernel, compiled */
-    cg_nvrtc_options nvrtc;     /* for them: targets, headers, cache */
+    rt_nvrtc_options nvrtc;     /* for them: targets, headers, cache */
     const char *source;         /* the model's file, which the ops' places
                                  * are in (the plan keeps both for the
                                  * runtime's messages); NULL: none */
 } cg_plan_options;
 
-/* The plan of a partitioned program, in its file form (runtime/plan.h),
+/* The plan of a partitioned program, in its file form (runtime/plan/plan.h),
  * with the report (JSON text, may be NULL) in its REPT section: stages[s]
  * is stage s's program (nstages of them, from the pipeline split; one
  * module, stage -1, without a pipeline), laid out by o->mp. With

@@ -1,14 +1,14 @@
 /* cuda.h: CUDA C for fused groups (DESIGN.md §4): one readable kernel per
  * group of passes/fuse.h, with its launch geometry.
  *
- * A kernel computes exactly what the CPU backend (runtime/cpu.c) computes
+ * A kernel computes exactly what the CPU backend (runtime/cpu/cpu.c) computes
  * op by op: the same formulas (gelu's tanh approximation, the optimizer
  * updates with their coefficients folded in double and applied in f32,
  * layernorm's eps added to the variance), NumPy broadcasting, and the
  * same rounding: f16 and bf16 values are loaded into f32, every op
  * computes in f32 and rounds its result to its own dtype, as the CPU
  * backend's promoted kernels do, and NVRTC is asked not to contract
- * a * b + c into FMAs (cg_nvrtc_compile). Reductions accumulate in f32 in
+ * a * b + c into FMAs (rt_nvrtc_compile). Reductions accumulate in f32 in
  * a fixed tree order (the CPU backend sums in double), so sums agree to
  * f32 rounding, not bit for bit. A kernel cannot stop with a message, so
  * an id outside the table (embedding, embedding_grad) or a label outside
@@ -18,7 +18,7 @@
  * `__device__ unsigned long long sh_error`, 0 when all is well, else
  * (0xffffffff - index) << 32 | id for the lowest bad index (atomicMax),
  * which the runtime finds with cuModuleGetGlobal, reads after the step and
- * reports with the CPU backend's message (runtime/cuda_step.h). Modules
+ * reports with the CPU backend's message (runtime/cuda/cuda_step.h). Modules
  * of other kernels have no sh_error.
  *
  * Strategies:

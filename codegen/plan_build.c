@@ -1,5 +1,5 @@
 /* plan_build.c: the plan writer's front half: a partitioned module becomes
- * an rt_plan (runtime/plan.h), then bytes.
+ * an rt_plan (runtime/plan/plan.h), then bytes.
  *
  * One program per pipeline stage (passes/pipesplit.c made them; a module
  * without a pipeline is one stage), each with its own memory plan; `send`
@@ -39,7 +39,7 @@
 #include "passes/fuse.h"
 #include "passes/passes.h"
 
-#include "runtime/plan.h"
+#include "runtime/plan/plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +65,7 @@ typedef struct builder {
     /* what a stage's lowering holds, freed by cg_plan_bytes after an
      * allocation failure too */
     cg_cuda cuda;        /* their kernels */
-    cg_nvrtc_output nv;  /* a module being compiled */
+    rt_nvrtc_output nv;  /* a module being compiled */
     su_buf msg;          /* a pass's message */
 } builder;
 
@@ -316,9 +316,9 @@ static int32_t module_of(builder *b, const cg_cuda_kernel *k)
     for (int i = 0; i < b->keys.n; i++)
         if (!strcmp(b->keys.v[i], k->key))
             return i;
-    cg_nvrtc_output *out = &b->nv;
+    rt_nvrtc_output *out = &b->nv;
     su_buf *err = &b->msg;
-    bool ok = cg_nvrtc_compile(k->name, k->source, &b->o->nvrtc, out, err);
+    bool ok = rt_nvrtc_compile(k->name, k->source, &b->o->nvrtc, out, err);
     if (!ok)
         fail(b, "%s", err->s ? err->s : "NVRTC failed");
     su_buf_free(err);
@@ -336,7 +336,7 @@ static int32_t module_of(builder *b, const cg_cuda_kernel *k)
         su_vec_push(&b->modules, b->oom, m);
         su_vec_push(&b->keys, b->oom, su_strdup(b->arena, k->key));
     }
-    cg_nvrtc_output_free(out);
+    rt_nvrtc_output_free(out);
     return ok ? (int32_t)b->modules.n - 1 : -1;
 }
 
@@ -386,7 +386,7 @@ _Static_assert((int)RT_EPI_BIAS == (int)PASS_EPI_BIAS &&
                    (int)RT_EPI_RELU == (int)PASS_EPI_RELU && (int)RT_EPI_GELU == (int)PASS_EPI_GELU,
                "the plan's epilogue bits must number as the fusion pass's");
 
-/* The plan's matmul kernel for matmul group g (runtime/plan.h): no code,
+/* The plan's matmul kernel for matmul group g (runtime/plan/plan.h): no code,
  * cuBLASLt with g's epilogue; parameters A, B, the bias and the residual
  * where g has them, then the chain's result. */
 static bool add_matmul_kernel(builder *b, const pass_fgroup *g)
@@ -540,7 +540,7 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     su_buf_init(&b->msg, oom);
     bool done = su_guarded(oom, build_plan, &r);
     cg_cuda_free(&b->cuda);
-    cg_nvrtc_output_free(&b->nv);
+    rt_nvrtc_output_free(&b->nv);
     su_buf_free(&b->msg);
     su_vec_free(&b->instrs);
     su_vec_free(&b->ios);

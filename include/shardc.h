@@ -219,7 +219,7 @@ typedef struct shardc_session shardc_session;
 
 typedef struct shardc_session_config {
     const char *backend;         /* "cpu" (NULL: "cpu") or "cuda" (the plan's
-                                  * kernels on the GPU: runtime/cuda.h) */
+                                  * kernels on the GPU: runtime/exec/cuda.h) */
     const char *comm;            /* "local": every rank a thread of this process
                                   * (NULL: "local"); "mpi": this process is one
                                   * rank of an MPI job (MPI initialised by the

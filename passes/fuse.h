@@ -26,9 +26,9 @@
  *                of the chain reads the one before, and every value but
  *                the last has that op as its only reader (no output, no
  *                update): cuBLASLt writes only the last. gelu is the tanh
- *                approximation, in runtime/cpu.c as in cuBLASLt. No CUDA
+ *                approximation, in runtime/cpu/cpu.c as in cuBLASLt. No CUDA
  *                C is generated for it: the plan's matmul kernel record
- *                carries the epilogue (runtime/plan.h).
+ *                carries the epilogue (runtime/plan/plan.h).
  *
  * Attention, embedding, transpose, reshape, slices, buckets, collectives,
  * sources and matmuls with nothing to fold are never in a group. A value of a group that

@@ -5,7 +5,7 @@
  * answer is the same on every mesh; partitioning and the pipeline split
  * copy the input's init to its local ops, and the plan writer hands it to
  * the runtime, which makes each rank's block of the one full tensor
- * (runtime/init.c). An i32 input holds ids: it becomes uniform(0, N), N
+ * (runtime/exec/init.c). An i32 input holds ids: it becomes uniform(0, N), N
  * the rows of the tables and the classes of the logits it indexes (the
  * least of them, so that every reader gets ids in range), followed through
  * the ops that move ids without changing them (reshape, transpose,

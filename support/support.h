@@ -206,4 +206,19 @@ int su_edit_distance(const char *a, const char *b, int limit);
  * "w"). NULL when none is. */
 const char *su_nearest(const char *name, const char *const *cand, int n);
 
+/* ---- checksums (crc32.c) ---- */
+
+/* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of n bytes, continuing
+ * from crc (0 to start). */
+uint32_t su_crc32(uint32_t crc, const void *data, size_t n);
+
+/* ---- f16 and bf16 (half.c) ---- */
+
+/* To f32 exactly, and from f32 rounded to nearest even (inf past the
+ * largest f16; NaN stays a quiet NaN). */
+float su_f16_to_f32(uint16_t h);
+uint16_t su_f32_to_f16(float f);
+float su_bf16_to_f32(uint16_t h);
+uint16_t su_f32_to_bf16(float f);
+
 #endif

@@ -1,4 +1,4 @@
-/* fuzz_plan.c: libFuzzer target on the plan reader (runtime/plan_io.c).
+/* fuzz_plan.c: libFuzzer target on the plan reader (runtime/plan/plan_io.c).
  * Any input may be rejected, but with a message naming the source; a plan
  * that reads must write back to exactly the bytes it was read from (the
  * file form is canonical), and those bytes must read again and write the
@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/plan.h"
+#include "runtime/plan/plan.h"
+#include "support/support.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -47,11 +48,11 @@ static void fix_up(uint8_t *b, size_t n)
         uint64_t len = rd(b + pos + 8, 8);
         if (len > n - pos - 20)
             break;
-        wr(b + pos + 16, rt_crc32(0, b + pos + 20, (size_t)len), 4);
+        wr(b + pos + 16, su_crc32(0, b + pos + 20, (size_t)len), 4);
         pos += 20 + (size_t)len;
     }
     wr(b + 16, n, 8);
-    wr(b + 24, rt_crc32(0, b, 24), 4);
+    wr(b + 24, su_crc32(0, b, 24), 4);
 }
 
 static void fail(const char *what, const char *detail)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/tensors.h"
+#include "runtime/io/tensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

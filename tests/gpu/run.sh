@@ -6,7 +6,7 @@
 # with its kernels (--arch sm_80,sm_90, or $GPU_ARCH), then run for 2 steps
 # from the same seed with --comm local on each backend (every rank a thread;
 # all of them on the one GPU, their collectives, sends and receives device
-# to device: runtime/comm_dev.h; with two GPUs or more they go through the
+# to device: runtime/comm/comm_dev.h; with two GPUs or more they go through the
 # host instead); the outputs of the last step and the params
 # and states after it must agree: |cuda - cpu| <= 2e-4 + 2e-3 |cpu| per
 # element (f32 on both, but sums, dot products and softmax in other orders,

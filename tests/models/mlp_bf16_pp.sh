@@ -3,7 +3,7 @@
 # 4 microbatches per step. The master and the AdamW state of each layer's
 # params live on that layer's stage (`shardc --report`: each stage holds
 # 12 bytes of optimizer state per param of its own, plus the step count;
-# tests/unit/test_master_bind.c checks every master's stage).
+# tests/unit/runtime/test_master_bind.c checks every master's stage).
 # tests/CMakeLists.txt trains it on meshes with a pipeline axis against
 # the same model unpipelined (tests/run_train.sh REFERENCE=unpipelined)
 # and PyTorch (tests/oracle/mlp_bf16.py mlp_bf16_pp).

@@ -11,8 +11,8 @@
 #include "tests/unit/check.h"
 #include "tests/unit/ckpt_util.h"
 #include "tests/unit/pipeline_plans.h"
-#include "runtime/session.h"
-#include "runtime/tensors.h"
+#include "runtime/exec/session.h"
+#include "runtime/io/tensors.h"
 
 #include <mpi.h>
 #include <stdlib.h>

@@ -7,8 +7,8 @@
  * (read as f32 whatever their dtype) must satisfy |got - want| <= atol +
  * rtol * |want|. Prints, per tensor, the max absolute and relative error;
  * on a failure also the worst element. Exit 0 when all match, 1 otherwise. */
-#include "runtime/cpu.h"
-#include "runtime/tensors.h"
+#include "support/support.h"
+#include "runtime/io/tensors.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -34,8 +34,8 @@ static float *read_f32(const rt_st_file *f, const rt_st_entry *e, char *err, siz
     for (int64_t i = 0; i < n; i++) {
         switch (e->type.dtype) {
         case RT_F32: out[i] = ((float *)raw)[i]; break;
-        case RT_F16: out[i] = rt_f16_to_f32(((uint16_t *)raw)[i]); break;
-        case RT_BF16: out[i] = rt_bf16_to_f32(((uint16_t *)raw)[i]); break;
+        case RT_F16: out[i] = su_f16_to_f32(((uint16_t *)raw)[i]); break;
+        case RT_BF16: out[i] = su_bf16_to_f32(((uint16_t *)raw)[i]); break;
         default: out[i] = (float)((int32_t *)raw)[i]; break;
         }
     }

@@ -1,5 +1,5 @@
 /* ckpt_util.h: the unit tests' helpers for checkpoint folders
- * (runtime/checkpoint.h): where the newest index is, and removing a
+ * (runtime/exec/checkpoint.h): where the newest index is, and removing a
  * folder with everything in it. */
 #ifndef SHARDC_TEST_CKPT_UTIL_H
 #define SHARDC_TEST_CKPT_UTIL_H

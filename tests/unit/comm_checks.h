@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/comm.h"
+#include "runtime/comm/comm.h"
 
 #define CC_MAX_RANKS 64
 

@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/plan.h"
+#include "runtime/plan/plan.h"
 
 enum { PB = 4, PN = 8, PL = 4, PP_MAXS = 4, PP_BUF = 48, PP_INSTR = 48, PP_IO = 24 };
 

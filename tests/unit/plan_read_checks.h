@@ -1,6 +1,6 @@
 /* plan_read_checks.h: reading a plan that must fail, for the unit tests of
  * the plan reader (test_plan.c, test_plan_kernels.c). The includer
- * defines ERRLEN and includes check.h and runtime/plan.h first. */
+ * defines ERRLEN and includes check.h and runtime/plan/plan.h first. */
 #ifndef SHARDC_TEST_PLAN_READ_CHECKS_H
 #define SHARDC_TEST_PLAN_READ_CHECKS_H
 

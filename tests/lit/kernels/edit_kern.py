@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """edit_kern.py PLAN EDIT: damages the KERN section of a one-stage plan
-file in place, for the tests of the plan reader (runtime/plan_io.c's
+file in place, for the tests of the plan reader (runtime/plan/plan_io.c's
 format 3). EDIT is one of:
   flip            a byte of the first cubin changed, checksums as they were
   cut-in-cubin    the section ends 16 bytes into the first cubin

@@ -1,7 +1,7 @@
 # layernorm and rmsnorm over a last dim split over tp: the statistics are
 # local sums all-reduced over tp (one element per row each) and divided by
 # the global size (16), layernorm's variance in a second pass over x minus
-# the mean, eps added as runtime/cpu.c adds it; the gains and the bias are
+# the mean, eps added as runtime/cpu/cpu.c adds it; the gains and the bias are
 # used split like the dim (propagation gives them tp), the result stays
 # split. A bf16 operand is computed in f32 and rounded once at the end.
 # RUN: %shardc %s --mesh 2x2 --emit sharded-ir | FileCheck %s --check-prefix=IR

@@ -1,0 +1,167 @@
+/* api_plan.c: a compiled program's plan (its bytes, with the report in
+ * them) and what is read from it: `--emit schedule`. Below api.c (which
+ * compiles and emits) and api_run.c (plans as objects), over the pass
+ * pipeline's result, codegen and the plan reader. */
+#include "api_internal.h"
+
+#include "codegen/codegen.h"
+#include "passes/passes.h"
+#include "runtime/plan/plan.h"
+#include "runtime/plan/plan_text.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+shardc_status api_partial(const shardc_program *prog, const char *what, char **error)
+{
+    int last = prog->res.last;
+    return api_fail(error, SHARDC_ERR_USAGE, "'%s' needs the whole pass pipeline, and this "
+                    "compilation ran only part of it (--passes or --stop-after; it ended after "
+                    "%s): only 'after-pass' can be emitted", what,
+                    last >= 0 ? pass_name(last) : "no pass");
+}
+
+void api_program_tasks(const shardc_program *prog, su_buf *b)
+{
+    const pass_pipeline *pp = &prog->res.pipe;
+    if (!pp->nstages)
+        return;
+    const ir_module *m = pp->stage[0];
+    int P = pp->nstages, V = m->pipe.chunks;
+    char sched[32];
+    su_buf_printf(b, "# pipeline: %s over %s, %d stages, %d microbatches",
+                  pass_schedule_name(&m->pipe, sched), m->mesh.name[m->pipe.axis], P,
+                  m->pipe.microbatches);
+    if (V > 1)
+        su_buf_printf(b, ", %d chunks per stage", V);
+    su_buf_printf(b, "\n# each stage's steps in order: F<m> and B<m> are the forward and "
+                  "backward of microbatch m%s\n", V > 1 ? " through the stage's chunk v "
+                  "(F<m>.<v>)" : "");
+    for (int s = 0; s < P; s++) {
+        su_buf_printf(b, "# stage %d:", s);
+        for (int k = 0; k < pp->ntasks[s]; k++) {
+            const pass_task *t = pp->task[s][k];
+            su_buf_printf(b, " %c%d", t->forward ? 'F' : 'B', t->mb);
+            if (V > 1)
+                su_buf_printf(b, ".%d", t->chunk / P);
+        }
+        su_buf_putc(b, '\n');
+    }
+    su_buf_putc(b, '\n');
+}
+
+/* A plan being written: what it holds, freed by api_program_plan
+ * whichever way it ended. */
+typedef struct plan_run {
+    jmp_buf oom;
+    const shardc_program *prog;
+    su_buf rep;             /* the JSON report */
+    uint8_t *bytes;         /* the result (malloc'd) */
+    size_t len;
+    char err[1024];
+    bool ok;
+} plan_run;
+
+static void plan_work(void *arg)
+{
+    plan_run *r = arg;
+    const shardc_program *prog = r->prog;
+    int n;
+    ir_module *const *st = pass_result_stages(&prog->res, &n);
+    pass_report_on(st, n, &prog->res.pipe, prog->res.mp, prog->hw, true, &r->rep);
+    cg_plan_options o;
+    memset(&o, 0, sizeof o);
+    o.mp = prog->res.mp;
+    o.fusion = prog->res.fusion;
+    o.kernels = prog->res.fused;
+    o.nvrtc.narchs = prog->narchs > 0 ? prog->narchs : 0;
+    memcpy(o.nvrtc.arch, prog->arch, sizeof o.nvrtc.arch);
+    o.nvrtc.cache_dir = prog->cache_dir;
+    o.source = prog->source;
+    r->ok = cg_plan_bytes(st, n, r->rep.s, &o, &r->bytes, &r->len, r->err, sizeof r->err,
+                          &r->oom);
+}
+
+/* The plan file of prog, with the JSON report in it. */
+shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size_t *len,
+                               char **error)
+{
+    if (prog->partial)
+        return api_partial(prog, "a plan", error);
+    plan_run r = {.prog = prog};
+    su_buf_init(&r.rep, &r.oom);
+    bool done = su_catch(&r.oom, plan_work, &r);
+    su_buf_free(&r.rep);
+    if (!done) {
+        free(r.bytes);
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    }
+    if (!r.ok) { /* the plan writer's messages hold no user text with spaces */
+        free(r.bytes);
+        if (strstr(r.err, "out of memory"))
+            return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+        return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: writing the plan: %s",
+                        r.err);
+    }
+    *bytes = r.bytes;
+    *len = r.len;
+    return SHARDC_OK;
+}
+
+/* Reads plan bytes back; a failure here is the compiler's bug. */
+shardc_status api_program_read_plan(const shardc_program *prog, rt_plan **out, char **error)
+{
+    uint8_t *bytes;
+    size_t len;
+    shardc_status st = api_program_plan(prog, &bytes, &len, error);
+    if (st != SHARDC_OK)
+        return st;
+    char err[1024];
+    *out = rt_plan_read(bytes, len, "plan", err, sizeof err);
+    free(bytes);
+    if (!*out && strstr(err, "out of memory")) /* the reader's messages hold no user text */
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    if (!*out)
+        return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: the plan does not read "
+                        "back: %s", err);
+    return SHARDC_OK;
+}
+
+typedef struct schedule_run {
+    jmp_buf oom;
+    const shardc_program *prog;
+    const rt_plan *p;
+    su_buf b;
+    char *text;             /* the result (malloc'd) */
+    size_t len;
+} schedule_run;
+
+static void schedule(void *arg)
+{
+    schedule_run *r = arg;
+    api_program_tasks(r->prog, &r->b);
+    rt_plan_print_schedule(r->p, &r->b);
+    r->len = r->b.len;
+    r->text = su_buf_take(&r->b);
+}
+
+shardc_status api_program_schedule(const shardc_program *prog, char **text, size_t *len,
+                                   char **error)
+{
+    rt_plan *p;
+    shardc_status st = api_program_read_plan(prog, &p, error);
+    if (st != SHARDC_OK)
+        return st;
+    schedule_run r = {.prog = prog, .p = p};
+    su_buf_init(&r.b, &r.oom);
+    bool done = su_catch(&r.oom, schedule, &r);
+    su_buf_free(&r.b);
+    rt_plan_free(p);
+    if (!done)
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    if (len)
+        *len = r.len;
+    *text = r.text;
+    return SHARDC_OK;
+}

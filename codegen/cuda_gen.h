@@ -1,0 +1,156 @@
+/* cuda_gen.h: what the files of the CUDA C generator share (private to
+ * codegen/): the generator's state, tiles, the device helpers' bits, and
+ * the pieces each file writes for the others.
+ *
+ *   cuda.c           assembling a kernel's source, cg_cuda_generate
+ *   cuda_tile.c      literals, types, names, broadcasting offsets, one op's
+ *                    expression, tiles (the code for VEC elements)
+ *   cuda_strategy.c  the loops of each strategy around the tiles
+ *   cuda_ops.c       the kernels of single ops (transpose, embedding,
+ *                    attention, ...)
+ */
+#ifndef SHARDC_CG_CUDA_GEN_H
+#define SHARDC_CG_CUDA_GEN_H
+#include "cuda.h"
+
+enum { BLOCK_EW = 256, MAX_GRID = 65535, MAX_CACHED = 32 };
+
+/* Device helpers, emitted when the body uses them: X_* index helper_text,
+ * H_* are the bits of gen.helpers. */
+enum {
+    X_VEC,
+    X_SIGMOID,
+    X_GELU,
+    X_GELU_GRAD,
+    X_SILU_GRAD,
+    X_TO_I32,
+    X_I32_ODD,
+    X_F16,
+    X_BF16,
+    X_AMAX,
+    X_WARP,
+    X_BLOCK,
+    X_BLOCK_AMAX,
+    X_ADAMW,
+    X_XENT_GRAD,
+    X_NAN,
+    X_ERROR,
+    X_COUNT
+};
+#define HELPER(x) (1u << (x))
+enum {
+    H_VEC = HELPER(X_VEC),
+    H_SIGMOID = HELPER(X_SIGMOID),
+    H_GELU = HELPER(X_GELU),
+    H_GELU_GRAD = HELPER(X_GELU_GRAD),
+    H_SILU_GRAD = HELPER(X_SILU_GRAD),
+    H_TO_I32 = HELPER(X_TO_I32),
+    H_I32_ODD = HELPER(X_I32_ODD),
+    H_F16 = HELPER(X_F16),
+    H_BF16 = HELPER(X_BF16),
+    H_AMAX = HELPER(X_AMAX),
+    H_WARP = HELPER(X_WARP),
+    H_BLOCK = HELPER(X_BLOCK),
+    H_BLOCK_AMAX = HELPER(X_BLOCK_AMAX),
+    H_ADAMW = HELPER(X_ADAMW),
+    H_XENT_GRAD = HELPER(X_XENT_GRAD),
+    H_NAN = HELPER(X_NAN),
+    H_ERROR = HELPER(X_ERROR),
+};
+
+typedef struct gen {
+    const ir_module *m;
+    const pass_fusion *f;
+    const pass_fgroup *g;       /* the group being emitted: the kernel's, or
+                                 * one part of a multi-tensor group */
+    const pass_fgroup *whole;   /* the kernel's group */
+    const ir_op *red;           /* the reduction, or NULL */
+    const char **pname;         /* printed IR name by value id */
+    int nnamed, capnamed;       /* the values the kernel touches, and */
+    const ir_value **named;     /* their C names */
+    const char **cname;
+    su_arena *arena;
+    su_buf *b;                  /* the body being written */
+    int indent;
+    unsigned helpers;
+    bool f16, bf16;             /* the kernel touches these dtypes */
+    bool canon;                 /* names by order of first use: the key */
+} gen;
+
+/* What one tile computes (see the file comment). */
+typedef struct tile {
+    const ir_type *dom;         /* the shape the element index e runs over */
+    int vec;                    /* elements from e on: 1, or a divisor of dom's last dim */
+    bool prologue;              /* the ops before the reduction (all, elementwise) */
+    bool store_prologue;        /* and their stored values */
+    const char *xin;            /* without prologue: the reduction's input element */
+    const char *consume;        /* statements per element, after xin */
+    const char *rexpr;          /* the reduction's result (then the epilogue), or NULL */
+} tile;
+
+/* A reduction's shape: x viewed as [outer, n, inner] around the axis. */
+typedef struct rview {
+    int64_t outer, n, inner;
+} rview;
+
+/* ---- cuda_tile.c ---- */
+
+/* A line of the body at the current indent. */
+void cg_line(gen *G, const char *fmt, ...) SU_PRINTF(2, 3);
+/* Text in the generator's arena. */
+const char *cg_fmt(gen *G, const char *f, ...) SU_PRINTF(2, 3);
+/* An f32 literal that reads back as f. */
+const char *cg_f32_text(gen *G, float f);
+/* The C type of a dtype in memory (__half, __nv_bfloat16, float, int). */
+const char *cg_ctype(gen *G, ir_dtype t);
+/* A value of dtype t loaded into an f32 (or int) register, and back. */
+const char *cg_load_conv(gen *G, ir_dtype t, const char *expr);
+const char *cg_store_conv(gen *G, ir_dtype t, const char *reg);
+/* expr rounded to t's precision, still in a register. */
+const char *cg_round_to(gen *G, ir_dtype t, const char *expr);
+/* A value's C name in the kernel (a parameter p_NAME), and its register. */
+const char *cg_cname(gen *G, const ir_value *v);
+const char *cg_reg(gen *G, const ir_value *v);
+/* Whether v is made by an op of the group being emitted. */
+bool cg_in_group(const gen *G, const ir_value *v);
+/* The adamw op whose coefficients op shares (the first with its step). */
+const ir_op *cg_coef_owner(const gen *G, const ir_op *op);
+/* adamw's coefficients from the step t, as statements. */
+void cg_emit_adamw_coef(gen *G, const ir_op *op, const char *t);
+/* One tile (see cuda.c's file comment). */
+void cg_emit_tile(gen *G, const tile *t);
+
+/* ---- cuda_strategy.c ---- */
+
+/* adamw's coefficients, once before the loops where they read memory. */
+void cg_emit_hoisted(gen *G);
+/* Launch geometry: a power of two >= n, a block size, a grid. */
+int cg_pow2_at_least(int64_t n);
+int cg_clamp_block(int64_t threads, int cap);
+int64_t cg_grid_for(int64_t work, int block);
+/* The strategies' bodies (cuda.h), each setting k's geometry. */
+void cg_emit_elementwise(gen *G, cg_cuda_kernel *k);
+void cg_emit_multi(gen *G, cg_cuda_kernel *k);
+rview cg_red_view(const ir_op *r);
+void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v);
+void cg_emit_column(gen *G, cg_cuda_kernel *k, const rview *v);
+void cg_emit_xent(gen *G, cg_cuda_kernel *k, const rview *v);
+
+/* ---- cuda.c ---- */
+
+/* A value's name in the printed IR, for comments. */
+const char *cg_ir_name(gen *G, const ir_value *v);
+/* An op as a comment line of the kernel's header, and a shape. */
+void cg_put_op_line(gen *G, su_buf *b, const ir_op *op);
+void cg_put_shape(su_buf *b, const ir_type *t);
+/* What every kernel's source starts with after its header: the dtype
+ * includes, i64, and the device helpers the body used. */
+void cg_put_prelude(gen *G, su_buf *b);
+
+/* ---- cuda_ops.c ---- */
+
+/* The kernel of op (cg_cuda_op_kernel), the i-th of the module, id its
+ * number in the kernel's name. */
+void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id);
+
+#endif

@@ -1,0 +1,445 @@
+/* cuda_strategy.c: the loops of each strategy (cuda.h) around the tiles of
+ * cuda_tile.c, with their launch geometry: elementwise and multi-tensor,
+ * row and column reductions, cross-entropy in a single block. */
+#include "cuda_gen.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Where the group's adamw updates read the step t from memory, their
+ * coefficients are computed once, before the loops. */
+void cg_emit_hoisted(gen *G)
+{
+    for (int k = 0; k < G->g->nops; k++) {
+        const ir_op *op = IR_OP(G->m, G->g->ops[k]);
+        if (op->code == IR_ADAMW && !cg_in_group(G, op->in[3]) && cg_coef_owner(G, op) == op)
+            cg_emit_adamw_coef(G, op, cg_load_conv(G, op->in[3]->type.dtype,
+                                             cg_fmt(G, "p_%s[0]", cg_cname(G, op->in[3]))));
+    }
+}
+
+int cg_pow2_at_least(int64_t n)
+{
+    int p = 1;
+    while (p < n && p < (1 << 30))
+        p <<= 1;
+    return p;
+}
+
+int cg_clamp_block(int64_t threads, int cap)
+{
+    int64_t t = (threads + 31) / 32 * 32;
+    return t < 32 ? 32 : t > cap ? cap : (int)t;
+}
+
+int64_t cg_grid_for(int64_t work, int block)
+{
+    int64_t g = (work + block - 1) / block;
+    return g < 1 ? 1 : g > MAX_GRID ? MAX_GRID : g;
+}
+
+void cg_emit_elementwise(gen *G, cg_cuda_kernel *k)
+{
+    const ir_type *dom = &IR_OP(G->m, G->g->anchor)->res[0]->type;
+    int64_t n = ir_type_numel(dom);
+    k->vec = dom->rank >= 1 && dom->dim[dom->rank - 1] % 4 == 0 ? 4 : 1;
+    int64_t steps = n / k->vec;
+    k->strategy = CG_CUDA_ELEMENTWISE;
+    k->block = cg_clamp_block(steps, BLOCK_EW);
+    k->grid = cg_grid_for(steps, k->block);
+    cg_line(G, "const i64 stride = (i64)gridDim.x * blockDim.x;");
+    cg_line(G, "for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < %lld; i += stride) {",
+         (long long)steps);
+    G->indent++;
+    if (k->vec > 1)
+        cg_line(G, "const i64 e = i * %d; // the first of this step's elements", k->vec);
+    else
+        cg_line(G, "const i64 e = i;");
+    tile t = {.dom = dom, .vec = k->vec, .prologue = true, .store_prologue = true};
+    cg_emit_tile(G, &t);
+    G->indent--;
+    cg_line(G, "}");
+}
+
+
+/* VEC for an elementwise domain: 4 when its last dim divides by 4. */
+static int vec_for(const ir_type *dom)
+{
+    return dom->rank >= 1 && dom->dim[dom->rank - 1] % 4 == 0 ? 4 : 1;
+}
+
+/* A multi-tensor group (fuse.h): its parts' steps (VEC elements each)
+ * cut into blocks, part after part; a block takes its part's steps from
+ * b * block on, so every thread of a block runs the same part. The
+ * blocks are grid-strided. */
+void cg_emit_multi(gen *G, cg_cuda_kernel *k)
+{
+    const pass_fgroup *whole = G->g;
+    int64_t maxsteps = 1, nblocks = 0;
+    k->vec = 1;
+    for (int r = 0; r < whole->nparts; r++) {
+        const ir_type *dom = &IR_OP(G->m, whole->parts[r].anchor)->res[0]->type;
+        int64_t steps = ir_type_numel(dom) / vec_for(dom);
+        maxsteps = steps > maxsteps ? steps : maxsteps;
+        k->vec = vec_for(dom) > k->vec ? vec_for(dom) : k->vec;
+    }
+    k->strategy = CG_CUDA_ELEMENTWISE;
+    k->block = cg_clamp_block(maxsteps, BLOCK_EW);
+    for (int r = 0; r < whole->nparts; r++) {
+        const ir_type *dom = &IR_OP(G->m, whole->parts[r].anchor)->res[0]->type;
+        int64_t steps = ir_type_numel(dom) / vec_for(dom);
+        nblocks += (steps + k->block - 1) / k->block;
+    }
+    k->grid = nblocks > MAX_GRID ? MAX_GRID : nblocks;
+    cg_line(G, "for (i64 b = blockIdx.x; b < %lld; b += gridDim.x) {", (long long)nblocks);
+    G->indent++;
+    int64_t first = 0;
+    for (int r = 0; r < whole->nparts; r++) {
+        G->g = &whole->parts[r];
+        const ir_type *dom = &IR_OP(G->m, G->g->anchor)->res[0]->type;
+        int vec = vec_for(dom);
+        int64_t steps = ir_type_numel(dom) / vec, end = first + (steps + k->block - 1) / k->block;
+        const char *what = cg_fmt(G, "part %d: %s, blocks %lld .. %lld", r,
+                               cg_ir_name(G, IR_OP(G->m, G->g->anchor)->res[0]), (long long)first,
+                               (long long)end - 1);
+        if (r == 0)
+            cg_line(G, "if (b < %lld) { // %s", (long long)end, what);
+        else if (r + 1 < whole->nparts)
+            cg_line(G, "} else if (b < %lld) { // %s", (long long)end, what);
+        else
+            cg_line(G, "} else { // %s", what);
+        G->indent++;
+        cg_line(G, "const i64 i = (b - %lld) * %d + threadIdx.x;", (long long)first, k->block);
+        cg_line(G, "if (i < %lld) {", (long long)steps);
+        G->indent++;
+        if (vec > 1)
+            cg_line(G, "const i64 e = i * %d;", vec);
+        else
+            cg_line(G, "const i64 e = i;");
+        tile t = {.dom = dom, .vec = vec, .prologue = true, .store_prologue = true};
+        cg_emit_tile(G, &t);
+        G->indent--;
+        cg_line(G, "}");
+        G->indent--;
+        first = end;
+    }
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+    G->g = whole;
+}
+
+
+rview cg_red_view(const ir_op *r)
+{
+    const ir_type *t = &r->in[0]->type;
+    rview v = {1, 1, 1};
+    int64_t axis = t->rank - 1;
+    if (r->code == IR_SUM || r->code == IR_MEAN || r->code == IR_AMAX || r->code == IR_SOFTMAX)
+        axis = r->a.axis;
+    if (r->code == IR_MSE) {
+        v.n = ir_type_numel(t);
+        return v;
+    }
+    for (int64_t i = 0; i < t->rank; i++) {
+        if (i < axis)
+            v.outer *= t->dim[i];
+        else if (i > axis)
+            v.inner *= t->dim[i];
+        else
+            v.n = t->dim[i];
+    }
+    return v;
+}
+
+/* The per-kind pieces of a reduction: identity and consume statements of
+ * each pass, the code between passes, and the result's expression. */
+typedef struct rparts {
+    int passes;
+    const char *init1, *consume1, *after1;
+    const char *consume2, *after2;
+    const char *result;     /* uses xin (row ops) or acc (reductions) */
+} rparts;
+
+/* x summed (or maxed) over the block, when the row is the block's. */
+static const char *bsum(gen *G, bool block, const char *x)
+{
+    return block ? cg_fmt(G, "sh_block_sum(%s, red)", x) : x;
+}
+
+static const char *bmax(gen *G, bool block, const char *x)
+{
+    return block ? cg_fmt(G, "sh_block_max(%s, red)", x) : x;
+}
+
+static rparts red_parts(gen *G, const rview *v, bool block, const char *col)
+{
+    const ir_op *r = G->red;
+    const char *n = cg_f32_text(G, (float)v->n), *eps = cg_f32_text(G, (float)r->a.eps);
+    rparts p = {.passes = 1, .init1 = "0.0f", .consume1 = "acc += xin;", .result = "acc"};
+    if (block)
+        G->helpers |= H_BLOCK | H_WARP;
+    switch (r->code) {
+    case IR_SUM:
+        break;
+    case IR_MEAN:
+        p.result = cg_fmt(G, "acc / %s", n);
+        break;
+    case IR_MSE:
+        p.consume1 = "acc += xin * xin;";
+        p.result = cg_fmt(G, "acc / %s", n);
+        break;
+    case IR_AMAX:
+        G->helpers |= H_AMAX;
+        p.init1 = "__int_as_float(0xff800000) /* -inf */";
+        p.consume1 = "acc = sh_amax(acc, xin);";
+        break;
+    case IR_SOFTMAX:
+    case IR_XENT_GRAD:
+        p.passes = 3;
+        p.init1 = "__int_as_float(0xff800000) /* -inf */";
+        p.consume1 = "acc = fmaxf(acc, xin);";
+        p.after1 = cg_fmt(G, "const float mx = %s;", bmax(G, block, "acc"));
+        p.consume2 = "acc2 += expf(xin - mx);";
+        p.after2 = cg_fmt(G, "const float scale = 1.0f / %s;", bsum(G, block, "acc2"));
+        p.result = "expf(xin - mx) * scale";
+        if (r->code == IR_XENT_GRAD) {
+            G->helpers |= H_XENT_GRAD | H_NAN;
+            p.result = cg_fmt(G, "sh_xent_grad(xin, mx, scale, %s, lab, %lld)", col, (long long)v->n);
+        }
+        break;
+    case IR_LAYERNORM:
+        p.passes = 3;
+        p.after1 = cg_fmt(G, "const float mean = %s / %s;", bsum(G, block, "acc"), n);
+        p.consume2 = "acc2 += (xin - mean) * (xin - mean);";
+        p.after2 = cg_fmt(G, "const float rstd = 1.0f / sqrtf(%s / %s + %s);",
+                       bsum(G, block, "acc2"), n, eps);
+        p.result = cg_fmt(G, "(xin - mean) * rstd * %s + %s", cg_reg(G, r->in[1]), cg_reg(G, r->in[2]));
+        break;
+    case IR_RMSNORM:
+        p.passes = 2;
+        p.consume1 = "acc += xin * xin;";
+        p.after1 = cg_fmt(G, "const float rstd = 1.0f / sqrtf(%s / %s + %s);",
+                       bsum(G, block, "acc"), n, eps);
+        p.result = cg_fmt(G, "xin * rstd * %s", cg_reg(G, r->in[1]));
+        break;
+    default:
+        su_unreachable();
+    }
+    if (r->code == IR_AMAX && block)
+        G->helpers |= H_BLOCK_AMAX;
+    return p;
+}
+
+/* The final block-wide step of a reduction: its result and epilogue,
+ * computed by thread 0 at output index oidx. */
+static void emit_reduced(gen *G, const rparts *p, const char *combine, const char *oidx)
+{
+    if (combine)
+        cg_line(G, "acc = %s;", combine);
+    cg_line(G, "if (threadIdx.x == 0) {");
+    G->indent++;
+    cg_line(G, "const i64 e = %s; // the result's element", oidx);
+    tile t = {.dom = &G->red->res[0]->type, .vec = 1, .rexpr = p->result};
+    cg_emit_tile(G, &t);
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* One loop over this thread's elements of the row, each a tile; with
+ * `cached`, over the registers xs[] instead after the first pass. */
+static void row_loop(gen *G, const rview *v, int block, int vec, bool cached, tile *t,
+                     bool fill_cache)
+{
+    int64_t n = v->n, span = (int64_t)block * vec;
+    if (cached) {
+        int items = (int)((n + span - 1) / span);
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int j = 0; j < %d; j++) {", items);
+        G->indent++;
+        bool uses_c = n % span || t->prologue || t->rexpr;
+        if (uses_c)
+            cg_line(G, "const i64 c = ((i64)j * %d + threadIdx.x) * %d;", block, vec);
+        if (n % span) {
+            cg_line(G, "if (c < %lld) {", (long long)n);
+            G->indent++;
+        }
+        const char *slot = vec > 1 ? cg_fmt(G, "xs[j * %d + q]", vec) : "xs[j]";
+        if (fill_cache)
+            t->consume = cg_fmt(G, "%s = xin;%s%s", slot, t->consume ? " " : "",
+                             t->consume ? t->consume : "");
+        else
+            t->xin = slot;
+    } else {
+        cg_line(G, "for (i64 c = (i64)threadIdx.x * %d; c < %lld; c += %lld) {", vec, (long long)n,
+             (long long)span);
+        G->indent++;
+    }
+    if (t->prologue || t->rexpr) /* else the tile only reads registers */
+        cg_line(G, "const i64 e = row * %lld + c;", (long long)n);
+    cg_emit_tile(G, t);
+    if (cached && n % span) {
+        G->indent--;
+        cg_line(G, "}");
+    }
+    G->indent--;
+    cg_line(G, "}");
+}
+
+void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
+{
+    const ir_type *dom = &G->red->in[0]->type;
+    k->vec = v->n % 4 == 0 && dom->rank >= 1 && dom->dim[dom->rank - 1] % 4 == 0 ? 4 : 1;
+    k->strategy = CG_CUDA_ROW;
+    k->block = cg_clamp_block(cg_pow2_at_least((v->n + k->vec - 1) / k->vec), 1024);
+    k->grid = cg_grid_for(v->outer, 1);
+    k->shared_bytes = k->block / 32 * (int)sizeof(float);
+    int64_t span = (int64_t)k->block * k->vec, items = (v->n + span - 1) / span;
+    rparts p = red_parts(G, v, true, k->vec > 1 ? "c + q" : "c");
+    bool cached = p.passes > 1 && items * k->vec <= MAX_CACHED;
+    cg_line(G, "extern __shared__ float red[]; // one float per warp");
+    cg_line(G, "for (i64 row = blockIdx.x; row < %lld; row += gridDim.x) {", (long long)v->outer);
+    G->indent++;
+    if (G->red->code == IR_XENT_GRAD) {
+        G->helpers |= H_ERROR;
+        cg_line(G, "const int lab = p_%s[row];", cg_cname(G, G->red->in[1]));
+        cg_line(G, "if ((lab < 0 || lab >= %lld) && threadIdx.x == 0)", (long long)v->n);
+        cg_line(G, "    sh_bad_id(row, lab); // the runtime's error; the row is NaN meanwhile");
+    }
+    if (cached)
+        cg_line(G, "float xs[%lld]; // this thread's elements of the row", (long long)(items * k->vec));
+    cg_line(G, "float acc = %s;", p.init1);
+    tile t1 = {.dom = dom, .vec = k->vec, .prologue = true, .store_prologue = true,
+               .consume = p.consume1};
+    row_loop(G, v, k->block, k->vec, cached, &t1, true);
+    if (p.passes == 1) {
+        emit_reduced(G, &p, cg_fmt(G, "%s(acc, red)", G->red->code == IR_AMAX ? "sh_block_amax"
+                                                   : "sh_block_sum"),
+                     "row");
+    } else {
+        cg_line(G, "%s", p.after1);
+        if (p.passes == 3) {
+            cg_line(G, "float acc2 = 0.0f;");
+            tile t2 = {.dom = dom, .vec = k->vec, .prologue = !cached, .consume = p.consume2};
+            row_loop(G, v, k->block, k->vec, cached, &t2, false);
+            cg_line(G, "%s", p.after2);
+        }
+        tile t3 = {.dom = dom, .vec = k->vec, .prologue = !cached, .rexpr = p.result};
+        row_loop(G, v, k->block, k->vec, cached, &t3, false);
+    }
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* A loop over the axis for the column t: element e = base + k * inner. */
+static void column_loop(gen *G, const rview *v, tile *t)
+{
+    cg_line(G, "for (i64 k = 0; k < %lld; k++) {", (long long)v->n);
+    G->indent++;
+    cg_line(G, "const i64 e = base + k * %lld;", (long long)v->inner);
+    cg_emit_tile(G, t);
+    G->indent--;
+    cg_line(G, "}");
+}
+
+void cg_emit_column(gen *G, cg_cuda_kernel *k, const rview *v)
+{
+    const ir_type *dom = &G->red->in[0]->type;
+    int64_t cols = v->outer * v->inner;
+    k->vec = 1;
+    k->strategy = CG_CUDA_COLUMN;
+    k->block = cg_clamp_block(cols, BLOCK_EW);
+    k->grid = cg_grid_for(cols, k->block);
+    rparts p = red_parts(G, v, false, NULL);
+    cg_line(G, "const i64 stride = (i64)gridDim.x * blockDim.x;");
+    cg_line(G, "for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < %lld; t += stride) {",
+         (long long)cols);
+    G->indent++;
+    cg_line(G, "const i64 base = t / %lld * %lld + t %% %lld; // element (t / inner, 0, t %% inner)",
+         (long long)v->inner, (long long)(v->n * v->inner), (long long)v->inner);
+    cg_line(G, "float acc = %s;", p.init1);
+    tile t1 = {.dom = dom, .vec = 1, .prologue = true, .store_prologue = true,
+               .consume = p.consume1};
+    column_loop(G, v, &t1);
+    if (p.passes == 1) {
+        cg_line(G, "{");
+        G->indent++;
+        cg_line(G, "const i64 e = t; // the result's element");
+        tile t2 = {.dom = &G->red->res[0]->type, .vec = 1, .rexpr = p.result};
+        cg_emit_tile(G, &t2);
+        G->indent--;
+        cg_line(G, "}");
+    } else { /* softmax */
+        cg_line(G, "%s", p.after1);
+        cg_line(G, "float acc2 = 0.0f;");
+        tile t2 = {.dom = dom, .vec = 1, .prologue = true, .consume = p.consume2};
+        column_loop(G, v, &t2);
+        cg_line(G, "%s", p.after2);
+        tile t3 = {.dom = dom, .vec = 1, .prologue = true, .rexpr = p.result};
+        column_loop(G, v, &t3);
+    }
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* cross_entropy: one block, warp w takes rows w, w + warps, ...; each row
+ * is max, sum of exp, and the label's logit, all warp-wide. */
+void cg_emit_xent(gen *G, cg_cuda_kernel *k, const rview *v)
+{
+    const ir_type *dom = &G->red->in[0]->type;
+    int64_t rows = v->outer;
+    k->vec = 1;
+    k->strategy = CG_CUDA_SINGLE_BLOCK;
+    k->block = (int)(32 * (rows < 32 ? rows : 32));
+    k->grid = 1;
+    k->shared_bytes = k->block / 32 * (int)sizeof(float);
+    G->helpers |= H_WARP | H_BLOCK | H_NAN | H_ERROR;
+    cg_line(G, "extern __shared__ float red[]; // one float per warp");
+    cg_line(G, "const int lane = threadIdx.x %% 32;");
+    cg_line(G, "float total = 0.0f; // this warp's rows' losses, in row order");
+    cg_line(G, "for (i64 row = threadIdx.x / 32; row < %lld; row += blockDim.x / 32) {",
+         (long long)rows);
+    G->indent++;
+    cg_line(G, "const int lab = p_%s[row];", cg_cname(G, G->red->in[1]));
+    cg_line(G, "float acc = __int_as_float(0xff800000) /* -inf */;");
+    const char *cl = cg_fmt(G, "for (i64 c = lane; c < %lld; c += 32) {", (long long)v->n);
+    const char *el = cg_fmt(G, "const i64 e = row * %lld + c;", (long long)v->n);
+    tile t1 = {.dom = dom, .vec = 1, .prologue = true, .store_prologue = true,
+               .consume = "acc = fmaxf(acc, xin);"};
+    tile t2 = {.dom = dom, .vec = 1, .prologue = true, .consume = "acc2 += expf(xin - mx);"};
+    tile t3 = {.dom = dom, .vec = 1, .prologue = true, .consume = "picked = xin;"};
+    cg_line(G, "%s", cl);
+    G->indent++;
+    cg_line(G, "%s", el);
+    cg_emit_tile(G, &t1);
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "const float mx = sh_warp_max(acc);");
+    cg_line(G, "float acc2 = 0.0f;");
+    cg_line(G, "%s", cl);
+    G->indent++;
+    cg_line(G, "%s", el);
+    cg_emit_tile(G, &t2);
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "const float sum = sh_warp_sum(acc2);");
+    cg_line(G, "const bool valid = lab >= 0 && lab < %lld;", (long long)v->n);
+    cg_line(G, "if (!valid && lane == 0)");
+    cg_line(G, "    sh_bad_id(row, lab); // the runtime's error; the loss is NaN meanwhile");
+    cg_line(G, "float picked = 0.0f; // the label's logit");
+    cg_line(G, "if (valid) {");
+    G->indent++;
+    cg_line(G, "const i64 e = row * %lld + lab;", (long long)v->n);
+    cg_emit_tile(G, &t3);
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "total += valid ? mx + logf(sum) - picked : SH_NAN;");
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "const float acc = sh_block_sum(lane == 0 ? total : 0.0f, red);");
+    rparts p = {.result = cg_fmt(G, "acc / %s", cg_f32_text(G, (float)rows))};
+    emit_reduced(G, &p, NULL, "0");
+}

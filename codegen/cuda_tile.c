@@ -1,0 +1,567 @@
+/* cuda_tile.c: the CUDA C generator's small pieces (cuda_gen.h): literals,
+ * types and names, NumPy broadcasting offsets, each op's expression in
+ * registers, and tiles: the loads, ops and stores for VEC elements from
+ * index e (cuda.c's file comment). */
+#include "cuda_gen.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cg_line(gen *G, const char *fmt, ...)
+{
+    for (int i = 0; i < G->indent; i++)
+        su_buf_puts(G->b, "    ");
+    va_list ap;
+    va_start(ap, fmt);
+    su_buf_vprintf(G->b, fmt, ap);
+    va_end(ap);
+    su_buf_putc(G->b, '\n');
+}
+
+/* ---- literals, types, names ---- */
+
+/* A float literal that reads back as f exactly ("0.01f", "1.0f"). */
+static void put_f32(su_buf *b, float f)
+{
+    if (isnan(f) || isinf(f)) {
+        uint32_t u;
+        memcpy(&u, &f, sizeof u);
+        su_buf_printf(b, "__int_as_float(0x%08x)", (unsigned)u);
+        return;
+    }
+    char s[48];
+    for (int digits = 6; digits <= 9; digits++) { /* the shortest that reads back */
+        snprintf(s, sizeof s, "%.*g", digits, (double)f);
+        if (strtof(s, NULL) == f)
+            break;
+    }
+    su_buf_puts(b, s);
+    if (!strpbrk(s, ".e"))
+        su_buf_puts(b, ".0");
+    su_buf_putc(b, 'f');
+}
+
+/* A double literal that reads back exactly. */
+static void put_f64(su_buf *b, double d)
+{
+    char s[48];
+    for (int digits = 15; digits <= 17; digits++) { /* the shortest that reads back */
+        snprintf(s, sizeof s, "%.*g", digits, d);
+        if (strtod(s, NULL) == d)
+            break;
+    }
+    su_buf_puts(b, s);
+    if (!strpbrk(s, ".en"))
+        su_buf_puts(b, ".0");
+}
+
+const char *cg_f32_text(gen *G, float f)
+{
+    su_buf b;
+    su_buf_init_in(&b, G->arena);
+    put_f32(&b, f);
+    const char *s = su_strdup(G->arena, b.s);
+    su_buf_free(&b);
+    return s;
+}
+
+const char *cg_fmt(gen *G, const char *f, ...)
+{
+    su_buf b;
+    su_buf_init_in(&b, G->arena);
+    va_list ap;
+    va_start(ap, f);
+    su_buf_vprintf(&b, f, ap);
+    va_end(ap);
+    const char *s = su_strdup(G->arena, b.s ? b.s : "");
+    su_buf_free(&b);
+    return s;
+}
+
+const char *cg_ctype(gen *G, ir_dtype t)
+{
+    switch (t) {
+    case IR_F16: G->f16 = true; return "__half";
+    case IR_BF16: G->bf16 = true; return "__nv_bfloat16";
+    case IR_I32: return "int";
+    default: return "float";
+    }
+}
+
+static const char *regtype(ir_dtype t)
+{
+    return t == IR_I32 ? "int" : "float";
+}
+
+/* expr (of storage type t) widened into a register. */
+const char *cg_load_conv(gen *G, ir_dtype t, const char *expr)
+{
+    cg_ctype(G, t);
+    if (t == IR_F16)
+        return cg_fmt(G, "__half2float(%s)", expr);
+    if (t == IR_BF16)
+        return cg_fmt(G, "__bfloat162float(%s)", expr);
+    return expr;
+}
+
+/* A register of dtype t converted for storing (already rounded to t). */
+const char *cg_store_conv(gen *G, ir_dtype t, const char *reg)
+{
+    cg_ctype(G, t);
+    if (t == IR_F16)
+        return cg_fmt(G, "__float2half_rn(%s)", reg);
+    if (t == IR_BF16)
+        return cg_fmt(G, "__float2bfloat16_rn(%s)", reg);
+    return reg;
+}
+
+/* expr rounded to dtype t, as a result of that dtype is. */
+const char *cg_round_to(gen *G, ir_dtype t, const char *expr)
+{
+    if (t == IR_F16) {
+        G->helpers |= H_F16;
+        return cg_fmt(G, "sh_f16(%s)", expr);
+    }
+    if (t == IR_BF16) {
+        G->helpers |= H_BF16;
+        return cg_fmt(G, "sh_bf16(%s)", expr);
+    }
+    return expr;
+}
+
+/* The C name of a value: its printed name, '.' as '_', "%5" as "t5";
+ * made unique in the kernel with the value's id. For the key (canon):
+ * "a0", "a1", ... in the order the generator first names them. */
+const char *cg_cname(gen *G, const ir_value *v)
+{
+    for (int i = 0; i < G->nnamed; i++)
+        if (G->named[i] == v)
+            return G->cname[i];
+    const char *p = G->pname[v->id] ? G->pname[v->id] + 1 : "v";
+    char *s = su_sprintf(G->arena, "%s%s", *p >= '0' && *p <= '9' ? "t" : "", p);
+    if (G->canon)
+        s = su_sprintf(G->arena, "a%d", G->nnamed);
+    for (char *c = s; *c; c++)
+        if (*c == '.')
+            *c = '_';
+    for (int i = 0; i < G->nnamed && !G->canon; i++)
+        if (!strcmp(G->cname[i], s)) {
+            s = su_sprintf(G->arena, "%s_%d", s, v->id);
+            break;
+        }
+    if (G->nnamed == G->capnamed) {
+        int cap = G->capnamed ? 2 * G->capnamed : 16;
+        const ir_value **nv = su_alloc(G->arena, (size_t)cap * sizeof *nv);
+        const char **nc = su_alloc(G->arena, (size_t)cap * sizeof *nc);
+        if (G->nnamed) {
+            memcpy(nv, G->named, (size_t)G->nnamed * sizeof *nv);
+            memcpy(nc, G->cname, (size_t)G->nnamed * sizeof *nc);
+        }
+        G->named = nv;
+        G->cname = nc;
+        G->capnamed = cap;
+    }
+    G->named[G->nnamed] = v;
+    G->cname[G->nnamed++] = s;
+    return s;
+}
+
+const char *cg_reg(gen *G, const ir_value *v)
+{
+    return cg_fmt(G, "v_%s", cg_cname(G, v));
+}
+
+/* ---- offsets: NumPy broadcasting of a value into a domain ---- */
+
+/* The element offset in a value of type t for element `e` of the domain
+ * dom that t broadcasts to: dims merged where t is contiguous (or
+ * broadcast) across them, so a bias [H] in [B, H] reads `e % H`. */
+static const char *offset(gen *G, const ir_type *dom, const ir_type *t, const char *e)
+{
+    int r = dom->rank, nm = 0;
+    int64_t size[IR_MAX_RANK], stride[IR_MAX_RANK], inner[IR_MAX_RANK];
+    int64_t acc = 1, dacc = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        int j = i - (r - t->rank);
+        int64_t tdim = j >= 0 ? t->dim[j] : 1, di = dom->dim[i];
+        int64_t si = tdim == 1 ? 0 : acc;
+        acc *= tdim;
+        if (di != 1) {
+            if (nm > 0 && si == stride[nm - 1] * size[nm - 1]) {
+                size[nm - 1] *= di;
+            } else {
+                size[nm] = di;
+                stride[nm] = si;
+                inner[nm++] = dacc;
+            }
+        }
+        dacc *= di;
+    }
+    su_buf b;
+    su_buf_init_in(&b, G->arena);
+    int terms = 0;
+    for (int k = nm - 1; k >= 0; k--) { /* outermost first */
+        if (stride[k] == 0)
+            continue;
+        bool outer = k == nm - 1;
+        const char *base = inner[k] == 1 ? e : cg_fmt(G, "%s / %lld", e, (long long)inner[k]);
+        if (!outer)
+            base = inner[k] == 1 ? cg_fmt(G, "%s %% %lld", e, (long long)size[k])
+                                 : cg_fmt(G, "(%s) %% %lld", base, (long long)size[k]);
+        if (stride[k] != 1)
+            base = cg_fmt(G, "(%s) * %lld", base, (long long)stride[k]);
+        su_buf_printf(&b, "%s%s", terms++ ? " + " : "", base);
+    }
+    const char *s = !terms ? "0" : terms > 1 ? cg_fmt(G, "(%s)", b.s) : cg_fmt(G, "%s", b.s);
+    su_buf_free(&b);
+    return s;
+}
+
+/* Whether the elements e .. e + vec - 1 of dom are consecutive in t. */
+static bool contiguous_last(const ir_type *dom, const ir_type *t)
+{
+    return dom->rank >= 1 && t->rank >= 1 && dom->dim[dom->rank - 1] > 1 &&
+           t->dim[t->rank - 1] == dom->dim[dom->rank - 1];
+}
+
+/* ---- ops ---- */
+
+/* The module index of the group's op making v, or -1 when v comes from
+ * outside the group. */
+static int op_of(const gen *G, const ir_value *v)
+{
+    for (int i = 0; i < G->g->nops; i++)
+        if (IR_OP(G->m, G->g->ops[i])->res[0] == v)
+            return G->g->ops[i];
+    return -1;
+}
+
+bool cg_in_group(const gen *G, const ir_value *v)
+{
+    return op_of(G, v) >= 0;
+}
+
+/* The expression of an elementwise op over its operands' registers a, b, c. */
+/* The expression of an i32 op (passes/fuse.c's i32_exact) over int
+ * registers: add, sub, mul and neg wrap (two's complement, computed
+ * unsigned: signed overflow is undefined in CUDA C++ as in C), as the CPU
+ * backend's do. */
+static const char *ew_expr_i32(gen *G, const ir_op *op, const char *a, const char *b)
+{
+    switch (op->code) {
+    case IR_ADD: return cg_fmt(G, "(int)((unsigned)%s + (unsigned)%s)", a, b);
+    case IR_SUB: return cg_fmt(G, "(int)((unsigned)%s - (unsigned)%s)", a, b);
+    case IR_MUL: return cg_fmt(G, "(int)((unsigned)%s * (unsigned)%s)", a, b);
+    case IR_MAX: return cg_fmt(G, "%s > %s ? %s : %s", a, b, a, b);
+    case IR_MIN: return cg_fmt(G, "%s < %s ? %s : %s", a, b, a, b);
+    case IR_GT: return cg_fmt(G, "%s > %s ? 1 : 0", a, b);
+    case IR_EQ: return cg_fmt(G, "%s == %s ? 1 : 0", a, b);
+    case IR_NEG: return cg_fmt(G, "(int)(0u - (unsigned)%s)", a);
+    case IR_ABS: return cg_fmt(G, "%s < 0 ? (int)(0u - (unsigned)%s) : %s", a, a, a);
+    case IR_EXPAND: return a;
+    default: su_unreachable();
+    }
+}
+
+static const char *ew_expr(gen *G, const ir_op *op, const char *a, const char *b, const char *c)
+{
+    const ir_attrs *at = &op->a;
+    if (op->res[0]->type.dtype == IR_I32)
+        return ew_expr_i32(G, op, a, b);
+    switch (op->code) {
+    case IR_ADD: return cg_fmt(G, "%s + %s", a, b);
+    case IR_SUB: return cg_fmt(G, "%s - %s", a, b);
+    case IR_MUL: return cg_fmt(G, "%s * %s", a, b);
+    case IR_DIV: return cg_fmt(G, "%s / %s", a, b);
+    /* nan in either operand gives nan, as NumPy's maximum and minimum */
+    case IR_MAX: return cg_fmt(G, "%s > %s || %s != %s ? %s : %s", a, b, a, a, a, b);
+    case IR_MIN: return cg_fmt(G, "%s < %s || %s != %s ? %s : %s", a, b, a, a, a, b);
+    case IR_POW: return cg_fmt(G, "powf(%s, %s)", a, b);
+    case IR_GT: return cg_fmt(G, "%s > %s ? 1.0f : 0.0f", a, b);
+    case IR_EQ: return cg_fmt(G, "%s == %s ? 1.0f : 0.0f", a, b);
+    case IR_GELU_GRAD: G->helpers |= H_GELU_GRAD; return cg_fmt(G, "%s * sh_gelu_grad(%s)", b, a);
+    case IR_SILU_GRAD: G->helpers |= H_SILU_GRAD | H_SIGMOID;
+        return cg_fmt(G, "%s * sh_silu_grad(%s)", b, a);
+    case IR_NEG: return cg_fmt(G, "-%s", a);
+    case IR_ABS: return cg_fmt(G, "fabsf(%s)", a);
+    case IR_RELU: return cg_fmt(G, "%s < 0 ? 0.0f : %s", a, a); /* nan stays nan */
+    case IR_GELU: G->helpers |= H_GELU; return cg_fmt(G, "sh_gelu(%s)", a);
+    case IR_SILU: G->helpers |= H_SIGMOID; return cg_fmt(G, "%s * sh_sigmoid(%s)", a, a);
+    case IR_TANH: return cg_fmt(G, "tanhf(%s)", a);
+    case IR_SIGMOID: G->helpers |= H_SIGMOID; return cg_fmt(G, "sh_sigmoid(%s)", a);
+    case IR_EXP: return cg_fmt(G, "expf(%s)", a);
+    case IR_LOG: return cg_fmt(G, "logf(%s)", a);
+    case IR_SQRT: return cg_fmt(G, "sqrtf(%s)", a);
+    case IR_RSQRT: return cg_fmt(G, "1.0f / sqrtf(%s)", a);
+    case IR_EXPAND: return a;
+    case IR_MOMENTUM: /* (buf, g, p) */
+        return cg_fmt(G, "%s * %s + (%s + %s * %s)", cg_f32_text(G, (float)at->momentum), a, b,
+                   cg_f32_text(G, (float)at->wd), c);
+    case IR_SGD: /* (p, d) */
+        return cg_fmt(G, "%s - %s * (%s + %s * %s)", a, cg_f32_text(G, (float)at->lr), b,
+                   cg_f32_text(G, (float)at->wd), a);
+    case IR_ADAM_M: /* (m, g) */
+        return cg_fmt(G, "%s * %s + %s * %s", cg_f32_text(G, (float)at->beta1), a,
+                   cg_f32_text(G, (float)(1.0 - at->beta1)), b);
+    case IR_ADAM_V: /* (v, g) */
+        return cg_fmt(G, "%s * %s + %s * %s * %s", cg_f32_text(G, (float)at->beta2), a,
+                   cg_f32_text(G, (float)(1.0 - at->beta2)), b, b);
+    default:
+        su_unreachable();
+    }
+}
+
+/* cast: every float widens to f32 exactly; i32 to f16 or bf16 goes
+ * through f32 rounded to odd, so that it is rounded once. */
+static const char *cast_expr(gen *G, ir_dtype from, ir_dtype to, const char *a)
+{
+    if (from == IR_I32 && to == IR_I32)
+        return a;
+    if (to == IR_I32) {
+        G->helpers |= H_TO_I32;
+        return cg_fmt(G, "sh_f32_to_i32(%s)", a);
+    }
+    if (from == IR_I32) {
+        if (to == IR_F32)
+            return cg_fmt(G, "(float)%s", a);
+        G->helpers |= H_I32_ODD;
+        return cg_round_to(G, to, cg_fmt(G, "sh_i32_to_f32_odd(%s)", a));
+    }
+    return cg_round_to(G, to, a);
+}
+
+/* The adamw op whose coefficients op uses: in a multi-tensor kernel,
+ * the first of its adamw ops reading the same step t from memory with
+ * the same lr, beta1 and beta2 (emit_hoisted computes each set once). */
+const ir_op *cg_coef_owner(const gen *G, const ir_op *op)
+{
+    const pass_fgroup *w = G->whole;
+    if (!w || !w->nparts)
+        return op;
+    for (int k = 0; k < w->nops; k++)
+        if (IR_OP(G->m, w->ops[k])->res[0] == op->in[3])
+            return op; /* t computed in the kernel: no hoisting */
+    for (int k = 0; k < w->nops; k++) {
+        const ir_op *o = IR_OP(G->m, w->ops[k]);
+        if (o == op)
+            return op;
+        if (o->code == IR_ADAMW && o->in[3] == op->in[3] && o->a.lr == op->a.lr &&
+            o->a.beta1 == op->a.beta1 && o->a.beta2 == op->a.beta2)
+            return o;
+    }
+    return op;
+}
+
+/* The names of adamw's coefficients that depend on the step t. */
+static const char *adamw_coef(gen *G, const ir_op *op, const char *which)
+{
+    return cg_fmt(G, "%s_%s", which, cg_cname(G, cg_coef_owner(G, op)->res[0]));
+}
+
+/* Computes adamw's bias corrections from the step t (a register or a load). */
+void cg_emit_adamw_coef(gen *G, const ir_op *op, const char *t)
+{
+    G->helpers |= H_ADAMW;
+    cg_line(G, "float %s, %s; // adamw's bias corrections for the step t", adamw_coef(G, op, "step"),
+         adamw_coef(G, op, "vscale"));
+    su_buf b;
+    su_buf_init_in(&b, G->arena);
+    put_f64(&b, op->a.lr);
+    su_buf_puts(&b, ", ");
+    put_f64(&b, op->a.beta1);
+    su_buf_puts(&b, ", ");
+    put_f64(&b, op->a.beta2);
+    cg_line(G, "sh_adamw_coef(%s, %s, &%s, &%s);", t, b.s, adamw_coef(G, op, "step"),
+         adamw_coef(G, op, "vscale"));
+    su_buf_free(&b);
+}
+
+/* `const float v_r = ...;` for an elementwise op of the group. */
+static void emit_op(gen *G, const ir_op *op)
+{
+    const char *a = cg_reg(G, op->in[0]);
+    const char *b = op->nin > 1 ? cg_reg(G, op->in[1]) : NULL;
+    const char *c = op->nin > 2 ? cg_reg(G, op->in[2]) : NULL;
+    const ir_value *r = op->res[0];
+    const char *e;
+    if (op->code == IR_CAST) {
+        e = cast_expr(G, op->in[0]->type.dtype, r->type.dtype, a);
+    } else if (op->code == IR_ADAMW) { /* (p, m, v, t) */
+        if (cg_in_group(G, op->in[3]))
+            cg_emit_adamw_coef(G, op, cg_reg(G, op->in[3]));
+        float decay = (float)(1.0 - op->a.lr * op->a.wd);
+        e = cg_fmt(G, "%s * %s - %s * %s / (sqrtf(%s * %s) + %s)", a, cg_f32_text(G, decay),
+                adamw_coef(G, op, "step"), b, c, adamw_coef(G, op, "vscale"),
+                cg_f32_text(G, (float)op->a.eps));
+        e = cg_round_to(G, r->type.dtype, e);
+    } else {
+        e = ew_expr(G, op, a, b, c);
+        if (op->code != IR_EXPAND)
+            e = cg_round_to(G, r->type.dtype, e);
+    }
+    cg_line(G, "const %s %s = %s; // %s", regtype(r->type.dtype), cg_reg(G, r), e,
+         ir_ops[op->code].name);
+}
+
+/* ---- tiles ---- */
+
+/* A set of values, in order of insertion: at most the group's inputs
+ * and results. */
+typedef struct vlist {
+    int n;
+    const ir_value **v;
+} vlist;
+
+static vlist vlist_new(gen *G)
+{
+    size_t cap = (size_t)(G->g->nin + G->g->nops + 1);
+    return (vlist){0, su_alloc(G->arena, cap * sizeof(const ir_value *))};
+}
+
+static void vlist_add(vlist *l, const ir_value *v)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->v[i] == v)
+            return;
+    l->v[l->n++] = v;
+}
+
+/* Whether op index i computes in the tile's prologue (everything of an
+ * elementwise group) or epilogue. */
+static bool before_red(const gen *G, int i)
+{
+    return !G->red || i < G->g->reduce;
+}
+
+/* The reduction's operands a tile with a prologue reads element-wise. */
+static int red_main_inputs(const ir_op *r)
+{
+    return r->code == IR_MSE ? 2 : 1;
+}
+
+/* The values a tile reads from outside the group, and those it stores. */
+static void tile_values(gen *G, const tile *t, vlist *loads, vlist *stores)
+{
+    const pass_fgroup *g = G->g;
+    for (int k = 0; k < g->nops; k++) {
+        int i = g->ops[k];
+        const ir_op *op = IR_OP(G->m, i);
+        bool pro = before_red(G, i), epi = G->red && i > g->reduce;
+        bool main = G->red && i == g->reduce;
+        if (!(pro && t->prologue) && !(epi && t->rexpr) && !main)
+            continue;
+        for (int j = 0; j < op->nin; j++) {
+            bool norm = op->code == IR_LAYERNORM || op->code == IR_RMSNORM;
+            bool wanted = !main || (t->prologue && j < red_main_inputs(op)) ||
+                          (t->rexpr && j > 0 && norm);
+            bool hoisted = op->code == IR_ADAMW && j == 3; /* emit_hoisted's */
+            if (wanted && !hoisted && !cg_in_group(G, op->in[j]))
+                vlist_add(loads, op->in[j]);
+        }
+        bool st = G->f->stored[op->res[0]->id];
+        if (st && ((pro && t->store_prologue) || ((main || epi) && t->rexpr)))
+            vlist_add(stores, op->res[0]);
+    }
+}
+
+static void emit_loads(gen *G, const tile *t, const vlist *loads, const char *e)
+{
+    for (int i = 0; i < loads->n; i++) {
+        const ir_value *v = loads->v[i];
+        ir_dtype dt = v->type.dtype;
+        const char *id = cg_cname(G, v), *off = offset(G, t->dom, &v->type, e);
+        if (t->vec > 1 && contiguous_last(t->dom, &v->type)) {
+            G->helpers |= H_VEC;
+            const char *ty = cg_ctype(G, dt);
+            cg_line(G, "const vec<%s, %d> l_%s = *reinterpret_cast<const vec<%s, %d> *>(p_%s + %s);",
+                 ty, t->vec, id, ty, t->vec, id, off);
+        } else {
+            cg_line(G, "const %s v_%s = %s;", regtype(dt), id,
+                 cg_load_conv(G, dt, cg_fmt(G, "p_%s[%s]", id, off)));
+        }
+    }
+}
+
+static void emit_stores(gen *G, const tile *t, const vlist *stores, const char *e)
+{
+    for (int i = 0; i < stores->n; i++) {
+        const ir_value *v = stores->v[i];
+        const char *id = cg_cname(G, v), *val = cg_store_conv(G, v->type.dtype, cg_reg(G, v));
+        if (t->vec > 1)
+            cg_line(G, "s_%s.v[q] = %s;", id, val);
+        else
+            cg_line(G, "p_%s[%s] = %s;", id, e, val);
+    }
+}
+
+/* The reduction's input element, from the prologue's registers. */
+static const char *red_input(gen *G)
+{
+    if (G->red->code == IR_MSE)
+        return cg_fmt(G, "%s - %s", cg_reg(G, G->red->in[0]), cg_reg(G, G->red->in[1]));
+    return cg_reg(G, G->red->in[0]);
+}
+
+/* Emits the ops of the tile: prologue, xin and consume, result, epilogue. */
+static void emit_tile_ops(gen *G, const tile *t, const vlist *stores, const char *e)
+{
+    const pass_fgroup *g = G->g;
+    if (t->prologue)
+        for (int k = 0; k < g->nops; k++)
+            if (before_red(G, g->ops[k]) && g->ops[k] != g->reduce)
+                emit_op(G, IR_OP(G->m, g->ops[k]));
+    vlist pro = vlist_new(G), rest = vlist_new(G);
+    for (int i = 0; i < stores->n; i++)
+        vlist_add(before_red(G, op_of(G, stores->v[i])) ? &pro : &rest, stores->v[i]);
+    emit_stores(G, t, &pro, e);
+    if (G->red && (t->prologue || t->xin))
+        cg_line(G, "const float xin = %s;", t->prologue ? red_input(G) : t->xin);
+    if (t->consume)
+        cg_line(G, "%s", t->consume);
+    if (!t->rexpr)
+        return;
+    const ir_value *r = G->red->res[0];
+    cg_line(G, "const float %s = %s; // %s", cg_reg(G, r), cg_round_to(G, r->type.dtype, t->rexpr),
+         ir_ops[G->red->code].name);
+    for (int k = 0; k < g->nops; k++)
+        if (g->ops[k] > g->reduce)
+            emit_op(G, IR_OP(G->m, g->ops[k]));
+    emit_stores(G, t, &rest, e);
+}
+
+/* One tile at element index `e` (declared by the caller). */
+void cg_emit_tile(gen *G, const tile *t)
+{
+    vlist loads = vlist_new(G), stores = vlist_new(G);
+    tile_values(G, t, &loads, &stores);
+    emit_loads(G, t, &loads, "e");
+    if (t->vec == 1) {
+        emit_tile_ops(G, t, &stores, "e");
+        return;
+    }
+    G->helpers |= H_VEC;
+    for (int i = 0; i < stores.n; i++)
+        cg_line(G, "vec<%s, %d> s_%s;", cg_ctype(G, stores.v[i]->type.dtype), t->vec,
+             cg_cname(G, stores.v[i]));
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int q = 0; q < %d; q++) {", t->vec);
+    G->indent++;
+    for (int i = 0; i < loads.n; i++) {
+        const ir_value *v = loads.v[i];
+        if (contiguous_last(t->dom, &v->type))
+            cg_line(G, "const %s v_%s = %s;", regtype(v->type.dtype), cg_cname(G, v),
+                 cg_load_conv(G, v->type.dtype, cg_fmt(G, "l_%s.v[q]", cg_cname(G, v))));
+    }
+    emit_tile_ops(G, t, &stores, "e + q");
+    G->indent--;
+    cg_line(G, "}");
+    for (int i = 0; i < stores.n; i++) {
+        const ir_value *v = stores.v[i];
+        const char *ty = cg_ctype(G, v->type.dtype);
+        cg_line(G, "*reinterpret_cast<vec<%s, %d> *>(p_%s + e) = s_%s;", ty, t->vec, cg_cname(G, v),
+             cg_cname(G, v));
+    }
+}

@@ -1,0 +1,14 @@
+/* cpu_internal.h: what the CPU backend's files (cpu.c, cpu_matmul.c) share. */
+#ifndef SHARDC_RT_CPU_INTERNAL_H
+#define SHARDC_RT_CPU_INTERNAL_H
+#include "runtime/cpu/cpu.h"
+#include "support/support.h"
+
+/* cpu_matmul.c. x[i] is operand i, y the result; f32 or i32 only. */
+int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, char *err, size_t errlen);
+int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, char *err,
+                      size_t errlen);
+int rt_cpu_attn_probs_(const rt_instr *in, const void *const *x, void *y, char *err,
+                       size_t errlen);
+
+#endif

@@ -1,0 +1,208 @@
+/* cpu_matmul.c: the CPU backend's matrix kernels, matmul, attention and
+ * attn_probs, called by rt_cpu_run (cpu.c) with f32 operands (f16 and bf16
+ * arrive promoted) or, for matmul, i32. The products go through
+ * cblas_sgemm.
+ */
+#include "runtime/cpu/cpu_internal.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A batched matmul: out[batch] = a[batch] [m, k] @ b[batch] [k, n], where
+ * the batch walks the result's batch dims and each operand's offset (in
+ * matrices) follows its own strides, 0 along a broadcast dim. */
+typedef struct mm_geom {
+    int64_t m, k, n;
+    int nb;                        /* batch dims of the result */
+    int64_t bd[RT_MAX_RANK];
+    int64_t sa[RT_MAX_RANK], sb[RT_MAX_RANK];
+    int64_t batches;
+} mm_geom;
+
+/* t's batch dims (all but its last two; none for rank <= 2), aligned at the
+ * end of the result's nb batch dims: strides in matrices, 0 broadcasts. */
+static void batch_strides(const rt_type *t, int nb, int64_t *s)
+{
+    int tb = t->rank > 2 ? t->rank - 2 : 0;
+    int64_t acc = 1;
+    for (int i = nb - 1; i >= 0; i--) {
+        int j = i - (nb - tb);
+        int64_t dj = j >= 0 ? t->dim[j] : 1;
+        s[i] = dj == 1 ? 0 : acc;
+        acc *= dj;
+    }
+}
+
+static void mm_geom_make(const rt_instr *in, mm_geom *g)
+{
+    const rt_type *ta = &in->in_t[0], *tb = &in->in_t[1], *to = &in->out_t;
+    g->k = ta->dim[ta->rank - 1];
+    g->m = ta->rank >= 2 ? ta->dim[ta->rank - 2] : 1;
+    g->n = tb->rank >= 2 ? tb->dim[tb->rank - 1] : 1;
+    g->nb = to->rank - (ta->rank >= 2) - (tb->rank >= 2);
+    g->batches = 1;
+    for (int i = 0; i < g->nb; i++) {
+        g->bd[i] = to->dim[i];
+        g->batches *= to->dim[i];
+    }
+    batch_strides(ta, g->nb, g->sa);
+    batch_strides(tb, g->nb, g->sb);
+}
+
+/* The operands' matrix offsets of batch number t. */
+static void batch_offsets(const mm_geom *g, int64_t t, int64_t *oa, int64_t *ob)
+{
+    *oa = *ob = 0;
+    for (int i = g->nb - 1; i >= 0; i--) {
+        int64_t c = t % g->bd[i];
+        t /= g->bd[i];
+        *oa += c * g->sa[i];
+        *ob += c * g->sb[i];
+    }
+}
+
+static int fits_int(int64_t v)
+{
+    return v <= INT_MAX;
+}
+
+static void sgemm_nn(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a,
+                (int)k, b, (int)n, 0.0f, c, (int)n);
+}
+
+/* i32: int64 accumulation, the low 32 bits stored (wraps, as i32 add does). */
+static void matmul_i32(const int32_t *a, const int32_t *b, int32_t *c, int64_t m, int64_t n,
+                       int64_t k)
+{
+    for (int64_t i = 0; i < m; i++) {
+        uint32_t *row = (uint32_t *)c + i * n;
+        memset(row, 0, (size_t)n * sizeof *row);
+        for (int64_t p = 0; p < k; p++) {
+            uint32_t av = (uint32_t)a[i * k + p];
+            for (int64_t j = 0; j < n; j++)
+                row[j] += av * (uint32_t)b[p * n + j];
+        }
+    }
+}
+
+/* NumPy matmul. When b has no batch dims (or only dims of 1), a's batch
+ * dims fold into M: the whole product is one sgemm ([B, S, D] @ [D, F] is
+ * [B*S, D] @ [D, F]). */
+int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, char *err, size_t errlen)
+{
+    mm_geom g;
+    mm_geom_make(in, &g);
+    int i32 = in->out_t.dtype == RT_I32;
+    int64_t m = g.m, batches = g.batches;
+    if (rt_type_numel(&in->in_t[1]) == g.k * g.n) {
+        m *= batches; /* a's batch dims are the result's, contiguous */
+        batches = 1;
+    }
+    if (!fits_int(m) || !fits_int(g.n) || !fits_int(g.k))
+        return su_errf(err, errlen, "matmul of [%lld, %lld] @ [%lld, %lld] is too large for BLAS",
+                    (long long)m, (long long)g.k, (long long)g.k, (long long)g.n);
+    int64_t sza = g.m * g.k, szb = g.k * g.n, szo = g.m * g.n;
+    for (int64_t t = 0; t < batches; t++) {
+        int64_t oa, ob;
+        batch_offsets(&g, t, &oa, &ob);
+        if (i32)
+            matmul_i32((const int32_t *)x[0] + oa * sza, (const int32_t *)x[1] + ob * szb,
+                       (int32_t *)y + t * szo, m, g.n, g.k);
+        else
+            sgemm_nn(m, g.n, g.k, (const float *)x[0] + oa * sza, (const float *)x[1] + ob * szb,
+                     (float *)y + t * szo);
+    }
+    return 0;
+}
+
+/* Row i of the scores p [s, t] becomes softmax over the keys it may see,
+ * when causal j <= pos[i], or without pos j <= i + (t - s) (the mask
+ * aligned to the end); the rest are 0, so a row that sees no key is all
+ * 0. */
+static void masked_softmax(float *p, int64_t s, int64_t t, int causal, const int32_t *pos)
+{
+    for (int64_t i = 0; i < s; i++) {
+        float *row = p + i * t;
+        int64_t last = pos ? pos[i] : i + (t - s);
+        int64_t end = causal ? last + 1 : t; /* keys [0, end) */
+        end = end < 0 ? 0 : end > t ? t : end;
+        float mx = -INFINITY;
+        for (int64_t j = 0; j < end; j++)
+            mx = row[j] > mx ? row[j] : mx;
+        double sum = 0;
+        for (int64_t j = 0; j < end; j++) {
+            row[j] = expf(row[j] - mx);
+            sum += row[j];
+        }
+        float scale = end > 0 ? (float)(1.0 / sum) : 0.0f;
+        for (int64_t j = 0; j < end; j++)
+            row[j] *= scale;
+        for (int64_t j = end; j < t; j++)
+            row[j] = 0.0f;
+    }
+}
+
+/* p [s, t] = softmax(q k^T / sqrt(d) + mask) for q [s, d], k [t, d]:
+ * attention's probabilities, and attn_probs' result (pos: the query
+ * positions, or NULL). */
+static void attn_scores(const float *q, const float *k, float *p, int64_t s, int64_t t,
+                        int64_t d, int causal, const int32_t *pos)
+{
+    float scale = (float)(1.0 / sqrt((double)d));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)s, (int)t, (int)d, scale, q,
+                (int)d, k, (int)d, 0.0f, p, (int)t);
+    masked_softmax(p, s, t, causal, pos);
+}
+
+/* attn_probs: per leading index h, p_h [S, T] = attn_scores(q_h, k_h), so
+ * that attention(q, k, v) is attn_probs(q, k) @ v (the same sgemm calls). */
+int rt_cpu_attn_probs_(const rt_instr *in, const void *const *x, void *y, char *err,
+                       size_t errlen)
+{
+    const rt_type *tq = &in->in_t[0];
+    int r = tq->rank;
+    int64_t s = tq->dim[r - 2], d = tq->dim[r - 1], t = in->in_t[1].dim[r - 2];
+    int64_t heads = rt_type_numel(tq) / (s * d);
+    const int32_t *pos = in->nin > 2 ? x[2] : NULL;
+    if (!fits_int(s) || !fits_int(t) || !fits_int(d))
+        return su_errf(err, errlen, "attn_probs with S = %lld, T = %lld is too large for BLAS",
+                           (long long)s, (long long)t);
+    for (int64_t h = 0; h < heads; h++)
+        attn_scores((const float *)x[0] + h * s * d, (const float *)x[1] + h * t * d,
+                    (float *)y + h * s * t, s, t, d, in->causal, pos);
+    return 0;
+}
+
+/* attention: per leading index h, softmax(q_h k_h^T / sqrt(d) + mask) v_h
+ * with q [S, d], k [T, d], v [T, dv]; two sgemms and [S, T] of scratch. */
+int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, char *err,
+                      size_t errlen)
+{
+    const rt_type *tq = &in->in_t[0], *tv = &in->in_t[2];
+    int r = tq->rank;
+    int64_t s = tq->dim[r - 2], d = tq->dim[r - 1], t = in->in_t[1].dim[r - 2];
+    int64_t dv = tv->dim[r - 1], heads = rt_type_numel(tq) / (s * d);
+    const int32_t *pos = in->nin > 3 ? x[3] : NULL;
+    if (!fits_int(s) || !fits_int(t) || !fits_int(d) || !fits_int(dv))
+        return su_errf(err, errlen, "attention with S = %lld, T = %lld is too large for BLAS",
+                    (long long)s, (long long)t);
+    size_t bytes = (size_t)(s * t) * sizeof(float);
+    float *p = malloc(bytes);
+    if (!p)
+        return su_errf(err, errlen, "out of memory: attention needs %zu bytes of scratch", bytes);
+    for (int64_t h = 0; h < heads; h++) {
+        const float *q = (const float *)x[0] + h * s * d, *k = (const float *)x[1] + h * t * d;
+        const float *v = (const float *)x[2] + h * t * dv;
+        attn_scores(q, k, p, s, t, d, in->causal, pos);
+        sgemm_nn(s, dv, t, p, v, (float *)y + h * s * dv);
+    }
+    free(p);
+    return 0;
+}

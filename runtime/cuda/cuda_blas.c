@@ -1,0 +1,348 @@
+/* cuda_blas.c: cuBLASLt loaded at run time, and the plan's matmul on it
+ * (cuda_blas.h). */
+#include "runtime/cuda/cuda_blas.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* cuBLASLt's types as far as they are used: handles and descriptors are
+ * pointers, enums unsigned ints, with cublasLt.h's values (checked below
+ * when the toolkit's headers are here). */
+typedef unsigned int lt_status;
+typedef struct {
+    uint64_t data[8];
+} lt_algo;
+typedef struct {
+    lt_algo algo;
+    size_t workspace;
+    lt_status state;
+    float waves;
+    int reserved[4];
+} lt_heuristic;
+
+enum {
+    LT_SUCCESS = 0,
+    LT_COMPUTE_32F = 68,
+    LT_R_32F = 0,
+    LT_R_16F = 2,
+    LT_R_16BF = 14,
+    LT_LAYOUT_BATCH_COUNT = 5,
+    LT_LAYOUT_BATCH_STRIDE = 6,
+    LT_PREF_MAX_WORKSPACE = 1,
+    LT_DESC_EPILOGUE = 7,
+    LT_DESC_BIAS_POINTER = 8,
+    LT_EPILOGUE_DEFAULT = 1,
+    LT_EPILOGUE_RELU = 2,
+    LT_EPILOGUE_BIAS = 4,
+    LT_EPILOGUE_GELU = 32,
+};
+
+typedef struct lt_api {
+    lt_status (*Create)(void **handle);
+    lt_status (*Destroy)(void *handle);
+    lt_status (*MatmulDescCreate)(void **desc, unsigned int compute, unsigned int scale);
+    lt_status (*MatmulDescDestroy)(void *desc);
+    lt_status (*MatmulDescSetAttribute)(void *desc, unsigned int attr, const void *buf,
+                                        size_t size);
+    lt_status (*MatrixLayoutCreate)(void **layout, unsigned int type, uint64_t rows,
+                                    uint64_t cols, int64_t ld);
+    lt_status (*MatrixLayoutDestroy)(void *layout);
+    lt_status (*MatrixLayoutSetAttribute)(void *layout, unsigned int attr, const void *buf,
+                                          size_t size);
+    lt_status (*MatmulPreferenceCreate)(void **pref);
+    lt_status (*MatmulPreferenceDestroy)(void *pref);
+    lt_status (*MatmulPreferenceSetAttribute)(void *pref, unsigned int attr, const void *buf,
+                                              size_t size);
+    lt_status (*MatmulAlgoGetHeuristic)(void *handle, void *desc, void *a, void *b, void *c,
+                                        void *d, void *pref, int requested,
+                                        lt_heuristic *results, int *returned);
+    lt_status (*Matmul)(void *handle, void *desc, const void *alpha, const void *a, void *adesc,
+                        const void *b, void *bdesc, const void *beta, const void *c, void *cdesc,
+                        void *d, void *ddesc, const lt_algo *algo, void *workspace,
+                        size_t workspace_bytes, rt_cu_stream stream);
+    const char *(*GetStatusString)(lt_status status);
+} lt_api;
+
+static const struct {
+    const char *symbol;
+    size_t offset;
+} entries[] = {
+#define E(member) {"cublasLt" #member, offsetof(lt_api, member)}
+    E(Create), E(Destroy), E(MatmulDescCreate), E(MatmulDescDestroy), E(MatmulDescSetAttribute),
+    E(MatrixLayoutCreate),
+    E(MatrixLayoutDestroy), E(MatrixLayoutSetAttribute), E(MatmulPreferenceCreate),
+    E(MatmulPreferenceDestroy), E(MatmulPreferenceSetAttribute), E(MatmulAlgoGetHeuristic),
+    E(Matmul), E(GetStatusString),
+#undef E
+};
+
+#ifdef SHARDC_HAVE_NVRTC
+#include <cublasLt.h>
+#define SAME_VALUE(ours, theirs) _Static_assert((int)(ours) == (int)(theirs), #theirs)
+SAME_VALUE(LT_SUCCESS, CUBLAS_STATUS_SUCCESS);
+SAME_VALUE(LT_COMPUTE_32F, CUBLAS_COMPUTE_32F);
+SAME_VALUE(LT_R_32F, CUDA_R_32F);
+SAME_VALUE(LT_R_16F, CUDA_R_16F);
+SAME_VALUE(LT_R_16BF, CUDA_R_16BF);
+SAME_VALUE(LT_LAYOUT_BATCH_COUNT, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT);
+SAME_VALUE(LT_LAYOUT_BATCH_STRIDE, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET);
+SAME_VALUE(LT_PREF_MAX_WORKSPACE, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES);
+SAME_VALUE(LT_DESC_EPILOGUE, CUBLASLT_MATMUL_DESC_EPILOGUE);
+SAME_VALUE(LT_DESC_BIAS_POINTER, CUBLASLT_MATMUL_DESC_BIAS_POINTER);
+SAME_VALUE(LT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_DEFAULT);
+SAME_VALUE(LT_EPILOGUE_RELU, CUBLASLT_EPILOGUE_RELU);
+SAME_VALUE(LT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_BIAS);
+SAME_VALUE(LT_EPILOGUE_GELU, CUBLASLT_EPILOGUE_GELU);
+SAME_VALUE(LT_EPILOGUE_RELU | LT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_RELU_BIAS);
+SAME_VALUE(LT_EPILOGUE_GELU | LT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_GELU_BIAS);
+_Static_assert(__builtin_types_compatible_p(
+                   __typeof__(&cublasLtMatmulDescSetAttribute),
+                   cublasStatus_t (*)(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t,
+                                      const void *, size_t)),
+               "cublasLtMatmulDescSetAttribute");
+_Static_assert(sizeof(lt_heuristic) == sizeof(cublasLtMatmulHeuristicResult_t) &&
+                   offsetof(lt_heuristic, state) ==
+                       offsetof(cublasLtMatmulHeuristicResult_t, state) &&
+                   sizeof(lt_algo) == sizeof(cublasLtMatmulAlgo_t),
+               "lt_heuristic is not cublasLtMatmulHeuristicResult_t");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cublasLtGetStatusString),
+                                            const char *(*)(cublasStatus_t)) &&
+                   __builtin_types_compatible_p(lt_status, cublasStatus_t),
+               "cublasLtGetStatusString");
+#endif
+
+/* The outcome of the one load, immutable once made (as the driver's). */
+static struct {
+    lt_api api;
+    bool ok;
+    char msg[512];
+} loaded;
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+static void load(void)
+{
+    static const char *const names[] = {"libcublasLt.so", "libcublasLt.so.13",
+                                        "libcublasLt.so.12", "libcublasLt.so.11"};
+    void *lib = NULL;
+    const char *why = "";
+    for (size_t i = 0; !lib && i < sizeof names / sizeof *names; i++) {
+        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!lib && i == 0)
+            why = dlerror();
+    }
+    if (!lib) {
+        snprintf(loaded.msg, sizeof loaded.msg, "cannot load libcublasLt.so (nor .so.13, .so.12, "
+                 ".so.11): %s", why ? why : "dlopen failed");
+        return;
+    }
+    for (size_t i = 0; i < sizeof entries / sizeof *entries; i++) {
+        void *sym = dlsym(lib, entries[i].symbol);
+        if (!sym) {
+            snprintf(loaded.msg, sizeof loaded.msg, "libcublasLt has no symbol %s",
+                     entries[i].symbol);
+            dlclose(lib);
+            return;
+        }
+        memcpy((char *)&loaded.api + entries[i].offset, &sym, sizeof sym);
+    }
+    loaded.ok = true;
+}
+
+struct rt_blas {
+    void *handle;
+};
+
+rt_blas *rt_blas_new(char *err, size_t errlen)
+{
+    pthread_once(&load_once, load);
+    if (!loaded.ok) {
+        snprintf(err, errlen, "%s", loaded.msg);
+        return NULL;
+    }
+    rt_blas *b = calloc(1, sizeof *b);
+    if (!b) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    lt_status st = loaded.api.Create(&b->handle);
+    if (st != LT_SUCCESS) {
+        snprintf(err, errlen, "cublasLtCreate: %s", loaded.api.GetStatusString(st));
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+void rt_blas_free(rt_blas *b)
+{
+    if (!b)
+        return;
+    loaded.api.Destroy(b->handle);
+    free(b);
+}
+
+/* ---- the shapes ---- */
+
+/* A matmul as cuBLASLt sees it: row-major [batch] x [M, K] @ [K, N]. */
+typedef struct mm {
+    int64_t m, n, k, batch;
+    int64_t stride_a, stride_b;     /* elements between batches; 0: repeated */
+    unsigned int type;
+} mm;
+
+static int64_t numel(const int64_t *d, int n)
+{
+    int64_t e = 1;
+    for (int i = 0; i < n; i++)
+        e *= d[i];
+    return e;
+}
+
+/* The batch dims of a and b (right-aligned) agree, or one side has none
+ * but 1s. */
+static bool plan_mm(const rt_instr *in, mm *s, char *err, size_t errlen)
+{
+    const rt_type *a = &in->in_t[0], *b = &in->in_t[1];
+    int na = a->rank > 2 ? a->rank - 2 : 0, nb = b->rank > 2 ? b->rank - 2 : 0;
+    int64_t ea = numel(a->dim, na), eb = numel(b->dim, nb);
+    bool same = ea == eb;
+    for (int i = 1; same && i <= (na > nb ? na : nb); i++) {
+        int64_t da = i <= na ? a->dim[na - i] : 1, db = i <= nb ? b->dim[nb - i] : 1;
+        same = da == db;
+    }
+    if (!same && ea != 1 && eb != 1) {
+        snprintf(err, errlen, "batch dimensions that broadcast against each other other than "
+                 "wholly are not supported on the GPU");
+        return false;
+    }
+    switch (a->dtype) {
+    case RT_F32: s->type = LT_R_32F; break;
+    case RT_F16: s->type = LT_R_16F; break;
+    case RT_BF16: s->type = LT_R_16BF; break;
+    default:
+        snprintf(err, errlen, "a matmul of %s is not supported on the GPU (f32, f16, bf16 are)",
+                 rt_dtype_name(a->dtype));
+        return false;
+    }
+    s->k = a->dim[a->rank - 1];
+    s->m = a->rank >= 2 ? a->dim[a->rank - 2] : 1;
+    s->n = b->rank >= 2 ? b->dim[b->rank - 1] : 1;
+    s->batch = ea > eb ? ea : eb;
+    s->stride_a = ea == 1 ? 0 : s->m * s->k;
+    s->stride_b = eb == 1 ? 0 : s->k * s->n;
+    return true;
+}
+
+bool rt_blas_supports(const rt_instr *in, char *err, size_t errlen)
+{
+    mm s;
+    return plan_mm(in, &s, err, errlen);
+}
+
+/* ---- the call ---- */
+
+#define LT_CHECK(call)                                                                          \
+    do {                                                                                        \
+        lt_status st_ = loaded.api.call;                                                        \
+        if (st_ != LT_SUCCESS) {                                                                \
+            snprintf(err, errlen, "%s:%d: cublasLt%s: %s", __FILE__, __LINE__, #call,           \
+                     loaded.api.GetStatusString(st_));                                          \
+            goto done;                                                                          \
+        }                                                                                       \
+    } while (0)
+
+/* A column-major rows x cols layout with leading dimension ld, batched. */
+static lt_status layout(void **l, unsigned int type, int64_t rows, int64_t cols, int64_t ld,
+                        int64_t batch, int64_t stride)
+{
+    lt_status st = loaded.api.MatrixLayoutCreate(l, type, (uint64_t)rows, (uint64_t)cols, ld);
+    if (st != LT_SUCCESS || batch == 1)
+        return st;
+    int32_t count = (int32_t)batch;
+    st = loaded.api.MatrixLayoutSetAttribute(*l, LT_LAYOUT_BATCH_COUNT, &count, sizeof count);
+    if (st == LT_SUCCESS)
+        st = loaded.api.MatrixLayoutSetAttribute(*l, LT_LAYOUT_BATCH_STRIDE, &stride,
+                                                 sizeof stride);
+    return st;
+}
+
+/* cuBLASLt's epilogue for RT_EPI_* bits (the residual is C, not an
+ * epilogue): the bias added, then the activation. */
+static uint32_t lt_epilogue(unsigned bits)
+{
+    uint32_t e = 0;
+    if (bits & RT_EPI_BIAS)
+        e |= LT_EPILOGUE_BIAS;
+    if (bits & RT_EPI_RELU)
+        e |= LT_EPILOGUE_RELU;
+    if (bits & RT_EPI_GELU)
+        e |= LT_EPILOGUE_GELU;
+    return e ? e : LT_EPILOGUE_DEFAULT;
+}
+
+bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi, rt_cu_ptr a,
+                    rt_cu_ptr bm, rt_cu_ptr out, rt_cu_stream s, char *err, size_t errlen)
+{
+    mm p;
+    if (!plan_mm(in, &p, err, errlen))
+        return false;
+    void *desc = NULL, *la = NULL, *lb = NULL, *lc = NULL, *pref = NULL;
+    bool ok = false;
+    unsigned bits = epi ? epi->bits : 0;
+    float one = 1.0f, beta = bits & RT_EPI_RESIDUAL ? 1.0f : 0.0f;
+    /* C: the residual (beta 1), else D itself (beta 0: not read) */
+    rt_cu_ptr c = bits & RT_EPI_RESIDUAL ? epi->residual : out;
+    uint32_t epilogue = lt_epilogue(bits);
+    const void *bias = bits & RT_EPI_BIAS ? (const void *)(uintptr_t)epi->bias : NULL;
+    uint64_t no_workspace = 0;
+    lt_heuristic h;
+    int found = 0;
+    /* column-major C^T[N, M] = B^T[N, K] A^T[K, M]; the bias, of length N,
+     * is along D^T's rows, so along the rows of the row-major result, and
+     * the same for every batch (BIAS_BATCH_STRIDE left 0) */
+    LT_CHECK(MatmulDescCreate(&desc, LT_COMPUTE_32F, LT_R_32F));
+    LT_CHECK(MatmulDescSetAttribute(desc, LT_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+    if (bias)
+        LT_CHECK(MatmulDescSetAttribute(desc, LT_DESC_BIAS_POINTER, &bias, sizeof bias));
+    lt_status st = layout(&la, p.type, p.n, p.k, p.n, p.batch, p.stride_b);
+    if (st == LT_SUCCESS)
+        st = layout(&lb, p.type, p.k, p.m, p.k, p.batch, p.stride_a);
+    if (st == LT_SUCCESS)
+        st = layout(&lc, p.type, p.n, p.m, p.n, p.batch, p.m * p.n);
+    if (st != LT_SUCCESS) {
+        snprintf(err, errlen, "%s:%d: cublasLtMatrixLayoutCreate: %s", __FILE__, __LINE__,
+                 loaded.api.GetStatusString(st));
+        goto done;
+    }
+    LT_CHECK(MatmulPreferenceCreate(&pref));
+    LT_CHECK(MatmulPreferenceSetAttribute(pref, LT_PREF_MAX_WORKSPACE, &no_workspace,
+                                          sizeof no_workspace));
+    LT_CHECK(MatmulAlgoGetHeuristic(b->handle, desc, la, lb, lc, lc, pref, 1, &h, &found));
+    if (found < 1) {
+        snprintf(err, errlen, "cuBLASLt has no algorithm for this matmul (M %lld, N %lld, K "
+                 "%lld, batch %lld, epilogue %u, beta %g) without workspace", (long long)p.m,
+                 (long long)p.n, (long long)p.k, (long long)p.batch, (unsigned)epilogue,
+                 (double)beta);
+        goto done;
+    }
+    LT_CHECK(Matmul(b->handle, desc, &one, (const void *)(uintptr_t)bm, la,
+                    (const void *)(uintptr_t)a, lb, &beta, (const void *)(uintptr_t)c, lc,
+                    (void *)(uintptr_t)out, lc, &h.algo, NULL, 0, s));
+    ok = true;
+done:
+    if (pref)
+        loaded.api.MatmulPreferenceDestroy(pref);
+    if (lc)
+        loaded.api.MatrixLayoutDestroy(lc);
+    if (lb)
+        loaded.api.MatrixLayoutDestroy(lb);
+    if (la)
+        loaded.api.MatrixLayoutDestroy(la);
+    if (desc)
+        loaded.api.MatmulDescDestroy(desc);
+    return ok;
+}

@@ -1,0 +1,53 @@
+/* cuda_blas.h: matmul on the GPU through cuBLASLt, loaded at run time.
+ *
+ * libcublasLt is opened with dlopen at the first matmul a session needs
+ * (the names libcublasLt.so, then .so.13, .so.12, .so.11), never linked.
+ * A matmul of the plan (NumPy semantics, row-major) becomes one
+ * cublasLtMatmul: row-major C[M, N] = A[M, K] B[K, N] is column-major
+ * C^T = B^T A^T, so B's buffer is cuBLASLt's first operand and A's its
+ * second, neither transposed; batch dimensions are a strided batch, an
+ * operand without them repeated (stride 0). f32 computes in f32 (no
+ * TF32), f16 and bf16 accumulate in f32, as the CPU backend does. No
+ * workspace: the rank's one arena is all its device memory.
+ *
+ * A matmul kernel of the plan (RT_KS_MATMUL) is the same call with an
+ * epilogue: cuBLASLt computes D = act(A B + beta C + bias), so a residual
+ * is C with beta 1 (D's layout; C may be D), a bias is
+ * CUBLASLT_MATMUL_DESC_BIAS_POINTER with CUBLASLT_EPILOGUE_BIAS (its type
+ * left at the default, D's: the plan's bias has the result's dtype), the
+ * same vector for every batch, and relu or gelu (both tanh
+ * approximations, cuBLASLt's and runtime/cpu/cpu.c's) is EPILOGUE_RELU or
+ * _GELU, with _BIAS when there is one. */
+#ifndef SHARDC_RT_CUDA_BLAS_H
+#define SHARDC_RT_CUDA_BLAS_H
+#include "runtime/cuda/cuda_driver.h"
+#include "runtime/plan/plan.h"
+
+typedef struct rt_blas rt_blas;
+
+/* Whether the cuda backend runs this matmul: f32, f16 or bf16, and batch
+ * dimensions that either agree or belong to one operand only. false with
+ * the reason in err. */
+bool rt_blas_supports(const rt_instr *in, char *err, size_t errlen);
+
+/* A cuBLASLt handle for the current context (cuBLASLt loaded at the first
+ * call). NULL with a message ("cannot load libcublasLt.so: ...") on
+ * failure. */
+rt_blas *rt_blas_new(char *err, size_t errlen);
+void rt_blas_free(rt_blas *b);
+
+/* A matmul's epilogue: RT_EPI_* bits and the operands they need. */
+typedef struct rt_blas_epilogue {
+    unsigned bits;
+    rt_cu_ptr bias;         /* RT_EPI_BIAS: N elements of the result's dtype */
+    rt_cu_ptr residual;     /* RT_EPI_RESIDUAL: of the result's type */
+} rt_blas_epilogue;
+
+/* Queues matmul `in` (rt_blas_supports) on stream s: out = a @ b, then
+ * the epilogue (NULL: none), device pointers; out overlaps none of the
+ * others (but may be the residual). false with the cuBLASLt call and its
+ * status in err. */
+bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi, rt_cu_ptr a,
+                    rt_cu_ptr bm, rt_cu_ptr out, rt_cu_stream s, char *err, size_t errlen);
+
+#endif

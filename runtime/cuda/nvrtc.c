@@ -1,0 +1,511 @@
+/* nvrtc.c: NVRTC compilation and its disk cache (nvrtc.h). Without
+ * SHARDC_HAVE_NVRTC (no CUDA toolkit at build time) the same functions
+ * exist and say that NVRTC is not available. */
+#include "runtime/cuda/nvrtc.h"
+#include "support/support.h"
+
+#include "runtime/plan/plan.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifdef SHARDC_HAVE_NVRTC
+#include <nvrtc.h>
+#endif
+
+static const int default_archs[] = {80, 90};
+
+/* ---- architectures ---- */
+
+bool rt_parse_archs(const char *list, int *arch, int *narchs, char *err, size_t errlen)
+{
+    int n = 0;
+    const char *p = list ? list : "";
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        int v = 0;
+        bool ok = len > 3 && len < 7 && !strncmp(p, "sm_", 3);
+        for (size_t i = 3; ok && i < len; i++) {
+            ok = p[i] >= '0' && p[i] <= '9';
+            v = v * 10 + (p[i] - '0');
+        }
+        if (!ok) {
+            snprintf(err, errlen, "--arch '%.*s': expected sm_NN, as in --arch sm_80,sm_90",
+                     (int)len, p);
+            return false;
+        }
+        int major = 0, minor = 0;
+        if (!rt_nvrtc_supports(v) && rt_nvrtc_version(&major, &minor)) {
+            snprintf(err, errlen, "--arch sm_%d: NVRTC %d.%d cannot compile for it", v, major,
+                     minor);
+            return false;
+        }
+        if (!rt_nvrtc_supports(v)) {
+            snprintf(err, errlen, "--arch sm_%d: not a GPU architecture", v);
+            return false;
+        }
+        bool dup = false;
+        for (int i = 0; i < n; i++)
+            dup |= arch[i] == v;
+        if (!dup && n == RT_MAX_ARCHS) {
+            snprintf(err, errlen, "--arch: more than %d architectures", RT_MAX_ARCHS);
+            return false;
+        }
+        if (!dup)
+            arch[n++] = v;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    *narchs = n;
+    return true;
+}
+
+static void default_or(const rt_nvrtc_options *o, const int **arch, int *n)
+{
+    if (o && o->narchs > 0) {
+        *arch = o->arch;
+        *n = o->narchs;
+    } else {
+        *arch = default_archs;
+        *n = 2;
+    }
+}
+
+static int newest(const int *arch, int n)
+{
+    int best = arch[0];
+    for (int i = 1; i < n; i++)
+        best = arch[i] > best ? arch[i] : best;
+    return best;
+}
+
+void rt_archs_describe(const int *arch, int narchs, su_buf *out)
+{
+    if (narchs <= 0) {
+        arch = default_archs;
+        narchs = 2;
+    }
+    for (int i = 0; i < narchs; i++)
+        su_buf_printf(out, "%ssm_%d", i ? ", " : "", arch[i]);
+    su_buf_printf(out, "; PTX for sm_%d", newest(arch, narchs));
+}
+
+char *rt_nvrtc_cache_dir(const char *shardc_cache_dir, const char *xdg_cache_home,
+                         const char *home)
+{
+    const char *base = "", *tail = "";
+    if (shardc_cache_dir && *shardc_cache_dir)
+        base = shardc_cache_dir;
+    else if (xdg_cache_home && *xdg_cache_home)
+        base = xdg_cache_home, tail = "/shardc";
+    else if (home && *home)
+        base = home, tail = "/.cache/shardc";
+    else
+        return NULL;
+    size_t n = strlen(base) + strlen(tail) + 1;
+    char *dir = malloc(n);
+    if (dir)
+        snprintf(dir, n, "%s%s", base, tail);
+    return dir;
+}
+
+const char *rt_nvrtc_default_include_path(void)
+{
+#ifdef SHARDC_CUDA_INCLUDE_DIR
+    return SHARDC_CUDA_INCLUDE_DIR;
+#else
+    return NULL;
+#endif
+}
+
+void rt_nvrtc_output_free(rt_nvrtc_output *out)
+{
+    for (int i = 0; i < RT_MAX_ARCHS; i++)
+        free(out->cubin[i]);
+    free(out->ptx);
+    free(out->log);
+    memset(out, 0, sizeof *out);
+}
+
+/* ---- the cache ----
+ *
+ * An entry: "SHCKNV01", u64 key length, u64 payload length, u32 CRC32 of
+ * key and payload, the key (the NVRTC version, the target, the options
+ * and the source, each on its own line), the payload (cubin or PTX). */
+
+enum { ENTRY_HEAD = 8 + 8 + 8 + 4 };
+static const char entry_magic[8] = {'S', 'H', 'C', 'K', 'N', 'V', '0', '1'};
+#define MAX_ENTRY ((size_t)1 << 30)
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211u;
+    return h;
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint32_t entry_crc(const char *key, size_t klen, const uint8_t *data, size_t len)
+{
+    return su_crc32(su_crc32(0, key, klen), data, len);
+}
+
+/* "<dir>/<hash>-<target>.<cubin|ptx>" (malloc'd, NULL when out of memory). */
+static char *entry_path(const char *dir, const su_buf *key, const char *target, bool ptx)
+{
+    size_t n = strlen(dir) + strlen(target) + 32;
+    char *path = malloc(n);
+    if (path)
+        snprintf(path, n, "%s/%016llx-%s.%s", dir, (unsigned long long)fnv1a(key->s, key->len),
+                 target, ptx ? "ptx" : "cubin");
+    return path;
+}
+
+/* The payload of a sound entry at path for key, malloc'd; NULL for a
+ * missing, foreign, truncated or corrupt entry. */
+static uint8_t *cache_read(const char *path, const su_buf *key, size_t *len)
+{
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (!f)
+        return NULL;
+    uint8_t head[ENTRY_HEAD], *data = NULL;
+    char *k = NULL;
+    bool ok = fread(head, 1, sizeof head, f) == sizeof head &&
+              !memcmp(head, entry_magic, sizeof entry_magic);
+    uint64_t klen = ok ? get_u64(head + 8) : 0, plen = ok ? get_u64(head + 16) : 0;
+    ok = ok && klen == key->len && plen > 0 && plen < MAX_ENTRY;
+    if (ok) {
+        k = malloc(klen + 1);
+        data = malloc(plen + 1);
+        ok = k && data && fread(k, 1, klen, f) == klen && fread(data, 1, plen, f) == plen &&
+             fgetc(f) == EOF && !memcmp(k, key->s, klen);
+        uint32_t crc = (uint32_t)head[24] | (uint32_t)head[25] << 8 | (uint32_t)head[26] << 16 |
+                       (uint32_t)head[27] << 24;
+        ok = ok && entry_crc(k, klen, data, plen) == crc;
+    }
+    fclose(f);
+    free(k);
+    if (!ok) {
+        free(data);
+        return NULL;
+    }
+    data[plen] = 0; /* PTX is text */
+    *len = plen;
+    return data;
+}
+
+/* Makes dir and its parents; false when that fails. */
+static bool make_dirs(const char *dir)
+{
+    char *p = strdup(dir);
+    bool ok = p != NULL;
+    for (char *s = p ? p + 1 : NULL; ok && s && *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = 0;
+        ok = mkdir(p, 0777) == 0 || errno == EEXIST;
+        *s = '/';
+    }
+    ok = ok && (mkdir(p, 0777) == 0 || errno == EEXIST);
+    free(p);
+    return ok;
+}
+
+/* Writes an entry through a temporary file renamed into place; a failure
+ * only means the result is not cached. */
+static void cache_write(const char *dir, const char *path, const su_buf *key, const uint8_t *data,
+                        size_t len)
+{
+    size_t total = ENTRY_HEAD + key->len + len;
+    uint8_t *e = path ? malloc(total) : NULL;
+    if (!e || !make_dirs(dir)) {
+        free(e);
+        return;
+    }
+    memcpy(e, entry_magic, sizeof entry_magic);
+    put_u64(e + 8, key->len);
+    put_u64(e + 16, len);
+    uint32_t crc = entry_crc(key->s, key->len, data, len);
+    for (int i = 0; i < 4; i++)
+        e[24 + i] = (uint8_t)(crc >> (8 * i));
+    memcpy(e + ENTRY_HEAD, key->s, key->len);
+    memcpy(e + ENTRY_HEAD + key->len, data, len);
+    char err[256];
+    su_write_file(path, (const char *)e, total, err, sizeof err);
+    free(e);
+}
+
+#ifdef SHARDC_HAVE_NVRTC
+
+/* Records NVRTC's own error string with the call and the place. */
+#define NVRTC_CHECK(call, err) nvrtc_check((call), #call, __FILE__, __LINE__, (err))
+
+static bool nvrtc_check(nvrtcResult r, const char *call, const char *file, int line, su_buf *err)
+{
+    if (r == NVRTC_SUCCESS)
+        return true;
+    su_buf_printf(err, "%s:%d: %s: %s", file, line, call, nvrtcGetErrorString(r));
+    return false;
+}
+
+bool rt_nvrtc_available(void) { return true; }
+
+bool rt_nvrtc_version(int *major, int *minor)
+{
+    return nvrtcVersion(major, minor) == NVRTC_SUCCESS;
+}
+
+bool rt_nvrtc_supports(int arch)
+{
+    int n = 0;
+    if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0 || n > 1024)
+        return false;
+    int list[1024]; /* not malloc'd: a failed allocation would read as "unsupported" */
+    bool found = false;
+    if (nvrtcGetSupportedArchs(list) == NVRTC_SUCCESS)
+        for (int i = 0; i < n; i++)
+            found |= list[i] == arch;
+    return found;
+}
+
+/* The options every compile passes, target first. */
+typedef struct copts {
+    int n;
+    char target[48];
+    char include[4096];
+    const char *v[4];
+} copts;
+
+static void make_opts(copts *c, const char *target, const char *include)
+{
+    snprintf(c->target, sizeof c->target, "--gpu-architecture=%s", target);
+    c->n = 0;
+    c->v[c->n++] = c->target;
+    if (include && *include) {
+        snprintf(c->include, sizeof c->include, "--include-path=%s", include);
+        c->v[c->n++] = c->include;
+    }
+    c->v[c->n++] = "--fmad=false";
+    c->v[c->n++] = "--std=c++17";
+}
+
+/* A compile in progress: what it holds, freed by rt_nvrtc_compile after
+ * an allocation failure too (an su_buf append jumps). */
+typedef struct nv_run {
+    const char *name, *source;
+    const rt_nvrtc_options *o;
+    rt_nvrtc_output *out;   /* the caller's */
+    su_buf *err;
+    su_buf log;             /* NVRTC's warnings */
+    su_buf key;             /* a cache entry's key */
+    char *path;             /* its file (malloc'd) */
+    nvrtcProgram prog;      /* NULL: none */
+    uint8_t *data;          /* a result not yet handed over (malloc'd) */
+    bool ok;
+} nv_run;
+
+/* The NVRTC log of r->prog, trimmed, into b: read straight into b's room,
+ * so nothing else is held while b grows. */
+static void put_log(nv_run *r, su_buf *b)
+{
+    size_t n = 0;
+    if (nvrtcGetProgramLogSize(r->prog, &n) != NVRTC_SUCCESS || n <= 1) {
+        su_buf_puts(b, "(NVRTC gave no log)");
+        return;
+    }
+    size_t at = b->len;
+    for (size_t i = 0; i < n; i++) /* room for the log and its NUL */
+        su_buf_putc(b, ' ');
+    if (nvrtcGetProgramLog(r->prog, b->s + at) != NVRTC_SUCCESS)
+        n = 1;
+    while (n > 1 && (b->s[at + n - 2] == '\n' || b->s[at + n - 2] == ' '))
+        n--;
+    b->len = at + n - 1;
+    b->s[b->len] = 0;
+}
+
+/* One NVRTC compile of the source for target (sm_NN: a cubin; compute_NN:
+ * PTX) into *data; NVRTC's warnings, if any, are appended to r->log. */
+static bool compile_one(nv_run *r, const char *target, const copts *c, bool ptx, uint8_t **data,
+                        size_t *len)
+{
+    su_buf *err = r->err;
+    char file[300];
+    snprintf(file, sizeof file, "%s.cu", r->name);
+    if (!NVRTC_CHECK(nvrtcCreateProgram(&r->prog, r->source, file, 0, NULL, NULL), err)) {
+        r->prog = NULL;
+        return false;
+    }
+    nvrtcResult res = nvrtcCompileProgram(r->prog, c->n, c->v);
+    bool ok = res == NVRTC_SUCCESS;
+    size_t loglen = 0;
+    if (!ok) {
+        su_buf_printf(err, "kernel %s: NVRTC cannot compile it for %s (%s):\n", r->name, target,
+                      nvrtcGetErrorString(res));
+        put_log(r, err);
+    } else if (nvrtcGetProgramLogSize(r->prog, &loglen) == NVRTC_SUCCESS && loglen > 1) {
+        su_buf_printf(&r->log, "%s:\n", target);
+        put_log(r, &r->log);
+        su_buf_putc(&r->log, '\n');
+    }
+    size_t n = 0;
+    ok = ok && (ptx ? NVRTC_CHECK(nvrtcGetPTXSize(r->prog, &n), err)
+                    : NVRTC_CHECK(nvrtcGetCUBINSize(r->prog, &n), err));
+    r->data = ok ? malloc(n + 1) : NULL;
+    if (ok && !r->data) {
+        su_buf_printf(err, "kernel %s: out of memory for its %zu-byte %s", r->name, n,
+                      ptx ? "PTX" : "cubin");
+        ok = false;
+    }
+    ok = ok && (ptx ? NVRTC_CHECK(nvrtcGetPTX(r->prog, (char *)r->data), err)
+                    : NVRTC_CHECK(nvrtcGetCUBIN(r->prog, (char *)r->data), err));
+    if (ok && ptx) /* NVRTC counts the NUL in the PTX's size */
+        n = strnlen((const char *)r->data, n);
+    if (ok)
+        r->data[n] = 0;
+    *len = n;
+    nvrtcDestroyProgram(&r->prog);
+    r->prog = NULL;
+    *data = ok ? r->data : NULL;
+    if (!ok)
+        free(r->data);
+    r->data = NULL;
+    return ok;
+}
+
+/* The cache key of one compile. */
+static void make_key(su_buf *key, const char *source, const char *target, const copts *c)
+{
+    int major = 0, minor = 0;
+    rt_nvrtc_version(&major, &minor);
+    su_buf_printf(key, "shardc nvrtc cache 1\nnvrtc %d.%d\ntarget %s\n", major, minor, target);
+    for (int i = 0; i < c->n; i++)
+        su_buf_printf(key, "option %s\n", c->v[i]);
+    su_buf_puts(key, "source\n");
+    su_buf_puts(key, source);
+}
+
+/* One target, through the cache when there is one. */
+static bool compile_cached(nv_run *r, const char *target, bool ptx, uint8_t **data, size_t *len,
+                           bool *hit)
+{
+    copts c;
+    const rt_nvrtc_options *o = r->o;
+    const char *inc = o && o->include_path ? o->include_path : rt_nvrtc_default_include_path();
+    make_opts(&c, target, inc);
+    *hit = false;
+    const char *dir = o ? o->cache_dir : NULL;
+    if (!dir || !*dir)
+        return compile_one(r, target, &c, ptx, data, len);
+    make_key(&r->key, r->source, target, &c);
+    r->path = entry_path(dir, &r->key, target, ptx);
+    *data = cache_read(r->path, &r->key, len);
+    bool ok = *hit = *data != NULL;
+    if (!ok) {
+        ok = compile_one(r, target, &c, ptx, data, len);
+        if (ok)
+            cache_write(dir, r->path, &r->key, *data, *len);
+    }
+    free(r->path);
+    r->path = NULL;
+    su_buf_free(&r->key);
+    return ok;
+}
+
+static void nvrtc_compile(void *arg)
+{
+    nv_run *r = arg;
+    rt_nvrtc_output *out = r->out;
+    const int *arch;
+    int n;
+    default_or(r->o, &arch, &n);
+    bool ok = true, hit;
+    char target[32];
+    for (int i = 0; ok && i < n; i++) {
+        snprintf(target, sizeof target, "sm_%d", arch[i]);
+        ok = compile_cached(r, target, false, &out->cubin[i], &out->cubin_len[i], &hit);
+        out->arch[i] = arch[i];
+        out->narchs = i + 1;
+        out->cache_hits += ok && hit;
+    }
+    out->ptx_arch = newest(arch, n);
+    snprintf(target, sizeof target, "compute_%d", out->ptx_arch);
+    uint8_t *ptx = NULL;
+    ok = ok && compile_cached(r, target, true, &ptx, &out->ptx_len, &hit);
+    out->ptx = (char *)ptx;
+    out->cache_hits += ok && hit;
+    out->log = r->log.len ? su_buf_take(&r->log) : NULL;
+    r->ok = ok;
+}
+
+bool rt_nvrtc_compile(const char *name, const char *source, const rt_nvrtc_options *o,
+                      rt_nvrtc_output *out, su_buf *err)
+{
+    memset(out, 0, sizeof *out);
+    nv_run r = {.name = name, .source = source, .o = o, .out = out, .err = err};
+    su_buf_init(&r.log, err->oom);
+    su_buf_init(&r.key, err->oom);
+    bool done = su_guarded(err->oom, nvrtc_compile, &r);
+    su_buf_free(&r.log);
+    su_buf_free(&r.key);
+    free(r.path);
+    free(r.data);
+    if (r.prog)
+        nvrtcDestroyProgram(&r.prog);
+    if (!done)
+        su_oom(err->oom); /* out is the caller's to free */
+    return r.ok;
+}
+
+#else /* no NVRTC in this build */
+
+bool rt_nvrtc_available(void) { return false; }
+
+bool rt_nvrtc_version(int *major, int *minor)
+{
+    *major = *minor = 0;
+    return false;
+}
+
+bool rt_nvrtc_supports(int arch)
+{
+    return arch >= 10 && arch <= 999;
+}
+
+bool rt_nvrtc_compile(const char *name, const char *source, const rt_nvrtc_options *o,
+                      rt_nvrtc_output *out, su_buf *err)
+{
+    (void)source;
+    (void)o;
+    (void)cache_read;
+    (void)cache_write;
+    (void)entry_path;
+    (void)default_or;
+    memset(out, 0, sizeof *out);
+    su_buf_printf(err, "kernel %s: NVRTC is not available: shardc was built without the CUDA "
+                       "toolkit, so kernels cannot be compiled (their sources still print with "
+                       "--emit cuda)",
+                  name);
+    return false;
+}
+
+#endif

@@ -1,0 +1,95 @@
+/* cuda.h: the CUDA compute backend (DESIGN.md §5), over the driver API
+ * loaded at run time (cuda_driver.h) and cuBLASLt (cuda_blas.h).
+ *
+ * A rank runs on device (rank mod the device count) in that device's
+ * primary context (ranks of one process may share a GPU: each has its own
+ * stream and arena). Its memory is one cuMemAlloc of the stage's arena,
+ * carved at the memory plan's offsets. The plan's modules its stage uses
+ * are loaded from the cubin for the device's architecture (or one of the
+ * same major version, lower minor), else from the PTX when the device is
+ * newer than it, else the session fails saying which architectures the
+ * plan holds.
+ *
+ * The session keeps a host copy of the arena, where its existing paths
+ * work: sources are read into it and copied to the device; collectives
+ * and send/recv copy their operand to it, run on the host communicator
+ * and copy their result back (with the local communicator on one GPU
+ * they stay on the device, comm_cuda_local.h; with the nccl communicator
+ * too: the compute stream records an event, a comm stream waits
+ * on it and runs the op by NCCL, and the compute stream waits for the op's
+ * done event only before the first later step touching its operand's or
+ * result's bytes, rt_nccl_wait_points, or at the end of the run); after a run, outputs and the new values of
+ * params and states are copied to it (and, on the device, each new value
+ * into its param's buffer, as the session does on the host).
+ *
+ * Instructions: each kernel of the plan runs at its anchor with its
+ * geometry and stands for its group's instructions. Outside kernels the
+ * backend runs copy (device to device), slice, insert and extract (pitched
+ * copies), matmul (cuBLASLt: f32, f16, bf16) and every source and
+ * collective; any other compute instruction outside a kernel (attention,
+ * attn_probs, embedding, embedding_grad, transpose, iota, i32 arithmetic)
+ * is refused by rt_cuda_check before anything runs, naming it. */
+#ifndef SHARDC_RT_CUDA_H
+#define SHARDC_RT_CUDA_H
+#include "runtime/plan/plan.h"
+
+#include <stdbool.h>
+
+/* Whether the cuda backend can run plan p here: a driver and a device
+ * (rt_cu_probe), and every instruction of every stage either in a kernel
+ * or one the backend runs (the header's list). Returns 0; 1 with "no
+ * usable CUDA driver: ..." or "no CUDA device: ..." in err; 2 with
+ * "stage 0, instruction 12 (embedding): ..." for a plan it cannot run. */
+int rt_cuda_check(const rt_plan *p, char *err, size_t errlen);
+/* The plan half of rt_cuda_check, which needs no GPU: 0, or -1 with
+ * "stage 0, instruction 12 (embedding): ..." in err. */
+int rt_cuda_check_plan(const rt_plan *p, char *err, size_t errlen);
+
+struct rt_dev_ops; /* comm_dev.h */
+
+/* What the session lends a rank's run: its host arena and its sources and
+ * collectives, which work on host buffers. */
+typedef struct rt_cuda_host {
+    void *rank;                    /* the session's rank, passed back */
+    void *const *buf;              /* per buffer of the stage: its host copy */
+    /* fills dst (host) for a source instruction (input, param, state, const) */
+    int (*source)(void *rank, const rt_instr *in, void *dst);
+    /* a collective, send or recv on host buffers */
+    int (*comm)(void *rank, const rt_instr *in, void *const *buf);
+    bool load_params;              /* params and states are (re)loaded this run */
+    char *err;                     /* the rank's message buffer */
+    size_t errlen;
+    /* NULL: collectives, sends and receives through `comm` on the host;
+     * else (--comm nccl) on the device by NCCL, on a comm stream of the
+     * rank's own, and the rank's GPU is rt_nccl_device (comm_nccl.h) */
+    struct rt_nccl *nccl;
+    /* --graph: from the second run on, the device spans between host
+     * instructions run as CUDA graphs (cuda_step.h); not with nccl */
+    bool graph;
+    /* --trace: this run's instructions timed on the device (an event pair
+     * around each, rt_trace_add_device) into *trace; NULL: off */
+    struct rt_trace *trace;
+    int32_t step;                  /* the session's run, for the trace */
+    double origin;                 /* the timeline's origin (rt_trace_now) */
+    /* --comm local: the session's device-to-device state (comm_cuda_local.h);
+     * where it runs, collectives, sends and receives go to comm_dev with
+     * the rank's device (its stream) and their operand's and result's
+     * device addresses (0 where none) instead of through `comm`. NULL: off */
+    struct rt_cuda_local *local;
+    int (*comm_dev)(void *rank, const rt_instr *in, const struct rt_dev_ops *d, uint64_t src,
+                    uint64_t dst);
+} rt_cuda_host;
+
+typedef struct rt_cuda_rank rt_cuda_rank;
+
+/* Runs stage `stage` of p once as mesh rank `rank` on the GPU; *r is the
+ * rank's device state, made at the first call (context, stream, arena,
+ * modules, cuBLASLt) and kept. Returns 0, or -1 with "instruction 12
+ * (matmul): ..." in h->err. The plan must have passed rt_cuda_check. */
+int rt_cuda_run(rt_cuda_rank **r, const rt_plan *p, int stage, int64_t rank,
+                const rt_cuda_host *h);
+
+/* Frees a rank's device state (NULL: nothing). */
+void rt_cuda_rank_free(rt_cuda_rank *r);
+
+#endif

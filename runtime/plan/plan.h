@@ -1,0 +1,313 @@
+/* plan.h: the plan (DESIGN.md §4) in memory, and its file form.
+ *
+ * The plan is the one contract between the compiler and the runtime: the
+ * writer (codegen/) fills an rt_plan from the partitioned IR, rt_plan_write
+ * turns it into bytes, rt_plan_read turns bytes back into an rt_plan and
+ * validates it, and the runtime executes it without ever seeing the IR.
+ *
+ * A plan is SPMD: one program per pipeline stage, shared by every rank of
+ * that stage; the rank's mesh coordinates are its parameters (slices,
+ * collective groups, send and recv peers). With a pipeline axis
+ * (stage_axis), stage S is run by the ranks whose coordinate on that axis
+ * is S, and stages exchange values with send and recv (plan_ops.def).
+ * Shapes inside programs are local shards; shapes in the I/O table are
+ * global.
+ *
+ * A program is a list of buffers and a list of instructions in execution
+ * order. Every instruction names its operand and result buffers and carries
+ * their types, so kernels never look at buffers' declared sizes except to
+ * check that the types fit.
+ *
+ * File form (all integers little-endian):
+ *   header   8 bytes magic "SHRDPLAN", u32 version, u32 section count,
+ *            u64 total file size, u32 CRC32 of the preceding 24 bytes
+ *   section  u32 tag (4 ASCII chars), u32 reserved (0), u64 payload length,
+ *            u32 CRC32 (IEEE, as zlib) of the payload, then the payload
+ * Sections, in this order: "MESH", "IOTB", one "PROG" per stage, "KERN"
+ * (the kernels, and the modules of cubins and PTX they run; none in a
+ * CPU-only plan), "REPT"
+ * (the report as JSON text).
+ * The reader never reads past a section and rejects a truncated file, a bad
+ * CRC, a wrong magic or a newer version with a message that says which.
+ */
+#ifndef SHARDC_RT_PLAN_H
+#define SHARDC_RT_PLAN_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RT_PLAN_MAGIC "SHRDPLAN"
+#define RT_PLAN_VERSION 6
+#define RT_MAX_RANK 8
+#define RT_MAX_AXES 8
+#define RT_MAX_IN 4
+
+/* Same numbering and sizes as the IR's dtypes. */
+typedef enum { RT_F32, RT_F16, RT_BF16, RT_I32, RT_NDTYPES } rt_dtype;
+const char *rt_dtype_name(int dtype);      /* "f32"; "?" when out of range */
+int rt_dtype_size(int dtype);              /* bytes; 0 when out of range */
+
+typedef struct rt_type {
+    uint8_t dtype;                 /* rt_dtype */
+    uint8_t rank;                  /* 0..RT_MAX_RANK; 0 is a scalar */
+    int64_t dim[RT_MAX_RANK];      /* each >= 1 */
+} rt_type;
+int64_t rt_type_numel(const rt_type *t);
+int64_t rt_type_bytes(const rt_type *t);
+/* "f32[64, 1024]" into buf. */
+const char *rt_type_str(const rt_type *t, char *buf, size_t size);
+
+typedef enum {
+#define X(e, name, min_in, max_in, cls) RT_OP_##e,
+#include "runtime/plan/plan_ops.def"
+#undef X
+    RT_NOPS
+} rt_opcode;
+typedef enum { RT_K_SOURCE, RT_K_COMPUTE, RT_K_COMM } rt_opclass;
+typedef struct rt_opinfo {
+    const char *name;
+    int min_in, max_in;            /* operands; past min_in they are optional */
+    rt_opclass cls;
+} rt_opinfo;
+extern const rt_opinfo rt_ops[RT_NOPS];
+int rt_op_lookup(const char *name); /* the opcode called name, or -1 */
+/* Elementwise ops whose result may take an operand's memory (same type). */
+bool rt_op_in_place(int op);
+struct rt_instr;
+/* Whether operand i of instruction `in`, at arena offset in_off, and its
+ * result, at out_off, are a view of one another: an extract's result that
+ * is its columns of a one-row bucket [1, M], or an insert's value (i = 1)
+ * that already lies in its columns of the one-row bucket it makes. Then
+ * there is nothing to copy. */
+bool rt_bucket_view(const struct rt_instr *in, int i, int64_t in_off, int64_t out_off);
+
+/* What an all_reduce computes (its `dim` field; sum, 0, in plans from
+ * before the field had a meaning). */
+typedef enum { RT_REDUCE_SUM, RT_REDUCE_MAX, RT_NREDUCE } rt_reduce;
+
+typedef struct rt_instr {
+    uint16_t op;                   /* rt_opcode */
+    uint8_t nin;                   /* rt_ops[op].min_in .. max_in */
+    int32_t in[RT_MAX_IN];         /* operand buffers */
+    rt_type in_t[RT_MAX_IN];
+    int32_t out;                   /* result buffer; -1 for a send (no result) */
+    rt_type out_t;
+    /* attributes; each op reads the ones plan_ops.def names, the rest are 0 */
+    int32_t io;                    /* input, param: index into rt_plan.io */
+    double value;                  /* const */
+    int64_t axis;                  /* 0..rank-1 of in_t[0] */
+    uint8_t keepdims, causal;
+    double eps;
+    uint8_t nlist;                 /* transpose: the permutation */
+    int64_t list[RT_MAX_RANK];
+    int64_t dim, dim2;             /* slice and collectives; send, recv: the peer stage;
+                                    * all_reduce: the operation, rt_reduce;
+                                    * check_ids, check_labels: the bound */
+    uint8_t naxes;                 /* slice and collectives: mesh axes, major first */
+    uint8_t axes[RT_MAX_AXES];
+    double lr, momentum, beta1, beta2, wd; /* optimizer updates (plan_ops.def) */
+    int64_t offset;                /* insert, extract: the first column in the bucket */
+    int32_t line, col;             /* the op's place in rt_plan.source (1-based;
+                                    * line 0: none), for messages */
+} rt_instr;
+
+/* A rank's buffers lie in one arena it allocates once (the compiler's
+ * memory plan): buffer b is buf_bytes[b] bytes at buf_offset[b]. Buffers
+ * that are never live at once may share bytes; an instruction's result
+ * never overlaps an operand, except exactly, of the same type, for the ops
+ * rt_op_in_place allows (each element is read before it is written), and
+ * where one is the other's columns in a one-row bucket (rt_bucket_view:
+ * nothing to copy). */
+#define RT_ALIGN 256
+typedef struct rt_program {
+    int64_t arena_bytes;
+    int32_t nbuf;
+    int64_t *buf_offset;           /* nbuf offsets, multiples of RT_ALIGN */
+    int64_t *buf_bytes;            /* nbuf sizes; a buffer may serve several values */
+    int32_t ninstr;
+    rt_instr *instr;
+} rt_program;
+
+/* STATE: optimizer state and the step count; kept across steps and saved
+ * with the params, made by its init, never trained. */
+typedef enum { RT_IO_INPUT, RT_IO_PARAM, RT_IO_OUTPUT, RT_IO_STATE } rt_io_kind;
+/* RT_INIT_PARAM (format 4): a state made from a param, converted to the
+ * state's dtype (the f32 master copy of a bf16 or f16 param): the param's
+ * own source (bound tensor, file, or its initializer from the seed) read
+ * in the state's box. */
+typedef enum {
+    RT_INIT_NONE,
+    RT_INIT_ZEROS,
+    RT_INIT_ONES,
+    RT_INIT_NORMAL,
+    RT_INIT_UNIFORM,
+    RT_INIT_PARAM,
+} rt_init_kind;
+
+/* Per dimension the mesh axes splitting it (major first), plus the axes over
+ * which the value is partial (outputs never are). */
+typedef struct rt_sharding {
+    uint8_t naxes[RT_MAX_RANK];
+    uint8_t axes[RT_MAX_RANK][RT_MAX_AXES];
+    uint16_t partial;
+} rt_sharding;
+
+/* One tensor of the I/O table, held by the ranks of one stage. A name may
+ * have one entry on each of several stages (an input the first and the
+ * last stage read, the step count every stage keeps): they stand for one
+ * tensor, so they agree on kind, type, sharding and init (an output has
+ * one entry). No sharding names the pipeline axis. */
+typedef struct rt_io {
+    uint8_t kind;                  /* rt_io_kind */
+    char *name;                    /* the safetensors name (LANGUAGE.md §8) */
+    rt_type type;                  /* global shape */
+    rt_sharding sh;
+    uint8_t init;                  /* params, and inputs made from the seed when
+                                    * absent: rt_init_kind */
+    double init_a, init_b;         /* normal: a = std; uniform: [a, b) */
+    char *init_param;              /* RT_INIT_PARAM: the param's name; else NULL */
+    int32_t stage;                 /* the stage whose program holds it */
+    int32_t buffer;                /* outputs: the buffer with the local shard;
+                                    * params and states: the buffer their source
+                                    * instruction fills (kept across runs);
+                                    * inputs: -1 */
+    int32_t update;                /* params and states of a training step: the
+                                    * buffer holding the value that replaces the
+                                    * local shard after each run (same local
+                                    * type); -1: none (inference, inputs, outputs) */
+} rt_io;
+
+/* Kernels (codegen/cuda.c). A module is compiled code: a cubin per
+ * architecture and PTX for the newest, defining one extern "C" __global__
+ * function, its entry. A kernel is one fused group of passes/fuse.h in a
+ * stage's program, run by a module's entry; kernels whose code is the same
+ * but for names (a transformer's layers) share one module. A kernel
+ * stands for the instructions instr[] (ascending; the last, its anchor, is
+ * where it runs): a GPU backend launches it at the anchor with its
+ * geometry and skips the others, since running the group there computes
+ * what the instructions compute in order (the compiler keeps every buffer
+ * the kernel reads or writes live until the anchor). The CPU backend runs
+ * the instructions and ignores the kernels. The parameters are device
+ * pointers into the rank's arena: the nin buffers it reads, then the nout
+ * it writes, each with the type of the value the instructions read or
+ * make there.
+ *
+ * A matmul kernel (strategy RT_KS_MATMUL, format 4) is no module's: it is
+ * one cuBLASLt call with an epilogue. Its first instruction is a matmul;
+ * each later one reads the one before it (its result, of the matmul's
+ * result type) and is an add of a bias (RT_EPI_BIAS: the other operand
+ * of the result's dtype and last dim, every other dim 1; the matmul's B
+ * a matrix, not a vector), an add of a
+ * residual (RT_EPI_RESIDUAL: the other operand of the result's type), or,
+ * last, a relu or gelu (tanh approximation); at most one of each, and
+ * `epilogue` holds exactly the bits the instructions make. module is -1,
+ * grid, block and shared_bytes are 0; the parameters are the matmul's two
+ * operands, then the bias and the residual where there are, then the last
+ * instruction's result (nout 1), which overlaps none of the others (but
+ * may be the residual's very buffer). cuBLASLt computes
+ * act(A B + C + bias), C the residual (beta 1), which is what the
+ * instructions compute in order, up to rounding. */
+typedef enum {
+    RT_KS_ELEMENTWISE, RT_KS_ROW, RT_KS_COLUMN, RT_KS_SINGLE_BLOCK, RT_KS_MATMUL,
+    RT_NKSTRATEGIES
+} rt_kernel_strategy;
+/* A matmul kernel's epilogue, bits. */
+enum { RT_EPI_BIAS = 1, RT_EPI_RESIDUAL = 2, RT_EPI_RELU = 4, RT_EPI_GELU = 8, RT_EPI_ALL = 15 };
+#define RT_MAX_KPARAMS 256         /* pointer parameters of one kernel */
+#define RT_MAX_BLOCK 1024          /* threads per block */
+#define RT_MAX_SHARED (1 << 20)    /* dynamic shared bytes (devices have less) */
+
+typedef struct rt_image {
+    char *arch;                    /* a cubin's: "sm_80" (compute capability 8.0);
+                                    * the PTX's: "compute_90" (a virtual architecture) */
+    uint8_t *data;                 /* a cubin (ELF), or PTX text NUL-terminated */
+    size_t len;                    /* >= 1; PTX: without the NUL */
+} rt_image;
+
+typedef struct rt_module {
+    char *entry;                   /* the __global__ function: "k3_add_gelu" */
+    int32_t ncubin;                /* >= 1 */
+    rt_image *cubin;               /* one per architecture, distinct */
+    rt_image ptx;                  /* for the newest: JIT-compiled on later devices */
+} rt_module;
+
+typedef struct rt_kernel {
+    int32_t stage;                 /* the program it belongs to */
+    char *name;                    /* the group's: "k17_add_gelu" */
+    int32_t module;                /* the code it runs: an index in rt_plan.module;
+                                    * -1 for a matmul kernel */
+    uint8_t strategy;              /* rt_kernel_strategy */
+    uint8_t epilogue;              /* RT_KS_MATMUL: RT_EPI_* bits; else 0 */
+    int64_t grid;                  /* blocks along x (y, z: 1) */
+    int32_t block;                 /* threads per block along x */
+    int32_t shared_bytes;          /* dynamic shared memory per block */
+    int32_t nin, nout;             /* parameters: nin read, then nout written */
+    int32_t *param;                /* nin + nout buffers of the stage's program */
+    rt_type *param_t;              /* the type each is read or written as */
+    int32_t ninstr;                /* >= 1 */
+    int32_t *instr;                /* instruction indices, ascending; the last is the anchor */
+} rt_kernel;
+
+typedef struct rt_plan {
+    int32_t naxes;                 /* mesh; 0 is a single rank */
+    char *axis_name[RT_MAX_AXES];
+    int64_t axis_size[RT_MAX_AXES];
+    int32_t stage_axis;            /* pipeline axis, or -1 */
+    int32_t nstages;               /* >= 1 */
+    rt_program *stage;
+    int32_t nio;
+    rt_io *io;
+    int32_t loss;                  /* training: the output entry holding the loss
+                                    * (a floating-point scalar); -1: inference */
+    int32_t nmodules;              /* 0 for a CPU-only plan; each used by a kernel */
+    rt_module *module;
+    int32_t nkernels;
+    rt_kernel *kernel;
+    char *report;                  /* JSON text, NUL-terminated; may be "" */
+    size_t report_len;
+    char *source;                  /* the model's file as the compiler was given
+                                    * it, for messages; may be NULL or "" */
+    void *mem_;                    /* owned memory (rt_plan_free) */
+} rt_plan;
+
+int64_t rt_plan_ranks(const rt_plan *p);
+/* Coordinates of rank r (row-major over the axes, first axis major). */
+void rt_plan_coords(const rt_plan *p, int64_t r, int64_t coord[RT_MAX_AXES]);
+
+/* Writes the file form into *out (malloc'd; free()), *len its size. */
+bool rt_plan_write(const rt_plan *p, uint8_t **out, size_t *len, char *err, size_t errlen);
+/* Reads and validates a plan from bytes; NULL with a message in err
+ * ("truncated file: ...", "checksum mismatch in section PROG (stage 0): the
+ * file is corrupt", ...). Fields past a count (dims past the rank, operands
+ * past nin) are not stored and read back as 0. what
+ * names the source in messages (a file name). Never reads out of bounds. */
+rt_plan *rt_plan_read(const uint8_t *data, size_t len, const char *what, char *err, size_t errlen);
+/* Frees a plan that rt_plan_read (or rt_plan_load) made; NULL is a no-op. */
+void rt_plan_free(rt_plan *p);
+/* "model.sh:12:5: " when instruction in has a place in p's source, else
+ * "" (into buf): the prefix of a message about it. */
+const char *rt_instr_where(const rt_plan *p, const rt_instr *in, char *buf, size_t size);
+/* Reads a whole plan file and rt_plan_read's it; NULL with err naming the
+ * file on failure (runtime/plan/plan_file.c). */
+rt_plan *rt_plan_load(const char *path, char *err, size_t errlen);
+/* The checks rt_plan_read runs after decoding: indices in range, types that
+ * fit their buffers, each instruction's shapes consistent for its op
+ * (rt_instr_check), I/O entries consistent with the programs. */
+bool rt_plan_validate(const rt_plan *p, char *err, size_t errlen);
+/* Shape rules of one instruction (local shapes), so kernels can trust them. */
+bool rt_instr_check(const rt_plan *p, const rt_instr *in, char *err, size_t errlen);
+/* For each I/O entry i of a validated plan, first[i] (nio entries): the
+ * lowest index of the entries with its name in its namespace (outputs, or
+ * inputs, params and states), i itself when there is no
+ * other; those entries stand for one tensor. false when out of memory. */
+bool rt_plan_io_first(const rt_plan *p, int32_t *first);
+
+/* The compute capability an architecture name stands for: "sm_80" and
+ * "compute_80" give 80; -1 for a name not of that form ("sm_" or
+ * "compute_" then 2 or 3 digits, 10 or more). */
+int rt_arch_number(const char *name);
+/* The name of a strategy: "elementwise", "row", "column", "single block",
+ * "matmul". */
+const char *rt_kernel_strategy_name(int strategy);
+
+#endif

@@ -1,0 +1,114 @@
+/* plan_base.c: the small pieces of plan.h every part of the runtime uses:
+ * dtypes, types, the op table, rank coordinates. */
+#include "runtime/plan/plan.h"
+#include <stdio.h>
+#include <string.h>
+
+static const char *const dtype_names[RT_NDTYPES] = {"f32", "f16", "bf16", "i32"};
+static const int dtype_sizes[RT_NDTYPES] = {4, 2, 2, 4};
+
+const char *rt_dtype_name(int dtype)
+{
+    return dtype >= 0 && dtype < RT_NDTYPES ? dtype_names[dtype] : "?";
+}
+
+int rt_dtype_size(int dtype)
+{
+    return dtype >= 0 && dtype < RT_NDTYPES ? dtype_sizes[dtype] : 0;
+}
+
+int64_t rt_type_numel(const rt_type *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank && i < RT_MAX_RANK; i++)
+        n *= t->dim[i];
+    return n;
+}
+
+int64_t rt_type_bytes(const rt_type *t)
+{
+    return rt_type_numel(t) * rt_dtype_size(t->dtype);
+}
+
+const char *rt_type_str(const rt_type *t, char *buf, size_t size)
+{
+    size_t k = (size_t)snprintf(buf, size, "%s[", rt_dtype_name(t->dtype));
+    for (int i = 0; i < t->rank && i < RT_MAX_RANK && k < size; i++)
+        k += (size_t)snprintf(buf + k, size - k, "%s%lld", i ? ", " : "", (long long)t->dim[i]);
+    if (k < size)
+        snprintf(buf + k, size - k, "]");
+    return buf;
+}
+
+const rt_opinfo rt_ops[RT_NOPS] = {
+#define X(e, name, min_in, max_in, cls) {name, min_in, max_in, cls},
+#include "runtime/plan/plan_ops.def"
+#undef X
+};
+
+int rt_op_lookup(const char *name)
+{
+    for (int i = 0; i < RT_NOPS; i++)
+        if (strcmp(rt_ops[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+bool rt_op_in_place(int op)
+{
+    switch (op) {
+    case RT_OP_ADD: case RT_OP_SUB: case RT_OP_MUL: case RT_OP_DIV: case RT_OP_MAX:
+    case RT_OP_MIN: case RT_OP_POW: case RT_OP_GT: case RT_OP_EQ: case RT_OP_GELU_GRAD:
+    case RT_OP_SILU_GRAD:
+    case RT_OP_NEG: case RT_OP_ABS: case RT_OP_RELU: case RT_OP_GELU: case RT_OP_SILU:
+    case RT_OP_TANH: case RT_OP_SIGMOID: case RT_OP_EXP: case RT_OP_LOG: case RT_OP_SQRT:
+    case RT_OP_RSQRT:
+    case RT_OP_MOMENTUM: case RT_OP_SGD: case RT_OP_ADAM_M: case RT_OP_ADAM_V:
+    case RT_OP_ADAMW:
+    case RT_OP_INSERT: /* over its bucket: the rest of it is already in place */
+    case RT_OP_ALL_REDUCE: /* as NCCL and MPI allow (comm.h) */
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool rt_bucket_view(const rt_instr *in, int i, int64_t in_off, int64_t out_off)
+{
+    const rt_type *b = &in->in_t[0];
+    /* asked before the plan's check of the offset (the memory rule comes
+     * first), so an offset outside the bucket is no view, not an overflow */
+    if (b->rank != 2 || b->dim[0] != 1 || in->offset < 0 || in->offset > b->dim[1])
+        return false;
+    int64_t at = in->offset * rt_dtype_size(b->dtype);
+    if (in->op == RT_OP_EXTRACT)
+        return i == 0 && out_off == in_off + at;
+    return in->op == RT_OP_INSERT && i == 1 && in_off == out_off + at;
+}
+
+int64_t rt_plan_ranks(const rt_plan *p)
+{
+    int64_t n = 1;
+    for (int a = 0; a < p->naxes; a++)
+        n *= p->axis_size[a];
+    return n;
+}
+
+void rt_plan_coords(const rt_plan *p, int64_t r, int64_t coord[RT_MAX_AXES])
+{
+    for (int a = p->naxes - 1; a >= 0; a--) {
+        coord[a] = r % p->axis_size[a];
+        r /= p->axis_size[a];
+    }
+    for (int a = p->naxes; a < RT_MAX_AXES; a++)
+        coord[a] = 0;
+}
+
+const char *rt_instr_where(const rt_plan *p, const rt_instr *in, char *buf, size_t size)
+{
+    if (p->source && *p->source && in->line > 0)
+        snprintf(buf, size, "%s:%d:%d: ", p->source, (int)in->line, (int)in->col);
+    else if (size)
+        buf[0] = 0;
+    return buf;
+}

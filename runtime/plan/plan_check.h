@@ -1,0 +1,62 @@
+/* plan_check.h: what the plan's checker shares between its files
+ * (plan_rules.c, plan_validate.c, plan_io.c); private to runtime/plan/. */
+#ifndef SHARDC_RT_PLAN_CHECK_H
+#define SHARDC_RT_PLAN_CHECK_H
+#include "runtime/plan/plan.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+enum {
+    TYPE_LEN = 200, /* "bf16[" + 8 x (", " + 20 digits) + "]" fits */
+    MSG_LEN = 1024, /* an inner message before a prefix is added */
+};
+
+#if defined(__GNUC__)
+#define PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PRINTF(f, a)
+#endif
+
+static inline bool rt_plan_fail(char *err, size_t errlen, const char *fmt, ...) PRINTF(3, 4);
+
+/* Writes the message and returns false, so a check reads
+ * `return rt_plan_fail(...)`. */
+static inline bool rt_plan_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return false;
+}
+
+/* f32, f16 or bf16. */
+bool rt_check_float_dtype(int dtype);
+/* Same dtype, rank and dims. */
+bool rt_type_eq(const rt_type *a, const rt_type *b);
+/* "f32[4, 8]" in buf, returned. */
+const char *rt_type_text(char buf[TYPE_LEN], const rt_type *t);
+/* A type the runtime can hold: known dtype, rank 0..8, dims >= 1, a byte
+ * count that fits in int64. what names it in the message. */
+bool rt_check_type(const rt_type *t, const char *what, char *err, size_t errlen);
+/* The size of mesh axis ax, checked against the mesh (rt_instr_check may
+ * run on a plan whose mesh was never validated). */
+bool rt_check_axis_size(const rt_plan *p, int ax, int64_t *size, char *err, size_t errlen);
+/* The local shard of an I/O entry's global type, the type and sharding
+ * checked on the way (plan_rules.c). */
+bool rt_io_local(const rt_plan *p, const rt_io *io, rt_type *local, char *err, size_t errlen);
+/* The number of ranks an instruction's mesh axes span: 1 to 8 axes, in
+ * range, distinct. */
+bool rt_check_group_size(const rt_plan *p, const rt_instr *in, int64_t *g, char *err,
+                         size_t errlen);
+/* Whether op makes its result from an I/O entry (param, input, state). */
+bool rt_is_io_source(int op);
+/* The opcode, the operand count, the types of the operands and the
+ * result, and the list and axis counts every instruction stores. */
+bool rt_check_operands(const rt_instr *in, char *err, size_t errlen);
+
+#endif

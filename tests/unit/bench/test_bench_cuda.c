@@ -1,0 +1,415 @@
+/* test_bench_cuda.c: the parts of bench/bench_cuda that need no GPU
+ * (bench/bench_cuda.h): on a small plan built by hand, the bytes each
+ * kernel moves, the FLOPs of each matmul, the class and the launches
+ * chosen (the same launch counted once), the id bounds, the data, and the
+ * report's rows and summary against values computed by hand. Then, where
+ * NVRTC is, a real training plan with an embedding and a cross_entropy:
+ * every kernel and matmul is in exactly one launch and the ids get the
+ * table's rows and the classes as bounds. bench_cuda's no-GPU exit is
+ * bench/bench_cuda_no_gpu.sh (ctest bench/bench_cuda-no-gpu). */
+#include "bench/bench_cuda_lib.c"
+#include "support/support.h"
+
+#include "runtime/cuda/nvrtc.h"
+#include "api/api_internal.h"
+#include "check.h"
+
+#include <math.h>
+
+enum { NBUF = 16, NINSTR = 16, NKERN = 6 };
+
+/* The hand-built plan: one stage, buffers 0..15, these instructions. */
+typedef struct hand {
+    rt_plan p;
+    rt_program g;
+    rt_instr in[NINSTR];
+    rt_kernel k[NKERN];
+    int64_t off[NBUF], bytes[NBUF];
+    int32_t param[NKERN][4], instr[NKERN][2];
+    rt_type pt[NKERN][4];
+} hand;
+
+static rt_type ty(int dtype, int rank, int64_t d0, int64_t d1, int64_t d2)
+{
+    rt_type t = {.dtype = (uint8_t)dtype, .rank = (uint8_t)rank, .dim = {d0, d1, d2}};
+    return t;
+}
+
+static void instr(hand *h, int i, int op, int out, rt_type out_t, int a, int b)
+{
+    rt_instr *in = &h->in[i];
+    memset(in, 0, sizeof *in);
+    in->op = (uint16_t)op;
+    in->nin = (uint8_t)rt_ops[op].min_in;
+    in->out = out;
+    in->out_t = out_t;
+    int src[2] = {a, b};
+    for (int j = 0; j < in->nin && j < 2; j++) {
+        in->in[j] = src[j];
+        in->in_t[j] = h->in[src[j]].out_t; /* buffer b is made by instruction b */
+    }
+}
+
+static void kernel(hand *h, int i, const char *name, int strategy, int module, int nin,
+                   int nout, const int *params, int ninstr, const int *instrs)
+{
+    rt_kernel *k = &h->k[i];
+    memset(k, 0, sizeof *k);
+    k->name = (char *)name;
+    k->strategy = (uint8_t)strategy;
+    k->module = module;
+    k->grid = 128;
+    k->block = 256;
+    k->nin = nin;
+    k->nout = nout;
+    k->param = h->param[i];
+    k->param_t = h->pt[i];
+    for (int j = 0; j < nin + nout; j++) {
+        h->param[i][j] = params[j];
+        h->pt[i][j] = h->in[params[j]].out_t;
+    }
+    k->ninstr = ninstr;
+    k->instr = h->instr[i];
+    for (int j = 0; j < ninstr; j++)
+        h->instr[i][j] = instrs[j];
+}
+
+/*  0 x = input f32[256, 1024]       1 w = param f32[1024, 512]
+ *  2 b = param f32[512]             3 matmul(x, w)  f32[256, 512]
+ *  4 add(3, b)                      5 gelu(4)
+ *  6 ids = input i32[8, 8]          7 copy(ids) i32[64]
+ *  8 table = param f32[100, 64]     9 embedding(table, 7) f32[64, 64]
+ * 10 gelu(5)                       11 w2 = param f32[4, 512, 128]
+ * 12 matmul(10, w2) f32[4, 256, 128] (no kernel)
+ * 13 labels = input i32[64]        14 cross_entropy(9, labels) f32[]
+ * 15 embedding_grad(7, 9) f32[100, 64]
+ * Kernels: k0 matmul 3, 4 (bias); k1 gelu 5; k2 copy+embedding; k3 gelu
+ * 10 (k1's launch again); k4 cross_entropy (single block); k5
+ * embedding_grad. */
+static void build(hand *h)
+{
+    memset(h, 0, sizeof *h);
+    instr(h, 0, RT_OP_INPUT, 0, ty(RT_F32, 2, 256, 1024, 0), 0, 0);
+    instr(h, 1, RT_OP_PARAM, 1, ty(RT_F32, 2, 1024, 512, 0), 0, 0);
+    instr(h, 2, RT_OP_PARAM, 2, ty(RT_F32, 1, 512, 0, 0), 0, 0);
+    instr(h, 3, RT_OP_MATMUL, 3, ty(RT_F32, 2, 256, 512, 0), 0, 1);
+    instr(h, 4, RT_OP_ADD, 4, ty(RT_F32, 2, 256, 512, 0), 3, 2);
+    instr(h, 5, RT_OP_GELU, 5, ty(RT_F32, 2, 256, 512, 0), 4, 0);
+    instr(h, 6, RT_OP_INPUT, 6, ty(RT_I32, 2, 8, 8, 0), 0, 0);
+    instr(h, 7, RT_OP_COPY, 7, ty(RT_I32, 1, 64, 0, 0), 6, 0);
+    instr(h, 8, RT_OP_PARAM, 8, ty(RT_F32, 2, 100, 64, 0), 0, 0);
+    instr(h, 9, RT_OP_EMBEDDING, 9, ty(RT_F32, 2, 64, 64, 0), 8, 7);
+    instr(h, 10, RT_OP_GELU, 10, ty(RT_F32, 2, 256, 512, 0), 5, 0);
+    instr(h, 11, RT_OP_PARAM, 11, ty(RT_F32, 3, 4, 512, 128), 0, 0);
+    instr(h, 12, RT_OP_MATMUL, 12, ty(RT_F32, 3, 4, 256, 128), 10, 11);
+    instr(h, 13, RT_OP_INPUT, 13, ty(RT_I32, 1, 64, 0, 0), 0, 0);
+    instr(h, 14, RT_OP_XENT, 14, ty(RT_F32, 0, 0, 0, 0), 9, 13);
+    instr(h, 15, RT_OP_EMBEDDING_GRAD, 15, ty(RT_F32, 2, 100, 64, 0), 7, 9);
+    kernel(h, 0, "k0_matmul_add", RT_KS_MATMUL, -1, 3, 1, (int[]){0, 1, 2, 4}, 2, (int[]){3, 4});
+    h->k[0].epilogue = RT_EPI_BIAS;
+    h->k[0].grid = h->k[0].block = 0;
+    kernel(h, 1, "k1_gelu", RT_KS_ELEMENTWISE, 0, 1, 1, (int[]){4, 5}, 1, (int[]){5});
+    kernel(h, 2, "k2_copy_embedding", RT_KS_ELEMENTWISE, 1, 2, 1, (int[]){8, 6, 9}, 2,
+           (int[]){7, 9});
+    kernel(h, 3, "k3_gelu", RT_KS_ELEMENTWISE, 0, 1, 1, (int[]){5, 10}, 1, (int[]){10});
+    kernel(h, 4, "k4_cross_entropy", RT_KS_SINGLE_BLOCK, 2, 2, 1, (int[]){9, 13, 14}, 1,
+           (int[]){14});
+    kernel(h, 5, "k5_embedding_grad", RT_KS_ELEMENTWISE, 3, 2, 1, (int[]){7, 9, 15}, 1,
+           (int[]){15});
+    h->g.nbuf = NBUF;
+    h->g.buf_offset = h->off;
+    h->g.buf_bytes = h->bytes;
+    h->g.ninstr = NINSTR;
+    h->g.instr = h->in;
+    h->p.nstages = 1;
+    h->p.stage_axis = -1;
+    h->p.stage = &h->g;
+    h->p.loss = -1;
+    h->p.nkernels = NKERN;
+    h->p.kernel = h->k;
+    h->p.nmodules = 4;
+}
+
+static void test_counts(const hand *h)
+{
+    /* k0: x 1 MiB + w 2 MiB + b 2 KiB + out 512 KiB */
+    CHECK_INT(bc_kernel_bytes(&h->k[0]), 1048576 + 2097152 + 2048 + 524288);
+    CHECK_INT(bc_kernel_bytes(&h->k[1]), 2 * 524288); /* exactly 1 MiB */
+    CHECK_INT(bc_kernel_bytes(&h->k[2]), 25600 + 256 + 16384);
+    CHECK_INT(bc_kernel_class(&h->p, &h->k[0]), BC_MATMUL);
+    CHECK_INT(bc_kernel_class(&h->p, &h->k[1]), BC_BANDWIDTH);
+    CHECK_INT(bc_kernel_class(&h->p, &h->k[2]), BC_SMALL);
+    CHECK_INT(bc_kernel_class(&h->p, &h->k[4]), BC_OTHER);
+    CHECK_INT(bc_kernel_class(&h->p, &h->k[5]), BC_OTHER);
+    bc_mm s;
+    CHECK(bc_matmul_shape(&h->in[3], &s));
+    CHECK(s.m == 256 && s.n == 512 && s.k == 1024 && s.batch == 1);
+    CHECK(bc_matmul_shape(&h->in[12], &s));
+    CHECK(s.m == 256 && s.n == 128 && s.k == 512 && s.batch == 4);
+    CHECK_INT(s.stride_a, 0); /* a has no batch dims: repeated */
+    CHECK_INT(s.stride_b, 512 * 128);
+    CHECK(!bc_matmul_shape(&h->in[4], &s));
+    CHECK(bc_matmul_flops(&h->in[3]) == 2.0 * 256 * 512 * 1024);
+    CHECK(bc_matmul_flops(&h->in[12]) == 2.0 * 256 * 128 * 512 * 4);
+    CHECK(bc_matmul_flops(&h->in[5]) == 0);
+    /* ids through the copy into the embedding: the table's 100 rows;
+     * labels: the logits' 64 classes; embedding_grad's ids: its 100 rows */
+    CHECK_INT(bc_id_bound(&h->p, &h->k[2], 6), 100);
+    CHECK_INT(bc_id_bound(&h->p, &h->k[4], 13), 64);
+    CHECK_INT(bc_id_bound(&h->p, &h->k[5], 7), 100);
+    CHECK_INT(bc_id_bound(&h->p, &h->k[1], 4), BC_ID_FREE);
+}
+
+static void test_select(const hand *h, bc_item **out, int *nout)
+{
+    bc_item *it = NULL;
+    int n = bc_select(&h->p, &it);
+    CHECK_INT(n, 6);
+    if (n != 6) {
+        free(it);
+        *out = NULL;
+        *nout = 0;
+        return;
+    }
+    /* the kernels in plan order (k3 is k1's launch), then the matmuls */
+    static const int kernel[] = {1, 2, 4, 5, 0, -1}, count[] = {2, 1, 1, 1, 1, 1};
+    static const int cls[] = {BC_BANDWIDTH, BC_SMALL, BC_OTHER, BC_OTHER, BC_MATMUL, BC_MATMUL};
+    for (int i = 0; i < n; i++) {
+        CHECK_INT(it[i].kernel, kernel[i]);
+        CHECK_INT(it[i].count, count[i]);
+        CHECK_INT(it[i].cls, cls[i]);
+    }
+    CHECK_INT(it[4].instr, 3);
+    CHECK_INT(it[5].instr, 12);
+    CHECK_INT(it[5].bytes, 524288 + 1048576 + 524288);
+    CHECK(it[5].flops == 134217728.0);
+    *out = it;
+    *nout = n;
+}
+
+static void test_fill(void)
+{
+    float f[1000];
+    uint16_t h[1000], b[1000];
+    int32_t ids[1000], again[1000];
+    rt_type t = ty(RT_F32, 1, 1000, 0, 0);
+    bc_fill(f, &t, 0, 7);
+    t.dtype = RT_F16;
+    bc_fill(h, &t, 0, 7);
+    t.dtype = RT_BF16;
+    bc_fill(b, &t, 0, 7);
+    int bad = 0;
+    for (int i = 0; i < 1000; i++) {
+        float x = f[i] * 128;
+        bad += !(f[i] >= 0.5f && f[i] < 1.0f) || x != floorf(x);
+        bad += su_f16_to_f32(h[i]) != f[i] || su_bf16_to_f32(b[i]) != f[i]; /* exact */
+    }
+    CHECK_INT(bad, 0);
+    t.dtype = RT_I32;
+    bc_fill(ids, &t, 100, 7);
+    bc_fill(again, &t, 100, 7);
+    int lo = 100, hi = -1;
+    for (int i = 0; i < 1000; i++) {
+        lo = ids[i] < lo ? ids[i] : lo;
+        hi = ids[i] > hi ? ids[i] : hi;
+    }
+    CHECK(lo == 0 && hi == 99); /* in range, and spread over it */
+    CHECK(!memcmp(ids, again, sizeof ids));
+    bc_fill(again, &t, 100, 8);
+    CHECK(memcmp(ids, again, sizeof ids) != 0);
+}
+
+static void test_strings(void)
+{
+    char buf[64];
+    CHECK_STR(bc_epilogue_name(0, buf, sizeof buf), "none");
+    CHECK_STR(bc_epilogue_name(RT_EPI_BIAS | RT_EPI_RESIDUAL | RT_EPI_GELU, buf, sizeof buf),
+              "bias+residual+gelu");
+    CHECK_STR(bc_epilogue_name(RT_EPI_RELU, buf, sizeof buf), "relu");
+    CHECK_STR(bc_bytes_str(1048576, buf, sizeof buf), "1.00 MiB");
+    CHECK_STR(bc_bytes_str(3LL << 29, buf, sizeof buf), "1.50 GiB");
+    CHECK_STR(bc_bytes_str(42240, buf, sizeof buf), "41.2 KiB");
+    CHECK_STR(bc_bytes_str(256, buf, sizeof buf), "256 B");
+}
+
+static bool has_line(const char *text, const char *line)
+{
+    const char *at = strstr(text, line);
+    bool ok = at && (at == text || at[-1] == '\n') && at[strlen(line)] == '\n';
+    if (!ok)
+        fprintf(stderr, "  missing line: %s\n", line);
+    return ok;
+}
+
+/* Times chosen by hand: k1 0.5 us (1 MiB: 2097.2 GB/s, 0.70 of 3000);
+ * k0 20 us against cuBLAS's 18 (2.68e8 FLOP: 13.4 and 14.9 TFLOP/s,
+ * 0.90); the lone matmul 10 against 12 (1.34e8: 13.4 and 11.2, 1.20). */
+static void test_report(hand *h, bc_item *it, int n)
+{
+    if (n != 6)
+        return;
+    it[0].us = 0.5;
+    it[1].us = it[2].us = it[3].us = 1.0;
+    it[4].us = 20, it[4].ref_us = 18;
+    it[5].us = 10, it[5].ref_us = 12;
+    bc_machine m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.gpu, sizeof m.gpu, "Test GPU");
+    m.cc = 90, m.sms = 132, m.mem_bytes = 141LL << 30, m.l2_bytes = 50 << 20;
+    m.cuda_driver = 12040, m.nvrtc_major = 13, m.cublaslt = 130001, m.repeat = 50;
+    m.copy_bytes = 1 << 30, m.copy_gbs = 3000, m.flush_bytes = 256 << 20;
+    snprintf(m.date, sizeof m.date, "2026-11-22 10:00 UTC");
+    bc_result r = {.model = "hand.sh", .mesh = "1", .plan = &h->p, .item = it, .nitems = n};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    bc_report(f, &m, &r, 1);
+    fclose(f);
+    CHECK(strstr(text, "GPU: Test GPU (sm_90, 132 SMs, 141.00 GiB, L2 50.00 MiB); CUDA "
+                       "driver API 12.4; NVRTC 13.0; cuBLASLt 130001. Date: 2026-11-22 10:00 "
+                       "UTC.") != NULL);
+    CHECK(strstr(text, "Copy bandwidth: **3000.0 GB/s** (cuMemcpyDtoDAsync of 1.00 GiB, the "
+                       "median of 50,") != NULL);
+    CHECK(has_line(text, "## hand.sh --mesh 1"));
+    CHECK(has_line(text, "Inference; 1 rank, 1 stage, 6 kernels; 6 launches timed (kernels and "
+                         "matmuls: the same launch in several places is timed once, x says how "
+                         "many)"));
+    CHECK(has_line(text, "| 0 | k1_gelu | elementwise | gelu | 2 | 128 x 256 | 1.00 MiB | 0.50 "
+                         "| 2097.2 | 0.70 | **below 0.85** |"));
+    CHECK(has_line(text, "| 0 | k2_copy_embedding | elementwise | copy, embedding | 1 | 128 x "
+                         "256 | 41.2 KiB | 1.00 | 42.2 | 0.01 |"));
+    CHECK(has_line(text, "| 0 | k0_matmul_add | 1 | 1 x 256 x 512 x 1024 | f32 | bias | 2.68e+08 "
+                         "| 20.00 | 13.4 | 18.00 | 14.9 | 0.90 | **below 0.95** |"));
+    CHECK(has_line(text, "| 0 | instruction 12 | 1 | 4 x 256 x 128 x 512 | f32 | none | "
+                         "1.34e+08 | 10.00 | 13.4 | 12.00 | 11.2 | 1.20 | ok |"));
+    CHECK(has_line(text, "- memory-bound kernels at >= 0.85 of the copy bandwidth: 0 of 1 "
+                         "launches (0 of 2 plan kernels)"));
+    CHECK(has_line(text, "- small kernels (under 1 MiB, not counted): 1; not memory-bound (not "
+                         "counted): 2"));
+    CHECK(has_line(text, "- matmuls at >= 0.95 of cuBLAS: 1 of 2 launches (1 of 2 in the "
+                         "plans)"));
+    CHECK(has_line(text, "| 0 | k4_cross_entropy | single block | cross_entropy | 1 | 128 x 256 "
+                         "| 16.3 KiB | 1.00 | 16.6 | 0.01 |"));
+    free(text);
+    /* a kernel running gelu twice names it once */
+    h->k[1].ninstr = 2;
+    h->instr[1][1] = 10;
+    f = open_memstream(&text, &len);
+    bc_report_plan(f, &r, m.copy_gbs);
+    fclose(f);
+    CHECK(has_line(text, "| 0 | k1_gelu | elementwise | gelu | 2 | 128 x 256 | 1.00 MiB | 0.50 "
+                         "| 2097.2 | 0.70 | **below 0.85** |"));
+    /* 0.4 us: 2621.4 GB/s, 0.87 of the copy: meets the goal */
+    it[0].us = 0.4;
+    bc_tally t;
+    memset(&t, 0, sizeof t);
+    bc_tally_add(&t, &r, m.copy_gbs);
+    CHECK(t.bw == 1 && t.bw_ok == 1 && t.bw_plan == 2 && t.bw_plan_ok == 2);
+    CHECK(t.small == 1 && t.other == 2 && t.mm == 2 && t.mm_ok == 1);
+    free(text);
+}
+
+/* ---- a real plan (needs NVRTC) ---- */
+
+static const char model[] =
+    "mesh dp\n"
+    "let B = 4, S = 8, D = 16, V = 32, C = 48\n"
+    "input  tokens  : i32[B, S]\n"
+    "input  targets : i32[B, S]\n"
+    "param  wte : f32[V, D] = normal(0.02)\n"
+    "param  w   : f32[D, C] = normal(0.02)\n"
+    "param  b   : f32[C]    = zeros\n"
+    "x      = embedding(wte, tokens)\n"
+    "logits = gelu(x @ w + b)\n"
+    "loss   = cross_entropy(logits, targets)\n"
+    "output loss\n"
+    "train loss with sgd(lr = 0.01)\n";
+
+/* The ops of kernel k include op. */
+static bool runs(const rt_plan *p, const rt_kernel *k, int op)
+{
+    for (int i = 0; i < k->ninstr; i++)
+        if (p->stage[k->stage].instr[k->instr[i]].op == op)
+            return true;
+    return false;
+}
+
+static void check_real(const rt_plan *p)
+{
+    bc_item *it = NULL;
+    int n = bc_select(p, &it);
+    CHECK(n > 0);
+    int kernels = 0, matmuls = 0, want_matmuls = 0;
+    for (int i = 0; i < n; i++) {
+        *(it[i].cls == BC_MATMUL ? &matmuls : &kernels) += it[i].count;
+        CHECK(it[i].cls != BC_MATMUL || it[i].flops > 0);
+    }
+    for (int i = 0; i < p->stage[0].ninstr; i++)
+        want_matmuls += p->stage[0].instr[i].op == RT_OP_MATMUL;
+    int want_kernels = 0, bounds = 0;
+    for (int k = 0; k < p->nkernels; k++) {
+        const rt_kernel *kr = &p->kernel[k];
+        want_kernels += kr->strategy != RT_KS_MATMUL;
+        for (int j = 0; j < kr->nin; j++) {
+            if (kr->param_t[j].dtype != RT_I32)
+                continue;
+            int64_t b = bc_id_bound(p, kr, kr->param[j]);
+            int64_t want = runs(p, kr, RT_OP_EMBEDDING) || runs(p, kr, RT_OP_EMBEDDING_GRAD) ? 32
+                           : runs(p, kr, RT_OP_XENT) || runs(p, kr, RT_OP_XENT_GRAD) ? 48
+                                                                                      : -1;
+            if (want > 0) {
+                CHECK_INT(b, want);
+                bounds++;
+            }
+        }
+    }
+    CHECK_INT(kernels, want_kernels);
+    CHECK_INT(matmuls, want_matmuls); /* each matmul once: in a kernel or alone */
+    CHECK(bounds >= 3); /* embedding, its grad, cross_entropy (and its grad) */
+    free(it);
+}
+
+static void test_real_plan(void)
+{
+    if (!rt_nvrtc_available()) {
+        printf("real plan: skipped (no NVRTC in this build)\n");
+        return;
+    }
+    shardc_options *opt = shardc_options_new();
+    shardc_program *prog = NULL;
+    char *e = NULL, err[512];
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    bool ok = shardc_options_set_archs(opt, "sm_90", &e) == SHARDC_OK &&
+              shardc_options_set_cache_dir(opt, getenv("SHARDC_CACHE_DIR"), &e) == SHARDC_OK &&
+              shardc_compile_string(opt, "tiny.sh", model, sizeof model - 1, &prog, &e) ==
+                  SHARDC_OK &&
+              api_program_plan(prog, &bytes, &len, &e) == SHARDC_OK;
+    rt_plan *p = ok ? rt_plan_read(bytes, len, "tiny.sh", err, sizeof err) : NULL;
+    if (!p)
+        fprintf(stderr, "  tiny.sh: %s\n", e ? e : err);
+    CHECK(p != NULL);
+    if (p)
+        check_real(p);
+    rt_plan_free(p);
+    free(bytes);
+    shardc_free(e);
+    shardc_program_free(prog);
+    shardc_options_free(opt);
+}
+
+int main(void)
+{
+    hand h;
+    build(&h);
+    test_counts(&h);
+    bc_item *it;
+    int n;
+    test_select(&h, &it, &n);
+    test_fill();
+    test_strings();
+    test_report(&h, it, n);
+    free(it);
+    test_real_plan();
+    return CHECK_DONE();
+}

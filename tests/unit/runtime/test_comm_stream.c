@@ -1,0 +1,144 @@
+/* test_comm_stream.c: where the cuda backend's compute stream waits for a
+ * collective, send or recv run on the comm stream (rt_nccl_wait_points,
+ * runtime/comm/comm_nccl.h), on the real plans of every example (compiled here,
+ * --arch none) on several meshes, against a brute-force check: a byte map
+ * of the arena holding the op's operand and result, and the steps after it
+ * scanned in order for the first whose instructions touch a marked byte.
+ * Each plan is checked with each instruction at its own step and with a
+ * made-up fusion (runs of compute instructions launched at the run's last
+ * one, as a kernel's group is at its anchor). */
+#include "shardc.h"
+#include "api/api_internal.h"
+#include "runtime/comm/comm_nccl.h"
+#include "check.h"
+
+#include <stdlib.h>
+
+/* The brute force: the first step j > c at which a non-comm instruction
+ * launched at j touches one of c's bytes; g->ninstr when none. */
+static int32_t brute_wait(const rt_program *g, const int32_t *launch_at, int c)
+{
+    const rt_instr *in = &g->instr[c];
+    size_t n = (size_t)g->arena_bytes + 1;
+    unsigned char *mark = calloc(n, 1);
+    if (!mark)
+        abort();
+    for (int k = 0; k < 2; k++) {
+        int32_t b = k == 0 ? (in->nin ? in->in[0] : -1) : in->out;
+        const rt_type *t = k == 0 ? &in->in_t[0] : &in->out_t;
+        for (int64_t x = 0; b >= 0 && x < rt_type_bytes(t); x++)
+            mark[g->buf_offset[b] + x] = 1;
+    }
+    int32_t found = g->ninstr;
+    for (int j = c + 1; j < g->ninstr && found == g->ninstr; j++)
+        for (int i = 0; i < g->ninstr && found == g->ninstr; i++) {
+            const rt_instr *o = &g->instr[i];
+            if (launch_at[i] != j || rt_ops[o->op].cls == RT_K_COMM)
+                continue;
+            for (int k = 0; k <= o->nin && found == g->ninstr; k++) {
+                int32_t b = k < o->nin ? o->in[k] : o->out;
+                const rt_type *t = k < o->nin ? &o->in_t[k] : &o->out_t;
+                for (int64_t x = 0; b >= 0 && x < rt_type_bytes(t); x++)
+                    if (mark[g->buf_offset[b] + x]) {
+                        found = j;
+                        break;
+                    }
+            }
+        }
+    free(mark);
+    return found;
+}
+
+/* A made-up fusion: each run of up to 3 consecutive compute instructions
+ * launched at its last one. */
+static void fake_kernels(const rt_program *g, int32_t *launch_at)
+{
+    for (int i = 0; i < g->ninstr;) {
+        int end = i;
+        while (end + 1 < g->ninstr && end - i < 2 &&
+               rt_ops[g->instr[end + 1].op].cls == RT_K_COMPUTE &&
+               rt_ops[g->instr[i].op].cls == RT_K_COMPUTE)
+            end++;
+        for (int k = i; k <= end; k++)
+            launch_at[k] = end;
+        i = end + 1;
+    }
+}
+
+static int ncomm, nearly; /* over every plan: comm ops, and those waited for before the end */
+
+static void check_program(const rt_program *g, const int32_t *launch_at, const char *what)
+{
+    int32_t *wait = calloc((size_t)g->ninstr + 1, sizeof *wait);
+    if (!wait)
+        abort();
+    rt_nccl_wait_points(g, launch_at, wait);
+    int32_t *ident = calloc((size_t)g->ninstr + 1, sizeof *ident);
+    for (int i = 0; i < g->ninstr; i++)
+        ident[i] = launch_at ? launch_at[i] : i;
+    for (int c = 0; c < g->ninstr; c++) {
+        if (rt_ops[g->instr[c].op].cls != RT_K_COMM) {
+            CHECK_INT(wait[c], -1);
+            continue;
+        }
+        int32_t want = brute_wait(g, ident, c);
+        if (wait[c] != want)
+            fprintf(stderr, "  %s: instruction %d (%s)\n", what, c, rt_ops[g->instr[c].op].name);
+        CHECK_INT(wait[c], want);
+        ncomm++;
+        nearly += want < g->ninstr;
+    }
+    free(ident);
+    free(wait);
+}
+
+static void check_example(const char *example, const char *mesh)
+{
+    char path[4200], what[256];
+    snprintf(path, sizeof path, "%s/examples/%s", check_repo_dir(), example);
+    shardc_options *opt = shardc_options_new();
+    shardc_program *prog = NULL;
+    shardc_plan *plan = NULL;
+    char *e = NULL;
+    CHECK(shardc_options_set_mesh(opt, mesh, &e) == SHARDC_OK);
+    CHECK(shardc_options_set_archs(opt, "none", &e) == SHARDC_OK);
+    CHECK(shardc_compile_file(opt, path, &prog, &e) == SHARDC_OK);
+    CHECK(prog && shardc_program_plan(prog, &plan, &e) == SHARDC_OK);
+    if (e)
+        fprintf(stderr, "%s --mesh %s: %s\n", example, mesh, e);
+    for (int st = 0; plan && st < plan->p->nstages; st++) {
+        const rt_program *g = &plan->p->stage[st];
+        int32_t *launch = calloc((size_t)g->ninstr + 1, sizeof *launch);
+        snprintf(what, sizeof what, "%s --mesh %s stage %d", example, mesh, st);
+        rt_nccl_launch_steps(plan->p, st, launch);
+        for (int i = 0; i < g->ninstr; i++) /* --arch none: no kernels */
+            CHECK_INT(launch[i], i);
+        check_program(g, NULL, what);
+        fake_kernels(g, launch);
+        check_program(g, launch, what);
+        free(launch);
+    }
+    shardc_free(e);
+    shardc_plan_free(plan);
+    shardc_program_free(prog);
+    shardc_options_free(opt);
+}
+
+int main(void)
+{
+    static const struct {
+        const char *example, *mesh;
+    } runs[] = {
+        {"mlp.sh", "2x2"},         {"mlp.sh", "4x1"},         {"mlp.sh", "1x2"},
+        {"transformer.sh", "2x2"}, {"transformer.sh", "1x4"}, {"pipeline.sh", "2x2x2"},
+        {"pipeline.sh", "1x4x1"},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++)
+        check_example(runs[i].example, runs[i].mesh);
+    /* the plans have collectives, and some are needed before the end */
+    printf("%d communication instructions, %d waited for before the end of the step\n", ncomm,
+           nearly);
+    CHECK(ncomm > 20);
+    CHECK(nearly > 0);
+    return CHECK_DONE();
+}

@@ -1,0 +1,133 @@
+/* test_cuda_backend.c: what of the cuda backend runs without a GPU.
+ *
+ * - shardc_backend_check and shardc_session_new report a machine without
+ *   a usable CUDA driver or a GPU with their own status,
+ *   SHARDC_ERR_NO_GPU, and "no usable CUDA driver: ..." or "no CUDA
+ *   device: ..." (checked only where rt_cu_probe finds no GPU: on a GPU
+ *   machine tests/gpu/run.sh tests the backend itself); an unknown backend
+ *   is a usage error.
+ * - rt_cuda_check_plan refuses a plan without kernels (--arch none) and a
+ *   matmul whose batch dimensions broadcast partly (which cuBLASLt's
+ *   strided batches cannot express), naming the first instruction it
+ *   cannot run (unit/test_plan_cuda checks that it takes every example's
+ *   plan with kernels). Neither needs NVRTC. */
+#include "shardc.h"
+#include "runtime/exec/cuda.h"
+#include "runtime/cuda/cuda_driver.h"
+#include "check.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static char tmpdir[] = "/tmp/test_cuda_backend.XXXXXX";
+
+/* The plan of examples/file (text NULL) or of text, on mesh. */
+static rt_plan *compile(const char *file, const char *text, const char *mesh, const char *archs)
+{
+    char path[4200], out[4300], err[1024];
+    snprintf(path, sizeof path, "%s/examples/%s", check_repo_dir(), file);
+    snprintf(out, sizeof out, "%s/plan", tmpdir);
+    shardc_options *opt = shardc_options_new();
+    shardc_program *prog = NULL;
+    char *e = NULL;
+    bool ok = shardc_options_set_mesh(opt, mesh, &e) == SHARDC_OK &&
+              shardc_options_set_archs(opt, archs, &e) == SHARDC_OK &&
+              shardc_options_set_cache_dir(opt, getenv("SHARDC_CACHE_DIR"), &e) == SHARDC_OK &&
+              (text ? shardc_compile_string(opt, file, text, strlen(text), &prog, &e)
+                    : shardc_compile_file(opt, path, &prog, &e)) == SHARDC_OK &&
+              shardc_program_save_plan(prog, out, &e) == SHARDC_OK;
+    rt_plan *p = ok ? rt_plan_load(out, err, sizeof err) : NULL;
+    if (!p)
+        fprintf(stderr, "  %s on %s: %s\n", file, mesh, e ? e : err);
+    CHECK(p != NULL);
+    unlink(out);
+    shardc_free(e);
+    shardc_program_free(prog);
+    shardc_options_free(opt);
+    return p;
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+    return s && !strncmp(s, prefix, strlen(prefix));
+}
+
+/* No driver or no GPU: the API's own status and the probe's message. */
+static void test_no_gpu(void)
+{
+    char probe[512], *e = NULL;
+    if (rt_cu_probe(probe, sizeof probe) == RT_CU_OK) {
+        printf("a GPU is here: the checks of a machine without one are skipped\n");
+        return;
+    }
+    CHECK(starts(probe, "no usable CUDA driver: ") || starts(probe, "no CUDA device: "));
+    CHECK_INT(shardc_backend_check("cuda", &e), SHARDC_ERR_NO_GPU);
+    CHECK_STR(e, probe);
+    shardc_free(e);
+
+    char path[4200];
+    snprintf(path, sizeof path, "%s/examples/mlp.sh", check_repo_dir());
+    shardc_options *opt = shardc_options_new();
+    shardc_program *prog = NULL;
+    shardc_plan *plan = NULL;
+    shardc_session *s = NULL;
+    CHECK(shardc_options_set_archs(opt, "none", &e) == SHARDC_OK);
+    CHECK(shardc_compile_file(opt, path, &prog, &e) == SHARDC_OK);
+    CHECK(prog && shardc_program_plan(prog, &plan, &e) == SHARDC_OK);
+    shardc_session_config cfg = {.backend = "cuda"};
+    CHECK_INT(plan ? (int)shardc_session_new(plan, &cfg, &s, &e) : -1, SHARDC_ERR_NO_GPU);
+    CHECK(s == NULL);
+    CHECK_STR(e, probe);
+    shardc_free(e);
+    shardc_plan_free(plan);
+    shardc_program_free(prog);
+    shardc_options_free(opt);
+}
+
+static void test_backend_names(void)
+{
+    char *e = NULL;
+    CHECK_INT(shardc_backend_check(NULL, &e), SHARDC_OK);
+    CHECK(e == NULL);
+    CHECK_INT(shardc_backend_check("cpu", &e), SHARDC_OK);
+    CHECK_INT(shardc_backend_check("tpu", &e), SHARDC_ERR_USAGE);
+    CHECK_STR(e, "unknown backend 'tpu' (cpu, cuda)");
+    shardc_free(e);
+}
+
+static void test_plans(void)
+{
+    char err[1024] = "";
+    rt_plan *p = compile("mlp.sh", NULL, "2x2", "none");
+    if (p) {
+        CHECK_INT(rt_cuda_check_plan(p, err, sizeof err), -1);
+        /* named by its place in the model, then in the plan */
+        CHECK(strstr(err, "examples/mlp.sh:12:20: stage 0, instruction 6 (add): no kernel of "
+                          "the plan runs it, and the cuda backend has none of its own for it "
+                          "(the plan has no kernels: was it compiled with --arch none?)"));
+        rt_plan_free(p);
+    }
+    /* a plan of one matmul: no kernel, so NVRTC is not needed */
+    p = compile("batch.sh", "mesh dp\ninput a : f32[2, 1, 4, 8]\ninput b : f32[1, 3, 8, 4]\n"
+                            "c = a @ b\noutput c\n", "1", "sm_90");
+    if (p) {
+        CHECK_INT(rt_cuda_check_plan(p, err, sizeof err), -1);
+        CHECK_STR(err, "batch.sh:4:7: stage 0, instruction 2 (matmul): batch dimensions that "
+                       "broadcast against each other other than wholly are not supported on "
+                       "the GPU");
+        rt_plan_free(p);
+    }
+}
+
+int main(void)
+{
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_backend_names();
+    test_no_gpu();
+    test_plans();
+    rmdir(tmpdir);
+    return CHECK_DONE();
+}
