@@ -13,10 +13,12 @@ Closed forms, per rank and step, e = 4 bytes, n ranks in the group:
   Megatron TP:              (4 L + 1) all-reduces of b*s*h: 2 per layer in
                             the forward, 2 in the backward, 1 for the LM
                             head's input gradient; plus the vocabulary-
-                            parallel cross-entropy's row max and sum of
-                            exp, all-reduced once each in the forward
-                            (b*s elements); an all-reduce sends
-                            2(n-1)/n of its elements
+                            parallel cross-entropy's row max, label's
+                            logit and sum of exp, all-reduced once each in
+                            the forward (b*s elements each, as Megatron's
+                            vocab_parallel_cross_entropy; its backward
+                            reuses them); an all-reduce sends 2(n-1)/n of
+                            its elements
   Megatron TP + SP:         the same bytes as TP (each all-reduce of b*s*h
                             becomes an all-gather and a reduce-scatter)
 where b*s*h is the local batch's rows times the model width. Stdlib only.
@@ -82,7 +84,7 @@ def closed_form(variant, psi, local_bytes):
     if tp > 1:
         ar = 2 * (tp - 1) / tp
         total += (4 * DEFINES["L"] + 1) * ar * b * s * h * e
-        total += 2 * ar * b * s * e             # cross-entropy max and sum
+        total += 3 * ar * b * s * e             # cross-entropy max, label, sum
     return total
 
 

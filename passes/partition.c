@@ -25,7 +25,17 @@ typedef struct part {
     double bytes;           /* bytes sent per rank, while dry */
     su_vec made;            /* reshard_made: operands already resharded */
     int *made_first;        /* logical value id -> its first in made (-1: none) */
+    su_vec xent;            /* xent_stats: the forward's row statistics */
 } part;
+
+/* A vocabulary-split cross_entropy's row max and sum of exp, all-reduced
+ * in the forward: its gradient over the same local logits reads them
+ * rather than reducing them again, as Megatron keeps them. */
+typedef struct xent_stats {
+    const ir_value *logits; /* the local logits, as the op read them */
+    unsigned mask;          /* the axes splitting the classes */
+    ir_value *mx, *sum;
+} xent_stats;
 
 /* An operand resharded for an op: another op of the same repetition and
  * phase that needs the same logical value in the same layout reads it
@@ -533,7 +543,7 @@ static void part_matmul(part *P)
  * a dim split over some axes compute local statistics on each rank's
  * shard and combine them with an all_reduce of one value per row (max or
  * sum), as Megatron-LM's vocabulary-parallel cross-entropy does, instead of
- * gathering the dim. The formulas are runtime/cpu.c's, in f32 (f16 and bf16
+ * gathering the dim. The formulas are runtime/cpu/cpu.c's, in f32 (f16 and bf16
  * operands are widened first); the result stays split. Embedding with a
  * vocabulary-split table looks up the rows each rank holds (zeros for the
  * others), a partial result. The ids (labels) are checked against the
@@ -743,7 +753,7 @@ static const char *split_why(part *P, const char *what, double split, double who
 
 /* layernorm (b not NULL) or rmsnorm of the f32 local x over its last dim,
  * of global size n, split over the axes of mask, with gain g and bias b
- * split alike: runtime/cpu.c's two passes, the sums all-reduced and
+ * split alike: runtime/cpu/cpu.c's two passes, the sums all-reduced and
  * divided by n, eps added to the variance. */
 static ir_value *split_norm(part *P, ir_value *x, ir_value *g, ir_value *b, double eps,
                             unsigned mask, int64_t n)
@@ -960,7 +970,9 @@ static void part_norm(part *P)
 
 /* cross_entropy_grad(logits, labels) = softmax(logits) - one_hot(labels),
  * rows following the result: the class dim whole, or split (norm_choice),
- * each rank's one-hot at its classes. */
+ * each rank's one-hot at its classes. Split, the softmax reads the row max
+ * and sum of exp the forward's cross_entropy all-reduced for the same
+ * local logits (xent_stats): the backward communicates nothing here. */
 static void part_xent_grad(part *P)
 {
     const ir_op *op = P->op;
@@ -976,8 +988,20 @@ static void part_xent_grad(part *P)
     }
     in[1] = checked_ids(P, IR_CHECK_LABELS, in[1], lr->type.dim[ax]);
     ir_dtype dt = in[0]->type.dtype;
-    ir_value *x = cast_to(P, in[0], IR_F32), *mx, *sum;
-    ir_value *e = split_exp(P, x, ax, dim_mask(&q, ax), &mx, &sum);
+    unsigned mask = dim_mask(&q, ax);
+    ir_value *x = cast_to(P, in[0], IR_F32), *mx, *sum, *e;
+    const xent_stats *kept = NULL;
+    for (int i = 0; i < P->xent.n && !kept; i++) {
+        const xent_stats *k = P->xent.v[i];
+        if (k->logits == in[0] && k->mask == mask)
+            kept = k;
+    }
+    if (kept) { /* the forward's statistics of these very logits */
+        sum = kept->sum;
+        e = local(P, IR_EXP, local(P, IR_SUB, x, kept->mx, NULL, &x->sh), NULL, NULL, &x->sh);
+    } else {
+        e = split_exp(P, x, ax, mask, &mx, &sum);
+    }
     ir_value *p = local(P, IR_DIV, e, sum, NULL, &x->sh);
     ir_value *cls = class_ids(P, lr->type.dim[ax], &q, ax, "classes",
                               "the classes this rank holds");
@@ -1000,6 +1024,9 @@ static void part_xent_split(part *P, const ir_sharding *q, const char *why)
     unsigned mask = dim_mask(q, ax);
     ir_value *x = cast_to(P, in[0], IR_F32), *mx, *sum;
     split_exp(P, x, ax, mask, &mx, &sum);
+    xent_stats *kept = su_alloc(&P->dst->arena, sizeof *kept);
+    *kept = (xent_stats){in[0], mask, mx, sum};
+    su_vec_push(&P->xent, P->dst->oom, kept);
     ir_value *cls = class_ids(P, op->in[0]->type.dim[ax], q, ax, "classes",
                               "the classes this rank holds");
     ir_value *oh = local_one_hot(P, in[1], cls, IR_F32);
@@ -1464,6 +1491,7 @@ bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
     bool done = su_guarded(m->oom, partition, &r);
     su_vec_free(&r.P.why);
     su_vec_free(&r.P.made);
+    su_vec_free(&r.P.xent);
     if (!done)
         su_oom(m->oom);
     if (!r.ok) {
