@@ -51,8 +51,6 @@ ir_module *const *pass_result_stages(const pass_result *r, int *n)
 
 void pass_result_free(pass_result *r)
 {
-    int n;
-    pass_result_stages(r, &n);
     for (int s = 0; s < r->nplanned; s++) {
         if (r->fusion)
             pass_fusion_free(&r->fusion[s]);
