@@ -21,6 +21,12 @@ Closed forms, per rank and step, e = 4 bytes, n ranks in the group:
                             its elements
   Megatron TP + SP:         the same bytes as TP (each all-reduce of b*s*h
                             becomes an all-gather and a reduce-scatter)
+  PP (examples/pipeline.sh, the same GPT with its layers over pp, 1F1B):
+                            a stage sends the activation b*s*h forward
+                            (but the last) and its gradient b*s*h backward
+                            (but the first), over all microbatches
+                            together; the table gives the busiest stage,
+                            2 * b*s*h * e
 where b*s*h is the local batch's rows times the model width. Stdlib only.
 """
 import json
@@ -31,6 +37,7 @@ import sys
 DEFINES = {"B": 32, "S": 1024, "D": 1024, "NH": 16, "V": 51200, "L": 24}
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(HERE, "..", "examples", "transformer.sh")
+PP_MODEL = os.path.join(HERE, "..", "examples", "pipeline.sh")
 
 
 def params(defines):
@@ -43,7 +50,7 @@ def params(defines):
 
 
 def model_text(variant):
-    text = open(MODEL).read()
+    text = open(PP_MODEL if variant.get("pp") else MODEL).read()
     if variant.get("zero"):
         text = text.replace("wd = 0.1)", "wd = 0.1) zero %d over dp" % variant["zero"])
     if variant.get("sp"):
@@ -62,7 +69,8 @@ def report(shardc, variant, work):
     for k, val in DEFINES.items():
         cmd += ["-D", "%s=%d" % (k, val)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    stage = json.loads(out)["stages"][0]
+    stages = json.loads(out)["stages"]
+    stage = max(stages, key=lambda st: st["bytes_sent"])  # the busiest (all alike but PP)
     kinds = {}
     for c in stage["collectives"]:
         key = "%s/%s" % (c["kind"], c["phase"])
@@ -73,8 +81,10 @@ def report(shardc, variant, work):
 def closed_form(variant, psi, local_bytes):
     """local_bytes: a rank's params without ZeRO (Psi * e, or less under
     TP, whose split params each rank holds a part of)."""
-    dp, tp = (int(x) for x in variant["mesh"].split("x"))
     e = 4
+    if variant.get("pp"):  # mesh dp x pp x tp = 1 x P x 1: the busiest stage
+        return 2.0 * DEFINES["B"] * DEFINES["S"] * DEFINES["D"] * e
+    dp, tp = (int(x) for x in variant["mesh"].split("x"))
     b, s, h = DEFINES["B"] // dp, DEFINES["S"], DEFINES["D"]
     total = 0.0
     if dp > 1:
@@ -96,6 +106,7 @@ VARIANTS = [
     {"name": "TP 8", "mesh": "1x8"},
     {"name": "TP 8 + SP", "mesh": "1x8", "sp": True},
     {"name": "DP 2 x TP 4", "mesh": "2x4"},
+    {"name": "PP 8 (busiest stage)", "mesh": "1x8x1", "pp": True},
 ]
 
 
