@@ -1,4 +1,5 @@
-/* pipesplit.c: the pipeline split (DESIGN.md §3.5, LANGUAGE.md §9).
+/* pipesplit.c: the pipeline split (DESIGN.md §3.5, LANGUAGE.md §9); its
+ * analysis is pipeclass.c's, its verifier p2pverify.c's (pipesplit.h).
  *
  * From the partitioned module, which every rank of every stage would run
  * whole, makes one program per stage of the pipeline axis: the chunks of the
@@ -62,860 +63,12 @@
  * receives its value before anything else runs. A param that two
  * forward ops on two stages read is shared by stages: an error.
  */
-#include "passes.h"
+#include "pipesplit.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { K_PRE, K_MB, K_ACC, K_POST };
-enum { MAX_IN = 8 };            /* operands of an op, at most */
-enum { ACC_SUM, ACC_MEAN, ACC_MAX };
-
-typedef struct pl {
-    const ir_module *m;
-    su_buf *err;
-    int P, M, V, C, L;          /* stages, microbatches, chunks per stage, chunks, repeats */
-    int64_t N;                  /* blocks of the batch (see above) */
-    int nv;
-    uint8_t *kind;              /* per value id */
-    int8_t *bd;                 /* MB: the batch dimension */
-    uint8_t *uniform;           /* PRE: bit d: the elements are equal along dimension d */
-    int8_t *cut;                /* [nv * MAX_IN], by result id: MB and ACC ops, the
-                                 * dimension of per-step operand k that spans the batch
-                                 * (read as a microbatch slice), or -1 */
-    bool *floating;             /* MB: made from inputs and per-step values only; ACC: a
-                                 * batch reduction of such values */
-    int *chunk;                 /* MB (not floating) and ACC: the chunk */
-    uint8_t *acc;               /* ACC: ACC_* */
-    int *stage;                 /* ACC, POST: the stage; -1: any (made from floating values) */
-    uint64_t *to;               /* MB (not floating): stages other than its own that read it */
-    const ir_op **origin;       /* ACC, POST: the batch reduction it comes from */
-    int *home;                  /* a param with an update: the stage it lives on (-1: none yet) */
-    su_loc *at;                 /* where the first error is (line 0: nowhere) */
-    bool failed;                /* an error is recorded (only the first is kept) */
-    su_arena ar;
-} pl;
-
-static bool vfail(pl *L, su_loc at, const char *what, const char *fmt, va_list ap)
-{
-    if (L->failed)
-        return false;
-    L->failed = true;
-    *L->at = at;
-    su_buf_printf(L->err, "cannot pipeline%s: ", what);
-    su_buf_vprintf(L->err, fmt, ap);
-    return false;
-}
-
-/* An error at a place in the source (a declaration, the pipeline
- * statement; line 0: none). */
-static bool fail_at(pl *L, su_loc at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool fail_at(pl *L, su_loc at, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vfail(L, at, "", fmt, ap);
-    va_end(ap);
-    return false;
-}
-
-/* An error in op, at the source of the operation it comes from: the
- * message names it as the user wrote it, or as its gradient. */
-static bool fail(pl *L, const ir_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool fail(pl *L, const ir_op *op, const char *fmt, ...)
-{
-    char what[64];
-    if (op->phase == IR_PH_FORWARD)
-        snprintf(what, sizeof what, " '%s'", ir_op_display(op->code));
-    else
-        snprintf(what, sizeof what, " the %s of this operation",
-                 op->phase == IR_PH_BACKWARD ? "gradient" : "optimizer update");
-    va_list ap;
-    va_start(ap, fmt);
-    vfail(L, op->loc, what, fmt, ap);
-    va_end(ap);
-    return false;
-}
-
-static int stage_of(const pl *L, int chunk)
-{
-    return chunk % L->P;
-}
-
-/* ---- kinds and batch dimensions ---- */
-
-/* Where operand x's dimension d lands in a result of rank R under NumPy
- * broadcasting (right-aligned). */
-static int aligned(const ir_value *x, int d, int R)
-{
-    return d + (R - x->type.rank);
-}
-
-/* Per-step operand k of op, whose dimension xd (if any) lines up with the
- * batch: where it spans the batch, it must be equal along it, and each
- * microbatch reads a slice of it. */
-static bool per_step_fits(pl *L, const ir_op *op, int k, int xd)
-{
-    const ir_value *x = op->in[k];
-    if (xd < 0 || xd >= x->type.rank || x->type.dim[xd] == 1)
-        return true;
-    if (L->uniform[x->id] >> xd & 1) {
-        L->cut[(size_t)op->res[0]->id * MAX_IN + k] = (int8_t)xd;
-        return true;
-    }
-    return fail(L, op, "a per-step value of %lld rows meets the per-microbatch batch "
-                "dimension; pipelining needs per-step values that broadcast over it, or are "
-                "the same in every row", (long long)x->type.dim[xd]);
-}
-
-/* Elementwise ops (and expand): every per-microbatch operand's batch
- * dimension lands on the same result dimension. */
-static int rule_elementwise(pl *L, const ir_op *op)
-{
-    int R = op->res[0]->type.rank, od = -1;
-    for (int k = 0; k < op->nin; k++) {
-        const ir_value *x = op->in[k];
-        if (L->kind[x->id] != K_MB)
-            continue;
-        int d = aligned(x, L->bd[x->id], R);
-        if (od >= 0 && d != od)
-            return fail(L, op, "its operands hold the batch in different dimensions (%d and %d)",
-                        od, d), -2;
-        od = d;
-    }
-    for (int k = 0; k < op->nin; k++)
-        if (L->kind[op->in[k]->id] == K_PRE &&
-            !per_step_fits(L, op, k, od - (R - op->in[k]->type.rank)))
-            return -2;
-    return od;
-}
-
-/* Ops whose operands line up from dimension 0 (a loss's logits and labels,
- * embedding_grad's ids and gradient): the batch dimension of the first
- * per-microbatch operand; the others hold it there too. */
-static int rule_prefix(pl *L, const ir_op *op)
-{
-    int d = -1;
-    for (int k = 0; k < op->nin && d < 0; k++)
-        if (L->kind[op->in[k]->id] == K_MB)
-            d = L->bd[op->in[k]->id];
-    for (int k = 0; k < op->nin; k++) {
-        const ir_value *x = op->in[k];
-        if (L->kind[x->id] == K_MB && L->bd[x->id] != d)
-            return fail(L, op, "its operands hold the batch in different dimensions (%d and %d)",
-                        d, L->bd[x->id]), -2;
-        if (L->kind[x->id] == K_PRE && !per_step_fits(L, op, k, d))
-            return -2;
-    }
-    return d;
-}
-
-/* Where dimension d of matmul operand k lands in the result: a [.., M, K]
- * @ b [.., K, N] makes [batch.., M, N], the batch dimensions of both
- * broadcast (right-aligned) into the leading ones, without M when a is
- * 1-D and without N when b is; -1 for the contracted K. */
-static int matmul_dim(const ir_op *op, int k, int d)
-{
-    int ra = op->in[0]->type.rank, rb = op->in[1]->type.rank, R = op->res[0]->type.rank;
-    int r = op->in[k]->type.rank, nb = R - (ra > 1) - (rb > 1);
-    if (r == 1 || d == (k == 0 ? r - 1 : r - 2))
-        return -1;
-    if (d == (k == 0 ? r - 2 : r - 1))
-        return k == 0 ? nb : R - 1;
-    return nb - (r - 2) + d;
-}
-
-/* The dimension of matmul operand k that lands on result dimension od, or
- * -1 (none). */
-static int matmul_operand_dim(const ir_op *op, int k, int od)
-{
-    for (int d = 0; d < op->in[k]->type.rank; d++)
-        if (od >= 0 && matmul_dim(op, k, d) == od)
-            return d;
-    return -1;
-}
-
-/* matmul: the batch in a batch, row or column dimension stays (where
- * matmul_dim puts it); in the contracted dimension, the result is a sum
- * over the batch. */
-static int rule_matmul(pl *L, const ir_op *op, int *mode)
-{
-    int od = -2;
-    bool contracts = false, keeps = false;
-    for (int k = 0; k < 2; k++) {
-        const ir_value *x = op->in[k];
-        if (L->kind[x->id] != K_MB)
-            continue;
-        int o = matmul_dim(op, k, L->bd[x->id]);
-        if (o < 0) {
-            contracts = true;
-            continue;
-        }
-        if (keeps && o != od)
-            return fail(L, op, "its operands hold the batch in different dimensions"), -2;
-        keeps = true;
-        od = o;
-    }
-    if (contracts && keeps)
-        return fail(L, op, "one operand contracts the batch dimension and the other keeps it"),
-               -2;
-    if (contracts) { /* a per-step operand spans the batch in its contracted dimension */
-        for (int k = 0; k < 2; k++) {
-            const ir_value *x = op->in[k];
-            int r = x->type.rank;
-            if (L->kind[x->id] == K_PRE && !per_step_fits(L, op, k, k == 0 || r == 1 ? r - 1 : r - 2))
-                return -2;
-        }
-        *mode = ACC_SUM;
-        return -1;
-    }
-    for (int k = 0; k < 2; k++) /* a per-step operand broadcast along the batch */
-        if (L->kind[op->in[k]->id] == K_PRE &&
-            !per_step_fits(L, op, k, matmul_operand_dim(op, k, od)))
-            return -2;
-    return od;
-}
-
-static int rule_reshape(pl *L, const ir_op *op, int d)
-{
-    const ir_type *in = &op->in[0]->type, *out = &op->res[0]->type;
-    int64_t pre = 1, acc = 1;
-    for (int k = 0; k < d; k++)
-        pre *= in->dim[k];
-    for (int k = 0; k < out->rank; k++) {
-        if (acc == pre && out->dim[k] % L->M == 0)
-            return k;
-        acc *= out->dim[k];
-    }
-    return fail(L, op, "the batch (dimension %d) is not the major part of any dimension of "
-                "the new shape", d), -2;
-}
-
-/* The result's batch dimension (>= 0), -1 for a batch reduction (its
- * accumulation in *mode), -2 on error. */
-static int batch_rule(pl *L, const ir_op *op, int *mode)
-{
-    const ir_value *x = op->in[0];
-    int d = L->kind[x->id] == K_MB ? L->bd[x->id] : -1;
-    switch (op->code) {
-    case IR_MATMUL:
-        return rule_matmul(L, op, mode);
-    case IR_ATTENTION:
-    case IR_ATTN_PROBS: {
-        int n = op->code == IR_ATTENTION ? 3 : 2; /* then the query positions, per step */
-        for (int k = 0; k < op->nin; k++)
-            /* the batch in a leading dim: never the sequence or the
-             * feature dim, which attention mixes across rows */
-            if (k < n ? L->kind[op->in[k]->id] != K_MB || L->bd[op->in[k]->id] != d ||
-                            d >= op->in[k]->type.rank - 2
-                      : L->kind[op->in[k]->id] != K_PRE)
-                return fail(L, op, "q, k and v must all hold the batch in a leading dimension, "
-                            "before the sequence"),
-                       -2;
-        return d;
-    }
-    case IR_SUM:
-    case IR_MEAN:
-    case IR_AMAX:
-        if (op->a.axis == d) {
-            *mode = op->code == IR_SUM ? ACC_SUM : op->code == IR_MEAN ? ACC_MEAN : ACC_MAX;
-            return -1;
-        }
-        return d - (op->a.axis < d && !op->a.keepdims);
-    case IR_SOFTMAX:
-    case IR_LAYERNORM:
-    case IR_RMSNORM: {
-        int axis = op->code == IR_SOFTMAX ? (int)op->a.axis : x->type.rank - 1;
-        if (d < 0 || d == axis)
-            return fail(L, op, "it normalises over the batch dimension"), -2;
-        return rule_elementwise(L, op) < -1 ? -2 : d;
-    }
-    case IR_XENT:
-    case IR_MSE:
-        *mode = ACC_MEAN;
-        return rule_prefix(L, op) < -1 ? -2 : -1;
-    case IR_EMBEDDING_GRAD:
-        *mode = ACC_SUM;
-        return rule_prefix(L, op) < -1 ? -2 : -1;
-    case IR_EMBEDDING:
-        if (L->kind[x->id] == K_MB)
-            return fail(L, op, "the table depends on the batch"), -2;
-        return L->bd[op->in[1]->id];
-    case IR_XENT_GRAD:
-        if (d < 0 || d == x->type.rank - 1)
-            return fail(L, op, "the batch must be in a row dimension of the logits"), -2;
-        return rule_prefix(L, op);
-    case IR_TRANSPOSE:
-        for (int k = 0; k < op->a.nlist; k++)
-            if (op->a.list[k] == d)
-                return k;
-        return -2;
-    case IR_RESHAPE:
-        return rule_reshape(L, op, d);
-    case IR_CONSTRAIN:
-    case IR_CHECK_IDS:
-    case IR_CHECK_LABELS:
-    case IR_ALL_REDUCE:
-    case IR_BROADCAST:
-        return d;
-    case IR_ALL_GATHER:
-    case IR_REDUCE_SCATTER:
-    case IR_SLICE:
-    case IR_ALL_TO_ALL:
-        return d;
-    case IR_EXPAND:
-        return rule_elementwise(L, op);
-    default:
-        break;
-    }
-    switch (ir_ops[op->code].cls) {
-    case IR_C_UNARY:
-    case IR_C_BINARY:
-        return rule_elementwise(L, op);
-    default:
-        return fail(L, op, "it is not supported on per-microbatch values"), -2;
-    }
-}
-
-/* The chunk of an MB or ACC op that does not float. */
-static int op_chunk(pl *L, const ir_op *op)
-{
-    if (op->rep >= 0)
-        return op->rep / (L->L / L->C);
-    int c = 0;
-    for (int k = 0; k < op->nin; k++) {
-        const ir_value *x = op->in[k];
-        if (L->kind[x->id] == K_MB && !L->floating[x->id] && L->chunk[x->id] > c)
-            c = L->chunk[x->id];
-    }
-    return c;
-}
-
-/* Where a value one chunk makes may be read by another: forward values
- * flow to later chunks, gradients to earlier ones; a backward op may read a
- * forward value its stage made or received in the forward pass. */
-static bool check_edge(pl *L, const ir_op *op, const ir_value *x)
-{
-    int a = L->chunk[x->id], b = L->chunk[op->res[0]->id];
-    bool fa = x->def->phase == IR_PH_FORWARD, fb = op->phase == IR_PH_FORWARD;
-    if (a == b)
-        return true;
-    if (fa && fb && a < b)
-        return true;
-    if (!fa && !fb && a > b)
-        return true;
-    if (fa && !fb && (stage_of(L, a) == stage_of(L, b) || (L->to[x->id] >> stage_of(L, b) & 1)))
-        return true; /* kept since the forward, made or received there */
-    return fail(L, op, "it reads a value of pipeline chunk %d from chunk %d (%s to %s): values "
-                "cross stages forward in the forward pass and backward in the backward pass",
-                a, b, fa ? "forward" : "backward", fb ? "forward" : "backward");
-}
-
-/* Whether per-step value v is the same along its dimension d: true where
- * v has no such dimension or it has size 1 in the whole value (locally
- * and not split over an axis). The bits are those the same rules give
- * in the unpartitioned program, so the pieces that ranks hold of one
- * value are equal too, and gathering them keeps the bit. */
-static bool same_along(const pl *L, const ir_value *v, int d)
-{
-    if (d < 0)
-        return true;
-    if (v->type.dim[d] == 1 && ir_sharding_split(&v->sh, &L->m->mesh, d) == 1)
-        return true;
-    return L->uniform[v->id] >> d & 1;
-}
-
-/* Reshape: a dimension of the result that is a whole dimension of the
- * operand (the same size after the same number of elements) keeps its
- * bit; all of them when the operand is the same everywhere. */
-static uint8_t reshape_uniform(const pl *L, const ir_value *x, const ir_value *r)
-{
-    bool all = true;
-    for (int d = 0; d < x->type.rank; d++)
-        all = all && same_along(L, x, d);
-    uint8_t u = 0;
-    int64_t pr = 1;
-    for (int k = 0; k < r->type.rank; k++) {
-        int64_t px = 1;
-        for (int d = 0; d < x->type.rank; d++) {
-            if (px == pr && x->type.dim[d] == r->type.dim[k] && same_along(L, x, d))
-                u |= (uint8_t)(1u << k);
-            px *= x->type.dim[d];
-        }
-        if (all)
-            u |= (uint8_t)(1u << k);
-        pr *= r->type.dim[k];
-    }
-    return u;
-}
-
-/* matmul: along the rows where the left operand is, the columns where the
- * right one is, a batch dimension where both are. */
-static uint8_t matmul_uniform(const pl *L, const ir_value *x, const ir_value *y, int R)
-{
-    int rx = x->type.rank, ry = y->type.rank, nb = R - (rx > 1) - (ry > 1);
-    uint8_t u = 0;
-    for (int d = 0; d < nb; d++)
-        if (same_along(L, x, d - (nb - (rx - 2))) && same_along(L, y, d - (nb - (ry - 2))))
-            u |= (uint8_t)(1u << d);
-    if (rx > 1 && same_along(L, x, rx - 2))
-        u |= (uint8_t)(1u << nb);
-    if (ry > 1 && same_along(L, y, ry - 1))
-        u |= (uint8_t)(1u << (R - 1));
-    return u;
-}
-
-/* The dimensions along which per-step op's result is the same everywhere
- * (pl.uniform): where it broadcasts, and where its operands are. */
-static uint8_t uniform_dims(const pl *L, const ir_op *op)
-{
-    const ir_value *r = op->res[0], *x = op->nin ? op->in[0] : NULL;
-    int R = r->type.rank;
-    uint8_t u = 0;
-    switch (op->code) {
-    case IR_RESHAPE:
-        return reshape_uniform(L, x, r);
-    case IR_TRANSPOSE:
-        for (int k = 0; k < op->a.nlist; k++)
-            if (same_along(L, x, (int)op->a.list[k]))
-                u |= (uint8_t)(1u << k);
-        return u;
-    case IR_SUM:
-    case IR_MEAN:
-    case IR_AMAX:
-        for (int d = 0, k = 0; d < x->type.rank; d++) {
-            if (d == op->a.axis && !op->a.keepdims)
-                continue;
-            if (d == op->a.axis || same_along(L, x, d))
-                u |= (uint8_t)(1u << k);
-            k++;
-        }
-        return u;
-    case IR_MATMUL:
-        return matmul_uniform(L, x, op->in[1], R);
-    case IR_CONSTRAIN:
-    case IR_SLICE:
-    case IR_ALL_REDUCE:
-    case IR_REDUCE_SCATTER:
-    case IR_ALL_GATHER:
-    case IR_ALL_TO_ALL:
-    case IR_BROADCAST: /* pieces and sums of one value: see same_along */
-        return L->uniform[x->id];
-    case IR_EXPAND:
-        break;
-    default: /* and softmax, layernorm, rmsnorm: the same where their operands are */
-        if (ir_ops[op->code].cls != IR_C_UNARY && ir_ops[op->code].cls != IR_C_BINARY &&
-            ir_ops[op->code].cls != IR_C_NORM)
-            return 0;
-    }
-    for (int d = 0; d < R; d++) {
-        bool same = true;
-        for (int k = 0; k < op->nin && same; k++)
-            same = same_along(L, op->in[k], d - (R - op->in[k]->type.rank));
-        if (same)
-            u |= (uint8_t)(1u << d);
-    }
-    return u;
-}
-
-/* The backward op, among those that make per-step value x, that reads a
- * per-step value of the forward pass (a loss not linear in a sum or mean
- * over the batch: its gradient depends on that sum), or NULL. */
-static const ir_op *nonlinear_op(const pl *L, const ir_value *x, const ir_value **fwd, int depth)
-{
-    const ir_op *op = x->def;
-    if (op->phase == IR_PH_FORWARD || depth > 64)
-        return NULL;
-    for (int k = 0; k < op->nin; k++) {
-        const ir_value *y = op->in[k];
-        if (L->kind[y->id] != K_ACC && L->kind[y->id] != K_POST)
-            continue;
-        if (y->def->phase == IR_PH_FORWARD) {
-            *fwd = y;
-            return op;
-        }
-        const ir_op *r = nonlinear_op(L, y, fwd, depth + 1);
-        if (r)
-            return r;
-    }
-    return NULL;
-}
-
-/* Per-microbatch op reads per-step value x, made from whole, a reduction
- * over the batch: an error, at the op whose gradient brings x in when
- * that is what happened. */
-static bool whole_batch(pl *L, const ir_op *op, const ir_value *x, const ir_op *whole)
-{
-    const ir_value *fwd = NULL;
-    const ir_op *at = nonlinear_op(L, x, &fwd, 0);
-    if (at) {
-        whole = L->origin[fwd->id];
-        return fail(L, at, "it depends on the result of %s (line %d), which "
-                    "needs the whole batch; pipelined training needs a loss that is a sum or "
-                    "mean over the batch of per-row terms (scaled, or added to other such "
-                    "terms)", ir_op_display(whole->code), whole->loc.line);
-    }
-    return fail(L, op, "it uses the result of %s (line %d), which needs the whole batch, "
-                "together with per-microbatch values; pipelining needs the batch rows "
-                "computed independently", ir_op_display(whole->code), whole->loc.line);
-}
-
-/* Whether backward value from is made from value to (seen: a stamp per
- * value id, stack: room for every id). */
-static bool made_from(const ir_value *from, const ir_value *to, int *seen, int stamp,
-                      const ir_value **stack)
-{
-    int n = 0;
-    stack[n++] = from;
-    seen[from->id] = stamp;
-    while (n) {
-        const ir_value *v = stack[--n];
-        if (v == to)
-            return true;
-        if (v->def->phase == IR_PH_FORWARD)
-            continue;
-        for (int k = 0; k < v->def->nin; k++) {
-            const ir_value *x = v->def->in[k];
-            if (seen[x->id] != stamp) {
-                seen[x->id] = stamp;
-                stack[n++] = x;
-            }
-        }
-    }
-    return false;
-}
-
-/* op combines per-step values a and b of two stages: an error, at the
- * param whose gradient it makes when it does (a param used on both). */
-static bool two_stages(pl *L, const ir_op *op, const ir_value *a, const ir_value *b)
-{
-    int sa = L->stage[a->id], sb = L->stage[b->id];
-    int la = L->origin[a->id]->loc.line, lb = L->origin[b->id]->loc.line;
-    int *seen = su_alloc(&L->ar, (size_t)L->nv * sizeof *seen);
-    const ir_value **stack = su_alloc(&L->ar, (size_t)L->nv * sizeof *stack);
-    memset(seen, 0, (size_t)L->nv * sizeof *seen);
-    for (int i = 0; i < L->m->updates.n; i++) {
-        const ir_update *u = IR_UPDATE(L->m, i);
-        if (u->grad && made_from(u->grad, op->res[0], seen, i + 1, stack))
-            return fail_at(L, u->src->def->loc, "param '%s' is used on pipeline stages %d "
-                           "(line %d) and %d (line %d); a param shared by stages is not "
-                           "supported yet", u->src->def->a.name, sa < sb ? sa : sb,
-                           sa < sb ? la : lb, sa < sb ? sb : sa, sa < sb ? lb : la);
-    }
-    return fail(L, op, "it combines per-step values made on pipeline stages %d (line %d) and %d "
-                "(line %d); a value shared by stages is not supported yet", sa, la, sb, lb);
-}
-
-static bool classify_op(pl *L, const ir_op *op)
-{
-    const ir_value *r = op->res[0];
-    int id = r->id;
-    if (op->code == IR_INPUT) {
-        L->kind[id] = K_MB;
-        L->bd[id] = 0;
-        L->floating[id] = true;
-        return true;
-    }
-    if (ir_ops[op->code].cls == IR_C_SOURCE) {
-        L->kind[id] = K_PRE;
-        return true;
-    }
-    bool mb = false, step = false, floating = op->rep < 0;
-    int post_stage = -1;
-    const ir_op *whole = NULL;
-    const ir_value *stepv = NULL, *staged = NULL;
-    for (int k = 0; k < op->nin; k++) {
-        int x = op->in[k]->id;
-        if (L->kind[x] == K_MB) {
-            mb = true;
-            floating = floating && L->floating[x];
-        } else if (L->kind[x] == K_ACC || L->kind[x] == K_POST) {
-            if (post_stage >= 0 && L->stage[x] >= 0 && L->stage[x] != post_stage)
-                return two_stages(L, op, staged, op->in[k]);
-            step = true;
-            if (L->stage[x] >= 0) {
-                post_stage = L->stage[x];
-                staged = op->in[k];
-            }
-            whole = L->origin[x];
-            stepv = op->in[k];
-        }
-    }
-    if (mb && step)
-        return whole_batch(L, op, stepv, whole);
-    if (step) {
-        L->kind[id] = K_POST;
-        L->stage[id] = post_stage;
-        L->origin[id] = whole;
-        return true;
-    }
-    if (!mb) {
-        L->kind[id] = K_PRE;
-        L->uniform[id] = uniform_dims(L, op);
-        return true;
-    }
-    if (ir_ops[op->code].cls == IR_C_OPTIM || op->code == IR_INSERT || op->code == IR_EXTRACT)
-        return fail(L, op, "it is not supported on per-microbatch values");
-    int mode = ACC_SUM, d = batch_rule(L, op, &mode);
-    if (d < -1)
-        return false;
-    if (d == -1) {
-        L->kind[id] = K_ACC;
-        L->origin[id] = op;
-        L->acc[id] = (uint8_t)mode;
-        L->floating[id] = floating;
-        L->chunk[id] = op_chunk(L, op);
-        L->stage[id] = floating ? -1 : stage_of(L, L->chunk[id]);
-    } else {
-        if (r->type.dim[d] % L->M)
-            return fail(L, op, "its batch dimension %d (%lld) does not split into %d "
-                        "microbatches", d, (long long)r->type.dim[d], L->M);
-        L->kind[id] = K_MB;
-        L->bd[id] = (int8_t)d;
-        L->floating[id] = floating;
-        if (!floating)
-            L->chunk[id] = op_chunk(L, op);
-    }
-    if (floating && L->kind[id] == K_MB)
-        return true;
-    for (int k = 0; k < op->nin; k++) {
-        const ir_value *x = op->in[k];
-        if (L->kind[x->id] != K_MB || L->floating[x->id])
-            continue;
-        if (!check_edge(L, op, x))
-            return false;
-        int s = stage_of(L, L->chunk[id]);
-        if (s != stage_of(L, L->chunk[x->id]))
-            L->to[x->id] |= 1ull << s;
-    }
-    return true;
-}
-
-/* A value the user split over the pipeline axis (its stages hold
- * different layers, not parts of one value): an error at the annotation. */
-static bool split_over_pipe(pl *L, const ir_op *op)
-{
-    const ir_value *r = op->res[0];
-    int ax = L->m->pipe.axis;
-    if (r->sh.kind != IR_SH_FIXED)
-        return false;
-    for (int d = 0; d < r->type.rank; d++)
-        for (int k = 0; k < r->sh.naxes[d]; k++)
-            if (r->sh.axes[d][k] == ax) {
-                const char *name = op->code == IR_INPUT || op->code == IR_PARAM ? op->a.name
-                                                                                : r->name;
-                fail_at(L, op->loc, "%s%s%s is split over %s, the pipeline axis, whose stages "
-                        "hold different repetitions; split it over the other axes only",
-                        name ? "'" : "", name ? name : "this value", name ? "'" : "",
-                        L->m->mesh.name[ax]);
-                return true;
-            }
-    return false;
-}
-
-static bool classify(pl *L)
-{
-    for (int i = 0; i < L->m->ops.n; i++)
-        if (split_over_pipe(L, IR_OP(L->m, i)))
-            return false;
-    for (int i = 0; i < L->m->ops.n; i++) {
-        const ir_op *op = IR_OP(L->m, i);
-        if (op->nres != 1)
-            return fail(L, op, "it has several results");
-        if (ir_ops[op->code].cls == IR_C_P2P)
-            return fail_at(L, (su_loc){0, 0}, "the module is split into stages already");
-        if (ir_ops[op->code].cls == IR_C_COMM) {
-            for (int k = 0; k < op->a.naxes; k++)
-                if (op->a.axes[k] == L->m->pipe.axis)
-                    return fail(L, op, "it runs over the pipeline axis %s",
-                                L->m->mesh.name[L->m->pipe.axis]);
-        }
-        if (!classify_op(L, op))
-            return false;
-    }
-    return true;
-}
-
-/* The number of blocks dimension 0 of a batch value is split into. */
-static int64_t blocks_of(const pl *L, const ir_value *v)
-{
-    return ir_sharding_split(&v->sh, &L->m->mesh, 0);
-}
-
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
-/* Each batch value of n blocks holds N / n blocks of M microbatches; the
- * error at the input's declaration or the output statement. */
-static bool splits(pl *L, const ir_value *v, su_loc at, const char *what, const char *name)
-{
-    if (v->type.rank == 0)
-        return fail_at(L, at, "%s '%s' is a scalar: it has no batch to split into microbatches",
-                       what, name);
-    int64_t n = blocks_of(L, v), rows = v->type.dim[0];
-    if (rows % (L->N / n * L->M) == 0)
-        return true;
-    if (L->N == n)
-        return fail_at(L, at, "%s '%s': its local batch of %lld rows does not split into %d "
-                       "microbatches", what, name, (long long)rows, L->M);
-    return fail_at(L, at, "%s '%s': its batch of %lld rows does not split into %lld blocks "
-                   "(as the inputs and outputs are split) of %d microbatches each", what, name,
-                   (long long)(rows * n), (long long)L->N, L->M);
-}
-
-static void add_blocks(pl *L, const ir_value *v)
-{
-    int64_t n = blocks_of(L, v);
-    L->N = L->N / gcd64(L->N, n) * n;
-}
-
-/* N (see the top of the file): the least common multiple of the blocks of
- * the inputs and, once classified (with_outputs), of the outputs that hold
- * the batch. Checks that every one of them splits. */
-static bool batch_blocks(pl *L, bool with_outputs)
-{
-    const ir_module *m = L->m;
-    L->N = 1;
-    for (int i = 0; i < m->ops.n; i++)
-        if (IR_OP(m, i)->code == IR_INPUT)
-            add_blocks(L, IR_OP(m, i)->res[0]);
-    for (int i = 0; with_outputs && i < m->outputs.n; i++) {
-        const ir_output *o = IR_OUTPUT(m, i);
-        if (L->kind[o->v->id] != K_MB)
-            continue;
-        if (L->bd[o->v->id] != 0)
-            return fail_at(L, o->loc, "output '%s' holds the batch in its dimension %d; "
-                        "only an output with the batch in dimension 0 can be pipelined yet",
-                        o->name, L->bd[o->v->id]);
-        add_blocks(L, o->v);
-    }
-    for (int i = 0; i < m->ops.n; i++) {
-        const ir_op *op = IR_OP(m, i);
-        if (op->code == IR_INPUT && !splits(L, op->res[0], op->loc, "input", op->a.name))
-            return false;
-    }
-    for (int i = 0; with_outputs && i < m->outputs.n; i++) {
-        const ir_output *o = IR_OUTPUT(m, i);
-        if (L->kind[o->v->id] == K_MB && !splits(L, o->v, o->loc, "output", o->name))
-            return false;
-    }
-    return true;
-}
-
-/* ---- schedules ---- */
-
-static void add_task(su_vec *v, jmp_buf *oom, su_arena *a, bool fwd, int chunk, int mb)
-{
-    pass_task *t = su_alloc(a, sizeof *t);
-    *t = (pass_task){.forward = fwd, .chunk = chunk, .mb = mb};
-    su_vec_push(v, oom, t);
-}
-
-/* Stage s's tasks. gpipe: every forward, then every backward. 1f1b: P-s-1
- * forwards to fill the pipe, then one forward and one backward in turn,
- * then the remaining backwards. interleaved(V) (Megatron-LM's schedule):
- * the same over V chunks per stage, the k-th forward (backward) of a stage
- * working on its chunk (k / P) % V (V-1 minus that) and microbatch
- * (k / (P V)) P + k % P. Forward-only programs run their forwards in order. */
-static void virtual_task(const pl *L, int s, int k, bool fwd, su_vec *out, jmp_buf *oom,
-                         su_arena *a)
-{
-    int P = L->P, V = L->V;
-    if (V == 1) {
-        add_task(out, oom, a, fwd, s, k);
-        return;
-    }
-    int v = (k / P) % V, j = (k / (P * V)) * P + k % P;
-    add_task(out, oom, a, fwd, (fwd ? v : V - 1 - v) * P + s, j);
-}
-
-static void schedule(const pl *L, int s, bool train, su_vec *out, jmp_buf *oom, su_arena *a)
-{
-    int P = L->P, M = L->M, V = L->V, N = M * V;
-    if (!train || L->m->pipe.schedule == IR_SCHED_GPIPE) {
-        for (int v = 0; v < V; v++)
-            for (int j = 0; j < M; j++)
-                add_task(out, oom, a, true, v * P + s, j);
-        for (int v = V - 1; train && v >= 0; v--)
-            for (int j = 0; j < M; j++)
-                add_task(out, oom, a, false, v * P + s, j);
-        return;
-    }
-    int warm = V == 1 ? P - s - 1 : (P - s - 1) * 2 + (V - 1) * P;
-    if (warm > N)
-        warm = N;
-    int f = 0, b = 0;
-    while (f < warm)
-        virtual_task(L, s, f++, true, out, oom, a);
-    while (f < N) {
-        virtual_task(L, s, f++, true, out, oom, a);
-        virtual_task(L, s, b++, false, out, oom, a);
-    }
-    while (b < N)
-        virtual_task(L, s, b++, false, out, oom, a);
-}
-
-/* The schedule's bubble: every stage runs its tasks in order, a forward of
- * chunk c after the same microbatch's forward of c-1, a backward after the
- * next chunk's backward (the last chunk's after its forward). With equal
- * times per chunk (forward 1/V, backward 2/V), the time the slowest stage
- * idles over the ideal time M (1 + 2) of each stage. */
-static double bubble(pl *L, pass_pipeline *pp, bool train)
-{
-    int P = L->P, C = L->C, M = L->M;
-    double tf = 1.0 / L->V, tb = train ? 2.0 / L->V : 0;
-    su_arena *a = &L->ar; /* zeroed, freed with the pass's scratch */
-    double *fdone = su_alloc(a, (size_t)C * M * sizeof *fdone);
-    double *bdone = su_alloc(a, (size_t)C * M * sizeof *bdone);
-    int *next = su_alloc(a, (size_t)P * sizeof *next);
-    double *clock = su_alloc(a, (size_t)P * sizeof *clock);
-    bool *fd = su_alloc(a, (size_t)C * M), *bdn = su_alloc(a, (size_t)C * M);
-    double end = 0;
-    for (bool progress = true; progress;) {
-        progress = false;
-        for (int s = 0; s < P; s++) {
-            while (next[s] < pp->ntasks[s]) {
-                const pass_task *t = pp->task[s][next[s]];
-                int k = t->chunk * M + t->mb;
-                double ready;
-                if (t->forward) {
-                    if (t->chunk > 0 && !fd[k - M])
-                        break;
-                    ready = t->chunk > 0 ? fdone[k - M] : 0;
-                } else {
-                    bool after = t->chunk == C - 1 ? fd[k] : bdn[k + M];
-                    if (!after)
-                        break;
-                    ready = t->chunk == C - 1 ? fdone[k] : bdone[k + M];
-                }
-                double start = ready > clock[s] ? ready : clock[s];
-                clock[s] = start + (t->forward ? tf : tb);
-                if (t->forward) {
-                    fdone[k] = clock[s];
-                    fd[k] = true;
-                } else {
-                    bdone[k] = clock[s];
-                    bdn[k] = true;
-                }
-                if (clock[s] > end)
-                    end = clock[s];
-                next[s]++;
-                progress = true;
-            }
-        }
-    }
-    double ideal = M * (tf + tb) * L->V;
-    return (end - ideal) / ideal;
-}
 
 /* ---- building one stage's program ---- */
 
@@ -1008,7 +161,7 @@ static ir_value *input_mb(st *S, const ir_op *op, int j)
     if (!S->full[id])
         S->full[id] = copy_op(S, op, NULL, &op->res[0]->type);
     ir_value *x = S->full[id];
-    int64_t n = ir_type_numel(&x->type), k = L->N / blocks_of(L, op->res[0]);
+    int64_t n = ir_type_numel(&x->type), k = L->N / pass_pl_blocks_of(L, op->res[0]);
     ir_type rows = {.dtype = x->type.dtype, .rank = 2, .dim = {k, n / k}};
     ir_attrs ra = {.nlist = 2, .list = {k, n / k}};
     ir_sharding rep = {.kind = IR_SH_AUTO};
@@ -1106,7 +259,7 @@ static ir_value *get(st *S, const ir_value *v, int j)
             *slot = emit_mb(S, v->def, j);
         if (!*slot && !S->failed) {
             S->failed = true;
-            fail_at(L, v->def->loc, "internal error: microbatch %d of this value is not on stage %d", j,
+            pass_pl_fail_at(L, v->def->loc, "internal error: microbatch %d of this value is not on stage %d", j,
                  S->s);
         }
         return *slot;
@@ -1116,7 +269,7 @@ static ir_value *get(st *S, const ir_value *v, int j)
             return NULL;
         if (!S->step[id] && !S->failed) {
             S->failed = true;
-            fail_at(L, v->def->loc, "internal error: this per-step value is not on stage %d", S->s);
+            pass_pl_fail_at(L, v->def->loc, "internal error: this per-step value is not on stage %d", S->s);
         }
         return S->step[id];
     }
@@ -1193,7 +346,7 @@ static void recv_task(st *S, const pass_task *t)
         for (int k = 0; k < op->nin; k++) {
             const ir_value *x = op->in[k];
             if (L->kind[x->id] != K_MB || L->floating[x->id] ||
-                stage_of(L, L->chunk[x->id]) == S->s)
+                pass_pl_stage_of(L, L->chunk[x->id]) == S->s)
                 continue;
             bool seen = S->mb[(size_t)x->id * L->M + j] != NULL;
             for (int q = 0; q < nrecv && !seen; q++)
@@ -1214,7 +367,7 @@ static void recv_task(st *S, const pass_task *t)
             if (IR_OP(m, i)->res[0]->id == want[q])
                 x = IR_OP(m, i)->res[0];
         ir_type ty = mb_type(L, x);
-        ir_attrs a = {.peer = stage_of(L, L->chunk[x->id]), .tag = tag_of(L, x->id, j)};
+        ir_attrs a = {.peer = pass_pl_stage_of(L, L->chunk[x->id]), .tag = tag_of(L, x->id, j)};
         ir_value *r = append(S, x->def, IR_RECV, NULL, 0, &a, &ty, &x->sh);
         S->mb[(size_t)x->id * L->M + j] = r;
     }
@@ -1374,12 +527,12 @@ static bool order_p2p(pl *L, st *S)
     bool ok = true;
     for (int s = 0; s < P && ok; s++) {
         if (cur[s] < NB(s))
-            ok = fail_at(L, (su_loc){0, 0}, "internal error: the schedule waits in a cycle (stage %d stops "
+            ok = pass_pl_fail_at(L, (su_loc){0, 0}, "internal error: the schedule waits in a cycle (stage %d stops "
                       "before its task %d)", s, cur[s]);
         for (int g = 0; g < NB(s) && ok; g++)
             for (intptr_t i = LO(s, g); i < HI(s, g) && ok; i++)
                 if (at[s][i] < 0)
-                    ok = fail_at(L, (su_loc){0, 0}, "internal error: stage %d's send (tag %lld) is never "
+                    ok = pass_pl_fail_at(L, (su_loc){0, 0}, "internal error: stage %d's send (tag %lld) is never "
                               "received", s, (long long)IR_OP(S[s].dst, i)->a.tag);
     }
     /* rebuild each stage's list: every gap gets the ops that paired in it */
@@ -1424,7 +577,7 @@ static bool run_post(st *S)
         const ir_op *op = IR_OP(m, i);
         int id = op->res[0]->id;
         if (L->kind[id] == K_ACC && L->stage[id] == S->s && S->nacc[id] != L->M)
-            return fail_at(L, op->loc, "internal error: %d of %d microbatches accumulated on stage %d",
+            return pass_pl_fail_at(L, op->loc, "internal error: %d of %d microbatches accumulated on stage %d",
                         S->nacc[id], L->M, S->s);
         if (L->kind[id] != K_POST || L->stage[id] != S->s)
             continue;
@@ -1444,7 +597,7 @@ static int home(const pl *L, const ir_value *v)
     int id = v->id;
     switch (L->kind[id]) {
     case K_PRE: return -1;
-    case K_MB: return L->floating[id] ? -1 : stage_of(L, L->chunk[id]);
+    case K_MB: return L->floating[id] ? -1 : pass_pl_stage_of(L, L->chunk[id]);
     default: return L->stage[id];
     }
 }
@@ -1456,7 +609,7 @@ static int home(const pl *L, const ir_value *v)
 static ir_value *gather_mb(st *S, const ir_value *v)
 {
     pl *L = S->L;
-    int64_t n = ir_type_numel(&v->type), k = L->N / blocks_of(L, v), part = n / k / L->M;
+    int64_t n = ir_type_numel(&v->type), k = L->N / pass_pl_blocks_of(L, v), part = n / k / L->M;
     ir_sharding rep = {.kind = IR_SH_AUTO};
     ir_type sc = {.dtype = v->type.dtype}, row = {.dtype = v->type.dtype, .rank = 2, .dim = {k, n / k}};
     ir_value *z = append(S, NULL, IR_CONST, NULL, 0, &(ir_attrs){.value = 0}, &sc, &rep);
@@ -1589,10 +742,10 @@ static int param_home(pl *L, st *S, const ir_update *u)
     for (int s = 0; s < L->P; s++) {
         const ir_op *a = fwd >= 0 ? S[fwd].fwd[id] : NULL, *b = S[s].fwd[id];
         if (a && b && a != b)
-            return fail_at(L, u->src->def->loc, "param '%s' is used on pipeline stages %d "
-                           "(line %d) and %d (line %d); a param shared by stages is not "
-                           "supported yet", u->src->def->a.name, fwd, a->loc.line, s,
-                           b->loc.line), -1;
+            return pass_pl_fail_at(L, u->src->def->loc, "param '%s' is used on pipeline stages %d "
+                                   "(line %d) and %d (line %d); a param shared by stages is not "
+                                   "supported yet", u->src->def->a.name, fwd, a->loc.line, s,
+                                   b->loc.line), -1;
         if (S[s].fwd[id])
             fwd = s;
         if (S[s].pre[id] && any < 0)
@@ -1623,7 +776,7 @@ static bool place_update(pl *L, st *S, const ir_update *u, ir_update *out, int *
         const ir_value *need[2] = {u->v, u->grad};
         for (int k = 0; k < 2; k++)
             if (need[k] && home(L, need[k]) >= 0 && home(L, need[k]) != s)
-                return fail_at(L, u->src->def->loc, "'%s' lives on stage %d, but its %s is made on "
+                return pass_pl_fail_at(L, u->src->def->loc, "'%s' lives on stage %d, but its %s is made on "
                             "stage %d", u->src->def->a.name, s, k ? "gradient" : "new value",
                             home(L, need[k]));
         S[s].ctx = IR_PH_OPTIMIZER;
@@ -1813,9 +966,9 @@ static bool setup(pl *L, const ir_module *m, su_buf *err, su_loc *at)
     L->C = L->P * L->V;
     su_arena_init(&L->ar, m->oom);
     if (L->P > 64)
-        return fail_at(L, p->loc, "a pipeline of %d stages: at most 64 are supported", L->P);
+        return pass_pl_fail_at(L, p->loc, "a pipeline of %d stages: at most 64 are supported", L->P);
     if (p->schedule == IR_SCHED_INTERLEAVED && L->V > 1 && L->M % L->P)
-        return fail_at(L, p->loc, "the interleaved schedule needs the microbatches (%d) to be a "
+        return pass_pl_fail_at(L, p->loc, "the interleaved schedule needs the microbatches (%d) to be a "
                     "multiple of the stages (%d)", L->M, L->P);
     size_t nv = (size_t)L->nv;
     L->kind = su_alloc(&L->ar, nv);
@@ -1875,7 +1028,7 @@ static void split(void *arg)
     if (!setup(L, m, r->err, r->at))
         return;
     bool train = m->updates.n > 0 || m->train.loss;
-    bool ok = batch_blocks(L, false) && classify(L) && batch_blocks(L, true);
+    bool ok = pass_pl_batch_blocks(L, false) && pass_pl_classify(L) && pass_pl_batch_blocks(L, true);
     su_arena_init(&out->arena, m->oom);
     out->stage = su_alloc(&out->arena, (size_t)L->P * sizeof *out->stage);
     out->nstages = L->P; /* the stages made so far, the others NULL */
@@ -1885,7 +1038,7 @@ static void split(void *arg)
     for (int s = 0; s < L->P; s++) {
         init_stage(L, &S[s], s);
         out->stage[s] = S[s].dst;
-        schedule(L, s, train, &r->tasks, m->oom, &out->arena);
+        pass_pl_schedule(L, s, train, &r->tasks, m->oom, &out->arena);
         out->ntasks[s] = r->tasks.n;
         out->task[s] = su_alloc(&out->arena,
                                 (size_t)(r->tasks.n ? r->tasks.n : 1) * sizeof(pass_task *));
@@ -1897,7 +1050,7 @@ static void split(void *arg)
     /* the outputs first: an update then sees every stage that reads its param */
     ok = ok && outputs(L, S) && updates(L, S) && keep_unread(L, S) && exchange(L, S);
     if (ok)
-        out->bubble = bubble(L, out, train);
+        out->bubble = pass_pl_bubble(L, out, train);
     r->ok = ok;
 }
 
@@ -1919,89 +1072,5 @@ bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err, su
         su_oom(m->oom); /* out is the caller's to free */
     if (!r.ok)
         pass_pipeline_free(out);
-    return r.ok;
-}
-
-/* ---- the cross-stage verifier ---- */
-
-static void p2p_mismatch(su_buf *err, int s, int i, const ir_op *op, int t, int k,
-                         const ir_op *snd)
-{
-    su_buf_printf(err, "stage %d op %d (recv, tag %lld, %s[%lld elements]) meets stage %d op %d "
-                  "(send, tag %lld, %s[%lld elements])", s, i, (long long)op->a.tag,
-                  ir_dtype_name(op->res[0]->type.dtype),
-                  (long long)ir_type_numel(&op->res[0]->type), t, k, (long long)snd->a.tag,
-                  ir_dtype_name(snd->in[0]->type.dtype),
-                  (long long)ir_type_numel(&snd->in[0]->type));
-}
-
-/* Runs every stage's program together: compute and collectives (within
- * one stage) proceed; a send and its recv proceed together when both
- * stages have reached them (rendezvous), and must agree on tag and type. */
-typedef struct p2p_run {
-    ir_module *const *stage;
-    int n;
-    su_buf *err;
-    int *pc;                /* [n]: each stage's next op */
-    bool ok;
-} p2p_run;
-
-static void verify_p2p(void *arg)
-{
-    p2p_run *r = arg;
-    ir_module *const *stage = r->stage;
-    int n = r->n;
-    su_buf *err = r->err;
-    int *pc = r->pc = su_xmalloc(err->oom, (size_t)n * sizeof *pc);
-    memset(pc, 0, (size_t)n * sizeof *pc);
-    bool ok = true, progress = true;
-    while (ok && progress) {
-        progress = false;
-        for (int s = 0; s < n; s++) /* up to the next send or recv */
-            while (pc[s] < stage[s]->ops.n && ir_ops[IR_OP(stage[s], pc[s])->code].cls != IR_C_P2P) {
-                pc[s]++;
-                progress = true;
-            }
-        for (int s = 0; ok && s < n; s++) {
-            if (pc[s] >= stage[s]->ops.n || IR_OP(stage[s], pc[s])->code != IR_SEND)
-                continue;
-            const ir_op *snd = IR_OP(stage[s], pc[s]);
-            int t = (int)snd->a.peer;
-            if (t < 0 || t >= n || pc[t] >= stage[t]->ops.n)
-                continue;
-            const ir_op *rcv = IR_OP(stage[t], pc[t]);
-            if (rcv->code != IR_RECV || rcv->a.peer != s)
-                continue;
-            if (rcv->a.tag != snd->a.tag || !ir_type_eq(&rcv->res[0]->type, &snd->in[0]->type)) {
-                p2p_mismatch(err, t, pc[t], rcv, s, pc[s], snd);
-                ok = false;
-                break;
-            }
-            pc[s]++, pc[t]++;
-            progress = true;
-        }
-    }
-    for (int s = 0; ok && s < n; s++)
-        if (pc[s] < stage[s]->ops.n) {
-            su_buf_puts(err, "deadlock: every unfinished stage waits:");
-            for (int t = 0; t < n; t++)
-                if (pc[t] < stage[t]->ops.n) {
-                    const ir_op *op = IR_OP(stage[t], pc[t]);
-                    su_buf_printf(err, " stage %d op %d (%s %s stage %lld, tag %lld);", t, pc[t],
-                                  ir_ops[op->code].name, op->code == IR_SEND ? "to" : "from",
-                                  (long long)op->a.peer, (long long)op->a.tag);
-                }
-            ok = false;
-        }
-    r->ok = ok;
-}
-
-bool pass_verify_p2p(ir_module *const *stage, int n, su_buf *err)
-{
-    p2p_run r = {.stage = stage, .n = n, .err = err};
-    bool done = su_guarded(err->oom, verify_p2p, &r);
-    free(r.pc);
-    if (!done)
-        su_oom(err->oom);
     return r.ok;
 }
