@@ -125,9 +125,18 @@ class Gen:
         fan = shape[0] if len(shape) > 1 else 1
         if kind == "weight":
             std = round(1.0 / (fan ** 0.5), 3)
+            mag = 4 * std
+            if len(shape) == 1:
+                # a vector is contracted over its one dim (x @ w, w @ x):
+                # std 1/sqrt(K) keeps the result's size. With std 1, x @ w1
+                # then w3 @ it reached |16| before a tanh, and a step's f32
+                # rounding in w3 (1e-5, within tolerance) moved the next
+                # step's output 4x its tolerance (seed 30256). The size
+                # estimate keeps the old bound, so the rest of each program
+                # (where tanh goes) is as before
+                std = round(1.0 / (shape[0] ** 0.5), 3)
             init = self.r.choice([f"normal({std})", f"normal({std})",
                                   f"uniform({-std * 1.7:.3f}, {std * 1.7:.3f})"])
-            mag = 4 * std
         elif kind == "gain":
             init, mag = self.r.choice([("ones", 1.0), (f"uniform(0.5, 1.5)", 1.5)]), None
             init, mag = init
