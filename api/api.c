@@ -601,13 +601,8 @@ static void render_work(void *arg)
             r->st = api_fail(r->error, SHARDC_ERR_INTERNAL, "%s", r->err.s);
             return;
         }
-    } else if (r->k == 6) {
-        ir_module *const *st = stages(prog, &n);
-        for (int s = 0; s < n; s++) {
-            if (n > 1)
-                su_buf_printf(b, "%s// ---- stage %d of %d ----\n", s ? "\n" : "", s, n);
-            ir_print(st[s], b);
-        }
+    } else if (r->k == 6) { /* the stage programs, as the verify pass left them */
+        pass_result_print(&prog->res, PASS_VERIFY, b);
     } else if (r->k == 5)
         ir_print(prog->res.m, b);
     else if (r->k == 1)
