@@ -145,10 +145,10 @@ shardc_status shardc_options_set_archs(shardc_options *opt, const char *list, ch
         opt->narchs = -1;
         return SHARDC_OK;
     }
-    char err[256];
+    su_status err;
     int arch[RT_MAX_ARCHS], n;
-    if (!rt_parse_archs(list, arch, &n, err, sizeof err))
-        return api_fail(error, SHARDC_ERR_USAGE, "%s", err);
+    if (!rt_parse_archs(list, arch, &n, &err))
+        return api_fail(error, SHARDC_ERR_USAGE, "%s", err.msg);
     memcpy(opt->arch, arch, sizeof arch);
     opt->narchs = n;
     return SHARDC_OK;
@@ -682,8 +682,8 @@ shardc_status shardc_program_emit_file(const shardc_program *prog, const char *w
     shardc_status st = shardc_program_emit(prog, what, &text, &len, error);
     if (st != SHARDC_OK)
         return st;
-    char err[1024];
-    int rc = su_write_file(path, text, len, err, sizeof err);
+    su_status err;
+    int rc = su_write_file(path, text, len, &err);
     free(text);
-    return rc ? api_fail(error, SHARDC_ERR_IO, "%s", err) : SHARDC_OK;
+    return rc ? api_status(error, &err) : SHARDC_OK;
 }

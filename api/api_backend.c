@@ -28,9 +28,9 @@ shardc_status shardc_backend_check(const char *backend, char **error)
     shardc_status st = api_backend_kind(backend, &kind, error);
     if (st != SHARDC_OK || kind == RT_BACKEND_CPU)
         return st;
-    char err[1024];
-    if (rt_cu_probe(err, sizeof err) != RT_CU_OK)
-        return api_fail(error, SHARDC_ERR_NO_GPU, "%s", err);
+    su_status err;
+    if (rt_cu_probe(&err) != RT_CU_OK)
+        return api_fail(error, SHARDC_ERR_NO_GPU, "%s", err.msg);
     return SHARDC_OK;
 }
 
@@ -38,15 +38,15 @@ shardc_status api_backend_check_plan(rt_backend_kind kind, const rt_plan *p, cha
 {
     if (kind == RT_BACKEND_CPU)
         return SHARDC_OK;
-    char err[1024];
-    switch (rt_cuda_check(p, err, sizeof err)) {
+    su_status err;
+    switch (rt_cuda_check(p, &err)) {
     case 0:
         return SHARDC_OK;
     case 1:
-        return api_fail(error, SHARDC_ERR_NO_GPU, "%s", err);
+        return api_fail(error, SHARDC_ERR_NO_GPU, "%s", err.msg);
     default:
-        return api_fail(error, SHARDC_ERR_INPUT, "the cuda backend cannot run this plan: %s",
-                        err);
+        su_prefix(&err, "the cuda backend cannot run this plan: ");
+        return api_status(error, &err);
     }
 }
 
@@ -58,8 +58,8 @@ shardc_status shardc_comm_check(const char *comm, char **error)
     if (strcmp(comm, "nccl") != 0)
         return api_fail(error, SHARDC_ERR_USAGE, "unknown communicator '%s' (local, mpi, nccl)",
                         comm);
-    char err[1024];
-    if (!rt_nccl_load(err, sizeof err))
-        return api_fail(error, SHARDC_ERR_NO_GPU, "%s", err);
+    su_status err;
+    if (!rt_nccl_load(&err))
+        return api_fail(error, SHARDC_ERR_NO_GPU, "%s", err.msg);
     return SHARDC_OK;
 }

@@ -22,3 +22,20 @@ shardc_status api_fail(char **error, shardc_status st, const char *fmt, ...)
     }
     return st;
 }
+
+shardc_status api_status(char **error, const su_status *st)
+{
+    static const shardc_status code[] = {
+        [SU_OK] = SHARDC_ERR_INTERNAL, /* a failure that did not say: a bug */
+        [SU_INPUT] = SHARDC_ERR_INPUT,
+        [SU_USAGE] = SHARDC_ERR_USAGE,
+        [SU_IO] = SHARDC_ERR_IO,
+        [SU_NOMEM] = SHARDC_ERR_NOMEM,
+        [SU_GPU] = SHARDC_ERR_GPU,
+        [SU_PEER] = SHARDC_ERR_PEER,
+        [SU_INTERNAL] = SHARDC_ERR_INTERNAL,
+    };
+    shardc_status c = (unsigned)st->kind < sizeof code / sizeof *code ? code[st->kind]
+                                                                       : SHARDC_ERR_INTERNAL;
+    return api_fail(error, c, "%s", st->msg[0] ? st->msg : "failed (no message)");
+}

@@ -46,6 +46,10 @@ shardc_status api_partial(const shardc_program *prog, const char *what, char **e
 shardc_status api_fail(char **error, shardc_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The runtime's failure st as the API's: its message into *error, its
+ * kind mapped to a status code (returned). */
+shardc_status api_status(char **error, const su_status *st);
+
 /* Fills info from an I/O entry. */
 void api_tensor_info(const rt_io *io, shardc_tensor_info *info);
 /* Sets *error to NULL when error is not NULL. */

@@ -59,7 +59,7 @@ typedef struct plan_run {
     su_buf rep;             /* the JSON report */
     uint8_t *bytes;         /* the result (malloc'd) */
     size_t len;
-    char err[1024];
+    su_status err;
     bool ok;
 } plan_run;
 
@@ -79,8 +79,7 @@ static void plan_work(void *arg)
     memcpy(o.nvrtc.arch, prog->arch, sizeof o.nvrtc.arch);
     o.nvrtc.cache_dir = prog->cache_dir;
     o.source = prog->source;
-    r->ok = cg_plan_bytes(st, n, r->rep.s, &o, &r->bytes, &r->len, r->err, sizeof r->err,
-                          &r->oom);
+    r->ok = cg_plan_bytes(st, n, r->rep.s, &o, &r->bytes, &r->len, &r->err, &r->oom);
 }
 
 /* The plan file of prog, with the JSON report in it. */
@@ -97,12 +96,12 @@ shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size
         free(r.bytes);
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     }
-    if (!r.ok) { /* the plan writer's messages hold no user text with spaces */
+    if (!r.ok) {
         free(r.bytes);
-        if (strstr(r.err, "out of memory"))
+        if (r.err.kind == SU_NOMEM)
             return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
         return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: writing the plan: %s",
-                        r.err);
+                        r.err.msg);
     }
     *bytes = r.bytes;
     *len = r.len;
@@ -117,14 +116,14 @@ shardc_status api_program_read_plan(const shardc_program *prog, rt_plan **out, c
     shardc_status st = api_program_plan(prog, &bytes, &len, error);
     if (st != SHARDC_OK)
         return st;
-    char err[1024];
-    *out = rt_plan_read(bytes, len, "plan", err, sizeof err);
+    su_status err;
+    *out = rt_plan_read(bytes, len, "plan", &err);
     free(bytes);
-    if (!*out && strstr(err, "out of memory")) /* the reader's messages hold no user text */
+    if (!*out && err.kind == SU_NOMEM)
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     if (!*out)
         return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: the plan does not read "
-                        "back: %s", err);
+                        "back: %s", err.msg);
     return SHARDC_OK;
 }
 

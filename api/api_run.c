@@ -40,11 +40,11 @@ shardc_status shardc_program_save_plan(const shardc_program *prog, const char *p
     shardc_status st = api_program_plan(prog, &bytes, &len, error);
     if (st != SHARDC_OK)
         return st;
-    char err[1024];
-    int rc = su_write_file(path, bytes, len, err, sizeof err);
+    su_status err;
+    int rc = su_write_file(path, bytes, len, &err);
     free(bytes);
     if (rc != 0)
-        return api_fail(error, SHARDC_ERR_IO, "%s", err);
+        return api_status(error, &err);
     return SHARDC_OK;
 }
 
@@ -52,10 +52,10 @@ shardc_status shardc_plan_load(const char *path, shardc_plan **out, char **error
 {
     api_clear(error);
     *out = NULL;
-    char err[1024];
-    rt_plan *p = rt_plan_load(path, err, sizeof err);
+    su_status err;
+    rt_plan *p = rt_plan_load(path, &err);
     if (!p)
-        return api_fail(error, SHARDC_ERR_INPUT, "%s", err);
+        return api_status(error, &err);
     shardc_plan *pl = calloc(1, sizeof *pl);
     if (!pl) {
         rt_plan_free(p);

@@ -54,18 +54,18 @@ shardc_status shardc_session_new(const shardc_plan *plan, const shardc_session_c
         return api_fail(error, SHARDC_ERR_USAGE, "checkpoint_keep %d: expected 1 or more (0: 2)",
                         cfg->checkpoint_keep);
     o.ckpt_keep = cfg->checkpoint_keep;
-    char err[4096]; /* the files' mismatches list names */
-    if (o.graph && rt_session_graph_check(&o, err, sizeof err) != 0)
-        return api_fail(error, SHARDC_ERR_USAGE, "%s", err);
+    su_status err;
+    if (o.graph && rt_session_graph_check(&o, &err) != 0)
+        return api_status(error, &err);
     shardc_session *s = calloc(1, sizeof *s);
     if (!s)
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     s->plan = plan;
     s->backend = o.backend;
-    s->s = rt_session_new(plan->p, &o, err, sizeof err);
+    s->s = rt_session_new(plan->p, &o, &err);
     if (!s->s) {
         free(s);
-        return api_fail(error, SHARDC_ERR_INPUT, "%s", err);
+        return api_status(error, &err);
     }
     *out = s;
     return SHARDC_OK;
@@ -83,38 +83,37 @@ shardc_status shardc_session_bind(shardc_session *s, const char *name, const voi
                                   size_t bytes, char **error)
 {
     api_clear(error);
-    char err[1024];
-    if (rt_session_bind(s->s, name, data, bytes, err, sizeof err) != 0)
-        return api_fail(error, SHARDC_ERR_USAGE, "%s", err);
+    su_status err;
+    if (rt_session_bind(s->s, name, data, bytes, &err) != 0)
+        return api_status(error, &err);
     return SHARDC_OK;
 }
 
 shardc_status shardc_session_write_trace(shardc_session *s, const char *path, char **error)
 {
     api_clear(error);
-    char err[1024];
+    su_status err;
     const char *backend = s->backend == RT_BACKEND_CUDA ? "cuda" : "cpu";
-    if (rt_session_write_trace(s->s, path, backend, err, sizeof err) != 0)
-        return api_fail(error, rt_session_steps(s->s) ? SHARDC_ERR_IO : SHARDC_ERR_USAGE, "%s",
-                        err);
+    if (rt_session_write_trace(s->s, path, backend, &err) != 0)
+        return api_status(error, &err);
     return SHARDC_OK;
 }
 
 shardc_status shardc_session_check_params(const shardc_session *s, char **error)
 {
     api_clear(error);
-    char err[4096];
-    if (rt_session_check_params(s->s, err, sizeof err) != 0)
-        return api_fail(error, SHARDC_ERR_INPUT, "%s", err);
+    su_status err;
+    if (rt_session_check_params(s->s, &err) != 0)
+        return api_status(error, &err);
     return SHARDC_OK;
 }
 
 shardc_status shardc_session_run(shardc_session *s, char **error)
 {
     api_clear(error);
-    char err[4096];
-    if (rt_session_run(s->s, err, sizeof err) != 0)
-        return api_fail(error, SHARDC_ERR_INPUT, "%s", err);
+    su_status err;
+    if (rt_session_run(s->s, &err) != 0)
+        return api_status(error, &err);
     return SHARDC_OK;
 }
 
@@ -161,32 +160,31 @@ shardc_status shardc_session_save_outputs(const shardc_session *s, const char *p
             data[n] = rt_session_output(s->s, names[n], &types[n]);
             n++;
         }
-    char err[1024];
-    int rc = rt_st_write(path, n, names, types, data, err, sizeof err);
+    su_status err;
+    int rc = rt_st_write(path, n, names, types, data, &err);
     free(names);
     free(types);
     free(data);
     if (rc != 0)
-        return api_fail(error, SHARDC_ERR_IO, "%s", err);
+        return api_status(error, &err);
     return SHARDC_OK;
 }
 
 shardc_status shardc_session_loss(const shardc_session *s, double *loss, char **error)
 {
     api_clear(error);
-    char err[1024];
-    if (rt_session_loss(s->s, loss, err, sizeof err) != 0)
-        return api_fail(error, SHARDC_ERR_USAGE, "%s", err);
+    su_status err;
+    if (rt_session_loss(s->s, loss, &err) != 0)
+        return api_status(error, &err);
     return SHARDC_OK;
 }
 
 shardc_status shardc_session_save_params(shardc_session *s, const char *path, char **error)
 {
     api_clear(error);
-    char err[1024];
-    if (rt_session_save_params(s->s, path, err, sizeof err) != 0)
-        return api_fail(error, rt_session_steps(s->s) ? SHARDC_ERR_IO : SHARDC_ERR_USAGE, "%s",
-                        err);
+    su_status err;
+    if (rt_session_save_params(s->s, path, &err) != 0)
+        return api_status(error, &err);
     return SHARDC_OK;
 }
 
@@ -201,30 +199,30 @@ shardc_status shardc_session_check_steps(const shardc_session *s, long long step
                                          char **error)
 {
     api_clear(error);
-    char err[1024];
+    su_status err;
     if (steps < 0)
         return api_fail(error, SHARDC_ERR_USAGE, "%lld steps", steps);
-    if (rt_session_check_steps(s->s, steps, err, sizeof err) != 0)
-        return api_fail(error, SHARDC_ERR_INPUT, "%s", err);
+    if (rt_session_check_steps(s->s, steps, &err) != 0)
+        return api_status(error, &err);
     return SHARDC_OK;
 }
 
 shardc_status shardc_session_save_checkpoint(shardc_session *s, const char *dir, char **error)
 {
     api_clear(error);
-    char err[1024];
-    int rc = rt_session_save_checkpoint(s->s, dir, err, sizeof err);
+    su_status err;
+    int rc = rt_session_save_checkpoint(s->s, dir, &err);
     if (rc != 0)
-        return api_fail(error, rc == -2 ? SHARDC_ERR_USAGE : SHARDC_ERR_IO, "%s", err);
+        return api_status(error, &err);
     return SHARDC_OK;
 }
 
 shardc_status shardc_session_resume(shardc_session *s, const char *dir, char **error)
 {
     api_clear(error);
-    char err[1024];
-    if (rt_session_resume(s->s, dir, err, sizeof err) != 0)
-        return api_fail(error, SHARDC_ERR_INPUT, "%s", err);
+    su_status err;
+    if (rt_session_resume(s->s, dir, &err) != 0)
+        return api_status(error, &err);
     return SHARDC_OK;
 }
 

@@ -83,10 +83,10 @@ static void bench(const shape *s, int repeat)
                    .in_t = {s->a, s->b}, .out_t = s->out};
     void *bufs[3] = {a, b, c1};
     rt_cpu_ctx ctx = {.naxes = 0};
-    char err[256];
+    su_status err;
     for (int i = 0; i < WARMUP; i++) {
-        if (rt_cpu_run(&ctx, &in, bufs, err, sizeof err) != 0) {
-            fprintf(stderr, "bench_cpu_matmul: %s: %s\n", s->name, err);
+        if (rt_cpu_run(&ctx, &in, bufs, &err) != 0) {
+            fprintf(stderr, "bench_cpu_matmul: %s: %s\n", s->name, err.msg);
             exit(1);
         }
         direct(s, a, b, c2);
@@ -106,7 +106,7 @@ static void bench(const shape *s, int repeat)
             if ((side ^ i) & 1)
                 direct(s, a, b, c2);
             else
-                rt_cpu_run(&ctx, &in, bufs, err, sizeof err);
+                rt_cpu_run(&ctx, &in, bufs, &err);
             ((side ^ i) & 1 ? t2 : t1)[i] = now_s() - t0;
         }
         pr[i] = t1[i] / t2[i];

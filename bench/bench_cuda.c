@@ -279,17 +279,16 @@ typedef struct gpu {
     char *cache_dir;               /* NVRTC's cache, or NULL */
 } gpu;
 
-static char cu_err[1024];
+static su_status cu_err;
 #define CU(g, call)                                                                             \
     do {                                                                                        \
-        if (!RT_CU_CHECK((g)->cu, call, cu_err, sizeof cu_err))                                  \
-            die("%s", cu_err);                                                                  \
+        if (!RT_CU_CHECK((g)->cu, call, &cu_err))                                          \
+            die("%s", cu_err.msg);                                                              \
     } while (0)
 #define CUX(g, call)                                                                            \
     do {                                                                                        \
-        if (!rt_cu_check((g)->cu, (g)->x.call, #call, __FILE__, __LINE__, cu_err,               \
-                         sizeof cu_err))                                                        \
-            die("%s", cu_err);                                                                  \
+        if (!rt_cu_check((g)->cu, (g)->x.call, #call, __FILE__, __LINE__, &cu_err))             \
+            die("%s", cu_err.msg);                                                              \
     } while (0)
 #define LT(g, call)                                                                             \
     do {                                                                                        \
@@ -454,7 +453,7 @@ static void load_image(gpu *g, rt_cu_module *mod, const void *image, const char 
     void *val[2] = {log, (void *)(uintptr_t)sizeof log};
     rt_cu_result r = g->cu->ModuleLoadDataEx(mod, image, 2, opt, val);
     if (r != RT_CU_SUCCESS) {
-        char msg[256];
+        char msg[512];
         die("loading %s: %s%s%s", what, rt_cu_describe(g->cu, r, msg, sizeof msg),
             *log ? ": " : "", log);
     }
@@ -605,9 +604,9 @@ static void matmul_operands(const plan_dev *d, const bc_item *it, matmul_arg *m)
 static void enqueue_runtime_matmul(gpu *g, void *arg)
 {
     matmul_arg *m = arg;
-    char err[1024];
-    if (!rt_blas_matmul(g->blas, m->mm, &m->epi, m->a, m->b, m->out, g->s, err, sizeof err))
-        die("rt_blas_matmul: %s", err);
+    su_status err;
+    if (!rt_blas_matmul(g->blas, m->mm, &m->epi, m->a, m->b, m->out, g->s, &err))
+        die("rt_blas_matmul: %s", err.msg);
 }
 
 static void enqueue_reference(gpu *g, void *arg)
@@ -796,7 +795,8 @@ static void pad_mesh(const char *mesh, int axes, char *out, size_t n)
 static rt_plan *compile_plan(const setup *su, const char *model, const char *mesh, int cc,
                              const char *cache)
 {
-    char archs[16], err[1024];
+    char archs[16];
+    su_status err;
     snprintf(archs, sizeof archs, "sm_%d", cc);
     shardc_options *opt = options(su, mesh, archs, cache);
     shardc_program *prog = NULL;
@@ -806,9 +806,9 @@ static rt_plan *compile_plan(const setup *su, const char *model, const char *mes
     if (shardc_compile_file(opt, model, &prog, &e) != SHARDC_OK ||
         api_program_plan(prog, &bytes, &len, &e) != SHARDC_OK)
         die("%s --mesh %s: %s", model, mesh, e);
-    rt_plan *p = rt_plan_read(bytes, len, model, err, sizeof err);
+    rt_plan *p = rt_plan_read(bytes, len, model, &err);
     if (!p)
-        die("%s --mesh %s: %s", model, mesh, err);
+        die("%s --mesh %s: %s", model, mesh, err.msg);
     free(bytes);
     shardc_program_free(prog);
     shardc_options_free(opt);
@@ -867,9 +867,9 @@ static void parse_args(int argc, char **argv, setup *su)
 static void start(gpu *g, bc_machine *m, const setup *su)
 {
     rt_cu_status why;
-    g->cu = rt_cu_load(&why, cu_err, sizeof cu_err);
+    g->cu = rt_cu_load(&why, &cu_err);
     if (!g->cu)
-        die("%s", cu_err);
+        die("%s", cu_err.msg);
     g->repeat = (int)su->repeat;
     load_extra(&g->x);
     load_lt(&g->lt);
@@ -879,9 +879,9 @@ static void start(gpu *g, bc_machine *m, const setup *su)
             g->cc);
     g->cache_dir = rt_nvrtc_cache_dir(getenv("SHARDC_CACHE_DIR"), getenv("XDG_CACHE_HOME"),
                                       getenv("HOME"));
-    char err[1024];
-    if (!(g->blas = rt_blas_new(err, sizeof err)))
-        die("%s", err);
+    su_status err;
+    if (!(g->blas = rt_blas_new(&err)))
+        die("%s", err.msg);
     LT(g, Create(&g->lth));
     CU(g, MemAlloc(&g->workspace, REF_WORKSPACE));
     setup_flush(g, m->l2_bytes);
@@ -905,9 +905,9 @@ int main(int argc, char **argv)
 {
     setup su;
     parse_args(argc, argv, &su);
-    char why[1024];
-    if (rt_cu_probe(why, sizeof why) != RT_CU_OK) {
-        printf("skipped: no GPU (%s)\n", why);
+    su_status why;
+    if (rt_cu_probe(&why) != RT_CU_OK) {
+        printf("skipped: no GPU (%s)\n", why.msg);
         return 77;
     }
     if (!rt_nvrtc_available())

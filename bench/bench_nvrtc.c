@@ -180,9 +180,9 @@ static void cold_kernels(const shardc_program *prog, const char *archs)
     kernel *k = split_kernels(text, &n);
     rt_nvrtc_options o;
     memset(&o, 0, sizeof o);
-    char perr[256];
-    if (archs && !rt_parse_archs(archs, o.arch, &o.narchs, perr, sizeof perr))
-        die("--arch", perr);
+    su_status perr;
+    if (archs && !rt_parse_archs(archs, o.arch, &o.narchs, &perr))
+        die("--arch", perr.msg);
     double total = 0;
     printf("## Cold compile per kernel (NVRTC, no cache)\n\n");
     printf("| kernel | strategy | source lines | ms |\n| --- | --- | --- | --- |\n");

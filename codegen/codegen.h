@@ -1,6 +1,7 @@
 /* codegen.h: from the partitioned IR to the plan file (DESIGN.md §4). */
 #ifndef SHARDC_CODEGEN_H
 #define SHARDC_CODEGEN_H
+#include "support/support.h"
 #include "ir/ir.h"
 #include "runtime/cuda/nvrtc.h"
 
@@ -30,7 +31,7 @@ typedef struct cg_plan_options {
  * passes, reported as one) or NVRTC fails (the message names the kernel).
  * Allocation failures jump to *oom (the caller's; never the modules'). */
 bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
-                   const cg_plan_options *o, uint8_t **out, size_t *len, char *err,
-                   size_t errlen, jmp_buf *oom);
+                   const cg_plan_options *o, uint8_t **out, size_t *len, su_status *err,
+                   jmp_buf *oom);
 
 #endif

@@ -59,8 +59,7 @@ typedef struct builder {
     su_vec kernels;      /* rt_kernel *, every stage's */
     su_vec modules;      /* rt_module * */
     su_vec keys;         /* const char *: each module's cg_cuda_kernel.key */
-    char *err;
-    size_t errlen;
+    su_status *err;
     jmp_buf *oom;        /* the caller's */
     /* what a stage's lowering holds, freed by cg_plan_bytes after an
      * allocation failure too */
@@ -74,7 +73,7 @@ static bool fail(builder *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(b->err, b->errlen, fmt, ap);
+    su_failv(b->err, SU_INTERNAL, fmt, ap);
     va_end(ap);
     return false;
 }
@@ -515,16 +514,16 @@ static void build_plan(void *arg)
         p.report_len = strlen(p.report);
         p.source = (char *)(b->o->source ? b->o->source : "");
     }
-    if (ok && !rt_plan_validate(&p, b->err, b->errlen))
+    if (ok && !rt_plan_validate(&p, b->err))
         ok = false;
     if (ok)
-        ok = rt_plan_write(&p, r->out, r->len, b->err, b->errlen);
+        ok = rt_plan_write(&p, r->out, r->len, b->err);
     r->ok = ok;
 }
 
 bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
-                   const cg_plan_options *o, uint8_t **out, size_t *len, char *err,
-                   size_t errlen, jmp_buf *oom)
+                   const cg_plan_options *o, uint8_t **out, size_t *len, su_status *err,
+                   jmp_buf *oom)
 {
     *out = NULL;
     *len = 0;
@@ -534,7 +533,6 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     builder *b = &r.b;
     b->arena = &r.arena;
     b->err = err;
-    b->errlen = errlen;
     b->o = o;
     b->oom = oom;
     su_buf_init(&b->msg, oom);

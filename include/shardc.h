@@ -30,6 +30,10 @@ typedef enum shardc_status {
     SHARDC_ERR_IO = 5,       /* a file could not be read or written */
     SHARDC_ERR_NO_GPU = 6,   /* the cuda backend, on a machine without a usable
                               * CUDA driver or without a GPU */
+    SHARDC_ERR_GPU = 7,      /* the GPU failed during a run: a driver, kernel,
+                              * cuBLASLt or NCCL error */
+    SHARDC_ERR_PEER = 8,     /* another rank failed, stopped, or did not answer
+                              * within the timeout */
 } shardc_status;
 
 /* The library's version, "MAJOR.MINOR.PATCH". */
@@ -183,7 +187,8 @@ SHARDC_API shardc_status shardc_program_plan(const shardc_program *prog, shardc_
 SHARDC_API shardc_status shardc_program_save_plan(const shardc_program *prog, const char *path,
                                                   char **error);
 /* Reads and validates a plan file. SHARDC_ERR_INPUT for a truncated, corrupt,
- * foreign or newer file, with a message that says which. */
+ * foreign or newer file, with a message that says which; SHARDC_ERR_IO
+ * when it cannot be opened or read. */
 SHARDC_API shardc_status shardc_plan_load(const char *path, shardc_plan **out, char **error);
 SHARDC_API void shardc_plan_free(shardc_plan *plan);
 
@@ -316,8 +321,13 @@ SHARDC_API shardc_status shardc_session_check_params(const shardc_session *s, ch
 /* Runs one step on every rank this process holds: the forward pass, and
  * for a plan compiled for training also the backward pass and the
  * optimizer update, whose new params and states the next step starts
- * from. On failure the message names the rank and the instruction; after a
- * failure the session can only be freed. Under "mpi", an op that timed out
+ * from. On failure the message names the rank and the instruction, and the
+ * status says what failed: SHARDC_ERR_INPUT for the data (an id outside
+ * its table, a params or inputs file), SHARDC_ERR_IO for a file that
+ * cannot be read, SHARDC_ERR_GPU for the GPU, SHARDC_ERR_PEER when another
+ * rank failed or stopped (its own failure is reported where it happened:
+ * with `local`, the first rank's); after a failure the session can only
+ * be freed. Under "mpi", an op that timed out
  * stays MPI's (MPI cannot cancel it): freeing the session then keeps the
  * memory that op may still write, and the caller should end the job. */
 SHARDC_API shardc_status shardc_session_run(shardc_session *s, char **error);

@@ -105,24 +105,24 @@ static char *resolve(const char *path, bool *proc)
  * behind /proc/self/fd): no O_TRUNC, and O_APPEND on a regular file, so
  * `--outputs /dev/stdout >> log` adds to the log. A FIFO's open waits for
  * its reader, as a shell's `>` does. */
-static int open_straight(su_wfile *w, bool regular, char *err, size_t errlen)
+static int open_straight(su_wfile *w, bool regular, su_status *err)
 {
     w->fd = open(w->path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (regular ? O_APPEND : 0));
     if (w->fd < 0)
-        return su_errf(err, errlen, "%s: cannot write: %s", w->path, strerror(errno));
+        return su_fail(err, SU_IO, "%s: cannot write: %s", w->path, strerror(errno));
     return 0;
 }
 
 /* Creates "dest.tmp.PID.K" (O_EXCL: the first K free) for a later rename
  * over dest; mode (when >= 0) is the replaced file's, so a private file
  * stays private. */
-static int open_temp(su_wfile *w, char *dest, int mode, char *err, size_t errlen)
+static int open_temp(su_wfile *w, char *dest, int mode, su_status *err)
 {
     size_t n = strlen(dest) + 48;
     w->dest = dest;
     w->tmp = malloc(n);
     if (!w->tmp)
-        return su_errf(err, errlen, "%s: out of memory", w->path);
+        return su_fail(err, SU_NOMEM, "%s: out of memory", w->path);
     for (int k = 0; k < 100; k++) {
         snprintf(w->tmp, n, "%s.tmp.%ld.%d", dest, (long)getpid(), k);
         w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
@@ -130,19 +130,19 @@ static int open_temp(su_wfile *w, char *dest, int mode, char *err, size_t errlen
             break;
     }
     if (w->fd < 0) {
-        su_errf(err, errlen, "%s: cannot create the temporary file %s: %s", w->path, w->tmp,
+        su_fail(err, SU_IO, "%s: cannot create the temporary file %s: %s", w->path, w->tmp,
              strerror(errno));
         free(w->tmp); /* not ours to remove */
         w->tmp = NULL;
         return -1;
     }
     if (mode >= 0 && fchmod(w->fd, (mode_t)mode) != 0)
-        return su_errf(err, errlen, "%s: cannot set the mode of %s: %s", w->path, w->tmp,
+        return su_fail(err, SU_IO, "%s: cannot set the mode of %s: %s", w->path, w->tmp,
                     strerror(errno));
     return 0;
 }
 
-int su_wfile_open(su_wfile *w, const char *path, char *err, size_t errlen)
+int su_wfile_open(su_wfile *w, const char *path, su_status *err)
 {
     memset(w, 0, sizeof *w);
     w->path = path;
@@ -150,20 +150,20 @@ int su_wfile_open(su_wfile *w, const char *path, char *err, size_t errlen)
     struct stat st;
     bool exists = stat(path, &st) == 0;
     if (!exists && errno != ENOENT)
-        return su_errf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return su_fail(err, SU_IO, "%s: cannot write: %s", path, strerror(errno));
     if (exists && S_ISDIR(st.st_mode))
-        return su_errf(err, errlen, "%s: cannot write: %s", path, strerror(EISDIR));
+        return su_fail(err, SU_IO, "%s: cannot write: %s", path, strerror(EISDIR));
     if (exists && !S_ISREG(st.st_mode))
-        return open_straight(w, false, err, errlen);
+        return open_straight(w, false, err);
     bool proc = false;
     char *dest = resolve(path, &proc);
     if (!dest)
-        return su_errf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return su_fail(err, SU_IO, "%s: cannot write: %s", path, strerror(errno));
     if (proc) {
         free(dest);
-        return open_straight(w, true, err, errlen);
+        return open_straight(w, true, err);
     }
-    int rc = open_temp(w, dest, exists ? (int)(st.st_mode & 0777) : -1, err, errlen);
+    int rc = open_temp(w, dest, exists ? (int)(st.st_mode & 0777) : -1, err);
     if (rc != 0)
         su_wfile_abort(w);
     return rc;
@@ -209,19 +209,19 @@ int su_wfile_write(su_wfile *w, const void *data, size_t n)
     return w->error ? -1 : 0;
 }
 
-int su_wfile_commit(su_wfile *w, char *err, size_t errlen)
+int su_wfile_commit(su_wfile *w, su_status *err)
 {
     int rc = 0;
     if (w->error)
-        rc = su_errf(err, errlen, "%s: cannot write: %s", w->path, strerror(w->error));
+        rc = su_fail(err, SU_IO, "%s: cannot write: %s", w->path, strerror(w->error));
     else if (w->tmp && fsync(w->fd) != 0)
-        rc = su_errf(err, errlen, "%s: cannot write: %s", w->path, strerror(errno));
+        rc = su_fail(err, SU_IO, "%s: cannot write: %s", w->path, strerror(errno));
     int fd = w->fd;
     w->fd = -1;
     if (close(fd) != 0 && rc == 0)
-        rc = su_errf(err, errlen, "%s: cannot write: %s", w->path, strerror(errno));
+        rc = su_fail(err, SU_IO, "%s: cannot write: %s", w->path, strerror(errno));
     if (rc == 0 && w->tmp && rename(w->tmp, w->dest) != 0)
-        rc = su_errf(err, errlen, "%s: cannot rename %s into place: %s", w->path, w->tmp,
+        rc = su_fail(err, SU_IO, "%s: cannot rename %s into place: %s", w->path, w->tmp,
                   strerror(errno));
     if (rc == 0) {
         free(w->tmp);
@@ -243,13 +243,13 @@ void su_wfile_abort(su_wfile *w)
     w->tmp = w->dest = NULL;
 }
 
-int su_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen)
+int su_write_file(const char *path, const void *data, size_t len, su_status *err)
 {
     su_wfile w;
-    if (su_wfile_open(&w, path, err, errlen) != 0)
+    if (su_wfile_open(&w, path, err) != 0)
         return -1;
     su_wfile_write(&w, data, len);
-    return su_wfile_commit(&w, err, errlen);
+    return su_wfile_commit(&w, err);
 }
 
 char *su_path_join(const char *dir, const char *name)

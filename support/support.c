@@ -434,13 +434,67 @@ const char *su_nearest(const char *name, const char *const *cand, int n)
     return best;
 }
 
-int su_errf(char *err, size_t errlen, const char *fmt, ...)
+int su_failv(su_status *err, su_kind kind, const char *fmt, va_list ap)
 {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
+    if (err) {
+        err->kind = kind;
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     }
     return -1;
+}
+
+int su_fail(su_status *err, su_kind kind, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    su_failv(err, kind, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int su_prefix(su_status *err, const char *fmt, ...)
+{
+    if (!err)
+        return -1;
+    char head[SU_MSG_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    if (n <= 0)
+        return -1;
+    size_t h = (size_t)n < sizeof head ? (size_t)n : sizeof head - 1;
+    size_t m = strnlen(err->msg, sizeof err->msg - 1);
+    if (h + m >= sizeof err->msg)
+        m = sizeof err->msg - 1 - h;
+    memmove(err->msg + h, err->msg, m);
+    memcpy(err->msg, head, h);
+    err->msg[h + m] = '\0';
+    if (err->kind == SU_OK)
+        err->kind = SU_INTERNAL; /* a prefix to no failure is a bug */
+    return -1;
+}
+
+int su_status_copy(su_status *err, const su_status *src)
+{
+    if (err && err != src) {
+        err->kind = src->kind;
+        snprintf(err->msg, sizeof err->msg, "%s", src->msg);
+    }
+    return -1;
+}
+
+void su_status_clear(su_status *err)
+{
+    if (err) {
+        err->kind = SU_OK;
+        err->msg[0] = '\0';
+    }
+}
+
+const char *su_kind_name(su_kind k)
+{
+    static const char *const names[] = {"ok", "input", "usage", "I/O", "out of memory", "GPU",
+                                        "peer", "internal"};
+    return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
 }

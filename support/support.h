@@ -107,10 +107,6 @@ void su_buf_puts(su_buf *b, const char *s);
 void su_buf_putc(su_buf *b, char c);
 void su_buf_printf(su_buf *b, const char *fmt, ...) SU_PRINTF(2, 3);
 
-/* Formats a message into err (errlen bytes; nothing when err is NULL or
- * errlen 0) and returns -1: the error convention of the runtime's
- * functions that take (char *err, size_t errlen). */
-int su_errf(char *err, size_t errlen, const char *fmt, ...) SU_PRINTF(3, 4);
 void su_buf_vprintf(su_buf *b, const char *fmt, va_list ap);
 /* Hands the string to the caller (malloc'd, free()); the buffer empties. */
 char *su_buf_take(su_buf *b);
@@ -157,6 +153,43 @@ char *su_path_join(const char *dir, const char *name);
  * named through /proc/self/fd (/dev/stdout), is written straight into
  * (no truncation; a FIFO's open waits for a reader). A folder is an error.
  * Messages name path as the caller gave it, and the reason (errno's text). */
+/* The runtime's error convention (and the file writer's): a function that
+ * can fail takes `su_status *err` last and says that it failed by its
+ * result (-1, NULL or false); err then holds what went wrong: a kind, which
+ * the API maps to its status codes (include/shardc.h) and shardrun to its
+ * exit codes, and a message for the user. err may be NULL (nothing is
+ * written). A caller that adds context keeps the kind (su_prefix). */
+typedef enum su_kind {
+    SU_OK = 0,
+    SU_INPUT,    /* the plan, a file's contents or the data are wrong */
+    SU_USAGE,    /* a call the session cannot take (now, or with these arguments) */
+    SU_IO,       /* a file or folder could not be read or written */
+    SU_NOMEM,    /* out of memory */
+    SU_GPU,      /* the driver, a kernel, cuBLASLt, NVRTC or NCCL failed */
+    SU_PEER,     /* another rank failed, stopped, or did not answer in time */
+    SU_INTERNAL, /* a bug in shardc */
+} su_kind;
+
+enum { SU_MSG_LEN = 4096 }; /* a files mismatch lists names */
+
+typedef struct su_status {
+    su_kind kind; /* SU_OK until a failure */
+    char msg[SU_MSG_LEN];
+} su_status;
+
+/* Sets err's kind and message; returns -1, so a failure reads
+ * `return su_fail(err, SU_IO, "%s: ...", path)`. */
+int su_fail(su_status *err, su_kind kind, const char *fmt, ...) SU_PRINTF(3, 4);
+int su_failv(su_status *err, su_kind kind, const char *fmt, va_list ap);
+/* Puts fmt's text before err's message, the kind kept; returns -1. */
+int su_prefix(su_status *err, const char *fmt, ...) SU_PRINTF(2, 3);
+/* Copies src (kind and message) into err; returns -1. */
+int su_status_copy(su_status *err, const su_status *src);
+/* Clears err to SU_OK and an empty message. */
+void su_status_clear(su_status *err);
+/* "input", "usage", "I/O", ... for messages and tests. */
+const char *su_kind_name(su_kind k);
+
 typedef struct su_wfile {
     const char *path;   /* as the caller named it (not copied) */
     char *dest;         /* what the temporary file replaces (malloc'd) */
@@ -168,18 +201,18 @@ typedef struct su_wfile {
 
 /* Opens path for writing: 0, or -1 with the message in err (nothing left
  * behind). */
-int su_wfile_open(su_wfile *w, const char *path, char *err, size_t errlen);
+int su_wfile_open(su_wfile *w, const char *path, su_status *err);
 /* Appends n bytes: 0, or -1 after a failure (kept for su_wfile_commit,
  * later writes do nothing). */
 int su_wfile_write(su_wfile *w, const void *data, size_t n);
 /* Finishes the file (fsync and rename, or close): 0, or -1 with the message
  * in err and the temporary file removed. w is closed either way. */
-int su_wfile_commit(su_wfile *w, char *err, size_t errlen);
+int su_wfile_commit(su_wfile *w, su_status *err);
 /* Gives up: closes w and removes its temporary file; the target is as it
  * was. Safe after a failed open or a commit. */
 void su_wfile_abort(su_wfile *w);
 /* Writes len bytes to path through su_wfile: 0, or -1 with the message. */
-int su_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen);
+int su_write_file(const char *path, const void *data, size_t len, su_status *err);
 
 /* Readies src for a scanner: skips a UTF-8 byte order mark at its start
  * (some editors write one; lines and columns then count from after it),

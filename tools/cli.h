@@ -6,10 +6,19 @@
 
 #include <string.h>
 
-/* Exit codes: 0 success, 1 an error in the user's input, 2 bad usage,
- * 3 an internal error, 4 no GPU (shardrun --backend cuda without a usable
- * CUDA driver or GPU). */
-enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3, EXIT_NO_GPU = 4 };
+/* Exit codes: 0 success, 1 an error in the user's input (or a file that
+ * cannot be read or written), 2 bad usage, 3 an internal error, 4 no GPU
+ * (shardrun --backend cuda without a usable CUDA driver or GPU), 5 the GPU
+ * failed during a run, 6 another rank failed, stopped or did not answer
+ * (this rank's run failed because of it). */
+enum {
+    EXIT_INPUT = 1,
+    EXIT_USAGE = 2,
+    EXIT_INTERNAL = 3,
+    EXIT_NO_GPU = 4,
+    EXIT_GPU = 5,
+    EXIT_PEER = 6,
+};
 
 static int exit_code(shardc_status st)
 {
@@ -18,6 +27,8 @@ static int exit_code(shardc_status st)
     case SHARDC_ERR_INPUT: case SHARDC_ERR_IO: return EXIT_INPUT;
     case SHARDC_ERR_USAGE: return EXIT_USAGE;
     case SHARDC_ERR_NO_GPU: return EXIT_NO_GPU;
+    case SHARDC_ERR_GPU: return EXIT_GPU;
+    case SHARDC_ERR_PEER: return EXIT_PEER;
     default: return EXIT_INTERNAL;
     }
 }

@@ -13,26 +13,26 @@
 
 /* ---- meshes and comms ---- */
 
-bool rt_comm_mesh_check(const rt_mesh_desc *mesh, int64_t *ranks, char *err, size_t errlen)
+bool rt_comm_mesh_check(const rt_mesh_desc *mesh, int64_t *ranks, su_status *err)
 {
     if (!mesh) {
-        snprintf(err, errlen, "no mesh given");
+        su_fail(err, SU_INPUT, "no mesh given");
         return false;
     }
     if (mesh->naxes < 0 || mesh->naxes > RT_MAX_AXES) {
-        snprintf(err, errlen, "the mesh has %d axes; at most %d are allowed", mesh->naxes,
-                 RT_MAX_AXES);
+        su_fail(err, SU_INPUT, "the mesh has %d axes; at most %d are allowed", mesh->naxes,
+                RT_MAX_AXES);
         return false;
     }
     int64_t n = 1;
     for (int a = 0; a < mesh->naxes; a++) {
         if (mesh->size[a] < 1) {
-            snprintf(err, errlen, "mesh axis %d (%s) has size %lld; sizes must be >= 1", a,
-                     mesh->name[a] ? mesh->name[a] : "unnamed", (long long)mesh->size[a]);
+            su_fail(err, SU_INPUT, "mesh axis %d (%s) has size %lld; sizes must be >= 1", a,
+                    mesh->name[a] ? mesh->name[a] : "unnamed", (long long)mesh->size[a]);
             return false;
         }
         if (mesh->size[a] > INT32_MAX / n) {
-            snprintf(err, errlen, "the mesh has more than %d ranks", INT32_MAX);
+            su_fail(err, SU_INPUT, "the mesh has more than %d ranks", INT32_MAX);
             return false;
         }
         n *= mesh->size[a];
@@ -85,6 +85,16 @@ void rt_comm_seterr(rt_comm *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(c->err, sizeof c->err, fmt, ap);
     va_end(ap);
+    c->err_kind = SU_PEER;
+}
+
+void rt_comm_setfail(rt_comm *c, su_kind kind, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, sizeof c->err, fmt, ap);
+    va_end(ap);
+    c->err_kind = kind;
 }
 
 const char *rt_comm_op_name(int op)
@@ -109,6 +119,13 @@ int64_t rt_comm_size(const rt_comm *c)
 const char *rt_comm_error(const rt_comm *c)
 {
     return c ? c->err : "no communicator";
+}
+
+int rt_comm_status(const rt_comm *c, su_status *err)
+{
+    /* a failure whose kind was not said is the communicator's usual one */
+    su_kind k = !c ? SU_INTERNAL : c->err_kind != SU_OK ? c->err_kind : SU_PEER;
+    return su_fail(err, k, "%s", rt_comm_error(c));
 }
 
 bool rt_comm_stuck(const rt_comm *c)
@@ -226,18 +243,20 @@ static void group_desc(rt_group *g)
 static int check_axes(rt_comm *c, const uint8_t *axes, int naxes)
 {
     if (naxes < 0 || naxes > RT_MAX_AXES || (naxes > 0 && !axes)) {
-        rt_comm_seterr(c, "group: %d axes given; 0 to %d allowed", naxes, RT_MAX_AXES);
+        rt_comm_setfail(c, SU_INTERNAL, "group: %d axes given; 0 to %d allowed",
+                        naxes, RT_MAX_AXES);
         return -1;
     }
     for (int i = 0; i < naxes; i++) {
         if (axes[i] >= c->naxes) {
-            rt_comm_seterr(c, "group: axis %d is not an axis of the mesh (it has %d)", axes[i],
+            rt_comm_setfail(c, SU_INTERNAL, "group: axis %d is not an axis of the mesh (it has %d)",
+                            axes[i],
                            c->naxes);
             return -1;
         }
         for (int j = 0; j < i; j++)
             if (axes[j] == axes[i]) {
-                rt_comm_seterr(c, "group: axis %d (%s) is named twice", axes[i],
+                rt_comm_setfail(c, SU_INTERNAL, "group: axis %d (%s) is named twice", axes[i],
                                c->name[axes[i]]);
                 return -1;
             }
@@ -264,7 +283,7 @@ int rt_comm_group(rt_comm *c, const uint8_t *axes, int naxes, rt_group **out)
         return 0;
     rt_group *g = calloc(1, sizeof *g);
     if (!g) {
-        rt_comm_seterr(c, "group: out of memory");
+        rt_comm_setfail(c, SU_NOMEM, "group: out of memory");
         return -1;
     }
     g->comm = c;
@@ -310,18 +329,19 @@ static int check_args(rt_group *g, int op, const void *send, const void *recv, i
                  op == RT_CO_REDUCE_SCATTER;
     int64_t es = typed ? rt_dtype_size(dtype) : 1;
     if (es == 0) {
-        rt_comm_seterr(c, "%s over %s: unknown dtype %d", name, g->desc, dtype);
+        rt_comm_setfail(c, SU_INTERNAL, "%s over %s: unknown dtype %d", name, g->desc, dtype);
         return -1;
     }
     if (count < 0) {
-        rt_comm_seterr(c, "%s over %s: negative %s %lld", name, g->desc,
+        rt_comm_setfail(c, SU_INTERNAL, "%s over %s: negative %s %lld", name, g->desc,
                        typed ? "count" : "size", (long long)count);
         return -1;
     }
     /* send and recv sizes in bytes */
     int64_t per = g->size * es;
     if (count > INT64_MAX / per) {
-        rt_comm_seterr(c, "%s over %s: %lld %s overflow the address space", name, g->desc,
+        rt_comm_setfail(c, SU_INTERNAL, "%s over %s: %lld %s overflow the address space",
+                        name, g->desc,
                        (long long)count, typed ? "elements" : "bytes");
         return -1;
     }
@@ -331,12 +351,13 @@ static int check_args(rt_group *g, int op, const void *send, const void *recv, i
     if (op == RT_CO_ALL_GATHER || op == RT_CO_ALL_TO_ALL)
         rb = count * per;
     if (op != RT_CO_BARRIER && count > 0 && (!send || !recv)) {
-        rt_comm_seterr(c, "%s over %s: null buffer", name, g->desc);
+        rt_comm_setfail(c, SU_INTERNAL, "%s over %s: null buffer", name, g->desc);
         return -1;
     }
     bool copies = op == RT_CO_REDUCE_SCATTER || op == RT_CO_ALL_GATHER || op == RT_CO_ALL_TO_ALL;
     if (copies && g->size > 1 && overlap(send, sb, recv, rb)) {
-        rt_comm_seterr(c, "%s over %s: the send and receive buffers overlap", name, g->desc);
+        rt_comm_setfail(c, SU_INTERNAL, "%s over %s: the send and receive buffers overlap",
+                        name, g->desc);
         return -1;
     }
     return 0;
@@ -402,16 +423,17 @@ static int p2p(rt_comm *c, int op, int64_t peer, void *buf, int64_t bytes)
         return -1;
     const char *name = rt_comm_op_name(op), *dir = op == RT_CO_SEND ? "to" : "from";
     if (peer < 0 || peer >= c->ranks) {
-        rt_comm_seterr(c, "%s on rank %lld %s rank %lld: no such rank (the world has %lld)", name,
+        rt_comm_setfail(c, SU_INTERNAL, "%s on rank %lld %s rank %lld: no such rank (the world has %lld)", name,
                        (long long)c->rank, dir, (long long)peer, (long long)c->ranks);
         return -1;
     }
     if (peer == c->rank) {
-        rt_comm_seterr(c, "%s on rank %lld %s itself", name, (long long)c->rank, dir);
+        rt_comm_setfail(c, SU_INTERNAL, "%s on rank %lld %s itself", name, (long long)c->rank, dir);
         return -1;
     }
     if (bytes < 0 || (bytes > 0 && !buf)) {
-        rt_comm_seterr(c, "%s on rank %lld %s rank %lld: %s", name, (long long)c->rank, dir,
+        rt_comm_setfail(c, SU_INTERNAL, "%s on rank %lld %s rank %lld: %s",
+                        name, (long long)c->rank, dir,
                        (long long)peer, bytes < 0 ? "negative size" : "null buffer");
         return -1;
     }

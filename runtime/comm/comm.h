@@ -55,6 +55,7 @@
  */
 #ifndef SHARDC_RT_COMM_H
 #define SHARDC_RT_COMM_H
+#include "support/support.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -73,8 +74,7 @@ typedef struct rt_mesh_desc {
 typedef struct rt_local_world rt_local_world;
 /* A world of all ranks of the mesh (their product); timeout_ms bounds every
  * wait (0: 10 minutes). NULL with err on failure. */
-rt_local_world *rt_local_world_new(const rt_mesh_desc *mesh, int timeout_ms, char *err,
-                                   size_t errlen);
+rt_local_world *rt_local_world_new(const rt_mesh_desc *mesh, int timeout_ms, su_status *err);
 /* Frees the world; all its comms must be closed first. */
 void rt_local_world_free(rt_local_world *w);
 /* The communicator of rank r (0 <= r < ranks); call once per rank, from
@@ -90,12 +90,16 @@ void rt_comm_abort(rt_comm *c, const char *why);
  * rank order is the row-major rank order. MPI must be initialised by the
  * caller. timeout_ms bounds every wait (0: 10 minutes). Collective over
  * MPI_COMM_WORLD. NULL with err (naming both sizes) on a mismatch. */
-rt_comm *rt_mpi_comm_new(const rt_mesh_desc *mesh, int timeout_ms, char *err, size_t errlen);
+rt_comm *rt_mpi_comm_new(const rt_mesh_desc *mesh, int timeout_ms, su_status *err);
 
 /* ---- every implementation ---- */
 int64_t rt_comm_rank(const rt_comm *c);
 int64_t rt_comm_size(const rt_comm *c);
 const char *rt_comm_error(const rt_comm *c);
+/* c's error into err, with its kind (SU_PEER for a failed or silent peer,
+ * SU_GPU for a device failure inside an op, SU_INTERNAL for arguments no
+ * validated plan makes): returns -1. */
+int rt_comm_status(const rt_comm *c, su_status *err);
 /* Whether an op of c timed out while MPI still held it (`mpi` only): MPI
  * may then read or write that op's buffers whenever its peer comes back,
  * so the caller must never free or reuse them. */

@@ -237,23 +237,23 @@ static void build_free(build *b)
 
 /* The kernel for compute capability cc, compiled: the cubin when NVRTC
  * knows cc, else PTX (malloc'd into *image). */
-static int compile(int cc, void **image, char *err, size_t errlen)
+static int compile(int cc, void **image, su_status *err)
 {
     jmp_buf oom;
     build *b = calloc(1, sizeof *b);
     if (!b)
-        return su_errf(err, errlen, "out of memory compiling the reduction kernel");
+        return su_fail(err, SU_NOMEM, "out of memory compiling the reduction kernel");
     if (setjmp(oom)) {
         build_free(b);
-        return su_errf(err, errlen, "out of memory compiling the reduction kernel");
+        return su_fail(err, SU_NOMEM, "out of memory compiling the reduction kernel");
     }
     su_buf_init(&b->msg, &oom);
     rt_nvrtc_options o = {.narchs = 1, .arch = {target_arch(cc)}};
     int rc = 0;
     if (o.arch[0] == 0)
-        rc = su_errf(err, errlen, "NVRTC cannot compile for this GPU (sm_%d) or an older one", cc);
+        rc = su_fail(err, SU_GPU, "NVRTC cannot compile for this GPU (sm_%d) or an older one", cc);
     else if (!rt_nvrtc_compile(RT_CUDA_LOCAL_ENTRY, source, &o, &b->out, &b->msg))
-        rc = su_errf(err, errlen, "%s", b->msg.len ? b->msg.s : "NVRTC failed");
+        rc = su_fail(err, SU_GPU, "%s", b->msg.len ? b->msg.s : "NVRTC failed");
     if (rc == 0 && o.arch[0] == cc) {
         *image = b->out.cubin[0];
         b->out.cubin[0] = NULL;
@@ -265,14 +265,14 @@ static int compile(int cc, void **image, char *err, size_t errlen)
     return rc;
 }
 
-#define CU(call) RT_CU_CHECK(l->cu, call, err, errlen)
+#define CU(call) RT_CU_CHECK(l->cu, call, err)
 
 /* Under l->mu, by the first rank: the module in dev's primary context
  * (current on this thread). */
-static int load(rt_cuda_local *l, rt_cu_device dev, int cc, char *err, size_t errlen)
+static int load(rt_cuda_local *l, rt_cu_device dev, int cc, su_status *err)
 {
     void *image = NULL;
-    if (compile(cc, &image, err, errlen) != 0)
+    if (compile(cc, &image, err) != 0)
         return -1;
     char log[JIT_LOG] = "";
     unsigned int opt[2] = {RT_CU_JIT_ERROR_LOG_BUFFER, RT_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
@@ -286,7 +286,7 @@ static int load(rt_cuda_local *l, rt_cu_device dev, int cc, char *err, size_t er
     if (res != RT_CU_SUCCESS) {
         char what[256];
         l->mod = NULL;
-        rc = su_errf(err, errlen, "loading the reduction kernel: %s%s%s",
+        rc = su_fail(err, SU_GPU, "loading the reduction kernel: %s%s%s",
                   rt_cu_describe(l->cu, res, what, sizeof what), *log ? ": " : "", log);
     }
     free(image);
@@ -303,8 +303,8 @@ static int decide(rt_cuda_local *l, const rt_cu_api *cu, rt_cu_device dev, int c
         return l->state;
     l->cu = cu;
     int ndev = 0;
-    char err[sizeof l->why - 64] = "";
-    if (!RT_CU_CHECK(cu, DeviceGetCount(&ndev), err, sizeof err))
+    su_status err = {SU_OK, ""};
+    if (!RT_CU_CHECK(cu, DeviceGetCount(&ndev), &err))
         l->state = FAILED;
     else if (!rt_cuda_local_usable(ndev, l->ranks, l->max_group, rt_nvrtc_available(), l->why,
                                    sizeof l->why))
@@ -312,9 +312,10 @@ static int decide(rt_cuda_local *l, const rt_cu_api *cu, rt_cu_device dev, int c
     else if (l->max_group == 1) /* groups of one copy: no kernel to compile */
         l->state = ON;
     else
-        l->state = load(l, dev, cc, err, sizeof err) == 0 ? ON : FAILED;
+        l->state = load(l, dev, cc, &err) == 0 ? ON : FAILED;
     if (l->state == FAILED)
-        snprintf(l->why, sizeof l->why, "--comm local on the device: %s", err);
+        snprintf(l->why, sizeof l->why, "--comm local on the device: %.*s",
+                 (int)sizeof l->why - 64, err.msg);
     return l->state;
 }
 
@@ -328,17 +329,16 @@ struct rt_cuda_local_rank {
 };
 
 #undef CU
-#define CU(call) RT_CU_CHECK(lr->cu, call, err, errlen)
+#define CU(call) RT_CU_CHECK(lr->cu, call, err)
 
 static int d_copy(void *ctx, rt_dptr dst, size_t dpitch, rt_dptr src, size_t spitch,
-                  size_t width, size_t rows, char *err, size_t errlen)
+                  size_t width, size_t rows, su_status *err)
 {
     rt_cuda_local_rank *lr = ctx;
-    return rt_cu_copy_rows(lr->cu, lr->stream, dst, 0, dpitch, src, 0, spitch, width, rows, err,
-                           errlen);
+    return rt_cu_copy_rows(lr->cu, lr->stream, dst, 0, dpitch, src, 0, spitch, width, rows, err);
 }
 
-static int d_reduce(void *ctx, const rt_dreduce *r, char *err, size_t errlen)
+static int d_reduce(void *ctx, const rt_dreduce *r, su_status *err)
 {
     rt_cuda_local_rank *lr = ctx;
     int64_t total = r->rows * r->cols, blocks = (total + BLOCK - 1) / BLOCK;
@@ -347,7 +347,7 @@ static int d_reduce(void *ctx, const rt_dreduce *r, char *err, size_t errlen)
     if (total <= 0)
         return 0;
     if (!lr->l->fn) /* comm_dev reduces only over groups of more than one */
-        return su_errf(err, errlen, "a reduction over %d members in a plan whose groups have one",
+        return su_fail(err, SU_GPU, "a reduction over %d members in a plan whose groups have one",
                     r->n);
     return CU(LaunchKernel(lr->l->fn, (unsigned int)(blocks < most ? blocks : most), 1, 1, BLOCK,
                            1, 1, 0, lr->stream, arg, NULL))
@@ -355,27 +355,26 @@ static int d_reduce(void *ctx, const rt_dreduce *r, char *err, size_t errlen)
                : -1;
 }
 
-static int d_sync(void *ctx, char *err, size_t errlen)
+static int d_sync(void *ctx, su_status *err)
 {
     rt_cuda_local_rank *lr = ctx;
     return CU(StreamSynchronize(lr->stream)) ? 0 : -1;
 }
 
 int rt_cuda_local_rank_new(rt_cuda_local *l, const rt_cu_api *cu, rt_cu_device dev, int cc,
-                           rt_cu_stream stream, int stage, rt_cuda_local_rank **out, char *err,
-                           size_t errlen)
+                           rt_cu_stream stream, int stage, rt_cuda_local_rank **out, su_status *err)
 {
     *out = NULL;
     pthread_mutex_lock(&l->mu);
     int state = decide(l, cu, dev, cc);
     pthread_mutex_unlock(&l->mu);
     if (state == FAILED)
-        return su_errf(err, errlen, "%s", l->why); /* written once, before state was */
+        return su_fail(err, SU_GPU, "%s", l->why); /* written once, before state was */
     if (state == OFF)
         return 0;
     rt_cuda_local_rank *lr = calloc(1, sizeof *lr);
     if (!lr)
-        return su_errf(err, errlen, "out of memory");
+        return su_fail(err, SU_NOMEM, "out of memory");
     lr->l = l;
     lr->cu = cu;
     lr->stream = stream;

@@ -22,6 +22,7 @@
  * retains until rt_cuda_local_free. */
 #ifndef SHARDC_RT_COMM_CUDA_LOCAL_H
 #define SHARDC_RT_COMM_CUDA_LOCAL_H
+#include "support/support.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,8 +56,8 @@ void rt_cuda_local_free(rt_cuda_local *l);
  * when the path does not run (the host path then); -1 with err. */
 typedef struct rt_cuda_local_rank rt_cuda_local_rank;
 int rt_cuda_local_rank_new(rt_cuda_local *l, const rt_cu_api *cu, rt_cu_device dev, int cc,
-                           rt_cu_stream stream, int stage, rt_cuda_local_rank **out, char *err,
-                           size_t errlen);
+                           rt_cu_stream stream, int stage, rt_cuda_local_rank **out,
+                           su_status *err);
 const rt_dev_ops *rt_cuda_local_ops(const rt_cuda_local_rank *lr);
 /* With the rank's context current (NULL: nothing). */
 void rt_cuda_local_rank_free(rt_cuda_local_rank *lr);

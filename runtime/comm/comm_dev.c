@@ -13,7 +13,7 @@ typedef struct dop {
     const rt_dev_ops *d;
     const rt_instr *in;
     rt_dptr src, dst;         /* this member's operand and result */
-    char err[RT_COMM_ERRLEN];
+    su_status err;
 } dop;
 
 static int64_t max64(int64_t a, int64_t b)
@@ -61,7 +61,7 @@ static int copy(dop *o, rt_dptr dst, int64_t dpitch, rt_dptr src, int64_t spitch
     if (width <= 0 || rows <= 0)
         return 0;
     return o->d->copy(o->d->ctx, dst, (size_t)dpitch, src, (size_t)spitch, (size_t)width,
-                      (size_t)rows, o->err, sizeof o->err);
+                      (size_t)rows, &o->err);
 }
 
 static int copy_flat(dop *o, rt_dptr dst, rt_dptr src, int64_t bytes)
@@ -76,8 +76,8 @@ static int pack(dop *o, int64_t G)
     const rt_type *t = &o->in->in_t[0];
     int64_t outer, row, bytes = rt_type_bytes(t);
     if (o->d->staging_bytes < bytes) { /* rt_dcomm_staging_bytes sizes it */
-        snprintf(o->err, sizeof o->err, "all_to_all of %lld bytes: the staging area has %lld",
-                 (long long)bytes, (long long)o->d->staging_bytes);
+        su_fail(&o->err, SU_INTERNAL, "all_to_all of %lld bytes: the staging area has %lld",
+                (long long)bytes, (long long)o->d->staging_bytes);
         return -1;
     }
     rows_at(t, (int)o->in->dim, &outer, &row);
@@ -105,7 +105,7 @@ static int reduce_all(dop *o, const rt_local_slot *slot, int64_t G, int64_t lo, 
     r.n = (int32_t)G;
     r.dtype = dtype;
     r.max = max;
-    return hi > lo ? o->d->reduce(o->d->ctx, &r, o->err, sizeof o->err) : 0;
+    return hi > lo ? o->d->reduce(o->d->ctx, &r, &o->err) : 0;
 }
 
 /* This member's result = the sum of block `me` of every member's operand,
@@ -125,7 +125,7 @@ static int reduce_block(dop *o, const rt_local_slot *slot, int64_t G, int64_t me
     r.spitch = G * run / es;
     r.n = (int32_t)G;
     r.dtype = t->dtype;
-    return outer * run > 0 ? o->d->reduce(o->d->ctx, &r, o->err, sizeof o->err) : 0;
+    return outer * run > 0 ? o->d->reduce(o->d->ctx, &r, &o->err) : 0;
 }
 
 /* Block `at` of each member j's buffer (blk bytes each) into the result,
@@ -180,10 +180,10 @@ static int work(void *arg, rt_group *g, const rt_local_slot *slot)
         break;
     }
     if (rc == 0) /* before the second wait: nothing of a peer's is touched after it */
-        rc = o->d->sync(o->d->ctx, o->err, sizeof o->err);
+        rc = o->d->sync(o->d->ctx, &o->err);
     if (rc != 0)
-        rt_comm_seterr(g->comm, "%s over %s on the device: %s", rt_ops[in->op].name, g->desc,
-                       o->err);
+        rt_comm_setfail(g->comm, o->err.kind, "%s over %s on the device: %s", rt_ops[in->op].name,
+                        g->desc, o->err.msg);
     return rc;
 }
 
@@ -197,13 +197,13 @@ static int prepare(dop *o, int64_t G, int64_t me)
         rc = copy_flat(o, o->dst, o->src, rt_type_bytes(&in->out_t));
     else if (in->op == RT_OP_ALL_TO_ALL && G > 1)
         rc = pack(o, G);
-    return rc == 0 ? o->d->sync(o->d->ctx, o->err, sizeof o->err) : -1;
+    return rc == 0 ? o->d->sync(o->d->ctx, &o->err) : -1;
 }
 
 int rt_dcomm_collective(rt_group *g, const rt_dev_ops *d, const rt_instr *in, rt_dptr src,
                         rt_dptr dst)
 {
-    dop o = {d, in, src, dst, ""};
+    dop o = {d, in, src, dst, {SU_OK, ""}};
     int64_t G = g->size, count = rt_type_numel(&in->out_t), bytes = rt_type_bytes(&in->in_t[0]);
     rt_dptr send = src;
     int op;
@@ -220,7 +220,7 @@ int rt_dcomm_collective(rt_group *g, const rt_dev_ops *d, const rt_instr *in, rt
         break;
     case RT_OP_BROADCAST: op = RT_CO_BROADCAST, count = bytes, send = dst; break;
     default:
-        rt_comm_seterr(g->comm, "%s is not a collective", rt_ops[in->op].name);
+        rt_comm_setfail(g->comm, SU_INTERNAL, "%s is not a collective", rt_ops[in->op].name);
         return -1;
     }
     if (G > RT_DCOMM_MAX_MEMBERS) {
@@ -229,8 +229,8 @@ int rt_dcomm_collective(rt_group *g, const rt_dev_ops *d, const rt_instr *in, rt
         return -1;
     }
     if (prepare(&o, G, g->index) != 0) {
-        rt_comm_seterr(g->comm, "%s over %s on the device: %s", rt_ops[in->op].name, g->desc,
-                       o.err);
+        rt_comm_setfail(g->comm, o.err.kind, "%s over %s on the device: %s", rt_ops[in->op].name,
+                        g->desc, o.err.msg);
         return -1;
     }
     return rt_local_run_with(g, op, (const void *)(uintptr_t)send, (void *)(uintptr_t)dst, count,
@@ -242,12 +242,13 @@ int rt_dcomm_collective(rt_group *g, const rt_dev_ops *d, const rt_instr *in, rt
 static int recv_copy(void *arg, rt_comm *c, void *dst, const void *src, int64_t bytes)
 {
     const rt_dev_ops *d = arg;
-    char err[RT_COMM_ERRLEN] = "";
+    su_status err = {0};
     rt_dptr to = (rt_dptr)(uintptr_t)dst, from = (rt_dptr)(uintptr_t)src;
-    if (d->copy(d->ctx, to, (size_t)bytes, from, (size_t)bytes, (size_t)bytes, 1, err,
-                sizeof err) != 0 ||
-        d->sync(d->ctx, err, sizeof err) != 0) {
-        rt_comm_seterr(c, "recv on rank %lld on the device: %s", (long long)c->rank, err);
+    if (d->copy(d->ctx, to, (size_t)bytes, from, (size_t)bytes, (size_t)bytes, 1,
+                &err) != 0 ||
+        d->sync(d->ctx, &err) != 0) {
+        rt_comm_setfail(c, err.kind, "recv on rank %lld on the device: %s", (long long)c->rank,
+                        err.msg);
         return -1;
     }
     return 0;
@@ -256,17 +257,18 @@ static int recv_copy(void *arg, rt_comm *c, void *dst, const void *src, int64_t 
 int rt_dcomm_p2p(rt_comm *c, const rt_dev_ops *d, const rt_instr *in, int64_t peer, rt_dptr src,
                  rt_dptr dst)
 {
-    char err[RT_COMM_ERRLEN] = "";
+    su_status err = {0};
     if (in->op == RT_OP_SEND) {
-        if (d->sync(d->ctx, err, sizeof err) != 0) { /* the operand written, then published */
-            rt_comm_seterr(c, "send on rank %lld on the device: %s", (long long)c->rank, err);
+        if (d->sync(d->ctx, &err) != 0) { /* the operand written, then published */
+            rt_comm_setfail(c, err.kind, "send on rank %lld on the device: %s", (long long)c->rank,
+                            err.msg);
             return -1;
         }
         return rt_local_p2p_with(c, RT_CO_SEND, peer, (void *)(uintptr_t)src,
                                  rt_type_bytes(&in->in_t[0]), NULL, NULL);
     }
     if (in->op != RT_OP_RECV) {
-        rt_comm_seterr(c, "%s is not a send or recv", rt_ops[in->op].name);
+        rt_comm_setfail(c, SU_INTERNAL, "%s is not a send or recv", rt_ops[in->op].name);
         return -1;
     }
     /* the result's earlier readers are ahead of the copy on the same device queue */

@@ -38,6 +38,7 @@
  * never by float code; f16 and bf16 in f32, rounded once (rt_dreduce). */
 #ifndef SHARDC_RT_COMM_DEV_H
 #define SHARDC_RT_COMM_DEV_H
+#include "support/support.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -72,10 +73,10 @@ typedef struct rt_dev_ops {
     void *ctx;
     /* rows rows of width bytes: dst + r*dpitch <- src + r*spitch */
     int (*copy)(void *ctx, rt_dptr dst, size_t dpitch, rt_dptr src, size_t spitch, size_t width,
-                size_t rows, char *err, size_t errlen);
-    int (*reduce)(void *ctx, const rt_dreduce *r, char *err, size_t errlen);
+                size_t rows, su_status *err);
+    int (*reduce)(void *ctx, const rt_dreduce *r, su_status *err);
     /* returns when everything queued so far is done */
-    int (*sync)(void *ctx, char *err, size_t errlen);
+    int (*sync)(void *ctx, su_status *err);
     rt_dptr staging;          /* all_to_all's packing area, of this rank's own */
     int64_t staging_bytes;    /* rt_dcomm_staging_bytes of the rank's stage */
 } rt_dev_ops;

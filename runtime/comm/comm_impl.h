@@ -9,6 +9,7 @@
  */
 #ifndef SHARDC_RT_COMM_IMPL_H
 #define SHARDC_RT_COMM_IMPL_H
+#include "support/support.h"
 #include <stdbool.h>
 #include "runtime/comm/comm.h"
 
@@ -66,6 +67,7 @@ struct rt_comm {
     rt_group *groups;                       /* made so far, newest first */
     bool stuck;                             /* rt_comm_stuck */
     char err[RT_COMM_ERRLEN];
+    su_kind err_kind;                       /* what kind of failure err is */
 };
 
 struct rt_group {
@@ -82,7 +84,7 @@ struct rt_group {
 
 /* Checks the mesh (0..RT_MAX_AXES axes, sizes >= 1, at most INT32_MAX ranks)
  * and counts its ranks; false with err. */
-bool rt_comm_mesh_check(const rt_mesh_desc *mesh, int64_t *ranks, char *err, size_t errlen);
+bool rt_comm_mesh_check(const rt_mesh_desc *mesh, int64_t *ranks, su_status *err);
 /* "dp=2 x tp=4" ("(no axes)" for none) into buf. */
 const char *rt_comm_mesh_str(const rt_mesh_desc *mesh, char *buf, size_t size);
 /* Fills c for rank `rank` of a checked mesh; groups none, error "". */
@@ -90,7 +92,11 @@ void rt_comm_init(rt_comm *c, const rt_comm_ops *ops, void *impl, const rt_mesh_
                   int64_t rank, int64_t ranks);
 /* Frees every group of c (ops->group_free first). */
 void rt_comm_drop_groups(rt_comm *c);
+/* Sets c's error: a peer's failure or a wait that timed out (SU_PEER). */
 void rt_comm_seterr(rt_comm *c, const char *fmt, ...) RT_COMM_PRINTF(2, 3);
+/* Sets c's error of another kind: a device failure inside an op (SU_GPU),
+ * arguments the plan's validator should have refused (SU_INTERNAL). */
+void rt_comm_setfail(rt_comm *c, su_kind kind, const char *fmt, ...) RT_COMM_PRINTF(3, 4);
 /* "all_reduce", ... */
 const char *rt_comm_op_name(int op);
 /* The world rank of member m of g. */

@@ -192,7 +192,7 @@ static int l_group_new(rt_comm *c, rt_group *g)
     }
     pthread_mutex_unlock(&w->mu);
     if (!in) {
-        rt_comm_seterr(c, "group over %s: out of memory", g->desc);
+        rt_comm_setfail(c, SU_NOMEM, "group over %s: out of memory", g->desc);
         return -1;
     }
     g->impl = in;
@@ -484,7 +484,8 @@ static int l_send(rt_comm *c, int64_t peer, const void *buf, int64_t bytes, cons
     pthread_mutex_lock(&w->mu);
     lchan *ch = w->failed ? NULL : chan_locked(w, me, peer);
     if (!ch) {
-        rc = w->failed ? failed_locked(c) : (rt_comm_seterr(c, "%s: out of memory", what), -1);
+        rc = w->failed ? failed_locked(c)
+                       : (rt_comm_setfail(c, SU_NOMEM, "%s: out of memory", what), -1);
         pthread_mutex_unlock(&w->mu);
         return rc;
     }
@@ -524,7 +525,8 @@ static int l_recv(rt_comm *c, int64_t peer, void *buf, int64_t bytes, const char
     pthread_mutex_lock(&w->mu);
     lchan *ch = w->failed ? NULL : chan_locked(w, peer, me);
     if (!ch) {
-        int rc = w->failed ? failed_locked(c) : (rt_comm_seterr(c, "%s: out of memory", what), -1);
+        int rc = w->failed ? failed_locked(c)
+                           : (rt_comm_setfail(c, SU_NOMEM, "%s: out of memory", what), -1);
         pthread_mutex_unlock(&w->mu);
         return rc;
     }
@@ -646,14 +648,13 @@ static bool rank_conds_init(rt_local_world *w, int64_t ranks)
     return false;
 }
 
-rt_local_world *rt_local_world_new(const rt_mesh_desc *mesh, int timeout_ms, char *err,
-                                   size_t errlen)
+rt_local_world *rt_local_world_new(const rt_mesh_desc *mesh, int timeout_ms, su_status *err)
 {
     int64_t ranks;
-    if (!rt_comm_mesh_check(mesh, &ranks, err, errlen))
+    if (!rt_comm_mesh_check(mesh, &ranks, err))
         return NULL;
     if (timeout_ms < 0) {
-        snprintf(err, errlen, "negative timeout %d ms", timeout_ms);
+        su_fail(err, SU_USAGE, "negative timeout %d ms", timeout_ms);
         return NULL;
     }
     rt_local_world *w = calloc(1, sizeof *w);
@@ -668,8 +669,8 @@ rt_local_world *rt_local_world_new(const rt_mesh_desc *mesh, int timeout_ms, cha
             free(w->rk);
         }
         free(w);
-        snprintf(err, errlen, "out of memory making a local world of %lld ranks",
-                 (long long)ranks);
+        su_fail(err, SU_NOMEM, "out of memory making a local world of %lld ranks",
+                (long long)ranks);
         return NULL;
     }
     w->ranks = ranks;

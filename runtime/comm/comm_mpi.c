@@ -314,6 +314,7 @@ static int late_collective(rt_group *g, int op)
 {
     rt_comm *c = g->comm;
     mpi_impl *m = c->impl;
+    c->err_kind = SU_PEER; /* a peer that does not answer */
     size_t k = (size_t)snprintf(c->err, sizeof c->err,
                                 "timed out after %.0f ms in %s over %s (group of %lld ranks, "
                                 "member %lld): ", m->timeout_s * 1e3, rt_comm_op_name(op),
@@ -349,6 +350,7 @@ static int all_here(rt_comm *c, const char *what)
     int w = m_wait(c, &r, what);
     if (w != W_LATE)
         return w == W_DONE ? 0 : -1;
+    c->err_kind = SU_PEER; /* a peer that does not answer */
     size_t k = (size_t)snprintf(c->err, sizeof c->err, "%s: timed out after %.0f ms: ", what,
                                 m->timeout_s * 1e3);
     int64_t n = c->ranks - 1, *peer = malloc((size_t)n * sizeof *peer);
@@ -371,7 +373,7 @@ static int m_group_new(rt_comm *c, rt_group *g)
     snprintf(what, sizeof what, "group over %s", g->desc);
     MPI_Comm *sub = malloc(sizeof *sub);
     if (!sub) {
-        rt_comm_seterr(c, "%s: out of memory", what);
+        rt_comm_setfail(c, SU_NOMEM, "%s: out of memory", what);
         return -1;
     }
     if (all_here(c, what) != 0 ||
@@ -438,7 +440,7 @@ static void *scratch(rt_comm *c, size_t bytes, const char *what)
     if (m->scratch_bytes < bytes) {
         void *p = malloc(bytes);
         if (!p) {
-            rt_comm_seterr(c, "%s: out of memory", what);
+            rt_comm_setfail(c, SU_NOMEM, "%s: out of memory", what);
             return NULL;
         }
         free(m->scratch);
@@ -727,6 +729,7 @@ static int late_p2p(rt_comm *c, bool send, int64_t peer, int64_t o, int64_t byte
                     const char *what)
 {
     mpi_impl *m = c->impl;
+    c->err_kind = SU_PEER; /* a peer that does not answer */
     size_t k = (size_t)snprintf(c->err, sizeof c->err, "%s timed out after %.0f ms: rank %lld ",
                                 what, m->timeout_s * 1e3, (long long)peer);
     if (!send && w == W_LATE && k < sizeof c->err) /* the message had begun to arrive */
@@ -852,7 +855,7 @@ static const rt_comm_ops mpi_ops = {
 /* m->world := a duplicate of MPI_COMM_WORLD, made by every rank together
  * within the timeout; -1 with err (c and m freed, or kept when MPI may
  * still write the handle: a timeout). */
-static int dup_world(rt_comm *c, char *err, size_t errlen)
+static int dup_world(rt_comm *c, su_status *err)
 {
     mpi_impl *m = c->impl;
     const char *what = "mpi communicator";
@@ -864,10 +867,10 @@ static int dup_world(rt_comm *c, char *err, size_t errlen)
         return 0;
     }
     if (w == W_LATE) /* the peers cannot be asked without the duplicate */
-        snprintf(err, errlen, "making the MPI communicator timed out after %.0f ms: another rank "
-                 "did not come (stopped, or busy elsewhere)", m->timeout_s * 1e3);
+        su_fail(err, SU_PEER, "making the MPI communicator timed out after %.0f ms: another rank "
+                "did not come (stopped, or busy elsewhere)", m->timeout_s * 1e3);
     else
-        snprintf(err, errlen, "%s", c->err);
+        su_fail(err, SU_PEER, "%s", c->err);
     if (w == W_LATE)
         return -1; /* c and m stay: MPI writes m->dup if the duplicate is ever made */
     free(c);
@@ -875,20 +878,20 @@ static int dup_world(rt_comm *c, char *err, size_t errlen)
     return -1;
 }
 
-rt_comm *rt_mpi_comm_new(const rt_mesh_desc *mesh, int timeout_ms, char *err, size_t errlen)
+rt_comm *rt_mpi_comm_new(const rt_mesh_desc *mesh, int timeout_ms, su_status *err)
 {
     int64_t ranks;
-    if (!rt_comm_mesh_check(mesh, &ranks, err, errlen))
+    if (!rt_comm_mesh_check(mesh, &ranks, err))
         return NULL;
     if (timeout_ms < 0) {
-        snprintf(err, errlen, "timeout of %d ms: must be positive (0: the default)", timeout_ms);
+        su_fail(err, SU_USAGE, "timeout of %d ms: must be positive (0: the default)", timeout_ms);
         return NULL;
     }
     int init = 0;
     MPI_Initialized(&init);
     if (!init || finalized()) {
-        snprintf(err, errlen, "MPI is %s: call MPI_Init before rt_mpi_comm_new",
-                 init ? "already finalized" : "not initialised");
+        su_fail(err, SU_INTERNAL, "MPI is %s: call MPI_Init before rt_mpi_comm_new",
+                init ? "already finalized" : "not initialised");
         return NULL;
     }
     int size = 0, rank = 0;
@@ -896,9 +899,9 @@ rt_comm *rt_mpi_comm_new(const rt_mesh_desc *mesh, int timeout_ms, char *err, si
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (size != ranks) {
         char ms[RT_MAX_AXES * (RT_COMM_NAMELEN + 24)];
-        snprintf(err, errlen, "the plan's mesh %s has %lld rank%s, but MPI started %d process%s: "
-                 "run mpirun -np %lld", rt_comm_mesh_str(mesh, ms, sizeof ms), (long long)ranks,
-                 ranks == 1 ? "" : "s", size, size == 1 ? "" : "es", (long long)ranks);
+        su_fail(err, SU_USAGE, "the plan's mesh %s has %lld rank%s, but MPI started %d process%s: "
+                "run mpirun -np %lld", rt_comm_mesh_str(mesh, ms, sizeof ms), (long long)ranks,
+                ranks == 1 ? "" : "s", size, size == 1 ? "" : "es", (long long)ranks);
         return NULL;
     }
     rt_comm *c = calloc(1, sizeof *c);
@@ -906,16 +909,16 @@ rt_comm *rt_mpi_comm_new(const rt_mesh_desc *mesh, int timeout_ms, char *err, si
     if (!c || !m) {
         free(c);
         free(m);
-        snprintf(err, errlen, "out of memory making the MPI communicator");
+        su_fail(err, SU_NOMEM, "out of memory making the MPI communicator");
         return NULL;
     }
     m->timeout_s = (timeout_ms ? timeout_ms : DEFAULT_TIMEOUT_MS) / 1e3;
     m->world = MPI_COMM_NULL;
     rt_comm_init(c, &mpi_ops, m, mesh, rank, ranks);
-    if (dup_world(c, err, errlen) != 0)
+    if (dup_world(c, err) != 0)
         return NULL;
     if (!MPI_OK(c, "mpi communicator", MPI_Comm_set_errhandler(m->world, MPI_ERRORS_RETURN))) {
-        snprintf(err, errlen, "%s", c->err);
+        su_fail(err, SU_PEER, "%s", c->err);
         MPI_Comm_free(&m->world);
         free(c);
         free(m);

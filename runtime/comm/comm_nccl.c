@@ -29,23 +29,23 @@ static int ranks_on(int n, const char *const *host, const int *local, const char
 }
 
 int rt_nccl_check_map(int n, const char *const *host, const int *local, const int *ndev,
-                      const char *const *bus, char *err, size_t errlen)
+                      const char *const *bus, su_status *err)
 {
     for (int r = 0; r < n; r++) {
         int lo, hi, count = ranks_on(n, host, local, host[r], &lo, &hi);
         if (count > ndev[r] || local[r] >= ndev[r]) {
-            snprintf(err, errlen, "host %s runs local ranks %d to %d (%d rank%s) but has %d "
-                     "GPU%s: the nccl communicator needs one GPU per rank", host[r], lo, hi,
-                     count, count == 1 ? "" : "s", ndev[r], ndev[r] == 1 ? "" : "s");
+            su_fail(err, SU_GPU, "host %s runs local ranks %d to %d (%d rank%s) but has %d "
+                    "GPU%s: the nccl communicator needs one GPU per rank", host[r], lo, hi,
+                    count, count == 1 ? "" : "s", ndev[r], ndev[r] == 1 ? "" : "s");
             return -1;
         }
     }
     for (int a = 0; a < n; a++)
         for (int b = a + 1; b < n; b++)
             if (!strcmp(host[a], host[b]) && (local[a] == local[b] || !strcmp(bus[a], bus[b]))) {
-                snprintf(err, errlen, "ranks %d and %d (local ranks %d and %d on host %s) would "
-                         "share the GPU at PCI bus %s", a, b, local[a], local[b], host[a],
-                         bus[a]);
+                su_fail(err, SU_GPU, "ranks %d and %d (local ranks %d and %d on host %s) would "
+                        "share the GPU at PCI bus %s", a, b, local[a], local[b], host[a],
+                        bus[a]);
                 return -1;
             }
     return 0;
@@ -188,18 +188,8 @@ static void nap(void)
     nanosleep(&t, NULL);
 }
 
-#define CU(call) RT_CU_CHECK(n->cu, call, err, errlen)
-#define NC(call) RT_NCCL_CHECK(n->nc, call, err, errlen)
-
-static int failf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int failf(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+#define CU(call) RT_CU_CHECK(n->cu, call, err)
+#define NC(call) RT_NCCL_CHECK(n->nc, call, err)
 
 /* Every communicator aborted (groups first: they were split from the
  * world), which ends their kernels in flight, and n failed with msg: every
@@ -224,26 +214,25 @@ static void fail_locked(rt_nccl *n, const char *msg)
 }
 
 /* Under n->mu: -1 with n's failure in err once it has failed. */
-static int failed_locked(rt_nccl *n, char *err, size_t errlen)
+static int failed_locked(rt_nccl *n, su_status *err)
 {
     if (!n->failed)
         return 0;
-    snprintf(err, errlen, "%s", n->fail);
+    su_fail(err, SU_GPU, "%s", n->fail);
     return -1;
 }
 
 /* Polls c until its last call has left ncclInProgress; 0 when it
  * succeeded, -1 with err when it failed. Past the timeout -1 naming
  * `what`, and when fatal every communicator is aborted (fail_locked). */
-static int settle(rt_nccl *n, rt_nccl_comm c, const char *what, bool fatal, char *err,
-                  size_t errlen)
+static int settle(rt_nccl *n, rt_nccl_comm c, const char *what, bool fatal, su_status *err)
 {
     double t0 = now_s();
     for (;;) {
         rt_nccl_result state = RT_NCCL_IN_PROGRESS;
         pthread_mutex_lock(&n->mu);
         if (n->failed) { /* the watchdog aborted c */
-            int rc = failed_locked(n, err, errlen);
+            int rc = failed_locked(n, err);
             pthread_mutex_unlock(&n->mu);
             return rc;
         }
@@ -254,7 +243,7 @@ static int settle(rt_nccl *n, rt_nccl_comm c, const char *what, bool fatal, char
             if (fatal)
                 fail_locked(n, msg);
             pthread_mutex_unlock(&n->mu);
-            return failf(err, errlen, "%s", fatal ? n->fail : msg);
+            return su_fail(err, SU_PEER, "%s", fatal ? n->fail : msg);
         }
         pthread_mutex_unlock(&n->mu);
         if (r != RT_NCCL_SUCCESS)
@@ -264,8 +253,9 @@ static int settle(rt_nccl *n, rt_nccl_comm c, const char *what, bool fatal, char
         if (state != RT_NCCL_IN_PROGRESS) {
             char d[256];
             const char *last = n->nc->GetLastError(c);
-            return failf(err, errlen, "%s: %s%s%s", what, rt_nccl_describe(n->nc, state, d, sizeof d),
-                         last && *last ? ": " : "", last ? last : "");
+            return su_fail(err, SU_GPU, "%s: %s%s%s",
+                           what, rt_nccl_describe(n->nc, state, d, sizeof d),
+                           last && *last ? ": " : "", last ? last : "");
         }
         sched_yield();
     }
@@ -275,15 +265,14 @@ static int settle(rt_nccl *n, rt_nccl_comm c, const char *what, bool fatal, char
 
 /* This rank's node name, local rank, the node's device count and the bus
  * id of device `local rank` (when it exists). */
-static int describe_self(rt_nccl *n, char *host, int *local, int *ndev, char *bus, char *err,
-                         size_t errlen)
+static int describe_self(rt_nccl *n, char *host, int *local, int *ndev, char *bus, su_status *err)
 {
     MPI_Comm node;
     int len = 0;
     MPI_Get_processor_name(host, &len);
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, n->rank, MPI_INFO_NULL,
                             &node) != MPI_SUCCESS)
-        return failf(err, errlen, "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) failed");
+        return su_fail(err, SU_PEER, "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) failed");
     MPI_Comm_rank(node, local);
     MPI_Comm_free(&node);
     if (!CU(DeviceGetCount(ndev)))
@@ -292,19 +281,19 @@ static int describe_self(rt_nccl *n, char *host, int *local, int *ndev, char *bu
     if (*local < *ndev) {
         if (!CU(DeviceGet(&n->dev, *local)) ||
             !rt_cu_check(n->cu, n->nc->DeviceGetPCIBusId(bus, BUS_LEN, n->dev),
-                         "DeviceGetPCIBusId", __FILE__, __LINE__, err, errlen))
+                         "DeviceGetPCIBusId", __FILE__, __LINE__, err))
             return -1;
     }
     return 0;
 }
 
 /* Every rank's description to every rank, then the check of the map. */
-static int check_map(rt_nccl *n, char *err, size_t errlen)
+static int check_map(rt_nccl *n, su_status *err)
 {
     char host[HOST_LEN], bus[BUS_LEN];
     int mine[2]; /* local rank, device count */
     memset(host, 0, sizeof host);
-    if (describe_self(n, host, &mine[0], &mine[1], bus, err, errlen) != 0)
+    if (describe_self(n, host, &mine[0], &mine[1], bus, err) != 0)
         return -1;
     char *hosts = calloc((size_t)n->ranks, HOST_LEN), *buses = calloc((size_t)n->ranks, BUS_LEN);
     int *ints = calloc((size_t)n->ranks * 2, sizeof *ints), *local = calloc((size_t)n->ranks, sizeof *local),
@@ -312,11 +301,11 @@ static int check_map(rt_nccl *n, char *err, size_t errlen)
     const char **hp = calloc((size_t)n->ranks, sizeof *hp), **bp = calloc((size_t)n->ranks, sizeof *bp);
     int rc = -1;
     if (!hosts || !buses || !ints || !local || !ndev || !hp || !bp) {
-        failf(err, errlen, "out of memory");
+        su_fail(err, SU_NOMEM, "out of memory");
     } else if (MPI_Allgather(host, HOST_LEN, MPI_CHAR, hosts, HOST_LEN, MPI_CHAR, MPI_COMM_WORLD) ||
                MPI_Allgather(bus, BUS_LEN, MPI_CHAR, buses, BUS_LEN, MPI_CHAR, MPI_COMM_WORLD) ||
                MPI_Allgather(mine, 2, MPI_INT, ints, 2, MPI_INT, MPI_COMM_WORLD)) {
-        failf(err, errlen, "MPI_Allgather of the rank -> GPU map failed");
+        su_fail(err, SU_PEER, "MPI_Allgather of the rank -> GPU map failed");
     } else {
         for (int r = 0; r < n->ranks; r++) {
             hp[r] = hosts + (size_t)r * HOST_LEN;
@@ -324,7 +313,7 @@ static int check_map(rt_nccl *n, char *err, size_t errlen)
             local[r] = ints[2 * r];
             ndev[r] = ints[2 * r + 1];
         }
-        rc = rt_nccl_check_map(n->ranks, hp, local, ndev, bp, err, errlen);
+        rc = rt_nccl_check_map(n->ranks, hp, local, ndev, bp, err);
         n->device = mine[0];
     }
     free(hosts);
@@ -357,7 +346,7 @@ static int64_t staging_bytes(const rt_program *g)
 
 /* The device, its context current, the staging area; the world
  * communicator from rank 0's id. */
-static int open_world(rt_nccl *n, char *err, size_t errlen)
+static int open_world(rt_nccl *n, su_status *err)
 {
     if (!CU(DevicePrimaryCtxRetain(&n->ctx, n->dev)) || !CU(CtxSetCurrent(n->ctx)))
         return -1;
@@ -369,7 +358,7 @@ static int open_world(rt_nccl *n, char *err, size_t errlen)
     if (n->rank == 0 && !NC(GetUniqueId(&id)))
         return -1;
     if (MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
-        return failf(err, errlen, "MPI_Bcast of the NCCL id failed");
+        return su_fail(err, SU_PEER, "MPI_Bcast of the NCCL id failed");
     rt_nccl_config cfg = {sizeof cfg, RT_NCCL_CONFIG_MAGIC, RT_NCCL_CONFIG_VERSION, 0,
                           RT_NCCL_UNDEF_INT, RT_NCCL_UNDEF_INT, RT_NCCL_UNDEF_INT, NULL,
                           RT_NCCL_UNDEF_INT};
@@ -378,24 +367,23 @@ static int open_world(rt_nccl *n, char *err, size_t errlen)
     pthread_mutex_unlock(&n->mu);
     if (!ok)
         return -1;
-    return settle(n, n->world, "ncclCommInitRankConfig", false, err, errlen);
+    return settle(n, n->world, "ncclCommInitRankConfig", false, err);
 }
 
 static void *watch(void *arg);
 
-rt_nccl *rt_nccl_new(const rt_plan *p, const rt_mesh_desc *mesh, int timeout_ms, char *err,
-                     size_t errlen)
+rt_nccl *rt_nccl_new(const rt_plan *p, const rt_mesh_desc *mesh, int timeout_ms, su_status *err)
 {
     rt_nccl *n = calloc(1, sizeof *n);
     if (!n) {
-        failf(err, errlen, "out of memory");
+        su_fail(err, SU_NOMEM, "out of memory");
         return NULL;
     }
     pthread_mutex_init(&n->mu, NULL);
     n->p = p;
     n->timeout_s = (timeout_ms > 0 ? timeout_ms : 600000) / 1000.0;
-    n->nc = rt_nccl_load(err, errlen);
-    n->cu = n->nc ? rt_cu_load(NULL, err, errlen) : NULL;
+    n->nc = rt_nccl_load(err);
+    n->cu = n->nc ? rt_cu_load(NULL, err) : NULL;
     if (!n->cu)
         goto bad;
     MPI_Comm_rank(MPI_COMM_WORLD, &n->rank);
@@ -403,7 +391,7 @@ rt_nccl *rt_nccl_new(const rt_plan *p, const rt_mesh_desc *mesh, int timeout_ms,
     int64_t want = rt_plan_ranks(p);
     if (n->ranks != want) {
         char m[256];
-        failf(err, errlen, "the MPI world has %d process%s but the mesh %s has %lld ranks",
+        su_fail(err, SU_INPUT, "the MPI world has %d process%s but the mesh %s has %lld ranks",
               n->ranks, n->ranks == 1 ? "" : "es", rt_comm_mesh_str(mesh, m, sizeof m),
               (long long)want);
         goto bad;
@@ -411,13 +399,13 @@ rt_nccl *rt_nccl_new(const rt_plan *p, const rt_mesh_desc *mesh, int timeout_ms,
     rt_plan_coords(p, n->rank, n->coord);
     n->p2p_seq = calloc((size_t)n->ranks, sizeof *n->p2p_seq);
     if (!n->p2p_seq) {
-        failf(err, errlen, "out of memory");
+        su_fail(err, SU_NOMEM, "out of memory");
         goto bad;
     }
-    if (check_map(n, err, errlen) != 0 || open_world(n, err, errlen) != 0)
+    if (check_map(n, err) != 0 || open_world(n, err) != 0)
         goto bad;
     if (pthread_create(&n->watchdog, NULL, watch, n) != 0) {
-        failf(err, errlen, "cannot start the watchdog thread");
+        su_fail(err, SU_INTERNAL, "cannot start the watchdog thread");
         goto bad;
     }
     n->watching = true;
@@ -427,11 +415,11 @@ bad:
     return NULL;
 }
 
-int rt_nccl_group(rt_nccl *n, const rt_group *g, char *err, size_t errlen)
+int rt_nccl_group(rt_nccl *n, const rt_group *g, su_status *err)
 {
     ngroup *ng = realloc(n->group, ((size_t)n->ngroups + 1) * sizeof *ng);
     if (!ng)
-        return failf(err, errlen, "out of memory");
+        return su_fail(err, SU_NOMEM, "out of memory");
     pthread_mutex_lock(&n->mu);
     n->group = ng;
     ng = &n->group[n->ngroups];
@@ -447,9 +435,9 @@ int rt_nccl_group(rt_nccl *n, const rt_group *g, char *err, size_t errlen)
     char what[sizeof g->desc + 32];
     snprintf(what, sizeof what, "ncclCommSplit for %s", g->desc);
     /* the split's progress shows on the parent and on the child */
-    if (settle(n, n->world, what, false, err, errlen) != 0)
+    if (settle(n, n->world, what, false, err) != 0)
         return -1;
-    return ng->comm ? settle(n, ng->comm, what, false, err, errlen) : 0;
+    return ng->comm ? settle(n, ng->comm, what, false, err) : 0;
 }
 
 int rt_nccl_device(const rt_nccl *n)
@@ -476,7 +464,7 @@ static void *ptr(rt_cu_ptr p)
 
 /* rows rows of width bytes, device to device on s; none when empty. */
 static int rows(rt_nccl *n, rt_cu_ptr dst, size_t dpitch, rt_cu_ptr src, size_t spitch,
-                size_t width, size_t nrows, rt_cu_stream s, char *err, size_t errlen)
+                size_t width, size_t nrows, rt_cu_stream s, su_status *err)
 {
     if (!width || !nrows)
         return 0;
@@ -507,14 +495,14 @@ static void split_at(const rt_type *t, int dim, int64_t *outer, int64_t *run)
 /* session.c's pack_split on the device: src [outer][G*run] to dst
  * [G][outer][run] (t's dim `dim` split G ways). */
 static int pack_split(rt_nccl *n, const rt_type *t, int dim, int64_t G, rt_cu_ptr src,
-                      rt_cu_ptr dst, rt_cu_stream s, char *err, size_t errlen)
+                      rt_cu_ptr dst, rt_cu_stream s, su_status *err)
 {
     int64_t outer, whole;
     split_at(t, dim, &outer, &whole);
     size_t run = (size_t)(whole / G);
     for (int64_t g = 0; g < G; g++)
         if (rows(n, dst + (rt_cu_ptr)(g * outer) * run, run, src + (rt_cu_ptr)g * run,
-                 (size_t)whole, run, (size_t)outer, s, err, errlen) != 0)
+                 (size_t)whole, run, (size_t)outer, s, err) != 0)
             return -1;
     return 0;
 }
@@ -522,14 +510,14 @@ static int pack_split(rt_nccl *n, const rt_type *t, int dim, int64_t G, rt_cu_pt
 /* session.c's unpack_concat: G blocks of type b ([outer][run] each) to dst
  * [outer][G*run], concatenated along dim. */
 static int unpack_concat(rt_nccl *n, const rt_type *b, int dim, int64_t G, rt_cu_ptr src,
-                         rt_cu_ptr dst, rt_cu_stream s, char *err, size_t errlen)
+                         rt_cu_ptr dst, rt_cu_stream s, su_status *err)
 {
     int64_t outer, run;
     split_at(b, dim, &outer, &run);
     for (int64_t g = 0; g < G; g++)
         if (rows(n, dst + (rt_cu_ptr)(g * run), (size_t)(G * run),
                  src + (rt_cu_ptr)(g * outer * run), (size_t)run, (size_t)run, (size_t)outer, s,
-                 err, errlen) != 0)
+                 err) != 0)
             return -1;
     return 0;
 }
@@ -562,8 +550,7 @@ static int instr_index(const rt_nccl *n, const rt_instr *in)
 /* The NCCL calls of a collective on group comm c (G members), from src
  * (or the packed staging) to dst (or the staging, unpacked after). */
 static bool issue_collective(rt_nccl *n, const rt_instr *in, rt_nccl_comm c, int G,
-                             rt_cu_ptr src, rt_cu_ptr dst, rt_cu_stream s, char *err,
-                             size_t errlen)
+                             rt_cu_ptr src, rt_cu_ptr dst, rt_cu_stream s, su_status *err)
 {
     int64_t in_bytes = rt_type_bytes(&in->in_t[0]);
     rt_nccl_dtype t = nccl_type(in->in_t[0].dtype);
@@ -589,7 +576,7 @@ static bool issue_collective(rt_nccl *n, const rt_instr *in, rt_nccl_comm c, int
         return ok && ended;
     }
     default:
-        failf(err, errlen, "%s is not a collective", rt_ops[in->op].name);
+        su_fail(err, SU_INTERNAL, "%s is not a collective", rt_ops[in->op].name);
         return false;
     }
 }
@@ -597,11 +584,11 @@ static bool issue_collective(rt_nccl *n, const rt_instr *in, rt_nccl_comm c, int
 /* A collective: the re-layout into the staging, the NCCL call, polled
  * until issued, the re-layout out of it. */
 static int run_collective(rt_nccl *n, const rt_instr *in, rt_cu_ptr src, rt_cu_ptr dst,
-                          rt_cu_stream s, char *what, size_t wlen, char *err, size_t errlen)
+                          rt_cu_stream s, char *what, size_t wlen, su_status *err)
 {
     ngroup *g = group_for(n, in);
     if (!g)
-        return failf(err, errlen, "no nccl communicator for the collective's axes");
+        return su_fail(err, SU_INTERNAL, "no nccl communicator for the collective's axes");
     snprintf(what, wlen, "instruction %d (%s on %s #%lld)", instr_index(n, in),
              rt_ops[in->op].name, g->desc, (long long)++g->seq);
     int G = 1;
@@ -612,34 +599,34 @@ static int run_collective(rt_nccl *n, const rt_instr *in, rt_cu_ptr src, rt_cu_p
     int64_t in_bytes = rt_type_bytes(t);
     if (in->op == RT_OP_ALL_TO_ALL) { /* pack into staging[0], receive into staging[1] */
         a = n->staging, b = n->staging + (rt_cu_ptr)in_bytes;
-        if (pack_split(n, t, (int)in->dim, G, src, a, s, err, errlen) != 0)
+        if (pack_split(n, t, (int)in->dim, G, src, a, s, err) != 0)
             return -1;
     } else if (in->op == RT_OP_REDUCE_SCATTER && in->dim > 0) {
         a = n->staging;
-        if (pack_split(n, t, (int)in->dim, G, src, a, s, err, errlen) != 0)
+        if (pack_split(n, t, (int)in->dim, G, src, a, s, err) != 0)
             return -1;
     } else if (in->op == RT_OP_ALL_GATHER && in->dim > 0) {
         b = n->staging;
     }
     pthread_mutex_lock(&n->mu); /* the watchdog may abort (and clear) g->comm */
     rt_nccl_comm c = g->comm;
-    bool ok = failed_locked(n, err, errlen) == 0 &&
-              issue_collective(n, in, c, G, a, b, s, err, errlen);
+    bool ok = failed_locked(n, err) == 0 &&
+              issue_collective(n, in, c, G, a, b, s, err);
     pthread_mutex_unlock(&n->mu);
-    if (!ok || settle(n, c, what, true, err, errlen) != 0)
+    if (!ok || settle(n, c, what, true, err) != 0)
         return -1;
     if (in->op == RT_OP_ALL_GATHER && in->dim > 0)
-        return unpack_concat(n, t, (int)in->dim, G, b, dst, s, err, errlen);
+        return unpack_concat(n, t, (int)in->dim, G, b, dst, s, err);
     if (in->op == RT_OP_ALL_TO_ALL) {
         rt_type blk = *t;
         blk.dim[in->dim] /= G;
-        return unpack_concat(n, &blk, (int)in->dim2, G, b, dst, s, err, errlen);
+        return unpack_concat(n, &blk, (int)in->dim2, G, b, dst, s, err);
     }
     return 0;
 }
 
 static int run_p2p(rt_nccl *n, const rt_instr *in, rt_cu_ptr src, rt_cu_ptr dst,
-                   rt_cu_stream s, char *what, size_t wlen, char *err, size_t errlen)
+                   rt_cu_stream s, char *what, size_t wlen, su_status *err)
 {
     int peer = peer_of(n, in->dim);
     bool send = in->op == RT_OP_SEND;
@@ -648,18 +635,17 @@ static int run_p2p(rt_nccl *n, const rt_instr *in, rt_cu_ptr src, rt_cu_ptr dst,
              (long long)in->dim, (long long)++n->p2p_seq[peer]);
     pthread_mutex_lock(&n->mu); /* the watchdog may abort (and clear) n->world */
     rt_nccl_comm c = n->world;
-    bool ok = failed_locked(n, err, errlen) == 0 &&
+    bool ok = failed_locked(n, err) == 0 &&
               (send ? NC(Send(ptr(src), (size_t)rt_type_bytes(&in->in_t[0]), RT_NCCL_UINT8,
                               peer, c, s))
                     : NC(Recv(ptr(dst), (size_t)rt_type_bytes(&in->out_t), RT_NCCL_UINT8, peer,
                               c, s)));
     pthread_mutex_unlock(&n->mu);
-    return ok ? settle(n, c, what, true, err, errlen) : -1;
+    return ok ? settle(n, c, what, true, err) : -1;
 }
 
 /* Hands an op in flight to the watchdog. */
-static int watch_op(rt_nccl *n, const char *what, double start, rt_cu_event done, char *err,
-                    size_t errlen)
+static int watch_op(rt_nccl *n, const char *what, double start, rt_cu_event done, su_status *err)
 {
     pthread_mutex_lock(&n->mu);
     if (n->nop == n->capop) {
@@ -667,7 +653,7 @@ static int watch_op(rt_nccl *n, const char *what, double start, rt_cu_event done
         inflight *op = realloc(n->op, (size_t)cap * sizeof *op);
         if (!op) {
             pthread_mutex_unlock(&n->mu);
-            return failf(err, errlen, "out of memory");
+            return su_fail(err, SU_NOMEM, "out of memory");
         }
         n->op = op;
         n->capop = cap;
@@ -682,31 +668,31 @@ static int watch_op(rt_nccl *n, const char *what, double start, rt_cu_event done
 }
 
 int rt_nccl_run(rt_nccl *n, const rt_instr *in, rt_cu_ptr src, rt_cu_ptr dst, rt_cu_stream s,
-                rt_cu_event done, char *err, size_t errlen)
+                rt_cu_event done, su_status *err)
 {
     char what[384];
     double start = now_s();
     int rc = in->op == RT_OP_SEND || in->op == RT_OP_RECV
-                 ? run_p2p(n, in, src, dst, s, what, sizeof what, err, errlen)
-                 : run_collective(n, in, src, dst, s, what, sizeof what, err, errlen);
+                 ? run_p2p(n, in, src, dst, s, what, sizeof what, err)
+                 : run_collective(n, in, src, dst, s, what, sizeof what, err);
     if (rc != 0 || !CU(EventRecord(done, s)))
         return -1;
-    return watch_op(n, what, start, done, err, errlen);
+    return watch_op(n, what, start, done, err);
 }
 
-int rt_nccl_settle(rt_nccl *n, char *err, size_t errlen)
+int rt_nccl_settle(rt_nccl *n, su_status *err)
 {
     pthread_mutex_lock(&n->mu);
     n->nop = 0;
-    int rc = failed_locked(n, err, errlen);
+    int rc = failed_locked(n, err);
     pthread_mutex_unlock(&n->mu);
     return rc;
 }
 
-int rt_nccl_failed(rt_nccl *n, char *err, size_t errlen)
+int rt_nccl_failed(rt_nccl *n, su_status *err)
 {
     pthread_mutex_lock(&n->mu);
-    int rc = failed_locked(n, err, errlen);
+    int rc = failed_locked(n, err);
     pthread_mutex_unlock(&n->mu);
     return rc;
 }
@@ -791,14 +777,14 @@ static void *watch(void *arg)
  * when finalizing fails or does not complete within the timeout. */
 static void close_comm(rt_nccl *n, rt_nccl_comm c)
 {
-    char err[512];
+    su_status err;
     if (!c)
         return;
     pthread_mutex_lock(&n->mu);
     rt_nccl_result r = n->nc->CommFinalize(c);
     pthread_mutex_unlock(&n->mu);
     if ((r == RT_NCCL_SUCCESS || r == RT_NCCL_IN_PROGRESS) &&
-        settle(n, c, "ncclCommFinalize", false, err, sizeof err) == 0)
+        settle(n, c, "ncclCommFinalize", false, &err) == 0)
         n->nc->CommDestroy(c);
     else
         n->nc->CommAbort(c);
@@ -831,17 +817,16 @@ void rt_nccl_free(rt_nccl *n)
 
 #else /* no MPI: the pure parts only */
 
-rt_nccl *rt_nccl_new(const rt_plan *p, const rt_mesh_desc *mesh, int timeout_ms, char *err,
-                     size_t errlen)
+rt_nccl *rt_nccl_new(const rt_plan *p, const rt_mesh_desc *mesh, int timeout_ms, su_status *err)
 {
     (void)p, (void)mesh, (void)timeout_ms;
-    snprintf(err, errlen, "this build of shardc has no MPI, which the nccl communicator needs");
+    su_fail(err, SU_GPU, "this build of shardc has no MPI, which the nccl communicator needs");
     return NULL;
 }
-int rt_nccl_group(rt_nccl *n, const rt_group *g, char *err, size_t errlen)
+int rt_nccl_group(rt_nccl *n, const rt_group *g, su_status *err)
 {
     (void)n, (void)g;
-    snprintf(err, errlen, "no nccl communicator");
+    su_fail(err, SU_GPU, "no nccl communicator");
     return -1;
 }
 int rt_nccl_device(const rt_nccl *n)
@@ -850,21 +835,21 @@ int rt_nccl_device(const rt_nccl *n)
     return 0;
 }
 int rt_nccl_run(rt_nccl *n, const rt_instr *in, rt_cu_ptr src, rt_cu_ptr dst, rt_cu_stream s,
-                rt_cu_event done, char *err, size_t errlen)
+                rt_cu_event done, su_status *err)
 {
     (void)n, (void)in, (void)src, (void)dst, (void)s, (void)done;
-    snprintf(err, errlen, "no nccl communicator");
+    su_fail(err, SU_GPU, "no nccl communicator");
     return -1;
 }
-int rt_nccl_settle(rt_nccl *n, char *err, size_t errlen)
+int rt_nccl_settle(rt_nccl *n, su_status *err)
 {
     (void)n;
-    snprintf(err, errlen, "no nccl communicator");
+    su_fail(err, SU_GPU, "no nccl communicator");
     return -1;
 }
-int rt_nccl_failed(rt_nccl *n, char *err, size_t errlen)
+int rt_nccl_failed(rt_nccl *n, su_status *err)
 {
-    (void)n, (void)err, (void)errlen;
+    (void)n, (void)err;
     return 0;
 }
 void rt_nccl_free(rt_nccl *n)

@@ -43,6 +43,7 @@
  * (SHARDC_HAVE_MPI), a GPU and libnccl.so.2 (nccl_api.h). */
 #ifndef SHARDC_RT_COMM_NCCL_H
 #define SHARDC_RT_COMM_NCCL_H
+#include "support/support.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -61,7 +62,7 @@
  * "ranks 0 and 1 (local ranks 0 and 1 on host gpu1) would share the GPU at
  * PCI bus 0000:3b:00.0" in err. */
 int rt_nccl_check_map(int n, const char *const *host, const int *local, const int *ndev,
-                      const char *const *bus, char *err, size_t errlen);
+                      const char *const *bus, su_status *err);
 
 /* ---- pure: where the compute stream waits for a collective ---- */
 
@@ -97,12 +98,11 @@ typedef struct rt_nccl rt_nccl;
  * bounds every op (0: 10 minutes). MPI must be initialised; collective
  * over MPI_COMM_WORLD. NULL with err on failure ("no usable NCCL: ..." is
  * kept as the message's start, for the caller's exit code). */
-rt_nccl *rt_nccl_new(const rt_plan *p, const rt_mesh_desc *mesh, int timeout_ms, char *err,
-                     size_t errlen);
+rt_nccl *rt_nccl_new(const rt_plan *p, const rt_mesh_desc *mesh, int timeout_ms, su_status *err);
 /* The communicator for group g (g's color and member index; g of this
  * rank's host communicator): every rank calls it for the same groups in
  * the same order. 0, or -1 with err. */
-int rt_nccl_group(rt_nccl *n, const rt_group *g, char *err, size_t errlen);
+int rt_nccl_group(rt_nccl *n, const rt_group *g, su_status *err);
 /* The device ordinal of this rank (its local rank). */
 int rt_nccl_device(const rt_nccl *n);
 /* Enqueues communication instruction `in` on stream s (the comm stream,
@@ -112,17 +112,17 @@ int rt_nccl_device(const rt_nccl *n);
  * err (an op that cannot be issued within the timeout fails n as the
  * watchdog does; so does every op once n has failed). */
 int rt_nccl_run(rt_nccl *n, const rt_instr *in, rt_cu_ptr src, rt_cu_ptr dst, rt_cu_stream s,
-                rt_cu_event done, char *err, size_t errlen);
+                rt_cu_event done, su_status *err);
 /* The step is over and every done event has completed (the compute stream
  * waited on them and was drained): the watchdog forgets them, so their
  * events can be recorded again. 0, or -1 with the watchdog's message in
  * err when it failed n during the step (the streams drained because it
  * aborted the communicators: the step's results are not to be used). */
-int rt_nccl_settle(rt_nccl *n, char *err, size_t errlen);
+int rt_nccl_settle(rt_nccl *n, su_status *err);
 /* 0, or -1 with the watchdog's message in err once it has failed n (an op
  * late or an asynchronous NCCL error): a failure of the rank's own call
  * after that is its consequence, and this its cause. */
-int rt_nccl_failed(rt_nccl *n, char *err, size_t errlen);
+int rt_nccl_failed(rt_nccl *n, su_status *err);
 /* Stops the watchdog, destroys the communicators and the staging area. */
 void rt_nccl_free(rt_nccl *n);
 

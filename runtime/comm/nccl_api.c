@@ -107,31 +107,31 @@ const char *rt_nccl_describe(const rt_nccl_api *nc, rt_nccl_result r, char *buf,
 }
 
 bool rt_nccl_check(const rt_nccl_api *nc, rt_nccl_result r, const char *call, const char *file,
-                   int line, char *err, size_t errlen)
+                   int line, su_status *err)
 {
     if (r == RT_NCCL_SUCCESS || r == RT_NCCL_IN_PROGRESS)
         return true;
     char what[256];
-    if (err && errlen)
-        snprintf(err, errlen, "%s:%d: nccl%s: %s", file, line, call,
-                 rt_nccl_describe(nc, r, what, sizeof what));
+    if (err)
+        su_fail(err, SU_GPU, "%s:%d: nccl%s: %s", file, line, call,
+                rt_nccl_describe(nc, r, what, sizeof what));
     return false;
 }
 
-int rt_nccl_open(const char *lib, rt_nccl_api *api, char *err, size_t errlen)
+int rt_nccl_open(const char *lib, rt_nccl_api *api, su_status *err)
 {
     memset(api, 0, sizeof *api);
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *why = dlerror();
-        snprintf(err, errlen, "cannot load %s: %s", lib, why ? why : "dlopen failed");
+        su_fail(err, SU_GPU, "cannot load %s: %s", lib, why ? why : "dlopen failed");
         return -1;
     }
     for (size_t i = 0; i < sizeof entries / sizeof *entries; i++) {
         void *sym = dlsym(h, entries[i].symbol);
         if (!sym) {
-            snprintf(err, errlen, "%s has no symbol %s (NCCL older than 2.18?)", lib,
-                     entries[i].symbol);
+            su_fail(err, SU_GPU, "%s has no symbol %s (NCCL older than 2.18?)", lib,
+                    entries[i].symbol);
             dlclose(h);
             return -1;
         }
@@ -139,8 +139,8 @@ int rt_nccl_open(const char *lib, rt_nccl_api *api, char *err, size_t errlen)
     }
     int v = 0;
     if (api->GetVersion(&v) != RT_NCCL_SUCCESS || v < RT_NCCL_MIN_VERSION) {
-        snprintf(err, errlen, "%s is NCCL %d.%d.%d; the nccl communicator needs 2.18 or newer",
-                 lib, v / 10000, v / 100 % 100, v % 100);
+        su_fail(err, SU_GPU, "%s is NCCL %d.%d.%d; the nccl communicator needs 2.18 or newer",
+                lib, v / 10000, v / 100 % 100, v % 100);
         dlclose(h);
         return -1;
     }
@@ -148,14 +148,14 @@ int rt_nccl_open(const char *lib, rt_nccl_api *api, char *err, size_t errlen)
 }
 
 /* The driver entries, from the libcuda.so.1 rt_cu_load opened. */
-static int open_driver(rt_nccl_api *api, char *err, size_t errlen)
+static int open_driver(rt_nccl_api *api, su_status *err)
 {
-    if (!rt_cu_load(NULL, err, errlen))
+    if (!rt_cu_load(NULL, err))
         return -1;
     void *h = dlopen(LIBCUDA, RTLD_NOW | RTLD_LOCAL);
     void *q = h ? dlsym(h, "cuEventQuery") : NULL, *b = h ? dlsym(h, "cuDeviceGetPCIBusId") : NULL;
     if (!q || !b) {
-        snprintf(err, errlen, "%s has no symbol %s", LIBCUDA, q ? "cuDeviceGetPCIBusId"
+        su_fail(err, SU_GPU, "%s has no symbol %s", LIBCUDA, q ? "cuDeviceGetPCIBusId"
                                                                 : "cuEventQuery");
         return -1;
     }
@@ -174,19 +174,19 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
 static void load(void)
 {
-    char why[480];
-    loaded.ok = rt_nccl_open(LIBNCCL, &loaded.api, why, sizeof why) == 0 &&
-                open_driver(&loaded.api, why, sizeof why) == 0;
+    su_status why;
+    loaded.ok = rt_nccl_open(LIBNCCL, &loaded.api, &why) == 0 &&
+                open_driver(&loaded.api, &why) == 0;
     if (!loaded.ok)
-        snprintf(loaded.msg, sizeof loaded.msg, "no usable NCCL: %s", why);
+        snprintf(loaded.msg, sizeof loaded.msg, "no usable NCCL: %.400s", why.msg);
 }
 
-const rt_nccl_api *rt_nccl_load(char *err, size_t errlen)
+const rt_nccl_api *rt_nccl_load(su_status *err)
 {
     pthread_once(&load_once, load);
     if (loaded.ok)
         return &loaded.api;
-    if (err && errlen)
-        snprintf(err, errlen, "%s", loaded.msg);
+    if (err)
+        su_fail(err, SU_GPU, "%s", loaded.msg);
     return NULL;
 }

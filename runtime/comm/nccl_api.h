@@ -19,6 +19,7 @@
  * the libcuda.so.1 that cuda_driver.c loaded. */
 #ifndef SHARDC_RT_NCCL_API_H
 #define SHARDC_RT_NCCL_API_H
+#include "support/support.h"
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -102,13 +103,13 @@ typedef struct rt_nccl_api {
  * "libnccl.so.2 has no symbol ncclCommSplit (...)" or "libnccl.so.2 is
  * NCCL 2.17.1; the nccl communicator needs 2.18 or newer" in err. The
  * driver entries are left NULL. The library stays open. */
-int rt_nccl_open(const char *lib, rt_nccl_api *api, char *err, size_t errlen);
+int rt_nccl_open(const char *lib, rt_nccl_api *api, su_status *err);
 
 /* The process's table: libnccl.so.2 and the driver entries, loaded at the
  * first call (pthread_once; later calls return the same table or the same
  * failure). NULL with "no usable NCCL: ..." in err. Needs a usable driver
  * (rt_cu_load) for the driver entries. */
-const rt_nccl_api *rt_nccl_load(char *err, size_t errlen);
+const rt_nccl_api *rt_nccl_load(su_status *err);
 
 /* "ncclSystemError (unhandled system error ...)" for r, into buf. */
 const char *rt_nccl_describe(const rt_nccl_api *nc, rt_nccl_result r, char *buf, size_t n);
@@ -117,9 +118,9 @@ const char *rt_nccl_describe(const rt_nccl_api *nc, rt_nccl_result r, char *buf,
  * "file:line: ncclCall(...): ncclXxx (text)" in err, when call returns
  * neither ncclSuccess nor ncclInProgress (a nonblocking communicator's
  * "issued, not yet done": the caller polls ncclCommGetAsyncError). */
-#define RT_NCCL_CHECK(nc, call, err, errlen)                                                    \
-    rt_nccl_check((nc), (nc)->call, #call, __FILE__, __LINE__, (err), (errlen))
+#define RT_NCCL_CHECK(nc, call, err)                                                    \
+    rt_nccl_check((nc), (nc)->call, #call, __FILE__, __LINE__, (err))
 bool rt_nccl_check(const rt_nccl_api *nc, rt_nccl_result r, const char *call, const char *file,
-                   int line, char *err, size_t errlen);
+                   int line, su_status *err);
 
 #endif

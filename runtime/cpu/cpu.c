@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *scratch(size_t bytes, const char *op, char *err, size_t errlen)
+static void *scratch(size_t bytes, const char *op, su_status *err)
 {
     void *p = malloc(bytes ? bytes : 1);
     if (!p)
-        su_errf(err, errlen, "out of memory: %s needs %zu bytes of scratch", op, bytes);
+        su_fail(err, SU_NOMEM, "out of memory: %s needs %zu bytes of scratch", op, bytes);
     return p;
 }
 
@@ -306,12 +306,12 @@ static int bin_row_i32(int op, int32_t *o, const int32_t *a, int64_t sa, const i
 
 /* add sub mul div max min pow gt eq gelu_grad silu_grad: NumPy
  * broadcasting, one row of the coalesced shape at a time. */
-static int k_binary(const rt_instr *in, const void *const *x, void *y, char *err, size_t errlen)
+static int k_binary(const rt_instr *in, const void *const *x, void *y, su_status *err)
 {
     int op = in->op, i32 = in->out_t.dtype == RT_I32;
     const char *name = rt_ops[op].name;
     if (i32 && (op == RT_OP_POW || op == RT_OP_GELU_GRAD || op == RT_OP_SILU_GRAD))
-        return su_errf(err, errlen, "%s of i32 is not supported", name);
+        return su_fail(err, SU_INPUT, "%s of i32 is not supported", name);
     bplan p;
     bplan_make(&in->in_t[0], &in->in_t[1], &in->out_t, &p);
     int r = p.r;
@@ -323,7 +323,7 @@ static int k_binary(const rt_instr *in, const void *const *x, void *y, char *err
             int bad = bin_row_i32(op, (int32_t *)y + row * n, (const int32_t *)x[0] + oa,
                                   p.s[0][r - 1], (const int32_t *)x[1] + ob, p.s[1][r - 1], n);
             if (bad >= 0)
-                return su_errf(err, errlen, "%s: i32 division by zero at result index %lld", name,
+                return su_fail(err, SU_INPUT, "%s: i32 division by zero at result index %lld", name,
                             (long long)(row * n + bad));
         } else {
             bin_row_f32(op, (float *)y + row * n, (const float *)x[0] + oa, p.s[0][r - 1],
@@ -345,7 +345,7 @@ static int k_binary(const rt_instr *in, const void *const *x, void *y, char *err
     } while (0)
 
 /* a and o may be the same memory: each element is read before it is written. */
-static int k_unary(const rt_instr *in, const void *x, void *y, char *err, size_t errlen)
+static int k_unary(const rt_instr *in, const void *x, void *y, su_status *err)
 {
     int64_t n = rt_type_numel(&in->out_t);
     if (in->out_t.dtype == RT_I32) {
@@ -358,7 +358,7 @@ static int k_unary(const rt_instr *in, const void *x, void *y, char *err, size_t
             else if (in->op == RT_OP_RELU && v < 0)
                 v = 0;
             else if (in->op != RT_OP_ABS && in->op != RT_OP_RELU)
-                return su_errf(err, errlen, "%s of i32 is not supported", rt_ops[in->op].name);
+                return su_fail(err, SU_INPUT, "%s of i32 is not supported", rt_ops[in->op].name);
             o[i] = v;
         }
         return 0;
@@ -423,7 +423,7 @@ static void amax_i32(const int32_t *a, int32_t *o, int64_t outer, int64_t n, int
 
 /* sum and mean: f32 accumulates in double (10^6 elements stay within
  * ~1e-7 relative); i32 sums in int64 and stores the low 32 bits (wraps). */
-static int k_reduce(const rt_instr *in, const void *x, void *y, char *err, size_t errlen)
+static int k_reduce(const rt_instr *in, const void *x, void *y, su_status *err)
 {
     const rt_type *t = &in->in_t[0];
     int i32 = t->dtype == RT_I32;
@@ -437,8 +437,8 @@ static int k_reduce(const rt_instr *in, const void *x, void *y, char *err, size_
         return 0;
     }
     if (i32 && in->op == RT_OP_MEAN)
-        return su_errf(err, errlen, "mean of i32 is not supported");
-    double *acc = scratch((size_t)inner * sizeof *acc, rt_ops[in->op].name, err, errlen);
+        return su_fail(err, SU_INPUT, "mean of i32 is not supported");
+    double *acc = scratch((size_t)inner * sizeof *acc, rt_ops[in->op].name, err);
     int64_t *iacc = (int64_t *)acc; /* same size as double */
     if (!acc)
         return -1;
@@ -467,12 +467,12 @@ static int k_reduce(const rt_instr *in, const void *x, void *y, char *err, size_
 
 /* softmax over axis, stable: exp(x - max) / sum. Over a non-last axis the
  * inner dim is the vector width: per-position max and sum live in scratch. */
-static int k_softmax(const rt_instr *in, const float *a, float *o, char *err, size_t errlen)
+static int k_softmax(const rt_instr *in, const float *a, float *o, su_status *err)
 {
     int64_t outer, n, inner;
     axis_view(&in->in_t[0], in->axis, &outer, &n, &inner);
-    float *mx = scratch((size_t)inner * sizeof *mx, "softmax", err, errlen);
-    double *sum = mx ? scratch((size_t)inner * sizeof *sum, "softmax", err, errlen) : NULL;
+    float *mx = scratch((size_t)inner * sizeof *mx, "softmax", err);
+    double *sum = mx ? scratch((size_t)inner * sizeof *sum, "softmax", err) : NULL;
     if (!sum) {
         free(mx);
         return -1;
@@ -542,18 +542,17 @@ static int k_mse(const rt_instr *in, const float *a, const float *b, float *o)
 
 /* "cross_entropy label 10 at index 2 is outside the 10 classes (0..9)";
  * check_labels speaks for cross_entropy, whose split labels it checks. */
-static int label_error(const rt_instr *in, int32_t lab, int64_t r, int64_t c, char *err,
-                       size_t errlen)
+static int label_error(const rt_instr *in, int32_t lab, int64_t r, int64_t c, su_status *err)
 {
     const char *op = in->op == RT_OP_CHECK_LABELS ? "cross_entropy" : rt_ops[in->op].name;
-    return su_errf(err, errlen,
-                       "%s label %d at index %lld is outside the %lld classes (0..%lld)", op,
+    return su_fail(err, SU_INPUT, "%s label %d at index %lld is outside the %lld classes (0..%lld)",
+                   op,
                        (int)lab, (long long)r, (long long)c, (long long)c - 1);
 }
 
 /* cross_entropy: the mean over rows of logsumexp(row) - row[label]. */
 static int k_xent(const rt_instr *in, const float *logits, const int32_t *labels, float *o,
-                  char *err, size_t errlen)
+                  su_status *err)
 {
     const rt_type *t = &in->in_t[0];
     int64_t c = t->dim[t->rank - 1], rows = rt_type_numel(t) / c;
@@ -562,7 +561,7 @@ static int k_xent(const rt_instr *in, const float *logits, const int32_t *labels
         const float *v = logits + r * c;
         int32_t lab = labels[r];
         if (lab < 0 || lab >= c)
-            return label_error(in, lab, r, c, err, errlen);
+            return label_error(in, lab, r, c, err);
         float m = v[0];
         for (int64_t i = 1; i < c; i++)
             m = v[i] > m ? v[i] : m;
@@ -578,7 +577,7 @@ static int k_xent(const rt_instr *in, const float *logits, const int32_t *labels
 /* cross_entropy_grad: per row softmax(row) - one_hot(label), stable (the
  * row's max subtracted), not divided by the row count: autodiff scales it. */
 static int k_xent_grad(const rt_instr *in, const float *logits, const int32_t *labels, float *o,
-                       char *err, size_t errlen)
+                       su_status *err)
 {
     const rt_type *t = &in->in_t[0];
     int64_t c = t->dim[t->rank - 1], rows = rt_type_numel(t) / c;
@@ -587,7 +586,7 @@ static int k_xent_grad(const rt_instr *in, const float *logits, const int32_t *l
         float *g = o + r * c;
         int32_t lab = labels[r];
         if (lab < 0 || lab >= c)
-            return label_error(in, lab, r, c, err, errlen);
+            return label_error(in, lab, r, c, err);
         float m = v[0];
         for (int64_t i = 1; i < c; i++)
             m = v[i] > m ? v[i] : m;
@@ -687,23 +686,22 @@ static int k_transpose(const rt_instr *in, const void *src, void *dst)
 
 /* "embedding id 70000 at index 12 is outside the table's 1024 rows";
  * check_ids speaks for embedding, whose split ids it checks. */
-static int id_error(const rt_instr *in, int32_t id, int64_t i, int64_t v, char *err,
-                    size_t errlen)
+static int id_error(const rt_instr *in, int32_t id, int64_t i, int64_t v, su_status *err)
 {
     const char *op = in->op == RT_OP_CHECK_IDS ? "embedding" : rt_ops[in->op].name;
-    return su_errf(err, errlen, "%s id %d at index %lld is outside the table's %lld rows",
+    return su_fail(err, SU_INPUT, "%s id %d at index %lld is outside the table's %lld rows",
                        op, (int)id, (long long)i, (long long)v);
 }
 
 /* embedding: row ids[i] of table [V, D] for every id, in any dtype. */
 static int k_embedding(const rt_instr *in, const void *table, const int32_t *ids, void *o,
-                       char *err, size_t errlen)
+                       su_status *err)
 {
     int64_t v = in->in_t[0].dim[0], d = in->in_t[0].dim[1], n = rt_type_numel(&in->in_t[1]);
     size_t row = (size_t)(d * rt_dtype_size(in->in_t[0].dtype));
     for (int64_t i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= v)
-            return id_error(in, ids[i], i, v, err, errlen);
+            return id_error(in, ids[i], i, v, err);
         memcpy((char *)o + (size_t)i * row, (const char *)table + (size_t)ids[i] * row, row);
     }
     return 0;
@@ -713,13 +711,13 @@ static int k_embedding(const rt_instr *in, const void *table, const int32_t *ids
  * [n, D] added into row ids[i], in index order; repeated ids accumulate in
  * f32 (the result's precision on the f32 path). */
 static int k_embedding_grad(const rt_instr *in, const int32_t *ids, const float *dy, float *o,
-                            char *err, size_t errlen)
+                            su_status *err)
 {
     int64_t v = in->out_t.dim[0], d = in->out_t.dim[1], n = rt_type_numel(&in->in_t[0]);
     memset(o, 0, (size_t)(v * d) * sizeof *o);
     for (int64_t i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= v)
-            return id_error(in, ids[i], i, v, err, errlen);
+            return id_error(in, ids[i], i, v, err);
         float *row = o + (int64_t)ids[i] * d;
         const float *g = dy + i * d;
         for (int64_t c = 0; c < d; c++)
@@ -764,24 +762,24 @@ static int k_expand(const rt_instr *in, const void *src, void *dst)
 /* slice: this rank's block b of G along dim, b row-major over the
  * coordinates of in->axes (axes[0] major). */
 static int k_slice(const rt_cpu_ctx *ctx, const rt_instr *in, const void *src, void *dst,
-                   char *err, size_t errlen)
+                   su_status *err)
 {
     const rt_type *t = &in->in_t[0];
     if (!ctx)
-        return su_errf(err, errlen, "slice needs the rank's mesh coordinates (no context)");
+        return su_fail(err, SU_INTERNAL, "slice needs the rank's mesh coordinates (no context)");
     int64_t blk = 0;
     for (int i = 0; i < in->naxes; i++) {
         int ax = in->axes[i];
         if (ax >= ctx->naxes)
-            return su_errf(err, errlen, "slice over mesh axis %d, but the mesh has %d axes", ax,
+            return su_fail(err, SU_INTERNAL, "slice over mesh axis %d, but the mesh has %d axes",
+                           ax,
                         ctx->naxes);
         blk = blk * ctx->axis_size[ax] + ctx->coord[ax];
     }
     int64_t outer, dn, inner, n = in->out_t.dim[in->dim];
     axis_view(t, in->dim, &outer, &dn, &inner);
     if ((blk + 1) * n > dn)
-        return su_errf(err, errlen,
-                    "slice block %lld of size %lld is outside dimension %lld (size %lld)",
+        return su_fail(err, SU_INTERNAL, "slice block %lld of size %lld is outside dimension %lld (size %lld)",
                     (long long)blk, (long long)n, (long long)in->dim, (long long)dn);
     size_t es = (size_t)rt_dtype_size(t->dtype), run = (size_t)(n * inner) * es;
     for (int64_t p = 0; p < outer; p++)
@@ -800,14 +798,13 @@ static int k_iota(const rt_instr *in, int32_t *o)
 
 /* check_ids, check_labels: ids copied, the first outside [0, dim)
  * failing with embedding's (cross_entropy's) message. */
-static int k_check(const rt_instr *in, const int32_t *ids, int32_t *o, char *err,
-                   size_t errlen)
+static int k_check(const rt_instr *in, const int32_t *ids, int32_t *o, su_status *err)
 {
     int64_t n = rt_type_numel(&in->in_t[0]), v = in->dim;
     for (int64_t i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= v)
-            return in->op == RT_OP_CHECK_IDS ? id_error(in, ids[i], i, v, err, errlen)
-                                             : label_error(in, ids[i], i, v, err, errlen);
+            return in->op == RT_OP_CHECK_IDS ? id_error(in, ids[i], i, v, err)
+                                             : label_error(in, ids[i], i, v, err);
         o[i] = ids[i];
     }
     return 0;
@@ -925,7 +922,7 @@ static int is_half(int dtype)
 }
 
 static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *const *x, void *y,
-                      char *err, size_t errlen)
+                      su_status *err)
 {
     switch (in->op) {
     case RT_OP_ADD:
@@ -939,7 +936,7 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
     case RT_OP_EQ:
     case RT_OP_GELU_GRAD:
     case RT_OP_SILU_GRAD:
-        return k_binary(in, x, y, err, errlen);
+        return k_binary(in, x, y, err);
     case RT_OP_NEG:
     case RT_OP_ABS:
     case RT_OP_RELU:
@@ -951,43 +948,43 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
     case RT_OP_LOG:
     case RT_OP_SQRT:
     case RT_OP_RSQRT:
-        return k_unary(in, x[0], y, err, errlen);
+        return k_unary(in, x[0], y, err);
     case RT_OP_CAST:
         return k_cast(in, x[0], y);
     case RT_OP_COPY:
         memmove(y, x[0], (size_t)rt_type_bytes(&in->out_t));
         return 0;
     case RT_OP_MATMUL:
-        return rt_cpu_matmul_(in, x, y, err, errlen);
+        return rt_cpu_matmul_(in, x, y, err);
     case RT_OP_ATTENTION:
-        return rt_cpu_attention_(in, x, y, err, errlen);
+        return rt_cpu_attention_(in, x, y, err);
     case RT_OP_ATTN_PROBS:
-        return rt_cpu_attn_probs_(in, x, y, err, errlen);
+        return rt_cpu_attn_probs_(in, x, y, err);
     case RT_OP_SUM:
     case RT_OP_MEAN:
     case RT_OP_AMAX:
-        return k_reduce(in, x[0], y, err, errlen);
+        return k_reduce(in, x[0], y, err);
     case RT_OP_SOFTMAX:
-        return k_softmax(in, x[0], y, err, errlen);
+        return k_softmax(in, x[0], y, err);
     case RT_OP_LAYERNORM:
     case RT_OP_RMSNORM:
         return k_norm(in, x, y);
     case RT_OP_TRANSPOSE:
         return k_transpose(in, x[0], y);
     case RT_OP_EMBEDDING:
-        return k_embedding(in, x[0], x[1], y, err, errlen);
+        return k_embedding(in, x[0], x[1], y, err);
     case RT_OP_MSE:
         return k_mse(in, x[0], x[1], y);
     case RT_OP_XENT:
-        return k_xent(in, x[0], x[1], y, err, errlen);
+        return k_xent(in, x[0], x[1], y, err);
     case RT_OP_SLICE:
-        return k_slice(ctx, in, x[0], y, err, errlen);
+        return k_slice(ctx, in, x[0], y, err);
     case RT_OP_EXPAND:
         return k_expand(in, x[0], y);
     case RT_OP_EMBEDDING_GRAD:
-        return k_embedding_grad(in, x[0], x[1], y, err, errlen);
+        return k_embedding_grad(in, x[0], x[1], y, err);
     case RT_OP_XENT_GRAD:
-        return k_xent_grad(in, x[0], x[1], y, err, errlen);
+        return k_xent_grad(in, x[0], x[1], y, err);
     case RT_OP_MOMENTUM:
     case RT_OP_SGD:
     case RT_OP_ADAM_M:
@@ -1001,16 +998,16 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
         return k_iota(in, y);
     case RT_OP_CHECK_IDS:
     case RT_OP_CHECK_LABELS:
-        return k_check(in, x[0], y, err, errlen);
+        return k_check(in, x[0], y, err);
     default:
-        return su_errf(err, errlen, "%s is not a compute instruction", rt_ops[in->op].name);
+        return su_fail(err, SU_INTERNAL, "%s is not a compute instruction", rt_ops[in->op].name);
     }
 }
 
 /* Widens the f16/bf16 operands into f32 scratch, runs the f32 kernel on a
  * copy of the instruction with f32 types, and rounds the result back. */
 static int run_promoted(const rt_cpu_ctx *ctx, const rt_instr *in, const void *const *x, void *y,
-                        char *err, size_t errlen)
+                        su_status *err)
 {
     rt_instr f = *in;
     const void *fx[RT_MAX_IN] = {0};
@@ -1022,7 +1019,7 @@ static int run_promoted(const rt_cpu_ctx *ctx, const rt_instr *in, const void *c
         if (!is_half(in->in_t[i].dtype))
             continue;
         int64_t n = rt_type_numel(&in->in_t[i]);
-        if (!(tmp[i] = scratch((size_t)n * sizeof(float), rt_ops[in->op].name, err, errlen)))
+        if (!(tmp[i] = scratch((size_t)n * sizeof(float), rt_ops[in->op].name, err)))
             goto done;
         load_f32(tmp[i], x[i], in->in_t[i].dtype, n);
         f.in_t[i].dtype = RT_F32;
@@ -1030,13 +1027,12 @@ static int run_promoted(const rt_cpu_ctx *ctx, const rt_instr *in, const void *c
     }
     if (is_half(in->out_t.dtype)) {
         int64_t n = rt_type_numel(&in->out_t);
-        if (!(tmp[RT_MAX_IN] = scratch((size_t)n * sizeof(float), rt_ops[in->op].name, err,
-                                       errlen)))
+        if (!(tmp[RT_MAX_IN] = scratch((size_t)n * sizeof(float), rt_ops[in->op].name, err)))
             goto done;
         f.out_t.dtype = RT_F32;
         fy = tmp[RT_MAX_IN];
     }
-    rc = run_kernel(ctx, &f, fx, fy, err, errlen);
+    rc = run_kernel(ctx, &f, fx, fy, err);
     if (rc == 0 && fy != y)
         store_f32(y, fy, in->out_t.dtype, rt_type_numel(&in->out_t));
 done:
@@ -1045,13 +1041,12 @@ done:
     return rc;
 }
 
-int rt_cpu_run(const rt_cpu_ctx *ctx, const rt_instr *in, void *const *bufs, char *err,
-               size_t errlen)
+int rt_cpu_run(const rt_cpu_ctx *ctx, const rt_instr *in, void *const *bufs, su_status *err)
 {
     if (in->op >= RT_NOPS)
-        return su_errf(err, errlen, "opcode %d is not a compute instruction", (int)in->op);
+        return su_fail(err, SU_INTERNAL, "opcode %d is not a compute instruction", (int)in->op);
     if (rt_ops[in->op].cls != RT_K_COMPUTE)
-        return su_errf(err, errlen, "%s is not a compute instruction", rt_ops[in->op].name);
+        return su_fail(err, SU_INTERNAL, "%s is not a compute instruction", rt_ops[in->op].name);
     const void *x[RT_MAX_IN] = {0};
     int nin = in->nin, half = is_half(in->out_t.dtype);
     for (int i = 0; i < nin; i++) {
@@ -1059,6 +1054,6 @@ int rt_cpu_run(const rt_cpu_ctx *ctx, const rt_instr *in, void *const *bufs, cha
         half |= is_half(in->in_t[i].dtype);
     }
     if (half && computes_in_f32(in->op))
-        return run_promoted(ctx, in, x, bufs[in->out], err, errlen);
-    return run_kernel(ctx, in, x, bufs[in->out], err, errlen);
+        return run_promoted(ctx, in, x, bufs[in->out], err);
+    return run_kernel(ctx, in, x, bufs[in->out], err);
 }

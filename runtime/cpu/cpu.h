@@ -11,6 +11,7 @@
  */
 #ifndef SHARDC_RT_CPU_H
 #define SHARDC_RT_CPU_H
+#include "support/support.h"
 #include "runtime/plan/plan.h"
 
 typedef struct rt_cpu_ctx {
@@ -24,7 +25,6 @@ typedef struct rt_cpu_ctx {
  * message in err (out of memory, an id or label out of range in embedding,
  * embedding_grad, cross_entropy or cross_entropy_grad: "embedding id 70000
  * at index 12 is outside the table's 1024 rows"). */
-int rt_cpu_run(const rt_cpu_ctx *ctx, const rt_instr *in, void *const *bufs, char *err,
-               size_t errlen);
+int rt_cpu_run(const rt_cpu_ctx *ctx, const rt_instr *in, void *const *bufs, su_status *err);
 
 #endif

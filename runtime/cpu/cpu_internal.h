@@ -5,10 +5,8 @@
 #include "support/support.h"
 
 /* cpu_matmul.c. x[i] is operand i, y the result; f32 or i32 only. */
-int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, char *err, size_t errlen);
-int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, char *err,
-                      size_t errlen);
-int rt_cpu_attn_probs_(const rt_instr *in, const void *const *x, void *y, char *err,
-                       size_t errlen);
+int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, su_status *err);
+int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, su_status *err);
+int rt_cpu_attn_probs_(const rt_instr *in, const void *const *x, void *y, su_status *err);
 
 #endif

@@ -95,7 +95,7 @@ static void matmul_i32(const int32_t *a, const int32_t *b, int32_t *c, int64_t m
 /* NumPy matmul. When b has no batch dims (or only dims of 1), a's batch
  * dims fold into M: the whole product is one sgemm ([B, S, D] @ [D, F] is
  * [B*S, D] @ [D, F]). */
-int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, char *err, size_t errlen)
+int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, su_status *err)
 {
     mm_geom g;
     mm_geom_make(in, &g);
@@ -106,7 +106,7 @@ int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, char *err,
         batches = 1;
     }
     if (!fits_int(m) || !fits_int(g.n) || !fits_int(g.k))
-        return su_errf(err, errlen, "matmul of [%lld, %lld] @ [%lld, %lld] is too large for BLAS",
+        return su_fail(err, SU_INPUT, "matmul of [%lld, %lld] @ [%lld, %lld] is too large for BLAS",
                     (long long)m, (long long)g.k, (long long)g.k, (long long)g.n);
     int64_t sza = g.m * g.k, szb = g.k * g.n, szo = g.m * g.n;
     for (int64_t t = 0; t < batches; t++) {
@@ -163,8 +163,7 @@ static void attn_scores(const float *q, const float *k, float *p, int64_t s, int
 
 /* attn_probs: per leading index h, p_h [S, T] = attn_scores(q_h, k_h), so
  * that attention(q, k, v) is attn_probs(q, k) @ v (the same sgemm calls). */
-int rt_cpu_attn_probs_(const rt_instr *in, const void *const *x, void *y, char *err,
-                       size_t errlen)
+int rt_cpu_attn_probs_(const rt_instr *in, const void *const *x, void *y, su_status *err)
 {
     const rt_type *tq = &in->in_t[0];
     int r = tq->rank;
@@ -172,7 +171,7 @@ int rt_cpu_attn_probs_(const rt_instr *in, const void *const *x, void *y, char *
     int64_t heads = rt_type_numel(tq) / (s * d);
     const int32_t *pos = in->nin > 2 ? x[2] : NULL;
     if (!fits_int(s) || !fits_int(t) || !fits_int(d))
-        return su_errf(err, errlen, "attn_probs with S = %lld, T = %lld is too large for BLAS",
+        return su_fail(err, SU_INPUT, "attn_probs with S = %lld, T = %lld is too large for BLAS",
                            (long long)s, (long long)t);
     for (int64_t h = 0; h < heads; h++)
         attn_scores((const float *)x[0] + h * s * d, (const float *)x[1] + h * t * d,
@@ -182,8 +181,7 @@ int rt_cpu_attn_probs_(const rt_instr *in, const void *const *x, void *y, char *
 
 /* attention: per leading index h, softmax(q_h k_h^T / sqrt(d) + mask) v_h
  * with q [S, d], k [T, d], v [T, dv]; two sgemms and [S, T] of scratch. */
-int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, char *err,
-                      size_t errlen)
+int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, su_status *err)
 {
     const rt_type *tq = &in->in_t[0], *tv = &in->in_t[2];
     int r = tq->rank;
@@ -191,12 +189,12 @@ int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, char *e
     int64_t dv = tv->dim[r - 1], heads = rt_type_numel(tq) / (s * d);
     const int32_t *pos = in->nin > 3 ? x[3] : NULL;
     if (!fits_int(s) || !fits_int(t) || !fits_int(d) || !fits_int(dv))
-        return su_errf(err, errlen, "attention with S = %lld, T = %lld is too large for BLAS",
+        return su_fail(err, SU_INPUT, "attention with S = %lld, T = %lld is too large for BLAS",
                     (long long)s, (long long)t);
     size_t bytes = (size_t)(s * t) * sizeof(float);
     float *p = malloc(bytes);
     if (!p)
-        return su_errf(err, errlen, "out of memory: attention needs %zu bytes of scratch", bytes);
+        return su_fail(err, SU_NOMEM, "out of memory: attention needs %zu bytes of scratch", bytes);
     for (int64_t h = 0; h < heads; h++) {
         const float *q = (const float *)x[0] + h * s * d, *k = (const float *)x[1] + h * t * d;
         const float *v = (const float *)x[2] + h * t * dv;

@@ -156,21 +156,21 @@ struct rt_blas {
     void *handle;
 };
 
-rt_blas *rt_blas_new(char *err, size_t errlen)
+rt_blas *rt_blas_new(su_status *err)
 {
     pthread_once(&load_once, load);
     if (!loaded.ok) {
-        snprintf(err, errlen, "%s", loaded.msg);
+        su_fail(err, SU_GPU, "%s", loaded.msg);
         return NULL;
     }
     rt_blas *b = calloc(1, sizeof *b);
     if (!b) {
-        snprintf(err, errlen, "out of memory");
+        su_fail(err, SU_NOMEM, "out of memory");
         return NULL;
     }
     lt_status st = loaded.api.Create(&b->handle);
     if (st != LT_SUCCESS) {
-        snprintf(err, errlen, "cublasLtCreate: %s", loaded.api.GetStatusString(st));
+        su_fail(err, SU_GPU, "cublasLtCreate: %s", loaded.api.GetStatusString(st));
         free(b);
         return NULL;
     }
@@ -204,7 +204,7 @@ static int64_t numel(const int64_t *d, int n)
 
 /* The batch dims of a and b (right-aligned) agree, or one side has none
  * but 1s. */
-static bool plan_mm(const rt_instr *in, mm *s, char *err, size_t errlen)
+static bool plan_mm(const rt_instr *in, mm *s, su_status *err)
 {
     const rt_type *a = &in->in_t[0], *b = &in->in_t[1];
     int na = a->rank > 2 ? a->rank - 2 : 0, nb = b->rank > 2 ? b->rank - 2 : 0;
@@ -215,8 +215,8 @@ static bool plan_mm(const rt_instr *in, mm *s, char *err, size_t errlen)
         same = da == db;
     }
     if (!same && ea != 1 && eb != 1) {
-        snprintf(err, errlen, "batch dimensions that broadcast against each other other than "
-                 "wholly are not supported on the GPU");
+        su_fail(err, SU_INPUT, "batch dimensions that broadcast against each other other than "
+                "wholly are not supported on the GPU");
         return false;
     }
     switch (a->dtype) {
@@ -224,8 +224,8 @@ static bool plan_mm(const rt_instr *in, mm *s, char *err, size_t errlen)
     case RT_F16: s->type = LT_R_16F; break;
     case RT_BF16: s->type = LT_R_16BF; break;
     default:
-        snprintf(err, errlen, "a matmul of %s is not supported on the GPU (f32, f16, bf16 are)",
-                 rt_dtype_name(a->dtype));
+        su_fail(err, SU_INPUT, "a matmul of %s is not supported on the GPU (f32, f16, bf16 are)",
+                rt_dtype_name(a->dtype));
         return false;
     }
     s->k = a->dim[a->rank - 1];
@@ -237,10 +237,10 @@ static bool plan_mm(const rt_instr *in, mm *s, char *err, size_t errlen)
     return true;
 }
 
-bool rt_blas_supports(const rt_instr *in, char *err, size_t errlen)
+bool rt_blas_supports(const rt_instr *in, su_status *err)
 {
     mm s;
-    return plan_mm(in, &s, err, errlen);
+    return plan_mm(in, &s, err);
 }
 
 /* ---- the call ---- */
@@ -249,8 +249,8 @@ bool rt_blas_supports(const rt_instr *in, char *err, size_t errlen)
     do {                                                                                        \
         lt_status st_ = loaded.api.call;                                                        \
         if (st_ != LT_SUCCESS) {                                                                \
-            snprintf(err, errlen, "%s:%d: cublasLt%s: %s", __FILE__, __LINE__, #call,           \
-                     loaded.api.GetStatusString(st_));                                          \
+            su_fail(err, SU_GPU, "%s:%d: cublasLt%s: %s", __FILE__, __LINE__, #call,           \
+                    loaded.api.GetStatusString(st_));                                          \
             goto done;                                                                          \
         }                                                                                       \
     } while (0)
@@ -285,10 +285,10 @@ static uint32_t lt_epilogue(unsigned bits)
 }
 
 bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi, rt_cu_ptr a,
-                    rt_cu_ptr bm, rt_cu_ptr out, rt_cu_stream s, char *err, size_t errlen)
+                    rt_cu_ptr bm, rt_cu_ptr out, rt_cu_stream s, su_status *err)
 {
     mm p;
-    if (!plan_mm(in, &p, err, errlen))
+    if (!plan_mm(in, &p, err))
         return false;
     void *desc = NULL, *la = NULL, *lb = NULL, *lc = NULL, *pref = NULL;
     bool ok = false;
@@ -314,8 +314,8 @@ bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi,
     if (st == LT_SUCCESS)
         st = layout(&lc, p.type, p.n, p.m, p.n, p.batch, p.m * p.n);
     if (st != LT_SUCCESS) {
-        snprintf(err, errlen, "%s:%d: cublasLtMatrixLayoutCreate: %s", __FILE__, __LINE__,
-                 loaded.api.GetStatusString(st));
+        su_fail(err, SU_GPU, "%s:%d: cublasLtMatrixLayoutCreate: %s", __FILE__, __LINE__,
+                loaded.api.GetStatusString(st));
         goto done;
     }
     LT_CHECK(MatmulPreferenceCreate(&pref));
@@ -323,10 +323,10 @@ bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi,
                                           sizeof no_workspace));
     LT_CHECK(MatmulAlgoGetHeuristic(b->handle, desc, la, lb, lc, lc, pref, 1, &h, &found));
     if (found < 1) {
-        snprintf(err, errlen, "cuBLASLt has no algorithm for this matmul (M %lld, N %lld, K "
-                 "%lld, batch %lld, epilogue %u, beta %g) without workspace", (long long)p.m,
-                 (long long)p.n, (long long)p.k, (long long)p.batch, (unsigned)epilogue,
-                 (double)beta);
+        su_fail(err, SU_GPU, "cuBLASLt has no algorithm for this matmul (M %lld, N %lld, K "
+                "%lld, batch %lld, epilogue %u, beta %g) without workspace", (long long)p.m,
+                (long long)p.n, (long long)p.k, (long long)p.batch, (unsigned)epilogue,
+                (double)beta);
         goto done;
     }
     LT_CHECK(Matmul(b->handle, desc, &one, (const void *)(uintptr_t)bm, la,

@@ -20,6 +20,7 @@
  * _GELU, with _BIAS when there is one. */
 #ifndef SHARDC_RT_CUDA_BLAS_H
 #define SHARDC_RT_CUDA_BLAS_H
+#include "support/support.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/plan/plan.h"
 
@@ -28,12 +29,12 @@ typedef struct rt_blas rt_blas;
 /* Whether the cuda backend runs this matmul: f32, f16 or bf16, and batch
  * dimensions that either agree or belong to one operand only. false with
  * the reason in err. */
-bool rt_blas_supports(const rt_instr *in, char *err, size_t errlen);
+bool rt_blas_supports(const rt_instr *in, su_status *err);
 
 /* A cuBLASLt handle for the current context (cuBLASLt loaded at the first
  * call). NULL with a message ("cannot load libcublasLt.so: ...") on
  * failure. */
-rt_blas *rt_blas_new(char *err, size_t errlen);
+rt_blas *rt_blas_new(su_status *err);
 void rt_blas_free(rt_blas *b);
 
 /* A matmul's epilogue: RT_EPI_* bits and the operands they need. */
@@ -48,6 +49,6 @@ typedef struct rt_blas_epilogue {
  * others (but may be the residual). false with the cuBLASLt call and its
  * status in err. */
 bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi, rt_cu_ptr a,
-                    rt_cu_ptr bm, rt_cu_ptr out, rt_cu_stream s, char *err, size_t errlen);
+                    rt_cu_ptr bm, rt_cu_ptr out, rt_cu_stream s, su_status *err);
 
 #endif

@@ -196,14 +196,14 @@ const char *rt_cu_describe(const rt_cu_api *cu, rt_cu_result r, char *buf, size_
 }
 
 bool rt_cu_check(const rt_cu_api *cu, rt_cu_result r, const char *call, const char *file,
-                 int line, char *err, size_t errlen)
+                 int line, su_status *err)
 {
     if (r == RT_CU_SUCCESS)
         return true;
     char what[256];
-    if (err && errlen)
-        snprintf(err, errlen, "%s:%d: cu%s: %s", file, line, call,
-                 rt_cu_describe(cu, r, what, sizeof what));
+    if (err)
+        su_fail(err, SU_GPU, "%s:%d: cu%s: %s", file, line, call,
+                rt_cu_describe(cu, r, what, sizeof what));
     return false;
 }
 
@@ -239,46 +239,46 @@ static void load(void)
     loaded.status = RT_CU_OK;
 }
 
-const rt_cu_api *rt_cu_load(rt_cu_status *why, char *err, size_t errlen)
+const rt_cu_api *rt_cu_load(rt_cu_status *why, su_status *err)
 {
     pthread_once(&load_once, load);
     if (why)
         *why = loaded.status;
     if (loaded.status == RT_CU_OK)
         return &loaded.api;
-    if (err && errlen)
-        snprintf(err, errlen, "%s", loaded.msg);
+    if (err)
+        su_fail(err, SU_GPU, "%s", loaded.msg);
     return NULL;
 }
 
-rt_cu_status rt_cu_probe(char *err, size_t errlen)
+rt_cu_status rt_cu_probe(su_status *err)
 {
-    char msg[512];
+    su_status st;
     rt_cu_status why;
-    const rt_cu_api *cu = rt_cu_load(&why, msg, sizeof msg);
+    const rt_cu_api *cu = rt_cu_load(&why, &st);
     if (!cu) {
-        snprintf(err, errlen, "%s: %s",
-                 why == RT_CU_NO_DEVICE ? "no CUDA device" : "no usable CUDA driver", msg);
+        su_fail(err, SU_GPU, "%s: %s",
+                why == RT_CU_NO_DEVICE ? "no CUDA device" : "no usable CUDA driver", st.msg);
         return why;
     }
     int n = 0;
-    if (!RT_CU_CHECK(cu, DeviceGetCount(&n), msg, sizeof msg)) {
-        snprintf(err, errlen, "no usable CUDA driver: %s", msg);
+    if (!RT_CU_CHECK(cu, DeviceGetCount(&n), &st)) {
+        su_fail(err, SU_GPU, "no usable CUDA driver: %s", st.msg);
         return RT_CU_NO_DRIVER;
     }
     if (n < 1) {
-        snprintf(err, errlen, "no CUDA device: the driver (%s) sees none", LIBCUDA);
+        su_fail(err, SU_GPU, "no CUDA device: the driver (%s) sees none", LIBCUDA);
         return RT_CU_NO_DEVICE;
     }
     return RT_CU_OK;
 }
 
 int rt_cu_copy_rows(const rt_cu_api *cu, rt_cu_stream s, rt_cu_ptr dst, size_t dx, size_t dpitch,
-                    rt_cu_ptr src, size_t sx, size_t spitch, size_t width, size_t rows, char *err,
-                    size_t errlen)
+                    rt_cu_ptr src, size_t sx, size_t spitch, size_t width, size_t rows,
+                    su_status *err)
 {
     if (rows == 1)
-        return RT_CU_CHECK(cu, MemcpyDtoDAsync(dst + dx, src + sx, width, s), err, errlen) ? 0 : -1;
+        return RT_CU_CHECK(cu, MemcpyDtoDAsync(dst + dx, src + sx, width, s), err) ? 0 : -1;
     rt_cu_memcpy2d c;
     memset(&c, 0, sizeof c);
     c.srcMemoryType = c.dstMemoryType = RT_CU_MEMORYTYPE_DEVICE;
@@ -290,5 +290,5 @@ int rt_cu_copy_rows(const rt_cu_api *cu, rt_cu_stream s, rt_cu_ptr dst, size_t d
     c.dstPitch = dpitch;
     c.WidthInBytes = width;
     c.Height = rows;
-    return RT_CU_CHECK(cu, Memcpy2DAsync(&c, s), err, errlen) ? 0 : -1;
+    return RT_CU_CHECK(cu, Memcpy2DAsync(&c, s), err) ? 0 : -1;
 }

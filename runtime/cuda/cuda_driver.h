@@ -18,6 +18,7 @@
  * for. */
 #ifndef SHARDC_RT_CUDA_DRIVER_H
 #define SHARDC_RT_CUDA_DRIVER_H
+#include "support/support.h"
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -139,12 +140,12 @@ typedef enum { RT_CU_OK, RT_CU_NO_DRIVER, RT_CU_NO_DEVICE } rt_cu_status;
  * in err when the driver cannot be used: "cannot load libcuda.so.1: ...",
  * "libcuda.so.1 has no symbol cuMemAlloc_v2", "cuInit failed:
  * CUDA_ERROR_STUB_LIBRARY (...)"; *why (may be NULL) says which kind. */
-const rt_cu_api *rt_cu_load(rt_cu_status *why, char *err, size_t errlen);
+const rt_cu_api *rt_cu_load(rt_cu_status *why, su_status *err);
 
 /* Whether this machine can run the cuda backend: a driver (rt_cu_load)
  * and at least one device. RT_CU_OK, or the kind of failure with a
  * message: "no usable CUDA driver: ..." or "no CUDA device: ...". */
-rt_cu_status rt_cu_probe(char *err, size_t errlen);
+rt_cu_status rt_cu_probe(su_status *err);
 
 /* "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for r, into buf. */
 const char *rt_cu_describe(const rt_cu_api *cu, rt_cu_result r, char *buf, size_t n);
@@ -152,16 +153,16 @@ const char *rt_cu_describe(const rt_cu_api *cu, rt_cu_result r, char *buf, size_
 /* The checking macro of the driver API family (STYLE.md): false, with
  * "file:line: cuCall(...): CUDA_ERROR_... (text)" in err, when call
  * fails. */
-#define RT_CU_CHECK(cu, call, err, errlen)                                                      \
-    rt_cu_check((cu), (cu)->call, #call, __FILE__, __LINE__, (err), (errlen))
+#define RT_CU_CHECK(cu, call, err)                                                      \
+    rt_cu_check((cu), (cu)->call, #call, __FILE__, __LINE__, (err))
 bool rt_cu_check(const rt_cu_api *cu, rt_cu_result r, const char *call, const char *file,
-                 int line, char *err, size_t errlen);
+                 int line, su_status *err);
 
 /* Queues on stream s a device-to-device copy of rows rows of width bytes
  * from src (pitch spitch, from byte sx of each row) to dst (pitch dpitch,
  * at byte dx): one plain copy for a single row. 0, or -1 with err. */
 int rt_cu_copy_rows(const rt_cu_api *cu, rt_cu_stream s, rt_cu_ptr dst, size_t dx, size_t dpitch,
-                    rt_cu_ptr src, size_t sx, size_t spitch, size_t width, size_t rows, char *err,
-                    size_t errlen);
+                    rt_cu_ptr src, size_t sx, size_t spitch, size_t width, size_t rows,
+                    su_status *err);
 
 #endif

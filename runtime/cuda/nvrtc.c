@@ -20,7 +20,7 @@ static const int default_archs[] = {80, 90};
 
 /* ---- architectures ---- */
 
-bool rt_parse_archs(const char *list, int *arch, int *narchs, char *err, size_t errlen)
+bool rt_parse_archs(const char *list, int *arch, int *narchs, su_status *err)
 {
     int n = 0;
     const char *p = list ? list : "";
@@ -34,25 +34,25 @@ bool rt_parse_archs(const char *list, int *arch, int *narchs, char *err, size_t 
             v = v * 10 + (p[i] - '0');
         }
         if (!ok) {
-            snprintf(err, errlen, "--arch '%.*s': expected sm_NN, as in --arch sm_80,sm_90",
-                     (int)len, p);
+            su_fail(err, SU_GPU, "--arch '%.*s': expected sm_NN, as in --arch sm_80,sm_90",
+                    (int)len, p);
             return false;
         }
         int major = 0, minor = 0;
         if (!rt_nvrtc_supports(v) && rt_nvrtc_version(&major, &minor)) {
-            snprintf(err, errlen, "--arch sm_%d: NVRTC %d.%d cannot compile for it", v, major,
-                     minor);
+            su_fail(err, SU_GPU, "--arch sm_%d: NVRTC %d.%d cannot compile for it", v, major,
+                    minor);
             return false;
         }
         if (!rt_nvrtc_supports(v)) {
-            snprintf(err, errlen, "--arch sm_%d: not a GPU architecture", v);
+            su_fail(err, SU_GPU, "--arch sm_%d: not a GPU architecture", v);
             return false;
         }
         bool dup = false;
         for (int i = 0; i < n; i++)
             dup |= arch[i] == v;
         if (!dup && n == RT_MAX_ARCHS) {
-            snprintf(err, errlen, "--arch: more than %d architectures", RT_MAX_ARCHS);
+            su_fail(err, SU_GPU, "--arch: more than %d architectures", RT_MAX_ARCHS);
             return false;
         }
         if (!dup)
@@ -249,8 +249,7 @@ static void cache_write(const char *dir, const char *path, const su_buf *key, co
         e[24 + i] = (uint8_t)(crc >> (8 * i));
     memcpy(e + ENTRY_HEAD, key->s, key->len);
     memcpy(e + ENTRY_HEAD + key->len, data, len);
-    char err[256];
-    su_write_file(path, (const char *)e, total, err, sizeof err);
+    su_write_file(path, (const char *)e, total, NULL); /* a cache: best effort */
     free(e);
 }
 

@@ -56,7 +56,7 @@ bool rt_nvrtc_supports(int arch);
 /* Parses an architecture list, "sm_80,sm_90" (duplicates dropped, order
  * kept), checking each with rt_nvrtc_supports. False with a message in err
  * ("--arch 'sm_8x': expected sm_NN, ..."). */
-bool rt_parse_archs(const char *list, int *arch, int *narchs, char *err, size_t errlen);
+bool rt_parse_archs(const char *list, int *arch, int *narchs, su_status *err);
 /* "sm_80, sm_90; PTX for sm_90". */
 void rt_archs_describe(const int *arch, int narchs, su_buf *out);
 

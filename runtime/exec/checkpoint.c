@@ -137,19 +137,19 @@ static bool is_kept(const rt_io *io)
 
 int rt_ckpt_write_rank(const char *staging, int64_t rank, int n, const char *const *names,
                        const rt_type *types, const void *const *data, rt_st_sum *sum,
-                       char *err, size_t errlen)
+                       su_status *err)
 {
     char name[64];
     rank_file_name(rank, name, sizeof name);
     char *path = su_path_join(staging, name);
     if (!path)
-        return su_errf(err, errlen, "%s: out of memory", staging);
-    int rc = rt_st_write_sum(path, n, names, types, data, sum, err, errlen);
+        return su_fail(err, SU_NOMEM, "%s: out of memory", staging);
+    int rc = rt_st_write_sum(path, n, names, types, data, sum, err);
     struct stat st;
     if (rc == 0 && stat(path, &st) != 0)
-        rc = su_errf(err, errlen, "%s: written, but cannot stat it: %s", path, strerror(errno));
+        rc = su_fail(err, SU_IO, "%s: written, but cannot stat it: %s", path, strerror(errno));
     else if (rc == 0 && st.st_size != sum->bytes)
-        rc = su_errf(err, errlen, "%s: %lld bytes written, but the file holds %lld", path,
+        rc = su_fail(err, SU_IO, "%s: %lld bytes written, but the file holds %lld", path,
                      (long long)sum->bytes, (long long)st.st_size);
     free(path);
     return rc;
@@ -269,7 +269,7 @@ static cJSON *index_json(const rt_plan *p, int64_t step, const rt_st_sum *sums,
 }
 
 int rt_ckpt_write_index(const char *dir, const rt_plan *p, int64_t step,
-                        const rt_st_sum *files, char *err, size_t errlen)
+                        const rt_st_sum *files, su_status *err)
 {
     int32_t *first = calloc((size_t)p->nio + 1, sizeof *first);
     cJSON *root = first && rt_plan_io_first(p, first) ? index_json(p, step, files, first)
@@ -285,9 +285,9 @@ int rt_ckpt_write_index(const char *dir, const rt_plan *p, int64_t step,
     char *path = su_path_join(dir, INDEX_NAME);
     int rc = 0;
     if (!text || !path)
-        rc = su_errf(err, errlen, "%s: out of memory writing the index", dir);
+        rc = su_fail(err, SU_NOMEM, "%s: out of memory writing the index", dir);
     if (rc == 0)
-        rc = su_write_file(path, text, strlen(text), err, errlen);
+        rc = su_write_file(path, text, strlen(text), err);
     free(text);
     free(path);
     return rc;
@@ -336,13 +336,13 @@ struct rt_ckpt {
 /* A member of obj with the given cJSON type, or NULL with a message
  * naming where ("tensor 'w1': " or ""). */
 static const cJSON *member(const rt_ckpt *c, const cJSON *obj, const char *key, int type,
-                           const char *type_name, const char *where, char *err, size_t errlen)
+                           const char *type_name, const char *where, su_status *err)
 {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!m)
-        su_errf(err, errlen, "%s: %sno \"%s\"", c->index, where, key);
+        su_fail(err, SU_INPUT, "%s: %sno \"%s\"", c->index, where, key);
     else if ((m->type & 0xFF) != type)
-        su_errf(err, errlen, "%s: %s\"%s\" is not %s", c->index, where, key, type_name);
+        su_fail(err, SU_INPUT, "%s: %s\"%s\" is not %s", c->index, where, key, type_name);
     else
         return m;
     return NULL;
@@ -362,9 +362,9 @@ static bool json_int(const cJSON *j, int64_t lo, int64_t *out)
 /* An array member of n (-1: up to RT_MAX_RANK) integers >= lo into v;
  * their count in *got. */
 static int int_array(const rt_ckpt *c, const cJSON *obj, const char *key, int n, int64_t lo,
-                     int64_t *v, int *got, const char *where, char *err, size_t errlen)
+                     int64_t *v, int *got, const char *where, su_status *err)
 {
-    const cJSON *a = member(c, obj, key, cJSON_Array, "an array", where, err, errlen);
+    const cJSON *a = member(c, obj, key, cJSON_Array, "an array", where, err);
     if (!a)
         return -1;
     int size = cJSON_GetArraySize(a), i = 0;
@@ -373,9 +373,9 @@ static int int_array(const rt_ckpt *c, const cJSON *obj, const char *key, int n,
         ok = json_int(x, lo, &v[i++]);
     if (!ok) {
         if (n < 0)
-            return su_errf(err, errlen, "%s: %s\"%s\" is not a list of at most %d integers >= %lld",
+            return su_fail(err, SU_INPUT, "%s: %s\"%s\" is not a list of at most %d integers >= %lld",
                         c->index, where, key, RT_MAX_RANK, (long long)lo);
-        return su_errf(err, errlen, "%s: %s\"%s\" is not a list of %d integers >= %lld", c->index,
+        return su_fail(err, SU_INPUT, "%s: %s\"%s\" is not a list of %d integers >= %lld", c->index,
                     where, key, n, (long long)lo);
     }
     if (got)
@@ -383,45 +383,46 @@ static int int_array(const rt_ckpt *c, const cJSON *obj, const char *key, int n,
     return 0;
 }
 
-static int parse_head(rt_ckpt *c, const cJSON *root, char *err, size_t errlen)
+static int parse_head(rt_ckpt *c, const cJSON *root, su_status *err)
 {
     if (!cJSON_IsObject(root))
-        return su_errf(err, errlen, "%s: not a JSON object", c->index);
-    const cJSON *format = member(c, root, "format", cJSON_String, "a string", "", err, errlen);
+        return su_fail(err, SU_INPUT, "%s: not a JSON object", c->index);
+    const cJSON *format = member(c, root, "format", cJSON_String, "a string", "", err);
     if (!format)
         return -1;
     if (strcmp(format->valuestring, RT_CKPT_FORMAT) != 0)
-        return su_errf(err, errlen, "%s: format \"%s\", not \"%s\"", c->index, format->valuestring,
+        return su_fail(err, SU_INPUT, "%s: format \"%s\", not \"%s\"",
+                       c->index, format->valuestring,
                     RT_CKPT_FORMAT);
-    const cJSON *version = member(c, root, "version", cJSON_Number, "a number", "", err, errlen);
+    const cJSON *version = member(c, root, "version", cJSON_Number, "a number", "", err);
     int64_t v;
     if (!version)
         return -1;
     if (!json_int(version, 1, &v) || v > RT_CKPT_VERSION)
-        return su_errf(err, errlen, "%s: version %g%s: this build reads versions 1 to %d",
+        return su_fail(err, SU_INPUT, "%s: version %g%s: this build reads versions 1 to %d",
                        c->index, version->valuedouble,
                        json_int(version, 1, &v) ? " is newer" : " is unknown", RT_CKPT_VERSION);
     c->version = v;
-    const cJSON *step = member(c, root, "step", cJSON_Number, "a number", "", err, errlen);
+    const cJSON *step = member(c, root, "step", cJSON_Number, "a number", "", err);
     if (!step)
         return -1;
     if (!json_int(step, 0, &c->step))
-        return su_errf(err, errlen, "%s: \"step\" is not an integer >= 0", c->index);
-    const cJSON *mesh = member(c, root, "mesh", cJSON_Object, "an object", "", err, errlen);
+        return su_fail(err, SU_INPUT, "%s: \"step\" is not an integer >= 0", c->index);
+    const cJSON *mesh = member(c, root, "mesh", cJSON_Object, "an object", "", err);
     if (!mesh)
         return -1;
-    const cJSON *axes = member(c, mesh, "axes", cJSON_Array, "an array", "mesh: ", err, errlen);
+    const cJSON *axes = member(c, mesh, "axes", cJSON_Array, "an array", "mesh: ", err);
     int64_t sizes[RT_MAX_AXES];
     int nsizes = 0;
-    if (!axes || int_array(c, mesh, "sizes", -1, 1, sizes, &nsizes, "mesh: ", err, errlen) != 0)
+    if (!axes || int_array(c, mesh, "sizes", -1, 1, sizes, &nsizes, "mesh: ", err) != 0)
         return -1;
     if (cJSON_GetArraySize(axes) != nsizes)
-        return su_errf(err, errlen, "%s: mesh: %d axes, but %d sizes", c->index,
+        return su_fail(err, SU_INPUT, "%s: mesh: %d axes, but %d sizes", c->index,
                     cJSON_GetArraySize(axes), nsizes);
     c->nranks = 1;
     for (int a = 0; a < nsizes; a++)
         if (!su_mul64(c->nranks, sizes[a], &c->nranks) || c->nranks > INT32_MAX)
-            return su_errf(err, errlen, "%s: mesh: more than 2^31 ranks", c->index);
+            return su_fail(err, SU_INPUT, "%s: mesh: more than 2^31 ranks", c->index);
     return 0;
 }
 
@@ -450,63 +451,62 @@ static bool parse_crc(const char *s, uint32_t *out)
 }
 
 /* Entry i of "files": its name, size and (version 2) rank and CRC-32. */
-static int parse_file(rt_ckpt *c, const cJSON *f, int i, char *err, size_t errlen)
+static int parse_file(rt_ckpt *c, const cJSON *f, int i, su_status *err)
 {
     char where[48];
     snprintf(where, sizeof where, "file %d: ", i);
     ck_file *cf = &c->files[i];
     if (!cJSON_IsObject(f))
-        return su_errf(err, errlen, "%s: %snot an object", c->index, where);
-    const cJSON *name = member(c, f, "name", cJSON_String, "a string", where, err, errlen);
-    const cJSON *bytes = name ? member(c, f, "bytes", cJSON_Number, "a number", where, err,
-                                       errlen)
+        return su_fail(err, SU_INPUT, "%s: %snot an object", c->index, where);
+    const cJSON *name = member(c, f, "name", cJSON_String, "a string", where, err);
+    const cJSON *bytes = name ? member(c, f, "bytes", cJSON_Number, "a number", where, err)
                               : NULL;
     const cJSON *rank = bytes && c->version >= 2 ? member(c, f, "rank", cJSON_Number, "a number",
-                                                          where, err, errlen)
+                                                          where, err)
                                                  : NULL;
-    const cJSON *crc = rank ? member(c, f, "crc32", cJSON_String, "a string", where, err, errlen)
+    const cJSON *crc = rank ? member(c, f, "crc32", cJSON_String, "a string", where, err)
                             : NULL;
     if (!bytes || (c->version >= 2 && !crc))
         return -1;
     if (crc && !parse_crc(crc->valuestring, &cf->crc32))
-        return su_errf(err, errlen, "%s: %s\"crc32\" \"%s\" is not 8 hex digits", c->index,
+        return su_fail(err, SU_INPUT, "%s: %s\"crc32\" \"%s\" is not 8 hex digits", c->index,
                        where, crc->valuestring);
     if (!plain_name(name->valuestring))
-        return su_errf(err, errlen, "%s: %sname \"%s\" is not a file name in the folder",
+        return su_fail(err, SU_INPUT, "%s: %sname \"%s\" is not a file name in the folder",
                        c->index, where, name->valuestring);
     if (!json_int(bytes, 0, &cf->bytes))
-        return su_errf(err, errlen, "%s: %s\"bytes\" is not an integer >= 0", c->index, where);
+        return su_fail(err, SU_INPUT, "%s: %s\"bytes\" is not an integer >= 0", c->index, where);
     cf->rank = -1;
     if (rank && (!json_int(rank, 0, &cf->rank) || cf->rank >= c->nranks))
-        return su_errf(err, errlen, "%s: %s\"rank\" is not a rank of the mesh (0 to %lld)",
+        return su_fail(err, SU_INPUT, "%s: %s\"rank\" is not a rank of the mesh (0 to %lld)",
                        c->index, where, (long long)c->nranks - 1);
     cf->name = name->valuestring;
     for (int k = 0; k < i; k++) {
         if (!strcmp(c->files[k].name, cf->name))
-            return su_errf(err, errlen, "%s: file \"%s\" is listed twice", c->index, cf->name);
+            return su_fail(err, SU_INPUT, "%s: file \"%s\" is listed twice", c->index, cf->name);
         if (rank && c->files[k].rank == cf->rank)
-            return su_errf(err, errlen, "%s: files \"%s\" and \"%s\" are both rank %lld's",
+            return su_fail(err, SU_INPUT, "%s: files \"%s\" and \"%s\" are both rank %lld's",
                            c->index, c->files[k].name, cf->name, (long long)cf->rank);
     }
     return 0;
 }
 
 /* "files": in version 2, one per rank of the mesh that saved. */
-static int parse_files(rt_ckpt *c, const cJSON *root, char *err, size_t errlen)
+static int parse_files(rt_ckpt *c, const cJSON *root, su_status *err)
 {
-    const cJSON *files = member(c, root, "files", cJSON_Array, "an array", "", err, errlen);
+    const cJSON *files = member(c, root, "files", cJSON_Array, "an array", "", err);
     if (!files)
         return -1;
     c->nfiles = cJSON_GetArraySize(files);
     if (c->version >= 2 && c->nfiles != c->nranks)
-        return su_errf(err, errlen, "%s: %d files, but the mesh has %lld ranks (one file each)",
+        return su_fail(err, SU_INPUT, "%s: %d files, but the mesh has %lld ranks (one file each)",
                        c->index, c->nfiles, (long long)c->nranks);
     c->files = calloc((size_t)c->nfiles + 1, sizeof *c->files);
     if (!c->files)
-        return su_errf(err, errlen, "%s: out of memory", c->index);
+        return su_fail(err, SU_NOMEM, "%s: out of memory", c->index);
     int i = 0;
     for (const cJSON *f = files->child; f; f = f->next, i++)
-        if (parse_file(c, f, i, err, errlen) != 0)
+        if (parse_file(c, f, i, err) != 0)
             return -1;
     return 0;
 }
@@ -520,42 +520,41 @@ static int find_file(const rt_ckpt *c, const char *name)
 }
 
 static int parse_shard(rt_ckpt *c, const ck_tensor *t, const cJSON *j, int i, ck_shard *s,
-                       char *err, size_t errlen)
+                       su_status *err)
 {
     char where[300], a[256], b[256], g[256];
     snprintf(where, sizeof where, "tensor '%s': shard %d: ", t->name, i);
     if (!cJSON_IsObject(j))
-        return su_errf(err, errlen, "%s: %snot an object", c->index, where);
-    const cJSON *file = member(c, j, "file", cJSON_String, "a string", where, err, errlen);
+        return su_fail(err, SU_INPUT, "%s: %snot an object", c->index, where);
+    const cJSON *file = member(c, j, "file", cJSON_String, "a string", where, err);
     if (!file)
         return -1;
     s->file = find_file(c, file->valuestring);
     if (s->file < 0)
-        return su_errf(err, errlen, "%s: %sfile \"%s\" is not in \"files\"", c->index, where,
+        return su_fail(err, SU_INPUT, "%s: %sfile \"%s\" is not in \"files\"", c->index, where,
                     file->valuestring);
     int rank = t->type.rank;
-    if (int_array(c, j, "offset", rank, 0, s->off, NULL, where, err, errlen) != 0 ||
-        int_array(c, j, "shape", rank, 1, s->dim, NULL, where, err, errlen) != 0)
+    if (int_array(c, j, "offset", rank, 0, s->off, NULL, where, err) != 0 ||
+        int_array(c, j, "shape", rank, 1, s->dim, NULL, where, err) != 0)
         return -1;
     for (int d = 0; d < rank; d++)
         if (s->off[d] > t->type.dim[d] - s->dim[d])
-            return su_errf(err, errlen, "%s: %sthe box at %s of shape %s is outside the tensor's shape %s",
+            return su_fail(err, SU_INPUT, "%s: %sthe box at %s of shape %s is outside the tensor's shape %s",
                         c->index, where, dims_str(s->off, rank, a, sizeof a),
                         dims_str(s->dim, rank, b, sizeof b),
                         dims_str(t->type.dim, rank, g, sizeof g));
     return 0;
 }
 
-static int parse_tensor(rt_ckpt *c, const cJSON *j, ck_tensor *t, char *err, size_t errlen)
+static int parse_tensor(rt_ckpt *c, const cJSON *j, ck_tensor *t, su_status *err)
 {
     char where[256];
     t->name = j->string;
     snprintf(where, sizeof where, "tensor '%s': ", t->name);
     if (!cJSON_IsObject(j))
-        return su_errf(err, errlen, "%s: %snot an object", c->index, where);
-    const cJSON *kind = member(c, j, "kind", cJSON_String, "a string", where, err, errlen);
-    const cJSON *dtype = kind ? member(c, j, "dtype", cJSON_String, "a string", where, err,
-                                       errlen)
+        return su_fail(err, SU_INPUT, "%s: %snot an object", c->index, where);
+    const cJSON *kind = member(c, j, "kind", cJSON_String, "a string", where, err);
+    const cJSON *dtype = kind ? member(c, j, "dtype", cJSON_String, "a string", where, err)
                               : NULL;
     if (!dtype)
         return -1;
@@ -564,49 +563,51 @@ static int parse_tensor(rt_ckpt *c, const cJSON *j, ck_tensor *t, char *err, siz
     else if (!strcmp(kind->valuestring, "state"))
         t->kind = RT_IO_STATE;
     else
-        return su_errf(err, errlen, "%s: %skind \"%s\" (param or state expected)", c->index, where,
+        return su_fail(err, SU_INPUT, "%s: %skind \"%s\" (param or state expected)",
+                       c->index, where,
                     kind->valuestring);
     int dt = 0;
     while (dt < RT_NDTYPES && strcmp(dtype->valuestring, rt_dtype_name(dt)) != 0)
         dt++;
     if (dt == RT_NDTYPES)
-        return su_errf(err, errlen, "%s: %sdtype \"%s\" is not one of f32, f16, bf16, i32",
+        return su_fail(err, SU_INPUT, "%s: %sdtype \"%s\" is not one of f32, f16, bf16, i32",
                     c->index, where, dtype->valuestring);
     t->type.dtype = (uint8_t)dt;
     int rank = 0;
-    if (int_array(c, j, "shape", -1, 1, t->type.dim, &rank, where, err, errlen) != 0)
+    if (int_array(c, j, "shape", -1, 1, t->type.dim, &rank, where, err) != 0)
         return -1;
     t->type.rank = (uint8_t)rank;
-    const cJSON *shards = member(c, j, "shards", cJSON_Array, "an array", where, err, errlen);
+    const cJSON *shards = member(c, j, "shards", cJSON_Array, "an array", where, err);
     if (!shards)
         return -1;
     t->nshards = cJSON_GetArraySize(shards);
     t->shards = calloc((size_t)t->nshards + 1, sizeof *t->shards);
     if (!t->shards)
-        return su_errf(err, errlen, "%s: out of memory", c->index);
+        return su_fail(err, SU_NOMEM, "%s: out of memory", c->index);
     int i = 0;
     for (const cJSON *s = shards->child; s; s = s->next, i++)
-        if (parse_shard(c, t, s, i, &t->shards[i], err, errlen) != 0)
+        if (parse_shard(c, t, s, i, &t->shards[i], err) != 0)
             return -1;
     return 0;
 }
 
-static int parse_tensors(rt_ckpt *c, const cJSON *root, char *err, size_t errlen)
+static int parse_tensors(rt_ckpt *c, const cJSON *root, su_status *err)
 {
-    const cJSON *tensors = member(c, root, "tensors", cJSON_Object, "an object", "", err, errlen);
+    const cJSON *tensors = member(c, root, "tensors", cJSON_Object, "an object", "", err);
     if (!tensors)
         return -1;
     c->ntensors = cJSON_GetArraySize(tensors);
     c->tensors = calloc((size_t)c->ntensors + 1, sizeof *c->tensors);
     if (!c->tensors)
-        return su_errf(err, errlen, "%s: out of memory", c->index);
+        return su_fail(err, SU_NOMEM, "%s: out of memory", c->index);
     int i = 0;
     for (const cJSON *t = tensors->child; t; t = t->next, i++) {
-        if (parse_tensor(c, t, &c->tensors[i], err, errlen) != 0)
+        if (parse_tensor(c, t, &c->tensors[i], err) != 0)
             return -1;
         for (int k = 0; k < i; k++)
             if (!strcmp(c->tensors[k].name, t->string))
-                return su_errf(err, errlen, "%s: tensor '%s' is listed twice", c->index, t->string);
+                return su_fail(err, SU_INPUT, "%s: tensor '%s' is listed twice",
+                               c->index, t->string);
     }
     return 0;
 }
@@ -619,7 +620,7 @@ static const char *kind_name(int kind)
 /* Every param and state of the plan in the checkpoint, alike; nothing else
  * there. A tensor the plan lacks is an error rather than skipped: it means
  * another model or another optimizer, and resuming would quietly drop it. */
-static int match_plan(rt_ckpt *c, char *err, size_t errlen)
+static int match_plan(rt_ckpt *c, su_status *err)
 {
     const rt_plan *p = c->p;
     char a[256], b[256];
@@ -633,20 +634,20 @@ static int match_plan(rt_ckpt *c, char *err, size_t errlen)
             if (!strcmp(c->tensors[k].name, io->name))
                 t = &c->tensors[k];
         if (!t)
-            return su_errf(err, errlen, "%s: the checkpoint has no %s '%s', which the plan has",
+            return su_fail(err, SU_INPUT, "%s: the checkpoint has no %s '%s', which the plan has",
                         c->index, kind_name(io->kind), io->name);
         if (t->kind != io->kind)
-            return su_errf(err, errlen, "%s: tensor '%s' is a %s in the checkpoint, a %s in the plan",
+            return su_fail(err, SU_INPUT, "%s: tensor '%s' is a %s in the checkpoint, a %s in the plan",
                         c->index, io->name, kind_name(t->kind), kind_name(io->kind));
         if (t->type.dtype != io->type.dtype)
-            return su_errf(err, errlen, "%s: tensor '%s': dtype %s in the checkpoint, %s in the plan",
+            return su_fail(err, SU_INPUT, "%s: tensor '%s': dtype %s in the checkpoint, %s in the plan",
                         c->index, io->name, rt_dtype_name(t->type.dtype),
                         rt_dtype_name(io->type.dtype));
         bool same = t->type.rank == io->type.rank;
         for (int d = 0; same && d < io->type.rank; d++)
             same = t->type.dim[d] == io->type.dim[d];
         if (!same)
-            return su_errf(err, errlen, "%s: tensor '%s': shape %s in the checkpoint, %s in the plan",
+            return su_fail(err, SU_INPUT, "%s: tensor '%s': shape %s in the checkpoint, %s in the plan",
                         c->index, io->name, dims_str(t->type.dim, t->type.rank, a, sizeof a),
                         dims_str(io->type.dim, io->type.rank, b, sizeof b));
         t->used = true;
@@ -654,21 +655,21 @@ static int match_plan(rt_ckpt *c, char *err, size_t errlen)
     }
     for (int k = 0; k < c->ntensors; k++)
         if (!c->tensors[k].used)
-            return su_errf(err, errlen, "%s: the checkpoint has '%s', which the plan does not (a checkpoint of another model or optimizer?)",
+            return su_fail(err, SU_INPUT, "%s: the checkpoint has '%s', which the plan does not (a checkpoint of another model or optimizer?)",
                         c->index, c->tensors[k].name);
     return 0;
 }
 
 /* The whole index file, NUL-terminated. */
-static char *read_index(const char *path, size_t *len, char *err, size_t errlen)
+static char *read_index(const char *path, size_t *len, su_status *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
         if (errno == ENOENT)
-            su_errf(err, errlen, "%s: no such file: not a checkpoint, or its save did not complete",
+            su_fail(err, SU_INPUT, "%s: no such file: not a checkpoint, or its save did not complete",
                  path);
         else
-            su_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+            su_fail(err, SU_IO, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
     char *text = NULL;
@@ -678,7 +679,7 @@ static char *read_index(const char *path, size_t *len, char *err, size_t errlen)
             cap = cap ? cap * 2 : 65536;
             char *t = cap <= INDEX_MAX ? realloc(text, cap) : NULL;
             if (!t) {
-                su_errf(err, errlen, "%s: %s", path,
+                su_fail(err, SU_NOMEM, "%s: %s", path,
                      cap > INDEX_MAX ? "larger than 1 GiB: not an index" : "out of memory");
                 free(text);
                 fclose(f);
@@ -694,7 +695,7 @@ static char *read_index(const char *path, size_t *len, char *err, size_t errlen)
     bool bad = ferror(f);
     fclose(f);
     if (bad) {
-        su_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        su_fail(err, SU_IO, "%s: cannot read: %s", path, strerror(errno));
         free(text);
         return NULL;
     }
@@ -703,12 +704,12 @@ static char *read_index(const char *path, size_t *len, char *err, size_t errlen)
     return text;
 }
 
-int rt_ckpt_open(const char *dir, const rt_plan *p, rt_ckpt **out, char *err, size_t errlen)
+int rt_ckpt_open(const char *dir, const rt_plan *p, rt_ckpt **out, su_status *err)
 {
     *out = NULL;
     rt_ckpt *c = calloc(1, sizeof *c);
     if (!c)
-        return su_errf(err, errlen, "%s: out of memory", dir);
+        return su_fail(err, SU_NOMEM, "%s: out of memory", dir);
     c->p = p;
     c->dir = strdup(dir);
     c->index = su_path_join(dir, INDEX_NAME);
@@ -717,29 +718,29 @@ int rt_ckpt_open(const char *dir, const rt_plan *p, rt_ckpt **out, char *err, si
     char *text = NULL;
     int rc = 0;
     if (!c->dir || !c->index || !c->by_io)
-        rc = su_errf(err, errlen, "%s: out of memory", dir);
-    if (rc == 0 && !(text = read_index(c->index, &len, err, errlen)))
+        rc = su_fail(err, SU_NOMEM, "%s: out of memory", dir);
+    if (rc == 0 && !(text = read_index(c->index, &len, err)))
         rc = -1;
     if (rc == 0) {
         const char *end = NULL;
         c->json = cJSON_ParseWithLengthOpts(text, len, &end, 0);
         if (!c->json)
-            rc = su_errf(err, errlen, "%s: not valid JSON (near byte %zu)", c->index,
+            rc = su_fail(err, SU_INPUT, "%s: not valid JSON (near byte %zu)", c->index,
                       end && end >= text ? (size_t)(end - text) : (size_t)0);
     }
     free(text);
     if (rc == 0)
-        rc = parse_head(c, c->json, err, errlen);
+        rc = parse_head(c, c->json, err);
     int64_t named;
     if (rc == 0 && rt_ckpt_folder_step(dir, &named) && named != c->step)
-        rc = su_errf(err, errlen, "%s: step %lld, but the folder is named for step %lld: a folder renamed or copied?",
+        rc = su_fail(err, SU_INPUT, "%s: step %lld, but the folder is named for step %lld: a folder renamed or copied?",
                      c->index, (long long)c->step, (long long)named);
     if (rc == 0)
-        rc = parse_files(c, c->json, err, errlen);
+        rc = parse_files(c, c->json, err);
     if (rc == 0)
-        rc = parse_tensors(c, c->json, err, errlen);
+        rc = parse_tensors(c, c->json, err);
     if (rc == 0)
-        rc = match_plan(c, err, errlen);
+        rc = match_plan(c, err);
     if (rc != 0) {
         rt_ckpt_free(c);
         return -1;
@@ -802,12 +803,12 @@ static int64_t volume(const int64_t *n, int rank)
  * that overlap it are compared, so the cost is that of the box, not of the
  * mesh. */
 static int check_cover(const rt_ckpt *c, const ck_tensor *t, const int64_t *start,
-                       const int64_t *count, char *err, size_t errlen)
+                       const int64_t *count, su_status *err)
 {
     int rank = t->type.rank;
     int *hit = malloc(((size_t)t->nshards + 1) * sizeof *hit);
     if (!hit)
-        return su_errf(err, errlen, "%s: out of memory", c->index);
+        return su_fail(err, SU_NOMEM, "%s: out of memory", c->index);
     int nhit = 0, rc = 0;
     int64_t covered = 0;
     char a[256], b[256];
@@ -817,14 +818,14 @@ static int check_cover(const rt_ckpt *c, const ck_tensor *t, const int64_t *star
             continue;
         for (int k = 0; k < nhit && rc == 0; k++)
             if (overlap(&t->shards[hit[k]], rank, lo, n, lo2, n2))
-                rc = su_errf(err, errlen, "%s: tensor '%s': shards %d and %d overlap (at %s)",
+                rc = su_fail(err, SU_INPUT, "%s: tensor '%s': shards %d and %d overlap (at %s)",
                           c->index, t->name, hit[k], i, dims_str(lo2, rank, a, sizeof a));
         hit[nhit++] = i;
         covered += volume(n, rank);
     }
     free(hit);
     if (rc == 0 && covered != volume(count, rank))
-        rc = su_errf(err, errlen, "%s: tensor '%s': the shards do not cover the block at %s of shape %s",
+        rc = su_fail(err, SU_INPUT, "%s: tensor '%s': the shards do not cover the block at %s of shape %s",
                   c->index, t->name, dims_str(start, rank, a, sizeof a),
                   dims_str(count, rank, b, sizeof b));
     return rc;
@@ -841,20 +842,20 @@ static rt_type shard_type(const ck_tensor *t, const ck_shard *s)
 #define SUM_CHUNK ((size_t)1 << 20)
 
 /* The size and CRC-32 of the file at path, read whole. */
-static int file_sum(const char *path, rt_st_sum *sum, char *err, size_t errlen)
+static int file_sum(const char *path, rt_st_sum *sum, su_status *err)
 {
     memset(sum, 0, sizeof *sum);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return su_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return su_fail(err, SU_IO, "%s: cannot open: %s", path, strerror(errno));
     uint8_t *buf = malloc(SUM_CHUNK);
-    int rc = buf ? 0 : su_errf(err, errlen, "%s: out of memory", path);
+    int rc = buf ? 0 : su_fail(err, SU_NOMEM, "%s: out of memory", path);
     for (ssize_t got = 1; rc == 0 && got > 0;) {
         got = read(fd, buf, SUM_CHUNK);
         if (got < 0 && errno == EINTR)
             got = 1;
         else if (got < 0)
-            rc = su_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+            rc = su_fail(err, SU_IO, "%s: cannot read: %s", path, strerror(errno));
         else {
             sum->crc32 = su_crc32(sum->crc32, buf, (size_t)got);
             sum->bytes += got;
@@ -869,49 +870,48 @@ static int file_sum(const char *path, rt_st_sum *sum, char *err, size_t errlen)
  * index: its size, and its CRC-32 (version 2). A file whose size and
  * CRC-32 are another file's in the index is named as swapped with it. */
 static int check_file(const rt_ckpt *c, const ck_file *f, const char *path, int64_t bytes,
-                      char *err, size_t errlen)
+                      su_status *err)
 {
     rt_st_sum sum = {bytes, 0, 0};
-    if (c->version >= 2 && file_sum(path, &sum, err, errlen) != 0)
+    if (c->version >= 2 && file_sum(path, &sum, err) != 0)
         return -1;
     if (sum.bytes == f->bytes && (c->version < 2 || sum.crc32 == f->crc32))
         return 0;
     for (int i = 0; c->version >= 2 && i < c->nfiles; i++) {
         const ck_file *g = &c->files[i];
         if (g != f && g->bytes == sum.bytes && g->crc32 == sum.crc32)
-            return su_errf(err, errlen, "%s: holds the bytes the index gives for %s (rank %lld's file), not its own (rank %lld's): files swapped or renamed",
+            return su_fail(err, SU_INPUT, "%s: holds the bytes the index gives for %s (rank %lld's file), not its own (rank %lld's): files swapped or renamed",
                            path, g->name, (long long)g->rank, (long long)f->rank);
     }
     if (sum.bytes != f->bytes)
-        return su_errf(err, errlen, "%s: %lld bytes, but the index says %lld: the file is truncated or not this checkpoint's",
+        return su_fail(err, SU_INPUT, "%s: %lld bytes, but the index says %lld: the file is truncated or not this checkpoint's",
                        path, (long long)sum.bytes, (long long)f->bytes);
-    return su_errf(err, errlen, "%s: CRC-32 %08" PRIx32 ", but the index says %08" PRIx32 ": the file is damaged or not this checkpoint's",
+    return su_fail(err, SU_INPUT, "%s: CRC-32 %08" PRIx32 ", but the index says %08" PRIx32 ": the file is damaged or not this checkpoint's",
                    path, sum.crc32, f->crc32);
 }
 
 /* Opens the file of shard s of t (once), checks it against the index
  * (check_file) and that it holds the shard. */
-static int open_shard(rt_ckpt *c, const ck_tensor *t, const ck_shard *s, char *err,
-                      size_t errlen)
+static int open_shard(rt_ckpt *c, const ck_tensor *t, const ck_shard *s, su_status *err)
 {
     ck_file *f = &c->files[s->file];
     char a[256], b[256];
     if (!f->st) {
         char *path = su_path_join(c->dir, f->name);
         if (!path)
-            return su_errf(err, errlen, "%s: out of memory", c->dir);
+            return su_fail(err, SU_NOMEM, "%s: out of memory", c->dir);
         struct stat st;
         int rc = 0;
         if (stat(path, &st) != 0)
-            rc = su_errf(err, errlen, "%s: cannot open: %s (it holds a shard of '%s')", path,
+            rc = su_fail(err, SU_IO, "%s: cannot open: %s (it holds a shard of '%s')", path,
                          strerror(errno), t->name);
         else if (!S_ISREG(st.st_mode) && c->version >= 2)
-            rc = su_errf(err, errlen, "%s: not a regular file (it holds a shard of '%s')", path,
+            rc = su_fail(err, SU_INPUT, "%s: not a regular file (it holds a shard of '%s')", path,
                          t->name);
         else if (S_ISREG(st.st_mode))
-            rc = check_file(c, f, path, (int64_t)st.st_size, err, errlen);
+            rc = check_file(c, f, path, (int64_t)st.st_size, err);
         if (rc == 0)
-            rc = rt_st_open(path, &f->st, err, errlen);
+            rc = rt_st_open(path, &f->st, err);
         free(path);
         if (rc != 0)
             return -1;
@@ -919,29 +919,28 @@ static int open_shard(rt_ckpt *c, const ck_tensor *t, const ck_shard *s, char *e
     const rt_st_entry *e = rt_st_find(f->st, t->name);
     rt_type want = shard_type(t, s);
     if (!e)
-        return su_errf(err, errlen, "%s: no tensor '%s', which the index puts there", f->st->path,
+        return su_fail(err, SU_INPUT, "%s: no tensor '%s', which the index puts there", f->st->path,
                     t->name);
     bool same = e->type.dtype == want.dtype && e->type.rank == want.rank;
     for (int d = 0; same && d < want.rank; d++)
         same = e->type.dim[d] == want.dim[d];
     if (!same)
-        return su_errf(err, errlen, "%s: tensor '%s': %s%s in the file, %s%s in the index",
+        return su_fail(err, SU_INPUT, "%s: tensor '%s': %s%s in the file, %s%s in the index",
                     f->st->path, t->name, rt_dtype_name(e->type.dtype),
                     dims_str(e->type.dim, e->type.rank, a, sizeof a), rt_dtype_name(want.dtype),
                     dims_str(want.dim, want.rank, b, sizeof b));
     return 0;
 }
 
-int rt_ckpt_prepare(rt_ckpt *c, int io, const int64_t *start, const int64_t *count, char *err,
-                    size_t errlen)
+int rt_ckpt_prepare(rt_ckpt *c, int io, const int64_t *start, const int64_t *count, su_status *err)
 {
     const ck_tensor *t = &c->tensors[c->by_io[io]];
-    if (check_cover(c, t, start, count, err, errlen) != 0)
+    if (check_cover(c, t, start, count, err) != 0)
         return -1;
     int64_t lo[RT_MAX_RANK], n[RT_MAX_RANK];
     for (int i = 0; i < t->nshards; i++)
         if (overlap(&t->shards[i], t->type.rank, start, count, lo, n) &&
-            open_shard(c, t, &t->shards[i], err, errlen) != 0)
+            open_shard(c, t, &t->shards[i], err) != 0)
             return -1;
     return 0;
 }
@@ -971,7 +970,7 @@ static void place(uint8_t *dst, const int64_t *count, const int64_t *at, const i
 }
 
 int rt_ckpt_read(const rt_ckpt *c, int io, const int64_t *start, const int64_t *count,
-                 void *dst, char *err, size_t errlen)
+                 void *dst, su_status *err)
 {
     const ck_tensor *t = &c->tensors[c->by_io[io]];
     int rank = t->type.rank, esize = rt_dtype_size(t->type.dtype);
@@ -983,7 +982,8 @@ int rt_ckpt_read(const rt_ckpt *c, int io, const int64_t *start, const int64_t *
             continue;
         const rt_st_file *f = c->files[s->file].st;
         if (!f)
-            return su_errf(err, errlen, "%s: tensor '%s': read before rt_ckpt_prepare", c->index,
+            return su_fail(err, SU_INTERNAL, "%s: tensor '%s': read before rt_ckpt_prepare",
+                           c->index,
                         t->name);
         for (int d = 0; d < rank; d++) {
             in[d] = lo[d] - s->off[d];
@@ -992,14 +992,14 @@ int rt_ckpt_read(const rt_ckpt *c, int io, const int64_t *start, const int64_t *
         rt_type want = shard_type(t, s);
         int64_t v = volume(n, rank);
         if (v == whole) { /* the shard holds the whole box: straight in */
-            if (rt_st_read_block(f, t->name, &want, in, n, dst, err, errlen) != 0)
+            if (rt_st_read_block(f, t->name, &want, in, n, dst, err) != 0)
                 return -1;
             continue;
         }
         uint8_t *tmp = malloc((size_t)(v * esize));
         if (!tmp)
-            return su_errf(err, errlen, "%s: out of memory reading '%s'", f->path, t->name);
-        int rc = rt_st_read_block(f, t->name, &want, in, n, tmp, err, errlen);
+            return su_fail(err, SU_NOMEM, "%s: out of memory reading '%s'", f->path, t->name);
+        int rc = rt_st_read_block(f, t->name, &want, in, n, tmp, err);
         if (rc == 0)
             place(dst, count, at, n, rank, esize, tmp);
         free(tmp);
@@ -1023,13 +1023,13 @@ int64_t rt_input_batches(const rt_st_file *f, const rt_io *io)
 }
 
 int rt_input_read(const rt_st_file *f, const rt_io *io, int64_t step, const int64_t *start,
-                  const int64_t *count, void *dst, char *err, size_t errlen)
+                  const int64_t *count, void *dst, su_status *err)
 {
     int64_t nb = rt_input_batches(f, io);
     if (nb < 0)
-        return rt_st_read_block(f, io->name, &io->type, start, count, dst, err, errlen);
+        return rt_st_read_block(f, io->name, &io->type, start, count, dst, err);
     if (step >= nb)
-        return su_errf(err, errlen, "%s: tensor '%s' holds %lld batch%s (one a step), none for step %lld",
+        return su_fail(err, SU_INPUT, "%s: tensor '%s' holds %lld batch%s (one a step), none for step %lld",
                     f->path, io->name, (long long)nb, nb == 1 ? "" : "es", (long long)step + 1);
     /* the block of batch `step`: one more dim, of size 1, in front */
     rt_type want = rt_st_find(f, io->name)->type;
@@ -1041,5 +1041,5 @@ int rt_input_read(const rt_st_file *f, const rt_io *io, int64_t step, const int6
         st[d + 1] = start[d];
         n[d + 1] = count[d];
     }
-    return rt_st_read_block(f, io->name, &want, st, n, dst, err, errlen);
+    return rt_st_read_block(f, io->name, &want, st, n, dst, err);
 }

@@ -60,6 +60,7 @@
  */
 #ifndef SHARDC_RT_CHECKPOINT_H
 #define SHARDC_RT_CHECKPOINT_H
+#include "support/support.h"
 #include "runtime/plan/plan.h"
 #include "runtime/io/tensors.h"
 
@@ -94,18 +95,18 @@ bool rt_ckpt_writes(const rt_plan *p, const rt_io *io, const int64_t *coord);
 char *rt_ckpt_staging(const char *dir, int64_t step);
 /* Makes dir (and its parents) when missing, and an empty staging folder
  * for step (one left by an interrupted save is emptied first). */
-int rt_ckpt_begin(const char *dir, int64_t step, char *err, size_t errlen);
+int rt_ckpt_begin(const char *dir, int64_t step, su_status *err);
 /* Writes rank's file (n tensors: names, local types, data) into the
  * staging folder: a temporary file, fsync'd and renamed into place; its
  * size and CRC-32 in *sum. */
 int rt_ckpt_write_rank(const char *staging, int64_t rank, int n, const char *const *names,
                        const rt_type *types, const void *const *data, rt_st_sum *sum,
-                       char *err, size_t errlen);
+                       su_status *err);
 /* Writes folder/index.json (a temporary file, fsync'd, renamed) for plan p
  * after `step` steps; files: each rank's file's size and CRC-32. The first
  * part of rt_ckpt_commit. */
 int rt_ckpt_write_index(const char *folder, const rt_plan *p, int64_t step,
-                        const rt_st_sum *files, char *err, size_t errlen);
+                        const rt_st_sum *files, su_status *err);
 /* Completes the save: the index (plan p after `step` steps; files: each
  * rank's file's size and CRC-32) into the staging folder, fsync'd; the
  * folder renamed to dir/step-NNNNNNNN; dir/latest pointed at it; then the
@@ -113,7 +114,7 @@ int rt_ckpt_write_index(const char *folder, const rt_plan *p, int64_t step,
  * interrupted saves left. A step folder of the same step is replaced, the
  * pointer moving to the new one before the old goes. */
 int rt_ckpt_commit(const char *dir, const rt_plan *p, int64_t step, const rt_st_sum *files,
-                   int keep, char *err, size_t errlen);
+                   int keep, su_status *err);
 
 /* ---- finding a checkpoint ---- */
 
@@ -123,8 +124,7 @@ int rt_ckpt_commit(const char *dir, const rt_plan *p, int64_t step, const rt_st_
  * names a folder that is not complete, the newest complete step folder,
  * with a note saying so in note ("" otherwise). Errors: dir is not a
  * folder, or holds no complete checkpoint. */
-int rt_ckpt_locate(const char *dir, char **folder, char *note, size_t notelen, char *err,
-                   size_t errlen);
+int rt_ckpt_locate(const char *dir, char **folder, char *note, size_t notelen, su_status *err);
 
 /* Step folders' names: "step-00000005", or "step-00000005.partial" for
  * the folder a checkpoint is written in before it is committed. */
@@ -146,7 +146,7 @@ typedef struct rt_ckpt rt_ckpt;
  * every param and state of p present, with the same kind, dtype
  * and global shape; no tensor p lacks (a checkpoint of another model);
  * each shard's box inside its tensor, in a file the index lists. */
-int rt_ckpt_open(const char *dir, const rt_plan *p, rt_ckpt **out, char *err, size_t errlen);
+int rt_ckpt_open(const char *dir, const rt_plan *p, rt_ckpt **out, su_status *err);
 void rt_ckpt_free(rt_ckpt *c);
 /* The step count the checkpoint was saved at. */
 int64_t rt_ckpt_step(const rt_ckpt *c);
@@ -156,12 +156,11 @@ int64_t rt_ckpt_step(const rt_ckpt *c);
  * (its size, and its CRC-32 over all its bytes) and that it holds the
  * shard with its dtype and shape. Not thread-safe: call it before the
  * ranks start. */
-int rt_ckpt_prepare(rt_ckpt *c, int io, const int64_t *start, const int64_t *count, char *err,
-                    size_t errlen);
+int rt_ckpt_prepare(rt_ckpt *c, int io, const int64_t *start, const int64_t *count, su_status *err);
 /* Reads that box (prepared before) into dst, row-major in the tensor's
  * dtype: from each overlapping shard, only the overlap. Thread-safe. */
 int rt_ckpt_read(const rt_ckpt *c, int io, const int64_t *start, const int64_t *count,
-                 void *dst, char *err, size_t errlen);
+                 void *dst, su_status *err);
 
 /* ---- inputs with a step dimension ---- */
 
@@ -174,6 +173,6 @@ int64_t rt_input_batches(const rt_st_file *f, const rt_io *io);
  * (0-based): of batch `step` when the file has a step dimension, else of
  * the one tensor. */
 int rt_input_read(const rt_st_file *f, const rt_io *io, int64_t step, const int64_t *start,
-                  const int64_t *count, void *dst, char *err, size_t errlen);
+                  const int64_t *count, void *dst, su_status *err);
 
 #endif

@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,14 +70,14 @@ static bool saved_name(const char *name)
 
 /* fsync of a folder, so the renames in it are on disk. Some file systems
  * refuse it (EINVAL): then there is nothing more to do. */
-static int sync_dir(const char *dir, char *err, size_t errlen)
+static int sync_dir(const char *dir, su_status *err)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        return su_errf(err, errlen, "%s: cannot open the folder: %s", dir, strerror(errno));
+        return su_fail(err, SU_IO, "%s: cannot open the folder: %s", dir, strerror(errno));
     int rc = 0;
     if (fsync(fd) != 0 && errno != EINVAL)
-        rc = su_errf(err, errlen, "%s: cannot sync the folder: %s", dir, strerror(errno));
+        rc = su_fail(err, SU_IO, "%s: cannot sync the folder: %s", dir, strerror(errno));
     close(fd);
     return rc;
 }
@@ -102,16 +103,16 @@ static bool complete(const char *dir, const char *name)
 /* Deletes the step folder at path when it holds nothing but what a save
  * writes there; otherwise (a file of the user's, a subfolder, a link, or
  * path itself not a folder) deletes nothing and says what is in the way. */
-static int remove_step_folder(const char *path, char *err, size_t errlen)
+static int remove_step_folder(const char *path, su_status *err)
 {
     struct stat st;
     if (lstat(path, &st) != 0)
-        return errno == ENOENT ? 0 : su_errf(err, errlen, "%s: %s", path, strerror(errno));
+        return errno == ENOENT ? 0 : su_fail(err, SU_IO, "%s: %s", path, strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        return su_errf(err, errlen, "%s: not a folder a save wrote: left alone", path);
+        return su_fail(err, SU_IO, "%s: not a folder a save wrote: left alone", path);
     DIR *d = opendir(path);
     if (!d)
-        return su_errf(err, errlen, "%s: cannot read the folder: %s", path, strerror(errno));
+        return su_fail(err, SU_IO, "%s: cannot read the folder: %s", path, strerror(errno));
     int rc = 0;
     struct dirent *e;
     for (int pass = 0; pass < 2 && rc == 0; pass++) { /* look, then delete */
@@ -121,28 +122,28 @@ static int remove_step_folder(const char *path, char *err, size_t errlen)
                 continue;
             char *f = su_path_join(path, e->d_name);
             if (!f)
-                rc = su_errf(err, errlen, "%s: out of memory", path);
+                rc = su_fail(err, SU_NOMEM, "%s: out of memory", path);
             else if (pass == 0 && (!saved_name(e->d_name) || lstat(f, &st) != 0 ||
                                    !S_ISREG(st.st_mode)))
-                rc = su_errf(err, errlen, "%s: holds %s, which no save writes: left alone", path,
+                rc = su_fail(err, SU_IO, "%s: holds %s, which no save writes: left alone", path,
                              e->d_name);
             else if (pass == 1 && unlink(f) != 0 && errno != ENOENT)
-                rc = su_errf(err, errlen, "%s: cannot delete: %s", f, strerror(errno));
+                rc = su_fail(err, SU_IO, "%s: cannot delete: %s", f, strerror(errno));
             free(f);
         }
     }
     closedir(d);
     if (rc == 0 && rmdir(path) != 0 && errno != ENOENT)
-        rc = su_errf(err, errlen, "%s: cannot delete the folder: %s", path, strerror(errno));
+        rc = su_fail(err, SU_IO, "%s: cannot delete the folder: %s", path, strerror(errno));
     return rc;
 }
 
 /* mkdir -p: every missing folder of path. */
-static int make_dirs(const char *path, char *err, size_t errlen)
+static int make_dirs(const char *path, su_status *err)
 {
     char *p = strdup(path);
     if (!p)
-        return su_errf(err, errlen, "%s: out of memory", path);
+        return su_fail(err, SU_NOMEM, "%s: out of memory", path);
     int rc = 0;
     for (char *q = p + 1; rc == 0; q++) {
         bool end = *q == 0;
@@ -151,11 +152,11 @@ static int make_dirs(const char *path, char *err, size_t errlen)
         *q = 0;
         struct stat st;
         if (mkdir(p, 0777) != 0 && errno != EEXIST)
-            rc = su_errf(err, errlen, "%s: cannot create the checkpoint folder: %s", path,
+            rc = su_fail(err, SU_IO, "%s: cannot create the checkpoint folder: %s", path,
                          strerror(errno));
         else if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
-            rc = su_errf(err, errlen,
-                         "%s: cannot create the checkpoint folder: %s is not a folder", path, p);
+            rc = su_fail(err, SU_IO, "%s: cannot create the checkpoint folder: %s is not a folder",
+                         path, p);
         if (end)
             break;
         *q = '/';
@@ -166,6 +167,18 @@ static int make_dirs(const char *path, char *err, size_t errlen)
 
 /* ---- the pointer ---- */
 
+static int notef(char *note, size_t notelen, const char *fmt, ...) SU_PRINTF(3, 4);
+
+/* Why the pointer was not used, into note: -1. */
+static int notef(char *note, size_t notelen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note, notelen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 /* Reads dir/latest into name (size bytes): 1, or 0 when there is none;
  * -1 when it cannot be read or does not hold a step folder's name, with
  * why in note. */
@@ -173,11 +186,11 @@ static int read_pointer(const char *dir, char *name, size_t size, char *note, si
 {
     char *path = su_path_join(dir, POINTER_NAME);
     if (!path)
-        return su_errf(note, notelen, "%s: out of memory", dir);
+        return notef(note, notelen, "%s: out of memory", dir);
     FILE *f = fopen(path, "rb");
     if (!f) {
         int e = errno;
-        int rc = e == ENOENT ? 0 : su_errf(note, notelen, "%s: cannot read: %s", path, strerror(e));
+        int rc = e == ENOENT ? 0 : notef(note, notelen, "%s: cannot read: %s", path, strerror(e));
         free(path);
         return rc;
     }
@@ -191,7 +204,7 @@ static int read_pointer(const char *dir, char *name, size_t size, char *note, si
     bool partial;
     int rc = 1;
     if (n == 0 || n >= size || strlen(buf) != n || !rt_ckpt_parse_step_name(buf, &step, &partial))
-        rc = su_errf(note, notelen, "%s does not name a step folder", path);
+        rc = notef(note, notelen, "%s does not name a step folder", path);
     else
         memcpy(name, buf, n + 1);
     free(path);
@@ -200,25 +213,25 @@ static int read_pointer(const char *dir, char *name, size_t size, char *note, si
 
 /* Points dir/latest at step folder name: a temporary file, fsync'd and
  * renamed over the pointer, then dir fsync'd. */
-static int write_pointer(const char *dir, const char *name, char *err, size_t errlen)
+static int write_pointer(const char *dir, const char *name, su_status *err)
 {
     char *path = su_path_join(dir, POINTER_NAME);
     char text[POINTER_MAX + 2];
     snprintf(text, sizeof text, "%s\n", name);
-    int rc = !path ? su_errf(err, errlen, "%s: out of memory", dir)
-                   : su_write_file(path, text, strlen(text), err, errlen);
+    int rc = !path ? su_fail(err, SU_NOMEM, "%s: out of memory", dir)
+                   : su_write_file(path, text, strlen(text), err);
     free(path);
-    return rc == 0 ? sync_dir(dir, err, errlen) : -1;
+    return rc == 0 ? sync_dir(dir, err) : -1;
 }
 
 /* The complete step folder of the highest step in dir (not a staging
  * one), its name into name: 1, 0 when there is none, -1 when dir cannot be
  * read. */
-static int newest(const char *dir, char *name, size_t size, char *err, size_t errlen)
+static int newest(const char *dir, char *name, size_t size, su_status *err)
 {
     DIR *d = opendir(dir);
     if (!d)
-        return su_errf(err, errlen, "%s: cannot read the folder: %s", dir, strerror(errno));
+        return su_fail(err, SU_IO, "%s: cannot read the folder: %s", dir, strerror(errno));
     int64_t best = -1, step;
     bool partial;
     struct dirent *e;
@@ -238,7 +251,7 @@ static int newest(const char *dir, char *name, size_t size, char *err, size_t er
  * complete one, with why not the pointer's in note ("" when there is no
  * pointer). 1, 0 when there is none, -1 when dir cannot be read. */
 static int current(const char *dir, char *name, size_t size, char *note, size_t notelen,
-                   char *err, size_t errlen)
+                   su_status *err)
 {
     note[0] = 0;
     int have = read_pointer(dir, name, size, note, notelen);
@@ -257,22 +270,21 @@ static int current(const char *dir, char *name, size_t size, char *note, size_t 
         }
         snprintf(note, notelen, "%s/" POINTER_NAME " names %s, which is missing or incomplete (no " INDEX_NAME ")", dir, name);
     }
-    return newest(dir, name, size, err, errlen);
+    return newest(dir, name, size, err);
 }
 
 /* ---- finding a checkpoint ---- */
 
-int rt_ckpt_locate(const char *dir, char **folder, char *note, size_t notelen, char *err,
-                   size_t errlen)
+int rt_ckpt_locate(const char *dir, char **folder, char *note, size_t notelen, su_status *err)
 {
     *folder = NULL;
     note[0] = 0;
     struct stat st;
     if (stat(dir, &st) != 0)
-        return su_errf(err, errlen, "%s: %s", dir,
+        return su_fail(err, SU_IO, "%s: %s", dir,
                        errno == ENOENT ? "no such checkpoint folder" : strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        return su_errf(err, errlen, "%s: not a folder: a checkpoint is one", dir);
+        return su_fail(err, SU_INPUT, "%s: not a folder: a checkpoint is one", dir);
     char *pointer = su_path_join(dir, POINTER_NAME), *index = su_path_join(dir, INDEX_NAME);
     bool no_pointer = pointer && lstat(pointer, &st) != 0 && errno == ENOENT;
     bool own_index = no_pointer && index && is_file(index);
@@ -280,17 +292,16 @@ int rt_ckpt_locate(const char *dir, char **folder, char *note, size_t notelen, c
     free(index);
     if (own_index) { /* a step folder named itself, or a version 1 checkpoint */
         *folder = strdup(dir);
-        return *folder ? 0 : su_errf(err, errlen, "%s: out of memory", dir);
+        return *folder ? 0 : su_fail(err, SU_NOMEM, "%s: out of memory", dir);
     }
     char name[POINTER_MAX], why[POINTER_MAX + 4096];
-    int found = current(dir, name, sizeof name, why, sizeof why, err, errlen);
+    int found = current(dir, name, sizeof name, why, sizeof why, err);
     if (found < 0)
         return -1;
     if (found == 0 && why[0])
-        return su_errf(err, errlen, "%s, and %s holds no complete step folder", why, dir);
+        return su_fail(err, SU_INPUT, "%s, and %s holds no complete step folder", why, dir);
     if (found == 0)
-        return su_errf(err, errlen,
-                       "%s: not a checkpoint: no pointer '" POINTER_NAME "', no " INDEX_NAME
+        return su_fail(err, SU_INPUT, "%s: not a checkpoint: no pointer '" POINTER_NAME "', no " INDEX_NAME
                        " and no complete step folder (a save into it that did not complete?)",
                        dir);
     if (no_pointer)
@@ -299,7 +310,7 @@ int rt_ckpt_locate(const char *dir, char **folder, char *note, size_t notelen, c
         snprintf(note, notelen, "%s: resumed from the newest complete checkpoint, %s", why,
                  name);
     *folder = su_path_join(dir, name);
-    return *folder ? 0 : su_errf(err, errlen, "%s: out of memory", dir);
+    return *folder ? 0 : su_fail(err, SU_NOMEM, "%s: out of memory", dir);
 }
 
 /* ---- saving ---- */
@@ -311,27 +322,26 @@ char *rt_ckpt_staging(const char *dir, int64_t step)
     return su_path_join(dir, name);
 }
 
-int rt_ckpt_begin(const char *dir, int64_t step, char *err, size_t errlen)
+int rt_ckpt_begin(const char *dir, int64_t step, su_status *err)
 {
     if (!dir[0])
-        return su_errf(err, errlen, "no checkpoint folder given");
-    if (make_dirs(dir, err, errlen) != 0)
+        return su_fail(err, SU_USAGE, "no checkpoint folder given");
+    if (make_dirs(dir, err) != 0)
         return -1;
     char part[64], cur[POINTER_MAX], why[POINTER_MAX + 4096];
     rt_ckpt_step_name(step, true, part, sizeof part);
-    int found = current(dir, cur, sizeof cur, why, sizeof why, err, errlen);
+    int found = current(dir, cur, sizeof cur, why, sizeof why, err);
     if (found < 0)
         return -1;
     if (found == 1 && !strcmp(cur, part)) /* left by a replacement that could not finish */
-        return su_errf(err, errlen,
-                       "%s/" POINTER_NAME " names %s, which this save would write over: an earlier save of step %lld could not replace the step folder of that name; move that folder out of the way first",
+        return su_fail(err, SU_IO, "%s/" POINTER_NAME " names %s, which this save would write over: an earlier save of step %lld could not replace the step folder of that name; move that folder out of the way first",
                        dir, part, (long long)step);
     char *staging = su_path_join(dir, part);
     if (!staging)
-        return su_errf(err, errlen, "%s: out of memory", dir);
-    int rc = remove_step_folder(staging, err, errlen);
+        return su_fail(err, SU_NOMEM, "%s: out of memory", dir);
+    int rc = remove_step_folder(staging, err);
     if (rc == 0 && mkdir(staging, 0777) != 0)
-        rc = su_errf(err, errlen, "%s: cannot create the folder: %s", staging, strerror(errno));
+        rc = su_fail(err, SU_IO, "%s: cannot create the folder: %s", staging, strerror(errno));
     free(staging);
     return rc;
 }
@@ -340,28 +350,28 @@ int rt_ckpt_begin(const char *dir, int64_t step, char *err, size_t errlen)
  * the pointer at it. A step folder of that name is replaced; when it is
  * the one a resume would take, the pointer first names the staging folder,
  * so one complete checkpoint of the step is pointed at all along. */
-static int publish(const char *dir, const char *final, const char *part, char *err, size_t errlen)
+static int publish(const char *dir, const char *final, const char *part, su_status *err)
 {
     char cur[POINTER_MAX], why[POINTER_MAX + 4096];
-    int found = current(dir, cur, sizeof cur, why, sizeof why, err, errlen);
+    int found = current(dir, cur, sizeof cur, why, sizeof why, err);
     if (found < 0)
         return -1;
     char *staging = su_path_join(dir, part), *target = su_path_join(dir, final);
     struct stat st;
-    int rc = staging && target ? 0 : su_errf(err, errlen, "%s: out of memory", dir);
+    int rc = staging && target ? 0 : su_fail(err, SU_NOMEM, "%s: out of memory", dir);
     if (rc == 0 && lstat(target, &st) == 0) {
         if (found == 1 && !strcmp(cur, final))
-            rc = write_pointer(dir, part, err, errlen);
+            rc = write_pointer(dir, part, err);
         if (rc == 0)
-            rc = remove_step_folder(target, err, errlen);
+            rc = remove_step_folder(target, err);
     }
     if (rc == 0 && rename(staging, target) != 0)
-        rc = su_errf(err, errlen, "%s: cannot rename %s into place: %s", target, staging,
+        rc = su_fail(err, SU_IO, "%s: cannot rename %s into place: %s", target, staging,
                      strerror(errno));
     if (rc == 0)
-        rc = sync_dir(dir, err, errlen);
+        rc = sync_dir(dir, err);
     if (rc == 0)
-        rc = write_pointer(dir, final, err, errlen);
+        rc = write_pointer(dir, final, err);
     free(staging);
     free(target);
     return rc;
@@ -431,8 +441,9 @@ static int list_entries(const char *dir, entry **out)
  * what cannot be deleted (a user's file inside) stays. */
 static void prune(const char *dir, int keep, int64_t step)
 {
-    char cur[POINTER_MAX], why[POINTER_MAX + 4096], err[512];
-    if (current(dir, cur, sizeof cur, why, sizeof why, err, sizeof err) != 1)
+    char cur[POINTER_MAX], why[POINTER_MAX + 4096];
+    su_status err;
+    if (current(dir, cur, sizeof cur, why, sizeof why, &err) != 1)
         cur[0] = 0;
     entry *v = NULL;
     int n = list_entries(dir, &v);
@@ -450,7 +461,7 @@ static void prune(const char *dir, int keep, int64_t step)
         else if (x->step < 0 && lstat(path, &st) == 0 && S_ISREG(st.st_mode))
             unlink(path);
         else if (x->step >= 0)
-            remove_step_folder(path, err, sizeof err);
+            remove_step_folder(path, &err);
         free(path);
         free(x->name);
     }
@@ -458,23 +469,23 @@ static void prune(const char *dir, int keep, int64_t step)
 }
 
 int rt_ckpt_commit(const char *dir, const rt_plan *p, int64_t step, const rt_st_sum *files,
-                   int keep, char *err, size_t errlen)
+                   int keep, su_status *err)
 {
     char final[64], part[64];
     rt_ckpt_step_name(step, false, final, sizeof final);
     rt_ckpt_step_name(step, true, part, sizeof part);
     char *staging = su_path_join(dir, part);
     if (!staging)
-        return su_errf(err, errlen, "%s: out of memory", dir);
+        return su_fail(err, SU_NOMEM, "%s: out of memory", dir);
     /* the rank files' renames reach the disk before the index's */
-    int rc = sync_dir(staging, err, errlen);
+    int rc = sync_dir(staging, err);
     if (rc == 0)
-        rc = rt_ckpt_write_index(staging, p, step, files, err, errlen);
+        rc = rt_ckpt_write_index(staging, p, step, files, err);
     if (rc == 0)
-        rc = sync_dir(staging, err, errlen);
+        rc = sync_dir(staging, err);
     free(staging);
     if (rc == 0)
-        rc = publish(dir, final, part, err, errlen);
+        rc = publish(dir, final, part, err);
     if (rc == 0)
         prune(dir, keep > 0 ? keep : RT_CKPT_KEEP, step);
     return rc;

@@ -88,7 +88,7 @@ static bool on_host(const rt_instr *in)
 }
 
 /* Whether the backend runs in outside a kernel; why not into why. */
-static bool runs_alone(const rt_instr *in, char *why, size_t n)
+static bool runs_alone(const rt_instr *in, su_status *why)
 {
     if (rt_ops[in->op].cls != RT_K_COMPUTE)
         return true; /* sources and collectives: through the host */
@@ -99,43 +99,43 @@ static bool runs_alone(const rt_instr *in, char *why, size_t n)
     case RT_OP_EXTRACT:
         return true;
     case RT_OP_MATMUL:
-        return rt_blas_supports(in, why, n);
+        return rt_blas_supports(in, why);
     default:
         if (on_host(in)) /* i32 arithmetic: the CPU backend on the host copies */
             return true;
-        snprintf(why, n, "no kernel of the plan runs it, and the cuda backend has none of its "
-                 "own for it");
+        su_fail(why, SU_INPUT, "no kernel of the plan runs it, and the cuda backend has none of "
+                "its own for it");
         return false;
     }
 }
 
 /* Whether the backend runs in as part of kernel k: a matmul kernel's
  * matmul is cuBLASLt's (rt_blas_supports); why not into why. */
-static bool runs_in_kernel(const rt_kernel *k, const rt_instr *in, char *why, size_t n)
+static bool runs_in_kernel(const rt_kernel *k, const rt_instr *in, su_status *why)
 {
-    return k->strategy != RT_KS_MATMUL || in->op != RT_OP_MATMUL || rt_blas_supports(in, why, n);
+    return k->strategy != RT_KS_MATMUL || in->op != RT_OP_MATMUL || rt_blas_supports(in, why);
 }
 
-int rt_cuda_check_plan(const rt_plan *p, char *err, size_t errlen)
+int rt_cuda_check_plan(const rt_plan *p, su_status *err)
 {
-    char why[256];
+    su_status why;
     for (int st = 0; st < p->nstages; st++) {
         int32_t *at = kernels_of(p, st);
         if (!at)
-            return su_errf(err, errlen, "out of memory");
+            return su_fail(err, SU_NOMEM, "out of memory");
         const rt_program *g = &p->stage[st];
         int bad = -1;
         for (int i = 0; i < g->ninstr && bad < 0; i++)
-            if (at[i] < 0 ? !runs_alone(&g->instr[i], why, sizeof why)
-                          : !runs_in_kernel(&p->kernel[at[i]], &g->instr[i], why, sizeof why))
+            if (at[i] < 0 ? !runs_alone(&g->instr[i], &why)
+                          : !runs_in_kernel(&p->kernel[at[i]], &g->instr[i], &why))
                 bad = i;
         free(at);
         bool none = !p->nkernels && bad >= 0 && g->instr[bad].op != RT_OP_MATMUL;
         char where[256];
         if (bad >= 0)
-            return su_errf(err, errlen, "%sstage %d, instruction %d (%s): %s%s",
+            return su_fail(err, why.kind, "%sstage %d, instruction %d (%s): %s%s",
                            rt_instr_where(p, &g->instr[bad], where, sizeof where), st, bad,
-                           rt_ops[g->instr[bad].op].name, why,
+                           rt_ops[g->instr[bad].op].name, why.msg,
                            none ? " (the plan has no kernels: was it compiled with --arch "
                                   "none?)"
                                 : "");
@@ -143,16 +143,16 @@ int rt_cuda_check_plan(const rt_plan *p, char *err, size_t errlen)
     return 0;
 }
 
-int rt_cuda_check(const rt_plan *p, char *err, size_t errlen)
+int rt_cuda_check(const rt_plan *p, su_status *err)
 {
-    if (rt_cu_probe(err, errlen) != RT_CU_OK)
+    if (rt_cu_probe(err) != RT_CU_OK)
         return 1;
-    return rt_cuda_check_plan(p, err, errlen) == 0 ? 0 : 2;
+    return rt_cuda_check_plan(p, err) == 0 ? 0 : 2;
 }
 
 /* ---- setup ---- */
 
-#define CU(call) RT_CU_CHECK(r->cu, call, err, errlen)
+#define CU(call) RT_CU_CHECK(r->cu, call, err)
 
 /* The image of module m for this device: the cubin of the device's
  * architecture or the nearest older one of its major version (binary
@@ -173,7 +173,7 @@ static const rt_image *pick_image(const rt_module *m, int cc)
     return best;
 }
 
-static int load_module(rt_cuda_rank *r, int32_t mi, char *err, size_t errlen)
+static int load_module(rt_cuda_rank *r, int32_t mi, su_status *err)
 {
     const rt_module *m = &r->p->module[mi];
     const rt_image *im = pick_image(m, r->cc);
@@ -182,7 +182,7 @@ static int load_module(rt_cuda_rank *r, int32_t mi, char *err, size_t errlen)
         for (int i = 0; i < m->ncubin; i++)
             snprintf(archs + strlen(archs), sizeof archs - strlen(archs), "%s%s", i ? ", " : "",
                      m->cubin[i].arch);
-        return su_errf(err, errlen, "kernel module %s holds cubins for %s and PTX for %s, none of "
+        return su_fail(err, SU_INPUT, "kernel module %s holds cubins for %s and PTX for %s, none of "
                     "which runs on this GPU (sm_%d): compile the model with --arch sm_%d", m->entry,
                     archs, m->ptx.arch, r->cc, r->cc);
     }
@@ -192,7 +192,7 @@ static int load_module(rt_cuda_rank *r, int32_t mi, char *err, size_t errlen)
     rt_cu_result res = r->cu->ModuleLoadDataEx(&r->mod[mi], im->data, 2, opt, val);
     if (res != RT_CU_SUCCESS) {
         char what[256];
-        return su_errf(err, errlen, "loading kernel module %s (%s): %s%s%s", m->entry, im->arch,
+        return su_fail(err, SU_GPU, "loading kernel module %s (%s): %s%s%s", m->entry, im->arch,
                     rt_cu_describe(r->cu, res, what, sizeof what), *log ? ": " : "", log);
     }
     return CU(ModuleGetFunction(&r->fn[mi], r->mod[mi], m->entry)) ? 0 : -1;
@@ -200,18 +200,18 @@ static int load_module(rt_cuda_rank *r, int32_t mi, char *err, size_t errlen)
 
 /* Every module the stage's kernels run, and their dynamic shared memory
  * where it is above the default. */
-static int load_modules(rt_cuda_rank *r, char *err, size_t errlen)
+static int load_modules(rt_cuda_rank *r, su_status *err)
 {
     const rt_plan *p = r->p;
     r->mod = calloc((size_t)p->nmodules + 1, sizeof *r->mod);
     r->fn = calloc((size_t)p->nmodules + 1, sizeof *r->fn);
     if (!r->mod || !r->fn)
-        return su_errf(err, errlen, "out of memory");
+        return su_fail(err, SU_NOMEM, "out of memory");
     for (int k = 0; k < p->nkernels; k++) {
         const rt_kernel *kr = &p->kernel[k];
         if (kr->stage != r->stage || kr->strategy == RT_KS_MATMUL) /* cuBLASLt's */
             continue;
-        if (!r->mod[kr->module] && load_module(r, kr->module, err, errlen) != 0)
+        if (!r->mod[kr->module] && load_module(r, kr->module, err) != 0)
             return -1;
         if (kr->shared_bytes > DEFAULT_SHARED &&
             !CU(FuncSetAttribute(r->fn[kr->module], RT_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED,
@@ -224,13 +224,13 @@ static int load_modules(rt_cuda_rank *r, char *err, size_t errlen)
 /* The error word of every loaded module that has one (cuModuleGetGlobal;
  * CUDA_ERROR_NOT_FOUND: none), and a slot per kernel of the stage whose
  * module has one, zeroed. */
-static int setup_error_words(rt_cuda_rank *r, char *err, size_t errlen)
+static int setup_error_words(rt_cuda_rank *r, su_status *err)
 {
     const rt_plan *p = r->p;
     r->errword = calloc((size_t)p->nmodules + 1, sizeof *r->errword);
     r->slot = malloc(((size_t)p->nkernels + 1) * sizeof *r->slot);
     if (!r->errword || !r->slot)
-        return su_errf(err, errlen, "out of memory");
+        return su_fail(err, SU_NOMEM, "out of memory");
     for (int m = 0; m < p->nmodules; m++) {
         size_t bytes = 0;
         if (!r->mod[m])
@@ -240,10 +240,10 @@ static int setup_error_words(rt_cuda_rank *r, char *err, size_t errlen)
             r->errword[m] = 0;
             continue;
         }
-        if (!rt_cu_check(r->cu, res, "ModuleGetGlobal(sh_error)", __FILE__, __LINE__, err, errlen))
+        if (!rt_cu_check(r->cu, res, "ModuleGetGlobal(sh_error)", __FILE__, __LINE__, err))
             return -1;
         if (bytes != sizeof(uint64_t))
-            return su_errf(err, errlen, "kernel module %s: sh_error has %zu bytes, not 8",
+            return su_fail(err, SU_INTERNAL, "kernel module %s: sh_error has %zu bytes, not 8",
                         p->module[m].entry, bytes);
     }
     for (int k = 0; k < p->nkernels; k++) {
@@ -260,16 +260,16 @@ static int setup_error_words(rt_cuda_rank *r, char *err, size_t errlen)
 
 /* The device (rank mod the device count; with nccl, the rank's GPU of its
  * node), its primary context, made current, and its compute capability. */
-static int open_device(rt_cuda_rank *r, int64_t rank, char *err, size_t errlen)
+static int open_device(rt_cuda_rank *r, int64_t rank, su_status *err)
 {
     int n = 0, major = 0, minor = 0;
     if (!CU(DeviceGetCount(&n)))
         return -1;
     if (n < 1)
-        return su_errf(err, errlen, "no CUDA device");
+        return su_fail(err, SU_GPU, "no CUDA device");
     int ordinal = r->nccl ? rt_nccl_device(r->nccl) : (int)(rank % n);
     if (ordinal >= n)
-        return su_errf(err, errlen, "the nccl communicator gives this rank GPU %d of %d", ordinal,
+        return su_fail(err, SU_GPU, "the nccl communicator gives this rank GPU %d of %d", ordinal,
                     n);
     if (!CU(DeviceGet(&r->dev, ordinal)) || !CU(DevicePrimaryCtxRetain(&r->ctx, r->dev)))
         return -1;
@@ -284,7 +284,7 @@ static int open_device(rt_cuda_rank *r, int64_t rank, char *err, size_t errlen)
 /* With nccl: the communication stream, an event pair per communication
  * instruction, and per step the instructions whose done event the compute
  * stream waits for there (rt_nccl_wait_points; step ninstr: the end). */
-static int setup_nccl(rt_cuda_rank *r, char *err, size_t errlen)
+static int setup_nccl(rt_cuda_rank *r, su_status *err)
 {
     const rt_program *g = r->g;
     int n = g->ninstr;
@@ -296,7 +296,7 @@ static int setup_nccl(rt_cuda_rank *r, char *err, size_t errlen)
     r->wait = malloc(((size_t)n + 1) * sizeof *r->wait);
     int rc = 0;
     if (!launch_at || !wait_at || !r->ready || !r->done || !r->wait_first || !r->wait)
-        rc = su_errf(err, errlen, "out of memory");
+        rc = su_fail(err, SU_NOMEM, "out of memory");
     if (rc == 0) {
         rt_nccl_launch_steps(r->p, r->stage, launch_at);
         rt_nccl_wait_points(g, launch_at, wait_at);
@@ -323,11 +323,11 @@ static int setup_nccl(rt_cuda_rank *r, char *err, size_t errlen)
     return rc;
 }
 
-static int setup(rt_cuda_rank *r, int64_t rank, char *err, size_t errlen)
+static int setup(rt_cuda_rank *r, int64_t rank, su_status *err)
 {
     rt_cu_status why;
-    r->cu = rt_cu_load(&why, err, errlen);
-    if (!r->cu || open_device(r, rank, err, errlen) != 0)
+    r->cu = rt_cu_load(&why, err);
+    if (!r->cu || open_device(r, rank, err) != 0)
         return -1;
     size_t bytes = (size_t)(r->g->arena_bytes > 0 ? r->g->arena_bytes : 1);
     /* non-blocking: the legacy stream (which other ranks' threads may use)
@@ -338,18 +338,18 @@ static int setup(rt_cuda_rank *r, int64_t rank, char *err, size_t errlen)
         return -1;
     r->kernel_at = kernels_of(r->p, r->stage);
     if (!r->kernel_at)
-        return su_errf(err, errlen, "out of memory");
+        return su_fail(err, SU_NOMEM, "out of memory");
     bool matmul = false;
     for (int i = 0; i < r->g->ninstr; i++)
         matmul |= r->g->instr[i].op == RT_OP_MATMUL; /* alone or in a matmul kernel */
-    if (matmul && !(r->blas = rt_blas_new(err, errlen)))
+    if (matmul && !(r->blas = rt_blas_new(err)))
         return -1;
-    if (r->nccl && setup_nccl(r, err, errlen) != 0)
+    if (r->nccl && setup_nccl(r, err) != 0)
         return -1;
     r->nspans = -1;
-    if (load_modules(r, err, errlen) != 0)
+    if (load_modules(r, err) != 0)
         return -1;
-    return setup_error_words(r, err, errlen);
+    return setup_error_words(r, err);
 }
 
 /* The device objects of the error slots, the trace and the graphs. */
@@ -425,7 +425,7 @@ static rt_cu_ptr dev(const rt_cuda_rank *r, int32_t b)
 /* After kernel k's launch, where its module has an error word: the word
  * to the kernel's slot, then cleared for the next launch of the module
  * (setup_error_words). */
-static int keep_error_word(rt_cuda_rank *r, const rt_kernel *k, char *err, size_t errlen)
+static int keep_error_word(rt_cuda_rank *r, const rt_kernel *k, su_status *err)
 {
     int32_t slot = r->slot[k - r->p->kernel];
     if (slot < 0)
@@ -438,7 +438,7 @@ static int keep_error_word(rt_cuda_rank *r, const rt_kernel *k, char *err, size_
                : -1;
 }
 
-static int launch(rt_cuda_rank *r, const rt_kernel *k, char *err, size_t errlen)
+static int launch(rt_cuda_rank *r, const rt_kernel *k, su_status *err)
 {
     rt_cu_ptr ptr[RT_MAX_KPARAMS];
     void *arg[RT_MAX_KPARAMS];
@@ -451,25 +451,23 @@ static int launch(rt_cuda_rank *r, const rt_kernel *k, char *err, size_t errlen)
                                            (unsigned int)k->block, 1, 1,
                                            (unsigned int)k->shared_bytes, r->stream, arg, NULL);
     if (res != RT_CU_SUCCESS)
-        return su_errf(err, errlen, "launching kernel %s (grid %lld, block %d, %d shared bytes): %s",
+        return su_fail(err, SU_GPU, "launching kernel %s (grid %lld, block %d, %d shared bytes): %s",
                     k->name, (long long)k->grid, k->block, k->shared_bytes,
                     rt_cu_describe(r->cu, res, msg, sizeof msg));
-    return keep_error_word(r, k, err, errlen);
+    return keep_error_word(r, k, err);
 }
 
 /* Rows of width bytes from src (pitch spitch, starting at byte sx of each
  * row) to dst (pitch dpitch, at byte dx), device to device. */
 static int copy_rows(rt_cuda_rank *r, rt_cu_ptr dst, size_t dx, size_t dpitch, rt_cu_ptr src,
-                     size_t sx, size_t spitch, size_t width, size_t rows, char *err,
-                     size_t errlen)
+                     size_t sx, size_t spitch, size_t width, size_t rows, su_status *err)
 {
-    return rt_cu_copy_rows(r->cu, r->stream, dst, dx, dpitch, src, sx, spitch, width, rows, err,
-                           errlen);
+    return rt_cu_copy_rows(r->cu, r->stream, dst, dx, dpitch, src, sx, spitch, width, rows, err);
 }
 
 /* slice: this rank's block of dim over the instruction's axes (as
  * runtime/cpu/cpu.c's k_slice). */
-static int run_slice(rt_cuda_rank *r, const rt_instr *in, char *err, size_t errlen)
+static int run_slice(rt_cuda_rank *r, const rt_instr *in, su_status *err)
 {
     const rt_type *t = &in->in_t[0];
     int64_t blk = 0, outer = 1, inner = rt_dtype_size(t->dtype);
@@ -482,12 +480,12 @@ static int run_slice(rt_cuda_rank *r, const rt_instr *in, char *err, size_t errl
     int64_t dn = t->dim[in->dim], n = in->out_t.dim[in->dim];
     size_t run = (size_t)(n * inner);
     return copy_rows(r, dev(r, in->out), 0, run, dev(r, in->in[0]), (size_t)(blk * run),
-                     (size_t)(dn * inner), run, (size_t)outer, err, errlen);
+                     (size_t)(dn * inner), run, (size_t)outer, err);
 }
 
 /* insert and extract: the value as [R, n/R] in the bucket's columns
  * offset.. (as runtime/cpu/cpu.c's k_bucket). */
-static int run_bucket(rt_cuda_rank *r, const rt_instr *in, char *err, size_t errlen)
+static int run_bucket(rt_cuda_rank *r, const rt_instr *in, su_status *err)
 {
     const rt_type *b = &in->in_t[0];
     size_t es = (size_t)rt_dtype_size(b->dtype);
@@ -498,7 +496,7 @@ static int run_bucket(rt_cuda_rank *r, const rt_instr *in, char *err, size_t err
         if (rows == 1 && dev(r, in->out) == dev(r, in->in[0]) + at)
             return 0; /* a view of its columns (rt_bucket_view) */
         return copy_rows(r, dev(r, in->out), 0, w, dev(r, in->in[0]), at, pitch, w,
-                         (size_t)rows, err, errlen);
+                         (size_t)rows, err);
     }
     size_t w = (size_t)(rt_type_numel(&in->in_t[1]) / rows) * es;
     if (dev(r, in->out) != dev(r, in->in[0]) &&
@@ -508,15 +506,14 @@ static int run_bucket(rt_cuda_rank *r, const rt_instr *in, char *err, size_t err
     if (rows == 1 && dev(r, in->in[1]) == dev(r, in->out) + at)
         return 0; /* computed in its columns (rt_bucket_view) */
     return copy_rows(r, dev(r, in->out), at, pitch, dev(r, in->in[1]), 0, w, w, (size_t)rows,
-                     err, errlen);
+                     err);
 }
 
 static int run_on_host(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *in);
 
 static int run_compute(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *in)
 {
-    char *err = h->err;
-    size_t errlen = h->errlen;
+    su_status *err = h->err;
     switch (in->op) {
     case RT_OP_COPY:
         if (dev(r, in->out) == dev(r, in->in[0]))
@@ -526,25 +523,24 @@ static int run_compute(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *i
                    ? 0
                    : -1;
     case RT_OP_SLICE:
-        return run_slice(r, in, err, errlen);
+        return run_slice(r, in, err);
     case RT_OP_INSERT:
     case RT_OP_EXTRACT:
-        return run_bucket(r, in, err, errlen);
+        return run_bucket(r, in, err);
     case RT_OP_MATMUL:
         return rt_blas_matmul(r->blas, in, NULL, dev(r, in->in[0]), dev(r, in->in[1]),
-                              dev(r, in->out), r->stream, err, errlen)
+                              dev(r, in->out), r->stream, err)
                    ? 0
                    : -1;
     default: /* i32 arithmetic; rt_cuda_check refused the rest */
         if (on_host(in))
             return run_on_host(r, h, in);
-        return su_errf(err, errlen, "the cuda backend cannot run %s outside a kernel",
+        return su_fail(err, SU_INTERNAL, "the cuda backend cannot run %s outside a kernel",
                     rt_ops[in->op].name);
     }
 }
 
-static int to_host(rt_cuda_rank *r, void *host, int32_t b, int64_t bytes, char *err,
-                   size_t errlen)
+static int to_host(rt_cuda_rank *r, void *host, int32_t b, int64_t bytes, su_status *err)
 {
     return CU(MemcpyDtoHAsync(host, dev(r, b), (size_t)bytes, r->stream)) &&
                    CU(StreamSynchronize(r->stream))
@@ -552,8 +548,7 @@ static int to_host(rt_cuda_rank *r, void *host, int32_t b, int64_t bytes, char *
                : -1;
 }
 
-static int to_device(rt_cuda_rank *r, int32_t b, const void *host, int64_t bytes, char *err,
-                     size_t errlen)
+static int to_device(rt_cuda_rank *r, int32_t b, const void *host, int64_t bytes, su_status *err)
 {
     return CU(MemcpyHtoDAsync(dev(r, b), host, (size_t)bytes, r->stream)) &&
                    CU(StreamSynchronize(r->stream))
@@ -562,7 +557,7 @@ static int to_device(rt_cuda_rank *r, int32_t b, const void *host, int64_t bytes
 }
 
 /* Waits for what the rank queued, before the host touches its buffers. */
-static int drain(rt_cuda_rank *r, char *err, size_t errlen)
+static int drain(rt_cuda_rank *r, su_status *err)
 {
     return CU(StreamSynchronize(r->stream)) ? 0 : -1;
 }
@@ -573,17 +568,16 @@ static int run_source(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *in
 {
     if ((in->op == RT_OP_PARAM || in->op == RT_OP_STATE) && !h->load_params)
         return 0;
-    if (drain(r, h->err, h->errlen) != 0 || h->source(h->rank, in, h->buf[in->out]) != 0)
+    if (drain(r, h->err) != 0 || h->source(h->rank, in, h->buf[in->out]) != 0)
         return -1;
-    return to_device(r, in->out, h->buf[in->out], rt_type_bytes(&in->out_t), h->err, h->errlen);
+    return to_device(r, in->out, h->buf[in->out], rt_type_bytes(&in->out_t), h->err);
 }
 
 /* A const: its buffer filled on the device by a memset of its element
  * (rt_cuda_const_word), so it needs no host copy and a graph holds it. */
 static int run_const(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *in)
 {
-    char *err = h->err;
-    size_t errlen = h->errlen;
+    su_status *err = h->err;
     int bytes = 4;
     uint32_t w = rt_cuda_const_word(in, &bytes);
     size_t n = (size_t)rt_type_numel(&in->out_t);
@@ -596,18 +590,17 @@ static int run_const(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *in)
  * stream, after everything the compute stream queued before it. */
 static int run_comm_nccl(rt_cuda_rank *r, const rt_cuda_host *h, int i)
 {
-    char *err = h->err;
-    size_t errlen = h->errlen;
+    su_status *err = h->err;
     const rt_instr *in = &r->g->instr[i];
     if (!CU(EventRecord(r->ready[i], r->stream)) || !CU(StreamWaitEvent(r->comm, r->ready[i], 0)))
         return -1;
     rt_cu_ptr src = in->nin ? dev(r, in->in[0]) : 0, dst = in->out >= 0 ? dev(r, in->out) : 0;
-    return rt_nccl_run(r->nccl, in, src, dst, r->comm, r->done[i], err, errlen);
+    return rt_nccl_run(r->nccl, in, src, dst, r->comm, r->done[i], err);
 }
 
 /* Before step j (ninstr: the end of the run), the compute stream waits for
  * the communication whose bytes it touches there (rt_nccl_wait_points). */
-static int wait_comm(rt_cuda_rank *r, int j, char *err, size_t errlen)
+static int wait_comm(rt_cuda_rank *r, int j, su_status *err)
 {
     for (int k = r->nccl ? r->wait_first[j] : 0; r->nccl && k < r->wait_first[j + 1]; k++)
         if (!CU(StreamWaitEvent(r->stream, r->done[r->wait[k]], 0)))
@@ -623,42 +616,41 @@ static int run_comm(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *in)
     if (r->local)
         return h->comm_dev(h->rank, in, rt_cuda_local_ops(r->local),
                            in->nin ? dev(r, in->in[0]) : 0, in->out >= 0 ? dev(r, in->out) : 0);
-    if (drain(r, h->err, h->errlen) != 0)
+    if (drain(r, h->err) != 0)
         return -1;
-    if (in->nin && to_host(r, h->buf[in->in[0]], in->in[0], rt_type_bytes(&in->in_t[0]), h->err,
-                           h->errlen) != 0)
+    if (in->nin &&
+        to_host(r, h->buf[in->in[0]], in->in[0], rt_type_bytes(&in->in_t[0]), h->err) != 0)
         return -1;
     if (h->comm(h->rank, in, h->buf) != 0)
         return -1;
     if (in->out < 0)
         return 0;
-    return to_device(r, in->out, h->buf[in->out], rt_type_bytes(&in->out_t), h->err, h->errlen);
+    return to_device(r, in->out, h->buf[in->out], rt_type_bytes(&in->out_t), h->err);
 }
 
 /* An i32 instruction on the host copies of its operands, by the CPU
  * backend; its result copied back. */
 static int run_on_host(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *in)
 {
-    if (drain(r, h->err, h->errlen) != 0)
+    if (drain(r, h->err) != 0)
         return -1;
     for (int i = 0; i < in->nin; i++)
-        if (to_host(r, h->buf[in->in[i]], in->in[i], rt_type_bytes(&in->in_t[i]), h->err,
-                    h->errlen) != 0)
+        if (to_host(r, h->buf[in->in[i]], in->in[i], rt_type_bytes(&in->in_t[i]), h->err) != 0)
             return -1;
     rt_cpu_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     memcpy(ctx.coord, r->coord, sizeof ctx.coord);
     ctx.axis_size = r->p->axis_size;
     ctx.naxes = r->p->naxes;
-    if (rt_cpu_run(&ctx, in, h->buf, h->err, h->errlen) != 0)
+    if (rt_cpu_run(&ctx, in, h->buf, h->err) != 0)
         return -1;
-    return to_device(r, in->out, h->buf[in->out], rt_type_bytes(&in->out_t), h->err, h->errlen);
+    return to_device(r, in->out, h->buf[in->out], rt_type_bytes(&in->out_t), h->err);
 }
 
 /* A matmul kernel: one cuBLASLt call, its matmul with the epilogue
  * (parameters A, B, the bias and the residual where there are, the
  * result; runtime/plan/plan.h). */
-static int run_matmul_kernel(rt_cuda_rank *r, const rt_kernel *k, char *err, size_t errlen)
+static int run_matmul_kernel(rt_cuda_rank *r, const rt_kernel *k, su_status *err)
 {
     rt_blas_epilogue epi = {.bits = k->epilogue};
     int j = 2;
@@ -668,7 +660,7 @@ static int run_matmul_kernel(rt_cuda_rank *r, const rt_kernel *k, char *err, siz
         epi.residual = dev(r, k->param[j++]);
     const rt_instr *mm = &r->g->instr[k->instr[0]];
     return rt_blas_matmul(r->blas, mm, &epi, dev(r, k->param[0]), dev(r, k->param[1]),
-                          dev(r, k->param[j]), r->stream, err, errlen)
+                          dev(r, k->param[j]), r->stream, err)
                ? 0
                : -1;
 }
@@ -679,14 +671,14 @@ static int step(rt_cuda_rank *r, const rt_cuda_host *h, int i)
 {
     const rt_instr *in = &r->g->instr[i];
     int32_t k = r->kernel_at[i];
-    if (wait_comm(r, i, h->err, h->errlen) != 0)
+    if (wait_comm(r, i, h->err) != 0)
         return -1;
     if (k >= 0) {
         const rt_kernel *kr = &r->p->kernel[k];
         if (kr->instr[kr->ninstr - 1] != i)
             return 0;
-        return kr->strategy == RT_KS_MATMUL ? run_matmul_kernel(r, kr, h->err, h->errlen)
-                                            : launch(r, kr, h->err, h->errlen);
+        return kr->strategy == RT_KS_MATMUL ? run_matmul_kernel(r, kr, h->err)
+                                            : launch(r, kr, h->err);
     }
     switch (rt_ops[in->op].cls) {
     case RT_K_SOURCE:
@@ -713,17 +705,16 @@ static int64_t local_bytes(const rt_plan *p, const rt_io *io)
  * its buffer on the device, for the next run). */
 static int finish(rt_cuda_rank *r, const rt_cuda_host *h)
 {
-    char *err = h->err;
-    size_t errlen = h->errlen;
+    su_status *err = h->err;
     const rt_plan *p = r->p;
-    if (wait_comm(r, r->g->ninstr, err, errlen) != 0 || drain(r, err, errlen) != 0)
+    if (wait_comm(r, r->g->ninstr, err) != 0 || drain(r, err) != 0)
         return -1;
-    if (r->nccl && rt_nccl_settle(r->nccl, err, errlen) != 0) /* the watchdog forgets them */
+    if (r->nccl && rt_nccl_settle(r->nccl, err) != 0) /* the watchdog forgets them */
         return -1;
     for (int i = 0; i < p->nio; i++) {
         const rt_io *io = &p->io[i];
         if (io->stage == r->stage && io->kind == RT_IO_OUTPUT &&
-            to_host(r, h->buf[io->buffer], io->buffer, local_bytes(p, io), err, errlen) != 0)
+            to_host(r, h->buf[io->buffer], io->buffer, local_bytes(p, io), err) != 0)
             return -1;
     }
     for (int i = 0; i < p->nio; i++) {
@@ -732,7 +723,7 @@ static int finish(rt_cuda_rank *r, const rt_cuda_host *h)
             (io->kind != RT_IO_PARAM && io->kind != RT_IO_STATE))
             continue;
         int64_t n = local_bytes(p, io);
-        if (to_host(r, h->buf[io->update], io->update, n, err, errlen) != 0)
+        if (to_host(r, h->buf[io->update], io->update, n, err) != 0)
             return -1;
         if (io->update != io->buffer &&
             !CU(MemcpyDtoDAsync(dev(r, io->buffer), dev(r, io->update), (size_t)n, r->stream)))
@@ -757,7 +748,7 @@ static bool traced(const rt_cuda_rank *r, const rt_cuda_host *h, int i)
 
 /* Event e recorded on stream s; in a capture as an event record node,
  * which records it again at each launch of the graph. */
-static int mark(rt_cuda_rank *r, rt_cu_event e, rt_cu_stream s, char *err, size_t errlen)
+static int mark(rt_cuda_rank *r, rt_cu_event e, rt_cu_stream s, su_status *err)
 {
     bool ok = r->capturing ? CU(EventRecordWithFlags(e, s, RT_CU_EVENT_RECORD_EXTERNAL))
                            : CU(EventRecord(e, s));
@@ -769,21 +760,18 @@ static int mark(rt_cuda_rank *r, rt_cu_event e, rt_cu_stream s, char *err, size_
  * failure names it. */
 static int run_instr(rt_cuda_rank *r, const rt_cuda_host *h, int i)
 {
-    char *err = h->err;
-    size_t errlen = h->errlen;
+    su_status *err = h->err;
     const rt_instr *in = &r->g->instr[i];
     bool timed = h->trace && traced(r, h, i);
     rt_cu_stream end_on = r->nccl && rt_ops[in->op].cls == RT_K_COMM ? r->comm : r->stream;
-    if (timed && mark(r, r->ev_begin[i], r->stream, err, errlen) != 0)
+    if (timed && mark(r, r->ev_begin[i], r->stream, err) != 0)
         return -1;
     if (step(r, h, i) != 0) {
-        char msg[1024], where[256];
-        snprintf(msg, sizeof msg, "%s", err);
-        return su_errf(err, errlen, "%sinstruction %d (%s): %s",
-                       rt_instr_where(r->p, in, where, sizeof where), i, rt_ops[in->op].name,
-                       msg);
+        char where[256];
+        return su_prefix(err, "%sinstruction %d (%s): ",
+                         rt_instr_where(r->p, in, where, sizeof where), i, rt_ops[in->op].name);
     }
-    if (timed && mark(r, r->ev_end[i], end_on, err, errlen) != 0)
+    if (timed && mark(r, r->ev_end[i], end_on, err) != 0)
         return -1;
     if (timed)
         r->timed[i] = true;
@@ -795,15 +783,14 @@ static int run_instr(rt_cuda_rank *r, const rt_cuda_host *h, int i)
  * stream; the host's clock is read around its synchronisation. */
 static int trace_start(rt_cuda_rank *r, const rt_cuda_host *h)
 {
-    char *err = h->err;
-    size_t errlen = h->errlen;
+    su_status *err = h->err;
     int n = r->g->ninstr;
     if (!r->timed) {
         r->ev_begin = calloc((size_t)n + 1, sizeof *r->ev_begin);
         r->ev_end = calloc((size_t)n + 1, sizeof *r->ev_end);
         r->timed = calloc((size_t)n + 1, sizeof *r->timed);
         if (!r->ev_begin || !r->ev_end || !r->timed)
-            return su_errf(err, errlen, "out of memory");
+            return su_fail(err, SU_NOMEM, "out of memory");
         if (!CU(EventCreate(&r->start, RT_CU_EVENT_DEFAULT)))
             return -1;
         for (int i = 0; i < n; i++)
@@ -822,8 +809,7 @@ static int trace_start(rt_cuda_rank *r, const rt_cuda_host *h)
 /* After the run: each timed instruction's device times into the trace. */
 static int trace_read(rt_cuda_rank *r, const rt_cuda_host *h)
 {
-    char *err = h->err;
-    size_t errlen = h->errlen;
+    su_status *err = h->err;
     if (r->nccl && !CU(StreamSynchronize(r->comm))) /* the end events of its ops */
         return -1;
     for (int i = 0; i < r->g->ninstr; i++) {
@@ -842,13 +828,12 @@ static int trace_read(rt_cuda_rank *r, const rt_cuda_host *h)
  * first in program order fails the run, with the CPU backend's message. */
 static int check_error_words(rt_cuda_rank *r, const rt_cuda_host *h)
 {
-    char *err = h->err;
-    size_t errlen = h->errlen;
+    su_status *err = h->err;
     if (!r->nslots)
         return 0;
     uint64_t *w = malloc((size_t)r->nslots * sizeof *w);
     if (!w)
-        return su_errf(err, errlen, "out of memory");
+        return su_fail(err, SU_NOMEM, "out of memory");
     if (!CU(MemcpyDtoHAsync(w, r->slots, (size_t)r->nslots * sizeof *w, r->stream)) ||
         !CU(StreamSynchronize(r->stream))) {
         free(w);
@@ -864,8 +849,11 @@ static int check_error_words(rt_cuda_rank *r, const rt_cuda_host *h)
             first = at;
         }
     }
-    if (bad >= 0)
-        rt_cuda_error_message(r->p, bad, w[r->slot[bad]], err, errlen);
+    if (bad >= 0) { /* an id or label outside its range: the data's fault */
+        char msg[1024];
+        rt_cuda_error_message(r->p, bad, w[r->slot[bad]], msg, sizeof msg);
+        su_fail(err, SU_INPUT, "%s", msg);
+    }
     free(w);
     return bad >= 0 ? -1 : 0;
 }
@@ -875,8 +863,7 @@ static int check_error_words(rt_cuda_rank *r, const rt_cuda_host *h)
  * instantiated. */
 static int capture(rt_cuda_rank *r, const rt_cuda_host *h, int s)
 {
-    char *err = h->err;
-    size_t errlen = h->errlen;
+    su_status *err = h->err;
     const rt_graph_span *sp = &r->span[s];
     if (!CU(StreamBeginCapture(r->stream, RT_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)))
         return -1;
@@ -887,17 +874,15 @@ static int capture(rt_cuda_rank *r, const rt_cuda_host *h, int s)
     r->capturing = false;
     rt_cu_graph graph = NULL;
     rt_cu_result res = r->cu->StreamEndCapture(r->stream, &graph); /* also after a failure */
-    if (rc == 0 && !rt_cu_check(r->cu, res, "StreamEndCapture", __FILE__, __LINE__, err, errlen))
+    if (rc == 0 && !rt_cu_check(r->cu, res, "StreamEndCapture", __FILE__, __LINE__, err))
         rc = -1;
     if (rc == 0 && !CU(GraphInstantiate(&r->exec[s], graph, 0)))
         rc = -1;
     if (graph)
         r->cu->GraphDestroy(graph);
     if (rc != 0) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", err);
-        su_errf(err, errlen, "capturing instructions %d..%d as a CUDA graph: %s", (int)sp->first,
-             (int)sp->end - 1, msg);
+        su_prefix(err, "capturing instructions %d..%d as a CUDA graph: ", (int)sp->first,
+                  (int)sp->end - 1);
     }
     return rc;
 }
@@ -906,14 +891,13 @@ static int capture(rt_cuda_rank *r, const rt_cuda_host *h, int s)
  * host instructions between them as in an eager run. */
 static int run_graphs(rt_cuda_rank *r, const rt_cuda_host *h)
 {
-    char *err = h->err;
-    size_t errlen = h->errlen;
+    su_status *err = h->err;
     if (r->nspans < 0) {
         r->span = malloc(((size_t)r->g->ninstr / 2 + 1) * sizeof *r->span);
         int32_t n = r->span ? rt_cuda_graph_spans(r->p, r->stage, r->span) : -1;
         r->exec = n >= 0 ? calloc((size_t)n + 1, sizeof *r->exec) : NULL;
         if (!r->exec)
-            return su_errf(err, errlen, "out of memory");
+            return su_fail(err, SU_NOMEM, "out of memory");
         r->nspans = n;
     }
     int s = 0;
@@ -926,10 +910,8 @@ static int run_graphs(rt_cuda_rank *r, const rt_cuda_host *h)
         if (!r->exec[s] && capture(r, h, s) != 0)
             return -1;
         if (!CU(GraphLaunch(r->exec[s], r->stream))) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", err);
-            return su_errf(err, errlen, "launching the graph of instructions %d..%d: %s",
-                        (int)r->span[s].first, (int)r->span[s].end - 1, msg);
+            return su_prefix(err, "launching the graph of instructions %d..%d: ",
+                             (int)r->span[s].first, (int)r->span[s].end - 1);
         }
         for (int j = r->span[s].first; h->trace && j < r->span[s].end; j++)
             r->timed[j] = traced(r, h, j);
@@ -949,22 +931,21 @@ static int run_eager(rt_cuda_rank *r, const rt_cuda_host *h)
 int rt_cuda_run(rt_cuda_rank **rp, const rt_plan *p, int stage, int64_t rank,
                 const rt_cuda_host *h)
 {
-    char *err = h->err;
-    size_t errlen = h->errlen;
+    su_status *err = h->err;
     rt_cuda_rank *r = *rp;
     if (!r) {
         r = *rp = calloc(1, sizeof *r);
         if (!r)
-            return su_errf(err, errlen, "out of memory");
+            return su_fail(err, SU_NOMEM, "out of memory");
         r->p = p;
         r->stage = stage;
         r->g = &p->stage[stage];
         r->nccl = h->nccl;
         rt_plan_coords(p, rank, r->coord);
-        if (setup(r, rank, err, errlen) != 0)
+        if (setup(r, rank, err) != 0)
             return -1;
         if (h->local && rt_cuda_local_rank_new(h->local, r->cu, r->dev, r->cc, r->stream, stage,
-                                               &r->local, err, errlen) != 0)
+                                               &r->local, err) != 0)
             return -1;
     } else if (!CU(CtxSetCurrent(r->ctx))) { /* each run's threads are new */
         return -1;
@@ -976,7 +957,7 @@ int rt_cuda_run(rt_cuda_rank **rp, const rt_plan *p, int stage, int64_t rank,
     if ((graphs ? run_graphs(r, h) : run_eager(r, h)) != 0 || finish(r, h) != 0 ||
         check_error_words(r, h) != 0) {
         if (r->nccl) /* the watchdog's failure, when there is one, is the cause */
-            rt_nccl_failed(r->nccl, err, errlen);
+            rt_nccl_failed(r->nccl, err);
         return -1;
     }
     if (h->trace && trace_read(r, h) != 0)

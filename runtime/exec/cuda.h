@@ -31,6 +31,7 @@
  * is refused by rt_cuda_check before anything runs, naming it. */
 #ifndef SHARDC_RT_CUDA_H
 #define SHARDC_RT_CUDA_H
+#include "support/support.h"
 #include "runtime/plan/plan.h"
 
 #include <stdbool.h>
@@ -40,10 +41,10 @@
  * or one the backend runs (the header's list). Returns 0; 1 with "no
  * usable CUDA driver: ..." or "no CUDA device: ..." in err; 2 with
  * "stage 0, instruction 12 (embedding): ..." for a plan it cannot run. */
-int rt_cuda_check(const rt_plan *p, char *err, size_t errlen);
+int rt_cuda_check(const rt_plan *p, su_status *err);
 /* The plan half of rt_cuda_check, which needs no GPU: 0, or -1 with
  * "stage 0, instruction 12 (embedding): ..." in err. */
-int rt_cuda_check_plan(const rt_plan *p, char *err, size_t errlen);
+int rt_cuda_check_plan(const rt_plan *p, su_status *err);
 
 struct rt_dev_ops; /* comm_dev.h */
 
@@ -57,8 +58,7 @@ typedef struct rt_cuda_host {
     /* a collective, send or recv on host buffers */
     int (*comm)(void *rank, const rt_instr *in, void *const *buf);
     bool load_params;              /* params and states are (re)loaded this run */
-    char *err;                     /* the rank's message buffer */
-    size_t errlen;
+    su_status *err;                /* the rank's status */
     /* NULL: collectives, sends and receives through `comm` on the host;
      * else (--comm nccl) on the device by NCCL, on a comm stream of the
      * rank's own, and the rank's GPU is rt_nccl_device (comm_nccl.h) */

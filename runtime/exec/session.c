@@ -63,7 +63,7 @@ typedef struct rank_state {
     rt_trace tr;              /* --trace: the instructions run, timed */
     rt_cuda_rank *cuda;       /* the cuda backend's device state */
     int failed;
-    char err[ERRLEN];
+    su_status err;
 } rank_state;
 
 struct rt_session {
@@ -91,7 +91,7 @@ struct rt_session {
     int32_t *first;           /* per io entry: rt_plan_io_first */
     char *generated;
     pthread_mutex_t mu;       /* first_err */
-    char first_err[ERRLEN + 64];
+    su_status first_err;
     bool has_err;
     double trace_origin;      /* rt_trace_now() when the timeline starts */
     bool origin_set;
@@ -258,15 +258,14 @@ static int load_from_param(rank_state *rs, const rt_io *io, const int64_t *start
     int esize = rt_dtype_size(src->type.dtype);
     void *tmp = malloc((size_t)(n > 0 ? n : 1) * (size_t)esize);
     if (!tmp)
-        return su_errf(rs->err, sizeof rs->err, "out of memory making '%s' from param '%s'",
+        return su_fail(&rs->err, SU_NOMEM, "out of memory making '%s' from param '%s'",
                     io->name, src->name);
     int rc = 0;
     const binding *b = find_binding(s, src->name);
     if (b)
         copy_block(&src->type, start, count, esize, b->data, tmp, false);
     else if (s->params && rt_st_find(s->params, src->name))
-        rc = rt_st_read_block(s->params, src->name, &src->type, start, count, tmp, rs->err,
-                              sizeof rs->err);
+        rc = rt_st_read_block(s->params, src->name, &src->type, start, count, tmp, &rs->err);
     else
         rt_init_block(src->init, src->init_a, src->init_b, s->o.seed, src->name, &src->type,
                       start, count, tmp);
@@ -294,14 +293,12 @@ static int load_source(rank_state *rs, const rt_instr *in, void *dst)
     if (io->init == RT_INIT_PARAM && find_binding(s, io->init_param))
         return load_from_param(rs, io, start, count, dst);
     if (s->ckpt && io->kind != RT_IO_INPUT)
-        return rt_ckpt_read(s->ckpt, in->io, start, count, dst, rs->err, sizeof rs->err);
+        return rt_ckpt_read(s->ckpt, in->io, start, count, dst, &rs->err);
     rt_st_file *f = io->kind == RT_IO_INPUT ? s->inputs : s->params;
     if (f && io->kind == RT_IO_INPUT)
-        return rt_input_read(f, io, s->step_base + s->steps, start, count, dst, rs->err,
-                             sizeof rs->err);
+        return rt_input_read(f, io, s->step_base + s->steps, start, count, dst, &rs->err);
     if (f && rt_st_find(f, io->name))
-        return rt_st_read_block(f, io->name, &io->type, start, count, dst, rs->err,
-                                sizeof rs->err);
+        return rt_st_read_block(f, io->name, &io->type, start, count, dst, &rs->err);
     if (io->init == RT_INIT_PARAM)
         return load_from_param(rs, io, start, count, dst);
     rt_init_block(io->init, io->init_a, io->init_b, s->o.seed, io->name, &io->type, start, count,
@@ -328,7 +325,7 @@ static int group_of(rank_state *rs, const rt_instr *in, rt_group **g)
             *g = rs->groups[k];
             return 0;
         }
-    return su_errf(rs->err, sizeof rs->err, "no group for the collective's axes");
+    return su_fail(&rs->err, SU_INTERNAL, "no group for the collective's axes");
 }
 
 /* The rank of stage `stage` that this rank's send or recv pairs with: its
@@ -348,7 +345,7 @@ static int run_p2p(rank_state *rs, const rt_instr *in, void *const *bufs)
                  ? rt_send(rs->comm, peer, bufs[in->in[0]], rt_type_bytes(&in->in_t[0]))
                  : rt_recv(rs->comm, peer, bufs[in->out], rt_type_bytes(&in->out_t));
     if (rc != 0)
-        snprintf(rs->err, sizeof rs->err, "%s", rt_comm_error(rs->comm));
+        rt_comm_status(rs->comm, &rs->err);
     return rc;
 }
 
@@ -386,7 +383,7 @@ static int run_comm(rank_state *rs, const rt_instr *in, void *const *bufs)
         }
         tmp = malloc((size_t)out_bytes);
         if (!tmp)
-            return su_errf(rs->err, sizeof rs->err, "out of memory in all_gather");
+            return su_fail(&rs->err, SU_NOMEM, "out of memory in all_gather");
         rc = rt_all_gather(g, src, tmp, in_bytes);
         if (rc == 0)
             unpack_concat(&in->in_t[0], (int)in->dim, G, tmp, dst);
@@ -398,7 +395,7 @@ static int run_comm(rank_state *rs, const rt_instr *in, void *const *bufs)
         }
         tmp = malloc((size_t)in_bytes);
         if (!tmp)
-            return su_errf(rs->err, sizeof rs->err, "out of memory in reduce_scatter");
+            return su_fail(&rs->err, SU_NOMEM, "out of memory in reduce_scatter");
         pack_split(&in->in_t[0], (int)in->dim, G, src, tmp);
         rc = rt_reduce_scatter(g, tmp, dst, rt_type_numel(&in->out_t), dtype);
         break;
@@ -408,7 +405,7 @@ static int run_comm(rank_state *rs, const rt_instr *in, void *const *bufs)
         if (!tmp || !tmp2) {
             free(tmp);
             free(tmp2);
-            return su_errf(rs->err, sizeof rs->err, "out of memory in all_to_all");
+            return su_fail(&rs->err, SU_NOMEM, "out of memory in all_to_all");
         }
         pack_split(&in->in_t[0], (int)in->dim, G, src, tmp);
         rc = rt_all_to_all(g, tmp, tmp2, in_bytes / G);
@@ -420,12 +417,12 @@ static int run_comm(rank_state *rs, const rt_instr *in, void *const *bufs)
         break;
     }
     default:
-        return su_errf(rs->err, sizeof rs->err, "%s is not a collective", rt_ops[in->op].name);
+        return su_fail(&rs->err, SU_INTERNAL, "%s is not a collective", rt_ops[in->op].name);
     }
     comm_free(rs, tmp);
     comm_free(rs, tmp2);
     if (rc != 0)
-        snprintf(rs->err, sizeof rs->err, "%s", rt_comm_error(rs->comm));
+        rt_comm_status(rs->comm, &rs->err);
     return rc;
 }
 
@@ -438,12 +435,12 @@ static int rank_setup(rank_state *rs)
     if (!rs->buf) {
         rs->buf = calloc((size_t)prog->nbuf + 1, sizeof *rs->buf);
         if (!rs->buf)
-            return su_errf(rs->err, sizeof rs->err, "out of memory");
+            return su_fail(&rs->err, SU_NOMEM, "out of memory");
         /* RT_ALIGN-aligned, as the offsets are */
         size_t n = ((size_t)prog->arena_bytes + RT_ALIGN) / RT_ALIGN * RT_ALIGN;
         rs->arena = aligned_alloc(RT_ALIGN, n);
         if (!rs->arena)
-            return su_errf(rs->err, sizeof rs->err, "out of memory for the arena (%lld bytes)",
+            return su_fail(&rs->err, SU_NOMEM, "out of memory for the arena (%lld bytes)",
                         (long long)prog->arena_bytes);
         memset(rs->arena, 0, n);
         for (int i = 0; i < prog->nbuf; i++)
@@ -452,11 +449,11 @@ static int rank_setup(rank_state *rs)
     if (!rs->groups) {
         rs->groups = calloc((size_t)s->nkeys + 1, sizeof *rs->groups);
         if (!rs->groups)
-            return su_errf(rs->err, sizeof rs->err, "out of memory");
+            return su_fail(&rs->err, SU_NOMEM, "out of memory");
         for (int k = 0; k < s->nkeys; k++) {
             if (rt_comm_group(rs->comm, s->keys[k].axes, s->keys[k].n, &rs->groups[k]) != 0)
-                return su_errf(rs->err, sizeof rs->err, "%s", rt_comm_error(rs->comm));
-            if (s->nccl && rt_nccl_group(s->nccl, rs->groups[k], rs->err, sizeof rs->err) != 0)
+                return rt_comm_status(rs->comm, &rs->err);
+            if (s->nccl && rt_nccl_group(s->nccl, rs->groups[k], &rs->err) != 0)
                 return -1;
         }
     }
@@ -471,7 +468,7 @@ static int trace_origin(rank_state *rs)
     if (s->origin_set)
         return 0;
     if (s->o.comm != RT_COMM_LOCAL && rt_barrier(rs->groups[s->nkeys - 1]) != 0)
-        return su_errf(rs->err, sizeof rs->err, "%s", rt_comm_error(rs->comm));
+        return rt_comm_status(rs->comm, &rs->err);
     s->trace_origin = rt_trace_now();
     s->origin_set = true;
     return 0;
@@ -509,7 +506,7 @@ static int cuda_comm_dev(void *rank, const rt_instr *in, const rt_dev_ops *d, ui
     else
         rc = rt_dcomm_collective(g, d, in, src, dst);
     if (rc != 0)
-        snprintf(rs->err, sizeof rs->err, "%s", rt_comm_error(rs->comm));
+        rt_comm_status(rs->comm, &rs->err);
     return rc;
 }
 
@@ -519,8 +516,8 @@ static int rank_run_cuda(rank_state *rs)
     if (s->o.trace && trace_origin(rs) != 0)
         return -1;
     rt_cuda_host h = {.rank = rs, .buf = rs->buf, .source = cuda_source, .comm = cuda_comm,
-                      .load_params = !rs->params_loaded || s->params_dirty, .err = rs->err,
-                      .errlen = sizeof rs->err, .nccl = s->nccl, .graph = s->o.graph,
+                      .load_params = !rs->params_loaded || s->params_dirty, .err = &rs->err,
+                      .nccl = s->nccl, .graph = s->o.graph,
                       .trace = s->o.trace ? &rs->tr : NULL, .step = (int32_t)s->steps,
                       .origin = s->trace_origin};
     h.local = s->dlocal;
@@ -560,24 +557,20 @@ static int rank_run(rank_state *rs)
                 rc = load_source(rs, in, rs->buf[in->out]);
             break;
         case RT_K_COMPUTE:
-            rc = rt_cpu_run(&ctx, in, rs->buf, rs->err, sizeof rs->err);
+            rc = rt_cpu_run(&ctx, in, rs->buf, &rs->err);
             break;
         case RT_K_COMM:
             rc = run_comm(rs, in, rs->buf);
             break;
         }
         if (rc != 0) {
-            char tmp[ERRLEN - 64], where[256];
-            memcpy(tmp, rs->err, sizeof tmp - 1);
-            tmp[sizeof tmp - 1] = 0;
+            char where[256];
             rt_instr_where(s->p, in, where, sizeof where);
             if (in->op == RT_OP_SEND || in->op == RT_OP_RECV)
-                return su_errf(rs->err, sizeof rs->err,
-                               "%sinstruction %d (%s %s stage %lld): %s", where, i,
-                               rt_ops[in->op].name, in->op == RT_OP_SEND ? "to" : "from",
-                               (long long)in->dim, tmp);
-            return su_errf(rs->err, sizeof rs->err, "%sinstruction %d (%s): %s", where, i,
-                           rt_ops[in->op].name, tmp);
+                return su_prefix(&rs->err, "%sinstruction %d (%s %s stage %lld): ", where, i,
+                                 rt_ops[in->op].name, in->op == RT_OP_SEND ? "to" : "from",
+                                 (long long)in->dim);
+            return su_prefix(&rs->err, "%sinstruction %d (%s): ", where, i, rt_ops[in->op].name);
         }
         bool idle = rt_ops[in->op].cls == RT_K_SOURCE && in->op != RT_OP_INPUT && !load_params;
         if (s->o.trace && !idle)
@@ -595,10 +588,10 @@ static void rank_failed(rank_state *rs)
     pthread_mutex_lock(&s->mu);
     if (!s->has_err) {
         s->has_err = true;
-        snprintf(s->first_err, sizeof s->first_err, "rank %lld: %s", (long long)rs->rank,
-                 rs->err);
+        su_status_copy(&s->first_err, &rs->err);
+        su_prefix(&s->first_err, "rank %lld: ", (long long)rs->rank);
         if (s->o.comm == RT_COMM_LOCAL)
-            rt_comm_abort(rs->comm, rs->err);
+            rt_comm_abort(rs->comm, rs->err.msg);
     }
     pthread_mutex_unlock(&s->mu);
 }
@@ -655,7 +648,7 @@ static bool holds(const rt_plan *p, const int64_t *coord, const rt_io *io)
  * from every rank's block over the group of all axes (member index ==
  * rank; a rank of another stage sends zeros), placed by the ranks of its
  * stage. */
-static int gather_mpi(rt_session *s, const rt_io *io, uint8_t *full, char *err, size_t errlen)
+static int gather_mpi(rt_session *s, const rt_io *io, uint8_t *full, su_status *err)
 {
     const rt_plan *p = s->p;
     rank_state *rs = &s->ranks[0];
@@ -665,13 +658,13 @@ static int gather_mpi(rt_session *s, const rt_io *io, uint8_t *full, char *err, 
     if (!mine || !all) {
         free(mine);
         free(all);
-        return su_errf(err, errlen, "out of memory gathering '%s'", io->name);
+        return su_fail(err, SU_NOMEM, "out of memory gathering '%s'", io->name);
     }
     if (holds(p, rs->coord, io))
         memcpy(mine, rs->buf[io->buffer], (size_t)lb);
     int rc = rt_all_gather(rs->groups[s->nkeys - 1], mine, all, lb);
     if (rc != 0)
-        su_errf(err, errlen, "gathering '%s': %s", io->name, rt_comm_error(rs->comm));
+        su_fail(err, SU_PEER, "gathering '%s': %s", io->name, rt_comm_error(rs->comm));
     for (int64_t r = 0; rc == 0 && r < s->nranks; r++) {
         int64_t coord[RT_MAX_AXES], start[RT_MAX_RANK];
         rt_plan_coords(p, r, coord);
@@ -693,7 +686,7 @@ static int gather_outputs_mpi(rt_session *s, rank_state *rs)
     const rt_plan *p = s->p;
     for (int i = 0; i < p->nio; i++)
         if (p->io[i].kind == RT_IO_OUTPUT &&
-            gather_mpi(s, &p->io[i], s->out[i], rs->err, sizeof rs->err) != 0)
+            gather_mpi(s, &p->io[i], s->out[i], &rs->err) != 0)
             return -1;
     return 0;
 }
@@ -756,7 +749,7 @@ static void free_kept(kept *k)
     free(k->data);
 }
 
-static int gather_kept(rt_session *s, kept *k, char *err, size_t errlen)
+static int gather_kept(rt_session *s, kept *k, su_status *err)
 {
     const rt_plan *p = s->p;
     memset(k, 0, sizeof *k);
@@ -764,20 +757,20 @@ static int gather_kept(rt_session *s, kept *k, char *err, size_t errlen)
     k->types = calloc((size_t)p->nio + 1, sizeof *k->types);
     k->data = calloc((size_t)p->nio + 1, sizeof *k->data);
     if (!k->names || !k->types || !k->data)
-        return su_errf(err, errlen, "out of memory");
+        return su_fail(err, SU_NOMEM, "out of memory");
     for (int i = 0; i < p->nio; i++) {
         const rt_io *io = &p->io[i];
         if (!is_kept(io) || s->first[i] != i)
             continue;
         uint8_t *full = calloc(1, (size_t)rt_type_bytes(&io->type) + 1);
         if (!full)
-            return su_errf(err, errlen, "out of memory gathering '%s'", io->name);
+            return su_fail(err, SU_NOMEM, "out of memory gathering '%s'", io->name);
         k->names[k->n] = io->name;
         k->types[k->n] = io->type;
         k->data[k->n++] = full;
         if (s->o.comm == RT_COMM_LOCAL)
             gather_kept_local(s, io, full);
-        else if (gather_mpi(s, io, full, err, errlen) != 0)
+        else if (gather_mpi(s, io, full, err) != 0)
             return -1;
     }
     return 0;
@@ -796,29 +789,29 @@ static void add_key(rt_session *s, const uint8_t *axes, int n)
     memcpy(key->axes, axes, (size_t)n);
 }
 
-int rt_session_graph_check(const rt_session_opts *o, char *err, size_t errlen)
+int rt_session_graph_check(const rt_session_opts *o, su_status *err)
 {
     if (o->backend != RT_BACKEND_CUDA)
-        return su_errf(err, errlen, "CUDA graphs need the cuda backend");
+        return su_fail(err, SU_USAGE, "CUDA graphs need the cuda backend");
     if (o->comm == RT_COMM_NCCL)
-        return su_errf(err, errlen, "CUDA graphs are not supported with the nccl communicator yet "
+        return su_fail(err, SU_USAGE, "CUDA graphs are not supported with the nccl communicator yet "
                     "(its collectives run on a stream of their own, outside the capture)");
     return 0;
 }
 
-rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err, size_t errlen)
+rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, su_status *err)
 {
     if (o->comm == RT_COMM_NCCL && o->backend != RT_BACKEND_CUDA) {
-        su_errf(err, errlen, "the nccl communicator needs the cuda backend");
+        su_fail(err, SU_USAGE, "the nccl communicator needs the cuda backend");
         return NULL;
     }
-    if (o->graph && rt_session_graph_check(o, err, errlen) != 0)
+    if (o->graph && rt_session_graph_check(o, err) != 0)
         return NULL;
-    if (o->backend == RT_BACKEND_CUDA && rt_cuda_check(p, err, errlen) != 0)
+    if (o->backend == RT_BACKEND_CUDA && rt_cuda_check(p, err) != 0)
         return NULL;
     rt_session *s = calloc(1, sizeof *s);
     if (!s) {
-        su_errf(err, errlen, "out of memory");
+        su_fail(err, SU_NOMEM, "out of memory");
         return NULL;
     }
     s->p = p;
@@ -835,7 +828,7 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err
     s->out = calloc((size_t)p->nio + 1, sizeof *s->out);
     s->first = calloc((size_t)p->nio + 1, sizeof *s->first);
     if (!s->keys || !s->out || !s->first || !rt_plan_io_first(p, s->first)) {
-        su_errf(err, errlen, "out of memory");
+        su_fail(err, SU_NOMEM, "out of memory");
         goto bad;
     }
     for (int st = 0; st < p->nstages; st++)
@@ -857,15 +850,15 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err
         if (p->io[i].kind == RT_IO_OUTPUT) {
             s->out[i] = calloc(1, (size_t)rt_type_bytes(&p->io[i].type) + 1);
             if (!s->out[i]) {
-                su_errf(err, errlen, "out of memory for output '%s'", p->io[i].name);
+                su_fail(err, SU_NOMEM, "out of memory for output '%s'", p->io[i].name);
                 goto bad;
             }
         }
-    if (o->params_path && rt_st_open(o->params_path, &s->params, err, errlen) != 0)
+    if (o->params_path && rt_st_open(o->params_path, &s->params, err) != 0)
         goto bad;
-    if (o->inputs_path && rt_st_open(o->inputs_path, &s->inputs, err, errlen) != 0)
+    if (o->inputs_path && rt_st_open(o->inputs_path, &s->inputs, err) != 0)
         goto bad;
-    if (rt_match_files(p, s->first, s->params, s->inputs, err, errlen) != 0)
+    if (rt_match_files(p, s->first, s->params, s->inputs, err) != 0)
         goto bad;
     rt_mesh_desc mesh;
     memset(&mesh, 0, sizeof mesh);
@@ -875,11 +868,11 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err
         mesh.name[a] = p->axis_name[a];
     }
     if (o->comm == RT_COMM_LOCAL) {
-        s->world = rt_local_world_new(&mesh, o->timeout_ms, err, errlen);
+        s->world = rt_local_world_new(&mesh, o->timeout_ms, err);
         if (!s->world)
             goto bad;
         if (o->backend == RT_BACKEND_CUDA && !(s->dlocal = rt_cuda_local_new(p))) {
-            su_errf(err, errlen, "out of memory");
+            su_fail(err, SU_NOMEM, "out of memory");
             goto bad;
         }
         s->nhere = s->nranks;
@@ -887,13 +880,13 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err
 #ifdef SHARDC_HAVE_MPI
         s->nhere = 1;
 #else
-        su_errf(err, errlen, "this build of shardc has no MPI: use the local communicator");
+        su_fail(err, SU_USAGE, "this build of shardc has no MPI: use the local communicator");
         goto bad;
 #endif
     }
     s->ranks = calloc((size_t)s->nhere, sizeof *s->ranks);
     if (!s->ranks) {
-        su_errf(err, errlen, "out of memory");
+        su_fail(err, SU_NOMEM, "out of memory");
         goto bad;
     }
     for (int64_t r = 0; r < s->nhere; r++) {
@@ -903,12 +896,13 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err
             rs->comm = rt_local_comm(s->world, r);
         } else {
 #ifdef SHARDC_HAVE_MPI
-            rs->comm = rt_mpi_comm_new(&mesh, o->timeout_ms, err, errlen);
+            rs->comm = rt_mpi_comm_new(&mesh, o->timeout_ms, err);
 #endif
         }
         if (!rs->comm) {
             if (o->comm == RT_COMM_LOCAL)
-                su_errf(err, errlen, "cannot make the communicator of rank %lld", (long long)r);
+                su_fail(err, SU_INTERNAL, "cannot make the communicator of rank %lld",
+                        (long long)r);
             goto bad;
         }
         rs->rank = rt_comm_rank(rs->comm);
@@ -916,7 +910,7 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err
         int stage = p->stage_axis >= 0 ? (int)rs->coord[p->stage_axis] : 0;
         rs->prog = &p->stage[stage];
     }
-    if (o->comm == RT_COMM_NCCL && !(s->nccl = rt_nccl_new(p, &mesh, o->timeout_ms, err, errlen)))
+    if (o->comm == RT_COMM_NCCL && !(s->nccl = rt_nccl_new(p, &mesh, o->timeout_ms, err)))
         goto bad;
     return s;
 bad:
@@ -974,18 +968,18 @@ static const char *io_where(const rt_plan *p, const rt_io *io, char *buf, size_t
     return buf;
 }
 
-int rt_session_bind(rt_session *s, const char *name, const void *data, size_t bytes, char *err,
-                    size_t errlen)
+int rt_session_bind(rt_session *s, const char *name, const void *data, size_t bytes,
+                    su_status *err)
 {
     const rt_io *io = NULL;
     for (int i = 0; i < s->p->nio && !io; i++)
         if (s->p->io[i].kind != RT_IO_OUTPUT && strcmp(s->p->io[i].name, name) == 0)
             io = &s->p->io[i];
     if (!io)
-        return su_errf(err, errlen, "the plan has no input, param or state called '%s'", name);
+        return su_fail(err, SU_USAGE, "the plan has no input, param or state called '%s'", name);
     char tb[128], where[256];
     if ((int64_t)bytes != rt_type_bytes(&io->type))
-        return su_errf(err, errlen, "%s'%s' is %s (%lld bytes), but %zu bytes were bound",
+        return su_fail(err, SU_USAGE, "%s'%s' is %s (%lld bytes), but %zu bytes were bound",
                        io_where(s->p, io, where, sizeof where), name,
                        rt_type_str(&io->type, tb, sizeof tb),
                        (long long)rt_type_bytes(&io->type), bytes);
@@ -998,25 +992,25 @@ int rt_session_bind(rt_session *s, const char *name, const void *data, size_t by
         }
     binding *nb = realloc(s->bind, ((size_t)s->nbind + 1) * sizeof *nb);
     if (!nb)
-        return su_errf(err, errlen, "out of memory");
+        return su_fail(err, SU_NOMEM, "out of memory");
     s->bind = nb;
     char *copy = strdup(name);
     if (!copy)
-        return su_errf(err, errlen, "out of memory");
+        return su_fail(err, SU_NOMEM, "out of memory");
     s->bind[s->nbind++] = (binding){copy, data, bytes};
     s->params_dirty |= is_kept(io);
     return 0;
 }
 
 /* Names of the sources the run makes from the seed. */
-static int note_generated(rt_session *s, char *err, size_t errlen)
+static int note_generated(rt_session *s, su_status *err)
 {
     size_t cap = 1, len = 0;
     for (int i = 0; i < s->p->nio; i++)
         cap += strlen(s->p->io[i].name) + 2;
     char *g = malloc(cap);
     if (!g)
-        return su_errf(err, errlen, "out of memory");
+        return su_fail(err, SU_NOMEM, "out of memory");
     g[0] = 0;
     for (int i = 0; i < s->p->nio; i++) {
         const rt_io *io = &s->p->io[i];
@@ -1037,32 +1031,32 @@ static int note_generated(rt_session *s, char *err, size_t errlen)
     return 0;
 }
 
-int rt_session_check_params(const rt_session *s, char *err, size_t errlen)
+int rt_session_check_params(const rt_session *s, su_status *err)
 {
     if (!s->params || s->ckpt) /* the checkpoint holds every param */
         return 0;
     bool *bound = calloc((size_t)s->p->nio + 1, sizeof *bound);
     if (!bound)
-        return su_errf(err, errlen, "out of memory");
+        return su_fail(err, SU_NOMEM, "out of memory");
     for (int i = 0; i < s->p->nio; i++)
         bound[i] = find_binding(s, s->p->io[i].name) != NULL;
-    int rc = rt_match_missing(s->p, s->first, s->params, bound, s->o.init_missing, err, errlen);
+    int rc = rt_match_missing(s->p, s->first, s->params, bound, s->o.init_missing, err);
     free(bound);
     return rc;
 }
 
 /* Every rank a thread of this process, then the outputs. */
-static int run_local(rt_session *s, char *err, size_t errlen)
+static int run_local(rt_session *s, su_status *err)
 {
     pthread_t *th = calloc((size_t)s->nhere, sizeof *th);
     if (!th)
-        return su_errf(err, errlen, "out of memory");
+        return su_fail(err, SU_NOMEM, "out of memory");
     int64_t started = 0;
     for (; started < s->nhere; started++)
         if (pthread_create(&th[started], NULL, rank_thread, &s->ranks[started]) != 0)
             break;
     if (started < s->nhere && started > 0) {
-        snprintf(s->ranks[started].err, ERRLEN, "cannot start a thread for it");
+        su_fail(&s->ranks[started].err, SU_INTERNAL, "cannot start a thread for it");
         s->ranks[started].rank = started;
         rank_failed(&s->ranks[started]);
     }
@@ -1070,27 +1064,27 @@ static int run_local(rt_session *s, char *err, size_t errlen)
         pthread_join(th[r], NULL);
     free(th);
     if (started == 0)
-        return su_errf(err, errlen, "cannot start the rank threads");
+        return su_fail(err, SU_INTERNAL, "cannot start the rank threads");
     if (s->has_err)
-        return su_errf(err, errlen, "%s", s->first_err);
+        return su_status_copy(err, &s->first_err);
     return gather_outputs_local(s);
 }
 
 /* Outputs are gathered before the updates are applied, so an output that
  * shares a param's buffer shows the value the run used. */
-int rt_session_run(rt_session *s, char *err, size_t errlen)
+int rt_session_run(rt_session *s, su_status *err)
 {
     if (s->failed)
-        return su_errf(err, errlen, "an earlier run failed: the session can only be freed");
+        return su_fail(err, SU_USAGE, "an earlier run failed: the session can only be freed");
     s->has_err = false;
-    if (rt_session_check_params(s, err, errlen) != 0 || note_generated(s, err, errlen) != 0)
+    if (rt_session_check_params(s, err) != 0 || note_generated(s, err) != 0)
         return -1;
     if (s->o.comm == RT_COMM_LOCAL) {
         if (s->o.trace && !s->origin_set) { /* the rank threads share one clock */
             s->trace_origin = rt_trace_now();
             s->origin_set = true;
         }
-        if (run_local(s, err, errlen) != 0) {
+        if (run_local(s, err) != 0) {
             s->failed = true;
             return -1;
         }
@@ -1098,7 +1092,8 @@ int rt_session_run(rt_session *s, char *err, size_t errlen)
         rank_state *rs = &s->ranks[0];
         if (rank_run(rs) != 0 || gather_outputs_mpi(s, rs) != 0) {
             s->failed = true;
-            return su_errf(err, errlen, "rank %lld: %s", (long long)rs->rank, rs->err);
+            su_status_copy(err, &rs->err);
+            return su_prefix(err, "rank %lld: ", (long long)rs->rank);
         }
     }
     apply_updates(s);
@@ -1109,17 +1104,16 @@ int rt_session_run(rt_session *s, char *err, size_t errlen)
 
 /* Every rank's events to every process (the all-axes group's members are
  * in rank order): the counts, then the events padded to the longest. */
-static int gather_trace_mpi(rt_session *s, rt_trace *all, rt_trace_ev **mem, char *err,
-                            size_t errlen)
+static int gather_trace_mpi(rt_session *s, rt_trace *all, rt_trace_ev **mem, su_status *err)
 {
     rank_state *rs = &s->ranks[0];
     rt_group *g = rs->groups[s->nkeys - 1];
     int64_t *count = calloc((size_t)s->nranks, sizeof *count), n = rs->tr.n, most = 0;
     if (!count)
-        return su_errf(err, errlen, "out of memory");
+        return su_fail(err, SU_NOMEM, "out of memory");
     if (rt_all_gather(g, &n, count, sizeof n) != 0) {
         comm_free(rs, count);
-        return su_errf(err, errlen, "gathering the trace: %s", rt_comm_error(rs->comm));
+        return su_fail(err, SU_PEER, "gathering the trace: %s", rt_comm_error(rs->comm));
     }
     for (int64_t r = 0; r < s->nranks; r++)
         most = count[r] > most ? count[r] : most;
@@ -1128,11 +1122,11 @@ static int gather_trace_mpi(rt_session *s, rt_trace *all, rt_trace_ev **mem, cha
     *mem = calloc((size_t)s->nranks * (size_t)most + 1, sizeof **mem);
     int rc = 0;
     if (!send || !*mem)
-        rc = su_errf(err, errlen, "out of memory for the trace");
+        rc = su_fail(err, SU_NOMEM, "out of memory for the trace");
     if (!rc && n)
         memcpy(send, rs->tr.ev, (size_t)n * sizeof *send);
     if (!rc && most && rt_all_gather(g, send, *mem, (int64_t)each) != 0)
-        rc = su_errf(err, errlen, "gathering the trace: %s", rt_comm_error(rs->comm));
+        rc = su_fail(err, SU_PEER, "gathering the trace: %s", rt_comm_error(rs->comm));
     for (int64_t r = 0; !rc && r < s->nranks; r++)
         all[r] = (rt_trace){.ev = *mem + (size_t)r * (size_t)most, .n = count[r]};
     if (rc && rt_comm_stuck(rs->comm))
@@ -1142,16 +1136,15 @@ static int gather_trace_mpi(rt_session *s, rt_trace *all, rt_trace_ev **mem, cha
     return rc;
 }
 
-int rt_session_write_trace(rt_session *s, const char *path, const char *backend, char *err,
-                           size_t errlen)
+int rt_session_write_trace(rt_session *s, const char *path, const char *backend, su_status *err)
 {
     if (!s->o.trace)
-        return su_errf(err, errlen, "the session was not opened with tracing on");
+        return su_fail(err, SU_USAGE, "the session was not opened with tracing on");
     if (s->steps == 0 || s->failed)
-        return su_errf(err, errlen, "no successful run to trace");
+        return su_fail(err, SU_USAGE, "no successful run to trace");
     rt_trace *all = calloc((size_t)s->nranks, sizeof *all);
     if (!all)
-        return su_errf(err, errlen, "out of memory");
+        return su_fail(err, SU_NOMEM, "out of memory");
     rt_trace_ev *mem = NULL;
     int rc = 0;
     const char *comm = s->o.comm == RT_COMM_LOCAL ? "local"
@@ -1160,10 +1153,10 @@ int rt_session_write_trace(rt_session *s, const char *path, const char *backend,
         for (int64_t r = 0; r < s->nhere; r++)
             all[s->ranks[r].rank] = s->ranks[r].tr;
     } else {
-        rc = gather_trace_mpi(s, all, &mem, err, errlen);
+        rc = gather_trace_mpi(s, all, &mem, err);
     }
     if (!rc && rt_session_rank(s) == 0)
-        rc = rt_trace_write(path, s->p, all, s->nranks, backend, comm, err, errlen);
+        rc = rt_trace_write(path, s->p, all, s->nranks, backend, comm, err);
     free(mem);
     free(all);
     return rc;
@@ -1197,14 +1190,14 @@ int64_t rt_session_steps(const rt_session *s)
     return s->steps;
 }
 
-int rt_session_loss(const rt_session *s, double *loss, char *err, size_t errlen)
+int rt_session_loss(const rt_session *s, double *loss, su_status *err)
 {
     const rt_plan *p = s->p;
     *loss = NAN;
     if (p->loss < 0)
-        return su_errf(err, errlen, "the plan has no loss (it was not compiled for training)");
+        return su_fail(err, SU_USAGE, "the plan has no loss (it was not compiled for training)");
     if (s->steps == 0 || s->failed)
-        return su_errf(err, errlen, "no loss yet: %s", s->failed ? "the last run failed"
+        return su_fail(err, SU_USAGE, "no loss yet: %s", s->failed ? "the last run failed"
                                                               : "no step has run");
     const void *v = s->out[p->loss];
     switch (p->io[p->loss].type.dtype) {
@@ -1221,17 +1214,17 @@ int rt_session_loss(const rt_session *s, double *loss, char *err, size_t errlen)
     return 0;
 }
 
-int rt_session_save_params(rt_session *s, const char *path, char *err, size_t errlen)
+int rt_session_save_params(rt_session *s, const char *path, su_status *err)
 {
     if (s->failed)
-        return su_errf(err, errlen, "%s: not written: the last run failed", path);
+        return su_fail(err, SU_USAGE, "%s: not written: the last run failed", path);
     if (s->steps == 0)
-        return su_errf(err, errlen, "%s: not written: no step has run, so no params are loaded",
+        return su_fail(err, SU_USAGE, "%s: not written: no step has run, so no params are loaded",
                     path);
     kept k;
-    int rc = gather_kept(s, &k, err, errlen);
+    int rc = gather_kept(s, &k, err);
     if (rc == 0 && rt_session_rank(s) == 0)
-        rc = rt_st_write(path, k.n, k.names, k.types, (const void *const *)k.data, err, errlen);
+        rc = rt_st_write(path, k.n, k.names, k.types, (const void *const *)k.data, err);
     free_kept(&k);
     return rc;
 }
@@ -1250,7 +1243,7 @@ int64_t rt_session_step(const rt_session *s)
     return s->step_base + s->steps;
 }
 
-int rt_session_check_steps(const rt_session *s, int64_t steps, char *err, size_t errlen)
+int rt_session_check_steps(const rt_session *s, int64_t steps, su_status *err)
 {
     if (!s->inputs)
         return 0;
@@ -1261,8 +1254,7 @@ int rt_session_check_steps(const rt_session *s, int64_t steps, char *err, size_t
             continue;
         int64_t nb = rt_input_batches(s->inputs, io);
         if (nb >= 0 && nb < last)
-            return su_errf(err, errlen,
-                        "%s: tensor '%s' holds %lld batch%s (one a step), but steps %lld to %lld need %lld",
+            return su_fail(err, SU_INPUT, "%s: tensor '%s' holds %lld batch%s (one a step), but steps %lld to %lld need %lld",
                         s->inputs->path, io->name, (long long)nb, nb == 1 ? "" : "es",
                         (long long)first, (long long)last, (long long)last);
     }
@@ -1271,42 +1263,46 @@ int rt_session_check_steps(const rt_session *s, int64_t steps, char *err, size_t
 
 /* Under MPI: whether any rank failed (rc != 0, its message in msg), the
  * first failing rank's message into err. Collective over every rank. */
-static int agree(rt_session *s, int rc, const char *msg, char *err, size_t errlen)
+static int agree(rt_session *s, int rc, const su_status *msg, su_status *err)
 {
     rank_state *rs = &s->ranks[0];
     if (rank_setup(rs) != 0)
-        return su_errf(err, errlen, "%s", rs->err);
+        return su_status_copy(err, &rs->err);
+    /* each rank's record: its kind (0: none) in the first byte, then the
+     * message */
     char mine[ERRLEN];
     memset(mine, 0, sizeof mine);
-    if (rc != 0)
-        snprintf(mine, sizeof mine, "%s", msg[0] ? msg : "failed");
+    if (rc != 0) {
+        mine[0] = (char)(msg->kind != SU_OK ? msg->kind : SU_INTERNAL);
+        snprintf(mine + 1, sizeof mine - 1, "%.*s", ERRLEN - 2, msg->msg[0] ? msg->msg : "failed");
+    }
     char *all = malloc((size_t)(ERRLEN * s->nranks));
     if (!all)
-        return su_errf(err, errlen, "out of memory");
+        return su_fail(err, SU_NOMEM, "out of memory");
     if (rt_all_gather(rs->groups[s->nkeys - 1], mine, all, ERRLEN) != 0)
-        rc = su_errf(err, errlen, "%s", rt_comm_error(rs->comm));
+        rc = rt_comm_status(rs->comm, err);
     else
         rc = 0;
-    for (int64_t r = 0; rc == 0 && r < s->nranks; r++)
-        if (all[r * ERRLEN])
-            rc = su_errf(err, errlen, "%s", all + r * ERRLEN);
+    for (int64_t r = 0; rc == 0 && r < s->nranks; r++) {
+        const char *rec = all + r * ERRLEN;
+        if (rec[0])
+            rc = su_fail(err, (su_kind)rec[0], "%.*s", ERRLEN - 1, rec + 1);
+    }
     comm_free(rs, all);
     return rc;
 }
 
 /* Checks and opens what rank rs will read from checkpoint c. */
-static int prepare_rank(rt_session *s, rt_ckpt *c, const rank_state *rs, char *err,
-                        size_t errlen)
+static int prepare_rank(rt_session *s, rt_ckpt *c, const rank_state *rs, su_status *err)
 {
-    char msg[ERRLEN];
     for (int i = 0; i < s->p->nio; i++) {
         const rt_io *io = &s->p->io[i];
         int64_t start[RT_MAX_RANK], count[RT_MAX_RANK];
         if (!is_kept(io) || !holds(s->p, rs->coord, io))
             continue;
         rt_io_box(s->p, io, rs->coord, start, count);
-        if (rt_ckpt_prepare(c, i, start, count, msg, sizeof msg) != 0)
-            return su_errf(err, errlen, "rank %lld: %s", (long long)rs->rank, msg);
+        if (rt_ckpt_prepare(c, i, start, count, err) != 0)
+            return su_prefix(err, "rank %lld: ", (long long)rs->rank);
     }
     return 0;
 }
@@ -1314,16 +1310,15 @@ static int prepare_rank(rt_session *s, rt_ckpt *c, const rank_state *rs, char *e
 /* The step folder that dir names (rt_ckpt_locate) into *folder, and a
  * note (ERRLEN bytes). Under MPI, rank 0's: every process then reads the
  * same one, even one that sees the pointer at another moment. */
-static int locate(rt_session *s, const char *dir, char **folder, char *note, char *err,
-                  size_t errlen)
+static int locate(rt_session *s, const char *dir, char **folder, char *note, su_status *err)
 {
-    char msg[ERRLEN] = "";
-    int rc = rt_ckpt_locate(dir, folder, note, ERRLEN, msg, sizeof msg);
+    su_status msg = {SU_OK, ""};
+    int rc = rt_ckpt_locate(dir, folder, note, ERRLEN, &msg);
     if (s->o.comm == RT_COMM_LOCAL)
-        return rc == 0 ? 0 : su_errf(err, errlen, "%s", msg);
+        return rc == 0 ? 0 : su_status_copy(err, &msg);
     if (rc == 0 && strlen(*folder) >= PATH_MAX)
-        rc = su_errf(msg, sizeof msg, "%s: a path longer than %d bytes", *folder, PATH_MAX - 1);
-    if (agree(s, rc, msg, err, errlen) != 0) {
+        rc = su_fail(&msg, SU_INPUT, "%s: a path longer than %d bytes", *folder, PATH_MAX - 1);
+    if (agree(s, rc, &msg, err) != 0) {
         free(*folder);
         *folder = NULL;
         return -1;
@@ -1332,40 +1327,41 @@ static int locate(rt_session *s, const char *dir, char **folder, char *note, cha
     char *mine = calloc(1, ERRLEN + PATH_MAX);
     char *all = malloc((size_t)s->nranks * (ERRLEN + PATH_MAX)), *chosen = NULL;
     rank_state *rs = &s->ranks[0];
-    rc = !mine || !all ? su_errf(msg, sizeof msg, "out of memory") : 0;
+    rc = !mine || !all ? su_fail(&msg, SU_NOMEM, "out of memory") : 0;
     if (rc == 0) {
         memcpy(mine, note, strlen(note) + 1);
         memcpy(mine + ERRLEN, *folder, strlen(*folder) + 1);
         if (rt_all_gather(rs->groups[s->nkeys - 1], mine, all, ERRLEN + PATH_MAX) != 0)
-            rc = su_errf(msg, sizeof msg, "%s", rt_comm_error(rs->comm));
+            rc = rt_comm_status(rs->comm, &msg);
     }
     if (rc == 0 && !(chosen = strdup(all + ERRLEN)))
-        rc = su_errf(msg, sizeof msg, "out of memory");
+        rc = su_fail(&msg, SU_NOMEM, "out of memory");
     if (rc == 0)
         memcpy(note, all, ERRLEN);
     comm_free(rs, mine); /* a stuck comm may still write them */
     comm_free(rs, all);
     free(*folder);
     *folder = chosen;
-    return agree(s, rc, msg, err, errlen);
+    return agree(s, rc, &msg, err);
 }
 
-int rt_session_resume(rt_session *s, const char *dir, char *err, size_t errlen)
+int rt_session_resume(rt_session *s, const char *dir, su_status *err)
 {
     if (s->failed)
-        return su_errf(err, errlen, "%s: not resumed: an earlier run failed", dir);
-    char msg[ERRLEN] = "", note[ERRLEN] = "";
+        return su_fail(err, SU_USAGE, "%s: not resumed: an earlier run failed", dir);
+    su_status msg = {SU_OK, ""};
+    char note[ERRLEN] = "";
     char *folder = NULL;
-    if (locate(s, dir, &folder, note, err, errlen) != 0)
+    if (locate(s, dir, &folder, note, err) != 0)
         return -1;
     rt_ckpt *c = NULL;
-    int rc = rt_ckpt_open(folder, s->p, &c, msg, sizeof msg);
+    int rc = rt_ckpt_open(folder, s->p, &c, &msg);
     for (int64_t r = 0; rc == 0 && r < s->nhere; r++)
-        rc = prepare_rank(s, c, &s->ranks[r], msg, sizeof msg);
+        rc = prepare_rank(s, c, &s->ranks[r], &msg);
     if (s->o.comm != RT_COMM_LOCAL)
-        rc = agree(s, rc, msg, err, errlen);
+        rc = agree(s, rc, &msg, err);
     else if (rc != 0)
-        su_errf(err, errlen, "%s", msg);
+        su_status_copy(err, &msg);
     if (rc != 0) {
         rt_ckpt_free(c);
         free(folder);
@@ -1390,7 +1386,7 @@ const char *rt_session_resumed(const rt_session *s, const char **note)
 
 /* Writes rank rs's file: its boxes of every param and state it owns. */
 static int write_rank_file(rt_session *s, const rank_state *rs, const char *dir,
-                           rt_st_sum *sum, char *err, size_t errlen)
+                           rt_st_sum *sum, su_status *err)
 {
     const rt_plan *p = s->p;
     const char **names = calloc((size_t)p->nio + 1, sizeof *names);
@@ -1398,7 +1394,7 @@ static int write_rank_file(rt_session *s, const rank_state *rs, const char *dir,
     const void **data = calloc((size_t)p->nio + 1, sizeof *data);
     int n = 0, rc = 0;
     if (!names || !types || !data)
-        rc = su_errf(err, errlen, "out of memory");
+        rc = su_fail(err, SU_NOMEM, "out of memory");
     for (int i = 0; rc == 0 && i < p->nio; i++) {
         const rt_io *io = &p->io[i];
         int64_t start[RT_MAX_RANK];
@@ -1410,24 +1406,23 @@ static int write_rank_file(rt_session *s, const rank_state *rs, const char *dir,
         data[n++] = rs->buf[io->buffer];
     }
     if (rc == 0)
-        rc = rt_ckpt_write_rank(dir, rs->rank, n, names, types, data, sum, err, errlen);
+        rc = rt_ckpt_write_rank(dir, rs->rank, n, names, types, data, sum, err);
     free(names);
     free(types);
     free(data);
     return rc;
 }
 
-static int save_checkpoint_local(rt_session *s, const char *dir, int64_t step, char *err,
-                                 size_t errlen)
+static int save_checkpoint_local(rt_session *s, const char *dir, int64_t step, su_status *err)
 {
     rt_st_sum *sums = calloc((size_t)s->nranks, sizeof *sums);
     char *staging = rt_ckpt_staging(dir, step);
-    int rc = sums && staging ? rt_ckpt_begin(dir, step, err, errlen)
-                             : su_errf(err, errlen, "out of memory");
+    int rc = sums && staging ? rt_ckpt_begin(dir, step, err)
+                             : su_fail(err, SU_NOMEM, "out of memory");
     for (int64_t r = 0; rc == 0 && r < s->nhere; r++)
-        rc = write_rank_file(s, &s->ranks[r], staging, &sums[s->ranks[r].rank], err, errlen);
+        rc = write_rank_file(s, &s->ranks[r], staging, &sums[s->ranks[r].rank], err);
     if (rc == 0)
-        rc = rt_ckpt_commit(dir, s->p, step, sums, s->o.ckpt_keep, err, errlen);
+        rc = rt_ckpt_commit(dir, s->p, step, sums, s->o.ckpt_keep, err);
     free(staging);
     free(sums);
     return rc;
@@ -1437,19 +1432,18 @@ static int save_checkpoint_local(rt_session *s, const char *dir, int64_t step, c
  * fsyncs it); once all have, rank 0 gathers their sizes and CRC-32s,
  * writes the index and commits. Each part ends in agree(), so no rank
  * goes on past a failure and rank 0 commits only a complete folder. */
-static int save_checkpoint_mpi(rt_session *s, const char *dir, int64_t step, char *err,
-                               size_t errlen)
+static int save_checkpoint_mpi(rt_session *s, const char *dir, int64_t step, su_status *err)
 {
     rank_state *rs = &s->ranks[0];
-    char msg[ERRLEN] = "";
+    su_status msg = {SU_OK, ""};
     rt_st_sum mine = {0, 0, 0}, *sums = calloc((size_t)s->nranks, sizeof *sums);
     char *staging = rt_ckpt_staging(dir, step);
-    int rc = !sums || !staging ? su_errf(msg, sizeof msg, "out of memory")
-             : rs->rank == 0    ? rt_ckpt_begin(dir, step, msg, sizeof msg)
+    int rc = !sums || !staging ? su_fail(&msg, SU_NOMEM, "out of memory")
+             : rs->rank == 0    ? rt_ckpt_begin(dir, step, &msg)
                                 : 0;
-    if (agree(s, rc, msg, err, errlen) == 0) {
-        rc = write_rank_file(s, rs, staging, &mine, msg, sizeof msg);
-        rc = agree(s, rc, msg, err, errlen);
+    if (agree(s, rc, &msg, err) == 0) {
+        rc = write_rank_file(s, rs, staging, &mine, &msg);
+        rc = agree(s, rc, &msg, err);
     } else {
         rc = -1;
     }
@@ -1459,24 +1453,24 @@ static int save_checkpoint_mpi(rt_session *s, const char *dir, int64_t step, cha
         return -1;
     }
     if (rt_all_gather(rs->groups[s->nkeys - 1], &mine, sums, sizeof mine) != 0)
-        rc = su_errf(msg, sizeof msg, "%s", rt_comm_error(rs->comm));
+        rc = rt_comm_status(rs->comm, &msg);
     if (rc == 0 && rs->rank == 0)
-        rc = rt_ckpt_commit(dir, s->p, step, sums, s->o.ckpt_keep, msg, sizeof msg);
+        rc = rt_ckpt_commit(dir, s->p, step, sums, s->o.ckpt_keep, &msg);
     comm_free(rs, sums);
-    return agree(s, rc, msg, err, errlen);
+    return agree(s, rc, &msg, err);
 }
 
-int rt_session_save_checkpoint(rt_session *s, const char *dir, char *err, size_t errlen)
+int rt_session_save_checkpoint(rt_session *s, const char *dir, su_status *err)
 {
     const char *why = s->failed ? "the last run failed"
                       : s->steps == 0 ? "no step has run, so no params are loaded"
                       : s->params_dirty ? "params were bound or a checkpoint resumed since the last step, and are loaded at the next"
                                         : NULL;
     if (why) {
-        su_errf(err, errlen, "%s: not saved: %s", dir, why);
+        su_fail(err, SU_USAGE, "%s: not saved: %s", dir, why);
         return -2;
     }
     if (s->o.comm != RT_COMM_LOCAL)
-        return save_checkpoint_mpi(s, dir, rt_session_step(s), err, errlen);
-    return save_checkpoint_local(s, dir, rt_session_step(s), err, errlen);
+        return save_checkpoint_mpi(s, dir, rt_session_step(s), err);
+    return save_checkpoint_local(s, dir, rt_session_step(s), err);
 }

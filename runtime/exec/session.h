@@ -40,6 +40,7 @@
  */
 #ifndef SHARDC_RT_SESSION_H
 #define SHARDC_RT_SESSION_H
+#include "support/support.h"
 #include "runtime/plan/plan.h"
 
 /* nccl: one process per rank as mpi (whose communicator the session keeps
@@ -72,21 +73,20 @@ typedef struct rt_session rt_session;
 /* Whether opts.graph goes with the other options: 0, or -1 with "CUDA
  * graphs need the cuda backend" or "CUDA graphs are not supported with
  * the nccl communicator yet (...)" in err. rt_session_new checks it. */
-int rt_session_graph_check(const rt_session_opts *o, char *err, size_t errlen);
+int rt_session_graph_check(const rt_session_opts *o, su_status *err);
 
 /* A session over plan p (borrowed: it must outlive the session). Under
  * RT_COMM_MPI, MPI must be initialised and its world size equal the plan's
  * rank count. Opens the files (their headers are checked here). */
-rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, char *err,
-                           size_t errlen);
+rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, su_status *err);
 void rt_session_free(rt_session *s);
 
 /* Binds the full (global) tensor called name to host memory holding
  * `bytes` bytes of its type (row-major). The memory is borrowed until the
  * session is freed or the name is bound again; it is read at each run.
  * Errors: no input or param of that name, a size that differs. */
-int rt_session_bind(rt_session *s, const char *name, const void *data, size_t bytes, char *err,
-                    size_t errlen);
+int rt_session_bind(rt_session *s, const char *name, const void *data, size_t bytes,
+                    su_status *err);
 
 /* Runs the plan once on every rank of this process; after a failed run
  * the session can only be freed. Params and states are loaded on the first
@@ -96,21 +96,20 @@ int rt_session_bind(rt_session *s, const char *name, const void *data, size_t by
  * the table's 1024 rows"); under MPI the other processes may be waiting
  * for this one (until their timeout): ending the job is the caller's
  * decision (shardrun calls MPI_Abort). */
-int rt_session_run(rt_session *s, char *err, size_t errlen);
+int rt_session_run(rt_session *s, su_status *err);
 
 /* Whether the next run finds every param (match.h: rt_match_missing): in
  * the params file, bound, or resumed from a checkpoint, or made by its
  * init with opts.init_missing or without a params file. rt_session_run
  * checks it first; its failure leaves the session usable (bind the
  * missing ones, and run). */
-int rt_session_check_params(const rt_session *s, char *err, size_t errlen);
+int rt_session_check_params(const rt_session *s, su_status *err);
 
 /* With opts.trace: writes the timeline of every run so far, every rank's
  * (runtime/exec/trace.h), to path. Under MPI every process must call it (the
  * events are gathered) and rank 0 writes the file. backend names the
  * compute backend in the file. */
-int rt_session_write_trace(rt_session *s, const char *path, const char *backend, char *err,
-                           size_t errlen);
+int rt_session_write_trace(rt_session *s, const char *path, const char *backend, su_status *err);
 
 /* This process's rank (0 with `local`, which runs them all). Every process
  * holds the gathered outputs, whichever stage computed them. */
@@ -130,14 +129,14 @@ int64_t rt_session_steps(const rt_session *s);
 
 /* The loss of the last run, converted to double. Errors: the plan has no
  * loss (not a training step), no run has succeeded yet. */
-int rt_session_loss(const rt_session *s, double *loss, char *err, size_t errlen);
+int rt_session_loss(const rt_session *s, double *loss, su_status *err);
 
 /* Gathers every param and state to its full shape (their values now: after
  * the last run's updates) and writes them as one safetensors file, through
  * a temporary file renamed into place. Under MPI every rank must call it
  * (the gathering is collective) and only rank 0 writes. Errors: no run has
  * succeeded yet, the last run failed, the file cannot be written. */
-int rt_session_save_params(rt_session *s, const char *path, char *err, size_t errlen);
+int rt_session_save_params(rt_session *s, const char *path, su_status *err);
 
 /* ---- checkpoints and per-step batches (checkpoint.h) ---- */
 
@@ -149,7 +148,7 @@ int64_t rt_session_step(const rt_session *s);
 /* Checks before running that the inputs file has a batch for each of the
  * next `steps` steps, for every input it holds with a step dimension (and
  * not bound). Errors name the file, the tensor and the steps. */
-int rt_session_check_steps(const rt_session *s, int64_t steps, char *err, size_t errlen);
+int rt_session_check_steps(const rt_session *s, int64_t steps, su_status *err);
 
 /* Writes a sharded checkpoint of every param and state, their values now,
  * into the checkpoint folder dir (made when missing; layout and guarantees
@@ -164,7 +163,7 @@ int rt_session_check_steps(const rt_session *s, int64_t steps, char *err, size_t
  * has succeeded, the last run failed, or params were bound or a
  * checkpoint resumed since the last run, so they are not loaded); -1 when
  * a file cannot be written. */
-int rt_session_save_checkpoint(rt_session *s, const char *dir, char *err, size_t errlen);
+int rt_session_save_checkpoint(rt_session *s, const char *dir, su_status *err);
 
 /* Resumes from the checkpoint that dir names (rt_ckpt_locate: the step
  * folder dir/latest names, a step folder itself, a version 1 checkpoint,
@@ -178,7 +177,7 @@ int rt_session_save_checkpoint(rt_session *s, const char *dir, char *err, size_t
  * count goes on from the checkpoint's. Under MPI every rank must call it,
  * all read the step folder rank 0 found, and all return the same result.
  * On failure the session is as before. */
-int rt_session_resume(rt_session *s, const char *dir, char *err, size_t errlen);
+int rt_session_resume(rt_session *s, const char *dir, su_status *err);
 
 /* The step folder the last rt_session_resume read (NULL before one), and
  * in *note "" or why it is not the one the pointer names. */

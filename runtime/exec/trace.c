@@ -138,7 +138,7 @@ static void rank_events(text *b, const rt_plan *p, const rt_program *prog, int64
 }
 
 int rt_trace_write(const char *path, const rt_plan *p, const rt_trace *tr, int64_t nranks,
-                   const char *backend, const char *comm, char *err, size_t errlen)
+                   const char *backend, const char *comm, su_status *err)
 {
     text b = {0};
     int64_t lost = 0;
@@ -155,10 +155,10 @@ int rt_trace_write(const char *path, const rt_plan *p, const rt_trace *tr, int64
     }
     add(&b, "\n]}\n");
     if (!b.s) {
-        snprintf(err, errlen, "out of memory for the trace");
+        su_fail(err, SU_NOMEM, "out of memory for the trace");
         return -1;
     }
-    int rc = su_write_file(path, b.s, b.len, err, errlen);
+    int rc = su_write_file(path, b.s, b.len, err);
     free(b.s);
     return rc;
 }

@@ -14,6 +14,7 @@
  * reaches it to the end of its copy back. */
 #ifndef SHARDC_RT_TRACE_H
 #define SHARDC_RT_TRACE_H
+#include "support/support.h"
 #include "runtime/plan/plan.h"
 
 #include <stdbool.h>
@@ -47,5 +48,5 @@ void rt_trace_free(rt_trace *t);
  * none), as JSON written atomically to path. backend and comm name the
  * run in otherData. */
 int rt_trace_write(const char *path, const rt_plan *p, const rt_trace *tr, int64_t nranks,
-                   const char *backend, const char *comm, char *err, size_t errlen);
+                   const char *backend, const char *comm, su_status *err);
 #endif

@@ -100,8 +100,7 @@ static int missing_params(text *t, const rt_plan *p, const int32_t *first, const
  * inputs file), each with a hint: the input it names, or the nearest name
  * of a param or state the file lacks. used: per entry of f, scratch. */
 static int check_params_file(const rt_plan *p, const int32_t *first, const rt_st_file *f,
-                             bool inputs_too, bool *used, const char **cand, char *err,
-                             size_t errlen)
+                             bool inputs_too, bool *used, const char **cand, su_status *err)
 {
     for (int i = 0; i < p->nio; i++) {
         const rt_io *io = &p->io[i];
@@ -141,13 +140,13 @@ static int check_params_file(const rt_plan *p, const int32_t *first, const rt_st
         put(&t, " of the plan");
         missing_params(&t, p, first, f, NULL);
     }
-    return su_errf(err, errlen, "%s", t.s);
+    return su_fail(err, SU_INPUT, "%s", t.s);
 }
 
 /* The params and states of the plan in the inputs file g, which are read
  * from the params file: left there, they would be ignored. */
 static int check_inputs_file(const rt_plan *p, const int32_t *first, const rt_st_file *g,
-                             char *err, size_t errlen)
+                             su_status *err)
 {
     text t = {.len = 0};
     int n = 0;
@@ -164,32 +163,32 @@ static int check_inputs_file(const rt_plan *p, const int32_t *first, const rt_st
     if (n == 0)
         return 0;
     put_more(&t, n);
-    return su_errf(err, errlen, "%s: the inputs file has %d tensor%s that %s a param or state "
+    return su_fail(err, SU_INPUT, "%s: the inputs file has %d tensor%s that %s a param or state "
                    "of the plan, which the params file gives, not the inputs file: %s",
                    g->path, n, n == 1 ? "" : "s", n == 1 ? "is" : "are", t.s);
 }
 
 int rt_match_files(const rt_plan *p, const int32_t *first, const rt_st_file *params,
-                   const rt_st_file *inputs, char *err, size_t errlen)
+                   const rt_st_file *inputs, su_status *err)
 {
     bool same = params && inputs && same_file(params, inputs);
     if (params) {
         bool *used = calloc((size_t)params->nentries + 1, sizeof *used);
         const char **cand = calloc((size_t)p->nio + 1, sizeof *cand);
-        int rc = used && cand ? check_params_file(p, first, params, same, used, cand, err, errlen)
-                              : su_errf(err, errlen, "%s: out of memory", params->path);
+        int rc = used && cand ? check_params_file(p, first, params, same, used, cand, err)
+                              : su_fail(err, SU_NOMEM, "%s: out of memory", params->path);
         free(used);
         free(cand);
         if (rc != 0)
             return -1;
     }
     if (inputs && !same)
-        return check_inputs_file(p, first, inputs, err, errlen);
+        return check_inputs_file(p, first, inputs, err);
     return 0;
 }
 
 int rt_match_missing(const rt_plan *p, const int32_t *first, const rt_st_file *params,
-                     const bool *given, bool init_missing, char *err, size_t errlen)
+                     const bool *given, bool init_missing, su_status *err)
 {
     if (!params)
         return 0;
@@ -206,11 +205,11 @@ int rt_match_missing(const rt_plan *p, const int32_t *first, const rt_st_file *p
         put_count(&t, missing, "param");
         put(&t, " of the plan%s", empty);
         missing_params(&t, p, first, params, given);
-        return su_errf(err, errlen, "%s", t.s);
+        return su_fail(err, SU_INPUT, "%s", t.s);
     }
     if (missing < nparams)
         return 0;
-    return su_errf(err, errlen, "%s: the params file has none of the plan's %d param%s%s: "
+    return su_fail(err, SU_INPUT, "%s: the params file has none of the plan's %d param%s%s: "
                    "making every one by its init would ignore the file",
                    params->path, nparams, nparams == 1 ? "" : "s",
                    empty[0] ? empty : " (only optimizer states)");

@@ -12,6 +12,7 @@
  * (did you mean 'w1'?); and lacks 1 param of the plan: 'w1'". */
 #ifndef SHARDC_RT_MATCH_H
 #define SHARDC_RT_MATCH_H
+#include "support/support.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,7 +31,7 @@
  * with the message in err; a message about unknown tensors lists the
  * params missing from the file too (they are most often the same typo). */
 int rt_match_files(const rt_plan *p, const int32_t *first, const rt_st_file *params,
-                   const rt_st_file *inputs, char *err, size_t errlen);
+                   const rt_st_file *inputs, su_status *err);
 
 /* Before a run that loads the params from the params file: every param of
  * p is in it, except those given otherwise (given[i] for io entry i: a
@@ -40,6 +41,6 @@ int rt_match_files(const rt_plan *p, const int32_t *first, const rt_st_file *par
  * States may be missing (optimizer states start from their init, a master
  * copy from its param). 0, or -1 with the message in err. */
 int rt_match_missing(const rt_plan *p, const int32_t *first, const rt_st_file *params,
-                     const bool *given, bool init_missing, char *err, size_t errlen);
+                     const bool *given, bool init_missing, su_status *err);
 
 #endif

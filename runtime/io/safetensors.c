@@ -131,8 +131,7 @@ static const char *json_desc(const cJSON *j, char *buf, size_t size)
 typedef struct st_ctx {
     const char *what;            /* the file, for messages */
     uint64_t data_size;          /* bytes in the data area */
-    char *err;
-    size_t errlen;
+    su_status *err;
 } st_ctx;
 
 /* The member key of entry j, which must exist with the given JSON type. */
@@ -141,9 +140,9 @@ static const cJSON *member(const st_ctx *c, const cJSON *j, const char *key, int
 {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, key);
     if (!m)
-        su_errf(c->err, c->errlen, "%s: tensor '%s': no \"%s\"", c->what, j->string, key);
+        su_fail(c->err, SU_INPUT, "%s: tensor '%s': no \"%s\"", c->what, j->string, key);
     else if ((m->type & 0xFF) != type)
-        su_errf(c->err, c->errlen, "%s: tensor '%s': \"%s\" is not %s", c->what, j->string, key,
+        su_fail(c->err, SU_INPUT, "%s: tensor '%s': \"%s\" is not %s", c->what, j->string, key,
              type_name);
     else
         return m;
@@ -161,13 +160,12 @@ static int parse_type(const st_ctx *c, const cJSON *j, rt_st_entry *e, uint64_t 
     while (dtype < RT_NDTYPES && strcmp(dt->valuestring, st_dtype_names[dtype]) != 0)
         dtype++;
     if (dtype == RT_NDTYPES)
-        return su_errf(c->err, c->errlen,
-                    "%s: tensor '%s': dtype %s is not supported (F32, F16, BF16, I32)", c->what,
+        return su_fail(c->err, SU_INPUT, "%s: tensor '%s': dtype %s is not supported (F32, F16, BF16, I32)", c->what,
                     j->string, dt->valuestring);
     e->type.dtype = (uint8_t)dtype;
     int rank = cJSON_GetArraySize(shape);
     if (rank > RT_MAX_RANK)
-        return su_errf(c->err, c->errlen, "%s: tensor '%s': rank %d is more than %d", c->what,
+        return su_fail(c->err, SU_INPUT, "%s: tensor '%s': rank %d is more than %d", c->what,
                     j->string, rank, RT_MAX_RANK);
     e->type.rank = (uint8_t)rank;
     /* Dims may be 0 here (an empty tensor), unlike in plans, where rt_type
@@ -178,8 +176,7 @@ static int parse_type(const st_ctx *c, const cJSON *j, rt_st_entry *e, uint64_t 
         uint64_t v;
         char desc[64];
         if (!json_uint(x, &v))
-            return su_errf(c->err, c->errlen,
-                        "%s: tensor '%s': dim %d of its shape (%s) is not a non-negative integer",
+            return su_fail(c->err, SU_INPUT, "%s: tensor '%s': dim %d of its shape (%s) is not a non-negative integer",
                         c->what, j->string, d, json_desc(x, desc, sizeof desc));
         e->type.dim[d] = (int64_t)v;
         empty |= v == 0;
@@ -189,7 +186,7 @@ static int parse_type(const st_ctx *c, const cJSON *j, rt_st_entry *e, uint64_t 
     for (d = 0; d < rank && !empty; d++) {
         if ((uint64_t)e->type.dim[d] > (uint64_t)INT64_MAX / n) {
             char s[256];
-            return su_errf(c->err, c->errlen, "%s: tensor '%s': shape %s of %s holds more than 2^63 bytes",
+            return su_fail(c->err, SU_INPUT, "%s: tensor '%s': shape %s of %s holds more than 2^63 bytes",
                         c->what, j->string, shape_str(&e->type, s, sizeof s),
                         st_dtype_names[dtype]);
         }
@@ -203,7 +200,7 @@ static int parse_type(const st_ctx *c, const cJSON *j, rt_st_entry *e, uint64_t 
 static int parse_entry(const st_ctx *c, const cJSON *j, rt_st_entry *e)
 {
     if (!cJSON_IsObject(j))
-        return su_errf(c->err, c->errlen, "%s: tensor '%s': the entry is not an object", c->what,
+        return su_fail(c->err, SU_INPUT, "%s: tensor '%s': the entry is not an object", c->what,
                     j->string);
     uint64_t bytes = 0;
     if (parse_type(c, j, e, &bytes) != 0)
@@ -213,23 +210,20 @@ static int parse_entry(const st_ctx *c, const cJSON *j, rt_st_entry *e)
         return -1;
     if (cJSON_GetArraySize(off) != 2 || !json_uint(off->child, &e->begin) ||
         !json_uint(off->child->next, &e->end))
-        return su_errf(c->err, c->errlen,
-                    "%s: tensor '%s': data_offsets is not two non-negative integers", c->what,
+        return su_fail(c->err, SU_INPUT, "%s: tensor '%s': data_offsets is not two non-negative integers", c->what,
                     j->string);
     unsigned long long b = e->begin, en = e->end;
     if (b > en)
-        return su_errf(c->err, c->errlen, "%s: tensor '%s': data_offsets [%llu, %llu] end before they begin",
+        return su_fail(c->err, SU_INPUT, "%s: tensor '%s': data_offsets [%llu, %llu] end before they begin",
                     c->what, j->string, b, en);
     if (en - b != bytes) {
         char s[256];
-        return su_errf(c->err, c->errlen,
-                    "%s: tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, its shape %s of %s needs %llu",
+        return su_fail(c->err, SU_INPUT, "%s: tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, its shape %s of %s needs %llu",
                     c->what, j->string, b, en, en - b, shape_str(&e->type, s, sizeof s),
                     st_dtype_names[e->type.dtype], (unsigned long long)bytes);
     }
     if (en > c->data_size)
-        return su_errf(c->err, c->errlen,
-                    "%s: tensor '%s': data_offsets [%llu, %llu] go past the end of the data area (%llu bytes; is the file truncated?)",
+        return su_fail(c->err, SU_INPUT, "%s: tensor '%s': data_offsets [%llu, %llu] go past the end of the data area (%llu bytes; is the file truncated?)",
                     c->what, j->string, b, en, (unsigned long long)c->data_size);
     return 0;
 }
@@ -238,10 +232,10 @@ static int parse_entry(const st_ctx *c, const cJSON *j, rt_st_entry *e)
 static int check_metadata(const st_ctx *c, const cJSON *j)
 {
     if (!cJSON_IsObject(j))
-        return su_errf(c->err, c->errlen, "%s: \"__metadata__\" is not an object", c->what);
+        return su_fail(c->err, SU_INPUT, "%s: \"__metadata__\" is not an object", c->what);
     for (const cJSON *m = j->child; m; m = m->next)
         if (!cJSON_IsString(m))
-            return su_errf(c->err, c->errlen, "%s: \"__metadata__\" entry '%s' is not a string",
+            return su_fail(c->err, SU_INPUT, "%s: \"__metadata__\" entry '%s' is not a string",
                         c->what, m->string);
     return 0;
 }
@@ -263,11 +257,11 @@ static int check_distinct(const st_ctx *c, rt_st_file *f)
 {
     for (int i = 1; i < f->nentries; i++)
         if (strcmp(f->entries[i - 1].name, f->entries[i].name) == 0)
-            return su_errf(c->err, c->errlen, "%s: duplicate tensor name '%s'", c->what,
+            return su_fail(c->err, SU_INPUT, "%s: duplicate tensor name '%s'", c->what,
                         f->entries[i].name);
     const rt_st_entry **order = malloc((size_t)(f->nentries ? f->nentries : 1) * sizeof *order);
     if (!order)
-        return su_errf(c->err, c->errlen, "%s: out of memory", c->what);
+        return su_fail(c->err, SU_NOMEM, "%s: out of memory", c->what);
     for (int i = 0; i < f->nentries; i++)
         order[i] = &f->entries[i];
     qsort(order, (size_t)f->nentries, sizeof *order, by_begin);
@@ -278,8 +272,7 @@ static int check_distinct(const st_ctx *c, rt_st_file *f)
         if (e->begin == e->end)
             continue;
         if (last && e->begin < last->end)
-            rc = su_errf(c->err, c->errlen,
-                      "%s: tensors '%s' and '%s' overlap (bytes [%llu, %llu) and [%llu, %llu) of the data area)",
+            rc = su_fail(c->err, SU_INPUT, "%s: tensors '%s' and '%s' overlap (bytes [%llu, %llu) and [%llu, %llu) of the data area)",
                       c->what, last->name, e->name, (unsigned long long)last->begin,
                       (unsigned long long)last->end, (unsigned long long)e->begin,
                       (unsigned long long)e->end);
@@ -300,7 +293,7 @@ static int build_file(const st_ctx *c, const cJSON *root, rt_st_file **out)
     for (const cJSON *j = root->child; j; j = j->next) {
         if (strcmp(j->string, "__metadata__") == 0) {
             if (++nmeta > 1)
-                return su_errf(c->err, c->errlen, "%s: duplicate \"__metadata__\"", c->what);
+                return su_fail(c->err, SU_INPUT, "%s: duplicate \"__metadata__\"", c->what);
             if (check_metadata(c, j) != 0)
                 return -1;
             continue;
@@ -311,7 +304,7 @@ static int build_file(const st_ctx *c, const cJSON *root, rt_st_file **out)
     size_t pathlen = strlen(c->what) + 1;
     rt_st_file *f = malloc(sizeof *f + (size_t)n * sizeof(rt_st_entry) + pathlen + names);
     if (!f)
-        return su_errf(c->err, c->errlen, "%s: out of memory reading the header", c->what);
+        return su_fail(c->err, SU_NOMEM, "%s: out of memory reading the header", c->what);
     memset(f, 0, sizeof *f);
     f->fd = -1;
     f->nentries = n;
@@ -348,22 +341,22 @@ static int parse_json(const st_ctx *c, const char *json, uint64_t n, rt_st_file 
 {
     size_t bad = utf8_check((const unsigned char *)json, (size_t)n);
     if (bad < n)
-        return su_errf(c->err, c->errlen, "%s: the header is not valid UTF-8 (byte %zu of the JSON)",
+        return su_fail(c->err, SU_INPUT, "%s: the header is not valid UTF-8 (byte %zu of the JSON)",
                     c->what, bad);
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(json, (size_t)n, &end, 0);
     if (!root) {
         size_t at = end && end >= json && end <= json + n ? (size_t)(end - json) : 0;
-        return su_errf(c->err, c->errlen, "%s: the header is not valid JSON (near byte %zu of the JSON)",
+        return su_fail(c->err, SU_INPUT, "%s: the header is not valid JSON (near byte %zu of the JSON)",
                     c->what, at);
     }
     int rc = 0;
     for (const char *q = end; rc == 0 && q < json + n; q++)
         if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r')
-            rc = su_errf(c->err, c->errlen, "%s: the header has text after its JSON object (byte %zu of the JSON)",
+            rc = su_fail(c->err, SU_INPUT, "%s: the header has text after its JSON object (byte %zu of the JSON)",
                       c->what, (size_t)(q - json));
     if (rc == 0 && !cJSON_IsObject(root))
-        rc = su_errf(c->err, c->errlen, "%s: the header is not a JSON object", c->what);
+        rc = su_fail(c->err, SU_INPUT, "%s: the header is not a JSON object", c->what);
     if (rc == 0)
         rc = build_file(c, root, out);
     cJSON_Delete(root);
@@ -371,28 +364,29 @@ static int parse_json(const st_ctx *c, const char *json, uint64_t n, rt_st_file 
 }
 
 /* The header length n against the avail bytes that follow it. */
-static int check_header_len(const char *what, uint64_t n, uint64_t avail, char *err, size_t errlen)
+static int check_header_len(const char *what, uint64_t n, uint64_t avail, su_status *err)
 {
     if (n > avail)
-        return su_errf(err, errlen, "%s: header length %llu exceeds the file (%llu bytes)", what,
+        return su_fail(err, SU_INPUT, "%s: header length %llu exceeds the file (%llu bytes)", what,
                     (unsigned long long)n, (unsigned long long)avail + 8);
     if (n > ST_MAX_HEADER)
-        return su_errf(err, errlen, "%s: header length %llu exceeds the limit of %u bytes", what,
+        return su_fail(err, SU_INPUT, "%s: header length %llu exceeds the limit of %u bytes", what,
                     (unsigned long long)n, ST_MAX_HEADER);
     return 0;
 }
 
 int rt_st_parse_header(const uint8_t *data, size_t len, uint64_t data_size, rt_st_file **out,
-                       char *err, size_t errlen)
+                       su_status *err)
 {
     const char *what = "safetensors header";
     *out = NULL;
     if (len < 8)
-        return su_errf(err, errlen, "%s: the file is shorter than 8 bytes (%zu bytes)", what, len);
+        return su_fail(err, SU_INPUT, "%s: the file is shorter than 8 bytes (%zu bytes)",
+                       what, len);
     uint64_t n = le64(data);
-    if (check_header_len(what, n, len - 8, err, errlen) != 0)
+    if (check_header_len(what, n, len - 8, err) != 0)
         return -1;
-    st_ctx c = {what, data_size, err, errlen};
+    st_ctx c = {what, data_size, err};
     if (parse_json(&c, (const char *)data + 8, n, out) != 0)
         return -1;
     (*out)->data_start = 8 + n;
@@ -425,35 +419,42 @@ static const char *read_error(void)
     return errno ? strerror(errno) : "unexpected end of file";
 }
 
-int rt_st_open(const char *path, rt_st_file **out, char *err, size_t errlen)
+/* A read that failed: the file system's error, or a file shorter than its
+ * header says (the user's input). */
+static su_kind read_kind(void)
+{
+    return errno ? SU_IO : SU_INPUT;
+}
+
+int rt_st_open(const char *path, rt_st_file **out, su_status *err)
 {
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return su_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return su_fail(err, SU_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     uint8_t head[8];
     char *json = NULL;
     int rc;
     if (fstat(fd, &st) != 0)
-        rc = su_errf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+        rc = su_fail(err, SU_IO, "%s: cannot stat: %s", path, strerror(errno));
     else if (!S_ISREG(st.st_mode))
-        rc = su_errf(err, errlen, "%s: not a regular file", path);
+        rc = su_fail(err, SU_INPUT, "%s: not a regular file", path);
     else if (st.st_size < 8)
-        rc = su_errf(err, errlen, "%s: the file is shorter than 8 bytes (%lld bytes)", path,
+        rc = su_fail(err, SU_INPUT, "%s: the file is shorter than 8 bytes (%lld bytes)", path,
                   (long long)st.st_size);
     else if (read_full(fd, head, 8, 0) != 0)
-        rc = su_errf(err, errlen, "%s: cannot read the header length: %s", path, read_error());
+        rc = su_fail(err, read_kind(), "%s: cannot read the header length: %s", path, read_error());
     else
-        rc = check_header_len(path, le64(head), (uint64_t)st.st_size - 8, err, errlen);
+        rc = check_header_len(path, le64(head), (uint64_t)st.st_size - 8, err);
     uint64_t n = rc == 0 ? le64(head) : 0;
     if (rc == 0 && !(json = malloc(n ? (size_t)n : 1)))
-        rc = su_errf(err, errlen, "%s: out of memory for a header of %llu bytes", path,
+        rc = su_fail(err, SU_NOMEM, "%s: out of memory for a header of %llu bytes", path,
                   (unsigned long long)n);
     if (rc == 0 && read_full(fd, json, (size_t)n, 8) != 0)
-        rc = su_errf(err, errlen, "%s: cannot read the header: %s", path, read_error());
+        rc = su_fail(err, read_kind(), "%s: cannot read the header: %s", path, read_error());
     if (rc == 0) {
-        st_ctx c = {path, (uint64_t)st.st_size - 8 - n, err, errlen};
+        st_ctx c = {path, (uint64_t)st.st_size - 8 - n, err};
         rc = parse_json(&c, json, n, out);
     }
     free(json);
@@ -487,18 +488,17 @@ const rt_st_entry *rt_st_find(const rt_st_file *f, const char *name)
 
 /* The checks before a block read: the tensor, its dtype and shape, the block. */
 static const rt_st_entry *find_checked(const rt_st_file *f, const char *name, const rt_type *want,
-                                       const int64_t *start, const int64_t *count, char *err,
-                                       size_t errlen)
+                                       const int64_t *start, const int64_t *count, su_status *err)
 {
     const rt_st_entry *e = rt_st_find(f, name);
     char a[256], b[256], s[256];
     if (!e) {
-        su_errf(err, errlen, "%s: no tensor '%s' (the file has %d tensors)", f->path, name,
+        su_fail(err, SU_INPUT, "%s: no tensor '%s' (the file has %d tensors)", f->path, name,
              f->nentries);
         return NULL;
     }
     if (e->type.dtype != want->dtype) {
-        su_errf(err, errlen, "%s: tensor '%s': dtype %s in the file, %s expected", f->path, name,
+        su_fail(err, SU_INPUT, "%s: tensor '%s': dtype %s in the file, %s expected", f->path, name,
              st_dtype_names[e->type.dtype], rt_dtype_name(want->dtype));
         return NULL;
     }
@@ -506,13 +506,13 @@ static const rt_st_entry *find_checked(const rt_st_file *f, const char *name, co
     for (int d = 0; same && d < e->type.rank; d++)
         same = e->type.dim[d] == want->dim[d];
     if (!same) {
-        su_errf(err, errlen, "%s: tensor '%s': shape %s in the file, %s expected", f->path, name,
+        su_fail(err, SU_INPUT, "%s: tensor '%s': shape %s in the file, %s expected", f->path, name,
              shape_str(&e->type, a, sizeof a), shape_str(want, b, sizeof b));
         return NULL;
     }
     for (int d = 0; d < e->type.rank; d++)
         if (start[d] < 0 || count[d] < 0 || start[d] > e->type.dim[d] - count[d]) {
-            su_errf(err, errlen, "%s: tensor '%s': the block at %s of size %s is outside its shape %s",
+            su_fail(err, SU_INPUT, "%s: tensor '%s': the block at %s of size %s is outside its shape %s",
                  f->path, name, list_str(start, e->type.rank, a, sizeof a),
                  list_str(count, e->type.rank, b, sizeof b), shape_str(&e->type, s, sizeof s));
             return NULL;
@@ -521,10 +521,9 @@ static const rt_st_entry *find_checked(const rt_st_file *f, const char *name, co
 }
 
 int rt_st_read_block(const rt_st_file *f, const char *name, const rt_type *want,
-                     const int64_t *start, const int64_t *count, void *dst, char *err,
-                     size_t errlen)
+                     const int64_t *start, const int64_t *count, void *dst, su_status *err)
 {
-    const rt_st_entry *e = find_checked(f, name, want, start, count, err, errlen);
+    const rt_st_entry *e = find_checked(f, name, want, start, count, err);
     if (!e)
         return -1;
     const int rank = e->type.rank;
@@ -533,7 +532,7 @@ int rt_st_read_block(const rt_st_file *f, const char *name, const rt_type *want,
         if (count[d] == 0)
             return 0;
     if (f->fd < 0)
-        return su_errf(err, errlen, "%s: no file to read tensor '%s' from", f->path, name);
+        return su_fail(err, SU_INPUT, "%s: no file to read tensor '%s' from", f->path, name);
     /* A run spans count[k] along dim k and every dim after k whole: k is the
      * outermost dim such that the block covers the dims after it. */
     int k = rank > 0 ? rank - 1 : 0;
@@ -553,8 +552,9 @@ int rt_st_read_block(const rt_st_file *f, const char *name, const rt_type *want,
             el += (start[d] + idx[d]) * stride[d + 1];
         uint64_t off = f->data_start + e->begin + (uint64_t)(el * size);
         if (read_full(f->fd, out, (size_t)run, off) != 0)
-            return su_errf(err, errlen, "%s: tensor '%s': cannot read %lld bytes at offset %llu: %s",
-                        f->path, name, (long long)run, (unsigned long long)off, read_error());
+            return su_fail(err, read_kind(),
+                           "%s: tensor '%s': cannot read %lld bytes at offset %llu: %s", f->path, name,
+                           (long long)run, (unsigned long long)off, read_error());
         out += run;
         int d = k - 1;
         while (d >= 0 && ++idx[d] == count[d])
@@ -569,44 +569,45 @@ int rt_st_read_block(const rt_st_file *f, const char *name, const rt_type *want,
 /* Checks the tensors to write: names non-empty, UTF-8, unique and not
  * "__metadata__"; valid types; data present. */
 static int check_write(const char *path, int n, const char *const *names, const rt_type *types,
-                       const void *const *data, char *err, size_t errlen)
+                       const void *const *data, su_status *err)
 {
     if (n < 0)
-        return su_errf(err, errlen, "%s: %d tensors to write", path, n);
+        return su_fail(err, SU_INPUT, "%s: %d tensors to write", path, n);
     uint64_t total = 0;
     for (int i = 0; i < n; i++) {
         const rt_type *t = &types[i];
         if (!names[i] || !names[i][0])
-            return su_errf(err, errlen, "%s: tensor %d has an empty name", path, i);
+            return su_fail(err, SU_INPUT, "%s: tensor %d has an empty name", path, i);
         if (utf8_check((const unsigned char *)names[i], strlen(names[i])) < strlen(names[i]))
-            return su_errf(err, errlen, "%s: tensor name '%s' is not valid UTF-8", path, names[i]);
+            return su_fail(err, SU_INPUT, "%s: tensor name '%s' is not valid UTF-8",
+                           path, names[i]);
         if (strcmp(names[i], "__metadata__") == 0)
-            return su_errf(err, errlen, "%s: the tensor name '__metadata__' is reserved", path);
+            return su_fail(err, SU_INPUT, "%s: the tensor name '__metadata__' is reserved", path);
         if (t->dtype >= RT_NDTYPES || t->rank > RT_MAX_RANK)
-            return su_errf(err, errlen, "%s: tensor '%s': invalid type (dtype %d, rank %d)", path,
+            return su_fail(err, SU_INPUT, "%s: tensor '%s': invalid type (dtype %d, rank %d)", path,
                         names[i], t->dtype, t->rank);
         bool empty = false;
         uint64_t bytes = (uint64_t)rt_dtype_size(t->dtype);
         for (int d = 0; d < t->rank; d++) {
             if (t->dim[d] < 0 || t->dim[d] > (int64_t)ST_MAX_EXACT)
-                return su_errf(err, errlen, "%s: tensor '%s': dim %d is %lld", path, names[i], d,
+                return su_fail(err, SU_INPUT, "%s: tensor '%s': dim %d is %lld", path, names[i], d,
                             (long long)t->dim[d]);
             empty |= t->dim[d] == 0;
         }
         for (int d = 0; d < t->rank && !empty; d++) {
             if ((uint64_t)t->dim[d] > (uint64_t)INT64_MAX / bytes)
-                return su_errf(err, errlen, "%s: tensor '%s' holds more than 2^63 bytes", path,
+                return su_fail(err, SU_INPUT, "%s: tensor '%s' holds more than 2^63 bytes", path,
                             names[i]);
             bytes *= (uint64_t)t->dim[d];
         }
         if (!empty && !data[i])
-            return su_errf(err, errlen, "%s: tensor '%s': no data", path, names[i]);
+            return su_fail(err, SU_INPUT, "%s: tensor '%s': no data", path, names[i]);
         if (!empty && bytes > (uint64_t)INT64_MAX - total)
-            return su_errf(err, errlen, "%s: the tensors hold more than 2^63 bytes", path);
+            return su_fail(err, SU_INPUT, "%s: the tensors hold more than 2^63 bytes", path);
         total += empty ? 0 : bytes;
         for (int j = 0; j < i; j++)
             if (strcmp(names[i], names[j]) == 0)
-                return su_errf(err, errlen, "%s: duplicate tensor name '%s'", path, names[i]);
+                return su_fail(err, SU_INPUT, "%s: duplicate tensor name '%s'", path, names[i]);
     }
     return 0;
 }
@@ -677,27 +678,27 @@ static void write_body(su_wfile *w, const char *json, int n, const rt_type *type
 }
 
 int rt_st_write_sum(const char *path, int n, const char *const *names, const rt_type *types,
-                    const void *const *data, rt_st_sum *sum, char *err, size_t errlen)
+                    const void *const *data, rt_st_sum *sum, su_status *err)
 {
     memset(sum, 0, sizeof *sum);
-    if (check_write(path, n, names, types, data, err, errlen) != 0)
+    if (check_write(path, n, names, types, data, err) != 0)
         return -1;
     char *json = header_json(n, names, types);
     if (!json)
-        return su_errf(err, errlen, "%s: out of memory writing the header", path);
+        return su_fail(err, SU_NOMEM, "%s: out of memory writing the header", path);
     su_wfile w;
-    int rc = su_wfile_open(&w, path, err, errlen);
+    int rc = su_wfile_open(&w, path, err);
     if (rc == 0) {
         write_body(&w, json, n, types, data, sum);
-        rc = su_wfile_commit(&w, err, errlen);
+        rc = su_wfile_commit(&w, err);
     }
     cJSON_free(json);
     return rc;
 }
 
 int rt_st_write(const char *path, int n, const char *const *names, const rt_type *types,
-                const void *const *data, char *err, size_t errlen)
+                const void *const *data, su_status *err)
 {
     rt_st_sum sum;
-    return rt_st_write_sum(path, n, names, types, data, &sum, err, errlen);
+    return rt_st_write_sum(path, n, names, types, data, &sum, err);
 }

@@ -40,11 +40,11 @@ typedef struct rt_st_file {
  * (cJSON_ParseWithLength), each entry's dtype known, shape within
  * RT_MAX_RANK dims each >= 0, offsets within the data area with
  * end - begin == numel * size, no overlapping entries, no duplicate names. */
-int rt_st_open(const char *path, rt_st_file **out, char *err, size_t errlen);
+int rt_st_open(const char *path, rt_st_file **out, su_status *err);
 /* The same checks on a header held in memory (len bytes: the 8-byte length
  * and the JSON; data_size: the size of the data area). For the fuzzer. */
 int rt_st_parse_header(const uint8_t *data, size_t len, uint64_t data_size, rt_st_file **out,
-                       char *err, size_t errlen);
+                       su_status *err);
 void rt_st_close(rt_st_file *f);
 const rt_st_entry *rt_st_find(const rt_st_file *f, const char *name);
 
@@ -54,14 +54,13 @@ const rt_st_entry *rt_st_find(const rt_st_file *f, const char *name);
  * shape `want` (global): a missing tensor, another dtype or shape is an
  * error naming the tensor. Issues one pread per contiguous run. */
 int rt_st_read_block(const rt_st_file *f, const char *name, const rt_type *want,
-                     const int64_t *start, const int64_t *count, void *dst, char *err,
-                     size_t errlen);
+                     const int64_t *start, const int64_t *count, void *dst, su_status *err);
 
 /* Writes n tensors (names, full types, row-major data) as a safetensors file,
  * through su_wfile (support.h): a regular file replaced whole or not at all,
  * a symlink's target written, a device or FIFO written straight into. */
 int rt_st_write(const char *path, int n, const char *const *names, const rt_type *types,
-                const void *const *data, char *err, size_t errlen);
+                const void *const *data, su_status *err);
 /* What rt_st_write_sum wrote: its size and its CRC-32 (su_crc32). */
 typedef struct rt_st_sum {
     int64_t bytes;
@@ -71,7 +70,7 @@ typedef struct rt_st_sum {
 /* rt_st_write, summing the bytes as they are written (a checkpoint's rank
  * file: its index holds the sum). */
 int rt_st_write_sum(const char *path, int n, const char *const *names, const rt_type *types,
-                    const void *const *data, rt_st_sum *sum, char *err, size_t errlen);
+                    const void *const *data, rt_st_sum *sum, su_status *err);
 
 /* Fills the block [start, start + count) of a tensor of global type `full`
  * made by init (zeros, ones, normal(a), uniform(a, b)) from seed and the

@@ -32,6 +32,7 @@
  */
 #ifndef SHARDC_RT_PLAN_H
 #define SHARDC_RT_PLAN_H
+#include "support/support.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -275,13 +276,13 @@ int64_t rt_plan_ranks(const rt_plan *p);
 void rt_plan_coords(const rt_plan *p, int64_t r, int64_t coord[RT_MAX_AXES]);
 
 /* Writes the file form into *out (malloc'd; free()), *len its size. */
-bool rt_plan_write(const rt_plan *p, uint8_t **out, size_t *len, char *err, size_t errlen);
+bool rt_plan_write(const rt_plan *p, uint8_t **out, size_t *len, su_status *err);
 /* Reads and validates a plan from bytes; NULL with a message in err
  * ("truncated file: ...", "checksum mismatch in section PROG (stage 0): the
  * file is corrupt", ...). Fields past a count (dims past the rank, operands
  * past nin) are not stored and read back as 0. what
  * names the source in messages (a file name). Never reads out of bounds. */
-rt_plan *rt_plan_read(const uint8_t *data, size_t len, const char *what, char *err, size_t errlen);
+rt_plan *rt_plan_read(const uint8_t *data, size_t len, const char *what, su_status *err);
 /* Frees a plan that rt_plan_read (or rt_plan_load) made; NULL is a no-op. */
 void rt_plan_free(rt_plan *p);
 /* "model.sh:12:5: " when instruction in has a place in p's source, else
@@ -289,13 +290,13 @@ void rt_plan_free(rt_plan *p);
 const char *rt_instr_where(const rt_plan *p, const rt_instr *in, char *buf, size_t size);
 /* Reads a whole plan file and rt_plan_read's it; NULL with err naming the
  * file on failure (runtime/plan/plan_file.c). */
-rt_plan *rt_plan_load(const char *path, char *err, size_t errlen);
+rt_plan *rt_plan_load(const char *path, su_status *err);
 /* The checks rt_plan_read runs after decoding: indices in range, types that
  * fit their buffers, each instruction's shapes consistent for its op
  * (rt_instr_check), I/O entries consistent with the programs. */
-bool rt_plan_validate(const rt_plan *p, char *err, size_t errlen);
+bool rt_plan_validate(const rt_plan *p, su_status *err);
 /* Shape rules of one instruction (local shapes), so kernels can trust them. */
-bool rt_instr_check(const rt_plan *p, const rt_instr *in, char *err, size_t errlen);
+bool rt_instr_check(const rt_plan *p, const rt_instr *in, su_status *err);
 /* For each I/O entry i of a validated plan, first[i] (nio entries): the
  * lowest index of the entries with its name in its namespace (outputs, or
  * inputs, params and states), i itself when there is no

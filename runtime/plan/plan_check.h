@@ -2,6 +2,7 @@
  * (plan_rules.c, plan_validate.c, plan_io.c); private to runtime/plan/. */
 #ifndef SHARDC_RT_PLAN_CHECK_H
 #define SHARDC_RT_PLAN_CHECK_H
+#include "support/support.h"
 #include "runtime/plan/plan.h"
 
 #include <stdarg.h>
@@ -19,18 +20,40 @@ enum {
 #define PRINTF(f, a)
 #endif
 
-static inline bool rt_plan_fail(char *err, size_t errlen, const char *fmt, ...) PRINTF(3, 4);
+static inline bool rt_plan_fail(su_status *err, const char *fmt, ...) PRINTF(2, 3);
 
-/* Writes the message and returns false, so a check reads
- * `return rt_plan_fail(...)`. */
-static inline bool rt_plan_fail(char *err, size_t errlen, const char *fmt, ...)
+/* Sets err (the plan is wrong: SU_INPUT) and returns false, so a check
+ * reads `return rt_plan_fail(...)`. */
+static inline bool rt_plan_fail(su_status *err, const char *fmt, ...)
 {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    su_failv(err, SU_INPUT, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static inline bool rt_plan_wrap(su_status *err, const su_status *inner, const char *fmt, ...)
+    PRINTF(3, 4);
+
+/* inner (a part's failure) into err after fmt's text, its kind kept:
+ * false. */
+static inline bool rt_plan_wrap(su_status *err, const su_status *inner, const char *fmt, ...)
+{
+    char head[MSG_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    su_status_copy(err, inner);
+    su_prefix(err, "%s", head);
+    return false;
+}
+
+/* Out of memory while checking a plan: false. */
+static inline bool rt_plan_nomem(su_status *err)
+{
+    su_fail(err, SU_NOMEM, "out of memory");
     return false;
 }
 
@@ -42,21 +65,20 @@ bool rt_type_eq(const rt_type *a, const rt_type *b);
 const char *rt_type_text(char buf[TYPE_LEN], const rt_type *t);
 /* A type the runtime can hold: known dtype, rank 0..8, dims >= 1, a byte
  * count that fits in int64. what names it in the message. */
-bool rt_check_type(const rt_type *t, const char *what, char *err, size_t errlen);
+bool rt_check_type(const rt_type *t, const char *what, su_status *err);
 /* The size of mesh axis ax, checked against the mesh (rt_instr_check may
  * run on a plan whose mesh was never validated). */
-bool rt_check_axis_size(const rt_plan *p, int ax, int64_t *size, char *err, size_t errlen);
+bool rt_check_axis_size(const rt_plan *p, int ax, int64_t *size, su_status *err);
 /* The local shard of an I/O entry's global type, the type and sharding
  * checked on the way (plan_rules.c). */
-bool rt_io_local(const rt_plan *p, const rt_io *io, rt_type *local, char *err, size_t errlen);
+bool rt_io_local(const rt_plan *p, const rt_io *io, rt_type *local, su_status *err);
 /* The number of ranks an instruction's mesh axes span: 1 to 8 axes, in
  * range, distinct. */
-bool rt_check_group_size(const rt_plan *p, const rt_instr *in, int64_t *g, char *err,
-                         size_t errlen);
+bool rt_check_group_size(const rt_plan *p, const rt_instr *in, int64_t *g, su_status *err);
 /* Whether op makes its result from an I/O entry (param, input, state). */
 bool rt_is_io_source(int op);
 /* The opcode, the operand count, the types of the operands and the
  * result, and the list and axis counts every instruction stores. */
-bool rt_check_operands(const rt_instr *in, char *err, size_t errlen);
+bool rt_check_operands(const rt_instr *in, su_status *err);
 
 #endif

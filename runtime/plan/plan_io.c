@@ -301,13 +301,13 @@ static void write_kern(wbuf *w, const rt_plan *p)
 
 /* Validates first, so that a file it writes always reads; the plan may be
  * any in memory (mem_ unused) and is not modified. */
-bool rt_plan_write(const rt_plan *p, uint8_t **out, size_t *len, char *err, size_t errlen)
+bool rt_plan_write(const rt_plan *p, uint8_t **out, size_t *len, su_status *err)
 {
-    char msg[MSG_LEN];
+    su_status msg;
     *out = NULL;
     *len = 0;
-    if (!rt_plan_validate(p, msg, sizeof msg))
-        return rt_plan_fail(err, errlen, "cannot write an invalid plan: %s", msg);
+    if (!rt_plan_validate(p, &msg))
+        return rt_plan_wrap(err, &msg, "cannot write an invalid plan: ");
     wbuf w = {0};
     uint8_t hdr[HDR_SIZE] = {0};
     put(&w, hdr, sizeof hdr);
@@ -321,7 +321,7 @@ bool rt_plan_write(const rt_plan *p, uint8_t **out, size_t *len, char *err, size
     end_section(&w, at);
     if (w.oom) {
         free(w.p);
-        return rt_plan_fail(err, errlen, "out of memory");
+        return rt_plan_nomem(err);
     }
     memcpy(w.p, RT_PLAN_MAGIC, 8);
     set_le(w.p + 8, RT_PLAN_VERSION, 4);
@@ -345,8 +345,7 @@ typedef struct reader {
     const uint8_t *data;
     size_t len;
     const char *what;
-    char *err;
-    size_t errlen;
+    su_status *err;
     rt_plan *p;
 } reader;
 
@@ -364,15 +363,18 @@ static bool rfail(reader *r, const char *fmt, ...) PRINTF(2, 3);
 /* rt_plan_fail() with the source's name in front: "model.plan: ...". */
 static bool rfail(reader *r, const char *fmt, ...)
 {
-    if (r->err && r->errlen) {
-        int k = snprintf(r->err, r->errlen, "%s: ", r->what);
-        if (k >= 0 && (size_t)k < r->errlen) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(r->err + k, r->errlen - (size_t)k, fmt, ap);
-            va_end(ap);
-        }
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    su_failv(r->err, SU_INPUT, fmt, ap);
+    va_end(ap);
+    su_prefix(r->err, "%s: ", r->what);
+    return false;
+}
+
+/* Out of memory while reading: false, the message as rfail's. */
+static bool rnomem(reader *r)
+{
+    su_fail(r->err, SU_NOMEM, "%s: out of memory", r->what);
     return false;
 }
 
@@ -384,12 +386,12 @@ static void *alloc(reader *r, size_t count, size_t size)
     if (count == 0)
         return NULL;
     if (__builtin_mul_overflow(count, size, &n) || n > SIZE_MAX - sizeof(block)) {
-        rfail(r, "out of memory");
+        rnomem(r);
         return NULL;
     }
     block *b = calloc(1, sizeof(block) + n);
     if (!b) {
-        rfail(r, "out of memory");
+        rnomem(r);
         return NULL;
     }
     b->next = r->p->mem_;
@@ -835,21 +837,23 @@ static bool read_plan(reader *r)
         return false;
     if (pos != r->len)
         return rfail(r, "%zu trailing bytes after the last section (REPT)", r->len - pos);
-    char msg[MSG_LEN];
-    if (!rt_plan_validate(p, msg, sizeof msg))
-        return rfail(r, "%s", msg);
+    su_status msg;
+    if (!rt_plan_validate(p, &msg)) {
+        su_status_copy(r->err, &msg);
+        su_prefix(r->err, "%s: ", r->what);
+        return false;
+    }
     return true;
 }
 
 /* Counts are checked against the bytes left before anything is allocated
  * for them; every message starts with "what: ". */
-rt_plan *rt_plan_read(const uint8_t *data, size_t len, const char *what, char *err,
-                      size_t errlen)
+rt_plan *rt_plan_read(const uint8_t *data, size_t len, const char *what, su_status *err)
 {
-    reader r = {data, len, what ? what : "plan", err, errlen, NULL};
+    reader r = {data, len, what ? what : "plan", err, NULL};
     r.p = calloc(1, sizeof *r.p);
     if (!r.p) {
-        rfail(&r, "out of memory");
+        rnomem(&r);
         return NULL;
     }
     if (!read_plan(&r)) {

@@ -39,34 +39,34 @@ const char *rt_type_text(char buf[TYPE_LEN], const rt_type *t)
 
 /* A type the runtime can hold: known dtype, rank 0..8, dims >= 1, a byte
  * count that fits in int64. what names it in the message. */
-bool rt_check_type(const rt_type *t, const char *what, char *err, size_t errlen)
+bool rt_check_type(const rt_type *t, const char *what, su_status *err)
 {
     if (t->dtype >= RT_NDTYPES)
-        return rt_plan_fail(err, errlen, "%s has an unknown dtype (%d)", what, t->dtype);
+        return rt_plan_fail(err, "%s has an unknown dtype (%d)", what, t->dtype);
     if (t->rank > RT_MAX_RANK)
-        return rt_plan_fail(err, errlen, "%s has rank %d; at most %d dimensions are supported", what,
+        return rt_plan_fail(err, "%s has rank %d; at most %d dimensions are supported", what,
                             t->rank, RT_MAX_RANK);
     int64_t n = rt_dtype_size(t->dtype);
     for (int i = 0; i < t->rank; i++) {
         char b[TYPE_LEN];
         if (t->dim[i] < 1)
-            return rt_plan_fail(err, errlen, "%s has a dimension of size %lld: %s", what,
+            return rt_plan_fail(err, "%s has a dimension of size %lld: %s", what,
                                 (long long)t->dim[i], rt_type_text(b, t));
         if (__builtin_mul_overflow(n, t->dim[i], &n))
-            return rt_plan_fail(err, errlen, "%s is too large: %s", what, rt_type_text(b, t));
+            return rt_plan_fail(err, "%s is too large: %s", what, rt_type_text(b, t));
     }
     return true;
 }
 
 /* The size of mesh axis ax, checked against the mesh (rt_instr_check may
  * run on a plan whose mesh was never validated). */
-bool rt_check_axis_size(const rt_plan *p, int ax, int64_t *size, char *err, size_t errlen)
+bool rt_check_axis_size(const rt_plan *p, int ax, int64_t *size, su_status *err)
 {
     if (ax >= p->naxes || ax >= RT_MAX_AXES)
-        return rt_plan_fail(err, errlen, "mesh axis %d is out of range (the mesh has %d axes)", ax,
+        return rt_plan_fail(err, "mesh axis %d is out of range (the mesh has %d axes)", ax,
                             p->naxes);
     if (p->axis_size[ax] < 1)
-        return rt_plan_fail(err, errlen, "mesh axis %d has size %lld", ax, (long long)p->axis_size[ax]);
+        return rt_plan_fail(err, "mesh axis %d has size %lld", ax, (long long)p->axis_size[ax]);
     *size = p->axis_size[ax];
     return true;
 }
@@ -75,33 +75,33 @@ bool rt_check_axis_size(const rt_plan *p, int ax, int64_t *size, char *err, size
  * product of the sizes of the axes splitting it. Checks the type and the
  * sharding on the way: axes in range, none used twice (partial axes
  * included), every split dim divisible, no axes on dims past the rank. */
-bool rt_io_local(const rt_plan *p, const rt_io *io, rt_type *local, char *err, size_t errlen)
+bool rt_io_local(const rt_plan *p, const rt_io *io, rt_type *local, su_status *err)
 {
     const rt_sharding *sh = &io->sh;
-    if (!rt_check_type(&io->type, "the type", err, errlen))
+    if (!rt_check_type(&io->type, "the type", err))
         return false;
     *local = io->type;
     unsigned used = 0;
     for (int d = 0; d < RT_MAX_RANK; d++) {
         if (sh->naxes[d] > RT_MAX_AXES)
-            return rt_plan_fail(err, errlen, "dimension %d is split over %d mesh axes; at most %d", d,
+            return rt_plan_fail(err, "dimension %d is split over %d mesh axes; at most %d", d,
                                 sh->naxes[d], RT_MAX_AXES);
         if (d >= io->type.rank && sh->naxes[d])
-            return rt_plan_fail(err, errlen, "the sharding splits dimension %d of a rank-%d type", d,
+            return rt_plan_fail(err, "the sharding splits dimension %d of a rank-%d type", d,
                                 io->type.rank);
         int64_t g = 1, size = 1;
         for (int k = 0; k < sh->naxes[d]; k++) {
             int ax = sh->axes[d][k];
-            if (!rt_check_axis_size(p, ax, &size, err, errlen))
+            if (!rt_check_axis_size(p, ax, &size, err))
                 return false;
             if (used & (1u << ax))
-                return rt_plan_fail(err, errlen, "the sharding uses mesh axis %d twice", ax);
+                return rt_plan_fail(err, "the sharding uses mesh axis %d twice", ax);
             used |= 1u << ax;
             if (__builtin_mul_overflow(g, size, &g))
-                return rt_plan_fail(err, errlen, "dimension %d is split over too many ranks", d);
+                return rt_plan_fail(err, "dimension %d is split over too many ranks", d);
         }
         if (d < io->type.rank && io->type.dim[d] % g)
-            return rt_plan_fail(err, errlen,
+            return rt_plan_fail(err,
                                 "dimension %d of size %lld does not divide by %lld, the product of "
                                 "the mesh axes splitting it",
                                 d, (long long)io->type.dim[d], (long long)g);
@@ -109,32 +109,31 @@ bool rt_io_local(const rt_plan *p, const rt_io *io, rt_type *local, char *err, s
             local->dim[d] /= g;
     }
     if (p->naxes >= 0 && p->naxes < 16 && (io->sh.partial >> p->naxes))
-        return rt_plan_fail(err, errlen, "partial over mesh axes 0x%x, but the mesh has %d axes",
+        return rt_plan_fail(err, "partial over mesh axes 0x%x, but the mesh has %d axes",
                             (unsigned)io->sh.partial, p->naxes);
     if (io->sh.partial & used)
-        return rt_plan_fail(err, errlen, "the value is partial over a mesh axis that also splits it");
+        return rt_plan_fail(err, "the value is partial over a mesh axis that also splits it");
     return true;
 }
 
 /* The number of ranks an instruction's mesh axes span (slice, collectives):
  * 1 to 8 axes, in range, distinct. */
-bool rt_check_group_size(const rt_plan *p, const rt_instr *in, int64_t *g, char *err,
-                       size_t errlen)
+bool rt_check_group_size(const rt_plan *p, const rt_instr *in, int64_t *g, su_status *err)
 {
     if (in->naxes < 1 || in->naxes > RT_MAX_AXES)
-        return rt_plan_fail(err, errlen, "needs 1 to %d mesh axes, got %d", RT_MAX_AXES, in->naxes);
+        return rt_plan_fail(err, "needs 1 to %d mesh axes, got %d", RT_MAX_AXES, in->naxes);
     unsigned used = 0;
     *g = 1;
     for (int k = 0; k < in->naxes; k++) {
         int64_t size = 1;
         int ax = in->axes[k];
-        if (!rt_check_axis_size(p, ax, &size, err, errlen))
+        if (!rt_check_axis_size(p, ax, &size, err))
             return false;
         if (used & (1u << ax))
-            return rt_plan_fail(err, errlen, "names mesh axis %d twice", ax);
+            return rt_plan_fail(err, "names mesh axis %d twice", ax);
         used |= 1u << ax;
         if (__builtin_mul_overflow(*g, size, g))
-            return rt_plan_fail(err, errlen, "spans too many ranks");
+            return rt_plan_fail(err, "spans too many ranks");
     }
     return true;
 }
@@ -157,39 +156,39 @@ static bool bcast(const int64_t *x, int nx, const int64_t *y, int ny, int64_t *o
 }
 
 /* The first n operands have one dtype. */
-static bool same_dtype_n(const rt_instr *in, int n, char *err, size_t errlen)
+static bool same_dtype_n(const rt_instr *in, int n, su_status *err)
 {
     for (int i = 1; i < n; i++)
         if (in->in_t[i].dtype != in->in_t[0].dtype)
-            return rt_plan_fail(err, errlen, "mixed dtypes: operand 1 is %s, operand %d is %s",
+            return rt_plan_fail(err, "mixed dtypes: operand 1 is %s, operand %d is %s",
                                 rt_dtype_name(in->in_t[0].dtype), i + 1,
                                 rt_dtype_name(in->in_t[i].dtype));
     return true;
 }
 
-static bool same_dtype(const rt_instr *in, char *err, size_t errlen)
+static bool same_dtype(const rt_instr *in, su_status *err)
 {
-    return same_dtype_n(in, in->nin, err, errlen);
+    return same_dtype_n(in, in->nin, err);
 }
 
-static bool need_float(const rt_type *t, const char *what, char *err, size_t errlen)
+static bool need_float(const rt_type *t, const char *what, su_status *err)
 {
     char b[TYPE_LEN];
     if (rt_check_float_dtype(t->dtype))
         return true;
-    return rt_plan_fail(err, errlen, "%s must be floating-point, got %s", what, rt_type_text(b, t));
+    return rt_plan_fail(err, "%s must be floating-point, got %s", what, rt_type_text(b, t));
 }
 
-static bool rule_binary(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+static bool rule_binary(const rt_instr *in, rt_type *want, su_status *err)
 {
     char t1[TYPE_LEN], t2[TYPE_LEN];
     const rt_type *a = &in->in_t[0], *b = &in->in_t[1];
-    if (!same_dtype(in, err, errlen) ||
-        (in->op == RT_OP_POW && !need_float(a, "the base", err, errlen)))
+    if (!same_dtype(in, err) ||
+        (in->op == RT_OP_POW && !need_float(a, "the base", err)))
         return false;
     want->dtype = a->dtype;
     if (!bcast(a->dim, a->rank, b->dim, b->rank, want->dim, &want->rank))
-        return rt_plan_fail(err, errlen, "operands do not broadcast: %s and %s", rt_type_text(t1, a),
+        return rt_plan_fail(err, "operands do not broadcast: %s and %s", rt_type_text(t1, a),
                             rt_type_text(t2, b));
     return true;
 }
@@ -197,23 +196,23 @@ static bool rule_binary(const rt_instr *in, rt_type *want, char *err, size_t err
 /* [..., M, K] @ [..., K, N] -> [..., M, N]; a 1-D operand loses its M or
  * N; the batch dims broadcast. Any dtype, as the IR allows (the CPU backend
  * has an i32 path). */
-static bool rule_matmul(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+static bool rule_matmul(const rt_instr *in, rt_type *want, su_status *err)
 {
     const rt_type *a = &in->in_t[0], *b = &in->in_t[1];
     char t1[TYPE_LEN], t2[TYPE_LEN];
     rt_type_text(t1, a);
     rt_type_text(t2, b);
     if (a->rank == 0 || b->rank == 0)
-        return rt_plan_fail(err, errlen, "needs operands of rank 1 or more, got %s @ %s", t1, t2);
-    if (!same_dtype(in, err, errlen))
+        return rt_plan_fail(err, "needs operands of rank 1 or more, got %s @ %s", t1, t2);
+    if (!same_dtype(in, err))
         return false;
     int64_t ka = a->dim[a->rank - 1], kb = b->dim[b->rank == 1 ? 0 : b->rank - 2];
     if (ka != kb)
-        return rt_plan_fail(err, errlen, "contracts dimension of size %lld with one of size %lld: %s @ %s",
+        return rt_plan_fail(err, "contracts dimension of size %lld with one of size %lld: %s @ %s",
                             (long long)ka, (long long)kb, t1, t2);
     int na = a->rank >= 2 ? a->rank - 2 : 0, nb = b->rank >= 2 ? b->rank - 2 : 0;
     if (!bcast(a->dim, na, b->dim, nb, want->dim, &want->rank))
-        return rt_plan_fail(err, errlen, "batch dimensions do not broadcast: %s @ %s", t1, t2);
+        return rt_plan_fail(err, "batch dimensions do not broadcast: %s @ %s", t1, t2);
     want->dtype = a->dtype;
     if (a->rank >= 2)
         want->dim[want->rank++] = a->dim[a->rank - 2];
@@ -224,33 +223,33 @@ static bool rule_matmul(const rt_instr *in, rt_type *want, char *err, size_t err
 
 /* The query positions of a causal attention or attn_probs, operand i
  * when given: i32[S] for q [..., S, d]. */
-static bool rule_pos(const rt_instr *in, int i, char *err, size_t errlen)
+static bool rule_pos(const rt_instr *in, int i, su_status *err)
 {
     if (in->nin <= i)
         return true;
     const rt_type *q = &in->in_t[0], *pos = &in->in_t[i];
     char tq[TYPE_LEN], tp[TYPE_LEN];
     if (!in->causal)
-        return rt_plan_fail(err, errlen, "takes query positions only when causal");
+        return rt_plan_fail(err, "takes query positions only when causal");
     if (pos->dtype != RT_I32 || pos->rank != 1 || pos->dim[0] != q->dim[q->rank - 2])
-        return rt_plan_fail(err, errlen, "needs query positions i32[S] for q %s, got %s", rt_type_text(tq, q),
+        return rt_plan_fail(err, "needs query positions i32[S] for q %s, got %s", rt_type_text(tq, q),
                             rt_type_text(tp, pos));
     return true;
 }
 
 /* q [..., S, d], k [..., T, d], v [..., T, dv] -> [..., S, dv]; the
  * leading dims agree exactly. */
-static bool rule_attention(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+static bool rule_attention(const rt_instr *in, rt_type *want, su_status *err)
 {
     static const char *const names[] = {"q", "k", "v"};
     const rt_type *q = &in->in_t[0], *k = &in->in_t[1], *v = &in->in_t[2];
     char tq[TYPE_LEN], tk[TYPE_LEN], tv[TYPE_LEN];
     for (int i = 0; i < 3; i++)
         if (in->in_t[i].rank < 2)
-            return rt_plan_fail(err, errlen, "needs %s of rank 2 or more, got %s", names[i],
+            return rt_plan_fail(err, "needs %s of rank 2 or more, got %s", names[i],
                                 rt_type_text(tq, &in->in_t[i]));
-    if (!same_dtype_n(in, 3, err, errlen) || !need_float(q, "q", err, errlen) ||
-        !rule_pos(in, 3, err, errlen))
+    if (!same_dtype_n(in, 3, err) || !need_float(q, "q", err) ||
+        !rule_pos(in, 3, err))
         return false;
     rt_type_text(tq, q);
     rt_type_text(tk, k);
@@ -260,33 +259,33 @@ static bool rule_attention(const rt_instr *in, rt_type *want, char *err, size_t 
     for (int i = 0; lead && i < r - 2; i++)
         lead = k->dim[i] == q->dim[i] && v->dim[i] == q->dim[i];
     if (!lead)
-        return rt_plan_fail(err, errlen, "needs q, k and v with the same leading dimensions, got %s, %s "
+        return rt_plan_fail(err, "needs q, k and v with the same leading dimensions, got %s, %s "
                             "and %s", tq, tk, tv);
     if (q->dim[r - 1] != k->dim[r - 1])
-        return rt_plan_fail(err, errlen, "needs q and k with the same last dimension, got %s and %s", tq,
+        return rt_plan_fail(err, "needs q and k with the same last dimension, got %s and %s", tq,
                             tk);
     if (k->dim[r - 2] != v->dim[r - 2])
-        return rt_plan_fail(err, errlen, "needs k and v with the same sequence length, got %s and %s", tk,
+        return rt_plan_fail(err, "needs k and v with the same sequence length, got %s and %s", tk,
                             tv);
     *want = *q;
     want->dim[r - 1] = v->dim[r - 1];
     return true;
 }
 
-static bool check_axis(const rt_instr *in, char *err, size_t errlen)
+static bool check_axis(const rt_instr *in, su_status *err)
 {
     char b[TYPE_LEN];
     if (in->axis < 0 || in->axis >= in->in_t[0].rank)
-        return rt_plan_fail(err, errlen, "axis %lld is out of range for %s", (long long)in->axis,
+        return rt_plan_fail(err, "axis %lld is out of range for %s", (long long)in->axis,
                             rt_type_text(b, &in->in_t[0]));
     return true;
 }
 
-static bool rule_reduce(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+static bool rule_reduce(const rt_instr *in, rt_type *want, su_status *err)
 {
     const rt_type *x = &in->in_t[0];
-    if ((in->op == RT_OP_MEAN && !need_float(x, "the operand", err, errlen)) ||
-        !check_axis(in, err, errlen))
+    if ((in->op == RT_OP_MEAN && !need_float(x, "the operand", err)) ||
+        !check_axis(in, err))
         return false;
     *want = *x;
     if (in->keepdims) {
@@ -300,28 +299,28 @@ static bool rule_reduce(const rt_instr *in, rt_type *want, char *err, size_t err
 }
 
 /* layernorm(x, g, b) and rmsnorm(x, g) over the last dim of x. */
-static bool rule_norm(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+static bool rule_norm(const rt_instr *in, rt_type *want, su_status *err)
 {
     static const char *const names[] = {"x", "g", "b"};
     const rt_type *x = &in->in_t[0];
     char tx[TYPE_LEN], tp[TYPE_LEN];
     rt_type_text(tx, x);
     if (x->rank < 1)
-        return rt_plan_fail(err, errlen, "needs x of rank 1 or more, got %s", tx);
-    if (!same_dtype(in, err, errlen) || !need_float(x, "x", err, errlen))
+        return rt_plan_fail(err, "needs x of rank 1 or more, got %s", tx);
+    if (!same_dtype(in, err) || !need_float(x, "x", err))
         return false;
     int64_t d = x->dim[x->rank - 1];
     for (int i = 1; i < in->nin; i++)
         if (in->in_t[i].rank != 1 || in->in_t[i].dim[0] != d)
-            return rt_plan_fail(err, errlen, "needs %s of shape [%lld] to match the last dimension of %s, "
+            return rt_plan_fail(err, "needs %s of shape [%lld] to match the last dimension of %s, "
                                 "got %s", names[i], (long long)d, tx, rt_type_text(tp, &in->in_t[i]));
     if (!(in->eps > 0))
-        return rt_plan_fail(err, errlen, "needs eps > 0, got %g", in->eps);
+        return rt_plan_fail(err, "needs eps > 0, got %g", in->eps);
     *want = *x;
     return true;
 }
 
-static bool rule_transpose(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+static bool rule_transpose(const rt_instr *in, rt_type *want, su_status *err)
 {
     const rt_type *x = &in->in_t[0];
     bool used[RT_MAX_RANK] = {false};
@@ -342,7 +341,7 @@ static bool rule_transpose(const rt_instr *in, rt_type *want, char *err, size_t 
                                   (long long)in->list[i]);
         if (k < sizeof tl)
             snprintf(tl + k, sizeof tl - k, "]");
-        return rt_plan_fail(err, errlen, "needs a permutation of the %d axes of %s, got %s", x->rank,
+        return rt_plan_fail(err, "needs a permutation of the %d axes of %s, got %s", x->rank,
                             rt_type_text(tx, x), tl);
     }
     want->dtype = x->dtype;
@@ -351,17 +350,17 @@ static bool rule_transpose(const rt_instr *in, rt_type *want, char *err, size_t 
 }
 
 /* table [V, D] and i32 ids [...] -> [..., D]. */
-static bool rule_embedding(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+static bool rule_embedding(const rt_instr *in, rt_type *want, su_status *err)
 {
     const rt_type *table = &in->in_t[0], *ids = &in->in_t[1];
     char b[TYPE_LEN];
     if (table->rank != 2 || !rt_check_float_dtype(table->dtype))
-        return rt_plan_fail(err, errlen, "the table must be a 2-D floating-point tensor, got %s",
+        return rt_plan_fail(err, "the table must be a 2-D floating-point tensor, got %s",
                             rt_type_text(b, table));
     if (ids->dtype != RT_I32)
-        return rt_plan_fail(err, errlen, "the ids must be i32, got %s", rt_type_text(b, ids));
+        return rt_plan_fail(err, "the ids must be i32, got %s", rt_type_text(b, ids));
     if (ids->rank + 1 > RT_MAX_RANK)
-        return rt_plan_fail(err, errlen, "ids %s would give a result of rank %d; at most %d",
+        return rt_plan_fail(err, "ids %s would give a result of rank %d; at most %d",
                             rt_type_text(b, ids), ids->rank + 1, RT_MAX_RANK);
     want->dtype = table->dtype;
     want->rank = (uint8_t)(ids->rank + 1);
@@ -370,34 +369,34 @@ static bool rule_embedding(const rt_instr *in, rt_type *want, char *err, size_t 
     return true;
 }
 
-static bool rule_mse(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+static bool rule_mse(const rt_instr *in, rt_type *want, su_status *err)
 {
     char t1[TYPE_LEN], t2[TYPE_LEN];
-    if (!need_float(&in->in_t[0], "the prediction", err, errlen))
+    if (!need_float(&in->in_t[0], "the prediction", err))
         return false;
     if (!rt_type_eq(&in->in_t[0], &in->in_t[1]))
-        return rt_plan_fail(err, errlen, "needs operands of the same type, got %s and %s",
+        return rt_plan_fail(err, "needs operands of the same type, got %s and %s",
                             rt_type_text(t1, &in->in_t[0]), rt_type_text(t2, &in->in_t[1]));
     want->dtype = in->in_t[0].dtype;
     return true;
 }
 
 /* logits [..., C] and i32 labels [...] -> a scalar. */
-static bool rule_xent(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+static bool rule_xent(const rt_instr *in, rt_type *want, su_status *err)
 {
     const rt_type *logits = &in->in_t[0], *labels = &in->in_t[1];
     char t1[TYPE_LEN], t2[TYPE_LEN];
     rt_type_text(t1, logits);
     rt_type_text(t2, labels);
     if (logits->rank < 1 || !rt_check_float_dtype(logits->dtype))
-        return rt_plan_fail(err, errlen, "needs floating-point logits of rank 1 or more, got %s", t1);
+        return rt_plan_fail(err, "needs floating-point logits of rank 1 or more, got %s", t1);
     if (labels->dtype != RT_I32)
-        return rt_plan_fail(err, errlen, "the labels must be i32, got %s", t2);
+        return rt_plan_fail(err, "the labels must be i32, got %s", t2);
     bool match = labels->rank == logits->rank - 1;
     for (int i = 0; match && i < labels->rank; i++)
         match = labels->dim[i] == logits->dim[i];
     if (!match)
-        return rt_plan_fail(err, errlen, "the labels %s do not match the leading dimensions of the "
+        return rt_plan_fail(err, "the labels %s do not match the leading dimensions of the "
                             "logits %s", t2, t1);
     want->dtype = logits->dtype;
     return true;
@@ -405,7 +404,7 @@ static bool rule_xent(const rt_instr *in, rt_type *want, char *err, size_t errle
 
 /* expand: x broadcast to out_t (NumPy's broadcast_to: x aligned at the
  * end, each of its dims 1 or equal); the result's shape is the attribute. */
-static bool rule_expand(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+static bool rule_expand(const rt_instr *in, rt_type *want, su_status *err)
 {
     const rt_type *x = &in->in_t[0], *out = &in->out_t;
     char t1[TYPE_LEN], t2[TYPE_LEN];
@@ -414,7 +413,7 @@ static bool rule_expand(const rt_instr *in, rt_type *want, char *err, size_t err
     for (int i = 0; ok && i < x->rank; i++)
         ok = x->dim[i] == 1 || x->dim[i] == out->dim[i + off];
     if (!ok)
-        return rt_plan_fail(err, errlen, "cannot expand %s to the shape of %s", rt_type_text(t1, x),
+        return rt_plan_fail(err, "cannot expand %s to the shape of %s", rt_type_text(t1, x),
                             rt_type_text(t2, out));
     *want = *out;
     want->dtype = x->dtype;
@@ -422,21 +421,21 @@ static bool rule_expand(const rt_instr *in, rt_type *want, char *err, size_t err
 }
 
 /* attn_probs: q [..., S, d], k [..., T, d] -> [..., S, T]. */
-static bool rule_attn_probs(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+static bool rule_attn_probs(const rt_instr *in, rt_type *want, su_status *err)
 {
     const rt_type *q = &in->in_t[0], *k = &in->in_t[1];
     char tq[TYPE_LEN], tk[TYPE_LEN];
     if (q->rank < 2)
-        return rt_plan_fail(err, errlen, "needs q of rank 2 or more, got %s", rt_type_text(tq, q));
-    if (!same_dtype_n(in, 2, err, errlen) || !need_float(q, "q", err, errlen) ||
-        !rule_pos(in, 2, err, errlen))
+        return rt_plan_fail(err, "needs q of rank 2 or more, got %s", rt_type_text(tq, q));
+    if (!same_dtype_n(in, 2, err) || !need_float(q, "q", err) ||
+        !rule_pos(in, 2, err))
         return false;
     int r = q->rank;
     bool ok = k->rank == r && k->dim[r - 1] == q->dim[r - 1];
     for (int i = 0; ok && i < r - 2; i++)
         ok = k->dim[i] == q->dim[i];
     if (!ok)
-        return rt_plan_fail(err, errlen, "needs q and k with the same leading and last dimensions, got "
+        return rt_plan_fail(err, "needs q and k with the same leading and last dimensions, got "
                             "%s and %s", rt_type_text(tq, q), rt_type_text(tk, k));
     *want = *q;
     want->dim[r - 1] = k->dim[r - 2];
@@ -445,22 +444,22 @@ static bool rule_attn_probs(const rt_instr *in, rt_type *want, char *err, size_t
 
 /* embedding_grad: i32 ids [...] and dy [..., D] -> [V, D]; V is the
  * result's (the table's rows). */
-static bool rule_embedding_grad(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+static bool rule_embedding_grad(const rt_instr *in, rt_type *want, su_status *err)
 {
     const rt_type *ids = &in->in_t[0], *dy = &in->in_t[1], *out = &in->out_t;
     char t1[TYPE_LEN], t2[TYPE_LEN];
     if (ids->dtype != RT_I32)
-        return rt_plan_fail(err, errlen, "the ids must be i32, got %s", rt_type_text(t1, ids));
-    if (!need_float(dy, "dy", err, errlen))
+        return rt_plan_fail(err, "the ids must be i32, got %s", rt_type_text(t1, ids));
+    if (!need_float(dy, "dy", err))
         return false;
     bool ok = dy->rank == ids->rank + 1;
     for (int i = 0; ok && i < ids->rank; i++)
         ok = dy->dim[i] == ids->dim[i];
     if (!ok)
-        return rt_plan_fail(err, errlen, "needs dy of shape [ids..., D], got ids %s and dy %s",
+        return rt_plan_fail(err, "needs dy of shape [ids..., D], got ids %s and dy %s",
                             rt_type_text(t1, ids), rt_type_text(t2, dy));
     if (out->rank != 2)
-        return rt_plan_fail(err, errlen, "needs a result of shape [V, %lld], got %s",
+        return rt_plan_fail(err, "needs a result of shape [V, %lld], got %s",
                             (long long)dy->dim[dy->rank - 1], rt_type_text(t1, out));
     want->dtype = dy->dtype;
     want->rank = 2;
@@ -474,42 +473,42 @@ static bool rule_embedding_grad(const rt_instr *in, rt_type *want, char *err, si
 /* insert, extract: bucket b is [R, M] and v (of b's dtype) takes n/R of
  * its columns from offset (ir/infer.c's bucket rules). */
 static bool rule_bucket(const rt_type *b, const rt_type *v, int64_t offset, const char *what,
-                        char *err, size_t errlen)
+                        su_status *err)
 {
     char b1[TYPE_LEN], b2[TYPE_LEN];
     if (b->rank != 2)
-        return rt_plan_fail(err, errlen, "a bucket is [rows, columns], not %s", rt_type_text(b1, b));
+        return rt_plan_fail(err, "a bucket is [rows, columns], not %s", rt_type_text(b1, b));
     if (v->dtype != b->dtype)
-        return rt_plan_fail(err, errlen, "%s %s and the bucket %s differ in dtype", what, rt_type_text(b1, v),
+        return rt_plan_fail(err, "%s %s and the bucket %s differ in dtype", what, rt_type_text(b1, v),
                             rt_type_text(b2, b));
     int64_t n = rt_type_numel(v);
     if (n % b->dim[0])
-        return rt_plan_fail(err, errlen, "%s %s does not split into the %lld rows of the bucket", what,
+        return rt_plan_fail(err, "%s %s does not split into the %lld rows of the bucket", what,
                             rt_type_text(b1, v), (long long)b->dim[0]);
     if (offset < 0 || offset > b->dim[1] || n / b->dim[0] > b->dim[1] - offset)
-        return rt_plan_fail(err, errlen, "%s %s at column %lld does not fit the bucket %s", what,
+        return rt_plan_fail(err, "%s %s at column %lld does not fit the bucket %s", what,
                             rt_type_text(b1, v), (long long)offset, rt_type_text(b2, b));
     return true;
 }
 
-static bool rule_optim(const rt_instr *in, rt_type *want, char *err, size_t errlen)
+static bool rule_optim(const rt_instr *in, rt_type *want, su_status *err)
 {
     const rt_type *x = &in->in_t[0];
     char t1[TYPE_LEN], t2[TYPE_LEN];
-    if (!need_float(x, "the operand", err, errlen))
+    if (!need_float(x, "the operand", err))
         return false;
     int n = in->op == RT_OP_ADAMW ? 3 : in->nin;
     for (int i = 1; i < n; i++)
         if (!rt_type_eq(&in->in_t[i], x))
-            return rt_plan_fail(err, errlen, "needs operands of one type, got %s and %s", rt_type_text(t1, x),
+            return rt_plan_fail(err, "needs operands of one type, got %s and %s", rt_type_text(t1, x),
                                 rt_type_text(t2, &in->in_t[i]));
     if (in->op == RT_OP_ADAMW) {
         const rt_type *t = &in->in_t[3];
         if (t->rank != 0 || !rt_check_float_dtype(t->dtype))
-            return rt_plan_fail(err, errlen, "needs a floating-point scalar step count, got %s",
+            return rt_plan_fail(err, "needs a floating-point scalar step count, got %s",
                                 rt_type_text(t1, t));
         if (!(isfinite(in->eps) && in->eps >= 0))
-            return rt_plan_fail(err, errlen, "needs a finite eps >= 0, got %g", in->eps);
+            return rt_plan_fail(err, "needs a finite eps >= 0, got %g", in->eps);
     }
     *want = *x;
     return true;
@@ -518,33 +517,32 @@ static bool rule_optim(const rt_instr *in, rt_type *want, char *err, size_t errl
 /* Slice and collectives, local shapes, NCCL semantics: slice and
  * reduce_scatter divide dim by the group size G, all_gather multiplies it,
  * all_to_all divides dim and multiplies dim2. */
-static bool rule_group(const rt_plan *p, const rt_instr *in, rt_type *want, char *err,
-                       size_t errlen)
+static bool rule_group(const rt_plan *p, const rt_instr *in, rt_type *want, su_status *err)
 {
     const rt_type *x = &in->in_t[0];
     char b[TYPE_LEN];
     int64_t g = 1;
-    if (!rt_check_group_size(p, in, &g, err, errlen))
+    if (!rt_check_group_size(p, in, &g, err))
         return false;
     *want = *x;
     int op = in->op;
     if (op == RT_OP_ALL_REDUCE || op == RT_OP_BROADCAST)
         return true;
     if (in->dim < 0 || in->dim >= x->rank)
-        return rt_plan_fail(err, errlen, "dimension %lld is out of range for %s", (long long)in->dim,
+        return rt_plan_fail(err, "dimension %lld is out of range for %s", (long long)in->dim,
                             rt_type_text(b, x));
     if (op == RT_OP_ALL_TO_ALL && (in->dim2 < 0 || in->dim2 >= x->rank))
-        return rt_plan_fail(err, errlen, "dimension %lld is out of range for %s", (long long)in->dim2,
+        return rt_plan_fail(err, "dimension %lld is out of range for %s", (long long)in->dim2,
                             rt_type_text(b, x));
     if (op != RT_OP_ALL_GATHER) {
         if (x->dim[in->dim] % g)
-            return rt_plan_fail(err, errlen, "cannot split dimension %lld of %s over %lld ranks",
+            return rt_plan_fail(err, "cannot split dimension %lld of %s over %lld ranks",
                                 (long long)in->dim, rt_type_text(b, x), (long long)g);
         want->dim[in->dim] /= g;
     }
     int64_t grow = op == RT_OP_ALL_GATHER ? in->dim : op == RT_OP_ALL_TO_ALL ? in->dim2 : -1;
     if (grow >= 0 && __builtin_mul_overflow(want->dim[grow], g, &want->dim[grow]))
-        return rt_plan_fail(err, errlen, "the result is too large: dimension %lld of %s times %lld ranks",
+        return rt_plan_fail(err, "the result is too large: dimension %lld of %s times %lld ranks",
                             (long long)grow, rt_type_text(b, x), (long long)g);
     return true;
 }
@@ -552,20 +550,20 @@ static bool rule_group(const rt_plan *p, const rt_instr *in, rt_type *want, char
 /* send and recv: a plan with a pipeline axis, a peer stage in range (not
  * the program's own: check_in_program knows it), and a send's missing
  * result (out = -1) typed as its operand. */
-static bool rule_p2p(const rt_plan *p, const rt_instr *in, char *err, size_t errlen)
+static bool rule_p2p(const rt_plan *p, const rt_instr *in, su_status *err)
 {
     char b1[TYPE_LEN], b2[TYPE_LEN];
     if (p->stage_axis < 0)
-        return rt_plan_fail(err, errlen, "needs a pipeline axis, but the plan has none");
+        return rt_plan_fail(err, "needs a pipeline axis, but the plan has none");
     if (in->dim < 0 || in->dim >= p->nstages)
-        return rt_plan_fail(err, errlen, "peer stage %lld is out of range (the plan has %d stages)",
+        return rt_plan_fail(err, "peer stage %lld is out of range (the plan has %d stages)",
                             (long long)in->dim, p->nstages);
     if (in->op == RT_OP_RECV)
         return true;
     if (in->out != -1)
-        return rt_plan_fail(err, errlen, "a send has no result: out must be -1, not %d", in->out);
+        return rt_plan_fail(err, "a send has no result: out must be -1, not %d", in->out);
     if (!rt_type_eq(&in->out_t, &in->in_t[0]))
-        return rt_plan_fail(err, errlen, "out_t is %s, but a send's is its operand's type %s",
+        return rt_plan_fail(err, "out_t is %s, but a send's is its operand's type %s",
                             rt_type_text(b1, &in->out_t), rt_type_text(b2, &in->in_t[0]));
     return true;
 }
@@ -577,60 +575,61 @@ bool rt_is_io_source(int op)
 
 /* input, param and state: the entry exists, has the op's kind, and out_t
  * is its local shard. (Which stage holds it is rt_plan_validate's check.) */
-static bool rule_source(const rt_plan *p, const rt_instr *in, char *err, size_t errlen)
+static bool rule_source(const rt_plan *p, const rt_instr *in, su_status *err)
 {
-    char msg[MSG_LEN], b1[TYPE_LEN], b2[TYPE_LEN];
+    su_status msg;
+    char b1[TYPE_LEN], b2[TYPE_LEN];
     int kind = in->op == RT_OP_INPUT   ? RT_IO_INPUT
                : in->op == RT_OP_PARAM ? RT_IO_PARAM
                                        : RT_IO_STATE;
     if (in->io < 0 || in->io >= p->nio || !p->io)
-        return rt_plan_fail(err, errlen, "I/O entry %d is out of range (the plan has %d)", in->io, p->nio);
+        return rt_plan_fail(err, "I/O entry %d is out of range (the plan has %d)", in->io, p->nio);
     const rt_io *io = &p->io[in->io];
     if (io->kind != kind)
-        return rt_plan_fail(err, errlen, "I/O entry %d is not %s", in->io,
+        return rt_plan_fail(err, "I/O entry %d is not %s", in->io,
                             kind == RT_IO_INPUT   ? "an input"
                             : kind == RT_IO_PARAM ? "a parameter"
                                           : "a state");
     rt_type local;
-    if (!rt_io_local(p, io, &local, msg, sizeof msg))
-        return rt_plan_fail(err, errlen, "I/O entry %d: %s", in->io, msg);
+    if (!rt_io_local(p, io, &local, &msg))
+        return rt_plan_wrap(err, &msg, "I/O entry %d: ", in->io);
     if (!rt_type_eq(&local, &in->out_t))
-        return rt_plan_fail(err, errlen, "the result is %s, but the local shard of I/O entry %d is %s",
+        return rt_plan_fail(err, "the result is %s, but the local shard of I/O entry %d is %s",
                             rt_type_text(b1, &in->out_t), in->io, rt_type_text(b2, &local));
     return true;
 }
 
 /* The opcode, the operand count, the types of the operands and the
  * result, and the list and axis counts every instruction stores. */
-bool rt_check_operands(const rt_instr *in, char *err, size_t errlen)
+bool rt_check_operands(const rt_instr *in, su_status *err)
 {
     if (in->op >= RT_NOPS)
-        return rt_plan_fail(err, errlen, "unknown opcode %d", in->op);
+        return rt_plan_fail(err, "unknown opcode %d", in->op);
     const rt_opinfo *info = &rt_ops[in->op];
     if (in->nin < info->min_in || in->nin > info->max_in) {
         if (info->min_in == info->max_in)
-            return rt_plan_fail(err, errlen, "has %d operands; %s takes %d", in->nin, info->name,
+            return rt_plan_fail(err, "has %d operands; %s takes %d", in->nin, info->name,
                                 info->min_in);
-        return rt_plan_fail(err, errlen, "has %d operands; %s takes %d to %d", in->nin, info->name,
+        return rt_plan_fail(err, "has %d operands; %s takes %d to %d", in->nin, info->name,
                             info->min_in, info->max_in);
     }
     for (int i = 0; i < in->nin; i++) {
         char what[32];
         snprintf(what, sizeof what, "operand %d", i + 1);
-        if (!rt_check_type(&in->in_t[i], what, err, errlen))
+        if (!rt_check_type(&in->in_t[i], what, err))
             return false;
     }
-    if (!rt_check_type(&in->out_t, "the result", err, errlen))
+    if (!rt_check_type(&in->out_t, "the result", err))
         return false;
     if (in->nlist > RT_MAX_RANK)
-        return rt_plan_fail(err, errlen, "has a list of %d entries; at most %d", in->nlist, RT_MAX_RANK);
+        return rt_plan_fail(err, "has a list of %d entries; at most %d", in->nlist, RT_MAX_RANK);
     if (in->naxes > RT_MAX_AXES)
-        return rt_plan_fail(err, errlen, "names %d mesh axes; at most %d", in->naxes, RT_MAX_AXES);
+        return rt_plan_fail(err, "names %d mesh axes; at most %d", in->naxes, RT_MAX_AXES);
     const double hyper[] = {in->lr, in->momentum, in->beta1, in->beta2, in->wd};
     static const char *const hyper_names[] = {"lr", "momentum", "beta1", "beta2", "wd"};
     for (int i = 0; i < 5; i++)
         if (!isfinite(hyper[i]))
-            return rt_plan_fail(err, errlen, "%s %g is not finite", hyper_names[i], hyper[i]);
+            return rt_plan_fail(err, "%s %g is not finite", hyper_names[i], hyper[i]);
     return true;
 }
 
@@ -648,9 +647,9 @@ static bool is_binary(int op)
 /* The message says what is wrong, not which instruction: rt_plan_validate
  * puts "stage S, instruction K (op): " in front. p gives the mesh (group
  * sizes) and the I/O table (input, param). */
-bool rt_instr_check(const rt_plan *p, const rt_instr *in, char *err, size_t errlen)
+bool rt_instr_check(const rt_plan *p, const rt_instr *in, su_status *err)
 {
-    if (!rt_check_operands(in, err, errlen))
+    if (!rt_check_operands(in, err))
         return false;
     const rt_type *x = &in->in_t[0], *out = &in->out_t;
     char b1[TYPE_LEN], b2[TYPE_LEN];
@@ -659,20 +658,20 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, char *err, size_t errl
     bool ok;
     int op = in->op;
     if (rt_is_io_source(op))
-        return rule_source(p, in, err, errlen);
+        return rule_source(p, in, err);
     if (op == RT_OP_CONST)
         return isfinite(in->value) ? true
-                                   : rt_plan_fail(err, errlen, "the value %g is not finite", in->value);
+                                   : rt_plan_fail(err, "the value %g is not finite", in->value);
     if (op == RT_OP_SEND || op == RT_OP_RECV)
-        return rule_p2p(p, in, err, errlen);
+        return rule_p2p(p, in, err);
     if (is_binary(op)) {
         ok = (op != RT_OP_GELU_GRAD && op != RT_OP_SILU_GRAD) ||
-             need_float(x, "x", err, errlen);
-        ok = ok && rule_binary(in, &want, err, errlen);
+             need_float(x, "x", err);
+        ok = ok && rule_binary(in, &want, err);
     } else if (is_unary(op)) {
         want = *x;
         ok = op == RT_OP_NEG || op == RT_OP_ABS || op == RT_OP_RELU ||
-             need_float(x, "the operand", err, errlen);
+             need_float(x, "the operand", err);
     } else {
         switch (op) {
         case RT_OP_CAST:
@@ -682,51 +681,51 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, char *err, size_t errl
             break;
         case RT_OP_COPY:
             if (out->dtype != x->dtype || rt_type_numel(out) != rt_type_numel(x))
-                return rt_plan_fail(err, errlen, "copies %s to %s; a copy keeps the dtype and the "
+                return rt_plan_fail(err, "copies %s to %s; a copy keeps the dtype and the "
                                     "element count", rt_type_text(b1, x), rt_type_text(b2, out));
             return true;
         case RT_OP_MATMUL:
-            ok = rule_matmul(in, &want, err, errlen);
+            ok = rule_matmul(in, &want, err);
             break;
         case RT_OP_ATTENTION:
-            ok = rule_attention(in, &want, err, errlen);
+            ok = rule_attention(in, &want, err);
             break;
         case RT_OP_SUM:
         case RT_OP_MEAN:
         case RT_OP_AMAX:
-            ok = rule_reduce(in, &want, err, errlen);
+            ok = rule_reduce(in, &want, err);
             break;
         case RT_OP_SOFTMAX:
             want = *x;
-            ok = need_float(x, "the operand", err, errlen) && check_axis(in, err, errlen);
+            ok = need_float(x, "the operand", err) && check_axis(in, err);
             break;
         case RT_OP_LAYERNORM:
         case RT_OP_RMSNORM:
-            ok = rule_norm(in, &want, err, errlen);
+            ok = rule_norm(in, &want, err);
             break;
         case RT_OP_TRANSPOSE:
-            ok = rule_transpose(in, &want, err, errlen);
+            ok = rule_transpose(in, &want, err);
             break;
         case RT_OP_EMBEDDING:
-            ok = rule_embedding(in, &want, err, errlen);
+            ok = rule_embedding(in, &want, err);
             break;
         case RT_OP_MSE:
-            ok = rule_mse(in, &want, err, errlen);
+            ok = rule_mse(in, &want, err);
             break;
         case RT_OP_XENT:
-            ok = rule_xent(in, &want, err, errlen);
+            ok = rule_xent(in, &want, err);
             break;
         case RT_OP_EXPAND:
-            ok = rule_expand(in, &want, err, errlen);
+            ok = rule_expand(in, &want, err);
             break;
         case RT_OP_ATTN_PROBS:
-            ok = rule_attn_probs(in, &want, err, errlen);
+            ok = rule_attn_probs(in, &want, err);
             break;
         case RT_OP_EMBEDDING_GRAD:
-            ok = rule_embedding_grad(in, &want, err, errlen);
+            ok = rule_embedding_grad(in, &want, err);
             break;
         case RT_OP_XENT_GRAD:
-            ok = rule_xent(in, &want, err, errlen);
+            ok = rule_xent(in, &want, err);
             want = *x;
             break;
         case RT_OP_MOMENTUM:
@@ -734,44 +733,44 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, char *err, size_t errl
         case RT_OP_ADAM_M:
         case RT_OP_ADAM_V:
         case RT_OP_ADAMW:
-            ok = rule_optim(in, &want, err, errlen);
+            ok = rule_optim(in, &want, err);
             break;
         case RT_OP_INSERT:
             want = *x;
-            ok = rule_bucket(x, &in->in_t[1], in->offset, "the value", err, errlen);
+            ok = rule_bucket(x, &in->in_t[1], in->offset, "the value", err);
             break;
         case RT_OP_EXTRACT:
             want = *out;
-            ok = rule_bucket(x, out, in->offset, "the result", err, errlen);
+            ok = rule_bucket(x, out, in->offset, "the result", err);
             break;
         case RT_OP_IOTA:
             if (out->dtype != RT_I32 || out->rank != 1)
-                return rt_plan_fail(err, errlen, "the result is %s; iota makes an i32 vector",
+                return rt_plan_fail(err, "the result is %s; iota makes an i32 vector",
                                     rt_type_text(b1, out));
             return true;
         case RT_OP_CHECK_IDS:
         case RT_OP_CHECK_LABELS:
             if (in->dim < 1)
-                return rt_plan_fail(err, errlen, "bound %lld is not 1 or more", (long long)in->dim);
+                return rt_plan_fail(err, "bound %lld is not 1 or more", (long long)in->dim);
             want = *x;
             ok = x->dtype == RT_I32 ||
-                 rt_plan_fail(err, errlen, "checks i32 ids, got %s", rt_type_text(b1, x));
+                 rt_plan_fail(err, "checks i32 ids, got %s", rt_type_text(b1, x));
             break;
         case RT_OP_ALL_REDUCE:
             if (in->dim < 0 || in->dim >= RT_NREDUCE)
-                return rt_plan_fail(err, errlen, "reduce operation %lld is unknown (0 sum, 1 max)",
+                return rt_plan_fail(err, "reduce operation %lld is unknown (0 sum, 1 max)",
                                     (long long)in->dim);
-            ok = rule_group(p, in, &want, err, errlen);
+            ok = rule_group(p, in, &want, err);
             break;
         default: /* slice and the other collectives */
-            ok = rule_group(p, in, &want, err, errlen);
+            ok = rule_group(p, in, &want, err);
             break;
         }
     }
     if (!ok)
         return false;
     if (!rt_type_eq(&want, out))
-        return rt_plan_fail(err, errlen, "the result is %s, but the operands give %s", rt_type_text(b1, out),
+        return rt_plan_fail(err, "the result is %s, but the operands give %s", rt_type_text(b1, out),
                             rt_type_text(b2, &want));
     return true;
 }

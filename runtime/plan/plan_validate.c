@@ -14,62 +14,62 @@
 #define MAX_RANKS ((int64_t)1 << 31)
 enum { MAX_CUBINS = 64 /* architectures of one module */ };
 
-static bool check_mesh(const rt_plan *p, char *err, size_t errlen)
+static bool check_mesh(const rt_plan *p, su_status *err)
 {
     if (p->naxes < 0 || p->naxes > RT_MAX_AXES)
-        return rt_plan_fail(err, errlen, "the mesh has %d axes; 0 to %d are supported", p->naxes,
+        return rt_plan_fail(err, "the mesh has %d axes; 0 to %d are supported", p->naxes,
                             RT_MAX_AXES);
     int64_t ranks = 1;
     for (int a = 0; a < p->naxes; a++) {
         const char *name = p->axis_name[a];
         if (!name || !*name)
-            return rt_plan_fail(err, errlen, "mesh axis %d has no name", a);
+            return rt_plan_fail(err, "mesh axis %d has no name", a);
         for (int b = 0; b < a; b++)
             if (strcmp(p->axis_name[b], name) == 0)
-                return rt_plan_fail(err, errlen, "mesh axes %d and %d are both named '%s'", b, a, name);
+                return rt_plan_fail(err, "mesh axes %d and %d are both named '%s'", b, a, name);
         if (p->axis_size[a] < 1)
-            return rt_plan_fail(err, errlen, "mesh axis %s has size %lld; sizes must be 1 or more", name,
+            return rt_plan_fail(err, "mesh axis %s has size %lld; sizes must be 1 or more", name,
                                 (long long)p->axis_size[a]);
         if (__builtin_mul_overflow(ranks, p->axis_size[a], &ranks) || ranks > MAX_RANKS)
-            return rt_plan_fail(err, errlen, "the mesh has more than 2^31 ranks");
+            return rt_plan_fail(err, "the mesh has more than 2^31 ranks");
     }
     if (p->stage_axis < -1 || p->stage_axis >= p->naxes)
-        return rt_plan_fail(err, errlen, "the pipeline axis %d is not an axis of the mesh (nor -1)",
+        return rt_plan_fail(err, "the pipeline axis %d is not an axis of the mesh (nor -1)",
                             p->stage_axis);
     int64_t want = p->stage_axis < 0 ? 1 : p->axis_size[p->stage_axis];
     if (p->nstages != want) {
         if (p->stage_axis < 0)
-            return rt_plan_fail(err, errlen, "the plan has %d stages but no pipeline axis", p->nstages);
-        return rt_plan_fail(err, errlen, "the plan has %d stages, but the pipeline axis %s has size %lld",
+            return rt_plan_fail(err, "the plan has %d stages but no pipeline axis", p->nstages);
+        return rt_plan_fail(err, "the plan has %d stages, but the pipeline axis %s has size %lld",
                             p->nstages, p->axis_name[p->stage_axis], (long long)want);
     }
     if (!p->stage)
-        return rt_plan_fail(err, errlen, "the plan has no programs");
+        return rt_plan_fail(err, "the plan has no programs");
     return true;
 }
 
 /* Each program's buffer table and instruction list, before anything
  * indexes them. */
-static bool check_buffers(const rt_plan *p, char *err, size_t errlen)
+static bool check_buffers(const rt_plan *p, su_status *err)
 {
     for (int s = 0; s < p->nstages; s++) {
         const rt_program *g = &p->stage[s];
         if (g->nbuf < 0 || (g->nbuf > 0 && (!g->buf_bytes || !g->buf_offset)))
-            return rt_plan_fail(err, errlen, "stage %d: a table of %d buffers is not valid", s, g->nbuf);
+            return rt_plan_fail(err, "stage %d: a table of %d buffers is not valid", s, g->nbuf);
         if (g->arena_bytes < 0)
-            return rt_plan_fail(err, errlen, "stage %d: an arena of %lld bytes", s,
+            return rt_plan_fail(err, "stage %d: an arena of %lld bytes", s,
                                 (long long)g->arena_bytes);
         for (int b = 0; b < g->nbuf; b++) {
             int64_t off = g->buf_offset[b], n = g->buf_bytes[b];
             if (n < 0)
-                return rt_plan_fail(err, errlen, "stage %d: buffer %d has size %lld", s, b, (long long)n);
+                return rt_plan_fail(err, "stage %d: buffer %d has size %lld", s, b, (long long)n);
             if (off < 0 || off % RT_ALIGN || off > g->arena_bytes || n > g->arena_bytes - off)
-                return rt_plan_fail(err, errlen, "stage %d: buffer %d (%lld bytes at offset %lld) is not "
+                return rt_plan_fail(err, "stage %d: buffer %d (%lld bytes at offset %lld) is not "
                                     "inside the arena of %lld bytes at a multiple of %d", s, b,
                                     (long long)n, (long long)off, (long long)g->arena_bytes, RT_ALIGN);
         }
         if (g->ninstr < 0 || (g->ninstr > 0 && !g->instr))
-            return rt_plan_fail(err, errlen, "stage %d: a list of %d instructions is not valid", s,
+            return rt_plan_fail(err, "stage %d: a list of %d instructions is not valid", s,
                                 g->ninstr);
     }
     return true;
@@ -77,14 +77,14 @@ static bool check_buffers(const rt_plan *p, char *err, size_t errlen)
 
 /* A value of type t fits buffer b of program g. */
 static bool check_fit(const rt_program *g, int32_t b, const rt_type *t, const char *what,
-                      char *err, size_t errlen)
+                      su_status *err)
 {
     char tb[TYPE_LEN];
     if (b < 0 || b >= g->nbuf)
-        return rt_plan_fail(err, errlen, "buffer %d (%s) is out of range (the program has %d buffers)",
+        return rt_plan_fail(err, "buffer %d (%s) is out of range (the program has %d buffers)",
                             b, what, g->nbuf);
     if (rt_type_bytes(t) > g->buf_bytes[b])
-        return rt_plan_fail(err, errlen, "%s %s (%lld bytes) does not fit buffer %d (%lld bytes)", what,
+        return rt_plan_fail(err, "%s %s (%lld bytes) does not fit buffer %d (%lld bytes)", what,
                             rt_type_text(tb, t), (long long)rt_type_bytes(t), b, (long long)g->buf_bytes[b]);
     return true;
 }
@@ -92,14 +92,14 @@ static bool check_fit(const rt_program *g, int32_t b, const rt_type *t, const ch
 /* Params and states are made by their initializer; an input may carry one
  * too, for when it is absent at run time (codegen makes synthetic inputs
  * so). */
-static bool check_init(const rt_io *io, char *err, size_t errlen)
+static bool check_init(const rt_io *io, su_status *err)
 {
     if (io->init != RT_INIT_PARAM && io->init_param)
-        return rt_plan_fail(err, errlen, "names param '%s' without the initializer param",
+        return rt_plan_fail(err, "names param '%s' without the initializer param",
                             io->init_param);
     if (io->kind == RT_IO_OUTPUT)
         return io->init == RT_INIT_NONE ? true
-                                        : rt_plan_fail(err, errlen, "an output has no initializer");
+                                        : rt_plan_fail(err, "an output has no initializer");
     switch (io->init) {
     case RT_INIT_NONE:
     case RT_INIT_ZEROS:
@@ -107,30 +107,30 @@ static bool check_init(const rt_io *io, char *err, size_t errlen)
         return true;
     case RT_INIT_NORMAL:
         if (!(isfinite(io->init_a) && io->init_a >= 0))
-            return rt_plan_fail(err, errlen, "normal initializer needs a finite std >= 0, got %g",
+            return rt_plan_fail(err, "normal initializer needs a finite std >= 0, got %g",
                                 io->init_a);
         if (!rt_check_float_dtype(io->type.dtype))
-            return rt_plan_fail(err, errlen, "normal initializer needs a floating-point dtype");
+            return rt_plan_fail(err, "normal initializer needs a floating-point dtype");
         return true;
     case RT_INIT_UNIFORM:
         if (!(isfinite(io->init_a) && isfinite(io->init_b) && io->init_a < io->init_b))
-            return rt_plan_fail(err, errlen, "uniform initializer needs finite a < b, got [%g, %g)",
+            return rt_plan_fail(err, "uniform initializer needs finite a < b, got [%g, %g)",
                         io->init_a, io->init_b);
         /* integers in [a, b): whole bounds within i32, as the compiler checks */
         if (!rt_check_float_dtype(io->type.dtype) &&
             (io->init_a != floor(io->init_a) || io->init_b != floor(io->init_b) ||
              io->init_a < INT32_MIN || io->init_b > (double)INT32_MAX + 1))
-            return rt_plan_fail(err, errlen, "uniform initializer of an integer tensor needs whole "
+            return rt_plan_fail(err, "uniform initializer of an integer tensor needs whole "
                                 "bounds within i32, got [%g, %g)", io->init_a, io->init_b);
         return true;
     case RT_INIT_PARAM:
         if (io->kind != RT_IO_STATE || !rt_check_float_dtype(io->type.dtype))
-            return rt_plan_fail(err, errlen, "only a float state is made from a param");
+            return rt_plan_fail(err, "only a float state is made from a param");
         if (!io->init_param || !*io->init_param)
-            return rt_plan_fail(err, errlen, "the initializer param names no param");
+            return rt_plan_fail(err, "the initializer param names no param");
         return true;
     default:
-        return rt_plan_fail(err, errlen, "unknown initializer (%d)", io->init);
+        return rt_plan_fail(err, "unknown initializer (%d)", io->init);
     }
 }
 
@@ -147,21 +147,21 @@ static bool on_axis(const rt_io *io, int a)
 
 /* A state made from a param (RT_INIT_PARAM): the plan has that param (on
  * any stage), of the state's global shape. */
-static bool check_from_param(const rt_plan *p, const rt_io *io, char *err, size_t errlen)
+static bool check_from_param(const rt_plan *p, const rt_io *io, su_status *err)
 {
     const rt_io *src = NULL;
     for (int32_t i = 0; i < p->nio && !src; i++)
         if (p->io[i].kind == RT_IO_PARAM && !strcmp(p->io[i].name, io->init_param))
             src = &p->io[i];
     if (!src)
-        return rt_plan_fail(err, errlen, "made from param '%s', which the plan does not have",
+        return rt_plan_fail(err, "made from param '%s', which the plan does not have",
                             io->init_param);
     bool same = src->type.rank == io->type.rank;
     for (int d = 0; same && d < io->type.rank; d++)
         same = src->type.dim[d] == io->type.dim[d];
     char b1[TYPE_LEN], b2[TYPE_LEN];
     if (!same)
-        return rt_plan_fail(err, errlen, "made from param '%s', but it is %s and the param %s",
+        return rt_plan_fail(err, "made from param '%s', but it is %s and the param %s",
                             io->init_param, rt_type_text(b1, &io->type), rt_type_text(b2, &src->type));
     return true;
 }
@@ -169,32 +169,32 @@ static bool check_from_param(const rt_plan *p, const rt_io *io, char *err, size_
 /* One I/O entry on its own: kind, name, type and sharding, init, stage,
  * for an output the buffer holding its local shard, and for a param or a
  * state the buffer of its update (check_sources checks its buffer). */
-static bool check_io(const rt_plan *p, const rt_io *io, char *err, size_t errlen)
+static bool check_io(const rt_plan *p, const rt_io *io, su_status *err)
 {
     rt_type local;
     if (io->kind > RT_IO_STATE)
-        return rt_plan_fail(err, errlen, "unknown kind (%d)", io->kind);
-    if (!rt_io_local(p, io, &local, err, errlen) || !check_init(io, err, errlen) ||
-        (io->init == RT_INIT_PARAM && !check_from_param(p, io, err, errlen)))
+        return rt_plan_fail(err, "unknown kind (%d)", io->kind);
+    if (!rt_io_local(p, io, &local, err) || !check_init(io, err) ||
+        (io->init == RT_INIT_PARAM && !check_from_param(p, io, err)))
         return false;
     if (io->kind == RT_IO_OUTPUT && io->sh.partial)
-        return rt_plan_fail(err, errlen, "an output cannot be partial (over mesh axes 0x%x)",
+        return rt_plan_fail(err, "an output cannot be partial (over mesh axes 0x%x)",
                             (unsigned)io->sh.partial);
     if (io->stage < 0 || io->stage >= p->nstages)
-        return rt_plan_fail(err, errlen, "stage %d is out of range (the plan has %d)", io->stage,
+        return rt_plan_fail(err, "stage %d is out of range (the plan has %d)", io->stage,
                             p->nstages);
     if (p->stage_axis >= 0 && on_axis(io, p->stage_axis))
-        return rt_plan_fail(err, errlen, "the sharding names the pipeline axis %s, but only the ranks of "
+        return rt_plan_fail(err, "the sharding names the pipeline axis %s, but only the ranks of "
                             "stage %d hold the value", p->axis_name[p->stage_axis], io->stage);
     if (io->kind == RT_IO_OUTPUT && !check_fit(&p->stage[io->stage], io->buffer, &local,
-                                               "the local shard", err, errlen))
+                                               "the local shard", err))
         return false;
     bool trained = io->kind == RT_IO_PARAM || io->kind == RT_IO_STATE;
     if (io->update != -1 && !trained)
-        return rt_plan_fail(err, errlen, "an %s has no update (buffer %d), only params and states do",
+        return rt_plan_fail(err, "an %s has no update (buffer %d), only params and states do",
                             io->kind == RT_IO_INPUT ? "input" : "output", io->update);
     if (io->update != -1)
-        return check_fit(&p->stage[io->stage], io->update, &local, "the update", err, errlen);
+        return check_fit(&p->stage[io->stage], io->update, &local, "the update", err);
     return true;
 }
 
@@ -281,13 +281,13 @@ static const char *io_differ(const rt_io *a, const rt_io *b)
  * alike but for their stage, buffer and update; an output belongs to one
  * stage. Sorted, so that a plan with many parameters does not cost a
  * quadratic scan. */
-static bool check_io_names(const rt_plan *p, char *err, size_t errlen)
+static bool check_io_names(const rt_plan *p, su_status *err)
 {
     if (p->nio < 2)
         return true;
     named *v = sorted_names(p);
     if (!v)
-        return rt_plan_fail(err, errlen, "out of memory");
+        return rt_plan_nomem(err);
     bool ok = true;
     char b1[TYPE_LEN], b2[TYPE_LEN];
     for (int32_t i = 1, g = 0; ok && i < p->nio; i++) {
@@ -298,18 +298,18 @@ static bool check_io_names(const rt_plan *p, char *err, size_t errlen)
         const rt_io *a = &p->io[v[g].index], *b = &p->io[v[i].index];
         const char *what = io_differ(a, b);
         if (v[i - 1].stage == v[i].stage)
-            ok = rt_plan_fail(err, errlen, "duplicate I/O name '%s' on stage %d (entries %d and %d)",
+            ok = rt_plan_fail(err, "duplicate I/O name '%s' on stage %d (entries %d and %d)",
                               v[i].name, v[i].stage, v[i - 1].index, v[i].index);
         else if (a->kind == RT_IO_OUTPUT || b->kind == RT_IO_OUTPUT)
-            ok = rt_plan_fail(err, errlen, "I/O entries %d and %d are both called '%s', on stages %d and "
+            ok = rt_plan_fail(err, "I/O entries %d and %d are both called '%s', on stages %d and "
                               "%d; an output belongs to one stage", v[g].index, v[i].index, v[i].name,
                               a->stage, b->stage);
         else if (what && !strcmp(what, "type"))
-            ok = rt_plan_fail(err, errlen, "I/O entries %d and %d (stages %d and %d) are both called "
+            ok = rt_plan_fail(err, "I/O entries %d and %d (stages %d and %d) are both called "
                               "'%s' but differ in type: %s and %s", v[g].index, v[i].index, a->stage,
                               b->stage, v[i].name, rt_type_text(b1, &a->type), rt_type_text(b2, &b->type));
         else if (what)
-            ok = rt_plan_fail(err, errlen, "I/O entries %d and %d (stages %d and %d) are both called "
+            ok = rt_plan_fail(err, "I/O entries %d and %d (stages %d and %d) are both called "
                               "'%s' but differ in %s", v[g].index, v[i].index, a->stage, b->stage,
                               v[i].name, what);
     }
@@ -317,47 +317,46 @@ static bool check_io_names(const rt_plan *p, char *err, size_t errlen)
     return ok;
 }
 
-static bool check_ios(const rt_plan *p, char *err, size_t errlen)
+static bool check_ios(const rt_plan *p, su_status *err)
 {
-    char msg[MSG_LEN];
+    su_status msg;
     if (p->nio < 0 || (p->nio > 0 && !p->io))
-        return rt_plan_fail(err, errlen, "an I/O table of %d entries is not valid", p->nio);
+        return rt_plan_fail(err, "an I/O table of %d entries is not valid", p->nio);
     for (int32_t i = 0; i < p->nio; i++) {
         const rt_io *io = &p->io[i];
         if (!io->name || !*io->name)
-            return rt_plan_fail(err, errlen, "I/O entry %d has no name", i);
-        if (!check_io(p, io, msg, sizeof msg))
-            return rt_plan_fail(err, errlen, "I/O entry %d (%s): %s", i, io->name, msg);
+            return rt_plan_fail(err, "I/O entry %d has no name", i);
+        if (!check_io(p, io, &msg))
+            return rt_plan_wrap(err, &msg, "I/O entry %d (%s): ", i, io->name);
     }
-    return check_io_names(p, err, errlen);
+    return check_io_names(p, err);
 }
 
 /* What rt_instr_check cannot see: the buffers of the program, the stage
  * of an input's, param's or state's entry, and that a send or a recv does
  * not name the program's own stage. Only a send has no result (out = -1). */
-static bool check_in_program(const rt_plan *p, int s, const rt_instr *in, char *err,
-                             size_t errlen)
+static bool check_in_program(const rt_plan *p, int s, const rt_instr *in, su_status *err)
 {
     const rt_program *g = &p->stage[s];
-    if (!rt_check_operands(in, err, errlen))
+    if (!rt_check_operands(in, err))
         return false;
     for (int i = 0; i < in->nin; i++) {
         char what[32];
         snprintf(what, sizeof what, "operand %d", i + 1);
-        if (!check_fit(g, in->in[i], &in->in_t[i], what, err, errlen))
+        if (!check_fit(g, in->in[i], &in->in_t[i], what, err))
             return false;
     }
     bool p2p = in->op == RT_OP_SEND || in->op == RT_OP_RECV;
-    if (p2p && !rt_instr_check(p, in, err, errlen))
+    if (p2p && !rt_instr_check(p, in, err))
         return false;
     if (p2p && in->dim == s)
-        return rt_plan_fail(err, errlen, "the peer stage %lld is this program's own stage",
+        return rt_plan_fail(err, "the peer stage %lld is this program's own stage",
                             (long long)in->dim);
     if (in->op == RT_OP_SEND) /* no result */
         return true;
     if (in->out == -1)
-        return rt_plan_fail(err, errlen, "out is -1, but only a send has no result");
-    if (!check_fit(g, in->out, &in->out_t, "the result", err, errlen))
+        return rt_plan_fail(err, "out is -1, but only a send has no result");
+    if (!check_fit(g, in->out, &in->out_t, "the result", err))
         return false;
     /* the result and an operand share memory only as rt_op_in_place allows */
     int64_t o0 = g->buf_offset[in->out], o1 = o0 + rt_type_bytes(&in->out_t);
@@ -369,27 +368,27 @@ static bool check_in_program(const rt_plan *p, int s, const rt_instr *in, char *
             continue;
         if (rt_bucket_view(in, i, a0, o0))
             continue;
-        return rt_plan_fail(err, errlen, "the result (buffer %d) overlaps operand %d (buffer %d) in "
+        return rt_plan_fail(err, "the result (buffer %d) overlaps operand %d (buffer %d) in "
                             "memory", in->out, i + 1, in->in[i]);
     }
     if (rt_is_io_source(in->op) && in->io >= 0 && in->io < p->nio && p->io[in->io].stage != s)
-        return rt_plan_fail(err, errlen, "I/O entry %d belongs to stage %d", in->io, p->io[in->io].stage);
-    return p2p || rt_instr_check(p, in, err, errlen);
+        return rt_plan_fail(err, "I/O entry %d belongs to stage %d", in->io, p->io[in->io].stage);
+    return p2p || rt_instr_check(p, in, err);
 }
 
-static bool check_programs(const rt_plan *p, char *err, size_t errlen)
+static bool check_programs(const rt_plan *p, su_status *err)
 {
-    char msg[MSG_LEN];
+    su_status msg;
     for (int s = 0; s < p->nstages; s++) {
         const rt_program *g = &p->stage[s];
         for (int k = 0; k < g->ninstr; k++) {
             const rt_instr *in = &g->instr[k];
             if (in->line < 0 || in->col < 0 || (!in->line && in->col))
-                return rt_plan_fail(err, errlen, "stage %d, instruction %d: source place %d:%d is not "
+                return rt_plan_fail(err, "stage %d, instruction %d: source place %d:%d is not "
                                     "a line and column", s, k, (int)in->line, (int)in->col);
-            if (!check_in_program(p, s, in, msg, sizeof msg))
-                return rt_plan_fail(err, errlen, "stage %d, instruction %d (%s): %s", s, k,
-                                    in->op < RT_NOPS ? rt_ops[in->op].name : "?", msg);
+            if (!check_in_program(p, s, in, &msg))
+                return rt_plan_wrap(err, &msg, "stage %d, instruction %d (%s): ", s, k,
+                                    in->op < RT_NOPS ? rt_ops[in->op].name : "?");
         }
     }
     return true;
@@ -399,11 +398,11 @@ static bool check_programs(const rt_plan *p, char *err, size_t errlen)
  * (rt_instr_check and check_in_program have checked the instructions'
  * entries and stages), and its buffer is the one every such instruction
  * writes: the session keeps it across runs and writes updates into it. */
-static bool check_sources(const rt_plan *p, char *err, size_t errlen)
+static bool check_sources(const rt_plan *p, su_status *err)
 {
     int32_t *src = malloc(((size_t)p->nio + 1) * sizeof *src);
     if (!src)
-        return rt_plan_fail(err, errlen, "out of memory");
+        return rt_plan_nomem(err);
     for (int32_t i = 0; i < p->nio; i++)
         src[i] = -1;
     bool ok = true;
@@ -413,7 +412,7 @@ static bool check_sources(const rt_plan *p, char *err, size_t errlen)
             if (in->op != RT_OP_PARAM && in->op != RT_OP_STATE)
                 continue;
             if (src[in->io] >= 0 && src[in->io] != in->out)
-                ok = rt_plan_fail(err, errlen, "I/O entry %d (%s) is filled into buffers %d and %d",
+                ok = rt_plan_fail(err, "I/O entry %d (%s) is filled into buffers %d and %d",
                                   in->io, p->io[in->io].name, src[in->io], in->out);
             src[in->io] = in->out;
         }
@@ -422,10 +421,10 @@ static bool check_sources(const rt_plan *p, char *err, size_t errlen)
         if (io->kind != RT_IO_PARAM && io->kind != RT_IO_STATE)
             continue;
         if (src[i] < 0)
-            ok = rt_plan_fail(err, errlen, "I/O entry %d (%s): no instruction of stage %d fills it", i,
+            ok = rt_plan_fail(err, "I/O entry %d (%s): no instruction of stage %d fills it", i,
                               io->name, io->stage);
         else if (io->buffer != src[i])
-            ok = rt_plan_fail(err, errlen, "I/O entry %d (%s): buffer %d is not buffer %d, which its "
+            ok = rt_plan_fail(err, "I/O entry %d (%s): buffer %d is not buffer %d, which its "
                               "source instruction fills", i, io->name, io->buffer, src[i]);
     }
     free(src);
@@ -433,20 +432,20 @@ static bool check_sources(const rt_plan *p, char *err, size_t errlen)
 }
 
 /* The loss: none (-1), or an output that is a floating-point scalar. */
-static bool check_loss(const rt_plan *p, char *err, size_t errlen)
+static bool check_loss(const rt_plan *p, su_status *err)
 {
     if (p->loss == -1)
         return true;
     if (p->loss < 0 || p->loss >= p->nio)
-        return rt_plan_fail(err, errlen, "the loss is I/O entry %d, out of range (the plan has %d)",
+        return rt_plan_fail(err, "the loss is I/O entry %d, out of range (the plan has %d)",
                             p->loss, p->nio);
     const rt_io *io = &p->io[p->loss];
     char b[TYPE_LEN];
     if (io->kind != RT_IO_OUTPUT)
-        return rt_plan_fail(err, errlen, "the loss is I/O entry %d (%s), which is not an output", p->loss,
+        return rt_plan_fail(err, "the loss is I/O entry %d (%s), which is not an output", p->loss,
                             io->name);
     if (io->type.rank != 0 || !rt_check_float_dtype(io->type.dtype))
-        return rt_plan_fail(err, errlen, "the loss, output '%s', is %s; a floating-point scalar is "
+        return rt_plan_fail(err, "the loss, output '%s', is %s; a floating-point scalar is "
                             "needed", io->name, rt_type_text(b, &io->type));
     return true;
 }
@@ -492,72 +491,71 @@ static bool is_identifier(const char *s)
 
 /* One image: a well-formed architecture name with the prefix the image's
  * kind has ("sm_" for a cubin, "compute_" for PTX), and some bytes. */
-static bool check_image(const rt_image *im, const char *prefix, const char *what, char *err,
-                        size_t errlen)
+static bool check_image(const rt_image *im, const char *prefix, const char *what, su_status *err)
 {
     if (!im->arch || rt_arch_number(im->arch) < 0 || strncmp(im->arch, prefix, strlen(prefix)))
-        return rt_plan_fail(err, errlen, "%s has the architecture '%s'; expected %sNN", what,
+        return rt_plan_fail(err, "%s has the architecture '%s'; expected %sNN", what,
                             im->arch ? im->arch : "", prefix);
     if (im->len == 0 || !im->data)
-        return rt_plan_fail(err, errlen, "%s for %s is empty", what, im->arch);
+        return rt_plan_fail(err, "%s for %s is empty", what, im->arch);
     if (!strcmp(prefix, "compute_") && memchr(im->data, 0, im->len))
-        return rt_plan_fail(err, errlen, "%s for %s contains a NUL byte", what, im->arch);
+        return rt_plan_fail(err, "%s for %s contains a NUL byte", what, im->arch);
     return true;
 }
 
 /* A module: its entry a C identifier, its images (see check_image), one
  * cubin per architecture. */
-static bool check_module(const rt_module *m, char *err, size_t errlen)
+static bool check_module(const rt_module *m, su_status *err)
 {
     char what[32];
     if (!is_identifier(m->entry))
-        return rt_plan_fail(err, errlen, "the entry '%s' is not a C identifier", m->entry ? m->entry : "");
+        return rt_plan_fail(err, "the entry '%s' is not a C identifier", m->entry ? m->entry : "");
     if (m->ncubin < 1 || m->ncubin > MAX_CUBINS || !m->cubin)
-        return rt_plan_fail(err, errlen, "has %d cubins; 1 to %d are needed", m->ncubin, MAX_CUBINS);
+        return rt_plan_fail(err, "has %d cubins; 1 to %d are needed", m->ncubin, MAX_CUBINS);
     for (int i = 0; i < m->ncubin; i++) {
         snprintf(what, sizeof what, "cubin %d", i);
-        if (!check_image(&m->cubin[i], "sm_", what, err, errlen))
+        if (!check_image(&m->cubin[i], "sm_", what, err))
             return false;
         for (int j = 0; j < i; j++)
             if (!strcmp(m->cubin[j].arch, m->cubin[i].arch))
-                return rt_plan_fail(err, errlen, "cubins %d and %d are both for %s", j, i,
+                return rt_plan_fail(err, "cubins %d and %d are both for %s", j, i,
                                     m->cubin[i].arch);
     }
-    return check_image(&m->ptx, "compute_", "the PTX", err, errlen);
+    return check_image(&m->ptx, "compute_", "the PTX", err);
 }
 
 /* The name, the module and the launch: a known strategy, a grid and a
  * block the driver accepts; a matmul kernel has none of them, and only it
  * an epilogue. */
-static bool check_launch(const rt_plan *p, const rt_kernel *k, char *err, size_t errlen)
+static bool check_launch(const rt_plan *p, const rt_kernel *k, su_status *err)
 {
     if (!is_identifier(k->name))
-        return rt_plan_fail(err, errlen, "the name '%s' is not a C identifier", k->name ? k->name : "");
+        return rt_plan_fail(err, "the name '%s' is not a C identifier", k->name ? k->name : "");
     if (k->strategy == RT_KS_MATMUL) {
         if (k->module != -1 || k->grid != 0 || k->block != 0 || k->shared_bytes != 0)
-            return rt_plan_fail(err, errlen, "a matmul kernel has module %d, grid %lld, block %d and %d "
+            return rt_plan_fail(err, "a matmul kernel has module %d, grid %lld, block %d and %d "
                                 "shared bytes; expected -1 and zeros (cuBLASLt runs it)", k->module,
                                 (long long)k->grid, k->block, k->shared_bytes);
         if (k->epilogue & ~RT_EPI_ALL)
-            return rt_plan_fail(err, errlen, "unknown epilogue bits 0x%x", k->epilogue);
+            return rt_plan_fail(err, "unknown epilogue bits 0x%x", k->epilogue);
         return true;
     }
     if (k->epilogue)
-        return rt_plan_fail(err, errlen, "only matmul kernels have an epilogue; this one (%s) has 0x%x",
+        return rt_plan_fail(err, "only matmul kernels have an epilogue; this one (%s) has 0x%x",
                             rt_kernel_strategy_name(k->strategy), k->epilogue);
     if (k->module < 0 || k->module >= p->nmodules)
-        return rt_plan_fail(err, errlen, "module %d is out of range (the plan has %d)", k->module,
+        return rt_plan_fail(err, "module %d is out of range (the plan has %d)", k->module,
                             p->nmodules);
     if (k->strategy >= RT_NKSTRATEGIES)
-        return rt_plan_fail(err, errlen, "unknown strategy (%d)", k->strategy);
+        return rt_plan_fail(err, "unknown strategy (%d)", k->strategy);
     if (k->grid < 1 || k->grid > INT32_MAX)
-        return rt_plan_fail(err, errlen, "a grid of %lld blocks; 1 to 2^31-1 are possible",
+        return rt_plan_fail(err, "a grid of %lld blocks; 1 to 2^31-1 are possible",
                             (long long)k->grid);
     if (k->block < 1 || k->block > RT_MAX_BLOCK)
-        return rt_plan_fail(err, errlen, "a block of %d threads; 1 to %d are possible", k->block,
+        return rt_plan_fail(err, "a block of %d threads; 1 to %d are possible", k->block,
                             RT_MAX_BLOCK);
     if (k->shared_bytes < 0 || k->shared_bytes > RT_MAX_SHARED)
-        return rt_plan_fail(err, errlen, "%d bytes of dynamic shared memory; 0 to %d are possible",
+        return rt_plan_fail(err, "%d bytes of dynamic shared memory; 0 to %d are possible",
                             k->shared_bytes, RT_MAX_SHARED);
     return true;
 }
@@ -566,23 +564,23 @@ static bool check_launch(const rt_plan *p, const rt_kernel *k, char *err, size_t
  * instructions, none claimed by another kernel (owner: per instruction of
  * the stage, the kernel claiming it, or -1). */
 static bool check_kernel_instrs(const rt_program *g, const rt_kernel *k, int32_t *owner,
-                                int32_t self, char *err, size_t errlen)
+                                int32_t self, su_status *err)
 {
     if (k->ninstr < 1 || !k->instr)
-        return rt_plan_fail(err, errlen, "stands for no instruction");
+        return rt_plan_fail(err, "stands for no instruction");
     for (int i = 0; i < k->ninstr; i++) {
         int32_t at = k->instr[i];
         if (at < 0 || at >= g->ninstr)
-            return rt_plan_fail(err, errlen, "instruction %d is out of range (the program has %d)", at,
+            return rt_plan_fail(err, "instruction %d is out of range (the program has %d)", at,
                                 g->ninstr);
         if (i > 0 && at <= k->instr[i - 1])
-            return rt_plan_fail(err, errlen, "instructions %d and %d are not in ascending order",
+            return rt_plan_fail(err, "instructions %d and %d are not in ascending order",
                                 k->instr[i - 1], at);
         if (rt_ops[g->instr[at].op].cls != RT_K_COMPUTE)
-            return rt_plan_fail(err, errlen, "instruction %d (%s) is not a compute instruction", at,
+            return rt_plan_fail(err, "instruction %d (%s) is not a compute instruction", at,
                                 rt_ops[g->instr[at].op].name);
         if (owner[at] >= 0)
-            return rt_plan_fail(err, errlen, "instruction %d belongs to kernel %d too", at, owner[at]);
+            return rt_plan_fail(err, "instruction %d belongs to kernel %d too", at, owner[at]);
         owner[at] = self;
     }
     return true;
@@ -639,11 +637,11 @@ static bool overlap(const rt_program *g, int32_t a, int32_t b)
  * residual where there are, then the result; false when an instruction is
  * not a step of plan.h's chain or the steps make another epilogue. */
 static bool matmul_params(const rt_program *g, const rt_kernel *k, int32_t *want,
-                          rt_type *want_t, int *nin, char *err, size_t errlen)
+                          rt_type *want_t, int *nin, su_status *err)
 {
     const rt_instr *mm = &g->instr[k->instr[0]];
     if (mm->op != RT_OP_MATMUL)
-        return rt_plan_fail(err, errlen, "its first instruction (%d, %s) is not a matmul", k->instr[0],
+        return rt_plan_fail(err, "its first instruction (%d, %s) is not a matmul", k->instr[0],
                             rt_ops[mm->op].name);
     int32_t extra[2] = {-1, -1}; /* bias, residual */
     rt_type extra_t[2];
@@ -657,7 +655,7 @@ static bool matmul_params(const rt_program *g, const rt_kernel *k, int32_t *want
         if (bit == RT_EPI_BIAS && mm->in_t[1].rank < 2)
             bit = 0; /* matrix @ vector: N is 1 for cuBLASLt, the last dim is M */
         if (!bit)
-            return rt_plan_fail(err, errlen, "instruction %d (%s) is not a bias or residual add, relu "
+            return rt_plan_fail(err, "instruction %d (%s) is not a bias or residual add, relu "
                                 "or gelu of instruction %d's result that cuBLASLt can do after it",
                                 k->instr[i], rt_ops[in->op].name, k->instr[i - 1]);
         have |= bit;
@@ -668,7 +666,7 @@ static bool matmul_params(const rt_program *g, const rt_kernel *k, int32_t *want
         last = in;
     }
     if (have != k->epilogue)
-        return rt_plan_fail(err, errlen, "its epilogue is 0x%x, but its instructions make 0x%x",
+        return rt_plan_fail(err, "its epilogue is 0x%x, but its instructions make 0x%x",
                             k->epilogue, have);
     int n = 0;
     for (int i = 0; i < 2; i++) {
@@ -689,45 +687,45 @@ static bool matmul_params(const rt_program *g, const rt_kernel *k, int32_t *want
 /* A matmul kernel (plan.h): its chain, its parameters, and a result that
  * shares no byte with what cuBLASLt reads (but the residual may be the
  * very buffer: cuBLASLt's C and D may be one matrix). */
-static bool check_matmul(const rt_program *g, const rt_kernel *k, char *err, size_t errlen)
+static bool check_matmul(const rt_program *g, const rt_kernel *k, su_status *err)
 {
     int32_t want[5];
     rt_type want_t[5];
     int nin = 0;
     char tb[TYPE_LEN];
-    if (!matmul_params(g, k, want, want_t, &nin, err, errlen))
+    if (!matmul_params(g, k, want, want_t, &nin, err))
         return false;
     if (k->nin != nin || k->nout != 1)
-        return rt_plan_fail(err, errlen, "has %d inputs and %d outputs; its instructions make %d and 1",
+        return rt_plan_fail(err, "has %d inputs and %d outputs; its instructions make %d and 1",
                             k->nin, k->nout, nin);
     for (int j = 0; j <= nin; j++)
         if (k->param[j] != want[j] || !rt_type_eq(&k->param_t[j], &want_t[j]))
-            return rt_plan_fail(err, errlen, "parameter %d is buffer %d as %s; its instructions make it "
+            return rt_plan_fail(err, "parameter %d is buffer %d as %s; its instructions make it "
                                 "buffer %d", j, k->param[j], rt_type_text(tb, &k->param_t[j]), want[j]);
     int32_t d = want[nin];
     bool resid = k->epilogue & RT_EPI_RESIDUAL;
     for (int j = 0; j < nin; j++)
         if (overlap(g, d, want[j]) && !(resid && j == nin - 1 && want[j] == d))
-            return rt_plan_fail(err, errlen, "its result (buffer %d) shares bytes with parameter %d "
+            return rt_plan_fail(err, "its result (buffer %d) shares bytes with parameter %d "
                                 "(buffer %d)", d, j, want[j]);
     return true;
 }
 
 /* Each parameter is a buffer of the program that one of the kernel's
  * instructions reads (the first nin) or writes (the rest) as its type. */
-static bool check_params(const rt_program *g, const rt_kernel *k, char *err, size_t errlen)
+static bool check_params(const rt_program *g, const rt_kernel *k, su_status *err)
 {
     char tb[TYPE_LEN], what[48];
     if (k->nin < 0 || k->nout < 1 || k->nin > RT_MAX_KPARAMS - k->nout ||
         (!k->param || !k->param_t))
-        return rt_plan_fail(err, errlen, "has %d inputs and %d outputs; at most %d parameters, one "
+        return rt_plan_fail(err, "has %d inputs and %d outputs; at most %d parameters, one "
                             "output or more", k->nin, k->nout, RT_MAX_KPARAMS);
     for (int j = 0; j < k->nin + k->nout; j++) {
         bool in = j < k->nin, seen = false;
         const rt_type *t = &k->param_t[j];
         int32_t b = k->param[j];
         snprintf(what, sizeof what, "parameter %d", j);
-        if (!rt_check_type(t, what, err, errlen) || !check_fit(g, b, t, what, err, errlen))
+        if (!rt_check_type(t, what, err) || !check_fit(g, b, t, what, err))
             return false;
         for (int i = 0; i < k->ninstr && !seen; i++) {
             const rt_instr *ins = &g->instr[k->instr[i]];
@@ -737,7 +735,7 @@ static bool check_params(const rt_program *g, const rt_kernel *k, char *err, siz
                 seen = ins->in[o] == b && rt_type_eq(&ins->in_t[o], t);
         }
         if (!seen)
-            return rt_plan_fail(err, errlen, "parameter %d is buffer %d as %s, but no instruction of the "
+            return rt_plan_fail(err, "parameter %d is buffer %d as %s, but no instruction of the "
                                 "kernel %s it as that type", j, b, rt_type_text(tb, t),
                                 in ? "reads" : "writes");
     }
@@ -745,11 +743,11 @@ static bool check_params(const rt_program *g, const rt_kernel *k, char *err, siz
 }
 
 /* Each module runs some kernel, so a plan holds no code it does not run. */
-static bool check_modules_used(const rt_plan *p, char *err, size_t errlen)
+static bool check_modules_used(const rt_plan *p, su_status *err)
 {
     bool *used = calloc((size_t)p->nmodules + 1, sizeof *used);
     if (!used)
-        return rt_plan_fail(err, errlen, "out of memory");
+        return rt_plan_nomem(err);
     for (int32_t i = 0; i < p->nkernels; i++)
         if (p->kernel[i].strategy != RT_KS_MATMUL)
             used[p->kernel[i].module] = true;
@@ -758,7 +756,7 @@ static bool check_modules_used(const rt_plan *p, char *err, size_t errlen)
         unused++;
     free(used);
     if (unused < p->nmodules)
-        return rt_plan_fail(err, errlen, "module %d (%s) runs no kernel", unused,
+        return rt_plan_fail(err, "module %d (%s) runs no kernel", unused,
                             p->module[unused].entry);
     return true;
 }
@@ -767,30 +765,30 @@ static bool check_modules_used(const rt_plan *p, char *err, size_t errlen)
  * launch, instructions and parameters; and every module is some kernel's.
  * The messages name the module ("module 2 (k3_add_gelu): ...") or the
  * kernel ("kernel 3 (k3_add_gelu) of stage 0: ..."). */
-static bool check_kernels(const rt_plan *p, char *err, size_t errlen)
+static bool check_kernels(const rt_plan *p, su_status *err)
 {
-    char msg[MSG_LEN];
+    su_status msg;
     if (p->nmodules < 0 || (p->nmodules > 0 && !p->module))
-        return rt_plan_fail(err, errlen, "a table of %d modules is not valid", p->nmodules);
+        return rt_plan_fail(err, "a table of %d modules is not valid", p->nmodules);
     if (p->nkernels < 0 || (p->nkernels > 0 && !p->kernel))
-        return rt_plan_fail(err, errlen, "a table of %d kernels is not valid", p->nkernels);
+        return rt_plan_fail(err, "a table of %d kernels is not valid", p->nkernels);
     for (int32_t i = 0; i < p->nmodules; i++)
-        if (!check_module(&p->module[i], msg, sizeof msg))
-            return rt_plan_fail(err, errlen, "module %d (%s): %s", i,
-                                is_identifier(p->module[i].entry) ? p->module[i].entry : "?", msg);
+        if (!check_module(&p->module[i], &msg))
+            return rt_plan_wrap(err, &msg, "module %d (%s): ", i,
+                                is_identifier(p->module[i].entry) ? p->module[i].entry : "?");
     int64_t total = 0;
     for (int s = 0; s < p->nstages; s++)
         total += p->stage[s].ninstr;
     int32_t *owner = malloc(((size_t)total + 1) * sizeof *owner);
     if (!owner)
-        return rt_plan_fail(err, errlen, "out of memory");
+        return rt_plan_nomem(err);
     for (int64_t i = 0; i < total; i++)
         owner[i] = -1;
     bool ok = true;
     for (int32_t i = 0; ok && i < p->nkernels; i++) {
         const rt_kernel *k = &p->kernel[i];
         if (k->stage < 0 || k->stage >= p->nstages) {
-            ok = rt_plan_fail(err, errlen, "kernel %d: stage %d is out of range (the plan has %d)", i,
+            ok = rt_plan_fail(err, "kernel %d: stage %d is out of range (the plan has %d)", i,
                               k->stage, p->nstages);
             break;
         }
@@ -798,32 +796,32 @@ static bool check_kernels(const rt_plan *p, char *err, size_t errlen)
         for (int s = 0; s < k->stage; s++)
             own += p->stage[s].ninstr;
         const rt_program *g = &p->stage[k->stage];
-        ok = check_launch(p, k, msg, sizeof msg) &&
-             check_kernel_instrs(g, k, own, i, msg, sizeof msg) &&
-             check_params(g, k, msg, sizeof msg) &&
-             (k->strategy != RT_KS_MATMUL || check_matmul(g, k, msg, sizeof msg));
+        ok = check_launch(p, k, &msg) &&
+             check_kernel_instrs(g, k, own, i, &msg) &&
+             check_params(g, k, &msg) &&
+             (k->strategy != RT_KS_MATMUL || check_matmul(g, k, &msg));
         if (!ok)
-            rt_plan_fail(err, errlen, "kernel %d (%s) of stage %d: %s", i,
-                         is_identifier(k->name) ? k->name : "?", k->stage, msg);
+            rt_plan_wrap(err, &msg, "kernel %d (%s) of stage %d: ", i,
+                         is_identifier(k->name) ? k->name : "?", k->stage);
     }
     free(owner);
-    return ok && check_modules_used(p, err, errlen);
+    return ok && check_modules_used(p, err);
 }
 
 /* Mesh, then buffer tables, then I/O entries, then instructions, then
  * kernels: each step may index what the steps before it checked. */
-bool rt_plan_validate(const rt_plan *p, char *err, size_t errlen)
+bool rt_plan_validate(const rt_plan *p, su_status *err)
 {
     if (!p)
-        return rt_plan_fail(err, errlen, "no plan");
-    if (!check_mesh(p, err, errlen) || !check_buffers(p, err, errlen) ||
-        !check_ios(p, err, errlen) || !check_programs(p, err, errlen) ||
-        !check_sources(p, err, errlen) || !check_loss(p, err, errlen) ||
-        !check_kernels(p, err, errlen))
+        return rt_plan_fail(err, "no plan");
+    if (!check_mesh(p, err) || !check_buffers(p, err) ||
+        !check_ios(p, err) || !check_programs(p, err) ||
+        !check_sources(p, err) || !check_loss(p, err) ||
+        !check_kernels(p, err))
         return false;
     if (p->report_len > 0 && !p->report)
-        return rt_plan_fail(err, errlen, "the report has %zu bytes but no text", p->report_len);
+        return rt_plan_fail(err, "the report has %zu bytes but no text", p->report_len);
     if (p->report_len > 0 && memchr(p->report, 0, p->report_len))
-        return rt_plan_fail(err, errlen, "the report contains a NUL byte");
+        return rt_plan_fail(err, "the report contains a NUL byte");
     return true;
 }

@@ -63,7 +63,7 @@ static void fail(const char *what, const char *detail)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char err[512] = "";
+    su_status err = {SU_OK, ""};
     uint8_t *copy = NULL;
     if (size > 0 && data[0] == 'F') {
         /* an exact-size copy, so that ASan still sees reads past the end */
@@ -75,24 +75,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         data = copy;
         size--;
     }
-    rt_plan *p = rt_plan_read(data, size, "fuzz.plan", err, sizeof err);
+    rt_plan *p = rt_plan_read(data, size, "fuzz.plan", &err);
     if (!p) {
-        if (strncmp(err, "fuzz.plan: ", 11) != 0 || strlen(err) <= 11)
-            fail("a rejection without a proper message", err);
+        if (strncmp(err.msg, "fuzz.plan: ", 11) != 0 || strlen(err.msg) <= 11)
+            fail("a rejection without a proper message", err.msg);
         free(copy);
         return 0;
     }
     uint8_t *a = NULL, *b = NULL;
     size_t na, nb;
-    if (!rt_plan_write(p, &a, &na, err, sizeof err))
-        fail("a plan that was read does not write", err);
+    if (!rt_plan_write(p, &a, &na, &err))
+        fail("a plan that was read does not write", err.msg);
     if (na != size || memcmp(a, data, size) != 0)
         fail("writing a plan that was read gives other bytes", "");
-    rt_plan *q = rt_plan_read(a, na, "rewritten.plan", err, sizeof err);
+    rt_plan *q = rt_plan_read(a, na, "rewritten.plan", &err);
     if (!q)
-        fail("a written plan does not read", err);
-    if (!rt_plan_write(q, &b, &nb, err, sizeof err))
-        fail("a plan read from a written one does not write", err);
+        fail("a written plan does not read", err.msg);
+    if (!rt_plan_write(q, &b, &nb, &err))
+        fail("a plan read from a written one does not write", err.msg);
     if (nb != na || memcmp(a, b, na) != 0)
         fail("write(read(write(p))) differs from write(p)", "");
     rt_plan_free(q);

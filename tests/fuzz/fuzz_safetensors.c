@@ -62,10 +62,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int i = 7; i >= 0 && size >= 8; i--)
         n = n << 8 | data[i];
     uint64_t data_size = size >= 8 && size - 8 >= n ? size - 8 - n : 0;
-    char err[512] = "";
+    su_status err = {SU_OK, ""};
     rt_st_file *f = NULL;
-    if (rt_st_parse_header(data, size, data_size, &f, err, sizeof err) != 0) {
-        if (f || !err[0])
+    if (rt_st_parse_header(data, size, data_size, &f, &err) != 0) {
+        if (f || !err.msg[0])
             abort(); /* a rejection returns no file and says why */
         return 0;
     }

@@ -44,9 +44,9 @@ static void leaks_ignored(bool on)
 
 static void check_mesh(const rt_mesh_desc *m, cc_report *rep)
 {
-    char err[256] = "";
-    rt_comm *c = rt_mpi_comm_new(m, 0, err, sizeof err);
-    CC_CHECK(rep, c != NULL, "rt_mpi_comm_new: %s", err);
+    su_status err = {SU_OK, ""};
+    rt_comm *c = rt_mpi_comm_new(m, 0, &err);
+    CC_CHECK(rep, c != NULL, "rt_mpi_comm_new: %s", err.msg);
     if (!c)
         return;
     cc_opts opts = {.member_order = false, .large = true};
@@ -59,9 +59,9 @@ static void check_mesh(const rt_mesh_desc *m, cc_report *rep)
  * the send is small, so MPI sends it eagerly and rank 0 does not wait. */
 static void check_p2p_mismatch(const rt_mesh_desc *m, cc_report *rep)
 {
-    char err[256] = "";
-    rt_comm *c = rt_mpi_comm_new(m, 0, err, sizeof err);
-    CC_CHECK(rep, c != NULL, "rt_mpi_comm_new: %s", err);
+    su_status err = {SU_OK, ""};
+    rt_comm *c = rt_mpi_comm_new(m, 0, &err);
+    CC_CHECK(rep, c != NULL, "rt_mpi_comm_new: %s", err.msg);
     if (!c)
         return;
     uint8_t a[16] = {7, 8, 9}, b[16] = {0};
@@ -157,10 +157,10 @@ static void check_collective_timeout(rt_comm *c, rt_group *g, cc_report *rep)
  * return "rank 1 failed: why"; the job goes on. */
 static void check_abort(cc_report *rep)
 {
-    char err[256] = "";
+    su_status err = {SU_OK, ""};
     rt_mesh_desc m4 = {1, {4}, {"x"}};
-    rt_comm *c = rt_mpi_comm_new(&m4, 0, err, sizeof err);
-    CC_CHECK(rep, c != NULL, "rt_mpi_comm_new: %s", err);
+    rt_comm *c = rt_mpi_comm_new(&m4, 0, &err);
+    CC_CHECK(rep, c != NULL, "rt_mpi_comm_new: %s", err.msg);
     if (!c)
         return;
     if (rep->rank == 1) {
@@ -175,11 +175,11 @@ static void check_abort(cc_report *rep)
 
 static void check_timeouts(cc_report *rep)
 {
-    char err[256] = "";
+    su_status err = {SU_OK, ""};
     rt_mesh_desc m4 = {1, {4}, {"x"}};
     MPI_Barrier(MPI_COMM_WORLD); /* the 400 ms start together */
-    rt_comm *c = rt_mpi_comm_new(&m4, rep->rank == 3 ? 10000 : 400, err, sizeof err);
-    CC_CHECK(rep, c != NULL, "rt_mpi_comm_new with a timeout: %s", err);
+    rt_comm *c = rt_mpi_comm_new(&m4, rep->rank == 3 ? 10000 : 400, &err);
+    CC_CHECK(rep, c != NULL, "rt_mpi_comm_new with a timeout: %s", err.msg);
     if (!c)
         return;
     uint8_t x = 0;
@@ -197,34 +197,34 @@ static void check_timeouts(cc_report *rep)
 /* Wrong sizes fail on every rank alike, before any collective call. */
 static void check_mismatch(cc_report *rep)
 {
-    char err[256] = "";
+    su_status err = {SU_OK, ""};
     rt_mesh_desc three = {1, {3}, {"dp"}};
-    CC_CHECK(rep, rt_mpi_comm_new(&three, 0, err, sizeof err) == NULL &&
-                      strcmp(err, "the plan's mesh dp=3 has 3 ranks, but MPI started 4 "
+    CC_CHECK(rep, rt_mpi_comm_new(&three, 0, &err) == NULL &&
+                      strcmp(err.msg, "the plan's mesh dp=3 has 3 ranks, but MPI started 4 "
                                   "processes: run mpirun -np 3") == 0,
-             "mesh of 3 ranks: \"%s\"", err);
+             "mesh of 3 ranks: \"%s\"", err.msg);
     rt_mesh_desc eight = {2, {2, 4}, {"dp", "tp"}};
-    CC_CHECK(rep, rt_mpi_comm_new(&eight, 0, err, sizeof err) == NULL &&
-                      strcmp(err, "the plan's mesh dp=2 x tp=4 has 8 ranks, but MPI started 4 "
+    CC_CHECK(rep, rt_mpi_comm_new(&eight, 0, &err) == NULL &&
+                      strcmp(err.msg, "the plan's mesh dp=2 x tp=4 has 8 ranks, but MPI started 4 "
                                   "processes: run mpirun -np 8") == 0,
-             "mesh of 8 ranks: \"%s\"", err);
+             "mesh of 8 ranks: \"%s\"", err.msg);
     rt_mesh_desc one = {0, {0}, {NULL}};
-    CC_CHECK(rep, rt_mpi_comm_new(&one, 0, err, sizeof err) == NULL &&
-                      strcmp(err, "the plan's mesh (no axes) has 1 rank, but MPI started 4 "
+    CC_CHECK(rep, rt_mpi_comm_new(&one, 0, &err) == NULL &&
+                      strcmp(err.msg, "the plan's mesh (no axes) has 1 rank, but MPI started 4 "
                                   "processes: run mpirun -np 1") == 0,
-             "mesh of 1 rank: \"%s\"", err);
+             "mesh of 1 rank: \"%s\"", err.msg);
 }
 
 int main(int argc, char **argv)
 {
     cc_report rep = {0};
-    char err[256] = "";
+    su_status err = {SU_OK, ""};
     rt_mesh_desc m22 = {2, {2, 2}, {"dp", "tp"}};
     /* before MPI_Init: a clear error, no crash */
     rep.checks++;
-    if (rt_mpi_comm_new(&m22, 0, err, sizeof err) != NULL ||
-        strcmp(err, "MPI is not initialised: call MPI_Init before rt_mpi_comm_new") != 0)
-        cc_fail(&rep, __FILE__, __LINE__, "before MPI_Init: \"%s\"", err);
+    if (rt_mpi_comm_new(&m22, 0, &err) != NULL ||
+        strcmp(err.msg, "MPI is not initialised: call MPI_Init before rt_mpi_comm_new") != 0)
+        cc_fail(&rep, __FILE__, __LINE__, "before MPI_Init: \"%s\"", err.msg);
     leaks_ignored(true);
     MPI_Init(&argc, &argv);
     leaks_ignored(false);

@@ -48,19 +48,19 @@ static int my_rank;
 static rt_session *open_session(const pp_plan *t, rt_comm_kind comm, const float *x,
                                 const pp_ref *w0)
 {
-    char err[ERRLEN];
-    if (!rt_plan_validate(&t->p, err, sizeof err)) {
-        fprintf(stderr, "rank %d: invalid plan: %s\n", my_rank, err);
+    su_status err;
+    if (!rt_plan_validate(&t->p, &err)) {
+        fprintf(stderr, "rank %d: invalid plan: %s\n", my_rank, err.msg);
         CHECK(0);
         return NULL;
     }
     rt_session_opts o = {.comm = comm};
-    rt_session *s = rt_session_new(&t->p, &o, err, sizeof err);
-    bool ok = s && rt_session_bind(s, "x", x, PB * PN * sizeof *x, err, sizeof err) == 0;
+    rt_session *s = rt_session_new(&t->p, &o, &err);
+    bool ok = s && rt_session_bind(s, "x", x, PB * PN * sizeof *x, &err) == 0;
     for (int l = 0; ok && w0 && l < PL; l++)
-        ok = rt_session_bind(s, pp_wname[l], w0->w[l], sizeof w0->w[l], err, sizeof err) == 0;
+        ok = rt_session_bind(s, pp_wname[l], w0->w[l], sizeof w0->w[l], &err) == 0;
     if (!ok) {
-        fprintf(stderr, "rank %d: %s\n", my_rank, err);
+        fprintf(stderr, "rank %d: %s\n", my_rank, err.msg);
         CHECK(0);
         rt_session_free(s);
         return NULL;
@@ -73,12 +73,13 @@ static rt_session *open_session(const pp_plan *t, rt_comm_kind comm, const float
 static void check_run(rt_session *s, rt_session *local, pp_ref *r, const float *x,
                       const char *what)
 {
-    char err[ERRLEN], msg[128];
+    su_status err;
+    char msg[128];
     float y[PB * PN], loss;
     pp_ref_step(r, x, y, &loss);
-    if (rt_session_run(s, err, sizeof err) != 0 ||
-        (local && rt_session_run(local, err, sizeof err) != 0)) {
-        fprintf(stderr, "rank %d: %s: %s\n", my_rank, what, err);
+    if (rt_session_run(s, &err) != 0 ||
+        (local && rt_session_run(local, &err) != 0)) {
+        fprintf(stderr, "rank %d: %s: %s\n", my_rank, what, err.msg);
         CHECK(0);
         return;
     }
@@ -86,7 +87,7 @@ static void check_run(rt_session *s, rt_session *local, pp_ref *r, const float *
     const float *got = rt_session_output(s, "y", NULL);
     CHECK_INT(got ? pp_diff(msg, got, y, PB * PN) : -1, 0);
     double l = 0;
-    CHECK(rt_session_loss(s, &l, err, sizeof err) == 0);
+    CHECK(rt_session_loss(s, &l, &err) == 0);
     if (l != loss)
         fprintf(stderr, "%s: loss %.9g, want %.9g\n", msg, l, loss);
     CHECK(l == loss);
@@ -94,7 +95,7 @@ static void check_run(rt_session *s, rt_session *local, pp_ref *r, const float *
         const float *ly = rt_session_output(local, "y", NULL);
         double ll = -1;
         CHECK(ly && got && memcmp(ly, got, sizeof y) == 0);
-        CHECK(rt_session_loss(local, &ll, err, sizeof err) == 0 && ll == l);
+        CHECK(rt_session_loss(local, &ll, &err) == 0 && ll == l);
     }
 }
 
@@ -102,9 +103,9 @@ static void check_run(rt_session *s, rt_session *local, pp_ref *r, const float *
 static void check_params_file(const char *path, const pp_ref *r)
 {
     rt_st_file *f = NULL;
-    char err[ERRLEN];
-    if (rt_st_open(path, &f, err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
+    su_status err;
+    if (rt_st_open(path, &f, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
         CHECK(0);
         return;
     }
@@ -113,12 +114,12 @@ static void check_params_file(const char *path, const pp_ref *r)
     for (int l = 0; l < PL; l++) {
         float w[PN];
         rt_type t = pp_t1(PN);
-        CHECK(rt_st_read_block(f, pp_wname[l], &t, start, count, w, err, sizeof err) == 0);
+        CHECK(rt_st_read_block(f, pp_wname[l], &t, start, count, w, &err) == 0);
         CHECK_INT(pp_diff("saved params", w, r->w[l], PN), 0);
     }
     float step = -1;
     rt_type st = pp_scalar();
-    CHECK(rt_st_read_block(f, "step", &st, start, start, &step, err, sizeof err) == 0);
+    CHECK(rt_st_read_block(f, "step", &st, start, start, &step, &err) == 0);
     CHECK(step == r->step);
     rt_st_close(f);
 }
@@ -127,7 +128,8 @@ static void check_params_file(const char *path, const pp_ref *r)
  * it on rank 0; the params saved (every rank gathers, rank 0 writes). */
 static void test_chain(int dp, int S, const char *path)
 {
-    char what[64], err[ERRLEN];
+    char what[64];
+    su_status err;
     snprintf(what, sizeof what, "dp %d x pp %d", dp, S);
     pp_plan *t = malloc(sizeof *t), *tl = malloc(sizeof *tl);
     pp_make(t, dp, S);
@@ -142,8 +144,8 @@ static void test_chain(int dp, int S, const char *path)
     for (int step = 0; s && step < 3; step++)
         check_run(s, local, &r, x, what);
     if (s) {
-        CHECK(rt_session_save_params(s, path, err, sizeof err) == 0 ||
-              (fprintf(stderr, "%s\n", err), 0));
+        CHECK(rt_session_save_params(s, path, &err) == 0 ||
+              (fprintf(stderr, "%s\n", err.msg), 0));
         MPI_Barrier(MPI_COMM_WORLD);
         if (my_rank == 0) {
             check_params_file(path, &r);
@@ -161,7 +163,7 @@ static void test_chain(int dp, int S, const char *path)
  * on one rank with the local communicator for the third step. */
 static void test_checkpoint(const char *dir)
 {
-    char err[ERRLEN];
+    su_status err;
     pp_plan *t = malloc(sizeof *t);
     pp_make(t, 2, 2);
     float x[PB * PN];
@@ -172,8 +174,8 @@ static void test_checkpoint(const char *dir)
     rt_session *s = open_session(t, RT_COMM_MPI, x, &w0);
     for (int step = 0; s && step < 2; step++)
         check_run(s, NULL, &r, x, "before the checkpoint");
-    if (s && rt_session_save_checkpoint(s, dir, err, sizeof err) != 0) {
-        fprintf(stderr, "rank %d: %s\n", my_rank, err);
+    if (s && rt_session_save_checkpoint(s, dir, &err) != 0) {
+        fprintf(stderr, "rank %d: %s\n", my_rank, err.msg);
         CHECK(0);
     }
     rt_session_free(s);
@@ -183,8 +185,8 @@ static void test_checkpoint(const char *dir)
         s = open_session(t, RT_COMM_LOCAL, x, NULL);
         if (!s)
             continue;
-        if (rt_session_resume(s, dir, err, sizeof err) != 0) {
-            fprintf(stderr, "resumed on pp %d: %s\n", stages[k], err);
+        if (rt_session_resume(s, dir, &err) != 0) {
+            fprintf(stderr, "resumed on pp %d: %s\n", stages[k], err.msg);
             CHECK(0);
         }
         CHECK_INT(rt_session_step(s), 2);

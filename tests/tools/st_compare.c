@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static float *read_f32(const rt_st_file *f, const rt_st_entry *e, char *err, size_t errlen)
+static float *read_f32(const rt_st_file *f, const rt_st_entry *e, su_status *err)
 {
     int64_t n = 1, start[RT_MAX_RANK] = {0};
     for (int d = 0; d < e->type.rank; d++)
@@ -23,10 +23,9 @@ static float *read_f32(const rt_st_file *f, const rt_st_entry *e, char *err, siz
     int esize = rt_dtype_size(e->type.dtype);
     void *raw = malloc((size_t)(n * esize) + 1);
     float *out = malloc((size_t)n * sizeof *out + 1);
-    if (!raw || !out || rt_st_read_block(f, e->name, &e->type, start, e->type.dim, raw, err,
-                                         errlen) != 0) {
+    if (!raw || !out || rt_st_read_block(f, e->name, &e->type, start, e->type.dim, raw, err) != 0) {
         if (!raw || !out)
-            snprintf(err, errlen, "out of memory");
+            su_fail(err, SU_NOMEM, "out of memory");
         free(raw);
         free(out);
         return NULL;
@@ -62,14 +61,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: st_compare EXPECTED GOT [--rtol R] [--atol A]\n");
         return 2;
     }
-    char err[1024];
+    su_status err;
     rt_st_file *want, *got;
-    if (rt_st_open(paths[0], &want, err, sizeof err) != 0) {
-        fprintf(stderr, "st_compare: %s\n", err);
+    if (rt_st_open(paths[0], &want, &err) != 0) {
+        fprintf(stderr, "st_compare: %s\n", err.msg);
         return 1;
     }
-    if (rt_st_open(paths[1], &got, err, sizeof err) != 0) {
-        fprintf(stderr, "st_compare: %s\n", err);
+    if (rt_st_open(paths[1], &got, &err) != 0) {
+        fprintf(stderr, "st_compare: %s\n", err.msg);
         rt_st_close(want);
         return 1;
     }
@@ -93,9 +92,9 @@ int main(int argc, char **argv)
             bad++;
             continue;
         }
-        float *a = read_f32(want, e, err, sizeof err), *b = a ? read_f32(got, g, err, sizeof err) : NULL;
+        float *a = read_f32(want, e, &err), *b = a ? read_f32(got, g, &err) : NULL;
         if (!a || !b) {
-            printf("%s: %s\n", e->name, err);
+            printf("%s: %s\n", e->name, err.msg);
             free(a);
             bad++;
             continue;

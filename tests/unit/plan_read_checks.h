@@ -15,12 +15,12 @@ static const char *read_msg(const uint8_t *b, size_t n, char *err)
     uint8_t *copy = malloc(n ? n : 1);
     if (n)
         memcpy(copy, b, n);
-    err[0] = 0;
-    rt_plan *p = rt_plan_read(copy, n, "model.plan", err, ERRLEN);
+    su_status st = {SU_OK, ""};
+    rt_plan *p = rt_plan_read(copy, n, "model.plan", &st);
     if (p)
         err[0] = 0;
-    else if (!err[0])
-        snprintf(err, ERRLEN, "(failed without a message)");
+    else
+        snprintf(err, ERRLEN, "%s", st.msg[0] ? st.msg : "(failed without a message)");
     rt_plan_free(p);
     free(copy);
     return err;

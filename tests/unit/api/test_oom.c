@@ -305,12 +305,12 @@ static bool ok(run *r, shardc_status st, char **errp, const char *what)
     if (verbose)
         fprintf(stderr, "k=%ld: %s: status %d: %s\n", r->k, what, (int)st, err ? err : "(none)");
     if (!atomic_load(&injected) || !err || !*err || st < SHARDC_ERR_INPUT ||
-        st > SHARDC_ERR_NO_GPU)
+        st > SHARDC_ERR_PEER)
         fprintf(stderr, "k=%ld: %s: status %d without an injected failure or a message: %s\n",
                 r->k, what, (int)st, err ? err : "(none)");
     CHECK(atomic_load(&injected));
     CHECK(err && *err);
-    CHECK(st >= SHARDC_ERR_INPUT && st <= SHARDC_ERR_NO_GPU);
+    CHECK(st >= SHARDC_ERR_INPUT && st <= SHARDC_ERR_PEER);
     /* never blamed on a bug; the compiler's calls say what it was */
     if (st == SHARDC_ERR_INTERNAL || (r->compiler && st != SHARDC_ERR_NOMEM))
         fprintf(stderr, "k=%ld: %s: status %d for an allocation failure: %s\n", r->k, what,

@@ -238,7 +238,7 @@ static void test_save_load_and_errors(void)
     shardc_free(err);
     err = NULL;
     shardc_session_config missing = {.params_file = "/nonexistent/w.safetensors"};
-    CHECK(shardc_session_new(plan, &missing, &s, &err) == SHARDC_ERR_INPUT);
+    CHECK(shardc_session_new(plan, &missing, &s, &err) == SHARDC_ERR_IO); /* cannot open */
     CHECK(err && strstr(err, "/nonexistent/w.safetensors"));
     shardc_free(err);
     err = NULL;
@@ -259,7 +259,7 @@ static void test_save_load_and_errors(void)
     shardc_free(err);
     err = NULL;
     remove(path);
-    CHECK(shardc_plan_load(path, &plan, &err) == SHARDC_ERR_INPUT);
+    CHECK(shardc_plan_load(path, &plan, &err) == SHARDC_ERR_IO);
     shardc_free(err);
     shardc_program_free(prog);
     shardc_options_free(opt);
@@ -438,9 +438,9 @@ static int read_tensor(const rt_st_file *f, const char *name, int n, float *out)
 {
     rt_type t = ttype(n > 1 ? n : 0);
     int64_t start[1] = {0}, count[1] = {n};
-    char err[512];
-    if (rt_st_read_block(f, name, &t, start, count, out, err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
+    su_status err;
+    if (rt_st_read_block(f, name, &t, start, count, out, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
         return -1;
     }
     return 0;
@@ -450,11 +450,11 @@ static int read_tensor(const rt_st_file *f, const char *name, int n, float *out)
 static void check_saved(const char *path, const train_ref *r)
 {
     rt_st_file *f = NULL;
-    char err[512];
+    su_status err;
     float w[TN], buf[TN], step;
-    CHECK(rt_st_open(path, &f, err, sizeof err) == 0);
+    CHECK(rt_st_open(path, &f, &err) == 0);
     if (!f) {
-        fprintf(stderr, "%s\n", err);
+        fprintf(stderr, "%s\n", err.msg);
         return;
     }
     CHECK_INT(f->nentries, 3);
@@ -469,11 +469,11 @@ static void check_saved(const char *path, const train_ref *r)
 /* One step of session s, on input x, checked against r (advanced by it). */
 static void check_step_x(rt_session *s, train_ref *r, const float *x, const char *what)
 {
-    char err[1024];
+    su_status err;
     double loss = NAN;
     double want = ref_step_x(r, x);
-    CHECK(rt_session_run(s, err, sizeof err) == 0 || (fprintf(stderr, "%s\n", err), 0));
-    CHECK(rt_session_loss(s, &loss, err, sizeof err) == 0);
+    CHECK(rt_session_run(s, &err) == 0 || (fprintf(stderr, "%s\n", err.msg), 0));
+    CHECK(rt_session_loss(s, &loss, &err) == 0);
     if (!near(loss, want))
         fprintf(stderr, "%s: loss %.9g, want %.9g\n", what, loss, want);
     CHECK(near(loss, want));
@@ -490,23 +490,24 @@ static void check_step(rt_session *s, train_ref *r, const char *what)
 static void test_train(int64_t ranks)
 {
     train_plan t;
-    char err[1024], path[96], what[64];
+    su_status err;
+    char path[96], what[64];
     make_train_plan(&t, ranks);
-    CHECK(rt_plan_validate(&t.p, err, sizeof err) || (fprintf(stderr, "%s\n", err), 0));
+    CHECK(rt_plan_validate(&t.p, &err) || (fprintf(stderr, "%s\n", err.msg), 0));
     snprintf(path, sizeof path, "/tmp/test_session_%ld_%lld.safetensors", (long)getpid(),
              (long long)ranks);
     rt_session_opts o = {.comm = RT_COMM_LOCAL};
-    rt_session *s = rt_session_new(&t.p, &o, err, sizeof err);
+    rt_session *s = rt_session_new(&t.p, &o, &err);
     CHECK(s != NULL);
     if (!s)
         return;
     double loss;
-    CHECK(rt_session_loss(s, &loss, err, sizeof err) != 0);
-    CHECK(strstr(err, "no loss yet: no step has run"));
-    CHECK(rt_session_save_params(s, path, err, sizeof err) != 0);
-    CHECK(strstr(err, "no step has run"));
-    CHECK(rt_session_bind(s, "x", train_x, sizeof train_x, err, sizeof err) == 0);
-    CHECK(rt_session_bind(s, "w", train_w0, sizeof train_w0, err, sizeof err) == 0);
+    CHECK(rt_session_loss(s, &loss, &err) != 0);
+    CHECK(strstr(err.msg, "no loss yet: no step has run"));
+    CHECK(rt_session_save_params(s, path, &err) != 0);
+    CHECK(strstr(err.msg, "no step has run"));
+    CHECK(rt_session_bind(s, "x", train_x, sizeof train_x, &err) == 0);
+    CHECK(rt_session_bind(s, "w", train_w0, sizeof train_w0, &err) == 0);
     train_ref r;
     ref_start(&r);
     for (int step = 1; step <= 3; step++) {
@@ -515,22 +516,22 @@ static void test_train(int64_t ranks)
     }
     CHECK_INT(rt_session_steps(s), 3);
     CHECK_STR(rt_session_generated(s), "w.buf, step");
-    CHECK(rt_session_save_params(s, path, err, sizeof err) == 0);
+    CHECK(rt_session_save_params(s, path, &err) == 0);
     check_saved(path, &r);
 
     /* binding w again starts over: w, and the states, are loaded again */
     train_ref again;
     ref_start(&again);
-    CHECK(rt_session_bind(s, "w", train_w0, sizeof train_w0, err, sizeof err) == 0);
+    CHECK(rt_session_bind(s, "w", train_w0, sizeof train_w0, &err) == 0);
     check_step(s, &again, "after binding w again");
     rt_session_free(s);
 
     /* a session on the saved file goes on from step 3 */
     o.params_path = path;
-    s = rt_session_new(&t.p, &o, err, sizeof err);
+    s = rt_session_new(&t.p, &o, &err);
     CHECK(s != NULL);
     if (s) {
-        CHECK(rt_session_bind(s, "x", train_x, sizeof train_x, err, sizeof err) == 0);
+        CHECK(rt_session_bind(s, "x", train_x, sizeof train_x, &err) == 0);
         check_step(s, &r, "from the saved file");
         CHECK_STR(rt_session_generated(s), "");
         rt_session_free(s);
@@ -542,30 +543,30 @@ static void test_train(int64_t ranks)
 static void test_no_loss(void)
 {
     train_plan t;
-    char err[1024];
+    su_status err;
     make_train_plan(&t, 2);
     t.p.loss = -1;
     for (int i = 0; i < t.p.nio; i++)
         t.io[i].update = -1;
-    CHECK(rt_plan_validate(&t.p, err, sizeof err));
+    CHECK(rt_plan_validate(&t.p, &err));
     rt_session_opts o = {.comm = RT_COMM_LOCAL};
-    rt_session *s = rt_session_new(&t.p, &o, err, sizeof err);
+    rt_session *s = rt_session_new(&t.p, &o, &err);
     CHECK(s != NULL);
     if (!s)
         return;
-    CHECK(rt_session_bind(s, "w", train_w0, sizeof train_w0, err, sizeof err) == 0);
-    CHECK(rt_session_bind(s, "x", train_x, sizeof train_x, err, sizeof err) == 0);
+    CHECK(rt_session_bind(s, "w", train_w0, sizeof train_w0, &err) == 0);
+    CHECK(rt_session_bind(s, "x", train_x, sizeof train_x, &err) == 0);
     double loss;
     train_ref r;
     for (int step = 0; step < 2; step++) { /* nothing moves */
         ref_start(&r);
         double want = ref_step(&r);
-        CHECK(rt_session_run(s, err, sizeof err) == 0);
+        CHECK(rt_session_run(s, &err) == 0);
         const float *l = rt_session_output(s, "loss", NULL);
         CHECK(l && near(*l, want));
     }
-    CHECK(rt_session_loss(s, &loss, err, sizeof err) != 0);
-    CHECK_STR(err, "the plan has no loss (it was not compiled for training)");
+    CHECK(rt_session_loss(s, &loss, &err) != 0);
+    CHECK_STR(err.msg, "the plan has no loss (it was not compiled for training)");
     rt_session_free(s);
 }
 
@@ -573,11 +574,12 @@ static void test_no_loss(void)
 static void test_train_api(void)
 {
     train_plan t;
-    char err[1024], plan_path[96], params_path[96];
+    su_status err;
+    char plan_path[96], params_path[96];
     make_train_plan(&t, 2);
     uint8_t *bytes = NULL;
     size_t len = 0;
-    CHECK(rt_plan_write(&t.p, &bytes, &len, err, sizeof err));
+    CHECK(rt_plan_write(&t.p, &bytes, &len, &err));
     snprintf(plan_path, sizeof plan_path, "/tmp/test_session_%ld_train.plan", (long)getpid());
     snprintf(params_path, sizeof params_path, "/tmp/test_session_%ld_api.safetensors",
              (long)getpid());
@@ -633,11 +635,11 @@ static void test_train_api(void)
 static shardc_plan *train_plan_file(int64_t ranks, const char *path)
 {
     train_plan t;
-    char err[1024];
+    su_status err;
     uint8_t *bytes = NULL;
     size_t len = 0;
     make_train_plan(&t, ranks);
-    CHECK(rt_plan_write(&t.p, &bytes, &len, err, sizeof err));
+    CHECK(rt_plan_write(&t.p, &bytes, &len, &err));
     FILE *f = fopen(path, "wb");
     CHECK(f && fwrite(bytes, 1, len, f) == len);
     if (f)
@@ -751,7 +753,7 @@ static void test_checkpoint_api(void)
     plan = train_plan_file(2, plan_path);
     s = NULL;
     if (plan && shardc_session_new(plan, NULL, &s, &e) == SHARDC_OK) {
-        CHECK(shardc_session_resume(s, "/nonexistent/ck", &e) == SHARDC_ERR_INPUT);
+        CHECK(shardc_session_resume(s, "/nonexistent/ck", &e) == SHARDC_ERR_IO);
         CHECK_STR(e, "/nonexistent/ck: no such checkpoint folder");
         shardc_free(e);
         CHECK_INT(shardc_session_step(s), 0);
@@ -827,7 +829,8 @@ static void test_checkpoint_keep_api(void)
 static void test_batches(void)
 {
     static const float xs[3][TN] = {{1, 2, -1, 0.5f}, {-2, 0, 1, 3}, {0.25f, -0.5f, 4, 1}};
-    char path[96], dir[96], err[1024];
+    char path[96], dir[96];
+    su_status err;
     snprintf(path, sizeof path, "/tmp/test_session_%ld_batches.safetensors", (long)getpid());
     snprintf(dir, sizeof dir, "/tmp/test_session_%ld_bckpt", (long)getpid());
     rt_type t = ttype(TN);
@@ -836,41 +839,41 @@ static void test_batches(void)
     t.dim[1] = TN;
     const char *name = "x";
     const void *data = xs;
-    CHECK(rt_st_write(path, 1, &name, &t, &data, err, sizeof err) == 0);
+    CHECK(rt_st_write(path, 1, &name, &t, &data, &err) == 0);
     train_plan tp;
     make_train_plan(&tp, 2);
     rt_session_opts o = {.comm = RT_COMM_LOCAL, .inputs_path = path};
-    rt_session *s = rt_session_new(&tp.p, &o, err, sizeof err);
+    rt_session *s = rt_session_new(&tp.p, &o, &err);
     CHECK(s != NULL);
     if (!s)
         return;
-    CHECK(rt_session_check_steps(s, 3, err, sizeof err) == 0);
-    CHECK(rt_session_check_steps(s, 4, err, sizeof err) != 0);
-    CHECK(strstr(err, "batches.safetensors: tensor 'x' holds 3 batches (one a step), but steps 1 to 4 need 4"));
-    CHECK(rt_session_bind(s, "w", train_w0, sizeof train_w0, err, sizeof err) == 0);
+    CHECK(rt_session_check_steps(s, 3, &err) == 0);
+    CHECK(rt_session_check_steps(s, 4, &err) != 0);
+    CHECK(strstr(err.msg, "batches.safetensors: tensor 'x' holds 3 batches (one a step), but steps 1 to 4 need 4"));
+    CHECK(rt_session_bind(s, "w", train_w0, sizeof train_w0, &err) == 0);
     train_ref r;
     ref_start(&r);
     check_step_x(s, &r, xs[0], "batch 1");
     check_step_x(s, &r, xs[1], "batch 2");
-    CHECK(rt_session_save_checkpoint(s, dir, err, sizeof err) == 0);
+    CHECK(rt_session_save_checkpoint(s, dir, &err) == 0);
     train_ref at2 = r;
     check_step_x(s, &r, xs[2], "batch 3");
-    CHECK(rt_session_run(s, err, sizeof err) != 0);
+    CHECK(rt_session_run(s, &err) != 0);
     /* both ranks fail at once: either may be the one reported */
-    CHECK((strncmp(err, "rank 0: ", 8) == 0 || strncmp(err, "rank 1: ", 8) == 0) &&
-          strstr(err, ": instruction 0 (input): ") &&
-          strstr(err, "batches.safetensors: tensor 'x' holds 3 batches (one a step), none for step 4"));
+    CHECK((strncmp(err.msg, "rank 0: ", 8) == 0 || strncmp(err.msg, "rank 1: ", 8) == 0) &&
+          strstr(err.msg, ": instruction 0 (input): ") &&
+          strstr(err.msg, "batches.safetensors: tensor 'x' holds 3 batches (one a step), none for step 4"));
     rt_session_free(s);
 
     /* resumed at step 2 on 1 rank: the next step reads batch 3 */
     make_train_plan(&tp, 1);
-    s = rt_session_new(&tp.p, &o, err, sizeof err);
+    s = rt_session_new(&tp.p, &o, &err);
     CHECK(s != NULL);
     if (s) {
-        CHECK(rt_session_resume(s, dir, err, sizeof err) == 0 || (fprintf(stderr, "%s\n", err), 0));
+        CHECK(rt_session_resume(s, dir, &err) == 0 || (fprintf(stderr, "%s\n", err.msg), 0));
         CHECK_INT(rt_session_step(s), 2);
-        CHECK(rt_session_check_steps(s, 2, err, sizeof err) != 0);
-        CHECK(strstr(err, "but steps 3 to 4 need 4"));
+        CHECK(rt_session_check_steps(s, 2, &err) != 0);
+        CHECK(strstr(err.msg, "but steps 3 to 4 need 4"));
         check_step_x(s, &at2, xs[2], "batch 3, resumed");
         rt_session_free(s);
     }
@@ -985,8 +988,8 @@ static void write_model_file(const char *path, const data *d, int n, const char 
         types[i].dim[1] = last == '1' ? H : D;
         ptrs[i] = last == '1' ? (const void *)d->w1 : last == '2' ? (const void *)d->w2 : d->x;
     }
-    char err[1024];
-    CHECK(rt_st_write(path, n, names, types, ptrs, err, sizeof err) == 0);
+    su_status err;
+    CHECK(rt_st_write(path, n, names, types, ptrs, &err) == 0);
 }
 
 /* A session on the params file at path with init_missing; NULL and the

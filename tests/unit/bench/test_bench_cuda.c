@@ -377,7 +377,8 @@ static void test_real_plan(void)
     }
     shardc_options *opt = shardc_options_new();
     shardc_program *prog = NULL;
-    char *e = NULL, err[512];
+    char *e = NULL;
+    su_status err;
     uint8_t *bytes = NULL;
     size_t len = 0;
     bool ok = shardc_options_set_archs(opt, "sm_90", &e) == SHARDC_OK &&
@@ -385,9 +386,9 @@ static void test_real_plan(void)
               shardc_compile_string(opt, "tiny.sh", model, sizeof model - 1, &prog, &e) ==
                   SHARDC_OK &&
               api_program_plan(prog, &bytes, &len, &e) == SHARDC_OK;
-    rt_plan *p = ok ? rt_plan_read(bytes, len, "tiny.sh", err, sizeof err) : NULL;
+    rt_plan *p = ok ? rt_plan_read(bytes, len, "tiny.sh", &err) : NULL;
     if (!p)
-        fprintf(stderr, "  tiny.sh: %s\n", e ? e : err);
+        fprintf(stderr, "  tiny.sh: %s\n", e ? e : err.msg);
     CHECK(p != NULL);
     if (p)
         check_real(p);

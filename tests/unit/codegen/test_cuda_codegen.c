@@ -397,15 +397,15 @@ static void test_cache(const char *dir)
 static void test_archs(void)
 {
     int arch[RT_MAX_ARCHS], n = -1;
-    char err[256];
-    CHECK(rt_parse_archs("sm_80,sm_90,sm_80", arch, &n, err, sizeof err));
+    su_status err;
+    CHECK(rt_parse_archs("sm_80,sm_90,sm_80", arch, &n, &err));
     CHECK_INT(n, 2);
     CHECK_INT(arch[0], 80);
     CHECK_INT(arch[1], 90);
-    CHECK(!rt_parse_archs("sm_8x", arch, &n, err, sizeof err));
-    CHECK_STR(err, "--arch 'sm_8x': expected sm_NN, as in --arch sm_80,sm_90");
-    CHECK(!rt_parse_archs("sm_80,", arch, &n, err, sizeof err));
-    CHECK(!rt_parse_archs("compute_80", arch, &n, err, sizeof err));
+    CHECK(!rt_parse_archs("sm_8x", arch, &n, &err));
+    CHECK_STR(err.msg, "--arch 'sm_8x': expected sm_NN, as in --arch sm_80,sm_90");
+    CHECK(!rt_parse_archs("sm_80,", arch, &n, &err));
+    CHECK(!rt_parse_archs("compute_80", arch, &n, &err));
     su_buf b;
     su_buf_init(&b, &oom);
     rt_archs_describe(arch, 0, &b);

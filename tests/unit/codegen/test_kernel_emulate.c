@@ -50,7 +50,8 @@ typedef struct model {
  * train line when zero > 0) on mesh with kernels for sm_80. */
 static model compile(const char *path, const char *mesh, int zero)
 {
-    char out[4300], err[1024], *e = NULL;
+    char out[4300], *e = NULL;
+    su_status err;
     snprintf(out, sizeof out, "%s/plan", tmpdir);
     model md = {0};
     char *text = check_model_text(path, zero);
@@ -65,9 +66,9 @@ static model compile(const char *path, const char *mesh, int zero)
               shardc_compile_string(opt, path, text, strlen(text), &prog, &e) == SHARDC_OK &&
               shardc_program_save_plan(prog, out, &e) == SHARDC_OK &&
               shardc_program_emit(prog, "cuda", &md.cuda, NULL, &e) == SHARDC_OK;
-    md.plan = ok ? rt_plan_load(out, err, sizeof err) : NULL;
+    md.plan = ok ? rt_plan_load(out, &err) : NULL;
     if (!md.plan)
-        fprintf(stderr, "  %s on %s: %s\n", path, mesh, e ? e : err);
+        fprintf(stderr, "  %s on %s: %s\n", path, mesh, e ? e : err.msg);
     CHECK(md.plan != NULL);
     unlink(out);
     free(text);
@@ -274,12 +275,12 @@ static bool run_kernel(const rt_plan *p, int st, int ki, void *lib, const char *
     rt_cpu_ctx ctx = {.axis_size = p->axis_size, .naxes = p->naxes};
     for (int b = 0; b < g->nbuf; b++)
         bufs[b] = cpu + g->buf_offset[b];
-    char err[256] = "";
+    su_status err = {SU_OK, ""};
     bool ok = true;
     for (int i = 0; i < k->ninstr && ok; i++)
-        ok = rt_cpu_run(&ctx, &g->instr[k->instr[i]], bufs, err, sizeof err) == 0;
+        ok = rt_cpu_run(&ctx, &g->instr[k->instr[i]], bufs, &err) == 0;
     if (!ok)
-        fprintf(stderr, "  %s: %s: the CPU backend failed: %s\n", where, k->name, err);
+        fprintf(stderr, "  %s: %s: the CPU backend failed: %s\n", where, k->name, err.msg);
     CHECK(ok);
     for (int i = 0; i < k->nin + k->nout; i++)
         params[i] = emu + g->buf_offset[k->param[i]];

@@ -29,7 +29,8 @@ static char tmpdir[] = "/tmp/test_plan_cuda.XXXXXX";
 /* The plan of file on mesh (NULL: its default) for archs; NULL on failure. */
 static rt_plan *compile(const char *file, const char *mesh, const char *archs)
 {
-    char path[4200], out[4300], err[1024];
+    char path[4200], out[4300];
+    su_status err;
     snprintf(path, sizeof path, "%s/examples/%s", check_repo_dir(), file);
     snprintf(out, sizeof out, "%s/plan", tmpdir);
     shardc_options *opt = shardc_options_new();
@@ -40,9 +41,9 @@ static rt_plan *compile(const char *file, const char *mesh, const char *archs)
               shardc_options_set_cache_dir(opt, getenv("SHARDC_CACHE_DIR"), &e) == SHARDC_OK &&
               shardc_compile_file(opt, path, &prog, &e) == SHARDC_OK &&
               shardc_program_save_plan(prog, out, &e) == SHARDC_OK;
-    rt_plan *p = ok ? rt_plan_load(out, err, sizeof err) : NULL;
+    rt_plan *p = ok ? rt_plan_load(out, &err) : NULL;
     if (!p)
-        fprintf(stderr, "  %s on %s: %s\n", file, mesh ? mesh : "its mesh", e ? e : err);
+        fprintf(stderr, "  %s on %s: %s\n", file, mesh ? mesh : "its mesh", e ? e : err.msg);
     CHECK(p != NULL);
     shardc_free(e);
     shardc_program_free(prog);
@@ -221,10 +222,10 @@ static void check_example(const char *file, const char *mesh)
     CHECK(p->nkernels > 0);
     CHECK(p->nmodules > 0 && p->nmodules <= p->nkernels);
     check_modules(p, where);
-    char err[1024];
-    int rc = rt_cuda_check_plan(p, err, sizeof err); /* the cuda backend runs all of it */
+    su_status err;
+    int rc = rt_cuda_check_plan(p, &err); /* the cuda backend runs all of it */
     if (rc)
-        fprintf(stderr, "  %s: %s\n", where, err);
+        fprintf(stderr, "  %s: %s\n", where, err.msg);
     CHECK_INT(rc, 0);
     for (int st = 0; st < p->nstages; st++) {
         CHECK_INT(run_on_paper(p, st, true, where), 0);

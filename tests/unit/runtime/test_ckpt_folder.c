@@ -57,18 +57,18 @@ static const char *pointer(void)
 }
 
 /* A save of `step` whose one rank file holds a tensor of value v. */
-static int save(int64_t step, float v, int keep, char *err, size_t errlen)
+static int save(int64_t step, float v, int keep, su_status *err)
 {
-    if (rt_ckpt_begin(root, step, err, errlen) != 0)
+    if (rt_ckpt_begin(root, step, err) != 0)
         return -1;
     char *staging = rt_ckpt_staging(root, step);
     const char *name = "v";
     rt_type t = {.dtype = RT_F32, .rank = 0};
     const void *data = &v;
     rt_st_sum sum;
-    int rc = rt_ckpt_write_rank(staging, 0, 1, &name, &t, &data, &sum, err, errlen);
+    int rc = rt_ckpt_write_rank(staging, 0, 1, &name, &t, &data, &sum, err);
     free(staging);
-    return rc == 0 ? rt_ckpt_commit(root, &plan, step, &sum, keep, err, errlen) : -1;
+    return rc == 0 ? rt_ckpt_commit(root, &plan, step, &sum, keep, err) : -1;
 }
 
 /* The value saved in step folder name (NAN when it cannot be read). */
@@ -86,11 +86,11 @@ static float saved_value(const char *name)
 }
 
 /* rt_ckpt_locate(root): the step folder's last part, and the note. */
-static const char *locate(char *note, size_t notelen, char *err, size_t errlen)
+static const char *locate(char *note, size_t notelen, su_status *err)
 {
     static char last[256];
     char *folder = NULL;
-    if (rt_ckpt_locate(root, &folder, note, notelen, err, errlen) != 0)
+    if (rt_ckpt_locate(root, &folder, note, notelen, err) != 0)
         return NULL;
     snprintf(last, sizeof last, "%s", strrchr(folder, '/') ? strrchr(folder, '/') + 1 : folder);
     free(folder);
@@ -101,19 +101,19 @@ static const char *locate(char *note, size_t notelen, char *err, size_t errlen)
  * older ones go; the user's files in the folder stay. */
 static void test_keep(void)
 {
-    char err[1024];
+    su_status err;
     mkdir(root, 0777);
     put("notes.txt", "mine");
     put("step-00000007", "a file of the user's with a step folder's name");
     for (int step = 1; step <= 4; step++)
-        CHECK(save(step, (float)step, 0, err, sizeof err) == 0);
+        CHECK(save(step, (float)step, 0, &err) == 0);
     CHECK_STR(pointer(), "step-00000004\n");
     CHECK(!exists("step-00000001") && !exists("step-00000002"));
     CHECK(exists("step-00000003") && exists("step-00000004"));
     CHECK(exists("notes.txt") && exists("step-00000007"));
     CHECK(!exists("step-00000004.partial"));
     CHECK(saved_value("step-00000004") == 4.0f);
-    CHECK(save(5, 5.0f, 1, err, sizeof err) == 0); /* keep 1 */
+    CHECK(save(5, 5.0f, 1, &err) == 0); /* keep 1 */
     CHECK(!exists("step-00000003") && !exists("step-00000004") && exists("step-00000005"));
     CHECK(exists("notes.txt") && exists("step-00000007"));
 }
@@ -123,7 +123,7 @@ static void test_keep(void)
  * a step folder without its index) is. */
 static void test_leftovers(void)
 {
-    char err[1024];
+    su_status err;
     mkdir(at("step-00000002"), 0777);
     put("step-00000002/index.json", "{}");
     put("step-00000002/mine.txt", "mine");
@@ -132,15 +132,15 @@ static void test_leftovers(void)
     put("latest.tmp.123.0", "step-00000003.partial\n");
     mkdir(at("step-00000001"), 0777);
     put("step-00000001/rank-00000.safetensors", "");
-    CHECK(save(6, 6.0f, 1, err, sizeof err) == 0);
+    CHECK(save(6, 6.0f, 1, &err) == 0);
     CHECK_STR(pointer(), "step-00000006\n");
     CHECK(exists("step-00000002/mine.txt") && exists("step-00000002/index.json"));
     CHECK(!exists("step-00000003.partial") && !exists("latest.tmp.123.0"));
     CHECK(!exists("step-00000001") && !exists("step-00000005"));
     /* a save that would replace that folder fails, naming the file, and
      * leaves the pointer where it was */
-    CHECK(save(2, 2.0f, 1, err, sizeof err) != 0);
-    CHECK(strstr(err, "step-00000002: holds mine.txt, which no save writes: left alone") != NULL);
+    CHECK(save(2, 2.0f, 1, &err) != 0);
+    CHECK(strstr(err.msg, "step-00000002: holds mine.txt, which no save writes: left alone") != NULL);
     CHECK_STR(pointer(), "step-00000006\n");
     CHECK(saved_value("step-00000006") == 6.0f);
     CHECK(ckpt_remove_tree(at("step-00000002")) == 0);
@@ -151,11 +151,11 @@ static void test_leftovers(void)
  * pointer naming one complete checkpoint of it all along. */
 static void test_rewind(void)
 {
-    char err[1024];
-    CHECK(save(3, 3.0f, 2, err, sizeof err) == 0);
+    su_status err;
+    CHECK(save(3, 3.0f, 2, &err) == 0);
     CHECK_STR(pointer(), "step-00000003\n");
     CHECK(exists("step-00000006"));
-    CHECK(save(3, 30.0f, 2, err, sizeof err) == 0);
+    CHECK(save(3, 30.0f, 2, &err) == 0);
     CHECK_STR(pointer(), "step-00000003\n");
     CHECK(saved_value("step-00000003") == 30.0f);
     CHECK(!exists("step-00000003.partial") && exists("step-00000006"));
@@ -164,69 +164,69 @@ static void test_rewind(void)
     CHECK(rename(at("step-00000003"), at("step-00000003.partial")) == 0);
     put("latest", "step-00000003.partial\n");
     char note[1024];
-    CHECK_STR(locate(note, sizeof note, err, sizeof err), "step-00000003.partial");
+    CHECK_STR(locate(note, sizeof note, &err), "step-00000003.partial");
     CHECK_STR(note, "");
     /* ... and a save of that step cannot start without destroying it */
-    CHECK(rt_ckpt_begin(root, 3, err, sizeof err) != 0);
-    CHECK(strstr(err, "latest names step-00000003.partial, which this save would write over") !=
+    CHECK(rt_ckpt_begin(root, 3, &err) != 0);
+    CHECK(strstr(err.msg, "latest names step-00000003.partial, which this save would write over") !=
           NULL);
     /* killed after the rename: the pointer still names the staging folder */
     CHECK(rename(at("step-00000003.partial"), at("step-00000003")) == 0);
-    CHECK_STR(locate(note, sizeof note, err, sizeof err), "step-00000003");
+    CHECK_STR(locate(note, sizeof note, &err), "step-00000003");
     CHECK_STR(note, "");
-    CHECK(save(3, 31.0f, 2, err, sizeof err) == 0);
+    CHECK(save(3, 31.0f, 2, &err) == 0);
     CHECK(saved_value("step-00000003") == 31.0f);
 }
 
 /* Which folder a resume takes. */
 static void test_locate(void)
 {
-    char err[1024], note[1024];
-    CHECK_STR(locate(note, sizeof note, err, sizeof err), "step-00000003");
+    su_status err;
+    char note[1024];
+    CHECK_STR(locate(note, sizeof note, &err), "step-00000003");
     CHECK_STR(note, "");
     char want[2048];
     put("latest", "step-00000009\n");
-    CHECK_STR(locate(note, sizeof note, err, sizeof err), "step-00000006");
+    CHECK_STR(locate(note, sizeof note, &err), "step-00000006");
     snprintf(want, sizeof want,
              "%s/latest names step-00000009, which is missing or incomplete (no index.json): resumed from the newest complete checkpoint, step-00000006",
              root);
     CHECK_STR(note, want);
     put("latest", "../elsewhere\n");
-    CHECK_STR(locate(note, sizeof note, err, sizeof err), "step-00000006");
+    CHECK_STR(locate(note, sizeof note, &err), "step-00000006");
     snprintf(want, sizeof want,
              "%s/latest does not name a step folder: resumed from the newest complete checkpoint, step-00000006",
              root);
     CHECK_STR(note, want);
     CHECK(unlink(at("latest")) == 0);
-    CHECK_STR(locate(note, sizeof note, err, sizeof err), "step-00000006");
+    CHECK_STR(locate(note, sizeof note, &err), "step-00000006");
     snprintf(want, sizeof want,
              "%s has no pointer 'latest': resumed from the newest complete checkpoint, step-00000006",
              root);
     CHECK_STR(note, want);
     /* no pointer, an index of its own: a step folder or a version 1 one */
     put("index.json", "{}");
-    CHECK_STR(locate(note, sizeof note, err, sizeof err), strrchr(root, '/') + 1);
+    CHECK_STR(locate(note, sizeof note, &err), strrchr(root, '/') + 1);
     CHECK_STR(note, "");
     CHECK(unlink(at("index.json")) == 0);
     CHECK(ckpt_remove_tree(at("step-00000003")) == 0);
     CHECK(ckpt_remove_tree(at("step-00000006")) == 0);
     put("latest", "step-00000006\n");
-    CHECK(locate(note, sizeof note, err, sizeof err) == NULL);
+    CHECK(locate(note, sizeof note, &err) == NULL);
     snprintf(want, sizeof want,
              "%s/latest names step-00000006, which is missing or incomplete (no index.json), and %s holds no complete step folder",
              root, root);
-    CHECK_STR(err, want);
+    CHECK_STR(err.msg, want);
     CHECK(unlink(at("latest")) == 0);
-    CHECK(locate(note, sizeof note, err, sizeof err) == NULL);
+    CHECK(locate(note, sizeof note, &err) == NULL);
     snprintf(want, sizeof want,
              "%s: not a checkpoint: no pointer 'latest', no index.json and no complete step folder (a save into it that did not complete?)",
              root);
-    CHECK_STR(err, want);
-    CHECK(rt_ckpt_locate(at("notes.txt"), &(char *){NULL}, note, sizeof note, err,
-                         sizeof err) != 0);
-    CHECK(strstr(err, "notes.txt: not a folder: a checkpoint is one") != NULL);
-    CHECK(rt_ckpt_locate(at("none"), &(char *){NULL}, note, sizeof note, err, sizeof err) != 0);
-    CHECK(strstr(err, "none: no such checkpoint folder") != NULL);
+    CHECK_STR(err.msg, want);
+    CHECK(rt_ckpt_locate(at("notes.txt"), &(char *){NULL}, note, sizeof note, &err) != 0);
+    CHECK(strstr(err.msg, "notes.txt: not a folder: a checkpoint is one") != NULL);
+    CHECK(rt_ckpt_locate(at("none"), &(char *){NULL}, note, sizeof note, &err) != 0);
+    CHECK(strstr(err.msg, "none: no such checkpoint folder") != NULL);
 }
 
 int main(void)

@@ -84,10 +84,10 @@ static fop *push(fake *f)
 }
 
 static int f_copy(void *ctx, rt_dptr dst, size_t dpitch, rt_dptr src, size_t spitch,
-                  size_t width, size_t rows, char *err, size_t errlen)
+                  size_t width, size_t rows, su_status *err)
 {
     if (rows > 1 && (dpitch < width || spitch < width)) { /* cuMemcpy2D's rule */
-        snprintf(err, errlen, "pitch %zu or %zu below width %zu", dpitch, spitch, width);
+        su_fail(err, SU_INPUT, "pitch %zu or %zu below width %zu", dpitch, spitch, width);
         return -1;
     }
     fop *o = push(ctx);
@@ -96,11 +96,11 @@ static int f_copy(void *ctx, rt_dptr dst, size_t dpitch, rt_dptr src, size_t spi
     return 0;
 }
 
-static int f_reduce(void *ctx, const rt_dreduce *r, char *err, size_t errlen)
+static int f_reduce(void *ctx, const rt_dreduce *r, su_status *err)
 {
     if (r->n < 1 || r->n > RT_DCOMM_MAX_MEMBERS || r->cols < 1 || r->spitch < r->cols) {
-        snprintf(err, errlen, "bad reduction: %d members, %lld cols, pitch %lld", r->n,
-                 (long long)r->cols, (long long)r->spitch);
+        su_fail(err, SU_INPUT, "bad reduction: %d members, %lld cols, pitch %lld", r->n,
+                (long long)r->cols, (long long)r->spitch);
         return -1;
     }
     fop *o = push(ctx);
@@ -154,7 +154,7 @@ static void reduce_one(const rt_dreduce *r, int64_t at, int64_t e)
             store(r->dtype, r->src[j], at, acc);
 }
 
-static int f_sync(void *ctx, char *err, size_t errlen)
+static int f_sync(void *ctx, su_status *err)
 {
     fake *f = ctx;
     for (int k = 0; k < f->n; k++) {
@@ -167,7 +167,7 @@ static int f_sync(void *ctx, char *err, size_t errlen)
     }
     f->n = 0;
     if (f->fail_sync) {
-        snprintf(err, errlen, "%s", f->fail_sync);
+        su_fail(err, SU_INPUT, "%s", f->fail_sync);
         return -1;
     }
     return 0;
@@ -361,34 +361,34 @@ static int one_op(rank_job *rj, rt_comm *c, rt_group **groups, fake *f, uint8_t 
     uint8_t *src = in->nin ? arena + g->buf_offset[in->in[0]] : NULL;
     uint8_t *dst = in->out >= 0 ? arena + g->buf_offset[in->out] : NULL;
     uint8_t *hin = malloc((size_t)ib + 1), *hout = calloc((size_t)ob + 1, 1);
-    char err[RT_COMM_ERRLEN] = "";
+    su_status err = {SU_OK, ""};
     if (in->nin)
         fill(hin, &in->in_t[0], (uint64_t)rj->rank * 7919 + (uint64_t)i * 104729 + 1,
              in->op == RT_OP_ALL_REDUCE && in->dim == RT_REDUCE_MAX);
     /* the operand as a kernel writes it: done only at the next sync */
     if (src)
-        f_copy(f, D(src), (size_t)ib, D(hin), (size_t)ib, (size_t)ib, 1, err, sizeof err);
+        f_copy(f, D(src), (size_t)ib, D(hin), (size_t)ib, (size_t)ib, 1, &err);
     int rc = p2p ? rt_dcomm_p2p(c, &f->ops, in, peer, D(src), D(dst))
                  : rt_dcomm_collective(grp, &f->ops, in, D(src), D(dst));
     if (rc != 0)
-        snprintf(err, sizeof err, "%s", rt_comm_error(c));
+        snprintf(err.msg, sizeof err.msg, "%s", rt_comm_error(c));
     if (rc == 0 && f->n != 0)
-        snprintf(err, sizeof err, "%d device ops left queued", f->n);
+        snprintf(err.msg, sizeof err.msg, "%d device ops left queued", f->n);
     if (rc == 0 && src && src != dst)
         memset(src, 0xa5, (size_t)ib); /* the operand's bytes reused at once */
-    if (!*err && host_op(c, grp, in, peer, hin, hout) != 0)
-        snprintf(err, sizeof err, "host: %s", rt_comm_error(c));
-    if (!*err && f_sync(f, err, sizeof err) == 0 && dst && memcmp(dst, hout, (size_t)ob) != 0)
+    if (!err.msg[0] && host_op(c, grp, in, peer, hin, hout) != 0)
+        snprintf(err.msg, sizeof err.msg, "host: %s", rt_comm_error(c));
+    if (!err.msg[0] && f_sync(f, &err) == 0 && dst && memcmp(dst, hout, (size_t)ob) != 0)
         report(rj, i, in, dst, hout, ob);
     free(hin);
     free(hout);
     rj->ops[in->op]++;
-    if (!*err)
+    if (!err.msg[0])
         return 0;
     fprintf(stderr, "  %s, rank %lld, instruction %d (%s): %s\n", j->what, (long long)rj->rank, i,
-            rt_ops[in->op].name, err);
+            rt_ops[in->op].name, err.msg);
     rj->fails++;
-    rt_comm_abort(c, err);
+    rt_comm_abort(c, err.msg);
     return -1;
 }
 
@@ -446,8 +446,8 @@ static void run_plan(const rt_plan *p, const char *what, long *ops)
         mesh.size[a] = p->axis_size[a];
         mesh.name[a] = p->axis_name[a];
     }
-    char err[256];
-    j.w = rt_local_world_new(&mesh, 60000, err, sizeof err);
+    su_status err;
+    j.w = rt_local_world_new(&mesh, 60000, &err);
     CHECK(j.w != NULL);
     int64_t n = rt_plan_ranks(p);
     rank_job *rj = calloc((size_t)n, sizeof *rj);
@@ -660,8 +660,8 @@ static rt_local_world *world(int64_t n, int timeout_ms)
 {
     static char *names[] = {"x"};
     rt_mesh_desc mesh = {.naxes = 1, .size = {n}, .name = {names[0]}};
-    char err[256];
-    rt_local_world *w = rt_local_world_new(&mesh, timeout_ms, err, sizeof err);
+    su_status err;
+    rt_local_world *w = rt_local_world_new(&mesh, timeout_ms, &err);
     CHECK(w != NULL);
     return w;
 }

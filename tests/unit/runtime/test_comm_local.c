@@ -116,11 +116,11 @@ static void test_collectives(void)
     for (int rep = 0; rep < REPEATS; rep++) {
         for (size_t i = 0; i < sizeof naxes / sizeof *naxes; i++) {
             rt_mesh_desc m = mesh_of(naxes[i], sizes[i]);
-            char err[256] = "";
-            rt_local_world *w = rt_local_world_new(&m, 20000, err, sizeof err);
+            su_status err = {SU_OK, ""};
+            rt_local_world *w = rt_local_world_new(&m, 20000, &err);
             CHECK(w != NULL);
             if (!w) {
-                fprintf(stderr, "  %s\n", err);
+                fprintf(stderr, "  %s\n", err.msg);
                 continue;
             }
             rank_ctx x[CC_MAX_RANKS];
@@ -138,8 +138,8 @@ static void test_collectives(void)
 static void test_single(void)
 {
     rt_mesh_desc m = {0};
-    char err[256];
-    rt_local_world *w = rt_local_world_new(&m, 0, err, sizeof err);
+    su_status err;
+    rt_local_world *w = rt_local_world_new(&m, 0, &err);
     CHECK(w != NULL);
     rank_ctx x[1];
     run_ranks(w, &m, collectives_body, x, true);
@@ -184,8 +184,8 @@ static void test_abort(void)
 {
     int64_t size[2] = {2, 2};
     rt_mesh_desc m = mesh_of(2, size);
-    char err[256];
-    rt_local_world *w = rt_local_world_new(&m, 20000, err, sizeof err);
+    su_status err;
+    rt_local_world *w = rt_local_world_new(&m, 20000, &err);
     CHECK(w != NULL);
     rank_ctx x[4];
     run_ranks(w, &m, abort_body, x, false);
@@ -219,8 +219,8 @@ static void test_timeout(void)
 {
     int64_t size[2] = {2, 2};
     rt_mesh_desc m = mesh_of(2, size);
-    char err[256];
-    rt_local_world *w = rt_local_world_new(&m, 200, err, sizeof err);
+    su_status err;
+    rt_local_world *w = rt_local_world_new(&m, 200, &err);
     CHECK(w != NULL);
     /* run ranks 0..2 as threads: run_ranks over a mesh of 3 would not do,
      * so start them by hand */
@@ -266,7 +266,7 @@ static void test_timeout(void)
     /* the message of a lone waiter, in full */
     int64_t two[1] = {2};
     m = mesh_of(1, two);
-    w = rt_local_world_new(&m, 200, err, sizeof err);
+    w = rt_local_world_new(&m, 200, &err);
     rt_comm *c = rt_local_comm(w, 1);
     rt_group *g = NULL;
     uint8_t dp[1] = {0};
@@ -302,8 +302,8 @@ static void test_mismatch(void)
 {
     int64_t two[1] = {2};
     rt_mesh_desc m = mesh_of(1, two);
-    char err[256];
-    rt_local_world *w = rt_local_world_new(&m, 5000, err, sizeof err);
+    su_status err;
+    rt_local_world *w = rt_local_world_new(&m, 5000, &err);
     rank_ctx x[2];
     run_ranks(w, &m, mismatch_body, x, false);
     for (int r = 0; r < 2; r++) {
@@ -389,14 +389,14 @@ static void test_p2p_failures(void)
 {
     int64_t two[1] = {2}, four[1] = {4};
     rt_mesh_desc m = mesh_of(1, two);
-    char err[256];
-    rt_local_world *w = rt_local_world_new(&m, 100, err, sizeof err);
+    su_status err;
+    rt_local_world *w = rt_local_world_new(&m, 100, &err);
     rank_ctx x[4];
     run_ranks(w, &m, p2p_timeout_body, x, false);
     rt_local_world_free(w);
 
     m = mesh_of(1, four);
-    w = rt_local_world_new(&m, 20000, err, sizeof err);
+    w = rt_local_world_new(&m, 20000, &err);
     run_ranks(w, &m, p2p_abort_body, x, false);
     for (int r = 0; r < 4; r += 2) {
         CHECK_INT(x[r].rc, -1);
@@ -408,20 +408,20 @@ static void test_p2p_failures(void)
 
 static void test_bad_worlds(void)
 {
-    char err[256];
+    su_status err;
     int64_t size[2] = {2, 0};
     rt_mesh_desc m = mesh_of(2, size);
-    CHECK(rt_local_world_new(&m, 0, err, sizeof err) == NULL);
-    CHECK_STR(err, "mesh axis 1 (tp) has size 0; sizes must be >= 1");
+    CHECK(rt_local_world_new(&m, 0, &err) == NULL);
+    CHECK_STR(err.msg, "mesh axis 1 (tp) has size 0; sizes must be >= 1");
     size[1] = 2;
     m = mesh_of(2, size);
-    CHECK(rt_local_world_new(&m, -5, err, sizeof err) == NULL);
-    CHECK_STR(err, "negative timeout -5 ms");
+    CHECK(rt_local_world_new(&m, -5, &err) == NULL);
+    CHECK_STR(err.msg, "negative timeout -5 ms");
     m.naxes = RT_MAX_AXES + 1;
-    CHECK(rt_local_world_new(&m, 0, err, sizeof err) == NULL);
-    CHECK_STR(err, "the mesh has 9 axes; at most 8 are allowed");
+    CHECK(rt_local_world_new(&m, 0, &err) == NULL);
+    CHECK_STR(err.msg, "the mesh has 9 axes; at most 8 are allowed");
     m = mesh_of(2, size);
-    rt_local_world *w = rt_local_world_new(&m, 0, err, sizeof err);
+    rt_local_world *w = rt_local_world_new(&m, 0, &err);
     CHECK(rt_local_comm(w, 4) == NULL && rt_local_comm(w, -1) == NULL);
     CHECK(rt_local_comm(w, 3) != NULL && rt_comm_rank(rt_local_comm(w, 3)) == 3);
     rt_local_world_free(w);

@@ -140,12 +140,12 @@ static int64_t bidx(const rt_type *t, int tn, const int64_t *oidx, int on)
 
 /* ---- running and comparing ---- */
 
-static char err[512];
+static su_status err;
 static int64_t ctx_coord[RT_MAX_AXES] = {1, 2};
 static int64_t ctx_sizes[RT_MAX_AXES] = {2, 3};
 
 /* Runs in on operands ops[0..nin-1] into out, each in its own buffer; a
- * failure's message is in err, and printed unless quiet. */
+ * failure's message is in err.msg, and printed unless quiet. */
 static int run_q(rt_instr *in, tens *ops, int nin, tens *out, int quiet)
 {
     void *bufs[RT_MAX_IN + 1];
@@ -160,10 +160,10 @@ static int run_q(rt_instr *in, tens *ops, int nin, tens *out, int quiet)
     in->out = nin;
     in->out_t = out->t;
     bufs[nin] = out->p;
-    err[0] = 0;
-    int rc = rt_cpu_run(&ctx, in, bufs, err, sizeof err);
+    err.msg[0] = 0;
+    int rc = rt_cpu_run(&ctx, in, bufs, &err);
     if (rc != 0 && !quiet)
-        fprintf(stderr, "rt_cpu_run(%s): %s\n", rt_ops[in->op].name, err);
+        fprintf(stderr, "rt_cpu_run(%s): %s\n", rt_ops[in->op].name, err.msg);
     return rc;
 }
 
@@ -437,7 +437,7 @@ static void test_binary(void)
     CHECK(ov[4] == INT32_MAX && ov[5] == INT32_MIN); /* wrapped */
     ((int32_t *)b.p)[3] = 0;
     CHECK_INT(run_err(&div, ab, 2, &o), -1);
-    CHECK_STR(err, "div: i32 division by zero at result index 3");
+    CHECK_STR(err.msg, "div: i32 division by zero at result index 3");
     tfree(&a);
     tfree(&b);
     tfree(&o);
@@ -502,7 +502,7 @@ static void test_unary(void)
     rt_instr exp_i32 = {.op = RT_OP_EXP};
     tens xi = tnew("i32[2]"), oi = tnew("i32[2]");
     CHECK_INT(run_err(&exp_i32, &xi, 1, &oi), -1);
-    CHECK_STR(err, "exp of i32 is not supported");
+    CHECK_STR(err.msg, "exp of i32 is not supported");
     tfree(&x);
     tfree(&o);
     tfree(&xi);
@@ -989,11 +989,11 @@ static void test_embedding(void)
     tens z[2] = {tnew("f32[1024, 2]"), tnew("i32[16]")}, o2 = tnew("f32[16, 2]");
     ((int32_t *)z[1].p)[12] = 70000;
     CHECK_INT(run_err(&in, z, 2, &o2), -1);
-    CHECK_STR(err, "embedding id 70000 at index 12 is outside the table's 1024 rows");
+    CHECK_STR(err.msg, "embedding id 70000 at index 12 is outside the table's 1024 rows");
     ((int32_t *)z[1].p)[12] = 0;
     ((int32_t *)z[1].p)[3] = -1;
     CHECK_INT(run_err(&in, z, 2, &o2), -1);
-    CHECK_STR(err, "embedding id -1 at index 3 is outside the table's 1024 rows");
+    CHECK_STR(err.msg, "embedding id -1 at index 3 is outside the table's 1024 rows");
     tfree(&z[0]);
     tfree(&z[1]);
     tfree(&o2);
@@ -1097,7 +1097,7 @@ static void test_losses(void)
     ((int32_t *)x[1].p)[2] = 10;
     rt_instr xent = {.op = RT_OP_XENT};
     CHECK_INT(run_err(&xent, x, 2, &out), -1);
-    CHECK_STR(err, "cross_entropy label 10 at index 2 is outside the 10 classes (0..9)");
+    CHECK_STR(err.msg, "cross_entropy label 10 at index 2 is outside the 10 classes (0..9)");
     tfree(&x[0]);
     tfree(&x[1]);
     tfree(&out);
@@ -1170,7 +1170,7 @@ static void test_train_binary(void)
     tens xi[2] = {tnew("i32[2]"), tnew("i32[2]")}, oi = tnew("i32[2]");
     rt_instr gg = {.op = RT_OP_GELU_GRAD};
     CHECK_INT(run_err(&gg, xi, 2, &oi), -1);
-    CHECK_STR(err, "gelu_grad of i32 is not supported");
+    CHECK_STR(err.msg, "gelu_grad of i32 is not supported");
     for (int i = 0; i < 2; i++) {
         tfree(&x[i]);
         tfree(&xi[i]);
@@ -1389,11 +1389,11 @@ static void test_embedding_grad(void)
     rt_instr in = {.op = RT_OP_EMBEDDING_GRAD};
     ((int32_t *)z[0].p)[4] = 6;
     CHECK_INT(run_err(&in, z, 2, &o), -1);
-    CHECK_STR(err, "embedding_grad id 6 at index 4 is outside the table's 6 rows");
+    CHECK_STR(err.msg, "embedding_grad id 6 at index 4 is outside the table's 6 rows");
     ((int32_t *)z[0].p)[4] = 0;
     ((int32_t *)z[0].p)[9] = -3;
     CHECK_INT(run_err(&in, z, 2, &o), -1);
-    CHECK_STR(err, "embedding_grad id -3 at index 9 is outside the table's 6 rows");
+    CHECK_STR(err.msg, "embedding_grad id -3 at index 9 is outside the table's 6 rows");
     tfree(&z[0]);
     tfree(&z[1]);
     tfree(&o);
@@ -1414,12 +1414,12 @@ static void test_check_ids(void)
     rt_instr in = {.op = RT_OP_CHECK_IDS, .dim = 7};
     ((int32_t *)ids.p)[5] = 7;
     CHECK_INT(run_err(&in, &ids, 1, &o), -1);
-    CHECK_STR(err, "embedding id 7 at index 5 is outside the table's 7 rows");
+    CHECK_STR(err.msg, "embedding id 7 at index 5 is outside the table's 7 rows");
     ((int32_t *)ids.p)[5] = 0;
     ((int32_t *)ids.p)[2] = -1;
     in.op = RT_OP_CHECK_LABELS;
     CHECK_INT(run_err(&in, &ids, 1, &o), -1);
-    CHECK_STR(err, "cross_entropy label -1 at index 2 is outside the 7 classes (0..6)");
+    CHECK_STR(err.msg, "cross_entropy label -1 at index 2 is outside the 7 classes (0..6)");
     tfree(&ids);
     tfree(&o);
 }
@@ -1465,11 +1465,11 @@ static void test_xent_grad(void)
     rt_instr in = {.op = RT_OP_XENT_GRAD};
     ((int32_t *)x[1].p)[2] = 10;
     CHECK_INT(run_err(&in, x, 2, &out), -1);
-    CHECK_STR(err, "cross_entropy_grad label 10 at index 2 is outside the 10 classes (0..9)");
+    CHECK_STR(err.msg, "cross_entropy_grad label 10 at index 2 is outside the 10 classes (0..9)");
     ((int32_t *)x[1].p)[2] = 0;
     ((int32_t *)x[1].p)[3] = -1;
     CHECK_INT(run_err(&in, x, 2, &out), -1);
-    CHECK_STR(err, "cross_entropy_grad label -1 at index 3 is outside the 10 classes (0..9)");
+    CHECK_STR(err.msg, "cross_entropy_grad label -1 at index 3 is outside the 10 classes (0..9)");
     tfree(&x[0]);
     tfree(&x[1]);
     tfree(&out);
@@ -1559,15 +1559,15 @@ static void test_not_compute(void)
     tens o = tnew("f32[2]"), x = tnew("f32[2]");
     void *bufs[2] = {x.p, o.p};
     rt_instr in = {.op = RT_OP_INPUT, .out = 1, .out_t = o.t};
-    CHECK_INT(rt_cpu_run(NULL, &in, bufs, err, sizeof err), -1);
-    CHECK_HAS(err, "not a compute instruction");
+    CHECK_INT(rt_cpu_run(NULL, &in, bufs, &err), -1);
+    CHECK_HAS(err.msg, "not a compute instruction");
     rt_instr ar = {.op = RT_OP_ALL_REDUCE, .nin = 1, .in = {0}, .in_t = {x.t}, .out = 1,
                    .out_t = o.t};
-    CHECK_INT(rt_cpu_run(NULL, &ar, bufs, err, sizeof err), -1);
-    CHECK_HAS(err, "not a compute instruction");
+    CHECK_INT(rt_cpu_run(NULL, &ar, bufs, &err), -1);
+    CHECK_HAS(err.msg, "not a compute instruction");
     rt_instr st = {.op = RT_OP_STATE, .out = 1, .out_t = o.t}; /* a source */
-    CHECK_INT(rt_cpu_run(NULL, &st, bufs, err, sizeof err), -1);
-    CHECK_HAS(err, "state is not a compute instruction");
+    CHECK_INT(rt_cpu_run(NULL, &st, bufs, &err), -1);
+    CHECK_HAS(err.msg, "state is not a compute instruction");
     tfree(&o);
     tfree(&x);
 }
@@ -1589,8 +1589,8 @@ static void job_run(job *j)
                    .in_t = {j->x[0].t, j->x[1].t, j->x[2].t}, .out_t = j->out.t};
     rt_instr sm = {.op = RT_OP_SOFTMAX, .nin = 1, .in = {0}, .out = 1, .axis = 0,
                    .in_t = {j->sm_in.t}, .out_t = j->sm_out.t};
-    char e[256];
-    if (rt_cpu_run(NULL, &at, b1, e, sizeof e) != 0 || rt_cpu_run(NULL, &sm, b2, e, sizeof e) != 0)
+    su_status e;
+    if (rt_cpu_run(NULL, &at, b1, &e) != 0 || rt_cpu_run(NULL, &sm, b2, &e) != 0)
         j->mismatches++;
 }
 

@@ -24,7 +24,8 @@ static char tmpdir[] = "/tmp/test_cuda_backend.XXXXXX";
 /* The plan of examples/file (text NULL) or of text, on mesh. */
 static rt_plan *compile(const char *file, const char *text, const char *mesh, const char *archs)
 {
-    char path[4200], out[4300], err[1024];
+    char path[4200], out[4300];
+    su_status err;
     snprintf(path, sizeof path, "%s/examples/%s", check_repo_dir(), file);
     snprintf(out, sizeof out, "%s/plan", tmpdir);
     shardc_options *opt = shardc_options_new();
@@ -36,9 +37,9 @@ static rt_plan *compile(const char *file, const char *text, const char *mesh, co
               (text ? shardc_compile_string(opt, file, text, strlen(text), &prog, &e)
                     : shardc_compile_file(opt, path, &prog, &e)) == SHARDC_OK &&
               shardc_program_save_plan(prog, out, &e) == SHARDC_OK;
-    rt_plan *p = ok ? rt_plan_load(out, err, sizeof err) : NULL;
+    rt_plan *p = ok ? rt_plan_load(out, &err) : NULL;
     if (!p)
-        fprintf(stderr, "  %s on %s: %s\n", file, mesh, e ? e : err);
+        fprintf(stderr, "  %s on %s: %s\n", file, mesh, e ? e : err.msg);
     CHECK(p != NULL);
     unlink(out);
     shardc_free(e);
@@ -55,14 +56,15 @@ static bool starts(const char *s, const char *prefix)
 /* No driver or no GPU: the API's own status and the probe's message. */
 static void test_no_gpu(void)
 {
-    char probe[512], *e = NULL;
-    if (rt_cu_probe(probe, sizeof probe) == RT_CU_OK) {
+    char *e = NULL;
+    su_status probe;
+    if (rt_cu_probe(&probe) == RT_CU_OK) {
         printf("a GPU is here: the checks of a machine without one are skipped\n");
         return;
     }
-    CHECK(starts(probe, "no usable CUDA driver: ") || starts(probe, "no CUDA device: "));
+    CHECK(starts(probe.msg, "no usable CUDA driver: ") || starts(probe.msg, "no CUDA device: "));
     CHECK_INT(shardc_backend_check("cuda", &e), SHARDC_ERR_NO_GPU);
-    CHECK_STR(e, probe);
+    CHECK_STR(e, probe.msg);
     shardc_free(e);
 
     char path[4200];
@@ -77,7 +79,7 @@ static void test_no_gpu(void)
     shardc_session_config cfg = {.backend = "cuda"};
     CHECK_INT(plan ? (int)shardc_session_new(plan, &cfg, &s, &e) : -1, SHARDC_ERR_NO_GPU);
     CHECK(s == NULL);
-    CHECK_STR(e, probe);
+    CHECK_STR(e, probe.msg);
     shardc_free(e);
     shardc_plan_free(plan);
     shardc_program_free(prog);
@@ -97,12 +99,12 @@ static void test_backend_names(void)
 
 static void test_plans(void)
 {
-    char err[1024] = "";
+    su_status err = {SU_OK, ""};
     rt_plan *p = compile("mlp.sh", NULL, "2x2", "none");
     if (p) {
-        CHECK_INT(rt_cuda_check_plan(p, err, sizeof err), -1);
+        CHECK_INT(rt_cuda_check_plan(p, &err), -1);
         /* named by its place in the model, then in the plan */
-        CHECK(strstr(err, "examples/mlp.sh:12:20: stage 0, instruction 6 (add): no kernel of "
+        CHECK(strstr(err.msg, "examples/mlp.sh:12:20: stage 0, instruction 6 (add): no kernel of "
                           "the plan runs it, and the cuda backend has none of its own for it "
                           "(the plan has no kernels: was it compiled with --arch none?)"));
         rt_plan_free(p);
@@ -111,8 +113,8 @@ static void test_plans(void)
     p = compile("batch.sh", "mesh dp\ninput a : f32[2, 1, 4, 8]\ninput b : f32[1, 3, 8, 4]\n"
                             "c = a @ b\noutput c\n", "1", "sm_90");
     if (p) {
-        CHECK_INT(rt_cuda_check_plan(p, err, sizeof err), -1);
-        CHECK_STR(err, "batch.sh:4:7: stage 0, instruction 2 (matmul): batch dimensions that "
+        CHECK_INT(rt_cuda_check_plan(p, &err), -1);
+        CHECK_STR(err.msg, "batch.sh:4:7: stage 0, instruction 2 (matmul): batch dimensions that "
                        "broadcast against each other other than wholly are not supported on "
                        "the GPU");
         rt_plan_free(p);

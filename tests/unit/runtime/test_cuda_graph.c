@@ -44,7 +44,8 @@ static char tmpdir[] = "/tmp/test_cuda_graph.XXXXXX";
  * own), with kernels for the default archs; NULL on failure. */
 static rt_plan *compile(const char *file, const char *text, const char *mesh)
 {
-    char path[4200], out[4300], err[1024];
+    char path[4200], out[4300];
+    su_status err;
     snprintf(path, sizeof path, "%s/examples/%s", check_repo_dir(), file);
     snprintf(out, sizeof out, "%s/plan", tmpdir);
     shardc_options *opt = shardc_options_new();
@@ -56,9 +57,9 @@ static rt_plan *compile(const char *file, const char *text, const char *mesh)
               (text ? shardc_compile_string(opt, file, text, strlen(text), &prog, &e)
                     : shardc_compile_file(opt, path, &prog, &e)) == SHARDC_OK &&
               shardc_program_save_plan(prog, out, &e) == SHARDC_OK;
-    rt_plan *p = ok ? rt_plan_load(out, err, sizeof err) : NULL;
+    rt_plan *p = ok ? rt_plan_load(out, &err) : NULL;
     if (!p)
-        fprintf(stderr, "  %s on %s: %s\n", file, mesh ? mesh : "its mesh", e ? e : err);
+        fprintf(stderr, "  %s on %s: %s\n", file, mesh ? mesh : "its mesh", e ? e : err.msg);
     CHECK(p != NULL);
     unlink(out);
     shardc_free(e);
@@ -189,19 +190,19 @@ static void check_mlp_2x2(void)
 /* --graph with another backend or nccl: refused by the library too. */
 static void check_graph_options(void)
 {
-    char err[256];
+    su_status err;
     rt_session_opts o = {.backend = RT_BACKEND_CUDA, .comm = RT_COMM_LOCAL, .graph = true};
-    CHECK(rt_session_graph_check(&o, err, sizeof err) == 0);
+    CHECK(rt_session_graph_check(&o, &err) == 0);
     o.comm = RT_COMM_MPI;
-    CHECK(rt_session_graph_check(&o, err, sizeof err) == 0);
+    CHECK(rt_session_graph_check(&o, &err) == 0);
     o.comm = RT_COMM_NCCL;
-    CHECK(rt_session_graph_check(&o, err, sizeof err) != 0);
-    CHECK_STR(err, "CUDA graphs are not supported with the nccl communicator yet (its "
+    CHECK(rt_session_graph_check(&o, &err) != 0);
+    CHECK_STR(err.msg, "CUDA graphs are not supported with the nccl communicator yet (its "
                    "collectives run on a stream of their own, outside the capture)");
     o.comm = RT_COMM_LOCAL;
     o.backend = RT_BACKEND_CPU;
-    CHECK(rt_session_graph_check(&o, err, sizeof err) != 0);
-    CHECK_STR(err, "CUDA graphs need the cuda backend");
+    CHECK(rt_session_graph_check(&o, &err) != 0);
+    CHECK_STR(err.msg, "CUDA graphs need the cuda backend");
 
     char path[4200], *e = NULL;
     snprintf(path, sizeof path, "%s/examples/mlp.sh", check_repo_dir());
@@ -267,17 +268,16 @@ static int32_t kernel_checking(const rt_plan *p, int op)
 }
 
 /* The CPU backend's message for one run of p with ids and labels. */
-static void cpu_error(const rt_plan *p, const int32_t *ids, const int32_t *lab, char *err,
-                      size_t n)
+static void cpu_error(const rt_plan *p, const int32_t *ids, const int32_t *lab, su_status *err)
 {
     rt_session_opts o = {.comm = RT_COMM_LOCAL, .backend = RT_BACKEND_CPU, .seed = 1};
-    rt_session *s = rt_session_new(p, &o, err, n);
+    rt_session *s = rt_session_new(p, &o, err);
     CHECK(s != NULL);
     if (!s)
         return;
-    CHECK(rt_session_bind(s, "ids", ids, 12 * sizeof *ids, err, n) == 0);
-    CHECK(rt_session_bind(s, "lab", lab, 12 * sizeof *lab, err, n) == 0);
-    CHECK(rt_session_run(s, err, n) != 0);
+    CHECK(rt_session_bind(s, "ids", ids, 12 * sizeof *ids, err) == 0);
+    CHECK(rt_session_bind(s, "lab", lab, 12 * sizeof *lab, err) == 0);
+    CHECK(rt_session_run(s, err) != 0);
     rt_session_free(s);
 }
 
@@ -331,16 +331,17 @@ static void check_like_cpu(const rt_plan *p, int op, int64_t index, int32_t id,
     if (k < 0)
         return;
     int32_t i = rt_cuda_checked_instr(p, &p->kernel[k]);
-    char msg[512], want[1024], head[384], where[256];
+    su_status msg;
+    char want[1024], head[384], where[256];
     rt_instr_where(p, &p->stage[0].instr[i], where, sizeof where);
     CHECK(!strncmp(where, "xent.sh:", 8));
-    rt_cuda_error_message(p, k, rt_cuda_error_word(index, id), msg, sizeof msg);
+    rt_cuda_error_message(p, k, rt_cuda_error_word(index, id), msg.msg, sizeof msg.msg);
     snprintf(head, sizeof head, "rank 0: %sinstruction %d (%s): ", where, (int)i,
              rt_ops[op].name);
     CHECK(!strncmp(cpu, head, strlen(head)));
     snprintf(want, sizeof want, "%sstage 0, instruction %d (%s, kernel %s): %s", where, (int)i,
              rt_ops[op].name, p->kernel[k].name, cpu + strlen(head));
-    CHECK_STR(msg, want);
+    CHECK_STR(msg.msg, want);
 }
 
 /* "xent.sh:L:C: " of the instruction kernel k checks. */
@@ -358,36 +359,39 @@ static void check_messages(void)
     int32_t ids[12] = {0, 1, 2, 3, 4, 9, 6, 7, 1, 2, 3, 4};
     int32_t lab[12] = {0, 1, 6, 3, 4, 5, 0, 1, 2, 3, 4, 5};
     int32_t good_ids[12] = {0, 1, 2, 3, 4, 5, 6, 7, 1, 2, 3, 4};
-    char cpu[1024];
-    cpu_error(p, ids, lab, cpu, sizeof cpu);
-    CHECK(strstr(cpu, "embedding id 9 at index 5 is outside the table's 8 rows") != NULL);
-    check_like_cpu(p, RT_OP_EMBEDDING, 5, 9, cpu);
-    cpu_error(p, good_ids, lab, cpu, sizeof cpu);
-    CHECK(strstr(cpu, "cross_entropy label 6 at index 2 is outside the 6 classes (0..5)") != NULL);
-    check_like_cpu(p, RT_OP_XENT, 2, 6, cpu);
+    su_status cpu;
+    cpu_error(p, ids, lab, &cpu);
+    CHECK(strstr(cpu.msg, "embedding id 9 at index 5 is outside the table's 8 rows") != NULL);
+    CHECK(cpu.kind == SU_INPUT); /* the data's fault */
+    check_like_cpu(p, RT_OP_EMBEDDING, 5, 9, cpu.msg);
+    cpu_error(p, good_ids, lab, &cpu);
+    CHECK(strstr(cpu.msg, "cross_entropy label 6 at index 2 is outside the 6 classes (0..5)") != NULL);
+    CHECK(cpu.kind == SU_INPUT);
+    check_like_cpu(p, RT_OP_XENT, 2, 6, cpu.msg);
 
-    char msg[512], want[768], where[256];
+    su_status msg;
+    char want[768], where[256];
     int32_t k = kernel_checking(p, RT_OP_XENT_GRAD);
     CHECK(k >= 0);
     if (k >= 0) {
-        rt_cuda_error_message(p, k, rt_cuda_error_word(11, -1), msg, sizeof msg);
+        rt_cuda_error_message(p, k, rt_cuda_error_word(11, -1), msg.msg, sizeof msg.msg);
         snprintf(want, sizeof want, "%sstage 0, instruction %d (cross_entropy_grad, kernel %s): "
                  "cross_entropy_grad label -1 at index 11 is outside the 6 classes (0..5)",
                  checked_where(p, k, where, sizeof where),
                  (int)rt_cuda_checked_instr(p, &p->kernel[k]), p->kernel[k].name);
         CHECK(where[0]);
-        CHECK_STR(msg, want);
+        CHECK_STR(msg.msg, want);
     }
     k = kernel_checking(p, RT_OP_EMBEDDING_GRAD);
     CHECK(k >= 0);
     if (k >= 0) {
-        rt_cuda_error_message(p, k, rt_cuda_error_word(0, 8), msg, sizeof msg);
+        rt_cuda_error_message(p, k, rt_cuda_error_word(0, 8), msg.msg, sizeof msg.msg);
         snprintf(want, sizeof want, "%sstage 0, instruction %d (embedding_grad, kernel %s): "
                  "embedding_grad id 8 at index 0 is outside the table's 8 rows",
                  checked_where(p, k, where, sizeof where),
                  (int)rt_cuda_checked_instr(p, &p->kernel[k]), p->kernel[k].name);
         CHECK(where[0]);
-        CHECK_STR(msg, want);
+        CHECK_STR(msg.msg, want);
     }
     /* the other kernels check nothing */
     int checking = 0;
@@ -454,9 +458,10 @@ static void check_trace(void)
         int32_t i = k >= 0 ? p->kernel[k].instr[p->kernel[k].ninstr - 1] : 0;
         rt_trace one = {0};
         rt_trace_add_device(&one, i, k, 0, 0.5, 1.25f, 2.5f);
-        char path[4200], err[512], want[512];
+        char path[4200], want[512];
+        su_status err;
         snprintf(path, sizeof path, "%s/trace.json", tmpdir);
-        CHECK(rt_trace_write(path, p, &one, 1, "cuda", "local", err, sizeof err) == 0);
+        CHECK(rt_trace_write(path, p, &one, 1, "cuda", "local", &err) == 0);
         FILE *f = fopen(path, "r");
         char text[8192] = "";
         size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;

@@ -79,9 +79,9 @@ static void write_params(const char *path, const uint16_t *file_w, const float *
     const char *names[2] = {"w", "opt.w.master"};
     rt_type types[2] = {tw, tm};
     const void *data[2] = {file_w, master};
-    char err[512];
-    CHECK(rt_st_write(path, master ? 2 : 1, names, types, data, err, sizeof err) == 0 ||
-          (fprintf(stderr, "%s\n", err), 0));
+    su_status err;
+    CHECK(rt_st_write(path, master ? 2 : 1, names, types, data, &err) == 0 ||
+          (fprintf(stderr, "%s\n", err.msg), 0));
 }
 
 /* Reads the full tensor `name` of the saved file f into out (in its dtype). */
@@ -89,9 +89,9 @@ static int read_full(const rt_st_file *f, const char *name, rt_dtype dtype, void
 {
     rt_type t = {.dtype = dtype, .rank = 2, .dim = {R, C}};
     int64_t start[2] = {0, 0};
-    char err[512];
-    if (rt_st_read_block(f, name, &t, start, t.dim, out, err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
+    su_status err;
+    if (rt_st_read_block(f, name, &t, start, t.dim, out, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
         return -1;
     }
     return 0;
@@ -107,11 +107,11 @@ static void check_step(shardc_session *s, const char *path, const uint16_t *w0,
           (fprintf(stderr, "%s: %s\n", what, err), 0));
     shardc_free(err);
     rt_st_file *f = NULL;
-    char e[512];
+    su_status e;
     float master[N];
     uint16_t w[N];
-    if (rt_st_open(path, &f, e, sizeof e) != 0) {
-        fprintf(stderr, "%s: %s\n", what, e);
+    if (rt_st_open(path, &f, &e) != 0) {
+        fprintf(stderr, "%s: %s\n", what, e.msg);
         CHECK(0);
         return;
     }

@@ -27,9 +27,9 @@ static rt_io *find(rt_plan *p, const char *name)
 
 static void expect_invalid(rt_plan *p, const char *want)
 {
-    char err[1024];
-    CHECK(!rt_plan_validate(p, err, sizeof err));
-    CHECK_STR(err, want);
+    su_status err;
+    CHECK(!rt_plan_validate(p, &err));
+    CHECK_STR(err.msg, want);
 }
 
 int main(void)
@@ -51,13 +51,13 @@ int main(void)
     /* written and read back: the same bytes */
     uint8_t *a = NULL, *b = NULL;
     size_t na = 0, nb = 0;
-    char e[1024];
-    CHECK(rt_plan_write(p, &a, &na, e, sizeof e));
-    rt_plan *q = rt_plan_read(a, na, "m.plan", e, sizeof e);
+    su_status e;
+    CHECK(rt_plan_write(p, &a, &na, &e));
+    rt_plan *q = rt_plan_read(a, na, "m.plan", &e);
     CHECK(q != NULL);
     CHECK_STR(find(q, "opt.w.master")->init_param, "w");
     CHECK(find(q, "opt.w.m")->init_param == NULL);
-    CHECK(rt_plan_write(q, &b, &nb, e, sizeof e));
+    CHECK(rt_plan_write(q, &b, &nb, &e));
     CHECK(na == nb && !memcmp(a, b, na));
 
     char *good = m->init_param;
@@ -78,8 +78,8 @@ int main(void)
     expect_invalid(p, "I/O entry 2 (opt.w.master): names param 'w' without the initializer "
                       "param");
     m->init = RT_INIT_PARAM;
-    char err2[1024];
-    CHECK(rt_plan_validate(p, err2, sizeof err2));
+    su_status err2;
+    CHECK(rt_plan_validate(p, &err2));
 
     free(a);
     free(b);

@@ -12,51 +12,51 @@
 
 static void map_ok(void)
 {
-    char err[512] = "";
+    su_status err = {SU_OK, ""};
     const char *host[] = {"a", "a", "b", "b"}, *bus[] = {"0000:01:00.0", "0000:02:00.0",
                                                          "0000:01:00.0", "0000:02:00.0"};
     int local[] = {0, 1, 0, 1}, ndev[] = {2, 2, 4, 4};
-    CHECK_INT(rt_nccl_check_map(4, host, local, ndev, bus, err, sizeof err), 0);
-    CHECK_STR(err, "");
+    CHECK_INT(rt_nccl_check_map(4, host, local, ndev, bus, &err), 0);
+    CHECK_STR(err.msg, "");
     /* one rank alone on a host with one GPU */
     const char *h1[] = {"solo"}, *b1[] = {"0000:3b:00.0"};
     int l1[] = {0}, n1[] = {1};
-    CHECK_INT(rt_nccl_check_map(1, h1, l1, n1, b1, err, sizeof err), 0);
+    CHECK_INT(rt_nccl_check_map(1, h1, l1, n1, b1, &err), 0);
 }
 
 static void map_too_many(void)
 {
-    char err[512] = "";
+    su_status err = {SU_OK, ""};
     /* host b runs 3 ranks on 2 GPUs (local rank 2 has no bus id) */
     const char *host[] = {"a", "b", "b", "b"}, *bus[] = {"0000:01:00.0", "0000:01:00.0",
                                                          "0000:02:00.0", ""};
     int local[] = {0, 0, 1, 2}, ndev[] = {1, 2, 2, 2};
-    CHECK_INT(rt_nccl_check_map(4, host, local, ndev, bus, err, sizeof err), -1);
-    CHECK_STR(err, "host b runs local ranks 0 to 2 (3 ranks) but has 2 GPUs: the nccl "
+    CHECK_INT(rt_nccl_check_map(4, host, local, ndev, bus, &err), -1);
+    CHECK_STR(err.msg, "host b runs local ranks 0 to 2 (3 ranks) but has 2 GPUs: the nccl "
                    "communicator needs one GPU per rank");
     /* no GPU at all on the host */
     const char *h1[] = {"cpu1"}, *b1[] = {""};
     int l1[] = {0}, n1[] = {0};
-    CHECK_INT(rt_nccl_check_map(1, h1, l1, n1, b1, err, sizeof err), -1);
-    CHECK_STR(err, "host cpu1 runs local ranks 0 to 0 (1 rank) but has 0 GPUs: the nccl "
+    CHECK_INT(rt_nccl_check_map(1, h1, l1, n1, b1, &err), -1);
+    CHECK_STR(err.msg, "host cpu1 runs local ranks 0 to 0 (1 rank) but has 0 GPUs: the nccl "
                    "communicator needs one GPU per rank");
 }
 
 static void map_shared(void)
 {
-    char err[512] = "";
+    su_status err = {SU_OK, ""};
     /* two local ranks whose devices are one GPU (the same bus id: e.g.
      * CUDA_VISIBLE_DEVICES differs per rank) */
     const char *host[] = {"a", "a", "b"}, *bus[] = {"0000:01:00.0", "0000:01:00.0",
                                                     "0000:01:00.0"};
     int local[] = {0, 1, 0}, ndev[] = {2, 2, 1};
-    CHECK_INT(rt_nccl_check_map(3, host, local, ndev, bus, err, sizeof err), -1);
-    CHECK_STR(err, "ranks 0 and 1 (local ranks 0 and 1 on host a) would share the GPU at PCI "
+    CHECK_INT(rt_nccl_check_map(3, host, local, ndev, bus, &err), -1);
+    CHECK_STR(err.msg, "ranks 0 and 1 (local ranks 0 and 1 on host a) would share the GPU at PCI "
                    "bus 0000:01:00.0");
     /* the same bus id on two hosts is two GPUs */
     const char *h2[] = {"a", "b"}, *b2[] = {"0000:01:00.0", "0000:01:00.0"};
     int l2[] = {0, 0}, n2[] = {1, 1};
-    CHECK_INT(rt_nccl_check_map(2, h2, l2, n2, b2, err, sizeof err), 0);
+    CHECK_INT(rt_nccl_check_map(2, h2, l2, n2, b2, &err), 0);
 }
 
 /* The watchdog's decision, the clock given. */
@@ -89,17 +89,17 @@ static void watchdog(void)
 static void loading(void)
 {
     rt_nccl_api api;
-    char err[512] = "";
-    CHECK_INT(rt_nccl_open("libnccl-shardc-test-missing.so.2", &api, err, sizeof err), -1);
-    CHECK(!strncmp(err, "cannot load libnccl-shardc-test-missing.so.2: ", 46));
+    su_status err = {SU_OK, ""};
+    CHECK_INT(rt_nccl_open("libnccl-shardc-test-missing.so.2", &api, &err), -1);
+    CHECK(!strncmp(err.msg, "cannot load libnccl-shardc-test-missing.so.2: ", 46));
     char buf[256];
     CHECK_STR(rt_nccl_describe(NULL, 3, buf, sizeof buf),
               "ncclInternalError (no description)");
-    CHECK(!rt_nccl_check(NULL, 2, "AllReduce(...)", "x.c", 7, err, sizeof err));
-    CHECK_STR(err, "x.c:7: ncclAllReduce(...): ncclSystemError (no description)");
-    CHECK(rt_nccl_check(NULL, RT_NCCL_IN_PROGRESS, "AllReduce(...)", "x.c", 7, err, sizeof err));
-    if (rt_nccl_open("libnccl.so.2", &api, err, sizeof err) != 0) {
-        printf("libnccl.so.2 not loadable here (%s): its table is not checked\n", err);
+    CHECK(!rt_nccl_check(NULL, 2, "AllReduce(...)", "x.c", 7, &err));
+    CHECK_STR(err.msg, "x.c:7: ncclAllReduce(...): ncclSystemError (no description)");
+    CHECK(rt_nccl_check(NULL, RT_NCCL_IN_PROGRESS, "AllReduce(...)", "x.c", 7, &err));
+    if (rt_nccl_open("libnccl.so.2", &api, &err) != 0) {
+        printf("libnccl.so.2 not loadable here (%s): its table is not checked\n", err.msg);
         return;
     }
     int v = 0;
@@ -123,8 +123,8 @@ static void public_check(void)
     CHECK_STR(e, "unknown communicator 'nccx' (local, mpi, nccl)");
     shardc_free(e);
     e = NULL;
-    char why[512];
-    if (rt_cu_probe(why, sizeof why) == RT_CU_OK) {
+    su_status why;
+    if (rt_cu_probe(&why) == RT_CU_OK) {
         printf("a GPU is here: shardc_comm_check(\"nccl\") not checked for failure\n");
         return;
     }

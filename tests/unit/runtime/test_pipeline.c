@@ -34,16 +34,16 @@ static void tmp_path(char *buf, size_t n, const char *what)
 /* A session on the chain, with x bound; NULL (a failed check) on error. */
 static rt_session *chain_session(const pp_plan *t, const float *x, int timeout_ms)
 {
-    char err[ERRLEN];
-    if (!rt_plan_validate(&t->p, err, sizeof err)) {
-        fprintf(stderr, "dp %d, %d stages: invalid plan: %s\n", t->dp, t->nstages, err);
+    su_status err;
+    if (!rt_plan_validate(&t->p, &err)) {
+        fprintf(stderr, "dp %d, %d stages: invalid plan: %s\n", t->dp, t->nstages, err.msg);
         CHECK(0);
         return NULL;
     }
     rt_session_opts o = {.comm = RT_COMM_LOCAL, .timeout_ms = timeout_ms};
-    rt_session *s = rt_session_new(&t->p, &o, err, sizeof err);
-    if (!s || rt_session_bind(s, "x", x, PB * PN * sizeof *x, err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
+    rt_session *s = rt_session_new(&t->p, &o, &err);
+    if (!s || rt_session_bind(s, "x", x, PB * PN * sizeof *x, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
         CHECK(0);
         rt_session_free(s);
         return NULL;
@@ -54,11 +54,11 @@ static rt_session *chain_session(const pp_plan *t, const float *x, int timeout_m
 /* One run of s against the reference r (advanced by it). */
 static void check_run(rt_session *s, pp_ref *r, const float *x, const char *what)
 {
-    char err[ERRLEN];
+    su_status err;
     float y[PB * PN], loss;
     pp_ref_step(r, x, y, &loss);
-    if (rt_session_run(s, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", what, err);
+    if (rt_session_run(s, &err) != 0) {
+        fprintf(stderr, "%s: %s\n", what, err.msg);
         CHECK(0);
         return;
     }
@@ -67,7 +67,7 @@ static void check_run(rt_session *s, pp_ref *r, const float *x, const char *what
     CHECK(got && t.rank == 2 && t.dim[0] == PB && t.dim[1] == PN);
     CHECK_INT(got ? pp_diff(what, got, y, PB * PN) : -1, 0);
     double l = 0;
-    CHECK(rt_session_loss(s, &l, err, sizeof err) == 0);
+    CHECK(rt_session_loss(s, &l, &err) == 0);
     if (l != loss)
         fprintf(stderr, "%s: loss %.9g, want %.9g\n", what, l, loss);
     CHECK(l == loss);
@@ -78,9 +78,9 @@ static void check_run(rt_session *s, pp_ref *r, const float *x, const char *what
 static void check_params_file(const char *path, const pp_ref *r, const char *what)
 {
     rt_st_file *f = NULL;
-    char err[ERRLEN];
-    if (rt_st_open(path, &f, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", what, err);
+    su_status err;
+    if (rt_st_open(path, &f, &err) != 0) {
+        fprintf(stderr, "%s: %s\n", what, err.msg);
         CHECK(0);
         return;
     }
@@ -89,13 +89,13 @@ static void check_params_file(const char *path, const pp_ref *r, const char *wha
         float w[PN];
         int64_t start[1] = {0}, count[1] = {PN};
         rt_type t = pp_t1(PN);
-        CHECK(rt_st_read_block(f, pp_wname[l], &t, start, count, w, err, sizeof err) == 0);
+        CHECK(rt_st_read_block(f, pp_wname[l], &t, start, count, w, &err) == 0);
         CHECK_INT(pp_diff(what, w, r->w[l], PN), 0);
     }
     float step = -1;
     rt_type st = pp_scalar();
     int64_t none[1] = {0};
-    CHECK(rt_st_read_block(f, "step", &st, none, none, &step, err, sizeof err) == 0);
+    CHECK(rt_st_read_block(f, "step", &st, none, none, &step, &err) == 0);
     CHECK(step == r->step);
     rt_st_close(f);
 }
@@ -103,7 +103,8 @@ static void check_params_file(const char *path, const pp_ref *r, const char *wha
 /* Three steps of the chain on dp x S, then its params and step count. */
 static void test_chain(int dp, int S)
 {
-    char what[64], path[128], err[ERRLEN];
+    char what[64], path[128];
+    su_status err;
     snprintf(what, sizeof what, "dp %d x pp %d", dp, S);
     pp_plan *t = malloc(sizeof *t);
     pp_make(t, dp, S);
@@ -114,13 +115,13 @@ static void test_chain(int dp, int S)
     pp_ref_init(&r);
     pp_ref_init(&w0);
     for (int l = 0; s && l < PL; l++)
-        CHECK(rt_session_bind(s, pp_wname[l], w0.w[l], sizeof w0.w[l], err, sizeof err) == 0);
+        CHECK(rt_session_bind(s, pp_wname[l], w0.w[l], sizeof w0.w[l], &err) == 0);
     for (int step = 0; s && step < 3; step++)
         check_run(s, &r, x, what);
     if (s) {
         CHECK_STR(rt_session_generated(s), "step"); /* once, though every stage keeps it */
         tmp_path(path, sizeof path, "params.safetensors");
-        CHECK(rt_session_save_params(s, path, err, sizeof err) == 0);
+        CHECK(rt_session_save_params(s, path, &err) == 0);
         check_params_file(path, &r, what);
         remove(path);
     }
@@ -154,7 +155,8 @@ static int index_mentions(const char *dir, const char *name)
 static void test_checkpoint(int save_dp, int save_S)
 {
     static const int meshes[][2] = {{1, 1}, {1, 2}, {1, 4}, {2, 2}, {2, 1}};
-    char dir[128], err[ERRLEN], what[96];
+    char dir[128], what[96];
+    su_status err;
     tmp_path(dir, sizeof dir, "ckpt");
     float x[PB * PN];
     pp_inputs(x);
@@ -165,11 +167,11 @@ static void test_checkpoint(int save_dp, int save_S)
     pp_ref_init(&r);
     pp_ref_init(&w0);
     for (int l = 0; s && l < PL; l++)
-        CHECK(rt_session_bind(s, pp_wname[l], w0.w[l], sizeof w0.w[l], err, sizeof err) == 0);
+        CHECK(rt_session_bind(s, pp_wname[l], w0.w[l], sizeof w0.w[l], &err) == 0);
     for (int step = 0; s && step < 2; step++)
         check_run(s, &r, x, "before the checkpoint");
-    if (s && rt_session_save_checkpoint(s, dir, err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
+    if (s && rt_session_save_checkpoint(s, dir, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
         CHECK(0);
     }
     rt_session_free(s);
@@ -184,8 +186,8 @@ static void test_checkpoint(int save_dp, int save_S)
         s = chain_session(t, x, 0);
         if (!s)
             continue;
-        if (rt_session_resume(s, dir, err, sizeof err) != 0) {
-            fprintf(stderr, "%s: %s\n", what, err);
+        if (rt_session_resume(s, dir, &err) != 0) {
+            fprintf(stderr, "%s: %s\n", what, err.msg);
             CHECK(0);
         }
         CHECK_INT(rt_session_step(s), 2);
@@ -194,7 +196,7 @@ static void test_checkpoint(int save_dp, int save_S)
         CHECK_STR(rt_session_generated(s), "");
         char path[128];
         tmp_path(path, sizeof path, "resumed.safetensors");
-        CHECK(rt_session_save_params(s, path, err, sizeof err) == 0);
+        CHECK(rt_session_save_params(s, path, &err) == 0);
         check_params_file(path, &again, what);
         remove(path);
         rt_session_free(s);
@@ -205,32 +207,39 @@ static void test_checkpoint(int save_dp, int save_S)
 
 /* ---- failures ---- */
 
+/* The kind of run_failing's last failure (SU_OK when it ran). */
+static su_kind failed_kind;
+
 /* Runs the plan once with options o; the error (empty when it ran) into
- * err (ERRLEN bytes), and how long the run took. */
+ * err (ERRLEN bytes) and its kind into failed_kind, and how long the run
+ * took. */
 static double run_failing(const pp_plan *t, const rt_session_opts *o, char *err)
 {
-    char e[ERRLEN - 64];
+    failed_kind = SU_OK;
+    su_status e;
     err[0] = 0;
-    if (!rt_plan_validate(&t->p, e, sizeof e)) {
-        snprintf(err, ERRLEN, "invalid plan: %s", e);
+    if (!rt_plan_validate(&t->p, &e)) {
+        snprintf(err, ERRLEN, "invalid plan: %.1900s", e.msg);
         return 0;
     }
-    rt_session *s = rt_session_new(&t->p, o, e, sizeof e);
+    rt_session *s = rt_session_new(&t->p, o, &e);
     if (!s) {
-        snprintf(err, ERRLEN, "no session: %s", e);
+        snprintf(err, ERRLEN, "no session: %.1900s", e.msg);
         return 0;
     }
     float x[PB * PN];
     pp_inputs(x);
     if (!o->inputs_path)
-        rt_session_bind(s, "x", x, sizeof x, e, sizeof e);
+        rt_session_bind(s, "x", x, sizeof x, &e);
     double t0 = now_ms();
-    if (rt_session_run(s, e, sizeof e) != 0)
-        snprintf(err, ERRLEN, "%s", e);
+    if (rt_session_run(s, &e) != 0) {
+        snprintf(err, ERRLEN, "%.1900s", e.msg);
+        failed_kind = e.kind;
+    }
     double ms = now_ms() - t0;
     /* a failed session refuses another run, and frees cleanly */
     if (err[0])
-        CHECK(rt_session_run(s, e, sizeof e) != 0 && strstr(e, "an earlier run failed"));
+        CHECK(rt_session_run(s, &e) != 0 && strstr(e.msg, "an earlier run failed"));
     rt_session_free(s);
     return ms;
 }
@@ -252,6 +261,7 @@ static void test_recv_timeout(void)
     double ms = run_failing(t, &o, err);
     CHECK_STR(err, "rank 1: instruction 0 (recv from stage 0): recv on rank 1 from rank 0 "
                    "timed out after 200 ms: rank 0 sent nothing");
+    CHECK(failed_kind == SU_PEER); /* a wait for a peer timed out */
     CHECK(ms >= 190 && ms < 5000);
 
     /* on dp x pp, the peer of rank 3 (dp 1, pp 1) is rank 2 (dp 1, pp 0) */
@@ -284,6 +294,7 @@ static void test_size_mismatch(void)
     if (strcmp(err, recv_msg) != 0 && strcmp(err, send_msg) != 0)
         fprintf(stderr, "size mismatch: \"%s\"\n", err);
     CHECK(strcmp(err, recv_msg) == 0 || strcmp(err, send_msg) == 0);
+    CHECK(failed_kind == SU_PEER);
     free(t);
 }
 
@@ -333,18 +344,19 @@ static void test_rendezvous_deadlock(void)
  * file); rank 1, waiting in its recv with a long timeout, is woken. */
 static void test_peer_failure(void)
 {
-    char path[128], err[ERRLEN];
+    char path[128];
+    su_status err;
     tmp_path(path, sizeof path, "inputs.safetensors");
     const char *name = "other";
     rt_type ty = pp_t1(4);
     float v[4] = {0};
     const void *data = v;
-    CHECK(rt_st_write(path, 1, &name, &ty, &data, err, sizeof err) == 0);
+    CHECK(rt_st_write(path, 1, &name, &ty, &data, &err) == 0);
     pp_plan *t = malloc(sizeof *t);
     pp_make(t, 1, 2);
     rt_session_opts o = {.comm = RT_COMM_LOCAL, .timeout_ms = 60000, .inputs_path = path};
-    double ms = run_failing(t, &o, err);
-    CHECK(strncmp(err, "rank 0: instruction 0 (input): ", 31) == 0);
+    double ms = run_failing(t, &o, err.msg);
+    CHECK(strncmp(err.msg, "rank 0: instruction 0 (input): ", 31) == 0);
     CHECK(ms < 10000);
     remove(path);
     free(t);

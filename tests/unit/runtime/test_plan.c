@@ -440,13 +440,13 @@ static void refix(uint8_t *b, size_t n)
 
 static void expect_invalid(const rt_plan *p, const char *want, int line)
 {
-    char err[ERRLEN] = "";
-    bool ok = rt_plan_validate(p, err, sizeof err);
+    su_status err = {SU_OK, ""};
+    bool ok = rt_plan_validate(p, &err);
     check_count++;
-    if (ok || !strstr(err, want)) {
+    if (ok || !strstr(err.msg, want)) {
         check_failures++;
         fprintf(stderr, "test_plan.c:%d: validate %s \"%s\", want an error with \"%s\"\n", line,
-                ok ? "accepted the plan" : "said", err, want);
+                ok ? "accepted the plan" : "said", err.msg, want);
     }
 }
 #define EXPECT_INVALID(p, want) expect_invalid(p, want, __LINE__)
@@ -571,24 +571,24 @@ static void test_crc(void)
  * was read gives the same bytes; the writer leaves the plan untouched. */
 static void roundtrip(void (*make)(fixture *), const char *name)
 {
-    char err[ERRLEN] = "";
+    su_status err = {SU_OK, ""};
     fixture f, before;
     make(&f);
-    if (!rt_plan_validate(&f.p, err, sizeof err))
-        fprintf(stderr, "%s: %s\n", name, err);
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    if (!rt_plan_validate(&f.p, &err))
+        fprintf(stderr, "%s: %s\n", name, err.msg);
+    CHECK(rt_plan_validate(&f.p, &err));
     before = f;
     uint8_t *a = NULL, *b = NULL;
     size_t na = 0, nb = 0;
-    CHECK(rt_plan_write(&f.p, &a, &na, err, sizeof err));
+    CHECK(rt_plan_write(&f.p, &a, &na, &err));
     CHECK(memcmp(&f, &before, sizeof f) == 0);
-    rt_plan *p = rt_plan_read(a, na, name, err, sizeof err);
+    rt_plan *p = rt_plan_read(a, na, name, &err);
     if (!p)
-        fprintf(stderr, "%s: %s\n", name, err);
+        fprintf(stderr, "%s: %s\n", name, err.msg);
     CHECK(p != NULL);
     if (p) {
         check_plan_eq(&f.p, p);
-        CHECK(rt_plan_write(p, &b, &nb, err, sizeof err));
+        CHECK(rt_plan_write(p, &b, &nb, &err));
         CHECK(nb == na && b && memcmp(a, b, na) == 0);
     }
     CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x06"); /* magic, then version 6 LE */
@@ -631,11 +631,11 @@ static void test_roundtrip(void)
 static uint8_t *written(size_t *n)
 {
     fixture f;
-    char err[ERRLEN];
+    su_status err;
     uint8_t *b;
     make_pipeline(&f);
-    if (!rt_plan_write(&f.p, &b, n, err, sizeof err)) {
-        fprintf(stderr, "cannot write the fixture: %s\n", err);
+    if (!rt_plan_write(&f.p, &b, n, &err)) {
+        fprintf(stderr, "cannot write the fixture: %s\n", err.msg);
         exit(1);
     }
     return b;
@@ -837,8 +837,8 @@ static void test_validate(void)
 {
     fixture f;
     make_pipeline(&f);
-    char err[ERRLEN];
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    su_status err;
+    CHECK(rt_plan_validate(&f.p, &err));
     rt_instr *mm = &f.instr[1][2];
     CHECK_INT(mm->op, RT_OP_MATMUL);
 
@@ -864,14 +864,14 @@ static void test_validate(void)
     mm->op = RT_OP_EXP;
     EXPECT_INVALID(&f.p, "has 2 operands; exp takes 1");
     mm->op = RT_OP_MATMUL;
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_validate(&f.p, &err));
     mm->line = -1;
     EXPECT_INVALID(&f.p, "stage 1, instruction 2: source place -1:0 is not a line and column");
     mm->line = 0;
     mm->col = 7;
     EXPECT_INVALID(&f.p, "stage 1, instruction 2: source place 0:7 is not a line and column");
     mm->col = 0;
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_validate(&f.p, &err));
 
     f.io[3].name = (char *)"ln.g";
     EXPECT_INVALID(&f.p, "duplicate I/O name 'ln.g' on stage 0 (entries 2 and 3)");
@@ -885,9 +885,9 @@ static void test_validate(void)
      * may bear a param's or an input's name, not another output's */
     f.io[4].name = (char *)"ln.g";
     f.io[7].name = (char *)"x";
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_validate(&f.p, &err));
     f.io[7].name = (char *)"w";
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_validate(&f.p, &err));
     f.io[7].name = (char *)"ln.g";
     EXPECT_INVALID(&f.p, "I/O entries 4 and 7 are both called 'ln.g', on stages 0 and 1; an "
                    "output belongs to one stage");
@@ -924,7 +924,7 @@ static void test_validate(void)
     f.io[1].init_a = 0.02;
     f.io[0].init = RT_INIT_UNIFORM; /* an input's, for when it is absent: ids in [0, 64) */
     f.io[0].init_b = 64;
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_validate(&f.p, &err));
     f.io[0].init_b = 64.5; /* integers: whole bounds, or the runtime would floor them */
     EXPECT_INVALID(&f.p, "I/O entry 0 (tokens): uniform initializer of an integer tensor needs "
                    "whole bounds within i32, got [0, 64.5)");
@@ -964,15 +964,15 @@ static void test_validate(void)
     f.p.report = (char *)"a\0b";
     EXPECT_INVALID(&f.p, "the report contains a NUL byte");
     f.p.report = (char *)"abc";
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_validate(&f.p, &err));
 
     /* the writer refuses what the reader would */
     uint8_t *out = (uint8_t *)&f;
     size_t len = 1;
     f.instr[0][3].dim = 3;
-    CHECK(!rt_plan_write(&f.p, &out, &len, err, sizeof err));
+    CHECK(!rt_plan_write(&f.p, &out, &len, &err));
     CHECK(out == NULL && len == 0);
-    CHECK_STR(err, "cannot write an invalid plan: stage 0, instruction 3 (all_gather): dimension 3 "
+    CHECK_STR(err.msg, "cannot write an invalid plan: stage 0, instruction 3 (all_gather): dimension 3 "
               "is out of range for f32[8, 16, 16]");
 }
 
@@ -982,8 +982,8 @@ static void test_validate_train(void)
 {
     fixture f;
     make_train(&f);
-    char err[ERRLEN];
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    su_status err;
+    CHECK(rt_plan_validate(&f.p, &err));
 
     f.io[2].update = 31;
     EXPECT_INVALID(&f.p, "I/O entry 2 (w): buffer 31 (the update) is out of range (the program "
@@ -1034,7 +1034,7 @@ static void test_validate_train(void)
     EXPECT_INVALID(&f.p, "the loss, output 'loss', is f32[1]; a floating-point scalar is needed");
     f.io[6].type = S(RT_F32);
     f.p.loss = -1; /* an inference plan may still have updates: the session applies them */
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_validate(&f.p, &err));
     f.p.loss = 6;
 
     rt_instr *adamw = &f.instr[0][17];
@@ -1051,7 +1051,7 @@ static void test_validate_train(void)
     f.instr[0][0].beta2 = INFINITY; /* on any instruction, though only some read them */
     EXPECT_INVALID(&f.p, "instruction 0 (input): beta2 inf is not finite");
     f.instr[0][0].beta2 = 0;
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_validate(&f.p, &err));
 }
 
 /* The new fields in the file: the loss at the end of IOTB, the last
@@ -1059,11 +1059,11 @@ static void test_validate_train(void)
 static void test_train_file(void)
 {
     fixture f;
-    char err[ERRLEN];
+    su_status err;
     uint8_t *b;
     size_t n;
     make_train(&f);
-    CHECK(rt_plan_write(&f.p, &b, &n, err, sizeof err));
+    CHECK(rt_plan_write(&f.p, &b, &n, &err));
     uint8_t *c = malloc(n);
     size_t prog = section_at(b, n, 2), kern = section_at(b, n, 3);
     CHECK_INT(rd(b + prog - 4, 4), 6); /* IOTB ends with the loss */
@@ -1096,10 +1096,12 @@ static void test_train_file(void)
 /* rt_instr_check alone on one instruction against mesh {pp: 2, tp: 2}. */
 static const char *instr_msg(const rt_plan *p, const rt_instr *in, char *err)
 {
+    su_status st = {SU_OK, ""};
     err[0] = 0;
-    if (rt_instr_check(p, in, err, ERRLEN))
+    if (rt_instr_check(p, in, &st))
         return "";
-    return err[0] ? err : "(failed without a message)";
+    snprintf(err, ERRLEN, "%s", st.msg[0] ? st.msg : "(failed without a message)");
+    return err;
 }
 
 static rt_instr mk(int op, rt_type out_t, int nin, ...)
@@ -1451,12 +1453,13 @@ static int write_seeds(const char *dir)
     int bad = 0;
     for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
         fixture f;
-        char err[ERRLEN], name[64];
+        su_status err;
+        char name[64];
         uint8_t *b;
         size_t n;
         seeds[i].make(&f);
-        if (!rt_plan_write(&f.p, &b, &n, err, sizeof err)) {
-            fprintf(stderr, "%s: %s\n", seeds[i].name, err);
+        if (!rt_plan_write(&f.p, &b, &n, &err)) {
+            fprintf(stderr, "%s: %s\n", seeds[i].name, err.msg);
             return 1;
         }
         snprintf(name, sizeof name, "%s.plan", seeds[i].name);
@@ -1475,8 +1478,8 @@ static void test_validate_arena(void)
 {
     fixture f;
     make_train(&f);
-    char err[ERRLEN];
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    su_status err;
+    CHECK(rt_plan_validate(&f.p, &err));
     rt_program *g = &f.stage[0];
     int64_t arena = g->arena_bytes;
     g->arena_bytes = f.offs[0][26] + 159;
@@ -1488,7 +1491,7 @@ static void test_validate_arena(void)
     f.offs[0][3] += 4;
     EXPECT_INVALID(&f.p, "stage 0: buffer 3 (96 bytes at offset 772) is not inside the arena");
     f.offs[0][3] -= 4;
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_validate(&f.p, &err));
 
     /* instruction 6: matmul 6 <- (0, 2); its result over its operand */
     rt_instr *mm = &f.instr[0][6];
@@ -1498,22 +1501,22 @@ static void test_validate_arena(void)
     EXPECT_INVALID(&f.p, "stage 0, instruction 6 (matmul): the result (buffer 6) overlaps "
                    "operand 2 (buffer 2) in memory");
     f.offs[0][6] = keep;
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_validate(&f.p, &err));
     /* instruction 15: adam_m 13 <- (3, 28) may write over either operand,
      * of its own type */
     rt_instr *am = &f.instr[0][15];
     CHECK_INT(am->op, RT_OP_ADAM_M);
     keep = f.offs[0][13];
     f.offs[0][13] = f.offs[0][3];
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_validate(&f.p, &err));
     f.offs[0][13] = f.offs[0][28];
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_validate(&f.p, &err));
     am->in_t[1] = T(RT_F32, 6, 4); /* the same bytes as another type */
     EXPECT_INVALID(&f.p, "stage 0, instruction 15 (adam_m): the result (buffer 13) overlaps "
                    "operand 2 (buffer 28) in memory");
     am->in_t[1] = am->out_t;
     f.offs[0][13] = keep;
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_validate(&f.p, &err));
 }
 
 /* ---- pipeline stages: send, recv, entries on several stages ---- */
@@ -1523,8 +1526,8 @@ static void test_validate_stages(void)
 {
     fixture f;
     make_stages(&f);
-    char err[ERRLEN];
-    CHECK(rt_plan_validate(&f.p, err, sizeof err) || (fprintf(stderr, "%s\n", err), 0));
+    su_status err;
+    CHECK(rt_plan_validate(&f.p, &err) || (fprintf(stderr, "%s\n", err.msg), 0));
     rt_instr *send = &f.instr[0][3], *recv = &f.instr[1][0], *mul = &f.instr[0][2];
     CHECK_INT(send->op, RT_OP_SEND);
     CHECK_INT(recv->op, RT_OP_RECV);
@@ -1564,7 +1567,7 @@ static void test_validate_stages(void)
     EXPECT_INVALID(&f.p, "stage 1, instruction 0 (recv): the result f32[4, 8] (128 bytes) does "
                    "not fit buffer 0 (64 bytes)");
     recv->out_t = T(RT_F32, 2, 8);
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_validate(&f.p, &err));
 
     /* x and step have an entry on each stage; they must agree */
     f.io[4].stage = 0;
@@ -1591,7 +1594,7 @@ static void test_validate_stages(void)
     EXPECT_INVALID(&f.p, "I/O entries 6 and 5 are both called 'y', on stages 0 and 1; an output "
                    "belongs to one stage");
     y0->name = (char *)"y0";
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_validate(&f.p, &err));
     f.p.nio--;
 
     /* only the ranks of an entry's stage hold it: it cannot be split over pp */
@@ -1604,7 +1607,7 @@ static void test_validate_stages(void)
     f.io[1].sh.partial = 1 << 1;
     EXPECT_INVALID(&f.p, "I/O entry 1 (w): the sharding names the pipeline axis pp");
     f.io[1].sh.partial = 0;
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_validate(&f.p, &err));
 
     /* without a pipeline axis: stage 0 alone, its send going nowhere */
     f.p.stage_axis = -1;
@@ -1621,14 +1624,14 @@ static void test_io_first(void)
     fixture f;
     make_stages(&f);
     int32_t first[MAXIO];
-    char err[ERRLEN] = "";
+    su_status err = {SU_OK, ""};
     CHECK(rt_plan_io_first(&f.p, first));
     static const int32_t want[] = {0, 1, 2, 0, 2, 5};
     for (int i = 0; i < 6; i++)
         CHECK_INT(first[i], want[i]);
     /* outputs have a namespace of their own: the output "x" is not the input */
     f.io[5].name = (char *)"x";
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
+    CHECK(rt_plan_validate(&f.p, &err));
     CHECK(rt_plan_io_first(&f.p, first));
     for (int i = 0; i < 6; i++)
         CHECK_INT(first[i], want[i]);

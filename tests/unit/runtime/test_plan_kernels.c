@@ -260,11 +260,11 @@ static void refix(uint8_t *b, size_t n)
 static uint8_t *written(size_t *n)
 {
     fixture f;
-    char err[ERRLEN];
+    su_status err;
     uint8_t *b = NULL;
     make(&f);
-    if (!rt_plan_write(&f.p, &b, n, err, sizeof err)) {
-        fprintf(stderr, "test_plan_kernels: cannot write the fixture: %s\n", err);
+    if (!rt_plan_write(&f.p, &b, n, &err)) {
+        fprintf(stderr, "test_plan_kernels: cannot write the fixture: %s\n", err.msg);
         exit(1);
     }
     return b;
@@ -342,13 +342,13 @@ static kern0 locate(const uint8_t *b)
 
 static void expect_invalid(const rt_plan *p, const char *want, int line)
 {
-    char err[ERRLEN] = "";
-    bool ok = rt_plan_validate(p, err, sizeof err);
+    su_status err = {SU_OK, ""};
+    bool ok = rt_plan_validate(p, &err);
     check_count++;
-    if (ok || strcmp(err, want) != 0) {
+    if (ok || strcmp(err.msg, want) != 0) {
         check_failures++;
         fprintf(stderr, "test_plan_kernels.c:%d: validate %s \"%s\",\n  want \"%s\"\n", line,
-                ok ? "accepted the plan" : "said", err, want);
+                ok ? "accepted the plan" : "said", err.msg, want);
     }
 }
 #define EXPECT_INVALID(p, want) expect_invalid(p, want, __LINE__)
@@ -396,19 +396,19 @@ static void test_roundtrip(void)
 {
     fixture f;
     make(&f);
-    char err[ERRLEN] = "";
-    CHECK(rt_plan_validate(&f.p, err, sizeof err));
-    if (err[0])
-        fprintf(stderr, "fixture: %s\n", err);
+    su_status err = {SU_OK, ""};
+    CHECK(rt_plan_validate(&f.p, &err));
+    if (err.msg[0])
+        fprintf(stderr, "fixture: %s\n", err.msg);
     uint8_t *a = NULL, *b = NULL;
     size_t na = 0, nb = 0;
-    CHECK(rt_plan_write(&f.p, &a, &na, err, sizeof err));
+    CHECK(rt_plan_write(&f.p, &a, &na, &err));
     CHECK_INT(rd(a + 8, 4), 6);
     CHECK_INT(RT_PLAN_VERSION, 6);
-    rt_plan *p = rt_plan_read(a, na, "kernels.plan", err, sizeof err);
+    rt_plan *p = rt_plan_read(a, na, "kernels.plan", &err);
     CHECK(p != NULL);
     if (!p) {
-        fprintf(stderr, "  %s\n", err);
+        fprintf(stderr, "  %s\n", err.msg);
         free(a);
         return;
     }
@@ -418,7 +418,7 @@ static void test_roundtrip(void)
     CHECK_INT(p->nkernels, NKERN);
     for (int k = 0; k < NKERN && k < p->nkernels; k++)
         check_kernel_eq(&f.kern[k], &p->kernel[k]);
-    CHECK(rt_plan_write(p, &b, &nb, err, sizeof err));
+    CHECK(rt_plan_write(p, &b, &nb, &err));
     CHECK(nb == na && b && !memcmp(a, b, na));
     /* the KERN section holds the modules, then the kernels, by the
      * documented layout */
@@ -446,7 +446,7 @@ static void test_roundtrip(void)
     /* a plan without kernels: KERN holds two counts of 0 */
     make(&f);
     f.p.nkernels = f.p.nmodules = 0;
-    CHECK(rt_plan_write(&f.p, &a, &na, err, sizeof err));
+    CHECK(rt_plan_write(&f.p, &a, &na, &err));
     size_t at = section_at(a, 3);
     CHECK_INT(rd(a + at + 8, 8), 8);
     CHECK_INT(rd(a + at + 20, 4), 0);
@@ -577,9 +577,9 @@ static void test_validate(void)
     f.kern[1].block = 0;
     uint8_t *b = NULL;
     size_t n = 0;
-    char err[ERRLEN];
-    CHECK(!rt_plan_write(&f.p, &b, &n, err, sizeof err));
-    CHECK_STR(err, "cannot write an invalid plan: kernel 1 (k1_sum) of stage 0: a block of 0 "
+    su_status err;
+    CHECK(!rt_plan_write(&f.p, &b, &n, &err));
+    CHECK_STR(err.msg, "cannot write an invalid plan: kernel 1 (k1_sum) of stage 0: a block of 0 "
                    "threads; 1 to 1024 are possible");
     CHECK(b == NULL);
 }
@@ -707,24 +707,25 @@ static void test_corrupt(void)
 static void test_matmul_kernels(void)
 {
     fixture f;
-    char err[ERRLEN] = "", want[ERRLEN];
+    su_status err = {SU_OK, ""};
+    char want[ERRLEN];
     void (*makers[])(fixture *) = {make_matmul, make_matmul_gelu};
     for (int m = 0; m < 2; m++) {
         makers[m](&f);
         uint8_t *a = NULL, *b = NULL;
         size_t na = 0, nb = 0;
-        CHECK(rt_plan_write(&f.p, &a, &na, err, sizeof err));
-        rt_plan *p = a ? rt_plan_read(a, na, "mm.plan", err, sizeof err) : NULL;
+        CHECK(rt_plan_write(&f.p, &a, &na, &err));
+        rt_plan *p = a ? rt_plan_read(a, na, "mm.plan", &err) : NULL;
         CHECK(p != NULL);
         if (!p) {
-            fprintf(stderr, "  %s\n", err);
+            fprintf(stderr, "  %s\n", err.msg);
             free(a);
             continue;
         }
         CHECK_INT(p->nkernels, f.p.nkernels);
         for (int k = 0; k < f.p.nkernels && k < p->nkernels; k++)
             check_kernel_eq(&f.kern[k], &p->kernel[k]);
-        CHECK(rt_plan_write(p, &b, &nb, err, sizeof err));
+        CHECK(rt_plan_write(p, &b, &nb, &err));
         CHECK(nb == na && b && !memcmp(a, b, na));
         rt_plan_free(p);
         free(a);
@@ -804,7 +805,7 @@ static void test_matmul_kernels(void)
     make_matmul(&f);
     uint8_t *b = NULL;
     size_t n = 0;
-    CHECK(rt_plan_write(&f.p, &b, &n, err, sizeof err));
+    CHECK(rt_plan_write(&f.p, &b, &n, &err));
     kern0 k = locate(b);
     size_t at = k.end; /* kernel 1, then kernel 2's epilogue */
     for (int j = 1; j < 2; j++) {

@@ -44,16 +44,16 @@ static void test_all_reduce_rule(void)
     in.in_t[0] = in.out_t = vec(RT_F32, 8);
     in.out = 1;
     in.naxes = 1;
-    char err[256] = "";
+    su_status err = {SU_OK, ""};
     for (int64_t red = RT_REDUCE_SUM; red <= RT_REDUCE_MAX; red++) {
         in.dim = red;
-        CHECK(rt_instr_check(&p, &in, err, sizeof err));
+        CHECK(rt_instr_check(&p, &in, &err));
     }
     in.dim = 2;
-    CHECK(!rt_instr_check(&p, &in, err, sizeof err));
-    CHECK_STR(err, "reduce operation 2 is unknown (0 sum, 1 max)");
+    CHECK(!rt_instr_check(&p, &in, &err));
+    CHECK_STR(err.msg, "reduce operation 2 is unknown (0 sum, 1 max)");
     in.dim = -1;
-    CHECK(!rt_instr_check(&p, &in, err, sizeof err));
+    CHECK(!rt_instr_check(&p, &in, &err));
 }
 
 static void test_iota(void)
@@ -63,17 +63,17 @@ static void test_iota(void)
     memset(&in, 0, sizeof in);
     in.op = RT_OP_IOTA;
     in.out_t = vec(RT_I32, 5);
-    char err[256] = "";
-    CHECK(rt_instr_check(&p, &in, err, sizeof err));
+    su_status err = {SU_OK, ""};
+    CHECK(rt_instr_check(&p, &in, &err));
     int32_t buf[5] = {9, 9, 9, 9, 9};
     void *bufs[1] = {buf};
     rt_cpu_ctx ctx = {.axis_size = p.axis_size, .naxes = 1};
-    CHECK_INT(rt_cpu_run(&ctx, &in, bufs, err, sizeof err), 0);
+    CHECK_INT(rt_cpu_run(&ctx, &in, bufs, &err), 0);
     for (int i = 0; i < 5; i++)
         CHECK_INT(buf[i], i);
     in.out_t = vec(RT_F32, 5);
-    CHECK(!rt_instr_check(&p, &in, err, sizeof err));
-    CHECK_STR(err, "the result is f32[5]; iota makes an i32 vector");
+    CHECK(!rt_instr_check(&p, &in, &err));
+    CHECK_STR(err.msg, "the result is f32[5]; iota makes an i32 vector");
 
     ir_attrs a = {.nlist = 1, .list = {16}};
     ir_type t;

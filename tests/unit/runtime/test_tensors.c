@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 static char dir[64];
-static char err[512];
+static su_status err;
 
 static const char *at(const char *name)
 {
@@ -64,16 +64,16 @@ static void expect_reject(const char *json, size_t datalen, const char *phrase)
     const char *path = at("bad.safetensors");
     write_bytes(path, buf, len);
     rt_st_file *f = (rt_st_file *)1;
-    err[0] = 0;
-    CHECK_INT(rt_st_open(path, &f, err, sizeof err), -1);
+    err.msg[0] = 0;
+    CHECK_INT(rt_st_open(path, &f, &err), -1);
     CHECK(f == NULL);
-    if (!strstr(err, phrase) || strncmp(err, path, strlen(path)) != 0)
-        fprintf(stderr, "  message: \"%s\"\n  want:    \"%s\"\n", err, phrase);
-    CHECK(strstr(err, phrase) != NULL);
-    CHECK(strncmp(err, path, strlen(path)) == 0);
-    err[0] = 0;
-    CHECK_INT(rt_st_parse_header(buf, len, datalen, &f, err, sizeof err), -1);
-    CHECK(strstr(err, phrase) != NULL);
+    if (!strstr(err.msg, phrase) || strncmp(err.msg, path, strlen(path)) != 0)
+        fprintf(stderr, "  message: \"%s\"\n  want:    \"%s\"\n", err.msg, phrase);
+    CHECK(strstr(err.msg, phrase) != NULL);
+    CHECK(strncmp(err.msg, path, strlen(path)) == 0);
+    err.msg[0] = 0;
+    CHECK_INT(rt_st_parse_header(buf, len, datalen, &f, &err), -1);
+    CHECK(strstr(err.msg, phrase) != NULL);
     rt_st_close(f);
     unlink(path);
 }
@@ -142,11 +142,11 @@ static void check_all_blocks(const rt_st_file *f, int i)
             n *= count[d];
         memset(got, 0xAB, (size_t)n);
         ref_block(i, start, count, want);
-        if (rt_st_read_block(f, names[i], t, start, count, got, err, sizeof err) != 0 ||
+        if (rt_st_read_block(f, names[i], t, start, count, got, &err) != 0 ||
             memcmp(got, want, (size_t)n) != 0) {
             if (bad++ == 0)
                 fprintf(stderr, "  block of '%s' at [%lld, ...] size [%lld, ...] differs: %s\n",
-                        names[i], (long long)start[0], (long long)count[0], err);
+                        names[i], (long long)start[0], (long long)count[0], err.msg);
         }
         nblocks++;
         /* next (start, count): an odometer over dims, count fastest */
@@ -174,11 +174,11 @@ static void test_roundtrip(void)
 {
     make_sources();
     const char *path = at("all.safetensors");
-    CHECK_INT(rt_st_write(path, NT, names, types, (const void *const *)src, err, sizeof err), 0);
+    CHECK_INT(rt_st_write(path, NT, names, types, (const void *const *)src, &err), 0);
     rt_st_file *f = NULL;
-    CHECK_INT(rt_st_open(path, &f, err, sizeof err), 0);
+    CHECK_INT(rt_st_open(path, &f, &err), 0);
     if (!f) {
-        fprintf(stderr, "  %s\n", err);
+        fprintf(stderr, "  %s\n", err.msg);
         return;
     }
     CHECK_INT(f->nentries, NT);
@@ -203,8 +203,7 @@ static void test_roundtrip(void)
         size_t bytes = (size_t)rt_type_bytes(&types[i]);
         char *got = malloc(bytes ? bytes : 1);
         memset(got, 0xAB, bytes);
-        CHECK_INT(rt_st_read_block(f, names[i], &types[i], start, types[i].dim, got, err,
-                                   sizeof err), 0);
+        CHECK_INT(rt_st_read_block(f, names[i], &types[i], start, types[i].dim, got, &err), 0);
         CHECK(memcmp(got, src[i], bytes) == 0);
         free(got);
     }
@@ -220,12 +219,12 @@ static void test_roundtrip(void)
     /* w[2:4, 3:6] of the f32 [4, 6] tensor w[k] = 1.5 k - 3: elements 15, 16, 17, 21, 22, 23 */
     float blk[6];
     int64_t start[2] = {2, 3}, count[2] = {2, 3};
-    CHECK_INT(rt_st_read_block(f, "w", &types[4], start, count, blk, err, sizeof err), 0);
+    CHECK_INT(rt_st_read_block(f, "w", &types[4], start, count, blk, &err), 0);
     const float want[6] = {19.5f, 21.0f, 22.5f, 28.5f, 30.0f, 31.5f};
     CHECK(memcmp(blk, want, sizeof want) == 0);
     /* an empty block reads nothing */
     int64_t zero[2] = {4, 0};
-    CHECK_INT(rt_st_read_block(f, "w", &types[4], zero, (int64_t[]){0, 6}, blk, err, sizeof err), 0);
+    CHECK_INT(rt_st_read_block(f, "w", &types[4], zero, (int64_t[]){0, 6}, blk, &err), 0);
     rt_st_close(f);
     for (int i = 0; i < NT; i++)
         free(src[i]);
@@ -244,14 +243,14 @@ static void test_python_file(void)
     const char *path = at("py.safetensors");
     write_bytes(path, buf, sizeof buf);
     rt_st_file *f = NULL;
-    CHECK_INT(rt_st_open(path, &f, err, sizeof err), 0);
+    CHECK_INT(rt_st_open(path, &f, &err), 0);
     if (f) {
         CHECK_INT(f->nentries, 1);
         CHECK_INT(f->data_start, 64);
         rt_type t = {RT_F32, 1, {2}};
         float v[2] = {0, 0};
         int64_t start = 0, count = 2;
-        CHECK_INT(rt_st_read_block(f, "a", &t, &start, &count, v, err, sizeof err), 0);
+        CHECK_INT(rt_st_read_block(f, "a", &t, &start, &count, v, &err), 0);
         CHECK(v[0] == 1.0f && v[1] == -2.5f);
         rt_st_close(f);
     }
@@ -261,7 +260,7 @@ static void test_python_file(void)
     const void *ptr = vals;
     rt_type t = {RT_F32, 1, {2}};
     const char *path2 = at("ours.safetensors");
-    CHECK_INT(rt_st_write(path2, 1, &name, &t, &ptr, err, sizeof err), 0);
+    CHECK_INT(rt_st_write(path2, 1, &name, &t, &ptr, &err), 0);
     uint8_t got[sizeof buf + 1];
     FILE *fp = fopen(path2, "rb");
     CHECK(fp != NULL);
@@ -278,7 +277,7 @@ static void test_python_file(void)
     memcpy(buf2 + 8, json2, 88);
     static const uint8_t bf[8] = {0x80, 0x3F, 0x00, 0x40, 0x40, 0xC0, 0x00, 0x00}; /* 1, 2, -3, 0 */
     memcpy(buf2 + 96, bf, 8);
-    CHECK_INT(rt_st_parse_header(buf2, sizeof buf2, 8, &f, err, sizeof err), 0);
+    CHECK_INT(rt_st_parse_header(buf2, sizeof buf2, 8, &f, &err), 0);
     if (f) {
         CHECK_INT(f->nentries, 1);
         CHECK_STR(f->entries[0].name, "b");
@@ -287,12 +286,12 @@ static void test_python_file(void)
         rt_st_close(f);
     }
     write_bytes(path, buf2, sizeof buf2);
-    CHECK_INT(rt_st_open(path, &f, err, sizeof err), 0);
+    CHECK_INT(rt_st_open(path, &f, &err), 0);
     if (f) {
         uint16_t v[4];
         rt_type tb = {RT_BF16, 2, {2, 2}};
         int64_t start[2] = {0, 0}, count[2] = {2, 2};
-        CHECK_INT(rt_st_read_block(f, "b", &tb, start, count, v, err, sizeof err), 0);
+        CHECK_INT(rt_st_read_block(f, "b", &tb, start, count, v, &err), 0);
         CHECK(v[0] == 0x3F80 && v[1] == 0x4000 && v[2] == 0xC040 && v[3] == 0);
         rt_st_close(f);
     }
@@ -307,7 +306,7 @@ static void test_accepted(void)
                        "\"z\":{\"dtype\":\"F16\",\"shape\":[3,0],\"data_offsets\":[4,4]},"
                        "\"h\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}   \n";
     size_t len = make_bytes(buf, json, 8);
-    CHECK_INT(rt_st_parse_header(buf, len, 8, &f, err, sizeof err), 0);
+    CHECK_INT(rt_st_parse_header(buf, len, 8, &f, &err), 0);
     if (f) {
         CHECK_INT(f->nentries, 3);
         const rt_st_entry *z = rt_st_find(f, "z");
@@ -317,7 +316,7 @@ static void test_accepted(void)
         rt_st_close(f);
     }
     len = make_bytes(buf, "{}", 0);
-    CHECK_INT(rt_st_parse_header(buf, len, 0, &f, err, sizeof err), 0);
+    CHECK_INT(rt_st_parse_header(buf, len, 0, &f, &err), 0);
     if (f) {
         CHECK_INT(f->nentries, 0);
         CHECK(rt_st_find(f, "a") == NULL);
@@ -325,7 +324,7 @@ static void test_accepted(void)
     }
     /* the data area may hold bytes no tensor claims */
     len = make_bytes(buf, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 16);
-    CHECK_INT(rt_st_parse_header(buf, len, 16, &f, err, sizeof err), 0);
+    CHECK_INT(rt_st_parse_header(buf, len, 16, &f, &err), 0);
     rt_st_close(f);
 }
 
@@ -336,18 +335,18 @@ static void test_rejected(void)
     const char *path = at("short.safetensors");
     write_bytes(path, "\x05\0\0\0\0", 5);
     rt_st_file *f = NULL;
-    CHECK_INT(rt_st_open(path, &f, err, sizeof err), -1);
-    CHECK(strstr(err, "short.safetensors: the file is shorter than 8 bytes") != NULL);
-    CHECK_INT(rt_st_parse_header((const uint8_t *)"\x05\0\0\0\0", 5, 0, &f, err, sizeof err), -1);
-    CHECK(strstr(err, "shorter than 8 bytes") != NULL);
+    CHECK_INT(rt_st_open(path, &f, &err), -1);
+    CHECK(strstr(err.msg, "short.safetensors: the file is shorter than 8 bytes") != NULL);
+    CHECK_INT(rt_st_parse_header((const uint8_t *)"\x05\0\0\0\0", 5, 0, &f, &err), -1);
+    CHECK(strstr(err.msg, "shorter than 8 bytes") != NULL);
 
     uint8_t big[4096] = {0x15, 0xCD, 0x5B, 0x07}; /* 123456789 */
     path = at("len.safetensors");
     write_bytes(path, big, sizeof big);
-    CHECK_INT(rt_st_open(path, &f, err, sizeof err), -1);
-    CHECK(strstr(err, "len.safetensors: header length 123456789 exceeds the file (4096 bytes)") != NULL);
-    CHECK_INT(rt_st_parse_header(big, sizeof big, 0, &f, err, sizeof err), -1);
-    CHECK(strstr(err, "header length 123456789 exceeds the file (4096 bytes)") != NULL);
+    CHECK_INT(rt_st_open(path, &f, &err), -1);
+    CHECK(strstr(err.msg, "len.safetensors: header length 123456789 exceeds the file (4096 bytes)") != NULL);
+    CHECK_INT(rt_st_parse_header(big, sizeof big, 0, &f, &err), -1);
+    CHECK(strstr(err.msg, "header length 123456789 exceeds the file (4096 bytes)") != NULL);
     /* past the 100 MB limit, in a sparse file that is large enough */
     int fd = open(path, O_WRONLY | O_TRUNC);
     CHECK(fd >= 0);
@@ -355,8 +354,8 @@ static void test_rejected(void)
     CHECK(write(fd, len100, 8) == 8);
     CHECK(ftruncate(fd, 8 + 100000001 + 16) == 0);
     close(fd);
-    CHECK_INT(rt_st_open(path, &f, err, sizeof err), -1);
-    CHECK(strstr(err, "header length 100000001 exceeds the limit of 100000000 bytes") != NULL);
+    CHECK_INT(rt_st_open(path, &f, &err), -1);
+    CHECK(strstr(err.msg, "header length 100000001 exceeds the limit of 100000000 bytes") != NULL);
     unlink(path);
 
     /* the JSON */
@@ -424,10 +423,10 @@ static void test_rejected(void)
     expect_reject("{\"__metadata__\":{},\"__metadata__\":{}}", 0, "duplicate \"__metadata__\"");
 
     /* paths that are no safetensors file */
-    CHECK_INT(rt_st_open(at("missing.safetensors"), &f, err, sizeof err), -1);
-    CHECK(strstr(err, "missing.safetensors: cannot open: ") != NULL);
-    CHECK_INT(rt_st_open(dir, &f, err, sizeof err), -1);
-    CHECK(strstr(err, ": not a regular file") != NULL);
+    CHECK_INT(rt_st_open(at("missing.safetensors"), &f, &err), -1);
+    CHECK(strstr(err.msg, "missing.safetensors: cannot open: ") != NULL);
+    CHECK_INT(rt_st_open(dir, &f, &err), -1);
+    CHECK(strstr(err.msg, ": not a regular file") != NULL);
 }
 
 static void test_read_errors(void)
@@ -440,38 +439,38 @@ static void test_read_errors(void)
     rt_type t[2] = {{RT_F32, 2, {4, 6}}, {RT_F16, 1, {3}}};
     uint16_t h[3] = {1, 2, 3};
     const void *data[2] = {w, h};
-    CHECK_INT(rt_st_write(path, 2, nm, t, data, err, sizeof err), 0);
+    CHECK_INT(rt_st_write(path, 2, nm, t, data, &err), 0);
     rt_st_file *f = NULL;
-    CHECK_INT(rt_st_open(path, &f, err, sizeof err), 0);
+    CHECK_INT(rt_st_open(path, &f, &err), 0);
     if (!f)
         return;
     float out[24];
     int64_t start[2] = {0, 0}, count[2] = {4, 6};
-    CHECK_INT(rt_st_read_block(f, "layers.0.attn.wq", &t[0], start, count, out, err, sizeof err), -1);
-    CHECK(strstr(err, "w.safetensors: no tensor 'layers.0.attn.wq' (the file has 2 tensors)") != NULL);
+    CHECK_INT(rt_st_read_block(f, "layers.0.attn.wq", &t[0], start, count, out, &err), -1);
+    CHECK(strstr(err.msg, "w.safetensors: no tensor 'layers.0.attn.wq' (the file has 2 tensors)") != NULL);
     rt_type want = {RT_F32, 1, {3}};
-    CHECK_INT(rt_st_read_block(f, "h", &want, start, count, out, err, sizeof err), -1);
-    CHECK(strstr(err, "w.safetensors: tensor 'h': dtype F16 in the file, f32 expected") != NULL);
+    CHECK_INT(rt_st_read_block(f, "h", &want, start, count, out, &err), -1);
+    CHECK(strstr(err.msg, "w.safetensors: tensor 'h': dtype F16 in the file, f32 expected") != NULL);
     want = (rt_type){RT_F32, 2, {4, 5}};
-    CHECK_INT(rt_st_read_block(f, "w", &want, start, count, out, err, sizeof err), -1);
-    CHECK(strstr(err, "w.safetensors: tensor 'w': shape [4, 6] in the file, [4, 5] expected") != NULL);
+    CHECK_INT(rt_st_read_block(f, "w", &want, start, count, out, &err), -1);
+    CHECK(strstr(err.msg, "w.safetensors: tensor 'w': shape [4, 6] in the file, [4, 5] expected") != NULL);
     want = (rt_type){RT_F32, 3, {4, 6, 1}};
-    CHECK_INT(rt_st_read_block(f, "w", &want, start, count, out, err, sizeof err), -1);
-    CHECK(strstr(err, "shape [4, 6] in the file, [4, 6, 1] expected") != NULL);
+    CHECK_INT(rt_st_read_block(f, "w", &want, start, count, out, &err), -1);
+    CHECK(strstr(err.msg, "shape [4, 6] in the file, [4, 6, 1] expected") != NULL);
     int64_t s2[2] = {3, 0}, c2[2] = {2, 6};
-    CHECK_INT(rt_st_read_block(f, "w", &t[0], s2, c2, out, err, sizeof err), -1);
-    CHECK(strstr(err, "tensor 'w': the block at [3, 0] of size [2, 6] is outside its shape [4, 6]") != NULL);
+    CHECK_INT(rt_st_read_block(f, "w", &t[0], s2, c2, out, &err), -1);
+    CHECK(strstr(err.msg, "tensor 'w': the block at [3, 0] of size [2, 6] is outside its shape [4, 6]") != NULL);
     int64_t s3[2] = {-1, 0}, c3[2] = {1, 6};
-    CHECK_INT(rt_st_read_block(f, "w", &t[0], s3, c3, out, err, sizeof err), -1);
-    CHECK(strstr(err, "is outside its shape") != NULL);
+    CHECK_INT(rt_st_read_block(f, "w", &t[0], s3, c3, out, &err), -1);
+    CHECK(strstr(err.msg, "is outside its shape") != NULL);
     /* the file shrinks after the header was read: the read names the file */
     CHECK(truncate(path, (off_t)(f->data_start + 40)) == 0);
-    CHECK_INT(rt_st_read_block(f, "w", &t[0], start, count, out, err, sizeof err), -1);
-    CHECK(strstr(err, "w.safetensors: tensor 'w': cannot read") != NULL);
-    CHECK(strstr(err, "unexpected end of file") != NULL);
+    CHECK_INT(rt_st_read_block(f, "w", &t[0], start, count, out, &err), -1);
+    CHECK(strstr(err.msg, "w.safetensors: tensor 'w': cannot read") != NULL);
+    CHECK(strstr(err.msg, "unexpected end of file") != NULL);
     /* the first 40 bytes are still there */
     int64_t c4[2] = {1, 6};
-    CHECK_INT(rt_st_read_block(f, "w", &t[0], start, c4, out, err, sizeof err), 0);
+    CHECK_INT(rt_st_read_block(f, "w", &t[0], start, c4, out, &err), 0);
     CHECK(out[5] == 5.0f);
     rt_st_close(f);
 }
@@ -497,34 +496,34 @@ static void test_write_errors(void)
     const char *ok[2] = {"a", "b"};
 
     const char *path = at("nodir/x.safetensors");
-    CHECK_INT(rt_st_write(path, 2, ok, t, data, err, sizeof err), -1);
-    CHECK(strstr(err, "nodir/x.safetensors: cannot create the temporary file") != NULL);
+    CHECK_INT(rt_st_write(path, 2, ok, t, data, &err), -1);
+    CHECK(strstr(err.msg, "nodir/x.safetensors: cannot create the temporary file") != NULL);
     CHECK(!exists(path));
 
     path = at("dup.safetensors");
-    CHECK_INT(rt_st_write(path, 2, dup, t, data, err, sizeof err), -1);
-    CHECK(strstr(err, "dup.safetensors: duplicate tensor name 'a'") != NULL);
+    CHECK_INT(rt_st_write(path, 2, dup, t, data, &err), -1);
+    CHECK(strstr(err.msg, "dup.safetensors: duplicate tensor name 'a'") != NULL);
     CHECK(!exists(path));
-    CHECK_INT(rt_st_write(path, 2, empty, t, data, err, sizeof err), -1);
-    CHECK(strstr(err, "tensor 1 has an empty name") != NULL);
-    CHECK_INT(rt_st_write(path, 1, meta, t, data, err, sizeof err), -1);
-    CHECK(strstr(err, "'__metadata__' is reserved") != NULL);
+    CHECK_INT(rt_st_write(path, 2, empty, t, data, &err), -1);
+    CHECK(strstr(err.msg, "tensor 1 has an empty name") != NULL);
+    CHECK_INT(rt_st_write(path, 1, meta, t, data, &err), -1);
+    CHECK(strstr(err.msg, "'__metadata__' is reserved") != NULL);
     CHECK(!exists(path));
 
     /* a folder is in the way: an error, and no temporary file */
     path = at("adir");
     CHECK(mkdir(path, 0755) == 0);
-    CHECK_INT(rt_st_write(path, 2, ok, t, data, err, sizeof err), -1);
-    CHECK(strstr(err, "adir: cannot write: Is a directory") != NULL);
+    CHECK_INT(rt_st_write(path, 2, ok, t, data, &err), -1);
+    CHECK(strstr(err.msg, "adir: cannot write: Is a directory") != NULL);
     CHECK_INT(count_files("adir.tmp"), 0);
     rmdir(path);
 
     /* an existing file is replaced whole */
     path = at("replace.safetensors");
     write_bytes(path, "junk", 4);
-    CHECK_INT(rt_st_write(path, 1, ok, t, data, err, sizeof err), 0);
+    CHECK_INT(rt_st_write(path, 1, ok, t, data, &err), 0);
     rt_st_file *f = NULL;
-    CHECK_INT(rt_st_open(path, &f, err, sizeof err), 0);
+    CHECK_INT(rt_st_open(path, &f, &err), 0);
     CHECK(f && f->nentries == 1);
     rt_st_close(f);
     CHECK_INT(count_files(".tmp."), 0);

@@ -2,7 +2,7 @@
  * diagnostic format (file:line:col, source line, caret), the nearest of
  * several names, and the output file writer (su_wfile) on regular files,
  * symlinks, FIFOs and folders in a fresh folder under /tmp, removed at the
- * end. */
+ * end, and the runtime's error status (su_status). */
 #include "check.h"
 #include "support/support.h"
 
@@ -86,7 +86,7 @@ static void test_diag(void)
 /* ---- output files ---- */
 
 static char dir[64];
-static char err[512];
+static su_status err;
 
 static const char *at(const char *name)
 {
@@ -133,27 +133,27 @@ static mode_t lmode(const char *path)
 static void test_write_regular(void)
 {
     const char *path = at("a.json");
-    CHECK_INT(su_write_file(path, "an older and longer text", 24, err, sizeof err), 0);
+    CHECK_INT(su_write_file(path, "an older and longer text", 24, &err), 0);
     CHECK_STR(slurp(path), "an older and longer text");
     CHECK(chmod(path, 0600) == 0);
-    CHECK_INT(su_write_file(path, "{\"a\": 1}\n", 9, err, sizeof err), 0);
+    CHECK_INT(su_write_file(path, "{\"a\": 1}\n", 9, &err), 0);
     CHECK_STR(slurp(path), "{\"a\": 1}\n");
     CHECK_INT(lmode(path) & 0777, 0600);
     su_wfile w;
-    CHECK_INT(su_wfile_open(&w, path, err, sizeof err), 0);
+    CHECK_INT(su_wfile_open(&w, path, &err), 0);
     su_wfile_write(&w, "half", 4);
     su_wfile_abort(&w);
     CHECK_STR(slurp(path), "{\"a\": 1}\n");
     CHECK_INT(count_files(".tmp."), 0);
 
     path = at("nodir/b.json");
-    CHECK_INT(su_write_file(path, "x", 1, err, sizeof err), -1);
-    CHECK(strstr(err, "nodir/b.json: cannot create the temporary file") != NULL);
-    CHECK(strstr(err, "No such file or directory") != NULL);
+    CHECK_INT(su_write_file(path, "x", 1, &err), -1);
+    CHECK(strstr(err.msg, "nodir/b.json: cannot create the temporary file") != NULL);
+    CHECK(strstr(err.msg, "No such file or directory") != NULL);
     path = at("adir");
     CHECK(mkdir(path, 0755) == 0);
-    CHECK_INT(su_write_file(path, "x", 1, err, sizeof err), -1);
-    CHECK(strstr(err, "adir: cannot write: Is a directory") != NULL);
+    CHECK_INT(su_write_file(path, "x", 1, &err), -1);
+    CHECK(strstr(err.msg, "adir: cannot write: Is a directory") != NULL);
     CHECK(S_ISDIR(lmode(path)));
     CHECK_INT(count_files(".tmp."), 0);
     rmdir(path);
@@ -165,22 +165,22 @@ static void test_write_regular(void)
  * loop is an error. */
 static void test_write_symlinks(void)
 {
-    CHECK_INT(su_write_file(at("target"), "old", 3, err, sizeof err), 0);
+    CHECK_INT(su_write_file(at("target"), "old", 3, &err), 0);
     CHECK(symlink(at("target"), at("link")) == 0);
     CHECK(symlink("link", at("link2")) == 0); /* a chain, relative */
-    CHECK_INT(su_write_file(at("link2"), "new", 3, err, sizeof err), 0);
+    CHECK_INT(su_write_file(at("link2"), "new", 3, &err), 0);
     CHECK(S_ISLNK(lmode(at("link"))) && S_ISLNK(lmode(at("link2"))));
     CHECK_STR(slurp(at("target")), "new");
 
     CHECK(symlink("missing", at("dangling")) == 0);
-    CHECK_INT(su_write_file(at("dangling"), "made", 4, err, sizeof err), 0);
+    CHECK_INT(su_write_file(at("dangling"), "made", 4, &err), 0);
     CHECK(S_ISLNK(lmode(at("dangling"))));
     CHECK(S_ISREG(lmode(at("missing"))));
     CHECK_STR(slurp(at("missing")), "made");
 
     CHECK(symlink("loop2", at("loop1")) == 0 && symlink("loop1", at("loop2")) == 0);
-    CHECK_INT(su_write_file(at("loop1"), "x", 1, err, sizeof err), -1);
-    CHECK(strstr(err, "loop1: cannot write: Too many levels of symbolic links") != NULL);
+    CHECK_INT(su_write_file(at("loop1"), "x", 1, &err), -1);
+    CHECK(strstr(err.msg, "loop1: cannot write: Too many levels of symbolic links") != NULL);
     CHECK(S_ISLNK(lmode(at("loop1"))));
     CHECK_INT(count_files(".tmp."), 0);
     const char *names[] = {"target", "link", "link2", "dangling", "missing", "loop1", "loop2"};
@@ -197,24 +197,25 @@ static void test_write_special(void)
     CHECK(mkfifo(fifo, 0600) == 0);
     int rd = open(fifo, O_RDONLY | O_NONBLOCK);
     CHECK(rd >= 0);
-    CHECK_INT(su_write_file(fifo, "streamed", 8, err, sizeof err), 0);
+    CHECK_INT(su_write_file(fifo, "streamed", 8, &err), 0);
     char got[16] = {0};
     CHECK_INT(read(rd, got, sizeof got - 1), 8);
     CHECK_STR(got, "streamed");
     CHECK(S_ISFIFO(lmode(fifo)));
 
     su_wfile w;
-    CHECK_INT(su_wfile_open(&w, fifo, err, sizeof err), 0);
+    CHECK_INT(su_wfile_open(&w, fifo, &err), 0);
     close(rd);
     CHECK_INT(su_wfile_write(&w, "lost", 4), -1);
-    CHECK_INT(su_wfile_commit(&w, err, sizeof err), -1);
-    CHECK(strstr(err, "fifo: cannot write: Broken pipe") != NULL);
+    CHECK_INT(su_wfile_commit(&w, &err), -1);
+    CHECK(strstr(err.msg, "fifo: cannot write: Broken pipe") != NULL);
+    CHECK(err.kind == SU_IO);
     CHECK(S_ISFIFO(lmode(fifo)));
     unlink(fifo);
 
     const char *null = at("null");
     if (mknod(null, S_IFCHR | 0666, makedev(1, 3)) == 0) {
-        CHECK_INT(su_write_file(null, "gone", 4, err, sizeof err), 0);
+        CHECK_INT(su_write_file(null, "gone", 4, &err), 0);
         CHECK(S_ISCHR(lmode(null)));
         unlink(null);
     }
@@ -286,8 +287,47 @@ static void test_nearest(void)
     CHECK_STR(su_nearest("w1", cased, 2), "W1");
 }
 
+/* su_status: the kind set where a failure is seen and kept by a prefix,
+ * a message cut at the buffer, a NULL status ignored. */
+static void test_status(void)
+{
+    su_status st;
+    su_status_clear(&st);
+    CHECK(st.kind == SU_OK && st.msg[0] == 0);
+    CHECK_INT(su_fail(&st, SU_PEER, "recv from rank %d timed out", 3), -1);
+    CHECK_INT(su_prefix(&st, "rank %d: instruction %d (recv): ", 1, 7), -1);
+    CHECK(st.kind == SU_PEER);
+    CHECK_STR(st.msg, "rank 1: instruction 7 (recv): recv from rank 3 timed out");
+    CHECK_STR(su_kind_name(st.kind), "peer");
+    su_status copy;
+    CHECK_INT(su_status_copy(&copy, &st), -1);
+    CHECK(copy.kind == SU_PEER);
+    CHECK_STR(copy.msg, st.msg);
+    CHECK_INT(su_fail(NULL, SU_IO, "nothing written"), -1);
+    CHECK_INT(su_prefix(NULL, "x"), -1);
+    /* a message and a prefix longer than the buffer: cut, NUL-terminated */
+    char big[SU_MSG_LEN + 100];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    su_fail(&st, SU_INPUT, "%s", big);
+    CHECK_INT(strlen(st.msg), SU_MSG_LEN - 1);
+    su_prefix(&st, "head: ");
+    CHECK_INT(strlen(st.msg), SU_MSG_LEN - 1);
+    CHECK(!strncmp(st.msg, "head: aaa", 9));
+    CHECK(st.kind == SU_INPUT);
+    su_prefix(&st, "%s", big);
+    CHECK_INT(strlen(st.msg), SU_MSG_LEN - 1);
+    CHECK(st.msg[0] == 'a');
+    /* a prefix to a status that never failed is a bug, said as one */
+    su_status_clear(&st);
+    su_prefix(&st, "x: ");
+    CHECK(st.kind == SU_INTERNAL);
+    CHECK_STR(su_kind_name(SU_GPU), "GPU");
+}
+
 int main(void)
 {
+    test_status();
     test_arena();
     test_buf_and_vec();
     test_fmt_double();
