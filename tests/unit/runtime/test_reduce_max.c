@@ -1,5 +1,5 @@
 /* test_reduce_max.c: the pieces of all_reduce with max and iota that the
- * vocabulary-parallel decompositions (passes/partition.c) rely on, below
+ * vocabulary-parallel decompositions (passes/partition_split.c) rely on, below
  * the lit and run tests: the plan's shape rules (rt_instr_check: the
  * operation in all_reduce's dim, 0 or 1 only; iota an i32 vector), the
  * CPU kernel of iota and the IR's inference of iota. The collective
