@@ -11,7 +11,6 @@ packages=(
     python3 git
     libcjson-dev libopenblas-dev openmpi-bin libopenmpi-dev  # the runtime
     python3-torch                                  # the tests' PyTorch oracle
-    perl                                           # tests/run_train.sh (JSON::PP)
 )
 
 missing=()

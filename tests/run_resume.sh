@@ -17,7 +17,7 @@
 #      the byte, and its losses too.
 # Params come from the seed. Compared with the uninterrupted run:
 #   - the losses of steps 4 and 5, and the params and states after step 5.
-#     Tolerances are tests/run_train.sh's against the unsharded run, for
+#     Tolerances are tests/run_train.py's against the unsharded run, for
 #     the same reason: on RESUME_MESH the same steps sum in another order
 #     (a reduction split over other ranks), a rounding difference that the
 #     optimizer then carries. Measured here (2x2 to 4x1, 1x2): sgd, mlp.sh

@@ -38,16 +38,17 @@ error-differs (a diff-error case not met), hang. Exit 2: bad usage or a
 model without diff-mesh.
 """
 import argparse
-import json
 import math
 import os
 import random
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from st_io import st_read, st_write  # noqa: E402  (safetensors, stdlib only)
 
 TOL = {"f32": (1e-4, 1e-5), "f16": (1e-2, 1e-2), "bf16": (4e-2, 4e-2)}
 # Params and optimizer states after training steps: a gradient sums over
@@ -66,66 +67,6 @@ class Failure(Exception):
         super().__init__(f"{cls}: {detail}")
         self.cls = cls
         self.detail = detail
-
-
-# ---- safetensors, stdlib only ----
-
-DT_SIZE = {"F32": 4, "F16": 2, "BF16": 2, "I32": 4, "F64": 8, "BOOL": 1}
-
-
-def st_read(path):
-    """Returns {name: (dtype, shape, [values as float or int])}."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack_from("<Q", data, 0)
-    header = json.loads(data[8:8 + n])
-    base = 8 + n
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        dt, shape = e["dtype"], e["shape"]
-        lo, hi = e["data_offsets"]
-        raw = data[base + lo:base + hi]
-        count = len(raw) // DT_SIZE[dt]
-        if dt == "F32":
-            vals = list(struct.unpack(f"<{count}f", raw))
-        elif dt == "F16":
-            vals = list(struct.unpack(f"<{count}e", raw))
-        elif dt == "BF16":
-            bits = struct.unpack(f"<{count}H", raw)
-            vals = list(struct.unpack(f"<{count}f", struct.pack(f"<{count}I",
-                                                               *[b << 16 for b in bits])))
-        elif dt == "I32":
-            vals = list(struct.unpack(f"<{count}i", raw))
-        elif dt == "F64":
-            vals = list(struct.unpack(f"<{count}d", raw))
-        else:
-            vals = list(raw)
-        out[name] = (dt, shape, vals)
-    return out
-
-
-def st_write(path, tensors):
-    """tensors: list of (name, dtype, shape, values); dtype F32 F16 BF16 I32."""
-    header, blobs, off = {}, [], 0
-    for name, dt, shape, vals in tensors:
-        if dt == "F32":
-            raw = struct.pack(f"<{len(vals)}f", *vals)
-        elif dt == "F16":
-            raw = struct.pack(f"<{len(vals)}e", *vals)
-        elif dt == "BF16":
-            words = struct.unpack(f"<{len(vals)}I", struct.pack(f"<{len(vals)}f", *vals))
-            raw = struct.pack(f"<{len(vals)}H", *[w >> 16 for w in words])
-        else:
-            raw = struct.pack(f"<{len(vals)}i", *vals)
-        header[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(raw)]}
-        blobs.append(raw)
-        off += len(raw)
-    text = json.dumps(header).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
 # ---- the model's directives and inputs ----

@@ -5,7 +5,7 @@
 # 12 bytes of optimizer state per param of its own, plus the step count;
 # tests/unit/runtime/test_master_bind.c checks every master's stage).
 # tests/CMakeLists.txt trains it on meshes with a pipeline axis against
-# the same model unpipelined (tests/run_train.sh REFERENCE=unpipelined)
+# the same model unpipelined (tests/run_train.py --reference unpipelined)
 # and PyTorch (tests/oracle/mlp_bf16.py mlp_bf16_pp).
 mesh dp, pp, tp
 
