@@ -23,7 +23,14 @@
  * before this point (its collective must come first); the bucket is then
  * closed and a new one opened. A bucket of one gradient stays a plain
  * collective. Bytes sent are unchanged: the same elements, in fewer
- * collectives. */
+ * collectives.
+ *
+ * Under ZeRO-1 (`zero 1`) the gradients are kept whole through the
+ * backward: each gradient's reduce_scatter over the zero axis, bucketed or
+ * alone, is issued at the end of the backward (before the first optimizer
+ * op), so the unreduced gradients all live until then, as ZeRO-1's memory
+ * is, while the bytes sent are ZeRO-2's. A gradient read before that end
+ * keeps its collective where it was. */
 #include "passes.h"
 
 #include <stdlib.h>
@@ -51,6 +58,8 @@ typedef struct bctx {
     su_vec *after;       /* per original op index: ops emitted after it */
     bool *drop;          /* per original op index: the op is replaced */
     int *pos;            /* per value id: the original index of its op */
+    int defer_to;        /* zero 1: the first optimizer op's index (where the
+                          * zero axis's reduce_scatters go); -1 otherwise */
     char err[256];
 } bctx;
 
@@ -108,13 +117,37 @@ static ir_sharding bucket_sharding(const ir_op *key)
     return s;
 }
 
+/* Whether bucket k's collective goes to the end of the backward (zero 1):
+ * a reduce_scatter over the zero axis that nothing reads before then. */
+static bool deferred(const bctx *B, const bucket *k)
+{
+    const ir_op *key = k->key;
+    return B->defer_to >= 0 && key->code == IR_REDUCE_SCATTER && key->a.naxes == 1 &&
+           key->a.axes[0] == B->m->train.zero_axis && k->first_use >= B->defer_to;
+}
+
+/* Where ops that come after op index i go: after it, or for a deferred
+ * bucket before the first optimizer op. */
+static su_vec *place_after(bctx *B, const bucket *k, int i)
+{
+    if (!deferred(B, k))
+        return &B->after[i];
+    return B->defer_to < B->n0 ? &B->before[B->defer_to] : &B->after[B->n0 - 1];
+}
+
 /* Rewrites the members of bucket k into one collective. */
 static void flush(bctx *B, bucket *k)
 {
     int n = k->members.n;
     if (n == 0)
         return;
-    if (n == 1) {
+    if (n == 1) { /* a plain collective: moved to the end of the backward under zero 1 */
+        ir_op *c = k->members.v[0];
+        int at = B->pos[c->res[0]->id];
+        if (deferred(B, k)) {
+            B->drop[at] = true;
+            su_vec_push(place_after(B, k, at), B->m->oom, c);
+        }
         su_vec_free(&k->members);
         return;
     }
@@ -149,9 +182,10 @@ static void flush(bctx *B, bucket *k)
         offs[j] = off;
         off += ir_type_numel(&c->in[0]->type) / k->rows;
     }
-    /* the collective and the extracts, after the last gradient */
+    /* the collective and the extracts, after the last gradient (zero 1: at
+     * the end of the backward) */
     const ir_op *last = k->members.v[n - 1];
-    su_vec *after = &B->after[B->pos[last->res[0]->id]];
+    su_vec *after = place_after(B, k, B->pos[last->res[0]->id]);
     ir_attrs ca = key->a;
     ca.dim = 0;
     ir_value *red = emit(B, last, key->code, &cur, 1, &ca);
@@ -204,6 +238,13 @@ static void bucket_run(void *arg)
     for (int i = 0; i < n0; i++)
         for (int j = 0; j < IR_OP(m, i)->nres; j++)
             B->pos[IR_OP(m, i)->res[j]->id] = i;
+    B->defer_to = -1;
+    if (m->train.zero == 1) {
+        B->defer_to = n0;
+        for (int i = 0; i < n0 && B->defer_to == n0; i++)
+            if (IR_OP(m, i)->phase == IR_PH_OPTIMIZER)
+                B->defer_to = i;
+    }
     for (int i = 0; i < n0; i++) {
         ir_op *op = IR_OP(m, i);
         if (!candidate(B, op, is_grad))
@@ -216,7 +257,8 @@ static void bucket_run(void *arg)
         if (k < B->nopen) {
             bucket *b = &open[k];
             int64_t es = ir_dtype_size(op->in[0]->type.dtype);
-            if (b->first_use <= i || (b->cols + cols) * rows * es > B->max_bytes) {
+            if (b->first_use <= i || (b->cols + cols) * rows * es > B->max_bytes ||
+                B->max_bytes <= 0) {
                 flush(B, b);
                 *b = (bucket){0};
             }
@@ -259,8 +301,8 @@ bool pass_bucket(ir_module *m, int64_t max_bytes, su_buf *err)
         su_buf_printf(err, "gradients are bucketed in a partitioned module");
         return false;
     }
-    if (max_bytes <= 0 || !m->updates.n)
-        return true;
+    if ((max_bytes <= 0 && m->train.zero != 1) || !m->updates.n)
+        return true; /* zero 1 moves its reduce_scatters even in buckets of one */
     bctx B = {.m = m, .max_bytes = max_bytes, .n0 = m->ops.n};
     su_arena_init(&B.ar, m->oom);
     bool done = su_guarded(m->oom, bucket_run, &B);

@@ -288,6 +288,25 @@ static void mark(planner *P, const ir_value *v, int kind)
         P->kind[find(P, v->id)] |= (uint8_t)kind;
 }
 
+/* The gradient a step keeps through its backward, as the ZeRO paper counts
+ * it: the one the optimizer reads, but under zero 1 the whole unreduced
+ * gradient (or bucket) that the reduce_scatter over the zero axis at the
+ * end of the backward reads (bucket.c), not the shard it makes. */
+static const ir_value *kept_gradient(const ir_module *m, const ir_value *g)
+{
+    if (!g || m->train.zero != 1)
+        return g;
+    const ir_value *v = g;
+    if (v->def->code == IR_CAST && v->def->phase == IR_PH_OPTIMIZER)
+        v = v->def->in[0]; /* a bf16 or f16 param's gradient, widened for its master */
+    if (v->def->code == IR_EXTRACT)
+        v = v->def->in[0]; /* its reduced bucket */
+    const ir_op *rs = v->def;
+    if (rs->code != IR_REDUCE_SCATTER || rs->a.naxes != 1 || rs->a.axes[0] != m->train.zero_axis)
+        return g;
+    return rs->in[0];
+}
+
 /* Whether extract e can be a view in the reduced bucket it reads: a [1, M]
  * row whose columns from e's offset start at a multiple of PASS_MEM_ALIGN,
  * and a result whose buffer holds nothing else that matters (no param,
@@ -443,7 +462,7 @@ static void analyse(planner *P)
             merge(P, a, b);
     }
     for (int i = 0; i < m->updates.n; i++)
-        mark(P, IR_UPDATE(m, i)->grad, K_GRAD);
+        mark(P, kept_gradient(m, IR_UPDATE(m, i)->grad), K_GRAD);
     for (int i = 0; i < m->updates.n; i++)
         try_in_place(P, IR_UPDATE(m, i));
     for (int i = 0; i < m->updates.n; i++)

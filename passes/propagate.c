@@ -437,16 +437,6 @@ static void add_zero_axis(prop *p, cand *c, const ir_value *v)
          p->m->mesh.name[ax]);
 }
 
-/* Whether an optimizer op's operand x is a gradient: made by the backward
- * pass, or its f32 copy for a bf16 or f16 param's master weights. */
-static bool is_gradient(const ir_value *x)
-{
-    const ir_op *d = x->def;
-    if (d->code == IR_CAST && d->phase == IR_PH_OPTIMIZER)
-        d = d->in[0]->def;
-    return d->phase == IR_PH_BACKWARD;
-}
-
 /* A bf16 or f16 param's new value is its f32 master's, cast back (an op of
  * the optimizer, but not an update): it is laid out as an update of the
  * param would be, the param's sharding and the zero axis, and the master
@@ -468,21 +458,6 @@ static void seed_param_casts(prop *p)
                  vname(u->src, nb));
         commit(p, u->v, &c);
     }
-}
-
-/* zero 1 keeps gradients whole over the zero axis (reduced by all_reduce,
- * then sliced by the sharded update), where zero 2 reduce-scatters them. */
-static void drop_zero_axis(prop *p, cand *c, const ir_value *v)
-{
-    int ax = p->m->train.zero_axis;
-    for (int d = 0; d < v->type.rank; d++) {
-        int k = 0;
-        for (int i = 0; i < c->sh.naxes[d]; i++)
-            if (c->sh.axes[d][i] != ax)
-                c->sh.axes[d][k++] = c->sh.axes[d][i];
-        c->sh.naxes[d] = (uint8_t)k;
-    }
-    note(c, "; zero 1: the gradient whole over %s", p->m->mesh.name[ax]);
 }
 
 /* zero 3: once everything else is decided, every param's own layout takes
@@ -715,9 +690,9 @@ static const ir_value *backward(prop *p, const ir_op *op, int i, cand *c)
     case IR_C_OPTIM: /* every operand of the result's shape (not adamw's step) */
         if (x->type.rank != r->type.rank)
             return NULL;
-        copy_all(c, r);
-        if (p->m->train.zero == 1 && is_gradient(x))
-            drop_zero_axis(p, c, r);
+        copy_all(c, r); /* zero 1 and 2 alike: a gradient as its update reads it, its
+                         * shard (bucket.c keeps zero 1's unreduced gradients whole
+                         * to the end of the backward) */
         return r;
     default: break;
     }

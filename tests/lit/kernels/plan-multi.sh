@@ -2,9 +2,10 @@
 # master weights, on 2x2, without ZeRO (the three updates, each a cast of
 # the gradient, adam_m, adam_v, adamw on the master and a cast to bf16,
 # are one kernel standing for the instructions of all three, at the last)
-# and with ZeRO 1 (slices of the gradients between the updates; the
-# updates in two multi-tensor kernels and one of its own, each part reading
-# its slice). The CPU backend runs the instructions one by one on the same
+# and with ZeRO 1 (the gradients' bucket reduce_scattered at the end of the
+# backward, each update reading its shard out of it: again one kernel for
+# the three, on the shards, then the params' all_gathers). The CPU backend
+# runs the instructions one by one on the same
 # memory plan: two training steps give the bytes of a CPU-only plan's
 # outputs and params.
 # RUN: sed 's/^train .*/& zero 1 over dp/' %S/../../models/mlp_bf16.sh > %t.z1.sh
@@ -24,8 +25,8 @@
 # RUN: cmp %t.z1k.params.safetensors %t.z1cpu.params.safetensors
 # DP: // kernel k{{[0-9]+}}_cast_adam_m_adam_v_adamw_x3 (elementwise, grid {{[0-9]+}}, block 256, 0 shared bytes): runs {{(%[0-9]+, )+}}%{{[0-9]+}}; reads
 # DP-NOT: _x{{[0-9]}} (
-# Z1: // kernel k{{[0-9]+}}_cast_add_x2 (elementwise
-# Z1: // kernel k{{[0-9]+}}_adam_m_adam_v_adamw_cast_x2 (elementwise
-# Z1: // kernel k{{[0-9]+}}_adam_m_adam_v_adamw_cast_x2 (elementwise
-# Z1: // kernel k{{[0-9]+}}_adam_m_adam_v_adamw_cast (elementwise
+# Z1: reduce_scatter
+# Z1: // kernel k{{[0-9]+}}_cast_adam_m_adam_v_adamw_x3 (elementwise
+# Z1-NEXT: all_gather
+# Z1-NEXT: all_gather
 # Z1-NEXT: all_gather

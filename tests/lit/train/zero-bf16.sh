@@ -5,10 +5,11 @@
 # ZeRO paper's model states: optimizer state K Psi = 198144 (data parallel)
 # or K Psi / d = 49536 (ZeRO 1, 2 and 3), plus the 4-byte step count; params
 # e Psi = 33024 (e Psi / d = 8256 with ZeRO 3); gradients e Psi (e Psi / d
-# with ZeRO 2 and 3): the gradients stay bf16 and are synchronised in bf16,
-# 2(d-1)/d Psi e = 49536 bytes for data parallel and ZeRO 2, 3(d-1)/d Psi e
-# = 74304 for ZeRO 1 (the bf16 params all_gathered after the update), each
-# plus the loss's all_reduce (6 bytes). Each f32 master is sharded like
+# with ZeRO 2 and 3; ZeRO 1 keeps them whole to the end of the backward):
+# the gradients stay bf16 and are synchronised in bf16, 2(d-1)/d Psi e =
+# 49536 bytes for data parallel, ZeRO 1 and ZeRO 2 (ZeRO 1 and 2 as a
+# reduce_scatter of the gradients and an all_gather of the bf16 params
+# after the update), each plus the loss's all_reduce (6 bytes). Each f32 master is sharded like
 # the other optimizer states, and the gradient cast to f32 once.
 # RUN: %shardc %s --mesh 4 --bucket-mb 0 --report json | FileCheck %s --check-prefix=Z0
 # RUN: sed 's/^train .*/& zero 1 over dp/' %s > %t.sh
@@ -22,8 +23,8 @@
 # Z0-SAME: "bytes_sent": 49542,
 # Z0-NOT: all_gather
 # Z1: "memory": {"params": 33024, "gradients": 33024, "optimizer_state": 49540, "activations": {{[0-9]+}}}
-# Z1-SAME: "bytes_sent": 74310,
-# Z1-SAME: {"kind": "all_reduce", "axes": ["dp"], "dtype": "bf16", "elements": 8192, "phase": "backward"}
+# Z1-SAME: "bytes_sent": 49542,
+# Z1-SAME: {"kind": "reduce_scatter", "axes": ["dp"], "dtype": "bf16", "elements": 8192, "phase": "backward"}
 # Z1-SAME: {"kind": "all_gather", "axes": ["dp"], "dtype": "bf16", "elements": 8192, "phase": "optimizer"}
 # Z2: "memory": {"params": 33024, "gradients": 8256, "optimizer_state": 49540, "activations": {{[0-9]+}}}
 # Z2-SAME: "bytes_sent": 49542,
