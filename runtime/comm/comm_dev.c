@@ -69,8 +69,8 @@ static int copy_flat(dop *o, rt_dptr dst, rt_dptr src, int64_t bytes)
     return dst == src ? 0 : copy(o, dst, bytes, src, bytes, bytes, 1);
 }
 
-/* session.c's pack_split on the device: this member's operand [outer][G*run]
- * into the staging as G blocks [outer][run]. */
+/* session_rank.c's pack_split on the device: this member's operand
+ * [outer][G*run] into the staging as G blocks [outer][run]. */
 static int pack(dop *o, int64_t G)
 {
     const rt_type *t = &o->in->in_t[0];
@@ -130,7 +130,7 @@ static int reduce_block(dop *o, const rt_local_slot *slot, int64_t G, int64_t me
 
 /* Block `at` of each member j's buffer (blk bytes each) into the result,
  * concatenated along dim in member order: the G blocks of type b as
- * [outer][run] into the result's columns j*run.. (session.c's
+ * [outer][run] into the result's columns j*run.. (session_rank.c's
  * unpack_concat, straight from the peers). */
 static int concat(dop *o, const rt_local_slot *slot, int64_t G, const rt_type *b, int dim,
                   bool staged, int64_t at)

@@ -7,19 +7,19 @@
  * Each op is the `local` communicator's (comm_local.c, through
  * rt_local_run_with and rt_local_p2p_with: the same slots, waits,
  * timeouts and messages) on device addresses, with the re-layout of a
- * dimension other than 0 that session.c does on the host done by the
+ * dimension other than 0 that session_rank.c does on the host done by the
  * copies themselves:
  *
  * - first every member waits for what its device has queued (d->sync),
  *   so its operand is written before a peer reads it; all_reduce copies
  *   its operand into its result first, and all_to_all packs it into the
- *   staging area ([G][outer][run] blocks, session.c's pack_split: G
+ *   staging area ([G][outer][run] blocks, session_rank.c's pack_split: G
  *   pitched copies);
  * - between the waits, each member queues its own part and waits for it
  *   (d->sync) before the second wait, so no peer's buffer is read or
  *   written after the op returns:
  *   all_gather: G pitched copies, member j's operand ([outer][run]) into
- *     the result's columns j*run.. (session.c's unpack_concat, direct);
+ *     the result's columns j*run.. (session_rank.c's unpack_concat, direct);
  *   all_to_all: G pitched copies, block `me` of member j's staging into
  *     the result's columns j*run2.. at dim2;
  *   all_reduce (sum, max): one reduction of the member's slice
@@ -28,7 +28,7 @@
  *     into every member's result;
  *   reduce_scatter: one reduction of block `me` of every member's
  *     operand, read in place at its pitch ([outer][run] rows G*run
- *     apart, so without session.c's pack), into the member's result;
+ *     apart, so without session_rank.c's pack), into the member's result;
  *   broadcast: member 0's result into the others';
  *   send: the sender publishes its operand and waits; recv: the receiver
  *     copies it into its result and waits for the copy (d->sync).

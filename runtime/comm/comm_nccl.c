@@ -492,7 +492,7 @@ static void split_at(const rt_type *t, int dim, int64_t *outer, int64_t *run)
         *run *= t->dim[d];
 }
 
-/* session.c's pack_split on the device: src [outer][G*run] to dst
+/* session_rank.c's pack_split on the device: src [outer][G*run] to dst
  * [G][outer][run] (t's dim `dim` split G ways). */
 static int pack_split(rt_nccl *n, const rt_type *t, int dim, int64_t G, rt_cu_ptr src,
                       rt_cu_ptr dst, rt_cu_stream s, su_status *err)
@@ -507,8 +507,8 @@ static int pack_split(rt_nccl *n, const rt_type *t, int dim, int64_t G, rt_cu_pt
     return 0;
 }
 
-/* session.c's unpack_concat: G blocks of type b ([outer][run] each) to dst
- * [outer][G*run], concatenated along dim. */
+/* session_rank.c's unpack_concat: G blocks of type b ([outer][run] each)
+ * to dst [outer][G*run], concatenated along dim. */
 static int unpack_concat(rt_nccl *n, const rt_type *b, int dim, int64_t G, rt_cu_ptr src,
                          rt_cu_ptr dst, rt_cu_stream s, su_status *err)
 {
@@ -530,7 +530,7 @@ static ngroup *group_for(rt_nccl *n, const rt_instr *in)
     return NULL;
 }
 
-/* The world rank of the peer stage of a send or recv (session.c's
+/* The world rank of the peer stage of a send or recv (session_rank.c's
  * stage_peer): this rank's coordinates, the stage axis's set to `stage`. */
 static int peer_of(const rt_nccl *n, int64_t stage)
 {

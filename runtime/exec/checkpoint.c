@@ -4,7 +4,7 @@
  * so a checkpoint saved on one mesh loads on another. Also inputs with a
  * leading step dimension (one batch per step).
  *
- * The session (session.c) decides who writes and reads what, and does the
+ * The session (session_ckpt.c) decides who writes and reads what, and does the
  * collectives under MPI; this file touches only files. */
 #include "runtime/exec/checkpoint.h"
 #include "support/support.h"

@@ -12,7 +12,7 @@
  *   i32, nan in a max, groups of one, uneven slices, in place or not) runs
  *   on every rank's thread through rt_dcomm_*, then the same op through the
  *   host communicator (rt_all_reduce, ..., with the re-layout of a dim
- *   other than 0 done here by index arithmetic, as session.c means it),
+ *   other than 0 done here by index arithmetic, as session_rank.c means it),
  *   and the two results must agree to the byte. The operand is written
  *   through the fake's queue (a member publishing before its device is
  *   done would publish stale bytes), the queue must be empty when the op
