@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# check.sh [BUILD]: what of bench/gpt2 can be checked without a GPU, on any
+# machine: run.sh's path without a GPU (exit 77, with a stand-in
+# nvidia-smi that finds none), trace_table.py on a hand-written CUDA trace
+# (testdata/trace-cuda.json, in the format of runtime/exec/trace.c;
+# expected tables in testdata/trace-cuda.md) and on a CPU trace made here,
+# the bf16 model (every f32[ made bf16[) compiling and holding GPT-2
+# small's params in bf16, and, where PYTHON (default python3) has torch,
+# check_same_model.py and gpt2_torch.py's own no-GPU exit. Prints each
+# check and "ok"; exit 1 when one fails.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=$(cd "${1:-build}" && pwd) || exit 2
+python=${PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf -- "$tmp"' EXIT
+small=(-D B=2 -D S=16 -D D=32 -D NH=4 -D V=64 -D L=2)
+gpt2=(-D B=8 -D S=1024 -D D=768 -D NH=12 -D V=50304 -D L=12)
+failed=0
+fail() { echo "FAILED: $*" && failed=1; }
+
+# run.sh, no GPU: one line, exit 77, before anything else
+mkdir "$tmp/bin" && printf '#!/bin/sh\nexit 9\n' >"$tmp/bin/nvidia-smi" &&
+    chmod +x "$tmp/bin/nvidia-smi"
+out=$(PATH="$tmp/bin:$PATH" "$here/run.sh" /nonexistent 2>&1)
+rc=$?
+echo "run.sh without a GPU: exit $rc: $out"
+if [ "$rc" != 77 ] || [ "$out" != "skipped: no GPU (nvidia-smi lists none)" ]; then
+    fail "run.sh without a GPU"
+fi
+"$here/run.sh" --steps 0 >/dev/null 2>&1
+[ $? = 2 ] || fail "run.sh --steps 0: expected exit 2"
+
+# the trace tables
+if "$python" "$here/trace_table.py" "$here/testdata/trace-cuda.json" --title fixture \
+    | diff -u "$here/testdata/trace-cuda.md" - >"$tmp/diff"; then
+    echo "trace_table.py on the CUDA fixture: as expected"
+else
+    cat "$tmp/diff" && fail "trace_table.py on the CUDA fixture"
+fi
+"$build/shardc" "$root/examples/transformer.sh" "${small[@]}" --mesh 1x1 --arch none \
+    -o "$tmp/f32.plan" &&
+    "$build/shardrun" "$tmp/f32.plan" --steps 3 --trace "$tmp/cpu.json" --quiet &&
+    "$python" "$here/trace_table.py" "$tmp/cpu.json" >"$tmp/cpu.md" &&
+    grep -q '^| `matmul` | matmul | compute | ' "$tmp/cpu.md" &&
+    grep -q '^| adamw | ' "$tmp/cpu.md" &&
+    echo "trace_table.py on a CPU trace: $(head -n 1 "$tmp/cpu.md")" ||
+    fail "trace_table.py on a CPU trace"
+
+# the bf16 model, as run.sh makes it
+sed 's/f32\[/bf16[/g' "$root/examples/transformer.sh" >"$tmp/bf16.sh"
+grep -q 'f32\[' "$tmp/bf16.sh" && fail "an f32[ left in the bf16 model"
+"$build/shardc" "$tmp/bf16.sh" "${small[@]}" --mesh 1x1 --arch none -o "$tmp/bf16.plan" &&
+    "$build/shardrun" "$tmp/bf16.plan" --steps 2 --quiet || fail "the bf16 model at small sizes"
+bytes=$("$build/shardc" "$tmp/bf16.sh" "${gpt2[@]}" --mesh 1x1 --report json |
+    "$python" -c 'import json, sys; print(json.load(sys.stdin)["stages"][0]["memory"]["params"])')
+echo "bf16 model at GPT-2 small's sizes: $bytes bytes of params"
+[ "$bytes" = $((2 * 163072512)) ] ||
+    fail "the bf16 model's params: $bytes bytes, expected 2 x 163072512"
+
+# the PyTorch side
+"$python" "$here/check_same_model.py" "$build"
+case $? in
+0) ;;
+77) echo "(check_same_model.py skipped: no torch in $python; PYTHON names another)" ;;
+*) fail "check_same_model.py" ;;
+esac
+out=$("$python" "$here/gpt2_torch.py" --tiny --modes eager-f32 --warmup 1 --steps 1 2>&1)
+rc=$?
+echo "gpt2_torch.py: exit $rc: $out"
+case $rc in
+77) [ "${out#skipped: no GPU}" != "$out" ] || fail "gpt2_torch.py without a GPU: $out" ;;
+1) [ "${out#*cannot import torch}" != "$out" ] || fail "gpt2_torch.py: $out" ;;
+0) echo "(a GPU is here: gpt2_torch.py ran)" ;;
+*) fail "gpt2_torch.py: exit $rc" ;;
+esac
+
+[ "$failed" = 0 ] && echo ok
+exit "$failed"
