@@ -15,7 +15,9 @@
 #include "support/support.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #define GOLDEN 0x9E3779B97F4A7C15ull
 #ifndef M_PI
@@ -147,6 +149,46 @@ static void gen_one(const gen *g, uint64_t i, void *dst, int64_t k)
     store(g->dtype, dst, k, g->a * z);
 }
 
+/* The elements [k0, k1) of a block (k0 and k1 at the starts of runs along
+ * its last dim) of the full tensor, generated into dst. */
+typedef struct init_part {
+    const gen *g;
+    const rt_type *full;
+    const int64_t *start, *count;
+    int64_t k0, k1;
+    void *dst;
+} init_part;
+
+static void *init_runs(void *arg)
+{
+    const init_part *p = arg;
+    const int rank = p->full->rank, last = rank - 1;
+    const int64_t run = rank > 0 ? p->count[last] : 1;
+    /* idx: the position in the block along the dims before the last */
+    int64_t idx[RT_MAX_RANK] = {0}, r = p->k0 / run;
+    for (int d = last - 1; d >= 0; d--) {
+        idx[d] = r % p->count[d];
+        r /= p->count[d];
+    }
+    for (int64_t k = p->k0; k < p->k1; k += run) {
+        int64_t i = 0; /* row-major index in the full tensor of the run's start */
+        for (int d = 0; d < rank; d++)
+            i = i * p->full->dim[d] + p->start[d] + (d < last ? idx[d] : 0);
+        for (int64_t j = 0; j < run; j++)
+            gen_one(p->g, (uint64_t)(i + j), p->dst, k + j);
+        for (int d = last - 1; d >= 0 && ++idx[d] == p->count[d]; d--)
+            idx[d] = 0;
+    }
+    return NULL;
+}
+
+/* Blocks of at least INIT_PARALLEL elements are made by up to
+ * INIT_THREADS threads (the processors online), each a range of whole
+ * runs: every element is a function of its index alone, so the result
+ * is the same bits however many make it. A thread that cannot start
+ * leaves its range to the caller. */
+enum { INIT_PARALLEL = 1 << 20, INIT_THREADS = 32 };
+
 void rt_init_block(int init, double a, double b, uint64_t seed, const char *name,
                    const rt_type *full, const int64_t *start, const int64_t *count, void *dst)
 {
@@ -167,18 +209,25 @@ void rt_init_block(int init, double a, double b, uint64_t seed, const char *name
     }
     gen g = {init, dtype, a, b, mix64(fnv1a64(name) + mix64(seed ^ GOLDEN)),
              make_int_range(a, b)};
-    /* runs along the last dim; idx: the position in the block along the others */
-    int64_t idx[RT_MAX_RANK] = {0};
-    const int last = rank - 1;
-    const int64_t run = rank > 0 ? count[last] : 1;
-    for (int64_t k = 0; k < n; k += run) {
-        int64_t i = 0; /* row-major index in the full tensor of the run's start */
-        for (int d = 0; d < rank; d++)
-            i = i * full->dim[d] + start[d] + (d < last ? idx[d] : 0);
-        for (int64_t j = 0; j < run; j++)
-            gen_one(&g, (uint64_t)(i + j), dst, k + j);
-        for (int d = last - 1; d >= 0 && ++idx[d] == count[d]; d--)
-            idx[d] = 0;
+    const int64_t run = rank > 0 ? count[rank - 1] : 1, runs = n / run;
+    long cpus = n >= INIT_PARALLEL ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
+    int nt = cpus < 1 ? 1 : cpus > INIT_THREADS ? INIT_THREADS : (int)cpus;
+    if (nt > runs)
+        nt = (int)runs;
+    init_part part[INIT_THREADS];
+    pthread_t tid[INIT_THREADS];
+    bool started[INIT_THREADS] = {false};
+    for (int t = 0; t < nt; t++)
+        part[t] = (init_part){&g, full, start, count, runs * t / nt * run,
+                              runs * (t + 1) / nt * run, dst};
+    for (int t = 1; t < nt; t++)
+        started[t] = pthread_create(&tid[t], NULL, init_runs, &part[t]) == 0;
+    init_runs(&part[0]);
+    for (int t = 1; t < nt; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        else
+            init_runs(&part[t]);
     }
 }
 

@@ -596,6 +596,13 @@ static void test_init_blocks(void)
         rt_type t3 = {(uint8_t)dt, 3, {5, 7, 3}};
         check_blocks(RT_INIT_UNIFORM, 0, 100, &t3, split3);
     }
+    /* past INIT_PARALLEL elements (2^20) a block is made by several
+     * threads: the whole tensor (threads) against small blocks (one each),
+     * and blocks that are themselves past it, at offsets */
+    const int split_many[3] = {8, 3, 2}, split_two[3] = {2, 1, 1};
+    rt_type big = {RT_F32, 3, {64, 129, 257}}, big16 = {RT_BF16, 3, {64, 129, 257}};
+    check_blocks(RT_INIT_NORMAL, 0.02, 0, &big, split_many);
+    check_blocks(RT_INIT_UNIFORM, -0.5, 0.5, &big16, split_two);
     /* a scalar */
     rt_type s = {RT_F32, 0, {0}};
     float x = 0, y = 1;
