@@ -1,0 +1,438 @@
+// kernel_emulate.hpp: the CUDA device runtime on the host, for
+// test_kernel_emulate, which compiles generated kernels as C++ with this
+// header first and calls emu_launch for each. Not part of the library.
+//
+// A launch runs blocks 0 .. grid-1 one after another on the calling OS
+// thread. A kernel whose threads work alone runs its threads in turn, each
+// to its return. A cooperative one (block barriers, warp intrinsics,
+// shared memory) runs a block's threads as fibers (ucontext), one stack
+// each from emu_setup's, under a round-robin scheduler: a thread runs
+// until it waits at a barrier or returns, and threadIdx is set before each
+// resume.
+//   __syncthreads()  block barrier; a thread that has returned counts as
+//                    arrived, as on a GPU.
+//   __syncwarp(), __shfl_sync, __shfl_up_sync, __shfl_down_sync,
+//   __shfl_xor_sync (width honoured), __ballot_sync, __any_sync,
+//   __all_sync      warp-synchronous over the 32 lanes (lane = threadIdx.x
+//                    % 32): each lane deposits its value, a warp barrier,
+//                    each reads its source lane's, a second warp barrier.
+//                    The mask must be full and every lane of the warp live:
+//                    a call after a warp-mate returned, or a return while
+//                    warp-mates wait in one, fails the launch.
+//   __activemask()   the lanes of the warp that have not returned.
+//   atomics          plain read-modify-writes (one OS thread runs all);
+//                    __threadfence() does nothing.
+//   shared memory    `extern __shared__ T x[];` is rewritten by the test to
+//                    `T *const x = (T *)emu_dynamic_shared;`: the launch's
+//                    dynamic shared bytes, NaN bytes (0xff) at each block's
+//                    start so that a read before a write shows, ending at a
+//                    guard page. A fixed `__shared__ T x[N];` becomes a
+//                    static array (one for all blocks, not re-poisoned).
+// A deadlock (no thread can run, some have not returned) fails the launch.
+// A failed launch stops at once; emu_launch returns -1 with a message.
+#include <cmath>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+#include <ucontext.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#undef __global__
+#define __global__
+#undef __launch_bounds__
+#define __launch_bounds__(...)
+#undef __shared__
+#define __shared__ static
+
+struct emu_dim3 {
+    unsigned x, y, z;
+};
+static emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
+static const int warpSize = 32;
+static unsigned char *emu_dynamic_shared; // this launch's, shared_bytes long
+
+static float __int_as_float(int x) { float f; std::memcpy(&f, &x, 4); return f; }
+static int __float_as_int(float f) { int x; std::memcpy(&x, &f, 4); return x; }
+static float __uint_as_float(unsigned x) { float f; std::memcpy(&f, &x, 4); return f; }
+static unsigned __float_as_uint(float f) { unsigned x; std::memcpy(&x, &f, 4); return x; }
+template <typename T> static T min(T a, T b) { return b < a ? b : a; }
+template <typename T> static T max(T a, T b) { return a < b ? b : a; }
+
+namespace emu {
+
+enum { WARP = 32, MAX_THREADS = 1024 };
+enum state { RUN, AT_WARP, AT_BLOCK, DONE };
+
+struct fiber {
+    ucontext_t uc;
+    state st;
+};
+
+// One launch at a time (the test's thread), so the scheduler is global.
+static struct {
+    unsigned char *const *stack; // MAX_THREADS fiber stacks of stack_size bytes
+    size_t stack_size;
+    unsigned char *shared_end;   // dynamic shared memory ends here, at a guard page
+    size_t shared_cap;
+    char *msg;                   // why the launch failed
+    size_t msg_size;
+    void (*run)(void *);         // runs the kernel as thread threadIdx of block blockIdx
+    void *arg;
+    bool fibers, failed;
+    ucontext_t main;             // the scheduler's
+    fiber f[MAX_THREADS];
+    unsigned n, cur;             // threads of the block, the one running
+    unsigned done, at_block;     // threads returned, waiting at __syncthreads
+    unsigned warp_done[MAX_THREADS / WARP], warp_at[MAX_THREADS / WARP]; // the same by warp
+    unsigned long long slot[MAX_THREADS]; // the lanes' deposits
+} s;
+
+// Records why the launch fails (the first reason) and, in a fiber, leaves
+// it for good: the scheduler abandons the block.
+static void fail(const char *fmt, ...)
+{
+    if (!s.failed) {
+        int k = std::snprintf(s.msg, s.msg_size, "block %u, thread %u: ", blockIdx.x,
+                              threadIdx.x);
+        va_list ap;
+        va_start(ap, fmt);
+        std::vsnprintf(s.msg + k, s.msg_size - (size_t)k, fmt, ap);
+        va_end(ap);
+    }
+    s.failed = true;
+    if (s.fibers) {
+        swapcontext(&s.f[s.cur].uc, &s.main);
+        std::abort(); // never resumed
+    }
+}
+
+// Parks the running fiber in state st until a barrier sets it RUN again.
+static void wait(state st)
+{
+    s.f[s.cur].st = st;
+    swapcontext(&s.f[s.cur].uc, &s.main);
+}
+
+static void release(state st, unsigned from, unsigned to)
+{
+    for (unsigned t = from; t < to; t++)
+        if (s.f[t].st == st)
+            s.f[t].st = RUN;
+}
+
+static bool cooperative(const char *what)
+{
+    if (!s.fibers)
+        fail("%s in a kernel run as if its threads worked alone", what);
+    return s.fibers;
+}
+
+static void block_barrier()
+{
+    if (!cooperative("__syncthreads"))
+        return;
+    if (++s.at_block + s.done < s.n)
+        return wait(AT_BLOCK);
+    s.at_block = 0; // the last to arrive goes on
+    release(AT_BLOCK, 0, s.n);
+}
+
+static void warp_barrier(const char *what, unsigned mask)
+{
+    if (!cooperative(what))
+        return;
+    unsigned w = s.cur / WARP;
+    if (mask != 0xffffffffu)
+        fail("%s with mask %#x: only full warps are emulated", what, mask);
+    if (s.warp_done[w])
+        fail("%s in warp %u, %u of whose lanes have returned (or do not exist)", what, w,
+             s.warp_done[w]);
+    if (++s.warp_at[w] < WARP)
+        return wait(AT_WARP);
+    s.warp_at[w] = 0;
+    release(AT_WARP, w * WARP, w * WARP + WARP);
+}
+
+// Lane src's deposit, each lane depositing v.
+static unsigned long long exchange(const char *what, unsigned mask, unsigned long long v,
+                                   unsigned src)
+{
+    unsigned base = s.cur & ~(WARP - 1u);
+    s.slot[s.cur] = v;
+    warp_barrier(what, mask);
+    unsigned long long r = s.slot[base + src % WARP];
+    warp_barrier(what, mask); // no lane deposits again before every lane has read
+    return r;
+}
+
+static unsigned ballot(const char *what, unsigned mask, int pred)
+{
+    unsigned base = s.cur & ~(WARP - 1u), r = 0;
+    s.slot[s.cur] = pred != 0;
+    warp_barrier(what, mask);
+    for (unsigned l = 0; l < WARP; l++)
+        r |= (unsigned)s.slot[base + l] << l;
+    warp_barrier(what, mask);
+    return r;
+}
+
+template <typename T> static unsigned long long bits(T v)
+{
+    static_assert(sizeof(T) <= 8, "a shuffled value fits 8 bytes");
+    unsigned long long u = 0;
+    std::memcpy(&u, &v, sizeof v);
+    return u;
+}
+
+template <typename T> static T value(unsigned long long u)
+{
+    T v;
+    std::memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+// The first lane of this lane's segment of width lanes.
+static unsigned segment(const char *what, int width)
+{
+    if (width < 1 || width > WARP || (width & (width - 1)))
+        fail("%s with width %d: not a power of 2 up to 32", what, width);
+    return (threadIdx.x % WARP) & ~(unsigned)(width - 1);
+}
+
+// A thread returns: it counts as arrived at the block barrier.
+static void thread_exit()
+{
+    unsigned w = s.cur / WARP;
+    s.f[s.cur].st = DONE;
+    s.done++;
+    s.warp_done[w]++;
+    if (s.warp_at[w])
+        fail("returned while %u lanes of warp %u wait in a warp-synchronous call", s.warp_at[w],
+             w);
+    if (s.at_block && s.at_block + s.done == s.n) {
+        s.at_block = 0;
+        release(AT_BLOCK, 0, s.n);
+    }
+    swapcontext(&s.f[s.cur].uc, &s.main);
+    std::abort(); // never resumed
+}
+
+static void entry()
+{
+    s.run(s.arg);
+    thread_exit();
+}
+
+static void deadlock()
+{
+    unsigned at_warp = 0;
+    for (unsigned t = 0; t < s.n; t++)
+        at_warp += s.f[t].st == AT_WARP;
+    std::snprintf(s.msg, s.msg_size,
+                  "block %u: deadlock: %u threads wait at __syncthreads, %u in warp-synchronous "
+                  "calls, %u returned",
+                  blockIdx.x, s.at_block, at_warp, s.done);
+    s.failed = true;
+}
+
+static void run_block()
+{
+    s.done = s.at_block = 0;
+    for (unsigned w = 0; w < (s.n + WARP - 1) / WARP; w++) {
+        s.warp_at[w] = 0;
+        s.warp_done[w] = w * WARP + WARP > s.n ? w * WARP + WARP - s.n : 0; // lanes past the block
+    }
+    for (unsigned t = 0; t < s.n; t++) {
+        ucontext_t *uc = &s.f[t].uc;
+        getcontext(uc);
+        uc->uc_stack.ss_sp = s.stack[t];
+        uc->uc_stack.ss_size = s.stack_size;
+        uc->uc_link = &s.main;
+        makecontext(uc, entry, 0);
+        s.f[t].st = RUN;
+    }
+    while (s.done < s.n && !s.failed) {
+        bool ran = false;
+        for (unsigned t = 0; t < s.n && !s.failed; t++) {
+            if (s.f[t].st != RUN)
+                continue;
+            s.cur = t;
+            threadIdx = {t, 0, 0};
+            swapcontext(&s.main, &s.f[t].uc);
+            ran = true;
+        }
+        if (!ran && !s.failed)
+            deadlock();
+    }
+}
+
+static int launch(void (*run)(void *), void *arg, unsigned grid, unsigned block,
+                  unsigned shared, bool fibers)
+{
+    s.run = run;
+    s.arg = arg;
+    s.fibers = fibers;
+    s.failed = false;
+    s.msg[0] = 0;
+    size_t span = ((size_t)shared + 15) / 16 * 16;
+    if (block < 1 || block > MAX_THREADS || span > s.shared_cap) {
+        std::snprintf(s.msg, s.msg_size, "a launch of %u threads, %u shared bytes", block, shared);
+        return -1;
+    }
+    gridDim = {grid, 1, 1};
+    blockDim = {block, 1, 1};
+    emu_dynamic_shared = s.shared_end - span;
+    for (unsigned b = 0; b < grid && !s.failed; b++) {
+        blockIdx = {b, 0, 0};
+        std::memset(emu_dynamic_shared, 0xff, span);
+        s.n = block;
+        if (fibers) {
+            run_block();
+            continue;
+        }
+        for (unsigned t = 0; t < block && !s.failed; t++) {
+            threadIdx = {t, 0, 0};
+            run(arg);
+        }
+    }
+    s.fibers = false;
+    return s.failed ? -1 : 0;
+}
+
+template <typename... A, std::size_t... I>
+static void call(void (*f)(A...), void **p, std::index_sequence<I...>)
+{
+    f(static_cast<A>(p[I])...);
+}
+
+template <typename... A> struct kernel {
+    void (*f)(A...);
+    void **p;
+    static void run(void *self)
+    {
+        kernel *k = static_cast<kernel *>(self);
+        call(k->f, k->p, std::index_sequence_for<A...>{});
+    }
+};
+
+} // namespace emu
+
+// The memory the launches use, the test's: MAX_THREADS stacks of
+// stack_size bytes, shared_cap bytes of dynamic shared memory ending at
+// shared_end, msg_size bytes for a failure's message.
+extern "C" void emu_setup(unsigned char *const *stack, size_t stack_size,
+                          unsigned char *shared_end, size_t shared_cap, char *msg, size_t msg_size)
+{
+    emu::s.stack = stack;
+    emu::s.stack_size = stack_size;
+    emu::s.shared_end = shared_end;
+    emu::s.shared_cap = shared_cap;
+    emu::s.msg = msg;
+    emu::s.msg_size = msg_size;
+}
+
+// Runs f over grid blocks of block threads with shared bytes of dynamic
+// shared memory, its parameters p; fibers: as a cooperative kernel.
+// 0, or -1 with the reason in emu_setup's msg.
+template <typename... A>
+static int emu_launch(void (*f)(A...), void **p, unsigned grid, unsigned block,
+                      unsigned shared, bool fibers)
+{
+    emu::kernel<A...> k = {f, p};
+    return emu::launch(&emu::kernel<A...>::run, &k, grid, block, shared, fibers);
+}
+
+// ---- the device functions the kernels call ----
+
+static void __syncthreads() { emu::block_barrier(); }
+static void __syncwarp(unsigned mask = 0xffffffffu) { emu::warp_barrier("__syncwarp", mask); }
+static void __threadfence() {}
+
+template <typename T> static T __shfl_sync(unsigned mask, T v, int src, int width = warpSize)
+{
+    unsigned lo = emu::segment("__shfl_sync", width);
+    return emu::value<T>(
+        emu::exchange("__shfl_sync", mask, emu::bits(v), lo + ((unsigned)src & (width - 1))));
+}
+
+template <typename T>
+static T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = warpSize)
+{
+    unsigned lane = threadIdx.x % warpSize, lo = emu::segment("__shfl_up_sync", width);
+    unsigned src = lane >= lo + delta ? lane - delta : lane;
+    return emu::value<T>(emu::exchange("__shfl_up_sync", mask, emu::bits(v), src));
+}
+
+template <typename T>
+static T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = warpSize)
+{
+    unsigned lane = threadIdx.x % warpSize, lo = emu::segment("__shfl_down_sync", width);
+    unsigned src = lane + delta < lo + (unsigned)width ? lane + delta : lane;
+    return emu::value<T>(emu::exchange("__shfl_down_sync", mask, emu::bits(v), src));
+}
+
+// A lane past its segment reads its own value; one before it, that lane's.
+template <typename T>
+static T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = warpSize)
+{
+    unsigned lane = threadIdx.x % warpSize, lo = emu::segment("__shfl_xor_sync", width);
+    unsigned src = lane ^ (unsigned)lane_mask;
+    src = src < lo + (unsigned)width ? src : lane;
+    return emu::value<T>(emu::exchange("__shfl_xor_sync", mask, emu::bits(v), src));
+}
+
+static unsigned __ballot_sync(unsigned mask, int pred)
+{
+    return emu::ballot("__ballot_sync", mask, pred);
+}
+static int __any_sync(unsigned mask, int pred)
+{
+    return emu::ballot("__any_sync", mask, pred) != 0;
+}
+static int __all_sync(unsigned mask, int pred)
+{
+    return emu::ballot("__all_sync", mask, pred) == 0xffffffffu;
+}
+
+static unsigned __activemask()
+{
+    unsigned base = threadIdx.x & ~(warpSize - 1u), m = 0;
+    for (unsigned l = 0; l < (unsigned)warpSize && base + l < blockDim.x; l++)
+        m |= (unsigned)(!emu::s.fibers || emu::s.f[base + l].st != emu::DONE) << l;
+    return m;
+}
+
+// One OS thread runs every thread: atomics are plain read-modify-writes.
+namespace emu {
+typedef unsigned long long ull;
+template <typename T> static T add(T *p, T v) { T o = *p; *p = o + v; return o; }
+template <typename T> static T cas(T *p, T c, T v) { T o = *p; *p = o == c ? v : o; return o; }
+template <typename T> static T exch(T *p, T v) { T o = *p; *p = v; return o; }
+template <typename T> static T max(T *p, T v) { T o = *p; *p = v > o ? v : o; return o; }
+} // namespace emu
+static int atomicAdd(int *p, int v) { return emu::add(p, v); }
+static unsigned atomicAdd(unsigned *p, unsigned v) { return emu::add(p, v); }
+static emu::ull atomicAdd(emu::ull *p, emu::ull v) { return emu::add(p, v); }
+static float atomicAdd(float *p, float v) { return emu::add(p, v); }
+static double atomicAdd(double *p, double v) { return emu::add(p, v); }
+static unsigned atomicInc(unsigned *p, unsigned v)
+{
+    unsigned o = *p;
+    *p = o >= v ? 0 : o + 1;
+    return o;
+}
+static int atomicCAS(int *p, int c, int v) { return emu::cas(p, c, v); }
+static unsigned atomicCAS(unsigned *p, unsigned c, unsigned v) { return emu::cas(p, c, v); }
+static emu::ull atomicCAS(emu::ull *p, emu::ull c, emu::ull v) { return emu::cas(p, c, v); }
+static int atomicExch(int *p, int v) { return emu::exch(p, v); }
+static unsigned atomicExch(unsigned *p, unsigned v) { return emu::exch(p, v); }
+static emu::ull atomicExch(emu::ull *p, emu::ull v) { return emu::exch(p, v); }
+static float atomicExch(float *p, float v) { return emu::exch(p, v); }
+static int atomicMax(int *p, int v) { return emu::max(p, v); }
+static unsigned atomicMax(unsigned *p, unsigned v) { return emu::max(p, v); }
+static emu::ull atomicMax(emu::ull *p, emu::ull v) { return emu::max(p, v); }
