@@ -152,8 +152,24 @@ static void load(void)
     loaded.ok = true;
 }
 
+/* A matmul's cuBLASLt descriptors and algorithm, made at its first call
+ * and kept for the handle's life: the same shape, dtype, epilogue and
+ * beta find them again, so a step queries the heuristic once per
+ * distinct matmul, not once per call (the bias pointer, which differs
+ * between calls of one shape, is set on the kept descriptor each time). */
+typedef struct lt_plan {
+    int64_t m, n, k, batch, stride_a, stride_b;
+    unsigned int type;
+    uint32_t epilogue;
+    bool residual;
+    void *desc, *la, *lb, *lc;
+    lt_heuristic h;
+} lt_plan;
+
 struct rt_blas {
     void *handle;
+    lt_plan *plan;
+    int nplan, capplan;
 };
 
 rt_blas *rt_blas_new(su_status *err)
@@ -177,10 +193,27 @@ rt_blas *rt_blas_new(su_status *err)
     return b;
 }
 
+/* The descriptors and layouts of p, where made. */
+static void lt_plan_clear(lt_plan *p)
+{
+    if (p->lc)
+        loaded.api.MatrixLayoutDestroy(p->lc);
+    if (p->lb)
+        loaded.api.MatrixLayoutDestroy(p->lb);
+    if (p->la)
+        loaded.api.MatrixLayoutDestroy(p->la);
+    if (p->desc)
+        loaded.api.MatmulDescDestroy(p->desc);
+    p->desc = p->la = p->lb = p->lc = NULL;
+}
+
 void rt_blas_free(rt_blas *b)
 {
     if (!b)
         return;
+    for (int i = 0; i < b->nplan; i++)
+        lt_plan_clear(&b->plan[i]);
+    free(b->plan);
     loaded.api.Destroy(b->handle);
     free(b);
 }
@@ -284,35 +317,41 @@ static uint32_t lt_epilogue(unsigned bits)
     return e ? e : LT_EPILOGUE_DEFAULT;
 }
 
-bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi, rt_cu_ptr a,
-                    rt_cu_ptr bm, rt_cu_ptr out, rt_cu_stream s, su_status *err)
+/* The kept plan of matmul p with this epilogue, or NULL. */
+static lt_plan *find_plan(rt_blas *b, const mm *p, uint32_t epilogue, bool residual)
 {
-    mm p;
-    if (!plan_mm(in, &p, err))
-        return false;
-    void *desc = NULL, *la = NULL, *lb = NULL, *lc = NULL, *pref = NULL;
+    for (int i = 0; i < b->nplan; i++) {
+        lt_plan *q = &b->plan[i];
+        if (q->m == p->m && q->n == p->n && q->k == p->k && q->batch == p->batch &&
+            q->stride_a == p->stride_a && q->stride_b == p->stride_b && q->type == p->type &&
+            q->epilogue == epilogue && q->residual == residual)
+            return q;
+    }
+    return NULL;
+}
+
+/* Makes the descriptors of matmul p and asks the heuristic for its
+ * algorithm into *q; false with the failing call in err. */
+static bool make_plan(rt_blas *b, const mm *p, uint32_t epilogue, bool residual, lt_plan *q,
+                      su_status *err)
+{
+    void *pref = NULL;
     bool ok = false;
-    unsigned bits = epi ? epi->bits : 0;
-    float one = 1.0f, beta = bits & RT_EPI_RESIDUAL ? 1.0f : 0.0f;
-    /* C: the residual (beta 1), else D itself (beta 0: not read) */
-    rt_cu_ptr c = bits & RT_EPI_RESIDUAL ? epi->residual : out;
-    uint32_t epilogue = lt_epilogue(bits);
-    const void *bias = bits & RT_EPI_BIAS ? (const void *)(uintptr_t)epi->bias : NULL;
     uint64_t no_workspace = 0;
-    lt_heuristic h;
     int found = 0;
+    *q = (lt_plan){.m = p->m, .n = p->n, .k = p->k, .batch = p->batch, .stride_a = p->stride_a,
+                   .stride_b = p->stride_b, .type = p->type, .epilogue = epilogue,
+                   .residual = residual};
     /* column-major C^T[N, M] = B^T[N, K] A^T[K, M]; the bias, of length N,
      * is along D^T's rows, so along the rows of the row-major result, and
      * the same for every batch (BIAS_BATCH_STRIDE left 0) */
-    LT_CHECK(MatmulDescCreate(&desc, LT_COMPUTE_32F, LT_R_32F));
-    LT_CHECK(MatmulDescSetAttribute(desc, LT_DESC_EPILOGUE, &epilogue, sizeof epilogue));
-    if (bias)
-        LT_CHECK(MatmulDescSetAttribute(desc, LT_DESC_BIAS_POINTER, &bias, sizeof bias));
-    lt_status st = layout(&la, p.type, p.n, p.k, p.n, p.batch, p.stride_b);
+    LT_CHECK(MatmulDescCreate(&q->desc, LT_COMPUTE_32F, LT_R_32F));
+    LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+    lt_status st = layout(&q->la, p->type, p->n, p->k, p->n, p->batch, p->stride_b);
     if (st == LT_SUCCESS)
-        st = layout(&lb, p.type, p.k, p.m, p.k, p.batch, p.stride_a);
+        st = layout(&q->lb, p->type, p->k, p->m, p->k, p->batch, p->stride_a);
     if (st == LT_SUCCESS)
-        st = layout(&lc, p.type, p.n, p.m, p.n, p.batch, p.m * p.n);
+        st = layout(&q->lc, p->type, p->n, p->m, p->n, p->batch, p->m * p->n);
     if (st != LT_SUCCESS) {
         su_fail(err, SU_GPU, "%s:%d: cublasLtMatrixLayoutCreate: %s", __FILE__, __LINE__,
                 loaded.api.GetStatusString(st));
@@ -321,28 +360,68 @@ bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi,
     LT_CHECK(MatmulPreferenceCreate(&pref));
     LT_CHECK(MatmulPreferenceSetAttribute(pref, LT_PREF_MAX_WORKSPACE, &no_workspace,
                                           sizeof no_workspace));
-    LT_CHECK(MatmulAlgoGetHeuristic(b->handle, desc, la, lb, lc, lc, pref, 1, &h, &found));
+    LT_CHECK(MatmulAlgoGetHeuristic(b->handle, q->desc, q->la, q->lb, q->lc, q->lc, pref, 1, &q->h,
+                                    &found));
     if (found < 1) {
         su_fail(err, SU_GPU, "cuBLASLt has no algorithm for this matmul (M %lld, N %lld, K "
-                "%lld, batch %lld, epilogue %u, beta %g) without workspace", (long long)p.m,
-                (long long)p.n, (long long)p.k, (long long)p.batch, (unsigned)epilogue,
-                (double)beta);
+                "%lld, batch %lld, epilogue %u, beta %d) without workspace", (long long)p->m,
+                (long long)p->n, (long long)p->k, (long long)p->batch, (unsigned)epilogue,
+                residual ? 1 : 0);
         goto done;
     }
-    LT_CHECK(Matmul(b->handle, desc, &one, (const void *)(uintptr_t)bm, la,
-                    (const void *)(uintptr_t)a, lb, &beta, (const void *)(uintptr_t)c, lc,
-                    (void *)(uintptr_t)out, lc, &h.algo, NULL, 0, s));
     ok = true;
 done:
     if (pref)
         loaded.api.MatmulPreferenceDestroy(pref);
-    if (lc)
-        loaded.api.MatrixLayoutDestroy(lc);
-    if (lb)
-        loaded.api.MatrixLayoutDestroy(lb);
-    if (la)
-        loaded.api.MatrixLayoutDestroy(la);
-    if (desc)
-        loaded.api.MatmulDescDestroy(desc);
+    if (!ok)
+        lt_plan_clear(q);
     return ok;
+}
+
+/* The kept plan of matmul p, made at its first call. */
+static lt_plan *plan_for(rt_blas *b, const mm *p, uint32_t epilogue, bool residual,
+                         su_status *err)
+{
+    lt_plan *q = find_plan(b, p, epilogue, residual);
+    if (q)
+        return q;
+    if (b->nplan == b->capplan) {
+        int cap = b->capplan ? 2 * b->capplan : 16;
+        lt_plan *more = realloc(b->plan, (size_t)cap * sizeof *more);
+        if (!more) {
+            su_fail(err, SU_NOMEM, "out of memory");
+            return NULL;
+        }
+        b->plan = more;
+        b->capplan = cap;
+    }
+    if (!make_plan(b, p, epilogue, residual, &b->plan[b->nplan], err))
+        return NULL;
+    return &b->plan[b->nplan++];
+}
+
+bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi, rt_cu_ptr a,
+                    rt_cu_ptr bm, rt_cu_ptr out, rt_cu_stream s, su_status *err)
+{
+    mm p;
+    if (!plan_mm(in, &p, err))
+        return false;
+    unsigned bits = epi ? epi->bits : 0;
+    bool residual = bits & RT_EPI_RESIDUAL;
+    float one = 1.0f, beta = residual ? 1.0f : 0.0f;
+    /* C: the residual (beta 1), else D itself (beta 0: not read) */
+    rt_cu_ptr c = residual ? epi->residual : out;
+    uint32_t epilogue = lt_epilogue(bits);
+    const void *bias = bits & RT_EPI_BIAS ? (const void *)(uintptr_t)epi->bias : NULL;
+    lt_plan *q = plan_for(b, &p, epilogue, residual, err);
+    if (!q)
+        return false;
+    if (bias)
+        LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_BIAS_POINTER, &bias, sizeof bias));
+    LT_CHECK(Matmul(b->handle, q->desc, &one, (const void *)(uintptr_t)bm, q->la,
+                    (const void *)(uintptr_t)a, q->lb, &beta, (const void *)(uintptr_t)c, q->lc,
+                    (void *)(uintptr_t)out, q->lc, &q->h.algo, NULL, 0, s));
+    return true;
+done:
+    return false;
 }

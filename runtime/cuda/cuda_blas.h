@@ -8,7 +8,9 @@
  * second, neither transposed; batch dimensions are a strided batch, an
  * operand without them repeated (stride 0). f32 computes in f32 (no
  * TF32), f16 and bf16 accumulate in f32, as the CPU backend does. No
- * workspace: the rank's one arena is all its device memory.
+ * workspace: the rank's one arena is all its device memory. A handle keeps
+ * each distinct matmul's descriptors and the heuristic's algorithm from
+ * its first call, so later calls (every step's) only queue the matmul.
  *
  * A matmul kernel of the plan (RT_KS_MATMUL) is the same call with an
  * epilogue: cuBLASLt computes D = act(A B + beta C + bias), so a residual
