@@ -139,11 +139,16 @@ static const char *const helper_text[X_COUNT] = {
     "    return v;\n"
     "}\n",
     [X_BLOCK_AMAX] =
-    "// amax over the block, as sh_block_max\n"
-    "__device__ __forceinline__ float sh_block_amax(float v, float *red)\n"
+    "// amax over the warp, and over the block as sh_block_max\n"
+    "__device__ __forceinline__ float sh_warp_amax(float v)\n"
     "{\n"
     "    for (int o = 16; o > 0; o >>= 1)\n"
     "        v = sh_amax(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+    "    return v;\n"
+    "}\n"
+    "__device__ __forceinline__ float sh_block_amax(float v, float *red)\n"
+    "{\n"
+    "    v = sh_warp_amax(v);\n"
     "    __syncthreads();\n"
     "    if (threadIdx.x % 32 == 0)\n"
     "        red[threadIdx.x / 32] = v;\n"
@@ -186,12 +191,82 @@ static const char *const helper_text[X_COUNT] = {
     "    atomicMax(&sh_error, (unsigned long long)(0xffffffffu - (unsigned int)index) << 32 |\n"
     "                             (unsigned int)id);\n"
     "}\n",
+    [X_ONLINE] =
+    "// Online softmax statistics: m the max seen, s the sum of exp(x - m).\n"
+    "// A new max rescales s; x - x makes an infinite x's term NaN, as\n"
+    "// exp(x - max) is in one pass; -inf adds nothing. The merge of two\n"
+    "// pairs is symmetric, so every lane of a butterfly gets the same bits.\n"
+    "__device__ __forceinline__ void sh_online(float &m, float &s, float x)\n"
+    "{\n"
+    "    if (x > m) {\n"
+    "        s = s * expf(m - x) + expf(x - x);\n"
+    "        m = x;\n"
+    "    } else if (x != __int_as_float(0xff800000)) {\n"
+    "        s += expf(x - m);\n"
+    "    }\n"
+    "}\n"
+    "__device__ __forceinline__ void sh_online_merge(float &m, float &s, float m2, float s2)\n"
+    "{\n"
+    "    const float mx = fmaxf(m, m2);\n"
+    "    if (mx == __int_as_float(0xff800000)) { // neither saw a finite x\n"
+    "        s += s2;\n"
+    "        return;\n"
+    "    }\n"
+    "    s = (m == mx ? s : s * expf(m - mx)) + (m2 == mx ? s2 : s2 * expf(m2 - mx));\n"
+    "    m = mx;\n"
+    "}\n"
+    "// The pair over the block (red: two floats per warp), warps in order:\n"
+    "// every thread gets the same bits. Every thread of the block calls it.\n"
+    "__device__ __forceinline__ void sh_block_online(float &m, float &s, float *red)\n"
+    "{\n"
+    "    for (int o = 16; o > 0; o >>= 1) {\n"
+    "        const float m2 = __shfl_xor_sync(0xffffffffu, m, o);\n"
+    "        const float s2 = __shfl_xor_sync(0xffffffffu, s, o);\n"
+    "        sh_online_merge(m, s, m2, s2);\n"
+    "    }\n"
+    "    const int nw = blockDim.x / 32;\n"
+    "    __syncthreads(); // red may still be read by the previous row\n"
+    "    if (threadIdx.x % 32 == 0) {\n"
+    "        red[threadIdx.x / 32] = m;\n"
+    "        red[nw + threadIdx.x / 32] = s;\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "    m = red[0];\n"
+    "    s = red[nw];\n"
+    "    for (int w = 1; w < nw; w++)\n"
+    "        sh_online_merge(m, s, red[w], red[nw + w]);\n"
+    "}\n",
+    [X_PARTS] =
+    "// One partial result per block (at most 1024 blocks), summed by the\n"
+    "// block that finishes last, in block order, so the sum does not depend on\n"
+    "// which block ends when; the count goes back to 0 for the next launch.\n"
+    "// Thread 0 of every block calls sh_last_block once.\n"
+    "__device__ float sh_part[1024];\n"
+    "__device__ unsigned int sh_done;\n"
+    "__device__ __forceinline__ bool sh_last_block(float v)\n"
+    "{\n"
+    "    sh_part[blockIdx.x] = v;\n"
+    "    __threadfence();\n"
+    "    if (atomicAdd(&sh_done, 1u) + 1 != gridDim.x)\n"
+    "        return false;\n"
+    "    __threadfence();\n"
+    "    sh_done = 0;\n"
+    "    return true;\n"
+    "}\n"
+    "__device__ __forceinline__ float sh_parts_sum(void)\n"
+    "{\n"
+    "    float acc = 0.0f;\n"
+    "    for (unsigned int b = 0; b < gridDim.x; b++)\n"
+    "        acc += ((volatile float *)sh_part)[b];\n"
+    "    return acc;\n"
+    "}\n",
 };
 
 /* Helpers in an order where each comes after those it uses. */
 static const unsigned helper_order[] = {
     H_NAN, H_VEC, H_SIGMOID, H_GELU, H_GELU_GRAD, H_SILU_GRAD, H_TO_I32, H_I32_ODD,
     H_F16, H_BF16, H_AMAX, H_WARP, H_BLOCK, H_BLOCK_AMAX, H_ADAMW, H_XENT_GRAD, H_ERROR,
+    H_ONLINE, H_PARTS,
 };
 
 static int cg_helper_index(unsigned bit)
@@ -294,8 +369,10 @@ static void put_header(gen *G, const cg_cuda_kernel *k, su_buf *b)
         else
             su_buf_puts(b, "// one thread per element, grid-stride");
         break;
-    case CG_CUDA_ROW:
-        su_buf_printf(b, "// one block per row, grid-stride over rows; %d elements per load", k->vec);
+    case CG_CUDA_ROW: /* a row kernel without shared memory is a warp's */
+        su_buf_printf(b, "// %s, grid-stride over rows; %d elements per load",
+                      k->shared_bytes ? "one block per row" : "a warp per row, 8 rows a block",
+                      k->vec);
         break;
     case CG_CUDA_COLUMN:
         su_buf_puts(b, "// one thread per result, looping over the reduced axis");

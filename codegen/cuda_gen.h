@@ -13,7 +13,7 @@
 #define SHARDC_CG_CUDA_GEN_H
 #include "cuda.h"
 
-enum { BLOCK_EW = 256, MAX_GRID = 65535, MAX_CACHED = 32 };
+enum { BLOCK_EW = 256, MAX_GRID = 65535, MAX_CACHED = 32, MAX_PARTS = 1024 };
 
 /* Device helpers, emitted when the body uses them: X_* index helper_text,
  * H_* are the bits of gen.helpers. */
@@ -35,6 +35,8 @@ enum {
     X_XENT_GRAD,
     X_NAN,
     X_ERROR,
+    X_ONLINE,
+    X_PARTS,
     X_COUNT
 };
 #define HELPER(x) (1u << (x))
@@ -56,6 +58,8 @@ enum {
     H_XENT_GRAD = HELPER(X_XENT_GRAD),
     H_NAN = HELPER(X_NAN),
     H_ERROR = HELPER(X_ERROR),
+    H_ONLINE = HELPER(X_ONLINE),
+    H_PARTS = HELPER(X_PARTS),
 };
 
 typedef struct gen {

@@ -68,25 +68,162 @@ static void elementwise_loop(gen *G, cg_cuda_kernel *k, int64_t n)
 }
 
 /* transpose: element e of the result, its index digits from the last dim,
- * each a digit of input dim perm[i] (dims of size 1 skipped). */
+ * each a digit of input dim perm[i] (dims of size 1 skipped). Two shapes
+ * of it move whole lines:
+ * - the last dim stays last: runs of the last dim are contiguous on both
+ *   sides, so a thread moves TR_BYTES-byte words (uint4, or smaller when
+ *   the run's bytes do not divide), its digits computed once per word;
+ * - the last dim moves: a block takes a 32 x 32 tile of (the input dim that
+ *   becomes the result's last, the input's last) for one index of the other
+ *   dims, read along the input's last dim and written along the result's
+ *   last, through shared memory (a column of padding: no bank conflicts).
+ * Anything else (no dims past one of size 1) takes the element loop. */
+enum { TR_TILE = 32, TR_ROWS = 8, TR_BYTES = 16 };
+
+/* The input's strides, and the result's dims without those of size 1:
+ * kept[], their input dims from[], n of them. */
+typedef struct tr_view {
+    int64_t istr[IR_MAX_RANK], dim[IR_MAX_RANK], from[IR_MAX_RANK];
+    int n;
+} tr_view;
+
+static tr_view tr_view_of(const ir_op *op)
+{
+    const ir_type *x = &op->in[0]->type, *y = &op->res[0]->type;
+    tr_view v = {.n = 0};
+    int64_t acc = 1;
+    for (int i = x->rank - 1; i >= 0; i--) {
+        v.istr[i] = acc;
+        acc *= x->dim[i];
+    }
+    for (int i = 0; i < y->rank; i++)
+        if (y->dim[i] != 1) {
+            v.dim[v.n] = y->dim[i];
+            v.from[v.n++] = op->a.list[i];
+        }
+    return v;
+}
+
+/* The input's last dim with more than one element, or -1. */
+static int tr_in_last(const ir_type *x)
+{
+    for (int i = x->rank - 1; i >= 0; i--)
+        if (x->dim[i] != 1)
+            return i;
+    return -1;
+}
+
+/* The digit loop: src += the input offset of result element r's digits
+ * (from the last kept dim to first, skipping skip), r consumed. */
+static void tr_digits(gen *G, const tr_view *v, int skip)
+{
+    for (int i = v->n - 1; i >= 0; i--) {
+        if (i == skip)
+            continue;
+        cg_line(G, "src += (r %% %lld) * %lld; // result dim %d is input dim %lld",
+                (long long)v->dim[i], (long long)v->istr[v->from[i]], i, (long long)v->from[i]);
+        cg_line(G, "r /= %lld;", (long long)v->dim[i]);
+    }
+}
+
+static const char *tr_word(int bytes)
+{
+    return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int"
+                                                                  : "unsigned short";
+}
+
 static void emit_transpose(gen *G, cg_cuda_kernel *k, const ir_op *op)
 {
     const ir_type *x = &op->in[0]->type, *y = &op->res[0]->type;
-    int64_t istr[IR_MAX_RANK], acc = 1;
-    for (int i = x->rank - 1; i >= 0; i--) {
-        istr[i] = acc;
-        acc *= x->dim[i];
+    tr_view v = tr_view_of(op);
+    int es = ir_dtype_size(y->dtype), last = tr_in_last(x);
+    int64_t n = ir_type_numel(y);
+    if (v.n == 0 || last < 0) { /* one element */
+        elementwise_loop(G, k, n);
+        cg_line(G, "p1[e] = p0[e];");
+        G->indent--;
+        cg_line(G, "}");
+        return;
     }
-    elementwise_loop(G, k, ir_type_numel(y));
-    cg_line(G, "i64 r = e, src = 0;");
-    for (int i = y->rank - 1; i >= 0; i--) {
-        if (y->dim[i] == 1)
-            continue;
-        cg_line(G, "src += (r %% %lld) * %lld; // result dim %d is input dim %lld",
-             (long long)y->dim[i], (long long)istr[op->a.list[i]], i, (long long)op->a.list[i]);
-        cg_line(G, "r /= %lld;", (long long)y->dim[i]);
+    if (v.from[v.n - 1] == last) { /* the last dim stays last: words */
+        int64_t run = v.dim[v.n - 1] * es;
+        int w = TR_BYTES;
+        while (w > es && run % w)
+            w /= 2;
+        int per = w / es; /* elements per word */
+        elementwise_loop(G, k, n / per);
+        k->vec = per;
+        cg_line(G, "// word e: elements e * %d .. e * %d + %d, a run of the last dim", per, per,
+                per - 1);
+        cg_line(G, "i64 r = e * %d, src = 0;", per);
+        tr_digits(G, &v, -1);
+        cg_line(G, "reinterpret_cast<%s *>(p1)[e] = reinterpret_cast<const %s *>(p0)[src / %d];",
+                tr_word(w), tr_word(w), per);
+        G->indent--;
+        cg_line(G, "}");
+        return;
     }
-    cg_line(G, "p1[e] = p0[src];");
+    /* the last dim moves: tiles of (a, l), a the input dim that becomes the
+     * result's last, l the input's last (result dim kl) */
+    int kl = -1;
+    for (int i = 0; i < v.n; i++)
+        if (v.from[i] == last)
+            kl = i;
+    int64_t na = v.dim[v.n - 1], nl = v.dim[kl], rest = n / (na * nl);
+    int64_t ta = (na + TR_TILE - 1) / TR_TILE, tl = (nl + TR_TILE - 1) / TR_TILE;
+    int64_t tiles = rest * ta * tl, ostr_l = 1;
+    for (int i = v.n - 1; i > kl; i--)
+        ostr_l *= v.dim[i];
+    k->strategy = CG_CUDA_ROW;
+    k->vec = 1;
+    k->block = TR_TILE * TR_ROWS;
+    k->grid = cg_grid_for(tiles, 1);
+    k->shared_bytes = TR_TILE * (TR_TILE + 1) * es;
+    cg_line(G, "extern __shared__ %s tile[]; // [%d][%d + 1]", word(y->dtype), TR_TILE, TR_TILE);
+    cg_line(G, "const int tx = threadIdx.x %% %d, ty = threadIdx.x / %d;", TR_TILE, TR_TILE);
+    cg_line(G, "for (i64 t = blockIdx.x; t < %lld; t += gridDim.x) {", (long long)tiles);
+    G->indent++;
+    int others = 0;
+    for (int i = 0; i < v.n - 1; i++)
+        others += i != kl;
+    cg_line(G, "const i64 l0 = t %% %lld * %d, a0 = t / %lld %% %lld * %d;", (long long)tl, TR_TILE,
+            (long long)tl, (long long)ta, TR_TILE);
+    if (others == 0) {
+        cg_line(G, "const i64 src = 0, dst = 0; // no other dims");
+    } else {
+        cg_line(G, "// the other dims' index r: the result's offset (a and l 0) and the input's");
+        cg_line(G, "i64 r = t / %lld, src = 0, dst = 0;", (long long)(tl * ta));
+        int64_t ostr = 1, ostrs[IR_MAX_RANK];
+        for (int i = v.n - 1; i >= 0; i--) {
+            ostrs[i] = ostr;
+            ostr *= v.dim[i];
+        }
+        for (int i = v.n - 2, left = others; i >= 0; i--) {
+            if (i == kl)
+                continue;
+            cg_line(G, "src += (r %% %lld) * %lld; // result dim %d is input dim %lld",
+                    (long long)v.dim[i], (long long)v.istr[v.from[i]], i, (long long)v.from[i]);
+            cg_line(G, "dst += (r %% %lld) * %lld;", (long long)v.dim[i], (long long)ostrs[i]);
+            if (--left > 0)
+                cg_line(G, "r /= %lld;", (long long)v.dim[i]);
+        }
+    }
+    cg_line(G, "__syncthreads(); // the last tile is written out");
+    cg_line(G, "for (int y = ty; y < %d; y += %d) { // read along the input's last dim", TR_TILE,
+            TR_ROWS);
+    cg_line(G, "    const i64 a = a0 + y, l = l0 + tx;");
+    cg_line(G, "    if (a < %lld && l < %lld)", (long long)na, (long long)nl);
+    cg_line(G, "        tile[y * %d + tx] = p0[src + a * %lld + l];", TR_TILE + 1,
+            (long long)v.istr[v.from[v.n - 1]]);
+    cg_line(G, "}");
+    cg_line(G, "__syncthreads();");
+    cg_line(G, "for (int y = ty; y < %d; y += %d) { // written along the result's last", TR_TILE,
+            TR_ROWS);
+    cg_line(G, "    const i64 l = l0 + y, a = a0 + tx;");
+    cg_line(G, "    if (a < %lld && l < %lld)", (long long)na, (long long)nl);
+    cg_line(G, "        p1[dst + l * %lld + a] = tile[tx * %d + y];", (long long)ostr_l,
+            TR_TILE + 1);
+    cg_line(G, "}");
     G->indent--;
     cg_line(G, "}");
 }
@@ -118,33 +255,105 @@ static void emit_embedding(gen *G, cg_cuda_kernel *k, const ir_op *op)
 }
 
 /* embedding_grad (ids [n], dy [n, D]) -> [V, D]: element (row, col) sums
- * dy[i, col] over the i with ids[i] == row, in index order. */
+ * dy[i, col] over the i with ids[i] == row, in index order from 0.0f, as
+ * the CPU backend does (the same bits in f32). A warp takes a unit, a
+ * table row and a chunk of up to 32 * EG_COLS columns (each lane EG_COLS
+ * accumulators); a block's warps take EG_UNITS units each. The block reads
+ * the ids through shared memory a tile at a time, and each warp finds its
+ * rows' ids there 32 at a time by ballot, so the work is O(n D) for the
+ * gradient plus O(n V / 32) ballots, not a loop over every id per table
+ * element. An id outside the table makes the whole table NaN (the CPU
+ * backend's error is raised by the runtime from sh_error). */
+enum { EG_COLS = 8, EG_UNITS = 4, EG_WARPS = 8, EG_IDS = 2048 };
+
 static void emit_embedding_grad(gen *G, cg_cuda_kernel *k, const ir_op *op)
 {
     const ir_type *y = &op->res[0]->type;
     int64_t v = y->dim[0], d = y->dim[1], n = ir_type_numel(&op->in[0]->type);
     ir_dtype dt = y->dtype;
+    int cols = d < 32 * EG_COLS ? (int)((d + 31) / 32) : EG_COLS;
+    int64_t chunks = (d + 32 * cols - 1) / (32 * cols), units = v * chunks;
+    int64_t per_block = (int64_t)EG_WARPS * EG_UNITS, tile = n < EG_IDS ? n : EG_IDS;
+    int64_t blocks = (units + per_block - 1) / per_block;
     G->helpers |= H_ERROR;
-    elementwise_loop(G, k, v * d);
-    cg_line(G, "const i64 row = e / %lld, col = e %% %lld;", (long long)d, (long long)d);
-    cg_line(G, "float acc = 0.0f;");
-    cg_line(G, "for (i64 i = 0; i < %lld; i++) {", (long long)n);
-    cg_line(G, "    const int id = p0[i];");
-    cg_line(G, "    if (id < 0 || id >= %lld) { // outside the table: NaN, and the runtime's error",
-         (long long)v);
-    cg_line(G, "        acc = __int_as_float(0x7fc00000);");
-    cg_line(G, "        if (e == 0)");
-    cg_line(G, "            sh_bad_id(i, id);");
-    cg_line(G, "    } else if (id == row) {");
-    cg_line(G, "        acc += %s;", cg_load_conv(G, dt, cg_fmt(G, "p1[i * %lld + col]", (long long)d)));
-    cg_line(G, "    }");
+    k->strategy = CG_CUDA_ROW;
+    k->vec = 1;
+    k->block = 32 * EG_WARPS;
+    k->grid = cg_grid_for(blocks, 1);
+    k->shared_bytes = (int)(tile * (int64_t)sizeof(int));
+    cg_line(G, "extern __shared__ int ids[]; // a tile of %lld ids", (long long)tile);
+    cg_line(G, "const int lane = threadIdx.x %% 32, warp = threadIdx.x / 32;");
+    cg_line(G, "for (i64 blk = blockIdx.x; blk < %lld; blk += gridDim.x) {", (long long)blocks);
+    G->indent++;
+    cg_line(G, "// this warp's units u = row * %lld + chunk: %d of them, from blk * %lld + warp * %d",
+            (long long)chunks, EG_UNITS, (long long)per_block, EG_UNITS);
+    cg_line(G, "const i64 u0 = blk * %lld + warp * %d;", (long long)per_block, EG_UNITS);
+    cg_line(G, "float acc[%d][%d];", EG_UNITS, cols);
+    cg_line(G, "int row[%d];", EG_UNITS);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int a = 0; a < %d; a++) {", EG_UNITS);
+    cg_line(G, "    row[a] = u0 + a < %lld ? (int)((u0 + a) / %lld) : -1; // -1: no unit",
+            (long long)units, (long long)chunks);
+    cg_line(G, "    #pragma unroll");
+    cg_line(G, "    for (int c = 0; c < %d; c++)", cols);
+    cg_line(G, "        acc[a][c] = 0.0f;");
     cg_line(G, "}");
-    cg_line(G, "p2[e] = %s;", cg_store_conv(G, dt, "acc"));
+    cg_line(G, "bool bad = false; // an id outside the table");
+    cg_line(G, "for (i64 t0 = 0; t0 < %lld; t0 += %lld) {", (long long)n, (long long)tile);
+    G->indent++;
+    cg_line(G, "const int len = (int)min((i64)%lld, %lld - t0);", (long long)tile, (long long)n);
+    cg_line(G, "__syncthreads(); // the last tile is read");
+    cg_line(G, "for (int i = threadIdx.x; i < len; i += blockDim.x)");
+    cg_line(G, "    ids[i] = p0[t0 + i];");
+    cg_line(G, "__syncthreads();");
+    cg_line(G, "for (int b = 0; b < len; b += 32) {");
+    G->indent++;
+    cg_line(G, "const int id = b + lane < len ? ids[b + lane] : 0;");
+    cg_line(G, "if (__any_sync(0xffffffffu, id < 0 || id >= %lld)) {", (long long)v);
+    cg_line(G, "    bad = true;");
+    cg_line(G, "    if (blk == 0 && warp == 0 && (id < 0 || id >= %lld))", (long long)v);
+    cg_line(G, "        sh_bad_id(t0 + b + lane, id);");
+    cg_line(G, "}");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int a = 0; a < %d; a++) {", EG_UNITS);
+    G->indent++;
+    cg_line(G, "unsigned hit = __ballot_sync(0xffffffffu, id == row[a] && b + lane < len);");
+    cg_line(G, "const i64 c0 = (u0 + a) %% %lld * %d + lane;", (long long)chunks, 32 * cols);
+    cg_line(G, "while (hit) { // the matching ids in index order");
+    G->indent++;
+    cg_line(G, "const int j = __ffs(hit) - 1;");
+    cg_line(G, "hit &= hit - 1;");
+    cg_line(G, "const %s *g = p1 + (t0 + b + j) * %lld;", cg_ctype(G, dt), (long long)d);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int c = 0; c < %d; c++)", cols);
+    cg_line(G, "    if (c0 + c * 32 < %lld)", (long long)d);
+    cg_line(G, "        acc[a][c] += %s;", cg_load_conv(G, dt, "g[c0 + c * 32]"));
+    G->indent--;
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "// every warp read every id: bad is the same in all of them");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int a = 0; a < %d; a++) {", EG_UNITS);
+    G->indent++;
+    cg_line(G, "const i64 c0 = (u0 + a) %% %lld * %d + lane;", (long long)chunks, 32 * cols);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int c = 0; c < %d; c++)", cols);
+    cg_line(G, "    if (row[a] >= 0 && c0 + c * 32 < %lld)", (long long)d);
+    cg_line(G, "        p2[(i64)row[a] * %lld + c0 + c * 32] = %s;", (long long)d,
+            cg_store_conv(G, dt, "(bad ? __int_as_float(0x7fc00000) : acc[a][c])"));
+    G->indent--;
+    cg_line(G, "}");
     G->indent--;
     cg_line(G, "}");
 }
 
-/* attention (q, k, v[, pos]) and attn_probs (q, k[, pos]): one block per
+/* attention (q, k, v[, pos]) and attn_probs (q, k[, pos]) whose head width
+ * is past the tiled kernel's (cg_attention_tiled): one block per
  * query row of a head: the scores q.k * scale of the keys it sees (causal:
  * j <= pos[i], or without pos the mask aligned to the end, as
  * runtime/cpu/cpu_matmul.c's), their softmax, then the row of p @ v, or of p. */
@@ -218,6 +427,259 @@ static void emit_attention(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "}");
 }
 
+/* attention (q, k, v[, pos]) and attn_probs (q, k[, pos]), flash style:
+ * no [S, T] buffer. A query row is AT_GROUP threads (a power of two, so
+ * that each holds at most 16 of q's and of the result's columns in
+ * registers: float4 chunks c * group + g, so a group's threads read
+ * consecutive shared words); a block takes 128 / group consecutive rows of
+ * one head, the last rows' blocks first (they see the most keys). The keys
+ * and values a block's rows see come through shared memory a tile of kt
+ * keys at a time, widened to f32 and zero-padded; a row's scores of a tile
+ * (q . k by fused multiply-adds, summed over the group by shuffles, times
+ * 1 / sqrt(d)) are kept in registers, and the running max m, sum l and
+ * unnormalised row o are rescaled once per tile (online softmax). The
+ * result is o / l, 0 for a row that sees no key (the CPU backend's
+ * convention). attn_probs runs the keys twice: the max and sum first, then
+ * each tile's probabilities exp(s - m) / l, staged in shared memory so that
+ * a warp writes 32 consecutive keys of a row, and zeros past the block's
+ * last key without computing them. Causal: row i sees keys j < end, end =
+ * pos[i] + 1 with the query positions (the last operand), else i + T - S +
+ * 1 (the mask aligned to the end, as runtime/cpu/cpu_matmul.c's). */
+enum { AT_BLOCK = 128, AT_KT = 32, AT_SHARED = 48 * 1024, AT_MAX_CHUNKS = 8 };
+
+/* Threads per query row for width w: a power of two with w / (4 group)
+ * chunks of 4 columns at most 4 (16 columns), at most 32. */
+static int at_group(int64_t w)
+{
+    int g = 1;
+    while (g < 32 && (w + 4 * g - 1) / (4 * g) > 4)
+        g <<= 1;
+    return g;
+}
+
+static bool cg_attention_tiled(const ir_op *op)
+{
+    int r = op->in[0]->type.rank;
+    int64_t d = op->in[0]->type.dim[r - 1];
+    int64_t dv = op->code == IR_ATTN_PROBS ? 0 : op->in[2]->type.dim[r - 1];
+    int64_t w = d > dv ? d : dv;
+    int g = at_group(w);
+    return (w + 4 * g - 1) / (4 * g) <= AT_MAX_CHUNKS;
+}
+
+/* Loads keys [j0, j0 + kt) of operand p (rows of width w, padded to pad)
+ * into the shared tile dst, widened to f32, zeros past the key count t or
+ * the width. */
+static void at_load_tile(gen *G, const char *dst, int pin, int64_t t, int64_t w, int64_t pad,
+                         int kt, ir_dtype dt)
+{
+    cg_line(G, "for (int x = threadIdx.x; x < %lld; x += blockDim.x) {", (long long)(kt * pad));
+    cg_line(G, "    const int jj = x / %lld, c = x %% %lld;", (long long)pad, (long long)pad);
+    cg_line(G, "    const i64 j = j0 + jj;");
+    cg_line(G, "    %s[x] = j < %lld && c < %lld ? %s : 0.0f;", dst, (long long)t, (long long)w,
+            cg_load_conv(G, dt, cg_fmt(G, "p%d[(h * %lld + j) * %lld + c]", pin, (long long)t,
+                                       (long long)w)));
+    cg_line(G, "}");
+}
+
+/* The row's scores of the tile into sc[] (-inf past end), and their max. */
+static void at_scores(gen *G, int kt, int nc, int group, int64_t dpad, float scale)
+{
+    cg_line(G, "float sc[%d], tmax = __int_as_float(0xff800000);", kt);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int jj = 0; jj < %d; jj++) {", kt);
+    G->indent++;
+    cg_line(G, "float acc = 0.0f;");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int c = 0; c < %d; c++) {", nc);
+    cg_line(G, "    const float4 kk = *(const float4 *)(ks + jj * %lld + (c * %d + g) * 4);",
+            (long long)dpad, group);
+    cg_line(G, "    acc = fmaf(q[c * 4], kk.x, acc);");
+    cg_line(G, "    acc = fmaf(q[c * 4 + 1], kk.y, acc);");
+    cg_line(G, "    acc = fmaf(q[c * 4 + 2], kk.z, acc);");
+    cg_line(G, "    acc = fmaf(q[c * 4 + 3], kk.w, acc);");
+    cg_line(G, "}");
+    if (group > 1) {
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int sh = %d; sh > 0; sh >>= 1) // over the row's group: the same bits in each",
+                group / 2);
+        cg_line(G, "    acc += __shfl_xor_sync(0xffffffffu, acc, sh);");
+    }
+    cg_line(G, "sc[jj] = j0 + jj < end ? acc * %s : __int_as_float(0xff800000);",
+            cg_f32_text(G, scale));
+    cg_line(G, "tmax = sc[jj] > tmax || sc[jj] != sc[jj] ? sc[jj] : tmax; // NaN wins");
+    G->indent--;
+    cg_line(G, "}");
+}
+
+static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    const ir_type *qt = &op->in[0]->type;
+    int r = qt->rank;
+    int64_t s = qt->dim[r - 2], d = qt->dim[r - 1], t = op->in[1]->type.dim[r - 2];
+    int64_t heads = ir_type_numel(qt) / (s * d);
+    bool probs = op->code == IR_ATTN_PROBS;
+    int64_t dv = probs ? 0 : op->in[2]->type.dim[r - 1];
+    bool pos = op->nin > (probs ? 2 : 3);
+    ir_dtype dt = qt->dtype;
+    float scale = (float)(1.0 / sqrt((double)d));
+    int group = at_group(d > dv ? d : dv), rows = AT_BLOCK / group;
+    int nc = (int)((d + 4 * group - 1) / (4 * group)), ncv = (int)((dv + 4 * group - 1) / (4 * group));
+    int64_t dpad = (int64_t)nc * 4 * group, dvpad = (int64_t)ncv * 4 * group;
+    int kt = AT_KT;
+    int64_t shared;
+    for (;;) {
+        shared = (kt * (dpad + dvpad) + (probs ? rows * (kt + 1) : 0) + 1) * (int64_t)sizeof(float);
+        if (shared <= AT_SHARED || kt <= 4)
+            break;
+        kt /= 2;
+    }
+    int64_t nqb = (s + rows - 1) / rows, total = heads * nqb;
+    const char *out = cg_fmt(G, "p%d", op->nin);
+    k->strategy = CG_CUDA_ROW;
+    k->vec = 1;
+    k->block = AT_BLOCK;
+    k->grid = cg_grid_for(total, 1);
+    k->shared_bytes = (int)shared;
+    cg_line(G, "extern __shared__ float sm[];");
+    cg_line(G, "float *ks = sm; // [%d keys][%lld]", kt, (long long)dpad);
+    if (!probs)
+        cg_line(G, "float *vs = sm + %lld; // [%d keys][%lld]", (long long)(kt * dpad), kt,
+                (long long)dvpad);
+    else
+        cg_line(G, "float *ps = sm + %lld; // [%d rows][%d + 1]: a tile's probabilities",
+                (long long)(kt * dpad), rows, kt);
+    cg_line(G, "int *bend = (int *)(sm + %lld); // the block's last key + 1",
+            (long long)(kt * (dpad + dvpad) + (probs ? rows * (kt + 1) : 0)));
+    cg_line(G, "const int g = threadIdx.x %% %d, lr = threadIdx.x / %d; // slice and row in the block",
+            group, group);
+    cg_line(G, "for (i64 bi = blockIdx.x; bi < %lld; bi += gridDim.x) {", (long long)total);
+    G->indent++;
+    cg_line(G, "const i64 h = bi / %lld, i = (%lld - bi %% %lld) * %d + lr; // head, query row",
+            (long long)nqb, (long long)(nqb - 1), (long long)nqb, rows);
+    cg_line(G, "const bool live = i < %lld;", (long long)s);
+    if (op->a.causal && pos)
+        cg_line(G, "const i64 end = live ? min(max((i64)p%d[i] + 1, (i64)0), (i64)%lld) : 0;",
+                op->nin - 1, (long long)t);
+    else if (op->a.causal)
+        cg_line(G, "const i64 end = live ? min(max(i + %lld, (i64)0), (i64)%lld) : 0;",
+                (long long)(t - s + 1), (long long)t);
+    else
+        cg_line(G, "const i64 end = live ? %lld : 0;", (long long)t);
+    cg_line(G, "__syncthreads(); // the last rows are done with bend and the tiles");
+    cg_line(G, "if (threadIdx.x == 0)");
+    cg_line(G, "    *bend = 0;");
+    cg_line(G, "__syncthreads();");
+    cg_line(G, "if (g == 0 && end > 0)");
+    cg_line(G, "    atomicMax(bend, (int)end);");
+    cg_line(G, "__syncthreads();");
+    cg_line(G, "const i64 kend = *bend;");
+    cg_line(G, "float q[%d]; // this thread's columns of the query row", nc * 4);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int c = 0; c < %d; c++)", nc);
+    cg_line(G, "    #pragma unroll");
+    cg_line(G, "    for (int e = 0; e < 4; e++) {");
+    cg_line(G, "        const i64 col = (c * %d + g) * 4 + e;", group);
+    cg_line(G, "        q[c * 4 + e] = live && col < %lld ? %s : 0.0f;", (long long)d,
+            cg_load_conv(G, dt, cg_fmt(G, "p0[(h * %lld + i) * %lld + col]", (long long)s,
+                                       (long long)d)));
+    cg_line(G, "    }");
+    cg_line(G, "float m = __int_as_float(0xff800000), l = 0.0f; // running max and sum");
+    if (!probs) {
+        cg_line(G, "float o[%d]; // this thread's columns of the unnormalised result", ncv * 4);
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int c = 0; c < %d; c++)", ncv * 4);
+        cg_line(G, "    o[c] = 0.0f;");
+    }
+    cg_line(G, "for (i64 j0 = 0; j0 < kend; j0 += %d) {", kt);
+    G->indent++;
+    cg_line(G, "__syncthreads(); // the last tile is read");
+    at_load_tile(G, "ks", 1, t, d, dpad, kt, dt);
+    if (!probs)
+        at_load_tile(G, "vs", 2, t, dv, dvpad, kt, dt);
+    cg_line(G, "__syncthreads();");
+    at_scores(G, kt, nc, group, dpad, scale);
+    cg_line(G, "const float mn = tmax > m || tmax != tmax ? tmax : m;");
+    cg_line(G, "if (mn != __int_as_float(0xff800000)) { // else no key seen yet");
+    G->indent++;
+    cg_line(G, "const float alpha = expf(m - mn); // 0 while m is -inf");
+    cg_line(G, "l *= alpha;");
+    if (!probs) {
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int c = 0; c < %d; c++)", ncv * 4);
+        cg_line(G, "    o[c] *= alpha;");
+    }
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int jj = 0; jj < %d; jj++) {", kt);
+    G->indent++;
+    cg_line(G, "const float p = expf(sc[jj] - mn);");
+    cg_line(G, "l += p;");
+    if (!probs) {
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int c = 0; c < %d; c++) {", ncv);
+        cg_line(G, "    const float4 vv = *(const float4 *)(vs + jj * %lld + (c * %d + g) * 4);",
+                (long long)dvpad, group);
+        cg_line(G, "    o[c * 4] = fmaf(p, vv.x, o[c * 4]);");
+        cg_line(G, "    o[c * 4 + 1] = fmaf(p, vv.y, o[c * 4 + 1]);");
+        cg_line(G, "    o[c * 4 + 2] = fmaf(p, vv.z, o[c * 4 + 2]);");
+        cg_line(G, "    o[c * 4 + 3] = fmaf(p, vv.w, o[c * 4 + 3]);");
+        cg_line(G, "}");
+    }
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "m = mn;");
+    G->indent--;
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "const float inv = l > 0.0f ? 1.0f / l : 0.0f; // a row that sees no key is 0");
+    if (!probs) {
+        cg_line(G, "if (live) {");
+        G->indent++;
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int c = 0; c < %d; c++)", ncv);
+        cg_line(G, "    #pragma unroll");
+        cg_line(G, "    for (int e = 0; e < 4; e++) {");
+        cg_line(G, "        const i64 col = (c * %d + g) * 4 + e;", group);
+        cg_line(G, "        if (col < %lld)", (long long)dv);
+        cg_line(G, "            %s[(h * %lld + i) * %lld + col] = %s;", out, (long long)s,
+                (long long)dv, cg_store_conv(G, dt, cg_round_to(G, dt, "o[c * 4 + e] * inv")));
+        cg_line(G, "    }");
+        G->indent--;
+        cg_line(G, "}");
+    } else {
+        cg_line(G, "for (i64 j0 = 0; j0 < %lld; j0 += %d) { // the probabilities, tile by tile",
+                (long long)t, kt);
+        G->indent++;
+        cg_line(G, "__syncthreads(); // the last tile is read and written");
+        cg_line(G, "if (j0 < kend) {");
+        G->indent++;
+        at_load_tile(G, "ks", 1, t, d, dpad, kt, dt);
+        cg_line(G, "__syncthreads();");
+        at_scores(G, kt, nc, group, dpad, scale);
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int jj = 0; jj < %d; jj++)", kt);
+        cg_line(G, "    if (jj %% %d == g)", group);
+        cg_line(G, "        ps[lr * %d + jj] = j0 + jj < end ? expf(sc[jj] - m) * inv : 0.0f;", kt + 1);
+        G->indent--;
+        cg_line(G, "}");
+        cg_line(G, "__syncthreads();");
+        cg_line(G, "for (int x = threadIdx.x; x < %d; x += blockDim.x) {", rows * kt);
+        G->indent++;
+        cg_line(G, "const int rr = x / %d, jj = x %% %d;", kt, kt);
+        cg_line(G, "const i64 row = i - lr + rr, j = j0 + jj;");
+        cg_line(G, "if (row < %lld && j < %lld)", (long long)s, (long long)t);
+        cg_line(G, "    %s[(h * %lld + row) * %lld + j] = %s;", out, (long long)s, (long long)t,
+                cg_store_conv(G, dt, cg_round_to(G, dt, cg_fmt(G, "(j0 < kend ? ps[rr * %d + jj] : 0.0f)", kt + 1))));
+        G->indent--;
+        cg_line(G, "}");
+        G->indent--;
+        cg_line(G, "}");
+    }
+    G->indent--;
+    cg_line(G, "}");
+}
+
 /* The signature: p0, p1, ... the operands (const) and the result. */
 static void op_signature(gen *G, const cg_cuda_kernel *k, const ir_op *op, su_buf *b)
 {
@@ -231,6 +693,28 @@ static void op_signature(gen *G, const cg_cuda_kernel *k, const ir_op *op, su_bu
                       i < op->nin ? "const " : "", ty, i);
     }
     su_buf_puts(b, ")\n{\n");
+}
+
+/* How the kernel's threads split the op's work, for its header. */
+static const char *op_launch_text(const cg_cuda_kernel *k, const ir_op *op)
+{
+    switch (op->code) {
+    case IR_TRANSPOSE:
+        return k->strategy == CG_CUDA_ROW ? "a block per 32 x 32 tile, through shared memory, "
+                                            "grid-stride over tiles"
+               : k->vec > 1 ? "one thread per word of a run of the last dim, grid-stride"
+                            : "one thread per element of the result, grid-stride";
+    case IR_EMBEDDING_GRAD:
+        return "a warp per table row and column chunk, its ids found by ballot, grid-stride";
+    case IR_ATTENTION:
+    case IR_ATTN_PROBS:
+        return cg_attention_tiled(op)
+                   ? "a block per 128 / group query rows of a head, keys in shared tiles, online "
+                     "softmax"
+                   : "one block per query row, grid-stride over rows";
+    default:
+        return "one thread per element of the result, grid-stride";
+    }
 }
 
 /* The header comment: the op, its operands, the launch. */
@@ -251,9 +735,7 @@ static void op_header(gen *G, const cg_cuda_kernel *k, const ir_op *op, su_buf *
     su_buf_printf(b, "// launch: grid (%lld, 1, 1), block (%d, 1, 1), %d bytes of dynamic shared "
                      "memory\n",
                   (long long)k->grid, k->block, k->shared_bytes);
-    su_buf_puts(b, k->strategy == CG_CUDA_ROW
-                       ? "// one block per query row, grid-stride over rows\n"
-                       : "// one thread per element of the result, grid-stride\n");
+    su_buf_printf(b, "// %s\n", op_launch_text(k, op));
     if (op->code == IR_EMBEDDING || op->code == IR_EMBEDDING_GRAD)
         su_buf_puts(b, "// an id outside the table: its row NaN, and the lowest such index in "
                        "sh_error\n");
@@ -279,7 +761,12 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     case IR_IOTA: emit_iota(G, k, op); break;
     case IR_EMBEDDING: emit_embedding(G, k, op); break;
     case IR_EMBEDDING_GRAD: emit_embedding_grad(G, k, op); break;
-    default: emit_attention(G, k, op); break;
+    default:
+        if (cg_attention_tiled(op))
+            emit_attention_tiled(G, k, op);
+        else
+            emit_attention(G, k, op);
+        break;
     }
     su_buf b, sig;
     su_buf_init_in(&b, G->arena);

@@ -1,6 +1,6 @@
 /* cuda_strategy.c: the loops of each strategy (cuda.h) around the tiles of
  * cuda_tile.c, with their launch geometry: elementwise and multi-tensor,
- * row and column reductions, cross-entropy in a single block. */
+ * row and column reductions, cross-entropy a block per row. */
 #include "cuda_gen.h"
 
 #include <math.h>
@@ -164,24 +164,32 @@ typedef struct rparts {
     const char *result;     /* uses xin (row ops) or acc (reductions) */
 } rparts;
 
-/* x summed (or maxed) over the block, when the row is the block's. */
-static const char *bsum(gen *G, bool block, const char *x)
+/* Who holds a row: a thread (column reductions), a warp or a block. */
+enum { BY_THREAD, BY_WARP, BY_BLOCK };
+
+/* x summed (or maxed) over the row's threads. */
+static const char *bsum(gen *G, int by, const char *x)
 {
-    return block ? cg_fmt(G, "sh_block_sum(%s, red)", x) : x;
+    return by == BY_BLOCK ? cg_fmt(G, "sh_block_sum(%s, red)", x)
+           : by == BY_WARP ? cg_fmt(G, "sh_warp_sum(%s)", x)
+                           : x;
 }
 
-static const char *bmax(gen *G, bool block, const char *x)
+static const char *bmax(gen *G, int by, const char *x)
 {
-    return block ? cg_fmt(G, "sh_block_max(%s, red)", x) : x;
+    return by == BY_BLOCK ? cg_fmt(G, "sh_block_max(%s, red)", x)
+           : by == BY_WARP ? cg_fmt(G, "sh_warp_max(%s)", x)
+                           : x;
 }
 
-static rparts red_parts(gen *G, const rview *v, bool block, const char *col)
+static rparts red_parts(gen *G, const rview *v, int by, const char *col)
 {
     const ir_op *r = G->red;
     const char *n = cg_f32_text(G, (float)v->n), *eps = cg_f32_text(G, (float)r->a.eps);
     rparts p = {.passes = 1, .init1 = "0.0f", .consume1 = "acc += xin;", .result = "acc"};
-    if (block)
-        G->helpers |= H_BLOCK | H_WARP;
+    bool block = by == BY_BLOCK;
+    if (by != BY_THREAD)
+        G->helpers |= (block ? H_BLOCK : 0) | H_WARP;
     switch (r->code) {
     case IR_SUM:
         break;
@@ -202,9 +210,9 @@ static rparts red_parts(gen *G, const rview *v, bool block, const char *col)
         p.passes = 3;
         p.init1 = "__int_as_float(0xff800000) /* -inf */";
         p.consume1 = "acc = fmaxf(acc, xin);";
-        p.after1 = cg_fmt(G, "const float mx = %s;", bmax(G, block, "acc"));
+        p.after1 = cg_fmt(G, "const float mx = %s;", bmax(G, by, "acc"));
         p.consume2 = "acc2 += expf(xin - mx);";
-        p.after2 = cg_fmt(G, "const float scale = 1.0f / %s;", bsum(G, block, "acc2"));
+        p.after2 = cg_fmt(G, "const float scale = 1.0f / %s;", bsum(G, by, "acc2"));
         p.result = "expf(xin - mx) * scale";
         if (r->code == IR_XENT_GRAD) {
             G->helpers |= H_XENT_GRAD | H_NAN;
@@ -213,34 +221,36 @@ static rparts red_parts(gen *G, const rview *v, bool block, const char *col)
         break;
     case IR_LAYERNORM:
         p.passes = 3;
-        p.after1 = cg_fmt(G, "const float mean = %s / %s;", bsum(G, block, "acc"), n);
+        p.after1 = cg_fmt(G, "const float mean = %s / %s;", bsum(G, by, "acc"), n);
         p.consume2 = "acc2 += (xin - mean) * (xin - mean);";
         p.after2 = cg_fmt(G, "const float rstd = 1.0f / sqrtf(%s / %s + %s);",
-                       bsum(G, block, "acc2"), n, eps);
+                       bsum(G, by, "acc2"), n, eps);
         p.result = cg_fmt(G, "(xin - mean) * rstd * %s + %s", cg_reg(G, r->in[1]), cg_reg(G, r->in[2]));
         break;
     case IR_RMSNORM:
         p.passes = 2;
         p.consume1 = "acc += xin * xin;";
         p.after1 = cg_fmt(G, "const float rstd = 1.0f / sqrtf(%s / %s + %s);",
-                       bsum(G, block, "acc"), n, eps);
+                       bsum(G, by, "acc"), n, eps);
         p.result = cg_fmt(G, "xin * rstd * %s", cg_reg(G, r->in[1]));
         break;
     default:
         su_unreachable();
     }
-    if (r->code == IR_AMAX && block)
+    if (r->code == IR_AMAX && by != BY_THREAD)
         G->helpers |= H_BLOCK_AMAX;
     return p;
 }
 
-/* The final block-wide step of a reduction: its result and epilogue,
- * computed by thread 0 at output index oidx. */
-static void emit_reduced(gen *G, const rparts *p, const char *combine, const char *oidx)
+/* The final step of a reduction over the row's threads: its result and
+ * epilogue, computed by the row's first thread (tid 0) at output index
+ * oidx. */
+static void emit_reduced(gen *G, const rparts *p, const char *combine, const char *oidx,
+                         const char *tid)
 {
     if (combine)
         cg_line(G, "acc = %s;", combine);
-    cg_line(G, "if (threadIdx.x == 0) {");
+    cg_line(G, "if (%s == 0) {", tid);
     G->indent++;
     cg_line(G, "const i64 e = %s; // the result's element", oidx);
     tile t = {.dom = &G->red->res[0]->type, .vec = 1, .rexpr = p->result};
@@ -252,7 +262,7 @@ static void emit_reduced(gen *G, const rparts *p, const char *combine, const cha
 /* One loop over this thread's elements of the row, each a tile; with
  * `cached`, over the registers xs[] instead after the first pass. */
 static void row_loop(gen *G, const rview *v, int block, int vec, bool cached, tile *t,
-                     bool fill_cache)
+                     bool fill_cache, const char *tid)
 {
     int64_t n = v->n, span = (int64_t)block * vec;
     if (cached) {
@@ -262,7 +272,7 @@ static void row_loop(gen *G, const rview *v, int block, int vec, bool cached, ti
         G->indent++;
         bool uses_c = n % span || t->prologue || t->rexpr;
         if (uses_c)
-            cg_line(G, "const i64 c = ((i64)j * %d + threadIdx.x) * %d;", block, vec);
+            cg_line(G, "const i64 c = ((i64)j * %d + %s) * %d;", block, tid, vec);
         if (n % span) {
             cg_line(G, "if (c < %lld) {", (long long)n);
             G->indent++;
@@ -274,7 +284,7 @@ static void row_loop(gen *G, const rview *v, int block, int vec, bool cached, ti
         else
             t->xin = slot;
     } else {
-        cg_line(G, "for (i64 c = (i64)threadIdx.x * %d; c < %lld; c += %lld) {", vec, (long long)n,
+        cg_line(G, "for (i64 c = (i64)%s * %d; c < %lld; c += %lld) {", tid, vec, (long long)n,
              (long long)span);
         G->indent++;
     }
@@ -289,24 +299,46 @@ static void row_loop(gen *G, const rview *v, int block, int vec, bool cached, ti
     cg_line(G, "}");
 }
 
+/* A row of at most WARP_ROW elements is a warp's (8 rows a block, no
+ * barrier: shuffles only), a longer one a block's. */
+enum { WARP_ROW = 1024, WARP_ROWS = 8 };
+
 void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
 {
     const ir_type *dom = &G->red->in[0]->type;
     k->vec = v->n % 4 == 0 && dom->rank >= 1 && dom->dim[dom->rank - 1] % 4 == 0 ? 4 : 1;
     k->strategy = CG_CUDA_ROW;
-    k->block = cg_clamp_block(cg_pow2_at_least((v->n + k->vec - 1) / k->vec), 1024);
-    k->grid = cg_grid_for(v->outer, 1);
-    k->shared_bytes = k->block / 32 * (int)sizeof(float);
-    int64_t span = (int64_t)k->block * k->vec, items = (v->n + span - 1) / span;
-    rparts p = red_parts(G, v, true, k->vec > 1 ? "c + q" : "c");
+    int by = v->n <= WARP_ROW ? BY_WARP : BY_BLOCK;
+    const char *tid = by == BY_WARP ? "lane" : "threadIdx.x";
+    int threads; /* a row's */
+    if (by == BY_WARP) {
+        threads = 32;
+        k->block = 32 * WARP_ROWS;
+        k->grid = cg_grid_for((v->outer + WARP_ROWS - 1) / WARP_ROWS, 1);
+        k->shared_bytes = 0;
+    } else {
+        threads = k->block = cg_clamp_block(cg_pow2_at_least((v->n + k->vec - 1) / k->vec), 1024);
+        k->grid = cg_grid_for(v->outer, 1);
+        k->shared_bytes = k->block / 32 * (int)sizeof(float);
+    }
+    int64_t span = (int64_t)threads * k->vec, items = (v->n + span - 1) / span;
+    rparts p = red_parts(G, v, by, k->vec > 1 ? "c + q" : "c");
     bool cached = p.passes > 1 && items * k->vec <= MAX_CACHED;
-    cg_line(G, "extern __shared__ float red[]; // one float per warp");
-    cg_line(G, "for (i64 row = blockIdx.x; row < %lld; row += gridDim.x) {", (long long)v->outer);
+    if (by == BY_WARP) {
+        cg_line(G, "const int lane = threadIdx.x %% 32; // a warp per row");
+        cg_line(G, "for (i64 row = (i64)blockIdx.x * %d + threadIdx.x / 32; row < %lld; row += "
+                   "(i64)gridDim.x * %d) {",
+                WARP_ROWS, (long long)v->outer, WARP_ROWS);
+    } else {
+        cg_line(G, "extern __shared__ float red[]; // one float per warp");
+        cg_line(G, "for (i64 row = blockIdx.x; row < %lld; row += gridDim.x) {",
+                (long long)v->outer);
+    }
     G->indent++;
     if (G->red->code == IR_XENT_GRAD) {
         G->helpers |= H_ERROR;
         cg_line(G, "const int lab = p_%s[row];", cg_cname(G, G->red->in[1]));
-        cg_line(G, "if ((lab < 0 || lab >= %lld) && threadIdx.x == 0)", (long long)v->n);
+        cg_line(G, "if ((lab < 0 || lab >= %lld) && %s == 0)", (long long)v->n, tid);
         cg_line(G, "    sh_bad_id(row, lab); // the runtime's error; the row is NaN meanwhile");
     }
     if (cached)
@@ -314,21 +346,22 @@ void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
     cg_line(G, "float acc = %s;", p.init1);
     tile t1 = {.dom = dom, .vec = k->vec, .prologue = true, .store_prologue = true,
                .consume = p.consume1};
-    row_loop(G, v, k->block, k->vec, cached, &t1, true);
+    row_loop(G, v, threads, k->vec, cached, &t1, true, tid);
     if (p.passes == 1) {
-        emit_reduced(G, &p, cg_fmt(G, "%s(acc, red)", G->red->code == IR_AMAX ? "sh_block_amax"
-                                                   : "sh_block_sum"),
-                     "row");
+        const char *comb = G->red->code == IR_AMAX
+                               ? (by == BY_WARP ? "sh_warp_amax(acc)" : "sh_block_amax(acc, red)")
+                               : bsum(G, by, "acc");
+        emit_reduced(G, &p, comb, "row", tid);
     } else {
         cg_line(G, "%s", p.after1);
         if (p.passes == 3) {
             cg_line(G, "float acc2 = 0.0f;");
             tile t2 = {.dom = dom, .vec = k->vec, .prologue = !cached, .consume = p.consume2};
-            row_loop(G, v, k->block, k->vec, cached, &t2, false);
+            row_loop(G, v, threads, k->vec, cached, &t2, false, tid);
             cg_line(G, "%s", p.after2);
         }
         tile t3 = {.dom = dom, .vec = k->vec, .prologue = !cached, .rexpr = p.result};
-        row_loop(G, v, k->block, k->vec, cached, &t3, false);
+        row_loop(G, v, threads, k->vec, cached, &t3, false, tid);
     }
     G->indent--;
     cg_line(G, "}");
@@ -353,7 +386,7 @@ void cg_emit_column(gen *G, cg_cuda_kernel *k, const rview *v)
     k->strategy = CG_CUDA_COLUMN;
     k->block = cg_clamp_block(cols, BLOCK_EW);
     k->grid = cg_grid_for(cols, k->block);
-    rparts p = red_parts(G, v, false, NULL);
+    rparts p = red_parts(G, v, BY_THREAD, NULL);
     cg_line(G, "const i64 stride = (i64)gridDim.x * blockDim.x;");
     cg_line(G, "for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < %lld; t += stride) {",
          (long long)cols);
@@ -385,61 +418,60 @@ void cg_emit_column(gen *G, cg_cuda_kernel *k, const rview *v)
     cg_line(G, "}");
 }
 
-/* cross_entropy: one block, warp w takes rows w, w + warps, ...; each row
- * is max, sum of exp, and the label's logit, all warp-wide. */
+/* cross_entropy: a block per row (grid-strided over at most MAX_PARTS
+ * blocks), one pass over the row's logits with the online max and sum of
+ * exp (sh_online), merged over the block; thread 0 adds the row's loss
+ * max + log(sum) - logit[label] to its block's total, in row order, and the
+ * block that finishes last sums the blocks' totals in block order
+ * (sh_last_block) and divides by the rows: the loss does not depend on the
+ * order blocks run in. */
+enum { XENT_BLOCK = 512 };
+
 void cg_emit_xent(gen *G, cg_cuda_kernel *k, const rview *v)
 {
     const ir_type *dom = &G->red->in[0]->type;
-    int64_t rows = v->outer;
-    k->vec = 1;
-    k->strategy = CG_CUDA_SINGLE_BLOCK;
-    k->block = (int)(32 * (rows < 32 ? rows : 32));
-    k->grid = 1;
-    k->shared_bytes = k->block / 32 * (int)sizeof(float);
-    G->helpers |= H_WARP | H_BLOCK | H_NAN | H_ERROR;
-    cg_line(G, "extern __shared__ float red[]; // one float per warp");
-    cg_line(G, "const int lane = threadIdx.x %% 32;");
-    cg_line(G, "float total = 0.0f; // this warp's rows' losses, in row order");
-    cg_line(G, "for (i64 row = threadIdx.x / 32; row < %lld; row += blockDim.x / 32) {",
-         (long long)rows);
+    int64_t rows = v->outer, n = v->n;
+    k->vec = n % 4 == 0 ? 4 : 1;
+    k->strategy = CG_CUDA_ROW;
+    k->block = cg_clamp_block(cg_pow2_at_least((n + k->vec - 1) / k->vec), XENT_BLOCK);
+    k->grid = rows < MAX_PARTS ? rows : MAX_PARTS;
+    k->shared_bytes = 2 * (k->block / 32) * (int)sizeof(float);
+    G->helpers |= H_ONLINE | H_PARTS | H_NAN | H_ERROR;
+    cg_line(G, "extern __shared__ float red[]; // a max and a sum per warp");
+    cg_line(G, "float total = 0.0f; // thread 0: this block's rows' losses, in row order");
+    cg_line(G, "for (i64 row = blockIdx.x; row < %lld; row += gridDim.x) {", (long long)rows);
     G->indent++;
     cg_line(G, "const int lab = p_%s[row];", cg_cname(G, G->red->in[1]));
-    cg_line(G, "float acc = __int_as_float(0xff800000) /* -inf */;");
-    const char *cl = cg_fmt(G, "for (i64 c = lane; c < %lld; c += 32) {", (long long)v->n);
-    const char *el = cg_fmt(G, "const i64 e = row * %lld + c;", (long long)v->n);
-    tile t1 = {.dom = dom, .vec = 1, .prologue = true, .store_prologue = true,
-               .consume = "acc = fmaxf(acc, xin);"};
-    tile t2 = {.dom = dom, .vec = 1, .prologue = true, .consume = "acc2 += expf(xin - mx);"};
-    tile t3 = {.dom = dom, .vec = 1, .prologue = true, .consume = "picked = xin;"};
-    cg_line(G, "%s", cl);
+    cg_line(G, "float m = __int_as_float(0xff800000) /* -inf */, s = 0.0f;");
+    tile t1 = {.dom = dom, .vec = k->vec, .prologue = true, .store_prologue = true,
+               .consume = "sh_online(m, s, xin);"};
+    row_loop(G, v, k->block, k->vec, false, &t1, false, "threadIdx.x");
+    cg_line(G, "sh_block_online(m, s, red);");
+    cg_line(G, "if (threadIdx.x == 0) {");
     G->indent++;
-    cg_line(G, "%s", el);
-    cg_emit_tile(G, &t1);
-    G->indent--;
-    cg_line(G, "}");
-    cg_line(G, "const float mx = sh_warp_max(acc);");
-    cg_line(G, "float acc2 = 0.0f;");
-    cg_line(G, "%s", cl);
-    G->indent++;
-    cg_line(G, "%s", el);
-    cg_emit_tile(G, &t2);
-    G->indent--;
-    cg_line(G, "}");
-    cg_line(G, "const float sum = sh_warp_sum(acc2);");
-    cg_line(G, "const bool valid = lab >= 0 && lab < %lld;", (long long)v->n);
-    cg_line(G, "if (!valid && lane == 0)");
+    cg_line(G, "const bool valid = lab >= 0 && lab < %lld;", (long long)n);
+    cg_line(G, "if (!valid)");
     cg_line(G, "    sh_bad_id(row, lab); // the runtime's error; the loss is NaN meanwhile");
     cg_line(G, "float picked = 0.0f; // the label's logit");
     cg_line(G, "if (valid) {");
     G->indent++;
-    cg_line(G, "const i64 e = row * %lld + lab;", (long long)v->n);
+    cg_line(G, "const i64 e = row * %lld + lab;", (long long)n);
+    tile t3 = {.dom = dom, .vec = 1, .prologue = true, .consume = "picked = xin;"};
     cg_emit_tile(G, &t3);
     G->indent--;
     cg_line(G, "}");
-    cg_line(G, "total += valid ? mx + logf(sum) - picked : SH_NAN;");
+    cg_line(G, "total += valid ? m + logf(s) - picked : SH_NAN;");
     G->indent--;
     cg_line(G, "}");
-    cg_line(G, "const float acc = sh_block_sum(lane == 0 ? total : 0.0f, red);");
-    rparts p = {.result = cg_fmt(G, "acc / %s", cg_f32_text(G, (float)rows))};
-    emit_reduced(G, &p, NULL, "0");
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "if (threadIdx.x == 0 && sh_last_block(total)) {");
+    G->indent++;
+    cg_line(G, "const float acc = sh_parts_sum();");
+    cg_line(G, "const i64 e = 0; // the result's element");
+    tile t = {.dom = &G->red->res[0]->type, .vec = 1,
+              .rexpr = cg_fmt(G, "acc / %s", cg_f32_text(G, (float)rows))};
+    cg_emit_tile(G, &t);
+    G->indent--;
+    cg_line(G, "}");
 }

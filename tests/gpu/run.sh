@@ -82,6 +82,51 @@ for model in "$root"/examples/*.sh; do
         fi
     done
 done
+# GPT-2 shapes (examples/transformer.sh with S = 1024, D = 768, 12 heads of
+# 64, one layer, a smaller vocabulary and batch so the CPU run stays
+# short), in f32 with the tolerance above and in bf16 (every f32 of the
+# model made bf16: params through f32 masters), 1 step, where each op
+# rounds to bf16 on both backends but sums in other orders: |cuda - cpu| <=
+# 2e-3 + 2e-2 |cpu| (a few bf16 ulps; adamw's first step moves a param by
+# about lr = 3e-4 either way, so a gradient near 0 whose sign differs
+# stays inside the absolute part). Then tests/models/attn_shapes.sh:
+# attention tiles left partly empty (head width 80, value width 48, 200
+# queries against 136 keys).
+gpt2=(-D B=2 -D S=1024 -D D=768 -D NH=12 -D V=2048 -D L=1)
+mkdir -p "$tmp/models"
+sed 's/f32\[/bf16[/g' "$root/examples/transformer.sh" > "$tmp/models/transformer_bf16.sh"
+for c in "f32 $root/examples/transformer.sh 1 2e-3 2e-4" \
+         "bf16 $tmp/models/transformer_bf16.sh 1 2e-2 2e-3" \
+         "attn_shapes $root/tests/models/attn_shapes.sh 2 2e-3 2e-4"; do
+    read -r what model steps rtol atol <<< "$c"
+    dir=$tmp/gpt2-$what
+    mkdir -p "$dir"
+    defs=()
+    [ "$what" = attn_shapes ] || defs=("${gpt2[@]}")
+    mesh=1x1
+    [ "$what" = attn_shapes ] && mesh=1
+    echo "== $(basename "$model") ${defs[*]} --mesh $mesh, $steps step(s)"
+    ok=true
+    "$shardc" "$model" ${defs[@]+"${defs[@]}"} --mesh $mesh --arch "${GPU_ARCH:-sm_80,sm_90}" \
+        -o "$dir/plan" || ok=false
+    for backend in cpu cuda; do
+        $ok && "$shardrun" "$dir/plan" --backend "$backend" --comm local --seed 7 \
+            --steps "$steps" --quiet --outputs "$dir/$backend.out.safetensors" \
+            --save-params "$dir/$backend.params.safetensors" || ok=false
+    done
+    $ok && echo "outputs:" && "$compare" "$dir/cpu.out.safetensors" "$dir/cuda.out.safetensors" \
+        --rtol "$rtol" --atol "$atol" || ok=false
+    $ok && echo "params and states after $steps step(s):" && "$compare" \
+        "$dir/cpu.params.safetensors" "$dir/cuda.params.safetensors" --rtol "$rtol" \
+        --atol "$atol" || ok=false
+    if $ok; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        failed+=("$(basename "$model") $what")
+    fi
+done
+
 # CUDA graphs and the GPU's timeline: mlp on mesh 1 (one graph) and 2x2
 # (graphs between the collectives) for 3 steps with --graph (step 1 runs
 # eagerly, step 2 is captured and launched, step 3 launches the graphs)

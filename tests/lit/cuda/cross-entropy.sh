@@ -1,5 +1,8 @@
-# cross_entropy: one block, a warp per row (max, sum of exp and the
-# label's logit, warp-wide), the rows' losses summed in a fixed order;
+# cross_entropy: a block per row, one pass over its logits (the online
+# max and sum of exp, merged over the block), thread 0 adding the row's
+# loss to its block's total; the block that ends last sums the blocks'
+# totals in block order (sh_last_block), so the loss does not depend on
+# the order blocks run in;
 # cross_entropy_grad: a row kernel, softmax minus the one-hot label. A
 # label outside 0..C-1 makes the loss (the gradient's row) NaN and is
 # recorded in the module's error word sh_error, the lowest bad row winning
@@ -14,21 +17,27 @@ param  w   : f32[10, 10] = normal(1.0)
 loss = cross_entropy(x @ w, lab)
 output loss
 train loss with sgd(lr = 0.1)
-# CHECK: // [[XENT:k[0-9]+_cross_entropy[a-z_]*]]: single block kernel over f32[4, 10] (4 rows of 10)
+# CHECK: // [[XENT:k[0-9]+_cross_entropy[a-z_]*]]: row kernel over f32[4, 10] (4 rows of 10)
 # CHECK-NEXT: //   %{{[0-9]+}} = cross_entropy %{{[0-9]+}}, %lab
 # CHECK: __device__ unsigned long long sh_error;
 # CHECK-NEXT: __device__ __forceinline__ void sh_bad_id(i64 index, int id)
 # CHECK: [[XENT]](
 # CHECK: const int lab = p_lab[row];
-# CHECK: const bool valid = lab >= 0 && lab < 10;
-# CHECK-NEXT: if (!valid && lane == 0)
+# CHECK: sh_online(m, s, xin);
+# CHECK: sh_block_online(m, s, red);
+# CHECK-NEXT: if (threadIdx.x == 0) {
+# CHECK-NEXT: const bool valid = lab >= 0 && lab < 10;
+# CHECK-NEXT: if (!valid)
 # CHECK-NEXT: sh_bad_id(row, lab); // the runtime's error; the loss is NaN meanwhile
-# CHECK: total += valid ? mx + logf(sum) - picked : SH_NAN;
+# CHECK: total += valid ? m + logf(s) - picked : SH_NAN;
+# CHECK: if (threadIdx.x == 0 && sh_last_block(total)) {
+# CHECK-NEXT: const float acc = sh_parts_sum();
+# CHECK: acc / 4.0f; // cross_entropy
 # CHECK: // [[GRAD:k[0-9]+_cross_entropy_grad[a-z_]*]]: row kernel over f32[4, 10] (4 rows of 10)
 # CHECK: __device__ unsigned long long sh_error;
 # CHECK: [[GRAD]](
 # CHECK: const int lab = p_lab[row];
-# CHECK-NEXT: if ((lab < 0 || lab >= 10) && threadIdx.x == 0)
+# CHECK-NEXT: if ((lab < 0 || lab >= 10) && lane == 0)
 # CHECK-NEXT: sh_bad_id(row, lab); // the runtime's error; the row is NaN meanwhile
 # CHECK: sh_xent_grad(xin, mx, scale, c, lab, 10)
 # CHECK: // k{{[0-9]+}}_sgd: elementwise kernel

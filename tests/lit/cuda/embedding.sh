@@ -1,5 +1,6 @@
-# embedding and embedding_grad: kernels of their own (not fused), moving
-# elements as raw words. An id outside the table makes its row NaN, so the
+# embedding and embedding_grad: kernels of their own (not fused), the
+# embedding moving elements as raw words, its gradient summing each table
+# row's gradients in index order (a warp finds its row's ids by ballot). An id outside the table makes its row NaN, so the
 # rest of the step stays deterministic, and is recorded in the module's
 # error word sh_error (one per module, found by the runtime with
 # cuModuleGetGlobal): (0xffffffff - index) << 32 | id by atomicMax, so the
@@ -30,17 +31,16 @@ train loss with sgd(lr = 0.1)
 # CHECK-NEXT: if (!inside && e % 6 == 0)
 # CHECK-NEXT: sh_bad_id(i, id); // the runtime's error; the row is NaN meanwhile
 # CHECK-NEXT: p2[e] = inside ? p0[(i64)id * 6 + e % 6] : 0x7fc00000u;
-# CHECK: // [[GRAD:k[0-9]+_embedding_grad]]: elementwise kernel of embedding_grad over f32[8, 6]
-# CHECK: // an id outside the table: its row NaN, and the lowest such index in sh_error
+# CHECK: // [[GRAD:k[0-9]+_embedding_grad]]: row kernel of embedding_grad over f32[8, 6]
+# CHECK: // a warp per table row and column chunk, its ids found by ballot, grid-stride
+# CHECK-NEXT: // an id outside the table: its row NaN, and the lowest such index in sh_error
 # CHECK: __device__ unsigned long long sh_error;
 # CHECK: [[GRAD]](
-# CHECK: for (i64 i = 0; i < 6; i++) {
-# CHECK-NEXT: const int id = p0[i];
-# CHECK-NEXT: if (id < 0 || id >= 8) { // outside the table: NaN, and the runtime's error
-# CHECK-NEXT: acc = __int_as_float(0x7fc00000);
-# CHECK-NEXT: if (e == 0)
-# CHECK-NEXT: sh_bad_id(i, id);
-# CHECK-NEXT: } else if (id == row) {
-# CHECK-NEXT: acc += p1[i * 6 + col];
-# CHECK-NEXT: }
-# CHECK-NEXT: }
+# CHECK: const int id = b + lane < len ? ids[b + lane] : 0;
+# CHECK-NEXT: if (__any_sync(0xffffffffu, id < 0 || id >= 8)) {
+# CHECK-NEXT: bad = true;
+# CHECK-NEXT: if (blk == 0 && warp == 0 && (id < 0 || id >= 8))
+# CHECK-NEXT: sh_bad_id(t0 + b + lane, id);
+# CHECK: unsigned hit = __ballot_sync(0xffffffffu, id == row[a] && b + lane < len);
+# CHECK: acc[a][c] += g[c0 + c * 32];
+# CHECK: p2[(i64)row[a] * 6 + c0 + c * 32] = (bad ? __int_as_float(0x7fc00000) : acc[a][c]);

@@ -7,6 +7,6 @@
 # RUN: %shardc %S/../cuda/attention-positions.sh --mesh 2 --arch sm_80,sm_90 -o %t.plan
 # RUN: %shardrun %t.plan --quiet --steps 2
 # CHECK:      %[[S:[0-9]+]] = slice %{{[0-9]+}} {dim = 0, axes = [a]} : i32[4]
-# CHECK-NEXT: %{{[0-9]+}} = attention %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[S]] {causal = true} : f32[2, 4, 4]    // kernel {{k[0-9]+}}_attention (row, grid 8, block 32, 36 shared bytes): runs %{{[0-9]+}}; reads %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[S]]; writes
+# CHECK-NEXT: %{{[0-9]+}} = attention %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[S]] {causal = true} : f32[2, 4, 4]    // kernel {{k[0-9]+}}_attention (row, grid 2, block 128, 1028 shared bytes): runs %{{[0-9]+}}; reads %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[S]]; writes
 # CHECK:      %[[S2:[0-9]+]] = slice %{{[0-9]+}} {dim = 0, axes = [a]} : i32[4]
-# CHECK-NEXT: %{{[0-9]+}} = attn_probs %{{[0-9]+}}, %{{[0-9]+}}, %[[S2]] {causal = true} : f32[2, 4, 8]    // kernel {{k[0-9]+}}_attn_probs (row, grid 8, block 32, 36 shared bytes): runs %{{[0-9]+}}; reads %{{[0-9]+}}, %{{[0-9]+}}, %[[S2]]; writes
+# CHECK-NEXT: %{{[0-9]+}} = attn_probs %{{[0-9]+}}, %{{[0-9]+}}, %[[S2]] {causal = true} : f32[2, 4, 8]    // kernel {{k[0-9]+}}_attn_probs (row, grid 2, block 128, 17412 shared bytes): runs %{{[0-9]+}}; reads %{{[0-9]+}}, %{{[0-9]+}}, %[[S2]]; writes

@@ -29,7 +29,7 @@ output y, s
 # CHECK-NEXT: %[[H:[0-9]+]] = gelu %[[A]] : f32[4, 64]    // kernel k0_add_gelu (elementwise, grid 1, block 64, 0 shared bytes): runs %[[A]], %[[H]]; reads %[[X]], %[[B]]; writes %[[H]]{{$}}
 # CHECK-NEXT: %[[M:[0-9]+]] = matmul %[[H]], %[[W]] : f32[4, 64]{{$}}
 # CHECK-NEXT: %[[Y:[0-9]+]] = exp %[[M]] : f32[4, 64]    // kernel k1_exp (elementwise, grid 1, block 64, 0 shared bytes): runs %[[Y]]; reads %[[M]]; writes %[[Y]]
-# CHECK-NEXT: %{{[0-9]+}} = sum %[[H]] {axis = 1, keepdims = false} : f32[4]    // kernel k2_sum (row, grid 4, block 32, 4 shared bytes): runs
+# CHECK-NEXT: %{{[0-9]+}} = sum %[[H]] {axis = 1, keepdims = false} : f32[4]    // kernel k2_sum (row, grid 1, block 256, 0 shared bytes): runs
 # OUT-LABEL: made from seed 1: x, b, w
 # OUT: outputs:
 # OUT-NEXT: y f32[8, 64]: mean 1.14809 std 0.692114 min 0.0826296 max 5.1124

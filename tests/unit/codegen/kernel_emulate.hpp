@@ -407,6 +407,11 @@ static unsigned __activemask()
     return m;
 }
 
+// Bit scans, as CUDA's: __ffs is the 1-based position of the lowest set
+// bit (0 for none).
+static int __ffs(int x) { return x ? __builtin_ctz((unsigned)x) + 1 : 0; }
+static int __popc(unsigned x) { return __builtin_popcount(x); }
+
 // One OS thread runs every thread: atomics are plain read-modify-writes.
 namespace emu {
 typedef unsigned long long ull;

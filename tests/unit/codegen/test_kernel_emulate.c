@@ -733,6 +733,8 @@ int main(void)
         {"tests/models/vocab_parallel.sh", "2x2", 0, ""},
         {"tests/models/vocab_parallel.sh", "2x1", 0, ""}, /* softmax, rmsnorm unsplit */
         {"tests/lit/cuda/i32.ir", "1", 0, ""},
+        {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1"}, /* attention tiles partly empty */
+        {"tests/models/kernel_shapes.sh", "1", 0, ""}, /* ids, classes, tiles overhanging */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double t0 = now();

@@ -1,0 +1,26 @@
+# kernel_shapes.sh: shapes that leave the generated kernels' tiles and
+# chunks partly empty (test_kernel_emulate runs them against the CPU
+# backend): an embedding gradient of 2500 ids (two tiles of ids) into rows
+# of 300 (two column chunks of a warp), a cross-entropy over 3000 classes
+# (a block per row, its gradient's rows a block's too) beside one over 24
+# (its gradient's rows a warp's), a transpose whose 32 x 32 tiles overhang
+# (the last dim moves: 45 x 70 per index of the first dim) and one that
+# keeps the last dim (runs of 45, single words), a softmax over rows of
+# 1500 (a block's).
+mesh a
+input ids : i32[2500]
+input lab : i32[2500]
+input z   : f32[64, 3000]
+input lz  : i32[64]
+input t   : f32[3, 70, 45]
+input y   : f32[8, 1500]
+param e   : f32[50, 300] = normal(1.0)
+param w   : f32[300, 24] = normal(0.05)
+param wz  : f32[3000] = normal(1.0)
+h = embedding(e, ids)
+loss = cross_entropy(h @ w, lab) + cross_entropy(z * wz, lz)
+u = transpose(t, [2, 0, 1])
+v = transpose(t, [1, 0, 2])
+s = softmax(y, axis = -1)
+output loss, u, v, s
+train loss with sgd(lr = 0.1)
