@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh [BUILD] [--steps N] [--warmup W] [--out FILE] [--quick]: a
+# run.sh [BUILD] [--steps N] [--warmup W] [--out FILE] [--quick] [--no-torch]: a
 # GPT-2-small training step (examples/transformer.sh at GPT-2 small's
 # sizes, one GPU) by shardc and by PyTorch on this machine's GPU 0, written
 # to bench/results/gpt2-<gpu>.md (or FILE). bench/README.md, "GPT-2 small
@@ -9,6 +9,7 @@
 # `. .gpu/env.sh` then .gpu/build). N timed steps (default 20, --quick 5)
 # after W warmup steps (default 3) in every run. --quick also leaves out
 # torch.compile f32 and shardc's f32 trace, to fit in about 4 minutes.
+# --no-torch runs shardc's parts alone (PyTorch's rows say "not run").
 # Every part runs under a timeout; a part that fails is reported in the
 # results file, and the script then exits 1.
 #
@@ -26,7 +27,7 @@ defines=(-D B=8 -D S=1024 -D D=768 -D NH=12 -D V=50304 -D L=12)
 usage() { sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 die_usage() { echo "run.sh: error: $*" >&2; echo "(run 'run.sh --help' for usage)" >&2; exit 2; }
 
-build=build steps="" warmup=3 out="" quick=0
+build=build steps="" warmup=3 out="" quick=0 torch=1
 while [ $# -gt 0 ]; do
     case $1 in
     --steps | --warmup | --out)
@@ -35,6 +36,7 @@ while [ $# -gt 0 ]; do
         shift 2
         ;;
     --quick) quick=1 && shift ;;
+    --no-torch) torch=0 && shift ;;
     -h | --help) usage && exit 0 ;;
     -*) die_usage "unknown option '$1'" ;;
     *) build=$1 && shift ;;
@@ -139,7 +141,8 @@ done
 
 modes=(eager-f32 eager-bf16 compile-bf16)
 [ "$quick" = 1 ] || modes+=(compile-f32)
-for mode in "${modes[@]}"; do
+[ "$torch" = 1 ] || modes=()
+for mode in ${modes[@]+"${modes[@]}"}; do
     extra=()
     if [ "$mode" = compile-bf16 ] || { [ "$mode" = eager-f32 ] && [ "$quick" = 0 ]; }; then
         extra=(--profile)

@@ -701,8 +701,9 @@ static int64_t local_bytes(const rt_plan *p, const rt_io *io)
 }
 
 /* After the run: the stage's outputs to the host, then each param's and
- * state's new value (to the host, where the session applies it; and into
- * its buffer on the device, for the next run). */
+ * state's new value into its buffer on the device, for the next run (and
+ * to the host, where the session applies it, unless they stay on the
+ * device: h->keep_on_device). */
 static int finish(rt_cuda_rank *r, const rt_cuda_host *h)
 {
     su_status *err = h->err;
@@ -723,7 +724,7 @@ static int finish(rt_cuda_rank *r, const rt_cuda_host *h)
             (io->kind != RT_IO_PARAM && io->kind != RT_IO_STATE))
             continue;
         int64_t n = local_bytes(p, io);
-        if (to_host(r, h->buf[io->update], io->update, n, err) != 0)
+        if (!h->keep_on_device && to_host(r, h->buf[io->update], io->update, n, err) != 0)
             return -1;
         if (io->update != io->buffer &&
             !CU(MemcpyDtoDAsync(dev(r, io->buffer), dev(r, io->update), (size_t)n, r->stream)))
@@ -925,6 +926,22 @@ static int run_eager(rt_cuda_rank *r, const rt_cuda_host *h)
     for (int i = 0; i < r->g->ninstr; i++)
         if (run_instr(r, h, i) != 0)
             return -1;
+    return 0;
+}
+
+int rt_cuda_kept_to_host(rt_cuda_rank *r, void *const *buf, su_status *err)
+{
+    if (!r)
+        return 0;
+    if (!CU(CtxSetCurrent(r->ctx)))
+        return -1;
+    const rt_plan *p = r->p;
+    for (int i = 0; i < p->nio; i++) {
+        const rt_io *io = &p->io[i];
+        if (io->stage == r->stage && (io->kind == RT_IO_PARAM || io->kind == RT_IO_STATE) &&
+            to_host(r, buf[io->buffer], io->buffer, local_bytes(p, io), err) != 0)
+            return -1;
+    }
     return 0;
 }
 

@@ -58,6 +58,10 @@ typedef struct rt_cuda_host {
     /* a collective, send or recv on host buffers */
     int (*comm)(void *rank, const rt_instr *in, void *const *buf);
     bool load_params;              /* params and states are (re)loaded this run */
+    /* params and states stay on the device after the run: their host
+     * copies in buf are not written (rt_cuda_kept_to_host brings them when
+     * the host needs them); false: copied to buf after every run */
+    bool keep_on_device;
     su_status *err;                /* the rank's status */
     /* NULL: collectives, sends and receives through `comm` on the host;
      * else (--comm nccl) on the device by NCCL, on a comm stream of the
@@ -88,6 +92,11 @@ typedef struct rt_cuda_rank rt_cuda_rank;
  * (matmul): ..." in h->err. The plan must have passed rt_cuda_check. */
 int rt_cuda_run(rt_cuda_rank **r, const rt_plan *p, int stage, int64_t rank,
                 const rt_cuda_host *h);
+
+/* Every param's and state's current value (its buffer on the device) to
+ * its host copy buf[buffer], for a rank whose runs kept them on the device
+ * (rt_cuda_host.keep_on_device); r NULL: nothing. 0, or -1 with err. */
+int rt_cuda_kept_to_host(rt_cuda_rank *r, void *const *buf, su_status *err);
 
 /* Frees a rank's device state (NULL: nothing). */
 void rt_cuda_rank_free(rt_cuda_rank *r);

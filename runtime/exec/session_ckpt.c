@@ -249,6 +249,8 @@ int rt_session_save_checkpoint(rt_session *s, const char *dir, su_status *err)
         su_fail(err, SU_USAGE, "%s: not saved: %s", dir, why);
         return -2;
     }
+    if (rt_sess_sync_kept(s, err) != 0)
+        return -1;
     if (s->o.comm != RT_COMM_LOCAL)
         return save_checkpoint_mpi(s, dir, rt_session_step(s), err);
     return save_checkpoint_local(s, dir, rt_session_step(s), err);

@@ -103,10 +103,13 @@ bool rt_sess_is_kept(const rt_io *io)
 }
 
 /* After a run: every param's and state's new value (its update buffer)
- * becomes its value (its buffer), on each rank of its stage. */
+ * becomes its value (its buffer), on each rank of its stage. The cuda
+ * backend did that on the device, where they stay (rt_sess_sync_kept). */
 void rt_sess_apply_updates(rt_session *s)
 {
     const rt_plan *p = s->p;
+    if (s->o.backend == RT_BACKEND_CUDA)
+        return;
     for (int i = 0; i < p->nio; i++) {
         const rt_io *io = &p->io[i];
         if (!rt_sess_is_kept(io) || io->update < 0 || io->update == io->buffer)
@@ -144,10 +147,26 @@ void rt_sess_free_kept(kept *k)
     free(k->data);
 }
 
+int rt_sess_sync_kept(rt_session *s, su_status *err)
+{
+    for (int64_t r = 0; r < s->nhere; r++) {
+        rank_state *rs = &s->ranks[r];
+        if (!rs->kept_on_device)
+            continue;
+        if (rt_cuda_kept_to_host(rs->cuda, rs->buf, err) != 0)
+            return su_prefix(err, "rank %lld: reading the params from the GPU: ",
+                             (long long)rs->rank);
+        rs->kept_on_device = false;
+    }
+    return 0;
+}
+
 int rt_sess_gather_kept(rt_session *s, kept *k, su_status *err)
 {
     const rt_plan *p = s->p;
     memset(k, 0, sizeof *k);
+    if (rt_sess_sync_kept(s, err) != 0)
+        return -1;
     k->names = calloc((size_t)p->nio + 1, sizeof *k->names);
     k->types = calloc((size_t)p->nio + 1, sizeof *k->types);
     k->data = calloc((size_t)p->nio + 1, sizeof *k->data);

@@ -54,6 +54,7 @@ typedef struct rank_state {
     uint8_t *arena;           /* prog's arena_bytes, allocated once */
     void **buf;               /* per buffer of prog: its place in the arena */
     bool params_loaded;
+    bool kept_on_device;      /* cuda: params' and states' host copies are stale */
     rt_trace tr;              /* --trace: the instructions run, timed */
     rt_cuda_rank *cuda;       /* the cuda backend's device state */
     int failed;
@@ -138,8 +139,13 @@ bool rt_sess_holds(const rt_plan *p, const int64_t *coord, const rt_io *io);
 int rt_sess_gather_outputs_mpi(rt_session *s, rank_state *rs);
 /* Whether io lives across runs: a param or a state. */
 bool rt_sess_is_kept(const rt_io *io);
-/* After a run: each param's and state's update buffer becomes its buffer. */
+/* After a run: each param's and state's update buffer becomes its buffer
+ * (the cuda backend: on the device, done in the run). */
 void rt_sess_apply_updates(rt_session *s);
+/* The cuda backend keeps params and states on the device between runs:
+ * their values to the local ranks' host copies, where a run left them
+ * there (rank_state.kept_on_device). 0, or -1 with err set. */
+int rt_sess_sync_kept(rt_session *s, su_status *err);
 /* The full params and states into k (under MPI, collective); 0, or -1 with
  * err set. k is freed by rt_sess_free_kept either way. */
 int rt_sess_gather_kept(rt_session *s, kept *k, su_status *err);

@@ -429,8 +429,9 @@ static int rank_run_cuda(rank_state *rs)
     if (s->o.trace && trace_origin(rs) != 0)
         return -1;
     rt_cuda_host h = {.rank = rs, .buf = rs->buf, .source = cuda_source, .comm = cuda_comm,
-                      .load_params = !rs->params_loaded || s->params_dirty, .err = &rs->err,
-                      .nccl = s->nccl, .graph = s->o.graph,
+                      .load_params = !rs->params_loaded || s->params_dirty,
+                      .keep_on_device = true, .err = &rs->err, .nccl = s->nccl,
+                      .graph = s->o.graph,
                       .trace = s->o.trace ? &rs->tr : NULL, .step = (int32_t)s->steps,
                       .origin = s->trace_origin};
     h.local = s->dlocal;
@@ -439,6 +440,7 @@ static int rank_run_cuda(rank_state *rs)
     if (rt_cuda_run(&rs->cuda, s->p, stage, rs->rank, &h) != 0)
         return -1;
     rs->params_loaded = true;
+    rs->kept_on_device = true;
     return 0;
 }
 

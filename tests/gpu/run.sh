@@ -12,10 +12,14 @@
 # element (f32 on both, but sums, dot products and softmax in other orders,
 # expf and matmuls the GPU's own; st_compare prints the worst error).
 #
-# Then mlp on meshes 1 and 2x2 for 3 steps with --graph and --trace
-# against 3 CPU steps (and the timeline through tests/tools/check_trace.py),
-# and an embedding id outside the table, which must fail the run with the
-# CPU backend's message naming the kernel. Then the same plans of mesh 1
+# Then GPT-2 shapes (one layer of transformer.sh at S = 1024, D = 768, 12
+# heads of 64) in f32 and bf16, and attention tiles left partly empty
+# (tests/models/attn_shapes.sh), each against the CPU; mlp on meshes 1 and
+# 2x2 for 3 steps with --graph and --trace against 3 CPU steps (and the
+# timeline through tests/tools/check_trace.py); a checkpoint saved from
+# the GPU and resumed there against the same steps straight; and an
+# embedding id outside the table, which must fail the run with the CPU
+# backend's message naming the kernel. Then the same plans of mesh 1
 # (and 2 with two GPUs) with --comm nccl under mpirun, one process per
 # GPU, against the CPU runs.
 #
@@ -162,6 +166,33 @@ for m in 1 2x2; do
         failed+=("mlp --mesh $mesh --graph --trace")
     fi
 done
+
+# Params and states stay on the GPU between steps and come to the host
+# only to be saved: transformer on mesh 2x1 (two ranks on the GPU), 3
+# steps straight against 2 steps saved as a checkpoint (--save-every 1)
+# and resumed for the third, each saving its params; the same GPU and
+# kernels, so within 1e-6 (the resumed run reads back exactly what was
+# saved).
+echo "== transformer --mesh 2x1: 3 steps against 2, a checkpoint, and 1 resumed"
+dir=$tmp/ckpt
+mkdir -p "$dir"
+ok=true
+"$shardc" "$root/examples/transformer.sh" --mesh 2x1 --arch "${GPU_ARCH:-sm_80,sm_90}" \
+    -o "$dir/plan" || ok=false
+$ok && "$shardrun" "$dir/plan" --backend cuda --seed 7 --steps 3 --quiet \
+    --save-params "$dir/straight.safetensors" || ok=false
+$ok && "$shardrun" "$dir/plan" --backend cuda --seed 7 --steps 2 --quiet --save "$dir/ck" \
+    --save-every 1 || ok=false
+$ok && "$shardrun" "$dir/plan" --backend cuda --seed 7 --steps 1 --quiet --resume "$dir/ck" \
+    --save-params "$dir/resumed.safetensors" || ok=false
+$ok && "$compare" "$dir/straight.safetensors" "$dir/resumed.safetensors" --rtol 1e-6 \
+    --atol 0 || ok=false
+if $ok; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1))
+    failed+=("transformer checkpoint on the GPU")
+fi
 
 # An id outside the table on the GPU: the embedding kernel records it,
 # the run fails after the step with the CPU backend's message, the place
