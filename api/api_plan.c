@@ -61,6 +61,7 @@ typedef struct plan_run {
     size_t len;
     su_status err;
     bool ok;
+    bool placeholder;       /* modules without code (for the schedule) */
 } plan_run;
 
 static void plan_work(void *arg)
@@ -75,6 +76,7 @@ static void plan_work(void *arg)
     o.mp = prog->res.mp;
     o.fusion = prog->res.fusion;
     o.kernels = prog->res.fused;
+    o.placeholder_code = r->placeholder;
     o.nvrtc.narchs = prog->narchs > 0 ? prog->narchs : 0;
     memcpy(o.nvrtc.arch, prog->arch, sizeof o.nvrtc.arch);
     o.nvrtc.cache_dir = prog->cache_dir;
@@ -82,13 +84,14 @@ static void plan_work(void *arg)
     r->ok = cg_plan_bytes(st, n, r->rep.s, &o, &r->bytes, &r->len, &r->err, &r->oom);
 }
 
-/* The plan file of prog, with the JSON report in it. */
-shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size_t *len,
-                               char **error)
+/* The plan file of prog, with the JSON report in it; with placeholder,
+ * its kernels' modules without code (cg_plan_options.placeholder_code). */
+static shardc_status program_plan(const shardc_program *prog, bool placeholder, uint8_t **bytes,
+                                  size_t *len, char **error)
 {
     if (prog->partial)
         return api_partial(prog, "a plan", error);
-    plan_run r = {.prog = prog};
+    plan_run r = {.prog = prog, .placeholder = placeholder};
     su_buf_init(&r.rep, &r.oom);
     bool done = su_catch(&r.oom, plan_work, &r);
     su_buf_free(&r.rep);
@@ -108,12 +111,20 @@ shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size
     return SHARDC_OK;
 }
 
-/* Reads plan bytes back; a failure here is the compiler's bug. */
-shardc_status api_program_read_plan(const shardc_program *prog, rt_plan **out, char **error)
+shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size_t *len,
+                               char **error)
+{
+    return program_plan(prog, false, bytes, len, error);
+}
+
+/* Reads plan bytes back (with placeholder, without compiled kernels); a
+ * failure here is the compiler's bug. */
+static shardc_status read_plan(const shardc_program *prog, bool placeholder, rt_plan **out,
+                               char **error)
 {
     uint8_t *bytes;
     size_t len;
-    shardc_status st = api_program_plan(prog, &bytes, &len, error);
+    shardc_status st = program_plan(prog, placeholder, &bytes, &len, error);
     if (st != SHARDC_OK)
         return st;
     su_status err;
@@ -125,6 +136,11 @@ shardc_status api_program_read_plan(const shardc_program *prog, rt_plan **out, c
         return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: the plan does not read "
                         "back: %s", err.msg);
     return SHARDC_OK;
+}
+
+shardc_status api_program_read_plan(const shardc_program *prog, rt_plan **out, char **error)
+{
+    return read_plan(prog, false, out, error);
 }
 
 typedef struct schedule_run {
@@ -149,7 +165,8 @@ shardc_status api_program_schedule(const shardc_program *prog, char **text, size
                                    char **error)
 {
     rt_plan *p;
-    shardc_status st = api_program_read_plan(prog, &p, error);
+    /* the kernels' names and launches, not their code: no NVRTC */
+    shardc_status st = read_plan(prog, true, &p, error);
     if (st != SHARDC_OK)
         return st;
     schedule_run r = {.prog = prog, .p = p};

@@ -13,6 +13,11 @@ typedef struct cg_plan_options {
     const struct pass_memplan *mp;
     const struct pass_fusion *fusion;
     bool kernels;               /* embed each fused group's kernel, compiled */
+    bool placeholder_code;      /* with kernels: their modules hold a
+                                 * placeholder byte per image instead of
+                                 * code, NVRTC is not run; such a plan is
+                                 * only read in-process, for its schedule
+                                 * (--emit schedule), never run or written */
     rt_nvrtc_options nvrtc;     /* for them: targets, headers, cache */
     const char *source;         /* the model's file, which the ops' places
                                  * are in (the plan keeps both for the

@@ -41,9 +41,12 @@
 
 #include "runtime/plan/plan.h"
 
+#include <pthread.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct builder {
     const ir_module *m;  /* the stage being lowered */
@@ -66,6 +69,8 @@ typedef struct builder {
     cg_cuda cuda;        /* their kernels */
     rt_nvrtc_output nv;  /* a module being compiled */
     su_buf msg;          /* a pass's message */
+    struct nv_job *job;  /* the stage's new modules, compiled at once (malloc'd) */
+    int njobs;
 } builder;
 
 static bool fail(builder *b, const char *fmt, ...) SU_PRINTF(2, 3);
@@ -307,6 +312,159 @@ static char *arch_name(builder *b, const char *prefix, int arch)
     return su_strdup(b->arena, name);
 }
 
+/* ---- NVRTC for the stage's kernels at once ----
+ *
+ * Before a stage's kernels are added, each source whose key no module has
+ * yet (once per key) is compiled by a pool of threads, as many as the
+ * processors (at most NV_THREADS), each taking the next job; module_of
+ * then takes the results in the kernels' order, so the plan is the same
+ * whatever the number of threads. A job runs under its own allocation
+ * guard: a job that ran out of memory fails the plan as an allocation
+ * failure, when module_of comes to it. A thread that cannot start leaves its
+ * jobs to the others and the caller. */
+enum { NV_THREADS = 16 };
+
+typedef struct nv_job {
+    const char *name, *source, *key;
+    const rt_nvrtc_options *o;
+    rt_nvrtc_output out;
+    char *err;          /* malloc'd; NULL: none, or no memory for it */
+    bool ok;
+    bool oom;           /* it ran out of memory */
+} nv_job;
+
+typedef struct nv_pool {
+    nv_job *job;
+    int n, next;
+    pthread_mutex_t mu;
+} nv_pool;
+
+typedef struct nv_call {
+    nv_job *j;
+    su_buf *err;
+} nv_call;
+
+static void nv_compile(void *arg)
+{
+    nv_call *c = arg;
+    c->j->ok = rt_nvrtc_compile(c->j->name, c->j->source, c->j->o, &c->j->out, c->err);
+}
+
+static void nv_run_job(nv_job *j)
+{
+    jmp_buf oom;
+    su_buf err;
+    su_buf_init(&err, &oom);
+    nv_call c = {j, &err};
+    if (!su_catch(&oom, nv_compile, &c)) {
+        j->ok = false;
+        j->oom = true;
+        su_buf_free(&err);
+        return;
+    }
+    j->err = err.len ? strdup(err.s) : NULL;
+    su_buf_free(&err);
+}
+
+static void *nv_worker(void *arg)
+{
+    nv_pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        int i = p->next++;
+        pthread_mutex_unlock(&p->mu);
+        if (i >= p->n)
+            return NULL;
+        nv_run_job(&p->job[i]);
+    }
+}
+
+static void free_jobs(builder *b)
+{
+    for (int i = 0; i < b->njobs; i++) {
+        rt_nvrtc_output_free(&b->job[i].out);
+        free(b->job[i].err);
+    }
+    free(b->job);
+    b->job = NULL;
+    b->njobs = 0;
+}
+
+static nv_job *job_of(builder *b, const char *key)
+{
+    for (int i = 0; i < b->njobs; i++)
+        if (!strcmp(b->job[i].key, key))
+            return &b->job[i];
+    return NULL;
+}
+
+static bool has_module(const builder *b, const char *key)
+{
+    for (int i = 0; i < b->keys.n; i++)
+        if (!strcmp(b->keys.v[i], key))
+            return true;
+    return false;
+}
+
+/* Compiles the new sources of c's kernels, all at once (see above). */
+static bool compile_stage(builder *b, const cg_cuda *c)
+{
+    free_jobs(b);
+    if (b->o->placeholder_code)
+        return true;
+    b->job = calloc((size_t)c->nkernels + 1, sizeof *b->job);
+    if (!b->job)
+        return fail(b, "out of memory");
+    for (int i = 0; i < c->nkernels; i++) {
+        const cg_cuda_kernel *k = &c->k[i];
+        if (has_module(b, k->key) || job_of(b, k->key))
+            continue;
+        b->job[b->njobs++] = (nv_job){.name = k->name, .source = k->source, .key = k->key,
+                                      .o = &b->o->nvrtc};
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int nt = cpus < 1 ? 1 : cpus > NV_THREADS ? NV_THREADS : (int)cpus;
+    nt = nt > b->njobs ? b->njobs : nt;
+    nv_pool pool = {.job = b->job, .n = b->njobs};
+    pthread_t tid[NV_THREADS];
+    bool started[NV_THREADS] = {false};
+    if (pthread_mutex_init(&pool.mu, NULL) != 0) {
+        for (int i = 0; i < b->njobs; i++)
+            nv_run_job(&b->job[i]);
+        return true;
+    }
+    for (int t = 1; t < nt; t++)
+        started[t] = pthread_create(&tid[t], NULL, nv_worker, &pool) == 0;
+    nv_worker(&pool);
+    for (int t = 1; t < nt; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+    pthread_mutex_destroy(&pool.mu);
+    return true;
+}
+
+/* A module for kernel k without code (cg_plan_options.placeholder_code):
+ * one byte for each image, the architectures the options name. */
+static int32_t placeholder_module(builder *b, const cg_cuda_kernel *k)
+{
+    static const int defaults[2] = {80, 90};
+    const rt_nvrtc_options *o = &b->o->nvrtc;
+    const int *arch = o->narchs > 0 ? o->arch : defaults;
+    int n = o->narchs > 0 ? o->narchs : 2, newest = 0;
+    rt_module *m = su_alloc(b->arena, sizeof *m);
+    m->entry = su_strdup(b->arena, k->name);
+    m->ncubin = n;
+    m->cubin = su_alloc(b->arena, (size_t)n * sizeof *m->cubin);
+    for (int i = 0; i < n; i++) {
+        m->cubin[i] = (rt_image){arch_name(b, "sm_", arch[i]), arena_copy(b, "-", 1), 1};
+        newest = arch[i] > newest ? arch[i] : newest;
+    }
+    m->ptx = (rt_image){arch_name(b, "compute_", newest), arena_copy(b, "-", 1), 1};
+    su_vec_push(&b->modules, b->oom, m);
+    su_vec_push(&b->keys, b->oom, su_strdup(b->arena, k->key));
+    return (int32_t)b->modules.n - 1;
+}
+
 /* The module running kernel k: one made before for the same key, else k's
  * source compiled by NVRTC (through its cache) into a new one. -1 when
  * NVRTC fails. */
@@ -317,9 +475,23 @@ static int32_t module_of(builder *b, const cg_cuda_kernel *k)
             return i;
     rt_nvrtc_output *out = &b->nv;
     su_buf *err = &b->msg;
-    bool ok = rt_nvrtc_compile(k->name, k->source, &b->o->nvrtc, out, err);
-    if (!ok)
-        fail(b, "%s", err->s ? err->s : "NVRTC failed");
+    bool ok;
+    if (b->o->placeholder_code)
+        return placeholder_module(b, k);
+    nv_job *j = job_of(b, k->key);
+    if (j) { /* compiled with the stage's others */
+        if (j->oom)
+            su_oom(b->oom); /* as if it had run out here */
+        *out = j->out;
+        memset(&j->out, 0, sizeof j->out);
+        ok = j->ok;
+        if (!ok)
+            fail(b, "%s", j->err ? j->err : "NVRTC failed");
+    } else {
+        ok = rt_nvrtc_compile(k->name, k->source, &b->o->nvrtc, out, err);
+        if (!ok)
+            fail(b, "%s", err->s ? err->s : "NVRTC failed");
+    }
     su_buf_free(err);
     if (ok) {
         rt_module *m = su_alloc(b->arena, sizeof *m);
@@ -436,6 +608,7 @@ static bool stage_kernels(builder *b, const pass_fusion *f)
     if (!ok)
         fail(b, "kernels of stage %d: %s", b->stage, b->msg.s ? b->msg.s : "?");
     su_buf_free(&b->msg);
+    ok = ok && compile_stage(b, c);
     for (int i = 0; ok && i < c->nkernels; i++) {
         const cg_cuda_kernel *k = &c->k[i];
         const pass_fgroup *g = k->group >= 0 ? &f->groups[k->group] : NULL;
@@ -445,6 +618,7 @@ static bool stage_kernels(builder *b, const pass_fusion *f)
     for (int i = 0; ok && i < f->ngroups; i++)
         if (f->groups[i].kind == PASS_FUSE_MATMUL)
             ok = add_matmul_kernel(b, &f->groups[i]);
+    free_jobs(b);
     cg_cuda_free(c);
     return ok;
 }
@@ -537,6 +711,7 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     b->oom = oom;
     su_buf_init(&b->msg, oom);
     bool done = su_guarded(oom, build_plan, &r);
+    free_jobs(b);
     cg_cuda_free(&b->cuda);
     rt_nvrtc_output_free(&b->nv);
     su_buf_free(&b->msg);
