@@ -28,9 +28,11 @@
  * Under ZeRO-1 (`zero 1`) the gradients are kept whole through the
  * backward: each gradient's reduce_scatter over the zero axis, bucketed or
  * alone, is issued at the end of the backward (before the first optimizer
- * op), so the unreduced gradients all live until then, as ZeRO-1's memory
- * is, while the bytes sent are ZeRO-2's. A gradient read before that end
- * keeps its collective where it was. */
+ * op after the last backward op: a pipeline stage's program may update its
+ * layers' params before the backward of the ops outside its repeat), so
+ * the unreduced gradients all live until then, as ZeRO-1's memory is,
+ * while the bytes sent are ZeRO-2's. A gradient read before that end (by
+ * an earlier optimizer op) keeps its collective where it was. */
 #include "passes.h"
 
 #include <stdlib.h>
@@ -58,8 +60,9 @@ typedef struct bctx {
     su_vec *after;       /* per original op index: ops emitted after it */
     bool *drop;          /* per original op index: the op is replaced */
     int *pos;            /* per value id: the original index of its op */
-    int defer_to;        /* zero 1: the first optimizer op's index (where the
-                          * zero axis's reduce_scatters go); -1 otherwise */
+    int defer_to;        /* zero 1: the index of the first optimizer op after
+                          * the backward (where the zero axis's
+                          * reduce_scatters go); -1 otherwise */
     char err[256];
 } bctx;
 
@@ -239,9 +242,15 @@ static void bucket_run(void *arg)
         for (int j = 0; j < IR_OP(m, i)->nres; j++)
             B->pos[IR_OP(m, i)->res[j]->id] = i;
     B->defer_to = -1;
-    if (m->train.zero == 1) {
+    if (m->train.zero == 1) { /* the first optimizer op after the last of the backward:
+                               * a pipeline stage may update its layers' params
+                               * before the backward of the ops outside them */
+        int last_bw = -1;
+        for (int i = 0; i < n0; i++)
+            if (IR_OP(m, i)->phase == IR_PH_BACKWARD)
+                last_bw = i;
         B->defer_to = n0;
-        for (int i = 0; i < n0 && B->defer_to == n0; i++)
+        for (int i = last_bw + 1; i < n0 && B->defer_to == n0; i++)
             if (IR_OP(m, i)->phase == IR_PH_OPTIMIZER)
                 B->defer_to = i;
     }
