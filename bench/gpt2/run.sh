@@ -8,7 +8,9 @@
 # BUILD holds shardc and shardrun (default build; with the GPU bundle,
 # `. .gpu/env.sh` then .gpu/build). N timed steps (default 20, --quick 5)
 # after W warmup steps (default 3) in every run. --quick also leaves out
-# torch.compile f32 and shardc's f32 trace, to fit in about 4 minutes.
+# torch.compile f32, shardc's f32 trace and bench_cuda's table of the bf16
+# plan's kernels (bench/results/cuda-kernels-gpt2-<gpu>.md), to fit in
+# about 4 minutes.
 # --no-torch runs shardc's parts alone (PyTorch's rows say "not run").
 # Every part runs under a timeout; a part that fails is reported in the
 # results file, and the script then exits 1.
@@ -138,6 +140,15 @@ for p in f32 bf16; do
             --steps "$trace_steps" --trace "$log/trace-$p.json"
     fi
 done
+
+# every kernel of the bf16 plan against the copy bandwidth and every matmul
+# against cuBLASLt called directly (bench_cuda), into its own results file;
+# not with --quick
+if [ "$quick" = 0 ] && [ -x "$build/bench/bench_cuda" ]; then
+    part "bench-cuda-bf16" 600 "$build/bench/bench_cuda" --model "$tmp/bf16.sh" "${defines[@]}" \
+        --mesh 1x1 --out "$log/cuda-kernels-bf16.md" &&
+        mkdir -p "$(dirname "$out")" && cp "$log/cuda-kernels-bf16.md" "$(dirname "$out")/cuda-kernels-gpt2-$slug.md"
+fi
 
 modes=(eager-f32 eager-bf16 compile-bf16)
 [ "$quick" = 1 ] || modes+=(compile-f32)
