@@ -374,8 +374,10 @@ static void put_header(gen *G, const cg_cuda_kernel *k, su_buf *b)
                       k->shared_bytes ? "one block per row" : "a warp per row, 8 rows a block",
                       k->vec);
         break;
-    case CG_CUDA_COLUMN:
-        su_buf_puts(b, "// one thread per result, looping over the reduced axis");
+    case CG_CUDA_COLUMN: /* single-pass ones take blocks (shared memory) */
+        su_buf_puts(b, k->shared_bytes ? "// a block per 32 results, a lane each, its warps "
+                                         "splitting the reduced axis"
+                                       : "// one thread per result, looping over the reduced axis");
         break;
     default:
         su_buf_puts(b, "// one block; warp w takes rows w, w + warps, ...");

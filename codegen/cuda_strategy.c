@@ -378,6 +378,61 @@ static void column_loop(gen *G, const rview *v, tile *t)
     cg_line(G, "}");
 }
 
+/* A single-pass reduction over an axis other than the last (a bias's or a
+ * norm's gradient summed over the batch rows): a block takes 32 adjacent
+ * results, a lane each, and its warps split the reduced axis (warp w takes
+ * k = w, w + warps, ...), their partial results combined in warp order
+ * through shared memory by warp 0; the reads of a warp are 32 adjacent
+ * elements. COL_MAX_WARPS warps a block, fewer for a short axis (each warp
+ * at least about 16 of its elements). */
+enum { COL_MAX_WARPS = 16, COL_BLOCK_MIN = 64 };
+
+static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const rparts *p)
+{
+    const ir_type *dom = &G->red->in[0]->type;
+    int64_t groups_per = (v->inner + 31) / 32, groups = v->outer * groups_per;
+    int warps = cg_pow2_at_least((v->n + 15) / 16);
+    warps = warps > COL_MAX_WARPS ? COL_MAX_WARPS : warps;
+    k->block = 32 * warps;
+    k->grid = cg_grid_for(groups, 1);
+    k->shared_bytes = k->block * (int)sizeof(float);
+    bool amax = G->red->code == IR_AMAX;
+    cg_line(G, "extern __shared__ float red[]; // [warps][32]: each warp's partial results");
+    cg_line(G, "const int lane = threadIdx.x %% 32, w = threadIdx.x / 32;");
+    cg_line(G, "for (i64 gi = blockIdx.x; gi < %lld; gi += gridDim.x) {", (long long)groups);
+    G->indent++;
+    cg_line(G, "const i64 o = gi / %lld, c = gi %% %lld * 32 + lane; // outer index, column",
+            (long long)groups_per, (long long)groups_per);
+    cg_line(G, "const bool live = c < %lld;", (long long)v->inner);
+    cg_line(G, "const i64 base = o * %lld + c; // element (o, 0, c)", (long long)(v->n * v->inner));
+    cg_line(G, "float acc = %s;", p->init1);
+    cg_line(G, "for (i64 k = w; live && k < %lld; k += %d) {", (long long)v->n, warps);
+    G->indent++;
+    cg_line(G, "const i64 e = base + k * %lld;", (long long)v->inner);
+    tile t1 = {.dom = dom, .vec = 1, .prologue = true, .store_prologue = true,
+               .consume = p->consume1};
+    cg_emit_tile(G, &t1);
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "__syncthreads(); // red is read by the last group's warp 0");
+    cg_line(G, "red[threadIdx.x] = acc;");
+    cg_line(G, "__syncthreads();");
+    cg_line(G, "if (w == 0 && live) {");
+    G->indent++;
+    cg_line(G, "for (int j = 1; j < %d; j++) // the warps' partial results, in warp order", warps);
+    cg_line(G, amax ? "    acc = sh_amax(acc, red[j * 32 + lane]);" : "    acc += red[j * 32 + lane];");
+    cg_line(G, "const i64 e = o * %lld + c; // the result's element", (long long)v->inner);
+    tile t2 = {.dom = &G->red->res[0]->type, .vec = 1, .rexpr = p->result};
+    cg_emit_tile(G, &t2);
+    G->indent--;
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* A reduction over an axis other than the last: single-pass ones over at
+ * least COL_BLOCK_MIN elements by blocks (emit_column_blocks); softmax,
+ * and a short axis, a thread per result. */
 void cg_emit_column(gen *G, cg_cuda_kernel *k, const rview *v)
 {
     const ir_type *dom = &G->red->in[0]->type;
@@ -387,6 +442,10 @@ void cg_emit_column(gen *G, cg_cuda_kernel *k, const rview *v)
     k->block = cg_clamp_block(cols, BLOCK_EW);
     k->grid = cg_grid_for(cols, k->block);
     rparts p = red_parts(G, v, BY_THREAD, NULL);
+    if (p.passes == 1 && v->n >= COL_BLOCK_MIN) {
+        emit_column_blocks(G, k, v, &p);
+        return;
+    }
     cg_line(G, "const i64 stride = (i64)gridDim.x * blockDim.x;");
     cg_line(G, "for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < %lld; t += stride) {",
          (long long)cols);

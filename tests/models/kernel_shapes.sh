@@ -6,7 +6,9 @@
 # (its gradient's rows a warp's), a transpose whose 32 x 32 tiles overhang
 # (the last dim moves: 45 x 70 per index of the first dim) and one that
 # keeps the last dim (runs of 45, single words), a softmax over rows of
-# 1500 (a block's).
+# 1500 (a block's), and reductions over a middle axis: of 200 elements (a
+# block per 32 results, its warps splitting the axis; 37 columns leave the
+# second 32 partly empty) and of 4 (a thread per result).
 mesh a
 input ids : i32[2500]
 input lab : i32[2500]
@@ -14,6 +16,7 @@ input z   : f32[64, 3000]
 input lz  : i32[64]
 input t   : f32[3, 70, 45]
 input y   : f32[8, 1500]
+input r   : f32[4, 200, 37]
 param e   : f32[50, 300] = normal(1.0)
 param w   : f32[300, 24] = normal(0.05)
 param wz  : f32[3000] = normal(1.0)
@@ -22,5 +25,8 @@ loss = cross_entropy(h @ w, lab) + cross_entropy(z * wz, lz)
 u = transpose(t, [2, 0, 1])
 v = transpose(t, [1, 0, 2])
 s = softmax(y, axis = -1)
-output loss, u, v, s
+a1 = sum(r * 2.0, axis = 1)
+a2 = amax(r, axis = 1)
+a3 = mean(r, axis = 0)
+output loss, u, v, s, a1, a2, a3
 train loss with sgd(lr = 0.1)
