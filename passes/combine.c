@@ -20,6 +20,18 @@
  *          gradient summed over the batch rows, or a norm's gain, is
  *          summed locally, partial, before it is reduced, so a [K, N]
  *          gradient is reduced, not [B, K, N].
+ * And one on the local program alone, no collective involved:
+ *   batch: sum(transpose(x) @ g, axis 0) for x [b, r, k], g [b, r, n]
+ *          (the transpose swapping the last two dims, each read by
+ *          nothing else)  ->  transpose(reshape(x, [b r, k])) @
+ *          reshape(g, [b r, n]): a weight's gradient under a batch of
+ *          rows, one product over every local row instead of b products
+ *          of [k, n] and a sum of them. The rewrite is of each rank's
+ *          local shapes, after partitioning, so no reshape there splits
+ *          or gathers anything; the new values' shardings merge the two
+ *          dims' axes, for the printed IR. Not in a pipelined program:
+ *          its split cuts the batch dim into microbatches, which the
+ *          merged rows would hide.
  * The rewritten op keeps its result (value, name, sharding); the
  * collectives it replaces are dropped. */
 #include "passes.h"
@@ -77,6 +89,48 @@ static bool sums_after(const ir_op *r, const ir_op *c, const int *uses)
     return k >= 0 && k < rank && (c->code != IR_REDUCE_SCATTER || k != c->a.dim);
 }
 
+/* Whether sum op r (over dim 0 of a rank-3 value, keepdims false) sums a
+ * batch of products transpose(x) @ g made for it alone (the batch rule
+ * above); *t and *mm are the transpose and the matmul. */
+static bool batch_product(const ir_op *r, const int *uses, const ir_op **t, const ir_op **mm)
+{
+    if (r->code != IR_SUM || r->a.keepdims || r->in[0]->type.rank != 3 ||
+        (r->a.axis != 0 && r->a.axis != -3))
+        return false;
+    const ir_op *m = r->in[0]->def;
+    if (!m || m->code != IR_MATMUL || uses[m->res[0]->id] != 1 ||
+        m->in[0]->type.rank != 3 || m->in[1]->type.rank != 3)
+        return false;
+    const ir_op *tr = m->in[0]->def;
+    if (!tr || tr->code != IR_TRANSPOSE || uses[tr->res[0]->id] != 1 ||
+        tr->a.nlist != 3 || tr->a.list[0] != 0 || tr->a.list[1] != 2 || tr->a.list[2] != 1)
+        return false;
+    const ir_type *x = &tr->in[0]->type, *g = &m->in[1]->type;
+    if (x->dim[0] != g->dim[0] || x->dim[1] != g->dim[1] || x->dtype != g->dtype)
+        return false;
+    *t = tr;
+    *mm = m;
+    return true;
+}
+
+/* v's sharding with dims 0 and 1 merged (their axes in order), for a
+ * [d0 d1, ...] reshape of v; false when they do not fit one dim. */
+static bool merged_sharding(const ir_sharding *v, int rank, ir_sharding *out)
+{
+    if (v->naxes[0] + v->naxes[1] > IR_MAX_AXES)
+        return false;
+    *out = *v;
+    out->kind = IR_SH_AUTO; /* a value of the compiler's */
+    memcpy(out->axes[0] + v->naxes[0], v->axes[1], v->naxes[1]);
+    out->naxes[0] = (uint8_t)(v->naxes[0] + v->naxes[1]);
+    for (int d = 1; d + 1 < rank; d++) {
+        out->naxes[d] = v->naxes[d + 1];
+        memcpy(out->axes[d], v->axes[d + 1], IR_MAX_AXES);
+    }
+    out->naxes[rank - 1] = 0;
+    return true;
+}
+
 static void count(int *uses, const ir_value *v)
 {
     if (v)
@@ -115,6 +169,8 @@ int pass_combine_sums(ir_module *m, su_vec *why)
         const char *wa = why && a && a->nres && a->res[0]->id < why->n ? why->v[a->res[0]->id]
                                                                         : NULL;
         const char *what = NULL;
+        const ir_op *bt = NULL, *bm = NULL;
+        ir_sharding shx, shg;
         if ((op->code == IR_ADD || op->code == IR_SUB) && summing(a, uses) &&
             summing(b, uses) && same_collective(a, b) &&
             ir_type_eq(&op->res[0]->type, &a->res[0]->type) &&
@@ -141,6 +197,38 @@ int pass_combine_sums(ir_module *m, su_vec *why)
             dead[a->res[0]->id] = true;
             what = "each rank keeps its block of the sum: a reduce_scatter in place of an "
                    "all_reduce and a slice";
+        } else if (m->pipe.axis < 0 && batch_product(op, uses, &bt, &bm) &&
+                   merged_sharding(&bt->in[0]->sh, 3, &shx) &&
+                   merged_sharding(&bm->in[1]->sh, 3, &shg)) {
+            ir_value *x = bt->in[0], *g = bm->in[1];
+            int64_t rows = x->type.dim[0] * x->type.dim[1];
+            ir_type tx = {.dtype = x->type.dtype, .rank = 2, .dim = {rows, x->type.dim[2]}};
+            ir_type tg = {.dtype = g->type.dtype, .rank = 2, .dim = {rows, g->type.dim[2]}};
+            ir_attrs rx = {.nlist = 2, .list = {rows, x->type.dim[2]}};
+            ir_attrs rg = {.nlist = 2, .list = {rows, g->type.dim[2]}};
+            ir_attrs sw = {.nlist = 2, .list = {1, 0}};
+            ir_op *px = place(out, &nout, ir_append(m, IR_RESHAPE, &x, 1, &rx, &tx), op);
+            px->res[0]->sh = shx;
+            ir_type tt = {.dtype = tx.dtype, .rank = 2, .dim = {tx.dim[1], tx.dim[0]}};
+            ir_value *pxv = px->res[0];
+            ir_op *pt = place(out, &nout, ir_append(m, IR_TRANSPOSE, &pxv, 1, &sw, &tt), op);
+            ir_sharding sht = shx;
+            sht.naxes[0] = shx.naxes[1];
+            sht.naxes[1] = shx.naxes[0];
+            memcpy(sht.axes[0], shx.axes[1], IR_MAX_AXES);
+            memcpy(sht.axes[1], shx.axes[0], IR_MAX_AXES);
+            pt->res[0]->sh = sht;
+            ir_op *pg = place(out, &nout, ir_append(m, IR_RESHAPE, &g, 1, &rg, &tg), op);
+            pg->res[0]->sh = shg;
+            op->code = IR_MATMUL;
+            op->nin = 2; /* the sum had room for one operand */
+            op->in = su_alloc(&m->arena, 2 * sizeof *op->in);
+            op->in[0] = pt->res[0];
+            op->in[1] = pg->res[0];
+            op->a = bm->a;
+            dead[bm->res[0]->id] = dead[bt->res[0]->id] = true;
+            what = su_sprintf(&m->arena, "one product over the %lld local rows in place of %lld "
+                              "products summed", (long long)rows, (long long)x->type.dim[0]);
         } else if (a && sums_after(op, a, uses)) {
             /* the sum of the partial operand, then the collective */
             const ir_value *x = a->in[0];
