@@ -29,9 +29,13 @@
  *          of [k, n] and a sum of them. The rewrite is of each rank's
  *          local shapes, after partitioning, so no reshape there splits
  *          or gathers anything; the new values' shardings merge the two
- *          dims' axes, for the printed IR. Not in a pipelined program:
- *          its split cuts the batch dim into microbatches, which the
- *          merged rows would hide.
+ *          dims' axes, for the printed IR.
+ *   rows:  sum(sum(x, axis 0), axis 0) for x of rank >= 3 (the inner sum
+ *          read by nothing else)  ->  sum(reshape(x, [d0 d1, ...]), axis
+ *          0): a bias's or a norm's gradient summed over the batch and the
+ *          sequence in one reduction.
+ * Neither in a pipelined program: its split cuts the batch dim into
+ * microbatches, which the merged rows would hide.
  * The rewritten op keeps its result (value, name, sharding); the
  * collectives it replaces are dropped. */
 #include "passes.h"
@@ -129,6 +133,33 @@ static bool merged_sharding(const ir_sharding *v, int rank, ir_sharding *out)
     }
     out->naxes[rank - 1] = 0;
     return true;
+}
+
+/* For a sum over dim 0 (keepdims false) of v: where v is itself such a sum
+ * of a value x of rank >= 3, read by nothing else, x with its first two
+ * dims folded together (a reshape placed at op at), v's sum marked dead;
+ * else v (the rows rule above; not in a pipelined program). */
+static ir_value *fold_rows(ir_module *m, ir_op **out, int *nout, ir_value *v, const ir_op *at,
+                           const int *uses, bool *dead)
+{
+    const ir_op *s = v->def;
+    ir_sharding sh;
+    if (m->pipe.axis >= 0 || !s || s->code != IR_SUM || s->a.keepdims || s->a.axis != 0 ||
+        uses[v->id] != 1 || s->in[0]->type.rank < 3 ||
+        !merged_sharding(&s->in[0]->sh, s->in[0]->type.rank, &sh))
+        return v;
+    ir_value *x = s->in[0];
+    ir_type t = x->type;
+    t.dim[0] = x->type.dim[0] * x->type.dim[1];
+    for (int d = 1; d + 1 < x->type.rank; d++)
+        t.dim[d] = x->type.dim[d + 1];
+    t.rank--;
+    ir_attrs ra = {.nlist = t.rank};
+    memcpy(ra.list, t.dim, (size_t)t.rank * sizeof *t.dim);
+    ir_op *px = place(out, nout, ir_append(m, IR_RESHAPE, &x, 1, &ra, &t), at);
+    px->res[0]->sh = sh;
+    dead[v->id] = true;
+    return px->res[0];
 }
 
 static void count(int *uses, const ir_value *v)
@@ -250,6 +281,8 @@ int pass_combine_sums(ir_module *m, su_vec *why)
                 sh.naxes[rank - 1] = 0;
             }
             ir_value *in = a->in[0];
+            if (k == 0 && !op->a.keepdims)
+                in = fold_rows(m, out, &nout, in, op, uses, dead);
             ir_op *r = place(out, &nout, ir_append(m, op->code, &in, 1, &op->a, &t), op);
             r->res[0]->sh = sh;
             ir_attrs ca = a->a;
