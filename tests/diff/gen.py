@@ -32,6 +32,7 @@ pipeline), pipe-param-output (an output of a param in pipelined training), io-na
 and only-pipeline makes every program a pipeline (a soak of pipelines).
 """
 import random
+import re
 import sys
 
 AXIS_NAMES = ["dp", "tp", "sp", "ep", "a", "b", "c"]
@@ -45,6 +46,7 @@ class Value:
         self.param_dep = param_dep    # depends on a param (a loss needs one)
         self.batch = batch            # dim 0 is the batch (rows per microbatch)
         self.centred = False          # a layernorm's result: its rows sum to ~0
+        self.row_param = False        # shifted or scaled by a scalar param
         self.gain = 1.0               # a rough bound of d(elements)/d(block input)
 
 
@@ -55,6 +57,7 @@ class Gen:
         self.lines = []
         self.count = 0
         self.params = 0
+        self.scalar_params = set()    # the names of rank-0 params
 
     # ---- helpers ----
     def chance(self, p):
@@ -123,6 +126,8 @@ class Gen:
     def new_param(self, shape, dtype, kind="weight"):
         self.params += 1
         name = f"w{self.params}" if kind == "weight" else f"g{self.params}"
+        if not shape:
+            self.scalar_params.add(name)
         fan = shape[0] if len(shape) > 1 else 1
         if kind == "weight":
             std = round(1.0 / (fan ** 0.5), 3)
@@ -295,6 +300,14 @@ class Gen:
     def norm(self, x):
         if not x.shape or (self.pipelined and x.batch and len(x.shape) < 2):
             return None
+        if self.train and x.row_param:
+            # a layernorm is blind to a shift of its rows and both norms
+            # all but blind to a scale of them, so a scalar param that only
+            # shifts or scales the normalized value has a gradient of
+            # rounding noise, which AdamW scales into different steps on
+            # different meshes (seen: seed 408460, h - g2 into a
+            # layernorm, g2 1.0004 on one mesh and 0.9951 on the other)
+            return None
         d = x.shape[-1]
         g = self.new_param([d], x.dtype, "gain")
         if self.chance(0.5):
@@ -431,6 +444,9 @@ class Gen:
         self.emit(f"{name} = {text}{ann}")
         self.pool.append(Value(name, dtype, shape, mag, dep, x.batch))
         self.pool[-1].centred = text.startswith("layernorm(")
+        self.pool[-1].row_param = (bool(set(re.findall(r"\b[gw]\d+\b", text)) &
+                                        self.scalar_params) and
+                                   any(f" {o} " in text for o in "+-*/"))
         self.pool[-1].gain = gain
 
     def to_shape(self, x, shape, dtype):
