@@ -17,7 +17,8 @@
 #
 # Environment: PYTHON (default python3, with torch), BENCH_LOG_DIR (where
 # the logs, traces and reports go; default a new temporary folder),
-# BENCH_COMMIT (the commit, where git cannot tell), SHARDC_CACHE_DIR
+# BENCH_COMMIT (the commit; before git's, which a copied tree may have
+# stale), SHARDC_CACHE_DIR
 # (NVRTC's cache, read by shardc). Without a GPU it prints "skipped: no
 # GPU" and exits 77; bad usage exits 2.
 set -uo pipefail
@@ -95,7 +96,8 @@ part() {
     return "$rc"
 }
 
-commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo "${BENCH_COMMIT:-unknown}")
+# BENCH_COMMIT first: a copy of the tree on a GPU machine may hold a stale .git
+commit=${BENCH_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 {
     echo "gpu=$gpu"
     echo "arch=$arch"
