@@ -352,6 +352,44 @@ static void emit_embedding_grad(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "}");
 }
 
+/* attention's and attn_probs' shapes: per head (heads of them) q [s, d],
+ * k [t, d], v [t, dv] (dv 0 for attn_probs), the query positions as the
+ * last operand when pos, computed in dt's precision with scores scaled by
+ * 1 / sqrt(d). */
+typedef struct at_view {
+    int64_t s, d, t, dv, heads;
+    bool probs, pos;
+    ir_dtype dt;
+    float scale;
+} at_view;
+
+static at_view at_view_of(const ir_op *op)
+{
+    const ir_type *q = &op->in[0]->type;
+    int r = q->rank;
+    at_view v = {.s = q->dim[r - 2], .d = q->dim[r - 1], .t = op->in[1]->type.dim[r - 2],
+                 .probs = op->code == IR_ATTN_PROBS, .dt = q->dtype};
+    v.heads = ir_type_numel(q) / (v.s * v.d);
+    v.dv = v.probs ? 0 : op->in[2]->type.dim[r - 1];
+    v.pos = op->nin > (v.probs ? 2 : 3);
+    v.scale = (float)(1.0 / sqrt((double)v.d));
+    return v;
+}
+
+/* The end of the keys query row i sees, [0, end): causal, pos[i] + 1 with
+ * the query positions, else i + t - s + 1 (the mask aligned to the end,
+ * as runtime/cpu/cpu_matmul.c's), clamped to [0, t]; else t. */
+static const char *at_end(gen *G, const ir_op *op, const at_view *v)
+{
+    if (op->a.causal && v->pos)
+        return cg_fmt(G, "min(max((i64)p%d[i] + 1, (i64)0), (i64)%lld)", op->nin - 1,
+                      (long long)v->t);
+    if (op->a.causal)
+        return cg_fmt(G, "min(max(i + %lld, (i64)0), (i64)%lld)", (long long)(v->t - v->s + 1),
+                      (long long)v->t);
+    return cg_fmt(G, "%lld", (long long)v->t);
+}
+
 /* attention (q, k, v[, pos]) and attn_probs (q, k[, pos]) whose head width
  * is past the tiled kernel's (cg_attention_tiled): one block per
  * query row of a head: the scores q.k * scale of the keys it sees (causal:
@@ -359,15 +397,12 @@ static void emit_embedding_grad(gen *G, cg_cuda_kernel *k, const ir_op *op)
  * runtime/cpu/cpu_matmul.c's), their softmax, then the row of p @ v, or of p. */
 static void emit_attention(gen *G, cg_cuda_kernel *k, const ir_op *op)
 {
-    const ir_type *q = &op->in[0]->type;
-    int r = q->rank;
-    int64_t s = q->dim[r - 2], d = q->dim[r - 1], t = op->in[1]->type.dim[r - 2];
-    int64_t heads = ir_type_numel(q) / (s * d);
-    bool probs = op->code == IR_ATTN_PROBS;
-    int64_t dv = probs ? t : op->in[2]->type.dim[r - 1];
-    bool pos = op->nin > (probs ? 2 : 3); /* the query positions, the last operand */
-    ir_dtype dt = q->dtype;
-    float scale = (float)(1.0 / sqrt((double)d));
+    at_view v = at_view_of(op);
+    int64_t s = v.s, d = v.d, t = v.t, heads = v.heads;
+    bool probs = v.probs;
+    int64_t dv = probs ? t : v.dv; /* the width of a result row */
+    ir_dtype dt = v.dt;
+    float scale = v.scale;
     k->strategy = CG_CUDA_ROW;
     k->vec = 1;
     k->block = cg_clamp_block(cg_pow2_at_least(t > dv ? t : dv), BLOCK_OP);
@@ -381,14 +416,7 @@ static void emit_attention(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "for (i64 row = blockIdx.x; row < %lld; row += gridDim.x) {", (long long)(heads * s));
     G->indent++;
     cg_line(G, "const i64 h = row / %lld, i = row %% %lld;", (long long)s, (long long)s);
-    if (op->a.causal && pos)
-        cg_line(G, "const i64 end = min(max((i64)p%d[i] + 1, (i64)0), (i64)%lld); // keys [0, end)",
-             op->nin - 1, (long long)t);
-    else if (op->a.causal)
-        cg_line(G, "const i64 end = min(max(i + %lld, (i64)0), (i64)%lld); // keys [0, end)",
-             (long long)(t - s + 1), (long long)t);
-    else
-        cg_line(G, "const i64 end = %lld;", (long long)t);
+    cg_line(G, "const i64 end = %s; // keys [0, end)", at_end(G, op, &v));
     cg_line(G, "for (i64 j = threadIdx.x; j < end; j += blockDim.x) {");
     cg_line(G, "    float acc = 0.0f;");
     cg_line(G, "    for (i64 c = 0; c < %lld; c++)", (long long)d);
@@ -459,10 +487,8 @@ static int at_group(int64_t w)
 
 static bool cg_attention_tiled(const ir_op *op)
 {
-    int r = op->in[0]->type.rank;
-    int64_t d = op->in[0]->type.dim[r - 1];
-    int64_t dv = op->code == IR_ATTN_PROBS ? 0 : op->in[2]->type.dim[r - 1];
-    int64_t w = d > dv ? d : dv;
+    at_view v = at_view_of(op);
+    int64_t w = v.d > v.dv ? v.d : v.dv;
     int g = at_group(w);
     return (w + 4 * g - 1) / (4 * g) <= AT_MAX_CHUNKS;
 }
@@ -514,15 +540,11 @@ static void at_scores(gen *G, int kt, int nc, int group, int64_t dpad, float sca
 
 static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
 {
-    const ir_type *qt = &op->in[0]->type;
-    int r = qt->rank;
-    int64_t s = qt->dim[r - 2], d = qt->dim[r - 1], t = op->in[1]->type.dim[r - 2];
-    int64_t heads = ir_type_numel(qt) / (s * d);
-    bool probs = op->code == IR_ATTN_PROBS;
-    int64_t dv = probs ? 0 : op->in[2]->type.dim[r - 1];
-    bool pos = op->nin > (probs ? 2 : 3);
-    ir_dtype dt = qt->dtype;
-    float scale = (float)(1.0 / sqrt((double)d));
+    at_view v = at_view_of(op);
+    int64_t s = v.s, d = v.d, t = v.t, heads = v.heads, dv = v.dv;
+    bool probs = v.probs;
+    ir_dtype dt = v.dt;
+    float scale = v.scale;
     int group = at_group(d > dv ? d : dv), rows = AT_BLOCK / group;
     int nc = (int)((d + 4 * group - 1) / (4 * group)), ncv = (int)((dv + 4 * group - 1) / (4 * group));
     int64_t dpad = (int64_t)nc * 4 * group, dvpad = (int64_t)ncv * 4 * group;
@@ -558,14 +580,7 @@ static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "const i64 h = bi / %lld, i = (%lld - bi %% %lld) * %d + lr; // head, query row",
             (long long)nqb, (long long)(nqb - 1), (long long)nqb, rows);
     cg_line(G, "const bool live = i < %lld;", (long long)s);
-    if (op->a.causal && pos)
-        cg_line(G, "const i64 end = live ? min(max((i64)p%d[i] + 1, (i64)0), (i64)%lld) : 0;",
-                op->nin - 1, (long long)t);
-    else if (op->a.causal)
-        cg_line(G, "const i64 end = live ? min(max(i + %lld, (i64)0), (i64)%lld) : 0;",
-                (long long)(t - s + 1), (long long)t);
-    else
-        cg_line(G, "const i64 end = live ? %lld : 0;", (long long)t);
+    cg_line(G, "const i64 end = live ? %s : 0;", at_end(G, op, &v));
     cg_line(G, "__syncthreads(); // the last rows are done with bend and the tiles");
     cg_line(G, "if (threadIdx.x == 0)");
     cg_line(G, "    *bend = 0;");
