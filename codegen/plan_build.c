@@ -398,12 +398,13 @@ static nv_job *job_of(builder *b, const char *key)
     return NULL;
 }
 
-static bool has_module(const builder *b, const char *key)
+/* The module made for key, or -1. */
+static int32_t module_with(const builder *b, const char *key)
 {
     for (int i = 0; i < b->keys.n; i++)
         if (!strcmp(b->keys.v[i], key))
-            return true;
-    return false;
+            return i;
+    return -1;
 }
 
 /* Compiles the new sources of c's kernels, all at once (see above). */
@@ -417,7 +418,7 @@ static bool compile_stage(builder *b, const cg_cuda *c)
         return fail(b, "out of memory");
     for (int i = 0; i < c->nkernels; i++) {
         const cg_cuda_kernel *k = &c->k[i];
-        if (has_module(b, k->key) || job_of(b, k->key))
+        if (module_with(b, k->key) >= 0 || job_of(b, k->key))
             continue;
         b->job[b->njobs++] = (nv_job){.name = k->name, .source = k->source, .key = k->key,
                                       .o = &b->o->nvrtc};
@@ -470,9 +471,9 @@ static int32_t placeholder_module(builder *b, const cg_cuda_kernel *k)
  * NVRTC fails. */
 static int32_t module_of(builder *b, const cg_cuda_kernel *k)
 {
-    for (int i = 0; i < b->keys.n; i++)
-        if (!strcmp(b->keys.v[i], k->key))
-            return i;
+    int32_t made = module_with(b, k->key);
+    if (made >= 0)
+        return made;
     rt_nvrtc_output *out = &b->nv;
     su_buf *err = &b->msg;
     bool ok;

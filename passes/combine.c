@@ -135,20 +135,13 @@ static bool merged_sharding(const ir_sharding *v, int rank, ir_sharding *out)
     return true;
 }
 
-/* For a sum over dim 0 (keepdims false) of v: where v is itself such a sum
- * of a value x of rank >= 3, read by nothing else, x with its first two
- * dims folded together (a reshape placed at op at), v's sum marked dead;
- * else v (the rows rule above; not in a pipelined program). */
-static ir_value *fold_rows(ir_module *m, ir_op **out, int *nout, ir_value *v, const ir_op *at,
-                           const int *uses, bool *dead)
+/* x (rank >= 2) with its first two dims folded into one, a reshape placed
+ * at op at; NULL (nothing placed) when its sharding cannot say so. */
+static ir_value *merge_rows(ir_module *m, ir_op **out, int *nout, ir_value *x, const ir_op *at)
 {
-    const ir_op *s = v->def;
     ir_sharding sh;
-    if (m->pipe.axis >= 0 || !s || s->code != IR_SUM || s->a.keepdims || s->a.axis != 0 ||
-        uses[v->id] != 1 || s->in[0]->type.rank < 3 ||
-        !merged_sharding(&s->in[0]->sh, s->in[0]->type.rank, &sh))
-        return v;
-    ir_value *x = s->in[0];
+    if (!merged_sharding(&x->sh, x->type.rank, &sh))
+        return NULL;
     ir_type t = x->type;
     t.dim[0] = x->type.dim[0] * x->type.dim[1];
     for (int d = 1; d + 1 < x->type.rank; d++)
@@ -158,8 +151,25 @@ static ir_value *fold_rows(ir_module *m, ir_op **out, int *nout, ir_value *v, co
     memcpy(ra.list, t.dim, (size_t)t.rank * sizeof *t.dim);
     ir_op *px = place(out, nout, ir_append(m, IR_RESHAPE, &x, 1, &ra, &t), at);
     px->res[0]->sh = sh;
-    dead[v->id] = true;
     return px->res[0];
+}
+
+/* For a sum over dim 0 (keepdims false) of v: where v is itself such a sum
+ * of a value x of rank >= 3, read by nothing else, x with its first two
+ * dims folded together (merge_rows), v's sum marked dead; else v (the rows
+ * rule above; not in a pipelined program). */
+static ir_value *fold_rows(ir_module *m, ir_op **out, int *nout, ir_value *v, const ir_op *at,
+                           const int *uses, bool *dead)
+{
+    const ir_op *s = v->def;
+    if (m->pipe.axis >= 0 || !s || s->code != IR_SUM || s->a.keepdims || s->a.axis != 0 ||
+        uses[v->id] != 1 || s->in[0]->type.rank < 3)
+        return v;
+    ir_value *r = merge_rows(m, out, nout, s->in[0], at);
+    if (!r)
+        return v;
+    dead[v->id] = true;
+    return r;
 }
 
 static void count(int *uses, const ir_value *v)
@@ -233,29 +243,22 @@ int pass_combine_sums(ir_module *m, su_vec *why)
                    merged_sharding(&bm->in[1]->sh, 3, &shg)) {
             ir_value *x = bt->in[0], *g = bm->in[1];
             int64_t rows = x->type.dim[0] * x->type.dim[1];
-            ir_type tx = {.dtype = x->type.dtype, .rank = 2, .dim = {rows, x->type.dim[2]}};
-            ir_type tg = {.dtype = g->type.dtype, .rank = 2, .dim = {rows, g->type.dim[2]}};
-            ir_attrs rx = {.nlist = 2, .list = {rows, x->type.dim[2]}};
-            ir_attrs rg = {.nlist = 2, .list = {rows, g->type.dim[2]}};
+            ir_value *rx = merge_rows(m, out, &nout, x, op);
             ir_attrs sw = {.nlist = 2, .list = {1, 0}};
-            ir_op *px = place(out, &nout, ir_append(m, IR_RESHAPE, &x, 1, &rx, &tx), op);
-            px->res[0]->sh = shx;
-            ir_type tt = {.dtype = tx.dtype, .rank = 2, .dim = {tx.dim[1], tx.dim[0]}};
-            ir_value *pxv = px->res[0];
-            ir_op *pt = place(out, &nout, ir_append(m, IR_TRANSPOSE, &pxv, 1, &sw, &tt), op);
-            ir_sharding sht = shx;
-            sht.naxes[0] = shx.naxes[1];
-            sht.naxes[1] = shx.naxes[0];
-            memcpy(sht.axes[0], shx.axes[1], IR_MAX_AXES);
-            memcpy(sht.axes[1], shx.axes[0], IR_MAX_AXES);
+            ir_type tt = {.dtype = rx->type.dtype, .rank = 2, .dim = {rx->type.dim[1], rows}};
+            ir_op *pt = place(out, &nout, ir_append(m, IR_TRANSPOSE, &rx, 1, &sw, &tt), op);
+            ir_sharding sht = rx->sh;
+            sht.naxes[0] = rx->sh.naxes[1];
+            sht.naxes[1] = rx->sh.naxes[0];
+            memcpy(sht.axes[0], rx->sh.axes[1], IR_MAX_AXES);
+            memcpy(sht.axes[1], rx->sh.axes[0], IR_MAX_AXES);
             pt->res[0]->sh = sht;
-            ir_op *pg = place(out, &nout, ir_append(m, IR_RESHAPE, &g, 1, &rg, &tg), op);
-            pg->res[0]->sh = shg;
+            ir_value *rg = merge_rows(m, out, &nout, g, op); /* the condition checked both */
             op->code = IR_MATMUL;
             op->nin = 2; /* the sum had room for one operand */
             op->in = su_alloc(&m->arena, 2 * sizeof *op->in);
             op->in[0] = pt->res[0];
-            op->in[1] = pg->res[0];
+            op->in[1] = rg;
             op->a = bm->a;
             dead[bm->res[0]->id] = dead[bt->res[0]->id] = true;
             what = su_sprintf(&m->arena, "one product over the %lld local rows in place of %lld "
