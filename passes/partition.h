@@ -59,6 +59,9 @@ ir_value *pass_part_comm(part *P, ir_opcode code, ir_value *v, int dim, int dim2
 /* v with sharding req (not partial), and the bytes that would send. */
 ir_value *pass_part_reshard(part *P, ir_value *v, const ir_sharding *req);
 double pass_part_reshard_cost(part *P, ir_value *v, const ir_sharding *req);
+/* The bytes bringing operand i of P->op to sharding req sends: none where
+ * it was already brought there in this phase and repetition. */
+double pass_part_operand_cost(part *P, int i, const ir_sharding *req);
 /* Operand i of P->op with sharding req, need saying why; resharded once
  * per layout, phase and repetition. */
 ir_value *pass_part_operand(part *P, int i, const ir_sharding *req, const char *need);

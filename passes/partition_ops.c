@@ -113,8 +113,7 @@ void pass_part_matmul(part *P)
     ir_sharding qa, qb, nat;
     for (int i = 0; i < nc; i++) {
         contract_as(&cands[i], &base_a, ka, &base_b, kb, lr, &qa, &qb, &nat);
-        double ops = pass_part_reshard_cost(P, (ir_value *)ca, &qa) +
-                     pass_part_reshard_cost(P, (ir_value *)cb, &qb);
+        double ops = pass_part_operand_cost(P, 0, &qa) + pass_part_operand_cost(P, 1, &qb);
         ir_value tmp = {.type = pass_part_local_type(&P->dst->mesh, &lr->type, &nat), .sh = nat};
         double cost = ops + pass_part_reshard_cost(P, &tmp, &lr->sh);
         if (best_ops < 0 || ops < best_ops || (ops == best_ops && cost < best_cost))

@@ -304,6 +304,27 @@ double pass_part_reshard_cost(part *P, ir_value *v, const ir_sharding *req)
     return cost;
 }
 
+/* Operand i of P->op already resharded to req for this phase and
+ * repetition, or NULL. */
+static ir_value *made_as(const part *P, int i, const ir_sharding *req)
+{
+    const ir_value *lv = P->op->in[i];
+    for (int k = P->made_first[lv->id]; k >= 0; k = ((reshard_made *)P->made.v[k])->next) {
+        const reshard_made *r = P->made.v[k];
+        if (r->rep == P->op->rep && r->phase == P->op->phase && r->to.partial == req->partial &&
+            ir_sharding_eq(&r->to, req, lv->type.rank))
+            return r->v;
+    }
+    return NULL;
+}
+
+double pass_part_operand_cost(part *P, int i, const ir_sharding *req)
+{
+    if (made_as(P, i, req))
+        return 0;
+    return pass_part_reshard_cost(P, P->map[P->op->in[i]->id], req);
+}
+
 ir_value *pass_part_operand(part *P, int i, const ir_sharding *req, const char *need)
 {
     const ir_value *lv = P->op->in[i];
@@ -311,12 +332,9 @@ ir_value *pass_part_operand(part *P, int i, const ir_sharding *req, const char *
     if (why) /* the rule or annotation behind the operand's sharding */
         need = su_sprintf(&P->dst->arena, "%s; %s has its sharding by: %s", need,
                           lname(P, lv), why);
-    for (int k = P->made_first[lv->id]; k >= 0; k = ((reshard_made *)P->made.v[k])->next) {
-        const reshard_made *r = P->made.v[k];
-        if (r->rep == P->op->rep && r->phase == P->op->phase && r->to.partial == req->partial &&
-            ir_sharding_eq(&r->to, req, lv->type.rank))
-            return r->v;
-    }
+    ir_value *made = made_as(P, i, req);
+    if (made)
+        return made;
     P->need = need;
     ir_value *from = P->map[lv->id], *v = pass_part_reshard(P, from, req);
     P->need = NULL;

@@ -29,6 +29,9 @@ typedef struct prop {
     const char **names; /* per value id: its name in the printed IR */
     bool changed;       /* some value was decided in this sweep */
     int only;           /* which ops the sweeps visit: ONLY_* */
+    ir_sharding *pin;   /* per value id: a layout kept across reruns (kind
+                         * NONE: none), see scatter_partials */
+    const char **pin_why;
 } prop;
 
 /* A training step is propagated in three rounds: the forward ops alone, so
@@ -246,14 +249,35 @@ static mm_dims mm_layout(const ir_op *op)
     return m;
 }
 
-/* Keeps b's N axes and drops the clashing ones from M: gathering a, the
- * smaller operand, costs less than gathering b (sequence parallelism:
- * gather the activations, not the weights). */
+/* Whether v is annotated, or a transpose or cast of a value that is (a
+ * weight's transpose in the backward). */
+static bool annotated(const ir_value *v)
+{
+    for (int i = 0; v && i < 4; i++, v = v->def && v->def->nin ? v->def->in[0] : NULL) {
+        if (v->sh.kind == IR_SH_FIXED)
+            return true;
+        if (!v->def || (v->def->code != IR_TRANSPOSE && v->def->code != IR_CAST))
+            return false;
+    }
+    return false;
+}
+
+/* Keeps b's N axes and drops the clashing ones from M, gathering a, when
+ * b's split is the user's annotation and a's was propagated (a weight
+ * annotated shard(_, tp) under a sequence-split activation: Megatron's
+ * sequence parallelism gathers the activation and keeps the weight split,
+ * as annotated), or, when neither or both are annotations, when a is the
+ * smaller operand and so costs less to gather. An annotated a with a
+ * propagated b keeps M. */
 static bool keep_n(prop *p, const ir_op *op, const mm_dims *d, cand *c)
 {
     const ir_value *a = op->in[0], *b = op->in[1];
     const ir_sharding *sa = sh_of(a), *sb = sh_of(b);
-    if (d->am < 0 || d->rn < 0 || ir_type_numel(&a->type) >= ir_type_numel(&b->type))
+    if (d->am < 0 || d->rn < 0)
+        return false;
+    bool fa = annotated(a), fb = annotated(b);
+    bool by_note = fb && !fa;
+    if (!by_note && (fa != fb || ir_type_numel(&a->type) >= ir_type_numel(&b->type)))
         return false;
     bool clash = false;
     char na[NAME_LEN], nb[NAME_LEN];
@@ -265,11 +289,14 @@ static bool keep_n(prop *p, const ir_op *op, const mm_dims *d, cand *c)
     int k = 0;
     for (int i = 0; i < sa->naxes[d->am]; i++) {
         int ax = sa->axes[d->am][i];
-        if (memchr(sb->axes[d->bn], ax, sb->naxes[d->bn]))
+        if (!memchr(sb->axes[d->bn], ax, sb->naxes[d->bn]))
+            c->sh.axes[d->rm][k++] = (uint8_t)ax;
+        else if (by_note)
+            note(c, "; dropped %s from the M dim: the N dim has it, by %s's annotation, and "
+                 "%s's split was propagated", p->m->mesh.name[ax], vname(b, nb), vname(a, na));
+        else
             note(c, "; dropped %s from the M dim: the N dim has it, and gathering %s costs "
                  "less than gathering %s", p->m->mesh.name[ax], vname(a, na), vname(b, nb));
-        else
-            c->sh.axes[d->rm][k++] = (uint8_t)ax;
     }
     c->sh.naxes[d->rm] = (uint8_t)k;
     return true;
@@ -796,6 +823,11 @@ static void start_value(prop *p, ir_value *v)
         memset(&v->sh, 0, sizeof v->sh);
     if (v->sh.kind == IR_SH_FIXED && p->ex && v->id >= 0 && v->id < p->ex->nvalues)
         p->ex->why[v->id] = "annotation";
+    if (p->pin && v->sh.kind == IR_SH_NONE && p->pin[v->id].kind != IR_SH_NONE) {
+        v->sh = p->pin[v->id];
+        if (p->ex && v->id < p->ex->nvalues)
+            p->ex->why[v->id] = p->pin_why[v->id];
+    }
 }
 
 /* After: whatever no rule reached is replicated. */
@@ -809,6 +841,142 @@ static void finish_value(prop *p, ir_value *v)
     commit(p, v, &c);
 }
 
+/* ---- partial sums scattered to where their readers split them ---- */
+
+static unsigned used_axes(const ir_sharding *s, int rank)
+{
+    unsigned u = 0;
+    for (int d = 0; d < rank; d++)
+        for (int i = 0; i < s->naxes[d]; i++)
+            u |= 1u << s->axes[d][i];
+    return u;
+}
+
+/* The dim of v (an operand of reader c) that c's result splits over axis
+ * ax, as c's rule asks of its operand: -1 where c's result does not split
+ * ax (c does not care), -2 where c is not an op whose operand follows its
+ * result dim for dim (elementwise, sum, mean, amax), or the dim is
+ * broadcast. */
+static int reader_dim(const ir_op *c, const ir_value *v, int ax)
+{
+    const ir_value *r = c->res[0];
+    int cls = ir_ops[c->code].cls, rd = -1;
+    for (int d = 0; d < r->type.rank && rd < 0; d++)
+        if (memchr(r->sh.axes[d], ax, r->sh.naxes[d]))
+            rd = d;
+    if (cls == IR_C_BINARY || cls == IR_C_UNARY) {
+        if (rd < 0)
+            return -1;
+        int vd = rd - (r->type.rank - v->type.rank);
+        return vd >= 0 && v->type.dim[vd] == r->type.dim[rd] ? vd : -2;
+    }
+    if (c->code == IR_SUM || c->code == IR_MEAN || c->code == IR_AMAX) {
+        if (rd < 0)
+            return -1;
+        int k = (int)(c->a.axis < 0 ? c->a.axis + v->type.rank : c->a.axis);
+        return c->a.keepdims || rd < k ? rd : rd + 1;
+    }
+    return -2;
+}
+
+/* A matmul whose operands both split K over an axis the result does not
+ * use makes a partial sum over it, which the partitioner resolves where
+ * it is made: all-reduced to the result's layout. Where every reader that
+ * splits that axis splits it on the same dim d (and no reader is of
+ * another kind), the result splits d over it instead, so the sum is
+ * reduce-scattered, half the bytes, and the readers need nothing moved:
+ * Megatron's sequence parallelism, the row-parallel layer's output and the
+ * column-parallel layer's input gradient scattered along the sequence. The
+ * same goes for an elementwise result of such a partial value, so a bias
+ * added before the residual does not keep the sum whole. Such a layout is
+ * pinned and propagation rerun from the annotations, so the values that
+ * follow it settle anew; returns how many were pinned. */
+static int scatter_partials(prop *p)
+{
+    ir_module *m = p->m;
+    size_t nv = (size_t)(m->next_id > 0 ? m->next_id : 1);
+    int pinned = 0;
+    unsigned *mask = su_alloc(&m->arena, nv * sizeof *mask);
+    bool *blocked = su_alloc(&m->arena, nv * sizeof *blocked);
+    int *dim = su_alloc(&m->arena, nv * sizeof *dim);
+    memset(mask, 0, nv * sizeof *mask);
+    memset(blocked, 0, nv * sizeof *blocked);
+    for (size_t i = 0; i < nv; i++)
+        dim[i] = -1;
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (op->nres != 1 || op->res[0]->sh.kind != IR_SH_AUTO)
+            continue;
+        const ir_value *r = op->res[0];
+        unsigned mk = 0;
+        if (op->code == IR_MATMUL && op->in[0]->type.rank >= 2 && op->in[1]->type.rank >= 2) {
+            mm_dims d = mm_layout(op);
+            const ir_sharding *sa = sh_of(op->in[0]), *sb = sh_of(op->in[1]);
+            for (int j = 0; j < sa->naxes[d.ak]; j++)
+                if (memchr(sb->axes[d.bk], sa->axes[d.ak][j], sb->naxes[d.bk]))
+                    mk |= 1u << sa->axes[d.ak][j];
+        } else if (ir_ops[op->code].cls == IR_C_BINARY || ir_ops[op->code].cls == IR_C_UNARY) {
+            for (int j = 0; j < op->nin; j++)
+                mk |= mask[op->in[j]->id];
+        }
+        mask[r->id] = mk & ~used_axes(&r->sh, r->type.rank);
+    }
+    /* every reader of a candidate, for each of its axes: one dim, or blocked */
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *c = IR_OP(m, i);
+        for (int j = 0; j < c->nin; j++) {
+            const ir_value *v = c->in[j];
+            if (!mask[v->id] || blocked[v->id])
+                continue;
+            if (c->nres != 1) {
+                blocked[v->id] = true;
+                continue;
+            }
+            int ax = __builtin_ctz(mask[v->id]); /* the lowest axis only */
+            int d = reader_dim(c, v, ax);
+            if (d == -2 || (d >= 0 && dim[v->id] >= 0 && dim[v->id] != d))
+                blocked[v->id] = true;
+            else if (d >= 0)
+                dim[v->id] = d;
+        }
+    }
+    for (int i = 0; i < m->outputs.n; i++)
+        blocked[IR_OUTPUT(m, i)->v->id] = true;
+    for (int i = 0; i < m->updates.n; i++) {
+        const ir_update *u = IR_UPDATE(m, i);
+        if (u->src)
+            blocked[u->src->id] = true;
+        if (u->grad)
+            blocked[u->grad->id] = true;
+    }
+    if (m->train.loss)
+        blocked[m->train.loss->id] = true;
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (op->nres != 1)
+            continue;
+        const ir_value *v = op->res[0];
+        int d = dim[v->id];
+        if (!mask[v->id] || blocked[v->id] || d < 0 || v->sh.naxes[d] ||
+            p->pin[v->id].kind != IR_SH_NONE)
+            continue;
+        int ax = __builtin_ctz(mask[v->id]);
+        if (v->type.dim[d] % m->mesh.size[ax])
+            continue;
+        ir_sharding sh = v->sh;
+        sh.axes[d][0] = (uint8_t)ax;
+        sh.naxes[d] = 1;
+        p->pin[v->id] = sh;
+        const char *was = p->ex && v->id < p->ex->nvalues ? p->ex->why[v->id] : NULL;
+        p->pin_why[v->id] = su_sprintf(&m->arena, "%s%s%s on dim %d, as its readers split it: "
+                                       "its partial sum over %s is reduce-scattered there, "
+                                       "not all-reduced", was ? was : "", was ? "; " : "",
+                                       m->mesh.name[ax], d, m->mesh.name[ax]);
+        pinned++;
+    }
+    return pinned;
+}
+
 bool pass_propagate(ir_module *m, pass_explain *ex, su_buf *err)
 {
     (void)err; /* no contradiction is possible: rules only fill NONE values */
@@ -820,21 +988,31 @@ bool pass_propagate(ir_module *m, pass_explain *ex, su_buf *err)
         ex->why = su_alloc(&m->arena, n * sizeof *ex->why);
         ex->tie = su_alloc(&m->arena, n * sizeof *ex->tie);
     }
-    each_value(m, start_value, &p);
-    static const int rounds[] = {ONLY_FORWARD, ONLY_OPTIM, ONLY_ALL};
-    for (int k = m->updates.n ? 0 : 2; k < 3; k++) {
-        p.only = rounds[k];
-        if (p.only == ONLY_OPTIM)
-            seed_param_casts(&p);
-        do { /* each sweep decides values for good, so this ends */
-            p.changed = false;
-            sweep_forward(&p);
-            sweep_backward(&p);
-        } while (p.changed);
+    size_t nv = (size_t)(m->next_id > 0 ? m->next_id : 1);
+    p.pin = su_alloc(&m->arena, nv * sizeof *p.pin);
+    p.pin_why = su_alloc(&m->arena, nv * sizeof *p.pin_why);
+    memset(p.pin, 0, nv * sizeof *p.pin);
+    /* each rerun pins at least one more value, each at most once: at most
+     * a few reruns in practice (a chain of elementwise ops is one each) */
+    for (int run = 0; run < 8; run++) {
+        each_value(m, start_value, &p);
+        static const int rounds[] = {ONLY_FORWARD, ONLY_OPTIM, ONLY_ALL};
+        for (int k = m->updates.n ? 0 : 2; k < 3; k++) {
+            p.only = rounds[k];
+            if (p.only == ONLY_OPTIM)
+                seed_param_casts(&p);
+            do { /* each sweep decides values for good, so this ends */
+                p.changed = false;
+                sweep_forward(&p);
+                sweep_backward(&p);
+            } while (p.changed);
+        }
+        if (m->train.zero == 3) /* last: every use sees the param whole, as ZeRO-3 gathers it */
+            zero3_params(&p);
+        each_value(m, finish_value, &p);
+        if (!scatter_partials(&p))
+            break;
     }
-    if (m->train.zero == 3) /* last: every use sees the param whole, as ZeRO-3 gathers it */
-        zero3_params(&p);
-    each_value(m, finish_value, &p);
     return true;
 }
 

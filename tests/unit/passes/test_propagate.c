@@ -203,7 +203,11 @@ static void test_matmul(void)
         "%o = matmul %p, %q : f32[8, 16]\n"
         "%oc = constrain %o : f32[8, 16] shard(dp, tp)\n"
         "%s = add %o, %y : f32[8, 16] shard(dp, tp)\n");
-    CHECK_STR(sh(&r, "y"), "auto(_, _)");
+    /* y, partial over tp, takes its reader's tp on dim 1: reduce-scattered */
+    CHECK_STR(sh(&r, "y"), "auto(_, tp)");
+    CHECK_STR(why(&r, "y"), "forward from %w2 through matmul; tp on dim 1, as its readers "
+                            "split it: its partial sum over tp is reduce-scattered there, not "
+                            "all-reduced");
     CHECK_STR(sh(&r, "h"), "auto(_, tp)");
     CHECK_STR(why(&r, "h"), "backward from %y through matmul (operand a); K dim from %w2");
     CHECK_STR(sh(&r, "x"), "auto(_, tp)");
@@ -215,6 +219,35 @@ static void test_matmul(void)
     /* q's K from p's K (none), N from the result */
     CHECK_STR(sh(&r, "q"), "auto(_, tp)");
     CHECK_STR(why(&r, "q"), "backward from %o through matmul (operand b)");
+    ir_module_free(r.m);
+}
+
+/* A partial sum goes to its readers' split through a bias add (the
+ * row-parallel layer of sequence parallelism), not where a reader is of
+ * another kind or wants it whole. */
+static void test_scatter_partials(void)
+{
+    run r = propagate(MESH
+        "%x = input {name = \"x\"} : f32[8, 16, 64] shard(dp, _, tp)\n"
+        "%w = param {name = \"w\", init = zeros} : f32[64, 32] shard(tp, _)\n"
+        "%bias = param {name = \"bias\", init = zeros} : f32[32]\n"
+        "%y = matmul %x, %w : f32[8, 16, 32]\n"
+        "%z = add %y, %bias : f32[8, 16, 32]\n"
+        "%r = input {name = \"r\"} : f32[8, 16, 32] shard(dp, tp, _)\n"
+        "%s = add %r, %z : f32[8, 16, 32]\n"
+        "%y2 = matmul %x, %w : f32[8, 16, 32]\n"
+        "%e = exp %y2 : f32[8, 16, 32]\n"
+        "%q = input {name = \"q\"} : f32[32, 4]\n"
+        "%m = matmul %y2, %q : f32[8, 16, 4]\n"
+        "%f = add %r, %e : f32[8, 16, 32]\n");
+    CHECK_STR(sh(&r, "s"), "auto(dp, tp, _)");
+    CHECK_STR(sh(&r, "z"), "auto(dp, tp, _)");
+    CHECK_STR(sh(&r, "y"), "auto(dp, tp, _)");
+    CHECK(strstr(why(&r, "y"), "tp on dim 1, as its readers split it") != NULL);
+    CHECK(strstr(why(&r, "z"), "tp on dim 1, as its readers split it") != NULL);
+    /* y2 is also read by a matmul: all-reduced where it is made */
+    CHECK_STR(sh(&r, "y2"), "auto(dp, _, _)");
+    CHECK_STR(sh(&r, "e"), "auto(dp, tp, _)");
     ir_module_free(r.m);
 }
 
@@ -563,6 +596,7 @@ int main(void)
     test_binary();
     test_tie_and_drops();
     test_matmul();
+    test_scatter_partials();
     test_attention();
     test_reduce();
     test_norm();
