@@ -21,6 +21,12 @@ Closed forms, per rank and step, e = 4 bytes, n ranks in the group:
                             its elements
   Megatron TP + SP:         the same bytes as TP (each all-reduce of b*s*h
                             becomes an all-gather and a reduce-scatter)
+  Megatron-LM TP + SP, as implemented: that, plus one all-gather of
+                            b*s*h per column-parallel layer in the
+                            backward (2 per layer, QKV and FC1, and the
+                            LM head: 2 L + 1), since Megatron-LM gathers
+                            each such layer's sequence-split input again
+                            for its weight's gradient rather than keep it
   PP (examples/pipeline.sh, the same GPT with its layers over pp, 1F1B):
                             a stage sends the activation b*s*h forward
                             (but the last) and its gradient b*s*h backward
@@ -95,6 +101,8 @@ def closed_form(variant, psi, local_bytes):
         ar = 2 * (tp - 1) / tp
         total += (4 * DEFINES["L"] + 1) * ar * b * s * h * e
         total += 3 * ar * b * s * e             # cross-entropy max, label, sum
+        if variant.get("regather"):
+            total += (2 * DEFINES["L"] + 1) * (tp - 1) / tp * b * s * h * e
     return total
 
 
@@ -105,6 +113,8 @@ VARIANTS = [
     {"name": "ZeRO-3 8", "mesh": "8x1", "zero": 3},
     {"name": "TP 8", "mesh": "1x8"},
     {"name": "TP 8 + SP", "mesh": "1x8", "sp": True},
+    {"name": "TP 8 + SP against Megatron-LM's re-gathers", "mesh": "1x8", "sp": True,
+     "regather": True},
     {"name": "DP 2 x TP 4", "mesh": "2x4"},
     {"name": "PP 8 (busiest stage)", "mesh": "1x8x1", "pp": True},
 ]

@@ -705,9 +705,43 @@ void pass_part_embedding_grad(part *P)
             return;
         }
     }
+    /* Rows split over an axis make the table's gradient partial over it:
+     * an all-reduce of the whole [V, D] table. Where gathering the rows
+     * over some of those axes moves fewer bytes (the rows of a sequence
+     * split over tp: b*s*D gathered against 2 V*D reduced), they are
+     * gathered there; the cheapest subset of the axes, all kept on a tie.
+     * Only the axes of the rows' inner dims: the batch dim's (data
+     * parallelism) sum the table's gradient over ranks as every other
+     * param's is, bucketed with them. */
+    ir_value *cx = P->map[op->in[0]->id], *cd = P->map[op->in[1]->id];
+    unsigned inner = 0;
+    for (int d = 1; d + 1 < op->in[1]->type.rank; d++)
+        for (int i = 0; i < qd.naxes[d]; i++)
+            inner |= 1u << qd.axes[d][i];
+    unsigned kept = nat.partial & inner, best_drop = 0;
+    double best = -1;
+    const char *need = "rows stay where they are, summed over ranks after";
+    for (unsigned drop = 0; drop <= kept && kept < 1u << 12; drop++) {
+        if (drop & ~kept)
+            continue;
+        ir_sharding si = pass_part_strip_axes(qi, drop), sd = pass_part_strip_axes(qd, drop);
+        ir_sharding sn = nat;
+        sn.partial = (uint16_t)(nat.partial & ~drop);
+        ir_value t = {.type = pass_part_local_type(me, &lr->type, &sn), .sh = sn};
+        double c = pass_part_reshard_cost(P, cx, &si) + pass_part_reshard_cost(P, cd, &sd) +
+                   pass_part_reshard_cost(P, &t, &lr->sh);
+        if (best < 0 || c < best)
+            best = c, best_drop = drop;
+    }
+    if (best_drop) {
+        qi = pass_part_strip_axes(qi, best_drop);
+        qd = pass_part_strip_axes(qd, best_drop);
+        nat.partial = (uint16_t)(nat.partial & ~best_drop);
+        need = "rows gathered where that moves fewer bytes than summing the table's gradient "
+               "over ranks";
+    }
     ir_value *in[2] = {pass_part_operand(P, 0, &qi, "ids follow the gradient's rows"),
-                       pass_part_operand(P, 1, &qd,
-                                         "rows stay where they are, summed over ranks after")};
+                       pass_part_operand(P, 1, &qd, need)};
     ir_attrs a = op->a;
     a.list[1] /= ir_sharding_split(&nat, me, 1);
     pass_part_map_result(P, pass_part_emit_local(P, IR_EMBEDDING_GRAD, in, 2, &a), &nat);
