@@ -590,13 +590,14 @@ static void lower_train(fe_lower *L, fe_ctx *c, const ast_stmt *st)
     optimizer_eval(L, st->expr, t);
     if (st->expr2) {
         int64_t k = fe_const_eval(L, c->scope, st->expr2);
-        if (k < 1 || k > 3)
-            fe_fail(L, st->expr2->loc, "zero stage must be 1, 2 or 3, got %lld", (long long)k);
+        if (k < 0 || k > 3)
+            fe_fail(L, st->expr2->loc, "zero stage must be 0, 1, 2 or 3, got %lld",
+                    (long long)k);
         int ax = ir_mesh_axis(&L->m->mesh, st->axis, strlen(st->axis));
         if (ax < 0)
             fe_fail(L, st->axis_loc, "unknown mesh axis '%s'", st->axis);
-        t->zero = (int)k;
-        t->zero_axis = ax;
+        t->zero = (int)k; /* 0: no ZeRO, so that -D can switch it off */
+        t->zero_axis = k ? ax : -1;
     }
     t->loss = loss;
 }
