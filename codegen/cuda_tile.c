@@ -296,6 +296,8 @@ static const char *ew_expr(gen *G, const ir_op *op, const char *a, const char *b
     case IR_LOG: return cg_fmt(G, "logf(%s)", a);
     case IR_SQRT: return cg_fmt(G, "sqrtf(%s)", a);
     case IR_RSQRT: return cg_fmt(G, "1.0f / sqrtf(%s)", a);
+    case IR_SIN: return cg_fmt(G, "sinf(%s)", a);
+    case IR_COS: return cg_fmt(G, "cosf(%s)", a);
     case IR_EXPAND: return a;
     case IR_MOMENTUM: /* (buf, g, p) */
         return cg_fmt(G, "%s * %s + (%s + %s * %s)", cg_f32_text(G, (float)at->momentum), a, b,

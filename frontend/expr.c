@@ -168,6 +168,8 @@ static double fold_unary(ir_opcode code, double x)
     case IR_LOG: return log(x);
     case IR_SQRT: return sqrt(x);
     case IR_RSQRT: return 1 / sqrt(x);
+    case IR_SIN: return sin(x);
+    case IR_COS: return cos(x);
     default: su_unreachable();
     }
 }
@@ -243,7 +245,8 @@ static const fe_builtin builtins[] = {
     {"sigmoid", IR_SIGMOID, 1, {T("x")}}, {"exp", IR_EXP, 1, {T("x")}},
     {"log", IR_LOG, 1, {T("x")}},         {"sqrt", IR_SQRT, 1, {T("x")}},
     {"rsqrt", IR_RSQRT, 1, {T("x")}},     {"neg", IR_NEG, 1, {T("x")}},
-    {"abs", IR_ABS, 1, {T("x")}},
+    {"abs", IR_ABS, 1, {T("x")}},         {"sin", IR_SIN, 1, {T("x")}},
+    {"cos", IR_COS, 1, {T("x")}},
     {"max", IR_MAX, 2, {T("a"), T("b")}}, {"min", IR_MIN, 2, {T("a"), T("b")}},
     {"pow", IR_POW, 2, {T("a"), T("b")}},
     {"sum", IR_SUM, 3, {T("x"), {"axis", P_INT, true, 0}, {"keepdims", P_BOOL, true, 0}}},

@@ -641,6 +641,8 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
     case IR_LOG:
     case IR_SQRT:
     case IR_RSQRT:
+    case IR_SIN:
+    case IR_COS:
         *out = *in[0];
         return need_float(c, in[0]);
     case IR_CAST:

@@ -355,6 +355,8 @@ static void grad_unary(ad *A, const ir_op *op, ir_value *gy)
     case IR_RSQRT: /* -y^3 / 2 */
         g = op2(A, IR_MUL, scale(A, gy, -0.5), op2(A, IR_MUL, y, op2(A, IR_MUL, y, y)));
         break;
+    case IR_SIN: g = op2(A, IR_MUL, gy, op1(A, IR_COS, x)); break;
+    case IR_COS: g = op2(A, IR_MUL, op1(A, IR_NEG, gy), op1(A, IR_SIN, x)); break;
     case IR_CAST: {
         if (!ir_dtype_is_float(x->type.dtype))
             return;

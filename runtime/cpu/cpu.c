@@ -376,6 +376,8 @@ static int k_unary(const rt_instr *in, const void *x, void *y, su_status *err)
     case RT_OP_EXP: MAP(expf(X)); break;
     case RT_OP_LOG: MAP(logf(X)); break;
     case RT_OP_SQRT: MAP(sqrtf(X)); break;
+    case RT_OP_SIN: MAP(sinf(X)); break;
+    case RT_OP_COS: MAP(cosf(X)); break;
     default: MAP(1.0f / sqrtf(X)); break; /* rsqrt */
     }
     return 0;
@@ -948,6 +950,8 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
     case RT_OP_LOG:
     case RT_OP_SQRT:
     case RT_OP_RSQRT:
+    case RT_OP_SIN:
+    case RT_OP_COS:
         return k_unary(in, x[0], y, err);
     case RT_OP_CAST:
         return k_cast(in, x[0], y);

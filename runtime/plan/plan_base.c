@@ -62,7 +62,7 @@ bool rt_op_in_place(int op)
     case RT_OP_SILU_GRAD:
     case RT_OP_NEG: case RT_OP_ABS: case RT_OP_RELU: case RT_OP_GELU: case RT_OP_SILU:
     case RT_OP_TANH: case RT_OP_SIGMOID: case RT_OP_EXP: case RT_OP_LOG: case RT_OP_SQRT:
-    case RT_OP_RSQRT:
+    case RT_OP_RSQRT: case RT_OP_SIN: case RT_OP_COS:
     case RT_OP_MOMENTUM: case RT_OP_SGD: case RT_OP_ADAM_M: case RT_OP_ADAM_V:
     case RT_OP_ADAMW:
     case RT_OP_INSERT: /* over its bucket: the rest of it is already in place */

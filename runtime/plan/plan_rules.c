@@ -635,7 +635,7 @@ bool rt_check_operands(const rt_instr *in, su_status *err)
 
 static bool is_unary(int op)
 {
-    return op >= RT_OP_NEG && op <= RT_OP_RSQRT;
+    return (op >= RT_OP_NEG && op <= RT_OP_RSQRT) || op == RT_OP_SIN || op == RT_OP_COS;
 }
 
 static bool is_binary(int op)

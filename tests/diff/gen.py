@@ -36,7 +36,8 @@ import re
 import sys
 
 AXIS_NAMES = ["dp", "tp", "sp", "ep", "a", "b", "c"]
-UNARY = ["relu", "gelu", "silu", "tanh", "sigmoid", "exp", "log", "sqrt", "rsqrt", "neg", "abs"]
+UNARY = ["relu", "gelu", "silu", "tanh", "sigmoid", "exp", "log", "sqrt", "rsqrt", "neg", "abs",
+         "sin", "cos"]
 
 
 class Value:
@@ -185,7 +186,7 @@ class Gen:
             return f"sqrt({self.pos(t)} + 0.5)", (m + 0.5) ** 0.5
         if f == "rsqrt":
             return f"rsqrt({self.pos(t)} + 1.0)", 1.0
-        if f in ("tanh", "sigmoid"):
+        if f in ("tanh", "sigmoid", "sin", "cos"):
             return f"{f}({t})", 1.0
         return f"{f}({t})", m
 

@@ -8,7 +8,8 @@
 # keeps the last dim (runs of 45, single words), a softmax over rows of
 # 1500 (a block's), and reductions over a middle axis: of 200 elements (a
 # block per 32 results, its warps splitting the axis; 37 columns leave the
-# second 32 partly empty) and of 4 (a thread per result).
+# second 32 partly empty) and of 4 (a thread per result); sin and cos,
+# forward and backward, of the embedded rows.
 mesh a
 input ids : i32[2500]
 input lab : i32[2500]
@@ -21,7 +22,7 @@ param e   : f32[50, 300] = normal(1.0)
 param w   : f32[300, 24] = normal(0.05)
 param wz  : f32[3000] = normal(1.0)
 h = embedding(e, ids)
-loss = cross_entropy(h @ w, lab) + cross_entropy(z * wz, lz)
+loss = cross_entropy(h @ w, lab) + cross_entropy(z * wz, lz) + 0.1 * mean(sin(h) * cos(h))
 u = transpose(t, [2, 0, 1])
 v = transpose(t, [1, 0, 2])
 s = softmax(y, axis = -1)

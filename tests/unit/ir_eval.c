@@ -220,6 +220,8 @@ static double unop(const ir_op *op, double x)
     case IR_LOG: return log(x);
     case IR_SQRT: return sqrt(x);
     case IR_RSQRT: return 1.0 / sqrt(x);
+    case IR_SIN: return sin(x);
+    case IR_COS: return cos(x);
     case IR_CAST: return op->a.dtype == IR_I32 ? to_i32(x) : x;
     default: su_unreachable();
     }

@@ -130,7 +130,7 @@ static void test_binary(void)
 static void test_unary(void)
 {
     static const ir_opcode floats[] = {IR_RELU, IR_GELU, IR_SILU, IR_TANH, IR_SIGMOID,
-                                       IR_EXP, IR_LOG, IR_SQRT, IR_RSQRT};
+                                       IR_EXP, IR_LOG, IR_SQRT, IR_RSQRT, IR_SIN, IR_COS};
     for (size_t i = 0; i < sizeof floats / sizeof *floats; i++) {
         char want[100];
         CHECK_STR(INF(floats[i], NULL, "bf16[2, 3]"), "bf16[2, 3]");

@@ -528,7 +528,8 @@ static const gcase unary_cases[] = {
     UNARY("neg", -2, 2, 0),     UNARY("abs", -2, 2, 0.05),  UNARY("relu", -2, 2, 0.05),
     UNARY("gelu", -3, 3, 0),    UNARY("silu", -3, 3, 0),    UNARY("tanh", -2, 2, 0),
     UNARY("sigmoid", -3, 3, 0), UNARY("exp", -2, 2, 0),     UNARY("log", 0.5, 2, 0),
-    UNARY("sqrt", 0.5, 2, 0),   UNARY("rsqrt", 0.5, 2, 0),
+    UNARY("sqrt", 0.5, 2, 0),   UNARY("rsqrt", 0.5, 2, 0),  UNARY("sin", -3, 3, 0),
+    UNARY("cos", -3, 3, 0),
     {"cast f32", P3x4 "%y = cast %a {dtype = f32} : f32[3, 4]\n", -2, 2, 0, 0},
     {"constrain", P3x4 "%y = constrain %a : f32[3, 4]\n", -2, 2, 0, 0},
 };

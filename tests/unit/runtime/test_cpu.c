@@ -456,6 +456,8 @@ static double ref_un(int op, double x)
     case RT_OP_EXP: return exp(x);
     case RT_OP_LOG: return log(x);
     case RT_OP_SQRT: return sqrt(x);
+    case RT_OP_SIN: return sin(x);
+    case RT_OP_COS: return cos(x);
     default: return 1 / sqrt(x);
     }
 }
@@ -480,6 +482,13 @@ static void unary_case(int op, const char *s, double lo, double hi, int inplace)
 
 static void test_unary(void)
 {
+    static const int extra[] = {RT_OP_SIN, RT_OP_COS};
+    for (int i = 0; i < 2; i++) {
+        unary_case(extra[i], "f32[3, 37]", -20, 20, 0);
+        unary_case(extra[i], "f32[129]", -6, 6, 1);
+        unary_case(extra[i], "bf16[4, 5]", -6, 6, 0);
+        unary_case(extra[i], "f16[17]", -6, 6, 1);
+    }
     for (int op = RT_OP_NEG; op <= RT_OP_RSQRT; op++) {
         int positive = op == RT_OP_LOG || op == RT_OP_SQRT || op == RT_OP_RSQRT;
         double lo = positive ? 0.01 : -6, hi = positive ? 50 : 6;
