@@ -246,7 +246,7 @@ static const fe_builtin builtins[] = {
     {"log", IR_LOG, 1, {T("x")}},         {"sqrt", IR_SQRT, 1, {T("x")}},
     {"rsqrt", IR_RSQRT, 1, {T("x")}},     {"neg", IR_NEG, 1, {T("x")}},
     {"abs", IR_ABS, 1, {T("x")}},         {"sin", IR_SIN, 1, {T("x")}},
-    {"cos", IR_COS, 1, {T("x")}},
+    {"cos", IR_COS, 1, {T("x")}},         {"stop_gradient", IR_STOP_GRADIENT, 1, {T("x")}},
     {"max", IR_MAX, 2, {T("a"), T("b")}}, {"min", IR_MIN, 2, {T("a"), T("b")}},
     {"pow", IR_POW, 2, {T("a"), T("b")}},
     {"sum", IR_SUM, 3, {T("x"), {"axis", P_INT, true, 0}, {"keepdims", P_BOOL, true, 0}}},
@@ -410,6 +410,11 @@ static fe_val call_builtin(fe_lower *L, fe_scope *s, fe_frame *f, const fe_built
     if (info->cls == IR_C_BINARY)
         return binary(L, b->code, A.t[0], A.t[1], loc);
     switch (b->code) {
+    case IR_STOP_GRADIENT:
+        if (!A.t[0].v) /* a number has no gradient */
+            return A.t[0];
+        in[0] = A.t[0].v;
+        break;
     case IR_CAST:
         a.dtype = A.dtype;
         if (!A.t[0].v)

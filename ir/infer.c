@@ -630,6 +630,7 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
     case IR_NEG:
     case IR_ABS:
     case IR_CONSTRAIN:
+    case IR_STOP_GRADIENT:
         *out = *in[0];
         return true;
     case IR_RELU:

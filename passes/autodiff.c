@@ -375,6 +375,7 @@ static void grad_layout(ad *A, const ir_op *op, ir_value *gy)
     ir_value *x = op->in[0];
     switch (op->code) {
     case IR_CONSTRAIN: add_grad(A, x, gy); return;
+    case IR_STOP_GRADIENT: return;
     case IR_RESHAPE: add_grad(A, x, reshape(A, gy, &x->type)); return;
     case IR_TRANSPOSE: {
         ir_attrs a = {.nlist = op->a.nlist};
@@ -544,7 +545,7 @@ static void mark_needs(ad *A)
     for (int i = 0; i < A->m->ops.n; i++) {
         const ir_op *op = IR_OP(A->m, i);
         bool any = op->code == IR_PARAM;
-        for (int j = 0; j < op->nin; j++)
+        for (int j = 0; j < op->nin && op->code != IR_STOP_GRADIENT; j++)
             any |= A->needs[op->in[j]->id];
         for (int r = 0; r < op->nres; r++)
             A->needs[op->res[r]->id] = any && ir_dtype_is_float(op->res[r]->type.dtype);
@@ -565,6 +566,53 @@ static void after_step(ir_module *m)
     }
 }
 
+/* Whether v reads a stop_gradient (before it, in program order). */
+static bool stopped(ir_module *m, const ir_value *v)
+{
+    bool *on = su_alloc(&m->arena, (size_t)(m->next_id + 1) * sizeof *on);
+    memset(on, 0, (size_t)(m->next_id + 1) * sizeof *on);
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        bool any = op->code == IR_STOP_GRADIENT;
+        for (int j = 0; j < op->nin; j++)
+            any |= on[op->in[j]->id];
+        for (int r = 0; r < op->nres; r++)
+            on[op->res[r]->id] = any;
+    }
+    return on[v->id];
+}
+
+/* Every stop_gradient replaced by its operand, once autodiff has read
+ * them: no later pass sees one. */
+static void drop_stops(ir_module *m)
+{
+    ir_value **rep = NULL;
+    int n = 0;
+    for (int i = 0; i < m->ops.n; i++) {
+        ir_op *op = IR_OP(m, i);
+        for (int j = 0; j < op->nin && rep; j++)
+            if (rep[op->in[j]->id])
+                op->in[j] = rep[op->in[j]->id];
+        if (op->code != IR_STOP_GRADIENT) {
+            m->ops.v[n++] = op;
+            continue;
+        }
+        if (!rep) {
+            rep = su_alloc(&m->arena, (size_t)(m->next_id + 1) * sizeof *rep);
+            memset(rep, 0, (size_t)(m->next_id + 1) * sizeof *rep);
+        }
+        rep[op->res[0]->id] = op->in[0];
+    }
+    m->ops.n = n;
+    if (!rep)
+        return;
+    for (int i = 0; i < m->outputs.n; i++)
+        if (rep[IR_OUTPUT(m, i)->v->id])
+            IR_OUTPUT(m, i)->v = rep[IR_OUTPUT(m, i)->v->id];
+    if (m->train.loss && rep[m->train.loss->id])
+        m->train.loss = rep[m->train.loss->id];
+}
+
 static bool run(ad *A, pass_grads *grads)
 {
     ir_module *m = A->m;
@@ -572,8 +620,9 @@ static bool run(ad *A, pass_grads *grads)
     mark_needs(A);
     A->phase = IR_PH_BACKWARD;
     ir_value *loss = m->train.loss;
-    if (!A->needs[loss->id]) { /* models: the frontend says so first */
-        snprintf(A->err, sizeof A->err, "the loss does not depend on any param");
+    if (!A->needs[loss->id]) { /* models: the frontend says so first, but for stop_gradient */
+        snprintf(A->err, sizeof A->err, "the loss does not depend on any param%s",
+                 stopped(m, loss) ? " but through stop_gradient, so no gradient reaches one" : "");
         A->at = loss->def->loc;
         return false;
     }
@@ -616,8 +665,11 @@ bool pass_autodiff(ir_module *m, pass_grads *grads, su_buf *err, su_loc *at)
         *at = (su_loc){0, 0};
     if (grads)
         memset(grads, 0, sizeof *grads);
-    if (!m->train.loss || m->updates.n)
+    if (!m->train.loss || m->updates.n) {
+        if (!m->partitioned)
+            drop_stops(m);
         return true;
+    }
     if (m->partitioned) {
         su_buf_puts(err, "autodiff runs on the logical module, before partitioning");
         return false;
@@ -636,5 +688,6 @@ bool pass_autodiff(ir_module *m, pass_grads *grads, su_buf *err, su_loc *at)
             *at = A.at;
         return false;
     }
+    drop_stops(m);
     return true;
 }

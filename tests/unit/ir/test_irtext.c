@@ -181,6 +181,7 @@ static ir_module *all_ops(void)
         h = emit(m, binary[i], NOATTRS, 2, h, i % 2 ? c : x);
     for (int op = IR_NEG; op <= IR_COS; op++)
         h = emit(m, (ir_opcode)op, NOATTRS, 1, h);
+    h = emit(m, IR_STOP_GRADIENT, NOATTRS, 1, h);
     ir_value *cast = emit(m, IR_CAST, (ir_attrs){.dtype = IR_BF16}, 1, h);
     emit(m, IR_CAST, (ir_attrs){.dtype = IR_F16}, 1, cast);
     ir_value *att = emit(m, IR_ATTENTION, (ir_attrs){.causal = true}, 3, h, x, x);
