@@ -253,6 +253,7 @@ static const fe_builtin builtins[] = {
     {"mean", IR_MEAN, 3, {T("x"), {"axis", P_INT, true, 0}, {"keepdims", P_BOOL, true, 0}}},
     {"amax", IR_AMAX, 3, {T("x"), {"axis", P_INT, true, 0}, {"keepdims", P_BOOL, true, 0}}},
     {"softmax", IR_SOFTMAX, 2, {T("x"), {"axis", P_INT, true, -1}}},
+    {"arange", IR_IOTA, 1, {{"n", P_INT, false, 0}}},
     {"layernorm", IR_LAYERNORM, 4, {T("x"), T("g"), T("b"), {"eps", P_FLOAT, true, 1e-5}}},
     {"rmsnorm", IR_RMSNORM, 3, {T("x"), T("g"), {"eps", P_FLOAT, true, 1e-6}}},
     {"transpose", IR_TRANSPOSE, 2, {T("x"), {"perm", P_LIST, true, 0}}},
@@ -410,6 +411,13 @@ static fe_val call_builtin(fe_lower *L, fe_scope *s, fe_frame *f, const fe_built
     if (info->cls == IR_C_BINARY)
         return binary(L, b->code, A.t[0], A.t[1], loc);
     switch (b->code) {
+    case IR_IOTA: /* arange(N): i32[N], 0 .. N-1 */
+        if (A.num[0] < 1)
+            fe_fail(L, A.node[0]->loc, "arange needs a length of at least 1, got %lld",
+                    (long long)A.num[0]);
+        a.nlist = 1;
+        a.list[0] = (int64_t)A.num[0];
+        break;
     case IR_STOP_GRADIENT:
         if (!A.t[0].v) /* a number has no gradient */
             return A.t[0];
