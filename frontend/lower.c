@@ -523,11 +523,11 @@ typedef struct fe_optdesc {
 
 static const fe_optdesc sgd_opts[] = {
     {"lr", offsetof(ir_train, lr)}, {"momentum", offsetof(ir_train, momentum)},
-    {"wd", offsetof(ir_train, wd)}, {NULL, 0}};
+    {"wd", offsetof(ir_train, wd)}, {"clip", offsetof(ir_train, clip)}, {NULL, 0}};
 static const fe_optdesc adamw_opts[] = {
     {"lr", offsetof(ir_train, lr)}, {"beta1", offsetof(ir_train, beta1)},
     {"beta2", offsetof(ir_train, beta2)}, {"eps", offsetof(ir_train, eps)},
-    {"wd", offsetof(ir_train, wd)}, {NULL, 0}};
+    {"wd", offsetof(ir_train, wd)}, {"clip", offsetof(ir_train, clip)}, {NULL, 0}};
 
 /* OPTIMIZER(OPTION = VALUE, ...): named options only, lr required. */
 static void optimizer_eval(fe_lower *L, const ast_node *n, ir_train *t)
@@ -552,11 +552,13 @@ static void optimizer_eval(fe_lower *L, const ast_node *n, ir_train *t)
             o++;
         if (!o->name)
             fe_fail(L, a->loc, "%s has no option '%s' (its options: %s)", name, a->str,
-                    t->opt == IR_OPT_SGD ? "lr, momentum, wd" : "lr, beta1, beta2, eps, wd");
+                    t->opt == IR_OPT_SGD ? "lr, momentum, wd, clip"
+                                         : "lr, beta1, beta2, eps, wd, clip");
         char what[64];
         snprintf(what, sizeof what, "option '%s' of %s", a->str, name);
         double v = fe_number(L, &L->global, a->lhs, what);
-        bool ok = !strcmp(a->str, "lr") || !strcmp(a->str, "eps") ? v > 0
+        bool ok = !strcmp(a->str, "lr") || !strcmp(a->str, "eps") || !strcmp(a->str, "clip")
+                      ? v > 0
                   : !strcmp(a->str, "wd")                         ? v >= 0
                                                                   : v >= 0 && v < 1;
         if (!ok)
@@ -720,6 +722,9 @@ static void check_program(fe_lower *L)
         if (!loss_needs_param(L))
             fe_fail(L, L->train_stmt->name_loc, "train: the loss '%s' does not depend on any "
                     "param, so there is nothing to train", L->train_stmt->name);
+        if (L->m->train.clip > 0 && L->m->pipe.axis >= 0)
+            fe_fail(L, L->train_stmt->expr->loc, "clip is not supported in a pipeline yet: the "
+                    "global norm needs every stage's gradients");
     }
 }
 

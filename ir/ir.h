@@ -226,6 +226,7 @@ typedef struct ir_train {
     ir_optimizer opt;
     double lr, momentum;    /* sgd */
     double beta1, beta2, eps, wd; /* adamw (wd also sgd's weight decay) */
+    double clip;            /* the gradients' global L2 norm clipped to it; 0: none */
     int zero;               /* ZeRO stage 0..3 */
     int zero_axis;          /* mesh axis of ZeRO; -1 when zero == 0 */
 } ir_train;

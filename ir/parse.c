@@ -11,6 +11,7 @@
 #include "ir.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -888,9 +889,11 @@ static double parse_hyper(parser *p, const char *name, char sep)
     return d;
 }
 
-/* optimizer := 'sgd' '(' 'lr' '=' double ',' 'momentum' '=' double ',' 'wd' '=' double ')'
+/* optimizer := 'sgd' '(' 'lr' '=' double ',' 'momentum' '=' double ',' 'wd' '=' double
+ *                  [',' 'clip' '=' double] ')'
  *            | 'adamw' '(' 'lr' '=' double ',' 'beta1' '=' double ','
- *                   'beta2' '=' double ',' 'eps' '=' double ',' 'wd' '=' double ')' */
+ *                   'beta2' '=' double ',' 'eps' '=' double ',' 'wd' '=' double
+ *                   [',' 'clip' '=' double] ')' */
 static void parse_optimizer(parser *p, ir_train *t)
 {
     bool sgd = is_kw(p, "sgd");
@@ -907,7 +910,18 @@ static void parse_optimizer(parser *p, ir_train *t)
         t->beta2 = parse_hyper(p, "beta2", ',');
         t->eps = parse_hyper(p, "eps", ',');
     }
-    t->wd = parse_hyper(p, "wd", ')');
+    expect_kw(p, "wd");
+    expect_punct(p, '=', NULL);
+    t->wd = parse_double(p);
+    if (is_punct(p, ',')) { /* optional: clip */
+        lex(p);
+        su_loc loc = p->tok.loc;
+        t->clip = parse_hyper(p, "clip", ')');
+        if (!(t->clip > 0) || !isfinite(t->clip))
+            fail(p, loc, "clip must be a positive number");
+        return;
+    }
+    expect_punct(p, ')', "after the hyperparameters");
 }
 
 /* train := 'train' use [ 'with' optimizer ] [ 'zero' int 'over' axis ] */

@@ -385,15 +385,17 @@ static void put_train(printer *p)
         su_buf_puts(b, " with sgd(");
         put_hyper(b, "lr", t->lr, false);
         put_hyper(b, "momentum", t->momentum, false);
-        put_hyper(b, "wd", t->wd, true);
+        put_hyper(b, "wd", t->wd, !(t->clip > 0));
     } else if (t->opt == IR_OPT_ADAMW) {
         su_buf_puts(b, " with adamw(");
         put_hyper(b, "lr", t->lr, false);
         put_hyper(b, "beta1", t->beta1, false);
         put_hyper(b, "beta2", t->beta2, false);
         put_hyper(b, "eps", t->eps, false);
-        put_hyper(b, "wd", t->wd, true);
+        put_hyper(b, "wd", t->wd, !(t->clip > 0));
     }
+    if (t->opt != IR_OPT_NONE && t->clip > 0)
+        put_hyper(b, "clip", t->clip, true);
     if (t->zero > 0)
         su_buf_printf(b, " zero %d over %s", t->zero, axis_name(&p->m->mesh, t->zero_axis));
     su_buf_putc(b, '\n');

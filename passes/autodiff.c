@@ -613,6 +613,42 @@ static void drop_stops(ir_module *m)
         m->train.loss = rep[m->train.loss->id];
 }
 
+/* clip = C (torch.nn.utils.clip_grad_norm_): n, the L2 norm of every
+ * param's gradient taken together (each gradient whole, as unsharded: the
+ * partitioner all-reduces the partial sums of squares of split ones), and
+ * every gradient times min(C / (n + 1e-6), 1) before the update. Squares
+ * summed in f32 whatever the gradients' dtype. */
+static void clip_grads(ad *A, int nops)
+{
+    ir_module *m = A->m;
+    ir_value *total = NULL;
+    for (int i = 0; i < nops; i++) {
+        const ir_op *op = IR_OP(m, i);
+        ir_value *g = op->code == IR_PARAM ? A->grad[op->res[0]->id] : NULL;
+        if (!g)
+            continue;
+        ir_value *x = g->type.dtype == IR_F32 ? g : cast(A, g, IR_F32);
+        ir_value *sq = op2(A, IR_MUL, x, x);
+        while (sq->type.rank > 0)
+            sq = reduce(A, IR_SUM, sq, 0, false);
+        total = total ? op2(A, IR_ADD, total, sq) : sq;
+    }
+    if (!total)
+        return;
+    ir_value *norm = op1(A, IR_SQRT, total);
+    ir_value *f = op2(A, IR_DIV, cst(A, m->train.clip, IR_F32),
+                      op2(A, IR_ADD, norm, cst(A, 1e-6, IR_F32)));
+    f = op2(A, IR_MIN, f, cst(A, 1.0, IR_F32));
+    for (int i = 0; i < nops; i++) {
+        const ir_op *op = IR_OP(m, i);
+        ir_value **g = op->code == IR_PARAM ? &A->grad[op->res[0]->id] : NULL;
+        if (!g || !*g)
+            continue;
+        ir_value *fg = (*g)->type.dtype == IR_F32 ? f : cast(A, f, (*g)->type.dtype);
+        *g = op2(A, IR_MUL, *g, fg);
+    }
+}
+
 static bool run(ad *A, pass_grads *grads)
 {
     ir_module *m = A->m;
@@ -643,6 +679,8 @@ static bool run(ad *A, pass_grads *grads)
         grads->param = su_alloc(&m->arena, (size_t)(np + 1) * sizeof *grads->param);
         grads->grad = su_alloc(&m->arena, (size_t)(np + 1) * sizeof *grads->grad);
     }
+    if (m->train.clip > 0)
+        clip_grads(A, nops);
     ir_value *step = NULL;
     for (int i = 0; i < nops; i++) {
         const ir_op *op = IR_OP(m, i);

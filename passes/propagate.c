@@ -763,8 +763,11 @@ static bool visits(const prop *p, const ir_op *op)
 {
     switch (p->only) {
     case ONLY_FORWARD: return op->phase == IR_PH_FORWARD;
-    case ONLY_OPTIM: /* with the casts of master weights and their gradients */
-        return ir_ops[op->code].cls == IR_C_OPTIM || op->phase == IR_PH_OPTIMIZER;
+    case ONLY_OPTIM: /* with the casts of master weights and their gradients; not
+                      * clip's sums of squares, which would take the replicated
+                      * norm's layout back into the squared gradients */
+        return ir_ops[op->code].cls == IR_C_OPTIM ||
+               (op->phase == IR_PH_OPTIMIZER && ir_ops[op->code].cls != IR_C_REDUCE);
     default: return true;
     }
 }

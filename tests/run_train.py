@@ -13,6 +13,8 @@ compares
 Options change the sharded run or the reference:
   --zero K            the sharded run's `train` line ends in `zero K over dp`
                       (the unsharded run, the reference, does not)
+  --clip C            both runs' optimizers get the option `clip = C` (DATA
+                      made with oracle.py --clip C)
   --schedule S        the sharded run's `pipeline` line has schedule S
                       (gpipe, 1f1b, interleaved(V))
   --microbatches N    the sharded run's `pipeline` line has N microbatches
@@ -215,6 +217,13 @@ def sharded_model(text, a):
     return text
 
 
+def clipped(text, a):
+    """TEXT with `clip = C` among its optimizer's options (--clip)."""
+    if not a.clip:
+        return text
+    return edit(text, r"^(train .*\(.*)\)", lambda m: f"{m[1]}, clip = {a.clip})", "--clip")
+
+
 def unpipelined(text):
     """TEXT's `repeat ... over AXIS {` without `over AXIS`, no `pipeline` line."""
     text = re.sub(r"^(repeat .*) over [A-Za-z_][A-Za-z0-9_]* *\{", r"\1 {", text, flags=re.M)
@@ -374,13 +383,16 @@ def check(a, tmp):
     tol = tolerances(text)
     base = os.path.basename(a.model)
     sharded, reference = a.model, a.reference or a.model
-    edited = sharded_model(text, a)
+    edited = sharded_model(clipped(text, a), a)
     if edited != text:
         sharded = write(os.path.join(tmp, base), edited)
     if a.reference == "unpipelined":
         if unpipelined(text) == text:
             raise Usage("no pipeline to remove (--reference unpipelined)")
-        reference = write(os.path.join(tmp, "unpipelined-" + base), unpipelined(text))
+        reference = write(os.path.join(tmp, "unpipelined-" + base), clipped(unpipelined(text), a))
+    elif a.clip:
+        with open(reference) as f:
+            reference = write(os.path.join(tmp, "reference-" + base), clipped(f.read(), a))
 
     shardc, shardrun = tool("SHARDC"), tool("SHARDRUN")
     defines = [f"-D{d}" for d in a.define]
@@ -406,7 +418,8 @@ def check(a, tmp):
     torch = counted(torch_losses(train), train, a.steps)
 
     changes = [f" {o} {v}" for o, v in [("schedule", a.schedule),
-                                         ("microbatches", a.microbatches), ("zero", a.zero)] if v]
+                                         ("microbatches", a.microbatches), ("zero", a.zero),
+                                         ("clip", a.clip)] if v]
     c = Checks(tmp, f"{base} --mesh {a.mesh} ({a.comm}){''.join(changes)}", got)
     if a.against_local:
         local_log = run([shardrun, plan, "--comm", "local", "--ranks", ranks, *run_args,
@@ -434,6 +447,7 @@ def parse_args(argv):
     ap.add_argument("data", metavar="DATA")
     ap.add_argument("steps", metavar="STEPS", type=int)
     ap.add_argument("--zero", metavar="K", choices=["1", "2", "3"])
+    ap.add_argument("--clip", metavar="C", type=float)
     ap.add_argument("--schedule", metavar="S")
     ap.add_argument("--microbatches", metavar="N", type=int)
     ap.add_argument("--reference", metavar="MODEL|unpipelined")

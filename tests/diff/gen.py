@@ -810,6 +810,9 @@ class Gen:
         axes = [a for a in self.axes if a != "pp"]
         if axes and self.chance(0.4):
             z = f" zero {self.r.choice([1, 2, 3])} over {self.r.choice(axes)}"
+        # the gradients' global norm clipped (not in pipelines, which refuse it)
+        if not self.pipelined and self.chance(0.3):
+            o = o[:-1] + f", clip = {self.r.choice(['0.05', '0.5', '5.0'])})"
         return f"train loss with {o}{z}"
 
 

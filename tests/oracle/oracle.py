@@ -6,7 +6,7 @@ the forward pass of examples/mlp.sh or examples/transformer.sh, and with
 --train their training steps, written here by hand from the model files,
 never from shardc's output:
 
-    oracle.py MODEL DIR [--train STEPS] [NAME=VALUE ...]
+    oracle.py MODEL DIR [--train STEPS [--clip C]] [NAME=VALUE ...]
 
 MODEL is mlp or transformer; NAME=VALUE overrides the model's `let`
 constants (pass the same values to shardc with -D). Writes, in DIR:
@@ -20,7 +20,12 @@ and with --train STEPS:
                           updates under its own name, with AdamW its moments
                           as opt.NAME.m and opt.NAME.v; float64 autograd,
                           the same batch at every step, the optimizer of the
-                          model's `train` line (OPTIMIZERS below)
+                          model's `train` line (OPTIMIZERS below); with
+                          --clip C, the gradients clipped to a global L2
+                          norm of C before each step
+                          (torch.nn.utils.clip_grad_norm_), as the `train`
+                          line's `clip = C` does (the norms before
+                          clipping printed, one a step)
 """
 import json
 import math
@@ -160,20 +165,24 @@ MODELS = {
 }
 
 
-def train(model, consts, params, inputs, steps):
+def train(model, consts, params, inputs, steps, clip=0.0):
     """Runs STEPS optimizer steps in float64 on one batch; returns the list
     of (name, f32 tensor) of train.safetensors."""
     forward = MODELS[model][1]
     P = {k: v.double().requires_grad_() for k, v in params.items()}
     opt = OPTIMIZERS[model](list(P.values()))
-    losses = []
+    losses, norms = [], []
     for _ in range(steps):
         opt.zero_grad()
         loss = forward(consts, P, inputs)["loss"]
         loss.backward()
         losses.append(loss.item())
+        if clip:
+            norms.append(float(torch.nn.utils.clip_grad_norm_(list(P.values()), clip)))
         opt.step()
     out = [("loss", torch.tensor(losses, dtype=torch.float64).float())]
+    if clip:
+        print("gradient norms before clip = %g: %s" % (clip, ", ".join("%.6f" % n for n in norms)))
     for n, t in sorted(P.items()):
         out.append((n, t.detach().float()))
         state = opt.state[t]
@@ -184,26 +193,31 @@ def train(model, consts, params, inputs, steps):
 
 
 def parse_args(argv):
-    """argv -> (model, dir, consts, steps or 0); exits with the usage."""
+    """argv -> (model, dir, consts, steps or 0, clip or 0); exits with the
+    usage."""
     if len(argv) < 3 or argv[1] not in MODELS:
         sys.exit(__doc__)
-    model, out_dir, steps = argv[1], argv[2], 0
+    model, out_dir, steps, clip = argv[1], argv[2], 0, 0.0
     consts = dict(MODELS[model][3])
     rest = argv[3:]
     while rest:
         if rest[0] == "--train" and len(rest) > 1 and rest[1].isdigit() and int(rest[1]) > 0:
             steps, rest = int(rest[1]), rest[2:]
+        elif rest[0] == "--clip" and len(rest) > 1 and float(rest[1]) > 0:
+            clip, rest = float(rest[1]), rest[2:]
         elif "=" in rest[0] and not rest[0].startswith("-"):
             k, v = rest[0].split("=")
             consts[k] = int(v)
             rest = rest[1:]
         else:
             sys.exit(__doc__)
-    return model, out_dir, consts, steps
+    if clip and not steps:
+        sys.exit(__doc__)
+    return model, out_dir, consts, steps, clip
 
 
 def main(argv):
-    model, out_dir, consts, steps = parse_args(argv)
+    model, out_dir, consts, steps, clip = parse_args(argv)
     data, forward, output_names, _ = MODELS[model]
     gen = torch.Generator().manual_seed(1234)
     params, inputs = data(consts, gen)
@@ -215,7 +229,8 @@ def main(argv):
                       [(n, outputs[n].float()) for n in output_names])
     if steps:
         write_safetensors(os.path.join(out_dir, "train.safetensors"),
-                          train(model, consts, params, inputs, steps))
+                          train(model, consts, params, inputs, steps, clip) if clip
+                          else train(model, consts, params, inputs, steps))
 
 
 if __name__ == "__main__":

@@ -370,6 +370,16 @@ static void test_sgd(void)
               "%loss = mse %0, %y : f32[]\n"
               "train %loss with sgd(lr = 0.01, momentum = 0.9, wd = 0.0)\n");
     free(text);
+    /* clip, after wd, only when set */
+    m->train.clip = 1.5;
+    text = check_roundtrip(m);
+    CHECK(strstr(text, "train %loss with sgd(lr = 0.01, momentum = 0.9, wd = 0.0, clip = 1.5)\n") !=
+          NULL);
+    free(text);
+    m->train.opt = IR_OPT_ADAMW;
+    text = check_roundtrip(m);
+    CHECK(strstr(text, ", wd = 0.0, clip = 1.5)\n") != NULL);
+    free(text);
     ir_module_free(m);
 }
 
@@ -538,6 +548,8 @@ static void test_errors(void)
     check_error(IN "%1a = relu %x : f32[2]\n", "t.ir:2:1: error: invalid value name '%1a'");
     check_error("mesh dp = 2\n" IN "train %x with sgd(lr = 0.1, momentum = 0.0, wd = 0.0) zero 4 over dp\n",
                 "t.ir:3:60: error: zero stage must be 1, 2 or 3");
+    check_error("mesh dp = 2\n" IN "train %x with sgd(lr = 0.1, momentum = 0.0, wd = 0.0, clip = 0.0)\n",
+                "t.ir:3:55: error: clip must be a positive number");
     check_error("mesh pp = 2\npipeline over pp repeats 2 microbatches 2 schedule 2f2b\n",
                 "t.ir:2:52: error: expected a schedule: 'gpipe', '1f1b' or 'interleaved(N)'");
     check_error(IN "%y = transpose %x {perm = [0, 0, 0, 0, 0, 0, 0, 0, 0]} : f32[2]\n",
