@@ -521,13 +521,18 @@ typedef struct fe_optdesc {
     size_t off;
 } fe_optdesc;
 
+#define SCHEDULE_OPTS                                                                 \
+    {"warmup", offsetof(ir_train, warmup)}, {"decay", offsetof(ir_train, decay)},     \
+        {"steps", offsetof(ir_train, steps)}, {"min_lr", offsetof(ir_train, min_lr)}
 static const fe_optdesc sgd_opts[] = {
     {"lr", offsetof(ir_train, lr)}, {"momentum", offsetof(ir_train, momentum)},
-    {"wd", offsetof(ir_train, wd)}, {"clip", offsetof(ir_train, clip)}, {NULL, 0}};
+    {"wd", offsetof(ir_train, wd)}, {"clip", offsetof(ir_train, clip)}, SCHEDULE_OPTS,
+    {NULL, 0}};
 static const fe_optdesc adamw_opts[] = {
     {"lr", offsetof(ir_train, lr)}, {"beta1", offsetof(ir_train, beta1)},
     {"beta2", offsetof(ir_train, beta2)}, {"eps", offsetof(ir_train, eps)},
-    {"wd", offsetof(ir_train, wd)}, {"clip", offsetof(ir_train, clip)}, {NULL, 0}};
+    {"wd", offsetof(ir_train, wd)}, {"clip", offsetof(ir_train, clip)}, SCHEDULE_OPTS,
+    {NULL, 0}};
 
 /* OPTIMIZER(OPTION = VALUE, ...): named options only, lr required. */
 static void optimizer_eval(fe_lower *L, const ast_node *n, ir_train *t)
@@ -552,21 +557,38 @@ static void optimizer_eval(fe_lower *L, const ast_node *n, ir_train *t)
             o++;
         if (!o->name)
             fe_fail(L, a->loc, "%s has no option '%s' (its options: %s)", name, a->str,
-                    t->opt == IR_OPT_SGD ? "lr, momentum, wd, clip"
-                                         : "lr, beta1, beta2, eps, wd, clip");
+                    t->opt == IR_OPT_SGD
+                        ? "lr, momentum, wd, clip, warmup, decay, steps, min_lr"
+                        : "lr, beta1, beta2, eps, wd, clip, warmup, decay, steps, min_lr");
+        if (!strcmp(a->str, "decay")) { /* decay = none | cosine | linear */
+            const char *d = a->lhs->kind == AST_NAME ? a->lhs->str : "";
+            if (strcmp(d, "none") && strcmp(d, "cosine") && strcmp(d, "linear"))
+                fe_fail(L, a->lhs->loc, "decay of %s is none, cosine or linear", name);
+            t->decay = !strcmp(d, "cosine")   ? IR_DECAY_COSINE
+                       : !strcmp(d, "linear") ? IR_DECAY_LINEAR
+                                              : IR_DECAY_NONE;
+            continue;
+        }
         char what[64];
         snprintf(what, sizeof what, "option '%s' of %s", a->str, name);
         double v = fe_number(L, &L->global, a->lhs, what);
+        bool count = !strcmp(a->str, "warmup") || !strcmp(a->str, "steps");
         bool ok = !strcmp(a->str, "lr") || !strcmp(a->str, "eps") || !strcmp(a->str, "clip")
                       ? v > 0
-                  : !strcmp(a->str, "wd")                         ? v >= 0
-                                                                  : v >= 0 && v < 1;
+                  : !strcmp(a->str, "wd") || !strcmp(a->str, "min_lr") ? v >= 0
+                  : count ? v >= 0 && v == floor(v) && v < 1e15
+                          : v >= 0 && v < 1;
         if (!ok)
             fe_fail(L, a->lhs->loc, "%s is out of range: %g", what, v);
         *(double *)((char *)t + o->off) = v;
     }
     if (!(t->lr > 0))
         fe_fail(L, n->loc, "%s needs a learning rate, as in %s(lr = 0.01)", name, name);
+    if (t->decay != IR_DECAY_NONE && !(t->steps > t->warmup))
+        fe_fail(L, n->loc, "decay needs steps past the warmup: steps = %g, warmup = %g",
+                t->steps, t->warmup);
+    if (t->decay != IR_DECAY_NONE && t->min_lr > t->lr)
+        fe_fail(L, n->loc, "min_lr %g is above lr %g", t->min_lr, t->lr);
 }
 
 static void lower_train(fe_lower *L, fe_ctx *c, const ast_stmt *st)

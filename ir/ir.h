@@ -219,6 +219,8 @@ struct ir_op {
 /* ---- the module ---- */
 
 typedef enum { IR_OPT_NONE, IR_OPT_SGD, IR_OPT_ADAMW } ir_optimizer;
+/* The learning rate's decay after the warmup (LANGUAGE.md §12). */
+typedef enum { IR_DECAY_NONE, IR_DECAY_COSINE, IR_DECAY_LINEAR } ir_decay;
 typedef enum { IR_SCHED_GPIPE, IR_SCHED_1F1B, IR_SCHED_INTERLEAVED } ir_schedule;
 
 typedef struct ir_train {
@@ -227,6 +229,10 @@ typedef struct ir_train {
     double lr, momentum;    /* sgd */
     double beta1, beta2, eps, wd; /* adamw (wd also sgd's weight decay) */
     double clip;            /* the gradients' global L2 norm clipped to it; 0: none */
+    /* the learning rate of step t (from 1): lr t / warmup up to warmup,
+     * then decay to min_lr at steps; all 0 (and none): lr throughout */
+    double warmup, steps, min_lr;
+    ir_decay decay;
     int zero;               /* ZeRO stage 0..3 */
     int zero_axis;          /* mesh axis of ZeRO; -1 when zero == 0 */
 } ir_train;

@@ -890,10 +890,12 @@ static double parse_hyper(parser *p, const char *name, char sep)
 }
 
 /* optimizer := 'sgd' '(' 'lr' '=' double ',' 'momentum' '=' double ',' 'wd' '=' double
- *                  [',' 'clip' '=' double] ')'
+ *                  [',' 'clip' '=' double] [schedule] ')'
  *            | 'adamw' '(' 'lr' '=' double ',' 'beta1' '=' double ','
  *                   'beta2' '=' double ',' 'eps' '=' double ',' 'wd' '=' double
- *                   [',' 'clip' '=' double] ')' */
+ *                   [',' 'clip' '=' double] [schedule] ')'
+ * schedule := ',' 'warmup' '=' double ',' 'decay' '=' ('none' | 'cosine' | 'linear')
+ *             ',' 'steps' '=' double ',' 'min_lr' '=' double */
 static void parse_optimizer(parser *p, ir_train *t)
 {
     bool sgd = is_kw(p, "sgd");
@@ -913,15 +915,39 @@ static void parse_optimizer(parser *p, ir_train *t)
     expect_kw(p, "wd");
     expect_punct(p, '=', NULL);
     t->wd = parse_double(p);
-    if (is_punct(p, ',')) { /* optional: clip */
+    bool sched = false;
+    if (is_punct(p, ',')) {
         lex(p);
-        su_loc loc = p->tok.loc;
-        t->clip = parse_hyper(p, "clip", ')');
-        if (!(t->clip > 0) || !isfinite(t->clip))
-            fail(p, loc, "clip must be a positive number");
+        sched = true;
+        if (is_kw(p, "clip")) { /* optional */
+            su_loc loc = p->tok.loc;
+            lex(p);
+            expect_punct(p, '=', NULL);
+            t->clip = parse_double(p);
+            if (!(t->clip > 0) || !isfinite(t->clip))
+                fail(p, loc, "clip must be a positive number");
+            sched = is_punct(p, ',');
+            if (sched)
+                lex(p);
+        }
+    }
+    if (!sched) {
+        expect_punct(p, ')', "after the hyperparameters");
         return;
     }
-    expect_punct(p, ')', "after the hyperparameters");
+    /* optional: the schedule, all four */
+    t->warmup = parse_hyper(p, "warmup", ',');
+    expect_kw(p, "decay");
+    expect_punct(p, '=', NULL);
+    su_loc dloc = p->tok.loc;
+    if (!is_kw(p, "none") && !is_kw(p, "cosine") && !is_kw(p, "linear"))
+        fail(p, dloc, "expected a decay: 'none', 'cosine' or 'linear'");
+    t->decay = is_kw(p, "cosine") ? IR_DECAY_COSINE
+               : is_kw(p, "linear") ? IR_DECAY_LINEAR : IR_DECAY_NONE;
+    lex(p);
+    expect_punct(p, ',', "between the hyperparameters");
+    t->steps = parse_hyper(p, "steps", ',');
+    t->min_lr = parse_hyper(p, "min_lr", ')');
 }
 
 /* train := 'train' use [ 'with' optimizer ] [ 'zero' int 'over' axis ] */

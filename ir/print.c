@@ -379,23 +379,30 @@ static void put_train(printer *p)
 {
     const ir_train *t = &p->m->train;
     su_buf *b = p->out;
+    bool sched = t->warmup > 0 || t->decay != IR_DECAY_NONE;
     su_buf_puts(b, "train ");
     put_value(p, t->loss);
     if (t->opt == IR_OPT_SGD) {
         su_buf_puts(b, " with sgd(");
         put_hyper(b, "lr", t->lr, false);
         put_hyper(b, "momentum", t->momentum, false);
-        put_hyper(b, "wd", t->wd, !(t->clip > 0));
+        put_hyper(b, "wd", t->wd, !(t->clip > 0) && !sched);
     } else if (t->opt == IR_OPT_ADAMW) {
         su_buf_puts(b, " with adamw(");
         put_hyper(b, "lr", t->lr, false);
         put_hyper(b, "beta1", t->beta1, false);
         put_hyper(b, "beta2", t->beta2, false);
         put_hyper(b, "eps", t->eps, false);
-        put_hyper(b, "wd", t->wd, !(t->clip > 0));
+        put_hyper(b, "wd", t->wd, !(t->clip > 0) && !sched);
     }
     if (t->opt != IR_OPT_NONE && t->clip > 0)
-        put_hyper(b, "clip", t->clip, true);
+        put_hyper(b, "clip", t->clip, !sched);
+    if (t->opt != IR_OPT_NONE && sched) {
+        static const char *const decays[] = {"none", "cosine", "linear"};
+        su_buf_printf(b, "warmup = %lld, decay = %s, steps = %lld, ", (long long)t->warmup,
+                      decays[t->decay], (long long)t->steps); /* counts */
+        put_hyper(b, "min_lr", t->min_lr, true);
+    }
     if (t->zero > 0)
         su_buf_printf(b, " zero %d over %s", t->zero, axis_name(&p->m->mesh, t->zero_axis));
     su_buf_putc(b, '\n');

@@ -572,6 +572,15 @@ static bool verify_train(vctx *c)
                     t->zero_axis);
     if (t->zero == 0 && t->zero_axis != -1)
         return fail(c, "train zero axis is %d without zero (should be -1)", t->zero_axis);
+    if (t->clip < 0)
+        return fail(c, "train clip must be >= 0 (0: none), got %g", t->clip);
+    if (t->warmup < 0 || t->warmup != floor(t->warmup) || t->steps < 0 ||
+        t->steps != floor(t->steps) || t->min_lr < 0)
+        return fail(c, "train schedule: warmup %g and steps %g must be counts, min_lr %g >= 0",
+                    t->warmup, t->steps, t->min_lr);
+    if (t->decay != IR_DECAY_NONE && !(t->steps > t->warmup))
+        return fail(c, "train schedule: a decay needs steps %g past the warmup %g", t->steps,
+                    t->warmup);
     return true;
 }
 

@@ -38,6 +38,7 @@ typedef struct ad {
     jmp_buf fail;        /* an op no rule covers */
     char err[512];
     su_loc at;           /* where the error is */
+    ir_value *lr;        /* the step's learning rate under a schedule, else NULL */
 } ad;
 
 /* ---- emitting ---- */
@@ -479,40 +480,91 @@ static ir_value *cast(ad *A, ir_value *x, ir_dtype t)
  * f32 gradient g: sgd, sgd with momentum, or adamw, as PyTorch defines
  * them, each state's update recorded. *step is adamw's step count, made at
  * its first use. */
+/* The step count t (1 at the first step): the state "opt.step" plus one,
+ * made at its first use. */
+static ir_value *step_count(ad *A, ir_value **step)
+{
+    if (!*step) {
+        ir_type st = {.dtype = IR_F32};
+        ir_init zeros = {.kind = IR_INIT_ZEROS};
+        ir_value *s = state(A, "opt.step", &st, &zeros, NULL);
+        *step = op2(A, IR_ADD, s, cst(A, 1.0, IR_F32));
+        ir_add_update(A->m, s, *step, NULL);
+    }
+    return *step;
+}
+
+/* The learning rate of step t under the schedule (LANGUAGE.md §12):
+ * lr t / W up to the warmup W, then the decay to M at N over f = (t - W) /
+ * (N - W), clamped to [0, 1] so that it is lr through the warmup and M
+ * from N on; the warmup's ramp is below lr where the decay is not, so the
+ * smaller of the two is the rate of every step. */
+static ir_value *scheduled_lr(ad *A, ir_value *t)
+{
+    const ir_train *tr = &A->m->train;
+    ir_value *lr = cst(A, tr->lr, IR_F32), *rate = lr;
+    if (tr->decay != IR_DECAY_NONE) {
+        ir_value *f = op2(A, IR_MUL, op2(A, IR_SUB, t, cst(A, tr->warmup, IR_F32)),
+                          cst(A, 1.0 / (tr->steps - tr->warmup), IR_F32));
+        f = op2(A, IR_MIN, op2(A, IR_MAX, f, cst(A, 0, IR_F32)), cst(A, 1, IR_F32));
+        ir_value *m = cst(A, tr->min_lr, IR_F32);
+        if (tr->decay == IR_DECAY_COSINE) { /* M + (lr - M) (1 + cos(pi f)) / 2 */
+            ir_value *c = op1(A, IR_COS, op2(A, IR_MUL, f, cst(A, M_PI, IR_F32)));
+            rate = op2(A, IR_ADD, m, op2(A, IR_MUL, cst(A, (tr->lr - tr->min_lr) / 2, IR_F32),
+                                         op2(A, IR_ADD, c, cst(A, 1, IR_F32))));
+        } else { /* lr + (M - lr) f */
+            rate = op2(A, IR_ADD, lr, op2(A, IR_MUL, f, cst(A, tr->min_lr - tr->lr, IR_F32)));
+        }
+    }
+    if (tr->warmup > 0)
+        rate = op2(A, IR_MIN, rate, op2(A, IR_MUL, t, cst(A, tr->lr / tr->warmup, IR_F32)));
+    return rate;
+}
+
 static ir_value *update_rule(ad *A, ir_value *w, const char *name, ir_value *g, ir_value **step)
 {
     const ir_train *t = &A->m->train;
     ir_module *m = A->m;
     ir_attrs h = {.lr = t->lr, .momentum = t->momentum, .beta1 = t->beta1,
                   .beta2 = t->beta2, .eps = t->eps, .wd = t->wd};
+    /* Under a schedule the update ops run with lr 1 and no decay, on
+     * operands that carry the step's rate: sgd steps by lr_t (g + wd w),
+     * or lr_t times the momentum buffer; adamw's weights decay by lr_t wd
+     * first and its first moment comes scaled by lr_t (a copy: the state
+     * keeps the moment itself), as torch.optim does with its group's lr. */
+    ir_value *lr = A->lr;
+    ir_attrs hs = h;
+    if (lr)
+        hs.lr = 1, hs.wd = 0;
     if (t->opt == IR_OPT_SGD && t->momentum == 0) {
-        ir_value *in[2] = {w, g};
-        return emit(A, IR_SGD, in, 2, &h);
+        ir_value *d = g;
+        if (lr && t->wd)
+            d = op2(A, IR_ADD, g, op2(A, IR_MUL, w, cst(A, t->wd, IR_F32)));
+        ir_value *in[2] = {w, lr ? op2(A, IR_MUL, d, lr) : d};
+        return emit(A, IR_SGD, in, 2, &hs);
     }
     if (t->opt == IR_OPT_SGD) {
         ir_value *buf = state32(A, name, "momentum", w);
         ir_value *in[3] = {buf, g, w};
         ir_value *nbuf = emit(A, IR_MOMENTUM, in, 3, &h);
-        ir_attrs h0 = h;
+        ir_attrs h0 = hs;
         h0.wd = 0; /* applied in the momentum buffer, as PyTorch does */
-        ir_value *in2[2] = {w, nbuf};
+        ir_value *in2[2] = {w, lr ? op2(A, IR_MUL, nbuf, lr) : nbuf};
         ir_add_update(m, buf, nbuf, NULL);
         return emit(A, IR_SGD, in2, 2, &h0);
     }
-    if (!*step) {
-        ir_type st = {.dtype = IR_F32};
-        ir_init zeros = {.kind = IR_INIT_ZEROS};
-        ir_value *s = state(A, "opt.step", &st, &zeros, NULL);
-        *step = op2(A, IR_ADD, s, cst(A, 1.0, IR_F32));
-        ir_add_update(m, s, *step, NULL);
-    }
+    step_count(A, step);
     ir_value *mv = state32(A, name, "m", w), *vv = state32(A, name, "v", w);
     ir_value *in_m[2] = {mv, g}, *in_v[2] = {vv, g};
     ir_value *nm = emit(A, IR_ADAM_M, in_m, 2, &h), *nv = emit(A, IR_ADAM_V, in_v, 2, &h);
-    ir_value *in[4] = {w, nm, nv, *step};
+    ir_value *wd = w;
+    if (lr && t->wd) /* w (1 - lr_t wd) */
+        wd = op2(A, IR_MUL, w, op2(A, IR_SUB, cst(A, 1, IR_F32),
+                                   op2(A, IR_MUL, lr, cst(A, t->wd, IR_F32))));
+    ir_value *in[4] = {wd, lr ? op2(A, IR_MUL, nm, lr) : nm, nv, *step};
     ir_add_update(m, mv, nm, NULL);
     ir_add_update(m, vv, nv, NULL);
-    return emit(A, IR_ADAMW, in, 4, &h);
+    return emit(A, IR_ADAMW, in, 4, &hs);
 }
 
 /* The update of param p (named name) by gradient g. Optimizer states are
@@ -682,6 +734,8 @@ static bool run(ad *A, pass_grads *grads)
     if (m->train.clip > 0)
         clip_grads(A, nops);
     ir_value *step = NULL;
+    if (m->train.warmup > 0 || m->train.decay != IR_DECAY_NONE)
+        A->lr = scheduled_lr(A, step_count(A, &step));
     for (int i = 0; i < nops; i++) {
         const ir_op *op = IR_OP(m, i);
         ir_value *g = op->code == IR_PARAM ? A->grad[op->res[0]->id] : NULL;

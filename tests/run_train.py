@@ -15,6 +15,9 @@ Options change the sharded run or the reference:
                       (the unsharded run, the reference, does not)
   --clip C            both runs' optimizers get the option `clip = C` (DATA
                       made with oracle.py --clip C)
+  --schedule-lr W,D,N,M  both runs' optimizers get `warmup = W, decay = D,
+                      steps = N, min_lr = M` (DATA made with oracle.py
+                      --schedule-lr W,D,N,M)
   --schedule S        the sharded run's `pipeline` line has schedule S
                       (gpipe, 1f1b, interleaved(V))
   --microbatches N    the sharded run's `pipeline` line has N microbatches
@@ -218,10 +221,15 @@ def sharded_model(text, a):
 
 
 def clipped(text, a):
-    """TEXT with `clip = C` among its optimizer's options (--clip)."""
-    if not a.clip:
-        return text
-    return edit(text, r"^(train .*\(.*)\)", lambda m: f"{m[1]}, clip = {a.clip})", "--clip")
+    """TEXT with `clip = C` among its optimizer's options (--clip), and the
+    schedule's (--schedule)."""
+    if a.clip:
+        text = edit(text, r"^(train .*\(.*)\)", lambda m: f"{m[1]}, clip = {a.clip})", "--clip")
+    if a.schedule_lr:
+        w, d, n, lo = a.schedule_lr.split(",")
+        opts = f"warmup = {w}, decay = {d}, steps = {n}, min_lr = {lo}"
+        text = edit(text, r"^(train .*\(.*)\)", lambda m: f"{m[1]}, {opts})", "--schedule-lr")
+    return text
 
 
 def unpipelined(text):
@@ -390,7 +398,7 @@ def check(a, tmp):
         if unpipelined(text) == text:
             raise Usage("no pipeline to remove (--reference unpipelined)")
         reference = write(os.path.join(tmp, "unpipelined-" + base), clipped(unpipelined(text), a))
-    elif a.clip:
+    elif a.clip or a.schedule_lr:
         with open(reference) as f:
             reference = write(os.path.join(tmp, "reference-" + base), clipped(f.read(), a))
 
@@ -419,7 +427,8 @@ def check(a, tmp):
 
     changes = [f" {o} {v}" for o, v in [("schedule", a.schedule),
                                          ("microbatches", a.microbatches), ("zero", a.zero),
-                                         ("clip", a.clip)] if v]
+                                         ("clip", a.clip), ("schedule-lr", a.schedule_lr)]
+               if v]
     c = Checks(tmp, f"{base} --mesh {a.mesh} ({a.comm}){''.join(changes)}", got)
     if a.against_local:
         local_log = run([shardrun, plan, "--comm", "local", "--ranks", ranks, *run_args,
@@ -448,6 +457,7 @@ def parse_args(argv):
     ap.add_argument("steps", metavar="STEPS", type=int)
     ap.add_argument("--zero", metavar="K", choices=["1", "2", "3"])
     ap.add_argument("--clip", metavar="C", type=float)
+    ap.add_argument("--schedule-lr", metavar="W,D,N,M")
     ap.add_argument("--schedule", metavar="S")
     ap.add_argument("--microbatches", metavar="N", type=int)
     ap.add_argument("--reference", metavar="MODEL|unpipelined")

@@ -813,6 +813,11 @@ class Gen:
         # the gradients' global norm clipped (not in pipelines, which refuse it)
         if not self.pipelined and self.chance(0.3):
             o = o[:-1] + f", clip = {self.r.choice(['0.05', '0.5', '5.0'])})"
+        # a learning-rate schedule
+        if self.chance(0.2):
+            o = o[:-1] + (f", warmup = {self.r.choice([0, 1, 2])}, decay = "
+                          f"{self.r.choice(['cosine', 'linear', 'none'])}, steps = 3, "
+                          f"min_lr = 0.001)")
         return f"train loss with {o}{z}"
 
 

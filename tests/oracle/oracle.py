@@ -6,7 +6,8 @@ the forward pass of examples/mlp.sh or examples/transformer.sh, and with
 --train their training steps, written here by hand from the model files,
 never from shardc's output:
 
-    oracle.py MODEL DIR [--train STEPS [--clip C]] [NAME=VALUE ...]
+    oracle.py MODEL DIR [--train STEPS [--clip C] [--schedule-lr W,DECAY,N,M]]
+              [NAME=VALUE ...]
 
 MODEL is mlp or transformer; NAME=VALUE overrides the model's `let`
 constants (pass the same values to shardc with -D). Writes, in DIR:
@@ -25,7 +26,11 @@ and with --train STEPS:
                           norm of C before each step
                           (torch.nn.utils.clip_grad_norm_), as the `train`
                           line's `clip = C` does (the norms before
-                          clipping printed, one a step)
+                          clipping printed, one a step); with --schedule-lr,
+                          the learning rate of step t set before it to
+                          what `warmup = W, decay = DECAY, steps = N,
+                          min_lr = M` gives (scheduled_lr, from
+                          LANGUAGE.md §12's words)
 """
 import json
 import math
@@ -165,14 +170,34 @@ MODELS = {
 }
 
 
-def train(model, consts, params, inputs, steps, clip=0.0):
+def scheduled_lr(lr, t, warmup, decay, steps, min_lr):
+    """LANGUAGE.md §12: lr t / W for t <= W; for W < t < N, with f = (t - W) /
+    (N - W), cosine M + (lr - M) (1 + cos(pi f)) / 2, linear lr + (M - lr) f,
+    none lr; from t = N on, M (none: lr)."""
+    if t <= warmup:
+        return lr * t / warmup
+    if decay == "none":
+        return lr
+    if t >= steps:
+        return min_lr
+    f = (t - warmup) / (steps - warmup)
+    if decay == "cosine":
+        return min_lr + (lr - min_lr) * (1 + math.cos(math.pi * f)) / 2
+    return lr + (min_lr - lr) * f
+
+
+def train(model, consts, params, inputs, steps, clip=0.0, schedule=None):
     """Runs STEPS optimizer steps in float64 on one batch; returns the list
     of (name, f32 tensor) of train.safetensors."""
     forward = MODELS[model][1]
     P = {k: v.double().requires_grad_() for k, v in params.items()}
     opt = OPTIMIZERS[model](list(P.values()))
     losses, norms = [], []
-    for _ in range(steps):
+    lr0 = opt.param_groups[0]["lr"]
+    for step in range(1, steps + 1):
+        if schedule:
+            for group in opt.param_groups:
+                group["lr"] = scheduled_lr(lr0, step, *schedule)
         opt.zero_grad()
         loss = forward(consts, P, inputs)["loss"]
         loss.backward()
@@ -197,7 +222,7 @@ def parse_args(argv):
     usage."""
     if len(argv) < 3 or argv[1] not in MODELS:
         sys.exit(__doc__)
-    model, out_dir, steps, clip = argv[1], argv[2], 0, 0.0
+    model, out_dir, steps, clip, schedule = argv[1], argv[2], 0, 0.0, None
     consts = dict(MODELS[model][3])
     rest = argv[3:]
     while rest:
@@ -205,19 +230,22 @@ def parse_args(argv):
             steps, rest = int(rest[1]), rest[2:]
         elif rest[0] == "--clip" and len(rest) > 1 and float(rest[1]) > 0:
             clip, rest = float(rest[1]), rest[2:]
+        elif rest[0] == "--schedule-lr" and len(rest) > 1 and len(rest[1].split(",")) == 4:
+            w, d, n, m = rest[1].split(",")
+            schedule, rest = (int(w), d, int(n), float(m)), rest[2:]
         elif "=" in rest[0] and not rest[0].startswith("-"):
             k, v = rest[0].split("=")
             consts[k] = int(v)
             rest = rest[1:]
         else:
             sys.exit(__doc__)
-    if clip and not steps:
+    if (clip or schedule) and not steps:
         sys.exit(__doc__)
-    return model, out_dir, consts, steps, clip
+    return model, out_dir, consts, steps, clip, schedule
 
 
 def main(argv):
-    model, out_dir, consts, steps, clip = parse_args(argv)
+    model, out_dir, consts, steps, clip, schedule = parse_args(argv)
     data, forward, output_names, _ = MODELS[model]
     gen = torch.Generator().manual_seed(1234)
     params, inputs = data(consts, gen)
@@ -229,8 +257,8 @@ def main(argv):
                       [(n, outputs[n].float()) for n in output_names])
     if steps:
         write_safetensors(os.path.join(out_dir, "train.safetensors"),
-                          train(model, consts, params, inputs, steps, clip) if clip
-                          else train(model, consts, params, inputs, steps))
+                          train(model, consts, params, inputs, steps, clip, schedule)
+                          if clip or schedule else train(model, consts, params, inputs, steps))
 
 
 if __name__ == "__main__":

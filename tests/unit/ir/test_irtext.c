@@ -380,6 +380,17 @@ static void test_sgd(void)
     text = check_roundtrip(m);
     CHECK(strstr(text, ", wd = 0.0, clip = 1.5)\n") != NULL);
     free(text);
+    /* the schedule, after clip or without it */
+    m->train.warmup = 100, m->train.decay = IR_DECAY_COSINE, m->train.steps = 1000;
+    m->train.min_lr = 1e-5;
+    text = check_roundtrip(m);
+    CHECK(strstr(text, ", wd = 0.0, clip = 1.5, warmup = 100, decay = cosine, steps = 1000, "
+                       "min_lr = 1e-05)\n") != NULL);
+    free(text);
+    m->train.clip = 0, m->train.decay = IR_DECAY_LINEAR;
+    text = check_roundtrip(m);
+    CHECK(strstr(text, ", wd = 0.0, warmup = 100, decay = linear, ") != NULL);
+    free(text);
     ir_module_free(m);
 }
 
@@ -550,6 +561,9 @@ static void test_errors(void)
                 "t.ir:3:60: error: zero stage must be 1, 2 or 3");
     check_error("mesh dp = 2\n" IN "train %x with sgd(lr = 0.1, momentum = 0.0, wd = 0.0, clip = 0.0)\n",
                 "t.ir:3:55: error: clip must be a positive number");
+    check_error("mesh dp = 2\n" IN "train %x with sgd(lr = 0.1, momentum = 0.0, wd = 0.0, warmup = 1.0, "
+                "decay = step, steps = 2.0, min_lr = 0.0)\n",
+                "t.ir:3:77: error: expected a decay: 'none', 'cosine' or 'linear'");
     check_error("mesh pp = 2\npipeline over pp repeats 2 microbatches 2 schedule 2f2b\n",
                 "t.ir:2:52: error: expected a schedule: 'gpipe', '1f1b' or 'interleaved(N)'");
     check_error(IN "%y = transpose %x {perm = [0, 0, 0, 0, 0, 0, 0, 0, 0]} : f32[2]\n",
