@@ -59,6 +59,7 @@ typedef struct ast_type {
     ir_dtype dtype;
     ast_node *dims;        /* constant expressions */
     su_loc loc;
+    struct ast_type *next; /* a block's next result type */
 } ast_type;
 
 /* A name with an optional expression: mesh axes (`dp = 2`), let items,
@@ -83,10 +84,11 @@ struct ast_stmt {
     const char *name;      /* input/param/assign target, block, repeat's NAME,
                               train's loss, pipeline's schedule */
     su_loc name_loc;
-    ast_item *items;       /* mesh axes, let items, output names, block params */
-    ast_type *type;        /* input/param type, block return type */
+    ast_item *items;       /* mesh axes, let items, output names, block params, an
+                              assignment's names when it binds several */
+    ast_type *type;        /* input/param type, block result types (a list) */
     ast_shard *shard;      /* optional annotation */
-    ast_node *expr;        /* assignment/return value, param init, repeat
+    ast_node *expr;        /* assignment value, return values (a list), param init, repeat
                               count, microbatches, train's optimizer call */
     ast_node *expr2;       /* schedule argument (interleaved V), zero K */
     const char *axis;      /* repeat's `over AXIS`, train's `zero K over AXIS` */

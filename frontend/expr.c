@@ -467,8 +467,9 @@ static fe_val call_builtin(fe_lower *L, fe_scope *s, fe_frame *f, const fe_built
 }
 
 /* A call of a block: positional tensor arguments of the declared types. */
-static fe_val call_block(fe_lower *L, fe_scope *s, fe_frame *f, const fe_block *b,
-                         const ast_node *call)
+/* Calls block b with call's arguments, its results into out. */
+static void call_block_into(fe_lower *L, fe_scope *s, fe_frame *f, const fe_block *b,
+                            const ast_node *call, ir_value **out)
 {
     ir_value *args[64];
     int n = 0;
@@ -494,7 +495,33 @@ static fe_val call_block(fe_lower *L, fe_scope *s, fe_frame *f, const fe_block *
     if (n != b->nparams)
         fe_fail(L, call->loc, "block '%s' takes %d argument%s, but %d %s given", b->def->name,
                 b->nparams, b->nparams == 1 ? "" : "s", n, n == 1 ? "is" : "are");
-    return (fe_val){.v = L->call_block(L, f, b, args, call->loc)};
+    L->call_block(L, f, b, args, call->loc, out);
+}
+
+static fe_val call_block(fe_lower *L, fe_scope *s, fe_frame *f, const fe_block *b,
+                         const ast_node *call)
+{
+    if (b->nret != 1)
+        fe_fail(L, call->loc, "block '%s' returns %d values; bind each to a name, as in "
+                "a, b = %s(...)", b->def->name, b->nret, b->def->name);
+    ir_value *out[FE_MAX_RESULTS];
+    call_block_into(L, s, f, b, call, out);
+    return (fe_val){.v = out[0]};
+}
+
+int fe_eval_results(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n, ir_value **out)
+{
+    if (n->kind != AST_CALL)
+        return 0;
+    fe_sym *sym = fe_lookup(L, s, n->str);
+    if (!sym || sym->kind != SYM_BLOCK || sym->block->nret == 1)
+        return 0;
+    if (!f)
+        fe_fail(L, n->loc, "a block cannot be called here");
+    enter(L, n);
+    call_block_into(L, s, f, sym->block, n, out);
+    L->depth--;
+    return sym->block->nret;
 }
 
 static fe_val call(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n)

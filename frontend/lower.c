@@ -24,7 +24,7 @@ typedef struct fe_ctx {
     fe_frame *frame;
     const fe_block *block;
     bool in_repeat;
-    ir_value *ret;
+    ir_value **ret;         /* the block's results, once its return has run */
 } fe_ctx;
 
 /* ---- symbols ---- */
@@ -278,28 +278,25 @@ static void lower_source(fe_lower *L, fe_ctx *c, const ast_stmt *st)
     bind(L, c->scope, st->name, SYM_TENSOR, st, st->name_loc)->val = (fe_val){.v = v};
 }
 
-/* NAME = EXPR [SHARDING] */
-static void lower_assign(fe_lower *L, fe_ctx *c, const ast_stmt *st)
+/* Binds name to v, a value an assignment made (the ops from first_new on
+ * are its own), under the annotation sh when there is one. */
+static void assign_name(fe_lower *L, fe_ctx *c, const char *name, su_loc loc, fe_val v,
+                        const ast_shard *shard, int first_new, su_loc st_loc)
 {
-    fe_sym *old = fe_lookup(L, c->scope, st->name);
-    if (old && old->kind != SYM_TENSOR)
-        fe_fail(L, st->name_loc, "cannot assign to '%s', which is %s (line %d)", st->name,
-                decl_word(old), old->loc.line);
-    int first_new = L->m->ops.n;
-    fe_val v = fe_eval(L, c->scope, c->frame, st->expr);
-    if (st->shard) {
-        ir_value *t = fe_tensor(L, v, IR_F32, st->name_loc);
+    fe_sym *old = fe_lookup(L, c->scope, name);
+    if (shard) {
+        ir_value *t = fe_tensor(L, v, IR_F32, loc);
         /* A value this statement just made takes the constraint itself;
          * any other (a name, an input, a block's named result) gets an
          * identity op carrying it, so the original keeps its own. */
         bool fresh = L->m->ops.n > first_new && IR_OP(L->m, L->m->ops.n - 1) == t->def &&
                      t->sh.kind == IR_SH_NONE && !t->name;
-        ir_sharding sh = shard_eval(L, st->shard, &t->type, st->name);
+        ir_sharding sh = shard_eval(L, shard, &t->type, name);
         if (!fresh) {
             ir_attrs none = {0};
-            fe_tick(L, st->loc);
+            fe_tick(L, st_loc);
             ir_op *op = ir_append(L->m, IR_CONSTRAIN, &t, 1, &none, &t->type);
-            op->loc = st->shard->loc;
+            op->loc = shard->loc;
             op->rep = L->rep;
             t = op->res[0];
         }
@@ -307,12 +304,53 @@ static void lower_assign(fe_lower *L, fe_ctx *c, const ast_stmt *st)
         v = (fe_val){.v = t};
     }
     if (v.v && !v.v->name && v.v->def->code != IR_INPUT && v.v->def->code != IR_PARAM)
-        v.v->name = su_strdup(&L->m->arena, full_name(L, c->frame, st->name));
+        v.v->name = su_strdup(&L->m->arena, full_name(L, c->frame, name));
     if (old) {
         old->val = v;
         return;
     }
-    bind(L, c->scope, st->name, SYM_TENSOR, NULL, st->name_loc)->val = v;
+    bind(L, c->scope, name, SYM_TENSOR, NULL, loc)->val = v;
+}
+
+static void check_assignable(fe_lower *L, fe_ctx *c, const char *name, su_loc loc)
+{
+    fe_sym *old = fe_lookup(L, c->scope, name);
+    if (old && old->kind != SYM_TENSOR)
+        fe_fail(L, loc, "cannot assign to '%s', which is %s (line %d)", name, decl_word(old),
+                old->loc.line);
+}
+
+/* NAME = EXPR [SHARDING], or NAME, NAME, ... = CALL of a block that
+ * returns several values */
+static void lower_assign(fe_lower *L, fe_ctx *c, const ast_stmt *st)
+{
+    int first_new = L->m->ops.n;
+    if (!st->items) {
+        check_assignable(L, c, st->name, st->name_loc);
+        fe_val v = fe_eval(L, c->scope, c->frame, st->expr);
+        assign_name(L, c, st->name, st->name_loc, v, st->shard, first_new, st->loc);
+        return;
+    }
+    int n = 0;
+    for (const ast_item *it = st->items; it; it = it->next, n++) {
+        check_assignable(L, c, it->name, it->loc);
+        for (const ast_item *j = st->items; j != it; j = j->next)
+            if (!strcmp(j->name, it->name))
+                fe_fail(L, it->loc, "'%s' is bound twice here", it->name);
+    }
+    if (st->shard)
+        fe_fail(L, st->shard->loc, "an annotation after several names would be ambiguous; "
+                "annotate each name on a line of its own");
+    ir_value *out[FE_MAX_RESULTS];
+    int got = fe_eval_results(L, c->scope, c->frame, st->expr, out);
+    if (got == 0)
+        fe_fail(L, st->expr->loc, "this gives one value, but %d names are bound to it", n);
+    if (got != n)
+        fe_fail(L, st->expr->loc, "this gives %d values, but %d names are bound to them", got,
+                n);
+    int i = 0;
+    for (const ast_item *it = st->items; it; it = it->next, i++)
+        assign_name(L, c, it->name, it->loc, (fe_val){.v = out[i]}, NULL, first_new, st->loc);
 }
 
 static void lower_output(fe_lower *L, fe_ctx *c, const ast_stmt *st)
@@ -363,7 +401,15 @@ static void lower_block_def(fe_lower *L, fe_ctx *c, const ast_stmt *st)
         b->plocs[i] = it->loc;
         b->ptypes[i] = fe_type_eval(L, c->scope, it->type, it->name);
     }
-    b->ret = fe_type_eval(L, c->scope, st->type, st->name);
+    for (const ast_type *t = st->type; t; t = t->next)
+        b->nret++;
+    if (b->nret > FE_MAX_RESULTS)
+        fe_fail(L, st->type->loc, "block '%s' returns more than %d values", st->name,
+                FE_MAX_RESULTS);
+    b->rets = su_alloc(L->arena, (size_t)b->nret * sizeof *b->rets);
+    i = 0;
+    for (const ast_type *t = st->type; t; t = t->next, i++)
+        b->rets[i] = fe_type_eval(L, c->scope, t, st->name);
     bind(L, c->scope, st->name, SYM_BLOCK, st, st->name_loc)->block = b;
     *L->blocks_tail = b;
     L->blocks_tail = &b->next;
@@ -371,9 +417,9 @@ static void lower_block_def(fe_lower *L, fe_ctx *c, const ast_stmt *st)
 
 static void run(fe_lower *L, fe_ctx *c, const ast_stmt *list);
 
-/* Runs a block's body for a call, returning its result (fe_lower.call_block). */
-static ir_value *call_block(fe_lower *L, fe_frame *f, const fe_block *b, ir_value **args,
-                            su_loc loc)
+/* Runs a block's body for a call, its results into out (fe_lower.call_block). */
+static void call_block(fe_lower *L, fe_frame *f, const fe_block *b, ir_value **args, su_loc loc,
+                       ir_value **out)
 {
     const char *bname = b->def->name;
     if (b->active)
@@ -393,7 +439,7 @@ static ir_value *call_block(fe_lower *L, fe_frame *f, const fe_block *b, ir_valu
     ((fe_block *)b)->active = false;
     if (!c.ret)
         fe_fail(L, b->def->name_loc, "block '%s' ends without 'return'", bname);
-    return c.ret;
+    memcpy(out, c.ret, (size_t)b->nret * sizeof *out);
 }
 
 /* Runs a block once on inputs of its declared types in a scratch module, so
@@ -411,7 +457,8 @@ static void check_block(fe_lower *L, fe_block *b)
         args[i] = ir_append(L->m, IR_INPUT, NULL, 0, &a, &b->ptypes[i])->res[0];
     }
     fe_frame frame = {.prefix = ""};
-    call_block(L, &frame, b, args, b->def->name_loc);
+    ir_value *out[FE_MAX_RESULTS];
+    call_block(L, &frame, b, args, b->def->name_loc, out);
     L->m = real;
     L->param_names = names;
     ir_module_free(L->scratch);
@@ -420,19 +467,33 @@ static void check_block(fe_lower *L, fe_block *b)
 
 static void lower_return(fe_lower *L, fe_ctx *c, const ast_stmt *st)
 {
-    fe_val v = fe_eval(L, c->scope, c->frame, st->expr);
-    const ir_type *want = &c->block->ret;
-    char ws[128], gs[128];
-    fe_type_str(ws, sizeof ws, want);
-    if (!v.v && want->rank != 0)
-        fe_fail(L, st->expr->loc, "block '%s' returns a number, but declares %s",
-                c->block->def->name, ws);
-    ir_value *r = fe_tensor(L, v, want->dtype, st->expr->loc);
-    fe_type_str(gs, sizeof gs, &r->type);
-    if (!ir_type_eq(&r->type, want))
-        fe_fail(L, st->expr->loc, "block '%s' returns %s, but declares %s", c->block->def->name,
-                gs, ws);
-    c->ret = r;
+    const fe_block *b = c->block;
+    int n = 0;
+    for (const ast_node *e = st->expr; e; e = e->next)
+        n++;
+    if (n != b->nret)
+        fe_fail(L, st->loc, "block '%s' returns %d value%s here, but declares %d",
+                b->def->name, n, n == 1 ? "" : "s", b->nret);
+    ir_value **ret = su_alloc(L->arena, (size_t)n * sizeof *ret);
+    int i = 0;
+    for (const ast_node *e = st->expr; e; e = e->next, i++) {
+        fe_val v = fe_eval(L, c->scope, c->frame, e);
+        const ir_type *want = &b->rets[i];
+        char ws[128], gs[128], which[32] = "";
+        fe_type_str(ws, sizeof ws, want);
+        if (n > 1)
+            snprintf(which, sizeof which, " as its result %d", i + 1);
+        if (!v.v && want->rank != 0)
+            fe_fail(L, e->loc, "block '%s' returns a number%s, but declares %s", b->def->name,
+                    which, ws);
+        ir_value *r = fe_tensor(L, v, want->dtype, e->loc);
+        fe_type_str(gs, sizeof gs, &r->type);
+        if (!ir_type_eq(&r->type, want))
+            fe_fail(L, e->loc, "block '%s' returns %s%s, but declares %s", b->def->name, gs,
+                    which, ws);
+        ret[i] = r;
+    }
+    c->ret = ret;
 }
 
 /* ---- repeat, pipeline, train ---- */

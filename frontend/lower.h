@@ -41,8 +41,11 @@ typedef struct fe_block {
     const char **pnames;
     su_loc *plocs;
     ir_type *ptypes;
-    ir_type ret;
+    int nret;               /* its results: 1, or several (-> (T1, T2, ...)) */
+    ir_type *rets;
 } fe_block;
+
+enum { FE_MAX_RESULTS = 16 }; /* a block's results, a call's bound at once */
 
 typedef enum { SYM_CONST, SYM_TENSOR, SYM_BLOCK } fe_sym_kind;
 
@@ -91,11 +94,11 @@ typedef struct fe_lower {
     fe_block *blocks, **blocks_tail;
     ir_module *scratch;      /* a block's trial run, freed on failure */
     int depth;               /* nesting of the expression being evaluated */
-    /* Runs block b's body for a call in an expression and returns its
-     * result: lower.c's statements, set by fe_compile. Expressions reach
-     * statements only through it, so expr.c depends on scope.c alone. */
-    ir_value *(*call_block)(struct fe_lower *L, fe_frame *f, const fe_block *b,
-                            ir_value **args, su_loc loc);
+    /* Runs block b's body for a call in an expression and puts its b->nret
+     * results in out: lower.c's statements, set by fe_compile. Expressions
+     * reach statements only through it, so expr.c depends on scope.c alone. */
+    void (*call_block)(struct fe_lower *L, fe_frame *f, const fe_block *b, ir_value **args,
+                       su_loc loc, ir_value **out);
 } fe_lower;
 
 /* The frame's name prefix, made on first use (an empty repetition costs
@@ -114,6 +117,10 @@ fe_sym *fe_lookup(fe_lower *L, fe_scope *s, const char *name);
 
 int64_t fe_const_eval(fe_lower *L, fe_scope *s, const ast_node *n);
 fe_val fe_eval(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n);
+/* The results of n, a call of a block that returns several, into out (at
+ * most FE_MAX_RESULTS); their count, or 0 where n is anything else (one
+ * value: evaluate it with fe_eval). */
+int fe_eval_results(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n, ir_value **out);
 /* A number, folded from literals and constants (for options like eps). */
 double fe_number(fe_lower *L, fe_scope *s, const ast_node *n, const char *what);
 /* The tensor of v; a number becomes a constant of dtype dt. */

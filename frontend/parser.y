@@ -59,7 +59,7 @@ static ast_stmt *finish_lines(ast_stmt *rev, ast_stmt *last);
 %type <node> expr primary opt_args args arg opt_exprs exprs opt_init opt_sched_arg
 %type <str> sched_name
 %type <item> mesh_axes mesh_axis let_items let_item names opt_bparams bparams bparam
-%type <type> type
+%type <type> type types
 %type <shard> opt_shard
 %type <entry> shard_entries shard_entry
 %type <axis> axis_names
@@ -109,13 +109,24 @@ stmt:
         $$ = stmt(P, ST_ASSIGN, @1);
         $$->name = $1; $$->name_loc = L(@1); $$->expr = $3; $$->shard = $4;
     }
+    /* NAME, NAME, ... = CALL: the results of a call that returns several */
+  | IDENT ',' names '=' expr opt_shard {
+        $$ = stmt(P, ST_ASSIGN, @1);
+        $$->name = $1; $$->name_loc = L(@1); $$->expr = $5; $$->shard = $6;
+        $$->items = item(P, $1, @1); $$->items->next = $3;
+    }
     /* block NAME(PARAM : TYPE, ...) -> TYPE { ... } */
   | BLOCK IDENT '(' opt_bparams ')' ARROW type block_body {
         $$ = stmt(P, ST_BLOCK, @1);
         $$->name = $2; $$->name_loc = L(@2); $$->items = $4; $$->type = $7; $$->body = $8;
     }
-    /* return EXPR */
-  | RETURN expr             { $$ = stmt(P, ST_RETURN, @1); $$->expr = $2; }
+    /* block NAME(PARAM : TYPE, ...) -> (TYPE, TYPE, ...) { ... }: several results */
+  | BLOCK IDENT '(' opt_bparams ')' ARROW '(' types ')' block_body {
+        $$ = stmt(P, ST_BLOCK, @1);
+        $$->name = $2; $$->name_loc = L(@2); $$->items = $4; $$->type = $8; $$->body = $10;
+    }
+    /* return EXPR, ... */
+  | RETURN exprs            { $$ = stmt(P, ST_RETURN, @1); $$->expr = $2; }
     /* repeat N as NAME [over AXIS] { ... } */
   | REPEAT expr AS IDENT block_body {
         $$ = stmt(P, ST_REPEAT, @1);
@@ -191,6 +202,11 @@ type:
     DTYPE '[' opt_exprs ']' {
         $$ = NEW(ast_type); $$->dtype = $1; $$->dims = $3; $$->loc = L(@1);
     }
+;
+
+types:
+    type
+  | types ',' type          { $$ = APPEND(ast_type, $1, $3); }
 ;
 
 /* sharding: shard(ENTRY, ...), ENTRY: _ | AXIS | (AXIS, ...) */
