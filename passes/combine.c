@@ -172,6 +172,19 @@ static ir_value *fold_rows(ir_module *m, ir_op **out, int *nout, ir_value *v, co
     return r;
 }
 
+/* The sharding a summing collective of code and attrs a makes of an
+ * operand of sharding in: its axes no longer partial, and for a
+ * reduce_scatter, appended to its dim. */
+static ir_sharding collective_result(ir_opcode code, const ir_attrs *a, ir_sharding in)
+{
+    for (int i = 0; i < a->naxes; i++) {
+        in.partial &= (uint16_t)~(1u << a->axes[i]);
+        if (code == IR_REDUCE_SCATTER && in.naxes[a->dim] < IR_MAX_AXES)
+            in.axes[a->dim][in.naxes[a->dim]++] = a->axes[i];
+    }
+    return in;
+}
+
 static void count(int *uses, const ir_value *v)
 {
     if (v)
@@ -283,14 +296,23 @@ int pass_combine_sums(ir_module *m, su_vec *why)
                 t.rank--;
                 sh.naxes[rank - 1] = 0;
             }
+            ir_attrs ca = a->a;
+            if (a->code == IR_REDUCE_SCATTER && !op->a.keepdims && k < ca.dim)
+                ca.dim--;
+            /* the reduction's result keeps its sharding: only where the
+             * collective makes exactly that of the local sum's (a dim of
+             * size 1 split over an axis of size 1, say, it would not) */
+            ir_sharding want = collective_result(a->code, &ca, sh);
+            if (!ir_sharding_eq(&want, &op->res[0]->sh, t.rank) ||
+                want.partial != op->res[0]->sh.partial) {
+                out[nout++] = op;
+                continue;
+            }
             ir_value *in = a->in[0];
             if (k == 0 && !op->a.keepdims)
                 in = fold_rows(m, out, &nout, in, op, uses, dead);
             ir_op *r = place(out, &nout, ir_append(m, op->code, &in, 1, &op->a, &t), op);
             r->res[0]->sh = sh;
-            ir_attrs ca = a->a;
-            if (a->code == IR_REDUCE_SCATTER && !op->a.keepdims && k < ca.dim)
-                ca.dim--;
             op->code = a->code;
             op->in[0] = r->res[0];
             op->a = ca;
