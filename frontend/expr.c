@@ -235,7 +235,7 @@ typedef struct fe_builtin {
     const char *name;
     ir_opcode code;
     int np;
-    fe_param p[4];
+    fe_param p[6];
 } fe_builtin;
 
 #define T(n) {n, P_TENSOR, false, 0}
@@ -260,7 +260,8 @@ static const fe_builtin builtins[] = {
     {"reshape", IR_RESHAPE, 2, {T("x"), {"shape", P_LIST, false, 0}}},
     {"cast", IR_CAST, 2, {T("x"), {"dtype", P_DTYPE, false, 0}}},
     {"embedding", IR_EMBEDDING, 2, {T("table"), T("ids")}},
-    {"attention", IR_ATTENTION, 4, {T("q"), T("k"), T("v"), {"causal", P_BOOL, true, 1}}},
+    {"attention", IR_ATTENTION, 6, {T("q"), T("k"), T("v"), {"causal", P_BOOL, true, 1},
+                                    {"scale", P_FLOAT, true, 0}, {"mask", P_TENSOR, true, 0}}},
     {"mse", IR_MSE, 2, {T("pred"), T("target")}},
     {"cross_entropy", IR_XENT, 2, {T("logits"), T("labels")}},
 };
@@ -268,9 +269,9 @@ static const fe_builtin builtins[] = {
 
 /* The arguments of one builtin call, bound to its parameters. */
 typedef struct fe_args {
-    const ast_node *node[4]; /* NULL: not given */
-    fe_val t[4];
-    double num[4];
+    const ast_node *node[6]; /* NULL: not given */
+    fe_val t[6];
+    double num[6];
     int nlist;
     int64_t list[IR_MAX_RANK];
     ir_dtype dtype;
@@ -396,6 +397,118 @@ static fe_val reduce_all(fe_lower *L, ir_opcode code, ir_value *x, bool keepdims
     return (fe_val){.v = x};
 }
 
+/* x [..., G, T, e] with each of its G heads repeated r times, head after
+ * head: [..., G r, T, e] (grouped-query attention's keys and values, so
+ * that query head h reads head h / r). A reshape, an expand and a reshape:
+ * split over an axis that divides G, the heads stay split. */
+static ir_value *repeat_heads(fe_lower *L, ir_value *x, int64_t r, su_loc loc)
+{
+    int rank = x->type.rank;
+    ir_attrs a = {.nlist = rank + 1};
+    for (int d = 0, k = 0; d < rank; d++) {
+        a.list[k++] = x->type.dim[d];
+        if (d == rank - 3)
+            a.list[k++] = 1;
+    }
+    ir_value *v = emit(L, IR_RESHAPE, &x, 1, &a, loc);
+    a.list[rank - 2] = r;
+    v = emit(L, IR_EXPAND, &v, 1, &a, loc);
+    ir_attrs back = {.nlist = rank};
+    memcpy(back.list, x->type.dim, (size_t)rank * sizeof *back.list);
+    back.list[rank - 3] *= r;
+    return emit(L, IR_RESHAPE, &v, 1, &back, loc);
+}
+
+static ir_value *scalar_of(fe_lower *L, double x, ir_dtype dt, su_loc loc)
+{
+    return fe_tensor(L, num(x, false), dt, loc);
+}
+
+/* x times the number c, computed in f32 and rounded to x's dtype once, as
+ * PyTorch's bf16 and f16 arithmetic does (c itself is never rounded). */
+static ir_value *scaled(fe_lower *L, ir_value *x, double c, su_loc loc)
+{
+    ir_dtype dt = x->type.dtype;
+    ir_attrs f32 = {.dtype = IR_F32}, back = {.dtype = dt};
+    ir_value *y = dt == IR_F32 ? x : emit(L, IR_CAST, &x, 1, &f32, loc);
+    y = emit(L, IR_MUL, (ir_value *[]){y, scalar_of(L, c, IR_F32, loc)}, 2, NULL, loc);
+    return dt == IR_F32 ? y : emit(L, IR_CAST, &y, 1, &back, loc);
+}
+
+/* attention(q, k, v, causal, scale, mask) (LANGUAGE.md §12). Grouped-query
+ * attention (k and v with G heads dividing q's H) repeats the key and
+ * value heads; scale S multiplies q by S sqrt(d), so the attention op's 1
+ * / sqrt(d) gives S, as PyTorch's math attention scales its operands; a
+ * mask is added to the scores, so the scores are made whole: q @ kT times
+ * the scale, plus the mask and, when causal, -1e30 (f16: -65504) where j >
+ * i + T - S, then softmax and @ v. */
+static fe_val attention(fe_lower *L, const fe_builtin *b, fe_args *A, su_loc loc)
+{
+    ir_value *q = need_tensor(L, b, A, 0), *k = need_tensor(L, b, A, 1);
+    ir_value *v = need_tensor(L, b, A, 2);
+    bool causal = A->num[3] != 0;
+    int rank = q->type.rank;
+    if (rank >= 3 && k->type.rank == rank && v->type.rank == rank &&
+        k->type.dim[rank - 3] < q->type.dim[rank - 3]) { /* fewer: grouped-query heads */
+        int64_t h = q->type.dim[rank - 3], g = k->type.dim[rank - 3];
+        if (g < 1 || h % g || v->type.dim[rank - 3] != g)
+            fe_fail(L, A->node[1]->loc, "attention: the key and value heads (%lld and %lld) "
+                    "must be equal and divide the query heads (%lld)", (long long)g,
+                    (long long)v->type.dim[rank - 3], (long long)h);
+        k = repeat_heads(L, k, h / g, loc);
+        v = repeat_heads(L, v, h / g, loc);
+    }
+    double d = (double)q->type.dim[rank - 1];
+    if (A->node[4] && !(A->num[4] > 0))
+        fe_fail(L, A->node[4]->loc, "attention's scale must be positive, got %g", A->num[4]);
+    double scale = A->node[4] ? A->num[4] : 1 / sqrt(d);
+    ir_dtype dt = q->type.dtype;
+    if (!A->node[5]) {
+        if (A->node[4])
+            q = scaled(L, q, scale * sqrt(d), loc);
+        ir_attrs a = {.causal = causal};
+        return (fe_val){.v = emit(L, IR_ATTENTION, (ir_value *[]){q, k, v}, 3, &a, loc)};
+    }
+    ir_value *mask = need_tensor(L, b, A, 5);
+    if (rank < 2 || k->type.rank < 2)
+        fe_fail(L, loc, "attention needs q and k of rank 2 or more");
+    ir_attrs sw = {.nlist = k->type.rank};
+    for (int i = 0; i < k->type.rank; i++)
+        sw.list[i] = i;
+    sw.list[k->type.rank - 2] = k->type.rank - 1;
+    sw.list[k->type.rank - 1] = k->type.rank - 2;
+    ir_value *kt = emit(L, IR_TRANSPOSE, &k, 1, &sw, loc);
+    ir_value *s = emit(L, IR_MATMUL, (ir_value *[]){q, kt}, 2, NULL, loc);
+    s = scaled(L, s, scale, loc);
+    if (mask->type.dtype != dt)
+        fe_fail(L, A->node[5]->loc, "attention's mask is %s, but the scores are %s",
+                ir_dtype_name(mask->type.dtype), ir_dtype_name(dt));
+    s = emit(L, IR_ADD, (ir_value *[]){s, mask}, 2, NULL, A->node[5]->loc);
+    if (causal) {
+        int64_t sq = q->type.dim[rank - 2], tk = k->type.dim[k->type.rank - 2];
+        ir_attrs ia = {.nlist = 1, .list = {sq}}, ja = {.nlist = 1, .list = {tk}};
+        ir_value *i = emit(L, IR_IOTA, NULL, 0, &ia, loc), *j = emit(L, IR_IOTA, NULL, 0, &ja, loc);
+        ir_attrs f32 = {.dtype = IR_F32};
+        i = emit(L, IR_CAST, &i, 1, &f32, loc);
+        j = emit(L, IR_CAST, &j, 1, &f32, loc);
+        ir_attrs col = {.nlist = 2, .list = {sq, 1}};
+        i = emit(L, IR_RESHAPE, &i, 1, &col, loc);
+        i = emit(L, IR_ADD, (ir_value *[]){i, scalar_of(L, (double)(tk - sq), IR_F32, loc)}, 2,
+                 NULL, loc);
+        ir_value *after = emit(L, IR_GT, (ir_value *[]){j, i}, 2, NULL, loc); /* [S, T] */
+        ir_value *big = scalar_of(L, dt == IR_F16 ? -65504.0 : -1e30, IR_F32, loc);
+        ir_value *cm = emit(L, IR_MUL, (ir_value *[]){after, big}, 2, NULL, loc);
+        if (dt != IR_F32) {
+            ir_attrs to = {.dtype = dt};
+            cm = emit(L, IR_CAST, &cm, 1, &to, loc);
+        }
+        s = emit(L, IR_ADD, (ir_value *[]){s, cm}, 2, NULL, loc);
+    }
+    ir_attrs last = {.axis = -1};
+    ir_value *p = emit(L, IR_SOFTMAX, &s, 1, &last, loc);
+    return (fe_val){.v = emit(L, IR_MATMUL, (ir_value *[]){p, v}, 2, NULL, loc)};
+}
+
 static fe_val call_builtin(fe_lower *L, fe_scope *s, fe_frame *f, const fe_builtin *b,
                            const ast_node *call)
 {
@@ -456,8 +569,7 @@ static fe_val call_builtin(fe_lower *L, fe_scope *s, fe_frame *f, const fe_built
         memcpy(a.list, A.list, sizeof a.list);
         break;
     case IR_ATTENTION:
-        a.causal = A.num[3] != 0;
-        /* fall through */
+        return attention(L, b, &A, loc);
     default: /* the op's own operands; the optional ones are the compiler's */
         for (int i = 0; i < info->min_in; i++)
             in[i] = need_tensor(L, b, &A, i);
