@@ -386,6 +386,12 @@ class Gen:
             q = k = v = base
         # causal defaults to true
         c = "" if causal and self.chance(0.5) else f", causal = {'true' if causal else 'false'}"
+        # a scale, and an additive mask over [S, S] (the scores made whole)
+        if self.chance(0.25):
+            c += f", scale = {self.r.choice(['0.25', '0.5'])}"
+        if self.chance(0.2):
+            m = self.new_param([x.shape[-2], x.shape[-2]], x.dtype)
+            c += f", mask = {m.name}"
         return f"attention({q}, {k}, {v}{c})", x.mag * 2, x.shape
 
     # ---- statements ----
