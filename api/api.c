@@ -139,6 +139,48 @@ shardc_status shardc_options_set_bucket_mb(shardc_options *opt, double mb, char 
     return SHARDC_OK;
 }
 
+shardc_status shardc_options_set_zero(shardc_options *opt, int stage, const char *axis,
+                                      char **error)
+{
+    if (stage < 0 || stage > 3)
+        return api_fail(error, SHARDC_ERR_USAGE, "--zero %d: the ZeRO stages are 0 (none), 1, 2 "
+                        "and 3", stage);
+    if (axis && strlen(axis) >= sizeof opt->fe.zero_axis)
+        return api_fail(error, SHARDC_ERR_USAGE, "--zero %d:%s: the axis name is too long", stage,
+                        axis);
+    opt->fe.zero_set = true;
+    opt->fe.zero = stage;
+    snprintf(opt->fe.zero_axis, sizeof opt->fe.zero_axis, "%s", axis ? axis : "");
+    return SHARDC_OK;
+}
+
+shardc_status shardc_options_set_schedule(shardc_options *opt, const char *schedule,
+                                          char **error)
+{
+    int v = 1, n = 0;
+    if (!strcmp(schedule, "gpipe"))
+        opt->fe.schedule = IR_SCHED_GPIPE;
+    else if (!strcmp(schedule, "1f1b"))
+        opt->fe.schedule = IR_SCHED_1F1B;
+    else if (sscanf(schedule, "interleaved(%d)%n", &v, &n) == 1 && !schedule[n] && v >= 1 &&
+             v <= 1 << 20)
+        opt->fe.schedule = IR_SCHED_INTERLEAVED;
+    else
+        return api_fail(error, SHARDC_ERR_USAGE, "--schedule '%s': the schedules are gpipe, 1f1b "
+                        "and interleaved(V), V >= 1", schedule);
+    opt->fe.schedule_set = true;
+    opt->fe.chunks = v;
+    return SHARDC_OK;
+}
+
+shardc_status shardc_options_set_microbatches(shardc_options *opt, long long n, char **error)
+{
+    if (n < 1 || n > 1 << 30)
+        return api_fail(error, SHARDC_ERR_USAGE, "--microbatches %lld: expected 1 to 2^30", n);
+    opt->fe.microbatches = (int)n;
+    return SHARDC_OK;
+}
+
 shardc_status shardc_options_set_archs(shardc_options *opt, const char *list, char **error)
 {
     if (list && !strcmp(list, "none")) {

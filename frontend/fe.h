@@ -19,6 +19,15 @@ typedef struct fe_options {
     const fe_define *defines;     /* -D NAME=VALUE */
     int64_t max_work;             /* bound on ops made plus statements run;
                                      0: the default (5 million) */
+    /* strategy overrides of the model's (shardc --zero, --schedule,
+     * --microbatches): each applies only where its flag is set */
+    bool zero_set;
+    int zero;                     /* ZeRO stage 0..3 */
+    char zero_axis[32];           /* "": the model's zero axis, else dp */
+    bool schedule_set;
+    int schedule;                 /* ir_schedule */
+    int chunks;                   /* interleaved(V): V */
+    int microbatches;             /* 0: the model's */
 } fe_options;
 
 /* Compiles src to a verified logical module. NULL on error, with the error

@@ -756,14 +756,16 @@ static void check_pipeline(fe_lower *L)
     if (p->repeats % (stages * p->chunks))
         fe_fail(L, L->pipeline_stmt ? L->pipeline_stmt->loc : L->over_stmt->loc, "%d repetitions do not split into %lld stages "
                 "x %d chunks", p->repeats, (long long)stages, p->chunks);
+    bool flag = L->opt->microbatches > 0; /* --microbatches, over the file's */
     for (int i = 0; i < L->m->ops.n; i++) {
         ir_op *op = IR_OP(L->m, i);
-        if (op->code != IR_INPUT || !L->pipeline_stmt)
+        if (op->code != IR_INPUT || (!L->pipeline_stmt && !flag))
             continue;
         const ir_type *t = &op->res[0]->type;
         if (t->rank == 0 || t->dim[0] % p->microbatches)
-            fe_fail(L, L->pipeline_stmt->expr->loc, "%d microbatches do not divide the batch "
-                    "dimension of input '%s' (%lld)", p->microbatches, op->a.name,
+            fe_fail(L, flag ? (su_loc){0, 0} : L->pipeline_stmt->expr->loc,
+                    "%s%d microbatches do not divide the batch dimension of input '%s' (%lld)",
+                    flag ? "--microbatches: " : "", p->microbatches, op->a.name,
                     t->rank ? (long long)t->dim[0] : 0ll);
     }
 }
@@ -785,6 +787,44 @@ static bool loss_needs_param(fe_lower *L)
     return needs[m->train.loss->id];
 }
 
+/* The command line's strategy over the model's (fe_options): ZeRO, the
+ * pipeline's schedule and microbatches. Errors have no place in the file:
+ * they name the flag. */
+static void apply_overrides(fe_lower *L)
+{
+    const fe_options *o = L->opt;
+    ir_module *m = L->m;
+    su_loc none = {0, 0};
+    if (o->zero_set) {
+        if (!L->train_stmt)
+            fe_fail(L, none, "--zero %d: the model has no 'train', so no optimizer to shard",
+                    o->zero);
+        int ax = m->train.zero_axis;
+        if (o->zero_axis[0]) {
+            ax = ir_mesh_axis(&m->mesh, o->zero_axis, strlen(o->zero_axis));
+            if (ax < 0)
+                fe_fail(L, none, "--zero %d:%s: the mesh has no axis '%s'", o->zero,
+                        o->zero_axis, o->zero_axis);
+        } else if (ax < 0) {
+            ax = ir_mesh_axis(&m->mesh, "dp", 2);
+            if (ax < 0 && o->zero > 0)
+                fe_fail(L, none, "--zero %d: the model has no zero clause and its mesh no "
+                        "axis dp; name the axis: --zero %d:AXIS", o->zero, o->zero);
+        }
+        m->train.zero = o->zero;
+        m->train.zero_axis = o->zero ? ax : -1;
+    }
+    if ((o->schedule_set || o->microbatches) && !L->over_stmt)
+        fe_fail(L, none, "--%s: the model has no pipelined 'repeat ... over AXIS'",
+                o->schedule_set ? "schedule" : "microbatches");
+    if (o->schedule_set) {
+        m->pipe.schedule = (ir_schedule)o->schedule;
+        m->pipe.chunks = o->schedule == IR_SCHED_INTERLEAVED ? o->chunks : 1;
+    }
+    if (o->microbatches)
+        m->pipe.microbatches = o->microbatches;
+}
+
 static void check_program(fe_lower *L)
 {
     for (int i = 0; i < L->opt->ndefines; i++)
@@ -795,6 +835,7 @@ static void check_program(fe_lower *L)
         fe_fail(L, (su_loc){0, 0}, "--mesh gives axis sizes, but the model declares no mesh");
     for (fe_block *b = L->blocks; b; b = b->next)
         check_block(L, b);
+    apply_overrides(L);
     check_pipeline(L);
     if (L->train_stmt) {
         bool has_param = false;

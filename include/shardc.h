@@ -69,6 +69,21 @@ SHARDC_API shardc_status shardc_options_define(shardc_options *opt, const char *
 SHARDC_API shardc_status shardc_options_set_bucket_mb(shardc_options *opt, double mb,
                                                       char **error);
 
+/* Strategy over the model file's, so that one file serves every strategy:
+ * ZeRO stage (0 to 3) over the mesh axis named axis (NULL or "": the
+ * model's zero axis, else dp), as `--zero K[:AXIS]`; the pipeline's
+ * schedule, "gpipe", "1f1b" or "interleaved(V)", as `--schedule`; its
+ * microbatches, as `--microbatches N`. SHARDC_ERR_USAGE for a value out of
+ * range; a model they do not fit (no train, no pipelined repeat, a batch
+ * the microbatches do not divide) fails to compile, with a message naming
+ * the flag. */
+SHARDC_API shardc_status shardc_options_set_zero(shardc_options *opt, int stage, const char *axis,
+                                                 char **error);
+SHARDC_API shardc_status shardc_options_set_schedule(shardc_options *opt, const char *schedule,
+                                                     char **error);
+SHARDC_API shardc_status shardc_options_set_microbatches(shardc_options *opt, long long n,
+                                                         char **error);
+
 /* The GPU architectures the CUDA kernels are compiled for, as `--arch`
  * does: "sm_80,sm_90" (the default), a cubin for each and PTX for the
  * newest, all stored in the plan; "none" for a CPU-only plan (no kernels,

@@ -7,6 +7,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,11 @@ static const char usage[] =
     "                     when set, is the default\n"
     "  --bucket-mb N      group a training step's gradient collectives into\n"
     "                     buckets of at most N MiB (default 25; 0: none)\n"
+    "  --zero K[:AXIS]    ZeRO stage K (0: none, 1, 2, 3) over AXIS, over the\n"
+    "                     model's `zero` clause (AXIS: the model's, else dp)\n"
+    "  --schedule S       the pipeline's schedule: gpipe, 1f1b or\n"
+    "                     interleaved(V), over the model's `pipeline` line\n"
+    "  --microbatches N   the pipeline's microbatches, over the model's\n"
     "  --explain-sharding print why each value has its sharding and why each\n"
     "                     collective was inserted\n"
     "  --report [json]    print each stage's FLOPs, bytes sent and collectives\n"
@@ -177,6 +183,36 @@ static int parse_args(int argc, char **argv, args *a)
             if (end == v || *end || errno)
                 return usage_error("--bucket-mb '%s': expected a size in MiB", v);
             if (shardc_options_set_bucket_mb(a->opt, mb, &err) != SHARDC_OK) {
+                int rc = usage_error("%s", err ? err : "out of memory");
+                shardc_free(err);
+                return rc;
+            }
+        } else if ((v = value_of(argc, argv, &i, "--zero"))) {
+            char *end;
+            errno = 0;
+            long k = strtol(v, &end, 10);
+            if (end == v || (*end && *end != ':') || errno || k < INT_MIN || k > INT_MAX)
+                return usage_error("--zero '%s': expected a stage, 0 to 3, then :AXIS if you "
+                                   "will", v);
+            if (shardc_options_set_zero(a->opt, (int)k, *end ? end + 1 : NULL, &err) !=
+                SHARDC_OK) {
+                int rc = usage_error("%s", err ? err : "out of memory");
+                shardc_free(err);
+                return rc;
+            }
+        } else if ((v = value_of(argc, argv, &i, "--schedule"))) {
+            if (shardc_options_set_schedule(a->opt, v, &err) != SHARDC_OK) {
+                int rc = usage_error("%s", err ? err : "out of memory");
+                shardc_free(err);
+                return rc;
+            }
+        } else if ((v = value_of(argc, argv, &i, "--microbatches"))) {
+            char *end;
+            errno = 0;
+            long long n = strtoll(v, &end, 10);
+            if (end == v || *end || errno)
+                return usage_error("--microbatches '%s': expected a count", v);
+            if (shardc_options_set_microbatches(a->opt, n, &err) != SHARDC_OK) {
                 int rc = usage_error("%s", err ? err : "out of memory");
                 shardc_free(err);
                 return rc;

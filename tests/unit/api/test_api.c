@@ -89,6 +89,19 @@ static void test_options(void)
     CHECK(ir == NULL);
     shardc_free(err);
     shardc_program_free(p);
+    /* the strategy's setters check their values; the model, what fits it */
+    CHECK(shardc_options_set_zero(opt, 4, NULL, &err) == SHARDC_ERR_USAGE);
+    CHECK_STR(err, "--zero 4: the ZeRO stages are 0 (none), 1, 2 and 3");
+    shardc_free(err);
+    CHECK(shardc_options_set_schedule(opt, "interleaved(0)", &err) == SHARDC_ERR_USAGE);
+    shardc_free(err);
+    CHECK(shardc_options_set_schedule(opt, "interleaved(2)", NULL) == SHARDC_OK);
+    CHECK(shardc_options_set_microbatches(opt, 0, &err) == SHARDC_ERR_USAGE);
+    shardc_free(err);
+    CHECK(shardc_compile_string(opt, "m.sh", model, strlen(model), &p, &err) ==
+          SHARDC_ERR_INPUT);
+    CHECK(err && strstr(err, "--schedule: the model has no pipelined 'repeat ... over AXIS'"));
+    shardc_free(err);
     shardc_options_free(opt);
 }
 

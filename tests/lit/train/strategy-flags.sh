@@ -1,0 +1,29 @@
+# The strategy from the command line over the model file's (one file, every
+# strategy): each flag gives the plan of the file edited to say the same,
+# byte for byte in the report, and each misuse is an error naming the flag.
+# RUN: sed 's/^\(train .*\)$/\1 zero 2 over dp/' %S/../../../examples/transformer.sh > %t.zero2.sh
+# RUN: %shardc %S/../../../examples/transformer.sh --mesh 4x1 --zero 2 --report > %t.flag
+# RUN: %shardc %t.zero2.sh --mesh 4x1 --report > %t.file
+# RUN: diff %t.flag %t.file
+# RUN: %shardc %t.zero2.sh --mesh 4x1 --zero 0 --report > %t.flag0
+# RUN: %shardc %S/../../../examples/transformer.sh --mesh 4x1 --report > %t.file0
+# RUN: diff %t.flag0 %t.file0
+# RUN: %shardc %S/../../../examples/transformer.sh --mesh 2x2 --zero 1:tp --report > %t.flagtp
+# RUN: sed 's/^\(train .*\)$/\1 zero 1 over tp/' %S/../../../examples/transformer.sh > %t.zerotp.sh
+# RUN: %shardc %t.zerotp.sh --mesh 2x2 --report | diff - %t.flagtp
+# RUN: sed 's/^pipeline microbatches 4 schedule .*$/pipeline microbatches 2 schedule gpipe/' %S/../../../examples/pipeline.sh > %t.gpipe.sh
+# RUN: %shardc %S/../../../examples/pipeline.sh --mesh 1x2x1 --schedule gpipe --microbatches 2 --emit schedule > %t.sflag
+# RUN: %shardc %t.gpipe.sh --mesh 1x2x1 --emit schedule | diff - %t.sflag
+# RUN: FileCheck %s --check-prefix=SCHED < %t.sflag
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --mesh 2x2 --schedule 1f1b -o %t.plan 2>&1 | FileCheck %s --check-prefix=NOPIPE
+# RUN: %expect 1 %shardc %S/../../../examples/pipeline.sh --mesh 1x2x1 --microbatches 3 -o %t.plan 2>&1 | FileCheck %s --check-prefix=MB
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --mesh 2x2 --zero 1:pp -o %t.plan 2>&1 | FileCheck %s --check-prefix=AXIS
+# RUN: %expect 2 %shardc %S/../../../examples/mlp.sh --mesh 2x2 --zero 4 -o %t.plan 2>&1 | FileCheck %s --check-prefix=STAGE
+# RUN: %expect 2 %shardc %S/../../../examples/pipeline.sh --mesh 1x2x1 --schedule 2f2b -o %t.plan 2>&1 | FileCheck %s --check-prefix=NAME
+# RUN: test ! -e %t.plan
+# SCHED: # pipeline: gpipe over pp, 2 stages, 2 microbatches
+# NOPIPE: mlp.sh: error: --schedule: the model has no pipelined 'repeat ... over AXIS'
+# MB: pipeline.sh: error: --microbatches: 3 microbatches do not divide the batch dimension of input 'tokens' (8)
+# AXIS: mlp.sh: error: --zero 1:pp: the mesh has no axis 'pp'
+# STAGE: shardc: error: --zero 4: the ZeRO stages are 0 (none), 1, 2 and 3
+# NAME: shardc: error: --schedule '2f2b': the schedules are gpipe, 1f1b and interleaved(V), V >= 1
