@@ -30,6 +30,7 @@ struct shardc_options {
                            * -1: none, a CPU-only plan) */
     int arch[RT_MAX_ARCHS];
     const pass_hw *hw;    /* --hw: the estimated timeline's hardware */
+    int64_t mem_limit;    /* --mem-limit, bytes; 0: none, -1: the hardware's */
     char *cache_dir;      /* NVRTC's disk cache (malloc'd), NULL: none */
     /* the pass pipeline's (passes/passes.h: pass_options) */
     uint32_t only_passes, print_after;
@@ -179,6 +180,33 @@ shardc_status shardc_options_set_microbatches(shardc_options *opt, long long n, 
         return api_fail(error, SHARDC_ERR_USAGE, "--microbatches %lld: expected 1 to 2^30", n);
     opt->fe.microbatches = (int)n;
     return SHARDC_OK;
+}
+
+shardc_status shardc_options_set_mem_limit(shardc_options *opt, const char *size, char **error)
+{
+    if (!strcmp(size, "hw")) {
+        opt->mem_limit = -1;
+        return SHARDC_OK;
+    }
+    static const struct {
+        const char *unit;
+        double scale;
+    } units[] = {{"", 1},          {"B", 1},           {"KB", 1e3},        {"MB", 1e6},
+                 {"GB", 1e9},      {"TB", 1e12},       {"K", 1024.0},      {"KiB", 1024.0},
+                 {"M", 1048576.0}, {"MiB", 1048576.0}, {"G", 1073741824.0}, {"GiB", 1073741824.0},
+                 {"T", 1099511627776.0}, {"TiB", 1099511627776.0}};
+    char *end;
+    errno = 0;
+    double v = strtod(size, &end);
+    for (size_t i = 0; end != size && !errno && i < sizeof units / sizeof *units; i++) {
+        double bytes = v * units[i].scale;
+        if (!strcmp(end, units[i].unit) && bytes >= 1 && bytes < 9e18) {
+            opt->mem_limit = (int64_t)bytes;
+            return SHARDC_OK;
+        }
+    }
+    return api_fail(error, SHARDC_ERR_USAGE, "--mem-limit '%s': expected a size such as 80GiB, "
+                    "75GB, 512MiB or a number of bytes, or hw (the --hw profile's memory)", size);
 }
 
 shardc_status shardc_options_set_archs(shardc_options *opt, const char *list, char **error)
@@ -341,6 +369,61 @@ static bool wants_kernels(const shardc_options *opt)
     return opt->narchs > 0 || (opt->narchs == 0 && rt_nvrtc_available());
 }
 
+/* bytes as "56.5 MiB" (KiB, MiB or GiB, whichever reads best). */
+static const char *size_text(int64_t bytes, char buf[32])
+{
+    double b = (double)bytes;
+    if (b < 1048576.0)
+        snprintf(buf, 32, "%.1f KiB", b / 1024.0);
+    else if (b < 1073741824.0)
+        snprintf(buf, 32, "%.1f MiB", b / 1048576.0);
+    else
+        snprintf(buf, 32, "%.2f GiB", b / 1073741824.0);
+    return buf;
+}
+
+typedef struct mem_part {
+    const char *what;
+    int64_t bytes;
+} mem_part;
+
+/* Whether a stage's peak exceeds p->mem_limit; if so, why, in out (its
+ * text replaced): the first such stage, and what fills it, largest first. */
+static bool over_limit(const shardc_program *p, su_buf *out)
+{
+    for (int s = 0; s < p->res.nplanned && p->res.mp; s++) {
+        const pass_memplan *mp = &p->res.mp[s];
+        if (mp->arena_bytes <= p->mem_limit)
+            continue;
+        out->len = 0;
+        char where[32] = "the plan", b1[32], b2[32], b3[32];
+        if (p->res.nplanned > 1)
+            snprintf(where, sizeof where, "stage %d", s);
+        su_buf_printf(out, "%s needs %s per rank, over --mem-limit %s by %s:", where,
+                      size_text(mp->arena_bytes, b1), size_text(p->mem_limit, b2),
+                      size_text(mp->arena_bytes - p->mem_limit, b3));
+        mem_part part[] = {{"activations (the most live at once)", mp->activations},
+                    {"optimizer state", mp->optimizer_state},
+                    {"gradients", mp->gradients},
+                    {"params", mp->params}};
+        for (int i = 0; i < 4; i++) { /* largest first; ties keep this order */
+            int k = i;
+            for (int j = i + 1; j < 4; j++)
+                if (part[j].bytes > part[k].bytes)
+                    k = j;
+            if (k != i) {
+                mem_part t = part[i];
+                part[i] = part[k];
+                part[k] = t;
+            }
+            su_buf_printf(out, "%s %s %s", i ? "," : "", part[i].what,
+                          size_text(part[i].bytes, b1));
+        }
+        return true;
+    }
+    return false;
+}
+
 /* Keeps the logical text, then runs the pass pipeline (passes/passes.c).
  * A model that cannot be trained or pipelined is the user's error, at its
  * place in the source; so is partitioned IR from a file that fails a
@@ -368,7 +451,9 @@ static void passes(void *arg)
     p->partial = po.only || po.stop_after >= 0;
     pass_status st = pass_run_pipeline(m, &po, &p->res, err, &at);
     p->res.m = m; /* the program's to free, whatever the pipeline did */
-    if (st == PASS_OK)
+    if (st == PASS_OK && p->mem_limit > 0 && !p->partial && over_limit(p, &r->text))
+        r->st = located_error(r->src, (su_loc){0, 0}, r->diag, r->error, "%s", r->text.s);
+    else if (st == PASS_OK)
         r->st = SHARDC_OK;
     else if (st == PASS_ERR_USAGE)
         r->st = api_fail(r->error, SHARDC_ERR_USAGE, "%s", err->s);
@@ -454,6 +539,7 @@ static void compile_work(void *arg)
     p->cache_dir = opt->cache_dir ? strdup(opt->cache_dir) : NULL;
     p->source = strdup(c->src->name);
     p->hw = opt->hw;
+    p->mem_limit = opt->mem_limit < 0 ? (int64_t)opt->hw->mem_bytes : opt->mem_limit;
     memcpy(p->arch, opt->arch, sizeof p->arch);
     c->st = (opt->cache_dir && !p->cache_dir) || !p->source
                 ? api_fail(c->error, SHARDC_ERR_NOMEM, "out of memory")
@@ -655,7 +741,8 @@ static void render_work(void *arg)
         su_buf_puts(b, "# the input is partitioned IR: there is nothing to explain\n");
     else {
         ir_module *const *st = stages(prog, &n);
-        pass_report_on(st, n, &prog->res.pipe, prog->res.mp, prog->hw, r->k == 4, b);
+        pass_report_on(st, n, &prog->res.pipe, prog->res.mp, prog->hw, prog->mem_limit, r->k == 4,
+                       b);
     }
     r->len = b->len;
     r->text = su_buf_take(b);

@@ -20,6 +20,7 @@ struct shardc_program {
     int narchs;             /* the options' --arch */
     int arch[RT_MAX_ARCHS];
     const pass_hw *hw;      /* the options' --hw */
+    int64_t mem_limit;      /* the options' --mem-limit in bytes; 0: none */
     char *cache_dir;        /* the options' (malloc'd) */
     char *source;           /* the model's file name, as given (malloc'd) */
 };

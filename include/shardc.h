@@ -84,6 +84,16 @@ SHARDC_API shardc_status shardc_options_set_schedule(shardc_options *opt, const 
 SHARDC_API shardc_status shardc_options_set_microbatches(shardc_options *opt, long long n,
                                                          char **error);
 
+/* A limit on each rank's memory, as `--mem-limit SIZE`: "80GiB", "75GB",
+ * "512MiB", a number of bytes, or "hw" for the hardware profile's memory
+ * (--hw). A plan whose peak (the memory plan's arena: params, gradients,
+ * optimizer state, activations and temporaries; not the libraries'
+ * workspaces) exceeds it on any stage fails to compile, naming the stage
+ * and what fills it; the report gives each stage's headroom.
+ * SHARDC_ERR_USAGE for text that is not a size. */
+SHARDC_API shardc_status shardc_options_set_mem_limit(shardc_options *opt, const char *size,
+                                                      char **error);
+
 /* The GPU architectures the CUDA kernels are compiled for, as `--arch`
  * does: "sm_80,sm_90" (the default), a cubin for each and PTX for the
  * newest, all stored in the plan; "none" for a CPU-only plan (no kernels,

@@ -191,11 +191,13 @@ void pass_memplan_print(const ir_module *m, const pass_memplan *mp, su_buf *out)
  * NULL. */
 typedef struct pass_hw pass_hw; /* below */
 /* mp: each stage's memory plan, as the plan holds it (the pipeline's
- * memplan pass); its arena is peak_bytes. With the step time estimated on
+ * memplan pass); its arena is peak_bytes. mem_limit > 0 (--mem-limit):
+ * each stage's headroom under it, "mem_limit" and "headroom" in the JSON. With the step time estimated on
  * hw (pass_timeline) at the end of the table and as "estimate":
  * {"hardware", "step_ms"} before "stages" in the JSON; hw NULL: none. */
 void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp,
-                    const pass_memplan *mp, const pass_hw *hw, bool json, su_buf *out);
+                    const pass_memplan *mp, const pass_hw *hw, int64_t mem_limit, bool json,
+                    su_buf *out);
 
 /* Local FLOPs of one op of a partitioned module (counting rules in
  * cost.c). */
@@ -235,6 +237,7 @@ struct pass_hw {
     double launch_s;        /* per kernel */
     double intra_lat_s, inter_lat_s; /* per collective or message */
     double compute_eff, mem_eff, link_eff;
+    double mem_bytes;       /* device memory, as nvidia-smi gives its total */
 };
 /* The profile called name, or NULL; pass_hw_names lists them ("a100, h100,
  * h200"). The default is pass_hw_default(). */

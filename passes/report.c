@@ -38,7 +38,97 @@ const char *pass_schedule_name(const ir_pipeline *p, char buf[32])
 typedef struct estimate {
     const pass_hw *hw;
     double step_s;
+    int64_t mem_limit;      /* --mem-limit, bytes; 0: none */
 } estimate;
+
+/* A stage's bytes sent summed by kind of collective and by axes (their
+ * names joined by ','; send and recv: the pipeline axis), in order of
+ * first appearance. */
+enum { MAX_TOTALS = 32 };
+typedef struct totals {
+    int n;
+    char key[MAX_TOTALS][64];
+    double bytes[MAX_TOTALS];
+    int count[MAX_TOTALS];
+} totals;
+
+static void total_add(totals *t, const char *key, double bytes)
+{
+    int i = 0;
+    while (i < t->n && strcmp(t->key[i], key))
+        i++;
+    if (i == t->n) {
+        if (t->n == MAX_TOTALS)
+            return; /* more than 32 distinct axis sets: not in a mesh of 8 axes' reports */
+        snprintf(t->key[t->n++], sizeof t->key[0], "%s", key);
+    }
+    t->bytes[i] += bytes;
+    t->count[i]++;
+}
+
+static void stage_totals(const ir_module *m, totals *kind, totals *axes)
+{
+    memset(kind, 0, sizeof *kind);
+    memset(axes, 0, sizeof *axes);
+    for (int i = 0; i < m->ops.n; i++) {
+        pass_coll c;
+        if (!pass_collective(m, IR_OP(m, i), &c))
+            continue;
+        char ax[64] = "";
+        if (ir_ops[c.op->code].cls == IR_C_P2P)
+            snprintf(ax, sizeof ax, "%s", m->mesh.name[m->pipe.axis]);
+        for (int q = 0; q < c.op->a.naxes && ir_ops[c.op->code].cls == IR_C_COMM; q++)
+            snprintf(ax + strlen(ax), sizeof ax - strlen(ax), "%s%s", q ? "," : "",
+                     m->mesh.name[c.op->a.axes[q]]);
+        total_add(kind, ir_ops[c.op->code].name, c.bytes);
+        total_add(axes, ax, c.bytes);
+    }
+}
+
+static void totals_json(su_buf *b, const char *name, const totals *t)
+{
+    su_buf_printf(b, "\"%s\": {", name);
+    for (int i = 0; i < t->n; i++)
+        su_buf_printf(b, "%s\"%s\": %.0f", i ? ", " : "", t->key[i], t->bytes[i]);
+    su_buf_puts(b, "}, ");
+}
+
+/* "bytes": per stage, its bytes sent by kind and by axes, and each
+ * collective's bytes and source line (0: none), in the order of the
+ * stage's "collectives" (kept apart from them, so that the objects of
+ * "stages" keep their fields). */
+static void bytes_json(ir_module *const *st, int n, su_buf *b)
+{
+    su_buf_puts(b, "\"bytes\": [");
+    for (int s = 0; s < n; s++) {
+        const ir_module *m = st[s];
+        totals tk, ta;
+        stage_totals(m, &tk, &ta);
+        su_buf_printf(b, "%s{", s ? ", " : "");
+        totals_json(b, "by_kind", &tk);
+        totals_json(b, "by_axes", &ta);
+        su_buf_puts(b, "\"each\": [");
+        bool first = true;
+        for (int i = 0; i < m->ops.n; i++) {
+            pass_coll c;
+            if (!pass_collective(m, IR_OP(m, i), &c))
+                continue;
+            su_buf_printf(b, "%s{\"bytes\": %.0f, \"line\": %d}", first ? "" : ", ", c.bytes,
+                          c.op->loc.line);
+            first = false;
+        }
+        su_buf_puts(b, "]}");
+    }
+    su_buf_puts(b, "], ");
+}
+
+static void totals_text(su_buf *b, const char *name, const totals *t)
+{
+    su_buf_printf(b, "  bytes sent by %-6s", name);
+    for (int i = 0; i < t->n; i++)
+        su_buf_printf(b, "%s %s %.0f (%d)", i ? "," : "", t->key[i], t->bytes[i], t->count[i]);
+    su_buf_puts(b, t->n ? "\n" : " (none)\n");
+}
 
 static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su_buf *b,
                         const stage_cost *cost, const estimate *est)
@@ -63,6 +153,9 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
     if (est->hw)
         su_buf_printf(b, "\"estimate\": {\"hardware\": \"%s\", \"step_ms\": %.6f}, ",
                       est->hw->name, est->step_s * 1e3);
+    if (est->mem_limit > 0)
+        su_buf_printf(b, "\"mem_limit\": %lld, ", (long long)est->mem_limit);
+    bytes_json(st, n, b);
     su_buf_puts(b, "\"stages\": [");
     for (int s = 0; s < n; s++) {
         const ir_module *m = st[s];
@@ -76,9 +169,13 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
             }
         su_buf_printf(b, "], \"flops\": %.0f, \"peak_bytes\": %lld, \"memory\": {\"params\": "
                       "%lld, \"gradients\": %lld, \"optimizer_state\": %lld, \"activations\": "
-                      "%lld}, \"bytes_sent\": %.0f, \"collectives\": [", cost[s].flops,
-                      (long long)mp->arena_bytes, (long long)mp->params, (long long)mp->gradients,
-                      (long long)mp->optimizer_state, (long long)mp->activations, cost[s].bytes);
+                      "%lld}, ", cost[s].flops, (long long)mp->arena_bytes, (long long)mp->params,
+                      (long long)mp->gradients, (long long)mp->optimizer_state,
+                      (long long)mp->activations);
+        if (est->mem_limit > 0)
+            su_buf_printf(b, "\"headroom\": %lld, ",
+                          (long long)(est->mem_limit - mp->arena_bytes));
+        su_buf_printf(b, "\"bytes_sent\": %.0f, \"collectives\": [", cost[s].bytes);
         first = true;
         for (int i = 0; i < m->ops.n; i++) {
             pass_coll c;
@@ -136,6 +233,11 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
         su_buf_printf(b, "    optimizer state   %14lld\n", (long long)mp->optimizer_state);
         su_buf_printf(b, "    activations       %14lld  (the most live at once)\n",
                       (long long)mp->activations);
+        if (est->mem_limit > 0)
+            su_buf_printf(b, "  headroom per rank:    %lld under --mem-limit %lld (%.1f%% used)\n",
+                          (long long)(est->mem_limit - mp->arena_bytes),
+                          (long long)est->mem_limit,
+                          100.0 * (double)mp->arena_bytes / (double)est->mem_limit);
         su_buf_puts(b, "  collectives (program order):\n");
         su_buf_printf(b, "    %-4s %-15s %-10s %-5s %14s %14s  %s\n", "#", "kind", "axes",
                       "dtype", "elements", "bytes sent", "phase");
@@ -160,6 +262,12 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
         }
         if (!k)
             su_buf_puts(b, "    (none)\n");
+        totals tk, ta;
+        stage_totals(m, &tk, &ta);
+        if (k) {
+            totals_text(b, "kind:", &tk);
+            totals_text(b, "axes:", &ta);
+        }
     }
     if (est->hw)
         su_buf_printf(b, "step time, estimated on %s: %.3f ms (the timeline: shardc --trace)\n",
@@ -207,10 +315,11 @@ static void report(void *arg)
 }
 
 void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp,
-                    const pass_memplan *mp, const pass_hw *hw, bool json, su_buf *out)
+                    const pass_memplan *mp, const pass_hw *hw, int64_t mem_limit, bool json,
+                    su_buf *out)
 {
     report_run r = {.stages = stages, .n = n, .pp = pp, .mp = mp, .json = json, .out = out,
-                    .est = {hw, 0}};
+                    .est = {hw, 0, mem_limit}};
     su_buf_init(&r.scratch, out->oom);
     su_buf_init(&r.err, out->oom);
     bool done = su_guarded(out->oom, report, &r);

@@ -17,11 +17,14 @@
 
 static const pass_hw profiles[] = {
     {"a100", "NVIDIA A100 SXM 80GB, 8 per node, NVLink 3, 200 Gb/s HDR per GPU",
-     312e12, 19.5e12, 2.039e12, 300e9, 25e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8},
+     312e12, 19.5e12, 2.039e12, 300e9, 25e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8,
+     81920.0 * 1048576},
     {"h100", "NVIDIA H100 SXM 80GB, 8 per node, NVLink 4, 400 Gb/s NDR per GPU",
-     989e12, 67e12, 3.35e12, 450e9, 50e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8},
+     989e12, 67e12, 3.35e12, 450e9, 50e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8,
+     81559.0 * 1048576},
     {"h200", "NVIDIA H200 SXM 141GB, 8 per node, NVLink 4, 400 Gb/s NDR per GPU",
-     989e12, 67e12, 4.8e12, 450e9, 50e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8},
+     989e12, 67e12, 4.8e12, 450e9, 50e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8,
+     143771.0 * 1048576},
 };
 #define NPROFILES (int)(sizeof profiles / sizeof profiles[0])
 

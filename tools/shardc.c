@@ -48,6 +48,9 @@ static const char usage[] =
     "  --schedule S       the pipeline's schedule: gpipe, 1f1b or\n"
     "                     interleaved(V), over the model's `pipeline` line\n"
     "  --microbatches N   the pipeline's microbatches, over the model's\n"
+    "  --mem-limit SIZE   fail when a rank's planned memory exceeds SIZE (80GiB,\n"
+    "                     75GB, 512MiB, bytes; hw: the --hw profile's memory);\n"
+    "                     --report then gives each stage's headroom\n"
     "  --explain-sharding print why each value has its sharding and why each\n"
     "                     collective was inserted\n"
     "  --report [json]    print each stage's FLOPs, bytes sent and collectives\n"
@@ -196,6 +199,12 @@ static int parse_args(int argc, char **argv, args *a)
                                    "will", v);
             if (shardc_options_set_zero(a->opt, (int)k, *end ? end + 1 : NULL, &err) !=
                 SHARDC_OK) {
+                int rc = usage_error("%s", err ? err : "out of memory");
+                shardc_free(err);
+                return rc;
+            }
+        } else if ((v = value_of(argc, argv, &i, "--mem-limit"))) {
+            if (shardc_options_set_mem_limit(a->opt, v, &err) != SHARDC_OK) {
                 int rc = usage_error("%s", err ? err : "out of memory");
                 shardc_free(err);
                 return rc;

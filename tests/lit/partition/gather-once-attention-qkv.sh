@@ -4,6 +4,8 @@
 # RUN: %shardc %s --mesh 4 --report | FileCheck %s --check-prefix=REPORT
 # RUN: %shardc %s --mesh 4 --emit sharded-ir | FileCheck %s --check-prefix=IR
 # REPORT:      {{^}}    0    all_gather      tp         f32              512           1536  forward{{$}}
+# REPORT-NEXT: {{^}}  bytes sent by kind:  all_gather 1536 (1){{$}}
+# REPORT-NEXT: {{^}}  bytes sent by axes:  tp 1536 (1){{$}}
 # REPORT-NEXT: {{^}}step time
 # IR: [[G:%[0-9]+]] = all_gather %v {dim = 1, axes = [tp]} : f32[4, 8, 16] auto(_, _, _)
 # IR-NEXT: %a = attention [[G]], [[G]], [[G]]

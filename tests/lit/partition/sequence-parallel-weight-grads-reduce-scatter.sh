@@ -17,6 +17,8 @@
 # CHECK-NEXT: {{^}}    5    reduce_scatter  tp         f32              512           1536  backward{{$}}
 # CHECK-NEXT: {{^}}    6    all_to_all      tp         f32              256            768  backward{{$}}
 # CHECK-NEXT: {{^}}    7    reduce_scatter  tp         f32              512           1536  backward{{$}}
+# CHECK-NEXT: {{^}}  bytes sent by kind:  all_gather 3072 (2), reduce_scatter 4608 (3), all_reduce 6 (1), all_to_all 1536 (2){{$}}
+# CHECK-NEXT: {{^}}  bytes sent by axes:  tp 9216 (7), dp,tp 6 (1){{$}}
 # CHECK-NEXT: {{^}}step time
 mesh dp, tp
 input x : f32[4, 8, 16] shard(dp, tp, _)

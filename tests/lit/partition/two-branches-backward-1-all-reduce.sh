@@ -6,13 +6,15 @@
 # RUN: %shardc %s --mesh 1x4 --explain-sharding | FileCheck %s --check-prefix=WHY
 # REPORT:      {{^}}    0    all_reduce      tp         f32              128            768  forward{{$}}
 # REPORT-NEXT: {{^}}    1    all_reduce      tp         f32              128            768  backward{{$}}
+# REPORT-NEXT: {{^}}  bytes sent by kind:  all_reduce 1536 (2){{$}}
+# REPORT-NEXT: {{^}}  bytes sent by axes:  tp 1536 (2){{$}}
 # REPORT-NEXT: {{^}}step time
 # IR: [[A:%[0-9]+]] = matmul {{.*}} partial(tp) phase backward
 # IR: [[B:%[0-9]+]] = matmul {{.*}} partial(tp) phase backward
 # IR-NEXT: [[S:%[0-9]+]] = add [[A]], [[B]] : f32[8, 16] auto(dp, _) partial(tp) phase backward
 # IR-NEXT: {{%[0-9]+}} = all_reduce [[S]] {axes = [tp]} : f32[8, 16] auto(dp, _) phase backward
 # IR-NOT: all_reduce
-# WHY: all_reduce over tp (line 24, 768 bytes per rank): '+' of two partial sums, added before one all_reduce in place of one for each; the first was: {{.*}} partial(tp) -> (dp, _) for matmul
+# WHY: all_reduce over tp (line 26, 768 bytes per rank): '+' of two partial sums, added before one all_reduce in place of one for each; the first was: {{.*}} partial(tp) -> (dp, _) for matmul
 mesh dp, tp
 input x : f32[8, 16] shard(dp, _)
 input y : f32[8, 16] shard(dp, _)

@@ -57,7 +57,7 @@
 # before the stages: the end of the same timeline.
 # RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --hw a100 --trace %t-a.json --report json > %t-a-rep.json
 # RUN: cat %t-a-rep.json %t-a.json | FileCheck %s --check-prefix=REP
-# REP: "sizes": [2, 2]}, "estimate": {"hardware": "a100", "step_ms": [[MS:[0-9.]+]]}, "stages": [
+# REP: "sizes": [2, 2]}, "estimate": {"hardware": "a100", "step_ms": [[MS:[0-9.]+]]}, "bytes": [{{.*}}], "stages": [
 # REP: "hardware": "a100", {{.*}} "step_ms": [[MS]],
 # RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --report | FileCheck %s --check-prefix=TABLE
 # TABLE: step time, estimated on h100: {{[0-9]+\.[0-9][0-9][0-9]}} ms (the timeline: shardc --trace)

@@ -98,6 +98,14 @@ static void test_options(void)
     CHECK(shardc_options_set_schedule(opt, "interleaved(2)", NULL) == SHARDC_OK);
     CHECK(shardc_options_set_microbatches(opt, 0, &err) == SHARDC_ERR_USAGE);
     shardc_free(err);
+    CHECK(shardc_options_set_mem_limit(opt, "80GiB", NULL) == SHARDC_OK);
+    CHECK(shardc_options_set_mem_limit(opt, "1.5GB", NULL) == SHARDC_OK);
+    CHECK(shardc_options_set_mem_limit(opt, "hw", NULL) == SHARDC_OK);
+    CHECK(shardc_options_set_mem_limit(opt, "4096", NULL) == SHARDC_OK);
+    CHECK(shardc_options_set_mem_limit(opt, "0.1", &err) == SHARDC_ERR_USAGE); /* < 1 byte */
+    shardc_free(err);
+    CHECK(shardc_options_set_mem_limit(opt, "80 GiB", &err) == SHARDC_ERR_USAGE);
+    shardc_free(err);
     CHECK(shardc_compile_string(opt, "m.sh", model, strlen(model), &p, &err) ==
           SHARDC_ERR_INPUT);
     CHECK(err && strstr(err, "--schedule: the model has no pipelined 'repeat ... over AXIS'"));
