@@ -260,6 +260,15 @@ const pass_hw *pass_hw_default(void);
  * past max_events events in all, only each stage's first rank is written
  * (otherData.ranks says which). False with a message in err when the
  * stages' sends and recvs do not pair up (a compiler bug). */
+/* What each stage did in the estimated step: seconds its compute stream
+ * and its communication stream were busy, and how much of the
+ * communication ran while the compute stream was idle (exposed). */
+typedef struct pass_stage_time {
+    double compute_s, comm_s, exposed_s;
+} pass_stage_time;
+/* pass_timeline, and each stage's times into stats ([n]; NULL: none). */
+bool pass_timeline_stats(ir_module *const *stages, int n, const pass_hw *hw,
+                         pass_stage_time *stats, double *step_s, su_buf *err);
 bool pass_timeline(ir_module *const *stages, int n, const pass_hw *hw, int64_t max_events,
                    su_buf *json, double *step_s, su_buf *err);
 

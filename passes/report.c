@@ -39,6 +39,10 @@ typedef struct estimate {
     const pass_hw *hw;
     double step_s;
     int64_t mem_limit;      /* --mem-limit, bytes; 0: none */
+    pass_stage_time *times; /* [n]: each stage's busy times, with hw */
+    double mfu;             /* the step's FLOPs over ranks x step x the tensor-core peak */
+    int busiest;            /* the stage computing longest */
+    double imbalance;       /* its compute time over the stages' mean */
 } estimate;
 
 /* A stage's bytes sent summed by kind of collective and by axes (their
@@ -150,9 +154,17 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
                       pass_schedule_name(&m0->pipe, sched), pp->nstages, m0->pipe.microbatches,
                       m0->pipe.chunks, pp->bubble);
     }
-    if (est->hw)
-        su_buf_printf(b, "\"estimate\": {\"hardware\": \"%s\", \"step_ms\": %.6f}, ",
-                      est->hw->name, est->step_s * 1e3);
+    if (est->hw) {
+        su_buf_printf(b, "\"estimate\": {\"hardware\": \"%s\", \"step_ms\": %.6f, \"mfu\": "
+                      "%.6f, \"imbalance\": %.6f, \"stages\": [", est->hw->name,
+                      est->step_s * 1e3, est->mfu, est->imbalance);
+        for (int s = 0; s < n; s++)
+            su_buf_printf(b, "%s{\"compute_ms\": %.6f, \"comm_ms\": %.6f, "
+                          "\"exposed_comm_ms\": %.6f}", s ? ", " : "",
+                          est->times[s].compute_s * 1e3, est->times[s].comm_s * 1e3,
+                          est->times[s].exposed_s * 1e3);
+        su_buf_puts(b, "]}, ");
+    }
     if (est->mem_limit > 0)
         su_buf_printf(b, "\"mem_limit\": %lld, ", (long long)est->mem_limit);
     bytes_json(st, n, b);
@@ -269,9 +281,20 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
             totals_text(b, "axes:", &ta);
         }
     }
-    if (est->hw)
+    if (est->hw) {
         su_buf_printf(b, "step time, estimated on %s: %.3f ms (the timeline: shardc --trace)\n",
                       est->hw->name, est->step_s * 1e3);
+        for (int s = 0; s < n; s++)
+            su_buf_printf(b, "  stage %d: compute %.3f ms, communication %.3f ms (%.3f ms of it "
+                          "exposed: the compute stream idle)\n", s,
+                          est->times[s].compute_s * 1e3, est->times[s].comm_s * 1e3,
+                          est->times[s].exposed_s * 1e3);
+        if (n > 1)
+            su_buf_printf(b, "  imbalance: stage %d computes %.2fx the stages' mean\n",
+                          est->busiest, est->imbalance);
+        su_buf_printf(b, "  model FLOPs utilisation: %.2f%% of %s's bf16 tensor-core peak\n",
+                      100 * est->mfu, est->hw->name);
+    }
 }
 
 /* A report being made: what it holds, freed by pass_report_on after an
@@ -291,8 +314,10 @@ typedef struct report_run {
 static void report(void *arg)
 {
     report_run *r = arg;
-    if (r->est.hw) /* the timeline's events are not wanted, only its length */
-        if (!pass_timeline(r->stages, r->n, r->est.hw, 0, &r->scratch, &r->est.step_s, &r->err))
+    r->est.times = su_xmalloc(r->out->oom, (size_t)r->n * sizeof *r->est.times);
+    if (r->est.hw) /* the timeline's events are not wanted, only its times */
+        if (!pass_timeline_stats(r->stages, r->n, r->est.hw, r->est.times, &r->est.step_s,
+                                 &r->err))
             r->est.hw = NULL; /* a compiler bug the verifier reports first */
     r->cost = su_xmalloc(r->out->oom, (size_t)r->n * sizeof *r->cost);
     memset(r->cost, 0, (size_t)r->n * sizeof *r->cost);
@@ -307,6 +332,22 @@ static void report(void *arg)
                 c->bytes += cl.bytes;
         }
         c->mp = &r->mp[s];
+    }
+    if (r->est.hw) {
+        double flops = 0, mean = 0, most = -1;
+        int64_t ranks = ir_mesh_ranks(&r->stages[0]->mesh);
+        for (int s = 0; s < r->n; s++) {
+            int64_t k = 0;
+            for (int64_t q = 0; q < ranks; q++)
+                k += pass_rank_in_stage(r->stages[s], q, s);
+            flops += r->cost[s].flops * (double)k;
+            mean += r->est.times[s].compute_s / r->n;
+            if (r->est.times[s].compute_s > most)
+                most = r->est.times[s].compute_s, r->est.busiest = s;
+        }
+        double peak = r->est.step_s * (double)ranks * r->est.hw->tc_flops;
+        r->est.mfu = peak > 0 ? flops / peak : 0;
+        r->est.imbalance = mean > 0 ? most / mean : 1;
     }
     if (r->json)
         report_json(r->stages, r->n, r->pp, r->out, r->cost, &r->est);
@@ -324,6 +365,7 @@ void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp,
     su_buf_init(&r.err, out->oom);
     bool done = su_guarded(out->oom, report, &r);
     free(r.cost);
+    free(r.est.times);
     su_buf_free(&r.scratch);
     su_buf_free(&r.err);
     if (!done)

@@ -358,7 +358,39 @@ typedef struct timeline_run {
     su_buf *json, *err;
     double *step_s;
     bool ok;
+    pass_stage_time *stats; /* NULL: none */
 } timeline_run;
+
+/* A lane's busy and exposed times: its events of each stream in order of
+ * start, which never overlap within a stream (its clock only advances). */
+static pass_stage_time lane_times(const lane *L)
+{
+    pass_stage_time t = {0, 0, 0};
+    int c = 0; /* the first compute event that may still overlap */
+    for (int i = 0; i < L->nev; i++) {
+        const event *e = &L->ev[i];
+        if (e->st == ST_COMPUTE) {
+            t.compute_s += e->dur;
+            continue;
+        }
+        t.comm_s += e->dur;
+        double covered = 0, a = e->start, b = e->start + e->dur;
+        while (c < L->nev && (L->ev[c].st != ST_COMPUTE || L->ev[c].start + L->ev[c].dur <= a))
+            c++;
+        for (int k = c; k < L->nev; k++) {
+            if (L->ev[k].st != ST_COMPUTE)
+                continue;
+            if (L->ev[k].start >= b) /* and every later compute event */
+                break;
+            double lo = L->ev[k].start > a ? L->ev[k].start : a;
+            double hi = L->ev[k].start + L->ev[k].dur < b ? L->ev[k].start + L->ev[k].dur : b;
+            if (hi > lo)
+                covered += hi - lo;
+        }
+        t.exposed_s += e->dur - covered;
+    }
+    return t;
+}
 
 static void timeline(void *arg)
 {
@@ -379,8 +411,21 @@ static void timeline(void *arg)
                 if (S->lane[s].clock[t] > step)
                     step = S->lane[s].clock[t];
         *r->step_s = step;
-        write_json(S, r->max_events, step, r->json);
+        for (int s = 0; s < S->n && r->stats; s++)
+            r->stats[s] = lane_times(&S->lane[s]);
+        if (r->json)
+            write_json(S, r->max_events, step, r->json);
     }
+}
+
+static bool run_timeline(timeline_run *r, jmp_buf *oom)
+{
+    su_arena_init(&r->S.arena, oom);
+    bool done = su_guarded(oom, timeline, r);
+    su_arena_free(&r->S.arena);
+    if (!done)
+        su_oom(oom);
+    return r->ok;
 }
 
 bool pass_timeline(ir_module *const *stages, int n, const pass_hw *hw, int64_t max_events,
@@ -388,10 +433,13 @@ bool pass_timeline(ir_module *const *stages, int n, const pass_hw *hw, int64_t m
 {
     timeline_run r = {.S = {.st = stages, .n = n, .hw = hw}, .max_events = max_events,
                       .json = json, .err = err, .step_s = step_s};
-    su_arena_init(&r.S.arena, json->oom);
-    bool done = su_guarded(json->oom, timeline, &r);
-    su_arena_free(&r.S.arena);
-    if (!done)
-        su_oom(json->oom);
-    return r.ok;
+    return run_timeline(&r, json->oom);
+}
+
+bool pass_timeline_stats(ir_module *const *stages, int n, const pass_hw *hw,
+                         pass_stage_time *stats, double *step_s, su_buf *err)
+{
+    timeline_run r = {.S = {.st = stages, .n = n, .hw = hw}, .err = err, .step_s = step_s,
+                      .stats = stats};
+    return run_timeline(&r, err->oom);
 }

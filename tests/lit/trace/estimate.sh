@@ -57,7 +57,17 @@
 # before the stages: the end of the same timeline.
 # RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --hw a100 --trace %t-a.json --report json > %t-a-rep.json
 # RUN: cat %t-a-rep.json %t-a.json | FileCheck %s --check-prefix=REP
-# REP: "sizes": [2, 2]}, "estimate": {"hardware": "a100", "step_ms": [[MS:[0-9.]+]]}, "bytes": [{{.*}}], "stages": [
+# REP: "sizes": [2, 2]}, "estimate": {"hardware": "a100", "step_ms": [[MS:[0-9.]+]], "mfu": {{[0-9.]+}}, "imbalance": 1.000000, "stages": [{"compute_ms": {{[0-9.]+}}, "comm_ms": {{[0-9.]+}}, "exposed_comm_ms": {{[0-9.]+}}}]}, "bytes": [{{.*}}], "stages": [
 # REP: "hardware": "a100", {{.*}} "step_ms": [[MS]],
 # RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --report | FileCheck %s --check-prefix=TABLE
 # TABLE: step time, estimated on h100: {{[0-9]+\.[0-9][0-9][0-9]}} ms (the timeline: shardc --trace)
+# TABLE-NEXT: stage 0: compute {{[0-9.]+}} ms, communication {{[0-9.]+}} ms ({{[0-9.]+}} ms of it exposed: the compute stream idle)
+# TABLE-NEXT: model FLOPs utilisation: {{[0-9.]+}}% of h100's bf16 tensor-core peak
+#
+# Each stage's busy times, and how much of its communication the compute
+# stream does not hide, add up: exposed <= communication, compute <= step;
+# with a pipeline, the imbalance names the busiest stage.
+# RUN: %shardc %S/../../../examples/pipeline.sh --mesh 2x2x2 --report json | python3 -c "import json,sys; e=json.load(sys.stdin)['estimate']; print('ok' if all(0 <= s['exposed_comm_ms'] <= s['comm_ms'] + 1e-9 and s['compute_ms'] <= e['step_ms'] + 1e-9 for s in e['stages']) and len(e['stages']) == 2 and e['imbalance'] >= 1 and 0 < e['mfu'] < 1 else 'BAD')" | FileCheck %s --check-prefix=SUM
+# SUM: ok
+# RUN: %shardc %S/../../../examples/pipeline.sh --mesh 2x2x2 --report | FileCheck %s --check-prefix=IMB
+# IMB: imbalance: stage {{[01]}} computes {{[0-9.]+}}x the stages' mean
