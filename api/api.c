@@ -12,8 +12,11 @@
 #include "api_internal.h"
 #include "api_cuda.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +33,8 @@ struct shardc_options {
                            * -1: none, a CPU-only plan) */
     int arch[RT_MAX_ARCHS];
     const pass_hw *hw;    /* --hw: the estimated timeline's hardware */
+    pass_hw hw_file;      /* --hw FILE.json: a profile of the user's (hw points here) */
+    char hw_name[64], hw_desc[256];
     int64_t mem_limit;    /* --mem-limit, bytes; 0: none, -1: the hardware's */
     char *cache_dir;      /* NVRTC's disk cache (malloc'd), NULL: none */
     /* the pass pipeline's (passes/passes.h: pass_options) */
@@ -121,12 +126,92 @@ shardc_status shardc_options_only_passes(shardc_options *opt, const char *passes
     return pass_set("--passes", passes, false, &opt->only_passes, error);
 }
 
+/* A hardware profile from a JSON file (--hw FILE.json): every field of
+ * pass_hw by its name, numbers positive (the efficiencies at most 1,
+ * node_gpus a count), "desc" optional. */
+static shardc_status hw_from_file(shardc_options *opt, const char *path, char **error)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: cannot open: %s", path, strerror(errno));
+    char buf[16384];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    bool big = n == sizeof buf - 1 && fgetc(f) != EOF;
+    fclose(f);
+    if (big)
+        return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: larger than a profile (16 KiB)", path);
+    buf[n] = 0;
+    cJSON *j = cJSON_Parse(buf);
+    if (!j || !cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: not a JSON object", path);
+    }
+    static const struct {
+        const char *key;
+        size_t off;
+        double max; /* 0: no bound */
+    } fields[] = {
+        {"tc_flops", offsetof(pass_hw, tc_flops), 0},
+        {"f32_flops", offsetof(pass_hw, f32_flops), 0},
+        {"mem_bw", offsetof(pass_hw, mem_bw), 0},
+        {"intra_bw", offsetof(pass_hw, intra_bw), 0},
+        {"inter_bw", offsetof(pass_hw, inter_bw), 0},
+        {"launch_s", offsetof(pass_hw, launch_s), 0},
+        {"intra_lat_s", offsetof(pass_hw, intra_lat_s), 0},
+        {"inter_lat_s", offsetof(pass_hw, inter_lat_s), 0},
+        {"compute_eff", offsetof(pass_hw, compute_eff), 1},
+        {"mem_eff", offsetof(pass_hw, mem_eff), 1},
+        {"link_eff", offsetof(pass_hw, link_eff), 1},
+        {"mem_bytes", offsetof(pass_hw, mem_bytes), 0},
+    };
+    pass_hw hw;
+    memset(&hw, 0, sizeof hw);
+    shardc_status st = SHARDC_OK;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
+    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(j, "desc");
+    const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(j, "node_gpus");
+    if (!cJSON_IsString(name) || !name->valuestring[0] ||
+        strlen(name->valuestring) >= sizeof opt->hw_name)
+        st = api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"name\" must be a string of 1 to %zu "
+                      "characters", path, sizeof opt->hw_name - 1);
+    else if (desc && (!cJSON_IsString(desc) || strlen(desc->valuestring) >= sizeof opt->hw_desc))
+        st = api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"desc\" must be a string of at most "
+                      "%zu characters", path, sizeof opt->hw_desc - 1);
+    else if (!cJSON_IsNumber(gpus) || gpus->valuedouble < 1 || gpus->valuedouble > 1 << 20 ||
+             gpus->valuedouble != (double)(int)gpus->valuedouble)
+        st = api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"node_gpus\" must be a count of GPUs "
+                      "per node", path);
+    for (size_t i = 0; st == SHARDC_OK && i < sizeof fields / sizeof *fields; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, fields[i].key);
+        double x = cJSON_IsNumber(v) ? v->valuedouble : -1;
+        if (!(x > 0) || !isfinite(x) || (fields[i].max && x > fields[i].max))
+            st = api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"%s\" must be a positive number%s",
+                          path, fields[i].key, fields[i].max ? " of at most 1" : "");
+        else
+            *(double *)((char *)&hw + fields[i].off) = x;
+    }
+    if (st == SHARDC_OK) {
+        snprintf(opt->hw_name, sizeof opt->hw_name, "%s", name->valuestring);
+        snprintf(opt->hw_desc, sizeof opt->hw_desc, "%s", desc ? desc->valuestring : "");
+        hw.name = opt->hw_name;
+        hw.desc = opt->hw_desc;
+        hw.node_gpus = (int)gpus->valuedouble;
+        opt->hw_file = hw;
+        opt->hw = &opt->hw_file;
+    }
+    cJSON_Delete(j);
+    return st;
+}
+
 shardc_status shardc_options_set_hardware(shardc_options *opt, const char *name, char **error)
 {
+    size_t n = strlen(name);
+    if (n > 5 && !strcmp(name + n - 5, ".json"))
+        return hw_from_file(opt, name, error);
     const pass_hw *hw = pass_hw_find(name);
     if (!hw)
-        return api_fail(error, SHARDC_ERR_USAGE, "--hw '%s': the hardware profiles are %s",
-                        name, pass_hw_names());
+        return api_fail(error, SHARDC_ERR_USAGE, "--hw '%s': the hardware profiles are %s, or a "
+                        "profile of your own in a .json file", name, pass_hw_names());
     opt->hw = hw;
     return SHARDC_OK;
 }
@@ -538,7 +623,12 @@ static void compile_work(void *arg)
     p->narchs = opt->narchs;
     p->cache_dir = opt->cache_dir ? strdup(opt->cache_dir) : NULL;
     p->source = strdup(c->src->name);
-    p->hw = opt->hw;
+    p->hw_copy = *opt->hw; /* the options may go first */
+    snprintf(p->hw_name, sizeof p->hw_name, "%s", opt->hw->name);
+    snprintf(p->hw_desc, sizeof p->hw_desc, "%s", opt->hw->desc);
+    p->hw_copy.name = p->hw_name;
+    p->hw_copy.desc = p->hw_desc;
+    p->hw = &p->hw_copy;
     p->mem_limit = opt->mem_limit < 0 ? (int64_t)opt->hw->mem_bytes : opt->mem_limit;
     memcpy(p->arch, opt->arch, sizeof p->arch);
     c->st = (opt->cache_dir && !p->cache_dir) || !p->source

@@ -113,7 +113,11 @@ SHARDC_API shardc_status shardc_options_set_cache_dir(shardc_options *opt, const
 
 /* The hardware profile the estimated timeline (`--trace`, the "trace"
  * output) runs on, as `--hw` does: "a100", "h100" (the default) or
- * "h200". SHARDC_ERR_USAGE for another name. */
+ * "h200", or a file ending in .json holding a profile of one's own in the
+ * form of the files in docs/hw (the built-in profiles written out): name, desc,
+ * the peaks, bandwidths, latencies and efficiencies, node_gpus and
+ * mem_bytes. SHARDC_ERR_USAGE for another name; SHARDC_ERR_INPUT for a
+ * file that cannot be read or lacks a field or has one out of range. */
 SHARDC_API shardc_status shardc_options_set_hardware(shardc_options *opt, const char *name,
                                                      char **error);
 

@@ -58,7 +58,8 @@ static const char usage[] =
     "                     JSON (Perfetto, chrome://tracing): pid = rank, tid 0\n"
     "                     compute, tid 1 communication\n"
     "  --hw NAME          the hardware the timeline is estimated on: a100, h100\n"
-    "                     (default) or h200\n"
+    "                     (default) or h200, or FILE.json, a profile of your\n"
+    "                     own in the form of docs/hw/*.json\n"
     "  --print-after=PASS print what PASS made to standard error (a list: a,b;\n"
     "                     all: every pass); the passes: autodiff, input-init,\n"
     "                     propagate, partition, pipeline-split, bucket, verify,\n"
@@ -158,7 +159,13 @@ static int parse_args(int argc, char **argv, args *a)
                 return rc;
             }
         } else if ((v = value_of(argc, argv, &i, "--hw"))) {
-            if (shardc_options_set_hardware(a->opt, v, &err) != SHARDC_OK) {
+            shardc_status st = shardc_options_set_hardware(a->opt, v, &err);
+            if (st == SHARDC_ERR_INPUT) { /* a profile file that cannot be read or is wrong */
+                fprintf(stderr, "shardc: error: %s\n", err ? err : "out of memory");
+                shardc_free(err);
+                return EXIT_INPUT;
+            }
+            if (st != SHARDC_OK) {
                 int rc = usage_error("%s", err ? err : "out of memory");
                 shardc_free(err);
                 return rc;

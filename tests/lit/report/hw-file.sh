@@ -1,0 +1,27 @@
+# --hw FILE.json: a hardware profile of one's own, in the form of the
+# built-in ones, which docs/hw/ holds: each file gives the same report as
+# its name. A slower link makes the step slower; --mem-limit hw takes the
+# file's memory; a bad profile is an error that names the field.
+# RUN: %shardc %S/../../../examples/pipeline.sh --mesh 2x2x2 --hw a100 --report json > %t.a
+# RUN: %shardc %S/../../../examples/pipeline.sh --mesh 2x2x2 --hw %S/../../../docs/hw/a100.json --report json | diff - %t.a
+# RUN: %shardc %S/../../../examples/pipeline.sh --mesh 2x2x2 --hw h100 --report json > %t.h
+# RUN: %shardc %S/../../../examples/pipeline.sh --mesh 2x2x2 --hw %S/../../../docs/hw/h100.json --report json | diff - %t.h
+# RUN: %shardc %S/../../../examples/pipeline.sh --mesh 2x2x2 --hw h200 --report json > %t.2
+# RUN: %shardc %S/../../../examples/pipeline.sh --mesh 2x2x2 --hw %S/../../../docs/hw/h200.json --report json | diff - %t.2
+# RUN: sed -e 's/"name": "h100"/"name": "slow"/' -e 's/"intra_bw": .*/"intra_bw": 4500000000.0,/' -e 's/"mem_bytes": .*/"mem_bytes": 1000000/' %S/../../../docs/hw/h100.json > %t.slow.json
+# RUN: %shardc %S/../../../examples/pipeline.sh --mesh 2x2x2 --hw %t.slow.json --report json > %t.s
+# RUN: python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['estimate']; b=json.load(open(sys.argv[2]))['estimate']; print(b['hardware'], 'slower' if b['step_ms'] > a['step_ms'] else 'NOT slower')" %t.h %t.s | FileCheck %s --check-prefix=SLOW
+# SLOW: slow slower
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --mesh 2x2 --hw %t.slow.json --mem-limit hw -o %t.plan 2>&1 | FileCheck %s --check-prefix=MEM
+# MEM: error: the plan needs {{.*}} over --mem-limit 976.6 KiB
+# RUN: sed 's/"link_eff": .*/"link_eff": 1.5,/' %S/../../../docs/hw/h100.json > %t.eff.json
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.eff.json 2>&1 | FileCheck %s --check-prefix=EFF
+# EFF: eff.json: "link_eff" must be a positive number of at most 1
+# RUN: grep -v '"mem_bw"' %S/../../../docs/hw/h100.json > %t.miss.json
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.miss.json 2>&1 | FileCheck %s --check-prefix=MISS
+# MISS: miss.json: "mem_bw" must be a positive number
+# RUN: echo '[1, 2]' > %t.arr.json
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.arr.json 2>&1 | FileCheck %s --check-prefix=ARR
+# ARR: arr.json: not a JSON object
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.none.json 2>&1 | FileCheck %s --check-prefix=NONE
+# NONE: none.json: cannot open: No such file or directory
