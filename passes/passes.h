@@ -237,7 +237,7 @@ struct pass_hw {
     double launch_s;        /* per kernel */
     double intra_lat_s, inter_lat_s; /* per collective or message */
     double compute_eff, mem_eff, link_eff;
-    double mem_bytes;       /* device memory, as nvidia-smi gives its total */
+    double mem_bytes;       /* device memory: the card's total */
 };
 /* The profile called name, or NULL; pass_hw_names lists them ("a100, h100,
  * h200"). The default is pass_hw_default(). */

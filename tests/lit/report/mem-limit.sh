@@ -1,7 +1,7 @@
 # --mem-limit: a plan whose peak per rank is over the limit is an error
 # naming the stage and what fills it, largest first, with no plan written;
 # under it, the report gives the headroom (text and JSON); hw takes the
-# --hw profile's memory (h200: 143771 MiB, as nvidia-smi gives it).
+# --hw profile's memory (h200: 143771 MiB, the card's total).
 # RUN: %expect 1 %shardc %S/../../../examples/transformer.sh --mesh 2x2 --mem-limit 10MiB -o %t.plan 2>&1 | FileCheck %s --check-prefix=OVER
 # RUN: test ! -e %t.plan
 # RUN: %expect 1 %shardc %S/../../../examples/pipeline.sh --mesh 1x2x1 --mem-limit 30MB -o %t.plan 2>&1 | FileCheck %s --check-prefix=STAGE
