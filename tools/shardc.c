@@ -99,8 +99,9 @@ static int usage_error(const char *fmt, const char *arg)
     return EXIT_USAGE;
 }
 
-/* A pass option's status: nonzero (reported, err freed) when it failed. */
-static int pass_option(shardc_status st, char *err)
+/* An option setter's status: nonzero, the exit code (reported, err freed),
+ * when it failed. */
+static int option_failed(shardc_status st, char *err)
 {
     if (st == SHARDC_OK)
         return 0;
@@ -138,12 +139,11 @@ static int parse_args(int argc, char **argv, args *a)
     for (int i = 1; i < argc; i++) {
         const char *v;
         char *err = NULL;
+        shardc_status st;
         if ((v = value_of(argc, argv, &i, "--mesh"))) {
-            if (shardc_options_set_mesh(a->opt, v, &err) != SHARDC_OK) {
-                int rc = usage_error("%s", err ? err : "out of memory");
-                shardc_free(err);
-                return rc;
-            }
+            st = shardc_options_set_mesh(a->opt, v, &err);
+            if (option_failed(st, err))
+                return EXIT_USAGE;
         } else if ((v = value_of(argc, argv, &i, "--emit"))) {
             if (strcmp(v, "ir") != 0 && strcmp(v, "train-ir") != 0 &&
                 strcmp(v, "sharded-ir") != 0 && strcmp(v, "stage-ir") != 0 &&
@@ -153,37 +153,32 @@ static int parse_args(int argc, char **argv, args *a)
                                    "stage-ir, schedule, fused-ir, cuda", v);
             a->emit = v;
         } else if ((v = value_of(argc, argv, &i, "--arch"))) {
-            if (shardc_options_set_archs(a->opt, v, &err) != SHARDC_OK) {
-                int rc = usage_error("%s", err ? err : "out of memory");
-                shardc_free(err);
-                return rc;
-            }
+            st = shardc_options_set_archs(a->opt, v, &err);
+            if (option_failed(st, err))
+                return EXIT_USAGE;
         } else if ((v = value_of(argc, argv, &i, "--hw"))) {
-            shardc_status st = shardc_options_set_hardware(a->opt, v, &err);
+            st = shardc_options_set_hardware(a->opt, v, &err);
             if (st == SHARDC_ERR_INPUT) { /* a profile file that cannot be read or is wrong */
                 fprintf(stderr, "shardc: error: %s\n", err ? err : "out of memory");
                 shardc_free(err);
                 return EXIT_INPUT;
             }
-            if (st != SHARDC_OK) {
-                int rc = usage_error("%s", err ? err : "out of memory");
-                shardc_free(err);
-                return rc;
-            }
+            if (option_failed(st, err))
+                return EXIT_USAGE;
         } else if ((v = value_of(argc, argv, &i, "--trace"))) {
             a->trace = v;
         } else if ((v = value_of(argc, argv, &i, "--print-after"))) {
-            shardc_status st = shardc_options_print_after(a->opt, v, print_pass, NULL, &err);
-            if (pass_option(st, err))
+            st = shardc_options_print_after(a->opt, v, print_pass, NULL, &err);
+            if (option_failed(st, err))
                 return EXIT_USAGE;
         } else if ((v = value_of(argc, argv, &i, "--stop-after"))) {
-            shardc_status st = shardc_options_stop_after(a->opt, v, &err);
-            if (pass_option(st, err))
+            st = shardc_options_stop_after(a->opt, v, &err);
+            if (option_failed(st, err))
                 return EXIT_USAGE;
             a->partial = true;
         } else if ((v = value_of(argc, argv, &i, "--passes"))) {
-            shardc_status st = shardc_options_only_passes(a->opt, v, &err);
-            if (pass_option(st, err))
+            st = shardc_options_only_passes(a->opt, v, &err);
+            if (option_failed(st, err))
                 return EXIT_USAGE;
             a->partial = true;
         } else if ((v = value_of(argc, argv, &i, "--bucket-mb"))) {
@@ -192,11 +187,9 @@ static int parse_args(int argc, char **argv, args *a)
             double mb = strtod(v, &end);
             if (end == v || *end || errno)
                 return usage_error("--bucket-mb '%s': expected a size in MiB", v);
-            if (shardc_options_set_bucket_mb(a->opt, mb, &err) != SHARDC_OK) {
-                int rc = usage_error("%s", err ? err : "out of memory");
-                shardc_free(err);
-                return rc;
-            }
+            st = shardc_options_set_bucket_mb(a->opt, mb, &err);
+            if (option_failed(st, err))
+                return EXIT_USAGE;
         } else if ((v = value_of(argc, argv, &i, "--zero"))) {
             char *end;
             errno = 0;
@@ -204,35 +197,26 @@ static int parse_args(int argc, char **argv, args *a)
             if (end == v || (*end && *end != ':') || errno || k < INT_MIN || k > INT_MAX)
                 return usage_error("--zero '%s': expected a stage, 0 to 3, then :AXIS if you "
                                    "will", v);
-            if (shardc_options_set_zero(a->opt, (int)k, *end ? end + 1 : NULL, &err) !=
-                SHARDC_OK) {
-                int rc = usage_error("%s", err ? err : "out of memory");
-                shardc_free(err);
-                return rc;
-            }
+            st = shardc_options_set_zero(a->opt, (int)k, *end ? end + 1 : NULL, &err);
+            if (option_failed(st, err))
+                return EXIT_USAGE;
         } else if ((v = value_of(argc, argv, &i, "--mem-limit"))) {
-            if (shardc_options_set_mem_limit(a->opt, v, &err) != SHARDC_OK) {
-                int rc = usage_error("%s", err ? err : "out of memory");
-                shardc_free(err);
-                return rc;
-            }
+            st = shardc_options_set_mem_limit(a->opt, v, &err);
+            if (option_failed(st, err))
+                return EXIT_USAGE;
         } else if ((v = value_of(argc, argv, &i, "--schedule"))) {
-            if (shardc_options_set_schedule(a->opt, v, &err) != SHARDC_OK) {
-                int rc = usage_error("%s", err ? err : "out of memory");
-                shardc_free(err);
-                return rc;
-            }
+            st = shardc_options_set_schedule(a->opt, v, &err);
+            if (option_failed(st, err))
+                return EXIT_USAGE;
         } else if ((v = value_of(argc, argv, &i, "--microbatches"))) {
             char *end;
             errno = 0;
             long long n = strtoll(v, &end, 10);
             if (end == v || *end || errno)
                 return usage_error("--microbatches '%s': expected a count", v);
-            if (shardc_options_set_microbatches(a->opt, n, &err) != SHARDC_OK) {
-                int rc = usage_error("%s", err ? err : "out of memory");
-                shardc_free(err);
-                return rc;
-            }
+            st = shardc_options_set_microbatches(a->opt, n, &err);
+            if (option_failed(st, err))
+                return EXIT_USAGE;
         } else if (!strcmp(argv[i], "--explain-sharding")) {
             a->emit = "explain";
         } else if (!strcmp(argv[i], "--report") || !strcmp(argv[i], "--report=json")) {
