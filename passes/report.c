@@ -8,6 +8,22 @@
 #include <string.h>
 
 
+/* A collective's axes as text, "dp,tp"; a send or recv's the pipeline
+ * axis, with "->PEER" when peer. */
+static const char *axes_text(const ir_module *m, const ir_op *op, bool peer, char buf[64])
+{
+    buf[0] = 0;
+    if (ir_ops[op->code].cls == IR_C_P2P) {
+        snprintf(buf, 64, peer ? "%s->%lld" : "%s", m->mesh.name[m->pipe.axis],
+                 (long long)op->a.peer);
+        return buf;
+    }
+    for (int q = 0; q < op->a.naxes; q++)
+        snprintf(buf + strlen(buf), 64 - strlen(buf), "%s%s", q ? "," : "",
+                 m->mesh.name[op->a.axes[q]]);
+    return buf;
+}
+
 static void axes_json(su_buf *b, const ir_module *m, const ir_op *op)
 {
     if (ir_ops[op->code].cls == IR_C_P2P) {
@@ -78,14 +94,9 @@ static void stage_totals(const ir_module *m, totals *kind, totals *axes)
         pass_coll c;
         if (!pass_collective(m, IR_OP(m, i), &c))
             continue;
-        char ax[64] = "";
-        if (ir_ops[c.op->code].cls == IR_C_P2P)
-            snprintf(ax, sizeof ax, "%s", m->mesh.name[m->pipe.axis]);
-        for (int q = 0; q < c.op->a.naxes && ir_ops[c.op->code].cls == IR_C_COMM; q++)
-            snprintf(ax + strlen(ax), sizeof ax - strlen(ax), "%s%s", q ? "," : "",
-                     m->mesh.name[c.op->a.axes[q]]);
+        char ax[64];
         total_add(kind, ir_ops[c.op->code].name, c.bytes);
-        total_add(axes, ax, c.bytes);
+        total_add(axes, axes_text(m, c.op, false, ax), c.bytes);
     }
 }
 
@@ -258,13 +269,8 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
             pass_coll c;
             if (!pass_collective(m, IR_OP(m, i), &c))
                 continue;
-            char axes[64] = "";
-            if (ir_ops[c.op->code].cls == IR_C_P2P)
-                snprintf(axes, sizeof axes, "%s->%lld", m->mesh.name[m->pipe.axis],
-                         (long long)c.op->a.peer);
-            for (int q = 0; q < c.op->a.naxes && ir_ops[c.op->code].cls == IR_C_COMM; q++)
-                snprintf(axes + strlen(axes), sizeof axes - strlen(axes), "%s%s", q ? "," : "",
-                         m->mesh.name[c.op->a.axes[q]]);
+            char axes[64];
+            axes_text(m, c.op, true, axes);
             const ir_value *v = c.op->nres ? c.op->res[0] : c.op->in[0];
             bool max = c.op->code == IR_ALL_REDUCE && c.op->a.reduce == IR_RED_MAX;
             su_buf_printf(b, "    %-4d %-15s %-10s %-5s %14lld %14.0f  %s\n", k++,
