@@ -771,15 +771,16 @@ static void check_pipeline(fe_lower *L)
 }
 
 /* Whether the loss depends on a param through floating-point values, the
- * ones autodiff differentiates (passes/autodiff.c, mark_needs). */
-static bool loss_needs_param(fe_lower *L)
+ * ones autodiff differentiates (passes/autodiff.c, mark_needs), and with
+ * stop: not through a stop_gradient, as autodiff sees it. */
+static bool loss_needs_param(fe_lower *L, bool stop)
 {
     const ir_module *m = L->m;
     bool *needs = su_alloc(L->arena, (size_t)m->next_id + 1);
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
         bool any = op->code == IR_PARAM;
-        for (int j = 0; j < op->nin; j++)
+        for (int j = 0; j < op->nin && !(stop && op->code == IR_STOP_GRADIENT); j++)
             any |= needs[op->in[j]->id];
         for (int r = 0; r < op->nres; r++)
             needs[op->res[r]->id] = any && ir_dtype_is_float(op->res[r]->type.dtype);
@@ -843,9 +844,12 @@ static void check_program(fe_lower *L)
             has_param = IR_OP(L->m, i)->code == IR_PARAM;
         if (!has_param)
             fe_fail(L, L->train_stmt->loc, "train: the program has no param to train");
-        if (!loss_needs_param(L))
+        if (!loss_needs_param(L, false))
             fe_fail(L, L->train_stmt->name_loc, "train: the loss '%s' does not depend on any "
                     "param, so there is nothing to train", L->train_stmt->name);
+        if (!loss_needs_param(L, true))
+            fe_fail(L, L->train_stmt->name_loc, "train: the loss '%s' depends on params only "
+                    "through stop_gradient, so no gradient reaches one", L->train_stmt->name);
         if (L->m->train.clip > 0 && L->m->pipe.axis >= 0)
             fe_fail(L, L->train_stmt->expr->loc, "clip is not supported in a pipeline yet: the "
                     "global norm needs every stage's gradients");

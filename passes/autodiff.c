@@ -618,22 +618,6 @@ static void after_step(ir_module *m)
     }
 }
 
-/* Whether v reads a stop_gradient (before it, in program order). */
-static bool stopped(ir_module *m, const ir_value *v)
-{
-    bool *on = su_alloc(&m->arena, (size_t)(m->next_id + 1) * sizeof *on);
-    memset(on, 0, (size_t)(m->next_id + 1) * sizeof *on);
-    for (int i = 0; i < m->ops.n; i++) {
-        const ir_op *op = IR_OP(m, i);
-        bool any = op->code == IR_STOP_GRADIENT;
-        for (int j = 0; j < op->nin; j++)
-            any |= on[op->in[j]->id];
-        for (int r = 0; r < op->nres; r++)
-            on[op->res[r]->id] = any;
-    }
-    return on[v->id];
-}
-
 /* Every stop_gradient replaced by its operand, once autodiff has read
  * them: no later pass sees one. */
 static void drop_stops(ir_module *m)
@@ -708,9 +692,8 @@ static bool run(ad *A, pass_grads *grads)
     mark_needs(A);
     A->phase = IR_PH_BACKWARD;
     ir_value *loss = m->train.loss;
-    if (!A->needs[loss->id]) { /* models: the frontend says so first, but for stop_gradient */
-        snprintf(A->err, sizeof A->err, "the loss does not depend on any param%s",
-                 stopped(m, loss) ? " but through stop_gradient, so no gradient reaches one" : "");
+    if (!A->needs[loss->id]) { /* models: the frontend says so first */
+        snprintf(A->err, sizeof A->err, "the loss does not depend on any param");
         A->at = loss->def->loc;
         return false;
     }

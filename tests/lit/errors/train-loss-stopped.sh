@@ -6,4 +6,5 @@ input x : f32[8, 4]
 param w : f32[4, 4] = normal(0.1)
 loss = mean(stop_gradient(x @ w))
 train loss with sgd(lr = 0.1)
-# CHECK: {{^}}{{.*}}train-loss-stopped.sh:7:8: error: cannot train: the loss does not depend on any param but through stop_gradient, so no gradient reaches one{{$}}
+# CHECK: {{^}}{{.*}}train-loss-stopped.sh:8:7: error: train: the loss 'loss' depends on params only through stop_gradient, so no gradient reaches one{{$}}
+# CHECK-NEXT: {{^}}train loss with sgd(lr = 0.1){{$}}
