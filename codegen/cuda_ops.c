@@ -1,6 +1,6 @@
 /* cuda_ops.c: the kernels of single ops that a GPU needs one for outside
- * the fused groups (cg_cuda_op_kernel): transpose, iota, embedding and its
- * gradient, attention. */
+ * the fused groups (cg_cuda_op_kernel): transpose, iota, narrow and
+ * concat, embedding and its gradient, attention. */
 #include "cuda_gen.h"
 
 #include <math.h>
@@ -32,6 +32,8 @@ bool cg_cuda_op_kernel(const ir_op *op)
     case IR_TRANSPOSE:
     case IR_EMBEDDING:
     case IR_IOTA:
+    case IR_NARROW:
+    case IR_CONCAT:
         return op->nres == 1;
     case IR_EMBEDDING_GRAD:
     case IR_ATTENTION:
@@ -232,6 +234,39 @@ static void emit_iota(gen *G, cg_cuda_kernel *k, const ir_op *op)
 {
     elementwise_loop(G, k, ir_type_numel(&op->res[0]->type));
     cg_line(G, "p0[e] = (int)e;");
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* narrow and concat move elements: the result viewed as [outer, rows of
+ * the dim, inner], element e's row r of its outer index o comes from the
+ * operand holding r (concat: the operands one after another). */
+static void emit_narrow_concat(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    const ir_type *t = &op->res[0]->type;
+    int64_t inner = 1, dim = op->a.dim;
+    for (int d = (int)dim + 1; d < t->rank; d++)
+        inner *= t->dim[d];
+    int64_t row = t->dim[dim] * inner;
+    elementwise_loop(G, k, ir_type_numel(t));
+    cg_line(G, "const i64 o = e / %lld, r = e %% %lld;", (long long)row, (long long)row);
+    if (op->code == IR_NARROW) {
+        int64_t from = op->in[0]->type.dim[dim] * inner;
+        cg_line(G, "p1[e] = p0[o * %lld + %lld + r];", (long long)from,
+                (long long)(op->a.offset * inner));
+    } else {
+        int64_t at = 0;
+        for (int i = 0; i < op->nin; i++) {
+            int64_t len = op->in[i]->type.dim[dim] * inner;
+            if (i + 1 < op->nin)
+                cg_line(G, "%sif (r < %lld) p%d[e] = p%d[o * %lld + r - %lld];", i ? "else " : "",
+                        (long long)(at + len), op->nin, i, (long long)len, (long long)at);
+            else
+                cg_line(G, "else p%d[e] = p%d[o * %lld + r - %lld];", op->nin, i, (long long)len,
+                        (long long)at);
+            at += len;
+        }
+    }
     G->indent--;
     cg_line(G, "}");
 }
@@ -698,7 +733,8 @@ static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
 /* The signature: p0, p1, ... the operands (const) and the result. */
 static void op_signature(gen *G, const cg_cuda_kernel *k, const ir_op *op, su_buf *b)
 {
-    bool raw = op->code == IR_TRANSPOSE || op->code == IR_EMBEDDING;
+    bool raw = op->code == IR_TRANSPOSE || op->code == IR_EMBEDDING || op->code == IR_NARROW ||
+               op->code == IR_CONCAT;
     su_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d)\n%s(", k->block, k->name);
     for (int i = 0; i <= op->nin; i++) {
         const ir_value *v = i < op->nin ? op->in[i] : op->res[0];
@@ -776,6 +812,8 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     case IR_IOTA: emit_iota(G, k, op); break;
     case IR_EMBEDDING: emit_embedding(G, k, op); break;
     case IR_EMBEDDING_GRAD: emit_embedding_grad(G, k, op); break;
+    case IR_NARROW:
+    case IR_CONCAT: emit_narrow_concat(G, k, op); break;
     default:
         if (cg_attention_tiled(op))
             emit_attention_tiled(G, k, op);

@@ -20,6 +20,8 @@ typedef enum {
     AST_CALL,    /* str = callee, args = list of expressions or AST_KWARG */
     AST_KWARG,   /* str = key, lhs = value */
     AST_LIST,    /* args = elements */
+    AST_INDEX,   /* lhs[args]: args = AST_SLICE entries */
+    AST_SLICE,   /* ival 0: the integer index lhs; 1: the range lhs:rhs (NULL: omitted) */
 } ast_kind;
 
 typedef struct ast_node ast_node;

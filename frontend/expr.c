@@ -621,11 +621,19 @@ static fe_val call_block(fe_lower *L, fe_scope *s, fe_frame *f, const fe_block *
     return (fe_val){.v = out[0]};
 }
 
+static int split(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *call, ir_value **out);
+
 int fe_eval_results(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n, ir_value **out)
 {
     if (n->kind != AST_CALL)
         return 0;
     fe_sym *sym = fe_lookup(L, s, n->str);
+    if ((!sym || sym->kind != SYM_BLOCK) && !strcmp(n->str, "split")) {
+        enter(L, n);
+        int k = split(L, s, f, n, out);
+        L->depth--;
+        return k;
+    }
     if (!sym || sym->kind != SYM_BLOCK || sym->block->nret == 1)
         return 0;
     if (!f)
@@ -636,6 +644,154 @@ int fe_eval_results(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n, ir
     return sym->block->nret;
 }
 
+/* ---- indexing and joining (LANGUAGE.md §12) ---- */
+
+static ir_value *narrow(fe_lower *L, ir_value *x, int dim, int64_t lo, int64_t hi, su_loc loc)
+{
+    if (lo == 0 && hi == x->type.dim[dim])
+        return x;
+    ir_attrs a = {.dim = dim, .offset = lo, .bound = hi};
+    return emit(L, IR_NARROW, &x, 1, &a, loc);
+}
+
+/* A dimension or axis argument: -rank .. rank - 1, negative from the end. */
+static int dim_arg(fe_lower *L, int64_t k, int rank, const char *what, su_loc loc)
+{
+    if (k < -rank || k >= rank)
+        fe_fail(L, loc, "%s %lld is out of range for a tensor of rank %d", what, (long long)k,
+                rank);
+    return (int)(k < 0 ? k + rank : k);
+}
+
+/* x[i, a:b, :, -1]: Python's basic indexing with constant bounds. A range
+ * keeps its dim (its bounds clamped to it, as Python's; an empty range is
+ * an error), an integer removes it; missing trailing dims are whole. Each
+ * sliced dim is a narrow, the removed dims one reshape. */
+static fe_val index_expr(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n)
+{
+    fe_val base = fe_eval(L, s, f, n->lhs);
+    if (!base.v)
+        fe_fail(L, n->loc, "only a tensor can be indexed, not a number");
+    ir_value *x = base.v;
+    int rank = x->type.rank, d = 0;
+    bool removed[IR_MAX_RANK] = {0};
+    for (const ast_node *e = n->args; e; e = e->next, d++) {
+        if (d == rank)
+            fe_fail(L, e->loc, "too many indices: the tensor has %d dimension%s", rank,
+                    rank == 1 ? "" : "s");
+        int64_t size = x->type.dim[d];
+        if (!e->ival) {
+            int64_t i = fe_const_eval(L, s, e->lhs);
+            if (i < -size || i >= size)
+                fe_fail(L, e->loc, "index %lld is out of range for dimension %d of size %lld",
+                        (long long)i, d, (long long)size);
+            i += i < 0 ? size : 0;
+            x = narrow(L, x, d, i, i + 1, e->loc);
+            removed[d] = true;
+            continue;
+        }
+        int64_t lo = e->lhs ? fe_const_eval(L, s, e->lhs) : 0;
+        int64_t hi = e->rhs ? fe_const_eval(L, s, e->rhs) : size;
+        int64_t a = lo < 0 ? lo + size : lo, b = hi < 0 ? hi + size : hi;
+        a = a < 0 ? 0 : a > size ? size : a;
+        b = b < 0 ? 0 : b > size ? size : b;
+        if (b <= a)
+            fe_fail(L, e->loc, "the slice %lld:%lld of dimension %d (size %lld) is empty",
+                    (long long)lo, (long long)hi, d, (long long)size);
+        x = narrow(L, x, d, a, b, e->loc);
+    }
+    ir_attrs r = {0};
+    bool any = false;
+    for (int k = 0; k < rank; k++) {
+        any |= removed[k];
+        if (!removed[k])
+            r.list[r.nlist++] = x->type.dim[k];
+    }
+    return (fe_val){.v = any ? emit(L, IR_RESHAPE, &x, 1, &r, n->loc) : x};
+}
+
+/* concat([a, b, ...], axis = K); the IR's concat joins at most 4, so a
+ * longer list is joined 4, then the result and 3 more, and so on. */
+static fe_val concat(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *call)
+{
+    const ast_node *list = NULL, *axis = NULL;
+    int pos = 0;
+    for (const ast_node *a = call->args; a; a = a->next) {
+        const ast_node **slot = a->kind != AST_KWARG ? (pos++ == 0 ? &list : &axis)
+                                : !strcmp(a->str, "tensors") ? &list
+                                : !strcmp(a->str, "axis")    ? &axis
+                                                             : NULL;
+        if (!slot)
+            fe_fail(L, a->loc, "'concat' has no argument named '%s' (its arguments: tensors, "
+                    "axis)", a->str);
+        if (pos > 2)
+            fe_fail(L, a->loc, "too many arguments to 'concat' (it takes tensors, axis)");
+        if (*slot)
+            fe_fail(L, a->loc, "an argument of 'concat' is given twice");
+        *slot = a->kind == AST_KWARG ? a->lhs : a;
+    }
+    if (!list || list->kind != AST_LIST || !list->args)
+        fe_fail(L, list ? list->loc : call->loc, "'concat' needs a list of tensors, as in "
+                "concat([a, b], axis = 0)");
+    ir_value *in[4];
+    int n = 0, dim = 0;
+    ir_value *acc = NULL;
+    for (const ast_node *e = list->args; e; e = e->next) {
+        fe_val v = fe_eval(L, s, f, e);
+        if (!v.v)
+            fe_fail(L, e->loc, "'concat' joins tensors, not numbers");
+        if (!acc && !n)
+            dim = dim_arg(L, axis ? fe_const_eval(L, s, axis) : 0, v.v->type.rank,
+                          "concat's axis", axis ? axis->loc : call->loc);
+        if (n == 4) {
+            ir_attrs a = {.dim = dim};
+            acc = emit(L, IR_CONCAT, in, n, &a, call->loc);
+            in[0] = acc;
+            n = 1;
+        }
+        in[n++] = v.v;
+    }
+    if (n == 1)
+        return (fe_val){.v = in[0]};
+    ir_attrs a = {.dim = dim};
+    return (fe_val){.v = emit(L, IR_CONCAT, in, n, &a, call->loc)};
+}
+
+/* split(x, [n0, n1, ...], axis = K): a narrow per size; the sizes sum to
+ * the dim. Returns the count of results in out (at most FE_MAX_RESULTS). */
+static int split(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *call, ir_value **out)
+{
+    static const fe_builtin b = {"split", IR_NARROW, 3,
+                                 {{"x", P_TENSOR, false, 0}, {"sizes", P_LIST, false, 0},
+                                  {"axis", P_INT, true, 0}}};
+    fe_args A = {0};
+    bind_args(L, &b, call, &A);
+    A.t[0] = fe_eval(L, s, f, A.node[0]);
+    ir_value *x = need_tensor(L, &b, &A, 0);
+    const ast_node *sizes = A.node[1];
+    if (sizes->kind != AST_LIST || !sizes->args)
+        fe_fail(L, sizes->loc, "split's sizes must be a list like [64, 64]");
+    int dim = dim_arg(L, A.node[2] ? fe_const_eval(L, s, A.node[2]) : 0, x->type.rank,
+                      "split's axis", A.node[2] ? A.node[2]->loc : call->loc);
+    int n = 0;
+    int64_t at = 0;
+    for (const ast_node *e = sizes->args; e; e = e->next) {
+        if (n == FE_MAX_RESULTS)
+            fe_fail(L, e->loc, "split makes at most %d pieces", FE_MAX_RESULTS);
+        int64_t k = fe_const_eval(L, s, e);
+        if (k < 1 || k > x->type.dim[dim] - at)
+            fe_fail(L, e->loc, "split's size %lld does not fit: dimension %d has %lld "
+                    "elements, %lld of them after the earlier pieces", (long long)k, dim,
+                    (long long)x->type.dim[dim], (long long)(x->type.dim[dim] - at));
+        out[n++] = narrow(L, x, dim, at, at + k, call->loc);
+        at += k;
+    }
+    if (at != x->type.dim[dim])
+        fe_fail(L, sizes->loc, "split's sizes sum to %lld, but dimension %d has %lld elements",
+                (long long)at, dim, (long long)x->type.dim[dim]);
+    return n;
+}
+
 static fe_val call(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n)
 {
     fe_sym *sym = fe_lookup(L, s, n->str);
@@ -643,6 +799,16 @@ static fe_val call(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n)
         if (!f)
             fe_fail(L, n->loc, "a block cannot be called here");
         return call_block(L, s, f, sym->block, n);
+    }
+    if (!strcmp(n->str, "concat"))
+        return concat(L, s, f, n);
+    if (!strcmp(n->str, "split")) {
+        ir_value *out[FE_MAX_RESULTS];
+        int k = split(L, s, f, n, out);
+        if (k != 1)
+            fe_fail(L, n->loc, "split gives %d values here; bind each to a name, as in "
+                    "a, b = split(...)", k);
+        return (fe_val){.v = out[0]};
     }
     for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
         if (!strcmp(builtins[i].name, n->str))
@@ -714,7 +880,10 @@ static fe_val eval(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n)
         fe_fail(L, n->loc, "expected a tensor or a number, not a string");
     case AST_LIST:
         fe_fail(L, n->loc, "expected a tensor or a number, not a list");
+    case AST_INDEX:
+        return index_expr(L, s, f, n);
     case AST_KWARG:
+    case AST_SLICE:
         break;
     }
     su_unreachable();

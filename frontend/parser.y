@@ -57,6 +57,7 @@ static ast_stmt *finish_lines(ast_stmt *rev, ast_stmt *last);
 
 %type <stmt> lines opt_stmt stmt block_body
 %type <node> expr primary opt_args args arg opt_exprs exprs opt_init opt_sched_arg
+%type <node> indices index
 %type <str> sched_name
 %type <item> mesh_axes mesh_axis let_items let_item names opt_bparams bparams bparam
 %type <type> type types
@@ -271,7 +272,8 @@ expr:
   | primary
 ;
 
-/* primary: literal | NAME | NAME '(' [ARG, ...] ')' | '(' expr ')' | '[' [expr, ...] ']' | DTYPE */
+/* primary: literal | NAME | NAME '(' [ARG, ...] ')' | '(' expr ')' | '[' [expr, ...] ']' | DTYPE
+ *        | primary '[' INDEX, ... ']' */
 primary:
     INT                     { $$ = node(P, AST_INT, @1); $$->ival = $1; }
   | FLOAT                   { $$ = node(P, AST_FLOAT, @1); $$->fval = $1; }
@@ -282,6 +284,21 @@ primary:
   | IDENT '(' opt_args ')'  { $$ = node(P, AST_CALL, @1); $$->str = $1; $$->args = $3; }
   | '(' expr ')'            { $$ = $2; }
   | '[' opt_exprs ']'       { $$ = node(P, AST_LIST, @1); $$->args = $2; }
+    /* indexing: x[i, a:b, :, -1] (LANGUAGE.md §12) */
+  | primary '[' indices ']' { $$ = node(P, AST_INDEX, @2); $$->lhs = $1; $$->args = $3; }
+;
+/* index: EXPR | [EXPR] ':' [EXPR]; an AST_SLICE with ival 0 for an
+ * integer (lhs), 1 for a range (lhs, rhs: the bounds, NULL when omitted) */
+indices:
+    index
+  | indices ',' index       { $$ = APPEND(ast_node, $1, $3); }
+;
+index:
+    expr                    { $$ = node(P, AST_SLICE, @1); $$->lhs = $1; }
+  | ':'                     { $$ = node(P, AST_SLICE, @1); $$->ival = 1; }
+  | expr ':'                { $$ = node(P, AST_SLICE, @1); $$->ival = 1; $$->lhs = $1; }
+  | ':' expr                { $$ = node(P, AST_SLICE, @1); $$->ival = 1; $$->rhs = $2; }
+  | expr ':' expr           { $$ = node(P, AST_SLICE, @1); $$->ival = 1; $$->lhs = $1; $$->rhs = $3; }
 ;
 
 /* a trailing comma is allowed, as in Python */

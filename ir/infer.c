@@ -585,6 +585,45 @@ static bool infer_optim(ctx *c, const ir_type *const *in, int nin, ir_type *out)
     return true;
 }
 
+/* narrow: elements offset .. bound - 1 of dim, 0 <= offset < bound <= size. */
+static bool infer_narrow(ctx *c, const ir_type *x, const ir_attrs *a, ir_type *out)
+{
+    char b[TYPE_LEN];
+    if (a->dim < 0 || a->dim >= x->rank)
+        return fail(c, "slicing dimension %lld of %s, which has %d", (long long)a->dim,
+                    tstr(b, x), x->rank);
+    if (a->offset < 0 || a->bound <= a->offset || a->bound > x->dim[a->dim])
+        return fail(c, "the slice %lld:%lld of dimension %lld of %s is empty or out of range",
+                    (long long)a->offset, (long long)a->bound, (long long)a->dim, tstr(b, x));
+    *out = *x;
+    out->dim[a->dim] = a->bound - a->offset;
+    return true;
+}
+
+/* concat along dim: one dtype and rank, every other dim equal. */
+static bool infer_concat(ctx *c, const ir_type *const *in, const ir_attrs *a, ir_type *out)
+{
+    char b0[TYPE_LEN], b1[TYPE_LEN];
+    if (!same_dtype(c, in, c->nin))
+        return false;
+    const ir_type *x = in[0];
+    if (a->dim < 0 || a->dim >= x->rank)
+        return fail(c, "concat along dimension %lld of %s, which has %d", (long long)a->dim,
+                    tstr(b0, x), x->rank);
+    *out = *x;
+    for (int i = 1; i < c->nin; i++) {
+        bool same = in[i]->rank == x->rank;
+        for (int d = 0; same && d < x->rank; d++)
+            same = d == a->dim || in[i]->dim[d] == x->dim[d];
+        if (!same)
+            return fail(c, "concat along dimension %lld needs every other dimension equal: "
+                        "%s and %s", (long long)a->dim, tstr(b0, x), tstr(b1, in[i]));
+        if (!su_add64(out->dim[a->dim], in[i]->dim[a->dim], &out->dim[a->dim]))
+            return fail(c, "concat makes too many elements");
+    }
+    return true;
+}
+
 static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out)
 {
     switch (c->code) {
@@ -702,6 +741,10 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
         *out = *in[0];
         return true;
     }
+    case IR_NARROW:
+        return infer_narrow(c, in[0], a, out);
+    case IR_CONCAT:
+        return infer_concat(c, in, a, out);
     case IR_INSERT:
         return same_dtype(c, in, 2) && infer_insert(c, in[0], in[1], a, out);
     case IR_EXTRACT:

@@ -157,6 +157,7 @@ const char *ir_op_display(ir_opcode code)
     case IR_MATMUL: return "@";
     case IR_NEG: return "-";
     case IR_CONSTRAIN: return "shard";
+    case IR_NARROW: return "[:]"; /* x[a:b], as a user writes it */
     default: return ir_ops[code].name;
     }
 }

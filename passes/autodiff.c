@@ -392,6 +392,33 @@ static void grad_layout(ad *A, const ir_op *op, ir_value *gy)
         return;
     }
     case IR_EXPAND: add_grad(A, x, reshape(A, unbroadcast(A, gy, &x->type), &x->type)); return;
+    case IR_NARROW: { /* the slice between zeros along dim */
+        ir_value *in[3];
+        int n = 0;
+        int64_t d = op->a.dim, lo = op->a.offset, hi = op->a.bound;
+        ir_type z = x->type;
+        if (lo > 0) {
+            z.dim[d] = lo;
+            in[n++] = expand(A, cst(A, 0, z.dtype), &z);
+        }
+        in[n++] = gy;
+        if (hi < x->type.dim[d]) {
+            z.dim[d] = x->type.dim[d] - hi;
+            in[n++] = expand(A, cst(A, 0, z.dtype), &z);
+        }
+        ir_attrs a = {.dim = d};
+        add_grad(A, x, n == 1 ? gy : emit(A, IR_CONCAT, in, n, &a));
+        return;
+    }
+    case IR_CONCAT: /* each operand's rows of the gradient */
+        for (int i = 0, at = 0; i < op->nin; at += (int)op->in[i]->type.dim[op->a.dim], i++) {
+            ir_value *xi = op->in[i];
+            if (!needs(A, xi))
+                continue;
+            ir_attrs a = {.dim = op->a.dim, .offset = at, .bound = at + xi->type.dim[op->a.dim]};
+            add_grad(A, xi, emit(A, IR_NARROW, &gy, 1, &a));
+        }
+        return;
     default: break;
     }
     snprintf(A->err, sizeof A->err, "cannot differentiate %s", ir_ops[op->code].name);

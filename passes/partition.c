@@ -38,6 +38,8 @@ static void part_op(part *P)
         case IR_RESHAPE: pass_part_reshape(P); return;
         case IR_EMBEDDING: pass_part_embedding(P); return;
         case IR_EXPAND: pass_part_expand(P); return;
+        case IR_NARROW:
+        case IR_CONCAT: pass_part_narrow_concat(P); return;
         case IR_EMBEDDING_GRAD: pass_part_embedding_grad(P); return;
         case IR_XENT_GRAD: pass_part_xent_grad(P); return;
         case IR_IOTA: pass_part_iota(P); return;

@@ -87,6 +87,7 @@ void pass_part_transpose(part *P);
 void pass_part_reshape(part *P);
 void pass_part_attention(part *P);
 void pass_part_expand(part *P);
+void pass_part_narrow_concat(part *P);
 void pass_part_attn_probs(part *P);
 void pass_part_source(part *P);
 

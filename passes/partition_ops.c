@@ -2,7 +2,8 @@
  * ops that compute on whole dims or on their operands' shards as they
  * lie: elementwise ops and optimizer updates, matmul (a contraction over
  * split dims left partial where that moves fewer bytes), transpose,
- * reshape, expand, attention and attn_probs, and the sources. */
+ * reshape, expand, narrow and concat, attention and attn_probs, and the
+ * sources. */
 #include "partition.h"
 
 #include <string.h>
@@ -140,31 +141,34 @@ void pass_part_transpose(part *P)
 }
 
 /* Maps a sharding of `from` onto the reshaped `to`: dims group by equal
- * running products; the axes of a group's first (major) dim carry to the
- * group's first dim when they divide it. False when axes were dropped. */
+ * running products, dims of size 1 (never split) left out; the axes of a
+ * group's first (major) dim carry to the group's first dim when they
+ * divide it. False when axes were dropped. */
 static bool reshape_map(const ir_mesh *me, const ir_type *from, const ir_type *to,
                         const ir_sharding *s, ir_sharding *out)
 {
     *out = pass_part_replicated();
     bool exact = true;
     int i = 0, o = 0;
-    while (i < from->rank || o < to->rank) {
+    for (;;) {
+        while (i < from->rank && from->dim[i] == 1)
+            i++;
+        while (o < to->rank && to->dim[o] == 1)
+            o++;
+        if (i >= from->rank || o >= to->rank) /* the rest is dims of size 1 */
+            break;
         int i0 = i, o0 = o;
-        int64_t pi = i < from->rank ? from->dim[i++] : 1;
-        int64_t po = o < to->rank ? to->dim[o++] : 1;
-        while (pi != po) {
-            if (pi < po && i < from->rank)
+        int64_t pi = from->dim[i++], po = to->dim[o++];
+        while (pi != po) /* equal element counts: neither side runs out */
+            if (pi < po)
                 pi *= from->dim[i++];
-            else if (o < to->rank)
-                po *= to->dim[o++];
             else
-                break;
-        }
+                po *= to->dim[o++];
         for (int d = i0 + 1; d < i; d++)
             exact &= s->naxes[d] == 0;
-        if (i0 >= i || !s->naxes[i0])
+        if (!s->naxes[i0])
             continue;
-        if (o0 < o && to->dim[o0] % pass_part_axes_size(me, s->axes[i0], s->naxes[i0]) == 0) {
+        if (to->dim[o0] % pass_part_axes_size(me, s->axes[i0], s->naxes[i0]) == 0) {
             out->naxes[o0] = s->naxes[i0];
             memcpy(out->axes[o0], s->axes[i0], IR_MAX_AXES);
         } else {
@@ -222,6 +226,20 @@ void pass_part_expand(part *P)
     for (int d = 0; d < a.nlist; d++)
         a.list[d] /= ir_sharding_split(&nat, &P->dst->mesh, d);
     pass_part_map_result(P, pass_part_emit_local(P, IR_EXPAND, &x, 1, &a), &nat);
+}
+
+/* narrow and concat: every operand like the result, the sliced or joined
+ * dim whole, so the local op slices (joins) at the global offsets. */
+void pass_part_narrow_concat(part *P)
+{
+    const ir_op *op = P->op;
+    ir_sharding q = pass_part_clear_dim(pass_part_no_partial(op->res[0]->sh), (int)op->a.dim);
+    ir_value *in[4];
+    for (int i = 0; i < op->nin; i++)
+        in[i] = pass_part_operand(P, i, &q, op->code == IR_NARROW
+                                                ? "a slice reads its dim whole"
+                                                : "concat's operands are whole along its axis");
+    pass_part_finish(P, in, op->nin, &q);
 }
 
 /* attn_probs(q, k) [..., S, T]: as attention, keys whole along T. */

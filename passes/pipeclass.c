@@ -273,6 +273,18 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
         return d;
     case IR_EXPAND:
         return rule_elementwise(L, op);
+    case IR_NARROW:
+        if (d == op->a.dim)
+            return fail(L, op, "it slices the batch dimension, which each microbatch holds "
+                        "a part of"), -2;
+        return d;
+    case IR_CONCAT: {
+        int od = rule_elementwise(L, op);
+        if (od >= 0 && od == op->a.dim)
+            return fail(L, op, "it joins along the batch dimension, which each microbatch "
+                        "holds a part of"), -2;
+        return od;
+    }
     default:
         break;
     }
@@ -401,6 +413,16 @@ static uint8_t uniform_dims(const pl *L, const ir_op *op)
         return u;
     case IR_MATMUL:
         return matmul_uniform(L, x, op->in[1], R);
+    case IR_NARROW: /* rows of the same values */
+    case IR_CONCAT: /* the same where every operand is, but along its axis */
+        for (int d = 0; d < R; d++) {
+            bool same = op->code == IR_NARROW || d != op->a.dim;
+            for (int k = 0; k < op->nin && same; k++)
+                same = same_along(L, op->in[k], d);
+            if (same)
+                u |= (uint8_t)(1u << d);
+        }
+        return u;
     case IR_CONSTRAIN:
     case IR_SLICE:
     case IR_ALL_REDUCE:

@@ -186,6 +186,25 @@ static void copy_all(cand *c, const ir_value *from)
         copy_dim(&c->sh, d, sh_of(from), d);
 }
 
+/* narrow and concat: every dim from `from` but the sliced or joined one,
+ * which is whole (a split there would need the slice's owners, not a
+ * rank's own block); the reason says so where `from` had it split. */
+static void all_but_dim(cand *c, const ir_value *from, int dim, const char *what)
+{
+    copy_all(c, from);
+    if (c->sh.naxes[dim])
+        note(c, "; dim %d whole: it is %s", dim, what);
+    c->sh.naxes[dim] = 0;
+}
+
+static const ir_value *first_with_sh(const ir_op *op)
+{
+    for (int i = 0; i < op->nin; i++)
+        if (has_sh(op->in[i]))
+            return op->in[i];
+    return op->in[0];
+}
+
 /* NumPy broadcasting forward: result r's dims [0, n) aligned at their end
  * with dims [0, na) of a and [0, nb) of b. A dim of full size gives its
  * axes, a broadcast one (size 1, or missing) nothing; where both operands
@@ -622,6 +641,11 @@ static bool forward(prop *p, const ir_op *op, cand *c)
             copy_dim(&c->sh, d, sh_of(x), (int)op->a.list[d]);
         return true;
     case IR_RESHAPE: reshape_map(p, c, x, r); return true;
+    case IR_NARROW: all_but_dim(c, x, (int)op->a.dim, "sliced (gathered where it was split)");
+        return true;
+    case IR_CONCAT:
+        all_but_dim(c, first_with_sh(op), (int)op->a.dim, "joined (gathered where it was split)");
+        return true;
     case IR_EMBEDDING: /* a V split of the table makes a partial, not a split */
         for (int d = 0; d + 1 < rr; d++)
             copy_dim(&c->sh, d, sh_of(op->in[1]), d);
@@ -680,6 +704,8 @@ static const ir_value *layout_bwd(const ir_op *op, int i, cand *c)
             copy_dim(&c->sh, d, &r->sh, d);
         return r;
     case IR_EXPAND: bcast_bwd(c, x, x->type.rank, r, rr); return r;
+    case IR_NARROW: all_but_dim(c, r, (int)op->a.dim, "sliced"); return r;
+    case IR_CONCAT: all_but_dim(c, r, (int)op->a.dim, "joined"); return r;
     case IR_EMBEDDING_GRAD: /* dy's D from the table's; ids say nothing */
         if (i == 0)
             return NULL;

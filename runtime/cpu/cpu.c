@@ -898,6 +898,51 @@ static int k_bucket(const rt_instr *in, const void *const *x, void *y)
     return 0;
 }
 
+/* The product of t's dims before d, and after it times the element size:
+ * t viewed as [outer, t.dim[d] rows of inner bytes]. */
+static void around_dim(const rt_type *t, int64_t d, int64_t *outer, size_t *inner)
+{
+    *outer = 1;
+    *inner = (size_t)rt_dtype_size(t->dtype);
+    for (int k = 0; k < t->rank; k++) {
+        if (k < d)
+            *outer *= t->dim[k];
+        else if (k > d)
+            *inner *= (size_t)t->dim[k];
+    }
+}
+
+/* narrow: rows offset .. of dim; concat: each operand's rows one after
+ * another along dim. Byte copies, any dtype. */
+static int k_narrow(const rt_instr *in, const void *x, void *y)
+{
+    int64_t outer;
+    size_t inner;
+    around_dim(&in->in_t[0], in->dim, &outer, &inner);
+    size_t from = (size_t)in->in_t[0].dim[in->dim] * inner;
+    size_t len = (size_t)in->out_t.dim[in->dim] * inner, at = (size_t)in->offset * inner;
+    for (int64_t o = 0; o < outer; o++)
+        memcpy((char *)y + (size_t)o * len, (const char *)x + (size_t)o * from + at, len);
+    return 0;
+}
+
+static int k_concat(const rt_instr *in, const void *const *x, void *y)
+{
+    int64_t outer;
+    size_t inner;
+    around_dim(&in->out_t, in->dim, &outer, &inner);
+    size_t row = (size_t)in->out_t.dim[in->dim] * inner;
+    for (int64_t o = 0; o < outer; o++) {
+        char *dst = (char *)y + (size_t)o * row;
+        for (int i = 0; i < in->nin; i++) {
+            size_t len = (size_t)in->in_t[i].dim[in->dim] * inner;
+            memcpy(dst, (const char *)x[i] + (size_t)o * len, len);
+            dst += len;
+        }
+    }
+    return 0;
+}
+
 /* ---- dispatch ---- */
 
 /* The ops whose arithmetic is f32: on f16 and bf16 they run promoted. */
@@ -912,6 +957,8 @@ static int computes_in_f32(int op)
     case RT_OP_EXPAND:
     case RT_OP_INSERT:
     case RT_OP_EXTRACT:
+    case RT_OP_NARROW:
+    case RT_OP_CONCAT:
         return 0;
     default:
         return 1;
@@ -1000,6 +1047,10 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
         return k_bucket(in, x, y);
     case RT_OP_IOTA:
         return k_iota(in, y);
+    case RT_OP_NARROW:
+        return k_narrow(in, x[0], y);
+    case RT_OP_CONCAT:
+        return k_concat(in, x, y);
     case RT_OP_CHECK_IDS:
     case RT_OP_CHECK_LABELS:
         return k_check(in, x[0], y, err);

@@ -743,6 +743,36 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, su_status *err)
             want = *out;
             ok = rule_bucket(x, out, in->offset, "the result", err);
             break;
+        case RT_OP_NARROW:
+            if (in->dim < 0 || in->dim >= x->rank || out->rank != x->rank || in->offset < 0 ||
+                in->offset > x->dim[in->dim] - out->dim[in->dim])
+                return rt_plan_fail(err, "narrow of %s at dim %lld, offset %lld to %s is out of "
+                                    "range", rt_type_text(b1, x), (long long)in->dim,
+                                    (long long)in->offset, rt_type_text(b2, out));
+            want = *x;
+            want.dim[in->dim] = out->dim[in->dim];
+            ok = true;
+            break;
+        case RT_OP_CONCAT:
+            if (in->dim < 0 || in->dim >= x->rank)
+                return rt_plan_fail(err, "concat of %s along dim %lld", rt_type_text(b1, x),
+                                    (long long)in->dim);
+            want = *x;
+            for (int i = 1; i < in->nin; i++) {
+                const rt_type *y = &in->in_t[i];
+                bool same = y->dtype == x->dtype && y->rank == x->rank;
+                for (int d = 0; same && d < x->rank; d++)
+                    same = d == in->dim || y->dim[d] == x->dim[d];
+                if (!same)
+                    return rt_plan_fail(err, "concat along dim %lld of %s and %s",
+                                        (long long)in->dim, rt_type_text(b1, x),
+                                        rt_type_text(b2, y));
+                if (__builtin_add_overflow(want.dim[in->dim], y->dim[in->dim],
+                                           &want.dim[in->dim]))
+                    return rt_plan_fail(err, "concat makes too many elements");
+            }
+            ok = true;
+            break;
         case RT_OP_IOTA:
             if (out->dtype != RT_I32 || out->rank != 1)
                 return rt_plan_fail(err, "the result is %s; iota makes an i32 vector",

@@ -128,6 +128,13 @@ static void instr_str(const rt_plan *p, const rt_instr *in, su_buf *b)
     case RT_OP_CHECK_LABELS:
         ATTR("bound = %lld", (long long)in->dim);
         break;
+    case RT_OP_NARROW:
+        ATTR("dim = %lld", (long long)in->dim);
+        ATTR("offset = %lld", (long long)in->offset);
+        break;
+    case RT_OP_CONCAT:
+        ATTR("dim = %lld", (long long)in->dim);
+        break;
     case RT_OP_TRANSPOSE:
         ATTR("perm = [");
         for (int i = 0; i < in->nlist; i++)

@@ -7,7 +7,8 @@ sharding annotations on inputs, params and intermediate values (one axis,
 a tuple of axes, or none per dimension), every op of §7 (elementwise,
 broadcasting, matmul plain and batched, reductions with and without
 keepdims, softmax, the norms, transpose, reshape, cast, embedding,
-attention, mse, cross_entropy), f32, bf16 and f16 values, blocks called
+attention, mse, cross_entropy; of §12, indexing, concat and split, sin,
+cos), f32, bf16 and f16 values, blocks called
 once or more, `repeat`, `repeat ... over pp` with every schedule and
 microbatch count, and `train` with sgd (with and without momentum) or
 adamw, with and without `zero K over AXIS`.
@@ -394,13 +395,43 @@ class Gen:
             c += f", mask = {m.name}"
         return f"attention({q}, {k}, {v}{c})", x.mag * 2, x.shape
 
+    def slicing(self, x):
+        """Indexing, concat and split (LANGUAGE.md §12) along a dim that is
+        not a pipeline's batch: a slice, an integer index that removes the
+        dim, a rotation (the dim's two parts joined the other way round),
+        or a split whose pieces are joined back in another order."""
+        lo = 1 if x.batch and self.pipelined else 0
+        dims = [d for d in range(lo, len(x.shape)) if x.shape[d] >= 2]
+        if not dims:
+            return None
+        d = self.r.choice(dims)
+        n = x.shape[d]
+        k = n // 2 if n % 2 == 0 and self.chance(0.6) else self.r.randrange(1, n)
+        pre = ":, " * d
+        ax = d if self.chance(0.6) else d - len(x.shape)
+        roll = self.r.random()
+        if roll < 0.3:   # a slice, bounds from either end
+            a = self.r.choice([f"{k}:", f"-{n - k}:", f":{k}", f":-{n - k}"])
+            size = n - k if a.startswith(f"{k}:") or a.startswith("-") else k
+            shape = x.shape[:d] + [size] + x.shape[d + 1:]
+            return f"{x.name}[{pre}{a}]", shape
+        if roll < 0.45 and len(x.shape) >= 2 and not (x.batch and d == 0):
+            i = self.r.choice([k, k - n])
+            return f"{x.name}[{pre}{i}]", x.shape[:d] + x.shape[d + 1:]
+        if roll < 0.75:
+            return (f"concat([{x.name}[{pre}{k}:], {x.name}[{pre}:{k}]], axis = {ax})",
+                    list(x.shape))
+        a, b = self.fresh(), self.fresh()
+        self.emit(f"{a}, {b} = split({x.name}, [{k}, {n - k}], axis = {ax})")
+        return f"concat([{b}, {a}], axis = {ax})", list(x.shape)
+
     # ---- statements ----
     def statement(self, allow_param=True):
         x = self.pick()
         if x is None:
             return
         kinds = ["unary", "binary", "binary", "matmul", "matmul", "reduce", "softmax", "norm",
-                 "transpose", "reshape", "cast", "attention"]
+                 "transpose", "reshape", "cast", "attention", "slicing"]
         for _ in range(8):
             kind = self.r.choice(kinds)
             res = None
@@ -423,6 +454,10 @@ class Gen:
                 got = self.norm(x)
                 if got:
                     res = (got[0], got[1], got[2], True)
+            elif kind == "slicing":
+                got = self.slicing(x)
+                if got:
+                    res = (got[0], x.mag, got[1], x.param_dep)
             elif kind == "cast":
                 got = self.cast(x)
                 if got:

@@ -9,7 +9,8 @@
 # 1500 (a block's), and reductions over a middle axis: of 200 elements (a
 # block per 32 results, its warps splitting the axis; 37 columns leave the
 # second 32 partly empty) and of 4 (a thread per result); sin and cos,
-# forward and backward, of the embedded rows.
+# forward and backward, of the embedded rows; slices and concats of 2 to 5
+# pieces (nested), forward and backward (its zeros around the slice).
 mesh a
 input ids : i32[2500]
 input lab : i32[2500]
@@ -22,12 +23,15 @@ param e   : f32[50, 300] = normal(1.0)
 param w   : f32[300, 24] = normal(0.05)
 param wz  : f32[3000] = normal(1.0)
 h = embedding(e, ids)
-loss = cross_entropy(h @ w, lab) + cross_entropy(z * wz, lz) + 0.1 * mean(sin(h) * cos(h))
+hc = concat([h[:, 250:], h[:, :7], h[:, 40:41]], axis = 1)
+l1 = cross_entropy(h @ w, lab) + cross_entropy(z * wz, lz)
+loss = l1 + 0.1 * mean(sin(h) * cos(h)) + 0.1 * mean(hc * hc)
 u = transpose(t, [2, 0, 1])
 v = transpose(t, [1, 0, 2])
 s = softmax(y, axis = -1)
 a1 = sum(r * 2.0, axis = 1)
 a2 = amax(r, axis = 1)
 a3 = mean(r, axis = 0)
-output loss, u, v, s, a1, a2, a3
+c5 = concat([t[:, :3, :], t[:, 10:, :], t[:, 5:6, :] * 2.0, t[:, 69:, :], t], axis = 1)
+output loss, u, v, s, a1, a2, a3, c5
 train loss with sgd(lr = 0.1)

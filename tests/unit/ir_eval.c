@@ -501,6 +501,33 @@ static void eval_optim(const ir_op *op, double *const *x, double *y)
     }
 }
 
+/* narrow and concat: x viewed as [outer, dim, inner]. */
+static void eval_narrow_concat(const ir_op *op, double *const *x, double *y)
+{
+    const ir_type *t = &op->res[0]->type;
+    size_t outer = 1, inner = 1;
+    for (int d = 0; d < t->rank; d++) {
+        if (d < op->a.dim)
+            outer *= (size_t)t->dim[d];
+        else if (d > op->a.dim)
+            inner *= (size_t)t->dim[d];
+    }
+    size_t rows = (size_t)t->dim[op->a.dim];
+    for (size_t o = 0, k = 0; o < outer; o++) {
+        if (op->code == IR_NARROW) {
+            size_t from = (size_t)op->in[0]->type.dim[op->a.dim];
+            for (size_t i = 0; i < rows * inner; i++)
+                y[k++] = x[0][(o * from + (size_t)op->a.offset) * inner + i];
+            continue;
+        }
+        for (int j = 0; j < op->nin; j++) {
+            size_t len = (size_t)op->in[j]->type.dim[op->a.dim] * inner;
+            for (size_t i = 0; i < len; i++)
+                y[k++] = x[j][o * len + i];
+        }
+    }
+}
+
 /* ---- ops ---- */
 
 static bool eval_source(const ev_module *ev, const ir_op *op, double *y, char *err,
@@ -551,6 +578,8 @@ static bool eval_op(const ev_module *ev, const ir_op *op, double *const *x, doub
         case IR_RESHAPE: memcpy(y, x[0], n * sizeof *y); return true;
         case IR_TRANSPOSE: eval_transpose(op, x[0], y); return true;
         case IR_EXPAND: eval_expand(op, x[0], y); return true;
+        case IR_NARROW:
+        case IR_CONCAT: eval_narrow_concat(op, x, y); return true;
         case IR_EMBEDDING:
         case IR_EMBEDDING_GRAD: return eval_embedding(op, x[0], x[1], y, err, errlen);
         case IR_MSE: eval_mse(op, x[0], x[1], y); return true;

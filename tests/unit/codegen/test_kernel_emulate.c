@@ -585,10 +585,27 @@ static bool run_kernel(const rt_plan *p, int st, int ki, void *lib, int kind, co
     rt_cpu_ctx ctx = {.axis_size = p->axis_size, .naxes = p->naxes};
     for (int b = 0; b < g->nbuf; b++)
         bufs[b] = cpu + g->buf_offset[b];
+    /* The values the kernel keeps in registers get buffers of their own
+     * here: in the plan they may share bytes with a value the kernel reads
+     * that an op between the group's ops makes (the memory plan's CPU order
+     * writes that value after the register value's last read), which the
+     * arena already holds now. */
+    void **scratch = calloc((size_t)g->nbuf + 1, sizeof *scratch);
+    for (int i = 0; i < k->ninstr; i++) {
+        int b = g->instr[k->instr[i]].out;
+        bool param = false;
+        for (int j = 0; j < k->nin + k->nout; j++)
+            param |= k->param[j] == b;
+        if (b >= 0 && !param && !scratch[b])
+            bufs[b] = scratch[b] = calloc(1, (size_t)g->buf_bytes[b] + 16);
+    }
     su_status err = {SU_OK, ""};
     bool ok = true;
     for (int i = 0; i < k->ninstr && ok; i++)
         ok = rt_cpu_run(&ctx, &g->instr[k->instr[i]], bufs, &err) == 0;
+    for (int b = 0; b < g->nbuf; b++)
+        free(scratch[b]);
+    free(scratch);
     if (!ok)
         fprintf(stderr, "  %s: %s: the CPU backend failed: %s\n", where, k->name, err.msg);
     CHECK(ok);

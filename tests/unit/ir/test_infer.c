@@ -251,6 +251,30 @@ static void test_norms(void)
 
 static void test_layout(void)
 {
+    CHECK_STR(INF(IR_NARROW, A(.dim = 1, .offset = 1, .bound = 3), "bf16[2, 5, 4]"),
+              "bf16[2, 2, 4]");
+    CHECK_STR(INF(IR_NARROW, A(.dim = 0, .offset = 0, .bound = 1), "i32[7]"), "i32[1]");
+    CHECK_STR(INF(IR_NARROW, A(.dim = 2, .offset = 0, .bound = 1), "f32[2, 5]"),
+              "error: slicing dimension 2 of f32[2, 5], which has 2");
+    CHECK_STR(INF(IR_NARROW, A(.dim = 1, .offset = 3, .bound = 3), "f32[2, 5]"),
+              "error: the slice 3:3 of dimension 1 of f32[2, 5] is empty or out of range");
+    CHECK_STR(INF(IR_NARROW, A(.dim = 1, .offset = 3, .bound = 6), "f32[2, 5]"),
+              "error: the slice 3:6 of dimension 1 of f32[2, 5] is empty or out of range");
+    CHECK_STR(INF(IR_NARROW, A(.dim = 1, .offset = -1, .bound = 2), "f32[2, 5]"),
+              "error: the slice -1:2 of dimension 1 of f32[2, 5] is empty or out of range");
+    CHECK_STR(INF(IR_CONCAT, A(.dim = 1), "f32[2, 3]", "f32[2, 5]"), "f32[2, 8]");
+    CHECK_STR(INF(IR_CONCAT, A(.dim = 0), "i32[1]", "i32[2]", "i32[3]", "i32[4]"), "i32[10]");
+    CHECK_STR(INF(IR_CONCAT, A(.dim = 0), "f32[2, 3]", "f32[2, 4]"),
+              "error: concat along dimension 0 needs every other dimension equal: f32[2, 3] and "
+              "f32[2, 4]");
+    CHECK_STR(INF(IR_CONCAT, A(.dim = 0), "f32[2, 3]", "f32[2]"),
+              "error: concat along dimension 0 needs every other dimension equal: f32[2, 3] and "
+              "f32[2]");
+    CHECK_STR(INF(IR_CONCAT, A(.dim = 2), "f32[2, 3]", "f32[2, 3]"),
+              "error: concat along dimension 2 of f32[2, 3], which has 2");
+    CHECK_STR(INF(IR_CONCAT, A(.dim = 0), "f32[2]", "bf16[2]"),
+              "error: mixed dtypes in concat: f32 and bf16 (use cast to convert one)");
+    CHECK_STR(INF(IR_CONCAT, A(.dim = 0), "f32[2]"), "error: concat takes 2 to 4 operands, got 1");
     CHECK_STR(INF(IR_TRANSPOSE, A(.nlist = 3, .list = {2, 0, 1}), "f32[2, 3, 4]"), "f32[4, 2, 3]");
     CHECK_STR(INF(IR_TRANSPOSE, A(.nlist = 0), "f32[]"), "f32[]");
     CHECK_STR(INF(IR_TRANSPOSE, A(.nlist = 3, .list = {0, 0, 1}), "f32[2, 3, 4]"),

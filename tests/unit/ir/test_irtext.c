@@ -205,6 +205,8 @@ static ir_module *all_ops(void)
     split(con, 1, 0); /* shard(_, (tp, dp)) */
     emit(m, IR_TRANSPOSE, (ir_attrs){.nlist = 2, .list = {1, 0}}, 1, att);
     emit(m, IR_RESHAPE, (ir_attrs){.nlist = 3, .list = {4, 2, 16}}, 1, att);
+    ir_value *nar = emit(m, IR_NARROW, (ir_attrs){.dim = 1, .offset = 2, .bound = 5}, 1, att);
+    emit(m, IR_CONCAT, (ir_attrs){.dim = 1}, 3, att, nar, att);
     ir_value *logits = emit(m, IR_EMBEDDING, NOATTRS, 2, e, ids);
     emit(m, IR_MSE, NOATTRS, 2, att, x);
     ir_value *loss = emit(m, IR_XENT, NOATTRS, 2, logits, ids);

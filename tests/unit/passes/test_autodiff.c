@@ -608,6 +608,16 @@ static const gcase layout_cases[] = {
     {"reshape", P3x4 "%y = reshape %a {shape = [2, 6]} : f32[2, 6]\n", -2, 2, 0, 0},
     {"reshape 3-D", PARAM("a", "f32[2, 3, 4]") "%y = reshape %a {shape = [6, 4]} : f32[6, 4]\n",
      -2, 2, 0, 0},
+    {"narrow middle", PARAM("a", "f32[2, 5, 3]")
+     "%y = narrow %a {dim = 1, offset = 1, bound = 3} : f32[2, 2, 3]\n", -2, 2, 0, 0},
+    {"narrow first", P3x4 "%y = narrow %a {dim = 0, offset = 0, bound = 2} : f32[2, 4]\n",
+     -2, 2, 0, 0},
+    {"narrow last", P3x4 "%y = narrow %a {dim = 1, offset = 3, bound = 4} : f32[3, 1]\n",
+     -2, 2, 0, 0},
+    {"concat 2", P3x4 PARAM("b", "f32[3, 2]") "%y = concat %a, %b {dim = 1} : f32[3, 6]\n",
+     -2, 2, 0, 0},
+    {"concat 4, one operand twice", P3x4 PARAM("b", "f32[1, 4]")
+     "%y = concat %b, %a, %b, %a {dim = 0} : f32[8, 4]\n", -2, 2, 0, 0},
     {"embedding", PARAM("t", "f32[5, 3]") IN("ids", "i32[7]")
      "%y = embedding %t, %ids : f32[7, 3]\n", -2, 2, 0, 5},
     {"embedding 2-D ids", PARAM("t", "f32[4, 3]") IN("ids", "i32[2, 4]")
