@@ -216,7 +216,10 @@ def sharded_model(text, a):
         text = edit(text, r"^pipeline microbatches [0-9]*",
                     lambda m: f"pipeline microbatches {a.microbatches}", "--microbatches")
     if a.zero:
-        text = edit(text, r"^(train .*)$", lambda m: f"{m[1]} zero {a.zero} over dp", "--zero")
+        # the train statement to its optimizer's closing parenthesis, which
+        # may be lines further on (llama.sh's)
+        text = edit(text, r"^(train \w+ with \w+(?:\([^)]*\))?)",
+                    lambda m: f"{m[1]} zero {a.zero} over dp", "--zero")
     return text
 
 

@@ -2,15 +2,18 @@
 """oracle.py: an outside reference for shardrun (DESIGN.md §7).
 
 PyTorch (Debian's python3-torch, run with Debian's /usr/bin/python3) computes
-the forward pass of examples/mlp.sh or examples/transformer.sh, and with
+the forward pass of examples/mlp.sh, examples/transformer.sh or
+examples/llama.sh, and with
 --train their training steps, written here by hand from the model files,
 never from shardc's output:
 
     oracle.py MODEL DIR [--train STEPS [--clip C] [--schedule-lr W,DECAY,N,M]]
               [NAME=VALUE ...]
 
-MODEL is mlp or transformer; NAME=VALUE overrides the model's `let`
-constants (pass the same values to shardc with -D). Writes, in DIR:
+MODEL is mlp, transformer or llama; NAME=VALUE overrides the model's `let`
+constants (pass the same values to shardc with -D). llama's own `train`
+line clips and schedules the learning rate: with --train, oracle.py does
+the same (TRAIN_OPTIONS), from its WARMUP and STEPS. Writes, in DIR:
     params.safetensors    every param, made here (seeded, larger than the
                           models' own inits so that every op matters)
     inputs.safetensors    every input
@@ -150,6 +153,72 @@ def transformer_forward(c, P, i):
     return {"loss": loss}
 
 
+def rmsnorm(x, g, eps):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * g
+
+
+def llama_data(c, gen):
+    """examples/llama.sh: its params and inputs (f32 and i32)."""
+    S, D, H, G, V, L = c["S"], c["D"], c["H"], c["G"], c["V"], c["L"]
+    E, F = D // H, c["F"]
+
+    def lin(n, m):
+        return torch.randn(n, m, generator=gen) / math.sqrt(n)
+
+    # the embedding is the output layer too: rows of norm about 3 keep the
+    # logits of unit-RMS features in a few units
+    p = {"emb": torch.randn(V, D, generator=gen) * (3 / math.sqrt(D)),
+         "norm": 1 + 0.1 * torch.randn(D, generator=gen)}
+    for l in range(L):
+        a, m = f"layers.{l}.attn.", f"layers.{l}.mlp."
+        p[a + "norm"] = 1 + 0.1 * torch.randn(D, generator=gen)
+        p[a + "wq"], p[a + "wk"], p[a + "wv"] = lin(D, H * E), lin(D, G * E), lin(D, G * E)
+        p[a + "wo"] = lin(H * E, D)
+        p[m + "norm"] = 1 + 0.1 * torch.randn(D, generator=gen)
+        p[m + "w1"], p[m + "w3"], p[m + "w2"] = lin(D, F), lin(D, F), lin(F, D)
+    tokens = torch.randint(0, V, (c["B"], S), generator=gen, dtype=torch.int32)
+    targets = torch.randint(0, V, (c["B"], S), generator=gen, dtype=torch.int32)
+    return p, {"tokens": tokens, "targets": targets}
+
+
+def llama_forward(c, P, i):
+    """The loss of examples/llama.sh, given float64 params P and inputs i,
+    written as Hugging Face's LlamaModel computes it: rotate_half, the
+    rotary tables of inv_freq = THETA^(-2i/E) repeated for both halves,
+    each key/value head read by H / G query heads (repeat_kv), the output
+    layer the transposed embedding."""
+    B, S, D, H, G, V, L = c["B"], c["S"], c["D"], c["H"], c["G"], c["V"], c["L"]
+    E = D // H
+    tokens, targets = i["tokens"].long(), i["targets"].long()
+    inv = 1.0 / (c["THETA"] ** (torch.arange(0, E, 2, dtype=torch.float64) / E))
+    ang = torch.arange(S, dtype=torch.float64)[:, None] * inv[None, :]
+    cos, sin = torch.cat([ang, ang], -1).cos(), torch.cat([ang, ang], -1).sin()
+
+    def rotate_half(t):
+        return torch.cat([-t[..., E // 2:], t[..., :E // 2]], -1)
+
+    def heads(t, n):
+        return t.reshape(B, S, n, E).transpose(1, 2)
+
+    mask = torch.ones(S, S, dtype=torch.bool).tril()
+    x = P["emb"][tokens]
+    for l in range(L):
+        a, m = f"layers.{l}.attn.", f"layers.{l}.mlp."
+        h = rmsnorm(x, P[a + "norm"], 1e-5)
+        q, k, v = heads(h @ P[a + "wq"], H), heads(h @ P[a + "wk"], G), heads(h @ P[a + "wv"], G)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        k, v = k.repeat_interleave(H // G, dim=1), v.repeat_interleave(H // G, dim=1)
+        s = (q @ k.transpose(-1, -2)) / math.sqrt(E)
+        s = s.masked_fill(~mask, float("-inf"))
+        o = (torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(B, S, D)
+        x = x + o @ P[a + "wo"]
+        h = rmsnorm(x, P[m + "norm"], 1e-5)
+        x = x + (torch.nn.functional.silu(h @ P[m + "w1"]) * (h @ P[m + "w3"])) @ P[m + "w2"]
+    logits = rmsnorm(x, P["norm"], 1e-5) @ P["emb"].T
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
+    return {"loss": loss}
+
+
 # The `train` line of each model file, written out by hand:
 #   mlp.sh:         train loss with sgd(lr = 0.01)      (momentum 0, wd 0)
 #   transformer.sh: train loss with adamw(lr = 3e-4, beta1 = 0.9,
@@ -158,6 +227,15 @@ OPTIMIZERS = {
     "mlp": lambda ps: torch.optim.SGD(ps, lr=0.01),
     "transformer": lambda ps: torch.optim.AdamW(ps, lr=3e-4, betas=(0.9, 0.95), eps=1e-8,
                                                 weight_decay=0.1),
+    "llama": lambda ps: torch.optim.AdamW(ps, lr=3e-4, betas=(0.9, 0.95), eps=1e-8,
+                                          weight_decay=0.1),
+}
+
+# The rest of a `train` line that oracle.py applies itself (the clip and
+# the schedule): llama.sh's clip = 1.0, warmup = WARMUP, decay = cosine,
+# steps = STEPS, min_lr = 3e-5, with WARMUP and STEPS from the constants.
+TRAIN_OPTIONS = {
+    "llama": lambda c: (1.0, (c["WARMUP"], "cosine", c["STEPS"], 3e-5)),
 }
 
 # torch.optim's states under shardrun's names (opt.NAME.m, opt.NAME.v)
@@ -167,6 +245,9 @@ MODELS = {
     "mlp": (mlp_data, mlp_forward, ["out", "loss"], {"B": 64, "D": 1024}),
     "transformer": (transformer_data, transformer_forward, ["loss"],
                     {"B": 8, "S": 128, "D": 256, "NH": 8, "V": 1024, "L": 4}),
+    "llama": (llama_data, llama_forward, ["loss"],
+              {"B": 8, "S": 128, "D": 256, "H": 8, "G": 2, "F": 688, "V": 1024, "L": 4,
+               "THETA": 500000, "WARMUP": 100, "STEPS": 2000}),
 }
 
 
@@ -255,6 +336,8 @@ def main(argv):
     write_safetensors(os.path.join(out_dir, "inputs.safetensors"), sorted(inputs.items()))
     write_safetensors(os.path.join(out_dir, "expected.safetensors"),
                       [(n, outputs[n].float()) for n in output_names])
+    if steps and model in TRAIN_OPTIONS:
+        clip, schedule = TRAIN_OPTIONS[model](consts)
     if steps:
         write_safetensors(os.path.join(out_dir, "train.safetensors"),
                           train(model, consts, params, inputs, steps, clip, schedule)
