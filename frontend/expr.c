@@ -114,8 +114,9 @@ ir_type fe_type_eval(fe_lower *L, fe_scope *s, const ast_type *t, const char *wh
 
 /* ---- tensors and literals ---- */
 
-static ir_value *emit(fe_lower *L, ir_opcode code, ir_value **in, int nin, ir_attrs *a,
-                      su_loc loc)
+#define emit fe_emit
+
+ir_value *fe_emit(fe_lower *L, ir_opcode code, ir_value **in, int nin, ir_attrs *a, su_loc loc)
 {
     char err[256];
     ir_attrs none = {0};
@@ -634,6 +635,12 @@ int fe_eval_results(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n, ir
         L->depth--;
         return k;
     }
+    if (!sym || sym->kind != SYM_BLOCK) {
+        enter(L, n);
+        int k = fe_select_call(L, s, f, n, out);
+        L->depth--;
+        return k > 1 ? k : 0;
+    }
     if (!sym || sym->kind != SYM_BLOCK || sym->block->nret == 1)
         return 0;
     if (!f)
@@ -800,6 +807,13 @@ static fe_val call(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n)
             fe_fail(L, n->loc, "a block cannot be called here");
         return call_block(L, s, f, sym->block, n);
     }
+    ir_value *sel[FE_MAX_RESULTS];
+    int nsel = fe_select_call(L, s, f, n, sel);
+    if (nsel > 1)
+        fe_fail(L, n->loc, "%s gives %d values here; bind each to a name, as in "
+                "v, i = %s(...)", n->str, nsel, n->str);
+    if (nsel == 1)
+        return (fe_val){.v = sel[0]};
     if (!strcmp(n->str, "concat"))
         return concat(L, s, f, n);
     if (!strcmp(n->str, "split")) {

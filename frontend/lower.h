@@ -121,11 +121,21 @@ fe_val fe_eval(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n);
  * most FE_MAX_RESULTS); their count, or 0 where n is anything else (one
  * value: evaluate it with fe_eval). */
 int fe_eval_results(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n, ir_value **out);
+/* Infers the result of code on in and appends it, made at loc (the
+ * current repetition's); a shape error is the user's, at loc. */
+ir_value *fe_emit(fe_lower *L, ir_opcode code, ir_value **in, int nin, ir_attrs *a, su_loc loc);
 /* A number, folded from literals and constants (for options like eps). */
 double fe_number(fe_lower *L, fe_scope *s, const ast_node *n, const char *what);
 /* The tensor of v; a number becomes a constant of dtype dt. */
 ir_value *fe_tensor(fe_lower *L, fe_val v, ir_dtype dt, su_loc loc);
 ir_type fe_type_eval(fe_lower *L, fe_scope *s, const ast_type *t, const char *what);
 void fe_type_str(char *out, size_t n, const ir_type *t);
+
+/* ---- selection and routing (select.c) ---- */
+
+/* A call of one_hot, argmax, gather, cumsum or topk (LANGUAGE.md §12),
+ * made of IR ops: its results into out (topk: values, indices) and their
+ * count; 0 where the call is none of them. */
+int fe_select_call(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *call, ir_value **out);
 
 #endif

@@ -8,7 +8,7 @@ a tuple of axes, or none per dimension), every op of §7 (elementwise,
 broadcasting, matmul plain and batched, reductions with and without
 keepdims, softmax, the norms, transpose, reshape, cast, embedding,
 attention, mse, cross_entropy; of §12, indexing, concat and split, sin,
-cos), f32, bf16 and f16 values, blocks called
+cos, one_hot, argmax, gather, cumsum and topk), f32, bf16 and f16 values, blocks called
 once or more, `repeat`, `repeat ... over pp` with every schedule and
 microbatch count, and `train` with sgd (with and without momentum) or
 adamw, with and without `zero K over AXIS`.
@@ -425,13 +425,46 @@ class Gen:
         self.emit(f"{a}, {b} = split({x.name}, [{k}, {n - k}], axis = {ax})")
         return f"concat([{b}, {a}], axis = {ax})", list(x.shape)
 
+    def selecting(self, x):
+        """cumsum of x, or of an input: topk, gather at an argmax, one_hot
+        of an argmax (LANGUAGE.md §12). The indices come from inputs only:
+        they are the same bits on every mesh, where a computed value's
+        near-ties could be broken another way by sums in another order
+        (and outside blocks, which see only their arguments). Returns (text, shape, dtype, param_dep) or None."""
+        lo = 1 if x.batch and self.pipelined else 0
+        dims = [d for d in range(lo, len(x.shape)) if x.shape[d] >= 2]
+        roll = self.r.random()
+        if roll < 0.35 and dims and x.dtype != "i32":
+            d = self.r.choice(dims)
+            return f"cumsum({x.name}, axis = {d})", list(x.shape), x.dtype, x.param_dep
+        if self.indent:     # a block sees only its arguments
+            return None
+        xi = self.r.choice(self.inputs)
+        lo = 1 if self.pipelined else 0
+        dims = [d for d in range(lo, len(xi.shape)) if xi.shape[d] >= 2]
+        if not dims:
+            return None
+        d = self.r.choice(dims)
+        kept = xi.shape[:d] + [1] + xi.shape[d + 1:]
+        am = f"argmax({xi.name}, axis = {d})"
+        if roll < 0.55 and x.shape == xi.shape and x.dtype == xi.dtype:
+            ids = f"reshape({am}, [{', '.join(self.dimtext(n) for n in kept)}])"
+            return f"gather({x.name}, {ids}, axis = {d})", kept, x.dtype, x.param_dep
+        if roll < 0.8 and len(xi.shape) - 1 >= lo + 1 and xi.shape[-1] >= 2:
+            k = self.r.choice([1, 2, min(3, xi.shape[-1])])
+            v, i = self.fresh(), self.fresh()
+            self.emit(f"{v}, {i} = topk({xi.name}, {k})")
+            return v, xi.shape[:-1] + [k], xi.dtype, False
+        n = self.r.choice([2, 3, xi.shape[d]])
+        return f"one_hot({am}, {n})", xi.shape[:d] + xi.shape[d + 1:] + [n], "f32", False
+
     # ---- statements ----
     def statement(self, allow_param=True):
         x = self.pick()
         if x is None:
             return
         kinds = ["unary", "binary", "binary", "matmul", "matmul", "reduce", "softmax", "norm",
-                 "transpose", "reshape", "cast", "attention", "slicing"]
+                 "transpose", "reshape", "cast", "attention", "slicing", "selecting"]
         for _ in range(8):
             kind = self.r.choice(kinds)
             res = None
@@ -458,6 +491,12 @@ class Gen:
                 got = self.slicing(x)
                 if got:
                     res = (got[0], x.mag, got[1], x.param_dep)
+            elif kind == "selecting":
+                got = self.selecting(x)
+                if got:
+                    res = (got[0], x.mag * (x.shape[-1] if got[0].startswith("cumsum") else 1)
+                           if got[3] or got[0].startswith("cumsum") else 4.0, got[1], got[3])
+                    dtype = got[2]
             elif kind == "cast":
                 got = self.cast(x)
                 if got:
