@@ -96,6 +96,7 @@ struct ast_stmt {
     const char *axis;      /* repeat's `over AXIS`, train's `zero K over AXIS` */
     su_loc axis_loc;
     ast_stmt *body;        /* block and repeat bodies */
+    bool recompute;        /* a `recompute block` */
     ast_stmt *next;
 };
 

@@ -126,6 +126,7 @@ ir_value *fe_emit(fe_lower *L, ir_opcode code, ir_value **in, int nin, ir_attrs 
         fe_fail(L, loc, "%s", err);
     v->def->loc = loc;
     v->def->rep = L->rep;
+    v->def->recompute = L->recompute;
     return v;
 }
 

@@ -380,6 +380,7 @@ static void lower_block_def(fe_lower *L, fe_ctx *c, const ast_stmt *st)
     check_new(L, c->scope, st->name, st->name_loc, NULL);
     fe_block *b = su_alloc(L->arena, sizeof *b);
     b->def = (ast_stmt *)st;
+    b->recompute = st->recompute;
     for (const ast_item *it = st->items; it; it = it->next)
         b->nparams++;
     if (b->nparams > 64)
@@ -435,7 +436,11 @@ static void call_block(fe_lower *L, fe_frame *f, const fe_block *b, ir_value **a
             (fe_val){.v = args[i]};
     fe_ctx c = {.where = AT_BLOCK, .scope = &scope, .frame = &frame, .block = b};
     ((fe_block *)b)->active = true;
+    int outer = L->recompute; /* a recompute block inside another is the outer's */
+    if (b->recompute && !outer)
+        L->recompute = ++L->nrecompute;
     run(L, &c, b->def->body);
+    L->recompute = outer;
     ((fe_block *)b)->active = false;
     if (!c.ret)
         fe_fail(L, b->def->name_loc, "block '%s' ends without 'return'", bname);

@@ -42,6 +42,8 @@ typedef struct fe_block {
     su_loc *plocs;
     ir_type *ptypes;
     int nret;               /* its results: 1, or several (-> (T1, T2, ...)) */
+    bool recompute;         /* `recompute block`: its calls' ops are recomputed in the
+                             * backward */
     ir_type *rets;
 } fe_block;
 
@@ -89,6 +91,9 @@ typedef struct fe_lower {
     bool *define_used;
     const ast_stmt *mesh_stmt, *pipeline_stmt, *train_stmt, *over_stmt;
     int rep;                 /* current repetition of the pipelined repeat */
+    int recompute;      /* the call of a recompute block being lowered (its ops'
+                         * ir_op.recompute), 0: none */
+    int nrecompute;     /* such calls so far */
     int in_repeat;           /* depth of repeats being unrolled */
     fe_map param_names;      /* full parameter names made so far */
     fe_block *blocks, **blocks_tail;

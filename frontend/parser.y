@@ -11,6 +11,7 @@ typedef void *yyscan_t;
 static void yyerror(YYLTYPE *loc, yyscan_t scanner, fe_parse *P, const char *msg);
 static su_loc L(YYLTYPE l) { return (su_loc){l.first_line, l.first_column}; }
 static ast_node *node(fe_parse *P, ast_kind k, YYLTYPE l);
+static bool recompute_word(fe_parse *P, const char *w, YYLTYPE l);
 static ast_stmt *stmt(fe_parse *P, ast_stmt_kind k, YYLTYPE l);
 static ast_item *item(fe_parse *P, const char *name, YYLTYPE l);
 #define NEW(T) ((T *)su_alloc(P->arena, sizeof(T)))
@@ -125,6 +126,21 @@ stmt:
   | BLOCK IDENT '(' opt_bparams ')' ARROW '(' types ')' block_body {
         $$ = stmt(P, ST_BLOCK, @1);
         $$->name = $2; $$->name_loc = L(@2); $$->items = $4; $$->type = $8; $$->body = $10;
+    }
+    /* recompute block ...: the same, its values recomputed in the backward
+     * (`recompute` is a name, not a reserved word, so version 0 programs
+     * that use it keep compiling) */
+  | IDENT BLOCK IDENT '(' opt_bparams ')' ARROW type block_body {
+        if (!recompute_word(P, $1, @1))
+            YYERROR;
+        $$ = stmt(P, ST_BLOCK, @1); $$->recompute = true;
+        $$->name = $3; $$->name_loc = L(@3); $$->items = $5; $$->type = $8; $$->body = $9;
+    }
+  | IDENT BLOCK IDENT '(' opt_bparams ')' ARROW '(' types ')' block_body {
+        if (!recompute_word(P, $1, @1))
+            YYERROR;
+        $$ = stmt(P, ST_BLOCK, @1); $$->recompute = true;
+        $$->name = $3; $$->name_loc = L(@3); $$->items = $5; $$->type = $9; $$->body = $11;
     }
     /* return EXPR, ... */
   | RETURN exprs            { $$ = stmt(P, ST_RETURN, @1); $$->expr = $2; }
@@ -339,6 +355,15 @@ static void yyerror(YYLTYPE *loc, yyscan_t scanner, fe_parse *P, const char *msg
     su_error_at(P->diag, P->src, L(*loc), "%s", msg);
 }
 
+/* The word before `block`: only `recompute` may stand there. */
+static bool recompute_word(fe_parse *P, const char *w, YYLTYPE l)
+{
+    if (!strcmp(w, "recompute"))
+        return true;
+    su_error_at(P->diag, P->src, L(l), "unexpected name '%s' before 'block' (only 'recompute' "
+                "may stand there)", w);
+    return false;
+}
 static ast_node *node(fe_parse *P, ast_kind k, YYLTYPE l)
 {
     ast_node *n = NEW(ast_node);

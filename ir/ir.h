@@ -213,6 +213,10 @@ struct ir_op {
     ir_attrs a;
     int rep;            /* repetition of the pipelined repeat, or -1 */
     uint8_t phase;      /* ir_phase */
+    int recompute;      /* the call of a `recompute block` that made it (1, 2, ...;
+                         * printed "recompute N"), 0: none. Autodiff recomputes
+                         * such ops in the backward instead of keeping their
+                         * values; no later pass reads it */
     su_loc loc;         /* where the source made it (line 0: unknown) */
 };
 

@@ -77,6 +77,7 @@ typedef struct op_line {
     ir_type type[MAX_RES];
     ir_sharding sh[MAX_RES];
     int rep;
+    int recompute;
     int phase;
 } op_line;
 
@@ -799,6 +800,7 @@ static void emit_op(parser *p, ir_opcode code, op_line *l)
     ir_op *op = ir_append(p->m, code, l->in, l->nin, &l->a, l->type);
     op->loc = l->loc;
     op->rep = l->rep;
+    op->recompute = l->recompute;
     op->phase = (uint8_t)l->phase;
     for (int r = 0; r < l->nres; r++) {
         const token *t = &l->res[r];
@@ -812,7 +814,7 @@ static void emit_op(parser *p, ir_opcode code, op_line *l)
 }
 
 /* op := [ results ] opname operands [ attrs ] [ ':' restypes ] [ 'rep' int ]
- *       [ 'phase' ( 'backward' | 'optimizer' ) ]
+ *       [ 'recompute' int ] [ 'phase' ( 'backward' | 'optimizer' ) ]
  * (the ':' part is there exactly when the op has results) */
 static void parse_op(parser *p)
 {
@@ -834,6 +836,10 @@ static void parse_op(parser *p)
     if (is_kw(p, "rep")) {
         lex(p);
         l->rep = parse_small_int(p, 0, "rep");
+    }
+    if (is_kw(p, "recompute")) {
+        lex(p);
+        l->recompute = parse_small_int(p, 1, "recompute");
     }
     if (is_kw(p, "phase")) {
         lex(p);

@@ -305,7 +305,7 @@ static void put_attrs(printer *p, const ir_op *op)
     su_buf_putc(p->out, '}');
 }
 
-/* %r = name %a, %b {attrs} : type sharding rep N */
+/* %r = name %a, %b {attrs} : type sharding rep N recompute K phase P */
 static void put_op(printer *p, const ir_op *op)
 {
     su_buf *b = p->out;
@@ -331,6 +331,8 @@ static void put_op(printer *p, const ir_op *op)
     }
     if (op->rep >= 0)
         su_buf_printf(b, " rep %d", op->rep);
+    if (op->recompute)
+        su_buf_printf(b, " recompute %d", op->recompute);
     if (op->phase != IR_PH_FORWARD)
         su_buf_printf(b, " phase %s", ir_phase_name((ir_phase)op->phase));
     su_buf_putc(b, '\n');

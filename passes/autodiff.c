@@ -26,6 +26,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct ad {
@@ -39,6 +40,12 @@ typedef struct ad {
     char err[512];
     su_loc at;           /* where the error is */
     ir_value *lr;        /* the step's learning rate under a schedule, else NULL */
+    /* recompute blocks: the backward's copy of each forward value a
+     * recompute region makes ([nvalues]), and for each copy (value id -
+     * nvalues, [ncopies]) the forward value it stands for */
+    ir_value **copy;
+    ir_value **orig;
+    int ncopies;
 } ad;
 
 /* ---- emitting ---- */
@@ -147,8 +154,17 @@ static ir_value *unbroadcast(ad *A, ir_value *g, const ir_type *t)
 
 /* ---- accumulating ---- */
 
+/* The forward value v stands for: itself, or what a recomputed copy
+ * copies. */
+static ir_value *forward_of(const ad *A, ir_value *v)
+{
+    int k = v->id - A->nvalues;
+    return k >= 0 && k < A->ncopies && A->orig[k] ? A->orig[k] : v;
+}
+
 static void add_grad(ad *A, ir_value *v, ir_value *g)
 {
+    v = forward_of(A, v);
     if (!A->needs[v->id])
         return;
     if (!ir_type_eq(&g->type, &v->type)) /* a rule's bug, or a dtype autodiff lacks */
@@ -156,7 +172,64 @@ static void add_grad(ad *A, ir_value *v, ir_value *g)
     A->grad[v->id] = A->grad[v->id] ? op2(A, IR_ADD, A->grad[v->id], g) : g;
 }
 
-static bool needs(const ad *A, const ir_value *v) { return A->needs[v->id]; }
+static bool needs(const ad *A, ir_value *v) { return A->needs[forward_of(A, v)->id]; }
+
+/* ---- recompute blocks (LANGUAGE.md §12) ----
+ *
+ * An op made in a call of a `recompute block` carries the call's number
+ * (ir_op.recompute). Its gradient rule reads the backward's copies of the
+ * forward values the region made: the first rule that needs one emits
+ * the copy of its op, and of the ops it reads in the region, recursively,
+ * in the backward phase; values from outside the region (the block's
+ * arguments, params) are read as they are. So the region's intermediate
+ * values die in the forward, and the backward runs its forward again
+ * before its gradients, as activation checkpointing does. */
+static ir_value *recomputed(ad *A, ir_value *v, int region)
+{
+    const ir_op *d = v->def;
+    if (v->id >= A->nvalues || d->recompute != region || ir_ops[d->code].cls == IR_C_SOURCE)
+        return v; /* from outside the region (another call's result too): kept */
+    if (A->copy[v->id])
+        return A->copy[v->id];
+    ir_value *in[8];
+    ir_type t[4];
+    for (int i = 0; i < d->nin; i++)
+        in[i] = recomputed(A, d->in[i], region);
+    for (int r = 0; r < d->nres; r++)
+        t[r] = d->res[r]->type;
+    ir_op *c = ir_append(A->m, d->code, in, d->nin, &d->a, t);
+    c->loc = d->loc;
+    c->rep = d->rep;
+    c->phase = IR_PH_BACKWARD;
+    for (int r = 0; r < d->nres; r++) {
+        int k = c->res[r]->id - A->nvalues;
+        if (k >= A->ncopies) {
+            int n = 2 * k + 64;
+            ir_value **o = realloc(A->orig, (size_t)n * sizeof *o);
+            if (!o)
+                su_oom(A->m->oom);
+            memset(o + A->ncopies, 0, (size_t)(n - A->ncopies) * sizeof *o);
+            A->orig = o;
+            A->ncopies = n;
+        }
+        A->orig[k] = d->res[r];
+        A->copy[d->res[r]->id] = c->res[r];
+        c->res[r]->name = d->res[r]->name;
+    }
+    return A->copy[v->id];
+}
+
+/* Whether op's rule reads its result's values (not only its type). */
+static bool rule_reads_result(const ir_op *op)
+{
+    switch (op->code) {
+    case IR_DIV: case IR_POW: case IR_AMAX: case IR_TANH: case IR_SIGMOID: case IR_EXP:
+    case IR_SQRT: case IR_RSQRT: case IR_SOFTMAX:
+        return true;
+    default:
+        return false;
+    }
+}
 
 /* ---- the rules ---- */
 
@@ -728,7 +801,17 @@ static bool run(ad *A, pass_grads *grads)
     for (int i = nops - 1; i >= 0; i--) {
         A->op = IR_OP(m, i);
         ir_value *gy = A->op->nres == 1 ? A->grad[A->op->res[0]->id] : NULL;
-        if (gy)
+        if (gy && A->op->recompute) { /* the rule reads the recomputed values */
+            ir_op c = *A->op;
+            ir_value *in[8], *res = A->op->res[0];
+            for (int k = 0; k < c.nin; k++)
+                in[k] = recomputed(A, A->op->in[k], A->op->recompute);
+            if (rule_reads_result(A->op))
+                res = recomputed(A, res, A->op->recompute);
+            c.in = in;
+            c.res = &res;
+            grad_op(A, &c, gy);
+        } else if (gy)
             grad_op(A, A->op, gy);
     }
     A->op = NULL;
@@ -782,14 +865,18 @@ bool pass_autodiff(ir_module *m, pass_grads *grads, su_buf *err, su_loc *at)
     A.nvalues = m->next_id;
     A.grad = su_alloc(&m->arena, (size_t)(m->next_id + 1) * sizeof *A.grad);
     A.needs = su_alloc(&m->arena, (size_t)(m->next_id + 1) * sizeof *A.needs);
+    A.copy = su_alloc(&m->arena, (size_t)(m->next_id + 1) * sizeof *A.copy);
     /* values made by the rules have ids past nvalues: they never need a
-     * gradient of their own, and add_grad only reads forward ids */
+     * gradient of their own, and add_grad only reads forward ids (a
+     * recomputed copy's, forward_of) */
     if (setjmp(A.fail) || !run(&A, grads)) {
+        free(A.orig);
         su_buf_puts(err, A.err);
         if (at)
             *at = A.at;
         return false;
     }
+    free(A.orig);
     drop_stops(m);
     return true;
 }

@@ -8,7 +8,7 @@ a tuple of axes, or none per dimension), every op of §7 (elementwise,
 broadcasting, matmul plain and batched, reductions with and without
 keepdims, softmax, the norms, transpose, reshape, cast, embedding,
 attention, mse, cross_entropy; of §12, indexing, concat and split, sin,
-cos, one_hot, argmax, gather, cumsum and topk), f32, bf16 and f16 values, blocks called
+cos, one_hot, argmax, gather, cumsum and topk, recompute blocks), f32, bf16 and f16 values, blocks called
 once or more, `repeat`, `repeat ... over pp` with every schedule and
 microbatch count, and `train` with sgd (with and without momentum) or
 adamw, with and without `zero K over AXIS`.
@@ -731,7 +731,10 @@ class Gen:
         args = f"h : {tt}"
         if extra is not None:
             args += f", e : {self.typetext(extra.dtype, extra.shape)}"
-        self.out.append(f"block {bname}({args}) -> {tt} {{")
+        # a recompute block (LANGUAGE.md §12) when training: its values
+        # made again in the backward, which must change no bit
+        rc = "recompute " if self.train and self.chance(0.3) else ""
+        self.out.append(f"{rc}block {bname}({args}) -> {tt} {{")
         self.out.extend(body)
         self.out.append("}")
         carry = self.fresh()

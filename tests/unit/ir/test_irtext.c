@@ -206,7 +206,7 @@ static ir_module *all_ops(void)
     emit(m, IR_TRANSPOSE, (ir_attrs){.nlist = 2, .list = {1, 0}}, 1, att);
     emit(m, IR_RESHAPE, (ir_attrs){.nlist = 3, .list = {4, 2, 16}}, 1, att);
     ir_value *nar = emit(m, IR_NARROW, (ir_attrs){.dim = 1, .offset = 2, .bound = 5}, 1, att);
-    emit(m, IR_CONCAT, (ir_attrs){.dim = 1}, 3, att, nar, att);
+    emit(m, IR_CONCAT, (ir_attrs){.dim = 1}, 3, att, nar, att)->def->recompute = 2;
     ir_value *logits = emit(m, IR_EMBEDDING, NOATTRS, 2, e, ids);
     emit(m, IR_MSE, NOATTRS, 2, att, x);
     ir_value *loss = emit(m, IR_XENT, NOATTRS, 2, logits, ids);
@@ -271,6 +271,7 @@ static void test_all_ops(void)
     CHECK(strstr(text, "state {name = \"opt.step\", init = zeros} : f32[]\n") != NULL);
     CHECK(strstr(text, " = adamw %") != NULL);
     CHECK(strstr(text, " {bound = 10} : i32[8]\n") != NULL);
+    CHECK(strstr(text, " {dim = 1} : f32[8, 35] recompute 2\n") != NULL);
     CHECK(strstr(text, "{eps = 1e-08, lr = 0.0003, beta1 = 0.9, beta2 = 0.95, wd = 0.1} : "
                        "f32[32, 16] phase optimizer\n") != NULL);
     CHECK(strstr(text, "{beta1 = 0.9} : f32[32, 16] phase backward\n") != NULL);
