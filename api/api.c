@@ -267,6 +267,16 @@ shardc_status shardc_options_set_microbatches(shardc_options *opt, long long n, 
     return SHARDC_OK;
 }
 
+void shardc_options_set_recompute(shardc_options *opt, int on)
+{
+    opt->fe.recompute = on != 0;
+}
+
+long long shardc_options_mem_limit(const shardc_options *opt)
+{
+    return opt->mem_limit < 0 ? (long long)opt->hw->mem_bytes : (long long)opt->mem_limit;
+}
+
 shardc_status shardc_options_set_mem_limit(shardc_options *opt, const char *size, char **error)
 {
     if (!strcmp(size, "hw")) {

@@ -28,6 +28,7 @@ typedef struct fe_options {
     int schedule;                 /* ir_schedule */
     int chunks;                   /* interleaved(V): V */
     int microbatches;             /* 0: the model's */
+    bool recompute;               /* --recompute: every block a recompute block */
 } fe_options;
 
 /* Compiles src to a verified logical module. NULL on error, with the error

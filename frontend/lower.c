@@ -437,7 +437,7 @@ static void call_block(fe_lower *L, fe_frame *f, const fe_block *b, ir_value **a
     fe_ctx c = {.where = AT_BLOCK, .scope = &scope, .frame = &frame, .block = b};
     ((fe_block *)b)->active = true;
     int outer = L->recompute; /* a recompute block inside another is the outer's */
-    if (b->recompute && !outer)
+    if ((b->recompute || L->opt->recompute) && !outer)
         L->recompute = ++L->nrecompute;
     run(L, &c, b->def->body);
     L->recompute = outer;

@@ -84,6 +84,11 @@ SHARDC_API shardc_status shardc_options_set_schedule(shardc_options *opt, const 
 SHARDC_API shardc_status shardc_options_set_microbatches(shardc_options *opt, long long n,
                                                          char **error);
 
+/* Every block a `recompute block` (LANGUAGE.md §12), as `--recompute`:
+ * the backward runs each block call's forward again instead of keeping
+ * its intermediate values (nonzero on; 0 the model's own blocks). */
+SHARDC_API void shardc_options_set_recompute(shardc_options *opt, int on);
+
 /* A limit on each rank's memory, as `--mem-limit SIZE`: "80GiB", "75GB",
  * "512MiB", a number of bytes, or "hw" for the hardware profile's memory
  * (--hw). A plan whose peak (the memory plan's arena: params, gradients,
@@ -93,6 +98,9 @@ SHARDC_API shardc_status shardc_options_set_microbatches(shardc_options *opt, lo
  * SHARDC_ERR_USAGE for text that is not a size. */
 SHARDC_API shardc_status shardc_options_set_mem_limit(shardc_options *opt, const char *size,
                                                       char **error);
+/* The limit set, in bytes ("hw": the hardware profile's memory as now
+ * set), or 0 for none. */
+SHARDC_API long long shardc_options_mem_limit(const shardc_options *opt);
 
 /* The GPU architectures the CUDA kernels are compiled for, as `--arch`
  * does: "sm_80,sm_90" (the default), a cubin for each and PTX for the

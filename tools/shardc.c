@@ -48,9 +48,18 @@ static const char usage[] =
     "  --schedule S       the pipeline's schedule: gpipe, 1f1b or\n"
     "                     interleaved(V), over the model's `pipeline` line\n"
     "  --microbatches N   the pipeline's microbatches, over the model's\n"
+    "  --recompute        make every block a recompute block: the backward runs\n"
+    "                     each call's forward again instead of keeping its values\n"
     "  --mem-limit SIZE   fail when a rank's planned memory exceeds SIZE (80GiB,\n"
     "                     75GB, 512MiB, bytes; hw: the --hw profile's memory);\n"
     "                     --report then gives each stage's headroom\n"
+    "  --auto N           search the strategies for N ranks (every mesh of N over\n"
+    "                     the model's axes; ZeRO 0-3, --recompute, schedules and\n"
+    "                     microbatches where they apply), each compiled and\n"
+    "                     estimated on --hw, and print the fastest within\n"
+    "                     --mem-limit with the command that builds each; --top K\n"
+    "                     of them (default 10), --auto-csv FILE every one,\n"
+    "                     --auto-svg FILE a plot of step time against memory\n"
     "  --explain-sharding print why each value has its sharding and why each\n"
     "                     collective was inserted\n"
     "  --report [json]    print each stage's FLOPs, bytes sent and collectives\n"
@@ -217,6 +226,8 @@ static int parse_args(int argc, char **argv, args *a)
             st = shardc_options_set_microbatches(a->opt, n, &err);
             if (option_failed(st, err))
                 return EXIT_USAGE;
+        } else if (!strcmp(argv[i], "--recompute")) {
+            shardc_options_set_recompute(a->opt, 1);
         } else if (!strcmp(argv[i], "--explain-sharding")) {
             a->emit = "explain";
         } else if (!strcmp(argv[i], "--report") || !strcmp(argv[i], "--report=json")) {
@@ -341,6 +352,8 @@ static int set_default_archs(shardc_options *opt)
     return EXIT_USAGE;
 }
 
+#include "auto.h"
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -353,6 +366,9 @@ int main(int argc, char **argv)
             return 0;
         }
     }
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--auto") || !strncmp(argv[i], "--auto=", 7))
+            return auto_search(argc, argv);
     args a = {.opt = shardc_options_new()};
     if (!a.opt)
         return EXIT_INTERNAL;

@@ -15,6 +15,17 @@
 # RUN: %shardc %S/../../../examples/pipeline.sh --mesh 1x2x1 --schedule gpipe --microbatches 2 --emit schedule > %t.sflag
 # RUN: %shardc %t.gpipe.sh --mesh 1x2x1 --emit schedule | diff - %t.sflag
 # RUN: FileCheck %s --check-prefix=SCHED < %t.sflag
+# --recompute: the same plan as every `block` written `recompute block`
+# RUN: sed 's/^block /recompute block /' %S/../../../examples/transformer.sh > %t.rc.sh
+# RUN: %shardc %S/../../../examples/transformer.sh --mesh 2x2 --recompute --report > %t.rflag
+# RUN: %shardc %t.rc.sh --mesh 2x2 --report | diff - %t.rflag
+# RUN: %shardc %S/../../../examples/transformer.sh --mesh 2x2 --report > %t.rplain
+# RUN: %expect 1 diff %t.rplain %t.rflag > %t.rdiff
+# RUN: FileCheck %s --check-prefix=RC < %t.rdiff
+# RC: <   flops per rank: 5803952131
+# RC: >   flops per rank: 7430293507
+# RC: <     activations 25174016 (the most live at once)
+# RC: >     activations 9439236 (the most live at once)
 # RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --mesh 2x2 --schedule 1f1b -o %t.plan 2>&1 | FileCheck %s --check-prefix=NOPIPE
 # RUN: %expect 1 %shardc %S/../../../examples/pipeline.sh --mesh 1x2x1 --microbatches 3 -o %t.plan 2>&1 | FileCheck %s --check-prefix=MB
 # RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --mesh 2x2 --zero 1:pp -o %t.plan 2>&1 | FileCheck %s --check-prefix=AXIS

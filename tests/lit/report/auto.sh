@@ -1,0 +1,25 @@
+# shardc --auto: the search over strategies for 4 ranks on the small GPT
+# (meshes 1x4, 2x2, 4x1; ZeRO 0-3 where dp > 1; --recompute on and off)
+# under a 40 MiB limit, its winner checked against a brute-force loop over
+# `--report json` of every such strategy (auto.sh.py), and its CSV and SVG.
+# RUN: %shardc %S/../../../examples/transformer.sh --auto 4 --mem-limit 40MiB --auto-csv %t.csv --auto-svg %t.svg --top 3 > %t.out
+# RUN: FileCheck %s < %t.out
+# RUN: python3 %s.py %shardc %S/../../../examples/transformer.sh 4 41943040 %t.csv | FileCheck %s --check-prefix=BRUTE
+# RUN: FileCheck %s --check-prefix=SVG < %t.svg
+# RUN: %expect 2 %shardc %S/../../../examples/transformer.sh --auto 4 --mesh 2x2 2>&1 | FileCheck %s --check-prefix=MESH
+# RUN: %expect 2 %shardc %S/../../../examples/transformer.sh --auto 0 2>&1 | FileCheck %s --check-prefix=ZERO
+# RUN: %expect 1 %shardc %S/../../../examples/transformer.sh --auto 4 --mem-limit 1MiB > %t.none
+# RUN: FileCheck %s --check-prefix=NONE < %t.none
+# CHECK: # --auto 4: {{.*}}transformer.sh, 17 strategies compiled: 5 within the memory limit (40.0 MiB), 12 over it, 1 more pruned as over it, 0 do not compile
+# CHECK: rank {{ *}}step ms {{ *}}memory bubble  strategy
+# CHECK: 1 {{.*}} dp={{[124]}} tp={{[124]}} zero {{[0-3]}}
+# CHECK: 1    shardc {{.*}}transformer.sh --mesh {{.*}} -o model.plan
+# BRUTE: brute force: 18 strategies, 5 within 41943040 bytes
+# BRUTE-NEXT: the same winner: {{.*}}
+# BRUTE-NEXT: the same fitting set and figures as the CSV
+# SVG: <svg xmlns="http://www.w3.org/2000/svg"
+# SVG: --mem-limit
+# SVG: best:
+# MESH: shardc: error: --auto chooses the mesh, --zero, --schedule, --microbatches and --recompute and prints its table: it takes no --mesh
+# ZERO: shardc: error: --auto '0': expected a rank count, 1 to 2^20
+# NONE: no strategy fits the memory limit

@@ -1,0 +1,50 @@
+"""auto.sh's brute force: every strategy --auto searches for a model with
+mesh dp, tp and a train line (meshes of N ranks over the two axes, ZeRO 0
+to 3 where dp > 1, --recompute on and off), each compiled with
+`--report json` on its own, the fastest within the limit (ties: the
+least memory) against --auto's first CSV row, and the set of fitting
+strategies and their figures against the CSV's.
+
+    auto.sh.py SHARDC MODEL N LIMIT_BYTES CSV
+"""
+import csv
+import json
+import subprocess
+import sys
+
+
+def main():
+    shardc, model, n, limit, table = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    found = []
+    for dp in range(1, n + 1):
+        if n % dp:
+            continue
+        tp = n // dp
+        for zero in range(4 if dp > 1 else 1):
+            for rc in (False, True):
+                cmd = [shardc, model, "--mesh", f"{dp}x{tp}", "--zero", str(zero), "--arch",
+                       "none", "--report", "json"] + (["--recompute"] if rc else [])
+                r = json.loads(subprocess.run(cmd, check=True, capture_output=True).stdout)
+                peak = max(s["peak_bytes"] for s in r["stages"])
+                found.append((f"{dp}x{tp}", zero, int(rc), r["estimate"]["step_ms"], peak))
+    fits = [f for f in found if f[4] <= limit]
+    print(f"brute force: {len(found)} strategies, {len(fits)} within {limit} bytes")
+    best = min(fits, key=lambda f: (f[3], f[4]))
+    rows = list(csv.DictReader(open(table)))
+    first = rows[0]
+    got = (first["mesh"], int(first["zero"]), int(first["recompute"]), float(first["step_ms"]),
+           int(first["peak_bytes"]))
+    same = got[:3] == best[:3] and abs(got[3] - best[3]) <= 1e-6 and got[4] == best[4]
+    print(("the same winner: %s zero %d recompute %d, %.6f ms, %d bytes" if same else
+           "DIFFERENT winner: auto %s, brute force %s") % (best if same else (got, best)))
+    mine = {(f[0], f[1], f[2]): (round(f[3], 6), f[4]) for f in fits}
+    theirs = {(r["mesh"], int(r["zero"]), int(r["recompute"])): (round(float(r["step_ms"]), 6),
+                                                                  int(r["peak_bytes"]))
+              for r in rows if r["fits"] == "1"}
+    print("the same fitting set and figures as the CSV" if mine == theirs else
+          "DIFFERENT sets: only brute force %s, only CSV %s" %
+          (sorted(set(mine.items()) - set(theirs.items())),
+           sorted(set(theirs.items()) - set(mine.items()))))
+
+
+main()

@@ -1,0 +1,525 @@
+/* auto.h: `shardc FILE --auto N`, the search over strategies (included
+ * once, by shardc.c, after its parse_args).
+ *
+ * The candidates: every ordered factorisation of N ranks over the model's
+ * mesh axes; with a `train` line, ZeRO 0 to 3 (only 0 where an axis named
+ * dp has size 1) and, where it changes the plan, --recompute; with a pipelined repeat whose axis has more than one
+ * stage, the schedules gpipe, 1f1b and interleaved(2) with S, 2S, 4S and
+ * 8S microbatches (S the stages). Each is compiled in this process as
+ * `shardc FILE ARGS --mesh ... --zero ... --report json` would (ARGS the
+ * user's other options: -D, --hw, --bucket-mb, ...), without kernels, and
+ * read back from its JSON report: the estimated step, the largest stage's
+ * planned memory, the pipeline bubble and the bytes each rank sends per
+ * mesh axis (the largest stage's).
+ *
+ * Pruning: the params, gradients and optimizer state of a (mesh, ZeRO)
+ * pair do not depend on the schedule, the microbatches or recomputation,
+ * so when they alone exceed the memory limit the pair's other candidates
+ * are not compiled (counted as over the limit).
+ *
+ * The ranking: the candidates within --mem-limit (all, without one) by
+ * estimated step, then by memory; the top ones are printed with the
+ * command that builds each. --auto-csv FILE writes every compiled
+ * candidate, --auto-svg FILE a plot of estimated step against memory. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { AUTO_MAX_AXES = 8, AUTO_ARGS = 32 };
+
+typedef struct auto_cand {
+    long long mesh[AUTO_MAX_AXES];
+    int zero;            /* -1: the model's */
+    const char *sched;   /* NULL: the model's */
+    int mb;              /* 0: the model's */
+    bool recompute;
+    bool compiled, fits;
+    double step_ms, bubble;
+    long long peak, states; /* states: params + gradients + optimizer state */
+    long long axis_bytes[AUTO_MAX_AXES];
+} auto_cand;
+
+typedef struct auto_run {
+    int argc;            /* the user's arguments, without --auto and its kin */
+    char **argv;
+    const char *file;
+    int naxes;
+    char axis[AUTO_MAX_AXES][64];
+    int pp;              /* the pipeline's axis, or -1 */
+    bool train;
+    long long limit;     /* bytes; 0: none */
+    long long ranks;
+    char *limit_words[2]; /* the user's --mem-limit, for the commands printed */
+    int nlimit;
+    auto_cand *c;
+    int n, cap;
+    int failed, pruned;
+    char first_error[512];
+} auto_run;
+
+static char *auto_fmt_size(char *b, size_t n, double bytes)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int k = 0;
+    while (bytes >= 1024 && k < 4)
+        bytes /= 1024, k++;
+    snprintf(b, n, "%.1f %s", bytes, u[k]);
+    return b;
+}
+
+static void auto_mesh_text(const auto_run *R, const auto_cand *c, char *b, size_t n)
+{
+    size_t k = 0;
+    for (int i = 0; i < R->naxes && k < n; i++)
+        k += (size_t)snprintf(b + k, n - k, "%s%lld", i ? "x" : "", c->mesh[i]);
+}
+
+/* The options of candidate c after the user's, as argv words into w
+ * (texts in buf); their count. */
+static int auto_words(const auto_run *R, const auto_cand *c, char **w, char buf[4][64])
+{
+    int n = 0;
+    auto_mesh_text(R, c, buf[0], sizeof buf[0]);
+    w[n++] = "--mesh";
+    w[n++] = buf[0];
+    if (c->zero >= 0) {
+        snprintf(buf[1], sizeof buf[1], "%d", c->zero);
+        w[n++] = "--zero";
+        w[n++] = buf[1];
+    }
+    if (c->sched) {
+        w[n++] = "--schedule";
+        w[n++] = (char *)c->sched;
+    }
+    if (c->mb) {
+        snprintf(buf[2], sizeof buf[2], "%d", c->mb);
+        w[n++] = "--microbatches";
+        w[n++] = buf[2];
+    }
+    if (c->recompute)
+        w[n++] = "--recompute";
+    return n;
+}
+
+/* Compiles candidate c (or the user's own options, c's mesh NULL) and
+ * returns its JSON report, or NULL with the error kept. */
+static cJSON *auto_compile(auto_run *R, auto_cand *c, bool recompute_probe)
+{
+    char *argv[AUTO_ARGS + 16], buf[4][64];
+    int argc = 0;
+    for (int i = 0; i < R->argc; i++) /* argv[0] and the user's options */
+        argv[argc++] = R->argv[i];
+    if (c)
+        argc += auto_words(R, c, argv + argc, buf);
+    if (recompute_probe)
+        argv[argc++] = "--recompute";
+    argv[argc++] = "--arch";
+    argv[argc++] = "none";
+    args a = {.opt = shardc_options_new()};
+    if (!a.opt)
+        return NULL;
+    cJSON *json = NULL;
+    char *err = NULL, *text = NULL;
+    size_t len;
+    shardc_program *prog = NULL;
+    if (parse_args(argc, argv, &a) == 0 &&
+        shardc_compile_file(a.opt, a.file, &prog, &err) == SHARDC_OK &&
+        shardc_program_emit(prog, "report-json", &text, &len, &err) == SHARDC_OK)
+        json = cJSON_ParseWithLength(text, len);
+    else if (!R->first_error[0] && err)
+        snprintf(R->first_error, sizeof R->first_error, "%.*s", (int)strcspn(err, "\n"), err);
+    shardc_free(text);
+    shardc_free(err);
+    shardc_program_free(prog);
+    shardc_options_free(a.opt);
+    return json;
+}
+
+static double auto_num(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* Reads c's figures from its report; false if the report lacks them. */
+static bool auto_read(const auto_run *R, auto_cand *c, const cJSON *j)
+{
+    const cJSON *est = cJSON_GetObjectItemCaseSensitive(j, "estimate");
+    const cJSON *stages = cJSON_GetObjectItemCaseSensitive(j, "stages");
+    const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(j, "bytes");
+    if (!est || !cJSON_IsArray(stages))
+        return false;
+    c->step_ms = auto_num(est, "step_ms");
+    c->bubble = auto_num(cJSON_GetObjectItemCaseSensitive(j, "pipeline"), "bubble");
+    const cJSON *s;
+    cJSON_ArrayForEach(s, stages) {
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(s, "memory");
+        long long peak = (long long)auto_num(s, "peak_bytes");
+        long long st = (long long)(auto_num(m, "params") + auto_num(m, "gradients") +
+                                   auto_num(m, "optimizer_state"));
+        c->peak = peak > c->peak ? peak : c->peak;
+        c->states = st > c->states ? st : c->states;
+    }
+    cJSON_ArrayForEach(s, bytes) {
+        const cJSON *by = cJSON_GetObjectItemCaseSensitive(s, "by_axes");
+        for (int a = 0; a < R->naxes; a++) {
+            long long b = (long long)auto_num(by, R->axis[a]);
+            c->axis_bytes[a] = b > c->axis_bytes[a] ? b : c->axis_bytes[a];
+        }
+    }
+    return true;
+}
+
+static void auto_add(auto_run *R, const auto_cand *c)
+{
+    if (R->n == R->cap) {
+        R->cap = R->cap ? 2 * R->cap : 256;
+        auto_cand *g = realloc(R->c, (size_t)R->cap * sizeof *g);
+        if (!g) {
+            fprintf(stderr, "shardc: error: out of memory\n");
+            exit(EXIT_INTERNAL);
+        }
+        R->c = g;
+    }
+    R->c[R->n++] = *c;
+}
+
+/* Compiles c and records it; false if it did not compile. */
+static bool auto_try(auto_run *R, auto_cand *c)
+{
+    cJSON *j = auto_compile(R, c, false);
+    c->compiled = j && auto_read(R, c, j);
+    cJSON_Delete(j);
+    if (!c->compiled) {
+        R->failed++;
+        return false;
+    }
+    c->fits = !R->limit || c->peak <= R->limit;
+    auto_add(R, c);
+    return true;
+}
+
+/* Every candidate of the mesh c->mesh (its axes set). */
+static void auto_mesh(auto_run *R, auto_cand base, bool recompute_matters)
+{
+    static const char *const scheds[] = {"gpipe", "1f1b", "interleaved(2)"};
+    /* ZeRO over a dp of 1 is no ZeRO: only stage 0 there */
+    int zmax = R->train ? 3 : -1;
+    for (int i = 0; i < R->naxes; i++)
+        if (!strcmp(R->axis[i], "dp") && base.mesh[i] == 1 && R->train)
+            zmax = 0;
+    for (int z = R->train ? 0 : -1; z <= zmax; z++) {
+        auto_cand c = base;
+        c.zero = z;
+        if (!auto_try(R, &c))
+            continue;
+        if (R->limit && c.states > R->limit) { /* nothing below shrinks these */
+            R->pruned += (R->pp >= 0 && base.mesh[R->pp] > 1 ? 12 : 0) + recompute_matters;
+            continue;
+        }
+        for (int rc = 0; rc <= (int)recompute_matters; rc++)
+            for (int s = 0; s < (R->pp >= 0 && base.mesh[R->pp] > 1 ? 3 : 0); s++)
+                for (int k = 1; k <= 8; k *= 2) {
+                    auto_cand p = base;
+                    p.zero = z;
+                    p.recompute = rc;
+                    p.sched = scheds[s];
+                    p.mb = (int)(k * base.mesh[R->pp]);
+                    auto_try(R, &p);
+                }
+        if (recompute_matters && !(R->pp >= 0 && base.mesh[R->pp] > 1)) {
+            auto_cand p = base;
+            p.zero = z;
+            p.recompute = true;
+            auto_try(R, &p);
+        }
+    }
+}
+
+/* Every ordered factorisation of left ranks over axes i.. */
+static void auto_factor(auto_run *R, auto_cand *c, int i, long long left, bool rc)
+{
+    if (i == R->naxes - 1) {
+        c->mesh[i] = left;
+        auto_mesh(R, *c, rc);
+        return;
+    }
+    for (long long f = 1; f <= left; f++)
+        if (left % f == 0) {
+            c->mesh[i] = f;
+            auto_factor(R, c, i + 1, left / f, rc);
+        }
+}
+
+static int auto_cmp(const void *a, const void *b)
+{
+    const auto_cand *x = a, *y = b;
+    if (x->fits != y->fits)
+        return x->fits ? -1 : 1;
+    if (x->step_ms != y->step_ms)
+        return x->step_ms < y->step_ms ? -1 : 1;
+    return (x->peak > y->peak) - (x->peak < y->peak);
+}
+
+static void auto_command(const auto_run *R, const auto_cand *c, char *b, size_t n)
+{
+    char *w[16], buf[4][64];
+    int nw = auto_words(R, c, w, buf);
+    size_t k = (size_t)snprintf(b, n, "shardc");
+    for (int i = 1; i < R->argc && k < n; i++)
+        k += (size_t)snprintf(b + k, n - k, " %s", R->argv[i]);
+    for (int i = 0; i < nw && k < n; i++) /* interleaved(2) quoted for the shell */
+        k += (size_t)snprintf(b + k, n - k, strchr(w[i], '(') ? " '%s'" : " %s", w[i]);
+    for (int i = 0; i < R->nlimit && k < n; i++)
+        k += (size_t)snprintf(b + k, n - k, " %s", R->limit_words[i]);
+    if (k < n)
+        snprintf(b + k, n - k, " -o model.plan");
+}
+
+static void auto_strategy(const auto_run *R, const auto_cand *c, char *b, size_t n)
+{
+    size_t k = 0;
+    for (int i = 0; i < R->naxes && k < n; i++)
+        k += (size_t)snprintf(b + k, n - k, "%s%s=%lld", i ? " " : "", R->axis[i], c->mesh[i]);
+    if (c->zero >= 0 && k < n)
+        k += (size_t)snprintf(b + k, n - k, " zero %d", c->zero);
+    if (c->sched && k < n)
+        k += (size_t)snprintf(b + k, n - k, " %s mb %d", c->sched, c->mb);
+    if (c->recompute && k < n)
+        snprintf(b + k, n - k, " recompute");
+}
+
+static int auto_csv(const auto_run *R, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "shardc: error: --auto-csv %s: %s\n", path, strerror(errno));
+        return EXIT_INPUT;
+    }
+    fprintf(f, "rank,mesh,zero,schedule,microbatches,recompute,step_ms,peak_bytes,fits,bubble");
+    for (int a = 0; a < R->naxes; a++)
+        fprintf(f, ",bytes_%s", R->axis[a]);
+    fprintf(f, ",command\n");
+    for (int i = 0; i < R->n; i++) {
+        const auto_cand *c = &R->c[i];
+        char mesh[128], cmd[1024];
+        auto_mesh_text(R, c, mesh, sizeof mesh);
+        auto_command(R, c, cmd, sizeof cmd);
+        fprintf(f, "%d,%s,%d,%s,%d,%d,%.6f,%lld,%d,%.6f", i + 1, mesh, c->zero,
+                c->sched ? c->sched : "", c->mb, c->recompute, c->step_ms, c->peak, c->fits,
+                c->bubble);
+        for (int a = 0; a < R->naxes; a++)
+            fprintf(f, ",%lld", c->axis_bytes[a]);
+        fprintf(f, ",\"%s\"\n", cmd);
+    }
+    return fclose(f) ? EXIT_INPUT : 0;
+}
+
+/* The plot: estimated step (y) against planned memory (x), one point per
+ * compiled candidate; within the limit blue, over it grey, the best one
+ * red and labelled; the limit a dashed line. */
+static int auto_svg(const auto_run *R, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "shardc: error: --auto-svg %s: %s\n", path, strerror(errno));
+        return EXIT_INPUT;
+    }
+    const double W = 640, H = 420, L = 70, B = 50, T = 40, Rm = 20;
+    double x0 = INFINITY, x1 = 0, y0 = INFINITY, y1 = 0;
+    for (int i = 0; i < R->n; i++) {
+        double x = (double)R->c[i].peak / 1048576.0, y = R->c[i].step_ms;
+        x0 = fmin(x0, x), x1 = fmax(x1, x), y0 = fmin(y0, y), y1 = fmax(y1, y);
+    }
+    if (R->limit)
+        x1 = fmax(x1, (double)R->limit / 1048576.0);
+    if (!(x1 > x0))
+        x1 = x0 + 1;
+    if (!(y1 > y0))
+        y1 = y0 + 1;
+    x0 = fmax(0, x0 - 0.05 * (x1 - x0)), x1 += 0.05 * (x1 - x0);
+    y0 = fmax(0, y0 - 0.05 * (y1 - y0)), y1 += 0.05 * (y1 - y0);
+#define PX(x) (L + ((x) - x0) / (x1 - x0) * (W - L - Rm))
+#define PY(y) (H - B - ((y) - y0) / (y1 - y0) * (H - B - T))
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+               "font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
+    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    fprintf(f, "<text x=\"%.0f\" y=\"22\" font-size=\"14\">%s on %lld ranks: estimated step "
+               "against planned memory per rank</text>\n", L, R->file, R->ranks);
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", L,
+            H - B, W - Rm, H - B);
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", L, T,
+            L, H - B);
+    for (int k = 0; k <= 4; k++) {
+        double x = x0 + k * (x1 - x0) / 4, y = y0 + k * (y1 - y0) / 4;
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.4g</text>\n", PX(x),
+                H - B + 16, x);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", L - 6,
+                PY(y) + 4, y);
+    }
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">planned memory per rank "
+               "(MiB)</text>\n", (L + W - Rm) / 2, H - 12);
+    fprintf(f, "<text x=\"16\" y=\"%.1f\" transform=\"rotate(-90 16 %.1f)\" "
+               "text-anchor=\"middle\">estimated step (ms)</text>\n", (T + H - B) / 2,
+            (T + H - B) / 2);
+    if (R->limit)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"grey\" "
+                   "stroke-dasharray=\"4 3\"/><text x=\"%.1f\" y=\"%.1f\" fill=\"grey\">"
+                   "--mem-limit</text>\n",
+                PX((double)R->limit / 1048576.0), T, PX((double)R->limit / 1048576.0), H - B,
+                PX((double)R->limit / 1048576.0) - 70, T + 12);
+    for (int i = R->n - 1; i >= 0; i--) {
+        const auto_cand *c = &R->c[i];
+        const char *col = i == 0 && c->fits ? "red" : c->fits ? "steelblue" : "silver";
+        char s[256];
+        auto_strategy(R, c, s, sizeof s);
+        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%d\" fill=\"%s\"><title>%s: %.3f ms, "
+                   "%.1f MiB</title></circle>\n",
+                PX((double)c->peak / 1048576.0), PY(c->step_ms), i == 0 ? 5 : 3, col, s,
+                c->step_ms, (double)c->peak / 1048576.0);
+        if (i == 0 && c->fits)
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"red\">best: %s</text>\n",
+                    PX((double)c->peak / 1048576.0) + 8, PY(c->step_ms) - 8, s);
+    }
+#undef PX
+#undef PY
+    fprintf(f, "</svg>\n");
+    return fclose(f) ? EXIT_INPUT : 0;
+}
+
+/* `shardc FILE ARGS --auto N [--top K] [--auto-csv F] [--auto-svg F]`. */
+static int auto_search(int argc, char **argv)
+{
+    auto_run R = {.pp = -1};
+    char *kept[AUTO_ARGS], *base[AUTO_ARGS + 2];
+    int nbase = 1;
+    kept[R.argc++] = base[0] = argv[0];
+    const char *csv = NULL, *svg = NULL, *v;
+    long long top = 10;
+    for (int i = 1; i < argc; i++) {
+        char *end;
+        if ((v = value_of(argc, argv, &i, "--auto"))) {
+            errno = 0;
+            R.ranks = strtoll(v, &end, 10);
+            if (end == v || *end || errno || R.ranks < 1 || R.ranks > 1 << 20)
+                return usage_error("--auto '%s': expected a rank count, 1 to 2^20", v);
+        } else if ((v = value_of(argc, argv, &i, "--top"))) {
+            errno = 0;
+            top = strtoll(v, &end, 10);
+            if (end == v || *end || errno || top < 1)
+                return usage_error("--top '%s': expected a count", v);
+        } else if ((v = value_of(argc, argv, &i, "--auto-csv"))) {
+            csv = v;
+        } else if ((v = value_of(argc, argv, &i, "--auto-svg"))) {
+            svg = v;
+        } else if (!strncmp(argv[i], "--mesh", 6) || !strncmp(argv[i], "--zero", 6) ||
+                   !strncmp(argv[i], "--schedule", 10) ||
+                   !strncmp(argv[i], "--microbatches", 14) || !strcmp(argv[i], "--recompute") ||
+                   !strncmp(argv[i], "--emit", 6) || !strncmp(argv[i], "--report", 8) ||
+                   !strcmp(argv[i], "-o") || !strncmp(argv[i], "--trace", 7) ||
+                   !strcmp(argv[i], "--explain-sharding") || !strncmp(argv[i], "--stop-after", 12) ||
+                   !strncmp(argv[i], "--passes", 8) || !strncmp(argv[i], "--print-after", 13)) {
+            return usage_error("--auto chooses the mesh, --zero, --schedule, --microbatches and "
+                               "--recompute and prints its table: it takes no %s", argv[i]);
+        } else if (R.argc == AUTO_ARGS) {
+            return usage_error("%s", "--auto: too many other options");
+        } else if (!strncmp(argv[i], "--mem-limit", 11)) {
+            /* read below from the options; candidates compile without it */
+            R.limit_words[R.nlimit++] = base[nbase++] = argv[i];
+            if (!strchr(argv[i], '=') && i + 1 < argc)
+                R.limit_words[R.nlimit++] = base[nbase++] = argv[++i];
+        } else {
+            kept[R.argc++] = base[nbase++] = argv[i];
+        }
+    }
+    if (!R.ranks)
+        return usage_error("%s", "--auto needs a rank count");
+    /* the user's options, the memory limit included, parsed as a compile would */
+    args a = {.opt = shardc_options_new()};
+    if (!a.opt)
+        return EXIT_INTERNAL;
+    int rc = parse_args(nbase, base, &a);
+    R.limit = rc ? 0 : shardc_options_mem_limit(a.opt);
+    R.file = a.file;
+    shardc_options_free(a.opt);
+    if (rc)
+        return rc;
+    R.argv = kept;
+    /* the model's axes, pipeline and training, from its own mesh */
+    cJSON *probe = auto_compile(&R, NULL, false);
+    if (!probe) {
+        fprintf(stderr, "shardc: error: --auto: %s does not compile with its own mesh: %s\n",
+                R.file, R.first_error[0] ? R.first_error : "?");
+        return EXIT_INPUT;
+    }
+    const cJSON *axes = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(probe, "mesh"), "axes");
+    const cJSON *ax;
+    cJSON_ArrayForEach(ax, axes) if (cJSON_IsString(ax) && R.naxes < AUTO_MAX_AXES)
+        snprintf(R.axis[R.naxes++], sizeof R.axis[0], "%s", ax->valuestring);
+    const cJSON *pl = cJSON_GetObjectItemCaseSensitive(probe, "pipeline");
+    const cJSON *plx = cJSON_GetObjectItemCaseSensitive(pl, "axis");
+    for (int i = 0; cJSON_IsString(plx) && i < R.naxes; i++)
+        if (!strcmp(R.axis[i], plx->valuestring))
+            R.pp = i;
+    auto_cand p0 = {0};
+    auto_read(&R, &p0, probe);
+    R.train = p0.states > 0 && auto_num(cJSON_GetObjectItemCaseSensitive(
+                                            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+                                                                   probe, "stages"), 0),
+                                            "memory"),
+                                        "gradients") > 0;
+    cJSON_Delete(probe);
+    bool recompute_matters = false;
+    if (R.train) { /* only where the model has blocks: --recompute changes the plan */
+        cJSON *j = auto_compile(&R, NULL, true);
+        auto_cand p1 = {0};
+        recompute_matters = j && auto_read(&R, &p1, j) && p1.peak != p0.peak;
+        cJSON_Delete(j);
+    }
+    if (!R.naxes) {
+        fprintf(stderr, "shardc: error: --auto: %s declares no mesh\n", R.file);
+        return EXIT_INPUT;
+    }
+    R.first_error[0] = 0;
+    auto_cand c = {0};
+    auto_factor(&R, &c, 0, R.ranks, recompute_matters);
+    qsort(R.c, (size_t)R.n, sizeof *R.c, auto_cmp);
+    int fit = 0;
+    for (int i = 0; i < R.n; i++)
+        fit += R.c[i].fits;
+    char lim[32];
+    printf("# --auto %lld: %s, %d strategies compiled: %d within the memory limit (%s), %d "
+           "over it, %d more pruned as over it, %d do not compile%s%s\n",
+           R.ranks, R.file, R.n, fit, R.limit ? auto_fmt_size(lim, sizeof lim, (double)R.limit)
+                                                : "none",
+           R.n - fit, R.pruned, R.failed, R.failed ? ", as " : "",
+           R.failed ? R.first_error : "");
+    printf("%-4s %10s %10s %6s  %-40s", "rank", "step ms", "memory", "bubble", "strategy");
+    for (int a = 0; a < R.naxes; a++)
+        printf(" %10s", R.axis[a]);
+    printf("   (bytes sent per rank by axis)\n");
+    for (int i = 0; i < R.n && i < top && R.c[i].fits; i++) {
+        const auto_cand *k = &R.c[i];
+        char s[256], m[32];
+        auto_strategy(&R, k, s, sizeof s);
+        printf("%-4d %10.3f %10s %6.3f  %-40s", i + 1, k->step_ms,
+               auto_fmt_size(m, sizeof m, (double)k->peak), k->bubble, s);
+        for (int a = 0; a < R.naxes; a++)
+            printf(" %10lld", k->axis_bytes[a]);
+        printf("\n");
+    }
+    for (int i = 0; i < R.n && i < top && R.c[i].fits; i++) {
+        char cmd[1024];
+        auto_command(&R, &R.c[i], cmd, sizeof cmd);
+        printf("%-4d %s\n", i + 1, cmd);
+    }
+    if (!fit)
+        printf("no strategy fits the memory limit\n");
+    rc = csv ? auto_csv(&R, csv) : 0;
+    if (!rc && svg)
+        rc = auto_svg(&R, svg);
+    free(R.c);
+    return rc ? rc : fit ? 0 : EXIT_INPUT;
+}
