@@ -267,6 +267,17 @@ shardc_status shardc_options_set_microbatches(shardc_options *opt, long long n, 
     return SHARDC_OK;
 }
 
+shardc_status shardc_options_set_dtype(shardc_options *opt, const char *dtype, char **error)
+{
+    ir_dtype t;
+    if (!dtype || !ir_dtype_lookup(dtype, strlen(dtype), &t) || t == IR_I32)
+        return api_fail(error, SHARDC_ERR_USAGE, "--dtype '%s': expected bf16, f16 or f32",
+                        dtype ? dtype : "");
+    opt->fe.dtype_set = t != IR_F32;
+    opt->fe.dtype = t;
+    return SHARDC_OK;
+}
+
 void shardc_options_set_recompute(shardc_options *opt, int on)
 {
     opt->fe.recompute = on != 0;

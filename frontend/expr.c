@@ -94,9 +94,14 @@ void fe_type_str(char *out, size_t n, const ir_type *t)
         snprintf(out + k, n - (size_t)k, "]");
 }
 
+ir_dtype fe_dtype(const fe_lower *L, ir_dtype t)
+{
+    return t == IR_F32 && L->opt->dtype_set ? (ir_dtype)L->opt->dtype : t;
+}
+
 ir_type fe_type_eval(fe_lower *L, fe_scope *s, const ast_type *t, const char *what)
 {
-    ir_type ty = {.dtype = t->dtype};
+    ir_type ty = {.dtype = fe_dtype(L, t->dtype)};
     int64_t numel = 1;
     for (const ast_node *d = t->dims; d; d = d->next) {
         if (ty.rank == IR_MAX_RANK)
@@ -370,7 +375,7 @@ static void eval_args(fe_lower *L, fe_scope *s, fe_frame *f, const fe_builtin *b
         case P_DTYPE:
             if (n->kind != AST_DTYPE)
                 fe_fail(L, n->loc, "%s must be a dtype (f32, f16, bf16 or i32)", what);
-            A->dtype = n->dtype;
+            A->dtype = fe_dtype(L, n->dtype);
             break;
         }
     }

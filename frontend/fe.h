@@ -29,6 +29,9 @@ typedef struct fe_options {
     int chunks;                   /* interleaved(V): V */
     int microbatches;             /* 0: the model's */
     bool recompute;               /* --recompute: every block a recompute block */
+    bool dtype_set;               /* --dtype T: every f32 the model writes (declarations,
+                                   * block types, cast targets) is T */
+    int dtype;                    /* ir_dtype: bf16 or f16 */
 } fe_options;
 
 /* Compiles src to a verified logical module. NULL on error, with the error

@@ -134,6 +134,8 @@ double fe_number(fe_lower *L, fe_scope *s, const ast_node *n, const char *what);
 /* The tensor of v; a number becomes a constant of dtype dt. */
 ir_value *fe_tensor(fe_lower *L, fe_val v, ir_dtype dt, su_loc loc);
 ir_type fe_type_eval(fe_lower *L, fe_scope *s, const ast_type *t, const char *what);
+/* The dtype the model's t means: f32 is --dtype's where that is set. */
+ir_dtype fe_dtype(const fe_lower *L, ir_dtype t);
 void fe_type_str(char *out, size_t n, const ir_type *t);
 
 /* ---- selection and routing (select.c) ---- */

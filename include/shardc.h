@@ -84,6 +84,14 @@ SHARDC_API shardc_status shardc_options_set_schedule(shardc_options *opt, const 
 SHARDC_API shardc_status shardc_options_set_microbatches(shardc_options *opt, long long n,
                                                          char **error);
 
+/* Low precision over the model's f32, as `--dtype bf16`: every f32 the
+ * model writes (input, param and block types, cast targets) means dtype
+ * ("bf16" or "f16"; "f32" leaves the model as written). Trained bf16 and
+ * f16 params get f32 master copies, as declared ones do.
+ * SHARDC_ERR_USAGE for another name. */
+SHARDC_API shardc_status shardc_options_set_dtype(shardc_options *opt, const char *dtype,
+                                                  char **error);
+
 /* Every block a `recompute block` (LANGUAGE.md §12), as `--recompute`:
  * the backward runs each block call's forward again instead of keeping
  * its intermediate values (nonzero on; 0 the model's own blocks). */

@@ -48,6 +48,8 @@ static const char usage[] =
     "  --schedule S       the pipeline's schedule: gpipe, 1f1b or\n"
     "                     interleaved(V), over the model's `pipeline` line\n"
     "  --microbatches N   the pipeline's microbatches, over the model's\n"
+    "  --dtype T          bf16 or f16 wherever the model writes f32 (inputs,\n"
+    "                     params, blocks, casts); trained params keep f32 masters\n"
     "  --recompute        make every block a recompute block: the backward runs\n"
     "                     each call's forward again instead of keeping its values\n"
     "  --mem-limit SIZE   fail when a rank's planned memory exceeds SIZE (80GiB,\n"
@@ -224,6 +226,10 @@ static int parse_args(int argc, char **argv, args *a)
             if (end == v || *end || errno)
                 return usage_error("--microbatches '%s': expected a count", v);
             st = shardc_options_set_microbatches(a->opt, n, &err);
+            if (option_failed(st, err))
+                return EXIT_USAGE;
+        } else if ((v = value_of(argc, argv, &i, "--dtype"))) {
+            st = shardc_options_set_dtype(a->opt, v, &err);
             if (option_failed(st, err))
                 return EXIT_USAGE;
         } else if (!strcmp(argv[i], "--recompute")) {

@@ -15,6 +15,12 @@
 # RUN: %shardc %S/../../../examples/pipeline.sh --mesh 1x2x1 --schedule gpipe --microbatches 2 --emit schedule > %t.sflag
 # RUN: %shardc %t.gpipe.sh --mesh 1x2x1 --emit schedule | diff - %t.sflag
 # RUN: FileCheck %s --check-prefix=SCHED < %t.sflag
+# --dtype bf16: the same plan as the file with every f32 written bf16
+# RUN: sed 's/\bf32\b/bf16/g' %S/../../../examples/llama.sh > %t.bf16.sh
+# RUN: %shardc %S/../../../examples/llama.sh --mesh 2x2 --dtype bf16 --report > %t.dflag
+# RUN: %shardc %t.bf16.sh --mesh 2x2 --report | diff - %t.dflag
+# RUN: %expect 2 %shardc %S/../../../examples/mlp.sh --mesh 2x2 --dtype i32 -o %t.plan 2>&1 | FileCheck %s --check-prefix=DTYPE
+# DTYPE: shardc: error: --dtype 'i32': expected bf16, f16 or f32
 # --recompute: the same plan as every `block` written `recompute block`
 # RUN: sed 's/^block /recompute block /' %S/../../../examples/transformer.sh > %t.rc.sh
 # RUN: %shardc %S/../../../examples/transformer.sh --mesh 2x2 --recompute --report > %t.rflag
