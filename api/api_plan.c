@@ -35,6 +35,13 @@ void api_program_tasks(const shardc_program *prog, su_buf *b)
                   m->pipe.microbatches);
     if (V > 1)
         su_buf_printf(b, ", %d chunks per stage", V);
+    su_buf_printf(b, "\n# repetitions of the pipelined repeat per %s:", V > 1 ? "chunk" : "stage");
+    for (int c = 0; pp->first_rep && c < P * V; c++) {
+        int a = pp->first_rep[c], z = pp->first_rep[c + 1] - 1;
+        su_buf_printf(b, a == z ? " %d" : " %d-%d", a, z);
+        if (V > 1)
+            su_buf_printf(b, " (stage %d)", c % P);
+    }
     su_buf_printf(b, "\n# each stage's steps in order: F<m> and B<m> are the forward and "
                   "backward of microbatch m%s\n", V > 1 ? " through the stage's chunk v "
                   "(F<m>.<v>)" : "");

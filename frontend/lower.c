@@ -517,9 +517,10 @@ static void lower_repeat(fe_lower *L, fe_ctx *c, const ast_stmt *st)
         int ax = ir_mesh_axis(&L->m->mesh, st->axis, strlen(st->axis));
         if (ax < 0)
             fe_fail(L, st->axis_loc, "unknown mesh axis '%s'", st->axis);
-        if (n % L->m->mesh.size[ax])
-            fe_fail(L, st->expr->loc, "%lld repetitions do not split evenly over axis %s of "
-                    "size %lld", (long long)n, st->axis, (long long)L->m->mesh.size[ax]);
+        if (n < L->m->mesh.size[ax])
+            fe_fail(L, st->expr->loc, "%lld repetitions cannot fill the %lld stages of axis %s "
+                    "(one each at least)", (long long)n, (long long)L->m->mesh.size[ax],
+                    st->axis);
         if (n > (1 << 30))
             fe_fail(L, st->expr->loc, "too many repetitions for a pipeline");
         L->over_stmt = st;
@@ -758,9 +759,10 @@ static void check_pipeline(fe_lower *L)
     if (!L->over_stmt)
         return;
     int64_t stages = L->m->mesh.size[p->axis];
-    if (p->repeats % (stages * p->chunks))
-        fe_fail(L, L->pipeline_stmt ? L->pipeline_stmt->loc : L->over_stmt->loc, "%d repetitions do not split into %lld stages "
-                "x %d chunks", p->repeats, (long long)stages, p->chunks);
+    if (p->repeats < stages * p->chunks)
+        fe_fail(L, L->pipeline_stmt ? L->pipeline_stmt->loc : L->over_stmt->loc,
+                "%d repetitions cannot fill %lld stages x %d chunks (one each at least)",
+                p->repeats, (long long)stages, p->chunks);
     bool flag = L->opt->microbatches > 0; /* --microbatches, over the file's */
     for (int i = 0; i < L->m->ops.n; i++) {
         ir_op *op = IR_OP(L->m, i);

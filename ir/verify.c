@@ -126,9 +126,9 @@ static bool verify_pipeline(vctx *c)
         return fail(c, "stage %d is not a stage of a partitioned module's %lld", c->m->stage,
                     (long long)me->size[p->axis]);
     int64_t parts;
-    if (!su_mul64(me->size[p->axis], p->chunks, &parts) || p->repeats % parts)
-        return fail(c, "pipeline of %d repetitions does not split evenly over %lld stages "
-                    "of %s with %d chunks each",
+    if (!su_mul64(me->size[p->axis], p->chunks, &parts) || p->repeats < parts)
+        return fail(c, "pipeline of %d repetitions cannot fill %lld stages of %s with %d "
+                    "chunks each (one each at least)",
                     p->repeats, (long long)me->size[p->axis], me->name[p->axis], p->chunks);
     return true;
 }

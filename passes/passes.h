@@ -112,6 +112,10 @@ typedef struct pass_pipeline {
     /* The schedule's idle time over its ideal compute time with equal
      * per-chunk costs: (P-1)/M for gpipe and 1f1b, (P-1)/(V M) interleaved. */
     double bubble;
+    int nreps;              /* the pipelined repeat's repetitions */
+    int *first_rep;         /* [nstages * chunks + 1]: chunk c runs repetitions
+                             * first_rep[c] .. first_rep[c + 1] - 1 (chunk c on stage
+                             * c % nstages) */
     su_arena arena;
 } pass_pipeline;
 /* False with a message in err when the module cannot be pipelined (an op

@@ -301,7 +301,7 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
 static int op_chunk(pl *L, const ir_op *op)
 {
     if (op->rep >= 0)
-        return op->rep / (L->L / L->C);
+        return L->rep_chunk[op->rep];
     int c = 0;
     for (int k = 0; k < op->nin; k++) {
         const ir_value *x = op->in[k];

@@ -957,6 +957,101 @@ static void init_stage(pl *L, st *S, int s)
     memset(S->mb, 0, nv * (size_t)L->M * sizeof *S->mb);
 }
 
+/* ---- the split of the repetitions (LANGUAGE.md §12) ----
+ *
+ * The repetitions go to the chunks in contiguous groups, at least one
+ * each, that minimise the busiest chunk's work: the FLOPs of a
+ * repetition's ops (forward and backward), and on the first chunk those
+ * of the forward ops before the pipelined repeat and of their gradients
+ * (the embedding), on the last those after it (the output layer and the
+ * loss). With one chunk per stage that is the busiest stage's work; with
+ * interleaved(V) the chunks are filled in turn, each to an even share of
+ * the work left. Equal repetitions and nothing around them split evenly. */
+
+/* Whether the repetitions of work w fit chunks of at most t, each taking
+ * as many as fit (leaving one for each chunk after it); the chunks into
+ * at when it is not NULL. */
+static bool fits_in(const double *w, int n, int chunks, double pre, double post, double t,
+                    int *at)
+{
+    int i = 0;
+    for (int c = 0; c < chunks; c++) {
+        double load = (c == 0 ? pre : 0) + (c == chunks - 1 ? post : 0);
+        int start = i, keep = chunks - c - 1;
+        while (i < n - keep && (i == start || c == chunks - 1 || load + w[i] <= t)) {
+            load += w[i];
+            if (at)
+                at[i] = c;
+            i++;
+        }
+        if (load > t)
+            return false;
+    }
+    return i == n;
+}
+
+static void balance(pl *L)
+{
+    const ir_module *m = L->m;
+    double *w = su_alloc(&L->ar, (size_t)L->L * sizeof *w), pre = 0, post = 0, total = 0;
+    memset(w, 0, (size_t)L->L * sizeof *w);
+    /* ops outside the repeat: before its first op (forward) or after its
+     * last (backward) is the first chunk's, between them the last's */
+    int first[IR_NPHASES], last[IR_NPHASES];
+    for (int ph = 0; ph < IR_NPHASES; ph++)
+        first[ph] = m->ops.n, last[ph] = -1;
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (op->rep >= 0) {
+            first[op->phase] = i < first[op->phase] ? i : first[op->phase];
+            last[op->phase] = i;
+        }
+    }
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (op->nres != 1 || op->phase == IR_PH_OPTIMIZER)
+            continue;
+        double f = pass_op_flops(op);
+        total += f;
+        if (op->rep >= 0 && op->rep < L->L)
+            w[op->rep] += f;
+        else if (op->phase == IR_PH_FORWARD ? i < first[IR_PH_FORWARD]
+                                            : i > last[IR_PH_BACKWARD])
+            pre += f;
+        else
+            post += f;
+    }
+    double lo = 0, hi = total + 1;
+    for (int k = 0; k < 200 && hi - lo > 1e-9 * hi; k++) {
+        double mid = (lo + hi) / 2;
+        if (fits_in(w, L->L, L->C, pre, post, mid, NULL))
+            hi = mid;
+        else
+            lo = mid;
+    }
+    L->rep_chunk = su_alloc(&L->ar, (size_t)L->L * sizeof *L->rep_chunk);
+    if (L->V == 1) {
+        fits_in(w, L->L, L->C, pre, post, hi, L->rep_chunk);
+        return;
+    }
+    /* interleaved: a stage runs several chunks, so the chunks are filled
+     * evenly, each to its share of what is left (rounded to the nearest
+     * repetition), rather than the first ones to the bound */
+    double left = post;
+    for (int i = 0; i < L->L; i++)
+        left += w[i];
+    for (int c = 0, i = 0; c < L->C; c++) {
+        double load = c == 0 ? pre : 0, share = (left + load) / (L->C - c);
+        int start = i, keep = L->C - c - 1;
+        while (i < L->L - keep &&
+               (i == start || c == L->C - 1 || load + w[i] / 2 <= share)) {
+            load += w[i];
+            left -= w[i];
+            L->rep_chunk[i++] = c;
+        }
+    }
+}
+
 static bool setup(pl *L, const ir_module *m, su_buf *err, su_loc *at)
 {
     const ir_pipeline *p = &m->pipe;
@@ -965,6 +1060,10 @@ static bool setup(pl *L, const ir_module *m, su_buf *err, su_loc *at)
     L->P = (int)m->mesh.size[p->axis];
     L->C = L->P * L->V;
     su_arena_init(&L->ar, m->oom);
+    if (L->L < L->C)
+        return pass_pl_fail_at(L, p->loc, "%d repetitions cannot fill %d stages x %d chunks "
+                               "(one each at least)", L->L, L->P, L->V);
+    balance(L);
     if (L->P > 64)
         return pass_pl_fail_at(L, p->loc, "a pipeline of %d stages: at most 64 are supported", L->P);
     if (p->schedule == IR_SCHED_INTERLEAVED && L->V > 1 && L->M % L->P)
@@ -1049,8 +1148,16 @@ static void split(void *arg)
     ok = ok && order_p2p(L, S);
     /* the outputs first: an update then sees every stage that reads its param */
     ok = ok && outputs(L, S) && updates(L, S) && keep_unread(L, S) && exchange(L, S);
-    if (ok)
+    if (ok) {
         out->bubble = pass_pl_bubble(L, out, train);
+        out->nreps = L->L;
+        out->first_rep = su_alloc(&out->arena, (size_t)(L->C + 1) * sizeof *out->first_rep);
+        for (int c = 0, i = 0; c <= L->C; c++) {
+            while (i < L->L && L->rep_chunk[i] < c)
+                i++;
+            out->first_rep[c] = i;
+        }
+    }
     r->ok = ok;
 }
 

@@ -28,6 +28,7 @@ typedef struct pl {
     bool *floating;             /* MB: made from inputs and per-step values only; ACC: a
                                  * batch reduction of such values */
     int *chunk;                 /* MB (not floating) and ACC: the chunk */
+    int *rep_chunk;             /* [L]: the chunk of each repetition (pass_pl_balance) */
     uint8_t *acc;               /* ACC: ACC_* */
     int *stage;                 /* ACC, POST: the stage; -1: any (made from floating values) */
     uint64_t *to;               /* MB (not floating): stages other than its own that read it */

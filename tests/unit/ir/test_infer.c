@@ -614,9 +614,10 @@ static void test_verify_module(jmp_buf *oom)
     CHECK_STR(vmsg(n.m), "op 3 (matmul): rep 4 is outside the pipeline's repetitions 0..3");
 
     n = build(oom);
-    n.m->pipe = (ir_pipeline){.axis = 1, .repeats = 3, .microbatches = 2, .chunks = 1};
-    CHECK_STR(vmsg(n.m), "pipeline of 3 repetitions does not split evenly over 2 stages of tp "
-                         "with 1 chunks each");
+    n.m->pipe = (ir_pipeline){.axis = 1, .repeats = 3, .microbatches = 2, .chunks = 2,
+                              .schedule = IR_SCHED_INTERLEAVED};
+    CHECK_STR(vmsg(n.m), "pipeline of 3 repetitions cannot fill 2 stages of tp with 2 chunks "
+                         "each (one each at least)");
 
     n = build(oom);
     n.m->pipe = (ir_pipeline){.axis = 1, .repeats = 8, .microbatches = 2,
