@@ -455,6 +455,14 @@ class Gen:
             v, i = self.fresh(), self.fresh()
             self.emit(f"{v}, {i} = topk({xi.name}, {k})")
             return v, xi.shape[:-1] + [k], xi.dtype, False
+        if self.train:
+            # one_hot rows are exact 0s and 1s, often constant along a row
+            # once summed: a norm of them, in a block that cannot see where
+            # its argument came from, has gradients of rounding noise, which
+            # AdamW scales into steps (seen: seed 650438, a layernorm bias
+            # 0.0 on one mesh, -2.2e-4 on the other); one_hot has no
+            # gradient, so training programs go without
+            return None
         n = self.r.choice([2, 3, xi.shape[d]])
         return f"one_hot({am}, {n})", xi.shape[:d] + xi.shape[d + 1:] + [n], "f32", False
 
@@ -755,6 +763,10 @@ class Gen:
                     # gradients 3e-3 apart in f32 (seen; 8 layers pass,
                     # and so does the same model at lr 0.001)
                     reps = stages * v
+            if self.chance(0.3):
+                # a count the stages do not divide (LANGUAGE.md §12): the
+                # split balances the stages' work, one repetition at least
+                reps += self.r.randrange(1, stages) if stages > 1 else 0
             self.pipeline_line = f"pipeline microbatches {self.micro} schedule {sched}"
             self.out.append(f"repeat {reps} as layers over pp {{ {step} }}")
             self.after_pipe = True
