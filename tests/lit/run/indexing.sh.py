@@ -4,33 +4,19 @@ indexing of nested lists (NumPy's rules for basic indexing).
     indexing.sh.py inputs OUT     x = 0, 1, 2, ... (f32[4, 6, 8]), ids = 10 .. 15
     indexing.sh.py check OUTPUTS  each output against the reference
 """
-import json
-import struct
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from st_io import st_read, st_write  # noqa: E402
 
 
 def write(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, (dtype, shape, values) in tensors.items():
-        blob = struct.pack("<%d%s" % (len(values), "f" if dtype == "F32" else "i"), *values)
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(blob)]}
-        offset += len(blob)
-        blobs.append(blob)
-    h = json.dumps(header).encode()
-    open(path, "wb").write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    st_write(path, [(name, dt, shape, vals) for name, (dt, shape, vals) in tensors.items()])
 
 
 def read(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    header, data, out = json.loads(b[8:8 + n]), b[8 + n:], {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        lo, hi = t["data_offsets"]
-        fmt = "f" if t["dtype"] == "F32" else "i"
-        out[name] = (t["shape"], list(struct.unpack("<%d%s" % ((hi - lo) // 4, fmt), data[lo:hi])))
-    return out
+    return {name: (shape, vals) for name, (dt, shape, vals) in st_read(path).items()}
 
 
 def nest(flat, shape):
