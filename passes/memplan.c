@@ -569,7 +569,8 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
             next_end[b] = head_end[mp->end[b]];
             head_end[mp->end[b]] = b;
         }
-    int64_t live = 0, peak = 0;
+    int64_t live = 0, peak = 0, grads = 0;
+    mp->fullest_op = -1;
     for (int64_t i = 0; i < n; i++) {
         const ir_op *op = IR_OP(m, i);
         for (int j = 0; j < op->nres; j++) {
@@ -578,15 +579,18 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
                 continue;
             kind[b] |= 0x80; /* placed */
             mp->offset[b] = alloc_block(&P, align_up(mp->bytes[b]));
-            if (!(kind[b] & K_GRAD))
-                live += mp->bytes[b];
+            *(kind[b] & K_GRAD ? &grads : &live) += mp->bytes[b];
         }
         if (live > peak)
             peak = live;
+        if (live + grads > mp->fullest_live + mp->fullest_grads) {
+            mp->fullest_op = i;
+            mp->fullest_live = live;
+            mp->fullest_grads = grads;
+        }
         for (int b = head_end[i]; b >= 0; b = next_end[b]) {
             free_block(&P, mp->offset[b], align_up(mp->bytes[b]));
-            if (!(kind[b] & K_GRAD))
-                live -= mp->bytes[b];
+            *(kind[b] & K_GRAD ? &grads : &live) -= mp->bytes[b];
         }
     }
     mp->arena_bytes = P.top;

@@ -158,6 +158,12 @@ typedef struct pass_memplan {
      * and 3), and the most bytes of everything else live at once
      * (activations, their gradients, gathered params, temporaries). */
     int64_t params, optimizer_state, gradients, activations;
+    /* The peak reconciled: the op at which the most bytes besides params
+     * and states are live (-1: none), those bytes that are not gradients
+     * and those that are; the arena's other bytes are gaps left between
+     * buffers (a freed buffer's place taken by a smaller one) and the
+     * alignment of each to PASS_MEM_ALIGN. */
+    int64_t fullest_op, fullest_live, fullest_grads;
     su_arena arena;
 } pass_memplan;
 /* Plans m's memory into *mp (free it with pass_memplan_free, also after a

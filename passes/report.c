@@ -10,6 +10,14 @@
 
 /* A collective's axes as text, "dp,tp"; a send or recv's the pipeline
  * axis, with "->PEER" when peer. */
+/* The arena's bytes besides params, states and what is live at the
+ * fullest op: gaps between buffers and alignment. */
+static int64_t fullest_gaps(const pass_memplan *mp)
+{
+    return mp->arena_bytes - mp->params - mp->optimizer_state - mp->fullest_live -
+           mp->fullest_grads;
+}
+
 static const char *axes_text(const ir_module *m, const ir_op *op, bool peer, char buf[64])
 {
     buf[0] = 0;
@@ -195,6 +203,11 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
                       "%lld}, ", cost[s].flops, (long long)mp->arena_bytes, (long long)mp->params,
                       (long long)mp->gradients, (long long)mp->optimizer_state,
                       (long long)mp->activations);
+        if (mp->fullest_op >= 0)
+            su_buf_printf(b, "\"fullest\": {\"op\": %lld, \"line\": %d, \"activations\": %lld, "
+                          "\"gradients\": %lld, \"gaps\": %lld}, ", (long long)mp->fullest_op,
+                          IR_OP(m, mp->fullest_op)->loc.line, (long long)mp->fullest_live,
+                          (long long)mp->fullest_grads, (long long)fullest_gaps(mp));
         if (est->mem_limit > 0)
             su_buf_printf(b, "\"headroom\": %lld, ",
                           (long long)(est->mem_limit - mp->arena_bytes));
@@ -256,6 +269,13 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
         su_buf_printf(b, "    optimizer state   %14lld\n", (long long)mp->optimizer_state);
         su_buf_printf(b, "    activations       %14lld  (the most live at once)\n",
                       (long long)mp->activations);
+        if (mp->fullest_op >= 0)
+            su_buf_printf(b, "  peak reconciled:      params and optimizer state, then at op %lld "
+                          "(line %d) %lld of activations and %lld of gradients live, and %lld "
+                          "of gaps between buffers and alignment\n",
+                          (long long)mp->fullest_op, IR_OP(m, mp->fullest_op)->loc.line,
+                          (long long)mp->fullest_live, (long long)mp->fullest_grads,
+                          (long long)fullest_gaps(mp));
         if (est->mem_limit > 0)
             su_buf_printf(b, "  headroom per rank:    %lld under --mem-limit %lld (%.1f%% used)\n",
                           (long long)(est->mem_limit - mp->arena_bytes),
