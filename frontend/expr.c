@@ -284,49 +284,45 @@ typedef struct fe_args {
     ir_dtype dtype;
 } fe_args;
 
-static void param_names(char *out, size_t n, const fe_builtin *b)
+void fe_bind(fe_lower *L, const char *fn, const char *const *names, const bool *optional,
+             int np, const ast_node *call, const ast_node **node)
 {
-    out[0] = 0;
-    for (int i = 0; i < b->np; i++)
-        snprintf(out + strlen(out), n - strlen(out), "%s%s", i ? ", " : "", b->p[i].name);
-}
-
-static int param_index(const fe_builtin *b, const char *name)
-{
-    for (int i = 0; i < b->np; i++)
-        if (!strcmp(b->p[i].name, name))
-            return i;
-    return -1;
-}
-
-/* Matches the call's positional and keyword arguments to parameters. */
-static void bind_args(fe_lower *L, const fe_builtin *b, const ast_node *call, fe_args *A)
-{
-    char names[128];
+    char list[128] = "";
+    for (int i = 0; i < np; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                 names[i]);
     int pos = 0;
     for (const ast_node *a = call->args; a; a = a->next) {
-        int i;
+        int i = -1;
         if (a->kind == AST_KWARG) {
-            i = param_index(b, a->str);
-            if (i < 0) {
-                param_names(names, sizeof names, b);
-                fe_fail(L, a->loc, "'%s' has no argument named '%s' (its arguments: %s)",
-                        b->name, a->str, names);
-            }
-        } else {
-            i = pos++;
-            if (i >= b->np) {
-                param_names(names, sizeof names, b);
-                fe_fail(L, a->loc, "too many arguments to '%s' (it takes %s)", b->name, names);
-            }
+            for (int k = 0; k < np && i < 0; k++)
+                if (!strcmp(names[k], a->str))
+                    i = k;
+            if (i < 0)
+                fe_fail(L, a->loc, "'%s' has no argument named '%s' (its arguments: %s)", fn,
+                        a->str, list);
+        } else if ((i = pos++) >= np) {
+            fe_fail(L, a->loc, "too many arguments to '%s' (it takes %s)", fn, list);
         }
-        if (A->node[i])
-            fe_fail(L, a->loc, "argument '%s' of '%s' is given twice", b->p[i].name, b->name);
-        A->node[i] = a->kind == AST_KWARG ? a->lhs : a;
+        if (node[i])
+            fe_fail(L, a->loc, "argument '%s' of '%s' is given twice", names[i], fn);
+        node[i] = a->kind == AST_KWARG ? a->lhs : a;
     }
-    for (int i = 0; i < b->np; i++)
-        if (!A->node[i] && !b->p[i].optional)
-            fe_fail(L, call->loc, "'%s' needs argument '%s'", b->name, b->p[i].name);
+    for (int i = 0; i < np; i++)
+        if (!node[i] && !(optional && optional[i]))
+            fe_fail(L, call->loc, "'%s' needs argument '%s'", fn, names[i]);
+}
+
+/* Matches the call's positional and keyword arguments to b's parameters. */
+static void bind_args(fe_lower *L, const fe_builtin *b, const ast_node *call, fe_args *A)
+{
+    const char *names[6] = {0};
+    bool optional[6] = {0};
+    for (int i = 0; i < b->np; i++) {
+        names[i] = b->p[i].name;
+        optional[i] = b->p[i].optional;
+    }
+    fe_bind(L, b->name, names, optional, b->np, call, A->node);
 }
 
 static void eval_list(fe_lower *L, fe_scope *s, const fe_builtin *b, int i, const ast_node *n,
@@ -727,24 +723,13 @@ static fe_val index_expr(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *
  * longer list is joined 4, then the result and 3 more, and so on. */
 static fe_val concat(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *call)
 {
-    const ast_node *list = NULL, *axis = NULL;
-    int pos = 0;
-    for (const ast_node *a = call->args; a; a = a->next) {
-        const ast_node **slot = a->kind != AST_KWARG ? (pos++ == 0 ? &list : &axis)
-                                : !strcmp(a->str, "tensors") ? &list
-                                : !strcmp(a->str, "axis")    ? &axis
-                                                             : NULL;
-        if (!slot)
-            fe_fail(L, a->loc, "'concat' has no argument named '%s' (its arguments: tensors, "
-                    "axis)", a->str);
-        if (pos > 2)
-            fe_fail(L, a->loc, "too many arguments to 'concat' (it takes tensors, axis)");
-        if (*slot)
-            fe_fail(L, a->loc, "an argument of 'concat' is given twice");
-        *slot = a->kind == AST_KWARG ? a->lhs : a;
-    }
-    if (!list || list->kind != AST_LIST || !list->args)
-        fe_fail(L, list ? list->loc : call->loc, "'concat' needs a list of tensors, as in "
+    static const char *const names[] = {"tensors", "axis"};
+    static const bool optional[] = {false, true};
+    const ast_node *node[2] = {NULL, NULL};
+    fe_bind(L, "concat", names, optional, 2, call, node);
+    const ast_node *list = node[0], *axis = node[1];
+    if (list->kind != AST_LIST || !list->args)
+        fe_fail(L, list->loc, "'concat' needs a list of tensors, as in "
                 "concat([a, b], axis = 0)");
     ir_value *in[4];
     int n = 0, dim = 0;

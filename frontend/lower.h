@@ -129,6 +129,12 @@ int fe_eval_results(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n, ir
 /* Infers the result of code on in and appends it, made at loc (the
  * current repetition's); a shape error is the user's, at loc. */
 ir_value *fe_emit(fe_lower *L, ir_opcode code, ir_value **in, int nin, ir_attrs *a, su_loc loc);
+/* Matches call's positional and keyword arguments to the np parameters
+ * names (optional[i], or NULL for none optional) into node[] (NULL: not
+ * given), with the user's errors for an unknown, extra, repeated or
+ * missing argument. */
+void fe_bind(fe_lower *L, const char *fn, const char *const *names, const bool *optional,
+             int np, const ast_node *call, const ast_node **node);
 /* A number, folded from literals and constants (for options like eps). */
 double fe_number(fe_lower *L, fe_scope *s, const ast_node *n, const char *what);
 /* The tensor of v; a number becomes a constant of dtype dt. */

@@ -32,44 +32,13 @@
 
 typedef struct sel_args {
     const char *fn;
-    const char *const *names; /* the parameters, NULL-terminated */
+    const char *const *names; /* the parameters, NULL-terminated; all required */
     const ast_node *node[4];
 } sel_args;
 
-/* Binds the call's positional and keyword arguments to a->names. */
-static void bind(fe_lower *L, const ast_node *call, sel_args *a)
+static ir_value *tensor_arg(fe_lower *L, fe_scope *s, fe_frame *f, const sel_args *a, int i)
 {
-    int np = 0, pos = 0;
-    while (a->names[np])
-        np++;
-    for (const ast_node *e = call->args; e; e = e->next) {
-        int i = -1;
-        if (e->kind == AST_KWARG) {
-            for (int k = 0; k < np; k++)
-                if (!strcmp(a->names[k], e->str))
-                    i = k;
-            if (i < 0)
-                fe_fail(L, e->loc, "'%s' has no argument named '%s'", a->fn, e->str);
-        } else if ((i = pos++) >= np) {
-            fe_fail(L, e->loc, "too many arguments to '%s' (it takes %d)", a->fn, np);
-        }
-        if (a->node[i])
-            fe_fail(L, e->loc, "argument '%s' of '%s' is given twice", a->names[i], a->fn);
-        a->node[i] = e->kind == AST_KWARG ? e->lhs : e;
-    }
-}
-
-static const ast_node *need(fe_lower *L, const ast_node *call, const sel_args *a, int i)
-{
-    if (!a->node[i])
-        fe_fail(L, call->loc, "'%s' needs argument '%s'", a->fn, a->names[i]);
-    return a->node[i];
-}
-
-static ir_value *tensor_arg(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *call,
-                            const sel_args *a, int i)
-{
-    const ast_node *n = need(L, call, a, i);
+    const ast_node *n = a->node[i];
     fe_val v = fe_eval(L, s, f, n);
     if (!v.v)
         fe_fail(L, n->loc, "argument '%s' of '%s' must be a tensor, not a number", a->names[i],
@@ -77,10 +46,9 @@ static ir_value *tensor_arg(fe_lower *L, fe_scope *s, fe_frame *f, const ast_nod
     return v.v;
 }
 
-static int axis_arg(fe_lower *L, fe_scope *s, const ast_node *call, const sel_args *a, int i,
-                    int rank)
+static int axis_arg(fe_lower *L, fe_scope *s, const sel_args *a, int i, int rank)
 {
-    const ast_node *n = need(L, call, a, i);
+    const ast_node *n = a->node[i];
     int64_t k = fe_const_eval(L, s, n);
     if (k < -rank || k >= rank)
         fe_fail(L, n->loc, "%s's axis %lld is out of range for a tensor of rank %d", a->fn,
@@ -287,12 +255,15 @@ int fe_select_call(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *call, 
                                       : NULL;
     if (!a.names)
         return 0;
-    bind(L, call, &a);
+    int np = 0;
+    while (a.names[np])
+        np++;
+    fe_bind(L, fn, a.names, NULL, np, call, a.node);
     su_loc loc = call->loc;
-    ir_value *x = tensor_arg(L, s, f, call, &a, 0);
+    ir_value *x = tensor_arg(L, s, f, &a, 0);
     if (!strcmp(fn, "one_hot")) {
         need_i32(L, a.node[0], fn, "ids", x);
-        int64_t n = fe_const_eval(L, s, need(L, call, &a, 1));
+        int64_t n = fe_const_eval(L, s, a.node[1]);
         if (n < 1)
             fe_fail(L, a.node[1]->loc, "one_hot needs at least 1 class, got %lld", (long long)n);
         out[0] = one_hot(L, x, n, loc);
@@ -301,7 +272,7 @@ int fe_select_call(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *call, 
     need_rank(L, a.node[0], fn, x);
     if (!strcmp(fn, "topk")) {
         need_float(L, a.node[0], fn, x);
-        int64_t k = fe_const_eval(L, s, need(L, call, &a, 1));
+        int64_t k = fe_const_eval(L, s, a.node[1]);
         int64_t n = x->type.dim[x->type.rank - 1];
         if (k < 1 || k > n || k > FE_MAX_RESULTS * 4)
             fe_fail(L, a.node[1]->loc, "topk's k must be 1 to %lld, got %lld",
@@ -310,9 +281,9 @@ int fe_select_call(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *call, 
         return 2;
     }
     if (!strcmp(fn, "gather")) {
-        ir_value *ids = tensor_arg(L, s, f, call, &a, 1);
+        ir_value *ids = tensor_arg(L, s, f, &a, 1);
         need_i32(L, a.node[1], fn, "ids", ids);
-        int d = axis_arg(L, s, call, &a, 2, x->type.rank);
+        int d = axis_arg(L, s, &a, 2, x->type.rank);
         bool same = ids->type.rank == x->type.rank && x->type.rank < IR_MAX_RANK;
         for (int k = 0; same && k < x->type.rank; k++)
             same = k == d || ids->type.dim[k] == x->type.dim[k];
@@ -326,7 +297,7 @@ int fe_select_call(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *call, 
         out[0] = gather(L, x, ids, d, loc);
         return 1;
     }
-    int d = axis_arg(L, s, call, &a, 1, x->type.rank);
+    int d = axis_arg(L, s, &a, 1, x->type.rank);
     if (!strcmp(fn, "argmax")) {
         out[0] = argmax(L, x, d, loc);
         return 1;
