@@ -37,6 +37,9 @@ typedef struct auto_cand {
     bool compiled, fits;
     double step_ms, bubble;
     long long peak, states; /* states: params + gradients + optimizer state */
+    long long grads;
+    char own_sched[32];  /* the schedule the report names (with chunks: V), "" none */
+    int own_mb;
     long long axis_bytes[AUTO_MAX_AXES];
 } auto_cand;
 
@@ -151,7 +154,13 @@ static bool auto_read(const auto_run *R, auto_cand *c, const cJSON *j)
     if (!est || !cJSON_IsArray(stages))
         return false;
     c->step_ms = auto_num(est, "step_ms");
-    c->bubble = auto_num(cJSON_GetObjectItemCaseSensitive(j, "pipeline"), "bubble");
+    const cJSON *pl = cJSON_GetObjectItemCaseSensitive(j, "pipeline");
+    const cJSON *sn = cJSON_GetObjectItemCaseSensitive(pl, "schedule");
+    c->bubble = auto_num(pl, "bubble");
+    c->own_mb = (int)auto_num(pl, "microbatches");
+    if (cJSON_IsString(sn))
+        snprintf(c->own_sched, sizeof c->own_sched, auto_num(pl, "chunks") > 1 ? "%s(%.0f)" : "%s",
+                 sn->valuestring, auto_num(pl, "chunks"));
     const cJSON *s;
     cJSON_ArrayForEach(s, stages) {
         const cJSON *m = cJSON_GetObjectItemCaseSensitive(s, "memory");
@@ -159,6 +168,7 @@ static bool auto_read(const auto_run *R, auto_cand *c, const cJSON *j)
         long long st = (long long)(auto_num(m, "params") + auto_num(m, "gradients") +
                                    auto_num(m, "optimizer_state"));
         c->peak = peak > c->peak ? peak : c->peak;
+        c->grads = (long long)fmax((double)c->grads, auto_num(m, "gradients"));
         c->states = st > c->states ? st : c->states;
     }
     cJSON_ArrayForEach(s, bytes) {
@@ -209,30 +219,35 @@ static void auto_mesh(auto_run *R, auto_cand base, bool recompute_matters)
     for (int i = 0; i < R->naxes; i++)
         if (!strcmp(R->axis[i], "dp") && base.mesh[i] == 1 && R->train)
             zmax = 0;
+    bool piped = R->pp >= 0 && base.mesh[R->pp] > 1;
     for (int z = R->train ? 0 : -1; z <= zmax; z++) {
-        auto_cand c = base;
+        auto_cand c = base; /* the model's own schedule and microbatches */
         c.zero = z;
         if (!auto_try(R, &c))
             continue;
         if (R->limit && c.states > R->limit) { /* nothing below shrinks these */
-            R->pruned += (R->pp >= 0 && base.mesh[R->pp] > 1 ? 12 : 0) + recompute_matters;
+            R->pruned += (piped ? 12 : 0) * (1 + recompute_matters) + recompute_matters;
             continue;
         }
-        for (int rc = 0; rc <= (int)recompute_matters; rc++)
-            for (int s = 0; s < (R->pp >= 0 && base.mesh[R->pp] > 1 ? 3 : 0); s++)
+        for (int rc = 0; rc <= (int)recompute_matters; rc++) {
+            if (rc) {
+                auto_cand p = base;
+                p.zero = z;
+                p.recompute = true;
+                auto_try(R, &p);
+            }
+            for (int s = 0; piped && s < 3; s++)
                 for (int k = 1; k <= 8; k *= 2) {
                     auto_cand p = base;
                     p.zero = z;
                     p.recompute = rc;
                     p.sched = scheds[s];
                     p.mb = (int)(k * base.mesh[R->pp]);
+                    /* the model's own, compiled above (or just now, recomputed) */
+                    if (p.mb == c.own_mb && !strcmp(p.sched, c.own_sched))
+                        continue;
                     auto_try(R, &p);
                 }
-        if (recompute_matters && !(R->pp >= 0 && base.mesh[R->pp] > 1)) {
-            auto_cand p = base;
-            p.zero = z;
-            p.recompute = true;
-            auto_try(R, &p);
         }
     }
 }
@@ -465,11 +480,7 @@ static int auto_search(int argc, char **argv)
             R.pp = i;
     auto_cand p0 = {0};
     auto_read(&R, &p0, probe);
-    R.train = p0.states > 0 && auto_num(cJSON_GetObjectItemCaseSensitive(
-                                            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
-                                                                   probe, "stages"), 0),
-                                            "memory"),
-                                        "gradients") > 0;
+    R.train = p0.grads > 0;
     cJSON_Delete(probe);
     bool recompute_matters = false;
     if (R.train) { /* only where the model has blocks: --recompute changes the plan */
@@ -496,7 +507,7 @@ static int auto_search(int argc, char **argv)
                                                 : "none",
            R.n - fit, R.pruned, R.failed, R.failed ? ", as " : "",
            R.failed ? R.first_error : "");
-    printf("%-4s %10s %10s %6s  %-40s", "rank", "step ms", "memory", "bubble", "strategy");
+    printf("%-4s %10s %10s %6s  %-46s", "rank", "step ms", "memory", "bubble", "strategy");
     for (int a = 0; a < R.naxes; a++)
         printf(" %10s", R.axis[a]);
     printf("   (bytes sent per rank by axis)\n");
@@ -504,7 +515,7 @@ static int auto_search(int argc, char **argv)
         const auto_cand *k = &R.c[i];
         char s[256], m[32];
         auto_strategy(&R, k, s, sizeof s);
-        printf("%-4d %10.3f %10s %6.3f  %-40s", i + 1, k->step_ms,
+        printf("%-4d %10.3f %10s %6.3f  %-46s", i + 1, k->step_ms,
                auto_fmt_size(m, sizeof m, (double)k->peak), k->bubble, s);
         for (int a = 0; a < R.naxes; a++)
             printf(" %10lld", k->axis_bytes[a]);
