@@ -47,7 +47,8 @@ bool cg_cuda_op_kernel(const ir_op *op)
 /* The raw word of a dtype's size, for ops that only move elements. */
 static const char *word(ir_dtype t)
 {
-    return ir_dtype_size(t) == 2 ? "unsigned short" : "unsigned int";
+    int s = ir_dtype_size(t);
+    return s == 1 ? "unsigned char" : s == 2 ? "unsigned short" : "unsigned int";
 }
 
 /* A quiet NaN of float dtype t, as its raw word. */

@@ -87,13 +87,15 @@ const char *cg_ctype(gen *G, ir_dtype t)
     case IR_F16: G->f16 = true; return "__half";
     case IR_BF16: G->bf16 = true; return "__nv_bfloat16";
     case IR_I32: return "int";
+    case IR_BOOL: return "unsigned char";
     default: return "float";
     }
 }
 
+/* i32 and bool (0 or 1) are int registers; the floats float. */
 static const char *regtype(ir_dtype t)
 {
-    return t == IR_I32 ? "int" : "float";
+    return t == IR_I32 || t == IR_BOOL ? "int" : "float";
 }
 
 /* expr (of storage type t) widened into a register. */
@@ -115,6 +117,8 @@ const char *cg_store_conv(gen *G, ir_dtype t, const char *reg)
         return cg_fmt(G, "__float2half_rn(%s)", reg);
     if (t == IR_BF16)
         return cg_fmt(G, "__float2bfloat16_rn(%s)", reg);
+    if (t == IR_BOOL)
+        return cg_fmt(G, "(unsigned char)%s", reg);
     return reg;
 }
 
@@ -269,6 +273,16 @@ static const char *ew_expr_i32(gen *G, const ir_op *op, const char *a, const cha
 static const char *ew_expr(gen *G, const ir_op *op, const char *a, const char *b, const char *c)
 {
     const ir_attrs *at = &op->a;
+    switch (op->code) { /* on registers of any dtype */
+    case IR_LESS: return cg_fmt(G, "%s < %s ? 1 : 0", a, b);
+    case IR_LESS_EQ: return cg_fmt(G, "%s <= %s ? 1 : 0", a, b);
+    case IR_GREATER: return cg_fmt(G, "%s > %s ? 1 : 0", a, b);
+    case IR_GREATER_EQ: return cg_fmt(G, "%s >= %s ? 1 : 0", a, b);
+    case IR_EQUAL: return cg_fmt(G, "%s == %s ? 1 : 0", a, b);
+    case IR_NOT_EQUAL: return cg_fmt(G, "%s != %s ? 1 : 0", a, b);
+    case IR_WHERE: return cg_fmt(G, "%s ? %s : %s", a, b, c);
+    default: break;
+    }
     if (op->res[0]->type.dtype == IR_I32)
         return ew_expr_i32(G, op, a, b);
     switch (op->code) {
@@ -320,6 +334,10 @@ static const char *ew_expr(gen *G, const ir_op *op, const char *a, const char *b
  * through f32 rounded to odd, so that it is rounded once. */
 static const char *cast_expr(gen *G, ir_dtype from, ir_dtype to, const char *a)
 {
+    if (to == IR_BOOL) /* nan is true, as in Python */
+        return cg_fmt(G, "%s != 0 ? 1 : 0", a);
+    if (from == IR_BOOL) /* true is 1 */
+        return to == IR_I32 ? cg_fmt(G, "%s != 0 ? 1 : 0", a) : cg_fmt(G, "%s != 0 ? 1.0f : 0.0f", a);
     if (from == IR_I32 && to == IR_I32)
         return a;
     if (to == IR_I32) {

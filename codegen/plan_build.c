@@ -96,6 +96,7 @@ static rt_type rtype(const ir_type *t)
 
 _Static_assert((int)RT_F32 == (int)IR_F32 && (int)RT_F16 == (int)IR_F16 &&
                    (int)RT_BF16 == (int)IR_BF16 && (int)RT_I32 == (int)IR_I32 &&
+                   (int)RT_BOOL == (int)IR_BOOL &&
                    (int)RT_NDTYPES == (int)IR_NDTYPES,
                "the plan's dtypes must number as the IR's");
 
@@ -160,9 +161,12 @@ static bool source(builder *b, const ir_op *op, rt_instr *in)
     if (op->a.init.kind == IR_INIT_PARAM) /* a master copy: the param's name */
         io->init_param = su_strdup(b->arena, op->a.init_param);
     if (kind == RT_IO_INPUT && op->a.init.kind == IR_INIT_NONE) {
-        /* ids that index nothing: zeros; floats: normal(1) */
-        io->init = v->type.dtype == IR_I32 ? RT_INIT_ZEROS : RT_INIT_NORMAL;
-        io->init_a = v->type.dtype == IR_I32 ? 0 : 1.0;
+        /* ids that index nothing: zeros; bools: uniform(0, 2), true or
+         * false; floats: normal(1) */
+        bool mask = v->type.dtype == IR_BOOL;
+        io->init = v->type.dtype == IR_I32 ? RT_INIT_ZEROS : mask ? RT_INIT_UNIFORM : RT_INIT_NORMAL;
+        io->init_a = v->type.dtype == IR_I32 || mask ? 0 : 1.0;
+        io->init_b = mask ? 2 : io->init_b;
     }
     return true;
 }

@@ -9,6 +9,14 @@
 
 /* ---- integer constants ---- */
 
+/* The op of an AST_BINARY's symbol (parser.y: 'l' is <=, 'g' >=, 'e' ==,
+ * 'n' !=); '@' is matmul's. */
+static const ir_opcode binops[128] = {
+    ['+'] = IR_ADD, ['-'] = IR_SUB, ['*'] = IR_MUL, ['/'] = IR_DIV, ['@'] = IR_MATMUL,
+    ['<'] = IR_LESS, ['l'] = IR_LESS_EQ, ['>'] = IR_GREATER, ['g'] = IR_GREATER_EQ,
+    ['e'] = IR_EQUAL, ['n'] = IR_NOT_EQUAL,
+};
+
 static int64_t const_binary(fe_lower *L, const ast_node *n, int64_t a, int64_t b)
 {
     int64_t r;
@@ -35,7 +43,8 @@ static int64_t const_binary(fe_lower *L, const ast_node *n, int64_t a, int64_t b
                     (long long)b, (long long)(a % b));
         return a / b;
     default:
-        fe_fail(L, n->loc, "'%c' is not allowed in an integer constant expression", n->op);
+        fe_fail(L, n->loc, "'%s' is not allowed in an integer constant expression",
+                ir_op_display(binops[n->op & 127]));
     }
 }
 
@@ -141,6 +150,8 @@ ir_value *fe_tensor(fe_lower *L, fe_val v, ir_dtype dt, su_loc loc)
         return v.v;
     if (!isfinite(v.num))
         fe_fail(L, loc, "this number is not finite (it overflows or divides by zero)");
+    if (dt == IR_BOOL)
+        fe_fail(L, loc, "a number cannot be used as a bool (compare it with a tensor instead)");
     if (dt == IR_I32 && !v.is_int) {
         char text[32];
         su_fmt_double(text, v.num);
@@ -196,13 +207,25 @@ static fe_val fold_binary(ir_opcode code, fe_val a, fe_val b)
     }
 }
 
+static bool is_compare(ir_opcode code)
+{
+    return code >= IR_LESS && code <= IR_NOT_EQUAL;
+}
+
 /* a OP b for an elementwise binary op; numbers fold, a number meeting a
- * tensor takes the tensor's dtype. */
+ * tensor takes the tensor's dtype. A comparison needs a tensor, and a
+ * bool tensor is compared only with another. */
 static fe_val binary(fe_lower *L, ir_opcode code, fe_val a, fe_val b, su_loc loc)
 {
+    if (!a.v && !b.v && is_compare(code))
+        fe_fail(L, loc, "'%s' compares two numbers: a comparison needs a tensor on one side",
+                ir_op_display(code));
     if (!a.v && !b.v)
         return fold_binary(code, a, b);
     ir_dtype dt = a.v ? a.v->type.dtype : b.v->type.dtype;
+    if (dt == IR_BOOL && (!a.v || !b.v))
+        fe_fail(L, loc, "a bool tensor meets a number in '%s' (use the tensor itself, or "
+                "cast it to a number type)", ir_op_display(code));
     ir_value *in[2] = {fe_tensor(L, a, dt, loc), fe_tensor(L, b, dt, loc)};
     return (fe_val){.v = emit(L, code, in, 2, NULL, loc)};
 }
@@ -256,6 +279,7 @@ static const fe_builtin builtins[] = {
     {"cos", IR_COS, 1, {T("x")}},         {"stop_gradient", IR_STOP_GRADIENT, 1, {T("x")}},
     {"max", IR_MAX, 2, {T("a"), T("b")}}, {"min", IR_MIN, 2, {T("a"), T("b")}},
     {"pow", IR_POW, 2, {T("a"), T("b")}},
+    {"where", IR_WHERE, 3, {T("cond"), T("a"), T("b")}},
     {"sum", IR_SUM, 3, {T("x"), {"axis", P_INT, true, 0}, {"keepdims", P_BOOL, true, 0}}},
     {"mean", IR_MEAN, 3, {T("x"), {"axis", P_INT, true, 0}, {"keepdims", P_BOOL, true, 0}}},
     {"amax", IR_AMAX, 3, {T("x"), {"axis", P_INT, true, 0}, {"keepdims", P_BOOL, true, 0}}},
@@ -512,6 +536,26 @@ static fe_val attention(fe_lower *L, const fe_builtin *b, fe_args *A, su_loc loc
     return (fe_val){.v = emit(L, IR_MATMUL, (ir_value *[]){p, v}, 2, NULL, loc)};
 }
 
+/* where(c, a, b): numbers take the other operand's dtype; two numbers are
+ * i32 when both are integers, else f32 (the --dtype's float). */
+static fe_val where(fe_lower *L, fe_args *A, su_loc loc)
+{
+    fe_val a = A->t[1], b = A->t[2];
+    if (!A->t[0].v)
+        fe_fail(L, A->node[0]->loc, "where needs a bool tensor as its condition, not a number");
+    ir_dtype dt = a.v ? a.v->type.dtype
+                  : b.v ? b.v->type.dtype
+                  : a.is_int && b.is_int ? IR_I32
+                                         : fe_dtype(L, IR_F32);
+    if (dt == IR_BOOL && (!a.v || !b.v))
+        fe_fail(L, (a.v ? A->node[2] : A->node[1])->loc,
+                "where picks between a bool tensor and a number (give two bool tensors, or "
+                "cast the tensor to a number type)");
+    ir_value *in[3] = {A->t[0].v, fe_tensor(L, a, dt, A->node[1]->loc),
+                       fe_tensor(L, b, dt, A->node[2]->loc)};
+    return (fe_val){.v = emit(L, IR_WHERE, in, 3, NULL, loc)};
+}
+
 static fe_val call_builtin(fe_lower *L, fe_scope *s, fe_frame *f, const fe_builtin *b,
                            const ast_node *call)
 {
@@ -524,6 +568,8 @@ static fe_val call_builtin(fe_lower *L, fe_scope *s, fe_frame *f, const fe_built
     const ir_opinfo *info = &ir_ops[b->code];
     if (info->cls == IR_C_UNARY && b->code != IR_CAST)
         return unary(L, b->code, A.t[0], loc);
+    if (b->code == IR_WHERE)
+        return where(L, &A, loc);
     if (info->cls == IR_C_BINARY)
         return binary(L, b->code, A.t[0], A.t[1], loc);
     switch (b->code) {
@@ -840,9 +886,6 @@ static fe_val name(fe_lower *L, fe_scope *s, const ast_node *n)
     return sym->val;
 }
 
-static const ir_opcode binops[128] = {
-    ['+'] = IR_ADD, ['-'] = IR_SUB, ['*'] = IR_MUL, ['/'] = IR_DIV,
-};
 
 static fe_val eval(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *n);
 

@@ -255,6 +255,9 @@ static void lower_source(fe_lower *L, fe_ctx *c, const ast_stmt *st)
     ir_attrs a = {0};
     a.name = is_param ? full_name(L, c->frame, st->name) : st->name;
     ir_type t = fe_type_eval(L, c->scope, st->type, a.name);
+    if (is_param && t.dtype == IR_BOOL)
+        fe_fail(L, st->type->loc, "param '%s' is bool: a param is trained or updated, so it "
+                "holds numbers (use an input for a mask)", st->name);
     ir_sharding sh = {0};
     if (st->shard)
         sh = shard_eval(L, st->shard, &t, a.name);

@@ -51,6 +51,7 @@ static ast_stmt *finish_lines(ast_stmt *rev, ast_stmt *last);
 %token BLOCK "block" RETURN "return" REPEAT "repeat" AS "as" OVER "over"
 %token PIPELINE "pipeline" MICROBATCHES "microbatches" SCHEDULE "schedule"
 %token TRAIN "train" WITH "with" ZERO "zero" SHARD "shard" ARROW "->"
+%token LE "<=" GE ">=" EQ "==" NE "!="
 %token <ival> INT "integer" BOOL "boolean"
 %token <fval> FLOAT "number"
 %token <str> IDENT "name" STRING "string" SCHED_1F1B "1f1b"
@@ -66,6 +67,7 @@ static ast_stmt *finish_lines(ast_stmt *rev, ast_stmt *last);
 %type <entry> shard_entries shard_entry
 %type <axis> axis_names
 
+%nonassoc '<' '>' LE GE EQ NE   /* comparisons: below + and -, not chained */
 %left '+' '-'
 %left '*' '/' '@'
 %precedence UMINUS
@@ -277,9 +279,17 @@ opt_sched_arg:
   | '(' expr ')'            { $$ = $2; }
 ;
 
-/* expr: expr ('+' | '-' | '*' | '/' | '@') expr | '-' expr | primary */
+/* expr: expr ('+' | '-' | '*' | '/' | '@') expr | '-' expr | primary
+ *     | expr ('<' | '<=' | '>' | '>=' | '==' | '!=') expr
+ * (a comparison's op is 'l' for <=, 'g' for >=, 'e' for ==, 'n' for !=) */
 expr:
-    expr '+' expr           { $$ = node(P, AST_BINARY, @2); $$->op = '+'; $$->lhs = $1; $$->rhs = $3; }
+    expr '<' expr           { $$ = node(P, AST_BINARY, @2); $$->op = '<'; $$->lhs = $1; $$->rhs = $3; }
+  | expr LE expr            { $$ = node(P, AST_BINARY, @2); $$->op = 'l'; $$->lhs = $1; $$->rhs = $3; }
+  | expr '>' expr           { $$ = node(P, AST_BINARY, @2); $$->op = '>'; $$->lhs = $1; $$->rhs = $3; }
+  | expr GE expr            { $$ = node(P, AST_BINARY, @2); $$->op = 'g'; $$->lhs = $1; $$->rhs = $3; }
+  | expr EQ expr            { $$ = node(P, AST_BINARY, @2); $$->op = 'e'; $$->lhs = $1; $$->rhs = $3; }
+  | expr NE expr            { $$ = node(P, AST_BINARY, @2); $$->op = 'n'; $$->lhs = $1; $$->rhs = $3; }
+  | expr '+' expr           { $$ = node(P, AST_BINARY, @2); $$->op = '+'; $$->lhs = $1; $$->rhs = $3; }
   | expr '-' expr           { $$ = node(P, AST_BINARY, @2); $$->op = '-'; $$->lhs = $1; $$->rhs = $3; }
   | expr '*' expr           { $$ = node(P, AST_BINARY, @2); $$->op = '*'; $$->lhs = $1; $$->rhs = $3; }
   | expr '/' expr           { $$ = node(P, AST_BINARY, @2); $$->op = '/'; $$->lhs = $1; $$->rhs = $3; }

@@ -144,6 +144,50 @@ static bool infer_binary(ctx *c, const ir_type *const *in, ir_type *out)
     return true;
 }
 
+/* a < b and the other comparisons: operands of one dtype (bool only for
+ * == and !=), broadcasting, a bool result. */
+static bool infer_compare(ctx *c, const ir_type *const *in, ir_type *out)
+{
+    if (!infer_binary(c, in, out))
+        return false;
+    out->dtype = IR_BOOL;
+    return true;
+}
+
+/* where(c, a, b): c bool, a and b of one dtype (the result's); all three
+ * broadcast. */
+static bool infer_where(ctx *c, const ir_type *const *in, ir_type *out)
+{
+    char t1[TYPE_LEN], t2[TYPE_LEN], t3[TYPE_LEN];
+    if (in[0]->dtype != IR_BOOL)
+        return fail(c, "where needs a bool condition, got %s (compare it, e.g. x > 0, or cast "
+                    "it to bool)", tstr(t1, in[0]));
+    if (!same_dtype(c, in + 1, 2))
+        return false;
+    ir_type ab;
+    if (!bcast(in[1]->dim, in[1]->rank, in[2]->dim, in[2]->rank, ab.dim, &ab.rank) ||
+        !bcast(in[0]->dim, in[0]->rank, ab.dim, ab.rank, out->dim, &out->rank))
+        return fail(c, "operands of where do not broadcast: %s, %s and %s", tstr(t1, in[0]),
+                    tstr(t2, in[1]), tstr(t3, in[2]));
+    out->dtype = in[1]->dtype;
+    return true;
+}
+
+/* Whether op may read a bool operand: comparisons for equality, where,
+ * cast, and the ops that move elements without computing on them. */
+static bool takes_bool(ir_opcode code)
+{
+    switch (code) {
+    case IR_EQUAL: case IR_NOT_EQUAL: case IR_WHERE: case IR_CAST: case IR_CONSTRAIN:
+    case IR_STOP_GRADIENT: case IR_TRANSPOSE: case IR_RESHAPE: case IR_EXPAND: case IR_NARROW:
+    case IR_CONCAT: case IR_SLICE: case IR_ALL_GATHER: case IR_ALL_TO_ALL: case IR_BROADCAST:
+    case IR_SEND: case IR_RECV: case IR_EMBEDDING:
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* NumPy matmul: [..., M, K] @ [..., K, N] -> [..., M, N]; a 1-D operand
  * loses its M or N. The leading (batch) dims broadcast. */
 static bool infer_matmul(ctx *c, const ir_type *const *in, ir_type *out)
@@ -641,6 +685,15 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
     case IR_GELU_GRAD:
     case IR_SILU_GRAD:
         return need_float(c, in[0]) && infer_binary(c, in, out);
+    case IR_LESS:
+    case IR_LESS_EQ:
+    case IR_GREATER:
+    case IR_GREATER_EQ:
+    case IR_EQUAL:
+    case IR_NOT_EQUAL:
+        return infer_compare(c, in, out);
+    case IR_WHERE:
+        return infer_where(c, in, out);
     case IR_ATTN_PROBS:
         return infer_attn_probs(c, in, a, out);
     case IR_EXPAND:
@@ -772,6 +825,10 @@ bool ir_infer(const ir_mesh *mesh, ir_opcode code, const ir_type *const *in, int
     }
     if (!check_operands(&c, in, nin))
         return false;
+    for (int i = 0; i < nin; i++)
+        if (in[i]->dtype == IR_BOOL && !takes_bool(code) && !(code == IR_WHERE && i == 0))
+            return fail(&c, "%s of bool is not supported (cast it first, e.g. cast(x, f32))",
+                        c.op);
     memset(out, 0, sizeof *out);
     char what[64];
     snprintf(what, sizeof what, "the result of %s", c.op);

@@ -36,7 +36,8 @@
 
 /* ---- dtypes and types ---- */
 
-typedef enum { IR_F32, IR_F16, IR_BF16, IR_I32, IR_NDTYPES } ir_dtype;
+/* bool: one byte, 0 or 1 (comparisons' results, where's condition) */
+typedef enum { IR_F32, IR_F16, IR_BF16, IR_I32, IR_BOOL, IR_NDTYPES } ir_dtype;
 
 const char *ir_dtype_name(ir_dtype t);
 int ir_dtype_size(ir_dtype t); /* bytes */
@@ -130,6 +131,8 @@ enum { /* attribute bits of ops.def */
  * default and is not printed: `all_reduce %x {axes = [tp], reduce = max}`. */
 typedef enum { IR_RED_SUM, IR_RED_MAX, IR_NREDUCE } ir_reduce;
 
+/* IR_C_BINARY: elementwise with NumPy broadcasting over two operands, or
+ * three for where */
 typedef enum {
     IR_C_SOURCE, IR_C_BINARY, IR_C_UNARY, IR_C_CONTRACT, IR_C_REDUCE,
     IR_C_NORM, IR_C_LAYOUT, IR_C_LOSS, IR_C_COMM,

@@ -17,6 +17,7 @@ static const struct {
     [IR_F16] = {"f16", 2, true},
     [IR_BF16] = {"bf16", 2, true},
     [IR_I32] = {"i32", 4, false},
+    [IR_BOOL] = {"bool", 1, false},
 };
 
 const char *ir_dtype_name(ir_dtype t) { return dtypes[t].name; }
@@ -156,6 +157,12 @@ const char *ir_op_display(ir_opcode code)
     case IR_DIV: return "/";
     case IR_MATMUL: return "@";
     case IR_NEG: return "-";
+    case IR_LESS: return "<";
+    case IR_LESS_EQ: return "<=";
+    case IR_GREATER: return ">";
+    case IR_GREATER_EQ: return ">=";
+    case IR_EQUAL: return "==";
+    case IR_NOT_EQUAL: return "!=";
     case IR_CONSTRAIN: return "shard";
     case IR_NARROW: return "[:]"; /* x[a:b], as a user writes it */
     default: return ir_ops[code].name;

@@ -372,11 +372,27 @@ static void grad_minmax(ad *A, const ir_op *op, ir_value *gy)
         add_grad(A, b, unbroadcast(A, op2(A, IR_MUL, gy, op2(A, IR_ADD, wb, half)), &b->type));
 }
 
+/* where(c, a, b): the gradient goes to a where c is true and to b where it
+ * is false, summed over the dims each broadcast; c, bool, gets none. */
+static void grad_where(ad *A, const ir_op *op, ir_value *gy)
+{
+    ir_value *c = op->in[0];
+    for (int i = 1; i <= 2; i++) {
+        ir_value *x = op->in[i];
+        if (!needs(A, x))
+            continue;
+        ir_value *zero = cst(A, 0, gy->type.dtype);
+        ir_value *in[3] = {c, i == 1 ? gy : zero, i == 1 ? zero : gy};
+        add_grad(A, x, unbroadcast(A, emit(A, IR_WHERE, in, 3, NULL), &x->type));
+    }
+}
+
 static void grad_binary(ad *A, const ir_op *op, ir_value *gy)
 {
     ir_value *a = op->in[0], *b = op->in[1], *y = op->res[0];
     ir_value *ga = NULL, *gb = NULL;
     switch (op->code) {
+    case IR_WHERE: grad_where(A, op, gy); return;
     case IR_ADD: ga = gy, gb = gy; break;
     case IR_SUB: ga = gy, gb = needs(A, b) ? op1(A, IR_NEG, gy) : NULL; break;
     case IR_MUL:
@@ -396,7 +412,7 @@ static void grad_binary(ad *A, const ir_op *op, ir_value *gy)
         break;
     case IR_MAX:
     case IR_MIN: grad_minmax(A, op, gy); return;
-    default: return; /* gt, eq: flat almost everywhere */
+    default: return; /* gt, eq and the comparisons: flat almost everywhere */
     }
     if (ga && needs(A, a))
         add_grad(A, a, unbroadcast(A, ga, &a->type));

@@ -102,7 +102,14 @@ static fclass classify(const ir_op *op)
         return F_NONE;
     switch (op->code) {
     case IR_CAST:
-        return F_EW; /* from and to any dtype, i32 included */
+    case IR_WHERE: /* picks; any dtype */
+    case IR_LESS:
+    case IR_LESS_EQ:
+    case IR_GREATER:
+    case IR_GREATER_EQ:
+    case IR_EQUAL:
+    case IR_NOT_EQUAL: /* exact on every dtype: floats widen to f32 exactly */
+        return F_EW; /* from and to any dtype, i32 and bool included */
     case IR_EXPAND:
         return all_float(op) || i32_exact(op) ? F_EW : F_NONE;
     case IR_SUM:

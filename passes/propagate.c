@@ -114,11 +114,12 @@ static const char *dims_text(const ir_sharding *s, int rank, const ir_mesh *mesh
 /* How the reason names operand i of op: the language's argument names. */
 static const char *operand_name(ir_opcode code, int i)
 {
-    static const char *const ab[] = {"a", "b"}, *const norm[] = {"x", "g", "b"},
+    static const char *const ab[] = {"a", "b"}, *const cab[] = {"cond", "a", "b"},
+                             *const norm[] = {"x", "g", "b"},
                              *const emb[] = {"table", "ids"}, *const att[] = {"q", "k", "v"},
                              *const mse[] = {"pred", "target"}, *const xent[] = {"logits", "labels"};
     switch (ir_ops[code].cls) {
-    case IR_C_BINARY: return ab[i];
+    case IR_C_BINARY: return code == IR_WHERE ? cab[i] : ab[i];
     case IR_C_NORM: return code == IR_SOFTMAX ? "x" : norm[i];
     case IR_C_LOSS: return code == IR_MSE ? mse[i] : xent[i];
     default: break;
@@ -586,7 +587,18 @@ static bool forward(prop *p, const ir_op *op, cand *c)
     switch (ir_ops[op->code].cls) {
     case IR_C_UNARY: copy_all(c, x); return true;
     case IR_C_BINARY:
-        bcast_fwd(p, c, x, x->type.rank, op->in[1], op->in[1]->type.rank, r, rr);
+        if (op->code != IR_WHERE) {
+            bcast_fwd(p, c, x, x->type.rank, op->in[1], op->in[1]->type.rank, r, rr);
+            return true;
+        }
+        /* where(cond, a, b): from a and b, then the dims they leave whole
+         * from the condition */
+        bcast_fwd(p, c, op->in[1], op->in[1]->type.rank, op->in[2], op->in[2]->type.rank, r, rr);
+        for (int d = 0; d < rr; d++) {
+            int j = d - (rr - x->type.rank);
+            if (!c->sh.naxes[d] && j >= 0 && x->type.dim[j] == r->type.dim[d])
+                copy_dim(&c->sh, d, sh_of(x), j);
+        }
         return true;
     case IR_C_REDUCE:
         for (int d = 0; d < x->type.rank; d++)

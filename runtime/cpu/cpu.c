@@ -86,9 +86,11 @@ static float i32_to_f32_odd(int32_t v)
 
 static void cast_one(const void *src, int sd, int64_t i, void *dst, int dd, int64_t j)
 {
-    if (sd == RT_I32) {
-        int32_t v = ((const int32_t *)src)[i];
-        if (dd == RT_I32)
+    if (sd == RT_I32 || sd == RT_BOOL) {
+        int32_t v = sd == RT_BOOL ? ((const uint8_t *)src)[i] != 0 : ((const int32_t *)src)[i];
+        if (dd == RT_BOOL)
+            ((uint8_t *)dst)[j] = v != 0;
+        else if (dd == RT_I32)
             ((int32_t *)dst)[j] = v;
         else if (dd == RT_F32)
             ((float *)dst)[j] = (float)v;
@@ -102,7 +104,9 @@ static void cast_one(const void *src, int sd, int64_t i, void *dst, int dd, int6
     float f = sd == RT_F32   ? ((const float *)src)[i]
               : sd == RT_F16 ? su_f16_to_f32(((const uint16_t *)src)[i])
                              : su_bf16_to_f32(((const uint16_t *)src)[i]);
-    if (dd == RT_I32)
+    if (dd == RT_BOOL)
+        ((uint8_t *)dst)[j] = f != 0; /* nan is true, as in Python */
+    else if (dd == RT_I32)
         ((int32_t *)dst)[j] = f32_to_i32(f);
     else if (dd == RT_F32)
         ((float *)dst)[j] = f;
@@ -159,20 +163,25 @@ typedef struct bplan {
     int64_t s[2][RT_MAX_RANK];     /* element strides of a and b; 0 broadcasts */
 } bplan;
 
+/* The element strides of operand t over a result of rank r, NumPy's
+ * broadcasting: 0 along a dim t has as 1 or lacks. */
+static void bcast_strides(const rt_type *t, int r, int64_t *st)
+{
+    int64_t acc = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        int j = i - (r - t->rank);
+        int64_t dj = j >= 0 ? t->dim[j] : 1;
+        st[i] = dj == 1 ? 0 : acc;
+        acc *= dj;
+    }
+}
+
 static void bplan_make(const rt_type *ta, const rt_type *tb, const rt_type *to, bplan *p)
 {
     int r = to->rank;
     int64_t st[2][RT_MAX_RANK];
-    for (int k = 0; k < 2; k++) {
-        const rt_type *t = k ? tb : ta;
-        int64_t acc = 1;
-        for (int i = r - 1; i >= 0; i--) {
-            int j = i - (r - t->rank);
-            int64_t dj = j >= 0 ? t->dim[j] : 1;
-            st[k][i] = dj == 1 ? 0 : acc;
-            acc *= dj;
-        }
-    }
+    bcast_strides(ta, r, st[0]);
+    bcast_strides(tb, r, st[1]);
     p->r = 0;
     for (int i = 0; i < r; i++) {
         int64_t di = to->dim[i];
@@ -330,6 +339,82 @@ static int k_binary(const rt_instr *in, const void *const *x, void *y, su_status
                         (const float *)x[1] + ob, p.s[1][r - 1], n);
         }
         walk_step(r - 1, p.d, idx, p.s[0], &oa, p.s[1], &ob);
+    }
+    return 0;
+}
+
+/* ---- comparisons and where ---- */
+
+#define CMP_ROW(T)                                                           \
+    do {                                                                     \
+        const T *a = pa, *b = pb;                                            \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            T X = a[i * sa], Y = b[i * sb];                                  \
+            o[i] = op == RT_OP_LESS         ? X < Y                          \
+                   : op == RT_OP_LESS_EQ    ? X <= Y                         \
+                   : op == RT_OP_GREATER    ? X > Y                          \
+                   : op == RT_OP_GREATER_EQ ? X >= Y                         \
+                   : op == RT_OP_EQUAL      ? X == Y                         \
+                                            : X != Y;                        \
+        }                                                                    \
+    } while (0)
+
+/* less .. not_equal: f32 (f16 and bf16 promoted, exactly), i32 or bool
+ * operands, a bool result; nan compares unequal to everything, as IEEE. */
+static int k_compare(const rt_instr *in, const void *const *x, void *y)
+{
+    int op = in->op, dt = in->in_t[0].dtype;
+    bplan p;
+    bplan_make(&in->in_t[0], &in->in_t[1], &in->out_t, &p);
+    int r = p.r;
+    int64_t n = p.d[r - 1], rows = 1, idx[RT_MAX_RANK] = {0}, oa = 0, ob = 0;
+    int64_t sa = p.s[0][r - 1], sb = p.s[1][r - 1];
+    for (int i = 0; i + 1 < r; i++)
+        rows *= p.d[i];
+    for (int64_t row = 0; row < rows; row++) {
+        uint8_t *o = (uint8_t *)y + row * n;
+        if (dt == RT_F32) {
+            const float *pa = (const float *)x[0] + oa, *pb = (const float *)x[1] + ob;
+            CMP_ROW(float);
+        } else if (dt == RT_I32) {
+            const int32_t *pa = (const int32_t *)x[0] + oa, *pb = (const int32_t *)x[1] + ob;
+            CMP_ROW(int32_t);
+        } else {
+            const uint8_t *pa = (const uint8_t *)x[0] + oa, *pb = (const uint8_t *)x[1] + ob;
+            CMP_ROW(uint8_t);
+        }
+        walk_step(r - 1, p.d, idx, p.s[0], &oa, p.s[1], &ob);
+    }
+    return 0;
+}
+#undef CMP_ROW
+
+/* where(c, a, b): element copies of any dtype, each operand broadcast by
+ * its own strides; in place over a or b works (each element is read
+ * before it is written). */
+static int k_where(const rt_instr *in, const void *const *x, void *y)
+{
+    const rt_type *to = &in->out_t;
+    int r = to->rank;
+    int64_t st[3][RT_MAX_RANK], idx[RT_MAX_RANK] = {0}, off[3] = {0};
+    for (int k = 0; k < 3; k++)
+        bcast_strides(&in->in_t[k], r, st[k]);
+    const uint8_t *c = x[0];
+    size_t es = (size_t)rt_dtype_size(to->dtype);
+    int64_t n = rt_type_numel(to);
+    for (int64_t e = 0; e < n; e++) {
+        const char *src = c[off[0]] ? (const char *)x[1] + (size_t)off[1] * es
+                                    : (const char *)x[2] + (size_t)off[2] * es;
+        memmove((char *)y + (size_t)e * es, src, es);
+        for (int i = r - 1; i >= 0; i--) {
+            for (int k = 0; k < 3; k++)
+                off[k] += st[k][i];
+            if (++idx[i] < to->dim[i])
+                break;
+            for (int k = 0; k < 3; k++)
+                off[k] -= st[k][i] * to->dim[i];
+            idx[i] = 0;
+        }
     }
     return 0;
 }
@@ -677,6 +762,8 @@ static int k_transpose(const rt_instr *in, const void *src, void *dst)
     for (int64_t row = 0; row < rows; row++) {
         if (isl == 1)
             memcpy((char *)dst + ob * es, (const char *)src + ib * es, (size_t)(dl * es));
+        else if (es == 1)
+            TILE_COPY(uint8_t);
         else if (es == 2)
             TILE_COPY(uint16_t);
         else
@@ -752,6 +839,8 @@ static int k_expand(const rt_instr *in, const void *src, void *dst)
         const char *a = (const char *)src + (size_t)ox * es;
         if (p.s[0][r - 1])
             memcpy(o, a, (size_t)n * es);
+        else if (es == 1)
+            FILL_ROW(uint8_t);
         else if (es == 2)
             FILL_ROW(uint16_t);
         else
@@ -959,6 +1048,7 @@ static int computes_in_f32(int op)
     case RT_OP_EXTRACT:
     case RT_OP_NARROW:
     case RT_OP_CONCAT:
+    case RT_OP_WHERE:
         return 0;
     default:
         return 1;
@@ -1000,6 +1090,15 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
     case RT_OP_SIN:
     case RT_OP_COS:
         return k_unary(in, x[0], y, err);
+    case RT_OP_LESS:
+    case RT_OP_LESS_EQ:
+    case RT_OP_GREATER:
+    case RT_OP_GREATER_EQ:
+    case RT_OP_EQUAL:
+    case RT_OP_NOT_EQUAL:
+        return k_compare(in, x, y);
+    case RT_OP_WHERE:
+        return k_where(in, x, y);
     case RT_OP_CAST:
         return k_cast(in, x[0], y);
     case RT_OP_COPY:

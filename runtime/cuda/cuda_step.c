@@ -26,10 +26,10 @@ int32_t *rt_cuda_kernel_map(const rt_plan *p, int st)
 
 bool rt_cuda_on_host(const rt_instr *in)
 {
-    if (in->out_t.dtype != RT_I32)
+    if (in->out_t.dtype != RT_I32 && in->out_t.dtype != RT_BOOL)
         return false;
     for (int i = 0; i < in->nin; i++)
-        if (in->in_t[i].dtype != RT_I32)
+        if (in->in_t[i].dtype != RT_I32 && in->in_t[i].dtype != RT_BOOL)
             return false;
     return true;
 }

@@ -37,8 +37,9 @@
  * (malloc'd; NULL when out of memory). */
 int32_t *rt_cuda_kernel_map(const rt_plan *p, int st);
 
-/* An instruction on i32 only (index arithmetic the fusion pass leaves out
- * of kernels), which the backend runs by the CPU backend on host copies. */
+/* An instruction on i32 and bool only (index arithmetic, and moves of
+ * masks, that the fusion pass leaves out of kernels), which the backend
+ * runs by the CPU backend on host copies. */
 bool rt_cuda_on_host(const rt_instr *in);
 
 /* A const's element as the bits of its dtype (the session's fill_const:

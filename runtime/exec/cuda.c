@@ -80,8 +80,8 @@ static int32_t *kernels_of(const rt_plan *p, int st)
     return rt_cuda_kernel_map(p, st);
 }
 
-/* An instruction on i32 only (index arithmetic: the fusion pass leaves
- * it out of kernels): run by the CPU backend on the host copies. */
+/* An instruction on i32 and bool only (index arithmetic, moves of masks:
+ * the fusion pass leaves it out of kernels): run by the CPU backend on the host copies. */
 static bool on_host(const rt_instr *in)
 {
     return rt_cuda_on_host(in);

@@ -100,6 +100,8 @@ static void store(int dtype, void *dst, int64_t k, double v)
         ((float *)dst)[k] = (float)v;
     else if (dtype == RT_I32)
         ((int32_t *)dst)[k] = (int32_t)v;
+    else if (dtype == RT_BOOL)
+        ((uint8_t *)dst)[k] = v != 0;
     else
         ((uint16_t *)dst)[k] = to16(dtype, (float)v);
 }
@@ -129,13 +131,13 @@ typedef struct gen {
 /* Element i of the full tensor into dst[k]. */
 static void gen_one(const gen *g, uint64_t i, void *dst, int64_t k)
 {
-    if (g->dtype == RT_I32) {
+    if (g->dtype == RT_I32 || g->dtype == RT_BOOL) {
         /* normal has no integer meaning (the compiler and the plan reader
-         * reject it): zeros */
+         * reject it): zeros. A bool is the integer's truth. */
         int64_t v = 0;
         if (g->init == RT_INIT_UNIFORM)
             v = g->ir.lo + (int64_t)(((draw(g->key, 2 * i) >> 32) * g->ir.n) >> 32);
-        ((int32_t *)dst)[k] = (int32_t)v;
+        store(g->dtype, dst, k, (double)v);
         return;
     }
     if (g->init == RT_INIT_UNIFORM) {

@@ -30,7 +30,7 @@
 /* Bytes per read() call; Linux moves at most ~2 GiB per call. */
 #define ST_CHUNK ((size_t)1 << 30)
 
-static const char *const st_dtype_names[RT_NDTYPES] = {"F32", "F16", "BF16", "I32"};
+static const char *const st_dtype_names[RT_NDTYPES] = {"F32", "F16", "BF16", "I32", "BOOL"};
 
 
 /* "[5, 6]" into buf (at most RT_MAX_RANK dims shown). */
@@ -160,7 +160,7 @@ static int parse_type(const st_ctx *c, const cJSON *j, rt_st_entry *e, uint64_t 
     while (dtype < RT_NDTYPES && strcmp(dt->valuestring, st_dtype_names[dtype]) != 0)
         dtype++;
     if (dtype == RT_NDTYPES)
-        return su_fail(c->err, SU_INPUT, "%s: tensor '%s': dtype %s is not supported (F32, F16, BF16, I32)", c->what,
+        return su_fail(c->err, SU_INPUT, "%s: tensor '%s': dtype %s is not supported (F32, F16, BF16, I32, BOOL)", c->what,
                     j->string, dt->valuestring);
     e->type.dtype = (uint8_t)dtype;
     int rank = cJSON_GetArraySize(shape);
@@ -555,6 +555,12 @@ int rt_st_read_block(const rt_st_file *f, const char *name, const rt_type *want,
             return su_fail(err, read_kind(),
                            "%s: tensor '%s': cannot read %lld bytes at offset %llu: %s", f->path, name,
                            (long long)run, (unsigned long long)off, read_error());
+        if (e->type.dtype == RT_BOOL) /* one byte, 0 or 1: a kernel compares them */
+            for (int64_t b = 0; b < run; b++)
+                if ((unsigned char)out[b] > 1)
+                    return su_fail(err, SU_INPUT, "%s: tensor '%s': byte %lld of its data is %u, "
+                                   "not a bool (0 or 1)", f->path, name,
+                                   (long long)(el + b), (unsigned)(unsigned char)out[b]);
         out += run;
         int d = k - 1;
         while (d >= 0 && ++idx[d] == count[d])

@@ -4,7 +4,8 @@
  * ({"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
  * ..., optionally "__metadata__": {string: string}}), then the data, row-major
  * and little-endian, offsets relative to the end of the header. Dtypes here:
- * F32, F16, BF16, I32 (the others are rejected by name).
+ * F32, F16, BF16, I32, BOOL (one byte, 0 or 1; the others are rejected by
+ * name).
  *
  * Every function returns 0, or -1 with a message in err that names the file
  * and, where there is one, the tensor: "w.safetensors: tensor 'w1': shape

@@ -38,13 +38,14 @@
 #include <stdint.h>
 
 #define RT_PLAN_MAGIC "SHRDPLAN"
-#define RT_PLAN_VERSION 8
+#define RT_PLAN_VERSION 9
 #define RT_MAX_RANK 8
 #define RT_MAX_AXES 8
 #define RT_MAX_IN 4
 
 /* Same numbering and sizes as the IR's dtypes. */
-typedef enum { RT_F32, RT_F16, RT_BF16, RT_I32, RT_NDTYPES } rt_dtype;
+/* bool (format 9): one byte, 0 or 1 */
+typedef enum { RT_F32, RT_F16, RT_BF16, RT_I32, RT_BOOL, RT_NDTYPES } rt_dtype;
 const char *rt_dtype_name(int dtype);      /* "f32"; "?" when out of range */
 int rt_dtype_size(int dtype);              /* bytes; 0 when out of range */
 

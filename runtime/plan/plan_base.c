@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const dtype_names[RT_NDTYPES] = {"f32", "f16", "bf16", "i32"};
-static const int dtype_sizes[RT_NDTYPES] = {4, 2, 2, 4};
+static const char *const dtype_names[RT_NDTYPES] = {"f32", "f16", "bf16", "i32", "bool"};
+static const int dtype_sizes[RT_NDTYPES] = {4, 2, 2, 4, 1};
 
 const char *rt_dtype_name(int dtype)
 {
@@ -63,6 +63,8 @@ bool rt_op_in_place(int op)
     case RT_OP_NEG: case RT_OP_ABS: case RT_OP_RELU: case RT_OP_GELU: case RT_OP_SILU:
     case RT_OP_TANH: case RT_OP_SIGMOID: case RT_OP_EXP: case RT_OP_LOG: case RT_OP_SQRT:
     case RT_OP_RSQRT: case RT_OP_SIN: case RT_OP_COS:
+    case RT_OP_LESS: case RT_OP_LESS_EQ: case RT_OP_GREATER: case RT_OP_GREATER_EQ:
+    case RT_OP_EQUAL: case RT_OP_NOT_EQUAL: case RT_OP_WHERE:
     case RT_OP_MOMENTUM: case RT_OP_SGD: case RT_OP_ADAM_M: case RT_OP_ADAM_V:
     case RT_OP_ADAMW:
     case RT_OP_INSERT: /* over its bucket: the rest of it is already in place */

@@ -193,6 +193,26 @@ static bool rule_binary(const rt_instr *in, rt_type *want, su_status *err)
     return true;
 }
 
+/* where(c, a, b): c bool, a and b of one dtype, all three broadcasting. */
+static bool rule_where(const rt_instr *in, rt_type *want, su_status *err)
+{
+    char t1[TYPE_LEN], t2[TYPE_LEN], t3[TYPE_LEN];
+    const rt_type *c = &in->in_t[0], *a = &in->in_t[1], *b = &in->in_t[2];
+    if (c->dtype != RT_BOOL)
+        return rt_plan_fail(err, "the condition is %s, not bool", rt_type_text(t1, c));
+    if (a->dtype != b->dtype)
+        return rt_plan_fail(err, "mixed dtypes: %s and %s", rt_dtype_name(a->dtype),
+                            rt_dtype_name(b->dtype));
+    rt_type ab;
+    memset(&ab, 0, sizeof ab);
+    want->dtype = a->dtype;
+    if (!bcast(a->dim, a->rank, b->dim, b->rank, ab.dim, &ab.rank) ||
+        !bcast(c->dim, c->rank, ab.dim, ab.rank, want->dim, &want->rank))
+        return rt_plan_fail(err, "operands do not broadcast: %s, %s and %s",
+                            rt_type_text(t1, c), rt_type_text(t2, a), rt_type_text(t3, b));
+    return true;
+}
+
 /* [..., M, K] @ [..., K, N] -> [..., M, N]; a 1-D operand loses its M or
  * N; the batch dims broadcast. Any dtype, as the IR allows (the CPU backend
  * has an i32 path). */
@@ -638,6 +658,26 @@ static bool is_unary(int op)
     return (op >= RT_OP_NEG && op <= RT_OP_RSQRT) || op == RT_OP_SIN || op == RT_OP_COS;
 }
 
+static bool is_compare(int op)
+{
+    return op >= RT_OP_LESS && op <= RT_OP_NOT_EQUAL;
+}
+
+/* Whether op may read a bool operand (as ir/infer.c allows): equality,
+ * where, cast, and the ops that only move elements. */
+static bool takes_bool(int op)
+{
+    switch (op) {
+    case RT_OP_EQUAL: case RT_OP_NOT_EQUAL: case RT_OP_WHERE: case RT_OP_CAST:
+    case RT_OP_COPY: case RT_OP_TRANSPOSE: case RT_OP_EXPAND: case RT_OP_NARROW:
+    case RT_OP_CONCAT: case RT_OP_SLICE: case RT_OP_ALL_GATHER: case RT_OP_ALL_TO_ALL:
+    case RT_OP_BROADCAST: case RT_OP_SEND: case RT_OP_RECV:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static bool is_binary(int op)
 {
     return (op >= RT_OP_ADD && op <= RT_OP_POW) || op == RT_OP_GT || op == RT_OP_EQ ||
@@ -664,7 +704,16 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, su_status *err)
                                    : rt_plan_fail(err, "the value %g is not finite", in->value);
     if (op == RT_OP_SEND || op == RT_OP_RECV)
         return rule_p2p(p, in, err);
-    if (is_binary(op)) {
+    for (int i = 0; i < in->nin; i++)
+        if (in->in_t[i].dtype == RT_BOOL && !takes_bool(op) && !(op == RT_OP_WHERE && i == 0))
+            return rt_plan_fail(err, "operand %d is bool, which %s does not take", i + 1,
+                                rt_ops[op].name);
+    if (is_compare(op)) {
+        ok = rule_binary(in, &want, err);
+        want.dtype = RT_BOOL;
+    } else if (op == RT_OP_WHERE) {
+        ok = rule_where(in, &want, err);
+    } else if (is_binary(op)) {
         ok = (op != RT_OP_GELU_GRAD && op != RT_OP_SILU_GRAD) ||
              need_float(x, "x", err);
         ok = ok && rule_binary(in, &want, err);

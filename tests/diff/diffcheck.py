@@ -143,6 +143,8 @@ def make_inputs(path, specs, ids, seed):
         if dt == "i32":
             hi = ids.get(name, 2)
             vals = [rng.randrange(hi) for _ in range(n)]
+        elif dt == "bool":
+            vals = [rng.randrange(2) for _ in range(n)]
         else:
             vals = [rng.gauss(0.0, 1.0) for _ in range(n)]
         tensors.append((name, dt.upper(), shape, vals))
@@ -206,7 +208,7 @@ def compare(ref, got, prec, what, tol=TOL):
         scale = max([1.0] + finite)
         worst, worst_i = 0.0, -1
         for i, (w, h) in enumerate(zip(want, have)):
-            if dt == "I32":
+            if dt in ("I32", "BOOL"):
                 bad = w != h
                 err = abs(w - h)
             elif math.isnan(w) or math.isnan(h):
@@ -221,7 +223,7 @@ def compare(ref, got, prec, what, tol=TOL):
             if bad:
                 raise Failure("mismatch", f"{what}: '{name}' {dt}{shape} at flat index {i}: "
                               f"reference {w!r}, sharded {h!r} (|err| {err:.3g}, tolerance "
-                              f"{atol * scale + rtol * abs(w) if dt != 'I32' else 0:.3g})")
+                              f"{atol * scale + rtol * abs(w) if dt not in ('I32', 'BOOL') else 0:.3g})")
             if err > worst:
                 worst, worst_i = err, i
     for name in got:

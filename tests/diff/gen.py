@@ -8,7 +8,8 @@ a tuple of axes, or none per dimension), every op of §7 (elementwise,
 broadcasting, matmul plain and batched, reductions with and without
 keepdims, softmax, the norms, transpose, reshape, cast, embedding,
 attention, mse, cross_entropy; of §12, indexing, concat and split, sin,
-cos, one_hot, argmax, gather, cumsum and topk, recompute blocks), f32, bf16 and f16 values, blocks called
+cos, one_hot, argmax, gather, cumsum and topk, comparisons, bool inputs
+and where, recompute blocks), f32, bf16 and f16 values, blocks called
 once or more, `repeat`, `repeat ... over pp` with every schedule and
 microbatch count, and `train` with sgd (with and without momentum) or
 adamw, with and without `zero K over AXIS`.
@@ -245,6 +246,40 @@ class Gen:
         mag = x.mag * bm if op == "*" else x.mag + bm
         return f"{a_t} {op} {b_t}", mag, bdep
 
+    def select(self, x):
+        """where and the comparisons (LANGUAGE.md §12). A sharded run sums
+        in another order, and its rounding can flip a comparison of values
+        equal up to rounding: so a float condition is x against a partner
+        in a form whose two branches meet where it flips (max or min
+        written with where, a leaky relu), or a bool input, which no
+        rounding moves. i32 values compare exactly."""
+        if x.dtype == "i32":
+            op = self.r.choice(["==", "!=", "<", ">="])
+            return f"where({x.name} {op} 1, {x.name}, 0)", x.mag, x.param_dep
+        roll = self.r.random()
+        if roll < 0.35 and x.shape and not self.pipelined and not self.indent:
+            shape = x.shape[-1:] if self.chance(0.6) else x.shape[1:] or x.shape[-1:]
+            m = self.fresh("m")
+            self.out.insert(self.input_end(), f"input {m} : {self.typetext('bool', shape)}")
+            b, bm, bdep = self.broadcast_partner(x)
+            a_t, b_t = (x.name, b) if self.chance(0.5) else (b, x.name)
+            if self.chance(0.3):
+                a_t = f"{a_t} * cast({m}, {x.dtype})"
+            return f"where({m}, {a_t}, {b_t})", max(x.mag, bm), bdep
+        if self.smooth:
+            return None     # the forms below have kinks
+        op = self.r.choice([">", ">=", "<", "<="])
+        if roll < 0.6:
+            k = self.r.choice(["0.1", "0.5", "0.25"])
+            big, small = x.name, f"{k} * {x.name}"
+            if op in ("<", "<="):
+                big, small = small, big
+            return f"where({x.name} {op} 0.0, {big}, {small})", x.mag, False
+        b, bm, bdep = self.broadcast_partner(x)
+        if self.train:
+            b = f"({b} + 0.25)"     # apart from a zeros bias, as max and min (binary)
+        return f"where({x.name} {op} {b}, {x.name}, {b})", max(x.mag, bm + 0.25), bdep
+
     def matmul(self, x):
         if len(x.shape) < 1 or (self.pipelined and x.batch and len(x.shape) < 2):
             return None     # (a pipeline never contracts the batch dim)
@@ -472,7 +507,7 @@ class Gen:
         if x is None:
             return
         kinds = ["unary", "binary", "binary", "matmul", "matmul", "reduce", "softmax", "norm",
-                 "transpose", "reshape", "cast", "attention", "slicing", "selecting"]
+                 "transpose", "reshape", "cast", "attention", "slicing", "selecting", "select"]
         for _ in range(8):
             kind = self.r.choice(kinds)
             res = None
@@ -483,6 +518,10 @@ class Gen:
             elif kind == "binary":
                 t, m, dep = self.binary(x)
                 res = (t, m, x.shape, x.param_dep or dep)
+            elif kind == "select":
+                got = self.select(x)
+                if got:
+                    res = (got[0], got[1], x.shape, x.param_dep or got[2])
             elif kind == "matmul":
                 got = self.matmul(x)
                 if got:

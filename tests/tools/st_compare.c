@@ -35,6 +35,7 @@ static float *read_f32(const rt_st_file *f, const rt_st_entry *e, su_status *err
         case RT_F32: out[i] = ((float *)raw)[i]; break;
         case RT_F16: out[i] = su_f16_to_f32(((uint16_t *)raw)[i]); break;
         case RT_BF16: out[i] = su_bf16_to_f32(((uint16_t *)raw)[i]); break;
+        case RT_BOOL: out[i] = ((uint8_t *)raw)[i]; break;
         default: out[i] = (float)((int32_t *)raw)[i]; break;
         }
     }

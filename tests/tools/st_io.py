@@ -62,7 +62,8 @@ def _write_raw(path, tensors):
 
 
 def st_write(path, tensors):
-    """tensors: list of (name, dtype, shape, values); dtype F32 F16 BF16 I32."""
+    """tensors: list of (name, dtype, shape, values); dtype F32 F16 BF16 I32
+    BOOL (values true or false, or 0 and 1)."""
     raws = []
     for name, dt, shape, vals in tensors:
         if dt == "F32":
@@ -72,6 +73,8 @@ def st_write(path, tensors):
         elif dt == "BF16":
             words = struct.unpack(f"<{len(vals)}I", struct.pack(f"<{len(vals)}f", *vals))
             raw = struct.pack(f"<{len(vals)}H", *[w >> 16 for w in words])
+        elif dt == "BOOL":
+            raw = bytes(1 if v else 0 for v in vals)
         else:
             raw = struct.pack(f"<{len(vals)}i", *vals)
         raws.append((name, dt, shape, raw))

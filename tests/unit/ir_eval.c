@@ -173,6 +173,12 @@ static double binop(ir_opcode c, double a, double b, bool i32)
     case IR_POW: return pow(a, b);
     case IR_GT: return a > b ? 1.0 : 0.0;
     case IR_EQ: return a == b ? 1.0 : 0.0;
+    case IR_LESS: return a < b;
+    case IR_LESS_EQ: return a <= b;
+    case IR_GREATER: return a > b;
+    case IR_GREATER_EQ: return a >= b;
+    case IR_EQUAL: return a == b;
+    case IR_NOT_EQUAL: return a != b;
     case IR_GELU_GRAD: return b * gelu_deriv(a);
     case IR_SILU_GRAD:
         s = sigmoid(a);
@@ -181,13 +187,19 @@ static double binop(ir_opcode c, double a, double b, bool i32)
     }
 }
 
-static bool eval_binary(const ir_op *op, const double *a, const double *b, double *y,
-                        char *err, size_t errlen)
+static bool eval_binary(const ir_op *op, const double *a, const double *b, const double *c,
+                        double *y, char *err, size_t errlen)
 {
     const ir_type *ty = &op->res[0]->type;
     bool i32 = ty->dtype == IR_I32;
     int64_t idx[IR_MAX_RANK];
-    for (size_t i = 0; i < numel(ty); i++) {
+    for (size_t i = 0; i < numel(ty) && op->code == IR_WHERE; i++) { /* (c, a, b) */
+        unravel(i, ty, idx);
+        y[i] = a[bcast_at(idx, ty->rank, &op->in[0]->type)] != 0
+                   ? b[bcast_at(idx, ty->rank, &op->in[1]->type)]
+                   : c[bcast_at(idx, ty->rank, &op->in[2]->type)];
+    }
+    for (size_t i = 0; i < numel(ty) && op->code != IR_WHERE; i++) {
         unravel(i, ty, idx);
         double x = a[bcast_at(idx, ty->rank, &op->in[0]->type)];
         double z = b[bcast_at(idx, ty->rank, &op->in[1]->type)];
@@ -222,7 +234,8 @@ static double unop(const ir_op *op, double x)
     case IR_RSQRT: return 1.0 / sqrt(x);
     case IR_SIN: return sin(x);
     case IR_COS: return cos(x);
-    case IR_CAST: return op->a.dtype == IR_I32 ? to_i32(x) : x;
+    case IR_CAST:
+        return op->a.dtype == IR_BOOL ? x != 0 : op->a.dtype == IR_I32 ? to_i32(x) : x;
     default: su_unreachable();
     }
 }
@@ -556,7 +569,7 @@ static bool eval_op(const ev_module *ev, const ir_op *op, double *const *x, doub
     size_t n = numel(&op->res[0]->type);
     switch (ir_ops[op->code].cls) {
     case IR_C_SOURCE: return eval_source(ev, op, y, err, errlen);
-    case IR_C_BINARY: return eval_binary(op, x[0], x[1], y, err, errlen);
+    case IR_C_BINARY: return eval_binary(op, x[0], x[1], x[2], y, err, errlen);
     case IR_C_UNARY:
         for (size_t i = 0; i < n; i++)
             y[i] = unop(op, x[0][i]);

@@ -752,6 +752,7 @@ int main(void)
         {"tests/lit/cuda/i32.ir", "1", 0, ""},
         {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1"}, /* attention tiles partly empty */
         {"tests/models/kernel_shapes.sh", "1", 0, ""}, /* ids, classes, tiles overhanging */
+        {"tests/models/select_masks.sh", "2x2", 0, ""}, /* bool, comparisons, where */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double t0 = now();

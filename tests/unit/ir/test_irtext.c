@@ -232,6 +232,12 @@ static ir_module *all_ops(void)
     emit(m, IR_GT, NOATTRS, 2, att, c);
     emit(m, IR_EQ, NOATTRS, 2, att, c);
     emit(m, IR_GELU_GRAD, NOATTRS, 2, att, att);
+    /* comparisons: bool results; where picks by one */
+    ir_value *cmp = NULL;
+    for (int op = IR_LESS; op <= IR_NOT_EQUAL; op++)
+        cmp = emit(m, (ir_opcode)op, NOATTRS, 2, att, c);
+    emit(m, IR_WHERE, NOATTRS, 3, cmp, att, c);
+    emit(m, IR_CAST, (ir_attrs){.dtype = IR_BOOL}, 1, att);
     emit(m, IR_SILU_GRAD, NOATTRS, 2, att, att);
     emit(m, IR_EXPAND, (ir_attrs){.nlist = 3, .list = {2, 8, 16}}, 1, att);
     emit(m, IR_ATTN_PROBS, (ir_attrs){.causal = true}, 2, h, x);
@@ -271,6 +277,7 @@ static void test_all_ops(void)
     CHECK(strstr(text, "state {name = \"opt.step\", init = zeros} : f32[]\n") != NULL);
     CHECK(strstr(text, " = adamw %") != NULL);
     CHECK(strstr(text, " {bound = 10} : i32[8]\n") != NULL);
+    CHECK(strstr(text, " = not_equal %") != NULL && strstr(text, " : bool[") != NULL);
     CHECK(strstr(text, " {dim = 1} : f32[8, 35] recompute 2\n") != NULL);
     CHECK(strstr(text, "{eps = 1e-08, lr = 0.0003, beta1 = 0.9, beta2 = 0.95, wd = 0.1} : "
                        "f32[32, 16] phase optimizer\n") != NULL);

@@ -519,6 +519,13 @@ static const gcase binary_cases[] = {
     {"add [4] [2,3,4]", PARAM("a", "f32[4]") PARAM("b", "f32[2, 3, 4]")
      "%y = add %a, %b : f32[2, 3, 4]\n", -2, 2, 0, 0},
     {"sub [3,4] [3,4]", P3x4 PARAM("b", "f32[3, 4]") "%y = sub %a, %b : f32[3, 4]\n", -2, 2, 0, 0},
+    /* where's condition from a param (kept off 0, the kink): the gradient
+     * to each branch where it is picked, summed over their broadcast */
+    {"where [3,4] [4] [3,1]", P3x4 P4 PARAM("d", "f32[3, 1]")
+     "%z = const {value = 0.0} : f32[]\n%c = greater %a, %z : bool[3, 4]\n"
+     "%w = where %c, %b, %d : f32[3, 4]\n%y = mul %w, %a : f32[3, 4]\n", -2, 2, 0.05, 0},
+    {"where [4] const", P4 "%z = const {value = 0.5} : f32[]\n"
+     "%c = less_equal %b, %z : bool[4]\n%y = where %c, %z, %b : f32[4]\n", -2, 2, 0, 0},
 };
 
 #define UNARY(name, lo, hi, gap) \

@@ -377,7 +377,7 @@ static void test_rejected(void)
     expect_reject(ENTRY("{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":{}}"), 4,
                   "tensor 'x': \"data_offsets\" is not an array");
     expect_reject(ENTRY("{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]}"), 8,
-                  "tensor 'x': dtype F64 is not supported (F32, F16, BF16, I32)");
+                  "tensor 'x': dtype F64 is not supported (F32, F16, BF16, I32, BOOL)");
     expect_reject(ENTRY("{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}"),
                   4, "tensor 'x': rank 9 is more than 8");
     expect_reject(ENTRY("{\"dtype\":\"F32\",\"shape\":[2,-3],\"data_offsets\":[0,4]}"), 4,
@@ -715,8 +715,8 @@ static void test_init_constants(void)
         for (int i = 0; i < 3; i++) {
             uint32_t v = 0;
             memcpy(&v, p + i * rt_dtype_size(dt), (size_t)rt_dtype_size(dt));
-            /* 1 as f32, f16, bf16, i32 bit patterns */
-            static const uint32_t one[RT_NDTYPES] = {0x3F800000u, 0x3C00u, 0x3F80u, 1u};
+            /* 1 as f32, f16, bf16, i32, bool bit patterns */
+            static const uint32_t one[RT_NDTYPES] = {0x3F800000u, 0x3C00u, 0x3F80u, 1u, 1u};
             CHECK_INT(v, one[dt]);
         }
         memset(buf, 0x55, sizeof buf);
