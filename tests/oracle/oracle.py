@@ -2,18 +2,19 @@
 """oracle.py: an outside reference for shardrun (DESIGN.md §7).
 
 PyTorch (Debian's python3-torch, run with Debian's /usr/bin/python3) computes
-the forward pass of examples/mlp.sh, examples/transformer.sh or
-examples/llama.sh, and with
+the forward pass of examples/mlp.sh, examples/transformer.sh,
+examples/llama.sh or examples/moe.sh, and with
 --train their training steps, written here by hand from the model files,
 never from shardc's output:
 
     oracle.py MODEL DIR [--train STEPS [--clip C] [--schedule-lr W,DECAY,N,M]]
               [NAME=VALUE ...]
 
-MODEL is mlp, transformer or llama; NAME=VALUE overrides the model's `let`
-constants (pass the same values to shardc with -D). llama's own `train`
-line clips and schedules the learning rate: with --train, oracle.py does
-the same (TRAIN_OPTIONS), from its WARMUP and STEPS. Writes, in DIR:
+MODEL is mlp, transformer, llama or moe; NAME=VALUE overrides the model's
+`let` constants (pass the same values to shardc with -D). llama's own
+`train` line clips and schedules the learning rate, moe's clips: with
+--train, oracle.py does the same (TRAIN_OPTIONS), from llama's WARMUP and
+STEPS. Writes, in DIR:
     params.safetensors    every param, made here (seeded, larger than the
                           models' own inits so that every op matters)
     inputs.safetensors    every input
@@ -181,18 +182,17 @@ def llama_data(c, gen):
     return p, {"tokens": tokens, "targets": targets}
 
 
-def llama_forward(c, P, i):
-    """The loss of examples/llama.sh, given float64 params P and inputs i,
-    written as Hugging Face's LlamaModel computes it: rotate_half, the
-    rotary tables of inv_freq = THETA^(-2i/E) repeated for both halves,
-    each key/value head read by H / G query heads (repeat_kv), the output
-    layer the transposed embedding."""
-    B, S, D, H, G, V, L = c["B"], c["S"], c["D"], c["H"], c["G"], c["V"], c["L"]
+def llama_attention(c):
+    """The attention of examples/llama.sh (and moe.sh), as Hugging Face's
+    LlamaModel computes it: rotate_half, the rotary tables of inv_freq =
+    THETA^(-2i/E) repeated for both halves, each key/value head read by
+    H / G query heads (repeat_kv). Returns attn(P, prefix, x)."""
+    B, S, D, H, G = c["B"], c["S"], c["D"], c["H"], c["G"]
     E = D // H
-    tokens, targets = i["tokens"].long(), i["targets"].long()
     inv = 1.0 / (c["THETA"] ** (torch.arange(0, E, 2, dtype=torch.float64) / E))
     ang = torch.arange(S, dtype=torch.float64)[:, None] * inv[None, :]
     cos, sin = torch.cat([ang, ang], -1).cos(), torch.cat([ang, ang], -1).sin()
+    mask = torch.ones(S, S, dtype=torch.bool).tril()
 
     def rotate_half(t):
         return torch.cat([-t[..., E // 2:], t[..., :E // 2]], -1)
@@ -200,10 +200,7 @@ def llama_forward(c, P, i):
     def heads(t, n):
         return t.reshape(B, S, n, E).transpose(1, 2)
 
-    mask = torch.ones(S, S, dtype=torch.bool).tril()
-    x = P["emb"][tokens]
-    for l in range(L):
-        a, m = f"layers.{l}.attn.", f"layers.{l}.mlp."
+    def attn(P, a, x):
         h = rmsnorm(x, P[a + "norm"], 1e-5)
         q, k, v = heads(h @ P[a + "wq"], H), heads(h @ P[a + "wk"], G), heads(h @ P[a + "wv"], G)
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
@@ -211,12 +208,102 @@ def llama_forward(c, P, i):
         s = (q @ k.transpose(-1, -2)) / math.sqrt(E)
         s = s.masked_fill(~mask, float("-inf"))
         o = (torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(B, S, D)
-        x = x + o @ P[a + "wo"]
+        return o @ P[a + "wo"]
+    return attn
+
+
+def llama_forward(c, P, i):
+    """The loss of examples/llama.sh, given float64 params P and inputs i,
+    written as Hugging Face's LlamaModel computes it (llama_attention), the
+    output layer the transposed embedding."""
+    V, L = c["V"], c["L"]
+    tokens, targets = i["tokens"].long(), i["targets"].long()
+    attn = llama_attention(c)
+    x = P["emb"][tokens]
+    for l in range(L):
+        a, m = f"layers.{l}.attn.", f"layers.{l}.mlp."
+        x = x + attn(P, a, x)
         h = rmsnorm(x, P[m + "norm"], 1e-5)
         x = x + (torch.nn.functional.silu(h @ P[m + "w1"]) * (h @ P[m + "w3"])) @ P[m + "w2"]
     logits = rmsnorm(x, P["norm"], 1e-5) @ P["emb"].T
     loss = torch.nn.functional.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
     return {"loss": loss}
+
+
+def moe_data(c, gen):
+    """examples/moe.sh: its params and inputs. The router's weights are
+    large enough that routing is uneven, so experts fill up and drop
+    tokens."""
+    S, D, H, G, V, L, X, F = c["S"], c["D"], c["H"], c["G"], c["V"], c["L"], c["X"], c["F"]
+    E = D // H
+
+    def lin(*shape):
+        return torch.randn(*shape, generator=gen) / math.sqrt(shape[-2])
+
+    p = {"emb": torch.randn(V, D, generator=gen) * (3 / math.sqrt(D)),
+         "norm": 1 + 0.1 * torch.randn(D, generator=gen)}
+    for l in range(L):
+        a, m = f"layers.{l}.attn.", f"layers.{l}.moe."
+        p[a + "norm"] = 1 + 0.1 * torch.randn(D, generator=gen)
+        p[a + "wq"], p[a + "wk"], p[a + "wv"] = lin(D, H * E), lin(D, G * E), lin(D, G * E)
+        p[a + "wo"] = lin(H * E, D)
+        p[m + "norm"] = 1 + 0.1 * torch.randn(D, generator=gen)
+        p[m + "wg"] = 2 * lin(D, X)
+        p[m + "w1"], p[m + "w3"], p[m + "w2"] = lin(X, D, F), lin(X, D, F), lin(X, F, D)
+    tokens = torch.randint(0, V, (c["B"], S), generator=gen, dtype=torch.int32)
+    targets = torch.randint(0, V, (c["B"], S), generator=gen, dtype=torch.int32)
+    return p, {"tokens": tokens, "targets": targets}
+
+
+def moe_forward(c, P, i):
+    """The loss of examples/moe.sh, written from its comments: llama.sh's
+    attention; each token's top K experts by router logit, weighted by the
+    softmax of those K logits; per sequence, each expert takes its first
+    choices in token order and then its second choices, up to C tokens,
+    and drops the rest; the expert a SwiGLU; plus 0.01 times the mean over
+    layers of Switch's load-balancing term X * sum(share * mean prob)."""
+    B, S, D, V, L, X, K = c["B"], c["S"], c["D"], c["V"], c["L"], c["X"], c["K"]
+    C = 5 * S * K // (4 * X)
+    tokens, targets = i["tokens"].long(), i["targets"].long()
+    attn = llama_attention(c)
+    silu = torch.nn.functional.silu
+    x = P["emb"][tokens]
+    aux, dropped = 0.0, 0
+    for l in range(L):
+        x = x + attn(P, f"layers.{l}.attn.", x)
+        m = f"layers.{l}.moe."
+        h = rmsnorm(x, P[m + "norm"], 1e-5)
+        logits = h @ P[m + "wg"]
+        v, idx = torch.topk(logits, K, dim=-1)
+        p = torch.softmax(v, dim=-1)
+        rows, experts, weights = [], [], []
+        for b in range(B):
+            fill = [0] * X
+            for k in range(K):
+                for s in range(S):
+                    e = int(idx[b, s, k])
+                    if fill[e] < C:
+                        fill[e] += 1
+                        rows.append(b * S + s)
+                        experts.append(e)
+                        weights.append(p[b, s, k])
+                    else:
+                        dropped += 1
+        hf = h.reshape(B * S, D)
+        y = torch.zeros(B * S, D, dtype=h.dtype)
+        for e in range(X):
+            sel = [j for j in range(len(rows)) if experts[j] == e]
+            t = hf[[rows[j] for j in sel]]
+            out = (silu(t @ P[m + "w1"][e]) * (t @ P[m + "w3"][e])) @ P[m + "w2"][e]
+            w = torch.stack([weights[j] for j in sel])[:, None]
+            y = y.index_add(0, torch.tensor([rows[j] for j in sel]), w * out)
+        x = x + y.reshape(B, S, D)
+        share = torch.nn.functional.one_hot(idx, X).sum(-2).reshape(-1, X).double().mean(0) / K
+        prob = torch.softmax(logits, dim=-1).reshape(-1, X).mean(0)
+        aux = aux + X * (share * prob).sum()
+    out = rmsnorm(x, P["norm"], 1e-5) @ P["emb"].T
+    loss = torch.nn.functional.cross_entropy(out.reshape(-1, V), targets.reshape(-1))
+    return {"loss": loss + 0.01 * aux / L, "dropped": dropped}
 
 
 # The `train` line of each model file, written out by hand:
@@ -229,6 +316,8 @@ OPTIMIZERS = {
                                                 weight_decay=0.1),
     "llama": lambda ps: torch.optim.AdamW(ps, lr=3e-4, betas=(0.9, 0.95), eps=1e-8,
                                           weight_decay=0.1),
+    "moe": lambda ps: torch.optim.AdamW(ps, lr=3e-4, betas=(0.9, 0.95), eps=1e-8,
+                                        weight_decay=0.1),
 }
 
 # The rest of a `train` line that oracle.py applies itself (the clip and
@@ -236,6 +325,7 @@ OPTIMIZERS = {
 # steps = STEPS, min_lr = 3e-5, with WARMUP and STEPS from the constants.
 TRAIN_OPTIONS = {
     "llama": lambda c: (1.0, (c["WARMUP"], "cosine", c["STEPS"], 3e-5)),
+    "moe": lambda c: (1.0, None),
 }
 
 # torch.optim's states under shardrun's names (opt.NAME.m, opt.NAME.v)
@@ -248,6 +338,9 @@ MODELS = {
     "llama": (llama_data, llama_forward, ["loss"],
               {"B": 8, "S": 128, "D": 256, "H": 8, "G": 2, "F": 688, "V": 1024, "L": 4,
                "THETA": 500000, "WARMUP": 100, "STEPS": 2000}),
+    "moe": (moe_data, moe_forward, ["loss"],
+            {"B": 8, "S": 64, "D": 128, "H": 8, "G": 2, "X": 4, "K": 2, "F": 256, "V": 256,
+             "L": 2, "THETA": 10000}),
 }
 
 
@@ -280,8 +373,11 @@ def train(model, consts, params, inputs, steps, clip=0.0, schedule=None):
             for group in opt.param_groups:
                 group["lr"] = scheduled_lr(lr0, step, *schedule)
         opt.zero_grad()
-        loss = forward(consts, P, inputs)["loss"]
+        out = forward(consts, P, inputs)
+        loss = out["loss"]
         loss.backward()
+        if "dropped" in out:
+            print("step %d: %d expert choices dropped past capacity" % (step, out["dropped"]))
         losses.append(loss.item())
         if clip:
             norms.append(float(torch.nn.utils.clip_grad_norm_(list(P.values()), clip)))
@@ -331,6 +427,8 @@ def main(argv):
     gen = torch.Generator().manual_seed(1234)
     params, inputs = data(consts, gen)
     outputs = forward(consts, {k: v.double() for k, v in params.items()}, inputs)
+    if "dropped" in outputs:
+        print("%d expert choices dropped past capacity" % outputs["dropped"])
     os.makedirs(out_dir, exist_ok=True)
     write_safetensors(os.path.join(out_dir, "params.safetensors"), sorted(params.items()))
     write_safetensors(os.path.join(out_dir, "inputs.safetensors"), sorted(inputs.items()))

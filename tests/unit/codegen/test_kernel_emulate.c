@@ -753,6 +753,7 @@ int main(void)
         {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1"}, /* attention tiles partly empty */
         {"tests/models/kernel_shapes.sh", "1", 0, ""}, /* ids, classes, tiles overhanging */
         {"tests/models/select_masks.sh", "2x2", 0, ""}, /* bool, comparisons, where */
+        {"examples/moe.sh", "2x2", 0, "S=16 D=64 F=64 L=1"}, /* routing, experts by all-to-all */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double t0 = now();
