@@ -9,7 +9,7 @@
 # tokens, split by sequence over dp, move to their experts' ranks and back
 # by all-to-all. Each expert's hidden units are split over tp (Megatron),
 # as are the attention heads. The loss adds Switch Transformer's
-# load-balancing term.
+# load-balancing term, per sequence.
 mesh dp, tp
 
 let B = 8                       # sequences per batch (a routing group each)
@@ -83,11 +83,13 @@ block moe(x : f32[B, S, D]) -> (f32[B, S, D], f32[]) {
     ye = (silu(xe @ w1) * (xe @ w3)) @ w2                    # [X, B * C, D]
     ye = transpose(reshape(ye, [X, B, C, D]), [1, 0, 2, 3]) shard(dp, _, _, _)
     y = combine @ reshape(ye, [B, X * C, D])
-    # Switch's balance: X times the sum over experts of the share of
-    # choices each gets and its mean router probability
-    share = mean(reshape(m1 + m2, [B * S, X]), axis = 0) / K
-    prob = mean(reshape(softmax(logits, axis = -1), [B * S, X]), axis = 0)
-    return y, X * sum(share * prob)
+    # Switch's balance, per routing group: X times the sum over experts of
+    # the share of a sequence's choices each gets and its mean router
+    # probability there, averaged over the sequences (a mean of per-row
+    # terms, so a pipeline's microbatches add up to it)
+    share = mean(m1 + m2, axis = 1) / K                      # [B, X]
+    prob = mean(softmax(logits, axis = -1), axis = 1)
+    return y, X * mean(sum(share * prob, axis = 1))
 }
 
 x = embedding(emb, tokens)

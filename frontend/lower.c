@@ -860,9 +860,6 @@ static void check_program(fe_lower *L)
         if (!loss_needs_param(L, true))
             fe_fail(L, L->train_stmt->name_loc, "train: the loss '%s' depends on params only "
                     "through stop_gradient, so no gradient reaches one", L->train_stmt->name);
-        if (L->m->train.clip > 0 && L->m->pipe.axis >= 0)
-            fe_fail(L, L->train_stmt->expr->loc, "clip is not supported in a pipeline yet: the "
-                    "global norm needs every stage's gradients");
     }
 }
 

@@ -490,52 +490,6 @@ static bool whole_batch(pl *L, const ir_op *op, const ir_value *x, const ir_op *
                 "computed independently", ir_op_display(whole->code), whole->loc.line);
 }
 
-/* Whether backward value from is made from value to (seen: a stamp per
- * value id, stack: room for every id). */
-static bool made_from(const ir_value *from, const ir_value *to, int *seen, int stamp,
-                      const ir_value **stack)
-{
-    int n = 0;
-    stack[n++] = from;
-    seen[from->id] = stamp;
-    while (n) {
-        const ir_value *v = stack[--n];
-        if (v == to)
-            return true;
-        if (v->def->phase == IR_PH_FORWARD)
-            continue;
-        for (int k = 0; k < v->def->nin; k++) {
-            const ir_value *x = v->def->in[k];
-            if (seen[x->id] != stamp) {
-                seen[x->id] = stamp;
-                stack[n++] = x;
-            }
-        }
-    }
-    return false;
-}
-
-/* op combines per-step values a and b of two stages: an error, at the
- * param whose gradient it makes when it does (a param used on both). */
-static bool two_stages(pl *L, const ir_op *op, const ir_value *a, const ir_value *b)
-{
-    int sa = L->stage[a->id], sb = L->stage[b->id];
-    int la = L->origin[a->id]->loc.line, lb = L->origin[b->id]->loc.line;
-    int *seen = su_alloc(&L->ar, (size_t)L->nv * sizeof *seen);
-    const ir_value **stack = su_alloc(&L->ar, (size_t)L->nv * sizeof *stack);
-    memset(seen, 0, (size_t)L->nv * sizeof *seen);
-    for (int i = 0; i < L->m->updates.n; i++) {
-        const ir_update *u = IR_UPDATE(L->m, i);
-        if (u->grad && made_from(u->grad, op->res[0], seen, i + 1, stack))
-            return pass_pl_fail_at(L, u->src->def->loc, "param '%s' is used on pipeline stages %d "
-                                   "(line %d) and %d (line %d); a param shared by stages is not "
-                                   "supported yet", u->src->def->a.name, sa < sb ? sa : sb,
-                                   sa < sb ? la : lb, sa < sb ? sb : sa, sa < sb ? lb : la);
-    }
-    return fail(L, op, "it combines per-step values made on pipeline stages %d (line %d) and %d "
-                "(line %d); a value shared by stages is not supported yet", sa, la, sb, lb);
-}
-
 static bool classify_op(pl *L, const ir_op *op)
 {
     const ir_value *r = op->res[0];
@@ -552,20 +506,24 @@ static bool classify_op(pl *L, const ir_op *op)
     }
     bool mb = false, step = false, floating = op->rep < 0;
     int post_stage = -1;
+    int64_t staged = -1; /* the elements of the operand that placed it */
     const ir_op *whole = NULL;
-    const ir_value *stepv = NULL, *staged = NULL;
+    const ir_value *stepv = NULL;
     for (int k = 0; k < op->nin; k++) {
         int x = op->in[k]->id;
         if (L->kind[x] == K_MB) {
             mb = true;
             floating = floating && L->floating[x];
         } else if (L->kind[x] == K_ACC || L->kind[x] == K_POST) {
-            if (post_stage >= 0 && L->stage[x] >= 0 && L->stage[x] != post_stage)
-                return two_stages(L, op, staged, op->in[k]);
+            /* per-step values of several stages (a tied param's gradients,
+             * clip's norm and factor): the op runs where the largest is,
+             * the later stage on a tie; the others are sent there
+             * (pipesplit.c's run_post) */
             step = true;
-            if (L->stage[x] >= 0) {
+            int64_t n = ir_type_numel(&op->in[k]->type);
+            if (L->stage[x] >= 0 && (n > staged || (n == staged && L->stage[x] > post_stage))) {
                 post_stage = L->stage[x];
-                staged = op->in[k];
+                staged = n;
             }
             whole = L->origin[x];
             stepv = op->in[k];

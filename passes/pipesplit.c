@@ -568,25 +568,50 @@ static bool order_p2p(pl *L, st *S)
     return ok;
 }
 
-/* After the last task: the per-step ops of this stage, in program order. */
-static bool run_post(st *S)
+/* After every stage's last task: the per-step ops of each stage, in
+ * program order. A per-step op that reads a per-step value another stage
+ * holds (a tied param's gradient from the first and the last stage, the
+ * clip's norm summed over every stage's params, the factor each stage's
+ * updates read: classify_op puts the op with its largest operand) receives
+ * it, and the holder sends it, both when the walk reaches the op: every
+ * stage's sends and recvs of per-step values then follow one order, that
+ * of the program, so each pairs without waiting in a cycle, and all come
+ * after the stages' tasks. */
+static bool run_post(pl *L, st *S)
 {
-    pl *L = S->L;
     const ir_module *m = L->m;
-    for (int i = 0; i < m->ops.n && !S->failed; i++) {
+    for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
-        int id = op->res[0]->id;
-        if (L->kind[id] == K_ACC && L->stage[id] == S->s && S->nacc[id] != L->M)
-            return pass_pl_fail_at(L, op->loc, "internal error: %d of %d microbatches accumulated on stage %d",
-                        S->nacc[id], L->M, S->s);
-        if (L->kind[id] != K_POST || L->stage[id] != S->s)
+        int id = op->res[0]->id, b = L->stage[id];
+        for (int s = 0; s < L->P; s++)
+            if (L->kind[id] == K_ACC && L->stage[id] == s && S[s].nacc[id] != L->M)
+                return pass_pl_fail_at(L, op->loc, "internal error: %d of %d microbatches "
+                                       "accumulated on stage %d", S[s].nacc[id], L->M, s);
+        if (L->kind[id] != K_POST || b < 0)
             continue;
+        for (int k = 0; k < op->nin; k++) {
+            const ir_value *x = op->in[k];
+            bool step = L->kind[x->id] == K_ACC || L->kind[x->id] == K_POST;
+            int a = step ? L->stage[x->id] : -1;
+            if (a < 0 || a == b || S[b].step[x->id])
+                continue;
+            ir_value *v = get(&S[a], x, 0);
+            if (!v)
+                return false;
+            ir_attrs to = {.peer = b, .tag = tag_of(L, x->id, 0)};
+            append(&S[a], x->def, IR_SEND, &v, 1, &to, NULL, NULL);
+            ir_attrs from = {.peer = a, .tag = tag_of(L, x->id, 0)};
+            S[b].step[x->id] = append(&S[b], x->def, IR_RECV, NULL, 0, &from, &x->type, &x->sh);
+        }
         ir_value *in[MAX_IN];
-        if (!operands(S, op, 0, in))
+        if (!operands(&S[b], op, 0, in))
             return false;
-        S->step[id] = copy_op(S, op, in, &op->res[0]->type);
+        S[b].step[id] = copy_op(&S[b], op, in, &op->res[0]->type);
     }
-    return !S->failed;
+    for (int s = 0; s < L->P; s++)
+        if (S[s].failed)
+            return false;
+    return true;
 }
 
 /* The stage that holds value v once every task has run; -1 when any
@@ -729,24 +754,18 @@ static bool outputs(pl *L, st *S)
 
 /* The stage a param with an update lives on: where its gradient (else
  * its new value) is made, else where a forward op reads it, else where
- * any op does (stage 0 when none does); -1 when two forward ops on two
- * stages read it (a param shared by stages; one op on two stages makes a
- * value both need, made from inputs and params alone). Another stage that
- * reads it (the gradient of the operation that reads it, made on an
- * earlier stage from per-step values alone; the forward op of a value
- * whose gradient reaches the param on another stage, or that both need)
- * gets its value at the start of the step (exchange). */
+ * any op does (stage 0 when none does). Another stage that reads it (a
+ * param shared by stages, as tied input and output embeddings are, whose
+ * gradients the stages' contributions sum on the home, run_post; the
+ * gradient of the operation that reads it, made on an earlier stage from
+ * per-step values alone; the forward op of a value whose gradient reaches
+ * the param on another stage, or that both need) gets its value at the
+ * start of the step (exchange). */
 static int param_home(pl *L, st *S, const ir_update *u)
 {
     int id = u->src->id, fwd = -1, any = -1;
     for (int s = 0; s < L->P; s++) {
-        const ir_op *a = fwd >= 0 ? S[fwd].fwd[id] : NULL, *b = S[s].fwd[id];
-        if (a && b && a != b)
-            return pass_pl_fail_at(L, u->src->def->loc, "param '%s' is used on pipeline stages %d "
-                                   "(line %d) and %d (line %d); a param shared by stages is not "
-                                   "supported yet", u->src->def->a.name, fwd, a->loc.line, s,
-                                   b->loc.line), -1;
-        if (S[s].fwd[id])
+        if (S[s].fwd[id] && fwd < 0)
             fwd = s;
         if (S[s].pre[id] && any < 0)
             any = s;
@@ -1143,9 +1162,9 @@ static void split(void *arg)
                                 (size_t)(r->tasks.n ? r->tasks.n : 1) * sizeof(pass_task *));
         memcpy(out->task[s], r->tasks.v, (size_t)r->tasks.n * sizeof(pass_task *));
         r->tasks.n = 0;
-        ok = ok && run_tasks(&S[s], out->task[s], out->ntasks[s]) && run_post(&S[s]);
+        ok = ok && run_tasks(&S[s], out->task[s], out->ntasks[s]);
     }
-    ok = ok && order_p2p(L, S);
+    ok = ok && run_post(L, S) && order_p2p(L, S);
     /* the outputs first: an update then sees every stage that reads its param */
     ok = ok && outputs(L, S) && updates(L, S) && keep_unread(L, S) && exchange(L, S);
     if (ok) {

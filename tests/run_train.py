@@ -26,6 +26,11 @@ Options change the sharded run or the reference:
                       `unpipelined` makes that model from MODEL: its
                       `repeat ... over AXIS` without `over AXIS`, no
                       `pipeline` line
+  --pipelined M,S     the sharded run's model is MODEL pipelined: its mesh
+                      gets a last axis, pp (MESH names its size last), its
+                      first `repeat` runs `over pp`, and it gets the line
+                      `pipeline microbatches M schedule S`; the reference is
+                      MODEL as written, on the mesh of ones without pp
   --reference-mesh M  the reference's mesh (default: MESH's mesh of ones)
   --define NAME=VALUE -D NAME=VALUE for both compilations; must match the
                       constants DATA was made with (repeatable)
@@ -206,9 +211,20 @@ def edit(text, pattern, make, option):
     return text
 
 
+def pipelined(text, a):
+    """TEXT with a pipeline over a new last mesh axis pp (--pipelined)."""
+    m, s = a.pipelined.split(",")
+    text = edit(text, r"^mesh (.*)$", lambda g: f"mesh {g[1]}, pp", "--pipelined")
+    text = edit(text, r"^(repeat .*?) *\{", lambda g: f"{g[1]} over pp {{", "--pipelined")
+    return edit(text, r"^(train .*)$",
+                lambda g: f"pipeline microbatches {m} schedule {s}\n{g[1]}", "--pipelined")
+
+
 def sharded_model(text, a):
-    """The sharded run's model: MODEL with --schedule, --microbatches and
-    --zero applied, in that order."""
+    """The sharded run's model: MODEL with --pipelined, --schedule,
+    --microbatches and --zero applied, in that order."""
+    if a.pipelined:
+        text = pipelined(text, a)
     if a.schedule:
         text = edit(text, r"^(pipeline .*)schedule .*$",
                     lambda m: f"{m[1]}schedule {a.schedule}", "--schedule")
@@ -414,8 +430,8 @@ def check(a, tmp):
     ref, got, local = (os.path.join(tmp, f"{r}.safetensors") for r in ["ref", "got", "local"])
     ref_plan, plan = os.path.join(tmp, "ref.plan"), os.path.join(tmp, "model.plan")
 
-    run([shardc, reference, *defines, "--mesh", a.reference_mesh or ones_of(a.mesh),
-         "-o", ref_plan])
+    ref_mesh = a.reference_mesh or ones_of(a.mesh.rsplit("x", 1)[0] if a.pipelined else a.mesh)
+    run([shardc, reference, *defines, "--mesh", ref_mesh, "-o", ref_plan])
     ref_log = run([shardrun, ref_plan, "--comm", "local", *run_args, "--save-params", ref])
     run([shardc, sharded, *defines, "--mesh", a.mesh, "-o", plan])
     if a.comm == "mpi":
@@ -464,6 +480,7 @@ def parse_args(argv):
     ap.add_argument("--schedule", metavar="S")
     ap.add_argument("--microbatches", metavar="N", type=int)
     ap.add_argument("--reference", metavar="MODEL|unpipelined")
+    ap.add_argument("--pipelined", metavar="M,S")
     ap.add_argument("--reference-mesh", metavar="M")
     ap.add_argument("--define", metavar="NAME=VALUE", action="append", default=[])
     ap.add_argument("--exact", action="store_true")

@@ -699,6 +699,7 @@ class Gen:
             out.append(f"input ids : {self.typetext('i32', shape)}{ann}")
             self.ids["ids"] = V
             t = self.new_param([V, self.r.choice(self.dims)], dtype0)
+            self.emb = (t.name, V, self.params_shape_last(t), dtype0)
             e = self.fresh()
             out.append(f"{e} = embedding({t.name}, ids)")
             self.pool.append(Value(e, dtype0, shape + [self.params_shape_last(t)], 1.0, True))
@@ -863,7 +864,7 @@ class Gen:
         t = x.name
         if x.dtype != "f32" and self.chance(0.5):
             t = f"cast({t}, f32)"
-        kinds = ["mse", "ce"]
+        kinds = ["mse", "ce"] + (["ce", "ce"] if getattr(self, "emb", None) else [])
         if not self.pipelined or "pipe-loss-reduce" not in self.avoid:
             kinds += ["mean", "sum"]
         kind = self.r.choice(kinds)
@@ -895,6 +896,18 @@ class Gen:
             ann = self.batch_annotation(shape, 0.6)
             self.out.insert(self.input_end(), f"input labels : {self.typetext('i32', shape)}{ann}")
             self.ids["labels"] = x.shape[-1]
+            emb = getattr(self, "emb", None)
+            if emb and emb[3] == x.dtype and self.chance(0.7):
+                # the output layer tied to the embedding (read on the first
+                # stage and the last when pipelined: LANGUAGE.md §12), after
+                # a projection to its width where x's differs
+                self.ids["labels"] = emb[1]
+                h = x.name
+                if emb[2] != x.shape[-1]:
+                    h = f"{h} @ {self.new_param([x.shape[-1], emb[2]], x.dtype).name}"
+                t = f"{h} @ transpose({emb[0]})"
+                if x.dtype != "f32":
+                    t = f"cast({t}, f32)"
             self.out.append(f"loss = cross_entropy({t}, labels)")
         else:
             f = "mean" if kind != "sum" else "sum"
@@ -944,8 +957,9 @@ class Gen:
         axes = [a for a in self.axes if a != "pp"]
         if axes and self.chance(0.4):
             z = f" zero {self.r.choice([1, 2, 3])} over {self.r.choice(axes)}"
-        # the gradients' global norm clipped (not in pipelines, which refuse it)
-        if not self.pipelined and self.chance(0.3):
+        # the gradients' global norm clipped (in a pipeline, summed over the
+        # stages)
+        if self.chance(0.3):
             o = o[:-1] + f", clip = {self.r.choice(['0.05', '0.5', '5.0'])})"
         # a learning-rate schedule
         if self.chance(0.2):

@@ -261,7 +261,8 @@ def moe_forward(c, P, i):
     softmax of those K logits; per sequence, each expert takes its first
     choices in token order and then its second choices, up to C tokens,
     and drops the rest; the expert a SwiGLU; plus 0.01 times the mean over
-    layers of Switch's load-balancing term X * sum(share * mean prob)."""
+    layers of Switch's load-balancing term X * sum(share * mean prob), per
+    sequence, averaged over the sequences."""
     B, S, D, V, L, X, K = c["B"], c["S"], c["D"], c["V"], c["L"], c["X"], c["K"]
     C = 5 * S * K // (4 * X)
     tokens, targets = i["tokens"].long(), i["targets"].long()
@@ -298,9 +299,9 @@ def moe_forward(c, P, i):
             w = torch.stack([weights[j] for j in sel])[:, None]
             y = y.index_add(0, torch.tensor([rows[j] for j in sel]), w * out)
         x = x + y.reshape(B, S, D)
-        share = torch.nn.functional.one_hot(idx, X).sum(-2).reshape(-1, X).double().mean(0) / K
-        prob = torch.softmax(logits, dim=-1).reshape(-1, X).mean(0)
-        aux = aux + X * (share * prob).sum()
+        share = torch.nn.functional.one_hot(idx, X).sum(-2).double().mean(1) / K  # [B, X]
+        prob = torch.softmax(logits, dim=-1).mean(1)
+        aux = aux + X * (share * prob).sum(-1).mean()
     out = rmsnorm(x, P["norm"], 1e-5) @ P["emb"].T
     loss = torch.nn.functional.cross_entropy(out.reshape(-1, V), targets.reshape(-1))
     return {"loss": loss + 0.01 * aux / L, "dropped": dropped}
