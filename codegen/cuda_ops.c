@@ -2,6 +2,7 @@
  * the fused groups (cg_cuda_op_kernel): transpose, iota, narrow and
  * concat, embedding and its gradient, attention. */
 #include "cuda_gen.h"
+#include "runtime/plan/plan.h" /* rt_dropout_bits's threshold */
 
 #include <math.h>
 #include <stdarg.h>
@@ -38,6 +39,7 @@ bool cg_cuda_op_kernel(const ir_op *op)
     case IR_EMBEDDING_GRAD:
     case IR_ATTENTION:
     case IR_ATTN_PROBS:
+    case IR_DROPOUT:
         return op->nres == 1 && op->res[0]->type.dtype != IR_I32;
     default:
         return false;
@@ -268,6 +270,51 @@ static void emit_narrow_concat(gen *G, cg_cuda_kernel *k, const ir_op *op)
             at += len;
         }
     }
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* dropout (x, key[, pos...]): element e's global index mod 2^32 from its
+ * coordinates (a pos operand's entry along a split dim, a microbatch's
+ * rows offset along its dim) and the global strides, then
+ * rt_dropout_bits (runtime/plan/plan.h) in CUDA C, the same arithmetic. */
+static void emit_dropout(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    const ir_type *t = &op->in[0]->type;
+    const ir_value *r = op->res[0];
+    const ir_attrs *a = &op->a;
+    int pos[IR_MAX_RANK], np = 2;
+    for (int d = 0; d < t->rank; d++)
+        pos[d] = r->sh.naxes[d] ? np++ : -1;
+    uint32_t stride[IR_MAX_RANK], s = 1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        stride[d] = s;
+        s *= (uint32_t)a->list[d];
+    }
+    elementwise_loop(G, k, ir_type_numel(t));
+    cg_line(G, "i64 r = e;");
+    cg_line(G, "unsigned g = 0u;");
+    for (int d = t->rank - 1; d >= 0; d--) {
+        int64_t off = d == a->dim ? a->offset : 0;
+        cg_line(G, "{ const i64 c = r %% %lld%s; r /= %lld; g += (unsigned)%s * %uu; }",
+                (long long)t->dim[d], off ? cg_fmt(G, " + %lld", (long long)off) : "",
+                (long long)t->dim[d], pos[d] >= 0 ? cg_fmt(G, "p%d[c]", pos[d]) : "c",
+                (unsigned)stride[d]);
+    }
+    cg_line(G, "unsigned long long z = ((unsigned long long)(unsigned)p1[0] << 32 | %uull) + "
+               "0x9e3779b97f4a7c15ull;", (unsigned)(uint32_t)a->tag);
+    for (int round = 0; round < 2; round++) {
+        cg_line(G, "z ^= z >> 30; z *= 0xbf58476d1ce4e5b9ull; z ^= z >> 27; "
+                   "z *= 0x94d049bb133111ebull; z ^= z >> 31;");
+        if (round == 0)
+            cg_line(G, "z += (unsigned long long)g * 0x9e3779b97f4a7c15ull;");
+    }
+    const char *x = cg_load_conv(G, t->dtype, "p0[e]");
+    const char *v = cg_fmt(G, "(unsigned)(z >> 40) < %uu ? 0.0f : %s * %s",
+                           (unsigned)rt_dropout_threshold(a->value), x,
+                           cg_f32_text(G, (float)(1.0 / (1.0 - a->value))));
+    cg_line(G, "const float v = %s;", v);
+    cg_line(G, "p%d[e] = %s;", op->nin, cg_store_conv(G, r->type.dtype, "v"));
     G->indent--;
     cg_line(G, "}");
 }
@@ -815,6 +862,7 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     case IR_EMBEDDING_GRAD: emit_embedding_grad(G, k, op); break;
     case IR_NARROW:
     case IR_CONCAT: emit_narrow_concat(G, k, op); break;
+    case IR_DROPOUT: emit_dropout(G, k, op); break;
     default:
         if (cg_attention_tiled(op))
             emit_attention_tiled(G, k, op);

@@ -208,7 +208,7 @@ static bool lower_op(builder *b, const ir_op *op)
     in->keepdims = a->keepdims;
     in->causal = a->causal;
     in->eps = a->eps;
-    if (op->code == IR_TRANSPOSE) {
+    if (op->code == IR_TRANSPOSE || op->code == IR_DROPOUT) {
         in->nlist = (uint8_t)a->nlist;
         memcpy(in->list, a->list, sizeof in->list);
     }
@@ -225,6 +225,14 @@ static bool lower_op(builder *b, const ir_op *op)
     in->beta2 = a->beta2;
     in->wd = a->wd;
     in->offset = a->offset;
+    if (op->code == IR_DROPOUT) { /* the probability, the tag, the dims with a pos */
+        in->value = a->value;
+        in->axis = a->tag;
+        in->dim2 = 0;
+        for (int d = 0; d < res->type.rank; d++)
+            if (res->sh.naxes[d])
+                in->dim2 |= 1 << d;
+    }
     in->line = op->loc.line;
     in->col = op->loc.line ? op->loc.col : 0;
     if (ir_ops[op->code].cls == IR_C_SOURCE && !source(b, op, in))

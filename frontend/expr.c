@@ -280,6 +280,7 @@ static const fe_builtin builtins[] = {
     {"max", IR_MAX, 2, {T("a"), T("b")}}, {"min", IR_MIN, 2, {T("a"), T("b")}},
     {"pow", IR_POW, 2, {T("a"), T("b")}},
     {"where", IR_WHERE, 3, {T("cond"), T("a"), T("b")}},
+    {"dropout", IR_DROPOUT, 2, {T("x"), {"p", P_FLOAT, false, 0}}},
     {"sum", IR_SUM, 3, {T("x"), {"axis", P_INT, true, 0}, {"keepdims", P_BOOL, true, 0}}},
     {"mean", IR_MEAN, 3, {T("x"), {"axis", P_INT, true, 0}, {"keepdims", P_BOOL, true, 0}}},
     {"amax", IR_AMAX, 3, {T("x"), {"axis", P_INT, true, 0}, {"keepdims", P_BOOL, true, 0}}},
@@ -556,6 +557,60 @@ static fe_val where(fe_lower *L, fe_args *A, su_loc loc)
     return (fe_val){.v = emit(L, IR_WHERE, in, 3, NULL, loc)};
 }
 
+/* An op of the forward made outside any repetition or recompute region: the
+ * dropout key's, which every dropout reads. */
+static ir_value *key_op(fe_lower *L, ir_opcode code, ir_value **in, int nin, const ir_attrs *a,
+                        const ir_type *t)
+{
+    ir_op *op = ir_append(L->m, code, in, nin, a, t);
+    op->rep = -1;
+    return op->res[0];
+}
+
+/* The i32 key of dropout's bits in a training step: the state "rng.seed",
+ * drawn from the run's seed, plus the step number (the state "opt.step"
+ * plus one, which the optimizer counts) times 1000003, wrapping. Made at
+ * the first dropout, once per module. */
+static ir_value *dropout_key(fe_lower *L)
+{
+    if (L->dropout_key && L->dropout_key_m == L->m)
+        return L->dropout_key;
+    ir_type f = {.dtype = IR_F32}, i = {.dtype = IR_I32};
+    ir_attrs sa = {.name = "opt.step", .init = {.kind = IR_INIT_ZEROS}};
+    ir_attrs ka = {.name = "rng.seed", .init = {.kind = IR_INIT_UNIFORM, .a = 0, .b = 2147483647.0}};
+    ir_value *step = key_op(L, IR_STATE, NULL, 0, &sa, &f);
+    ir_value *seed = key_op(L, IR_STATE, NULL, 0, &ka, &i);
+    ir_value *one = key_op(L, IR_CONST, NULL, 0, &(ir_attrs){.value = 1}, &f);
+    ir_value *mul = key_op(L, IR_CONST, NULL, 0, &(ir_attrs){.value = 1000003}, &i);
+    ir_value *t = key_op(L, IR_ADD, (ir_value *[]){step, one}, 2, NULL, &f);
+    t = key_op(L, IR_CAST, &t, 1, &(ir_attrs){.dtype = IR_I32}, &i);
+    t = key_op(L, IR_MUL, (ir_value *[]){t, mul}, 2, NULL, &i);
+    L->dropout_key = key_op(L, IR_ADD, (ir_value *[]){seed, t}, 2, NULL, &i);
+    L->dropout_key_m = L->m;
+    return L->dropout_key;
+}
+
+/* dropout(x, p): x itself outside training (and for p = 0); in a training
+ * program the op, its tag the count of dropouts made so far, so that each
+ * layer of a repeat draws its own bits. */
+static fe_val dropout(fe_lower *L, const fe_builtin *b, fe_args *A, su_loc loc)
+{
+    ir_value *x = need_tensor(L, b, A, 0);
+    double p = A->num[1];
+    if (!(p >= 0 && p < 1))
+        fe_fail(L, A->node[1]->loc, "dropout's probability must be at least 0 and below 1, "
+                "got %g", p);
+    if (!ir_dtype_is_float(x->type.dtype))
+        fe_fail(L, A->node[0]->loc, "dropout needs a floating-point tensor, got %s",
+                ir_dtype_name(x->type.dtype));
+    if (!L->trains || p == 0)
+        return (fe_val){.v = x};
+    ir_attrs a = {.value = p, .tag = L->ndropout++, .nlist = x->type.rank};
+    memcpy(a.list, x->type.dim, sizeof a.list);
+    ir_value *in[2] = {x, dropout_key(L)};
+    return (fe_val){.v = emit(L, IR_DROPOUT, in, 2, &a, loc)};
+}
+
 static fe_val call_builtin(fe_lower *L, fe_scope *s, fe_frame *f, const fe_builtin *b,
                            const ast_node *call)
 {
@@ -566,7 +621,7 @@ static fe_val call_builtin(fe_lower *L, fe_scope *s, fe_frame *f, const fe_built
     ir_value *in[3];
     su_loc loc = call->loc;
     const ir_opinfo *info = &ir_ops[b->code];
-    if (info->cls == IR_C_UNARY && b->code != IR_CAST)
+    if (info->cls == IR_C_UNARY && b->code != IR_CAST && b->code != IR_DROPOUT)
         return unary(L, b->code, A.t[0], loc);
     if (b->code == IR_WHERE)
         return where(L, &A, loc);
@@ -619,6 +674,8 @@ static fe_val call_builtin(fe_lower *L, fe_scope *s, fe_frame *f, const fe_built
         break;
     case IR_ATTENTION:
         return attention(L, b, &A, loc);
+    case IR_DROPOUT:
+        return dropout(L, b, &A, loc);
     default: /* the op's own operands; the optional ones are the compiler's */
         for (int i = 0; i < info->min_in; i++)
             in[i] = need_tensor(L, b, &A, i);

@@ -887,6 +887,8 @@ static bool lower_program(fe_lower *L, const ast_stmt *program)
     if (!program) /* nothing, or only comments: there is no place to point at */
         fe_fail(L, (su_loc){0, 0}, "the program is empty: it has no statement (a program declares "
                 "its inputs and params, computes, and ends with 'output' or 'train')");
+    for (const ast_stmt *st = program; st; st = st->next)
+        L->trains |= st->kind == ST_TRAIN;
     run(L, &c, program);
     check_program(L);
     check_computes(L, program);

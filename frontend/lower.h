@@ -99,6 +99,10 @@ typedef struct fe_lower {
     fe_block *blocks, **blocks_tail;
     ir_module *scratch;      /* a block's trial run, freed on failure */
     int depth;               /* nesting of the expression being evaluated */
+    bool trains;             /* the program has a `train` statement */
+    ir_value *dropout_key;   /* the i32 key of dropout's bits, made in ... */
+    ir_module *dropout_key_m; /* ... this module (a block's trial run has its own) */
+    int ndropout;            /* dropout ops so far: each one's tag */
     /* Runs block b's body for a call in an expression and puts its b->nret
      * results in out: lower.c's statements, set by fe_compile. Expressions
      * reach statements only through it, so expr.c depends on scope.c alone. */

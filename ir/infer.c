@@ -173,6 +173,31 @@ static bool infer_where(ctx *c, const ir_type *const *in, ir_type *out)
     return true;
 }
 
+/* dropout(x, key[, pos...]): x float; key an i32 scalar; the shape the
+ * global one, of x's rank and at least its dims; a pos per split dim. */
+static bool infer_dropout(ctx *c, const ir_type *const *in, const ir_attrs *a, ir_type *out)
+{
+    char t1[TYPE_LEN];
+    if (!need_float(c, in[0]))
+        return false;
+    if (in[1]->dtype != IR_I32 || in[1]->rank != 0)
+        return fail(c, "dropout's key must be an i32 scalar, got %s", tstr(t1, in[1]));
+    if (!(a->value >= 0 && a->value < 1))
+        return fail(c, "dropout's probability must be in [0, 1), got %g", a->value);
+    if (a->nlist != in[0]->rank)
+        return fail(c, "dropout's global shape has %d dims, its operand %d", a->nlist,
+                    in[0]->rank);
+    for (int d = 0; d < a->nlist; d++)
+        if (a->list[d] < in[0]->dim[d] || a->list[d] % in[0]->dim[d])
+            return fail(c, "dropout's global dim %d (%lld) is not a multiple of its operand's "
+                        "(%lld)", d, (long long)a->list[d], (long long)in[0]->dim[d]);
+    for (int i = 2; i < c->nin; i++)
+        if (in[i]->dtype != IR_I32 || in[i]->rank != 1)
+            return fail(c, "dropout's positions must be i32 vectors, got %s", tstr(t1, in[i]));
+    *out = *in[0];
+    return true;
+}
+
 /* Whether op may read a bool operand: comparisons for equality, where,
  * cast, and the ops that move elements without computing on them. */
 static bool takes_bool(ir_opcode code)
@@ -738,6 +763,8 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
     case IR_COS:
         *out = *in[0];
         return need_float(c, in[0]);
+    case IR_DROPOUT:
+        return infer_dropout(c, in, a, out);
     case IR_CAST:
         if ((int)a->dtype < 0 || (int)a->dtype >= IR_NDTYPES)
             return fail(c, "cast to an unknown dtype (%d)", (int)a->dtype);

@@ -447,6 +447,11 @@ static void grad_unary(ad *A, const ir_op *op, ir_value *gy)
         break;
     case IR_SIN: g = op2(A, IR_MUL, gy, op1(A, IR_COS, x)); break;
     case IR_COS: g = op2(A, IR_MUL, op1(A, IR_NEG, gy), op1(A, IR_SIN, x)); break;
+    case IR_DROPOUT: { /* the same bits: the key, the tag and the global shape */
+        ir_value *in[2] = {gy, op->in[1]};
+        g = emit(A, IR_DROPOUT, in, 2, &op->a);
+        break;
+    }
     case IR_CAST: {
         if (!ir_dtype_is_float(x->type.dtype))
             return;
@@ -596,14 +601,26 @@ static ir_value *cast(ad *A, ir_value *x, ir_dtype t)
  * f32 gradient g: sgd, sgd with momentum, or adamw, as PyTorch defines
  * them, each state's update recorded. *step is adamw's step count, made at
  * its first use. */
+/* The state "opt.step": the frontend's, which dropout's key reads, or
+ * made here. */
+static ir_value *step_state(ad *A)
+{
+    for (int i = 0; i < A->m->ops.n; i++) {
+        const ir_op *op = IR_OP(A->m, i);
+        if (op->code == IR_STATE && !strcmp(op->a.name, "opt.step"))
+            return op->res[0];
+    }
+    ir_type st = {.dtype = IR_F32};
+    ir_init zeros = {.kind = IR_INIT_ZEROS};
+    return state(A, "opt.step", &st, &zeros, NULL);
+}
+
 /* The step count t (1 at the first step): the state "opt.step" plus one,
  * made at its first use. */
 static ir_value *step_count(ad *A, ir_value **step)
 {
     if (!*step) {
-        ir_type st = {.dtype = IR_F32};
-        ir_init zeros = {.kind = IR_INIT_ZEROS};
-        ir_value *s = state(A, "opt.step", &st, &zeros, NULL);
+        ir_value *s = step_state(A);
         *step = op2(A, IR_ADD, s, cst(A, 1.0, IR_F32));
         ir_add_update(A->m, s, *step, NULL);
     }
@@ -856,6 +873,9 @@ static bool run(ad *A, pass_grads *grads)
         }
         optimize(A, op->res[0], op->a.name, g, &step);
     }
+    for (int i = 0; i < nops && !step; i++) /* dropout's key counts the steps */
+        if (IR_OP(m, i)->code == IR_DROPOUT)
+            step_count(A, &step);
     after_step(m);
     return true;
 }

@@ -19,7 +19,12 @@ static void part_op(part *P)
     switch (ir_ops[op->code].cls) {
     case IR_C_SOURCE: pass_part_source(P); return;
     case IR_C_BINARY: pass_part_elementwise(P); return;
-    case IR_C_UNARY: pass_part_elementwise(P); return;
+    case IR_C_UNARY:
+        if (op->code == IR_DROPOUT)
+            pass_part_dropout(P);
+        else
+            pass_part_elementwise(P);
+        return;
     case IR_C_CONTRACT:
         if (op->code == IR_MATMUL)
             pass_part_matmul(P);

@@ -101,6 +101,7 @@ void pass_part_loss(part *P);
 void pass_part_embedding(part *P);
 void pass_part_embedding_grad(part *P);
 void pass_part_iota(part *P);
+void pass_part_dropout(part *P);
 /* The global positions of this rank's query rows among the keys, for a
  * causal attention or attn_probs on queries of sharding q; NULL where
  * they are the local ones. */

@@ -768,6 +768,31 @@ ir_value *pass_part_query_pos(part *P, const ir_sharding *q)
     return pos;
 }
 
+/* dropout: computed where x lies, as an elementwise op, with each element's
+ * global index for the bits: for each split dim (at most two; a value
+ * split along more has its later split dims gathered first), the global
+ * coordinates of the rank's rows along it, iota sliced at the rank's
+ * coordinate. The key is whole. */
+void pass_part_dropout(part *P)
+{
+    const ir_op *op = P->op;
+    const ir_value *lr = op->res[0];
+    ir_sharding nat = pass_part_no_partial(lr->sh);
+    int split = 0;
+    for (int d = 0; d < lr->type.rank; d++)
+        if (nat.naxes[d] && ++split > 2)
+            nat = pass_part_clear_dim(nat, d);
+    ir_sharding whole = pass_part_replicated();
+    ir_value *in[4] = {pass_part_operand(P, 0, &nat, "dropout computes where its operand lies"),
+                       pass_part_operand(P, 1, &whole, "the key of dropout's bits")};
+    int n = 2;
+    for (int d = 0; d < lr->type.rank; d++)
+        if (nat.naxes[d])
+            in[n++] = class_ids(P, lr->type.dim[d], &nat, d, "drop",
+                                "the global rows this rank holds, for dropout's bits");
+    pass_part_finish(P, in, n, &nat);
+}
+
 /* iota: made whole, then resharded to its value's sharding. */
 void pass_part_iota(part *P)
 {

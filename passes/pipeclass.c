@@ -393,6 +393,8 @@ static uint8_t uniform_dims(const pl *L, const ir_op *op)
     int R = r->type.rank;
     uint8_t u = 0;
     switch (op->code) {
+    case IR_DROPOUT: /* its bits differ from element to element */
+        return 0;
     case IR_RESHAPE:
         return reshape_uniform(L, x, r);
     case IR_TRANSPOSE:

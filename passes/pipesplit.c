@@ -125,7 +125,7 @@ static ir_value *append(st *S, const ir_op *like, ir_opcode code, ir_value **in,
 static ir_value *copy_op(st *S, const ir_op *op, ir_value **in, const ir_type *t)
 {
     ir_attrs a = op->a;
-    if (ir_ops[op->code].attrs & IR_A_SHAPE) {
+    if ((ir_ops[op->code].attrs & IR_A_SHAPE) && op->code != IR_DROPOUT) {
         a.nlist = t->rank;
         memcpy(a.list, t->dim, sizeof a.list);
     }
@@ -215,6 +215,25 @@ static bool mb_operands(st *S, const ir_op *op, int j, ir_value **in)
     return true;
 }
 
+/* Microbatch j of a dropout: its rows of the batch dim are rows j * n ..
+ * of the rank's (n per microbatch), where its bits come from. The rows are
+ * one run only when the value holds one block of the batch (input_mb). */
+static ir_value *dropout_mb(st *S, const ir_op *op, int j, ir_value **in, const ir_type *t)
+{
+    pl *L = S->L;
+    int id = op->res[0]->id, d = L->bd[id];
+    if (L->N / pass_pl_blocks_of(L, op->res[0]) != 1) {
+        S->failed = true;
+        pass_pl_fail_at(L, op->loc, "dropout on a value whose batch rows are split unlike the "
+                        "inputs' is not supported in a pipeline yet");
+        return NULL;
+    }
+    ir_attrs a = op->a;
+    a.dim = d;
+    a.offset = j * t->dim[d];
+    return append(S, op, op->code, in, op->nin, &a, t, &op->res[0]->sh);
+}
+
 static ir_value *emit_mb(st *S, const ir_op *op, int j)
 {
     if (op->code == IR_INPUT)
@@ -223,6 +242,8 @@ static ir_value *emit_mb(st *S, const ir_op *op, int j)
     if (!mb_operands(S, op, j, in))
         return NULL;
     ir_type t = mb_type(S->L, op->res[0]);
+    if (op->code == IR_DROPOUT)
+        return dropout_mb(S, op, j, in, &t);
     return copy_op(S, op, in, &t);
 }
 

@@ -419,6 +419,40 @@ static int k_where(const rt_instr *in, const void *const *x, void *y)
     return 0;
 }
 
+/* ---- dropout ---- */
+
+/* Element by element (f32; f16 and bf16 promoted): its local coordinates,
+ * their global ones (a pos operand's entry along a split dim, a
+ * microbatch's rows offset along dim), the global index mod 2^32, its
+ * bits against the threshold. In place works. */
+static int k_dropout(const rt_instr *in, const void *const *x, void *y)
+{
+    const rt_type *t = &in->in_t[0];
+    const float *a = x[0];
+    float *o = y;
+    int32_t key = *(const int32_t *)x[1];
+    const int32_t *pos[RT_MAX_RANK] = {0};
+    for (int d = 0, k = 2; d < t->rank; d++)
+        if (in->dim2 >> d & 1)
+            pos[d] = x[k++];
+    uint32_t thr = rt_dropout_threshold(in->value);
+    float scale = (float)(1.0 / (1.0 - in->value));
+    int64_t n = rt_type_numel(t);
+    for (int64_t e = 0; e < n; e++) {
+        uint32_t g = 0, stride = 1;
+        int64_t r = e;
+        for (int d = t->rank - 1; d >= 0; d--) {
+            int64_t c = r % t->dim[d] + (d == in->dim ? in->offset : 0);
+            r /= t->dim[d];
+            uint32_t gc = pos[d] ? (uint32_t)pos[d][c] : (uint32_t)c;
+            g += gc * stride;
+            stride *= (uint32_t)in->list[d];
+        }
+        o[e] = rt_dropout_bits(key, in->axis, g) < thr ? 0.0f : a[e] * scale;
+    }
+    return 0;
+}
+
 /* ---- elementwise unary ---- */
 
 #define MAP(EXPR)                                                            \
@@ -1099,6 +1133,8 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
         return k_compare(in, x, y);
     case RT_OP_WHERE:
         return k_where(in, x, y);
+    case RT_OP_DROPOUT:
+        return k_dropout(in, x, y);
     case RT_OP_CAST:
         return k_cast(in, x[0], y);
     case RT_OP_COPY:

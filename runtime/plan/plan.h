@@ -43,6 +43,32 @@
 #define RT_MAX_AXES 8
 #define RT_MAX_IN 4
 
+/* dropout's 24 random bits of the element at global index g (mod 2^32) of
+ * the dropout tagged tag under the i32 key (the seed and the step): two
+ * rounds of splitmix64's output function, the CPU backend's and the CUDA
+ * kernels' alike (codegen/cuda_ops.c writes the same in CUDA C). */
+static inline uint32_t rt_dropout_bits(int32_t key, int64_t tag, uint32_t g)
+{
+    uint64_t z = ((uint64_t)(uint32_t)key << 32 | (uint32_t)tag) + 0x9e3779b97f4a7c15ull;
+    for (int round = 0; round < 2; round++) {
+        z ^= z >> 30;
+        z *= 0xbf58476d1ce4e5b9ull;
+        z ^= z >> 27;
+        z *= 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        if (round == 0)
+            z += (uint64_t)g * 0x9e3779b97f4a7c15ull;
+    }
+    return (uint32_t)(z >> 40);
+}
+
+/* The 24-bit threshold of dropout's probability p: an element is dropped
+ * where its bits are below it. */
+static inline uint32_t rt_dropout_threshold(double p)
+{
+    return (uint32_t)(p * 16777216.0 + 0.5);
+}
+
 /* Same numbering and sizes as the IR's dtypes. */
 /* bool (format 9): one byte, 0 or 1 */
 typedef enum { RT_F32, RT_F16, RT_BF16, RT_I32, RT_BOOL, RT_NDTYPES } rt_dtype;

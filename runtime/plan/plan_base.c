@@ -64,7 +64,7 @@ bool rt_op_in_place(int op)
     case RT_OP_TANH: case RT_OP_SIGMOID: case RT_OP_EXP: case RT_OP_LOG: case RT_OP_SQRT:
     case RT_OP_RSQRT: case RT_OP_SIN: case RT_OP_COS:
     case RT_OP_LESS: case RT_OP_LESS_EQ: case RT_OP_GREATER: case RT_OP_GREATER_EQ:
-    case RT_OP_EQUAL: case RT_OP_NOT_EQUAL: case RT_OP_WHERE:
+    case RT_OP_EQUAL: case RT_OP_NOT_EQUAL: case RT_OP_WHERE: case RT_OP_DROPOUT:
     case RT_OP_MOMENTUM: case RT_OP_SGD: case RT_OP_ADAM_M: case RT_OP_ADAM_V:
     case RT_OP_ADAMW:
     case RT_OP_INSERT: /* over its bucket: the rest of it is already in place */

@@ -193,6 +193,43 @@ static bool rule_binary(const rt_instr *in, rt_type *want, su_status *err)
     return true;
 }
 
+/* dropout (x, key[, pos...]): x float; key an i32 scalar; the global
+ * shape a multiple of x's, one i32 pos per dim2 bit holding x's rows of
+ * that dim; a microbatch's rows within the dim; p in [0, 1). */
+static bool rule_dropout(const rt_instr *in, rt_type *want, su_status *err)
+{
+    char b[TYPE_LEN];
+    const rt_type *x = &in->in_t[0];
+    if (!need_float(x, "the operand", err))
+        return false;
+    if (in->in_t[1].dtype != RT_I32 || in->in_t[1].rank != 0)
+        return rt_plan_fail(err, "the key is %s, not an i32 scalar", rt_type_text(b, &in->in_t[1]));
+    if (!(in->value >= 0 && in->value < 1))
+        return rt_plan_fail(err, "the probability %g is not in [0, 1)", in->value);
+    if (in->nlist != x->rank)
+        return rt_plan_fail(err, "the global shape has %d dims, the operand %d", in->nlist, x->rank);
+    int k = 2;
+    for (int d = 0; d < x->rank; d++) {
+        if (in->list[d] < x->dim[d] || in->list[d] % x->dim[d])
+            return rt_plan_fail(err, "global dim %d (%lld) is not a multiple of the operand's",
+                                d, (long long)in->list[d]);
+        if (!(in->dim2 >> d & 1))
+            continue;
+        if (k >= in->nin || in->in_t[k].dtype != RT_I32 || in->in_t[k].rank != 1 ||
+            in->in_t[k].dim[0] < x->dim[d] + (d == in->dim ? in->offset : 0))
+            return rt_plan_fail(err, "dim %d has no i32 positions of its rows", d);
+        k++;
+    }
+    if (k != in->nin || in->dim2 >> x->rank)
+        return rt_plan_fail(err, "%d operands for %d split dims", in->nin, k - 2);
+    if (in->offset < 0 || (in->offset && (in->dim < 0 || in->dim >= x->rank ||
+                                          x->dim[in->dim] + in->offset > in->list[in->dim])))
+        return rt_plan_fail(err, "rows %lld .. of dim %lld are outside the global shape",
+                            (long long)in->offset, (long long)in->dim);
+    *want = *x;
+    return true;
+}
+
 /* where(c, a, b): c bool, a and b of one dtype, all three broadcasting. */
 static bool rule_where(const rt_instr *in, rt_type *want, su_status *err)
 {
@@ -713,6 +750,8 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, su_status *err)
         want.dtype = RT_BOOL;
     } else if (op == RT_OP_WHERE) {
         ok = rule_where(in, &want, err);
+    } else if (op == RT_OP_DROPOUT) {
+        ok = rule_dropout(in, &want, err);
     } else if (is_binary(op)) {
         ok = (op != RT_OP_GELU_GRAD && op != RT_OP_SILU_GRAD) ||
              need_float(x, "x", err);

@@ -9,7 +9,7 @@ broadcasting, matmul plain and batched, reductions with and without
 keepdims, softmax, the norms, transpose, reshape, cast, embedding,
 attention, mse, cross_entropy; of §12, indexing, concat and split, sin,
 cos, one_hot, argmax, gather, cumsum and topk, comparisons, bool inputs
-and where, recompute blocks), f32, bf16 and f16 values, blocks called
+and where, dropout, recompute blocks), f32, bf16 and f16 values, blocks called
 once or more, `repeat`, `repeat ... over pp` with every schedule and
 microbatch count, and `train` with sgd (with and without momentum) or
 adamw, with and without `zero K over AXIS`.
@@ -178,6 +178,13 @@ class Gen:
     def unary(self, x):
         f = self.r.choice([u for u in UNARY if not (self.smooth and u in ("relu", "abs"))])
         t, m = x.name, x.mag
+        if self.train and not self.pipelined and self.chance(0.4):
+            # dropout's bits come from each element's global index, the
+            # same on every mesh (not drawn in pipelines: a gradient the
+            # same in every row, as a mean loss right after it gives, is
+            # refused there; tests/diff/regress/pipeline-dropout.sh)
+            p = self.r.choice([0.1, 0.25, 0.5])
+            return f"dropout({t}, {p})", m / (1 - p)
         if f == "exp":
             if m > 3:
                 return f"exp(tanh({t}))", 2.8

@@ -3,7 +3,8 @@
 # exactly), i32 compared and picked, bool compared for equality, cast to
 # and from, transposed and gathered over the mesh; where broadcasting a
 # [64] mask, a scalar, and a [8, 1] column; the gradient of where into
-# both branches.
+# both branches. Dropout (its own kernel) of f32 split over dp and tp and
+# of bf16, forward and backward.
 mesh dp, tp
 input x   : f32[8, 64] shard(dp, _)
 input ids : i32[8, 64] shard(dp, _)
@@ -12,11 +13,11 @@ input hb  : bf16[8, 64]
 param w   : f32[64, 64] shard(_, tp) = normal(0.2)
 param v   : f32[8, 1] = normal(1.0)
 h   = x @ w
-y   = where(h > 0.0, h, 0.1 * h)
+y   = dropout(where(h > 0.0, h, 0.1 * h), 0.25)
 k   = ids == 1
 z   = where(m, x, -x) + cast(k, f32)
 t   = transpose(where(ids < 1, ids, 3), [1, 0])
-b16 = where(hb <= 0.5, hb, cast(x, bf16))
+b16 = dropout(where(hb <= 0.5, hb, cast(x, bf16)), 0.5)
 same = (x >= 0.0) == m
 mt  = transpose(cast(x, bool) != same, [1, 0])
 col = where(x < v, v, h)

@@ -238,6 +238,9 @@ static ir_module *all_ops(void)
         cmp = emit(m, (ir_opcode)op, NOATTRS, 2, att, c);
     emit(m, IR_WHERE, NOATTRS, 3, cmp, att, c);
     emit(m, IR_CAST, (ir_attrs){.dtype = IR_BOOL}, 1, att);
+    ir_value *key = emit(m, IR_CAST, (ir_attrs){.dtype = IR_I32}, 1, c);
+    emit(m, IR_DROPOUT, (ir_attrs){.value = 0.25, .nlist = 2, .list = {8, 64}, .dim = 0,
+                                   .offset = 4, .tag = 3}, 3, x, key, pos);
     emit(m, IR_SILU_GRAD, NOATTRS, 2, att, att);
     emit(m, IR_EXPAND, (ir_attrs){.nlist = 3, .list = {2, 8, 16}}, 1, att);
     emit(m, IR_ATTN_PROBS, (ir_attrs){.causal = true}, 2, h, x);
@@ -278,6 +281,7 @@ static void test_all_ops(void)
     CHECK(strstr(text, " = adamw %") != NULL);
     CHECK(strstr(text, " {bound = 10} : i32[8]\n") != NULL);
     CHECK(strstr(text, " = not_equal %") != NULL && strstr(text, " : bool[") != NULL);
+    CHECK(strstr(text, "{value = 0.25, shape = [8, 64], dim = 0, offset = 4, tag = 3} : f32[8, 16]") != NULL);
     CHECK(strstr(text, " {dim = 1} : f32[8, 35] recompute 2\n") != NULL);
     CHECK(strstr(text, "{eps = 1e-08, lr = 0.0003, beta1 = 0.9, beta2 = 0.95, wd = 0.1} : "
                        "f32[32, 16] phase optimizer\n") != NULL);
