@@ -67,7 +67,53 @@ typedef struct estimate {
     double mfu;             /* the step's FLOPs over ranks x step x the tensor-core peak */
     int busiest;            /* the stage computing longest */
     double imbalance;       /* its compute time over the stages' mean */
+    const char *unit_input; /* the input counted for throughput (NULL: none) */
+    bool tokens;            /* counted as tokens (its ids), else as samples (its rows) */
+    double units;           /* tokens or samples a step */
 } estimate;
+
+/* s as a JSON string: quotes, backslashes and control bytes escaped. */
+static void json_str(su_buf *b, const char *s)
+{
+    su_buf_putc(b, '"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            su_buf_printf(b, "\\%c", c);
+        else if (c < 0x20)
+            su_buf_printf(b, "\\u%04x", c);
+        else
+            su_buf_putc(b, (char)c);
+    }
+    su_buf_putc(b, '"');
+}
+
+/* What a step consumes, for throughput: the elements of the largest i32
+ * input (token ids: a [B, S] batch is B x S tokens), else the rows of the
+ * first input (samples). Global counts, from any stage that holds it. */
+static void step_units(ir_module *const *stages, int n, estimate *est)
+{
+    for (int s = 0; s < n; s++)
+        for (int i = 0; i < stages[s]->ops.n; i++) {
+            const ir_op *op = IR_OP(stages[s], i);
+            if (op->code != IR_INPUT)
+                continue;
+            const ir_value *v = op->res[0];
+            double numel = 1, rows = 1;
+            for (int d = 0; d < v->type.rank; d++) {
+                double g = (double)v->type.dim[d] *
+                           (double)ir_sharding_split(&v->sh, &stages[s]->mesh, d);
+                numel *= g;
+                rows = d == 0 ? g : rows;
+            }
+            bool ids = v->type.dtype == IR_I32;
+            if (ids && (!est->tokens || numel > est->units)) {
+                est->unit_input = op->a.name, est->tokens = true, est->units = numel;
+            } else if (!ids && !est->unit_input) {
+                est->unit_input = op->a.name, est->units = rows;
+            }
+        }
+}
 
 /* A stage's bytes sent summed by kind of collective and by axes (their
  * names joined by ','; send and recv: the pipeline axis), in order of
@@ -175,8 +221,16 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
     }
     if (est->hw) {
         su_buf_printf(b, "\"estimate\": {\"hardware\": \"%s\", \"step_ms\": %.6f, \"mfu\": "
-                      "%.6f, \"imbalance\": %.6f, \"stages\": [", est->hw->name,
+                      "%.6f, \"imbalance\": %.6f, ", est->hw->name,
                       est->step_s * 1e3, est->mfu, est->imbalance);
+        if (est->unit_input) {
+            su_buf_printf(b, "\"throughput\": {\"input\": ");
+            json_str(b, est->unit_input);
+            su_buf_printf(b, ", \"unit\": \"%s\", \"per_step\": %.0f, \"per_s\": %.6g}, ",
+                          est->tokens ? "tokens" : "samples", est->units,
+                          est->step_s > 0 ? est->units / est->step_s : 0);
+        }
+        su_buf_puts(b, "\"stages\": [");
         for (int s = 0; s < n; s++)
             su_buf_printf(b, "%s{\"compute_ms\": %.6f, \"comm_ms\": %.6f, "
                           "\"exposed_comm_ms\": %.6f}", s ? ", " : "",
@@ -320,6 +374,11 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
                           est->busiest, est->imbalance);
         su_buf_printf(b, "  model FLOPs utilisation: %.2f%% of %s's bf16 tensor-core peak\n",
                       100 * est->mfu, est->hw->name);
+        if (est->unit_input && est->step_s > 0)
+            su_buf_printf(b, "  throughput: %.4g %s/s (%.0f a step: %s '%s')\n",
+                          est->units / est->step_s, est->tokens ? "tokens" : "samples",
+                          est->units, est->tokens ? "the ids of input" : "the rows of input",
+                          est->unit_input);
     }
 }
 
@@ -373,6 +432,7 @@ static void report(void *arg)
         }
         double peak = r->est.step_s * (double)ranks * r->est.hw->tc_flops;
         r->est.mfu = peak > 0 ? flops / peak : 0;
+        step_units(r->stages, r->n, &r->est);
         r->est.imbalance = mean > 0 ? most / mean : 1;
     }
     if (r->json)

@@ -57,7 +57,7 @@
 # before the stages: the end of the same timeline.
 # RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --hw a100 --trace %t-a.json --report json > %t-a-rep.json
 # RUN: cat %t-a-rep.json %t-a.json | FileCheck %s --check-prefix=REP
-# REP: "sizes": [2, 2]}, "estimate": {"hardware": "a100", "step_ms": [[MS:[0-9.]+]], "mfu": {{[0-9.]+}}, "imbalance": 1.000000, "stages": [{"compute_ms": {{[0-9.]+}}, "comm_ms": {{[0-9.]+}}, "exposed_comm_ms": {{[0-9.]+}}}]}, "bytes": [{{.*}}], "stages": [
+# REP: "sizes": [2, 2]}, "estimate": {"hardware": "a100", "step_ms": [[MS:[0-9.]+]], "mfu": {{[0-9.]+}}, "imbalance": 1.000000, "throughput": {"input": "x", "unit": "samples", "per_step": 64, "per_s": {{[0-9.e+]+}}}, "stages": [{"compute_ms": {{[0-9.]+}}, "comm_ms": {{[0-9.]+}}, "exposed_comm_ms": {{[0-9.]+}}}]}, "bytes": [{{.*}}], "stages": [
 # REP: "hardware": "a100", {{.*}} "step_ms": [[MS]],
 # RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --report | FileCheck %s --check-prefix=TABLE
 # TABLE: step time, estimated on h100: {{[0-9]+\.[0-9][0-9][0-9]}} ms (the timeline: shardc --trace)
