@@ -54,16 +54,30 @@ static const char *tstr(char buf[TYPE_LEN], const ir_type *t)
 }
 
 /* Checks a type is one the IR can hold: known dtype, rank 0..IR_MAX_RANK,
- * dims >= 1, an element count that fits in int64. what names it. */
-static bool check_type(ctx *c, const ir_type *t, const char *what)
+ * dims >= 1, an element count that fits in int64. which names it: operand
+ * which + 1 of the op, or its result for -1 (the name is only made for a
+ * message: the verifier checks every op of every module this way, and
+ * formatting it each time was half of a compile's time). */
+static bool check_type(ctx *c, const ir_type *t, int which)
 {
-    char b[TYPE_LEN];
+    char b[TYPE_LEN], what[64];
+    bool ok = (int)t->dtype >= 0 && (int)t->dtype < IR_NDTYPES && t->rank >= 0 &&
+              t->rank <= IR_MAX_RANK;
+    int64_t n = 1;
+    for (int i = 0; ok && i < t->rank; i++)
+        ok = t->dim[i] >= 1 && su_mul64(n, t->dim[i], &n);
+    if (ok)
+        return true;
+    if (which >= 0)
+        snprintf(what, sizeof what, "operand %d of %s", which + 1, c->op);
+    else
+        snprintf(what, sizeof what, "the result of %s", c->op);
     if ((int)t->dtype < 0 || (int)t->dtype >= IR_NDTYPES)
         return fail(c, "%s has an unknown dtype (%d)", what, (int)t->dtype);
     if (t->rank < 0 || t->rank > IR_MAX_RANK)
         return fail(c, "%s has rank %d; at most %d dimensions are supported", what, t->rank,
                     IR_MAX_RANK);
-    int64_t n = 1;
+    n = 1;
     for (int i = 0; i < t->rank; i++) {
         if (t->dim[i] < 1)
             return fail(c, "%s has a dimension of size %lld: %s", what, (long long)t->dim[i],
@@ -87,11 +101,9 @@ static bool check_operands(ctx *c, const ir_type *const *in, int nin)
                     nin);
     }
     for (int i = 0; i < nin; i++) {
-        char what[64];
-        snprintf(what, sizeof what, "operand %d of %s", i + 1, c->op);
         if (!in[i])
-            return fail(c, "%s is missing", what);
-        if (!check_type(c, in[i], what))
+            return fail(c, "operand %d of %s is missing", i + 1, c->op);
+        if (!check_type(c, in[i], i))
             return false;
     }
     return true;
@@ -219,19 +231,19 @@ static bool infer_matmul(ctx *c, const ir_type *const *in, ir_type *out)
 {
     const ir_type *a = in[0], *b = in[1];
     char t1[TYPE_LEN], t2[TYPE_LEN];
-    tstr(t1, a);
-    tstr(t2, b);
     if (a->rank == 0 || b->rank == 0)
-        return fail(c, "%s needs operands of rank 1 or more, got %s @ %s", c->op, t1, t2);
+        return fail(c, "%s needs operands of rank 1 or more, got %s @ %s", c->op, tstr(t1, a),
+                    tstr(t2, b));
     if (!same_dtype(c, in, 2))
         return false;
     int64_t ka = a->dim[a->rank - 1], kb = b->dim[b->rank == 1 ? 0 : b->rank - 2];
     if (ka != kb)
         return fail(c, "%s contracts dimension of size %lld with one of size %lld: %s @ %s",
-                    c->op, (long long)ka, (long long)kb, t1, t2);
+                    c->op, (long long)ka, (long long)kb, tstr(t1, a), tstr(t2, b));
     int na = a->rank >= 2 ? a->rank - 2 : 0, nb = b->rank >= 2 ? b->rank - 2 : 0;
     if (!bcast(a->dim, na, b->dim, nb, out->dim, &out->rank))
-        return fail(c, "batch dimensions of %s do not broadcast: %s @ %s", c->op, t1, t2);
+        return fail(c, "batch dimensions of %s do not broadcast: %s @ %s", c->op, tstr(t1, a),
+                    tstr(t2, b));
     out->dtype = a->dtype;
     if (a->rank >= 2)
         out->dim[out->rank++] = a->dim[a->rank - 2];
@@ -270,9 +282,6 @@ static bool infer_attention(ctx *c, const ir_type *const *in, const ir_attrs *a,
                         tstr(tq, in[i]));
     if (!same_dtype(c, in, 3) || !need_float(c, q))
         return false;
-    tstr(tq, q);
-    tstr(tk, k);
-    tstr(tv, v);
     int r = q->rank;
     bool lead = k->rank == r && v->rank == r;
     for (int i = 0; lead && i < r - 2; i++)
@@ -280,13 +289,13 @@ static bool infer_attention(ctx *c, const ir_type *const *in, const ir_attrs *a,
     if (!lead)
         return fail(c, "attention needs q, k and v with the same leading dimensions, "
                     "got %s, %s and %s",
-                    tq, tk, tv);
+                    tstr(tq, q), tstr(tk, k), tstr(tv, v));
     if (q->dim[r - 1] != k->dim[r - 1])
-        return fail(c, "attention needs q and k with the same last dimension, got %s and %s", tq,
-                    tk);
+        return fail(c, "attention needs q and k with the same last dimension, got %s and %s",
+                    tstr(tq, q), tstr(tk, k));
     if (k->dim[r - 2] != v->dim[r - 2])
         return fail(c, "attention needs k and v with the same sequence length, got %s and %s",
-                    tk, tv);
+                    tstr(tk, k), tstr(tv, v));
     if (!check_pos(c, in, 3, a))
         return false;
     *out = *q;
@@ -844,8 +853,15 @@ bool ir_infer(const ir_mesh *mesh, ir_opcode code, const ir_type *const *in, int
         return fail(&c, "unknown op (%d)", (int)code);
     /* Symbols are quoted so they read as names in a sentence. */
     const char *d = ir_op_display(code);
-    const char *q = isalpha((unsigned char)d[0]) ? "" : "'";
-    snprintf(c.op, sizeof c.op, "%s%s%s", q, d, q);
+    size_t k = 0, len = strlen(d);
+    bool quote = !isalpha((unsigned char)d[0]);
+    if (quote)
+        c.op[k++] = '\'';
+    for (size_t i = 0; i < len && k + 2 < sizeof c.op; i++)
+        c.op[k++] = d[i];
+    if (quote)
+        c.op[k++] = '\'';
+    c.op[k] = 0;
     if (!a) {
         memset(&none, 0, sizeof none);
         a = &none;
@@ -857,7 +873,5 @@ bool ir_infer(const ir_mesh *mesh, ir_opcode code, const ir_type *const *in, int
             return fail(&c, "%s of bool is not supported (cast it first, e.g. cast(x, f32))",
                         c.op);
     memset(out, 0, sizeof *out);
-    char what[64];
-    snprintf(what, sizeof what, "the result of %s", c.op);
-    return infer_op(&c, in, a, out) && check_type(&c, out, what);
+    return infer_op(&c, in, a, out) && check_type(&c, out, -1);
 }
