@@ -20,13 +20,22 @@
  * The ranking: the candidates within --mem-limit (all, without one) by
  * estimated step, then by memory; the top ones are printed with the
  * command that builds each. --auto-csv FILE writes every compiled
- * candidate, --auto-svg FILE a plot of estimated step against memory. */
+ * candidate, --auto-svg FILE a plot of estimated step against memory.
+ *
+ * The compiles run on as many threads as the machine has processors (at
+ * most AUTO_THREADS; SHARDC_AUTO_JOBS=N sets it): first every (mesh,
+ * ZeRO) pair with the model's own schedule, then the other candidates of
+ * the pairs that fit. Each candidate's figures land in its own slot and
+ * are recorded in the order of a one-thread search, so the result is the
+ * same whatever the thread count. */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
-enum { AUTO_MAX_AXES = 8, AUTO_ARGS = 32 };
+enum { AUTO_MAX_AXES = 8, AUTO_ARGS = 32, AUTO_THREADS = 64 };
 
 typedef struct auto_cand {
     long long mesh[AUTO_MAX_AXES];
@@ -41,6 +50,7 @@ typedef struct auto_cand {
     char own_sched[32];  /* the schedule the report names (with chunks: V), "" none */
     int own_mb;
     long long axis_bytes[AUTO_MAX_AXES];
+    char error[512];     /* why it did not compile (the first line) */
 } auto_cand;
 
 typedef struct auto_run {
@@ -130,8 +140,9 @@ static cJSON *auto_compile(auto_run *R, auto_cand *c, bool recompute_probe)
         shardc_compile_file(a.opt, a.file, &prog, &err) == SHARDC_OK &&
         shardc_program_emit(prog, "report-json", &text, &len, &err) == SHARDC_OK)
         json = cJSON_ParseWithLength(text, len);
-    else if (!R->first_error[0] && err)
-        snprintf(R->first_error, sizeof R->first_error, "%.*s", (int)strcspn(err, "\n"), err);
+    else if (err) /* the candidate's own slot: compiles run on several threads */
+        snprintf(c ? c->error : R->first_error, sizeof R->first_error, "%.*s",
+                 (int)strcspn(err, "\n"), err);
     shardc_free(text);
     shardc_free(err);
     shardc_program_free(prog);
@@ -195,76 +206,188 @@ static void auto_add(auto_run *R, const auto_cand *c)
     R->c[R->n++] = *c;
 }
 
-/* Compiles c and records it; false if it did not compile. */
-static bool auto_try(auto_run *R, auto_cand *c)
+/* Compiles c and reads its figures (any thread). */
+static void auto_eval(auto_run *R, auto_cand *c)
 {
     cJSON *j = auto_compile(R, c, false);
     c->compiled = j && auto_read(R, c, j);
     cJSON_Delete(j);
+    c->fits = c->compiled && (!R->limit || c->peak <= R->limit);
+}
+
+/* Records c, evaluated: its figures, or its failure (the first error of
+ * the search kept). False if it did not compile. */
+static bool auto_record(auto_run *R, const auto_cand *c)
+{
     if (!c->compiled) {
         R->failed++;
+        if (!R->first_error[0])
+            snprintf(R->first_error, sizeof R->first_error, "%s", c->error);
         return false;
     }
-    c->fits = !R->limit || c->peak <= R->limit;
     auto_add(R, c);
     return true;
 }
 
-/* Every candidate of the mesh c->mesh (its axes set). */
-static void auto_mesh(auto_run *R, auto_cand base, bool recompute_matters)
+/* A list of candidates evaluated together. */
+typedef struct auto_batch {
+    auto_run *R;
+    auto_cand *c;
+    int n, cap;
+    int next;            /* the next to take, under lock */
+    pthread_mutex_t lock;
+} auto_batch;
+
+static void auto_push(auto_batch *b, const auto_cand *c)
 {
-    static const char *const scheds[] = {"gpipe", "1f1b", "interleaved(2)"};
+    if (b->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 64;
+        auto_cand *g = realloc(b->c, (size_t)b->cap * sizeof *g);
+        if (!g) {
+            fprintf(stderr, "shardc: error: out of memory\n");
+            exit(EXIT_INTERNAL);
+        }
+        b->c = g;
+    }
+    b->c[b->n++] = *c;
+}
+
+static void *auto_worker(void *arg)
+{
+    auto_batch *b = arg;
+    for (;;) {
+        pthread_mutex_lock(&b->lock);
+        int i = b->next++;
+        pthread_mutex_unlock(&b->lock);
+        if (i >= b->n)
+            return NULL;
+        auto_eval(b->R, &b->c[i]);
+    }
+}
+
+/* Evaluates every candidate of b on up to the processors' count of
+ * threads; the calling thread is one of them. */
+static void auto_eval_all(auto_batch *b)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *env = getenv("SHARDC_AUTO_JOBS");
+    if (env && atoi(env) > 0)
+        cpus = atoi(env);
+    int nt = cpus < 1 ? 1 : cpus > AUTO_THREADS ? AUTO_THREADS : (int)cpus;
+    nt = nt > b->n ? (b->n > 0 ? b->n : 1) : nt;
+    pthread_t tid[AUTO_THREADS];
+    bool started[AUTO_THREADS] = {false};
+    b->next = 0;
+    pthread_mutex_init(&b->lock, NULL);
+    for (int t = 1; t < nt; t++)
+        started[t] = pthread_create(&tid[t], NULL, auto_worker, b) == 0;
+    auto_worker(b); /* a thread that did not start leaves its share to this one */
+    for (int t = 1; t < nt; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+    pthread_mutex_destroy(&b->lock);
+}
+
+/* The (mesh, ZeRO) pairs of the mesh base (its axes set), each with the
+ * model's own schedule and microbatches, into b. */
+static void auto_pairs(auto_run *R, auto_cand base, auto_batch *b)
+{
     /* ZeRO over a dp of 1 is no ZeRO: only stage 0 there */
     int zmax = R->train ? 3 : -1;
     for (int i = 0; i < R->naxes; i++)
         if (!strcmp(R->axis[i], "dp") && base.mesh[i] == 1 && R->train)
             zmax = 0;
-    bool piped = R->pp >= 0 && base.mesh[R->pp] > 1;
     for (int z = R->train ? 0 : -1; z <= zmax; z++) {
-        auto_cand c = base; /* the model's own schedule and microbatches */
+        auto_cand c = base;
         c.zero = z;
-        if (!auto_try(R, &c))
-            continue;
-        if (R->limit && c.states > R->limit) { /* nothing below shrinks these */
-            R->pruned += (piped ? 12 : 0) * (1 + recompute_matters) + recompute_matters;
-            continue;
-        }
-        for (int rc = 0; rc <= (int)recompute_matters; rc++) {
-            if (rc) {
-                auto_cand p = base;
-                p.zero = z;
-                p.recompute = true;
-                auto_try(R, &p);
-            }
-            for (int s = 0; piped && s < 3; s++)
-                for (int k = 1; k <= 8; k *= 2) {
-                    auto_cand p = base;
-                    p.zero = z;
-                    p.recompute = rc;
-                    p.sched = scheds[s];
-                    p.mb = (int)(k * base.mesh[R->pp]);
-                    /* the model's own, compiled above (or just now, recomputed) */
-                    if (p.mb == c.own_mb && !strcmp(p.sched, c.own_sched))
-                        continue;
-                    auto_try(R, &p);
-                }
-        }
+        auto_push(b, &c);
     }
 }
 
-/* Every ordered factorisation of left ranks over axes i.. */
-static void auto_factor(auto_run *R, auto_cand *c, int i, long long left, bool rc)
+/* The other candidates of pair c, evaluated: --recompute, and with a
+ * pipeline over more than one stage its schedules and microbatches (but
+ * the model's own, which c is), into b. */
+static void auto_variants(auto_run *R, const auto_cand *c, bool recompute_matters,
+                          auto_batch *b)
+{
+    static const char *const scheds[] = {"gpipe", "1f1b", "interleaved(2)"};
+    auto_cand base = {0};
+    memcpy(base.mesh, c->mesh, sizeof base.mesh);
+    base.zero = c->zero;
+    bool piped = R->pp >= 0 && base.mesh[R->pp] > 1;
+    for (int rc = 0; rc <= (int)recompute_matters; rc++) {
+        if (rc) {
+            auto_cand p = base;
+            p.recompute = true;
+            auto_push(b, &p);
+        }
+        for (int s = 0; piped && s < 3; s++)
+            for (int k = 1; k <= 8; k *= 2) {
+                auto_cand p = base;
+                p.recompute = rc;
+                p.sched = scheds[s];
+                p.mb = (int)(k * base.mesh[R->pp]);
+                /* the model's own, compiled as the pair (or with --recompute) */
+                if (p.mb == c->own_mb && !strcmp(p.sched, c->own_sched))
+                    continue;
+                auto_push(b, &p);
+            }
+    }
+}
+
+/* Every ordered factorisation of left ranks over axes i.., each mesh's
+ * pairs into b. */
+static void auto_factor(auto_run *R, auto_cand *c, int i, long long left, auto_batch *b)
 {
     if (i == R->naxes - 1) {
         c->mesh[i] = left;
-        auto_mesh(R, *c, rc);
+        auto_pairs(R, *c, b);
         return;
     }
     for (long long f = 1; f <= left; f++)
         if (left % f == 0) {
             c->mesh[i] = f;
-            auto_factor(R, c, i + 1, left / f, rc);
+            auto_factor(R, c, i + 1, left / f, b);
         }
+}
+
+/* The whole search: the pairs, then the variants of those that fit (a
+ * pair whose params, gradients and optimizer state alone exceed the limit
+ * is pruned: nothing else shrinks these), recorded pair by pair, each
+ * followed by its variants, as one thread would find them. */
+static void auto_all(auto_run *R, bool recompute_matters)
+{
+    auto_batch pairs = {.R = R}, vars = {.R = R};
+    auto_cand c = {0};
+    auto_factor(R, &c, 0, R->ranks, &pairs);
+    auto_eval_all(&pairs);
+    int *first = malloc(((size_t)pairs.n + 1) * sizeof *first);
+    if (!first) {
+        fprintf(stderr, "shardc: error: out of memory\n");
+        exit(EXIT_INTERNAL);
+    }
+    for (int i = 0; i < pairs.n; i++) {
+        const auto_cand *p = &pairs.c[i];
+        first[i] = vars.n;
+        bool piped = R->pp >= 0 && p->mesh[R->pp] > 1;
+        if (!p->compiled)
+            continue;
+        if (R->limit && p->states > R->limit) {
+            R->pruned += (piped ? 12 : 0) * (1 + recompute_matters) + recompute_matters;
+            continue;
+        }
+        auto_variants(R, p, recompute_matters, &vars);
+    }
+    first[pairs.n] = vars.n;
+    auto_eval_all(&vars);
+    for (int i = 0; i < pairs.n; i++) {
+        auto_record(R, &pairs.c[i]);
+        for (int k = first[i]; k < first[i + 1]; k++)
+            auto_record(R, &vars.c[k]);
+    }
+    free(first);
+    free(pairs.c);
+    free(vars.c);
 }
 
 static int auto_cmp(const void *a, const void *b)
@@ -494,8 +617,7 @@ static int auto_search(int argc, char **argv)
         return EXIT_INPUT;
     }
     R.first_error[0] = 0;
-    auto_cand c = {0};
-    auto_factor(&R, &c, 0, R.ranks, recompute_matters);
+    auto_all(&R, recompute_matters);
     qsort(R.c, (size_t)R.n, sizeof *R.c, auto_cmp);
     int fit = 0;
     for (int i = 0; i < R.n; i++)

@@ -6,6 +6,11 @@
 # RUN: FileCheck %s < %t.out
 # RUN: python3 %s.py %shardc %S/../../../examples/transformer.sh 4 41943040 %t.csv | FileCheck %s --check-prefix=BRUTE
 # RUN: FileCheck %s --check-prefix=SVG < %t.svg
+# The compiles run on several threads; on one, or on five, the output is
+# the same, byte for byte (the candidates recorded in one order).
+# RUN: env SHARDC_AUTO_JOBS=1 %shardc %S/../../../examples/transformer.sh --auto 4 --mem-limit 40MiB --auto-csv %t.1.csv --top 3 > %t.1.out
+# RUN: env SHARDC_AUTO_JOBS=5 %shardc %S/../../../examples/transformer.sh --auto 4 --mem-limit 40MiB --auto-csv %t.5.csv --top 3 > %t.5.out
+# RUN: cmp %t.out %t.1.out && cmp %t.out %t.5.out && cmp %t.csv %t.1.csv && cmp %t.csv %t.5.csv
 # RUN: %expect 2 %shardc %S/../../../examples/transformer.sh --auto 4 --mesh 2x2 2>&1 | FileCheck %s --check-prefix=MESH
 # RUN: %expect 2 %shardc %S/../../../examples/transformer.sh --auto 0 2>&1 | FileCheck %s --check-prefix=ZERO
 # RUN: %expect 1 %shardc %S/../../../examples/transformer.sh --auto 4 --mem-limit 1MiB > %t.none
