@@ -11,6 +11,7 @@ packages=(
     python3 git
     libcjson-dev libopenblas-dev openmpi-bin libopenmpi-dev  # the runtime
     python3-torch                                  # the tests' PyTorch oracle
+    python3-numpy python3-pytest                   # the Python package's tests
 )
 
 missing=()

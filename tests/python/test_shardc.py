@@ -1,0 +1,161 @@
+"""The Python package (python/shardc) over this build's libshardc: run by
+ctest as python/pytest (tests/python/run.sh), with SHARDC_LIBRARY,
+SHARDC and SHARDRUN set to the build's library and programs."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import shardc
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+MLP = os.path.join(ROOT, "examples", "mlp.sh")
+TRANSFORMER = os.path.join(ROOT, "examples", "transformer.sh")
+SHARDC = os.environ.get("SHARDC", os.path.join(ROOT, "build", "shardc"))
+SHARDRUN = os.environ.get("SHARDRUN", os.path.join(ROOT, "build", "shardrun"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
+from st_io import st_write  # noqa: E402
+
+
+def run(*cmd):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
+def test_compile_error_is_located():
+    with pytest.raises(shardc.InputError) as e:
+        shardc.compile(source="input x : f32[4]\ny = x + z\noutput y\n", filename="m.sh")
+    lines = str(e.value).splitlines()
+    assert lines[0] == "m.sh:2:9: error: unknown name 'z'"
+    assert lines[1] == "y = x + z" and lines[2] == "        ^"
+    assert e.value.status == "ERR_INPUT" and isinstance(e.value, shardc.Error)
+
+
+def test_bad_option_and_source():
+    with pytest.raises(shardc.UsageError):
+        shardc.compile(path=MLP, nonsense=1)
+    with pytest.raises(shardc.InputError, match="--mesh gives 3 sizes"):
+        shardc.compile(path=MLP, mesh="2x2x2")
+    with pytest.raises(shardc.IOError):
+        shardc.compile(path="/nonexistent/model.sh")
+    with pytest.raises(shardc.UsageError):
+        shardc.compile()
+
+
+def test_report_is_the_cli_json():
+    prog = shardc.compile(path=TRANSFORMER, mesh=(2, 2), defines={"L": 2, "S": 32},
+                          arch="none", zero=1, hw="a100")
+    cli = json.loads(run(SHARDC, TRANSFORMER, "--mesh", "2x2", "-D", "L=2", "-D", "S=32",
+                         "--arch", "none", "--zero", "1", "--hw", "a100", "--report", "json"))
+    assert prog.report() == cli
+    assert "all_gather" in prog.explain() or "reduce_scatter" in prog.explain()
+    assert prog.emit("ir").startswith("mesh dp = 2, tp = 2")
+
+
+def test_plan_save_load(tmp_path):
+    prog = shardc.compile(path=MLP, mesh="2x2", arch="none")
+    plan = prog.plan()
+    assert plan.mesh == {"dp": 2, "tp": 2} and plan.ranks == 4
+    t = plan.tensors()
+    assert t["x"] == {"kind": "input", "dtype": "f32", "shape": (64, 1024), "bytes": 262144}
+    path = tmp_path / "mlp.plan"
+    plan.save(path)
+    back = shardc.load_plan(path)
+    assert back.report() == plan.report() and back.tensors() == t
+    back.save(tmp_path / "copy.plan")
+    assert (tmp_path / "copy.plan").read_bytes() == path.read_bytes()
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(shardc.InputError, match="truncated"):
+        shardc.load_plan(path)
+
+
+def test_training_from_numpy_matches_the_cli_to_the_bit(tmp_path):
+    """mlp.sh on 2x2, three steps from the same inputs (numpy bound here,
+    a safetensors file for shardrun) and params from the seed: every
+    param after the steps, byte for byte."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((64, 1024), dtype=np.float32)
+    y = rng.standard_normal((64, 1024), dtype=np.float32)
+    st_write(str(tmp_path / "in.st"), [("x", "F32", [64, 1024], x.ravel().tolist()),
+                                       ("y", "F32", [64, 1024], y.ravel().tolist())])
+    prog = shardc.compile(path=MLP, mesh="2x2", arch="none")
+    prog.save_plan(tmp_path / "mlp.plan")
+    run(SHARDRUN, str(tmp_path / "mlp.plan"), "--quiet", "--steps", "3", "--seed", "5",
+        "--inputs", str(tmp_path / "in.st"), "--save-params", str(tmp_path / "cli.st"))
+    with shardc.Session(prog.plan(), seed=5) as s:
+        s.bind("x", x)
+        s.bind("y", y)
+        losses = [s.step() for _ in range(3)]
+        assert s.steps == 3 and losses[2] < losses[0]
+        s.save_params(tmp_path / "py.st")
+    assert (tmp_path / "py.st").read_bytes() == (tmp_path / "cli.st").read_bytes()
+
+
+def test_bind_checks_shape_dtype_and_layout():
+    s = shardc.Session(shardc.compile(path=MLP, mesh="1x1", arch="none").plan())
+    with pytest.raises(shardc.UsageError, match=r"shape \[64, 10\], the plan's is \[64, 1024\]"):
+        s.bind("x", np.zeros((64, 10), np.float32))
+    with pytest.raises(shardc.UsageError, match="is f16, the plan's is f32"):
+        s.bind("x", np.zeros((64, 1024), np.float16))
+    with pytest.raises(shardc.UsageError, match="not contiguous"):
+        s.bind("x", np.zeros((1024, 64), np.float32).T)
+    with pytest.raises(shardc.UsageError, match="no input, param or state called 'nope'"):
+        s.bind("nope", np.zeros(3, np.float32))
+    with pytest.raises(shardc.UsageError, match="numpy array or a DLPack tensor"):
+        s.bind("x", [[0.0] * 1024] * 64)
+
+
+def test_torch_tensors_by_dlpack_without_a_copy():
+    torch = pytest.importorskip("torch")
+    prog = shardc.compile(path=MLP, mesh="2x1", arch="none")
+    s = shardc.Session(prog.plan(), seed=1)
+    x = torch.randn(64, 1024)
+    y = torch.randn(64, 1024)
+    assert s.bind("x", x) == x.data_ptr()     # the tensor's own memory, no copy
+    assert s.bind("y", y) == y.data_ptr()
+    s.run()
+    out = torch.from_dlpack(s.output("out"))
+    assert out.shape == (64, 1024) and out.dtype == torch.float32
+    # the same run from numpy copies of the same values: the same output
+    s2 = shardc.Session(prog.plan(), seed=1)
+    s2.bind("x", x.numpy().copy())
+    s2.bind("y", y.numpy().copy())
+    s2.run()
+    assert np.array_equal(s2.output("out"), out.numpy())
+    # a view that is not contiguous is refused, not copied
+    with pytest.raises(shardc.UsageError, match="not contiguous"):
+        s.bind("x", torch.randn(1024, 64).t())
+
+
+def test_checkpoint_resume_continues_the_run(tmp_path):
+    prog = shardc.compile(path=MLP, mesh="2x2", arch="none")
+    plan = prog.plan()
+    straight = shardc.Session(plan, seed=3)
+    want = straight.step(3)
+    first = shardc.Session(plan, seed=3)
+    first.step(2)
+    first.save_checkpoint(tmp_path / "ckpt")
+    again = shardc.Session(plan, seed=3)
+    again.resume(tmp_path / "ckpt")
+    assert again.step(1) == want and again.steps == 3
+
+
+def test_the_strategy_comparison_example(tmp_path):
+    """examples/compare_strategies.py: three strategies' reports in a table
+    and an SVG, each row the figures of its compile's report."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "compare_strategies.py"),
+                          str(tmp_path / "s.svg")], check=True, capture_output=True, text=True,
+                         cwd=ROOT, env=env).stdout.splitlines()
+    assert out[0].split() == ["strategy", "step", "ms", "peak", "GiB", "sent", "GB", "tokens/s"]
+    assert [l.split("  ")[0] for l in out[1:4]] == ["data parallel (8x1)",
+                                                    "tensor parallel (1x8)", "2x4, ZeRO-1"]
+    svg = (tmp_path / "s.svg").read_text()
+    assert svg.startswith("<svg") and svg.count("<rect") == 3
+    rep = shardc.compile(path=os.path.join(ROOT, "examples", "transformer.sh"), mesh="8x1",
+                         arch="none", hw="h100",
+                         defines={"B": 32, "S": 512, "D": 1024, "NH": 16, "V": 32768,
+                                  "L": 8}).report()
+    assert float(out[1].split()[-4]) == round(rep["estimate"]["step_ms"], 1)
