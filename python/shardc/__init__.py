@@ -19,6 +19,7 @@ import ctypes
 import json
 import os
 import shutil
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 from . import _capi
 from ._capi import lib as _lib
@@ -91,7 +92,7 @@ def _b(s):
     return None if s is None else str(s).encode()
 
 
-def version():
+def version() -> str:
     """The library's version, "MAJOR.MINOR.PATCH"."""
     return _lib.shardc_version().decode()
 
@@ -145,7 +146,10 @@ def _options(mesh, defines, opts):
     return o
 
 
-def compile(source=None, path=None, mesh=None, defines=None, filename=None, **options):
+def compile(source: Union[str, bytes, None] = None, path: Union[str, os.PathLike, None] = None,
+            mesh: Union[str, Sequence[int], None] = None,
+            defines: Optional[Mapping[str, int]] = None, filename: Optional[str] = None,
+            **options: Any) -> "Program":
     """Compiles a model in the shard language (or textual IR, for a name
     ending in .ir) into a Program.
 
@@ -190,7 +194,7 @@ class Program:
             _lib.shardc_program_free(self._h)
             self._h = None
 
-    def emit(self, kind):
+    def emit(self, kind: str) -> str:
         """The program rendered as text: "ir", "train-ir", "sharded-ir",
         "stage-ir", "schedule", "fused-ir", "cuda", "explain", "report",
         "report-json"."""
@@ -203,22 +207,22 @@ class Program:
         finally:
             _lib.shardc_free(text.value)
 
-    def report(self):
+    def report(self) -> Dict[str, Any]:
         """The per-rank report as a dict (`shardc --report json`)."""
         return json.loads(self.emit("report-json"))
 
-    def explain(self):
+    def explain(self) -> str:
         """Why each value has its sharding and why each collective is there
         (`shardc --explain-sharding`)."""
         return self.emit("explain")
 
-    def plan(self):
+    def plan(self) -> "Plan":
         """The program's plan, to run or save."""
         h = ctypes.c_void_p()
         _call(_lib.shardc_program_plan, self._h, ctypes.byref(h), what="plan")
         return Plan(h.value, program=self)
 
-    def save_plan(self, path):
+    def save_plan(self, path: Union[str, os.PathLike]) -> None:
         """Writes the plan file (replaced whole, or left as it was on failure)."""
         _call(_lib.shardc_program_save_plan, self._h, _b(os.fspath(path)), what="save_plan")
 
@@ -237,19 +241,19 @@ class Plan:
             _lib.shardc_plan_free(self._h)
             self._h = None
 
-    def save(self, path):
+    def save(self, path: Union[str, os.PathLike]) -> None:
         """Writes the plan file."""
         if self._program is not None:
             self._program.save_plan(path)
         elif os.path.abspath(os.fspath(path)) != os.path.abspath(self._path):
             shutil.copyfile(self._path, path)
 
-    def report(self):
+    def report(self) -> Dict[str, Any]:
         """The report the compiler stored in the plan, as a dict."""
         return json.loads(_lib.shardc_plan_report(self._h).decode())
 
     @property
-    def mesh(self):
+    def mesh(self) -> Dict[str, int]:
         """{axis name: size}, in the mesh's order."""
         out = {}
         for i in range(_lib.shardc_plan_num_axes(self._h)):
@@ -259,25 +263,23 @@ class Plan:
         return out
 
     @property
-    def ranks(self):
+    def ranks(self) -> int:
         return _lib.shardc_plan_ranks(self._h)
 
-    def tensors(self):
+    def tensors(self) -> Dict[str, Dict[str, Any]]:
         """Every named tensor: {name: {"kind", "dtype", "shape", "bytes"}}, kind
         one of "input", "param", "output", "state"."""
         out = {}
         for i in range(_lib.shardc_plan_num_tensors(self._h)):
             t = _capi.TensorInfo()
-            err = ctypes.c_void_p()
             _check(_lib.shardc_plan_tensor(self._h, i, ctypes.byref(t)), None, "tensor")
             out[t.name.decode()] = {"kind": t.kind.decode(), "dtype": t.dtype.decode(),
                                     "shape": tuple(t.dim[d] for d in range(t.rank)),
                                     "bytes": t.bytes}
-            del err
         return out
 
 
-def load_plan(path):
+def load_plan(path: Union[str, os.PathLike]) -> Plan:
     """Reads and validates a plan file (InputError for a corrupt or foreign one)."""
     h = ctypes.c_void_p()
     _call(_lib.shardc_plan_load, _b(os.fspath(path)), ctypes.byref(h), what="load_plan")
@@ -298,8 +300,11 @@ class Session:
     params, inputs: safetensors files; without them each param and input is
     made by its init from seed. Tensors bound with .bind() win over both."""
 
-    def __init__(self, plan, backend="cpu", comm="local", seed=0, params=None, inputs=None,
-                 init_missing=False, timeout_ms=0, trace=False, graph=False, checkpoint_keep=0):
+    def __init__(self, plan: Plan, backend: str = "cpu", comm: str = "local", seed: int = 0,
+                 params: Union[str, os.PathLike, None] = None,
+                 inputs: Union[str, os.PathLike, None] = None, init_missing: bool = False,
+                 timeout_ms: int = 0, trace: bool = False, graph: bool = False,
+                 checkpoint_keep: int = 0) -> None:
         self._plan = plan     # the session borrows it
         self._bound = {}      # name -> the object whose memory is bound, kept alive
         cfg = _capi.SessionConfig(backend=_b(backend), comm=_b(comm),
@@ -320,7 +325,7 @@ class Session:
             _lib.shardc_session_free(self._h)
             self._h = None
 
-    def close(self):
+    def close(self) -> None:
         """Frees the session now (also done when it is collected)."""
         self.__del__()
 
@@ -330,7 +335,7 @@ class Session:
     def __exit__(self, *exc):
         self.close()
 
-    def bind(self, name, tensor):
+    def bind(self, name: str, tensor: Any) -> int:
         """Binds the full tensor called name (an input, a param or a state)
         to tensor's memory, read in place, without a copy: a numpy array,
         or any object with __dlpack__ (torch, JAX, CuPy) on the CPU,
@@ -387,23 +392,23 @@ class Session:
                              "ERR_USAGE")
         return addr, nbytes, keep
 
-    def run(self):
+    def run(self) -> None:
         """Runs one step (forward, and for a training plan the backward and
         the update)."""
         _call(_lib.shardc_session_run, self._h, what="run")
 
-    def step(self, n=1):
+    def step(self, n: int = 1) -> Optional[float]:
         """Runs n steps; returns the loss of the last one (None without a loss)."""
         for _ in range(n):
             self.run()
         return self.loss()
 
     @property
-    def steps(self):
+    def steps(self) -> int:
         """The steps run, plus those of a resumed checkpoint."""
         return _lib.shardc_session_step(self._h)
 
-    def loss(self):
+    def loss(self) -> Optional[float]:
         """The last step's loss, or None for a plan without one."""
         v = ctypes.c_double()
         err = ctypes.c_void_p()
@@ -414,7 +419,7 @@ class Session:
         _check(st, err, "loss")
         return v.value
 
-    def output(self, name):
+    def output(self, name: str) -> "Any":
         """The full output called name after a run, as a numpy array (a copy:
         the session's own memory changes at the next run); numpy arrays
         speak DLPack, so torch.from_dlpack(s.output("y")) takes it without
@@ -429,19 +434,19 @@ class Session:
         raw = ctypes.string_at(data.value, t.bytes)
         return np.frombuffer(raw, dtype=_NUMPY_DTYPES[dt]).reshape(shape).copy()
 
-    def save_outputs(self, path):
+    def save_outputs(self, path: Union[str, os.PathLike]) -> None:
         _call(_lib.shardc_session_save_outputs, self._h, _b(os.fspath(path)), what="save_outputs")
 
-    def save_params(self, path):
+    def save_params(self, path: Union[str, os.PathLike]) -> None:
         """Every param and state, full shape, as one safetensors file."""
         _call(_lib.shardc_session_save_params, self._h, _b(os.fspath(path)), what="save_params")
 
-    def save_checkpoint(self, folder):
+    def save_checkpoint(self, folder: Union[str, os.PathLike]) -> None:
         """A sharded checkpoint into folder (a new step folder, then the
         pointer `latest`; README's "Checkpoints")."""
         _call(_lib.shardc_session_save_checkpoint, self._h, _b(os.fspath(folder)),
               what="save_checkpoint")
 
-    def resume(self, folder):
+    def resume(self, folder: Union[str, os.PathLike]) -> None:
         """Resumes from the checkpoint folder names (any mesh's)."""
         _call(_lib.shardc_session_resume, self._h, _b(os.fspath(folder)), what="resume")

@@ -159,3 +159,21 @@ def test_the_strategy_comparison_example(tmp_path):
                          defines={"B": 32, "S": 512, "D": 1024, "NH": 16, "V": 32768,
                                   "L": 8}).report()
     assert float(out[1].split()[-4]) == round(rep["estimate"]["step_ms"], 1)
+
+
+def test_bf16_params_by_dlpack_or_their_bits():
+    """A bf16 param bound as a torch bfloat16 tensor (DLPack's bfloat code,
+    at its own address) or as numpy uint16 holding the same bits: the same
+    step, to the bit."""
+    torch = pytest.importorskip("torch")
+    plan = shardc.compile(path=os.path.join(ROOT, "tests", "models", "mlp_bf16.sh"), mesh="2x2",
+                          arch="none").plan()
+    assert plan.tensors()["w1"]["dtype"] == "bf16"
+    w = (0.1 * torch.randn(32, 64)).to(torch.bfloat16)
+    a = shardc.Session(plan, seed=0)
+    assert a.bind("w1", w) == w.data_ptr()
+    b = shardc.Session(plan, seed=0)
+    b.bind("w1", w.view(torch.int16).numpy().view(np.uint16))
+    with pytest.raises(shardc.UsageError, match="is f32, the plan's is bf16"):
+        b.bind("w1", np.zeros((32, 64), np.float32))
+    assert a.step() == b.step()
