@@ -787,20 +787,34 @@ static void drop_stops(ir_module *m)
  * partitioner all-reduces the partial sums of squares of split ones), and
  * every gradient times min(C / (n + 1e-6), 1) before the update. Squares
  * summed in f32 whatever the gradients' dtype. */
+/* The squares are summed a repetition at a time, in the repetitions'
+ * order, and those of the params outside any repetition last: a pipeline
+ * keeps a repetition's params on one stage, so each stage adds its own
+ * and the running sum crosses to the next stage once, rather than one
+ * square per param (pipesplit.c's run_post sends a per-step value where
+ * another stage's op reads it). */
 static void clip_grads(ad *A, int nops)
 {
     ir_module *m = A->m;
     ir_value *total = NULL;
-    for (int i = 0; i < nops; i++) {
-        const ir_op *op = IR_OP(m, i);
-        ir_value *g = op->code == IR_PARAM ? A->grad[op->res[0]->id] : NULL;
-        if (!g)
-            continue;
-        ir_value *x = g->type.dtype == IR_F32 ? g : cast(A, g, IR_F32);
-        ir_value *sq = op2(A, IR_MUL, x, x);
-        while (sq->type.rank > 0)
-            sq = reduce(A, IR_SUM, sq, 0, false);
-        total = total ? op2(A, IR_ADD, total, sq) : sq;
+    int hi = -1;
+    for (int i = 0; i < nops; i++)
+        hi = IR_OP(m, i)->rep > hi ? IR_OP(m, i)->rep : hi;
+    for (int rep = 0; rep <= hi + 1; rep++) { /* hi + 1: outside any repetition */
+        ir_value *part = NULL;
+        for (int i = 0; i < nops; i++) {
+            const ir_op *op = IR_OP(m, i);
+            ir_value *g = op->code == IR_PARAM ? A->grad[op->res[0]->id] : NULL;
+            if (!g || (op->rep < 0 ? hi + 1 : op->rep) != rep)
+                continue;
+            ir_value *x = g->type.dtype == IR_F32 ? g : cast(A, g, IR_F32);
+            ir_value *sq = op2(A, IR_MUL, x, x);
+            while (sq->type.rank > 0)
+                sq = reduce(A, IR_SUM, sq, 0, false);
+            part = part ? op2(A, IR_ADD, part, sq) : sq;
+        }
+        if (part)
+            total = total ? op2(A, IR_ADD, total, part) : part;
     }
     if (!total)
         return;
