@@ -59,21 +59,50 @@ static int aligned(const ir_value *x, int d, int R)
     return d + (R - x->type.rank);
 }
 
+/* Whether per-step value v is made from a param (which the forward would
+ * then read row by row: its gradient would differ per microbatch). */
+static bool reads_param(pl *L, const ir_value *v)
+{
+    bool *seen = su_alloc(&L->ar, (size_t)L->nv * sizeof *seen);
+    const ir_value **stack = su_alloc(&L->ar, (size_t)L->nv * sizeof *stack);
+    memset(seen, 0, (size_t)L->nv * sizeof *seen);
+    int n = 0;
+    stack[n++] = v;
+    seen[v->id] = true;
+    while (n) {
+        const ir_value *x = stack[--n];
+        if (x->def->code == IR_PARAM)
+            return true;
+        for (int k = 0; k < x->def->nin; k++)
+            if (!seen[x->def->in[k]->id]) {
+                seen[x->def->in[k]->id] = true;
+                stack[n++] = x->def->in[k];
+            }
+    }
+    return false;
+}
+
 /* Per-step operand k of op, whose dimension xd (if any) lines up with the
- * batch: where it spans the batch, it must be equal along it, and each
- * microbatch reads a slice of it. */
+ * batch: where it spans the batch, each microbatch reads a slice of it,
+ * any one where it is the same in every row, else the microbatch's own
+ * rows (cut | CUT_ROWS), read as the unpipelined program reads it: a
+ * table made from constants (arange), or in the backward a value such as
+ * the dropout of a gradient the same in every row. A forward value made
+ * from a param that differs row by row is an error: the param's gradient
+ * would differ per microbatch. */
 static bool per_step_fits(pl *L, const ir_op *op, int k, int xd)
 {
     const ir_value *x = op->in[k];
     if (xd < 0 || xd >= x->type.rank || x->type.dim[xd] == 1)
         return true;
-    if (L->uniform[x->id] >> xd & 1) {
-        L->cut[(size_t)op->res[0]->id * MAX_IN + k] = (int8_t)xd;
-        return true;
-    }
-    return fail(L, op, "a per-step value of %lld rows meets the per-microbatch batch "
-                "dimension; pipelining needs per-step values that broadcast over it, or are "
-                "the same in every row", (long long)x->type.dim[xd]);
+    bool same = L->uniform[x->id] >> xd & 1;
+    if (!same && op->phase == IR_PH_FORWARD && reads_param(L, x))
+        return fail(L, op, "a per-step value of %lld rows, made from a param, meets the "
+                    "per-microbatch batch dimension; pipelining needs such values to "
+                    "broadcast over it, or to be the same in every row",
+                    (long long)x->type.dim[xd]);
+    L->cut[(size_t)op->res[0]->id * MAX_IN + k] = (int8_t)(same ? xd : xd | CUT_ROWS);
+    return true;
 }
 
 /* Elementwise ops (and expand): every per-microbatch operand's batch

@@ -201,15 +201,46 @@ static ir_value *slice_of(st *S, const ir_value *v, int d)
     return *slot;
 }
 
+/* Microbatch j's rows of per-step value v along dimension d, where v
+ * differs from row to row: the rows microbatch j holds of every block of
+ * the batch that v's shard holds (as input_mb reads an input: N over the
+ * blocks d is split into), the columns of a bucket of one row per index of
+ * the dimensions before d and block. */
+static ir_value *rows_of(st *S, const ir_value *v, int d, int j)
+{
+    pl *L = S->L;
+    ir_value *x = get(S, v, 0);
+    if (!x || L->M == 1)
+        return x;
+    int64_t rows = L->N / ir_sharding_split(&v->sh, &L->m->mesh, d);
+    int64_t n = ir_type_numel(&v->type);
+    for (int q = 0; q < d; q++)
+        rows *= v->type.dim[q];
+    ir_type b = {.dtype = v->type.dtype, .rank = 2, .dim = {rows, n / rows}};
+    ir_attrs ra = {.nlist = 2, .list = {rows, n / rows}};
+    ir_sharding rep = {.kind = IR_SH_AUTO};
+    ir_value *flat = append(S, v->def, IR_RESHAPE, &x, 1, &ra, &b, &rep);
+    ir_type t = v->type;
+    t.dim[d] /= L->M;
+    ir_attrs ea = {.offset = j * (n / rows / L->M), .nlist = t.rank};
+    memcpy(ea.list, t.dim, sizeof ea.list);
+    return append(S, v->def, IR_EXTRACT, &flat, 1, &ea, &t, &v->sh);
+}
+
 /* The operands of a per-microbatch or accumulated op, per-step values that
- * span the batch as slices. */
+ * span the batch as slices (the microbatch's own rows where they differ
+ * row by row). */
 static bool mb_operands(st *S, const ir_op *op, int j, ir_value **in)
 {
     if (!operands(S, op, j, in))
         return false;
     for (int k = 0; k < op->nin; k++) {
         int d = S->L->cut[(size_t)op->res[0]->id * MAX_IN + k];
-        if (d >= 0 && !(in[k] = slice_of(S, op->in[k], d)))
+        if (d >= CUT_ROWS)
+            in[k] = rows_of(S, op->in[k], d - CUT_ROWS, j);
+        else if (d >= 0)
+            in[k] = slice_of(S, op->in[k], d);
+        if (d >= 0 && !in[k])
             return false;
     }
     return true;
@@ -222,7 +253,7 @@ static ir_value *dropout_mb(st *S, const ir_op *op, int j, ir_value **in, const 
 {
     pl *L = S->L;
     int id = op->res[0]->id, d = L->bd[id];
-    if (L->N / pass_pl_blocks_of(L, op->res[0]) != 1) {
+    if (L->N / ir_sharding_split(&op->res[0]->sh, &L->m->mesh, d) != 1) {
         S->failed = true;
         pass_pl_fail_at(L, op->loc, "dropout on a value whose batch rows are split unlike the "
                         "inputs' is not supported in a pipeline yet");

@@ -11,6 +11,7 @@
 
 enum { K_PRE, K_MB, K_ACC, K_POST };
 enum { MAX_IN = 8 };            /* operands of an op, at most */
+enum { CUT_ROWS = 64 };         /* pl.cut: the microbatch's own rows, not any slice */
 enum { ACC_SUM, ACC_MEAN, ACC_MAX };
 
 typedef struct pl {
@@ -24,7 +25,8 @@ typedef struct pl {
     uint8_t *uniform;           /* PRE: bit d: the elements are equal along dimension d */
     int8_t *cut;                /* [nv * MAX_IN], by result id: MB and ACC ops, the
                                  * dimension of per-step operand k that spans the batch
-                                 * (read as a microbatch slice), or -1 */
+                                 * (read as a microbatch slice; | CUT_ROWS: the
+                                 * microbatch's own rows), or -1 */
     bool *floating;             /* MB: made from inputs and per-step values only; ACC: a
                                  * batch reduction of such values */
     int *chunk;                 /* MB (not floating) and ACC: the chunk */

@@ -180,9 +180,10 @@ class Gen:
         t, m = x.name, x.mag
         if self.train and not self.pipelined and self.chance(0.4):
             # dropout's bits come from each element's global index, the
-            # same on every mesh (not drawn in pipelines: a gradient the
-            # same in every row, as a mean loss right after it gives, is
-            # refused there; tests/diff/regress/pipeline-dropout.sh)
+            # same on every mesh (not drawn in pipelines, where a value
+            # whose batch rows are split unlike the inputs' is refused:
+            # tests/diff/regress/pipeline-dropout.sh and
+            # pipeline-per-step-rows.sh pipeline it)
             p = self.r.choice([0.1, 0.25, 0.5])
             return f"dropout({t}, {p})", m / (1 - p)
         if f == "exp":

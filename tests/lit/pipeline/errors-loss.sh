@@ -45,7 +45,7 @@ pipeline microbatches 2 schedule gpipe
 # LOG-NEXT: {{^}}loss = log(l){{$}}
 # LOG-NEXT: {{^}}       ^{{$}}
 # p, a param of 8 rows, is not the same in every row of the batch.
-# ROWS: {{^}}{{.*}}-rows.sh:32:14: error: cannot pipeline '+': a per-step value of 8 rows meets the per-microbatch batch dimension; pipelining needs per-step values that broadcast over it, or are the same in every row{{$}}
+# ROWS: {{^}}{{.*}}-rows.sh:32:14: error: cannot pipeline '+': a per-step value of 8 rows, made from a param, meets the per-microbatch batch dimension; pipelining needs such values to broadcast over it, or to be the same in every row{{$}}
 # ROWS-NEXT: {{^}}loss = mse(h + p, y){{$}}
 # ROWS-NEXT: {{^}}             ^{{$}}
 # TRANS: {{^}}{{.*}}-trans.sh:35:8: error: cannot pipeline: output 't' holds the batch in its dimension 1; only an output with the batch in dimension 0 can be pipelined yet{{$}}

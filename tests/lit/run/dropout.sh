@@ -7,9 +7,9 @@
 # from 4 (x split over dp and tp, so the bits come from global indices),
 # and pipelined over 2 stages with 2 microbatches (rows offset by the
 # microbatch). The gradient through dropout has the same bits: w after the
-# steps, to f32 rounding (the loss sum(h * h), so that the gradient
-# differs row by row: a pipeline refuses dropout of a gradient that is the
-# same in every row, as it refuses any per-step value that is not). Without `train` dropout is the identity.
+# steps, to f32 rounding (the loss sum(h * h); a gradient the same in
+# every row is tests/diff/regress/pipeline-per-step-rows.sh's). Without
+# `train` dropout is the identity.
 # RUN: python3 %s.py inputs %t.in
 # RUN: %shardc %s --mesh 1x1 -o %t.1.plan
 # RUN: %shardc %s --mesh 2x2 -o %t.4.plan
