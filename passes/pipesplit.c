@@ -174,46 +174,14 @@ static ir_value *input_mb(st *S, const ir_op *op, int j)
     return r;
 }
 
-/* A microbatch's slice of per-step value v along dimension d, where v is
- * the same everywhere (per_step_fits): its first M-th, the columns of a
- * bucket of one row per index of the dimensions before d. */
-static ir_value *slice_of(st *S, const ir_value *v, int d)
+/* Microbatch j's part of per-step value x (of v) along dimension d, x
+ * holding `blocks` blocks of the batch there: part j of every block, the
+ * columns of a bucket of one row per index of the dimensions before d and
+ * block (as input_mb reads an input). */
+static ir_value *part_of(st *S, const ir_value *v, ir_value *x, int d, int64_t blocks, int j)
 {
     pl *L = S->L;
-    ir_value *x = get(S, v, 0);
-    if (!x || L->M == 1)
-        return x;
-    ir_value **slot = &S->slice[v->id];
-    if (*slot && (*slot)->type.dim[d] * L->M == v->type.dim[d])
-        return *slot;
-    int64_t rows = 1, n = ir_type_numel(&v->type);
-    for (int k = 0; k < d; k++)
-        rows *= v->type.dim[k];
-    ir_type b = {.dtype = v->type.dtype, .rank = 2, .dim = {rows, n / rows}};
-    ir_attrs ra = {.nlist = 2, .list = {rows, n / rows}};
-    ir_sharding rep = {.kind = IR_SH_AUTO};
-    ir_value *flat = append(S, v->def, IR_RESHAPE, &x, 1, &ra, &b, &rep);
-    ir_type t = v->type;
-    t.dim[d] /= L->M;
-    ir_attrs ea = {.offset = 0, .nlist = t.rank};
-    memcpy(ea.list, t.dim, sizeof ea.list);
-    *slot = append(S, v->def, IR_EXTRACT, &flat, 1, &ea, &t, &v->sh);
-    return *slot;
-}
-
-/* Microbatch j's rows of per-step value v along dimension d, where v
- * differs from row to row: the rows microbatch j holds of every block of
- * the batch that v's shard holds (as input_mb reads an input: N over the
- * blocks d is split into), the columns of a bucket of one row per index of
- * the dimensions before d and block. */
-static ir_value *rows_of(st *S, const ir_value *v, int d, int j)
-{
-    pl *L = S->L;
-    ir_value *x = get(S, v, 0);
-    if (!x || L->M == 1)
-        return x;
-    int64_t rows = L->N / ir_sharding_split(&v->sh, &L->m->mesh, d);
-    int64_t n = ir_type_numel(&v->type);
+    int64_t rows = blocks, n = ir_type_numel(&v->type);
     for (int q = 0; q < d; q++)
         rows *= v->type.dim[q];
     ir_type b = {.dtype = v->type.dtype, .rank = 2, .dim = {rows, n / rows}};
@@ -225,6 +193,32 @@ static ir_value *rows_of(st *S, const ir_value *v, int d, int j)
     ir_attrs ea = {.offset = j * (n / rows / L->M), .nlist = t.rank};
     memcpy(ea.list, t.dim, sizeof ea.list);
     return append(S, v->def, IR_EXTRACT, &flat, 1, &ea, &t, &v->sh);
+}
+
+/* A microbatch's slice of per-step value v along dimension d, where v is
+ * the same everywhere (per_step_fits): its first M-th, made once. */
+static ir_value *slice_of(st *S, const ir_value *v, int d)
+{
+    pl *L = S->L;
+    ir_value *x = get(S, v, 0);
+    if (!x || L->M == 1)
+        return x;
+    ir_value **slot = &S->slice[v->id];
+    if (!*slot || (*slot)->type.dim[d] * L->M != v->type.dim[d])
+        *slot = part_of(S, v, x, d, 1, 0);
+    return *slot;
+}
+
+/* Microbatch j's rows of per-step value v along dimension d, where v
+ * differs from row to row: the rows microbatch j holds of every block of
+ * the batch that v's shard holds (N over the blocks d is split into). */
+static ir_value *rows_of(st *S, const ir_value *v, int d, int j)
+{
+    pl *L = S->L;
+    ir_value *x = get(S, v, 0);
+    if (!x || L->M == 1)
+        return x;
+    return part_of(S, v, x, d, L->N / ir_sharding_split(&v->sh, &L->m->mesh, d), j);
 }
 
 /* The operands of a per-microbatch or accumulated op, per-step values that

@@ -192,18 +192,24 @@ static bool auto_read(const auto_run *R, auto_cand *c, const cJSON *j)
     return true;
 }
 
-static void auto_add(auto_run *R, const auto_cand *c)
+/* Appends c to the list *v of *n, room for *cap. */
+static void auto_append(auto_cand **v, int *n, int *cap, const auto_cand *c)
 {
-    if (R->n == R->cap) {
-        R->cap = R->cap ? 2 * R->cap : 256;
-        auto_cand *g = realloc(R->c, (size_t)R->cap * sizeof *g);
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 256;
+        auto_cand *g = realloc(*v, (size_t)*cap * sizeof *g);
         if (!g) {
             fprintf(stderr, "shardc: error: out of memory\n");
             exit(EXIT_INTERNAL);
         }
-        R->c = g;
+        *v = g;
     }
-    R->c[R->n++] = *c;
+    (*v)[(*n)++] = *c;
+}
+
+static void auto_add(auto_run *R, const auto_cand *c)
+{
+    auto_append(&R->c, &R->n, &R->cap, c);
 }
 
 /* Compiles c and reads its figures (any thread). */
@@ -240,16 +246,7 @@ typedef struct auto_batch {
 
 static void auto_push(auto_batch *b, const auto_cand *c)
 {
-    if (b->n == b->cap) {
-        b->cap = b->cap ? 2 * b->cap : 64;
-        auto_cand *g = realloc(b->c, (size_t)b->cap * sizeof *g);
-        if (!g) {
-            fprintf(stderr, "shardc: error: out of memory\n");
-            exit(EXIT_INTERNAL);
-        }
-        b->c = g;
-    }
-    b->c[b->n++] = *c;
+    auto_append(&b->c, &b->n, &b->cap, c);
 }
 
 static void *auto_worker(void *arg)
