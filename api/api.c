@@ -283,6 +283,11 @@ void shardc_options_set_recompute(shardc_options *opt, int on)
     opt->fe.recompute = on != 0;
 }
 
+void shardc_options_set_keep_gathered(shardc_options *opt, int on)
+{
+    opt->fe.keep_gathered = on != 0;
+}
+
 long long shardc_options_mem_limit(const shardc_options *opt)
 {
     return opt->mem_limit < 0 ? (long long)opt->hw->mem_bytes : (long long)opt->mem_limit;

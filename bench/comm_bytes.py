@@ -20,7 +20,16 @@ Closed forms, per rank and step, e = 4 bytes, n ranks in the group:
                             reuses them); an all-reduce sends 2(n-1)/n of
                             its elements
   Megatron TP + SP:         the same bytes as TP (each all-reduce of b*s*h
-                            becomes an all-gather and a reduce-scatter)
+                            becomes an all-gather and a reduce-scatter),
+                            plus the all-reduce over tp of the gradients
+                            of the params each rank reads from its own
+                            rows of the sequence and holds whole (the
+                            norms' gains and biases and the MLP's output
+                            bias: 5 h per layer and 2 h for the final
+                            norm), which Megatron-LM all-reduces too;
+                            shardc meets it with --keep-gathered, where
+                            the backward reads each input the forward
+                            gathered
   Megatron-LM TP + SP, as implemented: that, plus one all-gather of
                             b*s*h per column-parallel layer in the
                             backward (2 per layer, QKV and FC1, and the
@@ -72,6 +81,7 @@ def report(shardc, variant, work):
     with open(path, "w") as f:
         f.write(model_text(variant))
     cmd = [shardc, path, "--mesh", variant["mesh"], "--arch", "none", "--report", "json"]
+    cmd += variant.get("flags", [])
     for k, val in DEFINES.items():
         cmd += ["-D", "%s=%d" % (k, val)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
@@ -81,7 +91,7 @@ def report(shardc, variant, work):
     for c in stage["collectives"]:
         key = "%s/%s" % (c["kind"], c["phase"])
         kinds[key] = kinds.get(key, 0) + 1
-    return stage["bytes_sent"], kinds, stage["memory"]["params"]
+    return stage["bytes_sent"], kinds, stage["memory"]["params"], stage["memory"]["activations"]
 
 
 def closed_form(variant, psi, local_bytes):
@@ -101,6 +111,8 @@ def closed_form(variant, psi, local_bytes):
         ar = 2 * (tp - 1) / tp
         total += (4 * DEFINES["L"] + 1) * ar * b * s * h * e
         total += 3 * ar * b * s * e             # cross-entropy max, label, sum
+        if variant.get("sp"):
+            total += ar * (5 * DEFINES["L"] + 2) * h * e
         if variant.get("regather"):
             total += (2 * DEFINES["L"] + 1) * (tp - 1) / tp * b * s * h * e
     return total
@@ -115,6 +127,8 @@ VARIANTS = [
     {"name": "TP 8 + SP", "mesh": "1x8", "sp": True},
     {"name": "TP 8 + SP against Megatron-LM's re-gathers", "mesh": "1x8", "sp": True,
      "regather": True},
+    {"name": "TP 8 + SP, --keep-gathered", "mesh": "1x8", "sp": True,
+     "flags": ["--keep-gathered"]},
     {"name": "DP 2 x TP 4", "mesh": "2x4"},
     {"name": "PP 8 (busiest stage)", "mesh": "1x8x1", "pp": True},
 ]
@@ -130,16 +144,16 @@ def main(argv):
     psi = params(DEFINES)
     rows = []
     for v in VARIANTS:
-        got, kinds, local = report(shardc, v, work)
+        got, kinds, local, act = report(shardc, v, work)
         want = closed_form(v, psi, local)
-        rows.append((v["name"], got, want, kinds))
+        rows.append((v["name"], got, want, kinds, act))
     lines = ["| strategy | shardc (bytes) | closed form (bytes) | shardc - closed form | ratio "
-             "| collectives (kind/phase count) |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    for name, got, want, kinds in rows:
+             "| activations (bytes) | collectives (kind/phase count) |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name, got, want, kinds, act in rows:
         ks = ", ".join("%s %d" % (k, n) for k, n in sorted(kinds.items()))
-        lines.append("| %s | %d | %.0f | %+.0f | %.4f | %s |" % (name, got, want, got - want,
-                                                                 got / want, ks))
+        lines.append("| %s | %d | %.0f | %+.0f | %.4f | %d | %s |" % (
+            name, got, want, got - want, got / want, act, ks))
     text = "\n".join(lines) + "\n"
     if len(argv) > 1:
         with open(argv[1], "w") as f:

@@ -29,6 +29,7 @@ typedef struct fe_options {
     int chunks;                   /* interleaved(V): V */
     int microbatches;             /* 0: the model's */
     bool recompute;               /* --recompute: every block a recompute block */
+    bool keep_gathered;           /* --keep-gathered: ir_train.keep_gathered */
     bool dtype_set;               /* --dtype T: every f32 the model writes (declarations,
                                    * block types, cast targets) is T */
     int dtype;                    /* ir_dtype: bf16 or f16 */

@@ -799,7 +799,7 @@ static bool loss_needs_param(fe_lower *L, bool stop)
 }
 
 /* The command line's strategy over the model's (fe_options): ZeRO, the
- * pipeline's schedule and microbatches. Errors have no place in the file:
+ * pipeline's schedule and microbatches, keeping gathered activations. Errors have no place in the file:
  * they name the flag. */
 static void apply_overrides(fe_lower *L)
 {
@@ -834,6 +834,12 @@ static void apply_overrides(fe_lower *L)
     }
     if (o->microbatches)
         m->pipe.microbatches = o->microbatches;
+    if (o->keep_gathered) {
+        if (!L->train_stmt)
+            fe_fail(L, none, "--keep-gathered: the model has no 'train', so no backward to "
+                    "read gathered activations");
+        m->train.keep_gathered = true;
+    }
 }
 
 static void check_program(fe_lower *L)

@@ -97,6 +97,13 @@ SHARDC_API shardc_status shardc_options_set_dtype(shardc_options *opt, const cha
  * its intermediate values (nonzero on; 0 the model's own blocks). */
 SHARDC_API void shardc_options_set_recompute(shardc_options *opt, int on);
 
+/* As `--keep-gathered`: the backward reads each activation the forward
+ * gathered (the sequence-split input of a column-parallel layer, for its
+ * weight's gradient) rather than gathering it again; fewer bytes sent,
+ * more activation memory (nonzero on; 0, the default, gathers again).
+ * A model without `train` then fails to compile. */
+SHARDC_API void shardc_options_set_keep_gathered(shardc_options *opt, int on);
+
 /* A limit on each rank's memory, as `--mem-limit SIZE`: "80GiB", "75GB",
  * "512MiB", a number of bytes, or "hw" for the hardware profile's memory
  * (--hw). A plan whose peak (the memory plan's arena: params, gradients,

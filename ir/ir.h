@@ -242,6 +242,9 @@ typedef struct ir_train {
     ir_decay decay;
     int zero;               /* ZeRO stage 0..3 */
     int zero_axis;          /* mesh axis of ZeRO; -1 when zero == 0 */
+    /* the backward reads the activations the forward gathered rather than
+     * gathering them again (shardc --keep-gathered; printed "keep gathered") */
+    bool keep_gathered;
 } ir_train;
 
 typedef struct ir_pipeline {

@@ -956,7 +956,8 @@ static void parse_optimizer(parser *p, ir_train *t)
     t->min_lr = parse_hyper(p, "min_lr", ')');
 }
 
-/* train := 'train' use [ 'with' optimizer ] [ 'zero' int 'over' axis ] */
+/* train := 'train' use [ 'with' optimizer ] [ 'zero' int 'over' axis ]
+ *          [ 'keep' 'gathered' ] */
 static void parse_train(parser *p)
 {
     ir_train *t = &p->m->train;
@@ -966,16 +967,21 @@ static void parse_train(parser *p)
         lex(p);
         parse_optimizer(p, t);
     }
-    if (!is_kw(p, "zero"))
-        return;
-    lex(p);
-    su_loc loc = p->tok.loc;
-    int64_t zero = parse_int(p);
-    if (zero < 1 || zero > 3)
-        fail(p, loc, "zero stage must be 1, 2 or 3");
-    t->zero = (int)zero;
-    expect_kw(p, "over");
-    t->zero_axis = parse_axis(p);
+    if (is_kw(p, "zero")) {
+        lex(p);
+        su_loc loc = p->tok.loc;
+        int64_t zero = parse_int(p);
+        if (zero < 1 || zero > 3)
+            fail(p, loc, "zero stage must be 1, 2 or 3");
+        t->zero = (int)zero;
+        expect_kw(p, "over");
+        t->zero_axis = parse_axis(p);
+    }
+    if (is_kw(p, "keep")) {
+        lex(p);
+        expect_kw(p, "gathered");
+        t->keep_gathered = true;
+    }
 }
 
 /* ---- the module ---- */

@@ -407,6 +407,8 @@ static void put_train(printer *p)
     }
     if (t->zero > 0)
         su_buf_printf(b, " zero %d over %s", t->zero, axis_name(&p->m->mesh, t->zero_axis));
+    if (t->keep_gathered)
+        su_buf_puts(b, " keep gathered");
     su_buf_putc(b, '\n');
 }
 

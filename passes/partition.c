@@ -12,6 +12,8 @@
  * says which file holds what. */
 #include "partition.h"
 
+#include <string.h>
+
 static void part_op(part *P)
 {
     const ir_op *op = P->op;
@@ -83,6 +85,18 @@ static void partition(void *arg)
     P->made_first = su_alloc(&P->dst->arena, (size_t)(m->next_id + 1) * sizeof *P->made_first);
     for (int i = 0; i <= m->next_id; i++)
         P->made_first[i] = -1;
+    if (P->keep_gathered) { /* the values an input reaches: the activations */
+        P->act = su_alloc(&P->dst->arena, (size_t)(m->next_id + 1) * sizeof *P->act);
+        memset(P->act, 0, (size_t)(m->next_id + 1) * sizeof *P->act);
+        for (int i = 0; i < m->ops.n; i++) {
+            const ir_op *op = IR_OP(m, i);
+            bool a = op->code == IR_INPUT;
+            for (int j = 0; j < op->nin && !a; j++)
+                a = P->act[op->in[j]->id];
+            for (int j = 0; j < op->nres; j++)
+                P->act[op->res[j]->id] = a;
+        }
+    }
     for (int i = 0; i < m->ops.n; i++) {
         P->op = IR_OP(m, i);
         for (int j = 0; j < P->op->nres; j++)
@@ -125,7 +139,8 @@ bool pass_partition(const ir_module *m, const pass_explain *ex, ir_module **out,
         return false;
     }
     part_run r = {.m = m, .why = why, .err = err};
-    r.P = (part){.ex = ex, .zero3_axis = m->train.zero == 3 ? m->train.zero_axis : -1};
+    r.P = (part){.ex = ex, .zero3_axis = m->train.zero == 3 ? m->train.zero_axis : -1,
+                 .keep_gathered = m->train.keep_gathered};
     /* *out is the caller's from here, to free after an allocation failure */
     *out = r.P.dst = ir_module_new(m->oom);
     r.P.dst->mesh = m->mesh;

@@ -29,6 +29,8 @@ typedef struct part {
     const char *need;       /* what the op needs, for reasons */
     const char *choice;     /* why the op computes on a split dim, for reasons */
     int zero3_axis;         /* zero 3: params' storage axis, never contracted; -1 */
+    bool keep_gathered;     /* the backward reads the forward's gathered activations */
+    bool *act;              /* with keep_gathered: logical value id -> an input reaches it */
     bool dry;               /* count bytes, emit nothing */
     double bytes;           /* bytes sent per rank, while dry */
     su_vec made;            /* reshard_made: operands already resharded */

@@ -12,13 +12,16 @@
 /* An operand resharded for an op: another op of the same repetition and
  * phase that needs the same logical value in the same layout reads it
  * rather than resharding again (the value gathered once for q, k and v).
- * Across phases it is resharded again, as Megatron does: a gathered
- * activation is not kept from the forward to the backward. */
+ * Across phases it is resharded again, as Megatron-LM does: a gathered
+ * activation is not kept from the forward to the backward, unless
+ * keep_gathered (shardc --keep-gathered) says to (activations only: a
+ * param ZeRO-3 gathers is gathered again). */
 typedef struct reshard_made {
     const ir_value *from;   /* the logical value */
     ir_sharding to;
     int rep;
     uint8_t phase;
+    bool sent;              /* a collective made it (not only slices or constrains) */
     ir_value *v;            /* its local value in that layout */
     int next;               /* the next in made for the same value (-1: none) */
 } reshard_made;
@@ -304,23 +307,65 @@ double pass_part_reshard_cost(part *P, ir_value *v, const ir_sharding *req)
     return cost;
 }
 
-/* Operand i of P->op already resharded to req for this phase and
- * repetition, or NULL. */
-static ir_value *made_as(const part *P, int i, const ir_sharding *req)
+/* lv resharded to req for this phase and repetition (with keep_gathered,
+ * a backward op also finds the forward's), or NULL. */
+static ir_value *made_find(const part *P, const ir_value *lv, const ir_sharding *req)
 {
-    const ir_value *lv = P->op->in[i];
     for (int k = P->made_first[lv->id]; k >= 0; k = ((reshard_made *)P->made.v[k])->next) {
         const reshard_made *r = P->made.v[k];
-        if (r->rep == P->op->rep && r->phase == P->op->phase && r->to.partial == req->partial &&
+        bool ph = r->phase == P->op->phase ||
+                  (P->keep_gathered && r->sent && r->phase == IR_PH_FORWARD &&
+                   P->op->phase == IR_PH_BACKWARD && P->act[lv->id]);
+        if (r->rep == P->op->rep && ph && r->to.partial == req->partial &&
             ir_sharding_eq(&r->to, req, lv->type.rank))
             return r->v;
     }
     return NULL;
 }
 
+/* Records that lv's local value from, resharded to req, is v. */
+static void made_add(part *P, const ir_value *lv, const ir_sharding *req, const ir_value *from,
+                     ir_value *v)
+{
+    bool sent = false; /* the reshard's ops, from v back to from */
+    for (const ir_value *w = v; w != from && w->def && w->def->nin > 0; w = w->def->in[0])
+        sent |= ir_ops[w->def->code].cls == IR_C_COMM;
+    reshard_made *r = su_alloc(&P->dst->arena, sizeof *r);
+    *r = (reshard_made){lv, *req, P->op->rep, P->op->phase, sent, v, P->made_first[lv->id]};
+    P->made_first[lv->id] = P->made.n;
+    su_vec_push(&P->made, P->dst->oom, r);
+}
+
+/* Operand i of P->op already resharded to req, or NULL. With
+ * keep_gathered, a backward transpose of a forward activation (the
+ * weight gradient's x^T) is found as the activation the forward gathered,
+ * transposed locally: emitted where emit, else that activation itself is
+ * returned, to say there is one. */
+static ir_value *made_as(part *P, int i, const ir_sharding *req, bool emit)
+{
+    const ir_value *lv = P->op->in[i];
+    ir_value *v = made_find(P, lv, req);
+    if (v || !P->keep_gathered || P->op->phase != IR_PH_BACKWARD || !lv->def ||
+        lv->def->code != IR_TRANSPOSE || lv->def->phase != IR_PH_BACKWARD)
+        return v;
+    const ir_op *t = lv->def;
+    ir_sharding q = pass_part_replicated();
+    q.partial = req->partial;
+    for (int k = 0; k < t->a.nlist; k++)
+        pass_part_copy_dim(&q, (int)t->a.list[k], req, k);
+    ir_value *x = made_find(P, t->in[0], &q);
+    if (!x || !emit)
+        return x;
+    v = pass_part_emit_local(P, IR_TRANSPOSE, &x, 1, &t->a);
+    v->sh = *req;
+    v->sh.kind = lv->sh.kind;
+    made_add(P, lv, req, x, v); /* sent nothing: found by this phase only */
+    return v;
+}
+
 double pass_part_operand_cost(part *P, int i, const ir_sharding *req)
 {
-    if (made_as(P, i, req))
+    if (made_as(P, i, req, false))
         return 0;
     return pass_part_reshard_cost(P, P->map[P->op->in[i]->id], req);
 }
@@ -332,18 +377,14 @@ ir_value *pass_part_operand(part *P, int i, const ir_sharding *req, const char *
     if (why) /* the rule or annotation behind the operand's sharding */
         need = su_sprintf(&P->dst->arena, "%s; %s has its sharding by: %s", need,
                           lname(P, lv), why);
-    ir_value *made = made_as(P, i, req);
+    ir_value *made = made_as(P, i, req, true);
     if (made)
         return made;
     P->need = need;
     ir_value *from = P->map[lv->id], *v = pass_part_reshard(P, from, req);
     P->need = NULL;
-    if (v != from && !P->dry) {
-        reshard_made *r = su_alloc(&P->dst->arena, sizeof *r);
-        *r = (reshard_made){lv, *req, P->op->rep, P->op->phase, v, P->made_first[lv->id]};
-        P->made_first[lv->id] = P->made.n;
-        su_vec_push(&P->made, P->dst->oom, r);
-    }
+    if (v != from && !P->dry)
+        made_add(P, lv, req, from, v);
     return v;
 }
 

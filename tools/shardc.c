@@ -52,6 +52,10 @@ static const char usage[] =
     "                     params, blocks, casts); trained params keep f32 masters\n"
     "  --recompute        make every block a recompute block: the backward runs\n"
     "                     each call's forward again instead of keeping its values\n"
+    "  --keep-gathered    the backward reads the activations the forward gathered\n"
+    "                     (a sequence-split input of a column-parallel layer, for\n"
+    "                     its weight's gradient) instead of gathering them again:\n"
+    "                     fewer bytes, more activation memory\n"
     "  --mem-limit SIZE   fail when a rank's planned memory exceeds SIZE (80GiB,\n"
     "                     75GB, 512MiB, bytes; hw: the --hw profile's memory);\n"
     "                     --report then gives each stage's headroom\n"
@@ -236,6 +240,8 @@ static int parse_args(int argc, char **argv, args *a)
                 return EXIT_USAGE;
         } else if (!strcmp(argv[i], "--recompute")) {
             shardc_options_set_recompute(a->opt, 1);
+        } else if (!strcmp(argv[i], "--keep-gathered")) {
+            shardc_options_set_keep_gathered(a->opt, 1);
         } else if (!strcmp(argv[i], "--explain-sharding")) {
             a->emit = "explain";
         } else if (!strcmp(argv[i], "--report") || !strcmp(argv[i], "--report=json")) {

@@ -100,7 +100,7 @@ def version() -> str:
 # ---- compiling ----
 
 _OPTIONS = ("arch", "bucket_mb", "zero", "zero_axis", "schedule", "microbatches", "dtype",
-            "recompute", "mem_limit", "hw", "cache_dir")
+            "recompute", "keep_gathered", "mem_limit", "hw", "cache_dir")
 
 
 def _options(mesh, defines, opts):
@@ -136,6 +136,8 @@ def _options(mesh, defines, opts):
             _call(_lib.shardc_options_set_dtype, o, _b(opts["dtype"]), what="dtype")
         if opts.get("recompute"):
             _lib.shardc_options_set_recompute(o, 1)
+        if opts.get("keep_gathered"):
+            _lib.shardc_options_set_keep_gathered(o, 1)
         if opts.get("mem_limit") is not None:
             _call(_lib.shardc_options_set_mem_limit, o, _b(opts["mem_limit"]), what="mem_limit")
         if opts.get("hw") is not None:
@@ -160,7 +162,8 @@ def compile(source: Union[str, bytes, None] = None, path: Union[str, os.PathLike
     options, as the CLI's flags: arch ("none", "sm_80,sm_90"; default: the
     library's, kernels where NVRTC is found), bucket_mb, zero (0-3) and
     zero_axis, schedule ("gpipe", "1f1b", "interleaved(2)"), microbatches,
-    dtype ("bf16", "f16"), recompute (True), mem_limit ("12GiB"), hw
+    dtype ("bf16", "f16"), recompute (True), keep_gathered (True),
+    mem_limit ("12GiB"), hw
     ("h100", or a profile's .json path), cache_dir.
 
     Raises InputError with the located diagnostic for a wrong model."""

@@ -17,6 +17,9 @@ Directives, in the model's comments (one per line, before or among the code):
   # diff-error: TEXT        every run must exit 1 with TEXT in its stderr
   # diff-seed: N            the explicit inputs' seed (default 1)
   # diff-define: NAME=VALUE -D NAME=VALUE for every compilation
+  # diff-flags: FLAGS       shardc options for the sharded compilations only
+                            (e.g. --keep-gathered); the reference is
+                            compiled without them
 
 Tolerances, |got - want| <= atol * max(1, max|want|) + rtol * |want| per
 element, with max|want| over the tensor: sharded contractions sum in another
@@ -73,7 +76,7 @@ class Failure(Exception):
 
 def directives(text):
     d = {"mesh": [], "ref": None, "steps": None, "ids": {}, "inputs": "file", "error": None,
-         "seed": 1, "define": []}
+         "seed": 1, "define": [], "flags": []}
     for line in text.splitlines():
         m = re.match(r"\s*#\s*diff-([a-z]+):\s*(.*?)\s*$", line)
         if not m:
@@ -96,6 +99,8 @@ def directives(text):
             d["seed"] = int(val)
         elif key == "define":
             d["define"].append(val)
+        elif key == "flags":
+            d["flags"] += val.split()
     return d
 
 
@@ -289,7 +294,7 @@ class Checker:
                 self.expect_error(path, mesh, d, train, ref["inputs"])
                 continue
             plan = os.path.join(self.work, f"m{mesh}.plan")
-            p, cmd = self.compile(path, mesh, plan)
+            p, cmd = self.compile(path, mesh, plan, d["flags"])
             check_status(p, f"shardc (mesh {mesh})", cmd)
             p, cmd, out, params = self.run_plan(plan, mesh, f"m{mesh}", d, train, ref["inputs"])
             check_status(p, f"shardrun (mesh {mesh})", cmd)
@@ -328,7 +333,7 @@ class Checker:
     def expect_error(self, path, mesh, d, train, inputs):
         runs = [(self.work + f"/ref{ones_of(mesh)}.plan", ones_of(mesh), "ref")]
         plan = os.path.join(self.work, f"m{mesh}.plan")
-        p, cmd = self.compile(path, mesh, plan)
+        p, cmd = self.compile(path, mesh, plan, d["flags"])
         check_status(p, f"shardc (mesh {mesh})", cmd)
         runs.append((plan, mesh, f"m{mesh}"))
         for plan, m, tag in runs:

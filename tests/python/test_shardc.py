@@ -177,3 +177,16 @@ def test_bf16_params_by_dlpack_or_their_bits():
     with pytest.raises(shardc.UsageError, match="is f32, the plan's is bf16"):
         b.bind("w1", np.zeros((32, 64), np.float32))
     assert a.step() == b.step()
+
+
+def test_keep_gathered_is_the_cli_flag():
+    sp = os.path.join(ROOT, "tests", "lit", "partition",
+                      "sequence-parallel-weight-grads-reduce-scatter.sh")
+    keep = shardc.compile(path=sp, mesh="1x4", arch="none", keep_gathered=True).report()
+    cli = json.loads(run(SHARDC, sp, "--mesh", "1x4", "--arch", "none", "--keep-gathered",
+                         "--report", "json"))
+    assert keep == cli
+    again = shardc.compile(path=sp, mesh="1x4", arch="none").report()
+    # the backward reads the forward's gathered input: 4614 bytes, not 9222
+    assert keep["stages"][0]["bytes_sent"] == 4614
+    assert again["stages"][0]["bytes_sent"] == 9222

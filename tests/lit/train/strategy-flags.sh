@@ -32,6 +32,12 @@
 # RC: >   flops per rank: 7430293507
 # RC: <     activations 25174016 (the most live at once)
 # RC: >     activations 9439236 (the most live at once)
+# --keep-gathered: with nothing gathered (data parallel), the same plan;
+# without `train`, an error naming the flag
+# RUN: %shardc %S/../../../examples/transformer.sh --mesh 4x1 --keep-gathered --report > %t.kflag
+# RUN: %shardc %S/../../../examples/transformer.sh --mesh 4x1 --report | diff - %t.kflag
+# RUN: sed '/^train /d' %S/../../../examples/mlp.sh > %t.infer.sh
+# RUN: %expect 1 %shardc %t.infer.sh --mesh 2x2 --keep-gathered -o %t.plan 2>&1 | FileCheck %s --check-prefix=KEEP
 # RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --mesh 2x2 --schedule 1f1b -o %t.plan 2>&1 | FileCheck %s --check-prefix=NOPIPE
 # RUN: %expect 1 %shardc %S/../../../examples/pipeline.sh --mesh 1x2x1 --microbatches 3 -o %t.plan 2>&1 | FileCheck %s --check-prefix=MB
 # RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --mesh 2x2 --zero 1:pp -o %t.plan 2>&1 | FileCheck %s --check-prefix=AXIS
@@ -39,6 +45,7 @@
 # RUN: %expect 2 %shardc %S/../../../examples/pipeline.sh --mesh 1x2x1 --schedule 2f2b -o %t.plan 2>&1 | FileCheck %s --check-prefix=NAME
 # RUN: test ! -e %t.plan
 # SCHED: # pipeline: gpipe over pp, 2 stages, 2 microbatches
+# KEEP: infer.sh: error: --keep-gathered: the model has no 'train', so no backward to read gathered activations
 # NOPIPE: mlp.sh: error: --schedule: the model has no pipelined 'repeat ... over AXIS'
 # MB: pipeline.sh: error: --microbatches: 3 microbatches do not divide the batch dimension of input 'tokens' (8)
 # AXIS: mlp.sh: error: --zero 1:pp: the mesh has no axis 'pp'

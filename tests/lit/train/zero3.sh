@@ -11,6 +11,10 @@
 # RUN: %shardc %s --mesh 2 --bucket-mb 0 --report json | FileCheck %s --check-prefix=D2
 # RUN: %shardc %s --mesh 4 --bucket-mb 0 --report json | FileCheck %s --check-prefix=D4
 # (--bucket-mb 0: one collective per gradient; buckets.sh groups them.)
+# --keep-gathered keeps activations only: a param ZeRO-3 gathered in the
+# forward is gathered again in the backward (w2's 8192 elements), the same
+# bytes as without the flag.
+# RUN: %shardc %s --mesh 2 --bucket-mb 0 --keep-gathered --report json | FileCheck %s --check-prefix=D2
 # D2: "peak_bytes": {{[0-9]+}}, "memory": {"params": 33024, "gradients": 33024, "optimizer_state": 66052, "activations": {{[0-9]+}}}
 # D2-SAME: "bytes_sent": 82436, "collectives": [{"kind": "all_gather", "axes": ["dp"], "dtype": "f32", "elements": 8192, "phase": "forward"}, {"kind": "all_gather", "axes": ["dp"], "dtype": "f32", "elements": 128, "phase": "forward"}, {"kind": "all_gather", "axes": ["dp"], "dtype": "f32", "elements": 8192, "phase": "forward"}, {"kind": "all_reduce", "axes": ["dp"], "dtype": "f32", "elements": 1, "phase": "forward"}, {"kind": "all_gather", "axes": ["dp"], "dtype": "f32", "elements": 8192, "phase": "backward"}, {"kind": "reduce_scatter", "axes": ["dp"], "dtype": "f32", "elements": 8192, "phase": "backward"}, {"kind": "reduce_scatter", "axes": ["dp"], "dtype": "f32", "elements": 128, "phase": "backward"}, {"kind": "reduce_scatter", "axes": ["dp"], "dtype": "f32", "elements": 8192, "phase": "backward"}]}]}
 # D4: "peak_bytes": {{[0-9]+}}, "memory": {"params": 16512, "gradients": 16512, "optimizer_state": 33028, "activations": {{[0-9]+}}}
