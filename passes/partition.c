@@ -85,6 +85,44 @@ static void partition(void *arg)
     P->made_first = su_alloc(&P->dst->arena, (size_t)(m->next_id + 1) * sizeof *P->made_first);
     for (int i = 0; i <= m->next_id; i++)
         P->made_first[i] = -1;
+    /* transposes of one value, the same way, are one value to reshard */
+    P->same = su_alloc(&P->dst->arena, (size_t)(m->next_id + 1) * sizeof *P->same);
+    const ir_op **first_t = su_alloc(&P->dst->arena, (size_t)(m->next_id + 1) * sizeof *first_t);
+    memset(first_t, 0, (size_t)(m->next_id + 1) * sizeof *first_t);
+    for (int i = 0; i <= m->next_id; i++)
+        P->same[i] = i;
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i), *f;
+        if (op->code != IR_TRANSPOSE)
+            continue;
+        if (!(f = first_t[op->in[0]->id]))
+            first_t[op->in[0]->id] = op;
+        else if (f->a.nlist == op->a.nlist &&
+                 !memcmp(f->a.list, op->a.list, (size_t)op->a.nlist * sizeof *op->a.list))
+            P->same[op->res[0]->id] = f->res[0]->id;
+    }
+    /* each value's one reader: an op that reads it twice, or an output or
+     * update, counts as several */
+    P->reader = su_alloc(&P->dst->arena, (size_t)(m->next_id + 1) * sizeof *P->reader);
+    int *nread = su_alloc(&P->dst->arena, (size_t)(m->next_id + 1) * sizeof *nread);
+    memset(nread, 0, (size_t)(m->next_id + 1) * sizeof *nread);
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        for (int j = 0; j < op->nin; j++) {
+            nread[op->in[j]->id]++;
+            P->reader[op->in[j]->id] = op;
+        }
+    }
+    for (int i = 0; i < m->outputs.n; i++)
+        nread[IR_OUTPUT(m, i)->v->id] += 2;
+    for (int i = 0; i < m->updates.n; i++) {
+        nread[IR_UPDATE(m, i)->v->id] += 2;
+        if (IR_UPDATE(m, i)->grad)
+            nread[IR_UPDATE(m, i)->grad->id] += 2;
+    }
+    for (int i = 0; i <= m->next_id; i++)
+        if (nread[i] != 1)
+            P->reader[i] = NULL;
     if (P->keep_gathered) { /* the values an input reaches: the activations */
         P->act = su_alloc(&P->dst->arena, (size_t)(m->next_id + 1) * sizeof *P->act);
         memset(P->act, 0, (size_t)(m->next_id + 1) * sizeof *P->act);

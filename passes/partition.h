@@ -31,6 +31,11 @@ typedef struct part {
     int zero3_axis;         /* zero 3: params' storage axis, never contracted; -1 */
     bool keep_gathered;     /* the backward reads the forward's gathered activations */
     bool *act;              /* with keep_gathered: logical value id -> an input reaches it */
+    int *same;              /* logical value id -> the id of the first value equal to
+                             * it (a transpose of the same value, the same way: the
+                             * backward's x^T for each weight read by x), else itself */
+    const ir_op **reader;   /* logical value id -> the one op that reads it, else NULL
+                             * (none, several, or an output or update) */
     bool dry;               /* count bytes, emit nothing */
     double bytes;           /* bytes sent per rank, while dry */
     su_vec made;            /* reshard_made: operands already resharded */

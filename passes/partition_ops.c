@@ -56,6 +56,84 @@ static void contract_as(const ir_sharding *k, const ir_sharding *base_a, int ka,
     pass_part_copy_dim(qb, kb, k, 0);
 }
 
+/* The bytes that bring a matmul's local result r (sharding nat, maybe
+ * partial) to the logical result's sharding. A partial result whose one
+ * reader sums it over a dim (a weight's gradient over the batch rows) is
+ * counted as the sum reduced, since combine.c reduces after the sum. */
+static double result_cost(part *P, const ir_value *r)
+{
+    const ir_value *lr = P->op->res[0];
+    double direct = pass_part_reshard_cost(P, (ir_value *)r, &lr->sh);
+    const ir_op *s = P->reader[lr->id];
+    if (!r->sh.partial || !s || (s->code != IR_SUM && s->code != IR_MEAN) || r->type.rank < 2)
+        return direct;
+    int ax = (int)s->a.axis; /* axes splitting it (dp) sum the gradient either way */
+    if (ax < 0 || ax >= r->type.rank)
+        return direct;
+    ir_value t = *r;
+    if (s->a.keepdims) {
+        t.type.dim[ax] = 1;
+    } else {
+        for (int d = ax; d + 1 < r->type.rank; d++) {
+            t.type.dim[d] = r->type.dim[d + 1];
+            pass_part_copy_dim(&t.sh, d, &r->sh, d + 1);
+        }
+        t.type.rank--;
+        t.sh.naxes[t.type.rank] = 0;
+    }
+    double folded = pass_part_reshard_cost(P, &t, &s->res[0]->sh);
+    return folded < direct ? folded : direct;
+}
+
+/* The candidate of n with the least key, compared in order, other than
+ * skip; -1 when there is none. */
+static int first_key(double key[][4], int n, int skip)
+{
+    int bi = -1;
+    for (int i = 0; i < n; i++) {
+        if (i == skip)
+            continue;
+        int k = 0;
+        while (bi >= 0 && k < 3 && key[i][k] == key[bi][k])
+            k++;
+        if (bi < 0 || key[i][k] < key[bi][k])
+            bi = i;
+    }
+    return bi;
+}
+
+/* The contraction cands[i] in words: over its split over those axes, or
+ * whole. */
+static const char *contraction_text(part *P, const ir_sharding *c)
+{
+    if (!c->naxes[0])
+        return "contracting the dim whole";
+    const char *axes = "";
+    for (int j = 0; j < c->naxes[0]; j++)
+        axes = su_sprintf(&P->dst->arena, "%s%s%s", axes, j ? ", " : "",
+                          P->dst->mesh.name[c->axes[0][j]]);
+    return su_sprintf(&P->dst->arena, "contracting the dim split over %s, the product partial",
+                      axes);
+}
+
+/* Why matmul contracts as cands[bi] rather than cands[alt]: the first key
+ * that differs. */
+static const char *contraction_why(part *P, const ir_sharding *cands, double key[][4], int bi,
+                                   int alt)
+{
+    const char *won = contraction_text(P, &cands[bi]), *lost = contraction_text(P, &cands[alt]);
+    if (key[alt][0] > key[bi][0])
+        return su_sprintf(&P->dst->arena, "%s: %.0f bytes per rank, against %.0f and %.3gx the "
+                          "multiply-adds for %s", won, key[bi][2], key[alt][2],
+                          key[alt][0] / key[bi][0], lost);
+    if (key[alt][1] > key[bi][1])
+        return su_sprintf(&P->dst->arena, "%s: %.0f bytes per rank, against %.0f for %s, which "
+                          "moves an annotated operand (%.0f bytes)", won, key[bi][2], key[alt][2],
+                          lost, key[alt][1]);
+    return su_sprintf(&P->dst->arena, "%s: %.0f bytes per rank, against %.0f for %s", won,
+                      key[bi][2], key[alt][2], lost);
+}
+
 /* a [..., M, K] @ b [..., K, N]: batch, M and N follow the result; the
  * contracting dim keeps the axes of whichever operand has them, if that is
  * cheaper than gathering, and the result is then partial over them. */
@@ -100,29 +178,45 @@ void pass_part_matmul(part *P)
             la->type.dim[ka] % pass_part_axes_size(&P->dst->mesh, s->axes[kd], s->naxes[kd]))
             continue;
         cands[nc] = pass_part_replicated();
-        pass_part_copy_dim(&cands[nc++], 0, s, kd);
+        pass_part_copy_dim(&cands[nc], 0, s, kd);
+        if (!nc || !ir_sharding_eq(&cands[0], &cands[nc], 1)) /* b's split may be a's */
+            nc++;
     }
     cands[nc++] = pass_part_replicated(); /* contract unsplit */
-    /* Cheapest first by the bytes the operands need moved before the local
-     * matmul can run: gathering an operand also repeats the matmul on every
-     * rank of the group, where a split contraction keeps it divided and
-     * pays only for resolving the partial result (Megatron's row-parallel
-     * layer; reduce_scatter when the result is wanted split, as in sequence
-     * parallelism). Ties go by the total bytes, then the first candidate. */
-    int best = 0;
-    double best_ops = -1, best_cost = -1;
+    /* First the fewest local multiply-adds: gathering a split contraction
+     * repeats the matmul on every rank of the group, where a split
+     * contraction keeps it divided and pays only for resolving the partial
+     * result (Megatron's row-parallel layer; reduce_scatter when the result
+     * is wanted split, as in sequence parallelism). Then the fewest bytes
+     * moving an annotated operand (a weight stays split as annotated where
+     * a candidate computes on its shards, as Megatron's do). Then the
+     * fewest bytes in all, the operands' reshards and the result's (an
+     * MoE's input gradient moves its expert-split output gradient back by
+     * one all-to-all rather than the dispatch mask by one and the partial
+     * product by a reduce-scatter); then the fewest moved before the
+     * matmul runs; then the first candidate. */
+    double key[3][4]; /* flops, annotated bytes, bytes, operand bytes */
     ir_sharding qa, qb, nat;
     for (int i = 0; i < nc; i++) {
         contract_as(&cands[i], &base_a, ka, &base_b, kb, lr, &qa, &qb, &nat);
-        double ops = pass_part_operand_cost(P, 0, &qa) + pass_part_operand_cost(P, 1, &qb);
+        double oa = pass_part_operand_cost(P, 0, &qa), ob = pass_part_operand_cost(P, 1, &qb);
         ir_value tmp = {.type = pass_part_local_type(&P->dst->mesh, &lr->type, &nat), .sh = nat};
-        double cost = ops + pass_part_reshard_cost(P, &tmp, &lr->sh);
-        if (best_ops < 0 || ops < best_ops || (ops == best_ops && cost < best_cost))
-            best = i, best_ops = ops, best_cost = cost;
+        key[i][0] = (double)ir_type_numel(&tmp.type) *
+                    (double)(la->type.dim[ka] / ir_sharding_split(&qa, &P->dst->mesh, ka));
+        key[i][1] = (pass_annotated(la) ? oa : 0) + (pass_annotated(lb) ? ob : 0);
+        key[i][2] = oa + ob + result_cost(P, &tmp);
+        key[i][3] = oa + ob;
     }
-    contract_as(&cands[best], &base_a, ka, &base_b, kb, lr, &qa, &qb, &nat);
-    ir_value *in[2] = {pass_part_operand(P, 0, &qa, "the left operand of '@' follows its result"),
-                       pass_part_operand(P, 1, &qb, "the right operand of '@' follows its result")};
+    int bi = first_key(key, nc, -1), alt = first_key(key, nc, bi);
+    const char *l = "the left operand of '@' follows its result",
+               *r = "the right operand of '@' follows its result";
+    if (alt >= 0 && P->ex) { /* why this contraction, against the next best */
+        P->choice = contraction_why(P, cands, key, bi, alt);
+        l = su_sprintf(&P->dst->arena, "%s; %s", l, P->choice);
+        r = su_sprintf(&P->dst->arena, "%s; %s", r, P->choice);
+    }
+    contract_as(&cands[bi], &base_a, ka, &base_b, kb, lr, &qa, &qb, &nat);
+    ir_value *in[2] = {pass_part_operand(P, 0, &qa, l), pass_part_operand(P, 1, &qb, r)};
     pass_part_finish(P, in, 2, &nat);
 }
 

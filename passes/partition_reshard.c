@@ -311,7 +311,7 @@ double pass_part_reshard_cost(part *P, ir_value *v, const ir_sharding *req)
  * a backward op also finds the forward's), or NULL. */
 static ir_value *made_find(const part *P, const ir_value *lv, const ir_sharding *req)
 {
-    for (int k = P->made_first[lv->id]; k >= 0; k = ((reshard_made *)P->made.v[k])->next) {
+    for (int k = P->made_first[P->same[lv->id]]; k >= 0; k = ((reshard_made *)P->made.v[k])->next) {
         const reshard_made *r = P->made.v[k];
         bool ph = r->phase == P->op->phase ||
                   (P->keep_gathered && r->sent && r->phase == IR_PH_FORWARD &&
@@ -330,9 +330,10 @@ static void made_add(part *P, const ir_value *lv, const ir_sharding *req, const 
     bool sent = false; /* the reshard's ops, from v back to from */
     for (const ir_value *w = v; w != from && w->def && w->def->nin > 0; w = w->def->in[0])
         sent |= ir_ops[w->def->code].cls == IR_C_COMM;
+    int id = P->same[lv->id];
     reshard_made *r = su_alloc(&P->dst->arena, sizeof *r);
-    *r = (reshard_made){lv, *req, P->op->rep, P->op->phase, sent, v, P->made_first[lv->id]};
-    P->made_first[lv->id] = P->made.n;
+    *r = (reshard_made){lv, *req, P->op->rep, P->op->phase, sent, v, P->made_first[id]};
+    P->made_first[id] = P->made.n;
     su_vec_push(&P->made, P->dst->oom, r);
 }
 
@@ -343,7 +344,9 @@ static void made_add(part *P, const ir_value *lv, const ir_sharding *req, const 
  * returned, to say there is one. */
 static ir_value *made_as(part *P, int i, const ir_sharding *req, bool emit)
 {
-    const ir_value *lv = P->op->in[i];
+    const ir_value *lv = P->op->in[i], *cur = P->map[lv->id];
+    if (cur->sh.partial == req->partial && ir_sharding_eq(&cur->sh, req, lv->type.rank))
+        return NULL; /* there already */
     ir_value *v = made_find(P, lv, req);
     if (v || !P->keep_gathered || P->op->phase != IR_PH_BACKWARD || !lv->def ||
         lv->def->code != IR_TRANSPOSE || lv->def->phase != IR_PH_BACKWARD)

@@ -59,6 +59,10 @@ bool pass_input_init(ir_module *m, su_buf *err);
  * contradiction no rule can resolve (none is known today). */
 bool pass_propagate(ir_module *m, pass_explain *ex, su_buf *err);
 
+/* Whether v's sharding is the user's annotation, or v is a transpose or
+ * cast of a value whose is (a weight's transpose in the backward). */
+bool pass_annotated(const ir_value *v);
+
 /* Prints, for each value, its sharding and the reason (one line a value). */
 void pass_explain_print(const ir_module *m, const pass_explain *ex, su_buf *out);
 

@@ -269,9 +269,7 @@ static mm_dims mm_layout(const ir_op *op)
     return m;
 }
 
-/* Whether v is annotated, or a transpose or cast of a value that is (a
- * weight's transpose in the backward). */
-static bool annotated(const ir_value *v)
+bool pass_annotated(const ir_value *v)
 {
     for (int i = 0; v && i < 4; i++, v = v->def && v->def->nin ? v->def->in[0] : NULL) {
         if (v->sh.kind == IR_SH_FIXED)
@@ -295,7 +293,7 @@ static bool keep_n(prop *p, const ir_op *op, const mm_dims *d, cand *c)
     const ir_sharding *sa = sh_of(a), *sb = sh_of(b);
     if (d->am < 0 || d->rn < 0)
         return false;
-    bool fa = annotated(a), fb = annotated(b);
+    bool fa = pass_annotated(a), fb = pass_annotated(b);
     bool by_note = fb && !fa;
     if (!by_note && (fa != fb || ir_type_numel(&a->type) >= ir_type_numel(&b->type)))
         return false;

@@ -27,6 +27,6 @@ output s, t
 # CHECK-NEXT: %t = shard(tp, _)  # annotation
 # CHECK-NEXT: # collectives and slices of the partitioned program (per rank)
 # CHECK-NEXT: all_gather over tp (line 12, 131072 bytes per rank): %x (tp, _) -> (_, _) for matmul (the left operand of '@' follows its result; %x has its sharding by: annotation)
-# CHECK-NEXT: reduce_scatter over tp (line 12, 131072 bytes per rank): %out (_, _) partial(tp) -> (tp, _) for matmul (the result's sharding, by: annotation)
+# CHECK-NEXT: reduce_scatter over tp (line 12, 131072 bytes per rank): %out (_, _) partial(tp) -> (tp, _) for matmul (the result's sharding, by: annotation; contracting the dim split over tp, the product partial: 131072 bytes per rank, against 8650752 for contracting the dim whole, which moves an annotated operand (8388608 bytes))
 # CHECK-NEXT: all_to_all over tp (line 14, 65536 bytes per rank): %r (tp, _) -> (_, tp) for constrain (a sharding constraint; %r has its sharding by: forward from %out through relu)
 # CHECK-NEXT: slice over tp (line 15, 0 bytes per rank): %z (_, _) -> (tp, _) for constrain (a sharding constraint; %z has its sharding by: replicated: no annotation or rule reaches it)

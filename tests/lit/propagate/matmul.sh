@@ -18,4 +18,4 @@ output y, z
 # CHECK-NEXT: %y = auto(dp, _, tp)  # forward from %a and %w through matmul
 # CHECK-NEXT: %z = auto(_, _, _)  # forward from %w2 through matmul
 # CHECK-NEXT: # collectives and slices of the partitioned program (per rank)
-# CHECK-NEXT: all_reduce over tp (line 11, 2048 bytes per rank): %z (_, _, _) partial(tp) -> (_, _, _) for matmul (the result's sharding, by: forward from %w2 through matmul)
+# CHECK-NEXT: all_reduce over tp (line 11, 2048 bytes per rank): %z (_, _, _) partial(tp) -> (_, _, _) for matmul (the result's sharding, by: forward from %w2 through matmul; contracting the dim split over tp, the product partial: 2048 bytes per rank, against 3072 and 2x the multiply-adds for contracting the dim whole)
