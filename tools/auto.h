@@ -3,7 +3,9 @@
  *
  * The candidates: every ordered factorisation of N ranks over the model's
  * mesh axes; with a `train` line, ZeRO 0 to 3 (only 0 where an axis named
- * dp has size 1) and, where it changes the plan, --recompute; with a pipelined repeat whose axis has more than one
+ * dp has size 1) and, where it changes the plan, --recompute, and each (mesh, ZeRO) pair
+ * with --keep-gathered where that changes its estimated step or memory; with a pipelined
+ * repeat whose axis has more than one
  * stage, the schedules gpipe, 1f1b and interleaved(2) with S, 2S, 4S and
  * 8S microbatches (S the stages). Each is compiled in this process as
  * `shardc FILE ARGS --mesh ... --zero ... --report json` would (ARGS the
@@ -43,6 +45,7 @@ typedef struct auto_cand {
     const char *sched;   /* NULL: the model's */
     int mb;              /* 0: the model's */
     bool recompute;
+    bool keep;           /* --keep-gathered */
     bool compiled, fits;
     double step_ms, bubble;
     long long peak, states; /* states: params + gradients + optimizer state */
@@ -112,6 +115,8 @@ static int auto_words(const auto_run *R, const auto_cand *c, char **w, char buf[
     }
     if (c->recompute)
         w[n++] = "--recompute";
+    if (c->keep)
+        w[n++] = "--keep-gathered";
     return n;
 }
 
@@ -301,9 +306,9 @@ static void auto_pairs(auto_run *R, auto_cand base, auto_batch *b)
     }
 }
 
-/* The other candidates of pair c, evaluated: --recompute, and with a
- * pipeline over more than one stage its schedules and microbatches (but
- * the model's own, which c is), into b. */
+/* The other candidates of pair c, evaluated: --keep-gathered (training),
+ * --recompute, and with a pipeline over more than one stage its schedules
+ * and microbatches (but the model's own, which c is), into b. */
 static void auto_variants(auto_run *R, const auto_cand *c, bool recompute_matters,
                           auto_batch *b)
 {
@@ -312,6 +317,11 @@ static void auto_variants(auto_run *R, const auto_cand *c, bool recompute_matter
     memcpy(base.mesh, c->mesh, sizeof base.mesh);
     base.zero = c->zero;
     bool piped = R->pp >= 0 && base.mesh[R->pp] > 1;
+    if (R->train) {
+        auto_cand p = base;
+        p.keep = true;
+        auto_push(b, &p);
+    }
     for (int rc = 0; rc <= (int)recompute_matters; rc++) {
         if (rc) {
             auto_cand p = base;
@@ -370,7 +380,7 @@ static void auto_all(auto_run *R, bool recompute_matters)
         if (!p->compiled)
             continue;
         if (R->limit && p->states > R->limit) {
-            R->pruned += (piped ? 12 : 0) * (1 + recompute_matters) + recompute_matters;
+            R->pruned += (piped ? 12 : 0) * (1 + recompute_matters) + recompute_matters + R->train;
             continue;
         }
         auto_variants(R, p, recompute_matters, &vars);
@@ -378,9 +388,16 @@ static void auto_all(auto_run *R, bool recompute_matters)
     first[pairs.n] = vars.n;
     auto_eval_all(&vars);
     for (int i = 0; i < pairs.n; i++) {
-        auto_record(R, &pairs.c[i]);
-        for (int k = first[i]; k < first[i + 1]; k++)
-            auto_record(R, &vars.c[k]);
+        const auto_cand *p = &pairs.c[i];
+        auto_record(R, p);
+        for (int k = first[i]; k < first[i + 1]; k++) {
+            const auto_cand *v = &vars.c[k];
+            /* --keep-gathered where nothing the forward gathers is read
+             * again: the pair's plan, not another strategy */
+            if (v->keep && v->compiled && v->step_ms == p->step_ms && v->peak == p->peak)
+                continue;
+            auto_record(R, v);
+        }
     }
     free(first);
     free(pairs.c);
@@ -422,7 +439,9 @@ static void auto_strategy(const auto_run *R, const auto_cand *c, char *b, size_t
     if (c->sched && k < n)
         k += (size_t)snprintf(b + k, n - k, " %s mb %d", c->sched, c->mb);
     if (c->recompute && k < n)
-        snprintf(b + k, n - k, " recompute");
+        k += (size_t)snprintf(b + k, n - k, " recompute");
+    if (c->keep && k < n)
+        snprintf(b + k, n - k, " keep-gathered");
 }
 
 static int auto_csv(const auto_run *R, const char *path)
@@ -432,7 +451,8 @@ static int auto_csv(const auto_run *R, const char *path)
         fprintf(stderr, "shardc: error: --auto-csv %s: %s\n", path, strerror(errno));
         return EXIT_INPUT;
     }
-    fprintf(f, "rank,mesh,zero,schedule,microbatches,recompute,step_ms,peak_bytes,fits,bubble");
+    fprintf(f, "rank,mesh,zero,schedule,microbatches,recompute,keep_gathered,step_ms,peak_bytes,"
+            "fits,bubble");
     for (int a = 0; a < R->naxes; a++)
         fprintf(f, ",bytes_%s", R->axis[a]);
     fprintf(f, ",command\n");
@@ -441,9 +461,9 @@ static int auto_csv(const auto_run *R, const char *path)
         char mesh[128], cmd[1024];
         auto_mesh_text(R, c, mesh, sizeof mesh);
         auto_command(R, c, cmd, sizeof cmd);
-        fprintf(f, "%d,%s,%d,%s,%d,%d,%.6f,%lld,%d,%.6f", i + 1, mesh, c->zero,
-                c->sched ? c->sched : "", c->mb, c->recompute, c->step_ms, c->peak, c->fits,
-                c->bubble);
+        fprintf(f, "%d,%s,%d,%s,%d,%d,%d,%.6f,%lld,%d,%.6f", i + 1, mesh, c->zero,
+                c->sched ? c->sched : "", c->mb, c->recompute, c->keep, c->step_ms, c->peak,
+                c->fits, c->bubble);
         for (int a = 0; a < R->naxes; a++)
             fprintf(f, ",%lld", c->axis_bytes[a]);
         fprintf(f, ",\"%s\"\n", cmd);
@@ -551,12 +571,14 @@ static int auto_search(int argc, char **argv)
         } else if (!strncmp(argv[i], "--mesh", 6) || !strncmp(argv[i], "--zero", 6) ||
                    !strncmp(argv[i], "--schedule", 10) ||
                    !strncmp(argv[i], "--microbatches", 14) || !strcmp(argv[i], "--recompute") ||
+                   !strcmp(argv[i], "--keep-gathered") ||
                    !strncmp(argv[i], "--emit", 6) || !strncmp(argv[i], "--report", 8) ||
                    !strcmp(argv[i], "-o") || !strncmp(argv[i], "--trace", 7) ||
                    !strcmp(argv[i], "--explain-sharding") || !strncmp(argv[i], "--stop-after", 12) ||
                    !strncmp(argv[i], "--passes", 8) || !strncmp(argv[i], "--print-after", 13)) {
-            return usage_error("--auto chooses the mesh, --zero, --schedule, --microbatches and "
-                               "--recompute and prints its table: it takes no %s", argv[i]);
+            return usage_error("--auto chooses the mesh, --zero, --schedule, --microbatches, "
+                               "--recompute and --keep-gathered and prints its table: it takes "
+                               "no %s", argv[i]);
         } else if (R.argc == AUTO_ARGS) {
             return usage_error("%s", "--auto: too many other options");
         } else if (!strncmp(argv[i], "--mem-limit", 11)) {
