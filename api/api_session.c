@@ -6,8 +6,71 @@
 #include "runtime/exec/session.h"
 #include "runtime/io/tensors.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef SHARDC_HAVE_MPI
+#include <mpi.h>
+
+/* Open MPI keeps what MPI_Init and MPI_Finalize allocate until exit, by
+ * design: leak tracking (under the sanitizers) is off during those calls. */
+void __lsan_disable(void) __attribute__((weak));
+void __lsan_enable(void) __attribute__((weak));
+static void mpi_leaks_ignored(bool on)
+{
+    if (on && __lsan_disable)
+        __lsan_disable();
+    else if (!on && __lsan_enable)
+        __lsan_enable();
+}
+
+static bool mpi_ours; /* shardc_mpi_init initialised MPI */
+#endif
+
+shardc_status shardc_mpi_init(int *rank, int *size, char **error)
+{
+    api_clear(error);
+#ifdef SHARDC_HAVE_MPI
+    int init = 0, done = 0;
+    MPI_Initialized(&init);
+    MPI_Finalized(&done);
+    if (done)
+        return api_fail(error, SHARDC_ERR_USAGE, "MPI was finalised: it cannot start again in "
+                        "this process");
+    if (!init) {
+        int level = 0;
+        mpi_leaks_ignored(true);
+        int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &level);
+        mpi_leaks_ignored(false);
+        if (rc != MPI_SUCCESS)
+            return api_fail(error, SHARDC_ERR_PEER, "MPI_Init_thread failed (error %d)", rc);
+        mpi_ours = true;
+    }
+    if (rank)
+        MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    if (size)
+        MPI_Comm_size(MPI_COMM_WORLD, size);
+    return SHARDC_OK;
+#else
+    (void)rank;
+    (void)size;
+    return api_fail(error, SHARDC_ERR_USAGE, "this build of shardc has no MPI");
+#endif
+}
+
+void shardc_mpi_finalize(void)
+{
+#ifdef SHARDC_HAVE_MPI
+    int done = 0;
+    MPI_Finalized(&done);
+    if (!mpi_ours || done)
+        return;
+    mpi_leaks_ignored(true);
+    MPI_Finalize();
+    mpi_leaks_ignored(false);
+#endif
+}
 
 struct shardc_session {
     const shardc_plan *plan;

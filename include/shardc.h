@@ -280,7 +280,8 @@ typedef struct shardc_session_config {
     const char *comm;            /* "local": every rank a thread of this process
                                   * (NULL: "local"); "mpi": this process is one
                                   * rank of an MPI job (MPI initialised by the
-                                  * caller, world size = the plan's ranks);
+                                  * caller, or by shardc_mpi_init; world
+                                  * size = the plan's ranks);
                                   * "nccl": as "mpi", one process per GPU,
                                   * the plan's collectives by NCCL on the
                                   * GPU (backend "cuda" only; MPI initialised
@@ -349,6 +350,18 @@ SHARDC_API shardc_status shardc_backend_check(const char *backend, char **error)
  * ..." otherwise (shardc_session_new returns the same); SHARDC_ERR_USAGE
  * for an unknown communicator. */
 SHARDC_API shardc_status shardc_comm_check(const char *comm, char **error);
+
+/* For a host application that does not start MPI itself (Python under
+ * mpirun): initialises MPI with MPI_THREAD_SERIALIZED, enough for "mpi"
+ * and "nccl", unless it is initialised already; *rank and *size (each may
+ * be NULL) get this process's rank in MPI_COMM_WORLD and the world's
+ * size. Call it from one thread, before the sessions. SHARDC_ERR_USAGE in
+ * a build without MPI, or after MPI was finalised; SHARDC_ERR_PEER when
+ * MPI_Init_thread fails. */
+SHARDC_API shardc_status shardc_mpi_init(int *rank, int *size, char **error);
+/* Finalises MPI if shardc_mpi_init initialised it and it is not finalised
+ * yet; otherwise nothing. Every session must be freed first. */
+SHARDC_API void shardc_mpi_finalize(void);
 SHARDC_API void shardc_session_free(shardc_session *s);
 
 /* Binds the full tensor called name (an input, a param or a state) to

@@ -21,19 +21,6 @@
 
 #ifdef SHARDC_HAVE_MPI
 #include <mpi.h>
-
-/* Under LeakSanitizer (the sanitizer build; weak, so absent otherwise):
- * Open MPI keeps what MPI_Init and MPI_Finalize allocate until exit, by
- * design, so leak tracking is off during those two calls only. */
-void __lsan_disable(void) __attribute__((weak));
-void __lsan_enable(void) __attribute__((weak));
-static void mpi_leaks_ignored(bool on)
-{
-    if (on && __lsan_disable)
-        __lsan_disable();
-    else if (!on && __lsan_enable)
-        __lsan_enable();
-}
 #endif
 
 static const char usage[] =
@@ -598,23 +585,16 @@ int main(int argc, char **argv)
         shardc_free(err);
         return exit_code(st);
     }
-    bool nccl = !strcmp(a.comm, "nccl"), mpi = nccl || !strcmp(a.comm, "mpi");
+    bool mpi = !strcmp(a.comm, "nccl") || !strcmp(a.comm, "mpi");
     if (!mpi)
         return run(&a, 0, false);
-#ifdef SHARDC_HAVE_MPI
-    mpi_leaks_ignored(true);
-    int level = 0; /* nccl: the rank runs on a thread of its own */
-    MPI_Init_thread(&argc, &argv, nccl ? MPI_THREAD_SERIALIZED : MPI_THREAD_SINGLE, &level);
-    mpi_leaks_ignored(false);
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int rank = 0; /* MPI_THREAD_SERIALIZED: nccl's rank runs on a thread of its own */
+    if ((st = shardc_mpi_init(&rank, NULL, &err)) != SHARDC_OK) {
+        fprintf(stderr, "shardrun: error: --comm %s: %s\n", a.comm, err ? err : "out of memory");
+        shardc_free(err);
+        return exit_code(st);
+    }
     rc = run(&a, rank, true);
-    mpi_leaks_ignored(true);
-    MPI_Finalize();
-    mpi_leaks_ignored(false);
+    shardc_mpi_finalize();
     return rc;
-#else
-    fprintf(stderr, "shardrun: error: this build has no MPI; use --comm local\n");
-    return EXIT_USAGE;
-#endif
 }

@@ -15,10 +15,12 @@ Every failure raises a shardc.Error subclass holding the library's message
 The binding is ctypes over libshardc's C API (include/shardc.h), whose
 calls take the time; see _capi.py for why and how the library is found.
 """
+import atexit
 import ctypes
 import json
 import os
 import shutil
+import weakref
 from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 from . import _capi
@@ -26,7 +28,7 @@ from ._capi import lib as _lib
 
 __all__ = ["Error", "InputError", "UsageError", "InternalError", "IOError", "NoGPUError",
            "GPUError", "PeerError", "compile", "load_plan", "Program", "Plan", "Session",
-           "version"]
+           "version", "mpi_init"]
 
 
 class Error(Exception):
@@ -295,10 +297,39 @@ _NUMPY_DTYPES = {"f32": "float32", "f16": "float16", "i32": "int32", "bool": "bo
                  "bf16": "uint16"}
 
 
+_mpi = None  # (rank, size) once MPI is up
+
+
+def mpi_init() -> tuple:
+    """Starts MPI in this process (a no-op when it runs already, or on a
+    second call) and returns (rank, size) of MPI_COMM_WORLD: under
+    `mpirun -np N python3 script.py`, each process one rank. A Session
+    with comm "mpi" or "nccl" calls it; MPI is finalised at exit, after
+    every session is freed. UsageError in a library built without MPI."""
+    global _mpi
+    if _mpi is None:
+        rank, size = ctypes.c_int(), ctypes.c_int()
+        _call(_lib.shardc_mpi_init, ctypes.byref(rank), ctypes.byref(size), what="mpi_init")
+        _mpi = (rank.value, size.value)
+        atexit.register(_mpi_finalize)
+    return _mpi
+
+
+def _mpi_finalize():
+    for s in list(_live):  # MPI ends after the sessions that use it
+        s.close()
+    _lib.shardc_mpi_finalize()
+
+
+_live = weakref.WeakSet()  # the open sessions with comm "mpi" or "nccl", closed at exit
+
+
 class Session:
     """Runs a plan in this process: every rank a thread (comm "local"), or
     this process one rank of an MPI job ("mpi"; "nccl" with backend
-    "cuda").
+    "cuda"), started as `mpirun -np RANKS python3 script.py`: MPI is
+    initialised on the first such session (mpi_init) and finalised at
+    exit; outputs, the loss and checkpoints are every process's.
 
     params, inputs: safetensors files; without them each param and input is
     made by its init from seed. Tensors bound with .bind() win over both."""
@@ -318,15 +349,20 @@ class Session:
                                   init_missing=int(init_missing))
         h = ctypes.c_void_p()
         self._h = None
+        if comm in ("mpi", "nccl"):
+            mpi_init()
         _call(_lib.shardc_session_new, plan._h, ctypes.byref(cfg), ctypes.byref(h),
               what="Session")
         self._h = h.value
+        if comm in ("mpi", "nccl"):
+            _live.add(self)
         self._tensors = plan.tensors()
 
     def __del__(self):
         if getattr(self, "_h", None):
             _lib.shardc_session_free(self._h)
             self._h = None
+        _live.discard(self)
 
     def close(self) -> None:
         """Frees the session now (also done when it is collected)."""

@@ -86,6 +86,8 @@ _SIGS = {
     "shardc_plan_ranks": (ctypes.c_longlong, [_P]),
     "shardc_plan_num_tensors": (_I, [_P]),
     "shardc_plan_tensor": (_I, [_P, _I, ctypes.POINTER(TensorInfo)]),
+    "shardc_mpi_init": (_I, [ctypes.POINTER(_I), ctypes.POINTER(_I), _E]),
+    "shardc_mpi_finalize": (None, []),
     "shardc_session_new": (_I, [_P, ctypes.POINTER(SessionConfig), ctypes.POINTER(_P), _E]),
     "shardc_session_free": (None, [_P]),
     "shardc_session_bind": (_I, [_P, _S, _P, ctypes.c_size_t, _E]),

@@ -890,8 +890,8 @@ rt_comm *rt_mpi_comm_new(const rt_mesh_desc *mesh, int timeout_ms, su_status *er
     int init = 0;
     MPI_Initialized(&init);
     if (!init || finalized()) {
-        su_fail(err, SU_INTERNAL, "MPI is %s: call MPI_Init before rt_mpi_comm_new",
-                init ? "already finalized" : "not initialised");
+        su_fail(err, SU_USAGE, "MPI is %s: the comm 'mpi' needs MPI initialised first (MPI_Init, "
+                "or shardc_mpi_init)", init ? "already finalized" : "not initialised");
         return NULL;
     }
     int size = 0, rank = 0;

@@ -222,8 +222,9 @@ int main(int argc, char **argv)
     rt_mesh_desc m22 = {2, {2, 2}, {"dp", "tp"}};
     /* before MPI_Init: a clear error, no crash */
     rep.checks++;
-    if (rt_mpi_comm_new(&m22, 0, &err) != NULL ||
-        strcmp(err.msg, "MPI is not initialised: call MPI_Init before rt_mpi_comm_new") != 0)
+    if (rt_mpi_comm_new(&m22, 0, &err) != NULL || err.kind != SU_USAGE ||
+        strcmp(err.msg, "MPI is not initialised: the comm 'mpi' needs MPI initialised first "
+               "(MPI_Init, or shardc_mpi_init)") != 0)
         cc_fail(&rep, __FILE__, __LINE__, "before MPI_Init: \"%s\"", err.msg);
     leaks_ignored(true);
     MPI_Init(&argc, &argv);
