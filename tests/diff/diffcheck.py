@@ -20,6 +20,8 @@ Directives, in the model's comments (one per line, before or among the code):
   # diff-flags: FLAGS       shardc options for the sharded compilations only
                             (e.g. --keep-gathered); the reference is
                             compiled without them
+  # diff-variant: FLAGS     each mesh checked again with these options (one
+                            line each), besides without them
 
 Tolerances, |got - want| <= atol * max(1, max|want|) + rtol * |want| per
 element, with max|want| over the tensor: sharded contractions sum in another
@@ -76,7 +78,7 @@ class Failure(Exception):
 
 def directives(text):
     d = {"mesh": [], "ref": None, "steps": None, "ids": {}, "inputs": "file", "error": None,
-         "seed": 1, "define": [], "flags": []}
+         "seed": 1, "define": [], "flags": [], "variants": [[]]}
     for line in text.splitlines():
         m = re.match(r"\s*#\s*diff-([a-z]+):\s*(.*?)\s*$", line)
         if not m:
@@ -101,6 +103,8 @@ def directives(text):
             d["define"].append(val)
         elif key == "flags":
             d["flags"] += val.split()
+        elif key == "variant":
+            d["variants"].append(val.split())
     return d
 
 
@@ -293,20 +297,26 @@ class Checker:
             if d["error"] is not None:
                 self.expect_error(path, mesh, d, train, ref["inputs"])
                 continue
-            plan = os.path.join(self.work, f"m{mesh}.plan")
-            p, cmd = self.compile(path, mesh, plan, d["flags"])
-            check_status(p, f"shardc (mesh {mesh})", cmd)
-            p, cmd, out, params = self.run_plan(plan, mesh, f"m{mesh}", d, train, ref["inputs"])
-            check_status(p, f"shardrun (mesh {mesh})", cmd)
-            # after a step the outputs are computed from the stepped params,
-            # which may differ by their own tolerance: the outputs get it too
-            stepped = train and (d["steps"] or 2) > 1
-            compare(ref["out"], st_read(out), prec, f"outputs, mesh {mesh}",
-                    TOL_TRAINED if stepped else TOL)
-            if train:
-                compare(ref["params"], st_read(params), prec, f"params and states, mesh {mesh}",
-                        TOL_TRAINED)
-            self.say(f"ok: {os.path.basename(path)} mesh {mesh} against {ones} ({prec})")
+            for variant in d["variants"]:
+                self.check_mesh(path, mesh, d, train, prec, ref, d["flags"] + variant)
+
+    def check_mesh(self, path, mesh, d, train, prec, ref, flags):
+        ones = ones_of(mesh)
+        what = f"mesh {mesh}" + "".join(" " + f for f in flags)
+        plan = os.path.join(self.work, f"m{mesh}.plan")
+        p, cmd = self.compile(path, mesh, plan, flags)
+        check_status(p, f"shardc ({what})", cmd)
+        p, cmd, out, params = self.run_plan(plan, mesh, f"m{mesh}", d, train, ref["inputs"])
+        check_status(p, f"shardrun ({what})", cmd)
+        # after a step the outputs are computed from the stepped params,
+        # which may differ by their own tolerance: the outputs get it too
+        stepped = train and (d["steps"] or 2) > 1
+        compare(ref["out"], st_read(out), prec, f"outputs, {what}",
+                TOL_TRAINED if stepped else TOL)
+        if train:
+            compare(ref["params"], st_read(params), prec, f"params and states, {what}",
+                    TOL_TRAINED)
+        self.say(f"ok: {os.path.basename(path)} {what} against {ones} ({prec})")
 
     def reference(self, model, ones, d, train, seed):
         plan = os.path.join(self.work, f"ref{ones}.plan")

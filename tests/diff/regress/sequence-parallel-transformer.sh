@@ -1,4 +1,5 @@
-# diff: Megatron sequence parallelism: the residual stream split over tp along the sequence, the weights over tp as annotated; the activations gathered before each column-parallel pair, the row-parallel products (with a bias after) and the column-parallel input gradients reduce-scattered (propagate.c scatter_partials), the token embedding's gradient from rows gathered along the sequence
+# diff: Megatron sequence parallelism: the residual stream split over tp along the sequence, the weights over tp as annotated; the activations gathered before each column-parallel pair, the row-parallel products (with a bias after) and the column-parallel input gradients reduce-scattered (propagate.c scatter_partials), the token embedding's gradient from rows gathered along the sequence; and with --keep-gathered, the backward reading the activations the forward gathered
+# diff-variant: --keep-gathered
 # diff-mesh: 1x4
 # diff-mesh: 2x2
 mesh dp, tp
