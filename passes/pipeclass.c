@@ -127,6 +127,23 @@ static int rule_elementwise(pl *L, const ir_op *op)
     return od;
 }
 
+/* dropout(x, key, positions of the rows of each split dim): the batch
+ * where x holds it; the positions along the batch dim are the rows'
+ * global indices, each microbatch reading its own (cut | CUT_ROWS), the
+ * others (and the key) whole. */
+static int rule_dropout(pl *L, const ir_op *op)
+{
+    const ir_value *x = op->in[0], *r = op->res[0];
+    int od = L->kind[x->id] == K_MB ? L->bd[x->id] : -1;
+    for (int q = 0, k = 2; q < r->type.rank && k < op->nin; q++)
+        if (r->sh.naxes[q]) {
+            if (q == od && L->kind[op->in[k]->id] == K_PRE)
+                L->cut[(size_t)r->id * MAX_IN + k] = (int8_t)(0 | CUT_ROWS);
+            k++;
+        }
+    return od;
+}
+
 /* Ops whose operands line up from dimension 0 (a loss's logits and labels,
  * embedding_grad's ids and gradient): the batch dimension of the first
  * per-microbatch operand; the others hold it there too. */
@@ -302,6 +319,8 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
         return d;
     case IR_EXPAND:
         return rule_elementwise(L, op);
+    case IR_DROPOUT:
+        return rule_dropout(L, op);
     case IR_NARROW:
         if (d == op->a.dim)
             return fail(L, op, "it slices the batch dimension, which each microbatch holds "

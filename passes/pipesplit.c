@@ -240,23 +240,45 @@ static bool mb_operands(st *S, const ir_op *op, int j, ir_value **in)
     return true;
 }
 
-/* Microbatch j of a dropout: its rows of the batch dim are rows j * n ..
- * of the rank's (n per microbatch), where its bits come from. The rows are
- * one run only when the value holds one block of the batch (input_mb). */
+/* Microbatch j of a dropout, where its bits come from: its rows of the
+ * batch dim d. Where d is split, the op's position operand for d (the
+ * global rows of the rank's) was cut to the microbatch's own rows
+ * (pipeclass.c, rule_dropout), and the op reads them from 0. Where d is
+ * whole, the rows are part j of each block of the batch the rank's value
+ * holds (input_mb), k blocks: with one, rows j * n .. (n per microbatch),
+ * the op at that offset; with several, each block's part is one run of
+ * global rows, a dropout of each at its offset, joined. */
 static ir_value *dropout_mb(st *S, const ir_op *op, int j, ir_value **in, const ir_type *t)
 {
     pl *L = S->L;
-    int id = op->res[0]->id, d = L->bd[id];
-    if (L->N / ir_sharding_split(&op->res[0]->sh, &L->m->mesh, d) != 1) {
-        S->failed = true;
-        pass_pl_fail_at(L, op->loc, "dropout on a value whose batch rows are split unlike the "
-                        "inputs' is not supported in a pipeline yet");
-        return NULL;
-    }
+    const ir_value *r = op->res[0];
+    int d = L->bd[r->id];
+    int64_t k = L->N / ir_sharding_split(&r->sh, &L->m->mesh, d), n = t->dim[d] / k;
     ir_attrs a = op->a;
     a.dim = d;
-    a.offset = j * t->dim[d];
-    return append(S, op, op->code, in, op->nin, &a, t, &op->res[0]->sh);
+    a.offset = r->sh.naxes[d] ? 0 : j * t->dim[d];
+    if (r->sh.naxes[d] || k == 1)
+        return append(S, op, op->code, in, op->nin, &a, t, &r->sh);
+    ir_value *part = NULL; /* the blocks' dropouts, joined along d */
+    for (int64_t b = 0; b < k; b++) {
+        ir_type bt = *t;
+        bt.dim[d] = n;
+        ir_attrs na = {.dim = d, .offset = b * n, .bound = (b + 1) * n};
+        ir_value *bin[MAX_IN];
+        memcpy(bin, in, (size_t)op->nin * sizeof *bin);
+        bin[0] = append(S, op, IR_NARROW, &in[0], 1, &na, &bt, &in[0]->sh);
+        a.offset = b * (t->dim[d] * L->M / k) + j * n; /* the block's rows, then part j's */
+        ir_value *y = append(S, op, op->code, bin, op->nin, &a, &bt, &r->sh);
+        if (part) {
+            ir_type jt = part->type;
+            jt.dim[d] += n;
+            ir_value *two[2] = {part, y};
+            ir_attrs ca = {.dim = d};
+            y = append(S, op, IR_CONCAT, two, 2, &ca, &jt, &r->sh);
+        }
+        part = y;
+    }
+    return part;
 }
 
 static ir_value *emit_mb(st *S, const ir_op *op, int j)

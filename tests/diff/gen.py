@@ -180,12 +180,9 @@ class Gen:
     def unary(self, x):
         f = self.r.choice([u for u in UNARY if not (self.smooth and u in ("relu", "abs"))])
         t, m = x.name, x.mag
-        if self.train and not self.pipelined and self.chance(0.4):
+        if self.train and self.chance(0.4):
             # dropout's bits come from each element's global index, the
-            # same on every mesh (not drawn in pipelines, where a value
-            # whose batch rows are split unlike the inputs' is refused:
-            # tests/diff/regress/pipeline-dropout.sh and
-            # pipeline-per-step-rows.sh pipeline it)
+            # same on every mesh and in every microbatch
             p = self.r.choice([0.1, 0.25, 0.5])
             return f"dropout({t}, {p})", m / (1 - p)
         if f == "exp":
