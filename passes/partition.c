@@ -85,6 +85,12 @@ static void partition(void *arg)
     P->made_first = su_alloc(&P->dst->arena, (size_t)(m->next_id + 1) * sizeof *P->made_first);
     for (int i = 0; i <= m->next_id; i++)
         P->made_first[i] = -1;
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_value *v = IR_OP(m, i)->res[0];
+        if (IR_OP(m, i)->code == IR_INPUT && v->type.rank)
+            for (int k = 0; k < v->sh.naxes[0]; k++)
+                P->batch_axes |= 1u << v->sh.axes[0][k];
+    }
     /* transposes of one value, the same way, are one value to reshard */
     P->same = su_alloc(&P->dst->arena, (size_t)(m->next_id + 1) * sizeof *P->same);
     const ir_op **first_t = su_alloc(&P->dst->arena, (size_t)(m->next_id + 1) * sizeof *first_t);

@@ -29,6 +29,7 @@ typedef struct part {
     const char *need;       /* what the op needs, for reasons */
     const char *choice;     /* why the op computes on a split dim, for reasons */
     int zero3_axis;         /* zero 3: params' storage axis, never contracted; -1 */
+    unsigned batch_axes;    /* the mesh axes that split some input's dim 0 */
     bool keep_gathered;     /* the backward reads the forward's gathered activations */
     bool *act;              /* with keep_gathered: logical value id -> an input reaches it */
     int *same;              /* logical value id -> the id of the first value equal to

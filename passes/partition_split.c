@@ -768,16 +768,33 @@ ir_value *pass_part_query_pos(part *P, const ir_sharding *q)
     return pos;
 }
 
+/* s with only the axes in mask along dim d. */
+static ir_sharding keep_axes(ir_sharding s, int d, unsigned mask)
+{
+    int k = 0;
+    for (int i = 0; i < s.naxes[d]; i++)
+        if (mask >> s.axes[d][i] & 1)
+            s.axes[d][k++] = s.axes[d][i];
+    s.naxes[d] = (uint8_t)k;
+    return s;
+}
+
 /* dropout: computed where x lies, as an elementwise op, with each element's
  * global index for the bits: for each split dim (at most two; a value
  * split along more has its later split dims gathered first), the global
  * coordinates of the rank's rows along it, iota sliced at the rank's
- * coordinate. The key is whole. */
+ * coordinate. The key is whole. In a pipeline, dim 0 (the batch, in
+ * practice) keeps only the axes that split the inputs' batch, so that a
+ * microbatch's rows there are part of each block the rank holds
+ * (pipesplit.c, dropout_mb); a finer split is gathered first and sliced
+ * after, and where the batch is another dim the pipeline refuses it. */
 void pass_part_dropout(part *P)
 {
     const ir_op *op = P->op;
     const ir_value *lr = op->res[0];
     ir_sharding nat = pass_part_no_partial(lr->sh);
+    if (P->dst->pipe.axis >= 0) /* a microbatch's rows along dim 0: blocks of the inputs' */
+        nat = keep_axes(nat, 0, P->batch_axes);
     int split = 0;
     for (int d = 0; d < lr->type.rank; d++)
         if (nat.naxes[d] && ++split > 2)

@@ -101,6 +101,12 @@ static bool per_step_fits(pl *L, const ir_op *op, int k, int xd)
                     "per-microbatch batch dimension; pipelining needs such values to "
                     "broadcast over it, or to be the same in every row",
                     (long long)x->type.dim[xd]);
+    if (!same && L->N % ir_sharding_split(&x->sh, &L->m->mesh, xd))
+        return fail(L, op, "a per-step value that differs row by row is split along the batch "
+                    "%lld ways, which do not divide the inputs' %lld blocks; pipelining cannot "
+                    "cut it into microbatches", (long long)ir_sharding_split(&x->sh, &L->m->mesh,
+                                                                             xd),
+                    (long long)L->N);
     L->cut[(size_t)op->res[0]->id * MAX_IN + k] = (int8_t)(same ? xd : xd | CUT_ROWS);
     return true;
 }
@@ -137,6 +143,11 @@ static int rule_dropout(pl *L, const ir_op *op)
     int od = L->kind[x->id] == K_MB ? L->bd[x->id] : -1;
     for (int q = 0, k = 2; q < r->type.rank && k < op->nin; q++)
         if (r->sh.naxes[q]) {
+            int64_t s = ir_sharding_split(&r->sh, &L->m->mesh, q);
+            if (q == od && L->N % s)
+                return fail(L, op, "dropout on a value whose batch is split %lld ways, which do "
+                            "not divide the inputs' %lld blocks, is not supported in a pipeline",
+                            (long long)s, (long long)L->N), -2;
             if (q == od && L->kind[op->in[k]->id] == K_PRE)
                 L->cut[(size_t)r->id * MAX_IN + k] = (int8_t)(0 | CUT_ROWS);
             k++;
