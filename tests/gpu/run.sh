@@ -21,7 +21,8 @@
 # embedding id outside the table, which must fail the run with the CPU
 # backend's message naming the kernel. Then the same plans of mesh 1
 # (and 2 with two GPUs) with --comm nccl under mpirun, one process per
-# GPU, against the CPU runs.
+# GPU, against the CPU runs. Last, the Python package on the cuda backend
+# from numpy and torch tensors (tests/gpu/python_cuda.py) against the CPU.
 #
 # Without a GPU (shardrun --backend cuda exits 4) it prints "skipped: no
 # GPU" and exits 77. BUILD is the build folder (default build/).
@@ -266,6 +267,39 @@ else
             fi
         done
     done
+fi
+# Python: the package (python/shardc over $build/libshardc.so) runs the
+# plan of mlp on mesh 1 on the cuda backend from numpy inputs
+# (tests/gpu/python_cuda.py), against shardrun's CPU run of the same plan
+# on the same inputs, 2 steps, with the tolerance above; and binds torch
+# CPU tensors by DLPack in place.
+py=${PYTHON:-python3}
+lib=$(ls "$build"/libshardc.so 2>/dev/null)
+if [ -z "$lib" ] || ! "$py" -c 'import numpy' 2> /dev/null; then
+    echo "== python: skipped: no $build/libshardc.so or no numpy for $py"
+else
+    dir=$tmp/python
+    mkdir -p "$dir"
+    echo "== python: mlp --mesh 1 on cuda from numpy"
+    ok=true
+    "$shardc" "$root/examples/mlp.sh" --mesh 1x1 --arch "${GPU_ARCH:-sm_80,sm_90}" \
+        -o "$dir/plan" || ok=false
+    $ok && SHARDC_LIBRARY=$lib PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" \
+        "$py" "$root/tests/gpu/python_cuda.py" "$dir/plan" "$dir" || ok=false
+    $ok && "$shardrun" "$dir/plan" --backend cpu --comm local --seed 7 --steps 2 --quiet \
+        --inputs "$dir/inputs.safetensors" --outputs "$dir/cpu.out.safetensors" \
+        --save-params "$dir/cpu.params.safetensors" || ok=false
+    $ok && echo "outputs:" && "$compare" "$dir/cpu.out.safetensors" \
+        "$dir/py.out.safetensors" --rtol 2e-3 --atol 2e-4 || ok=false
+    $ok && echo "params and states after 2 steps:" && "$compare" \
+        "$dir/cpu.params.safetensors" "$dir/py.params.safetensors" --rtol 2e-3 \
+        --atol 2e-4 || ok=false
+    if $ok; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        failed+=("python: mlp on cuda")
+    fi
 fi
 echo "run.sh: $pass passed, $fail failed"
 for f in "${failed[@]}"; do
