@@ -201,7 +201,8 @@ s = shardc.Session(plan, comm="mpi", seed=3)
 s.run()
 s.run()
 s.save_params(sys.argv[2])  # every rank calls it; one writes
-print(rank, size, repr(s.loss()), flush=True)
+with open(sys.argv[3] + str(rank), "w") as f:  # stdout would interleave the ranks' lines
+    f.write("%d %d %r" % (rank, size, s.loss()))
 """
 
 
@@ -216,10 +217,10 @@ def test_mpi_ranks_are_python_processes(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     flags = os.environ.get("SHARDC_MPIRUN_FLAGS", "").split()
     out = subprocess.run([mpirun, *flags, "-np", "4", sys.executable, str(script), str(plan),
-                          str(tmp_path / "mpi.st")], env=env, capture_output=True, text=True,
-                         timeout=120)
+                          str(tmp_path / "mpi.st"), str(tmp_path / "rank")], env=env,
+                         capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    lines = sorted(out.stdout.split("\n")[:-1])
+    lines = [(tmp_path / f"rank{r}").read_text() for r in range(4)]
     assert [l.split()[:2] for l in lines] == [[str(r), "4"] for r in range(4)]
     # the same loss on every rank, and the local session's to the bit
     local = shardc.Session(shardc.load_plan(plan), seed=3)
