@@ -40,6 +40,7 @@ struct shardc_options {
     /* the pass pipeline's (passes/passes.h: pass_options) */
     uint32_t only_passes, print_after;
     int stop_after;
+    bool no_reasons;      /* shardc_options_set_explain(opt, 0) */
     shardc_pass_printer printer;
     void *printer_user;
 };
@@ -281,6 +282,11 @@ shardc_status shardc_options_set_dtype(shardc_options *opt, const char *dtype, c
 void shardc_options_set_recompute(shardc_options *opt, int on)
 {
     opt->fe.recompute = on != 0;
+}
+
+void shardc_options_set_explain(shardc_options *opt, int on)
+{
+    opt->no_reasons = !on;
 }
 
 void shardc_options_set_keep_gathered(shardc_options *opt, int on)
@@ -555,7 +561,9 @@ static void passes(void *arg)
                               "stage's program is not a whole partitioned module");
         return;
     }
+    p->no_reasons = opt->no_reasons;
     pass_options po = {.bucket_bytes = opt->bucket_bytes, .kernels = wants_kernels(opt),
+                       .no_reasons = opt->no_reasons,
                        .only = opt->only_passes, .print_after = opt->print_after,
                        .stop_after = opt->stop_after, .print = opt->printer,
                        .print_user = opt->printer_user};
@@ -851,7 +859,12 @@ static void render_work(void *arg)
         ir_print(prog->res.m, b);
     else if (r->k == 1)
         ir_print(part, b);
-    else if (r->k == 2 && prog->res.part)
+    else if (r->k == 2 && prog->res.part && prog->no_reasons) {
+        r->st = api_fail(r->error, SHARDC_ERR_USAGE, "the program was compiled without its "
+                         "explanation (shardc_options_set_explain(opt, 0)): compile it again "
+                         "with it");
+        return;
+    } else if (r->k == 2 && prog->res.part)
         explain(prog, b);
     else if (r->k == 2)
         su_buf_puts(b, "# the input is partitioned IR: there is nothing to explain\n");

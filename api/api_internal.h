@@ -25,6 +25,7 @@ struct shardc_program {
     int64_t mem_limit;      /* the options' --mem-limit in bytes; 0: none */
     char *cache_dir;        /* the options' (malloc'd) */
     char *source;           /* the model's file name, as given (malloc'd) */
+    bool no_reasons;        /* compiled without its explanation (emit "explain" refused) */
 };
 
 struct shardc_plan {

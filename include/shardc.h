@@ -97,6 +97,15 @@ SHARDC_API shardc_status shardc_options_set_dtype(shardc_options *opt, const cha
  * its intermediate values (nonzero on; 0 the model's own blocks). */
 SHARDC_API void shardc_options_set_recompute(shardc_options *opt, int on);
 
+/* Whether the compilation keeps the reason for every value's sharding and
+ * every collective, which shardc_program_emit's "explain" prints
+ * (nonzero, the default) or not (0): most of the sharding passes' time
+ * goes into those texts, so a caller that never asks for them (a search
+ * over strategies) compiles about twice as fast without them. "explain"
+ * is then SHARDC_ERR_USAGE. The shardings, plan and report are the same
+ * either way. */
+SHARDC_API void shardc_options_set_explain(shardc_options *opt, int on);
+
 /* As `--keep-gathered`: the backward reads each activation the forward
  * gathered (the sequence-split input of a column-parallel layer, for its
  * weight's gradient) rather than gathering it again; fewer bytes sent,

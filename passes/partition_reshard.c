@@ -167,6 +167,8 @@ ir_value *pass_part_comm_red(part *P, ir_opcode code, ir_value *v, int dim, int 
     op->phase = P->op->phase;
     ir_value *r = op->res[0];
     r->sh = *sh;
+    if (!P->ex) /* no reasons kept */
+        return r;
     char from[128], to[128];
     sh_text(from, sizeof from, P->dst, &v->sh, v->type.rank);
     sh_text(to, sizeof to, P->dst, sh, v->type.rank);
@@ -421,7 +423,7 @@ void pass_part_map_result(part *P, ir_value *r, const ir_sharding *natural)
     const char *why = P->ex && lr->id < P->ex->nvalues ? P->ex->why[lr->id] : NULL;
     P->need = why ? su_sprintf(&P->dst->arena, "the result's sharding, by: %s", why)
                   : "the result's sharding";
-    if (P->choice)
+    if (P->choice && P->ex)
         P->need = su_sprintf(&P->dst->arena, "%s; %s", P->need, P->choice);
     ir_value *v = pass_part_reshard(P, r, &lr->sh);
     if (v != r) { /* the name goes to the value that holds the result */

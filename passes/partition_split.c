@@ -106,7 +106,7 @@ static ir_value *reduce_over(part *P, ir_value *v, unsigned mask, ir_reduce red,
     ir_sharding sh = v->sh;
     sh.partial &= (uint16_t)~mask;
     const char *need = P->need;
-    P->need = P->choice ? su_sprintf(&P->dst->arena, "%s; %s", why, P->choice) : why;
+    P->need = P->choice && P->ex ? su_sprintf(&P->dst->arena, "%s; %s", why, P->choice) : why;
     ir_value *r = pass_part_comm_red(P, IR_ALL_REDUCE, v, 0, 0, axes, n, &sh, red);
     P->need = need;
     return r;
@@ -222,6 +222,8 @@ static ir_value *row_mask(part *P, ir_value *mask, ir_dtype t)
 static const char *split_alt(part *P, const char *what, double split, double whole,
                              const char *alt)
 {
+    if (!P->ex) /* no reasons kept */
+        return NULL;
     return su_sprintf(&P->dst->arena, "%s: %.0f bytes per rank against %.0f %s", what, split,
                       whole, alt);
 }
@@ -322,7 +324,7 @@ static ir_sharding norm_choice(part *P, int ax, const char **why)
     if (best.naxes[ax])
         *why = P->choice = split_why(P, "the dim split, statistics all-reduced", best_cost,
                                      whole);
-    else if (src[0]->naxes[ax] || cur->naxes[ax])
+    else if ((src[0]->naxes[ax] || cur->naxes[ax]) && P->ex)
         *why = su_sprintf(&P->dst->arena, "the dim whole: gathering costs %.0f bytes per rank, "
                           "no more than partial statistics", whole);
     else

@@ -138,7 +138,8 @@ static pass_status input_init(run *u)
 
 static pass_status propagate(run *u)
 {
-    return pass_propagate(u->r->m, &u->r->ex, u->err) ? PASS_OK : PASS_ERR_INTERNAL;
+    pass_explain *ex = u->o->no_reasons ? NULL : &u->r->ex;
+    return pass_propagate(u->r->m, ex, u->err) ? PASS_OK : PASS_ERR_INTERNAL;
 }
 
 static pass_status partition(run *u)

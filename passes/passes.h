@@ -325,6 +325,9 @@ typedef void (*pass_print_fn)(const char *pass, const char *text, size_t len, vo
 
 typedef struct pass_options {
     int64_t bucket_bytes;   /* the bucket pass's (0: none) */
+    bool no_reasons;        /* propagate and partition keep no reasons (res.ex and
+                             * res.why stay empty): --explain-sharding's text is
+                             * most of their work */
     bool kernels;           /* the plan holds kernels: fuse runs */
     uint32_t only;          /* bit per pass_id: run only these (--passes), in
                              * the list's order; 0: the whole list */

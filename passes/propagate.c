@@ -47,6 +47,7 @@ typedef struct cand {
     char pre[WHY_LEN];  /* "forward from %x through gelu" */
     char why[WHY_LEN];  /* what the rule adds: ties, dropped axes */
     bool tie;
+    bool quiet;         /* no reasons kept (prop.ex NULL): pre and why stay empty */
 } cand;
 
 /* ---- small helpers ---- */
@@ -56,6 +57,8 @@ static void note(cand *c, const char *fmt, ...) SU_PRINTF(2, 3);
 /* Appends to the reason (silently cut at WHY_LEN). */
 static void note(cand *c, const char *fmt, ...)
 {
+    if (c->quiet)
+        return;
     size_t k = strlen(c->why);
     va_list ap;
     va_start(ap, fmt);
@@ -229,7 +232,8 @@ static void bcast_fwd(prop *p, cand *c, const ir_value *a, int na, const ir_valu
         return;
     char n1[NAME_LEN], n2[NAME_LEN], t1[128], t2[128];
     c->tie = true;
-    note(c, "; tie: %s has %s and %s has %s; took %s", vname(a, n1),
+    if (!c->quiet)
+        note(c, "; tie: %s has %s and %s has %s; took %s", vname(a, n1),
          dims_text(sa, a->type.rank, &p->m->mesh, t1), vname(b, n2),
          dims_text(sb, b->type.rank, &p->m->mesh, t2), n1);
 }
@@ -366,7 +370,7 @@ static const ir_value *matmul_bwd(const prop *p, const ir_op *op, int i, cand *c
         copy_dim(&c->sh, d.bk, sh_of(a), d.ak);
     }
     char nb[NAME_LEN];
-    if (c->sh.naxes[i == 0 ? d.ak : d.bk])
+    if (c->sh.naxes[i == 0 ? d.ak : d.bk] && !c->quiet)
         note(c, "; K dim from %s", vname(other, nb));
     return r;
 }
@@ -495,12 +499,14 @@ static void seed_param_casts(prop *p)
             continue;
         cand c;
         memset(&c, 0, sizeof c);
+        c.quiet = !p->ex;
         copy_all(&c, u->src);
         if (p->m->train.zero > 0)
             add_zero_axis(p, &c, u->v);
         char nb[NAME_LEN];
-        snprintf(c.pre, WHY_LEN, "the new value of %s, from its master weights",
-                 vname(u->src, nb));
+        if (!c.quiet)
+            snprintf(c.pre, WHY_LEN, "the new value of %s, from its master weights",
+                     vname(u->src, nb));
         commit(p, u->v, &c);
     }
 }
@@ -517,6 +523,7 @@ static void zero3_params(prop *p)
         ir_value *v = op->res[0];
         cand c;
         memset(&c, 0, sizeof c);
+        c.quiet = !p->ex;
         c.sh = v->sh;
         add_zero_axis(p, &c, v);
         legalize(&c, v, &p->m->mesh);
@@ -781,6 +788,8 @@ static bool any_operand_sh(const ir_op *op)
 /* "forward from %x and %w through matmul": the operands that had a say. */
 static void forward_pre(const prop *p, const ir_op *op, cand *c)
 {
+    if (c->quiet)
+        return;
     char nb[NAME_LEN];
     size_t k = (size_t)snprintf(c->pre, WHY_LEN, "forward from");
     bool first = true;
@@ -816,6 +825,7 @@ static void sweep_forward(prop *p)
             continue;
         cand c;
         memset(&c, 0, sizeof c);
+        c.quiet = !p->ex;
         if (!forward(p, op, &c))
             continue;
         forward_pre(p, op, &c);
@@ -835,12 +845,14 @@ static void sweep_backward(prop *p)
         for (int j = 0; j < op->nin; j++) {
             cand c;
             memset(&c, 0, sizeof c);
+            c.quiet = !p->ex;
             const ir_value *from = has_sh(op->in[j]) ? NULL : backward(p, op, j, &c);
             if (!from)
                 continue;
             char nb[NAME_LEN];
-            snprintf(c.pre, WHY_LEN, "backward from %s through %s (operand %s)",
-                     vname(from, nb), ir_ops[op->code].name, operand_name(op->code, j));
+            if (!c.quiet)
+                snprintf(c.pre, WHY_LEN, "backward from %s through %s (operand %s)",
+                         vname(from, nb), ir_ops[op->code].name, operand_name(op->code, j));
             commit(p, op->in[j], &c);
         }
     }
@@ -876,7 +888,9 @@ static void finish_value(prop *p, ir_value *v)
         return;
     cand c;
     memset(&c, 0, sizeof c);
-    snprintf(c.pre, WHY_LEN, "replicated: no annotation or rule reaches it");
+    c.quiet = !p->ex;
+    if (!c.quiet)
+        snprintf(c.pre, WHY_LEN, "replicated: no annotation or rule reaches it");
     commit(p, v, &c);
 }
 
@@ -1007,10 +1021,12 @@ static int scatter_partials(prop *p)
         sh.naxes[d] = 1;
         p->pin[v->id] = sh;
         const char *was = p->ex && v->id < p->ex->nvalues ? p->ex->why[v->id] : NULL;
-        p->pin_why[v->id] = su_sprintf(&m->arena, "%s%s%s on dim %d, as its readers split it: "
-                                       "its partial sum over %s is reduce-scattered there, "
-                                       "not all-reduced", was ? was : "", was ? "; " : "",
-                                       m->mesh.name[ax], d, m->mesh.name[ax]);
+        if (p->ex)
+            p->pin_why[v->id] = su_sprintf(&m->arena, "%s%s%s on dim %d, as its readers split "
+                                           "it: its partial sum over %s is reduce-scattered "
+                                           "there, not all-reduced", was ? was : "",
+                                           was ? "; " : "", m->mesh.name[ax], d,
+                                           m->mesh.name[ax]);
         pinned++;
     }
     return pinned;

@@ -274,6 +274,9 @@ static int parse_args(int argc, char **argv, args *a)
                            "they take no --emit, --explain-sharding, --report or --trace");
     if (a->partial)
         a->emit = "after-pass";
+    /* the reasons behind every sharding and collective, only for the text
+     * that prints them: most of the sharding passes' time */
+    shardc_options_set_explain(a->opt, a->emit && !strcmp(a->emit, "explain"));
     return 0;
 }
 

@@ -229,3 +229,30 @@ def test_mpi_ranks_are_python_processes(tmp_path):
     local.save_params(tmp_path / "local.st")
     assert {l.split()[2] for l in lines} == {repr(local.loss())}
     assert (tmp_path / "mpi.st").read_bytes() == (tmp_path / "local.st").read_bytes()
+
+
+def test_explain_off_changes_nothing_else():
+    # without the reasons (the passes' text), every example on every mesh
+    # compiles to the same stage programs and report; only explain() is gone
+    models = sorted(f for f in os.listdir(os.path.join(ROOT, "examples")) if f.endswith(".sh"))
+    assert len(models) >= 6
+    for name in models:
+        path = os.path.join(ROOT, "examples", name)
+        axes = shardc.compile(path=path, arch="none").emit("ir").split("\n")[0].count("=")
+        compiled = 0
+        for mesh in ((2, 2, 1), (1, 2, 2), (1, 4, 1), (4, 1, 1)):
+            if compiled == 2:
+                break
+            m = mesh[:axes]
+            try:
+                on = shardc.compile(path=path, mesh=m, arch="none")
+            except shardc.InputError:  # a batch these sizes do not divide
+                continue
+            compiled += 1
+            off = shardc.compile(path=path, mesh=m, arch="none", explain=False)
+            assert off.emit("stage-ir") == on.emit("stage-ir"), (name, m)
+            assert off.report() == on.report(), (name, m)
+            assert "collectives" in on.explain()
+            with pytest.raises(shardc.UsageError, match="without its explanation"):
+                off.explain()
+        assert compiled >= 2, name
