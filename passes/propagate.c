@@ -52,6 +52,13 @@ typedef struct cand {
 
 /* ---- small helpers ---- */
 
+/* An empty proposal, quiet where no reasons are kept. */
+static void cand_init(const prop *p, cand *c)
+{
+    memset(c, 0, sizeof *c);
+    c->quiet = !p->ex;
+}
+
 static void note(cand *c, const char *fmt, ...) SU_PRINTF(2, 3);
 
 /* Appends to the reason (silently cut at WHY_LEN). */
@@ -498,8 +505,7 @@ static void seed_param_casts(prop *p)
         if (!u->grad || has_sh(u->v) || !has_sh(u->src) || u->v->def->code != IR_CAST)
             continue;
         cand c;
-        memset(&c, 0, sizeof c);
-        c.quiet = !p->ex;
+        cand_init(p, &c);
         copy_all(&c, u->src);
         if (p->m->train.zero > 0)
             add_zero_axis(p, &c, u->v);
@@ -522,8 +528,7 @@ static void zero3_params(prop *p)
             continue;
         ir_value *v = op->res[0];
         cand c;
-        memset(&c, 0, sizeof c);
-        c.quiet = !p->ex;
+        cand_init(p, &c);
         c.sh = v->sh;
         add_zero_axis(p, &c, v);
         legalize(&c, v, &p->m->mesh);
@@ -824,8 +829,7 @@ static void sweep_forward(prop *p)
         if (!visits(p, op) || op->nres != 1 || has_sh(op->res[0]) || !any_operand_sh(op))
             continue;
         cand c;
-        memset(&c, 0, sizeof c);
-        c.quiet = !p->ex;
+        cand_init(p, &c);
         if (!forward(p, op, &c))
             continue;
         forward_pre(p, op, &c);
@@ -844,8 +848,7 @@ static void sweep_backward(prop *p)
             continue;
         for (int j = 0; j < op->nin; j++) {
             cand c;
-            memset(&c, 0, sizeof c);
-            c.quiet = !p->ex;
+            cand_init(p, &c);
             const ir_value *from = has_sh(op->in[j]) ? NULL : backward(p, op, j, &c);
             if (!from)
                 continue;
@@ -887,8 +890,7 @@ static void finish_value(prop *p, ir_value *v)
     if (has_sh(v))
         return;
     cand c;
-    memset(&c, 0, sizeof c);
-    c.quiet = !p->ex;
+    cand_init(p, &c);
     if (!c.quiet)
         snprintf(c.pre, WHY_LEN, "replicated: no annotation or rule reaches it");
     commit(p, v, &c);
