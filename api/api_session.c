@@ -152,6 +152,81 @@ shardc_status shardc_session_bind(shardc_session *s, const char *name, const voi
     return SHARDC_OK;
 }
 
+/* v as the runtime's view: device, dtype and byte strides checked. */
+static shardc_status api_view(const shardc_tensor_view *v, const char *name, rt_view *out,
+                              char **error)
+{
+    memset(out, 0, sizeof *out);
+    if (!v || (v->rank > 0 && !v->dim))
+        return api_fail(error, SHARDC_ERR_USAGE, "'%s': no view given", name);
+    if (v->device != SHARDC_DEVICE_CPU && v->device != SHARDC_DEVICE_CUDA &&
+        v->device != SHARDC_DEVICE_CUDA_HOST)
+        return api_fail(error, SHARDC_ERR_USAGE,
+                        "'%s' is on a device of type %d: shardc reads host memory (1) and CUDA "
+                        "memory (2, 3 pinned)",
+                        name, v->device);
+    int dtype = -1;
+    for (int t = 0; t < RT_NDTYPES && v->dtype; t++)
+        if (!strcmp(v->dtype, rt_dtype_name(t)))
+            dtype = t;
+    if (dtype < 0)
+        return api_fail(error, SHARDC_ERR_USAGE, "'%s': unknown dtype '%s' (f32, f16, bf16, i32, "
+                                                 "bool)",
+                        name, v->dtype ? v->dtype : "(null)");
+    if (v->rank < 0 || v->rank > RT_MAX_RANK)
+        return api_fail(error, SHARDC_ERR_USAGE, "'%s': rank %d (0 to %d)", name, v->rank,
+                        RT_MAX_RANK);
+    out->mem = v->device == SHARDC_DEVICE_CUDA ? RT_MEM_CUDA : RT_MEM_HOST;
+    out->device = v->device_id;
+    out->data = v->data;
+    out->type.dtype = (uint8_t)dtype;
+    out->type.rank = (uint8_t)v->rank;
+    int esize = rt_dtype_size(dtype);
+    for (int d = 0; d < v->rank; d++) {
+        if (v->dim[d] < 0 || v->dim[d] > ((long long)1 << 40))
+            return api_fail(error, SHARDC_ERR_USAGE, "'%s': dim %d is %lld", name, d, v->dim[d]);
+        out->type.dim[d] = v->dim[d];
+    }
+    rt_row_major_strides(v->rank, out->type.dim, esize, out->stride);
+    for (int d = 0; d < v->rank && v->strides; d++) {
+        if (llabs(v->strides[d]) > ((long long)1 << 44))
+            return api_fail(error, SHARDC_ERR_USAGE, "'%s': stride %d is %lld", name, d,
+                            v->strides[d]);
+        out->stride[d] = v->strides[d] * esize;
+    }
+    if (!v->data && rt_type_numel(&out->type) > 0)
+        return api_fail(error, SHARDC_ERR_USAGE, "'%s': the view's data is NULL", name);
+    return SHARDC_OK;
+}
+
+shardc_status shardc_session_bind_view(shardc_session *s, const char *name,
+                                       const shardc_tensor_view *v, char **error)
+{
+    api_clear(error);
+    rt_view rv;
+    shardc_status st = api_view(v, name, &rv, error);
+    if (st != SHARDC_OK)
+        return st;
+    su_status err;
+    if (rt_session_bind_view(s->s, name, &rv, &err) != 0)
+        return api_status(error, &err);
+    return SHARDC_OK;
+}
+
+shardc_status shardc_session_output_into(const shardc_session *s, const char *name,
+                                         const shardc_tensor_view *dst, char **error)
+{
+    api_clear(error);
+    rt_view rv;
+    shardc_status st = api_view(dst, name, &rv, error);
+    if (st != SHARDC_OK)
+        return st;
+    su_status err;
+    if (rt_session_output_into(s->s, name, &rv, &err) != 0)
+        return api_status(error, &err);
+    return SHARDC_OK;
+}
+
 shardc_status shardc_session_write_trace(shardc_session *s, const char *path, char **error)
 {
     api_clear(error);

@@ -383,6 +383,43 @@ SHARDC_API void shardc_session_free(shardc_session *s);
 SHARDC_API shardc_status shardc_session_bind(shardc_session *s, const char *name,
                                              const void *data, size_t bytes, char **error);
 
+/* A tensor in the caller's memory, described as DLPack describes one (a
+ * DLTensor converts field by field: device.device_type, device.device_id,
+ * data + byte_offset, its dtype's name, ndim, shape, strides). */
+enum {
+    SHARDC_DEVICE_CPU = 1,       /* host memory (DLPack's kDLCPU) */
+    SHARDC_DEVICE_CUDA = 2,      /* device memory of CUDA device device_id
+                                  * (kDLCUDA) */
+    SHARDC_DEVICE_CUDA_HOST = 3  /* pinned host memory (kDLCUDAHost): read
+                                  * and written as host memory */
+};
+
+typedef struct shardc_tensor_view {
+    int device;                  /* SHARDC_DEVICE_* */
+    int device_id;               /* CUDA: the device's ordinal; else 0 */
+    void *data;                  /* the element at index (0, 0, ...) */
+    const char *dtype;           /* "f32", "f16", "bf16", "i32", "bool" */
+    int rank;                    /* 0 .. SHARDC_MAX_RANK */
+    const long long *dim;        /* rank sizes (NULL when rank is 0) */
+    const long long *strides;    /* rank strides in elements, any sign (0
+                                  * repeats an element), or NULL: row-major */
+} shardc_tensor_view;
+
+/* Binds the full tensor called name to the caller's view v, read in place
+ * with its strides (a transposed or sliced tensor needs no copy): host
+ * memory on either backend, or CUDA memory on the cuda backend, where
+ * each rank copies its block on the device and the tensor never goes
+ * through the host. v's dtype and shape must be the tensor's. Borrowed
+ * and read as shardc_session_bind's memory. CUDA memory is read on the
+ * session's streams during shardc_session_run: work the caller queued
+ * that writes it must be complete first (synchronise its stream).
+ * SHARDC_ERR_USAGE, the session unchanged, for no such tensor, another
+ * dtype or shape (located in the model), CUDA memory on the cpu backend,
+ * or a pointer the CUDA driver does not know as device memory on
+ * device_id that holds every element the view reaches. */
+SHARDC_API shardc_status shardc_session_bind_view(shardc_session *s, const char *name,
+                                                  const shardc_tensor_view *v, char **error);
+
 /* Whether the next run finds every param: each in the params file, bound,
  * or resumed from a checkpoint (or made by its init: without a params file,
  * or with cfg->init_missing). SHARDC_ERR_INPUT with "FILE: the params file
@@ -422,6 +459,16 @@ SHARDC_API shardc_status shardc_session_write_trace(shardc_session *s, const cha
 SHARDC_API shardc_status shardc_session_output(const shardc_session *s, const char *name,
                                                const void **data, shardc_tensor_info *info,
                                                char **error);
+
+/* After a run: writes the full output called name into the caller's view
+ * dst (its dtype and shape the output's, strides that never put two
+ * elements on the same bytes): host memory, or CUDA memory, copied there
+ * by the driver before the call returns. SHARDC_ERR_USAGE for no such
+ * output, no run yet, another dtype or shape, overlapping strides, CUDA
+ * memory that is not device memory holding the whole view. */
+SHARDC_API shardc_status shardc_session_output_into(const shardc_session *s, const char *name,
+                                                    const shardc_tensor_view *dst,
+                                                    char **error);
 
 /* Writes every output of the last run, full shape, as one safetensors file
  * (through a temporary file renamed into place). */

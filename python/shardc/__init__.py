@@ -378,24 +378,30 @@ class Session:
 
     def bind(self, name: str, tensor: Any) -> int:
         """Binds the full tensor called name (an input, a param or a state)
-        to tensor's memory, read in place, without a copy: a numpy array,
-        or any object with __dlpack__ (torch, JAX, CuPy) on the CPU,
-        C-contiguous, of the plan's dtype and shape (bf16: a DLPack bfloat16,
-        or numpy uint16 holding its bits). The object is kept until the name
-        is bound again or the session ends. Inputs are read at every run;
+        to tensor's memory, read in place, without a copy, whatever its
+        strides (a transposed or sliced tensor too): a numpy array, or any
+        object with __dlpack__ (torch, JAX, CuPy), of the plan's dtype and
+        shape (bf16: a DLPack bfloat16, or numpy uint16 holding its bits).
+        Host memory on either backend; CUDA memory with backend "cuda",
+        where each rank copies its block on the GPU (the tensor never goes
+        through the host). CUDA memory is read during run(): work queued
+        on other streams that writes it must be finished first (e.g.
+        torch.cuda.synchronize()). The object is kept until the name is
+        bound again or the session ends. Inputs are read at every run;
         params and states at the next run only. Returns the address bound."""
         info = self._tensors.get(name)
         if info is None or info["kind"] not in ("input", "param", "state"):
             raise UsageError(f"the plan has no input, param or state called '{name}'",
                              "ERR_USAGE")
-        addr, nbytes, keep = self._memory(name, info, tensor)
-        _call(_lib.shardc_session_bind, self._h, _b(name), addr, nbytes, what="bind")
+        view, keep = self._view(name, info, tensor)
+        _call(_lib.shardc_session_bind_view, self._h, _b(name), ctypes.byref(view), what="bind")
         self._bound[name] = keep
-        return addr
+        return view.data or 0
 
-    def _memory(self, name, info, tensor):
-        """(address, bytes, what to keep alive) of tensor, checked against
-        the plan's dtype and shape. numpy arrays directly, anything else by
+    def _view(self, name, info, tensor):
+        """(shardc_tensor_view of tensor, what to keep alive), its dtype and
+        shape checked against the plan's (the library checks them again,
+        and the device memory). numpy arrays directly, anything else by
         DLPack."""
         shape, want = tuple(info["shape"]), info["dtype"]
         try:
@@ -405,33 +411,37 @@ class Session:
         if np is not None and isinstance(tensor, np.ndarray):
             names = {"float32": "f32", "float16": "f16", "int32": "i32", "bool": "bool",
                      "uint16": "u16"}
-            got, addr, nbytes = names.get(tensor.dtype.name, tensor.dtype.name), \
-                tensor.ctypes.data, tensor.nbytes
-            contiguous, device, keep = tensor.flags.c_contiguous, 1, tensor
-            tshape = tensor.shape
+            got, addr = names.get(tensor.dtype.name, tensor.dtype.name), tensor.ctypes.data
+            if any(st % tensor.itemsize for st in tensor.strides):
+                raise UsageError(f"'{name}' has strides {tensor.strides} bytes, not whole "
+                                 f"elements of {tensor.itemsize} bytes", "ERR_USAGE")
+            strides = tuple(st // tensor.itemsize for st in tensor.strides)
+            device, keep, tshape = (1, 0), tensor, tensor.shape
         elif hasattr(tensor, "__dlpack__"):
             from ._dlpack import View
             try:
                 v = View(tensor)
             except (TypeError, BufferError, RuntimeError) as e:
                 raise UsageError(f"'{name}': {e}", "ERR_USAGE") from None
-            got, addr, nbytes, contiguous = v.dtype, v.data, v.nbytes, v.contiguous
-            device, keep, tshape = v.device[0], (tensor, v), v.shape
+            got, addr, strides = v.dtype, v.data, v.strides
+            device, keep, tshape = v.device, (tensor, v), v.shape
         else:
             raise UsageError(f"'{name}': bind takes a numpy array or a DLPack tensor, not "
                              f"{type(tensor).__name__}", "ERR_USAGE")
-        if device != 1:
-            raise UsageError(f"'{name}' is on a device of DLPack type {device}: this version "
-                             "binds host memory only", "ERR_USAGE")
+        if device[0] not in (1, 2, 3):
+            raise UsageError(f"'{name}' is on a device of DLPack type {device[0]}: shardc "
+                             "reads host memory and CUDA memory", "ERR_USAGE")
         if tuple(tshape) != shape:
             raise UsageError(f"'{name}' has shape {list(tshape)}, the plan's is {list(shape)}",
                              "ERR_USAGE")
         if got != want and not (want == "bf16" and got == "u16"):
             raise UsageError(f"'{name}' is {got}, the plan's is {want}", "ERR_USAGE")
-        if not contiguous:
-            raise UsageError(f"'{name}' is not contiguous (row-major): make it so first",
-                             "ERR_USAGE")
-        return addr, nbytes, keep
+        rank = len(shape)
+        dims = (ctypes.c_longlong * max(rank, 1))(*shape)
+        steps = (ctypes.c_longlong * max(rank, 1))(*strides)
+        view = _capi.TensorView(device=device[0], device_id=device[1], data=addr,
+                                dtype=_b(want), rank=rank, dim=dims, strides=steps)
+        return view, (keep, dims, steps)
 
     def run(self) -> None:
         """Runs one step (forward, and for a training plan the backward and
@@ -460,20 +470,25 @@ class Session:
         _check(st, err, "loss")
         return v.value
 
-    def output(self, name: str) -> "Any":
-        """The full output called name after a run, as a numpy array (a copy:
-        the session's own memory changes at the next run); numpy arrays
-        speak DLPack, so torch.from_dlpack(s.output("y")) takes it without
-        another copy. bf16 comes as uint16 holding its bits."""
-        import numpy as np
-        data = ctypes.c_void_p()
-        t = _capi.TensorInfo()
-        _call(_lib.shardc_session_output, self._h, _b(name), ctypes.byref(data), ctypes.byref(t),
+    def output(self, name: str, out: Any = None) -> "Any":
+        """The full output called name after a run. Without out, a new numpy
+        array holding it (numpy arrays speak DLPack, so torch.from_dlpack
+        takes it without another copy; bf16 comes as uint16 holding its
+        bits). With out, a numpy array or any DLPack tensor of the output's
+        dtype and shape, on the host or a CUDA device, any strides that do
+        not overlap: the output is written into it in place, and out is
+        returned."""
+        info = self._tensors.get(name)
+        if info is None or info["kind"] != "output":
+            raise UsageError(f"the plan has no output called '{name}'", "ERR_USAGE")
+        if out is None:
+            import numpy as np
+            out = np.empty(tuple(info["shape"]), dtype=_NUMPY_DTYPES[info["dtype"]])
+        view, keep = self._view(name, info, out)
+        _call(_lib.shardc_session_output_into, self._h, _b(name), ctypes.byref(view),
               what="output")
-        dt = t.dtype.decode()
-        shape = tuple(t.dim[d] for d in range(t.rank))
-        raw = ctypes.string_at(data.value, t.bytes)
-        return np.frombuffer(raw, dtype=_NUMPY_DTYPES[dt]).reshape(shape).copy()
+        del keep
+        return out
 
     def save_outputs(self, path: Union[str, os.PathLike]) -> None:
         _call(_lib.shardc_session_save_outputs, self._h, _b(os.fspath(path)), what="save_outputs")

@@ -35,6 +35,14 @@ class SessionConfig(ctypes.Structure):
                 ("checkpoint_keep", ctypes.c_int), ("init_missing", ctypes.c_int)]
 
 
+class TensorView(ctypes.Structure):
+    """shardc_tensor_view: a tensor in the caller's memory, as DLPack has it."""
+    _fields_ = [("device", ctypes.c_int), ("device_id", ctypes.c_int),
+                ("data", ctypes.c_void_p), ("dtype", ctypes.c_char_p), ("rank", ctypes.c_int),
+                ("dim", ctypes.POINTER(ctypes.c_longlong)),
+                ("strides", ctypes.POINTER(ctypes.c_longlong))]
+
+
 def _find():
     env = os.environ.get("SHARDC_LIBRARY")
     if env:
@@ -92,6 +100,8 @@ _SIGS = {
     "shardc_session_new": (_I, [_P, ctypes.POINTER(SessionConfig), ctypes.POINTER(_P), _E]),
     "shardc_session_free": (None, [_P]),
     "shardc_session_bind": (_I, [_P, _S, _P, ctypes.c_size_t, _E]),
+    "shardc_session_bind_view": (_I, [_P, _S, ctypes.POINTER(TensorView), _E]),
+    "shardc_session_output_into": (_I, [_P, _S, ctypes.POINTER(TensorView), _E]),
     "shardc_session_check_params": (_I, [_P, _E]),
     "shardc_session_run": (_I, [_P, _E]),
     "shardc_session_output": (_I, [_P, _S, ctypes.POINTER(_P), ctypes.POINTER(TensorInfo), _E]),

@@ -66,13 +66,21 @@ class View:
         self.dtype = _CODES[(t.dtype.code, t.dtype.bits)]
         self.itemsize = t.dtype.bits // 8
         self.data = (t.data or 0) + t.byte_offset
-        self.contiguous = True
+        # strides in elements, row-major when the producer gives none
         if t.strides:
-            want = 1
+            self.strides = tuple(t.strides[i] for i in range(t.ndim))
+        else:
+            self.strides, want = [0] * t.ndim, 1
             for i in reversed(range(t.ndim)):
-                if self.shape[i] != 1 and t.strides[i] != want:
-                    self.contiguous = False
+                self.strides[i] = want
                 want *= self.shape[i]
+            self.strides = tuple(self.strides)
+        self.contiguous = True
+        want = 1
+        for i in reversed(range(t.ndim)):
+            if self.shape[i] != 1 and self.strides[i] != want:
+                self.contiguous = False
+            want *= self.shape[i]
         self.nbytes = self.itemsize
         for n in self.shape:
             self.nbytes *= n

@@ -26,6 +26,8 @@ static const struct {
     E(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
     E(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
     E(CtxSetCurrent, "cuCtxSetCurrent"),
+    E(CtxGetCurrent, "cuCtxGetCurrent"),
+    E(PointerGetAttribute, "cuPointerGetAttribute"),
     E(ModuleLoadDataEx, "cuModuleLoadDataEx"),
     E(ModuleUnload, "cuModuleUnload"),
     E(ModuleGetFunction, "cuModuleGetFunction"),
@@ -82,6 +84,8 @@ SAME_TYPE(DeviceGetName, cuDeviceGetName);
 SAME_TYPE(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain);
 SAME_TYPE(DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2);
 SAME_TYPE(CtxSetCurrent, cuCtxSetCurrent);
+SAME_TYPE(CtxGetCurrent, cuCtxGetCurrent);
+SAME_TYPE(PointerGetAttribute, cuPointerGetAttribute);
 SAME_TYPE(ModuleLoadDataEx, cuModuleLoadDataEx);
 SAME_TYPE(ModuleUnload, cuModuleUnload);
 SAME_TYPE(ModuleGetFunction, cuModuleGetFunction);
@@ -147,6 +151,11 @@ SAME_VALUE(RT_CU_ATTR_MAX_SHARED_OPTIN, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PE
 SAME_VALUE(RT_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
 SAME_VALUE(RT_CU_MEMORYTYPE_HOST, CU_MEMORYTYPE_HOST);
 SAME_VALUE(RT_CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_DEVICE);
+SAME_VALUE(RT_CU_MEMORYTYPE_UNIFIED, CU_MEMORYTYPE_UNIFIED);
+SAME_VALUE(RT_CU_POINTER_ATTR_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_MEMORY_TYPE);
+SAME_VALUE(RT_CU_POINTER_ATTR_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL);
+SAME_VALUE(RT_CU_POINTER_ATTR_RANGE_START, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR);
+SAME_VALUE(RT_CU_POINTER_ATTR_RANGE_SIZE, CU_POINTER_ATTRIBUTE_RANGE_SIZE);
 SAME_VALUE(RT_CU_STREAM_NON_BLOCKING, CU_STREAM_NON_BLOCKING);
 SAME_VALUE(RT_CU_EVENT_DEFAULT, CU_EVENT_DEFAULT);
 SAME_VALUE(RT_CU_EVENT_DISABLE_TIMING, CU_EVENT_DISABLE_TIMING);

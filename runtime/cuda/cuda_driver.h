@@ -66,6 +66,11 @@ enum {
     RT_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED = 8,
     RT_CU_MEMORYTYPE_HOST = 1,
     RT_CU_MEMORYTYPE_DEVICE = 2,
+    RT_CU_MEMORYTYPE_UNIFIED = 4,
+    RT_CU_POINTER_ATTR_MEMORY_TYPE = 2,
+    RT_CU_POINTER_ATTR_DEVICE_ORDINAL = 9,
+    RT_CU_POINTER_ATTR_RANGE_START = 11,
+    RT_CU_POINTER_ATTR_RANGE_SIZE = 12,
     RT_CU_STREAM_NON_BLOCKING = 1,
     RT_CU_EVENT_DEFAULT = 0,
     RT_CU_EVENT_DISABLE_TIMING = 2,
@@ -86,6 +91,8 @@ typedef struct rt_cu_api {
     rt_cu_result (*DevicePrimaryCtxRetain)(rt_cu_ctx *ctx, rt_cu_device dev);
     rt_cu_result (*DevicePrimaryCtxRelease)(rt_cu_device dev);
     rt_cu_result (*CtxSetCurrent)(rt_cu_ctx ctx);
+    rt_cu_result (*CtxGetCurrent)(rt_cu_ctx *ctx);
+    rt_cu_result (*PointerGetAttribute)(void *data, unsigned int attr, rt_cu_ptr ptr);
     rt_cu_result (*ModuleLoadDataEx)(rt_cu_module *mod, const void *image, unsigned int n,
                                      unsigned int *options, void **values);
     rt_cu_result (*ModuleUnload)(rt_cu_module mod);

@@ -562,12 +562,39 @@ static int drain(rt_cuda_rank *r, su_status *err)
     return CU(StreamSynchronize(r->stream)) ? 0 : -1;
 }
 
-/* A source: read into its host buffer by the session, then copied over.
- * Params and states stay on the device between runs. */
+/* The device-to-device copier of rt_copy_runs, on the rank's stream. */
+typedef struct dtod {
+    rt_cuda_rank *r;
+    rt_cu_ptr dst, src;
+    su_status *err;
+} dtod;
+
+static int dtod_run(void *ctx, int64_t doff, int64_t soff, int64_t bytes)
+{
+    dtod *c = ctx;
+    rt_cuda_rank *r = c->r;
+    su_status *err = c->err;
+    return CU(MemcpyDtoDAsync(c->dst + (rt_cu_ptr)doff, c->src + (rt_cu_ptr)soff, (size_t)bytes,
+                              r->stream))
+               ? 0
+               : -1;
+}
+
+/* A source: read into its host buffer by the session, then copied over;
+ * a tensor the caller bound in CUDA memory, copied on the device from
+ * there. Params and states stay on the device between runs. */
 static int run_source(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *in)
 {
     if ((in->op == RT_OP_PARAM || in->op == RT_OP_STATE) && !h->load_params)
         return 0;
+    rt_view at;
+    if (h->bound_device && h->bound_device(h->rank, in, &at)) {
+        int esize = rt_dtype_size(at.type.dtype);
+        int64_t dstride[RT_MAX_RANK];
+        rt_row_major_strides(at.type.rank, at.type.dim, esize, dstride);
+        dtod c = {r, dev(r, in->out), (rt_cu_ptr)(uintptr_t)at.data, h->err};
+        return rt_copy_runs(at.type.rank, at.type.dim, esize, dstride, at.stride, dtod_run, &c);
+    }
     if (drain(r, h->err) != 0 || h->source(h->rank, in, h->buf[in->out]) != 0)
         return -1;
     return to_device(r, in->out, h->buf[in->out], rt_type_bytes(&in->out_t), h->err);

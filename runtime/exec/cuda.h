@@ -33,6 +33,7 @@
 #define SHARDC_RT_CUDA_H
 #include "support/support.h"
 #include "runtime/plan/plan.h"
+#include "runtime/exec/strided.h"
 
 #include <stdbool.h>
 
@@ -55,6 +56,11 @@ typedef struct rt_cuda_host {
     void *const *buf;              /* per buffer of the stage: its host copy */
     /* fills dst (host) for a source instruction (input, param, state, const) */
     int (*source)(void *rank, const rt_instr *in, void *dst);
+    /* the caller's CUDA memory bound to a source instruction's tensor
+     * (rt_session_bind_view), at this rank's block: the view, with its
+     * data at the block's first element; NULL when it is not bound there
+     * (then `source` fills the host copy) */
+    const rt_view *(*bound_device)(void *rank, const rt_instr *in, rt_view *at);
     /* a collective, send or recv on host buffers */
     int (*comm)(void *rank, const rt_instr *in, void *const *buf);
     bool load_params;              /* params and states are (re)loaded this run */
@@ -97,6 +103,22 @@ int rt_cuda_run(rt_cuda_rank **r, const rt_plan *p, int stage, int64_t rank,
  * its host copy buf[buffer], for a rank whose runs kept them on the device
  * (rt_cuda_host.keep_on_device); r NULL: nothing. 0, or -1 with err. */
 int rt_cuda_kept_to_host(rt_cuda_rank *r, void *const *buf, su_status *err);
+
+/* ---- a caller's tensors in CUDA memory (rt_session_bind_view) ---- */
+
+/* Whether view v (RT_MEM_CUDA) is device memory of device v->device by
+ * the driver's pointer attributes, every element it reaches inside one
+ * allocation: 0, or -1 with "'name' (bound at 0x...) is not CUDA memory
+ * ..." in err (no driver: the driver's message). */
+int rt_cuda_view_check(const rt_view *v, const char *name, su_status *err);
+/* The block [start, start + count) of v (RT_MEM_CUDA) to host dst,
+ * packed row-major, synchronously, in device v->device's primary
+ * context (the calling thread's context is restored). 0, or -1 with err. */
+int rt_cuda_view_to_host(const rt_view *v, const int64_t *start, const int64_t *count,
+                         void *dst, su_status *err);
+/* The row-major tensor src (host, v's type) into v (RT_MEM_CUDA),
+ * synchronously, as rt_cuda_view_to_host. 0, or -1 with err. */
+int rt_cuda_host_to_view(const void *src, const rt_view *v, su_status *err);
 
 /* Frees a rank's device state (NULL: nothing). */
 void rt_cuda_rank_free(rt_cuda_rank *r);

@@ -221,26 +221,23 @@ static const char *io_where(const rt_plan *p, const rt_io *io, char *buf, size_t
     return buf;
 }
 
-int rt_session_bind(rt_session *s, const char *name, const void *data, size_t bytes,
-                    su_status *err)
+/* The input, param or state called name, or NULL. */
+static const rt_io *bindable(const rt_plan *p, const char *name)
 {
-    const rt_io *io = NULL;
-    for (int i = 0; i < s->p->nio && !io; i++)
-        if (s->p->io[i].kind != RT_IO_OUTPUT && strcmp(s->p->io[i].name, name) == 0)
-            io = &s->p->io[i];
-    if (!io)
-        return su_fail(err, SU_USAGE, "the plan has no input, param or state called '%s'", name);
-    char tb[128], where[256];
-    if ((int64_t)bytes != rt_type_bytes(&io->type))
-        return su_fail(err, SU_USAGE, "%s'%s' is %s (%lld bytes), but %zu bytes were bound",
-                       io_where(s->p, io, where, sizeof where), name,
-                       rt_type_str(&io->type, tb, sizeof tb),
-                       (long long)rt_type_bytes(&io->type), bytes);
+    for (int i = 0; i < p->nio; i++)
+        if (p->io[i].kind != RT_IO_OUTPUT && strcmp(p->io[i].name, name) == 0)
+            return &p->io[i];
+    return NULL;
+}
+
+/* Records v as name's binding (io's), replacing an earlier one. */
+static int add_binding(rt_session *s, const rt_io *io, const char *name, const rt_view *v,
+                       su_status *err)
+{
+    s->params_dirty |= rt_sess_is_kept(io);
     for (int i = 0; i < s->nbind; i++)
         if (strcmp(s->bind[i].name, name) == 0) {
-            s->bind[i].data = data;
-            s->bind[i].bytes = bytes;
-            s->params_dirty |= rt_sess_is_kept(io);
+            s->bind[i].v = *v;
             return 0;
         }
     binding *nb = realloc(s->bind, ((size_t)s->nbind + 1) * sizeof *nb);
@@ -250,9 +247,90 @@ int rt_session_bind(rt_session *s, const char *name, const void *data, size_t by
     char *copy = strdup(name);
     if (!copy)
         return su_fail(err, SU_NOMEM, "out of memory");
-    s->bind[s->nbind++] = (binding){copy, data, bytes};
-    s->params_dirty |= rt_sess_is_kept(io);
+    s->bind[s->nbind++] = (binding){copy, *v};
     return 0;
+}
+
+int rt_session_bind(rt_session *s, const char *name, const void *data, size_t bytes,
+                    su_status *err)
+{
+    const rt_io *io = bindable(s->p, name);
+    if (!io)
+        return su_fail(err, SU_USAGE, "the plan has no input, param or state called '%s'", name);
+    char tb[128], where[256];
+    if ((int64_t)bytes != rt_type_bytes(&io->type))
+        return su_fail(err, SU_USAGE, "%s'%s' is %s (%lld bytes), but %zu bytes were bound",
+                       io_where(s->p, io, where, sizeof where), name,
+                       rt_type_str(&io->type, tb, sizeof tb),
+                       (long long)rt_type_bytes(&io->type), bytes);
+    rt_view v = {.type = io->type, .mem = RT_MEM_HOST, .data = data};
+    rt_row_major_strides(io->type.rank, io->type.dim, rt_dtype_size(io->type.dtype), v.stride);
+    return add_binding(s, io, name, &v, err);
+}
+
+/* Whether v's type is io's: 0, or -1 with "m.sh:3:8: 'x' is f32[8, 16],
+ * but a bf16[8, 16] tensor was bound". */
+static int same_type(const rt_plan *p, const rt_io *io, const rt_type *t, const char *what,
+                     su_status *err)
+{
+    bool same = t->dtype == io->type.dtype && t->rank == io->type.rank;
+    for (int d = 0; same && d < t->rank; d++)
+        same = t->dim[d] == io->type.dim[d];
+    if (same)
+        return 0;
+    char want[128], got[128], where[256];
+    return su_fail(err, SU_USAGE, "%s'%s' is %s, but %s %s tensor was %s",
+                   io_where(p, io, where, sizeof where), io->name,
+                   rt_type_str(&io->type, want, sizeof want),
+                   strchr("aeiou", rt_type_str(t, got, sizeof got)[0]) ? "an" : "a", got, what);
+}
+
+int rt_session_bind_view(rt_session *s, const char *name, const rt_view *v, su_status *err)
+{
+    const rt_io *io = bindable(s->p, name);
+    if (!io)
+        return su_fail(err, SU_USAGE, "the plan has no input, param or state called '%s'", name);
+    if (same_type(s->p, io, &v->type, "bound", err) != 0)
+        return -1;
+    if (v->mem == RT_MEM_CUDA && s->o.backend != RT_BACKEND_CUDA)
+        return su_fail(err, SU_USAGE,
+                       "'%s' is bound in CUDA memory (device %d), but the session runs on the "
+                       "cpu backend, which reads host memory: bind a host tensor, or open the "
+                       "session with the cuda backend",
+                       name, v->device);
+    if (v->mem == RT_MEM_CUDA && rt_cuda_view_check(v, name, err) != 0)
+        return -1;
+    return add_binding(s, io, name, v, err);
+}
+
+int rt_session_output_into(const rt_session *s, const char *name, const rt_view *dst,
+                           su_status *err)
+{
+    rt_type t;
+    const void *src = rt_session_output(s, name, &t);
+    if (!src)
+        return su_fail(err, SU_USAGE, "the plan has no output called '%s'", name);
+    if (!s->steps)
+        return su_fail(err, SU_USAGE, "no step has run: there is no output '%s' yet", name);
+    const rt_io *io = NULL;
+    for (int i = 0; i < s->p->nio && !io; i++)
+        if (s->p->io[i].kind == RT_IO_OUTPUT && strcmp(s->p->io[i].name, name) == 0)
+            io = &s->p->io[i];
+    if (same_type(s->p, io, &dst->type, "given to write it into", err) != 0)
+        return -1;
+    int esize = rt_dtype_size(t.dtype);
+    if (!rt_strides_disjoint(t.rank, t.dim, esize, dst->stride))
+        return su_fail(err, SU_USAGE,
+                       "the tensor given for output '%s' has overlapping elements (a stride "
+                       "repeats or is too short): it cannot be written",
+                       name);
+    if (dst->mem == RT_MEM_CUDA)
+        return rt_cuda_view_check(dst, name, err) != 0 ? -1
+                                                      : rt_cuda_host_to_view(src, dst, err);
+    int64_t sstride[RT_MAX_RANK];
+    rt_row_major_strides(t.rank, t.dim, esize, sstride);
+    void *p[2] = {(void *)dst->data, (void *)src};
+    return rt_copy_runs(t.rank, t.dim, esize, dst->stride, sstride, rt_sess_host_copy, p);
 }
 
 /* Names of the sources the run makes from the seed. */

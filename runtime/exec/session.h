@@ -42,6 +42,7 @@
 #define SHARDC_RT_SESSION_H
 #include "support/support.h"
 #include "runtime/plan/plan.h"
+#include "runtime/exec/strided.h"
 
 /* nccl: one process per rank as mpi (whose communicator the session keeps
  * for its host work), the plan's collectives, sends and receives by NCCL
@@ -87,6 +88,25 @@ void rt_session_free(rt_session *s);
  * Errors: no input or param of that name, a size that differs. */
 int rt_session_bind(rt_session *s, const char *name, const void *data, size_t bytes,
                     su_status *err);
+
+/* Binds the full tensor called name to the caller's view v, in place: host
+ * memory with any strides, or (the cuda backend only) CUDA memory, which
+ * each rank reads on the device. v's type must be the tensor's; a CUDA
+ * view must lie inside one allocation of device v->device (the driver's
+ * pointer attributes say so). Borrowed, and read, as rt_session_bind's
+ * memory; CUDA memory is read on the ranks' own streams during the run,
+ * so writes the caller queued to it must be complete first. Errors (no
+ * such tensor, another type, CUDA memory on the cpu backend, a pointer
+ * that is not CUDA memory there) leave the session as it was. */
+int rt_session_bind_view(rt_session *s, const char *name, const rt_view *v, su_status *err);
+
+/* Writes the output called name of the last run into the caller's view
+ * dst (its type the output's; host memory, or CUDA memory by the driver,
+ * synchronously), with any strides that do not overlap. Errors: no such
+ * output, no run yet, another type, overlapping strides, a CUDA pointer
+ * that is not device memory of that size. */
+int rt_session_output_into(const rt_session *s, const char *name, const rt_view *dst,
+                           su_status *err);
 
 /* Runs the plan once on every rank of this process; after a failed run
  * the session can only be freed. Params and states are loaded on the first

@@ -28,6 +28,7 @@
 #include "runtime/exec/cuda.h"
 #include "runtime/io/tensors.h"
 #include "runtime/exec/trace.h"
+#include "runtime/exec/strided.h"
 
 #include <pthread.h>
 
@@ -40,8 +41,8 @@ typedef struct axes_key {
 
 typedef struct binding {
     char *name;
-    const void *data;
-    size_t bytes;
+    rt_view v;                /* the caller's memory: host, or CUDA with
+                               * the cuda backend */
 } binding;
 
 typedef struct rank_state {
@@ -111,8 +112,15 @@ void rt_sess_block_start(const rt_plan *p, const int64_t *coord, const rt_shardi
  * other way round when to_full. */
 void rt_sess_copy_block(const rt_type *full, const int64_t *start, const int64_t *count,
                         int esize, const uint8_t *full_data, uint8_t *block, bool to_full);
-/* The tensor bound as name (rt_session_bind), or NULL. */
+/* The tensor bound as name (rt_session_bind, rt_session_bind_view), or NULL. */
 const binding *rt_sess_find_binding(const rt_session *s, const char *name);
+/* Reads the block [start, start + count) of the full tensor bound in b
+ * into dst (host, packed row-major): from host memory, or from CUDA
+ * memory by the driver. 0, or -1 with err. */
+int rt_sess_read_bound(const binding *b, const int64_t *start, const int64_t *count, void *dst,
+                       su_status *err);
+/* The host copier of rt_copy_runs (strided.h): ctx is {dst, src}. */
+int rt_sess_host_copy(void *ctx, int64_t doff, int64_t soff, int64_t bytes);
 /* Frees p, a buffer rs's comm was given, unless the comm is stuck
  * (rt_comm_stuck): then p is kept for the life of the process. */
 void rt_sess_comm_free(const rank_state *rs, void *p);

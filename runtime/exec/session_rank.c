@@ -6,6 +6,7 @@
 #include "runtime/exec/session_impl.h"
 
 #include "runtime/cpu/cpu.h"
+#include "runtime/exec/strided.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,52 +27,27 @@ void rt_sess_block_start(const rt_plan *p, const int64_t *coord, const rt_shardi
     }
 }
 
+/* The host copier of rt_copy_runs: ctx holds {dst, src}. */
+int rt_sess_host_copy(void *ctx, int64_t doff, int64_t soff, int64_t bytes)
+{
+    uint8_t *const *p = ctx;
+    memcpy(p[0] + doff, p[1] + soff, (size_t)bytes);
+    return 0;
+}
+
 /* Copies the block [start, start + count) of a row-major tensor of shape
  * full (esize-byte elements) from src (the full tensor) to dst (the block,
  * packed), or the other way round when to_full. */
 void rt_sess_copy_block(const rt_type *full, const int64_t *start, const int64_t *count,
                         int esize, const uint8_t *full_data, uint8_t *block, bool to_full)
 {
-    int r = full->rank;
-    if (r == 0) {
-        if (to_full)
-            memcpy((uint8_t *)full_data, block, (size_t)esize);
-        else
-            memcpy(block, full_data, (size_t)esize);
-        return;
-    }
-    /* the innermost run: the last dims the block spans whole merge into it */
-    int64_t run = count[r - 1] * esize;
-    int inner = r - 1;
-    while (inner > 0 && count[inner] == full->dim[inner] && start[inner] == 0) {
-        inner--;
-        run *= count[inner];
-    }
-    /* strides of the full tensor, in bytes */
-    int64_t stride[RT_MAX_RANK];
-    stride[r - 1] = esize;
-    for (int d = r - 2; d >= 0; d--)
-        stride[d] = stride[d + 1] * full->dim[d + 1];
-    int64_t idx[RT_MAX_RANK] = {0};
-    int64_t nruns = 1;
-    for (int d = 0; d < inner; d++)
-        nruns *= count[d];
-    uint8_t *out = block;
-    for (int64_t k = 0; k < nruns; k++) {
-        int64_t off = 0;
-        for (int d = 0; d < r; d++)
-            off += (start[d] + (d < inner ? idx[d] : 0)) * stride[d];
-        if (to_full)
-            memcpy((uint8_t *)full_data + off, out, (size_t)run);
-        else
-            memcpy(out, full_data + off, (size_t)run);
-        out += run;
-        for (int d = inner - 1; d >= 0; d--) {
-            if (++idx[d] < count[d])
-                break;
-            idx[d] = 0;
-        }
-    }
+    int64_t fstride[RT_MAX_RANK], bstride[RT_MAX_RANK];
+    rt_row_major_strides(full->rank, full->dim, esize, fstride);
+    rt_row_major_strides(full->rank, count, esize, bstride);
+    uint8_t *at = (uint8_t *)full_data + rt_strided_offset(full->rank, start, fstride);
+    uint8_t *p[2] = {to_full ? at : block, to_full ? block : at};
+    rt_copy_runs(full->rank, count, esize, to_full ? fstride : bstride,
+                 to_full ? bstride : fstride, rt_sess_host_copy, p);
 }
 
 /* Split along dim into G member blocks: src [outer][G*n*inner] to
@@ -120,6 +96,19 @@ const binding *rt_sess_find_binding(const rt_session *s, const char *name)
         if (strcmp(s->bind[i].name, name) == 0)
             return &s->bind[i];
     return NULL;
+}
+
+int rt_sess_read_bound(const binding *b, const int64_t *start, const int64_t *count, void *dst,
+                       su_status *err)
+{
+    const rt_view *v = &b->v;
+    if (v->mem == RT_MEM_CUDA)
+        return rt_cuda_view_to_host(v, start, count, dst, err);
+    int esize = rt_dtype_size(v->type.dtype);
+    int64_t dstride[RT_MAX_RANK];
+    rt_row_major_strides(v->type.rank, count, esize, dstride);
+    void *p[2] = {dst, (uint8_t *)v->data + rt_strided_offset(v->type.rank, start, v->stride)};
+    return rt_copy_runs(v->type.rank, count, esize, dstride, v->stride, rt_sess_host_copy, p);
 }
 
 static void fill_const(const rt_type *t, double v, void *dst)
@@ -175,7 +164,7 @@ static int load_from_param(rank_state *rs, const rt_io *io, const int64_t *start
     int rc = 0;
     const binding *b = rt_sess_find_binding(s, src->name);
     if (b)
-        rt_sess_copy_block(&src->type, start, count, esize, b->data, tmp, false);
+        rc = rt_sess_read_bound(b, start, count, tmp, &rs->err);
     else if (s->params && rt_st_find(s->params, src->name))
         rc = rt_st_read_block(s->params, src->name, &src->type, start, count, tmp, &rs->err);
     else
@@ -196,11 +185,8 @@ static int load_source(rank_state *rs, const rt_instr *in, void *dst)
     for (int d = 0; d < in->out_t.rank; d++)
         count[d] = in->out_t.dim[d];
     const binding *b = rt_sess_find_binding(s, io->name);
-    if (b) {
-        rt_sess_copy_block(&io->type, start, count, rt_dtype_size(io->type.dtype), b->data, dst,
-                           false);
-        return 0;
-    }
+    if (b)
+        return rt_sess_read_bound(b, start, count, dst, &rs->err);
     /* the master of a bound param copies the binding, as the param does,
      * over a master in the checkpoint or the params file */
     if (io->init == RT_INIT_PARAM && rt_sess_find_binding(s, io->init_param))
@@ -399,6 +385,21 @@ static int cuda_source(void *rank, const rt_instr *in, void *dst)
     return load_source(rank, in, dst);
 }
 
+static const rt_view *cuda_bound_device(void *rank, const rt_instr *in, rt_view *at)
+{
+    rank_state *rs = rank;
+    const rt_io *io = &rs->s->p->io[in->io];
+    const binding *b = rt_sess_find_binding(rs->s, io->name);
+    if (!b || b->v.mem != RT_MEM_CUDA)
+        return NULL;
+    int64_t start[RT_MAX_RANK];
+    rt_sess_block_start(rs->s->p, rs->coord, &io->sh, &in->out_t, start);
+    *at = b->v;
+    at->type = in->out_t;
+    at->data = (const uint8_t *)b->v.data + rt_strided_offset(io->type.rank, start, b->v.stride);
+    return at;
+}
+
 static int cuda_comm(void *rank, const rt_instr *in, void *const *buf)
 {
     return run_comm(rank, in, buf);
@@ -428,7 +429,8 @@ static int rank_run_cuda(rank_state *rs)
     rt_session *s = rs->s;
     if (s->o.trace && trace_origin(rs) != 0)
         return -1;
-    rt_cuda_host h = {.rank = rs, .buf = rs->buf, .source = cuda_source, .comm = cuda_comm,
+    rt_cuda_host h = {.rank = rs, .buf = rs->buf, .source = cuda_source,
+                      .bound_device = cuda_bound_device, .comm = cuda_comm,
                       .load_params = !rs->params_loaded || s->params_dirty,
                       .keep_on_device = true, .err = &rs->err, .nccl = s->nccl,
                       .graph = s->o.graph,

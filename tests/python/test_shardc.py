@@ -2,6 +2,7 @@
 ctest as python/pytest (tests/python/run.sh), with SHARDC_LIBRARY,
 SHARDC and SHARDRUN set to the build's library and programs."""
 import json
+import ctypes
 import os
 import subprocess
 import sys
@@ -99,8 +100,6 @@ def test_bind_checks_shape_dtype_and_layout():
         s.bind("x", np.zeros((64, 10), np.float32))
     with pytest.raises(shardc.UsageError, match="is f16, the plan's is f32"):
         s.bind("x", np.zeros((64, 1024), np.float16))
-    with pytest.raises(shardc.UsageError, match="not contiguous"):
-        s.bind("x", np.zeros((1024, 64), np.float32).T)
     with pytest.raises(shardc.UsageError, match="no input, param or state called 'nope'"):
         s.bind("nope", np.zeros(3, np.float32))
     with pytest.raises(shardc.UsageError, match="numpy array or a DLPack tensor"):
@@ -124,9 +123,70 @@ def test_torch_tensors_by_dlpack_without_a_copy():
     s2.bind("y", y.numpy().copy())
     s2.run()
     assert np.array_equal(s2.output("out"), out.numpy())
-    # a view that is not contiguous is refused, not copied
-    with pytest.raises(shardc.UsageError, match="not contiguous"):
-        s.bind("x", torch.randn(1024, 64).t())
+    # into a torch tensor given: written in place, at its own address
+    into = torch.empty(64, 1024)
+    assert s.output("out", out=into) is into and torch.equal(into, out)
+
+
+def test_strided_tensors_bound_and_written_in_place():
+    """Views that are not row-major (a transpose, every other column, a
+    reversed numpy axis) are read where they are, each rank its block of
+    them, on 2x2 (x split by rows over dp): the same output, to the bit,
+    as their row-major copies; outputs are written into strided views."""
+    torch = pytest.importorskip("torch")
+    plan = shardc.compile(path=MLP, mesh="2x2", arch="none").plan()
+    x = torch.randn(1024, 64).t()                  # strides (1, 64)
+    y = torch.randn(64, 2048)[:, ::2]              # strides (2048, 2)
+    assert not x.is_contiguous() and not y.is_contiguous()
+    s = shardc.Session(plan, seed=2)
+    assert s.bind("x", x) == x.data_ptr() and s.bind("y", y) == y.data_ptr()
+    s.run()
+    ref = shardc.Session(plan, seed=2)
+    ref.bind("x", x.contiguous())
+    ref.bind("y", y.contiguous())
+    ref.run()
+    want = ref.output("out")
+    assert np.array_equal(s.output("out"), want) and s.loss() == ref.loss()
+    # a reversed numpy axis (negative strides) reads the same values: the
+    # second step (from the trained params) as the reference's
+    xr = np.ascontiguousarray(x.numpy()[::-1])[::-1]
+    assert xr.strides[0] < 0
+    s.bind("x", xr)
+    s.run()
+    ref.run()
+    want = ref.output("out")
+    assert np.array_equal(s.output("out"), want)
+    # written into a transposed torch tensor and into every other column
+    t = torch.empty(1024, 64).t()
+    cols = torch.zeros(64, 2048)
+    s.output("out", out=t)
+    s.output("out", out=cols[:, 1::2])
+    assert np.array_equal(t.numpy(), want) and np.array_equal(cols[:, 1::2].numpy(), want)
+    assert not cols[:, 0::2].any()                 # nothing written beside the view
+    # a view that repeats elements cannot be written
+    rep = np.lib.stride_tricks.as_strided(np.zeros(1024, np.float32), (64, 1024), (0, 4))
+    with pytest.raises(shardc.UsageError, match="overlapping elements"):
+        s.output("out", out=rep)
+    with pytest.raises(shardc.UsageError, match="'out' is f16, the plan's is f32"):
+        s.output("out", out=np.zeros((64, 1024), np.float16))
+
+
+def test_cuda_memory_needs_the_cuda_backend():
+    """A CUDA view bound to a cpu session is refused before anything reads
+    it (the address is never touched), through the C API as a host
+    application would call it."""
+    from shardc import _capi
+    s = shardc.Session(shardc.compile(path=MLP, mesh="1x1", arch="none").plan())
+    dims = (ctypes.c_longlong * 2)(64, 1024)
+    v = _capi.TensorView(device=2, device_id=0, data=0x1000, dtype=b"f32", rank=2, dim=dims,
+                         strides=None)
+    err = ctypes.c_void_p()
+    rc = shardc._lib.shardc_session_bind_view(s._h, b"x", ctypes.byref(v), ctypes.byref(err))
+    msg = ctypes.string_at(err.value).decode()
+    shardc._lib.shardc_free(err)
+    assert rc == 2 and "bound in CUDA memory (device 0)" in msg and "cpu backend" in msg
+    with pytest.raises(shardc.UsageError, match="no step has run"):
+        s.output("out")
 
 
 def test_checkpoint_resume_continues_the_run(tmp_path):

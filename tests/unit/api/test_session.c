@@ -1092,6 +1092,120 @@ static void test_strict_params(void)
     remove(inputs);
 }
 
+/* Tensors bound and outputs written as strided views
+ * (shardc_session_bind_view, shardc_session_output_into): x bound
+ * transposed in memory (column-major, strides {1, B}) and w1 with a row
+ * pitch wider than its rows, on 1x1 and 2x2 (x split by rows, w1 by
+ * columns); y written into every other float of a larger buffer and s
+ * into a reversed view. Against the reference as test_meshes, and the
+ * errors of the views. */
+/* Whether st is SHARDC_ERR_USAGE with want in *err (freed here). */
+static bool usage_error(shardc_status st, char **err, const char *want)
+{
+    bool ok = st == SHARDC_ERR_USAGE && *err && strstr(*err, want);
+    if (!ok)
+        fprintf(stderr, "want usage error '%s', got %d: %s\n", want, (int)st,
+                *err ? *err : "(none)");
+    shardc_free(*err);
+    *err = NULL;
+    return ok;
+}
+
+static void test_views(const char *mesh)
+{
+    data d;
+    make_data(&d, 11);
+    float xt[D * B], w1p[D * (H + 3)];
+    for (int b = 0; b < B; b++)
+        for (int k = 0; k < D; k++)
+            xt[k * B + b] = d.x[b * D + k];
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < H + 3; j++)
+            w1p[i * (H + 3) + j] = j < H ? d.w1[i * H + j] : NAN;
+    shardc_options *opt = shardc_options_new();
+    shardc_program *prog = NULL;
+    shardc_plan *plan = NULL;
+    shardc_session *s = NULL;
+    char *err = NULL;
+    CHECK(shardc_options_set_mesh(opt, mesh, &err) == SHARDC_OK &&
+          shardc_options_set_archs(opt, "none", &err) == SHARDC_OK &&
+          shardc_compile_string(opt, "m.sh", model, sizeof model - 1, &prog, &err) == SHARDC_OK &&
+          shardc_program_plan(prog, &plan, &err) == SHARDC_OK &&
+          shardc_session_new(plan, NULL, &s, &err) == SHARDC_OK);
+    if (!s) {
+        fprintf(stderr, "%s\n", err ? err : "?");
+        return;
+    }
+    long long xdim[2] = {B, D}, xstr[2] = {1, B};
+    long long wdim[2] = {D, H}, wstr[2] = {H + 3, 1};
+    shardc_tensor_view xv = {SHARDC_DEVICE_CPU, 0, xt, "f32", 2, xdim, xstr};
+    shardc_tensor_view wv = {SHARDC_DEVICE_CPU, 0, w1p, "f32", 2, wdim, wstr};
+    shardc_tensor_view w2v = {SHARDC_DEVICE_CPU, 0, d.w2, "f32", 2, (long long[]){H, D}, NULL};
+    CHECK(shardc_session_bind_view(s, "x", &xv, &err) == SHARDC_OK);
+    CHECK(shardc_session_bind_view(s, "w1", &wv, &err) == SHARDC_OK);
+    CHECK(shardc_session_bind_view(s, "w2", &w2v, &err) == SHARDC_OK);
+
+    /* before a run there is nothing to write */
+    float y[2 * B * D], sum[B];
+    long long ydim[2] = {B, D}, ystr[2] = {2 * D, 2}, sdim[1] = {B}, sstr[1] = {-1};
+    shardc_tensor_view yv = {SHARDC_DEVICE_CPU, 0, y, "f32", 2, ydim, ystr};
+    shardc_tensor_view sv = {SHARDC_DEVICE_CPU, 0, sum + B - 1, "f32", 1, sdim, sstr};
+    CHECK(usage_error(shardc_session_output_into(s, "y", &yv, &err), &err,
+                      "no step has run"));
+    CHECK(shardc_session_run(s, &err) == SHARDC_OK);
+    for (int i = 0; i < 2 * B * D; i++)
+        y[i] = -7.0f;
+    CHECK(shardc_session_output_into(s, "y", &yv, &err) == SHARDC_OK);
+    CHECK(shardc_session_output_into(s, "s", &sv, &err) == SHARDC_OK);
+    float packed[B * D], rev[B];
+    for (int i = 0; i < B * D; i++) {
+        packed[i] = y[2 * i];
+        CHECK(y[2 * i + 1] == -7.0f); /* the gaps untouched */
+    }
+    for (int b = 0; b < B; b++)
+        rev[b] = sum[B - 1 - b];
+    CHECK(close_to(packed, d.y, B * D) == 0);
+    CHECK(close_to(rev, d.s, B) == 0);
+
+    /* the errors */
+    shardc_tensor_view bad = xv;
+    bad.dtype = "bf16";
+    CHECK(shardc_session_bind_view(s, "x", &bad, &err) == SHARDC_ERR_USAGE);
+    CHECK_STR(err, "m.sh:3:8: 'x' is f32[8, 16], but a bf16[8, 16] tensor was bound");
+    shardc_free(err);
+    err = NULL;
+    bad = xv;
+    bad.dtype = "f64";
+    CHECK(usage_error(shardc_session_bind_view(s, "x", &bad, &err), &err,
+                      "unknown dtype 'f64'"));
+    bad = xv;
+    bad.device = 7;
+    CHECK(usage_error(shardc_session_bind_view(s, "x", &bad, &err), &err,
+                      "device of type 7"));
+    bad = xv;
+    bad.device = SHARDC_DEVICE_CUDA;
+    CHECK(usage_error(shardc_session_bind_view(s, "x", &bad, &err), &err,
+                      "'x' is bound in CUDA memory (device 0), but the session runs on "
+                             "the cpu backend"));
+    long long rep[2] = {0, 1};
+    shardc_tensor_view over = {SHARDC_DEVICE_CPU, 0, y, "f32", 2, ydim, rep};
+    CHECK(usage_error(shardc_session_output_into(s, "y", &over, &err), &err,
+                      "overlapping elements"));
+    CHECK(usage_error(shardc_session_output_into(s, "nope", &yv, &err), &err,
+                      "no output called 'nope'"));
+    /* the failed binds left x bound as it was: the next run agrees */
+    CHECK(shardc_session_run(s, &err) == SHARDC_OK);
+    CHECK(shardc_session_output_into(s, "y", &yv, &err) == SHARDC_OK);
+    for (int i = 0; i < B * D; i++)
+        packed[i] = y[2 * i];
+    CHECK(close_to(packed, d.y, B * D) == 0);
+    shardc_free(err);
+    shardc_session_free(s);
+    shardc_plan_free(plan);
+    shardc_program_free(prog);
+    shardc_options_free(opt);
+}
+
 int main(void)
 {
     test_meshes();
@@ -1108,5 +1222,7 @@ int main(void)
     test_output_names("2x2");
     test_output_names("4x1");
     test_strict_params();
+    test_views("1x1");
+    test_views("2x2");
     return CHECK_DONE();
 }
