@@ -316,7 +316,7 @@ typedef struct nv_run {
     su_buf *err;
     su_buf log;             /* NVRTC's warnings */
     su_buf key;             /* a cache entry's key */
-    char *path;             /* its file (malloc'd) */
+    char *path, *ppath;     /* the cubin's and the PTX's entries (malloc'd) */
     nvrtcProgram prog;      /* NULL: none */
     uint8_t *data;          /* a result not yet handed over (malloc'd) */
     bool ok;
@@ -342,10 +342,40 @@ static void put_log(nv_run *r, su_buf *b)
     b->s[b->len] = 0;
 }
 
-/* One NVRTC compile of the source for target (sm_NN: a cubin; compute_NN:
- * PTX) into *data; NVRTC's warnings, if any, are appended to r->log. */
-static bool compile_one(nv_run *r, const char *target, const copts *c, bool ptx, uint8_t **data,
-                        size_t *len)
+/* One result of r->prog, the cubin or the PTX, into *data (malloc'd, NUL
+ * after its *len bytes); false with err. */
+static bool take_output(nv_run *r, bool ptx, uint8_t **data, size_t *len)
+{
+    su_buf *err = r->err;
+    size_t n = 0;
+    bool ok = ptx ? NVRTC_CHECK(nvrtcGetPTXSize(r->prog, &n), err)
+                  : NVRTC_CHECK(nvrtcGetCUBINSize(r->prog, &n), err);
+    r->data = ok ? malloc(n + 1) : NULL;
+    if (ok && !r->data) {
+        su_buf_printf(err, "kernel %s: out of memory for its %zu-byte %s", r->name, n,
+                      ptx ? "PTX" : "cubin");
+        ok = false;
+    }
+    ok = ok && (ptx ? NVRTC_CHECK(nvrtcGetPTX(r->prog, (char *)r->data), err)
+                    : NVRTC_CHECK(nvrtcGetCUBIN(r->prog, (char *)r->data), err));
+    if (ok && ptx) /* NVRTC counts the NUL in the PTX's size */
+        n = strnlen((const char *)r->data, n);
+    if (ok)
+        r->data[n] = 0;
+    *len = n;
+    *data = ok ? r->data : NULL;
+    if (!ok)
+        free(r->data);
+    r->data = NULL;
+    return ok;
+}
+
+/* One NVRTC compile of the source for target sm_NN: its cubin into *cubin
+ * and, when ptx is not NULL, the PTX it went through (for sm_NN, which
+ * newer devices compile) into *ptx, from the same compile; NVRTC's
+ * warnings, if any, are appended to r->log. */
+static bool compile_one(nv_run *r, const char *target, const copts *c, uint8_t **cubin,
+                        size_t *cubin_len, uint8_t **ptx, size_t *ptx_len)
 {
     su_buf *err = r->err;
     char file[300];
@@ -366,70 +396,87 @@ static bool compile_one(nv_run *r, const char *target, const copts *c, bool ptx,
         put_log(r, &r->log);
         su_buf_putc(&r->log, '\n');
     }
-    size_t n = 0;
-    ok = ok && (ptx ? NVRTC_CHECK(nvrtcGetPTXSize(r->prog, &n), err)
-                    : NVRTC_CHECK(nvrtcGetCUBINSize(r->prog, &n), err));
-    r->data = ok ? malloc(n + 1) : NULL;
-    if (ok && !r->data) {
-        su_buf_printf(err, "kernel %s: out of memory for its %zu-byte %s", r->name, n,
-                      ptx ? "PTX" : "cubin");
+    ok = ok && take_output(r, false, cubin, cubin_len);
+    if (ok && ptx && !take_output(r, true, ptx, ptx_len)) {
+        free(*cubin);
+        *cubin = NULL;
         ok = false;
     }
-    ok = ok && (ptx ? NVRTC_CHECK(nvrtcGetPTX(r->prog, (char *)r->data), err)
-                    : NVRTC_CHECK(nvrtcGetCUBIN(r->prog, (char *)r->data), err));
-    if (ok && ptx) /* NVRTC counts the NUL in the PTX's size */
-        n = strnlen((const char *)r->data, n);
-    if (ok)
-        r->data[n] = 0;
-    *len = n;
     nvrtcDestroyProgram(&r->prog);
     r->prog = NULL;
-    *data = ok ? r->data : NULL;
-    if (!ok)
-        free(r->data);
-    r->data = NULL;
     return ok;
 }
 
-/* The cache key of one compile. */
-static void make_key(su_buf *key, const char *source, const char *target, const copts *c)
+/* The cache key of one result: the cubin of a compile for target, or
+ * (ptx) the PTX that compile went through. */
+static void make_key(su_buf *key, const char *source, const char *target, const copts *c,
+                     bool ptx)
 {
     int major = 0, minor = 0;
     rt_nvrtc_version(&major, &minor);
-    su_buf_printf(key, "shardc nvrtc cache 1\nnvrtc %d.%d\ntarget %s\n", major, minor, target);
+    su_buf_printf(key, "shardc nvrtc cache 2\nnvrtc %d.%d\ntarget %s\noutput %s\n", major, minor,
+                  target, ptx ? "ptx" : "cubin");
     for (int i = 0; i < c->n; i++)
         su_buf_printf(key, "option %s\n", c->v[i]);
     su_buf_puts(key, "source\n");
     su_buf_puts(key, source);
 }
 
-/* One target, through the cache when there is one. */
-static bool compile_cached(nv_run *r, const char *target, bool ptx, uint8_t **data, size_t *len,
-                           bool *hit)
+/* One cached result (ptx: the PTX, else the cubin) of the compile for
+ * target: malloc'd, or NULL when the cache has no sound entry for it;
+ * *path (malloc'd) is where it goes once compiled. */
+static uint8_t *cached(nv_run *r, const char *target, const copts *c, bool ptx, size_t *len,
+                       char **path)
+{
+    su_buf_free(&r->key);
+    make_key(&r->key, r->source, target, c, ptx);
+    *path = entry_path(r->o->cache_dir, &r->key, target, ptx);
+    return *path ? cache_read(*path, &r->key, len) : NULL;
+}
+
+/* One target, sm_NN, and with ptx its PTX too, through the cache when
+ * there is one: one NVRTC compile when either result is not cached. */
+static bool compile_cached(nv_run *r, const char *target, uint8_t **cubin, size_t *cubin_len,
+                           uint8_t **ptx, size_t *ptx_len, int *hits)
 {
     copts c;
     const rt_nvrtc_options *o = r->o;
     const char *inc = o && o->include_path ? o->include_path : rt_nvrtc_default_include_path();
     make_opts(&c, target, inc);
-    *hit = false;
     const char *dir = o ? o->cache_dir : NULL;
     if (!dir || !*dir)
-        return compile_one(r, target, &c, ptx, data, len);
-    make_key(&r->key, r->source, target, &c);
-    r->path = entry_path(dir, &r->key, target, ptx);
-    *data = cache_read(r->path, &r->key, len);
-    bool ok = *hit = *data != NULL;
-    if (!ok) {
-        ok = compile_one(r, target, &c, ptx, data, len);
+        return compile_one(r, target, &c, cubin, cubin_len, ptx, ptx_len);
+    *cubin = cached(r, target, &c, false, cubin_len, &r->path);
+    uint8_t *p = ptx ? cached(r, target, &c, true, ptx_len, &r->ppath) : NULL;
+    bool hit = *cubin && (!ptx || p);
+    bool ok = hit;
+    if (hit) {
+        *hits += ptx ? 2 : 1;
+        if (ptx)
+            *ptx = p;
+    } else {
+        free(*cubin);
+        free(p);
+        *cubin = NULL;
+        ok = compile_one(r, target, &c, cubin, cubin_len, ptx, ptx_len);
+        su_buf_free(&r->key);
+        make_key(&r->key, r->source, target, &c, false);
         if (ok)
-            cache_write(dir, r->path, &r->key, *data, *len);
+            cache_write(dir, r->path, &r->key, *cubin, *cubin_len);
+        su_buf_free(&r->key);
+        make_key(&r->key, r->source, target, &c, true);
+        if (ok && ptx)
+            cache_write(dir, r->ppath, &r->key, *ptx, *ptx_len);
     }
+    free(r->ppath);
     free(r->path);
-    r->path = NULL;
+    r->path = r->ppath = NULL;
     su_buf_free(&r->key);
     return ok;
 }
 
+/* A cubin per architecture; the newest one's compile also gives the PTX
+ * (for that architecture, which the driver compiles for newer devices). */
 static void nvrtc_compile(void *arg)
 {
     nv_run *r = arg;
@@ -437,21 +484,20 @@ static void nvrtc_compile(void *arg)
     const int *arch;
     int n;
     default_or(r->o, &arch, &n);
-    bool ok = true, hit;
+    out->ptx_arch = newest(arch, n);
+    bool ok = true;
     char target[32];
     for (int i = 0; ok && i < n; i++) {
         snprintf(target, sizeof target, "sm_%d", arch[i]);
-        ok = compile_cached(r, target, false, &out->cubin[i], &out->cubin_len[i], &hit);
+        bool with_ptx = arch[i] == out->ptx_arch && !out->ptx;
+        uint8_t *ptx = NULL;
+        ok = compile_cached(r, target, &out->cubin[i], &out->cubin_len[i],
+                            with_ptx ? &ptx : NULL, &out->ptx_len, &out->cache_hits);
+        if (with_ptx)
+            out->ptx = (char *)ptx;
         out->arch[i] = arch[i];
         out->narchs = i + 1;
-        out->cache_hits += ok && hit;
     }
-    out->ptx_arch = newest(arch, n);
-    snprintf(target, sizeof target, "compute_%d", out->ptx_arch);
-    uint8_t *ptx = NULL;
-    ok = ok && compile_cached(r, target, true, &ptx, &out->ptx_len, &hit);
-    out->ptx = (char *)ptx;
-    out->cache_hits += ok && hit;
     out->log = r->log.len ? su_buf_take(&r->log) : NULL;
     r->ok = ok;
 }
@@ -467,6 +513,7 @@ bool rt_nvrtc_compile(const char *name, const char *source, const rt_nvrtc_optio
     su_buf_free(&r.log);
     su_buf_free(&r.key);
     free(r.path);
+    free(r.ppath);
     free(r.data);
     if (r.prog)
         nvrtcDestroyProgram(&r.prog);
