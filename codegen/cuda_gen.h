@@ -123,6 +123,8 @@ const ir_op *cg_coef_owner(const gen *G, const ir_op *op);
 void cg_emit_adamw_coef(gen *G, const ir_op *op, const char *t);
 /* One tile (see cuda.c's file comment). */
 void cg_emit_tile(gen *G, const tile *t);
+/* The values tile t reads or writes through their pointers (p_NAME). */
+void cg_tile_memory(gen *G, const tile *t, const ir_value ***vals, int *n);
 
 /* ---- cuda_strategy.c ---- */
 

@@ -71,60 +71,282 @@ static int vec_for(const ir_type *dom)
     return dom->rank >= 1 && dom->dim[dom->rank - 1] % 4 == 0 ? 4 : 1;
 }
 
+/* One part of a multi-tensor group, as code: its tile's text with the
+ * values named by order of first use (so two parts doing the same to
+ * different tensors read the same), the values in that order, its VEC,
+ * and the first part with the same code (its class). */
+typedef struct part_code {
+    const char *text;
+    const ir_value **vals;
+    int nvals, vec;
+    const ir_value **mem;       /* the values it reads or writes by pointer */
+    int nmem;
+    bool owner;                 /* it owns hoisted adamw coefficients */
+    int cls;
+    int64_t steps, blocks;
+} part_code;
+
+static void part_text(gen *G, const pass_fgroup *part, part_code *pc)
+{
+    gen S = *G; /* a naming of its own, by first use */
+    S.nnamed = S.capnamed = 0;
+    S.named = NULL;
+    S.cname = NULL;
+    S.canon = true;
+    S.indent = 0;
+    S.g = part;
+    su_buf b;
+    su_buf_init_in(&b, G->arena);
+    S.b = &b;
+    const ir_type *dom = &IR_OP(G->m, part->anchor)->res[0]->type;
+    pc->vec = vec_for(dom);
+    tile t = {.dom = dom, .vec = pc->vec, .prologue = true, .store_prologue = true};
+    cg_emit_tile(&S, &t);
+    pc->text = b.s ? b.s : "";
+    pc->vals = S.named;
+    pc->nvals = S.nnamed;
+    cg_tile_memory(&S, &t, &pc->mem, &pc->nmem);
+    pc->owner = false;
+    for (int i = 0; i < part->nops; i++) {
+        const ir_op *op = IR_OP(G->m, part->ops[i]);
+        pc->owner |= op->code == IR_ADAMW && cg_coef_owner(&S, op) == op;
+    }
+}
+
+/* Whether part pc reads or writes v by pointer. */
+static bool by_pointer(const part_code *pc, const ir_value *v)
+{
+    for (int i = 0; i < pc->nmem; i++)
+        if (pc->mem[i] == v)
+            return true;
+    return false;
+}
+
+static int param_index(const cg_cuda_kernel *k, const ir_value *v)
+{
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i] == v)
+            return i;
+    return -1;
+}
+
+/* Whether slot j of part pc is one of its tensors, read or written by
+ * pointer: then each part of the class names its own. */
+static bool is_slot(const cg_cuda_kernel *k, const part_code *pc, int j)
+{
+    return by_pointer(pc, pc->vals[j]) && param_index(k, pc->vals[j]) >= 0;
+}
+
+static bool made_in(const gen *G, const pass_fgroup *part, const ir_value *v)
+{
+    gen S = *G;
+    S.g = part;
+    return cg_in_group(&S, v);
+}
+
+/* Whether parts a and b run the same code on their own tensors: the same
+ * text, and value for value, a tensor read or written by pointer for
+ * another, a value of the part for one of the other part, anything else
+ * (adamw's hoisted coefficients) the same value. A part owning hoisted
+ * coefficients keeps a class of its own (its tile names them by its own
+ * value). */
+static bool same_code(const gen *G, const cg_cuda_kernel *k, int a, int b, const part_code *pc)
+{
+    const pass_fgroup *w = G->g;
+    if (pc[a].owner || pc[b].owner || pc[a].vec != pc[b].vec || pc[a].nvals != pc[b].nvals ||
+        strcmp(pc[a].text, pc[b].text))
+        return false;
+    for (int j = 0; j < pc[a].nvals; j++) {
+        const ir_value *va = pc[a].vals[j], *vb = pc[b].vals[j];
+        bool pa = is_slot(k, &pc[a], j), pb = is_slot(k, &pc[b], j);
+        if (pa != pb)
+            return false;
+        if (pa)
+            continue;
+        bool ia = made_in(G, &w->parts[a], va), ib = made_in(G, &w->parts[b], vb);
+        if (ia != ib || (!ia && va != vb))
+            return false;
+    }
+    return true;
+}
+
+/* Opens the block chunk [first, end) of the block loop's if-chain. */
+static void open_chunk(gen *G, bool is_first, bool is_last, int64_t end, const char *what)
+{
+    if (is_first && is_last)
+        cg_line(G, "{ // %s", what);
+    else if (is_first)
+        cg_line(G, "if (b < %lld) { // %s", (long long)end, what);
+    else if (!is_last)
+        cg_line(G, "} else if (b < %lld) { // %s", (long long)end, what);
+    else
+        cg_line(G, "} else { // %s", what);
+}
+
+/* The element loop's body for index i of steps: e, then the tile. */
+static void emit_steps(gen *G, const char *steps, int vec)
+{
+    cg_line(G, "if (i < %s) {", steps);
+    G->indent++;
+    if (vec > 1)
+        cg_line(G, "const i64 e = i * %d;", vec);
+    else
+        cg_line(G, "const i64 e = i;");
+    tile t = {.dom = &IR_OP(G->m, G->g->anchor)->res[0]->type, .vec = vec, .prologue = true,
+              .store_prologue = true};
+    cg_emit_tile(G, &t);
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* A name for slot j's pointer no value of the kernel has. */
+static const char *slot_name(gen *G, int j)
+{
+    const char *s = cg_fmt(G, "q%d", j);
+    for (int i = 0; i < G->nnamed; i++)
+        if (!strcmp(G->cname[i], s)) {
+            s = cg_fmt(G, "%s_", s);
+            i = -1;
+        }
+    return s;
+}
+
+/* The class of part r, m parts (mem) with the same code, blocks [first,
+ * end): the part of block b found first, with its first block, its steps
+ * and its tensors' pointers in locals p_q<j>; then one tile, part r's
+ * with those names, for all of them. */
+static void emit_class(gen *G, const cg_cuda_kernel *k, const part_code *pc, const int *mem,
+                       int m, int64_t first)
+{
+    const pass_fgroup *w = G->g;
+    const part_code *rep = &pc[mem[0]];
+    /* the names: slot j of a kernel parameter gets q<j> in the tile */
+    int nslots = 0;
+    const char **slot = su_alloc(G->arena, (size_t)(rep->nvals + 1) * sizeof *slot);
+    for (int j = 0; j < rep->nvals; j++) {
+        int pi = param_index(k, rep->vals[j]);
+        slot[j] = is_slot(k, rep, j) ? slot_name(G, j) : NULL;
+        if (!slot[j])
+            continue;
+        nslots++;
+        cg_line(G, "%s%s *p_%s;", pi < w->nin ? "const " : "",
+                cg_ctype(G, rep->vals[j]->type.dtype), slot[j]);
+    }
+    cg_line(G, "i64 first, steps;");
+    int64_t at = first;
+    for (int i = 0; i < m; i++) {
+        const part_code *p = &pc[mem[i]];
+        int64_t end = at + p->blocks;
+        const char *test = i == 0 ? cg_fmt(G, "if (b < %lld) {", (long long)end)
+                           : i + 1 < m ? cg_fmt(G, "} else if (b < %lld) {", (long long)end)
+                                       : "} else {";
+        cg_line(G, "%s // part %d: %s", test, mem[i],
+                cg_ir_name(G, IR_OP(G->m, w->parts[mem[i]].anchor)->res[0]));
+        G->indent++;
+        cg_line(G, "first = %lld;", (long long)at);
+        cg_line(G, "steps = %lld;", (long long)p->steps);
+        for (int j = 0; j < p->nvals; j++)
+            if (slot[j])
+                cg_line(G, "p_%s = p_%s;", slot[j], cg_cname(G, p->vals[j]));
+        G->indent--;
+        at = end;
+    }
+    cg_line(G, "}");
+    cg_line(G, "const i64 i = (b - first) * %d + threadIdx.x;", k->block);
+    /* the tile of the first part, its parameters named by slot */
+    int keep_n = G->nnamed, keep_cap = G->capnamed;
+    const ir_value **keep_v = G->named;
+    const char **keep_c = G->cname;
+    int cap = keep_n + nslots + 16;
+    G->named = su_alloc(G->arena, (size_t)cap * sizeof *G->named);
+    G->cname = su_alloc(G->arena, (size_t)cap * sizeof *G->cname);
+    G->capnamed = cap;
+    G->nnamed = 0;
+    for (int j = 0; j < rep->nvals; j++)
+        if (slot[j]) {
+            G->named[G->nnamed] = rep->vals[j];
+            G->cname[G->nnamed++] = slot[j];
+        }
+    memcpy(G->named + G->nnamed, keep_v, (size_t)keep_n * sizeof *keep_v);
+    memcpy(G->cname + G->nnamed, keep_c, (size_t)keep_n * sizeof *keep_c);
+    G->nnamed += keep_n;
+    G->g = &w->parts[mem[0]];
+    emit_steps(G, "steps", rep->vec);
+    G->g = w;
+    G->named = keep_v;
+    G->cname = keep_c;
+    G->nnamed = keep_n;
+    G->capnamed = keep_cap;
+}
+
 /* A multi-tensor group (fuse.h): its parts' steps (VEC elements each)
  * cut into blocks, part after part; a block takes its part's steps from
  * b * block on, so every thread of a block runs the same part. The
- * blocks are grid-strided. */
+ * blocks are grid-strided. Parts that run the same code on their own
+ * tensors (a model's layers' weights, updated alike) are one class: one
+ * tile for all, after the block finds its part's tensors. So the source,
+ * and NVRTC's time on it, grows with the kinds of part, not their count;
+ * the parts of a class are next to each other in block order. */
 void cg_emit_multi(gen *G, cg_cuda_kernel *k)
 {
     const pass_fgroup *whole = G->g;
+    int n = whole->nparts;
+    part_code *pc = su_alloc(G->arena, (size_t)n * sizeof *pc);
     int64_t maxsteps = 1, nblocks = 0;
     k->vec = 1;
-    for (int r = 0; r < whole->nparts; r++) {
+    for (int r = 0; r < n; r++) {
+        part_text(G, &whole->parts[r], &pc[r]);
         const ir_type *dom = &IR_OP(G->m, whole->parts[r].anchor)->res[0]->type;
-        int64_t steps = ir_type_numel(dom) / vec_for(dom);
-        maxsteps = steps > maxsteps ? steps : maxsteps;
-        k->vec = vec_for(dom) > k->vec ? vec_for(dom) : k->vec;
+        pc[r].steps = ir_type_numel(dom) / pc[r].vec;
+        maxsteps = pc[r].steps > maxsteps ? pc[r].steps : maxsteps;
+        k->vec = pc[r].vec > k->vec ? pc[r].vec : k->vec;
+        pc[r].cls = r;
+        for (int s = 0; s < r && pc[r].cls == r; s++)
+            if (pc[s].cls == s && same_code(G, k, s, r, pc))
+                pc[r].cls = s;
     }
     k->strategy = CG_CUDA_ELEMENTWISE;
     k->block = cg_clamp_block(maxsteps, BLOCK_EW);
-    for (int r = 0; r < whole->nparts; r++) {
-        const ir_type *dom = &IR_OP(G->m, whole->parts[r].anchor)->res[0]->type;
-        int64_t steps = ir_type_numel(dom) / vec_for(dom);
-        nblocks += (steps + k->block - 1) / k->block;
+    int nclasses = 0;
+    for (int r = 0; r < n; r++) {
+        pc[r].blocks = (pc[r].steps + k->block - 1) / k->block;
+        nblocks += pc[r].blocks;
+        nclasses += pc[r].cls == r;
     }
     k->grid = nblocks > MAX_GRID ? MAX_GRID : nblocks;
     cg_line(G, "for (i64 b = blockIdx.x; b < %lld; b += gridDim.x) {", (long long)nblocks);
     G->indent++;
     int64_t first = 0;
-    for (int r = 0; r < whole->nparts; r++) {
-        G->g = &whole->parts[r];
-        const ir_type *dom = &IR_OP(G->m, G->g->anchor)->res[0]->type;
-        int vec = vec_for(dom);
-        int64_t steps = ir_type_numel(dom) / vec, end = first + (steps + k->block - 1) / k->block;
-        const char *what = cg_fmt(G, "part %d: %s, blocks %lld .. %lld", r,
-                               cg_ir_name(G, IR_OP(G->m, G->g->anchor)->res[0]), (long long)first,
-                               (long long)end - 1);
-        if (r == 0)
-            cg_line(G, "if (b < %lld) { // %s", (long long)end, what);
-        else if (r + 1 < whole->nparts)
-            cg_line(G, "} else if (b < %lld) { // %s", (long long)end, what);
-        else
-            cg_line(G, "} else { // %s", what);
+    int *mem = su_alloc(G->arena, (size_t)n * sizeof *mem), c = 0;
+    for (int r = 0; r < n; r++) {
+        if (pc[r].cls != r)
+            continue;
+        int m = 0;
+        int64_t end = first;
+        for (int s = r; s < n; s++)
+            if (pc[s].cls == r) {
+                mem[m++] = s;
+                end += pc[s].blocks;
+            }
+        const char *what =
+            m == 1 ? cg_fmt(G, "part %d: %s, blocks %lld .. %lld", r,
+                            cg_ir_name(G, IR_OP(G->m, whole->parts[r].anchor)->res[0]),
+                            (long long)first, (long long)end - 1)
+                   : cg_fmt(G, "parts %d and %d more like it, blocks %lld .. %lld: one code", r,
+                            m - 1, (long long)first, (long long)end - 1);
+        open_chunk(G, c == 0, c + 1 == nclasses, end, what);
         G->indent++;
-        cg_line(G, "const i64 i = (b - %lld) * %d + threadIdx.x;", (long long)first, k->block);
-        cg_line(G, "if (i < %lld) {", (long long)steps);
-        G->indent++;
-        if (vec > 1)
-            cg_line(G, "const i64 e = i * %d;", vec);
-        else
-            cg_line(G, "const i64 e = i;");
-        tile t = {.dom = dom, .vec = vec, .prologue = true, .store_prologue = true};
-        cg_emit_tile(G, &t);
-        G->indent--;
-        cg_line(G, "}");
+        if (m == 1) {
+            cg_line(G, "const i64 i = (b - %lld) * %d + threadIdx.x;", (long long)first, k->block);
+            G->g = &whole->parts[r];
+            emit_steps(G, cg_fmt(G, "%lld", (long long)pc[r].steps), pc[r].vec);
+            G->g = whole;
+        } else {
+            emit_class(G, k, pc, mem, m, first);
+        }
         G->indent--;
         first = end;
+        c++;
     }
     cg_line(G, "}");
     G->indent--;

@@ -487,6 +487,16 @@ static void tile_values(gen *G, const tile *t, vlist *loads, vlist *stores)
     }
 }
 
+void cg_tile_memory(gen *G, const tile *t, const ir_value ***vals, int *n)
+{
+    vlist loads = vlist_new(G), stores = vlist_new(G);
+    tile_values(G, t, &loads, &stores);
+    for (int i = 0; i < stores.n; i++)
+        vlist_add(&loads, stores.v[i]);
+    *vals = loads.v;
+    *n = loads.n;
+}
+
 static void emit_loads(gen *G, const tile *t, const vlist *loads, const char *e)
 {
     for (int i = 0; i < loads->n; i++) {

@@ -427,7 +427,7 @@ static bool compile_stage(builder *b, const cg_cuda *c)
         return true;
     b->job = calloc((size_t)c->nkernels + 1, sizeof *b->job);
     if (!b->job)
-        return fail(b, "out of memory");
+        su_oom(b->oom); /* the caller's guard: an allocation failure, not a bug */
     for (int i = 0; i < c->nkernels; i++) {
         const cg_cuda_kernel *k = &c->k[i];
         if (module_with(b, k->key) >= 0 || job_of(b, k->key))

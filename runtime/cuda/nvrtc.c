@@ -351,11 +351,8 @@ static bool take_output(nv_run *r, bool ptx, uint8_t **data, size_t *len)
     bool ok = ptx ? NVRTC_CHECK(nvrtcGetPTXSize(r->prog, &n), err)
                   : NVRTC_CHECK(nvrtcGetCUBINSize(r->prog, &n), err);
     r->data = ok ? malloc(n + 1) : NULL;
-    if (ok && !r->data) {
-        su_buf_printf(err, "kernel %s: out of memory for its %zu-byte %s", r->name, n,
-                      ptx ? "PTX" : "cubin");
-        ok = false;
-    }
+    if (ok && !r->data)
+        su_oom(err->oom); /* rt_nvrtc_compile's guard: an allocation failure */
     ok = ok && (ptx ? NVRTC_CHECK(nvrtcGetPTX(r->prog, (char *)r->data), err)
                     : NVRTC_CHECK(nvrtcGetCUBIN(r->prog, (char *)r->data), err));
     if (ok && ptx) /* NVRTC counts the NUL in the PTX's size */
