@@ -497,7 +497,7 @@ typedef struct plan_dev {
     const rt_plan *p;
     rt_cu_ptr arena;               /* the largest stage's arena */
     rt_cu_module *mod;             /* per module, loaded at first use */
-    rt_cu_func *fn;
+    rt_cu_func *fn;                /* per kernel, found at first use */
 } plan_dev;
 
 static rt_cu_ptr buf_ptr(const plan_dev *d, int stage, int32_t b)
@@ -552,12 +552,12 @@ static void enqueue_kernel(gpu *g, void *arg)
 static void time_kernel(gpu *g, plan_dev *d, bc_item *it)
 {
     const rt_kernel *k = &d->p->kernel[it->kernel];
-    if (!d->mod[k->module]) {
-        const rt_module *m = &d->p->module[k->module];
-        load_image(g, &d->mod[k->module], image_for(m, g->cc), m->entry);
-        CU(g, ModuleGetFunction(&d->fn[k->module], d->mod[k->module], m->entry));
-    }
-    kernel_arg a = {.fn = d->fn[k->module], .k = k};
+    const rt_module *m = &d->p->module[k->module];
+    if (!d->mod[k->module])
+        load_image(g, &d->mod[k->module], image_for(m, g->cc), m->entry[0]);
+    if (!d->fn[it->kernel])
+        CU(g, ModuleGetFunction(&d->fn[it->kernel], d->mod[k->module], m->entry[k->entry]));
+    kernel_arg a = {.fn = d->fn[it->kernel], .k = k};
     if (k->shared_bytes > 48 * 1024)
         CU(g, FuncSetAttribute(a.fn, RT_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED, k->shared_bytes));
     for (int j = 0; j < k->nin + k->nout; j++) {
@@ -700,7 +700,7 @@ static void measure_plan(gpu *g, const rt_plan *p, bc_item *items, int n, const 
         if (p->stage[s].arena_bytes > arena)
             arena = p->stage[s].arena_bytes;
     d.mod = calloc((size_t)p->nmodules + 1, sizeof *d.mod);
-    d.fn = calloc((size_t)p->nmodules + 1, sizeof *d.fn);
+    d.fn = calloc((size_t)p->nkernels + 1, sizeof *d.fn);
     if (!d.mod || !d.fn)
         die("out of memory");
     CU(g, MemAlloc(&d.arena, (size_t)arena));

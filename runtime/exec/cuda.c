@@ -38,7 +38,7 @@ struct rt_cuda_rank {
     rt_cu_stream stream;
     rt_cu_ptr arena;            /* g->arena_bytes, carved at g->buf_offset */
     rt_cu_module *mod;          /* per module of the plan, loaded if the stage uses it */
-    rt_cu_func *fn;             /* per module: its entry */
+    rt_cu_func *fn;             /* per kernel of the plan: its entry, loaded */
     int32_t *kernel_at;         /* per instruction: the kernel it belongs to, -1 none */
     rt_blas *blas;              /* when the stage has a matmul outside kernels */
     /* --comm nccl (rt_cuda_host.nccl): collectives, sends and receives on
@@ -183,7 +183,7 @@ static int load_module(rt_cuda_rank *r, int32_t mi, su_status *err)
             snprintf(archs + strlen(archs), sizeof archs - strlen(archs), "%s%s", i ? ", " : "",
                      m->cubin[i].arch);
         return su_fail(err, SU_INPUT, "kernel module %s holds cubins for %s and PTX for %s, none of "
-                    "which runs on this GPU (sm_%d): compile the model with --arch sm_%d", m->entry,
+                    "which runs on this GPU (sm_%d): compile the model with --arch sm_%d", m->entry[0],
                     archs, m->ptx.arch, r->cc, r->cc);
     }
     char log[JIT_LOG] = "";
@@ -192,10 +192,11 @@ static int load_module(rt_cuda_rank *r, int32_t mi, su_status *err)
     rt_cu_result res = r->cu->ModuleLoadDataEx(&r->mod[mi], im->data, 2, opt, val);
     if (res != RT_CU_SUCCESS) {
         char what[256];
-        return su_fail(err, SU_GPU, "loading kernel module %s (%s): %s%s%s", m->entry, im->arch,
-                    rt_cu_describe(r->cu, res, what, sizeof what), *log ? ": " : "", log);
+        return su_fail(err, SU_GPU, "loading kernel module %s (%s): %s%s%s", m->entry[0],
+                    im->arch, rt_cu_describe(r->cu, res, what, sizeof what), *log ? ": " : "",
+                    log);
     }
-    return CU(ModuleGetFunction(&r->fn[mi], r->mod[mi], m->entry)) ? 0 : -1;
+    return 0;
 }
 
 /* Every module the stage's kernels run, and their dynamic shared memory
@@ -204,7 +205,7 @@ static int load_modules(rt_cuda_rank *r, su_status *err)
 {
     const rt_plan *p = r->p;
     r->mod = calloc((size_t)p->nmodules + 1, sizeof *r->mod);
-    r->fn = calloc((size_t)p->nmodules + 1, sizeof *r->fn);
+    r->fn = calloc((size_t)p->nkernels + 1, sizeof *r->fn);
     if (!r->mod || !r->fn)
         return su_fail(err, SU_NOMEM, "out of memory");
     for (int k = 0; k < p->nkernels; k++) {
@@ -213,9 +214,11 @@ static int load_modules(rt_cuda_rank *r, su_status *err)
             continue;
         if (!r->mod[kr->module] && load_module(r, kr->module, err) != 0)
             return -1;
+        const char *entry = p->module[kr->module].entry[kr->entry];
+        if (!CU(ModuleGetFunction(&r->fn[k], r->mod[kr->module], entry)))
+            return -1;
         if (kr->shared_bytes > DEFAULT_SHARED &&
-            !CU(FuncSetAttribute(r->fn[kr->module], RT_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED,
-                                 kr->shared_bytes)))
+            !CU(FuncSetAttribute(r->fn[k], RT_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED, kr->shared_bytes)))
             return -1;
     }
     return 0;
@@ -244,7 +247,7 @@ static int setup_error_words(rt_cuda_rank *r, su_status *err)
             return -1;
         if (bytes != sizeof(uint64_t))
             return su_fail(err, SU_INTERNAL, "kernel module %s: sh_error has %zu bytes, not 8",
-                        p->module[m].entry, bytes);
+                        p->module[m].entry[0], bytes);
     }
     for (int k = 0; k < p->nkernels; k++) {
         const rt_kernel *kr = &p->kernel[k];
@@ -447,7 +450,7 @@ static int launch(rt_cuda_rank *r, const rt_kernel *k, su_status *err)
         arg[j] = &ptr[j];
     }
     char msg[512];
-    rt_cu_result res = r->cu->LaunchKernel(r->fn[k->module], (unsigned int)k->grid, 1, 1,
+    rt_cu_result res = r->cu->LaunchKernel(r->fn[k - r->p->kernel], (unsigned int)k->grid, 1, 1,
                                            (unsigned int)k->block, 1, 1,
                                            (unsigned int)k->shared_bytes, r->stream, arg, NULL);
     if (res != RT_CU_SUCCESS)

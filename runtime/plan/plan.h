@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #define RT_PLAN_MAGIC "SHRDPLAN"
-#define RT_PLAN_VERSION 9
+#define RT_PLAN_VERSION 10
 #define RT_MAX_RANK 8
 #define RT_MAX_AXES 8
 #define RT_MAX_IN 4
@@ -206,10 +206,11 @@ typedef struct rt_io {
 } rt_io;
 
 /* Kernels (codegen/cuda.c). A module is compiled code: a cubin per
- * architecture and PTX for the newest, defining one extern "C" __global__
- * function, its entry. A kernel is one fused group of passes/fuse.h in a
- * stage's program, run by a module's entry; kernels whose code is the same
- * but for names (a transformer's layers) share one module. A kernel
+ * architecture and PTX for the newest, defining extern "C" __global__
+ * functions, its entries (several kernels' code compiled as one program,
+ * format 10). A kernel is one fused group of passes/fuse.h in a stage's
+ * program, run by one entry of a module; kernels whose code is the same
+ * but for names (a transformer's layers) share one entry. A kernel
  * stands for the instructions instr[] (ascending; the last, its anchor, is
  * where it runs): a GPU backend launches it at the anchor with its
  * geometry and skips the others, since running the group there computes
@@ -253,7 +254,9 @@ typedef struct rt_image {
 } rt_image;
 
 typedef struct rt_module {
-    char *entry;                   /* the __global__ function: "k3_add_gelu" */
+    int32_t nentry;                /* >= 1 */
+    char **entry;                  /* its __global__ functions: "k3_add_gelu", ...;
+                                    * distinct, each run by a kernel */
     int32_t ncubin;                /* >= 1 */
     rt_image *cubin;               /* one per architecture, distinct */
     rt_image ptx;                  /* for the newest: JIT-compiled on later devices */
@@ -264,6 +267,8 @@ typedef struct rt_kernel {
     char *name;                    /* the group's: "k17_add_gelu" */
     int32_t module;                /* the code it runs: an index in rt_plan.module;
                                     * -1 for a matmul kernel */
+    int32_t entry;                 /* its function: an index in the module's
+                                    * entry[]; 0 for a matmul kernel */
     uint8_t strategy;              /* rt_kernel_strategy */
     uint8_t epilogue;              /* RT_KS_MATMUL: RT_EPI_* bits; else 0 */
     int64_t grid;                  /* blocks along x (y, z: 1) */

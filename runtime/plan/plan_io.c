@@ -48,7 +48,9 @@
  * optional last operand (plan_ops.def: min and max operand counts; the
  * bytes are laid out as before), and appends check_ids and check_labels.
  * Version 6 adds the model's file name (MESH) and each instruction's line
- * and column in it, which runtime errors name.
+ * and column in it, which runtime errors name. Version 10 lets a module
+ * hold several entries (a count, then the names) and gives each kernel
+ * the index of its entry, after its module.
  * Older versions are refused, not converted (recompiling is cheap).
  */
 #include "runtime/plan/plan.h"
@@ -67,8 +69,8 @@ enum {
     IO_MIN = 38,    /* the smallest IOTB entry: a scalar with an empty name */
     INSTR_MIN = 113, /* the smallest instruction: no operands, list or axes */
     PROG_MIN = 8,   /* the smallest PROG payload: two counts of 0 */
-    MODULE_MIN = 20, /* the smallest module: empty entry, no cubin, empty PTX */
-    KERNEL_MIN = 42, /* the smallest kernel: empty name and lists */
+    MODULE_MIN = 24, /* the smallest module: one empty entry, no cubin, empty PTX */
+    KERNEL_MIN = 46, /* the smallest kernel: empty name and lists */
     NSEC_FIXED = 4, /* MESH, IOTB, KERN, REPT; plus one PROG per stage */
 };
 
@@ -269,7 +271,9 @@ static void write_kern(wbuf *w, const rt_plan *p)
     put_le(w, (uint64_t)p->nmodules, 4);
     for (int i = 0; i < p->nmodules; i++) {
         const rt_module *m = &p->module[i];
-        put_str(w, m->entry);
+        put_le(w, (uint64_t)m->nentry, 4);
+        for (int j = 0; j < m->nentry; j++)
+            put_str(w, m->entry[j]);
         put_le(w, (uint64_t)m->ncubin, 4);
         for (int j = 0; j < m->ncubin; j++)
             put_blob(w, &m->cubin[j]);
@@ -281,6 +285,7 @@ static void write_kern(wbuf *w, const rt_plan *p)
         put_le(w, (uint32_t)k->stage, 4);
         put_str(w, k->name);
         put_le(w, (uint32_t)k->module, 4);
+        put_le(w, (uint32_t)k->entry, 4);
         put_le(w, k->strategy, 1);
         put_le(w, k->epilogue, 1);
         put_le(w, (uint64_t)k->grid, 8);
@@ -722,8 +727,12 @@ static bool read_kernel_lists(cur *c, rt_kernel *k)
 
 static bool read_module(cur *c, rt_module *m)
 {
-    if (!get_str(c, "entry", &m->entry) || !get_count(c, "the cubin count", 12, &m->ncubin) ||
-        !ALLOC(c->r, m->cubin, m->ncubin))
+    if (!get_count(c, "the entry count", 4, &m->nentry) || !ALLOC(c->r, m->entry, m->nentry))
+        return false;
+    for (int j = 0; j < m->nentry; j++)
+        if (!get_str(c, "entry", &m->entry[j]))
+            return false;
+    if (!get_count(c, "the cubin count", 12, &m->ncubin) || !ALLOC(c->r, m->cubin, m->ncubin))
         return false;
     for (int j = 0; j < m->ncubin; j++)
         if (!get_image(c, "cubin", &m->cubin[j]))
@@ -734,7 +743,8 @@ static bool read_module(cur *c, rt_module *m)
 static bool read_kernel(cur *c, rt_kernel *k)
 {
     return get_i32(c, "stage", &k->stage) && get_str(c, "name", &k->name) &&
-           get_i32(c, "module", &k->module) && get_u8(c, "strategy", &k->strategy) &&
+           get_i32(c, "module", &k->module) && get_i32(c, "entry", &k->entry) &&
+           get_u8(c, "strategy", &k->strategy) &&
            get_u8(c, "epilogue", &k->epilogue) && get_i64(c, "grid", &k->grid) && get_i32(c, "block", &k->block) &&
            get_i32(c, "shared bytes", &k->shared_bytes) && read_kernel_lists(c, k);
 }

@@ -215,7 +215,7 @@ static void kernel_str(const rt_plan *p, const rt_program *g, const rt_kernel *k
                 su_buf_printf(b, "%s %s", k->epilogue & ((1 << i) - 1) ? "," : "", epi[i]);
         su_buf_puts(b, k->epilogue ? "): runs" : " none): runs");
     } else {
-        const char *entry = p->module[k->module].entry;
+        const char *entry = p->module[k->module].entry[k->entry];
         if (strcmp(entry, k->name) != 0)
             su_buf_printf(b, " as %s", entry);
         su_buf_printf(b, " (%s, grid %lld, block %d, %d shared bytes): runs",

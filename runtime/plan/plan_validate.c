@@ -503,13 +503,21 @@ static bool check_image(const rt_image *im, const char *prefix, const char *what
     return true;
 }
 
-/* A module: its entry a C identifier, its images (see check_image), one
- * cubin per architecture. */
+/* A module: its entries distinct C identifiers, its images (see
+ * check_image), one cubin per architecture. */
 static bool check_module(const rt_module *m, su_status *err)
 {
     char what[32];
-    if (!is_identifier(m->entry))
-        return rt_plan_fail(err, "the entry '%s' is not a C identifier", m->entry ? m->entry : "");
+    if (m->nentry < 1 || !m->entry)
+        return rt_plan_fail(err, "has %d entries; 1 or more are needed", m->nentry);
+    for (int i = 0; i < m->nentry; i++) {
+        if (!is_identifier(m->entry[i]))
+            return rt_plan_fail(err, "entry %d, '%s', is not a C identifier", i,
+                                m->entry[i] ? m->entry[i] : "");
+        for (int j = 0; j < i; j++)
+            if (!strcmp(m->entry[j], m->entry[i]))
+                return rt_plan_fail(err, "entry '%s' is there twice", m->entry[i]);
+    }
     if (m->ncubin < 1 || m->ncubin > MAX_CUBINS || !m->cubin)
         return rt_plan_fail(err, "has %d cubins; 1 to %d are needed", m->ncubin, MAX_CUBINS);
     for (int i = 0; i < m->ncubin; i++) {
@@ -532,10 +540,12 @@ static bool check_launch(const rt_plan *p, const rt_kernel *k, su_status *err)
     if (!is_identifier(k->name))
         return rt_plan_fail(err, "the name '%s' is not a C identifier", k->name ? k->name : "");
     if (k->strategy == RT_KS_MATMUL) {
-        if (k->module != -1 || k->grid != 0 || k->block != 0 || k->shared_bytes != 0)
-            return rt_plan_fail(err, "a matmul kernel has module %d, grid %lld, block %d and %d "
-                                "shared bytes; expected -1 and zeros (cuBLASLt runs it)", k->module,
-                                (long long)k->grid, k->block, k->shared_bytes);
+        if (k->module != -1 || k->entry != 0 || k->grid != 0 || k->block != 0 ||
+            k->shared_bytes != 0)
+            return rt_plan_fail(err, "a matmul kernel has module %d, entry %d, grid %lld, block "
+                                "%d and %d shared bytes; expected -1 and zeros (cuBLASLt runs "
+                                "it)", k->module, k->entry, (long long)k->grid, k->block,
+                                k->shared_bytes);
         if (k->epilogue & ~RT_EPI_ALL)
             return rt_plan_fail(err, "unknown epilogue bits 0x%x", k->epilogue);
         return true;
@@ -546,6 +556,9 @@ static bool check_launch(const rt_plan *p, const rt_kernel *k, su_status *err)
     if (k->module < 0 || k->module >= p->nmodules)
         return rt_plan_fail(err, "module %d is out of range (the plan has %d)", k->module,
                             p->nmodules);
+    if (k->entry < 0 || k->entry >= p->module[k->module].nentry)
+        return rt_plan_fail(err, "entry %d is out of range (module %d has %d)", k->entry,
+                            k->module, p->module[k->module].nentry);
     if (k->strategy >= RT_NKSTRATEGIES)
         return rt_plan_fail(err, "unknown strategy (%d)", k->strategy);
     if (k->grid < 1 || k->grid > INT32_MAX)
@@ -742,23 +755,35 @@ static bool check_params(const rt_program *g, const rt_kernel *k, su_status *err
     return true;
 }
 
-/* Each module runs some kernel, so a plan holds no code it does not run. */
+/* Each entry of each module runs some kernel, so a plan holds no code it
+ * does not run. */
 static bool check_modules_used(const rt_plan *p, su_status *err)
 {
-    bool *used = calloc((size_t)p->nmodules + 1, sizeof *used);
-    if (!used)
+    int64_t total = 0;
+    int32_t *first = malloc(((size_t)p->nmodules + 1) * sizeof *first);
+    if (!first)
         return rt_plan_nomem(err);
+    for (int32_t i = 0; i < p->nmodules; i++) {
+        first[i] = (int32_t)total;
+        total += p->module[i].nentry;
+    }
+    bool *used = calloc((size_t)total + 1, sizeof *used);
+    if (!used) {
+        free(first);
+        return rt_plan_nomem(err);
+    }
     for (int32_t i = 0; i < p->nkernels; i++)
         if (p->kernel[i].strategy != RT_KS_MATMUL)
-            used[p->kernel[i].module] = true;
-    int32_t unused = 0;
-    while (unused < p->nmodules && used[unused])
-        unused++;
+            used[first[p->kernel[i].module] + p->kernel[i].entry] = true;
+    bool ok = true;
+    for (int32_t m = 0; ok && m < p->nmodules; m++)
+        for (int32_t e = 0; ok && e < p->module[m].nentry; e++)
+            if (!used[first[m] + e])
+                ok = rt_plan_fail(err, "module %d: entry %s runs no kernel", m,
+                                  p->module[m].entry[e]);
     free(used);
-    if (unused < p->nmodules)
-        return rt_plan_fail(err, "module %d (%s) runs no kernel", unused,
-                            p->module[unused].entry);
-    return true;
+    free(first);
+    return ok;
 }
 
 /* Every module on its own, then every kernel: its stage, name, module,
@@ -775,7 +800,10 @@ static bool check_kernels(const rt_plan *p, su_status *err)
     for (int32_t i = 0; i < p->nmodules; i++)
         if (!check_module(&p->module[i], &msg))
             return rt_plan_wrap(err, &msg, "module %d (%s): ", i,
-                                is_identifier(p->module[i].entry) ? p->module[i].entry : "?");
+                                p->module[i].nentry > 0 && p->module[i].entry &&
+                                        is_identifier(p->module[i].entry[0])
+                                    ? p->module[i].entry[0]
+                                    : "?");
     int64_t total = 0;
     for (int s = 0; s < p->nstages; s++)
         total += p->stage[s].ninstr;

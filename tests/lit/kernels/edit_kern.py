@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """edit_kern.py PLAN EDIT: damages the KERN section of a one-stage plan
 file in place, for the tests of the plan reader (runtime/plan/plan_io.c's
-format 3). EDIT is one of:
+format 10). EDIT is one of:
   flip            a byte of the first cubin changed, checksums as they were
   cut-in-cubin    the section ends 16 bytes into the first cubin
   cubin-len=N     the first cubin's length set to N
@@ -33,23 +33,30 @@ def sections():
 kern = sections()[3]
 assert b[kern:kern + 4] == b"KERN", "section 3 is not KERN: not a one-stage plan"
 p = kern + 20
-# module 0: str entry, u32 ncubin, then (str arch, u64 length, bytes)...
-entry = p + 4
-arch0 = entry + 4 + u(entry, 4) + 4
+# module 0: u32 nentry, str entries, u32 ncubin, then (str arch, u64 length,
+# bytes)...
+at = p + 4 + 4
+for _ in range(u(p + 4, 4)):
+    at += 4 + u(at, 4)
+arch0 = at + 4
 cubin0_len = arch0 + 4 + u(arch0, 4)
 cubin0 = cubin0_len + 8
-# skip every module, then kernel 0: i32 stage, str name, i32 module, u8, u8,
-# i64 grid, i32 block, i32 shared, u32 nin, u32 nout, params, u32 ninstr
+# skip every module, then kernel 0: i32 stage, str name, i32 module, i32
+# entry, u8, u8, i64 grid, i32 block, i32 shared, u32 nin, u32 nout, params,
+# u32 ninstr
 at = p + 4
 for _ in range(u(p, 4)):
-    at += 4 + u(at, 4)
+    ne = u(at, 4)
+    at += 4
+    for _ in range(ne):
+        at += 4 + u(at, 4)
     n = u(at, 4)
     at += 4
     for _ in range(n + 1):  # the cubins, then the PTX
         at += 4 + u(at, 4)
         at += 8 + u(at, 8)
 at += 4 + 4  # the kernel count, kernel 0's stage
-at += 4 + u(at, 4) + 4 + 1 + 1 + 8 + 4 + 4
+at += 4 + u(at, 4) + 4 + 4 + 1 + 1 + 8 + 4 + 4
 nparams = u(at, 4) + u(at + 4, 4)
 at += 8
 for _ in range(nparams):

@@ -15,7 +15,7 @@
 # RUN: cp %t.plan %t.5 && python3 %S/edit_kern.py %t.5 arch=sm_8x
 # RUN: %expect 1 %shardrun %t.5 2>&1 | FileCheck %s --check-prefix=ARCH
 # FLIP: shardrun: error: {{.*}}.1: checksum mismatch in section KERN: the file is corrupt
-# CUT: shardrun: error: {{.*}}.2: section KERN: the module count is 3, but the {{[0-9]+}} bytes left hold at most 2
+# CUT: shardrun: error: {{.*}}.2: section KERN: module 0, cubin has length {{[0-9]+}}, beyond the 16 bytes left
 # LEN: shardrun: error: {{.*}}.3: section KERN: module 0, cubin has length 1000000, beyond the {{[0-9]+}} bytes left
 # ANCHOR: shardrun: error: {{.*}}.4: kernel 0 (k0_add_gelu) of stage 0: instruction 99 is out of range (the program has 8)
 # ARCH: shardrun: error: {{.*}}.5: module 0 (k0_add_gelu): cubin 0 has the architecture 'sm_8x'; expected sm_NN

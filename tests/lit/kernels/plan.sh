@@ -1,6 +1,6 @@
-# Kernels in the plan (format 3): each fused group's kernel, named at its
+# Kernels in the plan: each fused group's kernel, named at its
 # anchor in the schedule with its launch geometry and the buffers it reads
-# and writes; the modules' cubins for every --arch and PTX for the newest.
+# and writes; the module of their code (one NVRTC program) with cubins for every --arch and PTX for the newest.
 # (--arch is given: the harness sets $SHARDC_ARCH=none for the other tests.)
 # The CPU backend runs the plan's instructions and ignores the kernels.
 # RUN: %shardc %s --mesh 2 --arch sm_80,sm_90 --emit schedule | FileCheck %s
@@ -21,7 +21,7 @@ h = gelu(x + b)
 y = exp(h @ w)
 s = sum(h, axis = 1)
 output y, s
-# CHECK: stage 0 (every rank): 8 instructions, 8 buffers in an arena of {{[0-9]+}} bytes, 3 kernels of 3 modules (cubins for sm_80, sm_90; PTX for compute_90)
+# CHECK: stage 0 (every rank): 8 instructions, 8 buffers in an arena of {{[0-9]+}} bytes, 3 kernels of 1 module (cubins for sm_80, sm_90; PTX for compute_90)
 # CHECK-NEXT: %[[X:[0-9]+]] = input {name = "x"} : f32[4, 64]
 # CHECK-NEXT: %[[B:[0-9]+]] = param {name = "b"} : f32[64]
 # CHECK-NEXT: %[[W:[0-9]+]] = param {name = "w"} : f32[64, 64]
@@ -34,8 +34,8 @@ output y, s
 # OUT: outputs:
 # OUT-NEXT: y f32[8, 64]: mean 1.14809 std 0.692114 min 0.0826296 max 5.1124
 # OUT-NEXT: s f32[8]: mean 19.03 std 4.75412 min 11.0078 max 25.7878
-# SM90: 3 kernels of 3 modules (cubins for sm_90; PTX for compute_90)
+# SM90: 3 kernels of 1 module (cubins for sm_90; PTX for compute_90)
 # NONE: stage 0 (every rank): 8 instructions, 8 buffers in an arena of {{[0-9]+}} bytes{{$}}
 # NONE-NOT: kernel
-# ENV: 3 kernels of 3 modules (cubins for sm_80; PTX for compute_80)
+# ENV: 3 kernels of 1 module (cubins for sm_80; PTX for compute_80)
 # BADENV: shardc: error: $SHARDC_ARCH: --arch 'sm80': expected sm_NN, as in --arch sm_80,sm_90

@@ -60,23 +60,26 @@ static bool has(const uint8_t *data, size_t len, const char *s)
     return false;
 }
 
-/* Each module: cubins for sm_80 and sm_90, ELF files that name the entry;
- * PTX for compute_90 with ".entry NAME". */
+/* Each module: cubins for sm_80 and sm_90, ELF files that name each of
+ * its entries; PTX for compute_90 with ".entry NAME" for each. */
 static void check_modules(const rt_plan *p, const char *where)
 {
     int bad = 0;
     for (int i = 0; i < p->nmodules; i++) {
         const rt_module *m = &p->module[i];
-        bool ok = m->ncubin == 2 && !strcmp(m->cubin[0].arch, "sm_80") &&
-                  !strcmp(m->cubin[1].arch, "sm_90");
-        for (int j = 0; ok && j < m->ncubin; j++)
-            ok = m->cubin[j].len > 64 && !memcmp(m->cubin[j].data, "\177ELF", 4) &&
-                 has(m->cubin[j].data, m->cubin[j].len, m->entry);
-        char entry[300];
-        snprintf(entry, sizeof entry, ".entry %s(", m->entry);
-        ok = ok && !strcmp(m->ptx.arch, "compute_90") && strstr((char *)m->ptx.data, entry);
+        bool ok = m->nentry >= 1 && m->ncubin == 2 && !strcmp(m->cubin[0].arch, "sm_80") &&
+                  !strcmp(m->cubin[1].arch, "sm_90") && !strcmp(m->ptx.arch, "compute_90");
+        for (int e = 0; ok && e < m->nentry; e++) {
+            for (int j = 0; ok && j < m->ncubin; j++)
+                ok = m->cubin[j].len > 64 && !memcmp(m->cubin[j].data, "\177ELF", 4) &&
+                     has(m->cubin[j].data, m->cubin[j].len, m->entry[e]);
+            char entry[300];
+            snprintf(entry, sizeof entry, ".entry %s(", m->entry[e]);
+            ok = ok && strstr((char *)m->ptx.data, entry);
+        }
         if (!ok && bad++ < 3)
-            fprintf(stderr, "  %s: module %d (%s) lacks a cubin or its PTX\n", where, i, m->entry);
+            fprintf(stderr, "  %s: module %d (%s) lacks a cubin or its PTX\n", where, i,
+                    m->entry[0]);
     }
     CHECK_INT(bad, 0);
 }

@@ -50,6 +50,7 @@ typedef struct fixture {
     int64_t bytes[NBUF], offs[NBUF];
     rt_instr instr[NINSTR];
     rt_module mod[NMOD];
+    char *entry[NMOD][2];
     rt_image cubin[NMOD][2];
     rt_kernel kern[NKERN];
     int32_t param[NKERN][4], list[NKERN][4];
@@ -78,13 +79,16 @@ static rt_instr *add(fixture *f, int op, int out, rt_type out_t, int nin, int a,
     return in;
 }
 
-/* A module with stand-in images for sm_80, sm_90 and compute_90. */
-static void module(fixture *f, const char *entry)
+/* A module with stand-in images for sm_80, sm_90 and compute_90, and
+ * nentry entries (format 10). */
+static void module(fixture *f, int nentry, const char *e0, const char *e1)
 {
     int m = f->p.nmodules++;
     f->cubin[m][0] = (rt_image){(char *)"sm_80", cubin80, sizeof cubin80};
     f->cubin[m][1] = (rt_image){(char *)"sm_90", cubin90, sizeof cubin90};
-    f->mod[m] = (rt_module){(char *)entry, 2, f->cubin[m],
+    f->entry[m][0] = (char *)e0;
+    f->entry[m][1] = (char *)e1;
+    f->mod[m] = (rt_module){nentry, f->entry[m], 2, f->cubin[m],
                             {(char *)"compute_90", (uint8_t *)ptx, strlen(ptx)}};
 }
 
@@ -99,6 +103,7 @@ static rt_kernel *kernel(fixture *f, const char *name, int mod, int strategy, in
     kr->stage = 0;
     kr->name = (char *)name;
     kr->module = mod;
+    kr->entry = 0;
     kr->strategy = (uint8_t)strategy;
     kr->grid = grid;
     kr->block = block;
@@ -172,14 +177,15 @@ static void make(fixture *f)
     add(f, RT_OP_MATMUL, 6, x, 2, 3, x, 5, w);
     add(f, RT_OP_EXP, 7, x, 1, 6, x, 0, x);
     add(f, RT_OP_EXP, 8, x, 1, 3, x, 0, x);
-    module(f, "k0_add_gelu");
-    module(f, "k1_sum");
-    module(f, "k2_exp");
+    module(f, 1, "k0_add_gelu", NULL);
+    module(f, 1, "k1_sum", NULL);
+    module(f, 2, "k2_exp", "k3_exp"); /* two kernels' code in one program */
     kernel(f, "k0_add_gelu", 0, RT_KS_ELEMENTWISE, 1, 32, 0, 2, (int[]){2, 3}, 2, 1, 0, x, 1,
            row, 3, x);
     kernel(f, "k1_sum", 1, RT_KS_ROW, 4, 32, 4, 1, (int[]){4}, 1, 1, 3, x, 4, s);
     kernel(f, "k2_exp", 2, RT_KS_ELEMENTWISE, 1, 32, 0, 1, (int[]){7}, 1, 1, 6, x, 7, x);
-    kernel(f, "k3_exp", 2, RT_KS_ELEMENTWISE, 1, 32, 0, 1, (int[]){8}, 1, 1, 3, x, 8, x);
+    kernel(f, "k3_exp", 2, RT_KS_ELEMENTWISE, 1, 32, 0, 1, (int[]){8}, 1, 1, 3, x, 8, x)->entry =
+        1;
 }
 
 /* The fixture with kernel 2 a matmul kernel: %6 = %3 @ %5, then %7 =
@@ -197,6 +203,7 @@ static void make_matmul(fixture *f)
                           3, x, 5, w, 1, row, 7, x);
     k->epilogue = RT_EPI_BIAS;
     kernel(f, "k3_exp", 2, RT_KS_ELEMENTWISE, 1, 32, 0, 1, (int[]){8}, 1, 1, 3, x, 8, x);
+    f->mod[2].nentry = 1; /* k2_exp's code is cuBLASLt's now */
 }
 
 /* make_matmul's, the bias add made a residual add (of %0) and followed
@@ -275,7 +282,8 @@ static uint8_t *written(size_t *n)
 typedef struct kern0 {
     size_t kern, payload;
     size_t entry, ncubin, arch0, cubin0_len, cubin0, ptx_len, ptx;   /* module 0 */
-    size_t nkernels, name, module, epilogue, grid, block, nin, params, ninstr, instr,
+    size_t entry2_1;                                                  /* module 2's second */
+    size_t nkernels, name, module, kentry, epilogue, grid, block, nin, params, ninstr, instr,
         end; /* kernel 0 */
 } kern0;
 
@@ -302,8 +310,13 @@ static kern0 locate(const uint8_t *b)
     k.payload = k.kern + 20;
     size_t at = k.payload + 4, nmod = (size_t)rd(b + k.payload, 4);
     for (size_t m = 0; m < nmod; m++) {
-        size_t e = at;
-        at = skip_str(b, at);
+        size_t ne = (size_t)rd(b + at, 4), e = at + 4;
+        at += 4;
+        for (size_t j = 0; j < ne; j++) {
+            if (m == 2 && j == 1)
+                k.entry2_1 = at;
+            at = skip_str(b, at);
+        }
         size_t nc = at, ncubin = (size_t)rd(b + at, 4), a0 = at + 4;
         at += 4;
         for (size_t j = 0; j < ncubin; j++)
@@ -321,8 +334,9 @@ static kern0 locate(const uint8_t *b)
     k.name = at;
     at = skip_str(b, at);
     k.module = at;
-    k.epilogue = at + 4 + 1;
-    at += 4 + 1 + 1; /* module, strategy, epilogue */
+    k.kentry = at + 4;
+    k.epilogue = at + 4 + 4 + 1;
+    at += 4 + 4 + 1 + 1; /* module, entry, strategy, epilogue */
     k.grid = at;
     k.block = at + 8;
     at += 8 + 4 + 4; /* grid, block, shared */
@@ -362,7 +376,9 @@ static bool image_eq(const rt_image *a, const rt_image *b)
 
 static void check_module_eq(const rt_module *a, const rt_module *b)
 {
-    CHECK_STR(a->entry, b->entry);
+    CHECK_INT(a->nentry, b->nentry);
+    for (int e = 0; e < a->nentry && e < b->nentry; e++)
+        CHECK_STR(a->entry[e], b->entry[e]);
     CHECK_INT(a->ncubin, b->ncubin);
     for (int j = 0; j < a->ncubin && j < b->ncubin; j++)
         CHECK(image_eq(&a->cubin[j], &b->cubin[j]));
@@ -403,8 +419,8 @@ static void test_roundtrip(void)
     uint8_t *a = NULL, *b = NULL;
     size_t na = 0, nb = 0;
     CHECK(rt_plan_write(&f.p, &a, &na, &err));
-    CHECK_INT(rd(a + 8, 4), 9);
-    CHECK_INT(RT_PLAN_VERSION, 9);
+    CHECK_INT(rd(a + 8, 4), 10);
+    CHECK_INT(RT_PLAN_VERSION, 10);
     rt_plan *p = rt_plan_read(a, na, "kernels.plan", &err);
     CHECK(p != NULL);
     if (!p) {
@@ -434,6 +450,8 @@ static void test_roundtrip(void)
     CHECK_INT(rd(a + k.nkernels, 4), NKERN);
     CHECK(!memcmp(a + k.name + 4, "k0_add_gelu", 11));
     CHECK_INT(rd(a + k.module, 4), 0);
+    CHECK_INT(rd(a + k.kentry, 4), 0);
+    CHECK(!memcmp(a + k.entry2_1 + 4, "k3_exp", 6));
     CHECK_INT(a[k.epilogue], 0);
     CHECK_INT(rd(a + k.ninstr, 4), 2);
     CHECK_INT(rd(a + k.instr + 4, 4), 3);
@@ -537,6 +555,7 @@ static void test_validate(void)
             "parameter 0 f32[64, 8] (2048 bytes) does not fit buffer 0 (128 bytes)");
 
     INVALID(f.kern[0].module = 3, "module 3 is out of range (the plan has 3)");
+    INVALID(f.kern[0].entry = 1, "entry 1 is out of range (module 0 has 1)");
     INVALID(f.kern[0].module = -1, "module -1 is out of range (the plan has 3)");
 #undef INVALID
 
@@ -563,11 +582,20 @@ static void test_validate(void)
     INVALID(f.mod[1].ptx.len = strlen(ptx) + 1, "the PTX for compute_90 contains a NUL byte");
 #undef INVALID
     make(&f);
-    f.mod[1].entry = (char *)"k1-sum";
-    EXPECT_INVALID(&f.p, "module 1 (?): the entry 'k1-sum' is not a C identifier");
+    f.entry[1][0] = (char *)"k1-sum";
+    EXPECT_INVALID(&f.p, "module 1 (?): entry 0, 'k1-sum', is not a C identifier");
+    make(&f);
+    f.entry[2][1] = (char *)"k2_exp";
+    EXPECT_INVALID(&f.p, "module 2 (k2_exp): entry 'k2_exp' is there twice");
+    make(&f);
+    f.mod[2].nentry = 0;
+    EXPECT_INVALID(&f.p, "module 2 (?): has 0 entries; 1 or more are needed");
     make(&f); /* no kernel runs module 1 */
     f.kern[1].module = 0;
-    EXPECT_INVALID(&f.p, "module 1 (k1_sum) runs no kernel");
+    EXPECT_INVALID(&f.p, "module 1: entry k1_sum runs no kernel");
+    make(&f); /* nor module 2's second entry */
+    f.kern[3].entry = 0;
+    EXPECT_INVALID(&f.p, "module 2: entry k3_exp runs no kernel");
     make(&f);
     f.p.nmodules = -2;
     EXPECT_INVALID(&f.p, "a table of -2 modules is not valid");
@@ -739,9 +767,9 @@ static void test_matmul_kernels(void)
         snprintf(want, sizeof want, "%s%s", k2, msg);                                        \
         EXPECT_INVALID(&f.p, want);                                                          \
     } while (0)
-    INVALID(f.kern[2].module = 0, "a matmul kernel has module 0, grid 0, block 0 and 0 shared "
+    INVALID(f.kern[2].module = 0, "a matmul kernel has module 0, entry 0, grid 0, block 0 and 0 shared "
                                   "bytes; expected -1 and zeros (cuBLASLt runs it)");
-    INVALID(f.kern[2].grid = 1, "a matmul kernel has module -1, grid 1, block 0 and 0 shared "
+    INVALID(f.kern[2].grid = 1, "a matmul kernel has module -1, entry 0, grid 1, block 0 and 0 shared "
                                 "bytes; expected -1 and zeros (cuBLASLt runs it)");
     INVALID(f.kern[2].epilogue = 0x10, "unknown epilogue bits 0x10");
     INVALID(f.kern[2].epilogue = RT_EPI_BIAS | RT_EPI_RELU,
@@ -809,14 +837,14 @@ static void test_matmul_kernels(void)
     kern0 k = locate(b);
     size_t at = k.end; /* kernel 1, then kernel 2's epilogue */
     for (int j = 1; j < 2; j++) {
-        at = skip_str(b, at + 4) + 4 + 1 + 1 + 8 + 4 + 4;
+        at = skip_str(b, at + 4) + 4 + 4 + 1 + 1 + 8 + 4 + 4;
         size_t np = (size_t)(rd(b + at, 4) + rd(b + at + 4, 4));
         at += 8;
         for (size_t q = 0; q < np; q++)
             at = skip_type(b, at + 4);
         at += 4 + 4 * (size_t)rd(b + at, 4);
     }
-    at = skip_str(b, at + 4) + 4 + 1;
+    at = skip_str(b, at + 4) + 4 + 4 + 1;
     CHECK_INT(b[at], RT_EPI_BIAS);
     b[at] = RT_EPI_GELU | RT_EPI_BIAS;
     refix(b, n);
@@ -860,7 +888,7 @@ static void test_schedule_text(void)
               "  %6 = matmul %3, %5 : f32[4, 8]\n"
               "  %7 = exp %6 : f32[4, 8]    // kernel k2_exp (elementwise, grid 1, block 32, 0 "
               "shared bytes): runs %7; reads %6; writes %7\n"
-              "  %8 = exp %3 : f32[4, 8]    // kernel k3_exp as k2_exp (elementwise, grid 1, "
+              "  %8 = exp %3 : f32[4, 8]    // kernel k3_exp (elementwise, grid 1, "
               "block 32, 0 shared bytes): runs %8; reads %3; writes %8\n");
     free(text);
 }
