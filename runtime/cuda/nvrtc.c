@@ -315,7 +315,7 @@ typedef struct nv_run {
     rt_nvrtc_output *out;   /* the caller's */
     su_buf *err;
     su_buf log;             /* NVRTC's warnings */
-    su_buf key;             /* a cache entry's key */
+    su_buf key, pkey;       /* the cubin's and the PTX's cache keys */
     char *path, *ppath;     /* the cubin's and the PTX's entries (malloc'd) */
     nvrtcProgram prog;      /* NULL: none */
     uint8_t *data;          /* a result not yet handed over (malloc'd) */
@@ -421,14 +421,13 @@ static void make_key(su_buf *key, const char *source, const char *target, const 
 
 /* One cached result (ptx: the PTX, else the cubin) of the compile for
  * target: malloc'd, or NULL when the cache has no sound entry for it;
- * *path (malloc'd) is where it goes once compiled. */
-static uint8_t *cached(nv_run *r, const char *target, const copts *c, bool ptx, size_t *len,
-                       char **path)
+ * *key is its key and *path (malloc'd) where it goes once compiled. */
+static uint8_t *cached(nv_run *r, const char *target, const copts *c, bool ptx, su_buf *key,
+                       size_t *len, char **path)
 {
-    su_buf_free(&r->key);
-    make_key(&r->key, r->source, target, c, ptx);
-    *path = entry_path(r->o->cache_dir, &r->key, target, ptx);
-    return *path ? cache_read(*path, &r->key, len) : NULL;
+    make_key(key, r->source, target, c, ptx);
+    *path = entry_path(r->o->cache_dir, key, target, ptx);
+    return *path ? cache_read(*path, key, len) : NULL;
 }
 
 /* One target, sm_NN, and with ptx its PTX too, through the cache when
@@ -443,8 +442,8 @@ static bool compile_cached(nv_run *r, const char *target, uint8_t **cubin, size_
     const char *dir = o ? o->cache_dir : NULL;
     if (!dir || !*dir)
         return compile_one(r, target, &c, cubin, cubin_len, ptx, ptx_len);
-    *cubin = cached(r, target, &c, false, cubin_len, &r->path);
-    uint8_t *p = ptx ? cached(r, target, &c, true, ptx_len, &r->ppath) : NULL;
+    *cubin = cached(r, target, &c, false, &r->key, cubin_len, &r->path);
+    uint8_t *p = ptx ? cached(r, target, &c, true, &r->pkey, ptx_len, &r->ppath) : NULL;
     bool hit = *cubin && (!ptx || p);
     bool ok = hit;
     if (hit) {
@@ -456,19 +455,16 @@ static bool compile_cached(nv_run *r, const char *target, uint8_t **cubin, size_
         free(p);
         *cubin = NULL;
         ok = compile_one(r, target, &c, cubin, cubin_len, ptx, ptx_len);
-        su_buf_free(&r->key);
-        make_key(&r->key, r->source, target, &c, false);
         if (ok)
             cache_write(dir, r->path, &r->key, *cubin, *cubin_len);
-        su_buf_free(&r->key);
-        make_key(&r->key, r->source, target, &c, true);
         if (ok && ptx)
-            cache_write(dir, r->ppath, &r->key, *ptx, *ptx_len);
+            cache_write(dir, r->ppath, &r->pkey, *ptx, *ptx_len);
     }
     free(r->ppath);
     free(r->path);
     r->path = r->ppath = NULL;
     su_buf_free(&r->key);
+    su_buf_free(&r->pkey);
     return ok;
 }
 
@@ -506,9 +502,11 @@ bool rt_nvrtc_compile(const char *name, const char *source, const rt_nvrtc_optio
     nv_run r = {.name = name, .source = source, .o = o, .out = out, .err = err};
     su_buf_init(&r.log, err->oom);
     su_buf_init(&r.key, err->oom);
+    su_buf_init(&r.pkey, err->oom);
     bool done = su_guarded(err->oom, nvrtc_compile, &r);
     su_buf_free(&r.log);
     su_buf_free(&r.key);
+    su_buf_free(&r.pkey);
     free(r.path);
     free(r.ppath);
     free(r.data);

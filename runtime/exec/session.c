@@ -306,16 +306,16 @@ int rt_session_bind_view(rt_session *s, const char *name, const rt_view *v, su_s
 int rt_session_output_into(const rt_session *s, const char *name, const rt_view *dst,
                            su_status *err)
 {
-    rt_type t;
-    const void *src = rt_session_output(s, name, &t);
-    if (!src)
+    int i = 0;
+    while (i < s->p->nio && (s->p->io[i].kind != RT_IO_OUTPUT || strcmp(s->p->io[i].name, name)))
+        i++;
+    if (i == s->p->nio)
         return su_fail(err, SU_USAGE, "the plan has no output called '%s'", name);
     if (!s->steps)
         return su_fail(err, SU_USAGE, "no step has run: there is no output '%s' yet", name);
-    const rt_io *io = NULL;
-    for (int i = 0; i < s->p->nio && !io; i++)
-        if (s->p->io[i].kind == RT_IO_OUTPUT && strcmp(s->p->io[i].name, name) == 0)
-            io = &s->p->io[i];
+    const rt_io *io = &s->p->io[i];
+    const rt_type t = io->type;
+    const void *src = s->out[i];
     if (same_type(s->p, io, &dst->type, "given to write it into", err) != 0)
         return -1;
     int esize = rt_dtype_size(t.dtype);
