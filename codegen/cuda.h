@@ -87,8 +87,9 @@ bool cg_cuda_generate(const ir_module *m, const pass_fusion *f, cg_cuda *out, su
 void cg_cuda_free(cg_cuda *c);
 
 /* Whether op, outside any group, gets a kernel of its own: transpose,
- * embedding, iota, and (on floats) embedding_grad, attention and
- * attn_probs; a GPU backend needs one to run it. */
+ * embedding, iota, and (on floats) embedding_grad, attention, attn_probs
+ * and attention's backward (attn_stats, attn_dq, attn_dk, attn_dv, heads
+ * up to 1024 wide); a GPU backend needs one to run it. */
 bool cg_cuda_op_kernel(const ir_op *op);
 
 /* The name of a strategy: "elementwise", "row", "column", "single block". */

@@ -1,6 +1,7 @@
 /* cuda_ops.c: the kernels of single ops that a GPU needs one for outside
  * the fused groups (cg_cuda_op_kernel): transpose, iota, narrow and
- * concat, embedding and its gradient, attention. */
+ * concat, embedding and its gradient, attention and its backward
+ * (attn_stats, attn_dq, attn_dk, attn_dv). */
 #include "cuda_gen.h"
 #include "runtime/plan/plan.h" /* rt_dropout_bits's threshold */
 
@@ -18,14 +19,17 @@
  * dtype, as raw 2- or 4-byte words), iota counts, embedding_grad sums each
  * table row's gradients in index order (as the CPU backend does: one
  * thread per element of the table, so no atomics and the same bits in
- * f32), attention and attn_probs take one block per query row (scores in
- * shared memory, the row's max and sum by block reductions). An id outside
+ * f32), attention, attn_probs and attention's backward are flash style
+ * (rows in registers, the other side's rows in shared tiles; the forward
+ * past the tiles' widths takes a block per query row). An id outside
  * the table makes the row NaN (so the rest of the step stays
  * deterministic) and is recorded in the module's error word, sh_error
  * (the helper X_ERROR): the runtime reads it after the step and fails
  * with the CPU backend's message (runtime/cuda/cuda_step.h). */
 
 enum { BLOCK_OP = 256 };
+
+static bool cg_attention_tiled(const ir_op *op);
 
 bool cg_cuda_op_kernel(const ir_op *op)
 {
@@ -41,6 +45,11 @@ bool cg_cuda_op_kernel(const ir_op *op)
     case IR_ATTN_PROBS:
     case IR_DROPOUT:
         return op->nres == 1 && op->res[0]->type.dtype != IR_I32;
+    case IR_ATTN_STATS:
+    case IR_ATTN_DQ:
+    case IR_ATTN_DK:
+    case IR_ATTN_DV: /* the tiled layout only: no kernel past its widths */
+        return op->nres == 1 && op->res[0]->type.dtype != IR_I32 && cg_attention_tiled(op);
     default:
         return false;
     }
@@ -435,10 +444,10 @@ static void emit_embedding_grad(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "}");
 }
 
-/* attention's and attn_probs' shapes: per head (heads of them) q [s, d],
- * k [t, d], v [t, dv] (dv 0 for attn_probs), the query positions as the
- * last operand when pos, computed in dt's precision with scores scaled by
- * 1 / sqrt(d). */
+/* attention's, attn_probs' and the backward's shapes: per head (heads of
+ * them) q [s, d], k [t, d], v [t, dv] (dv 0 for attn_probs; attn_dv's from
+ * dy, its third operand), the query positions as the last operand when
+ * pos, computed in dt's precision with scores scaled by 1 / sqrt(d). */
 typedef struct at_view {
     int64_t s, d, t, dv, heads;
     bool probs, pos;
@@ -454,7 +463,7 @@ static at_view at_view_of(const ir_op *op)
                  .probs = op->code == IR_ATTN_PROBS, .dt = q->dtype};
     v.heads = ir_type_numel(q) / (v.s * v.d);
     v.dv = v.probs ? 0 : op->in[2]->type.dim[r - 1];
-    v.pos = op->nin > (v.probs ? 2 : 3);
+    v.pos = op->nin == ir_ops[op->code].max_in;
     v.scale = (float)(1.0 / sqrt((double)v.d));
     return v;
 }
@@ -576,49 +585,143 @@ static bool cg_attention_tiled(const ir_op *op)
     return (w + 4 * g - 1) / (4 * g) <= AT_MAX_CHUNKS;
 }
 
-/* Loads keys [j0, j0 + kt) of operand p (rows of width w, padded to pad)
- * into the shared tile dst, widened to f32, zeros past the key count t or
- * the width. */
-static void at_load_tile(gen *G, const char *dst, int pin, int64_t t, int64_t w, int64_t pad,
-                         int kt, ir_dtype dt)
+/* Loads rows [r0, r0 + kt) of operand p (n rows of width w per head,
+ * padded to pad) into the shared tile dst, widened to f32, zeros past n
+ * or the width; r names the rows (j keys, i queries). */
+static void at_load_tile(gen *G, const char *dst, int pin, char r, int64_t n, int64_t w,
+                         int64_t pad, int kt, ir_dtype dt)
 {
     cg_line(G, "for (int x = threadIdx.x; x < %lld; x += blockDim.x) {", (long long)(kt * pad));
-    cg_line(G, "    const int jj = x / %lld, c = x %% %lld;", (long long)pad, (long long)pad);
-    cg_line(G, "    const i64 j = j0 + jj;");
-    cg_line(G, "    %s[x] = j < %lld && c < %lld ? %s : 0.0f;", dst, (long long)t, (long long)w,
-            cg_load_conv(G, dt, cg_fmt(G, "p%d[(h * %lld + j) * %lld + c]", pin, (long long)t,
+    cg_line(G, "    const int %c%c = x / %lld, c = x %% %lld;", r, r, (long long)pad,
+            (long long)pad);
+    cg_line(G, "    const i64 %c = %c0 + %c%c;", r, r, r, r);
+    cg_line(G, "    %s[x] = %c < %lld && c < %lld ? %s : 0.0f;", dst, r, (long long)n, (long long)w,
+            cg_load_conv(G, dt, cg_fmt(G, "p%d[(h * %lld + %c) * %lld + c]", pin, (long long)n, r,
                                        (long long)w)));
     cg_line(G, "}");
 }
 
-/* The row's scores of the tile into sc[] (-inf past end), and their max. */
+/* A shared tile as its readers see it: name, its float4 chunk's name,
+ * the variable of its row, the row's padded width and this thread's
+ * chunks of it. */
+typedef struct at_tile {
+    const char *name, *chunk, *row;
+    int64_t pad;
+    int nc;
+} at_tile;
+
+/* The float acc = the dot product of the register row reg with the tile's
+ * row (the thread's chunks by fused multiply-adds, then summed over the
+ * group: every thread of the warp must come here). */
+static void at_dot(gen *G, const char *acc, const char *reg, const at_tile *t, int group)
+{
+    cg_line(G, "float %s = 0.0f;", acc);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int c = 0; c < %d; c++) {", t->nc);
+    cg_line(G, "    const float4 %s = *(const float4 *)(%s + %s * %lld + (c * %d + g) * 4);",
+            t->chunk, t->name, t->row, (long long)t->pad, group);
+    for (int e = 0; e < 4; e++)
+        cg_line(G, "    %s = fmaf(%s[c * 4%s], %s.%c, %s);", acc, reg,
+                e ? cg_fmt(G, " + %d", e) : "", t->chunk, "xyzw"[e], acc);
+    cg_line(G, "}");
+    if (group > 1) {
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int sh = %d; sh > 0; sh >>= 1) // over the row's group: the same bits in "
+                   "each", group / 2);
+        cg_line(G, "    %s += __shfl_xor_sync(0xffffffffu, %s, sh);", acc, acc);
+    }
+}
+
+/* The row's scores of the key tile into sc[] (-inf past end), and their
+ * max, tmax. */
 static void at_scores(gen *G, int kt, int nc, int group, int64_t dpad, float scale)
 {
+    at_tile ks = {"ks", "kk", "jj", dpad, nc};
     cg_line(G, "float sc[%d], tmax = __int_as_float(0xff800000);", kt);
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int jj = 0; jj < %d; jj++) {", kt);
     G->indent++;
-    cg_line(G, "float acc = 0.0f;");
-    cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int c = 0; c < %d; c++) {", nc);
-    cg_line(G, "    const float4 kk = *(const float4 *)(ks + jj * %lld + (c * %d + g) * 4);",
-            (long long)dpad, group);
-    cg_line(G, "    acc = fmaf(q[c * 4], kk.x, acc);");
-    cg_line(G, "    acc = fmaf(q[c * 4 + 1], kk.y, acc);");
-    cg_line(G, "    acc = fmaf(q[c * 4 + 2], kk.z, acc);");
-    cg_line(G, "    acc = fmaf(q[c * 4 + 3], kk.w, acc);");
-    cg_line(G, "}");
-    if (group > 1) {
-        cg_line(G, "#pragma unroll");
-        cg_line(G, "for (int sh = %d; sh > 0; sh >>= 1) // over the row's group: the same bits in each",
-                group / 2);
-        cg_line(G, "    acc += __shfl_xor_sync(0xffffffffu, acc, sh);");
-    }
+    at_dot(G, "acc", "q", &ks, group);
     cg_line(G, "sc[jj] = j0 + jj < end ? acc * %s : __int_as_float(0xff800000);",
             cg_f32_text(G, scale));
     cg_line(G, "tmax = sc[jj] > tmax || sc[jj] != sc[jj] ? sc[jj] : tmax; // NaN wins");
     G->indent--;
     cg_line(G, "}");
+}
+
+/* acc[] += coef * the tile's row, over the thread's chunks. */
+static void at_axpy(gen *G, const char *acc, const char *coef, const at_tile *t, int group)
+{
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int c = 0; c < %d; c++) {", t->nc);
+    cg_line(G, "    const float4 %s = *(const float4 *)(%s + %s * %lld + (c * %d + g) * 4);",
+            t->chunk, t->name, t->row, (long long)t->pad, group);
+    for (int e = 0; e < 4; e++) {
+        const char *at = cg_fmt(G, "%s[c * 4%s]", acc, e ? cg_fmt(G, " + %d", e) : "");
+        cg_line(G, "    %s = fmaf(%s, %s.%c, %s);", at, coef, t->chunk, "xyzw"[e], at);
+    }
+    cg_line(G, "}");
+}
+
+/* The register array name: this thread's chunks (nc) of operand p's row r
+ * (n rows of width w per head), widened to f32, zeros past w or where the
+ * row is not live. */
+static void at_load_row(gen *G, const char *name, const char *what, int pin, const char *r,
+                        int64_t n, int64_t w, int nc, int group, ir_dtype dt)
+{
+    cg_line(G, "float %s[%d]; // this thread's columns of %s", name, nc * 4, what);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int c = 0; c < %d; c++)", nc);
+    cg_line(G, "    #pragma unroll");
+    cg_line(G, "    for (int e = 0; e < 4; e++) {");
+    cg_line(G, "        const i64 col = (c * %d + g) * 4 + e;", group);
+    cg_line(G, "        %s[c * 4 + e] = live && col < %lld ? %s : 0.0f;", name, (long long)w,
+            cg_load_conv(G, dt, cg_fmt(G, "p%d[(h * %lld + %s) * %lld + col]", pin,
+                                       (long long)n, r, (long long)w)));
+    cg_line(G, "    }");
+}
+
+/* The register array name of n zeros, this thread's columns of what. */
+static void at_zero_row(gen *G, const char *name, int n, const char *what)
+{
+    cg_line(G, "float %s[%d]; // this thread's columns of %s", name, n, what);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int c = 0; c < %d; c++)", n);
+    cg_line(G, "    %s[c] = 0.0f;", name);
+}
+
+/* Writes row r of the result out (n rows of width w per head) from the
+ * thread's chunks, each element val (of c and e) rounded once to dt. */
+static void at_store_row(gen *G, const char *out, const char *r, int64_t n, int64_t w, int nc,
+                         int group, ir_dtype dt, const char *val)
+{
+    cg_line(G, "if (live) {");
+    G->indent++;
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int c = 0; c < %d; c++)", nc);
+    cg_line(G, "    #pragma unroll");
+    cg_line(G, "    for (int e = 0; e < 4; e++) {");
+    cg_line(G, "        const i64 col = (c * %d + g) * 4 + e;", group);
+    cg_line(G, "        if (col < %lld)", (long long)w);
+    cg_line(G, "            %s[(h * %lld + %s) * %lld + col] = %s;", out, (long long)n, r,
+            (long long)w, cg_store_conv(G, dt, cg_round_to(G, dt, val)));
+    cg_line(G, "    }");
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* The end of the keys the block's rows see, kend (every thread's end is
+ * set; bend is the block's shared word). */
+static void at_block_end(gen *G)
+{
+    cg_line(G, "__syncthreads(); // the last rows are done with bend and the tiles");
+    cg_line(G, "if (threadIdx.x == 0)");
+    cg_line(G, "    *bend = 0;");
+    cg_line(G, "__syncthreads();");
+    cg_line(G, "if (g == 0 && end > 0)");
+    cg_line(G, "    atomicMax(bend, (int)end);");
+    cg_line(G, "__syncthreads();");
+    cg_line(G, "const i64 kend = *bend;");
 }
 
 static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
@@ -641,6 +744,7 @@ static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
     }
     int64_t nqb = (s + rows - 1) / rows, total = heads * nqb;
     const char *out = cg_fmt(G, "p%d", op->nin);
+    at_tile vs = {"vs", "vv", "jj", dvpad, ncv};
     k->strategy = CG_CUDA_ROW;
     k->vec = 1;
     k->block = AT_BLOCK;
@@ -664,37 +768,17 @@ static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
             (long long)nqb, (long long)(nqb - 1), (long long)nqb, rows);
     cg_line(G, "const bool live = i < %lld;", (long long)s);
     cg_line(G, "const i64 end = live ? %s : 0;", at_end(G, op, &v));
-    cg_line(G, "__syncthreads(); // the last rows are done with bend and the tiles");
-    cg_line(G, "if (threadIdx.x == 0)");
-    cg_line(G, "    *bend = 0;");
-    cg_line(G, "__syncthreads();");
-    cg_line(G, "if (g == 0 && end > 0)");
-    cg_line(G, "    atomicMax(bend, (int)end);");
-    cg_line(G, "__syncthreads();");
-    cg_line(G, "const i64 kend = *bend;");
-    cg_line(G, "float q[%d]; // this thread's columns of the query row", nc * 4);
-    cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int c = 0; c < %d; c++)", nc);
-    cg_line(G, "    #pragma unroll");
-    cg_line(G, "    for (int e = 0; e < 4; e++) {");
-    cg_line(G, "        const i64 col = (c * %d + g) * 4 + e;", group);
-    cg_line(G, "        q[c * 4 + e] = live && col < %lld ? %s : 0.0f;", (long long)d,
-            cg_load_conv(G, dt, cg_fmt(G, "p0[(h * %lld + i) * %lld + col]", (long long)s,
-                                       (long long)d)));
-    cg_line(G, "    }");
+    at_block_end(G);
+    at_load_row(G, "q", "the query row", 0, "i", s, d, nc, group, dt);
     cg_line(G, "float m = __int_as_float(0xff800000), l = 0.0f; // running max and sum");
-    if (!probs) {
-        cg_line(G, "float o[%d]; // this thread's columns of the unnormalised result", ncv * 4);
-        cg_line(G, "#pragma unroll");
-        cg_line(G, "for (int c = 0; c < %d; c++)", ncv * 4);
-        cg_line(G, "    o[c] = 0.0f;");
-    }
+    if (!probs)
+        at_zero_row(G, "o", ncv * 4, "the unnormalised result");
     cg_line(G, "for (i64 j0 = 0; j0 < kend; j0 += %d) {", kt);
     G->indent++;
     cg_line(G, "__syncthreads(); // the last tile is read");
-    at_load_tile(G, "ks", 1, t, d, dpad, kt, dt);
+    at_load_tile(G, "ks", 1, 'j', t, d, dpad, kt, dt);
     if (!probs)
-        at_load_tile(G, "vs", 2, t, dv, dvpad, kt, dt);
+        at_load_tile(G, "vs", 2, 'j', t, dv, dvpad, kt, dt);
     cg_line(G, "__syncthreads();");
     at_scores(G, kt, nc, group, dpad, scale);
     cg_line(G, "const float mn = tmax > m || tmax != tmax ? tmax : m;");
@@ -712,17 +796,8 @@ static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
     G->indent++;
     cg_line(G, "const float p = expf(sc[jj] - mn);");
     cg_line(G, "l += p;");
-    if (!probs) {
-        cg_line(G, "#pragma unroll");
-        cg_line(G, "for (int c = 0; c < %d; c++) {", ncv);
-        cg_line(G, "    const float4 vv = *(const float4 *)(vs + jj * %lld + (c * %d + g) * 4);",
-                (long long)dvpad, group);
-        cg_line(G, "    o[c * 4] = fmaf(p, vv.x, o[c * 4]);");
-        cg_line(G, "    o[c * 4 + 1] = fmaf(p, vv.y, o[c * 4 + 1]);");
-        cg_line(G, "    o[c * 4 + 2] = fmaf(p, vv.z, o[c * 4 + 2]);");
-        cg_line(G, "    o[c * 4 + 3] = fmaf(p, vv.w, o[c * 4 + 3]);");
-        cg_line(G, "}");
-    }
+    if (!probs)
+        at_axpy(G, "o", "p", &vs, group);
     G->indent--;
     cg_line(G, "}");
     cg_line(G, "m = mn;");
@@ -732,19 +807,7 @@ static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "}");
     cg_line(G, "const float inv = l > 0.0f ? 1.0f / l : 0.0f; // a row that sees no key is 0");
     if (!probs) {
-        cg_line(G, "if (live) {");
-        G->indent++;
-        cg_line(G, "#pragma unroll");
-        cg_line(G, "for (int c = 0; c < %d; c++)", ncv);
-        cg_line(G, "    #pragma unroll");
-        cg_line(G, "    for (int e = 0; e < 4; e++) {");
-        cg_line(G, "        const i64 col = (c * %d + g) * 4 + e;", group);
-        cg_line(G, "        if (col < %lld)", (long long)dv);
-        cg_line(G, "            %s[(h * %lld + i) * %lld + col] = %s;", out, (long long)s,
-                (long long)dv, cg_store_conv(G, dt, cg_round_to(G, dt, "o[c * 4 + e] * inv")));
-        cg_line(G, "    }");
-        G->indent--;
-        cg_line(G, "}");
+        at_store_row(G, out, "i", s, dv, ncv, group, dt, "o[c * 4 + e] * inv");
     } else {
         cg_line(G, "for (i64 j0 = 0; j0 < %lld; j0 += %d) { // the probabilities, tile by tile",
                 (long long)t, kt);
@@ -752,7 +815,7 @@ static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
         cg_line(G, "__syncthreads(); // the last tile is read and written");
         cg_line(G, "if (j0 < kend) {");
         G->indent++;
-        at_load_tile(G, "ks", 1, t, d, dpad, kt, dt);
+        at_load_tile(G, "ks", 1, 'j', t, d, dpad, kt, dt);
         cg_line(G, "__syncthreads();");
         at_scores(G, kt, nc, group, dpad, scale);
         cg_line(G, "#pragma unroll");
@@ -774,6 +837,275 @@ static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
         G->indent--;
         cg_line(G, "}");
     }
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* attention's backward (ops.def: attn_stats, attn_dq, attn_dk, attn_dv),
+ * flash style in the forward's layout: a row of width d or dv is a group
+ * of threads (at_group of the wider) holding float4 chunks c * group + g
+ * of it in registers, the other side's rows come through shared tiles
+ * (widened to f32, zero-padded), and a dot product is fused multiply-adds
+ * summed over the group by shuffles, in the same order in every kernel
+ * (so that each sees the same bits of s_ij and dp_ij). Every sum has a
+ * fixed order and one thread: no atomics, the same bits from run to run.
+ * - attn_stats and attn_dq take query rows, 128 / group of one head a
+ *   block (the last rows first), and the tiles of the keys and values the
+ *   block's rows see. attn_stats keeps a tile's scores and dp, and the
+ *   running max m, sum l of exp(s - m) and sum u of exp(s - m) dp,
+ *   rescaled once per tile (online softmax), then writes lse = m + log l
+ *   and delta = u / l; attn_dq goes key by key (s, dp, then ds k into the
+ *   row's sum: no arrays of a tile's values, which spill), p from lse,
+ *   and scales by c at the end.
+ * - attn_dk and attn_dv take key rows, 128 / group of one head a block,
+ *   and tiles of the query rows, their dy rows, lse, delta and end of the
+ *   keys seen, row by row like attn_dq; a pair (i, j) counts where j <
+ *   end_i. Causal without the query positions, row i sees key j from i =
+ *   j - (T - S) on, so a block starts at the tile of its first key's first
+ *   row; with them, a tile none of whose rows sees the block's first key
+ *   is skipped.
+ * A key a row does not see takes no part (its score, dp and values, even
+ * NaN, are left out): a row that sees none has lse, delta and dq 0, a key
+ * that none sees dk and dv 0. Widths past AT_MAX_CHUNKS chunks have no
+ * kernel (cg_cuda_op_kernel; the pass that makes these ops leaves them
+ * out). */
+
+/* The backward's shapes of a kernel (at_view) and its tiles: group threads
+ * a row, nc chunks of d and ncv of dv a thread, rows padded to dpad and
+ * dvpad in tiles of kt rows, each with extra words more, and fixed words
+ * after the tiles; kt halves from AT_KT while shared passes AT_SHARED. */
+typedef struct at_geom {
+    at_view v;
+    int group, rows, nc, ncv, kt;
+    int64_t dpad, dvpad, shared;
+} at_geom;
+
+static at_geom at_geom_of(const ir_op *op, int extra, int fixed)
+{
+    if (!cg_attention_tiled(op))
+        su_unreachable(); /* cg_cuda_op_kernel gives such an op no kernel */
+    at_geom a = {.v = at_view_of(op)};
+    a.group = at_group(a.v.d > a.v.dv ? a.v.d : a.v.dv);
+    a.rows = AT_BLOCK / a.group;
+    a.nc = (int)((a.v.d + 4 * a.group - 1) / (4 * a.group));
+    a.ncv = (int)((a.v.dv + 4 * a.group - 1) / (4 * a.group));
+    a.dpad = (int64_t)a.nc * 4 * a.group;
+    a.dvpad = (int64_t)a.ncv * 4 * a.group;
+    for (a.kt = AT_KT;; a.kt /= 2) {
+        a.shared = (a.kt * (a.dpad + a.dvpad + extra) + fixed) * (int64_t)sizeof(float);
+        if (a.shared <= AT_SHARED || a.kt <= 4)
+            break;
+    }
+    return a;
+}
+
+/* attn_stats' tile (after at_scores): the row's dp of the tile's keys,
+ * then m, l and u rescaled to the new max and the keys added. */
+static void at_stats_tile(gen *G, const at_geom *a, const at_tile *vs, const char *ninf)
+{
+    cg_line(G, "float dp[%d];", a->kt);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int jj = 0; jj < %d; jj++) {", a->kt);
+    G->indent++;
+    at_dot(G, "acc", "dy", vs, a->group);
+    cg_line(G, "dp[jj] = j0 + jj < end ? acc : 0.0f; // 0 for a key the row does not see");
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "const float mn = tmax > m || tmax != tmax ? tmax : m;");
+    cg_line(G, "if (mn != %s) { // else no key seen yet", ninf);
+    cg_line(G, "    const float alpha = expf(m - mn); // 0 while m is -inf");
+    cg_line(G, "    l *= alpha;");
+    cg_line(G, "    u *= alpha;");
+    cg_line(G, "    #pragma unroll");
+    cg_line(G, "    for (int jj = 0; jj < %d; jj++) {", a->kt);
+    cg_line(G, "        const float p = expf(sc[jj] - mn);");
+    cg_line(G, "        l += p;");
+    cg_line(G, "        u = fmaf(p, dp[jj], u);");
+    cg_line(G, "    }");
+    cg_line(G, "    m = mn;");
+    cg_line(G, "}");
+}
+
+/* attn_stats (q, k, v, dy[, pos]) and attn_dq (q, k, v, dy, st[, pos]):
+ * a group per query row (see above). */
+static void emit_attn_rows(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    at_geom a = at_geom_of(op, 0, 1);
+    const at_view *v = &a.v;
+    bool dq = op->code == IR_ATTN_DQ;
+    int64_t s = v->s, t = v->t, nqb = (s + a.rows - 1) / a.rows, total = v->heads * nqb;
+    int kt = a.kt, group = a.group;
+    at_tile ks = {"ks", "kk", "jj", a.dpad, a.nc}, vs = {"vs", "vv", "jj", a.dvpad, a.ncv};
+    const char *out = cg_fmt(G, "p%d", op->nin), *ninf = "__int_as_float(0xff800000)";
+    const char *scale = cg_f32_text(G, v->scale);
+    k->strategy = CG_CUDA_ROW;
+    k->vec = 1;
+    k->block = AT_BLOCK;
+    k->grid = cg_grid_for(total, 1);
+    k->shared_bytes = (int)a.shared;
+    cg_line(G, "extern __shared__ float sm[];");
+    cg_line(G, "float *ks = sm; // [%d keys][%lld]", kt, (long long)a.dpad);
+    cg_line(G, "float *vs = sm + %lld; // [%d keys][%lld]", (long long)(kt * a.dpad), kt,
+            (long long)a.dvpad);
+    cg_line(G, "int *bend = (int *)(sm + %lld); // the block's last key + 1",
+            (long long)(kt * (a.dpad + a.dvpad)));
+    cg_line(G, "const int g = threadIdx.x %% %d, lr = threadIdx.x / %d; // slice and row in the "
+               "block", group, group);
+    cg_line(G, "for (i64 bi = blockIdx.x; bi < %lld; bi += gridDim.x) {", (long long)total);
+    G->indent++;
+    cg_line(G, "const i64 h = bi / %lld, i = (%lld - bi %% %lld) * %d + lr; // head, query row",
+            (long long)nqb, (long long)(nqb - 1), (long long)nqb, a.rows);
+    cg_line(G, "const bool live = i < %lld;", (long long)s);
+    cg_line(G, "const i64 end = live ? %s : 0;", at_end(G, op, v));
+    at_block_end(G);
+    at_load_row(G, "q", "the query row", 0, "i", s, v->d, a.nc, group, v->dt);
+    at_load_row(G, "dy", "the result's gradient", 3, "i", s, v->dv, a.ncv, group, v->dt);
+    if (dq) {
+        cg_line(G, "const float lse = live ? p4[(h * %lld + i) * 2] : 0.0f;", (long long)s);
+        cg_line(G, "const float delta = live ? p4[(h * %lld + i) * 2 + 1] : 0.0f;", (long long)s);
+        at_zero_row(G, "dq", a.nc * 4, "sum ds k");
+    } else {
+        cg_line(G, "// running max, sum of exp(s - m), sum of exp(s - m) dp");
+        cg_line(G, "float m = %s, l = 0.0f, u = 0.0f;", ninf);
+    }
+    cg_line(G, "for (i64 j0 = 0; j0 < kend; j0 += %d) {", kt);
+    G->indent++;
+    cg_line(G, "__syncthreads(); // the last tile is read");
+    at_load_tile(G, "ks", 1, 'j', t, v->d, a.dpad, kt, v->dt);
+    at_load_tile(G, "vs", 2, 'j', t, v->dv, a.dvpad, kt, v->dt);
+    cg_line(G, "__syncthreads();");
+    if (dq) { /* key by key: no arrays of the tile's scores (registers) */
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int jj = 0; jj < %d; jj++) {", kt);
+        G->indent++;
+        at_dot(G, "qk", "q", &ks, group);
+        at_dot(G, "dp", "dy", &vs, group);
+        cg_line(G, "if (j0 + jj < end) { // else the row does not see the key");
+        G->indent++;
+        cg_line(G, "const float ds = expf(qk * %s - lse) * (dp - delta);", scale);
+        at_axpy(G, "dq", "ds", &ks, group);
+        G->indent--;
+        cg_line(G, "}");
+        G->indent--;
+        cg_line(G, "}");
+    } else {
+        at_scores(G, kt, a.nc, group, a.dpad, v->scale);
+        at_stats_tile(G, &a, &vs, ninf);
+    }
+    G->indent--;
+    cg_line(G, "}");
+    if (dq) {
+        at_store_row(G, out, "i", s, v->d, a.nc, group, v->dt,
+                     cg_fmt(G, "dq[c * 4 + e] * %s", scale));
+    } else {
+        cg_line(G, "if (live && g == 0) { // the group's threads hold the same sums");
+        cg_line(G, "    %s[(h * %lld + i) * 2] = end > 0 ? m + logf(l) : 0.0f;", out, (long long)s);
+        cg_line(G, "    %s[(h * %lld + i) * 2 + 1] = end > 0 ? u / l : 0.0f;", out, (long long)s);
+        cg_line(G, "}");
+    }
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* attn_dk and attn_dv's query tile: rows [i0, i0 + qt) of q and dy, and
+ * their lse, delta and end of the keys they see. */
+static void at_query_tile(gen *G, const ir_op *op, const at_geom *a, int pdy)
+{
+    const at_view *v = &a->v;
+    int64_t s = v->s;
+    at_load_tile(G, "qs", 0, 'i', s, v->d, a->dpad, a->kt, v->dt);
+    at_load_tile(G, "ys", pdy, 'i', s, v->dv, a->dvpad, a->kt, v->dt);
+    cg_line(G, "for (int ii = threadIdx.x; ii < %d; ii += blockDim.x) {", a->kt);
+    G->indent++;
+    cg_line(G, "const i64 i = i0 + ii;");
+    cg_line(G, "const bool row = i < %lld;", (long long)s);
+    cg_line(G, "ss[ii * 2] = row ? p%d[(h * %lld + i) * 2] : 0.0f;", pdy + 1, (long long)s);
+    cg_line(G, "ss[ii * 2 + 1] = row ? p%d[(h * %lld + i) * 2 + 1] : 0.0f;", pdy + 1,
+            (long long)s);
+    cg_line(G, "es[ii] = row ? (int)%s : 0;", at_end(G, op, v));
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* attn_dk (q, k, v, dy, st[, pos]) and attn_dv (q, k, dy, st[, pos]): a
+ * group per key row (see above). */
+static void emit_attn_cols(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    at_geom a = at_geom_of(op, 3, 0);
+    const at_view *v = &a.v;
+    bool dk = op->code == IR_ATTN_DK;
+    int pdy = dk ? 3 : 2, qt = a.kt, group = a.group;
+    int64_t s = v->s, t = v->t, nkb = (t + a.rows - 1) / a.rows, total = v->heads * nkb;
+    int64_t tiles = qt * (a.dpad + a.dvpad);
+    at_tile qs = {"qs", "qq", "ii", a.dpad, a.nc}, ys = {"ys", "yy", "ii", a.dvpad, a.ncv};
+    const char *out = cg_fmt(G, "p%d", op->nin), *scale = cg_f32_text(G, v->scale);
+    const char *acc = dk ? "dk" : "dv"; /* not acc: at_dot's */
+    k->strategy = CG_CUDA_ROW;
+    k->vec = 1;
+    k->block = AT_BLOCK;
+    k->grid = cg_grid_for(total, 1);
+    k->shared_bytes = (int)a.shared;
+    cg_line(G, "extern __shared__ float sm[];");
+    cg_line(G, "float *qs = sm; // [%d queries][%lld]", qt, (long long)a.dpad);
+    cg_line(G, "float *ys = sm + %lld; // [%d queries][%lld]: their rows of dy",
+            (long long)(qt * a.dpad), qt, (long long)a.dvpad);
+    cg_line(G, "float *ss = sm + %lld; // [%d queries][2]: their lse and delta", (long long)tiles,
+            qt);
+    cg_line(G, "int *es = (int *)(sm + %lld); // [%d queries]: the end of the keys each sees",
+            (long long)(tiles + 2 * qt), qt);
+    cg_line(G, "const int g = threadIdx.x %% %d, lr = threadIdx.x / %d; // slice and key in the "
+               "block", group, group);
+    cg_line(G, "for (i64 bi = blockIdx.x; bi < %lld; bi += gridDim.x) {", (long long)total);
+    G->indent++;
+    cg_line(G, "const i64 h = bi / %lld, j1 = bi %% %lld * %d, j = j1 + lr; // head, first key, "
+               "key", (long long)nkb, (long long)nkb, a.rows);
+    cg_line(G, "const bool live = j < %lld;", (long long)t);
+    at_load_row(G, "k", "the key row", 1, "j", t, v->d, a.nc, group, v->dt);
+    if (dk)
+        at_load_row(G, "v", "the value row", 2, "j", t, v->dv, a.ncv, group, v->dt);
+    at_zero_row(G, acc, (dk ? a.nc : a.ncv) * 4, dk ? "sum ds q" : "sum p dy");
+    if (op->a.causal && !v->pos && t == s)
+        cg_line(G, "const i64 i1 = j1 / %d * %d; // the tile of key j1's first row", qt, qt);
+    else if (op->a.causal && !v->pos)
+        cg_line(G, "const i64 i1 = max(j1 %c %lld, (i64)0) / %d * %d; // the tile of key j1's "
+                   "first row", t > s ? '-' : '+', (long long)(t > s ? t - s : s - t), qt, qt);
+    else
+        cg_line(G, "const i64 i1 = 0;");
+    cg_line(G, "for (i64 i0 = i1; i0 < %lld; i0 += %d) {", (long long)s, qt);
+    G->indent++;
+    cg_line(G, "__syncthreads(); // the last tile is read");
+    at_query_tile(G, op, &a, pdy);
+    cg_line(G, "__syncthreads();");
+    if (v->pos) {
+        cg_line(G, "bool seen = false; // whether a row of the tile sees key j1");
+        cg_line(G, "for (int ii = 0; ii < %d; ii++)", qt);
+        cg_line(G, "    seen |= es[ii] > j1;");
+        cg_line(G, "if (!seen)");
+        cg_line(G, "    continue; // in every thread of the block: they read the same es");
+    }
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int ii = 0; ii < %d; ii++) {", qt);
+    G->indent++;
+    at_dot(G, "qk", "k", &qs, group);
+    if (dk)
+        at_dot(G, "dp", "v", &ys, group);
+    cg_line(G, "if (j < es[ii]) { // else row i does not see key j");
+    G->indent++;
+    cg_line(G, "const float p = expf(qk * %s - ss[ii * 2]);", scale);
+    if (dk) {
+        cg_line(G, "const float ds = p * (dp - ss[ii * 2 + 1]);");
+        at_axpy(G, acc, "ds", &qs, group);
+    } else {
+        at_axpy(G, acc, "p", &ys, group);
+    }
+    G->indent--;
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+    at_store_row(G, out, "j", t, dk ? v->d : v->dv, dk ? a.nc : a.ncv, group, v->dt,
+                 dk ? cg_fmt(G, "dk[c * 4 + e] * %s", scale) : "dv[c * 4 + e]");
     G->indent--;
     cg_line(G, "}");
 }
@@ -811,6 +1143,16 @@ static const char *op_launch_text(const cg_cuda_kernel *k, const ir_op *op)
                    ? "a block per 128 / group query rows of a head, keys in shared tiles, online "
                      "softmax"
                    : "one block per query row, grid-stride over rows";
+    case IR_ATTN_STATS:
+        return "a block per 128 / group query rows of a head, keys and values in shared tiles, "
+               "online softmax";
+    case IR_ATTN_DQ:
+        return "a block per 128 / group query rows of a head, keys and values in shared tiles, "
+               "p from the statistics";
+    case IR_ATTN_DK:
+    case IR_ATTN_DV:
+        return "a block per 128 / group keys of a head, query rows, dy and the statistics in "
+               "shared tiles, p from the statistics";
     default:
         return "one thread per element of the result, grid-stride";
     }
@@ -863,6 +1205,10 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     case IR_NARROW:
     case IR_CONCAT: emit_narrow_concat(G, k, op); break;
     case IR_DROPOUT: emit_dropout(G, k, op); break;
+    case IR_ATTN_STATS:
+    case IR_ATTN_DQ: emit_attn_rows(G, k, op); break;
+    case IR_ATTN_DK:
+    case IR_ATTN_DV: emit_attn_cols(G, k, op); break;
     default:
         if (cg_attention_tiled(op))
             emit_attention_tiled(G, k, op);

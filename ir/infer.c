@@ -620,6 +620,60 @@ static bool infer_attn_probs(ctx *c, const ir_type *const *in, const ir_attrs *a
     return true;
 }
 
+/* attn_stats (q, k, v, dy[, pos]) -> f32[..., S, 2]; attn_dq and attn_dk
+ * (q, k, v, dy, st[, pos]) -> q's and k's types; attn_dv (q, k, dy, st[,
+ * pos]) -> [..., T, dv] (ops.def). q [..., S, d], k [..., T, d], v [...,
+ * T, dv], dy [..., S, dv], the leading dims equal; st f32[..., S, 2]. */
+static bool infer_attn_grad(ctx *c, const ir_type *const *in, const ir_attrs *a, ir_type *out)
+{
+    bool has_v = c->code != IR_ATTN_DV, has_st = c->code != IR_ATTN_STATS;
+    const ir_type *q = in[0], *k = in[1], *v = has_v ? in[2] : NULL, *dy = in[has_v ? 3 : 2];
+    const ir_type *st = has_st ? in[has_v ? 4 : 3] : NULL;
+    int nt = has_v ? 4 : 3; /* the float operands of q's dtype */
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    if (q->rank < 2)
+        return fail(c, "%s needs q of rank 2 or more, got %s", c->op, tstr(t1, q));
+    if (!same_dtype(c, in, nt) || !need_float(c, q))
+        return false;
+    int r = q->rank;
+    bool ok = k->rank == r && dy->rank == r && (!v || v->rank == r);
+    for (int i = 0; ok && i < r - 2; i++)
+        ok = k->dim[i] == q->dim[i] && dy->dim[i] == q->dim[i] && (!v || v->dim[i] == q->dim[i]);
+    if (!ok)
+        return fail(c, "%s needs q, k, v and dy with the same leading dimensions, got q %s "
+                    "and k %s", c->op, tstr(t1, q), tstr(t2, k));
+    if (k->dim[r - 1] != q->dim[r - 1])
+        return fail(c, "%s needs q and k of the same width, got %s and %s", c->op,
+                    tstr(t1, q), tstr(t2, k));
+    if (dy->dim[r - 2] != q->dim[r - 2] || (v && (v->dim[r - 2] != k->dim[r - 2] ||
+                                                  v->dim[r - 1] != dy->dim[r - 1])))
+        return fail(c, "%s needs v [..., T, dv] for k [..., T, d] and dy [..., S, dv] for q "
+                    "[..., S, d], got dy %s", c->op, tstr(t1, dy));
+    if (st) {
+        ok = st->dtype == IR_F32 && st->rank == r && st->dim[r - 1] == 2;
+        for (int i = 0; ok && i < r - 1; i++)
+            ok = st->dim[i] == q->dim[i];
+        if (!ok)
+            return fail(c, "%s needs the statistics f32[..., S, 2] for q %s, got %s", c->op,
+                        tstr(t1, q), tstr(t2, st));
+    }
+    if (!check_pos(c, in, nt + has_st, a))
+        return false;
+    switch (c->code) {
+    case IR_ATTN_STATS:
+        *out = *q;
+        out->dtype = IR_F32;
+        out->dim[r - 1] = 2;
+        return true;
+    case IR_ATTN_DQ: *out = *q; return true;
+    case IR_ATTN_DK: *out = *k; return true;
+    default:
+        *out = *k;
+        out->dim[r - 1] = dy->dim[r - 1];
+        return true;
+    }
+}
+
 /* embedding_grad: i32 ids [...] and dy [..., D] -> [V, D] (a->list). */
 static bool infer_embedding_grad(ctx *c, const ir_type *ids, const ir_type *dy,
                                  const ir_attrs *a, ir_type *out)
@@ -730,6 +784,11 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
         return infer_where(c, in, out);
     case IR_ATTN_PROBS:
         return infer_attn_probs(c, in, a, out);
+    case IR_ATTN_STATS:
+    case IR_ATTN_DQ:
+    case IR_ATTN_DK:
+    case IR_ATTN_DV:
+        return infer_attn_grad(c, in, a, out);
     case IR_EXPAND:
         return infer_expand(c, in[0], a, out);
     case IR_EMBEDDING_GRAD:

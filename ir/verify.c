@@ -388,6 +388,10 @@ static bool verify_op(vctx *c, int i, const ir_op *op)
                        "partitioned module");
     if (!c->m->partitioned && (op->code == IR_CHECK_IDS || op->code == IR_CHECK_LABELS))
         return op_fail(c, i, op, "checks of ids appear only in a partitioned module");
+    if (!c->m->partitioned && (op->code == IR_ATTN_STATS || op->code == IR_ATTN_DQ ||
+                               op->code == IR_ATTN_DK || op->code == IR_ATTN_DV))
+        return op_fail(c, i, op, "%s appears only in a partitioned module",
+                       ir_ops[op->code].name);
     if (!c->m->partitioned && (op->code == IR_ATTENTION || op->code == IR_ATTN_PROBS) &&
         op->nin == ir_ops[op->code].max_in)
         return op_fail(c, i, op, "query positions appear only in a partitioned module");

@@ -4,7 +4,11 @@
  * reduce_scatter and all_to_all (n-1)/n, times elements x dtype size).
  *
  * FLOPs are counted per op on local shapes: matmul 2*M*N*K (per batch);
- * attention 2*S*T*(d + dv) per head plus 5*S*T for its softmax; softmax
+ * attention 2*S*T*(d + dv) per head plus 5*S*T for its softmax; its
+ * backward's ops, per head and pair of a query and a key, what their
+ * kernels do: attn_stats and attn_dv 2(d + dv) + 5 (the score, its exp,
+ * and a product of dv or d terms), attn_dq and attn_dk 4d + 2dv + 7 (the
+ * score, dp, ds and the sum); softmax
  * 5, layernorm 8, rmsnorm 5, mse 3 and cross_entropy 5 per input element;
  * other elementwise ops and reductions 1 per element; layout ops,
  * constants and communication 0. */
@@ -29,6 +33,14 @@ double pass_op_flops(const ir_op *op)
     case IR_ATTN_PROBS: { /* q @ kT, then softmax */
         const ir_type *q = &op->in[0]->type;
         return 2 * out * (double)q->dim[q->rank - 1] + 5 * out;
+    }
+    case IR_ATTN_STATS: case IR_ATTN_DQ: case IR_ATTN_DK: case IR_ATTN_DV: {
+        const ir_type *q = &op->in[0]->type, *k = &op->in[1]->type;
+        double s = (double)q->dim[q->rank - 2], d = (double)q->dim[q->rank - 1];
+        double heads = in0 / (s * d), st = s * (double)k->dim[k->rank - 2];
+        double dv = (double)op->in[op->code == IR_ATTN_DV ? 2 : 3]->type.dim[q->rank - 1];
+        bool two = op->code == IR_ATTN_STATS || op->code == IR_ATTN_DV;
+        return heads * st * (two ? 2 * (d + dv) + 5 : 4 * d + 2 * dv + 7);
     }
     case IR_SOFTMAX: case IR_RMSNORM: case IR_XENT: case IR_XENT_GRAD: return 5 * in0;
     case IR_EMBEDDING_GRAD: return (double)ir_type_numel(&op->in[1]->type);

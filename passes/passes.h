@@ -97,6 +97,12 @@ bool pass_verify_schedule(const ir_module *m, su_buf *err, su_loc *at);
  * may be NULL) gets each new collective's reason. Returns how many. */
 int pass_combine_sums(ir_module *m, su_vec *why);
 
+/* Attention's backward without the [S, T] probabilities (attn_grad.c):
+ * autodiff's form around each attn_probs becomes attn_stats, attn_dq,
+ * attn_dk and attn_dv, on a partitioned module. Run by pass_partition.
+ * Returns how many. */
+int pass_attn_grad(ir_module *m);
+
 /* The pipeline split (pipesplit.c). From a partitioned module with a
  * pipeline, one program per stage of the pipeline axis (m->stage set in
  * each): its chunks of the pipelined repeat for every microbatch, in the

@@ -265,9 +265,35 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
     switch (op->code) {
     case IR_MATMUL:
         return rule_matmul(L, op, mode);
+    case IR_ATTN_STATS:
+    case IR_ATTN_DQ:
+    case IR_ATTN_DK:
+    case IR_ATTN_DV: {
+        /* autodiff's form's operands (attn_grad.c): the batch in one
+         * leading dim of those per microbatch; dy may be per step (the
+         * gradient of a mean, the same in every row), read as its
+         * products read it; then the query positions, per step */
+        int n = op->nin - (op->nin == ir_ops[op->code].max_in), od = -1;
+        for (int k = 0; k < n; k++) {
+            const ir_value *y = op->in[k];
+            if (L->kind[y->id] != K_MB)
+                continue;
+            if ((od >= 0 && L->bd[y->id] != od) || L->bd[y->id] >= y->type.rank - 2)
+                return fail(L, op, "q, k and v must all hold the batch in a leading dimension, "
+                            "before the sequence"),
+                       -2;
+            od = L->bd[y->id];
+        }
+        for (int k = 0; k < n; k++)
+            if (L->kind[op->in[k]->id] == K_PRE && !per_step_fits(L, op, k, od))
+                return -2;
+        if (n < op->nin && L->kind[op->in[n]->id] != K_PRE)
+            return fail(L, op, "the query positions must be the same in every microbatch"), -2;
+        return od;
+    }
     case IR_ATTENTION:
     case IR_ATTN_PROBS: {
-        int n = op->code == IR_ATTENTION ? 3 : 2; /* then the query positions, per step */
+        int n = op->nin - (op->nin == ir_ops[op->code].max_in); /* then the query positions */
         for (int k = 0; k < op->nin; k++)
             /* the batch in a leading dim: never the sequence or the
              * feature dim, which attention mixes across rows */

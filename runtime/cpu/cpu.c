@@ -1146,6 +1146,11 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
         return rt_cpu_attention_(in, x, y, err);
     case RT_OP_ATTN_PROBS:
         return rt_cpu_attn_probs_(in, x, y, err);
+    case RT_OP_ATTN_STATS:
+    case RT_OP_ATTN_DQ:
+    case RT_OP_ATTN_DK:
+    case RT_OP_ATTN_DV:
+        return rt_cpu_attn_grad_(in, x, y, err);
     case RT_OP_SUM:
     case RT_OP_MEAN:
     case RT_OP_AMAX:

@@ -8,5 +8,7 @@
 int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, su_status *err);
 int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, su_status *err);
 int rt_cpu_attn_probs_(const rt_instr *in, const void *const *x, void *y, su_status *err);
+/* attn_stats, attn_dq, attn_dk and attn_dv (plan_ops.def) */
+int rt_cpu_attn_grad_(const rt_instr *in, const void *const *x, void *y, su_status *err);
 
 #endif

@@ -1,5 +1,6 @@
-/* cpu_matmul.c: the CPU backend's matrix kernels, matmul, attention and
- * attn_probs, called by rt_cpu_run (cpu.c) with f32 operands (f16 and bf16
+/* cpu_matmul.c: the CPU backend's matrix kernels, matmul, attention,
+ * attn_probs and attention's backward (attn_stats, attn_dq, attn_dk,
+ * attn_dv), called by rt_cpu_run (cpu.c) with f32 operands (f16 and bf16
  * arrive promoted) or, for matmul, i32. The products go through
  * cblas_sgemm.
  */
@@ -203,4 +204,164 @@ int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, su_stat
     }
     free(p);
     return 0;
+}
+
+/* ---- attention's backward (attn_stats, attn_dq, attn_dk, attn_dv) ----
+ *
+ * Per leading index h, each score again where it is needed, no [S, T]
+ * buffer: s_ij = c q_i . k_j (c = 1 / sqrt(d) as f32, the dot in double,
+ * rounded to f32 as attn_scores' sgemm rounds it) over the keys j < end_i
+ * row i sees, p_ij = exp(s_ij - lse_i), dp_ij = dy_i . v_j, ds_ij = p_ij
+ * (dp_ij - delta_i); sums in double, each result rounded once. */
+
+typedef struct ag_view {
+    int64_t s, t, d, dv, heads;
+    const float *q, *k, *v, *dy, *st; /* v NULL for attn_dv; st NULL for attn_stats */
+    const int32_t *pos;
+    int causal;
+    float c;
+} ag_view;
+
+static ag_view ag_view_of(const rt_instr *in, const void *const *x)
+{
+    const rt_type *tq = &in->in_t[0];
+    int r = tq->rank, has_v = in->op != RT_OP_ATTN_DV, has_st = in->op != RT_OP_ATTN_STATS;
+    int idy = has_v ? 3 : 2;
+    ag_view a = {.s = tq->dim[r - 2], .d = tq->dim[r - 1], .t = in->in_t[1].dim[r - 2],
+                 .dv = in->in_t[idy].dim[r - 1], .q = x[0], .k = x[1],
+                 .v = has_v ? x[2] : NULL, .dy = x[idy], .st = has_st ? x[idy + 1] : NULL,
+                 .causal = in->causal};
+    a.heads = rt_type_numel(tq) / (a.s * a.d);
+    a.pos = in->nin > idy + 1 + has_st ? x[idy + 1 + has_st] : NULL;
+    a.c = (float)(1.0 / sqrt((double)a.d));
+    return a;
+}
+
+/* The end of the keys query row i sees: attention's causal rule
+ * (masked_softmax's). */
+static int64_t ag_end(const ag_view *a, int64_t i)
+{
+    if (!a->causal)
+        return a->t;
+    int64_t end = (a->pos ? a->pos[i] : i + (a->t - a->s)) + 1;
+    return end < 0 ? 0 : end > a->t ? a->t : end;
+}
+
+static double ag_dot(const float *x, const float *y, int64_t n)
+{
+    double acc = 0;
+    for (int64_t i = 0; i < n; i++)
+        acc += (double)x[i] * y[i];
+    return acc;
+}
+
+/* The score of row i and key j of head h. */
+static float ag_score(const ag_view *a, int64_t h, int64_t i, int64_t j)
+{
+    return (float)(a->c * ag_dot(a->q + (h * a->s + i) * a->d, a->k + (h * a->t + j) * a->d, a->d));
+}
+
+static double ag_dp(const ag_view *a, int64_t h, int64_t i, int64_t j)
+{
+    return ag_dot(a->dy + (h * a->s + i) * a->dv, a->v + (h * a->t + j) * a->dv, a->dv);
+}
+
+/* attn_stats: per row, [lse, delta]; a row that sees no key is [0, 0]. A
+ * NaN score makes both NaN. */
+static int ag_stats(const ag_view *a, float *y, su_status *err)
+{
+    float *sc = malloc((size_t)(a->t > 0 ? a->t : 1) * sizeof *sc);
+    if (!sc)
+        return su_fail(err, SU_NOMEM, "out of memory: attn_stats needs %lld bytes of scratch",
+                       (long long)a->t * 4);
+    for (int64_t h = 0; h < a->heads; h++)
+        for (int64_t i = 0; i < a->s; i++) {
+            int64_t end = ag_end(a, i);
+            float *out = y + (h * a->s + i) * 2;
+            out[0] = out[1] = 0.0f;
+            if (end == 0)
+                continue;
+            float mx = -INFINITY;
+            for (int64_t j = 0; j < end; j++) {
+                sc[j] = ag_score(a, h, i, j);
+                mx = sc[j] > mx || sc[j] != sc[j] ? sc[j] : mx;
+            }
+            double l = 0;
+            for (int64_t j = 0; j < end; j++)
+                l += exp((double)sc[j] - mx);
+            float lse = (float)(mx + log(l));
+            double delta = 0;
+            for (int64_t j = 0; j < end; j++)
+                delta += (double)expf(sc[j] - lse) * ag_dp(a, h, i, j);
+            out[0] = lse;
+            out[1] = (float)delta;
+        }
+    free(sc);
+    return 0;
+}
+
+/* attn_dq: row by row. */
+static int ag_dq(const ag_view *a, float *y, su_status *err)
+{
+    double *acc = malloc((size_t)a->d * sizeof *acc);
+    if (!acc)
+        return su_fail(err, SU_NOMEM, "out of memory: attn_dq needs %lld bytes of scratch",
+                       (long long)a->d * 8);
+    for (int64_t h = 0; h < a->heads; h++)
+        for (int64_t i = 0; i < a->s; i++) {
+            int64_t end = ag_end(a, i);
+            const float *st = a->st + (h * a->s + i) * 2;
+            memset(acc, 0, (size_t)a->d * sizeof *acc);
+            for (int64_t j = 0; j < end; j++) {
+                float p = expf(ag_score(a, h, i, j) - st[0]);
+                double ds = p * (ag_dp(a, h, i, j) - st[1]);
+                const float *kj = a->k + (h * a->t + j) * a->d;
+                for (int64_t c = 0; c < a->d; c++)
+                    acc[c] += ds * kj[c];
+            }
+            float *out = y + (h * a->s + i) * a->d;
+            for (int64_t c = 0; c < a->d; c++)
+                out[c] = (float)(a->c * acc[c]);
+        }
+    free(acc);
+    return 0;
+}
+
+/* attn_dk and attn_dv: key by key, summed over the rows in order. */
+static int ag_dkv(const ag_view *a, bool dk, float *y, su_status *err)
+{
+    int64_t w = dk ? a->d : a->dv;
+    double *acc = malloc((size_t)(a->t * w > 0 ? a->t * w : 1) * sizeof *acc);
+    if (!acc)
+        return su_fail(err, SU_NOMEM, "out of memory: %s needs %lld bytes of scratch",
+                       dk ? "attn_dk" : "attn_dv", (long long)(a->t * w) * 8);
+    for (int64_t h = 0; h < a->heads; h++) {
+        memset(acc, 0, (size_t)(a->t * w) * sizeof *acc);
+        for (int64_t i = 0; i < a->s; i++) {
+            int64_t end = ag_end(a, i);
+            const float *st = a->st + (h * a->s + i) * 2;
+            const float *row = dk ? a->q + (h * a->s + i) * a->d : a->dy + (h * a->s + i) * a->dv;
+            for (int64_t j = 0; j < end; j++) {
+                double p = expf(ag_score(a, h, i, j) - st[0]);
+                double f = dk ? p * (ag_dp(a, h, i, j) - st[1]) : p;
+                for (int64_t c = 0; c < w; c++)
+                    acc[j * w + c] += f * row[c];
+            }
+        }
+        float *out = y + h * a->t * w;
+        for (int64_t x = 0; x < a->t * w; x++)
+            out[x] = (float)(dk ? a->c * acc[x] : acc[x]);
+    }
+    free(acc);
+    return 0;
+}
+
+int rt_cpu_attn_grad_(const rt_instr *in, const void *const *x, void *y, su_status *err)
+{
+    ag_view a = ag_view_of(in, x);
+    switch (in->op) {
+    case RT_OP_ATTN_STATS: return ag_stats(&a, y, err);
+    case RT_OP_ATTN_DQ: return ag_dq(&a, y, err);
+    default: return ag_dkv(&a, in->op == RT_OP_ATTN_DK, y, err);
+    }
 }

@@ -38,10 +38,10 @@
 #include <stdint.h>
 
 #define RT_PLAN_MAGIC "SHRDPLAN"
-#define RT_PLAN_VERSION 10
+#define RT_PLAN_VERSION 11
 #define RT_MAX_RANK 8
 #define RT_MAX_AXES 8
-#define RT_MAX_IN 4
+#define RT_MAX_IN 6
 
 /* dropout's 24 random bits of the element at global index g (mod 2^32) of
  * the dropout tagged tag under the i32 key (the seed and the step): two

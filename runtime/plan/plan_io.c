@@ -16,7 +16,7 @@
  *           then i32 loss (an entry index, or -1)
  *   PROG    u32 nbuf, i64 arena bytes, nbuf x (i64 offset, i64 bytes), u32 ninstr,
  *           then per instruction:
- *             u16 op, u8 nin (<= 4), nin x (i32 in, type in_t),
+ *             u16 op, u8 nin (<= 6), nin x (i32 in, type in_t),
  *             i32 out, type out_t, i32 io, f64 value, i64 axis,
  *             u8 keepdims, u8 causal, f64 eps, u8 nlist (<= 8),
  *             nlist x i64 list, i64 dim, i64 dim2, u8 naxes (<= 8),
@@ -50,7 +50,9 @@
  * Version 6 adds the model's file name (MESH) and each instruction's line
  * and column in it, which runtime errors name. Version 10 lets a module
  * hold several entries (a count, then the names) and gives each kernel
- * the index of its entry, after its module.
+ * the index of its entry, after its module. Version 11 appends attention's
+ * backward (attn_stats, attn_dq, attn_dk, attn_dv), whose instructions
+ * take up to 6 operands (<= 6 below).
  * Older versions are refused, not converted (recompiling is cheap).
  */
 #include "runtime/plan/plan.h"

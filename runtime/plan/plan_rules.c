@@ -477,6 +477,47 @@ static bool rule_expand(const rt_instr *in, rt_type *want, su_status *err)
     return true;
 }
 
+/* attn_stats (q, k, v, dy[, pos]) -> f32 [..., S, 2]; attn_dq and attn_dk
+ * (q, k, v, dy, st[, pos]) -> q's and k's types; attn_dv (q, k, dy, st[,
+ * pos]) -> [..., T, dv] (plan_ops.def). The leading dims agree exactly. */
+static bool rule_attn_grad(const rt_instr *in, rt_type *want, su_status *err)
+{
+    bool has_v = in->op != RT_OP_ATTN_DV, has_st = in->op != RT_OP_ATTN_STATS;
+    int nt = has_v ? 4 : 3; /* the operands of q's dtype */
+    const rt_type *q = &in->in_t[0], *k = &in->in_t[1], *v = has_v ? &in->in_t[2] : NULL;
+    const rt_type *dy = &in->in_t[nt - 1], *st = has_st ? &in->in_t[nt] : NULL;
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    if (q->rank < 2)
+        return rt_plan_fail(err, "needs q of rank 2 or more, got %s", rt_type_text(t1, q));
+    if (!same_dtype_n(in, nt, err) || !need_float(q, "q", err) || !rule_pos(in, nt + has_st, err))
+        return false;
+    int r = q->rank;
+    bool ok = k->rank == r && dy->rank == r && (!v || v->rank == r);
+    for (int i = 0; ok && i < r - 2; i++)
+        ok = k->dim[i] == q->dim[i] && dy->dim[i] == q->dim[i] && (!v || v->dim[i] == q->dim[i]);
+    ok = ok && k->dim[r - 1] == q->dim[r - 1] && dy->dim[r - 2] == q->dim[r - 2] &&
+         (!v || (v->dim[r - 2] == k->dim[r - 2] && v->dim[r - 1] == dy->dim[r - 1]));
+    if (!ok)
+        return rt_plan_fail(err, "needs q [..., S, d], k [..., T, d], v [..., T, dv] and dy "
+                            "[..., S, dv], got q %s and k %s", rt_type_text(t1, q),
+                            rt_type_text(t2, k));
+    if (st) {
+        ok = st->dtype == RT_F32 && st->rank == r && st->dim[r - 1] == 2;
+        for (int i = 0; ok && i < r - 1; i++)
+            ok = st->dim[i] == q->dim[i];
+        if (!ok)
+            return rt_plan_fail(err, "needs the statistics f32[..., S, 2] for q %s, got %s",
+                                rt_type_text(t1, q), rt_type_text(t2, st));
+    }
+    *want = in->op == RT_OP_ATTN_STATS || in->op == RT_OP_ATTN_DQ ? *q : *k;
+    if (in->op == RT_OP_ATTN_STATS) {
+        want->dtype = RT_F32;
+        want->dim[r - 1] = 2;
+    } else if (in->op == RT_OP_ATTN_DV)
+        want->dim[r - 1] = dy->dim[r - 1];
+    return true;
+}
+
 /* attn_probs: q [..., S, d], k [..., T, d] -> [..., S, T]. */
 static bool rule_attn_probs(const rt_instr *in, rt_type *want, su_status *err)
 {
@@ -808,6 +849,12 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, su_status *err)
             break;
         case RT_OP_ATTN_PROBS:
             ok = rule_attn_probs(in, &want, err);
+            break;
+        case RT_OP_ATTN_STATS:
+        case RT_OP_ATTN_DQ:
+        case RT_OP_ATTN_DK:
+        case RT_OP_ATTN_DV:
+            ok = rule_attn_grad(in, &want, err);
             break;
         case RT_OP_EMBEDDING_GRAD:
             ok = rule_embedding_grad(in, &want, err);

@@ -93,6 +93,10 @@ static void instr_str(const rt_plan *p, const rt_instr *in, su_buf *b)
         break;
     case RT_OP_ATTENTION:
     case RT_OP_ATTN_PROBS:
+    case RT_OP_ATTN_STATS:
+    case RT_OP_ATTN_DQ:
+    case RT_OP_ATTN_DK:
+    case RT_OP_ATTN_DV:
         ATTR("causal = %s", in->causal ? "true" : "false");
         break;
     case RT_OP_MOMENTUM:

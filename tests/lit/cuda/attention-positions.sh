@@ -1,5 +1,6 @@
-# attention and attn_probs over queries split along S (causal): the query
-# positions, the last operand (i32), give the keys each row sees, j <=
+# attention and its backward (attn_stats, attn_dv, attn_dq) over queries
+# split along S (causal): the query positions, the last operand (i32),
+# give the keys each row sees, j <=
 # pos[i], instead of the local row aligned to the end; without the split
 # the kernel keeps its own formula. A block takes rows of a head (flash
 # style: keys in shared tiles, online softmax), the last rows first.
@@ -32,11 +33,18 @@ train loss with sgd(lr = 0.1)
 # CHECK-NEXT: //   %u = attention %k, %k, %v
 # CHECK-NEXT: // parameters: the operands p0 .. p2, the result p3
 # CHECK: const i64 end = live ? min(max(i + 1, (i64)0), (i64)8) : 0;
-# CHECK: // [[PROBS:k[0-9]+_attn_probs]]: row kernel of attn_probs over f32[2, 4, 8]
-# CHECK-NEXT: //   %{{[0-9]+}} = attn_probs %{{[0-9]+}}, %k, %{{[0-9]+}}
-# CHECK-NEXT: // parameters: the operands p0 .. p2, the result p3
-# CHECK: const int *__restrict__ p2,
-# CHECK-NEXT: float *__restrict__ p3)
-# CHECK: const i64 end = live ? min(max((i64)p2[i] + 1, (i64)0), (i64)8) : 0;
-# CHECK: ps[lr * 33 + jj] = j0 + jj < end ? expf(sc[jj] - m) * inv : 0.0f;
-# CHECK: p3[(h * 4 + row) * 8 + j] = (j0 < kend ? ps[rr * 33 + jj] : 0.0f);
+# CHECK: // [[ST:k[0-9]+_attn_stats]]: row kernel of attn_stats over f32[2, 4, 2]
+# CHECK-NEXT: //   %{{[0-9]+}} = attn_stats %{{[0-9]+}}, %k, %v, %{{[0-9]+}}, %{{[0-9]+}}
+# CHECK-NEXT: // parameters: the operands p0 .. p4, the result p5
+# CHECK: const int *__restrict__ p4,
+# CHECK-NEXT: float *__restrict__ p5)
+# CHECK: const i64 end = live ? min(max((i64)p4[i] + 1, (i64)0), (i64)8) : 0;
+# The keys' kernel (dv, a sum over the rank's query rows) reads each
+# row's end of keys from the same positions.
+# CHECK: // {{k[0-9]+}}_attn_dv: row kernel of attn_dv over f32[2, 8, 4]
+# CHECK-NEXT: //   %{{[0-9]+}} = attn_dv %{{[0-9]+}}, %k, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}
+# CHECK: es[ii] = row ? (int)min(max((i64)p4[i] + 1, (i64)0), (i64)8) : 0;
+# CHECK: // {{k[0-9]+}}_attn_dq: row kernel of attn_dq over f32[2, 4, 4]
+# CHECK-NEXT: //   %{{[0-9]+}} = attn_dq %{{[0-9]+}}, %k, %v, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}
+# CHECK-NEXT: // parameters: the operands p0 .. p5, the result p6
+# CHECK: const i64 end = live ? min(max((i64)p5[i] + 1, (i64)0), (i64)8) : 0;

@@ -1,5 +1,5 @@
-# The kernels of a causal attention (and of its gradient's attn_probs)
-# over queries split along S compile with NVRTC and read the query
+# The kernels of a causal attention (and of its gradient's attn_stats,
+# attn_dv and attn_dq) over queries split along S compile with NVRTC and read the query
 # positions, i32 [4], as their last operand; the plan validates and its
 # CPU run matches the unsplit program (tests/diff/regress/ checks the
 # values).
@@ -9,4 +9,6 @@
 # CHECK:      %[[S:[0-9]+]] = slice %{{[0-9]+}} {dim = 0, axes = [a]} : i32[4]
 # CHECK-NEXT: %{{[0-9]+}} = attention %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[S]] {causal = true} : f32[2, 4, 4]    // kernel {{k[0-9]+}}_attention (row, grid 2, block 128, 1028 shared bytes): runs %{{[0-9]+}}; reads %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[S]]; writes
 # CHECK:      %[[S2:[0-9]+]] = slice %{{[0-9]+}} {dim = 0, axes = [a]} : i32[4]
-# CHECK-NEXT: %{{[0-9]+}} = attn_probs %{{[0-9]+}}, %{{[0-9]+}}, %[[S2]] {causal = true} : f32[2, 4, 8]    // kernel {{k[0-9]+}}_attn_probs (row, grid 2, block 128, 17412 shared bytes): runs %{{[0-9]+}}; reads %{{[0-9]+}}, %{{[0-9]+}}, %[[S2]]; writes
+# CHECK-NEXT: %[[ST:[0-9]+]] = attn_stats %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[S2]] {causal = true} : f32[2, 4, 2]    // kernel {{k[0-9]+}}_attn_stats (row, grid 2, block 128, 1028 shared bytes): runs %[[ST]]; reads %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[S2]]; writes %[[ST]]
+# CHECK-NEXT: %{{[0-9]+}} = attn_dv %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[ST]], %[[S2]] {causal = true} : f32[2, 8, 4]    // kernel {{k[0-9]+}}_attn_dv
+# CHECK: %{{[0-9]+}} = attn_dq %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[ST]], %[[S2]] {causal = true} : f32[2, 4, 4]    // kernel {{k[0-9]+}}_attn_dq

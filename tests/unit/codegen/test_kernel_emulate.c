@@ -9,7 +9,8 @@
  * updates, transpose, embedding and its gradient, iota) thread after
  * thread, the cooperative ones (row reductions: softmax, layernorm,
  * rmsnorm, sum, mean and amax over the last axis, cross_entropy's
- * gradient; cross_entropy in one block; attention and attn_probs) with a
+ * gradient; cross_entropy in one block; attention, attn_probs and
+ * attention's backward: attn_stats, attn_dq, attn_dk, attn_dv) with a
  * block's threads as fibers meeting at __syncthreads and in warp shuffles
  * (kernel_emulate.hpp says how). The source's `extern __shared__ T x[];`
  * becomes `T *const x = (T *)emu_dynamic_shared;`, the launch's
@@ -184,7 +185,8 @@ static int kind_of(const rt_program *g, const rt_kernel *k, const char *src)
 {
     for (int i = 0; i < k->ninstr; i++) {
         int op = g->instr[k->instr[i]].op;
-        if (op == RT_OP_ATTENTION || op == RT_OP_ATTN_PROBS)
+        if (op == RT_OP_ATTENTION || op == RT_OP_ATTN_PROBS || op == RT_OP_ATTN_STATS ||
+            op == RT_OP_ATTN_DQ || op == RT_OP_ATTN_DK || op == RT_OP_ATTN_DV)
             return K_ATTENTION;
     }
     switch (k->strategy) {
@@ -463,6 +465,16 @@ static void fill(uint8_t *a, const rt_type *t)
  *                                  sum of t keys' exps and attention's
  *                                  t-term sums of p v (the CPU backend's
  *                                  sgemm, OpenBLAS's order): 3.2 d^1.5 + 2 t
+ *   attn_stats, attn_dq, attn_dk,  p as attention's (lse an input but to
+ *   attn_dv                        attn_stats), dp = dy . v a dot product
+ *                                  of dv positive terms, within dv 2^-24
+ *                                  relatively (delta, an input but to
+ *                                  attn_stats, is mostly smaller: little
+ *                                  cancels in dp - delta), then the
+ *                                  n-term sums over the t keys a row
+ *                                  sees (attn_stats, attn_dq) or the s
+ *                                  rows that see a key (attn_dk,
+ *                                  attn_dv): 3.2 d^1.5 + dv + 2 n
  * Every other kernel (elementwise, amax: order does not matter) to the
  * bit. */
 static double tolerance(const rt_program *g, const rt_kernel *k)
@@ -486,6 +498,16 @@ static double tolerance(const rt_program *g, const rt_kernel *k)
         case RT_OP_ATTN_PROBS: {
             int64_t d = t->dim[r - 1], keys = in->in_t[1].dim[r - 2];
             m = (int64_t)ceil(3.2 * pow((double)d, 1.5)) + 2 * keys;
+            break;
+        }
+        case RT_OP_ATTN_STATS:
+        case RT_OP_ATTN_DQ:
+        case RT_OP_ATTN_DK:
+        case RT_OP_ATTN_DV: { /* in_t[2]: v, or attn_dv's dy */
+            bool by_key = in->op == RT_OP_ATTN_DK || in->op == RT_OP_ATTN_DV;
+            int64_t d = t->dim[r - 1], dv = in->in_t[2].dim[r - 1];
+            int64_t terms = by_key ? t->dim[r - 2] : in->in_t[1].dim[r - 2];
+            m = (int64_t)ceil(3.2 * pow((double)d, 1.5)) + dv + 2 * terms;
             break;
         }
         default: break;
@@ -776,9 +798,10 @@ int main(void)
     CHECK(ran[0][K_MULTI] >= 5);
     CHECK(coop >= 140); /* 158 when written */
     /* the ops whose kernels cooperate, each run at least once */
-    static const int need[] = {RT_OP_ATTENTION, RT_OP_ATTN_PROBS, RT_OP_SOFTMAX, RT_OP_LAYERNORM,
-                               RT_OP_RMSNORM, RT_OP_XENT, RT_OP_XENT_GRAD, RT_OP_EMBEDDING_GRAD,
-                               RT_OP_SUM, RT_OP_MEAN, RT_OP_AMAX};
+    static const int need[] = {RT_OP_ATTENTION, RT_OP_ATTN_PROBS, RT_OP_ATTN_STATS,
+                               RT_OP_ATTN_DQ, RT_OP_ATTN_DK, RT_OP_ATTN_DV, RT_OP_SOFTMAX,
+                               RT_OP_LAYERNORM, RT_OP_RMSNORM, RT_OP_XENT, RT_OP_XENT_GRAD,
+                               RT_OP_EMBEDDING_GRAD, RT_OP_SUM, RT_OP_MEAN, RT_OP_AMAX};
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
         if (!op_ran[need[i]])
             fprintf(stderr, "  no kernel of %s ran\n", rt_ops[need[i]].name);

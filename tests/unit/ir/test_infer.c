@@ -475,8 +475,8 @@ static void test_verify_ops(jmp_buf *oom)
     CHECK_STR(vmsg(n.m), "op 3 (matmul): has 1 operands; the op takes 2 to 2");
 
     n = build(oom);
-    n.h->def->code = (ir_opcode)77;
-    CHECK_STR(vmsg(n.m), "op 3: unknown opcode 77");
+    n.h->def->code = (ir_opcode)200;
+    CHECK_STR(vmsg(n.m), "op 3: unknown opcode 200");
 
     n = build(oom);
     n.h->res = 1;

@@ -245,6 +245,12 @@ static ir_module *all_ops(void)
     emit(m, IR_EXPAND, (ir_attrs){.nlist = 3, .list = {2, 8, 16}}, 1, att);
     emit(m, IR_ATTN_PROBS, (ir_attrs){.causal = true}, 2, h, x);
     emit(m, IR_ATTN_PROBS, (ir_attrs){.causal = true}, 3, h, x, pos);
+    /* attention's backward, made by passes/attn_grad.c; dy = att */
+    ir_value *ast = emit(m, IR_ATTN_STATS, (ir_attrs){.causal = true}, 5, h, x, x, att, pos);
+    emit(m, IR_ATTN_STATS, (ir_attrs){.causal = false}, 4, h, x, x, att);
+    emit(m, IR_ATTN_DQ, (ir_attrs){.causal = true}, 6, h, x, x, att, ast, pos);
+    emit(m, IR_ATTN_DK, (ir_attrs){.causal = true}, 5, h, x, x, att, ast);
+    emit(m, IR_ATTN_DV, (ir_attrs){.causal = false}, 4, h, x, att, ast);
     emit(m, IR_EMBEDDING_GRAD, (ir_attrs){.nlist = 2, .list = {10, 16}}, 2, ids, att);
     emit(m, IR_XENT_GRAD, NOATTRS, 2, logits, ids);
     ir_value *cid = emit(m, IR_CHECK_IDS, (ir_attrs){.bound = 10}, 1, ids);

@@ -38,7 +38,7 @@ static rt_type ty(int dtype, const int64_t *dims, size_t rank)
     return t;
 }
 
-enum { MAXIO = 12, MAXBUF = 32, MAXINSTR = 32 };
+enum { MAXIO = 12, MAXBUF = 40, MAXINSTR = 40 };
 
 /* A plan and all its storage, by value: copies are deep, memcmp compares. */
 typedef struct fixture {
@@ -293,7 +293,7 @@ static void make_train(fixture *f)
 
     static const int64_t b[] = {64, 16, 96, 96, 96, 4, 96, 4, 96, 64, 96, 4, 4, 96,
                                 96, 96, 96, 16, 96, 96, 96, 64, 160, 160, 160, 160, 160, 4, 96,
-                                192, 96};
+                                192, 96, 32, 16, 64};
     for (size_t i = 0; i < sizeof b / sizeof *b; i++)
         add_buf(f, 0, b[i]);
     const rt_type x = T(F, 4, 4), wt = T(F, 4, 6), et = T(F, 10, 4);
@@ -342,6 +342,12 @@ static void make_train(fixture *f)
     in->wd = 1e-4;
     f->io[7].update = 26;
     f->io[8].update = 25;
+    /* attention's backward (format 11): statistics, then an instruction of
+     * 6 operands, the query positions last */
+    add(f, 0, RT_OP_IOTA, 32, T(I, 4), 0);
+    add(f, 0, RT_OP_ATTN_STATS, 31, T(F, 4, 2), 5, 0, x, 0, x, 0, x, 0, x, 32, T(I, 4))->causal = 1;
+    add(f, 0, RT_OP_ATTN_DQ, 33, x, 6, 0, x, 0, x, 0, x, 0, x, 31, T(F, 4, 2), 32, T(I, 4))
+        ->causal = 1;
     /* a gradient bucket [2, 24]: w's gradient (28) in columns 12..23, in
      * place, and read back */
     const rt_type bt = T(F, 2, 24);
@@ -591,7 +597,7 @@ static void roundtrip(void (*make)(fixture *), const char *name)
         CHECK(rt_plan_write(p, &b, &nb, &err));
         CHECK(nb == na && b && memcmp(a, b, na) == 0);
     }
-    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x0a"); /* magic, then version 10 LE */
+    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x0b"); /* magic, then version 11 LE */
     CHECK_INT(rd(a + 12, 4), f.p.nstages + 4);
     CHECK_INT(rd(a + 16, 8), na);
     rt_plan_free(p);
@@ -716,12 +722,12 @@ static void test_header(void)
     EXPECT_READ_ERROR(c, n, "plan format version 0 is not valid");
     wr(c + 8, RT_PLAN_VERSION + 1, 4);
     refix(c, n);
-    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 11 is newer than this "
-              "shardrun reads (10): rebuild shardrun");
+    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 12 is newer than this "
+              "shardrun reads (11): rebuild shardrun");
     wr(c + 8, 2, 4);
     refix(c, n);
     CHECK_STR(read_msg(c, n, err), "model.plan: the plan was written by an older shardc (plan "
-              "format 2; this shardrun reads 10): compile the model again");
+              "format 2; this shardrun reads 11): compile the model again");
 
     memcpy(c, b, n); /* the total size, with a good header CRC */
     wr(c + 16, n - 1, 8);
@@ -985,9 +991,9 @@ static void test_validate_train(void)
     su_status err;
     CHECK(rt_plan_validate(&f.p, &err));
 
-    f.io[2].update = 31;
-    EXPECT_INVALID(&f.p, "I/O entry 2 (w): buffer 31 (the update) is out of range (the program "
-                   "has 31 buffers)");
+    f.io[2].update = 34;
+    EXPECT_INVALID(&f.p, "I/O entry 2 (w): buffer 34 (the update) is out of range (the program "
+                   "has 34 buffers)");
     f.io[2].update = 5;
     EXPECT_INVALID(&f.p, "I/O entry 2 (w): the update f32[4, 6] (96 bytes) does not fit buffer 5 "
                    "(4 bytes)");
@@ -1079,7 +1085,7 @@ static void test_train_file(void)
     memcpy(c, b, n);
     wr(c + kern - 16, 13, 8);
     refix(c, n);
-    EXPECT_READ_ERROR(c, n, "stage 0, instruction 31 (extract): the result f32[4, 6] at column "
+    EXPECT_READ_ERROR(c, n, "stage 0, instruction 34 (extract): the result f32[4, 6] at column "
                       "13 does not fit the bucket f32[2, 24]");
 
     /* IOTB four bytes shorter: the loss is missing */
@@ -1322,6 +1328,34 @@ static void test_rules(void)
     CHECK_STR(instr_msg(p, &in, err), "");
     in.in_t[2] = T(I, 6);
     CHECK(strstr(instr_msg(p, &in, err), "needs query positions i32[S]"));
+
+    /* attention's backward: q [2, 5, 4], k [2, 6, 4], v [2, 6, 3], dy [2, 5, 3] */
+    const rt_type q = T(F, 2, 5, 4), k = T(F, 2, 6, 4), v = T(F, 2, 6, 3), dy = T(F, 2, 5, 3);
+    const rt_type st = T(F, 2, 5, 2);
+    in = mk(RT_OP_ATTN_STATS, st, 4, q, k, v, dy);
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_ATTN_STATS, T(RT_BF16, 2, 5, 2), 4, q, k, v, dy);
+    CHECK_STR(instr_msg(p, &in, err), "the result is bf16[2, 5, 2], but the operands give "
+              "f32[2, 5, 2]");
+    in = mk(RT_OP_ATTN_DQ, q, 6, q, k, v, dy, st, T(I, 5));
+    in.causal = 1;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.causal = 0;
+    CHECK_STR(instr_msg(p, &in, err), "takes query positions only when causal");
+    in = mk(RT_OP_ATTN_DK, k, 5, q, k, v, dy, st);
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_ATTN_DK, k, 5, q, k, v, dy, T(F, 2, 5, 3));
+    CHECK_STR(instr_msg(p, &in, err), "needs the statistics f32[..., S, 2] for q f32[2, 5, 4], "
+              "got f32[2, 5, 3]");
+    in = mk(RT_OP_ATTN_DV, v, 4, q, k, dy, st);
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_ATTN_DV, v, 4, q, k, T(F, 2, 4, 3), st);
+    CHECK_STR(instr_msg(p, &in, err), "needs q [..., S, d], k [..., T, d], v [..., T, dv] and "
+              "dy [..., S, dv], got q f32[2, 5, 4] and k f32[2, 6, 4]");
+    in = mk(RT_OP_ATTN_DQ, q, 5, q, k, T(RT_BF16, 2, 6, 3), dy, st);
+    CHECK(strstr(instr_msg(p, &in, err), "mixed dtypes"));
+    in = mk(RT_OP_ATTN_DV, v, 3, q, k, dy);
+    CHECK_STR(instr_msg(p, &in, err), "has 3 operands; attn_dv takes 4 to 5");
 
     /* the checks of ids (labels) of a table (logits) split along them */
     in = mk(RT_OP_CHECK_IDS, T(I, 2, 3), 1, T(I, 2, 3));

@@ -1,0 +1,328 @@
+/* attn_grad.c: attention's backward without the [S, T] probabilities
+ * (DESIGN.md §3.4; ops.def's attn_stats, attn_dq, attn_dk, attn_dv).
+ *
+ * Autodiff writes attention's gradient from its recomputed probabilities
+ * (autodiff.c, grad_attention), per leading index:
+ *   p  = attn_probs(q, k[, pos])              [S, T]
+ *   dv = transpose(p) @ dy                    (when v needs a gradient)
+ *   gp = dy @ transpose(v)                    [S, T]
+ *   gs = p * (gp - sum(gp * p, last, keepdims))
+ *   dq = (gs @ k) * c,  dk = (transpose(gs) @ q) * c,  c = 1 / sqrt(d)
+ * which keeps four [S, T] values live at once and runs eleven kernels.
+ * Here, on each rank's local program after partitioning (so every
+ * collective the partitioner placed stays where it is, and a partial dk or
+ * dv, queries split along S, stays partial for its collective), that form
+ * becomes
+ *   st = attn_stats(q, k, v, dy[, pos])       [S, 2]: log-sum-exp, delta
+ *   dq = attn_dq(q, k, v, dy, st[, pos]), dk = attn_dk(...), dv = attn_dv(q, k, dy, st[, pos])
+ * which recompute each score where they need it (flash attention's
+ * backward): no value of the backward grows with S T. The rewritten ops
+ * keep their results (value, name, sharding); p, gp, gs and the rest are
+ * dropped. The form is matched exactly: each intermediate read by nothing
+ * else, the same q, k and dy throughout, the scale 1 / sqrt(d) (to the
+ * dtype's rounding), and a head of width at most AT_MAX_WIDTH, the widest
+ * the CUDA backend's kernels take (codegen/cuda_ops.c). Anything else
+ * (v's width split so that gp is partial and reduced, say) keeps
+ * autodiff's form, which computes the same values. */
+#include "passes.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { AT_MAX_WIDTH = 1024 };
+
+typedef struct ag {
+    ir_module *m;
+    int *uses;       /* by value id: how many reads */
+    ir_op **reader;  /* by value id: the last op that reads it */
+    int *at;         /* by op's first result id: its index in the program */
+} ag;
+
+/* The op that makes v when it is code and read only where the pattern
+ * reads it (uses reads), else NULL. */
+static ir_op *def_of(const ag *G, const ir_value *v, ir_opcode code, int uses)
+{
+    ir_op *d = v ? v->def : NULL;
+    return d && d->code == code && G->uses[v->id] == uses ? d : NULL;
+}
+
+/* The only reader of v when it is code, else NULL. */
+static ir_op *only_reader(const ag *G, const ir_value *v, ir_opcode code)
+{
+    ir_op *r = G->uses[v->id] == 1 ? G->reader[v->id] : NULL;
+    return r && r->code == code ? r : NULL;
+}
+
+/* Whether t swaps the last two dims of a value of rank r. */
+static bool swaps_last(const ir_op *t, int r)
+{
+    if (t->code != IR_TRANSPOSE || t->a.nlist != r)
+        return false;
+    for (int i = 0; i < r; i++)
+        if (t->a.list[i] != (i == r - 2 ? r - 1 : i == r - 1 ? r - 2 : i))
+            return false;
+    return true;
+}
+
+/* The other operand of binary op b, one of whose operands is x; NULL when
+ * neither is. */
+static ir_value *other(const ir_op *b, const ir_value *x)
+{
+    return b->in[0] == x ? b->in[1] : b->in[1] == x ? b->in[0] : NULL;
+}
+
+/* Whether mul op s scales its operand x by the constant 1 / sqrt(d) (to
+ * the dtype's rounding: bf16 keeps 8 bits), read by nothing else. */
+static bool scales(const ag *G, const ir_op *s, const ir_value *x, int64_t d)
+{
+    if (!s || s->code != IR_MUL)
+        return false;
+    const ir_value *c = other(s, x);
+    if (!c || !c->def || c->def->code != IR_CONST || c->type.rank != 0 || G->uses[c->id] != 1)
+        return false;
+    double want = 1.0 / sqrt((double)d);
+    return fabs(c->def->a.value - want) <= 1.0 / 128 * want;
+}
+
+/* The index in the program of op o (which makes a value). */
+static int at_of(const ag *G, const ir_op *o)
+{
+    return G->at[o->res[0]->id];
+}
+
+/* One match: autodiff's ops around attn_probs p. */
+typedef struct form {
+    ir_op *p, *t1, *mv, *tv, *mg, *m1, *sum, *sub, *gs, *mq, *sq, *tg, *mk, *sk;
+    ir_value *q, *k, *v, *dy, *pos;
+} form;
+
+/* Fills f from attn_probs op p; false when the ops around it are not
+ * exactly autodiff's form. */
+static bool match(const ag *G, ir_op *p, form *f)
+{
+    memset(f, 0, sizeof *f);
+    f->p = p;
+    const ir_value *pr = p->res[0];
+    int r = pr->type.rank;
+    ir_value *q = p->in[0], *k = p->in[1];
+    if (r < 2 || pr->sh.partial || q->type.dim[r - 1] > AT_MAX_WIDTH)
+        return false;
+    f->q = q, f->k = k, f->pos = p->nin == 3 ? p->in[2] : NULL;
+    int np = 0; /* p's reads the form accounts for */
+    ir_op *rd[3] = {0};
+    int nrd = 0;
+    /* p's readers: transpose (dv), mul (gp * p) and mul (p * (..)) */
+    for (int i = 0; i < G->m->ops.n; i++) {
+        ir_op *o = IR_OP(G->m, i);
+        for (int j = 0; j < o->nin; j++)
+            if (o->in[j] == pr) {
+                if (nrd == 3)
+                    return false;
+                rd[nrd++] = o;
+                break;
+            }
+    }
+    for (int i = 0; i < nrd; i++) {
+        ir_op *o = rd[i];
+        if (o->code == IR_TRANSPOSE && swaps_last(o, r) && !f->t1) {
+            f->t1 = o;
+            np++;
+        } else if (o->code == IR_MUL && o->in[0] != o->in[1]) {
+            const ir_value *x = other(o, pr);
+            if (x && x->def && x->def->code == IR_MATMUL && !f->m1)
+                f->m1 = o;
+            else if (x && x->def && x->def->code == IR_SUB && !f->gs)
+                f->gs = o;
+            else
+                return false;
+            np++;
+        } else
+            return false;
+    }
+    if (np != G->uses[pr->id] || !f->m1 || !f->gs)
+        return false;
+    /* gp = dy @ transpose(v), read by the mul and the sub */
+    f->mg = def_of(G, other(f->m1, pr), IR_MATMUL, 2);
+    if (!f->mg)
+        return false;
+    ir_value *gp = f->mg->res[0];
+    f->tv = def_of(G, f->mg->in[1], IR_TRANSPOSE, 1);
+    if (!f->tv || !swaps_last(f->tv, r))
+        return false;
+    f->dy = f->mg->in[0], f->v = f->tv->in[0];
+    /* gs = p * (gp - sum(gp * p, last, keepdims)) */
+    f->sum = only_reader(G, f->m1->res[0], IR_SUM);
+    if (!f->sum || !f->sum->a.keepdims || (f->sum->a.axis != r - 1 && f->sum->a.axis != -1))
+        return false;
+    f->sub = only_reader(G, f->sum->res[0], IR_SUB);
+    if (!f->sub || f->sub->in[0] != gp || f->sub->in[1] != f->sum->res[0] ||
+        other(f->gs, pr) != f->sub->res[0] || G->uses[f->sub->res[0]->id] != 1)
+        return false;
+    /* dq = (gs @ k) * c; dk = (transpose(gs) @ q) * c */
+    ir_value *gs = f->gs->res[0];
+    int64_t d = q->type.dim[r - 1];
+    int ngs = 0;
+    for (int i = 0; i < G->m->ops.n; i++) {
+        ir_op *o = IR_OP(G->m, i);
+        if (o->nin < 1 || o->in[0] != gs)
+            continue;
+        if (o->code == IR_MATMUL && o->in[1] == k && !f->mq && G->uses[o->res[0]->id] == 1 &&
+            scales(G, G->reader[o->res[0]->id], o->res[0], d)) {
+            f->mq = o, f->sq = G->reader[o->res[0]->id];
+            ngs++;
+        } else if (swaps_last(o, r) && !f->tg && G->uses[o->res[0]->id] == 1) {
+            ir_op *mk = only_reader(G, o->res[0], IR_MATMUL);
+            if (!mk || mk->in[0] != o->res[0] || mk->in[1] != q ||
+                G->uses[mk->res[0]->id] != 1 || !scales(G, G->reader[mk->res[0]->id],
+                                                        mk->res[0], d))
+                return false;
+            f->tg = o, f->mk = mk, f->sk = G->reader[mk->res[0]->id];
+            ngs++;
+        } else
+            return false;
+    }
+    if (ngs == 0 || ngs != G->uses[gs->id])
+        return false;
+    /* dv = transpose(p) @ dy, with the same dy */
+    if (f->t1) {
+        f->mv = only_reader(G, f->t1->res[0], IR_MATMUL);
+        if (!f->mv || f->mv->in[0] != f->t1->res[0] || f->mv->in[1] != f->dy)
+            return false;
+    }
+    /* the operands' dtypes: one float dtype (the shape rule checks the rest) */
+    ir_dtype dt = q->type.dtype;
+    return k->type.dtype == dt && f->v->type.dtype == dt && f->dy->type.dtype == dt &&
+           f->v->type.dim[r - 1] <= AT_MAX_WIDTH;
+}
+
+/* Makes op o (whose result it keeps) the attention gradient op code. */
+static void become(ir_module *m, ir_op *o, ir_opcode code, const form *f, ir_value *st,
+                   bool causal)
+{
+    ir_value *in[6];
+    int n = 0;
+    in[n++] = f->q;
+    in[n++] = f->k;
+    if (code != IR_ATTN_DV)
+        in[n++] = f->v;
+    in[n++] = f->dy;
+    if (st)
+        in[n++] = st;
+    if (f->pos)
+        in[n++] = f->pos;
+    o->code = code;
+    o->nin = n;
+    o->in = su_alloc(&m->arena, (size_t)n * sizeof *o->in);
+    memcpy(o->in, in, (size_t)n * sizeof *in);
+    o->a = (ir_attrs){.causal = causal};
+}
+
+static void count(int *uses, const ir_value *v)
+{
+    if (v)
+        uses[v->id]++;
+}
+
+int pass_attn_grad(ir_module *m)
+{
+    /* In the module's arena, as combine.c's tables: per value id, with
+     * room for one new value per op; the new order, one new op per op. */
+    int n0 = m->ops.n;
+    size_t nv = (size_t)m->next_id + 1 + (size_t)n0;
+    ag G = {.m = m};
+    G.uses = su_alloc(&m->arena, nv * sizeof *G.uses);
+    G.reader = su_alloc(&m->arena, nv * sizeof *G.reader);
+    G.at = su_alloc(&m->arena, nv * sizeof *G.at);
+    bool *dead = su_alloc(&m->arena, nv * sizeof *dead);
+    ir_op **st_of = su_alloc(&m->arena, nv * sizeof *st_of); /* by its first reader's id */
+    memset(G.uses, 0, nv * sizeof *G.uses);
+    memset(G.reader, 0, nv * sizeof *G.reader);
+    memset(dead, 0, nv * sizeof *dead);
+    memset(st_of, 0, nv * sizeof *st_of);
+    bool any = false;
+    for (int i = 0; i < n0; i++) {
+        ir_op *o = IR_OP(m, i);
+        for (int k = 0; k < o->nin; k++) {
+            count(G.uses, o->in[k]);
+            G.reader[o->in[k]->id] = o;
+        }
+        if (o->nres)
+            G.at[o->res[0]->id] = i;
+        any |= o->code == IR_ATTN_PROBS;
+    }
+    if (!any)
+        return 0;
+    for (int i = 0; i < m->outputs.n; i++)
+        count(G.uses, IR_OUTPUT(m, i)->v);
+    for (int i = 0; i < m->updates.n; i++) {
+        count(G.uses, IR_UPDATE(m, i)->src);
+        count(G.uses, IR_UPDATE(m, i)->v);
+        count(G.uses, IR_UPDATE(m, i)->grad);
+    }
+    count(G.uses, m->train.loss);
+    int done = 0;
+    for (int i = 0; i < n0; i++) {
+        ir_op *p = IR_OP(m, i);
+        form f;
+        if (p->code != IR_ATTN_PROBS || !match(&G, p, &f))
+            continue;
+        /* st goes before the first op that reads it, which must come
+         * after every operand of st is made */
+        ir_op *first = NULL;
+        ir_op *readers[3] = {f.mv, f.sq, f.sk};
+        for (int j = 0; j < 3; j++)
+            if (readers[j] && (!first || at_of(&G, readers[j]) < at_of(&G, first)))
+                first = readers[j];
+        const ir_value *ops_in[5] = {f.q, f.k, f.v, f.dy, f.pos};
+        bool ready = true;
+        for (int j = 0; j < 5; j++)
+            ready &= !ops_in[j] || !ops_in[j]->def ||
+                     at_of(&G, ops_in[j]->def) < at_of(&G, first);
+        if (!ready)
+            continue;
+        bool causal = p->a.causal;
+        const ir_type *qt = &f.q->type;
+        ir_type stt = *qt;
+        stt.dtype = IR_F32;
+        stt.dim[qt->rank - 1] = 2;
+        ir_value *sin[5] = {f.q, f.k, f.v, f.dy, f.pos};
+        ir_op *st = ir_append(m, IR_ATTN_STATS, sin, f.pos ? 5 : 4,
+                              &(ir_attrs){.causal = causal}, &stt);
+        st->loc = first->loc, st->rep = first->rep, st->phase = first->phase;
+        st->res[0]->sh = p->res[0]->sh; /* [.., S, T] with T whole: [.., S, 2] */
+        ir_value *s = st->res[0];
+        st_of[first->res[0]->id] = st;
+        if (f.sq) /* the scales' constants, before their muls change */
+            dead[other(f.sq, f.mq->res[0])->id] = true;
+        if (f.sk)
+            dead[other(f.sk, f.mk->res[0])->id] = true;
+        if (f.sq)
+            become(m, f.sq, IR_ATTN_DQ, &f, s, causal);
+        if (f.sk)
+            become(m, f.sk, IR_ATTN_DK, &f, s, causal);
+        if (f.mv)
+            become(m, f.mv, IR_ATTN_DV, &f, s, causal);
+        const ir_op *gone[] = {f.p, f.t1, f.tv, f.mg, f.m1, f.sum, f.sub, f.gs, f.mq, f.tg, f.mk};
+        for (size_t j = 0; j < sizeof gone / sizeof *gone; j++)
+            if (gone[j])
+                dead[gone[j]->res[0]->id] = true;
+        done++;
+    }
+    if (!done)
+        return 0;
+    /* The new order: each st before its first reader; m->ops has room for
+     * n0 ops and the sts appended, at least as many as placed. */
+    ir_op **out = su_alloc(&m->arena, ((size_t)n0 + (size_t)done) * sizeof *out);
+    int nout = 0;
+    for (int i = 0; i < n0; i++) {
+        ir_op *o = IR_OP(m, i);
+        if (o->nres && st_of[o->res[0]->id])
+            out[nout++] = st_of[o->res[0]->id];
+        if (!o->nres || !dead[o->res[0]->id])
+            out[nout++] = o;
+    }
+    m->ops.n = 0;
+    for (int i = 0; i < nout; i++)
+        m->ops.v[m->ops.n++] = out[i];
+    return done;
+}
