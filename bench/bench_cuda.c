@@ -125,6 +125,8 @@ enum {
     LT_LAYOUT_BATCH_COUNT = 5,
     LT_LAYOUT_BATCH_STRIDE = 6,
     LT_PREF_MAX_WORKSPACE = 1,
+    LT_DESC_TRANSA = 3,
+    LT_DESC_TRANSB = 4,
     LT_DESC_EPILOGUE = 7,
     LT_DESC_BIAS_POINTER = 8,
     LT_EPILOGUE_DEFAULT = 1,
@@ -193,6 +195,8 @@ SAME_VALUE(LT_R_16BF, CUDA_R_16BF);
 SAME_VALUE(LT_LAYOUT_BATCH_COUNT, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT);
 SAME_VALUE(LT_LAYOUT_BATCH_STRIDE, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET);
 SAME_VALUE(LT_PREF_MAX_WORKSPACE, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES);
+SAME_VALUE(LT_DESC_TRANSA, CUBLASLT_MATMUL_DESC_TRANSA);
+SAME_VALUE(LT_DESC_TRANSB, CUBLASLT_MATMUL_DESC_TRANSB);
 SAME_VALUE(LT_DESC_EPILOGUE, CUBLASLT_MATMUL_DESC_EPILOGUE);
 SAME_VALUE(LT_DESC_BIAS_POINTER, CUBLASLT_MATMUL_DESC_BIAS_POINTER);
 SAME_VALUE(LT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_DEFAULT);
@@ -654,8 +658,19 @@ static void ref_setup(gpu *g, matmul_arg *m)
         const void *bias = (const void *)(uintptr_t)m->epi.bias;
         LT(g, MatmulDescSetAttribute(m->desc, LT_DESC_BIAS_POINTER, &bias, sizeof bias));
     }
-    ref_layout(g, &m->la, type, s.n, s.k, s.batch, s.stride_b);
-    ref_layout(g, &m->lb, type, s.k, s.m, s.batch, s.stride_a);
+    /* an operand stored transposed: its layout as stored, cuBLASLt's op T
+     * (runtime/cuda/cuda_blas.c says why) */
+    int32_t opa = s.tb, opb = s.ta; /* CUBLAS_OP_N 0, CUBLAS_OP_T 1 */
+    LT(g, MatmulDescSetAttribute(m->desc, LT_DESC_TRANSA, &opa, sizeof opa));
+    LT(g, MatmulDescSetAttribute(m->desc, LT_DESC_TRANSB, &opb, sizeof opb));
+    if (s.tb)
+        ref_layout(g, &m->la, type, s.k, s.n, s.batch, s.stride_b);
+    else
+        ref_layout(g, &m->la, type, s.n, s.k, s.batch, s.stride_b);
+    if (s.ta)
+        ref_layout(g, &m->lb, type, s.m, s.k, s.batch, s.stride_a);
+    else
+        ref_layout(g, &m->lb, type, s.k, s.m, s.batch, s.stride_a);
     ref_layout(g, &m->lc, type, s.n, s.m, s.batch, s.m * s.n);
     lt_pref pref;
     uint64_t ws = REF_WORKSPACE;

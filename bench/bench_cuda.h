@@ -42,6 +42,7 @@ typedef enum {
 typedef struct bc_mm {
     int64_t m, n, k, batch;
     int64_t stride_a, stride_b; /* elements between batches; 0: repeated */
+    bool ta, tb;                /* a stored [K, M], b [N, K] (plan.h's RT_TRANS_*) */
 } bc_mm;
 
 /* One launch the benchmark times, standing for `count` of the plan's

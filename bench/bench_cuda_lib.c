@@ -34,9 +34,8 @@ bool bc_matmul_shape(const rt_instr *mm, bc_mm *s)
     const rt_type *a = &mm->in_t[0], *b = &mm->in_t[1];
     int na = a->rank > 2 ? a->rank - 2 : 0, nb = b->rank > 2 ? b->rank - 2 : 0;
     int64_t ea = numel(a->dim, na), eb = numel(b->dim, nb);
-    s->k = a->dim[a->rank - 1];
-    s->m = a->rank >= 2 ? a->dim[a->rank - 2] : 1;
-    s->n = b->rank >= 2 ? b->dim[b->rank - 1] : 1;
+    rt_mm_dims d = rt_matmul_dims(mm);
+    s->k = d.k, s->m = d.m, s->n = d.n, s->ta = d.ta, s->tb = d.tb;
     s->batch = ea > eb ? ea : eb;
     s->stride_a = ea == 1 ? 0 : s->m * s->k;
     s->stride_b = eb == 1 ? 0 : s->k * s->n;

@@ -214,6 +214,7 @@ static bool lower_op(builder *b, const ir_op *op)
     }
     in->dim = ir_ops[op->code].cls == IR_C_P2P        ? a->peer
               : op->code == IR_ALL_REDUCE             ? a->reduce /* RT_REDUCE_SUM or _MAX */
+              : op->code == IR_MATMUL                 ? a->trans  /* RT_TRANS_A | RT_TRANS_B */
               : op->code == IR_CHECK_IDS || op->code == IR_CHECK_LABELS ? a->bound
                                                       : a->dim;
     in->dim2 = a->dim2;

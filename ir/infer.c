@@ -227,10 +227,29 @@ static bool takes_bool(ir_opcode code)
 
 /* NumPy matmul: [..., M, K] @ [..., K, N] -> [..., M, N]; a 1-D operand
  * loses its M or N. The leading (batch) dims broadcast. */
-static bool infer_matmul(ctx *c, const ir_type *const *in, ir_type *out)
+static bool infer_matmul(ctx *c, const ir_type *const *in, const ir_attrs *at, ir_type *out)
 {
     const ir_type *a = in[0], *b = in[1];
     char t1[TYPE_LEN], t2[TYPE_LEN];
+    ir_type ta, tb; /* the operands as read: trans swaps the last two dims */
+    if (at && at->trans) {
+        const ir_type *io[2] = {a, b};
+        ir_type *to[2] = {&ta, &tb};
+        for (int i = 0; i < 2; i++) {
+            *to[i] = *io[i];
+            if (!(at->trans >> i & 1))
+                continue;
+            if (io[i]->rank < 2)
+                return fail(c, "%s reads operand %d transposed, which needs rank 2 or more, "
+                            "got %s", c->op, i + 1, tstr(t1, io[i]));
+            int r = io[i]->rank;
+            to[i]->dim[r - 2] = io[i]->dim[r - 1];
+            to[i]->dim[r - 1] = io[i]->dim[r - 2];
+        }
+        if (at->trans > (IR_TRANS_A | IR_TRANS_B))
+            return fail(c, "%s's trans %d is not a, b or ab", c->op, at->trans);
+        a = &ta, b = &tb;
+    }
     if (a->rank == 0 || b->rank == 0)
         return fail(c, "%s needs operands of rank 1 or more, got %s @ %s", c->op, tstr(t1, a),
                     tstr(t2, b));
@@ -840,7 +859,7 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
         out->dtype = a->dtype;
         return true;
     case IR_MATMUL:
-        return infer_matmul(c, in, out);
+        return infer_matmul(c, in, a, out);
     case IR_ATTENTION:
         return infer_attention(c, in, a, out);
     case IR_SUM:

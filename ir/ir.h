@@ -125,7 +125,12 @@ enum { /* attribute bits of ops.def */
     IR_A_TAG = 1 << 20,     /* tag: which message a send or recv carries */
     IR_A_REDUCE = 1 << 21,  /* reduce: all_reduce's operation; optional, sum when absent */
     IR_A_BOUND = 1 << 22,   /* bound: check_ids and check_labels take ids in [0, bound) */
+    IR_A_TRANS = 1 << 23,   /* trans: matmul's operands read with their last two dims
+                             * swapped (IR_TRANS_*); optional, none when absent */
 };
+
+/* matmul's trans bits (IR_A_TRANS): printed `trans = a`, `b` or `ab`. */
+enum { IR_TRANS_A = 1, IR_TRANS_B = 2 };
 
 /* What an all_reduce computes over its group (IR_A_REDUCE). Sum is the
  * default and is not printed: `all_reduce %x {axes = [tp], reduce = max}`. */
@@ -189,6 +194,7 @@ typedef struct ir_attrs {
     int64_t tag;        /* IR_A_TAG */
     uint8_t reduce;     /* IR_A_REDUCE: ir_reduce */
     int64_t bound;      /* IR_A_BOUND */
+    uint8_t trans;      /* IR_A_TRANS: IR_TRANS_A | IR_TRANS_B */
 } ir_attrs;
 
 typedef struct ir_op ir_op;

@@ -28,14 +28,15 @@ static const char *const attr_names[] = {
     "name", "init", "value", "axis", "keepdims", "eps", "causal",
     "perm", "shape", "dtype", "dim", "dim2", "axes",
     "lr", "momentum", "beta1", "beta2", "wd", "offset", "peer", "tag", "reduce", "bound",
+    "trans",
 };
 /* all_reduce's operations, indexed by ir_reduce (the same table as print.c's) */
 static const char *const reduce_names[IR_NREDUCE] = {"sum", "max"};
 /* Attributes that may be left out (then at their zero default): reduce,
- * and an input's init. */
+ * trans, and an input's init. */
 static unsigned optional_attrs(ir_opcode code)
 {
-    return IR_A_REDUCE | (code == IR_INPUT ? (unsigned)IR_A_INIT : 0u);
+    return IR_A_REDUCE | IR_A_TRANS | (code == IR_INPUT ? (unsigned)IR_A_INIT : 0u);
 }
 enum { NATTRS = sizeof attr_names / sizeof attr_names[0] };
 
@@ -676,6 +677,17 @@ static void parse_attr_value(parser *p, int bit, ir_attrs *a)
         lex(p);
         break;
     }
+    case IR_A_TRANS:
+        if (is_kw(p, "a"))
+            a->trans = IR_TRANS_A;
+        else if (is_kw(p, "b"))
+            a->trans = IR_TRANS_B;
+        else if (is_kw(p, "ab"))
+            a->trans = IR_TRANS_A | IR_TRANS_B;
+        else
+            fail(p, t->loc, "expected 'a', 'b' or 'ab' for trans");
+        lex(p);
+        break;
     default: su_unreachable();
     }
 }

@@ -20,9 +20,9 @@ double pass_op_flops(const ir_op *op)
     double out = (double)ir_type_numel(r);
     double in0 = op->nin ? (double)ir_type_numel(&op->in[0]->type) : 0;
     switch (op->code) {
-    case IR_MATMUL: {
+    case IR_MATMUL: { /* K: a's last dim, or the one before it read transposed */
         const ir_type *a = &op->in[0]->type;
-        return 2 * out * (double)a->dim[a->rank - 1];
+        return 2 * out * (double)a->dim[a->rank - 1 - (op->a.trans & IR_TRANS_A ? 1 : 0)];
     }
     case IR_ATTENTION: {
         const ir_type *q = &op->in[0]->type, *k = &op->in[1]->type, *v = &op->in[2]->type;

@@ -103,6 +103,13 @@ int pass_combine_sums(ir_module *m, su_vec *why);
  * Returns how many. */
 int pass_attn_grad(ir_module *m);
 
+/* Transposes that swap the last two dims of a float value read only by
+ * matmuls folded into them (fold.c): each such matmul reads the
+ * transpose's operand with its trans bit (IR_A_TRANS); the transposes are
+ * dropped. Run on each stage's program before the buckets. Returns how
+ * many operands were folded. */
+int pass_fold_transposes(ir_module *m);
+
 /* The pipeline split (pipesplit.c). From a partitioned module with a
  * pipeline, one program per stage of the pipeline axis (m->stage set in
  * each): its chunks of the pipelined repeat for every microbatch, in the

@@ -19,6 +19,7 @@
  * matrices) follows its own strides, 0 along a broadcast dim. */
 typedef struct mm_geom {
     int64_t m, k, n;
+    bool ta, tb;                   /* a, b read transposed (plan.h's RT_TRANS_*) */
     int nb;                        /* batch dims of the result */
     int64_t bd[RT_MAX_RANK];
     int64_t sa[RT_MAX_RANK], sb[RT_MAX_RANK];
@@ -42,9 +43,8 @@ static void batch_strides(const rt_type *t, int nb, int64_t *s)
 static void mm_geom_make(const rt_instr *in, mm_geom *g)
 {
     const rt_type *ta = &in->in_t[0], *tb = &in->in_t[1], *to = &in->out_t;
-    g->k = ta->dim[ta->rank - 1];
-    g->m = ta->rank >= 2 ? ta->dim[ta->rank - 2] : 1;
-    g->n = tb->rank >= 2 ? tb->dim[tb->rank - 1] : 1;
+    rt_mm_dims d = rt_matmul_dims(in);
+    g->k = d.k, g->m = d.m, g->n = d.n, g->ta = d.ta, g->tb = d.tb;
     g->nb = to->rank - (ta->rank >= 2) - (tb->rank >= 2);
     g->batches = 1;
     for (int i = 0; i < g->nb; i++) {
@@ -78,6 +78,15 @@ static void sgemm_nn(int64_t m, int64_t n, int64_t k, const float *a, const floa
                 (int)k, b, (int)n, 0.0f, c, (int)n);
 }
 
+/* c [m, n] = a @ b, a stored [m, k] or, ta, [k, m]; b [k, n] or, tb, [n, k]. */
+static void sgemm_t(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                    const float *b, float *c)
+{
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (int)m, (int)n, (int)k, 1.0f, a, (int)(ta ? m : k), b, (int)(tb ? k : n), 0.0f,
+                c, (int)n);
+}
+
 /* i32: int64 accumulation, the low 32 bits stored (wraps, as i32 add does). */
 static void matmul_i32(const int32_t *a, const int32_t *b, int32_t *c, int64_t m, int64_t n,
                        int64_t k)
@@ -93,16 +102,20 @@ static void matmul_i32(const int32_t *a, const int32_t *b, int32_t *c, int64_t m
     }
 }
 
-/* NumPy matmul. When b has no batch dims (or only dims of 1), a's batch
- * dims fold into M: the whole product is one sgemm ([B, S, D] @ [D, F] is
- * [B*S, D] @ [D, F]). */
+/* NumPy matmul, an operand read transposed where its trans bit says (f32
+ * only: the compiler folds no transpose of i32). When b has no batch dims
+ * (or only dims of 1) and a is not transposed, a's batch dims fold into M:
+ * the whole product is one sgemm ([B, S, D] @ [D, F] is [B*S, D] @ [D,
+ * F]). */
 int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, su_status *err)
 {
     mm_geom g;
     mm_geom_make(in, &g);
     int i32 = in->out_t.dtype == RT_I32;
     int64_t m = g.m, batches = g.batches;
-    if (rt_type_numel(&in->in_t[1]) == g.k * g.n) {
+    if (i32 && (g.ta || g.tb))
+        return su_fail(err, SU_INPUT, "matmul of i32 reads no operand transposed");
+    if (rt_type_numel(&in->in_t[1]) == g.k * g.n && !g.ta) {
         m *= batches; /* a's batch dims are the result's, contiguous */
         batches = 1;
     }
@@ -117,8 +130,8 @@ int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, su_status 
             matmul_i32((const int32_t *)x[0] + oa * sza, (const int32_t *)x[1] + ob * szb,
                        (int32_t *)y + t * szo, m, g.n, g.k);
         else
-            sgemm_nn(m, g.n, g.k, (const float *)x[0] + oa * sza, (const float *)x[1] + ob * szb,
-                     (float *)y + t * szo);
+            sgemm_t(g.ta, g.tb, m, g.n, g.k, (const float *)x[0] + oa * sza,
+                    (const float *)x[1] + ob * szb, (float *)y + t * szo);
     }
     return 0;
 }

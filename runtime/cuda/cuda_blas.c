@@ -33,6 +33,10 @@ enum {
     LT_LAYOUT_BATCH_COUNT = 5,
     LT_LAYOUT_BATCH_STRIDE = 6,
     LT_PREF_MAX_WORKSPACE = 1,
+    LT_DESC_TRANSA = 3,
+    LT_DESC_TRANSB = 4,
+    LT_OP_N = 0,
+    LT_OP_T = 1,
     LT_DESC_EPILOGUE = 7,
     LT_DESC_BIAS_POINTER = 8,
     LT_EPILOGUE_DEFAULT = 1,
@@ -91,6 +95,10 @@ SAME_VALUE(LT_R_16BF, CUDA_R_16BF);
 SAME_VALUE(LT_LAYOUT_BATCH_COUNT, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT);
 SAME_VALUE(LT_LAYOUT_BATCH_STRIDE, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET);
 SAME_VALUE(LT_PREF_MAX_WORKSPACE, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES);
+SAME_VALUE(LT_DESC_TRANSA, CUBLASLT_MATMUL_DESC_TRANSA);
+SAME_VALUE(LT_DESC_TRANSB, CUBLASLT_MATMUL_DESC_TRANSB);
+SAME_VALUE(LT_OP_N, CUBLAS_OP_N);
+SAME_VALUE(LT_OP_T, CUBLAS_OP_T);
 SAME_VALUE(LT_DESC_EPILOGUE, CUBLASLT_MATMUL_DESC_EPILOGUE);
 SAME_VALUE(LT_DESC_BIAS_POINTER, CUBLASLT_MATMUL_DESC_BIAS_POINTER);
 SAME_VALUE(LT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_DEFAULT);
@@ -159,6 +167,7 @@ static void load(void)
  * between calls of one shape, is set on the kept descriptor each time). */
 typedef struct lt_plan {
     int64_t m, n, k, batch, stride_a, stride_b;
+    bool ta, tb;
     unsigned int type;
     uint32_t epilogue;
     bool residual;
@@ -224,6 +233,7 @@ void rt_blas_free(rt_blas *b)
 typedef struct mm {
     int64_t m, n, k, batch;
     int64_t stride_a, stride_b;     /* elements between batches; 0: repeated */
+    bool ta, tb;                    /* a stored [K, M], b [N, K] (plan.h's RT_TRANS_*) */
     unsigned int type;
 } mm;
 
@@ -261,9 +271,8 @@ static bool plan_mm(const rt_instr *in, mm *s, su_status *err)
                 rt_dtype_name(a->dtype));
         return false;
     }
-    s->k = a->dim[a->rank - 1];
-    s->m = a->rank >= 2 ? a->dim[a->rank - 2] : 1;
-    s->n = b->rank >= 2 ? b->dim[b->rank - 1] : 1;
+    rt_mm_dims d = rt_matmul_dims(in);
+    s->k = d.k, s->m = d.m, s->n = d.n, s->ta = d.ta, s->tb = d.tb;
     s->batch = ea > eb ? ea : eb;
     s->stride_a = ea == 1 ? 0 : s->m * s->k;
     s->stride_b = eb == 1 ? 0 : s->k * s->n;
@@ -324,6 +333,7 @@ static lt_plan *find_plan(rt_blas *b, const mm *p, uint32_t epilogue, bool resid
         lt_plan *q = &b->plan[i];
         if (q->m == p->m && q->n == p->n && q->k == p->k && q->batch == p->batch &&
             q->stride_a == p->stride_a && q->stride_b == p->stride_b && q->type == p->type &&
+            q->ta == p->ta && q->tb == p->tb &&
             q->epilogue == epilogue && q->residual == residual)
             return q;
     }
@@ -340,16 +350,26 @@ static bool make_plan(rt_blas *b, const mm *p, uint32_t epilogue, bool residual,
     uint64_t no_workspace = 0;
     int found = 0;
     *q = (lt_plan){.m = p->m, .n = p->n, .k = p->k, .batch = p->batch, .stride_a = p->stride_a,
-                   .stride_b = p->stride_b, .type = p->type, .epilogue = epilogue,
-                   .residual = residual};
+                   .stride_b = p->stride_b, .ta = p->ta, .tb = p->tb, .type = p->type,
+                   .epilogue = epilogue, .residual = residual};
     /* column-major C^T[N, M] = B^T[N, K] A^T[K, M]; the bias, of length N,
      * is along D^T's rows, so along the rows of the row-major result, and
-     * the same for every batch (BIAS_BATCH_STRIDE left 0) */
+     * the same for every batch (BIAS_BATCH_STRIDE left 0). A layout
+     * describes the operand as stored, before cuBLASLt's op: row-major b
+     * [K, N] is column-major [N, K], the B^T cuBLASLt's first operand needs
+     * (op N); b stored [N, K] (tb) is column-major [K, N], B, whose op T is
+     * B^T; likewise a [M, K] is column-major [K, M] = A^T (op N), and a
+     * stored [K, M] (ta) is column-major [M, K] = A (op T). */
+    int32_t opa = p->tb ? LT_OP_T : LT_OP_N, opb = p->ta ? LT_OP_T : LT_OP_N;
     LT_CHECK(MatmulDescCreate(&q->desc, LT_COMPUTE_32F, LT_R_32F));
     LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_EPILOGUE, &epilogue, sizeof epilogue));
-    lt_status st = layout(&q->la, p->type, p->n, p->k, p->n, p->batch, p->stride_b);
+    LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_TRANSA, &opa, sizeof opa));
+    LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_TRANSB, &opb, sizeof opb));
+    lt_status st = p->tb ? layout(&q->la, p->type, p->k, p->n, p->k, p->batch, p->stride_b)
+                         : layout(&q->la, p->type, p->n, p->k, p->n, p->batch, p->stride_b);
     if (st == LT_SUCCESS)
-        st = layout(&q->lb, p->type, p->k, p->m, p->k, p->batch, p->stride_a);
+        st = p->ta ? layout(&q->lb, p->type, p->m, p->k, p->m, p->batch, p->stride_a)
+                   : layout(&q->lb, p->type, p->k, p->m, p->k, p->batch, p->stride_a);
     if (st == LT_SUCCESS)
         st = layout(&q->lc, p->type, p->n, p->m, p->n, p->batch, p->m * p->n);
     if (st != LT_SUCCESS) {

@@ -109,6 +109,19 @@ struct rt_instr;
  * there is nothing to copy. */
 bool rt_bucket_view(const struct rt_instr *in, int i, int64_t in_off, int64_t out_off);
 
+/* Which operands a matmul reads with their last two dims swapped (its
+ * `dim` field, format 11; 0 before): a [.., K, M] read as [.., M, K]. */
+enum { RT_TRANS_A = 1, RT_TRANS_B = 2 };
+
+/* A matmul's M, N and K and whether it reads a and b transposed (the
+ * `dim` bits): a [.., M, K] or [.., K, M], b [.., K, N] or [.., N, K],
+ * rank-1 operands as NumPy promotes them. */
+typedef struct rt_mm_dims {
+    int64_t m, n, k;
+    bool ta, tb;
+} rt_mm_dims;
+rt_mm_dims rt_matmul_dims(const struct rt_instr *in);
+
 /* What an all_reduce computes (its `dim` field; sum, 0, in plans from
  * before the field had a meaning). */
 typedef enum { RT_REDUCE_SUM, RT_REDUCE_MAX, RT_NREDUCE } rt_reduce;
@@ -130,6 +143,7 @@ typedef struct rt_instr {
     int64_t list[RT_MAX_RANK];
     int64_t dim, dim2;             /* slice and collectives; send, recv: the peer stage;
                                     * all_reduce: the operation, rt_reduce;
+                                    * matmul: RT_TRANS_A | RT_TRANS_B;
                                     * check_ids, check_labels: the bound */
     uint8_t naxes;                 /* slice and collectives: mesh axes, major first */
     uint8_t axes[RT_MAX_AXES];

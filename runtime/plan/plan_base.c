@@ -114,3 +114,14 @@ const char *rt_instr_where(const rt_plan *p, const rt_instr *in, char *buf, size
         buf[0] = 0;
     return buf;
 }
+
+rt_mm_dims rt_matmul_dims(const rt_instr *in)
+{
+    const rt_type *a = &in->in_t[0], *b = &in->in_t[1];
+    rt_mm_dims d = {.ta = a->rank >= 2 && (in->dim & RT_TRANS_A),
+                    .tb = b->rank >= 2 && (in->dim & RT_TRANS_B)};
+    d.k = a->dim[a->rank - 1 - d.ta];
+    d.m = a->rank >= 2 ? a->dim[a->rank - 2 + d.ta] : 1;
+    d.n = b->rank >= 2 ? b->dim[b->rank - 1 - d.tb] : 1;
+    return d;
+}

@@ -255,7 +255,8 @@ static bool rule_where(const rt_instr *in, rt_type *want, su_status *err)
  * has an i32 path). */
 static bool rule_matmul(const rt_instr *in, rt_type *want, su_status *err)
 {
-    const rt_type *a = &in->in_t[0], *b = &in->in_t[1];
+    rt_type ta = in->in_t[0], tb = in->in_t[1]; /* as read: trans swaps the last two dims */
+    const rt_type *a = &ta, *b = &tb;
     char t1[TYPE_LEN], t2[TYPE_LEN];
     rt_type_text(t1, a);
     rt_type_text(t2, b);
@@ -263,6 +264,22 @@ static bool rule_matmul(const rt_instr *in, rt_type *want, su_status *err)
         return rt_plan_fail(err, "needs operands of rank 1 or more, got %s @ %s", t1, t2);
     if (!same_dtype(in, err))
         return false;
+    if (in->dim < 0 || in->dim > (RT_TRANS_A | RT_TRANS_B))
+        return rt_plan_fail(err, "trans %lld is not a, b or ab", (long long)in->dim);
+    rt_type *tr[2] = {&ta, &tb};
+    for (int i = 0; i < 2; i++) {
+        if (!(in->dim >> i & 1))
+            continue;
+        if (tr[i]->rank < 2 || tr[i]->dtype == RT_I32)
+            return rt_plan_fail(err, "reads operand %d transposed, which needs a float matrix, "
+                                "got %s", i + 1, i ? t2 : t1);
+        int r = tr[i]->rank;
+        int64_t d = tr[i]->dim[r - 2];
+        tr[i]->dim[r - 2] = tr[i]->dim[r - 1];
+        tr[i]->dim[r - 1] = d;
+    }
+    rt_type_text(t1, a);
+    rt_type_text(t2, b);
     int64_t ka = a->dim[a->rank - 1], kb = b->dim[b->rank == 1 ? 0 : b->rank - 2];
     if (ka != kb)
         return rt_plan_fail(err, "contracts dimension of size %lld with one of size %lld: %s @ %s",

@@ -86,6 +86,10 @@ static void instr_str(const rt_plan *p, const rt_instr *in, su_buf *b)
     case RT_OP_SOFTMAX:
         ATTR("axis = %lld", (long long)in->axis);
         break;
+    case RT_OP_MATMUL:
+        if (in->dim)
+            ATTR("trans = %s", in->dim == RT_TRANS_A ? "a" : in->dim == RT_TRANS_B ? "b" : "ab");
+        break;
     case RT_OP_LAYERNORM:
     case RT_OP_RMSNORM:
         su_fmt_double(num, in->eps);

@@ -3,7 +3,9 @@
 # stored: gelu and the backward's gelu_grad read it, so gelu stays a
 # kernel of its own), mse with the loss's scaling, gelu's gradient fused
 # into the sum over the batch that makes the bias's gradient, and the
-# three sgd updates in one multi-tensor kernel. --emit fused-ir parses
+# three sgd updates in one multi-tensor kernel. The backward's transposes
+# are folded into its matmuls (trans = a, trans = b: passes/fold.c), none
+# of them a kernel. --emit fused-ir parses
 # back to the partitioned program, and prints the same again.
 # RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --emit fused-ir > %t.ir
 # RUN: FileCheck %s < %t.ir
@@ -16,9 +18,13 @@
 # CHECK: // kernel k1_gelu: elementwise over [32, 2048]; reads %1; stores %h
 # CHECK: // kernel k2_mse_mul: mse over [32, 1024]; reads %out, %y, %4; stores %5
 # CHECK: %3 = mse %out, %y : f32[]  // k2_mse_mul{{$}}
-# CHECK: // kernel k6_gelu_grad_sum: sum over axis 0 of [32, 2048]; reads %1, %12; stores %18, %19
-# CHECK: // kernel k7_sgd_x3: multi-tensor elementwise over 3 domains [1024, 2048], [2048], [2048, 1024]; reads %w1, %27, %b1, %26, %w2, %25; stores %28, %29, %30
-# CHECK-NEXT: %28 = sgd %w1, %27 {{.*}} // k7_sgd_x3, stored
-# CHECK-NEXT: %29 = sgd %b1, %26 {{.*}} // k7_sgd_x3, stored
-# CHECK-NEXT: %30 = sgd %w2, %25 {{.*}} // k7_sgd_x3, stored
+# CHECK: %11 = matmul %10, %w2 {trans = b} : f32[32, 2048] auto(dp, tp) phase backward{{$}}
+# CHECK: %14 = matmul %h, %10 {trans = a} : f32[2048, 1024] auto(tp, _) partial(dp) phase backward{{$}}
+# CHECK: // kernel k6_gelu_grad_sum: sum over axis 0 of [32, 2048]; reads %1, %11; stores %16, %17
+# CHECK: %19 = matmul %x, %16 {trans = a} : f32[1024, 2048] auto(_, tp) partial(dp) phase backward{{$}}
+# CHECK: // kernel k7_sgd_x3: multi-tensor elementwise over 3 domains [1024, 2048], [2048], [2048, 1024]; reads %w1, %24, %b1, %23, %w2, %22; stores %25, %26, %27
+# CHECK-NEXT: %25 = sgd %w1, %24 {{.*}} // k7_sgd_x3, stored
+# CHECK-NEXT: %26 = sgd %b1, %23 {{.*}} // k7_sgd_x3, stored
+# CHECK-NEXT: %27 = sgd %w2, %22 {{.*}} // k7_sgd_x3, stored
+# CHECK-NOT: transpose
 # CHECK-NOT: // kernel

@@ -42,7 +42,7 @@ pipeline microbatches 2 schedule gpipe
 # CHECK-NEXT: %layers.3.layer.w = recv {peer = 1, tag = [[T3:[0-9]+]]} : f32[4, 4] auto(_, _) rep 3
 # CHECK-NOT: param {name = "layers.2
 # CHECK-NOT: param {name = "layers.3
-# CHECK: transpose %layers.2.layer.w
+# CHECK: matmul %{{[0-9]+}}, %layers.2.layer.w {trans = b}
 # CHECK-NOT: update %layers.2
 # CHECK: update %layers.0.layer.w
 # CHECK-NEXT: update %layers.1.layer.w

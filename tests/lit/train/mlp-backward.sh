@@ -46,13 +46,15 @@ train loss with sgd(lr = 0.1, momentum = 0.9)
 # tp in the backward; the gradients of w1 and w2 are partial over dp (the
 # batch is split) and resolved by one all_reduce each; each param's update
 # names its gradient as the optimizer reads it, after that all_reduce.
+# The products read their transposed operands in place (trans = a).
 # PART: {{^}}%3 = all_reduce %2 {axes = [tp]} : f32[4, 16] auto(dp, _){{$}}
 # PART-NOT: axes = [tp]
 # PART: {{^}}%loss = all_reduce %6 {axes = [dp]} : f32[] auto(){{$}}
-# PART: {{^}}%16 = all_reduce %15 {axes = [dp]} : f32[16, 16] auto(tp, _) phase backward{{$}}
-# PART: {{^}}%22 = all_reduce %21 {axes = [dp]} : f32[16, 16] auto(_, tp) phase backward{{$}}
-# PART: {{^}}%25 = sgd %w1, %24 {lr = 0.1, wd = 0.0} : f32[16, 16] auto(_, tp) phase optimizer{{$}}
-# PART: {{^}}%28 = sgd %w2, %27 {lr = 0.1, wd = 0.0} : f32[16, 16] auto(tp, _) phase optimizer{{$}}
+# PART: {{^}}%13 = matmul %1, %11 {trans = a} : f32[16, 16] auto(tp, _) partial(dp) phase backward{{$}}
+# PART: {{^}}%14 = all_reduce %13 {axes = [dp]} : f32[16, 16] auto(tp, _) phase backward{{$}}
+# PART: {{^}}%19 = all_reduce %18 {axes = [dp]} : f32[16, 16] auto(_, tp) phase backward{{$}}
+# PART: {{^}}%22 = sgd %w1, %21 {lr = 0.1, wd = 0.0} : f32[16, 16] auto(_, tp) phase optimizer{{$}}
+# PART: {{^}}%25 = sgd %w2, %24 {lr = 0.1, wd = 0.0} : f32[16, 16] auto(tp, _) phase optimizer{{$}}
 # PART-NOT: all_reduce
-# PART: {{^}}update %w1 = %25 grad %22{{$}}
-# PART: {{^}}update %w2 = %28 grad %16{{$}}
+# PART: {{^}}update %w1 = %22 grad %19{{$}}
+# PART: {{^}}update %w2 = %25 grad %14{{$}}

@@ -31,7 +31,7 @@
 # RC: <   flops per rank: 6154700803
 # RC: >   flops per rank: 7781042179
 # RC: <     activations 25174016 (the most live at once)
-# RC: >     activations 9439236 (the most live at once)
+# RC: >     activations 8396800 (the most live at once)
 # --keep-gathered: with nothing gathered (data parallel), the same plan;
 # without `train`, an error naming the flag
 # RUN: %shardc %S/../../../examples/transformer.sh --mesh 4x1 --keep-gathered --report > %t.kflag

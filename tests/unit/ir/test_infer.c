@@ -156,6 +156,18 @@ static void test_matmul(void)
     CHECK_STR(INF(IR_MATMUL, NULL, "f32[64, 1024]", "f32[1024]"), "f32[64]");
     CHECK_STR(INF(IR_MATMUL, NULL, "f32[1024]", "f32[2, 1024, 8]"), "f32[2, 8]");
     CHECK_STR(INF(IR_MATMUL, NULL, "i32[2, 3]", "i32[3, 4]"), "i32[2, 4]");
+    /* operands read transposed (trans, passes/fold.c's) */
+    CHECK_STR(INF(IR_MATMUL, A(.trans = IR_TRANS_A), "f32[1024, 64]", "f32[1024, 4096]"),
+              "f32[64, 4096]");
+    CHECK_STR(INF(IR_MATMUL, A(.trans = IR_TRANS_B), "f32[2, 3, 64, 32]", "f32[16, 32]"),
+              "f32[2, 3, 64, 16]");
+    CHECK_STR(INF(IR_MATMUL, A(.trans = IR_TRANS_A | IR_TRANS_B), "f32[8, 4]", "f32[5, 8]"),
+              "f32[4, 5]");
+    CHECK_STR(INF(IR_MATMUL, A(.trans = IR_TRANS_B), "f32[8]", "f32[8]"),
+              "error: '@' reads operand 2 transposed, which needs rank 2 or more, got f32[8]");
+    CHECK_STR(INF(IR_MATMUL, A(.trans = IR_TRANS_A), "f32[4, 8]", "f32[8, 5]"),
+              "error: '@' contracts dimension of size 4 with one of size 8: f32[8, 4] @ "
+              "f32[8, 5]");
     CHECK_STR(INF(IR_MATMUL, NULL, "f32[64, 1024]", "f32[512, 4096]"),
               "error: '@' contracts dimension of size 1024 with one of size 512: "
               "f32[64, 1024] @ f32[512, 4096]");

@@ -173,6 +173,11 @@ static ir_module *all_ops(void)
     split(h, 0, 0);
     split(h, 1, 1);
     h = emit(m, IR_MATMUL, NOATTRS, 2, h, w2);
+    /* operands read transposed (passes/fold.c): trans = a, b, ab */
+    emit(m, IR_MATMUL, (ir_attrs){.trans = IR_TRANS_A}, 2, w2, w2);
+    emit(m, IR_MATMUL, (ir_attrs){.trans = IR_TRANS_B}, 2, w2, w2);
+    ir_value *w2t = emit(m, IR_TRANSPOSE, (ir_attrs){.nlist = 2, .list = {1, 0}}, 1, w2);
+    emit(m, IR_MATMUL, (ir_attrs){.trans = IR_TRANS_A | IR_TRANS_B}, 2, w2, w2t);
     sharding(h, IR_SH_AUTO, 0);
     split(h, 0, 0);
     split(h, 0, 1); /* tuple dim: (dp, tp) */

@@ -608,16 +608,19 @@ static void test_cast(void)
 
 /* ---- matmul and attention ---- */
 
-static void matmul_case(const char *sa, const char *sb, const char *so)
+/* sa, sb: the operands as stored; trans: RT_TRANS_A | RT_TRANS_B, an
+ * operand read with its last two dims swapped. */
+static void matmul_case_t(const char *sa, const char *sb, const char *so, int trans)
 {
     int isint = sa[0] == 'i';
     double lo = isint ? -9 : -1, hi = isint ? 9 : 1;
     tens x[2] = {trand(sa, lo, hi), trand(sb, lo, hi)};
     tens out = tnew(so);
     const rt_type *ta = &x[0].t, *tb = &x[1].t, *to = &out.t;
-    int64_t k = ta->dim[ta->rank - 1];
-    int64_t m = ta->rank >= 2 ? ta->dim[ta->rank - 2] : 1;
-    int64_t n = tb->rank >= 2 ? tb->dim[tb->rank - 1] : 1;
+    bool tra = trans & RT_TRANS_A, trb = trans & RT_TRANS_B;
+    int64_t k = ta->dim[ta->rank - 1 - tra];
+    int64_t m = ta->rank >= 2 ? ta->dim[ta->rank - 2 + tra] : 1;
+    int64_t n = tb->rank >= 2 ? tb->dim[tb->rank - 1 - trb] : 1;
     int nb = to->rank - (ta->rank >= 2) - (tb->rank >= 2);
     int na = ta->rank > 2 ? ta->rank - 2 : 0, nbb = tb->rank > 2 ? tb->rank - 2 : 0;
     double *want = want_of(&out);
@@ -628,13 +631,14 @@ static void matmul_case(const char *sa, const char *sb, const char *so)
         int64_t ba = bidx(ta, na, idx, nb), bb = bidx(tb, nbb, idx, nb);
         double s = 0;
         for (int64_t p = 0; p < k; p++)
-            s += tget(&x[0], (ba * m + i) * k + p) * tget(&x[1], (bb * k + p) * n + j);
+            s += tget(&x[0], tra ? (ba * k + p) * m + i : (ba * m + i) * k + p) *
+                 tget(&x[1], trb ? (bb * n + j) * k + p : (bb * k + p) * n + j);
         want[e] = s;
     }
-    rt_instr in = {.op = RT_OP_MATMUL};
+    rt_instr in = {.op = RT_OP_MATMUL, .dim = trans};
     CHECK_INT(run(&in, x, 2, &out), 0);
     char what[128];
-    snprintf(what, sizeof what, "matmul %s @ %s", sa, sb);
+    snprintf(what, sizeof what, "matmul %s @ %s (trans %d)", sa, sb, trans);
     CLOSE_TOL(what, &out, want, rtol_of(to->dtype),
               to->dtype == RT_F32 ? 1e-5 : atol_of(to->dtype));
     free(want);
@@ -643,8 +647,24 @@ static void matmul_case(const char *sa, const char *sb, const char *so)
     tfree(&out);
 }
 
+static void matmul_case(const char *sa, const char *sb, const char *so)
+{
+    matmul_case_t(sa, sb, so, 0);
+}
+
 static void test_matmul(void)
 {
+    /* operands read transposed (plan.h's RT_TRANS_*): the backward's
+     * dy @ w^T and x^T @ dy, batched, broadcast, and in bf16 */
+    matmul_case_t("f32[5, 4]", "f32[5, 3]", "f32[4, 3]", RT_TRANS_A);
+    matmul_case_t("f32[4, 5]", "f32[3, 5]", "f32[4, 3]", RT_TRANS_B);
+    matmul_case_t("f32[5, 4]", "f32[3, 5]", "f32[4, 3]", RT_TRANS_A | RT_TRANS_B);
+    matmul_case_t("f32[2, 6, 4]", "f32[5, 6]", "f32[2, 4, 5]", RT_TRANS_A | RT_TRANS_B);
+    matmul_case_t("f32[2, 3, 4]", "f32[5, 4]", "f32[2, 3, 5]", RT_TRANS_B); /* folded into M */
+    matmul_case_t("f32[2, 33, 65]", "f32[2, 33, 17]", "f32[2, 65, 17]", RT_TRANS_A);
+    matmul_case_t("f32[3, 4]", "f32[2, 5, 4]", "f32[2, 3, 5]", RT_TRANS_B);
+    matmul_case_t("f32[3, 4]", "f32[3]", "f32[4]", RT_TRANS_A);
+    matmul_case_t("bf16[2, 8, 5]", "bf16[2, 3, 8]", "bf16[2, 5, 3]", RT_TRANS_A | RT_TRANS_B);
     matmul_case("f32[3, 4]", "f32[4, 5]", "f32[3, 5]");
     matmul_case("f32[4]", "f32[4, 5]", "f32[5]");
     matmul_case("f32[3, 4]", "f32[4]", "f32[3]");

@@ -1295,6 +1295,22 @@ static void test_rules(void)
               "f32[3, 3, 6]");
     in = mk(RT_OP_MATMUL, T(I, 2, 2), 2, T(I, 2, 2), T(I, 2, 2)); /* the IR allows i32 */
     CHECK_STR(instr_msg(p, &in, err), "");
+    /* operands read transposed (dim: RT_TRANS_A | RT_TRANS_B) */
+    in = mk(RT_OP_MATMUL, T(F, 2, 4, 6), 2, T(F, 2, 3, 4), T(F, 6, 3));
+    in.dim = RT_TRANS_A | RT_TRANS_B;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.dim = RT_TRANS_A;
+    CHECK_STR(instr_msg(p, &in, err), "contracts dimension of size 3 with one of size 6: "
+              "f32[2, 4, 3] @ f32[6, 3]");
+    in.dim = 4;
+    CHECK_STR(instr_msg(p, &in, err), "trans 4 is not a, b or ab");
+    in = mk(RT_OP_MATMUL, T(F, 4), 2, T(F, 3, 4), T(F, 3));
+    in.dim = RT_TRANS_A | RT_TRANS_B;
+    CHECK_STR(instr_msg(p, &in, err), "reads operand 2 transposed, which needs a float matrix, "
+              "got f32[3]");
+    in = mk(RT_OP_MATMUL, T(I, 2, 2), 2, T(I, 2, 2), T(I, 2, 2));
+    in.dim = RT_TRANS_A;
+    CHECK(strstr(instr_msg(p, &in, err), "needs a float matrix") != NULL);
     in = mk(RT_OP_MATMUL, T(F, 2, 2), 2, T(I, 2, 2), T(F, 2, 2));
     CHECK(strstr(instr_msg(p, &in, err), "i32") != NULL);
     in = mk(RT_OP_MATMUL, S(F), 2, S(F), T(F, 2));
