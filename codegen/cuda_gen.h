@@ -79,6 +79,8 @@ typedef struct gen {
     unsigned helpers;
     bool f16, bf16;             /* the kernel touches these dtypes */
     bool canon;                 /* names by order of first use: the key */
+    int64_t at_heads;           /* attention kernels: the heads H of operands that
+                                 * hold them inner ([.., S, H, d]), else 0 */
 } gen;
 
 /* What one tile computes (see the file comment). */

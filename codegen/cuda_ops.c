@@ -457,9 +457,12 @@ typedef struct at_view {
 
 static at_view at_view_of(const ir_op *op)
 {
-    const ir_type *q = &op->in[0]->type;
+    /* with heads_inner, the stored [.., S, H, d] as the [.., H, S, d] computed on */
+    ir_type lq = op->a.heads_inner ? ir_type_swap_heads(&op->in[0]->type) : op->in[0]->type;
+    ir_type lk = op->a.heads_inner ? ir_type_swap_heads(&op->in[1]->type) : op->in[1]->type;
+    const ir_type *q = &lq;
     int r = q->rank;
-    at_view v = {.s = q->dim[r - 2], .d = q->dim[r - 1], .t = op->in[1]->type.dim[r - 2],
+    at_view v = {.s = q->dim[r - 2], .d = q->dim[r - 1], .t = lk.dim[r - 2],
                  .probs = op->code == IR_ATTN_PROBS, .dt = q->dtype};
     v.heads = ir_type_numel(q) / (v.s * v.d);
     v.dv = v.probs ? 0 : op->in[2]->type.dim[r - 1];
@@ -585,6 +588,18 @@ static bool cg_attention_tiled(const ir_op *op)
     return (w + 4 * g - 1) / (4 * g) <= AT_MAX_CHUNKS;
 }
 
+/* The offset of row r (of n per head, w wide) of head h in an operand:
+ * (h n + r) w, or with the heads inner (G->at_heads = H, h = l H + hh),
+ * ((l n + r) H + hh) w. */
+static const char *at_row(gen *G, int64_t n, const char *r, int64_t w)
+{
+    if (!G->at_heads)
+        return cg_fmt(G, "(h * %lld + %s) * %lld", (long long)n, r, (long long)w);
+    long long H = (long long)G->at_heads;
+    return cg_fmt(G, "((h / %lld * %lld + %s) * %lld + h %% %lld) * %lld", H, (long long)n, r, H,
+                  H, (long long)w);
+}
+
 /* Loads rows [r0, r0 + kt) of operand p (n rows of width w per head,
  * padded to pad) into the shared tile dst, widened to f32, zeros past n
  * or the width; r names the rows (j keys, i queries). */
@@ -596,8 +611,8 @@ static void at_load_tile(gen *G, const char *dst, int pin, char r, int64_t n, in
             (long long)pad);
     cg_line(G, "    const i64 %c = %c0 + %c%c;", r, r, r, r);
     cg_line(G, "    %s[x] = %c < %lld && c < %lld ? %s : 0.0f;", dst, r, (long long)n, (long long)w,
-            cg_load_conv(G, dt, cg_fmt(G, "p%d[(h * %lld + %c) * %lld + c]", pin, (long long)n, r,
-                                       (long long)w)));
+            cg_load_conv(G, dt, cg_fmt(G, "p%d[%s + c]", pin,
+                                       at_row(G, n, cg_fmt(G, "%c", r), w))));
     cg_line(G, "}");
 }
 
@@ -676,8 +691,7 @@ static void at_load_row(gen *G, const char *name, const char *what, int pin, con
     cg_line(G, "    for (int e = 0; e < 4; e++) {");
     cg_line(G, "        const i64 col = (c * %d + g) * 4 + e;", group);
     cg_line(G, "        %s[c * 4 + e] = live && col < %lld ? %s : 0.0f;", name, (long long)w,
-            cg_load_conv(G, dt, cg_fmt(G, "p%d[(h * %lld + %s) * %lld + col]", pin,
-                                       (long long)n, r, (long long)w)));
+            cg_load_conv(G, dt, cg_fmt(G, "p%d[%s + col]", pin, at_row(G, n, r, w))));
     cg_line(G, "    }");
 }
 
@@ -703,8 +717,8 @@ static void at_store_row(gen *G, const char *out, const char *r, int64_t n, int6
     cg_line(G, "    for (int e = 0; e < 4; e++) {");
     cg_line(G, "        const i64 col = (c * %d + g) * 4 + e;", group);
     cg_line(G, "        if (col < %lld)", (long long)w);
-    cg_line(G, "            %s[(h * %lld + %s) * %lld + col] = %s;", out, (long long)n, r,
-            (long long)w, cg_store_conv(G, dt, cg_round_to(G, dt, val)));
+    cg_line(G, "            %s[%s + col] = %s;", out, at_row(G, n, r, w),
+            cg_store_conv(G, dt, cg_round_to(G, dt, val)));
     cg_line(G, "    }");
     G->indent--;
     cg_line(G, "}");
@@ -1206,14 +1220,24 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     case IR_CONCAT: emit_narrow_concat(G, k, op); break;
     case IR_DROPOUT: emit_dropout(G, k, op); break;
     case IR_ATTN_STATS:
-    case IR_ATTN_DQ: emit_attn_rows(G, k, op); break;
+    case IR_ATTN_DQ:
     case IR_ATTN_DK:
-    case IR_ATTN_DV: emit_attn_cols(G, k, op); break;
+    case IR_ATTN_DV:
     default:
-        if (cg_attention_tiled(op))
+        /* the heads inner: H is the stored dim -2 of q (passes/fold.c makes
+         * such ops only where the tiled kernels take the widths) */
+        G->at_heads = op->a.heads_inner ? op->in[0]->type.dim[op->in[0]->type.rank - 2] : 0;
+        if (op->a.heads_inner && !cg_attention_tiled(op))
+            su_unreachable();
+        if (op->code == IR_ATTN_STATS || op->code == IR_ATTN_DQ)
+            emit_attn_rows(G, k, op);
+        else if (op->code == IR_ATTN_DK || op->code == IR_ATTN_DV)
+            emit_attn_cols(G, k, op);
+        else if (cg_attention_tiled(op))
             emit_attention_tiled(G, k, op);
         else
             emit_attention(G, k, op);
+        G->at_heads = 0;
         break;
     }
     su_buf b, sig;

@@ -205,7 +205,7 @@ static bool lower_op(builder *b, const ir_op *op)
     const ir_attrs *a = &op->a;
     in->io = -1;
     in->axis = a->axis;
-    in->keepdims = a->keepdims;
+    in->keepdims = ir_ops[op->code].attrs & IR_A_HEADS ? a->heads_inner : a->keepdims;
     in->causal = a->causal;
     in->eps = a->eps;
     if (op->code == IR_TRANSPOSE || op->code == IR_DROPOUT) {

@@ -951,5 +951,27 @@ bool ir_infer(const ir_mesh *mesh, ir_opcode code, const ir_type *const *in, int
             return fail(&c, "%s of bool is not supported (cast it first, e.g. cast(x, f32))",
                         c.op);
     memset(out, 0, sizeof *out);
+    if (a->heads_inner && (ir_ops[code].attrs & IR_A_HEADS)) {
+        /* q, k, v, dy as [..., H, S, d] (dims -3 and -2 swapped), the
+         * result back as stored; st, pos and attn_stats' result as they are */
+        int nt = ir_attn_layout_operands(code);
+        ir_type sw[IR_MAX_RANK];
+        const ir_type *lin[8];
+        for (int i = 0; i < nin && i < 8; i++) {
+            lin[i] = in[i];
+            if (i >= nt)
+                continue;
+            if (in[i]->rank < 3)
+                return fail(&c, "%s with heads_inner needs operands of rank 3 or more, got "
+                            "operand %d of rank %d", c.op, i + 1, in[i]->rank);
+            sw[i] = ir_type_swap_heads(in[i]);
+            lin[i] = &sw[i];
+        }
+        if (!infer_op(&c, lin, a, out))
+            return false;
+        if (code != IR_ATTN_STATS)
+            *out = ir_type_swap_heads(out);
+        return check_type(&c, out, -1);
+    }
     return infer_op(&c, in, a, out) && check_type(&c, out, -1);
 }

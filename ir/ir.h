@@ -127,6 +127,8 @@ enum { /* attribute bits of ops.def */
     IR_A_BOUND = 1 << 22,   /* bound: check_ids and check_labels take ids in [0, bound) */
     IR_A_TRANS = 1 << 23,   /* trans: matmul's operands read with their last two dims
                              * swapped (IR_TRANS_*); optional, none when absent */
+    IR_A_HEADS = 1 << 24,   /* heads_inner: attention's operands and result hold each
+                             * position's heads together; optional, false when absent */
 };
 
 /* matmul's trans bits (IR_A_TRANS): printed `trans = a`, `b` or `ab`. */
@@ -195,6 +197,7 @@ typedef struct ir_attrs {
     uint8_t reduce;     /* IR_A_REDUCE: ir_reduce */
     int64_t bound;      /* IR_A_BOUND */
     uint8_t trans;      /* IR_A_TRANS: IR_TRANS_A | IR_TRANS_B */
+    bool heads_inner;   /* IR_A_HEADS */
 } ir_attrs;
 
 typedef struct ir_op ir_op;
@@ -310,6 +313,13 @@ void ir_module_free(ir_module *m);
  * caller either inferred the types (ir_emit) or the verifier runs later. */
 ir_op *ir_append(ir_module *m, ir_opcode code, ir_value *const *in, int nin,
                  const ir_attrs *a, const ir_type *res_types);
+
+/* Attention's operands in heads_inner layout (IR_A_HEADS): attention's q,
+ * k, v; attn_stats', attn_dq's and attn_dk's q, k, v, dy; attn_dv's q, k,
+ * dy (0 for other ops). */
+int ir_attn_layout_operands(ir_opcode code);
+/* t with dims rank-3 and rank-2 swapped (rank >= 3). */
+ir_type ir_type_swap_heads(const ir_type *t);
 
 /* Infers the result type of code applied to operands of the given types.
  * attrs must be set as the op table says (axis may be negative here: it is

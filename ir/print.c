@@ -17,7 +17,7 @@ static const char *const attr_names[] = {
     "name", "init", "value", "axis", "keepdims", "eps", "causal",
     "perm", "shape", "dtype", "dim", "dim2", "axes",
     "lr", "momentum", "beta1", "beta2", "wd", "offset", "peer", "tag", "reduce", "bound",
-    "trans",
+    "trans", "heads_inner",
 };
 /* all_reduce's operations, indexed by ir_reduce (the same table as parse.c's) */
 static const char *const reduce_names[IR_NREDUCE] = {"sum", "max"};
@@ -274,6 +274,7 @@ static void put_attr(printer *p, const ir_attrs *a, int bit)
     case IR_A_REDUCE:
         su_buf_puts(b, a->reduce < IR_NREDUCE ? reduce_names[a->reduce] : "?");
         break;
+    case IR_A_HEADS: su_buf_puts(b, a->heads_inner ? "true" : "false"); break;
     case IR_A_TRANS:
         su_buf_puts(b, a->trans == IR_TRANS_A ? "a" : a->trans == IR_TRANS_B ? "b"
                        : a->trans == (IR_TRANS_A | IR_TRANS_B) ? "ab" : "?");
@@ -290,7 +291,7 @@ static void put_attr(printer *p, const ir_attrs *a, int bit)
 
 /* " {name = v, ...}": every attribute the op table gives the op, but an
  * optional one at its default (reduce = sum, an input's init = none, no
- * trans). */
+ * trans, heads_inner false). */
 static void put_attrs(printer *p, const ir_op *op)
 {
     unsigned bits = ir_ops[op->code].attrs;
@@ -298,6 +299,8 @@ static void put_attrs(printer *p, const ir_op *op)
         bits &= ~(unsigned)IR_A_REDUCE;
     if (!op->a.trans)
         bits &= ~(unsigned)IR_A_TRANS;
+    if (!op->a.heads_inner)
+        bits &= ~(unsigned)IR_A_HEADS;
     if (op->code == IR_INPUT && op->a.init.kind == IR_INIT_NONE)
         bits &= ~(unsigned)IR_A_INIT;
     if (!bits)

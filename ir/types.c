@@ -176,3 +176,24 @@ const char *ir_phase_name(ir_phase ph)
     static const char *const names[IR_NPHASES] = {"forward", "backward", "optimizer"};
     return (int)ph >= 0 && ph < IR_NPHASES ? names[ph] : "?";
 }
+
+int ir_attn_layout_operands(ir_opcode code)
+{
+    switch (code) {
+    case IR_ATTENTION:
+    case IR_ATTN_DV: return 3;
+    case IR_ATTN_STATS:
+    case IR_ATTN_DQ:
+    case IR_ATTN_DK: return 4;
+    default: return 0;
+    }
+}
+
+ir_type ir_type_swap_heads(const ir_type *t)
+{
+    ir_type s = *t;
+    int r = t->rank;
+    s.dim[r - 3] = t->dim[r - 2];
+    s.dim[r - 2] = t->dim[r - 3];
+    return s;
+}

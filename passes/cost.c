@@ -14,6 +14,15 @@
  * constants and communication 0. */
 #include "passes.h"
 
+/* Operand i of attention or its backward as the op computes on it: with
+ * heads_inner, the stored [.., S, H, d] as [.., H, S, d]. */
+static ir_type logical(const ir_op *op, int i)
+{
+    const ir_type *t = &op->in[i]->type;
+    return op->a.heads_inner && i < ir_attn_layout_operands(op->code) ? ir_type_swap_heads(t)
+                                                                      : *t;
+}
+
 double pass_op_flops(const ir_op *op)
 {
     const ir_type *r = &op->res[0]->type;
@@ -25,7 +34,8 @@ double pass_op_flops(const ir_op *op)
         return 2 * out * (double)a->dim[a->rank - 1 - (op->a.trans & IR_TRANS_A ? 1 : 0)];
     }
     case IR_ATTENTION: {
-        const ir_type *q = &op->in[0]->type, *k = &op->in[1]->type, *v = &op->in[2]->type;
+        ir_type lq = logical(op, 0), lk = logical(op, 1), lv = logical(op, 2);
+        const ir_type *q = &lq, *k = &lk, *v = &lv;
         double heads = in0 / ((double)q->dim[q->rank - 2] * (double)q->dim[q->rank - 1]);
         double st = (double)q->dim[q->rank - 2] * (double)k->dim[k->rank - 2];
         return heads * st * (2 * ((double)q->dim[q->rank - 1] + (double)v->dim[v->rank - 1]) + 5);
@@ -35,7 +45,8 @@ double pass_op_flops(const ir_op *op)
         return 2 * out * (double)q->dim[q->rank - 1] + 5 * out;
     }
     case IR_ATTN_STATS: case IR_ATTN_DQ: case IR_ATTN_DK: case IR_ATTN_DV: {
-        const ir_type *q = &op->in[0]->type, *k = &op->in[1]->type;
+        ir_type lq = logical(op, 0), lk = logical(op, 1);
+        const ir_type *q = &lq, *k = &lk;
         double s = (double)q->dim[q->rank - 2], d = (double)q->dim[q->rank - 1];
         double heads = in0 / (s * d), st = s * (double)k->dim[k->rank - 2];
         double dv = (double)op->in[op->code == IR_ATTN_DV ? 2 : 3]->type.dim[q->rank - 1];

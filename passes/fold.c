@@ -1,5 +1,5 @@
-/* fold.c: transposes read only by matmuls folded into them (DESIGN.md
- * §3.4).
+/* fold.c: transposes folded into the matmuls and the attention that read
+ * them (DESIGN.md §3.4).
  *
  * Autodiff writes a linear layer's gradients with transposes: dx = dy @
  * transpose(w), dw = transpose(x) @ dy, and after partitioning each is a
@@ -12,7 +12,18 @@
  * for that side (ops.def, IR_A_TRANS). The matmul computes the same sums
  * in the same order; the copy and its buffer are gone. Transposes of i32,
  * of vectors, and of values that anything else reads (an output, another
- * op) stay. */
+ * op) stay.
+ *
+ * Attention works on [.., H, S, d] (heads, then positions), and a model
+ * makes q, k and v from [.., S, H, d] rows by a transpose of dims -3 and
+ * -2, and turns the result back by another. An attention (and each op of
+ * its backward, attn_stats .. attn_dv) whose q, k, v and dy are all such
+ * transposes reads their operands instead, with heads_inner (ops.def),
+ * and where its result's one reader is the transpose back, the op makes
+ * that transpose's value itself (attn_stats' result keeps its form). Its
+ * kernels index the heads inside each position's row; the transposes
+ * that nothing reads now go. Heads wider than AT_MAX_WIDTH keep theirs
+ * (the CUDA backend's tiled kernels take no wider). */
 #include "passes.h"
 
 #include <string.h>
@@ -33,8 +44,107 @@ static bool swaps_last_two(const ir_op *t)
     return true;
 }
 
+enum { AT_MAX_WIDTH = 1024 };
+
+/* Whether t swaps dims -3 and -2 of its float operand (rank >= 3) and
+ * keeps the others in place. */
+static bool swaps_heads(const ir_op *t)
+{
+    if (t->code != IR_TRANSPOSE || t->nin != 1 || t->nres != 1)
+        return false;
+    const ir_type *x = &t->in[0]->type;
+    int r = x->rank;
+    if (r < 3 || t->a.nlist != r || !ir_dtype_is_float(x->dtype) || x->dim[r - 1] > AT_MAX_WIDTH)
+        return false;
+    for (int i = 0; i < r; i++)
+        if (t->a.list[i] != (i == r - 3 ? r - 2 : i == r - 2 ? r - 3 : i))
+            return false;
+    return true;
+}
+
+static void count_reads(const ir_module *m, int *uses)
+{
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        for (int k = 0; k < op->nin; k++)
+            uses[op->in[k]->id]++;
+    }
+    for (int i = 0; i < m->outputs.n; i++)
+        uses[IR_OUTPUT(m, i)->v->id]++;
+    for (int i = 0; i < m->updates.n; i++) {
+        const ir_update *u = IR_UPDATE(m, i);
+        uses[u->src->id]++;
+        uses[u->v->id]++;
+        if (u->grad)
+            uses[u->grad->id]++;
+    }
+    if (m->train.loss)
+        uses[m->train.loss->id]++;
+}
+
+/* Attention's transposes (above); returns how many ops now hold their
+ * heads inner. */
+static int fold_heads(ir_module *m)
+{
+    int n = m->ops.n;
+    size_t nv = (size_t)m->next_id + 1;
+    int *uses = su_alloc(&m->arena, nv * sizeof *uses);
+    ir_op **reader = su_alloc(&m->arena, nv * sizeof *reader);
+    bool *dead = su_alloc(&m->arena, n * sizeof *dead);
+    memset(uses, 0, nv * sizeof *uses);
+    memset(reader, 0, nv * sizeof *reader);
+    memset(dead, 0, (size_t)n * sizeof *dead);
+    count_reads(m, uses);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < IR_OP(m, i)->nin; k++)
+            reader[IR_OP(m, i)->in[k]->id] = IR_OP(m, i);
+    int folded = 0;
+    for (int i = 0; i < n; i++) {
+        ir_op *op = IR_OP(m, i);
+        int nt = ir_attn_layout_operands(op->code);
+        if (!nt || op->a.heads_inner || op->nres != 1)
+            continue;
+        bool ok = true;
+        for (int k = 0; k < nt && ok; k++)
+            ok = op->in[k]->def && swaps_heads(op->in[k]->def);
+        ir_op *back = NULL; /* the transpose of the result */
+        if (ok && op->code != IR_ATTN_STATS) {
+            const ir_value *r = op->res[0];
+            back = uses[r->id] == 1 ? reader[r->id] : NULL;
+            ok = back && swaps_heads(back) && back->in[0] == r;
+        }
+        if (!ok)
+            continue;
+        for (int k = 0; k < nt; k++) {
+            uses[op->in[k]->id]--;
+            op->in[k] = op->in[k]->def->in[0];
+        }
+        op->a.heads_inner = true;
+        if (back) { /* op makes the transpose's value */
+            ir_value *v = back->res[0];
+            v->def = op;
+            v->res = 0;
+            op->res[0] = v;
+            back->nres = 0; /* dropped below */
+        }
+        folded++;
+    }
+    if (!folded)
+        return 0;
+    int keep = 0;
+    for (int i = 0; i < n; i++) {
+        ir_op *op = IR_OP(m, i);
+        bool gone = op->code == IR_TRANSPOSE && (op->nres == 0 || !uses[op->res[0]->id]);
+        if (!gone)
+            m->ops.v[keep++] = op;
+    }
+    m->ops.n = keep;
+    return folded;
+}
+
 int pass_fold_transposes(ir_module *m)
 {
+    int heads = fold_heads(m);
     int n = m->ops.n;
     size_t nv = (size_t)m->next_id + 1;
     /* by value id: reads by ops other than a matmul's operand it may fold
@@ -79,7 +189,7 @@ int pass_fold_transposes(ir_module *m)
         }
     }
     if (!folded)
-        return 0;
+        return heads;
     /* drop the transposes no op reads now (each was read by matmuls only) */
     int keep = 0;
     for (int i = 0; i < n; i++) {
@@ -89,5 +199,5 @@ int pass_fold_transposes(ir_module *m)
             m->ops.v[keep++] = op;
     }
     m->ops.n = keep;
-    return folded;
+    return heads + folded;
 }

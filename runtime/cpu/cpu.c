@@ -1143,14 +1143,14 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
     case RT_OP_MATMUL:
         return rt_cpu_matmul_(in, x, y, err);
     case RT_OP_ATTENTION:
-        return rt_cpu_attention_(in, x, y, err);
+        return in->keepdims ? rt_cpu_attn_heads_(in, x, y, err) : rt_cpu_attention_(in, x, y, err);
     case RT_OP_ATTN_PROBS:
         return rt_cpu_attn_probs_(in, x, y, err);
     case RT_OP_ATTN_STATS:
     case RT_OP_ATTN_DQ:
     case RT_OP_ATTN_DK:
     case RT_OP_ATTN_DV:
-        return rt_cpu_attn_grad_(in, x, y, err);
+        return in->keepdims ? rt_cpu_attn_heads_(in, x, y, err) : rt_cpu_attn_grad_(in, x, y, err);
     case RT_OP_SUM:
     case RT_OP_MEAN:
     case RT_OP_AMAX:

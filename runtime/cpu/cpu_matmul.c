@@ -378,3 +378,60 @@ int rt_cpu_attn_grad_(const rt_instr *in, const void *const *x, void *y, su_stat
     default: return ag_dkv(&a, in->op == RT_OP_ATTN_DK, y, err);
     }
 }
+
+/* [L, a, b, c] -> [L, b, a, c] (t's dims -3, -2, -1 and the rest). */
+static void swap_heads(const float *x, float *y, const rt_type *t)
+{
+    int r = t->rank;
+    int64_t a = t->dim[r - 3], b = t->dim[r - 2], c = t->dim[r - 1];
+    int64_t lead = rt_type_numel(t) / (a * b * c);
+    for (int64_t l = 0; l < lead; l++)
+        for (int64_t i = 0; i < a; i++)
+            for (int64_t j = 0; j < b; j++)
+                memcpy(y + ((l * b + j) * a + i) * c, x + ((l * a + i) * b + j) * c,
+                       (size_t)c * sizeof *x);
+}
+
+int rt_cpu_attn_heads_(const rt_instr *in, const void *const *x, void *y, su_status *err)
+{
+    int nt = rt_attn_layout_operands(in->op);
+    bool result = in->op != RT_OP_ATTN_STATS;
+    rt_instr l = *in;
+    l.keepdims = 0;
+    const void *lx[RT_MAX_IN];
+    float *tmp[RT_MAX_IN + 1] = {0};
+    int rc = -1;
+    for (int i = 0; i < in->nin; i++) {
+        lx[i] = x[i];
+        if (i >= nt)
+            continue;
+        size_t n = (size_t)rt_type_numel(&in->in_t[i]);
+        if (!(tmp[i] = malloc((n ? n : 1) * sizeof(float)))) {
+            su_fail(err, SU_NOMEM, "out of memory: %s needs %zu bytes of scratch",
+                    rt_ops[in->op].name, n * sizeof(float));
+            goto done;
+        }
+        swap_heads(x[i], tmp[i], &in->in_t[i]);
+        l.in_t[i] = rt_type_swap_heads(&in->in_t[i]);
+        lx[i] = tmp[i];
+    }
+    void *ly = y;
+    if (result) {
+        size_t n = (size_t)rt_type_numel(&in->out_t);
+        if (!(tmp[RT_MAX_IN] = malloc((n ? n : 1) * sizeof(float)))) {
+            su_fail(err, SU_NOMEM, "out of memory: %s needs %zu bytes of scratch",
+                    rt_ops[in->op].name, n * sizeof(float));
+            goto done;
+        }
+        l.out_t = rt_type_swap_heads(&in->out_t);
+        ly = tmp[RT_MAX_IN];
+    }
+    rc = in->op == RT_OP_ATTENTION ? rt_cpu_attention_(&l, lx, ly, err)
+                                   : rt_cpu_attn_grad_(&l, lx, ly, err);
+    if (rc == 0 && result)
+        swap_heads(ly, y, &l.out_t);
+done:
+    for (int i = 0; i <= RT_MAX_IN; i++)
+        free(tmp[i]);
+    return rc;
+}

@@ -122,6 +122,15 @@ typedef struct rt_mm_dims {
 } rt_mm_dims;
 rt_mm_dims rt_matmul_dims(const struct rt_instr *in);
 
+/* Attention's operands whose dims -3 and -2 its `keepdims` field swaps
+ * (heads_inner, format 11: [.., S, H, d] stored for the [.., H, S, d] it
+ * computes on; the result too, but attn_stats'): attention's q, k, v;
+ * attn_stats', attn_dq's, attn_dk's q, k, v, dy; attn_dv's q, k, dy; 0
+ * for other ops. */
+int rt_attn_layout_operands(int op);
+/* t (rank >= 3) with dims rank-3 and rank-2 swapped. */
+rt_type rt_type_swap_heads(const rt_type *t);
+
 /* What an all_reduce computes (its `dim` field; sum, 0, in plans from
  * before the field had a meaning). */
 typedef enum { RT_REDUCE_SUM, RT_REDUCE_MAX, RT_NREDUCE } rt_reduce;
@@ -137,7 +146,7 @@ typedef struct rt_instr {
     int32_t io;                    /* input, param: index into rt_plan.io */
     double value;                  /* const */
     int64_t axis;                  /* 0..rank-1 of in_t[0] */
-    uint8_t keepdims, causal;
+    uint8_t keepdims, causal;      /* keepdims: reductions; attention's heads_inner */
     double eps;
     uint8_t nlist;                 /* transpose: the permutation */
     int64_t list[RT_MAX_RANK];

@@ -125,3 +125,24 @@ rt_mm_dims rt_matmul_dims(const rt_instr *in)
     d.n = b->rank >= 2 ? b->dim[b->rank - 1 - d.tb] : 1;
     return d;
 }
+
+int rt_attn_layout_operands(int op)
+{
+    switch (op) {
+    case RT_OP_ATTENTION:
+    case RT_OP_ATTN_DV: return 3;
+    case RT_OP_ATTN_STATS:
+    case RT_OP_ATTN_DQ:
+    case RT_OP_ATTN_DK: return 4;
+    default: return 0;
+    }
+}
+
+rt_type rt_type_swap_heads(const rt_type *t)
+{
+    rt_type s = *t;
+    int r = t->rank;
+    s.dim[r - 3] = t->dim[r - 2];
+    s.dim[r - 2] = t->dim[r - 3];
+    return s;
+}

@@ -786,6 +786,27 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, su_status *err)
 {
     if (!rt_check_operands(in, err))
         return false;
+    int nt = rt_attn_layout_operands(in->op);
+    if (nt && in->keepdims) {
+        /* heads_inner: checked as the op computes, q, k, v, dy and the
+         * result (but attn_stats') with dims -3 and -2 swapped */
+        rt_instr l = *in;
+        l.keepdims = 0;
+        for (int i = 0; i < nt && i < in->nin; i++) {
+            if (in->in_t[i].rank < 3)
+                return rt_plan_fail(err, "holds its heads inner, which needs operands of rank "
+                                    "3 or more, got operand %d of rank %d", i + 1,
+                                    in->in_t[i].rank);
+            l.in_t[i] = rt_type_swap_heads(&in->in_t[i]);
+        }
+        if (in->op != RT_OP_ATTN_STATS) {
+            if (in->out_t.rank < 3)
+                return rt_plan_fail(err, "holds its heads inner, which needs a result of rank "
+                                    "3 or more");
+            l.out_t = rt_type_swap_heads(&in->out_t);
+        }
+        return rt_instr_check(p, &l, err);
+    }
     const rt_type *x = &in->in_t[0], *out = &in->out_t;
     char b1[TYPE_LEN], b2[TYPE_LEN];
     rt_type want;

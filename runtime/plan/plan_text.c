@@ -102,6 +102,8 @@ static void instr_str(const rt_plan *p, const rt_instr *in, su_buf *b)
     case RT_OP_ATTN_DK:
     case RT_OP_ATTN_DV:
         ATTR("causal = %s", in->causal ? "true" : "false");
+        if (in->keepdims)
+            ATTR("heads_inner = true");
         break;
     case RT_OP_MOMENTUM:
         su_fmt_double(num, in->momentum);

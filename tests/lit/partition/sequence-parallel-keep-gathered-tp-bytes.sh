@@ -31,7 +31,7 @@
 # KEEP-NEXT: {{^ *}}8 reduce_scatter 262144 forward{{$}}
 # KEEP-NOT:  all_to_all
 # KEEPMEM:   bytes sent per rank:  26790912
-# KEEPMEM:   activations             30425088
+# KEEPMEM:   activations             28327936
 # SP:        {{^ *}}14 all_gather 262144 backward{{$}}
 # SP:        {{^ *}}9 all_to_all 65536 backward{{$}}
 # SP:        {{^ *}}9 reduce_scatter 65536 backward{{$}}

@@ -185,6 +185,20 @@ static void test_attention(void)
     CHECK_STR(INF(IR_ATTENTION, A(.causal = false), "f32[2, 8, 128, 64]", "f32[2, 8, 256, 64]",
                   "f32[2, 8, 256, 32]"),
               "f32[2, 8, 128, 32]");
+    /* heads_inner: [B, S, H, d] stored, [B, H, S, d] computed on */
+    CHECK_STR(INF(IR_ATTENTION, A(.heads_inner = true), "f32[2, 128, 8, 64]", "f32[2, 256, 8, 64]",
+                  "f32[2, 256, 8, 32]"),
+              "f32[2, 128, 8, 32]");
+    CHECK_STR(INF(IR_ATTN_STATS, A(.heads_inner = true), "f32[2, 128, 8, 64]",
+                  "f32[2, 256, 8, 64]", "f32[2, 256, 8, 32]", "f32[2, 128, 8, 32]"),
+              "f32[2, 8, 128, 2]");
+    CHECK_STR(INF(IR_ATTN_DV, A(.heads_inner = true), "f32[2, 128, 8, 64]", "f32[2, 256, 8, 64]",
+                  "f32[2, 128, 8, 32]", "f32[2, 8, 128, 2]"),
+              "f32[2, 256, 8, 32]");
+    CHECK_STR(INF(IR_ATTENTION, A(.heads_inner = true), "f32[16, 64]", "f32[16, 64]",
+                  "f32[16, 64]"),
+              "error: attention with heads_inner needs operands of rank 3 or more, got operand 1 "
+              "of rank 2");
     CHECK_STR(INF(IR_ATTENTION, A(.causal = true), "bf16[16, 64]", "bf16[32, 64]", "bf16[32, 64]"),
               "bf16[16, 64]");
     CHECK_STR(INF(IR_ATTENTION, NULL, "f32[16, 64]", "f32[64]", "f32[16, 64]"),

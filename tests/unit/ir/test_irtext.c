@@ -256,6 +256,9 @@ static ir_module *all_ops(void)
     emit(m, IR_ATTN_DQ, (ir_attrs){.causal = true}, 6, h, x, x, att, ast, pos);
     emit(m, IR_ATTN_DK, (ir_attrs){.causal = true}, 5, h, x, x, att, ast);
     emit(m, IR_ATTN_DV, (ir_attrs){.causal = false}, 4, h, x, att, ast);
+    /* heads inner (passes/fold.c): [S, H, d] stored for [H, S, d] */
+    ir_value *q3 = emit(m, IR_RESHAPE, (ir_attrs){.nlist = 3, .list = {8, 2, 8}}, 1, h);
+    emit(m, IR_ATTENTION, (ir_attrs){.causal = true, .heads_inner = true}, 3, q3, q3, q3);
     emit(m, IR_EMBEDDING_GRAD, (ir_attrs){.nlist = 2, .list = {10, 16}}, 2, ids, att);
     emit(m, IR_XENT_GRAD, NOATTRS, 2, logits, ids);
     ir_value *cid = emit(m, IR_CHECK_IDS, (ir_attrs){.bound = 10}, 1, ids);

@@ -1669,6 +1669,139 @@ static void test_threads(void)
     }
 }
 
+/* ---- attention's backward ---- */
+
+/* x [L, a, b, c] as [L, b, a, c] (heads_inner's layout and back). */
+static tens swap_heads_copy(const tens *x)
+{
+    tens y = {rt_type_swap_heads(&x->t), NULL};
+    y.p = calloc((size_t)(rt_type_bytes(&y.t) + 8), 1);
+    int r = x->t.rank;
+    int64_t a = x->t.dim[r - 3], b = x->t.dim[r - 2], c = x->t.dim[r - 1];
+    for (int64_t e = 0; e < numel(x); e++) {
+        int64_t k = e % c, j = e / c % b, i = e / c / b % a, l = e / c / b / a;
+        tset(&y, ((l * b + j) * a + i) * c + k, tget(x, e));
+    }
+    return y;
+}
+
+/* attn_stats, attn_dq, attn_dk and attn_dv of heads [h, s, d] (k, v of t
+ * keys, v and dy dv wide) against a double reference of their formulas
+ * (ops.def), causal without and with query positions; then each with the
+ * heads inner ([s, h, d] stored) equal to the bit to the op on the
+ * transposed operands. */
+static void attn_backward_case(int64_t h, int64_t s, int64_t t, int64_t d, int64_t dv,
+                               int causal, int with_pos)
+{
+    char sq[64], sk[64], sv[64], sy[64], sst[64];
+    snprintf(sq, sizeof sq, "f32[%lld, %lld, %lld]", (long long)h, (long long)s, (long long)d);
+    snprintf(sk, sizeof sk, "f32[%lld, %lld, %lld]", (long long)h, (long long)t, (long long)d);
+    snprintf(sv, sizeof sv, "f32[%lld, %lld, %lld]", (long long)h, (long long)t, (long long)dv);
+    snprintf(sy, sizeof sy, "f32[%lld, %lld, %lld]", (long long)h, (long long)s, (long long)dv);
+    snprintf(sst, sizeof sst, "f32[%lld, %lld, 2]", (long long)h, (long long)s);
+    tens q = trand(sq, -2, 2), k = trand(sk, -2, 2), v = trand(sv, -1, 1), dy = trand(sy, -1, 1);
+    tens pos = with_pos ? positions(sq, t) : (tens){0};
+    const tens *pp = with_pos ? &pos : NULL;
+    double c = 1.0 / sqrt((double)d);
+    double *lse = calloc((size_t)(h * s), sizeof(double)), *delta = calloc((size_t)(h * s), 8);
+    double *wq = calloc((size_t)(h * s * d), 8), *wk = calloc((size_t)(h * t * d), 8);
+    double *wv = calloc((size_t)(h * t * dv), 8), *p = calloc((size_t)t, 8), *dp = calloc((size_t)t, 8);
+    for (int64_t hh = 0; hh < h; hh++)
+        for (int64_t i = 0; i < s; i++) {
+            int64_t end = causal ? last_key(pp, i, s, t) + 1 : t;
+            end = end < 0 ? 0 : end > t ? t : end;
+            double mx = -INFINITY, l = 0, dl = 0;
+            for (int64_t j = 0; j < end; j++) {
+                double acc = 0, accp = 0;
+                for (int64_t e = 0; e < d; e++)
+                    acc += tget(&q, (hh * s + i) * d + e) * tget(&k, (hh * t + j) * d + e);
+                for (int64_t e = 0; e < dv; e++)
+                    accp += tget(&dy, (hh * s + i) * dv + e) * tget(&v, (hh * t + j) * dv + e);
+                p[j] = c * acc, dp[j] = accp;
+                mx = p[j] > mx ? p[j] : mx;
+            }
+            for (int64_t j = 0; j < end; j++)
+                l += exp(p[j] - mx);
+            double ls = end ? mx + log(l) : 0;
+            for (int64_t j = 0; j < end; j++)
+                dl += exp(p[j] - ls) * dp[j];
+            lse[hh * s + i] = ls, delta[hh * s + i] = dl;
+            for (int64_t j = 0; j < end; j++) {
+                double pr = exp(p[j] - ls), ds = pr * (dp[j] - dl);
+                for (int64_t e = 0; e < d; e++) {
+                    wq[(hh * s + i) * d + e] += c * ds * tget(&k, (hh * t + j) * d + e);
+                    wk[(hh * t + j) * d + e] += c * ds * tget(&q, (hh * s + i) * d + e);
+                }
+                for (int64_t e = 0; e < dv; e++)
+                    wv[(hh * t + j) * dv + e] += pr * tget(&dy, (hh * s + i) * dv + e);
+            }
+        }
+    tens st = tnew(sst), out[3] = {tnew(sq), tnew(sk), tnew(sv)};
+    double *want = want_of(&st);
+    for (int64_t e = 0; e < h * s; e++)
+        want[2 * e] = lse[e], want[2 * e + 1] = delta[e];
+    tens ops[6] = {q, k, v, dy, pos};
+    rt_instr in = {.op = RT_OP_ATTN_STATS, .causal = (uint8_t)causal};
+    char what[160];
+    snprintf(what, sizeof what, "attn_stats h %lld s %lld t %lld d %lld dv %lld causal %d pos %d",
+             (long long)h, (long long)s, (long long)t, (long long)d, (long long)dv, causal,
+             with_pos);
+    CHECK_INT(run(&in, ops, with_pos ? 5 : 4, &st), 0);
+    CLOSE_TOL(what, &st, want, 1e-5, 1e-5);
+    free(want);
+    static const int code[3] = {RT_OP_ATTN_DQ, RT_OP_ATTN_DK, RT_OP_ATTN_DV};
+    const double *ref[3] = {wq, wk, wv};
+    for (int o = 0; o < 3; o++) {
+        /* dq, dk: q, k, v, dy, st[, pos]; dv: q, k, dy, st[, pos] */
+        tens args[6] = {q, k, v, dy, st, pos};
+        if (code[o] == RT_OP_ATTN_DV)
+            args[2] = dy, args[3] = st, args[4] = pos;
+        int n = (code[o] == RT_OP_ATTN_DV ? 4 : 5) + (with_pos ? 1 : 0);
+        rt_instr g = {.op = (uint16_t)code[o], .causal = (uint8_t)causal};
+        CHECK_INT(run(&g, args, n, &out[o]), 0);
+        snprintf(what, sizeof what, "%s h %lld s %lld t %lld causal %d pos %d", rt_ops[code[o]].name,
+                 (long long)h, (long long)s, (long long)t, causal, with_pos);
+        CLOSE_TOL(what, &out[o], ref[o], 1e-5, 1e-5);
+        /* heads inner: [1, s, h, d] stored for [1, h, s, d], the same bits */
+        tens hin[6];
+        int nt = rt_attn_layout_operands(code[o]);
+        for (int i = 0; i < n; i++) {
+            tens a = args[i];
+            if (i < nt || (i == n - (with_pos ? 2 : 1))) { /* as [1, h, x, y] */
+                a.t.rank = 4;
+                memmove(a.t.dim + 1, a.t.dim, 3 * sizeof *a.t.dim);
+                a.t.dim[0] = 1;
+            }
+            hin[i] = i < nt ? swap_heads_copy(&a) : a;
+        }
+        tens got = {.t = {.dtype = RT_F32, .rank = 4,
+                          .dim = {1, out[o].t.dim[1], out[o].t.dim[0], out[o].t.dim[2]}}};
+        got.p = calloc((size_t)(rt_type_bytes(&got.t) + 8), 1);
+        rt_instr gh = {.op = (uint16_t)code[o], .causal = (uint8_t)causal, .keepdims = 1};
+        CHECK_INT(run(&gh, hin, n, &got), 0);
+        tens flat = swap_heads_copy(&got); /* back to [1, h, x, y] */
+        CHECK(memcmp(flat.p, out[o].p, (size_t)rt_type_bytes(&out[o].t)) == 0);
+        for (int i = 0; i < nt; i++)
+            tfree(&hin[i]);
+        tfree(&got);
+        tfree(&flat);
+    }
+    tfree(&q), tfree(&k), tfree(&v), tfree(&dy), tfree(&st);
+    for (int o = 0; o < 3; o++)
+        tfree(&out[o]);
+    if (with_pos)
+        tfree(&pos);
+    free(lse), free(delta), free(wq), free(wk), free(wv), free(p), free(dp);
+}
+
+static void test_attn_backward(void)
+{
+    attn_backward_case(2, 5, 7, 4, 3, 1, 0); /* mask aligned to the end */
+    attn_backward_case(3, 6, 6, 8, 8, 0, 0);
+    attn_backward_case(2, 4, 9, 4, 6, 1, 1); /* query positions: some rows see no key */
+    attn_backward_case(1, 7, 3, 5, 2, 1, 0); /* more queries than keys: rows see none */
+}
+
 int main(void)
 {
     test_conversions();
@@ -1677,6 +1810,7 @@ int main(void)
     test_cast();
     test_matmul();
     test_attention();
+    test_attn_backward();
     test_reduce();
     test_softmax();
     test_norm();

@@ -1372,6 +1372,20 @@ static void test_rules(void)
     CHECK(strstr(instr_msg(p, &in, err), "mixed dtypes"));
     in = mk(RT_OP_ATTN_DV, v, 3, q, k, dy);
     CHECK_STR(instr_msg(p, &in, err), "has 3 operands; attn_dv takes 4 to 5");
+    /* heads inner (keepdims): [B, S, H, d] stored, st as computed on */
+    in = mk(RT_OP_ATTN_DQ, T(F, 5, 2, 4), 5, T(F, 5, 2, 4), T(F, 6, 2, 4), T(F, 6, 2, 3),
+            T(F, 5, 2, 3), st);
+    in.keepdims = 1;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.keepdims = 0;
+    CHECK(strstr(instr_msg(p, &in, err), "needs q [..., S, d]") != NULL);
+    in = mk(RT_OP_ATTENTION, T(F, 5, 2, 3), 3, T(F, 5, 2, 4), T(F, 6, 2, 4), T(F, 6, 2, 3));
+    in.keepdims = 1;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_ATTENTION, T(F, 5, 3), 3, T(F, 5, 4), T(F, 6, 4), T(F, 6, 3));
+    in.keepdims = 1;
+    CHECK_STR(instr_msg(p, &in, err), "holds its heads inner, which needs operands of rank 3 or "
+              "more, got operand 1 of rank 2");
 
     /* the checks of ids (labels) of a table (logits) split along them */
     in = mk(RT_OP_CHECK_IDS, T(I, 2, 3), 1, T(I, 2, 3));
