@@ -2,6 +2,7 @@
  * SHARDC_HAVE_NVRTC (no CUDA toolkit at build time) the same functions
  * exist and say that NVRTC is not available. */
 #include "runtime/cuda/nvrtc.h"
+#include "runtime/cuda/cuda_driver.h"
 #include "support/support.h"
 
 #include "runtime/plan/plan.h"
@@ -20,8 +21,44 @@ static const int default_archs[] = {80, 90};
 
 /* ---- architectures ---- */
 
+bool rt_local_arch(int *arch, su_status *err)
+{
+    rt_cu_status why;
+    const rt_cu_api *cu = rt_cu_load(&why, err);
+    int count = 0, major = 0, minor = 0;
+    rt_cu_device dev;
+    if (!cu)
+        return false;
+    if (!RT_CU_CHECK(cu, DeviceGetCount(&count), err))
+        return false;
+    if (count < 1)
+        return su_fail(err, SU_GPU, "no CUDA device"), false;
+    if (!RT_CU_CHECK(cu, DeviceGet(&dev, 0), err) ||
+        !RT_CU_CHECK(cu, DeviceGetAttribute(&major, RT_CU_ATTR_CC_MAJOR, dev), err) ||
+        !RT_CU_CHECK(cu, DeviceGetAttribute(&minor, RT_CU_ATTR_CC_MINOR, dev), err))
+        return false;
+    *arch = major * 10 + minor;
+    return true;
+}
+
 bool rt_parse_archs(const char *list, int *arch, int *narchs, su_status *err)
 {
+    if (list && !strcmp(list, "native")) { /* the local GPU's, as nvcc's -arch=native */
+        int v;
+        su_status why;
+        if (!rt_local_arch(&v, &why)) {
+            su_fail(err, SU_GPU, "--arch native: %s", why.msg);
+            return false;
+        }
+        if (!rt_nvrtc_supports(v)) {
+            su_fail(err, SU_GPU, "--arch native: the local GPU is sm_%d, which NVRTC cannot "
+                    "compile for", v);
+            return false;
+        }
+        arch[0] = v;
+        *narchs = 1;
+        return true;
+    }
     int n = 0;
     const char *p = list ? list : "";
     for (;;) {

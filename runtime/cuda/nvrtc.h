@@ -53,9 +53,14 @@ bool rt_nvrtc_version(int *major, int *minor);
  * 10 to 999 is accepted (nothing will be compiled). */
 bool rt_nvrtc_supports(int arch);
 
+/* The compute capability of the local GPU (device 0), as a number (90);
+ * false with why in err when there is no usable driver or no device. */
+bool rt_local_arch(int *arch, su_status *err);
+
 /* Parses an architecture list, "sm_80,sm_90" (duplicates dropped, order
- * kept), checking each with rt_nvrtc_supports. False with a message in err
- * ("--arch 'sm_8x': expected sm_NN, ..."). */
+ * kept), checking each with rt_nvrtc_supports, or "native": the local
+ * GPU's (rt_local_arch). False with a message in err ("--arch 'sm_8x':
+ * expected sm_NN, ...", "--arch native: no CUDA device"). */
 bool rt_parse_archs(const char *list, int *arch, int *narchs, su_status *err);
 /* "sm_80, sm_90; PTX for sm_90". */
 void rt_archs_describe(const int *arch, int narchs, su_buf *out);
