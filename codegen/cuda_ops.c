@@ -1216,6 +1216,12 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     su_buf_init_in(&body, G->arena);
     G->b = &body;
     G->indent = 1;
+    /* attention's operands with the heads inner: H is the stored dim -2 of
+     * q (passes/fold.c makes such ops only where the tiled kernels take
+     * the widths) */
+    G->at_heads = op->a.heads_inner ? op->in[0]->type.dim[op->in[0]->type.rank - 2] : 0;
+    if (op->a.heads_inner && !cg_attention_tiled(op))
+        su_unreachable();
     switch (op->code) {
     case IR_TRANSPOSE: emit_transpose(G, k, op); break;
     case IR_IOTA: emit_iota(G, k, op); break;
@@ -1225,26 +1231,17 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     case IR_CONCAT: emit_narrow_concat(G, k, op); break;
     case IR_DROPOUT: emit_dropout(G, k, op); break;
     case IR_ATTN_STATS:
-    case IR_ATTN_DQ:
+    case IR_ATTN_DQ: emit_attn_rows(G, k, op); break;
     case IR_ATTN_DK:
-    case IR_ATTN_DV:
+    case IR_ATTN_DV: emit_attn_cols(G, k, op); break;
     default:
-        /* the heads inner: H is the stored dim -2 of q (passes/fold.c makes
-         * such ops only where the tiled kernels take the widths) */
-        G->at_heads = op->a.heads_inner ? op->in[0]->type.dim[op->in[0]->type.rank - 2] : 0;
-        if (op->a.heads_inner && !cg_attention_tiled(op))
-            su_unreachable();
-        if (op->code == IR_ATTN_STATS || op->code == IR_ATTN_DQ)
-            emit_attn_rows(G, k, op);
-        else if (op->code == IR_ATTN_DK || op->code == IR_ATTN_DV)
-            emit_attn_cols(G, k, op);
-        else if (cg_attention_tiled(op))
+        if (cg_attention_tiled(op))
             emit_attention_tiled(G, k, op);
         else
             emit_attention(G, k, op);
-        G->at_heads = 0;
         break;
     }
+    G->at_heads = 0;
     su_buf b, sig;
     su_buf_init_in(&b, G->arena);
     su_buf_init_in(&sig, G->arena);

@@ -217,12 +217,6 @@ static void become(ir_module *m, ir_op *o, ir_opcode code, const form *f, ir_val
     o->a = (ir_attrs){.causal = causal};
 }
 
-static void count(int *uses, const ir_value *v)
-{
-    if (v)
-        uses[v->id]++;
-}
-
 int pass_attn_grad(ir_module *m)
 {
     /* In the module's arena, as combine.c's tables: per value id, with
@@ -243,7 +237,7 @@ int pass_attn_grad(ir_module *m)
     for (int i = 0; i < n0; i++) {
         ir_op *o = IR_OP(m, i);
         for (int k = 0; k < o->nin; k++) {
-            count(G.uses, o->in[k]);
+            G.uses[o->in[k]->id]++;
             G.reader[o->in[k]->id] = o;
         }
         if (o->nres)
@@ -252,14 +246,7 @@ int pass_attn_grad(ir_module *m)
     }
     if (!any)
         return 0;
-    for (int i = 0; i < m->outputs.n; i++)
-        count(G.uses, IR_OUTPUT(m, i)->v);
-    for (int i = 0; i < m->updates.n; i++) {
-        count(G.uses, IR_UPDATE(m, i)->src);
-        count(G.uses, IR_UPDATE(m, i)->v);
-        count(G.uses, IR_UPDATE(m, i)->grad);
-    }
-    count(G.uses, m->train.loss);
+    pass_count_kept_reads(m, G.uses);
     int done = 0;
     for (int i = 0; i < n0; i++) {
         ir_op *p = IR_OP(m, i);

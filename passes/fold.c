@@ -62,13 +62,8 @@ static bool swaps_heads(const ir_op *t)
     return true;
 }
 
-static void count_reads(const ir_module *m, int *uses)
+void pass_count_kept_reads(const ir_module *m, int *uses)
 {
-    for (int i = 0; i < m->ops.n; i++) {
-        const ir_op *op = IR_OP(m, i);
-        for (int k = 0; k < op->nin; k++)
-            uses[op->in[k]->id]++;
-    }
     for (int i = 0; i < m->outputs.n; i++)
         uses[IR_OUTPUT(m, i)->v->id]++;
     for (int i = 0; i < m->updates.n; i++) {
@@ -94,10 +89,12 @@ static int fold_heads(ir_module *m)
     memset(uses, 0, nv * sizeof *uses);
     memset(reader, 0, nv * sizeof *reader);
     memset(dead, 0, (size_t)n * sizeof *dead);
-    count_reads(m, uses);
+    pass_count_kept_reads(m, uses);
     for (int i = 0; i < n; i++)
-        for (int k = 0; k < IR_OP(m, i)->nin; k++)
+        for (int k = 0; k < IR_OP(m, i)->nin; k++) {
+            uses[IR_OP(m, i)->in[k]->id]++;
             reader[IR_OP(m, i)->in[k]->id] = IR_OP(m, i);
+        }
     int folded = 0;
     for (int i = 0; i < n; i++) {
         ir_op *op = IR_OP(m, i);
@@ -161,17 +158,7 @@ int pass_fold_transposes(ir_module *m)
             (fits ? mm : other)[op->in[k]->id]++;
         }
     }
-    for (int i = 0; i < m->outputs.n; i++)
-        other[IR_OUTPUT(m, i)->v->id]++;
-    for (int i = 0; i < m->updates.n; i++) {
-        const ir_update *u = IR_UPDATE(m, i);
-        other[u->src->id]++;
-        other[u->v->id]++;
-        if (u->grad)
-            other[u->grad->id]++;
-    }
-    if (m->train.loss)
-        other[m->train.loss->id]++;
+    pass_count_kept_reads(m, other);
     int folded = 0;
     for (int i = 0; i < n; i++) {
         ir_op *op = IR_OP(m, i);

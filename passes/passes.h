@@ -110,6 +110,11 @@ int pass_attn_grad(ir_module *m);
  * many operands were folded. */
 int pass_fold_transposes(ir_module *m);
 
+/* Adds to uses (by value id) the reads of m's outputs, updates (the
+ * source, the new value, the gradient) and loss: what a rewrite must keep
+ * however few ops read it (fold.c). */
+void pass_count_kept_reads(const ir_module *m, int *uses);
+
 /* The pipeline split (pipesplit.c). From a partitioned module with a
  * pipeline, one program per stage of the pipeline axis (m->stage set in
  * each): its chunks of the pipelined repeat for every microbatch, in the
