@@ -95,6 +95,12 @@ bool cg_cuda_op_kernel(const ir_op *op);
 /* The name of a strategy: "elementwise", "row", "column", "single block". */
 const char *cg_cuda_strategy_name(cg_cuda_strategy s);
 
+/* The text of runtime/exec/init_gen.h (embedded by CMakeLists.txt): with
+ * SH_INIT_KERNEL defined before it, the source of the plan's init module,
+ * whose kernel sh_init makes a block of a tensor from the seed on the
+ * device as the CPU backend makes it on the host. */
+extern const char cg_init_source[];
+
 /* `--emit cuda`: a first comment line (with targets, e.g. "sm_80, sm_90;
  * PTX for sm_90", when not NULL), then every kernel's source, a blank
  * line between two. */

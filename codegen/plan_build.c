@@ -71,6 +71,8 @@ typedef struct builder {
     su_buf msg;          /* a pass's message */
     struct nv_job *job;  /* the stage's new modules, compiled at once (malloc'd) */
     int njobs;
+    cg_cuda_kernel init; /* the init module's program (cg_init_source) */
+    int32_t init_module; /* its module; -1 none */
 } builder;
 
 static bool fail(builder *b, const char *fmt, ...) SU_PRINTF(2, 3);
@@ -536,7 +538,7 @@ static void job_source(builder *b, nv_job *j)
 static bool compile_stage(builder *b, const cg_cuda *c)
 {
     free_jobs(b);
-    b->job = calloc((size_t)c->nkernels + 1, sizeof *b->job);
+    b->job = calloc((size_t)c->nkernels + 2, sizeof *b->job);
     if (!b->job)
         su_oom(b->oom); /* the caller's guard: an allocation failure, not a bug */
     nv_job *open = NULL; /* the program taking more kernels */
@@ -552,6 +554,12 @@ static bool compile_stage(builder *b, const cg_cuda *c)
             open->k = su_alloc(b->arena, CHUNK * sizeof *open->k);
         }
         open->k[open->nk++] = k;
+    }
+    if (b->stage == 0) { /* the init module, a program of its own */
+        nv_job *j = &b->job[b->njobs++];
+        *j = (nv_job){.o = &b->o->nvrtc, .nk = 1};
+        j->k = su_alloc(b->arena, sizeof *j->k);
+        j->k[0] = &b->init;
     }
     if (b->o->placeholder_code) /* the modules as they would be, without code */
         return true;
@@ -785,6 +793,9 @@ static bool stage_kernels(builder *b, const pass_fusion *f)
     for (int i = 0; ok && i < f->ngroups; i++)
         if (f->groups[i].kind == PASS_FUSE_MATMUL)
             ok = add_matmul_kernel(b, &f->groups[i]);
+    int32_t entry;
+    if (ok && b->stage == 0)
+        ok = (b->init_module = module_of(b, &b->init, &entry)) >= 0;
     free_jobs(b);
     cg_cuda_free(c);
     return ok;
@@ -827,6 +838,12 @@ static void build_plan(void *arg)
     rt_plan p;
     memset(&p, 0, sizeof p);
     p.loss = -1;
+    p.init_module = -1;
+    b->init_module = -1;
+    b->init = (cg_cuda_kernel){.name = RT_INIT_ENTRY, .key = RT_INIT_ENTRY, .group = -1,
+                               .op = -1,
+                               .source = su_sprintf(&r->arena, "#define SH_INIT_KERNEL 1\n%s",
+                                                    cg_init_source)};
     p.naxes = m0->mesh.naxes;
     for (int a = 0; a < m0->mesh.naxes; a++) {
         p.axis_name[a] = (char *)m0->mesh.name[a];
@@ -847,6 +864,7 @@ static void build_plan(void *arg)
         p.module = su_alloc(&r->arena, ((size_t)b->modules.n + 1) * sizeof *p.module);
         for (int i = 0; i < b->modules.n; i++)
             p.module[i] = *(rt_module *)b->modules.v[i];
+        p.init_module = b->init_module;
         p.nkernels = (int32_t)b->kernels.n;
         p.kernel = su_alloc(&r->arena, ((size_t)b->kernels.n + 1) * sizeof *p.kernel);
         for (int i = 0; i < b->kernels.n; i++)

@@ -16,6 +16,7 @@
 #include "runtime/cuda/cuda_blas.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/cuda/cuda_step.h"
+#include "runtime/exec/init_gen.h"
 #include "runtime/exec/trace.h"
 
 #include <stdarg.h>
@@ -39,6 +40,7 @@ struct rt_cuda_rank {
     rt_cu_ptr arena;            /* g->arena_bytes, carved at g->buf_offset */
     rt_cu_module *mod;          /* per module of the plan, loaded if the stage uses it */
     rt_cu_func *fn;             /* per kernel of the plan: its entry, loaded */
+    rt_cu_func init_fn;         /* the init module's entry, loaded at its first use */
     int32_t *kernel_at;         /* per instruction: the kernel it belongs to, -1 none */
     rt_blas *blas;              /* when the stage has a matmul outside kernels */
     /* --comm nccl (rt_cuda_host.nccl): collectives, sends and receives on
@@ -583,13 +585,42 @@ static int dtod_run(void *ctx, int64_t doff, int64_t soff, int64_t bytes)
                : -1;
 }
 
+/* A block made from the seed into dst, on the device by the plan's init
+ * module (loaded at its first use): a thread per element, grid-striding. */
+static int run_init(rt_cuda_rank *r, const sh_init_args *g, rt_cu_ptr dst, su_status *err)
+{
+    enum { INIT_BLOCK = 256, INIT_GRID = 1 << 16 };
+    int32_t m = r->p->init_module;
+    if (!r->init_fn && ((!r->mod[m] && load_module(r, m, err) != 0) ||
+                        !CU(ModuleGetFunction(&r->init_fn, r->mod[m], RT_INIT_ENTRY))))
+        return -1;
+    int64_t blocks = (g->n + INIT_BLOCK - 1) / INIT_BLOCK;
+    unsigned grid = (unsigned)(blocks < INIT_GRID ? blocks : INIT_GRID);
+    sh_init_args a = *g;
+    void *arg[2] = {&a, &dst};
+    char msg[512];
+    rt_cu_result res = r->cu->LaunchKernel(r->init_fn, grid, 1, 1, INIT_BLOCK, 1, 1, 0, r->stream,
+                                           arg, NULL);
+    if (res != RT_CU_SUCCESS)
+        return su_fail(err, SU_GPU, "launching " RT_INIT_ENTRY " (grid %u, block %d): %s", grid,
+                       INIT_BLOCK, rt_cu_describe(r->cu, res, msg, sizeof msg));
+    return 0;
+}
+
 /* A source: read into its host buffer by the session, then copied over;
  * a tensor the caller bound in CUDA memory, copied on the device from
- * there. Params and states stay on the device between runs. */
+ * there; one made from the seed, made on the device where the plan has an
+ * init module. Params and states stay on the device between runs. */
 static int run_source(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *in)
 {
     if ((in->op == RT_OP_PARAM || in->op == RT_OP_STATE) && !h->load_params)
         return 0;
+    if (h->seeded && r->p->init_module >= 0) {
+        sh_init_args g;
+        int made = h->seeded(h->rank, in, &g);
+        if (made != 0)
+            return made > 0 ? run_init(r, &g, dev(r, in->out), h->err) : -1;
+    }
     rt_view at;
     if (h->bound_device && h->bound_device(h->rank, in, &at)) {
         int esize = rt_dtype_size(at.type.dtype);

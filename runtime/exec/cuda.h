@@ -11,7 +11,10 @@
  * plan holds.
  *
  * The session keeps a host copy of the arena, where its existing paths
- * work: sources are read into it and copied to the device; collectives
+ * work: sources are read into it and copied to the device, but those made
+ * from the seed, which the plan's init module makes on the device (the
+ * CPU backend's bits: init_gen.h), and those the caller bound in CUDA
+ * memory, copied on the device; collectives
  * and send/recv copy their operand to it, run on the host communicator
  * and copy their result back (with the local communicator on one GPU
  * they stay on the device, comm_cuda_local.h; with the nccl communicator
@@ -47,7 +50,8 @@ int rt_cuda_check(const rt_plan *p, su_status *err);
  * "stage 0, instruction 12 (embedding): ..." in err. */
 int rt_cuda_check_plan(const rt_plan *p, su_status *err);
 
-struct rt_dev_ops; /* comm_dev.h */
+struct rt_dev_ops;   /* comm_dev.h */
+struct sh_init_args; /* runtime/exec/init_gen.h */
 
 /* What the session lends a rank's run: its host arena and its sources and
  * collectives, which work on host buffers. */
@@ -61,6 +65,12 @@ typedef struct rt_cuda_host {
      * data at the block's first element; NULL when it is not bound there
      * (then `source` fills the host copy) */
     const rt_view *(*bound_device)(void *rank, const rt_instr *in, rt_view *at);
+    /* whether a source instruction's tensor (input, param, state) is made
+     * from the seed this run: 1 with *g, the generator's parameters for the
+     * rank's block (init_gen.h); 0 when it is not (then `source` or
+     * bound_device); -1 with the error. Where the plan has an init module,
+     * the backend then makes the block on the device; NULL: never */
+    int (*seeded)(void *rank, const rt_instr *in, struct sh_init_args *g);
     /* a collective, send or recv on host buffers */
     int (*comm)(void *rank, const rt_instr *in, void *const *buf);
     bool load_params;              /* params and states are (re)loaded this run */

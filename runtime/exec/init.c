@@ -1,16 +1,18 @@
 /* init.c: parameter initialisation (tensors.h, LANGUAGE.md §5): zeros, ones,
  * normal(std) and uniform(lo, hi), as a pure function of (seed, the tensor's
  * name, the element's row-major index in the full tensor), so that every
- * rank makes its own shard of the same full tensor, whatever the mesh; and
- * the dtype conversion that makes a master copy (f32) of a bf16 or f16
- * param from the param's values.
+ * rank makes its own shard of the same full tensor, whatever the mesh and
+ * whichever backend makes it; and the dtype conversion that makes a master
+ * copy (f32) of a bf16 or f16 param from the param's values.
  *
- * The generator is counter-based: draw j of a tensor is splitmix64's output
- * function applied to key + (j + 1) * golden ratio, where key mixes the seed
- * with the name's FNV-1a hash; element i uses draws 2i and 2i + 1. Any
- * block is thus made without making the rest of the tensor.
+ * The generator itself is init_gen.h, which the CUDA backend runs too (the
+ * plan's init module): this file makes its parameters and runs it on the
+ * host, over threads. It must be compiled without contraction into FMAs
+ * (CMakeLists.txt: -ffp-contract=off), as NVRTC compiles the module, so
+ * that both sides round alike.
  */
 #include "runtime/io/tensors.h"
+#include "runtime/exec/init_gen.h"
 
 #include "support/support.h"
 
@@ -19,18 +21,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#define GOLDEN 0x9E3779B97F4A7C15ull
-#ifndef M_PI
-#define M_PI 3.14159265358979323846
-#endif
-
-/* splitmix64's output function: a bijection of 64-bit values. */
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+_Static_assert((int)SH_F32 == (int)RT_F32 && (int)SH_F16 == (int)RT_F16 &&
+                   (int)SH_BF16 == (int)RT_BF16 && (int)SH_I32 == (int)RT_I32 &&
+                   (int)SH_BOOL == (int)RT_BOOL && SH_MAX_RANK == RT_MAX_RANK,
+               "init_gen.h's dtypes must number as plan.h's");
+_Static_assert((int)SH_INIT_NONE == (int)RT_INIT_NONE && (int)SH_INIT_ZEROS == (int)RT_INIT_ZEROS &&
+                   (int)SH_INIT_ONES == (int)RT_INIT_ONES &&
+                   (int)SH_INIT_NORMAL == (int)RT_INIT_NORMAL &&
+                   (int)SH_INIT_UNIFORM == (int)RT_INIT_UNIFORM,
+               "init_gen.h's inits must number as plan.h's");
 
 static uint64_t fnv1a64(const char *s)
 {
@@ -40,123 +39,46 @@ static uint64_t fnv1a64(const char *s)
     return h;
 }
 
-static uint64_t draw(uint64_t key, uint64_t j)
+bool rt_init_args(int init, double a, double b, uint64_t seed, const char *name,
+                  const rt_type *full, const int64_t *start, const int64_t *count, int out,
+                  sh_init_args *g)
 {
-    return mix64(key + (j + 1) * GOLDEN);
-}
-
-/* A uniform double in [0, 1) from the top 53 bits. */
-static double unit(uint64_t r)
-{
-    return (double)(r >> 11) * 0x1p-53;
-}
-
-static uint16_t to16(int dtype, float v)
-{
-    return dtype == RT_F16 ? su_f32_to_f16(v) : su_f32_to_bf16(v);
-}
-
-static double from16(int dtype, uint16_t h)
-{
-    return dtype == RT_F16 ? su_f16_to_f32(h) : su_bf16_to_f32(h);
-}
-
-/* The next 16-bit float (f16 or bf16: sign-magnitude) above or below h. */
-static uint16_t step16(uint16_t h, bool up)
-{
-    if ((h & 0x7FFF) == 0)
-        return up ? 0x0001 : 0x8001;
-    return (h & 0x8000) ? (uint16_t)(up ? h - 1 : h + 1) : (uint16_t)(up ? h + 1 : h - 1);
-}
-
-/* v in [lo, hi) stored as dtype: rounding to the dtype may reach hi (or,
- * rarely, fall below lo); then the nearest representable value inside. */
-static void store_in_range(int dtype, void *dst, int64_t k, double v, double lo, double hi)
-{
-    float s = (float)v;
-    if (dtype == RT_F32) {
-        if (hi > lo) {
-            while ((double)s >= hi)
-                s = nextafterf(s, -INFINITY);
-            while ((double)s < lo)
-                s = nextafterf(s, INFINITY);
-        }
-        ((float *)dst)[k] = s;
-        return;
+    memset(g, 0, sizeof *g);
+    const int rank = full->rank, dtype = full->dtype;
+    if (rank > RT_MAX_RANK || dtype >= RT_NDTYPES || init > RT_INIT_UNIFORM)
+        return false;
+    bool flt = dtype == RT_F32 || dtype == RT_F16 || dtype == RT_BF16;
+    if (out != dtype && !(flt && (out == RT_F32 || out == RT_F16 || out == RT_BF16)))
+        return false;
+    g->n = 1;
+    for (int d = 0; d < rank; d++) {
+        if (count[d] <= 0)
+            return false;
+        g->full[d] = full->dim[d];
+        g->start[d] = start[d];
+        g->count[d] = count[d];
+        g->n *= count[d];
     }
-    uint16_t h = to16(dtype, s);
-    if (hi > lo) {
-        while (from16(dtype, h) >= hi)
-            h = step16(h, false);
-        while (from16(dtype, h) < lo)
-            h = step16(h, true);
-    }
-    ((uint16_t *)dst)[k] = h;
-}
-
-static void store(int dtype, void *dst, int64_t k, double v)
-{
-    if (dtype == RT_F32)
-        ((float *)dst)[k] = (float)v;
-    else if (dtype == RT_I32)
-        ((int32_t *)dst)[k] = (int32_t)v;
-    else if (dtype == RT_BOOL)
-        ((uint8_t *)dst)[k] = v != 0;
-    else
-        ((uint16_t *)dst)[k] = to16(dtype, (float)v);
-}
-
-/* Integers in [floor(a), floor(b)) (clamped to int32), for token ids. */
-typedef struct int_range {
-    int64_t lo;
-    uint64_t n; /* values in the range; 0 when empty (then lo) */
-} int_range;
-
-static int_range make_int_range(double a, double b)
-{
+    g->key = sh_mix64(fnv1a64(name) + sh_mix64(seed ^ SH_GOLDEN));
+    g->a = a;
+    g->b = b;
+    /* integers in [floor(a), floor(b)) (clamped to int32), for token ids */
     double lo = floor(a), hi = floor(b);
     lo = lo >= INT32_MIN ? (lo <= INT32_MAX ? lo : INT32_MAX) : INT32_MIN; /* NaN: INT32_MIN */
     hi = hi >= INT32_MIN ? (hi <= INT32_MAX + 1.0 ? hi : INT32_MAX + 1.0) : INT32_MIN;
-    int_range r = {(int64_t)lo, hi > lo ? (uint64_t)(hi - lo) : 0};
-    return r;
-}
-
-typedef struct gen {
-    int init, dtype;
-    double a, b;
-    uint64_t key;
-    int_range ir;
-} gen;
-
-/* Element i of the full tensor into dst[k]. */
-static void gen_one(const gen *g, uint64_t i, void *dst, int64_t k)
-{
-    if (g->dtype == RT_I32 || g->dtype == RT_BOOL) {
-        /* normal has no integer meaning (the compiler and the plan reader
-         * reject it): zeros. A bool is the integer's truth. */
-        int64_t v = 0;
-        if (g->init == RT_INIT_UNIFORM)
-            v = g->ir.lo + (int64_t)(((draw(g->key, 2 * i) >> 32) * g->ir.n) >> 32);
-        store(g->dtype, dst, k, (double)v);
-        return;
-    }
-    if (g->init == RT_INIT_UNIFORM) {
-        double u = unit(draw(g->key, 2 * i));
-        store_in_range(g->dtype, dst, k, g->a + (g->b - g->a) * u, g->a, g->b);
-        return;
-    }
-    /* normal: Box-Muller, u1 in (0, 1] so that the log is finite */
-    double u1 = 1.0 - unit(draw(g->key, 2 * i)), u2 = unit(draw(g->key, 2 * i + 1));
-    double z = sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-    store(g->dtype, dst, k, g->a * z);
+    g->ilo = (int64_t)lo;
+    g->in = hi > lo ? (uint64_t)(hi - lo) : 0;
+    g->init = init;
+    g->dtype = dtype;
+    g->out = out;
+    g->rank = rank;
+    return true;
 }
 
 /* The elements [k0, k1) of a block (k0 and k1 at the starts of runs along
  * its last dim) of the full tensor, generated into dst. */
 typedef struct init_part {
-    const gen *g;
-    const rt_type *full;
-    const int64_t *start, *count;
+    const sh_init_args *g;
     int64_t k0, k1;
     void *dst;
 } init_part;
@@ -164,21 +86,22 @@ typedef struct init_part {
 static void *init_runs(void *arg)
 {
     const init_part *p = arg;
-    const int rank = p->full->rank, last = rank - 1;
-    const int64_t run = rank > 0 ? p->count[last] : 1;
+    const sh_init_args *g = p->g;
+    const int rank = g->rank, last = rank - 1;
+    const int64_t run = rank > 0 ? g->count[last] : 1;
     /* idx: the position in the block along the dims before the last */
     int64_t idx[RT_MAX_RANK] = {0}, r = p->k0 / run;
     for (int d = last - 1; d >= 0; d--) {
-        idx[d] = r % p->count[d];
-        r /= p->count[d];
+        idx[d] = r % g->count[d];
+        r /= g->count[d];
     }
     for (int64_t k = p->k0; k < p->k1; k += run) {
         int64_t i = 0; /* row-major index in the full tensor of the run's start */
         for (int d = 0; d < rank; d++)
-            i = i * p->full->dim[d] + p->start[d] + (d < last ? idx[d] : 0);
+            i = i * g->full[d] + g->start[d] + (d < last ? idx[d] : 0);
         for (int64_t j = 0; j < run; j++)
-            gen_one(p->g, (uint64_t)(i + j), p->dst, k + j);
-        for (int d = last - 1; d >= 0 && ++idx[d] == p->count[d]; d--)
+            sh_gen_one(g, (uint64_t)(i + j), p->dst, k + j);
+        for (int d = last - 1; d >= 0 && ++idx[d] == g->count[d]; d--)
             idx[d] = 0;
     }
     return NULL;
@@ -191,28 +114,10 @@ static void *init_runs(void *arg)
  * leaves its range to the caller. */
 enum { INIT_PARALLEL = 1 << 20, INIT_THREADS = 32 };
 
-void rt_init_block(int init, double a, double b, uint64_t seed, const char *name,
-                   const rt_type *full, const int64_t *start, const int64_t *count, void *dst)
+void rt_init_fill(const sh_init_args *g, void *dst)
 {
-    const int rank = full->rank, dtype = full->dtype;
-    if (rank > RT_MAX_RANK || dtype >= RT_NDTYPES)
-        return;
-    int64_t n = 1;
-    for (int d = 0; d < rank; d++) {
-        if (count[d] <= 0)
-            return;
-        n *= count[d];
-    }
-    if (init != RT_INIT_NORMAL && init != RT_INIT_UNIFORM) { /* none, zeros, ones */
-        double v = init == RT_INIT_ONES ? 1.0 : 0.0;
-        for (int64_t k = 0; k < n; k++)
-            store(dtype, dst, k, v);
-        return;
-    }
-    gen g = {init, dtype, a, b, mix64(fnv1a64(name) + mix64(seed ^ GOLDEN)),
-             make_int_range(a, b)};
-    const int64_t run = rank > 0 ? count[rank - 1] : 1, runs = n / run;
-    long cpus = n >= INIT_PARALLEL ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
+    const int64_t run = g->rank > 0 ? g->count[g->rank - 1] : 1, runs = g->n / run;
+    long cpus = g->n >= INIT_PARALLEL ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
     int nt = cpus < 1 ? 1 : cpus > INIT_THREADS ? INIT_THREADS : (int)cpus;
     if (nt > runs)
         nt = (int)runs;
@@ -220,8 +125,7 @@ void rt_init_block(int init, double a, double b, uint64_t seed, const char *name
     pthread_t tid[INIT_THREADS];
     bool started[INIT_THREADS] = {false};
     for (int t = 0; t < nt; t++)
-        part[t] = (init_part){&g, full, start, count, runs * t / nt * run,
-                              runs * (t + 1) / nt * run, dst};
+        part[t] = (init_part){g, runs * t / nt * run, runs * (t + 1) / nt * run, dst};
     for (int t = 1; t < nt; t++)
         started[t] = pthread_create(&tid[t], NULL, init_runs, &part[t]) == 0;
     init_runs(&part[0]);
@@ -231,6 +135,32 @@ void rt_init_block(int init, double a, double b, uint64_t seed, const char *name
         else
             init_runs(&part[t]);
     }
+}
+
+void rt_init_block(int init, double a, double b, uint64_t seed, const char *name,
+                   const rt_type *full, const int64_t *start, const int64_t *count, void *dst)
+{
+    sh_init_args g;
+    if (rt_init_args(init, a, b, seed, name, full, start, count, full->dtype, &g))
+        rt_init_fill(&g, dst);
+}
+
+static uint16_t to16(int dtype, float v)
+{
+    return dtype == RT_F16 ? su_f32_to_f16(v) : su_f32_to_bf16(v);
+}
+
+static double from16(int dtype, uint16_t h)
+{
+    return dtype == RT_F16 ? su_f16_to_f32(h) : su_bf16_to_f32(h);
+}
+
+static void store(int dtype, void *dst, int64_t k, double v)
+{
+    if (dtype == RT_F32)
+        ((float *)dst)[k] = (float)v;
+    else
+        ((uint16_t *)dst)[k] = to16(dtype, (float)v);
 }
 
 /* Element k of src (dtype from) as f32. */

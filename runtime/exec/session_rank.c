@@ -6,6 +6,7 @@
 #include "runtime/exec/session_impl.h"
 
 #include "runtime/cpu/cpu.h"
+#include "runtime/exec/init_gen.h"
 #include "runtime/exec/strided.h"
 
 #include <stdlib.h>
@@ -165,21 +166,57 @@ static int load_from_param(rank_state *rs, const rt_io *io, const int64_t *start
     const binding *b = rt_sess_find_binding(s, src->name);
     if (b)
         rc = rt_sess_read_bound(b, start, count, tmp, &rs->err);
-    else if (s->params && rt_st_find(s->params, src->name))
-        rc = rt_st_read_block(s->params, src->name, &src->type, start, count, tmp, &rs->err);
     else
-        rt_init_block(src->init, src->init_a, src->init_b, s->o.seed, src->name, &src->type,
-                      start, count, tmp);
+        rc = rt_st_read_block(s->params, src->name, &src->type, start, count, tmp, &rs->err);
     if (rc == 0)
         rt_convert_floats(src->type.dtype, tmp, io->type.dtype, dst, n);
     free(tmp);
     return rc;
 }
 
+/* Whether source instruction `in` (input, param or state) is made from the
+ * seed this run: nothing bound, no checkpoint, no file holds it (nor, for
+ * a master copy, its param). Then 1 with *g, the generator's parameters
+ * for the rank's block (init_gen.h: an f32 master is its param's values
+ * in the param's dtype, widened); 0 when it is not; -1 with the error
+ * when the seed cannot make it. The CPU backend fills the block with *g
+ * on the host, the CUDA backend on the device (rt_cuda_host.seeded). */
+static int seeded(rank_state *rs, const rt_instr *in, sh_init_args *g)
+{
+    rt_session *s = rs->s;
+    const rt_io *io = &s->p->io[in->io];
+    if (rt_sess_find_binding(s, io->name) || (s->ckpt && io->kind != RT_IO_INPUT))
+        return 0;
+    rt_st_file *f = io->kind == RT_IO_INPUT ? s->inputs : s->params;
+    if (f && (io->kind == RT_IO_INPUT || rt_st_find(f, io->name)))
+        return 0;
+    const rt_io *from = io;
+    if (io->init == RT_INIT_PARAM) {
+        from = find_param(s->p, io->init_param);
+        if (rt_sess_find_binding(s, from->name) || (s->params && rt_st_find(s->params, from->name)))
+            return 0;
+    }
+    int64_t start[RT_MAX_RANK];
+    rt_sess_block_start(s->p, rs->coord, &io->sh, &in->out_t, start);
+    if (!rt_init_args(from->init, from->init_a, from->init_b, s->o.seed, from->name, &from->type,
+                      start, in->out_t.dim, io->type.dtype, g))
+        return su_fail(&rs->err, SU_INPUT, "'%s' (%s) cannot be made from the seed%s%s", io->name,
+                       rt_dtype_name(io->type.dtype), from != io ? " as a copy of param " : "",
+                       from != io ? from->name : "");
+    return 1;
+}
+
 static int load_source(rank_state *rs, const rt_instr *in, void *dst)
 {
     rt_session *s = rs->s;
     const rt_io *io = &s->p->io[in->io];
+    sh_init_args g;
+    int made = seeded(rs, in, &g);
+    if (made != 0) {
+        if (made > 0)
+            rt_init_fill(&g, dst);
+        return made > 0 ? 0 : -1;
+    }
     int64_t start[RT_MAX_RANK], count[RT_MAX_RANK];
     rt_sess_block_start(s->p, rs->coord, &io->sh, &in->out_t, start);
     for (int d = 0; d < in->out_t.rank; d++)
@@ -198,11 +235,7 @@ static int load_source(rank_state *rs, const rt_instr *in, void *dst)
         return rt_input_read(f, io, s->step_base + s->steps, start, count, dst, &rs->err);
     if (f && rt_st_find(f, io->name))
         return rt_st_read_block(f, io->name, &io->type, start, count, dst, &rs->err);
-    if (io->init == RT_INIT_PARAM)
-        return load_from_param(rs, io, start, count, dst);
-    rt_init_block(io->init, io->init_a, io->init_b, s->o.seed, io->name, &io->type, start, count,
-                  dst);
-    return 0;
+    return load_from_param(rs, io, start, count, dst); /* seeded() saw it is one */
 }
 
 /* ---- collectives ---- */
@@ -400,6 +433,11 @@ static const rt_view *cuda_bound_device(void *rank, const rt_instr *in, rt_view 
     return at;
 }
 
+static int cuda_seeded(void *rank, const rt_instr *in, sh_init_args *g)
+{
+    return seeded(rank, in, g);
+}
+
 static int cuda_comm(void *rank, const rt_instr *in, void *const *buf)
 {
     return run_comm(rank, in, buf);
@@ -430,7 +468,8 @@ static int rank_run_cuda(rank_state *rs)
     if (s->o.trace && trace_origin(rs) != 0)
         return -1;
     rt_cuda_host h = {.rank = rs, .buf = rs->buf, .source = cuda_source,
-                      .bound_device = cuda_bound_device, .comm = cuda_comm,
+                      .bound_device = cuda_bound_device, .seeded = cuda_seeded,
+                      .comm = cuda_comm,
                       .load_params = !rs->params_loaded || s->params_dirty,
                       .keep_on_device = true, .err = &rs->err, .nccl = s->nccl,
                       .graph = s->o.graph,

@@ -82,6 +82,20 @@ int rt_st_write_sum(const char *path, int n, const char *const *names, const rt_
 void rt_init_block(int init, double a, double b, uint64_t seed, const char *name,
                    const rt_type *full, const int64_t *start, const int64_t *count, void *dst);
 
+/* rt_init_block's generator for the block [start, start + count) as
+ * init_gen.h's parameters (what the CUDA backend's init kernel takes),
+ * stored as dtype `out`: the tensor's own, or for a float tensor another
+ * float dtype (the f32 master copy of a bf16 param: its values rounded to
+ * the tensor's dtype, then converted as rt_convert_floats does). false,
+ * *g zeroed, for a rank, dtype, init or out it cannot make, or an empty
+ * block. */
+struct sh_init_args;
+bool rt_init_args(int init, double a, double b, uint64_t seed, const char *name,
+                  const rt_type *full, const int64_t *start, const int64_t *count, int out,
+                  struct sh_init_args *g);
+/* Makes the block g describes into dst (its dtype out), on the host. */
+void rt_init_fill(const struct sh_init_args *g, void *dst);
+
 /* Converts n elements of float dtype from (f32, f16, bf16) at src into
  * dtype to at dst, through f32, rounding to nearest even: a bf16 param
  * widened exactly into its f32 master copy (RT_INIT_PARAM). */

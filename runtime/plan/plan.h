@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #define RT_PLAN_MAGIC "SHRDPLAN"
-#define RT_PLAN_VERSION 11
+#define RT_PLAN_VERSION 12
 #define RT_MAX_RANK 8
 #define RT_MAX_AXES 8
 #define RT_MAX_IN 6
@@ -304,6 +304,8 @@ typedef struct rt_kernel {
     int32_t *instr;                /* instruction indices, ascending; the last is the anchor */
 } rt_kernel;
 
+#define RT_INIT_ENTRY "sh_init"
+
 typedef struct rt_plan {
     int32_t naxes;                 /* mesh; 0 is a single rank */
     char *axis_name[RT_MAX_AXES];
@@ -319,6 +321,12 @@ typedef struct rt_plan {
     rt_module *module;
     int32_t nkernels;
     rt_kernel *kernel;
+    /* format 12: the module whose one entry, RT_INIT_ENTRY, is init_gen.h's
+     * kernel: a GPU backend makes the sources that come from the seed with
+     * it on the device, the same bits as the CPU backend's rt_init_block
+     * (runtime/io/tensors.h). No kernel runs it; -1: none (a CPU-only plan,
+     * or one whose sources are all bound or read) */
+    int32_t init_module;
     char *report;                  /* JSON text, NUL-terminated; may be "" */
     size_t report_len;
     char *source;                  /* the model's file as the compiler was given

@@ -29,7 +29,8 @@
  *             i32 stage, str name, i32 module, u8 strategy, u8 epilogue, i64 grid,
  *             i32 block, i32 shared bytes, u32 nin, u32 nout,
  *             (nin + nout) x (i32 buffer, type),
- *             u32 ninstr, ninstr x i32 instruction
+ *             u32 ninstr, ninstr x i32 instruction;
+ *           then i32 init_module (an index, or -1)
  *   REPT    the report's bytes as they are (no NUL)
  * A send's out is -1 (0xffffffff as an i32). Counts (u32) are at most
  * INT32_MAX. Entries past a count (dims past a rank, operands past nin,
@@ -52,7 +53,8 @@
  * hold several entries (a count, then the names) and gives each kernel
  * the index of its entry, after its module. Version 11 appends attention's
  * backward (attn_stats, attn_dq, attn_dk, attn_dv), whose instructions
- * take up to 6 operands (<= 6 below).
+ * take up to 6 operands (<= 6 below). Version 12 ends KERN with the
+ * init module (plan.h), which makes sources from the seed on a GPU.
  * Older versions are refused, not converted (recompiling is cheap).
  */
 #include "runtime/plan/plan.h"
@@ -303,6 +305,7 @@ static void write_kern(wbuf *w, const rt_plan *p)
         for (int j = 0; j < k->ninstr; j++)
             put_le(w, (uint32_t)k->instr[j], 4);
     }
+    put_le(w, (uint32_t)p->init_module, 4);
     end_section(w, at);
 }
 
@@ -772,7 +775,8 @@ static bool read_kern(cur *c, rt_plan *p)
         if (!read_kernel(c, &p->kernel[i]))
             return false;
     }
-    return close_section(c);
+    c->where[0] = 0;
+    return get_i32(c, "the init module", &p->init_module) && close_section(c);
 }
 
 static bool read_report(cur *c, rt_plan *p)

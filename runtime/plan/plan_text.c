@@ -289,6 +289,9 @@ void rt_plan_print_schedule(const rt_plan *p, su_buf *b)
         su_buf_puts(b, " (one rank)");
     su_buf_printf(b, "\n// %lld rank%s, %d stage%s\n", (long long)rt_plan_ranks(p),
                   rt_plan_ranks(p) == 1 ? "" : "s", (int)p->nstages, p->nstages == 1 ? "" : "s");
+    if (p->init_module >= 0)
+        su_buf_printf(b, "// made from the seed on a GPU by module %d (" RT_INIT_ENTRY ")\n",
+                      (int)p->init_module);
     for (int i = 0; i < p->nio; i++)
         io_str(p, i, b);
     for (int st = 0; st < p->nstages; st++) {

@@ -756,7 +756,7 @@ static bool check_params(const rt_program *g, const rt_kernel *k, su_status *err
 }
 
 /* Each entry of each module runs some kernel, so a plan holds no code it
- * does not run. */
+ * does not run; but the init module's, which the backend runs itself. */
 static bool check_modules_used(const rt_plan *p, su_status *err)
 {
     int64_t total = 0;
@@ -776,6 +776,8 @@ static bool check_modules_used(const rt_plan *p, su_status *err)
         if (p->kernel[i].strategy != RT_KS_MATMUL)
             used[first[p->kernel[i].module] + p->kernel[i].entry] = true;
     bool ok = true;
+    if (p->init_module >= 0) /* check_init_module: one entry, no kernel's */
+        used[first[p->init_module]] = true;
     for (int32_t m = 0; ok && m < p->nmodules; m++)
         for (int32_t e = 0; ok && e < p->module[m].nentry; e++)
             if (!used[first[m] + e])
@@ -784,6 +786,28 @@ static bool check_modules_used(const rt_plan *p, su_status *err)
     free(used);
     free(first);
     return ok;
+}
+
+/* The init module (plan.h): -1, or a module whose one entry is
+ * RT_INIT_ENTRY, which no kernel runs. */
+static bool check_init_module(const rt_plan *p, su_status *err)
+{
+    int32_t m = p->init_module;
+    if (m == -1)
+        return true;
+    if (m < 0 || m >= p->nmodules)
+        return rt_plan_fail(err, "the init module %d is out of range (the plan has %d modules)", m,
+                            p->nmodules);
+    if (p->module[m].nentry != 1 || strcmp(p->module[m].entry[0], RT_INIT_ENTRY) != 0)
+        return rt_plan_fail(err, "the init module %d has %d entries (%s%s), not the one entry "
+                            RT_INIT_ENTRY, m, p->module[m].nentry, p->module[m].entry[0],
+                            p->module[m].nentry > 1 ? ", ..." : "");
+    for (int32_t i = 0; i < p->nkernels; i++)
+        if (p->kernel[i].strategy != RT_KS_MATMUL && p->kernel[i].module == m)
+            return rt_plan_fail(err, "kernel %d (%s) runs the init module %d, which only the "
+                                "backend runs", i, is_identifier(p->kernel[i].name)
+                                                        ? p->kernel[i].name : "?", m);
+    return true;
 }
 
 /* Every module on its own, then every kernel: its stage, name, module,
@@ -833,7 +857,7 @@ static bool check_kernels(const rt_plan *p, su_status *err)
                          is_identifier(k->name) ? k->name : "?", k->stage);
     }
     free(owner);
-    return ok && check_modules_used(p, err);
+    return ok && check_init_module(p, err) && check_modules_used(p, err);
 }
 
 /* Mesh, then buffer tables, then I/O entries, then instructions, then

@@ -14,7 +14,9 @@
 #
 # Then GPT-2 shapes (one layer of transformer.sh at S = 1024, D = 768, 12
 # heads of 64) in f32 and bf16, and attention tiles left partly empty
-# (tests/models/attn_shapes.sh), each against the CPU; mlp on meshes 1 and
+# (tests/models/attn_shapes.sh), each against the CPU; params and inputs
+# made from the seed on the device, the CPU's bits
+# (tests/models/init_bits.sh); mlp on meshes 1 and
 # 2x2 for 3 steps with --graph and --trace against 3 CPU steps (and the
 # timeline through tests/tools/check_trace.py); a checkpoint saved from
 # the GPU and resumed there against the same steps straight; and an
@@ -131,6 +133,29 @@ for c in "f32 $root/examples/transformer.sh 1 2e-3 2e-4" \
         failed+=("$(basename "$model") $what")
     fi
 done
+
+# Made from the seed on the device: tests/models/init_bits.sh (params and
+# inputs of every dtype and initializer, split over 2x2, output with no
+# step) run on both backends; the CUDA backend makes them with the plan's
+# init module (runtime/exec/init_gen.h), and they must be the CPU's bits.
+echo "== init_bits --mesh 2x2: made from the seed on the device, the CPU's bits"
+dir=$tmp/init-bits
+mkdir -p "$dir"
+ok=true
+"$shardc" "$root/tests/models/init_bits.sh" --mesh 2x2 --arch "${GPU_ARCH:-sm_80,sm_90}" \
+    -o "$dir/plan" || ok=false
+for backend in cpu cuda; do
+    $ok && "$shardrun" "$dir/plan" --backend "$backend" --comm local --seed 7 --quiet \
+        --outputs "$dir/$backend.out.safetensors" || ok=false
+done
+$ok && "$compare" "$dir/cpu.out.safetensors" "$dir/cuda.out.safetensors" --rtol 0 --atol 0 &&
+    cmp "$dir/cpu.out.safetensors" "$dir/cuda.out.safetensors" || ok=false
+if $ok; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1))
+    failed+=("init_bits on the device")
+fi
 
 # CUDA graphs and the GPU's timeline: mlp on mesh 1 (one graph) and 2x2
 # (graphs between the collectives) for 3 steps with --graph (step 1 runs

@@ -201,6 +201,7 @@ static void pp_make(pp_plan *t, int dp, int S)
     t->p.stage = t->stage;
     t->p.io = t->io;
     t->p.loss = -1;
+    t->p.init_module = -1;
     t->p.report = (char *)"";
     for (int s = 0; s < S; s++) {
         t->stage[s].buf_bytes = t->bytes[s];

@@ -337,6 +337,7 @@ static void make_train_plan(train_plan *t, int64_t ranks)
     t->p.axis_size[0] = ranks;
     t->p.stage_axis = -1;
     t->p.nstages = 1;
+    t->p.init_module = -1;
     t->p.stage = &t->prog;
     t->p.io = t->io;
     t->p.report = (char *)"";
@@ -546,6 +547,7 @@ static void test_no_loss(void)
     su_status err;
     make_train_plan(&t, 2);
     t.p.loss = -1;
+    t.p.init_module = -1;
     for (int i = 0; i < t.p.nio; i++)
         t.io[i].update = -1;
     CHECK(rt_plan_validate(&t.p, &err));

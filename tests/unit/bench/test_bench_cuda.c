@@ -125,6 +125,7 @@ static void build(hand *h)
     h->p.stage_axis = -1;
     h->p.stage = &h->g;
     h->p.loss = -1;
+    h->p.init_module = -1;
     h->p.nkernels = NKERN;
     h->p.kernel = h->k;
     h->p.nmodules = 4;

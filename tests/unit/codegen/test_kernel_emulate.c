@@ -41,7 +41,10 @@
 #include "support/support.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/cpu/cpu.h"
+#include "runtime/exec/init_gen.h"
+#include "runtime/io/tensors.h"
 #include "runtime/plan/plan.h"
+#include "codegen/cuda.h"
 #include "check.h"
 
 #include <ctype.h>
@@ -245,8 +248,10 @@ static bool put_source(FILE *f, const char *src)
 
 /* Builds the kernels name[0..n) (sources src[], coop[]: run as fibers)
  * into one shared library, each in a namespace of its own with a launcher
- * emu_NAME, after kernel_emulate.hpp; its handle, set up. */
-static void *build(const char *const *name, char *const *src, const bool *coop, int n)
+ * emu_NAME, after kernel_emulate.hpp, then `extra` (NULL: none) as it is
+ * but for its #include lines; its handle, set up. */
+static void *build(const char *const *name, char *const *src, const bool *coop, int n,
+                   const char *extra)
 {
     char cpp[4300], so[4300], cmd[13000];
     snprintf(cpp, sizeof cpp, "%s/kernels.cpp", tmpdir);
@@ -266,6 +271,8 @@ static void *build(const char *const *name, char *const *src, const bool *coop, 
                    "{ return emu_launch(n_%s::%s, p, g, b, sh, %s); }\n",
                 name[i], name[i], name[i], coop[i] ? "true" : "false");
     }
+    if (extra)
+        CHECK(put_source(f, extra));
     fclose(f);
     const char *inc = getenv("SHARDC_CUDA_INCLUDE");
     snprintf(cmd, sizeof cmd,
@@ -376,7 +383,7 @@ static void check_emulator(void)
     static const bool coop[N] = {true, true, true, true, true};
     int out[64 * 8];
     void *p[] = {out};
-    void *lib = build(self_name, (char *const *)self_src, coop, N);
+    void *lib = build(self_name, (char *const *)self_src, coop, N, NULL);
     launcher run[N];
     for (int i = 0; lib && i < N; i++) {
         char sym[64];
@@ -681,7 +688,7 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
                 src[n++] = s;
             }
         }
-        void *lib = n ? build(name, src, co, n) : NULL;
+        void *lib = n ? build(name, src, co, n, NULL) : NULL;
         for (int i = 0; lib && i < n; i++) {
             const rt_kernel *kn = &p->kernel[k[i]];
             int kind = kind_of(&p->stage[st], kn, src[i]);
@@ -736,6 +743,109 @@ static void print_kinds(int coop)
         }
 }
 
+/* ---- the init module's kernel (runtime/exec/init_gen.h) ---- */
+
+/* The init module's source as the plan builder compiles it, run through a
+ * launcher that takes the parameters as cuLaunchKernel's (a pointer to
+ * each): sh_init's by-value struct does not fit emu_launch's pointers. */
+static const char init_launcher[] =
+    "static sh_init_args emu_init_g;\n"
+    "static void *emu_init_dst;\n"
+    "static void emu_init_thunk(void *) { sh_init(emu_init_g, emu_init_dst); }\n"
+    "extern \"C\" int emu_sh_init(void **p, unsigned g, unsigned b)\n"
+    "{\n"
+    "    std::memcpy(&emu_init_g, p[0], sizeof emu_init_g);\n"
+    "    std::memcpy(&emu_init_dst, p[1], sizeof emu_init_dst);\n"
+    "    void *none[1] = {nullptr};\n"
+    "    return emu_launch(emu_init_thunk, none, g, b, 0, false);\n"
+    "}\n";
+
+typedef int (*init_launcher_fn)(void **p, unsigned g, unsigned b);
+
+/* One block of one tensor made by the emulated sh_init (3 blocks of 64
+ * threads, so the threads stride the grid) and by the host's rt_init_fill:
+ * the same bits; and not the bits of another seed. */
+static void check_init_case(init_launcher_fn run, int init, double a, double b, int dtype,
+                            int out, int rank, const int64_t *full, const int64_t *start,
+                            const int64_t *count)
+{
+    rt_type t = {.dtype = (uint8_t)dtype, .rank = (uint8_t)rank};
+    for (int d = 0; d < rank; d++)
+        t.dim[d] = full[d];
+    sh_init_args g, other;
+    CHECK(rt_init_args(init, a, b, 1234, "layers.3.w", &t, start, count, out, &g));
+    CHECK(rt_init_args(init, a, b, 1235, "layers.3.w", &t, start, count, out, &other));
+    size_t bytes = (size_t)g.n * (size_t)rt_dtype_size(out);
+    uint8_t *host = calloc(bytes + 1, 1), *emu = malloc(bytes + 1), *seed2 = calloc(bytes + 1, 1);
+    memset(emu, 0xA5, bytes + 1);
+    rt_init_fill(&g, host);
+    rt_init_fill(&other, seed2);
+    void *dst = emu, *p[2] = {&g, &dst};
+    int rc = run(p, 3, 64);
+    if (rc != 0)
+        fprintf(stderr, "  sh_init: %s\n", launch_msg);
+    CHECK_INT(rc, 0);
+    bool same = memcmp(host, emu, bytes) == 0;
+    if (!same)
+        fprintf(stderr, "  sh_init differs from the host: init %d, %s as %s\n", init,
+                rt_dtype_name(dtype), rt_dtype_name(out));
+    CHECK(same);
+    CHECK_INT(emu[bytes], 0xA5); /* nothing past the block */
+    if (init == RT_INIT_NORMAL || init == RT_INIT_UNIFORM)
+        CHECK(memcmp(host, seed2, bytes) != 0);
+    if (out != dtype) { /* the master: the tensor's own values, converted */
+        uint8_t *own = calloc((size_t)g.n * (size_t)rt_dtype_size(dtype) + 1, 1),
+                *conv = calloc(bytes + 1, 1);
+        rt_init_block(init, a, b, 1234, "layers.3.w", &t, start, count, own);
+        rt_convert_floats(dtype, own, out, conv, g.n);
+        CHECK(memcmp(conv, host, bytes) == 0);
+        free(own);
+        free(conv);
+    }
+    free(host);
+    free(emu);
+    free(seed2);
+}
+
+static void check_init_kernel(void)
+{
+    const char *head = "#define SH_INIT_DEVICE 1\n#define SH_INIT_KERNEL 1\n";
+    size_t n = strlen(head) + strlen(cg_init_source) + sizeof init_launcher;
+    char *tu = malloc(n);
+    snprintf(tu, n, "%s%s%s", head, cg_init_source, init_launcher);
+    void *lib = build(NULL, NULL, NULL, 0, tu);
+    free(tu);
+    init_launcher_fn run = lib ? (init_launcher_fn)(uintptr_t)dlsym(lib, "emu_sh_init") : NULL;
+    CHECK(run != NULL);
+    if (!run)
+        return;
+    const int64_t full2[2] = {37, 53}, start2[2] = {5, 11}, count2[2] = {20, 30};
+    const int64_t z2[2] = {0, 0};
+    const int64_t ids[2] = {8, 1024}, idstart[2] = {4, 512}, idcount[2] = {4, 512};
+    const int64_t full3[3] = {4, 9, 16}, start3[3] = {2, 0, 8}, count3[3] = {2, 9, 8};
+    const int64_t none[1] = {0};
+    enum { F = RT_F32, H = RT_F16, BF = RT_BF16 };
+    check_init_case(run, RT_INIT_NORMAL, 0.02, 0, F, F, 2, full2, start2, count2);
+    check_init_case(run, RT_INIT_NORMAL, 1.5, 0, BF, BF, 2, full2, start2, count2);
+    check_init_case(run, RT_INIT_NORMAL, 3, 0, H, H, 3, full3, start3, count3);
+    check_init_case(run, RT_INIT_UNIFORM, -1, 2, F, F, 2, full2, z2, full2);
+    check_init_case(run, RT_INIT_UNIFORM, -3, 2, H, H, 2, full2, start2, count2);
+    /* [-0.5, 0.25) in bf16: rounding reaches 0.25, kept below it */
+    check_init_case(run, RT_INIT_UNIFORM, -0.5, 0.25, BF, BF, 2, full2, z2, full2);
+    check_init_case(run, RT_INIT_UNIFORM, 0, 50304, RT_I32, RT_I32, 2, ids, idstart, idcount);
+    check_init_case(run, RT_INIT_UNIFORM, 0, 2, RT_BOOL, RT_BOOL, 2, full2, start2, count2);
+    check_init_case(run, RT_INIT_ZEROS, 0, 0, RT_I32, RT_I32, 2, full2, start2, count2);
+    check_init_case(run, RT_INIT_ONES, 0, 0, BF, BF, 3, full3, start3, count3);
+    check_init_case(run, RT_INIT_NORMAL, 1, 0, F, F, 0, none, none, none); /* a scalar */
+    /* master copies: a bf16 and an f16 param's values widened to f32, and
+     * an f32 tensor's rounded to bf16 */
+    check_init_case(run, RT_INIT_NORMAL, 0.02, 0, BF, F, 2, full2, start2, count2);
+    check_init_case(run, RT_INIT_UNIFORM, -3, 2, H, F, 3, full3, start3, count3);
+    check_init_case(run, RT_INIT_NORMAL, 1, 0, F, BF, 2, full2, z2, full2);
+    printf("sh_init: 14 blocks emulated against the host\n");
+    dlclose(lib);
+}
+
 int main(void)
 {
     if (!rt_nvrtc_available()) {
@@ -751,6 +861,7 @@ int main(void)
         return 1;
     }
     check_emulator();
+    check_init_kernel();
     rng = 0x5eed;
     int nrun = 0, coop = 0;
     /* transformer.sh at the training tests' shapes (S=32, D=128, V=256;

@@ -616,6 +616,7 @@ static void test_made(void)
         m.p.axis_name[a] = names[a];
     m.p.stage_axis = -1;
     m.p.nstages = 1;
+    m.p.init_module = -1;
     m.p.stage = &m.g;
     m.g.instr = m.in;
     m.g.buf_offset = m.off;

@@ -64,6 +64,7 @@ static void fix_begin(fixture *f, int naxes, const char *const *names, const int
     f->p.stage = f->stage;
     f->p.io = f->io;
     f->p.loss = -1;
+    f->p.init_module = -1;
     f->p.report = (char *)"";
     for (int s = 0; s < nstages; s++) {
         f->stage[s].buf_bytes = f->bufs[s];
@@ -597,7 +598,7 @@ static void roundtrip(void (*make)(fixture *), const char *name)
         CHECK(rt_plan_write(p, &b, &nb, &err));
         CHECK(nb == na && b && memcmp(a, b, na) == 0);
     }
-    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x0b"); /* magic, then version 11 LE */
+    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x0c"); /* magic, then version 12 LE */
     CHECK_INT(rd(a + 12, 4), f.p.nstages + 4);
     CHECK_INT(rd(a + 16, 8), na);
     rt_plan_free(p);
@@ -722,12 +723,12 @@ static void test_header(void)
     EXPECT_READ_ERROR(c, n, "plan format version 0 is not valid");
     wr(c + 8, RT_PLAN_VERSION + 1, 4);
     refix(c, n);
-    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 12 is newer than this "
-              "shardrun reads (11): rebuild shardrun");
+    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 13 is newer than this "
+              "shardrun reads (12): rebuild shardrun");
     wr(c + 8, 2, 4);
     refix(c, n);
     CHECK_STR(read_msg(c, n, err), "model.plan: the plan was written by an older shardc (plan "
-              "format 2; this shardrun reads 11): compile the model again");
+              "format 2; this shardrun reads 12): compile the model again");
 
     memcpy(c, b, n); /* the total size, with a good header CRC */
     wr(c + 16, n - 1, 8);
@@ -819,7 +820,7 @@ static void test_sections(void)
     memcpy(c, b, n);
     wr(c + kern + 20, 2, 4);
     refix(c, n);
-    EXPECT_READ_ERROR(c, n, "section KERN: the module count is 2, but the 4 bytes left hold at "
+    EXPECT_READ_ERROR(c, n, "section KERN: the module count is 2, but the 8 bytes left hold at "
                       "most 0");
 
     memcpy(c, b, n); /* a NUL in the report */

@@ -49,9 +49,9 @@ typedef struct fixture {
     rt_io io[5];
     int64_t bytes[NBUF], offs[NBUF];
     rt_instr instr[NINSTR];
-    rt_module mod[NMOD];
-    char *entry[NMOD][2];
-    rt_image cubin[NMOD][2];
+    rt_module mod[NMOD + 1];     /* + 1: room for an init module */
+    char *entry[NMOD + 1][2];
+    rt_image cubin[NMOD + 1][2];
     rt_kernel kern[NKERN];
     int32_t param[NKERN][4], list[NKERN][4];
     rt_type param_t[NKERN][4];
@@ -137,6 +137,7 @@ static void make(fixture *f)
     f->p.nstages = 1;
     f->p.stage = &f->stage;
     f->p.loss = -1;
+    f->p.init_module = -1;
     f->p.report = (char *)"{}";
     f->p.report_len = 2;
     f->p.kernel = f->kern;
@@ -419,8 +420,8 @@ static void test_roundtrip(void)
     uint8_t *a = NULL, *b = NULL;
     size_t na = 0, nb = 0;
     CHECK(rt_plan_write(&f.p, &a, &na, &err));
-    CHECK_INT(rd(a + 8, 4), 11);
-    CHECK_INT(RT_PLAN_VERSION, 11);
+    CHECK_INT(rd(a + 8, 4), 12);
+    CHECK_INT(RT_PLAN_VERSION, 12);
     rt_plan *p = rt_plan_read(a, na, "kernels.plan", &err);
     CHECK(p != NULL);
     if (!p) {
@@ -461,15 +462,69 @@ static void test_roundtrip(void)
     free(a);
     free(b);
 
-    /* a plan without kernels: KERN holds two counts of 0 */
+    /* a plan without kernels: KERN holds two counts of 0 and no init
+     * module (-1) */
     make(&f);
     f.p.nkernels = f.p.nmodules = 0;
     CHECK(rt_plan_write(&f.p, &a, &na, &err));
     size_t at = section_at(a, 3);
-    CHECK_INT(rd(a + at + 8, 8), 8);
+    CHECK_INT(rd(a + at + 8, 8), 12);
     CHECK_INT(rd(a + at + 20, 4), 0);
     CHECK_INT(rd(a + at + 24, 4), 0);
+    CHECK_INT(rd(a + at + 28, 4), 0xffffffffu);
     free(a);
+}
+
+/* The init module (format 12): a module whose one entry is sh_init, run by
+ * the backend and by no kernel, round trips, and KERN ends with its
+ * index; the validator's rules on it, each with its message. */
+static void test_init_module(void)
+{
+    fixture f;
+    su_status err = {SU_OK, ""};
+    make(&f);
+    module(&f, 1, RT_INIT_ENTRY, NULL);
+    f.p.init_module = NMOD;
+    CHECK(rt_plan_validate(&f.p, &err));
+    if (err.msg[0])
+        fprintf(stderr, "  %s\n", err.msg);
+    uint8_t *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    CHECK(rt_plan_write(&f.p, &a, &na, &err));
+    rt_plan *p = a ? rt_plan_read(a, na, "init.plan", &err) : NULL;
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(p->init_module, NMOD);
+        CHECK_INT(p->nmodules, NMOD + 1);
+        for (int m = 0; m <= NMOD && m < p->nmodules; m++)
+            check_module_eq(&f.mod[m], &p->module[m]);
+        CHECK(rt_plan_write(p, &b, &nb, &err));
+        CHECK(nb == na && b && !memcmp(a, b, na));
+    }
+    if (a) { /* KERN's last 4 bytes */
+        size_t at = section_at(a, 3);
+        CHECK(!memcmp(a + at, "KERN", 4));
+        CHECK_INT(rd(a + at + 20 + rd(a + at + 8, 8) - 4, 4), NMOD);
+    }
+    rt_plan_free(p);
+    free(a);
+    free(b);
+
+    make(&f);
+    module(&f, 1, RT_INIT_ENTRY, NULL);
+    EXPECT_INVALID(&f.p, "module 3: entry sh_init runs no kernel"); /* not named the init module */
+    f.p.init_module = NMOD + 1;
+    EXPECT_INVALID(&f.p, "the init module 4 is out of range (the plan has 4 modules)");
+    f.p.init_module = -2;
+    EXPECT_INVALID(&f.p, "the init module -2 is out of range (the plan has 4 modules)");
+    f.p.init_module = 1;
+    EXPECT_INVALID(&f.p, "the init module 1 has 1 entries (k1_sum), not the one entry sh_init");
+    f.p.init_module = 2;
+    EXPECT_INVALID(&f.p, "the init module 2 has 2 entries (k2_exp, ...), not the one entry "
+                         "sh_init");
+    f.p.init_module = NMOD;
+    f.kern[1].module = NMOD; /* k1_sum would run sh_init */
+    EXPECT_INVALID(&f.p, "kernel 1 (k1_sum) runs the init module 3, which only the backend runs");
 }
 
 static void test_arch_names(void)
@@ -935,5 +990,6 @@ int main(int argc, char **argv)
     test_corrupt();
     test_schedule_text();
     test_matmul_kernels();
+    test_init_module();
     return CHECK_DONE();
 }

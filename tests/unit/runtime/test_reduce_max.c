@@ -24,6 +24,7 @@ static rt_plan mesh_tp2(void)
     p.axis_size[0] = 2;
     p.stage_axis = -1;
     p.nstages = 1;
+    p.init_module = -1;
     return p;
 }
 
