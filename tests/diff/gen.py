@@ -195,6 +195,12 @@ class Gen:
             return f"sqrt({self.pos(t)} + 0.5)", (m + 0.5) ** 0.5
         if f == "rsqrt":
             return f"rsqrt({self.pos(t)} + 1.0)", 1.0
+        if f in ("sin", "cos") and x.dtype in ("bf16", "f16") and m > 4:
+            # a 16-bit value of magnitude m is off by up to m 2^-9 (bf16)
+            # after any rounding, and sin passes that on whole: past 4 it
+            # outgrows the tolerance on a result of magnitude 1 (seen: the
+            # sum of 16 bf16 rows, 0.26 against 0.20, seed 940544)
+            return f"{f}(tanh({t}))", 1.0
         if f in ("tanh", "sigmoid", "sin", "cos"):
             return f"{f}({t})", 1.0
         return f"{f}({t})", m
