@@ -8,6 +8,7 @@
 #include "runtime/plan/plan_text.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -197,9 +198,28 @@ static void io_str(const rt_plan *p, int i, su_buf *b)
     su_buf_putc(b, '\n');
 }
 
-/* The kernel of stage st anchored at instruction i, or NULL. */
-static const rt_kernel *kernel_at(const rt_plan *p, int st, int i)
+/* Per instruction of stage st, the kernel anchored there, -1 none, into
+ * at[ninstr] (malloc'd; NULL when out of memory: kernel_at then looks). */
+static int32_t *anchors(const rt_plan *p, int st)
 {
+    int32_t n = p->stage[st].ninstr, *at = malloc(((size_t)n + 1) * sizeof *at);
+    for (int32_t i = 0; at && i < n; i++)
+        at[i] = -1;
+    for (int k = 0; at && k < p->nkernels; k++) {
+        const rt_kernel *kr = &p->kernel[k];
+        if (kr->stage == st && kr->ninstr > 0 && kr->instr[kr->ninstr - 1] >= 0 &&
+            kr->instr[kr->ninstr - 1] < n && at[kr->instr[kr->ninstr - 1]] < 0)
+            at[kr->instr[kr->ninstr - 1]] = k;
+    }
+    return at;
+}
+
+/* The kernel of stage st anchored at instruction i, or NULL (from at,
+ * anchors', when there is one). */
+static const rt_kernel *kernel_at(const rt_plan *p, int st, int i, const int32_t *at)
+{
+    if (at)
+        return at[i] >= 0 ? &p->kernel[at[i]] : NULL;
     for (int k = 0; k < p->nkernels; k++) {
         const rt_kernel *kr = &p->kernel[k];
         if (kr->stage == st && kr->ninstr > 0 && kr->instr[kr->ninstr - 1] == i)
@@ -238,6 +258,27 @@ static void kernel_str(const rt_plan *p, const rt_program *g, const rt_kernel *k
         su_buf_printf(b, "%s %%%d", j == k->nin ? "; writes" : j == 0 ? "; reads" : ",",
                       (int)k->param[j]);
     su_buf_putc(b, '\n');
+}
+
+/* Stage st's instructions, each kernel after its anchor's line (at:
+ * anchors', or NULL), into b. */
+typedef struct stage_text {
+    const rt_plan *p;
+    int st;
+    su_buf *b;
+    int32_t *at;
+} stage_text;
+
+static void stage_instrs(void *arg)
+{
+    stage_text *t = arg;
+    const rt_program *prog = &t->p->stage[t->st];
+    for (int i = 0; i < prog->ninstr; i++) {
+        instr_str(t->p, &prog->instr[i], t->b);
+        const rt_kernel *k = kernel_at(t->p, t->st, i, t->at);
+        if (k)
+            kernel_str(t->p, prog, k, t->b);
+    }
 }
 
 /* The code kernels of stage st and their modules, as below. */
@@ -305,11 +346,10 @@ void rt_plan_print_schedule(const rt_plan *p, su_buf *b)
                       (int)prog->ninstr, (int)prog->nbuf, (long long)prog->arena_bytes);
         stage_kernels_str(p, st, b);
         su_buf_putc(b, '\n');
-        for (int i = 0; i < prog->ninstr; i++) {
-            instr_str(p, &prog->instr[i], b);
-            const rt_kernel *k = kernel_at(p, st, i);
-            if (k)
-                kernel_str(p, prog, k, b);
-        }
+        stage_text t = {p, st, b, anchors(p, st)};
+        bool ok = su_guarded(b->oom, stage_instrs, &t); /* at is freed either way */
+        free(t.at);
+        if (!ok)
+            su_oom(b->oom);
     }
 }
