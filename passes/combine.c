@@ -95,13 +95,23 @@ static bool sums_after(const ir_op *r, const ir_op *c, const int *uses)
 
 /* Whether sum op r (over dim 0 of a rank-3 value, keepdims false) sums a
  * batch of products transpose(x) @ g made for it alone (the batch rule
- * above); *t and *mm are the transpose and the matmul. */
-static bool batch_product(const ir_op *r, const int *uses, const ir_op **t, const ir_op **mm)
+ * above), maybe through a constrain of the products, which on the local
+ * program changes nothing (a mesh axis of size 1 that the annotation
+ * names: a data-parallel model's lm head on one rank); *t and *mm are the
+ * transpose and the matmul, *c the constrain or NULL. */
+static bool batch_product(const ir_op *r, const int *uses, const ir_op **t, const ir_op **mm,
+                          const ir_op **c)
 {
     if (r->code != IR_SUM || r->a.keepdims || r->in[0]->type.rank != 3 ||
         (r->a.axis != 0 && r->a.axis != -3))
         return false;
     const ir_op *m = r->in[0]->def;
+    *c = NULL;
+    if (m && m->code == IR_CONSTRAIN && m->nin == 1 && m->nres == 1 &&
+        uses[m->res[0]->id] == 1 && ir_type_eq(&m->res[0]->type, &m->in[0]->type)) {
+        *c = m;
+        m = m->in[0]->def;
+    }
     if (!m || m->code != IR_MATMUL || uses[m->res[0]->id] != 1 ||
         m->in[0]->type.rank != 3 || m->in[1]->type.rank != 3)
         return false;
@@ -223,7 +233,7 @@ int pass_combine_sums(ir_module *m, su_vec *why)
         const char *wa = why && a && a->nres && a->res[0]->id < why->n ? why->v[a->res[0]->id]
                                                                         : NULL;
         const char *what = NULL;
-        const ir_op *bt = NULL, *bm = NULL;
+        const ir_op *bt = NULL, *bm = NULL, *bc = NULL;
         ir_sharding shx, shg;
         if ((op->code == IR_ADD || op->code == IR_SUB) && summing(a, uses) &&
             summing(b, uses) && same_collective(a, b) &&
@@ -251,7 +261,7 @@ int pass_combine_sums(ir_module *m, su_vec *why)
             dead[a->res[0]->id] = true;
             what = "each rank keeps its block of the sum: a reduce_scatter in place of an "
                    "all_reduce and a slice";
-        } else if (m->pipe.axis < 0 && batch_product(op, uses, &bt, &bm) &&
+        } else if (m->pipe.axis < 0 && batch_product(op, uses, &bt, &bm, &bc) &&
                    merged_sharding(&bt->in[0]->sh, 3, &shx) &&
                    merged_sharding(&bm->in[1]->sh, 3, &shg)) {
             ir_value *x = bt->in[0], *g = bm->in[1];
@@ -274,6 +284,8 @@ int pass_combine_sums(ir_module *m, su_vec *why)
             op->in[1] = rg;
             op->a = bm->a;
             dead[bm->res[0]->id] = dead[bt->res[0]->id] = true;
+            if (bc)
+                dead[bc->res[0]->id] = true;
             what = su_sprintf(&m->arena, "one product over the %lld local rows in place of %lld "
                               "products summed", (long long)rows, (long long)x->type.dim[0]);
         } else if (a && sums_after(op, a, uses)) {
