@@ -35,7 +35,10 @@
  *          0): a bias's or a norm's gradient summed over the batch and the
  *          sequence in one reduction.
  * Neither in a pipelined program: its split cuts the batch dim into
- * microbatches, which the merged rows would hide.
+ * microbatches, which the merged rows would hide. The batch rule runs
+ * again on each stage's program after the split (pass_combine_batch),
+ * where a microbatch's rows are merged: its products, summed into the
+ * step's gradient, are then one product each.
  * The rewritten op keeps its result (value, name, sharding); the
  * collectives it replaces are dropped. */
 #include "passes.h"
@@ -201,7 +204,9 @@ static void count(int *uses, const ir_value *v)
         uses[v->id]++;
 }
 
-int pass_combine_sums(ir_module *m, su_vec *why)
+/* The rules above (batch_only: the batch rule alone, on a stage's
+ * program after the pipeline split). */
+static int combine(ir_module *m, su_vec *why, bool batch_only)
 {
     /* Everything lives in the module's arena, so an allocation failure
      * (a jump out of here) leaks nothing: per value id, with room for one
@@ -235,7 +240,11 @@ int pass_combine_sums(ir_module *m, su_vec *why)
         const char *what = NULL;
         const ir_op *bt = NULL, *bm = NULL, *bc = NULL;
         ir_sharding shx, shg;
-        if ((op->code == IR_ADD || op->code == IR_SUB) && summing(a, uses) &&
+        if (batch_only && !(op->code == IR_SUM && batch_product(op, uses, &bt, &bm, &bc))) {
+            out[nout++] = op;
+            continue;
+        }
+        if (!batch_only && (op->code == IR_ADD || op->code == IR_SUB) && summing(a, uses) &&
             summing(b, uses) && same_collective(a, b) &&
             ir_type_eq(&op->res[0]->type, &a->res[0]->type) &&
             ir_type_eq(&op->res[0]->type, &b->res[0]->type)) {
@@ -252,7 +261,7 @@ int pass_combine_sums(ir_module *m, su_vec *why)
             what = su_sprintf(&m->arena, "'%s' of two partial sums, added before one %s in "
                               "place of one for each", ir_op_display(sum->code),
                               ir_ops[op->code].name);
-        } else if (a && scatters(op, a, uses)) {
+        } else if (!batch_only && a && scatters(op, a, uses)) {
             ir_attrs ra = {.dim = op->a.dim, .naxes = a->a.naxes};
             memcpy(ra.axes, a->a.axes, (size_t)a->a.naxes);
             op->code = IR_REDUCE_SCATTER;
@@ -261,7 +270,7 @@ int pass_combine_sums(ir_module *m, su_vec *why)
             dead[a->res[0]->id] = true;
             what = "each rank keeps its block of the sum: a reduce_scatter in place of an "
                    "all_reduce and a slice";
-        } else if (m->pipe.axis < 0 && batch_product(op, uses, &bt, &bm, &bc) &&
+        } else if ((m->pipe.axis < 0 || batch_only) && batch_product(op, uses, &bt, &bm, &bc) &&
                    merged_sharding(&bt->in[0]->sh, 3, &shx) &&
                    merged_sharding(&bm->in[1]->sh, 3, &shg)) {
             ir_value *x = bt->in[0], *g = bm->in[1];
@@ -288,7 +297,7 @@ int pass_combine_sums(ir_module *m, su_vec *why)
                 dead[bc->res[0]->id] = true;
             what = su_sprintf(&m->arena, "one product over the %lld local rows in place of %lld "
                               "products summed", (long long)rows, (long long)x->type.dim[0]);
-        } else if (a && sums_after(op, a, uses)) {
+        } else if (!batch_only && a && sums_after(op, a, uses)) {
             /* the sum of the partial operand, then the collective */
             const ir_value *x = a->in[0];
             int rank = x->type.rank, k = (int)(op->a.axis < 0 ? op->a.axis + rank : op->a.axis);
@@ -349,4 +358,14 @@ int pass_combine_sums(ir_module *m, su_vec *why)
         if (!out[i]->nres || !dead[out[i]->res[0]->id])
             m->ops.v[m->ops.n++] = out[i];
     return combined;
+}
+
+int pass_combine_sums(ir_module *m, su_vec *why)
+{
+    return combine(m, why, false);
+}
+
+int pass_combine_batch(ir_module *m)
+{
+    return combine(m, NULL, true);
 }

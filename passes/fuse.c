@@ -719,7 +719,14 @@ static void matmul_group(walker *w, int i)
     const ir_value *cur = mm->res[0];
     while (n < 4 && w->nuse[cur->id] == 1 && w->reader[cur->id] >= 0 &&
            w->f->group_of[w->reader[cur->id]] < 0) {
-        const ir_op *op = IR_OP(w->m, w->reader[cur->id]);
+        /* the group runs at its last op and keeps the matmul's operands
+         * alive until then: as for any group, at most PASS_FUSE_HOLD ops
+         * later and over no collective (a gradient's product added to the
+         * accumulator a microbatch later would hold the product's rows) */
+        int at = w->reader[cur->id];
+        if (at - i > PASS_FUSE_HOLD || w->ncomm[at] != w->ncomm[i + 1])
+            break;
+        const ir_op *op = IR_OP(w->m, at);
         const ir_value *other;
         unsigned bit = epilogue_step(mm, op, cur, g.epilogue, &other);
         if (!bit)

@@ -165,6 +165,8 @@ static pass_status bucket(run *u)
     int n;
     ir_module *const *st = pass_result_stages(u->r, &n);
     for (int s = 0; s < n; s++) {
+        if (u->r->pipe.nstages) /* the partitioner left pipelines' batches */
+            pass_combine_batch(st[s]);
         pass_fold_transposes(st[s]);
         if (!ir_verify(st[s], u->err) || !pass_bucket(st[s], u->o->bucket_bytes, u->err))
             return PASS_ERR_INTERNAL;

@@ -96,6 +96,11 @@ bool pass_verify_schedule(const ir_module *m, su_buf *err, su_loc *at);
  * the locally added operands. Run by pass_partition; why (by value id,
  * may be NULL) gets each new collective's reason. Returns how many. */
 int pass_combine_sums(ir_module *m, su_vec *why);
+/* combine.c's batch rule alone, on a stage's program after the pipeline
+ * split (where pass_combine_sums leaves it): each microbatch's weight
+ * gradient one product over its local rows. Run before the buckets.
+ * Returns how many. */
+int pass_combine_batch(ir_module *m);
 
 /* Attention's backward without the [S, T] probabilities (attn_grad.c):
  * autodiff's form around each attn_probs becomes attn_stats, attn_dq,

@@ -2,7 +2,8 @@
 # gives [B, S] and [S] @ [B, S, K] gives [B, K], both split into
 # microbatches (their batch is dimension 0, not contracted). The
 # gradients of the 1-D params are sums over the batch rows, accumulated
-# over the microbatches.
+# over the microbatches: w's, a product per row summed, is one product
+# over the microbatch's 12 rows (the batch rule, on the stage's program).
 # RUN: %shardc %s --mesh 2 --emit stage-ir | FileCheck %s
 mesh pp
 input x : f32[8, 3, 4]
@@ -26,10 +27,10 @@ pipeline microbatches 2 schedule gpipe
 # CHECK: matmul %x.4, %layers.0.layer.w : f32[4, 3]
 # CHECK: matmul %layers.0.layer.v, %x.4 : f32[4, 4]
 # CHECK: %[[V0:[0-9]+]] = sum {{%[0-9]+}} {axis = 0, keepdims = false} : f32[1, 3] {{.*}} phase backward
-# CHECK: %[[W0:[0-9]+]] = sum {{%[0-9]+}} {axis = 0, keepdims = false} : f32[4, 1] {{.*}} phase backward
+# CHECK: %[[W0:[0-9]+]] = matmul {{%[0-9]+}}, {{%[0-9]+}} {trans = a} : f32[4, 1] {{.*}} phase backward
 # CHECK: %[[V1:[0-9]+]] = sum {{%[0-9]+}} {axis = 0, keepdims = false} : f32[1, 3] {{.*}} phase backward
 # CHECK-NEXT: add %[[V0]], %[[V1]] : f32[1, 3]
-# CHECK: %[[W1:[0-9]+]] = sum {{%[0-9]+}} {axis = 0, keepdims = false} : f32[4, 1] {{.*}} phase backward
+# CHECK: %[[W1:[0-9]+]] = matmul {{%[0-9]+}}, {{%[0-9]+}} {trans = a} : f32[4, 1] {{.*}} phase backward
 # CHECK-NEXT: add %[[W0]], %[[W1]] : f32[4, 1]
 # CHECK: update %layers.0.layer.w
 # CHECK-LABEL: // ---- stage 1 of 2 ----
