@@ -4,7 +4,8 @@
 # nvidia-smi that finds none), trace_table.py on a hand-written CUDA trace
 # (testdata/trace-cuda.json, in the format of runtime/exec/trace.c;
 # expected tables in testdata/trace-cuda.md) and on a CPU trace made here,
-# the bf16 model (every f32[ made bf16[) compiling and holding GPT-2
+# report.py's first-step table on a made-up log folder, the bf16 model
+# (every f32[ made bf16[) compiling and holding GPT-2
 # small's params in bf16, and, where PYTHON (default python3) has torch,
 # check_same_model.py and gpt2_torch.py's own no-GPU exit. Prints each
 # check and "ok"; exit 1 when one fails.
@@ -47,6 +48,26 @@ fi
     grep -q '^| adamw | ' "$tmp/cpu.md" &&
     echo "trace_table.py on a CPU trace: $(head -n 1 "$tmp/cpu.md")" ||
     fail "trace_table.py on a CPU trace"
+
+# report.py's start-and-first-step table on a made-up log folder: bf16's
+# one-step run within both goals of issue 20, f32's failed
+mkdir "$tmp/log" && (
+    cd "$tmp/log" &&
+        printf 'gpu=fixture\nwarmup=3\nsteps=5\ndefines=-D B=8 -D S=1024\n' >meta.env &&
+        printf 'step 1/1  loss 10.99  950.5 ms  8619 tokens/s\n' >first-bf16.log &&
+        echo 0 >first-bf16.rc && echo 2.345 >first-bf16.wall && echo 3.210 >compile-bf16.wall &&
+        echo 'shardrun: error: out of memory' >first-f32.log && echo 1 >first-f32.rc &&
+        echo 0.500 >first-f32.wall
+)
+"$python" "$here/report.py" "$tmp/log" >"$tmp/report.md"
+if grep -qx '| shardc bf16 | 3.21 s | 2.35 s | 950.5 ms | yes | yes |' "$tmp/report.md" &&
+    grep -qx '| shardc f32 | ? | 0.50 s | failed |  |  |' "$tmp/report.md" &&
+    grep -q '^## Start and the first step' "$tmp/report.md"; then
+    echo "report.py's first-step table on the fixture: as expected"
+else
+    grep -A 6 'first step' "$tmp/report.md"
+    fail "report.py's first-step table"
+fi
 
 # the bf16 model, as run.sh makes it
 sed 's/f32\[/bf16[/g' "$root/examples/transformer.sh" >"$tmp/bf16.sh"

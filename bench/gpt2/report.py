@@ -2,9 +2,10 @@
 """report.py LOG: the results file of bench/gpt2/run.sh, in markdown, from
 what run.sh left in the folder LOG: meta.env (the machine and the
 settings), commands.txt, report-{f32,bf16}.json (shardc --report json),
-shardc-*.log (shardrun's output), trace-*.json (shardrun --trace),
-torch-*.log (gpt2_torch.py's JSON lines and profile tables) and each
-part's exit status NAME.rc. A part that is missing or failed is said so in
+shardc-*.log and first-*.log (shardrun's output: the timed runs, and one
+step alone), trace-*.json (shardrun --trace), torch-*.log (gpt2_torch.py's
+JSON lines and profile tables), each part's exit status NAME.rc and wall
+time NAME.wall. A part that is missing or failed is said so in
 its row and under "Failures". Stdlib only.
 """
 import json
@@ -72,6 +73,45 @@ def shardrun_result(log, part, skip):
         return None
     return {"step_ms": ms, "median": statistics.median(ms), "mean": statistics.mean(ms),
             "loss_first": steps[0][1], "loss_last": steps[-1][1], "first_ms": steps[0][2]}
+
+
+def wall_of(log, part):
+    """The seconds run.sh measured part NAME take, start to exit (NAME.wall), or None."""
+    text = read(os.path.join(log, part + ".wall"))
+    try:
+        return float(text.strip()) if text else None
+    except ValueError:
+        return None
+
+
+FIRST_GOAL_MS = 1500.0   # issue 20: GPT-2 small's first step, params made from the seed
+START_GOAL_S = 3.0       # issue 20: shardrun's start to its first step's end
+
+
+def first_step_section(log):
+    """The table of the start and the first step: per precision, the compile's
+    wall time, `shardrun --steps 1` start to exit, and its step 1; None when
+    run.sh ran no first-* part."""
+    rows = []
+    for p in ("f32", "bf16"):
+        if status(log, "first-" + p) is None:
+            continue
+        res = shardrun_result(log, "first-" + p, 0)
+        wall, comp = wall_of(log, "first-" + p), wall_of(log, "compile-" + p)
+        first = res["first_ms"] if res else None
+        rows.append("| shardc %s | %s | %s | %s | %s | %s |" % (
+            p, "%.2f s" % comp if comp is not None else "?",
+            "%.2f s" % wall if wall is not None else "failed",
+            "%.1f ms" % first if first is not None else "failed",
+            ("yes" if first <= FIRST_GOAL_MS else "no") if first is not None else "",
+            ("yes" if wall <= START_GOAL_S else "no")
+            if wall is not None and status(log, "first-" + p) == 0 else ""))
+    if not rows:
+        return None
+    head = ("| run | compile (the NVRTC cache as run.sh found it) | `shardrun --steps 1`, "
+            "start to exit | its step 1 | step 1 <= %.1f s | start to exit <= %.0f s |\n"
+            "| --- | ---: | ---: | ---: | --- | --- |\n" % (FIRST_GOAL_MS / 1000, START_GOAL_S))
+    return head + "\n".join(rows)
 
 
 def torch_result(log, part):
@@ -215,7 +255,7 @@ def main():
     w.append("Each run: %d warmup steps, then %d timed; the median and mean of the timed "
              "steps. shardc: the step times shardrun prints (the host's clock around each "
              "step, which ends when the loss is read back), step 1 (params made from the "
-             "seed on the host, modules loaded, cuBLASLt set up) and the %d warmup steps "
+             "seed, modules loaded, cuBLASLt set up) and the %d warmup steps "
              "after it left out (with `--graph`, step 2 is the one captured). PyTorch: "
              "CUDA events around each step (forward, backward, fused AdamW, zero_grad), "
              "the loss read back after each. tokens/s = %d / the median step.\n"
@@ -223,6 +263,17 @@ def main():
     w.append(table + "\n")
     w.append("Goals of issue 19 (tokens/s ratios, higher is faster for shardc):\n")
     w.append(ratio_table(res, tokens) + "\n")
+    first = first_step_section(log)
+    if first:
+        w.append("## Start and the first step\n")
+        w.append("Issue 20's goals: the first step under 1.5 s with the params made from "
+                 "the seed (on the GPU, by the plan's init module), and shardrun's start to "
+                 "the end of its first step under 3 s. `shardrun --steps 1` on its own, timed "
+                 "by run.sh from its start to its exit (so with the teardown after the "
+                 "step: an upper bound), and the step 1 it prints (reading the plan, loading "
+                 "the modules, setting up cuBLASLt and making the params and states "
+                 "included).\n")
+        w.append(first + "\n")
     for p in ("bf16", "f32"):
         t = trace_section(log, p)
         if t:
