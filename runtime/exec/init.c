@@ -145,30 +145,12 @@ void rt_init_block(int init, double a, double b, uint64_t seed, const char *name
         rt_init_fill(&g, dst);
 }
 
-static uint16_t to16(int dtype, float v)
-{
-    return dtype == RT_F16 ? su_f32_to_f16(v) : su_f32_to_bf16(v);
-}
-
-static double from16(int dtype, uint16_t h)
-{
-    return dtype == RT_F16 ? su_f16_to_f32(h) : su_bf16_to_f32(h);
-}
-
-static void store(int dtype, void *dst, int64_t k, double v)
-{
-    if (dtype == RT_F32)
-        ((float *)dst)[k] = (float)v;
-    else
-        ((uint16_t *)dst)[k] = to16(dtype, (float)v);
-}
-
 /* Element k of src (dtype from) as f32. */
 static float float_at(int from, const void *src, int64_t k)
 {
     if (from == RT_F32)
         return ((const float *)src)[k];
-    return (float)from16(from, ((const uint16_t *)src)[k]);
+    return (float)sh_from16(from, ((const uint16_t *)src)[k]);
 }
 
 void rt_convert_floats(int from, const void *src, int to, void *dst, int64_t n)
@@ -178,5 +160,5 @@ void rt_convert_floats(int from, const void *src, int to, void *dst, int64_t n)
         return;
     }
     for (int64_t k = 0; k < n; k++)
-        store(to, dst, k, float_at(from, src, k));
+        sh_put_float(to, dst, k, float_at(from, src, k));
 }
