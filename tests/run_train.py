@@ -72,10 +72,14 @@ use (SHARDC_TRAIN_SHAPE_*): each error at least 5x under its tolerance.
       step: the measured errors show a little of that, far from the bound
       2 lr STEPS = 3e-3. These atols miss a missing weight decay (it moves
       the params by 6e-4 at most here); the losses (9.5e-5 rel) and the
-      moments (m 4x, v 10x their atols) see it (tried: the model with
-      wd = 0 against this oracle).
+      moments (m at least 1.6x, v 10x their atols) see it (tried: the
+      model with wd = 0 against this oracle).
     m (|m| 2e-4 .. 2e-2): measured abs 1.9e-7 (unsharded), 1.4e-7
-      (PyTorch): atol 1e-6 and 2.5e-6
+      (PyTorch), but on an AVX2-only machine (AMD EPYC; OpenBLAS's
+      Haswell kernels) the unsharded run itself flips one weight of
+      layers.0.mlp.w1 with L=8 (2.0e-4 from the pipelined run, which is
+      within 3.2e-6 of PyTorch there) and its m of layers.0.mlp.w2
+      differs by 1.36e-6 for it: atol 2.5e-6 for both
     v (|v| 2e-7 .. 1e-3): measured abs 2.8e-9 (unsharded), 3.7e-9
       (PyTorch): atol 3e-8 and 1e-7
     opt.step (against the unsharded run; the oracle does not write it):
@@ -172,7 +176,7 @@ TOLERANCES = {
                          Atols(5e-3, 2e-3, 1e-3, 5e-3)),
     "bf16 adamw": Tol(2e-3, 7.9e-3, Atols(5e-4, 3e-4, 1e-5, 5e-4), Atols(1e-3, 3e-4, 1e-5, 1e-3)),
     "bf16 momentum": Tol(2e-3, 7.9e-3, Atols(3e-4, 3e-3, 0, 3e-4), Atols(5e-4, 3e-3, 0, 5e-4)),
-    "adamw": Tol(1e-6, 1e-5, Atols(5e-4, 1e-6, 3e-8, 0), Atols(8e-4, 2.5e-6, 1e-7, 0)),
+    "adamw": Tol(1e-6, 1e-5, Atols(5e-4, 2.5e-6, 3e-8, 0), Atols(8e-4, 2.5e-6, 1e-7, 0)),
     "sgd": Tol(5e-6, 1e-5, Atols(1.5e-7, 0, 0, 0), Atols(6e-7, 0, 0, 0)),  # no states
 }
 EXACT = Atols(0, 0, 0, 0)
