@@ -59,6 +59,31 @@ static int aligned(const ir_value *x, int d, int R)
     return d + (R - x->type.rank);
 }
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static int64_t lcm64(int64_t a, int64_t b)
+{
+    return a / gcd64(a, b) * b;
+}
+
+/* A per-step value split s ways along the batch, which microbatches read
+ * row by row: each rank's shard must hold whole blocks, so N becomes a
+ * multiple of s (and the inputs' and outputs' rows must then split into
+ * N blocks of M microbatches, which pass_pl_batch_blocks checks). */
+static void need_blocks(pl *L, int64_t s)
+{
+    L->need = lcm64(L->need ? L->need : 1, s);
+    L->N = lcm64(L->N, s);
+}
+
 /* Whether per-step value v is made from a param (which the forward would
  * then read row by row: its gradient would differ per microbatch). */
 static bool reads_param(pl *L, const ir_value *v)
@@ -101,12 +126,8 @@ static bool per_step_fits(pl *L, const ir_op *op, int k, int xd)
                     "per-microbatch batch dimension; pipelining needs such values to "
                     "broadcast over it, or to be the same in every row",
                     (long long)x->type.dim[xd]);
-    if (!same && L->N % ir_sharding_split(&x->sh, &L->m->mesh, xd))
-        return fail(L, op, "a per-step value that differs row by row is split along the batch "
-                    "%lld ways, which do not divide the inputs' %lld blocks; pipelining cannot "
-                    "cut it into microbatches", (long long)ir_sharding_split(&x->sh, &L->m->mesh,
-                                                                             xd),
-                    (long long)L->N);
+    if (!same)
+        need_blocks(L, ir_sharding_split(&x->sh, &L->m->mesh, xd));
     L->cut[(size_t)op->res[0]->id * MAX_IN + k] = (int8_t)(same ? xd : xd | CUT_ROWS);
     return true;
 }
@@ -144,10 +165,8 @@ static int rule_dropout(pl *L, const ir_op *op)
     for (int q = 0, k = 2; q < r->type.rank && k < op->nin; q++)
         if (r->sh.naxes[q]) {
             int64_t s = ir_sharding_split(&r->sh, &L->m->mesh, q);
-            if (q == od && L->N % s)
-                return fail(L, op, "dropout on a value whose batch is split %lld ways, which do "
-                            "not divide the inputs' %lld blocks, is not supported in a pipeline",
-                            (long long)s, (long long)L->N), -2;
+            if (q == od)
+                need_blocks(L, s);
             if (q == od && L->kind[op->in[k]->id] == K_PRE)
                 L->cut[(size_t)r->id * MAX_IN + k] = (int8_t)(0 | CUT_ROWS);
             k++;
@@ -717,16 +736,6 @@ int64_t pass_pl_blocks_of(const pl *L, const ir_value *v)
     return ir_sharding_split(&v->sh, &L->m->mesh, 0);
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* Each batch value of n blocks holds N / n blocks of M microbatches; the
  * error at the input's declaration or the output statement. */
 static bool splits(pl *L, const ir_value *v, su_loc at, const char *what, const char *name)
@@ -741,14 +750,15 @@ static bool splits(pl *L, const ir_value *v, su_loc at, const char *what, const 
         return pass_pl_fail_at(L, at, "%s '%s': its local batch of %lld rows does not split into %d "
                                "microbatches", what, name, (long long)rows, L->M);
     return pass_pl_fail_at(L, at, "%s '%s': its batch of %lld rows does not split into %lld blocks "
-                           "(as the inputs and outputs are split) of %d microbatches each", what, name,
+                           "(as the inputs, the outputs and the per-step values microbatches "
+                           "read row by row are split) of %d microbatches each", what, name,
                            (long long)(rows * n), (long long)L->N, L->M);
 }
 
 static void add_blocks(pl *L, const ir_value *v)
 {
     int64_t n = pass_pl_blocks_of(L, v);
-    L->N = L->N / gcd64(L->N, n) * n;
+    L->N = lcm64(L->N, n);
 }
 
 /* N (see the top of the file): the least common multiple of the blocks of
@@ -757,7 +767,7 @@ static void add_blocks(pl *L, const ir_value *v)
 bool pass_pl_batch_blocks(pl *L, bool with_outputs)
 {
     const ir_module *m = L->m;
-    L->N = 1;
+    L->N = L->need ? L->need : 1;
     for (int i = 0; i < m->ops.n; i++)
         if (IR_OP(m, i)->code == IR_INPUT)
             add_blocks(L, IR_OP(m, i)->res[0]);

@@ -32,7 +32,9 @@
  *
  * Microbatch j is one set of global batch rows, the same for every input
  * whatever its sharding: with N the least common multiple of the number of
- * blocks the inputs' (and outputs') dimension 0 is split into, the batch
+ * blocks the inputs' (and outputs') dimension 0 is split into, and of the
+ * splits along the batch of the per-step values that microbatches read row
+ * by row (the dropout of a gradient the same in every row), the batch
  * of B rows is N blocks of M microbatches of B / (N M) rows, and
  * microbatch j is the j-th part of every block. An input split into n
  * blocks holds N / n of them; its microbatch j is the j-th part of each

@@ -19,6 +19,9 @@ typedef struct pl {
     su_buf *err;
     int P, M, V, C, L;          /* stages, microbatches, chunks per stage, chunks, repeats */
     int64_t N;                  /* blocks of the batch (see above) */
+    int64_t need;               /* what N must be a multiple of besides the inputs' and
+                                 * outputs' blocks: the splits along the batch of the
+                                 * per-step values microbatches read row by row (0: 1) */
     int nv;
     uint8_t *kind;              /* per value id */
     int8_t *bd;                 /* MB: the batch dimension */
