@@ -127,9 +127,51 @@ shardc_status shardc_options_only_passes(shardc_options *opt, const char *passes
     return pass_set("--passes", passes, false, &opt->only_passes, error);
 }
 
+/* The optional per-class efficiencies of a profile: "matmul_eff", a list
+ * of 1 to PASS_HW_MAX_POINTS [FLOPs, fraction] pairs in increasing FLOPs,
+ * and "attention_eff", a fraction; fractions in (0, 1]. */
+static shardc_status hw_classes(pass_hw *hw, const cJSON *j, const char *path, char **error)
+{
+    const cJSON *mm = cJSON_GetObjectItemCaseSensitive(j, "matmul_eff");
+    const cJSON *at = cJSON_GetObjectItemCaseSensitive(j, "attention_eff");
+    if (at) {
+        double x = cJSON_IsNumber(at) ? at->valuedouble : -1;
+        if (!(x > 0) || x > 1)
+            return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"attention_eff\" must be a "
+                            "positive number of at most 1", path);
+        hw->attn_eff = x;
+    }
+    if (!mm)
+        return SHARDC_OK;
+    int n = cJSON_IsArray(mm) ? cJSON_GetArraySize(mm) : 0;
+    if (n < 1 || n > PASS_HW_MAX_POINTS)
+        return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"matmul_eff\" must be a list of 1 to "
+                        "%d [FLOPs, fraction] pairs", path, PASS_HW_MAX_POINTS);
+    for (int i = 0; i < n; i++) {
+        const cJSON *p = cJSON_GetArrayItem(mm, i);
+        const cJSON *f = cJSON_IsArray(p) && cJSON_GetArraySize(p) == 2 ? cJSON_GetArrayItem(p, 0)
+                                                                         : NULL;
+        const cJSON *e = f ? cJSON_GetArrayItem(p, 1) : NULL;
+        double flops = cJSON_IsNumber(f) ? f->valuedouble : -1;
+        double eff = cJSON_IsNumber(e) ? e->valuedouble : -1;
+        if (!(flops > 0) || !isfinite(flops) || !(eff > 0) || eff > 1)
+            return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"matmul_eff\" point %d must be "
+                            "[FLOPs, fraction]: a positive number, then one of at most 1", path,
+                            i + 1);
+        if (i > 0 && !(flops > hw->matmul_eff[i - 1][0]))
+            return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"matmul_eff\" point %d: its FLOPs "
+                            "must be above the point before", path, i + 1);
+        hw->matmul_eff[i][0] = flops;
+        hw->matmul_eff[i][1] = eff;
+    }
+    hw->nmatmul_eff = n;
+    return SHARDC_OK;
+}
+
 /* A hardware profile from a JSON file (--hw FILE.json): every field of
  * pass_hw by its name, numbers positive (the efficiencies at most 1,
- * node_gpus a count), "desc" optional. */
+ * node_gpus a count), "desc" optional, and the per-class efficiencies
+ * (hw_classes) optional. */
 static shardc_status hw_from_file(shardc_options *opt, const char *path, char **error)
 {
     FILE *f = fopen(path, "rb");
@@ -191,6 +233,8 @@ static shardc_status hw_from_file(shardc_options *opt, const char *path, char **
         else
             *(double *)((char *)&hw + fields[i].off) = x;
     }
+    if (st == SHARDC_OK)
+        st = hw_classes(&hw, j, path, error);
     if (st == SHARDC_OK) {
         snprintf(opt->hw_name, sizeof opt->hw_name, "%s", name->valuestring);
         snprintf(opt->hw_desc, sizeof opt->hw_desc, "%s", desc ? desc->valuestring : "");

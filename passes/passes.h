@@ -227,6 +227,7 @@ void pass_memplan_print(const ir_module *m, const pass_memplan *mp, su_buf *out)
  * without a pipeline); pp: the pipeline split's schedule and bubble, or
  * NULL. */
 typedef struct pass_hw pass_hw; /* below */
+enum { PASS_HW_MAX_POINTS = 16 }; /* pass_hw.matmul_eff */
 /* mp: each stage's memory plan, as the plan holds it (the pipeline's
  * memplan pass); its arena is peak_bytes. mem_limit > 0 (--mem-limit):
  * each stage's headroom under it, "mem_limit" and "headroom" in the JSON. With the step time estimated on
@@ -275,7 +276,16 @@ struct pass_hw {
     double intra_lat_s, inter_lat_s; /* per collective or message */
     double compute_eff, mem_eff, link_eff;
     double mem_bytes;       /* device memory: the card's total */
+    /* Per kernel class (0 entries, 0: compute_eff): a matmul's fraction
+     * of its peak by its FLOPs, points (FLOPs, fraction) in increasing
+     * FLOPs, interpolated on log FLOPs and held past the ends; attention's
+     * and its backward's kernels. */
+    int nmatmul_eff;
+    double matmul_eff[PASS_HW_MAX_POINTS][2];
+    double attn_eff;
 };
+/* A matmul of these FLOPs: its fraction of the peak on hw (matmul_eff). */
+double pass_hw_matmul_eff(const pass_hw *hw, double flops);
 /* The profile called name, or NULL; pass_hw_names lists them ("a100, h100,
  * h200"). The default is pass_hw_default(). */
 const pass_hw *pass_hw_find(const char *name);
@@ -286,8 +296,19 @@ const pass_hw *pass_hw_default(void);
  * run on hw with a compute stream and a communication stream, as Chrome
  * trace JSON (pid = rank, tid 0 compute, tid 1 communication), and the
  * step time in *step_s. Rules:
- *   compute op   launch + max(FLOPs / peak, bytes read and written / memory
- *                bandwidth), on the compute stream, after its operands;
+ *   kernel       the ops the CUDA backend fuses into one kernel (pass_fuse,
+ *                fuse.h) are one event at the group's last op, named as
+ *                the kernel: launch + max(the ops' FLOPs / peak, the bytes
+ *                the group reads from outside and stores / memory
+ *                bandwidth), on the compute stream, after what it reads;
+ *   compute op   any other: launch + max(FLOPs / peak, bytes read and
+ *                written / memory bandwidth), on the compute stream,
+ *                after its operands. The peak is the tensor cores' for a
+ *                16-bit matmul or attention, else the f32 one, times the
+ *                class's efficiency: a matmul's from the profile's
+ *                matmul_eff by its FLOPs, attention's (and its
+ *                backward's) attn_eff, else compute_eff; memory
+ *                bandwidth times mem_eff;
  *   collective   latency + bytes sent (nccl-tests' count) / link bandwidth
  *                (NVLink when the group is inside a node), on the
  *                communication stream, after its operand;

@@ -11,20 +11,22 @@
  * until its peer reaches the matching op, which the static verifier has
  * proved always happens. Costs are in passes.h (pass_timeline). */
 #include "passes.h"
+#include "fuse.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const pass_hw profiles[] = {
     {"a100", "NVIDIA A100 SXM 80GB, 8 per node, NVLink 3, 200 Gb/s HDR per GPU",
      312e12, 19.5e12, 2.039e12, 300e9, 25e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8,
-     81920.0 * 1048576},
+     81920.0 * 1048576, 0, {{0}}, 0},
     {"h100", "NVIDIA H100 SXM 80GB, 8 per node, NVLink 4, 400 Gb/s NDR per GPU",
      989e12, 67e12, 3.35e12, 450e9, 50e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8,
-     81559.0 * 1048576},
+     81559.0 * 1048576, 0, {{0}}, 0},
     {"h200", "NVIDIA H200 SXM 141GB, 8 per node, NVLink 4, 400 Gb/s NDR per GPU",
      989e12, 67e12, 4.8e12, 450e9, 50e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8,
-     143771.0 * 1048576},
+     143771.0 * 1048576, 0, {{0}}, 0},
 };
 #define NPROFILES (int)(sizeof profiles / sizeof profiles[0])
 
@@ -47,10 +49,12 @@ typedef struct event {
     stream st;
     double start, dur;
     int peer;               /* send/recv: the peer stage; else -1 */
+    int group;              /* a fused group's kernel: the group; else -1 */
 } event;
 
 typedef struct lane {
     const ir_module *m;
+    pass_fusion *f;         /* the groups the CUDA backend runs as one kernel each */
     int next;               /* the op to issue */
     double clock[2];        /* when each stream is free */
     double *ready;          /* per value id: when it is made */
@@ -64,6 +68,7 @@ typedef struct sim {
     int n;
     const pass_hw *hw;
     lane *lane;
+    pass_fusion *fus;       /* [n], each stage's (freed with the arena) */
     su_arena arena;
 } sim;
 
@@ -121,6 +126,45 @@ static double link_time(const pass_hw *hw, bool in_node, double bytes)
     return (in_node ? hw->intra_lat_s : hw->inter_lat_s) + bytes / bw;
 }
 
+/* The fraction of its peak a matmul of these FLOPs reaches: the
+ * profile's table (matmul_eff), interpolated on log FLOPs and held at its
+ * ends; without one, compute_eff. */
+double pass_hw_matmul_eff(const pass_hw *hw, double flops)
+{
+    int n = hw->nmatmul_eff;
+    if (n <= 0)
+        return hw->compute_eff;
+    if (flops <= hw->matmul_eff[0][0])
+        return hw->matmul_eff[0][1];
+    for (int i = 1; i < n; i++)
+        if (flops <= hw->matmul_eff[i][0]) {
+            double x0 = log(hw->matmul_eff[i - 1][0]), x1 = log(hw->matmul_eff[i][0]);
+            double t = (log(flops) - x0) / (x1 - x0);
+            return hw->matmul_eff[i - 1][1] + t * (hw->matmul_eff[i][1] - hw->matmul_eff[i - 1][1]);
+        }
+    return hw->matmul_eff[n - 1][1];
+}
+
+/* A kernel's seconds: launch + the longer of its FLOPs at the peak of
+ * its class (tensor cores for a 16-bit matmul or attention; a matmul at
+ * matmul_eff of its size, attention at attn_eff, anything else at
+ * compute_eff) and its bytes at mem_eff of the memory bandwidth. op: the
+ * kernel's main op, which names its class (NULL: an elementwise or row
+ * kernel). */
+static double kernel_time(const pass_hw *hw, const ir_op *op, double flops, double bytes)
+{
+    double peak = op && on_tensor_cores(op) ? hw->tc_flops : hw->f32_flops;
+    double eff = hw->compute_eff;
+    if (op && op->code == IR_MATMUL)
+        eff = pass_hw_matmul_eff(hw, flops);
+    else if (op && (op->code == IR_ATTENTION || op->code == IR_ATTN_PROBS ||
+                    ir_attn_layout_operands(op->code)) && hw->attn_eff > 0)
+        eff = hw->attn_eff;
+    double tf = flops / (peak * eff);
+    double tm = bytes / (hw->mem_bw * hw->mem_eff);
+    return hw->launch_s + (tf > tm ? tf : tm);
+}
+
 /* The seconds op takes on its stream, by the rules of passes.h. */
 static double op_time(const sim *S, const lane *L, const ir_op *op)
 {
@@ -141,10 +185,23 @@ static double op_time(const sim *S, const lane *L, const ir_op *op)
     double bytes = op->nres ? value_bytes(op->res[0]) : 0;
     for (int i = 0; i < op->nin; i++)
         bytes += value_bytes(op->in[i]);
-    double peak = on_tensor_cores(op) ? hw->tc_flops : hw->f32_flops;
-    double tf = pass_op_flops(op) / (peak * hw->compute_eff);
-    double tm = bytes / (hw->mem_bw * hw->mem_eff);
-    return hw->launch_s + (tf > tm ? tf : tm);
+    return kernel_time(hw, op, pass_op_flops(op), bytes);
+}
+
+/* The seconds fused group g takes: one kernel (cuBLASLt's, for a matmul
+ * and its epilogue), all its ops' FLOPs, and only the values it reads
+ * from outside and stores: the rest stay in registers. */
+static double group_time(const pass_hw *hw, const ir_module *m, const pass_fgroup *g)
+{
+    double flops = 0, bytes = 0;
+    for (int i = 0; i < g->nops; i++)
+        flops += pass_op_flops(IR_OP(m, g->ops[i]));
+    for (int i = 0; i < g->nin; i++)
+        bytes += value_bytes(g->in[i]);
+    for (int i = 0; i < g->nout; i++)
+        bytes += value_bytes(g->out[i]);
+    const ir_op *main = g->kind == PASS_FUSE_MATMUL ? IR_OP(m, g->reduce) : NULL;
+    return kernel_time(hw, main, flops, bytes);
 }
 
 /* Ops that run no kernel and move nothing: sources (loaded before the
@@ -155,7 +212,8 @@ static bool is_free(const ir_op *op)
            op->code == IR_RESHAPE;
 }
 
-static void record(sim *S, lane *L, int op, stream st, double start, double dur, int peer)
+static void record(sim *S, lane *L, int op, stream st, double start, double dur, int peer,
+                   int group)
 {
     if (L->nev == L->cap) {
         L->cap = L->cap ? 2 * L->cap : 64;
@@ -164,7 +222,7 @@ static void record(sim *S, lane *L, int op, stream st, double start, double dur,
             memcpy(ev, L->ev, (size_t)L->nev * sizeof *ev);
         L->ev = ev;
     }
-    L->ev[L->nev++] = (event){op, st, start, dur, peer};
+    L->ev[L->nev++] = (event){op, st, start, dur, peer, group};
 }
 
 static double operands_ready(const lane *L, const ir_op *op)
@@ -176,9 +234,35 @@ static double operands_ready(const lane *L, const ir_op *op)
     return t;
 }
 
+/* Fused group g at its anchor: one kernel on the compute stream once
+ * what it reads is made; every value of its ops is made when it ends. Its
+ * other ops cost nothing where they stand (fuse.h: no op outside the
+ * group reads them before the anchor). */
+static void issue_group(sim *S, lane *L, const pass_fgroup *g)
+{
+    double start = L->clock[ST_COMPUTE];
+    for (int i = 0; i < g->nin; i++)
+        if (L->ready[g->in[i]->id] > start)
+            start = L->ready[g->in[i]->id];
+    double dur = group_time(S->hw, L->m, g);
+    L->clock[ST_COMPUTE] = start + dur;
+    for (int i = 0; i < g->nops; i++) {
+        const ir_op *op = IR_OP(L->m, g->ops[i]);
+        for (int r = 0; r < op->nres; r++)
+            L->ready[op->res[r]->id] = start + dur;
+    }
+    record(S, L, L->next, ST_COMPUTE, start, dur, -1, g->id);
+}
+
 /* Issues the local op at L->next (not a send or recv). */
 static void issue(sim *S, lane *L, const ir_op *op)
 {
+    int g = L->f ? L->f->group_of[L->next] : -1;
+    if (g >= 0) {
+        if (L->f->groups[g].anchor == L->next)
+            issue_group(S, L, &L->f->groups[g]);
+        return;
+    }
     double start = operands_ready(L, op);
     if (is_free(op)) {
         if (op->nres)
@@ -192,7 +276,7 @@ static void issue(sim *S, lane *L, const ir_op *op)
     L->clock[st] = start + dur;
     if (op->nres)
         L->ready[op->res[0]->id] = start + dur;
-    record(S, L, L->next, st, start, dur, -1);
+    record(S, L, L->next, st, start, dur, -1, -1);
 }
 
 /* Whether the send or recv at stage s's next op meets its peer's next op;
@@ -221,8 +305,8 @@ static bool rendezvous(sim *S, int s)
     double dur = op_time(S, snd, so);
     snd->clock[ST_COMM] = rcv->clock[ST_COMM] = start + dur;
     rcv->ready[ro->res[0]->id] = start + dur;
-    record(S, snd, snd->next++, ST_COMM, start, dur, (int)so->a.peer);
-    record(S, rcv, rcv->next++, ST_COMM, start, dur, (int)ro->a.peer);
+    record(S, snd, snd->next++, ST_COMM, start, dur, (int)so->a.peer, -1);
+    record(S, rcv, rcv->next++, ST_COMM, start, dur, (int)ro->a.peer, -1);
     return true;
 }
 
@@ -289,6 +373,24 @@ static void json_event(su_buf *b, bool *first, const sim *S, int s, int64_t rank
     ir_opclass cls = ir_ops[op->code].cls;
     const char *cat = cls == IR_C_COMM ? "collective" : cls == IR_C_P2P ? "p2p" : "compute";
     next_event(b, first);
+    if (e->group >= 0) {
+        const pass_fgroup *g = &S->lane[s].f->groups[e->group];
+        double flops = 0, bytes = 0;
+        for (int i = 0; i < g->nops; i++)
+            flops += pass_op_flops(IR_OP(m, g->ops[i]));
+        for (int i = 0; i < g->nin; i++)
+            bytes += value_bytes(g->in[i]);
+        for (int i = 0; i < g->nout; i++)
+            bytes += value_bytes(g->out[i]);
+        su_buf_printf(b, "{\"name\": \"%s\", \"cat\": \"kernel\", \"ph\": \"X\", \"pid\": %lld, "
+                      "\"tid\": 0, \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"op\": %d, \"ops\": %d",
+                      g->name, (long long)rank, e->start * 1e6, e->dur * 1e6, e->op, g->nops);
+        if (op->loc.line > 0)
+            su_buf_printf(b, ", \"line\": %d", op->loc.line);
+        su_buf_printf(b, ", \"phase\": \"%s\", \"flops\": %.0f, \"bytes\": %.0f}}",
+                      ir_phase_name((ir_phase)op->phase), flops, bytes);
+        return;
+    }
     su_buf_printf(b, "{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %lld, "
                   "\"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"op\": %d",
                   ir_ops[op->code].name, cat, (long long)rank, (int)e->st, e->start * 1e6,
@@ -397,9 +499,15 @@ static void timeline(void *arg)
     timeline_run *r = arg;
     sim *S = &r->S;
     S->lane = su_alloc(&S->arena, (size_t)S->n * sizeof *S->lane);
+    S->fus = su_alloc(&S->arena, (size_t)S->n * sizeof *S->fus);
     for (int s = 0; s < S->n; s++) {
         lane *L = &S->lane[s];
         L->m = S->st[s];
+        if (!pass_fuse(L->m, &S->fus[s], r->err)) {
+            r->ok = false;
+            return;
+        }
+        L->f = &S->fus[s];
         L->ready = su_alloc(&S->arena, (size_t)(L->m->next_id + 1) * sizeof *L->ready);
         L->rank0 = S->n > 1 ? first_rank(L->m, s) : 0;
     }
@@ -422,6 +530,8 @@ static bool run_timeline(timeline_run *r, jmp_buf *oom)
 {
     su_arena_init(&r->S.arena, oom);
     bool done = su_guarded(oom, timeline, r);
+    for (int s = 0; r->S.fus && s < r->S.n; s++)
+        pass_fusion_free(&r->S.fus[s]);
     su_arena_free(&r->S.arena);
     if (!done)
         su_oom(oom);

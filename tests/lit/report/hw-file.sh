@@ -25,3 +25,16 @@
 # ARR: arr.json: not a JSON object
 # RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.none.json 2>&1 | FileCheck %s --check-prefix=NONE
 # NONE: none.json: cannot open: No such file or directory
+# The per-class efficiencies are optional; when given they must be sound.
+# RUN: sed 's/"mem_bytes": \(.*\)$/"mem_bytes": \1,\n  "matmul_eff": [[1e12, 0.5], [1e9, 0.2]]/' %S/../../../docs/hw/h100.json > %t.order.json
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.order.json 2>&1 | FileCheck %s --check-prefix=ORDER
+# ORDER: order.json: "matmul_eff" point 2: its FLOPs must be above the point before
+# RUN: sed 's/"mem_bytes": \(.*\)$/"mem_bytes": \1,\n  "matmul_eff": [[1e9, 1.2]]/' %S/../../../docs/hw/h100.json > %t.point.json
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.point.json 2>&1 | FileCheck %s --check-prefix=POINT
+# POINT: point.json: "matmul_eff" point 1 must be [FLOPs, fraction]: a positive number, then one of at most 1
+# RUN: sed 's/"mem_bytes": \(.*\)$/"mem_bytes": \1,\n  "matmul_eff": []/' %S/../../../docs/hw/h100.json > %t.empty.json
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.empty.json 2>&1 | FileCheck %s --check-prefix=EMPTY
+# EMPTY: empty.json: "matmul_eff" must be a list of 1 to 16 [FLOPs, fraction] pairs
+# RUN: sed 's/"mem_bytes": \(.*\)$/"mem_bytes": \1,\n  "attention_eff": "fast"/' %S/../../../docs/hw/h100.json > %t.attn.json
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.attn.json 2>&1 | FileCheck %s --check-prefix=ATTN
+# ATTN: attn.json: "attention_eff" must be a positive number of at most 1

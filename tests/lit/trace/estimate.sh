@@ -14,6 +14,33 @@
 # A100: "hardware": "a100"
 # A100: "dur": 633.299
 #
+# Ops the CUDA backend fuses into one kernel (passes/fuse.h) are one event,
+# named as the kernel, at its last op: (a + b) * a over f32[1024, 1024]
+# reads a and b and stores the product, 12582912 bytes, once: 4 us launch
+# + 12582912 B / (0.8 x 3.35 TB/s) = 8.695 us (the two ops alone would be
+# 17.390 us: two launches, and the sum written and read back).
+# RUN: printf 'mesh tp\ninput a : f32[1024, 1024] shard(_, _)\ninput b : f32[1024, 1024] shard(_, _)\ny = (a + b) * a\noutput y\n' > %t.fz
+# RUN: %shardc %t.fz --mesh 1 --trace %t-fz.json
+# RUN: FileCheck %s --check-prefix=FUSED < %t-fz.json
+# FUSED: {"name": "k0_add_mul", "cat": "kernel", "ph": "X", "pid": 0, "tid": 0, "ts": 0.000, "dur": 8.695, "args": {"op": 3, "ops": 2, "line": 4, "phase": "forward", "flops": 2097152, "bytes": 12582912}}
+# FUSED-NOT: "name": "add"
+#
+# A profile may give per-class efficiencies (docs/hw/README.md): with
+# matmul_eff [[1e9, 0.2], [1e12, 0.6]] the 2 x 4096^3 = 1.374e11 FLOP
+# matmul runs at 0.2 + 0.4 ln(137.44) / ln(1000) = 0.4851 of the peak:
+# 4 us + 1.374e11 / (0.4851 x 989 TFLOP/s) = 290.483 us; one of 2 x 8192^3
+# FLOPs, past the last point, at 0.6: 1856.901 us; with attention_eff 0.5
+# the attention of q, k, v bf16[1, 16, 4096, 128] (16 x 4096^2 x (2 x 256
+# + 5) = 1.388e11 FLOPs) takes 4 us + 1.388e11 / (0.5 x 989e12) = 284.649
+# us.
+# RUN: sed 's/"mem_bytes": \(.*\)$/"mem_bytes": \1,\n  "matmul_eff": [[1e9, 0.2], [1e12, 0.6]],\n  "attention_eff": 0.5/' %S/../../../docs/hw/h100.json > %t.cls.json
+# RUN: printf 'mesh tp\ninput a : bf16[4096, 4096] shard(_, _)\nparam w : bf16[4096, 4096] shard(_, _) = normal(0.02)\nout = a @ w\ninput c : bf16[8192, 8192] shard(_, _)\nparam u : bf16[8192, 8192] shard(_, _) = normal(0.02)\nbig = c @ u\ninput q : bf16[1, 16, 4096, 128] shard(_, _, _, _)\ninput k : bf16[1, 16, 4096, 128] shard(_, _, _, _)\ninput v : bf16[1, 16, 4096, 128] shard(_, _, _, _)\no = attention(q, k, v)\noutput out, big, o\n' > %t.cls
+# RUN: %shardc %t.cls --mesh 1 --trace %t-cls.json --hw %t.cls.json
+# RUN: FileCheck %s --check-prefix=CLS < %t-cls.json
+# CLS: {"name": "matmul", {{.*}} "dur": 290.483, {{.*}} "flops": 137438953472}}
+# CLS: {"name": "matmul", {{.*}} "dur": 1856.901, {{.*}} "flops": 1099511627776}}
+# CLS: {"name": "attention", {{.*}} "dur": 284.649, {{.*}} "flops": 138781130752}}
+#
 # The Megatron MLP's forward all_reduce over tp of 64 x 1024 f32 sends
 # 2 (n-1)/n of it per rank: inside one node (tp = 8) 10 us + 458752 B /
 # (0.8 x 450 GB/s NVLink) = 11.274 us; over two nodes (tp = 16) 25 us +
@@ -36,13 +63,13 @@
 # T: step_ms
 # RUN: %shardc %S/../../../examples/pipeline.sh --mesh 2x2x2 --trace %t-p.json
 # RUN: python3 %S/../../tools/check_trace.py %t-p.json --ranks 8 | FileCheck %s --check-prefix=P
-# P: rank 0 stage 0: collective {{[0-9]+}} compute {{[0-9]+}} p2p 8
-# P: rank 2 stage 1: collective {{[0-9]+}} compute {{[0-9]+}} p2p 8
+# P: rank 0 stage 0: collective {{[0-9]+}} compute {{[0-9]+}} kernel {{[0-9]+}} p2p 8
+# P: rank 2 stage 1: collective {{[0-9]+}} compute {{[0-9]+}} kernel {{[0-9]+}} p2p 8
 # RUN: sed 's/schedule 1f1b/schedule interleaved(2)/' %S/../../../examples/pipeline.sh > %t-i.sh
 # RUN: %shardc %t-i.sh --mesh 1x2x1 --trace %t-i.json --hw h200
 # RUN: python3 %S/../../tools/check_trace.py %t-i.json --ranks 2 | FileCheck %s --check-prefix=I
 # (interleaved(2): stage 0 sends and receives 4 microbatches each way per chunk boundary: 3 boundaries x 2 directions x 4)
-# I: rank 0 stage 0: compute {{[0-9]+}} p2p 24
+# I: rank 0 stage 0: compute {{[0-9]+}} kernel {{[0-9]+}} p2p 24
 #
 # With --emit, -o or nothing else, the trace comes as well; a wrong profile
 # is bad usage.
