@@ -3,7 +3,7 @@
  * test.
  *
  *   bench_cuda [--model FILE]... [--mesh AxB]... [-D NAME=VALUE]...
- *              [--repeat N] [--copy-mb N] [--out FILE]
+ *              [--repeat N] [--copy-mb N] [--out FILE] [--calibrate FILE.json]
  *
  * Default: examples/mlp.sh, transformer.sh and pipeline.sh, each on the
  * meshes 1 and 2x2 (1s added for the axes a model has beyond the mesh
@@ -24,6 +24,12 @@
  * the last one is written back during it; each launch is timed alone with
  * a pair of events, the median of --repeat (default 50) after 3 untimed.
  * The report (markdown) goes to stdout, and to --out FILE too.
+ * --calibrate FILE.json writes a hardware profile for shardc --hw (the form
+ * of docs/hw/, whose README says how): the built-in profile of this GPU
+ * (h100, h200 or a100 by its name; else h100's, named "local") with the
+ * efficiencies of the launches measured (bc_calibrate, bench_cuda.h) and
+ * this command in "calibrated_by". The file is written whole or not at
+ * all (a temporary file, renamed).
  *
  * Without a usable CUDA driver and device it prints "skipped: no GPU
  * (...)" and exits 77, as tests/gpu/run.sh does. Exit 1 on any other
@@ -37,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/api_internal.h"
 #include "bench_cuda.h"
@@ -60,7 +67,7 @@ enum {
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_cuda [--model FILE]... [--mesh AxB]... [-D NAME=VALUE]... "
-                    "[--repeat N] [--copy-mb N] [--out FILE]\n");
+                    "[--repeat N] [--copy-mb N] [--out FILE] [--calibrate FILE.json]\n");
     exit(2);
 }
 
@@ -746,6 +753,8 @@ typedef struct setup {
     const char *define[MAX_DEFINES];
     int ndefines;
     const char *out;
+    const char *calibrate;     /* --calibrate FILE.json, or NULL */
+    char command[2048];        /* the command line, for the profile */
     long repeat, copy_mb;
 } setup;
 
@@ -858,10 +867,16 @@ static void parse_args(int argc, char **argv, setup *su)
             su->copy_mb = strtol(v, NULL, 10);
         else if (!strcmp(a, "--out"))
             su->out = v;
+        else if (!strcmp(a, "--calibrate"))
+            su->calibrate = v;
         else
             usage();
         i++;
     }
+    size_t used = (size_t)snprintf(su->command, sizeof su->command, "bench_cuda");
+    for (int i = 1; i < argc && used < sizeof su->command; i++)
+        used += (size_t)snprintf(su->command + used, sizeof su->command - used,
+                                 strchr(argv[i], ' ') ? " '%s'" : " %s", argv[i]);
     if (su->repeat < 1 || su->repeat > 10000 || su->copy_mb < 1 || su->copy_mb > (1 << 20))
         usage();
     static const char *const models[] = {BENCH_EXAMPLES_DIR "/mlp.sh",
@@ -916,6 +931,41 @@ static void write_report(FILE *out, const char *path, const bc_machine *m, const
         die("%s: %s", path, strerror(errno));
 }
 
+/* --calibrate's temporary file, removed at exit unless renamed (""). */
+static char cal_tmp_path[4096];
+
+static void remove_cal_tmp(void)
+{
+    if (cal_tmp_path[0])
+        remove(cal_tmp_path);
+}
+
+/* --calibrate: the profile into f (the temporary file tmp), then renamed
+ * to path; the calibration's figures to stderr. */
+static void write_profile(FILE *f, const char *tmp, const char *path, const setup *su,
+                          const bc_machine *m, const bc_result *r, int n)
+{
+    const char *base_name = strstr(m->gpu, "H200") ? "h200" : strstr(m->gpu, "H100") ? "h100"
+                            : strstr(m->gpu, "A100") ? "a100" : NULL;
+    const pass_hw *base = pass_hw_find(base_name ? base_name : "h100");
+    bc_peaks pk = {base->tc_flops, base->f32_flops, base->mem_bw, base->launch_s};
+    bc_calibration c;
+    bc_calibrate(r, n, &pk, &c);
+    char desc[512], by[3072];
+    snprintf(desc, sizeof desc, "%s; efficiencies measured on %s", base->desc, m->gpu);
+    snprintf(by, sizeof by, "%s (%s, CUDA driver %d, %s)", su->command, m->gpu, m->cuda_driver,
+             m->date);
+    bc_write_profile(f, base, &c, base_name ? base_name : "local", desc, by);
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0)
+        die("--calibrate %s: %s", path, strerror(errno));
+    cal_tmp_path[0] = 0;
+    fprintf(stderr, "bench_cuda: %s: mem_eff %.4f (%d kernels), attention_eff %.4f (%d), "
+                    "matmul_eff %d points (%d matmuls)\n", path, c.mem_eff, c.mem_n, c.attn_eff,
+            c.attn_n, c.nmm, c.mm_n);
+}
+
 int main(int argc, char **argv)
 {
     setup su;
@@ -930,6 +980,14 @@ int main(int argc, char **argv)
     FILE *out = su.out ? fopen(su.out, "w") : NULL;
     if (su.out && !out)
         die("--out %s: %s", su.out, strerror(errno));
+    char *cal_tmp = cal_tmp_path;
+    FILE *cal = NULL;
+    if (su.calibrate) {
+        snprintf(cal_tmp, sizeof cal_tmp_path, "%s.tmp.%ld", su.calibrate, (long)getpid());
+        if (!(cal = fopen(cal_tmp, "w")))
+            die("--calibrate %s: %s: %s", su.calibrate, cal_tmp, strerror(errno));
+        atexit(remove_cal_tmp); /* a run that dies leaves no temporary file */
+    }
     gpu g;
     bc_machine m;
     memset(&g, 0, sizeof g);
@@ -965,6 +1023,8 @@ int main(int argc, char **argv)
         }
     }
     write_report(out, su.out, &m, res, n);
+    if (cal)
+        write_profile(cal, cal_tmp, su.calibrate, &su, &m, res, n);
     for (int i = 0; i < n; i++) {
         free((void *)res[i].item);
         rt_plan_free((rt_plan *)res[i].plan);

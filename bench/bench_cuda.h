@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "passes/passes.h"
 #include "runtime/plan/plan.h"
 
 #define BC_SMALL_BYTES (1 << 20) /* under 1 MiB moved: not bandwidth-bound */
@@ -131,5 +132,49 @@ void bc_report_plan(FILE *f, const bc_result *r, double copy_gbs);
 /* The whole report: the machine, the conventions, every plan's tables and
  * the summary lines. */
 void bc_report(FILE *f, const bc_machine *m, const bc_result *r, int nr);
+
+/* ---- calibration (bench_cuda --calibrate FILE.json; docs/hw/README.md) ----
+ *
+ * The per-class efficiencies that make shardc's estimate (pass_timeline:
+ * launch + max(FLOPs / (peak x efficiency), bytes / (mem_bw x mem_eff)))
+ * of the measured launches what was measured, each launch counted as
+ * often as the plans run it:
+ * - mem_eff: the memory-bound launches (BC_BANDWIDTH): their bytes over
+ *   mem_bw x their time past the launch cost;
+ * - matmul_eff: the matmuls, binned by FLOPs per half decade: per bin the
+ *   fraction whose estimate is the bin's time (FLOPs / peak summed, over
+ *   the time past the launch cost), at the bin's geometric mean FLOPs;
+ *   the peak is the tensor cores' for an f16 or bf16 matmul;
+ * - attention_eff: the attention kernels (forward, probabilities and the
+ *   backward's), their FLOPs as the estimate counts them (bc_attention_flops)
+ *   over the peak the estimate gives them (tensor cores for a 16-bit
+ *   attention or attn_probs), by time.
+ * A class with no launch keeps 0 (not measured); every fraction is held
+ * to (0, 1]. */
+typedef struct bc_calibration {
+    double mem_eff, attn_eff;
+    int nmm;
+    double mm[16][2];          /* [FLOPs, fraction], FLOPs increasing */
+    int mem_n, mm_n, attn_n;   /* plan kernels each figure comes from */
+} bc_calibration;
+
+/* The peaks and launch cost the efficiencies are fractions of (the base
+ * profile's). */
+typedef struct bc_peaks {
+    double tc_flops, f32_flops, mem_bw, launch_s;
+} bc_peaks;
+
+/* The FLOPs of kernel k's attention instruction (attention, attn_probs,
+ * attn_stats, attn_dq, attn_dk, attn_dv) as passes/cost.c counts the op,
+ * and in *tensor_cores whether the estimate gives it the tensor cores'
+ * peak; 0 when k runs none. */
+double bc_attention_flops(const rt_plan *p, const rt_kernel *k, bool *tensor_cores);
+/* The efficiencies of the measured launches of r[nr]. */
+void bc_calibrate(const bc_result *r, int nr, const bc_peaks *pk, bc_calibration *c);
+/* A profile in the form of the files in docs/hw/ (shardc --hw FILE.json): base's
+ * fields, with c's mem_eff, matmul_eff and attention_eff where measured,
+ * named name, and the command that measured them as "calibrated_by". */
+void bc_write_profile(FILE *f, const pass_hw *base, const bc_calibration *c, const char *name,
+                      const char *desc, const char *calibrated_by);
 
 #endif

@@ -4,6 +4,7 @@
 #include "bench_cuda.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -468,4 +469,161 @@ void bc_report(FILE *f, const bc_machine *m, const bc_result *r, int nr)
                "counted): %d\n", t.small, t.other);
     fprintf(f, "- matmuls at >= 0.95 of cuBLAS: %d of %d launches (%d of %d in the plans)\n",
             t.mm_ok, t.mm, t.mm_plan_ok, t.mm_plan);
+}
+
+/* ---- calibration ---- */
+
+/* Operand i of attention instruction in as it computes on it (with
+ * heads_inner, the stored [.., S, H, d] as [.., H, S, d]). */
+static rt_type logical(const rt_instr *in, int i)
+{
+    return in->keepdims && i < rt_attn_layout_operands(in->op) ? rt_type_swap_heads(&in->in_t[i])
+                                                                : in->in_t[i];
+}
+
+/* passes/cost.c's count for one attention instruction. */
+static double attention_flops(const rt_instr *in)
+{
+    double in0 = (double)rt_type_numel(&in->in_t[0]);
+    rt_type q = logical(in, 0), k = logical(in, 1);
+    int r = q.rank;
+    if (r < 2 || k.rank != r)
+        return 0;
+    double s = (double)q.dim[r - 2], d = (double)q.dim[r - 1], t = (double)k.dim[r - 2];
+    double heads = in0 / (s * d);
+    switch (in->op) {
+    case RT_OP_ATTENTION: {
+        rt_type v = logical(in, 2);
+        return heads * s * t * (2 * (d + (double)v.dim[r - 1]) + 5);
+    }
+    case RT_OP_ATTN_PROBS: {
+        double out = (double)rt_type_numel(&in->out_t);
+        return 2 * out * (double)in->in_t[0].dim[in->in_t[0].rank - 1] + 5 * out;
+    }
+    case RT_OP_ATTN_STATS: case RT_OP_ATTN_DQ: case RT_OP_ATTN_DK: case RT_OP_ATTN_DV: {
+        double dv = (double)in->in_t[in->op == RT_OP_ATTN_DV ? 2 : 3].dim[r - 1];
+        bool two = in->op == RT_OP_ATTN_STATS || in->op == RT_OP_ATTN_DV;
+        return heads * s * t * (two ? 2 * (d + dv) + 5 : 4 * d + 2 * dv + 7);
+    }
+    default:
+        return 0;
+    }
+}
+
+double bc_attention_flops(const rt_plan *p, const rt_kernel *k, bool *tensor_cores)
+{
+    const rt_program *g = &p->stage[k->stage];
+    *tensor_cores = false;
+    for (int i = 0; i < k->ninstr; i++) {
+        const rt_instr *in = &g->instr[k->instr[i]];
+        double f = attention_flops(in);
+        if (f > 0) {
+            int dt = in->in_t[0].dtype;
+            *tensor_cores = (in->op == RT_OP_ATTENTION || in->op == RT_OP_ATTN_PROBS) &&
+                            (dt == RT_F16 || dt == RT_BF16);
+            return f;
+        }
+    }
+    return 0;
+}
+
+static double fraction(double x)
+{
+    return !(x > 0) ? 0 : x > 1 ? 1 : x;
+}
+
+void bc_calibrate(const bc_result *r, int nr, const bc_peaks *pk, bc_calibration *c)
+{
+    enum { BINS = 40 }; /* half decades from 1 FLOP: 1e20 at most */
+    double mem_bytes = 0, mem_s = 0, attn_work = 0, attn_s = 0;
+    double bin_work[BINS] = {0}, bin_s[BINS] = {0}, bin_log[BINS] = {0}, bin_n[BINS] = {0};
+    memset(c, 0, sizeof *c);
+    for (int j = 0; j < nr; j++)
+        for (int i = 0; i < r[j].nitems; i++) {
+            const bc_item *it = &r[j].item[i];
+            double s = it->us * 1e-6 - pk->launch_s, n = it->count;
+            if (!(it->us > 0))
+                continue;
+            if (s < 1e-9)
+                s = 1e-9; /* no faster than its launch: the work is all but free */
+            const rt_plan *p = r[j].plan;
+            if (it->cls == BC_BANDWIDTH) {
+                mem_bytes += n * (double)it->bytes;
+                mem_s += n * s;
+                c->mem_n += it->count;
+            } else if (it->cls == BC_MATMUL && it->flops > 0) {
+                int dt = p->stage[it->stage].instr[it->instr].in_t[0].dtype;
+                double peak = dt == RT_F16 || dt == RT_BF16 ? pk->tc_flops : pk->f32_flops;
+                int b = (int)floor(2 * log10(it->flops));
+                b = b < 0 ? 0 : b >= BINS ? BINS - 1 : b;
+                bin_work[b] += n * it->flops / peak;
+                bin_s[b] += n * s;
+                bin_log[b] += n * log(it->flops);
+                bin_n[b] += n;
+                c->mm_n += it->count;
+            } else if (it->cls == BC_OTHER && it->kernel >= 0) {
+                bool tc;
+                double f = bc_attention_flops(p, &p->kernel[it->kernel], &tc);
+                if (f > 0) {
+                    attn_work += n * f / (tc ? pk->tc_flops : pk->f32_flops);
+                    attn_s += n * s;
+                    c->attn_n += it->count;
+                }
+            }
+        }
+    if (mem_s > 0)
+        c->mem_eff = fraction(mem_bytes / (pk->mem_bw * mem_s));
+    if (attn_s > 0)
+        c->attn_eff = fraction(attn_work / attn_s);
+    for (int b = 0; b < BINS && c->nmm < 16; b++)
+        if (bin_n[b] > 0) {
+            c->mm[c->nmm][0] = exp(bin_log[b] / bin_n[b]);
+            c->mm[c->nmm][1] = fraction(bin_work[b] / bin_s[b]);
+            c->nmm++;
+        }
+}
+
+/* s as a JSON string's contents (quotes, backslashes and control
+ * characters escaped). */
+static void json_str(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+}
+
+void bc_write_profile(FILE *f, const pass_hw *base, const bc_calibration *c, const char *name,
+                      const char *desc, const char *calibrated_by)
+{
+    fprintf(f, "{\n  \"name\": \"");
+    json_str(f, name);
+    fprintf(f, "\",\n  \"desc\": \"");
+    json_str(f, desc);
+    fprintf(f, "\",\n  \"calibrated_by\": \"");
+    json_str(f, calibrated_by);
+    fprintf(f, "\",\n");
+    fprintf(f, "  \"tc_flops\": %.17g,\n  \"f32_flops\": %.17g,\n  \"mem_bw\": %.17g,\n",
+            base->tc_flops, base->f32_flops, base->mem_bw);
+    fprintf(f, "  \"intra_bw\": %.17g,\n  \"inter_bw\": %.17g,\n  \"node_gpus\": %d,\n",
+            base->intra_bw, base->inter_bw, base->node_gpus);
+    fprintf(f, "  \"launch_s\": %.17g,\n  \"intra_lat_s\": %.17g,\n  \"inter_lat_s\": %.17g,\n",
+            base->launch_s, base->intra_lat_s, base->inter_lat_s);
+    fprintf(f, "  \"compute_eff\": %.17g,\n  \"mem_eff\": %.4f,\n  \"link_eff\": %.17g,\n",
+            base->compute_eff, c->mem_eff > 0 ? c->mem_eff : base->mem_eff, base->link_eff);
+    fprintf(f, "  \"mem_bytes\": %.17g", base->mem_bytes);
+    if (c->nmm > 0) {
+        fprintf(f, ",\n  \"matmul_eff\": [");
+        for (int i = 0; i < c->nmm; i++)
+            fprintf(f, "%s[%.4g, %.4f]", i ? ", " : "", c->mm[i][0], c->mm[i][1]);
+        fprintf(f, "]");
+    }
+    if (c->attn_eff > 0)
+        fprintf(f, ",\n  \"attention_eff\": %.4f", c->attn_eff);
+    fprintf(f, "\n}\n");
 }

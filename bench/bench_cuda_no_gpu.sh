@@ -3,9 +3,13 @@
 # CUDA toolkit's stub libcuda.so as libcuda.so.1) first on the library
 # path, so cuInit fails on any machine: it must print one line, "skipped:
 # no GPU (no usable CUDA driver: ...)", and exit 77 before compiling
-# anything. Also a usage error: exit 2.
+# anything or writing any file (a --calibrate profile that exists is left
+# as it was). Also a usage error: exit 2.
 bench=$1 stub=$2
-out=$(LD_LIBRARY_PATH="$stub" "$bench" --out /nonexistent/dir/report.md 2>&1)
+profile=$(mktemp --suffix=.json)
+trap 'rm -f "$profile"' EXIT
+echo '{"kept": true}' > "$profile"
+out=$(LD_LIBRARY_PATH="$stub" "$bench" --out /nonexistent/dir/report.md --calibrate "$profile" 2>&1)
 rc=$?
 echo "$out"
 if [ "$rc" -ne 77 ]; then
@@ -21,6 +25,10 @@ case $out in
 esac
 if [ "$(printf '%s\n' "$out" | wc -l)" -ne 1 ]; then
     echo "expected one line" >&2
+    exit 1
+fi
+if [ "$(cat "$profile")" != '{"kept": true}' ] || ls "$profile".tmp.* > /dev/null 2>&1; then
+    echo "--calibrate: the profile was touched, or a temporary file was left" >&2
     exit 1
 fi
 "$bench" --repeat 0 >/dev/null 2>&1

@@ -400,6 +400,100 @@ static void test_real_plan(void)
     shardc_options_free(opt);
 }
 
+static bool near(double got, double want)
+{
+    return fabs(got - want) <= 1e-9 * fabs(want);
+}
+
+/* bc_calibrate on launches timed as if each class ran at a known fraction
+ * of its peak (plus the launch cost), and the profile bc_write_profile
+ * makes of it read back by shardc --hw. */
+static void test_calibrate(void)
+{
+    /* one stage: a bf16 and an f32 matmul instruction, a bf16 attention
+     * over q, k, v [1, 2, 128, 64] in kernel 0 */
+    rt_instr in[3];
+    memset(in, 0, sizeof in);
+    in[0].op = RT_OP_MATMUL;
+    in[0].in_t[0] = ty(RT_BF16, 2, 64, 64, 0);
+    in[1].op = RT_OP_MATMUL;
+    in[1].in_t[0] = ty(RT_F32, 2, 64, 64, 0);
+    in[2].op = RT_OP_ATTENTION;
+    in[2].nin = 3;
+    for (int i = 0; i < 3; i++)
+        in[2].in_t[i] = (rt_type){.dtype = RT_BF16, .rank = 4, .dim = {1, 2, 128, 64}};
+    int32_t kinstr[1] = {2};
+    rt_kernel k = {.name = (char *)"attention", .ninstr = 1, .instr = kinstr};
+    rt_program g = {.ninstr = 3, .instr = in};
+    rt_plan p = {.nstages = 1, .stage = &g, .nkernels = 1, .kernel = &k};
+    bc_peaks pk = {.tc_flops = 1000e12, .f32_flops = 50e12, .mem_bw = 3e12, .launch_s = 4e-6};
+    double attn = 2.0 * 128 * 128 * (2 * (64 + 64) + 5); /* heads x S x T x (2 (d + dv) + 5) */
+    bool tc = false;
+    CHECK(near(bc_attention_flops(&p, &k, &tc), attn) && tc);
+#define US(work, eff) (1e6 * (4e-6 + (work) / (eff)))
+    bc_item it[] = {
+        /* memory-bound: 2 x 1 GB at 0.5, 2 GB at 0.25: 4 GB in 12 GB's time at the peak */
+        {.cls = BC_BANDWIDTH, .count = 2, .bytes = 1000000000, .us = US(1e9 / 3e12, 0.5)},
+        {.cls = BC_BANDWIDTH, .count = 1, .bytes = 2000000000, .us = US(2e9 / 3e12, 0.25)},
+        {.cls = BC_SMALL, .count = 5, .bytes = 1000, .us = 9}, /* not counted */
+        /* matmuls: 1e9 FLOPs at 0.1; in one half decade, 3 x 1e12 bf16 at
+         * 0.6 and 1.1e12 f32 at 0.9 */
+        {.cls = BC_MATMUL, .instr = 0, .count = 1, .flops = 1e9, .us = US(1e9 / 1000e12, 0.1)},
+        {.cls = BC_MATMUL, .instr = 0, .count = 3, .flops = 1e12, .us = US(1e12 / 1000e12, 0.6)},
+        {.cls = BC_MATMUL, .instr = 1, .count = 1, .flops = 1.1e12, .us = US(1.1e12 / 50e12, 0.9)},
+        /* attention at 0.4 of the tensor cores */
+        {.cls = BC_OTHER, .kernel = 0, .count = 2, .us = US(attn / 1000e12, 0.4)},
+    };
+#undef US
+    bc_result r = {.model = "hand.sh", .mesh = "1", .plan = &p, .item = it,
+                   .nitems = (int)(sizeof it / sizeof *it)};
+    bc_calibration c;
+    bc_calibrate(&r, 1, &pk, &c);
+    CHECK(near(c.mem_eff, 4.0 / 12.0));
+    CHECK_INT(c.mem_n, 3);
+    CHECK(fabs(c.attn_eff - 0.4) < 1e-9);
+    CHECK_INT(c.attn_n, 2);
+    CHECK_INT(c.nmm, 2);
+    CHECK_INT(c.mm_n, 5);
+    CHECK(near(c.mm[0][0], 1e9) && fabs(c.mm[0][1] - 0.1) < 1e-9);
+    double work = 3 * 1e12 / 1000e12 + 1.1e12 / 50e12;
+    double time = 3 * 1e12 / (1000e12 * 0.6) + 1.1e12 / (50e12 * 0.9);
+    CHECK(near(c.mm[1][0], exp((3 * log(1e12) + log(1.1e12)) / 4)));
+    CHECK(fabs(c.mm[1][1] - work / time) < 1e-9);
+
+    /* the profile: h100's fields, the measured ones, and shardc reads it */
+    char path[] = "/tmp/test_bench_cuda_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    bc_write_profile(f, pass_hw_find("h100"), &c, "local", "a \"quoted\" GPU",
+                     "bench_cuda --calibrate x.json");
+    fclose(f);
+    char text[4096] = "";
+    f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = 0;
+    if (f)
+        fclose(f);
+    CHECK(strstr(text, "\"name\": \"local\"") != NULL);
+    CHECK(strstr(text, "\"desc\": \"a \\\"quoted\\\" GPU\"") != NULL);
+    CHECK(strstr(text, "\"calibrated_by\": \"bench_cuda --calibrate x.json\"") != NULL);
+    CHECK(strstr(text, "\"mem_eff\": 0.3333,") != NULL);
+    CHECK(strstr(text, "\"link_eff\": 0.80000000000000004,") != NULL);
+    CHECK(strstr(text, "\"matmul_eff\": [[1e+09, 0.1000], [1.024e+12, ") != NULL);
+    CHECK(strstr(text, "\"attention_eff\": 0.4000") != NULL);
+    shardc_options *opt = shardc_options_new();
+    char *e = NULL;
+    CHECK(opt && shardc_options_set_hardware(opt, path, &e) == SHARDC_OK);
+    if (e)
+        fprintf(stderr, "%s\n", e);
+    free(e);
+    shardc_options_free(opt);
+    remove(path);
+}
+
 int main(void)
 {
     hand h;
@@ -412,6 +506,7 @@ int main(void)
     test_strings();
     test_report(&h, it, n);
     free(it);
+    test_calibrate();
     test_real_plan();
     return CHECK_DONE();
 }
