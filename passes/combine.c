@@ -33,7 +33,16 @@
  *   rows:  sum(sum(x, axis 0), axis 0) for x of rank >= 3 (the inner sum
  *          read by nothing else)  ->  sum(reshape(x, [d0 d1, ...]), axis
  *          0): a bias's or a norm's gradient summed over the batch and the
- *          sequence in one reduction.
+ *          sequence in one reduction. With a collective between the sums
+ *          it is part of the sum rule above; without one (no axis splits
+ *          the rows), maybe through a constrain that resolves the inner
+ *          sum's partial over mesh axes of size 1 (a data-parallel model
+ *          on one rank of dp), the constrain then coming after the one
+ *          sum. Only where x is not made by an op that a kernel would
+ *          fuse in front of the inner sum (rows_pay): the reshape
+ *          between them would keep the two apart, and x would be written
+ *          whole and read back (a layernorm's gain gradient, the sum of a
+ *          product), more than the second sum's small read.
  * Neither in a pipelined program: its split cuts the batch dim into
  * microbatches, which the merged rows would hide. The batch rule runs
  * again on each stage's program after the split (pass_combine_batch),
@@ -42,6 +51,7 @@
  * The rewritten op keeps its result (value, name, sharding); the
  * collectives it replaces are dropped. */
 #include "passes.h"
+#include "fuse.h"
 
 #include <string.h>
 
@@ -167,6 +177,14 @@ static ir_value *merge_rows(ir_module *m, ir_op **out, int *nout, ir_value *x, c
     return px->res[0];
 }
 
+/* Whether merging the rows of x, the operand of an inner sum, pays
+ * (the rows rule): x is not made by an op a kernel fuses in front of the
+ * sum. */
+static bool rows_pay(const ir_value *x)
+{
+    return !x->def || !pass_fuse_elementwise(x->def);
+}
+
 /* For a sum over dim 0 (keepdims false) of v: where v is itself such a sum
  * of a value x of rank >= 3, read by nothing else, x with its first two
  * dims folded together (merge_rows), v's sum marked dead; else v (the rows
@@ -176,13 +194,86 @@ static ir_value *fold_rows(ir_module *m, ir_op **out, int *nout, ir_value *v, co
 {
     const ir_op *s = v->def;
     if (m->pipe.axis >= 0 || !s || s->code != IR_SUM || s->a.keepdims || s->a.axis != 0 ||
-        uses[v->id] != 1 || s->in[0]->type.rank < 3)
+        uses[v->id] != 1 || s->in[0]->type.rank < 3 || !rows_pay(s->in[0]))
         return v;
     ir_value *r = merge_rows(m, out, nout, s->in[0], at);
     if (!r)
         return v;
     dead[v->id] = true;
     return r;
+}
+
+/* Whether sum op r (over dim 0, keepdims false) sums, maybe through a
+ * constrain, the sum over dim 0 of a value of rank >= 3, each read by
+ * nothing else (the rows rule without a collective): the inner sum in
+ * *inner, the constrain in *c (or NULL). */
+static bool sum_of_sum(const ir_op *r, const int *uses, const ir_op **inner, const ir_op **c)
+{
+    if (r->code != IR_SUM || r->a.keepdims || r->a.axis != 0 || r->nin != 1)
+        return false;
+    const ir_op *d = r->in[0]->def;
+    *c = NULL;
+    if (d && d->code == IR_CONSTRAIN && d->nin == 1 && d->nres == 1 &&
+        uses[d->res[0]->id] == 1 && ir_type_eq(&d->res[0]->type, &d->in[0]->type)) {
+        *c = d;
+        d = d->in[0]->def;
+    }
+    if (!d || d->code != IR_SUM || d->a.keepdims || d->a.axis != 0 || d->nin != 1 ||
+        uses[d->res[0]->id] != 1 || d->in[0]->type.rank < 3)
+        return false;
+    *inner = d;
+    return true;
+}
+
+/* The sharding of the sum over dim 0 (keepdims false) of a value of
+ * sharding in and rank rank: dim 0's axes become partial. */
+static ir_sharding summed_dim0(ir_sharding in, int rank)
+{
+    for (int i = 0; i < in.naxes[0]; i++)
+        in.partial |= (uint16_t)(1u << in.axes[0][i]);
+    for (int d = 0; d + 1 < rank; d++) {
+        in.naxes[d] = in.naxes[d + 1];
+        memcpy(in.axes[d], in.axes[d + 1], IR_MAX_AXES);
+    }
+    in.naxes[rank - 1] = 0;
+    return in;
+}
+
+/* Whether a value of sharding from may stand for one of sharding to on
+ * the local program (rank dims): the same split, partial over the same
+ * axes but for axes of size 1 (a constrain that changes nothing there). */
+static bool same_locally(const ir_module *m, const ir_sharding *from, const ir_sharding *to,
+                         int rank)
+{
+    ir_sharding f = *from;
+    f.partial = to->partial;
+    f.kind = to->kind;
+    if (!ir_sharding_eq(&f, to, rank) || (to->partial & ~from->partial))
+        return false;
+    for (int a = 0; a < m->mesh.naxes; a++)
+        if ((from->partial & ~to->partial) >> a & 1 && m->mesh.size[a] != 1)
+            return false;
+    return true;
+}
+
+/* Whether the rows rule without a collective fits sum op r of inner sum
+ * s (through constrain c, or NULL): x's first two dims merge, and the one
+ * sum's sharding (into *sh) is r's, or, with c, the same on the local
+ * program (same_locally). */
+static bool rows_fit(const ir_module *m, const ir_op *r, const ir_op *s, const ir_op *c,
+                     ir_sharding *sh)
+{
+    const ir_value *x = s->in[0];
+    ir_sharding merged;
+    if (!rows_pay(x) || !merged_sharding(&x->sh, x->type.rank, &merged))
+        return false;
+    int rank = r->res[0]->type.rank;
+    *sh = summed_dim0(merged, x->type.rank - 1);
+    const ir_sharding *want = &r->res[0]->sh;
+    if (c)
+        return same_locally(m, sh, want, rank);
+    sh->kind = want->kind; /* the value keeps r's */
+    return ir_sharding_eq(sh, want, rank);
 }
 
 /* The sharding a summing collective of code and attrs a makes of an
@@ -297,6 +388,25 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
                 dead[bc->res[0]->id] = true;
             what = su_sprintf(&m->arena, "one product over the %lld local rows in place of %lld "
                               "products summed", (long long)rows, (long long)x->type.dim[0]);
+        } else if (!batch_only && m->pipe.axis < 0 && sum_of_sum(op, uses, &bt, &bc) &&
+                   rows_fit(m, op, bt, bc, &shg)) {
+            /* one sum over the merged rows, then the constrain, if any */
+            ir_value *rx = merge_rows(m, out, &nout, bt->in[0], op); /* rows_fit checked it */
+            if (bc) {
+                ir_op *r = place(out, &nout, ir_append(m, IR_SUM, &rx, 1, &op->a,
+                                                       &op->res[0]->type), op);
+                r->res[0]->sh = shg;
+                op->code = IR_CONSTRAIN;
+                op->a = bc->a;
+                op->in[0] = r->res[0];
+                dead[bc->res[0]->id] = true;
+            } else {
+                op->in[0] = rx;
+            }
+            dead[bt->res[0]->id] = true;
+            what = su_sprintf(&m->arena, "one sum over the %lld x %lld local rows in place of "
+                              "two sums", (long long)bt->in[0]->type.dim[0],
+                              (long long)bt->in[0]->type.dim[1]);
         } else if (!batch_only && a && sums_after(op, a, uses)) {
             /* the sum of the partial operand, then the collective */
             const ir_value *x = a->in[0];

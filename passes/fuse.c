@@ -135,6 +135,11 @@ static fclass classify(const ir_op *op)
     return F_NONE;
 }
 
+bool pass_fuse_elementwise(const ir_op *op)
+{
+    return classify(op) == F_EW;
+}
+
 /* The group a group was merged into, at the end of the chain. */
 static int root(const walker *w, int k)
 {

@@ -162,6 +162,10 @@ pass_fuse_role pass_fuse_op_role(const pass_fgroup *g, int op_index);
  * group without parts; NULL when the op is not g's. */
 const pass_fgroup *pass_fuse_part(const pass_fgroup *g, int op_index);
 
+/* Whether op can be an elementwise op of a group (a reduction's
+ * prologue, say), as the walk classifies it. */
+bool pass_fuse_elementwise(const ir_op *op);
+
 /* The epilogue's bits as words: "bias, relu" (into buf). */
 const char *pass_fuse_epilogue_str(unsigned epilogue, char *buf, size_t size);
 
