@@ -188,18 +188,26 @@ static double op_time(const sim *S, const lane *L, const ir_op *op)
     return kernel_time(hw, op, pass_op_flops(op), bytes);
 }
 
+/* What fused group g's kernel does: all its ops' FLOPs, and only the
+ * bytes of the values it reads from outside and stores (the rest stay
+ * in registers). */
+static void group_work(const ir_module *m, const pass_fgroup *g, double *flops, double *bytes)
+{
+    *flops = *bytes = 0;
+    for (int i = 0; i < g->nops; i++)
+        *flops += pass_op_flops(IR_OP(m, g->ops[i]));
+    for (int i = 0; i < g->nin; i++)
+        *bytes += value_bytes(g->in[i]);
+    for (int i = 0; i < g->nout; i++)
+        *bytes += value_bytes(g->out[i]);
+}
+
 /* The seconds fused group g takes: one kernel (cuBLASLt's, for a matmul
- * and its epilogue), all its ops' FLOPs, and only the values it reads
- * from outside and stores: the rest stay in registers. */
+ * and its epilogue) doing group_work. */
 static double group_time(const pass_hw *hw, const ir_module *m, const pass_fgroup *g)
 {
-    double flops = 0, bytes = 0;
-    for (int i = 0; i < g->nops; i++)
-        flops += pass_op_flops(IR_OP(m, g->ops[i]));
-    for (int i = 0; i < g->nin; i++)
-        bytes += value_bytes(g->in[i]);
-    for (int i = 0; i < g->nout; i++)
-        bytes += value_bytes(g->out[i]);
+    double flops, bytes;
+    group_work(m, g, &flops, &bytes);
     const ir_op *main = g->kind == PASS_FUSE_MATMUL ? IR_OP(m, g->reduce) : NULL;
     return kernel_time(hw, main, flops, bytes);
 }
@@ -375,13 +383,8 @@ static void json_event(su_buf *b, bool *first, const sim *S, int s, int64_t rank
     next_event(b, first);
     if (e->group >= 0) {
         const pass_fgroup *g = &S->lane[s].f->groups[e->group];
-        double flops = 0, bytes = 0;
-        for (int i = 0; i < g->nops; i++)
-            flops += pass_op_flops(IR_OP(m, g->ops[i]));
-        for (int i = 0; i < g->nin; i++)
-            bytes += value_bytes(g->in[i]);
-        for (int i = 0; i < g->nout; i++)
-            bytes += value_bytes(g->out[i]);
+        double flops, bytes;
+        group_work(m, g, &flops, &bytes);
         su_buf_printf(b, "{\"name\": \"%s\", \"cat\": \"kernel\", \"ph\": \"X\", \"pid\": %lld, "
                       "\"tid\": 0, \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"op\": %d, \"ops\": %d",
                       g->name, (long long)rank, e->start * 1e6, e->dur * 1e6, e->op, g->nops);
