@@ -4,7 +4,8 @@
 # nvidia-smi that finds none), trace_table.py on a hand-written CUDA trace
 # (testdata/trace-cuda.json, in the format of runtime/exec/trace.c;
 # expected tables in testdata/trace-cuda.md) and on a CPU trace made here,
-# report.py's first-step table on a made-up log folder, the bf16 model
+# report.py's first-step table and its estimate against the run on made-up
+# log folders, the bf16 model
 # (every f32[ made bf16[) compiling and holding GPT-2
 # small's params in bf16, and, where PYTHON (default python3) has torch,
 # check_same_model.py and gpt2_torch.py's own no-GPU exit. Prints each
@@ -67,6 +68,35 @@ if grep -qx '| shardc bf16 | 3.21 s | 2.35 s | 950.5 ms | yes | yes |' "$tmp/rep
 else
     grep -A 6 'first step' "$tmp/report.md"
     fail "report.py's first-step table"
+fi
+
+# report.py's estimate against the run on a made-up log folder: bf16's
+# estimate 9.1% under its median step (within 10%), f32's 19.1% (not),
+# and per kind the estimate's timeline (shardc --trace, here at small
+# sizes) against a run's trace (the CPU trace above)
+mkdir "$tmp/elog" && (
+    cd "$tmp/elog" &&
+        printf 'gpu=fixture\nwarmup=3\nsteps=5\nhw=h200\ndefines=-D B=8 -D S=1024\n' >meta.env &&
+        echo '{"estimate": {"hardware": "h200", "step_ms": 50.0}}' >report-bf16.json &&
+        echo '{"estimate": {"hardware": "h200", "step_ms": 180.0}}' >report-f32.json &&
+        for t in 90 60 60 60 54 56 55 57 53; do echo "$t"; done |
+        awk '{ printf "step %d/9  loss 10.5  %s ms  1000 tokens/s\n", NR, $1 }' >shardc-bf16.log &&
+        for t in 400 230 230 230 222.6 222.6 222.6 222.6 222.6; do echo "$t"; done |
+        awk '{ printf "step %d/9  loss 10.5  %s ms  1000 tokens/s\n", NR, $1 }' >shardc-f32.log &&
+        echo 0 >shardc-bf16.rc && echo 0 >shardc-f32.rc && echo 0 >trace-bf16.rc &&
+        cp "$tmp/cpu.json" trace-bf16.json
+) && "$build/shardc" "$root/examples/transformer.sh" "${small[@]}" --mesh 1x1 --hw h200 \
+    --trace "$tmp/elog/estimate-bf16.json" >/dev/null
+"$python" "$here/report.py" "$tmp/elog" >"$tmp/ereport.md"
+if grep -qx '| shardc f32 | h200 | 180.0 ms | 222.6 ms | -19.1% | no |' "$tmp/ereport.md" &&
+    grep -qx '| shardc bf16 | h200 | 50.0 ms | 55.0 ms | -9.1% | yes |' "$tmp/ereport.md" &&
+    grep -q '^## The estimate against the run' "$tmp/ereport.md" &&
+    grep -q "^shardc bf16, per step: the estimate's timed work" "$tmp/ereport.md" &&
+    grep -qE '^\| matmul \| [0-9]+ \| [0-9.]+ \| [0-9]+ \| [0-9.]+ \| [0-9.]+ \|$' "$tmp/ereport.md"; then
+    echo "report.py's estimate against the run on the fixture: as expected"
+else
+    grep -A 20 'estimate against' "$tmp/ereport.md"
+    fail "report.py's estimate against the run"
 fi
 
 # the bf16 model, as run.sh makes it

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """report.py LOG: the results file of bench/gpt2/run.sh, in markdown, from
 what run.sh left in the folder LOG: meta.env (the machine and the
-settings), commands.txt, report-{f32,bf16}.json (shardc --report json),
+settings), commands.txt, report-{f32,bf16}.json (shardc --report json,
+on the GPU's hardware profile) and estimate-{f32,bf16}.json (its
+timeline, shardc --trace),
 shardc-*.log and first-*.log (shardrun's output: the timed runs, and one
 step alone), trace-*.json (shardrun --trace), torch-*.log (gpt2_torch.py's
 JSON lines and profile tables), each part's exit status NAME.rc and wall
@@ -203,6 +205,64 @@ def trace_section(log, p):
     return trace_table.table(s, "shardc %s, `shardrun --trace`" % p, 25)
 
 
+ESTIMATE_GOAL = 0.10     # issue 20: the estimate within 10% of the measured step
+
+
+def estimate_section(log, warmup):
+    """shardc's estimate (report-P.json, on meta's hw) against the measured
+    step (the median of shardc-P), per precision, and per kind of kernel
+    the estimate's timeline (estimate-P.json) against the run's trace
+    (trace-P.json, its steps after the first); None when run.sh made no
+    estimate."""
+    rows, kinds = [], []
+    for p in ("f32", "bf16"):
+        text = read(os.path.join(log, "report-%s.json" % p))
+        try:
+            est = json.loads(text)["estimate"] if text else None
+        except (ValueError, KeyError, TypeError):
+            est = None
+        if not est:
+            continue
+        res = shardrun_result(log, "shardc-" + p, 1 + warmup)
+        ms = est.get("step_ms")
+        if res and ms:
+            err = ms / res["median"] - 1
+            rows.append("| shardc %s | %s | %.1f ms | %.1f ms | %+.1f%% | %s |" % (
+                p, est.get("hardware", "?"), ms, res["median"], 100 * err,
+                "yes" if abs(err) <= ESTIMATE_GOAL else "no"))
+        else:
+            rows.append("| shardc %s | %s | %s | %s | | |" % (
+                p, est.get("hardware", "?"), "%.1f ms" % ms if ms else "?",
+                "%.1f ms" % res["median"] if res else "not run"))
+        try:
+            _, eev = trace_table.load(os.path.join(log, "estimate-%s.json" % p), 0)
+            _, mev = trace_table.load(os.path.join(log, "trace-%s.json" % p), 0)
+        except (OSError, ValueError, KeyError):
+            continue
+        es, mt = trace_table.summarize(eev, 0), trace_table.summarize(mev, 1)
+        if not es or not mt or status(log, "trace-" + p) != 0:
+            continue
+        kinds.append("shardc %s, per step: the estimate's timed work %.2f ms, the trace's "
+                     "%.2f ms\n" % (p, es["total_ms"], mt["total_ms"]))
+        kinds.append("| kind | estimated count | estimated ms | traced count | traced ms | "
+                     "estimate / trace |")
+        kinds.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for k in sorted(set(es["kinds"]) | set(mt["kinds"]),
+                        key=lambda k: -mt["kinds"].get(k, (0, 0))[1]):
+            ec, ems = es["kinds"].get(k, (0, 0.0))
+            mc, mms = mt["kinds"].get(k, (0, 0.0))
+            kinds.append("| %s | %s | %.3f | %s | %.3f | %s |" % (
+                k, trace_table.fmt_count(ec), ems, trace_table.fmt_count(mc), mms,
+                "%.2f" % (ems / mms) if mms > 0 else ""))
+        kinds.append("")
+    if not rows:
+        return None
+    head = ("| run | profile | estimated step | measured step (median) | estimate - measured "
+            "| within %d%% |\n| --- | --- | ---: | ---: | ---: | --- |\n"
+            % (100 * ESTIMATE_GOAL))
+    return head + "\n".join(rows) + ("\n\n" + "\n".join(kinds) if kinds else "")
+
+
 def failures(log):
     out = []
     for name in sorted(os.listdir(log)):
@@ -274,6 +334,17 @@ def main():
                  "the modules, setting up cuBLASLt and making the params and states "
                  "included).\n")
         w.append(first + "\n")
+    est = estimate_section(log, warmup)
+    if est:
+        w.append("## The estimate against the run\n")
+        w.append("Issue 20's goal: `shardc --report`'s estimated step within 10%% of the "
+                 "measured one. The estimate is shardc's on the hardware profile %s "
+                 "(`--hw`; docs/hw/README.md), of the plan's kernels as the CUDA backend "
+                 "runs them; the measured step is the median above. Per kind, the "
+                 "estimate's timeline (`shardc --trace`) against `shardrun --trace`'s "
+                 "(whose event pairs make each kernel a little slower).\n"
+                 % m.get("hw", "?"))
+        w.append(est + "\n")
     for p in ("bf16", "f32"):
         t = trace_section(log, p)
         if t:

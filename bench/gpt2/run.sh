@@ -18,7 +18,8 @@
 # Environment: PYTHON (default python3, with torch), BENCH_LOG_DIR (where
 # the logs, traces and reports go; default a new temporary folder),
 # BENCH_COMMIT (the commit; before git's, which a copied tree may have
-# stale), SHARDC_CACHE_DIR
+# stale), BENCH_HW (the hardware profile of shardc's estimate: a name or
+# a FILE.json; default h200, a100 or h100 by the GPU's name), SHARDC_CACHE_DIR
 # (NVRTC's cache, read by shardc). Without a GPU it prints "skipped: no
 # GPU" and exits 77; bad usage exits 2.
 set -uo pipefail
@@ -62,6 +63,17 @@ trim() { sed 's/^ *//; s/ *$//' <<<"$1"; }
 gpu=$(trim "$gpu") cc=$(trim "$cc") driver=$(trim "$driver") gpu_mem=$(trim "$gpu_mem")
 arch=sm_${cc/./}
 slug=$(tr '[:upper:] ' '[:lower:]-' <<<"$gpu")
+# the hardware profile shardc's estimate runs on: BENCH_HW (a name or a
+# FILE.json, as from bench_cuda --calibrate), else the built-in one of this GPU
+if [ -z "${BENCH_HW:-}" ]; then
+    case $gpu in
+    *H200*) hw=h200 ;;
+    *A100*) hw=a100 ;;
+    *) hw=h100 ;;
+    esac
+else
+    hw=$BENCH_HW
+fi
 
 build=$(cd "$build" 2>/dev/null && pwd) || die_usage "no folder '$build'"
 for tool in shardc shardrun; do
@@ -117,6 +129,7 @@ commit=${BENCH_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || ec
     echo "steps=$steps"
     echo "quick=$quick"
     echo "defines=${defines[*]}"
+    echo "hw=$hw"
 } >"$log/meta.env"
 
 # the models: as written (f32), and with every f32[ made bf16[ (bf16
@@ -130,8 +143,9 @@ trace_steps=$((quick ? 3 : 4))
 for p in f32 bf16; do
     model=$root/examples/transformer.sh
     [ "$p" = f32 ] || model=$tmp/$p.sh
+    # the report and the estimated timeline of a step, on this GPU's profile
     part "report-$p" 60 "$build/shardc" "$model" "${defines[@]}" --mesh 1x1 --report json \
-        -o "$log/report-$p.json"
+        --hw "$hw" --trace "$log/estimate-$p.json" -o "$log/report-$p.json"
     part "compile-$p" 180 "$build/shardc" "$model" "${defines[@]}" --mesh 1x1 \
         --arch "$arch" -o "$tmp/$p.plan" || continue
     # one step alone: shardrun's start to its exit, and its first step (issue 20)

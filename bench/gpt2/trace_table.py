@@ -13,6 +13,10 @@ outside kernels (a matmul by cuBLAS, a host source) is named by its op, cat
 of the second sort, timed on the host. Kernels are grouped by name without
 their number (k3_gelu and k40_gelu are both "gelu"), then by kind.
 
+`shardc --trace` (passes/timeline.c) writes the estimate of one step in the
+same form, without args.step: it is read as step 0, alone (K does not
+apply), so the estimate and the run table alike.
+
 Steps before K (default 1: the first run makes the params on the host and
 loads the modules) are left out; the others are averaged. "share" is of
 the step's timed work (the sum of its events); the step span (first begin
@@ -27,6 +31,7 @@ import sys
 # a group name's kind: the first rule whose text it contains
 KINDS = [
     ("attn_probs", "attn_probs"), ("attention", "attention"),
+    ("attn_", "attention"),  # the backward's attn_stats, attn_dq, attn_dk, attn_dv
     ("cross_entropy", "cross_entropy"), ("embedding_grad", "embedding_grad"),
     ("embedding", "embedding"), ("layernorm", "layernorm"), ("adam", "adamw"),
     ("sgd", "sgd"), ("gelu", "gelu"), ("matmul", "matmul"), ("transpose", "transpose"),
@@ -61,12 +66,21 @@ def fmt_count(n):
     return "%d" % n if n == int(n) else "%.1f" % n
 
 
+def step_of(event):
+    """The step of an event; an estimate's events (no step) are step 0."""
+    return event.get("args", {}).get("step", 0)
+
+
+def is_estimate(meta):
+    return meta.get("source") == "shardc estimate"
+
+
 def summarize(events, skip):
     """Per group and per kind: count and ms per step; the steps kept."""
-    steps = sorted({e["args"]["step"] for e in events if e["args"]["step"] >= skip})
+    steps = sorted({step_of(e) for e in events if step_of(e) >= skip})
     if not steps:
         return None
-    kept = [e for e in events if e["args"]["step"] in steps]
+    kept = [e for e in events if step_of(e) in steps]
     groups, kinds = {}, {}
     for e in kept:
         name, kind = group_of(e)
@@ -76,7 +90,7 @@ def summarize(events, skip):
             row[1] += e["dur"] / 1e3
     spans = []
     for s in steps:
-        es = [e for e in kept if e["args"]["step"] == s]
+        es = [e for e in kept if step_of(e) == s]
         spans.append((max(e["ts"] + e["dur"] for e in es) - min(e["ts"] for e in es)) / 1e3)
     n = len(steps)
     total = sum(r[1] for r in kinds.values()) / n
@@ -121,7 +135,7 @@ def main():
         meta, events = load(args.trace, args.rank)
     except (OSError, ValueError, KeyError) as e:
         sys.exit("trace_table.py: error: %s: %s" % (args.trace, e))
-    s = summarize(events, args.skip)
+    s = summarize(events, 0 if is_estimate(meta) else args.skip)
     if s is None:
         sys.exit("trace_table.py: error: %s: no events of rank %d from step %d on"
                  % (args.trace, args.rank, args.skip + 1))
