@@ -466,12 +466,51 @@ static void gen_kernel(gen *G, cg_cuda_kernel *k)
     su_buf_free(&body);
 }
 
+/* Keys seen by one generate call: an open-addressed set of strings. */
+typedef struct keyset {
+    const char **slot;
+    size_t cap;         /* a power of two, over twice the keys */
+} keyset;
+
+uint64_t cg_cuda_key_hash(const char *s)
+{
+    uint64_t h = 0xCBF29CE484222325ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001B3ull;
+    return h;
+}
+
+/* Whether key (of hash h) is in the set; added when not. */
+static bool seen_key(keyset *ks, const char *key, uint64_t h)
+{
+    size_t i = (size_t)h & (ks->cap - 1);
+    for (; ks->slot[i]; i = (i + 1) & (ks->cap - 1))
+        if (!strcmp(ks->slot[i], key))
+            return true;
+    ks->slot[i] = key;
+    return false;
+}
+
 bool cg_cuda_generate(const ir_module *m, const pass_fusion *f, cg_cuda *out, su_buf *err)
+{
+    return cg_cuda_generate_known(m, f, out, err, NULL, NULL);
+}
+
+bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *out, su_buf *err,
+                            bool (*known)(void *ctx, const char *key, uint64_t hash),
+                            void *ctx)
 {
     memset(out, 0, sizeof *out);
     su_arena_init(&out->arena, err->oom);
     out->k = su_alloc(&out->arena, (size_t)(f->ngroups + m->ops.n + 1) * sizeof *out->k);
     const char **pname = ir_value_print_names(m, &out->arena);
+    keyset ks = {.cap = 64};
+    while (known && ks.cap < 2 * (size_t)(f->ngroups + m->ops.n + 1))
+        ks.cap *= 2;
+    if (known)
+        ks.slot = su_alloc(&out->arena, ks.cap * sizeof *ks.slot);
+    /* the key first (the kernel with canonical names); the source with
+     * the program's names only when the key is new */
     for (int i = 0; i < f->ngroups; i++) {
         const pass_fgroup *g = &f->groups[i];
         if (g->kind == PASS_FUSE_MATMUL)
@@ -480,29 +519,47 @@ bool cg_cuda_generate(const ir_module *m, const pass_fusion *f, cg_cuda *out, su
             su_buf_printf(err, "internal error: fused group %s has no ops", g->name);
             return false;
         }
-        gen G = {.m = m, .f = f, .g = g, .pname = pname, .arena = &out->arena};
-        G.red = g->kind == PASS_FUSE_REDUCE ? IR_OP(m, g->reduce) : NULL;
+        const ir_op *red = g->kind == PASS_FUSE_REDUCE ? IR_OP(m, g->reduce) : NULL;
         cg_cuda_kernel *k = &out->k[out->nkernels++], canon;
-        gen_kernel(&G, k);
         gen C = {.m = m, .f = f, .g = g, .pname = pname, .arena = &out->arena, .canon = true};
-        C.red = G.red;
+        C.red = red;
         memset(&canon, 0, sizeof canon);
         gen_kernel(&C, &canon);
+        uint64_t h = cg_cuda_key_hash(canon.source);
+        if (known && (seen_key(&ks, canon.source, h) || known(ctx, canon.source, h))) {
+            *k = canon;
+            k->name = g->name;
+            k->source = NULL;
+        } else {
+            gen G = {.m = m, .f = f, .g = g, .pname = pname, .arena = &out->arena};
+            G.red = red;
+            gen_kernel(&G, k);
+        }
         k->key = canon.source;
+        k->key_hash = h;
     }
     int id = f->ngroups; /* the ops with kernels of their own, numbered on */
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
         if (f->group_of[i] >= 0 || !cg_cuda_op_kernel(op))
             continue;
-        gen G = {.m = m, .f = f, .pname = pname, .arena = &out->arena};
         gen C = {.m = m, .f = f, .pname = pname, .arena = &out->arena, .canon = true};
         cg_cuda_kernel *k = &out->k[out->nkernels++], canon;
         memset(k, 0, sizeof *k);
         memset(&canon, 0, sizeof canon);
-        cg_gen_op_kernel(&G, k, op, i, id);
-        cg_gen_op_kernel(&C, &canon, op, i, id++);
+        cg_gen_op_kernel(&C, &canon, op, i, id);
+        uint64_t h = cg_cuda_key_hash(canon.source);
+        if (known && (seen_key(&ks, canon.source, h) || known(ctx, canon.source, h))) {
+            *k = canon;
+            k->name = cg_op_kernel_name(&out->arena, op, id);
+            k->source = NULL;
+        } else {
+            gen G = {.m = m, .f = f, .pname = pname, .arena = &out->arena};
+            cg_gen_op_kernel(&G, k, op, i, id);
+        }
+        id++;
         k->key = canon.source;
+        k->key_hash = h;
     }
     return true;
 }

@@ -60,6 +60,7 @@ typedef struct cg_cuda_kernel {
                                  * and the values a0, a1, ... in order of
                                  * first use: kernels with equal keys are the
                                  * same code and launch but for names */
+    uint64_t key_hash;          /* cg_cuda_key_hash(key) */
     int group;                  /* index in pass_fusion.groups; -1: an op's */
     int op;                     /* an op's kernel: the op's index; -1 */
     cg_cuda_strategy strategy;
@@ -84,7 +85,17 @@ typedef struct cg_cuda {
  * cg_cuda_free, also after a failure). False with a message in err for a
  * group the generator cannot express (a bug in the pass). */
 bool cg_cuda_generate(const ir_module *m, const pass_fusion *f, cg_cuda *out, su_buf *err);
+/* As cg_cuda_generate, but a kernel whose key is known already (made by
+ * an earlier kernel of this call, or known(ctx, key) says so: a module
+ * holds its code) gets no source of its own (source NULL), only its name,
+ * key, geometry and parameters: the plan writer compiles each key once,
+ * and a pipeline's stages repeat their kernels for every microbatch. */
+bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *out, su_buf *err,
+                            bool (*known)(void *ctx, const char *key, uint64_t hash),
+                            void *ctx);
 void cg_cuda_free(cg_cuda *c);
+/* The hash of a kernel's key (FNV-1a, 64 bits). */
+uint64_t cg_cuda_key_hash(const char *key);
 
 /* Whether op, outside any group, gets a kernel of its own: transpose,
  * embedding, iota, and (on floats) embedding_grad, attention, attn_probs

@@ -160,5 +160,7 @@ void cg_put_prelude(gen *G, su_buf *b);
 /* The kernel of op (cg_cuda_op_kernel), the i-th of the module, id its
  * number in the kernel's name. */
 void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id);
+/* The name of op's own kernel, numbered id: "k12_transpose". */
+const char *cg_op_kernel_name(su_arena *a, const ir_op *op, int id);
 
 #endif

@@ -1204,7 +1204,7 @@ static void op_header(gen *G, const cg_cuda_kernel *k, const ir_op *op, su_buf *
 /* The kernel of op i, numbered id. */
 void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
 {
-    k->name = G->canon ? "K" : su_sprintf(G->arena, "k%d_%s", id, ir_ops[op->code].name);
+    k->name = G->canon ? "K" : cg_op_kernel_name(G->arena, op, id);
     k->group = -1;
     k->op = i;
     k->nparams = op->nin + 1;
@@ -1255,4 +1255,9 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     su_buf_free(&sig);
     su_buf_free(&b);
     su_buf_free(&body);
+}
+
+const char *cg_op_kernel_name(su_arena *a, const ir_op *op, int id)
+{
+    return su_sprintf(a, "k%d_%s", id, ir_ops[op->code].name);
 }

@@ -62,6 +62,8 @@ typedef struct builder {
     su_vec kernels;      /* rt_kernel *, every stage's */
     su_vec modules;      /* rt_module * */
     su_vec made;         /* struct made *: each key compiled, its module and entry */
+    const struct made **made_slot; /* the same, by key: open addressing (b->arena) */
+    size_t made_cap;     /* a power of two over twice made.n; 0: none yet */
     su_status *err;
     jmp_buf *oom;        /* the caller's */
     /* what a stage's lowering holds, freed by cg_plan_bytes after an
@@ -356,6 +358,7 @@ enum { NV_THREADS = 16, CHUNK = 8 };
 typedef struct made {
     const char *key;
     int32_t module, entry;
+    uint64_t hash;          /* cg_cuda_key_hash(key) */
 } made;
 
 typedef struct nv_job {
@@ -439,12 +442,43 @@ static nv_job *job_of(builder *b, const char *key, int32_t *entry)
 }
 
 /* The module and entry made for key, or NULL. */
-static const made *made_with(const builder *b, const char *key)
+/* The module and entry made for key (of hash h), or NULL. */
+static const made *made_with(const builder *b, const char *key, uint64_t h)
 {
-    for (int i = 0; i < b->made.n; i++)
-        if (!strcmp(((const made *)b->made.v[i])->key, key))
-            return b->made.v[i];
+    if (!b->made_cap)
+        return NULL;
+    for (size_t i = (size_t)h & (b->made_cap - 1); b->made_slot[i];
+         i = (i + 1) & (b->made_cap - 1))
+        if (b->made_slot[i]->hash == h && !strcmp(b->made_slot[i]->key, key))
+            return b->made_slot[i];
     return NULL;
+}
+
+/* made d, by its key, into the table (grown to keep it under half full). */
+static void index_made(builder *b, const made *d)
+{
+    if (2 * (size_t)(b->made.n + 1) > b->made_cap) {
+        size_t cap = b->made_cap ? 2 * b->made_cap : 256;
+        b->made_slot = su_alloc(b->arena, cap * sizeof *b->made_slot);
+        b->made_cap = cap;
+        for (int i = 0; i < b->made.n; i++) {
+            const made *e = b->made.v[i];
+            size_t j = (size_t)e->hash & (cap - 1);
+            while (b->made_slot[j])
+                j = (j + 1) & (cap - 1);
+            b->made_slot[j] = e;
+        }
+    }
+    size_t j = (size_t)d->hash & (b->made_cap - 1);
+    while (b->made_slot[j])
+        j = (j + 1) & (b->made_cap - 1);
+    b->made_slot[j] = d;
+}
+
+/* For cg_cuda_generate_known: a module holds key's code already. */
+static bool key_made(void *ctx, const char *key, uint64_t hash)
+{
+    return made_with(ctx, key, hash) != NULL;
 }
 
 /* Whether a source must be a program alone: it names the error word. */
@@ -545,7 +579,7 @@ static bool compile_stage(builder *b, const cg_cuda *c)
     for (int i = 0; i < c->nkernels; i++) {
         const cg_cuda_kernel *k = &c->k[i];
         int32_t e;
-        if (made_with(b, k->key) || job_of(b, k->key, &e))
+        if (made_with(b, k->key, k->key_hash) || job_of(b, k->key, &e))
             continue;
         if (!open || open->nk == CHUNK || alone(k) || alone(open->k[0]) || heavy(b, k) ||
             heavy(b, open->k[0]) || !shared_fits(open, k)) {
@@ -599,7 +633,8 @@ static void note_made(builder *b, int32_t module, const cg_cuda_kernel *const *k
 {
     for (int e = 0; e < nk; e++) {
         made *d = su_alloc(b->arena, sizeof *d);
-        *d = (made){su_strdup(b->arena, k[e]->key), module, e};
+        *d = (made){su_strdup(b->arena, k[e]->key), module, e, k[e]->key_hash};
+        index_made(b, d);
         su_vec_push(&b->made, b->oom, d);
     }
 }
@@ -635,7 +670,7 @@ static int32_t placeholder_module(builder *b, const cg_cuda_kernel *const *k, in
  * when NVRTC fails. */
 static int32_t module_of(builder *b, const cg_cuda_kernel *k, int32_t *entry)
 {
-    const made *d = made_with(b, k->key);
+    const made *d = made_with(b, k->key, k->key_hash);
     if (d) {
         *entry = d->entry;
         return d->module;
@@ -779,7 +814,7 @@ static bool add_matmul_kernel(builder *b, const pass_fgroup *g)
 static bool stage_kernels(builder *b, const pass_fusion *f)
 {
     cg_cuda *c = &b->cuda;
-    bool ok = cg_cuda_generate(b->m, f, c, &b->msg);
+    bool ok = cg_cuda_generate_known(b->m, f, c, &b->msg, key_made, b);
     if (!ok)
         fail(b, "kernels of stage %d: %s", b->stage, b->msg.s ? b->msg.s : "?");
     su_buf_free(&b->msg);
@@ -841,7 +876,7 @@ static void build_plan(void *arg)
     p.init_module = -1;
     b->init_module = -1;
     b->init = (cg_cuda_kernel){.name = RT_INIT_ENTRY, .key = RT_INIT_ENTRY, .group = -1,
-                               .op = -1,
+                               .op = -1, .key_hash = cg_cuda_key_hash(RT_INIT_ENTRY),
                                .source = su_sprintf(&r->arena, "#define SH_INIT_KERNEL 1\n%s",
                                                     cg_init_source)};
     p.naxes = m0->mesh.naxes;

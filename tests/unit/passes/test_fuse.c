@@ -14,6 +14,7 @@
 #include "../../ir/ir.h"
 #include "../../passes/fuse.h"
 #include "../../passes/passes.h"
+#include "../../codegen/cuda.h"
 #include "check.h"
 
 #include <stdlib.h>
@@ -600,6 +601,70 @@ static void test_matmul_epilogue(void)
     done(&r);
 }
 
+/* cg_cuda_generate_known: a kernel whose key an earlier one of the call
+ * had, or that the callback knows, gets no source, and otherwise what
+ * cg_cuda_generate gives it: its name, key, geometry and parameters. */
+static int known_calls;
+static const char *known_key;
+static bool knows(void *ctx, const char *key, uint64_t hash)
+{
+    (void)ctx;
+    known_calls++;
+    CHECK(hash == cg_cuda_key_hash(key));
+    return known_key && !strcmp(key, known_key);
+}
+
+static void test_generate_known(void)
+{
+    run r = fuse("%a = input {name = \"a\"} : f32[64, 32] auto(_, _)\n"
+                 "%b = input {name = \"b\"} : f32[64, 32] auto(_, _)\n"
+                 "%0 = mul %a, %a : f32[64, 32] auto(_, _)\n"
+                 "%1 = add %0, %a : f32[64, 32] auto(_, _)\n"
+                 "%2 = mul %b, %b : f32[64, 32] auto(_, _)\n"
+                 "%3 = add %2, %b : f32[64, 32] auto(_, _)\n"
+                 "%t = transpose %1 {perm = [1, 0]} : f32[32, 64] auto(_, _)\n"
+                 "%u = transpose %3 {perm = [1, 0]} : f32[32, 64] auto(_, _)\n"
+                 "output \"t\" = %t\n"
+                 "output \"u\" = %u\n");
+    su_buf err;
+    su_buf_init(&err, &oom);
+    cg_cuda plain, k1, k2;
+    CHECK(cg_cuda_generate(r.m, &r.f, &plain, &err));
+    CHECK(cg_cuda_generate_known(r.m, &r.f, &k1, &err, knows, NULL));
+    CHECK_INT(plain.nkernels, 4);
+    CHECK_INT(k1.nkernels, 4);
+    if (plain.nkernels == 4 && k1.nkernels == 4) {
+        CHECK(!strcmp(plain.k[0].key, plain.k[1].key) && !strcmp(plain.k[2].key, plain.k[3].key));
+        CHECK(strcmp(plain.k[0].key, plain.k[2].key) != 0);
+        for (int i = 0; i < 4; i++) {
+            const cg_cuda_kernel *a = &plain.k[i], *b = &k1.k[i];
+            CHECK(a->source != NULL);
+            CHECK((b->source != NULL) == (i == 0 || i == 2)); /* the first of each key */
+            CHECK_STR(b->name, a->name);
+            CHECK_STR(b->key, a->key);
+            CHECK(b->key_hash == a->key_hash && a->key_hash == cg_cuda_key_hash(a->key));
+            CHECK(b->strategy == a->strategy && b->grid == a->grid && b->block == a->block &&
+                  b->shared_bytes == a->shared_bytes && b->nparams == a->nparams &&
+                  b->group == a->group && b->op == a->op);
+            for (int j = 0; j < a->nparams && j < b->nparams; j++)
+                CHECK(a->params[j] == b->params[j]);
+            if (b->source)
+                CHECK_STR(b->source, a->source);
+        }
+        CHECK_INT(known_calls, 2); /* once per new key */
+        /* a key the callback knows (a module made it): no source either */
+        known_key = plain.k[2].key;
+        CHECK(cg_cuda_generate_known(r.m, &r.f, &k2, &err, knows, NULL));
+        CHECK(k2.k[0].source != NULL && k2.k[2].source == NULL && k2.k[3].source == NULL);
+        cg_cuda_free(&k2);
+    }
+    cg_cuda_free(&plain);
+    cg_cuda_free(&k1);
+    su_buf_free(&err);
+    pass_fusion_free(&r.f);
+    ir_module_free(r.m);
+}
+
 int main(void)
 {
     if (setjmp(oom)) {
@@ -616,6 +681,7 @@ int main(void)
     test_hold();
     test_matmul_epilogue();
     test_multi_tensor();
+    test_generate_known();
     check_example("mlp.sh", "1x1");
     check_example("mlp.sh", "2x2");
     check_example("transformer.sh", "2x2");
