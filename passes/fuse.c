@@ -766,9 +766,20 @@ bool pass_fuse(const ir_module *m, pass_fusion *f, su_buf *err)
     return pass_fuse_ex(m, 0, f, err);
 }
 
-bool pass_fuse_ex(const ir_module *m, uint64_t skip, pass_fusion *f, su_buf *err)
+/* The walk of pass_fuse_ex, done once for the multi-tensor runs' tries
+ * (fuse.h): the groups before gather_multi in pre, and the walker that
+ * made them (w.f is &pre). */
+struct pass_fuse_walk {
+    walker w;
+    pass_fusion pre;
+};
+
+bool pass_fuse_walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err)
 {
-    memset(f, 0, sizeof *f);
+    pass_fuse_walk *W = su_xmalloc(err->oom, sizeof *W);
+    memset(W, 0, sizeof *W);
+    *out = W; /* the caller's to free, also after a failure */
+    pass_fusion *f = &W->pre;
     su_arena_init(&f->arena, err->oom);
     f->nops = m->ops.n;
     f->nvalues = m->next_id;
@@ -776,29 +787,97 @@ bool pass_fuse_ex(const ir_module *m, uint64_t skip, pass_fusion *f, su_buf *err
     f->stored = su_alloc(&f->arena, (size_t)(f->nvalues + 1) * sizeof *f->stored);
     for (int i = 0; i < f->nops; i++)
         f->group_of[i] = -1;
-    walker w = {.m = m, .f = f};
-    w.g = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *w.g);
-    w.parent = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *w.parent);
-    w.defat = su_alloc(&f->arena, (size_t)(m->next_id + 1) * sizeof *w.defat);
-    w.nuse = su_alloc(&f->arena, (size_t)(m->next_id + 1) * sizeof *w.nuse);
-    memset(w.nuse, 0, (size_t)(m->next_id + 1) * sizeof *w.nuse);
-    w.reader = su_alloc(&f->arena, (size_t)(m->next_id + 1) * sizeof *w.reader);
-    w.lastread = su_alloc(&f->arena, (size_t)(m->next_id + 1) * sizeof *w.lastread);
-    w.ncomm = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *w.ncomm);
-    if (!index_values(&w, err))
+    walker *w = &W->w;
+    *w = (walker){.m = m, .f = f};
+    w->g = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *w->g);
+    w->parent = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *w->parent);
+    w->defat = su_alloc(&f->arena, (size_t)(m->next_id + 1) * sizeof *w->defat);
+    w->nuse = su_alloc(&f->arena, (size_t)(m->next_id + 1) * sizeof *w->nuse);
+    w->reader = su_alloc(&f->arena, (size_t)(m->next_id + 1) * sizeof *w->reader);
+    w->lastread = su_alloc(&f->arena, (size_t)(m->next_id + 1) * sizeof *w->lastread);
+    w->ncomm = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *w->ncomm);
+    if (!index_values(w, err))
         return false;
     for (int i = 0; i < m->ops.n; i++)
-        matmul_group(&w, i);
+        matmul_group(w, i);
     for (int i = 0; i < m->ops.n; i++)
-        place(&w, i);
-    renumber(&w);
-    w.ng = f->ngroups;
-    for (int k = 0; k < w.ng; k++)
-        w.parent[k] = k; /* group_of[] now holds the final numbers */
-    mark_stored(&w);
-    fill_groups(&w);
-    gather_multi(&w, skip);
+        place(w, i);
+    renumber(w);
+    w->ng = f->ngroups;
+    for (int k = 0; k < w->ng; k++)
+        w->parent[k] = k; /* group_of[] now holds the final numbers */
+    mark_stored(w);
+    fill_groups(w);
     return true;
+}
+
+void pass_fuse_walk_free(pass_fuse_walk *W)
+{
+    if (W)
+        pass_fusion_free(&W->pre);
+    free(W);
+}
+
+/* n elements of size each from src, copied into a. */
+static void *dup_in(su_arena *a, const void *src, size_t n, size_t size)
+{
+    void *d = su_alloc(a, (n ? n : 1) * size);
+    if (n)
+        memcpy(d, src, n * size);
+    return d;
+}
+
+void pass_fuse_from_walk(const pass_fuse_walk *W, uint64_t skip, pass_fusion *f, su_buf *err)
+{
+    const pass_fusion *pre = &W->pre;
+    memset(f, 0, sizeof *f);
+    su_arena_init(&f->arena, err->oom);
+    su_arena *a = &f->arena;
+    f->nops = pre->nops;
+    f->nvalues = pre->nvalues;
+    f->group_of = dup_in(a, pre->group_of, (size_t)f->nops + 1, sizeof *f->group_of);
+    f->stored = dup_in(a, pre->stored, (size_t)f->nvalues + 1, sizeof *f->stored);
+    f->ngroups = pre->ngroups;
+    f->groups = dup_in(a, pre->groups, (size_t)f->ngroups + 1, sizeof *f->groups);
+    for (int k = 0; k < f->ngroups; k++) { /* each group's own arrays, in f's arena */
+        pass_fgroup *g = &f->groups[k];
+        g->ops = dup_in(a, g->ops, (size_t)g->nops, sizeof *g->ops);
+        g->in = dup_in(a, g->in, (size_t)g->nin, sizeof *g->in);
+        g->out = dup_in(a, g->out, (size_t)g->nout, sizeof *g->out);
+        g->name = su_strdup(a, g->name);
+    }
+    walker w = W->w; /* read only but for f's arrays: parent[] is the identity */
+    w.f = f;
+    gather_multi(&w, skip);
+}
+
+/* pass_fuse_ex's work, its walk freed by the caller however it ends. */
+typedef struct ex_run {
+    const ir_module *m;
+    uint64_t skip;
+    pass_fusion *f;
+    su_buf *err;
+    pass_fuse_walk *walk;
+    bool ok;
+} ex_run;
+
+static void fuse_ex(void *arg)
+{
+    ex_run *r = arg;
+    r->ok = pass_fuse_walk_new(r->m, &r->walk, r->err);
+    if (r->ok)
+        pass_fuse_from_walk(r->walk, r->skip, r->f, r->err);
+}
+
+bool pass_fuse_ex(const ir_module *m, uint64_t skip, pass_fusion *f, su_buf *err)
+{
+    memset(f, 0, sizeof *f);
+    ex_run r = {.m = m, .skip = skip, .f = f, .err = err};
+    bool done = su_guarded(err->oom, fuse_ex, &r);
+    pass_fuse_walk_free(r.walk);
+    if (!done)
+        su_oom(err->oom);
+    return r.ok;
 }
 
 void pass_fusion_free(pass_fusion *f)

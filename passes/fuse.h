@@ -152,6 +152,18 @@ bool pass_fuse(const ir_module *m, pass_fusion *f, su_buf *err);
 bool pass_fuse_ex(const ir_module *m, uint64_t skip, pass_fusion *f, su_buf *err);
 void pass_fusion_free(pass_fusion *f);
 
+/* pass_fuse_ex in two halves, for a caller trying several skips
+ * (pass_fuse_planned): the walk that decides every group but the
+ * multi-tensor ones, done once (false with a message in err when m is
+ * malformed; *w is the caller's to free with pass_fuse_walk_free, also
+ * after a failure), and a fusion made from it for one skip, what
+ * pass_fuse_ex(m, skip) makes, owning all its memory (free it with
+ * pass_fusion_free). The walk reads m, which must outlive it. */
+typedef struct pass_fuse_walk pass_fuse_walk;
+bool pass_fuse_walk_new(const ir_module *m, pass_fuse_walk **w, su_buf *err);
+void pass_fuse_from_walk(const pass_fuse_walk *w, uint64_t skip, pass_fusion *f, su_buf *err);
+void pass_fuse_walk_free(pass_fuse_walk *w);
+
 /* Whether op i of the group is in front of its reduction (prologue), is
  * the reduction (or the matmul), or comes after it (epilogue); elementwise
  * groups have only PASS_FUSE_MAIN ops. */

@@ -691,6 +691,7 @@ typedef struct planned_run {
     const ir_module *m;
     pass_fusion *f, f2;
     pass_memplan *mp, mp2;
+    pass_fuse_walk *walk;   /* the fusion's walk, once for every try */
     su_buf *err;
     bool ok;
 } planned_run;
@@ -700,11 +701,13 @@ static void fuse_planned(void *arg)
     planned_run *r = arg;
     const ir_module *m = r->m;
     uint64_t skip = 0;
-    r->ok = pass_fuse_ex(m, skip, r->f, r->err) &&
-            pass_plan_memory_fused(m, r->f, r->mp, r->err);
+    r->ok = pass_fuse_walk_new(m, &r->walk, r->err);
+    if (r->ok)
+        pass_fuse_from_walk(r->walk, skip, r->f, r->err);
+    r->ok = r->ok && pass_plan_memory_fused(m, r->f, r->mp, r->err);
     for (int k = 0; r->ok && k < r->f->nruns && k < 64; k++) {
-        r->ok = pass_fuse_ex(m, skip | (uint64_t)1 << k, &r->f2, r->err) &&
-                pass_plan_memory_fused(m, &r->f2, &r->mp2, r->err);
+        pass_fuse_from_walk(r->walk, skip | (uint64_t)1 << k, &r->f2, r->err);
+        r->ok = pass_plan_memory_fused(m, &r->f2, &r->mp2, r->err);
         if (r->ok && r->mp2.arena_bytes < r->mp->arena_bytes) { /* run k raised the peak */
             skip |= (uint64_t)1 << k;
             pass_fusion_free(r->f);
@@ -727,6 +730,7 @@ bool pass_fuse_planned(const ir_module *m, pass_fusion *f, pass_memplan *mp, su_
     memset(f, 0, sizeof *f); /* the caller's to free, also after a failure */
     memset(r.mp, 0, sizeof *r.mp);
     bool done = su_guarded(err->oom, fuse_planned, &r);
+    pass_fuse_walk_free(r.walk);
     pass_fusion_free(&r.f2);
     pass_memplan_free(&r.mp2);
     if (!mp)

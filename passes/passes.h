@@ -208,8 +208,10 @@ bool pass_plan_memory_fused(const ir_module *m, const struct pass_fusion *f, pas
  * kernels is built: each run of optimizer groups becomes a multi-tensor
  * group only where that does not raise the arena (keeping what a run reads
  * until its last op can: ZeRO's slices of params and gradients), decided
- * run by run in program order, each time against the plan without it.
- * *f and *mp as pass_fuse and pass_plan_memory_fused make them (free both,
+ * run by run in program order, each time against the plan without it
+ * (the fusion's walk, which decides every other group, is done once:
+ * pass_fuse_walk_new; each try only gathers the runs anew and plans the
+ * memory). *f and *mp as pass_fuse and pass_plan_memory_fused make them (free both,
  * also after a failure; mp may be NULL when only the groups are wanted). */
 bool pass_fuse_planned(const ir_module *m, struct pass_fusion *f, pass_memplan *mp, su_buf *err);
 void pass_memplan_free(pass_memplan *mp);

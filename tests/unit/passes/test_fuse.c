@@ -513,22 +513,12 @@ static void test_hold(void)
  * param, its gradient, the new value), in program order; skip leaves runs
  * apart. Returns the groups' part counts (0 for a plain group) in
  * parts[], the count of groups. */
+static void sgd_text(int n, su_buf *t);
+
 static int sgd_run(int n, uint64_t skip, int *parts, int *nruns)
 {
     su_buf t;
-    su_buf_init(&t, &oom);
-    su_buf_puts(&t, "mesh dp = 1\npartitioned\n%x = input {name = \"x\"} : f32[2]\n"
-                    "%l = mse %x, %x : f32[]\n");
-    for (int i = 0; i < n; i++)
-        su_buf_printf(&t, "%%w%d = param {name = \"w%d\", init = zeros} : f32[%d]\n"
-                          "%%g%d = exp %%w%d : f32[%d] phase backward\n",
-                      i, i, i + 1, i, i, i + 1);
-    for (int i = 0; i < n; i++)
-        su_buf_printf(&t, "%%n%d = sgd %%w%d, %%g%d {lr = 0.1, wd = 0.0} : f32[%d] phase optimizer\n",
-                      i, i, i, i + 1);
-    for (int i = 0; i < n; i++)
-        su_buf_printf(&t, "update %%w%d = %%n%d grad %%g%d\n", i, i, i);
-    su_buf_puts(&t, "train %l with sgd(lr = 0.1, momentum = 0.0, wd = 0.0)\n");
+    sgd_text(n, &t);
     run r = {.m = parse(t.s)};
     su_buf err;
     su_buf_init(&err, &oom);
@@ -542,6 +532,111 @@ static int sgd_run(int n, uint64_t skip, int *parts, int *nruns)
     su_buf_free(&t);
     done(&r);
     return k;
+}
+
+/* The module of sgd_run, n updates, into t (initialised here). */
+static void sgd_text(int n, su_buf *t0)
+{
+    su_buf *tp = t0;
+#define t (*tp)
+    su_buf_init(&t, &oom);
+    su_buf_puts(&t, "mesh dp = 1\npartitioned\n%x = input {name = \"x\"} : f32[2]\n"
+                    "%l = mse %x, %x : f32[]\n");
+    for (int i = 0; i < n; i++)
+        su_buf_printf(&t, "%%w%d = param {name = \"w%d\", init = zeros} : f32[%d]\n"
+                          "%%g%d = exp %%w%d : f32[%d] phase backward\n",
+                      i, i, i + 1, i, i, i + 1);
+    for (int i = 0; i < n; i++)
+        su_buf_printf(&t, "%%n%d = sgd %%w%d, %%g%d {lr = 0.1, wd = 0.0} : f32[%d] phase optimizer\n",
+                      i, i, i, i + 1);
+    for (int i = 0; i < n; i++)
+        su_buf_printf(&t, "update %%w%d = %%n%d grad %%g%d\n", i, i, i);
+    su_buf_puts(&t, "train %l with sgd(lr = 0.1, momentum = 0.0, wd = 0.0)\n");
+#undef t
+}
+
+/* Whether groups a and b are the same: kind, ops, what they read and
+ * store, anchor, name and parts. */
+static bool same_group(const pass_fgroup *a, const pass_fgroup *b)
+{
+    bool same = a->id == b->id && a->kind == b->kind && a->nops == b->nops &&
+                a->nin == b->nin && a->nout == b->nout && a->reduce == b->reduce &&
+                a->anchor == b->anchor && a->nparts == b->nparts && !strcmp(a->name, b->name) &&
+                a->epilogue == b->epilogue && a->bias == b->bias && a->residual == b->residual;
+    for (int i = 0; same && i < a->nops; i++)
+        same = a->ops[i] == b->ops[i];
+    for (int i = 0; same && i < a->nin; i++)
+        same = a->in[i] == b->in[i];
+    for (int i = 0; same && i < a->nout; i++)
+        same = a->out[i] == b->out[i];
+    for (int r = 0; same && r < a->nparts; r++)
+        same = same_group(&a->parts[r], &b->parts[r]);
+    return same;
+}
+
+static bool same_fusion(const pass_fusion *a, const pass_fusion *b)
+{
+    bool same = a->ngroups == b->ngroups && a->nops == b->nops && a->nvalues == b->nvalues &&
+                a->nruns == b->nruns;
+    for (int i = 0; same && i < a->nops; i++)
+        same = a->group_of[i] == b->group_of[i];
+    for (int v = 0; same && v < a->nvalues; v++)
+        same = a->stored[v] == b->stored[v];
+    for (int k = 0; same && k < a->ngroups; k++)
+        same = same_group(&a->groups[k], &b->groups[k]);
+    return same;
+}
+
+/* pass_fuse_planned's tries: one walk, a fusion per skip made from it,
+ * each what pass_fuse_ex makes for that skip, each owning its memory
+ * (freed in another order than made, one after the walk is gone). */
+static void test_walk_reused(void)
+{
+    su_buf t, err;
+    sgd_text(100, &t);
+    su_buf_init(&err, &oom);
+    ir_module *m = parse(t.s);
+    pass_fuse_walk *w = NULL;
+    CHECK(pass_fuse_walk_new(m, &w, &err));
+    enum { NSKIP = 5 };
+    const uint64_t skips[NSKIP] = {0, 1, 2, 3, 7};
+    pass_fusion tried[NSKIP];
+    for (int i = 0; i < NSKIP; i++)
+        pass_fuse_from_walk(w, skips[i], &tried[i], &err);
+    pass_fusion_free(&tried[2]);
+    for (int i = 0; i < NSKIP; i++) {
+        if (i == 2)
+            pass_fuse_from_walk(w, skips[i], &tried[i], &err); /* again, after a free */
+        pass_fusion ref;
+        CHECK(pass_fuse_ex(m, skips[i], &ref, &err));
+        CHECK(same_fusion(&tried[i], &ref));
+        pass_fusion_free(&ref);
+    }
+    /* the skips made different groupings: the test compares something */
+    CHECK_INT(tried[0].nruns, 3);
+    CHECK_INT(tried[1].ngroups, tried[0].ngroups + PASS_FUSE_MULTI_PARAMS / 3 - 1);
+    pass_fuse_walk_free(w);
+    pass_fusion ref;
+    CHECK(pass_fuse_ex(m, skips[4], &ref, &err));
+    CHECK(same_fusion(&tried[4], &ref)); /* still whole without the walk */
+    CHECK(!same_fusion(&tried[3], &ref));
+    pass_fusion_free(&ref);
+    for (int i = NSKIP - 1; i >= 0; i--)
+        pass_fusion_free(&tried[i]);
+    /* a malformed module fails the walk, which is still the caller's to free */
+    ir_module *bad = parse("mesh dp = 1\npartitioned\n%x = input {name = \"x\"} : f32[2]\n"
+                           "%y = neg %x : f32[2]\noutput \"y\" = %y\n");
+    IR_OP(bad, 1)->in[0] = IR_OP(bad, 1)->res[0]; /* reads its own result */
+    w = NULL;
+    su_buf_free(&err);
+    su_buf_init(&err, &oom);
+    CHECK(!pass_fuse_walk_new(bad, &w, &err));
+    CHECK(w != NULL && strstr(err.s, "reads a value no earlier op makes"));
+    pass_fuse_walk_free(w);
+    ir_module_free(bad);
+    ir_module_free(m);
+    su_buf_free(&err);
+    su_buf_free(&t);
 }
 
 static void test_multi_tensor(void)
@@ -681,6 +776,7 @@ int main(void)
     test_hold();
     test_matmul_epilogue();
     test_multi_tensor();
+    test_walk_reused();
     test_generate_known();
     check_example("mlp.sh", "1x1");
     check_example("mlp.sh", "2x2");
