@@ -518,9 +518,9 @@ double bc_attention_flops(const rt_plan *p, const rt_kernel *k, bool *tensor_cor
         const rt_instr *in = &g->instr[k->instr[i]];
         double f = attention_flops(in);
         if (f > 0) {
-            int dt = in->in_t[0].dtype;
-            *tensor_cores = (in->op == RT_OP_ATTENTION || in->op == RT_OP_ATTN_PROBS) &&
-                            (dt == RT_F16 || dt == RT_BF16);
+            /* shardc's attention kernels compute in f32 FMAs, whatever
+             * the dtype (codegen/README.md): none is on tensor cores */
+            *tensor_cores = false;
             return f;
         }
     }

@@ -112,9 +112,13 @@ static double value_bytes(const ir_value *v)
     return (double)ir_type_numel(&v->type) * ir_dtype_size(v->type.dtype);
 }
 
+/* Whether op's kernel runs on tensor cores: a 16-bit matmul (cuBLASLt).
+ * The generated attention kernels, forward and backward, compute in f32
+ * FMAs whatever their dtype (codegen/README.md), so their peak is
+ * f32_flops. */
 static bool on_tensor_cores(const ir_op *op)
 {
-    if (op->code != IR_MATMUL && op->code != IR_ATTENTION && op->code != IR_ATTN_PROBS)
+    if (op->code != IR_MATMUL)
         return false;
     ir_dtype t = op->in[0]->type.dtype;
     return t == IR_F16 || t == IR_BF16;
@@ -146,7 +150,7 @@ double pass_hw_matmul_eff(const pass_hw *hw, double flops)
 }
 
 /* A kernel's seconds: launch + the longer of its FLOPs at the peak of
- * its class (tensor cores for a 16-bit matmul or attention; a matmul at
+ * its class (tensor cores for a 16-bit matmul; a matmul at
  * matmul_eff of its size, attention at attn_eff, anything else at
  * compute_eff) and its bytes at mem_eff of the memory bandwidth. op: the
  * kernel's main op, which names its class (NULL: an elementwise or row
