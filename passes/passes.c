@@ -5,8 +5,10 @@
 
 #include "fuse.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const names[PASS_COUNT] = {
     [PASS_AUTODIFF] = "autodiff",
@@ -200,6 +202,69 @@ static void per_stage(run *u, int n)
     r->nplanned = n;
 }
 
+/* ---- fuse: the stages on threads ----
+ *
+ * Each stage's pass_fuse_planned reads only its own module and writes only
+ * its own fusion, so the stages of a pipeline are fused at once, by a
+ * thread per processor (at most FUSE_THREADS), each taking the next stage.
+ * A job runs under its own allocation guard and keeps its message; the
+ * results are read in stage order, so the first failing stage's message
+ * is the one reported, whatever the thread count. One stage is fused on
+ * the caller's thread. */
+enum { FUSE_THREADS = 16 };
+
+typedef struct fuse_job {
+    const ir_module *m;
+    struct pass_fusion *f;
+    char *msg;          /* malloc'd; NULL: none, or no memory for it */
+    bool ok, oom;
+} fuse_job;
+
+typedef struct fuse_pool {
+    fuse_job *job;
+    int n, next;
+    pthread_mutex_t mu;
+} fuse_pool;
+
+typedef struct fuse_call {
+    fuse_job *j;
+    su_buf *err;
+} fuse_call;
+
+static void fuse_call_run(void *arg)
+{
+    fuse_call *c = arg;
+    c->j->ok = pass_fuse_planned(c->j->m, c->j->f, NULL, c->err);
+}
+
+static void fuse_job_run(fuse_job *j)
+{
+    jmp_buf oom;
+    su_buf err;
+    su_buf_init(&err, &oom);
+    fuse_call c = {j, &err};
+    if (!su_catch(&oom, fuse_call_run, &c)) {
+        j->ok = false;
+        j->oom = true;
+    } else if (err.len) {
+        j->msg = strdup(err.s);
+    }
+    su_buf_free(&err);
+}
+
+static void *fuse_worker(void *arg)
+{
+    fuse_pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        int i = p->next++;
+        pthread_mutex_unlock(&p->mu);
+        if (i >= p->n)
+            return NULL;
+        fuse_job_run(&p->job[i]);
+    }
+}
+
 /* The groups as the plan runs them: each run of optimizer groups kept as
  * one kernel only where that does not raise the arena (pass_fuse_planned). */
 static pass_status fuse(run *u)
@@ -207,9 +272,49 @@ static pass_status fuse(run *u)
     int n;
     ir_module *const *st = pass_result_stages(u->r, &n);
     per_stage(u, n);
+    long cpus = n > 1 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
+    int nt = cpus < 1 ? 1 : cpus > FUSE_THREADS ? FUSE_THREADS : (int)cpus;
+    nt = nt > n ? n : nt;
+    fuse_pool pool = {.n = n};
+    if (nt <= 1 || pthread_mutex_init(&pool.mu, NULL) != 0) {
+        for (int s = 0; s < n; s++)
+            if (!pass_fuse_planned(st[s], &u->r->fusion[s], NULL, u->err))
+                return PASS_ERR_INTERNAL;
+        u->r->fused = true; /* memplan reads the groups */
+        return PASS_OK;
+    }
+    pool.job = calloc((size_t)n, sizeof *pool.job);
+    if (!pool.job) {
+        pthread_mutex_destroy(&pool.mu);
+        su_oom(u->err->oom);
+    }
     for (int s = 0; s < n; s++)
-        if (!pass_fuse_planned(st[s], &u->r->fusion[s], NULL, u->err))
-            return PASS_ERR_INTERNAL;
+        pool.job[s] = (fuse_job){.m = st[s], .f = &u->r->fusion[s]};
+    pthread_t tid[FUSE_THREADS];
+    bool started[FUSE_THREADS] = {false};
+    for (int t = 1; t < nt; t++) /* a thread that cannot start leaves its share to the others */
+        started[t] = pthread_create(&tid[t], NULL, fuse_worker, &pool) == 0;
+    fuse_worker(&pool);
+    for (int t = 1; t < nt; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+    pthread_mutex_destroy(&pool.mu);
+    int bad = -1;
+    bool oom = false;
+    for (int s = 0; s < n && bad < 0; s++)
+        if (!pool.job[s].ok) {
+            bad = s;
+            oom = pool.job[s].oom;
+        }
+    if (bad >= 0 && !oom)
+        su_buf_puts(u->err, pool.job[bad].msg ? pool.job[bad].msg : "out of memory");
+    for (int s = 0; s < n; s++)
+        free(pool.job[s].msg);
+    free(pool.job);
+    if (oom)
+        su_oom(u->err->oom); /* as when the stage is fused on this thread */
+    if (bad >= 0)
+        return PASS_ERR_INTERNAL;
     u->r->fused = true; /* memplan reads the groups */
     return PASS_OK;
 }

@@ -15,6 +15,7 @@
 #include "../../passes/fuse.h"
 #include "../../passes/passes.h"
 #include "../../codegen/cuda.h"
+#include "../../api/api_internal.h"
 #include "check.h"
 
 #include <stdlib.h>
@@ -477,6 +478,52 @@ static void check_example(const char *file, const char *mesh)
     shardc_options_free(opt);
 }
 
+/* The fuse pass fuses a pipeline's stages on threads of their own (a
+ * thread per processor): each stage's groups are what pass_fuse_planned
+ * makes of that stage alone. pipeline.sh on 2x2x2 with interleaved(2)
+ * and ZeRO 1 has two stages of two chunks each and runs of optimizer
+ * updates on each, so the tries of pass_fuse_planned ran. */
+static bool same_fusion(const pass_fusion *a, const pass_fusion *b);
+
+static void test_stages_at_once(void)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/examples/pipeline.sh", check_repo_dir());
+    shardc_options *opt = shardc_options_new();
+    char *err = NULL;
+    shardc_program *prog = NULL;
+    CHECK(shardc_options_set_mesh(opt, "2x2x2", &err) == SHARDC_OK);
+    CHECK(shardc_options_set_archs(opt, "sm_90", &err) == SHARDC_OK);
+    CHECK(shardc_options_set_schedule(opt, "interleaved(2)", &err) == SHARDC_OK);
+    CHECK(shardc_options_set_zero(opt, 1, NULL, &err) == SHARDC_OK);
+    CHECK(shardc_compile_file(opt, path, &prog, &err) == SHARDC_OK);
+    if (!prog) {
+        fprintf(stderr, "  pipeline.sh: %s\n", err ? err : "?");
+        shardc_free(err);
+        shardc_options_free(opt);
+        return;
+    }
+    int n;
+    ir_module *const *st = pass_result_stages(&prog->res, &n);
+    CHECK_INT(n, 2);
+    CHECK(prog->res.fused && prog->res.nplanned == n);
+    int runs = 0;
+    for (int s = 0; s < n && prog->res.fused; s++) {
+        pass_fusion alone;
+        su_buf e;
+        su_buf_init(&e, &oom);
+        CHECK(pass_fuse_planned(st[s], &alone, NULL, &e));
+        CHECK(same_fusion(&prog->res.fusion[s], &alone));
+        runs += alone.nruns;
+        pass_fusion_free(&alone);
+        su_buf_free(&e);
+    }
+    CHECK(runs >= 2); /* the tries ran */
+    shardc_program_free(prog);
+    shardc_free(err);
+    shardc_options_free(opt);
+}
+
 /* %b reads %a, the exp of %x, after n transposes that no group takes:
  * it joins %a's group when %x (read by %a only) is held at most
  * PASS_FUSE_HOLD ops past %a. */
@@ -783,5 +830,6 @@ int main(void)
     check_example("transformer.sh", "2x2");
     check_example("transformer.sh", "4x2");
     check_example("pipeline.sh", "2x2x2");
+    test_stages_at_once();
     return CHECK_DONE();
 }
