@@ -139,6 +139,10 @@ typedef struct pass_fusion {
     bool *stored;           /* [nvalues]: a value of a group that is stored */
     int nruns;              /* runs of optimizer groups found fit to be one
                              * multi-tensor group, made or skipped */
+    bool no_register_reuse; /* for the memory plan: no result takes the buffer
+                             * of an operand its kernel keeps in registers
+                             * (memplan.c); pass_fuse_planned sets it where
+                             * that reuse raised the arena */
     su_arena arena;
 } pass_fusion;
 

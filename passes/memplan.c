@@ -52,7 +52,11 @@
  * its old value's buffer only when both orders allow it: on the GPU the
  * old value's last read comes before the kernel that writes the new one,
  * or is in that kernel and the kernel is elementwise (each thread reads
- * an element, then writes the same element). */
+ * an element, then writes the same element). And an elementwise op of a
+ * group writes its result over an operand of its type that the group
+ * keeps in registers and that dies at the op: the GPU never touches that
+ * operand's buffer, and the CPU reads each element before writing it
+ * (kernel_in_place). */
 #include "passes.h"
 #include "fuse.h"
 
@@ -405,6 +409,51 @@ static void view_buckets(planner *P)
     }
 }
 
+/* With kernels: an elementwise op of a group writes its result over an
+ * operand of its type that the group keeps in registers (not stored) and
+ * that dies at the op (the header). The GPU never touches that operand's
+ * memory, and the CPU reads each element before writing it, so the two
+ * share a buffer: a cross-entropy gradient scaled by the loss's gradient
+ * is one buffer of the logits' size, not two. Not a result that is a
+ * param, state, output, kept or viewed gradient, or that an insert reads
+ * (the bucket's views decide its memory). (A stored operand never
+ * qualifies anyway: a reader outside the group comes after the anchor, so
+ * it does not die at the op.) */
+static void kernel_in_place(planner *P)
+{
+    const ir_module *m = P->m;
+    if (!P->f || P->f->no_register_reuse)
+        return;
+    int nv = m->next_id + 1;
+    bool *inserted = su_alloc(&P->mp->arena, (size_t)nv * sizeof *inserted);
+    for (int64_t i = 0; i < m->ops.n; i++)
+        if (IR_OP(m, i)->code == IR_INSERT)
+            inserted[IR_OP(m, i)->in[1]->id] = true;
+    const uint8_t keep = K_PARAM | K_STATE | K_KEEP | K_GRAD | K_OUTPUT | K_VIEWED;
+    for (int64_t i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        const pass_fgroup *g = group_at(P, i);
+        if (!g || op->nres != 1 || !in_place_op(op) || inserted[op->res[0]->id])
+            continue;
+        const ir_value *r = op->res[0];
+        int v = find(P, r->id);
+        if (P->first[v] != i || (P->kind[v] & keep) || P->view_in[v] >= 0)
+            continue;
+        for (int k = 0; k < op->nin; k++) {
+            const ir_value *a = op->in[k];
+            if (!ir_type_eq(&a->type, &r->type) || P->defat[a->id] < 0 ||
+                group_at(P, P->defat[a->id]) != g || P->f->stored[a->id] || inserted[a->id])
+                continue;
+            int s = find(P, a->id);
+            if (s == v || P->lcpu[s] != i || P->last[s] != i || (P->kind[s] & keep) ||
+                P->view_in[s] >= 0)
+                continue;
+            merge(P, s, v);
+            break;
+        }
+    }
+}
+
 /* Buffers, their lifetimes and kinds, the in-place updates. */
 static void analyse(planner *P)
 {
@@ -467,6 +516,7 @@ static void analyse(planner *P)
         try_in_place(P, IR_UPDATE(m, i));
     for (int i = 0; i < m->updates.n; i++)
         mark(P, IR_UPDATE(m, i)->v, K_KEEP);
+    kernel_in_place(P);
     /* last: a view's bucket takes no other merge afterwards */
     view_buckets(P);
 }
@@ -718,6 +768,20 @@ static void fuse_planned(void *arg)
             memset(&r->mp2, 0, sizeof r->mp2);
         } else {
             pass_fusion_free(&r->f2);
+            pass_memplan_free(&r->mp2);
+        }
+    }
+    /* a result over its kernel's dead register operand shortens a
+     * lifetime but pins a placement: best fit can end higher */
+    if (r->ok) {
+        r->f->no_register_reuse = true;
+        r->ok = pass_plan_memory_fused(m, r->f, &r->mp2, r->err);
+        if (r->ok && r->mp2.arena_bytes < r->mp->arena_bytes) {
+            pass_memplan_free(r->mp);
+            *r->mp = r->mp2;
+            memset(&r->mp2, 0, sizeof r->mp2);
+        } else {
+            r->f->no_register_reuse = false;
             pass_memplan_free(&r->mp2);
         }
     }

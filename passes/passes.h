@@ -211,7 +211,9 @@ bool pass_plan_memory_fused(const ir_module *m, const struct pass_fusion *f, pas
  * run by run in program order, each time against the plan without it
  * (the fusion's walk, which decides every other group, is done once:
  * pass_fuse_walk_new; each try only gathers the runs anew and plans the
- * memory). *f and *mp as pass_fuse and pass_plan_memory_fused make them (free both,
+ * memory); then results taking their kernel's dead register operands'
+ * buffers (memplan.c) are kept only where that does not raise the arena
+ * either (f->no_register_reuse). *f and *mp as pass_fuse and pass_plan_memory_fused make them (free both,
  * also after a failure; mp may be NULL when only the groups are wanted). */
 bool pass_fuse_planned(const ir_module *m, struct pass_fusion *f, pass_memplan *mp, su_buf *err);
 void pass_memplan_free(pass_memplan *mp);

@@ -341,6 +341,50 @@ static void test_stored_until_anchor(void)
     done(&r);
 }
 
+/* A group's result written over an operand the group keeps in
+ * registers, of its type, dying there: one buffer (the GPU never touches
+ * the operand's, the CPU reads each element before writing it). As a
+ * cross-entropy gradient scaled by the loss's: %e is %s's buffer. Not
+ * where the operand is stored (%t, read by the matmul), of another type
+ * (%c, a cast), or read after the op (%u, read again by %v). The results
+ * are read by a matmul, not outputs, which keep a buffer of their own. */
+static void test_internal_in_place(void)
+{
+    run r = plan("mesh dp = 1\npartitioned\n"
+                 "%x = input {name = \"x\"} : f32[16, 16] shard(_, _)\n"
+                 "%k = input {name = \"k\"} : i32[16] shard(_)\n"
+                 "%h = input {name = \"h\"} : f32[] shard()\n"
+                 "%s = cross_entropy_grad %x, %k : f32[16, 16] auto(_, _)\n"
+                 "%e = mul %s, %h : f32[16, 16] auto(_, _)\n"
+                 "%t = exp %x : f32[16, 16] auto(_, _)\n"
+                 "%m = matmul %t, %t : f32[16, 16] auto(_, _)\n"
+                 "%n = neg %t : f32[16, 16] auto(_, _)\n"
+                 "%a = exp %m : f32[16, 16] auto(_, _)\n"
+                 "%c = cast %a {dtype = f16} : f16[16, 16] auto(_, _)\n"
+                 "%u = exp %m : f32[16, 16] auto(_, _)\n"
+                 "%w = neg %u : f32[16, 16] auto(_, _)\n"
+                 "%v = mul %w, %u : f32[16, 16] auto(_, _)\n"
+                 "%pe = matmul %e, %v : f32[16, 16] auto(_, _)\n"
+                 "output \"pe\" = %pe\n"
+                 "output \"n\" = %n\n"
+                 "output \"c\" = %c\n");
+    const ir_value *sv = value(&r, "s"), *e = value(&r, "e"), *t = value(&r, "t");
+    const ir_value *n = value(&r, "n"), *a = value(&r, "a"), *c = value(&r, "c");
+    const ir_value *u = value(&r, "u"), *w = value(&r, "w"), *v = value(&r, "v");
+    CHECK(group_of(&r, "s") >= 0 && group_of(&r, "s") == group_of(&r, "e"));
+    CHECK(!r.f.stored[sv->id] && r.f.stored[e->id]);
+    CHECK_INT(r.fused.buf[e->id], r.fused.buf[sv->id]);
+    CHECK(r.plain.buf[e->id] != r.plain.buf[sv->id]); /* without kernels: not so */
+    CHECK(r.f.stored[t->id] && r.fused.buf[n->id] != r.fused.buf[t->id]);
+    CHECK(group_of(&r, "a") == group_of(&r, "c") && r.fused.buf[c->id] != r.fused.buf[a->id]);
+    CHECK(group_of(&r, "u") == group_of(&r, "v") && !r.f.stored[w->id]);
+    CHECK(r.fused.buf[w->id] != r.fused.buf[u->id]);
+    CHECK_INT(r.fused.buf[v->id], r.fused.buf[w->id]); /* %w dies at %v: shared */
+    CHECK_INT(simulate(r.m, NULL, &r.fused, "program order"), 0);
+    CHECK_INT(simulate(r.m, &r.f, &r.fused, "kernel order"), 0);
+    done(&r);
+}
+
 #define TRAIN_HEAD                                                             \
     "mesh dp = 1\npartitioned\n"                                               \
     "%x = input {name = \"x\"} : f32[64] shard(_)\n"                           \
@@ -594,6 +638,7 @@ static void check_example(const char *file, const char *mesh)
 
 int main(void)
 {
+    test_internal_in_place();
     if (setjmp(oom)) {
         fprintf(stderr, "test_memplan_kernels: out of memory\n");
         return 1;
