@@ -426,6 +426,10 @@ static void assemble(gen *G, cg_cuda_kernel *k, const char *body)
 static void gen_kernel(gen *G, cg_cuda_kernel *k)
 {
     const pass_fgroup *g = G->g;
+    if (g->kind == PASS_FUSE_ATTN_PAIR) {
+        cg_gen_attn_pair(G, k, g);
+        return;
+    }
     k->name = G->canon ? "K" : g->name;
     k->group = g->id;
     k->op = -1;

@@ -160,6 +160,8 @@ void cg_put_prelude(gen *G, su_buf *b);
 /* The kernel of op (cg_cuda_op_kernel), the i-th of the module, id its
  * number in the kernel's name. */
 void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id);
+/* The kernel of a pair group (passes/fuse.h: attn_dv and attn_dk). */
+void cg_gen_attn_pair(gen *G, cg_cuda_kernel *k, const pass_fgroup *g);
 /* The name of op's own kernel, numbered id: "k12_transpose". */
 const char *cg_op_kernel_name(su_arena *a, const ir_op *op, int id);
 

@@ -1047,8 +1047,12 @@ static void at_query_tile(gen *G, const ir_op *op, const at_geom *a, int pdy)
 }
 
 /* attn_dk (q, k, v, dy, st[, pos]) and attn_dv (q, k, dy, st[, pos]): a
- * group per key row (see above). */
-static void emit_attn_cols(gen *G, cg_cuda_kernel *k, const ir_op *op)
+ * group per key row (see above). With dv_too, op is attn_dk and the
+ * kernel also sums attn_dv's p dy into p<nin + 1> (the pair of
+ * passes/fuse.h): one pass over the query rows, each p computed once for
+ * both, with the same operations in the same order as each kernel alone,
+ * so each result has the bits it has alone. */
+static void emit_attn_cols(gen *G, cg_cuda_kernel *k, const ir_op *op, bool dv_too)
 {
     at_geom a = at_geom_of(op, 3, 0);
     const at_view *v = &a.v;
@@ -1083,6 +1087,8 @@ static void emit_attn_cols(gen *G, cg_cuda_kernel *k, const ir_op *op)
     if (dk)
         at_load_row(G, "v", "the value row", 2, "j", t, v->dv, a.ncv, group, v->dt);
     at_zero_row(G, acc, (dk ? a.nc : a.ncv) * 4, dk ? "sum ds q" : "sum p dy");
+    if (dv_too)
+        at_zero_row(G, "dv", a.ncv * 4, "sum p dy");
     if (op->a.causal && !v->pos && t == s)
         cg_line(G, "const i64 i1 = j1 / %d * %d; // the tile of key j1's first row", qt, qt);
     else if (op->a.causal && !v->pos)
@@ -1114,9 +1120,9 @@ static void emit_attn_cols(gen *G, cg_cuda_kernel *k, const ir_op *op)
     if (dk) {
         cg_line(G, "const float ds = p * (dp - ss[ii * 2 + 1]);");
         at_axpy(G, acc, "ds", &qs, group);
-    } else {
-        at_axpy(G, acc, "p", &ys, group);
     }
+    if (!dk || dv_too)
+        at_axpy(G, "dv", "p", &ys, group);
     G->indent--;
     cg_line(G, "}");
     G->indent--;
@@ -1125,18 +1131,23 @@ static void emit_attn_cols(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "}");
     at_store_row(G, out, "j", t, dk ? v->d : v->dv, dk ? a.nc : a.ncv, group, v->dt,
                  dk ? cg_fmt(G, "dk[c * 4 + e] * %s", scale) : "dv[c * 4 + e]");
+    if (dv_too)
+        at_store_row(G, cg_fmt(G, "p%d", op->nin + 1), "j", t, v->dv, a.ncv, group, v->dt,
+                     "dv[c * 4 + e]");
     G->indent--;
     cg_line(G, "}");
 }
 
-/* The signature: p0, p1, ... the operands (const) and the result. */
-static void op_signature(gen *G, const cg_cuda_kernel *k, const ir_op *op, su_buf *b)
+/* The signature: p0, p1, ... the operands (const) and the result, then
+ * extra, a second result (the pair's attn_dv), when not NULL. */
+static void op_signature(gen *G, const cg_cuda_kernel *k, const ir_op *op, const ir_value *extra,
+                         su_buf *b)
 {
     bool raw = op->code == IR_TRANSPOSE || op->code == IR_EMBEDDING || op->code == IR_NARROW ||
                op->code == IR_CONCAT;
     su_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d)\n%s(", k->block, k->name);
-    for (int i = 0; i <= op->nin; i++) {
-        const ir_value *v = i < op->nin ? op->in[i] : op->res[0];
+    for (int i = 0; i <= op->nin + (extra != NULL); i++) {
+        const ir_value *v = i < op->nin ? op->in[i] : i == op->nin ? op->res[0] : extra;
         bool id = v->type.dtype == IR_I32;
         const char *ty = id ? "int" : raw ? word(v->type.dtype) : cg_ctype(G, v->type.dtype);
         su_buf_printf(b, "%s%s%s *__restrict__ p%d", i ? ",\n    " : "\n    ",
@@ -1177,15 +1188,23 @@ static const char *op_launch_text(const cg_cuda_kernel *k, const ir_op *op)
     }
 }
 
-/* The header comment: the op, its operands, the launch. */
-static void op_header(gen *G, const cg_cuda_kernel *k, const ir_op *op, su_buf *b)
+/* The header comment: the op, its operands, the launch; with pair, the
+ * attn_dv op that op, attn_dk, also computes. */
+static void op_header(gen *G, const cg_cuda_kernel *k, const ir_op *op, const ir_op *pair,
+                      su_buf *b)
 {
-    su_buf_printf(b, "// %s: %s kernel of %s over ", k->name, cg_cuda_strategy_name(k->strategy),
-                  ir_ops[op->code].name);
+    su_buf_printf(b, "// %s: %s kernel of %s%s over ", k->name, cg_cuda_strategy_name(k->strategy),
+                  ir_ops[op->code].name, pair ? " and attn_dv" : "");
     cg_put_shape(b, &op->res[0]->type);
     su_buf_putc(b, '\n');
+    if (pair)
+        cg_put_op_line(G, b, pair);
     cg_put_op_line(G, b, op);
-    if (op->nin)
+    if (pair)
+        su_buf_printf(b, "// parameters: attn_dk's operands p0 .. p%d, its result p%d, attn_dv's "
+                         "result p%d\n",
+                      op->nin - 1, op->nin, op->nin + 1);
+    else if (op->nin)
         su_buf_printf(b, "// parameters: the operand%s p0%s, the result p%d\n",
                       op->nin > 1 ? "s" : "",
                       op->nin > 2 ? cg_fmt(G, " .. p%d", op->nin - 1) : op->nin > 1 ? ", p1" : "",
@@ -1195,10 +1214,29 @@ static void op_header(gen *G, const cg_cuda_kernel *k, const ir_op *op, su_buf *
     su_buf_printf(b, "// launch: grid (%lld, 1, 1), block (%d, 1, 1), %d bytes of dynamic shared "
                      "memory\n",
                   (long long)k->grid, k->block, k->shared_bytes);
-    su_buf_printf(b, "// %s\n", op_launch_text(k, op));
+    su_buf_printf(b, "// %s%s\n", op_launch_text(k, op), pair ? "; each p once for both sums" : "");
     if (op->code == IR_EMBEDDING || op->code == IR_EMBEDDING_GRAD)
         su_buf_puts(b, "// an id outside the table: its row NaN, and the lowest such index in "
                        "sh_error\n");
+}
+
+/* k's source: the header, the prelude, the signature and body (freed
+ * here); pair as op_header's. */
+static void op_source(gen *G, cg_cuda_kernel *k, const ir_op *op, const ir_op *pair, su_buf *body)
+{
+    su_buf b, sig;
+    su_buf_init_in(&b, G->arena);
+    su_buf_init_in(&sig, G->arena);
+    op_signature(G, k, op, pair ? pair->res[0] : NULL, &sig); /* first: it names the dtypes */
+    op_header(G, k, op, pair, &b);
+    cg_put_prelude(G, &b);
+    su_buf_puts(&b, sig.s);
+    su_buf_puts(&b, body->s ? body->s : "");
+    su_buf_puts(&b, "}\n");
+    k->source = su_strdup(G->arena, b.s);
+    su_buf_free(&sig);
+    su_buf_free(&b);
+    su_buf_free(body);
 }
 
 /* The kernel of op i, numbered id. */
@@ -1233,7 +1271,7 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     case IR_ATTN_STATS:
     case IR_ATTN_DQ: emit_attn_rows(G, k, op); break;
     case IR_ATTN_DK:
-    case IR_ATTN_DV: emit_attn_cols(G, k, op); break;
+    case IR_ATTN_DV: emit_attn_cols(G, k, op, false); break;
     default:
         if (cg_attention_tiled(op))
             emit_attention_tiled(G, k, op);
@@ -1242,19 +1280,35 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
         break;
     }
     G->at_heads = 0;
-    su_buf b, sig;
-    su_buf_init_in(&b, G->arena);
-    su_buf_init_in(&sig, G->arena);
-    op_signature(G, k, op, &sig); /* first: it names the dtypes it needs */
-    op_header(G, k, op, &b);
-    cg_put_prelude(G, &b);
-    su_buf_puts(&b, sig.s);
-    su_buf_puts(&b, body.s ? body.s : "");
-    su_buf_puts(&b, "}\n");
-    k->source = su_strdup(G->arena, b.s);
-    su_buf_free(&sig);
-    su_buf_free(&b);
-    su_buf_free(&body);
+    op_source(G, k, op, NULL, &body);
+}
+
+/* The kernel of pair group g (passes/fuse.h): attn_dv (its first op) and
+ * attn_dk (its anchor) of one attention, one pass over the query rows
+ * (emit_attn_cols): the parameters are attn_dk's operands p0 .., its
+ * result, then attn_dv's result. */
+void cg_gen_attn_pair(gen *G, cg_cuda_kernel *k, const pass_fgroup *g)
+{
+    const ir_op *dv = IR_OP(G->m, g->ops[0]), *op = IR_OP(G->m, g->anchor);
+    k->name = G->canon ? "K" : g->name;
+    k->group = g->id;
+    k->op = -1;
+    k->nparams = op->nin + 2;
+    k->params = su_alloc(G->arena, (size_t)(k->nparams + 1) * sizeof *k->params);
+    for (int j = 0; j < op->nin; j++)
+        k->params[j] = op->in[j];
+    k->params[op->nin] = op->res[0];
+    k->params[op->nin + 1] = dv->res[0];
+    su_buf body;
+    su_buf_init_in(&body, G->arena);
+    G->b = &body;
+    G->indent = 1;
+    G->at_heads = op->a.heads_inner ? op->in[0]->type.dim[op->in[0]->type.rank - 2] : 0;
+    if (!cg_attention_tiled(op))
+        su_unreachable(); /* fuse.c pairs only such ops */
+    emit_attn_cols(G, k, op, true);
+    G->at_heads = 0;
+    op_source(G, k, op, dv, &body);
 }
 
 const char *cg_op_kernel_name(su_arena *a, const ir_op *op, int id)

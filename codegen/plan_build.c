@@ -50,6 +50,7 @@
 
 typedef struct builder {
     const ir_module *m;  /* the stage being lowered */
+    const pass_fusion *f; /* its groups, while its kernels are made */
     int stage;
     su_arena *arena;
     const pass_memplan *mp;
@@ -493,6 +494,9 @@ static bool alone(const cg_cuda_kernel *k)
  * threads share them out and the stage's last compile is a short one. */
 static bool heavy(const builder *b, const cg_cuda_kernel *k)
 {
+    if (k->group >= 0) /* an attention pair (passes/fuse.h) */
+        return b->f && k->group < b->f->ngroups &&
+               b->f->groups[k->group].kind == PASS_FUSE_ATTN_PAIR;
     if (k->op < 0 || k->op >= b->m->ops.n)
         return false;
     ir_opcode code = IR_OP(b->m, k->op)->code;
@@ -814,6 +818,7 @@ static bool add_matmul_kernel(builder *b, const pass_fgroup *g)
 static bool stage_kernels(builder *b, const pass_fusion *f)
 {
     cg_cuda *c = &b->cuda;
+    b->f = f;
     bool ok = cg_cuda_generate_known(b->m, f, c, &b->msg, key_made, b);
     if (!ok)
         fail(b, "kernels of stage %d: %s", b->stage, b->msg.s ? b->msg.s : "?");

@@ -25,11 +25,12 @@
  * (v's width split so that gp is partial and reduced, say) keeps
  * autodiff's form, which computes the same values. */
 #include "passes.h"
+#include "fuse.h"
 
 #include <math.h>
 #include <string.h>
 
-enum { AT_MAX_WIDTH = 1024 };
+enum { AT_MAX_WIDTH = PASS_ATTN_MAX_WIDTH };
 
 typedef struct ag {
     ir_module *m;

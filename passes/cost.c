@@ -23,6 +23,26 @@ static ir_type logical(const ir_op *op, int i)
                                                                       : *t;
 }
 
+/* An attention backward op's (query, key) pairs over every head, and its
+ * widths d (q's) and dv (dy's). */
+static void attn_back_dims(const ir_op *op, double *pairs, double *d, double *dv)
+{
+    ir_type lq = logical(op, 0), lk = logical(op, 1);
+    const ir_type *q = &lq, *k = &lk;
+    double s = (double)q->dim[q->rank - 2];
+    *d = (double)q->dim[q->rank - 1];
+    double heads = (double)ir_type_numel(&op->in[0]->type) / (s * *d);
+    *pairs = heads * s * (double)k->dim[k->rank - 2];
+    *dv = (double)op->in[op->code == IR_ATTN_DV ? 2 : 3]->type.dim[q->rank - 1];
+}
+
+double pass_attn_pair_flops(const ir_op *dk)
+{
+    double pairs, d, dv;
+    attn_back_dims(dk, &pairs, &d, &dv);
+    return pairs * (4 * d + 4 * dv + 7); /* attn_dk's, and p dy: each p once */
+}
+
 double pass_op_flops(const ir_op *op)
 {
     const ir_type *r = &op->res[0]->type;
@@ -45,13 +65,10 @@ double pass_op_flops(const ir_op *op)
         return 2 * out * (double)q->dim[q->rank - 1] + 5 * out;
     }
     case IR_ATTN_STATS: case IR_ATTN_DQ: case IR_ATTN_DK: case IR_ATTN_DV: {
-        ir_type lq = logical(op, 0), lk = logical(op, 1);
-        const ir_type *q = &lq, *k = &lk;
-        double s = (double)q->dim[q->rank - 2], d = (double)q->dim[q->rank - 1];
-        double heads = in0 / (s * d), st = s * (double)k->dim[k->rank - 2];
-        double dv = (double)op->in[op->code == IR_ATTN_DV ? 2 : 3]->type.dim[q->rank - 1];
+        double pairs, d, dv;
+        attn_back_dims(op, &pairs, &d, &dv);
         bool two = op->code == IR_ATTN_STATS || op->code == IR_ATTN_DV;
-        return heads * st * (two ? 2 * (d + dv) + 5 : 4 * d + 2 * dv + 7);
+        return pairs * (two ? 2 * (d + dv) + 5 : 4 * d + 2 * dv + 7);
     }
     case IR_SOFTMAX: case IR_RMSNORM: case IR_XENT: case IR_XENT_GRAD: return 5 * in0;
     case IR_EMBEDDING_GRAD: return (double)ir_type_numel(&op->in[1]->type);

@@ -25,6 +25,7 @@
  * that nothing reads now go. Heads wider than AT_MAX_WIDTH keep theirs
  * (the CUDA backend's tiled kernels take no wider). */
 #include "passes.h"
+#include "fuse.h"
 
 #include <string.h>
 
@@ -44,7 +45,7 @@ static bool swaps_last_two(const ir_op *t)
     return true;
 }
 
-enum { AT_MAX_WIDTH = 1024 };
+enum { AT_MAX_WIDTH = PASS_ATTN_MAX_WIDTH };
 
 /* Whether t swaps dims -3 and -2 of its float operand (rank >= 3) and
  * keeps the others in place. */

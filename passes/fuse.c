@@ -761,6 +761,53 @@ static void matmul_group(walker *w, int i)
         w->f->group_of[chain[j]] = k;
 }
 
+/* Whether attn_dk op dk and attn_dv op dv are of one attention: the same
+ * q, k, dy, statistics and positions, flags, phase and repetition, and
+ * heads the tiled kernels take. */
+static bool pair_of(const ir_op *dk, const ir_op *dv)
+{
+    if (dk->nin != dv->nin + 1 || dk->a.causal != dv->a.causal ||
+        dk->a.heads_inner != dv->a.heads_inner || dk->phase != dv->phase || dk->rep != dv->rep ||
+        dk->res[0]->type.dtype != dv->res[0]->type.dtype)
+        return false;
+    if (dk->in[0] != dv->in[0] || dk->in[1] != dv->in[1] || dk->in[3] != dv->in[2] ||
+        dk->in[4] != dv->in[3] || (dk->nin == 6 && dk->in[5] != dv->in[4]))
+        return false;
+    const ir_type *q = &dk->in[0]->type, *dy = &dk->in[3]->type;
+    return q->rank >= 2 && q->dim[q->rank - 1] <= PASS_ATTN_MAX_WIDTH &&
+           dy->dim[dy->rank - 1] <= PASS_ATTN_MAX_WIDTH;
+}
+
+/* attn_dk op i with the attn_dv of its attention before it as one
+ * attention pair group (fuse.h). */
+static void attn_pair(walker *w, int i)
+{
+    const ir_op *dk = IR_OP(w->m, i);
+    if (dk->code != IR_ATTN_DK || dk->nres != 1 || w->f->group_of[i] >= 0)
+        return;
+    int lo = i - PASS_FUSE_HOLD < 0 ? 0 : i - PASS_FUSE_HOLD;
+    for (int j = i - 1; j >= lo; j--) {
+        const ir_op *dv = IR_OP(w->m, j);
+        if (dv->code != IR_ATTN_DV || dv->nres != 1 || w->f->group_of[j] >= 0 || !pair_of(dk, dv))
+            continue;
+        if (w->ncomm[i] != w->ncomm[j + 1])
+            return; /* a collective, send or recv between */
+        for (int x = j + 1; x < i; x++) { /* the kernel writes dv's result at i */
+            const ir_op *op = IR_OP(w->m, x);
+            for (int k = 0; k < op->nin; k++)
+                if (op->in[k] == dv->res[0])
+                    return;
+        }
+        int k = new_group(w, dk, F_EW, i);
+        w->g[k].kind = PASS_FUSE_ATTN_PAIR;
+        w->g[k].reduce = i;
+        w->g[k].sealed = true; /* nothing else joins it */
+        w->f->group_of[j] = k;
+        w->f->group_of[i] = k;
+        return;
+    }
+}
+
 bool pass_fuse(const ir_module *m, pass_fusion *f, su_buf *err)
 {
     return pass_fuse_ex(m, 0, f, err);
@@ -800,6 +847,8 @@ bool pass_fuse_walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err)
         return false;
     for (int i = 0; i < m->ops.n; i++)
         matmul_group(w, i);
+    for (int i = 0; i < m->ops.n; i++)
+        attn_pair(w, i);
     for (int i = 0; i < m->ops.n; i++)
         place(w, i);
     renumber(w);
@@ -888,7 +937,8 @@ void pass_fusion_free(pass_fusion *f)
 
 pass_fuse_role pass_fuse_op_role(const pass_fgroup *g, int op_index)
 {
-    if (g->kind == PASS_FUSE_ELEMENTWISE || op_index == g->reduce)
+    if (g->kind == PASS_FUSE_ELEMENTWISE || g->kind == PASS_FUSE_ATTN_PAIR ||
+        op_index == g->reduce)
         return PASS_FUSE_MAIN;
     return op_index < g->reduce ? PASS_FUSE_PROLOGUE : PASS_FUSE_EPILOGUE;
 }
@@ -972,6 +1022,10 @@ static void put_group_comment(const ir_module *m, const pass_fgroup *g, const ch
     } else if (g->kind == PASS_FUSE_ELEMENTWISE) {
         su_buf_puts(b, "elementwise over ");
         put_shape(b, &IR_OP(m, g->anchor)->res[0]->type);
+    } else if (g->kind == PASS_FUSE_ATTN_PAIR) {
+        su_buf_puts(b, "attn_dv and attn_dk over ");
+        put_shape(b, &IR_OP(m, g->anchor)->res[0]->type);
+        su_buf_puts(b, ", each p once for both");
     } else {
         const ir_op *r = IR_OP(m, g->reduce);
         const ir_type *t = &r->in[0]->type;

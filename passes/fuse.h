@@ -30,8 +30,18 @@
  *                C is generated for it: the plan's matmul kernel record
  *                carries the epilogue (runtime/plan/plan.h).
  *
+ *   attention pair  attn_dv and attn_dk of one attention (attn_grad.c's:
+ *                the same q, k, dy, statistics and positions, heads at
+ *                most PASS_ATTN_MAX_WIDTH wide), attn_dv before attn_dk
+ *                with no collective, send or recv between, at most
+ *                PASS_FUSE_HOLD ops apart, and nothing between reading
+ *                attn_dv's result: one kernel over the key rows computes
+ *                both, each score and probability once for the two sums
+ *                (codegen/cuda_ops.c); `reduce` is attn_dk's index.
+ *
  * Attention, embedding, transpose, reshape, slices, buckets, collectives,
- * sources and matmuls with nothing to fold are never in a group. A value of a group that
+ * sources and matmuls with nothing to fold are never in a group (but for
+ * the attention pair). A value of a group that
  * an op outside it, an output or an update reads (or that nothing reads)
  * is stored; any other lives in registers only.
  *
@@ -92,7 +102,18 @@
 
 #include "../ir/ir.h"
 
-typedef enum { PASS_FUSE_ELEMENTWISE, PASS_FUSE_REDUCE, PASS_FUSE_MATMUL } pass_fuse_kind;
+typedef enum {
+    PASS_FUSE_ELEMENTWISE,
+    PASS_FUSE_REDUCE,
+    PASS_FUSE_MATMUL,
+    PASS_FUSE_ATTN_PAIR,
+} pass_fuse_kind;
+
+/* The widest attention head the CUDA backend's tiled kernels take
+ * (codegen/cuda_ops.c, cg_attention_tiled: 8 chunks of 4 columns for
+ * each of 32 threads); the passes that make ops only those kernels run
+ * (fold.c, attn_grad.c) and the attention pair check it. */
+#define PASS_ATTN_MAX_WIDTH 1024
 
 /* A matmul group's epilogue, bits. */
 enum {
@@ -117,7 +138,8 @@ typedef struct pass_fgroup {
     int nops;
     int *ops;               /* op indices of the module, in program order */
     int reduce;             /* REDUCE: the op index of the reduction; MATMUL: of
-                             * the matmul (the first op); -1 */
+                             * the matmul (the first op); ATTN_PAIR: of
+                             * attn_dk (the anchor); -1 */
     unsigned epilogue;      /* MATMUL: PASS_EPI_* bits */
     const ir_value *bias;   /* MATMUL with PASS_EPI_BIAS: the bias; else NULL */
     const ir_value *residual; /* MATMUL with PASS_EPI_RESIDUAL: the residual */

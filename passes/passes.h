@@ -244,6 +244,9 @@ void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp,
 /* Local FLOPs of one op of a partitioned module (counting rules in
  * cost.c). */
 double pass_op_flops(const ir_op *op);
+/* The FLOPs of an attention pair's kernel (fuse.h) of attn_dk op dk:
+ * attn_dk's and attn_dv's but for attn_dv's scores, which it shares. */
+double pass_attn_pair_flops(const ir_op *dk);
 /* Bytes one rank sends in a collective of code over `ranks` ranks, as
  * nccl-tests counts them (0 for anything but a collective). */
 double pass_comm_bytes(ir_opcode code, const ir_type *in, const ir_type *out, int64_t ranks);

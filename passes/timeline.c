@@ -200,6 +200,8 @@ static void group_work(const ir_module *m, const pass_fgroup *g, double *flops, 
     *flops = *bytes = 0;
     for (int i = 0; i < g->nops; i++)
         *flops += pass_op_flops(IR_OP(m, g->ops[i]));
+    if (g->kind == PASS_FUSE_ATTN_PAIR)
+        *flops = pass_attn_pair_flops(IR_OP(m, g->reduce));
     for (int i = 0; i < g->nin; i++)
         *bytes += value_bytes(g->in[i]);
     for (int i = 0; i < g->nout; i++)
@@ -212,7 +214,9 @@ static double group_time(const pass_hw *hw, const ir_module *m, const pass_fgrou
 {
     double flops, bytes;
     group_work(m, g, &flops, &bytes);
-    const ir_op *main = g->kind == PASS_FUSE_MATMUL ? IR_OP(m, g->reduce) : NULL;
+    const ir_op *main = g->kind == PASS_FUSE_MATMUL || g->kind == PASS_FUSE_ATTN_PAIR
+                            ? IR_OP(m, g->reduce)
+                            : NULL; /* the class of cuBLASLt's or attention's kernels */
     return kernel_time(hw, main, flops, bytes);
 }
 

@@ -102,6 +102,8 @@ static const char *const kind_name[NKINDS] = {"elementwise", "multi-tensor", "co
                                               "single block", "attention"};
 static int ran[2][NKINDS];   /* [cooperative][kind] */
 static int op_ran[RT_NOPS];  /* kernels run, by the ops of their instructions */
+static int pairs_ran;        /* attention pairs run (passes/fuse.h): attn_dv and
+                              * attn_dk in one kernel */
 static double worst[NKINDS]; /* the largest error as a fraction of its tolerance, by kind */
 
 /* ---- the plan and its kernels' sources ---- */
@@ -697,8 +699,14 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
             nran++;
             *coop += co[i];
             ran[co[i]][kind]++;
-            for (int j = 0; j < kn->ninstr; j++)
-                op_ran[p->stage[st].instr[kn->instr[j]].op]++;
+            int dv = 0, dk = 0;
+            for (int j = 0; j < kn->ninstr; j++) {
+                int op = p->stage[st].instr[kn->instr[j]].op;
+                op_ran[op]++;
+                dv += op == RT_OP_ATTN_DV;
+                dk += op == RT_OP_ATTN_DK;
+            }
+            pairs_ran += dv && dk;
         }
         if (lib)
             dlclose(lib);
@@ -908,6 +916,8 @@ int main(void)
     printf("\n");
     CHECK(ran[0][K_MULTI] >= 5);
     CHECK(coop >= 140); /* 158 when written */
+    printf("attention pairs (attn_dv and attn_dk in one kernel): %d\n", pairs_ran);
+    CHECK(pairs_ran >= 3);
     /* the ops whose kernels cooperate, each run at least once */
     static const int need[] = {RT_OP_ATTENTION, RT_OP_ATTN_PROBS, RT_OP_ATTN_STATS,
                                RT_OP_ATTN_DQ, RT_OP_ATTN_DK, RT_OP_ATTN_DV, RT_OP_SOFTMAX,
