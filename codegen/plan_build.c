@@ -41,12 +41,10 @@
 
 #include "runtime/plan/plan.h"
 
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 typedef struct builder {
     const ir_module *m;  /* the stage being lowered */
@@ -373,11 +371,6 @@ typedef struct nv_job {
     bool oom;           /* it ran out of memory */
 } nv_job;
 
-typedef struct nv_pool {
-    nv_job **job;       /* in the order the threads take them */
-    int n, next;
-    pthread_mutex_t mu;
-} nv_pool;
 
 typedef struct nv_call {
     nv_job *j;
@@ -406,17 +399,10 @@ static void nv_run_job(nv_job *j)
     su_buf_free(&err);
 }
 
-static void *nv_worker(void *arg)
+/* su_parallel_for's item i: the i-th job of the order. */
+static void nv_item(void *ctx, int i)
 {
-    nv_pool *p = arg;
-    for (;;) {
-        pthread_mutex_lock(&p->mu);
-        int i = p->next++;
-        pthread_mutex_unlock(&p->mu);
-        if (i >= p->n)
-            return NULL;
-        nv_run_job(p->job[i]);
-    }
+    nv_run_job(((nv_job **)ctx)[i]);
 }
 
 static void free_jobs(builder *b)
@@ -603,9 +589,8 @@ static bool compile_stage(builder *b, const cg_cuda *c)
         return true;
     for (int i = 0; i < b->njobs; i++)
         job_source(b, &b->job[i]);
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int nt = cpus < 1 ? 1 : cpus > NV_THREADS ? NV_THREADS : (int)cpus;
-    nt = nt > b->njobs ? b->njobs : nt;
+    int nt = su_processors();
+    nt = nt > NV_THREADS ? NV_THREADS : nt;
     /* the heavy programs first (module_of takes the results in the
      * kernels' order, so the plan is the same in any order) */
     nv_job **order = su_alloc(b->arena, (size_t)b->njobs * sizeof *order);
@@ -614,21 +599,7 @@ static bool compile_stage(builder *b, const cg_cuda *c)
         for (int i = 0; i < b->njobs; i++)
             if (heavy(b, b->job[i].k[0]) == (pass == 0))
                 order[no++] = &b->job[i];
-    nv_pool pool = {.job = order, .n = b->njobs};
-    pthread_t tid[NV_THREADS];
-    bool started[NV_THREADS] = {false};
-    if (pthread_mutex_init(&pool.mu, NULL) != 0) {
-        for (int i = 0; i < b->njobs; i++)
-            nv_run_job(&b->job[i]);
-        return true;
-    }
-    for (int t = 1; t < nt; t++)
-        started[t] = pthread_create(&tid[t], NULL, nv_worker, &pool) == 0;
-    nv_worker(&pool);
-    for (int t = 1; t < nt; t++)
-        if (started[t])
-            pthread_join(tid[t], NULL);
-    pthread_mutex_destroy(&pool.mu);
+    su_parallel_for(b->njobs, nt, nv_item, order);
     return true;
 }
 

@@ -5,10 +5,8 @@
 
 #include "fuse.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static const char *const names[PASS_COUNT] = {
     [PASS_AUTODIFF] = "autodiff",
@@ -220,12 +218,6 @@ typedef struct fuse_job {
     bool ok, oom;
 } fuse_job;
 
-typedef struct fuse_pool {
-    fuse_job *job;
-    int n, next;
-    pthread_mutex_t mu;
-} fuse_pool;
-
 typedef struct fuse_call {
     fuse_job *j;
     su_buf *err;
@@ -252,17 +244,10 @@ static void fuse_job_run(fuse_job *j)
     su_buf_free(&err);
 }
 
-static void *fuse_worker(void *arg)
+/* su_parallel_for's item i: stage i's job. */
+static void fuse_item(void *ctx, int i)
 {
-    fuse_pool *p = arg;
-    for (;;) {
-        pthread_mutex_lock(&p->mu);
-        int i = p->next++;
-        pthread_mutex_unlock(&p->mu);
-        if (i >= p->n)
-            return NULL;
-        fuse_job_run(&p->job[i]);
-    }
+    fuse_job_run(&((fuse_job *)ctx)[i]);
 }
 
 /* The groups as the plan runs them: each run of optimizer groups kept as
@@ -272,45 +257,33 @@ static pass_status fuse(run *u)
     int n;
     ir_module *const *st = pass_result_stages(u->r, &n);
     per_stage(u, n);
-    long cpus = n > 1 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
-    int nt = cpus < 1 ? 1 : cpus > FUSE_THREADS ? FUSE_THREADS : (int)cpus;
-    nt = nt > n ? n : nt;
-    fuse_pool pool = {.n = n};
-    if (nt <= 1 || pthread_mutex_init(&pool.mu, NULL) != 0) {
+    int nt = n > 1 ? su_processors() : 1;
+    nt = nt > FUSE_THREADS ? FUSE_THREADS : nt;
+    if (nt <= 1) {
         for (int s = 0; s < n; s++)
             if (!pass_fuse_planned(st[s], &u->r->fusion[s], NULL, u->err))
                 return PASS_ERR_INTERNAL;
         u->r->fused = true; /* memplan reads the groups */
         return PASS_OK;
     }
-    pool.job = calloc((size_t)n, sizeof *pool.job);
-    if (!pool.job) {
-        pthread_mutex_destroy(&pool.mu);
+    fuse_job *job = calloc((size_t)n, sizeof *job);
+    if (!job)
         su_oom(u->err->oom);
-    }
     for (int s = 0; s < n; s++)
-        pool.job[s] = (fuse_job){.m = st[s], .f = &u->r->fusion[s]};
-    pthread_t tid[FUSE_THREADS];
-    bool started[FUSE_THREADS] = {false};
-    for (int t = 1; t < nt; t++) /* a thread that cannot start leaves its share to the others */
-        started[t] = pthread_create(&tid[t], NULL, fuse_worker, &pool) == 0;
-    fuse_worker(&pool);
-    for (int t = 1; t < nt; t++)
-        if (started[t])
-            pthread_join(tid[t], NULL);
-    pthread_mutex_destroy(&pool.mu);
+        job[s] = (fuse_job){.m = st[s], .f = &u->r->fusion[s]};
+    su_parallel_for(n, nt, fuse_item, job);
     int bad = -1;
     bool oom = false;
     for (int s = 0; s < n && bad < 0; s++)
-        if (!pool.job[s].ok) {
+        if (!job[s].ok) {
             bad = s;
-            oom = pool.job[s].oom;
+            oom = job[s].oom;
         }
     if (bad >= 0 && !oom)
-        su_buf_puts(u->err, pool.job[bad].msg ? pool.job[bad].msg : "out of memory");
+        su_buf_puts(u->err, job[bad].msg ? job[bad].msg : "out of memory");
     for (int s = 0; s < n; s++)
-        free(pool.job[s].msg);
-    free(pool.job);
+        free(job[s].msg);
+    free(job);
     if (oom)
         su_oom(u->err->oom); /* as when the stage is fused on this thread */
     if (bad >= 0)

@@ -239,6 +239,20 @@ int su_edit_distance(const char *a, const char *b, int limit);
  * "w"). NULL when none is. */
 const char *su_nearest(const char *name, const char *const *cand, int n);
 
+/* ---- threads (parallel.c) ---- */
+
+#define SU_MAX_THREADS 64
+
+/* The processors online, from 1 to SU_MAX_THREADS. */
+int su_processors(void);
+/* Runs fn(ctx, i) for every i in [0, n) on up to `threads` threads (at
+ * most SU_MAX_THREADS), the caller's among them, each taking the next i;
+ * a thread that cannot start leaves its share to the others. With one
+ * thread, or no mutex, the items run in order on the caller's thread. fn
+ * must be safe to run at once for different i, and keeps what it has to
+ * say in ctx (an allocation failure included: no jump may leave fn). */
+void su_parallel_for(int n, int threads, void (*fn)(void *ctx, int i), void *ctx);
+
 /* ---- checksums (crc32.c) ---- */
 
 /* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of n bytes, continuing

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -325,8 +326,57 @@ static void test_status(void)
     CHECK_STR(su_kind_name(SU_GPU), "GPU");
 }
 
+/* su_parallel_for: every item once, whatever the thread count; with one
+ * thread, in order on the caller's thread. */
+typedef struct par_ctx {
+    int n;
+    int *count;     /* per item: times run */
+    int *order;     /* per item: its place in the run (one thread) */
+    int next;
+    pthread_t caller;
+    bool elsewhere; /* an item ran on another thread */
+} par_ctx;
+
+static void par_item(void *ctx, int i)
+{
+    par_ctx *c = ctx;
+    __atomic_add_fetch(&c->count[i], 1, __ATOMIC_RELAXED);
+    c->order[i] = __atomic_fetch_add(&c->next, 1, __ATOMIC_RELAXED);
+    volatile double x = 0; /* long enough for the threads to share the items */
+    for (int k = 0; k < 100000; k++)
+        x += k;
+    if (!pthread_equal(pthread_self(), c->caller))
+        __atomic_store_n(&c->elsewhere, true, __ATOMIC_RELAXED);
+}
+
+static void test_parallel_for(void)
+{
+    CHECK(su_processors() >= 1 && su_processors() <= SU_MAX_THREADS);
+    const int threads[] = {1, 2, 4, 1000};
+    for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
+        enum { N = 300 };
+        int count[N] = {0}, order[N] = {0};
+        par_ctx c = {.n = N, .count = count, .order = order, .caller = pthread_self()};
+        su_parallel_for(N, threads[t], par_item, &c);
+        bool once = true, in_order = true;
+        for (int i = 0; i < N; i++) {
+            once &= count[i] == 1;
+            in_order &= order[i] == i;
+        }
+        CHECK(once);
+        if (threads[t] == 1)
+            CHECK(in_order && !c.elsewhere);
+        else
+            CHECK(c.elsewhere); /* another thread took a share */
+    }
+    par_ctx none = {.caller = pthread_self()};
+    su_parallel_for(0, 4, par_item, &none); /* no item: fn never runs */
+    CHECK_INT(none.next, 0);
+}
+
 int main(void)
 {
+    test_parallel_for();
     test_status();
     test_arena();
     test_buf_and_vec();

@@ -1,0 +1,53 @@
+/* parallel.c: a loop over independent items on a few threads
+ * (support.h). */
+#include "support.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+typedef struct par {
+    void (*fn)(void *ctx, int i);
+    void *ctx;
+    int n, next;
+    pthread_mutex_t mu;
+} par;
+
+static void *par_worker(void *arg)
+{
+    par *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        int i = p->next++;
+        pthread_mutex_unlock(&p->mu);
+        if (i >= p->n)
+            return NULL;
+        p->fn(p->ctx, i);
+    }
+}
+
+int su_processors(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > SU_MAX_THREADS ? SU_MAX_THREADS : (int)n;
+}
+
+void su_parallel_for(int n, int threads, void (*fn)(void *ctx, int i), void *ctx)
+{
+    int nt = threads < 1 ? 1 : threads > SU_MAX_THREADS ? SU_MAX_THREADS : threads;
+    nt = nt > n ? n : nt;
+    par p = {.fn = fn, .ctx = ctx, .n = n};
+    if (nt <= 1 || pthread_mutex_init(&p.mu, NULL) != 0) {
+        for (int i = 0; i < n; i++)
+            fn(ctx, i);
+        return;
+    }
+    pthread_t tid[SU_MAX_THREADS];
+    bool started[SU_MAX_THREADS] = {false};
+    for (int t = 1; t < nt; t++) /* a thread that cannot start leaves its share to the others */
+        started[t] = pthread_create(&tid[t], NULL, par_worker, &p) == 0;
+    par_worker(&p);
+    for (int t = 1; t < nt; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+    pthread_mutex_destroy(&p.mu);
+}
