@@ -147,8 +147,8 @@ void bc_report(FILE *f, const bc_machine *m, const bc_result *r, int nr);
  *   the peak is the tensor cores' for an f16 or bf16 matmul;
  * - attention_eff: the attention kernels (forward, probabilities and the
  *   backward's), their FLOPs as the estimate counts them (bc_attention_flops)
- *   over the peak the estimate gives them (tensor cores for a 16-bit
- *   attention or attn_probs), by time.
+ *   over the peak the estimate gives them (f32's: shardc's attention
+ *   kernels compute in f32 FMAs), by time.
  * A class with no launch keeps 0 (not measured); every fraction is held
  * to (0, 1]. */
 typedef struct bc_calibration {
@@ -166,8 +166,10 @@ typedef struct bc_peaks {
 
 /* The FLOPs of kernel k's attention instruction (attention, attn_probs,
  * attn_stats, attn_dq, attn_dk, attn_dv) as passes/cost.c counts the op,
- * and in *tensor_cores whether the estimate gives it the tensor cores'
- * peak; 0 when k runs none. */
+ * or of an attention pair's two (attn_dv then attn_dk: as
+ * pass_attn_pair_flops counts them), and in *tensor_cores whether the
+ * estimate gives it the tensor cores' peak (never, today); 0 when k runs
+ * none. */
 double bc_attention_flops(const rt_plan *p, const rt_kernel *k, bool *tensor_cores);
 /* The efficiencies of the measured launches of r[nr]. */
 void bc_calibrate(const bc_result *r, int nr, const bc_peaks *pk, bc_calibration *c);

@@ -514,6 +514,17 @@ double bc_attention_flops(const rt_plan *p, const rt_kernel *k, bool *tensor_cor
 {
     const rt_program *g = &p->stage[k->stage];
     *tensor_cores = false;
+    /* an attention pair (passes/fuse.h): attn_dv's scores are attn_dk's,
+     * so the kernel does attn_dk's work and p dy: 2 dv a pair of rows */
+    if (k->ninstr == 2 && g->instr[k->instr[0]].op == RT_OP_ATTN_DV &&
+        g->instr[k->instr[1]].op == RT_OP_ATTN_DK) {
+        const rt_instr *dv = &g->instr[k->instr[0]], *dk = &g->instr[k->instr[1]];
+        rt_type q = logical(dv, 0);
+        int r = q.rank;
+        double d = (double)q.dim[r - 1], w = (double)dv->in_t[2].dim[r - 1];
+        double pairs = attention_flops(dv) / (2 * (d + w) + 5);
+        return attention_flops(dk) + pairs * 2 * w;
+    }
     for (int i = 0; i < k->ninstr; i++) {
         const rt_instr *in = &g->instr[k->instr[i]];
         double f = attention_flops(in);

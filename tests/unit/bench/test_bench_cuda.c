@@ -430,6 +430,26 @@ static void test_calibrate(void)
     double attn = 2.0 * 128 * 128 * (2 * (64 + 64) + 5); /* heads x S x T x (2 (d + dv) + 5) */
     bool tc = true;
     CHECK(near(bc_attention_flops(&p, &k, &tc), attn) && !tc); /* f32 FMAs, bf16 or not */
+    {
+        /* an attention pair, attn_dv then attn_dk, d 64 and dv 32: attn_dk's
+         * FLOPs and p dy, heads x S x T x (4 d + 4 dv + 7), as shardc counts
+         * it (passes/cost.c, pass_attn_pair_flops) */
+        rt_instr bw[2];
+        memset(bw, 0, sizeof bw);
+        rt_type q = {.dtype = RT_BF16, .rank = 4, .dim = {1, 2, 128, 64}};
+        rt_type y = {.dtype = RT_BF16, .rank = 4, .dim = {1, 2, 128, 32}};
+        rt_type st = {.dtype = RT_F32, .rank = 4, .dim = {1, 2, 128, 2}};
+        bw[0] = (rt_instr){.op = RT_OP_ATTN_DV, .nin = 4, .in_t = {q, q, y, st}, .out_t = y};
+        bw[1] = (rt_instr){.op = RT_OP_ATTN_DK, .nin = 5, .in_t = {q, q, y, y, st}, .out_t = q};
+        int32_t pinstr[2] = {0, 1};
+        rt_kernel pk2 = {.name = (char *)"attn_dv_attn_dk", .ninstr = 2, .instr = pinstr};
+        rt_program pg = {.ninstr = 2, .instr = bw};
+        rt_plan pp = {.nstages = 1, .stage = &pg, .nkernels = 1, .kernel = &pk2};
+        CHECK(near(bc_attention_flops(&pp, &pk2, &tc), 2.0 * 128 * 128 * (4 * 64 + 4 * 32 + 7)));
+        int32_t one[1] = {0}; /* attn_dv alone: its own FLOPs */
+        rt_kernel dvk = {.name = (char *)"attn_dv", .ninstr = 1, .instr = one};
+        CHECK(near(bc_attention_flops(&pp, &dvk, &tc), 2.0 * 128 * 128 * (2 * (64 + 32) + 5)));
+    }
 #define US(work, eff) (1e6 * (4e-6 + (work) / (eff)))
     bc_item it[] = {
         /* memory-bound: 2 x 1 GB at 0.5, 2 GB at 0.25: 4 GB in 12 GB's time at the peak */
