@@ -251,7 +251,10 @@ class Checker:
             print(msg, flush=True)
 
     def compile(self, model, mesh, out, extra=()):
-        cmd = [self.shardc, model, "--mesh", mesh, "--arch", "none", "-o", out, *extra]
+        # DIFF_ARCH (default none): the plans' kernels; the CPU backend runs
+        # such a plan's instructions, in the memory the kernels' plan gives them
+        arch = os.environ.get("DIFF_ARCH") or "none"
+        cmd = [self.shardc, model, "--mesh", mesh, "--arch", arch, "-o", out, *extra]
         for d in self.defines:
             cmd += ["-D", d]
         p = run(cmd, COMPILE_TIMEOUT_S, f"shardc --mesh {mesh}")
