@@ -279,9 +279,10 @@ static int cg_helper_index(unsigned bit)
 
 void cg_put_prelude(gen *G, su_buf *b)
 {
-    if (G->f16)
+    /* a dtype stored, or only rounded to (a cast through bf16 in registers) */
+    if (G->f16 || (G->helpers & H_F16))
         su_buf_puts(b, "#include <cuda_fp16.h>\n");
-    if (G->bf16)
+    if (G->bf16 || (G->helpers & H_BF16))
         su_buf_puts(b, "#include <cuda_bf16.h>\n");
     su_buf_puts(b, "\ntypedef long long i64;\n");
     for (size_t i = 0; i < sizeof helper_order / sizeof helper_order[0]; i++)
