@@ -798,8 +798,10 @@ static bool stage_kernels(builder *b, const pass_fusion *f)
     for (int i = 0; ok && i < c->nkernels; i++) {
         const cg_cuda_kernel *k = &c->k[i];
         const pass_fgroup *g = k->group >= 0 ? &f->groups[k->group] : NULL;
-        ok = g ? add_kernel(b, k, g->nin, g->ops, g->nops)
-               : add_kernel(b, k, k->nparams - 1, &k->op, 1);
+        /* a pair's inputs are attn_dk's operands, one each even where
+         * they are one value (attention(x, x, x)), then its two results */
+        int nin = !g ? k->nparams - 1 : g->kind == PASS_FUSE_ATTN_PAIR ? k->nparams - 2 : g->nin;
+        ok = g ? add_kernel(b, k, nin, g->ops, g->nops) : add_kernel(b, k, nin, &k->op, 1);
     }
     for (int i = 0; ok && i < f->ngroups; i++)
         if (f->groups[i].kind == PASS_FUSE_MATMUL)
