@@ -780,12 +780,22 @@ static const ir_update *param_update_of(const pl *L, const ir_value *v)
  * the last stage: every stage that holds a param receives its value from
  * the param's home at the start of the step (exchange), so each reads
  * this step's value. */
+static int value_stage(pl *L, st *S, const ir_value *v);
+
 static int output_stage(pl *L, st *S, const ir_output *o)
 {
-    const ir_value *v = o->v;
-    const ir_update *u = param_update_of(L, v);
+    const ir_update *u = param_update_of(L, o->v);
     if (u)
         return param_home(L, S, u);
+    return value_stage(L, S, o->v);
+}
+
+/* Where a value that is not a param's new value is read, as an output
+ * is (output_stage): the training loss too, so that a loss the program
+ * outputs is one value on one stage, not recomputed on the last under
+ * a second name (the plan writer's "train.loss"). */
+static int value_stage(pl *L, st *S, const ir_value *v)
+{
     int s = home(L, v);
     if (s >= 0)
         return s;
@@ -816,8 +826,8 @@ static bool outputs(pl *L, st *S)
         ir_add_output(S[s].dst, o->name, v, o->loc);
     }
     if (m->train.loss) {
-        int s = home(L, m->train.loss);
-        S[s < 0 ? L->P - 1 : s].dst->train.loss = get(&S[s < 0 ? L->P - 1 : s], m->train.loss, 0);
+        int s = value_stage(L, S, m->train.loss);
+        S[s].dst->train.loss = get(&S[s], m->train.loss, 0);
     }
     return true;
 }
