@@ -385,6 +385,15 @@ shardc_status shardc_options_set_archs(shardc_options *opt, const char *list, ch
     return SHARDC_OK;
 }
 
+/* The oldest of --arch's targets (sm_NN as NN), 0 for the defaults. */
+static int oldest_arch(const shardc_options *opt)
+{
+    int old = 0;
+    for (int i = 0; i < opt->narchs; i++)
+        old = old == 0 || opt->arch[i] < old ? opt->arch[i] : old;
+    return old;
+}
+
 shardc_status shardc_options_set_cache_dir(shardc_options *opt, const char *dir, char **error)
 {
     char *copy = dir && *dir ? strdup(dir) : NULL;
@@ -607,6 +616,7 @@ static void passes(void *arg)
     }
     p->no_reasons = opt->no_reasons;
     pass_options po = {.bucket_bytes = opt->bucket_bytes, .kernels = wants_kernels(opt),
+                       .min_arch = oldest_arch(opt),
                        .no_reasons = opt->no_reasons,
                        .only = opt->only_passes, .print_after = opt->print_after,
                        .stop_after = opt->stop_after, .print = opt->printer,

@@ -147,7 +147,8 @@ void bc_report(FILE *f, const bc_machine *m, const bc_result *r, int nr);
  *   the peak is the tensor cores' for an f16 or bf16 matmul;
  * - attention_eff: the attention kernels (forward, probabilities and the
  *   backward's), their FLOPs as the estimate counts them (bc_attention_flops)
- *   over the peak the estimate gives them (f32's: shardc's attention
+ *   over the peak the estimate gives them (the tensor cores' for a 16-bit
+ *   forward the WMMA kernel takes, else f32's: the other attention
  *   kernels compute in f32 FMAs), by time.
  * A class with no launch keeps 0 (not measured); every fraction is held
  * to (0, 1]. */
@@ -168,8 +169,8 @@ typedef struct bc_peaks {
  * attn_stats, attn_dq, attn_dk, attn_dv) as passes/cost.c counts the op,
  * or of an attention pair's two (attn_dv then attn_dk: as
  * pass_attn_pair_flops counts them), and in *tensor_cores whether the
- * estimate gives it the tensor cores' peak (never, today); 0 when k runs
- * none. */
+ * estimate gives it the tensor cores' peak (an f16 or bf16 forward that
+ * passes/fuse.h's pass_attn_tensor_cores takes); 0 when k runs none. */
 double bc_attention_flops(const rt_plan *p, const rt_kernel *k, bool *tensor_cores);
 /* The efficiencies of the measured launches of r[nr]. */
 void bc_calibrate(const bc_result *r, int nr, const bc_peaks *pk, bc_calibration *c);

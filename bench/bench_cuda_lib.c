@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "support/support.h"
+#include "passes/fuse.h" /* PASS_ATTN_TC_WIDTH */
 
 int64_t bc_kernel_bytes(const rt_kernel *k)
 {
@@ -510,6 +511,24 @@ static double attention_flops(const rt_instr *in)
     }
 }
 
+/* pass_attn_tensor_cores on a plan's attention instruction (attention or
+ * an op of its backward): q, k, v (attn_dv: dy) and dy of one 16-bit
+ * dtype, the result too but for attn_stats', d and dv multiples of 16 up
+ * to PASS_ATTN_TC_WIDTH. */
+static bool tc_attention(const rt_instr *in)
+{
+    int rows = rt_attn_layout_operands(in->op), dt = in->in_t[0].dtype, r = in->in_t[0].rank;
+    if (rows == 0 || (dt != RT_BF16 && dt != RT_F16) || in->nin < rows || r < 2 ||
+        (in->op != RT_OP_ATTN_STATS && in->out_t.dtype != dt))
+        return false;
+    for (int i = 0; i < rows; i++)
+        if (in->in_t[i].dtype != dt)
+            return false;
+    int64_t d = in->in_t[0].dim[r - 1], dv = in->in_t[2].dim[r - 1];
+    return d > 0 && dv > 0 && d % 16 == 0 && dv % 16 == 0 && d <= PASS_ATTN_TC_WIDTH &&
+           dv <= PASS_ATTN_TC_WIDTH;
+}
+
 double bc_attention_flops(const rt_plan *p, const rt_kernel *k, bool *tensor_cores)
 {
     const rt_program *g = &p->stage[k->stage];
@@ -523,6 +542,7 @@ double bc_attention_flops(const rt_plan *p, const rt_kernel *k, bool *tensor_cor
         int r = q.rank;
         double d = (double)q.dim[r - 1], w = (double)dv->in_t[2].dim[r - 1];
         double pairs = attention_flops(dv) / (2 * (d + w) + 5);
+        *tensor_cores = tc_attention(dk);
         return attention_flops(dk) + pairs * 2 * w;
     }
     for (int i = 0; i < k->ninstr; i++) {
@@ -530,8 +550,9 @@ double bc_attention_flops(const rt_plan *p, const rt_kernel *k, bool *tensor_cor
         double f = attention_flops(in);
         if (f > 0) {
             /* shardc's attention kernels compute in f32 FMAs, whatever
-             * the dtype (codegen/README.md): none is on tensor cores */
-            *tensor_cores = false;
+             * the dtype (codegen/README.md), but for the 16-bit ones that
+             * passes/fuse.h's pass_attn_tensor_cores puts on tensor cores */
+            *tensor_cores = tc_attention(in);
             return f;
         }
     }

@@ -284,6 +284,8 @@ void cg_put_prelude(gen *G, su_buf *b)
         su_buf_puts(b, "#include <cuda_fp16.h>\n");
     if (G->bf16 || (G->helpers & H_BF16))
         su_buf_puts(b, "#include <cuda_bf16.h>\n");
+    if (G->wmma)
+        su_buf_puts(b, "#include <mma.h>\n");
     su_buf_puts(b, "\ntypedef long long i64;\n");
     for (size_t i = 0; i < sizeof helper_order / sizeof helper_order[0]; i++)
         if (G->helpers & helper_order[i])

@@ -79,6 +79,7 @@ typedef struct gen {
     unsigned helpers;
     bool f16, bf16;             /* the kernel touches these dtypes */
     bool canon;                 /* names by order of first use: the key */
+    bool wmma;                  /* the kernel uses nvcuda::wmma (mma.h) */
     int64_t at_heads;           /* attention kernels: the heads H of operands that
                                  * hold them inner ([.., S, H, d]), else 0 */
 } gen;
@@ -162,6 +163,9 @@ void cg_put_prelude(gen *G, su_buf *b);
 void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id);
 /* The kernel of a pair group (passes/fuse.h: attn_dv and attn_dk). */
 void cg_gen_attn_pair(gen *G, cg_cuda_kernel *k, const pass_fgroup *g);
+/* Whether attention op's kernel is the tensor-core one (the fusion's
+ * oldest architecture has them). */
+bool cg_attention_wmma(const gen *G, const ir_op *op);
 /* The name of op's own kernel, numbered id: "k12_transpose". */
 const char *cg_op_kernel_name(su_arena *a, const ir_op *op, int id);
 

@@ -860,6 +860,389 @@ static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "}");
 }
 
+/* ---- attention on tensor cores ----
+ *
+ * attention (q, k, v[, pos]) and its backward (attn_stats, attn_dq,
+ * attn_dk, attn_dv and their pair) of f16 or bf16 whose head widths are
+ * multiples of 16 up to 128 (pass_attn_tensor_cores), on a GPU that has
+ * WMMA for the dtype (pass_attn_tc_arch): flash style as the CUDA-core
+ * kernels, with every product a WMMA 16 x 16 x 16 tile with f32
+ * accumulators (the products of two 16-bit values are exact in f32). A
+ * block is 4 warps, each owning 16 rows (query rows: attention,
+ * attn_stats, attn_dq; key rows: attn_dk, attn_dv), the last query rows'
+ * blocks first; the other side's rows come through shared tiles of 16-bit
+ * values (zeros past the rows), 16 bytes a thread where the operands are
+ * 16-byte aligned. The kernels use only what the WMMA API specifies:
+ * fragments are loaded, stored, filled and multiplied, and an
+ * accumulator's elements are touched only through a like fragment that
+ * holds each element's row (loaded from a matrix of row numbers), so
+ * nothing rests on how elements map to lanes.
+ * - A warp's own rows (staged through its scratch) stay in fragments.
+ * - The scores of a tile (q k^T, or k q^T by key rows) and dp (dy v^T,
+ *   v dy^T) go into f32 fragments and through the warp's scratch, where
+ *   two lanes a row read them and apply the mask and the softmax as the
+ *   CUDA-core kernels do (the same NaN rules, online max and sums; a pair
+ *   the mask hides takes no part in a statistic).
+ * - A matrix of weights for a second product (p for p v and p^T dy, ds
+ *   for ds k and ds^T q) is written back as two 16-bit matrices, hi = the
+ *   weight rounded to the dtype and lo = the rest rounded, and both are
+ *   multiplied: the weights keep about 16 bits, where the dtype alone
+ *   would keep 8 or 11. A hidden pair's weight is 0, but its 0 times a
+ *   NaN or infinity of the other operand is NaN on tensor cores, where
+ *   the CUDA-core kernels leave the pair out.
+ * - Sums stay in fragments, rescaled (the forward's online softmax) or
+ *   scaled at the end, and are written through the scratch, each element
+ *   rounded once to the dtype. */
+enum { TC_WARPS = 4, TC_ROWS = 16 * TC_WARPS, TC_KT = 64, TC_PAD = 8, TC_OUT_LD = 20 };
+
+bool cg_attention_wmma(const gen *G, const ir_op *op)
+{
+    int oldest = G->f && G->f->min_arch > 0 ? G->f->min_arch : 80;
+    return pass_attn_tensor_cores(op) && oldest >= pass_attn_tc_arch(op) &&
+           cg_attention_tiled(op);
+}
+
+/* Copies rows [base, base + rows) of operand pin (n rows of width w per
+ * head, w a multiple of 8) into the shared 16-bit matrix dst (leading
+ * dimension ld), zeros past n, by the threads from t0 in steps of step. */
+static void tc_stage(gen *G, const char *dst, int ld, int rows, const char *base, int pin,
+                     int64_t n, int64_t w, const char *t0, int step, ir_dtype dt)
+{
+    long long c8 = (long long)(w / 8);
+    cg_line(G, "if (al) {");
+    cg_line(G, "    for (int x = %s; x < %lld; x += %d) {", t0, rows * c8, step);
+    cg_line(G, "        const int rr = x / %lld, c = x %% %lld * 8;", c8, c8);
+    cg_line(G, "        const i64 row = %s + rr;", base);
+    cg_line(G, "        uint4 val = make_uint4(0u, 0u, 0u, 0u);");
+    cg_line(G, "        if (row < %lld)", (long long)n);
+    cg_line(G, "            val = *(const uint4 *)(p%d + %s + c);", pin, at_row(G, n, "row", w));
+    cg_line(G, "        *(uint4 *)(%s + rr * %d + c) = val;", dst, ld);
+    cg_line(G, "    }");
+    cg_line(G, "} else {");
+    cg_line(G, "    for (int x = %s; x < %lld; x += %d) {", t0, rows * (long long)w, step);
+    cg_line(G, "        const int rr = x / %lld, c = x %% %lld;", (long long)w, (long long)w);
+    cg_line(G, "        const i64 row = %s + rr;", base);
+    cg_line(G, "        %s[rr * %d + c] = row < %lld ? p%d[%s + c] : %s;", dst, ld, (long long)n,
+            pin, at_row(G, n, "row", w), cg_store_conv(G, dt, "0.0f"));
+    cg_line(G, "    }");
+    cg_line(G, "}");
+}
+
+/* The largest tile of rows (64, else 32, else 16) whose shared bytes,
+ * fixed + tile rows x per_row + 4 warps x a scratch of regions
+ * (tc_region) and at least least bytes, fit AT_SHARED, rounded up to 128
+ * bytes; its scratch and bytes. */
+typedef struct tc_geom {
+    int kt;
+    int64_t ws, bytes;
+} tc_geom;
+
+static tc_geom tc_geom_of(int64_t per_row, int64_t fixed, int64_t least, int regions)
+{
+    tc_geom a = {.kt = TC_KT};
+    for (;;) {
+        /* a region: scores or dp [16][kt + 4] f32, or weights hi and lo [16][kt + 8] */
+        int64_t f32 = 16 * (a.kt + 4) * 4, w16 = 2 * 16 * (a.kt + TC_PAD) * 2;
+        a.ws = regions * (f32 > w16 ? f32 : w16);
+        a.ws = a.ws > least ? a.ws : least;
+        a.ws = a.ws > 16 * TC_OUT_LD * 4 ? a.ws : 16 * TC_OUT_LD * 4;
+        a.bytes = (a.kt * per_row + TC_WARPS * a.ws + fixed + 127) / 128 * 128;
+        if (a.bytes <= AT_SHARED || a.kt <= 16)
+            return a;
+        a.kt /= 2;
+    }
+}
+
+/* The bytes of a scratch region (tc_geom_of's) for tiles of kt. */
+static int64_t tc_region(int kt)
+{
+    int64_t f32 = 16 * (kt + 4) * 4, w16 = 2 * 16 * (kt + TC_PAD) * 2;
+    return f32 > w16 ? f32 : w16;
+}
+
+/* k's geometry (4 warps a block, a block for each of total units of
+ * work, grid-stride, a's shared bytes) and the declarations every WMMA
+ * kernel starts with: the fragment types, the shared memory (bytes),
+ * warp, lane, r (the lane's row of the warp's 16) and g (which half of a
+ * tile's columns it takes), al (whether the operands p0 .. p<nal - 1> are
+ * 16-byte aligned), and rowof, the row of each element of an accumulator
+ * (from rid, 256 floats at byte rid_at). */
+static void tc_prologue(gen *G, cg_cuda_kernel *k, int64_t total, const tc_geom *a,
+                        const char *T, int nal, int64_t rid_at)
+{
+    G->wmma = true;
+    k->strategy = CG_CUDA_ROW;
+    k->vec = 1;
+    k->block = 32 * TC_WARPS;
+    k->grid = cg_grid_for(total, 1);
+    k->shared_bytes = (int)a->bytes;
+    cg_line(G, "using namespace nvcuda;");
+    cg_line(G, "typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc_t;");
+    cg_line(G, "typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, %s, wmma::row_major> a_t;", T);
+    cg_line(G, "typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, %s, wmma::row_major> b_t;", T);
+    cg_line(G, "typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, %s, wmma::col_major> bt_t; // "
+               "a row-major matrix read transposed", T);
+    cg_line(G, "extern __shared__ __align__(128) float sm[]; // WMMA's pointers: 32-byte aligned");
+    cg_line(G, "unsigned char *const smb = (unsigned char *)sm;");
+    cg_line(G, "const int warp = threadIdx.x / 32, lane = threadIdx.x %% 32;");
+    cg_line(G, "const int r = lane >> 1, g = lane & 1; // the lane's row of the warp's 16, and "
+               "half of a tile's columns");
+    su_buf al;
+    su_buf_init_in(&al, G->arena);
+    for (int i = 0; i < nal; i++)
+        su_buf_printf(&al, "%s(unsigned long long)p%d", i ? " | " : "", i);
+    cg_line(G, "const bool al = (%s) %% 16 == 0; // 16 bytes a thread", al.s);
+    su_buf_free(&al);
+    cg_line(G, "float *const rid = (float *)(smb + %lld); // [16][16]: each element's row",
+            (long long)rid_at);
+    cg_line(G, "for (int x = threadIdx.x; x < 256; x += blockDim.x)");
+    cg_line(G, "    rid[x] = (float)(x / 16);");
+    cg_line(G, "__syncthreads();");
+    cg_line(G, "acc_t rowof; // element e of an accumulator is in row rowof.x[e]");
+    cg_line(G, "wmma::load_matrix_sync(rowof, rid, 16, wmma::mem_row_major);");
+}
+
+/* n fragments named frag[], zero. */
+static void tc_zero(gen *G, const char *frag, int64_t n, const char *what)
+{
+    cg_line(G, "acc_t %s[%lld]; // %s, 16 columns a fragment", frag, (long long)n, what);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int f = 0; f < %lld; f++)", (long long)n);
+    cg_line(G, "    wmma::fill_fragment(%s[f], 0.0f);", frag);
+}
+
+/* The warp's 16 rows from row0 of operand pin (n rows of width w a head)
+ * as w / 16 fragments frag[] (matrix_a), staged through stage (leading
+ * dimension w + TC_PAD). */
+static void tc_own_rows(gen *G, const char *frag, const char *stage, const char *row0, int pin,
+                        int64_t n, int64_t w, ir_dtype dt)
+{
+    int ld = (int)w + TC_PAD;
+    tc_stage(G, stage, ld, 16, row0, pin, n, w, "lane", 32, dt);
+    cg_line(G, "__syncwarp();");
+    cg_line(G, "a_t %s[%lld];", frag, (long long)(w / 16));
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int c = 0; c < %lld; c++)", (long long)(w / 16));
+    cg_line(G, "    wmma::load_matrix_sync(%s[c], %s + c * 16, %d);", frag, stage, ld);
+    cg_line(G, "__syncwarp(); // the stage is read");
+}
+
+/* dst [16][ld] f32 = own[] (16 rows of width w, fragments) times the
+ * transpose of the shared tile tile ([cols][w + TC_PAD]): a score or dp of
+ * each of the warp's rows and the tile's cols rows. */
+static void tc_products(gen *G, const char *dst, int ld, const char *own, const char *tile, int cols,
+                        int64_t w)
+{
+    int ldt = (int)w + TC_PAD;
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int n = 0; n < %d; n++) {", cols / 16);
+    G->indent++;
+    cg_line(G, "acc_t sf;");
+    cg_line(G, "wmma::fill_fragment(sf, 0.0f);");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int c = 0; c < %lld; c++) {", (long long)(w / 16));
+    cg_line(G, "    bt_t b;");
+    cg_line(G, "    wmma::load_matrix_sync(b, %s + n * %d + c * 16, %d);", tile, 16 * ldt, ldt);
+    cg_line(G, "    wmma::mma_sync(sf, %s[c], b, sf);", own);
+    cg_line(G, "}");
+    cg_line(G, "wmma::store_matrix_sync(%s + n * 16, sf, %d, wmma::mem_row_major);", dst, ld);
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* The lane's weight x (an f32 expression) of column c of its row into the
+ * 16-bit matrices hi and lo ([16][ld]): hi = x rounded, lo = x - hi
+ * rounded. */
+static void tc_put_weight(gen *G, const char *hi, const char *lo, int ld, const char *x,
+                          ir_dtype dt)
+{
+    cg_line(G, "{");
+    cg_line(G, "    const float w = %s, wh = %s;", x, cg_round_to(G, dt, "w"));
+    cg_line(G, "    %s[r * %d + c] = %s;", hi, ld, cg_store_conv(G, dt, "wh"));
+    cg_line(G, "    %s[r * %d + c] = %s;", lo, ld, cg_store_conv(G, dt, cg_round_to(G, dt, "w - wh")));
+    cg_line(G, "}");
+}
+
+/* sum[] (fragments over w columns) += (hi + lo) times the shared tile
+ * tile ([cols][w + TC_PAD]): the weights [16][ld] of the warp's rows and
+ * the tile's cols rows. */
+static void tc_weighted(gen *G, const char *sum, const char *hi, const char *lo, int ld,
+                        const char *tile, int cols, int64_t w)
+{
+    int ldt = (int)w + TC_PAD;
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int c = 0; c < %d; c++) {", cols / 16);
+    G->indent++;
+    cg_line(G, "a_t wh, wl;");
+    cg_line(G, "wmma::load_matrix_sync(wh, %s + c * 16, %d);", hi, ld);
+    cg_line(G, "wmma::load_matrix_sync(wl, %s + c * 16, %d);", lo, ld);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int f = 0; f < %lld; f++) {", (long long)(w / 16));
+    cg_line(G, "    b_t b;");
+    cg_line(G, "    wmma::load_matrix_sync(b, %s + c * %d + f * 16, %d);", tile, 16 * ldt, ldt);
+    cg_line(G, "    wmma::mma_sync(%s[f], wh, b, %s[f]);", sum, sum);
+    cg_line(G, "    wmma::mma_sync(%s[f], wl, b, %s[f]);", sum, sum);
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* Writes sum[] (fragments over w columns), each element times factor (an
+ * f32 expression that may read row, the element's row of the warp's 16),
+ * to rows row0 .. of out (n rows of width w a head), rounded once to dt,
+ * through stage ([16][TC_OUT_LD] f32). */
+static void tc_write(gen *G, const char *sum, const char *factor, const char *stage,
+                     const char *out, const char *row0, int64_t n, int64_t w, ir_dtype dt)
+{
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int f = 0; f < %lld; f++) {", (long long)(w / 16));
+    G->indent++;
+    if (factor && strstr(factor, "row")) {
+        cg_line(G, "for (int e = 0; e < %s[f].num_elements; e++) {", sum);
+        cg_line(G, "    const int row = (int)rowof.x[e];");
+        cg_line(G, "    %s[f].x[e] *= %s;", sum, factor);
+        cg_line(G, "}");
+    } else if (factor) {
+        cg_line(G, "for (int e = 0; e < %s[f].num_elements; e++)", sum);
+        cg_line(G, "    %s[f].x[e] *= %s;", sum, factor);
+    }
+    cg_line(G, "wmma::store_matrix_sync(%s, %s[f], %d, wmma::mem_row_major);", stage, sum,
+            TC_OUT_LD);
+    cg_line(G, "__syncwarp();");
+    cg_line(G, "for (int x = lane; x < 256; x += 32) {");
+    cg_line(G, "    const i64 row = %s + x / 16;", row0);
+    cg_line(G, "    if (row < %lld)", (long long)n);
+    cg_line(G, "        %s[%s + f * 16 + x %% 16] = %s;", out, at_row(G, n, "row", w),
+            cg_store_conv(G, dt, cg_round_to(G, dt, cg_fmt(G, "%s[x / 16 * %d + x %% 16]", stage,
+                                                              TC_OUT_LD))));
+    cg_line(G, "}");
+    cg_line(G, "__syncwarp(); // the stage is read");
+    G->indent--;
+    cg_line(G, "}");
+}
+
+
+/* The loop over a block's 64 query rows of a head (the last rows' blocks
+ * first), opened: h, q0 (the warp's first row), i (the lane's row), live,
+ * end (of the keys it sees) and kend (the block's). */
+static void tc_query_head(gen *G, const ir_op *op, const at_view *v, int64_t total)
+{
+    int64_t nqb = (v->s + TC_ROWS - 1) / TC_ROWS;
+    cg_line(G, "for (i64 bi = blockIdx.x; bi < %lld; bi += gridDim.x) {", (long long)total);
+    G->indent++;
+    cg_line(G, "const i64 h = bi / %lld, q0 = (%lld - bi %% %lld) * %d + warp * 16; // head, the "
+               "warp's first row",
+            (long long)nqb, (long long)(nqb - 1), (long long)nqb, TC_ROWS);
+    cg_line(G, "const i64 i = q0 + r;");
+    cg_line(G, "const bool live = i < %lld;", (long long)v->s);
+    cg_line(G, "const i64 end = live ? %s : 0;", at_end(G, op, v));
+    at_block_end(G);
+}
+
+/* The shared tiles ks and vs of kt keys (rows of ldk and ldv 16-bit
+ * values), from the shared memory's start. */
+static void tc_key_decls(gen *G, const char *T, int kt, int ldk, int ldv)
+{
+    cg_line(G, "%s *const ks = (%s *)smb; // [%d keys][%d]: k's tile", T, T, kt, ldk);
+    cg_line(G, "%s *const vs = (%s *)(smb + %lld); // [%d keys][%d]: v's tile", T, T,
+            (long long)kt * ldk * 2, kt, ldv);
+}
+
+/* The shared tiles ks and vs: kt keys from j0 of k (p1) and v (p2). */
+static void tc_key_tiles(gen *G, const at_view *v, int kt)
+{
+    cg_line(G, "__syncthreads(); // the last tiles are read");
+    tc_stage(G, "ks", (int)v->d + TC_PAD, kt, "j0", 1, v->t, v->d, "threadIdx.x", 32 * TC_WARPS,
+             v->dt);
+    tc_stage(G, "vs", (int)v->dv + TC_PAD, kt, "j0", 2, v->t, v->dv, "threadIdx.x",
+             32 * TC_WARPS, v->dt);
+    cg_line(G, "__syncthreads();");
+}
+
+static void emit_attention_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    at_view v = at_view_of(op);
+    int64_t s = v.s, d = v.d, heads = v.heads, dv = v.dv;
+    ir_dtype dt = v.dt;
+    const char *T = cg_ctype(G, dt);
+    int ldk = (int)d + TC_PAD, ldv = (int)dv + TC_PAD;
+    tc_geom a = tc_geom_of((ldk + ldv) * 2, (TC_ROWS + 256 + 4) * 4, 16 * ldk * 2, 1);
+    int kt = a.kt, ldp = kt + TC_PAD, lds = kt + 4, half = kt / 2;
+    int64_t nqb = (s + TC_ROWS - 1) / TC_ROWS, total = heads * nqb;
+    int64_t o_vs = (int64_t)kt * ldk * 2, o_ws = o_vs + (int64_t)kt * ldv * 2,
+            o_al = o_ws + TC_WARPS * a.ws;
+    tc_prologue(G, k, total, &a, T, 3, o_al + TC_ROWS * 4);
+    tc_key_decls(G, T, kt, ldk, ldv);
+    cg_line(G, "// the warp's scratch: its q rows [16][%d], the scores [16][%d] f32, p's hi "
+               "and lo [16][%d] each, or a result tile [16][%d] f32",
+            ldk, lds, ldp, TC_OUT_LD);
+    cg_line(G, "unsigned char *const wsb = smb + %lld + warp * %lld;", (long long)o_ws,
+            (long long)a.ws);
+    cg_line(G, "%s *const stg = (%s *)wsb; // the warp's own rows on their way in", T, T);
+    cg_line(G, "float *const ss = (float *)wsb;");
+    cg_line(G, "%s *const phi = (%s *)wsb, *const plo = (%s *)(wsb + %d);", T, T, T,
+            16 * ldp * 2);
+    cg_line(G, "float *const alpha = (float *)(smb + %lld) + warp * 16; // a row's factor",
+            (long long)o_al);
+    cg_line(G, "int *const bend = (int *)(smb + %lld); // the block's last key + 1",
+            (long long)(o_al + (TC_ROWS + 256) * 4));
+    tc_query_head(G, op, &v, total);
+    tc_own_rows(G, "qf", "stg", "q0", 0, s, d, dt);
+    tc_zero(G, "of", dv / 16, "the unnormalised result");
+    cg_line(G, "float m = __int_as_float(0xff800000), l = 0.0f; // the row's running max, the "
+               "lane's sum");
+    cg_line(G, "for (i64 j0 = 0; j0 < kend; j0 += %d) {", kt);
+    G->indent++;
+    tc_key_tiles(G, &v, kt);
+    tc_products(G, "ss", lds, "qf", "ks", kt, d);
+    cg_line(G, "__syncwarp();");
+    cg_line(G, "float sc[%d], tmax = __int_as_float(0xff800000);", half);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int jj = 0; jj < %d; jj++) {", half);
+    cg_line(G, "    const int c = g * %d + jj;", half);
+    cg_line(G, "    sc[jj] = j0 + c < end ? ss[r * %d + c] * %s : __int_as_float(0xff800000);", lds,
+            cg_f32_text(G, v.scale));
+    cg_line(G, "    tmax = sc[jj] > tmax || sc[jj] != sc[jj] ? sc[jj] : tmax; // NaN wins");
+    cg_line(G, "}");
+    cg_line(G, "const float other = __shfl_xor_sync(0xffffffffu, tmax, 1); // the row's other half");
+    cg_line(G, "tmax = other > tmax || other != other ? other : tmax;");
+    cg_line(G, "__syncwarp(); // the scores are read: p goes over them");
+    cg_line(G, "const float mn = tmax > m || tmax != tmax ? tmax : m;");
+    cg_line(G, "float fac = 1.0f;");
+    cg_line(G, "if (mn != __int_as_float(0xff800000)) { // else no key seen yet");
+    cg_line(G, "    fac = expf(m - mn); // 0 while m is -inf");
+    cg_line(G, "    l *= fac;");
+    cg_line(G, "    m = mn;");
+    cg_line(G, "}");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int jj = 0; jj < %d; jj++) {", half);
+    G->indent++;
+    cg_line(G, "const int c = g * %d + jj;", half);
+    cg_line(G, "const float p = m != __int_as_float(0xff800000) ? expf(sc[jj] - m) : 0.0f;");
+    cg_line(G, "l += p;");
+    tc_put_weight(G, "phi", "plo", ldp, "p", dt);
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "if (g == 0)");
+    cg_line(G, "    alpha[r] = fac;");
+    cg_line(G, "__syncwarp();");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int f = 0; f < %lld; f++)", (long long)(dv / 16));
+    cg_line(G, "    for (int e = 0; e < of[f].num_elements; e++)");
+    cg_line(G, "        of[f].x[e] *= alpha[(int)rowof.x[e]];");
+    tc_weighted(G, "of", "phi", "plo", ldp, "vs", kt, dv);
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "l += __shfl_xor_sync(0xffffffffu, l, 1); // the row's two halves");
+    cg_line(G, "__syncwarp(); // the last p is read");
+    cg_line(G, "if (g == 0)");
+    cg_line(G, "    alpha[r] = l > 0.0f ? 1.0f / l : 0.0f; // a row that sees no key is 0");
+    cg_line(G, "__syncwarp();");
+    tc_write(G, "of", "alpha[row]", "ss", cg_fmt(G, "p%d", op->nin), "q0", s, dv, dt);
+    G->indent--;
+    cg_line(G, "}");
+}
+
 /* attention's backward (ops.def: attn_stats, attn_dq, attn_dk, attn_dv),
  * flash style in the forward's layout: a row of width d or dv is a group
  * of threads (at_group of the wider) holding float4 chunks c * group + g
@@ -1026,6 +1409,54 @@ static void emit_attn_rows(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "}");
 }
 
+/* The lse and delta of query rows [i0, i0 + qt) (operand p<pdy + 1>)
+ * into the shared st[qt][2], and the end of the keys each sees into
+ * es[qt]. */
+static void at_tile_stats(gen *G, const ir_op *op, const at_view *v, int pdy, int qt,
+                          const char *st)
+{
+    long long s = (long long)v->s;
+    cg_line(G, "for (int ii = threadIdx.x; ii < %d; ii += blockDim.x) {", qt);
+    G->indent++;
+    cg_line(G, "const i64 i = i0 + ii;");
+    cg_line(G, "const bool row = i < %lld;", s);
+    cg_line(G, "%s[ii * 2] = row ? p%d[(h * %lld + i) * 2] : 0.0f;", st, pdy + 1, s);
+    cg_line(G, "%s[ii * 2 + 1] = row ? p%d[(h * %lld + i) * 2 + 1] : 0.0f;", st, pdy + 1, s);
+    cg_line(G, "es[ii] = row ? (int)%s : 0;", at_end(G, op, v));
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* The loop over tiles of qt query rows from i0 for a block of keys from
+ * j1, opened: causal without the query positions, from the tile of j1's
+ * first row (see above). */
+static void at_tiles_open(gen *G, const ir_op *op, const at_view *v, int qt)
+{
+    int64_t s = v->s, t = v->t;
+    if (op->a.causal && !v->pos && t == s)
+        cg_line(G, "const i64 i1 = j1 / %d * %d; // the tile of key j1's first row", qt, qt);
+    else if (op->a.causal && !v->pos)
+        cg_line(G, "const i64 i1 = max(j1 %c %lld, (i64)0) / %d * %d; // the tile of key j1's "
+                   "first row", t > s ? '-' : '+', (long long)(t > s ? t - s : s - t), qt, qt);
+    else
+        cg_line(G, "const i64 i1 = 0;");
+    cg_line(G, "for (i64 i0 = i1; i0 < %lld; i0 += %d) {", (long long)s, qt);
+    G->indent++;
+}
+
+/* With the query positions, the tile is skipped where none of its rows
+ * sees key j1 (es read by every thread of the block alike). */
+static void at_tile_skip(gen *G, const at_view *v, int qt)
+{
+    if (!v->pos)
+        return;
+    cg_line(G, "bool seen = false; // whether a row of the tile sees key j1");
+    cg_line(G, "for (int ii = 0; ii < %d; ii++)", qt);
+    cg_line(G, "    seen |= es[ii] > j1;");
+    cg_line(G, "if (!seen)");
+    cg_line(G, "    continue; // in every thread of the block: they read the same es");
+}
+
 /* attn_dk and attn_dv's query tile: rows [i0, i0 + qt) of q and dy, and
  * their lse, delta and end of the keys they see. */
 static void at_query_tile(gen *G, const ir_op *op, const at_geom *a, int pdy)
@@ -1034,16 +1465,7 @@ static void at_query_tile(gen *G, const ir_op *op, const at_geom *a, int pdy)
     int64_t s = v->s;
     at_load_tile(G, "qs", 0, 'i', s, v->d, a->dpad, a->kt, v->dt);
     at_load_tile(G, "ys", pdy, 'i', s, v->dv, a->dvpad, a->kt, v->dt);
-    cg_line(G, "for (int ii = threadIdx.x; ii < %d; ii += blockDim.x) {", a->kt);
-    G->indent++;
-    cg_line(G, "const i64 i = i0 + ii;");
-    cg_line(G, "const bool row = i < %lld;", (long long)s);
-    cg_line(G, "ss[ii * 2] = row ? p%d[(h * %lld + i) * 2] : 0.0f;", pdy + 1, (long long)s);
-    cg_line(G, "ss[ii * 2 + 1] = row ? p%d[(h * %lld + i) * 2 + 1] : 0.0f;", pdy + 1,
-            (long long)s);
-    cg_line(G, "es[ii] = row ? (int)%s : 0;", at_end(G, op, v));
-    G->indent--;
-    cg_line(G, "}");
+    at_tile_stats(G, op, v, pdy, a->kt, "ss");
 }
 
 /* attn_dk (q, k, v, dy, st[, pos]) and attn_dv (q, k, dy, st[, pos]): a
@@ -1058,7 +1480,7 @@ static void emit_attn_cols(gen *G, cg_cuda_kernel *k, const ir_op *op, bool dv_t
     const at_view *v = &a.v;
     bool dk = op->code == IR_ATTN_DK;
     int pdy = dk ? 3 : 2, qt = a.kt, group = a.group;
-    int64_t s = v->s, t = v->t, nkb = (t + a.rows - 1) / a.rows, total = v->heads * nkb;
+    int64_t t = v->t, nkb = (t + a.rows - 1) / a.rows, total = v->heads * nkb;
     int64_t tiles = qt * (a.dpad + a.dvpad);
     at_tile qs = {"qs", "qq", "ii", a.dpad, a.nc}, ys = {"ys", "yy", "ii", a.dvpad, a.ncv};
     const char *out = cg_fmt(G, "p%d", op->nin), *scale = cg_f32_text(G, v->scale);
@@ -1089,25 +1511,11 @@ static void emit_attn_cols(gen *G, cg_cuda_kernel *k, const ir_op *op, bool dv_t
     at_zero_row(G, acc, (dk ? a.nc : a.ncv) * 4, dk ? "sum ds q" : "sum p dy");
     if (dv_too)
         at_zero_row(G, "dv", a.ncv * 4, "sum p dy");
-    if (op->a.causal && !v->pos && t == s)
-        cg_line(G, "const i64 i1 = j1 / %d * %d; // the tile of key j1's first row", qt, qt);
-    else if (op->a.causal && !v->pos)
-        cg_line(G, "const i64 i1 = max(j1 %c %lld, (i64)0) / %d * %d; // the tile of key j1's "
-                   "first row", t > s ? '-' : '+', (long long)(t > s ? t - s : s - t), qt, qt);
-    else
-        cg_line(G, "const i64 i1 = 0;");
-    cg_line(G, "for (i64 i0 = i1; i0 < %lld; i0 += %d) {", (long long)s, qt);
-    G->indent++;
+    at_tiles_open(G, op, v, qt);
     cg_line(G, "__syncthreads(); // the last tile is read");
     at_query_tile(G, op, &a, pdy);
     cg_line(G, "__syncthreads();");
-    if (v->pos) {
-        cg_line(G, "bool seen = false; // whether a row of the tile sees key j1");
-        cg_line(G, "for (int ii = 0; ii < %d; ii++)", qt);
-        cg_line(G, "    seen |= es[ii] > j1;");
-        cg_line(G, "if (!seen)");
-        cg_line(G, "    continue; // in every thread of the block: they read the same es");
-    }
+    at_tile_skip(G, v, qt);
     cg_line(G, "#pragma unroll %d", AT_UNROLL);
     cg_line(G, "for (int ii = 0; ii < %d; ii++) {", qt);
     G->indent++;
@@ -1138,6 +1546,240 @@ static void emit_attn_cols(gen *G, cg_cuda_kernel *k, const ir_op *op, bool dv_t
     cg_line(G, "}");
 }
 
+/* attn_stats (q, k, v, dy[, pos]) and attn_dq (q, k, v, dy, st[, pos]) on
+ * tensor cores (see "attention on tensor cores"): a warp per 16 query
+ * rows, q and dy in fragments, the scores and dp of a key tile through the
+ * scratch. attn_stats keeps the row's running max and each lane's sums of
+ * exp(s - m) and exp(s - m) dp (emit_attn_rows' rules), then writes lse
+ * and delta; attn_dq writes ds = p (dp - delta) over the scores as hi and
+ * lo and adds ds k into its fragments, scaled by c at the end. */
+static void emit_attn_rows_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    at_view v = at_view_of(op);
+    int64_t s = v.s, d = v.d, dv = v.dv;
+    bool dq = op->code == IR_ATTN_DQ;
+    ir_dtype dt = v.dt;
+    const char *T = cg_ctype(G, dt), *ninf = "__int_as_float(0xff800000)";
+    const char *scale = cg_f32_text(G, v.scale);
+    int ldk = (int)d + TC_PAD, ldv = (int)dv + TC_PAD;
+    int64_t stage = 16 * (int64_t)(ldk > ldv ? ldk : ldv) * 2;
+    tc_geom a = tc_geom_of((ldk + ldv) * 2, (256 + 4) * 4, stage, 2);
+    int kt = a.kt, ldp = kt + TC_PAD, lds = kt + 4, half = kt / 2;
+    int64_t nqb = (s + TC_ROWS - 1) / TC_ROWS, total = v.heads * nqb;
+    int64_t o_vs = (int64_t)kt * ldk * 2, o_ws = o_vs + (int64_t)kt * ldv * 2,
+            o_rid = o_ws + TC_WARPS * a.ws;
+    tc_prologue(G, k, total, &a, T, 4, o_rid);
+    tc_key_decls(G, T, kt, ldk, ldv);
+    cg_line(G, "// the warp's scratch: its q and dy rows, or the scores [16][%d] f32 (then ds' "
+               "hi and lo [16][%d] each) and dp [16][%d] f32, or a result tile",
+            lds, ldp, lds);
+    cg_line(G, "unsigned char *const wsb = smb + %lld + warp * %lld;", (long long)o_ws,
+            (long long)a.ws);
+    cg_line(G, "%s *const stg = (%s *)wsb; // the warp's own rows on their way in", T, T);
+    cg_line(G, "float *const ss = (float *)wsb, *const dps = (float *)(wsb + %lld);",
+            (long long)tc_region(kt));
+    if (dq)
+        cg_line(G, "%s *const dhi = (%s *)wsb, *const dlo = (%s *)(wsb + %d);", T, T, T,
+                16 * ldp * 2);
+    cg_line(G, "int *const bend = (int *)(smb + %lld); // the block's last key + 1",
+            (long long)(o_rid + 256 * 4));
+    tc_query_head(G, op, &v, total);
+    tc_own_rows(G, "qf", "stg", "q0", 0, s, d, dt);
+    tc_own_rows(G, "yf", "stg", "q0", 3, s, dv, dt);
+    if (dq) {
+        cg_line(G, "const float lse = live ? p4[(h * %lld + i) * 2] : 0.0f;", (long long)s);
+        cg_line(G, "const float delta = live ? p4[(h * %lld + i) * 2 + 1] : 0.0f;", (long long)s);
+        tc_zero(G, "dqf", d / 16, "sum ds k");
+    } else {
+        cg_line(G, "// the row's running max, the lane's sums of exp(s - m) and exp(s - m) dp");
+        cg_line(G, "float m = %s, l = 0.0f, u = 0.0f;", ninf);
+    }
+    cg_line(G, "for (i64 j0 = 0; j0 < kend; j0 += %d) {", kt);
+    G->indent++;
+    tc_key_tiles(G, &v, kt);
+    tc_products(G, "ss", lds, "qf", "ks", kt, d);
+    tc_products(G, "dps", lds, "yf", "vs", kt, dv);
+    cg_line(G, "__syncwarp();");
+    if (dq) {
+        cg_line(G, "float ds[%d];", half);
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int jj = 0; jj < %d; jj++) {", half);
+        cg_line(G, "    const int c = g * %d + jj;", half);
+        cg_line(G, "    ds[jj] = j0 + c < end ? expf(ss[r * %d + c] * %s - lse) * (dps[r * %d + c] "
+                   "- delta) : 0.0f;", lds, scale, lds);
+        cg_line(G, "}");
+        cg_line(G, "__syncwarp(); // the scores are read: ds goes over them");
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int jj = 0; jj < %d; jj++) {", half);
+        G->indent++;
+        cg_line(G, "const int c = g * %d + jj;", half);
+        tc_put_weight(G, "dhi", "dlo", ldp, "ds[jj]", dt);
+        G->indent--;
+        cg_line(G, "}");
+        cg_line(G, "__syncwarp();");
+        tc_weighted(G, "dqf", "dhi", "dlo", ldp, "ks", kt, d);
+    } else {
+        cg_line(G, "float sc[%d], dp[%d], tmax = %s;", half, half, ninf);
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int jj = 0; jj < %d; jj++) {", half);
+        cg_line(G, "    const int c = g * %d + jj;", half);
+        cg_line(G, "    const bool seen = j0 + c < end;");
+        cg_line(G, "    sc[jj] = seen ? ss[r * %d + c] * %s : %s;", lds, scale, ninf);
+        cg_line(G, "    dp[jj] = seen ? dps[r * %d + c] : 0.0f; // 0 for a key the row does not "
+                   "see", lds);
+        cg_line(G, "    tmax = sc[jj] > tmax || sc[jj] != sc[jj] ? sc[jj] : tmax; // NaN wins");
+        cg_line(G, "}");
+        cg_line(G, "const float other = __shfl_xor_sync(0xffffffffu, tmax, 1); // the row's other "
+                   "half");
+        cg_line(G, "tmax = other > tmax || other != other ? other : tmax;");
+        cg_line(G, "const float mn = tmax > m || tmax != tmax ? tmax : m;");
+        cg_line(G, "if (mn != %s) { // else no key seen yet", ninf);
+        cg_line(G, "    const float alpha = expf(m - mn); // 0 while m is -inf");
+        cg_line(G, "    l *= alpha;");
+        cg_line(G, "    u *= alpha;");
+        cg_line(G, "    #pragma unroll");
+        cg_line(G, "    for (int jj = 0; jj < %d; jj++) {", half);
+        cg_line(G, "        const float p = expf(sc[jj] - mn);");
+        cg_line(G, "        l += p;");
+        cg_line(G, "        u = fmaf(p, dp[jj], u);");
+        cg_line(G, "    }");
+        cg_line(G, "    m = mn;");
+        cg_line(G, "}");
+    }
+    G->indent--;
+    cg_line(G, "}");
+    if (dq) {
+        cg_line(G, "__syncwarp(); // the last ds is read");
+        tc_write(G, "dqf", scale, "ss", cg_fmt(G, "p%d", op->nin), "q0", s, d, dt);
+    } else {
+        cg_line(G, "l += __shfl_xor_sync(0xffffffffu, l, 1); // the row's two halves");
+        cg_line(G, "u += __shfl_xor_sync(0xffffffffu, u, 1);");
+        cg_line(G, "if (live && g == 0) {");
+        cg_line(G, "    p%d[(h * %lld + i) * 2] = end > 0 ? m + logf(l) : 0.0f;", op->nin,
+                (long long)s);
+        cg_line(G, "    p%d[(h * %lld + i) * 2 + 1] = end > 0 ? u / l : 0.0f;", op->nin,
+                (long long)s);
+        cg_line(G, "}");
+    }
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* attn_dk (q, k, v, dy, st[, pos]) and attn_dv (q, k, dy, st[, pos]) on
+ * tensor cores (see "attention on tensor cores"): a warp per 16 key rows,
+ * k (and v) in fragments, tiles of the query rows, their dy rows, lse,
+ * delta and end of the keys seen, started and skipped as emit_attn_cols'.
+ * The scores and dp of a tile go through the scratch, p and ds = p (dp -
+ * delta) come back over them as hi and lo, and p dy and ds q are added
+ * into fragments, dk scaled by c at the end. With dv_too, op is attn_dk
+ * and the kernel also sums attn_dv's p dy into p<nin + 1> (the pair), by
+ * the same operations in the same order as attn_dv's own kernel. */
+static void emit_attn_cols_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool dv_too)
+{
+    at_view v = at_view_of(op);
+    int64_t s = v.s, d = v.d, t = v.t, dv = v.dv;
+    bool dk = op->code == IR_ATTN_DK, sum_dv = !dk || dv_too;
+    int pdy = dk ? 3 : 2;
+    ir_dtype dt = v.dt;
+    const char *T = cg_ctype(G, dt), *scale = cg_f32_text(G, v.scale);
+    int ldk = (int)d + TC_PAD, ldv = (int)dv + TC_PAD;
+    int64_t stage = 16 * (int64_t)(dk && ldv > ldk ? ldv : ldk) * 2;
+    tc_geom a = tc_geom_of((ldk + ldv) * 2 + 12, (256 + 4) * 4, stage, dk ? 2 : 1);
+    int qt = a.kt, ldp = qt + TC_PAD, lds = qt + 4, half = qt / 2;
+    int64_t nkb = (t + TC_ROWS - 1) / TC_ROWS, total = v.heads * nkb;
+    int64_t o_ys = (int64_t)qt * ldk * 2, o_st = o_ys + (int64_t)qt * ldv * 2,
+            o_es = o_st + (int64_t)qt * 8, o_ws = o_es + (int64_t)qt * 4,
+            o_rid = o_ws + TC_WARPS * a.ws;
+    tc_prologue(G, k, total, &a, T, pdy + 1, o_rid);
+    cg_line(G, "%s *const qs = (%s *)smb; // [%d queries][%d]: q's tile", T, T, qt, ldk);
+    cg_line(G, "%s *const ys = (%s *)(smb + %lld); // [%d queries][%d]: their rows of dy", T, T,
+            (long long)o_ys, qt, ldv);
+    cg_line(G, "float *const st = (float *)(smb + %lld); // [%d queries][2]: their lse and delta",
+            (long long)o_st, qt);
+    cg_line(G, "int *const es = (int *)(smb + %lld); // [%d queries]: the end of the keys each "
+               "sees", (long long)o_es, qt);
+    cg_line(G, "// the warp's scratch: its k (and v) rows, or the scores [16][%d] f32 (then p's "
+               "hi and lo [16][%d] each)%s, or a result tile",
+            lds, ldp, dk ? cg_fmt(G, " and dp [16][%d] f32 (then ds' hi and lo)", lds) : "");
+    cg_line(G, "unsigned char *const wsb = smb + %lld + warp * %lld;", (long long)o_ws,
+            (long long)a.ws);
+    cg_line(G, "%s *const stg = (%s *)wsb; // the warp's own rows on their way in", T, T);
+    cg_line(G, "float *const ss = (float *)wsb;");
+    if (sum_dv)
+        cg_line(G, "%s *const phi = (%s *)wsb, *const plo = (%s *)(wsb + %d);", T, T, T,
+                16 * ldp * 2);
+    if (dk) {
+        int64_t b = tc_region(qt);
+        cg_line(G, "float *const dps = (float *)(wsb + %lld);", (long long)b);
+        cg_line(G, "%s *const dhi = (%s *)(wsb + %lld), *const dlo = (%s *)(wsb + %lld);", T, T,
+                (long long)b, T, (long long)(b + 16 * ldp * 2));
+    }
+    cg_line(G, "for (i64 bi = blockIdx.x; bi < %lld; bi += gridDim.x) {", (long long)total);
+    G->indent++;
+    cg_line(G, "const i64 h = bi / %lld, j1 = bi %% %lld * %d, kw = j1 + warp * 16, j = kw + r; "
+               "// head, the block's, the warp's and the lane's first key",
+            (long long)nkb, (long long)nkb, TC_ROWS);
+    tc_own_rows(G, "kf", "stg", "kw", 1, t, d, dt);
+    if (dk) {
+        tc_own_rows(G, "vf", "stg", "kw", 2, t, dv, dt);
+        tc_zero(G, "dkf", d / 16, "sum ds q");
+    }
+    if (sum_dv)
+        tc_zero(G, "dvf", dv / 16, "sum p dy");
+    at_tiles_open(G, op, &v, qt);
+    cg_line(G, "__syncthreads(); // the last tiles are read");
+    tc_stage(G, "qs", ldk, qt, "i0", 0, s, d, "threadIdx.x", 32 * TC_WARPS, dt);
+    tc_stage(G, "ys", ldv, qt, "i0", pdy, s, dv, "threadIdx.x", 32 * TC_WARPS, dt);
+    at_tile_stats(G, op, &v, pdy, qt, "st");
+    cg_line(G, "__syncthreads();");
+    at_tile_skip(G, &v, qt);
+    tc_products(G, "ss", lds, "kf", "qs", qt, d);
+    if (dk)
+        tc_products(G, "dps", lds, "vf", "ys", qt, dv);
+    cg_line(G, "__syncwarp();");
+    cg_line(G, "float pw[%d]; // the lane's weights", half);
+    if (dk)
+        cg_line(G, "float dw[%d];", half);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int jj = 0; jj < %d; jj++) {", half);
+    G->indent++;
+    cg_line(G, "const int c = g * %d + jj; // the query row i0 + c", half);
+    cg_line(G, "const bool seen = j < es[c]; // else row i does not see key j");
+    cg_line(G, "const float p = seen ? expf(ss[r * %d + c] * %s - st[c * 2]) : 0.0f;", lds, scale);
+    cg_line(G, "pw[jj] = p;");
+    if (dk)
+        cg_line(G, "dw[jj] = seen ? p * (dps[r * %d + c] - st[c * 2 + 1]) : 0.0f;", lds);
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "__syncwarp(); // the scores%s are read: the weights go over them",
+            dk ? " and dp" : "");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int jj = 0; jj < %d; jj++) {", half);
+    G->indent++;
+    cg_line(G, "const int c = g * %d + jj;", half);
+    if (sum_dv)
+        tc_put_weight(G, "phi", "plo", ldp, "pw[jj]", dt);
+    if (dk)
+        tc_put_weight(G, "dhi", "dlo", ldp, "dw[jj]", dt);
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "__syncwarp();");
+    if (sum_dv)
+        tc_weighted(G, "dvf", "phi", "plo", ldp, "ys", qt, dv);
+    if (dk)
+        tc_weighted(G, "dkf", "dhi", "dlo", ldp, "qs", qt, d);
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "__syncwarp(); // the last weights are read");
+    const char *out = cg_fmt(G, "p%d", op->nin);
+    if (dk)
+        tc_write(G, "dkf", scale, "ss", out, "kw", t, d, dt);
+    if (sum_dv)
+        tc_write(G, "dvf", NULL, "ss", dk ? cg_fmt(G, "p%d", op->nin + 1) : out, "kw", t, dv, dt);
+    G->indent--;
+    cg_line(G, "}");
+}
+
 /* The signature: p0, p1, ... the operands (const) and the result, then
  * extra, a second result (the pair's attn_dv), when not NULL. */
 static void op_signature(gen *G, const cg_cuda_kernel *k, const ir_op *op, const ir_value *extra,
@@ -1157,7 +1799,7 @@ static void op_signature(gen *G, const cg_cuda_kernel *k, const ir_op *op, const
 }
 
 /* How the kernel's threads split the op's work, for its header. */
-static const char *op_launch_text(const cg_cuda_kernel *k, const ir_op *op)
+static const char *op_launch_text(const gen *G, const cg_cuda_kernel *k, const ir_op *op)
 {
     switch (op->code) {
     case IR_TRANSPOSE:
@@ -1168,19 +1810,30 @@ static const char *op_launch_text(const cg_cuda_kernel *k, const ir_op *op)
     case IR_EMBEDDING_GRAD:
         return "a warp per table row and column chunk, its ids found by ballot, grid-stride";
     case IR_ATTENTION:
+        if (cg_attention_wmma(G, op))
+            return "a block per 64 query rows of a head, 16 a warp, on tensor cores (WMMA), "
+                   "keys in shared tiles, online softmax";
+        /* fall through */
     case IR_ATTN_PROBS:
         return cg_attention_tiled(op)
                    ? "a block per 128 / group query rows of a head, keys in shared tiles, online "
                      "softmax"
                    : "one block per query row, grid-stride over rows";
     case IR_ATTN_STATS:
-        return "a block per 128 / group query rows of a head, keys and values in shared tiles, "
-               "online softmax";
     case IR_ATTN_DQ:
-        return "a block per 128 / group query rows of a head, keys and values in shared tiles, "
-               "p from the statistics";
+        if (cg_attention_wmma(G, op))
+            return "a block per 64 query rows of a head, 16 a warp, on tensor cores (WMMA), keys "
+                   "and values in shared tiles";
+        return op->code == IR_ATTN_STATS
+                   ? "a block per 128 / group query rows of a head, keys and values in shared "
+                     "tiles, online softmax"
+                   : "a block per 128 / group query rows of a head, keys and values in shared "
+                     "tiles, p from the statistics";
     case IR_ATTN_DK:
     case IR_ATTN_DV:
+        if (cg_attention_wmma(G, op))
+            return "a block per 64 keys of a head, 16 a warp, on tensor cores (WMMA), query rows, "
+                   "dy and the statistics in shared tiles";
         return "a block per 128 / group keys of a head, query rows, dy and the statistics in "
                "shared tiles, p from the statistics";
     default:
@@ -1214,7 +1867,7 @@ static void op_header(gen *G, const cg_cuda_kernel *k, const ir_op *op, const ir
     su_buf_printf(b, "// launch: grid (%lld, 1, 1), block (%d, 1, 1), %d bytes of dynamic shared "
                      "memory\n",
                   (long long)k->grid, k->block, k->shared_bytes);
-    su_buf_printf(b, "// %s%s\n", op_launch_text(k, op), pair ? "; each p once for both sums" : "");
+    su_buf_printf(b, "// %s%s\n", op_launch_text(G, k, op), pair ? "; each p once for both sums" : "");
     if (op->code == IR_EMBEDDING || op->code == IR_EMBEDDING_GRAD)
         su_buf_puts(b, "// an id outside the table: its row NaN, and the lowest such index in "
                        "sh_error\n");
@@ -1269,11 +1922,23 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     case IR_CONCAT: emit_narrow_concat(G, k, op); break;
     case IR_DROPOUT: emit_dropout(G, k, op); break;
     case IR_ATTN_STATS:
-    case IR_ATTN_DQ: emit_attn_rows(G, k, op); break;
+    case IR_ATTN_DQ:
+        if (cg_attention_wmma(G, op))
+            emit_attn_rows_wmma(G, k, op);
+        else
+            emit_attn_rows(G, k, op);
+        break;
     case IR_ATTN_DK:
-    case IR_ATTN_DV: emit_attn_cols(G, k, op, false); break;
+    case IR_ATTN_DV:
+        if (cg_attention_wmma(G, op))
+            emit_attn_cols_wmma(G, k, op, false);
+        else
+            emit_attn_cols(G, k, op, false);
+        break;
     default:
-        if (cg_attention_tiled(op))
+        if (cg_attention_wmma(G, op))
+            emit_attention_wmma(G, k, op);
+        else if (cg_attention_tiled(op))
             emit_attention_tiled(G, k, op);
         else
             emit_attention(G, k, op);
@@ -1306,7 +1971,10 @@ void cg_gen_attn_pair(gen *G, cg_cuda_kernel *k, const pass_fgroup *g)
     G->at_heads = op->a.heads_inner ? op->in[0]->type.dim[op->in[0]->type.rank - 2] : 0;
     if (!cg_attention_tiled(op))
         su_unreachable(); /* fuse.c pairs only such ops */
-    emit_attn_cols(G, k, op, true);
+    if (cg_attention_wmma(G, op))
+        emit_attn_cols_wmma(G, k, op, true);
+    else
+        emit_attn_cols(G, k, op, true);
     G->at_heads = 0;
     op_source(G, k, op, dv, &body);
 }

@@ -778,6 +778,33 @@ static bool pair_of(const ir_op *dk, const ir_op *dv)
            dy->dim[dy->rank - 1] <= PASS_ATTN_MAX_WIDTH;
 }
 
+bool pass_attn_tensor_cores(const ir_op *op)
+{
+    /* the operands of 16-bit rows: q, k, then v (attn_dv: dy), and dy */
+    int rows = ir_attn_layout_operands(op->code);
+    if (rows == 0 || op->nres != 1 || op->nin < rows)
+        return false;
+    ir_dtype t = op->in[0]->type.dtype;
+    if (t != IR_F16 && t != IR_BF16)
+        return false;
+    for (int i = 1; i < rows; i++)
+        if (op->in[i]->type.dtype != t)
+            return false;
+    if (op->code != IR_ATTN_STATS && op->res[0]->type.dtype != t)
+        return false;
+    const ir_type *q = &op->in[0]->type, *v = &op->in[2]->type;
+    if (q->rank < 2 || v->rank != q->rank)
+        return false;
+    int64_t d = q->dim[q->rank - 1], dv = v->dim[v->rank - 1];
+    return d % 16 == 0 && dv % 16 == 0 && d > 0 && dv > 0 && d <= PASS_ATTN_TC_WIDTH &&
+           dv <= PASS_ATTN_TC_WIDTH;
+}
+
+int pass_attn_tc_arch(const ir_op *op)
+{
+    return op->in[0]->type.dtype == IR_BF16 ? 80 : 70;
+}
+
 /* attn_dk op i with the attn_dv of its attention before it as one
  * attention pair group (fuse.h). */
 static void attn_pair(walker *w, int i)

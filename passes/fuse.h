@@ -115,6 +115,22 @@ typedef enum {
  * (fold.c, attn_grad.c) and the attention pair check it. */
 #define PASS_ATTN_MAX_WIDTH 1024
 
+/* The widest head (q's d, v's dv) of attention's kernels on tensor cores
+ * (codegen/cuda_ops.c's WMMA kernels: a warp's 16 rows keep their q, k, v
+ * or dy and their sums in fragments). */
+#define PASS_ATTN_TC_WIDTH 128
+
+/* Whether the kernel of op, attention or an op of its backward
+ * (attn_stats, attn_dq, attn_dk, attn_dv), runs on tensor cores (WMMA,
+ * 16 x 16 x 16 tiles, f32 accumulators): its q, k, v and dy operands f16
+ * or bf16 alike (and its result, but attn_stats' f32 statistics), d and
+ * dv multiples of 16 and at most PASS_ATTN_TC_WIDTH; the GPU sm_70 or
+ * newer for f16, sm_80 for bf16 (pass_attn_tc_arch). The timeline times
+ * such a kernel at the tensor-core peak. */
+bool pass_attn_tensor_cores(const ir_op *op);
+/* The oldest architecture (sm_NN as NN) op's tensor-core kernel needs. */
+int pass_attn_tc_arch(const ir_op *op);
+
 /* A matmul group's epilogue, bits. */
 enum {
     PASS_EPI_BIAS = 1,      /* + bias, of the result's last dim */
@@ -165,6 +181,9 @@ typedef struct pass_fusion {
                              * of an operand its kernel keeps in registers
                              * (memplan.c); pass_fuse_planned sets it where
                              * that reuse raised the arena */
+    int min_arch;           /* the oldest GPU architecture the kernels are for
+                             * (sm_NN as NN; 0: the default targets', 80): the
+                             * code generator uses no instruction it lacks */
     su_arena arena;
 } pass_fusion;
 

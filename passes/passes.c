@@ -263,6 +263,8 @@ static pass_status fuse(run *u)
         for (int s = 0; s < n; s++)
             if (!pass_fuse_planned(st[s], &u->r->fusion[s], NULL, u->err))
                 return PASS_ERR_INTERNAL;
+        for (int s = 0; s < n; s++)
+            u->r->fusion[s].min_arch = u->o->min_arch;
         u->r->fused = true; /* memplan reads the groups */
         return PASS_OK;
     }
@@ -288,6 +290,8 @@ static pass_status fuse(run *u)
         su_oom(u->err->oom); /* as when the stage is fused on this thread */
     if (bad >= 0)
         return PASS_ERR_INTERNAL;
+    for (int s = 0; s < n; s++)
+        u->r->fusion[s].min_arch = u->o->min_arch;
     u->r->fused = true; /* memplan reads the groups */
     return PASS_OK;
 }

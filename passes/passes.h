@@ -380,6 +380,8 @@ typedef struct pass_options {
                              * res.why stay empty): --explain-sharding's text is
                              * most of their work */
     bool kernels;           /* the plan holds kernels: fuse runs */
+    int min_arch;           /* the oldest GPU architecture they are for (sm_NN as
+                             * NN; 0: the default targets'): pass_fusion's */
     uint32_t only;          /* bit per pass_id: run only these (--passes), in
                              * the list's order; 0: the whole list */
     uint32_t print_after;   /* bit per pass_id */

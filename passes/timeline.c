@@ -112,12 +112,16 @@ static double value_bytes(const ir_value *v)
     return (double)ir_type_numel(&v->type) * ir_dtype_size(v->type.dtype);
 }
 
-/* Whether op's kernel runs on tensor cores: a 16-bit matmul (cuBLASLt).
- * The generated attention kernels, forward and backward, compute in f32
- * FMAs whatever their dtype (codegen/README.md), so their peak is
- * f32_flops. */
+/* Whether op's kernel runs on tensor cores: a 16-bit matmul (cuBLASLt),
+ * or a 16-bit attention or op of its backward that the WMMA kernels take
+ * (pass_attn_tensor_cores; the built-in profiles' GPUs are sm_80 or newer,
+ * and a --hw profile's is taken to be). The other attention kernels
+ * compute in f32 FMAs whatever their dtype (codegen/README.md), so their
+ * peak is f32_flops. */
 static bool on_tensor_cores(const ir_op *op)
 {
+    if (op->code == IR_ATTENTION || ir_attn_layout_operands(op->code))
+        return pass_attn_tensor_cores(op);
     if (op->code != IR_MATMUL)
         return false;
     ir_dtype t = op->in[0]->type.dtype;

@@ -422,14 +422,33 @@ static void test_calibrate(void)
     in[2].nin = 3;
     for (int i = 0; i < 3; i++)
         in[2].in_t[i] = (rt_type){.dtype = RT_BF16, .rank = 4, .dim = {1, 2, 128, 64}};
+    in[2].out_t = in[2].in_t[0];
     int32_t kinstr[1] = {2};
     rt_kernel k = {.name = (char *)"attention", .ninstr = 1, .instr = kinstr};
     rt_program g = {.ninstr = 3, .instr = in};
     rt_plan p = {.nstages = 1, .stage = &g, .nkernels = 1, .kernel = &k};
     bc_peaks pk = {.tc_flops = 1000e12, .f32_flops = 50e12, .mem_bw = 3e12, .launch_s = 4e-6};
     double attn = 2.0 * 128 * 128 * (2 * (64 + 64) + 5); /* heads x S x T x (2 (d + dv) + 5) */
-    bool tc = true;
-    CHECK(near(bc_attention_flops(&p, &k, &tc), attn) && !tc); /* f32 FMAs, bf16 or not */
+    bool tc = false;
+    /* a bf16 forward with heads of 64: the WMMA kernel, on tensor cores */
+    CHECK(near(bc_attention_flops(&p, &k, &tc), attn) && tc);
+    {
+        /* f32, or a head width not a multiple of 16: f32 FMAs */
+        rt_instr one = in[2];
+        int32_t zero[1] = {0};
+        rt_kernel k1 = {.name = (char *)"attention", .ninstr = 1, .instr = zero};
+        rt_program g1 = {.ninstr = 1, .instr = &one};
+        rt_plan p1 = {.nstages = 1, .stage = &g1, .nkernels = 1, .kernel = &k1};
+        for (int i = 0; i < 3; i++)
+            one.in_t[i].dtype = RT_F32;
+        one.out_t.dtype = RT_F32;
+        CHECK(near(bc_attention_flops(&p1, &k1, &tc), attn) && !tc);
+        one = in[2];
+        for (int i = 0; i < 3; i++)
+            one.in_t[i].dim[3] = 72;
+        one.out_t.dim[3] = 72;
+        CHECK(bc_attention_flops(&p1, &k1, &tc) > 0 && !tc);
+    }
     {
         /* an attention pair, attn_dv then attn_dk, d 64 and dv 32: attn_dk's
          * FLOPs and p dy, heads x S x T x (4 d + 4 dv + 7), as shardc counts
@@ -445,10 +464,16 @@ static void test_calibrate(void)
         rt_kernel pk2 = {.name = (char *)"attn_dv_attn_dk", .ninstr = 2, .instr = pinstr};
         rt_program pg = {.ninstr = 2, .instr = bw};
         rt_plan pp = {.nstages = 1, .stage = &pg, .nkernels = 1, .kernel = &pk2};
+        tc = false; /* bf16, d 64 and dv 32: on tensor cores, as the estimate has it */
         CHECK(near(bc_attention_flops(&pp, &pk2, &tc), 2.0 * 128 * 128 * (4 * 64 + 4 * 32 + 7)));
+        CHECK(tc);
         int32_t one[1] = {0}; /* attn_dv alone: its own FLOPs */
         rt_kernel dvk = {.name = (char *)"attn_dv", .ninstr = 1, .instr = one};
+        tc = false;
         CHECK(near(bc_attention_flops(&pp, &dvk, &tc), 2.0 * 128 * 128 * (2 * (64 + 32) + 5)));
+        CHECK(tc);
+        bw[0].in_t[2].dim[3] = bw[0].out_t.dim[3] = 40; /* dv 40: f32 FMAs */
+        CHECK(bc_attention_flops(&pp, &dvk, &tc) > 0 && !tc);
     }
 #define US(work, eff) (1e6 * (4e-6 + (work) / (eff)))
     bc_item it[] = {
@@ -461,8 +486,8 @@ static void test_calibrate(void)
         {.cls = BC_MATMUL, .instr = 0, .count = 1, .flops = 1e9, .us = US(1e9 / 1000e12, 0.1)},
         {.cls = BC_MATMUL, .instr = 0, .count = 3, .flops = 1e12, .us = US(1e12 / 1000e12, 0.6)},
         {.cls = BC_MATMUL, .instr = 1, .count = 1, .flops = 1.1e12, .us = US(1.1e12 / 50e12, 0.9)},
-        /* attention at 0.4 of the f32 peak */
-        {.cls = BC_OTHER, .kernel = 0, .count = 2, .us = US(attn / 50e12, 0.4)},
+        /* attention on tensor cores at 0.4 of their peak */
+        {.cls = BC_OTHER, .kernel = 0, .count = 2, .us = US(attn / 1000e12, 0.4)},
     };
 #undef US
     bc_result r = {.model = "hand.sh", .mesh = "1", .plan = &p, .item = it,

@@ -25,9 +25,25 @@
 //   shared memory    `extern __shared__ T x[];` is rewritten by the test to
 //                    `T *const x = (T *)emu_dynamic_shared;`: the launch's
 //                    dynamic shared bytes, NaN bytes (0xff) at each block's
-//                    start so that a read before a write shows, ending at a
-//                    guard page. A fixed `__shared__ T x[N];` becomes a
+//                    start so that a read before a write shows, from a
+//                    128-byte aligned base to a guard page (a kernel reading
+//                    past its bytes reaches it once past the next multiple
+//                    of 128). A fixed `__shared__ T x[N];` becomes a
 //                    static array (one for all blocks, not re-poisoned).
+//   nvcuda::wmma    16 x 16 x 16 fragments of half, __nv_bfloat16 and
+//                    float: each lane's fragment holds the whole tile
+//                    (num_elements 256, element e at row e / 16, column
+//                    e % 16: the API leaves the mapping unspecified, so a
+//                    kernel right under any mapping is right under this
+//                    one). load_matrix_sync, store_matrix_sync and mma_sync
+//                    are warp-synchronous as the shuffles are, and fail the
+//                    launch for a pointer not 32-byte aligned or a leading
+//                    dimension not a multiple of 16 bytes; store_matrix_sync
+//                    writes from lane 0 alone, so that a lane reading the
+//                    tile before a __syncwarp reads what was there before.
+//                    mma_sync sums each element's 16 products in order in
+//                    f32 (a GPU's tensor cores sum them in an order of their
+//                    own).
 // A deadlock (no thread can run, some have not returned) fails the launch.
 // A failed launch stops at once; emu_launch returns -1 with a message.
 #include <cmath>
@@ -37,6 +53,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 #include <ucontext.h>
 #include <cuda_fp16.h>
@@ -279,7 +296,7 @@ static int launch(void (*run)(void *), void *arg, unsigned grid, unsigned block,
     s.fibers = fibers;
     s.failed = false;
     s.msg[0] = 0;
-    size_t span = ((size_t)shared + 15) / 16 * 16;
+    size_t span = ((size_t)shared + 127) / 128 * 128; // a base 128-byte aligned, as a GPU's
     if (block < 1 || block > MAX_THREADS || span > s.shared_cap) {
         std::snprintf(s.msg, s.msg_size, "a launch of %u threads, %u shared bytes", block, shared);
         return -1;
@@ -441,3 +458,94 @@ static float atomicExch(float *p, float v) { return emu::exch(p, v); }
 static int atomicMax(int *p, int v) { return emu::max(p, v); }
 static unsigned atomicMax(unsigned *p, unsigned v) { return emu::max(p, v); }
 static emu::ull atomicMax(emu::ull *p, emu::ull v) { return emu::max(p, v); }
+
+// ---- nvcuda::wmma (see the file comment) ----
+namespace nvcuda {
+namespace wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+
+template <typename Use, int M, int N, int K, typename T, typename Layout = void> struct fragment {
+    static_assert(M == 16 && N == 16 && K == 16, "the emulator has 16 x 16 x 16 fragments only");
+    enum { num_elements = 256 };
+    T x[256];
+};
+
+static float wf(float v) { return v; }
+static float wf(__half v) { return __half2float(v); }
+static float wf(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T> static void check(const char *what, const T *p, unsigned ldm)
+{
+    emu::warp_barrier(what, 0xffffffffu);
+    if ((std::uintptr_t)p % 32)
+        emu::fail("%s: the pointer %p is not 32-byte aligned", what, (const void *)p);
+    if (ldm * sizeof(T) % 16)
+        emu::fail("%s: a leading dimension of %u elements of %zu bytes, not a multiple of 16 "
+                  "bytes", what, ldm, sizeof(T));
+}
+
+template <typename T> static void load(T *x, const T *p, unsigned ldm, bool row)
+{
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 16; c++)
+            x[r * 16 + c] = row ? p[r * ldm + c] : p[c * ldm + r];
+}
+
+template <typename Use, typename T, typename L>
+static void load_matrix_sync(fragment<Use, 16, 16, 16, T, L> &f, const T *p, unsigned ldm)
+{
+    check("wmma::load_matrix_sync", p, ldm);
+    load(f.x, p, ldm, std::is_same<L, row_major>::value);
+}
+
+template <typename T>
+static void load_matrix_sync(fragment<accumulator, 16, 16, 16, T> &f, const T *p, unsigned ldm,
+                             layout_t layout)
+{
+    check("wmma::load_matrix_sync", p, ldm);
+    load(f.x, p, ldm, layout == mem_row_major);
+}
+
+template <typename T>
+static void store_matrix_sync(T *p, const fragment<accumulator, 16, 16, 16, T> &f, unsigned ldm,
+                              layout_t layout)
+{
+    check("wmma::store_matrix_sync", (const T *)p, ldm);
+    if (threadIdx.x % 32)
+        return;
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 16; c++)
+            (layout == mem_row_major ? p[r * ldm + c] : p[c * ldm + r]) = f.x[r * 16 + c];
+}
+
+template <typename Use, typename T, typename L>
+static void fill_fragment(fragment<Use, 16, 16, 16, T, L> &f, T v)
+{
+    for (int e = 0; e < 256; e++)
+        f.x[e] = v;
+}
+
+template <typename T, typename LA, typename LB>
+static void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
+                     const fragment<matrix_a, 16, 16, 16, T, LA> &a,
+                     const fragment<matrix_b, 16, 16, 16, T, LB> &b,
+                     const fragment<accumulator, 16, 16, 16, float> &c)
+{
+    emu::warp_barrier("wmma::mma_sync", 0xffffffffu);
+    float out[256];
+    for (int r = 0; r < 16; r++)
+        for (int n = 0; n < 16; n++) {
+            float acc = c.x[r * 16 + n];
+            for (int k = 0; k < 16; k++)
+                acc += wf(a.x[r * 16 + k]) * wf(b.x[k * 16 + n]);
+            out[r * 16 + n] = acc;
+        }
+    std::memcpy(d.x, out, sizeof out);
+}
+} // namespace wmma
+} // namespace nvcuda
