@@ -1034,7 +1034,7 @@ static void tc_products(gen *G, const char *dst, int ld, const char *own, const 
                         int64_t w)
 {
     int ldt = (int)w + TC_PAD;
-    cg_line(G, "#pragma unroll");
+    cg_line(G, "#pragma unroll 1 // no register array is indexed by n: NVRTC's time stays short");
     cg_line(G, "for (int n = 0; n < %d; n++) {", cols / 16);
     G->indent++;
     cg_line(G, "acc_t sf;");
@@ -1057,9 +1057,11 @@ static void tc_put_weight(gen *G, const char *hi, const char *lo, int ld, const 
                           ir_dtype dt)
 {
     cg_line(G, "{");
-    cg_line(G, "    const float w = %s, wh = %s;", x, cg_round_to(G, dt, "w"));
-    cg_line(G, "    %s[r * %d + c] = %s;", hi, ld, cg_store_conv(G, dt, "wh"));
-    cg_line(G, "    %s[r * %d + c] = %s;", lo, ld, cg_store_conv(G, dt, cg_round_to(G, dt, "w - wh")));
+    cg_line(G, "    const float w = %s;", x);
+    cg_line(G, "    const %s wh = %s;", cg_ctype(G, dt), cg_store_conv(G, dt, "w"));
+    cg_line(G, "    %s[r * %d + c] = wh;", hi, ld);
+    cg_line(G, "    %s[r * %d + c] = %s;", lo, ld,
+            cg_store_conv(G, dt, cg_fmt(G, "w - %s", cg_load_conv(G, dt, "wh"))));
     cg_line(G, "}");
 }
 
@@ -1070,7 +1072,7 @@ static void tc_weighted(gen *G, const char *sum, const char *hi, const char *lo,
                         const char *tile, int cols, int64_t w)
 {
     int ldt = (int)w + TC_PAD;
-    cg_line(G, "#pragma unroll");
+    cg_line(G, "#pragma unroll 1 // as tc_products' n");
     cg_line(G, "for (int c = 0; c < %d; c++) {", cols / 16);
     G->indent++;
     cg_line(G, "a_t wh, wl;");
