@@ -1065,6 +1065,30 @@ static void tc_put_weight(gen *G, const char *hi, const char *lo, int ld, const 
     cg_line(G, "}");
 }
 
+/* Opens the loop over the lane's columns of its row in a tile (half of
+ * them, from g * half): jj, and c the column; tc_lanes_close ends it. */
+static void tc_lanes_open(gen *G, int half, const char *what)
+{
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int jj = 0; jj < %d; jj++) {", half);
+    G->indent++;
+    cg_line(G, "const int c = g * %d + jj;%s", half, what ? cg_fmt(G, " // %s", what) : "");
+}
+
+static void tc_lanes_close(gen *G)
+{
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* tmax, the lane's max of its half of the row, made the row's: the other
+ * half's from the lane beside it (NaN wins). */
+static void tc_row_max(gen *G)
+{
+    cg_line(G, "const float other = __shfl_xor_sync(0xffffffffu, tmax, 1); // the row's other half");
+    cg_line(G, "tmax = other > tmax || other != other ? other : tmax;");
+}
+
 /* sum[] (fragments over w columns) += (hi + lo) times the shared tile
  * tile ([cols][w + TC_PAD]): the weights [16][ld] of the warp's rows and
  * the tile's cols rows. */
@@ -1199,15 +1223,12 @@ static void emit_attention_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     tc_products(G, "ss", lds, "qf", "ks", kt, d);
     cg_line(G, "__syncwarp();");
     cg_line(G, "float sc[%d], tmax = __int_as_float(0xff800000);", half);
-    cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int jj = 0; jj < %d; jj++) {", half);
-    cg_line(G, "    const int c = g * %d + jj;", half);
-    cg_line(G, "    sc[jj] = j0 + c < end ? ss[r * %d + c] * %s : __int_as_float(0xff800000);", lds,
+    tc_lanes_open(G, half, NULL);
+    cg_line(G, "sc[jj] = j0 + c < end ? ss[r * %d + c] * %s : __int_as_float(0xff800000);", lds,
             cg_f32_text(G, v.scale));
-    cg_line(G, "    tmax = sc[jj] > tmax || sc[jj] != sc[jj] ? sc[jj] : tmax; // NaN wins");
-    cg_line(G, "}");
-    cg_line(G, "const float other = __shfl_xor_sync(0xffffffffu, tmax, 1); // the row's other half");
-    cg_line(G, "tmax = other > tmax || other != other ? other : tmax;");
+    cg_line(G, "tmax = sc[jj] > tmax || sc[jj] != sc[jj] ? sc[jj] : tmax; // NaN wins");
+    tc_lanes_close(G);
+    tc_row_max(G);
     cg_line(G, "__syncwarp(); // the scores are read: p goes over them");
     cg_line(G, "const float mn = tmax > m || tmax != tmax ? tmax : m;");
     cg_line(G, "float fac = 1.0f;");
@@ -1216,15 +1237,11 @@ static void emit_attention_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "    l *= fac;");
     cg_line(G, "    m = mn;");
     cg_line(G, "}");
-    cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int jj = 0; jj < %d; jj++) {", half);
-    G->indent++;
-    cg_line(G, "const int c = g * %d + jj;", half);
+    tc_lanes_open(G, half, NULL);
     cg_line(G, "const float p = m != __int_as_float(0xff800000) ? expf(sc[jj] - m) : 0.0f;");
     cg_line(G, "l += p;");
     tc_put_weight(G, "phi", "plo", ldp, "p", dt);
-    G->indent--;
-    cg_line(G, "}");
+    tc_lanes_close(G);
     cg_line(G, "if (g == 0)");
     cg_line(G, "    alpha[r] = fac;");
     cg_line(G, "__syncwarp();");
@@ -1303,6 +1320,26 @@ static at_geom at_geom_of(const ir_op *op, int extra, int fixed)
     return a;
 }
 
+/* attn_stats' running max m and sums l of exp(s - m) and u of exp(s -
+ * m) dp, rescaled to the new max and n more keys added (sc[] their scores,
+ * -inf where hidden, tmax their max; dp[] their dp, 0 where hidden). */
+static void at_stats_update(gen *G, int n, const char *ninf)
+{
+    cg_line(G, "const float mn = tmax > m || tmax != tmax ? tmax : m;");
+    cg_line(G, "if (mn != %s) { // else no key seen yet", ninf);
+    cg_line(G, "    const float alpha = expf(m - mn); // 0 while m is -inf");
+    cg_line(G, "    l *= alpha;");
+    cg_line(G, "    u *= alpha;");
+    cg_line(G, "    #pragma unroll");
+    cg_line(G, "    for (int jj = 0; jj < %d; jj++) {", n);
+    cg_line(G, "        const float p = expf(sc[jj] - mn);");
+    cg_line(G, "        l += p;");
+    cg_line(G, "        u = fmaf(p, dp[jj], u);");
+    cg_line(G, "    }");
+    cg_line(G, "    m = mn;");
+    cg_line(G, "}");
+}
+
 /* attn_stats' tile (after at_scores): the row's dp of the tile's keys,
  * then m, l and u rescaled to the new max and the keys added. */
 static void at_stats_tile(gen *G, const at_geom *a, const at_tile *vs, const char *ninf)
@@ -1315,19 +1352,7 @@ static void at_stats_tile(gen *G, const at_geom *a, const at_tile *vs, const cha
     cg_line(G, "dp[jj] = j0 + jj < end ? acc : 0.0f; // 0 for a key the row does not see");
     G->indent--;
     cg_line(G, "}");
-    cg_line(G, "const float mn = tmax > m || tmax != tmax ? tmax : m;");
-    cg_line(G, "if (mn != %s) { // else no key seen yet", ninf);
-    cg_line(G, "    const float alpha = expf(m - mn); // 0 while m is -inf");
-    cg_line(G, "    l *= alpha;");
-    cg_line(G, "    u *= alpha;");
-    cg_line(G, "    #pragma unroll");
-    cg_line(G, "    for (int jj = 0; jj < %d; jj++) {", a->kt);
-    cg_line(G, "        const float p = expf(sc[jj] - mn);");
-    cg_line(G, "        l += p;");
-    cg_line(G, "        u = fmaf(p, dp[jj], u);");
-    cg_line(G, "    }");
-    cg_line(G, "    m = mn;");
-    cg_line(G, "}");
+    at_stats_update(G, a->kt, ninf);
 }
 
 /* attn_stats (q, k, v, dy[, pos]) and attn_dq (q, k, v, dy, st[, pos]):
@@ -1604,49 +1629,27 @@ static void emit_attn_rows_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "__syncwarp();");
     if (dq) {
         cg_line(G, "float ds[%d];", half);
-        cg_line(G, "#pragma unroll");
-        cg_line(G, "for (int jj = 0; jj < %d; jj++) {", half);
-        cg_line(G, "    const int c = g * %d + jj;", half);
-        cg_line(G, "    ds[jj] = j0 + c < end ? expf(ss[r * %d + c] * %s - lse) * (dps[r * %d + c] "
-                   "- delta) : 0.0f;", lds, scale, lds);
-        cg_line(G, "}");
+        tc_lanes_open(G, half, NULL);
+        cg_line(G, "ds[jj] = j0 + c < end ? expf(ss[r * %d + c] * %s - lse) * (dps[r * %d + c] - "
+                   "delta) : 0.0f;", lds, scale, lds);
+        tc_lanes_close(G);
         cg_line(G, "__syncwarp(); // the scores are read: ds goes over them");
-        cg_line(G, "#pragma unroll");
-        cg_line(G, "for (int jj = 0; jj < %d; jj++) {", half);
-        G->indent++;
-        cg_line(G, "const int c = g * %d + jj;", half);
+        tc_lanes_open(G, half, NULL);
         tc_put_weight(G, "dhi", "dlo", ldp, "ds[jj]", dt);
-        G->indent--;
-        cg_line(G, "}");
+        tc_lanes_close(G);
         cg_line(G, "__syncwarp();");
         tc_weighted(G, "dqf", "dhi", "dlo", ldp, "ks", kt, d);
     } else {
         cg_line(G, "float sc[%d], dp[%d], tmax = %s;", half, half, ninf);
-        cg_line(G, "#pragma unroll");
-        cg_line(G, "for (int jj = 0; jj < %d; jj++) {", half);
-        cg_line(G, "    const int c = g * %d + jj;", half);
-        cg_line(G, "    const bool seen = j0 + c < end;");
-        cg_line(G, "    sc[jj] = seen ? ss[r * %d + c] * %s : %s;", lds, scale, ninf);
-        cg_line(G, "    dp[jj] = seen ? dps[r * %d + c] : 0.0f; // 0 for a key the row does not "
-                   "see", lds);
-        cg_line(G, "    tmax = sc[jj] > tmax || sc[jj] != sc[jj] ? sc[jj] : tmax; // NaN wins");
-        cg_line(G, "}");
-        cg_line(G, "const float other = __shfl_xor_sync(0xffffffffu, tmax, 1); // the row's other "
-                   "half");
-        cg_line(G, "tmax = other > tmax || other != other ? other : tmax;");
-        cg_line(G, "const float mn = tmax > m || tmax != tmax ? tmax : m;");
-        cg_line(G, "if (mn != %s) { // else no key seen yet", ninf);
-        cg_line(G, "    const float alpha = expf(m - mn); // 0 while m is -inf");
-        cg_line(G, "    l *= alpha;");
-        cg_line(G, "    u *= alpha;");
-        cg_line(G, "    #pragma unroll");
-        cg_line(G, "    for (int jj = 0; jj < %d; jj++) {", half);
-        cg_line(G, "        const float p = expf(sc[jj] - mn);");
-        cg_line(G, "        l += p;");
-        cg_line(G, "        u = fmaf(p, dp[jj], u);");
-        cg_line(G, "    }");
-        cg_line(G, "    m = mn;");
-        cg_line(G, "}");
+        tc_lanes_open(G, half, NULL);
+        cg_line(G, "const bool seen = j0 + c < end;");
+        cg_line(G, "sc[jj] = seen ? ss[r * %d + c] * %s : %s;", lds, scale, ninf);
+        cg_line(G, "dp[jj] = seen ? dps[r * %d + c] : 0.0f; // 0 for a key the row does not see",
+                lds);
+        cg_line(G, "tmax = sc[jj] > tmax || sc[jj] != sc[jj] ? sc[jj] : tmax; // NaN wins");
+        tc_lanes_close(G);
+        tc_row_max(G);
+        at_stats_update(G, half, ninf);
     }
     G->indent--;
     cg_line(G, "}");
@@ -1742,29 +1745,21 @@ static void emit_attn_cols_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool
     cg_line(G, "float pw[%d]; // the lane's weights", half);
     if (dk)
         cg_line(G, "float dw[%d];", half);
-    cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int jj = 0; jj < %d; jj++) {", half);
-    G->indent++;
-    cg_line(G, "const int c = g * %d + jj; // the query row i0 + c", half);
+    tc_lanes_open(G, half, "the query row i0 + c");
     cg_line(G, "const bool seen = j < es[c]; // else row i does not see key j");
     cg_line(G, "const float p = seen ? expf(ss[r * %d + c] * %s - st[c * 2]) : 0.0f;", lds, scale);
     cg_line(G, "pw[jj] = p;");
     if (dk)
         cg_line(G, "dw[jj] = seen ? p * (dps[r * %d + c] - st[c * 2 + 1]) : 0.0f;", lds);
-    G->indent--;
-    cg_line(G, "}");
+    tc_lanes_close(G);
     cg_line(G, "__syncwarp(); // the scores%s are read: the weights go over them",
             dk ? " and dp" : "");
-    cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int jj = 0; jj < %d; jj++) {", half);
-    G->indent++;
-    cg_line(G, "const int c = g * %d + jj;", half);
+    tc_lanes_open(G, half, NULL);
     if (sum_dv)
         tc_put_weight(G, "phi", "plo", ldp, "pw[jj]", dt);
     if (dk)
         tc_put_weight(G, "dhi", "dlo", ldp, "dw[jj]", dt);
-    G->indent--;
-    cg_line(G, "}");
+    tc_lanes_close(G);
     cg_line(G, "__syncwarp();");
     if (sum_dv)
         tc_weighted(G, "dvf", "phi", "plo", ldp, "ys", qt, dv);

@@ -250,6 +250,16 @@ static void fuse_item(void *ctx, int i)
     fuse_job_run(&((fuse_job *)ctx)[i]);
 }
 
+/* The n stages' groups made: they are for the targets' oldest
+ * architecture, and memplan reads them. */
+static pass_status fused(run *u, int n)
+{
+    for (int s = 0; s < n; s++)
+        u->r->fusion[s].min_arch = u->o->min_arch;
+    u->r->fused = true;
+    return PASS_OK;
+}
+
 /* The groups as the plan runs them: each run of optimizer groups kept as
  * one kernel only where that does not raise the arena (pass_fuse_planned). */
 static pass_status fuse(run *u)
@@ -263,10 +273,7 @@ static pass_status fuse(run *u)
         for (int s = 0; s < n; s++)
             if (!pass_fuse_planned(st[s], &u->r->fusion[s], NULL, u->err))
                 return PASS_ERR_INTERNAL;
-        for (int s = 0; s < n; s++)
-            u->r->fusion[s].min_arch = u->o->min_arch;
-        u->r->fused = true; /* memplan reads the groups */
-        return PASS_OK;
+        return fused(u, n);
     }
     fuse_job *job = calloc((size_t)n, sizeof *job);
     if (!job)
@@ -290,10 +297,7 @@ static pass_status fuse(run *u)
         su_oom(u->err->oom); /* as when the stage is fused on this thread */
     if (bad >= 0)
         return PASS_ERR_INTERNAL;
-    for (int s = 0; s < n; s++)
-        u->r->fusion[s].min_arch = u->o->min_arch;
-    u->r->fused = true; /* memplan reads the groups */
-    return PASS_OK;
+    return fused(u, n);
 }
 
 static pass_status memplan(run *u)
