@@ -904,27 +904,22 @@ bool cg_attention_wmma(const gen *G, const ir_op *op)
 
 /* Copies rows [base, base + rows) of operand pin (n rows of width w per
  * head, w a multiple of 8) into the shared 16-bit matrix dst (leading
- * dimension ld), zeros past n, by the threads from t0 in steps of step. */
+ * dimension ld), zeros past n, by the threads from t0 in steps of step:
+ * 16 bytes a thread. The operand's rows start 16-byte aligned: a buffer's
+ * offset in the plan is a multiple of 256 (RT_ALIGN, which the plan
+ * checks), as is every view a kernel is given, and a row starts a
+ * multiple of w elements on. */
 static void tc_stage(gen *G, const char *dst, int ld, int rows, const char *base, int pin,
-                     int64_t n, int64_t w, const char *t0, int step, ir_dtype dt)
+                     int64_t n, int64_t w, const char *t0, int step)
 {
     long long c8 = (long long)(w / 8);
-    cg_line(G, "if (al) {");
-    cg_line(G, "    for (int x = %s; x < %lld; x += %d) {", t0, rows * c8, step);
-    cg_line(G, "        const int rr = x / %lld, c = x %% %lld * 8;", c8, c8);
-    cg_line(G, "        const i64 row = %s + rr;", base);
-    cg_line(G, "        uint4 val = make_uint4(0u, 0u, 0u, 0u);");
-    cg_line(G, "        if (row < %lld)", (long long)n);
-    cg_line(G, "            val = *(const uint4 *)(p%d + %s + c);", pin, at_row(G, n, "row", w));
-    cg_line(G, "        *(uint4 *)(%s + rr * %d + c) = val;", dst, ld);
-    cg_line(G, "    }");
-    cg_line(G, "} else {");
-    cg_line(G, "    for (int x = %s; x < %lld; x += %d) {", t0, rows * (long long)w, step);
-    cg_line(G, "        const int rr = x / %lld, c = x %% %lld;", (long long)w, (long long)w);
-    cg_line(G, "        const i64 row = %s + rr;", base);
-    cg_line(G, "        %s[rr * %d + c] = row < %lld ? p%d[%s + c] : %s;", dst, ld, (long long)n,
-            pin, at_row(G, n, "row", w), cg_store_conv(G, dt, "0.0f"));
-    cg_line(G, "    }");
+    cg_line(G, "for (int x = %s; x < %lld; x += %d) {", t0, rows * c8, step);
+    cg_line(G, "    const int rr = x / %lld, c = x %% %lld * 8;", c8, c8);
+    cg_line(G, "    const i64 row = %s + rr;", base);
+    cg_line(G, "    uint4 val = make_uint4(0u, 0u, 0u, 0u);");
+    cg_line(G, "    if (row < %lld)", (long long)n);
+    cg_line(G, "        val = *(const uint4 *)(p%d + %s + c);", pin, at_row(G, n, "row", w));
+    cg_line(G, "    *(uint4 *)(%s + rr * %d + c) = val;", dst, ld);
     cg_line(G, "}");
 }
 
@@ -964,11 +959,10 @@ static int64_t tc_region(int kt)
  * work, grid-stride, a's shared bytes) and the declarations every WMMA
  * kernel starts with: the fragment types, the shared memory (bytes),
  * warp, lane, r (the lane's row of the warp's 16) and g (which half of a
- * tile's columns it takes), al (whether the operands p0 .. p<nal - 1> are
- * 16-byte aligned), and rowof, the row of each element of an accumulator
- * (from rid, 256 floats at byte rid_at). */
+ * tile's columns it takes), and rowof, the row of each element of an
+ * accumulator (from rid, 256 floats at byte rid_at). */
 static void tc_prologue(gen *G, cg_cuda_kernel *k, int64_t total, const tc_geom *a,
-                        const char *T, int nal, int64_t rid_at)
+                        const char *T, int64_t rid_at)
 {
     G->wmma = true;
     k->strategy = CG_CUDA_ROW;
@@ -987,12 +981,6 @@ static void tc_prologue(gen *G, cg_cuda_kernel *k, int64_t total, const tc_geom 
     cg_line(G, "const int warp = threadIdx.x / 32, lane = threadIdx.x %% 32;");
     cg_line(G, "const int r = lane >> 1, g = lane & 1; // the lane's row of the warp's 16, and "
                "half of a tile's columns");
-    su_buf al;
-    su_buf_init_in(&al, G->arena);
-    for (int i = 0; i < nal; i++)
-        su_buf_printf(&al, "%s(unsigned long long)p%d", i ? " | " : "", i);
-    cg_line(G, "const bool al = (%s) %% 16 == 0; // 16 bytes a thread", al.s);
-    su_buf_free(&al);
     cg_line(G, "float *const rid = (float *)(smb + %lld); // [16][16]: each element's row",
             (long long)rid_at);
     cg_line(G, "for (int x = threadIdx.x; x < 256; x += blockDim.x)");
@@ -1015,10 +1003,10 @@ static void tc_zero(gen *G, const char *frag, int64_t n, const char *what)
  * as w / 16 fragments frag[] (matrix_a), staged through stage (leading
  * dimension w + TC_PAD). */
 static void tc_own_rows(gen *G, const char *frag, const char *stage, const char *row0, int pin,
-                        int64_t n, int64_t w, ir_dtype dt)
+                        int64_t n, int64_t w)
 {
     int ld = (int)w + TC_PAD;
-    tc_stage(G, stage, ld, 16, row0, pin, n, w, "lane", 32, dt);
+    tc_stage(G, stage, ld, 16, row0, pin, n, w, "lane", 32);
     cg_line(G, "__syncwarp();");
     cg_line(G, "a_t %s[%lld];", frag, (long long)(w / 16));
     cg_line(G, "#pragma unroll");
@@ -1178,10 +1166,9 @@ static void tc_key_decls(gen *G, const char *T, int kt, int ldk, int ldv)
 static void tc_key_tiles(gen *G, const at_view *v, int kt)
 {
     cg_line(G, "__syncthreads(); // the last tiles are read");
-    tc_stage(G, "ks", (int)v->d + TC_PAD, kt, "j0", 1, v->t, v->d, "threadIdx.x", 32 * TC_WARPS,
-             v->dt);
+    tc_stage(G, "ks", (int)v->d + TC_PAD, kt, "j0", 1, v->t, v->d, "threadIdx.x", 32 * TC_WARPS);
     tc_stage(G, "vs", (int)v->dv + TC_PAD, kt, "j0", 2, v->t, v->dv, "threadIdx.x",
-             32 * TC_WARPS, v->dt);
+             32 * TC_WARPS);
     cg_line(G, "__syncthreads();");
 }
 
@@ -1197,7 +1184,7 @@ static void emit_attention_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     int64_t nqb = (s + TC_ROWS - 1) / TC_ROWS, total = heads * nqb;
     int64_t o_vs = (int64_t)kt * ldk * 2, o_ws = o_vs + (int64_t)kt * ldv * 2,
             o_al = o_ws + TC_WARPS * a.ws;
-    tc_prologue(G, k, total, &a, T, 3, o_al + TC_ROWS * 4);
+    tc_prologue(G, k, total, &a, T, o_al + TC_ROWS * 4);
     tc_key_decls(G, T, kt, ldk, ldv);
     cg_line(G, "// the warp's scratch: its q rows [16][%d], the scores [16][%d] f32, p's hi "
                "and lo [16][%d] each, or a result tile [16][%d] f32",
@@ -1213,7 +1200,7 @@ static void emit_attention_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "int *const bend = (int *)(smb + %lld); // the block's last key + 1",
             (long long)(o_al + (TC_ROWS + 256) * 4));
     tc_query_head(G, op, &v, total);
-    tc_own_rows(G, "qf", "stg", "q0", 0, s, d, dt);
+    tc_own_rows(G, "qf", "stg", "q0", 0, s, d);
     tc_zero(G, "of", dv / 16, "the unnormalised result");
     cg_line(G, "float m = __int_as_float(0xff800000), l = 0.0f; // the row's running max, the "
                "lane's sum");
@@ -1595,7 +1582,7 @@ static void emit_attn_rows_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     int64_t nqb = (s + TC_ROWS - 1) / TC_ROWS, total = v.heads * nqb;
     int64_t o_vs = (int64_t)kt * ldk * 2, o_ws = o_vs + (int64_t)kt * ldv * 2,
             o_rid = o_ws + TC_WARPS * a.ws;
-    tc_prologue(G, k, total, &a, T, 4, o_rid);
+    tc_prologue(G, k, total, &a, T, o_rid);
     tc_key_decls(G, T, kt, ldk, ldv);
     cg_line(G, "// the warp's scratch: its q and dy rows, or the scores [16][%d] f32 (then ds' "
                "hi and lo [16][%d] each) and dp [16][%d] f32, or a result tile",
@@ -1611,8 +1598,8 @@ static void emit_attn_rows_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "int *const bend = (int *)(smb + %lld); // the block's last key + 1",
             (long long)(o_rid + 256 * 4));
     tc_query_head(G, op, &v, total);
-    tc_own_rows(G, "qf", "stg", "q0", 0, s, d, dt);
-    tc_own_rows(G, "yf", "stg", "q0", 3, s, dv, dt);
+    tc_own_rows(G, "qf", "stg", "q0", 0, s, d);
+    tc_own_rows(G, "yf", "stg", "q0", 3, s, dv);
     if (dq) {
         cg_line(G, "const float lse = live ? p4[(h * %lld + i) * 2] : 0.0f;", (long long)s);
         cg_line(G, "const float delta = live ? p4[(h * %lld + i) * 2 + 1] : 0.0f;", (long long)s);
@@ -1695,7 +1682,7 @@ static void emit_attn_cols_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool
     int64_t o_ys = (int64_t)qt * ldk * 2, o_st = o_ys + (int64_t)qt * ldv * 2,
             o_es = o_st + (int64_t)qt * 8, o_ws = o_es + (int64_t)qt * 4,
             o_rid = o_ws + TC_WARPS * a.ws;
-    tc_prologue(G, k, total, &a, T, pdy + 1, o_rid);
+    tc_prologue(G, k, total, &a, T, o_rid);
     cg_line(G, "%s *const qs = (%s *)smb; // [%d queries][%d]: q's tile", T, T, qt, ldk);
     cg_line(G, "%s *const ys = (%s *)(smb + %lld); // [%d queries][%d]: their rows of dy", T, T,
             (long long)o_ys, qt, ldv);
@@ -1724,17 +1711,17 @@ static void emit_attn_cols_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool
     cg_line(G, "const i64 h = bi / %lld, j1 = bi %% %lld * %d, kw = j1 + warp * 16, j = kw + r; "
                "// head, the block's, the warp's and the lane's first key",
             (long long)nkb, (long long)nkb, TC_ROWS);
-    tc_own_rows(G, "kf", "stg", "kw", 1, t, d, dt);
+    tc_own_rows(G, "kf", "stg", "kw", 1, t, d);
     if (dk) {
-        tc_own_rows(G, "vf", "stg", "kw", 2, t, dv, dt);
+        tc_own_rows(G, "vf", "stg", "kw", 2, t, dv);
         tc_zero(G, "dkf", d / 16, "sum ds q");
     }
     if (sum_dv)
         tc_zero(G, "dvf", dv / 16, "sum p dy");
     at_tiles_open(G, op, &v, qt);
     cg_line(G, "__syncthreads(); // the last tiles are read");
-    tc_stage(G, "qs", ldk, qt, "i0", 0, s, d, "threadIdx.x", 32 * TC_WARPS, dt);
-    tc_stage(G, "ys", ldv, qt, "i0", pdy, s, dv, "threadIdx.x", 32 * TC_WARPS, dt);
+    tc_stage(G, "qs", ldk, qt, "i0", 0, s, d, "threadIdx.x", 32 * TC_WARPS);
+    tc_stage(G, "ys", ldv, qt, "i0", pdy, s, dv, "threadIdx.x", 32 * TC_WARPS);
     at_tile_stats(G, op, &v, pdy, qt, "st");
     cg_line(G, "__syncthreads();");
     at_tile_skip(G, &v, qt);
@@ -1809,7 +1796,7 @@ static const char *op_launch_text(const gen *G, const cg_cuda_kernel *k, const i
     case IR_ATTENTION:
         if (cg_attention_wmma(G, op))
             return "a block per 64 query rows of a head, 16 a warp, on tensor cores (WMMA), "
-                   "keys in shared tiles, online softmax";
+                   "keys in shared tiles, online softmax; assumes 16-byte aligned buffers";
         /* fall through */
     case IR_ATTN_PROBS:
         return cg_attention_tiled(op)
@@ -1820,7 +1807,7 @@ static const char *op_launch_text(const gen *G, const cg_cuda_kernel *k, const i
     case IR_ATTN_DQ:
         if (cg_attention_wmma(G, op))
             return "a block per 64 query rows of a head, 16 a warp, on tensor cores (WMMA), keys "
-                   "and values in shared tiles";
+                   "and values in shared tiles; assumes 16-byte aligned buffers";
         return op->code == IR_ATTN_STATS
                    ? "a block per 128 / group query rows of a head, keys and values in shared "
                      "tiles, online softmax"
@@ -1830,7 +1817,7 @@ static const char *op_launch_text(const gen *G, const cg_cuda_kernel *k, const i
     case IR_ATTN_DV:
         if (cg_attention_wmma(G, op))
             return "a block per 64 keys of a head, 16 a warp, on tensor cores (WMMA), query rows, "
-                   "dy and the statistics in shared tiles";
+                   "dy and the statistics in shared tiles; assumes 16-byte aligned buffers";
         return "a block per 128 / group keys of a head, query rows, dy and the statistics in "
                "shared tiles, p from the statistics";
     default:
