@@ -39,7 +39,10 @@ A NaN must be a NaN in both, an infinity the same infinity.
 Exit 0: the runs agree. Exit 1: a failure; the first line of stdout is
 `FAIL CLASS: detail`, CLASS one of mismatch, missing, crash (a signal or
 exit 3+), reject (a compile or run error of a program that must be valid),
-error-differs (a diff-error case not met), hang. Exit 2: bad usage or a
+error-differs (a diff-error case not met), hang, kernel (with DIFF_EMULATE
+naming build/tests/test_kernel_emulate: a CUDA kernel of the plan on one of
+the meshes, or on its mesh of ones, emulated on the host, differs from the
+CPU backend's instructions beyond its tolerance, or its launch fails). Exit 2: bad usage or a
 model without diff-mesh.
 """
 import argparse
@@ -65,6 +68,9 @@ TOL_TRAINED = {"f32": (1e-4, 1e-4), "f16": (1e-2, 1e-2), "bf16": (4e-2, 4e-2)}
 # is set well below it, so a deadlock inside a plan reports itself first).
 RUN_TIMEOUT_S = 120
 COMPILE_TIMEOUT_S = 120
+# test_kernel_emulate compiles a stage's kernels as C++ and runs them thread
+# by thread: seconds for a generated program
+EMULATE_TIMEOUT_S = 600
 
 
 class Failure(Exception):
@@ -302,6 +308,27 @@ class Checker:
                 continue
             for variant in d["variants"]:
                 self.check_mesh(path, mesh, d, train, prec, ref, d["flags"] + variant)
+        emulator = os.environ.get("DIFF_EMULATE")
+        if emulator and d["error"] is None:
+            meshes = list(dict.fromkeys(d["mesh"] + [ones_of(m) for m in d["mesh"]]))
+            for mesh in meshes:
+                self.emulate(emulator, path, mesh)
+
+    def emulate(self, emulator, path, mesh):
+        # DIFF_EMULATE: test_kernel_emulate runs every CUDA kernel of the
+        # program's plan on the host against the CPU backend's instructions
+        # (the CPU backend alone never runs the kernels)
+        cmd = [emulator, path, mesh, *self.defines]
+        p = run(cmd, EMULATE_TIMEOUT_S, f"test_kernel_emulate (mesh {mesh})")
+        if p.returncode == 77:
+            raise Failure("usage", f"test_kernel_emulate cannot run: {p.stdout.strip()}")
+        if p.returncode != 0:
+            bad = [x.strip() for x in (p.stderr + p.stdout).splitlines()
+                   if "differs" in x or "failed" in x or "error" in x]
+            detail = (bad[0] if bad else stderr_line(p))[:300]
+            raise Failure("kernel", f"mesh {mesh}: exit {p.returncode}: {detail} "
+                          f"[{' '.join(cmd)}]")
+        self.say(f"ok: {os.path.basename(path)} mesh {mesh}: every kernel as the CPU backend")
 
     def check_mesh(self, path, mesh, d, train, prec, ref, flags):
         ones = ones_of(mesh)

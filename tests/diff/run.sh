@@ -4,7 +4,9 @@
 # ones (or unpipelined), run on the CPU backend from the same seed and
 # inputs, and compared; failures are reduced into build/diff-failures/.
 # SHARDC and SHARDRUN name the tools (default build/shardc, build/shardrun);
-# DIFF_JOBS the parallel checks (default: the cores); DIFF_AVOID constructs
+# DIFF_JOBS the parallel checks (default: the cores); DIFF_EMULATE names
+# build/tests/test_kernel_emulate to run every kernel against the CPU
+# backend too; DIFF_AVOID constructs
 # the generator leaves out (gen.py --help).
 set -euo pipefail
 if [ $# -ne 2 ]; then
