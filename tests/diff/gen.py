@@ -431,6 +431,19 @@ class Gen:
         # (seen: h @ h then attention, 5e-5 apart)
         d = x.shape[-1]
         base = x.name if x.mag <= 4 else f"tanh({x.name})"
+        if x.dtype != "f32" and self.chance(0.5):
+            # heads of 16 or 32, the widths whose 16-bit attention and its
+            # backward run on tensor cores (WMMA; the programs' own widths
+            # are mostly below 16), projected back to d after
+            hw, vw = self.r.choice([16, 32]), self.r.choice([16, 32])
+            wq = self.new_param([d, hw], x.dtype)
+            wk = self.new_param([d, hw], x.dtype)
+            wv = self.new_param([d, vw], x.dtype)
+            wo = self.new_param([vw, d], x.dtype)
+            causal_text = "" if causal and self.chance(0.5) else \
+                f", causal = {'true' if causal else 'false'}"
+            return (f"attention({base} @ {wq.name}, {base} @ {wk.name}, {base} @ {wv.name}"
+                    f"{causal_text}) @ {wo.name}", x.mag * 2, x.shape)
         if self.chance(0.5):
             names = []
             for _ in range(3):
