@@ -320,6 +320,19 @@ void cg_put_shape(su_buf *b, const ir_type *t)
     su_buf_putc(b, ']');
 }
 
+/* The bytes of k's widest vector load or store (VEC elements of its
+ * widest value), which the buffers' alignment must cover. */
+static int vec_bytes(const gen *G, const cg_cuda_kernel *k)
+{
+    int size = 2;
+    for (int i = 0; i < G->g->nin + G->g->nout; i++) {
+        const ir_value *v = i < G->g->nin ? G->g->in[i] : G->g->out[i - G->g->nin];
+        int s = v->type.dtype == IR_F16 || v->type.dtype == IR_BF16 ? 2 : 4;
+        size = s > size ? s : size;
+    }
+    return k->vec * size;
+}
+
 /* put_header of a multi-tensor kernel: each part's domain and ops. */
 static void put_multi_header(gen *G, const cg_cuda_kernel *k, su_buf *b)
 {
@@ -338,10 +351,12 @@ static void put_multi_header(gen *G, const cg_cuda_kernel *k, su_buf *b)
                   (long long)k->grid, k->block, k->shared_bytes);
     su_buf_printf(b, "// each part's elements in blocks of %d threads, %s, part after part; "
                      "blocks grid-stride\n",
-                  k->block, k->vec > 1 ? "4 elements per thread where its last dim divides by 4"
-                                       : "one element per thread");
+                  k->block, k->vec > 4 ? "8 elements per thread where its last dim divides by 8 "
+                                         "and it has 16-bit values, else 4 where it divides by 4"
+                  : k->vec > 1 ? "4 elements per thread where its last dim divides by 4"
+                               : "one element per thread");
     if (k->vec > 1)
-        su_buf_puts(b, "// assumes 16-byte aligned buffers\n");
+        su_buf_printf(b, "// assumes %d-byte aligned buffers\n", vec_bytes(G, k));
 }
 
 /* The comment at the top: what the kernel computes, and how to launch it. */
@@ -387,8 +402,8 @@ static void put_header(gen *G, const cg_cuda_kernel *k, su_buf *b)
         break;
     }
     if (k->vec > 1)
-        su_buf_printf(b, "; assumes 16-byte aligned buffers and the last dim divisible by %d",
-                      k->vec);
+        su_buf_printf(b, "; assumes %d-byte aligned buffers and the last dim divisible by %d",
+                      vec_bytes(G, k), k->vec);
     su_buf_putc(b, '\n');
 }
 

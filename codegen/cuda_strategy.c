@@ -41,11 +41,26 @@ int64_t cg_grid_for(int64_t work, int block)
     return g < 1 ? 1 : g > MAX_GRID ? MAX_GRID : g;
 }
 
+/* VEC, the elements a thread loads and stores at once where a value runs
+ * along the domain's last dim (of `last` elements): 8 where group g reads
+ * or writes a 16-bit value (16-byte loads of it; an f32 value's 8 are two)
+ * and last divides by 8, else 4 where it divides by 4 (16 bytes of f32),
+ * else 1. */
+int cg_vec_of(const pass_fgroup *g, int64_t last)
+{
+    bool half = false;
+    for (int i = 0; i < g->nin + g->nout; i++) {
+        ir_dtype dt = (i < g->nin ? g->in[i] : g->out[i - g->nin])->type.dtype;
+        half |= dt == IR_F16 || dt == IR_BF16;
+    }
+    return half && last % 8 == 0 ? 8 : last % 4 == 0 ? 4 : 1;
+}
+
 void cg_emit_elementwise(gen *G, cg_cuda_kernel *k)
 {
     const ir_type *dom = &IR_OP(G->m, G->g->anchor)->res[0]->type;
     int64_t n = ir_type_numel(dom);
-    k->vec = dom->rank >= 1 && dom->dim[dom->rank - 1] % 4 == 0 ? 4 : 1;
+    k->vec = dom->rank >= 1 ? cg_vec_of(G->g, dom->dim[dom->rank - 1]) : 1;
     int64_t steps = n / k->vec;
     k->strategy = CG_CUDA_ELEMENTWISE;
     k->block = cg_clamp_block(steps, BLOCK_EW);
@@ -64,12 +79,6 @@ void cg_emit_elementwise(gen *G, cg_cuda_kernel *k)
     cg_line(G, "}");
 }
 
-
-/* VEC for an elementwise domain: 4 when its last dim divides by 4. */
-static int vec_for(const ir_type *dom)
-{
-    return dom->rank >= 1 && dom->dim[dom->rank - 1] % 4 == 0 ? 4 : 1;
-}
 
 /* One part of a multi-tensor group, as code: its tile's text with the
  * values named by order of first use (so two parts doing the same to
@@ -99,7 +108,7 @@ static void part_text(gen *G, const pass_fgroup *part, part_code *pc)
     su_buf_init_in(&b, G->arena);
     S.b = &b;
     const ir_type *dom = &IR_OP(G->m, part->anchor)->res[0]->type;
-    pc->vec = vec_for(dom);
+    pc->vec = dom->rank >= 1 ? cg_vec_of(part, dom->dim[dom->rank - 1]) : 1;
     tile t = {.dom = dom, .vec = pc->vec, .prologue = true, .store_prologue = true};
     cg_emit_tile(&S, &t);
     pc->text = b.s ? b.s : "";
@@ -528,7 +537,13 @@ enum { WARP_ROW = 1024, WARP_ROWS = 8 };
 void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
 {
     const ir_type *dom = &G->red->in[0]->type;
-    k->vec = v->n % 4 == 0 && dom->rank >= 1 && dom->dim[dom->rank - 1] % 4 == 0 ? 4 : 1;
+    int64_t a = v->n, b = dom->rank >= 1 ? dom->dim[dom->rank - 1] : 1;
+    while (b) { /* the row and the last dim both divide by VEC: their gcd */
+        int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    k->vec = cg_vec_of(G->g, a);
     k->strategy = CG_CUDA_ROW;
     int by = v->n <= WARP_ROW ? BY_WARP : BY_BLOCK;
     const char *tid = by == BY_WARP ? "lane" : "threadIdx.x";
@@ -712,7 +727,7 @@ void cg_emit_xent(gen *G, cg_cuda_kernel *k, const rview *v)
 {
     const ir_type *dom = &G->red->in[0]->type;
     int64_t rows = v->outer, n = v->n;
-    k->vec = n % 4 == 0 ? 4 : 1;
+    k->vec = cg_vec_of(G->g, n);
     k->strategy = CG_CUDA_ROW;
     k->block = cg_clamp_block(cg_pow2_at_least((n + k->vec - 1) / k->vec), XENT_BLOCK);
     k->grid = rows < MAX_PARTS ? rows : MAX_PARTS;

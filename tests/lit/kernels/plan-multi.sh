@@ -23,7 +23,7 @@
 # RUN: %shardrun %t.z1.cpu.plan --seed 3 --steps 2 --quiet --outputs %t.z1cpu.safetensors --save-params %t.z1cpu.params.safetensors
 # RUN: cmp %t.z1k.safetensors %t.z1cpu.safetensors
 # RUN: cmp %t.z1k.params.safetensors %t.z1cpu.params.safetensors
-# DP: // kernel k{{[0-9]+}}_cast_adam_m_adam_v_adamw_x3 (elementwise, grid {{[0-9]+}}, block 256, 0 shared bytes): runs {{(%[0-9]+, )+}}%{{[0-9]+}}; reads
+# DP: // kernel k{{[0-9]+}}_cast_adam_m_adam_v_adamw_x3 (elementwise, grid {{[0-9]+}}, block {{[0-9]+}}, 0 shared bytes): runs {{(%[0-9]+, )+}}%{{[0-9]+}}; reads
 # DP-NOT: _x{{[0-9]}} (
 # Z1: reduce_scatter
 # Z1: // kernel k{{[0-9]+}}_cast_adam_m_adam_v_adamw_x3 (elementwise
