@@ -312,23 +312,24 @@ class Checker:
         if emulator and d["error"] is None:
             meshes = list(dict.fromkeys(d["mesh"] + [ones_of(m) for m in d["mesh"]]))
             for mesh in meshes:
-                self.emulate(emulator, path, mesh)
+                self.emulate(emulator, path, mesh, d["flags"] if mesh in d["mesh"] else [])
 
-    def emulate(self, emulator, path, mesh):
+    def emulate(self, emulator, path, mesh, flags):
         # DIFF_EMULATE: test_kernel_emulate runs every CUDA kernel of the
         # program's plan on the host against the CPU backend's instructions
-        # (the CPU backend alone never runs the kernels)
-        cmd = [emulator, path, mesh, *self.defines]
-        p = run(cmd, EMULATE_TIMEOUT_S, f"test_kernel_emulate (mesh {mesh})")
+        # (the CPU backend alone never runs the kernels), compiled with the
+        # sharded compilations' flags (--keep-gathered) on the program's meshes
+        cmd = [emulator, path, mesh, *self.defines, *flags]
+        what = f"mesh {mesh}" + "".join(" " + f for f in flags)
+        p = run(cmd, EMULATE_TIMEOUT_S, f"test_kernel_emulate ({what})")
         if p.returncode == 77:
             raise Failure("usage", f"test_kernel_emulate cannot run: {p.stdout.strip()}")
         if p.returncode != 0:
             bad = [x.strip() for x in (p.stderr + p.stdout).splitlines()
                    if "differs" in x or "failed" in x or "error" in x]
             detail = (bad[0] if bad else stderr_line(p))[:300]
-            raise Failure("kernel", f"mesh {mesh}: exit {p.returncode}: {detail} "
-                          f"[{' '.join(cmd)}]")
-        self.say(f"ok: {os.path.basename(path)} mesh {mesh}: every kernel as the CPU backend")
+            raise Failure("kernel", f"{what}: exit {p.returncode}: {detail} [{' '.join(cmd)}]")
+        self.say(f"ok: {os.path.basename(path)} {what}: every kernel as the CPU backend")
 
     def check_mesh(self, path, mesh, d, train, prec, ref, flags):
         ones = ones_of(mesh)

@@ -64,6 +64,8 @@
 
 static char tmpdir[] = "/tmp/test_kernel_emulate.XXXXXX";
 static const char *cxx;
+static const char *const *flags; /* one_model's shardc options, as the CLI's (nflags words) */
+static int nflags;
 
 /* ---- the launches' memory (kernel_emulate.hpp's emu_setup) ---- */
 
@@ -148,6 +150,25 @@ static model compile(const char *path, const char *mesh, int zero, const char *d
     for (const char *d = defines; ok && sscanf(d, " %63[A-Za-z0-9_]=%lld%n", name, &v, &used) == 2;
          d += used)
         ok = shardc_options_define(opt, name, v, &e) == SHARDC_OK;
+    for (int i = 0; ok && i < nflags; i++) { /* one_model's shardc options */
+        const char *f = flags[i], *val = i + 1 < nflags ? flags[i + 1] : "";
+        if (!strcmp(f, "--recompute") || !strcmp(f, "--keep-gathered")) {
+            if (f[2] == 'r')
+                shardc_options_set_recompute(opt, 1);
+            else
+                shardc_options_set_keep_gathered(opt, 1);
+            continue;
+        }
+        i++;
+        if (!strcmp(f, "--dtype"))
+            ok = shardc_options_set_dtype(opt, val, &e) == SHARDC_OK;
+        else if (!strcmp(f, "--schedule"))
+            ok = shardc_options_set_schedule(opt, val, &e) == SHARDC_OK;
+        else if (!strcmp(f, "--microbatches"))
+            ok = shardc_options_set_microbatches(opt, atoll(val), &e) == SHARDC_OK;
+        else if (!strcmp(f, "--zero"))
+            ok = shardc_options_set_zero(opt, atoi(val), NULL, &e) == SHARDC_OK;
+    }
     ok = ok && shardc_compile_string(opt, path, text, strlen(text), &prog, &e) == SHARDC_OK &&
          shardc_program_save_plan(prog, out, &e) == SHARDC_OK &&
          shardc_program_emit(prog, "cuda", &md.cuda, NULL, &e) == SHARDC_OK;
@@ -635,6 +656,18 @@ static bool compare(const rt_program *g, const rt_kernel *k, int j, const uint8_
     return false;
 }
 
+/* n bytes (and 16 more) of zeros at a multiple of RT_ALIGN, as a GPU's
+ * arena starts (cuMemAlloc's 256 bytes), so that the kernels' vector
+ * loads meet the alignment they assume and the check of it. */
+static uint8_t *arena_alloc(int64_t n)
+{
+    size_t bytes = ((size_t)n + 16 + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
+    uint8_t *p = aligned_alloc(RT_ALIGN, bytes);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
+}
+
 /* Kernel ki of stage st: its inputs filled alike, the CPU's instructions
  * against the emulated kernel; false where they differ beyond the
  * kernel's tolerance, or the launch fails. */
@@ -648,8 +681,7 @@ static bool run_kernel(const rt_plan *p, int st, int ki, void *lib, int kind, co
     CHECK(run != NULL);
     if (!run)
         return false;
-    uint8_t *cpu = calloc(1, (size_t)g->arena_bytes + 16);
-    uint8_t *emu = calloc(1, (size_t)g->arena_bytes + 16);
+    uint8_t *cpu = arena_alloc(g->arena_bytes), *emu = arena_alloc(g->arena_bytes);
     void **bufs = malloc((size_t)(g->nbuf + 1) * sizeof *bufs);
     void **params = malloc((size_t)(k->nin + k->nout + 1) * sizeof *params);
     for (int i = 0; i < k->nin; i++)
@@ -670,7 +702,7 @@ static bool run_kernel(const rt_plan *p, int st, int ki, void *lib, int kind, co
         for (int j = 0; j < k->nin + k->nout; j++)
             param |= k->param[j] == b;
         if (b >= 0 && !param && !scratch[b])
-            bufs[b] = scratch[b] = calloc(1, (size_t)g->buf_bytes[b] + 16);
+            bufs[b] = scratch[b] = arena_alloc(g->buf_bytes[b]);
     }
     su_status err = {SU_OK, ""};
     bool ok = true;
@@ -910,11 +942,13 @@ static void check_init_kernel(void)
     dlclose(lib);
 }
 
-/* `test_kernel_emulate MODEL MESH [NAME=VALUE ...]`: every kernel of one
- * model (a path from here) on one mesh, its constants overridden as -D
- * does, against the CPU backend as above (tests/diff/diffcheck.py runs it
+/* `test_kernel_emulate MODEL MESH [NAME=VALUE | OPTION ...]`: every kernel
+ * of one model (a path from here) on one mesh, its constants overridden as
+ * -D does, and shardc's --dtype T, --zero K, --schedule S,
+ * --microbatches N, --recompute and --keep-gathered as the CLI takes
+ * them, against the CPU backend as above (tests/diff/diffcheck.py runs it
  * on generated programs under DIFF_EMULATE). Exit 0 when every kernel that
- * ran agrees, 1 otherwise, 77 when it cannot run. */
+ * ran agrees, 1 otherwise, 2 for bad usage, 77 when it cannot run. */
 static int one_model(int argc, char **argv)
 {
     char path[4096], defines[2048] = "";
@@ -922,10 +956,27 @@ static int one_model(int argc, char **argv)
         perror(argv[1]);
         return 1;
     }
+    static const char *const valued[] = {"--dtype", "--zero", "--schedule", "--microbatches"};
+    static const char *opts[64];
     for (int i = 3; i < argc; i++) {
-        size_t n = strlen(defines);
-        snprintf(defines + n, sizeof defines - n, "%s%s", n ? " " : "", argv[i]);
+        if (argv[i][0] != '-') {
+            size_t n = strlen(defines);
+            snprintf(defines + n, sizeof defines - n, "%s%s", n ? " " : "", argv[i]);
+            continue;
+        }
+        bool flag = !strcmp(argv[i], "--recompute") || !strcmp(argv[i], "--keep-gathered"),
+             with_value = false;
+        for (size_t j = 0; j < sizeof valued / sizeof *valued; j++)
+            with_value |= !strcmp(argv[i], valued[j]) && i + 1 < argc;
+        if ((!flag && !with_value) || nflags + 2 > (int)(sizeof opts / sizeof *opts)) {
+            fprintf(stderr, "test_kernel_emulate: unknown option '%s'\n", argv[i]);
+            return 2;
+        }
+        opts[nflags++] = argv[i];
+        if (with_value)
+            opts[nflags++] = argv[++i];
     }
+    flags = opts;
     lenient = true;
     double t0 = now();
     int coop = 0, n = check_model(path, argv[2], 0, defines, &coop);
@@ -972,30 +1023,37 @@ int main(int argc, char **argv)
     struct {
         const char *file, *mesh;
         int zero;
-        const char *defines;
+        const char *defines, *dtype; /* dtype: --dtype's, or NULL */
     } cases[] = {
-        {"examples/mlp.sh", "2x2", 0, ""},
-        {"examples/transformer.sh", "2x2", 0, "S=32 D=128 V=256"},
-        {"examples/transformer.sh", "4x1", 1, "S=32 D=128 V=256"},
-        {"tests/models/mlp_bf16.sh", "2x2", 0, ""},
-        {"tests/models/mlp_bf16.sh", "4x1", 1, ""},
-        {"tests/models/mlp_bf16_momentum.sh", "2x2", 3, ""},
-        {"tests/models/vocab_parallel.sh", "2x2", 0, ""},
-        {"tests/models/vocab_parallel.sh", "2x1", 0, ""}, /* softmax, rmsnorm unsplit */
-        {"tests/lit/cuda/i32.ir", "1", 0, ""},
-        {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1"}, /* attention tiles partly empty */
-        {"tests/models/attn_bf16.sh", "1", 0, ""}, /* attention on tensor cores */
-        {"tests/models/attn_bf16.sh", "2", 0, ""}, /* and over split queries */
-        {"tests/models/kernel_shapes.sh", "1", 0, ""}, /* ids, classes, tiles overhanging */
-        {"tests/models/select_masks.sh", "2x2", 0, ""}, /* bool, comparisons, where */
-        {"examples/moe.sh", "2x2", 0, "S=16 D=64 F=64 L=1"}, /* routing, experts by all-to-all */
+        {"examples/mlp.sh", "2x2", 0, "", NULL},
+        {"examples/transformer.sh", "2x2", 0, "S=32 D=128 V=256", NULL},
+        {"examples/transformer.sh", "4x1", 1, "S=32 D=128 V=256", NULL},
+        {"tests/models/mlp_bf16.sh", "2x2", 0, "", NULL},
+        {"tests/models/mlp_bf16.sh", "4x1", 1, "", NULL},
+        {"tests/models/mlp_bf16_momentum.sh", "2x2", 3, "", NULL},
+        {"tests/models/vocab_parallel.sh", "2x2", 0, "", NULL},
+        {"tests/models/vocab_parallel.sh", "2x1", 0, "", NULL}, /* softmax, rmsnorm unsplit */
+        {"tests/lit/cuda/i32.ir", "1", 0, "", NULL},
+        {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1", NULL}, /* attention tiles partly empty */
+        {"tests/models/attn_bf16.sh", "1", 0, "", NULL}, /* attention on tensor cores */
+        {"tests/models/attn_bf16.sh", "2", 0, "", NULL}, /* and over split queries */
+        {"tests/models/kernel_shapes.sh", "1", 0, "", NULL}, /* ids, classes, tiles overhanging */
+        {"tests/models/select_masks.sh", "2x2", 0, "", NULL}, /* bool, comparisons, where */
+        {"examples/moe.sh", "2x2", 0, "S=16 D=64 F=64 L=1", NULL}, /* routing, experts by all-to-all */
+        /* RoPE, grouped-query attention (4 heads of 32, 2 for k and v) on
+         * tensor cores, SwiGLU, rmsnorm, clipping, in bf16 */
+        {"examples/llama.sh", "2x2", 0, "S=16 D=128 H=4 G=2 F=352 V=64 L=1", "bf16"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double t0 = now();
         int c = 0;
+        const char *dtype[2] = {"--dtype", cases[i].dtype};
+        flags = dtype;
+        nflags = cases[i].dtype ? 2 : 0;
         int n = check_model(cases[i].file, cases[i].mesh, cases[i].zero, cases[i].defines, &c);
-        printf("%s on %s%s: %d kernels emulated, %d cooperative (%.1f s)\n", cases[i].file,
-               cases[i].mesh, cases[i].zero ? " with zero" : "", n, c, now() - t0);
+        printf("%s on %s%s%s%s: %d kernels emulated, %d cooperative (%.1f s)\n", cases[i].file,
+               cases[i].mesh, cases[i].zero ? " with zero" : "", cases[i].dtype ? " in " : "",
+               cases[i].dtype ? cases[i].dtype : "", n, c, now() - t0);
         CHECK(n > 0);
         nrun += n;
         coop += c;
@@ -1015,7 +1073,8 @@ int main(int argc, char **argv)
     printf("attention kernels on tensor cores (WMMA): %d\n", wmma_ran);
     /* attn_bf16.sh on 1 and 2: 4 forwards (bf16 causal, plain, heads
      * inner; f16, over split queries on 2) and their backward's stats, dq,
-     * dk, dv and a pair: 32 when written */
+     * dk, dv and a pair: 32 when written; llama.sh's grouped-query
+     * attention in bf16 4 more */
     CHECK(wmma_ran >= 30);
     /* the ops whose kernels cooperate, each run at least once */
     static const int need[] = {RT_OP_ATTENTION, RT_OP_ATTN_PROBS, RT_OP_ATTN_STATS,
