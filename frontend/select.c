@@ -2,8 +2,9 @@
  * gather, cumsum and topk, each made of IR ops the rest of the compiler
  * already shards, differentiates and runs on every backend:
  *
- *   one_hot(ids, N)      ids [..., 1] == iota [N], cast to f32: an id
- *                        outside [0, N) matches nothing, a zero row;
+ *   one_hot(ids, N)      ids [..., 1] == iota [N], cast to f32 (--dtype's
+ *                        type under --dtype, as a written f32 would be):
+ *                        an id outside [0, N) matches nothing, a zero row;
  *   argmax(x, axis)      m = amax(x) along the axis; where x == m, N - i
  *                        (i the index along the axis, in f32), else 0; N
  *                        minus the amax of that is the first index of the
@@ -121,7 +122,7 @@ static ir_value *move_last(fe_lower *L, ir_value *x, int d, bool back, su_loc lo
     return op1(L, IR_TRANSPOSE, x, &a, loc);
 }
 
-static ir_value *one_hot(fe_lower *L, ir_value *ids, int64_t n, su_loc loc)
+static ir_value *one_hot(fe_lower *L, ir_value *ids, int64_t n, ir_dtype dt, su_loc loc)
 {
     int64_t dims[IR_MAX_RANK];
     int r = ids->type.rank;
@@ -131,7 +132,7 @@ static ir_value *one_hot(fe_lower *L, ir_value *ids, int64_t n, su_loc loc)
     memcpy(dims, ids->type.dim, (size_t)r * sizeof *dims);
     dims[r] = 1;
     ir_value *col = reshape(L, ids, dims, r + 1, loc);
-    return cast(L, op2(L, IR_EQ, col, iota_along(L, n, 0, 1, loc), loc), IR_F32, loc);
+    return cast(L, op2(L, IR_EQ, col, iota_along(L, n, 0, 1, loc), loc), dt, loc);
 }
 
 /* The first index of the largest element along axis d (removed), i32. */
@@ -159,7 +160,7 @@ static ir_value *gather(fe_lower *L, ir_value *x, ir_value *ids, int d, su_loc l
     dims[r - 1] = 1;
     dims[r] = x->type.dim[d];
     ir_value *row = reshape(L, xt, dims, r + 1, loc);                  /* [..., 1, n] */
-    ir_value *oh = cast(L, one_hot(L, it, x->type.dim[d], loc), x->type.dtype, loc); /* [..., m, n] */
+    ir_value *oh = one_hot(L, it, x->type.dim[d], x->type.dtype, loc); /* [..., m, n] */
     ir_attrs last = {.axis = r};
     ir_value *g = op1(L, IR_SUM, op2(L, IR_MUL, oh, row, loc), &last, loc);  /* [..., m] */
     return move_last(L, g, d, true, loc);
@@ -204,7 +205,7 @@ static void topk(fe_lower *L, ir_value *x, int64_t k, su_loc loc, ir_value **out
         idx[j] = reshape(L, i, dims, r, loc);                          /* [..., 1] */
         vals[j] = gather(L, x, idx[j], r - 1, loc);
         if (j + 1 < k) {
-            ir_value *oh = one_hot(L, i, n, loc);                      /* [..., n] */
+            ir_value *oh = one_hot(L, i, n, IR_F32, loc); /* [..., n] */
             ir_value *keep = op2(L, IR_SUB, number(L, 1, IR_F32, loc), oh, loc);
             left = op2(L, IR_ADD, op2(L, IR_MUL, left, keep, loc),
                        op2(L, IR_MUL, oh, number(L, -FLT_MAX, IR_F32, loc), loc), loc);
@@ -266,7 +267,7 @@ int fe_select_call(fe_lower *L, fe_scope *s, fe_frame *f, const ast_node *call, 
         int64_t n = fe_const_eval(L, s, a.node[1]);
         if (n < 1)
             fe_fail(L, a.node[1]->loc, "one_hot needs at least 1 class, got %lld", (long long)n);
-        out[0] = one_hot(L, x, n, loc);
+        out[0] = one_hot(L, x, n, fe_dtype(L, IR_F32), loc); /* --dtype's, as written f32 */
         return 1;
     }
     need_rank(L, a.node[0], fn, x);

@@ -85,8 +85,9 @@ SHARDC_API shardc_status shardc_options_set_microbatches(shardc_options *opt, lo
                                                          char **error);
 
 /* Low precision over the model's f32, as `--dtype bf16`: every f32 the
- * model writes (input, param and block types, cast targets) means dtype
- * ("bf16" or "f16"; "f32" leaves the model as written). Trained bf16 and
+ * model writes (input, param and block types, cast targets), and
+ * one_hot's f32 results, mean dtype ("bf16" or "f16"; "f32" leaves the
+ * model as written). Trained bf16 and
  * f16 params get f32 master copies, as declared ones do.
  * SHARDC_ERR_USAGE for another name. */
 SHARDC_API shardc_status shardc_options_set_dtype(shardc_options *opt, const char *dtype,

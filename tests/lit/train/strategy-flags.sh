@@ -19,6 +19,13 @@
 # RUN: sed 's/\bf32\b/bf16/g' %S/../../../examples/llama.sh > %t.bf16.sh
 # RUN: %shardc %S/../../../examples/llama.sh --mesh 2x2 --dtype bf16 --report > %t.dflag
 # RUN: %shardc %t.bf16.sh --mesh 2x2 --report | diff - %t.dflag
+# one_hot's f32 is --dtype's type too, as a written f32 (moe.sh's routing
+# multiplies its one-hots by the bf16 gate probabilities)
+# RUN: %shardc %S/../../../examples/moe.sh --mesh 2x2 --dtype bf16 --emit ir | FileCheck %s --check-prefix=ONEHOT
+# ONEHOT: %layers.0.moe.m1 = cast %{{[0-9]+}} {dtype = bf16} : bf16[8, 64, 4]
+# ONEHOT: %layers.0.moe.d1 = mul %{{[0-9]+}}, %{{[0-9]+}} : bf16[8, 64, 4, 40]
+# RUN: %shardc %S/../../../examples/moe.sh --mesh 2x2 --emit ir | FileCheck %s --check-prefix=ONEHOT32
+# ONEHOT32: %layers.0.moe.m1 = cast %{{[0-9]+}} {dtype = f32} : f32[8, 64, 4]
 # RUN: %expect 2 %shardc %S/../../../examples/mlp.sh --mesh 2x2 --dtype i32 -o %t.plan 2>&1 | FileCheck %s --check-prefix=DTYPE
 # DTYPE: shardc: error: --dtype 'i32': expected bf16, f16 or f32
 # --recompute: the same plan as every `block` written `recompute block`
