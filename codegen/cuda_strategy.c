@@ -392,6 +392,7 @@ typedef struct rparts {
     int passes;
     const char *init1, *consume1, *after1;
     const char *consume2, *after2;
+    bool acc2_first;        /* pass 1 sums into acc2 as well as acc */
     const char *result;     /* uses xin (row ops) or acc (reductions) */
 } rparts;
 
@@ -465,6 +466,26 @@ static rparts red_parts(gen *G, const rview *v, int by, const char *col)
                        bsum(G, by, "acc"), n, eps);
         p.result = cg_fmt(G, "xin * rstd * %s", cg_reg(G, r->in[1]));
         break;
+    case IR_LAYERNORM_DX: { /* (dy, x, mean, rstd, g): xin is dy */
+        const char *x = cg_reg(G, r->in[1]), *mu = cg_reg(G, r->in[2]);
+        const char *rs = cg_reg(G, r->in[3]), *g = cg_reg(G, r->in[4]);
+        p.passes = 2;
+        p.acc2_first = true;
+        p.consume1 = cg_fmt(G, "{ const float gx = xin * %s; acc += gx; acc2 += gx * ((%s - %s) * %s); }",
+                            g, x, mu, rs);
+        p.after1 = cg_fmt(G, "const float m1 = %s / %s; const float m2 = %s / %s;",
+                          bsum(G, by, "acc"), n, bsum(G, by, "acc2"), n);
+        p.result = cg_fmt(G, "%s * (xin * %s - m1 - (%s - %s) * %s * m2)", rs, g, x, mu, rs);
+        break;
+    }
+    case IR_RMSNORM_DX: { /* (dy, x, r, g) */
+        const char *x = cg_reg(G, r->in[1]), *rs = cg_reg(G, r->in[2]), *g = cg_reg(G, r->in[3]);
+        p.passes = 2;
+        p.consume1 = cg_fmt(G, "acc += xin * %s * (%s * %s);", g, x, rs);
+        p.after1 = cg_fmt(G, "const float m2 = %s / %s;", bsum(G, by, "acc"), n);
+        p.result = cg_fmt(G, "%s * (xin * %s - %s * %s * m2)", rs, g, x, rs);
+        break;
+    }
     default:
         su_unreachable();
     }
@@ -581,6 +602,8 @@ void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
     if (cached)
         cg_line(G, "float xs[%lld]; // this thread's elements of the row", (long long)(items * k->vec));
     cg_line(G, "float acc = %s;", p.init1);
+    if (p.acc2_first)
+        cg_line(G, "float acc2 = 0.0f;");
     tile t1 = {.dom = dom, .vec = k->vec, .prologue = true, .store_prologue = true,
                .consume = p.consume1};
     row_loop(G, v, threads, k->vec, cached, &t1, true, tid);

@@ -474,9 +474,10 @@ static void tile_values(gen *G, const tile *t, vlist *loads, vlist *stores)
         if (!(pro && t->prologue) && !(epi && t->rexpr) && !main)
             continue;
         for (int j = 0; j < op->nin; j++) {
-            bool norm = op->code == IR_LAYERNORM || op->code == IR_RMSNORM;
+            bool dx = op->code == IR_LAYERNORM_DX || op->code == IR_RMSNORM_DX;
+            bool norm = op->code == IR_LAYERNORM || op->code == IR_RMSNORM || dx;
             bool wanted = !main || (t->prologue && j < red_main_inputs(op)) ||
-                          (t->rexpr && j > 0 && norm);
+                          (t->rexpr && j > 0 && norm) || (t->consume && j > 0 && dx);
             bool hoisted = op->code == IR_ADAMW && j == 3; /* emit_hoisted's */
             if (wanted && !hoisted && !cg_in_group(G, op->in[j]))
                 vlist_add(loads, op->in[j]);

@@ -372,6 +372,33 @@ static bool infer_norm(ctx *c, const ir_type *const *in, int nin, double eps, ir
     return true;
 }
 
+/* layernorm_dx (dy, x, mean, rstd, g) and rmsnorm_dx (dy, x, r, g) -> dy's
+ * type (ops.def): dy and x alike, each statistic [..., 1], g [n]. */
+static bool infer_norm_dx(ctx *c, const ir_type *const *in, int nin, ir_type *out)
+{
+    const ir_type *dy = in[0], *x = in[1], *g = in[nin - 1];
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    if (!same_dtype(c, in, nin) || !need_float(c, dy))
+        return false;
+    if (dy->rank < 1 || !ir_type_eq(dy, x))
+        return fail(c, "%s needs dy and x of one type, got %s and %s", c->op, tstr(t1, dy),
+                    tstr(t2, x));
+    int r = dy->rank;
+    for (int i = 2; i < nin - 1; i++) {
+        bool ok = in[i]->rank == r && in[i]->dim[r - 1] == 1;
+        for (int d = 0; ok && d < r - 1; d++)
+            ok = in[i]->dim[d] == dy->dim[d];
+        if (!ok)
+            return fail(c, "%s needs its statistics of shape [..., 1] for x %s, got %s", c->op,
+                        tstr(t1, x), tstr(t2, in[i]));
+    }
+    if (g->rank != 1 || g->dim[0] != dy->dim[r - 1])
+        return fail(c, "%s needs g of shape [%lld], got %s", c->op, (long long)dy->dim[r - 1],
+                    tstr(t1, g));
+    *out = *dy;
+    return true;
+}
+
 /* out.dim[i] = in.dim[list[i]]. */
 static bool infer_transpose(ctx *c, const ir_type *x, const ir_attrs *a, ir_type *out)
 {
@@ -873,6 +900,10 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
         return infer_norm(c, in, 3, a->eps, out);
     case IR_RMSNORM:
         return infer_norm(c, in, 2, a->eps, out);
+    case IR_LAYERNORM_DX:
+        return infer_norm_dx(c, in, 5, out);
+    case IR_RMSNORM_DX:
+        return infer_norm_dx(c, in, 4, out);
     case IR_TRANSPOSE:
         return infer_transpose(c, in[0], a, out);
     case IR_RESHAPE:

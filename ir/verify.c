@@ -389,7 +389,8 @@ static bool verify_op(vctx *c, int i, const ir_op *op)
     if (!c->m->partitioned && (op->code == IR_CHECK_IDS || op->code == IR_CHECK_LABELS))
         return op_fail(c, i, op, "checks of ids appear only in a partitioned module");
     if (!c->m->partitioned && (op->code == IR_ATTN_STATS || op->code == IR_ATTN_DQ ||
-                               op->code == IR_ATTN_DK || op->code == IR_ATTN_DV))
+                               op->code == IR_ATTN_DK || op->code == IR_ATTN_DV ||
+                               op->code == IR_LAYERNORM_DX || op->code == IR_RMSNORM_DX))
         return op_fail(c, i, op, "%s appears only in a partitioned module",
                        ir_ops[op->code].name);
     if (!c->m->partitioned && (op->code == IR_ATTENTION || op->code == IR_ATTN_PROBS) &&

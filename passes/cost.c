@@ -76,6 +76,10 @@ double pass_op_flops(const ir_op *op)
     case IR_ADAM_M: case IR_ADAM_V: case IR_MOMENTUM: case IR_SGD: return 3 * out;
     case IR_GELU_GRAD: case IR_SILU_GRAD: return 8 * out;
     case IR_LAYERNORM: return 8 * in0;
+    /* as the ops of autodiff's form it stands for (norm_grad.c): gx, two
+     * means, gx xh, and dx's four; rmsnorm's without mean(gx) and its sub */
+    case IR_LAYERNORM_DX: return 8 * in0;
+    case IR_RMSNORM_DX: return 6 * in0;
     case IR_MSE: return 3 * in0;
     case IR_SUM: case IR_MEAN: case IR_AMAX: return in0;
     default: break;

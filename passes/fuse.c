@@ -118,6 +118,8 @@ static fclass classify(const ir_op *op)
     case IR_SOFTMAX:
     case IR_LAYERNORM:
     case IR_RMSNORM:
+    case IR_LAYERNORM_DX:
+    case IR_RMSNORM_DX:
     case IR_MSE:
         return all_float(op) ? F_RED : F_NONE;
     case IR_XENT:

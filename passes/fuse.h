@@ -9,8 +9,8 @@
  *                the *_grad elementwise ops and the optimizer updates, all
  *                with the group's one result shape, its domain;
  *   reduce       one single-axis reduction or row op (sum, mean, amax,
- *                softmax, layernorm, rmsnorm, cross_entropy,
- *                cross_entropy_grad, mse) with the elementwise ops that
+ *                softmax, layernorm, rmsnorm, layernorm_dx, rmsnorm_dx,
+ *                cross_entropy, cross_entropy_grad, mse) with the elementwise ops that
  *                feed it fused in front (the prologue, of its operand's
  *                shape) and elementwise ops of its result's shape that
  *                consume it after (the epilogue);

@@ -108,6 +108,12 @@ int pass_combine_batch(ir_module *m);
  * Returns how many. */
 int pass_attn_grad(ir_module *m);
 
+/* The input gradients of layernorm and rmsnorm as one op each
+ * (norm_grad.c): autodiff's form from dy * g to dx becomes layernorm_dx or
+ * rmsnorm_dx, on a partitioned module. Run by pass_partition. Returns how
+ * many. */
+int pass_norm_grad(ir_module *m);
+
 /* Transposes that swap the last two dims of a float value read only by
  * matmuls folded into them (fold.c): each such matmul reads the
  * transpose's operand with its trans bit (IR_A_TRANS); the transposes are

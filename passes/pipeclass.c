@@ -340,6 +340,15 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
             return fail(L, op, "it normalises over the batch dimension"), -2;
         return rule_elementwise(L, op) < -1 ? -2 : d;
     }
+    case IR_LAYERNORM_DX:
+    case IR_RMSNORM_DX: { /* dy may be per step, the same in every row */
+        int od = rule_elementwise(L, op);
+        if (od < -1)
+            return -2;
+        if (od < 0 || od == op->res[0]->type.rank - 1)
+            return fail(L, op, "it normalises over the batch dimension"), -2;
+        return od;
+    }
     case IR_XENT:
     case IR_MSE:
         *mode = ACC_MEAN;

@@ -648,6 +648,32 @@ static int k_norm(const rt_instr *in, const void *const *x, float *o)
     return 0;
 }
 
+/* layernorm_dx (dy, x, mean, rstd, g) and rmsnorm_dx (dy, x, r, g): per
+ * row, the row's sums in double, then each element (plan_ops.def). */
+static int k_norm_dx(const rt_instr *in, const void *const *x, float *o)
+{
+    const rt_type *t = &in->in_t[0];
+    int64_t d = t->dim[t->rank - 1], rows = rt_type_numel(t) / d;
+    bool ln = in->op == RT_OP_LAYERNORM_DX;
+    const float *dy = x[0], *xs = x[1], *g = x[in->nin - 1];
+    const float *mean = ln ? x[2] : NULL, *rstd = x[ln ? 3 : 2];
+    for (int64_t r = 0; r < rows; r++) {
+        const float *u = dy + r * d, *v = xs + r * d;
+        double mu = mean ? mean[r] : 0, rs = rstd[r], s1 = 0, s2 = 0;
+        for (int64_t i = 0; i < d; i++) {
+            double gx = (double)u[i] * g[i];
+            s1 += gx;
+            s2 += gx * ((v[i] - mu) * rs);
+        }
+        double m1 = ln ? s1 / (double)d : 0, m2 = s2 / (double)d;
+        for (int64_t i = 0; i < d; i++) {
+            double gx = (double)u[i] * g[i];
+            o[r * d + i] = (float)(rs * (gx - m1 - (v[i] - mu) * rs * m2));
+        }
+    }
+    return 0;
+}
+
 /* mse: mean of (a - b)^2 over every element, in double. */
 static int k_mse(const rt_instr *in, const float *a, const float *b, float *o)
 {
@@ -1160,6 +1186,9 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
     case RT_OP_LAYERNORM:
     case RT_OP_RMSNORM:
         return k_norm(in, x, y);
+    case RT_OP_LAYERNORM_DX:
+    case RT_OP_RMSNORM_DX:
+        return k_norm_dx(in, x, y);
     case RT_OP_TRANSPOSE:
         return k_transpose(in, x[0], y);
     case RT_OP_EMBEDDING:

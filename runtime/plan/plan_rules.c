@@ -394,6 +394,33 @@ static bool rule_norm(const rt_instr *in, rt_type *want, su_status *err)
     return true;
 }
 
+/* layernorm_dx (dy, x, mean, rstd, g) and rmsnorm_dx (dy, x, r, g). */
+static bool rule_norm_dx(const rt_instr *in, rt_type *want, su_status *err)
+{
+    const rt_type *dy = &in->in_t[0], *x = &in->in_t[1], *g = &in->in_t[in->nin - 1];
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    if (!same_dtype(in, err) || !need_float(dy, "dy", err))
+        return false;
+    if (dy->rank < 1 || !rt_type_eq(dy, x))
+        return rt_plan_fail(err, "needs dy and x of one type, got %s and %s",
+                            rt_type_text(t1, dy), rt_type_text(t2, x));
+    int r = dy->rank;
+    for (int i = 2; i < in->nin - 1; i++) {
+        const rt_type *s = &in->in_t[i];
+        bool ok = s->rank == r && s->dim[r - 1] == 1;
+        for (int d = 0; ok && d < r - 1; d++)
+            ok = s->dim[d] == dy->dim[d];
+        if (!ok)
+            return rt_plan_fail(err, "needs its statistics of shape [..., 1] for x %s, got %s",
+                                rt_type_text(t1, x), rt_type_text(t2, s));
+    }
+    if (g->rank != 1 || g->dim[0] != dy->dim[r - 1])
+        return rt_plan_fail(err, "needs g of shape [%lld], got %s", (long long)dy->dim[r - 1],
+                            rt_type_text(t1, g));
+    *want = *dy;
+    return true;
+}
+
 static bool rule_transpose(const rt_instr *in, rt_type *want, su_status *err)
 {
     const rt_type *x = &in->in_t[0];
@@ -869,6 +896,10 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, su_status *err)
         case RT_OP_LAYERNORM:
         case RT_OP_RMSNORM:
             ok = rule_norm(in, &want, err);
+            break;
+        case RT_OP_LAYERNORM_DX:
+        case RT_OP_RMSNORM_DX:
+            ok = rule_norm_dx(in, &want, err);
             break;
         case RT_OP_TRANSPOSE:
             ok = rule_transpose(in, &want, err);

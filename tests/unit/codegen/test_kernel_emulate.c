@@ -514,6 +514,9 @@ static void fill(uint8_t *a, const rt_type *t)
  *   softmax, cross_entropy's       the row: the max is exact, exp the
  *   gradient, layernorm, rmsnorm   host's expf on both sides, the scale
  *                                  a sum's inverse
+ *   layernorm_dx, rmsnorm_dx       the row: sums of dy g and dy g xh
+ *                                  (|xh| < 1.6 for these inputs), each
+ *                                  mean scaled by xh and rstd after
  *   cross_entropy                  the classes, then the rows' losses
  *   mse                            every element
  *   attention, attn_probs          a score is a dot product of d terms
@@ -551,6 +554,8 @@ static double tolerance(const rt_program *g, const rt_kernel *k)
         case RT_OP_SOFTMAX: m = r ? t->dim[in->axis] : 1; break;
         case RT_OP_LAYERNORM:
         case RT_OP_RMSNORM:
+        case RT_OP_LAYERNORM_DX:
+        case RT_OP_RMSNORM_DX:
         case RT_OP_XENT_GRAD: m = t->dim[r - 1]; break;
         case RT_OP_XENT: m = t->dim[r - 1] + rt_type_numel(t) / t->dim[r - 1]; break;
         case RT_OP_MSE: m = rt_type_numel(t); break;

@@ -1,0 +1,48 @@
+# The input gradients of layernorm and rmsnorm as one op each
+# (passes/norm_grad.c): autodiff's ops from dy * g to dx (the row means of
+# gx and gx * xh, the products and differences between) become
+# layernorm_dx(dy, x, mean, rstd, g) or rmsnorm_dx(dy, x, r, g), which keep
+# dx's value, sharding and phase and read the statistics the backward
+# recomputed. The gain's gradient still reads xh, made from x - mean
+# computed again beside it (so the variance's kernel keeps its own in
+# registers).
+# RUN: %shardc %S/../../../examples/transformer.sh --mesh 2x2 -D L=1 -D S=16 -D D=32 -D NH=2 -D V=64 -D B=4 --emit sharded-ir | FileCheck %s
+# CHECK:      %[[MU:[0-9]+]] = mean %[[X:layers.0.x.1]] {axis = 2, keepdims = true} : f32[2, 16, 1] auto(dp, _, _) phase backward
+# CHECK-NEXT: %[[XC:[0-9]+]] = sub %[[X]], %[[MU]]
+# CHECK-NEXT: mul %[[XC]], %[[XC]]
+# CHECK:      %[[RS:[0-9]+]] = rsqrt
+# CHECK-NEXT: %[[XC2:[0-9]+]] = sub %[[X]], %[[MU]] : f32[2, 16, 32] auto(dp, _, _) phase backward
+# CHECK-NEXT: %[[XH:[0-9]+]] = mul %[[XC2]], %[[RS]]
+# CHECK:      mul %[[DY:[0-9]+]], %[[XH]] : f32[2, 16, 32]
+# CHECK-NOT:  mean
+# CHECK:      %{{[0-9]+}} = layernorm_dx %[[DY]], %[[X]], %[[MU]], %[[RS]], %lnf_g : f32[2, 16, 32] auto(dp, _, _) phase backward
+# CHECK-COUNT-2: layernorm_dx
+# CHECK-NOT:  layernorm_dx
+#
+# rmsnorm (examples/llama.sh): every norm's gradient one op, in bf16 too.
+# RUN: %shardc %S/../../../examples/llama.sh --mesh 2x2 --emit sharded-ir | FileCheck %s --check-prefix=RMS
+# RUN: %shardc %S/../../../examples/llama.sh --mesh 2x2 --dtype bf16 --emit sharded-ir | FileCheck %s --check-prefix=RMS16
+# RMS:        %{{[0-9]+}} = rmsnorm_dx %{{[0-9]+}}, %layers.3.x.1, %{{[0-9]+}}, %norm : f32[4, 128, 256] auto(dp, _, _) phase backward
+# RMS-COUNT-8: rmsnorm_dx
+# RMS-NOT:    rmsnorm_dx
+# RMS16:      rmsnorm_dx {{.*}} : bf16[4, 128, 256]
+#
+# A normalised dim split over tp: the means are partial sums and
+# all-reduces, not autodiff's form, which stays.
+# RUN: %shardc %S/norm-split.model --mesh 2x2 --emit sharded-ir | FileCheck %s --check-prefix=SPLIT
+# SPLIT-NOT:  layernorm_dx
+# SPLIT:      all_reduce {{.*}} : f32[2, 1] auto(dp, _) phase backward
+# SPLIT-NOT:  layernorm_dx
+#
+# The new op computes what autodiff's ops did: the same model with the
+# normalised dim whole (layernorm_dx) and split over tp (autodiff's ops),
+# 4 SGD steps on 2x2 from the same params; w0 learns only through dx. The
+# losses agree to 1e-5 relatively (f32 sums in other orders).
+# RUN: %shardc %S/norm-whole.model --mesh 2x2 --emit sharded-ir | FileCheck %s --check-prefix=WHOLE
+# WHOLE: layernorm_dx
+# RUN: %shardc %S/norm-whole.model --mesh 2x2 --arch none -o %t.whole.plan
+# RUN: %shardc %S/norm-split.model --mesh 2x2 --arch none -o %t.split.plan
+# RUN: %shardrun %t.whole.plan --steps 4 > %t.whole.txt
+# RUN: %shardrun %t.split.plan --steps 4 > %t.split.txt
+# RUN: python3 -c "import sys,re; l=[[float(x) for x in re.findall(r'step \d+/\d+  loss (\S+)', open(p).read())] for p in sys.argv[1:]]; print(len(l[0]), 'steps', 'agree' if len(l[0]) == 4 and len(l[1]) == 4 and all(abs(a-b) <= 1e-5*abs(b) for a,b in zip(*l)) else 'differ ' + str(l))" %t.whole.txt %t.split.txt | FileCheck %s --check-prefix=SAME
+# SAME: 4 steps agree
