@@ -94,6 +94,7 @@ typedef struct st {
                          * through its ops, so their reads are not forward reads */
     su_vec bounds;      /* op index ranges [start, end) of sends and recvs between tasks
                          * (intptr_t pairs) */
+    int *want;          /* [nv]: recv_task's values to receive */
     bool failed;
 } st;
 
@@ -393,12 +394,56 @@ static int64_t tag_of(const pl *L, int id, int j)
     return (int64_t)id * L->M + j;
 }
 
-static bool in_task(const pl *L, const ir_op *op, const pass_task *t)
+/* Whether op runs in a task (of its chunk and phase): a per-microbatch op
+ * or an accumulated one, not floating. */
+static bool in_a_task(const pl *L, const ir_op *op)
 {
     int id = op->res[0]->id;
-    if (L->kind[id] == K_MB ? L->floating[id] : L->kind[id] != K_ACC || L->floating[id])
-        return false;
-    return L->chunk[id] == t->chunk && (op->phase == IR_PH_FORWARD) == t->forward;
+    return L->kind[id] == K_MB ? !L->floating[id] : L->kind[id] == K_ACC && !L->floating[id];
+}
+
+static int task_kind(int chunk, bool forward)
+{
+    return 2 * chunk + forward;
+}
+
+/* The ops of each kind of task, once for every task of the stages (a
+ * counting sort of the module's ops by kind), and the values by id. */
+static void index_tasks(pl *L)
+{
+    const ir_module *m = L->m;
+    int nk = 2 * L->C, n = m->ops.n;
+    L->task_start = su_alloc(&L->ar, (size_t)(nk + 1) * sizeof *L->task_start);
+    memset(L->task_start, 0, (size_t)(nk + 1) * sizeof *L->task_start);
+    L->val = su_alloc(&L->ar, (size_t)L->nv * sizeof *L->val);
+    memset(L->val, 0, (size_t)L->nv * sizeof *L->val);
+    int *kind_of = su_alloc(&L->ar, (size_t)(n + 1) * sizeof *kind_of);
+    for (int i = 0; i < n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        for (int k = 0; k < op->nres; k++)
+            L->val[op->res[k]->id] = op->res[k];
+        kind_of[i] = in_a_task(L, op) ? task_kind(L->chunk[op->res[0]->id],
+                                                  op->phase == IR_PH_FORWARD)
+                                      : -1;
+        if (kind_of[i] >= 0)
+            L->task_start[kind_of[i] + 1]++;
+    }
+    for (int k = 0; k < nk; k++)
+        L->task_start[k + 1] += L->task_start[k];
+    L->task_op = su_alloc(&L->ar, (size_t)(L->task_start[nk] + 1) * sizeof *L->task_op);
+    int *fill = su_alloc(&L->ar, (size_t)(nk + 1) * sizeof *fill);
+    memcpy(fill, L->task_start, (size_t)(nk + 1) * sizeof *fill);
+    for (int i = 0; i < n; i++)
+        if (kind_of[i] >= 0)
+            L->task_op[fill[kind_of[i]]++] = i;
+}
+
+/* Task t's ops: the module's op indices [*first, *end) of L->task_op. */
+static void task_ops(const pl *L, const pass_task *t, int *first, int *end)
+{
+    int k = task_kind(t->chunk, t->forward);
+    *first = L->task_start[k];
+    *end = L->task_start[k + 1];
 }
 
 /* Receives what task t reads from other stages, in value order. */
@@ -407,12 +452,11 @@ static void recv_task(st *S, const pass_task *t)
     pl *L = S->L;
     const ir_module *m = L->m;
     int j = t->mb;
-    int nrecv = 0;
-    int *want = su_alloc(&L->ar, (size_t)L->nv * sizeof *want);
-    for (int i = 0; i < m->ops.n; i++) {
-        const ir_op *op = IR_OP(m, i);
-        if (!in_task(L, op, t))
-            continue;
+    int nrecv = 0, first, end;
+    int *want = S->want;
+    task_ops(L, t, &first, &end);
+    for (int q = first; q < end; q++) {
+        const ir_op *op = IR_OP(m, L->task_op[q]);
         for (int k = 0; k < op->nin; k++) {
             const ir_value *x = op->in[k];
             if (L->kind[x->id] != K_MB || L->floating[x->id] ||
@@ -432,10 +476,7 @@ static void recv_task(st *S, const pass_task *t)
             want[b - 1] = tmp;
         }
     for (int q = 0; q < nrecv; q++) {
-        const ir_value *x = NULL;
-        for (int i = 0; i < m->ops.n && !x; i++)
-            if (IR_OP(m, i)->res[0]->id == want[q])
-                x = IR_OP(m, i)->res[0];
+        const ir_value *x = L->val[want[q]];
         ir_type ty = mb_type(L, x);
         ir_attrs a = {.peer = pass_pl_stage_of(L, L->chunk[x->id]), .tag = tag_of(L, x->id, j)};
         ir_value *r = append(S, x->def, IR_RECV, NULL, 0, &a, &ty, &x->sh);
@@ -447,11 +488,10 @@ static bool compute_task(st *S, const pass_task *t)
 {
     pl *L = S->L;
     const ir_module *m = L->m;
-    int j = t->mb;
-    for (int i = 0; i < m->ops.n && !S->failed; i++) {
-        const ir_op *op = IR_OP(m, i);
-        if (!in_task(L, op, t))
-            continue;
+    int j = t->mb, first, end;
+    task_ops(L, t, &first, &end);
+    for (int q = first; q < end && !S->failed; q++) {
+        const ir_op *op = IR_OP(m, L->task_op[q]);
         int id = op->res[0]->id;
         if (L->kind[id] == K_ACC) {
             if (!accumulate(S, op, j))
@@ -471,11 +511,12 @@ static void send_task(st *S, const pass_task *t)
 {
     pl *L = S->L;
     const ir_module *m = L->m;
-    int j = t->mb;
-    for (int i = 0; i < m->ops.n && !S->failed; i++) {
-        const ir_op *op = IR_OP(m, i);
+    int j = t->mb, first, end;
+    task_ops(L, t, &first, &end);
+    for (int q = first; q < end && !S->failed; q++) {
+        const ir_op *op = IR_OP(m, L->task_op[q]);
         int id = op->res[0]->id;
-        if (!in_task(L, op, t) || L->kind[id] != K_MB || !L->to[id])
+        if (L->kind[id] != K_MB || !L->to[id])
             continue;
         for (int s = 0; s < L->P; s++)
             if (L->to[id] & (1ull << s)) {
@@ -1049,6 +1090,7 @@ static void init_stage(pl *L, st *S, int s)
     memset(S->fwd, 0, nv * sizeof *S->fwd);
     S->ctx = IR_NPHASES;
     S->mb = su_alloc(&L->ar, nv * (size_t)L->M * sizeof *S->mb);
+    S->want = su_alloc(&L->ar, nv * sizeof *S->want);
     memset(S->pre, 0, nv * sizeof *S->pre);
     memset(S->full, 0, nv * sizeof *S->full);
     memset(S->step, 0, nv * sizeof *S->step);
@@ -1227,6 +1269,8 @@ static void split(void *arg)
         return;
     bool train = m->updates.n > 0 || m->train.loss;
     bool ok = pass_pl_batch_blocks(L, false) && pass_pl_classify(L) && pass_pl_batch_blocks(L, true);
+    if (ok)
+        index_tasks(L);
     su_arena_init(&out->arena, m->oom);
     out->stage = su_alloc(&out->arena, (size_t)L->P * sizeof *out->stage);
     out->nstages = L->P; /* the stages made so far, the others NULL */

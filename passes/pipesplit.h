@@ -39,6 +39,11 @@ typedef struct pl {
     uint64_t *to;               /* MB (not floating): stages other than its own that read it */
     const ir_op **origin;       /* ACC, POST: the batch reduction it comes from */
     int *home;                  /* a param with an update: the stage it lives on (-1: none yet) */
+    int *task_op;               /* the ops of the module in the tasks, by task kind (chunk,
+                                 * forward or backward: 2 chunk + forward), in program order:
+                                 * kind k's are task_op[task_start[k] .. task_start[k + 1]) */
+    int *task_start;            /* [2 C + 1] */
+    const ir_value **val;       /* by value id: the value of the module (NULL: none) */
     su_loc *at;                 /* where the first error is (line 0: nowhere) */
     bool failed;                /* an error is recorded (only the first is kept) */
     su_arena ar;
