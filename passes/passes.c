@@ -63,6 +63,7 @@ void pass_result_free(pass_result *r)
     ir_module_free(r->part);
     r->fusion = NULL;
     r->mp = NULL;
+    r->planned = false;
     r->part = NULL;
     r->nplanned = 0;
 }
@@ -214,6 +215,7 @@ enum { FUSE_THREADS = 16 };
 typedef struct fuse_job {
     const ir_module *m;
     struct pass_fusion *f;
+    pass_memplan *mp;   /* the plan that chose the groups, kept for memplan */
     char *msg;          /* malloc'd; NULL: none, or no memory for it */
     bool ok, oom;
 } fuse_job;
@@ -226,7 +228,7 @@ typedef struct fuse_call {
 static void fuse_call_run(void *arg)
 {
     fuse_call *c = arg;
-    c->j->ok = pass_fuse_planned(c->j->m, c->j->f, NULL, c->err);
+    c->j->ok = pass_fuse_planned(c->j->m, c->j->f, c->j->mp, c->err);
 }
 
 static void fuse_job_run(fuse_job *j)
@@ -255,8 +257,9 @@ static void fuse_item(void *ctx, int i)
 static pass_status fused(run *u, int n)
 {
     for (int s = 0; s < n; s++)
-        u->r->fusion[s].min_arch = u->o->min_arch;
+        u->r->fusion[s].min_arch = u->o->min_arch; /* which the memory plan does not read */
     u->r->fused = true;
+    u->r->planned = true;
     return PASS_OK;
 }
 
@@ -271,7 +274,7 @@ static pass_status fuse(run *u)
     nt = nt > FUSE_THREADS ? FUSE_THREADS : nt;
     if (nt <= 1) {
         for (int s = 0; s < n; s++)
-            if (!pass_fuse_planned(st[s], &u->r->fusion[s], NULL, u->err))
+            if (!pass_fuse_planned(st[s], &u->r->fusion[s], &u->r->mp[s], u->err))
                 return PASS_ERR_INTERNAL;
         return fused(u, n);
     }
@@ -279,7 +282,7 @@ static pass_status fuse(run *u)
     if (!job)
         su_oom(u->err->oom);
     for (int s = 0; s < n; s++)
-        job[s] = (fuse_job){.m = st[s], .f = &u->r->fusion[s]};
+        job[s] = (fuse_job){.m = st[s], .f = &u->r->fusion[s], .mp = &u->r->mp[s]};
     su_parallel_for(n, nt, fuse_item, job);
     int bad = -1;
     bool oom = false;
@@ -300,21 +303,78 @@ static pass_status fuse(run *u)
     return fused(u, n);
 }
 
+/* ---- memplan: the stages on threads, as fuse's ----
+ *
+ * Each stage's plan (fuse's, when it made one: the plan its groups were
+ * chosen by, which is the plan of those groups) and its check. */
+typedef struct plan_job {
+    const ir_module *m;
+    const struct pass_fusion *f;
+    pass_memplan *mp;
+    bool made;          /* mp is made: only check it */
+    char *msg;          /* malloc'd; NULL: none, or no memory for it */
+    bool ok, oom;
+} plan_job;
+
+typedef struct plan_call {
+    plan_job *j;
+    su_buf *err;
+} plan_call;
+
+static void plan_call_run(void *arg)
+{
+    plan_call *c = arg;
+    plan_job *j = c->j;
+    j->ok = (j->made || pass_plan_memory_fused(j->m, j->f, j->mp, c->err)) &&
+            pass_memplan_check(j->m, j->mp, c->err);
+}
+
+static void plan_item(void *ctx, int i)
+{
+    plan_job *j = &((plan_job *)ctx)[i];
+    jmp_buf oom;
+    su_buf err;
+    su_buf_init(&err, &oom);
+    plan_call c = {j, &err};
+    if (!su_catch(&oom, plan_call_run, &c)) {
+        j->ok = false;
+        j->oom = true;
+    } else if (err.len) {
+        j->msg = strdup(err.s);
+    }
+    su_buf_free(&err);
+}
+
 static pass_status memplan(run *u)
 {
     pass_result *r = u->r;
     int n;
     ir_module *const *st = pass_result_stages(r, &n);
-    bool fused = r->fused;
+    bool fused = r->fused, made = r->planned;
     per_stage(u, n);
-    for (int s = 0; s < n; s++) {
-        if (!pass_plan_memory_fused(st[s], fused ? &r->fusion[s] : NULL, &r->mp[s], u->err) ||
-            !pass_memplan_check(st[s], &r->mp[s], u->err)) {
-            if (u->err->len)
-                su_buf_printf(u->err, " (the memory plan of stage %d)", s);
-            return PASS_ERR_INTERNAL;
-        }
-    }
+    plan_job *job = calloc((size_t)n, sizeof *job);
+    if (!job)
+        su_oom(u->err->oom);
+    for (int s = 0; s < n; s++)
+        job[s] = (plan_job){.m = st[s], .f = fused ? &r->fusion[s] : NULL, .mp = &r->mp[s],
+                            .made = made};
+    int nt = n > 1 ? su_processors() : 1;
+    su_parallel_for(n, nt > FUSE_THREADS ? FUSE_THREADS : nt, plan_item, job);
+    int bad = -1;
+    for (int s = 0; s < n && bad < 0; s++)
+        if (!job[s].ok)
+            bad = s;
+    bool oom = bad >= 0 && job[bad].oom;
+    if (bad >= 0 && !oom && job[bad].msg)
+        su_buf_printf(u->err, "%s (the memory plan of stage %d)", job[bad].msg, bad);
+    for (int s = 0; s < n; s++)
+        free(job[s].msg);
+    free(job);
+    if (oom)
+        su_oom(u->err->oom);
+    if (bad >= 0)
+        return PASS_ERR_INTERNAL;
+    r->planned = true;
     return PASS_OK;
 }
 

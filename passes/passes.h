@@ -408,7 +408,9 @@ typedef struct pass_result {
     pass_pipeline pipe;     /* pipeline-split's stages (none: nstages 0) */
     bool fused;             /* fuse ran: fusion holds each stage's groups */
     struct pass_fusion *fusion; /* [nplanned] */
-    pass_memplan *mp;       /* [nplanned]: each stage's plan, once memplan ran */
+    pass_memplan *mp;       /* [nplanned]: each stage's plan, once memplan ran (or
+                             * fuse, which plans memory to choose its groups) */
+    bool planned;           /* fuse made mp: memplan only checks it */
     int nplanned;           /* the stages fuse or memplan made entries for */
     int last;               /* the last pass that ended, -1: none */
     int failed;             /* the pass that failed, -1: none */
