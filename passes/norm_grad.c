@@ -94,15 +94,21 @@ static bool match_common(const ng *G, form *f, int gx_uses)
            row_stat(f->rstd, f->x) && (!f->mean || row_stat(f->mean, f->x));
 }
 
-/* layernorm: dx = rstd * ((gx - mean(gx)) - xh * mean(gx * xh)), xh =
- * (x - mean) * rstd. */
-static bool match_layernorm(const ng *G, ir_op *dx, form *f)
+/* Both forms: dx = rstd * inner, inner a sub read only there. */
+static bool begin(const ng *G, ir_op *dx, form *f)
 {
     memset(f, 0, sizeof *f);
     f->dx = dx;
     f->rstd = dx->in[0];
     f->inner = def_of(G, dx->in[1], IR_SUB, 1);
-    if (!f->inner)
+    return f->inner != NULL;
+}
+
+/* layernorm: dx = rstd * ((gx - mean(gx)) - xh * mean(gx * xh)), xh =
+ * (x - mean) * rstd. */
+static bool match_layernorm(const ng *G, ir_op *dx, form *f)
+{
+    if (!begin(G, dx, f))
         return false;
     f->s1 = def_of(G, f->inner->in[0], IR_SUB, 1);
     f->s2 = def_of(G, f->inner->in[1], IR_MUL, 1);
@@ -125,11 +131,7 @@ static bool match_layernorm(const ng *G, ir_op *dx, form *f)
 /* rmsnorm: dx = r * (gx - xh * mean(gx * xh)), xh = x * r. */
 static bool match_rmsnorm(const ng *G, ir_op *dx, form *f)
 {
-    memset(f, 0, sizeof *f);
-    f->dx = dx;
-    f->rstd = dx->in[0];
-    f->inner = def_of(G, dx->in[1], IR_SUB, 1);
-    if (!f->inner)
+    if (!begin(G, dx, f))
         return false;
     f->gx = f->inner->in[0]->def;
     f->s2 = def_of(G, f->inner->in[1], IR_MUL, 1);

@@ -201,43 +201,48 @@ static void per_stage(run *u, int n)
     r->nplanned = n;
 }
 
-/* ---- fuse: the stages on threads ----
+/* ---- fuse and memplan: the stages on threads ----
  *
  * Each stage's pass_fuse_planned reads only its own module and writes only
- * its own fusion, so the stages of a pipeline are fused at once, by a
- * thread per processor (at most FUSE_THREADS), each taking the next stage.
- * A job runs under its own allocation guard and keeps its message; the
- * results are read in stage order, so the first failing stage's message
- * is the one reported, whatever the thread count. One stage is fused on
- * the caller's thread. */
-enum { FUSE_THREADS = 16 };
+ * its own fusion (and its plan), and so does each stage's memory plan, so
+ * the stages of a pipeline are fused, and planned, at once, by a thread
+ * per processor (at most STAGE_THREADS), each taking the next stage. A job
+ * runs under its own allocation guard and keeps its message; the results
+ * are read in stage order, so the first failing stage's message is the
+ * one reported, whatever the thread count. One stage runs on the caller's
+ * thread. */
+enum { STAGE_THREADS = 16 };
 
-typedef struct fuse_job {
+typedef struct stage_job {
+    bool (*run)(struct stage_job *j, su_buf *err);
     const ir_module *m;
     struct pass_fusion *f;
-    pass_memplan *mp;   /* the plan that chose the groups, kept for memplan */
+    pass_memplan *mp;
+    bool made;          /* memplan: mp is fuse's plan, only to check */
     char *msg;          /* malloc'd; NULL: none, or no memory for it */
     bool ok, oom;
-} fuse_job;
+} stage_job;
 
-typedef struct fuse_call {
-    fuse_job *j;
+typedef struct stage_call {
+    stage_job *j;
     su_buf *err;
-} fuse_call;
+} stage_call;
 
-static void fuse_call_run(void *arg)
+static void stage_call_run(void *arg)
 {
-    fuse_call *c = arg;
-    c->j->ok = pass_fuse_planned(c->j->m, c->j->f, c->j->mp, c->err);
+    stage_call *c = arg;
+    c->j->ok = c->j->run(c->j, c->err);
 }
 
-static void fuse_job_run(fuse_job *j)
+/* su_parallel_for's item i: stage i's job. */
+static void stage_item(void *ctx, int i)
 {
+    stage_job *j = &((stage_job *)ctx)[i];
     jmp_buf oom;
     su_buf err;
     su_buf_init(&err, &oom);
-    fuse_call c = {j, &err};
-    if (!su_catch(&oom, fuse_call_run, &c)) {
+    stage_call c = {j, &err};
+    if (!su_catch(&oom, stage_call_run, &c)) {
         j->ok = false;
         j->oom = true;
     } else if (err.len) {
@@ -246,103 +251,72 @@ static void fuse_job_run(fuse_job *j)
     su_buf_free(&err);
 }
 
-/* su_parallel_for's item i: stage i's job. */
-static void fuse_item(void *ctx, int i)
+/* Runs the n jobs; the first failing stage's message into u->err, naming
+ * the stage's memory plan after it when `plan`. An allocation failure
+ * fails as on this thread. Frees the jobs. */
+static bool run_stage_jobs(run *u, stage_job *job, int n, bool plan)
 {
-    fuse_job_run(&((fuse_job *)ctx)[i]);
+    int nt = n > 1 ? su_processors() : 1;
+    su_parallel_for(n, nt > STAGE_THREADS ? STAGE_THREADS : nt, stage_item, job);
+    int bad = -1;
+    for (int s = 0; s < n && bad < 0; s++)
+        if (!job[s].ok)
+            bad = s;
+    bool oom = bad >= 0 && job[bad].oom;
+    if (bad >= 0 && !oom) {
+        su_buf_puts(u->err, job[bad].msg ? job[bad].msg : "out of memory");
+        if (plan)
+            su_buf_printf(u->err, " (the memory plan of stage %d)", bad);
+    }
+    for (int s = 0; s < n; s++)
+        free(job[s].msg);
+    free(job);
+    if (oom)
+        su_oom(u->err->oom); /* as when the stage runs on this thread */
+    return bad < 0;
+}
+
+static bool fuse_stage(stage_job *j, su_buf *err)
+{
+    return pass_fuse_planned(j->m, j->f, j->mp, err);
 }
 
 /* The n stages' groups made: they are for the targets' oldest
- * architecture, and memplan reads them. */
+ * architecture (which the memory plan does not read). */
 static pass_status fused(run *u, int n)
 {
     for (int s = 0; s < n; s++)
-        u->r->fusion[s].min_arch = u->o->min_arch; /* which the memory plan does not read */
+        u->r->fusion[s].min_arch = u->o->min_arch;
     u->r->fused = true;
     u->r->planned = true;
     return PASS_OK;
 }
 
 /* The groups as the plan runs them: each run of optimizer groups kept as
- * one kernel only where that does not raise the arena (pass_fuse_planned). */
+ * one kernel only where that does not raise the arena (pass_fuse_planned,
+ * whose last plan memplan keeps). */
 static pass_status fuse(run *u)
 {
     int n;
     ir_module *const *st = pass_result_stages(u->r, &n);
     per_stage(u, n);
-    int nt = n > 1 ? su_processors() : 1;
-    nt = nt > FUSE_THREADS ? FUSE_THREADS : nt;
-    if (nt <= 1) {
-        for (int s = 0; s < n; s++)
-            if (!pass_fuse_planned(st[s], &u->r->fusion[s], &u->r->mp[s], u->err))
-                return PASS_ERR_INTERNAL;
-        return fused(u, n);
-    }
-    fuse_job *job = calloc((size_t)n, sizeof *job);
+    stage_job *job = calloc((size_t)n, sizeof *job);
     if (!job)
         su_oom(u->err->oom);
     for (int s = 0; s < n; s++)
-        job[s] = (fuse_job){.m = st[s], .f = &u->r->fusion[s], .mp = &u->r->mp[s]};
-    su_parallel_for(n, nt, fuse_item, job);
-    int bad = -1;
-    bool oom = false;
-    for (int s = 0; s < n && bad < 0; s++)
-        if (!job[s].ok) {
-            bad = s;
-            oom = job[s].oom;
-        }
-    if (bad >= 0 && !oom)
-        su_buf_puts(u->err, job[bad].msg ? job[bad].msg : "out of memory");
-    for (int s = 0; s < n; s++)
-        free(job[s].msg);
-    free(job);
-    if (oom)
-        su_oom(u->err->oom); /* as when the stage is fused on this thread */
-    if (bad >= 0)
+        job[s] = (stage_job){.run = fuse_stage, .m = st[s], .f = &u->r->fusion[s],
+                             .mp = &u->r->mp[s]};
+    if (!run_stage_jobs(u, job, n, false))
         return PASS_ERR_INTERNAL;
     return fused(u, n);
 }
 
-/* ---- memplan: the stages on threads, as fuse's ----
- *
- * Each stage's plan (fuse's, when it made one: the plan its groups were
+/* Each stage's plan (fuse's, when it made one: the plan its groups were
  * chosen by, which is the plan of those groups) and its check. */
-typedef struct plan_job {
-    const ir_module *m;
-    const struct pass_fusion *f;
-    pass_memplan *mp;
-    bool made;          /* mp is made: only check it */
-    char *msg;          /* malloc'd; NULL: none, or no memory for it */
-    bool ok, oom;
-} plan_job;
-
-typedef struct plan_call {
-    plan_job *j;
-    su_buf *err;
-} plan_call;
-
-static void plan_call_run(void *arg)
+static bool plan_stage(stage_job *j, su_buf *err)
 {
-    plan_call *c = arg;
-    plan_job *j = c->j;
-    j->ok = (j->made || pass_plan_memory_fused(j->m, j->f, j->mp, c->err)) &&
-            pass_memplan_check(j->m, j->mp, c->err);
-}
-
-static void plan_item(void *ctx, int i)
-{
-    plan_job *j = &((plan_job *)ctx)[i];
-    jmp_buf oom;
-    su_buf err;
-    su_buf_init(&err, &oom);
-    plan_call c = {j, &err};
-    if (!su_catch(&oom, plan_call_run, &c)) {
-        j->ok = false;
-        j->oom = true;
-    } else if (err.len) {
-        j->msg = strdup(err.s);
-    }
-    su_buf_free(&err);
+    return (j->made || pass_plan_memory_fused(j->m, j->f, j->mp, err)) &&
+           pass_memplan_check(j->m, j->mp, err);
 }
 
 static pass_status memplan(run *u)
@@ -352,27 +326,13 @@ static pass_status memplan(run *u)
     ir_module *const *st = pass_result_stages(r, &n);
     bool fused = r->fused, made = r->planned;
     per_stage(u, n);
-    plan_job *job = calloc((size_t)n, sizeof *job);
+    stage_job *job = calloc((size_t)n, sizeof *job);
     if (!job)
         su_oom(u->err->oom);
     for (int s = 0; s < n; s++)
-        job[s] = (plan_job){.m = st[s], .f = fused ? &r->fusion[s] : NULL, .mp = &r->mp[s],
-                            .made = made};
-    int nt = n > 1 ? su_processors() : 1;
-    su_parallel_for(n, nt > FUSE_THREADS ? FUSE_THREADS : nt, plan_item, job);
-    int bad = -1;
-    for (int s = 0; s < n && bad < 0; s++)
-        if (!job[s].ok)
-            bad = s;
-    bool oom = bad >= 0 && job[bad].oom;
-    if (bad >= 0 && !oom && job[bad].msg)
-        su_buf_printf(u->err, "%s (the memory plan of stage %d)", job[bad].msg, bad);
-    for (int s = 0; s < n; s++)
-        free(job[s].msg);
-    free(job);
-    if (oom)
-        su_oom(u->err->oom);
-    if (bad >= 0)
+        job[s] = (stage_job){.run = plan_stage, .m = st[s], .f = fused ? &r->fusion[s] : NULL,
+                             .mp = &r->mp[s], .made = made};
+    if (!run_stage_jobs(u, job, n, true))
         return PASS_ERR_INTERNAL;
     r->planned = true;
     return PASS_OK;
