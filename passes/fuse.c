@@ -420,6 +420,9 @@ typedef struct multi {
     uint64_t skip;      /* pass_fuse_ex's */
     int *defer;         /* groups the run reads from, left out of it and */
     int ndefer;         /* numbered after it */
+    uint64_t *sig;      /* per group: what its code depends on (group_sig) */
+    int *per;           /* per group: the period of the repeating stretch it is
+                         * in (period_of), 0 none */
 } multi;
 
 /* What a group does to the run: joins it, stays out of it (a group that
@@ -432,13 +435,14 @@ static bool multi_candidate(const ir_module *m, const pass_fgroup *g)
     return g->kind == PASS_FUSE_ELEMENTWISE && IR_OP(m, g->anchor)->phase == IR_PH_OPTIMIZER;
 }
 
-/* The distinct values the run's kernel would take with group g added. */
-static int multi_params(multi *M, const pass_fgroup *g)
+/* The distinct values the run's kernel would take with groups extra[0 ..
+ * nextra) added. */
+static int multi_params_n(multi *M, const int *extra, int nextra)
 {
     M->vstamp++;
     int n = 0;
-    for (int r = 0; r <= M->nrun; r++) {
-        const pass_fgroup *p = r < M->nrun ? &M->w->f->groups[M->run[r]] : g;
+    for (int r = 0; r < M->nrun + nextra; r++) {
+        const pass_fgroup *p = &M->w->f->groups[r < M->nrun ? M->run[r] : extra[r - M->nrun]];
         for (int j = 0; j < p->nin + p->nout; j++) {
             const ir_value *v = j < p->nin ? p->in[j] : p->out[j - p->nin];
             if (M->vmark[v->id] != M->vstamp) {
@@ -448,6 +452,12 @@ static int multi_params(multi *M, const pass_fgroup *g)
         }
     }
     return n;
+}
+
+/* The distinct values the run's kernel would take with group k added. */
+static int multi_params(multi *M, int k)
+{
+    return multi_params_n(M, &k, 1);
 }
 
 /* Whether group k may join the run (fuse.h): the same repetition, no
@@ -494,7 +504,7 @@ static mjoin multi_joins(multi *M, int k)
     M->mark[k] = -1;
     if (!ok)
         return M_BREAK;
-    int n = multi_params(M, g);
+    int n = multi_params(M, k);
     if (n > PASS_FUSE_MULTI_PARAMS)
         return M_BREAK;
     M->nparams = n;
@@ -573,6 +583,127 @@ static void multi_flush(multi *M, pass_fgroup *out, int *nout, int *newid)
     M->stamp++;
 }
 
+/* ---- runs that repeat ----
+ *
+ * A model's layers have the same params, so their updates come as one
+ * stretch of groups repeating with a period (GPT-2's 12 params a layer).
+ * Cut greedily at the parameter limit, the runs start at a different place
+ * in the period each time, and every run is code of its own: NVRTC
+ * compiled ten multi-tensor kernels of GPT-2's AdamW, 0.2 s each. So a run
+ * that starts before such a stretch ends where it begins, and a run inside
+ * one holds whole periods, as many as the parameter limit allows (else as
+ * the greedy rule cuts): the stretch's runs are then the same code but for
+ * names, compiled once. A stretch counts when it holds two periods and at
+ * least MIN_STRETCH groups (not two like params side by side). */
+enum { MAX_PERIOD = 64, MIN_STRETCH = 8 };
+
+static uint64_t mix(uint64_t h, uint64_t x)
+{
+    h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0x100000001b3ull;
+}
+
+static uint64_t mix_type(uint64_t h, const ir_type *t)
+{
+    h = mix(h, (uint64_t)t->dtype << 8 | (uint64_t)t->rank);
+    for (int d = 0; d < t->rank; d++)
+        h = mix(h, (uint64_t)t->dim[d]);
+    return h;
+}
+
+static uint64_t mix_double(uint64_t h, double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return mix(h, u);
+}
+
+/* What group g's code depends on: its ops, their types and the
+ * attributes an elementwise kernel reads, and for each operand the op of
+ * the group making it or its type. Groups of equal signature make equal
+ * parts of a multi-tensor kernel; a collision only costs a run cut in a
+ * worse place, never a wrong kernel. */
+static uint64_t group_sig(const walker *w, const pass_fgroup *g)
+{
+    uint64_t h = mix(0xcbf29ce484222325ull, (uint64_t)g->kind << 32 | (uint64_t)g->nops);
+    for (int i = 0; i < g->nops; i++) {
+        const ir_op *op = IR_OP(w->m, g->ops[i]);
+        const ir_attrs *a = &op->a;
+        h = mix(h, (uint64_t)op->code << 16 | (uint64_t)op->nin);
+        h = mix_type(h, &op->res[0]->type);
+        h = mix(h, (uint64_t)w->f->stored[op->res[0]->id]);
+        h = mix_double(mix_double(mix_double(h, a->value), a->eps), a->lr);
+        h = mix_double(mix_double(mix_double(h, a->momentum), a->beta1), a->beta2);
+        h = mix_double(h, a->wd);
+        h = mix(mix(mix(h, (uint64_t)a->axis), (uint64_t)a->dtype), (uint64_t)a->dim);
+        for (int k = 0; k < op->nin; k++) {
+            const ir_value *v = op->in[k];
+            int at = -1;
+            for (int q = 0; q < i && at < 0; q++)
+                if (IR_OP(w->m, g->ops[q]) == v->def)
+                    at = q;
+            h = at >= 0 ? mix(h, (uint64_t)at) : mix_type(mix(h, ~0ull), &v->type);
+        }
+    }
+    return h;
+}
+
+/* Each group's signature, and the period of the repeating stretch of
+ * groups it lies in (0: none): for p from 1 up, the stretches where each
+ * group's signature equals that p groups on, each long enough, claim
+ * their groups that no shorter period claimed. Only the groups from the
+ * first candidate on are looked at (the optimizer's come last). */
+static void find_periods(multi *M, int first)
+{
+    const walker *w = M->w;
+    const pass_fusion *f = w->f;
+    int n = f->ngroups;
+    for (int k = 0; k < n; k++) {
+        M->per[k] = 0;
+        M->sig[k] = k < first || !multi_candidate(w->m, &f->groups[k])
+                        ? ~(uint64_t)k
+                        : group_sig(w, &f->groups[k]);
+    }
+    for (int p = 1; p <= MAX_PERIOD && first + 2 * p <= n; p++)
+        for (int s = first; s + p < n;) {
+            if (M->sig[s] != M->sig[s + p]) {
+                s++;
+                continue;
+            }
+            int e = s;
+            while (e + p < n && M->sig[e] == M->sig[e + p])
+                e++;
+            /* [s, e + p) repeats with period p */
+            if (e - s >= p && e - s + p >= MIN_STRETCH)
+                for (int k = s; k < e + p; k++)
+                    if (!M->per[k])
+                        M->per[k] = p;
+            s = e + 1;
+        }
+}
+
+/* Whether the run, made greedily so far, should end before group k,
+ * which may join it (above): k starts a repeating stretch that the run
+ * did not start in, or the run holds whole periods of one and the next
+ * period would not fit in the parameters. A run that reaches the end of
+ * its stretch goes on greedily (its code is its own anyway). */
+static bool period_ends(multi *M, int k)
+{
+    int k0 = M->run[0], p = M->per[k0];
+    if (!p)
+        return M->per[k] > 0;
+    if (M->per[k] != p) /* past the stretch: on, unless another starts */
+        return M->per[k] > 0;
+    if ((k - k0) % p)
+        return false;
+    int next[MAX_PERIOD];
+    if (k + p > M->w->f->ngroups)
+        return false;
+    for (int i = 0; i < p; i++)
+        next[i] = k + i;
+    return multi_params_n(M, next, p) > PASS_FUSE_MULTI_PARAMS;
+}
+
 /* Gathers the optimizer's elementwise groups into multi-tensor groups
  * (fuse.h), renumbering the groups and group_of[]. */
 static void gather_multi(walker *w, uint64_t skip)
@@ -587,12 +718,21 @@ static void gather_multi(walker *w, uint64_t skip)
     M.defer = su_alloc(&f->arena, (size_t)(f->ngroups + 1) * sizeof *M.defer);
     pass_fgroup *out = su_alloc(&f->arena, (size_t)(f->ngroups + 1) * sizeof *out);
     int nout = 0;
-    for (int k = 0; k < f->ngroups; k++)
+    M.sig = su_alloc(&f->arena, (size_t)(f->ngroups + 1) * sizeof *M.sig);
+    M.per = su_alloc(&f->arena, (size_t)(f->ngroups + 1) * sizeof *M.per);
+    int first = f->ngroups;
+    for (int k = 0; k < f->ngroups; k++) {
         M.mark[k] = -1;
+        if (first == f->ngroups && multi_candidate(m, &f->groups[k]))
+            first = k;
+    }
+    find_periods(&M, first);
     for (int k = 0; k < f->ngroups; k++) {
         const pass_fgroup *g = &f->groups[k];
         bool cand = multi_candidate(m, g);
         mjoin j = M.nrun > 0 && cand ? multi_joins(&M, k) : M_BREAK;
+        if (j == M_JOIN && period_ends(&M, k))
+            j = M_BREAK;
         if (j == M_BYPASS) {
             M.defer[M.ndefer++] = k;
             continue;
@@ -606,7 +746,7 @@ static void gather_multi(walker *w, uint64_t skip)
             continue;
         }
         if (M.nrun == 0)
-            M.nparams = multi_params(&M, g);
+            M.nparams = multi_params(&M, k);
         M.run[M.nrun++] = k;
         M.mark[k] = M.stamp;
     }

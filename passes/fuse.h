@@ -77,7 +77,9 @@
  * collective, send or recv lies between the run's first op and its last,
  * no op outside the run in that span reads a value of the run (the whole
  * group runs at its last op), all parts are of one pipeline repetition,
- * and the kernel takes at most PASS_FUSE_MULTI_PARAMS pointers. A group
+ * and the kernel takes at most PASS_FUSE_MULTI_PARAMS pointers; where the
+ * groups repeat (a model's layers), a run holds whole periods and starts
+ * where one does, so that the runs are one code (fuse.c). A group
  * the run reads from but that reads nothing of the run (adamw's step
  * count) stays out of it and runs first, on its own; any other group that
  * breaks these rules starts a new run. The group's ops, inputs and outputs
@@ -144,8 +146,10 @@ enum {
 #define PASS_FUSE_HOLD 32
 
 /* The most pointer parameters (values read and stored) of a multi-tensor
- * group's kernel: 1 KiB of kernel parameters. */
-#define PASS_FUSE_MULTI_PARAMS 128
+ * group's kernel: 2 KiB of kernel parameters, half of what every device
+ * takes, and the plan's limit (RT_MAX_KPARAMS). Two of GPT-2's layers
+ * (12 params, 8 pointers each, and the step count) fit. */
+#define PASS_FUSE_MULTI_PARAMS 256
 
 typedef struct pass_fgroup {
     int id;                 /* index in pass_fusion.groups, in order of first op */

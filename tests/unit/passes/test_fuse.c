@@ -602,17 +602,18 @@ static void test_hold(void)
     CHECK(!joins_after(3 * PASS_FUSE_HOLD));
 }
 
-/* n sgd updates of params of n shapes ([1], [2], ...): multi-tensor
- * groups of at most PASS_FUSE_MULTI_PARAMS pointers (3 per update: the
- * param, its gradient, the new value), in program order; skip leaves runs
- * apart. Returns the groups' part counts (0 for a plain group) in
- * parts[], the count of groups. */
-static void sgd_text(int n, su_buf *t);
+/* n sgd updates of params of n shapes ([1], [2], ...; with a period p,
+ * three of shapes [1000], [1001], [1002], then [1], [2], ... [p] over and
+ * over): multi-tensor groups of at most PASS_FUSE_MULTI_PARAMS pointers
+ * (3 per update: the param, its gradient, the new value), in program
+ * order; skip leaves runs apart. Returns the groups' part counts (0 for a
+ * plain group) in parts[], the count of groups. */
+static void sgd_text(int n, int period, su_buf *t);
 
-static int sgd_run(int n, uint64_t skip, int *parts, int *nruns)
+static int sgd_run(int n, int period, uint64_t skip, int *parts, int *nruns)
 {
     su_buf t;
-    sgd_text(n, &t);
+    sgd_text(n, period, &t);
     run r = {.m = parse(t.s)};
     su_buf err;
     su_buf_init(&err, &oom);
@@ -629,20 +630,24 @@ static int sgd_run(int n, uint64_t skip, int *parts, int *nruns)
 }
 
 /* The module of sgd_run, n updates, into t (initialised here). */
-static void sgd_text(int n, su_buf *t0)
+static void sgd_text(int n, int period, su_buf *t0)
 {
     su_buf *tp = t0;
 #define t (*tp)
     su_buf_init(&t, &oom);
     su_buf_puts(&t, "mesh dp = 1\npartitioned\n%x = input {name = \"x\"} : f32[2]\n"
                     "%l = mse %x, %x : f32[]\n");
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        int d = !period ? i + 1 : i < 3 ? 1000 + i : (i - 3) % period + 1;
         su_buf_printf(&t, "%%w%d = param {name = \"w%d\", init = zeros} : f32[%d]\n"
                           "%%g%d = exp %%w%d : f32[%d] phase backward\n",
-                      i, i, i + 1, i, i, i + 1);
-    for (int i = 0; i < n; i++)
+                      i, i, d, i, i, d);
+    }
+    for (int i = 0; i < n; i++) {
+        int d = !period ? i + 1 : i < 3 ? 1000 + i : (i - 3) % period + 1;
         su_buf_printf(&t, "%%n%d = sgd %%w%d, %%g%d {lr = 0.1, wd = 0.0} : f32[%d] phase optimizer\n",
-                      i, i, i, i + 1);
+                      i, i, i, d);
+    }
     for (int i = 0; i < n; i++)
         su_buf_printf(&t, "update %%w%d = %%n%d grad %%g%d\n", i, i, i);
     su_buf_puts(&t, "train %l with sgd(lr = 0.1, momentum = 0.0, wd = 0.0)\n");
@@ -687,7 +692,7 @@ static bool same_fusion(const pass_fusion *a, const pass_fusion *b)
 static void test_walk_reused(void)
 {
     su_buf t, err;
-    sgd_text(100, &t);
+    sgd_text(200, 0, &t);
     su_buf_init(&err, &oom);
     ir_module *m = parse(t.s);
     pass_fuse_walk *w = NULL;
@@ -735,23 +740,47 @@ static void test_walk_reused(void)
 
 static void test_multi_tensor(void)
 {
-    int parts[200], nruns;
-    /* 100 updates, 3 pointers each: 42 + 42 + 16 */
-    CHECK_INT(sgd_run(100, 0, parts, &nruns), 3);
-    CHECK_INT(parts[0], PASS_FUSE_MULTI_PARAMS / 3);
-    CHECK_INT(parts[1], PASS_FUSE_MULTI_PARAMS / 3);
-    CHECK_INT(parts[2], 100 - 2 * (PASS_FUSE_MULTI_PARAMS / 3));
+    int parts[300], nruns;
+    const int full = PASS_FUSE_MULTI_PARAMS / 3;
+    /* 200 updates, 3 pointers each: 85 + 85 + 30 */
+    CHECK_INT(sgd_run(200, 0, 0, parts, &nruns), 3);
+    CHECK_INT(parts[0], full);
+    CHECK_INT(parts[1], full);
+    CHECK_INT(parts[2], 200 - 2 * full);
     CHECK_INT(nruns, 3);
-    /* the second run skipped: its 42 updates are groups of their own */
-    CHECK_INT(sgd_run(100, 2, parts, &nruns), 2 + PASS_FUSE_MULTI_PARAMS / 3);
-    CHECK_INT(parts[0], PASS_FUSE_MULTI_PARAMS / 3);
+    /* the second run skipped: its 85 updates are groups of their own */
+    CHECK_INT(sgd_run(200, 0, 2, parts, &nruns), 2 + full);
+    CHECK_INT(parts[0], full);
     CHECK_INT(parts[1], 0);
-    CHECK_INT(parts[1 + PASS_FUSE_MULTI_PARAMS / 3], 100 - 2 * (PASS_FUSE_MULTI_PARAMS / 3));
+    CHECK_INT(parts[1 + full], 200 - 2 * full);
     CHECK_INT(nruns, 3);
     /* one update: no run */
-    CHECK_INT(sgd_run(1, 0, parts, &nruns), 1);
+    CHECK_INT(sgd_run(1, 0, 0, parts, &nruns), 1);
     CHECK_INT(parts[0], 0);
     CHECK_INT(nruns, 0);
+}
+
+/* Runs cut where the updates repeat (fuse.c, "runs that repeat"): three
+ * updates of their own shapes, then shapes [1] .. [7] over and over. The
+ * three are a run, ending where the stretch starts; then runs of whole
+ * periods, as many as fit (12 periods: 84 updates, 252 pointers), the same
+ * shapes in the same order each; the last takes the rest. Greedily, the
+ * first run took 85 updates and the second began 5 shapes into the period. */
+static void test_multi_period(void)
+{
+    int parts[300], nruns;
+    const int whole = PASS_FUSE_MULTI_PARAMS / 3 / 7 * 7;
+    CHECK_INT(whole, 84);
+    CHECK_INT(sgd_run(200, 7, 0, parts, &nruns), 4);
+    CHECK_INT(parts[0], 3);
+    CHECK_INT(parts[1], whole);
+    CHECK_INT(parts[2], whole);
+    CHECK_INT(parts[3], 200 - 3 - 2 * whole);
+    CHECK_INT(nruns, 4);
+    /* shapes [1] .. [150], then [1] .. [47]: repeated less than twice, no
+     * stretch; the runs are cut greedily */
+    CHECK_INT(sgd_run(200, 150, 0, parts, &nruns), 3);
+    CHECK_INT(parts[0], PASS_FUSE_MULTI_PARAMS / 3);
 }
 
 /* Matmul groups: the chain, the epilogue bits, the bias and residual. */
@@ -870,6 +899,7 @@ int main(void)
     test_hold();
     test_matmul_epilogue();
     test_multi_tensor();
+    test_multi_period();
     test_walk_reused();
     test_generate_known();
     check_example("mlp.sh", "1x1");
