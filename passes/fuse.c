@@ -564,6 +564,7 @@ static void multi_flush(multi *M, pass_fgroup *out, int *nout, int *newid)
     int r = M->nrun > 1 ? f->nruns++ : -1;
     if (r >= 0 && !(r < 64 && (M->skip >> r & 1))) {
         multi_build(M, out, *nout);
+        out[*nout].run = r;
         for (int k = 0; k < M->nrun; k++)
             newid[M->run[k]] = *nout;
         ++*nout;

@@ -170,6 +170,8 @@ typedef struct pass_fgroup {
     const ir_value **out;   /* stored, in program order */
     int nparts;             /* a multi-tensor group: its parts (below); else 0 */
     struct pass_fgroup *parts;
+    int run;                /* a multi-tensor group: which of pass_fusion's runs
+                             * it is (0 first) */
 } pass_fgroup;
 
 typedef struct pass_fusion {

@@ -609,6 +609,7 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
             mp->offset[b] = P.top;
             P.top += align_up(mp->bytes[b]);
         }
+    mp->top_raised_at = -1;
     /* buffers by the op that frees them */
     int32_t *next_end = su_alloc(a, ((size_t)nbuf + 1) * sizeof *next_end);
     int32_t *head_end = su_alloc(a, ((size_t)n + 1) * sizeof *head_end);
@@ -628,7 +629,10 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
             if (mp->start[b] != i || kind[b] & 0x80 || mp->view_of[b] >= 0)
                 continue;
             kind[b] |= 0x80; /* placed */
+            int64_t top = P.top;
             mp->offset[b] = alloc_block(&P, align_up(mp->bytes[b]));
+            if (P.top > top)
+                mp->top_raised_at = i;
             *(kind[b] & K_GRAD ? &grads : &live) += mp->bytes[b];
         }
         if (live > peak)
@@ -746,6 +750,21 @@ typedef struct planned_run {
     bool ok;
 } planned_run;
 
+/* The first op of the module in run k of fusion f (its k-th run of
+ * optimizer groups, fuse.h), or the module's end when f did not build it
+ * (skipped: made of single groups). Splitting the run into its groups
+ * changes the memory plan from there on only: lifetimes that end in its
+ * span, merges of values it makes. Before it the two plans are the same
+ * buffers placed alike, so when the arena reaches its top before that op,
+ * the split cannot lower it. */
+static int64_t run_start(const pass_fusion *f, int k)
+{
+    for (int g = 0; g < f->ngroups; g++)
+        if (f->groups[g].nparts && f->groups[g].run == k)
+            return f->groups[g].ops[0];
+    return f->nops;
+}
+
 static void fuse_planned(void *arg)
 {
     planned_run *r = arg;
@@ -756,6 +775,8 @@ static void fuse_planned(void *arg)
         pass_fuse_from_walk(r->walk, skip, r->f, r->err);
     r->ok = r->ok && pass_plan_memory_fused(m, r->f, r->mp, r->err);
     for (int k = 0; r->ok && k < r->f->nruns && k < 64; k++) {
+        if (r->mp->top_raised_at < run_start(r->f, k))
+            continue; /* the arena is full before run k: it cannot raise it */
         pass_fuse_from_walk(r->walk, skip | (uint64_t)1 << k, &r->f2, r->err);
         r->ok = pass_plan_memory_fused(m, &r->f2, &r->mp2, r->err);
         if (r->ok && r->mp2.arena_bytes < r->mp->arena_bytes) { /* run k raised the peak */

@@ -197,6 +197,11 @@ typedef struct pass_memplan {
      * buffers (a freed buffer's place taken by a smaller one) and the
      * alignment of each to PASS_MEM_ALIGN. */
     int64_t fullest_op, fullest_live, fullest_grads;
+    /* The op whose result last raised the arena's top (-1: the params and
+     * states alone reach it): the placement of a module whose ops from
+     * some op on change cannot end lower than this plan's when that op
+     * comes after it (pass_fuse_planned's tries). */
+    int64_t top_raised_at;
     su_arena arena;
 } pass_memplan;
 /* Plans m's memory into *mp (free it with pass_memplan_free, also after a
@@ -217,10 +222,13 @@ bool pass_plan_memory_fused(const ir_module *m, const struct pass_fusion *f, pas
  * run by run in program order, each time against the plan without it
  * (the fusion's walk, which decides every other group, is done once:
  * pass_fuse_walk_new; each try only gathers the runs anew and plans the
- * memory); then results taking their kernel's dead register operands'
- * buffers (memplan.c) are kept only where that does not raise the arena
- * either (f->no_register_reuse). *f and *mp as pass_fuse and pass_plan_memory_fused make them (free both,
- * also after a failure; mp may be NULL when only the groups are wanted). */
+ * memory; a run that starts after the op that last raised the arena's
+ * top is kept untried: the plan is the same up to its first op, so its
+ * groups apart cannot end lower); then results taking their kernel's dead
+ * register operands' buffers (memplan.c) are kept only where that does
+ * not raise the arena either (f->no_register_reuse). *f and *mp as
+ * pass_fuse and pass_plan_memory_fused make them (free both, also after a
+ * failure; mp may be NULL when only the groups are wanted). */
 bool pass_fuse_planned(const ir_module *m, struct pass_fusion *f, pass_memplan *mp, su_buf *err);
 void pass_memplan_free(pass_memplan *mp);
 /* Proves the plan sound: every buffer aligned and inside the arena, and no

@@ -96,6 +96,7 @@ static void test_chain(void)
     CHECK_INT(r.mp.end[buf(&r, "c")], 4);
     CHECK_INT(r.mp.activations, 2 * 256);
     CHECK_INT(r.mp.params + r.mp.gradients + r.mp.optimizer_state, 0);
+    CHECK_INT(r.mp.top_raised_at, 1); /* %a's block is the last at the top */
     done(&r);
 
     /* a value read twice lives to its last reader; freed neighbours
@@ -120,6 +121,7 @@ static void test_chain(void)
     CHECK_INT(off(&r, "c"), 3 * B);
     CHECK_INT(r.mp.arena_bytes, 5 * B);
     CHECK_INT(r.mp.activations, 512 + 4 + 512); /* at %a: x, s and a */
+    CHECK_INT(r.mp.top_raised_at, 2);
     done(&r);
 }
 
