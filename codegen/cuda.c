@@ -502,15 +502,44 @@ uint64_t cg_cuda_key_hash(const char *s)
     return h;
 }
 
-/* Whether key (of hash h) is in the set; added when not. */
-static bool seen_key(keyset *ks, const char *key, uint64_t h)
+/* The set's copy of key (of hash h), or NULL when it has none; *slot is
+ * where a copy goes. */
+static const char *seen_key(keyset *ks, const char *key, uint64_t h, const char ***slot)
 {
     size_t i = (size_t)h & (ks->cap - 1);
     for (; ks->slot[i]; i = (i + 1) & (ks->cap - 1))
         if (!strcmp(ks->slot[i], key))
-            return true;
-    ks->slot[i] = key;
-    return false;
+            return ks->slot[i];
+    *slot = &ks->slot[i];
+    return NULL;
+}
+
+/* Kernel k's key: the canonical kernel c's source, made in a scratch
+ * arena, kept once per call (a pipeline's stage repeats each of its
+ * kernels for every microbatch: keeping every copy held gigabytes).
+ * Whether the key is known (made by an earlier kernel of the call, or
+ * known says so); then k takes c's launch and, copied, its parameters. */
+static bool key_of(cg_cuda *out, keyset *ks, cg_cuda_kernel *k, const cg_cuda_kernel *c,
+                   bool (*known)(void *ctx, const char *key, uint64_t hash), void *ctx)
+{
+    uint64_t h = cg_cuda_key_hash(c->source);
+    const char **slot = NULL, *key = ks->slot ? seen_key(ks, c->source, h, &slot) : NULL;
+    bool was = key != NULL;
+    if (!key) {
+        key = su_strdup(&out->arena, c->source);
+        if (slot)
+            *slot = key;
+    }
+    was = was || (known && known(ctx, key, h));
+    if (was) {
+        *k = *c;
+        k->source = NULL;
+        k->params = su_alloc(&out->arena, (size_t)(c->nparams + 1) * sizeof *k->params);
+        memcpy(k->params, c->params, (size_t)c->nparams * sizeof *k->params);
+    }
+    k->key = key;
+    k->key_hash = h;
+    return was;
 }
 
 bool cg_cuda_generate(const ir_module *m, const pass_fusion *f, cg_cuda *out, su_buf *err)
@@ -524,6 +553,7 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
 {
     memset(out, 0, sizeof *out);
     su_arena_init(&out->arena, err->oom);
+    su_arena_init(&out->scratch, err->oom);
     out->k = su_alloc(&out->arena, (size_t)(f->ngroups + m->ops.n + 1) * sizeof *out->k);
     const char **pname = ir_value_print_names(m, &out->arena);
     keyset ks = {.cap = 64};
@@ -531,63 +561,71 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
         ks.cap *= 2;
     if (known)
         ks.slot = su_alloc(&out->arena, ks.cap * sizeof *ks.slot);
-    /* the key first (the kernel with canonical names); the source with
-     * the program's names only when the key is new */
-    for (int i = 0; i < f->ngroups; i++) {
+    /* the key first (the kernel with canonical names, in a scratch arena);
+     * the source with the program's names only when the key is new */
+    su_arena *scr = &out->scratch; /* freed by cg_cuda_free after a failure too */
+    cg_cuda_kernel *k = NULL; /* made with the program's names: keeps its key */
+    bool ok = true;
+    for (int i = 0; i < f->ngroups && ok; i++) {
         const pass_fgroup *g = &f->groups[i];
         if (g->kind == PASS_FUSE_MATMUL)
             continue; /* cuBLASLt with its epilogue: no CUDA C */
         if (g->nops == 0 || (g->kind == PASS_FUSE_REDUCE && g->reduce < 0)) {
             su_buf_printf(err, "internal error: fused group %s has no ops", g->name);
-            return false;
+            ok = false;
+            break;
         }
         const ir_op *red = g->kind == PASS_FUSE_REDUCE ? IR_OP(m, g->reduce) : NULL;
-        cg_cuda_kernel *k = &out->k[out->nkernels++], canon;
-        gen C = {.m = m, .f = f, .g = g, .pname = pname, .arena = &out->arena, .canon = true};
+        cg_cuda_kernel canon;
+        k = &out->k[out->nkernels++];
+        gen C = {.m = m, .f = f, .g = g, .pname = pname, .arena = scr, .canon = true};
         C.red = red;
         memset(&canon, 0, sizeof canon);
         gen_kernel(&C, &canon);
-        uint64_t h = cg_cuda_key_hash(canon.source);
-        if (known && (seen_key(&ks, canon.source, h) || known(ctx, canon.source, h))) {
-            *k = canon;
+        if (key_of(out, known ? &ks : &(keyset){0}, k, &canon, known, ctx)) {
             k->name = g->name;
-            k->source = NULL;
         } else {
+            const char *key = k->key;
+            uint64_t h = k->key_hash;
             gen G = {.m = m, .f = f, .g = g, .pname = pname, .arena = &out->arena};
             G.red = red;
             gen_kernel(&G, k);
+            k->key = key;
+            k->key_hash = h;
         }
-        k->key = canon.source;
-        k->key_hash = h;
+        su_arena_free(scr);
     }
     int id = f->ngroups; /* the ops with kernels of their own, numbered on */
-    for (int i = 0; i < m->ops.n; i++) {
+    for (int i = 0; i < m->ops.n && ok; i++) {
         const ir_op *op = IR_OP(m, i);
         if (f->group_of[i] >= 0 || !cg_cuda_op_kernel(op))
             continue;
-        gen C = {.m = m, .f = f, .pname = pname, .arena = &out->arena, .canon = true};
-        cg_cuda_kernel *k = &out->k[out->nkernels++], canon;
+        gen C = {.m = m, .f = f, .pname = pname, .arena = scr, .canon = true};
+        cg_cuda_kernel canon;
+        k = &out->k[out->nkernels++];
         memset(k, 0, sizeof *k);
         memset(&canon, 0, sizeof canon);
         cg_gen_op_kernel(&C, &canon, op, i, id);
-        uint64_t h = cg_cuda_key_hash(canon.source);
-        if (known && (seen_key(&ks, canon.source, h) || known(ctx, canon.source, h))) {
-            *k = canon;
+        if (key_of(out, known ? &ks : &(keyset){0}, k, &canon, known, ctx)) {
             k->name = cg_op_kernel_name(&out->arena, op, id);
-            k->source = NULL;
         } else {
+            const char *key = k->key;
+            uint64_t h = k->key_hash;
             gen G = {.m = m, .f = f, .pname = pname, .arena = &out->arena};
             cg_gen_op_kernel(&G, k, op, i, id);
+            k->key = key;
+            k->key_hash = h;
         }
         id++;
-        k->key = canon.source;
-        k->key_hash = h;
+        su_arena_free(scr);
     }
-    return true;
+    su_arena_free(scr);
+    return ok;
 }
 
 void cg_cuda_free(cg_cuda *c)
 {
+    su_arena_free(&c->scratch);
     su_arena_free(&c->arena);
     memset(c, 0, sizeof *c);
 }

@@ -77,6 +77,7 @@ typedef struct cg_cuda {
     int nkernels;
     cg_cuda_kernel *k;          /* one per group, in the groups' order */
     su_arena arena;
+    su_arena scratch;           /* each key while it is made (cuda.c) */
 } cg_cuda;
 
 /* Generates the kernel of every group of f (pass_fuse over m), then of
