@@ -54,7 +54,9 @@ typedef struct builder {
     const pass_memplan *mp;
     int32_t *buf_of;     /* per value id: its buffer, -1 none */
     int32_t *io_of;      /* per value id: its source's I/O entry, -1 none */
-    su_vec instrs;       /* rt_instr * */
+    rt_instr *ins;       /* the stage's instructions so far (malloc'd, grown;
+                          * the program gets a copy in the plan's arena) */
+    int nins, capins;
     su_vec ios;          /* rt_io * */
     int32_t *instr_of;   /* per op index of the stage: its instruction, -1 none */
     const cg_plan_options *o;
@@ -193,7 +195,15 @@ static bool lower_op(builder *b, const ir_op *op)
         return fail(b, "%s has %d operands, the plan's %s takes %d to %d",
                     ir_ops[op->code].name, op->nin, name, rt_ops[code].min_in,
                     rt_ops[code].max_in);
-    rt_instr *in = su_alloc(b->arena, sizeof *in);
+    if (b->nins == b->capins) {
+        int cap = b->capins ? 2 * b->capins : 1024;
+        rt_instr *grown = realloc(b->ins, (size_t)cap * sizeof *grown);
+        if (!grown)
+            su_oom(b->oom); /* the old block is still b->ins, freed by the caller */
+        b->ins = grown;
+        b->capins = cap;
+    }
+    rt_instr *in = &b->ins[b->nins];
     memset(in, 0, sizeof *in);
     in->op = (uint16_t)code;
     in->nin = (uint8_t)op->nin;
@@ -241,7 +251,7 @@ static bool lower_op(builder *b, const ir_op *op)
     in->col = op->loc.line ? op->loc.col : 0;
     if (ir_ops[op->code].cls == IR_C_SOURCE && !source(b, op, in))
         return false;
-    su_vec_push(&b->instrs, b->oom, in);
+    b->nins++;
     return true;
 }
 
@@ -279,10 +289,10 @@ static bool build_stage(builder *b, rt_program *prog, int32_t *loss)
     if (!m->partitioned)
         return fail(b, "the plan is made from a partitioned module");
     for (int i = 0; i < m->ops.n; i++) {
-        int n = b->instrs.n;
+        int n = b->nins;
         if (!lower_op(b, IR_OP(m, i)))
             return false;
-        b->instr_of[i] = b->instrs.n > n ? n : -1;
+        b->instr_of[i] = b->nins > n ? n : -1;
     }
     for (int i = 0; i < m->outputs.n; i++) {
         const ir_output *o = IR_OUTPUT(m, i);
@@ -304,10 +314,9 @@ static bool build_stage(builder *b, rt_program *prog, int32_t *loss)
     prog->arena_bytes = b->mp->arena_bytes;
     prog->buf_bytes = b->mp->bytes;
     prog->buf_offset = b->mp->offset;
-    prog->ninstr = (int32_t)b->instrs.n;
-    prog->instr = su_alloc(b->arena, ((size_t)b->instrs.n + 1) * sizeof *prog->instr);
-    for (int i = 0; i < b->instrs.n; i++)
-        prog->instr[i] = *(rt_instr *)b->instrs.v[i];
+    prog->ninstr = (int32_t)b->nins;
+    prog->instr = su_alloc(b->arena, ((size_t)b->nins + 1) * sizeof *prog->instr);
+    memcpy(prog->instr, b->ins, (size_t)b->nins * sizeof *prog->instr);
     return true;
 }
 
@@ -819,7 +828,7 @@ static bool plan_stage(builder *b, const ir_module *m, int s, rt_program *prog, 
 {
     b->m = m;
     b->stage = s;
-    b->instrs.n = 0;
+    b->nins = 0;
     b->buf_of = su_alloc(b->arena, (size_t)(m->next_id + 1) * sizeof *b->buf_of);
     b->io_of = su_alloc(b->arena, (size_t)(m->next_id + 1) * sizeof *b->io_of);
     b->instr_of = su_alloc(b->arena, (size_t)(m->ops.n + 1) * sizeof *b->instr_of);
@@ -913,7 +922,7 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     cg_cuda_free(&b->cuda);
     rt_nvrtc_output_free(&b->nv);
     su_buf_free(&b->msg);
-    su_vec_free(&b->instrs);
+    free(b->ins);
     su_vec_free(&b->ios);
     su_vec_free(&b->kernels);
     su_vec_free(&b->modules);
