@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# pipeline_microbatches.sh SHARDC [OUT.md]: issue 20's goal that a
+# pipeline's compile time, memory and plan size do not grow with the
+# microbatch count (128 microbatches costing what 4 do, within 20%).
+# Compiles examples/pipeline.sh with 96 layers on the mesh 64x8x8 (8
+# stages) for 4, 32 and 128 microbatches (the batch 64 sequences a
+# microbatch, so the microbatch is the same size in each), twice each:
+# a plan with kernels for sm_90 (NVRTC's cache warmed first, so the times
+# are the compiler's, not NVRTC's) and the report alone without kernels.
+# Prints a Markdown table of the wall time, the CPU time, the peak
+# resident memory and the plan's bytes, each the median of REPEAT runs
+# (default 3), and the ratio of 128 microbatches to 4; with OUT.md,
+# writes it there with the machine and the compiler's commit.
+set -euo pipefail
+shardc=${1:?usage: pipeline_microbatches.sh SHARDC [OUT.md]}
+out=${2:-}
+repeat=${REPEAT:-3}
+here=$(cd "$(dirname "$0")/.." && pwd)
+model=$here/examples/pipeline.sh
+tmp=$(mktemp -d)
+trap 'rm -rf -- "$tmp"' EXIT
+export SHARDC_CACHE_DIR=${SHARDC_CACHE_DIR:-$tmp/nvrtc-cache}
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+# one compile: "wall cpu rss_kb" on stdout
+measure() {
+    /usr/bin/time -f '%e %U %S %M' -o "$tmp/time" "$shardc" "$model" -D L=96 \
+        -D B=$(($1 * 64)) --microbatches "$1" --mesh 64x8x8 "${@:2}" > /dev/null
+    awk '{printf "%s %.2f %s\n", $1, $2 + $3, $4}' "$tmp/time"
+}
+
+table=$tmp/table.md
+{
+    echo "| microbatches | output | wall s | CPU s | peak memory MB | plan MB |"
+    echo "| --- | --- | --- | --- | --- | --- |"
+} > "$table"
+declare -A wall cpu mem
+for m in 4 32 128; do
+    "$shardc" "$model" -D L=96 -D B=$((m * 64)) --microbatches "$m" --mesh 64x8x8 \
+        --arch sm_90 -o "$tmp/warm.plan" # NVRTC's cache
+    plan_mb=$(awk -v b="$(stat -c %s "$tmp/warm.plan")" 'BEGIN {printf "%.1f", b / 1e6}')
+    for kind in plan report; do
+        if [ "$kind" = plan ]; then
+            args=(--arch sm_90 -o "$tmp/p.plan")
+        else
+            args=(--arch none --report)
+        fi
+        : > "$tmp/runs"
+        for _ in $(seq "$repeat"); do
+            measure "$m" "${args[@]}" >> "$tmp/runs"
+        done
+        w=$(awk '{print $1}' "$tmp/runs" | median)
+        c=$(awk '{print $2}' "$tmp/runs" | median)
+        r=$(awk '{print $3}' "$tmp/runs" | median)
+        wall[$m$kind]=$w cpu[$m$kind]=$c mem[$m$kind]=$r
+        size=$([ "$kind" = plan ] && echo "$plan_mb" || echo "-")
+        printf '| %d | %s | %.2f | %.2f | %.0f | %s |\n' "$m" \
+            "$([ "$kind" = plan ] && echo "plan with kernels (sm_90)" || echo "--report, no kernels")" \
+            "$w" "$c" "$(awk -v k="$r" 'BEGIN {print k / 1024}')" "$size" >> "$table"
+    done
+done
+{
+    echo
+    echo "128 microbatches over 4:"
+    for kind in plan report; do
+        awk -v w1="${wall[4$kind]}" -v w2="${wall[128$kind]}" -v m1="${mem[4$kind]}" \
+            -v m2="${mem[128$kind]}" -v k="$kind" \
+            'BEGIN {printf "- %s: wall time %.1fx, peak memory %.1fx\n", k, w2 / w1, m2 / m1}'
+    done
+} >> "$table"
+cat "$table"
+if [ -n "$out" ]; then
+    {
+        echo "# A pipeline's compile against its microbatch count"
+        echo
+        echo "Issue 20: compile time, memory and plan size flat in the microbatch count"
+        echo "(128 microbatches within 20% of 4). Measured by"
+        echo "\`bench/pipeline_microbatches.sh\`: examples/pipeline.sh with 96 layers"
+        echo "on 64x8x8 (8 stages, 1F1B), 64 sequences a microbatch; median of $repeat runs."
+        echo
+        echo "Machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo),"
+        echo "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo); no GPU (NVRTC needs none)."
+        echo "Compiler: $(git -C "$here" log -1 --format='%h %cs' 2>/dev/null || echo unknown). Date: $(date -u +%F)."
+        echo
+        cat "$table"
+    } > "$out"
+fi
