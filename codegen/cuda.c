@@ -564,7 +564,6 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
     /* the key first (the kernel with canonical names, in a scratch arena);
      * the source with the program's names only when the key is new */
     su_arena *scr = &out->scratch; /* freed by cg_cuda_free after a failure too */
-    cg_cuda_kernel *k = NULL; /* made with the program's names: keeps its key */
     bool ok = true;
     for (int i = 0; i < f->ngroups && ok; i++) {
         const pass_fgroup *g = &f->groups[i];
@@ -576,8 +575,7 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
             break;
         }
         const ir_op *red = g->kind == PASS_FUSE_REDUCE ? IR_OP(m, g->reduce) : NULL;
-        cg_cuda_kernel canon;
-        k = &out->k[out->nkernels++];
+        cg_cuda_kernel canon, *k = &out->k[out->nkernels++];
         gen C = {.m = m, .f = f, .g = g, .pname = pname, .arena = scr, .canon = true};
         C.red = red;
         memset(&canon, 0, sizeof canon);
@@ -601,8 +599,7 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
         if (f->group_of[i] >= 0 || !cg_cuda_op_kernel(op))
             continue;
         gen C = {.m = m, .f = f, .pname = pname, .arena = scr, .canon = true};
-        cg_cuda_kernel canon;
-        k = &out->k[out->nkernels++];
+        cg_cuda_kernel canon, *k = &out->k[out->nkernels++];
         memset(k, 0, sizeof *k);
         memset(&canon, 0, sizeof canon);
         cg_gen_op_kernel(&C, &canon, op, i, id);

@@ -422,7 +422,7 @@ typedef struct multi {
     int ndefer;         /* numbered after it */
     uint64_t *sig;      /* per group: what its code depends on (group_sig) */
     int *per;           /* per group: the period of the repeating stretch it is
-                         * in (period_of), 0 none */
+                         * in (find_periods), 0 none */
 } multi;
 
 /* What a group does to the run: joins it, stays out of it (a group that
