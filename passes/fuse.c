@@ -306,24 +306,27 @@ static void renumber(walker *w)
 /* "k3_add_gelu": the group's number and its distinct op names, up to four. */
 static const char *group_name(const ir_module *m, pass_fusion *f, const pass_fgroup *g)
 {
-    su_buf b;
-    su_buf_init_in(&b, &f->arena);
-    su_buf_printf(&b, "k%d", g->id);
+    /* "k" and an int, four op names (ops.def's are at most 18
+     * characters) and "_x" and an int: made here, then kept at its length
+     * (a pipeline's stage names a group for every microbatch, again at
+     * every try of pass_fuse_planned) */
+    char s[160];
+    size_t n = (size_t)snprintf(s, sizeof s, "k%d", g->id);
     const char *seen[4];
     int nseen = 0;
     for (int i = 0; i < g->nops && nseen < 4; i++) {
         const char *name = ir_ops[IR_OP(m, g->ops[i])->code].name;
         bool dup = false;
-        for (int s = 0; s < nseen; s++)
-            dup |= !strcmp(seen[s], name);
-        if (!dup) {
+        for (int k = 0; k < nseen; k++)
+            dup |= !strcmp(seen[k], name);
+        if (!dup && n < sizeof s) {
             seen[nseen++] = name;
-            su_buf_printf(&b, "_%s", name);
+            n += (size_t)snprintf(s + n, sizeof s - n, "_%s", name);
         }
     }
-    if (g->nparts)
-        su_buf_printf(&b, "_x%d", g->nparts);
-    return b.s;
+    if (g->nparts && n < sizeof s)
+        snprintf(s + n, sizeof s - n, "_x%d", g->nparts);
+    return su_strdup(&f->arena, s);
 }
 
 /* Marks the values that must be stored: read by an op of another group
