@@ -903,7 +903,8 @@ static void render_work(void *arg)
     } else if (r->k == 7) {
         ir_module *const *st = stages(prog, &n);
         double step;
-        if (!pass_timeline(st, n, prog->hw, TRACE_MAX_EVENTS, b, &step, &r->err)) {
+        if (!pass_timeline(st, n, api_fusion(prog, n), prog->hw, TRACE_MAX_EVENTS, b, &step,
+                           &r->err)) {
             r->st = api_fail(r->error, SHARDC_ERR_INTERNAL, "%s", r->err.s);
             return;
         }
@@ -924,8 +925,8 @@ static void render_work(void *arg)
         su_buf_puts(b, "# the input is partitioned IR: there is nothing to explain\n");
     else {
         ir_module *const *st = stages(prog, &n);
-        pass_report_on(st, n, &prog->res.pipe, prog->res.mp, prog->hw, prog->mem_limit, r->k == 4,
-                       b);
+        pass_report_on(st, n, &prog->res.pipe, prog->res.mp, api_fusion(prog, n), prog->hw,
+                       prog->mem_limit, r->k == 4, b);
     }
     r->len = b->len;
     r->text = su_buf_take(b);

@@ -43,6 +43,13 @@ shardc_status api_program_schedule(const shardc_program *prog, char **text, size
 /* `--emit schedule`'s head for a pipelined program: each stage's order of
  * forward and backward microbatch steps (nothing without a pipeline). */
 void api_program_tasks(const shardc_program *prog, su_buf *b);
+/* The groups the plan's kernels are, one per stage of the n the report
+ * and the timeline see (the fuse pass's), or NULL when fuse did not run
+ * (a plan without kernels: the timeline fuses each stage itself). */
+static inline const struct pass_fusion *api_fusion(const shardc_program *prog, int n)
+{
+    return prog->res.fused && prog->res.nplanned == n ? prog->res.fusion : NULL;
+}
 /* The usage error of asking output `what` (or a plan) of a compilation
  * that ran only part of the pass pipeline. */
 shardc_status api_partial(const shardc_program *prog, const char *what, char **error);

@@ -77,8 +77,8 @@ static void plan_work(void *arg)
     const shardc_program *prog = r->prog;
     int n;
     ir_module *const *st = pass_result_stages(&prog->res, &n);
-    pass_report_on(st, n, &prog->res.pipe, prog->res.mp, prog->hw, prog->mem_limit, true,
-                   &r->rep);
+    pass_report_on(st, n, &prog->res.pipe, prog->res.mp, api_fusion(prog, n), prog->hw,
+                   prog->mem_limit, true, &r->rep);
     cg_plan_options o;
     memset(&o, 0, sizeof o);
     o.mp = prog->res.mp;

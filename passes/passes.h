@@ -247,13 +247,15 @@ void pass_memplan_print(const ir_module *m, const pass_memplan *mp, su_buf *out)
 typedef struct pass_hw pass_hw; /* below */
 enum { PASS_HW_MAX_POINTS = 16 }; /* pass_hw.matmul_eff */
 /* mp: each stage's memory plan, as the plan holds it (the pipeline's
- * memplan pass); its arena is peak_bytes. mem_limit > 0 (--mem-limit):
+ * memplan pass); its arena is peak_bytes. fusion: each stage's groups as
+ * the plan's kernels run them (the fuse pass's, pass_fuse_planned), which
+ * the timeline then costs; NULL: it fuses each stage itself (pass_fuse). mem_limit > 0 (--mem-limit):
  * each stage's headroom under it, "mem_limit" and "headroom" in the JSON. With the step time estimated on
  * hw (pass_timeline) at the end of the table and as "estimate":
  * {"hardware", "step_ms"} before "stages" in the JSON; hw NULL: none. */
 void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp,
-                    const pass_memplan *mp, const pass_hw *hw, int64_t mem_limit, bool json,
-                    su_buf *out);
+                    const pass_memplan *mp, const struct pass_fusion *fusion,
+                    const pass_hw *hw, int64_t mem_limit, bool json, su_buf *out);
 
 /* Local FLOPs of one op of a partitioned module (counting rules in
  * cost.c). */
@@ -346,10 +348,12 @@ typedef struct pass_stage_time {
     double compute_s, comm_s, exposed_s;
 } pass_stage_time;
 /* pass_timeline, and each stage's times into stats ([n]; NULL: none). */
-bool pass_timeline_stats(ir_module *const *stages, int n, const pass_hw *hw,
-                         pass_stage_time *stats, double *step_s, su_buf *err);
-bool pass_timeline(ir_module *const *stages, int n, const pass_hw *hw, int64_t max_events,
-                   su_buf *json, double *step_s, su_buf *err);
+bool pass_timeline_stats(ir_module *const *stages, int n, const struct pass_fusion *fusion,
+                         const pass_hw *hw, pass_stage_time *stats, double *step_s,
+                         su_buf *err);
+bool pass_timeline(ir_module *const *stages, int n, const struct pass_fusion *fusion,
+                   const pass_hw *hw, int64_t max_events, su_buf *json, double *step_s,
+                   su_buf *err);
 
 /* ---- the pipeline (passes.c) ----
  *

@@ -389,6 +389,7 @@ typedef struct report_run {
     int n;
     const pass_pipeline *pp;
     const pass_memplan *mp;
+    const struct pass_fusion *fusion;
     bool json;
     su_buf *out;
     estimate est;
@@ -401,8 +402,8 @@ static void report(void *arg)
     report_run *r = arg;
     r->est.times = su_xmalloc(r->out->oom, (size_t)r->n * sizeof *r->est.times);
     if (r->est.hw) /* the timeline's events are not wanted, only its times */
-        if (!pass_timeline_stats(r->stages, r->n, r->est.hw, r->est.times, &r->est.step_s,
-                                 &r->err))
+        if (!pass_timeline_stats(r->stages, r->n, r->fusion, r->est.hw, r->est.times,
+                                 &r->est.step_s, &r->err))
             r->est.hw = NULL; /* a compiler bug the verifier reports first */
     r->cost = su_xmalloc(r->out->oom, (size_t)r->n * sizeof *r->cost);
     memset(r->cost, 0, (size_t)r->n * sizeof *r->cost);
@@ -442,11 +443,11 @@ static void report(void *arg)
 }
 
 void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp,
-                    const pass_memplan *mp, const pass_hw *hw, int64_t mem_limit, bool json,
-                    su_buf *out)
+                    const pass_memplan *mp, const struct pass_fusion *fusion, const pass_hw *hw,
+                    int64_t mem_limit, bool json, su_buf *out)
 {
-    report_run r = {.stages = stages, .n = n, .pp = pp, .mp = mp, .json = json, .out = out,
-                    .est = {hw, 0, mem_limit}};
+    report_run r = {.stages = stages, .n = n, .pp = pp, .mp = mp, .fusion = fusion,
+                    .json = json, .out = out, .est = {hw, 0, mem_limit}};
     su_buf_init(&r.scratch, out->oom);
     su_buf_init(&r.err, out->oom);
     bool done = su_guarded(out->oom, report, &r);

@@ -54,7 +54,7 @@ typedef struct event {
 
 typedef struct lane {
     const ir_module *m;
-    pass_fusion *f;         /* the groups the CUDA backend runs as one kernel each */
+    const pass_fusion *f;   /* the groups the CUDA backend runs as one kernel each */
     int next;               /* the op to issue */
     double clock[2];        /* when each stream is free */
     double *ready;          /* per value id: when it is made */
@@ -67,8 +67,9 @@ typedef struct sim {
     ir_module *const *st;
     int n;
     const pass_hw *hw;
+    const pass_fusion *given; /* [n], the plan's groups; NULL: made here */
     lane *lane;
-    pass_fusion *fus;       /* [n], each stage's (freed with the arena) */
+    pass_fusion *fus;       /* [n], each stage's made here (freed with the arena) */
     su_arena arena;
 } sim;
 
@@ -518,11 +519,14 @@ static void timeline(void *arg)
     for (int s = 0; s < S->n; s++) {
         lane *L = &S->lane[s];
         L->m = S->st[s];
-        if (!pass_fuse(L->m, &S->fus[s], r->err)) {
+        if (S->given && S->given[s].nops == L->m->ops.n) {
+            L->f = &S->given[s];
+        } else if (!pass_fuse(L->m, &S->fus[s], r->err)) {
             r->ok = false;
             return;
+        } else {
+            L->f = &S->fus[s];
         }
-        L->f = &S->fus[s];
         L->ready = su_alloc(&S->arena, (size_t)(L->m->next_id + 1) * sizeof *L->ready);
         L->rank0 = S->n > 1 ? first_rank(L->m, s) : 0;
     }
@@ -553,18 +557,20 @@ static bool run_timeline(timeline_run *r, jmp_buf *oom)
     return r->ok;
 }
 
-bool pass_timeline(ir_module *const *stages, int n, const pass_hw *hw, int64_t max_events,
-                   su_buf *json, double *step_s, su_buf *err)
+bool pass_timeline(ir_module *const *stages, int n, const struct pass_fusion *fusion,
+                   const pass_hw *hw, int64_t max_events, su_buf *json, double *step_s,
+                   su_buf *err)
 {
-    timeline_run r = {.S = {.st = stages, .n = n, .hw = hw}, .max_events = max_events,
-                      .json = json, .err = err, .step_s = step_s};
+    timeline_run r = {.S = {.st = stages, .n = n, .hw = hw, .given = fusion},
+                      .max_events = max_events, .json = json, .err = err, .step_s = step_s};
     return run_timeline(&r, json->oom);
 }
 
-bool pass_timeline_stats(ir_module *const *stages, int n, const pass_hw *hw,
-                         pass_stage_time *stats, double *step_s, su_buf *err)
+bool pass_timeline_stats(ir_module *const *stages, int n, const struct pass_fusion *fusion,
+                         const pass_hw *hw, pass_stage_time *stats, double *step_s,
+                         su_buf *err)
 {
-    timeline_run r = {.S = {.st = stages, .n = n, .hw = hw}, .err = err, .step_s = step_s,
-                      .stats = stats};
+    timeline_run r = {.S = {.st = stages, .n = n, .hw = hw, .given = fusion}, .err = err,
+                      .step_s = step_s, .stats = stats};
     return run_timeline(&r, err->oom);
 }

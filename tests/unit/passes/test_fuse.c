@@ -783,6 +783,33 @@ static void test_multi_period(void)
     CHECK_INT(parts[0], PASS_FUSE_MULTI_PARAMS / 3);
 }
 
+/* The timeline costs the groups it is given (the plan's, whose runs
+ * pass_fuse_planned may have left apart), else it fuses each stage
+ * itself: 200 sgd updates as three multi-tensor kernels, or with the
+ * first run apart, 85 kernels more, each a launch. */
+static void test_timeline_fusion(void)
+{
+    su_buf t, err;
+    sgd_text(200, 0, &t);
+    su_buf_init(&err, &oom);
+    ir_module *m = parse(t.s);
+    pass_fusion whole, apart;
+    CHECK(pass_fuse_ex(m, 0, &whole, &err));
+    CHECK(pass_fuse_ex(m, 1, &apart, &err));
+    const pass_hw *hw = pass_hw_default();
+    double own = 0, given = 0, split = 0;
+    CHECK(pass_timeline_stats(&m, 1, NULL, hw, NULL, &own, &err));
+    CHECK(pass_timeline_stats(&m, 1, &whole, hw, NULL, &given, &err));
+    CHECK(pass_timeline_stats(&m, 1, &apart, hw, NULL, &split, &err));
+    CHECK(own > 0 && own == given);
+    CHECK(split > given + 80 * hw->launch_s);
+    pass_fusion_free(&whole);
+    pass_fusion_free(&apart);
+    ir_module_free(m);
+    su_buf_free(&err);
+    su_buf_free(&t);
+}
+
 /* Matmul groups: the chain, the epilogue bits, the bias and residual. */
 static void test_matmul_epilogue(void)
 {
@@ -900,6 +927,7 @@ int main(void)
     test_matmul_epilogue();
     test_multi_tensor();
     test_multi_period();
+    test_timeline_fusion();
     test_walk_reused();
     test_generate_known();
     check_example("mlp.sh", "1x1");
