@@ -136,7 +136,7 @@ static shardc_status read_plan(const shardc_program *prog, bool placeholder, rt_
     if (st != SHARDC_OK)
         return st;
     su_status err;
-    *out = rt_plan_read(bytes, len, "plan", &err);
+    *out = rt_plan_read_plain(bytes, len, "plan", &err);
     free(bytes);
     if (!*out && err.kind == SU_NOMEM)
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");

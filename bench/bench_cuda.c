@@ -830,7 +830,7 @@ static rt_plan *compile_plan(const setup *su, const char *model, const char *mes
     if (shardc_compile_file(opt, model, &prog, &e) != SHARDC_OK ||
         api_program_plan(prog, &bytes, &len, &e) != SHARDC_OK)
         die("%s --mesh %s: %s", model, mesh, e);
-    rt_plan *p = rt_plan_read(bytes, len, model, &err);
+    rt_plan *p = rt_plan_read_plain(bytes, len, model, &err);
     if (!p)
         die("%s --mesh %s: %s", model, mesh, err.msg);
     free(bytes);

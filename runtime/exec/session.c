@@ -60,6 +60,12 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, su_status
     }
     if (o->graph && rt_session_graph_check(o, err) != 0)
         return NULL;
+    for (int st = 0; st < p->nstages; st++)
+        if (p->stage[st].nbody) {
+            su_fail(err, SU_INTERNAL, "internal error: stage %d's program is in loop form; the "
+                    "runtime runs plans read with rt_plan_read_plain", st);
+            return NULL;
+        }
     if (o->backend == RT_BACKEND_CUDA && rt_cuda_check(p, err) != 0)
         return NULL;
     rt_session *s = calloc(1, sizeof *s);

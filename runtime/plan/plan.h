@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #define RT_PLAN_MAGIC "SHRDPLAN"
-#define RT_PLAN_VERSION 13
+#define RT_PLAN_VERSION 14
 #define RT_MAX_RANK 8
 #define RT_MAX_AXES 8
 #define RT_MAX_IN 6
@@ -170,6 +170,28 @@ typedef struct rt_instr {
  * where one is the other's columns in a one-row bucket (rt_bucket_view:
  * nothing to copy). */
 #define RT_ALIGN 256
+/* A program in loop form (format 14; nbody > 0) holds its instructions
+ * once for however many times they run: a pipeline stage's forward and
+ * backward of one microbatch, run for each in its schedule's order.
+ * instr[] is then the bodies, one after the other: body b is
+ * instr[body_start[b] .. body_start[b + 1]) (the last ends at ninstr;
+ * body_start[0] is 0 and they do not decrease), and the program runs its
+ * schedule's items in order, item i running body item[2i] for microbatch
+ * item[2i + 1] (0 .. nmb - 1; a body outside any loop, such as the
+ * optimizer after the last microbatch, is an item of microbatch 0). For
+ * microbatch j each of the body's instructions runs with
+ *   - its offset plus j instr_step[k] (an extract or insert of the
+ *     microbatch's columns, a dropout of its rows), and
+ *   - in place of each buffer b with buf_slots[b] >= 0 (a value of one
+ *     microbatch that lives from one item to a later one, the activations
+ *     a backward reads), b's copy for slot s = slotmap[buf_slots[b] * nmb
+ *     + j]: buf_bytes[b] bytes at buf_offset[b] + s buf_stride[b].
+ * The slots of a map are 0 .. its largest; the compiler gives a slot to
+ * each microbatch in flight, so that two never share one while both are
+ * live. A kernel stands for instructions of one body and runs in each of
+ * its items. rt_plan_read expands every such program into the plain
+ * form (rt_plan_read_plain, rt_plan_expand): the runtime never sees a
+ * loop. */
 typedef struct rt_program {
     int64_t arena_bytes;
     int32_t nbuf;
@@ -177,7 +199,22 @@ typedef struct rt_program {
     int64_t *buf_bytes;            /* nbuf sizes; a buffer may serve several values */
     int32_t ninstr;
     rt_instr *instr;
+    /* the loop form (above); nbody 0: the plain form, the rest unused */
+    int32_t nbody;
+    int32_t *body_start;           /* nbody */
+    int32_t nmb;                   /* microbatches, >= 1 */
+    int32_t nitem;
+    int32_t *item;                 /* 2 nitem: (body, microbatch) */
+    int32_t nslotmap;
+    int32_t *slotmap;              /* nslotmap x nmb: each microbatch's slot */
+    int32_t *buf_slots;            /* nbuf: a slot map, or -1 (NULL: every -1) */
+    int64_t *buf_stride;           /* nbuf: bytes from one slot's copy to the next
+                                    * (multiples of RT_ALIGN; NULL: none slotted) */
+    int64_t *instr_step;           /* ninstr: the offset's step per microbatch (NULL: 0) */
 } rt_program;
+
+/* The instructions, over all stages, that the loop form may expand to. */
+#define RT_MAX_EXPANDED_INSTR (1 << 22)
 
 /* STATE: optimizer state and the step count; kept across steps and saved
  * with the params, made by its init, never trained. */
@@ -340,23 +377,37 @@ void rt_plan_coords(const rt_plan *p, int64_t r, int64_t coord[RT_MAX_AXES]);
 
 /* Writes the file form into *out (malloc'd; free()), *len its size. */
 bool rt_plan_write(const rt_plan *p, uint8_t **out, size_t *len, su_status *err);
+/* rt_plan_read, then rt_plan_expand: the plan the runtime runs (what
+ * rt_plan_load and the library read). */
+rt_plan *rt_plan_read_plain(const uint8_t *data, size_t len, const char *what, su_status *err);
+/* Expands every program of p in loop form into the plain form (p's own
+ * stage table and kernel table are replaced by new ones, allocated on
+ * p->mem_, which rt_plan_free frees); true and nothing changed when none
+ * is. false with a message when the loop form is wrong (an item's body
+ * or microbatch out of range, a slot's copy outside the arena, a kernel
+ * over two bodies, an I/O entry in a slotted buffer, more than
+ * RT_MAX_EXPANDED_INSTR instructions, ...); what the plain form then says
+ * is rt_plan_validate's to check. */
+bool rt_plan_expand(rt_plan *p, su_status *err);
 /* Reads and validates a plan from bytes; NULL with a message in err
  * ("truncated file: ...", "checksum mismatch in section PROG (stage 0): the
  * file is corrupt", ...). Fields past a count (dims past the rank, operands
  * past nin) are not stored and read back as 0. what
- * names the source in messages (a file name). Never reads out of bounds. */
+ * names the source in messages (a file name). Never reads out of bounds.
+ * A program in loop form stays so (the runtime needs rt_plan_read_plain). */
 rt_plan *rt_plan_read(const uint8_t *data, size_t len, const char *what, su_status *err);
 /* Frees a plan that rt_plan_read (or rt_plan_load) made; NULL is a no-op. */
 void rt_plan_free(rt_plan *p);
 /* "model.sh:12:5: " when instruction in has a place in p's source, else
  * "" (into buf): the prefix of a message about it. */
 const char *rt_instr_where(const rt_plan *p, const rt_instr *in, char *buf, size_t size);
-/* Reads a whole plan file and rt_plan_read's it; NULL with err naming the
- * file on failure (runtime/plan/plan_file.c). */
+/* Reads a whole plan file and rt_plan_read_plain's it; NULL with err
+ * naming the file on failure (runtime/plan/plan_file.c). */
 rt_plan *rt_plan_load(const char *path, su_status *err);
 /* The checks rt_plan_read runs after decoding: indices in range, types that
  * fit their buffers, each instruction's shapes consistent for its op
- * (rt_instr_check), I/O entries consistent with the programs. */
+ * (rt_instr_check), I/O entries consistent with the programs; a plan with
+ * programs in loop form, on an expanded copy. */
 bool rt_plan_validate(const rt_plan *p, su_status *err);
 /* Shape rules of one instruction (local shapes), so kernels can trust them. */
 bool rt_instr_check(const rt_plan *p, const rt_instr *in, su_status *err);

@@ -1,7 +1,9 @@
 /* plan_base.c: the small pieces of plan.h every part of the runtime uses:
  * dtypes, types, the op table, rank coordinates. */
 #include "runtime/plan/plan.h"
+#include "runtime/plan/plan_check.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const dtype_names[RT_NDTYPES] = {"f32", "f16", "bf16", "i32", "bool"};
@@ -145,4 +147,25 @@ rt_type rt_type_swap_heads(const rt_type *t)
     s.dim[r - 3] = t->dim[r - 2];
     s.dim[r - 2] = t->dim[r - 3];
     return s;
+}
+
+void *rt_plan_alloc(rt_plan *p, size_t count, size_t size)
+{
+    size_t n;
+    if (count == 0 || __builtin_mul_overflow(count, size, &n) || n > SIZE_MAX - sizeof(rt_block))
+        return NULL;
+    rt_block *b = calloc(1, sizeof(rt_block) + n);
+    if (!b)
+        return NULL;
+    b->next = p->mem_;
+    p->mem_ = b;
+    return b->data;
+}
+
+void rt_plan_free_blocks(void *mem)
+{
+    for (rt_block *b = mem, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
 }

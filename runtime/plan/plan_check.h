@@ -6,6 +6,7 @@
 #include "runtime/plan/plan.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -56,6 +57,17 @@ static inline bool rt_plan_nomem(su_status *err)
     su_fail(err, SU_NOMEM, "out of memory");
     return false;
 }
+
+/* The memory a plan owns (rt_plan.mem_): a list of blocks. */
+typedef struct rt_block {
+    struct rt_block *next;
+    _Alignas(max_align_t) unsigned char data[];
+} rt_block;
+/* count zeroed elements of size bytes on p->mem_; NULL when count is 0 or
+ * memory runs out (the caller tells which). */
+void *rt_plan_alloc(rt_plan *p, size_t count, size_t size);
+/* Frees a list of blocks. */
+void rt_plan_free_blocks(void *mem);
 
 /* f32, f16 or bf16. */
 bool rt_check_float_dtype(int dtype);

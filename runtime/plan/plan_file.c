@@ -44,7 +44,7 @@ rt_plan *rt_plan_load(const char *path, su_status *err)
         got += (size_t)r;
     }
     close(fd);
-    rt_plan *p = rt_plan_read(data, len, path, err);
+    rt_plan *p = rt_plan_read_plain(data, len, path, err);
     free(data);
     return p;
 }

@@ -21,7 +21,15 @@
  *             u8 keepdims, u8 causal, f64 eps, u8 nlist (<= 8),
  *             nlist x i64 list, i64 dim, i64 dim2, u8 naxes (<= 8),
  *             naxes x u8 axes, f64 lr, f64 momentum, f64 beta1,
- *             f64 beta2, f64 wd, i64 offset, i32 line, i32 col
+ *             f64 beta2, f64 wd, i64 offset, i32 line, i32 col;
+ *           then the loop form (plan.h): u32 nbody, and unless it is 0,
+ *             nbody x i32 body start, i32 nmb, u32 nitem,
+ *             nitem x (i32 body, i32 microbatch), u32 nslotmap,
+ *             nslotmap x nmb x i32 slot, u32 nslotted,
+ *             nslotted x (i32 buffer, i32 slot map, i64 stride) (the
+ *             slotted buffers, ascending), u32 nstep,
+ *             nstep x (i32 instruction, i64 step) (the nonzero steps,
+ *             ascending)
  *   KERN    u32 nmodules, then per module (blob = u64 length + the bytes):
  *             str entry, u32 ncubin, ncubin x (str arch, blob cubin),
  *             str PTX arch, blob PTX (text, no NUL);
@@ -55,6 +63,8 @@
  * backward (attn_stats, attn_dq, attn_dk, attn_dv), whose instructions
  * take up to 6 operands (<= 6 below). Version 12 ends KERN with the
  * init module (plan.h), which makes sources from the seed on a GPU.
+ * Version 14 ends PROG with the loop form (the reader keeps it; the
+ * runtime reads with rt_plan_read_plain, which expands it).
  * Older versions are refused, not converted (recompiling is cheap).
  */
 #include "runtime/plan/plan.h"
@@ -72,7 +82,7 @@ enum {
     SEC_HDR = 20,   /* tag 4, reserved 4, payload length 8, CRC 4 */
     IO_MIN = 38,    /* the smallest IOTB entry: a scalar with an empty name */
     INSTR_MIN = 113, /* the smallest instruction: no operands, list or axes */
-    PROG_MIN = 8,   /* the smallest PROG payload: two counts of 0 */
+    PROG_MIN = 12,  /* the smallest PROG payload: three counts of 0 */
     MODULE_MIN = 24, /* the smallest module: one empty entry, no cubin, empty PTX */
     KERNEL_MIN = 46, /* the smallest kernel: empty name and lists */
     NSEC_FIXED = 4, /* MESH, IOTB, KERN, REPT; plus one PROG per stage */
@@ -247,6 +257,42 @@ static void write_instr(wbuf *w, const rt_instr *in)
     put_le(w, (uint32_t)in->col, 4);
 }
 
+/* The loop form (plan.h), sparse: only slotted buffers and nonzero steps. */
+static void write_loop(wbuf *w, const rt_program *g)
+{
+    put_le(w, (uint64_t)g->nbody, 4);
+    if (g->nbody <= 0)
+        return;
+    for (int b = 0; b < g->nbody; b++)
+        put_le(w, (uint32_t)g->body_start[b], 4);
+    put_le(w, (uint32_t)g->nmb, 4);
+    put_le(w, (uint64_t)g->nitem, 4);
+    for (int i = 0; i < 2 * g->nitem; i++)
+        put_le(w, (uint32_t)g->item[i], 4);
+    put_le(w, (uint64_t)g->nslotmap, 4);
+    for (int64_t i = 0; i < (int64_t)g->nslotmap * g->nmb; i++)
+        put_le(w, (uint32_t)g->slotmap[i], 4);
+    int n = 0;
+    for (int b = 0; g->buf_slots && b < g->nbuf; b++)
+        n += g->buf_slots[b] >= 0;
+    put_le(w, (uint64_t)n, 4);
+    for (int b = 0; g->buf_slots && b < g->nbuf; b++)
+        if (g->buf_slots[b] >= 0) {
+            put_le(w, (uint32_t)b, 4);
+            put_le(w, (uint32_t)g->buf_slots[b], 4);
+            put_le(w, (uint64_t)g->buf_stride[b], 8);
+        }
+    n = 0;
+    for (int k = 0; g->instr_step && k < g->ninstr; k++)
+        n += g->instr_step[k] != 0;
+    put_le(w, (uint64_t)n, 4);
+    for (int k = 0; g->instr_step && k < g->ninstr; k++)
+        if (g->instr_step[k]) {
+            put_le(w, (uint32_t)k, 4);
+            put_le(w, (uint64_t)g->instr_step[k], 8);
+        }
+}
+
 static void write_prog(wbuf *w, const rt_program *g)
 {
     size_t at = begin_section(w, "PROG");
@@ -259,6 +305,7 @@ static void write_prog(wbuf *w, const rt_program *g)
     put_le(w, (uint64_t)g->ninstr, 4);
     for (int k = 0; k < g->ninstr; k++)
         write_instr(w, &g->instr[k]);
+    write_loop(w, g);
     end_section(w, at);
 }
 
@@ -345,12 +392,6 @@ bool rt_plan_write(const rt_plan *p, uint8_t **out, size_t *len, su_status *err)
 
 /* ---- rt_plan_read ---- */
 
-/* A read plan owns its memory as a list of blocks on p->mem_. */
-typedef struct block {
-    struct block *next;
-    _Alignas(max_align_t) unsigned char data[];
-} block;
-
 typedef struct reader {
     const uint8_t *data;
     size_t len;
@@ -392,21 +433,10 @@ static bool rnomem(reader *r)
  * (ALLOC tells that from a failure, which has set the message). */
 static void *alloc(reader *r, size_t count, size_t size)
 {
-    size_t n;
-    if (count == 0)
-        return NULL;
-    if (__builtin_mul_overflow(count, size, &n) || n > SIZE_MAX - sizeof(block)) {
+    void *v = rt_plan_alloc(r->p, count, size);
+    if (!v && count)
         rnomem(r);
-        return NULL;
-    }
-    block *b = calloc(1, sizeof(block) + n);
-    if (!b) {
-        rnomem(r);
-        return NULL;
-    }
-    b->next = r->p->mem_;
-    r->p->mem_ = b;
-    return b->data;
+    return v;
 }
 
 #define ALLOC(r, ptr, count) (((ptr) = alloc(r, (size_t)(count), sizeof *(ptr))) || (count) == 0)
@@ -663,6 +693,73 @@ static bool read_instr(cur *c, rt_instr *in)
            get_i32(c, "line", &in->line) && get_i32(c, "column", &in->col);
 }
 
+/* The loop form (write_loop): the sparse lists ascending, their indices
+ * in range; what the rest says is rt_plan_expand's to check. */
+static bool read_loop(cur *c, rt_program *g)
+{
+    if (!get_count(c, "the body count", 4, &g->nbody))
+        return false;
+    if (g->nbody == 0)
+        return true;
+    if (!ALLOC(c->r, g->body_start, g->nbody))
+        return false;
+    for (int b = 0; b < g->nbody; b++)
+        if (!get_i32(c, "body start", &g->body_start[b]))
+            return false;
+    int32_t n;
+    if (!get_i32(c, "the microbatch count", &g->nmb))
+        return false;
+    if (g->nmb < 1)
+        return rfail(c->r, "section %s: the microbatch count is %d; at least 1", c->sec, g->nmb);
+    if (!get_count(c, "the item count", 8, &g->nitem) || !ALLOC(c->r, g->item, 2 * (size_t)g->nitem))
+        return false;
+    for (int i = 0; i < 2 * g->nitem; i++)
+        if (!get_i32(c, "item", &g->item[i]))
+            return false;
+    if (!get_count(c, "the slot map count", 4, &g->nslotmap))
+        return false;
+    if ((uint64_t)g->nslotmap * (uint64_t)g->nmb > (c->n - c->pos) / 4)
+        return rfail(c->r, "section %s: %d slot maps of %d microbatches do not fit the %zu "
+                     "bytes left", c->sec, g->nslotmap, g->nmb, c->n - c->pos);
+    if (!ALLOC(c->r, g->slotmap, (size_t)g->nslotmap * (size_t)g->nmb))
+        return false;
+    for (int64_t i = 0; i < (int64_t)g->nslotmap * g->nmb; i++)
+        if (!get_i32(c, "slot", &g->slotmap[i]))
+            return false;
+    if (!get_count(c, "the slotted buffer count", 16, &n) ||
+        !ALLOC(c->r, g->buf_slots, g->nbuf) || !ALLOC(c->r, g->buf_stride, g->nbuf))
+        return false;
+    for (int b = 0; b < g->nbuf; b++)
+        g->buf_slots[b] = -1;
+    for (int i = 0, last = -1; i < n; i++) {
+        int32_t b, map;
+        int64_t stride;
+        if (!get_i32(c, "slotted buffer", &b) || !get_i32(c, "slot map", &map) ||
+            !get_i64(c, "slot stride", &stride))
+            return false;
+        if (b <= last || b >= g->nbuf)
+            return rfail(c->r, "section %s: slotted buffer %d is out of order or out of range "
+                         "(the program has %d buffers)", c->sec, b, g->nbuf);
+        g->buf_slots[b] = map;
+        g->buf_stride[b] = stride;
+        last = b;
+    }
+    if (!get_count(c, "the step count", 12, &n) || !ALLOC(c->r, g->instr_step, g->ninstr))
+        return false;
+    for (int i = 0, last = -1; i < n; i++) {
+        int32_t k;
+        int64_t step;
+        if (!get_i32(c, "stepped instruction", &k) || !get_i64(c, "step", &step))
+            return false;
+        if (k <= last || k >= g->ninstr || step == 0)
+            return rfail(c->r, "section %s: the step of instruction %d is out of order, out of "
+                         "range (the program has %d instructions) or 0", c->sec, k, g->ninstr);
+        g->instr_step[k] = step;
+        last = k;
+    }
+    return true;
+}
+
 static bool read_prog(cur *c, rt_program *g)
 {
     if (!get_count(c, "the buffer count", 16, &g->nbuf) ||
@@ -683,7 +780,8 @@ static bool read_prog(cur *c, rt_program *g)
         if (!read_instr(c, &g->instr[k]))
             return false;
     }
-    return close_section(c);
+    c->where[0] = 0;
+    return read_loop(c, g) && close_section(c);
 }
 
 /* An image: str arch, u64 length, the bytes (kept with a NUL after them,
@@ -885,9 +983,6 @@ void rt_plan_free(rt_plan *p)
 {
     if (!p)
         return;
-    for (block *b = p->mem_, *next; b; b = next) {
-        next = b->next;
-        free(b);
-    }
+    rt_plan_free_blocks(p->mem_);
     free(p);
 }

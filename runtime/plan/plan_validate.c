@@ -866,6 +866,14 @@ bool rt_plan_validate(const rt_plan *p, su_status *err)
 {
     if (!p)
         return rt_plan_fail(err, "no plan");
+    for (int s = 0; p->stage && s < p->nstages; s++)
+        if (p->stage[s].nbody) { /* the loop form: its expansion, on a copy */
+            rt_plan copy = *p;
+            copy.mem_ = NULL;
+            bool ok = rt_plan_expand(&copy, err) && rt_plan_validate(&copy, err);
+            rt_plan_free_blocks(copy.mem_);
+            return ok;
+        }
     if (!check_mesh(p, err) || !check_buffers(p, err) ||
         !check_ios(p, err) || !check_programs(p, err) ||
         !check_sources(p, err) || !check_loss(p, err) ||

@@ -2,7 +2,8 @@
  * Any input may be rejected, but with a message naming the source; a plan
  * that reads must write back to exactly the bytes it was read from (the
  * file form is canonical), and those bytes must read again and write the
- * same once more.
+ * same once more. A plan in loop form expands, and the plain plan writes
+ * and reads.
  *
  * Fuzz mode: an input starting with the byte 'F' is the rest of it with
  * every CRC and the header's total size recomputed before reading. Random
@@ -95,6 +96,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fail("a plan read from a written one does not write", err.msg);
     if (nb != na || memcmp(a, b, na) != 0)
         fail("write(read(write(p))) differs from write(p)", "");
+    /* the loop form, validated on an expanded copy, expands; the plain
+     * plan writes and reads */
+    free(b);
+    b = NULL;
+    if (!rt_plan_expand(q, &err)) {
+        if (err.kind != SU_NOMEM)
+            fail("a plan that validates does not expand", err.msg);
+    } else {
+        rt_plan *e = NULL;
+        if (!rt_plan_write(q, &b, &nb, &err) || !(e = rt_plan_read(b, nb, "plain.plan", &err)))
+            fail("an expanded plan does not write and read", err.msg);
+        rt_plan_free(e);
+    }
     rt_plan_free(q);
     rt_plan_free(p);
     free(b);

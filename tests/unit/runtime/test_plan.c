@@ -598,7 +598,7 @@ static void roundtrip(void (*make)(fixture *), const char *name)
         CHECK(rt_plan_write(p, &b, &nb, &err));
         CHECK(nb == na && b && memcmp(a, b, na) == 0);
     }
-    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x0d"); /* magic, then version 13 LE */
+    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x0e"); /* magic, then version 14 LE */
     CHECK_INT(rd(a + 12, 4), f.p.nstages + 4);
     CHECK_INT(rd(a + 16, 8), na);
     rt_plan_free(p);
@@ -723,12 +723,12 @@ static void test_header(void)
     EXPECT_READ_ERROR(c, n, "plan format version 0 is not valid");
     wr(c + 8, RT_PLAN_VERSION + 1, 4);
     refix(c, n);
-    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 14 is newer than this "
-              "shardrun reads (13): rebuild shardrun");
+    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 15 is newer than this "
+              "shardrun reads (14): rebuild shardrun");
     wr(c + 8, 2, 4);
     refix(c, n);
     CHECK_STR(read_msg(c, n, err), "model.plan: the plan was written by an older shardc (plan "
-              "format 2; this shardrun reads 13): compile the model again");
+              "format 2; this shardrun reads 14): compile the model again");
 
     memcpy(c, b, n); /* the total size, with a good header CRC */
     wr(c + 16, n - 1, 8);
@@ -1080,11 +1080,12 @@ static void test_train_file(void)
     EXPECT_READ_ERROR(c, n, "model.plan: the loss is I/O entry 1 (labels), which is not an "
                       "output");
     /* PROG ends with the last instruction's offset (an extract's), line and
-     * column (none here) */
-    CHECK_INT(rd(b + kern - 16, 8), 12);
-    CHECK_INT(rd(b + kern - 8, 8), 0);
+     * column (none here), then a body count of 0 (no loop form) */
+    CHECK_INT(rd(b + kern - 20, 8), 12);
+    CHECK_INT(rd(b + kern - 12, 8), 0);
+    CHECK_INT(rd(b + kern - 4, 4), 0);
     memcpy(c, b, n);
-    wr(c + kern - 16, 13, 8);
+    wr(c + kern - 20, 13, 8);
     refix(c, n);
     EXPECT_READ_ERROR(c, n, "stage 0, instruction 34 (extract): the result f32[4, 6] at column "
                       "13 does not fit the bucket f32[2, 24]");

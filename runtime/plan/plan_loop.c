@@ -1,0 +1,414 @@
+/* plan_loop.c: a program's loop form (plan.h) expanded into the plain
+ * form, rt_plan_expand: rt_plan_read runs it after decoding, and
+ * rt_plan_validate on a copy of a plan in memory.
+ *
+ * Item i of the schedule (body b, microbatch j) becomes body b's
+ * instructions, in order, each with its offset stepped j times and each
+ * slotted buffer replaced by its copy for j's slot. The plain program
+ * keeps the buffers and adds, after them, each slotted buffer's copies
+ * for slots 1 and up (slot 0 is the buffer itself), in buffer order. A
+ * kernel of body b becomes one kernel per item of b, in the order of the
+ * items, its instructions and parameters moved with them; the kernels of
+ * a plain program stay as they are. So the plain program is exactly the
+ * one a compiler unrolling the loops would have written. What the loop
+ * form says is checked here only as far as expanding it needs (indices
+ * in range, sizes that do not overflow); the plain form is then
+ * rt_plan_validate's.
+ */
+#include "runtime/plan/plan.h"
+#include "runtime/plan/plan_check.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The slots of a map: its largest, plus one. */
+static int32_t slot_count(const rt_program *g, int32_t map)
+{
+    int32_t k = 0;
+    for (int32_t j = 0; j < g->nmb; j++)
+        if (g->slotmap[(int64_t)map * g->nmb + j] >= k)
+            k = g->slotmap[(int64_t)map * g->nmb + j] + 1;
+    return k;
+}
+
+static bool slotted(const rt_program *g, int32_t b)
+{
+    return g->buf_slots && b >= 0 && b < g->nbuf && g->buf_slots[b] >= 0;
+}
+
+static int32_t body_end(const rt_program *g, int32_t b)
+{
+    return b + 1 < g->nbody ? g->body_start[b + 1] : g->ninstr;
+}
+
+/* The body holding instruction k (in range). */
+static int32_t body_of(const rt_program *g, int32_t k)
+{
+    int32_t lo = 0, hi = g->nbody - 1;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo + 1) / 2;
+        if (g->body_start[mid] <= k)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Bodies, items and slot maps of program g (stage s): in range. */
+static bool check_schedule(const rt_program *g, int s, su_status *err)
+{
+    if (!g->body_start)
+        return rt_plan_fail(err, "stage %d: %d bodies but no body table", s, g->nbody);
+    for (int32_t b = 0; b < g->nbody; b++) {
+        int32_t lo = b ? g->body_start[b - 1] : 0;
+        if ((b == 0 && g->body_start[0] != 0) || g->body_start[b] < lo ||
+            g->body_start[b] > g->ninstr)
+            return rt_plan_fail(err, "stage %d: body %d starts at instruction %d (body 0 starts "
+                                "at 0, each at or after the one before, none past the %d "
+                                "instructions)", s, b, g->body_start[b], g->ninstr);
+    }
+    if (g->nmb < 1)
+        return rt_plan_fail(err, "stage %d: the loop form has %d microbatches; at least 1", s,
+                            g->nmb);
+    if (g->nitem < 0 || (g->nitem > 0 && !g->item))
+        return rt_plan_fail(err, "stage %d: a schedule of %d items is not valid", s, g->nitem);
+    for (int32_t i = 0; i < g->nitem; i++) {
+        int32_t b = g->item[2 * i], j = g->item[2 * i + 1];
+        if (b < 0 || b >= g->nbody || j < 0 || j >= g->nmb)
+            return rt_plan_fail(err, "stage %d: item %d runs body %d for microbatch %d; the "
+                                "program has %d bodies and %d microbatches", s, i, b, j,
+                                g->nbody, g->nmb);
+    }
+    if (g->nslotmap < 0 || (g->nslotmap > 0 && !g->slotmap))
+        return rt_plan_fail(err, "stage %d: a table of %d slot maps is not valid", s,
+                            g->nslotmap);
+    for (int64_t i = 0; i < (int64_t)g->nslotmap * g->nmb; i++)
+        if (g->slotmap[i] < 0 || g->slotmap[i] >= g->nmb)
+            return rt_plan_fail(err, "stage %d: slot map %lld gives microbatch %lld slot %d; "
+                                "the slots are 0 .. %d (one per microbatch at most)", s,
+                                (long long)(i / g->nmb), (long long)(i % g->nmb),
+                                g->slotmap[i], g->nmb - 1);
+    return true;
+}
+
+/* The slotted buffers of g: a map in range, a stride that keeps every
+ * copy aligned and inside the arena, and none an I/O entry's. */
+static bool check_slots(const rt_plan *p, const rt_program *g, int s, su_status *err)
+{
+    if (g->buf_slots && (g->nbuf < 0 || !g->buf_stride || !g->buf_offset || !g->buf_bytes))
+        return rt_plan_fail(err, "stage %d: slotted buffers without a buffer table or strides",
+                            s);
+    for (int32_t b = 0; g->buf_slots && b < g->nbuf; b++) {
+        int32_t map = g->buf_slots[b];
+        if (map < 0)
+            continue;
+        if (map >= g->nslotmap)
+            return rt_plan_fail(err, "stage %d: buffer %d takes slot map %d; the program has "
+                                "%d", s, b, map, g->nslotmap);
+        int64_t stride = g->buf_stride[b], last, end;
+        if (stride <= 0 || stride % RT_ALIGN)
+            return rt_plan_fail(err, "stage %d: buffer %d's slot stride %lld is not a positive "
+                                "multiple of %d", s, b, (long long)stride, RT_ALIGN);
+        if (g->buf_offset[b] < 0 || g->buf_bytes[b] < 0 ||
+            __builtin_mul_overflow((int64_t)(slot_count(g, map) - 1), stride, &last) ||
+            __builtin_add_overflow(last, g->buf_offset[b], &last) ||
+            __builtin_add_overflow(last, g->buf_bytes[b], &end) || end > g->arena_bytes)
+            return rt_plan_fail(err, "stage %d: buffer %d's copies for %d slots, %lld bytes "
+                                "apart, do not fit the arena of %lld bytes", s, b,
+                                slot_count(g, map), (long long)stride,
+                                (long long)g->arena_bytes);
+    }
+    for (int32_t i = 0; p->io && i < p->nio; i++) {
+        const rt_io *io = &p->io[i];
+        if (io->stage == s && (slotted(g, io->buffer) || slotted(g, io->update)))
+            return rt_plan_fail(err, "I/O entry %d ('%s') lives in a slotted buffer of stage "
+                                "%d: a tensor of the step is one buffer", i,
+                                io->name ? io->name : "?", s);
+    }
+    return true;
+}
+
+/* Kernel k of a program in loop form: its instructions in range and in
+ * one body, which *body gets. */
+static bool kernel_body(const rt_plan *p, int32_t i, int32_t *body, su_status *err)
+{
+    const rt_kernel *k = &p->kernel[i];
+    const rt_program *g = &p->stage[k->stage];
+    if (k->ninstr < 1 || !k->instr)
+        return rt_plan_fail(err, "kernel %d of stage %d stands for no instruction", i, k->stage);
+    for (int32_t q = 0; q < k->ninstr; q++)
+        if (k->instr[q] < 0 || k->instr[q] >= g->ninstr)
+            return rt_plan_fail(err, "kernel %d of stage %d: instruction %d is out of range "
+                                "(the program has %d)", i, k->stage, k->instr[q], g->ninstr);
+    *body = body_of(g, k->instr[0]);
+    for (int32_t q = 1; q < k->ninstr; q++)
+        if (body_of(g, k->instr[q]) != *body)
+            return rt_plan_fail(err, "kernel %d of stage %d stands for instructions of bodies "
+                                "%d and %d: a kernel runs within one body", i, k->stage, *body,
+                                body_of(g, k->instr[q]));
+    return true;
+}
+
+typedef struct expand {
+    rt_plan *p;
+    su_status *err;
+    int32_t *clone;   /* per buffer of the program being expanded: the id of its copy for
+                       * slot 1 (slots 2 and up follow) */
+} expand;
+
+static int32_t buffer_for(const expand *e, const rt_program *g, int32_t b, int32_t j)
+{
+    if (!slotted(g, b))
+        return b;
+    int32_t slot = g->slotmap[(int64_t)g->buf_slots[b] * g->nmb + j];
+    return slot == 0 ? b : e->clone[b] + slot - 1;
+}
+
+/* The buffers of stage s's plain program, q's. */
+static bool expand_buffers(expand *e, const rt_program *g, rt_program *q)
+{
+    int64_t n = g->nbuf;
+    for (int32_t b = 0; b < g->nbuf; b++)
+        if (slotted(g, b)) {
+            e->clone[b] = (int32_t)n;
+            n += slot_count(g, g->buf_slots[b]) - 1;
+        }
+    if (n > INT32_MAX)
+        return rt_plan_fail(e->err, "the loop form makes %lld buffers; at most %d", (long long)n,
+                            INT32_MAX);
+    q->nbuf = (int32_t)n;
+    q->buf_offset = rt_plan_alloc(e->p, (size_t)n, sizeof *q->buf_offset);
+    q->buf_bytes = rt_plan_alloc(e->p, (size_t)n, sizeof *q->buf_bytes);
+    if (n && (!q->buf_offset || !q->buf_bytes))
+        return rt_plan_nomem(e->err);
+    memcpy(q->buf_offset, g->buf_offset, (size_t)g->nbuf * sizeof *q->buf_offset);
+    memcpy(q->buf_bytes, g->buf_bytes, (size_t)g->nbuf * sizeof *q->buf_bytes);
+    for (int32_t b = 0; b < g->nbuf; b++)
+        if (slotted(g, b))
+            for (int32_t slot = 1; slot < slot_count(g, g->buf_slots[b]); slot++) {
+                q->buf_offset[e->clone[b] + slot - 1] = g->buf_offset[b] + slot * g->buf_stride[b];
+                q->buf_bytes[e->clone[b] + slot - 1] = g->buf_bytes[b];
+            }
+    return true;
+}
+
+/* The instructions of stage s's plain program, q's (ninstr of them). */
+static bool expand_instrs(expand *e, const rt_program *g, int s, rt_program *q, int64_t ninstr)
+{
+    q->ninstr = (int32_t)ninstr;
+    q->instr = rt_plan_alloc(e->p, (size_t)ninstr, sizeof *q->instr);
+    if (ninstr && !q->instr)
+        return rt_plan_nomem(e->err);
+    rt_instr *out = q->instr;
+    for (int32_t i = 0; i < g->nitem; i++) {
+        int32_t b = g->item[2 * i], j = g->item[2 * i + 1];
+        for (int32_t k = g->body_start[b]; k < body_end(g, b); k++) {
+            rt_instr x = g->instr[k];
+            int64_t step = g->instr_step ? g->instr_step[k] : 0, by;
+            if (__builtin_mul_overflow(step, (int64_t)j, &by) ||
+                __builtin_add_overflow(x.offset, by, &x.offset))
+                return rt_plan_fail(e->err, "stage %d: instruction %d's offset for microbatch "
+                                    "%d overflows", s, k, j);
+            for (int a = 0; a < x.nin && a < RT_MAX_IN; a++)
+                x.in[a] = buffer_for(e, g, x.in[a], j);
+            x.out = buffer_for(e, g, x.out, j);
+            *out++ = x;
+        }
+    }
+    return true;
+}
+
+/* A copy of kernel k for item (body start `first`, microbatch j) whose
+ * instructions start at `at` in the plain program. */
+static bool expand_kernel(expand *e, const rt_program *g, const rt_kernel *k, int32_t first,
+                          int64_t at, int32_t j, rt_kernel *out)
+{
+    *out = *k;
+    out->instr = rt_plan_alloc(e->p, (size_t)k->ninstr, sizeof *out->instr);
+    if (!out->instr)
+        return rt_plan_nomem(e->err);
+    for (int32_t q = 0; q < k->ninstr; q++)
+        out->instr[q] = (int32_t)(at + k->instr[q] - first);
+    int64_t np = (int64_t)k->nin + k->nout;
+    bool any = false;
+    for (int64_t q = 0; k->param && q < np; q++)
+        any |= slotted(g, k->param[q]);
+    if (!any)
+        return true;
+    out->param = rt_plan_alloc(e->p, (size_t)np, sizeof *out->param);
+    if (!out->param)
+        return rt_plan_nomem(e->err);
+    for (int64_t q = 0; q < np; q++)
+        out->param[q] = buffer_for(e, g, k->param[q], j);
+    return true;
+}
+
+static bool loop_form(const rt_plan *p, int s)
+{
+    return p->stage[s].nbody != 0;
+}
+
+/* Every check before anything is allocated; *ninstr and *nkernels the
+ * sizes of the plain form. */
+static bool check_all(const rt_plan *p, int32_t *body, int64_t *ninstr, int64_t *nkernels,
+                      su_status *err)
+{
+    int64_t total = 0;
+    for (int s = 0; s < p->nstages; s++) {
+        const rt_program *g = &p->stage[s];
+        ninstr[s] = g->ninstr;
+        if (!loop_form(p, s))
+            goto add;
+        if (g->nbody < 0 || g->ninstr < 0 || (g->ninstr > 0 && !g->instr))
+            return rt_plan_fail(err, "stage %d: a loop form of %d bodies over %d instructions "
+                                "is not valid", s, g->nbody, g->ninstr);
+        if (!check_schedule(g, s, err) || !check_slots(p, g, s, err))
+            return false;
+        ninstr[s] = 0;
+        for (int32_t i = 0; i < g->nitem; i++) {
+            int32_t b = g->item[2 * i];
+            ninstr[s] += body_end(g, b) - g->body_start[b];
+            if (ninstr[s] > RT_MAX_EXPANDED_INSTR)
+                break;
+        }
+    add:
+        total += ninstr[s];
+        if (total > RT_MAX_EXPANDED_INSTR)
+            return rt_plan_fail(err, "the loop form expands to more than %d instructions "
+                                "(stage %d's schedule): more than this runtime runs",
+                                RT_MAX_EXPANDED_INSTR, s);
+    }
+    *nkernels = 0;
+    for (int32_t i = 0; i < p->nkernels; i++) {
+        const rt_kernel *k = &p->kernel[i];
+        body[i] = -1;
+        if (k->stage < 0 || k->stage >= p->nstages || !loop_form(p, k->stage)) {
+            ++*nkernels;
+            continue;
+        }
+        if (!kernel_body(p, i, &body[i], err))
+            return false;
+        const rt_program *g = &p->stage[k->stage];
+        for (int32_t q = 0; q < g->nitem; q++)
+            *nkernels += g->item[2 * q] == body[i];
+        if (*nkernels > RT_MAX_EXPANDED_INSTR)
+            return rt_plan_fail(err, "the loop form expands to more than %d kernels",
+                                RT_MAX_EXPANDED_INSTR);
+    }
+    return true;
+}
+
+/* Stage s's kernels into out (plain: as they are; loop form: each of
+ * body b once per item of b, in item order, those of one body in their
+ * order in the plan); the count written. */
+static int64_t stage_kernels(expand *e, int s, const int32_t *body, const int64_t *at,
+                             rt_kernel *out, bool *ok)
+{
+    const rt_plan *p = e->p;
+    const rt_program *g = &p->stage[s];
+    int64_t n = 0;
+    if (!loop_form(p, s)) {
+        for (int32_t i = 0; i < p->nkernels; i++)
+            if (p->kernel[i].stage == s)
+                out[n++] = p->kernel[i];
+        return n;
+    }
+    /* the stage's kernels by body: list[start[b] .. start[b + 1]) */
+    int32_t *start = calloc((size_t)g->nbody + 2, sizeof *start);
+    int32_t *list = malloc(((size_t)p->nkernels + 1) * sizeof *list);
+    if (!start || !list) {
+        free(start);
+        free(list);
+        *ok = rt_plan_nomem(e->err);
+        return 0;
+    }
+    for (int32_t i = 0; i < p->nkernels; i++)
+        if (p->kernel[i].stage == s)
+            start[body[i] + 2]++;
+    for (int32_t b = 0; b < g->nbody; b++)
+        start[b + 2] += start[b + 1];
+    for (int32_t i = 0; i < p->nkernels; i++)
+        if (p->kernel[i].stage == s)
+            list[start[body[i] + 1]++] = i;
+    for (int32_t it = 0; it < g->nitem && *ok; it++) {
+        int32_t b = g->item[2 * it], j = g->item[2 * it + 1];
+        for (int32_t q = start[b]; q < start[b + 1] && *ok; q++)
+            *ok = expand_kernel(e, g, &p->kernel[list[q]], g->body_start[b], at[it], j,
+                                &out[n++]);
+    }
+    free(start);
+    free(list);
+    return n;
+}
+
+bool rt_plan_expand(rt_plan *p, su_status *err)
+{
+    bool any = false;
+    for (int s = 0; p->stage && s < p->nstages; s++)
+        any |= loop_form(p, s);
+    if (!any || (p->nkernels > 0 && !p->kernel) || p->nkernels < 0)
+        return true; /* nothing to expand, or the validator's to refuse */
+    int32_t *body = malloc(((size_t)p->nkernels + 1) * sizeof *body);
+    int64_t *ninstr = malloc((size_t)p->nstages * sizeof *ninstr), nkernels = 0;
+    if (!body || !ninstr) {
+        free(body);
+        free(ninstr);
+        return rt_plan_nomem(err);
+    }
+    bool ok = check_all(p, body, ninstr, &nkernels, err);
+    rt_program *stage = ok ? rt_plan_alloc(p, (size_t)p->nstages, sizeof *stage) : NULL;
+    rt_kernel *kernel = ok ? rt_plan_alloc(p, (size_t)nkernels + 1, sizeof *kernel) : NULL;
+    if (ok && (!stage || !kernel))
+        ok = rt_plan_nomem(err);
+    expand e = {p, err, NULL};
+    int64_t nk = 0;
+    for (int s = 0; ok && s < p->nstages; s++) {
+        const rt_program *g = &p->stage[s];
+        stage[s] = *g;
+        if (!loop_form(p, s)) {
+            nk += stage_kernels(&e, s, body, NULL, kernel + nk, &ok);
+            continue;
+        }
+        int64_t *at = malloc(((size_t)g->nitem + 1) * sizeof *at); /* each item's first instruction */
+        e.clone = malloc(((size_t)g->nbuf + 1) * sizeof *e.clone);
+        if (!at || !e.clone)
+            ok = rt_plan_nomem(err);
+        for (int32_t i = 0, n = 0; ok && i < g->nitem; i++) {
+            at[i] = n;
+            n += body_end(g, g->item[2 * i]) - g->body_start[g->item[2 * i]];
+        }
+        rt_program *q = &stage[s];
+        ok = ok && expand_buffers(&e, g, q) && expand_instrs(&e, g, s, q, ninstr[s]);
+        if (ok)
+            nk += stage_kernels(&e, s, body, at, kernel + nk, &ok);
+        q->nbody = q->nmb = q->nitem = q->nslotmap = 0;
+        q->body_start = q->item = q->slotmap = q->buf_slots = NULL;
+        q->buf_stride = q->instr_step = NULL;
+        free(at);
+        free(e.clone);
+        e.clone = NULL;
+    }
+    for (int32_t i = 0; ok && i < p->nkernels; i++) /* a stage out of range: the validator's */
+        if (p->kernel[i].stage < 0 || p->kernel[i].stage >= p->nstages)
+            kernel[nk++] = p->kernel[i];
+    if (ok) {
+        p->stage = stage;
+        p->kernel = kernel;
+        p->nkernels = (int32_t)nk;
+    }
+    free(body);
+    free(ninstr);
+    return ok;
+}
+
+rt_plan *rt_plan_read_plain(const uint8_t *data, size_t len, const char *what, su_status *err)
+{
+    rt_plan *p = rt_plan_read(data, len, what, err);
+    if (p && !rt_plan_expand(p, err)) {
+        su_prefix(err, "%s: ", what ? what : "plan");
+        rt_plan_free(p);
+        return NULL;
+    }
+    return p;
+}
