@@ -338,6 +338,11 @@ void shardc_options_set_keep_gathered(shardc_options *opt, int on)
     opt->fe.keep_gathered = on != 0;
 }
 
+void shardc_options_set_unroll(shardc_options *opt, int on)
+{
+    opt->fe.unroll = on != 0;
+}
+
 long long shardc_options_mem_limit(const shardc_options *opt)
 {
     return opt->mem_limit < 0 ? (long long)opt->hw->mem_bytes : (long long)opt->mem_limit;

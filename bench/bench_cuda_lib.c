@@ -67,30 +67,20 @@ int bc_kernel_class(const rt_plan *p, const rt_kernel *k)
     return bc_kernel_bytes(k) < BC_SMALL_BYTES ? BC_SMALL : BC_BANDWIDTH;
 }
 
-static bool same_type(const rt_type *a, const rt_type *b)
-{
-    if (a->dtype != b->dtype || a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dim[i] != b->dim[i])
-            return false;
-    return true;
-}
-
 static bool same_params(const rt_kernel *a, const rt_kernel *b)
 {
     if (a->nin != b->nin || a->nout != b->nout)
         return false;
     for (int j = 0; j < a->nin + a->nout; j++)
-        if (!same_type(&a->param_t[j], &b->param_t[j]))
+        if (!rt_type_eq(&a->param_t[j], &b->param_t[j]))
             return false;
     return true;
 }
 
 static bool same_instr_types(const rt_instr *a, const rt_instr *b)
 {
-    return same_type(&a->in_t[0], &b->in_t[0]) && same_type(&a->in_t[1], &b->in_t[1]) &&
-           same_type(&a->out_t, &b->out_t);
+    return rt_type_eq(&a->in_t[0], &b->in_t[0]) && rt_type_eq(&a->in_t[1], &b->in_t[1]) &&
+           rt_type_eq(&a->out_t, &b->out_t);
 }
 
 /* Whether item x times what y would: the same code on the same types. */

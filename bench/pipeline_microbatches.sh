@@ -35,11 +35,12 @@ table=$tmp/table.md
     echo "| microbatches | output | wall s | CPU s | peak memory MB | plan MB |"
     echo "| --- | --- | --- | --- | --- | --- |"
 } > "$table"
-declare -A wall cpu mem
+declare -A wall cpu mem plan
 for m in 4 32 128; do
     "$shardc" "$model" -D L=96 -D B=$((m * 64)) --microbatches "$m" --mesh 64x8x8 \
         --arch sm_90 -o "$tmp/warm.plan" # NVRTC's cache
     plan_mb=$(awk -v b="$(stat -c %s "$tmp/warm.plan")" 'BEGIN {printf "%.1f", b / 1e6}')
+    plan[$m]=$plan_mb
     for kind in plan report; do
         if [ "$kind" = plan ]; then
             args=(--arch sm_90 -o "$tmp/p.plan")
@@ -68,6 +69,8 @@ done
             -v m2="${mem[128$kind]}" -v k="$kind" \
             'BEGIN {printf "- %s: wall time %.1fx, peak memory %.1fx\n", k, w2 / w1, m2 / m1}'
     done
+    awk -v p1="${plan[4]}" -v p2="${plan[128]}" \
+        'BEGIN {printf "- the plan file: %.2fx\n", p2 / p1}'
 } >> "$table"
 cat "$table"
 if [ -n "$out" ]; then

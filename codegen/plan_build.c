@@ -59,6 +59,8 @@ typedef struct builder {
     int nins, capins;
     su_vec ios;          /* rt_io * */
     int32_t *instr_of;   /* per op index of the stage: its instruction, -1 none */
+    int32_t *end_of;     /* per op index: the instruction count once it is lowered */
+    int32_t **task, **mb; /* per stage, per instruction: its op's stamp (ir_op.task, .mb) */
     const cg_plan_options *o;
     su_vec kernels;      /* rt_kernel *, every stage's */
     su_vec modules;      /* rt_module * */
@@ -293,6 +295,7 @@ static bool build_stage(builder *b, rt_program *prog, int32_t *loss)
         if (!lower_op(b, IR_OP(m, i)))
             return false;
         b->instr_of[i] = b->nins > n ? n : -1;
+        b->end_of[i] = b->nins;
     }
     for (int i = 0; i < m->outputs.n; i++) {
         const ir_output *o = IR_OUTPUT(m, i);
@@ -317,6 +320,15 @@ static bool build_stage(builder *b, rt_program *prog, int32_t *loss)
     prog->ninstr = (int32_t)b->nins;
     prog->instr = su_alloc(b->arena, ((size_t)b->nins + 1) * sizeof *prog->instr);
     memcpy(prog->instr, b->ins, (size_t)b->nins * sizeof *prog->instr);
+    int32_t *task = su_alloc(b->arena, ((size_t)b->nins + 1) * sizeof *task);
+    int32_t *mb = su_alloc(b->arena, ((size_t)b->nins + 1) * sizeof *mb);
+    for (int i = 0, k = 0; i < m->ops.n; i++) /* op i's instructions, after op i - 1's */
+        for (; k < b->end_of[i]; k++) {
+            task[k] = IR_OP(m, i)->task;
+            mb[k] = IR_OP(m, i)->mb;
+        }
+    b->task[b->stage] = task;
+    b->mb[b->stage] = mb;
     return true;
 }
 
@@ -832,6 +844,7 @@ static bool plan_stage(builder *b, const ir_module *m, int s, rt_program *prog, 
     b->buf_of = su_alloc(b->arena, (size_t)(m->next_id + 1) * sizeof *b->buf_of);
     b->io_of = su_alloc(b->arena, (size_t)(m->next_id + 1) * sizeof *b->io_of);
     b->instr_of = su_alloc(b->arena, (size_t)(m->ops.n + 1) * sizeof *b->instr_of);
+    b->end_of = su_alloc(b->arena, (size_t)(m->ops.n + 1) * sizeof *b->end_of);
     for (int i = 0; i <= m->next_id; i++)
         b->buf_of[i] = b->io_of[i] = -1;
     b->mp = &b->o->mp[s];
@@ -874,6 +887,9 @@ static void build_plan(void *arg)
     p.stage_axis = m0->stage >= 0 ? m0->pipe.axis : -1;
     p.nstages = nstages;
     p.stage = su_alloc(&r->arena, (size_t)nstages * sizeof *p.stage);
+    memset(p.stage, 0, (size_t)nstages * sizeof *p.stage);
+    b->task = su_alloc(&r->arena, (size_t)nstages * sizeof *b->task);
+    b->mb = su_alloc(&r->arena, (size_t)nstages * sizeof *b->mb);
     bool ok = true;
     for (int s = 0; ok && s < nstages; s++)
         ok = plan_stage(b, r->stages[s], s, &p.stage[s], &p.loss);
@@ -895,10 +911,14 @@ static void build_plan(void *arg)
         p.report_len = strlen(p.report);
         p.source = (char *)(b->o->source ? b->o->source : "");
     }
+    /* validated plain, then a pipeline's stages rolled into loop form (whose
+     * structure the writer checks) */
     if (ok && !rt_plan_validate(&p, b->err))
         ok = false;
+    for (int s = 0; ok && !b->o->unroll && m0->stage >= 0 && s < nstages; s++)
+        cg_plan_roll(&p, s, b->task[s], b->mb[s], &r->arena, b->oom);
     if (ok)
-        ok = rt_plan_write(&p, r->out, r->len, b->err);
+        ok = rt_plan_write_rolled(&p, r->out, r->len, b->err);
     r->ok = ok;
 }
 

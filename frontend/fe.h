@@ -30,6 +30,7 @@ typedef struct fe_options {
     int microbatches;             /* 0: the model's */
     bool recompute;               /* --recompute: every block a recompute block */
     bool keep_gathered;           /* --keep-gathered: ir_train.keep_gathered */
+    bool unroll;                  /* --unroll: ir_pipeline.unroll */
     bool dtype_set;               /* --dtype T: every f32 the model writes (declarations,
                                    * block types, cast targets) is T */
     int dtype;                    /* ir_dtype: bf16 or f16 */

@@ -834,6 +834,7 @@ static void apply_overrides(fe_lower *L)
     }
     if (o->microbatches)
         m->pipe.microbatches = o->microbatches;
+    m->pipe.unroll = o->unroll;
     if (o->keep_gathered) {
         if (!L->train_stmt)
             fe_fail(L, none, "--keep-gathered: the model has no 'train', so no backward to "

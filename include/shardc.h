@@ -114,6 +114,13 @@ SHARDC_API void shardc_options_set_explain(shardc_options *opt, int on);
  * A model without `train` then fails to compile. */
 SHARDC_API void shardc_options_set_keep_gathered(shardc_options *opt, int on);
 
+/* As `--unroll`: a pipeline stage's program holds each microbatch's
+ * forward and backward one after the other, as the plan format before 14
+ * did, instead of each task once in a loop (the plan is larger and the
+ * memory plan places microbatches as any other values; nonzero on, 0 the
+ * default). For comparing the two; what runs is the same computation. */
+SHARDC_API void shardc_options_set_unroll(shardc_options *opt, int on);
+
 /* A limit on each rank's memory, as `--mem-limit SIZE`: "80GiB", "75GB",
  * "512MiB", a number of bytes, or "hw" for the hardware profile's memory
  * (--hw). A plan whose peak (the memory plan's arena: params, gradients,

@@ -229,6 +229,13 @@ struct ir_op {
                          * printed "recompute N"), 0: none. Autodiff recomputes
                          * such ops in the backward instead of keeping their
                          * values; no later pass reads it */
+    int task, mb;       /* a pipeline stage's program: 1 + the kind of the task
+                         * (a chunk's forward or backward) whose microbatch mb
+                         * made it (pipesplit.c); task -1: a send or receive of
+                         * microbatch mb's value; 0: made once, not per
+                         * microbatch. Not printed; the memory plan places a
+                         * task's instances alike and the plan writer rolls
+                         * them into one loop body */
     su_loc loc;         /* where the source made it (line 0: unknown) */
 };
 
@@ -262,6 +269,9 @@ typedef struct ir_pipeline {
     int microbatches;       /* M */
     ir_schedule schedule;
     int chunks;             /* V of interleaved(V); 1 otherwise */
+    bool unroll;            /* --unroll: the stages' ops carry no task (ir_op.task),
+                             * so the plan holds every microbatch's copy of a task
+                             * (not in the textual form) */
     su_loc loc;             /* the pipeline statement, else the repeat ... over (not
                              * in the textual form: line 0 there) */
 } ir_pipeline;

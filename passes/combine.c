@@ -80,6 +80,8 @@ static ir_op *place(ir_op **out, int *nout, ir_op *x, const ir_op *at)
 {
     x->loc = at->loc;
     x->rep = at->rep;
+    x->task = at->task;
+    x->mb = at->mb;
     x->phase = at->phase;
     out[(*nout)++] = x;
     return x;

@@ -454,6 +454,34 @@ static void kernel_in_place(planner *P)
     }
 }
 
+/* A pipeline stage's sum (or max) over microbatches adds each
+ * microbatch's part to the sum so far, made by the same task for the
+ * microbatch before (ir_op.task): the new sum takes the old one's buffer
+ * when the add is the old one's last reader in both orders (the CPU's, and
+ * the GPU's: an elementwise kernel's, reading each element before writing
+ * it), so a sum is one buffer through the whole schedule. */
+static void accumulate_in_place(planner *P)
+{
+    const ir_module *m = P->m;
+    const uint8_t keep = K_PARAM | K_STATE | K_KEEP | K_OUTPUT;
+    for (int64_t i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (op->task <= 0 || (op->code != IR_ADD && op->code != IR_MAX) || op->nres != 1)
+            continue;
+        const ir_value *a = op->in[0], *r = op->res[0];
+        const ir_op *d = a->def;
+        if (P->defat[a->id] < 0 || d->task != op->task || d->mb == op->mb ||
+            !ir_type_eq(&a->type, &r->type))
+            continue;
+        int s = find(P, a->id), v = find(P, r->id);
+        if (s == v || P->first[v] != i || P->lcpu[s] != i || P->last[s] > i ||
+            (P->kind[s] & keep) || (P->kind[v] & (K_PARAM | K_STATE)) || P->view_in[s] >= 0 ||
+            P->view_in[v] >= 0 || !gpu_in_place(P, a, r, s))
+            continue;
+        merge(P, s, v);
+    }
+}
+
 /* Buffers, their lifetimes and kinds, the in-place updates. */
 static void analyse(planner *P)
 {
@@ -514,6 +542,7 @@ static void analyse(planner *P)
         mark(P, kept_gradient(m, IR_UPDATE(m, i)->grad), K_GRAD);
     for (int i = 0; i < m->updates.n; i++)
         try_in_place(P, IR_UPDATE(m, i));
+    accumulate_in_place(P);
     for (int i = 0; i < m->updates.n; i++)
         mark(P, IR_UPDATE(m, i)->v, K_KEEP);
     kernel_in_place(P);

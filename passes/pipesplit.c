@@ -95,6 +95,11 @@ typedef struct st {
     su_vec bounds;      /* op index ranges [start, end) of sends and recvs between tasks
                          * (intptr_t pairs) */
     int *want;          /* [nv]: recv_task's values to receive */
+    int task, cur_mb;   /* what ops made now are stamped with (ir_op.task, .mb): the
+                         * task being computed; -1 for the sends and receives of a
+                         * microbatch's values; 0 while making per-step values and
+                         * what is made once (an input read whole, a value's slice
+                         * that every microbatch reads) */
     bool failed;
 } st;
 
@@ -109,6 +114,10 @@ static ir_value *append(st *S, const ir_op *like, ir_opcode code, ir_value **in,
                         const ir_attrs *a, const ir_type *t, const ir_sharding *sh)
 {
     ir_op *d = ir_append(S->dst, code, in, nin, a, t);
+    if (!S->L->m->pipe.unroll) {
+        d->task = S->task;
+        d->mb = S->cur_mb;
+    }
     if (like) {
         d->rep = like->rep;
         d->phase = like->phase;
@@ -161,8 +170,12 @@ static ir_value *input_mb(st *S, const ir_op *op, int j)
 {
     pl *L = S->L;
     int id = op->res[0]->id;
-    if (!S->full[id])
+    if (!S->full[id]) {
+        int task = S->task;
+        S->task = 0;
         S->full[id] = copy_op(S, op, NULL, &op->res[0]->type);
+        S->task = task;
+    }
     ir_value *x = S->full[id];
     int64_t n = ir_type_numel(&x->type), k = L->N / pass_pl_blocks_of(L, op->res[0]);
     ir_type rows = {.dtype = x->type.dtype, .rank = 2, .dim = {k, n / k}};
@@ -207,8 +220,12 @@ static ir_value *slice_of(st *S, const ir_value *v, int d)
     if (!x || L->M == 1)
         return x;
     ir_value **slot = &S->slice[v->id];
-    if (!*slot || (*slot)->type.dim[d] * L->M != v->type.dim[d])
+    if (!*slot || (*slot)->type.dim[d] * L->M != v->type.dim[d]) {
+        int task = S->task;
+        S->task = 0;
         *slot = part_of(S, v, x, d, 1, 0);
+        S->task = task;
+    }
     return *slot;
 }
 
@@ -317,9 +334,12 @@ static ir_value *get(st *S, const ir_value *v, int j)
     case K_PRE:
         if (!S->pre[id]) {
             ir_value *in[MAX_IN];
+            int task = S->task;
+            S->task = 0;
             if (!operands(S, v->def, 0, in))
                 return NULL;
             S->pre[id] = copy_op(S, v->def, in, &v->type);
+            S->task = task;
         }
         if (S->ctx == IR_PH_FORWARD)
             read_forward(S, v, S->reader);
@@ -336,8 +356,13 @@ static ir_value *get(st *S, const ir_value *v, int j)
         return *slot;
     }
     default:
-        if (!S->step[id] && L->stage[id] < 0 && !make_step(S, v))
-            return NULL;
+        if (!S->step[id] && L->stage[id] < 0) {
+            int task = S->task;
+            S->task = 0;
+            if (!make_step(S, v))
+                return NULL;
+            S->task = task;
+        }
         if (!S->step[id] && !S->failed) {
             S->failed = true;
             pass_pl_fail_at(L, v->def->loc, "internal error: this per-step value is not on stage %d", S->s);
@@ -475,6 +500,8 @@ static void recv_task(st *S, const pass_task *t)
             want[b] = want[b - 1];
             want[b - 1] = tmp;
         }
+    S->task = -1; /* a microbatch's, in no task */
+    S->cur_mb = j;
     for (int q = 0; q < nrecv; q++) {
         const ir_value *x = L->val[want[q]];
         ir_type ty = mb_type(L, x);
@@ -482,6 +509,7 @@ static void recv_task(st *S, const pass_task *t)
         ir_value *r = append(S, x->def, IR_RECV, NULL, 0, &a, &ty, &x->sh);
         S->mb[(size_t)x->id * L->M + j] = r;
     }
+    S->task = S->cur_mb = 0;
 }
 
 static bool compute_task(st *S, const pass_task *t)
@@ -490,6 +518,8 @@ static bool compute_task(st *S, const pass_task *t)
     const ir_module *m = L->m;
     int j = t->mb, first, end;
     task_ops(L, t, &first, &end);
+    S->task = 1 + task_kind(t->chunk, t->forward);
+    S->cur_mb = j;
     for (int q = first; q < end && !S->failed; q++) {
         const ir_op *op = IR_OP(m, L->task_op[q]);
         int id = op->res[0]->id;
@@ -503,6 +533,7 @@ static bool compute_task(st *S, const pass_task *t)
             return false;
         S->mb[(size_t)id * L->M + j] = v;
     }
+    S->task = S->cur_mb = 0;
     return !S->failed;
 }
 
@@ -518,12 +549,15 @@ static void send_task(st *S, const pass_task *t)
         int id = op->res[0]->id;
         if (L->kind[id] != K_MB || !L->to[id])
             continue;
+        S->task = -1;
+        S->cur_mb = j;
         for (int s = 0; s < L->P; s++)
             if (L->to[id] & (1ull << s)) {
                 ir_value *x = S->mb[(size_t)id * L->M + j];
                 ir_attrs a = {.peer = s, .tag = tag_of(L, id, j)};
                 append(S, op, IR_SEND, &x, 1, &a, NULL, NULL);
             }
+        S->task = S->cur_mb = 0;
     }
 }
 

@@ -58,6 +58,9 @@ static const char usage[] =
     "                     (a sequence-split input of a column-parallel layer, for\n"
     "                     its weight's gradient) instead of gathering them again:\n"
     "                     fewer bytes, more activation memory\n"
+    "  --unroll           write a pipeline stage's forward and backward once per\n"
+    "                     microbatch, not once in a loop (a larger plan, memory\n"
+    "                     placed as for any values); the same computation\n"
     "  --mem-limit SIZE   fail when a rank's planned memory exceeds SIZE (80GiB,\n"
     "                     75GB, 512MiB, bytes; hw: the --hw profile's memory);\n"
     "                     --report then gives each stage's headroom\n"
@@ -245,6 +248,8 @@ static int parse_args(int argc, char **argv, args *a)
             shardc_options_set_recompute(a->opt, 1);
         } else if (!strcmp(argv[i], "--keep-gathered")) {
             shardc_options_set_keep_gathered(a->opt, 1);
+        } else if (!strcmp(argv[i], "--unroll")) {
+            shardc_options_set_unroll(a->opt, 1);
         } else if (!strcmp(argv[i], "--explain-sharding")) {
             a->emit = "explain";
         } else if (!strcmp(argv[i], "--report") || !strcmp(argv[i], "--report=json")) {

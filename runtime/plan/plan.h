@@ -81,6 +81,8 @@ typedef struct rt_type {
     int64_t dim[RT_MAX_RANK];      /* each >= 1 */
 } rt_type;
 int64_t rt_type_numel(const rt_type *t);
+/* Same dtype, rank and dims. */
+bool rt_type_eq(const rt_type *a, const rt_type *b);
 int64_t rt_type_bytes(const rt_type *t);
 /* "f32[64, 1024]" into buf. */
 const char *rt_type_str(const rt_type *t, char *buf, size_t size);
@@ -183,12 +185,13 @@ typedef struct rt_instr {
  *   - its offset plus j instr_step[k] (an extract or insert of the
  *     microbatch's columns, a dropout of its rows), and
  *   - in place of each buffer b with buf_slots[b] >= 0 (a value of one
- *     microbatch that lives from one item to a later one, the activations
- *     a backward reads), b's copy for slot s = slotmap[buf_slots[b] * nmb
- *     + j]: buf_bytes[b] bytes at buf_offset[b] + s buf_stride[b].
- * The slots of a map are 0 .. its largest; the compiler gives a slot to
- * each microbatch in flight, so that two never share one while both are
- * live. A kernel stands for instructions of one body and runs in each of
+ *     microbatch, which the memory plan places where it fits), buffer
+ *     copy_buf[buf_copy_at[b] + s], b's copy for slot
+ *     s = slotmap[buf_slots[b] * nmb + j]: a plain buffer of the program.
+ * The slots of a map are 0 .. its largest; microbatches whose values lie
+ * in one place share a slot, and so one buffer (never live at once, as
+ * any buffers that share bytes). A slotted buffer itself appears only in
+ * bodies. A kernel stands for instructions of one body and runs in each of
  * its items. rt_plan_read expands every such program into the plain
  * form (rt_plan_read_plain, rt_plan_expand): the runtime never sees a
  * loop. */
@@ -208,8 +211,9 @@ typedef struct rt_program {
     int32_t nslotmap;
     int32_t *slotmap;              /* nslotmap x nmb: each microbatch's slot */
     int32_t *buf_slots;            /* nbuf: a slot map, or -1 (NULL: every -1) */
-    int64_t *buf_stride;           /* nbuf: bytes from one slot's copy to the next
-                                    * (multiples of RT_ALIGN; NULL: none slotted) */
+    int64_t *buf_copy_at;          /* nbuf: a slotted buffer's copies in copy_buf */
+    int64_t ncopy;
+    int32_t *copy_buf;             /* the slotted buffers' copies, buffer numbers */
     int64_t *instr_step;           /* ninstr: the offset's step per microbatch (NULL: 0) */
 } rt_program;
 
@@ -375,8 +379,19 @@ int64_t rt_plan_ranks(const rt_plan *p);
 /* Coordinates of rank r (row-major over the axes, first axis major). */
 void rt_plan_coords(const rt_plan *p, int64_t r, int64_t coord[RT_MAX_AXES]);
 
-/* Writes the file form into *out (malloc'd; free()), *len its size. */
+/* Writes the file form into *out (malloc'd; free()), *len its size; the
+ * plan is validated first (rt_plan_validate), and a plan that fails is not
+ * written. */
 bool rt_plan_write(const rt_plan *p, uint8_t **out, size_t *len, su_status *err);
+/* rt_plan_write for a plan whose plain form was validated before its
+ * programs were rolled into loop form (codegen/plan_roll.c): the loop form
+ * is checked as far as expanding it needs (rt_plan_check_loops), not
+ * expanded and validated again, which would cost what the plain form did.
+ * Reading it (rt_plan_read) validates it whole. */
+bool rt_plan_write_rolled(const struct rt_plan *p, uint8_t **out, size_t *len, su_status *err);
+/* The checks rt_plan_expand makes before it expands anything (indices,
+ * slots, copies and kernels in range, the size of the expansion). */
+bool rt_plan_check_loops(const struct rt_plan *p, su_status *err);
 /* rt_plan_read, then rt_plan_expand: the plan the runtime runs (what
  * rt_plan_load and the library read). */
 rt_plan *rt_plan_read_plain(const uint8_t *data, size_t len, const char *what, su_status *err);

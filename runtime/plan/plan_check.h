@@ -71,8 +71,6 @@ void rt_plan_free_blocks(void *mem);
 
 /* f32, f16 or bf16. */
 bool rt_check_float_dtype(int dtype);
-/* Same dtype, rank and dims. */
-bool rt_type_eq(const rt_type *a, const rt_type *b);
 /* "f32[4, 8]" in buf, returned. */
 const char *rt_type_text(char buf[TYPE_LEN], const rt_type *t);
 /* A type the runtime can hold: known dtype, rank 0..8, dims >= 1, a byte

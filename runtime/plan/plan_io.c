@@ -26,8 +26,9 @@
  *             nbody x i32 body start, i32 nmb, u32 nitem,
  *             nitem x (i32 body, i32 microbatch), u32 nslotmap,
  *             nslotmap x nmb x i32 slot, u32 nslotted,
- *             nslotted x (i32 buffer, i32 slot map, i64 stride) (the
- *             slotted buffers, ascending), u32 nstep,
+ *             nslotted x (i32 buffer, i32 slot map, then for each slot
+ *             of the map the i32 buffer that is its copy) (the slotted
+ *             buffers, ascending), u32 nstep,
  *             nstep x (i32 instruction, i64 step) (the nonzero steps,
  *             ascending)
  *   KERN    u32 nmodules, then per module (blob = u64 length + the bytes):
@@ -257,6 +258,16 @@ static void write_instr(wbuf *w, const rt_instr *in)
     put_le(w, (uint32_t)in->col, 4);
 }
 
+/* The slots of map `map` of g: its largest, plus one. */
+static int64_t slots_of(const rt_program *g, int32_t map)
+{
+    int64_t k = 0;
+    for (int32_t j = 0; j < g->nmb; j++)
+        if (g->slotmap[(int64_t)map * g->nmb + j] >= k)
+            k = (int64_t)g->slotmap[(int64_t)map * g->nmb + j] + 1;
+    return k;
+}
+
 /* The loop form (plan.h), sparse: only slotted buffers and nonzero steps. */
 static void write_loop(wbuf *w, const rt_program *g)
 {
@@ -280,7 +291,9 @@ static void write_loop(wbuf *w, const rt_program *g)
         if (g->buf_slots[b] >= 0) {
             put_le(w, (uint32_t)b, 4);
             put_le(w, (uint32_t)g->buf_slots[b], 4);
-            put_le(w, (uint64_t)g->buf_stride[b], 8);
+            int64_t k = slots_of(g, g->buf_slots[b]);
+            for (int64_t q = 0; q < k; q++)
+                put_le(w, (uint32_t)g->copy_buf[g->buf_copy_at[b] + q], 4);
         }
     n = 0;
     for (int k = 0; g->instr_step && k < g->ninstr; k++)
@@ -358,6 +371,8 @@ static void write_kern(wbuf *w, const rt_plan *p)
 
 /* Validates first, so that a file it writes always reads; the plan may be
  * any in memory (mem_ unused) and is not modified. */
+static bool write_plan(const rt_plan *p, uint8_t **out, size_t *len, su_status *err);
+
 bool rt_plan_write(const rt_plan *p, uint8_t **out, size_t *len, su_status *err)
 {
     su_status msg;
@@ -365,6 +380,21 @@ bool rt_plan_write(const rt_plan *p, uint8_t **out, size_t *len, su_status *err)
     *len = 0;
     if (!rt_plan_validate(p, &msg))
         return rt_plan_wrap(err, &msg, "cannot write an invalid plan: ");
+    return write_plan(p, out, len, err);
+}
+
+bool rt_plan_write_rolled(const rt_plan *p, uint8_t **out, size_t *len, su_status *err)
+{
+    su_status msg;
+    *out = NULL;
+    *len = 0;
+    if (!rt_plan_check_loops(p, &msg))
+        return rt_plan_wrap(err, &msg, "cannot write an invalid plan: ");
+    return write_plan(p, out, len, err);
+}
+
+static bool write_plan(const rt_plan *p, uint8_t **out, size_t *len, su_status *err)
+{
     wbuf w = {0};
     uint8_t hdr[HDR_SIZE] = {0};
     put(&w, hdr, sizeof hdr);
@@ -726,23 +756,47 @@ static bool read_loop(cur *c, rt_program *g)
     for (int64_t i = 0; i < (int64_t)g->nslotmap * g->nmb; i++)
         if (!get_i32(c, "slot", &g->slotmap[i]))
             return false;
-    if (!get_count(c, "the slotted buffer count", 16, &n) ||
-        !ALLOC(c->r, g->buf_slots, g->nbuf) || !ALLOC(c->r, g->buf_stride, g->nbuf))
+    for (int64_t i = 0; i < (int64_t)g->nslotmap * g->nmb; i++)
+        if (g->slotmap[i] < 0 || g->slotmap[i] >= g->nmb)
+            return rfail(c->r, "section %s: slot map %lld gives microbatch %lld slot %d; the "
+                         "slots are 0 .. %d", c->sec, (long long)(i / g->nmb),
+                         (long long)(i % g->nmb), g->slotmap[i], g->nmb - 1);
+    if (!get_count(c, "the slotted buffer count", 8, &n) ||
+        !ALLOC(c->r, g->buf_slots, g->nbuf) || !ALLOC(c->r, g->buf_copy_at, g->nbuf))
         return false;
     for (int b = 0; b < g->nbuf; b++)
         g->buf_slots[b] = -1;
-    for (int i = 0, last = -1; i < n; i++) {
-        int32_t b, map;
-        int64_t stride;
-        if (!get_i32(c, "slotted buffer", &b) || !get_i32(c, "slot map", &map) ||
-            !get_i64(c, "slot stride", &stride))
+    /* twice: the copies counted, then read */
+    size_t pos = c->pos;
+    for (int pass = 0; pass < 2; pass++) {
+        c->pos = pos;
+        g->ncopy = 0;
+        for (int i = 0, last = -1; i < n; i++) {
+            int32_t b, map;
+            if (!get_i32(c, "slotted buffer", &b) || !get_i32(c, "slot map", &map))
+                return false;
+            if (b <= last || b >= g->nbuf || map < 0 || map >= g->nslotmap)
+                return rfail(c->r, "section %s: slotted buffer %d (slot map %d) is out of order "
+                             "or out of range (the program has %d buffers and %d slot maps)",
+                             c->sec, b, map, g->nbuf, g->nslotmap);
+            int64_t k = slots_of(g, map);
+            if ((uint64_t)k > (c->n - c->pos) / 4)
+                return rfail(c->r, "section %s: slotted buffer %d's %lld copies do not fit the "
+                             "%zu bytes left", c->sec, b, (long long)k, c->n - c->pos);
+            g->buf_slots[b] = map;
+            g->buf_copy_at[b] = g->ncopy;
+            for (int64_t q = 0; q < k; q++) {
+                int32_t copy = 0;
+                if (!get_i32(c, "copy", &copy))
+                    return false;
+                if (pass)
+                    g->copy_buf[g->ncopy] = copy;
+                g->ncopy++;
+            }
+            last = b;
+        }
+        if (!pass && !ALLOC(c->r, g->copy_buf, g->ncopy))
             return false;
-        if (b <= last || b >= g->nbuf)
-            return rfail(c->r, "section %s: slotted buffer %d is out of order or out of range "
-                         "(the program has %d buffers)", c->sec, b, g->nbuf);
-        g->buf_slots[b] = map;
-        g->buf_stride[b] = stride;
-        last = b;
     }
     if (!get_count(c, "the step count", 12, &n) || !ALLOC(c->r, g->instr_step, g->ninstr))
         return false;

@@ -1,12 +1,11 @@
 /* plan_loop.c: a program's loop form (plan.h) expanded into the plain
- * form, rt_plan_expand: rt_plan_read runs it after decoding, and
+ * form, rt_plan_expand: rt_plan_read_plain runs it after reading, and
  * rt_plan_validate on a copy of a plan in memory.
  *
  * Item i of the schedule (body b, microbatch j) becomes body b's
  * instructions, in order, each with its offset stepped j times and each
- * slotted buffer replaced by its copy for j's slot. The plain program
- * keeps the buffers and adds, after them, each slotted buffer's copies
- * for slots 1 and up (slot 0 is the buffer itself), in buffer order. A
+ * slotted buffer replaced by its copy for j's slot, a buffer of the
+ * program (the buffer table stays as it is). A
  * kernel of body b becomes one kernel per item of b, in the order of the
  * items, its instructions and parameters moved with them; the kernels of
  * a plain program stay as they are. So the plain program is exactly the
@@ -92,13 +91,13 @@ static bool check_schedule(const rt_program *g, int s, su_status *err)
     return true;
 }
 
-/* The slotted buffers of g: a map in range, a stride that keeps every
- * copy aligned and inside the arena, and none an I/O entry's. */
+/* The slotted buffers of g: a map in range, and a copy for each of its
+ * slots in the copy table, a plain buffer; and none an I/O entry's. */
 static bool check_slots(const rt_plan *p, const rt_program *g, int s, su_status *err)
 {
-    if (g->buf_slots && (g->nbuf < 0 || !g->buf_stride || !g->buf_offset || !g->buf_bytes))
-        return rt_plan_fail(err, "stage %d: slotted buffers without a buffer table or strides",
-                            s);
+    if (g->buf_slots &&
+        (g->nbuf < 0 || !g->buf_copy_at || g->ncopy < 0 || (g->ncopy > 0 && !g->copy_buf)))
+        return rt_plan_fail(err, "stage %d: slotted buffers without a copy table", s);
     for (int32_t b = 0; g->buf_slots && b < g->nbuf; b++) {
         int32_t map = g->buf_slots[b];
         if (map < 0)
@@ -106,18 +105,18 @@ static bool check_slots(const rt_plan *p, const rt_program *g, int s, su_status 
         if (map >= g->nslotmap)
             return rt_plan_fail(err, "stage %d: buffer %d takes slot map %d; the program has "
                                 "%d", s, b, map, g->nslotmap);
-        int64_t stride = g->buf_stride[b], last, end;
-        if (stride <= 0 || stride % RT_ALIGN)
-            return rt_plan_fail(err, "stage %d: buffer %d's slot stride %lld is not a positive "
-                                "multiple of %d", s, b, (long long)stride, RT_ALIGN);
-        if (g->buf_offset[b] < 0 || g->buf_bytes[b] < 0 ||
-            __builtin_mul_overflow((int64_t)(slot_count(g, map) - 1), stride, &last) ||
-            __builtin_add_overflow(last, g->buf_offset[b], &last) ||
-            __builtin_add_overflow(last, g->buf_bytes[b], &end) || end > g->arena_bytes)
-            return rt_plan_fail(err, "stage %d: buffer %d's copies for %d slots, %lld bytes "
-                                "apart, do not fit the arena of %lld bytes", s, b,
-                                slot_count(g, map), (long long)stride,
-                                (long long)g->arena_bytes);
+        int64_t at = g->buf_copy_at[b], k = slot_count(g, map);
+        if (at < 0 || at > g->ncopy || k > g->ncopy - at)
+            return rt_plan_fail(err, "stage %d: buffer %d's copies for slots 0 .. %lld start at "
+                                "%lld of a copy table of %lld", s, b, (long long)(k - 1),
+                                (long long)at, (long long)g->ncopy);
+        for (int64_t q = 0; q < k; q++) {
+            int32_t c = g->copy_buf[at + q];
+            if (c < 0 || c >= g->nbuf || slotted(g, c))
+                return rt_plan_fail(err, "stage %d: buffer %d's copy for slot %lld is buffer %d, "
+                                    "not a plain buffer of the %d", s, b, (long long)q, c,
+                                    g->nbuf);
+        }
     }
     for (int32_t i = 0; p->io && i < p->nio; i++) {
         const rt_io *io = &p->io[i];
@@ -153,44 +152,15 @@ static bool kernel_body(const rt_plan *p, int32_t i, int32_t *body, su_status *e
 typedef struct expand {
     rt_plan *p;
     su_status *err;
-    int32_t *clone;   /* per buffer of the program being expanded: the id of its copy for
-                       * slot 1 (slots 2 and up follow) */
 } expand;
 
 static int32_t buffer_for(const expand *e, const rt_program *g, int32_t b, int32_t j)
 {
+    (void)e;
     if (!slotted(g, b))
         return b;
     int32_t slot = g->slotmap[(int64_t)g->buf_slots[b] * g->nmb + j];
-    return slot == 0 ? b : e->clone[b] + slot - 1;
-}
-
-/* The buffers of stage s's plain program, q's. */
-static bool expand_buffers(expand *e, const rt_program *g, rt_program *q)
-{
-    int64_t n = g->nbuf;
-    for (int32_t b = 0; b < g->nbuf; b++)
-        if (slotted(g, b)) {
-            e->clone[b] = (int32_t)n;
-            n += slot_count(g, g->buf_slots[b]) - 1;
-        }
-    if (n > INT32_MAX)
-        return rt_plan_fail(e->err, "the loop form makes %lld buffers; at most %d", (long long)n,
-                            INT32_MAX);
-    q->nbuf = (int32_t)n;
-    q->buf_offset = rt_plan_alloc(e->p, (size_t)n, sizeof *q->buf_offset);
-    q->buf_bytes = rt_plan_alloc(e->p, (size_t)n, sizeof *q->buf_bytes);
-    if (n && (!q->buf_offset || !q->buf_bytes))
-        return rt_plan_nomem(e->err);
-    memcpy(q->buf_offset, g->buf_offset, (size_t)g->nbuf * sizeof *q->buf_offset);
-    memcpy(q->buf_bytes, g->buf_bytes, (size_t)g->nbuf * sizeof *q->buf_bytes);
-    for (int32_t b = 0; b < g->nbuf; b++)
-        if (slotted(g, b))
-            for (int32_t slot = 1; slot < slot_count(g, g->buf_slots[b]); slot++) {
-                q->buf_offset[e->clone[b] + slot - 1] = g->buf_offset[b] + slot * g->buf_stride[b];
-                q->buf_bytes[e->clone[b] + slot - 1] = g->buf_bytes[b];
-            }
-    return true;
+    return g->copy_buf[g->buf_copy_at[b] + slot];
 }
 
 /* The instructions of stage s's plain program, q's (ninstr of them). */
@@ -342,6 +312,21 @@ static int64_t stage_kernels(expand *e, int s, const int32_t *body, const int64_
     return n;
 }
 
+bool rt_plan_check_loops(const rt_plan *p, su_status *err)
+{
+    bool any = false;
+    for (int s = 0; p->stage && s < p->nstages; s++)
+        any |= loop_form(p, s);
+    if (!any || (p->nkernels > 0 && !p->kernel) || p->nkernels < 0)
+        return true;
+    int32_t *body = malloc(((size_t)p->nkernels + 1) * sizeof *body);
+    int64_t *ninstr = malloc((size_t)p->nstages * sizeof *ninstr), nkernels = 0;
+    bool ok = body && ninstr ? check_all(p, body, ninstr, &nkernels, err) : rt_plan_nomem(err);
+    free(body);
+    free(ninstr);
+    return ok;
+}
+
 bool rt_plan_expand(rt_plan *p, su_status *err)
 {
     bool any = false;
@@ -361,7 +346,7 @@ bool rt_plan_expand(rt_plan *p, su_status *err)
     rt_kernel *kernel = ok ? rt_plan_alloc(p, (size_t)nkernels + 1, sizeof *kernel) : NULL;
     if (ok && (!stage || !kernel))
         ok = rt_plan_nomem(err);
-    expand e = {p, err, NULL};
+    expand e = {p, err};
     int64_t nk = 0;
     for (int s = 0; ok && s < p->nstages; s++) {
         const rt_program *g = &p->stage[s];
@@ -371,23 +356,22 @@ bool rt_plan_expand(rt_plan *p, su_status *err)
             continue;
         }
         int64_t *at = malloc(((size_t)g->nitem + 1) * sizeof *at); /* each item's first instruction */
-        e.clone = malloc(((size_t)g->nbuf + 1) * sizeof *e.clone);
-        if (!at || !e.clone)
+        if (!at)
             ok = rt_plan_nomem(err);
         for (int32_t i = 0, n = 0; ok && i < g->nitem; i++) {
             at[i] = n;
             n += body_end(g, g->item[2 * i]) - g->body_start[g->item[2 * i]];
         }
         rt_program *q = &stage[s];
-        ok = ok && expand_buffers(&e, g, q) && expand_instrs(&e, g, s, q, ninstr[s]);
+        ok = ok && expand_instrs(&e, g, s, q, ninstr[s]);
         if (ok)
             nk += stage_kernels(&e, s, body, at, kernel + nk, &ok);
         q->nbody = q->nmb = q->nitem = q->nslotmap = 0;
         q->body_start = q->item = q->slotmap = q->buf_slots = NULL;
-        q->buf_stride = q->instr_step = NULL;
+        q->buf_copy_at = q->instr_step = NULL;
+        q->copy_buf = NULL;
+        q->ncopy = 0;
         free(at);
-        free(e.clone);
-        e.clone = NULL;
     }
     for (int32_t i = 0; ok && i < p->nkernels; i++) /* a stage out of range: the validator's */
         if (p->kernel[i].stage < 0 || p->kernel[i].stage >= p->nstages)

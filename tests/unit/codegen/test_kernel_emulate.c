@@ -770,19 +770,35 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
         char **src = malloc((size_t)(p->nkernels + 1) * sizeof *src);
         const char **name = malloc((size_t)(p->nkernels + 1) * sizeof *name);
         bool *co = malloc((size_t)(p->nkernels + 1) * sizeof *co);
+        /* a pipeline stage's kernel of a loop body runs once per microbatch
+         * under its one name: built once (the first nb), each run */
+        const char **bname = malloc((size_t)(p->nkernels + 1) * sizeof *bname);
+        char **bsrc = malloc((size_t)(p->nkernels + 1) * sizeof *bsrc);
+        bool *bco = malloc((size_t)(p->nkernels + 1) * sizeof *bco);
+        int nb = 0;
         for (int i = 0; i < p->nkernels; i++) {
             if (p->kernel[i].stage != st || p->kernel[i].module < 0)
                 continue;
-            char *s = source_of(md.cuda, st, p->kernel[i].name);
-            CHECK(s != NULL);
-            if (s) {
+            int seen = 0;
+            while (seen < n && strcmp(name[seen], p->kernel[i].name) != 0)
+                seen++;
+            char *s = seen < n ? NULL : source_of(md.cuda, st, p->kernel[i].name);
+            CHECK(seen < n || s != NULL);
+            if (seen < n || s) {
+                bool again = seen < n;
                 name[n] = p->kernel[i].name;
                 k[n] = i;
-                co[n] = cooperative(s);
-                src[n++] = s;
+                co[n] = again ? co[seen] : cooperative(s);
+                src[n] = again ? src[seen] : s;
+                n++;
+                if (s) {
+                    bname[nb] = name[n - 1];
+                    bco[nb] = co[n - 1];
+                    bsrc[nb++] = s;
+                }
             }
         }
-        void *lib = n ? build(name, src, co, n, NULL) : NULL;
+        void *lib = nb ? build(bname, bsrc, bco, nb, NULL) : NULL;
         for (int i = 0; lib && i < n; i++) {
             const rt_kernel *kn = &p->kernel[k[i]];
             int kind = kind_of(&p->stage[st], kn, src[i]);
@@ -803,8 +819,11 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
         }
         if (lib)
             dlclose(lib);
-        for (int i = 0; i < n; i++)
-            free(src[i]);
+        for (int i = 0; i < nb; i++)
+            free(bsrc[i]);
+        free(bname);
+        free(bsrc);
+        free(bco);
         free(co);
         free(name);
         free(src);

@@ -52,7 +52,8 @@ typedef struct fixture {
     int64_t offs[NBUF], bytes[NBUF];
     rt_instr instr[NINSTR];
     int32_t body_start[3], item[8], slotmap[2], buf_slots[NBUF];
-    int64_t buf_stride[NBUF], instr_step[NINSTR];
+    int64_t buf_copy_at[NBUF], instr_step[NINSTR];
+    int32_t copy_buf[4];
     rt_module mod;
     char *entry[1];
     rt_image cubin[1];
@@ -110,8 +111,9 @@ static void relu_kernel(fixture *f, int k, int a, int r)
 }
 
 /* x f32[8] in, y f32[4] out: y = relu(x[0:4]) + relu(x[4:8]), the two
- * halves being microbatches 0 and 1. The buffers: 0 x, 1 a microbatch's
- * slice (unrolled, 4 is microbatch 1's), 2 its relu, 3 the sum. */
+ * halves being microbatches 0 and 1. The buffers: 0 x, 1 microbatch 0's
+ * slice, 2 its relu, 3 the sum, 4 microbatch 1's slice, 5 the loop form's
+ * slotted buffer for the slice (copies 1 and 4; unused unrolled). */
 static void begin(fixture *f)
 {
     memset(f, 0, sizeof *f);
@@ -135,6 +137,8 @@ static void begin(fixture *f)
     buffer(f, 256, 16);
     buffer(f, 768, 16);
     buffer(f, 1024, 16);
+    buffer(f, 512, 16);
+    buffer(f, 256, 16);
     f->entry[0] = (char *)"k0_relu";
     f->cubin[0] = (rt_image){(char *)"sm_90", cubin90, sizeof cubin90};
     f->mod = (rt_module){1, f->entry, 1, f->cubin,
@@ -156,12 +160,13 @@ static void microbatch(fixture *f, int slice, int64_t offset)
 }
 
 /* The loop form: body 0 the input and the sum's zeros, body 1 one
- * microbatch (buffer 1 slotted, 256 bytes apart; the extract's offset
- * stepping by 4), body 2 empty; items (0, 0), (1, 0), (1, 1), (2, 0). */
+ * microbatch (its slice in slotted buffer 5, buffer 1 for microbatch 0 and
+ * 4 for 1; the extract's offset stepping by 4), body 2 empty; items
+ * (0, 0), (1, 0), (1, 1), (2, 0). */
 static void make_loop(fixture *f)
 {
     begin(f);
-    microbatch(f, 1, 0);
+    microbatch(f, 5, 0);
     rt_program *g = &f->g;
     g->nbody = 3;
     g->body_start = f->body_start;
@@ -175,20 +180,22 @@ static void make_loop(fixture *f)
     g->slotmap = f->slotmap;
     f->slotmap[1] = 1;
     g->buf_slots = f->buf_slots;
-    g->buf_stride = f->buf_stride;
+    g->buf_copy_at = f->buf_copy_at;
+    g->copy_buf = f->copy_buf;
+    g->ncopy = 2;
     for (int b = 0; b < NBUF; b++)
         f->buf_slots[b] = -1;
-    f->buf_slots[1] = 0;
-    f->buf_stride[1] = 256;
+    f->buf_slots[5] = 0;
+    f->copy_buf[0] = 1;
+    f->copy_buf[1] = 4;
     g->instr_step = f->instr_step;
     f->instr_step[2] = 4;
 }
 
-/* The same, unrolled by hand: microbatch 1's slice in buffer 4 at 512. */
+/* The same, unrolled by hand. */
 static void make_flat(fixture *f)
 {
     begin(f);
-    buffer(f, 512, 16);
     microbatch(f, 1, 0);
     microbatch(f, 4, 4);
 }
@@ -222,8 +229,9 @@ static void test_expand(void)
         CHECK_INT(p->stage[0].nbody, 3);
         CHECK_INT(p->stage[0].nitem, 4);
         CHECK_INT(p->stage[0].instr_step[2], 4);
-        CHECK_INT(p->stage[0].buf_slots[1], 0);
-        CHECK_INT(p->stage[0].buf_slots[2], -1);
+        CHECK_INT(p->stage[0].buf_slots[5], 0);
+        CHECK_INT(p->stage[0].buf_slots[1], -1);
+        CHECK_INT(p->stage[0].copy_buf[1], 4);
         CHECK_INT(p->nkernels, 1);
         uint8_t *br = written(p, &nr);
         CHECK(br && nr == nl && memcmp(br, bl, nl) == 0);
@@ -236,7 +244,7 @@ static void test_expand(void)
     if (q) {
         const rt_program *g = &q->stage[0];
         CHECK_INT(g->nbody, 0);
-        CHECK_INT(g->nbuf, 5);
+        CHECK_INT(g->nbuf, 6);
         CHECK_INT(g->buf_offset[4], 512);
         CHECK_INT(g->ninstr, 8);
         CHECK_INT(g->instr[5].offset, 4);
@@ -335,19 +343,22 @@ static void test_validate(void)
     f.slotmap[1] = 2;
     EXPECT_INVALID(&f.p, "stage 0: slot map 0 gives microbatch 1 slot 2; the slots are 0 .. 1");
     make_loop(&f);
-    f.buf_slots[1] = 1;
-    EXPECT_INVALID(&f.p, "stage 0: buffer 1 takes slot map 1; the program has 1");
+    f.buf_slots[5] = 1;
+    EXPECT_INVALID(&f.p, "stage 0: buffer 5 takes slot map 1; the program has 1");
     make_loop(&f);
-    f.buf_stride[1] = 100;
-    EXPECT_INVALID(&f.p, "buffer 1's slot stride 100 is not a positive multiple of 256");
+    f.copy_buf[1] = 6;
+    EXPECT_INVALID(&f.p, "stage 0: buffer 5's copy for slot 1 is buffer 6, not a plain buffer of "
+                   "the 6");
     make_loop(&f);
-    f.buf_stride[1] = 1024;
-    EXPECT_INVALID(&f.p, "stage 0: buffer 1's copies for 2 slots, 1024 bytes apart, do not fit "
-                   "the arena of 1280 bytes");
+    f.copy_buf[1] = 5;
+    EXPECT_INVALID(&f.p, "stage 0: buffer 5's copy for slot 1 is buffer 5, not a plain buffer");
+    make_loop(&f);
+    f.buf_copy_at[5] = 1;
+    EXPECT_INVALID(&f.p, "stage 0: buffer 5's copies for slots 0 .. 1 start at 1 of a copy "
+                   "table of 2");
     make_loop(&f);
     f.buf_slots[3] = 0;
-    f.buf_stride[3] = 256;
-    f.g.arena_bytes = 1536;
+    f.buf_copy_at[3] = 0;
     EXPECT_INVALID(&f.p, "I/O entry 1 ('y') lives in a slotted buffer of stage 0");
     make_loop(&f);
     f.kern[0].ninstr = 1;
@@ -451,18 +462,31 @@ static void test_read(void)
     wr(c + end - 12, 5, 4);
     refix(c, n);
     EXPECT_READ_ERROR(c, n, "the step of instruction 5 is out of order");
-    /* the slotted buffer: (1, map 0, stride 256), then the step count */
-    CHECK_INT(rd(b + end - 32, 4), 1);
-    CHECK_INT(rd(b + end - 24, 8), 256);
+    /* the slotted buffer: (5, map 0, copies 1 and 4), then the step count */
+    CHECK_INT(rd(b + end - 32, 4), 5);
+    CHECK_INT(rd(b + end - 28, 4), 0);
+    CHECK_INT(rd(b + end - 24, 4), 1);
+    CHECK_INT(rd(b + end - 20, 4), 4);
     memcpy(c, b, n);
     wr(c + end - 32, 7, 4);
     refix(c, n);
-    EXPECT_READ_ERROR(c, n, "section PROG (stage 0): slotted buffer 7 is out of order or out of "
-                      "range (the program has 4 buffers)");
+    EXPECT_READ_ERROR(c, n, "section PROG (stage 0): slotted buffer 7 (slot map 0) is out of "
+                      "order or out of range (the program has 6 buffers and 1 slot maps)");
     memcpy(c, b, n);
-    wr(c + end - 24, 1024, 8);
+    wr(c + end - 28, 1, 4);
     refix(c, n);
-    EXPECT_READ_ERROR(c, n, "buffer 1's copies for 2 slots, 1024 bytes apart, do not fit");
+    EXPECT_READ_ERROR(c, n, "slotted buffer 5 (slot map 1) is out of order or out of range");
+    memcpy(c, b, n);
+    wr(c + end - 20, 9, 4);
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "buffer 5's copy for slot 1 is buffer 9, not a plain buffer of the 6");
+    /* the slot map: microbatch 1's slot 1, then the slotted buffer count */
+    CHECK_INT(rd(b + end - 40, 4), 1);
+    memcpy(c, b, n);
+    wr(c + end - 40, 5, 4);
+    refix(c, n);
+    EXPECT_READ_ERROR(c, n, "section PROG (stage 0): slot map 0 gives microbatch 1 slot 5; the "
+                      "slots are 0 .. 1");
     /* PROG 4 bytes short: the last step cut */
     size_t prog = section_at(b, 2);
     memcpy(c, b, end - 4);

@@ -1,0 +1,710 @@
+/* plan_roll.c: a pipeline stage's program rolled into the plan's loop form
+ * (runtime/plan/plan.h), cg_plan_roll.
+ *
+ * The pipeline split unrolls a stage's tasks, one copy per microbatch, and
+ * stamps each op with its task and microbatch (ir_op.task, .mb). Lowered,
+ * every copy of a task, an instance, is a run of instructions with one
+ * stamp. The instances of one task whose instructions and kernels are the
+ * same but for their buffers and their offsets become one body, run for
+ * each microbatch, when the instances' buffers say so:
+ *   - an instruction's offset moves by the same step from each microbatch
+ *     to the next (a microbatch's columns of an input);
+ *   - each buffer of the template (the first instance of the commonest
+ *     length) stands for one buffer of every other instance, of its size
+ *     (a one-to-one map, so that two operands are one buffer in every
+ *     instance or in none): the template's own buffer in every instance,
+ *     or a slotted buffer, whose copy for each microbatch lies where that
+ *     microbatch's instance has its buffer (one slot per place, in the
+ *     order the microbatches meet them: the memory plan reuses a few
+ *     places, so the copies are few).
+ * Expanded, the loop form is then the unrolled program but for buffer
+ * numbers (a slotted buffer's copies are new ones) and kernel names
+ * (every instance's kernels take the template's): each instruction reads
+ * and writes the bytes it did, so it computes what it did. Everything
+ * else (what the stage makes once, the sends and receives, an instance
+ * that differs from its task's others, such as the first microbatch's
+ * backward, which starts the sums the others add to) stays as it was, in
+ * bodies run once. Buffers only the rolled instances used go, and the
+ * buffers are numbered again (the I/O entries follow).
+ */
+#include "codegen.h"
+
+#include "runtime/plan/plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct seg {
+    int32_t first, end;  /* instructions */
+    int32_t task, mb;    /* its stamp; task 0: made once */
+    bool rolled;         /* an instance of a rolled task */
+    int32_t nk;          /* its kernels: kern[k0 .. k0 + nk) of the stage's, by first instruction */
+    int32_t k0;
+} seg;
+
+typedef struct roll {
+    su_arena *a;
+    rt_plan *p;
+    int s;
+    const rt_program *g;
+    int32_t nmb;
+    seg *seg;
+    int32_t nseg;
+    int32_t *kern;       /* the stage's kernels (indices into p->kernel), by segment then
+                          * first instruction */
+    int32_t nkern;
+    int32_t *seg_of;     /* per instruction: its segment */
+    /* matching one instance against its template: per buffer of the program,
+     * the template's buffer it stands for and the reverse (-1 none), with
+     * the buffers touched, to clear them */
+    int32_t *to_t, *from_t, *touched;
+    int32_t ntouched;
+} roll;
+
+static bool dbl_same(double a, double b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+/* Everything but the buffers and the offset. */
+static bool instr_same(const rt_instr *a, const rt_instr *b)
+{
+    if (a->op != b->op || a->nin != b->nin || !rt_type_eq(&a->out_t, &b->out_t) ||
+        a->io != b->io || !dbl_same(a->value, b->value) || a->axis != b->axis ||
+        a->keepdims != b->keepdims || a->causal != b->causal || !dbl_same(a->eps, b->eps) ||
+        a->nlist != b->nlist || a->dim != b->dim || a->dim2 != b->dim2 || a->naxes != b->naxes ||
+        !dbl_same(a->lr, b->lr) || !dbl_same(a->momentum, b->momentum) ||
+        !dbl_same(a->beta1, b->beta1) || !dbl_same(a->beta2, b->beta2) ||
+        !dbl_same(a->wd, b->wd) || a->line != b->line || a->col != b->col)
+        return false;
+    for (int i = 0; i < a->nin && i < RT_MAX_IN; i++)
+        if (!rt_type_eq(&a->in_t[i], &b->in_t[i]) || (a->in[i] < 0) != (b->in[i] < 0))
+            return false;
+    for (int i = 0; i < a->nlist && i < RT_MAX_RANK; i++)
+        if (a->list[i] != b->list[i])
+            return false;
+    for (int i = 0; i < a->naxes && i < RT_MAX_AXES; i++)
+        if (a->axes[i] != b->axes[i])
+            return false;
+    return (a->out < 0) == (b->out < 0);
+}
+
+/* Everything but the name, the instructions' place and the parameters'
+ * buffers. */
+static bool kernel_same(const rt_kernel *a, const rt_kernel *b)
+{
+    if (a->module != b->module || a->entry != b->entry || a->strategy != b->strategy ||
+        a->epilogue != b->epilogue || a->grid != b->grid || a->block != b->block ||
+        a->shared_bytes != b->shared_bytes || a->nin != b->nin || a->nout != b->nout ||
+        a->ninstr != b->ninstr)
+        return false;
+    for (int32_t i = 0; i < a->nin + a->nout; i++)
+        if (!rt_type_eq(&a->param_t[i], &b->param_t[i]))
+            return false;
+    return true;
+}
+
+/* Instance buffer x stands for template buffer t: true when that keeps the
+ * map one to one. */
+static bool pair(roll *R, int32_t t, int32_t x)
+{
+    if (t < 0 || x < 0)
+        return t == x || (t < 0 && x < 0);
+    if (R->to_t[x] < 0 && R->from_t[t] < 0) {
+        R->to_t[x] = t;
+        R->from_t[t] = x;
+        R->touched[R->ntouched++] = x;
+        R->touched[R->ntouched++] = ~t;
+        return R->g->buf_bytes[x] == R->g->buf_bytes[t];
+    }
+    return R->to_t[x] == t && R->from_t[t] == x;
+}
+
+static void unpair(roll *R)
+{
+    for (int32_t i = 0; i < R->ntouched; i++) {
+        if (R->touched[i] >= 0)
+            R->to_t[R->touched[i]] = -1;
+        else
+            R->from_t[~R->touched[i]] = -1;
+    }
+    R->ntouched = 0;
+}
+
+/* Whether instance x matches template t (its instructions, its offsets
+ * given the steps known so far, and its kernels): the buffer map is left
+ * in to_t / from_t, and the steps it fixes are added to step / known. */
+static bool match(roll *R, const seg *t, const seg *x, int64_t *step, bool *known)
+{
+    const rt_program *g = R->g;
+    int32_t n = t->end - t->first;
+    if (x->end - x->first != n || x->nk != t->nk)
+        return false;
+    for (int32_t q = 0; q < n; q++) {
+        const rt_instr *a = &g->instr[t->first + q], *b = &g->instr[x->first + q];
+        if (!instr_same(a, b))
+            return false;
+        for (int i = 0; i < a->nin; i++)
+            if (!pair(R, a->in[i], b->in[i]))
+                return false;
+        if (!pair(R, a->out, b->out))
+            return false;
+        int64_t d = b->offset - a->offset, dj = (int64_t)x->mb - t->mb;
+        if (known[q] ? d != step[q] * dj : d % dj != 0)
+            return false;
+    }
+    for (int32_t k = 0; k < t->nk; k++) {
+        const rt_kernel *a = &R->p->kernel[R->kern[t->k0 + k]];
+        const rt_kernel *b = &R->p->kernel[R->kern[x->k0 + k]];
+        if (!kernel_same(a, b))
+            return false;
+        for (int32_t i = 0; i < a->ninstr; i++)
+            if (a->instr[i] - t->first != b->instr[i] - x->first)
+                return false;
+        for (int32_t i = 0; i < a->nin + a->nout; i++)
+            if (!pair(R, a->param[i], b->param[i]))
+                return false;
+    }
+    for (int32_t q = 0; q < n; q++)
+        if (!known[q]) {
+            step[q] = (g->instr[x->first + q].offset - g->instr[t->first + q].offset) /
+                      ((int64_t)x->mb - t->mb);
+            known[q] = true;
+        }
+    return true;
+}
+
+/* A rolled task: its template, the template's buffers (in order of first
+ * use) and, per buffer, what it becomes. */
+typedef struct body {
+    int32_t task;
+    int32_t body;        /* its number in the program, once written; -1 before */
+    int32_t tmpl;        /* the template's segment */
+    int64_t *step;       /* per instruction */
+    int32_t nbuf;
+    int32_t *buf;        /* the template's buffers */
+    bool *moved;         /* per template buffer: another buffer in some instance (it
+                          * becomes a slotted buffer); else the same in all (plain) */
+    int32_t *orig;       /* per template buffer: [nmb] its buffer in each microbatch's
+                          * instance (-1: none rolled) */
+    int32_t *entry;      /* per template buffer that moved: its slotted buffer, once
+                          * numbered */
+} body;
+
+/* Every buffer template t reads or writes, in order of first use, into
+ * B->buf (from_t marks them; the caller clears). */
+static void template_buffers(roll *R, body *B, const seg *t)
+{
+    const rt_program *g = R->g;
+    int32_t cap = 0;
+    for (int32_t q = t->first; q < t->end; q++)
+        cap += g->instr[q].nin + 1;
+    for (int32_t k = 0; k < t->nk; k++) {
+        const rt_kernel *kr = &R->p->kernel[R->kern[t->k0 + k]];
+        cap += kr->nin + kr->nout;
+    }
+    B->buf = su_alloc(R->a, (size_t)(cap + 1) * sizeof *B->buf);
+    B->nbuf = 0;
+#define ADD(b)                                                                 \
+    do {                                                                       \
+        int32_t b_ = (b);                                                      \
+        if (b_ >= 0 && R->from_t[b_] == -1) {                                  \
+            R->from_t[b_] = -2;                                                \
+            R->touched[R->ntouched++] = ~b_;                                   \
+            B->buf[B->nbuf++] = b_;                                            \
+        }                                                                      \
+    } while (0)
+    for (int32_t q = t->first; q < t->end; q++) {
+        for (int i = 0; i < g->instr[q].nin; i++)
+            ADD(g->instr[q].in[i]);
+        ADD(g->instr[q].out);
+    }
+    for (int32_t k = 0; k < t->nk; k++) {
+        const rt_kernel *kr = &R->p->kernel[R->kern[t->k0 + k]];
+        for (int32_t i = 0; i < kr->nin + kr->nout; i++)
+            ADD(kr->param[i]);
+    }
+#undef ADD
+    unpair(R);
+}
+
+/* Rolls task `task`'s instances, inst[n] (segments, mb distinct): true
+ * when they all roll, B filled. Instances whose shape is not the
+ * template's (the commonest) are left out, not rolled (their segment's
+ * rolled flag stays false). */
+static bool roll_task(roll *R, body *B, int32_t *inst, int32_t n)
+{
+    /* the template: the first instance of the commonest (length, kernels) */
+    int32_t best = -1, best_count = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const seg *a = &R->seg[inst[i]];
+        int32_t c = 0;
+        for (int32_t k = 0; k < n; k++) {
+            const seg *b = &R->seg[inst[k]];
+            c += b->end - b->first == a->end - a->first && b->nk == a->nk;
+        }
+        if (c > best_count)
+            best = i, best_count = c;
+        if (best_count * 2 > n)
+            break;
+    }
+    if (best_count < 2)
+        return false;
+    const seg *t = &R->seg[inst[best]];
+    int32_t len = t->end - t->first;
+    B->tmpl = inst[best];
+    B->step = su_alloc(R->a, (size_t)(len + 1) * sizeof *B->step);
+    bool *known = su_alloc(R->a, (size_t)(len + 1) * sizeof *known);
+    template_buffers(R, B, t);
+    /* per instance that matches, each template buffer's counterpart */
+    size_t nmb = (size_t)R->nmb;
+    int32_t *ok = su_alloc(R->a, (size_t)n * sizeof *ok), nok = 0;
+    B->orig = su_alloc(R->a, (size_t)(B->nbuf + 1) * nmb * sizeof *B->orig);
+    B->moved = su_alloc(R->a, (size_t)(B->nbuf + 1) * sizeof *B->moved);
+    B->entry = su_alloc(R->a, (size_t)(B->nbuf + 1) * sizeof *B->entry);
+    for (size_t q = 0; q < (size_t)B->nbuf * nmb; q++)
+        B->orig[q] = -1;
+    for (int32_t i = 0; i < n; i++) {
+        const seg *x = &R->seg[inst[i]];
+        if (x->end - x->first != len || x->nk != t->nk)
+            continue;
+        bool same = i == best || match(R, t, x, B->step, known);
+        for (int32_t b = 0; same && b < B->nbuf; b++)
+            same = i == best || R->from_t[B->buf[b]] >= 0; /* each template buffer used */
+        for (int32_t b = 0; same && b < B->nbuf; b++) {
+            int32_t xb = i == best ? B->buf[b] : R->from_t[B->buf[b]];
+            B->orig[(size_t)b * nmb + (size_t)x->mb] = xb;
+            B->moved[b] |= xb != B->buf[b];
+        }
+        unpair(R);
+        if (same)
+            ok[nok++] = inst[i];
+    }
+    if (nok < 2)
+        return false;
+    for (int32_t q = 0; q < len; q++)
+        if (!known[q])
+            B->step[q] = 0;
+    for (int32_t i = 0; i < nok; i++)
+        R->seg[ok[i]].rolled = true;
+    return true;
+}
+
+/* Segments of equal stamps, each with its kernels; a stamp that several
+ * segments share, or a kernel over two segments, leaves them unrollable
+ * (task 0). */
+static void segments(roll *R, const int32_t *task, const int32_t *mb)
+{
+    const rt_program *g = R->g;
+    R->seg = su_alloc(R->a, (size_t)(g->ninstr + 1) * sizeof *R->seg);
+    R->seg_of = su_alloc(R->a, (size_t)(g->ninstr + 1) * sizeof *R->seg_of);
+    R->nseg = 0;
+    for (int32_t k = 0; k < g->ninstr; k++) {
+        seg *last = R->nseg ? &R->seg[R->nseg - 1] : NULL;
+        if (!last || last->task != task[k] || last->mb != mb[k])
+            R->seg[R->nseg++] = (seg){.first = k, .end = k, .task = task[k], .mb = mb[k]};
+        R->seg[R->nseg - 1].end = k + 1;
+        R->seg_of[k] = R->nseg - 1;
+    }
+    /* the stage's kernels by segment, then first instruction */
+    int32_t n = 0;
+    for (int32_t i = 0; i < R->p->nkernels; i++)
+        n += R->p->kernel[i].stage == R->s;
+    R->kern = su_alloc(R->a, (size_t)(n + 1) * sizeof *R->kern);
+    int32_t *first = su_alloc(R->a, (size_t)(g->ninstr + 1) * sizeof *first);
+    for (int32_t k = 0; k < g->ninstr; k++)
+        first[k] = -1;
+    for (int32_t i = 0; i < R->p->nkernels; i++) {
+        const rt_kernel *kr = &R->p->kernel[i];
+        if (kr->stage != R->s)
+            continue;
+        first[kr->instr[0]] = i;
+        int32_t a = R->seg_of[kr->instr[0]], b = R->seg_of[kr->instr[kr->ninstr - 1]];
+        for (int32_t q = a; q <= b && a != b; q++)
+            R->seg[q].task = 0;
+    }
+    R->nkern = 0;
+    for (int32_t q = 0; q < R->nseg; q++) {
+        R->seg[q].k0 = R->nkern;
+        for (int32_t k = R->seg[q].first; k < R->seg[q].end; k++)
+            if (first[k] >= 0)
+                R->kern[R->nkern++] = first[k];
+        R->seg[q].nk = R->nkern - R->seg[q].k0;
+    }
+}
+
+/* Segment indices with their stamps, for sorting. */
+typedef struct stamped {
+    int32_t task, mb, q;
+} stamped;
+
+static int by_stamp(const void *x, const void *y)
+{
+    const stamped *a = x, *b = y;
+    if (a->task != b->task)
+        return a->task < b->task ? -1 : 1;
+    if (a->mb != b->mb)
+        return a->mb < b->mb ? -1 : 1;
+    return a->q < b->q ? -1 : a->q > b->q;
+}
+
+/* A slot map equal to one already made, or a new one. */
+static int32_t slot_map(su_vec *maps, const int32_t *slot, int32_t nmb, su_arena *a, jmp_buf *oom)
+{
+    for (int32_t i = 0; i < maps->n; i++)
+        if (memcmp(maps->v[i], slot, (size_t)nmb * sizeof *slot) == 0)
+            return i;
+    int32_t *m = su_alloc(a, (size_t)nmb * sizeof *m);
+    memcpy(m, slot, (size_t)nmb * sizeof *m);
+    su_vec_push(maps, oom, m);
+    return (int32_t)maps->n - 1;
+}
+
+/* Segment sg's instructions and kernels appended to out: as they are
+ * (B NULL), or as task B's body (sg its template; a buffer that moved
+ * becomes its slotted buffer, offsets at microbatch 0 with their steps);
+ * buffers renumbered by id. */
+static void emit(roll *R, rt_program *out, const seg *sg, body *B, const int32_t *id,
+                 su_vec *kout, jmp_buf *oom)
+{
+    const rt_program *g = R->g;
+    if (B)
+        for (int32_t b = 0; b < B->nbuf; b++) /* template buffer -> its number */
+            R->to_t[B->buf[b]] = B->moved[b] ? B->entry[b] : id[B->buf[b]];
+#define NUM(b) ((b) < 0 ? (b) : B ? R->to_t[b] : id[b])
+    int32_t at = out->ninstr;
+    for (int32_t k = sg->first; k < sg->end; k++) {
+        rt_instr x = g->instr[k];
+        for (int i = 0; i < x.nin; i++)
+            x.in[i] = NUM(x.in[i]);
+        x.out = NUM(x.out);
+        int64_t step = B ? B->step[k - sg->first] : 0;
+        x.offset -= step * sg->mb;
+        out->instr_step[out->ninstr] = step;
+        out->instr[out->ninstr++] = x;
+    }
+    for (int32_t k = 0; k < sg->nk; k++) {
+        const rt_kernel *kr = &R->p->kernel[R->kern[sg->k0 + k]];
+        rt_kernel *nk = su_alloc(R->a, sizeof *nk);
+        *nk = *kr;
+        nk->instr = su_alloc(R->a, (size_t)kr->ninstr * sizeof *nk->instr);
+        for (int32_t i = 0; i < kr->ninstr; i++)
+            nk->instr[i] = at + kr->instr[i] - sg->first;
+        nk->param = su_alloc(R->a, (size_t)(kr->nin + kr->nout + 1) * sizeof *nk->param);
+        for (int32_t i = 0; i < kr->nin + kr->nout; i++)
+            nk->param[i] = NUM(kr->param[i]);
+        su_vec_push(kout, oom, nk);
+    }
+#undef NUM
+    if (B)
+        for (int32_t b = 0; b < B->nbuf; b++)
+            R->to_t[B->buf[b]] = -1;
+}
+
+static int32_t uf_find(int32_t *up, int32_t x)
+{
+    while (up[x] != x)
+        x = up[x] = up[up[x]];
+    return x;
+}
+
+/* The loop form of R's program, given its rolled tasks (per task, the
+ * body or NULL): the new program into *out, the stage's new kernels into
+ * kout, the I/O entries renumbered.
+ *
+ * Buffers. The buffers that stand for one template buffer in the
+ * instances are one value's, microbatch by microbatch, and so are those
+ * that another task's template buffer stands for when they share one (a
+ * forward's activation and the backward reading it): such buffers form a
+ * class, and the buffers of a class at one offset (values never live at
+ * once, as they share bytes) become one buffer, a copy, the class's copies
+ * in the order the microbatches meet them. Everything, what runs once too,
+ * then names the copies. Each template buffer that moved becomes a
+ * slotted buffer of its own (appended; its bytes are its first copy's),
+ * whose map gives each microbatch the copy its instance used. The other
+ * buffers stay, numbered again, when something names them. */
+static void write_loop(roll *R, body **by_task, int32_t maxtask, rt_program *out, su_vec *kout,
+                       jmp_buf *oom)
+{
+    const rt_program *g = R->g;
+    rt_plan *p = R->p;
+    su_arena *a = R->a;
+    size_t nmb = (size_t)R->nmb;
+    int32_t nb = g->nbuf;
+    /* classes: union of each moved template buffer's counterparts */
+    int32_t *up = su_alloc(a, (size_t)(nb + 1) * sizeof *up);
+    bool *in_class = su_alloc(a, (size_t)(nb + 1) * sizeof *in_class);
+    for (int32_t b = 0; b < nb; b++)
+        up[b] = b;
+    for (int32_t t = 1; t <= maxtask; t++) {
+        const body *B = by_task[t];
+        for (int32_t b = 0; B && b < B->nbuf; b++)
+            for (size_t j = 0; B->moved[b] && j < nmb; j++) {
+                int32_t x = B->orig[(size_t)b * nmb + j];
+                if (x < 0)
+                    continue;
+                in_class[x] = true;
+                int32_t r0 = uf_find(up, B->buf[b]), r1 = uf_find(up, x);
+                in_class[B->buf[b]] = true;
+                if (r0 != r1)
+                    up[r1] = r0;
+            }
+    }
+    /* each class member's copy: the first member met at its offset */
+    int32_t *copy = su_alloc(a, (size_t)(nb + 1) * sizeof *copy);
+    int32_t *first_at = su_alloc(a, (size_t)(nb + 1) * sizeof *first_at); /* per member */
+    for (int32_t b = 0; b < nb; b++)
+        copy[b] = first_at[b] = -1;
+    /* members by class, in buffer order: a class's members met at an offset
+     * take its first one */
+    int32_t *head = su_alloc(a, (size_t)(nb + 1) * sizeof *head);
+    int32_t *next = su_alloc(a, (size_t)(nb + 1) * sizeof *next);
+    for (int32_t b = 0; b < nb; b++)
+        head[b] = -1;
+    for (int32_t b = nb - 1; b >= 0; b--)
+        if (in_class[b]) {
+            int32_t r = uf_find(up, b);
+            next[b] = head[r];
+            head[r] = b;
+        }
+    for (int32_t r = 0; r < nb; r++)
+        for (int32_t b = head[r]; b >= 0; b = next[b]) {
+            int32_t c = head[r];
+            while (c != b && g->buf_offset[c] != g->buf_offset[b])
+                c = next[c];
+            copy[b] = c == b ? b : copy[c];
+        }
+    /* the buffers kept: the I/O entries', what runs once names, the plain
+     * template buffers, every copy */
+    int32_t *id = su_alloc(a, (size_t)(nb + 1) * sizeof *id);
+    for (int32_t b = 0; b < nb; b++)
+        id[b] = -1;
+#define KEEP(b) do { int32_t b_ = (b); if (b_ >= 0) id[in_class[b_] ? copy[b_] : b_] = 0; } while (0)
+    for (int32_t i = 0; i < p->nio; i++)
+        if (p->io[i].stage == R->s) {
+            KEEP(p->io[i].buffer);
+            KEEP(p->io[i].update);
+        }
+    for (int32_t q = 0; q < R->nseg; q++) {
+        const seg *sg = &R->seg[q];
+        const body *B = sg->rolled ? by_task[sg->task] : NULL;
+        if (B) {
+            if (B->tmpl == q)
+                for (int32_t b = 0; b < B->nbuf; b++)
+                    if (!B->moved[b])
+                        KEEP(B->buf[b]);
+            continue;
+        }
+        for (int32_t k = sg->first; k < sg->end; k++) {
+            for (int i = 0; i < g->instr[k].nin; i++)
+                KEEP(g->instr[k].in[i]);
+            KEEP(g->instr[k].out);
+        }
+        for (int32_t k = 0; k < sg->nk; k++) {
+            const rt_kernel *kr = &p->kernel[R->kern[sg->k0 + k]];
+            for (int32_t i = 0; i < kr->nin + kr->nout; i++)
+                KEEP(kr->param[i]);
+        }
+    }
+    for (int32_t b = 0; b < nb; b++)
+        if (in_class[b])
+            id[copy[b]] = 0;
+#undef KEEP
+    int32_t n = 0;
+    for (int32_t b = 0; b < nb; b++)
+        if (id[b] == 0)
+            id[b] = n++;
+    for (int32_t b = 0; b < nb; b++) /* a member: its copy's number */
+        if (in_class[b])
+            id[b] = id[copy[b]];
+    /* the slotted buffers, each class's copies listed once */
+    int32_t nslotted = 0;
+    for (int32_t t = 1; t <= maxtask; t++)
+        for (int32_t b = 0; by_task[t] && b < by_task[t]->nbuf; b++)
+            nslotted += by_task[t]->moved[b];
+    out->arena_bytes = g->arena_bytes;
+    out->nbuf = n + nslotted;
+    out->buf_offset = su_alloc(a, (size_t)(out->nbuf + 1) * sizeof *out->buf_offset);
+    out->buf_bytes = su_alloc(a, (size_t)(out->nbuf + 1) * sizeof *out->buf_bytes);
+    out->buf_slots = su_alloc(a, (size_t)(out->nbuf + 1) * sizeof *out->buf_slots);
+    out->buf_copy_at = su_alloc(a, (size_t)(out->nbuf + 1) * sizeof *out->buf_copy_at);
+    for (int32_t b = 0; b < nb; b++)
+        if (id[b] >= 0 && (!in_class[b] || copy[b] == b)) {
+            out->buf_offset[id[b]] = g->buf_offset[b];
+            out->buf_bytes[id[b]] = g->buf_bytes[b];
+            out->buf_slots[id[b]] = -1;
+        }
+    int64_t *list_at = su_alloc(a, (size_t)(nb + 1) * sizeof *list_at); /* per class root */
+    int32_t *nlist = su_alloc(a, (size_t)(nb + 1) * sizeof *nlist);
+    int64_t ncopy = 0;
+    for (int32_t r = 0; r < nb; r++) {
+        list_at[r] = -1;
+        nlist[r] = 0;
+        for (int32_t b = head[r]; b >= 0; b = next[b])
+            nlist[r] += copy[b] == b;
+        if (nlist[r]) {
+            list_at[r] = ncopy;
+            ncopy += nlist[r];
+        }
+    }
+    out->ncopy = ncopy;
+    out->copy_buf = su_alloc(a, (size_t)(ncopy + 1) * sizeof *out->copy_buf);
+    for (int32_t r = 0; r < nb; r++) {
+        int64_t at = list_at[r];
+        for (int32_t b = head[r]; b >= 0; b = next[b])
+            if (copy[b] == b)
+                out->copy_buf[at++] = id[b];
+    }
+    su_vec maps = {0};
+    int32_t *slot = su_alloc(a, (nmb + 1) * sizeof *slot);
+    int32_t e = n;
+    for (int32_t t = 1; t <= maxtask; t++) {
+        body *B = by_task[t];
+        for (int32_t b = 0; B && b < B->nbuf; b++) {
+            if (!B->moved[b])
+                continue;
+            int32_t r = uf_find(up, B->buf[b]);
+            /* microbatch j's slot: its buffer's copy's place in the class's list */
+            for (size_t j = 0; j < nmb; j++) {
+                int32_t x = B->orig[(size_t)b * nmb + j];
+                slot[j] = 0;
+                if (x < 0)
+                    continue;
+                for (int32_t q = 0; q < nlist[r]; q++)
+                    if (out->copy_buf[list_at[r] + q] == id[x])
+                        slot[j] = q;
+            }
+            int32_t c0 = out->copy_buf[list_at[r]];
+            B->entry[b] = e;
+            out->buf_offset[e] = out->buf_offset[c0];
+            out->buf_bytes[e] = out->buf_bytes[c0];
+            out->buf_slots[e] = slot_map(&maps, slot, R->nmb, a, oom);
+            out->buf_copy_at[e] = list_at[r];
+            e++;
+        }
+    }
+    /* instructions: bodies in order of first use; items in program order */
+    int32_t ninstr = 0;
+    for (int32_t q = 0; q < R->nseg; q++) {
+        const seg *sg = &R->seg[q];
+        if (!sg->rolled || by_task[sg->task]->tmpl == q)
+            ninstr += sg->end - sg->first;
+    }
+    out->instr = su_alloc(a, (size_t)(ninstr + 1) * sizeof *out->instr);
+    out->instr_step = su_alloc(a, (size_t)(ninstr + 1) * sizeof *out->instr_step);
+    out->body_start = su_alloc(a, (size_t)(R->nseg + 1) * sizeof *out->body_start);
+    out->item = su_alloc(a, (size_t)(2 * R->nseg + 1) * sizeof *out->item);
+    out->nmb = R->nmb;
+    out->ninstr = out->nbody = out->nitem = 0;
+    bool open = false; /* the last body runs once and takes what follows */
+    for (int32_t q = 0; q < R->nseg; q++) {
+        const seg *sg = &R->seg[q];
+        body *B = sg->rolled ? by_task[sg->task] : NULL;
+        if (!B) {
+            if (!open) {
+                out->body_start[out->nbody] = out->ninstr;
+                out->item[2 * out->nitem] = out->nbody++;
+                out->item[2 * out->nitem++ + 1] = 0;
+                open = true;
+            }
+            emit(R, out, sg, NULL, id, kout, oom);
+            continue;
+        }
+        open = false;
+        if (B->body < 0) { /* the task's body, at its first instance */
+            B->body = out->nbody++;
+            out->body_start[B->body] = out->ninstr;
+            emit(R, out, &R->seg[B->tmpl], B, id, kout, oom);
+        }
+        out->item[2 * out->nitem] = B->body;
+        out->item[2 * out->nitem++ + 1] = sg->mb;
+    }
+    out->nslotmap = (int32_t)maps.n;
+    out->slotmap = su_alloc(a, ((size_t)maps.n * nmb + 1) * sizeof *out->slotmap);
+    for (int32_t i = 0; i < maps.n; i++)
+        memcpy(&out->slotmap[(size_t)i * nmb], maps.v[i], nmb * sizeof *out->slotmap);
+    su_vec_free(&maps);
+    for (int32_t i = 0; i < p->nio; i++)
+        if (p->io[i].stage == R->s) {
+            if (p->io[i].buffer >= 0)
+                p->io[i].buffer = id[p->io[i].buffer];
+            if (p->io[i].update >= 0)
+                p->io[i].update = id[p->io[i].update];
+        }
+}
+
+bool cg_plan_roll(rt_plan *p, int s, const int32_t *task, const int32_t *mb, su_arena *a,
+                  jmp_buf *oom)
+{
+    rt_program *g = &p->stage[s];
+    roll R = {.a = a, .p = p, .s = s, .g = g};
+    int32_t maxtask = 0;
+    R.nmb = 1;
+    for (int32_t k = 0; k < g->ninstr; k++) {
+        if (task[k] > maxtask)
+            maxtask = task[k];
+        if (task[k] && mb[k] + 1 > R.nmb)
+            R.nmb = mb[k] + 1;
+    }
+    if (!maxtask)
+        return false;
+    segments(&R, task, mb);
+    R.to_t = su_alloc(a, (size_t)(g->nbuf + 1) * sizeof *R.to_t);
+    R.from_t = su_alloc(a, (size_t)(g->nbuf + 1) * sizeof *R.from_t);
+    R.touched = su_alloc(a, (size_t)(2 * g->nbuf + 2) * sizeof *R.touched);
+    for (int32_t b = 0; b < g->nbuf; b++)
+        R.to_t[b] = R.from_t[b] = -1;
+    /* the segments by stamp: a stamp on two segments is no instance */
+    stamped *st = su_alloc(a, (size_t)(R.nseg + 1) * sizeof *st);
+    int32_t *order = su_alloc(a, (size_t)(R.nseg + 1) * sizeof *order), n = 0;
+    for (int32_t q = 0; q < R.nseg; q++)
+        if (R.seg[q].task)
+            st[n++] = (stamped){R.seg[q].task, R.seg[q].mb, q};
+    qsort(st, (size_t)n, sizeof *st, by_stamp);
+    for (int32_t i = 0; i < n; i++)
+        order[i] = st[i].q;
+    for (int32_t i = 0; i + 1 < n; i++)
+        if (R.seg[order[i]].task == R.seg[order[i + 1]].task &&
+            R.seg[order[i]].mb == R.seg[order[i + 1]].mb)
+            R.seg[order[i]].task = R.seg[order[i + 1]].task = -1;
+    body **by_task = su_alloc(a, (size_t)(maxtask + 1) * sizeof *by_task);
+    memset(by_task, 0, (size_t)(maxtask + 1) * sizeof *by_task);
+    bool any = false;
+    for (int32_t i = 0; i < n;) {
+        int32_t j = i, t = R.seg[order[i]].task;
+        while (j < n && R.seg[order[j]].task == t)
+            j++;
+        int32_t *inst = su_alloc(a, (size_t)(j - i + 1) * sizeof *inst), ni = 0;
+        for (int32_t k = i; k < j; k++)
+            if (R.seg[order[k]].task > 0)
+                inst[ni++] = order[k];
+        body *B = su_alloc(a, sizeof *B);
+        memset(B, 0, sizeof *B);
+        B->task = t;
+        B->body = -1;
+        if (t > 0 && ni >= 2 && roll_task(&R, B, inst, ni)) {
+            by_task[t] = B;
+            any = true;
+        }
+        i = j;
+    }
+    if (!any)
+        return false;
+    rt_program out;
+    memset(&out, 0, sizeof out);
+    su_vec kout = {0};
+    write_loop(&R, by_task, maxtask, &out, &kout, oom);
+    /* the plan's kernels: the other stages' as they were, then this one's */
+    int32_t nk = 0;
+    rt_kernel *kernel = su_alloc(a, ((size_t)p->nkernels + (size_t)kout.n + 1) * sizeof *kernel);
+    for (int32_t i = 0; i < p->nkernels; i++)
+        if (p->kernel[i].stage != s)
+            kernel[nk++] = p->kernel[i];
+    for (int32_t i = 0; i < kout.n; i++)
+        kernel[nk++] = *(rt_kernel *)kout.v[i];
+    su_vec_free(&kout);
+    p->kernel = kernel;
+    p->nkernels = nk;
+    *g = out;
+    return true;
+}
