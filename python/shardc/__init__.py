@@ -102,7 +102,7 @@ def version() -> str:
 # ---- compiling ----
 
 _OPTIONS = ("arch", "bucket_mb", "zero", "zero_axis", "schedule", "microbatches", "dtype",
-            "recompute", "keep_gathered", "mem_limit", "hw", "cache_dir", "explain")
+            "recompute", "keep_gathered", "unroll", "mem_limit", "hw", "cache_dir", "explain")
 
 
 def _options(mesh, defines, opts):
@@ -140,6 +140,8 @@ def _options(mesh, defines, opts):
             _lib.shardc_options_set_recompute(o, 1)
         if opts.get("keep_gathered"):
             _lib.shardc_options_set_keep_gathered(o, 1)
+        if opts.get("unroll"):
+            _lib.shardc_options_set_unroll(o, 1)
         if opts.get("explain") is not None:
             _lib.shardc_options_set_explain(o, int(bool(opts["explain"])))
         if opts.get("mem_limit") is not None:
@@ -166,7 +168,8 @@ def compile(source: Union[str, bytes, None] = None, path: Union[str, os.PathLike
     options, as the CLI's flags: arch ("none", "sm_80,sm_90"; default: the
     library's, kernels where NVRTC is found), bucket_mb, zero (0-3) and
     zero_axis, schedule ("gpipe", "1f1b", "interleaved(2)"), microbatches,
-    dtype ("bf16", "f16"), recompute (True), keep_gathered (True),
+    dtype ("bf16", "f16"), recompute (True), keep_gathered (True), unroll
+    (True: a pipeline stage's microbatches written out, not in loop form),
     explain (False: about twice as fast, without .explain()), mem_limit ("12GiB"), hw
     ("h100", or a profile's .json path), cache_dir.
 

@@ -252,6 +252,23 @@ def test_keep_gathered_is_the_cli_flag():
     assert again["stages"][0]["bytes_sent"] == 27654
 
 
+def test_unroll_is_the_cli_flag(tmp_path):
+    # a pipeline's plan in loop form, and unrolled: the same step, bit for
+    # bit, from a plan less than half the size
+    pp = os.path.join(ROOT, "examples", "pipeline.sh")
+    small = {"L": 4, "B": 16, "S": 16, "D": 32, "NH": 2, "V": 64}
+    plans = []
+    for unroll in (False, True):
+        prog = shardc.compile(path=pp, mesh="1x2x1", defines=small, arch="none",
+                              microbatches=8, unroll=unroll)
+        path = str(tmp_path / ("u.plan" if unroll else "l.plan"))
+        prog.save_plan(path)
+        plans.append(path)
+    assert os.path.getsize(plans[0]) * 2 < os.path.getsize(plans[1])
+    losses = [shardc.Session(shardc.load_plan(p), seed=1).step() for p in plans]
+    assert losses[0] == losses[1]
+
+
 MPI_SCRIPT = """
 import sys
 import shardc
