@@ -399,7 +399,7 @@ rt_plan *rt_plan_read_plain(const uint8_t *data, size_t len, const char *what, s
  * stage table and kernel table are replaced by new ones, allocated on
  * p->mem_, which rt_plan_free frees); true and nothing changed when none
  * is. false with a message when the loop form is wrong (an item's body
- * or microbatch out of range, a slot's copy outside the arena, a kernel
+ * or microbatch out of range, a slot's copy that is no plain buffer, a kernel
  * over two bodies, an I/O entry in a slotted buffer, more than
  * RT_MAX_EXPANDED_INSTR instructions, ...); what the plain form then says
  * is rt_plan_validate's to check. */

@@ -154,9 +154,8 @@ typedef struct expand {
     su_status *err;
 } expand;
 
-static int32_t buffer_for(const expand *e, const rt_program *g, int32_t b, int32_t j)
+static int32_t buffer_for(const rt_program *g, int32_t b, int32_t j)
 {
-    (void)e;
     if (!slotted(g, b))
         return b;
     int32_t slot = g->slotmap[(int64_t)g->buf_slots[b] * g->nmb + j];
@@ -181,8 +180,8 @@ static bool expand_instrs(expand *e, const rt_program *g, int s, rt_program *q, 
                 return rt_plan_fail(e->err, "stage %d: instruction %d's offset for microbatch "
                                     "%d overflows", s, k, j);
             for (int a = 0; a < x.nin && a < RT_MAX_IN; a++)
-                x.in[a] = buffer_for(e, g, x.in[a], j);
-            x.out = buffer_for(e, g, x.out, j);
+                x.in[a] = buffer_for(g, x.in[a], j);
+            x.out = buffer_for(g, x.out, j);
             *out++ = x;
         }
     }
@@ -210,7 +209,7 @@ static bool expand_kernel(expand *e, const rt_program *g, const rt_kernel *k, in
     if (!out->param)
         return rt_plan_nomem(e->err);
     for (int64_t q = 0; q < np; q++)
-        out->param[q] = buffer_for(e, g, k->param[q], j);
+        out->param[q] = buffer_for(g, k->param[q], j);
     return true;
 }
 
