@@ -196,14 +196,19 @@ class Gen:
         if f == "rsqrt":
             return f"rsqrt({self.pos(t)} + 1.0)", 1.0
         if f in ("tanh", "sigmoid", "sin", "cos"):
-            if x.dtype in ("bf16", "f16") and m > 4:
+            if m > 4 and (x.dtype in ("bf16", "f16") or f in ("sin", "cos")):
                 # a 16-bit value of magnitude m is off by m 2^-9 (bf16) or
                 # more after its roundings, which these pass on whole to a
                 # result of magnitude 1 and its tolerance; scaled by a power
                 # of two (exact) to magnitude 4, its error shrinks alike
                 # (seen: sin of the sum of 16 bf16 rows, 0.26 against 0.20,
                 # seed 940544; tanh of a 16-layer bf16 residual stream,
-                # -0.090 against -0.153, seed 910497 --avoid only-pipeline)
+                # -0.090 against -0.153, seed 910497 --avoid only-pipeline).
+                # sin and cos, whose slope never flattens, do the same to an
+                # f32 value: one trained step's f32 sums in another order
+                # leave some 1e-6 of its magnitude (seen: sin of a v9 near
+                # 94, 1.3e-4 apart against a tolerance of 1.1e-4, seed
+                # 2070873, a pipeline on 4x1)
                 k = 1
                 while m / 2 ** k > 4:
                     k += 1
@@ -799,10 +804,12 @@ class Gen:
         last = self.pool[-1]
         ret = self.to_shape(last, shape, dtype)
         gain = last.gain * (2.0 if ret is not None and last.shape != shape else 1.0)
+        out_mag = last.mag  # the result's magnitude from an h of 4
         if ret is None or not last.param_dep:
             # every block holds a param, so the carry depends on one
             w = self.new_param([shape[-1], shape[-1]], dtype)
             gain = (gain if ret is not None else 1.0) * 2.0
+            out_mag = (out_mag if ret is not None else 4.0) * 2.0
             ret = f"{ret or 'h'} @ {w.name}"
         if gain > 8.0 and dtype == "f32":
             # a repeated block multiplies its input's rounding by its gain
@@ -813,6 +820,7 @@ class Gen:
             # (seed 42673; 6 layers pass): the block is scaled to a gain of
             # about 2, a matmul's
             ret = f"({ret}) * {2.0 / gain:.3g}"
+            out_mag *= 2.0 / gain
         elif gain > 1.0 and dtype != "f32":
             # in f16 and bf16 the tolerance is some 20 units in the last
             # place (f32's, some 800), so a repeated block gets no gain to
@@ -822,6 +830,7 @@ class Gen:
             # 2x4; 4 layers pass, and the model in f32): the block is scaled
             # to a gain of about 1
             ret = f"({ret}) * {1.0 / gain:.3g}"
+            out_mag /= gain
         # a residual step adds the block's result to the carry at every
         # repetition (up to 16): bounded by tanh, the carry grows by at most
         # 1 a step, not 2x, which would amplify f32 rounding past any
@@ -879,7 +888,13 @@ class Gen:
         # its start: what reads it must know (seen: tanh of a 16-layer bf16
         # residual stream, -0.090 against -0.153, seed 910497 --avoid
         # only-pipeline, when the carry was taken for magnitude 4)
-        mag = max(x.mag, 4.0) + reps if residual else 4.0
+        # Without a residual or a closing tanh, the block's result is of
+        # magnitude out_mag from an h of 4: a block that adds to h (h + g)
+        # grows the carry by the difference at every repetition (seen:
+        # h / (abs(g) + 1) + g over 10 layers, taken for magnitude 4, near
+        # 13, seed 2070873)
+        grow = 0.0 if ret.startswith("tanh(") else max(0.0, out_mag - 4.0)
+        mag = max(x.mag, 4.0) + reps if residual else 4.0 + reps * grow
         self.pool.append(Value(carry, dtype, shape, mag, True, True))
         if self.pipelined:
             # values from before the pipeline must not be read after it
