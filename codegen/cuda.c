@@ -542,6 +542,202 @@ static bool key_of(cg_cuda *out, keyset *ks, cg_cuda_kernel *k, const cg_cuda_ke
     return was;
 }
 
+/* ---- kernels the same as one made before ----
+ *
+ * A pipeline stage holds each task's ops once for every microbatch, and a
+ * model's layers repeat: most kernels of a stage are the code of an earlier
+ * one. Making a kernel's key (its whole source) only to find it known was
+ * most of the plan writer's time at 128 microbatches. So a group, or an op
+ * with a kernel of its own, whose structure equals that of one made before
+ * in the same call takes that one's key and launch without making its own:
+ * its ops pairwise of one code, with the same attributes (their bytes) and
+ * result types; each operand the same op's result within the group, or the
+ * same place in the group's inputs, of one type; the same results stored
+ * and updated in place. That is everything the generator reads of a group
+ * (its ops, their values' types, pass_fusion's stored, the module's
+ * updates) but the names, which a key has canonical. Equal bytes of the
+ * attributes are a sufficient sameness (equal name pointers are equal
+ * names), never a loose one. Debug builds (asserts on) make the key as well
+ * and fail where it differs from the one taken. */
+
+typedef struct same {
+    const ir_module *m;
+    const pass_fusion *f;
+    bool *updated;      /* [next_id + 1]: a value an update writes */
+    int *first;         /* [cap]: the first made kernel of a hash, or -1 */
+    int *next;          /* [kernels]: the next made kernel of its hash, or -1 */
+    uint64_t *hash;     /* [kernels]: each kernel's structure hash */
+    int cap;            /* a power of two */
+} same;
+
+static uint64_t smix(uint64_t h, uint64_t x)
+{
+    return (h ^ x) * 0x100000001B3ull;
+}
+
+/* The ops of kernel k (a group's, or an op's own): *ops, their count. */
+static int kernel_ops(const same *S, const cg_cuda_kernel *k, const int **ops)
+{
+    if (k->group >= 0) {
+        *ops = S->f->groups[k->group].ops;
+        return S->f->groups[k->group].nops;
+    }
+    *ops = &k->op;
+    return 1;
+}
+
+/* Whether kernel k (its group or op set, not yet made) may take another's
+ * code: a plain group (not a multi-tensor group, an attention pair or a
+ * matmul) or an op's own. */
+static bool may_share(const same *S, int group)
+{
+    if (group < 0)
+        return true;
+    const pass_fgroup *g = &S->f->groups[group];
+    return g->nparts == 0 && g->kind != PASS_FUSE_ATTN_PAIR && g->kind != PASS_FUSE_MATMUL;
+}
+
+static uint64_t structure_hash(const same *S, const int *ops, int nops, uint64_t h)
+{
+    h = smix(h, (uint64_t)nops);
+    for (int i = 0; i < nops; i++) {
+        const ir_op *op = IR_OP(S->m, ops[i]);
+        h = smix(h, (uint64_t)op->code << 16 | (uint64_t)op->nin << 8 | (uint64_t)op->nres);
+        const ir_type *t = &op->res[0]->type;
+        h = smix(h, (uint64_t)t->dtype << 8 | (uint64_t)t->rank);
+        for (int d = 0; d < t->rank; d++)
+            h = smix(h, (uint64_t)t->dim[d]);
+    }
+    return h;
+}
+
+/* Where value v stands for a kernel of ops[0..nops) with inputs in[0..nin):
+ * an op's result within (position and result, from 1) or an input (from
+ * -1 down); 0: neither. */
+static long value_place(const ir_module *m, const int *ops, int nops, const ir_value **in,
+                        int nin, const ir_value *v)
+{
+    for (int q = 0; q < nops; q++)
+        if (IR_OP(m, ops[q]) == v->def)
+            return 1 + (long)q * 256 + v->res;
+    for (int j = 0; j < nin; j++)
+        if (in[j] == v)
+            return -1 - j;
+    return 0;
+}
+
+/* Whether the group or op of a (not yet made) has the structure of made
+ * kernel b's: see above. */
+static bool same_structure(const same *S, const cg_cuda_kernel *a, const cg_cuda_kernel *b)
+{
+    if ((a->group < 0) != (b->group < 0))
+        return false;
+    const ir_module *m = S->m;
+    const int *oa, *ob;
+    int n = kernel_ops(S, a, &oa);
+    if (n != kernel_ops(S, b, &ob))
+        return false;
+    const pass_fgroup *ga = a->group >= 0 ? &S->f->groups[a->group] : NULL;
+    const pass_fgroup *gb = b->group >= 0 ? &S->f->groups[b->group] : NULL;
+    if (ga) {
+        if (ga->kind != gb->kind || ga->nin != gb->nin || ga->nout != gb->nout)
+            return false;
+        long ra = ga->reduce < 0 ? 0 : value_place(m, ga->ops, n, NULL, 0, IR_OP(m, ga->reduce)->res[0]);
+        long rb = gb->reduce < 0 ? 0 : value_place(m, gb->ops, n, NULL, 0, IR_OP(m, gb->reduce)->res[0]);
+        long aa = value_place(m, ga->ops, n, NULL, 0, IR_OP(m, ga->anchor)->res[0]);
+        long ab = value_place(m, gb->ops, n, NULL, 0, IR_OP(m, gb->anchor)->res[0]);
+        if (ra != rb || aa != ab)
+            return false;
+        for (int j = 0; j < ga->nin; j++)
+            if (!ir_type_eq(&ga->in[j]->type, &gb->in[j]->type))
+                return false;
+        for (int j = 0; j < ga->nout; j++)
+            if (value_place(m, oa, n, NULL, 0, ga->out[j]) !=
+                    value_place(m, ob, n, NULL, 0, gb->out[j]) ||
+                S->updated[ga->out[j]->id] != S->updated[gb->out[j]->id])
+                return false;
+    }
+    for (int i = 0; i < n; i++) {
+        const ir_op *x = IR_OP(m, oa[i]), *y = IR_OP(m, ob[i]);
+        if (x->code != y->code || x->nin != y->nin || x->nres != y->nres ||
+            x->phase != y->phase || memcmp(&x->a, &y->a, sizeof x->a) != 0)
+            return false;
+        for (int r = 0; r < x->nres; r++)
+            if (!ir_type_eq(&x->res[r]->type, &y->res[r]->type) ||
+                S->f->stored[x->res[r]->id] != S->f->stored[y->res[r]->id] ||
+                S->updated[x->res[r]->id] != S->updated[y->res[r]->id])
+                return false;
+        for (int j = 0; j < x->nin; j++) {
+            if (!ir_type_eq(&x->in[j]->type, &y->in[j]->type))
+                return false;
+            if (ga) {
+                long pa = value_place(m, oa, n, ga->in, ga->nin, x->in[j]);
+                if (pa == 0 || pa != value_place(m, ob, n, gb->in, gb->nin, y->in[j]))
+                    return false;
+            } else { /* an op's own: which operands are one value */
+                for (int l = 0; l < j; l++)
+                    if ((x->in[l] == x->in[j]) != (y->in[l] == y->in[j]))
+                        return false;
+            }
+        }
+    }
+    return true;
+}
+
+static void same_init(same *S, const ir_module *m, const pass_fusion *f, int nkernels,
+                      su_arena *a)
+{
+    S->m = m;
+    S->f = f;
+    S->updated = su_alloc(a, (size_t)(m->next_id + 1) * sizeof *S->updated);
+    memset(S->updated, 0, (size_t)(m->next_id + 1) * sizeof *S->updated);
+    for (int i = 0; i < m->updates.n; i++)
+        S->updated[IR_UPDATE(m, i)->v->id] = true;
+    S->cap = 64;
+    while (S->cap < 2 * nkernels)
+        S->cap *= 2;
+    S->first = su_alloc(a, (size_t)S->cap * sizeof *S->first);
+    for (int i = 0; i < S->cap; i++)
+        S->first[i] = -1;
+    S->next = su_alloc(a, (size_t)(nkernels + 1) * sizeof *S->next);
+    S->hash = su_alloc(a, (size_t)(nkernels + 1) * sizeof *S->hash);
+}
+
+/* The made kernel of out whose structure k's group or op has, or -1; its
+ * hash into *h. */
+static int same_find(const same *S, const cg_cuda *out, const cg_cuda_kernel *k, uint64_t *h)
+{
+    const int *ops;
+    int n = kernel_ops(S, k, &ops);
+    *h = structure_hash(S, ops, n, k->group >= 0 ? 0x9E3779B97F4A7C15ull : 0xC2B2AE3D27D4EB4Full);
+    for (int i = S->first[*h & (uint64_t)(S->cap - 1)]; i >= 0; i = S->next[i])
+        if (S->hash[i] == *h && same_structure(S, k, &out->k[i]))
+            return i;
+    return -1;
+}
+
+/* Kernel i of out, made, is found by its structure from now on. */
+static void same_add(same *S, int i, uint64_t h)
+{
+    S->hash[i] = h;
+    S->next[i] = S->first[h & (uint64_t)(S->cap - 1)];
+    S->first[h & (uint64_t)(S->cap - 1)] = i;
+}
+
+/* k (its group or op and parameters set) takes made kernel r's code and
+ * launch, with no source. */
+static void take_code(cg_cuda_kernel *k, const cg_cuda_kernel *r)
+{
+    k->source = NULL;
+    k->key = r->key;
+    k->key_hash = r->key_hash;
+    k->strategy = r->strategy;
+    k->grid = r->grid;
+    k->block = r->block;
+    k->shared_bytes = r->shared_bytes;
+    k->vec = r->vec;
+}
+
 bool cg_cuda_generate(const ir_module *m, const pass_fusion *f, cg_cuda *out, su_buf *err)
 {
     return cg_cuda_generate_known(m, f, out, err, NULL, NULL);
@@ -564,56 +760,91 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
     /* the key first (the kernel with canonical names, in a scratch arena);
      * the source with the program's names only when the key is new */
     su_arena *scr = &out->scratch; /* freed by cg_cuda_free after a failure too */
+    same S = {0};
+    if (known)
+        same_init(&S, m, f, f->ngroups + m->ops.n + 1, &out->arena);
     bool ok = true;
-    for (int i = 0; i < f->ngroups && ok; i++) {
-        const pass_fgroup *g = &f->groups[i];
-        if (g->kind == PASS_FUSE_MATMUL)
+    int id = f->ngroups; /* the ops with kernels of their own, numbered on */
+    for (int i = 0; i < f->ngroups + m->ops.n && ok; i++) {
+        const pass_fgroup *g = i < f->ngroups ? &f->groups[i] : NULL;
+        const ir_op *op = g ? NULL : IR_OP(m, i - f->ngroups);
+        if (g && g->kind == PASS_FUSE_MATMUL)
             continue; /* cuBLASLt with its epilogue: no CUDA C */
-        if (g->nops == 0 || (g->kind == PASS_FUSE_REDUCE && g->reduce < 0)) {
+        if (g && (g->nops == 0 || (g->kind == PASS_FUSE_REDUCE && g->reduce < 0))) {
             su_buf_printf(err, "internal error: fused group %s has no ops", g->name);
             ok = false;
             break;
         }
-        const ir_op *red = g->kind == PASS_FUSE_REDUCE ? IR_OP(m, g->reduce) : NULL;
-        cg_cuda_kernel canon, *k = &out->k[out->nkernels++];
+        if (op && (f->group_of[i - f->ngroups] >= 0 || !cg_cuda_op_kernel(op)))
+            continue;
+        const ir_op *red = g && g->kind == PASS_FUSE_REDUCE ? IR_OP(m, g->reduce) : NULL;
+        int at = out->nkernels++, kid = g ? i : id++;
+        cg_cuda_kernel *k = &out->k[at];
+        memset(k, 0, sizeof *k);
+        k->group = g ? i : -1;
+        k->op = g ? -1 : i - f->ngroups;
+        uint64_t h = 0;
+        int r = known && may_share(&S, k->group) ? same_find(&S, out, k, &h) : -1;
+        if (r >= 0) { /* another's code: this one's name and values */
+            out->nsame++;
+            take_code(k, &out->k[r]);
+            k->name = g ? g->name : cg_op_kernel_name(&out->arena, op, kid);
+            k->nparams = g ? g->nin + g->nout : op->nin + 1;
+            k->params = su_alloc(&out->arena, (size_t)(k->nparams + 1) * sizeof *k->params);
+            for (int j = 0; g && j < g->nin; j++)
+                k->params[j] = g->in[j];
+            for (int j = 0; g && j < g->nout; j++)
+                k->params[g->nin + j] = g->out[j];
+            for (int j = 0; !g && j < op->nin; j++)
+                k->params[j] = op->in[j];
+            if (!g)
+                k->params[op->nin] = op->res[0];
+#ifndef NDEBUG
+            gen C = {.m = m, .f = f, .g = g, .pname = pname, .arena = scr, .canon = true};
+            C.red = red;
+            cg_cuda_kernel canon;
+            memset(&canon, 0, sizeof canon);
+            if (g)
+                gen_kernel(&C, &canon);
+            else
+                cg_gen_op_kernel(&C, &canon, op, i - f->ngroups, kid);
+            if (strcmp(canon.source, k->key) != 0 || canon.nparams != k->nparams ||
+                memcmp(canon.params, k->params, (size_t)k->nparams * sizeof *k->params) ||
+                canon.grid != k->grid || canon.block != k->block ||
+                canon.shared_bytes != k->shared_bytes || canon.vec != k->vec ||
+                canon.strategy != k->strategy) {
+                su_buf_printf(err, "internal error: kernel %s taken as %s's code, which differs",
+                              k->name, out->k[r].name);
+                ok = false;
+            }
+            su_arena_free(scr);
+#endif
+            continue;
+        }
+        cg_cuda_kernel canon;
         gen C = {.m = m, .f = f, .g = g, .pname = pname, .arena = scr, .canon = true};
         C.red = red;
         memset(&canon, 0, sizeof canon);
-        gen_kernel(&C, &canon);
+        if (g)
+            gen_kernel(&C, &canon);
+        else
+            cg_gen_op_kernel(&C, &canon, op, i - f->ngroups, kid);
         if (key_of(out, known ? &ks : &(keyset){0}, k, &canon, known, ctx)) {
-            k->name = g->name;
+            k->name = g ? g->name : cg_op_kernel_name(&out->arena, op, kid);
         } else {
             const char *key = k->key;
-            uint64_t h = k->key_hash;
+            uint64_t kh = k->key_hash;
             gen G = {.m = m, .f = f, .g = g, .pname = pname, .arena = &out->arena};
             G.red = red;
-            gen_kernel(&G, k);
+            if (g)
+                gen_kernel(&G, k);
+            else
+                cg_gen_op_kernel(&G, k, op, i - f->ngroups, kid);
             k->key = key;
-            k->key_hash = h;
+            k->key_hash = kh;
         }
-        su_arena_free(scr);
-    }
-    int id = f->ngroups; /* the ops with kernels of their own, numbered on */
-    for (int i = 0; i < m->ops.n && ok; i++) {
-        const ir_op *op = IR_OP(m, i);
-        if (f->group_of[i] >= 0 || !cg_cuda_op_kernel(op))
-            continue;
-        gen C = {.m = m, .f = f, .pname = pname, .arena = scr, .canon = true};
-        cg_cuda_kernel canon, *k = &out->k[out->nkernels++];
-        memset(k, 0, sizeof *k);
-        memset(&canon, 0, sizeof canon);
-        cg_gen_op_kernel(&C, &canon, op, i, id);
-        if (key_of(out, known ? &ks : &(keyset){0}, k, &canon, known, ctx)) {
-            k->name = cg_op_kernel_name(&out->arena, op, id);
-        } else {
-            const char *key = k->key;
-            uint64_t h = k->key_hash;
-            gen G = {.m = m, .f = f, .pname = pname, .arena = &out->arena};
-            cg_gen_op_kernel(&G, k, op, i, id);
-            k->key = key;
-            k->key_hash = h;
-        }
-        id++;
+        if (known && may_share(&S, k->group)) /* same_find gave its hash */
+            same_add(&S, at, h);
         su_arena_free(scr);
     }
     su_arena_free(scr);

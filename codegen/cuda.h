@@ -76,6 +76,9 @@ typedef struct cg_cuda_kernel {
 typedef struct cg_cuda {
     int nkernels;
     cg_cuda_kernel *k;          /* one per group, in the groups' order */
+    int nsame;                  /* cg_cuda_generate_known: kernels that took an
+                                 * earlier one's code for their structure, their
+                                 * key not made (cuda.c) */
     su_arena arena;
     su_arena scratch;           /* each key while it is made (cuda.c) */
 } cg_cuda;
@@ -90,7 +93,10 @@ bool cg_cuda_generate(const ir_module *m, const pass_fusion *f, cg_cuda *out, su
  * an earlier kernel of this call, or known(ctx, key) says so: a module
  * holds its code) gets no source of its own (source NULL), only its name,
  * key, geometry and parameters: the plan writer compiles each key once,
- * and a pipeline's stages repeat their kernels for every microbatch. */
+ * and a pipeline's stages repeat their kernels for every microbatch. A
+ * kernel whose group or op has the structure of one made before in the
+ * call takes that one's key and launch without its key being made (nsame
+ * counts them; debug builds make the key and fail where it differs). */
 bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *out, su_buf *err,
                             bool (*known)(void *ctx, const char *key, uint64_t hash),
                             void *ctx);

@@ -910,6 +910,107 @@ static void test_generate_known(void)
     ir_module_free(r.m);
 }
 
+/* cg_cuda_generate_known's kernels taken for their structure: each is
+ * what cg_cuda_generate gives it (name, key, geometry, parameters), with a
+ * source only where its key is new to the call, among groups and ops that
+ * differ from the first only in their operands' order, in an input read
+ * twice where it reads two, in a value stored as well, in a dtype or in a
+ * transpose's shape, and two reading each a constant; attentions of
+ * three values and of one. */
+static void test_generate_same(void)
+{
+    run r = fuse("%a = input {name = \"a\"} : f32[64, 32] auto(_, _)\n"
+                 "%b = input {name = \"b\"} : f32[64, 32] auto(_, _)\n"
+                 "%c = input {name = \"c\"} : f32[64, 32] auto(_, _)\n"
+                 "%h = input {name = \"h\"} : bf16[64, 32] auto(_, _)\n"
+                 "%g = input {name = \"g\"} : bf16[64, 32] auto(_, _)\n"
+                 "%q = input {name = \"q\"} : f32[32, 32] auto(_, _)\n"
+                 "%two = const {value = 2.0} : f32[]\n"
+                 "%three = const {value = 3.0} : f32[]\n"
+                 /* the first group, and its twin on b and c */
+                 "%0 = mul %a, %b : f32[64, 32] auto(_, _)\n"
+                 "%1 = sub %0, %a : f32[64, 32] auto(_, _)\n"
+                 "%t0 = transpose %1 {perm = [1, 0]} : f32[32, 64] auto(_, _)\n"
+                 "%2 = mul %b, %c : f32[64, 32] auto(_, _)\n"
+                 "%3 = sub %2, %b : f32[64, 32] auto(_, _)\n"
+                 "%t1 = transpose %3 {perm = [1, 0]} : f32[32, 64] auto(_, _)\n"
+                 /* the sub's operands the other way round */
+                 "%4 = mul %a, %b : f32[64, 32] auto(_, _)\n"
+                 "%5 = sub %a, %4 : f32[64, 32] auto(_, _)\n"
+                 "%t2 = transpose %5 {perm = [1, 0]} : f32[32, 64] auto(_, _)\n"
+                 /* one input read twice where the first reads two */
+                 "%6 = mul %a, %a : f32[64, 32] auto(_, _)\n"
+                 "%7 = sub %6, %a : f32[64, 32] auto(_, _)\n"
+                 "%t3 = transpose %7 {perm = [1, 0]} : f32[32, 64] auto(_, _)\n"
+                 /* the product stored as well */
+                 "%8 = mul %b, %c : f32[64, 32] auto(_, _)\n"
+                 "%9 = sub %8, %b : f32[64, 32] auto(_, _)\n"
+                 "%t4 = transpose %9 {perm = [1, 0]} : f32[32, 64] auto(_, _)\n"
+                 /* bf16 */
+                 "%10 = mul %h, %g : bf16[64, 32] auto(_, _)\n"
+                 "%11 = sub %10, %h : bf16[64, 32] auto(_, _)\n"
+                 "%t5 = transpose %11 {perm = [1, 0]} : bf16[32, 64] auto(_, _)\n"
+                 /* two constants, each an input of its kernel */
+                 "%12 = mul %a, %two : f32[64, 32] auto(_, _)\n"
+                 "%13 = sub %12, %a : f32[64, 32] auto(_, _)\n"
+                 "%14 = mul %b, %three : f32[64, 32] auto(_, _)\n"
+                 "%15 = sub %14, %b : f32[64, 32] auto(_, _)\n"
+                 /* a transpose of another shape */
+                 "%t6 = transpose %q {perm = [1, 0]} : f32[32, 32] auto(_, _)\n"
+                 /* attention of three values, then of one value three times */
+                 "%x0 = attention %q, %t6, %q {causal = false} : f32[32, 32] auto(_, _)\n"
+                 "%x1 = attention %t6, %t6, %t6 {causal = false} : f32[32, 32] auto(_, _)\n"
+                 "%x2 = attention %q, %x0, %q {causal = false} : f32[32, 32] auto(_, _)\n"
+                 "output \"x1\" = %x1\n"
+                 "output \"x2\" = %x2\n"
+                 "output \"t0\" = %t0\n"
+                 "output \"t1\" = %t1\n"
+                 "output \"t2\" = %t2\n"
+                 "output \"t3\" = %t3\n"
+                 "output \"p\" = %8\n"
+                 "output \"t4\" = %t4\n"
+                 "output \"t5\" = %t5\n"
+                 "output \"u\" = %13\n"
+                 "output \"v\" = %15\n"
+                 "output \"t6\" = %t6\n");
+    su_buf err;
+    su_buf_init(&err, &oom);
+    cg_cuda plain, k1;
+    known_calls = 0;
+    known_key = NULL;
+    CHECK(cg_cuda_generate(r.m, &r.f, &plain, &err));
+    CHECK(cg_cuda_generate_known(r.m, &r.f, &k1, &err, knows, NULL));
+    CHECK_INT(plain.nkernels, 18);
+    CHECK_INT(k1.nkernels, plain.nkernels);
+    int distinct = 0;
+    for (int i = 0; i < plain.nkernels && i < k1.nkernels; i++) {
+        const cg_cuda_kernel *a = &plain.k[i], *b = &k1.k[i];
+        bool seen = false;
+        for (int j = 0; j < i; j++)
+            seen = seen || !strcmp(plain.k[j].key, a->key);
+        distinct += !seen;
+        CHECK((b->source != NULL) == !seen);
+        CHECK_STR(b->name, a->name);
+        CHECK_STR(b->key, a->key);
+        CHECK(b->key_hash == a->key_hash);
+        CHECK(b->strategy == a->strategy && b->grid == a->grid && b->block == a->block &&
+              b->shared_bytes == a->shared_bytes && b->vec == a->vec &&
+              b->nparams == a->nparams && b->group == a->group && b->op == a->op);
+        for (int j = 0; j < a->nparams && j < b->nparams; j++)
+            CHECK(a->params[j] == b->params[j]);
+    }
+    /* the twin group, the second constant's group, four transposes of the
+     * first's shape and the third attention take an earlier kernel's
+     * code; the other groups, the bf16 transpose, the square one and the
+     * attention of one value are made */
+    CHECK_INT(k1.nsame, 7);
+    CHECK_INT(known_calls, distinct);
+    cg_cuda_free(&plain);
+    cg_cuda_free(&k1);
+    su_buf_free(&err);
+    done(&r);
+}
+
 int main(void)
 {
     if (setjmp(oom)) {
@@ -930,6 +1031,7 @@ int main(void)
     test_timeline_fusion();
     test_walk_reused();
     test_generate_known();
+    test_generate_same();
     check_example("mlp.sh", "1x1");
     check_example("mlp.sh", "2x2");
     check_example("transformer.sh", "2x2");
