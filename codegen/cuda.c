@@ -642,10 +642,10 @@ static bool same_structure(const same *S, const cg_cuda_kernel *a, const cg_cuda
     if (ga) {
         if (ga->kind != gb->kind || ga->nin != gb->nin || ga->nout != gb->nout)
             return false;
-        long ra = ga->reduce < 0 ? 0 : value_place(m, ga->ops, n, NULL, 0, IR_OP(m, ga->reduce)->res[0]);
-        long rb = gb->reduce < 0 ? 0 : value_place(m, gb->ops, n, NULL, 0, IR_OP(m, gb->reduce)->res[0]);
-        long aa = value_place(m, ga->ops, n, NULL, 0, IR_OP(m, ga->anchor)->res[0]);
-        long ab = value_place(m, gb->ops, n, NULL, 0, IR_OP(m, gb->anchor)->res[0]);
+        long ra = ga->reduce < 0 ? 0 : value_place(m, oa, n, NULL, 0, IR_OP(m, ga->reduce)->res[0]);
+        long rb = gb->reduce < 0 ? 0 : value_place(m, ob, n, NULL, 0, IR_OP(m, gb->reduce)->res[0]);
+        long aa = value_place(m, oa, n, NULL, 0, IR_OP(m, ga->anchor)->res[0]);
+        long ab = value_place(m, ob, n, NULL, 0, IR_OP(m, gb->anchor)->res[0]);
         if (ra != rb || aa != ab)
             return false;
         for (int j = 0; j < ga->nin; j++)

@@ -355,17 +355,16 @@ static bool infer_norm(ctx *c, const ir_type *const *in, int nin, double eps, ir
 {
     static const char *const names[] = {"x", "g", "b"};
     const ir_type *x = in[0];
-    char tx[TYPE_LEN], tp[TYPE_LEN];
-    tstr(tx, x);
+    char tx[TYPE_LEN], tp[TYPE_LEN]; /* made for a message only */
     if (x->rank < 1)
-        return fail(c, "%s needs x of rank 1 or more, got %s", c->op, tx);
+        return fail(c, "%s needs x of rank 1 or more, got %s", c->op, tstr(tx, x));
     if (!same_dtype(c, in, nin) || !need_float(c, x))
         return false;
     int64_t d = x->dim[x->rank - 1];
     for (int i = 1; i < nin; i++)
         if (in[i]->rank != 1 || in[i]->dim[0] != d)
             return fail(c, "%s needs %s of shape [%lld] to match the last dimension of %s, got %s",
-                        c->op, names[i], (long long)d, tx, tstr(tp, in[i]));
+                        c->op, names[i], (long long)d, tstr(tx, x), tstr(tp, in[i]));
     if (!(eps > 0))
         return fail(c, "%s needs eps > 0, got %g", c->op, eps);
     *out = *x;
@@ -427,34 +426,38 @@ static bool infer_transpose(ctx *c, const ir_type *x, const ir_attrs *a, ir_type
  * the element count. */
 static bool infer_reshape(ctx *c, const ir_type *x, ir_attrs *a, ir_type *out)
 {
-    char tx[TYPE_LEN], tl[TYPE_LEN];
+    char tx[TYPE_LEN], tl[TYPE_LEN]; /* made for a message only */
     if (a->nlist < 0 || a->nlist > IR_MAX_RANK)
         return fail(c, "reshape to %d dimensions is not supported (at most %d)", a->nlist,
                     IR_MAX_RANK);
-    tstr(tx, x);
-    lstr(tl, sizeof tl, a->list, a->nlist);
+    int64_t list[IR_MAX_RANK]; /* as written, before the -1 is filled */
+    memcpy(list, a->list, (size_t)a->nlist * sizeof *list);
     int hole = -1;
     int64_t known = 1, n = ir_type_numel(x); /* the operand check bounded n */
     for (int i = 0; i < a->nlist; i++) {
         if (a->list[i] == -1 && hole >= 0)
-            return fail(c, "reshape can infer only one dimension (-1), got %s", tl);
+            return fail(c, "reshape can infer only one dimension (-1), got %s",
+                        lstr(tl, sizeof tl, list, a->nlist));
         if (a->list[i] == -1)
             hole = i;
         else if (a->list[i] < 1)
-            return fail(c, "reshape needs dimensions of size 1 or more (or one -1), got %s", tl);
+            return fail(c, "reshape needs dimensions of size 1 or more (or one -1), got %s",
+                        lstr(tl, sizeof tl, list, a->nlist));
         else if (!su_mul64(known, a->list[i], &known))
-            return fail(c, "reshape to %s has too many elements", tl);
+            return fail(c, "reshape to %s has too many elements",
+                        lstr(tl, sizeof tl, list, a->nlist));
     }
     if (hole >= 0 && n % known)
         return fail(c, "cannot reshape %s (%lld elements) to %s: %lld is not a multiple of %lld",
-                    tx, (long long)n, tl, (long long)n, (long long)known);
+                    tstr(tx, x), (long long)n, lstr(tl, sizeof tl, list, a->nlist), (long long)n,
+                    (long long)known);
     if (hole >= 0) {
         a->list[hole] = n / known;
         known = n;
     }
     if (known != n)
-        return fail(c, "cannot reshape %s (%lld elements) to %s (%lld elements)", tx,
-                    (long long)n, tl, (long long)known);
+        return fail(c, "cannot reshape %s (%lld elements) to %s (%lld elements)", tstr(tx, x),
+                    (long long)n, lstr(tl, sizeof tl, list, a->nlist), (long long)known);
     out->dtype = x->dtype;
     out->rank = a->nlist;
     memcpy(out->dim, a->list, (size_t)a->nlist * sizeof *a->list);

@@ -257,11 +257,10 @@ static bool rule_matmul(const rt_instr *in, rt_type *want, su_status *err)
 {
     rt_type ta = in->in_t[0], tb = in->in_t[1]; /* as read: trans swaps the last two dims */
     const rt_type *a = &ta, *b = &tb;
-    char t1[TYPE_LEN], t2[TYPE_LEN];
-    rt_type_text(t1, a);
-    rt_type_text(t2, b);
+    char t1[TYPE_LEN], t2[TYPE_LEN]; /* made for a message only */
     if (a->rank == 0 || b->rank == 0)
-        return rt_plan_fail(err, "needs operands of rank 1 or more, got %s @ %s", t1, t2);
+        return rt_plan_fail(err, "needs operands of rank 1 or more, got %s @ %s",
+                            rt_type_text(t1, a), rt_type_text(t2, b));
     if (!same_dtype(in, err))
         return false;
     if (in->dim < 0 || in->dim > (RT_TRANS_A | RT_TRANS_B))
@@ -272,21 +271,21 @@ static bool rule_matmul(const rt_instr *in, rt_type *want, su_status *err)
             continue;
         if (tr[i]->rank < 2 || tr[i]->dtype == RT_I32)
             return rt_plan_fail(err, "reads operand %d transposed, which needs a float matrix, "
-                                "got %s", i + 1, i ? t2 : t1);
+                                "got %s", i + 1, rt_type_text(t1, &in->in_t[i]));
         int r = tr[i]->rank;
         int64_t d = tr[i]->dim[r - 2];
         tr[i]->dim[r - 2] = tr[i]->dim[r - 1];
         tr[i]->dim[r - 1] = d;
     }
-    rt_type_text(t1, a);
-    rt_type_text(t2, b);
     int64_t ka = a->dim[a->rank - 1], kb = b->dim[b->rank == 1 ? 0 : b->rank - 2];
     if (ka != kb)
         return rt_plan_fail(err, "contracts dimension of size %lld with one of size %lld: %s @ %s",
-                            (long long)ka, (long long)kb, t1, t2);
+                            (long long)ka, (long long)kb, rt_type_text(t1, a),
+                            rt_type_text(t2, b));
     int na = a->rank >= 2 ? a->rank - 2 : 0, nb = b->rank >= 2 ? b->rank - 2 : 0;
     if (!bcast(a->dim, na, b->dim, nb, want->dim, &want->rank))
-        return rt_plan_fail(err, "batch dimensions do not broadcast: %s @ %s", t1, t2);
+        return rt_plan_fail(err, "batch dimensions do not broadcast: %s @ %s",
+                            rt_type_text(t1, a), rt_type_text(t2, b));
     want->dtype = a->dtype;
     if (a->rank >= 2)
         want->dim[want->rank++] = a->dim[a->rank - 2];
@@ -755,9 +754,14 @@ bool rt_check_operands(const rt_instr *in, su_status *err)
         return rt_plan_fail(err, "has %d operands; %s takes %d to %d", in->nin, info->name,
                             info->min_in, info->max_in);
     }
+    static const char *const operand[] = {"operand 1", "operand 2", "operand 3", "operand 4",
+                                          "operand 5", "operand 6", "operand 7", "operand 8"};
     for (int i = 0; i < in->nin; i++) {
         char what[32];
-        snprintf(what, sizeof what, "operand %d", i + 1);
+        if (i < 8)
+            strcpy(what, operand[i]); /* most instructions: no printf */
+        else
+            snprintf(what, sizeof what, "operand %d", i + 1);
         if (!rt_check_type(&in->in_t[i], what, err))
             return false;
     }
