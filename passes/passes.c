@@ -161,30 +161,6 @@ static pass_status pipeline_split(run *u)
     return pass_pipeline_split(m, &r->pipe, u->err, u->at) ? PASS_OK : PASS_ERR_INPUT;
 }
 
-static pass_status bucket(run *u)
-{
-    int n;
-    ir_module *const *st = pass_result_stages(u->r, &n);
-    for (int s = 0; s < n; s++) {
-        if (u->r->pipe.nstages) /* the partitioner left pipelines' batches */
-            pass_combine_batch(st[s]);
-        pass_fold_transposes(st[s]);
-        if (!ir_verify(st[s], u->err) || !pass_bucket(st[s], u->o->bucket_bytes, u->err))
-            return PASS_ERR_INTERNAL;
-    }
-    return PASS_OK;
-}
-
-static pass_status verify(run *u)
-{
-    int n, bad = -1;
-    ir_module *const *st = pass_result_stages(u->r, &n);
-    for (int s = 0; s < n; s++)
-        if (!ir_verify_at(st[s], u->err, &bad) || !pass_verify_schedule(st[s], u->err, u->at))
-            return internal(u, st[s], bad);
-    return n > 1 && !pass_verify_p2p(st, n, u->err) ? PASS_ERR_INTERNAL : PASS_OK;
-}
-
 /* fuse and memplan keep one entry per stage. */
 static void per_stage(run *u, int n)
 {
@@ -201,11 +177,13 @@ static void per_stage(run *u, int n)
     r->nplanned = n;
 }
 
-/* ---- fuse and memplan: the stages on threads ----
+/* ---- bucket, verify, fuse and memplan: the stages on threads ----
  *
  * Each stage's pass_fuse_planned reads only its own module and writes only
- * its own fusion (and its plan), and so does each stage's memory plan, so
- * the stages of a pipeline are fused, and planned, at once, by a thread
+ * its own fusion (and its plan), and so does each stage's memory plan;
+ * the bucket pass and the verifier each rewrite or read one stage's module
+ * alone. So the stages of a pipeline are bucketed, verified, fused and
+ * planned at once, by a thread
  * per processor (at most STAGE_THREADS), each taking the next stage. A job
  * runs under its own allocation guard and keeps its message; the results
  * are read in stage order, so the first failing stage's message is the
@@ -216,9 +194,17 @@ enum { STAGE_THREADS = 16 };
 typedef struct stage_job {
     bool (*run)(struct stage_job *j, su_buf *err);
     const ir_module *m;
+    ir_module *w;       /* bucket: the stage it rewrites (m too), whose
+                         * allocation failures jump to the job's guard while
+                         * it runs; own, own_arena: the module's, given back */
+    jmp_buf *own, *own_arena;
     struct pass_fusion *f;
     pass_memplan *mp;
     bool made;          /* memplan: mp is fuse's plan, only to check */
+    bool combine;       /* bucket: combine the batches a pipeline left */
+    int64_t bytes;      /* bucket: the bucket size */
+    int bad;            /* verify: the op that failed the check, or -1 */
+    su_loc at;          /* verify: where the schedule's check failed */
     char *msg;          /* malloc'd; NULL: none, or no memory for it */
     bool ok, oom;
 } stage_job;
@@ -251,29 +237,57 @@ static void stage_item(void *ctx, int i)
     su_buf_free(&err);
 }
 
-/* Runs the n jobs; the first failing stage's message into u->err, naming
- * the stage's memory plan after it when `plan`. An allocation failure
- * fails as on this thread. Frees the jobs. */
-static bool run_stage_jobs(run *u, stage_job *job, int n, bool plan)
+static void free_stage_jobs(stage_job *job, int n)
 {
-    int nt = n > 1 ? su_processors() : 1;
-    su_parallel_for(n, nt > STAGE_THREADS ? STAGE_THREADS : nt, stage_item, job);
-    int bad = -1;
-    for (int s = 0; s < n && bad < 0; s++)
-        if (!job[s].ok)
-            bad = s;
-    bool oom = bad >= 0 && job[bad].oom;
-    if (bad >= 0 && !oom) {
-        su_buf_puts(u->err, job[bad].msg ? job[bad].msg : "out of memory");
-        if (plan)
-            su_buf_printf(u->err, " (the memory plan of stage %d)", bad);
-    }
     for (int s = 0; s < n; s++)
         free(job[s].msg);
     free(job);
-    if (oom)
+}
+
+/* Runs the n jobs; the first failing stage's message into u->err, naming
+ * the stage's memory plan after it when `plan`, and its index into *bad
+ * (-1: none failed). An allocation failure fails as on this thread, the
+ * jobs freed; otherwise free_stage_jobs frees them. */
+static void run_stage_jobs_keep(run *u, stage_job *job, int n, bool plan, int *bad)
+{
+    int nt = n > 1 ? su_processors() : 1;
+    su_parallel_for(n, nt > STAGE_THREADS ? STAGE_THREADS : nt, stage_item, job);
+    for (int s = 0; s < n; s++)
+        if (job[s].w) {
+            job[s].w->oom = job[s].own;
+            job[s].w->arena.oom = job[s].own_arena;
+        }
+    *bad = -1;
+    for (int s = 0; s < n && *bad < 0; s++)
+        if (!job[s].ok)
+            *bad = s;
+    if (*bad >= 0 && job[*bad].oom) {
+        free_stage_jobs(job, n);
         su_oom(u->err->oom); /* as when the stage runs on this thread */
+    }
+    if (*bad >= 0) {
+        su_buf_puts(u->err, job[*bad].msg ? job[*bad].msg : "out of memory");
+        if (plan)
+            su_buf_printf(u->err, " (the memory plan of stage %d)", *bad);
+    }
+}
+
+/* As run_stage_jobs_keep, the jobs freed after: whether none failed. */
+static bool run_stage_jobs(run *u, stage_job *job, int n, bool plan)
+{
+    int bad;
+    run_stage_jobs_keep(u, job, n, plan, &bad);
+    free_stage_jobs(job, n);
     return bad < 0;
+}
+
+/* n zeroed jobs (calloc'd; run_stage_jobs frees them). */
+static stage_job *stage_jobs(run *u, int n)
+{
+    stage_job *job = calloc((size_t)n, sizeof *job);
+    if (!job)
+        su_oom(u->err->oom);
+    return job;
 }
 
 static bool fuse_stage(stage_job *j, su_buf *err)
@@ -300,9 +314,7 @@ static pass_status fuse(run *u)
     int n;
     ir_module *const *st = pass_result_stages(u->r, &n);
     per_stage(u, n);
-    stage_job *job = calloc((size_t)n, sizeof *job);
-    if (!job)
-        su_oom(u->err->oom);
+    stage_job *job = stage_jobs(u, n);
     for (int s = 0; s < n; s++)
         job[s] = (stage_job){.run = fuse_stage, .m = st[s], .f = &u->r->fusion[s],
                              .mp = &u->r->mp[s]};
@@ -326,9 +338,7 @@ static pass_status memplan(run *u)
     ir_module *const *st = pass_result_stages(r, &n);
     bool fused = r->fused, made = r->planned;
     per_stage(u, n);
-    stage_job *job = calloc((size_t)n, sizeof *job);
-    if (!job)
-        su_oom(u->err->oom);
+    stage_job *job = stage_jobs(u, n);
     for (int s = 0; s < n; s++)
         job[s] = (stage_job){.run = plan_stage, .m = st[s], .f = fused ? &r->fusion[s] : NULL,
                              .mp = &r->mp[s], .made = made};
@@ -336,6 +346,55 @@ static pass_status memplan(run *u)
         return PASS_ERR_INTERNAL;
     r->planned = true;
     return PASS_OK;
+}
+
+static bool bucket_stage(stage_job *j, su_buf *err)
+{
+    j->w->oom = err->oom; /* run_stage_jobs_keep gives the module its own back */
+    j->w->arena.oom = err->oom;
+    if (j->combine) /* the partitioner left pipelines' batches */
+        pass_combine_batch(j->w);
+    pass_fold_transposes(j->w);
+    return ir_verify(j->w, err) && pass_bucket(j->w, j->bytes, err);
+}
+
+static pass_status bucket(run *u)
+{
+    int n;
+    ir_module *const *st = pass_result_stages(u->r, &n);
+    stage_job *job = stage_jobs(u, n);
+    for (int s = 0; s < n; s++)
+        job[s] = (stage_job){.run = bucket_stage, .m = st[s], .w = st[s], .own = st[s]->oom,
+                             .own_arena = st[s]->arena.oom, .combine = u->r->pipe.nstages > 0,
+                             .bytes = u->o->bucket_bytes};
+    return run_stage_jobs(u, job, n, false) ? PASS_OK : PASS_ERR_INTERNAL;
+}
+
+static bool verify_stage(stage_job *j, su_buf *err)
+{
+    j->w->oom = err->oom; /* as bucket_stage */
+    j->w->arena.oom = err->oom;
+    return ir_verify_at(j->m, err, &j->bad) && pass_verify_schedule(j->m, err, &j->at);
+}
+
+static pass_status verify(run *u)
+{
+    int n, first;
+    ir_module *const *st = pass_result_stages(u->r, &n);
+    stage_job *job = stage_jobs(u, n);
+    for (int s = 0; s < n; s++)
+        job[s] = (stage_job){.run = verify_stage, .m = st[s], .w = st[s], .own = st[s]->oom,
+                             .own_arena = st[s]->arena.oom, .bad = -1};
+    run_stage_jobs_keep(u, job, n, false, &first);
+    int bad = first >= 0 ? job[first].bad : -1;
+    su_loc at = first >= 0 ? job[first].at : (su_loc){0, 0};
+    free_stage_jobs(job, n);
+    if (first >= 0) {
+        if (at.line) /* the schedule's check says where */
+            *u->at = at;
+        return internal(u, st[first], bad);
+    }
+    return n > 1 && !pass_verify_p2p(st, n, u->err) ? PASS_ERR_INTERNAL : PASS_OK;
 }
 
 static pass_status (*const runs[PASS_COUNT])(run *) = {

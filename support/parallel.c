@@ -3,6 +3,7 @@
 #include "support.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 typedef struct par {
@@ -25,8 +26,20 @@ static void *par_worker(void *arg)
     }
 }
 
+int su_threads_env(const char *v)
+{
+    if (!v || !*v)
+        return 0;
+    char *end;
+    long n = strtol(v, &end, 10);
+    return *end || n < 1 || n > SU_MAX_THREADS ? -1 : (int)n;
+}
+
 int su_processors(void)
 {
+    int t = su_threads_env(getenv("SHARDC_THREADS"));
+    if (t > 0)
+        return t;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > SU_MAX_THREADS ? SU_MAX_THREADS : (int)n;
 }

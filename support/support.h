@@ -243,8 +243,13 @@ const char *su_nearest(const char *name, const char *const *cand, int n);
 
 #define SU_MAX_THREADS 64
 
-/* The processors online, from 1 to SU_MAX_THREADS. */
+/* The processors online, from 1 to SU_MAX_THREADS; $SHARDC_THREADS, a
+ * count from 1 to SU_MAX_THREADS, instead when set (the threads the
+ * compiler's stages and NVRTC run on). */
 int su_processors(void);
+/* $SHARDC_THREADS's value v: 0 when unset or empty, the count, or -1 when
+ * it is not a count from 1 to SU_MAX_THREADS. */
+int su_threads_env(const char *v);
 /* Runs fn(ctx, i) for every i in [0, n) on up to `threads` threads (at
  * most SU_MAX_THREADS), the caller's among them, each taking the next i;
  * a thread that cannot start leaves its share to the others. With one

@@ -41,7 +41,9 @@ static const char usage[] =
     "                     plan (compiled by NVRTC, cached in $SHARDC_CACHE_DIR,\n"
     "                     else $XDG_CACHE_HOME/shardc, else ~/.cache/shardc);\n"
     "                     none: a CPU-only plan, without kernels. $SHARDC_ARCH,\n"
-    "                     when set, is the default\n"
+    "                     when set, is the default. The stages of a pipeline and\n"
+    "                     NVRTC's programs run on a thread per processor, or on\n"
+    "                     $SHARDC_THREADS (1 to 64); the plan is the same bytes\n"
     "  --bucket-mb N      group a training step's gradient collectives into\n"
     "                     buckets of at most N MiB (default 25; 0: none)\n"
     "  --zero K[:AXIS]    ZeRO stage K (0: none, 1, 2, 3) over AXIS, over the\n"
@@ -377,6 +379,20 @@ static int set_default_archs(shardc_options *opt)
     return EXIT_USAGE;
 }
 
+/* $SHARDC_THREADS, when set, must be a count of threads from 1 to 64
+ * (the library, which takes it, would ignore another). */
+static int check_threads(void)
+{
+    const char *v = getenv("SHARDC_THREADS");
+    char *end = NULL;
+    long n = v && *v ? strtol(v, &end, 10) : 1;
+    if (!v || !*v || (!*end && n >= 1 && n <= 64))
+        return 0;
+    fprintf(stderr, "shardc: error: $SHARDC_THREADS: '%s' is not a count of threads from 1 to 64\n",
+            v);
+    return EXIT_USAGE;
+}
+
 #include "auto.h"
 
 int main(int argc, char **argv)
@@ -397,7 +413,9 @@ int main(int argc, char **argv)
     args a = {.opt = shardc_options_new()};
     if (!a.opt)
         return EXIT_INTERNAL;
-    int rc = set_cache_dir(a.opt);
+    int rc = check_threads();
+    if (!rc)
+        rc = set_cache_dir(a.opt);
     if (!rc)
         rc = set_default_archs(a.opt);
     if (!rc)
