@@ -700,25 +700,71 @@ void pass_memplan_free(pass_memplan *mp)
     memset(mp, 0, sizeof *mp);
 }
 
-/* Two buffers that share bytes never live at once: sorted by offset, each
- * is compared with those that start before it ends. */
+/* Two buffers that share bytes never live at once. A sweep over the ops:
+ * the buffers taken in the order they start, each checked against those
+ * live when it starts, which, sharing no bytes, lie in offset order (the
+ * live array), so only its two neighbours there can share its bytes.
+ * Buffers leave the array when the sweep passes their end. Before, every
+ * buffer was compared with all that start below its end in the arena,
+ * which a pipeline's many microbatches placed at the same offsets made
+ * quadratic. */
 typedef struct span {
     int64_t off, end;
     int b;
 } span;
 
-static int by_offset(const void *x, const void *y)
+static int span_cmp(const span *a, const span *b)
 {
-    const span *a = x, *b = y;
     if (a->off != b->off)
         return a->off < b->off ? -1 : 1;
     return (a->b > b->b) - (a->b < b->b);
 }
 
-/* The first fault of mp into msg (empty: none). */
-static void memplan_fault(const pass_memplan *mp, span *s, char *msg, size_t size)
+/* A buffer in the sweep's orders: its start (or end) with its span's key. */
+typedef struct timed {
+    int64_t t, off;
+    int b;
+} timed;
+
+static int by_time(const void *x, const void *y)
 {
-    int ns = 0;
+    const timed *a = x, *b = y;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    if (a->off != b->off)
+        return a->off < b->off ? -1 : 1;
+    return (a->b > b->b) - (a->b < b->b);
+}
+
+/* Where span x is, or goes, in the n live spans (by offset). */
+static int live_at(const span *live, int n, const span *x)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (span_cmp(&live[mid], x) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void share_msg(const pass_memplan *mp, const span *a, const span *b, char *msg,
+                      size_t size)
+{
+    snprintf(msg, size, "buffers %d (ops %lld..%lld) and %d (ops %lld..%lld) share "
+             "bytes at %lld while both are live", a->b, (long long)mp->start[a->b],
+             (long long)mp->end[a->b], b->b, (long long)mp->start[b->b],
+             (long long)mp->end[b->b], (long long)b->off);
+}
+
+/* The first fault of mp into msg (empty: none). sp, live: room for nbuf
+ * spans; order: for 2 nbuf timed. */
+static void memplan_fault(const pass_memplan *mp, span *sp, span *live, timed *order, char *msg,
+                          size_t size)
+{
+    int n = 0;
     msg[0] = 0;
     for (int b = 0; b < mp->nbuf; b++) {
         int w = mp->view_of[b];
@@ -730,39 +776,62 @@ static void memplan_fault(const pass_memplan *mp, span *s, char *msg, size_t siz
                 return;
             }
         }
-        span sp = {mp->offset[b], mp->offset[b] + (mp->bytes[b] ? mp->bytes[b] : 1), b};
-        if (mp->offset[b] % PASS_MEM_ALIGN || sp.end > mp->arena_bytes) {
+        sp[b] = (span){mp->offset[b], mp->offset[b] + (mp->bytes[b] ? mp->bytes[b] : 1), b};
+        if (mp->offset[b] % PASS_MEM_ALIGN || sp[b].end > mp->arena_bytes) {
             snprintf(msg, size, "buffer %d at %lld (%lld bytes) is misaligned or outside the "
                      "arena of %lld bytes", b, (long long)mp->offset[b],
                      (long long)mp->bytes[b], (long long)mp->arena_bytes);
             return;
         }
-        if (w < 0)
-            s[ns++] = sp;
+        if (w < 0 && mp->start[b] <= mp->end[b]) /* a view shares its bucket's life */
+            order[n++] = (timed){mp->start[b], mp->offset[b], b};
     }
-    qsort(s, (size_t)ns, sizeof *s, by_offset);
-    for (int i = 0; i < ns; i++)
-        for (int j = i + 1; j < ns && s[j].off < s[i].end; j++) {
-            int a = s[i].b, b = s[j].b;
-            if (mp->start[a] <= mp->end[b] && mp->start[b] <= mp->end[a]) {
-                snprintf(msg, size, "buffers %d (ops %lld..%lld) and %d (ops %lld..%lld) share "
-                         "bytes at %lld while both are live", a, (long long)mp->start[a],
-                         (long long)mp->end[a], b, (long long)mp->start[b],
-                         (long long)mp->end[b], (long long)s[j].off);
-                return;
+    timed *ends = order + n;
+    for (int i = 0; i < n; i++)
+        ends[i] = (timed){mp->end[order[i].b], 0, order[i].b};
+    qsort(order, (size_t)n, sizeof *order, by_time);
+    qsort(ends, (size_t)n, sizeof *ends, by_time);
+    int nlive = 0, gone = 0;
+    for (int i = 0; i < n; i++) {
+        const span *x = &sp[order[i].b];
+        for (; gone < n && ends[gone].t < order[i].t; gone++) {
+            const span *y = &sp[ends[gone].b];
+            int at = live_at(live, nlive, y);
+            if (at < nlive && live[at].b == y->b) {
+                memmove(live + at, live + at + 1, (size_t)(nlive - at - 1) * sizeof *live);
+                nlive--;
             }
         }
+        int at = live_at(live, nlive, x);
+        if (at > 0 && live[at - 1].end > x->off) {
+            share_msg(mp, &live[at - 1], x, msg, size);
+            return;
+        }
+        if (at < nlive && x->end > live[at].off) {
+            share_msg(mp, x, &live[at], msg, size);
+            return;
+        }
+        memmove(live + at + 1, live + at, (size_t)(nlive - at) * sizeof *live);
+        live[at] = *x;
+        nlive++;
+    }
 }
 
 bool pass_memplan_check(const ir_module *m, const pass_memplan *mp, su_buf *err)
 {
     (void)m;
-    span *s = malloc(((size_t)mp->nbuf + 1) * sizeof *s);
-    if (!s)
+    size_t n = (size_t)mp->nbuf + 1;
+    span *s = malloc(2 * n * sizeof *s);
+    timed *order = malloc(2 * n * sizeof *order);
+    if (!s || !order) {
+        free(s);
+        free(order);
         su_oom(err->oom);
+    }
     char msg[256];
-    memplan_fault(mp, s, msg, sizeof msg);
+    memplan_fault(mp, s, s + n, order, msg, sizeof msg);
     free(s); /* before the message, which may fail to allocate */
+    free(order);
     if (msg[0])
         su_buf_puts(err, msg);
     return !msg[0];

@@ -220,6 +220,78 @@ static void test_check(void)
     done(&r);
 }
 
+/* Whether two of mp's own buffers share bytes while both live, pair by
+ * pair: what pass_memplan_check's sweep must find. */
+static bool brute_fault(const pass_memplan *mp)
+{
+    for (int a = 0; a < mp->nbuf; a++)
+        for (int b = a + 1; b < mp->nbuf; b++) {
+            if (mp->view_of[a] >= 0 || mp->view_of[b] >= 0)
+                continue;
+            int64_t ea = mp->offset[a] + (mp->bytes[a] ? mp->bytes[a] : 1);
+            int64_t eb = mp->offset[b] + (mp->bytes[b] ? mp->bytes[b] : 1);
+            if (mp->offset[a] < eb && mp->offset[b] < ea && mp->start[a] <= mp->end[b] &&
+                mp->start[b] <= mp->end[a])
+                return true;
+        }
+    return false;
+}
+
+/* The checker against brute_fault on 2000 random plans of 1 to 16
+ * buffers (offsets in 16 slots of 256 bytes, sizes of 0 to 2 slots,
+ * lifetimes of 1 to 4 ops starting within 24, some a view of another):
+ * the same verdict, and
+ * a pair it names does share bytes while both live. */
+static void test_check_random(void)
+{
+    enum { MAXB = 16 };
+    int64_t offset[MAXB], bytes[MAXB], start[MAXB], end[MAXB];
+    int32_t view_of[MAXB];
+    pass_memplan mp = {.offset = offset, .bytes = bytes, .start = start, .end = end,
+                       .view_of = view_of, .arena_bytes = 19 * B};
+    uint64_t x = 12345;
+    int faults = 0;
+    for (int t = 0; t < 2000; t++) {
+        mp.nbuf = 1 + (int)(x % MAXB);
+        for (int b = 0; b < mp.nbuf; b++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            offset[b] = (int64_t)(x >> 33) % 16 * B;
+            bytes[b] = (int64_t)(x >> 40) % 3 * B;
+            start[b] = (int64_t)(x >> 45) % 24;
+            end[b] = start[b] + (int64_t)(x >> 50) % 4;
+            view_of[b] = -1;
+            if (b > 0 && (x >> 55) % 8 == 0) { /* a view: its bucket's bytes and life */
+                int w = (int)((x >> 20) % (uint64_t)b);
+                if (view_of[w] < 0) {
+                    view_of[b] = w;
+                    offset[b] = offset[w];
+                    bytes[b] = bytes[w];
+                    start[b] = start[w];
+                    end[b] = end[w];
+                }
+            }
+        }
+        su_buf err;
+        su_buf_init(&err, &oom);
+        bool ok = pass_memplan_check(NULL, &mp, &err);
+        CHECK(ok == !brute_fault(&mp));
+        int a = -1, b = -1;
+        long long sa, ea, sb, eb, at;
+        if (!ok && sscanf(err.s, "buffers %d (ops %lld..%lld) and %d (ops %lld..%lld) share bytes at "
+                          "%lld", &a, &sa, &ea, &b, &sb, &eb, &at) == 7) {
+            faults++;
+            CHECK(a >= 0 && b >= 0 && a < mp.nbuf && b < mp.nbuf && a != b);
+            CHECK(start[a] <= end[b] && start[b] <= end[a]);
+            CHECK(offset[a] < offset[b] + (bytes[b] ? bytes[b] : 1) &&
+                  offset[b] < offset[a] + (bytes[a] ? bytes[a] : 1));
+        } else if (!ok) {
+            CHECK(!"a message naming two buffers");
+        }
+        su_buf_free(&err);
+    }
+    CHECK(faults > 200 && faults < 1900); /* both verdicts were tried */
+}
+
 int main(void)
 {
     if (setjmp(oom)) {
@@ -230,5 +302,6 @@ int main(void)
     test_alias();
     test_in_place();
     test_check();
+    test_check_random();
     return CHECK_DONE();
 }
