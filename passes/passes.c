@@ -204,6 +204,9 @@ typedef struct stage_job {
     bool combine;       /* bucket: combine the batches a pipeline left */
     int64_t bytes;      /* bucket: the bucket size */
     int bad;            /* verify: the op that failed the check, or -1 */
+    bool (*fn)(void *ctx, int s, su_buf *err); /* pass_for_stages: stage s's job */
+    void *ctx;
+    int s;
     su_loc at;          /* verify: where the schedule's check failed */
     char *msg;          /* malloc'd; NULL: none, or no memory for it */
     bool ok, oom;
@@ -248,7 +251,7 @@ static void free_stage_jobs(stage_job *job, int n)
  * the stage's memory plan after it when `plan`, and its index into *bad
  * (-1: none failed). An allocation failure fails as on this thread, the
  * jobs freed; otherwise free_stage_jobs frees them. */
-static void run_stage_jobs_keep(run *u, stage_job *job, int n, bool plan, int *bad)
+static void run_stage_jobs_keep(su_buf *err, stage_job *job, int n, bool plan, int *bad)
 {
     int nt = n > 1 ? su_processors() : 1;
     su_parallel_for(n, nt > STAGE_THREADS ? STAGE_THREADS : nt, stage_item, job);
@@ -263,12 +266,12 @@ static void run_stage_jobs_keep(run *u, stage_job *job, int n, bool plan, int *b
             *bad = s;
     if (*bad >= 0 && job[*bad].oom) {
         free_stage_jobs(job, n);
-        su_oom(u->err->oom); /* as when the stage runs on this thread */
+        su_oom(err->oom); /* as when the stage runs on this thread */
     }
     if (*bad >= 0) {
-        su_buf_puts(u->err, job[*bad].msg ? job[*bad].msg : "out of memory");
+        su_buf_puts(err, job[*bad].msg ? job[*bad].msg : "out of memory");
         if (plan)
-            su_buf_printf(u->err, " (the memory plan of stage %d)", *bad);
+            su_buf_printf(err, " (the memory plan of stage %d)", *bad);
     }
 }
 
@@ -276,7 +279,7 @@ static void run_stage_jobs_keep(run *u, stage_job *job, int n, bool plan, int *b
 static bool run_stage_jobs(run *u, stage_job *job, int n, bool plan)
 {
     int bad;
-    run_stage_jobs_keep(u, job, n, plan, &bad);
+    run_stage_jobs_keep(u->err, job, n, plan, &bad);
     free_stage_jobs(job, n);
     return bad < 0;
 }
@@ -288,6 +291,24 @@ static stage_job *stage_jobs(run *u, int n)
     if (!job)
         su_oom(u->err->oom);
     return job;
+}
+
+static bool ctx_stage(stage_job *j, su_buf *err)
+{
+    return j->fn(j->ctx, j->s, err);
+}
+
+int pass_for_stages(int n, bool (*fn)(void *ctx, int s, su_buf *err), void *ctx, su_buf *err)
+{
+    stage_job *job = calloc((size_t)(n > 0 ? n : 1), sizeof *job);
+    if (!job)
+        su_oom(err->oom);
+    for (int s = 0; s < n; s++)
+        job[s] = (stage_job){.run = ctx_stage, .fn = fn, .ctx = ctx, .s = s};
+    int bad;
+    run_stage_jobs_keep(err, job, n, false, &bad);
+    free_stage_jobs(job, n);
+    return bad;
 }
 
 static bool fuse_stage(stage_job *j, su_buf *err)
@@ -385,7 +406,7 @@ static pass_status verify(run *u)
     for (int s = 0; s < n; s++)
         job[s] = (stage_job){.run = verify_stage, .m = st[s], .w = st[s], .own = st[s]->oom,
                              .own_arena = st[s]->arena.oom, .bad = -1};
-    run_stage_jobs_keep(u, job, n, false, &first);
+    run_stage_jobs_keep(u->err, job, n, false, &first);
     int bad = first >= 0 ? job[first].bad : -1;
     su_loc at = first >= 0 ? job[first].at : (su_loc){0, 0};
     free_stage_jobs(job, n);

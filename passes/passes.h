@@ -169,6 +169,14 @@ bool pass_verify_p2p(ir_module *const *stage, int n, su_buf *err);
  * max_bytes <= 0 or a module without updates: nothing changes. */
 bool pass_bucket(ir_module *m, int64_t max_bytes, su_buf *err);
 
+/* Runs fn(ctx, s, err) for each stage s of n at once, on a thread per
+ * processor (at most 16; su_processors), each with an error buffer of its
+ * own whose allocation failures stay on its thread: the index of the first
+ * stage (in order) whose fn returned false, with its message appended to
+ * err, or -1. An allocation failure in a job jumps to err->oom once all
+ * are done. fn must touch only what stage s owns. */
+int pass_for_stages(int n, bool (*fn)(void *ctx, int s, su_buf *err), void *ctx, su_buf *err);
+
 /* The memory plan (memplan.c): one arena per rank, each value of a
  * partitioned module at an offset in it; buffers are shared by values that
  * are the same bytes (reshape, constrain, in-place updates) and reused once

@@ -510,23 +510,34 @@ static pass_stage_time lane_times(const lane *L)
     return t;
 }
 
+/* Stage s's groups: the plan's, or (a plan without kernels) its own,
+ * the stages fused at once (pass_for_stages). */
+static bool lane_fusion(void *ctx, int s, su_buf *err)
+{
+    sim *S = ctx;
+    lane *L = &S->lane[s];
+    if (S->given && S->given[s].nops == L->m->ops.n) {
+        L->f = &S->given[s];
+        return true;
+    }
+    L->f = &S->fus[s];
+    return pass_fuse(L->m, &S->fus[s], err);
+}
+
 static void timeline(void *arg)
 {
     timeline_run *r = arg;
     sim *S = &r->S;
     S->lane = su_alloc(&S->arena, (size_t)S->n * sizeof *S->lane);
     S->fus = su_alloc(&S->arena, (size_t)S->n * sizeof *S->fus);
+    for (int s = 0; s < S->n; s++)
+        S->lane[s].m = S->st[s];
+    if (pass_for_stages(S->n, lane_fusion, S, r->err) >= 0) {
+        r->ok = false;
+        return;
+    }
     for (int s = 0; s < S->n; s++) {
         lane *L = &S->lane[s];
-        L->m = S->st[s];
-        if (S->given && S->given[s].nops == L->m->ops.n) {
-            L->f = &S->given[s];
-        } else if (!pass_fuse(L->m, &S->fus[s], r->err)) {
-            r->ok = false;
-            return;
-        } else {
-            L->f = &S->fus[s];
-        }
         L->ready = su_alloc(&S->arena, (size_t)(L->m->next_id + 1) * sizeof *L->ready);
         L->rank0 = S->n > 1 ? first_rank(L->m, s) : 0;
     }
