@@ -37,15 +37,16 @@ typedef struct cg_plan_options {
  * err when a stage holds something the plan cannot express (a bug in the
  * passes, reported as one) or NVRTC fails (the message names the kernel).
  * Allocation failures jump to *oom (the caller's; never the modules'). */
-/* plan_roll.c (for plan_build.c): stage s of plan p (plain, its kernels
- * among p's) rolled into the loop form where the instances of a task
- * repeat; task[k] and mb[k] are instruction k's stamp (ir_op.task, .mb).
- * Replaces the program, the plan's kernel table and the stage's I/O
- * entries' buffers, in memory from a; false when nothing rolls (p as it
- * was). */
+/* plan_roll.c (for plan_build.c): each stage s of plan p (plain, its
+ * kernels among p's) rolled into the loop form where the instances of a
+ * task repeat; task[s][k] and mb[s][k] are instruction k's stamp (ir_op.task,
+ * .mb). Replaces the programs that roll, the plan's kernel table and those
+ * stages' I/O entries' buffers, in memory from a (a stage that does not
+ * roll stays as it was). The stages roll at once, on a thread per
+ * processor (at most 16); the result is the same whatever the count. */
 struct rt_plan;
-bool cg_plan_roll(struct rt_plan *p, int s, const int32_t *task, const int32_t *mb,
-                  su_arena *a, jmp_buf *oom);
+void cg_plan_roll(struct rt_plan *p, int32_t *const *task, int32_t *const *mb, su_arena *a,
+                  jmp_buf *oom);
 bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
                    const cg_plan_options *o, uint8_t **out, size_t *len, su_status *err,
                    jmp_buf *oom);

@@ -915,8 +915,8 @@ static void build_plan(void *arg)
      * structure the writer checks) */
     if (ok && !rt_plan_validate(&p, b->err))
         ok = false;
-    for (int s = 0; ok && !b->o->unroll && m0->stage >= 0 && s < nstages; s++)
-        cg_plan_roll(&p, s, b->task[s], b->mb[s], &r->arena, b->oom);
+    if (ok && !b->o->unroll && m0->stage >= 0)
+        cg_plan_roll(&p, b->task, b->mb, &r->arena, b->oom);
     if (ok)
         ok = rt_plan_write_rolled(&p, r->out, r->len, b->err);
     r->ok = ok;

@@ -633,8 +633,12 @@ static void write_loop(roll *R, body **by_task, int32_t maxtask, rt_program *out
         }
 }
 
-bool cg_plan_roll(rt_plan *p, int s, const int32_t *task, const int32_t *mb, su_arena *a,
-                  jmp_buf *oom)
+/* Stage s rolled: its program into *out and its kernels into kout, its
+ * I/O entries' buffers numbered again; false when nothing rolls (nothing
+ * changed). Reads p's kernels and stage s's program; writes only stage s's
+ * I/O entries, so the stages roll at once. */
+static bool roll_stage(rt_plan *p, int s, const int32_t *task, const int32_t *mb, su_arena *a,
+                       jmp_buf *oom, rt_program *out, su_vec *kout)
 {
     rt_program *g = &p->stage[s];
     roll R = {.a = a, .p = p, .s = s, .g = g};
@@ -690,21 +694,81 @@ bool cg_plan_roll(rt_plan *p, int s, const int32_t *task, const int32_t *mb, su_
     }
     if (!any)
         return false;
-    rt_program out;
-    memset(&out, 0, sizeof out);
-    su_vec kout = {0};
-    write_loop(&R, by_task, maxtask, &out, &kout, oom);
-    /* the plan's kernels: the other stages' as they were, then this one's */
-    int32_t nk = 0;
-    rt_kernel *kernel = su_alloc(a, ((size_t)p->nkernels + (size_t)kout.n + 1) * sizeof *kernel);
-    for (int32_t i = 0; i < p->nkernels; i++)
-        if (p->kernel[i].stage != s)
-            kernel[nk++] = p->kernel[i];
-    for (int32_t i = 0; i < kout.n; i++)
-        kernel[nk++] = *(rt_kernel *)kout.v[i];
-    su_vec_free(&kout);
-    p->kernel = kernel;
-    p->nkernels = nk;
-    *g = out;
+    memset(out, 0, sizeof *out);
+    write_loop(&R, by_task, maxtask, out, kout, oom);
     return true;
+}
+
+/* ---- every stage at once ---- */
+
+typedef struct roll_job {
+    rt_plan *p;
+    int s;
+    const int32_t *task, *mb;
+    su_arena arena;     /* the rolled program's memory, the caller's arena's after */
+    jmp_buf oom;
+    rt_program out;
+    su_vec kout;        /* rt_kernel * in arena */
+    bool rolled, failed;
+} roll_job;
+
+static void roll_item(void *ctx, int i)
+{
+    roll_job *j = &((roll_job *)ctx)[i];
+    su_arena_init(&j->arena, &j->oom);
+    if (setjmp(j->oom)) { /* an allocation failure: the caller jumps once all are done */
+        j->failed = true;
+        return;
+    }
+    j->rolled = roll_stage(j->p, j->s, j->task, j->mb, &j->arena, &j->oom, &j->out, &j->kout);
+}
+
+void cg_plan_roll(rt_plan *p, int32_t *const *task, int32_t *const *mb, su_arena *a,
+                  jmp_buf *oom)
+{
+    int n = p->nstages;
+    roll_job *job = calloc((size_t)(n > 0 ? n : 1), sizeof *job);
+    if (!job)
+        su_oom(oom);
+    for (int s = 0; s < n; s++) {
+        job[s].p = p;
+        job[s].s = s;
+        job[s].task = task[s];
+        job[s].mb = mb[s];
+    }
+    int nt = su_processors();
+    su_parallel_for(n, nt > 16 ? 16 : nt, roll_item, job);
+    bool failed = false;
+    size_t nk = 0;
+    for (int s = 0; s < n; s++) {
+        failed = failed || job[s].failed;
+        nk += (size_t)job[s].kout.n;
+    }
+    if (failed) {
+        for (int s = 0; s < n; s++) {
+            su_vec_free(&job[s].kout);
+            su_arena_free(&job[s].arena);
+        }
+        free(job);
+        su_oom(oom);
+    }
+    /* the plan's kernels: those of the stages that did not roll as they
+     * were, then each rolled stage's, in stage order (as rolling the stages
+     * one after the other, each moving its kernels to the end, left them) */
+    rt_kernel *kernel = su_alloc(a, ((size_t)p->nkernels + nk + 1) * sizeof *kernel);
+    int32_t k = 0;
+    for (int32_t i = 0; i < p->nkernels; i++)
+        if (!job[p->kernel[i].stage].rolled)
+            kernel[k++] = p->kernel[i];
+    for (int s = 0; s < n; s++) {
+        for (int32_t i = 0; job[s].rolled && i < job[s].kout.n; i++)
+            kernel[k++] = *(rt_kernel *)job[s].kout.v[i];
+        if (job[s].rolled)
+            p->stage[s] = job[s].out;
+        su_vec_free(&job[s].kout);
+        su_arena_take(a, &job[s].arena);
+    }
+    p->kernel = kernel;
+    p->nkernels = k;
+    free(job);
 }

@@ -89,6 +89,23 @@ void su_arena_free(su_arena *a)
     a->head = NULL;
 }
 
+void su_arena_take(su_arena *to, su_arena *from)
+{
+    su_chunk *c = from->head;
+    if (!c)
+        return;
+    su_chunk *last = c;
+    while (last->next)
+        last = last->next;
+    if (to->head) { /* behind the head, which stays the one allocated from */
+        last->next = to->head->next;
+        to->head->next = c;
+    } else {
+        to->head = c;
+    }
+    from->head = NULL;
+}
+
 void *su_alloc(su_arena *a, size_t n)
 {
     n = (n + 15) & ~(size_t)15;

@@ -71,6 +71,9 @@ typedef struct su_arena {
 
 void su_arena_init(su_arena *a, jmp_buf *oom);
 void su_arena_free(su_arena *a);
+/* Moves what from holds into to: it lives until su_arena_free(to); from
+ * is left empty. */
+void su_arena_take(su_arena *to, su_arena *from);
 /* Zeroed, 16-byte aligned memory that lives until su_arena_free. */
 void *su_alloc(su_arena *a, size_t n);
 char *su_strndup(su_arena *a, const char *s, size_t n);

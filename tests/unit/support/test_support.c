@@ -26,7 +26,27 @@ static void test_arena(void)
     CHECK(after == small + 16);
     CHECK_STR(su_strndup(&a, "abcdef", 3), "abc");
     CHECK_STR(su_sprintf(&a, "%s.%d", "layers", 3), "layers.3");
+    /* su_arena_take: another arena's memory lives on in a, which keeps
+     * allocating from its own head (ASan: nothing leaks, nothing freed
+     * twice) */
+    su_arena b, empty;
+    su_arena_init(&b, NULL);
+    su_arena_init(&empty, NULL);
+    char *kept = su_strdup(&b, "taken");
+    su_alloc(&b, 1 << 18); /* b: two chunks */
+    char *last = su_alloc(&a, 8);
+    su_arena_take(&a, &b);
+    CHECK(b.head == NULL);
+    su_arena_take(&a, &empty); /* nothing */
+    char *next = su_alloc(&a, 8);
+    CHECK(next == last + 16); /* still a's head chunk */
+    CHECK_STR(kept, "taken");
+    su_arena_take(&empty, &a); /* into an empty one */
+    CHECK(a.head == NULL && empty.head != NULL);
+    CHECK_STR(kept, "taken");
+    su_arena_free(&b);
     su_arena_free(&a);
+    su_arena_free(&empty);
 }
 
 static void test_buf_and_vec(void)
