@@ -1212,6 +1212,35 @@ static void test_rules_train(const rt_plan *p)
     CHECK_STR(instr_msg(p, &in, err), "momentum nan is not finite");
 }
 
+/* rt_bucket_view, which the memory rule asks before the bucket rule
+ * checks the offset: an offset outside a one-row bucket is no view, and
+ * is never multiplied into bytes (an offset of 2^62 overflowed int64: the
+ * fuzz finding of 903e463, whose seed F-bucket-offset-overflow.plan the
+ * reader now refuses at its header, format 2, before any instruction). */
+static void test_bucket_view(void)
+{
+    rt_instr in = mk(RT_OP_EXTRACT, T(RT_F32, 4), 1, T(RT_F32, 1, 10));
+    in.offset = 6;
+    CHECK(rt_bucket_view(&in, 0, 1024, 1024 + 6 * 4));
+    CHECK(!rt_bucket_view(&in, 0, 1024, 1024));
+    CHECK(!rt_bucket_view(&in, 1, 1024, 1024 + 6 * 4));
+    in.offset = (int64_t)1 << 62; /* times 4 bytes overflows */
+    CHECK(!rt_bucket_view(&in, 0, 0, 0));
+    in.offset = INT64_MAX;
+    CHECK(!rt_bucket_view(&in, 0, 0, 0));
+    in.offset = -1;
+    CHECK(!rt_bucket_view(&in, 0, 1024, 1020));
+    in.offset = 11; /* past the last column */
+    CHECK(!rt_bucket_view(&in, 0, 0, 44));
+    rt_instr ins = mk(RT_OP_INSERT, T(RT_F32, 1, 10), 2, T(RT_F32, 1, 10), T(RT_F32, 4));
+    ins.offset = 6;
+    CHECK(rt_bucket_view(&ins, 1, 1024 + 6 * 4, 1024));
+    ins.offset = (int64_t)1 << 62;
+    CHECK(!rt_bucket_view(&ins, 1, 0, 0));
+    rt_instr two = mk(RT_OP_EXTRACT, T(RT_F32, 4), 1, T(RT_F32, 2, 10)); /* two rows: no view */
+    CHECK(!rt_bucket_view(&two, 0, 0, 0));
+}
+
 /* insert and extract: a [rows, columns] bucket of the value's dtype, the
  * value's blocks inside its columns. */
 static void test_rules_bucket(const rt_plan *p)
@@ -1450,6 +1479,7 @@ static void test_rules(void)
 
     test_rules_train(p);
     test_rules_bucket(p);
+    test_bucket_view();
 
     in = mk(RT_OP_CONST, T(F, 2), 0);
     in.value = INFINITY;
