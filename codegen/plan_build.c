@@ -71,7 +71,9 @@ typedef struct builder {
     jmp_buf *oom;        /* the caller's */
     /* what a stage's lowering holds, freed by cg_plan_bytes after an
      * allocation failure too */
-    cg_cuda cuda;        /* their kernels */
+    cg_cuda *gen;        /* per stage: its kernels, made for every stage at once
+                          * before the first is lowered (gen_kernels) */
+    int ngen;
     rt_nvrtc_output nv;  /* a module being compiled */
     su_buf msg;          /* a pass's message */
     struct nv_job *job;  /* the stage's new modules, compiled at once (malloc'd) */
@@ -483,12 +485,6 @@ static void index_made(builder *b, const made *d)
     b->made_slot[j] = d;
 }
 
-/* For cg_cuda_generate_known: a module holds key's code already. */
-static bool key_made(void *ctx, const char *key, uint64_t hash)
-{
-    return made_with(ctx, key, hash) != NULL;
-}
-
 /* Whether a source must be a program alone: it names the error word. */
 static bool alone(const cg_cuda_kernel *k)
 {
@@ -807,15 +803,95 @@ static bool add_matmul_kernel(builder *b, const pass_fgroup *g)
 /* The kernels of the stage b lowered last: one per group of f with CUDA
  * C, then one per op with a kernel of its own (cg_cuda_op_kernel), then
  * one per matmul group (cuBLASLt's). */
+/* ---- every stage's kernels made at once ----
+ *
+ * cg_cuda_generate_known reads only its stage's module and groups and
+ * writes only its result, so the stages' kernels are made at once, on a
+ * thread per processor (at most 16), each job under an allocation guard of
+ * its own. A job cannot know the keys the modules of earlier stages hold
+ * (they are made after), so the first kernel of such a key in a stage has
+ * its source made, which compile_stage and module_of then pass over for
+ * the module made before: the plan is the same. */
+typedef struct gen_job {
+    const ir_module *m;
+    const pass_fusion *f;
+    cg_cuda *out;
+    char *msg;          /* malloc'd; NULL: none, or no memory for it */
+    bool ok, oom;
+} gen_job;
+
+static bool knows_none(void *ctx, const char *key, uint64_t hash)
+{
+    (void)ctx;
+    (void)key;
+    (void)hash;
+    return false;
+}
+
+typedef struct gen_call {
+    gen_job *j;
+    su_buf *err;
+} gen_call;
+
+static void gen_call_run(void *arg)
+{
+    gen_call *c = arg;
+    c->j->ok = cg_cuda_generate_known(c->j->m, c->j->f, c->j->out, c->err, knows_none, NULL);
+}
+
+static void gen_item(void *ctx, int i)
+{
+    gen_job *j = &((gen_job *)ctx)[i];
+    jmp_buf oom;
+    su_buf err;
+    su_buf_init(&err, &oom);
+    gen_call c = {j, &err};
+    if (!su_catch(&oom, gen_call_run, &c)) {
+        j->ok = false;
+        j->oom = true;
+    } else if (err.len) {
+        j->msg = strdup(err.s);
+    }
+    su_buf_free(&err);
+}
+
+/* Every stage's kernels into b->gen; false for the first stage the
+ * generator fails on (a bug in the passes), with its message. */
+static bool gen_kernels(builder *b, ir_module *const *stages, int n)
+{
+    b->gen = calloc((size_t)(n > 0 ? n : 1), sizeof *b->gen);
+    gen_job *job = calloc((size_t)(n > 0 ? n : 1), sizeof *job);
+    if (!b->gen || !job) {
+        free(job);
+        su_oom(b->oom);
+    }
+    b->ngen = n;
+    for (int s = 0; s < n; s++)
+        job[s] = (gen_job){.m = stages[s], .f = &b->o->fusion[s], .out = &b->gen[s]};
+    int nt = su_processors();
+    su_parallel_for(n, nt > NV_THREADS ? NV_THREADS : nt, gen_item, job);
+    int bad = -1;
+    bool oom = false;
+    for (int s = 0; s < n; s++) {
+        oom = oom || job[s].oom;
+        if (bad < 0 && !job[s].ok)
+            bad = s;
+    }
+    if (bad >= 0 && !oom)
+        fail(b, "kernels of stage %d: %s", bad, job[bad].msg ? job[bad].msg : "?");
+    for (int s = 0; s < n; s++)
+        free(job[s].msg);
+    free(job);
+    if (oom)
+        su_oom(b->oom); /* cg_plan_bytes frees b->gen */
+    return bad < 0;
+}
+
 static bool stage_kernels(builder *b, const pass_fusion *f)
 {
-    cg_cuda *c = &b->cuda;
+    cg_cuda *c = &b->gen[b->stage];
     b->f = f;
-    bool ok = cg_cuda_generate_known(b->m, f, c, &b->msg, key_made, b);
-    if (!ok)
-        fail(b, "kernels of stage %d: %s", b->stage, b->msg.s ? b->msg.s : "?");
-    su_buf_free(&b->msg);
-    ok = ok && compile_stage(b, c);
+    bool ok = compile_stage(b, c);
     for (int i = 0; ok && i < c->nkernels; i++) {
         const cg_cuda_kernel *k = &c->k[i];
         const pass_fgroup *g = k->group >= 0 ? &f->groups[k->group] : NULL;
@@ -831,7 +907,7 @@ static bool stage_kernels(builder *b, const pass_fusion *f)
     if (ok && b->stage == 0)
         ok = (b->init_module = module_of(b, &b->init, &entry)) >= 0;
     free_jobs(b);
-    cg_cuda_free(c);
+    cg_cuda_free(c); /* the stage's kernels, no longer read */
     return ok;
 }
 
@@ -890,7 +966,7 @@ static void build_plan(void *arg)
     memset(p.stage, 0, (size_t)nstages * sizeof *p.stage);
     b->task = su_alloc(&r->arena, (size_t)nstages * sizeof *b->task);
     b->mb = su_alloc(&r->arena, (size_t)nstages * sizeof *b->mb);
-    bool ok = true;
+    bool ok = !b->o->kernels || gen_kernels(b, r->stages, nstages);
     for (int s = 0; ok && s < nstages; s++)
         ok = plan_stage(b, r->stages[s], s, &p.stage[s], &p.loss);
     if (ok) {
@@ -939,7 +1015,9 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     su_buf_init(&b->msg, oom);
     bool done = su_guarded(oom, build_plan, &r);
     free_jobs(b);
-    cg_cuda_free(&b->cuda);
+    for (int s = 0; s < b->ngen; s++)
+        cg_cuda_free(&b->gen[s]);
+    free(b->gen);
     rt_nvrtc_output_free(&b->nv);
     su_buf_free(&b->msg);
     free(b->ins);
