@@ -395,31 +395,15 @@ typedef struct nv_job {
 } nv_job;
 
 
-typedef struct nv_call {
-    nv_job *j;
-    su_buf *err;
-} nv_call;
-
-static void nv_compile(void *arg)
+static bool nv_compile(void *arg, su_buf *err)
 {
-    nv_call *c = arg;
-    c->j->ok = rt_nvrtc_compile(c->j->name, c->j->source, c->j->o, &c->j->out, c->err);
+    nv_job *j = arg;
+    return rt_nvrtc_compile(j->name, j->source, j->o, &j->out, err);
 }
 
 static void nv_run_job(nv_job *j)
 {
-    jmp_buf oom;
-    su_buf err;
-    su_buf_init(&err, &oom);
-    nv_call c = {j, &err};
-    if (!su_catch(&oom, nv_compile, &c)) {
-        j->ok = false;
-        j->oom = true;
-        su_buf_free(&err);
-        return;
-    }
-    j->err = err.len ? strdup(err.s) : NULL;
-    su_buf_free(&err);
+    j->ok = su_job(nv_compile, j, &j->err, &j->oom);
 }
 
 /* su_parallel_for's item i: the i-th job of the order. */
@@ -828,31 +812,16 @@ static bool knows_none(void *ctx, const char *key, uint64_t hash)
     return false;
 }
 
-typedef struct gen_call {
-    gen_job *j;
-    su_buf *err;
-} gen_call;
-
-static void gen_call_run(void *arg)
+static bool gen_run(void *arg, su_buf *err)
 {
-    gen_call *c = arg;
-    c->j->ok = cg_cuda_generate_known(c->j->m, c->j->f, c->j->out, c->err, knows_none, NULL);
+    gen_job *j = arg;
+    return cg_cuda_generate_known(j->m, j->f, j->out, err, knows_none, NULL);
 }
 
 static void gen_item(void *ctx, int i)
 {
     gen_job *j = &((gen_job *)ctx)[i];
-    jmp_buf oom;
-    su_buf err;
-    su_buf_init(&err, &oom);
-    gen_call c = {j, &err};
-    if (!su_catch(&oom, gen_call_run, &c)) {
-        j->ok = false;
-        j->oom = true;
-    } else if (err.len) {
-        j->msg = strdup(err.s);
-    }
-    su_buf_free(&err);
+    j->ok = su_job(gen_run, j, &j->msg, &j->oom);
 }
 
 /* Every stage's kernels into b->gen; false for the first stage the

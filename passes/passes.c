@@ -212,32 +212,17 @@ typedef struct stage_job {
     bool ok, oom;
 } stage_job;
 
-typedef struct stage_call {
-    stage_job *j;
-    su_buf *err;
-} stage_call;
-
-static void stage_call_run(void *arg)
+static bool stage_run(void *arg, su_buf *err)
 {
-    stage_call *c = arg;
-    c->j->ok = c->j->run(c->j, c->err);
+    stage_job *j = arg;
+    return j->run(j, err);
 }
 
 /* su_parallel_for's item i: stage i's job. */
 static void stage_item(void *ctx, int i)
 {
     stage_job *j = &((stage_job *)ctx)[i];
-    jmp_buf oom;
-    su_buf err;
-    su_buf_init(&err, &oom);
-    stage_call c = {j, &err};
-    if (!su_catch(&oom, stage_call_run, &c)) {
-        j->ok = false;
-        j->oom = true;
-    } else if (err.len) {
-        j->msg = strdup(err.s);
-    }
-    su_buf_free(&err);
+    j->ok = su_job(stage_run, j, &j->msg, &j->oom);
 }
 
 static void free_stage_jobs(stage_job *job, int n)

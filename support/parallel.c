@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 typedef struct par {
@@ -63,4 +64,33 @@ void su_parallel_for(int n, int threads, void (*fn)(void *ctx, int i), void *ctx
         if (started[t])
             pthread_join(tid[t], NULL);
     pthread_mutex_destroy(&p.mu);
+}
+
+typedef struct job_call {
+    bool (*fn)(void *arg, su_buf *err);
+    void *arg;
+    su_buf *err;
+    bool ok;
+} job_call;
+
+static void job_run(void *p)
+{
+    job_call *c = p;
+    c->ok = c->fn(c->arg, c->err);
+}
+
+bool su_job(bool (*fn)(void *arg, su_buf *err), void *arg, char **msg, bool *oom)
+{
+    jmp_buf guard;
+    su_buf err;
+    su_buf_init(&err, &guard);
+    job_call c = {fn, arg, &err, false};
+    *msg = NULL;
+    *oom = !su_catch(&guard, job_run, &c);
+    if (*oom)
+        c.ok = false;
+    else if (err.len)
+        *msg = strdup(err.s);
+    su_buf_free(&err);
+    return c.ok;
 }

@@ -260,6 +260,12 @@ int su_threads_env(const char *v);
  * must be safe to run at once for different i, and keeps what it has to
  * say in ctx (an allocation failure included: no jump may leave fn). */
 void su_parallel_for(int n, int threads, void (*fn)(void *ctx, int i), void *ctx);
+/* A job for another thread (su_parallel_for): runs fn(arg, err) with an
+ * error buffer and an allocation guard of its own, and gives what fn
+ * wrote into err in *msg (malloc'd; NULL when nothing, or no memory for
+ * it) and in *oom whether an allocation failed (then false). fn's result
+ * otherwise. */
+bool su_job(bool (*fn)(void *arg, su_buf *err), void *arg, char **msg, bool *oom);
 
 /* ---- checksums (crc32.c) ---- */
 

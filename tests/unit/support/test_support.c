@@ -14,6 +14,43 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+/* su_job: fn's result and message; an allocation failure inside it stays
+ * in the job (false, oom, no message). */
+static bool job_says(void *arg, su_buf *err)
+{
+    su_buf_printf(err, "job %d", *(int *)arg);
+    return *(int *)arg > 0;
+}
+
+static bool job_quiet(void *arg, su_buf *err)
+{
+    (void)err;
+    return arg != NULL;
+}
+
+static bool job_oom(void *arg, su_buf *err)
+{
+    (void)arg;
+    su_buf_puts(err, "half a message");
+    su_oom(err->oom);
+    return true;
+}
+
+static void test_job(void)
+{
+    char *msg;
+    bool oom;
+    int k = 3;
+    CHECK(su_job(job_says, &k, &msg, &oom) && !oom && msg && !strcmp(msg, "job 3"));
+    free(msg);
+    k = -1;
+    CHECK(!su_job(job_says, &k, &msg, &oom) && !oom && msg && !strcmp(msg, "job -1"));
+    free(msg);
+    CHECK(su_job(job_quiet, &k, &msg, &oom) && !oom && msg == NULL);
+    CHECK(!su_job(job_quiet, NULL, &msg, &oom) && !oom && msg == NULL);
+    CHECK(!su_job(job_oom, NULL, &msg, &oom) && oom && msg == NULL);
+}
+
 static void test_arena(void)
 {
     su_arena a;
@@ -399,6 +436,7 @@ int main(void)
     test_parallel_for();
     test_status();
     test_arena();
+    test_job();
     test_buf_and_vec();
     test_fmt_double();
     test_diag();
