@@ -486,7 +486,8 @@ static fe_val attention(fe_lower *L, const fe_builtin *b, fe_args *A, su_loc loc
         k = repeat_heads(L, k, h / g, loc);
         v = repeat_heads(L, v, h / g, loc);
     }
-    double d = (double)q->type.dim[rank - 1];
+    /* a scalar q has no head dim: its shape rule refuses it at the emit */
+    double d = rank >= 1 ? (double)q->type.dim[rank - 1] : 1.0;
     if (A->node[4] && !(A->num[4] > 0))
         fe_fail(L, A->node[4]->loc, "attention's scale must be positive, got %g", A->num[4]);
     double scale = A->node[4] ? A->num[4] : 1 / sqrt(d);
