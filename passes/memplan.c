@@ -42,6 +42,16 @@
  * the in-place updates above. Every offset and size is a multiple of
  * PASS_MEM_ALIGN.
  *
+ * A pipeline stage's tasks (ir_op.task). A value of a task's instance for
+ * one microbatch takes, when it is free, the place the same value of an
+ * earlier microbatch had (the nearest first): after the first few
+ * microbatches each value then cycles through as many places as the
+ * schedule keeps microbatches in flight, and the plan writer's loop form
+ * (codegen/plan_roll.c) holds that many slots per value, not one per
+ * microbatch, so a plan does not grow with them. Such places can leave gaps
+ * best fit would have filled: the stage is planned both ways and the
+ * smaller arena kept (the places alike on a tie).
+ *
  * Kernels (pass_plan_memory_fused). A fused group of passes/fuse.h runs
  * as one kernel at its anchor (its last op), while a CPU backend runs the
  * same plan op by op; the plan must be sound for both. So a buffer lives
@@ -262,6 +272,31 @@ static int64_t alloc_block(planner *P, int64_t size)
     return off;
 }
 
+/* Takes [off, off + size) when it lies inside one free block: true. */
+static bool take_block(planner *P, int64_t off, int64_t size)
+{
+    int lo = 0, hi = P->nfree; /* the last block starting at or below off */
+    while (hi - lo > 1) {
+        int mid = (lo + hi) / 2;
+        *(P->free[mid].off <= off ? &lo : &hi) = mid;
+    }
+    if (!P->nfree || P->free[lo].off > off || off + size > P->free[lo].off + P->free[lo].size)
+        return false;
+    block b = P->free[lo];
+    int64_t left = off - b.off, right = b.off + b.size - (off + size);
+    if (left && right) {
+        P->free[lo].size = left;
+        free_insert(P, lo + 1, (block){off + size, right});
+    } else if (left) {
+        P->free[lo].size = left;
+    } else if (right) {
+        P->free[lo] = (block){off + size, right};
+    } else {
+        free_remove(P, lo);
+    }
+    return true;
+}
+
 static void free_block(planner *P, int64_t off, int64_t size)
 {
     int at = 0;
@@ -282,6 +317,94 @@ static void free_block(planner *P, int64_t off, int64_t size)
         return;
     }
     free_insert(P, at, (block){off, size});
+}
+
+/* ---- a task's instances placed alike ---- */
+
+/* A pipeline stage runs each task (a chunk's forward or backward,
+ * ir_op.task > 0) once per microbatch, the instances one after the other
+ * (pipesplit.c): the op at position k of microbatch j's instance makes
+ * what the op at position k of microbatch j - d's made, for another
+ * microbatch. Per (task, microbatch), its ops in program order. */
+typedef struct instances {
+    int32_t ntask, nmb;  /* 0 when the module has no task */
+    int64_t *start;      /* [ntask * nmb + 1]: each instance's ops in op[] */
+    int64_t *op;
+    int64_t *pos;        /* [ops]: the op's position in its instance, -1 none */
+} instances;
+
+/* How many microbatches back a result's place is looked for: more than a
+ * schedule keeps in flight on a stage (1F1B: the stages, interleaved: a
+ * few times more). */
+#define TWIN_TRIES 64
+
+static void find_instances(const ir_module *m, su_arena *a, instances *I)
+{
+    memset(I, 0, sizeof *I);
+    int64_t n = m->ops.n;
+    for (int64_t i = 0; i < n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (op->task > 0 && op->mb >= 0) {
+            I->ntask = op->task > I->ntask ? op->task : I->ntask;
+            I->nmb = op->mb + 1 > I->nmb ? op->mb + 1 : I->nmb;
+        }
+    }
+    if (!I->ntask)
+        return;
+    size_t nkey = (size_t)I->ntask * (size_t)I->nmb;
+    I->start = su_alloc(a, (nkey + 1) * sizeof *I->start);
+    I->pos = su_alloc(a, (size_t)(n + 1) * sizeof *I->pos);
+    memset(I->start, 0, (nkey + 1) * sizeof *I->start);
+    for (int64_t i = 0; i < n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (op->task > 0 && op->mb >= 0)
+            I->start[(size_t)(op->task - 1) * (size_t)I->nmb + (size_t)op->mb + 1]++;
+    }
+    for (size_t k = 0; k < nkey; k++)
+        I->start[k + 1] += I->start[k];
+    I->op = su_alloc(a, (size_t)(I->start[nkey] + 1) * sizeof *I->op);
+    int64_t *fill = su_alloc(a, (nkey + 1) * sizeof *fill);
+    memcpy(fill, I->start, (nkey + 1) * sizeof *fill);
+    for (int64_t i = 0; i < n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        I->pos[i] = -1;
+        if (op->task <= 0 || op->mb < 0)
+            continue;
+        size_t key = (size_t)(op->task - 1) * (size_t)I->nmb + (size_t)op->mb;
+        I->pos[i] = fill[key] - I->start[key];
+        I->op[fill[key]++] = i;
+    }
+}
+
+/* The place of result j of op i, an op of a task's instance, when the
+ * same result of an earlier microbatch's instance (the nearest first) had
+ * a place of its size that is free now: taken, its offset; else -1. So a
+ * task's instances reuse a few places in turn, as many as the schedule
+ * keeps in flight, and the plan writer rolls them into one body with that
+ * many slots (codegen/plan_roll.c) rather than one per microbatch. */
+static int64_t twin_place(planner *P, const instances *I, const uint8_t *kind, int64_t i,
+                          int j, int64_t size)
+{
+    const ir_op *op = IR_OP(P->m, i);
+    const pass_memplan *mp = P->mp;
+    if (!I->ntask || op->task <= 0 || op->mb <= 0 || I->pos[i] < 0)
+        return -1;
+    for (int d = 1; d <= op->mb && d <= TWIN_TRIES; d++) {
+        size_t key = (size_t)(op->task - 1) * (size_t)I->nmb + (size_t)(op->mb - d);
+        if (I->start[key + 1] - I->start[key] <= I->pos[i])
+            continue;
+        int64_t t = I->op[I->start[key] + I->pos[i]];
+        const ir_op *o = IR_OP(P->m, t);
+        if (t >= i || o->code != op->code || o->nres != op->nres)
+            continue;
+        int tb = mp->buf[o->res[j]->id];
+        if (tb < 0 || mp->start[tb] != t || mp->view_of[tb] >= 0 || !(kind[tb] & 0x80) ||
+            align_up(mp->bytes[tb]) != size)
+            continue;
+        if (take_block(P, mp->offset[tb], size))
+            return mp->offset[tb];
+    }
+    return -1;
 }
 
 /* ---- the plan ---- */
@@ -555,8 +678,8 @@ bool pass_plan_memory(const ir_module *m, pass_memplan *mp, su_buf *err)
     return pass_plan_memory_fused(m, NULL, mp, err);
 }
 
-bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_memplan *mp,
-                            su_buf *err)
+static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *mp, su_buf *err,
+                       bool alike, bool *tasks)
 {
     memset(mp, 0, sizeof *mp);
     su_arena_init(&mp->arena, err->oom);
@@ -649,6 +772,11 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
             next_end[b] = head_end[mp->end[b]];
             head_end[mp->end[b]] = b;
         }
+    instances inst;
+    find_instances(m, a, &inst);
+    *tasks = inst.ntask > 0;
+    if (!alike)
+        inst.ntask = 0;
     int64_t live = 0, peak = 0, grads = 0;
     mp->fullest_op = -1;
     for (int64_t i = 0; i < n; i++) {
@@ -658,8 +786,9 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
             if (mp->start[b] != i || kind[b] & 0x80 || mp->view_of[b] >= 0)
                 continue;
             kind[b] |= 0x80; /* placed */
-            int64_t top = P.top;
-            mp->offset[b] = alloc_block(&P, align_up(mp->bytes[b]));
+            int64_t top = P.top, size = align_up(mp->bytes[b]);
+            int64_t off = twin_place(&P, &inst, kind, i, j, size);
+            mp->offset[b] = off >= 0 ? off : alloc_block(&P, size);
             if (P.top > top)
                 mp->top_raised_at = i;
             *(kind[b] & K_GRAD ? &grads : &live) += mp->bytes[b];
@@ -690,6 +819,30 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
             mp->optimizer_state += mp->bytes[b];
         else if (kind[b] & K_GRAD)
             mp->gradients += mp->bytes[b];
+    }
+    return true;
+}
+
+bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_memplan *mp,
+                            su_buf *err)
+{
+    bool tasks = false;
+    if (!plan_fused(m, f, mp, err, true, &tasks))
+        return false;
+    if (!tasks)
+        return true;
+    /* placing instances alike can leave a gap best fit alone would have
+     * filled: the smaller arena is kept (instances alike on a tie) */
+    pass_memplan alt;
+    if (!plan_fused(m, f, &alt, err, false, &tasks)) {
+        pass_memplan_free(&alt);
+        return false;
+    }
+    if (alt.arena_bytes < mp->arena_bytes) {
+        pass_memplan_free(mp);
+        *mp = alt;
+    } else {
+        pass_memplan_free(&alt);
     }
     return true;
 }

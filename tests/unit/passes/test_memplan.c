@@ -292,6 +292,96 @@ static void test_check_random(void)
     CHECK(faults > 200 && faults < 1900); /* both verdicts were tried */
 }
 
+/* A pipeline stage's program (passes/pipesplit.c): twelve microbatches'
+ * forward (task 1) and backward (task 2) in 1F1B's order with two in
+ * flight, F0 F1 B0 F2 B1 F3 ... F11 B10 B11. The forward makes two
+ * temporaries and a value its backward reads; the backward adds the
+ * microbatch's part to a sum. Placed alike, each instance's values lie
+ * where an earlier microbatch's did: the temporaries where the previous
+ * one's, the kept value where the one two back (the other is still in
+ * flight), once the first microbatches have set the places: fewer places
+ * than best fit alone, whose last microbatches stray into other free
+ * blocks, so fewer slots when the plan writer rolls the instances into a
+ * body. The arena is no larger than best fit alone makes it (the same
+ * program unstamped). */
+static void test_instances_alike(void)
+{
+    enum { M = 12 };
+    char order[2 * M + 1] = "FF";
+    for (int j = 0; j < M; j++)
+        strcat(order, j + 2 < M ? "BF" : "B");
+    su_buf t;
+    su_buf_init(&t, &oom);
+    su_buf_puts(&t, "mesh dp = 1\npartitioned\n"
+                    "%x = input {name = \"x\"} : f32[64] shard(_)\n"
+                    "%y = input {name = \"y\"} : f32[192] shard(_)\n");
+    int f = 0, b = 0;
+    for (const char *o = order; *o; o++) {
+        if (*o == 'F') {
+            su_buf_printf(&t, "%%a%d = exp %%x : f32[64] auto(_)\n"
+                              "%%b%d = relu %%y : f32[192] auto(_)\n"
+                              "%%r%d = sum %%b%d {axis = 0, keepdims = true} : f32[1] auto(_)\n"
+                              "%%c%d = mul %%a%d, %%r%d : f32[64] auto(_)\n", f, f, f, f, f, f, f);
+            f++;
+        } else {
+            su_buf_printf(&t, "%%g%d = mul %%c%d, %%x : f32[64] auto(_)\n", b, b);
+            if (b)
+                su_buf_printf(&t, "%%s%d = add %%s%d, %%g%d : f32[64] auto(_)\n", b, b - 1, b);
+            else
+                su_buf_printf(&t, "%%s0 = neg %%g0 : f32[64] auto(_)\n");
+            b++;
+        }
+    }
+    su_buf_printf(&t, "output \"s\" = %%s%d\n", M - 1);
+    run flat = plan(t.s); /* no stamps: best fit alone */
+    su_src src = {"test.ir", t.s, t.len};
+    su_diag d;
+    su_diag_init(&d, &oom);
+    run r = {.m = ir_parse(&src, &d, &oom)};
+    CHECK(r.m != NULL);
+    su_diag_free(&d);
+    for (int i = 0; r.m && i < r.m->ops.n; i++) {
+        ir_op *op = IR_OP(r.m, i);
+        const char *n = op->res[0]->name;
+        if (n && strchr("abrcgs", n[0]) && n[1] >= '0' && n[1] <= '9') {
+            op->task = strchr("abrc", n[0]) ? 1 : 2;
+            op->mb = atoi(n + 1);
+        }
+    }
+    su_buf err;
+    su_buf_init(&err, &oom);
+    CHECK(r.m && pass_plan_memory(r.m, &r.mp, &err));
+    CHECK(r.m && pass_memplan_check(r.m, &r.mp, &err));
+    CHECK(r.mp.arena_bytes <= flat.mp.arena_bytes);
+    /* after four microbatches, every value of microbatch j lies where
+     * microbatch j - 2's did (best fit alone strays at the end: the last
+     * microbatches find other blocks free) */
+    char name[16], back[16];
+    int places = 0, flat_places = 0;
+    for (const char *v = "abrcgs"; *v; v++) {
+        for (int j = 0; j < M; j++) {
+            snprintf(name, sizeof name, "%c%d", *v, j);
+            snprintf(back, sizeof back, "%c%d", *v, j - 2);
+            if (j >= 6)
+                CHECK_INT(off(&r, name), off(&r, back));
+            bool known = false, flat_known = false;
+            for (int k = 0; k < j; k++) {
+                snprintf(back, sizeof back, "%c%d", *v, k);
+                known |= off(&r, back) == off(&r, name);
+                flat_known |= off(&flat, back) == off(&flat, name);
+            }
+            places += !known;
+            flat_places += !flat_known;
+        }
+    }
+    /* the slots the plan writer makes: fewer than best fit's */
+    CHECK(places < flat_places);
+    su_buf_free(&err);
+    su_buf_free(&t);
+    done(&flat);
+    done(&r);
+}
+
 int main(void)
 {
     if (setjmp(oom)) {
@@ -303,5 +393,6 @@ int main(void)
     test_in_place();
     test_check();
     test_check_random();
+    test_instances_alike();
     return CHECK_DONE();
 }
