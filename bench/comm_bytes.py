@@ -90,7 +90,7 @@ def report(shardc, variant, work):
     kinds = {}
     for c in stage["collectives"]:
         key = "%s/%s" % (c["kind"], c["phase"])
-        kinds[key] = kinds.get(key, 0) + 1
+        kinds[key] = kinds.get(key, 0) + c.get("times", 1)  # a pipeline's: once per microbatch
     return stage["bytes_sent"], kinds, stage["memory"]["params"], stage["memory"]["activations"]
 
 

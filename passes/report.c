@@ -44,9 +44,110 @@ static void axes_json(su_buf *b, const ir_module *m, const ir_op *op)
     su_buf_putc(b, ']');
 }
 
+/* ---- a stage's collectives, a pipeline task's once ---- */
+
+/* One entry of a stage's list of collectives: the first op in program
+ * order that runs it and how many times a step it runs. A pipeline stage
+ * runs each task (ir_op.task > 0) and the sends and receives of each
+ * microbatch (task -1) once per microbatch: the collective at position k
+ * of a later microbatch's instance, the same collective as the first
+ * instance's (kind, axes, dtype, elements, reduction, peer, phase and
+ * line), is counted in that one's entry, so the list does not grow with
+ * the microbatches. Anything else, and an instance's collective that
+ * differs, has an entry of its own. */
+typedef struct coll_entry {
+    int64_t op;
+    int64_t times;
+} coll_entry;
+
+typedef struct coll_list {
+    coll_entry *e;
+    int64_t n;
+} coll_list;
+
+static bool coll_same(const ir_op *a, const ir_op *b)
+{
+    if (a->code != b->code || a->a.naxes != b->a.naxes || a->phase != b->phase ||
+        a->loc.line != b->loc.line || a->a.peer != b->a.peer || a->a.reduce != b->a.reduce)
+        return false;
+    for (int q = 0; q < a->a.naxes; q++)
+        if (a->a.axes[q] != b->a.axes[q])
+            return false;
+    const ir_value *va = a->nres ? a->res[0] : a->in[0];
+    const ir_value *vb = b->nres ? b->res[0] : b->in[0];
+    return va->type.dtype == vb->type.dtype;
+}
+
+/* m's list (its memory on a). */
+static void coll_entries(const ir_module *m, su_arena *a, coll_list *L)
+{
+    int32_t lo = 0, hi = 0, nmb = 0; /* tasks lo .. hi, microbatches 0 .. nmb - 1 */
+    int64_t ncoll = 0;
+    for (int64_t i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        pass_coll c;
+        if (!pass_collective(m, op, &c))
+            continue;
+        ncoll++;
+        if (op->task && op->mb >= 0) {
+            lo = op->task < lo ? op->task : lo;
+            hi = op->task > hi ? op->task : hi;
+            nmb = op->mb + 1 > nmb ? op->mb + 1 : nmb;
+        }
+    }
+    L->e = su_alloc(a, (size_t)(ncoll + 1) * sizeof *L->e);
+    L->n = 0;
+    /* per (task, microbatch) its collectives so far; per task the first
+     * microbatch met and, by position, the entry of that instance's
+     * collective there */
+    size_t ntask = (size_t)(hi - lo + 1), per = (size_t)nmb + 1;
+    int64_t *seen = su_alloc(a, ntask * per * sizeof *seen);
+    memset(seen, 0, ntask * per * sizeof *seen);
+    int32_t *first_mb = su_alloc(a, ntask * sizeof *first_mb);
+    int64_t **at = su_alloc(a, ntask * sizeof *at);
+    for (size_t t = 0; t < ntask; t++)
+        first_mb[t] = -1;
+    for (int64_t i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        pass_coll c;
+        if (pass_collective(m, op, &c) && op->task && op->mb >= 0) {
+            size_t t = (size_t)(op->task - lo);
+            first_mb[t] = first_mb[t] < 0 ? op->mb : first_mb[t];
+            seen[t * per + (size_t)op->mb]++;
+        }
+    }
+    for (size_t t = 0; t < ntask; t++) {
+        int64_t n = first_mb[t] < 0 ? 0 : seen[t * per + (size_t)first_mb[t]];
+        at[t] = su_alloc(a, (size_t)(n + 1) * sizeof *at[t]);
+        for (size_t q = 0; q < per; q++)
+            seen[t * per + q] = 0;
+    }
+    for (int64_t i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        pass_coll c;
+        if (!pass_collective(m, op, &c))
+            continue;
+        if (!op->task || op->mb < 0) {
+            L->e[L->n++] = (coll_entry){i, 1};
+            continue;
+        }
+        size_t t = (size_t)(op->task - lo);
+        int64_t pos = seen[t * per + (size_t)op->mb]++;
+        if (op->mb == first_mb[t]) {
+            at[t][pos] = L->n;
+        } else if (pos < seen[t * per + (size_t)first_mb[t]] &&
+                   coll_same(IR_OP(m, L->e[at[t][pos]].op), op)) {
+            L->e[at[t][pos]].times++;
+            continue;
+        }
+        L->e[L->n++] = (coll_entry){i, 1};
+    }
+}
+
 typedef struct stage_cost {
     double flops, bytes;
     const pass_memplan *mp;
+    coll_list coll;
 } stage_cost;
 
 const char *pass_schedule_name(const ir_pipeline *p, char buf[32])
@@ -166,7 +267,7 @@ static void totals_json(su_buf *b, const char *name, const totals *t)
  * collective's bytes and source line (0: none), in the order of the
  * stage's "collectives" (kept apart from them, so that the objects of
  * "stages" keep their fields). */
-static void bytes_json(ir_module *const *st, int n, su_buf *b)
+static void bytes_json(ir_module *const *st, int n, su_buf *b, const stage_cost *cost)
 {
     su_buf_puts(b, "\"bytes\": [");
     for (int s = 0; s < n; s++) {
@@ -177,14 +278,15 @@ static void bytes_json(ir_module *const *st, int n, su_buf *b)
         totals_json(b, "by_kind", &tk);
         totals_json(b, "by_axes", &ta);
         su_buf_puts(b, "\"each\": [");
-        bool first = true;
-        for (int i = 0; i < m->ops.n; i++) {
+        const coll_list *L = &cost[s].coll;
+        for (int64_t e = 0; e < L->n; e++) {
             pass_coll c;
-            if (!pass_collective(m, IR_OP(m, i), &c))
-                continue;
-            su_buf_printf(b, "%s{\"bytes\": %.0f, \"line\": %d}", first ? "" : ", ", c.bytes,
+            pass_collective(m, IR_OP(m, L->e[e].op), &c);
+            su_buf_printf(b, "%s{\"bytes\": %.0f, \"line\": %d", e ? ", " : "", c.bytes,
                           c.op->loc.line);
-            first = false;
+            if (L->e[e].times > 1)
+                su_buf_printf(b, ", \"times\": %lld", (long long)L->e[e].times);
+            su_buf_putc(b, '}');
         }
         su_buf_puts(b, "]}");
     }
@@ -240,7 +342,7 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
     }
     if (est->mem_limit > 0)
         su_buf_printf(b, "\"mem_limit\": %lld, ", (long long)est->mem_limit);
-    bytes_json(st, n, b);
+    bytes_json(st, n, b, cost);
     su_buf_puts(b, "\"stages\": [");
     for (int s = 0; s < n; s++) {
         const ir_module *m = st[s];
@@ -266,12 +368,11 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
             su_buf_printf(b, "\"headroom\": %lld, ",
                           (long long)(est->mem_limit - mp->arena_bytes));
         su_buf_printf(b, "\"bytes_sent\": %.0f, \"collectives\": [", cost[s].bytes);
-        first = true;
-        for (int i = 0; i < m->ops.n; i++) {
+        const coll_list *L = &cost[s].coll;
+        for (int64_t e = 0; e < L->n; e++) {
             pass_coll c;
-            if (!pass_collective(m, IR_OP(m, i), &c))
-                continue;
-            su_buf_printf(b, "%s{\"kind\": \"%s\", \"axes\": ", first ? "" : ", ",
+            pass_collective(m, IR_OP(m, L->e[e].op), &c);
+            su_buf_printf(b, "%s{\"kind\": \"%s\", \"axes\": ", e ? ", " : "",
                           ir_ops[c.op->code].name);
             axes_json(b, m, c.op);
             const ir_value *v = c.op->nres ? c.op->res[0] : c.op->in[0];
@@ -281,8 +382,10 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
                 su_buf_puts(b, "\"reduce\": \"max\", "); /* sum is not named */
             if (c.op->code == IR_SEND || c.op->code == IR_RECV)
                 su_buf_printf(b, "\"peer\": %lld, ", (long long)c.op->a.peer);
-            su_buf_printf(b, "\"phase\": \"%s\"}", ir_phase_name((ir_phase)c.op->phase));
-            first = false;
+            su_buf_printf(b, "\"phase\": \"%s\"", ir_phase_name((ir_phase)c.op->phase));
+            if (L->e[e].times > 1)
+                su_buf_printf(b, ", \"times\": %lld", (long long)L->e[e].times);
+            su_buf_putc(b, '}');
         }
         su_buf_puts(b, "]}");
     }
@@ -339,18 +442,21 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
         su_buf_printf(b, "    %-4s %-15s %-10s %-5s %14s %14s  %s\n", "#", "kind", "axes",
                       "dtype", "elements", "bytes sent", "phase");
         int k = 0;
-        for (int i = 0; i < m->ops.n; i++) {
+        const coll_list *L = &cost[s].coll;
+        for (int64_t e = 0; e < L->n; e++) {
             pass_coll c;
-            if (!pass_collective(m, IR_OP(m, i), &c))
-                continue;
+            pass_collective(m, IR_OP(m, L->e[e].op), &c);
             char axes[64];
             axes_text(m, c.op, true, axes);
             const ir_value *v = c.op->nres ? c.op->res[0] : c.op->in[0];
             bool max = c.op->code == IR_ALL_REDUCE && c.op->a.reduce == IR_RED_MAX;
-            su_buf_printf(b, "    %-4d %-15s %-10s %-5s %14lld %14.0f  %s\n", k++,
+            su_buf_printf(b, "    %-4d %-15s %-10s %-5s %14lld %14.0f  %s", k++,
                           max ? "all_reduce(max)" : ir_ops[c.op->code].name, axes,
                           ir_dtype_name(v->type.dtype),
                           (long long)c.elements, c.bytes, ir_phase_name((ir_phase)c.op->phase));
+            if (L->e[e].times > 1) /* once per microbatch */
+                su_buf_printf(b, ", %lld times", (long long)L->e[e].times);
+            su_buf_putc(b, '\n');
         }
         if (!k)
             su_buf_puts(b, "    (none)\n");
@@ -395,6 +501,7 @@ typedef struct report_run {
     estimate est;
     su_buf scratch, err;
     stage_cost *cost;       /* [n], zeroed */
+    su_arena a;             /* the lists of collectives */
 } report_run;
 
 static void report(void *arg)
@@ -418,6 +525,7 @@ static void report(void *arg)
                 c->bytes += cl.bytes;
         }
         c->mp = &r->mp[s];
+        coll_entries(m, &r->a, &c->coll);
     }
     if (r->est.hw) {
         double flops = 0, mean = 0, most = -1;
@@ -450,9 +558,11 @@ void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp,
                     .json = json, .out = out, .est = {hw, 0, mem_limit}};
     su_buf_init(&r.scratch, out->oom);
     su_buf_init(&r.err, out->oom);
+    su_arena_init(&r.a, out->oom);
     bool done = su_guarded(out->oom, report, &r);
     free(r.cost);
     free(r.est.times);
+    su_arena_free(&r.a);
     su_buf_free(&r.scratch);
     su_buf_free(&r.err);
     if (!done)
