@@ -329,8 +329,11 @@ static void free_block(planner *P, int64_t off, int64_t size)
 typedef struct instances {
     int32_t ntask, nmb;  /* 0 when the module has no task */
     int64_t *start;      /* [ntask * nmb + 1]: each instance's ops in op[] */
-    int64_t *op;
-    int64_t *pos;        /* [ops]: the op's position in its instance, -1 none */
+    int64_t *op;         /* and, alike, each op's code and its first result's buffer */
+    uint16_t *code;
+    int32_t *res0;
+    int64_t *key;        /* [ops]: the op's instance, -1 none */
+    int64_t *pos;        /* [ops]: its position in its instance */
 } instances;
 
 /* How many microbatches back a result's place is looked for: more than a
@@ -338,7 +341,9 @@ typedef struct instances {
  * few times more). */
 #define TWIN_TRIES 64
 
-static void find_instances(const ir_module *m, su_arena *a, instances *I)
+/* m's instances, once its values have buffers (mp->buf). */
+static void find_instances(const ir_module *m, const pass_memplan *mp, su_arena *a,
+                           instances *I)
 {
     memset(I, 0, sizeof *I);
     int64_t n = m->ops.n;
@@ -353,26 +358,35 @@ static void find_instances(const ir_module *m, su_arena *a, instances *I)
         return;
     size_t nkey = (size_t)I->ntask * (size_t)I->nmb;
     I->start = su_alloc(a, (nkey + 1) * sizeof *I->start);
+    I->key = su_alloc(a, (size_t)(n + 1) * sizeof *I->key);
     I->pos = su_alloc(a, (size_t)(n + 1) * sizeof *I->pos);
     memset(I->start, 0, (nkey + 1) * sizeof *I->start);
     for (int64_t i = 0; i < n; i++) {
         const ir_op *op = IR_OP(m, i);
-        if (op->task > 0 && op->mb >= 0)
-            I->start[(size_t)(op->task - 1) * (size_t)I->nmb + (size_t)op->mb + 1]++;
+        I->key[i] = op->task > 0 && op->mb >= 0
+                        ? (int64_t)(op->task - 1) * I->nmb + op->mb
+                        : -1;
+        if (I->key[i] >= 0)
+            I->start[I->key[i] + 1]++;
     }
     for (size_t k = 0; k < nkey; k++)
         I->start[k + 1] += I->start[k];
-    I->op = su_alloc(a, (size_t)(I->start[nkey] + 1) * sizeof *I->op);
+    size_t nin = (size_t)I->start[nkey] + 1;
+    I->op = su_alloc(a, nin * sizeof *I->op);
+    I->code = su_alloc(a, nin * sizeof *I->code);
+    I->res0 = su_alloc(a, nin * sizeof *I->res0);
     int64_t *fill = su_alloc(a, (nkey + 1) * sizeof *fill);
     memcpy(fill, I->start, (nkey + 1) * sizeof *fill);
     for (int64_t i = 0; i < n; i++) {
-        const ir_op *op = IR_OP(m, i);
         I->pos[i] = -1;
-        if (op->task <= 0 || op->mb < 0)
+        if (I->key[i] < 0)
             continue;
-        size_t key = (size_t)(op->task - 1) * (size_t)I->nmb + (size_t)op->mb;
-        I->pos[i] = fill[key] - I->start[key];
-        I->op[fill[key]++] = i;
+        const ir_op *op = IR_OP(m, i);
+        int64_t k = fill[I->key[i]]++;
+        I->pos[i] = k - I->start[I->key[i]];
+        I->op[k] = i;
+        I->code[k] = (uint16_t)op->code;
+        I->res0[k] = op->nres ? mp->buf[op->res[0]->id] : -1;
     }
 }
 
@@ -385,24 +399,36 @@ static void find_instances(const ir_module *m, su_arena *a, instances *I)
 static int64_t twin_place(planner *P, const instances *I, const uint8_t *kind, int64_t i,
                           int j, int64_t size)
 {
-    const ir_op *op = IR_OP(P->m, i);
     const pass_memplan *mp = P->mp;
-    if (!I->ntask || op->task <= 0 || op->mb <= 0 || I->pos[i] < 0)
+    if (!I->ntask || I->key[i] < 0)
         return -1;
-    for (int d = 1; d <= op->mb && d <= TWIN_TRIES; d++) {
-        size_t key = (size_t)(op->task - 1) * (size_t)I->nmb + (size_t)(op->mb - d);
-        if (I->start[key + 1] - I->start[key] <= I->pos[i])
+    int64_t key = I->key[i], mb = key % I->nmb, pos = I->pos[i];
+    int64_t len = I->start[key + 1] - I->start[key];
+    uint16_t code = I->code[I->start[key] + pos];
+    int64_t tried[TWIN_TRIES];
+    int ntried = 0;
+    for (int64_t d = 1; d <= mb && d <= TWIN_TRIES; d++) {
+        int64_t k = key - d;
+        /* an instance of another length (the first microbatch's backward,
+         * which starts the sums) has its ops at other positions */
+        if (I->start[k + 1] - I->start[k] != len || I->code[I->start[k] + pos] != code)
             continue;
-        int64_t t = I->op[I->start[key] + I->pos[i]];
-        const ir_op *o = IR_OP(P->m, t);
-        if (t >= i || o->code != op->code || o->nres != op->nres)
+        int64_t t = I->op[I->start[k] + pos];
+        int tb = I->res0[I->start[k] + pos];
+        if (j) {
+            const ir_op *o = IR_OP(P->m, t);
+            tb = o->nres > j ? mp->buf[o->res[j]->id] : -1;
+        }
+        if (t >= i || tb < 0 || mp->start[tb] != t || mp->view_of[tb] >= 0 ||
+            !(kind[tb] & 0x80) || align_up(mp->bytes[tb]) != size)
             continue;
-        int tb = mp->buf[o->res[j]->id];
-        if (tb < 0 || mp->start[tb] != t || mp->view_of[tb] >= 0 || !(kind[tb] & 0x80) ||
-            align_up(mp->bytes[tb]) != size)
-            continue;
-        if (take_block(P, mp->offset[tb], size))
-            return mp->offset[tb];
+        int64_t off = mp->offset[tb];
+        for (int q = 0; q < ntried; q++)
+            if (tried[q] == off) /* the places cycle: the older ones were tried */
+                return -1;
+        if (take_block(P, off, size))
+            return off;
+        tried[ntried++] = off;
     }
     return -1;
 }
@@ -678,8 +704,112 @@ bool pass_plan_memory(const ir_module *m, pass_memplan *mp, su_buf *err)
     return pass_plan_memory_fused(m, NULL, mp, err);
 }
 
-static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *mp, su_buf *err,
-                       bool alike, bool *tasks)
+/* Places the buffers that are not params, states or views in program
+ * order, freed after their last reader, from the top of the params and
+ * states (base): each at a place alike (inst) or the best-fitting block.
+ * Into P->mp: offsets, the arena, the peak and the fullest op. */
+/* The buffers place() places, by the op that first writes them: born[at[i]
+ * .. at[i + 1]) are op i's, (buffer, result) pairs in result order. */
+typedef struct births {
+    int64_t *at;
+    int32_t *b, *j;
+} births;
+
+static void find_births(const ir_module *m, const pass_memplan *mp, su_arena *a, births *B)
+{
+    int64_t n = m->ops.n;
+    B->at = su_alloc(a, (size_t)(n + 1) * sizeof *B->at);
+    B->b = su_alloc(a, ((size_t)mp->nbuf + 1) * sizeof *B->b);
+    B->j = su_alloc(a, ((size_t)mp->nbuf + 1) * sizeof *B->j);
+    uint8_t *listed = su_alloc(a, (size_t)mp->nbuf + 1);
+    memset(listed, 0, (size_t)mp->nbuf + 1);
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        B->at[i] = k;
+        for (int j = 0; j < op->nres; j++) {
+            int b = mp->buf[op->res[j]->id];
+            if (mp->start[b] != i || listed[b] || mp->view_of[b] >= 0)
+                continue;
+            listed[b] = 1;
+            B->b[k] = b;
+            B->j[k++] = j;
+        }
+    }
+    B->at[n] = k;
+}
+
+static void place(planner *P, uint8_t *kind, const instances *inst, const births *born,
+                  const int32_t *head_end, const int32_t *next_end, int64_t base)
+{
+    const ir_module *m = P->m;
+    pass_memplan *mp = P->mp;
+    int64_t n = m->ops.n;
+    P->nfree = 0;
+    P->top = base;
+    for (int b = 0; b < mp->nbuf; b++)
+        kind[b] &= (uint8_t)~0x80;
+    mp->top_raised_at = -1;
+    int64_t live = 0, peak = 0, grads = 0;
+    mp->fullest_op = -1;
+    mp->fullest_live = mp->fullest_grads = 0;
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t e = born->at[i]; e < born->at[i + 1]; e++) {
+            int b = born->b[e], j = born->j[e];
+            kind[b] |= 0x80; /* placed */
+            int64_t top = P->top, size = align_up(mp->bytes[b]);
+            int64_t off = twin_place(P, inst, kind, i, j, size);
+            mp->offset[b] = off >= 0 ? off : alloc_block(P, size);
+            if (P->top > top)
+                mp->top_raised_at = i;
+            *(kind[b] & K_GRAD ? &grads : &live) += mp->bytes[b];
+        }
+        if (live > peak)
+            peak = live;
+        if (live + grads > mp->fullest_live + mp->fullest_grads) {
+            mp->fullest_op = i;
+            mp->fullest_live = live;
+            mp->fullest_grads = grads;
+        }
+        for (int b = head_end[i]; b >= 0; b = next_end[b]) {
+            free_block(P, mp->offset[b], align_up(mp->bytes[b]));
+            *(kind[b] & K_GRAD ? &grads : &live) -= mp->bytes[b];
+        }
+    }
+    mp->arena_bytes = P->top;
+    mp->activations = peak;
+}
+
+/* What place() decided, kept while the other way is tried. */
+typedef struct placed {
+    int64_t *offset;
+    int64_t arena_bytes, activations, top_raised_at, fullest_op, fullest_live, fullest_grads;
+} placed;
+
+static void save(const pass_memplan *mp, placed *s)
+{
+    memcpy(s->offset, mp->offset, (size_t)mp->nbuf * sizeof *s->offset);
+    s->arena_bytes = mp->arena_bytes;
+    s->activations = mp->activations;
+    s->top_raised_at = mp->top_raised_at;
+    s->fullest_op = mp->fullest_op;
+    s->fullest_live = mp->fullest_live;
+    s->fullest_grads = mp->fullest_grads;
+}
+
+static void restore(pass_memplan *mp, const placed *s)
+{
+    memcpy(mp->offset, s->offset, (size_t)mp->nbuf * sizeof *mp->offset);
+    mp->arena_bytes = s->arena_bytes;
+    mp->activations = s->activations;
+    mp->top_raised_at = s->top_raised_at;
+    mp->fullest_op = s->fullest_op;
+    mp->fullest_live = s->fullest_live;
+    mp->fullest_grads = s->fullest_grads;
+}
+
+bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_memplan *mp,
+                            su_buf *err)
 {
     memset(mp, 0, sizeof *mp);
     su_arena_init(&mp->arena, err->oom);
@@ -772,41 +902,26 @@ static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *m
             next_end[b] = head_end[mp->end[b]];
             head_end[mp->end[b]] = b;
         }
-    instances inst;
-    find_instances(m, a, &inst);
-    *tasks = inst.ntask > 0;
-    if (!alike)
-        inst.ntask = 0;
-    int64_t live = 0, peak = 0, grads = 0;
-    mp->fullest_op = -1;
-    for (int64_t i = 0; i < n; i++) {
-        const ir_op *op = IR_OP(m, i);
-        for (int j = 0; j < op->nres; j++) {
-            int b = mp->buf[op->res[j]->id];
-            if (mp->start[b] != i || kind[b] & 0x80 || mp->view_of[b] >= 0)
-                continue;
-            kind[b] |= 0x80; /* placed */
-            int64_t top = P.top, size = align_up(mp->bytes[b]);
-            int64_t off = twin_place(&P, &inst, kind, i, j, size);
-            mp->offset[b] = off >= 0 ? off : alloc_block(&P, size);
-            if (P.top > top)
-                mp->top_raised_at = i;
-            *(kind[b] & K_GRAD ? &grads : &live) += mp->bytes[b];
-        }
-        if (live > peak)
-            peak = live;
-        if (live + grads > mp->fullest_live + mp->fullest_grads) {
-            mp->fullest_op = i;
-            mp->fullest_live = live;
-            mp->fullest_grads = grads;
-        }
-        for (int b = head_end[i]; b >= 0; b = next_end[b]) {
-            free_block(&P, mp->offset[b], align_up(mp->bytes[b]));
-            *(kind[b] & K_GRAD ? &grads : &live) -= mp->bytes[b];
-        }
+    instances inst, none = {0};
+    find_instances(m, mp, a, &inst);
+    births born;
+    find_births(m, mp, a, &born);
+    int64_t base = P.top;
+    place(&P, kind, &none, &born, head_end, next_end, base);
+    if (inst.ntask) {
+        /* placing a task's instances alike can leave a gap best fit alone
+         * would have filled: the smaller arena is kept (alike on a tie) */
+        placed fit = {.offset = su_alloc(a, ((size_t)nbuf + 1) * sizeof *fit.offset)};
+        save(mp, &fit);
+        place(&P, kind, &inst, &born, head_end, next_end, base);
+        int64_t raised = fit.top_raised_at > mp->top_raised_at ? fit.top_raised_at
+                                                              : mp->top_raised_at;
+        if (fit.arena_bytes < mp->arena_bytes)
+            restore(mp, &fit);
+        /* either plan of a module that differs from some op on cannot end
+         * lower than its kind here when that op comes after both tops */
+        mp->top_raised_at = raised;
     }
-    mp->arena_bytes = P.top;
-    mp->activations = peak;
     for (int v = 0; v < nv; v++)
         if (root_buf[v] >= 0 && P.view_in[v] >= 0)
             mp->offset[root_buf[v]] = mp->offset[root_buf[P.view_in[v]]] + P.view_at[v];
@@ -819,30 +934,6 @@ static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *m
             mp->optimizer_state += mp->bytes[b];
         else if (kind[b] & K_GRAD)
             mp->gradients += mp->bytes[b];
-    }
-    return true;
-}
-
-bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_memplan *mp,
-                            su_buf *err)
-{
-    bool tasks = false;
-    if (!plan_fused(m, f, mp, err, true, &tasks))
-        return false;
-    if (!tasks)
-        return true;
-    /* placing instances alike can leave a gap best fit alone would have
-     * filled: the smaller arena is kept (instances alike on a tie) */
-    pass_memplan alt;
-    if (!plan_fused(m, f, &alt, err, false, &tasks)) {
-        pass_memplan_free(&alt);
-        return false;
-    }
-    if (alt.arena_bytes < mp->arena_bytes) {
-        pass_memplan_free(mp);
-        *mp = alt;
-    } else {
-        pass_memplan_free(&alt);
     }
     return true;
 }

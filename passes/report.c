@@ -83,12 +83,13 @@ static void coll_entries(const ir_module *m, su_arena *a, coll_list *L)
 {
     int32_t lo = 0, hi = 0, nmb = 0; /* tasks lo .. hi, microbatches 0 .. nmb - 1 */
     int64_t ncoll = 0;
+    int64_t *at_op = su_alloc(a, (size_t)(m->ops.n + 1) * sizeof *at_op);
     for (int64_t i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
         pass_coll c;
         if (!pass_collective(m, op, &c))
             continue;
-        ncoll++;
+        at_op[ncoll++] = i;
         if (op->task && op->mb >= 0) {
             lo = op->task < lo ? op->task : lo;
             hi = op->task > hi ? op->task : hi;
@@ -107,10 +108,9 @@ static void coll_entries(const ir_module *m, su_arena *a, coll_list *L)
     int64_t **at = su_alloc(a, ntask * sizeof *at);
     for (size_t t = 0; t < ntask; t++)
         first_mb[t] = -1;
-    for (int64_t i = 0; i < m->ops.n; i++) {
-        const ir_op *op = IR_OP(m, i);
-        pass_coll c;
-        if (pass_collective(m, op, &c) && op->task && op->mb >= 0) {
+    for (int64_t k = 0; k < ncoll; k++) {
+        const ir_op *op = IR_OP(m, at_op[k]);
+        if (op->task && op->mb >= 0) {
             size_t t = (size_t)(op->task - lo);
             first_mb[t] = first_mb[t] < 0 ? op->mb : first_mb[t];
             seen[t * per + (size_t)op->mb]++;
@@ -122,11 +122,9 @@ static void coll_entries(const ir_module *m, su_arena *a, coll_list *L)
         for (size_t q = 0; q < per; q++)
             seen[t * per + q] = 0;
     }
-    for (int64_t i = 0; i < m->ops.n; i++) {
+    for (int64_t k = 0; k < ncoll; k++) {
+        int64_t i = at_op[k];
         const ir_op *op = IR_OP(m, i);
-        pass_coll c;
-        if (!pass_collective(m, op, &c))
-            continue;
         if (!op->task || op->mb < 0) {
             L->e[L->n++] = (coll_entry){i, 1};
             continue;
