@@ -347,15 +347,19 @@ static void find_instances(const ir_module *m, const pass_memplan *mp, su_arena 
 {
     memset(I, 0, sizeof *I);
     int64_t n = m->ops.n;
+    int32_t maxtask = 0;
     for (int64_t i = 0; i < n; i++) {
         const ir_op *op = IR_OP(m, i);
         if (op->task > 0 && op->mb >= 0) {
-            I->ntask = op->task > I->ntask ? op->task : I->ntask;
+            maxtask = op->task > maxtask ? op->task : maxtask;
             I->nmb = op->mb + 1 > I->nmb ? op->mb + 1 : I->nmb;
         }
     }
-    if (!I->ntask)
+    if (!maxtask)
         return;
+    /* the sends and receives of a microbatch's values (task -1) are one
+     * more task: what microbatch j receives lies where j - d's did */
+    I->ntask = maxtask + 1;
     size_t nkey = (size_t)I->ntask * (size_t)I->nmb;
     I->start = su_alloc(a, (nkey + 1) * sizeof *I->start);
     I->key = su_alloc(a, (size_t)(n + 1) * sizeof *I->key);
@@ -363,9 +367,8 @@ static void find_instances(const ir_module *m, const pass_memplan *mp, su_arena 
     memset(I->start, 0, (nkey + 1) * sizeof *I->start);
     for (int64_t i = 0; i < n; i++) {
         const ir_op *op = IR_OP(m, i);
-        I->key[i] = op->task > 0 && op->mb >= 0
-                        ? (int64_t)(op->task - 1) * I->nmb + op->mb
-                        : -1;
+        int32_t t = op->task > 0 ? op->task - 1 : op->task == -1 ? maxtask : -1;
+        I->key[i] = t >= 0 && op->mb >= 0 && op->mb < I->nmb ? (int64_t)t * I->nmb + op->mb : -1;
         if (I->key[i] >= 0)
             I->start[I->key[i] + 1]++;
     }

@@ -294,9 +294,9 @@ static void test_check_random(void)
 
 /* A pipeline stage's program (passes/pipesplit.c): twelve microbatches'
  * forward (task 1) and backward (task 2) in 1F1B's order with two in
- * flight, F0 F1 B0 F2 B1 F3 ... F11 B10 B11. The forward makes two
- * temporaries and a value its backward reads; the backward adds the
- * microbatch's part to a sum. Placed alike, each instance's values lie
+ * flight, F0 F1 B0 F2 B1 F3 ... F11 B10 B11. The forward reads a value
+ * as a receive would bring it (task -1), makes two temporaries and a value
+ * its backward reads; the backward adds the microbatch's part to a sum. Placed alike, each instance's values lie
  * where an earlier microbatch's did: the temporaries where the previous
  * one's, the kept value where the one two back (the other is still in
  * flight), once the first microbatches have set the places: fewer places
@@ -318,10 +318,12 @@ static void test_instances_alike(void)
     int f = 0, b = 0;
     for (const char *o = order; *o; o++) {
         if (*o == 'F') {
-            su_buf_printf(&t, "%%a%d = exp %%x : f32[64] auto(_)\n"
+            su_buf_printf(&t, "%%q%d = neg %%x : f32[64] auto(_)\n"
+                              "%%a%d = exp %%q%d : f32[64] auto(_)\n"
                               "%%b%d = relu %%y : f32[192] auto(_)\n"
                               "%%r%d = sum %%b%d {axis = 0, keepdims = true} : f32[1] auto(_)\n"
-                              "%%c%d = mul %%a%d, %%r%d : f32[64] auto(_)\n", f, f, f, f, f, f, f);
+                              "%%c%d = mul %%a%d, %%r%d : f32[64] auto(_)\n", f, f, f, f, f, f, f,
+                          f, f);
             f++;
         } else {
             su_buf_printf(&t, "%%g%d = mul %%c%d, %%x : f32[64] auto(_)\n", b, b);
@@ -343,8 +345,8 @@ static void test_instances_alike(void)
     for (int i = 0; r.m && i < r.m->ops.n; i++) {
         ir_op *op = IR_OP(r.m, i);
         const char *n = op->res[0]->name;
-        if (n && strchr("abrcgs", n[0]) && n[1] >= '0' && n[1] <= '9') {
-            op->task = strchr("abrc", n[0]) ? 1 : 2;
+        if (n && strchr("qabrcgs", n[0]) && n[1] >= '0' && n[1] <= '9') {
+            op->task = n[0] == 'q' ? -1 : strchr("abrc", n[0]) ? 1 : 2;
             op->mb = atoi(n + 1);
         }
     }
@@ -358,7 +360,7 @@ static void test_instances_alike(void)
      * microbatches find other blocks free) */
     char name[16], back[16];
     int places = 0, flat_places = 0;
-    for (const char *v = "abrcgs"; *v; v++) {
+    for (const char *v = "qabrcgs"; *v; v++) {
         for (int j = 0; j < M; j++) {
             snprintf(name, sizeof name, "%c%d", *v, j);
             snprintf(back, sizeof back, "%c%d", *v, j - 2);
