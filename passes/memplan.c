@@ -323,9 +323,10 @@ static void free_block(planner *P, int64_t off, int64_t size)
 
 /* A pipeline stage runs each task (a chunk's forward or backward,
  * ir_op.task > 0) once per microbatch, the instances one after the other
- * (pipesplit.c): the op at position k of microbatch j's instance makes
- * what the op at position k of microbatch j - d's made, for another
- * microbatch. Per (task, microbatch), its ops in program order. */
+ * (pipesplit.c), and sends and receives each microbatch's values (task
+ * -1): the op at position k of microbatch j's instance makes what the op
+ * at position k of microbatch j - d's made, for another microbatch. Per
+ * (task, microbatch), its ops in program order. */
 typedef struct instances {
     int32_t ntask, nmb;  /* 0 when the module has no task */
     int64_t *start;      /* [ntask * nmb + 1]: each instance's ops in op[] */
@@ -707,10 +708,6 @@ bool pass_plan_memory(const ir_module *m, pass_memplan *mp, su_buf *err)
     return pass_plan_memory_fused(m, NULL, mp, err);
 }
 
-/* Places the buffers that are not params, states or views in program
- * order, freed after their last reader, from the top of the params and
- * states (base): each at a place alike (inst) or the best-fitting block.
- * Into P->mp: offsets, the arena, the peak and the fullest op. */
 /* The buffers place() places, by the op that first writes them: born[at[i]
  * .. at[i + 1]) are op i's, (buffer, result) pairs in result order. */
 typedef struct births {
@@ -742,6 +739,10 @@ static void find_births(const ir_module *m, const pass_memplan *mp, su_arena *a,
     B->at[n] = k;
 }
 
+/* Places the buffers that are not params, states or views in program
+ * order, freed after their last reader, from the top of the params and
+ * states (base): each at a place alike (inst) or the best-fitting block.
+ * Into P->mp: offsets, the arena, the peak and the fullest op. */
 static void place(planner *P, uint8_t *kind, const instances *inst, const births *born,
                   const int32_t *head_end, const int32_t *next_end, int64_t base)
 {
