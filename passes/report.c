@@ -65,8 +65,13 @@ typedef struct coll_list {
     int64_t n;
 } coll_list;
 
-static bool coll_same(const ir_op *a, const ir_op *b)
+static bool coll_same(const ir_module *m, const ir_op *a, const ir_op *b)
 {
+    pass_coll ca, cb;
+    pass_collective(m, a, &ca);
+    pass_collective(m, b, &cb);
+    if (ca.elements != cb.elements || ca.bytes != cb.bytes)
+        return false;
     if (a->code != b->code || a->a.naxes != b->a.naxes || a->phase != b->phase ||
         a->loc.line != b->loc.line || a->a.peer != b->a.peer || a->a.reduce != b->a.reduce)
         return false;
@@ -134,7 +139,7 @@ static void coll_entries(const ir_module *m, su_arena *a, coll_list *L)
         if (op->mb == first_mb[t]) {
             at[t][pos] = L->n;
         } else if (pos < seen[t * per + (size_t)first_mb[t]] &&
-                   coll_same(IR_OP(m, L->e[at[t][pos]].op), op)) {
+                   coll_same(m, IR_OP(m, L->e[at[t][pos]].op), op)) {
             L->e[at[t][pos]].times++;
             continue;
         }
