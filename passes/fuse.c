@@ -137,6 +137,21 @@ static fclass classify(const ir_op *op)
     return F_NONE;
 }
 
+/* Whether op adds a pipeline stage's microbatch to the sum (or max) over
+ * microbatches, which the task made for the microbatch before (ir_op.task,
+ * memplan.c's accumulate_in_place): such an op stays out of a matmul's and
+ * a reduction's kernel, so that the new sum can take the old one's buffer,
+ * one buffer through the schedule, in an elementwise kernel of its own.
+ * Fused after the product or the reduction, the new sum would be that
+ * kernel's result, the old one live until the kernel ran: two sums held
+ * from one microbatch's backward to the next's, in every stage. */
+static bool pipeline_sum(const ir_op *op)
+{
+    const ir_value *a = op->nin ? op->in[0] : NULL;
+    return op->task > 0 && (op->code == IR_ADD || op->code == IR_MAX) && op->nres == 1 &&
+           a->def && a->def->task == op->task && a->def->mb != op->mb;
+}
+
 bool pass_fuse_elementwise(const ir_op *op)
 {
     return classify(op) == F_EW;
@@ -190,6 +205,8 @@ static bool eligible(const walker *w, int k, int i, fclass c)
     const ir_type *t = &op->res[0]->type;
     if (g->kind == PASS_FUSE_ELEMENTWISE)
         return same_shape(t, &g->dom);
+    if (pipeline_sum(op))
+        return false;
     if (!same_shape(t, &g->epi))
         return false;
     /* an epilogue reads the reduction's result and other epilogue values,
@@ -879,6 +896,8 @@ static void matmul_group(walker *w, int i)
             break;
         const ir_op *op = IR_OP(w->m, at);
         const ir_value *other;
+        if (pipeline_sum(op))
+            break;
         unsigned bit = epilogue_step(mm, op, cur, g.epilogue, &other);
         if (!bit)
             break;

@@ -30,6 +30,16 @@
  *                C is generated for it: the plan's matmul kernel record
  *                carries the epilogue (runtime/plan/plan.h).
  *
+ *   A pipeline stage's add of a microbatch's part to its sum over
+ *   microbatches (a gradient's, made by the same task for the microbatch
+ *   before) joins no matmul's epilogue and no reduction's: in its own
+ *   elementwise kernel it writes the new sum over the old one, so the sum
+ *   is one buffer through the schedule (memplan.c). Fused after the
+ *   product or the reduction, it would be that kernel's result and the old
+ *   sum would live until the kernel ran: two sums held from one
+ *   microbatch's backward to the next's, and a microbatch's sum in other
+ *   places than the one before's.
+ *
  *   attention pair  attn_dv and attn_dk of one attention (attn_grad.c's:
  *                the same q, k, dy, statistics and positions, heads at
  *                most PASS_ATTN_MAX_WIDTH wide), attn_dv before attn_dk
