@@ -633,6 +633,38 @@ static void write_loop(roll *R, body **by_task, int32_t maxtask, rt_program *out
         }
 }
 
+/* The sends and receives of a microbatch's values (task -1, the pipeline
+ * split's stamp for both) are runs of their own between the instances,
+ * several for one microbatch. Runs of the same instructions but for
+ * their buffers (a receive from one stage of one type, say) take one new
+ * task number each, after maxtask, so that they roll as the tasks do,
+ * one body each, rather than stay once per microbatch: the returned
+ * largest task number. Their order, and so the messages', is the
+ * program's either way. */
+static int32_t p2p_tasks(roll *R, int32_t maxtask)
+{
+    const rt_program *g = R->g;
+    int32_t *rep = su_alloc(R->a, (size_t)(R->nseg + 1) * sizeof *rep), nrep = 0;
+    for (int32_t q = 0; q < R->nseg; q++) {
+        seg *sg = &R->seg[q];
+        if (sg->task != -1)
+            continue;
+        int32_t c = 0;
+        for (; c < nrep; c++) {
+            const seg *r = &R->seg[rep[c]];
+            bool same = r->end - r->first == sg->end - sg->first;
+            for (int32_t k = 0; same && k < sg->end - sg->first; k++)
+                same = instr_same(&g->instr[r->first + k], &g->instr[sg->first + k]);
+            if (same)
+                break;
+        }
+        if (c == nrep)
+            rep[nrep++] = q;
+        sg->task = maxtask + 1 + c;
+    }
+    return maxtask + nrep;
+}
+
 /* Stage s rolled: its program into *out and its kernels into kout, its
  * I/O entries' buffers numbered again; false when nothing rolls (nothing
  * changed). Reads p's kernels and stage s's program; writes only stage s's
@@ -653,6 +685,7 @@ static bool roll_stage(rt_plan *p, int s, const int32_t *task, const int32_t *mb
     if (!maxtask)
         return false;
     segments(&R, task, mb);
+    maxtask = p2p_tasks(&R, maxtask);
     R.to_t = su_alloc(a, (size_t)(g->nbuf + 1) * sizeof *R.to_t);
     R.from_t = su_alloc(a, (size_t)(g->nbuf + 1) * sizeof *R.from_t);
     R.touched = su_alloc(a, (size_t)(2 * g->nbuf + 2) * sizeof *R.touched);
