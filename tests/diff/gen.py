@@ -11,7 +11,8 @@ attention, mse, cross_entropy; of §12, indexing, concat and split, sin,
 cos, one_hot, argmax, gather, cumsum and topk, comparisons, bool inputs
 and where, dropout, recompute blocks), f32, bf16 and f16 values, blocks called
 once or more, `repeat`, `repeat ... over pp` with every schedule and
-microbatch count, and `train` with sgd (with and without momentum) or
+1, 2, 4 or 8 microbatches (8: several in flight on a stage, where the
+plan's loop form cycles each value through its places), and `train` with sgd (with and without momentum) or
 adamw, with and without `zero K over AXIS`, with and without shardc
 --keep-gathered.
 
@@ -681,7 +682,7 @@ class Gen:
         while self.unit < 4:
             self.unit *= 2
         u = self.unit
-        self.micro = self.r.choice([1, 2, 4]) if self.pipelined else 1
+        self.micro = self.r.choice([1, 2, 4, 8]) if self.pipelined else 1
         if self.pipelined:
             self.sched = self.r.choice(["gpipe", "1f1b", "interleaved"])
             if self.sched == "interleaved":
