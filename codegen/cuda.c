@@ -751,7 +751,9 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
     su_arena_init(&out->arena, err->oom);
     su_arena_init(&out->scratch, err->oom);
     out->k = su_alloc(&out->arena, (size_t)(f->ngroups + m->ops.n + 1) * sizeof *out->k);
-    const char **pname = ir_value_print_names(m, &out->arena);
+    /* the printed names, made when a kernel's source first needs them (a
+     * key names values by their order of use) */
+    const char **pname = NULL;
     keyset ks = {.cap = 64};
     while (known && ks.cap < 2 * (size_t)(f->ngroups + m->ops.n + 1))
         ks.cap *= 2;
@@ -834,6 +836,8 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
         } else {
             const char *key = k->key;
             uint64_t kh = k->key_hash;
+            if (!pname)
+                pname = ir_value_print_names(m, &out->arena);
             gen G = {.m = m, .f = f, .g = g, .pname = pname, .arena = &out->arena};
             G.red = red;
             if (g)

@@ -144,10 +144,13 @@ const char *cg_cname(gen *G, const ir_value *v)
     for (int i = 0; i < G->nnamed; i++)
         if (G->named[i] == v)
             return G->cname[i];
-    const char *p = G->pname[v->id] ? G->pname[v->id] + 1 : "v";
-    char *s = su_sprintf(G->arena, "%s%s", *p >= '0' && *p <= '9' ? "t" : "", p);
-    if (G->canon)
+    char *s;
+    if (G->canon) {
         s = su_sprintf(G->arena, "a%d", G->nnamed);
+    } else {
+        const char *p = G->pname[v->id] ? G->pname[v->id] + 1 : "v";
+        s = su_sprintf(G->arena, "%s%s", *p >= '0' && *p <= '9' ? "t" : "", p);
+    }
     for (char *c = s; *c; c++)
         if (*c == '.')
             *c = '_';

@@ -114,18 +114,28 @@ void *su_alloc(su_arena *a, size_t n)
         size_t cap = n > CHUNK_MIN ? n : CHUNK_MIN;
         if (cap > SIZE_MAX / 2)
             su_oom(a->oom);
+        if (n > CHUNK_MIN) {
+            /* A big one-off block: calloc's (fresh pages come zeroed, and
+             * untouched ones cost nothing), behind the head so the head's
+             * free space is not wasted. */
+            c = calloc(1, sizeof *c + cap);
+            if (!c)
+                su_oom(a->oom);
+            c->cap = c->used = cap;
+            if (a->head) {
+                c->next = a->head->next;
+                a->head->next = c;
+            } else {
+                c->next = NULL;
+                a->head = c;
+            }
+            return c->data;
+        }
         c = su_xmalloc(a->oom, sizeof *c + cap);
         c->cap = cap;
         c->used = 0;
-        /* A big one-off block goes behind the head so the head's free space
-         * is not wasted. */
-        if (a->head && n > CHUNK_MIN) {
-            c->next = a->head->next;
-            a->head->next = c;
-        } else {
-            c->next = a->head;
-            a->head = c;
-        }
+        c->next = a->head;
+        a->head = c;
     }
     void *p = c->data + c->used;
     c->used += n;
