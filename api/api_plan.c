@@ -125,10 +125,11 @@ shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size
     return program_plan(prog, false, bytes, len, error);
 }
 
-/* Reads plan bytes back (with placeholder, without compiled kernels); a
- * failure here is the compiler's bug. */
-static shardc_status read_plan(const shardc_program *prog, bool placeholder, rt_plan **out,
-                               char **error)
+/* Reads plan bytes back (with placeholder, without compiled kernels),
+ * expanded; with loops (non-NULL), *loops (malloc'd) gets each stage's loop
+ * form as the bytes held it. A failure here is the compiler's bug. */
+static shardc_status read_plan_loops(const shardc_program *prog, bool placeholder,
+                                     rt_plan **out, rt_loop_form **loops, char **error)
 {
     uint8_t *bytes;
     size_t len;
@@ -136,7 +137,31 @@ static shardc_status read_plan(const shardc_program *prog, bool placeholder, rt_
     if (st != SHARDC_OK)
         return st;
     su_status err;
-    *out = rt_plan_read_plain(bytes, len, "plan", &err);
+    if (loops) {
+        *out = rt_plan_read(bytes, len, "plan", &err);
+        *loops = NULL;
+        if (*out) {
+            *loops = calloc((size_t)(*out)->nstages + 1, sizeof **loops);
+            if (!*loops) {
+                free(bytes);
+                rt_plan_free(*out);
+                return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+            }
+            for (int s = 0; s < (*out)->nstages; s++) {
+                const rt_program *g = &(*out)->stage[s];
+                (*loops)[s] = (rt_loop_form){g->nbody, g->ninstr, g->nitem, g->nmb};
+            }
+            if (!rt_plan_expand(*out, &err)) {
+                su_prefix(&err, "plan: ");
+                rt_plan_free(*out);
+                *out = NULL;
+                free(*loops);
+                *loops = NULL;
+            }
+        }
+    } else {
+        *out = rt_plan_read_plain(bytes, len, "plan", &err);
+    }
     free(bytes);
     if (!*out && err.kind == SU_NOMEM)
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
@@ -144,6 +169,12 @@ static shardc_status read_plan(const shardc_program *prog, bool placeholder, rt_
         return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: the plan does not read "
                         "back: %s", err.msg);
     return SHARDC_OK;
+}
+
+static shardc_status read_plan(const shardc_program *prog, bool placeholder, rt_plan **out,
+                               char **error)
+{
+    return read_plan_loops(prog, placeholder, out, NULL, error);
 }
 
 shardc_status api_program_read_plan(const shardc_program *prog, rt_plan **out, char **error)
@@ -155,6 +186,7 @@ typedef struct schedule_run {
     jmp_buf oom;
     const shardc_program *prog;
     const rt_plan *p;
+    const rt_loop_form *loops;
     su_buf b;
     char *text;             /* the result (malloc'd) */
     size_t len;
@@ -164,7 +196,7 @@ static void schedule(void *arg)
 {
     schedule_run *r = arg;
     api_program_tasks(r->prog, &r->b);
-    rt_plan_print_schedule(r->p, &r->b);
+    rt_plan_print_schedule_loops(r->p, r->loops, &r->b);
     r->len = r->b.len;
     r->text = su_buf_take(&r->b);
 }
@@ -173,15 +205,17 @@ shardc_status api_program_schedule(const shardc_program *prog, char **text, size
                                    char **error)
 {
     rt_plan *p;
+    rt_loop_form *loops;
     /* the kernels' names and launches, not their code: no NVRTC */
-    shardc_status st = read_plan(prog, true, &p, error);
+    shardc_status st = read_plan_loops(prog, true, &p, &loops, error);
     if (st != SHARDC_OK)
         return st;
-    schedule_run r = {.prog = prog, .p = p};
+    schedule_run r = {.prog = prog, .p = p, .loops = loops};
     su_buf_init(&r.b, &r.oom);
     bool done = su_catch(&r.oom, schedule, &r);
     su_buf_free(&r.b);
     rt_plan_free(p);
+    free(loops);
     if (!done)
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     if (len)

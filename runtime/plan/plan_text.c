@@ -323,6 +323,11 @@ static void stage_kernels_str(const rt_plan *p, int st, su_buf *b)
 
 void rt_plan_print_schedule(const rt_plan *p, su_buf *b)
 {
+    rt_plan_print_schedule_loops(p, NULL, b);
+}
+
+void rt_plan_print_schedule_loops(const rt_plan *p, const rt_loop_form *loops, su_buf *b)
+{
     su_buf_puts(b, "mesh");
     for (int a = 0; a < p->naxes; a++)
         su_buf_printf(b, "%s %s = %lld", a ? "," : "", p->axis_name[a], (long long)p->axis_size[a]);
@@ -346,6 +351,11 @@ void rt_plan_print_schedule(const rt_plan *p, su_buf *b)
                       (int)prog->ninstr, (int)prog->nbuf, (long long)prog->arena_bytes);
         stage_kernels_str(p, st, b);
         su_buf_putc(b, '\n');
+        if (loops && loops[st].nbody > 0)
+            su_buf_printf(b, "// in the plan: %d bod%s of %d instructions, run in %d items for %d "
+                          "microbatch%s\n", (int)loops[st].nbody, loops[st].nbody == 1 ? "y" : "ies",
+                          (int)loops[st].ninstr, (int)loops[st].nitem, (int)loops[st].nmb,
+                          loops[st].nmb == 1 ? "" : "es");
         stage_text t = {p, st, b, anchors(p, st)};
         bool ok = su_guarded(b->oom, stage_instrs, &t); /* at is freed either way */
         free(t.at);

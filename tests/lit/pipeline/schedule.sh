@@ -31,6 +31,7 @@
 # ORDER: send [[A2:%[0-9]+]] -> stage 1
 # ORDER-NEXT: = recv <- stage 1
 # ORDER: stage 1 (pp = 1)
+# ORDER-NEXT: // in the plan: {{[0-9]+}} bodies
 # ORDER-NEXT: = recv <- stage 0
 # ORDER: = recv <- stage 0
 # ORDER-NEXT: send {{%[0-9]+}} -> stage 0
