@@ -635,18 +635,22 @@ static void write_loop(roll *R, body **by_task, int32_t maxtask, rt_program *out
 
 /* The sends and receives of a microbatch's values (task -1, the pipeline
  * split's stamp for both) are runs of their own between the instances,
- * several for one microbatch. Runs of the same instructions but for
- * their buffers (a receive from one stage of one type, say) take one new
- * task number each, after maxtask, so that they roll as the tasks do,
- * one body each, rather than stay once per microbatch: the returned
- * largest task number. Their order, and so the messages', is the
- * program's either way. */
+ * several for one microbatch. A run takes a new task number, after
+ * maxtask, per kind (the same instructions but for their buffers: a
+ * receive from one stage of one type, say) and per its place among the
+ * microbatch's runs of that kind (an interleaved schedule receives each
+ * of a stage's chunks from the stage before alike), so that the runs of
+ * one part roll as the tasks do, one body each, rather than stay once per
+ * microbatch: the returned largest task number. Their order, and so the
+ * messages', is the program's either way. */
 static int32_t p2p_tasks(roll *R, int32_t maxtask)
 {
     const rt_program *g = R->g;
     int32_t *rep = su_alloc(R->a, (size_t)(R->nseg + 1) * sizeof *rep), nrep = 0;
+    int32_t *kind = su_alloc(R->a, (size_t)(R->nseg + 1) * sizeof *kind);
     for (int32_t q = 0; q < R->nseg; q++) {
         seg *sg = &R->seg[q];
+        kind[q] = -1;
         if (sg->task != -1)
             continue;
         int32_t c = 0;
@@ -660,9 +664,35 @@ static int32_t p2p_tasks(roll *R, int32_t maxtask)
         }
         if (c == nrep)
             rep[nrep++] = q;
-        sg->task = maxtask + 1 + c;
+        kind[q] = c;
     }
-    return maxtask + nrep;
+    /* per (kind, microbatch) the runs met so far; per (kind, place) its
+     * task number */
+    size_t nmb = (size_t)R->nmb;
+    int32_t *met = su_alloc(R->a, ((size_t)nrep * nmb + 1) * sizeof *met);
+    memset(met, 0, ((size_t)nrep * nmb + 1) * sizeof *met);
+    int32_t *cap = su_alloc(R->a, ((size_t)nrep + 1) * sizeof *cap); /* places per kind */
+    memset(cap, 0, ((size_t)nrep + 1) * sizeof *cap);
+    for (int32_t q = 0; q < R->nseg; q++)
+        if (kind[q] >= 0 && R->seg[q].mb >= 0 && (size_t)R->seg[q].mb < nmb) {
+            int32_t k = ++met[(size_t)kind[q] * nmb + (size_t)R->seg[q].mb];
+            cap[kind[q]] = k > cap[kind[q]] ? k : cap[kind[q]];
+        }
+    int32_t *first = su_alloc(R->a, ((size_t)nrep + 1) * sizeof *first); /* kind's first number */
+    int32_t next = maxtask + 1;
+    for (int32_t c = 0; c < nrep; c++) {
+        first[c] = next;
+        next += cap[c] ? cap[c] : 1;
+    }
+    memset(met, 0, ((size_t)nrep * nmb + 1) * sizeof *met);
+    for (int32_t q = 0; q < R->nseg; q++) {
+        if (kind[q] < 0)
+            continue;
+        int32_t mb = R->seg[q].mb;
+        int32_t place = mb >= 0 && (size_t)mb < nmb ? met[(size_t)kind[q] * nmb + (size_t)mb]++ : 0;
+        R->seg[q].task = first[kind[q]] + place;
+    }
+    return next - 1;
 }
 
 /* Stage s rolled: its program into *out and its kernels into kout, its
