@@ -148,7 +148,7 @@ static fclass classify(const ir_op *op)
 static bool pipeline_sum(const ir_op *op)
 {
     const ir_value *a = op->nin ? op->in[0] : NULL;
-    return op->task > 0 && (op->code == IR_ADD || op->code == IR_MAX) && op->nres == 1 &&
+    return a && op->task > 0 && (op->code == IR_ADD || op->code == IR_MAX) && op->nres == 1 &&
            a->def && a->def->task == op->task && a->def->mb != op->mb;
 }
 
