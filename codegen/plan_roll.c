@@ -669,10 +669,8 @@ static int32_t p2p_tasks(roll *R, int32_t maxtask)
     /* per (kind, microbatch) the runs met so far; per (kind, place) its
      * task number */
     size_t nmb = (size_t)R->nmb;
-    int32_t *met = su_alloc(R->a, ((size_t)nrep * nmb + 1) * sizeof *met);
-    memset(met, 0, ((size_t)nrep * nmb + 1) * sizeof *met);
+    int32_t *met = su_alloc(R->a, ((size_t)nrep * nmb + 1) * sizeof *met); /* zeroed */
     int32_t *cap = su_alloc(R->a, ((size_t)nrep + 1) * sizeof *cap); /* places per kind */
-    memset(cap, 0, ((size_t)nrep + 1) * sizeof *cap);
     for (int32_t q = 0; q < R->nseg; q++)
         if (kind[q] >= 0 && R->seg[q].mb >= 0 && (size_t)R->seg[q].mb < nmb) {
             int32_t k = ++met[(size_t)kind[q] * nmb + (size_t)R->seg[q].mb];

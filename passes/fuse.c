@@ -137,15 +137,7 @@ static fclass classify(const ir_op *op)
     return F_NONE;
 }
 
-/* Whether op adds a pipeline stage's microbatch to the sum (or max) over
- * microbatches, which the task made for the microbatch before (ir_op.task,
- * memplan.c's accumulate_in_place): such an op stays out of a matmul's and
- * a reduction's kernel, so that the new sum can take the old one's buffer,
- * one buffer through the schedule, in an elementwise kernel of its own.
- * Fused after the product or the reduction, the new sum would be that
- * kernel's result, the old one live until the kernel ran: two sums held
- * from one microbatch's backward to the next's, in every stage. */
-static bool pipeline_sum(const ir_op *op)
+bool pass_pipeline_sum(const ir_op *op)
 {
     const ir_value *a = op->nin ? op->in[0] : NULL;
     return a && op->task > 0 && (op->code == IR_ADD || op->code == IR_MAX) && op->nres == 1 &&
@@ -205,7 +197,7 @@ static bool eligible(const walker *w, int k, int i, fclass c)
     const ir_type *t = &op->res[0]->type;
     if (g->kind == PASS_FUSE_ELEMENTWISE)
         return same_shape(t, &g->dom);
-    if (pipeline_sum(op))
+    if (pass_pipeline_sum(op))
         return false;
     if (!same_shape(t, &g->epi))
         return false;
@@ -896,7 +888,7 @@ static void matmul_group(walker *w, int i)
             break;
         const ir_op *op = IR_OP(w->m, at);
         const ir_value *other;
-        if (pipeline_sum(op))
+        if (pass_pipeline_sum(op))
             break;
         unsigned bit = epilogue_step(mm, op, cur, g.epilogue, &other);
         if (!bit)

@@ -235,6 +235,13 @@ pass_fuse_role pass_fuse_op_role(const pass_fgroup *g, int op_index);
  * group without parts; NULL when the op is not g's. */
 const pass_fgroup *pass_fuse_part(const pass_fgroup *g, int op_index);
 
+/* Whether op adds a pipeline stage's microbatch to its sum (or max) over
+ * microbatches: an add or max of a task (ir_op.task) whose first operand
+ * the same task made for another microbatch (pipesplit.c's accumulation).
+ * Such an op joins no matmul's or reduction's kernel (above), and the
+ * memory plan writes the new sum over the old one (memplan.c). */
+bool pass_pipeline_sum(const ir_op *op);
+
 /* Whether op can be an elementwise op of a group (a reduction's
  * prologue, say), as the walk classifies it. */
 bool pass_fuse_elementwise(const ir_op *op);

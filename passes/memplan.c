@@ -619,12 +619,10 @@ static void accumulate_in_place(planner *P)
     const uint8_t keep = K_PARAM | K_STATE | K_KEEP | K_OUTPUT;
     for (int64_t i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
-        if (op->task <= 0 || (op->code != IR_ADD && op->code != IR_MAX) || op->nres != 1)
+        if (!pass_pipeline_sum(op))
             continue;
         const ir_value *a = op->in[0], *r = op->res[0];
-        const ir_op *d = a->def;
-        if (P->defat[a->id] < 0 || d->task != op->task || d->mb == op->mb ||
-            !ir_type_eq(&a->type, &r->type))
+        if (P->defat[a->id] < 0 || !ir_type_eq(&a->type, &r->type))
             continue;
         int s = find(P, a->id), v = find(P, r->id);
         if (s == v || P->first[v] != i || P->lcpu[s] != i || P->last[s] > i ||
