@@ -4,6 +4,7 @@
 #include "support/support.h"
 #include "ir/ir.h"
 #include "runtime/cuda/nvrtc.h"
+#include "runtime/plan/plan.h"
 
 struct pass_fusion;
 struct pass_memplan;
@@ -37,16 +38,23 @@ typedef struct cg_plan_options {
  * err when a stage holds something the plan cannot express (a bug in the
  * passes, reported as one) or NVRTC fails (the message names the kernel).
  * Allocation failures jump to *oom (the caller's; never the modules'). */
-/* plan_roll.c (for plan_build.c): each stage s of plan p (plain, its
- * kernels among p's) rolled into the loop form where the instances of a
- * task repeat; task[s][k] and mb[s][k] are instruction k's stamp (ir_op.task,
- * .mb). Replaces the programs that roll, the plan's kernel table and those
- * stages' I/O entries' buffers, in memory from a (a stage that does not
- * roll stays as it was). The stages roll at once, on a thread per
- * processor (at most 16); the result is the same whatever the count. */
-struct rt_plan;
-void cg_plan_roll(struct rt_plan *p, int32_t *const *task, int32_t *const *mb, su_arena *a,
-                  jmp_buf *oom);
+/* plan_roll.c (for plan_build.c): stages s0 to s1 - 1 of plan p (plain,
+ * their kernels among p's) rolled into the loop form where the instances
+ * of a task repeat; task[s][k] and mb[s][k] are instruction k's stamp
+ * (ir_op.task, .mb). For each, out[s - s0]: whether it rolled, and if so
+ * its program and kernels (their own memory, from a: the plain program's
+ * may be freed), and its I/O entries' buffers in p numbered again (a stage
+ * that does not roll is left as it was). The stages roll at once, on a
+ * thread per processor (at most 16); the result is the same whatever the
+ * count. */
+typedef struct cg_rolled {
+    bool rolled;
+    rt_program prog;
+    rt_kernel *kernel;
+    int32_t nkernels;
+} cg_rolled;
+void cg_plan_roll_stages(rt_plan *p, int s0, int s1, int32_t *const *task,
+                         int32_t *const *mb, su_arena *a, jmp_buf *oom, cg_rolled *out);
 bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
                    const cg_plan_options *o, uint8_t **out, size_t *len, su_status *err,
                    jmp_buf *oom);

@@ -51,6 +51,9 @@ typedef struct builder {
     const pass_fusion *f; /* its groups, while its kernels are made */
     int stage;
     su_arena *arena;
+    su_arena *sa;        /* what only the stage's plain form needs: its
+                          * instructions, stamps, kernels and maps (b->arena,
+                          * or a batch's of build_rolled, freed once rolled) */
     const pass_memplan *mp;
     int32_t *buf_of;     /* per value id: its buffer, -1 none */
     int32_t *io_of;      /* per value id: its source's I/O entry, -1 none */
@@ -320,10 +323,10 @@ static bool build_stage(builder *b, rt_program *prog, int32_t *loss)
     prog->buf_bytes = b->mp->bytes;
     prog->buf_offset = b->mp->offset;
     prog->ninstr = (int32_t)b->nins;
-    prog->instr = su_alloc(b->arena, ((size_t)b->nins + 1) * sizeof *prog->instr);
+    prog->instr = su_alloc(b->sa, ((size_t)b->nins + 1) * sizeof *prog->instr);
     memcpy(prog->instr, b->ins, (size_t)b->nins * sizeof *prog->instr);
-    int32_t *task = su_alloc(b->arena, ((size_t)b->nins + 1) * sizeof *task);
-    int32_t *mb = su_alloc(b->arena, ((size_t)b->nins + 1) * sizeof *mb);
+    int32_t *task = su_alloc(b->sa, ((size_t)b->nins + 1) * sizeof *task);
+    int32_t *mb = su_alloc(b->sa, ((size_t)b->nins + 1) * sizeof *mb);
     for (int i = 0, k = 0; i < m->ops.n; i++) /* op i's instructions, after op i - 1's */
         for (; k < b->end_of[i]; k++) {
             task[k] = IR_OP(m, i)->task;
@@ -706,18 +709,18 @@ _Static_assert((int)RT_KS_ELEMENTWISE == (int)CG_CUDA_ELEMENTWISE &&
  * parameters, standing for ops[nops] (module op indices). */
 static bool add_kernel(builder *b, const cg_cuda_kernel *ck, int nin, const int *ops, int nops)
 {
-    rt_kernel *k = su_alloc(b->arena, sizeof *k);
+    rt_kernel *k = su_alloc(b->sa, sizeof *k);
     memset(k, 0, sizeof *k);
     k->stage = b->stage;
-    k->name = su_strdup(b->arena, ck->name);
+    k->name = su_strdup(b->sa, ck->name);
     k->strategy = (uint8_t)ck->strategy;
     k->grid = ck->grid;
     k->block = ck->block;
     k->shared_bytes = ck->shared_bytes;
     k->nin = nin;
     k->nout = ck->nparams - nin;
-    k->param = su_alloc(b->arena, (size_t)ck->nparams * sizeof *k->param);
-    k->param_t = su_alloc(b->arena, (size_t)ck->nparams * sizeof *k->param_t);
+    k->param = su_alloc(b->sa, (size_t)ck->nparams * sizeof *k->param);
+    k->param_t = su_alloc(b->sa, (size_t)ck->nparams * sizeof *k->param_t);
     for (int j = 0; j < ck->nparams; j++) {
         k->param[j] = b->buf_of[ck->params[j]->id];
         k->param_t[j] = rtype(&ck->params[j]->type);
@@ -725,7 +728,7 @@ static bool add_kernel(builder *b, const cg_cuda_kernel *ck, int nin, const int 
             return fail(b, "kernel %s: parameter %d has no buffer", ck->name, j);
     }
     k->ninstr = nops;
-    k->instr = su_alloc(b->arena, (size_t)nops * sizeof *k->instr);
+    k->instr = su_alloc(b->sa, (size_t)nops * sizeof *k->instr);
     for (int j = 0; j < nops; j++) {
         k->instr[j] = b->instr_of[ops[j]];
         if (k->instr[j] < 0)
@@ -758,23 +761,23 @@ static bool add_matmul_kernel(builder *b, const pass_fgroup *g)
     if (g->nout != 1)
         return fail(b, "matmul group %s stores %d values, not 1", g->name, g->nout);
     p[n] = g->out[0];
-    rt_kernel *k = su_alloc(b->arena, sizeof *k);
+    rt_kernel *k = su_alloc(b->sa, sizeof *k);
     memset(k, 0, sizeof *k);
     k->stage = b->stage;
-    k->name = su_strdup(b->arena, g->name);
+    k->name = su_strdup(b->sa, g->name);
     k->module = -1;
     k->strategy = RT_KS_MATMUL;
     k->epilogue = (uint8_t)g->epilogue;
     k->nin = n;
     k->nout = 1;
-    k->param = su_alloc(b->arena, (size_t)(n + 1) * sizeof *k->param);
-    k->param_t = su_alloc(b->arena, (size_t)(n + 1) * sizeof *k->param_t);
+    k->param = su_alloc(b->sa, (size_t)(n + 1) * sizeof *k->param);
+    k->param_t = su_alloc(b->sa, (size_t)(n + 1) * sizeof *k->param_t);
     for (int j = 0; j <= n; j++) {
         k->param[j] = b->buf_of[p[j]->id];
         k->param_t[j] = rtype(&p[j]->type);
     }
     k->ninstr = g->nops;
-    k->instr = su_alloc(b->arena, (size_t)g->nops * sizeof *k->instr);
+    k->instr = su_alloc(b->sa, (size_t)g->nops * sizeof *k->instr);
     for (int j = 0; j < g->nops; j++) {
         k->instr[j] = b->instr_of[g->ops[j]];
         if (k->instr[j] < 0)
@@ -886,10 +889,10 @@ static bool plan_stage(builder *b, const ir_module *m, int s, rt_program *prog, 
     b->m = m;
     b->stage = s;
     b->nins = 0;
-    b->buf_of = su_alloc(b->arena, (size_t)(m->next_id + 1) * sizeof *b->buf_of);
-    b->io_of = su_alloc(b->arena, (size_t)(m->next_id + 1) * sizeof *b->io_of);
-    b->instr_of = su_alloc(b->arena, (size_t)(m->ops.n + 1) * sizeof *b->instr_of);
-    b->end_of = su_alloc(b->arena, (size_t)(m->ops.n + 1) * sizeof *b->end_of);
+    b->buf_of = su_alloc(b->sa, (size_t)(m->next_id + 1) * sizeof *b->buf_of);
+    b->io_of = su_alloc(b->sa, (size_t)(m->next_id + 1) * sizeof *b->io_of);
+    b->instr_of = su_alloc(b->sa, (size_t)(m->ops.n + 1) * sizeof *b->instr_of);
+    b->end_of = su_alloc(b->sa, (size_t)(m->ops.n + 1) * sizeof *b->end_of);
     for (int i = 0; i <= m->next_id; i++)
         b->buf_of[i] = b->io_of[i] = -1;
     b->mp = &b->o->mp[s];
@@ -901,6 +904,8 @@ static bool plan_stage(builder *b, const ir_module *m, int s, rt_program *prog, 
 typedef struct plan_run {
     builder b;
     su_arena arena;
+    su_arena batch;     /* build_rolled's plain stages */
+    su_vec kept;        /* build_rolled's rt_kernel *: those of stages that did not roll */
     ir_module *const *stages;
     int nstages;
     const char *report;
@@ -908,6 +913,120 @@ typedef struct plan_run {
     size_t *len;
     bool ok;
 } plan_run;
+
+/* p's I/O, module and kernel tables from b's (each an array in a) */
+static void tables(builder *b, rt_plan *p, su_arena *a)
+{
+    p->nio = (int32_t)b->ios.n;
+    p->io = su_alloc(a, ((size_t)b->ios.n + 1) * sizeof *p->io);
+    for (int i = 0; i < b->ios.n; i++)
+        p->io[i] = *(rt_io *)b->ios.v[i];
+    p->nmodules = (int32_t)b->modules.n;
+    p->module = su_alloc(a, ((size_t)b->modules.n + 1) * sizeof *p->module);
+    for (int i = 0; i < b->modules.n; i++)
+        p->module[i] = *(rt_module *)b->modules.v[i];
+    p->init_module = b->init_module;
+    p->nkernels = (int32_t)b->kernels.n;
+    p->kernel = su_alloc(a, ((size_t)b->kernels.n + 1) * sizeof *p->kernel);
+    for (int i = 0; i < b->kernels.n; i++)
+        p->kernel[i] = *(rt_kernel *)b->kernels.v[i];
+}
+
+/* A batch's stages validated at once, a thread each. */
+typedef struct check_job {
+    const rt_plan *p;
+    int s;
+    su_status err;
+    bool ok;
+} check_job;
+
+static void check_item(void *ctx, int i)
+{
+    check_job *j = &((check_job *)ctx)[i];
+    j->ok = rt_plan_validate_stage(j->p, j->s, &j->err);
+}
+
+/* A pipeline's stages, built plain, validated and rolled into the loop
+ * form a batch at a time, as many stages as processors (at most 16): the
+ * batch's plain programs and kernels are freed once it has rolled, so the
+ * plan never holds more than a batch of plain stages (at 128
+ * microbatches, pipeline.sh L=96 on 64x8x8's are 90 MB each). The
+ * kernels: those of the stages that did not roll, as they were, then each
+ * rolled stage's, in stage order. */
+static bool build_rolled(plan_run *r, rt_plan *p)
+{
+    builder *b = &r->b;
+    int n = r->nstages;
+    int batch = su_processors();
+    batch = batch < 1 ? 1 : batch > 16 ? 16 : batch;
+    cg_rolled *done = su_alloc(&r->arena, (size_t)n * sizeof *done);
+    memset(done, 0, (size_t)n * sizeof *done);
+    su_vec *kept = &r->kept;
+    check_job *job = su_alloc(&r->arena, (size_t)batch * sizeof *job);
+    bool ok = true;
+    for (int s0 = 0; ok && s0 < n; s0 += batch) {
+        int s1 = s0 + batch < n ? s0 + batch : n;
+        su_arena *sa = &r->batch;
+        b->sa = sa;
+        int32_t k0 = (int32_t)b->kernels.n;
+        for (int s = s0; ok && s < s1; s++)
+            ok = plan_stage(b, r->stages[s], s, &p->stage[s], &p->loss);
+        rt_plan v = *p; /* the batch's view: the tables so far, its kernels */
+        if (ok) {
+            tables(b, &v, sa);
+            v.kernel += k0;
+            v.nkernels -= k0;
+            for (int s = s0; s < s1; s++)
+                job[s - s0] = (check_job){.p = &v, .s = s};
+            su_parallel_for(s1 - s0, batch, check_item, job);
+            for (int s = s0; ok && s < s1; s++)
+                if (!job[s - s0].ok) {
+                    *b->err = job[s - s0].err;
+                    ok = false;
+                }
+        }
+        if (ok) {
+            cg_plan_roll_stages(&v, s0, s1, b->task, b->mb, &r->arena, b->oom, done + s0);
+            for (int i = 0; i < v.nio; i++) /* the rolled stages' buffers, numbered again */
+                if (v.io[i].stage >= s0 && v.io[i].stage < s1) {
+                    rt_io *io = b->ios.v[i];
+                    io->buffer = v.io[i].buffer;
+                    io->update = v.io[i].update;
+                }
+            bool all = true;
+            for (int s = s0; s < s1; s++) {
+                all = all && done[s].rolled;
+                if (done[s].rolled)
+                    p->stage[s] = done[s].prog;
+            }
+            for (int32_t k = k0; k < b->kernels.n; k++) {
+                rt_kernel *kr = b->kernels.v[k];
+                if (!done[kr->stage].rolled)
+                    su_vec_push(kept, b->oom, kr);
+            }
+            b->kernels.n = k0;
+            if (!all) /* a stage as it was: its plain memory stays */
+                su_arena_take(&r->arena, sa);
+        }
+        b->sa = &r->arena;
+        su_arena_free(sa);
+    }
+    if (ok) {
+        tables(b, p, &r->arena);
+        int32_t nk = (int32_t)kept->n;
+        for (int s = 0; s < n; s++)
+            nk += done[s].rolled ? done[s].nkernels : 0;
+        p->nkernels = nk;
+        p->kernel = su_alloc(&r->arena, ((size_t)nk + 1) * sizeof *p->kernel);
+        int32_t k = 0;
+        for (int i = 0; i < kept->n; i++)
+            p->kernel[k++] = *(rt_kernel *)kept->v[i];
+        for (int s = 0; s < n; s++)
+            for (int32_t i = 0; done[s].rolled && i < done[s].nkernels; i++)
+                p->kernel[k++] = done[s].kernel[i];
+    }
+    return ok && rt_plan_validate_rest(p, b->err);
+}
 
 static void build_plan(void *arg)
 {
@@ -935,33 +1054,21 @@ static void build_plan(void *arg)
     memset(p.stage, 0, (size_t)nstages * sizeof *p.stage);
     b->task = su_alloc(&r->arena, (size_t)nstages * sizeof *b->task);
     b->mb = su_alloc(&r->arena, (size_t)nstages * sizeof *b->mb);
+    p.report = (char *)(r->report ? r->report : "");
+    p.report_len = strlen(p.report);
+    p.source = (char *)(b->o->source ? b->o->source : "");
     bool ok = !b->o->kernels || gen_kernels(b, r->stages, nstages);
-    for (int s = 0; ok && s < nstages; s++)
-        ok = plan_stage(b, r->stages[s], s, &p.stage[s], &p.loss);
-    if (ok) {
-        p.nio = (int32_t)b->ios.n;
-        p.io = su_alloc(&r->arena, ((size_t)b->ios.n + 1) * sizeof *p.io);
-        for (int i = 0; i < b->ios.n; i++)
-            p.io[i] = *(rt_io *)b->ios.v[i];
-        p.nmodules = (int32_t)b->modules.n;
-        p.module = su_alloc(&r->arena, ((size_t)b->modules.n + 1) * sizeof *p.module);
-        for (int i = 0; i < b->modules.n; i++)
-            p.module[i] = *(rt_module *)b->modules.v[i];
-        p.init_module = b->init_module;
-        p.nkernels = (int32_t)b->kernels.n;
-        p.kernel = su_alloc(&r->arena, ((size_t)b->kernels.n + 1) * sizeof *p.kernel);
-        for (int i = 0; i < b->kernels.n; i++)
-            p.kernel[i] = *(rt_kernel *)b->kernels.v[i];
-        p.report = (char *)(r->report ? r->report : "");
-        p.report_len = strlen(p.report);
-        p.source = (char *)(b->o->source ? b->o->source : "");
+    if (ok && !b->o->unroll && m0->stage >= 0) {
+        /* each stage validated plain and rolled into loop form (whose
+         * structure the writer checks), then the rest of the plan */
+        ok = build_rolled(r, &p);
+    } else {
+        for (int s = 0; ok && s < nstages; s++)
+            ok = plan_stage(b, r->stages[s], s, &p.stage[s], &p.loss);
+        if (ok)
+            tables(b, &p, &r->arena);
+        ok = ok && rt_plan_validate(&p, b->err);
     }
-    /* validated plain, then a pipeline's stages rolled into loop form (whose
-     * structure the writer checks) */
-    if (ok && !rt_plan_validate(&p, b->err))
-        ok = false;
-    if (ok && !b->o->unroll && m0->stage >= 0)
-        cg_plan_roll(&p, b->task, b->mb, &r->arena, b->oom);
     if (ok)
         ok = rt_plan_write_rolled(&p, r->out, r->len, b->err);
     r->ok = ok;
@@ -976,8 +1083,9 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     plan_run r = {.stages = stages, .nstages = nstages, .report = report, .out = out,
                   .len = len};
     su_arena_init(&r.arena, oom);
+    su_arena_init(&r.batch, oom);
     builder *b = &r.b;
-    b->arena = &r.arena;
+    b->arena = b->sa = &r.arena;
     b->err = err;
     b->o = o;
     b->oom = oom;
@@ -994,6 +1102,8 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     su_vec_free(&b->kernels);
     su_vec_free(&b->modules);
     su_vec_free(&b->made);
+    su_vec_free(&r.kept);
+    su_arena_free(&r.batch);
     su_arena_free(&r.arena);
     if (!done)
         su_oom(oom);

@@ -1,5 +1,5 @@
 /* plan_roll.c: a pipeline stage's program rolled into the plan's loop form
- * (runtime/plan/plan.h), cg_plan_roll.
+ * (runtime/plan/plan.h), cg_plan_roll_stages.
  *
  * The pipeline split unrolls a stage's tasks, one copy per microbatch, and
  * stamps each op with its task and microbatch (ir_op.task, .mb). Lowered,
@@ -386,7 +386,10 @@ static void emit(roll *R, rt_program *out, const seg *sg, body *B, const int32_t
     for (int32_t k = 0; k < sg->nk; k++) {
         const rt_kernel *kr = &R->p->kernel[R->kern[sg->k0 + k]];
         rt_kernel *nk = su_alloc(R->a, sizeof *nk);
-        *nk = *kr;
+        *nk = *kr; /* its own copies: the plain kernels may be freed */
+        nk->name = su_strdup(R->a, kr->name);
+        nk->param_t = su_alloc(R->a, (size_t)(kr->nin + kr->nout + 1) * sizeof *nk->param_t);
+        memcpy(nk->param_t, kr->param_t, (size_t)(kr->nin + kr->nout) * sizeof *nk->param_t);
         nk->instr = su_alloc(R->a, (size_t)kr->ninstr * sizeof *nk->instr);
         for (int32_t i = 0; i < kr->ninstr; i++)
             nk->instr[i] = at + kr->instr[i] - sg->first;
@@ -784,52 +787,44 @@ static void roll_item(void *ctx, int i)
     j->rolled = roll_stage(j->p, j->s, j->task, j->mb, &j->arena, &j->oom, &j->out, &j->kout);
 }
 
-void cg_plan_roll(rt_plan *p, int32_t *const *task, int32_t *const *mb, su_arena *a,
-                  jmp_buf *oom)
+void cg_plan_roll_stages(rt_plan *p, int s0, int s1, int32_t *const *task,
+                         int32_t *const *mb, su_arena *a, jmp_buf *oom, cg_rolled *out)
 {
-    int n = p->nstages;
+    int n = s1 - s0;
     roll_job *job = calloc((size_t)(n > 0 ? n : 1), sizeof *job);
     if (!job)
         su_oom(oom);
-    for (int s = 0; s < n; s++) {
-        job[s].p = p;
-        job[s].s = s;
-        job[s].task = task[s];
-        job[s].mb = mb[s];
+    for (int i = 0; i < n; i++) {
+        job[i].p = p;
+        job[i].s = s0 + i;
+        job[i].task = task[s0 + i];
+        job[i].mb = mb[s0 + i];
     }
     int nt = su_processors();
     su_parallel_for(n, nt > 16 ? 16 : nt, roll_item, job);
     bool failed = false;
-    size_t nk = 0;
-    for (int s = 0; s < n; s++) {
-        failed = failed || job[s].failed;
-        nk += (size_t)job[s].kout.n;
+    for (int i = 0; i < n; i++)
+        failed = failed || job[i].failed;
+    for (int i = 0; i < n && !failed; i++) {
+        cg_rolled *o = &out[i];
+        memset(o, 0, sizeof *o);
+        o->rolled = job[i].rolled;
+        if (!o->rolled)
+            continue;
+        o->prog = job[i].out;
+        o->nkernels = (int32_t)job[i].kout.n;
+        o->kernel = su_alloc(a, ((size_t)o->nkernels + 1) * sizeof *o->kernel);
+        for (int32_t k = 0; k < o->nkernels; k++)
+            o->kernel[k] = *(rt_kernel *)job[i].kout.v[k];
     }
-    if (failed) {
-        for (int s = 0; s < n; s++) {
-            su_vec_free(&job[s].kout);
-            su_arena_free(&job[s].arena);
-        }
-        free(job);
-        su_oom(oom);
+    for (int i = 0; i < n; i++) {
+        su_vec_free(&job[i].kout);
+        if (failed)
+            su_arena_free(&job[i].arena);
+        else
+            su_arena_take(a, &job[i].arena);
     }
-    /* the plan's kernels: those of the stages that did not roll as they
-     * were, then each rolled stage's, in stage order (as rolling the stages
-     * one after the other, each moving its kernels to the end, left them) */
-    rt_kernel *kernel = su_alloc(a, ((size_t)p->nkernels + nk + 1) * sizeof *kernel);
-    int32_t k = 0;
-    for (int32_t i = 0; i < p->nkernels; i++)
-        if (!job[p->kernel[i].stage].rolled)
-            kernel[k++] = p->kernel[i];
-    for (int s = 0; s < n; s++) {
-        for (int32_t i = 0; job[s].rolled && i < job[s].kout.n; i++)
-            kernel[k++] = *(rt_kernel *)job[s].kout.v[i];
-        if (job[s].rolled)
-            p->stage[s] = job[s].out;
-        su_vec_free(&job[s].kout);
-        su_arena_take(a, &job[s].arena);
-    }
-    p->kernel = kernel;
-    p->nkernels = k;
     free(job);
+    if (failed)
+        su_oom(oom);
 }

@@ -49,10 +49,10 @@ static bool check_mesh(const rt_plan *p, su_status *err)
 }
 
 /* Each program's buffer table and instruction list, before anything
- * indexes them. */
-static bool check_buffers(const rt_plan *p, su_status *err)
+ * indexes them: stages s0 to s1 - 1. */
+static bool check_buffers(const rt_plan *p, int s0, int s1, su_status *err)
 {
-    for (int s = 0; s < p->nstages; s++) {
+    for (int s = s0; s < s1; s++) {
         const rt_program *g = &p->stage[s];
         if (g->nbuf < 0 || (g->nbuf > 0 && (!g->buf_bytes || !g->buf_offset)))
             return rt_plan_fail(err, "stage %d: a table of %d buffers is not valid", s, g->nbuf);
@@ -376,10 +376,10 @@ static bool check_in_program(const rt_plan *p, int s, const rt_instr *in, su_sta
     return p2p || rt_instr_check(p, in, err);
 }
 
-static bool check_programs(const rt_plan *p, su_status *err)
+static bool check_programs(const rt_plan *p, int s0, int s1, su_status *err)
 {
     su_status msg;
-    for (int s = 0; s < p->nstages; s++) {
+    for (int s = s0; s < s1; s++) {
         const rt_program *g = &p->stage[s];
         for (int k = 0; k < g->ninstr; k++) {
             const rt_instr *in = &g->instr[k];
@@ -394,11 +394,12 @@ static bool check_programs(const rt_plan *p, su_status *err)
     return true;
 }
 
-/* Each param and state is filled by a source instruction of its stage
- * (rt_instr_check and check_in_program have checked the instructions'
- * entries and stages), and its buffer is the one every such instruction
- * writes: the session keeps it across runs and writes updates into it. */
-static bool check_sources(const rt_plan *p, su_status *err)
+/* Each param and state of stages s0 to s1 - 1 is filled by a source
+ * instruction of its stage (rt_instr_check and check_in_program have
+ * checked the instructions' entries and stages), and its buffer is the
+ * one every such instruction writes: the session keeps it across runs and
+ * writes updates into it. */
+static bool check_sources(const rt_plan *p, int s0, int s1, su_status *err)
 {
     int32_t *src = malloc(((size_t)p->nio + 1) * sizeof *src);
     if (!src)
@@ -406,7 +407,7 @@ static bool check_sources(const rt_plan *p, su_status *err)
     for (int32_t i = 0; i < p->nio; i++)
         src[i] = -1;
     bool ok = true;
-    for (int s = 0; ok && s < p->nstages; s++)
+    for (int s = s0; ok && s < s1; s++)
         for (int k = 0; ok && k < p->stage[s].ninstr; k++) {
             const rt_instr *in = &p->stage[s].instr[k];
             if (in->op != RT_OP_PARAM && in->op != RT_OP_STATE)
@@ -418,7 +419,8 @@ static bool check_sources(const rt_plan *p, su_status *err)
         }
     for (int32_t i = 0; ok && i < p->nio; i++) {
         const rt_io *io = &p->io[i];
-        if (io->kind != RT_IO_PARAM && io->kind != RT_IO_STATE)
+        if ((io->kind != RT_IO_PARAM && io->kind != RT_IO_STATE) || io->stage < s0 ||
+            io->stage >= s1)
             continue;
         if (src[i] < 0)
             ok = rt_plan_fail(err, "I/O entry %d (%s): no instruction of stage %d fills it", i,
@@ -810,11 +812,9 @@ static bool check_init_module(const rt_plan *p, su_status *err)
     return true;
 }
 
-/* Every module on its own, then every kernel: its stage, name, module,
- * launch, instructions and parameters; and every module is some kernel's.
- * The messages name the module ("module 2 (k3_add_gelu): ...") or the
- * kernel ("kernel 3 (k3_add_gelu) of stage 0: ..."). */
-static bool check_kernels(const rt_plan *p, su_status *err)
+/* The tables of modules and kernels, and every module on its own. The
+ * messages name the module ("module 2 (k3_add_gelu): ..."). */
+static bool check_module_table(const rt_plan *p, su_status *err)
 {
     su_status msg;
     if (p->nmodules < 0 || (p->nmodules > 0 && !p->module))
@@ -828,8 +828,17 @@ static bool check_kernels(const rt_plan *p, su_status *err)
                                         is_identifier(p->module[i].entry[0])
                                     ? p->module[i].entry[0]
                                     : "?");
+    return true;
+}
+
+/* Every kernel's stage, and each kernel of stages s0 to s1 - 1: its name,
+ * module, launch, instructions and parameters ("kernel 3 (k3_add_gelu) of
+ * stage 0: ..."). */
+static bool check_stage_kernels(const rt_plan *p, int s0, int s1, su_status *err)
+{
+    su_status msg;
     int64_t total = 0;
-    for (int s = 0; s < p->nstages; s++)
+    for (int s = s0; s < s1; s++)
         total += p->stage[s].ninstr;
     int32_t *owner = malloc(((size_t)total + 1) * sizeof *owner);
     if (!owner)
@@ -844,8 +853,10 @@ static bool check_kernels(const rt_plan *p, su_status *err)
                               k->stage, p->nstages);
             break;
         }
+        if (k->stage < s0 || k->stage >= s1)
+            continue;
         int32_t *own = owner;
-        for (int s = 0; s < k->stage; s++)
+        for (int s = s0; s < k->stage; s++)
             own += p->stage[s].ninstr;
         const rt_program *g = &p->stage[k->stage];
         ok = check_launch(p, k, &msg) &&
@@ -857,7 +868,24 @@ static bool check_kernels(const rt_plan *p, su_status *err)
                          is_identifier(k->name) ? k->name : "?", k->stage);
     }
     free(owner);
-    return ok && check_init_module(p, err) && check_modules_used(p, err);
+    return ok;
+}
+
+/* Every module on its own, then every kernel, and every module is some
+ * kernel's. */
+static bool check_kernels(const rt_plan *p, su_status *err)
+{
+    return check_module_table(p, err) && check_stage_kernels(p, 0, p->nstages, err) &&
+           check_init_module(p, err) && check_modules_used(p, err);
+}
+
+static bool check_report(const rt_plan *p, su_status *err)
+{
+    if (p->report_len > 0 && !p->report)
+        return rt_plan_fail(err, "the report has %zu bytes but no text", p->report_len);
+    if (p->report_len > 0 && memchr(p->report, 0, p->report_len))
+        return rt_plan_fail(err, "the report contains a NUL byte");
+    return true;
 }
 
 /* Mesh, then buffer tables, then I/O entries, then instructions, then
@@ -874,14 +902,28 @@ bool rt_plan_validate(const rt_plan *p, su_status *err)
             rt_plan_free_blocks(copy.mem_);
             return ok;
         }
-    if (!check_mesh(p, err) || !check_buffers(p, err) ||
-        !check_ios(p, err) || !check_programs(p, err) ||
-        !check_sources(p, err) || !check_loss(p, err) ||
-        !check_kernels(p, err))
-        return false;
-    if (p->report_len > 0 && !p->report)
-        return rt_plan_fail(err, "the report has %zu bytes but no text", p->report_len);
-    if (p->report_len > 0 && memchr(p->report, 0, p->report_len))
-        return rt_plan_fail(err, "the report contains a NUL byte");
-    return true;
+    int n = p->nstages;
+    return check_mesh(p, err) && check_buffers(p, 0, n, err) && check_ios(p, err) &&
+           check_programs(p, 0, n, err) && check_sources(p, 0, n, err) &&
+           check_loss(p, err) && check_kernels(p, err) && check_report(p, err);
+}
+
+bool rt_plan_validate_stage(const rt_plan *p, int s, su_status *err)
+{
+    if (!p || !p->stage || s < 0 || s >= p->nstages)
+        return rt_plan_fail(err, "no stage %d to check", s);
+    if (p->stage[s].nbody)
+        return rt_plan_fail(err, "stage %d is in loop form, not plain", s);
+    return check_buffers(p, s, s + 1, err) && check_programs(p, s, s + 1, err) &&
+           check_sources(p, s, s + 1, err) && check_module_table(p, err) &&
+           check_stage_kernels(p, s, s + 1, err);
+}
+
+bool rt_plan_validate_rest(const rt_plan *p, su_status *err)
+{
+    if (!p)
+        return rt_plan_fail(err, "no plan");
+    return check_mesh(p, err) && check_ios(p, err) && check_loss(p, err) &&
+           check_module_table(p, err) && check_stage_kernels(p, 0, 0, err) &&
+           check_init_module(p, err) && check_modules_used(p, err) && check_report(p, err);
 }

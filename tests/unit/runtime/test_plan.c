@@ -445,15 +445,40 @@ static void refix(uint8_t *b, size_t n)
 
 #include "plan_read_checks.h"
 
+/* rt_plan_validate_stage on each stage, then rt_plan_validate_rest: the
+ * halves a writer holding one plain stage at a time runs. */
+static bool validate_halves(const rt_plan *p, su_status *err)
+{
+    for (int s = 0; s < p->nstages; s++)
+        if (!rt_plan_validate_stage(p, s, err))
+            return false;
+    return rt_plan_validate_rest(p, err);
+}
+
+/* rt_plan_validate refuses p with want in its message; for a plan in
+ * plain form, so do its halves (with a message of their own where the
+ * fault is an I/O entry's: their instruction checks, which come first,
+ * meet it). */
 static void expect_invalid(const rt_plan *p, const char *want, int line)
 {
-    su_status err = {SU_OK, ""};
+    su_status err = {SU_OK, ""}, half = {SU_OK, ""};
     bool ok = rt_plan_validate(p, &err);
     check_count++;
     if (ok || !strstr(err.msg, want)) {
         check_failures++;
         fprintf(stderr, "test_plan.c:%d: validate %s \"%s\", want an error with \"%s\"\n", line,
                 ok ? "accepted the plan" : "said", err.msg, want);
+    }
+    bool plain = p->stage && p->nstages > 0 && p->nstages <= 64;
+    for (int s = 0; plain && s < p->nstages; s++)
+        plain = !p->stage[s].nbody;
+    if (!plain)
+        return;
+    check_count++;
+    if (validate_halves(p, &half)) {
+        check_failures++;
+        fprintf(stderr, "test_plan.c:%d: the halves accept a plan validate refuses (\"%s\")\n",
+                line, err.msg);
     }
 }
 #define EXPECT_INVALID(p, want) expect_invalid(p, want, __LINE__)
@@ -1631,6 +1656,17 @@ static void test_validate_stages(void)
     send->dim = 2;
     EXPECT_INVALID(&f.p, "stage 0, instruction 3 (send): peer stage 2 is out of range (the plan "
                    "has 2 stages)");
+    /* the halves: a fault of stage 0's is stage 0's to find, in the same words */
+    send->dim = 1;
+    CHECK(validate_halves(&f.p, &err));
+    send->dim = 2;
+    CHECK(!rt_plan_validate_stage(&f.p, 0, &err));
+    CHECK_STR(err.msg, "stage 0, instruction 3 (send): peer stage 2 is out of range (the plan has "
+              "2 stages)");
+    CHECK(rt_plan_validate_stage(&f.p, 1, &err));
+    CHECK(rt_plan_validate_rest(&f.p, &err));
+    CHECK(!rt_plan_validate_stage(&f.p, 2, &err));
+    CHECK_STR(err.msg, "no stage 2 to check");
     send->dim = 0;
     EXPECT_INVALID(&f.p, "stage 0, instruction 3 (send): the peer stage 0 is this program's own "
                    "stage");
@@ -1668,6 +1704,8 @@ static void test_validate_stages(void)
     /* x and step have an entry on each stage; they must agree */
     f.io[4].stage = 0;
     EXPECT_INVALID(&f.p, "duplicate I/O name 'step' on stage 0 (entries 2 and 4)");
+    CHECK(!rt_plan_validate_rest(&f.p, &err)); /* the table is the rest's */
+    CHECK_STR(err.msg, "duplicate I/O name 'step' on stage 0 (entries 2 and 4)");
     f.io[4].stage = 1;
     f.io[3].type = T(RT_F32, 8, 8);
     EXPECT_INVALID(&f.p, "I/O entries 0 and 3 (stages 0 and 1) are both called 'x' but differ in "
