@@ -678,7 +678,7 @@ static void detach(shardc_program *p)
         if (p->res.fusion)
             p->res.fusion[s].arena.oom = NULL;
         if (p->res.mp)
-            p->res.mp[s].arena.oom = NULL;
+            p->res.mp[s].arena.oom = p->res.mp[s].scratch.oom = NULL;
     }
 }
 

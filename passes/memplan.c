@@ -228,9 +228,9 @@ static void try_in_place(planner *P, const ir_update *u)
 
 static void free_insert(planner *P, int at, block b)
 {
-    if (P->nfree == P->capfree) { /* in the plan's arena: nothing to free */
+    if (P->nfree == P->capfree) { /* in the plan's scratch: nothing to free */
         P->capfree = P->capfree ? 2 * P->capfree : 64;
-        block *nb = su_alloc(&P->mp->arena, (size_t)P->capfree * sizeof *nb);
+        block *nb = su_alloc(&P->mp->scratch, (size_t)P->capfree * sizeof *nb);
         if (P->nfree)
             memcpy(nb, P->free, (size_t)P->nfree * sizeof *nb);
         P->free = nb;
@@ -578,7 +578,7 @@ static void kernel_in_place(planner *P)
     if (!P->f || P->f->no_register_reuse)
         return;
     int nv = m->next_id + 1;
-    bool *inserted = su_alloc(&P->mp->arena, (size_t)nv * sizeof *inserted);
+    bool *inserted = su_alloc(&P->mp->scratch, (size_t)nv * sizeof *inserted);
     for (int64_t i = 0; i < m->ops.n; i++)
         if (IR_OP(m, i)->code == IR_INSERT)
             inserted[IR_OP(m, i)->in[1]->id] = true;
@@ -815,6 +815,7 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
 {
     memset(mp, 0, sizeof *mp);
     su_arena_init(&mp->arena, err->oom);
+    su_arena_init(&mp->scratch, err->oom);
     if (!m->partitioned) {
         su_buf_printf(err, "memory is planned for a partitioned module");
         return false;
@@ -831,17 +832,17 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
         return false;
     }
     P.f = f;
-    su_arena *a = &mp->arena;
-    P.parent = su_alloc(a, (size_t)nv * sizeof *P.parent);
-    P.defat = su_alloc(a, (size_t)nv * sizeof *P.defat);
-    P.first = su_alloc(a, (size_t)nv * sizeof *P.first);
-    P.last = su_alloc(a, (size_t)nv * sizeof *P.last);
-    P.lcpu = su_alloc(a, (size_t)nv * sizeof *P.lcpu);
-    P.lgpu = su_alloc(a, (size_t)nv * sizeof *P.lgpu);
-    P.bytes = su_alloc(a, (size_t)nv * sizeof *P.bytes);
-    P.kind = su_alloc(a, (size_t)nv * sizeof *P.kind);
-    P.view_in = su_alloc(a, (size_t)nv * sizeof *P.view_in);
-    P.view_at = su_alloc(a, (size_t)nv * sizeof *P.view_at);
+    su_arena *a = &mp->arena, *t = &mp->scratch; /* the plan; what making it needs */
+    P.parent = su_alloc(t, (size_t)nv * sizeof *P.parent);
+    P.defat = su_alloc(t, (size_t)nv * sizeof *P.defat);
+    P.first = su_alloc(t, (size_t)nv * sizeof *P.first);
+    P.last = su_alloc(t, (size_t)nv * sizeof *P.last);
+    P.lcpu = su_alloc(t, (size_t)nv * sizeof *P.lcpu);
+    P.lgpu = su_alloc(t, (size_t)nv * sizeof *P.lgpu);
+    P.bytes = su_alloc(t, (size_t)nv * sizeof *P.bytes);
+    P.kind = su_alloc(t, (size_t)nv * sizeof *P.kind);
+    P.view_in = su_alloc(t, (size_t)nv * sizeof *P.view_in);
+    P.view_at = su_alloc(t, (size_t)nv * sizeof *P.view_at);
     for (int v = 0; v < nv; v++) {
         P.view_in[v] = -1;
         P.view_at[v] = 0;
@@ -855,7 +856,7 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
     /* Buffers numbered in the order of their first write; lifetimes. */
     mp->nvalues = nv;
     mp->buf = su_alloc(a, (size_t)nv * sizeof *mp->buf);
-    int32_t *root_buf = su_alloc(a, (size_t)nv * sizeof *root_buf);
+    int32_t *root_buf = su_alloc(t, (size_t)nv * sizeof *root_buf);
     for (int v = 0; v < nv; v++)
         mp->buf[v] = root_buf[v] = -1;
     int nbuf = 0;
@@ -874,7 +875,7 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
     mp->start = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->start);
     mp->end = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->end);
     mp->view_of = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->view_of);
-    uint8_t *kind = su_alloc(a, (size_t)nbuf + 1);
+    uint8_t *kind = su_alloc(t, (size_t)nbuf + 1);
     for (int v = 0; v < nv; v++) {
         int b = root_buf[v];
         if (b < 0)
@@ -895,8 +896,8 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
         }
     mp->top_raised_at = -1;
     /* buffers by the op that frees them */
-    int32_t *next_end = su_alloc(a, ((size_t)nbuf + 1) * sizeof *next_end);
-    int32_t *head_end = su_alloc(a, ((size_t)n + 1) * sizeof *head_end);
+    int32_t *next_end = su_alloc(t, ((size_t)nbuf + 1) * sizeof *next_end);
+    int32_t *head_end = su_alloc(t, ((size_t)n + 1) * sizeof *head_end);
     for (int64_t i = 0; i <= n; i++)
         head_end[i] = -1;
     for (int b = 0; b < nbuf; b++)
@@ -905,15 +906,15 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
             head_end[mp->end[b]] = b;
         }
     instances inst, none = {0};
-    find_instances(m, mp, a, &inst);
+    find_instances(m, mp, t, &inst);
     births born;
-    find_births(m, mp, a, &born);
+    find_births(m, mp, t, &born);
     int64_t base = P.top;
     place(&P, kind, &none, &born, head_end, next_end, base);
     if (inst.ntask) {
         /* placing a task's instances alike can leave a gap best fit alone
          * would have filled: the smaller arena is kept (alike on a tie) */
-        placed fit = {.offset = su_alloc(a, ((size_t)nbuf + 1) * sizeof *fit.offset)};
+        placed fit = {.offset = su_alloc(t, ((size_t)nbuf + 1) * sizeof *fit.offset)};
         save(mp, &fit);
         place(&P, kind, &inst, &born, head_end, next_end, base);
         int64_t raised = fit.top_raised_at > mp->top_raised_at ? fit.top_raised_at
@@ -937,11 +938,13 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
         else if (kind[b] & K_GRAD)
             mp->gradients += mp->bytes[b];
     }
+    su_arena_free(&mp->scratch);
     return true;
 }
 
 void pass_memplan_free(pass_memplan *mp)
 {
+    su_arena_free(&mp->scratch);
     su_arena_free(&mp->arena);
     memset(mp, 0, sizeof *mp);
 }

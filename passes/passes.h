@@ -211,6 +211,8 @@ typedef struct pass_memplan {
      * comes after it (pass_fuse_planned's tries). */
     int64_t top_raised_at;
     su_arena arena;
+    su_arena scratch;         /* what making the plan needs (freed once it is
+                               * made, by pass_memplan_free after a failure) */
 } pass_memplan;
 /* Plans m's memory into *mp (free it with pass_memplan_free, also after a
  * failure). False with a message in err when m is not partitioned. */
