@@ -1289,9 +1289,46 @@ typedef struct split_run {
     su_loc *at;
     pl L;
     st *S;                  /* [L.P] */
+    su_loc *at_of;          /* [L.P]: where stage s's tasks failed */
     su_vec tasks;
     bool ok;
 } split_run;
+
+/* Stage s's tasks, on a thread of its own (pass_for_stages): the stage's
+ * module allocates under the job's guard, and an error goes to the job
+ * (err, r->at_of[s]) through a copy of the split's state, which the tasks
+ * only read but for an error. */
+static bool stage_tasks(void *ctx, int s, su_buf *err)
+{
+    split_run *r = ctx;
+    st *S = &r->S[s];
+    ir_module *d = S->dst;
+    pl own = r->L;
+    own.err = err;
+    own.at = &r->at_of[s];
+    own.failed = false;
+    S->L = &own;
+    d->oom = d->arena.oom = err->oom;
+    bool ok = run_tasks(S, r->out->task[s], r->out->ntasks[s]);
+    d->oom = d->arena.oom = r->m->oom;
+    S->L = &r->L;
+    return ok;
+}
+
+/* Every stage's tasks, the stages at once; the first failing stage's
+ * error is kept, as when they ran one after the other. */
+static bool stages_tasks(split_run *r)
+{
+    pl *L = &r->L;
+    r->at_of = su_alloc(&L->ar, (size_t)L->P * sizeof *r->at_of);
+    memset(r->at_of, 0, (size_t)L->P * sizeof *r->at_of);
+    int bad = pass_for_stages(L->P, stage_tasks, r, L->err);
+    if (bad < 0)
+        return true;
+    L->failed = true;
+    *L->at = r->at_of[bad];
+    return false;
+}
 
 static void split(void *arg)
 {
@@ -1320,9 +1357,8 @@ static void split(void *arg)
                                 (size_t)(r->tasks.n ? r->tasks.n : 1) * sizeof(pass_task *));
         memcpy(out->task[s], r->tasks.v, (size_t)r->tasks.n * sizeof(pass_task *));
         r->tasks.n = 0;
-        ok = ok && run_tasks(&S[s], out->task[s], out->ntasks[s]);
     }
-    ok = ok && run_post(L, S) && order_p2p(L, S);
+    ok = ok && stages_tasks(r) && run_post(L, S) && order_p2p(L, S);
     /* the outputs first: an update then sees every stage that reads its param */
     ok = ok && outputs(L, S) && updates(L, S) && keep_unread(L, S) && exchange(L, S);
     if (ok) {
@@ -1349,8 +1385,11 @@ bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err, su
     split_run r = {.m = m, .out = out, .err = err, .at = at};
     bool done = su_guarded(m->oom, split, &r);
     su_vec_free(&r.tasks);
-    for (int s = 0; r.S && s < r.L.P; s++) /* order_p2p frees them; not on an earlier failure */
+    for (int s = 0; r.S && s < r.L.P; s++) { /* order_p2p frees them; not on an earlier failure */
         su_vec_free(&r.S[s].bounds);
+        if (r.S[s].dst) /* a stage's job that ran out of memory left its guard */
+            r.S[s].dst->oom = r.S[s].dst->arena.oom = m->oom;
+    }
     su_arena_free(&r.L.ar);
     if (!done)
         su_oom(m->oom); /* out is the caller's to free */
