@@ -74,8 +74,9 @@ typedef struct builder {
     jmp_buf *oom;        /* the caller's */
     /* what a stage's lowering holds, freed by cg_plan_bytes after an
      * allocation failure too */
-    cg_cuda *gen;        /* per stage: its kernels, made for every stage at once
-                          * before the first is lowered (gen_kernels) */
+    cg_cuda *gen;        /* per stage: its kernels, made for the stages at once
+                          * (a pipeline's batch of them) before the first is
+                          * lowered (gen_kernels) */
     int ngen;
     rt_nvrtc_output nv;  /* a module being compiled */
     su_buf msg;          /* a pass's message */
@@ -827,32 +828,37 @@ static void gen_item(void *ctx, int i)
     j->ok = su_job(gen_run, j, &j->msg, &j->oom);
 }
 
-/* Every stage's kernels into b->gen; false for the first stage the
- * generator fails on (a bug in the passes), with its message. */
-static bool gen_kernels(builder *b, ir_module *const *stages, int n)
+/* The kernels of stages s0 to s1 - 1 of n into b->gen (build_rolled
+ * makes a batch's at a time, so that every stage's are never held at
+ * once); false for the first stage the generator fails on (a bug in the
+ * passes), with its message. */
+static bool gen_kernels(builder *b, ir_module *const *stages, int n, int s0, int s1)
 {
-    b->gen = calloc((size_t)(n > 0 ? n : 1), sizeof *b->gen);
-    gen_job *job = calloc((size_t)(n > 0 ? n : 1), sizeof *job);
-    if (!b->gen || !job) {
-        free(job);
-        su_oom(b->oom);
+    if (!b->gen) {
+        b->gen = calloc((size_t)(n > 0 ? n : 1), sizeof *b->gen);
+        if (!b->gen)
+            su_oom(b->oom);
+        b->ngen = n;
     }
-    b->ngen = n;
-    for (int s = 0; s < n; s++)
-        job[s] = (gen_job){.m = stages[s], .f = &b->o->fusion[s], .out = &b->gen[s]};
+    gen_job *job = calloc((size_t)(s1 > s0 ? s1 - s0 : 1), sizeof *job);
+    if (!job)
+        su_oom(b->oom);
+    for (int s = s0; s < s1; s++)
+        job[s - s0] = (gen_job){.m = stages[s], .f = &b->o->fusion[s], .out = &b->gen[s]};
     int nt = su_processors();
-    su_parallel_for(n, nt > NV_THREADS ? NV_THREADS : nt, gen_item, job);
+    su_parallel_for(s1 - s0, nt > NV_THREADS ? NV_THREADS : nt, gen_item, job);
     int bad = -1;
     bool oom = false;
-    for (int s = 0; s < n; s++) {
-        oom = oom || job[s].oom;
-        if (bad < 0 && !job[s].ok)
+    for (int s = s0; s < s1; s++) {
+        oom = oom || job[s - s0].oom;
+        if (bad < 0 && !job[s - s0].ok)
             bad = s;
     }
     if (bad >= 0 && !oom)
-        fail(b, "kernels of stage %d: %s", bad, job[bad].msg ? job[bad].msg : "?");
-    for (int s = 0; s < n; s++)
-        free(job[s].msg);
+        fail(b, "kernels of stage %d: %s", bad,
+             job[bad - s0].msg ? job[bad - s0].msg : "?");
+    for (int s = s0; s < s1; s++)
+        free(job[s - s0].msg);
     free(job);
     if (oom)
         su_oom(b->oom); /* cg_plan_bytes frees b->gen */
@@ -969,6 +975,7 @@ static bool build_rolled(plan_run *r, rt_plan *p)
         su_arena *sa = &r->batch;
         b->sa = sa;
         int32_t k0 = (int32_t)b->kernels.n;
+        ok = !b->o->kernels || gen_kernels(b, r->stages, n, s0, s1);
         for (int s = s0; ok && s < s1; s++)
             ok = plan_stage(b, r->stages[s], s, &p->stage[s], &p->loss);
         rt_plan v = *p; /* the batch's view: the tables so far, its kernels */
@@ -1057,12 +1064,13 @@ static void build_plan(void *arg)
     p.report = (char *)(r->report ? r->report : "");
     p.report_len = strlen(p.report);
     p.source = (char *)(b->o->source ? b->o->source : "");
-    bool ok = !b->o->kernels || gen_kernels(b, r->stages, nstages);
-    if (ok && !b->o->unroll && m0->stage >= 0) {
+    bool ok = true;
+    if (!b->o->unroll && m0->stage >= 0) {
         /* each stage validated plain and rolled into loop form (whose
          * structure the writer checks), then the rest of the plan */
         ok = build_rolled(r, &p);
     } else {
+        ok = !b->o->kernels || gen_kernels(b, r->stages, nstages, 0, nstages);
         for (int s = 0; ok && s < nstages; s++)
             ok = plan_stage(b, r->stages[s], s, &p.stage[s], &p.loss);
         if (ok)
