@@ -34,6 +34,124 @@ void ir_module_free(ir_module *m)
     free(m);
 }
 
+/* ---- compaction ---- */
+
+/* A module's copy being made: the new arena, each old value's copy (by
+ * id) and each op's, and whether every pointer found its copy. */
+typedef struct compact_run {
+    ir_module *m;
+    su_arena a;
+    ir_value **val;     /* [next_id] (malloc'd) */
+    ir_op **op;         /* [ops.n] (malloc'd) */
+    bool whole;
+} compact_run;
+
+static const char *dup_name(su_arena *a, const char *s)
+{
+    return s ? su_strdup(a, s) : NULL;
+}
+
+/* The copy of old value v; NULL (and the copy not whole) when v is one no
+ * op of the module makes. */
+static ir_value *copy_of(compact_run *c, const ir_value *v)
+{
+    if (!v)
+        return NULL;
+    ir_value *x = v->id >= 0 && v->id < c->m->next_id ? c->val[v->id] : NULL;
+    if (!x)
+        c->whole = false;
+    return x;
+}
+
+static void compact_work(void *arg)
+{
+    compact_run *c = arg;
+    ir_module *m = c->m;
+    su_arena *a = &c->a;
+    int n = m->ops.n;
+    c->val = su_xmalloc(m->oom, ((size_t)m->next_id + 1) * sizeof *c->val);
+    memset(c->val, 0, ((size_t)m->next_id + 1) * sizeof *c->val);
+    c->op = su_xmalloc(m->oom, ((size_t)n + 1) * sizeof *c->op);
+    c->whole = true;
+    /* the ops and their results, in order; then their operands */
+    for (int i = 0; i < n; i++) {
+        const ir_op *o = IR_OP(m, i);
+        ir_op *x = su_alloc(a, sizeof *x);
+        *x = *o;
+        x->a.name = dup_name(a, o->a.name);
+        x->a.init_param = dup_name(a, o->a.init_param);
+        x->res = su_alloc(a, (size_t)(o->nres ? o->nres : 1) * sizeof *x->res);
+        for (int r = 0; r < o->nres; r++) {
+            const ir_value *v = o->res[r];
+            ir_value *y = su_alloc(a, sizeof *y);
+            *y = *v;
+            y->name = dup_name(a, v->name);
+            y->def = x;
+            x->res[r] = y;
+            if (v->id < 0 || v->id >= m->next_id || c->val[v->id])
+                c->whole = false; /* an id out of range, or made twice */
+            else
+                c->val[v->id] = y;
+        }
+        c->op[i] = x;
+    }
+    for (int i = 0; i < n; i++) {
+        const ir_op *o = IR_OP(m, i);
+        ir_op *x = c->op[i];
+        x->in = su_alloc(a, (size_t)(o->nin ? o->nin : 1) * sizeof *x->in);
+        for (int k = 0; k < o->nin; k++)
+            x->in[k] = copy_of(c, o->in[k]);
+    }
+    ir_output **out = su_alloc(a, ((size_t)m->outputs.n + 1) * sizeof *out);
+    for (int i = 0; i < m->outputs.n; i++) {
+        const ir_output *o = IR_OUTPUT(m, i);
+        out[i] = su_alloc(a, sizeof *out[i]);
+        *out[i] = *o;
+        out[i]->name = dup_name(a, o->name);
+        out[i]->v = copy_of(c, o->v);
+    }
+    ir_update **up = su_alloc(a, ((size_t)m->updates.n + 1) * sizeof *up);
+    for (int i = 0; i < m->updates.n; i++) {
+        const ir_update *u = IR_UPDATE(m, i);
+        up[i] = su_alloc(a, sizeof *up[i]);
+        up[i]->src = copy_of(c, u->src);
+        up[i]->v = copy_of(c, u->v);
+        up[i]->grad = copy_of(c, u->grad);
+    }
+    ir_value *loss = copy_of(c, m->train.loss);
+    const char *axis[IR_MAX_AXES];
+    for (int d = 0; d < m->mesh.naxes; d++)
+        axis[d] = dup_name(a, m->mesh.name[d]);
+    if (!c->whole)
+        return; /* the module stays as it was, for the verifier to name */
+    for (int i = 0; i < n; i++)
+        m->ops.v[i] = c->op[i];
+    for (int i = 0; i < m->outputs.n; i++)
+        m->outputs.v[i] = out[i];
+    for (int i = 0; i < m->updates.n; i++)
+        m->updates.v[i] = up[i];
+    m->train.loss = loss;
+    for (int d = 0; d < m->mesh.naxes; d++)
+        m->mesh.name[d] = axis[d];
+    su_arena old = m->arena;
+    m->arena = c->a;
+    c->a = old; /* freed by the caller */
+}
+
+bool ir_module_compact(ir_module *m)
+{
+    compact_run c = {.m = m};
+    su_arena_init(&c.a, m->arena.oom);
+    bool done = su_guarded(m->oom, compact_work, &c);
+    bool whole = done && c.whole;
+    su_arena_free(&c.a); /* the old arena once compacted, else the copy */
+    free(c.val);
+    free(c.op);
+    if (!done)
+        su_oom(m->oom);
+    return whole;
+}
+
 ir_op *ir_append(ir_module *m, ir_opcode code, ir_value *const *in, int nin,
                  const ir_attrs *a, const ir_type *res_types)
 {

@@ -317,6 +317,13 @@ typedef struct ir_module {
  * Allocation failures jump to *oom. Never NULL. */
 ir_module *ir_module_new(jmp_buf *oom);
 void ir_module_free(ir_module *m);
+/* Copies m's ops, their values, its outputs, updates and names into a new
+ * arena and frees the old one, so that what passes left there (ops they
+ * dropped from the list, their values, scratch) goes. Value ids, the
+ * ops' order and everything else stay. False, m unchanged, when some
+ * operand, output or update names a value no op of m makes (the
+ * verifier's to report). */
+bool ir_module_compact(ir_module *m);
 
 /* Appends an op with the given operands, attributes and result types
  * (nres of them, as the op table says) and returns it. No checking: the

@@ -361,6 +361,12 @@ static bool bucket_stage(stage_job *j, su_buf *err)
     if (j->combine) /* the partitioner left pipelines' batches */
         pass_combine_batch(j->w);
     pass_fold_transposes(j->w);
+    /* a pipeline stage's module (the split's, which nothing outside it
+     * points into): what the split, the combining and the folding dropped
+     * (a fifth of its values) goes, and the ops lie in their order. Not
+     * the partitioned module, whose arena holds the partitioner's reasons */
+    if (j->combine)
+        ir_module_compact(j->w);
     return ir_verify(j->w, err) && pass_bucket(j->w, j->bytes, err);
 }
 

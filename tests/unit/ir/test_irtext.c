@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 static jmp_buf oom;
 
@@ -508,6 +509,79 @@ static void test_handwritten(void)
     }
 }
 
+/* ---- compaction ---- */
+
+/* Whether op is one of m's list. */
+static bool listed(const ir_module *m, const ir_op *op)
+{
+    for (int i = 0; i < m->ops.n; i++)
+        if (IR_OP(m, i) == op)
+            return true;
+    return false;
+}
+
+/* ir_module_compact copies what the list holds into a new arena: the same
+ * text, ids and order, every pointer to a copy in the list; an op dropped
+ * from the list goes. A module whose list drops an op that another still
+ * reads is left as it was. */
+static void test_compact(void)
+{
+    ir_module *m = parse(handwritten, NULL);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    ir_value *w1 = IR_OP(m, 1)->res[0];
+    ir_value *w1n = emit(m, IR_NEG, NOATTRS, 1, w1);
+    w1n->sh = w1->sh;
+    ir_add_update(m, w1, w1n, NULL);
+    emit(m, IR_NEG, NOATTRS, 1, IR_OP(m, 0)->res[0]);
+    m->ops.n--; /* dropped, as a pass drops a dead op */
+    char *before = print(m);
+    int ids = m->next_id, n = m->ops.n;
+    const ir_op *first = IR_OP(m, 0);
+    CHECK(ir_module_compact(m));
+    char *after = print(m);
+    CHECK_STR(after, before);
+    free(before);
+    free(after);
+    CHECK_INT(m->next_id, ids);
+    CHECK_INT(m->ops.n, n);
+    CHECK(IR_OP(m, 0) != first); /* a copy */
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        for (int r = 0; r < op->nres; r++)
+            CHECK(op->res[r]->def == op);
+        for (int k = 0; k < op->nin; k++)
+            CHECK(listed(m, op->in[k]->def));
+    }
+    CHECK(listed(m, m->train.loss->def));
+    for (int i = 0; i < m->outputs.n; i++)
+        CHECK(listed(m, IR_OUTPUT(m, i)->v->def));
+    CHECK_INT(m->updates.n, 1);
+    CHECK(listed(m, IR_UPDATE(m, 0)->src->def) && listed(m, IR_UPDATE(m, 0)->v->def));
+    CHECK(IR_UPDATE(m, 0)->grad == NULL);
+    CHECK_STR(m->mesh.name[2], "pp");
+    su_buf err;
+    su_buf_init(&err, &oom);
+    bool verified = ir_verify(m, &err);
+    CHECK(verified);
+    if (!verified)
+        fprintf(stderr, "%s\n", err.s);
+    su_buf_free(&err);
+
+    /* the matmul (op 2) dropped, the sum still reading it: unchanged */
+    void *ops[64];
+    CHECK(m->ops.n < 64);
+    memmove(&m->ops.v[2], &m->ops.v[3], (size_t)(m->ops.n - 3) * sizeof *m->ops.v);
+    m->ops.n--;
+    memcpy(ops, m->ops.v, (size_t)m->ops.n * sizeof *ops);
+    const ir_value *loss = m->train.loss;
+    CHECK(!ir_module_compact(m));
+    CHECK(memcmp(ops, m->ops.v, (size_t)m->ops.n * sizeof *ops) == 0);
+    CHECK(m->train.loss == loss);
+    ir_module_free(m);
+}
+
 /* ---- errors ---- */
 
 #define IN "%x = input {name = \"x\"} : f32[2]\n"
@@ -682,6 +756,7 @@ int main(void)
     test_pipelines();
     test_empty();
     test_handwritten();
+    test_compact();
     test_errors();
     test_damage();
     return CHECK_DONE();
