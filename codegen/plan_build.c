@@ -58,8 +58,11 @@ typedef struct builder {
     int32_t *buf_of;     /* per value id: its buffer, -1 none */
     int32_t *io_of;      /* per value id: its source's I/O entry, -1 none */
     rt_instr *ins;       /* the stage's instructions so far (malloc'd, grown;
-                          * the program gets a copy in the plan's arena) */
+                          * then the program's, plain[stage]) */
     int nins, capins;
+    rt_instr **plain;    /* per stage: its plain program's instructions
+                          * (malloc'd), until it has rolled (cg_plan_bytes
+                          * frees those left) */
     su_vec ios;          /* rt_io * */
     int32_t *instr_of;   /* per op index of the stage: its instruction, -1 none */
     int32_t *end_of;     /* per op index: the instruction count once it is lowered */
@@ -324,10 +327,13 @@ static bool build_stage(builder *b, rt_program *prog, int32_t *loss)
     prog->buf_bytes = b->mp->bytes;
     prog->buf_offset = b->mp->offset;
     prog->ninstr = (int32_t)b->nins;
-    prog->instr = su_alloc(b->sa, ((size_t)b->nins + 1) * sizeof *prog->instr);
-    memcpy(prog->instr, b->ins, (size_t)b->nins * sizeof *prog->instr);
-    int32_t *task = su_alloc(b->sa, ((size_t)b->nins + 1) * sizeof *task);
-    int32_t *mb = su_alloc(b->sa, ((size_t)b->nins + 1) * sizeof *mb);
+    /* the instructions themselves, not a copy: plain[stage] owns them */
+    rt_instr *ins = realloc(b->ins, ((size_t)b->nins + 1) * sizeof *ins);
+    prog->instr = b->plain[b->stage] = ins ? ins : b->ins; /* a failed shrink: as it was */
+    b->ins = NULL;
+    b->nins = b->capins = 0;
+    int32_t *task = su_alloc(b->sa, ((size_t)prog->ninstr + 1) * sizeof *task);
+    int32_t *mb = su_alloc(b->sa, ((size_t)prog->ninstr + 1) * sizeof *mb);
     for (int i = 0, k = 0; i < m->ops.n; i++) /* op i's instructions, after op i - 1's */
         for (; k < b->end_of[i]; k++) {
             task[k] = IR_OP(m, i)->task;
@@ -1003,8 +1009,11 @@ static bool build_rolled(plan_run *r, rt_plan *p)
             bool all = true;
             for (int s = s0; s < s1; s++) {
                 all = all && done[s].rolled;
-                if (done[s].rolled)
-                    p->stage[s] = done[s].prog;
+                if (!done[s].rolled)
+                    continue;
+                p->stage[s] = done[s].prog;
+                free(b->plain[s]); /* read no more */
+                b->plain[s] = NULL;
             }
             for (int32_t k = k0; k < b->kernels.n; k++) {
                 rt_kernel *kr = b->kernels.v[k];
@@ -1094,6 +1103,9 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     su_arena_init(&r.batch, oom);
     builder *b = &r.b;
     b->arena = b->sa = &r.arena;
+    b->plain = calloc((size_t)(nstages > 0 ? nstages : 1), sizeof *b->plain);
+    if (!b->plain)
+        su_oom(oom);
     b->err = err;
     b->o = o;
     b->oom = oom;
@@ -1106,6 +1118,9 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     rt_nvrtc_output_free(&b->nv);
     su_buf_free(&b->msg);
     free(b->ins);
+    for (int s = 0; s < nstages; s++)
+        free(b->plain[s]);
+    free(b->plain);
     su_vec_free(&b->ios);
     su_vec_free(&b->kernels);
     su_vec_free(&b->modules);
