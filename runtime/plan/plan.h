@@ -428,11 +428,12 @@ bool rt_plan_validate(const rt_plan *p, su_status *err);
  * stage's plain program at a time (a pipeline's stages, rolled a few at
  * a time: codegen/plan_build.c). rt_plan_validate_stage checks stage s,
  * plain: its buffers, its instructions, the sources of its params and
- * states, and its kernels; the I/O entries and modules they name must be
- * in p, and p's kernels may be some stages' only. rt_plan_validate_rest
- * checks the rest on the whole plan, its programs plain or in loop form:
- * the mesh, the I/O entries, the loss, the modules and that each is some
- * kernel's, and the report. A plan whose every stage passes the first and
+ * states, and its kernels (their modules' entries in range); the I/O
+ * entries and modules they name must be in p, and p's kernels may be some
+ * stages' only. rt_plan_validate_rest checks the rest on the whole plan,
+ * its programs plain or in loop form: the mesh, the I/O entries, the
+ * loss, each module on its own and that each is some kernel's, and the
+ * report. A plan whose every stage passes the first and
  * which passes the second passes rt_plan_validate. */
 bool rt_plan_validate_stage(const rt_plan *p, int s, su_status *err);
 bool rt_plan_validate_rest(const rt_plan *p, su_status *err);

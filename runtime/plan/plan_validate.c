@@ -812,15 +812,23 @@ static bool check_init_module(const rt_plan *p, su_status *err)
     return true;
 }
 
-/* The tables of modules and kernels, and every module on its own. The
- * messages name the module ("module 2 (k3_add_gelu): ..."). */
-static bool check_module_table(const rt_plan *p, su_status *err)
+/* The tables of modules and kernels, before anything indexes them. */
+static bool check_tables(const rt_plan *p, su_status *err)
 {
-    su_status msg;
     if (p->nmodules < 0 || (p->nmodules > 0 && !p->module))
         return rt_plan_fail(err, "a table of %d modules is not valid", p->nmodules);
     if (p->nkernels < 0 || (p->nkernels > 0 && !p->kernel))
         return rt_plan_fail(err, "a table of %d kernels is not valid", p->nkernels);
+    return true;
+}
+
+/* The tables, and every module on its own. The messages name the module
+ * ("module 2 (k3_add_gelu): ..."). */
+static bool check_module_table(const rt_plan *p, su_status *err)
+{
+    su_status msg;
+    if (!check_tables(p, err))
+        return false;
     for (int32_t i = 0; i < p->nmodules; i++)
         if (!check_module(&p->module[i], &msg))
             return rt_plan_wrap(err, &msg, "module %d (%s): ", i,
@@ -915,8 +923,8 @@ bool rt_plan_validate_stage(const rt_plan *p, int s, su_status *err)
     if (p->stage[s].nbody)
         return rt_plan_fail(err, "stage %d is in loop form, not plain", s);
     return check_buffers(p, s, s + 1, err) && check_programs(p, s, s + 1, err) &&
-           check_sources(p, s, s + 1, err) && check_module_table(p, err) &&
-           check_stage_kernels(p, s, s + 1, err);
+           check_sources(p, s, s + 1, err) && check_tables(p, err) &&
+           check_stage_kernels(p, s, s + 1, err); /* the modules: the rest's, once */
 }
 
 bool rt_plan_validate_rest(const rt_plan *p, su_status *err)
