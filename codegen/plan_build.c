@@ -85,6 +85,8 @@ typedef struct builder {
     su_buf msg;          /* a pass's message */
     struct nv_job *job;  /* the stage's new modules, compiled at once (malloc'd) */
     int njobs;
+    struct lower_job *lower; /* plan_stages's jobs (malloc'd) */
+    int nlower;
     cg_cuda_kernel init; /* the init module's program (cg_init_source) */
     int32_t init_module; /* its module; -1 none */
 } builder;
@@ -293,8 +295,9 @@ static bool loss_output(builder *b, int32_t *loss)
     return true;
 }
 
-/* Lowers one stage's program into prog; its I/O entries join b->ios. */
-static bool build_stage(builder *b, rt_program *prog, int32_t *loss)
+/* Lowers one stage's program into prog; its I/O entries join b->ios (the
+ * loss's entry aside: loss_output, once the earlier stages' have joined). */
+static bool build_stage(builder *b, rt_program *prog)
 {
     const ir_module *m = b->m;
     if (!m->partitioned)
@@ -320,8 +323,6 @@ static bool build_stage(builder *b, rt_program *prog, int32_t *loss)
             return fail(b, "update %d has no source entry or no buffer", i);
         ((rt_io *)b->ios.v[k])->update = b->buf_of[u->v->id];
     }
-    if (m->train.loss && !loss_output(b, loss))
-        return false;
     prog->nbuf = b->mp->nbuf;
     prog->arena_bytes = b->mp->arena_bytes;
     prog->buf_bytes = b->mp->bytes;
@@ -895,8 +896,8 @@ static bool stage_kernels(builder *b, const pass_fusion *f)
     return ok;
 }
 
-/* Stage s of the plan: its instructions, then its kernels. */
-static bool plan_stage(builder *b, const ir_module *m, int s, rt_program *prog, int32_t *loss)
+/* b set to lower stage s (module m): its maps, in b->sa. */
+static void stage_begin(builder *b, const ir_module *m, int s)
 {
     b->m = m;
     b->stage = s;
@@ -908,7 +909,140 @@ static bool plan_stage(builder *b, const ir_module *m, int s, rt_program *prog, 
     for (int i = 0; i <= m->next_id; i++)
         b->buf_of[i] = b->io_of[i] = -1;
     b->mp = &b->o->mp[s];
-    return build_stage(b, prog, loss) && (!b->o->kernels || stage_kernels(b, &b->o->fusion[s]));
+}
+
+/* Stage s, lowered (b set by stage_begin and build_stage): the loss's
+ * entry, then its kernels. */
+static bool stage_end(builder *b, int32_t *loss)
+{
+    return (!b->m->train.loss || loss_output(b, loss)) &&
+           (!b->o->kernels || stage_kernels(b, &b->o->fusion[b->stage]));
+}
+
+/* Stage s of the plan: its instructions, then its kernels. */
+static bool plan_stage(builder *b, const ir_module *m, int s, rt_program *prog, int32_t *loss)
+{
+    stage_begin(b, m, s);
+    return build_stage(b, prog) && stage_end(b, loss);
+}
+
+/* A stage lowered on a thread of its own (plan_stages): a copy of the
+ * builder whose I/O entries and maps live in arenas of the job's, its
+ * entries numbered from 0 until they join the plan's. */
+typedef struct lower_job {
+    builder b;
+    const ir_module *m;
+    rt_program *prog;
+    int s;
+    su_arena keep;      /* the I/O entries: the plan's arena's once joined */
+    su_arena maps;      /* the maps and stamps: the batch's once joined */
+    su_status st;       /* build_stage's failure */
+    char *msg;          /* su_job's (malloc'd) */
+    bool ok, oom;
+} lower_job;
+
+static bool lower_run(void *arg, su_buf *err)
+{
+    lower_job *j = arg;
+    builder *b = &j->b;
+    b->oom = err->oom;
+    su_arena_init(&j->keep, err->oom);
+    su_arena_init(&j->maps, err->oom);
+    b->arena = &j->keep;
+    b->sa = &j->maps;
+    b->err = &j->st;
+    memset(&b->ios, 0, sizeof b->ios);
+    b->ins = NULL;
+    b->nins = b->capins = 0;
+    stage_begin(b, j->m, j->s);
+    return build_stage(b, j->prog);
+}
+
+static void lower_item(void *ctx, int i)
+{
+    lower_job *j = &((lower_job *)ctx)[i];
+    j->ok = su_job(lower_run, j, &j->msg, &j->oom);
+}
+
+/* plan_stages's jobs, freed: their arenas taken into the plan's (keep) or
+ * freed with them (after a failure, when nothing reads them). */
+static void free_lower(builder *b, bool keep)
+{
+    for (int i = 0; i < b->nlower; i++) {
+        lower_job *j = &b->lower[i];
+        su_vec_free(&j->b.ios);
+        free(j->b.ins); /* a failed stage's instructions so far */
+        free(j->msg);
+        if (keep) {
+            su_arena_take(b->arena, &j->keep);
+            su_arena_take(b->sa, &j->maps);
+        } else {
+            su_arena_free(&j->keep);
+            su_arena_free(&j->maps);
+        }
+    }
+    free(b->lower);
+    b->lower = NULL;
+    b->nlower = 0;
+}
+
+/* Stages s0 to s1 - 1 of the plan, as plan_stage makes them one by one,
+ * their instructions lowered at once, a thread per stage (as many as the
+ * processors); then, in stage order, each stage's I/O entries join the
+ * plan's (its sources' numbers moved on), its loss's entry and kernels
+ * are made. The plan is the same whatever the number of threads; the
+ * first stage that fails is the one reported. */
+static bool plan_stages(builder *b, ir_module *const *stages, int s0, int s1, rt_plan *p)
+{
+    int n = s1 - s0;
+    lower_job *job = calloc((size_t)(n > 0 ? n : 1), sizeof *job);
+    if (!job)
+        su_oom(b->oom);
+    b->lower = job; /* freed by cg_plan_bytes after a failure */
+    b->nlower = n;
+    for (int s = s0; s < s1; s++) {
+        lower_job *j = &job[s - s0];
+        j->b = *b;
+        j->m = stages[s];
+        j->prog = &p->stage[s];
+        j->s = s;
+    }
+    su_parallel_for(n, su_processors(), lower_item, job);
+    bool ok = true, oom = false;
+    for (int i = 0; i < n; i++) { /* the first failure, in stage order */
+        lower_job *j = &job[i];
+        oom = oom || j->oom;
+        if (ok && !j->ok && !j->oom) {
+            if (j->st.kind != SU_OK)
+                *b->err = j->st;
+            else
+                fail(b, "stage %d: %s", j->s, j->msg ? j->msg : "?");
+        }
+        ok = ok && j->ok;
+    }
+    for (int i = 0; ok && i < n; i++) {
+        lower_job *j = &job[i];
+        builder *lb = &j->b;
+        int32_t base = (int32_t)b->ios.n;
+        for (int e = 0; e < lb->ios.n; e++)
+            su_vec_push(&b->ios, b->oom, lb->ios.v[e]);
+        rt_program *prog = j->prog;
+        for (int32_t k = 0; k < prog->ninstr; k++)
+            if (prog->instr[k].io >= 0)
+                prog->instr[k].io += base;
+        b->m = lb->m;
+        b->stage = lb->stage;
+        b->mp = lb->mp;
+        b->buf_of = lb->buf_of;
+        b->io_of = NULL; /* numbered in the job's entries */
+        b->instr_of = lb->instr_of;
+        b->end_of = lb->end_of;
+        ok = stage_end(b, &p->loss);
+    }
+    free_lower(b, true);
+    if (oom)
+        su_oom(b->oom);
+    return ok;
 }
 
 /* A plan being built: what it holds, freed by cg_plan_bytes after an
@@ -982,8 +1116,7 @@ static bool build_rolled(plan_run *r, rt_plan *p)
         b->sa = sa;
         int32_t k0 = (int32_t)b->kernels.n;
         ok = !b->o->kernels || gen_kernels(b, r->stages, n, s0, s1);
-        for (int s = s0; ok && s < s1; s++)
-            ok = plan_stage(b, r->stages[s], s, &p->stage[s], &p->loss);
+        ok = ok && plan_stages(b, r->stages, s0, s1, p);
         rt_plan v = *p; /* the batch's view: the tables so far, its kernels */
         if (ok) {
             tables(b, &v, sa);
@@ -1111,6 +1244,7 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     b->oom = oom;
     su_buf_init(&b->msg, oom);
     bool done = su_guarded(oom, build_plan, &r);
+    free_lower(b, false);
     free_jobs(b);
     for (int s = 0; s < b->ngen; s++)
         cg_cuda_free(&b->gen[s]);
