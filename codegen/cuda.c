@@ -547,9 +547,11 @@ static bool key_of(cg_cuda *out, keyset *ks, cg_cuda_kernel *k, const cg_cuda_ke
  * A pipeline stage holds each task's ops once for every microbatch, and a
  * model's layers repeat: most kernels of a stage are the code of an earlier
  * one. Making a kernel's key (its whole source) only to find it known was
- * most of the plan writer's time at 128 microbatches. So a group, or an op
- * with a kernel of its own, whose structure equals that of one made before
- * in the same call takes that one's key and launch without making its own:
+ * most of the plan writer's time at 128 microbatches. So a group (an
+ * attention pair's too, whose parameters are its attn_dk's operands and
+ * the two results: cg_attn_pair_params), or an op with a kernel of its
+ * own, whose structure equals that of one made before in the same call
+ * takes that one's key and launch without making its own:
  * its ops pairwise of one code, with the same attributes (their bytes) and
  * result types; each operand the same op's result within the group, or the
  * same place in the group's inputs, of one type; the same results stored
@@ -587,14 +589,14 @@ static int kernel_ops(const same *S, const cg_cuda_kernel *k, const int **ops)
 }
 
 /* Whether kernel k (its group or op set, not yet made) may take another's
- * code: a plain group (not a multi-tensor group, an attention pair or a
+ * code: a plain group or an attention pair (not a multi-tensor group or a
  * matmul) or an op's own. */
 static bool may_share(const same *S, int group)
 {
     if (group < 0)
         return true;
     const pass_fgroup *g = &S->f->groups[group];
-    return g->nparts == 0 && g->kind != PASS_FUSE_ATTN_PAIR && g->kind != PASS_FUSE_MATMUL;
+    return g->nparts == 0 && g->kind != PASS_FUSE_MATMUL;
 }
 
 static uint64_t structure_hash(const same *S, const int *ops, int nops, uint64_t h)
@@ -791,16 +793,20 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
             out->nsame++;
             take_code(k, &out->k[r]);
             k->name = g ? g->name : cg_op_kernel_name(&out->arena, op, kid);
-            k->nparams = g ? g->nin + g->nout : op->nin + 1;
-            k->params = su_alloc(&out->arena, (size_t)(k->nparams + 1) * sizeof *k->params);
-            for (int j = 0; g && j < g->nin; j++)
-                k->params[j] = g->in[j];
-            for (int j = 0; g && j < g->nout; j++)
-                k->params[g->nin + j] = g->out[j];
-            for (int j = 0; !g && j < op->nin; j++)
-                k->params[j] = op->in[j];
-            if (!g)
-                k->params[op->nin] = op->res[0];
+            if (g && g->kind == PASS_FUSE_ATTN_PAIR)
+                cg_attn_pair_params(m, g, k, &out->arena);
+            else {
+                k->nparams = g ? g->nin + g->nout : op->nin + 1;
+                k->params = su_alloc(&out->arena, (size_t)(k->nparams + 1) * sizeof *k->params);
+                for (int j = 0; g && j < g->nin; j++)
+                    k->params[j] = g->in[j];
+                for (int j = 0; g && j < g->nout; j++)
+                    k->params[g->nin + j] = g->out[j];
+                for (int j = 0; !g && j < op->nin; j++)
+                    k->params[j] = op->in[j];
+                if (!g)
+                    k->params[op->nin] = op->res[0];
+            }
 #ifndef NDEBUG
             gen C = {.m = m, .f = f, .g = g, .pname = pname, .arena = scr, .canon = true};
             C.red = red;

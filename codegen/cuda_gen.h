@@ -164,6 +164,10 @@ void cg_put_prelude(gen *G, su_buf *b);
 void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id);
 /* The kernel of a pair group (passes/fuse.h: attn_dv and attn_dk). */
 void cg_gen_attn_pair(gen *G, cg_cuda_kernel *k, const pass_fgroup *g);
+/* A pair's parameters into k (in a): attn_dk's operands, one each even
+ * where they are one value (attention(x, x, x)), its result, then attn_dv's
+ * (cg_gen_attn_pair's, and a pair's that takes an earlier one's code). */
+void cg_attn_pair_params(const ir_module *m, const pass_fgroup *g, cg_cuda_kernel *k, su_arena *a);
 /* Whether attention op's kernel is the tensor-core one (the fusion's
  * oldest architecture has them). */
 bool cg_attention_wmma(const gen *G, const ir_op *op);

@@ -1936,18 +1936,24 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
  * attn_dk (its anchor) of one attention, one pass over the query rows
  * (emit_attn_cols): the parameters are attn_dk's operands p0 .., its
  * result, then attn_dv's result. */
+void cg_attn_pair_params(const ir_module *m, const pass_fgroup *g, cg_cuda_kernel *k, su_arena *a)
+{
+    const ir_op *dv = IR_OP(m, g->ops[0]), *op = IR_OP(m, g->anchor);
+    k->nparams = op->nin + 2;
+    k->params = su_alloc(a, (size_t)(k->nparams + 1) * sizeof *k->params);
+    for (int j = 0; j < op->nin; j++)
+        k->params[j] = op->in[j];
+    k->params[op->nin] = op->res[0];
+    k->params[op->nin + 1] = dv->res[0];
+}
+
 void cg_gen_attn_pair(gen *G, cg_cuda_kernel *k, const pass_fgroup *g)
 {
     const ir_op *dv = IR_OP(G->m, g->ops[0]), *op = IR_OP(G->m, g->anchor);
     k->name = G->canon ? "K" : g->name;
     k->group = g->id;
     k->op = -1;
-    k->nparams = op->nin + 2;
-    k->params = su_alloc(G->arena, (size_t)(k->nparams + 1) * sizeof *k->params);
-    for (int j = 0; j < op->nin; j++)
-        k->params[j] = op->in[j];
-    k->params[op->nin] = op->res[0];
-    k->params[op->nin + 1] = dv->res[0];
+    cg_attn_pair_params(G->m, g, k, G->arena);
     su_buf body;
     su_buf_init_in(&body, G->arena);
     G->b = &body;
