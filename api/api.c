@@ -869,8 +869,8 @@ static void explain(const shardc_program *p, su_buf *b)
                                                "collective (--bucket-mb)"
                                              : "";
         su_buf_printf(b, "%s over", ir_ops[op->code].name);
-        for (int k = 0; k < op->a.naxes; k++)
-            su_buf_printf(b, " %s", m->mesh.name[op->a.axes[k]]);
+        for (int k = 0; k < op->a->naxes; k++)
+            su_buf_printf(b, " %s", m->mesh.name[op->a->axes[k]]);
         su_buf_printf(b, " (line %d, %.0f bytes per rank): %s\n", op->loc.line,
                       pass_op_bytes(m, op), why);
     }

@@ -306,7 +306,7 @@ void cg_put_op_line(gen *G, su_buf *b, const ir_op *op)
         su_buf_printf(b, "%s %s", i ? "," : "", cg_ir_name(G, op->in[i]));
     if (op->code == IR_SUM || op->code == IR_MEAN || op->code == IR_AMAX ||
         op->code == IR_SOFTMAX)
-        su_buf_printf(b, " {axis = %lld}", (long long)op->a.axis);
+        su_buf_printf(b, " {axis = %lld}", (long long)op->a->axis);
     if (G->f->stored[op->res[0]->id])
         su_buf_puts(b, "  (stored)");
     su_buf_putc(b, '\n');
@@ -662,7 +662,7 @@ static bool same_structure(const same *S, const cg_cuda_kernel *a, const cg_cuda
     for (int i = 0; i < n; i++) {
         const ir_op *x = IR_OP(m, oa[i]), *y = IR_OP(m, ob[i]);
         if (x->code != y->code || x->nin != y->nin || x->nres != y->nres ||
-            x->phase != y->phase || memcmp(&x->a, &y->a, sizeof x->a) != 0)
+            x->phase != y->phase || (x->a != y->a && memcmp(x->a, y->a, sizeof *x->a) != 0))
             return false;
         for (int r = 0; r < x->nres; r++)
             if (!ir_type_eq(&x->res[r]->type, &y->res[r]->type) ||

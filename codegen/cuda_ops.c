@@ -113,7 +113,7 @@ static tr_view tr_view_of(const ir_op *op)
     for (int i = 0; i < y->rank; i++)
         if (y->dim[i] != 1) {
             v.dim[v.n] = y->dim[i];
-            v.from[v.n++] = op->a.list[i];
+            v.from[v.n++] = op->a->list[i];
         }
     return v;
 }
@@ -256,7 +256,7 @@ static void emit_iota(gen *G, cg_cuda_kernel *k, const ir_op *op)
 static void emit_narrow_concat(gen *G, cg_cuda_kernel *k, const ir_op *op)
 {
     const ir_type *t = &op->res[0]->type;
-    int64_t inner = 1, dim = op->a.dim;
+    int64_t inner = 1, dim = op->a->dim;
     for (int d = (int)dim + 1; d < t->rank; d++)
         inner *= t->dim[d];
     int64_t row = t->dim[dim] * inner;
@@ -265,7 +265,7 @@ static void emit_narrow_concat(gen *G, cg_cuda_kernel *k, const ir_op *op)
     if (op->code == IR_NARROW) {
         int64_t from = op->in[0]->type.dim[dim] * inner;
         cg_line(G, "p1[e] = p0[o * %lld + %lld + r];", (long long)from,
-                (long long)(op->a.offset * inner));
+                (long long)(op->a->offset * inner));
     } else {
         int64_t at = 0;
         for (int i = 0; i < op->nin; i++) {
@@ -291,7 +291,7 @@ static void emit_dropout(gen *G, cg_cuda_kernel *k, const ir_op *op)
 {
     const ir_type *t = &op->in[0]->type;
     const ir_value *r = op->res[0];
-    const ir_attrs *a = &op->a;
+    const ir_attrs *a = op->a;
     int pos[IR_MAX_RANK], np = 2;
     for (int d = 0; d < t->rank; d++)
         pos[d] = r->sh.naxes[d] ? np++ : -1;
@@ -458,8 +458,8 @@ typedef struct at_view {
 static at_view at_view_of(const ir_op *op)
 {
     /* with heads_inner, the stored [.., S, H, d] as the [.., H, S, d] computed on */
-    ir_type lq = op->a.heads_inner ? ir_type_swap_heads(&op->in[0]->type) : op->in[0]->type;
-    ir_type lk = op->a.heads_inner ? ir_type_swap_heads(&op->in[1]->type) : op->in[1]->type;
+    ir_type lq = op->a->heads_inner ? ir_type_swap_heads(&op->in[0]->type) : op->in[0]->type;
+    ir_type lk = op->a->heads_inner ? ir_type_swap_heads(&op->in[1]->type) : op->in[1]->type;
     const ir_type *q = &lq;
     int r = q->rank;
     at_view v = {.s = q->dim[r - 2], .d = q->dim[r - 1], .t = lk.dim[r - 2],
@@ -476,10 +476,10 @@ static at_view at_view_of(const ir_op *op)
  * as runtime/cpu/cpu_matmul.c's), clamped to [0, t]; else t. */
 static const char *at_end(gen *G, const ir_op *op, const at_view *v)
 {
-    if (op->a.causal && v->pos)
+    if (op->a->causal && v->pos)
         return cg_fmt(G, "min(max((i64)p%d[i] + 1, (i64)0), (i64)%lld)", op->nin - 1,
                       (long long)v->t);
-    if (op->a.causal)
+    if (op->a->causal)
         return cg_fmt(G, "min(max(i + %lld, (i64)0), (i64)%lld)", (long long)(v->t - v->s + 1),
                       (long long)v->t);
     return cg_fmt(G, "%lld", (long long)v->t);
@@ -1447,9 +1447,9 @@ static void at_tile_stats(gen *G, const ir_op *op, const at_view *v, int pdy, in
 static void at_tiles_open(gen *G, const ir_op *op, const at_view *v, int qt)
 {
     int64_t s = v->s, t = v->t;
-    if (op->a.causal && !v->pos && t == s)
+    if (op->a->causal && !v->pos && t == s)
         cg_line(G, "const i64 i1 = j1 / %d * %d; // the tile of key j1's first row", qt, qt);
-    else if (op->a.causal && !v->pos)
+    else if (op->a->causal && !v->pos)
         cg_line(G, "const i64 i1 = max(j1 %c %lld, (i64)0) / %d * %d; // the tile of key j1's "
                    "first row", t > s ? '-' : '+', (long long)(t > s ? t - s : s - t), qt, qt);
     else
@@ -1894,8 +1894,8 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     /* attention's operands with the heads inner: H is the stored dim -2 of
      * q (passes/fold.c makes such ops only where the tiled kernels take
      * the widths) */
-    G->at_heads = op->a.heads_inner ? op->in[0]->type.dim[op->in[0]->type.rank - 2] : 0;
-    if (op->a.heads_inner && !cg_attention_tiled(op))
+    G->at_heads = op->a->heads_inner ? op->in[0]->type.dim[op->in[0]->type.rank - 2] : 0;
+    if (op->a->heads_inner && !cg_attention_tiled(op))
         su_unreachable();
     switch (op->code) {
     case IR_TRANSPOSE: emit_transpose(G, k, op); break;
@@ -1958,7 +1958,7 @@ void cg_gen_attn_pair(gen *G, cg_cuda_kernel *k, const pass_fgroup *g)
     su_buf_init_in(&body, G->arena);
     G->b = &body;
     G->indent = 1;
-    G->at_heads = op->a.heads_inner ? op->in[0]->type.dim[op->in[0]->type.rank - 2] : 0;
+    G->at_heads = op->a->heads_inner ? op->in[0]->type.dim[op->in[0]->type.rank - 2] : 0;
     if (!cg_attention_tiled(op))
         su_unreachable(); /* fuse.c pairs only such ops */
     if (cg_attention_wmma(G, op))

@@ -370,7 +370,7 @@ rview cg_red_view(const ir_op *r)
     rview v = {1, 1, 1};
     int64_t axis = t->rank - 1;
     if (r->code == IR_SUM || r->code == IR_MEAN || r->code == IR_AMAX || r->code == IR_SOFTMAX)
-        axis = r->a.axis;
+        axis = r->a->axis;
     if (r->code == IR_MSE) {
         v.n = ir_type_numel(t);
         return v;
@@ -417,7 +417,7 @@ static const char *bmax(gen *G, int by, const char *x)
 static rparts red_parts(gen *G, const rview *v, int by, const char *col)
 {
     const ir_op *r = G->red;
-    const char *n = cg_f32_text(G, (float)v->n), *eps = cg_f32_text(G, (float)r->a.eps);
+    const char *n = cg_f32_text(G, (float)v->n), *eps = cg_f32_text(G, (float)r->a->eps);
     rparts p = {.passes = 1, .init1 = "0.0f", .consume1 = "acc += xin;", .result = "acc"};
     bool block = by == BY_BLOCK;
     if (by != BY_THREAD)

@@ -275,7 +275,7 @@ static const char *ew_expr_i32(gen *G, const ir_op *op, const char *a, const cha
 
 static const char *ew_expr(gen *G, const ir_op *op, const char *a, const char *b, const char *c)
 {
-    const ir_attrs *at = &op->a;
+    const ir_attrs *at = op->a;
     switch (op->code) { /* on registers of any dtype */
     case IR_LESS: return cg_fmt(G, "%s < %s ? 1 : 0", a, b);
     case IR_LESS_EQ: return cg_fmt(G, "%s <= %s ? 1 : 0", a, b);
@@ -371,8 +371,8 @@ const ir_op *cg_coef_owner(const gen *G, const ir_op *op)
         const ir_op *o = IR_OP(G->m, w->ops[k]);
         if (o == op)
             return op;
-        if (o->code == IR_ADAMW && o->in[3] == op->in[3] && o->a.lr == op->a.lr &&
-            o->a.beta1 == op->a.beta1 && o->a.beta2 == op->a.beta2)
+        if (o->code == IR_ADAMW && o->in[3] == op->in[3] && o->a->lr == op->a->lr &&
+            o->a->beta1 == op->a->beta1 && o->a->beta2 == op->a->beta2)
             return o;
     }
     return op;
@@ -392,11 +392,11 @@ void cg_emit_adamw_coef(gen *G, const ir_op *op, const char *t)
          adamw_coef(G, op, "vscale"));
     su_buf b;
     su_buf_init_in(&b, G->arena);
-    put_f64(&b, op->a.lr);
+    put_f64(&b, op->a->lr);
     su_buf_puts(&b, ", ");
-    put_f64(&b, op->a.beta1);
+    put_f64(&b, op->a->beta1);
     su_buf_puts(&b, ", ");
-    put_f64(&b, op->a.beta2);
+    put_f64(&b, op->a->beta2);
     cg_line(G, "sh_adamw_coef(%s, %s, &%s, &%s);", t, b.s, adamw_coef(G, op, "step"),
          adamw_coef(G, op, "vscale"));
     su_buf_free(&b);
@@ -415,10 +415,10 @@ static void emit_op(gen *G, const ir_op *op)
     } else if (op->code == IR_ADAMW) { /* (p, m, v, t) */
         if (cg_in_group(G, op->in[3]))
             cg_emit_adamw_coef(G, op, cg_reg(G, op->in[3]));
-        float decay = (float)(1.0 - op->a.lr * op->a.wd);
+        float decay = (float)(1.0 - op->a->lr * op->a->wd);
         e = cg_fmt(G, "%s * %s - %s * %s / (sqrtf(%s * %s) + %s)", a, cg_f32_text(G, decay),
                 adamw_coef(G, op, "step"), b, c, adamw_coef(G, op, "vscale"),
-                cg_f32_text(G, (float)op->a.eps));
+                cg_f32_text(G, (float)op->a->eps));
         e = cg_round_to(G, r->type.dtype, e);
     } else {
         e = ew_expr(G, op, a, b, c);

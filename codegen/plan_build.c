@@ -161,24 +161,24 @@ static bool source(builder *b, const ir_op *op, rt_instr *in)
 {
     const ir_value *v = op->res[0];
     if (op->code == IR_CONST) {
-        in->value = op->a.value;
+        in->value = op->a->value;
         return true;
     }
     rt_io_kind kind = op->code == IR_INPUT ? RT_IO_INPUT
                       : op->code == IR_STATE ? RT_IO_STATE : RT_IO_PARAM;
-    rt_io *io = new_io(b, kind, op->a.name, v);
+    rt_io *io = new_io(b, kind, op->a->name, v);
     in->io = (int32_t)b->ios.n - 1;
     b->io_of[v->id] = in->io;
     if (kind != RT_IO_INPUT)
         io->buffer = in->out;
     static const uint8_t kinds[] = {RT_INIT_NONE, RT_INIT_ZEROS, RT_INIT_ONES,
                                     RT_INIT_NORMAL, RT_INIT_UNIFORM, RT_INIT_PARAM};
-    io->init = kinds[op->a.init.kind];
-    io->init_a = op->a.init.a;
-    io->init_b = op->a.init.b;
-    if (op->a.init.kind == IR_INIT_PARAM) /* a master copy: the param's name */
-        io->init_param = su_strdup(b->arena, op->a.init_param);
-    if (kind == RT_IO_INPUT && op->a.init.kind == IR_INIT_NONE) {
+    io->init = kinds[op->a->init.kind];
+    io->init_a = op->a->init.a;
+    io->init_b = op->a->init.b;
+    if (op->a->init.kind == IR_INIT_PARAM) /* a master copy: the param's name */
+        io->init_param = su_strdup(b->arena, op->a->init_param);
+    if (kind == RT_IO_INPUT && op->a->init.kind == IR_INIT_NONE) {
         /* ids that index nothing: zeros; bools: uniform(0, 2), true or
          * false; floats: normal(1) */
         bool mask = v->type.dtype == IR_BOOL;
@@ -228,7 +228,7 @@ static bool lower_op(builder *b, const ir_op *op)
     }
     in->out = op->nres ? b->buf_of[res->id] : -1;
     in->out_t = rtype(&res->type);
-    const ir_attrs *a = &op->a;
+    const ir_attrs *a = op->a;
     in->io = -1;
     in->axis = a->axis;
     in->keepdims = ir_ops[op->code].attrs & IR_A_HEADS ? a->heads_inner : a->keepdims;

@@ -775,7 +775,7 @@ static void check_pipeline(fe_lower *L)
         if (t->rank == 0 || t->dim[0] % p->microbatches)
             fe_fail(L, flag ? (su_loc){0, 0} : L->pipeline_stmt->expr->loc,
                     "%s%d microbatches do not divide the batch dimension of input '%s' (%lld)",
-                    flag ? "--microbatches: " : "", p->microbatches, op->a.name,
+                    flag ? "--microbatches: " : "", p->microbatches, op->a->name,
                     t->rank ? (long long)t->dim[0] : 0ll);
     }
 }

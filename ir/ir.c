@@ -34,6 +34,97 @@ void ir_module_free(ir_module *m)
     free(m);
 }
 
+/* ---- attributes, each once ---- */
+
+/* FNV-1a over n bytes, from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001B3ull;
+    return h;
+}
+
+/* a's bytes with its strings' pointers cleared, into *z. */
+static void attrs_bare(const ir_attrs *a, ir_attrs *z)
+{
+    memcpy(z, a, sizeof *z);
+    z->name = NULL;
+    z->init_param = NULL;
+}
+
+static uint64_t attrs_hash(const ir_attrs *a)
+{
+    ir_attrs z;
+    attrs_bare(a, &z);
+    uint64_t h = fnv(0xcbf29ce484222325ull, &z, sizeof z);
+    if (a->name)
+        h = fnv(h ^ 1, a->name, strlen(a->name));
+    if (a->init_param)
+        h = fnv(h ^ 2, a->init_param, strlen(a->init_param));
+    return h;
+}
+
+static bool str_eq(const char *x, const char *y)
+{
+    return x == y || (x && y && !strcmp(x, y));
+}
+
+static bool attrs_eq(const ir_attrs *a, const ir_attrs *b)
+{
+    ir_attrs za, zb;
+    attrs_bare(a, &za);
+    attrs_bare(b, &zb);
+    return !memcmp(&za, &zb, sizeof za) && str_eq(a->name, b->name) &&
+           str_eq(a->init_param, b->init_param);
+}
+
+/* a's copy in set t, made in arena ar when t has none. */
+static const ir_attrs *attrs_in(ir_attrs_set *t, su_arena *ar, const ir_attrs *a)
+{
+    static const ir_attrs none;
+    if (!a)
+        a = &none;
+    uint64_t h = attrs_hash(a);
+    if (2 * (t->n + 1) > t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 64;
+        const ir_attrs **slot = su_alloc(ar, cap * sizeof *slot);
+        for (size_t i = 0; i < t->cap; i++) {
+            if (!t->slot[i])
+                continue;
+            size_t j = (size_t)attrs_hash(t->slot[i]) & (cap - 1);
+            while (slot[j])
+                j = (j + 1) & (cap - 1);
+            slot[j] = t->slot[i];
+        }
+        t->slot = slot;
+        t->cap = cap;
+    }
+    size_t j = (size_t)h & (t->cap - 1);
+    for (; t->slot[j]; j = (j + 1) & (t->cap - 1))
+        if (attrs_eq(t->slot[j], a))
+            return t->slot[j];
+    ir_attrs *x = su_alloc(ar, sizeof *x);
+    memcpy(x, a, sizeof *x);
+    if (a->name) /* the module owns its strings */
+        x->name = su_strdup(ar, a->name);
+    if (a->init_param)
+        x->init_param = su_strdup(ar, a->init_param);
+    t->slot[j] = x;
+    t->n++;
+    return x;
+}
+
+const ir_attrs *ir_attrs_intern(ir_module *m, const ir_attrs *a)
+{
+    return attrs_in(&m->attrs, &m->arena, a);
+}
+
+void ir_op_set_attrs(ir_module *m, ir_op *op, const ir_attrs *a)
+{
+    op->a = ir_attrs_intern(m, a);
+}
+
 /* ---- compaction ---- */
 
 /* A module's copy being made: the new arena, each old value's copy (by
@@ -43,6 +134,7 @@ typedef struct compact_run {
     su_arena a;
     ir_value **val;     /* [next_id] (malloc'd) */
     ir_op **op;         /* [ops.n] (malloc'd) */
+    ir_attrs_set attrs; /* the ops' attributes, each once, in a */
     bool whole;
 } compact_run;
 
@@ -78,8 +170,7 @@ static void compact_work(void *arg)
         const ir_op *o = IR_OP(m, i);
         ir_op *x = su_alloc(a, sizeof *x);
         *x = *o;
-        x->a.name = dup_name(a, o->a.name);
-        x->a.init_param = dup_name(a, o->a.init_param);
+        x->a = attrs_in(&c->attrs, a, o->a);
         x->res = su_alloc(a, (size_t)(o->nres ? o->nres : 1) * sizeof *x->res);
         for (int r = 0; r < o->nres; r++) {
             const ir_value *v = o->res[r];
@@ -133,6 +224,7 @@ static void compact_work(void *arg)
     m->train.loss = loss;
     for (int d = 0; d < m->mesh.naxes; d++)
         m->mesh.name[d] = axis[d];
+    m->attrs = c->attrs;
     su_arena old = m->arena;
     m->arena = c->a;
     c->a = old; /* freed by the caller */
@@ -162,12 +254,7 @@ ir_op *ir_append(ir_module *m, ir_opcode code, ir_value *const *in, int nin,
     op->in = su_alloc(&m->arena, (size_t)(nin ? nin : 1) * sizeof *op->in);
     for (int i = 0; i < nin; i++)
         op->in[i] = in[i];
-    if (a)
-        op->a = *a;
-    if (op->a.name) /* the module owns its strings */
-        op->a.name = su_strdup(&m->arena, op->a.name);
-    if (op->a.init_param)
-        op->a.init_param = su_strdup(&m->arena, op->a.init_param);
+    op->a = ir_attrs_intern(m, a);
     op->nres = ir_ops[code].nres;
     op->res = su_alloc(&m->arena, (size_t)(op->nres ? op->nres : 1) * sizeof *op->res);
     for (int i = 0; i < op->nres; i++) {

@@ -222,7 +222,9 @@ struct ir_op {
     ir_value **in;      /* operands */
     int nres;
     ir_value **res;     /* results */
-    ir_attrs a;
+    const ir_attrs *a;  /* never NULL: the module's, shared by the ops whose
+                         * attributes are equal (ir_attrs_intern); to change
+                         * one op's, give it new ones (ir_op_set_attrs) */
     int rep;            /* repetition of the pipelined repeat, or -1 */
     uint8_t phase;      /* ir_phase */
     int recompute;      /* the call of a `recompute block` that made it (1, 2, ...;
@@ -294,6 +296,12 @@ typedef struct ir_update {
     ir_value *grad;
 } ir_update;
 
+/* A module's attributes, each once (ir_attrs_intern): open addressing. */
+typedef struct ir_attrs_set {
+    const ir_attrs **slot;  /* [cap], in the module's arena */
+    size_t cap, n;          /* cap a power of two over twice n; 0: none yet */
+} ir_attrs_set;
+
 typedef struct ir_module {
     su_arena arena;
     jmp_buf *oom;
@@ -307,6 +315,7 @@ typedef struct ir_module {
     int stage;              /* the one pipeline stage this program runs ("stage S"
                              * line, after the pipeline split), or -1: every stage */
     int next_id;
+    ir_attrs_set attrs;     /* every op's attributes, each once */
 } ir_module;
 
 #define IR_OP(m, i) ((ir_op *)(m)->ops.v[i])
@@ -324,6 +333,15 @@ void ir_module_free(ir_module *m);
  * operand, output or update names a value no op of m makes (the
  * verifier's to report). */
 bool ir_module_compact(ir_module *m);
+
+/* The module's copy of attributes a (its strings its own too), shared with
+ * every op whose attributes are the same: the same bytes but for the
+ * strings, which are compared by their text. Most ops' attributes are
+ * few (a pipeline stage's microbatches repeat their ops), so an op holds
+ * a pointer, not a copy. a NULL: none (all zero). */
+const ir_attrs *ir_attrs_intern(ir_module *m, const ir_attrs *a);
+/* op's attributes replaced by (the module's copy of) a. */
+void ir_op_set_attrs(ir_module *m, ir_op *op, const ir_attrs *a);
 
 /* Appends an op with the given operands, attributes and result types
  * (nres of them, as the op table says) and returns it. No checking: the

@@ -295,13 +295,13 @@ static void put_attr(printer *p, const ir_attrs *a, int bit)
 static void put_attrs(printer *p, const ir_op *op)
 {
     unsigned bits = ir_ops[op->code].attrs;
-    if (op->a.reduce == IR_RED_SUM)
+    if (op->a->reduce == IR_RED_SUM)
         bits &= ~(unsigned)IR_A_REDUCE;
-    if (!op->a.trans)
+    if (!op->a->trans)
         bits &= ~(unsigned)IR_A_TRANS;
-    if (!op->a.heads_inner)
+    if (!op->a->heads_inner)
         bits &= ~(unsigned)IR_A_HEADS;
-    if (op->code == IR_INPUT && op->a.init.kind == IR_INIT_NONE)
+    if (op->code == IR_INPUT && op->a->init.kind == IR_INIT_NONE)
         bits &= ~(unsigned)IR_A_INIT;
     if (!bits)
         return;
@@ -310,7 +310,7 @@ static void put_attrs(printer *p, const ir_op *op)
     for (int bit = 0; bit < NATTRS; bit++)
         if (bits & (1u << bit)) {
             su_buf_printf(p->out, "%s%s = ", first ? "" : ", ", attr_names[bit]);
-            put_attr(p, &op->a, bit);
+            put_attr(p, op->a, bit);
             first = false;
         }
     su_buf_putc(p->out, '}');

@@ -220,7 +220,7 @@ static bool verify_type(vctx *c, int i, const ir_op *op, const ir_value *v)
 /* Names and initializers of sources; constants are scalars. */
 static bool verify_source(vctx *c, int i, const ir_op *op)
 {
-    const ir_attrs *a = &op->a;
+    const ir_attrs *a = op->a;
     char tb[TYPE_LEN];
     if (op->code == IR_CONST && op->res[0]->type.rank != 0)
         return op_fail(c, i, op, "type %s is not a scalar", tstr(tb, &op->res[0]->type));
@@ -272,7 +272,7 @@ static bool verify_source(vctx *c, int i, const ir_op *op)
 static bool verify_inferred(vctx *c, int i, const ir_op *op)
 {
     const ir_type *types[8]; /* max_in of every op is below 8 */
-    ir_attrs a = op->a;
+    ir_attrs a = *op->a;
     ir_type want;
     char why[512], t1[TYPE_LEN], t2[TYPE_LEN];
     for (int j = 0; j < op->nin; j++)
@@ -283,14 +283,14 @@ static bool verify_inferred(vctx *c, int i, const ir_op *op)
         return op_fail(c, i, op, "result type %s differs from the inferred %s",
                        tstr(t1, &op->res[0]->type), tstr(t2, &want));
     unsigned attrs = ir_ops[op->code].attrs;
-    if ((attrs & IR_A_AXIS) && a.axis != op->a.axis)
+    if ((attrs & IR_A_AXIS) && a.axis != op->a->axis)
         return op_fail(c, i, op, "axis %lld is not normalised (should be %lld)",
-                       (long long)op->a.axis, (long long)a.axis);
+                       (long long)op->a->axis, (long long)a.axis);
     if (attrs & IR_A_SHAPE)
         for (int d = 0; d < a.nlist; d++)
-            if (a.list[d] != op->a.list[d])
+            if (a.list[d] != op->a->list[d])
                 return op_fail(c, i, op, "shape entry %d is %lld, not normalised to %lld", d,
-                               (long long)op->a.list[d], (long long)a.list[d]);
+                               (long long)op->a->list[d], (long long)a.list[d]);
     return true;
 }
 
@@ -370,9 +370,9 @@ static bool verify_p2p(vctx *c, int i, const ir_op *op)
     const ir_module *m = c->m;
     if (m->stage < 0)
         return op_fail(c, i, op, "send and recv appear only in a stage's program");
-    if (op->a.peer < 0 || op->a.peer >= m->mesh.size[m->pipe.axis] || op->a.peer == m->stage)
+    if (op->a->peer < 0 || op->a->peer >= m->mesh.size[m->pipe.axis] || op->a->peer == m->stage)
         return op_fail(c, i, op, "peer %lld is not another stage of axis %s (size %lld)",
-                       (long long)op->a.peer, m->mesh.name[m->pipe.axis],
+                       (long long)op->a->peer, m->mesh.name[m->pipe.axis],
                        (long long)m->mesh.size[m->pipe.axis]);
     return true;
 }
@@ -398,9 +398,9 @@ static bool verify_op(vctx *c, int i, const ir_op *op)
         return op_fail(c, i, op, "query positions appear only in a partitioned module");
     if (!verify_arity(c, i, op) || !verify_values(c, i, op) || !verify_rep(c, i, op))
         return false;
-    if (op->a.reduce >= IR_NREDUCE ||
-        (op->a.reduce != IR_RED_SUM && !(ir_ops[op->code].attrs & IR_A_REDUCE)))
-        return op_fail(c, i, op, "reduce %d is not an operation of %s", op->a.reduce,
+    if (op->a->reduce >= IR_NREDUCE ||
+        (op->a->reduce != IR_RED_SUM && !(ir_ops[op->code].attrs & IR_A_REDUCE)))
+        return op_fail(c, i, op, "reduce %d is not an operation of %s", op->a->reduce,
                        ir_ops[op->code].name);
     for (int r = 0; r < op->nres; r++)
         if (!verify_type(c, i, op, op->res[r]))
@@ -440,7 +440,7 @@ static ir_type global_type(const ir_module *m, const ir_value *v);
  * module, of the state's global shape. names: every source's, sorted. */
 static bool verify_init_param(vctx *c, int i, const ir_op *op, const nameref *names, int n)
 {
-    const char *want = op->a.init_param;
+    const char *want = op->a->init_param;
     int lo = 0, hi = n;
     while (lo < hi) { /* the first name >= want */
         int mid = lo + (hi - lo) / 2;
@@ -473,15 +473,15 @@ static bool verify_ops(vctx *c)
         if (!verify_op(c, i, op))
             return false;
         if (op->code == IR_INPUT || op->code == IR_PARAM || op->code == IR_STATE)
-            c->names[n++] = (nameref){op->a.name, i};
+            c->names[n++] = (nameref){op->a->name, i};
     }
     int later = find_duplicate(c->names, n, &earlier);
     if (later >= 0)
         return op_fail(c, later, IR_OP(m, later), "name \"%s\" is already used by op %d",
-                       IR_OP(m, later)->a.name, earlier);
+                       IR_OP(m, later)->a->name, earlier);
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
-        if (op->code == IR_STATE && op->a.init.kind == IR_INIT_PARAM &&
+        if (op->code == IR_STATE && op->a->init.kind == IR_INIT_PARAM &&
             !verify_init_param(c, i, op, c->names, n))
             return false;
     }

@@ -57,10 +57,10 @@ static ir_op *only_reader(const ag *G, const ir_value *v, ir_opcode code)
 /* Whether t swaps the last two dims of a value of rank r. */
 static bool swaps_last(const ir_op *t, int r)
 {
-    if (t->code != IR_TRANSPOSE || t->a.nlist != r)
+    if (t->code != IR_TRANSPOSE || t->a->nlist != r)
         return false;
     for (int i = 0; i < r; i++)
-        if (t->a.list[i] != (i == r - 2 ? r - 1 : i == r - 1 ? r - 2 : i))
+        if (t->a->list[i] != (i == r - 2 ? r - 1 : i == r - 1 ? r - 2 : i))
             return false;
     return true;
 }
@@ -82,7 +82,7 @@ static bool scales(const ag *G, const ir_op *s, const ir_value *x, int64_t d)
     if (!c || !c->def || c->def->code != IR_CONST || c->type.rank != 0 || G->uses[c->id] != 1)
         return false;
     double want = 1.0 / sqrt((double)d);
-    return fabs(c->def->a.value - want) <= 1.0 / 128 * want;
+    return fabs(c->def->a->value - want) <= 1.0 / 128 * want;
 }
 
 /* The index in the program of op o (which makes a value). */
@@ -153,7 +153,7 @@ static bool match(const ag *G, ir_op *p, form *f)
     f->dy = f->mg->in[0], f->v = f->tv->in[0];
     /* gs = p * (gp - sum(gp * p, last, keepdims)) */
     f->sum = only_reader(G, f->m1->res[0], IR_SUM);
-    if (!f->sum || !f->sum->a.keepdims || (f->sum->a.axis != r - 1 && f->sum->a.axis != -1))
+    if (!f->sum || !f->sum->a->keepdims || (f->sum->a->axis != r - 1 && f->sum->a->axis != -1))
         return false;
     f->sub = only_reader(G, f->sum->res[0], IR_SUB);
     if (!f->sub || f->sub->in[0] != gp || f->sub->in[1] != f->sum->res[0] ||
@@ -215,7 +215,7 @@ static void become(ir_module *m, ir_op *o, ir_opcode code, const form *f, ir_val
     o->nin = n;
     o->in = su_alloc(&m->arena, (size_t)n * sizeof *o->in);
     memcpy(o->in, in, (size_t)n * sizeof *in);
-    o->a = (ir_attrs){.causal = causal};
+    ir_op_set_attrs(m, o, &(ir_attrs){.causal = causal});
 }
 
 int pass_attn_grad(ir_module *m)
@@ -268,7 +268,7 @@ int pass_attn_grad(ir_module *m)
                      at_of(&G, ops_in[j]->def) < at_of(&G, first);
         if (!ready)
             continue;
-        bool causal = p->a.causal;
+        bool causal = p->a->causal;
         const ir_type *qt = &f.q->type;
         ir_type stt = *qt;
         stt.dtype = IR_F32;

@@ -197,7 +197,7 @@ static ir_value *recomputed(ad *A, ir_value *v, int region)
         in[i] = recomputed(A, d->in[i], region);
     for (int r = 0; r < d->nres; r++)
         t[r] = d->res[r]->type;
-    ir_op *c = ir_append(A->m, d->code, in, d->nin, &d->a, t);
+    ir_op *c = ir_append(A->m, d->code, in, d->nin, d->a, t);
     c->loc = d->loc;
     c->rep = d->rep;
     c->phase = IR_PH_BACKWARD;
@@ -274,7 +274,7 @@ static ir_value *softmax_back(ad *A, ir_value *y, ir_value *gy, int axis)
 static void grad_attention(ad *A, const ir_op *op, ir_value *gy)
 {
     ir_value *q = op->in[0], *k = op->in[1], *v = op->in[2];
-    ir_attrs ca = {.causal = op->a.causal};
+    ir_attrs ca = {.causal = op->a->causal};
     ir_value *qk[2] = {q, k};
     ir_value *p = emit(A, IR_ATTN_PROBS, qk, 2, &ca);
     int r = q->type.rank;
@@ -293,17 +293,17 @@ static void grad_attention(ad *A, const ir_op *op, ir_value *gy)
 /* The reduced result (and its gradient) with the axis kept, size 1. */
 static ir_value *keep_axis(ad *A, const ir_op *op, ir_value *y)
 {
-    if (op->a.keepdims)
+    if (op->a->keepdims)
         return y;
     ir_type t = op->in[0]->type;
-    t.dim[op->a.axis] = 1;
+    t.dim[op->a->axis] = 1;
     return reshape(A, y, &t);
 }
 
 static void grad_reduce(ad *A, const ir_op *op, ir_value *gy)
 {
     ir_value *x = op->in[0];
-    int ax = (int)op->a.axis;
+    int ax = (int)op->a->axis;
     ir_value *gk = keep_axis(A, op, gy);
     switch (op->code) {
     case IR_SUM: add_grad(A, x, expand(A, gk, &x->type)); return;
@@ -327,7 +327,7 @@ static void grad_layernorm(ad *A, const ir_op *op, ir_value *gy)
     ir_dtype t = x->type.dtype;
     ir_value *xc = op2(A, IR_SUB, x, reduce(A, IR_MEAN, x, last, true));
     ir_value *var = reduce(A, IR_MEAN, op2(A, IR_MUL, xc, xc), last, true);
-    ir_value *rstd = op1(A, IR_RSQRT, op2(A, IR_ADD, var, cst(A, op->a.eps, t)));
+    ir_value *rstd = op1(A, IR_RSQRT, op2(A, IR_ADD, var, cst(A, op->a->eps, t)));
     ir_value *xhat = op2(A, IR_MUL, xc, rstd);
     add_grad(A, b, unbroadcast(A, gy, &b->type));
     if (needs(A, g))
@@ -347,7 +347,7 @@ static void grad_rmsnorm(ad *A, const ir_op *op, ir_value *gy)
     ir_value *x = op->in[0], *g = op->in[1];
     int last = x->type.rank - 1;
     ir_value *ms = reduce(A, IR_MEAN, op2(A, IR_MUL, x, x), last, true);
-    ir_value *r = op1(A, IR_RSQRT, op2(A, IR_ADD, ms, cst(A, op->a.eps, x->type.dtype)));
+    ir_value *r = op1(A, IR_RSQRT, op2(A, IR_ADD, ms, cst(A, op->a->eps, x->type.dtype)));
     ir_value *xhat = op2(A, IR_MUL, x, r);
     if (needs(A, g))
         add_grad(A, g, unbroadcast(A, op2(A, IR_MUL, gy, xhat), &g->type));
@@ -449,7 +449,7 @@ static void grad_unary(ad *A, const ir_op *op, ir_value *gy)
     case IR_COS: g = op2(A, IR_MUL, op1(A, IR_NEG, gy), op1(A, IR_SIN, x)); break;
     case IR_DROPOUT: { /* the same bits: the key, the tag and the global shape */
         ir_value *in[2] = {gy, op->in[1]};
-        g = emit(A, IR_DROPOUT, in, 2, &op->a);
+        g = emit(A, IR_DROPOUT, in, 2, op->a);
         break;
     }
     case IR_CAST: {
@@ -473,9 +473,9 @@ static void grad_layout(ad *A, const ir_op *op, ir_value *gy)
     case IR_STOP_GRADIENT: return;
     case IR_RESHAPE: add_grad(A, x, reshape(A, gy, &x->type)); return;
     case IR_TRANSPOSE: {
-        ir_attrs a = {.nlist = op->a.nlist};
-        for (int i = 0; i < op->a.nlist; i++)
-            a.list[op->a.list[i]] = i;
+        ir_attrs a = {.nlist = op->a->nlist};
+        for (int i = 0; i < op->a->nlist; i++)
+            a.list[op->a->list[i]] = i;
         add_grad(A, x, emit(A, IR_TRANSPOSE, &gy, 1, &a));
         return;
     }
@@ -489,7 +489,7 @@ static void grad_layout(ad *A, const ir_op *op, ir_value *gy)
     case IR_NARROW: { /* the slice between zeros along dim */
         ir_value *in[3];
         int n = 0;
-        int64_t d = op->a.dim, lo = op->a.offset, hi = op->a.bound;
+        int64_t d = op->a->dim, lo = op->a->offset, hi = op->a->bound;
         ir_type z = x->type;
         if (lo > 0) {
             z.dim[d] = lo;
@@ -505,11 +505,11 @@ static void grad_layout(ad *A, const ir_op *op, ir_value *gy)
         return;
     }
     case IR_CONCAT: /* each operand's rows of the gradient */
-        for (int i = 0, at = 0; i < op->nin; at += (int)op->in[i]->type.dim[op->a.dim], i++) {
+        for (int i = 0, at = 0; i < op->nin; at += (int)op->in[i]->type.dim[op->a->dim], i++) {
             ir_value *xi = op->in[i];
             if (!needs(A, xi))
                 continue;
-            ir_attrs a = {.dim = op->a.dim, .offset = at, .bound = at + xi->type.dim[op->a.dim]};
+            ir_attrs a = {.dim = op->a->dim, .offset = at, .bound = at + xi->type.dim[op->a->dim]};
             add_grad(A, xi, emit(A, IR_NARROW, &gy, 1, &a));
         }
         return;
@@ -548,7 +548,7 @@ static void grad_op(ad *A, const ir_op *op, ir_value *gy)
     case IR_C_LAYOUT: grad_layout(A, op, gy); return;
     case IR_C_NORM:
         if (op->code == IR_SOFTMAX)
-            add_grad(A, op->in[0], softmax_back(A, op->res[0], gy, (int)op->a.axis));
+            add_grad(A, op->in[0], softmax_back(A, op->res[0], gy, (int)op->a->axis));
         else if (op->code == IR_LAYERNORM)
             grad_layernorm(A, op, gy);
         else
@@ -607,7 +607,7 @@ static ir_value *step_state(ad *A)
 {
     for (int i = 0; i < A->m->ops.n; i++) {
         const ir_op *op = IR_OP(A->m, i);
-        if (op->code == IR_STATE && !strcmp(op->a.name, "opt.step"))
+        if (op->code == IR_STATE && !strcmp(op->a->name, "opt.step"))
             return op->res[0];
     }
     ir_type st = {.dtype = IR_F32};
@@ -885,7 +885,7 @@ static bool run(ad *A, pass_grads *grads)
             grads->param[grads->n] = op->res[0];
             grads->grad[grads->n++] = g;
         }
-        optimize(A, op->res[0], op->a.name, g, &step);
+        optimize(A, op->res[0], op->a->name, g, &step);
     }
     for (int i = 0; i < nops && !step; i++) /* dropout's key counts the steps */
         if (IR_OP(m, i)->code == IR_DROPOUT)

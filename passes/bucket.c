@@ -69,8 +69,8 @@ typedef struct bctx {
 static int64_t group_size(const ir_module *m, const ir_op *op)
 {
     int64_t n = 1;
-    for (int i = 0; i < op->a.naxes; i++)
-        n *= m->mesh.size[op->a.axes[i]];
+    for (int i = 0; i < op->a->naxes; i++)
+        n *= m->mesh.size[op->a->axes[i]];
     return n;
 }
 
@@ -84,7 +84,7 @@ static bool candidate(const bctx *B, const ir_op *op, const bool *is_grad)
     if (op->code != IR_REDUCE_SCATTER)
         return false;
     const ir_type *t = &op->in[0]->type;
-    for (int d = 0; d < op->a.dim; d++)
+    for (int d = 0; d < op->a->dim; d++)
         if (t->dim[d] != 1)
             return false; /* its blocks are not contiguous */
     (void)B;
@@ -94,7 +94,7 @@ static bool candidate(const bctx *B, const ir_op *op, const bool *is_grad)
 static bool same_key(const ir_op *a, const ir_op *b)
 {
     return a->code == b->code && a->in[0]->type.dtype == b->in[0]->type.dtype &&
-           a->a.naxes == b->a.naxes && !memcmp(a->a.axes, b->a.axes, (size_t)a->a.naxes);
+           a->a->naxes == b->a->naxes && !memcmp(a->a->axes, b->a->axes, (size_t)a->a->naxes);
 }
 
 static ir_value *emit(bctx *B, const ir_op *like, ir_opcode code, ir_value **in, int nin,
@@ -115,8 +115,8 @@ static ir_sharding bucket_sharding(const ir_op *key)
     ir_sharding s;
     memset(&s, 0, sizeof s);
     s.kind = IR_SH_AUTO;
-    for (int i = 0; i < key->a.naxes; i++)
-        s.partial |= (uint16_t)(1u << key->a.axes[i]);
+    for (int i = 0; i < key->a->naxes; i++)
+        s.partial |= (uint16_t)(1u << key->a->axes[i]);
     return s;
 }
 
@@ -125,8 +125,8 @@ static ir_sharding bucket_sharding(const ir_op *key)
 static bool deferred(const bctx *B, const bucket *k)
 {
     const ir_op *key = k->key;
-    return B->defer_to >= 0 && key->code == IR_REDUCE_SCATTER && key->a.naxes == 1 &&
-           key->a.axes[0] == B->m->train.zero_axis && k->first_use >= B->defer_to;
+    return B->defer_to >= 0 && key->code == IR_REDUCE_SCATTER && key->a->naxes == 1 &&
+           key->a->axes[0] == B->m->train.zero_axis && k->first_use >= B->defer_to;
 }
 
 /* Where ops that come after op index i go: after it, or for a deferred
@@ -189,14 +189,14 @@ static void flush(bctx *B, bucket *k)
      * the end of the backward) */
     const ir_op *last = k->members.v[n - 1];
     su_vec *after = place_after(B, k, B->pos[last->res[0]->id]);
-    ir_attrs ca = key->a;
+    ir_attrs ca = *key->a;
     ca.dim = 0;
     ir_value *red = emit(B, last, key->code, &cur, 1, &ca);
     red->sh = part;
     red->sh.partial = 0;
     if (key->code == IR_REDUCE_SCATTER) {
-        red->sh.naxes[0] = (uint8_t)key->a.naxes;
-        memcpy(red->sh.axes[0], key->a.axes, (size_t)key->a.naxes);
+        red->sh.naxes[0] = (uint8_t)key->a->naxes;
+        memcpy(red->sh.axes[0], key->a->axes, (size_t)key->a->naxes);
     }
     su_vec_push(after, m->oom, red->def);
     for (int j = 0; j < n; j++) {

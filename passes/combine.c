@@ -60,15 +60,15 @@
 static bool summing(const ir_op *c, const int *uses)
 {
     if (c->code == IR_ALL_REDUCE)
-        return c->a.reduce == IR_RED_SUM && uses[c->res[0]->id] == 1;
+        return c->a->reduce == IR_RED_SUM && uses[c->res[0]->id] == 1;
     return c->code == IR_REDUCE_SCATTER && uses[c->res[0]->id] == 1;
 }
 
 static bool same_collective(const ir_op *a, const ir_op *b)
 {
-    return a != b && a->code == b->code && a->a.naxes == b->a.naxes &&
-           !memcmp(a->a.axes, b->a.axes, (size_t)a->a.naxes) && a->a.reduce == b->a.reduce &&
-           (a->code != IR_REDUCE_SCATTER || a->a.dim == b->a.dim) &&
+    return a != b && a->code == b->code && a->a->naxes == b->a->naxes &&
+           !memcmp(a->a->axes, b->a->axes, (size_t)a->a->naxes) && a->a->reduce == b->a->reduce &&
+           (a->code != IR_REDUCE_SCATTER || a->a->dim == b->a->dim) &&
            ir_type_eq(&a->in[0]->type, &b->in[0]->type) &&
            ir_sharding_eq(&a->in[0]->sh, &b->in[0]->sh, a->in[0]->type.rank) &&
            a->in[0]->sh.partial == b->in[0]->sh.partial;
@@ -91,9 +91,9 @@ static ir_op *place(ir_op **out, int *nout, ir_op *x, const ir_op *at)
  * same axes, read by nothing else), this rank's block: a reduce_scatter. */
 static bool scatters(const ir_op *s, const ir_op *c, const int *uses)
 {
-    return s->code == IR_SLICE && c->code == IR_ALL_REDUCE && c->a.reduce == IR_RED_SUM &&
-           uses[c->res[0]->id] == 1 && s->a.naxes == c->a.naxes &&
-           !memcmp(s->a.axes, c->a.axes, (size_t)c->a.naxes);
+    return s->code == IR_SLICE && c->code == IR_ALL_REDUCE && c->a->reduce == IR_RED_SUM &&
+           uses[c->res[0]->id] == 1 && s->a->naxes == c->a->naxes &&
+           !memcmp(s->a->axes, c->a->axes, (size_t)c->a->naxes);
 }
 
 /* Whether op r sums (or averages) over a dim of c's result that c does not
@@ -104,8 +104,8 @@ static bool sums_after(const ir_op *r, const ir_op *c, const int *uses)
     if ((r->code != IR_SUM && r->code != IR_MEAN) || !summing(c, uses) ||
         r->res[0]->sh.kind == IR_SH_NONE)
         return false;
-    int rank = c->res[0]->type.rank, k = (int)(r->a.axis < 0 ? r->a.axis + rank : r->a.axis);
-    return k >= 0 && k < rank && (c->code != IR_REDUCE_SCATTER || k != c->a.dim);
+    int rank = c->res[0]->type.rank, k = (int)(r->a->axis < 0 ? r->a->axis + rank : r->a->axis);
+    return k >= 0 && k < rank && (c->code != IR_REDUCE_SCATTER || k != c->a->dim);
 }
 
 /* Whether sum op r (over dim 0 of a rank-3 value, keepdims false) sums a
@@ -117,8 +117,8 @@ static bool sums_after(const ir_op *r, const ir_op *c, const int *uses)
 static bool batch_product(const ir_op *r, const int *uses, const ir_op **t, const ir_op **mm,
                           const ir_op **c)
 {
-    if (r->code != IR_SUM || r->a.keepdims || r->in[0]->type.rank != 3 ||
-        (r->a.axis != 0 && r->a.axis != -3))
+    if (r->code != IR_SUM || r->a->keepdims || r->in[0]->type.rank != 3 ||
+        (r->a->axis != 0 && r->a->axis != -3))
         return false;
     const ir_op *m = r->in[0]->def;
     *c = NULL;
@@ -132,7 +132,7 @@ static bool batch_product(const ir_op *r, const int *uses, const ir_op **t, cons
         return false;
     const ir_op *tr = m->in[0]->def;
     if (!tr || tr->code != IR_TRANSPOSE || uses[tr->res[0]->id] != 1 ||
-        tr->a.nlist != 3 || tr->a.list[0] != 0 || tr->a.list[1] != 2 || tr->a.list[2] != 1)
+        tr->a->nlist != 3 || tr->a->list[0] != 0 || tr->a->list[1] != 2 || tr->a->list[2] != 1)
         return false;
     const ir_type *x = &tr->in[0]->type, *g = &m->in[1]->type;
     if (x->dim[0] != g->dim[0] || x->dim[1] != g->dim[1] || x->dtype != g->dtype)
@@ -195,7 +195,7 @@ static ir_value *fold_rows(ir_module *m, ir_op **out, int *nout, ir_value *v, co
                            const int *uses, bool *dead)
 {
     const ir_op *s = v->def;
-    if (m->pipe.axis >= 0 || !s || s->code != IR_SUM || s->a.keepdims || s->a.axis != 0 ||
+    if (m->pipe.axis >= 0 || !s || s->code != IR_SUM || s->a->keepdims || s->a->axis != 0 ||
         uses[v->id] != 1 || s->in[0]->type.rank < 3 || !rows_pay(s->in[0]))
         return v;
     ir_value *r = merge_rows(m, out, nout, s->in[0], at);
@@ -211,7 +211,7 @@ static ir_value *fold_rows(ir_module *m, ir_op **out, int *nout, ir_value *v, co
  * *inner, the constrain in *c (or NULL). */
 static bool sum_of_sum(const ir_op *r, const int *uses, const ir_op **inner, const ir_op **c)
 {
-    if (r->code != IR_SUM || r->a.keepdims || r->a.axis != 0 || r->nin != 1)
+    if (r->code != IR_SUM || r->a->keepdims || r->a->axis != 0 || r->nin != 1)
         return false;
     const ir_op *d = r->in[0]->def;
     *c = NULL;
@@ -220,7 +220,7 @@ static bool sum_of_sum(const ir_op *r, const int *uses, const ir_op **inner, con
         *c = d;
         d = d->in[0]->def;
     }
-    if (!d || d->code != IR_SUM || d->a.keepdims || d->a.axis != 0 || d->nin != 1 ||
+    if (!d || d->code != IR_SUM || d->a->keepdims || d->a->axis != 0 || d->nin != 1 ||
         uses[d->res[0]->id] != 1 || d->in[0]->type.rank < 3)
         return false;
     *inner = d;
@@ -355,11 +355,11 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
                               "place of one for each", ir_op_display(sum->code),
                               ir_ops[op->code].name);
         } else if (!batch_only && a && scatters(op, a, uses)) {
-            ir_attrs ra = {.dim = op->a.dim, .naxes = a->a.naxes};
-            memcpy(ra.axes, a->a.axes, (size_t)a->a.naxes);
+            ir_attrs ra = {.dim = op->a->dim, .naxes = a->a->naxes};
+            memcpy(ra.axes, a->a->axes, (size_t)a->a->naxes);
             op->code = IR_REDUCE_SCATTER;
             op->in[0] = a->in[0];
-            op->a = ra;
+            ir_op_set_attrs(m, op, &ra);
             dead[a->res[0]->id] = true;
             what = "each rank keeps its block of the sum: a reduce_scatter in place of an "
                    "all_reduce and a slice";
@@ -395,7 +395,7 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
             /* one sum over the merged rows, then the constrain, if any */
             ir_value *rx = merge_rows(m, out, &nout, bt->in[0], op); /* rows_fit checked it */
             if (bc) {
-                ir_op *r = place(out, &nout, ir_append(m, IR_SUM, &rx, 1, &op->a,
+                ir_op *r = place(out, &nout, ir_append(m, IR_SUM, &rx, 1, op->a,
                                                        &op->res[0]->type), op);
                 r->res[0]->sh = shg;
                 op->code = IR_CONSTRAIN;
@@ -412,12 +412,12 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
         } else if (!batch_only && a && sums_after(op, a, uses)) {
             /* the sum of the partial operand, then the collective */
             const ir_value *x = a->in[0];
-            int rank = x->type.rank, k = (int)(op->a.axis < 0 ? op->a.axis + rank : op->a.axis);
+            int rank = x->type.rank, k = (int)(op->a->axis < 0 ? op->a->axis + rank : op->a->axis);
             ir_type t = x->type;
             ir_sharding sh = x->sh;
             for (int i2 = 0; i2 < sh.naxes[k]; i2++)
                 sh.partial |= (uint16_t)(1u << sh.axes[k][i2]);
-            if (op->a.keepdims) {
+            if (op->a->keepdims) {
                 t.dim[k] = 1;
                 sh.naxes[k] = 0;
             } else {
@@ -429,8 +429,8 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
                 t.rank--;
                 sh.naxes[rank - 1] = 0;
             }
-            ir_attrs ca = a->a;
-            if (a->code == IR_REDUCE_SCATTER && !op->a.keepdims && k < ca.dim)
+            ir_attrs ca = *a->a;
+            if (a->code == IR_REDUCE_SCATTER && !op->a->keepdims && k < ca.dim)
                 ca.dim--;
             /* the reduction's result keeps its sharding: only where the
              * collective makes exactly that of the local sum's (a dim of
@@ -442,13 +442,13 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
                 continue;
             }
             ir_value *in = a->in[0];
-            if (k == 0 && !op->a.keepdims)
+            if (k == 0 && !op->a->keepdims)
                 in = fold_rows(m, out, &nout, in, op, uses, dead);
-            ir_op *r = place(out, &nout, ir_append(m, op->code, &in, 1, &op->a, &t), op);
+            ir_op *r = place(out, &nout, ir_append(m, op->code, &in, 1, op->a, &t), op);
             r->res[0]->sh = sh;
             op->code = a->code;
             op->in[0] = r->res[0];
-            op->a = ca;
+            ir_op_set_attrs(m, op, &ca);
             dead[a->res[0]->id] = true;
             what = su_sprintf(&m->arena, "the %s over dim %d comes first, so the %s reduces a "
                               "tensor %lld times smaller", ir_ops[r->code].name, k,

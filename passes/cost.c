@@ -19,7 +19,7 @@
 static ir_type logical(const ir_op *op, int i)
 {
     const ir_type *t = &op->in[i]->type;
-    return op->a.heads_inner && i < ir_attn_layout_operands(op->code) ? ir_type_swap_heads(t)
+    return op->a->heads_inner && i < ir_attn_layout_operands(op->code) ? ir_type_swap_heads(t)
                                                                       : *t;
 }
 
@@ -51,7 +51,7 @@ double pass_op_flops(const ir_op *op)
     switch (op->code) {
     case IR_MATMUL: { /* K: a's last dim, or the one before it read transposed */
         const ir_type *a = &op->in[0]->type;
-        return 2 * out * (double)a->dim[a->rank - 1 - (op->a.trans & IR_TRANS_A ? 1 : 0)];
+        return 2 * out * (double)a->dim[a->rank - 1 - (op->a->trans & IR_TRANS_A ? 1 : 0)];
     }
     case IR_ATTENTION: {
         ir_type lq = logical(op, 0), lk = logical(op, 1), lv = logical(op, 2);
@@ -120,8 +120,8 @@ bool pass_collective(const ir_module *m, const ir_op *op, pass_coll *c)
         return false;
     c->op = op;
     c->ranks = 1;
-    for (int i = 0; i < op->a.naxes; i++)
-        c->ranks *= m->mesh.size[op->a.axes[i]];
+    for (int i = 0; i < op->a->naxes; i++)
+        c->ranks *= m->mesh.size[op->a->axes[i]];
     const ir_type *in = &op->in[0]->type, *out = &op->res[0]->type;
     c->elements = ir_type_numel(op->code == IR_ALL_GATHER ? out : in);
     c->bytes = pass_comm_bytes(op->code, in, out, c->ranks);

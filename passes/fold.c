@@ -37,10 +37,10 @@ static bool swaps_last_two(const ir_op *t)
         return false;
     const ir_type *x = &t->in[0]->type;
     int r = x->rank;
-    if (r < 2 || t->a.nlist != r || !ir_dtype_is_float(x->dtype))
+    if (r < 2 || t->a->nlist != r || !ir_dtype_is_float(x->dtype))
         return false;
     for (int i = 0; i < r; i++)
-        if (t->a.list[i] != (i == r - 2 ? r - 1 : i == r - 1 ? r - 2 : i))
+        if (t->a->list[i] != (i == r - 2 ? r - 1 : i == r - 1 ? r - 2 : i))
             return false;
     return true;
 }
@@ -55,10 +55,10 @@ static bool swaps_heads(const ir_op *t)
         return false;
     const ir_type *x = &t->in[0]->type;
     int r = x->rank;
-    if (r < 3 || t->a.nlist != r || !ir_dtype_is_float(x->dtype) || x->dim[r - 1] > AT_MAX_WIDTH)
+    if (r < 3 || t->a->nlist != r || !ir_dtype_is_float(x->dtype) || x->dim[r - 1] > AT_MAX_WIDTH)
         return false;
     for (int i = 0; i < r; i++)
-        if (t->a.list[i] != (i == r - 3 ? r - 2 : i == r - 2 ? r - 3 : i))
+        if (t->a->list[i] != (i == r - 3 ? r - 2 : i == r - 2 ? r - 3 : i))
             return false;
     return true;
 }
@@ -100,7 +100,7 @@ static int fold_heads(ir_module *m)
     for (int i = 0; i < n; i++) {
         ir_op *op = IR_OP(m, i);
         int nt = ir_attn_layout_operands(op->code);
-        if (!nt || op->a.heads_inner || op->nres != 1)
+        if (!nt || op->a->heads_inner || op->nres != 1)
             continue;
         bool ok = true;
         for (int k = 0; k < nt && ok; k++)
@@ -117,7 +117,9 @@ static int fold_heads(ir_module *m)
             uses[op->in[k]->id]--;
             op->in[k] = op->in[k]->def->in[0];
         }
-        op->a.heads_inner = true;
+        ir_attrs a = *op->a;
+        a.heads_inner = true;
+        ir_op_set_attrs(m, op, &a);
         if (back) { /* op makes the transpose's value */
             ir_value *v = back->res[0];
             v->def = op;
@@ -155,7 +157,7 @@ int pass_fold_transposes(ir_module *m)
         const ir_op *op = IR_OP(m, i);
         for (int k = 0; k < op->nin; k++) {
             bool fits = op->code == IR_MATMUL && op->nin == 2 && op->in[0] != op->in[1] &&
-                        !(op->a.trans >> k & 1);
+                        !(op->a->trans >> k & 1);
             (fits ? mm : other)[op->in[k]->id]++;
         }
     }
@@ -169,10 +171,12 @@ int pass_fold_transposes(ir_module *m)
             const ir_value *x = op->in[k];
             const ir_op *t = x->def;
             if (!t || !swaps_last_two(t) || other[x->id] || !mm[x->id] ||
-                (op->a.trans >> k & 1))
+                (op->a->trans >> k & 1))
                 continue;
             op->in[k] = t->in[0];
-            op->a.trans |= (uint8_t)(1u << k);
+            ir_attrs a = *op->a;
+            a.trans |= (uint8_t)(1u << k);
+            ir_op_set_attrs(m, op, &a);
             folded++;
         }
     }

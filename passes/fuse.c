@@ -641,7 +641,7 @@ static uint64_t group_sig(const walker *w, const pass_fgroup *g)
     uint64_t h = mix(0xcbf29ce484222325ull, (uint64_t)g->kind << 32 | (uint64_t)g->nops);
     for (int i = 0; i < g->nops; i++) {
         const ir_op *op = IR_OP(w->m, g->ops[i]);
-        const ir_attrs *a = &op->a;
+        const ir_attrs *a = op->a;
         h = mix(h, (uint64_t)op->code << 16 | (uint64_t)op->nin);
         h = mix_type(h, &op->res[0]->type);
         h = mix(h, (uint64_t)w->f->stored[op->res[0]->id]);
@@ -923,8 +923,8 @@ static void matmul_group(walker *w, int i)
  * heads the tiled kernels take. */
 static bool pair_of(const ir_op *dk, const ir_op *dv)
 {
-    if (dk->nin != dv->nin + 1 || dk->a.causal != dv->a.causal ||
-        dk->a.heads_inner != dv->a.heads_inner || dk->phase != dv->phase || dk->rep != dv->rep ||
+    if (dk->nin != dv->nin + 1 || dk->a->causal != dv->a->causal ||
+        dk->a->heads_inner != dv->a->heads_inner || dk->phase != dv->phase || dk->rep != dv->rep ||
         dk->res[0]->type.dtype != dv->res[0]->type.dtype)
         return false;
     if (dk->in[0] != dv->in[0] || dk->in[1] != dv->in[1] || dk->in[3] != dv->in[2] ||
@@ -1216,7 +1216,7 @@ static void put_group_comment(const ir_module *m, const pass_fgroup *g, const ch
         su_buf_printf(b, "%s over ", ir_ops[r->code].name);
         if (r->code == IR_SUM || r->code == IR_MEAN || r->code == IR_AMAX ||
             r->code == IR_SOFTMAX)
-            su_buf_printf(b, "axis %lld of ", (long long)r->a.axis);
+            su_buf_printf(b, "axis %lld of ", (long long)r->a->axis);
         else if (r->code != IR_MSE)
             su_buf_puts(b, "the last axis of ");
         put_shape(b, t);

@@ -53,13 +53,16 @@ bool pass_input_init(ir_module *m, su_buf *err)
     for (int i = 0; i < m->ops.n; i++) {
         ir_op *op = IR_OP(m, i);
         if (op->code != IR_INPUT || op->res[0]->type.dtype != IR_I32 ||
-            op->a.init.kind != IR_INIT_NONE)
+            op->a->init.kind != IR_INIT_NONE)
             continue;
         for (int k = 0; k < m->next_id; k++)
             seen[k] = false;
         int64_t n = id_bound(m, op->res[0], seen);
-        if (n > 0)
-            op->a.init = (ir_init){.kind = IR_INIT_UNIFORM, .a = 0, .b = (double)n};
+        if (n > 0) {
+            ir_attrs a = *op->a;
+            a.init = (ir_init){.kind = IR_INIT_UNIFORM, .a = 0, .b = (double)n};
+            ir_op_set_attrs(m, op, &a);
+        }
     }
     return true;
 }

@@ -459,7 +459,7 @@ static const ir_value *kept_gradient(const ir_module *m, const ir_value *g)
     if (v->def->code == IR_EXTRACT)
         v = v->def->in[0]; /* its reduced bucket */
     const ir_op *rs = v->def;
-    if (rs->code != IR_REDUCE_SCATTER || rs->a.naxes != 1 || rs->a.axes[0] != m->train.zero_axis)
+    if (rs->code != IR_REDUCE_SCATTER || rs->a->naxes != 1 || rs->a->axes[0] != m->train.zero_axis)
         return g;
     return rs->in[0];
 }
@@ -472,7 +472,7 @@ static bool view_ok(planner *P, const ir_op *e)
 {
     const ir_type *t = &e->in[0]->type;
     int64_t es = ir_dtype_size(t->dtype);
-    if (t->rank != 2 || t->dim[0] != 1 || (e->a.offset * es) % PASS_MEM_ALIGN)
+    if (t->rank != 2 || t->dim[0] != 1 || (e->a->offset * es) % PASS_MEM_ALIGN)
         return false;
     int r = find(P, e->res[0]->id), b = find(P, e->in[0]->id);
     return r != b && P->view_in[r] < 0 && P->view_in[b] < 0 &&
@@ -508,7 +508,7 @@ static void view_insert(planner *P, int64_t i)
     const ir_value *z = op->in[0], *x = op->in[1];
     const ir_type *t = &z->type;
     int64_t es = ir_dtype_size(t->dtype);
-    if (t->rank != 2 || t->dim[0] != 1 || (op->a.offset * es) % PASS_MEM_ALIGN)
+    if (t->rank != 2 || t->dim[0] != 1 || (op->a->offset * es) % PASS_MEM_ALIGN)
         return;
     while (z->def && z->def->code == IR_INSERT)
         z = z->def->in[0];
@@ -519,7 +519,7 @@ static void view_insert(planner *P, int64_t i)
         P->last[r] != i || P->bytes[r] != value_bytes(x) ||
         (P->kind[r] & (K_PARAM | K_STATE | K_KEEP | K_OUTPUT)))
         return;
-    make_view(P, r, b, op->a.offset * es);
+    make_view(P, r, b, op->a->offset * es);
 }
 
 /* Makes the gradients extracted from each reduced bucket views in it, when
@@ -557,7 +557,7 @@ static void view_buckets(planner *P)
             const ir_op *e = IR_OP(m, j);
             if (e->code != IR_EXTRACT || e->in[0] != red)
                 continue;
-            make_view(P, find(P, e->res[0]->id), b, e->a.offset * es);
+            make_view(P, find(P, e->res[0]->id), b, e->a->offset * es);
         }
     }
 }

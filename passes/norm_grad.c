@@ -48,7 +48,7 @@ static ir_op *def_of(const ng *G, const ir_value *v, ir_opcode code, int uses)
 static bool row_mean(const ir_op *o)
 {
     int r = o->in[0]->type.rank;
-    return o->a.keepdims && (o->a.axis == r - 1 || o->a.axis == -1);
+    return o->a->keepdims && (o->a->axis == r - 1 || o->a->axis == -1);
 }
 
 /* Whether s is a row statistic of x: [..., 1] with x's leading dims. */
@@ -190,7 +190,7 @@ static void rewrite(ir_module *m, const ng *G, form *f, bool ln, edits *e)
     dx->nin = n;
     dx->in = su_alloc(&m->arena, (size_t)n * sizeof *dx->in);
     memcpy(dx->in, in, (size_t)n * sizeof *in);
-    dx->a = (ir_attrs){0};
+    ir_op_set_attrs(m, dx, NULL);
 }
 
 /* The program without the dropped ops, each new op before its reader;

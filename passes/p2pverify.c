@@ -10,9 +10,9 @@ static void p2p_mismatch(su_buf *err, int s, int i, const ir_op *op, int t, int 
                          const ir_op *snd)
 {
     su_buf_printf(err, "stage %d op %d (recv, tag %lld, %s[%lld elements]) meets stage %d op %d "
-                  "(send, tag %lld, %s[%lld elements])", s, i, (long long)op->a.tag,
+                  "(send, tag %lld, %s[%lld elements])", s, i, (long long)op->a->tag,
                   ir_dtype_name(op->res[0]->type.dtype),
-                  (long long)ir_type_numel(&op->res[0]->type), t, k, (long long)snd->a.tag,
+                  (long long)ir_type_numel(&op->res[0]->type), t, k, (long long)snd->a->tag,
                   ir_dtype_name(snd->in[0]->type.dtype),
                   (long long)ir_type_numel(&snd->in[0]->type));
 }
@@ -48,13 +48,13 @@ static void verify_p2p(void *arg)
             if (pc[s] >= stage[s]->ops.n || IR_OP(stage[s], pc[s])->code != IR_SEND)
                 continue;
             const ir_op *snd = IR_OP(stage[s], pc[s]);
-            int t = (int)snd->a.peer;
+            int t = (int)snd->a->peer;
             if (t < 0 || t >= n || pc[t] >= stage[t]->ops.n)
                 continue;
             const ir_op *rcv = IR_OP(stage[t], pc[t]);
-            if (rcv->code != IR_RECV || rcv->a.peer != s)
+            if (rcv->code != IR_RECV || rcv->a->peer != s)
                 continue;
-            if (rcv->a.tag != snd->a.tag || !ir_type_eq(&rcv->res[0]->type, &snd->in[0]->type)) {
+            if (rcv->a->tag != snd->a->tag || !ir_type_eq(&rcv->res[0]->type, &snd->in[0]->type)) {
                 p2p_mismatch(err, t, pc[t], rcv, s, pc[s], snd);
                 ok = false;
                 break;
@@ -71,7 +71,7 @@ static void verify_p2p(void *arg)
                     const ir_op *op = IR_OP(stage[t], pc[t]);
                     su_buf_printf(err, " stage %d op %d (%s %s stage %lld, tag %lld);", t, pc[t],
                                   ir_ops[op->code].name, op->code == IR_SEND ? "to" : "from",
-                                  (long long)op->a.peer, (long long)op->a.tag);
+                                  (long long)op->a->peer, (long long)op->a->tag);
                 }
             ok = false;
         }

@@ -103,8 +103,8 @@ static void partition(void *arg)
             continue;
         if (!(f = first_t[op->in[0]->id]))
             first_t[op->in[0]->id] = op;
-        else if (f->a.nlist == op->a.nlist &&
-                 !memcmp(f->a.list, op->a.list, (size_t)op->a.nlist * sizeof *op->a.list))
+        else if (f->a->nlist == op->a->nlist &&
+                 !memcmp(f->a->list, op->a->list, (size_t)op->a->nlist * sizeof *op->a->list))
             P->same[op->res[0]->id] = f->res[0]->id;
     }
     /* each value's one reader: an op that reads it twice, or an output or

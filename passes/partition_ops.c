@@ -67,11 +67,11 @@ static double result_cost(part *P, const ir_value *r)
     const ir_op *s = P->reader[lr->id];
     if (!r->sh.partial || !s || (s->code != IR_SUM && s->code != IR_MEAN) || r->type.rank < 2)
         return direct;
-    int ax = (int)s->a.axis; /* axes splitting it (dp) sum the gradient either way */
+    int ax = (int)s->a->axis; /* axes splitting it (dp) sum the gradient either way */
     if (ax < 0 || ax >= r->type.rank)
         return direct;
     ir_value t = *r;
-    if (s->a.keepdims) {
+    if (s->a->keepdims) {
         t.type.dim[ax] = 1;
     } else {
         for (int d = ax; d + 1 < r->type.rank; d++) {
@@ -225,8 +225,8 @@ void pass_part_transpose(part *P)
     const ir_op *op = P->op;
     const ir_value *lr = op->res[0];
     ir_sharding q = pass_part_replicated();
-    for (int i = 0; i < op->a.nlist; i++) {
-        int d = (int)op->a.list[i];
+    for (int i = 0; i < op->a->nlist; i++) {
+        int d = (int)op->a->list[i];
         pass_part_copy_dim(&q, d, &lr->sh, i);
     }
     ir_value *x = pass_part_operand(P, 0, &q, "the operand of transpose follows its result");
@@ -284,7 +284,7 @@ void pass_part_reshape(part *P)
                                     "the operand of reshape follows its result where it can");
     reshape_map(me, &lx->type, &lr->type, &q, &nat);
     nat.kind = IR_SH_AUTO;
-    ir_attrs a = op->a;
+    ir_attrs a = *op->a;
     for (int d = 0; d < a.nlist; d++) /* the local shape */
         a.list[d] /= ir_sharding_split(&nat, me, d);
     pass_part_map_result(P, pass_part_emit_local(P, IR_RESHAPE, &x, 1, &a), &nat);
@@ -316,7 +316,7 @@ void pass_part_expand(part *P)
     ir_sharding q = project(&lr->sh, &lr->type, &op->in[0]->type),
                 nat = pass_part_no_partial(lr->sh);
     ir_value *x = pass_part_operand(P, 0, &q, "the operand of expand follows its result");
-    ir_attrs a = op->a;
+    ir_attrs a = *op->a;
     for (int d = 0; d < a.nlist; d++)
         a.list[d] /= ir_sharding_split(&nat, &P->dst->mesh, d);
     pass_part_map_result(P, pass_part_emit_local(P, IR_EXPAND, &x, 1, &a), &nat);
@@ -327,7 +327,7 @@ void pass_part_expand(part *P)
 void pass_part_narrow_concat(part *P)
 {
     const ir_op *op = P->op;
-    ir_sharding q = pass_part_clear_dim(pass_part_no_partial(op->res[0]->sh), (int)op->a.dim);
+    ir_sharding q = pass_part_clear_dim(pass_part_no_partial(op->res[0]->sh), (int)op->a->dim);
     ir_value *in[4];
     for (int i = 0; i < op->nin; i++)
         in[i] = pass_part_operand(P, i, &q, op->code == IR_NARROW
@@ -355,7 +355,7 @@ void pass_part_source(part *P)
     const ir_op *op = P->op;
     const ir_value *lr = op->res[0];
     ir_type t = pass_part_local_type(&P->dst->mesh, &lr->type, &lr->sh);
-    ir_op *d = ir_append(P->dst, op->code, NULL, 0, &op->a, &t);
+    ir_op *d = ir_append(P->dst, op->code, NULL, 0, op->a, &t);
     d->loc = op->loc;
     d->rep = op->rep;
     d->phase = op->phase;

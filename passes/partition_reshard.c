@@ -356,12 +356,12 @@ static ir_value *made_as(part *P, int i, const ir_sharding *req, bool emit)
     const ir_op *t = lv->def;
     ir_sharding q = pass_part_replicated();
     q.partial = req->partial;
-    for (int k = 0; k < t->a.nlist; k++)
-        pass_part_copy_dim(&q, (int)t->a.list[k], req, k);
+    for (int k = 0; k < t->a->nlist; k++)
+        pass_part_copy_dim(&q, (int)t->a->list[k], req, k);
     ir_value *x = made_find(P, t->in[0], &q);
     if (!x || !emit)
         return x;
-    v = pass_part_emit_local(P, IR_TRANSPOSE, &x, 1, &t->a);
+    v = pass_part_emit_local(P, IR_TRANSPOSE, &x, 1, t->a);
     v->sh = *req;
     v->sh.kind = lv->sh.kind;
     made_add(P, lv, req, x, v); /* sent nothing: found by this phase only */
@@ -436,7 +436,7 @@ void pass_part_map_result(part *P, ir_value *r, const ir_sharding *natural)
 
 void pass_part_finish(part *P, ir_value **in, int nin, const ir_sharding *natural)
 {
-    pass_part_map_result(P, pass_part_emit_local(P, P->op->code, in, nin, &P->op->a), natural);
+    pass_part_map_result(P, pass_part_emit_local(P, P->op->code, in, nin, P->op->a), natural);
 }
 
 /* As pass_part_finish, multiplying the local result by scale: a mean over
@@ -444,7 +444,7 @@ void pass_part_finish(part *P, ir_value **in, int nin, const ir_sharding *natura
 void pass_part_finish_scaled(part *P, ir_value **in, int nin, const ir_sharding *natural,
                              double scale)
 {
-    ir_value *r = pass_part_emit_local(P, P->op->code, in, nin, &P->op->a);
+    ir_value *r = pass_part_emit_local(P, P->op->code, in, nin, P->op->a);
     ir_type st = {.dtype = r->type.dtype};
     ir_attrs ca = {.value = scale};
     ir_op *c = ir_append(P->dst, IR_CONST, NULL, 0, &ca, &st);

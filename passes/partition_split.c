@@ -340,11 +340,11 @@ static void reduce_as(const ir_op *op, const ir_sharding *cur, bool keep, ir_sha
                       ir_sharding *nat)
 {
     const ir_value *lx = op->in[0], *lr = op->res[0];
-    int ax = (int)op->a.axis, rank = lx->type.rank;
+    int ax = (int)op->a->axis, rank = lx->type.rank;
     *req = pass_part_replicated();
     for (int d = 0, rd = 0; d < rank; d++) {
         if (d == ax) {
-            rd += op->a.keepdims;
+            rd += op->a->keepdims;
             continue;
         }
         pass_part_copy_dim(req, d, &lr->sh, rd++);
@@ -370,7 +370,7 @@ void pass_part_reduce(part *P)
     const ir_op *op = P->op;
     const ir_value *lx = op->in[0], *lr = op->res[0];
     const ir_mesh *me = &P->dst->mesh;
-    int ax = (int)op->a.axis;
+    int ax = (int)op->a->axis;
     ir_value *cx = P->map[lx->id];
     const ir_sharding *cur = &cx->sh;
     ir_sharding req, nat, kreq, knat;
@@ -396,7 +396,7 @@ void pass_part_reduce(part *P)
     if (op->code == IR_AMAX && keep) {
         P->choice = split_why(P, "the max taken locally, then over ranks", split, whole);
         ir_value *x = pass_part_operand(P, 0, &req, P->choice);
-        ir_value *r = local(P, IR_AMAX, x, NULL, &op->a, &nat);
+        ir_value *r = local(P, IR_AMAX, x, NULL, op->a, &nat);
         ir_value *m = reduce_over(P, r, nat.partial, IR_RED_MAX, "the max over the split dim",
                                   "max");
         nat.partial = 0;
@@ -421,7 +421,7 @@ void pass_part_norm(part *P)
 {
     const ir_op *op = P->op;
     const ir_value *lr = op->res[0];
-    int ax = op->code == IR_SOFTMAX ? (int)op->a.axis : lr->type.rank - 1;
+    int ax = op->code == IR_SOFTMAX ? (int)op->a->axis : lr->type.rank - 1;
     const char *why = NULL;
     ir_sharding q = norm_choice(P, ax, &why), rep = pass_part_replicated();
     ir_value *in[3];
@@ -445,7 +445,7 @@ void pass_part_norm(part *P)
         ir_value *e = split_exp(P, x, ax, mask, &mx, &sum);
         y = local(P, IR_DIV, e, sum, NULL, &x->sh);
     } else {
-        y = split_norm(P, x, in[1], op->nin > 2 ? in[2] : NULL, op->a.eps, mask,
+        y = split_norm(P, x, in[1], op->nin > 2 ? in[2] : NULL, op->a->eps, mask,
                        lr->type.dim[ax]);
     }
     pass_part_map_result(P, cast_to(P, y, dt), &q);
@@ -700,7 +700,7 @@ void pass_part_embedding_grad(part *P)
             dsh.partial |= (uint16_t)vmask;
             ir_value *dym = local(P, IR_MUL, dy, row_mask(P, in_range, dy->type.dtype), NULL,
                                   &dsh);
-            ir_attrs a = op->a;
+            ir_attrs a = *op->a;
             a.list[0] = t2.type.dim[0];
             a.list[1] = t2.type.dim[1];
             pass_part_map_result(P, local(P, IR_EMBEDDING_GRAD, rows, dym, &a, &sn), &sn);
@@ -744,7 +744,7 @@ void pass_part_embedding_grad(part *P)
     }
     ir_value *in[2] = {pass_part_operand(P, 0, &qi, "ids follow the gradient's rows"),
                        pass_part_operand(P, 1, &qd, need)};
-    ir_attrs a = op->a;
+    ir_attrs a = *op->a;
     a.list[1] /= ir_sharding_split(&nat, me, 1);
     pass_part_map_result(P, pass_part_emit_local(P, IR_EMBEDDING_GRAD, in, 2, &a), &nat);
 }
@@ -760,7 +760,7 @@ ir_value *pass_part_query_pos(part *P, const ir_sharding *q)
 {
     const ir_op *op = P->op;
     int r = op->in[0]->type.rank;
-    if (!op->a.causal || !q->naxes[r - 2])
+    if (!op->a->causal || !q->naxes[r - 2])
         return NULL;
     int64_t s = op->in[0]->type.dim[r - 2], t = op->in[1]->type.dim[r - 2];
     ir_value *pos = class_ids(P, s, q, r - 2, "pos",
@@ -816,5 +816,5 @@ void pass_part_dropout(part *P)
 void pass_part_iota(part *P)
 {
     ir_sharding rep = pass_part_replicated();
-    pass_part_map_result(P, local(P, IR_IOTA, NULL, NULL, &P->op->a, &rep), &rep);
+    pass_part_map_result(P, local(P, IR_IOTA, NULL, NULL, P->op->a, &rep), &rep);
 }

@@ -327,15 +327,15 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
     case IR_SUM:
     case IR_MEAN:
     case IR_AMAX:
-        if (op->a.axis == d) {
+        if (op->a->axis == d) {
             *mode = op->code == IR_SUM ? ACC_SUM : op->code == IR_MEAN ? ACC_MEAN : ACC_MAX;
             return -1;
         }
-        return d - (op->a.axis < d && !op->a.keepdims);
+        return d - (op->a->axis < d && !op->a->keepdims);
     case IR_SOFTMAX:
     case IR_LAYERNORM:
     case IR_RMSNORM: {
-        int axis = op->code == IR_SOFTMAX ? (int)op->a.axis : x->type.rank - 1;
+        int axis = op->code == IR_SOFTMAX ? (int)op->a->axis : x->type.rank - 1;
         if (d < 0 || d == axis)
             return fail(L, op, "it normalises over the batch dimension"), -2;
         return rule_elementwise(L, op) < -1 ? -2 : d;
@@ -365,8 +365,8 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
             return fail(L, op, "the batch must be in a row dimension of the logits"), -2;
         return rule_prefix(L, op);
     case IR_TRANSPOSE:
-        for (int k = 0; k < op->a.nlist; k++)
-            if (op->a.list[k] == d)
+        for (int k = 0; k < op->a->nlist; k++)
+            if (op->a->list[k] == d)
                 return k;
         return -2;
     case IR_RESHAPE:
@@ -387,13 +387,13 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
     case IR_DROPOUT:
         return rule_dropout(L, op);
     case IR_NARROW:
-        if (d == op->a.dim)
+        if (d == op->a->dim)
             return fail(L, op, "it slices the batch dimension, which each microbatch holds "
                         "a part of"), -2;
         return d;
     case IR_CONCAT: {
         int od = rule_elementwise(L, op);
-        if (od >= 0 && od == op->a.dim)
+        if (od >= 0 && od == op->a->dim)
             return fail(L, op, "it joins along the batch dimension, which each microbatch "
                         "holds a part of"), -2;
         return od;
@@ -511,17 +511,17 @@ static uint8_t uniform_dims(const pl *L, const ir_op *op)
     case IR_RESHAPE:
         return reshape_uniform(L, x, r);
     case IR_TRANSPOSE:
-        for (int k = 0; k < op->a.nlist; k++)
-            if (same_along(L, x, (int)op->a.list[k]))
+        for (int k = 0; k < op->a->nlist; k++)
+            if (same_along(L, x, (int)op->a->list[k]))
                 u |= (uint8_t)(1u << k);
         return u;
     case IR_SUM:
     case IR_MEAN:
     case IR_AMAX:
         for (int d = 0, k = 0; d < x->type.rank; d++) {
-            if (d == op->a.axis && !op->a.keepdims)
+            if (d == op->a->axis && !op->a->keepdims)
                 continue;
-            if (d == op->a.axis || same_along(L, x, d))
+            if (d == op->a->axis || same_along(L, x, d))
                 u |= (uint8_t)(1u << k);
             k++;
         }
@@ -531,7 +531,7 @@ static uint8_t uniform_dims(const pl *L, const ir_op *op)
     case IR_NARROW: /* rows of the same values */
     case IR_CONCAT: /* the same where every operand is, but along its axis */
         for (int d = 0; d < R; d++) {
-            bool same = op->code == IR_NARROW || d != op->a.dim;
+            bool same = op->code == IR_NARROW || d != op->a->dim;
             for (int k = 0; k < op->nin && same; k++)
                 same = same_along(L, op->in[k], d);
             if (same)
@@ -705,7 +705,7 @@ static bool split_over_pipe(pl *L, const ir_op *op)
     for (int d = 0; d < r->type.rank; d++)
         for (int k = 0; k < r->sh.naxes[d]; k++)
             if (r->sh.axes[d][k] == ax) {
-                const char *name = op->code == IR_INPUT || op->code == IR_PARAM ? op->a.name
+                const char *name = op->code == IR_INPUT || op->code == IR_PARAM ? op->a->name
                                                                                 : r->name;
                 pass_pl_fail_at(L, op->loc, "%s%s%s is split over %s, the pipeline axis, whose stages "
                                 "hold different repetitions; split it over the other axes only",
@@ -728,8 +728,8 @@ bool pass_pl_classify(pl *L)
         if (ir_ops[op->code].cls == IR_C_P2P)
             return pass_pl_fail_at(L, (su_loc){0, 0}, "the module is split into stages already");
         if (ir_ops[op->code].cls == IR_C_COMM) {
-            for (int k = 0; k < op->a.naxes; k++)
-                if (op->a.axes[k] == L->m->pipe.axis)
+            for (int k = 0; k < op->a->naxes; k++)
+                if (op->a->axes[k] == L->m->pipe.axis)
                     return fail(L, op, "it runs over the pipeline axis %s",
                                 L->m->mesh.name[L->m->pipe.axis]);
         }
@@ -792,7 +792,7 @@ bool pass_pl_batch_blocks(pl *L, bool with_outputs)
     }
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
-        if (op->code == IR_INPUT && !splits(L, op->res[0], op->loc, "input", op->a.name))
+        if (op->code == IR_INPUT && !splits(L, op->res[0], op->loc, "input", op->a->name))
             return false;
     }
     for (int i = 0; with_outputs && i < m->outputs.n; i++) {

@@ -136,7 +136,7 @@ static ir_value *append(st *S, const ir_op *like, ir_opcode code, ir_value **in,
 
 static ir_value *copy_op(st *S, const ir_op *op, ir_value **in, const ir_type *t)
 {
-    ir_attrs a = op->a;
+    ir_attrs a = *op->a;
     if ((ir_ops[op->code].attrs & IR_A_SHAPE) && op->code != IR_DROPOUT) {
         a.nlist = t->rank;
         memcpy(a.list, t->dim, sizeof a.list);
@@ -274,7 +274,7 @@ static ir_value *dropout_mb(st *S, const ir_op *op, int j, ir_value **in, const 
     const ir_value *r = op->res[0];
     int d = L->bd[r->id];
     int64_t k = L->N / ir_sharding_split(&r->sh, &L->m->mesh, d), n = t->dim[d] / k;
-    ir_attrs a = op->a;
+    ir_attrs a = *op->a;
     a.dim = d;
     a.offset = r->sh.naxes[d] ? 0 : j * t->dim[d];
     if (r->sh.naxes[d] || k == 1)
@@ -641,13 +641,13 @@ static bool order_p2p(pl *L, st *S)
             for (int g = 0; g <= upto; g++)
                 for (intptr_t i = LO(s, g); i < HI(s, g); i++) {
                     const ir_op *snd = IR_OP(S[s].dst, i);
-                    int t = (int)snd->a.peer;
+                    int t = (int)snd->a->peer;
                     if (snd->code != IR_SEND || at[s][i] >= 0 || cur[t] >= NB(t))
                         continue;
                     for (intptr_t k = LO(t, cur[t]); k < HI(t, cur[t]); k++) {
                         const ir_op *rcv = IR_OP(S[t].dst, k);
-                        if (rcv->code != IR_RECV || at[t][k] >= 0 || rcv->a.peer != s ||
-                            rcv->a.tag != snd->a.tag)
+                        if (rcv->code != IR_RECV || at[t][k] >= 0 || rcv->a->peer != s ||
+                            rcv->a->tag != snd->a->tag)
                             continue;
                         at[s][i] = upto;
                         at[t][k] = cur[t];
@@ -678,7 +678,7 @@ static bool order_p2p(pl *L, st *S)
             for (intptr_t i = LO(s, g); i < HI(s, g) && ok; i++)
                 if (at[s][i] < 0)
                     ok = pass_pl_fail_at(L, (su_loc){0, 0}, "internal error: stage %d's send (tag %lld) is never "
-                              "received", s, (long long)IR_OP(S[s].dst, i)->a.tag);
+                              "received", s, (long long)IR_OP(S[s].dst, i)->a->tag);
     }
     /* rebuild each stage's list: every gap gets the ops that paired in it */
     for (int s = 0; s < P && ok; s++) {
@@ -951,7 +951,7 @@ static bool place_update(pl *L, st *S, const ir_update *u, ir_update *out, int *
         for (int k = 0; k < 2; k++)
             if (need[k] && home(L, need[k]) >= 0 && home(L, need[k]) != s)
                 return pass_pl_fail_at(L, u->src->def->loc, "'%s' lives on stage %d, but its %s is made on "
-                            "stage %d", u->src->def->a.name, s, k ? "gradient" : "new value",
+                            "stage %d", u->src->def->a->name, s, k ? "gradient" : "new value",
                             home(L, need[k]));
         S[s].ctx = IR_PH_OPTIMIZER;
         S[s].reader = NULL;

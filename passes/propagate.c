@@ -449,8 +449,8 @@ static void reshape_map(prop *p, cand *c, const ir_value *src, const ir_value *d
  * or -1 for the reduced one. */
 static int reduce_dim(const ir_op *op, int d)
 {
-    int ax = (int)op->a.axis;
-    return d == ax ? -1 : d < ax || op->a.keepdims ? d : d - 1;
+    int ax = (int)op->a->axis;
+    return d == ax ? -1 : d < ax || op->a->keepdims ? d : d - 1;
 }
 
 /* ---- ZeRO ---- */
@@ -617,7 +617,7 @@ static bool forward(prop *p, const ir_op *op, cand *c)
         return true;
     case IR_C_NORM: /* a split normalised dim included, where that costs less */
         copy_all(c, x);
-        stats_or_gather(p, x, op->code == IR_SOFTMAX ? (int)op->a.axis : rr - 1,
+        stats_or_gather(p, x, op->code == IR_SOFTMAX ? (int)op->a->axis : rr - 1,
                         op->code == IR_RMSNORM ? 1 : 2, c);
         return true;
     case IR_C_LOSS: return true;                 /* a scalar: nothing to split */
@@ -660,13 +660,13 @@ static bool forward(prop *p, const ir_op *op, cand *c)
     case IR_BROADCAST: copy_all(c, x); return true;
     case IR_TRANSPOSE:
         for (int d = 0; d < rr; d++)
-            copy_dim(&c->sh, d, sh_of(x), (int)op->a.list[d]);
+            copy_dim(&c->sh, d, sh_of(x), (int)op->a->list[d]);
         return true;
     case IR_RESHAPE: reshape_map(p, c, x, r); return true;
-    case IR_NARROW: all_but_dim(c, x, (int)op->a.dim, "sliced (gathered where it was split)");
+    case IR_NARROW: all_but_dim(c, x, (int)op->a->dim, "sliced (gathered where it was split)");
         return true;
     case IR_CONCAT:
-        all_but_dim(c, first_with_sh(op), (int)op->a.dim, "joined (gathered where it was split)");
+        all_but_dim(c, first_with_sh(op), (int)op->a->dim, "joined (gathered where it was split)");
         return true;
     case IR_EMBEDDING: /* a V split of the table makes a partial, not a split */
         for (int d = 0; d + 1 < rr; d++)
@@ -707,7 +707,7 @@ static const ir_value *layout_bwd(const ir_op *op, int i, cand *c)
     switch (op->code) {
     case IR_TRANSPOSE:
         for (int d = 0; d < rr; d++)
-            copy_dim(&c->sh, (int)op->a.list[d], &r->sh, d);
+            copy_dim(&c->sh, (int)op->a->list[d], &r->sh, d);
         return r;
     case IR_EMBEDDING:
         if (i == 0)
@@ -726,8 +726,8 @@ static const ir_value *layout_bwd(const ir_op *op, int i, cand *c)
             copy_dim(&c->sh, d, &r->sh, d);
         return r;
     case IR_EXPAND: bcast_bwd(c, x, x->type.rank, r, rr); return r;
-    case IR_NARROW: all_but_dim(c, r, (int)op->a.dim, "sliced"); return r;
-    case IR_CONCAT: all_but_dim(c, r, (int)op->a.dim, "joined"); return r;
+    case IR_NARROW: all_but_dim(c, r, (int)op->a->dim, "sliced"); return r;
+    case IR_CONCAT: all_but_dim(c, r, (int)op->a->dim, "joined"); return r;
     case IR_EMBEDDING_GRAD: /* dy's D from the table's; ids say nothing */
         if (i == 0)
             return NULL;
@@ -928,8 +928,8 @@ static int reader_dim(const ir_op *c, const ir_value *v, int ax)
     if (c->code == IR_SUM || c->code == IR_MEAN || c->code == IR_AMAX) {
         if (rd < 0)
             return -1;
-        int k = (int)(c->a.axis < 0 ? c->a.axis + v->type.rank : c->a.axis);
-        return c->a.keepdims || rd < k ? rd : rd + 1;
+        int k = (int)(c->a->axis < 0 ? c->a->axis + v->type.rank : c->a->axis);
+        return c->a->keepdims || rd < k ? rd : rd + 1;
     }
     return -2;
 }

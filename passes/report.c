@@ -23,12 +23,12 @@ static const char *axes_text(const ir_module *m, const ir_op *op, bool peer, cha
     buf[0] = 0;
     if (ir_ops[op->code].cls == IR_C_P2P) {
         snprintf(buf, 64, peer ? "%s->%lld" : "%s", m->mesh.name[m->pipe.axis],
-                 (long long)op->a.peer);
+                 (long long)op->a->peer);
         return buf;
     }
-    for (int q = 0; q < op->a.naxes; q++)
+    for (int q = 0; q < op->a->naxes; q++)
         snprintf(buf + strlen(buf), 64 - strlen(buf), "%s%s", q ? "," : "",
-                 m->mesh.name[op->a.axes[q]]);
+                 m->mesh.name[op->a->axes[q]]);
     return buf;
 }
 
@@ -39,8 +39,8 @@ static void axes_json(su_buf *b, const ir_module *m, const ir_op *op)
         return;
     }
     su_buf_putc(b, '[');
-    for (int i = 0; i < op->a.naxes; i++)
-        su_buf_printf(b, "%s\"%s\"", i ? ", " : "", m->mesh.name[op->a.axes[i]]);
+    for (int i = 0; i < op->a->naxes; i++)
+        su_buf_printf(b, "%s\"%s\"", i ? ", " : "", m->mesh.name[op->a->axes[i]]);
     su_buf_putc(b, ']');
 }
 
@@ -72,11 +72,11 @@ static bool coll_same(const ir_module *m, const ir_op *a, const ir_op *b)
     pass_collective(m, b, &cb);
     if (ca.elements != cb.elements || ca.bytes != cb.bytes)
         return false;
-    if (a->code != b->code || a->a.naxes != b->a.naxes || a->phase != b->phase ||
-        a->loc.line != b->loc.line || a->a.peer != b->a.peer || a->a.reduce != b->a.reduce)
+    if (a->code != b->code || a->a->naxes != b->a->naxes || a->phase != b->phase ||
+        a->loc.line != b->loc.line || a->a->peer != b->a->peer || a->a->reduce != b->a->reduce)
         return false;
-    for (int q = 0; q < a->a.naxes; q++)
-        if (a->a.axes[q] != b->a.axes[q])
+    for (int q = 0; q < a->a->naxes; q++)
+        if (a->a->axes[q] != b->a->axes[q])
             return false;
     const ir_value *va = a->nres ? a->res[0] : a->in[0];
     const ir_value *vb = b->nres ? b->res[0] : b->in[0];
@@ -212,9 +212,9 @@ static void step_units(ir_module *const *stages, int n, estimate *est)
             }
             bool ids = v->type.dtype == IR_I32;
             if (ids && (!est->tokens || numel > est->units)) {
-                est->unit_input = op->a.name, est->tokens = true, est->units = numel;
+                est->unit_input = op->a->name, est->tokens = true, est->units = numel;
             } else if (!ids && !est->unit_input) {
-                est->unit_input = op->a.name, est->units = rows;
+                est->unit_input = op->a->name, est->units = rows;
             }
         }
 }
@@ -381,10 +381,10 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
             const ir_value *v = c.op->nres ? c.op->res[0] : c.op->in[0];
             su_buf_printf(b, ", \"dtype\": \"%s\", \"elements\": %lld, ",
                           ir_dtype_name(v->type.dtype), (long long)c.elements);
-            if (c.op->code == IR_ALL_REDUCE && c.op->a.reduce == IR_RED_MAX)
+            if (c.op->code == IR_ALL_REDUCE && c.op->a->reduce == IR_RED_MAX)
                 su_buf_puts(b, "\"reduce\": \"max\", "); /* sum is not named */
             if (c.op->code == IR_SEND || c.op->code == IR_RECV)
-                su_buf_printf(b, "\"peer\": %lld, ", (long long)c.op->a.peer);
+                su_buf_printf(b, "\"peer\": %lld, ", (long long)c.op->a->peer);
             su_buf_printf(b, "\"phase\": \"%s\"", ir_phase_name((ir_phase)c.op->phase));
             if (L->e[e].times > 1)
                 su_buf_printf(b, ", \"times\": %lld", (long long)L->e[e].times);
@@ -452,7 +452,7 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
             char axes[64];
             axes_text(m, c.op, true, axes);
             const ir_value *v = c.op->nres ? c.op->res[0] : c.op->in[0];
-            bool max = c.op->code == IR_ALL_REDUCE && c.op->a.reduce == IR_RED_MAX;
+            bool max = c.op->code == IR_ALL_REDUCE && c.op->a->reduce == IR_RED_MAX;
             su_buf_printf(b, "    %-4d %-15s %-10s %-5s %14lld %14.0f  %s", k++,
                           max ? "all_reduce(max)" : ir_ops[c.op->code].name, axes,
                           ir_dtype_name(v->type.dtype),

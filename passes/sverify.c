@@ -25,7 +25,7 @@ static bool has_axis(const ir_attrs *a, int axis)
 /* The sharding the op's semantics give from its operand's. */
 static bool expected(const ir_op *op, ir_sharding *s, char *why, size_t n)
 {
-    const ir_attrs *a = &op->a;
+    const ir_attrs *a = op->a;
     int d = (int)a->dim, d2 = (int)a->dim2;
     unsigned mask = 0;
     for (int i = 0; i < a->naxes; i++)
@@ -93,11 +93,11 @@ bool pass_verify_schedule(const ir_module *m, su_buf *err, su_loc *at)
         if (at) /* the place of the op at fault, should this one be */
             *at = op->loc;
         const char *name = ir_ops[op->code].name;
-        if (op->a.naxes < 1) {
+        if (op->a->naxes < 1) {
             su_buf_printf(err, "op %d (%s) runs over no mesh axis", i, name);
             return false;
         }
-        if (m->pipe.axis >= 0 && has_axis(&op->a, m->pipe.axis)) {
+        if (m->pipe.axis >= 0 && has_axis(op->a, m->pipe.axis)) {
             su_buf_printf(err, "op %d (%s) spans pipeline stages over axis %s: its group's "
                           "ranks run different programs", i, name, m->mesh.name[m->pipe.axis]);
             return false;

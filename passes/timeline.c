@@ -91,8 +91,8 @@ static int64_t coord_of(const ir_mesh *me, int64_t r, int axis)
 static bool group_in_node(const ir_module *m, const ir_op *op, int64_t r, int node)
 {
     int64_t lo = r, hi = r;
-    for (int k = 0; k < op->a.naxes; k++) {
-        int ax = op->a.axes[k];
+    for (int k = 0; k < op->a->naxes; k++) {
+        int ax = op->a->axes[k];
         int64_t s = stride_of(&m->mesh, ax), c = coord_of(&m->mesh, r, ax);
         lo -= c * s;
         hi += (m->mesh.size[ax] - 1 - c) * s;
@@ -182,7 +182,7 @@ static double op_time(const sim *S, const lane *L, const ir_op *op)
     ir_opclass cls = ir_ops[op->code].cls;
     if (cls == IR_C_P2P) {
         const ir_value *v = op->code == IR_SEND ? op->in[0] : op->res[0];
-        int64_t peer = peer_rank(m, L->rank0, (int)op->a.peer);
+        int64_t peer = peer_rank(m, L->rank0, (int)op->a->peer);
         return link_time(hw, L->rank0 / hw->node_gpus == peer / hw->node_gpus, value_bytes(v));
     }
     if (cls == IR_C_COMM) {
@@ -306,15 +306,15 @@ static bool rendezvous(sim *S, int s)
 {
     lane *A = &S->lane[s];
     const ir_op *a = IR_OP(A->m, A->next);
-    int t = (int)a->a.peer;
+    int t = (int)a->a->peer;
     if (t < 0 || t >= S->n)
         return false;
     lane *B = &S->lane[t];
     if (B->next >= B->m->ops.n)
         return false;
     const ir_op *b = IR_OP(B->m, B->next);
-    if (ir_ops[b->code].cls != IR_C_P2P || b->code == a->code || b->a.peer != s ||
-        b->a.tag != a->a.tag)
+    if (ir_ops[b->code].cls != IR_C_P2P || b->code == a->code || b->a->peer != s ||
+        b->a->tag != a->a->tag)
         return false;
     lane *snd = a->code == IR_SEND ? A : B, *rcv = a->code == IR_SEND ? B : A;
     const ir_op *so = a->code == IR_SEND ? a : b, *ro = a->code == IR_SEND ? b : a;
@@ -326,8 +326,8 @@ static bool rendezvous(sim *S, int s)
     double dur = op_time(S, snd, so);
     snd->clock[ST_COMM] = rcv->clock[ST_COMM] = start + dur;
     rcv->ready[ro->res[0]->id] = start + dur;
-    record(S, snd, snd->next++, ST_COMM, start, dur, (int)so->a.peer, -1);
-    record(S, rcv, rcv->next++, ST_COMM, start, dur, (int)ro->a.peer, -1);
+    record(S, snd, snd->next++, ST_COMM, start, dur, (int)so->a->peer, -1);
+    record(S, rcv, rcv->next++, ST_COMM, start, dur, (int)ro->a->peer, -1);
     return true;
 }
 
@@ -363,7 +363,7 @@ static bool simulate(sim *S, su_buf *err)
             const ir_op *op = IR_OP(L->m, L->next);
             su_buf_printf(err, "internal error: the timeline stops: stage %d waits at op %d "
                           "(%s, peer %lld, tag %lld)", s, L->next, ir_ops[op->code].name,
-                          (long long)op->a.peer, (long long)op->a.tag);
+                          (long long)op->a->peer, (long long)op->a->tag);
             return false;
         }
     }

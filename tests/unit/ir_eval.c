@@ -89,7 +89,7 @@ bool ev_set(ev_module *ev, const char *name, const double *data)
     for (int i = 0; i < ev->m->ops.n; i++) {
         const ir_op *op = IR_OP(ev->m, i);
         bool named = op->code == IR_INPUT || op->code == IR_PARAM || op->code == IR_STATE;
-        if (!named || !op->a.name || strcmp(op->a.name, name) != 0)
+        if (!named || !op->a->name || strcmp(op->a->name, name) != 0)
             continue;
         const ir_value *v = op->res[0];
         size_t n = numel(&v->type);
@@ -235,7 +235,7 @@ static double unop(const ir_op *op, double x)
     case IR_SIN: return sin(x);
     case IR_COS: return cos(x);
     case IR_CAST:
-        return op->a.dtype == IR_BOOL ? x != 0 : op->a.dtype == IR_I32 ? to_i32(x) : x;
+        return op->a->dtype == IR_BOOL ? x != 0 : op->a->dtype == IR_I32 ? to_i32(x) : x;
     default: su_unreachable();
     }
 }
@@ -314,7 +314,7 @@ static void eval_attention(const ir_op *op, const double *q, const double *k, co
                     acc += qh[s * d + l] * kh[t * d + l];
                 p[s * T + t] = acc * scale;
             }
-        masked_softmax(p, S, T, op->a.causal);
+        masked_softmax(p, S, T, op->a->causal);
         if (!v) {
             memcpy(y + h * S * T, p, S * T * sizeof *p);
             continue;
@@ -336,7 +336,7 @@ static void eval_attention(const ir_op *op, const double *q, const double *k, co
 static void eval_reduce(const ir_op *op, const double *x, double *y)
 {
     const ir_type *t = &op->in[0]->type;
-    int ax = (int)op->a.axis;
+    int ax = (int)op->a->axis;
     size_t outer = dims(t, 0, ax), n = (size_t)t->dim[ax], inner = dims(t, ax + 1, t->rank);
     for (size_t o = 0; o < outer; o++)
         for (size_t i = 0; i < inner; i++) {
@@ -352,7 +352,7 @@ static void eval_reduce(const ir_op *op, const double *x, double *y)
 static void eval_softmax(const ir_op *op, const double *x, double *y)
 {
     const ir_type *t = &op->in[0]->type;
-    int ax = (int)op->a.axis;
+    int ax = (int)op->a->axis;
     size_t outer = dims(t, 0, ax), n = (size_t)t->dim[ax], inner = dims(t, ax + 1, t->rank);
     for (size_t o = 0; o < outer; o++)
         for (size_t i = 0; i < inner; i++) {
@@ -383,7 +383,7 @@ static void eval_norm(const ir_op *op, const double *x, const double *g, const d
         }
         for (size_t i = 0; i < D; i++)
             var += (xr[i] - mean) * (xr[i] - mean) / (double)D;
-        double inv = 1.0 / sqrt(var + op->a.eps);
+        double inv = 1.0 / sqrt(var + op->a->eps);
         for (size_t i = 0; i < D; i++)
             y[r * D + i] = (xr[i] - mean) * inv * g[i] + (b ? b[i] : 0.0);
     }
@@ -403,7 +403,7 @@ static void eval_transpose(const ir_op *op, const double *x, double *y)
         unravel(i, ty, idx);
         size_t off = 0;
         for (int d = 0; d < ty->rank; d++)
-            off += (size_t)idx[d] * stride[op->a.list[d]];
+            off += (size_t)idx[d] * stride[op->a->list[d]];
         y[i] = x[off];
     }
 }
@@ -493,7 +493,7 @@ static bool eval_xent(const ir_op *op, const double *x, const double *labels, do
 
 static void eval_optim(const ir_op *op, double *const *x, double *y)
 {
-    const ir_attrs *a = &op->a;
+    const ir_attrs *a = op->a;
     size_t n = numel(&op->res[0]->type);
     for (size_t i = 0; i < n; i++) {
         switch (op->code) {
@@ -520,21 +520,21 @@ static void eval_narrow_concat(const ir_op *op, double *const *x, double *y)
     const ir_type *t = &op->res[0]->type;
     size_t outer = 1, inner = 1;
     for (int d = 0; d < t->rank; d++) {
-        if (d < op->a.dim)
+        if (d < op->a->dim)
             outer *= (size_t)t->dim[d];
-        else if (d > op->a.dim)
+        else if (d > op->a->dim)
             inner *= (size_t)t->dim[d];
     }
-    size_t rows = (size_t)t->dim[op->a.dim];
+    size_t rows = (size_t)t->dim[op->a->dim];
     for (size_t o = 0, k = 0; o < outer; o++) {
         if (op->code == IR_NARROW) {
-            size_t from = (size_t)op->in[0]->type.dim[op->a.dim];
+            size_t from = (size_t)op->in[0]->type.dim[op->a->dim];
             for (size_t i = 0; i < rows * inner; i++)
-                y[k++] = x[0][(o * from + (size_t)op->a.offset) * inner + i];
+                y[k++] = x[0][(o * from + (size_t)op->a->offset) * inner + i];
             continue;
         }
         for (int j = 0; j < op->nin; j++) {
-            size_t len = (size_t)op->in[j]->type.dim[op->a.dim] * inner;
+            size_t len = (size_t)op->in[j]->type.dim[op->a->dim] * inner;
             for (size_t i = 0; i < len; i++)
                 y[k++] = x[j][o * len + i];
         }
@@ -552,12 +552,12 @@ static bool eval_source(const ev_module *ev, const ir_op *op, double *y, char *e
         memcpy(y, ev->given[v->id], n * sizeof *y);
         return true;
     }
-    ir_init_kind init = op->code == IR_CONST ? IR_INIT_NONE : op->a.init.kind;
+    ir_init_kind init = op->code == IR_CONST ? IR_INIT_NONE : op->a->init.kind;
     if (op->code == IR_INPUT || (op->code != IR_CONST && init != IR_INIT_ZEROS &&
                                  init != IR_INIT_ONES))
         return fail(err, errlen, "%s \"%s\" has no data (ev_set it)", ir_ops[op->code].name,
-                    op->a.name ? op->a.name : "?");
-    double fill = op->code == IR_CONST ? op->a.value : init == IR_INIT_ONES ? 1.0 : 0.0;
+                    op->a->name ? op->a->name : "?");
+    double fill = op->code == IR_CONST ? op->a->value : init == IR_INIT_ONES ? 1.0 : 0.0;
     for (size_t i = 0; i < n; i++)
         y[i] = fill;
     return true;

@@ -322,7 +322,7 @@ static double **make_sources(const gcase *c, const ir_module *m, ev_module *ev, 
             double x;
             if (op->res[0]->type.dtype == IR_I32)
                 x = (double)(rng_next(&seed) % (uint64_t)(c->imax ? c->imax : 1));
-            else if (strcmp(op->a.name, "probe") == 0)
+            else if (strcmp(op->a->name, "probe") == 0)
                 x = rng_uniform(&seed, -1, 1);
             else
                 do
@@ -330,7 +330,7 @@ static double **make_sources(const gcase *c, const ir_module *m, ev_module *ev, 
                 while (fabs(x) < c->gap);
             data[i][j] = x;
         }
-        ev_set(ev, op->a.name, data[i]);
+        ev_set(ev, op->a->name, data[i]);
     }
     return data;
 }
@@ -342,13 +342,13 @@ static double loss_at(ev_module *ev, const ir_module *m, const ir_op *op, double
     char err[256];
     double keep = p[j];
     p[j] = keep + dx;
-    ev_set(ev, op->a.name, p);
+    ev_set(ev, op->a->name, p);
     bool ok = ev_run_to(ev, m->train.loss, err, sizeof err);
     double l = ok ? *ev_value(ev, m->train.loss) : NAN;
     if (!ok)
         fprintf(stderr, "  forward failed: %s\n", err);
     p[j] = keep;
-    ev_set(ev, op->a.name, p);
+    ev_set(ev, op->a->name, p);
     return l;
 }
 
@@ -368,13 +368,13 @@ static void check_param_grad(const gcase *c, ev_module *ev, const ir_module *m,
         max_rel = fmax(max_rel, e / fmax(fabs(num), 1e-300));
         if (!close_to(g[j], num, FD_ATOL, FD_RTOL) && bad++ < 3)
             fprintf(stderr, "  %s: d loss / d %s[%zu] = %.10g, finite difference %.10g\n", c->op,
-                    op->a.name, j, g[j], num);
+                    op->a->name, j, g[j], num);
     }
     check_count++;
     if (bad) {
         check_failures++;
         fprintf(stderr, "grad %s: %s: %d of %zu elements off (max abs err %.3g, max rel err "
-                "%.3g)\n", c->op, op->a.name, bad, nsamp, max_abs, max_rel);
+                "%.3g)\n", c->op, op->a->name, bad, nsamp, max_abs, max_rel);
     }
 }
 
@@ -395,7 +395,7 @@ static void check_sgd_updates(const gcase *c, const ir_module *m, const ev_modul
         if (!ok) {
             check_failures++;
             fprintf(stderr, "grad %s: the sgd update of %s is not p - lr * grad\n", c->op,
-                    up->src->def->a.name ? up->src->def->a.name : "?");
+                    up->src->def->a->name ? up->src->def->a->name : "?");
         }
     }
 }
@@ -743,7 +743,7 @@ static bool step_begin(step *s, const char *tl)
     for (int i = 0; i < s->m->ops.n; i++) {
         const ir_op *op = IR_OP(s->m, i);
         if (op->code == IR_STATE) {
-            CHECK(op->a.init.kind == IR_INIT_ZEROS);
+            CHECK(op->a->init.kind == IR_INIT_ZEROS);
             s->data[i] = calloc(numel(&op->res[0]->type), sizeof(double));
         }
     }
@@ -774,7 +774,7 @@ static void step_advance(step *s)
     }
     for (int i = 0; i < s->m->ops.n; i++)
         if (s->data[i])
-            ev_set(s->ev, IR_OP(s->m, i)->a.name, s->data[i]);
+            ev_set(s->ev, IR_OP(s->m, i)->a->name, s->data[i]);
 }
 
 static void step_end(step *s)
@@ -858,7 +858,7 @@ static bool assign_roles(const step *s, const optim *o, int *role, int *owner)
             ok = false;
             check_failures++;
             fprintf(stderr, "optimizer %s: the update of state %s matches no formula\n",
-                    o->name, op->a.name);
+                    o->name, op->a->name);
         }
     }
     return ok;
@@ -912,15 +912,15 @@ static void check_step(const step *s, const optim *o, const int *role, const int
             const double *g = owner[k] >= 0 ? grad_of(s, IR_OP(s->m, owner[k])->res[0]) : NULL;
             state_want(o, role[k], owner[k] >= 0 ? s->data[owner[k]] : NULL, g, s->data[k],
                        want, n);
-            step_check(what, su_sprintf(&s->m->arena, "%s (%s)", op->a.name, role_names[role[k]]),
+            step_check(what, su_sprintf(&s->m->arena, "%s (%s)", op->a->name, role_names[role[k]]),
                        up ? val(s, up) : NULL, want, n);
         } else if (op->code == IR_PARAM) {
             const double *g = grad_of(s, op->res[0]);
             bool ok = g && param_want(s, o, role, owner, k, g, want, n);
             if (!ok)
                 fprintf(stderr, "optimizer %s: param %s lacks a gradient or its state\n", what,
-                        op->a.name);
-            step_check(what, op->a.name, ok && up ? val(s, up) : NULL, want, n);
+                        op->a->name);
+            step_check(what, op->a->name, ok && up ? val(s, up) : NULL, want, n);
         }
         free(want);
     }

@@ -200,7 +200,7 @@ static bool bucket_op(sim *s, const ir_op *op, int64_t t)
     }
     if (op->code != IR_INSERT || rb != ib || op->in[0]->type.dim[0] != 1)
         return false;
-    int64_t off = mp->offset[rb] + op->a.offset * es;
+    int64_t off = mp->offset[rb] + op->a->offset * es;
     write_range(s, off, off + bytes_of(op->in[1]), t);
     s->wtime[op->res[0]->id] = t;
     return true;
