@@ -3,6 +3,7 @@
  * infer.c, text in print.c/parse.c, invariants in verify.c. */
 #include "ir.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,33 +37,75 @@ void ir_module_free(ir_module *m)
 
 /* ---- attributes, each once ---- */
 
-/* FNV-1a over n bytes, from h. */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001B3ull;
-    return h;
-}
-
-/* a's bytes with its strings' pointers cleared, into *z. */
+/* a's fields into *z, zeroed first so that its padding is zero whatever
+ * a's was, and its strings' pointers cleared (compared by their text). */
 static void attrs_bare(const ir_attrs *a, ir_attrs *z)
 {
-    memcpy(z, a, sizeof *z);
-    z->name = NULL;
-    z->init_param = NULL;
+    /* a field added to ir_attrs is copied here too */
+    _Static_assert(sizeof(ir_attrs) == 272, "ir_attrs changed: copy its new fields here");
+    memset(z, 0, sizeof *z);
+    z->init.kind = a->init.kind;
+    z->init.a = a->init.a;
+    z->init.b = a->init.b;
+    z->value = a->value;
+    z->axis = a->axis;
+    z->keepdims = a->keepdims;
+    z->causal = a->causal;
+    z->eps = a->eps;
+    z->nlist = a->nlist;
+    memcpy(z->list, a->list, sizeof z->list);
+    z->dtype = a->dtype;
+    z->dim = a->dim;
+    z->dim2 = a->dim2;
+    z->naxes = a->naxes;
+    memcpy(z->axes, a->axes, sizeof z->axes);
+    z->lr = a->lr;
+    z->momentum = a->momentum;
+    z->beta1 = a->beta1;
+    z->beta2 = a->beta2;
+    z->wd = a->wd;
+    z->offset = a->offset;
+    z->peer = a->peer;
+    z->tag = a->tag;
+    z->reduce = a->reduce;
+    z->bound = a->bound;
+    z->trans = a->trans;
+    z->heads_inner = a->heads_inner;
 }
 
-static uint64_t attrs_hash(const ir_attrs *a)
+/* FNV-1a over a string's text, from h. */
+static uint64_t str_hash(uint64_t h, const char *s)
 {
-    ir_attrs z;
-    attrs_bare(a, &z);
-    uint64_t h = fnv(0xcbf29ce484222325ull, &z, sizeof z);
-    if (a->name)
-        h = fnv(h ^ 1, a->name, strlen(a->name));
-    if (a->init_param)
-        h = fnv(h ^ 2, a->init_param, strlen(a->init_param));
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001B3ull;
     return h;
+}
+
+/* The hash of attributes a, z its attrs_bare form: z's words, then the
+ * strings' text. */
+static uint64_t attrs_hash(const ir_attrs *a, const ir_attrs *z)
+{
+    /* four lanes of words, so that the multiplies do not wait on each other */
+    uint64_t h[4] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull,
+                     0x27D4EB2F165667C5ull};
+    const unsigned char *p = (const unsigned char *)z;
+    _Static_assert(sizeof *z % 32 == 16, "two words after the lanes' rounds");
+    size_t i = 0;
+    for (; i + 32 <= sizeof *z; i += 32)
+        for (int k = 0; k < 4; k++) {
+            uint64_t w;
+            memcpy(&w, p + i + 8 * k, 8);
+            h[k] = (h[k] ^ w) * 0xff51afd7ed558ccdull;
+        }
+    for (int k = 0; i < sizeof *z; i += 8, k++) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h[k] = (h[k] ^ w) * 0xff51afd7ed558ccdull;
+    }
+    uint64_t x = h[0] ^ (h[1] >> 17) ^ (h[2] << 7) ^ (h[3] >> 29);
+    x = (x ^ (x >> 32)) * 0xC4CEB9FE1A85EC53ull;
+    x ^= x >> 29;
+    return str_hash(str_hash(x, a->name) ^ 1, a->init_param);
 }
 
 static bool str_eq(const char *x, const char *y)
@@ -70,13 +113,16 @@ static bool str_eq(const char *x, const char *y)
     return x == y || (x && y && !strcmp(x, y));
 }
 
-static bool attrs_eq(const ir_attrs *a, const ir_attrs *b)
+/* Whether set c (the module's: attrs_bare's form but for its strings)
+ * holds attributes a, z their attrs_bare form. */
+static bool attrs_eq(const ir_attrs *c, const ir_attrs *a, const ir_attrs *z)
 {
-    ir_attrs za, zb;
-    attrs_bare(a, &za);
-    attrs_bare(b, &zb);
-    return !memcmp(&za, &zb, sizeof za) && str_eq(a->name, b->name) &&
-           str_eq(a->init_param, b->init_param);
+    const size_t ip = offsetof(ir_attrs, init_param), skip = sizeof(const char *);
+    _Static_assert(offsetof(ir_attrs, name) == 0, "name first");
+    const unsigned char *x = (const unsigned char *)c, *y = (const unsigned char *)z;
+    return !memcmp(x + skip, y + skip, ip - skip) &&
+           !memcmp(x + ip + skip, y + ip + skip, sizeof *z - ip - skip) &&
+           str_eq(c->name, a->name) && str_eq(c->init_param, a->init_param);
 }
 
 /* a's copy in set t, made in arena ar when t has none. */
@@ -85,14 +131,18 @@ static const ir_attrs *attrs_in(ir_attrs_set *t, su_arena *ar, const ir_attrs *a
     static const ir_attrs none;
     if (!a)
         a = &none;
-    uint64_t h = attrs_hash(a);
+    ir_attrs z;
+    attrs_bare(a, &z);
+    uint64_t h = attrs_hash(a, &z);
     if (2 * (t->n + 1) > t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 64;
         const ir_attrs **slot = su_alloc(ar, cap * sizeof *slot);
         for (size_t i = 0; i < t->cap; i++) {
             if (!t->slot[i])
                 continue;
-            size_t j = (size_t)attrs_hash(t->slot[i]) & (cap - 1);
+            ir_attrs zi;
+            attrs_bare(t->slot[i], &zi);
+            size_t j = (size_t)attrs_hash(t->slot[i], &zi) & (cap - 1);
             while (slot[j])
                 j = (j + 1) & (cap - 1);
             slot[j] = t->slot[i];
@@ -102,10 +152,10 @@ static const ir_attrs *attrs_in(ir_attrs_set *t, su_arena *ar, const ir_attrs *a
     }
     size_t j = (size_t)h & (t->cap - 1);
     for (; t->slot[j]; j = (j + 1) & (t->cap - 1))
-        if (attrs_eq(t->slot[j], a))
+        if (attrs_eq(t->slot[j], a, &z))
             return t->slot[j];
     ir_attrs *x = su_alloc(ar, sizeof *x);
-    memcpy(x, a, sizeof *x);
+    memcpy(x, &z, sizeof z); /* padding zero: the bytes same_structure compares */
     if (a->name) /* the module owns its strings */
         x->name = su_strdup(ar, a->name);
     if (a->init_param)
@@ -135,8 +185,49 @@ typedef struct compact_run {
     ir_value **val;     /* [next_id] (malloc'd) */
     ir_op **op;         /* [ops.n] (malloc'd) */
     ir_attrs_set attrs; /* the ops' attributes, each once, in a */
+    const ir_attrs **from, **to; /* [nmap] (malloc'd): attrs_map's */
+    size_t nmap;
     bool whole;
 } compact_run;
+
+/* The copy of old attributes o in c's set: each of the old set's once,
+ * found by its pointer after (c->from and c->to, open addressing over
+ * the old set's size; an op's attributes outside the old set, which no
+ * pass makes, are interned by their content). */
+static const ir_attrs *attrs_copy(compact_run *c, const ir_attrs *o)
+{
+    size_t cap = c->nmap;
+    if (cap) {
+        size_t j = (size_t)(((uintptr_t)o >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
+        for (; c->from[j]; j = (j + 1) & (cap - 1))
+            if (c->from[j] == o)
+                return c->to[j];
+    }
+    return attrs_in(&c->attrs, &c->a, o);
+}
+
+/* c->from and c->to: every attribute set of the old module and its copy. */
+static void attrs_map(compact_run *c)
+{
+    const ir_attrs_set *old = &c->m->attrs;
+    size_t cap = 16;
+    while (cap < 2 * old->n + 2)
+        cap *= 2;
+    c->from = su_xmalloc(c->m->oom, cap * sizeof *c->from);
+    c->to = su_xmalloc(c->m->oom, cap * sizeof *c->to);
+    memset(c->from, 0, cap * sizeof *c->from);
+    c->nmap = cap;
+    for (size_t i = 0; i < old->cap; i++) {
+        const ir_attrs *o = old->slot[i];
+        if (!o)
+            continue;
+        size_t j = (size_t)(((uintptr_t)o >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
+        while (c->from[j])
+            j = (j + 1) & (cap - 1);
+        c->from[j] = o;
+        c->to[j] = attrs_in(&c->attrs, &c->a, o);
+    }
+}
 
 static const char *dup_name(su_arena *a, const char *s)
 {
@@ -164,13 +255,14 @@ static void compact_work(void *arg)
     c->val = su_xmalloc(m->oom, ((size_t)m->next_id + 1) * sizeof *c->val);
     memset(c->val, 0, ((size_t)m->next_id + 1) * sizeof *c->val);
     c->op = su_xmalloc(m->oom, ((size_t)n + 1) * sizeof *c->op);
+    attrs_map(c);
     c->whole = true;
     /* the ops and their results, in order; then their operands */
     for (int i = 0; i < n; i++) {
         const ir_op *o = IR_OP(m, i);
         ir_op *x = su_alloc(a, sizeof *x);
         *x = *o;
-        x->a = attrs_in(&c->attrs, a, o->a);
+        x->a = attrs_copy(c, o->a);
         x->res = su_alloc(a, (size_t)(o->nres ? o->nres : 1) * sizeof *x->res);
         for (int r = 0; r < o->nres; r++) {
             const ir_value *v = o->res[r];
@@ -239,6 +331,8 @@ bool ir_module_compact(ir_module *m)
     su_arena_free(&c.a); /* the old arena once compacted, else the copy */
     free(c.val);
     free(c.op);
+    free(c.from);
+    free(c.to);
     if (!done)
         su_oom(m->oom);
     return whole;

@@ -582,6 +582,64 @@ static void test_compact(void)
     ir_module_free(m);
 }
 
+/* An op's attributes are the module's, one copy of each distinct set:
+ * ops with equal ones share it (names compared by their text), a changed
+ * op takes a new set and leaves the others as they were, and compaction
+ * keeps the sharing in its new arena. */
+static void test_shared_attrs(void)
+{
+    ir_module *m = ir_module_new(&oom);
+    m->mesh = (ir_mesh){.naxes = 1, .name = {"dp"}, .size = {2}};
+    char name[] = "x";
+    ir_value *x = source(m, IR_INPUT, name, (ir_init){0}, T(IR_F32, 2, 4, 8));
+    ir_value *s1 = emit(m, IR_SUM, (ir_attrs){.axis = 1}, 1, x);
+    ir_value *s2 = emit(m, IR_SUM, (ir_attrs){.axis = 1}, 1, x);
+    ir_value *s3 = emit(m, IR_SUM, (ir_attrs){.axis = 0}, 1, x);
+    ir_value *n1 = emit(m, IR_NEG, NOATTRS, 1, x);
+    ir_value *n2 = emit(m, IR_NEG, NOATTRS, 1, s1);
+    CHECK(s1->def->a == s2->def->a);
+    CHECK(s1->def->a != s3->def->a);
+    CHECK(n1->def->a == n2->def->a);
+    CHECK(n1->def->a != s1->def->a);
+    CHECK_INT(s1->def->a->axis, 1);
+    CHECK_INT(s3->def->a->axis, 0);
+    /* a name's text, not its pointer: the module's copy either way */
+    name[0] = 'y';
+    CHECK_STR(x->def->a->name, "x");
+    ir_attrs same = {.name = "x"};
+    CHECK(ir_attrs_intern(m, &same) == x->def->a);
+    ir_attrs other = {.name = "x2"};
+    CHECK(ir_attrs_intern(m, &other) != x->def->a);
+
+    /* one op changed: a new set for it alone */
+    const ir_attrs *before = s2->def->a;
+    ir_attrs a = *s2->def->a;
+    a.keepdims = true;
+    ir_op_set_attrs(m, s2->def, &a);
+    CHECK(s2->def->a != before);
+    CHECK(s1->def->a == before);
+    CHECK(!s1->def->a->keepdims && s2->def->a->keepdims);
+    CHECK_INT(s2->def->a->axis, 1);
+    a.keepdims = false; /* back: the first set again */
+    ir_op_set_attrs(m, s2->def, &a);
+    CHECK(s2->def->a == s1->def->a);
+
+    char *text = print(m);
+    CHECK(ir_module_compact(m));
+    char *again = print(m);
+    CHECK_STR(again, text);
+    free(text);
+    free(again);
+    const ir_op *o1 = IR_OP(m, 1), *o2 = IR_OP(m, 2), *o3 = IR_OP(m, 3);
+    CHECK(o1->a != before); /* copies, in the new arena */
+    CHECK(o1->a == o2->a && o1->a != o3->a);
+    CHECK(IR_OP(m, 4)->a == IR_OP(m, 5)->a);
+    CHECK_STR(IR_OP(m, 0)->a->name, "x");
+    ir_attrs after = {.axis = 1};
+    CHECK(ir_attrs_intern(m, &after) == o1->a); /* the module's set is the new one */
+    ir_module_free(m);
+}
+
 /* ---- errors ---- */
 
 #define IN "%x = input {name = \"x\"} : f32[2]\n"
@@ -757,6 +815,7 @@ int main(void)
     test_empty();
     test_handwritten();
     test_compact();
+    test_shared_attrs();
     test_errors();
     test_damage();
     return CHECK_DONE();
