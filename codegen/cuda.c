@@ -496,10 +496,7 @@ typedef struct keyset {
 
 uint64_t cg_cuda_key_hash(const char *s)
 {
-    uint64_t h = 0xCBF29CE484222325ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001B3ull;
-    return h;
+    return su_fnv_str(SU_FNV_BASIS, s);
 }
 
 /* The set's copy of key (of hash h), or NULL when it has none; *slot is

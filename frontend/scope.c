@@ -26,10 +26,7 @@ void fe_tick(fe_lower *L, su_loc loc)
 
 static uint64_t hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-    return h;
+    return su_fnv_str(SU_FNV_BASIS, s);
 }
 
 void *fe_map_get(const fe_map *m, const char *key)

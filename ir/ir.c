@@ -73,14 +73,6 @@ static void attrs_bare(const ir_attrs *a, ir_attrs *z)
     z->heads_inner = a->heads_inner;
 }
 
-/* FNV-1a over a string's text, from h. */
-static uint64_t str_hash(uint64_t h, const char *s)
-{
-    for (; s && *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001B3ull;
-    return h;
-}
-
 /* The hash of attributes a, z its attrs_bare form: z's words, then the
  * strings' text. */
 static uint64_t attrs_hash(const ir_attrs *a, const ir_attrs *z)
@@ -105,7 +97,7 @@ static uint64_t attrs_hash(const ir_attrs *a, const ir_attrs *z)
     uint64_t x = h[0] ^ (h[1] >> 17) ^ (h[2] << 7) ^ (h[3] >> 29);
     x = (x ^ (x >> 32)) * 0xC4CEB9FE1A85EC53ull;
     x ^= x >> 29;
-    return str_hash(str_hash(x, a->name) ^ 1, a->init_param);
+    return su_fnv_str(su_fnv_str(x, a->name) ^ 1, a->init_param);
 }
 
 static bool str_eq(const char *x, const char *y)

@@ -110,17 +110,9 @@ static SU_PRINTF(3, 4) SU_NORETURN void fail(parser *p, su_loc loc, const char *
 
 /* ---- the symbol table ---- */
 
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211u;
-    return h;
-}
-
 static sym *sym_find(const symtab *t, const char *key, size_t n)
 {
-    size_t i = hash_bytes(key, n) & (t->cap - 1);
+    size_t i = su_fnv_bytes(SU_FNV_BASIS, key, n) & (t->cap - 1);
     while (t->slot[i].key && (t->slot[i].n != n || memcmp(t->slot[i].key, key, n)))
         i = (i + 1) & (t->cap - 1);
     return &t->slot[i];

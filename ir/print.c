@@ -36,17 +36,9 @@ typedef struct name_set {
     size_t cap, n;      /* cap: a power of two, kept at most half full */
 } name_set;
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
-}
-
 static name_slot *set_find(const name_set *set, const char *key)
 {
-    size_t i = hash_str(key) & (set->cap - 1);
+    size_t i = su_fnv_str(SU_FNV_BASIS, key) & (set->cap - 1);
     while (set->slot[i].key && strcmp(set->slot[i].key, key))
         i = (i + 1) & (set->cap - 1);
     return &set->slot[i];

@@ -267,6 +267,27 @@ void su_parallel_for(int n, int threads, void (*fn)(void *ctx, int i), void *ctx
  * otherwise. */
 bool su_job(bool (*fn)(void *arg, su_buf *err), void *arg, char **msg, bool *oom);
 
+/* ---- string hashes ---- */
+
+/* FNV-1a (64-bit) of n bytes, or of a string's text up to its NUL (none
+ * for NULL), continuing from h: SU_FNV_BASIS, the offset basis, to start.
+ * For hash tables, and for the names they give that must not change (the
+ * init's values from the seed, NVRTC's cache files). */
+#define SU_FNV_BASIS 0xCBF29CE484222325ull
+static inline uint64_t su_fnv_bytes(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001B3ull;
+    return h;
+}
+static inline uint64_t su_fnv_str(uint64_t h, const char *s)
+{
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001B3ull;
+    return h;
+}
+
 /* ---- checksums (crc32.c) ---- */
 
 /* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of n bytes, continuing

@@ -179,13 +179,9 @@ enum { ENTRY_HEAD = 8 + 8 + 8 + 4 };
 static const char entry_magic[8] = {'S', 'H', 'C', 'K', 'N', 'V', '0', '1'};
 #define MAX_ENTRY ((size_t)1 << 30)
 
-static uint64_t fnv1a(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211u;
-    return h;
-}
+/* The cache file's name: FNV-1a from this basis (a digit short of the
+ * standard one: it names the files of existing caches, so it stays). */
+#define NAME_BASIS 1469598103934665603ull
 
 static void put_u64(uint8_t *p, uint64_t v)
 {
@@ -212,7 +208,7 @@ static char *entry_path(const char *dir, const su_buf *key, const char *target, 
     size_t n = strlen(dir) + strlen(target) + 32;
     char *path = malloc(n);
     if (path)
-        snprintf(path, n, "%s/%016llx-%s.%s", dir, (unsigned long long)fnv1a(key->s, key->len),
+        snprintf(path, n, "%s/%016llx-%s.%s", dir, (unsigned long long)su_fnv_bytes(NAME_BASIS, key->s, key->len),
                  target, ptx ? "ptx" : "cubin");
     return path;
 }

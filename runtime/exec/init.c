@@ -31,14 +31,6 @@ _Static_assert((int)SH_INIT_NONE == (int)RT_INIT_NONE && (int)SH_INIT_ZEROS == (
                    (int)SH_INIT_UNIFORM == (int)RT_INIT_UNIFORM,
                "init_gen.h's inits must number as plan.h's");
 
-static uint64_t fnv1a64(const char *s)
-{
-    uint64_t h = 0xCBF29CE484222325ull;
-    for (; s && *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001B3ull;
-    return h;
-}
-
 bool rt_init_args(int init, double a, double b, uint64_t seed, const char *name,
                   const rt_type *full, const int64_t *start, const int64_t *count, int out,
                   sh_init_args *g)
@@ -59,7 +51,7 @@ bool rt_init_args(int init, double a, double b, uint64_t seed, const char *name,
         g->count[d] = count[d];
         g->n *= count[d];
     }
-    g->key = sh_mix64(fnv1a64(name) + sh_mix64(seed ^ SH_GOLDEN));
+    g->key = sh_mix64(su_fnv_str(SU_FNV_BASIS, name) + sh_mix64(seed ^ SH_GOLDEN));
     g->a = a;
     g->b = b;
     /* integers in [floor(a), floor(b)) (clamped to int32), for token ids */
