@@ -76,10 +76,20 @@ static bool check_buffers(const rt_plan *p, int s0, int s1, su_status *err)
 }
 
 /* A value of type t fits buffer b of program g. */
-static bool check_fit(const rt_program *g, int32_t b, const rt_type *t, const char *what,
+/* Buffer b is in g and holds a t. what names it in a message, followed
+ * by idx when that is 0 or more ("operand 2"): the name is made only for
+ * a message, as every instruction's operands are checked. */
+static bool check_fit(const rt_program *g, int32_t b, const rt_type *t, const char *name, int idx,
                       su_status *err)
 {
-    char tb[TYPE_LEN];
+    char tb[TYPE_LEN], what[48];
+    bool fits = b >= 0 && b < g->nbuf && rt_type_bytes(t) <= g->buf_bytes[b];
+    if (fits)
+        return true;
+    if (idx >= 0)
+        snprintf(what, sizeof what, "%s %d", name, idx);
+    else
+        snprintf(what, sizeof what, "%s", name);
     if (b < 0 || b >= g->nbuf)
         return rt_plan_fail(err, "buffer %d (%s) is out of range (the program has %d buffers)",
                             b, what, g->nbuf);
@@ -187,14 +197,14 @@ static bool check_io(const rt_plan *p, const rt_io *io, su_status *err)
         return rt_plan_fail(err, "the sharding names the pipeline axis %s, but only the ranks of "
                             "stage %d hold the value", p->axis_name[p->stage_axis], io->stage);
     if (io->kind == RT_IO_OUTPUT && !check_fit(&p->stage[io->stage], io->buffer, &local,
-                                               "the local shard", err))
+                                               "the local shard", -1, err))
         return false;
     bool trained = io->kind == RT_IO_PARAM || io->kind == RT_IO_STATE;
     if (io->update != -1 && !trained)
         return rt_plan_fail(err, "an %s has no update (buffer %d), only params and states do",
                             io->kind == RT_IO_INPUT ? "input" : "output", io->update);
     if (io->update != -1)
-        return check_fit(&p->stage[io->stage], io->update, &local, "the update", err);
+        return check_fit(&p->stage[io->stage], io->update, &local, "the update", -1, err);
     return true;
 }
 
@@ -340,12 +350,9 @@ static bool check_in_program(const rt_plan *p, int s, const rt_instr *in, su_sta
     const rt_program *g = &p->stage[s];
     if (!rt_check_operands(in, err))
         return false;
-    for (int i = 0; i < in->nin; i++) {
-        char what[32];
-        snprintf(what, sizeof what, "operand %d", i + 1);
-        if (!check_fit(g, in->in[i], &in->in_t[i], what, err))
+    for (int i = 0; i < in->nin; i++)
+        if (!check_fit(g, in->in[i], &in->in_t[i], "operand", i + 1, err))
             return false;
-    }
     bool p2p = in->op == RT_OP_SEND || in->op == RT_OP_RECV;
     if (p2p && !rt_instr_check(p, in, err))
         return false;
@@ -356,7 +363,7 @@ static bool check_in_program(const rt_plan *p, int s, const rt_instr *in, su_sta
         return true;
     if (in->out == -1)
         return rt_plan_fail(err, "out is -1, but only a send has no result");
-    if (!check_fit(g, in->out, &in->out_t, "the result", err))
+    if (!check_fit(g, in->out, &in->out_t, "the result", -1, err))
         return false;
     /* the result and an operand share memory only as rt_op_in_place allows */
     int64_t o0 = g->buf_offset[in->out], o1 = o0 + rt_type_bytes(&in->out_t);
@@ -740,7 +747,7 @@ static bool check_params(const rt_program *g, const rt_kernel *k, su_status *err
         const rt_type *t = &k->param_t[j];
         int32_t b = k->param[j];
         snprintf(what, sizeof what, "parameter %d", j);
-        if (!rt_check_type(t, what, err) || !check_fit(g, b, t, what, err))
+        if (!rt_check_type(t, what, err) || !check_fit(g, b, t, "parameter", j, err))
             return false;
         for (int i = 0; i < k->ninstr && !seen; i++) {
             const rt_instr *ins = &g->instr[k->instr[i]];
