@@ -87,6 +87,8 @@ typedef struct builder {
     int njobs;
     struct lower_job *lower; /* plan_stages's jobs (malloc'd) */
     int nlower;
+    int16_t rt_code[IR_NOPS]; /* per IR op: the plan's instruction of its name, -1 none
+                               * (a reshape's: copy) */
     cg_cuda_kernel init; /* the init module's program (cg_init_source) */
     int32_t init_module; /* its module; -1 none */
 } builder;
@@ -201,7 +203,7 @@ static bool lower_op(builder *b, const ir_op *op)
         b->buf_of[res->id] == b->buf_of[op->in[0]->id])
         return true; /* the same bytes */
     const char *name = op->code == IR_RESHAPE ? "copy" : ir_ops[op->code].name;
-    int code = rt_op_lookup(name);
+    int code = b->rt_code[op->code];
     if (code < 0)
         return fail(b, "the plan has no instruction for %s", ir_ops[op->code].name);
     if (op->nin < rt_ops[code].min_in || op->nin > rt_ops[code].max_in)
@@ -1242,6 +1244,8 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     b->err = err;
     b->o = o;
     b->oom = oom;
+    for (int c = 0; c < IR_NOPS; c++)
+        b->rt_code[c] = (int16_t)rt_op_lookup(c == IR_RESHAPE ? "copy" : ir_ops[c].name);
     su_buf_init(&b->msg, oom);
     bool done = su_guarded(oom, build_plan, &r);
     free_lower(b, false);

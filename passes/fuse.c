@@ -321,16 +321,16 @@ static const char *group_name(const ir_module *m, pass_fusion *f, const pass_fgr
      * every try of pass_fuse_planned) */
     char s[160];
     size_t n = (size_t)snprintf(s, sizeof s, "k%d", g->id);
-    const char *seen[4];
+    int seen[4]; /* op codes: each names one op */
     int nseen = 0;
     for (int i = 0; i < g->nops && nseen < 4; i++) {
-        const char *name = ir_ops[IR_OP(m, g->ops[i])->code].name;
+        int code = IR_OP(m, g->ops[i])->code;
         bool dup = false;
         for (int k = 0; k < nseen; k++)
-            dup |= !strcmp(seen[k], name);
+            dup |= seen[k] == code;
         if (!dup && n < sizeof s) {
-            seen[nseen++] = name;
-            n += (size_t)snprintf(s + n, sizeof s - n, "_%s", name);
+            seen[nseen++] = code;
+            n += (size_t)snprintf(s + n, sizeof s - n, "_%s", ir_ops[code].name);
         }
     }
     if (g->nparts && n < sizeof s)
