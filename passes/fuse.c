@@ -413,7 +413,7 @@ static void fill_groups(const walker *w)
     for (int k = 0; k < f->ngroups; k++) {
         pass_fgroup *g = &f->groups[k];
         g->anchor = g->ops[g->nops - 1];
-        g->name = group_name(m, f, g);
+        g->name = NULL; /* named once numbered for good (gather_multi) */
     }
 }
 
@@ -718,21 +718,22 @@ static bool period_ends(multi *M, int k)
 }
 
 /* Gathers the optimizer's elementwise groups into multi-tensor groups
- * (fuse.h), renumbering the groups and group_of[]. */
-static void gather_multi(walker *w, uint64_t skip)
+ * (fuse.h), renumbering the groups and group_of[], and names every group
+ * (group_name). What only the gathering reads lives in tmp. */
+static void gather_multi(walker *w, uint64_t skip, su_arena *tmp)
 {
     pass_fusion *f = w->f;
     const ir_module *m = w->m;
     multi M = {.w = w, .stamp = 1, .skip = skip};
-    M.mark = su_alloc(&f->arena, (size_t)(f->ngroups + 1) * sizeof *M.mark);
-    M.vmark = su_alloc(&f->arena, (size_t)(f->nvalues + 1) * sizeof *M.vmark);
+    M.mark = su_alloc(tmp, (size_t)(f->ngroups + 1) * sizeof *M.mark);
+    M.vmark = su_alloc(tmp, (size_t)(f->nvalues + 1) * sizeof *M.vmark);
     memset(M.vmark, 0, (size_t)(f->nvalues + 1) * sizeof *M.vmark);
-    int *newid = su_alloc(&f->arena, (size_t)(f->ngroups + 1) * sizeof *newid);
-    M.defer = su_alloc(&f->arena, (size_t)(f->ngroups + 1) * sizeof *M.defer);
+    int *newid = su_alloc(tmp, (size_t)(f->ngroups + 1) * sizeof *newid);
+    M.defer = su_alloc(tmp, (size_t)(f->ngroups + 1) * sizeof *M.defer);
     pass_fgroup *out = su_alloc(&f->arena, (size_t)(f->ngroups + 1) * sizeof *out);
     int nout = 0;
-    M.sig = su_alloc(&f->arena, (size_t)(f->ngroups + 1) * sizeof *M.sig);
-    M.per = su_alloc(&f->arena, (size_t)(f->ngroups + 1) * sizeof *M.per);
+    M.sig = su_alloc(tmp, (size_t)(f->ngroups + 1) * sizeof *M.sig);
+    M.per = su_alloc(tmp, (size_t)(f->ngroups + 1) * sizeof *M.per);
     int first = f->ngroups;
     for (int k = 0; k < f->ngroups; k++) {
         M.mark[k] = -1;
@@ -1060,6 +1061,33 @@ static void *dup_in(su_arena *a, const void *src, size_t n, size_t size)
     return d;
 }
 
+/* pass_fuse_from_walk's gathering, its scratch arena freed by the
+ * caller however it ends. */
+typedef struct from_run {
+    const pass_fusion *pre;
+    walker w;
+    uint64_t skip;
+    su_arena tmp;
+} from_run;
+
+/* The groups, read by the gathering, which makes f's own array, in
+ * scratch; each group's arrays in f's arena (the gathered groups keep
+ * them). */
+static void from_work(void *arg)
+{
+    from_run *r = arg;
+    pass_fusion *f = r->w.f;
+    f->ngroups = r->pre->ngroups;
+    f->groups = dup_in(&r->tmp, r->pre->groups, (size_t)f->ngroups + 1, sizeof *f->groups);
+    for (int k = 0; k < f->ngroups; k++) {
+        pass_fgroup *g = &f->groups[k];
+        g->ops = dup_in(&f->arena, g->ops, (size_t)g->nops, sizeof *g->ops);
+        g->in = dup_in(&f->arena, g->in, (size_t)g->nin, sizeof *g->in);
+        g->out = dup_in(&f->arena, g->out, (size_t)g->nout, sizeof *g->out);
+    }
+    gather_multi(&r->w, r->skip, &r->tmp);
+}
+
 void pass_fuse_from_walk(const pass_fuse_walk *W, uint64_t skip, pass_fusion *f, su_buf *err)
 {
     const pass_fusion *pre = &W->pre;
@@ -1070,18 +1098,14 @@ void pass_fuse_from_walk(const pass_fuse_walk *W, uint64_t skip, pass_fusion *f,
     f->nvalues = pre->nvalues;
     f->group_of = dup_in(a, pre->group_of, (size_t)f->nops + 1, sizeof *f->group_of);
     f->stored = dup_in(a, pre->stored, (size_t)f->nvalues + 1, sizeof *f->stored);
-    f->ngroups = pre->ngroups;
-    f->groups = dup_in(a, pre->groups, (size_t)f->ngroups + 1, sizeof *f->groups);
-    for (int k = 0; k < f->ngroups; k++) { /* each group's own arrays, in f's arena */
-        pass_fgroup *g = &f->groups[k];
-        g->ops = dup_in(a, g->ops, (size_t)g->nops, sizeof *g->ops);
-        g->in = dup_in(a, g->in, (size_t)g->nin, sizeof *g->in);
-        g->out = dup_in(a, g->out, (size_t)g->nout, sizeof *g->out);
-        g->name = su_strdup(a, g->name);
-    }
-    walker w = W->w; /* read only but for f's arrays: parent[] is the identity */
-    w.f = f;
-    gather_multi(&w, skip);
+    /* the walker is read only but for f's arrays: parent[] is the identity */
+    from_run r = {.pre = pre, .w = W->w, .skip = skip};
+    r.w.f = f;
+    su_arena_init(&r.tmp, err->oom);
+    bool done = su_guarded(err->oom, from_work, &r);
+    su_arena_free(&r.tmp);
+    if (!done)
+        su_oom(err->oom);
 }
 
 /* pass_fuse_ex's work, its walk freed by the caller however it ends. */
