@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(sizeof(ir_value) <= 176, "ir_value grew: a pipeline's stages hold millions "
+                                         "(mind the padding between its fields)");
+
 /* ---- the module ---- */
 
 ir_module *ir_module_new(jmp_buf *oom)

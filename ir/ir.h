@@ -204,12 +204,12 @@ typedef struct ir_op ir_op;
 
 typedef struct ir_value {
     int id;             /* unique in the module, in creation order */
+    int res;            /* which result of def */
     const char *name;   /* a readable name (source variable), or NULL */
+    ir_op *def;         /* the op that makes it */
     ir_type type;
     ir_sharding sh;
-    ir_op *def;         /* the op that makes it */
-    int res;            /* which result of def */
-} ir_value;
+} ir_value; /* in this order, 176 bytes: a pipeline's stages hold millions */
 
 /* Which part of a training step an op belongs to (printed "phase backward";
  * forward is the default and not printed). */
