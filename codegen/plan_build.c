@@ -46,6 +46,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { SPARES = 16 };
+
 typedef struct builder {
     const ir_module *m;  /* the stage being lowered */
     const pass_fusion *f; /* its groups, while its kernels are made */
@@ -63,6 +65,12 @@ typedef struct builder {
     rt_instr **plain;    /* per stage: its plain program's instructions
                           * (malloc'd), until it has rolled (cg_plan_bytes
                           * frees those left) */
+    int64_t *plain_cap;  /* per stage: the instructions plain[stage] has room for */
+    rt_instr *spare[SPARES]; /* rolled stages' arrays, for the next batch's
+                              * stages to lower into (malloc'd; a stage's
+                              * fresh pages cost more than lowering into them) */
+    int64_t spare_cap[SPARES];
+    int nspare;
     su_vec ios;          /* rt_io * */
     int32_t *instr_of;   /* per op index of the stage: its instruction, -1 none */
     int32_t *end_of;     /* per op index: the instruction count once it is lowered */
@@ -304,6 +312,13 @@ static bool build_stage(builder *b, rt_program *prog)
     const ir_module *m = b->m;
     if (!m->partitioned)
         return fail(b, "the plan is made from a partitioned module");
+    if (b->capins < m->ops.n + 1) { /* an op makes one instruction at most */
+        free(b->ins); /* nothing in it yet */
+        b->ins = NULL;
+        b->capins = 0;
+        b->ins = su_xmalloc(b->oom, ((size_t)m->ops.n + 1) * sizeof *b->ins);
+        b->capins = m->ops.n + 1;
+    }
     for (int i = 0; i < m->ops.n; i++) {
         int n = b->nins;
         if (!lower_op(b, IR_OP(m, i)))
@@ -330,9 +345,10 @@ static bool build_stage(builder *b, rt_program *prog)
     prog->buf_bytes = b->mp->bytes;
     prog->buf_offset = b->mp->offset;
     prog->ninstr = (int32_t)b->nins;
-    /* the instructions themselves, not a copy: plain[stage] owns them */
-    rt_instr *ins = realloc(b->ins, ((size_t)b->nins + 1) * sizeof *ins);
-    prog->instr = b->plain[b->stage] = ins ? ins : b->ins; /* a failed shrink: as it was */
+    /* the instructions themselves, not a copy: plain[stage] owns them
+     * (room for an instruction per op: about as many) */
+    prog->instr = b->plain[b->stage] = b->ins;
+    b->plain_cap[b->stage] = b->capins;
     b->ins = NULL;
     b->nins = b->capins = 0;
     int32_t *task = su_alloc(b->sa, ((size_t)prog->ninstr + 1) * sizeof *task);
@@ -954,8 +970,8 @@ static bool lower_run(void *arg, su_buf *err)
     b->sa = &j->maps;
     b->err = &j->st;
     memset(&b->ios, 0, sizeof b->ios);
-    b->ins = NULL;
-    b->nins = b->capins = 0;
+    b->nins = 0; /* into a spare array or none (plan_stages) */
+    b->nspare = 0;
     stage_begin(b, j->m, j->s);
     return build_stage(b, j->prog);
 }
@@ -1005,6 +1021,13 @@ static bool plan_stages(builder *b, ir_module *const *stages, int s0, int s1, rt
     for (int s = s0; s < s1; s++) {
         lower_job *j = &job[s - s0];
         j->b = *b;
+        j->b.ins = NULL;
+        j->b.capins = 0;
+        if (b->nspare) { /* the job's own from here */
+            b->nspare--;
+            j->b.ins = b->spare[b->nspare];
+            j->b.capins = (int)b->spare_cap[b->nspare];
+        }
         j->m = stages[s];
         j->prog = &p->stage[s];
         j->s = s;
@@ -1147,7 +1170,12 @@ static bool build_rolled(plan_run *r, rt_plan *p)
                 if (!done[s].rolled)
                     continue;
                 p->stage[s] = done[s].prog;
-                free(b->plain[s]); /* read no more */
+                if (b->nspare < SPARES) { /* read no more: for the next batch */
+                    b->spare[b->nspare] = b->plain[s];
+                    b->spare_cap[b->nspare++] = b->plain_cap[s];
+                } else {
+                    free(b->plain[s]);
+                }
                 b->plain[s] = NULL;
             }
             for (int32_t k = k0; k < b->kernels.n; k++) {
@@ -1239,8 +1267,12 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     builder *b = &r.b;
     b->arena = b->sa = &r.arena;
     b->plain = calloc((size_t)(nstages > 0 ? nstages : 1), sizeof *b->plain);
-    if (!b->plain)
+    b->plain_cap = calloc((size_t)(nstages > 0 ? nstages : 1), sizeof *b->plain_cap);
+    if (!b->plain || !b->plain_cap) {
+        free(b->plain);
+        free(b->plain_cap);
         su_oom(oom);
+    }
     b->err = err;
     b->o = o;
     b->oom = oom;
@@ -1259,6 +1291,9 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     for (int s = 0; s < nstages; s++)
         free(b->plain[s]);
     free(b->plain);
+    free(b->plain_cap);
+    for (int i = 0; i < b->nspare; i++)
+        free(b->spare[i]);
     su_vec_free(&b->ios);
     su_vec_free(&b->kernels);
     su_vec_free(&b->modules);
