@@ -296,7 +296,7 @@ void cg_put_prelude(gen *G, su_buf *b)
 /* A value as the IR prints it ("%h.1"); for the key, "%" and its C name. */
 const char *cg_ir_name(gen *G, const ir_value *v)
 {
-    return G->canon ? cg_fmt(G, "%%%s", cg_cname(G, v)) : G->pname[v->id];
+    return G->canon ? cg_fmt(G, "%%%s", cg_cname(G, v)) : ir_names_get(G->pname, v->id);
 }
 
 void cg_put_op_line(gen *G, su_buf *b, const ir_op *op)
@@ -752,7 +752,7 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
     out->k = su_alloc(&out->arena, (size_t)(f->ngroups + m->ops.n + 1) * sizeof *out->k);
     /* the printed names, made when a kernel's source first needs them (a
      * key names values by their order of use) */
-    const char **pname = NULL;
+    ir_names *pname = NULL;
     keyset ks = {.cap = 64};
     while (known && ks.cap < 2 * (size_t)(f->ngroups + m->ops.n + 1))
         ks.cap *= 2;
@@ -839,8 +839,10 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
         } else {
             const char *key = k->key;
             uint64_t kh = k->key_hash;
-            if (!pname)
-                pname = ir_value_print_names(m, &out->arena);
+            if (!pname) {
+                pname = su_alloc(&out->arena, sizeof *pname);
+                ir_names_init(pname, m, &out->arena);
+            }
             gen G = {.m = m, .f = f, .g = g, .pname = pname, .arena = &out->arena};
             G.red = red;
             if (g)

@@ -69,7 +69,7 @@ typedef struct gen {
                                  * one part of a multi-tensor group */
     const pass_fgroup *whole;   /* the kernel's group */
     const ir_op *red;           /* the reduction, or NULL */
-    const char **pname;         /* printed IR name by value id */
+    ir_names *pname;            /* printed IR names (ir_names_get) */
     int nnamed, capnamed;       /* the values the kernel touches, and */
     const ir_value **named;     /* their C names */
     const char **cname;

@@ -148,7 +148,8 @@ const char *cg_cname(gen *G, const ir_value *v)
     if (G->canon) {
         s = su_sprintf(G->arena, "a%d", G->nnamed);
     } else {
-        const char *p = G->pname[v->id] ? G->pname[v->id] + 1 : "v";
+        const char *p = ir_names_get(G->pname, v->id);
+        p = p ? p + 1 : "v";
         s = su_sprintf(G->arena, "%s%s", *p >= '0' && *p <= '9' ? "t" : "", p);
     }
     for (char *c = s; *c; c++)

@@ -376,6 +376,19 @@ void ir_print(const ir_module *m, su_buf *out);
  * id (NULL for an id no op makes), allocated in arena a, so that messages
  * name values as the printed IR does. */
 const char **ir_value_print_names(const ir_module *m, su_arena *a);
+/* The same names, each made into text when first asked for: for a module
+ * of many values of which few are printed (a pipeline stage's kernels).
+ * ir_names_get gives value id's name as ir_value_print_names would; all of
+ * it lives in arena a. */
+typedef struct ir_names {
+    su_arena *a;
+    int n;              /* value ids 0 .. n - 1 */
+    const char **vname; /* by id: its printed name without the %, NULL if numbered */
+    int *vnum;          /* by id: its number; -1 if no op makes it */
+    const char **text;  /* by id: "%name" or "%N", once asked for */
+} ir_names;
+void ir_names_init(ir_names *n, const ir_module *m, su_arena *a);
+const char *ir_names_get(ir_names *n, int id);
 
 /* Reads the textual form. On a syntax or meaning error returns NULL with the
  * error (file:line:col, source line, caret) recorded in diag. Allocation

@@ -81,6 +81,7 @@ typedef struct printer {
     su_arena *into;     /* ir_value_print_names: the caller's arena */
     const char **named; /* ir_value_print_names: the result */
     su_arena scratch;   /* generated names */
+    su_arena *keep;     /* ir_names_init: the names and their arrays, NULL: scratch */
     name_set names;
     const char **vname; /* by value id: the printed name, NULL if numbered */
     int *vnum;          /* by value id: the number; -1 if not defined here */
@@ -106,7 +107,7 @@ static const char *fresh_name(printer *p, const char *base)
     int k = set_add(&p->names, p->oom, base)->next_k;
     char *name;
     for (;; k++) {
-        name = su_sprintf(&p->scratch, "%s.%d", base, k);
+        name = su_sprintf(p->keep ? p->keep : &p->scratch, "%s.%d", base, k);
         if (!set_find(&p->names, name)->key)
             break;
     }
@@ -138,8 +139,9 @@ static void name_values(printer *p)
 {
     const ir_module *m = p->m;
     size_t n = (size_t)(m->next_id > 0 ? m->next_id : 1);
-    p->vname = su_alloc(&p->scratch, n * sizeof *p->vname);
-    p->vnum = su_alloc(&p->scratch, n * sizeof *p->vnum);
+    su_arena *a = p->keep ? p->keep : &p->scratch;
+    p->vname = su_alloc(a, n * sizeof *p->vname);
+    p->vnum = su_alloc(a, n * sizeof *p->vnum);
     for (size_t i = 0; i < n; i++)
         p->vnum[i] = -1;
     for (int i = 0; i < m->ops.n; i++) {
@@ -498,4 +500,39 @@ const char **ir_value_print_names(const ir_module *m, su_arena *a)
     if (!done)
         su_oom(p.oom);
     return p.named;
+}
+
+static void names_work(void *arg)
+{
+    name_values(arg);
+}
+
+void ir_names_init(ir_names *n, const ir_module *m, su_arena *a)
+{
+    printer p;
+    memset(&p, 0, sizeof p);
+    p.m = m;
+    p.keep = a;
+    p.oom = a->oom ? a->oom : m->oom;
+    su_arena_init(&p.scratch, p.oom);
+    bool done = su_guarded(p.oom, names_work, &p);
+    free(p.names.slot);
+    su_arena_free(&p.scratch);
+    if (!done)
+        su_oom(p.oom);
+    n->a = a;
+    n->n = m->next_id;
+    n->vname = p.vname;
+    n->vnum = p.vnum;
+    n->text = su_alloc(a, ((size_t)n->n + 1) * sizeof *n->text);
+}
+
+const char *ir_names_get(ir_names *n, int id)
+{
+    if (id < 0 || id >= n->n || n->vnum[id] < 0)
+        return NULL;
+    if (!n->text[id])
+        n->text[id] = n->vname[id] ? su_sprintf(n->a, "%%%s", n->vname[id])
+                                   : su_sprintf(n->a, "%%%d", n->vnum[id]);
+    return n->text[id];
 }
