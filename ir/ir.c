@@ -336,6 +336,12 @@ bool ir_module_compact(ir_module *m)
 ir_op *ir_append(ir_module *m, ir_opcode code, ir_value *const *in, int nin,
                  const ir_attrs *a, const ir_type *res_types)
 {
+    return ir_append_interned(m, code, in, nin, ir_attrs_intern(m, a), res_types);
+}
+
+ir_op *ir_append_interned(ir_module *m, ir_opcode code, ir_value *const *in, int nin,
+                          const ir_attrs *interned, const ir_type *res_types)
+{
     ir_op *op = su_alloc(&m->arena, sizeof *op);
     op->code = code;
     op->rep = -1;
@@ -343,7 +349,7 @@ ir_op *ir_append(ir_module *m, ir_opcode code, ir_value *const *in, int nin,
     op->in = su_alloc(&m->arena, (size_t)(nin ? nin : 1) * sizeof *op->in);
     for (int i = 0; i < nin; i++)
         op->in[i] = in[i];
-    op->a = ir_attrs_intern(m, a);
+    op->a = interned;
     op->nres = ir_ops[code].nres;
     op->res = su_alloc(&m->arena, (size_t)(op->nres ? op->nres : 1) * sizeof *op->res);
     for (int i = 0; i < op->nres; i++) {

@@ -348,6 +348,11 @@ void ir_op_set_attrs(ir_module *m, ir_op *op, const ir_attrs *a);
  * caller either inferred the types (ir_emit) or the verifier runs later. */
 ir_op *ir_append(ir_module *m, ir_opcode code, ir_value *const *in, int nin,
                  const ir_attrs *a, const ir_type *res_types);
+/* The same with attributes that are already m's (ir_attrs_intern's
+ * result), not looked up again: for a pass that copies many ops whose
+ * attributes it has interned once. */
+ir_op *ir_append_interned(ir_module *m, ir_opcode code, ir_value *const *in, int nin,
+                          const ir_attrs *interned, const ir_type *res_types);
 
 /* Attention's operands in heads_inner layout (IR_A_HEADS): attention's q,
  * k, v; attn_stats', attn_dq's and attn_dk's q, k, v, dy; attn_dv's q, k,

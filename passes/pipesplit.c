@@ -101,6 +101,10 @@ typedef struct st {
                          * what is made once (an input read whole, a value's slice
                          * that every microbatch reads) */
     bool failed;
+    /* the source's attributes as dst's (each interned once): open
+     * addressing by the source's pointer, in dst's arena */
+    const ir_attrs **akey, **aval;
+    size_t acap, an;
 } st;
 
 static ir_type mb_type(const pl *L, const ir_value *v)
@@ -110,10 +114,12 @@ static ir_type mb_type(const pl *L, const ir_value *v)
     return t;
 }
 
-static ir_value *append(st *S, const ir_op *like, ir_opcode code, ir_value **in, int nin,
-                        const ir_attrs *a, const ir_type *t, const ir_sharding *sh)
+/* An op into dst with attributes that are dst's (ir_attrs_intern). */
+static ir_value *append_interned(st *S, const ir_op *like, ir_opcode code, ir_value **in,
+                                 int nin, const ir_attrs *a, const ir_type *t,
+                                 const ir_sharding *sh)
 {
-    ir_op *d = ir_append(S->dst, code, in, nin, a, t);
+    ir_op *d = ir_append_interned(S->dst, code, in, nin, a, t);
     if (!S->L->m->pipe.unroll) {
         d->task = S->task;
         d->mb = S->cur_mb;
@@ -134,14 +140,59 @@ static ir_value *append(st *S, const ir_op *like, ir_opcode code, ir_value **in,
     return d->res[0];
 }
 
+static ir_value *append(st *S, const ir_op *like, ir_opcode code, ir_value **in, int nin,
+                        const ir_attrs *a, const ir_type *t, const ir_sharding *sh)
+{
+    return append_interned(S, like, code, in, nin, ir_attrs_intern(S->dst, a), t, sh);
+}
+
+static size_t attrs_slot(const st *S, const ir_attrs *a)
+{
+    return (size_t)(((uintptr_t)a >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (S->acap - 1);
+}
+
+/* a, the source's, as dst's: interned the first time the split copies an
+ * op that has it (every microbatch's copy of an op has it). */
+static const ir_attrs *dst_attrs(st *S, const ir_attrs *a)
+{
+    if (2 * (S->an + 1) > S->acap) {
+        size_t cap = S->acap ? 2 * S->acap : 256;
+        const ir_attrs **k = su_alloc(&S->dst->arena, cap * sizeof *k);
+        const ir_attrs **v = su_alloc(&S->dst->arena, cap * sizeof *v);
+        const ir_attrs **ok = S->akey, **ov = S->aval;
+        size_t ocap = S->acap;
+        S->akey = k;
+        S->aval = v;
+        S->acap = cap;
+        for (size_t i = 0; i < ocap; i++)
+            if (ok[i]) {
+                size_t j = attrs_slot(S, ok[i]);
+                while (k[j])
+                    j = (j + 1) & (cap - 1);
+                k[j] = ok[i];
+                v[j] = ov[i];
+            }
+    }
+    size_t i = attrs_slot(S, a);
+    for (; S->akey[i]; i = (i + 1) & (S->acap - 1))
+        if (S->akey[i] == a)
+            return S->aval[i];
+    S->akey[i] = a;
+    S->aval[i] = ir_attrs_intern(S->dst, a);
+    S->an++;
+    return S->aval[i];
+}
+
 static ir_value *copy_op(st *S, const ir_op *op, ir_value **in, const ir_type *t)
 {
     ir_attrs a = *op->a;
     if ((ir_ops[op->code].attrs & IR_A_SHAPE) && op->code != IR_DROPOUT) {
         a.nlist = t->rank;
         memcpy(a.list, t->dim, sizeof a.list);
+        return append(S, op, op->code, in, op->nin, &a, t, &op->res[0]->sh);
     }
-    return append(S, op, op->code, in, op->nin, &a, t, &op->res[0]->sh);
+    return append_interned(S, op, op->code, in, op->nin, dst_attrs(S, op->a), t,
+                           &op->res[0]->sh);
 }
 
 static ir_value *get(st *S, const ir_value *v, int j);
