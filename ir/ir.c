@@ -182,6 +182,8 @@ typedef struct compact_run {
     ir_attrs_set attrs; /* the ops' attributes, each once, in a */
     const ir_attrs **from, **to; /* [nmap] (malloc'd): attrs_map's */
     size_t nmap;
+    const char **nfrom, **nto; /* [ncap] (malloc'd): names copied, by the old pointer */
+    size_t ncap, nnames;
     bool whole;
 } compact_run;
 
@@ -229,6 +231,51 @@ static const char *dup_name(su_arena *a, const char *s)
     return s ? su_strdup(a, s) : NULL;
 }
 
+static size_t name_slot(const compact_run *c, const char *s)
+{
+    return (size_t)(((uintptr_t)s * 0x9E3779B97F4A7C15ull) >> 20) & (c->ncap - 1);
+}
+
+/* A value's name in the copy: each old string copied once, however many
+ * values share it (a pipeline stage's every microbatch names its values
+ * as the source does). */
+static const char *value_name(compact_run *c, const char *s)
+{
+    if (!s)
+        return NULL;
+    if (2 * (c->nnames + 1) > c->ncap) {
+        size_t cap = c->ncap ? 2 * c->ncap : 1024, ocap = c->ncap;
+        const char **of = c->nfrom, **ot = c->nto;
+        const char **f = calloc(cap, sizeof *f), **t = calloc(cap, sizeof *t);
+        if (!f || !t) {
+            free(f);
+            free(t);
+            su_oom(c->m->oom); /* the old tables are c's, freed by the caller */
+        }
+        c->nfrom = f;
+        c->nto = t;
+        c->ncap = cap;
+        for (size_t i = 0; i < ocap; i++)
+            if (of[i]) {
+                size_t j = name_slot(c, of[i]);
+                while (f[j])
+                    j = (j + 1) & (cap - 1);
+                f[j] = of[i];
+                t[j] = ot[i];
+            }
+        free(of);
+        free(ot);
+    }
+    size_t i = name_slot(c, s);
+    for (; c->nfrom[i]; i = (i + 1) & (c->ncap - 1))
+        if (c->nfrom[i] == s)
+            return c->nto[i];
+    c->nfrom[i] = s;
+    c->nto[i] = su_strdup(&c->a, s);
+    c->nnames++;
+    return c->nto[i];
+}
+
 /* The copy of old value v; NULL (and the copy not whole) when v is one no
  * op of the module makes. */
 static ir_value *copy_of(compact_run *c, const ir_value *v)
@@ -263,7 +310,7 @@ static void compact_work(void *arg)
             const ir_value *v = o->res[r];
             ir_value *y = su_alloc(a, sizeof *y);
             *y = *v;
-            y->name = dup_name(a, v->name);
+            y->name = value_name(c, v->name);
             y->def = x;
             x->res[r] = y;
             if (v->id < 0 || v->id >= m->next_id || c->val[v->id])
@@ -328,6 +375,8 @@ bool ir_module_compact(ir_module *m)
     free(c.op);
     free(c.from);
     free(c.to);
+    free(c.nfrom);
+    free(c.nto);
     if (!done)
         su_oom(m->oom);
     return whole;
