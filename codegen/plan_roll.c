@@ -550,8 +550,16 @@ static void write_loop(roll *R, body **by_task, int32_t maxtask, rt_program *out
             ncopy += nlist[r];
         }
     }
-    out->ncopy = ncopy;
-    out->copy_buf = su_alloc(a, (size_t)(ncopy + 1) * sizeof *out->copy_buf);
+    /* a class of more copies than microbatches (two template buffers that
+     * share an instance's buffer, with the other instances of each
+     * elsewhere): its buffers list their own copies after the classes',
+     * as the slots are one per microbatch at most */
+    int64_t own = 0;
+    for (int32_t t = 1; t <= maxtask; t++)
+        for (int32_t b = 0; by_task[t] && b < by_task[t]->nbuf; b++)
+            if (by_task[t]->moved[b] && nlist[uf_find(up, by_task[t]->buf[b])] > (int32_t)nmb)
+                own += (int64_t)nmb;
+    out->copy_buf = su_alloc(a, (size_t)(ncopy + own + 1) * sizeof *out->copy_buf);
     for (int32_t r = 0; r < nb; r++) {
         int64_t at = list_at[r];
         for (int32_t b = head[r]; b >= 0; b = next[b])
@@ -567,25 +575,42 @@ static void write_loop(roll *R, body **by_task, int32_t maxtask, rt_program *out
             if (!B->moved[b])
                 continue;
             int32_t r = uf_find(up, B->buf[b]);
-            /* microbatch j's slot: its buffer's copy's place in the class's list */
+            int64_t at = list_at[r];
+            int32_t nl = nlist[r];
+            if (nl > (int32_t)nmb) { /* its own list: its microbatches' copies, in turn */
+                at = ncopy;
+                nl = 0;
+                for (size_t j = 0; j < nmb; j++) {
+                    int32_t x = B->orig[(size_t)b * nmb + j], q = 0;
+                    while (x >= 0 && q < nl && out->copy_buf[at + q] != id[x])
+                        q++;
+                    if (x >= 0 && q == nl)
+                        out->copy_buf[at + nl++] = id[x];
+                }
+                if (!nl) /* no instance has it (never so): the class's first */
+                    out->copy_buf[at + nl++] = out->copy_buf[list_at[r]];
+                ncopy += nl;
+            }
+            /* microbatch j's slot: its buffer's copy's place in the list */
             for (size_t j = 0; j < nmb; j++) {
                 int32_t x = B->orig[(size_t)b * nmb + j];
                 slot[j] = 0;
                 if (x < 0)
                     continue;
-                for (int32_t q = 0; q < nlist[r]; q++)
-                    if (out->copy_buf[list_at[r] + q] == id[x])
+                for (int32_t q = 0; q < nl; q++)
+                    if (out->copy_buf[at + q] == id[x])
                         slot[j] = q;
             }
-            int32_t c0 = out->copy_buf[list_at[r]];
+            int32_t c0 = out->copy_buf[at];
             B->entry[b] = e;
             out->buf_offset[e] = out->buf_offset[c0];
             out->buf_bytes[e] = out->buf_bytes[c0];
             out->buf_slots[e] = slot_map(&maps, slot, R->nmb, a, oom);
-            out->buf_copy_at[e] = list_at[r];
+            out->buf_copy_at[e] = at;
             e++;
         }
     }
+    out->ncopy = ncopy;
     /* instructions: bodies in order of first use; items in program order */
     int32_t ninstr = 0;
     for (int32_t q = 0; q < R->nseg; q++) {
