@@ -182,8 +182,7 @@ typedef struct compact_run {
     ir_attrs_set attrs; /* the ops' attributes, each once, in a */
     const ir_attrs **from, **to; /* [nmap] (malloc'd): attrs_map's */
     size_t nmap;
-    const char **nfrom, **nto; /* [ncap] (malloc'd): names copied, by the old pointer */
-    size_t ncap, nnames;
+    su_ptrmap names;    /* names copied, by the old pointer (in a) */
     bool whole;
 } compact_run;
 
@@ -231,11 +230,6 @@ static const char *dup_name(su_arena *a, const char *s)
     return s ? su_strdup(a, s) : NULL;
 }
 
-static size_t name_slot(const compact_run *c, const char *s)
-{
-    return (size_t)(((uintptr_t)s * 0x9E3779B97F4A7C15ull) >> 20) & (c->ncap - 1);
-}
-
 /* A value's name in the copy: each old string copied once, however many
  * values share it (a pipeline stage's every microbatch names its values
  * as the source does). */
@@ -243,37 +237,12 @@ static const char *value_name(compact_run *c, const char *s)
 {
     if (!s)
         return NULL;
-    if (2 * (c->nnames + 1) > c->ncap) {
-        size_t cap = c->ncap ? 2 * c->ncap : 1024, ocap = c->ncap;
-        const char **of = c->nfrom, **ot = c->nto;
-        const char **f = calloc(cap, sizeof *f), **t = calloc(cap, sizeof *t);
-        if (!f || !t) {
-            free(f);
-            free(t);
-            su_oom(c->m->oom); /* the old tables are c's, freed by the caller */
-        }
-        c->nfrom = f;
-        c->nto = t;
-        c->ncap = cap;
-        for (size_t i = 0; i < ocap; i++)
-            if (of[i]) {
-                size_t j = name_slot(c, of[i]);
-                while (f[j])
-                    j = (j + 1) & (cap - 1);
-                f[j] = of[i];
-                t[j] = ot[i];
-            }
-        free(of);
-        free(ot);
+    char *x = su_ptrmap_get(&c->names, s);
+    if (!x) {
+        x = su_strdup(&c->a, s);
+        su_ptrmap_put(&c->names, s, x);
     }
-    size_t i = name_slot(c, s);
-    for (; c->nfrom[i]; i = (i + 1) & (c->ncap - 1))
-        if (c->nfrom[i] == s)
-            return c->nto[i];
-    c->nfrom[i] = s;
-    c->nto[i] = su_strdup(&c->a, s);
-    c->nnames++;
-    return c->nto[i];
+    return x;
 }
 
 /* The copy of old value v; NULL (and the copy not whole) when v is one no
@@ -368,6 +337,7 @@ bool ir_module_compact(ir_module *m)
 {
     compact_run c = {.m = m};
     su_arena_init(&c.a, m->arena.oom);
+    c.names.a = &c.a;
     bool done = su_guarded(m->oom, compact_work, &c);
     bool whole = done && c.whole;
     su_arena_free(&c.a); /* the old arena once compacted, else the copy */
@@ -375,8 +345,6 @@ bool ir_module_compact(ir_module *m)
     free(c.op);
     free(c.from);
     free(c.to);
-    free(c.nfrom);
-    free(c.nto);
     if (!done)
         su_oom(m->oom);
     return whole;

@@ -78,8 +78,6 @@ typedef struct printer {
     const ir_module *m;
     su_buf *out;
     jmp_buf *oom;       /* the caller's */
-    su_arena *into;     /* ir_value_print_names: the caller's arena */
-    const char **named; /* ir_value_print_names: the result */
     su_arena scratch;   /* generated names */
     su_arena *keep;     /* ir_names_init: the names and their arrays, NULL: scratch */
     name_set names;
@@ -469,38 +467,6 @@ void ir_print(const ir_module *m, su_buf *out)
         su_oom(p.oom);
 }
 
-static void print_names(void *arg)
-{
-    printer *p = arg;
-    name_values(p);
-    for (int id = 0; id < p->m->next_id; id++) {
-        if (p->vnum[id] < 0)
-            p->named[id] = NULL;
-        else if (p->vname[id])
-            p->named[id] = su_sprintf(p->into, "%%%s", p->vname[id]);
-        else
-            p->named[id] = su_sprintf(p->into, "%%%d", p->vnum[id]);
-    }
-}
-
-/* Names every value as ir_print would, into a (in the caller's arena; the
- * printer's scratch is freed here). */
-const char **ir_value_print_names(const ir_module *m, su_arena *a)
-{
-    printer p;
-    memset(&p, 0, sizeof p);
-    p.m = m;
-    p.into = a;
-    p.oom = a->oom ? a->oom : m->oom;
-    p.named = su_alloc(a, (size_t)(m->next_id + 1) * sizeof *p.named);
-    su_arena_init(&p.scratch, p.oom);
-    bool done = su_guarded(p.oom, print_names, &p);
-    free(p.names.slot);
-    su_arena_free(&p.scratch);
-    if (!done)
-        su_oom(p.oom);
-    return p.named;
-}
 
 static void names_work(void *arg)
 {
@@ -535,4 +501,16 @@ const char *ir_names_get(ir_names *n, int id)
         n->text[id] = n->vname[id] ? su_sprintf(n->a, "%%%s", n->vname[id])
                                    : su_sprintf(n->a, "%%%d", n->vnum[id]);
     return n->text[id];
+}
+
+/* Names every value as ir_print would, into a: ir_names's names, each
+ * made at once. */
+const char **ir_value_print_names(const ir_module *m, su_arena *a)
+{
+    ir_names n;
+    ir_names_init(&n, m, a);
+    const char **named = su_alloc(a, (size_t)(m->next_id + 1) * sizeof *named);
+    for (int id = 0; id < m->next_id; id++)
+        named[id] = ir_names_get(&n, id);
+    return named;
 }

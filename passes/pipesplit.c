@@ -101,10 +101,8 @@ typedef struct st {
                          * what is made once (an input read whole, a value's slice
                          * that every microbatch reads) */
     bool failed;
-    /* the source's attributes as dst's (each interned once): open
-     * addressing by the source's pointer, in dst's arena */
-    const ir_attrs **akey, **aval;
-    size_t acap, an;
+    su_ptrmap attrs;    /* the source's attributes as dst's (each interned once),
+                         * by the source's pointer, in dst's arena */
 } st;
 
 static ir_type mb_type(const pl *L, const ir_value *v)
@@ -146,41 +144,17 @@ static ir_value *append(st *S, const ir_op *like, ir_opcode code, ir_value **in,
     return append_interned(S, like, code, in, nin, ir_attrs_intern(S->dst, a), t, sh);
 }
 
-static size_t attrs_slot(const st *S, const ir_attrs *a)
-{
-    return (size_t)(((uintptr_t)a >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (S->acap - 1);
-}
-
 /* a, the source's, as dst's: interned the first time the split copies an
  * op that has it (every microbatch's copy of an op has it). */
 static const ir_attrs *dst_attrs(st *S, const ir_attrs *a)
 {
-    if (2 * (S->an + 1) > S->acap) {
-        size_t cap = S->acap ? 2 * S->acap : 256;
-        const ir_attrs **k = su_alloc(&S->dst->arena, cap * sizeof *k);
-        const ir_attrs **v = su_alloc(&S->dst->arena, cap * sizeof *v);
-        const ir_attrs **ok = S->akey, **ov = S->aval;
-        size_t ocap = S->acap;
-        S->akey = k;
-        S->aval = v;
-        S->acap = cap;
-        for (size_t i = 0; i < ocap; i++)
-            if (ok[i]) {
-                size_t j = attrs_slot(S, ok[i]);
-                while (k[j])
-                    j = (j + 1) & (cap - 1);
-                k[j] = ok[i];
-                v[j] = ov[i];
-            }
+    S->attrs.a = &S->dst->arena;
+    const ir_attrs *x = su_ptrmap_get(&S->attrs, a);
+    if (!x) {
+        x = ir_attrs_intern(S->dst, a);
+        su_ptrmap_put(&S->attrs, a, (void *)x);
     }
-    size_t i = attrs_slot(S, a);
-    for (; S->akey[i]; i = (i + 1) & (S->acap - 1))
-        if (S->akey[i] == a)
-            return S->aval[i];
-    S->akey[i] = a;
-    S->aval[i] = ir_attrs_intern(S->dst, a);
-    S->an++;
-    return S->aval[i];
+    return x;
 }
 
 static ir_value *copy_op(st *S, const ir_op *op, ir_value **in, const ir_type *t)

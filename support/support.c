@@ -156,6 +156,40 @@ char *su_strdup(su_arena *a, const char *s)
     return su_strndup(a, s, strlen(s));
 }
 
+static size_t ptr_slot(const su_ptrmap *m, const void *key)
+{
+    return (size_t)(((uintptr_t)key * 0x9E3779B97F4A7C15ull) >> 20) & (m->cap - 1);
+}
+
+void *su_ptrmap_get(const su_ptrmap *m, const void *key)
+{
+    if (!m->cap)
+        return NULL;
+    for (size_t i = ptr_slot(m, key); m->key[i]; i = (i + 1) & (m->cap - 1))
+        if (m->key[i] == key)
+            return m->val[i];
+    return NULL;
+}
+
+void su_ptrmap_put(su_ptrmap *m, const void *key, void *val)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        su_ptrmap g = {.a = m->a, .cap = m->cap ? 2 * m->cap : 256};
+        g.key = su_alloc(g.a, g.cap * sizeof *g.key);
+        g.val = su_alloc(g.a, g.cap * sizeof *g.val);
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->key[i])
+                su_ptrmap_put(&g, m->key[i], m->val[i]);
+        *m = g;
+    }
+    size_t i = ptr_slot(m, key);
+    while (m->key[i])
+        i = (i + 1) & (m->cap - 1);
+    m->key[i] = key;
+    m->val[i] = val;
+    m->n++;
+}
+
 char *su_sprintf(su_arena *a, const char *fmt, ...)
 {
     va_list ap, ap2;

@@ -80,6 +80,19 @@ char *su_strndup(su_arena *a, const char *s, size_t n);
 char *su_strdup(su_arena *a, const char *s);
 char *su_sprintf(su_arena *a, const char *fmt, ...) SU_PRINTF(2, 3);
 
+/* A map from pointers to pointers, by open addressing in an arena (grown
+ * by doubling; an old table stays until the arena is freed): for a pass
+ * that maps each of a few pointers, met many times, once. A zeroed map
+ * with a set is empty. */
+typedef struct su_ptrmap {
+    su_arena *a;
+    const void **key;
+    void **val;
+    size_t cap, n;
+} su_ptrmap;
+void *su_ptrmap_get(const su_ptrmap *m, const void *key); /* NULL: not there */
+void su_ptrmap_put(su_ptrmap *m, const void *key, void *val); /* key: not NULL, not there */
+
 /* A growable array of pointers, malloc-backed (freed with su_vec_free). */
 typedef struct su_vec {
     void **v;

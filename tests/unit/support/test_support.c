@@ -86,6 +86,27 @@ static void test_arena(void)
     su_arena_free(&empty);
 }
 
+/* A pointer map: every key put is found with its value, past several
+ * doublings; a key never put (the address next to one) is not. */
+static void test_ptrmap(void)
+{
+    su_arena a;
+    su_arena_init(&a, NULL); /* allocation failures abort */
+    su_ptrmap m = {.a = &a};
+    CHECK(su_ptrmap_get(&m, &m) == NULL);
+    enum { N = 3000 };
+    static int keys[N];
+    for (int i = 0; i < N; i++)
+        su_ptrmap_put(&m, &keys[i], (void *)(intptr_t)(i + 1));
+    CHECK(m.n == N && m.cap >= 2 * N);
+    int found = 0;
+    for (int i = 0; i < N; i++)
+        found += su_ptrmap_get(&m, &keys[i]) == (void *)(intptr_t)(i + 1);
+    CHECK(found == N);
+    CHECK(su_ptrmap_get(&m, (const char *)&keys[0] + 1) == NULL);
+    su_arena_free(&a);
+}
+
 static void test_buf_and_vec(void)
 {
     su_buf b;
@@ -437,6 +458,7 @@ int main(void)
     test_status();
     test_arena();
     test_job();
+    test_ptrmap();
     test_buf_and_vec();
     test_fmt_double();
     test_diag();
