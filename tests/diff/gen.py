@@ -34,7 +34,10 @@ the other at a tie).
 being fixed): attn-causal-split, pipe-mixed-inputs, pipe-loss-reduce,
 pipe-early-output, pipe-matvec (a 1-D right operand of a matmul in a
 pipeline), pipe-param-output (an output of a param in pipelined training), io-names, lowp (bf16/f16), pipeline, train, attention;
-and only-pipeline makes every program a pipeline (a soak of pipelines).
+and only-pipeline makes every program a pipeline (a soak of pipelines);
+few-microbatches leaves out a pipeline's small microbatch counts (16 or 32
+microbatches, interleaved 4 or 8 per stage: many microbatches in flight,
+as the plan's loop form holds them in slots).
 """
 import random
 import re
@@ -691,12 +694,13 @@ class Gen:
         while self.unit < 4:
             self.unit *= 2
         u = self.unit
-        self.micro = self.r.choice([1, 2, 4, 8]) if self.pipelined else 1
+        many = "few-microbatches" in self.avoid
+        self.micro = self.r.choice([16, 32] if many else [1, 2, 4, 8]) if self.pipelined else 1
         if self.pipelined:
             self.sched = self.r.choice(["gpipe", "1f1b", "interleaved"])
             if self.sched == "interleaved":
                 # Megatron's rule: microbatches a multiple of the stages
-                self.micro = self.size["pp"] * self.r.choice([1, 2])
+                self.micro = self.size["pp"] * self.r.choice([4, 8] if many else [1, 2])
         B = u * self.micro * self.r.choice([1, 2])
         D = u * self.r.choice([1, 2, 3, 4])
         H = u * self.r.choice([1, 2])
