@@ -979,10 +979,12 @@ shardc_status shardc_program_emit(const shardc_program *prog, const char *what, 
     }
     if (!strcmp(what, "schedule"))
         return api_program_schedule(prog, text, len, error);
+    if (!strcmp(what, "loops"))
+        return api_program_loops(prog, text, len, error);
     if (k < 0)
         return api_fail(error, SHARDC_ERR_USAGE, "unknown output '%s' (this version emits: ir, "
                     "train-ir, sharded-ir, stage-ir, fused-ir, cuda, explain, report, report-json, "
-                    "schedule, trace, after-pass)", what);
+                    "schedule, loops, trace, after-pass)", what);
     if (k == 0) {
         *text = strdup(prog->logical_ir);
         if (len && *text)

@@ -40,6 +40,10 @@ shardc_status api_program_read_plan(const shardc_program *prog, rt_plan **out, c
 /* `--emit schedule`: the plan's instruction lists as text. */
 shardc_status api_program_schedule(const shardc_program *prog, char **text, size_t *len,
                                    char **error);
+/* `--emit loops`: the tasks' order, then the plan as its file holds it
+ * (rt_plan_print_loops). */
+shardc_status api_program_loops(const shardc_program *prog, char **text, size_t *len,
+                                char **error);
 /* `--emit schedule`'s head for a pipelined program: each stage's order of
  * forward and backward microbatch steps (nothing without a pipeline). */
 void api_program_tasks(const shardc_program *prog, su_buf *b);

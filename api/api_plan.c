@@ -1,7 +1,8 @@
 /* api_plan.c: a compiled program's plan (its bytes, with the report in
  * them) and what is read from it: `--emit schedule`. Below api.c (which
  * compiles and emits) and api_run.c (plans as objects), over the pass
- * pipeline's result, codegen and the plan reader. */
+ * pipeline's result, codegen and the plan reader; and `--emit loops`,
+ * the plan as its file holds it. */
 #include "api_internal.h"
 
 #include "codegen/codegen.h"
@@ -216,6 +217,54 @@ shardc_status api_program_schedule(const shardc_program *prog, char **text, size
     su_buf_free(&r.b);
     rt_plan_free(p);
     free(loops);
+    if (!done)
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    if (len)
+        *len = r.len;
+    *text = r.text;
+    return SHARDC_OK;
+}
+
+typedef struct loops_run {
+    jmp_buf oom;
+    const shardc_program *prog;
+    const rt_plan *p;
+    su_buf b;
+    char *text;             /* the result (malloc'd) */
+    size_t len;
+} loops_run;
+
+static void loops(void *arg)
+{
+    loops_run *r = arg;
+    api_program_tasks(r->prog, &r->b);
+    rt_plan_print_loops(r->p, &r->b);
+    r->len = r->b.len;
+    r->text = su_buf_take(&r->b);
+}
+
+shardc_status api_program_loops(const shardc_program *prog, char **text, size_t *len,
+                                char **error)
+{
+    /* as the schedule, without NVRTC; read as the file holds it, not
+     * expanded */
+    uint8_t *bytes;
+    size_t n;
+    shardc_status st = program_plan(prog, true, &bytes, &n, error);
+    if (st != SHARDC_OK)
+        return st;
+    su_status err;
+    rt_plan *p = rt_plan_read(bytes, n, "plan", &err);
+    free(bytes);
+    if (!p)
+        return err.kind == SU_NOMEM ? api_fail(error, SHARDC_ERR_NOMEM, "out of memory")
+                                    : api_fail(error, SHARDC_ERR_INTERNAL, "internal error: the "
+                                               "plan does not read back: %s", err.msg);
+    loops_run r = {.prog = prog, .p = p};
+    su_buf_init(&r.b, &r.oom);
+    bool done = su_catch(&r.oom, loops, &r);
+    su_buf_free(&r.b);
+    rt_plan_free(p);
     if (!done)
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     if (len)

@@ -224,7 +224,8 @@ SHARDC_API void shardc_program_free(shardc_program *prog);
  * step's backward and optimizer) with every value's sharding,
  * "sharded-ir" the partitioned IR, "explain" the sharding decisions,
  * "report" / "report-json" the per-rank report, "schedule" the plan's
- * instruction lists, "fused-ir" the partitioned IR with its fused groups
+ * instruction lists, "loops" the same as the plan holds them (a pipeline
+ * stage in loop form: its bodies once, its slot maps, its items), "fused-ir" the partitioned IR with its fused groups
  * as comments, "cuda" the CUDA C kernel of each group with its launch
  * geometry, "after-pass" what the last pass that ran made (as the pass
  * printer gets it; the memory plans after a whole compilation). *text is

@@ -31,6 +31,8 @@ static const char usage[] =
     "                     send and recv); without a pipeline, the sharded IR\n"
     "  --emit schedule    print each stage's pipeline schedule and the plan's\n"
     "                     instruction list of each stage\n"
+    "  --emit loops       the same, each stage as the plan holds it: a pipeline\n"
+    "                     stage's loop bodies once, its slot maps and its items\n"
     "  --emit fused-ir    print the partitioned IR with its fused groups (one\n"
     "                     CUDA kernel each) as comments\n"
     "  --emit cuda        print the CUDA C kernel of each fused group, with its\n"
@@ -172,10 +174,11 @@ static int parse_args(int argc, char **argv, args *a)
         } else if ((v = value_of(argc, argv, &i, "--emit"))) {
             if (strcmp(v, "ir") != 0 && strcmp(v, "train-ir") != 0 &&
                 strcmp(v, "sharded-ir") != 0 && strcmp(v, "stage-ir") != 0 &&
-                strcmp(v, "schedule") != 0 && strcmp(v, "fused-ir") != 0 &&
+                strcmp(v, "schedule") != 0 && strcmp(v, "loops") != 0 &&
+                strcmp(v, "fused-ir") != 0 &&
                 strcmp(v, "cuda") != 0)
                 return usage_error("--emit '%s': this version emits: ir, train-ir, sharded-ir, "
-                                   "stage-ir, schedule, fused-ir, cuda", v);
+                                   "stage-ir, schedule, loops, fused-ir, cuda", v);
             a->emit = v;
         } else if ((v = value_of(argc, argv, &i, "--arch"))) {
             st = shardc_options_set_archs(a->opt, v, &err);

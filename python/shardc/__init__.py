@@ -206,7 +206,7 @@ class Program:
 
     def emit(self, kind: str) -> str:
         """The program rendered as text: "ir", "train-ir", "sharded-ir",
-        "stage-ir", "schedule", "fused-ir", "cuda", "explain", "report",
+        "stage-ir", "schedule", "loops", "fused-ir", "cuda", "explain", "report",
         "report-json"."""
         text = ctypes.c_void_p()
         n = ctypes.c_size_t()

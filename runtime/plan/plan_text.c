@@ -326,7 +326,8 @@ void rt_plan_print_schedule(const rt_plan *p, su_buf *b)
     rt_plan_print_schedule_loops(p, NULL, b);
 }
 
-void rt_plan_print_schedule_loops(const rt_plan *p, const rt_loop_form *loops, su_buf *b)
+/* The mesh and the I/O table. */
+static void plan_head(const rt_plan *p, su_buf *b)
 {
     su_buf_puts(b, "mesh");
     for (int a = 0; a < p->naxes; a++)
@@ -340,13 +341,34 @@ void rt_plan_print_schedule_loops(const rt_plan *p, const rt_loop_form *loops, s
                       (int)p->init_module);
     for (int i = 0; i < p->nio; i++)
         io_str(p, i, b);
+}
+
+/* "stage 1 (pp = 1)", or "(every rank)" without a pipeline. */
+static void stage_name(const rt_plan *p, int st, su_buf *b)
+{
+    su_buf_printf(b, "\nstage %d", st);
+    if (p->stage_axis >= 0)
+        su_buf_printf(b, " (%s = %d)", p->axis_name[p->stage_axis], st);
+    else
+        su_buf_puts(b, " (every rank)");
+}
+
+/* Stage st's instructions as stage_instrs prints them. */
+static void print_instrs(const rt_plan *p, int st, su_buf *b)
+{
+    stage_text t = {p, st, b, anchors(p, st)};
+    bool ok = su_guarded(b->oom, stage_instrs, &t); /* at is freed either way */
+    free(t.at);
+    if (!ok)
+        su_oom(b->oom);
+}
+
+void rt_plan_print_schedule_loops(const rt_plan *p, const rt_loop_form *loops, su_buf *b)
+{
+    plan_head(p, b);
     for (int st = 0; st < p->nstages; st++) {
         const rt_program *prog = &p->stage[st];
-        su_buf_printf(b, "\nstage %d", st);
-        if (p->stage_axis >= 0)
-            su_buf_printf(b, " (%s = %d)", p->axis_name[p->stage_axis], st);
-        else
-            su_buf_puts(b, " (every rank)");
+        stage_name(p, st, b);
         su_buf_printf(b, ": %d instructions, %d buffers in an arena of %lld bytes",
                       (int)prog->ninstr, (int)prog->nbuf, (long long)prog->arena_bytes);
         stage_kernels_str(p, st, b);
@@ -356,10 +378,219 @@ void rt_plan_print_schedule_loops(const rt_plan *p, const rt_loop_form *loops, s
                           "microbatch%s\n", (int)loops[st].nbody, loops[st].nbody == 1 ? "y" : "ies",
                           (int)loops[st].ninstr, (int)loops[st].nitem, (int)loops[st].nmb,
                           loops[st].nmb == 1 ? "" : "es");
-        stage_text t = {p, st, b, anchors(p, st)};
-        bool ok = su_guarded(b->oom, stage_instrs, &t); /* at is freed either way */
-        free(t.at);
-        if (!ok)
-            su_oom(b->oom);
+        print_instrs(p, st, b);
+    }
+}
+
+/* ---- the loop form as the plan holds it (`--emit loops`) ---- */
+
+/* The longest run of whole repeats of a pattern at x[i..n): its period
+ * (1..64 elements, the shortest of the longest runs) into *period and its
+ * repeats, at least 2 (else 0). x's elements are `stride` int32s each
+ * (x[k * stride ..]), compared whole; with `counting`, each repeat's last
+ * int32 (an item's microbatch) is *step more than the repeat before's
+ * (step >= 1, the same for every element of the pattern), else equal. */
+static int64_t repeats(const int32_t *x, int stride, int64_t i, int64_t n, bool counting,
+                       int *period, int32_t *step)
+{
+    int64_t best = 0;
+    *period = 0;
+    *step = 0;
+    for (int pd = 1; pd <= 64 && i + 2 * pd <= n; pd++) {
+        int32_t c = 0;
+        if (counting) {
+            c = x[(i + pd) * stride + stride - 1] - x[i * stride + stride - 1];
+            if (c < 1)
+                continue;
+        }
+        int64_t r = 1;
+        for (;; r++) {
+            bool same = i + (r + 1) * pd <= n;
+            for (int q = 0; same && q < pd; q++) {
+                const int32_t *a = &x[(i + q) * stride], *e = &x[(i + r * pd + q) * stride];
+                for (int k = 0; same && k < stride; k++)
+                    same = (int64_t)e[k] == a[k] + (k == stride - 1 ? (int64_t)r * c : 0);
+            }
+            if (!same)
+                break;
+        }
+        if (r >= 2 && r * pd > best * *period) {
+            best = r;
+            *period = pd;
+            *step = c;
+        }
+    }
+    return best;
+}
+
+/* A slot map's values for microbatches 0 .. nmb - 1, a pattern repeated
+ * written once: "0 (1 2 3 0) x 3 1 2 3", "0 (1) x 15". */
+static void slots_str(const int32_t *v, int32_t nmb, su_buf *b)
+{
+    for (int64_t i = 0; i < nmb;) {
+        int pd;
+        int32_t step;
+        int64_t r = repeats(v, 1, i, nmb, false, &pd, &step);
+        if (r * pd >= 3) {
+            su_buf_puts(b, " (");
+            for (int q = 0; q < pd; q++)
+                su_buf_printf(b, "%s%d", q ? " " : "", (int)v[i + q]);
+            su_buf_printf(b, ") x %lld", (long long)r);
+            i += r * pd;
+        } else {
+            su_buf_printf(b, " %d", (int)v[i++]);
+        }
+    }
+}
+
+/* " b3(m - 1)": item k of a loop over m, m0 its first microbatch. */
+static void item_str(const rt_program *g, int64_t k, int32_t m0, su_buf *b)
+{
+    int32_t d = g->item[2 * k + 1] - m0;
+    su_buf_printf(b, " b%d(m", (int)g->item[2 * k]);
+    if (d)
+        su_buf_printf(b, " %c %d", d > 0 ? '+' : '-', (int)(d > 0 ? d : -d));
+    su_buf_putc(b, ')');
+}
+
+/* The items of a program in loop form, in order, a run of them that
+ * repeats with each microbatch moved on by the same step written once:
+ * "b2(m) b1(m + 4) for m = 1 .. 3" runs b2 for m and b1 for m + 4, m from
+ * 1 to 3 in turn; "... for m = 0 .. 12 step 4", m = 0, 4, 8 and 12; a
+ * body of more than 8 items after "for m = 3 .. 55 step 4:", 8 a line. */
+static void items_str(const rt_program *g, su_buf *b)
+{
+    int on_line = 0;
+    for (int64_t i = 0; i < g->nitem;) {
+        int pd;
+        int32_t step;
+        int64_t r = repeats(g->item, 2, i, g->nitem, true, &pd, &step);
+        if (r >= 3) {
+            if (on_line)
+                su_buf_putc(b, '\n');
+            int32_t m0 = g->item[2 * i + 1];
+            su_buf_printf(b, "%s", pd > 8 ? "    for" : "   ");
+            for (int q = 0; q < pd && pd <= 8; q++)
+                item_str(g, i + q, m0, b);
+            su_buf_printf(b, "%s m = %d .. %lld", pd > 8 ? "" : " for", (int)m0,
+                          (long long)m0 + (r - 1) * step);
+            if (step > 1)
+                su_buf_printf(b, " step %d", (int)step);
+            if (pd > 8) { /* a long body, on lines of its own */
+                su_buf_putc(b, ':');
+                for (int q = 0; q < pd; q++) {
+                    if (q % 8 == 0)
+                        su_buf_puts(b, "\n       ");
+                    item_str(g, i + q, m0, b);
+                }
+            }
+            su_buf_putc(b, '\n');
+            on_line = 0;
+            i += r * pd;
+            continue;
+        }
+        su_buf_printf(b, "%s b%d(%d)", on_line ? "" : "   ", (int)g->item[2 * i],
+                      (int)g->item[2 * i + 1]);
+        if (++on_line == 12) {
+            su_buf_putc(b, '\n');
+            on_line = 0;
+        }
+        i++;
+    }
+    if (on_line)
+        su_buf_putc(b, '\n');
+}
+
+/* Stage st in loop form: its slotted buffers and slot maps, each body's
+ * instructions (with the kernels anchored there, and the step of an offset
+ * that moves with the microbatch) and how often it runs, then the items. */
+static void loop_stage(const rt_plan *p, int st, su_buf *b)
+{
+    const rt_program *g = &p->stage[st];
+    stage_name(p, st, b);
+    su_buf_printf(b, ": in loop form, %d bod%s of %d instructions run in %d items for %d "
+                  "microbatch%s; %d buffers in an arena of %lld bytes", (int)g->nbody,
+                  g->nbody == 1 ? "y" : "ies", (int)g->ninstr, (int)g->nitem, (int)g->nmb,
+                  g->nmb == 1 ? "" : "es", (int)g->nbuf, (long long)g->arena_bytes);
+    stage_kernels_str(p, st, b);
+    su_buf_putc(b, '\n');
+    if (g->buf_slots) {
+        su_buf_puts(b, "// a slotted buffer is a value of one microbatch, held in the copy of "
+                       "its slot in its slot map\n");
+        for (int32_t k = 0; k < g->nbuf; k++) {
+            int32_t map = g->buf_slots[k];
+            if (map < 0)
+                continue;
+            int32_t ns = 0;
+            for (int32_t j = 0; j < g->nmb; j++)
+                ns = g->slotmap[(int64_t)map * g->nmb + j] + 1 > ns
+                         ? g->slotmap[(int64_t)map * g->nmb + j] + 1
+                         : ns;
+            su_buf_printf(b, "//   %%%d: slot map %d, copies", (int)k, (int)map);
+            for (int32_t q = 0; q < ns; q++)
+                su_buf_printf(b, " %%%d", (int)g->copy_buf[g->buf_copy_at[k] + q]);
+            su_buf_putc(b, '\n');
+        }
+        su_buf_puts(b, "// each microbatch's slot, microbatch 0 first (\"(1 2) x 3\": 1 2 1 2 1 2)\n");
+        for (int32_t map = 0; map < g->nslotmap; map++) {
+            su_buf_printf(b, "//   slot map %d:", (int)map);
+            slots_str(&g->slotmap[(int64_t)map * g->nmb], g->nmb, b);
+            su_buf_putc(b, '\n');
+        }
+    }
+    int32_t *at = anchors(p, st);
+    for (int32_t k = 0; k < g->nbody; k++) {
+        int32_t first = g->body_start[k];
+        int32_t end = k + 1 < g->nbody ? g->body_start[k + 1] : g->ninstr;
+        int64_t runs = 0;
+        int32_t lo = -1, hi = -1;
+        for (int32_t i = 0; i < g->nitem; i++)
+            if (g->item[2 * i] == k) {
+                int32_t mb = g->item[2 * i + 1];
+                lo = !runs || mb < lo ? mb : lo;
+                hi = !runs || mb > hi ? mb : hi;
+                runs++;
+            }
+        su_buf_printf(b, "body b%d: %d instruction%s, run %lld time%s", (int)k, (int)(end - first),
+                      end - first == 1 ? "" : "s", (long long)runs, runs == 1 ? "" : "s");
+        if (runs == 1)
+            su_buf_printf(b, " (microbatch %d)", (int)lo);
+        else if (runs > 1)
+            su_buf_printf(b, " (microbatches %d to %d)", (int)lo, (int)hi);
+        su_buf_putc(b, '\n');
+        for (int32_t i = first; i < end; i++) {
+            instr_str(p, &g->instr[i], b);
+            int64_t step = g->instr_step ? g->instr_step[i] : 0;
+            if (step) {
+                if (b->len && b->s[b->len - 1] == '\n')
+                    b->s[--b->len] = 0;
+                su_buf_printf(b, "    // offset %lld + %lld per microbatch\n",
+                              (long long)g->instr[i].offset, (long long)step);
+            }
+            const rt_kernel *kr = kernel_at(p, st, i, at);
+            if (kr)
+                kernel_str(p, g, kr, b);
+        }
+    }
+    free(at);
+    su_buf_puts(b, "items, in order: body(microbatch)\n");
+    items_str(g, b);
+}
+
+void rt_plan_print_loops(const rt_plan *p, su_buf *b)
+{
+    plan_head(p, b);
+    for (int st = 0; st < p->nstages; st++) {
+        const rt_program *prog = &p->stage[st];
+        if (prog->nbody > 0) {
+            loop_stage(p, st, b);
+            continue;
+        }
+        stage_name(p, st, b);
+        su_buf_printf(b, ": %d instructions, %d buffers in an arena of %lld bytes",
+                      (int)prog->ninstr, (int)prog->nbuf, (long long)prog->arena_bytes);
+        stage_kernels_str(p, st, b);
+        su_buf_putc(b, '\n');
+        print_instrs(p, st, b);
     }
 }

@@ -1,4 +1,5 @@
-/* plan_text.h: a plan's instruction lists as text (`shardc --emit schedule`). */
+/* plan_text.h: a plan's instruction lists as text (`shardc --emit schedule` and
+ * `--emit loops`). */
 #ifndef SHARDC_RT_PLAN_TEXT_H
 #define SHARDC_RT_PLAN_TEXT_H
 #include "runtime/plan/plan.h"
@@ -18,5 +19,13 @@ void rt_plan_print_schedule(const rt_plan *p, su_buf *b);
  * plan: 15 bodies of 462 instructions, run in 161 items for 16
  * microbatches" after the stage's line. */
 void rt_plan_print_schedule_loops(const rt_plan *p, const rt_loop_form *loops, su_buf *b);
+/* The mesh, the I/O table and every stage as the plan holds it (p as
+ * rt_plan_read keeps it, not expanded): a stage in loop form by its
+ * slotted buffers and slot maps, its bodies, each once, with how often and
+ * for which microbatches it runs, and its items in order, a run that
+ * repeats with the microbatch one more written once ("b2(m) b1(m) for m =
+ * 1 .. 13"); a plain stage as rt_plan_print_schedule prints it. The text
+ * does not grow with the microbatches where the plan does not. */
+void rt_plan_print_loops(const rt_plan *p, su_buf *b);
 
 #endif
