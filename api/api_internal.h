@@ -35,7 +35,8 @@ struct shardc_plan {
 /* The plan file of a compiled program (malloc'd bytes). */
 shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size_t *len,
                                char **error);
-/* The plan of prog, read back into memory (a failure is a bug). */
+/* The plan of prog, read back into memory as its file holds it, a
+ * pipeline's stages in loop form (a failure is a bug). */
 shardc_status api_program_read_plan(const shardc_program *prog, rt_plan **out, char **error);
 /* `--emit schedule`: the plan's instruction lists as text. */
 shardc_status api_program_schedule(const shardc_program *prog, char **text, size_t *len,

@@ -172,15 +172,23 @@ static shardc_status read_plan_loops(const shardc_program *prog, bool placeholde
     return SHARDC_OK;
 }
 
-static shardc_status read_plan(const shardc_program *prog, bool placeholder, rt_plan **out,
-                               char **error)
-{
-    return read_plan_loops(prog, placeholder, out, NULL, error);
-}
 
 shardc_status api_program_read_plan(const shardc_program *prog, rt_plan **out, char **error)
 {
-    return read_plan(prog, false, out, error);
+    uint8_t *bytes;
+    size_t len;
+    shardc_status st = program_plan(prog, false, &bytes, &len, error);
+    if (st != SHARDC_OK)
+        return st;
+    su_status err;
+    *out = rt_plan_read(bytes, len, "plan", &err); /* loop forms kept: a session expands */
+    free(bytes);
+    if (!*out && err.kind == SU_NOMEM)
+        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+    if (!*out)
+        return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: the plan does not read "
+                        "back: %s", err.msg);
+    return SHARDC_OK;
 }
 
 typedef struct schedule_run {

@@ -53,7 +53,7 @@ shardc_status shardc_plan_load(const char *path, shardc_plan **out, char **error
     api_clear(error);
     *out = NULL;
     su_status err;
-    rt_plan *p = rt_plan_load(path, &err);
+    rt_plan *p = rt_plan_load_as_written(path, &err); /* a session expands its own stages */
     if (!p)
         return api_status(error, &err);
     shardc_plan *pl = calloc(1, sizeof *pl);

@@ -52,6 +52,37 @@ int rt_session_graph_check(const rt_session_opts *o, su_status *err)
     return 0;
 }
 
+/* The stages this process runs plain (stage `only`, or every one at -1):
+ * where the plan holds any of them in loop form, s->view is a copy of it
+ * with those expanded (rt_plan_expand_stages; the caller's plan is left as
+ * it is, and may serve other sessions at once) and s->p points at it. A
+ * process of an MPI job so holds its own stage's instructions alone. */
+static bool expand_here(rt_session *s, int only, su_status *err)
+{
+    const rt_plan *p = s->p;
+    bool any = false;
+    for (int st = 0; st < p->nstages; st++)
+        any |= p->stage[st].nbody && (only < 0 || st == only);
+    if (!any)
+        return true;
+    bool *which = NULL;
+    if (only >= 0) {
+        which = calloc((size_t)p->nstages, sizeof *which);
+        if (!which) {
+            su_fail(err, SU_NOMEM, "out of memory");
+            return false;
+        }
+        which[only] = true;
+    }
+    s->view = *p;
+    s->view.mem_ = NULL;
+    bool ok = rt_plan_expand_stages(&s->view, which, err);
+    free(which);
+    if (ok)
+        s->p = &s->view;
+    return ok;
+}
+
 rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, su_status *err)
 {
     if (o->comm == RT_COMM_NCCL && o->backend != RT_BACKEND_CUDA) {
@@ -60,12 +91,6 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, su_status
     }
     if (o->graph && rt_session_graph_check(o, err) != 0)
         return NULL;
-    for (int st = 0; st < p->nstages; st++)
-        if (p->stage[st].nbody) {
-            su_fail(err, SU_INTERNAL, "internal error: stage %d's program is in loop form; the "
-                    "runtime runs plans read with rt_plan_read_plain", st);
-            return NULL;
-        }
     if (o->backend == RT_BACKEND_CUDA && rt_cuda_check(p, err) != 0)
         return NULL;
     rt_session *s = calloc(1, sizeof *s);
@@ -79,7 +104,9 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, su_status
     s->nranks = rt_plan_ranks(p);
     s->params_dirty = false;
     /* the groups: every distinct axes list of every stage's collectives, in
-     * order of appearance, then the group of all axes (outputs) */
+     * order of appearance in the plan as it is given (a loop form's bodies:
+     * so every process, whichever stages it expands, makes them in one
+     * order), then the group of all axes (outputs) */
     int maxkeys = 1;
     for (int st = 0; st < p->nstages; st++)
         maxkeys += p->stage[st].ninstr;
@@ -128,8 +155,9 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, su_status
     }
     if (o->comm == RT_COMM_LOCAL) {
         s->world = rt_local_world_new(&mesh, o->timeout_ms, err);
-        if (!s->world)
+        if (!s->world || !expand_here(s, -1, err))
             goto bad;
+        p = s->p;
         if (o->backend == RT_BACKEND_CUDA && !(s->dlocal = rt_cuda_local_new(p))) {
             su_fail(err, SU_NOMEM, "out of memory");
             goto bad;
@@ -167,6 +195,11 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, su_status
         rs->rank = rt_comm_rank(rs->comm);
         rt_plan_coords(p, rs->rank, rs->coord);
         int stage = p->stage_axis >= 0 ? (int)rs->coord[p->stage_axis] : 0;
+        if (o->comm != RT_COMM_LOCAL) { /* one rank here: its stage alone */
+            if (!expand_here(s, stage, err))
+                goto bad;
+            p = s->p;
+        }
         rs->prog = &p->stage[stage];
     }
     if (o->comm == RT_COMM_NCCL && !(s->nccl = rt_nccl_new(p, &mesh, o->timeout_ms, err)))
@@ -194,6 +227,7 @@ void rt_session_free(rt_session *s)
     rt_nccl_free(s->nccl); /* the ranks' device state, which used it, is gone */
     rt_cuda_local_free(s->dlocal);
     free(s->ranks);
+    rt_plan_view_free(&s->view);
     if (s->world)
         rt_local_world_free(s->world);
     rt_st_close(s->params);

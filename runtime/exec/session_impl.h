@@ -63,7 +63,10 @@ typedef struct rank_state {
 } rank_state;
 
 struct rt_session {
-    const rt_plan *p;
+    const rt_plan *p;         /* the stages this process runs plain: the caller's
+                               * plan, or where it holds some in loop form, view */
+    rt_plan view;             /* the caller's plan with this process's stages
+                               * expanded (view.mem_ NULL: none made) */
     rt_session_opts o;
     rt_st_file *params, *inputs;
     rt_local_world *world;

@@ -404,6 +404,17 @@ rt_plan *rt_plan_read_plain(const uint8_t *data, size_t len, const char *what, s
  * RT_MAX_EXPANDED_INSTR instructions, ...); what the plain form then says
  * is rt_plan_validate's to check. */
 bool rt_plan_expand(rt_plan *p, su_status *err);
+/* rt_plan_expand of the stages which[s] selects (NULL: all): their
+ * programs plain and their kernels one per item, the other stages and
+ * their kernels as they were (every loop form checked all the same, and
+ * the whole expansion bounded). What a process that runs only some stages
+ * needs (rt_session_new), and how the validator checks a loop form, one
+ * stage at a time. */
+bool rt_plan_expand_stages(rt_plan *p, const bool *which, su_status *err);
+/* A view of a plan p, some stages expanded, that shares the rest with p:
+ * *view = *p, view->mem_ NULL, then rt_plan_expand_stages(view, ...).
+ * Frees what the expansion allocated (view->mem_), not p's. */
+void rt_plan_view_free(rt_plan *view);
 /* Reads and validates a plan from bytes; NULL with a message in err
  * ("truncated file: ...", "checksum mismatch in section PROG (stage 0): the
  * file is corrupt", ...). Fields past a count (dims past the rank, operands
@@ -419,10 +430,16 @@ const char *rt_instr_where(const rt_plan *p, const rt_instr *in, char *buf, size
 /* Reads a whole plan file and rt_plan_read_plain's it; NULL with err
  * naming the file on failure (runtime/plan/plan_file.c). */
 rt_plan *rt_plan_load(const char *path, su_status *err);
+/* The same, rt_plan_read's: its loop forms kept (validated), as a session
+ * takes them, expanding only the stages its process runs
+ * (rt_session_new). */
+rt_plan *rt_plan_load_as_written(const char *path, su_status *err);
 /* The checks rt_plan_read runs after decoding: indices in range, types that
  * fit their buffers, each instruction's shapes consistent for its op
  * (rt_instr_check), I/O entries consistent with the programs; a plan with
- * programs in loop form, on an expanded copy. */
+ * programs in loop form, each such program on an expanded copy of it
+ * alone, one at a time (so checking never holds more than one stage's
+ * expansion). */
 bool rt_plan_validate(const rt_plan *p, su_status *err);
 /* rt_plan_validate's checks in two halves, for a writer that holds one
  * stage's plain program at a time (a pipeline's stages, rolled a few at

@@ -1,4 +1,5 @@
-/* plan_file.c: reading a plan file from disk (rt_plan_load). */
+/* plan_file.c: reading a plan file from disk (rt_plan_load, plain, and
+ * rt_plan_load_as_written, its loop forms kept). */
 #include "runtime/plan/plan.h"
 
 #include <errno.h>
@@ -10,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-rt_plan *rt_plan_load(const char *path, su_status *err)
+static rt_plan *load(const char *path, bool plain, su_status *err)
 {
     int fd = open(path, O_RDONLY);
     if (fd < 0) {
@@ -44,8 +45,19 @@ rt_plan *rt_plan_load(const char *path, su_status *err)
         got += (size_t)r;
     }
     close(fd);
-    rt_plan *p = rt_plan_read_plain(data, len, path, err);
+    rt_plan *p = plain ? rt_plan_read_plain(data, len, path, err)
+                       : rt_plan_read(data, len, path, err);
     free(data);
     return p;
+}
+
+rt_plan *rt_plan_load(const char *path, su_status *err)
+{
+    return load(path, true, err);
+}
+
+rt_plan *rt_plan_load_as_written(const char *path, su_status *err)
+{
+    return load(path, false, err);
 }
 

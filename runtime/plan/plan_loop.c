@@ -219,9 +219,10 @@ static bool loop_form(const rt_plan *p, int s)
 }
 
 /* Every check before anything is allocated; *ninstr and *nkernels the
- * sizes of the plain form. */
-static bool check_all(const rt_plan *p, int32_t *body, int64_t *ninstr, int64_t *nkernels,
-                      su_status *err)
+ * sizes of the plain form, where the stages `which` selects (NULL: all)
+ * are expanded and the others stay as they are. */
+static bool check_all(const rt_plan *p, const bool *which, int32_t *body, int64_t *ninstr,
+                      int64_t *nkernels, su_status *err)
 {
     int64_t total = 0;
     for (int s = 0; s < p->nstages; s++) {
@@ -248,36 +249,47 @@ static bool check_all(const rt_plan *p, int32_t *body, int64_t *ninstr, int64_t 
                                 "(stage %d's schedule): more than this runtime runs",
                                 RT_MAX_EXPANDED_INSTR, s);
     }
+    /* the whole expansion is bounded; the sizes are those of the stages
+     * expanded now */
+    for (int s = 0; s < p->nstages; s++)
+        if (which && !which[s])
+            ninstr[s] = p->stage[s].ninstr;
+    int64_t all = 0;
     *nkernels = 0;
     for (int32_t i = 0; i < p->nkernels; i++) {
         const rt_kernel *k = &p->kernel[i];
         body[i] = -1;
         if (k->stage < 0 || k->stage >= p->nstages || !loop_form(p, k->stage)) {
             ++*nkernels;
+            ++all;
             continue;
         }
         if (!kernel_body(p, i, &body[i], err))
             return false;
         const rt_program *g = &p->stage[k->stage];
+        int64_t runs = 0;
         for (int32_t q = 0; q < g->nitem; q++)
-            *nkernels += g->item[2 * q] == body[i];
-        if (*nkernels > RT_MAX_EXPANDED_INSTR)
+            runs += g->item[2 * q] == body[i];
+        all += runs;
+        *nkernels += !which || which[k->stage] ? runs : 1;
+        if (all > RT_MAX_EXPANDED_INSTR)
             return rt_plan_fail(err, "the loop form expands to more than %d kernels",
                                 RT_MAX_EXPANDED_INSTR);
     }
     return true;
 }
 
-/* Stage s's kernels into out (plain: as they are; loop form: each of
- * body b once per item of b, in item order, those of one body in their
- * order in the plan); the count written. */
+/* Stage s's kernels into out (plain, or a loop form not expanded now, at
+ * NULL: as they are; loop form: each of body b once per item of b, in item
+ * order, those of one body in their order in the plan); the count
+ * written. */
 static int64_t stage_kernels(expand *e, int s, const int32_t *body, const int64_t *at,
                              rt_kernel *out, bool *ok)
 {
     const rt_plan *p = e->p;
     const rt_program *g = &p->stage[s];
     int64_t n = 0;
-    if (!loop_form(p, s)) {
+    if (!loop_form(p, s) || !at) { /* plain, or a loop form left as it is */
         for (int32_t i = 0; i < p->nkernels; i++)
             if (p->kernel[i].stage == s)
                 out[n++] = p->kernel[i];
@@ -320,17 +332,18 @@ bool rt_plan_check_loops(const rt_plan *p, su_status *err)
         return true;
     int32_t *body = malloc(((size_t)p->nkernels + 1) * sizeof *body);
     int64_t *ninstr = malloc((size_t)p->nstages * sizeof *ninstr), nkernels = 0;
-    bool ok = body && ninstr ? check_all(p, body, ninstr, &nkernels, err) : rt_plan_nomem(err);
+    bool ok = body && ninstr ? check_all(p, NULL, body, ninstr, &nkernels, err)
+                             : rt_plan_nomem(err);
     free(body);
     free(ninstr);
     return ok;
 }
 
-bool rt_plan_expand(rt_plan *p, su_status *err)
+bool rt_plan_expand_stages(rt_plan *p, const bool *which, su_status *err)
 {
     bool any = false;
     for (int s = 0; p->stage && s < p->nstages; s++)
-        any |= loop_form(p, s);
+        any |= loop_form(p, s) && (!which || which[s]);
     if (!any || (p->nkernels > 0 && !p->kernel) || p->nkernels < 0)
         return true; /* nothing to expand, or the validator's to refuse */
     int32_t *body = malloc(((size_t)p->nkernels + 1) * sizeof *body);
@@ -340,7 +353,7 @@ bool rt_plan_expand(rt_plan *p, su_status *err)
         free(ninstr);
         return rt_plan_nomem(err);
     }
-    bool ok = check_all(p, body, ninstr, &nkernels, err);
+    bool ok = check_all(p, which, body, ninstr, &nkernels, err);
     rt_program *stage = ok ? rt_plan_alloc(p, (size_t)p->nstages, sizeof *stage) : NULL;
     rt_kernel *kernel = ok ? rt_plan_alloc(p, (size_t)nkernels + 1, sizeof *kernel) : NULL;
     if (ok && (!stage || !kernel))
@@ -350,7 +363,7 @@ bool rt_plan_expand(rt_plan *p, su_status *err)
     for (int s = 0; ok && s < p->nstages; s++) {
         const rt_program *g = &p->stage[s];
         stage[s] = *g;
-        if (!loop_form(p, s)) {
+        if (!loop_form(p, s) || (which && !which[s])) {
             nk += stage_kernels(&e, s, body, NULL, kernel + nk, &ok);
             continue;
         }
@@ -383,6 +396,17 @@ bool rt_plan_expand(rt_plan *p, su_status *err)
     free(body);
     free(ninstr);
     return ok;
+}
+
+void rt_plan_view_free(rt_plan *view)
+{
+    rt_plan_free_blocks(view->mem_);
+    view->mem_ = NULL;
+}
+
+bool rt_plan_expand(rt_plan *p, su_status *err)
+{
+    return rt_plan_expand_stages(p, NULL, err);
 }
 
 rt_plan *rt_plan_read_plain(const uint8_t *data, size_t len, const char *what, su_status *err)

@@ -903,6 +903,41 @@ static bool check_report(const rt_plan *p, su_status *err)
     return true;
 }
 
+/* A plan with programs in loop form: what expanding needs of every one
+ * (rt_plan_check_loops), the checks the buffer tables, I/O entries and
+ * modules need no expansion for, then each stage's instructions, sources
+ * and kernels, a loop form on a copy of the plan with that stage alone
+ * expanded (freed before the next), then the rest. The checks and their
+ * order are rt_plan_validate's but for that: stage by stage. */
+static bool validate_loops(const rt_plan *p, su_status *err)
+{
+    int n = p->nstages;
+    if (!rt_plan_check_loops(p, err) || !check_mesh(p, err) || !check_buffers(p, 0, n, err) ||
+        !check_ios(p, err) || !check_module_table(p, err))
+        return false;
+    bool *which = calloc((size_t)n + 1, sizeof *which);
+    if (!which)
+        return rt_plan_nomem(err);
+    for (int s = 0; s < n; s++) {
+        rt_plan copy = *p;
+        copy.mem_ = NULL;
+        which[s] = true;
+        bool ok = !p->stage[s].nbody || rt_plan_expand_stages(&copy, which, err);
+        which[s] = false;
+        const rt_plan *v = p->stage[s].nbody ? &copy : p;
+        ok = ok && check_programs(v, s, s + 1, err) && check_sources(v, s, s + 1, err) &&
+             check_stage_kernels(v, s, s + 1, err);
+        rt_plan_free_blocks(copy.mem_);
+        if (!ok) {
+            free(which);
+            return false;
+        }
+    }
+    free(which);
+    return check_loss(p, err) && check_init_module(p, err) && check_modules_used(p, err) &&
+           check_report(p, err);
+}
+
 /* Mesh, then buffer tables, then I/O entries, then instructions, then
  * kernels: each step may index what the steps before it checked. */
 bool rt_plan_validate(const rt_plan *p, su_status *err)
@@ -910,13 +945,8 @@ bool rt_plan_validate(const rt_plan *p, su_status *err)
     if (!p)
         return rt_plan_fail(err, "no plan");
     for (int s = 0; p->stage && s < p->nstages; s++)
-        if (p->stage[s].nbody) { /* the loop form: its expansion, on a copy */
-            rt_plan copy = *p;
-            copy.mem_ = NULL;
-            bool ok = rt_plan_expand(&copy, err) && rt_plan_validate(&copy, err);
-            rt_plan_free_blocks(copy.mem_);
-            return ok;
-        }
+        if (p->stage[s].nbody)
+            return validate_loops(p, err);
     int n = p->nstages;
     return check_mesh(p, err) && check_buffers(p, 0, n, err) && check_ios(p, err) &&
            check_programs(p, 0, n, err) && check_sources(p, 0, n, err) &&

@@ -6,19 +6,21 @@
  * reference bit for bit and to the same plan run with the local
  * communicator; the params and the step count saved once; a sharded
  * checkpoint saved by the four processes and resumed on another stage
- * count. Every rank prints its failures; rank 0 prints the totals, and
- * every rank exits nonzero if any rank failed. */
+ * count; and a plan in loop form (compiled by the library), of which each
+ * process expands its own stage alone. Every rank prints its failures;
+ * rank 0 prints the totals, and every rank exits nonzero if any rank
+ * failed. */
 #include "tests/unit/check.h"
 #include "tests/unit/ckpt_util.h"
 #include "tests/unit/pipeline_plans.h"
+#include "api/api_internal.h"
 #include "runtime/exec/session.h"
+#include "runtime/exec/session_impl.h"
 #include "runtime/io/tensors.h"
 
 #include <mpi.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-#define ERRLEN 2048
 
 /* As in test_comm_mpi.c: Open MPI's own allocations are not leaks. */
 void __lsan_disable(void) __attribute__((weak));
@@ -200,6 +202,87 @@ static void test_checkpoint(const char *dir)
     free(t);
 }
 
+/* A pipeline of 4 stages compiled by the library, its plan in loop form
+ * as shardc_program_plan keeps it: a session under MPI expands this
+ * process's stage alone (its own copy; the plan is left as it was, for
+ * other sessions), and trains on it, the loss the same on every rank as
+ * the local communicator's, bit for bit. */
+static const char LOOP_MODEL[] =
+    "mesh pp\n"
+    "input x : f32[8, 16]\n"
+    "block layer(h : f32[8, 16]) -> f32[8, 16] {\n"
+    "    param w : f32[16, 16] = normal(0.1)\n"
+    "    return tanh(h @ w)\n"
+    "}\n"
+    "repeat 4 as layers over pp { x = layer(x) }\n"
+    "pipeline microbatches 4 schedule 1f1b\n"
+    "loss = mean(x * x)\n"
+    "output x, loss\n"
+    "train loss with sgd(lr = 0.1)\n";
+
+static float loop_loss(const rt_plan *p, rt_comm_kind comm, const float *x, bool check_view)
+{
+    su_status err;
+    rt_session_opts o = {.comm = comm, .seed = 7};
+    rt_session *s = rt_session_new(p, &o, &err);
+    float loss = -1.0f;
+    CHECK(s != NULL);
+    if (!s) {
+        fprintf(stderr, "rank %d: %s\n", my_rank, err.msg);
+        return loss;
+    }
+    if (check_view) {
+        for (int st = 0; st < 4; st++) {
+            CHECK(p->stage[st].nbody > 0); /* the caller's plan as it was */
+            if (st == my_rank)             /* pp is the only axis: rank r is stage r */
+                CHECK(s->p->stage[st].nbody == 0 &&
+                      s->p->stage[st].ninstr > p->stage[st].ninstr);
+            else
+                CHECK(s->p->stage[st].nbody == p->stage[st].nbody &&
+                      s->p->stage[st].ninstr == p->stage[st].ninstr);
+        }
+    }
+    const void *out = NULL;
+    if (rt_session_bind(s, "x", x, 8 * 16 * sizeof *x, &err) != 0 ||
+        rt_session_run(s, &err) != 0 || !(out = rt_session_output(s, "loss", NULL))) {
+        CHECK(!"the loop-form plan runs");
+        fprintf(stderr, "rank %d: %s\n", my_rank, err.msg);
+    } else {
+        loss = *(const float *)out;
+    }
+    rt_session_free(s);
+    return loss;
+}
+
+static void test_loop_form(void)
+{
+    shardc_options *opt = shardc_options_new();
+    shardc_program *prog = NULL;
+    shardc_plan *plan = NULL;
+    char *err = NULL;
+    bool ok = opt && shardc_options_set_mesh(opt, "4", &err) == SHARDC_OK &&
+              shardc_options_set_archs(opt, "none", &err) == SHARDC_OK &&
+              shardc_compile_string(opt, "loop.sh", LOOP_MODEL, sizeof LOOP_MODEL - 1, &prog,
+                                    &err) == SHARDC_OK &&
+              shardc_program_plan(prog, &plan, &err) == SHARDC_OK;
+    CHECK(ok);
+    if (ok) {
+        float x[8 * 16];
+        for (int i = 0; i < 8 * 16; i++)
+            x[i] = (float)((i * 37) % 17 - 8) / 8.0f;
+        float mpi = loop_loss(plan->p, RT_COMM_MPI, x, true);
+        float local = my_rank == 0 ? loop_loss(plan->p, RT_COMM_LOCAL, x, false) : 0.0f;
+        MPI_Bcast(&local, 1, MPI_FLOAT, 0, MPI_COMM_WORLD);
+        CHECK(mpi == local && mpi > 0.0f);
+    } else {
+        fprintf(stderr, "rank %d: %s\n", my_rank, err ? err : "?");
+    }
+    shardc_plan_free(plan);
+    shardc_program_free(prog);
+    shardc_options_free(opt);
+    shardc_free(err);
+}
+
 int main(int argc, char **argv)
 {
     leaks_ignored(true);
@@ -224,6 +307,7 @@ int main(int argc, char **argv)
     test_chain(1, 4, path);
     test_chain(2, 2, path);
     test_checkpoint(dir);
+    test_loop_form();
     int mine[2] = {check_count, check_failures}, all[2] = {0, 0};
     MPI_Allreduce(mine, all, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (my_rank == 0)

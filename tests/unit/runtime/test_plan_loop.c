@@ -3,7 +3,8 @@
  * of 2 microbatches (its slice of the input into a slotted buffer, a relu
  * that a kernel stands for, and the sum into an accumulator) writes and
  * reads back in loop form to the same bytes, and expands to exactly the
- * plan written unrolled by hand; it runs on the CPU backend to the sum
+ * plan written unrolled by hand, and expanded a stage at a time to the
+ * same stages; it runs on the CPU backend to the sum
  * of the two slices' relus; every wrong loop form is refused with its
  * message, by the validator and by the reader.
  *
@@ -262,6 +263,58 @@ static void test_expand(void)
     }
     free(bl);
     free(bf);
+}
+
+/* rt_plan_expand_stages: a plan of two stages, each the loop program
+ * (stage 1's kernel a copy of stage 0's), with stage 1 alone expanded is
+ * stage 0 as it was (its loop form, its one kernel over body 1) and stage
+ * 1 as rt_plan_expand makes it, instruction for instruction and kernel for
+ * kernel; the plan it was copied from is left as it was. */
+static void test_expand_stages(void)
+{
+    fixture f;
+    make_loop(&f);
+    rt_program two[2] = {f.g, f.g};
+    rt_kernel kern[2] = {f.kern[0], f.kern[0]};
+    kern[1].stage = 1;
+    rt_plan p = f.p;
+    p.nstages = 2;
+    p.stage = two;
+    p.kernel = kern;
+    p.nkernels = 2;
+    su_status err = {SU_OK, ""};
+    rt_plan one = p, all = p;
+    one.mem_ = all.mem_ = NULL;
+    bool which[2] = {false, true};
+    CHECK(rt_plan_expand_stages(&one, which, &err));
+    CHECK(rt_plan_expand(&all, &err));
+    CHECK_INT(one.stage[0].nbody, 3);
+    CHECK(one.stage[0].instr == f.g.instr && one.stage[0].item == f.g.item);
+    CHECK_INT(one.stage[1].nbody, 0);
+    CHECK_INT(all.stage[0].nbody, 0);
+    CHECK_INT(one.stage[1].ninstr, 8);
+    CHECK_INT(all.stage[1].ninstr, 8);
+    CHECK(memcmp(one.stage[1].instr, all.stage[1].instr, 8 * sizeof *one.stage[1].instr) == 0);
+    /* stage 0's kernel as it was, then stage 1's, one per item of body 1 */
+    CHECK_INT(one.nkernels, 3);
+    CHECK_INT(all.nkernels, 4);
+    CHECK(one.kernel[0].stage == 0 && one.kernel[0].instr[0] == f.kern[0].instr[0]);
+    for (int k = 0; k < 2; k++) {
+        const rt_kernel *a = &one.kernel[1 + k], *b = &all.kernel[2 + k];
+        CHECK(a->stage == 1 && b->stage == 1);
+        CHECK(a->instr[0] == b->instr[0] && a->param[0] == b->param[0] &&
+              a->param[1] == b->param[1]);
+    }
+    CHECK(p.stage == two && p.kernel == kern && two[1].nbody == 3); /* untouched */
+    /* no stage chosen: nothing is expanded and nothing changes */
+    rt_plan none = p;
+    none.mem_ = NULL;
+    bool neither[2] = {false, false};
+    CHECK(rt_plan_expand_stages(&none, neither, &err));
+    CHECK(none.stage == two && none.kernel == kern);
+    rt_plan_view_free(&one);
+    rt_plan_view_free(&all);
+    rt_plan_view_free(&none);
 }
 
 /* The loop plan saved, loaded by the library and run on the CPU backend:
@@ -525,6 +578,7 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "--write-seeds") == 0)
         return write_seeds(argv[2]);
     test_expand();
+    test_expand_stages();
     test_run();
     test_validate();
     test_kernel_bodies();
