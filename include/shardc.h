@@ -241,7 +241,10 @@ SHARDC_API shardc_status shardc_program_emit_file(const shardc_program *prog, co
 
 /* ---- plans ---- */
 
-/* A compiled, validated plan (DESIGN.md §4): all the runtime needs. */
+/* A compiled, validated plan (DESIGN.md §4): all the runtime needs. It is
+ * held as its file holds it (a pipeline's stages in loop form); each
+ * session expands the stages its process runs into a copy of its own, so
+ * one plan serves several sessions at once. */
 typedef struct shardc_plan shardc_plan;
 
 /* The plan of a compiled program. */
