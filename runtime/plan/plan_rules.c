@@ -758,11 +758,12 @@ bool rt_check_operands(const rt_instr *in, su_status *err)
                                           "operand 5", "operand 6", "operand 7", "operand 8"};
     for (int i = 0; i < in->nin; i++) {
         char what[32];
-        if (i < 8)
-            strcpy(what, operand[i]); /* most instructions: no printf */
-        else
+        const char *name = operand[i < 8 ? i : 0]; /* most instructions: no printf, no copy */
+        if (i >= 8) {
             snprintf(what, sizeof what, "operand %d", i + 1);
-        if (!rt_check_type(&in->in_t[i], what, err))
+            name = what;
+        }
+        if (!rt_check_type(&in->in_t[i], name, err))
             return false;
     }
     if (!rt_check_type(&in->out_t, "the result", err))

@@ -746,8 +746,11 @@ static bool check_params(const rt_program *g, const rt_kernel *k, su_status *err
         bool in = j < k->nin, seen = false;
         const rt_type *t = &k->param_t[j];
         int32_t b = k->param[j];
-        snprintf(what, sizeof what, "parameter %d", j);
-        if (!rt_check_type(t, what, err) || !check_fit(g, b, t, "parameter", j, err))
+        if (!rt_check_type(t, "parameter", err)) { /* named with its index for the message */
+            snprintf(what, sizeof what, "parameter %d", j);
+            return rt_check_type(t, what, err);
+        }
+        if (!check_fit(g, b, t, "parameter", j, err))
             return false;
         for (int i = 0; i < k->ninstr && !seen; i++) {
             const rt_instr *ins = &g->instr[k->instr[i]];
