@@ -106,6 +106,9 @@ static void check_example(const char *example, const char *mesh)
     CHECK(prog && shardc_program_plan(prog, &plan, &e) == SHARDC_OK);
     if (e)
         fprintf(stderr, "%s --mesh %s: %s\n", example, mesh, e);
+    su_status xe;
+    if (plan) /* every stage plain, as the ranks run them (the plan keeps its loop form) */
+        CHECK(rt_plan_expand(plan->p, &xe));
     for (int st = 0; plan && st < plan->p->nstages; st++) {
         const rt_program *g = &plan->p->stage[st];
         int32_t *launch = calloc((size_t)g->ninstr + 1, sizeof *launch);
