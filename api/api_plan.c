@@ -126,11 +126,11 @@ shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size
     return program_plan(prog, false, bytes, len, error);
 }
 
-/* Reads plan bytes back (with placeholder, without compiled kernels),
- * expanded; with loops (non-NULL), *loops (malloc'd) gets each stage's loop
- * form as the bytes held it. A failure here is the compiler's bug. */
-static shardc_status read_plan_loops(const shardc_program *prog, bool placeholder,
-                                     rt_plan **out, rt_loop_form **loops, char **error)
+/* Reads the plan of prog back as its file holds it (with placeholder,
+ * without compiled kernels; a pipeline's stages in loop form). A failure
+ * here is the compiler's bug. */
+static shardc_status read_as_written(const shardc_program *prog, bool placeholder,
+                                     rt_plan **out, char **error)
 {
     uint8_t *bytes;
     size_t len;
@@ -138,31 +138,7 @@ static shardc_status read_plan_loops(const shardc_program *prog, bool placeholde
     if (st != SHARDC_OK)
         return st;
     su_status err;
-    if (loops) {
-        *out = rt_plan_read(bytes, len, "plan", &err);
-        *loops = NULL;
-        if (*out) {
-            *loops = calloc((size_t)(*out)->nstages + 1, sizeof **loops);
-            if (!*loops) {
-                free(bytes);
-                rt_plan_free(*out);
-                return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
-            }
-            for (int s = 0; s < (*out)->nstages; s++) {
-                const rt_program *g = &(*out)->stage[s];
-                (*loops)[s] = (rt_loop_form){g->nbody, g->ninstr, g->nitem, g->nmb};
-            }
-            if (!rt_plan_expand(*out, &err)) {
-                su_prefix(&err, "plan: ");
-                rt_plan_free(*out);
-                *out = NULL;
-                free(*loops);
-                *loops = NULL;
-            }
-        }
-    } else {
-        *out = rt_plan_read_plain(bytes, len, "plan", &err);
-    }
+    *out = rt_plan_read(bytes, len, "plan", &err);
     free(bytes);
     if (!*out && err.kind == SU_NOMEM)
         return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
@@ -171,57 +147,69 @@ static shardc_status read_plan_loops(const shardc_program *prog, bool placeholde
                         "back: %s", err.msg);
     return SHARDC_OK;
 }
-
 
 shardc_status api_program_read_plan(const shardc_program *prog, rt_plan **out, char **error)
 {
-    uint8_t *bytes;
-    size_t len;
-    shardc_status st = program_plan(prog, false, &bytes, &len, error);
-    if (st != SHARDC_OK)
-        return st;
-    su_status err;
-    *out = rt_plan_read(bytes, len, "plan", &err); /* loop forms kept: a session expands */
-    free(bytes);
-    if (!*out && err.kind == SU_NOMEM)
-        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
-    if (!*out)
-        return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: the plan does not read "
-                        "back: %s", err.msg);
-    return SHARDC_OK;
+    return read_as_written(prog, false, out, error); /* a session expands its own stages */
 }
 
-typedef struct schedule_run {
+/* `--emit schedule` (expanded, with each stage's loop form as the file
+ * held it) or `--emit loops` (as the file holds it), after the tasks'
+ * order. */
+typedef struct text_run {
     jmp_buf oom;
     const shardc_program *prog;
     const rt_plan *p;
-    const rt_loop_form *loops;
+    const rt_loop_form *loops; /* the schedule's; NULL: print the loop form */
     su_buf b;
     char *text;             /* the result (malloc'd) */
     size_t len;
-} schedule_run;
+} text_run;
 
-static void schedule(void *arg)
+static void plan_text(void *arg)
 {
-    schedule_run *r = arg;
+    text_run *r = arg;
     api_program_tasks(r->prog, &r->b);
-    rt_plan_print_schedule_loops(r->p, r->loops, &r->b);
+    if (r->loops)
+        rt_plan_print_schedule_loops(r->p, r->loops, &r->b);
+    else
+        rt_plan_print_loops(r->p, &r->b);
     r->len = r->b.len;
     r->text = su_buf_take(&r->b);
 }
 
-shardc_status api_program_schedule(const shardc_program *prog, char **text, size_t *len,
-                                   char **error)
+/* The kernels' names and launches, not their code: no NVRTC. */
+static shardc_status emit_plan(const shardc_program *prog, bool expanded, char **text,
+                               size_t *len, char **error)
 {
     rt_plan *p;
-    rt_loop_form *loops;
-    /* the kernels' names and launches, not their code: no NVRTC */
-    shardc_status st = read_plan_loops(prog, true, &p, &loops, error);
+    rt_loop_form *loops = NULL;
+    shardc_status st = read_as_written(prog, true, &p, error);
     if (st != SHARDC_OK)
         return st;
-    schedule_run r = {.prog = prog, .p = p, .loops = loops};
+    if (expanded) {
+        loops = calloc((size_t)p->nstages + 1, sizeof *loops);
+        if (!loops) {
+            rt_plan_free(p);
+            return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+        }
+        for (int s = 0; s < p->nstages; s++) {
+            const rt_program *g = &p->stage[s];
+            loops[s] = (rt_loop_form){g->nbody, g->ninstr, g->nitem, g->nmb};
+        }
+        su_status err;
+        if (!rt_plan_expand(p, &err)) {
+            rt_plan_free(p);
+            free(loops);
+            return err.kind == SU_NOMEM
+                       ? api_fail(error, SHARDC_ERR_NOMEM, "out of memory")
+                       : api_fail(error, SHARDC_ERR_INTERNAL, "internal error: the plan does "
+                                  "not read back: plan: %s", err.msg);
+        }
+    }
+    text_run r = {.prog = prog, .p = p, .loops = loops};
     su_buf_init(&r.b, &r.oom);
-    bool done = su_catch(&r.oom, schedule, &r);
+    bool done = su_catch(&r.oom, plan_text, &r);
     su_buf_free(&r.b);
     rt_plan_free(p);
     free(loops);
@@ -233,50 +221,14 @@ shardc_status api_program_schedule(const shardc_program *prog, char **text, size
     return SHARDC_OK;
 }
 
-typedef struct loops_run {
-    jmp_buf oom;
-    const shardc_program *prog;
-    const rt_plan *p;
-    su_buf b;
-    char *text;             /* the result (malloc'd) */
-    size_t len;
-} loops_run;
-
-static void loops(void *arg)
+shardc_status api_program_schedule(const shardc_program *prog, char **text, size_t *len,
+                                   char **error)
 {
-    loops_run *r = arg;
-    api_program_tasks(r->prog, &r->b);
-    rt_plan_print_loops(r->p, &r->b);
-    r->len = r->b.len;
-    r->text = su_buf_take(&r->b);
+    return emit_plan(prog, true, text, len, error);
 }
 
 shardc_status api_program_loops(const shardc_program *prog, char **text, size_t *len,
                                 char **error)
 {
-    /* as the schedule, without NVRTC; read as the file holds it, not
-     * expanded */
-    uint8_t *bytes;
-    size_t n;
-    shardc_status st = program_plan(prog, true, &bytes, &n, error);
-    if (st != SHARDC_OK)
-        return st;
-    su_status err;
-    rt_plan *p = rt_plan_read(bytes, n, "plan", &err);
-    free(bytes);
-    if (!p)
-        return err.kind == SU_NOMEM ? api_fail(error, SHARDC_ERR_NOMEM, "out of memory")
-                                    : api_fail(error, SHARDC_ERR_INTERNAL, "internal error: the "
-                                               "plan does not read back: %s", err.msg);
-    loops_run r = {.prog = prog, .p = p};
-    su_buf_init(&r.b, &r.oom);
-    bool done = su_catch(&r.oom, loops, &r);
-    su_buf_free(&r.b);
-    rt_plan_free(p);
-    if (!done)
-        return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
-    if (len)
-        *len = r.len;
-    *text = r.text;
-    return SHARDC_OK;
+    return emit_plan(prog, false, text, len, error);
 }
