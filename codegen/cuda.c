@@ -260,13 +260,65 @@ static const char *const helper_text[X_COUNT] = {
     "        acc += ((volatile float *)sh_part)[b];\n"
     "    return acc;\n"
     "}\n",
+    [X_MMA] =
+    "// Tensor cores through PTX (sm_80 on). ldmatrix loads 8 x 8 tiles of\n"
+    "// 16-bit values from shared memory, lanes 0-7 giving the rows of the\n"
+    "// first, 8-15 of the second, 16-31 of the third and fourth: lane l gets\n"
+    "// row l / 4, columns 2 (l % 4) and the next (.trans: the transpose's).\n"
+    "// mma.sync m16n8k16 adds A (16 x 16, row) times B (16 x 8, col) into a\n"
+    "// lane's 4 f32 of the 16 x 8 sum: rows l / 4 and l / 4 + 8, columns\n"
+    "// 2 (l % 4) and the next. The emulator of the tests defines SH_EMULATED\n"
+    "// and its own of these.\n"
+    "#ifndef SH_EMULATED\n"
+    "__device__ __forceinline__ unsigned sh_smem(const void *p)\n"
+    "{\n"
+    "    return (unsigned)__cvta_generic_to_shared(p);\n"
+    "}\n"
+    "__device__ __forceinline__ void sh_ldsm2(unsigned &r0, unsigned &r1, const void *p)\n"
+    "{\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\"\n"
+    "                 : \"=r\"(r0), \"=r\"(r1) : \"r\"(sh_smem(p)) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void sh_ldsm2t(unsigned &r0, unsigned &r1, const void *p)\n"
+    "{\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\"\n"
+    "                 : \"=r\"(r0), \"=r\"(r1) : \"r\"(sh_smem(p)) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void sh_ldsm4(unsigned (&r)[4], const void *p)\n"
+    "{\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\"\n"
+    "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3])\n"
+    "                 : \"r\"(sh_smem(p)) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void sh_mma_bf16(float (&c)[4], const unsigned (&a)[4], unsigned b0,\n"
+    "                                            unsigned b1)\n"
+    "{\n"
+    "    asm(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, \"\n"
+    "        \"{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n"
+    "        : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
+    "        : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b0), \"r\"(b1));\n"
+    "}\n"
+    "__device__ __forceinline__ void sh_mma_f16(float (&c)[4], const unsigned (&a)[4], unsigned b0,\n"
+    "                                           unsigned b1)\n"
+    "{\n"
+    "    asm(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, \"\n"
+    "        \"{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n"
+    "        : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
+    "        : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b0), \"r\"(b1));\n"
+    "}\n"
+    "#endif\n"
+    "// Two 16-bit values as one register of a fragment, lo the lower column\n"
+    "__device__ __forceinline__ unsigned sh_pack2(unsigned short lo, unsigned short hi)\n"
+    "{\n"
+    "    return (unsigned)lo | (unsigned)hi << 16;\n"
+    "}\n",
 };
 
 /* Helpers in an order where each comes after those it uses. */
 static const unsigned helper_order[] = {
     H_NAN, H_VEC, H_SIGMOID, H_GELU, H_GELU_GRAD, H_SILU_GRAD, H_TO_I32, H_I32_ODD,
     H_F16, H_BF16, H_AMAX, H_WARP, H_BLOCK, H_BLOCK_AMAX, H_ADAMW, H_XENT_GRAD, H_ERROR,
-    H_ONLINE, H_PARTS,
+    H_ONLINE, H_PARTS, H_MMA,
 };
 
 static int cg_helper_index(unsigned bit)

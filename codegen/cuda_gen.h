@@ -37,6 +37,7 @@ enum {
     X_ERROR,
     X_ONLINE,
     X_PARTS,
+    X_MMA,
     X_COUNT
 };
 #define HELPER(x) (1u << (x))
@@ -60,6 +61,7 @@ enum {
     H_ERROR = HELPER(X_ERROR),
     H_ONLINE = HELPER(X_ONLINE),
     H_PARTS = HELPER(X_PARTS),
+    H_MMA = HELPER(X_MMA),
 };
 
 typedef struct gen {
@@ -171,6 +173,7 @@ void cg_attn_pair_params(const ir_module *m, const pass_fgroup *g, cg_cuda_kerne
 /* Whether attention op's kernel is the tensor-core one (the fusion's
  * oldest architecture has them). */
 bool cg_attention_wmma(const gen *G, const ir_op *op);
+bool cg_attention_mma(const gen *G, const ir_op *op);
 /* The name of op's own kernel, numbered id: "k12_transpose". */
 const char *cg_op_kernel_name(su_arena *a, const ir_op *op, int id);
 

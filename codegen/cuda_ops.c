@@ -1249,6 +1249,286 @@ static void emit_attention_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "}");
 }
 
+/* attention on tensor cores through PTX (sm_80 on: mma.sync m16n8k16
+ * and ldmatrix, the helpers of X_MMA), flash style with every score in
+ * registers: the forward's blocks, tiles and rules are the WMMA kernel's
+ * (above), but a warp's 16 rows of scores are the accumulators of its
+ * products, so that lane l holds rows l / 4 and l / 4 + 8 of them, two
+ * neighbouring columns of each 8. A row's max and sum are taken over its
+ * lanes' columns, then over the 4 lanes of the row by shuffles. The
+ * weights go back into the next product without shared memory: the
+ * accumulators of two tiles of 8 columns are, pair by pair, the A
+ * fragment of 16 columns (each pair packed into a register, hi and lo as
+ * the WMMA kernel's). v's tile is read transposed by ldmatrix.trans. */
+bool cg_attention_mma(const gen *G, const ir_op *op)
+{
+    int oldest = G->f && G->f->min_arch > 0 ? G->f->min_arch : 80;
+    return cg_attention_wmma(G, op) && oldest >= 80;
+}
+
+/* The bits of a 16-bit value x of dtype dt, as an unsigned short. */
+static const char *mma_bits(gen *G, ir_dtype dt, const char *x)
+{
+    return cg_fmt(G, dt == IR_BF16 ? "__bfloat16_as_ushort(%s)" : "__half_as_ushort(%s)", x);
+}
+
+/* The end of the keys of row `row` (an expression of the warp's rows) into
+ * name: at_end for that row, 0 past the s rows. */
+static void mma_row_end(gen *G, const ir_op *op, const at_view *v, const char *name,
+                        const char *row)
+{
+    cg_line(G, "i64 %s;", name);
+    cg_line(G, "{");
+    cg_line(G, "    const i64 i = %s;", row);
+    cg_line(G, "    %s = i < %lld ? %s : 0;", name, (long long)v->s, at_end(G, op, v));
+    cg_line(G, "}");
+}
+
+/* The weights w (an f32 expression of n, e: tile n of 8 columns, element e
+ * of its accumulator) of 16 columns kk as two A fragments, wh[4] rounded
+ * to dt and wl[4] the rest rounded (tc_put_weight's hi and lo); each is
+ * computed once, and `each` (a statement, may be NULL) runs after it with
+ * the value in w_. */
+static void mma_weights(gen *G, const char *wh, const char *wl, const char *w, const char *each,
+                        ir_dtype dt)
+{
+    const char *T = cg_ctype(G, dt);
+    cg_line(G, "unsigned %s[4], %s[4]; // the weights of columns 16 kk .. as A fragments", wh, wl);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int x = 0; x < 4; x++) {");
+    G->indent++;
+    cg_line(G, "const int n = 2 * kk + x / 2, e0 = x %% 2 * 2; // a0: rows g, a1: g + 8; a2, a3: "
+               "the next 8 columns");
+    cg_line(G, "%s h[2], l[2];", T);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int y = 0; y < 2; y++) {");
+    G->indent++;
+    cg_line(G, "const int e = e0 + y;");
+    cg_line(G, "const float w_ = %s;", w);
+    if (each)
+        cg_line(G, "%s", each);
+    cg_line(G, "h[y] = %s;", cg_store_conv(G, dt, "w_"));
+    cg_line(G, "l[y] = %s;", cg_store_conv(G, dt, cg_fmt(G, "w_ - %s", cg_load_conv(G, dt, "h[y]"))));
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "%s[x] = sh_pack2(%s, %s);", wh, mma_bits(G, dt, "h[0]"), mma_bits(G, dt, "h[1]"));
+    cg_line(G, "%s[x] = sh_pack2(%s, %s);", wl, mma_bits(G, dt, "l[0]"), mma_bits(G, dt, "l[1]"));
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* acc[cols / 8][4] += (wh + wl) times the shared tile tile's 16 rows from
+ * kk * 16 ([rows][ld], row-major 16-bit, read transposed by ldmatrix). */
+static void mma_weighted(gen *G, const char *acc, const char *wh, const char *wl, const char *tile,
+                         int ld, int64_t cols, const char *mma)
+{
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int nn = 0; nn < %lld; nn++) {", (long long)(cols / 8));
+    cg_line(G, "    unsigned b0, b1;");
+    cg_line(G, "    sh_ldsm2t(b0, b1, %s + (kk * 16 + (lane & 15)) * %d + nn * 8);", tile, ld);
+    cg_line(G, "    %s(%s[nn], %s, b0, b1);", mma, acc, wh);
+    cg_line(G, "    %s(%s[nn], %s, b0, b1);", mma, acc, wl);
+    cg_line(G, "}");
+}
+
+/* acc[cols / 8][4] = own (A fragments, [w / 16][4]) times the transpose of
+ * the shared tile tile ([cols][ld], row-major 16-bit): the scores, or dp,
+ * of the warp's 16 rows and the tile's cols rows. */
+static void mma_products(gen *G, const char *acc, const char *own, const char *tile, int ld,
+                         int64_t cols, int64_t w, const char *mma)
+{
+    cg_line(G, "float %s[%lld][4];", acc, (long long)(cols / 8));
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int n = 0; n < %lld; n++)", (long long)(cols / 8));
+    cg_line(G, "    %s[n][0] = %s[n][1] = %s[n][2] = %s[n][3] = 0.0f;", acc, acc, acc, acc);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int c = 0; c < %lld; c++) {", (long long)(w / 16));
+    cg_line(G, "    #pragma unroll");
+    cg_line(G, "    for (int n = 0; n < %lld; n++) {", (long long)(cols / 8));
+    cg_line(G, "        unsigned b0, b1;");
+    cg_line(G, "        sh_ldsm2(b0, b1, %s + (n * 8 + (lane & 7)) * %d + c * 16 + (lane >> 3 & 1) * "
+               "8);", tile, ld);
+    cg_line(G, "        %s(%s[n], %s[c], b0, b1);", mma, acc, own);
+    cg_line(G, "    }");
+    cg_line(G, "}");
+}
+
+/* The warp's 16 rows from row0 of operand pin (n rows of width w a head)
+ * as A fragments frag[w / 16][4], staged through stage ([16][w + TC_PAD]). */
+static void mma_own_rows(gen *G, const char *frag, const char *stage, const char *row0, int pin,
+                         int64_t n, int64_t w)
+{
+    int ld = (int)w + TC_PAD;
+    tc_stage(G, stage, ld, 16, row0, pin, n, w, "lane", 32);
+    cg_line(G, "__syncwarp();");
+    cg_line(G, "unsigned %s[%lld][4];", frag, (long long)(w / 16));
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int c = 0; c < %lld; c++)", (long long)(w / 16));
+    cg_line(G, "    sh_ldsm4(%s[c], %s + (lane & 15) * %d + c * 16 + (lane >> 4) * 8);", frag, stage,
+            ld);
+    cg_line(G, "__syncwarp(); // the stage is read");
+}
+
+/* Writes acc[w / 8][4] (the warp's 16 rows from row0, w columns), row a's
+ * elements times fa and row b's times fb, rounded once to dt, to out (n
+ * rows of width w a head). */
+static void mma_write(gen *G, const char *acc, const char *fa, const char *fb, const char *out,
+                      const char *row0, int64_t n, int64_t w, ir_dtype dt)
+{
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int x = 0; x < 2; x++) {");
+    G->indent++;
+    cg_line(G, "const i64 row = %s + gr + x * 8;", row0);
+    cg_line(G, "const float f = x ? %s : %s;", fb, fa);
+    cg_line(G, "if (row < %lld) {", (long long)n);
+    G->indent++;
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int nn = 0; nn < %lld; nn++) {", (long long)(w / 8));
+    cg_line(G, "    const int c = nn * 8 + tq * 2;");
+    cg_line(G, "    %s[%s + c] = %s;", out, at_row(G, n, "row", w),
+            cg_store_conv(G, dt, cg_round_to(G, dt, cg_fmt(G, "%s[nn][x * 2] * f", acc))));
+    cg_line(G, "    %s[%s + c + 1] = %s;", out, at_row(G, n, "row", w),
+            cg_store_conv(G, dt, cg_round_to(G, dt, cg_fmt(G, "%s[nn][x * 2 + 1] * f", acc))));
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* The row-max step over the 4 lanes of a row: x made the max of theirs (NaN
+ * wins). */
+static void mma_quad_max(gen *G, const char *x)
+{
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int o = 1; o <= 2; o <<= 1) {");
+    cg_line(G, "    const float other = __shfl_xor_sync(0xffffffffu, %s, o);", x);
+    cg_line(G, "    %s = other > %s || other != other ? other : %s;", x, x, x);
+    cg_line(G, "}");
+}
+
+/* The common start of the kernels on mma.sync: the block's geometry, the
+ * shared memory (bytes), warp, lane, r and g (a row of the warp's 16 a
+ * pair of lanes, for the block's end of keys), gr and tq (the fragments'
+ * row and column pair). */
+static void mma_prologue(gen *G, cg_cuda_kernel *k, int64_t total, int64_t bytes)
+{
+    G->helpers |= H_MMA;
+    k->strategy = CG_CUDA_ROW;
+    k->vec = 1;
+    k->block = 32 * TC_WARPS;
+    k->grid = cg_grid_for(total, 1);
+    k->shared_bytes = (int)bytes;
+    cg_line(G, "extern __shared__ __align__(128) float sm[]; // ldmatrix's rows: 16-byte aligned");
+    cg_line(G, "unsigned char *const smb = (unsigned char *)sm;");
+    cg_line(G, "const int warp = threadIdx.x / 32, lane = threadIdx.x %% 32;");
+    cg_line(G, "const int r = lane >> 1, g = lane & 1; // a row of the warp's 16 a pair of lanes");
+    cg_line(G, "const int gr = lane >> 2, tq = lane & 3; // the fragments' rows gr and gr + 8, "
+               "columns 2 tq and 2 tq + 1 of each 8");
+}
+
+static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    at_view v = at_view_of(op);
+    int64_t s = v.s, d = v.d, heads = v.heads, dv = v.dv;
+    ir_dtype dt = v.dt;
+    const char *T = cg_ctype(G, dt), *ninf = "__int_as_float(0xff800000)";
+    const char *mma = dt == IR_BF16 ? "sh_mma_bf16" : "sh_mma_f16";
+    int ldk = (int)d + TC_PAD, ldv = (int)dv + TC_PAD, kt = TC_KT;
+    int64_t bytes;
+    for (;;) {
+        bytes = (int64_t)kt * (ldk + ldv) * 2 + TC_WARPS * 16 * ldk * 2 + 128;
+        if (bytes <= AT_SHARED || kt <= 16)
+            break;
+        kt /= 2;
+    }
+    int64_t nqb = (s + TC_ROWS - 1) / TC_ROWS, total = heads * nqb;
+    int64_t o_qs = (int64_t)kt * (ldk + ldv) * 2, o_be = o_qs + TC_WARPS * 16 * ldk * 2;
+    mma_prologue(G, k, total, bytes);
+    tc_key_decls(G, T, kt, ldk, ldv);
+    cg_line(G, "%s *const qst = (%s *)(smb + %lld) + warp * %d; // the warp's q rows on their way "
+               "in", T, T, (long long)o_qs, 16 * ldk);
+    cg_line(G, "int *const bend = (int *)(smb + %lld); // the block's last key + 1", (long long)o_be);
+    tc_query_head(G, op, &v, total);
+    mma_row_end(G, op, &v, "ea", "q0 + gr");
+    mma_row_end(G, op, &v, "eb", "q0 + gr + 8");
+    cg_line(G, "int wend = (int)(ea > eb ? ea : eb); // the warp's last key + 1");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int o = 4; o < 32; o <<= 1)");
+    cg_line(G, "    wend = max(wend, __shfl_xor_sync(0xffffffffu, wend, o));");
+    mma_own_rows(G, "qa", "qst", "q0", 0, s, d);
+    cg_line(G, "float oacc[%lld][4]; // the unnormalised result", (long long)(dv / 8));
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int nn = 0; nn < %lld; nn++)", (long long)(dv / 8));
+    cg_line(G, "    oacc[nn][0] = oacc[nn][1] = oacc[nn][2] = oacc[nn][3] = 0.0f;");
+    cg_line(G, "float ma = %s, mb = %s, la = 0.0f, lb = 0.0f; // rows a and b: the running max, "
+               "the lane's sum", ninf, ninf);
+    cg_line(G, "for (i64 j0 = 0; j0 < kend; j0 += %d) {", kt);
+    G->indent++;
+    tc_key_tiles(G, &v, kt);
+    cg_line(G, "if (j0 >= wend)");
+    cg_line(G, "    continue; // none of the warp's rows sees these keys");
+    mma_products(G, "sc", "qa", "ks", ldk, kt, d, mma);
+    cg_line(G, "float ta = %s, tb = %s;", ninf, ninf);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int n = 0; n < %d; n++) {", kt / 8);
+    cg_line(G, "    #pragma unroll");
+    cg_line(G, "    for (int e = 0; e < 4; e++) {");
+    cg_line(G, "        const float x = j0 + n * 8 + tq * 2 + (e & 1) < (e < 2 ? ea : eb) ? "
+               "sc[n][e] * %s : %s;", cg_f32_text(G, v.scale), ninf);
+    cg_line(G, "        sc[n][e] = x;");
+    cg_line(G, "        if (e < 2)");
+    cg_line(G, "            ta = x > ta || x != x ? x : ta; // NaN wins");
+    cg_line(G, "        else");
+    cg_line(G, "            tb = x > tb || x != x ? x : tb;");
+    cg_line(G, "    }");
+    cg_line(G, "}");
+    mma_quad_max(G, "ta");
+    mma_quad_max(G, "tb");
+    cg_line(G, "float fa = 1.0f, fb = 1.0f;");
+    cg_line(G, "{");
+    cg_line(G, "    const float na = ta > ma || ta != ta ? ta : ma, nb = tb > mb || tb != tb ? tb : mb;");
+    cg_line(G, "    if (na != %s) { // else no key seen yet", ninf);
+    cg_line(G, "        fa = expf(ma - na); // 0 while m is -inf");
+    cg_line(G, "        la *= fa;");
+    cg_line(G, "        ma = na;");
+    cg_line(G, "    }");
+    cg_line(G, "    if (nb != %s) {", ninf);
+    cg_line(G, "        fb = expf(mb - nb);");
+    cg_line(G, "        lb *= fb;");
+    cg_line(G, "        mb = nb;");
+    cg_line(G, "    }");
+    cg_line(G, "}");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int nn = 0; nn < %lld; nn++) {", (long long)(dv / 8));
+    cg_line(G, "    oacc[nn][0] *= fa;");
+    cg_line(G, "    oacc[nn][1] *= fa;");
+    cg_line(G, "    oacc[nn][2] *= fb;");
+    cg_line(G, "    oacc[nn][3] *= fb;");
+    cg_line(G, "}");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int kk = 0; kk < %d; kk++) {", kt / 16);
+    G->indent++;
+    mma_weights(G, "ph", "pl",
+                cg_fmt(G, "e < 2 ? (ma != %s ? expf(sc[n][e] - ma) : 0.0f) : (mb != %s ? "
+                          "expf(sc[n][e] - mb) : 0.0f)", ninf, ninf),
+                "if (e < 2) la += w_; else lb += w_;", dt);
+    mma_weighted(G, "oacc", "ph", "pl", "vs", ldv, dv, mma);
+    G->indent--;
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int o = 1; o <= 2; o <<= 1) { // the row's 4 lanes");
+    cg_line(G, "    la += __shfl_xor_sync(0xffffffffu, la, o);");
+    cg_line(G, "    lb += __shfl_xor_sync(0xffffffffu, lb, o);");
+    cg_line(G, "}");
+    mma_write(G, "oacc", "(la > 0.0f ? 1.0f / la : 0.0f)", "(lb > 0.0f ? 1.0f / lb : 0.0f)",
+              cg_fmt(G, "p%d", op->nin), "q0", s, dv, dt);
+    G->indent--;
+    cg_line(G, "}");
+}
+
 /* attention's backward (ops.def: attn_stats, attn_dq, attn_dk, attn_dv),
  * flash style in the forward's layout: a row of width d or dv is a group
  * of threads (at_group of the wider) holding float4 chunks c * group + g
@@ -1657,6 +1937,147 @@ static void emit_attn_rows_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "}");
 }
 
+/* attn_stats and attn_dq on mma.sync (see "attention on tensor cores
+ * through PTX"): emit_attn_rows_wmma's blocks, tiles and rules, with the
+ * scores and dp of a warp's 16 rows in registers. attn_stats keeps each
+ * row's running max m, sum l of exp(s - m) and sum u of exp(s - m) dp
+ * (the lane's, summed over the row's 4 lanes at the end); attn_dq makes
+ * ds = p (dp - delta) in registers and adds ds k, k's tile read
+ * transposed. */
+static void emit_attn_rows_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    at_view v = at_view_of(op);
+    int64_t s = v.s, d = v.d, dv = v.dv;
+    bool dq = op->code == IR_ATTN_DQ;
+    ir_dtype dt = v.dt;
+    const char *T = cg_ctype(G, dt), *ninf = "__int_as_float(0xff800000)";
+    const char *scale = cg_f32_text(G, v.scale), *mma = dt == IR_BF16 ? "sh_mma_bf16" : "sh_mma_f16";
+    int ldk = (int)d + TC_PAD, ldv = (int)dv + TC_PAD, kt = TC_KT;
+    int ldw = ldk > ldv ? ldk : ldv;
+    int64_t bytes;
+    for (;;) {
+        bytes = (int64_t)kt * (ldk + ldv) * 2 + TC_WARPS * 16 * ldw * 2 + 128;
+        if (bytes <= AT_SHARED || kt <= 16)
+            break;
+        kt /= 2;
+    }
+    int64_t nqb = (s + TC_ROWS - 1) / TC_ROWS, total = v.heads * nqb;
+    int64_t o_ws = (int64_t)kt * (ldk + ldv) * 2, o_be = o_ws + TC_WARPS * 16 * ldw * 2;
+    mma_prologue(G, k, total, bytes);
+    tc_key_decls(G, T, kt, ldk, ldv);
+    cg_line(G, "%s *const stg = (%s *)(smb + %lld) + warp * %d; // the warp's own rows on their "
+               "way in", T, T, (long long)o_ws, 16 * ldw);
+    cg_line(G, "int *const bend = (int *)(smb + %lld); // the block's last key + 1", (long long)o_be);
+    tc_query_head(G, op, &v, total);
+    mma_row_end(G, op, &v, "ea", "q0 + gr");
+    mma_row_end(G, op, &v, "eb", "q0 + gr + 8");
+    cg_line(G, "int wend = (int)(ea > eb ? ea : eb); // the warp's last key + 1");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int o = 4; o < 32; o <<= 1)");
+    cg_line(G, "    wend = max(wend, __shfl_xor_sync(0xffffffffu, wend, o));");
+    mma_own_rows(G, "qa", "stg", "q0", 0, s, d);
+    mma_own_rows(G, "ya", "stg", "q0", 3, s, dv);
+    if (dq) {
+        cg_line(G, "float lse[2], delta[2]; // rows a and b's");
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int x = 0; x < 2; x++) {");
+        cg_line(G, "    const i64 row = q0 + gr + x * 8;");
+        cg_line(G, "    lse[x] = row < %lld ? p4[(h * %lld + row) * 2] : 0.0f;", (long long)s,
+                (long long)s);
+        cg_line(G, "    delta[x] = row < %lld ? p4[(h * %lld + row) * 2 + 1] : 0.0f;", (long long)s,
+                (long long)s);
+        cg_line(G, "}");
+        cg_line(G, "float dqa[%lld][4]; // sum ds k", (long long)(d / 8));
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int nn = 0; nn < %lld; nn++)", (long long)(d / 8));
+        cg_line(G, "    dqa[nn][0] = dqa[nn][1] = dqa[nn][2] = dqa[nn][3] = 0.0f;");
+    } else {
+        cg_line(G, "// rows a and b: the running max, the lane's sums of exp(s - m) and exp(s - m) dp");
+        cg_line(G, "float m[2] = {%s, %s}, l[2] = {0.0f, 0.0f}, u[2] = {0.0f, 0.0f};", ninf, ninf);
+    }
+    cg_line(G, "for (i64 j0 = 0; j0 < kend; j0 += %d) {", kt);
+    G->indent++;
+    tc_key_tiles(G, &v, kt);
+    cg_line(G, "if (j0 >= wend)");
+    cg_line(G, "    continue; // none of the warp's rows sees these keys");
+    mma_products(G, "sc", "qa", "ks", ldk, kt, d, mma);
+    mma_products(G, "dp", "ya", "vs", ldv, kt, dv, mma);
+    const char *seen = "j0 + n * 8 + tq * 2 + (e & 1) < (e < 2 ? ea : eb)";
+    if (dq) {
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int kk = 0; kk < %d; kk++) {", kt / 16);
+        G->indent++;
+        mma_weights(G, "dh", "dl",
+                    cg_fmt(G, "%s ? expf(sc[n][e] * %s - lse[e >> 1]) * (dp[n][e] - delta[e >> 1]) "
+                              ": 0.0f", seen, scale),
+                    NULL, dt);
+        mma_weighted(G, "dqa", "dh", "dl", "ks", ldk, d, mma);
+        G->indent--;
+        cg_line(G, "}");
+    } else {
+        cg_line(G, "float tm[2] = {%s, %s};", ninf, ninf);
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int n = 0; n < %d; n++) {", kt / 8);
+        cg_line(G, "    #pragma unroll");
+        cg_line(G, "    for (int e = 0; e < 4; e++) {");
+        cg_line(G, "        const bool seen = %s;", seen);
+        cg_line(G, "        sc[n][e] = seen ? sc[n][e] * %s : %s;", scale, ninf);
+        cg_line(G, "        dp[n][e] = seen ? dp[n][e] : 0.0f; // 0 for a key the row does not see");
+        cg_line(G, "        const float x = sc[n][e];");
+        cg_line(G, "        tm[e >> 1] = x > tm[e >> 1] || x != x ? x : tm[e >> 1]; // NaN wins");
+        cg_line(G, "    }");
+        cg_line(G, "}");
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int x = 0; x < 2; x++) {");
+        G->indent++;
+        mma_quad_max(G, "tm[x]");
+        cg_line(G, "const float mn = tm[x] > m[x] || tm[x] != tm[x] ? tm[x] : m[x];");
+        cg_line(G, "if (mn != %s) { // else no key seen yet", ninf);
+        cg_line(G, "    const float alpha = expf(m[x] - mn); // 0 while m is -inf");
+        cg_line(G, "    l[x] *= alpha;");
+        cg_line(G, "    u[x] *= alpha;");
+        cg_line(G, "    #pragma unroll");
+        cg_line(G, "    for (int n = 0; n < %d; n++) {", kt / 8);
+        cg_line(G, "        #pragma unroll");
+        cg_line(G, "        for (int y = 0; y < 2; y++) {");
+        cg_line(G, "            const float p = expf(sc[n][x * 2 + y] - mn);");
+        cg_line(G, "            l[x] += p;");
+        cg_line(G, "            u[x] = fmaf(p, dp[n][x * 2 + y], u[x]);");
+        cg_line(G, "        }");
+        cg_line(G, "    }");
+        cg_line(G, "    m[x] = mn;");
+        cg_line(G, "}");
+        G->indent--;
+        cg_line(G, "}");
+    }
+    G->indent--;
+    cg_line(G, "}");
+    if (dq) {
+        mma_write(G, "dqa", scale, scale, cg_fmt(G, "p%d", op->nin), "q0", s, d, dt);
+    } else {
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int x = 0; x < 2; x++) {");
+        G->indent++;
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int o = 1; o <= 2; o <<= 1) { // the row's 4 lanes");
+        cg_line(G, "    l[x] += __shfl_xor_sync(0xffffffffu, l[x], o);");
+        cg_line(G, "    u[x] += __shfl_xor_sync(0xffffffffu, u[x], o);");
+        cg_line(G, "}");
+        cg_line(G, "const i64 row = q0 + gr + x * 8;");
+        cg_line(G, "const i64 e = x ? eb : ea;");
+        cg_line(G, "if (row < %lld && tq == 0) {", (long long)s);
+        cg_line(G, "    p%d[(h * %lld + row) * 2] = e > 0 ? m[x] + logf(l[x]) : 0.0f;", op->nin,
+                (long long)s);
+        cg_line(G, "    p%d[(h * %lld + row) * 2 + 1] = e > 0 ? u[x] / l[x] : 0.0f;", op->nin,
+                (long long)s);
+        cg_line(G, "}");
+        G->indent--;
+        cg_line(G, "}");
+    }
+    G->indent--;
+    cg_line(G, "}");
+}
+
 /* attn_dk (q, k, v, dy, st[, pos]) and attn_dv (q, k, dy, st[, pos]) on
  * tensor cores (see "attention on tensor cores"): a warp per 16 key rows,
  * k (and v) in fragments, tiles of the query rows, their dy rows, lse,
@@ -1764,6 +2185,105 @@ static void emit_attn_cols_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool
     cg_line(G, "}");
 }
 
+/* attn_dk and attn_dv on mma.sync (see "attention on tensor cores
+ * through PTX"): emit_attn_cols_wmma's blocks, tiles and rules, with the
+ * scores and dp of a warp's 16 key rows against a tile's queries in
+ * registers; p and ds go back as A fragments, and the tiles of dy and q
+ * are read transposed. With dv_too, op is attn_dk and the kernel also
+ * sums attn_dv's p dy into p<nin + 1> (the pair), by the same operations
+ * in the same order as attn_dv's own kernel. */
+static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool dv_too)
+{
+    at_view v = at_view_of(op);
+    int64_t s = v.s, d = v.d, t = v.t, dv = v.dv;
+    bool dk = op->code == IR_ATTN_DK, sum_dv = !dk || dv_too;
+    int pdy = dk ? 3 : 2;
+    ir_dtype dt = v.dt;
+    const char *T = cg_ctype(G, dt), *scale = cg_f32_text(G, v.scale);
+    const char *mma = dt == IR_BF16 ? "sh_mma_bf16" : "sh_mma_f16";
+    int ldk = (int)d + TC_PAD, ldv = (int)dv + TC_PAD, qt = TC_KT;
+    int ldw = dk && ldv > ldk ? ldv : ldk;
+    int64_t bytes;
+    for (;;) {
+        bytes = (int64_t)qt * ((ldk + ldv) * 2 + 12) + TC_WARPS * 16 * ldw * 2 + 128;
+        if (bytes <= AT_SHARED || qt <= 16)
+            break;
+        qt /= 2;
+    }
+    int64_t nkb = (t + TC_ROWS - 1) / TC_ROWS, total = v.heads * nkb;
+    int64_t o_ys = (int64_t)qt * ldk * 2, o_st = o_ys + (int64_t)qt * ldv * 2,
+            o_es = o_st + (int64_t)qt * 8, o_ws = o_es + (int64_t)qt * 4;
+    mma_prologue(G, k, total, bytes);
+    cg_line(G, "%s *const qs = (%s *)smb; // [%d queries][%d]: q's tile", T, T, qt, ldk);
+    cg_line(G, "%s *const ys = (%s *)(smb + %lld); // [%d queries][%d]: their rows of dy", T, T,
+            (long long)o_ys, qt, ldv);
+    cg_line(G, "float *const st = (float *)(smb + %lld); // [%d queries][2]: their lse and delta",
+            (long long)o_st, qt);
+    cg_line(G, "int *const es = (int *)(smb + %lld); // [%d queries]: the end of the keys each "
+               "sees", (long long)o_es, qt);
+    cg_line(G, "%s *const stg = (%s *)(smb + %lld) + warp * %d; // the warp's own rows on their "
+               "way in", T, T, (long long)o_ws, 16 * ldw);
+    cg_line(G, "for (i64 bi = blockIdx.x; bi < %lld; bi += gridDim.x) {", (long long)total);
+    G->indent++;
+    cg_line(G, "const i64 h = bi / %lld, j1 = bi %% %lld * %d, kw = j1 + warp * 16; // head, the "
+               "block's and the warp's first key",
+            (long long)nkb, (long long)nkb, TC_ROWS);
+    cg_line(G, "const i64 ja = kw + gr, jb = kw + gr + 8; // the lane's key rows a and b");
+    mma_own_rows(G, "ka", "stg", "kw", 1, t, d);
+    if (dk) {
+        mma_own_rows(G, "va", "stg", "kw", 2, t, dv);
+        cg_line(G, "float dka[%lld][4]; // sum ds q", (long long)(d / 8));
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int nn = 0; nn < %lld; nn++)", (long long)(d / 8));
+        cg_line(G, "    dka[nn][0] = dka[nn][1] = dka[nn][2] = dka[nn][3] = 0.0f;");
+    }
+    if (sum_dv) {
+        cg_line(G, "float dva[%lld][4]; // sum p dy", (long long)(dv / 8));
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int nn = 0; nn < %lld; nn++)", (long long)(dv / 8));
+        cg_line(G, "    dva[nn][0] = dva[nn][1] = dva[nn][2] = dva[nn][3] = 0.0f;");
+    }
+    at_tiles_open(G, op, &v, qt);
+    cg_line(G, "__syncthreads(); // the last tiles are read");
+    tc_stage(G, "qs", ldk, qt, "i0", 0, s, d, "threadIdx.x", 32 * TC_WARPS);
+    tc_stage(G, "ys", ldv, qt, "i0", pdy, s, dv, "threadIdx.x", 32 * TC_WARPS);
+    at_tile_stats(G, op, &v, pdy, qt, "st");
+    cg_line(G, "__syncthreads();");
+    at_tile_skip(G, &v, qt);
+    mma_products(G, "sc", "ka", "qs", ldk, qt, d, mma);
+    if (dk)
+        mma_products(G, "dp", "va", "ys", ldv, qt, dv, mma);
+    /* element e of tile n: key row e < 2 ? ja : jb, query column c */
+    const char *c = "(n * 8 + tq * 2 + (e & 1))";
+    const char *seen = cg_fmt(G, "(e < 2 ? ja : jb) < es[%s]", c);
+    const char *p = cg_fmt(G, "(%s ? expf(sc[n][e] * %s - st[%s * 2]) : 0.0f)", seen, scale, c);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int kk = 0; kk < %d; kk++) { // 16 queries of the tile", qt / 16);
+    G->indent++;
+    if (sum_dv) {
+        mma_weights(G, "ph", "pl", p, NULL, dt);
+        mma_weighted(G, "dva", "ph", "pl", "ys", ldv, dv, mma);
+    }
+    if (dk) {
+        mma_weights(G, "dh", "dl",
+                    cg_fmt(G, "%s ? %s * (dp[n][e] - st[%s * 2 + 1]) : 0.0f", seen, p, c), NULL,
+                    dt);
+        mma_weighted(G, "dka", "dh", "dl", "qs", ldk, d, mma);
+    }
+    G->indent--;
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+    const char *out = cg_fmt(G, "p%d", op->nin);
+    if (dk)
+        mma_write(G, "dka", scale, scale, out, "kw", t, d, dt);
+    if (sum_dv)
+        mma_write(G, "dva", "1.0f", "1.0f", dk ? cg_fmt(G, "p%d", op->nin + 1) : out, "kw", t, dv,
+                  dt);
+    G->indent--;
+    cg_line(G, "}");
+}
+
 /* The signature: p0, p1, ... the operands (const) and the result, then
  * extra, a second result (the pair's attn_dv), when not NULL. */
 static void op_signature(gen *G, const cg_cuda_kernel *k, const ir_op *op, const ir_value *extra,
@@ -1794,6 +2314,10 @@ static const char *op_launch_text(const gen *G, const cg_cuda_kernel *k, const i
     case IR_EMBEDDING_GRAD:
         return "a warp per table row and column chunk, its ids found by ballot, grid-stride";
     case IR_ATTENTION:
+        if (cg_attention_mma(G, op))
+            return "a block per 64 query rows of a head, 16 a warp, on tensor cores (mma.sync), "
+                   "keys in shared tiles, online softmax with the scores in registers; assumes "
+                   "16-byte aligned buffers";
         if (cg_attention_wmma(G, op))
             return "a block per 64 query rows of a head, 16 a warp, on tensor cores (WMMA), "
                    "keys in shared tiles, online softmax; assumes 16-byte aligned buffers";
@@ -1805,6 +2329,10 @@ static const char *op_launch_text(const gen *G, const cg_cuda_kernel *k, const i
                    : "one block per query row, grid-stride over rows";
     case IR_ATTN_STATS:
     case IR_ATTN_DQ:
+        if (cg_attention_mma(G, op))
+            return "a block per 64 query rows of a head, 16 a warp, on tensor cores (mma.sync), "
+                   "keys and values in shared tiles, the scores and dp in registers; assumes "
+                   "16-byte aligned buffers";
         if (cg_attention_wmma(G, op))
             return "a block per 64 query rows of a head, 16 a warp, on tensor cores (WMMA), keys "
                    "and values in shared tiles; assumes 16-byte aligned buffers";
@@ -1815,6 +2343,10 @@ static const char *op_launch_text(const gen *G, const cg_cuda_kernel *k, const i
                      "tiles, p from the statistics";
     case IR_ATTN_DK:
     case IR_ATTN_DV:
+        if (cg_attention_mma(G, op))
+            return "a block per 64 keys of a head, 16 a warp, on tensor cores (mma.sync), query "
+                   "rows, dy and the statistics in shared tiles, the scores and dp in registers; "
+                   "assumes 16-byte aligned buffers";
         if (cg_attention_wmma(G, op))
             return "a block per 64 keys of a head, 16 a warp, on tensor cores (WMMA), query rows, "
                    "dy and the statistics in shared tiles; assumes 16-byte aligned buffers";
@@ -1907,20 +2439,26 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     case IR_DROPOUT: emit_dropout(G, k, op); break;
     case IR_ATTN_STATS:
     case IR_ATTN_DQ:
-        if (cg_attention_wmma(G, op))
+        if (cg_attention_mma(G, op))
+            emit_attn_rows_mma(G, k, op);
+        else if (cg_attention_wmma(G, op))
             emit_attn_rows_wmma(G, k, op);
         else
             emit_attn_rows(G, k, op);
         break;
     case IR_ATTN_DK:
     case IR_ATTN_DV:
-        if (cg_attention_wmma(G, op))
+        if (cg_attention_mma(G, op))
+            emit_attn_cols_mma(G, k, op, false);
+        else if (cg_attention_wmma(G, op))
             emit_attn_cols_wmma(G, k, op, false);
         else
             emit_attn_cols(G, k, op, false);
         break;
     default:
-        if (cg_attention_wmma(G, op))
+        if (cg_attention_mma(G, op))
+            emit_attention_mma(G, k, op);
+        else if (cg_attention_wmma(G, op))
             emit_attention_wmma(G, k, op);
         else if (cg_attention_tiled(op))
             emit_attention_tiled(G, k, op);
@@ -1961,7 +2499,9 @@ void cg_gen_attn_pair(gen *G, cg_cuda_kernel *k, const pass_fgroup *g)
     G->at_heads = op->a->heads_inner ? op->in[0]->type.dim[op->in[0]->type.rank - 2] : 0;
     if (!cg_attention_tiled(op))
         su_unreachable(); /* fuse.c pairs only such ops */
-    if (cg_attention_wmma(G, op))
+    if (cg_attention_mma(G, op))
+        emit_attn_cols_mma(G, k, op, true);
+    else if (cg_attention_wmma(G, op))
         emit_attn_cols_wmma(G, k, op, true);
     else
         emit_attn_cols(G, k, op, true);

@@ -44,6 +44,11 @@
 //                    mma_sync sums each element's 16 products in order in
 //                    f32 (a GPU's tensor cores sum them in an order of their
 //                    own).
+//   ldmatrix, mma.sync  the kernels' X_MMA helpers (sh_ldsm2, sh_ldsm2t,
+//                    sh_ldsm4, sh_mma_bf16, sh_mma_f16), warp-synchronous:
+//                    each lane's result built from every lane's operands
+//                    as the PTX ISA lays out m8n8 tiles and m16n8k16
+//                    fragments (at the end of this file).
 // A deadlock (no thread can run, some have not returned) fails the launch.
 // A failed launch stops at once; emu_launch returns -1 with a message.
 #include <cmath>
@@ -549,3 +554,109 @@ static void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
 }
 } // namespace wmma
 } // namespace nvcuda
+
+// ---- PTX's ldmatrix and mma.sync m16n8k16 (codegen's X_MMA helpers) ----
+// The kernels' sh_ldsm2, sh_ldsm2t, sh_ldsm4, sh_mma_bf16 and sh_mma_f16,
+// warp-synchronous as the shuffles: each lane deposits its operands, and
+// each builds its result from every lane's as the PTX ISA lays them out.
+// ldmatrix fails the launch for a row address outside the dynamic shared
+// memory or not 16-byte aligned. mma sums each element's 16 products in
+// order in f32, from the accumulator's value (a GPU's tensor cores sum them
+// in an order of their own).
+#define SH_EMULATED 1
+namespace emu {
+static unsigned char gather_slot[MAX_THREADS][64];
+
+// Every lane's n bytes (at most 64) from mine into all[32][n], this warp's.
+static void gather(const char *what, const void *mine, size_t n, void *all)
+{
+    unsigned base = s.cur & ~(WARP - 1u);
+    std::memcpy(gather_slot[s.cur], mine, n);
+    warp_barrier(what, 0xffffffffu);
+    for (unsigned l = 0; l < WARP; l++)
+        std::memcpy((unsigned char *)all + l * n, gather_slot[base + l], n);
+    warp_barrier(what, 0xffffffffu);
+}
+
+// m 8 x 8 matrices of 16-bit values, lane 8 i + j giving row j of matrix i.
+static void ldmatrix(unsigned *r, int m, bool trans, const void *p)
+{
+    const unsigned char *row[WARP];
+    gather("ldmatrix", &p, sizeof p, row);
+    for (int i = 0; i < 8 * m; i++)
+        if (row[i] < emu_dynamic_shared || row[i] + 16 > s.shared_end || (std::uintptr_t)row[i] % 16)
+            fail("ldmatrix: lane %d's row address %p is not 16-byte aligned in the shared memory",
+                 i, (const void *)row[i]);
+    unsigned lane = threadIdx.x % WARP, a = lane / 4, b = 2 * (lane % 4);
+    for (int i = 0; i < m; i++) {
+        std::uint16_t x[2];
+        for (int k = 0; k < 2; k++)
+            std::memcpy(&x[k], trans ? row[8 * i + b + k] + 2 * a : row[8 * i + a] + 2 * (b + k), 2);
+        r[i] = x[0] | (unsigned)x[1] << 16;
+    }
+}
+
+static float half_bits(std::uint16_t x, bool bf16)
+{
+    if (bf16)
+        return __uint_as_float((unsigned)x << 16);
+    __half_raw h;
+    h.x = x;
+    return __half2float(__half(h));
+}
+
+static void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1, bool bf16)
+{
+    struct frag {
+        unsigned a[4], b[2];
+        float c[4];
+    } mine = {{a[0], a[1], a[2], a[3]}, {b0, b1}, {c[0], c[1], c[2], c[3]}}, all[WARP];
+    gather("mma.sync", &mine, sizeof mine, all);
+    float A[16][16], B[16][8], C[16][8];
+    for (int l = 0; l < WARP; l++) {
+        int g = l / 4, t = 2 * (l % 4);
+        for (int k = 0; k < 2; k++) {
+            int sh = 16 * k;
+            A[g][t + k] = half_bits((std::uint16_t)(all[l].a[0] >> sh), bf16);
+            A[g + 8][t + k] = half_bits((std::uint16_t)(all[l].a[1] >> sh), bf16);
+            A[g][t + 8 + k] = half_bits((std::uint16_t)(all[l].a[2] >> sh), bf16);
+            A[g + 8][t + 8 + k] = half_bits((std::uint16_t)(all[l].a[3] >> sh), bf16);
+            B[t + k][g] = half_bits((std::uint16_t)(all[l].b[0] >> sh), bf16);
+            B[t + 8 + k][g] = half_bits((std::uint16_t)(all[l].b[1] >> sh), bf16);
+            C[g][t + k] = all[l].c[k];
+            C[g + 8][t + k] = all[l].c[2 + k];
+        }
+    }
+    unsigned lane = threadIdx.x % WARP;
+    int g = lane / 4, t = 2 * (lane % 4);
+    for (int e = 0; e < 4; e++) {
+        int row = g + (e >= 2 ? 8 : 0), col = t + (e & 1);
+        float acc = C[row][col];
+        for (int k = 0; k < 16; k++)
+            acc += A[row][k] * B[k][col];
+        c[e] = acc;
+    }
+}
+} // namespace emu
+
+static void sh_ldsm2(unsigned &r0, unsigned &r1, const void *p)
+{
+    unsigned r[2];
+    emu::ldmatrix(r, 2, false, p);
+    r0 = r[0], r1 = r[1];
+}
+static void sh_ldsm2t(unsigned &r0, unsigned &r1, const void *p)
+{
+    unsigned r[2];
+    emu::ldmatrix(r, 2, true, p);
+    r0 = r[0], r1 = r[1];
+}
+static void sh_ldsm4(unsigned (&r)[4], const void *p) { emu::ldmatrix(r, 4, false, p); }
+static void sh_mma_bf16(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
+{
+    emu::mma(c, a, b0, b1, true);
+}
+static void sh_mma_f16(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
+{
+    emu::mma(c, a, b0, b1, false);
+}

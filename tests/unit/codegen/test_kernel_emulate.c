@@ -113,7 +113,9 @@ static int ran[2][NKINDS];   /* [cooperative][kind] */
 static int op_ran[RT_NOPS];  /* kernels run, by the ops of their instructions */
 static int pairs_ran;        /* attention pairs run (passes/fuse.h): attn_dv and
                               * attn_dk in one kernel */
-static int wmma_ran;         /* kernels on tensor cores (nvcuda::wmma) run */
+static int wmma_ran;         /* kernels on tensor cores through nvcuda::wmma run */
+static int mma_ran;          /* kernels on tensor cores through PTX's mma.sync run */
+static const char *arch = "sm_80"; /* the kernels' target */
 static double worst[NKINDS]; /* the largest error as a fraction of its tolerance, by kind */
 static bool lenient;         /* one model from the command line: a kernel whose inputs the
                               * CPU backend refuses (fill's ids past a small table) is
@@ -128,7 +130,7 @@ typedef struct model {
 } model;
 
 /* Compiles path (text: its contents with " zero K over dp" appended to the
- * train line when zero > 0) on mesh with kernels for sm_80, each constant
+ * train line when zero > 0) on mesh with kernels for arch, each constant
  * of defines ("NAME=VALUE ...") overridden as -D does. */
 static model compile(const char *path, const char *mesh, int zero, const char *defines)
 {
@@ -143,7 +145,7 @@ static model compile(const char *path, const char *mesh, int zero, const char *d
     shardc_options *opt = shardc_options_new();
     shardc_program *prog = NULL;
     bool ok = shardc_options_set_mesh(opt, mesh, &e) == SHARDC_OK &&
-              shardc_options_set_archs(opt, "sm_80", &e) == SHARDC_OK &&
+              shardc_options_set_archs(opt, arch, &e) == SHARDC_OK &&
               shardc_options_set_cache_dir(opt, getenv("SHARDC_CACHE_DIR"), &e) == SHARDC_OK;
     long long v;
     int used;
@@ -816,6 +818,7 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
             }
             pairs_ran += dv && dk;
             wmma_ran += strstr(src[i], "wmma::mma_sync") != NULL;
+            mma_ran += strstr(src[i], "sh_mma_bf16(") != NULL || strstr(src[i], "sh_mma_f16(") != NULL;
         }
         if (lib)
             dlclose(lib);
@@ -1048,25 +1051,28 @@ int main(int argc, char **argv)
         const char *file, *mesh;
         int zero;
         const char *defines, *dtype; /* dtype: --dtype's, or NULL */
+        const char *arch;            /* the kernels' target, or NULL for sm_80 */
     } cases[] = {
-        {"examples/mlp.sh", "2x2", 0, "", NULL},
-        {"examples/transformer.sh", "2x2", 0, "S=32 D=128 V=256", NULL},
-        {"examples/transformer.sh", "4x1", 1, "S=32 D=128 V=256", NULL},
-        {"tests/models/mlp_bf16.sh", "2x2", 0, "", NULL},
-        {"tests/models/mlp_bf16.sh", "4x1", 1, "", NULL},
-        {"tests/models/mlp_bf16_momentum.sh", "2x2", 3, "", NULL},
-        {"tests/models/vocab_parallel.sh", "2x2", 0, "", NULL},
-        {"tests/models/vocab_parallel.sh", "2x1", 0, "", NULL}, /* softmax, rmsnorm unsplit */
-        {"tests/lit/cuda/i32.ir", "1", 0, "", NULL},
-        {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1", NULL}, /* attention tiles partly empty */
-        {"tests/models/attn_bf16.sh", "1", 0, "", NULL}, /* attention on tensor cores */
-        {"tests/models/attn_bf16.sh", "2", 0, "", NULL}, /* and over split queries */
-        {"tests/models/kernel_shapes.sh", "1", 0, "", NULL}, /* ids, classes, tiles overhanging */
-        {"tests/models/select_masks.sh", "2x2", 0, "", NULL}, /* bool, comparisons, where */
-        {"examples/moe.sh", "2x2", 0, "S=16 D=64 F=64 L=1", NULL}, /* routing, experts by all-to-all */
+        {"examples/mlp.sh", "2x2", 0, "", NULL, NULL},
+        {"examples/transformer.sh", "2x2", 0, "S=32 D=128 V=256", NULL, NULL},
+        {"examples/transformer.sh", "4x1", 1, "S=32 D=128 V=256", NULL, NULL},
+        {"tests/models/mlp_bf16.sh", "2x2", 0, "", NULL, NULL},
+        {"tests/models/mlp_bf16.sh", "4x1", 1, "", NULL, NULL},
+        {"tests/models/mlp_bf16_momentum.sh", "2x2", 3, "", NULL, NULL},
+        {"tests/models/vocab_parallel.sh", "2x2", 0, "", NULL, NULL},
+        {"tests/models/vocab_parallel.sh", "2x1", 0, "", NULL, NULL}, /* softmax, rmsnorm unsplit */
+        {"tests/lit/cuda/i32.ir", "1", 0, "", NULL, NULL},
+        {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1", NULL, NULL}, /* attention tiles partly empty */
+        {"tests/models/attn_bf16.sh", "1", 0, "", NULL, NULL}, /* attention on tensor cores */
+        {"tests/models/attn_bf16.sh", "2", 0, "", NULL, NULL}, /* and over split queries */
+        /* for sm_75, where f16 attention takes WMMA (bf16 the CUDA cores) */
+        {"tests/models/attn_bf16.sh", "1", 0, "", NULL, "sm_75"},
+        {"tests/models/kernel_shapes.sh", "1", 0, "", NULL, NULL}, /* ids, classes, tiles overhanging */
+        {"tests/models/select_masks.sh", "2x2", 0, "", NULL, NULL}, /* bool, comparisons, where */
+        {"examples/moe.sh", "2x2", 0, "S=16 D=64 F=64 L=1", NULL, NULL}, /* routing, experts by all-to-all */
         /* RoPE, grouped-query attention (4 heads of 32, 2 for k and v) on
          * tensor cores, SwiGLU, rmsnorm, clipping, in bf16 */
-        {"examples/llama.sh", "2x2", 0, "S=16 D=128 H=4 G=2 F=352 V=64 L=1", "bf16"},
+        {"examples/llama.sh", "2x2", 0, "S=16 D=128 H=4 G=2 F=352 V=64 L=1", "bf16", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double t0 = now();
@@ -1074,10 +1080,12 @@ int main(int argc, char **argv)
         const char *dtype[2] = {"--dtype", cases[i].dtype};
         flags = dtype;
         nflags = cases[i].dtype ? 2 : 0;
+        arch = cases[i].arch ? cases[i].arch : "sm_80";
         int n = check_model(cases[i].file, cases[i].mesh, cases[i].zero, cases[i].defines, &c);
-        printf("%s on %s%s%s%s: %d kernels emulated, %d cooperative (%.1f s)\n", cases[i].file,
-               cases[i].mesh, cases[i].zero ? " with zero" : "", cases[i].dtype ? " in " : "",
-               cases[i].dtype ? cases[i].dtype : "", n, c, now() - t0);
+        printf("%s on %s%s%s%s for %s: %d kernels emulated, %d cooperative (%.1f s)\n",
+               cases[i].file, cases[i].mesh, cases[i].zero ? " with zero" : "",
+               cases[i].dtype ? " in " : "", cases[i].dtype ? cases[i].dtype : "", arch, n, c,
+               now() - t0);
         CHECK(n > 0);
         nrun += n;
         coop += c;
@@ -1094,12 +1102,15 @@ int main(int argc, char **argv)
     CHECK(coop >= 140); /* 158 when written */
     printf("attention pairs (attn_dv and attn_dk in one kernel): %d\n", pairs_ran);
     CHECK(pairs_ran >= 3);
-    printf("attention kernels on tensor cores (WMMA): %d\n", wmma_ran);
-    /* attn_bf16.sh on 1 and 2: 4 forwards (bf16 causal, plain, heads
-     * inner; f16, over split queries on 2) and their backward's stats, dq,
-     * dk, dv and a pair: 32 when written; llama.sh's grouped-query
-     * attention in bf16 4 more */
-    CHECK(wmma_ran >= 30);
+    printf("attention kernels on tensor cores: %d through mma.sync, %d through WMMA\n", mma_ran,
+           wmma_ran);
+    /* attn_bf16.sh on 1 and 2 for sm_80: 4 forwards (bf16 causal, plain,
+     * heads inner; f16, over split queries on 2) and their backward's
+     * stats, dq, dk, dv and a pair: 32 when written; llama.sh's
+     * grouped-query attention in bf16 4 more. For sm_75 the f16 attention
+     * and its backward on WMMA. */
+    CHECK(mma_ran >= 30);
+    CHECK(wmma_ran >= 4);
     /* the ops whose kernels cooperate, each run at least once */
     static const int need[] = {RT_OP_ATTENTION, RT_OP_ATTN_PROBS, RT_OP_ATTN_STATS,
                                RT_OP_ATTN_DQ, RT_OP_ATTN_DK, RT_OP_ATTN_DV, RT_OP_SOFTMAX,
