@@ -1266,12 +1266,6 @@ bool cg_attention_mma(const gen *G, const ir_op *op)
     return cg_attention_wmma(G, op) && oldest >= 80;
 }
 
-/* The bits of a 16-bit value x of dtype dt, as an unsigned short. */
-static const char *mma_bits(gen *G, ir_dtype dt, const char *x)
-{
-    return cg_fmt(G, dt == IR_BF16 ? "__bfloat16_as_ushort(%s)" : "__half_as_ushort(%s)", x);
-}
-
 /* The end of the keys of row `row` (an expression of the warp's rows) into
  * name: at_end for that row, 0 past the s rows. */
 static void mma_row_end(gen *G, const ir_op *op, const at_view *v, const char *name,
@@ -1292,14 +1286,17 @@ static void mma_row_end(gen *G, const ir_op *op, const at_view *v, const char *n
 static void mma_weights(gen *G, const char *wh, const char *wl, const char *w, const char *each,
                         ir_dtype dt)
 {
-    const char *T = cg_ctype(G, dt);
+    bool bf = dt == IR_BF16;
+    const char *T2 = bf ? "__nv_bfloat162" : "__half2";
+    const char *pack = bf ? "__floats2bfloat162_rn" : "__floats2half2_rn";
+    const char *bits = bf ? "__bfloat16_as_ushort" : "__half_as_ushort";
     cg_line(G, "unsigned %s[4], %s[4]; // the weights of columns 16 kk .. as A fragments", wh, wl);
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int x = 0; x < 4; x++) {");
     G->indent++;
     cg_line(G, "const int n = 2 * kk + x / 2, e0 = x %% 2 * 2; // a0: rows g, a1: g + 8; a2, a3: "
                "the next 8 columns");
-    cg_line(G, "%s h[2], l[2];", T);
+    cg_line(G, "float w2[2];");
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int y = 0; y < 2; y++) {");
     G->indent++;
@@ -1307,12 +1304,13 @@ static void mma_weights(gen *G, const char *wh, const char *wl, const char *w, c
     cg_line(G, "const float w_ = %s;", w);
     if (each)
         cg_line(G, "%s", each);
-    cg_line(G, "h[y] = %s;", cg_store_conv(G, dt, "w_"));
-    cg_line(G, "l[y] = %s;", cg_store_conv(G, dt, cg_fmt(G, "w_ - %s", cg_load_conv(G, dt, "h[y]"))));
+    cg_line(G, "w2[y] = w_;");
     G->indent--;
     cg_line(G, "}");
-    cg_line(G, "%s[x] = sh_pack2(%s, %s);", wh, mma_bits(G, dt, "h[0]"), mma_bits(G, dt, "h[1]"));
-    cg_line(G, "%s[x] = sh_pack2(%s, %s);", wl, mma_bits(G, dt, "l[0]"), mma_bits(G, dt, "l[1]"));
+    cg_line(G, "const %s h = %s(w2[0], w2[1]); // each rounded to nearest even", T2, pack);
+    cg_line(G, "const %s l = %s(w2[0] - __low2float(h), w2[1] - __high2float(h));", T2, pack);
+    cg_line(G, "%s[x] = sh_pack2(%s(h.x), %s(h.y));", wh, bits, bits);
+    cg_line(G, "%s[x] = sh_pack2(%s(l.x), %s(l.y));", wl, bits, bits);
     G->indent--;
     cg_line(G, "}");
 }
@@ -1407,6 +1405,30 @@ static void mma_quad_max(gen *G, const char *x)
     cg_line(G, "}");
 }
 
+/* The scale of the scores in base 2, c log2(e), as an f32 literal: the
+ * kernels on mma.sync take exp(s c - m) as exp2(s c log2(e) - m log2(e)),
+ * a multiply-add and the multifunction unit's exp2. */
+static const char *mma_c2(gen *G, const at_view *v)
+{
+    return cg_f32_text(G, (float)((double)v->scale * 1.4426950408889634));
+}
+
+/* Whether row a's or b's element e of tile n of 8 columns is seen: its
+ * column n * 8 + 2 tq + (e & 1) of the tile is before ca (cb), the rows'
+ * ends less the tile's first key and 2 tq (mma_tile_cols): a compare with
+ * a constant once n and e are. */
+#define MMA_SEEN "n * 8 + (e & 1) < (e < 2 ? ca : cb)"
+#define MMA_LOG2E "1.44269504f"
+#define MMA_LN2 "0.693147181f"
+
+/* ca and cb of the tile of kt keys from j0 (MMA_SEEN), from the rows'
+ * ends ea and eb. */
+static void mma_tile_cols(gen *G, const char *ea, const char *eb, int kt)
+{
+    cg_line(G, "const int ca = (int)min(max(%s - j0, (i64)0), (i64)%d) - tq * 2, cb = (int)min(max(%s "
+               "- j0, (i64)0), (i64)%d) - tq * 2; // MMA_SEEN", ea, kt, eb, kt);
+}
+
 /* The common start of the kernels on mma.sync: the block's geometry, the
  * shared memory (bytes), warp, lane, r and g (a row of the warp's 16 a
  * pair of lanes, for the block's end of keys), gr and tq (the fragments'
@@ -1469,13 +1491,14 @@ static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "if (j0 >= wend)");
     cg_line(G, "    continue; // none of the warp's rows sees these keys");
     mma_products(G, "sc", "qa", "ks", ldk, kt, d, mma);
+    mma_tile_cols(G, "ea", "eb", kt);
     cg_line(G, "float ta = %s, tb = %s;", ninf, ninf);
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int n = 0; n < %d; n++) {", kt / 8);
     cg_line(G, "    #pragma unroll");
     cg_line(G, "    for (int e = 0; e < 4; e++) {");
-    cg_line(G, "        const float x = j0 + n * 8 + tq * 2 + (e & 1) < (e < 2 ? ea : eb) ? "
-               "sc[n][e] * %s : %s;", cg_f32_text(G, v.scale), ninf);
+    cg_line(G, "        const float x = %s ? sc[n][e] : %s; // the raw score, -inf where hidden",
+            MMA_SEEN, ninf);
     cg_line(G, "        sc[n][e] = x;");
     cg_line(G, "        if (e < 2)");
     cg_line(G, "            ta = x > ta || x != x ? x : ta; // NaN wins");
@@ -1485,16 +1508,18 @@ static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "}");
     mma_quad_max(G, "ta");
     mma_quad_max(G, "tb");
+    cg_line(G, "ta *= %s; // scaled, in base 2: s c log2(e)", mma_c2(G, &v));
+    cg_line(G, "tb *= %s;", mma_c2(G, &v));
     cg_line(G, "float fa = 1.0f, fb = 1.0f;");
     cg_line(G, "{");
     cg_line(G, "    const float na = ta > ma || ta != ta ? ta : ma, nb = tb > mb || tb != tb ? tb : mb;");
     cg_line(G, "    if (na != %s) { // else no key seen yet", ninf);
-    cg_line(G, "        fa = expf(ma - na); // 0 while m is -inf");
+    cg_line(G, "        fa = exp2f(ma - na); // 0 while m is -inf");
     cg_line(G, "        la *= fa;");
     cg_line(G, "        ma = na;");
     cg_line(G, "    }");
     cg_line(G, "    if (nb != %s) {", ninf);
-    cg_line(G, "        fb = expf(mb - nb);");
+    cg_line(G, "        fb = exp2f(mb - nb);");
     cg_line(G, "        lb *= fb;");
     cg_line(G, "        mb = nb;");
     cg_line(G, "    }");
@@ -1506,12 +1531,13 @@ static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "    oacc[nn][2] *= fb;");
     cg_line(G, "    oacc[nn][3] *= fb;");
     cg_line(G, "}");
+    cg_line(G, "// minus the max, 0 while no key is seen (every score -inf then: p = 0)");
+    cg_line(G, "const float oa = ma == %s ? 0.0f : -ma, ob = mb == %s ? 0.0f : -mb;", ninf, ninf);
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int kk = 0; kk < %d; kk++) {", kt / 16);
     G->indent++;
     mma_weights(G, "ph", "pl",
-                cg_fmt(G, "e < 2 ? (ma != %s ? expf(sc[n][e] - ma) : 0.0f) : (mb != %s ? "
-                          "expf(sc[n][e] - mb) : 0.0f)", ninf, ninf),
+                cg_fmt(G, "exp2f(fmaf(sc[n][e], %s, e < 2 ? oa : ob))", mma_c2(G, &v)),
                 "if (e < 2) la += w_; else lb += w_;", dt);
     mma_weighted(G, "oacc", "ph", "pl", "vs", ldv, dv, mma);
     G->indent--;
@@ -1987,6 +2013,8 @@ static void emit_attn_rows_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
         cg_line(G, "    delta[x] = row < %lld ? p4[(h * %lld + row) * 2 + 1] : 0.0f;", (long long)s,
                 (long long)s);
         cg_line(G, "}");
+        cg_line(G, "const float nl[2] = {-lse[0] * %s, -lse[1] * %s}; // -lse log2(e)", MMA_LOG2E,
+                MMA_LOG2E);
         cg_line(G, "float dqa[%lld][4]; // sum ds k", (long long)(d / 8));
         cg_line(G, "#pragma unroll");
         cg_line(G, "for (int nn = 0; nn < %lld; nn++)", (long long)(d / 8));
@@ -2002,14 +2030,15 @@ static void emit_attn_rows_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "    continue; // none of the warp's rows sees these keys");
     mma_products(G, "sc", "qa", "ks", ldk, kt, d, mma);
     mma_products(G, "dp", "ya", "vs", ldv, kt, dv, mma);
-    const char *seen = "j0 + n * 8 + tq * 2 + (e & 1) < (e < 2 ? ea : eb)";
+    mma_tile_cols(G, "ea", "eb", kt);
+    const char *c2 = mma_c2(G, &v);
     if (dq) {
         cg_line(G, "#pragma unroll");
         cg_line(G, "for (int kk = 0; kk < %d; kk++) {", kt / 16);
         G->indent++;
         mma_weights(G, "dh", "dl",
-                    cg_fmt(G, "%s ? expf(sc[n][e] * %s - lse[e >> 1]) * (dp[n][e] - delta[e >> 1]) "
-                              ": 0.0f", seen, scale),
+                    cg_fmt(G, "%s ? exp2f(fmaf(sc[n][e], %s, nl[e >> 1])) * (dp[n][e] - "
+                              "delta[e >> 1]) : 0.0f", MMA_SEEN, c2),
                     NULL, dt);
         mma_weighted(G, "dqa", "dh", "dl", "ks", ldk, d, mma);
         G->indent--;
@@ -2020,8 +2049,8 @@ static void emit_attn_rows_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
         cg_line(G, "for (int n = 0; n < %d; n++) {", kt / 8);
         cg_line(G, "    #pragma unroll");
         cg_line(G, "    for (int e = 0; e < 4; e++) {");
-        cg_line(G, "        const bool seen = %s;", seen);
-        cg_line(G, "        sc[n][e] = seen ? sc[n][e] * %s : %s;", scale, ninf);
+        cg_line(G, "        const bool seen = %s;", MMA_SEEN);
+        cg_line(G, "        sc[n][e] = seen ? sc[n][e] : %s; // the raw score", ninf);
         cg_line(G, "        dp[n][e] = seen ? dp[n][e] : 0.0f; // 0 for a key the row does not see");
         cg_line(G, "        const float x = sc[n][e];");
         cg_line(G, "        tm[e >> 1] = x > tm[e >> 1] || x != x ? x : tm[e >> 1]; // NaN wins");
@@ -2031,16 +2060,17 @@ static void emit_attn_rows_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
         cg_line(G, "for (int x = 0; x < 2; x++) {");
         G->indent++;
         mma_quad_max(G, "tm[x]");
+        cg_line(G, "tm[x] *= %s; // scaled, in base 2: s c log2(e)", c2);
         cg_line(G, "const float mn = tm[x] > m[x] || tm[x] != tm[x] ? tm[x] : m[x];");
         cg_line(G, "if (mn != %s) { // else no key seen yet", ninf);
-        cg_line(G, "    const float alpha = expf(m[x] - mn); // 0 while m is -inf");
+        cg_line(G, "    const float alpha = exp2f(m[x] - mn); // 0 while m is -inf");
         cg_line(G, "    l[x] *= alpha;");
         cg_line(G, "    u[x] *= alpha;");
         cg_line(G, "    #pragma unroll");
         cg_line(G, "    for (int n = 0; n < %d; n++) {", kt / 8);
         cg_line(G, "        #pragma unroll");
         cg_line(G, "        for (int y = 0; y < 2; y++) {");
-        cg_line(G, "            const float p = expf(sc[n][x * 2 + y] - mn);");
+        cg_line(G, "            const float p = exp2f(fmaf(sc[n][x * 2 + y], %s, -mn));", c2);
         cg_line(G, "            l[x] += p;");
         cg_line(G, "            u[x] = fmaf(p, dp[n][x * 2 + y], u[x]);");
         cg_line(G, "        }");
@@ -2066,8 +2096,8 @@ static void emit_attn_rows_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
         cg_line(G, "const i64 row = q0 + gr + x * 8;");
         cg_line(G, "const i64 e = x ? eb : ea;");
         cg_line(G, "if (row < %lld && tq == 0) {", (long long)s);
-        cg_line(G, "    p%d[(h * %lld + row) * 2] = e > 0 ? m[x] + logf(l[x]) : 0.0f;", op->nin,
-                (long long)s);
+        cg_line(G, "    p%d[(h * %lld + row) * 2] = e > 0 ? m[x] * %s + logf(l[x]) : 0.0f; // m "
+                   "in base 2", op->nin, (long long)s, MMA_LN2);
         cg_line(G, "    p%d[(h * %lld + row) * 2 + 1] = e > 0 ? u[x] / l[x] : 0.0f;", op->nin,
                 (long long)s);
         cg_line(G, "}");
@@ -2228,7 +2258,7 @@ static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool 
     cg_line(G, "const i64 h = bi / %lld, j1 = bi %% %lld * %d, kw = j1 + warp * 16; // head, the "
                "block's and the warp's first key",
             (long long)nkb, (long long)nkb, TC_ROWS);
-    cg_line(G, "const i64 ja = kw + gr, jb = kw + gr + 8; // the lane's key rows a and b");
+    cg_line(G, "const int ja = (int)(kw + gr), jb = ja + 8; // the lane's key rows a and b");
     mma_own_rows(G, "ka", "stg", "kw", 1, t, d);
     if (dk) {
         mma_own_rows(G, "va", "stg", "kw", 2, t, dv);
@@ -2253,21 +2283,35 @@ static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool 
     mma_products(G, "sc", "ka", "qs", ldk, qt, d, mma);
     if (dk)
         mma_products(G, "dp", "va", "ys", ldv, qt, dv, mma);
-    /* element e of tile n: key row e < 2 ? ja : jb, query column c */
-    const char *c = "(n * 8 + tq * 2 + (e & 1))";
-    const char *seen = cg_fmt(G, "(e < 2 ? ja : jb) < es[%s]", c);
-    const char *p = cg_fmt(G, "(%s ? expf(sc[n][e] * %s - st[%s * 2]) : 0.0f)", seen, scale, c);
+    /* element e of tile n: key row e < 2 ? ja : jb, query column n * 8 +
+     * 2 tq + (e & 1); p over sc and ds over dp, in place */
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int n = 0; n < %d; n++) {", qt / 8);
+    G->indent++;
+    cg_line(G, "const int2 ev = *(const int2 *)(es + n * 8 + tq * 2); // the two columns' ends");
+    cg_line(G, "const float4 sv = *(const float4 *)(st + (n * 8 + tq * 2) * 2); // their lse, delta");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int e = 0; e < 4; e++) {");
+    G->indent++;
+    cg_line(G, "const bool seen = (e < 2 ? ja : jb) < (e & 1 ? ev.y : ev.x);");
+    cg_line(G, "const float p = seen ? exp2f(fmaf(sc[n][e], %s, (e & 1 ? sv.z : sv.x) * -%s)) : "
+               "0.0f;", mma_c2(G, &v), MMA_LOG2E);
+    cg_line(G, "sc[n][e] = p;");
+    if (dk)
+        cg_line(G, "dp[n][e] = seen ? p * (dp[n][e] - (e & 1 ? sv.w : sv.y)) : 0.0f;");
+    G->indent--;
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int kk = 0; kk < %d; kk++) { // 16 queries of the tile", qt / 16);
     G->indent++;
     if (sum_dv) {
-        mma_weights(G, "ph", "pl", p, NULL, dt);
+        mma_weights(G, "ph", "pl", "sc[n][e]", NULL, dt);
         mma_weighted(G, "dva", "ph", "pl", "ys", ldv, dv, mma);
     }
     if (dk) {
-        mma_weights(G, "dh", "dl",
-                    cg_fmt(G, "%s ? %s * (dp[n][e] - st[%s * 2 + 1]) : 0.0f", seen, p, c), NULL,
-                    dt);
+        mma_weights(G, "dh", "dl", "dp[n][e]", NULL, dt);
         mma_weighted(G, "dka", "dh", "dl", "qs", ldk, d, mma);
     }
     G->indent--;
