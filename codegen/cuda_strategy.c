@@ -42,18 +42,26 @@ int64_t cg_grid_for(int64_t work, int block)
 }
 
 /* VEC, the elements a thread loads and stores at once where a value runs
- * along the domain's last dim (of `last` elements): 8 where group g reads
- * or writes a 16-bit value (16-byte loads of it; an f32 value's 8 are two)
- * and last divides by 8, else 4 where it divides by 4 (16 bytes of f32),
- * else 1. */
+ * along the domain's last dim (of `last` elements): 8 where every value
+ * group g reads or writes is 16-bit or narrower, some 16-bit (16-byte
+ * loads of it), and last divides by 8; else 4 where it divides by 4 (16
+ * bytes of f32, 8 of a 16-bit value); else 1. Where a 16-bit value meets
+ * an f32 one, 8 elements would be two 16-byte accesses of the f32 value a
+ * thread, each instruction of a warp then covering every other 16 bytes
+ * of 1 KB: twice the L1 requests of contiguous ones, half-written sectors
+ * for the stores. On an H200 the bf16 GPT-2's multi-tensor AdamW (bf16
+ * gradients and params, f32 masters and moments, 28 bytes a param either
+ * way) took 2.79 ms a step with 8, where the f32 model's took 1.34 with 4
+ * (bench/results/gpt2-nvidia-h200.md). */
 int cg_vec_of(const pass_fgroup *g, int64_t last)
 {
-    bool half = false;
+    bool half = false, wide = false;
     for (int i = 0; i < g->nin + g->nout; i++) {
         ir_dtype dt = (i < g->nin ? g->in[i] : g->out[i - g->nin])->type.dtype;
         half |= dt == IR_F16 || dt == IR_BF16;
+        wide |= ir_dtype_size(dt) >= 4;
     }
-    return half && last % 8 == 0 ? 8 : last % 4 == 0 ? 4 : 1;
+    return half && !wide && last % 8 == 0 ? 8 : last % 4 == 0 ? 4 : 1;
 }
 
 void cg_emit_elementwise(gen *G, cg_cuda_kernel *k)

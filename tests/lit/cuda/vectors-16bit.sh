@@ -3,7 +3,8 @@
 # keeps 8 per step of the row in registers, and says the buffers must be
 # 16-byte aligned; over rows of 12 (divisible by 4, not 8) it loads 4 (8
 # bytes). A kernel with an f32 value beside the bf16 ones (the cast of a
-# bf16 sum to f32) loads 8 of each, the f32 ones as 32 bytes, and says so.
+# bf16 sum to f32) loads 4 of each, 16 bytes of the f32 value and 8 of the
+# bf16 one, so that each load or store of a warp is contiguous.
 # RUN: %shardc %s --mesh 2 --emit cuda | FileCheck %s
 mesh dp
 input x : bf16[8, 256] shard(dp, _)
@@ -25,7 +26,7 @@ output h, k, c
 # CHECK: 4 elements per load; assumes 8-byte aligned buffers and the last dim divisible by 4
 # CHECK: const vec<__nv_bfloat16, 4> l_y
 # CHECK: // k2_add_cast: elementwise kernel over f32[4, 256]
-# CHECK: // one thread per 8 elements, grid-stride; assumes 32-byte aligned buffers and the last dim divisible by 8
-# CHECK: const vec<__nv_bfloat16, 8> l_x
-# CHECK: vec<float, 8> s_c;
-# CHECK: *reinterpret_cast<vec<float, 8> *>(p_c + e) = s_c;
+# CHECK: // one thread per 4 elements, grid-stride; assumes 16-byte aligned buffers and the last dim divisible by 4
+# CHECK: const vec<__nv_bfloat16, 4> l_x
+# CHECK: vec<float, 4> s_c;
+# CHECK: *reinterpret_cast<vec<float, 4> *>(p_c + e) = s_c;
