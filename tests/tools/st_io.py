@@ -49,9 +49,10 @@ def st_read(path):
     return out
 
 
-def _write_raw(path, tensors):
-    """tensors: list of (name, dtype, shape, raw bytes)."""
-    header, off = {}, 0
+def _write_raw(path, tensors, metadata=None):
+    """tensors: list of (name, dtype, shape, raw bytes); metadata: the
+    header's "__metadata__" (an object of strings), or None for none."""
+    header, off = ({"__metadata__": metadata} if metadata else {}), 0
     for name, dt, shape, raw in tensors:
         header[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(raw)]}
         off += len(raw)

@@ -11,6 +11,11 @@
       forward. A VARIANT is a checkpoint hf_import.py must refuse (no
       logits): gelu (GPT-2 with the erf GELU), rope-scaling (Llama 3.1's
       llama3 scaling), untied (Llama with its own LM head).
+  hf DIR  (needs transformers) loads DIR, as make wrote it, with
+      transformers' own GPT2LMHeadModel or LlamaForCausalLM
+      (from_pretrained, in float64) and writes its logits of
+      DIR/inputs.safetensors to DIR/want-hf.safetensors; prints the
+      largest difference from the transcription's (want.safetensors).
   check WANT GOT LABEL  prints the largest absolute difference of the
       logits, and whether it is within 1e-4.
 
@@ -28,6 +33,7 @@ from st_io import _write_raw, st_read  # noqa: E402
 
 B, S = 2, 16          # the batch the test runs: -D B=2 -D S=16
 TOL = 1e-4            # max |shardrun - reference| of an f32 logit
+PT = {"format": "pt"}  # a checkpoint file's metadata, as save_pretrained writes it
 
 
 def raw(t):
@@ -39,12 +45,12 @@ def raw(t):
     return names[t.dtype], t.numpy().tobytes()
 
 
-def save(path, tensors):
+def save(path, tensors, metadata=None):
     entries = []
     for name, t in tensors.items():
         dt, data = raw(t)
         entries.append((name, dt, list(t.shape), data))
-    _write_raw(path, entries)
+    _write_raw(path, entries, metadata)
 
 
 # ---- transformers' forward passes, transcribed ----
@@ -213,13 +219,13 @@ def make(model, folder, variant):
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(c, f, indent=2, sort_keys=True)
     if model == "gpt2":
-        save(os.path.join(folder, "model.safetensors"), sd)
+        save(os.path.join(folder, "model.safetensors"), sd, PT)
     else:   # two shards and their index, as save_pretrained(max_shard_size=...) writes
         names = list(sd)
         parts = {"model-00001-of-00002.safetensors": names[:len(names) // 2],
                  "model-00002-of-00002.safetensors": names[len(names) // 2:]}
         for file, part in parts.items():
-            save(os.path.join(folder, file), {k: sd[k] for k in part})
+            save(os.path.join(folder, file), {k: sd[k] for k in part}, PT)
         total = sum(t.numel() * t.element_size() for t in sd.values())
         index = {"metadata": {"total_size": total},
                  "weight_map": {k: file for file, part in parts.items() for k in part}}
@@ -235,6 +241,24 @@ def make(model, folder, variant):
     with torch.no_grad():
         logits = forward(wide, c, tokens.long())
     save(os.path.join(folder, "want.safetensors"), {"logits": logits})
+
+
+def hf(folder):
+    import transformers
+    with open(os.path.join(folder, "config.json")) as f:
+        arch = json.load(f)["architectures"][0]
+    cls = getattr(transformers, arch)
+    torch.set_default_dtype(torch.float64)  # transformers 4.36's Llama mask is made in it
+    model = cls.from_pretrained(folder, torch_dtype=torch.float64).eval()
+    _, shape, ids = st_read(os.path.join(folder, "inputs.safetensors"))["tokens"]
+    tokens = torch.tensor(ids, dtype=torch.long).view(*shape)
+    with torch.no_grad():
+        logits = model(tokens).logits
+    save(os.path.join(folder, "want-hf.safetensors"), {"logits": logits})
+    _, _, want = st_read(os.path.join(folder, "want.safetensors"))["logits"]
+    err = max(abs(a - b) for a, b in zip(logits.flatten().tolist(), want))
+    print("%s: transformers %s's logits %s, max abs diff from the transcription's %.3g"
+          % (arch, transformers.__version__, "x".join(map(str, logits.shape)), err))
 
 
 def check(want_path, got_path, label):
@@ -253,5 +277,7 @@ def check(want_path, got_path, label):
 if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
+    elif sys.argv[1] == "hf":
+        hf(sys.argv[2])
     else:
         check(sys.argv[2], sys.argv[3], sys.argv[4])
