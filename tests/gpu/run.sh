@@ -300,7 +300,9 @@ fi
 # on the same inputs, 2 steps, with the tolerance above; and binds torch
 # CPU tensors by DLPack in place.
 py=${PYTHON:-python3}
-lib=$(ls "$build"/libshardc.so 2>/dev/null)
+# the library by any of its names: shared/gpu/bundle.sh carries regular
+# files, so a bundled build has libshardc.so.0.1.0 and not the links to it
+lib=$(ls "$build"/libshardc.so "$build"/libshardc.so.* 2>/dev/null | head -n 1)
 if [ -z "$lib" ] || ! "$py" -c 'import numpy' 2> /dev/null; then
     echo "== python: skipped: no $build/libshardc.so or no numpy for $py"
 else
