@@ -1401,7 +1401,7 @@ static void mma_quad_max(gen *G, const char *x)
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int o = 1; o <= 2; o <<= 1) {");
     cg_line(G, "    const float other = __shfl_xor_sync(0xffffffffu, %s, o);", x);
-    cg_line(G, "    %s = other > %s || other != other ? other : %s;", x, x, x);
+    cg_line(G, "    %s = sh_max_nan(%s, other);", x, x);
     cg_line(G, "}");
 }
 
@@ -1501,9 +1501,9 @@ static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
             MMA_SEEN, ninf);
     cg_line(G, "        sc[n][e] = x;");
     cg_line(G, "        if (e < 2)");
-    cg_line(G, "            ta = x > ta || x != x ? x : ta; // NaN wins");
+    cg_line(G, "            ta = sh_max_nan(ta, x); // NaN wins");
     cg_line(G, "        else");
-    cg_line(G, "            tb = x > tb || x != x ? x : tb;");
+    cg_line(G, "            tb = sh_max_nan(tb, x);");
     cg_line(G, "    }");
     cg_line(G, "}");
     mma_quad_max(G, "ta");
@@ -1512,14 +1512,14 @@ static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "tb *= %s;", mma_c2(G, &v));
     cg_line(G, "float fa = 1.0f, fb = 1.0f;");
     cg_line(G, "{");
-    cg_line(G, "    const float na = ta > ma || ta != ta ? ta : ma, nb = tb > mb || tb != tb ? tb : mb;");
+    cg_line(G, "    const float na = sh_max_nan(ma, ta), nb = sh_max_nan(mb, tb);");
     cg_line(G, "    if (na != %s) { // else no key seen yet", ninf);
-    cg_line(G, "        fa = exp2f(ma - na); // 0 while m is -inf");
+    cg_line(G, "        fa = sh_exp2(ma - na); // 0 while m is -inf");
     cg_line(G, "        la *= fa;");
     cg_line(G, "        ma = na;");
     cg_line(G, "    }");
     cg_line(G, "    if (nb != %s) {", ninf);
-    cg_line(G, "        fb = exp2f(mb - nb);");
+    cg_line(G, "        fb = sh_exp2(mb - nb);");
     cg_line(G, "        lb *= fb;");
     cg_line(G, "        mb = nb;");
     cg_line(G, "    }");
@@ -1537,7 +1537,7 @@ static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "for (int kk = 0; kk < %d; kk++) {", kt / 16);
     G->indent++;
     mma_weights(G, "ph", "pl",
-                cg_fmt(G, "exp2f(fmaf(sc[n][e], %s, e < 2 ? oa : ob))", mma_c2(G, &v)),
+                cg_fmt(G, "sh_exp2(fmaf(sc[n][e], %s, e < 2 ? oa : ob))", mma_c2(G, &v)),
                 "if (e < 2) la += w_; else lb += w_;", dt);
     mma_weighted(G, "oacc", "ph", "pl", "vs", ldv, dv, mma);
     G->indent--;
@@ -2037,7 +2037,7 @@ static void emit_attn_rows_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
         cg_line(G, "for (int kk = 0; kk < %d; kk++) {", kt / 16);
         G->indent++;
         mma_weights(G, "dh", "dl",
-                    cg_fmt(G, "%s ? exp2f(fmaf(sc[n][e], %s, nl[e >> 1])) * (dp[n][e] - "
+                    cg_fmt(G, "%s ? sh_exp2(fmaf(sc[n][e], %s, nl[e >> 1])) * (dp[n][e] - "
                               "delta[e >> 1]) : 0.0f", MMA_SEEN, c2),
                     NULL, dt);
         mma_weighted(G, "dqa", "dh", "dl", "ks", ldk, d, mma);
@@ -2053,7 +2053,7 @@ static void emit_attn_rows_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
         cg_line(G, "        sc[n][e] = seen ? sc[n][e] : %s; // the raw score", ninf);
         cg_line(G, "        dp[n][e] = seen ? dp[n][e] : 0.0f; // 0 for a key the row does not see");
         cg_line(G, "        const float x = sc[n][e];");
-        cg_line(G, "        tm[e >> 1] = x > tm[e >> 1] || x != x ? x : tm[e >> 1]; // NaN wins");
+        cg_line(G, "        tm[e >> 1] = sh_max_nan(tm[e >> 1], x); // NaN wins");
         cg_line(G, "    }");
         cg_line(G, "}");
         cg_line(G, "#pragma unroll");
@@ -2061,16 +2061,16 @@ static void emit_attn_rows_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
         G->indent++;
         mma_quad_max(G, "tm[x]");
         cg_line(G, "tm[x] *= %s; // scaled, in base 2: s c log2(e)", c2);
-        cg_line(G, "const float mn = tm[x] > m[x] || tm[x] != tm[x] ? tm[x] : m[x];");
+        cg_line(G, "const float mn = sh_max_nan(m[x], tm[x]);");
         cg_line(G, "if (mn != %s) { // else no key seen yet", ninf);
-        cg_line(G, "    const float alpha = exp2f(m[x] - mn); // 0 while m is -inf");
+        cg_line(G, "    const float alpha = sh_exp2(m[x] - mn); // 0 while m is -inf");
         cg_line(G, "    l[x] *= alpha;");
         cg_line(G, "    u[x] *= alpha;");
         cg_line(G, "    #pragma unroll");
         cg_line(G, "    for (int n = 0; n < %d; n++) {", kt / 8);
         cg_line(G, "        #pragma unroll");
         cg_line(G, "        for (int y = 0; y < 2; y++) {");
-        cg_line(G, "            const float p = exp2f(fmaf(sc[n][x * 2 + y], %s, -mn));", c2);
+        cg_line(G, "            const float p = sh_exp2(fmaf(sc[n][x * 2 + y], %s, -mn));", c2);
         cg_line(G, "            l[x] += p;");
         cg_line(G, "            u[x] = fmaf(p, dp[n][x * 2 + y], u[x]);");
         cg_line(G, "        }");
@@ -2294,7 +2294,7 @@ static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool 
     cg_line(G, "for (int e = 0; e < 4; e++) {");
     G->indent++;
     cg_line(G, "const bool seen = (e < 2 ? ja : jb) < (e & 1 ? ev.y : ev.x);");
-    cg_line(G, "const float p = seen ? exp2f(fmaf(sc[n][e], %s, (e & 1 ? sv.z : sv.x) * -%s)) : "
+    cg_line(G, "const float p = seen ? sh_exp2(fmaf(sc[n][e], %s, (e & 1 ? sv.z : sv.x) * -%s)) : "
                "0.0f;", mma_c2(G, &v), MMA_LOG2E);
     cg_line(G, "sc[n][e] = p;");
     if (dk)

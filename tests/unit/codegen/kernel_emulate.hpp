@@ -48,7 +48,9 @@
 //                    sh_ldsm4, sh_mma_bf16, sh_mma_f16), warp-synchronous:
 //                    each lane's result built from every lane's operands
 //                    as the PTX ISA lays out m8n8 tiles and m16n8k16
-//                    fragments (at the end of this file).
+//                    fragments (at the end of this file); sh_max_nan and
+//                    sh_exp2 (max.NaN, ex2.approx.ftz) by libm's exp2f,
+//                    flushing a result below 2^-126 to 0.
 // A deadlock (no thread can run, some have not returned) fails the launch.
 // A failed launch stops at once; emu_launch returns -1 with a message.
 #include <cmath>
@@ -659,4 +661,10 @@ static void sh_mma_bf16(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsi
 static void sh_mma_f16(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
 {
     emu::mma(c, a, b0, b1, false);
+}
+static float sh_max_nan(float a, float b) { return a != a || b != b ? NAN : a > b ? a : b; }
+static float sh_exp2(float x)
+{
+    float r = exp2f(x);
+    return r < 1.17549435e-38f ? 0.0f : r; // ex2.approx.ftz flushes a result below 2^-126
 }
