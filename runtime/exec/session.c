@@ -218,7 +218,7 @@ void rt_session_free(rt_session *s)
         rank_state *rs = &s->ranks[r];
         rt_trace_free(&rs->tr);
         rt_cuda_rank_free(rs->cuda);
-        rt_sess_comm_free(rs, rs->arena);
+        rt_sess_arena_free(rs);
         free(rs->buf);
         free(rs->groups);
         if (rs->comm)

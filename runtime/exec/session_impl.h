@@ -53,6 +53,7 @@ typedef struct rank_state {
     rt_comm *comm;
     rt_group **groups;        /* per s->keys entry */
     uint8_t *arena;           /* prog's arena_bytes, allocated once */
+    size_t arena_mapped;      /* its bytes when it is mapped memory, else 0 */
     void **buf;               /* per buffer of prog: its place in the arena */
     bool params_loaded;
     bool kept_on_device;      /* cuda: params' and states' host copies are stale */
@@ -130,6 +131,8 @@ void rt_sess_comm_free(const rank_state *rs, void *p);
 /* Makes rs's arena, buffers and groups, the first time; 0, or -1 with
  * rs->err set. */
 int rt_sess_rank_setup(rank_state *rs);
+/* Frees rs's arena, unless its comm is stuck (rt_sess_comm_free). */
+void rt_sess_arena_free(rank_state *rs);
 /* Runs rs's program once, on the CPU or the cuda backend; 0, or -1 with
  * rs->err set. */
 int rt_sess_rank_run(rank_state *rs);
