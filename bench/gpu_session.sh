@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# gpu_session.sh prepare [BUILD] | run: one measured session on a lent GPU
+# machine, prepared here and run there in one call.
+#
+# prepare (here, no GPU needed): packs BUILD (default build-rel, a Release
+# build) with shared/gpu/bundle.sh ($BUNDLE, default ../shared/gpu/bundle.sh
+# beside the checkout) into .gpu/, then fills an NVRTC cache with every
+# kernel the run will compile: tests/gpu/run.sh's plans (run against stubs
+# of shardrun and st_compare, so only shardc works), GPT-2 small's f32 and
+# bf16 plans of bench/gpt2 (sm_90), its one-layer bf16 plan and
+# attn_bf16.sh's, and packs it as .gpu/nvrtc-cache.tar.xz. NVRTC's version
+# and its include path are in the cache's keys: the GPU machine's NVRTC
+# must be this one's (13.0 both, 2026-11). Carry .gpu.
+#
+# run (there): unpacks the cache, sources .gpu/env.sh, and runs, each
+# part under a timeout: tests/gpu/run.sh .gpu/build; compute-sanitizer's
+# memcheck and racecheck on attn_bf16.sh (tensor-core attention, one step;
+# --report-api-errors no: the runtime's probe for a module's error word
+# fails by design); bench/gpt2/run.sh --quick; and ncu on one layer's
+# attention kernels. Logs go to $OUT (default ./gpu-out): summary.txt,
+# gputests.log, bench.log, gpt2.md (the bench's report, for
+# bench/results/gpt2-<gpu>.md) and extra.tar.xz (sanitizer and ncu logs,
+# the bench's logs and traces). It prints the summary last. Without a GPU
+# every part skips.
+# Environment: COMMIT (the commit the bench names), T_TESTS, T_BENCH
+# (seconds, default 150 each).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 2
+gpt2=(-D B=8 -D S=1024 -D D=768 -D NH=12 -D V=50304)
+
+prepare() {
+    local build=${1:-build-rel} bundle=${BUNDLE:-$root/../shared/gpu/bundle.sh}
+    [ -x "$build/shardc" ] || { echo "gpu_session.sh: no $build/shardc" >&2; exit 2; }
+    bash "$bundle" "$build" || exit 1
+    local cache=$root/.gpu/nvrtc-cache stub
+    stub=$(mktemp -d) || exit 1
+    mkdir -p "$cache" "$stub/tests"
+    ln -s "$(cd "$build" && pwd)/shardc" "$stub/shardc"
+    printf '#!/bin/sh\nexit 0\n' > "$stub/shardrun"
+    cp "$stub/shardrun" "$stub/tests/st_compare"
+    chmod +x "$stub/shardrun" "$stub/tests/st_compare"
+    export SHARDC_CACHE_DIR=$cache
+    MPIRUN=/nonexistent PYTHON=/bin/false bash tests/gpu/run.sh "$stub" > /dev/null 2>&1
+    sed 's/f32\[/bf16[/g' examples/transformer.sh > "$stub/bf16.sh"
+    "$build/shardc" examples/transformer.sh "${gpt2[@]}" -D L=12 --mesh 1x1 --arch sm_90 -o "$stub/p" &&
+        "$build/shardc" "$stub/bf16.sh" "${gpt2[@]}" -D L=12 --mesh 1x1 --arch sm_90 -o "$stub/p" &&
+        "$build/shardc" "$stub/bf16.sh" "${gpt2[@]}" -D L=1 --mesh 1x1 --arch sm_90 -o "$stub/p" &&
+        "$build/shardc" tests/models/attn_bf16.sh --mesh 1 --arch sm_90 -o "$stub/p" || exit 1
+    rm -rf "$stub"
+    (cd "$root/.gpu" && tar -cf - nvrtc-cache | xz -T0 -3 > nvrtc-cache.tar.xz && rm -rf nvrtc-cache) ||
+        exit 1
+    du -sh "$root/.gpu" | sed 's/^/gpu_session.sh: /'
+    echo "gpu_session.sh: carry .gpu; there: bash bench/gpu_session.sh run"
+}
+
+run() {
+    local out=${OUT:-$root/gpu-out} t0 x=/tmp/gpu-session-extra
+    t0=$(date +%s)
+    el() { echo $(($(date +%s) - t0)); }
+    mkdir -p "$out" "$x/san"
+    tar -xJf .gpu/nvrtc-cache.tar.xz -C .gpu || exit 1
+    . .gpu/env.sh
+    echo "setup done at $(el) s" >> "$out/summary.txt"
+    timeout -k 5 "${T_TESTS:-150}" tests/gpu/run.sh .gpu/build > "$out/gputests.log" 2>&1
+    echo "gpu tests rc=$? at $(el) s" >> "$out/summary.txt"
+    .gpu/build/shardc tests/models/attn_bf16.sh --mesh 1 --arch sm_90 -o "$x/san/plan" > "$x/san.log" 2>&1
+    for tool in memcheck racecheck; do
+        echo "== $tool" >> "$x/san.log"
+        timeout -k 5 60 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 \
+            --print-limit 20 .gpu/build/shardrun "$x/san/plan" --backend cuda --steps 1 --quiet \
+            >> "$x/san.log" 2>&1
+        echo "$tool attn_bf16 rc=$? at $(el) s" >> "$out/summary.txt"
+    done
+    mkdir -p "$x/benchlog"
+    BENCH_COMMIT=${COMMIT:-} BENCH_LOG_DIR=$x/benchlog timeout -k 5 "${T_BENCH:-150}" \
+        bench/gpt2/run.sh .gpu/build --quick --out "$out/gpt2.md" > "$out/bench.log" 2>&1
+    echo "bench rc=$? at $(el) s" >> "$out/summary.txt"
+    if command -v ncu > /dev/null; then
+        sed 's/f32\[/bf16[/g' examples/transformer.sh > "$x/bf16.sh"
+        .gpu/build/shardc "$x/bf16.sh" "${gpt2[@]}" -D L=1 --mesh 1x1 --arch sm_90 -o "$x/l1.plan" &&
+            timeout -k 5 60 ncu --clock-control none -k regex:att -c 4 --section SpeedOfLight \
+                --section Occupancy --section LaunchStats --section WarpStateStats \
+                .gpu/build/shardrun "$x/l1.plan" --backend cuda --steps 1 > "$x/ncu.txt" 2>&1
+        echo "ncu attention rc=$? at $(el) s" >> "$out/summary.txt"
+    fi
+    tar -cJf "$out/extra.tar.xz" -C "$(dirname "$x")" "$(basename "$x")" 2>/dev/null
+    echo "== summary"
+    cat "$out/summary.txt"
+    echo "== gpu tests"
+    grep -E "FAIL|passed|failed" "$out/gputests.log" | tail -10
+    echo "== bench"
+    grep -E "^\| shardc|^\| torch" "$out/gpt2.md" 2>/dev/null | cut -d'|' -f2,4 | head -12
+}
+
+case ${1:-} in
+prepare) shift && prepare "$@" ;;
+run) run ;;
+*) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//' && exit 2 ;;
+esac
