@@ -1449,40 +1449,62 @@ static void mma_prologue(gen *G, cg_cuda_kernel *k, int64_t total, int64_t bytes
                "columns 2 tq and 2 tq + 1 of each 8");
 }
 
-static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
+/* acc[n][4], zero: a product's sums over n tiles of 8 columns. */
+static void mma_zero(gen *G, const char *acc, int64_t n, const char *what)
 {
-    at_view v = at_view_of(op);
-    int64_t s = v.s, d = v.d, heads = v.heads, dv = v.dv;
-    ir_dtype dt = v.dt;
-    const char *T = cg_ctype(G, dt), *ninf = "__int_as_float(0xff800000)";
-    const char *mma = dt == IR_BF16 ? "sh_mma_bf16" : "sh_mma_f16";
-    int ldk = (int)d + TC_PAD, ldv = (int)dv + TC_PAD, kt = TC_KT;
+    cg_line(G, "float %s[%lld][4]; // %s", acc, (long long)n, what);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int nn = 0; nn < %lld; nn++)", (long long)n);
+    cg_line(G, "    %s[nn][0] = %s[nn][1] = %s[nn][2] = %s[nn][3] = 0.0f;", acc, acc, acc, acc);
+}
+
+/* The start of a kernel of query rows on mma.sync (the forward,
+ * attn_stats and attn_dq): the key tile, kt from TC_KT halved while the
+ * shared bytes (k's and v's tiles, each warp's stage of 16 rows of ld
+ * 16-bit values, the block's end) pass AT_SHARED; the declarations, with
+ * the stage named stage (what: its comment); the loop over the block's
+ * query rows opened; the rows' ends ea and eb and the warp's, wend.
+ * Returns kt. */
+static int mma_rows_start(gen *G, cg_cuda_kernel *k, const ir_op *op, const at_view *v, int ldk,
+                          int ldv, int ld, const char *stage, const char *what)
+{
+    const char *T = cg_ctype(G, v->dt);
+    int kt = TC_KT;
     int64_t bytes;
     for (;;) {
-        bytes = (int64_t)kt * (ldk + ldv) * 2 + TC_WARPS * 16 * ldk * 2 + 128;
+        bytes = (int64_t)kt * (ldk + ldv) * 2 + TC_WARPS * 16 * ld * 2 + 128;
         if (bytes <= AT_SHARED || kt <= 16)
             break;
         kt /= 2;
     }
-    int64_t nqb = (s + TC_ROWS - 1) / TC_ROWS, total = heads * nqb;
-    int64_t o_qs = (int64_t)kt * (ldk + ldv) * 2, o_be = o_qs + TC_WARPS * 16 * ldk * 2;
+    int64_t nqb = (v->s + TC_ROWS - 1) / TC_ROWS, total = v->heads * nqb;
+    int64_t o_st = (int64_t)kt * (ldk + ldv) * 2, o_be = o_st + TC_WARPS * 16 * ld * 2;
     mma_prologue(G, k, total, bytes);
     tc_key_decls(G, T, kt, ldk, ldv);
-    cg_line(G, "%s *const qst = (%s *)(smb + %lld) + warp * %d; // the warp's q rows on their way "
-               "in", T, T, (long long)o_qs, 16 * ldk);
+    cg_line(G, "%s *const %s = (%s *)(smb + %lld) + warp * %d; // %s", T, stage, T,
+            (long long)o_st, 16 * ld, what);
     cg_line(G, "int *const bend = (int *)(smb + %lld); // the block's last key + 1", (long long)o_be);
-    tc_query_head(G, op, &v, total);
-    mma_row_end(G, op, &v, "ea", "q0 + gr");
-    mma_row_end(G, op, &v, "eb", "q0 + gr + 8");
+    tc_query_head(G, op, v, total);
+    mma_row_end(G, op, v, "ea", "q0 + gr");
+    mma_row_end(G, op, v, "eb", "q0 + gr + 8");
     cg_line(G, "int wend = (int)(ea > eb ? ea : eb); // the warp's last key + 1");
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int o = 4; o < 32; o <<= 1)");
     cg_line(G, "    wend = max(wend, __shfl_xor_sync(0xffffffffu, wend, o));");
+    return kt;
+}
+
+static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    at_view v = at_view_of(op);
+    int64_t s = v.s, d = v.d, dv = v.dv;
+    ir_dtype dt = v.dt;
+    const char *ninf = "__int_as_float(0xff800000)";
+    const char *mma = dt == IR_BF16 ? "sh_mma_bf16" : "sh_mma_f16";
+    int ldk = (int)d + TC_PAD, ldv = (int)dv + TC_PAD;
+    int kt = mma_rows_start(G, k, op, &v, ldk, ldv, ldk, "qst", "the warp's q rows on their way in");
     mma_own_rows(G, "qa", "qst", "q0", 0, s, d);
-    cg_line(G, "float oacc[%lld][4]; // the unnormalised result", (long long)(dv / 8));
-    cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int nn = 0; nn < %lld; nn++)", (long long)(dv / 8));
-    cg_line(G, "    oacc[nn][0] = oacc[nn][1] = oacc[nn][2] = oacc[nn][3] = 0.0f;");
+    mma_zero(G, "oacc", dv / 8, "the unnormalised result");
     cg_line(G, "float ma = %s, mb = %s, la = 0.0f, lb = 0.0f; // rows a and b: the running max, "
                "the lane's sum", ninf, ninf);
     cg_line(G, "for (i64 j0 = 0; j0 < kend; j0 += %d) {", kt);
@@ -1976,31 +1998,11 @@ static void emit_attn_rows_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     int64_t s = v.s, d = v.d, dv = v.dv;
     bool dq = op->code == IR_ATTN_DQ;
     ir_dtype dt = v.dt;
-    const char *T = cg_ctype(G, dt), *ninf = "__int_as_float(0xff800000)";
+    const char *ninf = "__int_as_float(0xff800000)";
     const char *scale = cg_f32_text(G, v.scale), *mma = dt == IR_BF16 ? "sh_mma_bf16" : "sh_mma_f16";
-    int ldk = (int)d + TC_PAD, ldv = (int)dv + TC_PAD, kt = TC_KT;
-    int ldw = ldk > ldv ? ldk : ldv;
-    int64_t bytes;
-    for (;;) {
-        bytes = (int64_t)kt * (ldk + ldv) * 2 + TC_WARPS * 16 * ldw * 2 + 128;
-        if (bytes <= AT_SHARED || kt <= 16)
-            break;
-        kt /= 2;
-    }
-    int64_t nqb = (s + TC_ROWS - 1) / TC_ROWS, total = v.heads * nqb;
-    int64_t o_ws = (int64_t)kt * (ldk + ldv) * 2, o_be = o_ws + TC_WARPS * 16 * ldw * 2;
-    mma_prologue(G, k, total, bytes);
-    tc_key_decls(G, T, kt, ldk, ldv);
-    cg_line(G, "%s *const stg = (%s *)(smb + %lld) + warp * %d; // the warp's own rows on their "
-               "way in", T, T, (long long)o_ws, 16 * ldw);
-    cg_line(G, "int *const bend = (int *)(smb + %lld); // the block's last key + 1", (long long)o_be);
-    tc_query_head(G, op, &v, total);
-    mma_row_end(G, op, &v, "ea", "q0 + gr");
-    mma_row_end(G, op, &v, "eb", "q0 + gr + 8");
-    cg_line(G, "int wend = (int)(ea > eb ? ea : eb); // the warp's last key + 1");
-    cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int o = 4; o < 32; o <<= 1)");
-    cg_line(G, "    wend = max(wend, __shfl_xor_sync(0xffffffffu, wend, o));");
+    int ldk = (int)d + TC_PAD, ldv = (int)dv + TC_PAD;
+    int kt = mma_rows_start(G, k, op, &v, ldk, ldv, ldk > ldv ? ldk : ldv, "stg",
+                            "the warp's own rows on their way in");
     mma_own_rows(G, "qa", "stg", "q0", 0, s, d);
     mma_own_rows(G, "ya", "stg", "q0", 3, s, dv);
     if (dq) {
@@ -2015,10 +2017,7 @@ static void emit_attn_rows_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
         cg_line(G, "}");
         cg_line(G, "const float nl[2] = {-lse[0] * %s, -lse[1] * %s}; // -lse log2(e)", MMA_LOG2E,
                 MMA_LOG2E);
-        cg_line(G, "float dqa[%lld][4]; // sum ds k", (long long)(d / 8));
-        cg_line(G, "#pragma unroll");
-        cg_line(G, "for (int nn = 0; nn < %lld; nn++)", (long long)(d / 8));
-        cg_line(G, "    dqa[nn][0] = dqa[nn][1] = dqa[nn][2] = dqa[nn][3] = 0.0f;");
+        mma_zero(G, "dqa", d / 8, "sum ds k");
     } else {
         cg_line(G, "// rows a and b: the running max, the lane's sums of exp(s - m) and exp(s - m) dp");
         cg_line(G, "float m[2] = {%s, %s}, l[2] = {0.0f, 0.0f}, u[2] = {0.0f, 0.0f};", ninf, ninf);
@@ -2262,16 +2261,10 @@ static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool 
     mma_own_rows(G, "ka", "stg", "kw", 1, t, d);
     if (dk) {
         mma_own_rows(G, "va", "stg", "kw", 2, t, dv);
-        cg_line(G, "float dka[%lld][4]; // sum ds q", (long long)(d / 8));
-        cg_line(G, "#pragma unroll");
-        cg_line(G, "for (int nn = 0; nn < %lld; nn++)", (long long)(d / 8));
-        cg_line(G, "    dka[nn][0] = dka[nn][1] = dka[nn][2] = dka[nn][3] = 0.0f;");
+        mma_zero(G, "dka", d / 8, "sum ds q");
     }
     if (sum_dv) {
-        cg_line(G, "float dva[%lld][4]; // sum p dy", (long long)(dv / 8));
-        cg_line(G, "#pragma unroll");
-        cg_line(G, "for (int nn = 0; nn < %lld; nn++)", (long long)(dv / 8));
-        cg_line(G, "    dva[nn][0] = dva[nn][1] = dva[nn][2] = dva[nn][3] = 0.0f;");
+        mma_zero(G, "dva", dv / 8, "sum p dy");
     }
     at_tiles_open(G, op, &v, qt);
     cg_line(G, "__syncthreads(); // the last tiles are read");
