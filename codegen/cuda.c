@@ -510,7 +510,7 @@ static void assemble(gen *G, cg_cuda_kernel *k, const char *body)
 static void gen_kernel(gen *G, cg_cuda_kernel *k)
 {
     const pass_fgroup *g = G->g;
-    if (g->kind == PASS_FUSE_ATTN_PAIR) {
+    if (pass_fuse_attn_two(g->kind)) {
         cg_gen_attn_pair(G, k, g);
         return;
     }
@@ -856,7 +856,7 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
             out->nsame++;
             take_code(k, &out->k[r]);
             k->name = g ? g->name : cg_op_kernel_name(&out->arena, op, kid);
-            if (g && g->kind == PASS_FUSE_ATTN_PAIR)
+            if (g && pass_fuse_attn_two(g->kind))
                 cg_attn_pair_params(m, g, k, &out->arena);
             else {
                 k->nparams = g ? g->nin + g->nout : op->nin + 1;

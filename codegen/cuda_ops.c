@@ -48,8 +48,11 @@ bool cg_cuda_op_kernel(const ir_op *op)
     case IR_ATTN_STATS:
     case IR_ATTN_DQ:
     case IR_ATTN_DK:
-    case IR_ATTN_DV: /* the tiled layout only: no kernel past its widths */
+    case IR_ATTN_DV:
+    case IR_ATTN_LSE: /* the tiled layout only: no kernel past its widths */
         return op->nres == 1 && op->res[0]->type.dtype != IR_I32 && cg_attention_tiled(op);
+    case IR_ATTN_DELTA:
+        return op->nres == 1;
     default:
         return false;
     }
@@ -445,7 +448,7 @@ static void emit_embedding_grad(gen *G, cg_cuda_kernel *k, const ir_op *op)
 }
 
 /* attention's, attn_probs' and the backward's shapes: per head (heads of
- * them) q [s, d], k [t, d], v [t, dv] (dv 0 for attn_probs; attn_dv's from
+ * them) q [s, d], k [t, d], v [t, dv] (dv 0 for attn_probs and attn_lse; attn_dv's from
  * dy, its third operand), the query positions as the last operand when
  * pos, computed in dt's precision with scores scaled by 1 / sqrt(d). */
 typedef struct at_view {
@@ -465,7 +468,7 @@ static at_view at_view_of(const ir_op *op)
     at_view v = {.s = q->dim[r - 2], .d = q->dim[r - 1], .t = lk.dim[r - 2],
                  .probs = op->code == IR_ATTN_PROBS, .dt = q->dtype};
     v.heads = ir_type_numel(q) / (v.s * v.d);
-    v.dv = v.probs ? 0 : op->in[2]->type.dim[r - 1];
+    v.dv = v.probs || op->code == IR_ATTN_LSE ? 0 : op->in[2]->type.dim[r - 1];
     v.pos = op->nin == ir_ops[op->code].max_in;
     v.scale = (float)(1.0 / sqrt((double)v.d));
     return v;
@@ -743,11 +746,15 @@ static void at_block_end(gen *G)
     cg_line(G, "const i64 kend = *bend;");
 }
 
-static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
+/* attention or attn_probs; attention with lse, or attn_lse alone (lse into
+ * its result), as emit_attention_mma's. */
+static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op, const char *lse)
 {
     at_view v = at_view_of(op);
     int64_t s = v.s, d = v.d, t = v.t, heads = v.heads, dv = v.dv;
-    bool probs = v.probs;
+    bool probs = v.probs, has_v = op->code == IR_ATTENTION;
+    if (op->code == IR_ATTN_LSE)
+        lse = cg_fmt(G, "p%d", op->nin);
     ir_dtype dt = v.dt;
     float scale = v.scale;
     int group = at_group(d > dv ? d : dv), rows = AT_BLOCK / group;
@@ -771,10 +778,10 @@ static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
     k->shared_bytes = (int)shared;
     cg_line(G, "extern __shared__ float sm[];");
     cg_line(G, "float *ks = sm; // [%d keys][%lld]", kt, (long long)dpad);
-    if (!probs)
+    if (has_v)
         cg_line(G, "float *vs = sm + %lld; // [%d keys][%lld]", (long long)(kt * dpad), kt,
                 (long long)dvpad);
-    else
+    else if (probs)
         cg_line(G, "float *ps = sm + %lld; // [%d rows][%d + 1]: a tile's probabilities",
                 (long long)(kt * dpad), rows, kt);
     cg_line(G, "int *bend = (int *)(sm + %lld); // the block's last key + 1",
@@ -790,13 +797,13 @@ static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
     at_block_end(G);
     at_load_row(G, "q", "the query row", 0, "i", s, d, nc, group, dt);
     cg_line(G, "float m = __int_as_float(0xff800000), l = 0.0f; // running max and sum");
-    if (!probs)
+    if (has_v)
         at_zero_row(G, "o", ncv * 4, "the unnormalised result");
     cg_line(G, "for (i64 j0 = 0; j0 < kend; j0 += %d) {", kt);
     G->indent++;
     cg_line(G, "__syncthreads(); // the last tile is read");
     at_load_tile(G, "ks", 1, 'j', t, d, dpad, kt, dt);
-    if (!probs)
+    if (has_v)
         at_load_tile(G, "vs", 2, 'j', t, dv, dvpad, kt, dt);
     cg_line(G, "__syncthreads();");
     at_scores(G, kt, nc, group, dpad, scale);
@@ -805,7 +812,7 @@ static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
     G->indent++;
     cg_line(G, "const float alpha = expf(m - mn); // 0 while m is -inf");
     cg_line(G, "l *= alpha;");
-    if (!probs) {
+    if (has_v) {
         cg_line(G, "#pragma unroll");
         cg_line(G, "for (int c = 0; c < %d; c++)", ncv * 4);
         cg_line(G, "    o[c] *= alpha;");
@@ -815,7 +822,7 @@ static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
     G->indent++;
     cg_line(G, "const float p = expf(sc[jj] - mn);");
     cg_line(G, "l += p;");
-    if (!probs)
+    if (has_v)
         at_axpy(G, "o", "p", &vs, group);
     G->indent--;
     cg_line(G, "}");
@@ -824,10 +831,15 @@ static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "}");
     G->indent--;
     cg_line(G, "}");
-    cg_line(G, "const float inv = l > 0.0f ? 1.0f / l : 0.0f; // a row that sees no key is 0");
-    if (!probs) {
+    if (lse) {
+        cg_line(G, "if (g == 0 && live) // the row's log-sum-exp");
+        cg_line(G, "    %s[h * %lld + i] = end > 0 ? m + logf(l) : 0.0f;", lse, (long long)s);
+    }
+    if (has_v) {
+        cg_line(G, "const float inv = l > 0.0f ? 1.0f / l : 0.0f; // a row that sees no key is 0");
         at_store_row(G, out, "i", s, dv, ncv, group, dt, "o[c * 4 + e] * inv");
-    } else {
+    } else if (probs) {
+        cg_line(G, "const float inv = l > 0.0f ? 1.0f / l : 0.0f; // a row that sees no key is 0");
         cg_line(G, "for (i64 j0 = 0; j0 < %lld; j0 += %d) { // the probabilities, tile by tile",
                 (long long)t, kt);
         G->indent++;
@@ -856,6 +868,44 @@ static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op)
         G->indent--;
         cg_line(G, "}");
     }
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* attn_delta (y, dy, lse): a warp per row of a head (8 a block,
+ * grid-stride), its lanes' products of y's and dy's columns from lane on
+ * in steps of 32 summed by fused multiply-adds, then over the warp by
+ * shuffles; lane 0 writes [lse, the sum]. With the heads inner, y and dy
+ * are stored [.., S, H, dv] (G->at_heads). */
+static void emit_attn_delta(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    ir_type ly = op->a->heads_inner ? ir_type_swap_heads(&op->in[0]->type) : op->in[0]->type;
+    int r = ly.rank;
+    int64_t s = ly.dim[r - 2], dv = ly.dim[r - 1];
+    int64_t rows = s > 0 && dv > 0 ? ir_type_numel(&ly) / dv : 0;
+    ir_dtype dt = ly.dtype;
+    k->strategy = CG_CUDA_ROW;
+    k->vec = 1;
+    k->block = 256;
+    k->grid = cg_grid_for(rows, 8);
+    cg_line(G, "const int lane = threadIdx.x %% 32;");
+    cg_line(G, "for (i64 row = blockIdx.x * 8 + threadIdx.x / 32; row < %lld; "
+               "row += (i64)gridDim.x * 8) {", (long long)rows);
+    G->indent++;
+    cg_line(G, "const i64 h = row / %lld, i = row %% %lld; // head, query row", (long long)s,
+            (long long)s);
+    cg_line(G, "float acc = 0.0f;");
+    cg_line(G, "for (i64 c = lane; c < %lld; c += 32)", (long long)dv);
+    cg_line(G, "    acc = fmaf(%s, %s, acc);",
+            cg_load_conv(G, dt, cg_fmt(G, "p0[%s + c]", at_row(G, s, "i", dv))),
+            cg_load_conv(G, dt, cg_fmt(G, "p1[%s + c]", at_row(G, s, "i", dv))));
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int o = 16; o > 0; o >>= 1)");
+    cg_line(G, "    acc += __shfl_xor_sync(0xffffffffu, acc, o);");
+    cg_line(G, "if (lane == 0) {");
+    cg_line(G, "    p3[row * 2] = p2[row];");
+    cg_line(G, "    p3[row * 2 + 1] = acc;");
+    cg_line(G, "}");
     G->indent--;
     cg_line(G, "}");
 }
@@ -1162,23 +1212,29 @@ static void tc_key_decls(gen *G, const char *T, int kt, int ldk, int ldv)
             (long long)kt * ldk * 2, kt, ldv);
 }
 
-/* The shared tiles ks and vs: kt keys from j0 of k (p1) and v (p2). */
+/* The shared tiles ks and vs: kt keys from j0 of k (p1) and v (p2; none
+ * where dv is 0, attn_lse's). */
 static void tc_key_tiles(gen *G, const at_view *v, int kt)
 {
     cg_line(G, "__syncthreads(); // the last tiles are read");
     tc_stage(G, "ks", (int)v->d + TC_PAD, kt, "j0", 1, v->t, v->d, "threadIdx.x", 32 * TC_WARPS);
-    tc_stage(G, "vs", (int)v->dv + TC_PAD, kt, "j0", 2, v->t, v->dv, "threadIdx.x",
-             32 * TC_WARPS);
+    if (v->dv)
+        tc_stage(G, "vs", (int)v->dv + TC_PAD, kt, "j0", 2, v->t, v->dv, "threadIdx.x",
+                 32 * TC_WARPS);
     cg_line(G, "__syncthreads();");
 }
 
-static void emit_attention_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op)
+/* attention, with lse or alone as attn_lse, as emit_attention_mma's. */
+static void emit_attention_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op, const char *lse)
 {
     at_view v = at_view_of(op);
     int64_t s = v.s, d = v.d, heads = v.heads, dv = v.dv;
+    bool has_v = op->code == IR_ATTENTION;
+    if (!has_v)
+        lse = cg_fmt(G, "p%d", op->nin);
     ir_dtype dt = v.dt;
     const char *T = cg_ctype(G, dt);
-    int ldk = (int)d + TC_PAD, ldv = (int)dv + TC_PAD;
+    int ldk = (int)d + TC_PAD, ldv = has_v ? (int)dv + TC_PAD : 0;
     tc_geom a = tc_geom_of((ldk + ldv) * 2, (TC_ROWS + 256 + 4) * 4, 16 * ldk * 2, 1);
     int kt = a.kt, ldp = kt + TC_PAD, lds = kt + 4, half = kt / 2;
     int64_t nqb = (s + TC_ROWS - 1) / TC_ROWS, total = heads * nqb;
@@ -1201,7 +1257,8 @@ static void emit_attention_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op)
             (long long)(o_al + (TC_ROWS + 256) * 4));
     tc_query_head(G, op, &v, total);
     tc_own_rows(G, "qf", "stg", "q0", 0, s, d);
-    tc_zero(G, "of", dv / 16, "the unnormalised result");
+    if (has_v)
+        tc_zero(G, "of", dv / 16, "the unnormalised result");
     cg_line(G, "float m = __int_as_float(0xff800000), l = 0.0f; // the row's running max, the "
                "lane's sum");
     cg_line(G, "for (i64 j0 = 0; j0 < kend; j0 += %d) {", kt);
@@ -1227,24 +1284,33 @@ static void emit_attention_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     tc_lanes_open(G, half, NULL);
     cg_line(G, "const float p = m != __int_as_float(0xff800000) ? expf(sc[jj] - m) : 0.0f;");
     cg_line(G, "l += p;");
-    tc_put_weight(G, "phi", "plo", ldp, "p", dt);
+    if (has_v)
+        tc_put_weight(G, "phi", "plo", ldp, "p", dt);
     tc_lanes_close(G);
-    cg_line(G, "if (g == 0)");
-    cg_line(G, "    alpha[r] = fac;");
-    cg_line(G, "__syncwarp();");
-    cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int f = 0; f < %lld; f++)", (long long)(dv / 16));
-    cg_line(G, "    for (int e = 0; e < of[f].num_elements; e++)");
-    cg_line(G, "        of[f].x[e] *= alpha[(int)rowof.x[e]];");
-    tc_weighted(G, "of", "phi", "plo", ldp, "vs", kt, dv);
+    if (has_v) {
+        cg_line(G, "if (g == 0)");
+        cg_line(G, "    alpha[r] = fac;");
+        cg_line(G, "__syncwarp();");
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int f = 0; f < %lld; f++)", (long long)(dv / 16));
+        cg_line(G, "    for (int e = 0; e < of[f].num_elements; e++)");
+        cg_line(G, "        of[f].x[e] *= alpha[(int)rowof.x[e]];");
+        tc_weighted(G, "of", "phi", "plo", ldp, "vs", kt, dv);
+    }
     G->indent--;
     cg_line(G, "}");
     cg_line(G, "l += __shfl_xor_sync(0xffffffffu, l, 1); // the row's two halves");
-    cg_line(G, "__syncwarp(); // the last p is read");
-    cg_line(G, "if (g == 0)");
-    cg_line(G, "    alpha[r] = l > 0.0f ? 1.0f / l : 0.0f; // a row that sees no key is 0");
-    cg_line(G, "__syncwarp();");
-    tc_write(G, "of", "alpha[row]", "ss", cg_fmt(G, "p%d", op->nin), "q0", s, dv, dt);
+    if (has_v) {
+        cg_line(G, "__syncwarp(); // the last p is read");
+        cg_line(G, "if (g == 0)");
+        cg_line(G, "    alpha[r] = l > 0.0f ? 1.0f / l : 0.0f; // a row that sees no key is 0");
+        cg_line(G, "__syncwarp();");
+        tc_write(G, "of", "alpha[row]", "ss", cg_fmt(G, "p%d", op->nin), "q0", s, dv, dt);
+    }
+    if (lse) {
+        cg_line(G, "if (g == 0 && live) // the row's log-sum-exp");
+        cg_line(G, "    %s[h * %lld + i] = end > 0 ? m + logf(l) : 0.0f;", lse, (long long)s);
+    }
     G->indent--;
     cg_line(G, "}");
 }
@@ -1494,17 +1560,25 @@ static int mma_rows_start(gen *G, cg_cuda_kernel *k, const ir_op *op, const at_v
     return kt;
 }
 
-static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
+/* attention (q, k, v[, pos]), with its log-sum-exp into lse too where
+ * lse is not NULL (an attention-with-lse group's kernel, passes/fuse.h),
+ * or attn_lse (q, k[, pos]) alone: the same rows, tiles, scores and sums
+ * in the same order, so that the two give the same bits. */
+static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, const char *lse)
 {
     at_view v = at_view_of(op);
     int64_t s = v.s, d = v.d, dv = v.dv;
+    bool has_v = op->code == IR_ATTENTION;
+    if (!has_v)
+        lse = cg_fmt(G, "p%d", op->nin);
     ir_dtype dt = v.dt;
     const char *ninf = "__int_as_float(0xff800000)";
     const char *mma = dt == IR_BF16 ? "sh_mma_bf16" : "sh_mma_f16";
-    int ldk = (int)d + TC_PAD, ldv = (int)dv + TC_PAD;
+    int ldk = (int)d + TC_PAD, ldv = has_v ? (int)dv + TC_PAD : 0;
     int kt = mma_rows_start(G, k, op, &v, ldk, ldv, ldk, "qst", "the warp's q rows on their way in");
     mma_own_rows(G, "qa", "qst", "q0", 0, s, d);
-    mma_zero(G, "oacc", dv / 8, "the unnormalised result");
+    if (has_v)
+        mma_zero(G, "oacc", dv / 8, "the unnormalised result");
     cg_line(G, "float ma = %s, mb = %s, la = 0.0f, lb = 0.0f; // rows a and b: the running max, "
                "the lane's sum", ninf, ninf);
     cg_line(G, "for (i64 j0 = 0; j0 < kend; j0 += %d) {", kt);
@@ -1546,22 +1620,36 @@ static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "        mb = nb;");
     cg_line(G, "    }");
     cg_line(G, "}");
-    cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int nn = 0; nn < %lld; nn++) {", (long long)(dv / 8));
-    cg_line(G, "    oacc[nn][0] *= fa;");
-    cg_line(G, "    oacc[nn][1] *= fa;");
-    cg_line(G, "    oacc[nn][2] *= fb;");
-    cg_line(G, "    oacc[nn][3] *= fb;");
-    cg_line(G, "}");
+    if (has_v) {
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int nn = 0; nn < %lld; nn++) {", (long long)(dv / 8));
+        cg_line(G, "    oacc[nn][0] *= fa;");
+        cg_line(G, "    oacc[nn][1] *= fa;");
+        cg_line(G, "    oacc[nn][2] *= fb;");
+        cg_line(G, "    oacc[nn][3] *= fb;");
+        cg_line(G, "}");
+    }
     cg_line(G, "// minus the max, 0 while no key is seen (every score -inf then: p = 0)");
     cg_line(G, "const float oa = ma == %s ? 0.0f : -ma, ob = mb == %s ? 0.0f : -mb;", ninf, ninf);
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int kk = 0; kk < %d; kk++) {", kt / 16);
     G->indent++;
-    mma_weights(G, "ph", "pl",
-                cg_fmt(G, "sh_exp2(fmaf(sc[n][e], %s, e < 2 ? oa : ob))", mma_c2(G, &v)),
-                "if (e < 2) la += w_; else lb += w_;", dt);
-    mma_weighted(G, "oacc", "ph", "pl", "vs", ldv, dv, mma);
+    const char *w = cg_fmt(G, "sh_exp2(fmaf(sc[n][e], %s, e < 2 ? oa : ob))", mma_c2(G, &v));
+    if (has_v) {
+        mma_weights(G, "ph", "pl", w, "if (e < 2) la += w_; else lb += w_;", dt);
+        mma_weighted(G, "oacc", "ph", "pl", "vs", ldv, dv, mma);
+    } else { /* the sums alone, in mma_weights' order */
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int x = 0; x < 4; x++) {");
+        cg_line(G, "    const int n = 2 * kk + x / 2, e0 = x %% 2 * 2;");
+        cg_line(G, "    #pragma unroll");
+        cg_line(G, "    for (int y = 0; y < 2; y++) {");
+        cg_line(G, "        const int e = e0 + y;");
+        cg_line(G, "        const float w_ = %s;", w);
+        cg_line(G, "        if (e < 2) la += w_; else lb += w_;");
+        cg_line(G, "    }");
+        cg_line(G, "}");
+    }
     G->indent--;
     cg_line(G, "}");
     G->indent--;
@@ -1571,8 +1659,18 @@ static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "    la += __shfl_xor_sync(0xffffffffu, la, o);");
     cg_line(G, "    lb += __shfl_xor_sync(0xffffffffu, lb, o);");
     cg_line(G, "}");
-    mma_write(G, "oacc", "(la > 0.0f ? 1.0f / la : 0.0f)", "(lb > 0.0f ? 1.0f / lb : 0.0f)",
-              cg_fmt(G, "p%d", op->nin), "q0", s, dv, dt);
+    if (has_v)
+        mma_write(G, "oacc", "(la > 0.0f ? 1.0f / la : 0.0f)", "(lb > 0.0f ? 1.0f / lb : 0.0f)",
+                  cg_fmt(G, "p%d", op->nin), "q0", s, dv, dt);
+    if (lse) {
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int x = 0; x < 2; x++) { // the log-sum-exp of rows a and b");
+        cg_line(G, "    const i64 row = q0 + gr + x * 8, e = x ? eb : ea;");
+        cg_line(G, "    if (row < %lld && tq == 0)", (long long)s);
+        cg_line(G, "        %s[h * %lld + row] = e > 0 ? (x ? mb : ma) * %s + logf(x ? lb : la) : "
+                   "0.0f; // m in base 2", lse, (long long)s, MMA_LN2);
+        cg_line(G, "}");
+    }
     G->indent--;
     cg_line(G, "}");
 }
@@ -2351,6 +2449,7 @@ static const char *op_launch_text(const gen *G, const cg_cuda_kernel *k, const i
     case IR_EMBEDDING_GRAD:
         return "a warp per table row and column chunk, its ids found by ballot, grid-stride";
     case IR_ATTENTION:
+    case IR_ATTN_LSE:
         if (cg_attention_mma(G, op))
             return "a block per 64 query rows of a head, 16 a warp, on tensor cores (mma.sync), "
                    "keys in shared tiles, online softmax with the scores in registers; assumes "
@@ -2364,6 +2463,8 @@ static const char *op_launch_text(const gen *G, const cg_cuda_kernel *k, const i
                    ? "a block per 128 / group query rows of a head, keys in shared tiles, online "
                      "softmax"
                    : "one block per query row, grid-stride over rows";
+    case IR_ATTN_DELTA:
+        return "a warp per row of a head, 8 a block, grid-stride";
     case IR_ATTN_STATS:
     case IR_ATTN_DQ:
         if (cg_attention_mma(G, op))
@@ -2399,17 +2500,22 @@ static const char *op_launch_text(const gen *G, const cg_cuda_kernel *k, const i
 static void op_header(gen *G, const cg_cuda_kernel *k, const ir_op *op, const ir_op *pair,
                       su_buf *b)
 {
-    su_buf_printf(b, "// %s: %s kernel of %s%s over ", k->name, cg_cuda_strategy_name(k->strategy),
-                  ir_ops[op->code].name, pair ? " and attn_dv" : "");
+    const char *pname = pair ? ir_ops[pair->code].name : NULL;
+    bool fwd = pair && pair->code == IR_ATTN_LSE; /* attention with its lse */
+    su_buf_printf(b, "// %s: %s kernel of %s%s%s over ", k->name,
+                  cg_cuda_strategy_name(k->strategy), ir_ops[op->code].name, pair ? " and " : "",
+                  pair ? pname : "");
     cg_put_shape(b, &op->res[0]->type);
     su_buf_putc(b, '\n');
-    if (pair)
+    if (pair && !fwd)
         cg_put_op_line(G, b, pair);
     cg_put_op_line(G, b, op);
+    if (fwd)
+        cg_put_op_line(G, b, pair);
     if (pair)
-        su_buf_printf(b, "// parameters: attn_dk's operands p0 .. p%d, its result p%d, attn_dv's "
-                         "result p%d\n",
-                      op->nin - 1, op->nin, op->nin + 1);
+        su_buf_printf(b, "// parameters: %s's operands p0 .. p%d, its result p%d, %s's result "
+                         "p%d\n",
+                      ir_ops[op->code].name, op->nin - 1, op->nin, pname, op->nin + 1);
     else if (op->nin)
         su_buf_printf(b, "// parameters: the operand%s p0%s, the result p%d\n",
                       op->nin > 1 ? "s" : "",
@@ -2420,7 +2526,10 @@ static void op_header(gen *G, const cg_cuda_kernel *k, const ir_op *op, const ir
     su_buf_printf(b, "// launch: grid (%lld, 1, 1), block (%d, 1, 1), %d bytes of dynamic shared "
                      "memory\n",
                   (long long)k->grid, k->block, k->shared_bytes);
-    su_buf_printf(b, "// %s%s\n", op_launch_text(G, k, op), pair ? "; each p once for both sums" : "");
+    su_buf_printf(b, "// %s%s\n", op_launch_text(G, k, op),
+                  fwd    ? "; each row's log-sum-exp from its max and sum"
+                  : pair ? "; each p once for both sums"
+                         : "");
     if (op->code == IR_EMBEDDING || op->code == IR_EMBEDDING_GRAD)
         su_buf_puts(b, "// an id outside the table: its row NaN, and the lowest such index in "
                        "sh_error\n");
@@ -2464,9 +2573,10 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
      * q (passes/fold.c makes such ops only where the tiled kernels take
      * the widths) */
     G->at_heads = op->a->heads_inner ? op->in[0]->type.dim[op->in[0]->type.rank - 2] : 0;
-    if (op->a->heads_inner && !cg_attention_tiled(op))
+    if (op->a->heads_inner && op->code != IR_ATTN_DELTA && !cg_attention_tiled(op))
         su_unreachable();
     switch (op->code) {
+    case IR_ATTN_DELTA: emit_attn_delta(G, k, op); break;
     case IR_TRANSPOSE: emit_transpose(G, k, op); break;
     case IR_IOTA: emit_iota(G, k, op); break;
     case IR_EMBEDDING: emit_embedding(G, k, op); break;
@@ -2494,11 +2604,11 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
         break;
     default:
         if (cg_attention_mma(G, op))
-            emit_attention_mma(G, k, op);
+            emit_attention_mma(G, k, op, NULL);
         else if (cg_attention_wmma(G, op))
-            emit_attention_wmma(G, k, op);
+            emit_attention_wmma(G, k, op, NULL);
         else if (cg_attention_tiled(op))
-            emit_attention_tiled(G, k, op);
+            emit_attention_tiled(G, k, op, NULL);
         else
             emit_attention(G, k, op);
         break;
@@ -2510,10 +2620,18 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
 /* The kernel of pair group g (passes/fuse.h): attn_dv (its first op) and
  * attn_dk (its anchor) of one attention, one pass over the query rows
  * (emit_attn_cols): the parameters are attn_dk's operands p0 .., its
- * result, then attn_dv's result. */
+ * result, then attn_dv's result. Of an attention-with-lse group:
+ * attention (its first op) and attn_lse (its anchor), the forward's
+ * kernel writing the lse too: attention's operands, its result, then
+ * attn_lse's. */
 void cg_attn_pair_params(const ir_module *m, const pass_fgroup *g, cg_cuda_kernel *k, su_arena *a)
 {
     const ir_op *dv = IR_OP(m, g->ops[0]), *op = IR_OP(m, g->anchor);
+    if (g->kind == PASS_FUSE_ATTN_LSE) {
+        const ir_op *t = dv;
+        dv = op; /* the second result's op */
+        op = t;
+    }
     k->nparams = op->nin + 2;
     k->params = su_alloc(a, (size_t)(k->nparams + 1) * sizeof *k->params);
     for (int j = 0; j < op->nin; j++)
@@ -2525,6 +2643,12 @@ void cg_attn_pair_params(const ir_module *m, const pass_fgroup *g, cg_cuda_kerne
 void cg_gen_attn_pair(gen *G, cg_cuda_kernel *k, const pass_fgroup *g)
 {
     const ir_op *dv = IR_OP(G->m, g->ops[0]), *op = IR_OP(G->m, g->anchor);
+    bool fwd = g->kind == PASS_FUSE_ATTN_LSE;
+    if (fwd) { /* op attention, dv its attn_lse */
+        const ir_op *t = dv;
+        dv = op;
+        op = t;
+    }
     k->name = G->canon ? "K" : g->name;
     k->group = g->id;
     k->op = -1;
@@ -2536,7 +2660,14 @@ void cg_gen_attn_pair(gen *G, cg_cuda_kernel *k, const pass_fgroup *g)
     G->at_heads = op->a->heads_inner ? op->in[0]->type.dim[op->in[0]->type.rank - 2] : 0;
     if (!cg_attention_tiled(op))
         su_unreachable(); /* fuse.c pairs only such ops */
-    if (cg_attention_mma(G, op))
+    const char *lse = cg_fmt(G, "p%d", op->nin + 1);
+    if (fwd && cg_attention_mma(G, op))
+        emit_attention_mma(G, k, op, lse);
+    else if (fwd && cg_attention_wmma(G, op))
+        emit_attention_wmma(G, k, op, lse);
+    else if (fwd)
+        emit_attention_tiled(G, k, op, lse);
+    else if (cg_attention_mma(G, op))
         emit_attn_cols_mma(G, k, op, true);
     else if (cg_attention_wmma(G, op))
         emit_attn_cols_wmma(G, k, op, true);

@@ -510,13 +510,14 @@ static bool alone(const cg_cuda_kernel *k)
  * threads share them out and the stage's last compile is a short one. */
 static bool heavy(const builder *b, const cg_cuda_kernel *k)
 {
-    if (k->group >= 0) /* an attention pair (passes/fuse.h) */
+    if (k->group >= 0) /* an attention pair, or attention with its lse (passes/fuse.h) */
         return b->f && k->group < b->f->ngroups &&
-               b->f->groups[k->group].kind == PASS_FUSE_ATTN_PAIR;
+               pass_fuse_attn_two(b->f->groups[k->group].kind);
     if (k->op < 0 || k->op >= b->m->ops.n)
         return false;
     ir_opcode code = IR_OP(b->m, k->op)->code;
-    return code == IR_ATTENTION || code == IR_ATTN_PROBS || ir_attn_layout_operands(code);
+    return code == IR_ATTENTION || code == IR_ATTN_PROBS ||
+           (ir_attn_layout_operands(code) && code != IR_ATTN_DELTA);
 }
 
 /* The declaration of src's dynamic shared array ("extern __shared__ float
@@ -899,8 +900,9 @@ static bool stage_kernels(builder *b, const pass_fusion *f)
         const cg_cuda_kernel *k = &c->k[i];
         const pass_fgroup *g = k->group >= 0 ? &f->groups[k->group] : NULL;
         /* a pair's inputs are attn_dk's operands, one each even where
-         * they are one value (attention(x, x, x)), then its two results */
-        int nin = !g ? k->nparams - 1 : g->kind == PASS_FUSE_ATTN_PAIR ? k->nparams - 2 : g->nin;
+         * they are one value (attention(x, x, x)), then its two results;
+         * attention with its lse's, attention's */
+        int nin = !g ? k->nparams - 1 : pass_fuse_attn_two(g->kind) ? k->nparams - 2 : g->nin;
         ok = g ? add_kernel(b, k, nin, g->ops, g->nops) : add_kernel(b, k, nin, &k->op, 1);
     }
     for (int i = 0; ok && i < f->ngroups; i++)

@@ -669,6 +669,43 @@ static bool infer_attn_probs(ctx *c, const ir_type *const *in, const ir_attrs *a
     return true;
 }
 
+/* attn_lse (q, k[, pos]) -> f32[..., S]: attn_probs' rule, its last
+ * dimension dropped. */
+static bool infer_attn_lse(ctx *c, const ir_type *const *in, const ir_attrs *a, ir_type *out)
+{
+    if (!infer_attn_probs(c, in, a, out))
+        return false;
+    out->dtype = IR_F32;
+    out->rank--;
+    return true;
+}
+
+/* attn_delta (y, dy, lse) -> f32[..., S, 2]: y and dy [..., S, dv] of one
+ * float type, lse f32[..., S]. */
+static bool infer_attn_delta(ctx *c, const ir_type *const *in, ir_type *out)
+{
+    const ir_type *y = in[0], *dy = in[1], *lse = in[2];
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    if (y->rank < 2)
+        return fail(c, "%s needs y of rank 2 or more, got %s", c->op, tstr(t1, y));
+    if (!need_float(c, y))
+        return false;
+    if (!ir_type_eq(y, dy))
+        return fail(c, "%s needs y and dy of one type, got %s and %s", c->op, tstr(t1, y),
+                    tstr(t2, dy));
+    int r = y->rank;
+    bool ok = lse->dtype == IR_F32 && lse->rank == r - 1;
+    for (int i = 0; ok && i < r - 1; i++)
+        ok = lse->dim[i] == y->dim[i];
+    if (!ok)
+        return fail(c, "%s needs lse f32[..., S] for y %s, got %s", c->op, tstr(t1, y),
+                    tstr(t2, lse));
+    *out = *y;
+    out->dtype = IR_F32;
+    out->dim[r - 1] = 2;
+    return true;
+}
+
 /* attn_stats (q, k, v, dy[, pos]) -> f32[..., S, 2]; attn_dq and attn_dk
  * (q, k, v, dy, st[, pos]) -> q's and k's types; attn_dv (q, k, dy, st[,
  * pos]) -> [..., T, dv] (ops.def). q [..., S, d], k [..., T, d], v [...,
@@ -838,6 +875,10 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
     case IR_ATTN_DK:
     case IR_ATTN_DV:
         return infer_attn_grad(c, in, a, out);
+    case IR_ATTN_LSE:
+        return infer_attn_lse(c, in, a, out);
+    case IR_ATTN_DELTA:
+        return infer_attn_delta(c, in, out);
     case IR_EXPAND:
         return infer_expand(c, in[0], a, out);
     case IR_EMBEDDING_GRAD:
@@ -987,7 +1028,8 @@ bool ir_infer(const ir_mesh *mesh, ir_opcode code, const ir_type *const *in, int
     memset(out, 0, sizeof *out);
     if (a->heads_inner && (ir_ops[code].attrs & IR_A_HEADS)) {
         /* q, k, v, dy as [..., H, S, d] (dims -3 and -2 swapped), the
-         * result back as stored; st, pos and attn_stats' result as they are */
+         * result back as stored; st, pos, lse and the statistics' results as they
+         * are */
         int nt = ir_attn_layout_operands(code);
         ir_type sw[IR_MAX_RANK];
         const ir_type *lin[8];
@@ -1003,7 +1045,7 @@ bool ir_infer(const ir_mesh *mesh, ir_opcode code, const ir_type *const *in, int
         }
         if (!infer_op(&c, lin, a, out))
             return false;
-        if (code != IR_ATTN_STATS)
+        if (ir_attn_result_swapped(code))
             *out = ir_type_swap_heads(out);
         return check_type(&c, out, -1);
     }

@@ -356,8 +356,12 @@ ir_op *ir_append_interned(ir_module *m, ir_opcode code, ir_value *const *in, int
 
 /* Attention's operands in heads_inner layout (IR_A_HEADS): attention's q,
  * k, v; attn_stats', attn_dq's and attn_dk's q, k, v, dy; attn_dv's q, k,
- * dy (0 for other ops). */
+ * dy; attn_lse's q, k; attn_delta's y, dy (0 for other ops). */
 int ir_attn_layout_operands(ir_opcode code);
+/* Whether an op with IR_A_HEADS stores its result with the heads inner
+ * too (attention and its gradients), not as computed (the statistics:
+ * attn_stats, attn_lse, attn_delta). */
+bool ir_attn_result_swapped(ir_opcode code);
 /* t with dims rank-3 and rank-2 swapped (rank >= 3). */
 ir_type ir_type_swap_heads(const ir_type *t);
 

@@ -185,8 +185,16 @@ int ir_attn_layout_operands(ir_opcode code)
     case IR_ATTN_STATS:
     case IR_ATTN_DQ:
     case IR_ATTN_DK: return 4;
+    case IR_ATTN_LSE:
+    case IR_ATTN_DELTA: return 2;
     default: return 0;
     }
+}
+
+bool ir_attn_result_swapped(ir_opcode code)
+{
+    return ir_attn_layout_operands(code) && code != IR_ATTN_STATS && code != IR_ATTN_LSE &&
+           code != IR_ATTN_DELTA;
 }
 
 ir_type ir_type_swap_heads(const ir_type *t)

@@ -16,7 +16,18 @@
  *   st = attn_stats(q, k, v, dy[, pos])       [S, 2]: log-sum-exp, delta
  *   dq = attn_dq(q, k, v, dy, st[, pos]), dk = attn_dk(...), dv = attn_dv(q, k, dy, st[, pos])
  * which recompute each score where they need it (flash attention's
- * backward): no value of the backward grows with S T. The rewritten ops
+ * backward): no value of the backward grows with S T. Where the program
+ * holds the forward, y = attention(q, k, v[, pos]) with the form's own
+ * operands and flags before the backward, the statistics come from it
+ * instead, and no kernel runs the scores a third time for them:
+ *   lse = attn_lse(q, k[, pos])               [S], right after the forward
+ *                                             (one kernel with it on a GPU)
+ *   st = attn_delta(y, dy, lse)               [S, 2]: lse, sum_c y dy
+ * (delta = sum_j p_ij dp_ij = dy_i . (p v)_i). Where y's one reader turns
+ * its heads inner ([.., H, S, d] -> [.., S, H, d], the transpose fold.c
+ * folds into attention) and dy is the same transpose of some g, attn_delta
+ * reads that transpose's result and g with heads_inner, so that neither
+ * transpose is kept for it. The rewritten ops
  * keep their results (value, name, sharding); p, gp, gs and the rest are
  * dropped. The form is matched exactly: each intermediate read by nothing
  * else, the same q, k and dy throughout, the scale 1 / sqrt(d) (to the
@@ -196,6 +207,58 @@ static bool match(const ag *G, ir_op *p, form *f)
            f->v->type.dim[r - 1] <= AT_MAX_WIDTH;
 }
 
+/* The forward of form f: an attention of the form's q, k, v, positions
+ * and mask, before op `first`, not taken by another form (used, by op
+ * index), whose result is of dy's type and not partial; else NULL. */
+static ir_op *forward_of(const ag *G, const form *f, bool causal, const ir_op *first,
+                         const bool *used)
+{
+    int end = at_of(G, first);
+    for (int i = 0; i < end; i++) {
+        ir_op *o = IR_OP(G->m, i);
+        if (o->code != IR_ATTENTION || o->nres != 1 || used[i] || o->a->causal != causal ||
+            o->a->heads_inner || o->in[0] != f->q || o->in[1] != f->k || o->in[2] != f->v ||
+            (o->nin == 4 ? o->in[3] != f->pos : f->pos != NULL))
+            continue;
+        const ir_value *y = o->res[0];
+        if (!y->sh.partial && ir_type_eq(&y->type, &f->dy->type))
+            return o;
+    }
+    return NULL;
+}
+
+/* Whether t swaps dims -3 and -2 of its operand (rank r >= 3). */
+static bool swaps_heads(const ir_op *t, int r)
+{
+    if (t->code != IR_TRANSPOSE || t->nin != 1 || t->nres != 1 || r < 3 || t->a->nlist != r)
+        return false;
+    for (int i = 0; i < r; i++)
+        if (t->a->list[i] != (i == r - 3 ? r - 2 : i == r - 2 ? r - 3 : i))
+            return false;
+    return true;
+}
+
+/* attn_delta's y and dy for forward result y and gradient dy: the
+ * transpose of y's one reader and dy's operand, with the heads inner,
+ * where y's one reader and dy's maker swap the heads (made before op
+ * `first`); else y and dy themselves. */
+static bool heads_pair(const ag *G, ir_value *y, ir_value *dy, const ir_op *first,
+                       ir_value **ty, ir_value **tdy)
+{
+    int r = y->type.rank;
+    ir_op *t = G->uses[y->id] == 1 ? G->reader[y->id] : NULL;
+    ir_op *d = dy->def;
+    if (t && d && swaps_heads(t, r) && swaps_heads(d, r) && at_of(G, t) < at_of(G, first) &&
+        ir_type_eq(&t->res[0]->type, &d->in[0]->type) && t->res[0]->type.dtype == y->type.dtype) {
+        *ty = t->res[0];
+        *tdy = d->in[0];
+        return true;
+    }
+    *ty = y;
+    *tdy = dy;
+    return false;
+}
+
 /* Makes op o (whose result it keeps) the attention gradient op code. */
 static void become(ir_module *m, ir_op *o, ir_opcode code, const form *f, ir_value *st,
                    bool causal)
@@ -230,10 +293,14 @@ int pass_attn_grad(ir_module *m)
     G.at = su_alloc(&m->arena, nv * sizeof *G.at);
     bool *dead = su_alloc(&m->arena, nv * sizeof *dead);
     ir_op **st_of = su_alloc(&m->arena, nv * sizeof *st_of); /* by its first reader's id */
+    ir_op **lse_of = su_alloc(&m->arena, nv * sizeof *lse_of); /* by its forward's result id */
+    bool *used = su_alloc(&m->arena, ((size_t)n0 + 1) * sizeof *used); /* forwards taken */
     memset(G.uses, 0, nv * sizeof *G.uses);
     memset(G.reader, 0, nv * sizeof *G.reader);
     memset(dead, 0, nv * sizeof *dead);
     memset(st_of, 0, nv * sizeof *st_of);
+    memset(lse_of, 0, nv * sizeof *lse_of);
+    memset(used, 0, ((size_t)n0 + 1) * sizeof *used);
     bool any = false;
     for (int i = 0; i < n0; i++) {
         ir_op *o = IR_OP(m, i);
@@ -273,9 +340,29 @@ int pass_attn_grad(ir_module *m)
         ir_type stt = *qt;
         stt.dtype = IR_F32;
         stt.dim[qt->rank - 1] = 2;
-        ir_value *sin[5] = {f.q, f.k, f.v, f.dy, f.pos};
-        ir_op *st = ir_append(m, IR_ATTN_STATS, sin, f.pos ? 5 : 4,
-                              &(ir_attrs){.causal = causal}, &stt);
+        ir_op *fw = forward_of(&G, &f, causal, first, used);
+        ir_op *st;
+        if (fw) {
+            used[at_of(&G, fw)] = true;
+            int r = qt->rank;
+            ir_type lt = stt;
+            lt.rank = r - 1;
+            ir_value *lin[3] = {f.q, f.k, f.pos};
+            ir_op *lse = ir_append(m, IR_ATTN_LSE, lin, f.pos ? 3 : 2,
+                                   &(ir_attrs){.causal = causal}, &lt);
+            lse->loc = fw->loc, lse->rep = fw->rep, lse->phase = fw->phase;
+            lse->res[0]->sh = p->res[0]->sh; /* [.., S, T] with T whole: [.., S] */
+            lse->res[0]->sh.naxes[r - 1] = 0;
+            lse_of[fw->res[0]->id] = lse;
+            ir_value *din[3];
+            bool heads = heads_pair(&G, fw->res[0], f.dy, first, &din[0], &din[1]);
+            din[2] = lse->res[0];
+            st = ir_append(m, IR_ATTN_DELTA, din, 3, &(ir_attrs){.heads_inner = heads}, &stt);
+        } else {
+            ir_value *sin[5] = {f.q, f.k, f.v, f.dy, f.pos};
+            st = ir_append(m, IR_ATTN_STATS, sin, f.pos ? 5 : 4, &(ir_attrs){.causal = causal},
+                           &stt);
+        }
         st->loc = first->loc, st->rep = first->rep, st->phase = first->phase;
         st->res[0]->sh = p->res[0]->sh; /* [.., S, T] with T whole: [.., S, 2] */
         ir_value *s = st->res[0];
@@ -298,9 +385,10 @@ int pass_attn_grad(ir_module *m)
     }
     if (!done)
         return 0;
-    /* The new order: each st before its first reader; m->ops has room for
-     * n0 ops and the sts appended, at least as many as placed. */
-    ir_op **out = su_alloc(&m->arena, ((size_t)n0 + (size_t)done) * sizeof *out);
+    /* The new order: each st before its first reader, each lse right
+     * after its forward; m->ops has room for n0 ops and those appended, at
+     * least as many as placed. */
+    ir_op **out = su_alloc(&m->arena, ((size_t)n0 + 2 * (size_t)done) * sizeof *out);
     int nout = 0;
     for (int i = 0; i < n0; i++) {
         ir_op *o = IR_OP(m, i);
@@ -308,6 +396,8 @@ int pass_attn_grad(ir_module *m)
             out[nout++] = st_of[o->res[0]->id];
         if (!o->nres || !dead[o->res[0]->id])
             out[nout++] = o;
+        if (o->nres && lse_of[o->res[0]->id])
+            out[nout++] = lse_of[o->res[0]->id];
     }
     m->ops.n = 0;
     for (int i = 0; i < nout; i++)

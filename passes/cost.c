@@ -8,7 +8,8 @@
  * backward's ops, per head and pair of a query and a key, what their
  * kernels do: attn_stats and attn_dv 2(d + dv) + 5 (the score, its exp,
  * and a product of dv or d terms), attn_dq and attn_dk 4d + 2dv + 7 (the
- * score, dp, ds and the sum); softmax
+ * score, dp, ds and the sum); attn_lse 2d + 3 (the score and its exp),
+ * attn_delta 2 per element of y; softmax
  * 5, layernorm 8, rmsnorm 5, mse 3 and cross_entropy 5 per input element;
  * other elementwise ops and reductions 1 per element; layout ops,
  * constants and communication 0. */
@@ -64,6 +65,14 @@ double pass_op_flops(const ir_op *op)
         const ir_type *q = &op->in[0]->type;
         return 2 * out * (double)q->dim[q->rank - 1] + 5 * out;
     }
+    case IR_ATTN_LSE: {
+        ir_type lq = logical(op, 0), lk = logical(op, 1);
+        double heads = (double)ir_type_numel(&lq) / ((double)lq.dim[lq.rank - 2] *
+                                                     (double)lq.dim[lq.rank - 1]);
+        double pairs = heads * (double)lq.dim[lq.rank - 2] * (double)lk.dim[lk.rank - 2];
+        return pairs * (2 * (double)lq.dim[lq.rank - 1] + 3);
+    }
+    case IR_ATTN_DELTA: return 2 * in0;
     case IR_ATTN_STATS: case IR_ATTN_DQ: case IR_ATTN_DK: case IR_ATTN_DV: {
         double pairs, d, dv;
         attn_back_dims(op, &pairs, &d, &dv);

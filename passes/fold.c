@@ -20,7 +20,9 @@
  * its backward, attn_stats .. attn_dv) whose q, k, v and dy are all such
  * transposes reads their operands instead, with heads_inner (ops.def),
  * and where its result's one reader is the transpose back, the op makes
- * that transpose's value itself (attn_stats' result keeps its form). Its
+ * that transpose's value itself (the statistics' results, attn_stats',
+ * attn_lse's and attn_delta's, keep their forms; attn_grad.c gives
+ * attn_delta its heads_inner itself, since its y is attention's result). Its
  * kernels index the heads inside each position's row; the transposes
  * that nothing reads now go. Heads wider than AT_MAX_WIDTH keep theirs
  * (the CUDA backend's tiled kernels take no wider). */
@@ -106,7 +108,7 @@ static int fold_heads(ir_module *m)
         for (int k = 0; k < nt && ok; k++)
             ok = op->in[k]->def && swaps_heads(op->in[k]->def);
         ir_op *back = NULL; /* the transpose of the result */
-        if (ok && op->code != IR_ATTN_STATS) {
+        if (ok && ir_attn_result_swapped(op->code)) {
             const ir_value *r = op->res[0];
             back = uses[r->id] == 1 ? reader[r->id] : NULL;
             ok = back && swaps_heads(back) && back->in[0] == r;

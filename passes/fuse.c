@@ -940,7 +940,7 @@ bool pass_attn_tensor_cores(const ir_op *op)
 {
     /* the operands of 16-bit rows: q, k, then v (attn_dv: dy), and dy */
     int rows = ir_attn_layout_operands(op->code);
-    if (rows == 0 || op->nres != 1 || op->nin < rows)
+    if (rows == 0 || op->code == IR_ATTN_DELTA || op->nres != 1 || op->nin < rows)
         return false;
     ir_dtype t = op->in[0]->type.dtype;
     if (t != IR_F16 && t != IR_BF16)
@@ -948,9 +948,11 @@ bool pass_attn_tensor_cores(const ir_op *op)
     for (int i = 1; i < rows; i++)
         if (op->in[i]->type.dtype != t)
             return false;
-    if (op->code != IR_ATTN_STATS && op->res[0]->type.dtype != t)
+    if (ir_attn_result_swapped(op->code) && op->res[0]->type.dtype != t)
         return false;
-    const ir_type *q = &op->in[0]->type, *v = &op->in[2]->type;
+    /* attn_lse has no v: its one width is q's */
+    const ir_type *q = &op->in[0]->type;
+    const ir_type *v = op->code == IR_ATTN_LSE ? q : &op->in[2]->type;
     if (q->rank < 2 || v->rank != q->rank)
         return false;
     int64_t d = q->dim[q->rank - 1], dv = v->dim[v->rank - 1];
@@ -985,6 +987,42 @@ static void attn_pair(walker *w, int i)
         }
         int k = new_group(w, dk, F_EW, i);
         w->g[k].kind = PASS_FUSE_ATTN_PAIR;
+        w->g[k].reduce = i;
+        w->g[k].sealed = true; /* nothing else joins it */
+        w->f->group_of[j] = k;
+        w->f->group_of[i] = k;
+        return;
+    }
+}
+
+/* attn_lse op i with the attention of the same q, k and positions before
+ * it as one attention-with-lse group (fuse.h). */
+static void attn_lse_group(walker *w, int i)
+{
+    const ir_op *l = IR_OP(w->m, i);
+    if (l->code != IR_ATTN_LSE || l->nres != 1 || w->f->group_of[i] >= 0)
+        return;
+    int lo = i - PASS_FUSE_HOLD < 0 ? 0 : i - PASS_FUSE_HOLD;
+    for (int j = i - 1; j >= lo; j--) {
+        const ir_op *a = IR_OP(w->m, j);
+        if (a->code != IR_ATTENTION || a->nres != 1 || w->f->group_of[j] >= 0 ||
+            a->nin != l->nin + 1 || a->in[0] != l->in[0] || a->in[1] != l->in[1] ||
+            (l->nin == 3 && a->in[3] != l->in[2]) || a->a->causal != l->a->causal ||
+            a->a->heads_inner != l->a->heads_inner || a->phase != l->phase || a->rep != l->rep)
+            continue;
+        const ir_type *q = &a->in[0]->type, *v = &a->in[2]->type;
+        if (q->dim[q->rank - 1] > PASS_ATTN_MAX_WIDTH || v->dim[v->rank - 1] > PASS_ATTN_MAX_WIDTH)
+            return;
+        if (w->ncomm[i] != w->ncomm[j + 1])
+            return; /* a collective, send or recv between */
+        for (int x = j + 1; x < i; x++) { /* the kernel writes attention's result at i */
+            const ir_op *op = IR_OP(w->m, x);
+            for (int k = 0; k < op->nin; k++)
+                if (op->in[k] == a->res[0])
+                    return;
+        }
+        int k = new_group(w, l, F_EW, i);
+        w->g[k].kind = PASS_FUSE_ATTN_LSE;
         w->g[k].reduce = i;
         w->g[k].sealed = true; /* nothing else joins it */
         w->f->group_of[j] = k;
@@ -1032,8 +1070,10 @@ bool pass_fuse_walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err)
         return false;
     for (int i = 0; i < m->ops.n; i++)
         matmul_group(w, i);
-    for (int i = 0; i < m->ops.n; i++)
+    for (int i = 0; i < m->ops.n; i++) {
         attn_pair(w, i);
+        attn_lse_group(w, i);
+    }
     for (int i = 0; i < m->ops.n; i++)
         place(w, i);
     renumber(w);
@@ -1146,7 +1186,7 @@ void pass_fusion_free(pass_fusion *f)
 pass_fuse_role pass_fuse_op_role(const pass_fgroup *g, int op_index)
 {
     if (g->kind == PASS_FUSE_ELEMENTWISE || g->kind == PASS_FUSE_ATTN_PAIR ||
-        op_index == g->reduce)
+        g->kind == PASS_FUSE_ATTN_LSE || op_index == g->reduce)
         return PASS_FUSE_MAIN;
     return op_index < g->reduce ? PASS_FUSE_PROLOGUE : PASS_FUSE_EPILOGUE;
 }
@@ -1234,6 +1274,10 @@ static void put_group_comment(const ir_module *m, const pass_fgroup *g, const ch
         su_buf_puts(b, "attn_dv and attn_dk over ");
         put_shape(b, &IR_OP(m, g->anchor)->res[0]->type);
         su_buf_puts(b, ", each p once for both");
+    } else if (g->kind == PASS_FUSE_ATTN_LSE) {
+        su_buf_puts(b, "attention and attn_lse over ");
+        put_shape(b, &IR_OP(m, g->ops[0])->res[0]->type);
+        su_buf_puts(b, ", the log-sum-exp from the forward's sums");
     } else {
         const ir_op *r = IR_OP(m, g->reduce);
         const ir_type *t = &r->in[0]->type;

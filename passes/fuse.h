@@ -49,9 +49,18 @@
  *                both, each score and probability once for the two sums
  *                (codegen/cuda_ops.c); `reduce` is attn_dk's index.
  *
+ *   attention with its lse  attention and the attn_lse of the same q, k,
+ *                positions and flags after it (attn_grad.c's), on the
+ *                same terms as the pair (no collective, send or recv
+ *                between, at most PASS_FUSE_HOLD ops apart, nothing
+ *                between reading attention's result): the forward's
+ *                kernel also writes each row's log-sum-exp from its own
+ *                max and sum, so that no kernel runs the scores for it;
+ *                `reduce` is attn_lse's index.
+ *
  * Attention, embedding, transpose, reshape, slices, buckets, collectives,
  * sources and matmuls with nothing to fold are never in a group (but for
- * the attention pair). A value of a group that
+ * the attention pair and the attention with its lse). A value of a group that
  * an op outside it, an output or an update reads (or that nothing reads)
  * is stored; any other lives in registers only.
  *
@@ -119,7 +128,17 @@ typedef enum {
     PASS_FUSE_REDUCE,
     PASS_FUSE_MATMUL,
     PASS_FUSE_ATTN_PAIR,
+    PASS_FUSE_ATTN_LSE,
 } pass_fuse_kind;
+
+/* Whether group g is one kernel of two attention ops (the pair, or the
+ * attention with its lse): its parameters are its main op's operands (the
+ * anchor's, attn_dk's; or the first, attention's), one each even where
+ * they are one value, then the two results (codegen/cuda_ops.c). */
+static inline bool pass_fuse_attn_two(pass_fuse_kind kind)
+{
+    return kind == PASS_FUSE_ATTN_PAIR || kind == PASS_FUSE_ATTN_LSE;
+}
 
 /* The widest attention head the CUDA backend's tiled kernels take
  * (codegen/cuda_ops.c, cg_attention_tiled: 8 chunks of 4 columns for
@@ -169,7 +188,8 @@ typedef struct pass_fgroup {
     int *ops;               /* op indices of the module, in program order */
     int reduce;             /* REDUCE: the op index of the reduction; MATMUL: of
                              * the matmul (the first op); ATTN_PAIR: of
-                             * attn_dk (the anchor); -1 */
+                             * attn_dk (the anchor); ATTN_LSE: of attn_lse
+                             * (the anchor); -1 */
     unsigned epilogue;      /* MATMUL: PASS_EPI_* bits */
     const ir_value *bias;   /* MATMUL with PASS_EPI_BIAS: the bias; else NULL */
     const ir_value *residual; /* MATMUL with PASS_EPI_RESIDUAL: the residual */

@@ -287,17 +287,23 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
     case IR_ATTN_STATS:
     case IR_ATTN_DQ:
     case IR_ATTN_DK:
-    case IR_ATTN_DV: {
+    case IR_ATTN_DV:
+    case IR_ATTN_DELTA: {
         /* autodiff's form's operands (attn_grad.c): the batch in one
          * leading dim of those per microbatch; dy may be per step (the
          * gradient of a mean, the same in every row), read as its
-         * products read it; then the query positions, per step */
-        int n = op->nin - (op->nin == ir_ops[op->code].max_in), od = -1;
+         * products read it; then the query positions, per step
+         * (attn_delta has none: y, dy and lse) */
+        int n = op->code == IR_ATTN_DELTA ? op->nin
+                                          : op->nin - (op->nin == ir_ops[op->code].max_in);
+        int od = -1;
         for (int k = 0; k < n; k++) {
             const ir_value *y = op->in[k];
             if (L->kind[y->id] != K_MB)
                 continue;
-            if ((od >= 0 && L->bd[y->id] != od) || L->bd[y->id] >= y->type.rank - 2)
+            /* attn_delta's lse [.., S] has no dim after the sequence */
+            int seq = y->type.rank - (op->code == IR_ATTN_DELTA && k == 2 ? 1 : 2);
+            if ((od >= 0 && L->bd[y->id] != od) || L->bd[y->id] >= seq)
                 return fail(L, op, "q, k and v must all hold the batch in a leading dimension, "
                             "before the sequence"),
                        -2;
@@ -311,7 +317,8 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
         return od;
     }
     case IR_ATTENTION:
-    case IR_ATTN_PROBS: {
+    case IR_ATTN_PROBS:
+    case IR_ATTN_LSE: {
         int n = op->nin - (op->nin == ir_ops[op->code].max_in); /* then the query positions */
         for (int k = 0; k < op->nin; k++)
             /* the batch in a leading dim: never the sequence or the

@@ -122,7 +122,7 @@ static double value_bytes(const ir_value *v)
 static bool on_tensor_cores(const ir_op *op)
 {
     if (op->code == IR_ATTENTION || ir_attn_layout_operands(op->code))
-        return pass_attn_tensor_cores(op);
+        return pass_attn_tensor_cores(op); /* never attn_delta's, a row kernel */
     if (op->code != IR_MATMUL)
         return false;
     ir_dtype t = op->in[0]->type.dtype;
@@ -167,7 +167,8 @@ static double kernel_time(const pass_hw *hw, const ir_op *op, double flops, doub
     if (op && op->code == IR_MATMUL)
         eff = pass_hw_matmul_eff(hw, flops);
     else if (op && (op->code == IR_ATTENTION || op->code == IR_ATTN_PROBS ||
-                    ir_attn_layout_operands(op->code)) && hw->attn_eff > 0)
+                    ir_attn_layout_operands(op->code)) && op->code != IR_ATTN_DELTA &&
+             hw->attn_eff > 0)
         eff = hw->attn_eff;
     double tf = flops / (peak * eff);
     double tm = bytes / (hw->mem_bw * hw->mem_eff);
@@ -207,6 +208,8 @@ static void group_work(const ir_module *m, const pass_fgroup *g, double *flops, 
         *flops += pass_op_flops(IR_OP(m, g->ops[i]));
     if (g->kind == PASS_FUSE_ATTN_PAIR)
         *flops = pass_attn_pair_flops(IR_OP(m, g->reduce));
+    if (g->kind == PASS_FUSE_ATTN_LSE) /* the lse from the forward's own sums */
+        *flops = pass_op_flops(IR_OP(m, g->ops[0]));
     for (int i = 0; i < g->nin; i++)
         *bytes += value_bytes(g->in[i]);
     for (int i = 0; i < g->nout; i++)
@@ -221,6 +224,8 @@ static double group_time(const pass_hw *hw, const ir_module *m, const pass_fgrou
     group_work(m, g, &flops, &bytes);
     const ir_op *main = g->kind == PASS_FUSE_MATMUL || g->kind == PASS_FUSE_ATTN_PAIR
                             ? IR_OP(m, g->reduce)
+                        : g->kind == PASS_FUSE_ATTN_LSE
+                            ? IR_OP(m, g->ops[0])
                             : NULL; /* the class of cuBLASLt's or attention's kernels */
     return kernel_time(hw, main, flops, bytes);
 }

@@ -1176,6 +1176,8 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
     case RT_OP_ATTN_DQ:
     case RT_OP_ATTN_DK:
     case RT_OP_ATTN_DV:
+    case RT_OP_ATTN_LSE:
+    case RT_OP_ATTN_DELTA:
         return in->keepdims ? rt_cpu_attn_heads_(in, x, y, err) : rt_cpu_attn_grad_(in, x, y, err);
     case RT_OP_SUM:
     case RT_OP_MEAN:

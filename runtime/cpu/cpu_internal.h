@@ -8,7 +8,8 @@
 int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, su_status *err);
 int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, su_status *err);
 int rt_cpu_attn_probs_(const rt_instr *in, const void *const *x, void *y, su_status *err);
-/* attn_stats, attn_dq, attn_dk and attn_dv (plan_ops.def) */
+/* attn_stats, attn_dq, attn_dk, attn_dv, attn_lse and attn_delta
+ * (plan_ops.def) */
 int rt_cpu_attn_grad_(const rt_instr *in, const void *const *x, void *y, su_status *err);
 /* attention and its backward with heads_inner (keepdims): the layout
  * operands' dims -3 and -2 swapped into scratch, the op, the result back */

@@ -1,6 +1,6 @@
 /* cpu_matmul.c: the CPU backend's matrix kernels, matmul, attention,
  * attn_probs and attention's backward (attn_stats, attn_dq, attn_dk,
- * attn_dv), called by rt_cpu_run (cpu.c) with f32 operands (f16 and bf16
+ * attn_dv, attn_lse, attn_delta), called by rt_cpu_run (cpu.c) with f32 operands (f16 and bf16
  * arrive promoted) or, for matmul, i32. The products go through
  * cblas_sgemm.
  */
@@ -238,6 +238,14 @@ typedef struct ag_view {
 static ag_view ag_view_of(const rt_instr *in, const void *const *x)
 {
     const rt_type *tq = &in->in_t[0];
+    if (in->op == RT_OP_ATTN_LSE) { /* (q, k[, pos]) */
+        ag_view a = {.s = tq->dim[tq->rank - 2], .d = tq->dim[tq->rank - 1],
+                     .t = in->in_t[1].dim[tq->rank - 2], .q = x[0], .k = x[1],
+                     .pos = in->nin > 2 ? x[2] : NULL, .causal = in->causal};
+        a.heads = rt_type_numel(tq) / (a.s * a.d);
+        a.c = (float)(1.0 / sqrt((double)a.d));
+        return a;
+    }
     int r = tq->rank, has_v = in->op != RT_OP_ATTN_DV, has_st = in->op != RT_OP_ATTN_STATS;
     int idy = has_v ? 3 : 2;
     ag_view a = {.s = tq->dim[r - 2], .d = tq->dim[r - 1], .t = in->in_t[1].dim[r - 2],
@@ -279,30 +287,41 @@ static double ag_dp(const ag_view *a, int64_t h, int64_t i, int64_t j)
     return ag_dot(a->dy + (h * a->s + i) * a->dv, a->v + (h * a->t + j) * a->dv, a->dv);
 }
 
+/* The log-sum-exp of row i of head h, which sees keys [0, end), end > 0:
+ * its scores left in sc[]. A NaN score makes it NaN. */
+static float ag_lse_row(const ag_view *a, int64_t h, int64_t i, int64_t end, float *sc)
+{
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < end; j++) {
+        sc[j] = ag_score(a, h, i, j);
+        mx = sc[j] > mx || sc[j] != sc[j] ? sc[j] : mx;
+    }
+    double l = 0;
+    for (int64_t j = 0; j < end; j++)
+        l += exp((double)sc[j] - mx);
+    return (float)(mx + log(l));
+}
+
 /* attn_stats: per row, [lse, delta]; a row that sees no key is [0, 0]. A
- * NaN score makes both NaN. */
-static int ag_stats(const ag_view *a, float *y, su_status *err)
+ * NaN score makes both NaN. attn_lse (lse_only): per row, lse alone. */
+static int ag_stats(const ag_view *a, float *y, bool lse_only, su_status *err)
 {
     float *sc = malloc((size_t)(a->t > 0 ? a->t : 1) * sizeof *sc);
     if (!sc)
-        return su_fail(err, SU_NOMEM, "out of memory: attn_stats needs %lld bytes of scratch",
-                       (long long)a->t * 4);
+        return su_fail(err, SU_NOMEM, "out of memory: %s needs %lld bytes of scratch",
+                       lse_only ? "attn_lse" : "attn_stats", (long long)a->t * 4);
     for (int64_t h = 0; h < a->heads; h++)
         for (int64_t i = 0; i < a->s; i++) {
             int64_t end = ag_end(a, i);
+            if (lse_only) {
+                y[h * a->s + i] = end ? ag_lse_row(a, h, i, end, sc) : 0.0f;
+                continue;
+            }
             float *out = y + (h * a->s + i) * 2;
             out[0] = out[1] = 0.0f;
             if (end == 0)
                 continue;
-            float mx = -INFINITY;
-            for (int64_t j = 0; j < end; j++) {
-                sc[j] = ag_score(a, h, i, j);
-                mx = sc[j] > mx || sc[j] != sc[j] ? sc[j] : mx;
-            }
-            double l = 0;
-            for (int64_t j = 0; j < end; j++)
-                l += exp((double)sc[j] - mx);
-            float lse = (float)(mx + log(l));
+            float lse = ag_lse_row(a, h, i, end, sc);
             double delta = 0;
             for (int64_t j = 0; j < end; j++)
                 delta += (double)expf(sc[j] - lse) * ag_dp(a, h, i, j);
@@ -311,6 +330,18 @@ static int ag_stats(const ag_view *a, float *y, su_status *err)
         }
     free(sc);
     return 0;
+}
+
+/* attn_delta (y, dy, lse): per row, [lse, the dot of y's and dy's rows]. */
+static void ag_delta(const rt_instr *in, const void *const *x, float *out)
+{
+    const rt_type *ty = &in->in_t[0];
+    int64_t w = ty->dim[ty->rank - 1], rows = w ? rt_type_numel(ty) / w : 0;
+    const float *y = x[0], *dy = x[1], *lse = x[2];
+    for (int64_t i = 0; i < rows; i++) {
+        out[2 * i] = lse[i];
+        out[2 * i + 1] = (float)ag_dot(y + i * w, dy + i * w, w);
+    }
 }
 
 /* attn_dq: row by row. */
@@ -371,9 +402,14 @@ static int ag_dkv(const ag_view *a, bool dk, float *y, su_status *err)
 
 int rt_cpu_attn_grad_(const rt_instr *in, const void *const *x, void *y, su_status *err)
 {
+    if (in->op == RT_OP_ATTN_DELTA) {
+        ag_delta(in, x, y);
+        return 0;
+    }
     ag_view a = ag_view_of(in, x);
     switch (in->op) {
-    case RT_OP_ATTN_STATS: return ag_stats(&a, y, err);
+    case RT_OP_ATTN_STATS: return ag_stats(&a, y, false, err);
+    case RT_OP_ATTN_LSE: return ag_stats(&a, y, true, err);
     case RT_OP_ATTN_DQ: return ag_dq(&a, y, err);
     default: return ag_dkv(&a, in->op == RT_OP_ATTN_DK, y, err);
     }
@@ -395,7 +431,7 @@ static void swap_heads(const float *x, float *y, const rt_type *t)
 int rt_cpu_attn_heads_(const rt_instr *in, const void *const *x, void *y, su_status *err)
 {
     int nt = rt_attn_layout_operands(in->op);
-    bool result = in->op != RT_OP_ATTN_STATS;
+    bool result = rt_attn_result_swapped(in->op);
     rt_instr l = *in;
     l.keepdims = 0;
     const void *lx[RT_MAX_IN];

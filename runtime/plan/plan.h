@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #define RT_PLAN_MAGIC "SHRDPLAN"
-#define RT_PLAN_VERSION 14
+#define RT_PLAN_VERSION 15
 #define RT_MAX_RANK 8
 #define RT_MAX_AXES 8
 #define RT_MAX_IN 6
@@ -130,6 +130,9 @@ rt_mm_dims rt_matmul_dims(const struct rt_instr *in);
  * attn_stats', attn_dq's, attn_dk's q, k, v, dy; attn_dv's q, k, dy; 0
  * for other ops. */
 int rt_attn_layout_operands(int op);
+/* Whether such an op's result is stored with the heads inner too (not
+ * attn_stats', attn_lse's or attn_delta's, which keep their forms). */
+bool rt_attn_result_swapped(int op);
 /* t (rank >= 3) with dims rank-3 and rank-2 swapped. */
 rt_type rt_type_swap_heads(const rt_type *t);
 

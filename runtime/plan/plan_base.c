@@ -136,8 +136,16 @@ int rt_attn_layout_operands(int op)
     case RT_OP_ATTN_STATS:
     case RT_OP_ATTN_DQ:
     case RT_OP_ATTN_DK: return 4;
+    case RT_OP_ATTN_LSE:
+    case RT_OP_ATTN_DELTA: return 2;
     default: return 0;
     }
+}
+
+bool rt_attn_result_swapped(int op)
+{
+    return rt_attn_layout_operands(op) && op != RT_OP_ATTN_STATS && op != RT_OP_ATTN_LSE &&
+           op != RT_OP_ATTN_DELTA;
 }
 
 rt_type rt_type_swap_heads(const rt_type *t)

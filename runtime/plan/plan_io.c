@@ -65,7 +65,8 @@
  * take up to 6 operands (<= 6 below). Version 12 ends KERN with the
  * init module (plan.h), which makes sources from the seed on a GPU.
  * Version 14 ends PROG with the loop form (the reader keeps it; the
- * runtime reads with rt_plan_read_plain, which expands it).
+ * runtime reads with rt_plan_read_plain, which expands it). Version 15
+ * appends attn_lse and attn_delta.
  * Older versions are refused, not converted (recompiling is cheap).
  */
 #include "runtime/plan/plan.h"

@@ -561,6 +561,32 @@ static bool rule_attn_grad(const rt_instr *in, rt_type *want, su_status *err)
     return true;
 }
 
+/* attn_delta (y, dy, lse) -> f32 [..., S, 2]: y and dy [..., S, dv] of one
+ * float type, lse f32 [..., S]. */
+static bool rule_attn_delta(const rt_instr *in, rt_type *want, su_status *err)
+{
+    const rt_type *y = &in->in_t[0], *dy = &in->in_t[1], *lse = &in->in_t[2];
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    if (y->rank < 2)
+        return rt_plan_fail(err, "needs y of rank 2 or more, got %s", rt_type_text(t1, y));
+    if (!need_float(y, "y", err))
+        return false;
+    if (!rt_type_eq(y, dy))
+        return rt_plan_fail(err, "needs y and dy of one type, got %s and %s",
+                            rt_type_text(t1, y), rt_type_text(t2, dy));
+    int r = y->rank;
+    bool ok = lse->dtype == RT_F32 && lse->rank == r - 1;
+    for (int i = 0; ok && i < r - 1; i++)
+        ok = lse->dim[i] == y->dim[i];
+    if (!ok)
+        return rt_plan_fail(err, "needs lse f32[..., S] for y %s, got %s", rt_type_text(t1, y),
+                            rt_type_text(t2, lse));
+    *want = *y;
+    want->dtype = RT_F32;
+    want->dim[r - 1] = 2;
+    return true;
+}
+
 /* attn_probs: q [..., S, d], k [..., T, d] -> [..., S, T]. */
 static bool rule_attn_probs(const rt_instr *in, rt_type *want, su_status *err)
 {
@@ -831,7 +857,7 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, su_status *err)
                                     in->in_t[i].rank);
             l.in_t[i] = rt_type_swap_heads(&in->in_t[i]);
         }
-        if (in->op != RT_OP_ATTN_STATS) {
+        if (rt_attn_result_swapped(in->op)) {
             if (in->out_t.rank < 3)
                 return rt_plan_fail(err, "holds its heads inner, which needs a result of rank "
                                     "3 or more");
@@ -923,6 +949,14 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, su_status *err)
             break;
         case RT_OP_ATTN_PROBS:
             ok = rule_attn_probs(in, &want, err);
+            break;
+        case RT_OP_ATTN_LSE: /* attn_probs' rule, the last dim dropped */
+            ok = rule_attn_probs(in, &want, err);
+            want.dtype = RT_F32;
+            want.rank--;
+            break;
+        case RT_OP_ATTN_DELTA:
+            ok = rule_attn_delta(in, &want, err);
             break;
         case RT_OP_ATTN_STATS:
         case RT_OP_ATTN_DQ:

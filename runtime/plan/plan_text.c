@@ -102,7 +102,12 @@ static void instr_str(const rt_plan *p, const rt_instr *in, su_buf *b)
     case RT_OP_ATTN_DQ:
     case RT_OP_ATTN_DK:
     case RT_OP_ATTN_DV:
+    case RT_OP_ATTN_LSE:
         ATTR("causal = %s", in->causal ? "true" : "false");
+        if (in->keepdims)
+            ATTR("heads_inner = true");
+        break;
+    case RT_OP_ATTN_DELTA:
         if (in->keepdims)
             ATTR("heads_inner = true");
         break;

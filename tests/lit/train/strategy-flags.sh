@@ -35,9 +35,9 @@
 # RUN: %shardc %S/../../../examples/transformer.sh --mesh 2x2 --report > %t.rplain
 # RUN: %expect 1 diff %t.rplain %t.rflag > %t.rdiff
 # RUN: FileCheck %s --check-prefix=RC < %t.rdiff
-# RC: <   flops per rank: 6156568579
-# RC: >   flops per rank: 7782909955
-# RC: <     activations 25174016 (the most live at once)
+# RC: <   flops per rank: 6087886851
+# RC: >   flops per rank: 7714228227
+# RC: <     activations 25206784 (the most live at once)
 # RC: >     activations 8396800 (the most live at once)
 # --keep-gathered: with nothing gathered (data parallel), the same plan;
 # without `train`, an error naming the flag

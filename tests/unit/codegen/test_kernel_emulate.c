@@ -113,6 +113,8 @@ static int ran[2][NKINDS];   /* [cooperative][kind] */
 static int op_ran[RT_NOPS];  /* kernels run, by the ops of their instructions */
 static int pairs_ran;        /* attention pairs run (passes/fuse.h): attn_dv and
                               * attn_dk in one kernel */
+static int fwd_lse_ran;      /* attention and its attn_lse in one kernel, run */
+static int lse_alone_ran;    /* attn_lse in a kernel of its own, run */
 static int wmma_ran;         /* kernels on tensor cores through nvcuda::wmma run */
 static int mma_ran;          /* kernels on tensor cores through PTX's mma.sync run */
 static const char *arch = "sm_80"; /* the kernels' target */
@@ -234,7 +236,8 @@ static int kind_of(const rt_program *g, const rt_kernel *k, const char *src)
     for (int i = 0; i < k->ninstr; i++) {
         int op = g->instr[k->instr[i]].op;
         if (op == RT_OP_ATTENTION || op == RT_OP_ATTN_PROBS || op == RT_OP_ATTN_STATS ||
-            op == RT_OP_ATTN_DQ || op == RT_OP_ATTN_DK || op == RT_OP_ATTN_DV)
+            op == RT_OP_ATTN_DQ || op == RT_OP_ATTN_DK || op == RT_OP_ATTN_DV ||
+            op == RT_OP_ATTN_LSE)
             return K_ATTENTION;
     }
     switch (k->strategy) {
@@ -521,8 +524,8 @@ static void fill(uint8_t *a, const rt_type *t)
  *                                  mean scaled by xh and rstd after
  *   cross_entropy                  the classes, then the rows' losses
  *   mse                            every element
- *   attention, attn_probs          a score is a dot product of d terms
- *                                  below 1.6 each, scaled by 1/sqrt(d):
+ *   attention, attn_probs,         a score is a dot product of d terms
+ *   attn_lse                       below 1.6 each, scaled by 1/sqrt(d):
  *                                  within 1.6 d^1.5 2^-24, which makes a
  *                                  probability exp(s_j) / sum exp(s_k)
  *                                  within twice that relatively; then the
@@ -539,6 +542,7 @@ static void fill(uint8_t *a, const rt_type *t)
  *                                  sees (attn_stats, attn_dq) or the s
  *                                  rows that see a key (attn_dk,
  *                                  attn_dv): 3.2 d^1.5 + dv + 2 n
+ *   attn_delta                     a dot product of the row's dv terms
  * A kernel with such a sum whose results are 16-bit gets one unit in the
  * last place more (below). Every other kernel (elementwise, amax: order
  * does not matter) to the bit. */
@@ -561,8 +565,10 @@ static double tolerance(const rt_program *g, const rt_kernel *k)
         case RT_OP_XENT_GRAD: m = t->dim[r - 1]; break;
         case RT_OP_XENT: m = t->dim[r - 1] + rt_type_numel(t) / t->dim[r - 1]; break;
         case RT_OP_MSE: m = rt_type_numel(t); break;
+        case RT_OP_ATTN_DELTA: m = t->dim[r - 1]; break;
         case RT_OP_ATTENTION:
-        case RT_OP_ATTN_PROBS: {
+        case RT_OP_ATTN_PROBS:
+        case RT_OP_ATTN_LSE: {
             int64_t d = t->dim[r - 1], keys = in->in_t[1].dim[r - 2];
             m = (int64_t)ceil(3.2 * pow((double)d, 1.5)) + 2 * keys;
             break;
@@ -809,14 +815,18 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
             nran++;
             *coop += co[i];
             ran[co[i]][kind]++;
-            int dv = 0, dk = 0;
+            int dv = 0, dk = 0, fw = 0, lse = 0;
             for (int j = 0; j < kn->ninstr; j++) {
                 int op = p->stage[st].instr[kn->instr[j]].op;
                 op_ran[op]++;
                 dv += op == RT_OP_ATTN_DV;
                 dk += op == RT_OP_ATTN_DK;
+                fw += op == RT_OP_ATTENTION;
+                lse += op == RT_OP_ATTN_LSE;
             }
             pairs_ran += dv && dk;
+            fwd_lse_ran += fw && lse;
+            lse_alone_ran += lse && !fw;
             wmma_ran += strstr(src[i], "wmma::mma_sync") != NULL;
             mma_ran += strstr(src[i], "sh_mma_bf16(") != NULL || strstr(src[i], "sh_mma_f16(") != NULL;
         }
@@ -1102,18 +1112,26 @@ int main(int argc, char **argv)
     CHECK(coop >= 140); /* 158 when written */
     printf("attention pairs (attn_dv and attn_dk in one kernel): %d\n", pairs_ran);
     CHECK(pairs_ran >= 3);
+    printf("attention with its lse in one kernel: %d; attn_lse alone: %d\n", fwd_lse_ran,
+           lse_alone_ran);
+    CHECK(fwd_lse_ran >= 10);
+    CHECK(lse_alone_ran >= 6);
     printf("attention kernels on tensor cores: %d through mma.sync, %d through WMMA\n", mma_ran,
            wmma_ran);
-    /* attn_bf16.sh on 1 and 2 for sm_80: 4 forwards (bf16 causal, plain,
-     * heads inner; f16, over split queries on 2) and their backward's
-     * stats, dq, dk, dv and a pair: 32 when written; llama.sh's
-     * grouped-query attention in bf16 4 more. For sm_75 the f16 attention
-     * and its backward on WMMA. */
+    /* attn_bf16.sh on 1 and 2 for sm_80: 7 forwards (bf16 causal, plain,
+     * heads inner, not folded, recomputed; f16 over split queries on 2, not
+     * folded), lse alone or with the forward, and their backward's stats,
+     * dq, dk, dv and a pair: 32 when written, 59 with the lse kernels and
+     * the three attentions after them; llama.sh's grouped-query attention
+     * in bf16 some more. For sm_75 the f16 attentions and their backward on
+     * WMMA (9). Attention with its lse: 21 kernels, the lse alone 6 (the
+     * unfolded attentions', on 1 and 2 for sm_80 and on 1 for sm_75). */
     CHECK(mma_ran >= 30);
     CHECK(wmma_ran >= 4);
     /* the ops whose kernels cooperate, each run at least once */
     static const int need[] = {RT_OP_ATTENTION, RT_OP_ATTN_PROBS, RT_OP_ATTN_STATS,
-                               RT_OP_ATTN_DQ, RT_OP_ATTN_DK, RT_OP_ATTN_DV, RT_OP_SOFTMAX,
+                               RT_OP_ATTN_DQ, RT_OP_ATTN_DK, RT_OP_ATTN_DV, RT_OP_ATTN_LSE,
+                               RT_OP_ATTN_DELTA, RT_OP_SOFTMAX,
                                RT_OP_LAYERNORM, RT_OP_RMSNORM, RT_OP_XENT, RT_OP_XENT_GRAD,
                                RT_OP_EMBEDDING_GRAD, RT_OP_SUM, RT_OP_MEAN, RT_OP_AMAX};
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {

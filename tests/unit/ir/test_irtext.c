@@ -260,6 +260,9 @@ static ir_module *all_ops(void)
     emit(m, IR_ATTN_DQ, (ir_attrs){.causal = true}, 6, h, x, x, att, ast, pos);
     emit(m, IR_ATTN_DK, (ir_attrs){.causal = true}, 5, h, x, x, att, ast);
     emit(m, IR_ATTN_DV, (ir_attrs){.causal = false}, 4, h, x, att, ast);
+    ir_value *lse = emit(m, IR_ATTN_LSE, (ir_attrs){.causal = true}, 3, h, x, pos);
+    emit(m, IR_ATTN_LSE, (ir_attrs){.causal = false}, 2, h, x);
+    emit(m, IR_ATTN_DELTA, (ir_attrs){0}, 3, att, att, lse);
     /* heads inner (passes/fold.c): [S, H, d] stored for [H, S, d] */
     ir_value *q3 = emit(m, IR_RESHAPE, (ir_attrs){.nlist = 3, .list = {8, 2, 8}}, 1, h);
     emit(m, IR_ATTENTION, (ir_attrs){.causal = true, .heads_inner = true}, 3, q3, q3, q3);

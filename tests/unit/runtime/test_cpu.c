@@ -1687,9 +1687,10 @@ static tens swap_heads_copy(const tens *x)
 
 /* attn_stats, attn_dq, attn_dk and attn_dv of heads [h, s, d] (k, v of t
  * keys, v and dy dv wide) against a double reference of their formulas
- * (ops.def), causal without and with query positions; then each with the
- * heads inner ([s, h, d] stored) equal to the bit to the op on the
- * transposed operands. */
+ * (ops.def), causal without and with query positions, and the statistics
+ * from the forward (attn_lse, then attn_delta of attention's result)
+ * against the same; then each with the heads inner ([s, h, d] stored)
+ * equal to the bit to the op on the transposed operands. */
 static void attn_backward_case(int64_t h, int64_t s, int64_t t, int64_t d, int64_t dv,
                                int causal, int with_pos)
 {
@@ -1748,6 +1749,52 @@ static void attn_backward_case(int64_t h, int64_t s, int64_t t, int64_t d, int64
              with_pos);
     CHECK_INT(run(&in, ops, with_pos ? 5 : 4, &st), 0);
     CLOSE_TOL(what, &st, want, 1e-5, 1e-5);
+    /* the same statistics from the forward: attn_lse (q, k[, pos]), then
+     * attn_delta (y, dy, lse) with y = attention(q, k, v[, pos]) */
+    char sl[64];
+    snprintf(sl, sizeof sl, "f32[%lld, %lld]", (long long)h, (long long)s);
+    tens ls = tnew(sl), y = tnew(sy), st2 = tnew(sst);
+    tens lops[3] = {q, k, pos}, yops[4] = {q, k, v, pos};
+    rt_instr li = {.op = RT_OP_ATTN_LSE, .causal = (uint8_t)causal};
+    rt_instr yi = {.op = RT_OP_ATTENTION, .causal = (uint8_t)causal}, di = {.op = RT_OP_ATTN_DELTA};
+    CHECK_INT(run(&li, lops, with_pos ? 3 : 2, &ls), 0);
+    CLOSE_TOL("attn_lse", &ls, lse, 1e-5, 1e-5);
+    CHECK_INT(run(&yi, yops, with_pos ? 4 : 3, &y), 0);
+    tens dops[3] = {y, dy, ls};
+    CHECK_INT(run(&di, dops, 3, &st2), 0);
+    CLOSE_TOL("attn_delta", &st2, want, 1e-5, 1e-5);
+    /* heads inner: q and k (attn_lse), y and dy (attn_delta) stored [1, s,
+     * h, x]; lse and the statistics as they are: the same bits */
+    {
+        tens a4[3] = {q, k, y};
+        tens d4 = dy;
+        for (int i = 0; i < 4; i++) {
+            tens *a = i < 3 ? &a4[i] : &d4;
+            a->t.rank = 4;
+            memmove(a->t.dim + 1, a->t.dim, 3 * sizeof *a->t.dim);
+            a->t.dim[0] = 1;
+        }
+        tens hq = swap_heads_copy(&a4[0]), hk = swap_heads_copy(&a4[1]);
+        tens hy = swap_heads_copy(&a4[2]), hdy = swap_heads_copy(&d4);
+        tens lh = tnew(sl), sth = tnew(sst);
+        tens hl[3] = {hq, hk, pos}, hd[3] = {hy, hdy, ls};
+        rt_instr lhi = li, dhi = di;
+        lhi.keepdims = dhi.keepdims = 1;
+        ls.t.rank = 3; /* [1, h, s] */
+        memmove(ls.t.dim + 1, ls.t.dim, 2 * sizeof *ls.t.dim);
+        ls.t.dim[0] = 1;
+        hd[2] = ls;
+        lh.t = ls.t;
+        sth.t.rank = 4;
+        memmove(sth.t.dim + 1, sth.t.dim, 3 * sizeof *sth.t.dim);
+        sth.t.dim[0] = 1;
+        CHECK_INT(run(&lhi, hl, with_pos ? 3 : 2, &lh), 0);
+        CHECK(memcmp(lh.p, ls.p, (size_t)rt_type_bytes(&ls.t)) == 0);
+        CHECK_INT(run(&dhi, hd, 3, &sth), 0);
+        CHECK(memcmp(sth.p, st2.p, (size_t)rt_type_bytes(&sth.t)) == 0);
+        tfree(&hq), tfree(&hk), tfree(&hy), tfree(&hdy), tfree(&lh), tfree(&sth);
+    }
+    tfree(&ls), tfree(&y), tfree(&st2);
     free(want);
     static const int code[3] = {RT_OP_ATTN_DQ, RT_OP_ATTN_DK, RT_OP_ATTN_DV};
     const double *ref[3] = {wq, wk, wv};
