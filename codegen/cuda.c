@@ -260,6 +260,13 @@ static const char *const helper_text[X_COUNT] = {
     "        acc += ((volatile float *)sh_part)[b];\n"
     "    return acc;\n"
     "}\n",
+    [X_COLPARTS] =
+    "// A column reduction whose rows are split over blocks: each block's 32\n"
+    "// partial results, and per group of 32 columns how many of its blocks\n"
+    "// are done; the group's last block sums the parts in block order and\n"
+    "// sets the count back to 0 for the next launch.\n"
+    "__device__ float sh_cpart[256 * 32];\n"
+    "__device__ unsigned int sh_cdone[256];\n",
     [X_MMA] =
     "// Tensor cores through PTX (sm_80 on). ldmatrix loads 8 x 8 tiles of\n"
     "// 16-bit values from shared memory, lanes 0-7 giving the rows of the\n"
@@ -332,7 +339,7 @@ static const char *const helper_text[X_COUNT] = {
 static const unsigned helper_order[] = {
     H_NAN, H_VEC, H_SIGMOID, H_GELU, H_GELU_GRAD, H_SILU_GRAD, H_TO_I32, H_I32_ODD,
     H_F16, H_BF16, H_AMAX, H_WARP, H_BLOCK, H_BLOCK_AMAX, H_ADAMW, H_XENT_GRAD, H_ERROR,
-    H_ONLINE, H_PARTS, H_MMA,
+    H_ONLINE, H_PARTS, H_COLPARTS, H_MMA,
 };
 
 static int cg_helper_index(unsigned bit)
@@ -459,9 +466,13 @@ static void put_header(gen *G, const cg_cuda_kernel *k, su_buf *b)
                       k->vec);
         break;
     case CG_CUDA_COLUMN: /* single-pass ones take blocks (shared memory) */
-        su_buf_puts(b, k->shared_bytes ? "// a block per 32 results, a lane each, its warps "
-                                         "splitting the reduced axis"
-                                       : "// one thread per result, looping over the reduced axis");
+        su_buf_puts(b, !k->shared_bytes ? "// one thread per result, looping over the reduced axis"
+                       : G->helpers & H_COLPARTS
+                           ? "// a block per 32 results and run of the reduced axis, a lane "
+                             "each, its warps splitting the run; the last block of the 32 sums "
+                             "the runs' parts"
+                           : "// a block per 32 results, a lane each, its warps splitting the "
+                             "reduced axis");
         break;
     default:
         su_buf_puts(b, "// one block; warp w takes rows w, w + warps, ...");

@@ -14,6 +14,9 @@
 #include "cuda.h"
 
 enum { BLOCK_EW = 256, MAX_GRID = 65535, MAX_CACHED = 32, MAX_PARTS = 1024 };
+/* A column reduction's blocks at most, where its rows are split (X_COLPARTS:
+ * 32 partial results a block) */
+enum { MAX_COL_BLOCKS = 256 };
 
 /* Device helpers, emitted when the body uses them: X_* index helper_text,
  * H_* are the bits of gen.helpers. */
@@ -37,6 +40,7 @@ enum {
     X_ERROR,
     X_ONLINE,
     X_PARTS,
+    X_COLPARTS,
     X_MMA,
     X_COUNT
 };
@@ -61,6 +65,7 @@ enum {
     H_ERROR = HELPER(X_ERROR),
     H_ONLINE = HELPER(X_ONLINE),
     H_PARTS = HELPER(X_PARTS),
+    H_COLPARTS = HELPER(X_COLPARTS),
     H_MMA = HELPER(X_MMA),
 };
 

@@ -652,29 +652,51 @@ static void column_loop(gen *G, const rview *v, tile *t)
  * k = w, w + warps, ...), their partial results combined in warp order
  * through shared memory by warp 0; the reads of a warp are 32 adjacent
  * elements. COL_MAX_WARPS warps a block, fewer for a short axis (each warp
- * at least about 16 of its elements). */
-enum { COL_MAX_WARPS = 16, COL_BLOCK_MIN = 64 };
+ * at least about 16 of its elements). Where the groups of 32 results are
+ * fewer than MAX_COL_BLOCKS blocks (GPT-2's norm gradients: 24 groups of
+ * 8192 rows, a block on each of 24 of the GPU's 132 processors), the axis
+ * is cut into `split` runs of rows as well, a block each (each run at
+ * least COL_RUN_MIN rows): each block's partial results go to sh_cpart,
+ * and the last of a group's blocks to finish (sh_cdone) sums them in
+ * block order, so the sum does not depend on the order blocks run in. */
+enum { COL_MAX_WARPS = 16, COL_BLOCK_MIN = 64, COL_RUN_MIN = 64 };
 
 static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const rparts *p)
 {
     const ir_type *dom = &G->red->in[0]->type;
     int64_t groups_per = (v->inner + 31) / 32, groups = v->outer * groups_per;
-    int warps = cg_pow2_at_least((v->n + 15) / 16);
+    int64_t split = groups < MAX_COL_BLOCKS ? MAX_COL_BLOCKS / groups : 1;
+    if (split > v->n / COL_RUN_MIN)
+        split = v->n / COL_RUN_MIN;
+    split = split < 1 ? 1 : split;
+    int64_t run = (v->n + split - 1) / split; /* rows a block */
+    int warps = cg_pow2_at_least((run + 15) / 16);
     warps = warps > COL_MAX_WARPS ? COL_MAX_WARPS : warps;
     k->block = 32 * warps;
-    k->grid = cg_grid_for(groups, 1);
+    k->grid = split > 1 ? groups * split : cg_grid_for(groups, 1);
     k->shared_bytes = k->block * (int)sizeof(float);
     bool amax = G->red->code == IR_AMAX;
     cg_line(G, "extern __shared__ float red[]; // [warps][32]: each warp's partial results");
     cg_line(G, "const int lane = threadIdx.x %% 32, w = threadIdx.x / 32;");
-    cg_line(G, "for (i64 gi = blockIdx.x; gi < %lld; gi += gridDim.x) {", (long long)groups);
-    G->indent++;
+    if (split > 1) {
+        G->helpers |= H_COLPARTS;
+        cg_line(G, "{ // a block a run of %lld rows of a group of 32 columns: %lld runs",
+                (long long)run, (long long)split);
+        G->indent++;
+        cg_line(G, "const i64 gi = blockIdx.x / %lld, r0 = blockIdx.x %% %lld * %lld; // group, "
+                   "first row", (long long)split, (long long)split, (long long)run);
+        cg_line(G, "const i64 r1 = min(r0 + %lld, (i64)%lld);", (long long)run, (long long)v->n);
+    } else {
+        cg_line(G, "for (i64 gi = blockIdx.x; gi < %lld; gi += gridDim.x) {", (long long)groups);
+        G->indent++;
+        cg_line(G, "const i64 r0 = 0, r1 = %lld;", (long long)v->n);
+    }
     cg_line(G, "const i64 o = gi / %lld, c = gi %% %lld * 32 + lane; // outer index, column",
             (long long)groups_per, (long long)groups_per);
     cg_line(G, "const bool live = c < %lld;", (long long)v->inner);
     cg_line(G, "const i64 base = o * %lld + c; // element (o, 0, c)", (long long)(v->n * v->inner));
     cg_line(G, "float acc = %s;", p->init1);
-    cg_line(G, "for (i64 k = w; live && k < %lld; k += %d) {", (long long)v->n, warps);
+    cg_line(G, "for (i64 k = r0 + w; live && k < r1; k += %d) {", warps);
     G->indent++;
     cg_line(G, "const i64 e = base + k * %lld;", (long long)v->inner);
     tile t1 = {.dom = dom, .vec = 1, .prologue = true, .store_prologue = true,
@@ -685,15 +707,47 @@ static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const 
     cg_line(G, "__syncthreads(); // red is read by the last group's warp 0");
     cg_line(G, "red[threadIdx.x] = acc;");
     cg_line(G, "__syncthreads();");
-    cg_line(G, "if (w == 0 && live) {");
-    G->indent++;
-    cg_line(G, "for (int j = 1; j < %d; j++) // the warps' partial results, in warp order", warps);
-    cg_line(G, amax ? "    acc = sh_amax(acc, red[j * 32 + lane]);" : "    acc += red[j * 32 + lane];");
+    const char *merge = amax ? "acc = sh_amax(acc, %s);" : "acc += %s;";
+    if (split > 1) {
+        cg_line(G, "if (w == 0) {");
+        G->indent++;
+        cg_line(G, "for (int j = 1; j < %d; j++) // the warps' partial results, in warp order",
+                warps);
+        cg_line(G, "    %s", cg_fmt(G, merge, "red[j * 32 + lane]"));
+        cg_line(G, "sh_cpart[blockIdx.x * 32 + lane] = acc;");
+        cg_line(G, "__threadfence(); // each lane's part is seen before the count grows");
+        cg_line(G, "__syncwarp();");
+        cg_line(G, "unsigned int before = 0;");
+        cg_line(G, "if (lane == 0)");
+        cg_line(G, "    before = atomicAdd(&sh_cdone[gi], 1u);");
+        cg_line(G, "before = __shfl_sync(0xffffffffu, before, 0);");
+        cg_line(G, "if (before + 1 == %lld) { // the group's last block", (long long)split);
+        G->indent++;
+        cg_line(G, "__threadfence();");
+        cg_line(G, "acc = ((volatile float *)sh_cpart)[gi * %lld + lane];",
+                (long long)(split * 32));
+        cg_line(G, "for (int j = 1; j < %lld; j++) // the runs' partial results, in run order",
+                (long long)split);
+        cg_line(G, "    %s", cg_fmt(G, merge, cg_fmt(G, "((volatile float *)sh_cpart)[(gi * %lld + j) "
+                                                     "* 32 + lane]", (long long)split)));
+        cg_line(G, "if (lane == 0)");
+        cg_line(G, "    sh_cdone[gi] = 0;");
+        cg_line(G, "if (live) {");
+        G->indent++;
+    } else {
+        cg_line(G, "if (w == 0 && live) {");
+        G->indent++;
+        cg_line(G, "for (int j = 1; j < %d; j++) // the warps' partial results, in warp order",
+                warps);
+        cg_line(G, "    %s", cg_fmt(G, merge, "red[j * 32 + lane]"));
+    }
     cg_line(G, "const i64 e = o * %lld + c; // the result's element", (long long)v->inner);
     tile t2 = {.dom = &G->red->res[0]->type, .vec = 1, .rexpr = p->result};
     cg_emit_tile(G, &t2);
-    G->indent--;
-    cg_line(G, "}");
+    for (int i = split > 1 ? 3 : 1; i > 0; i--) { /* the ifs: live (last, warp 0) */
+        G->indent--;
+        cg_line(G, "}");
+    }
     G->indent--;
     cg_line(G, "}");
 }

@@ -115,6 +115,7 @@ static int pairs_ran;        /* attention pairs run (passes/fuse.h): attn_dv and
                               * attn_dk in one kernel */
 static int fwd_lse_ran;      /* attention and its attn_lse in one kernel, run */
 static int lse_alone_ran;    /* attn_lse in a kernel of its own, run */
+static int col_split_ran;    /* column reductions whose rows are split over blocks, run */
 static int wmma_ran;         /* kernels on tensor cores through nvcuda::wmma run */
 static int mma_ran;          /* kernels on tensor cores through PTX's mma.sync run */
 static const char *arch = "sm_80"; /* the kernels' target */
@@ -827,6 +828,7 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
             pairs_ran += dv && dk;
             fwd_lse_ran += fw && lse;
             lse_alone_ran += lse && !fw;
+            col_split_ran += strstr(src[i], "sh_cdone[gi] = 0") != NULL;
             wmma_ran += strstr(src[i], "wmma::mma_sync") != NULL;
             mma_ran += strstr(src[i], "sh_mma_bf16(") != NULL || strstr(src[i], "sh_mma_f16(") != NULL;
         }
@@ -1115,6 +1117,10 @@ int main(int argc, char **argv)
     printf("attention with its lse in one kernel: %d; attn_lse alone: %d\n", fwd_lse_ran,
            lse_alone_ran);
     CHECK(fwd_lse_ran >= 10);
+    /* the last of a group's blocks sums the parts (transformer.sh's norm
+     * and bias gradients over 256 rows: 9 kernels on 2x2 when written) */
+    printf("column reductions split over blocks: %d\n", col_split_ran);
+    CHECK(col_split_ran >= 9);
     CHECK(lse_alone_ran >= 6);
     printf("attention kernels on tensor cores: %d through mma.sync, %d through WMMA\n", mma_ran,
            wmma_ran);
