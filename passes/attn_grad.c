@@ -18,7 +18,8 @@
  * which recompute each score where they need it (flash attention's
  * backward): no value of the backward grows with S T. Where the program
  * holds the forward, y = attention(q, k, v[, pos]) with the form's own
- * operands and flags before the backward, the statistics come from it
+ * operands (positions made alike will do) and flags before the backward,
+ * the statistics come from it
  * instead, and no kernel runs the scores a third time for them:
  *   lse = attn_lse(q, k[, pos])               [S], right after the forward
  *                                             (one kernel with it on a GPU)
@@ -207,9 +208,40 @@ static bool match(const ag *G, ir_op *p, form *f)
            f->v->type.dim[r - 1] <= AT_MAX_WIDTH;
 }
 
+/* Whether values a and b are the same query positions: one value, or
+ * made alike (the same op, attributes, type and sharding, of operands
+ * alike) by ops that compute the same elements wherever they run: the
+ * partitioner makes a split query's positions once for the forward and
+ * again for autodiff's backward (iota, this rank's slice, plus its
+ * offset). depth bounds the chain. */
+static bool same_positions(const ir_value *a, const ir_value *b, int depth)
+{
+    if (a == b)
+        return true;
+    if (!a || !b || !a->def || !b->def || depth == 0)
+        return false;
+    const ir_op *x = a->def, *y = b->def;
+    switch (x->code) {
+    case IR_IOTA: case IR_CONST: case IR_SLICE: case IR_CONSTRAIN: case IR_RESHAPE:
+    case IR_CAST: case IR_ADD: case IR_SUB: case IR_MUL:
+        break;
+    default:
+        return false;
+    }
+    if (x->code != y->code || x->a != y->a || x->nin != y->nin || x->nres != 1 || y->nres != 1 ||
+        a->res != b->res || !ir_type_eq(&a->type, &b->type) ||
+        !ir_sharding_eq(&a->sh, &b->sh, a->type.rank))
+        return false;
+    for (int i = 0; i < x->nin; i++)
+        if (!same_positions(x->in[i], y->in[i], depth - 1))
+            return false;
+    return true;
+}
+
 /* The forward of form f: an attention of the form's q, k, v, positions
- * and mask, before op `first`, not taken by another form (used, by op
- * index), whose result is of dy's type and not partial; else NULL. */
+ * (or positions made alike: same_positions) and mask, before op `first`,
+ * not taken by another form (used, by op index), whose result is of dy's
+ * type and not partial; else NULL. */
 static ir_op *forward_of(const ag *G, const form *f, bool causal, const ir_op *first,
                          const bool *used)
 {
@@ -218,7 +250,7 @@ static ir_op *forward_of(const ag *G, const form *f, bool causal, const ir_op *f
         ir_op *o = IR_OP(G->m, i);
         if (o->code != IR_ATTENTION || o->nres != 1 || used[i] || o->a->causal != causal ||
             o->a->heads_inner || o->in[0] != f->q || o->in[1] != f->k || o->in[2] != f->v ||
-            (o->nin == 4 ? o->in[3] != f->pos : f->pos != NULL))
+            (o->nin == 4 ? !same_positions(o->in[3], f->pos, 4) : f->pos != NULL))
             continue;
         const ir_value *y = o->res[0];
         if (!y->sh.partial && ir_type_eq(&y->type, &f->dy->type))
@@ -347,7 +379,8 @@ int pass_attn_grad(ir_module *m)
             int r = qt->rank;
             ir_type lt = stt;
             lt.rank = r - 1;
-            ir_value *lin[3] = {f.q, f.k, f.pos};
+            /* the forward's positions: the backward's are made after it */
+            ir_value *lin[3] = {f.q, f.k, fw->nin == 4 ? fw->in[3] : NULL};
             ir_op *lse = ir_append(m, IR_ATTN_LSE, lin, f.pos ? 3 : 2,
                                    &(ir_attrs){.causal = causal}, &lt);
             lse->loc = fw->loc, lse->rep = fw->rep, lse->phase = fw->phase;
