@@ -965,64 +965,45 @@ int pass_attn_tc_arch(const ir_op *op)
     return op->in[0]->type.dtype == IR_BF16 ? 80 : 70;
 }
 
-/* attn_dk op i with the attn_dv of its attention before it as one
- * attention pair group (fuse.h). */
-static void attn_pair(walker *w, int i)
+/* Whether attn_lse op l and attention op a are of one attention: the
+ * same q, k and positions, flags, phase and repetition, and heads the
+ * tiled kernels take. */
+static bool lse_of(const ir_op *l, const ir_op *a)
 {
-    const ir_op *dk = IR_OP(w->m, i);
-    if (dk->code != IR_ATTN_DK || dk->nres != 1 || w->f->group_of[i] >= 0)
-        return;
-    int lo = i - PASS_FUSE_HOLD < 0 ? 0 : i - PASS_FUSE_HOLD;
-    for (int j = i - 1; j >= lo; j--) {
-        const ir_op *dv = IR_OP(w->m, j);
-        if (dv->code != IR_ATTN_DV || dv->nres != 1 || w->f->group_of[j] >= 0 || !pair_of(dk, dv))
-            continue;
-        if (w->ncomm[i] != w->ncomm[j + 1])
-            return; /* a collective, send or recv between */
-        for (int x = j + 1; x < i; x++) { /* the kernel writes dv's result at i */
-            const ir_op *op = IR_OP(w->m, x);
-            for (int k = 0; k < op->nin; k++)
-                if (op->in[k] == dv->res[0])
-                    return;
-        }
-        int k = new_group(w, dk, F_EW, i);
-        w->g[k].kind = PASS_FUSE_ATTN_PAIR;
-        w->g[k].reduce = i;
-        w->g[k].sealed = true; /* nothing else joins it */
-        w->f->group_of[j] = k;
-        w->f->group_of[i] = k;
-        return;
-    }
+    if (a->nin != l->nin + 1 || a->in[0] != l->in[0] || a->in[1] != l->in[1] ||
+        (l->nin == 3 && a->in[3] != l->in[2]) || a->a->causal != l->a->causal ||
+        a->a->heads_inner != l->a->heads_inner || a->phase != l->phase || a->rep != l->rep)
+        return false;
+    const ir_type *q = &a->in[0]->type, *v = &a->in[2]->type;
+    return q->dim[q->rank - 1] <= PASS_ATTN_MAX_WIDTH && v->dim[v->rank - 1] <= PASS_ATTN_MAX_WIDTH;
 }
 
-/* attn_lse op i with the attention of the same q, k and positions before
- * it as one attention-with-lse group (fuse.h). */
-static void attn_lse_group(walker *w, int i)
+/* Op i, of code `anchor`, with the op of code `first` before it that
+ * `same` pairs it with as one group of kind (fuse.h: the attention pair,
+ * attention with its lse): no collective, send or recv between, at most
+ * PASS_FUSE_HOLD ops apart, and nothing between reading the first op's
+ * result, which the kernel writes at i. */
+static void attn_two(walker *w, int i, ir_opcode anchor, ir_opcode first,
+                     bool (*same)(const ir_op *, const ir_op *), pass_fuse_kind kind)
 {
-    const ir_op *l = IR_OP(w->m, i);
-    if (l->code != IR_ATTN_LSE || l->nres != 1 || w->f->group_of[i] >= 0)
+    const ir_op *an = IR_OP(w->m, i);
+    if (an->code != anchor || an->nres != 1 || w->f->group_of[i] >= 0)
         return;
     int lo = i - PASS_FUSE_HOLD < 0 ? 0 : i - PASS_FUSE_HOLD;
     for (int j = i - 1; j >= lo; j--) {
-        const ir_op *a = IR_OP(w->m, j);
-        if (a->code != IR_ATTENTION || a->nres != 1 || w->f->group_of[j] >= 0 ||
-            a->nin != l->nin + 1 || a->in[0] != l->in[0] || a->in[1] != l->in[1] ||
-            (l->nin == 3 && a->in[3] != l->in[2]) || a->a->causal != l->a->causal ||
-            a->a->heads_inner != l->a->heads_inner || a->phase != l->phase || a->rep != l->rep)
+        const ir_op *fo = IR_OP(w->m, j);
+        if (fo->code != first || fo->nres != 1 || w->f->group_of[j] >= 0 || !same(an, fo))
             continue;
-        const ir_type *q = &a->in[0]->type, *v = &a->in[2]->type;
-        if (q->dim[q->rank - 1] > PASS_ATTN_MAX_WIDTH || v->dim[v->rank - 1] > PASS_ATTN_MAX_WIDTH)
-            return;
         if (w->ncomm[i] != w->ncomm[j + 1])
             return; /* a collective, send or recv between */
-        for (int x = j + 1; x < i; x++) { /* the kernel writes attention's result at i */
+        for (int x = j + 1; x < i; x++) {
             const ir_op *op = IR_OP(w->m, x);
             for (int k = 0; k < op->nin; k++)
-                if (op->in[k] == a->res[0])
+                if (op->in[k] == fo->res[0])
                     return;
         }
-        int k = new_group(w, l, F_EW, i);
-        w->g[k].kind = PASS_FUSE_ATTN_LSE;
+        int k = new_group(w, an, F_EW, i);
+        w->g[k].kind = kind;
         w->g[k].reduce = i;
         w->g[k].sealed = true; /* nothing else joins it */
         w->f->group_of[j] = k;
@@ -1071,8 +1052,8 @@ bool pass_fuse_walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err)
     for (int i = 0; i < m->ops.n; i++)
         matmul_group(w, i);
     for (int i = 0; i < m->ops.n; i++) {
-        attn_pair(w, i);
-        attn_lse_group(w, i);
+        attn_two(w, i, IR_ATTN_DK, IR_ATTN_DV, pair_of, PASS_FUSE_ATTN_PAIR);
+        attn_two(w, i, IR_ATTN_LSE, IR_ATTENTION, lse_of, PASS_FUSE_ATTN_LSE);
     }
     for (int i = 0; i < m->ops.n; i++)
         place(w, i);
