@@ -195,6 +195,20 @@ static void test_attention(void)
     CHECK_STR(INF(IR_ATTN_DV, A(.heads_inner = true), "f32[2, 128, 8, 64]", "f32[2, 256, 8, 64]",
                   "f32[2, 128, 8, 32]", "f32[2, 8, 128, 2]"),
               "f32[2, 256, 8, 32]");
+    /* the statistics from the forward: lse and the result keep their forms */
+    CHECK_STR(INF(IR_ATTN_LSE, A(.heads_inner = true), "f32[2, 128, 8, 64]", "f32[2, 256, 8, 64]"),
+              "f32[2, 8, 128]");
+    CHECK_STR(INF(IR_ATTN_LSE, NULL, "bf16[4, 16, 32]", "bf16[4, 24, 32]"), "f32[4, 16]");
+    CHECK_STR(INF(IR_ATTN_DELTA, A(.heads_inner = true), "f32[2, 128, 8, 32]",
+                  "f32[2, 128, 8, 32]", "f32[2, 8, 128]"),
+              "f32[2, 8, 128, 2]");
+    CHECK_STR(INF(IR_ATTN_DELTA, NULL, "bf16[4, 16, 32]", "bf16[4, 16, 32]", "f32[4, 16]"),
+              "f32[4, 16, 2]");
+    CHECK_STR(INF(IR_ATTN_DELTA, NULL, "bf16[4, 16, 32]", "f32[4, 16, 32]", "f32[4, 16]"),
+              "error: attn_delta needs y and dy of one type, got bf16[4, 16, 32] and f32[4, 16, "
+              "32]");
+    CHECK_STR(INF(IR_ATTN_DELTA, NULL, "f32[4, 16, 32]", "f32[4, 16, 32]", "f32[4, 32]"),
+              "error: attn_delta needs lse f32[..., S] for y f32[4, 16, 32], got f32[4, 32]");
     CHECK_STR(INF(IR_ATTENTION, A(.heads_inner = true), "f32[16, 64]", "f32[16, 64]",
                   "f32[16, 64]"),
               "error: attention with heads_inner needs operands of rank 3 or more, got operand 1 "

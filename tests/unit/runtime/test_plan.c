@@ -1428,6 +1428,31 @@ static void test_rules(void)
     CHECK(strstr(instr_msg(p, &in, err), "mixed dtypes"));
     in = mk(RT_OP_ATTN_DV, v, 3, q, k, dy);
     CHECK_STR(instr_msg(p, &in, err), "has 3 operands; attn_dv takes 4 to 5");
+    /* the statistics from the forward (format 15): attn_lse (q, k[, pos])
+     * f32 [2, 5], attn_delta (y, dy, lse) f32 [2, 5, 2] */
+    const rt_type lse = T(F, 2, 5);
+    in = mk(RT_OP_ATTN_LSE, lse, 3, q, k, T(I, 5));
+    in.causal = 1;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_ATTN_LSE, T(F, 2, 6), 2, q, k);
+    CHECK_STR(instr_msg(p, &in, err), "the result is f32[2, 6], but the operands give f32[2, 5]");
+    in = mk(RT_OP_ATTN_DELTA, st, 3, dy, dy, lse);
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_ATTN_DELTA, st, 3, dy, T(F, 2, 5, 4), lse);
+    CHECK_STR(instr_msg(p, &in, err), "needs y and dy of one type, got f32[2, 5, 3] and "
+              "f32[2, 5, 4]");
+    in = mk(RT_OP_ATTN_DELTA, st, 3, dy, dy, T(F, 2, 6));
+    CHECK_STR(instr_msg(p, &in, err), "needs lse f32[..., S] for y f32[2, 5, 3], got f32[2, 6]");
+    in = mk(RT_OP_ATTN_DELTA, st, 3, T(I, 2, 5, 3), T(I, 2, 5, 3), lse);
+    CHECK_STR(instr_msg(p, &in, err), "y must be floating-point, got i32[2, 5, 3]");
+    /* heads inner: y and dy stored [2, 5, H = 1, 3] for [2, 1, 5, 3]; lse
+     * and the result as computed on */
+    in = mk(RT_OP_ATTN_DELTA, T(F, 2, 1, 5, 2), 3, T(F, 2, 5, 1, 3), T(F, 2, 5, 1, 3),
+            T(F, 2, 1, 5));
+    in.keepdims = 1;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.keepdims = 0;
+    CHECK(strstr(instr_msg(p, &in, err), "needs lse") != NULL);
     /* heads inner (keepdims): [B, S, H, d] stored, st as computed on */
     in = mk(RT_OP_ATTN_DQ, T(F, 5, 2, 4), 5, T(F, 5, 2, 4), T(F, 6, 2, 4), T(F, 6, 2, 3),
             T(F, 5, 2, 3), st);
