@@ -16,8 +16,9 @@
 # part under a timeout: tests/gpu/run.sh .gpu/build; compute-sanitizer's
 # memcheck and racecheck on attn_bf16.sh (tensor-core attention, one step;
 # --report-api-errors no: the runtime's probe for a module's error word
-# fails by design); bench/gpt2/run.sh --quick; and ncu on one layer's
-# attention kernels. Logs go to $OUT (default ./gpu-out): summary.txt,
+# fails by design); bench/gpt2/run.sh --quick; GPT-2's f32 and bf16 steps
+# without a cuBLASLt workspace and with 32 MiB ($SHARDC_BLAS_WORKSPACE);
+# and ncu on one layer's attention kernels. Logs go to $OUT (default ./gpu-out): summary.txt,
 # gputests.log, bench.log, gpt2.md (the bench's report, for
 # bench/results/gpt2-<gpu>.md) and extra.tar.xz (sanitizer and ncu logs,
 # the bench's logs and traces). It prints the summary last. Without a GPU
@@ -76,6 +77,24 @@ run() {
     BENCH_COMMIT=${COMMIT:-} BENCH_LOG_DIR=$x/benchlog timeout -k 5 "${T_BENCH:-150}" \
         bench/gpt2/run.sh .gpu/build --quick --out "$out/gpt2.md" > "$out/bench.log" 2>&1
     echo "bench rc=$? at $(el) s" >> "$out/summary.txt"
+    # cuBLASLt's workspace ($SHARDC_BLAS_WORKSPACE): GPT-2's f32 and bf16
+    # steps without one and with NVIDIA's 32 MiB for Hopper, the median of
+    # steps 4..9 of each (ms)
+    sed 's/f32\[/bf16[/g' examples/transformer.sh > "$x/ws-bf16.sh"
+    for p in f32 bf16; do
+        local m=examples/transformer.sh
+        [ $p = bf16 ] && m=$x/ws-bf16.sh
+        .gpu/build/shardc "$m" "${gpt2[@]}" -D L=12 --mesh 1x1 --arch sm_90 -o "$x/ws.plan" ||
+            continue
+        for ws in 0 32MiB; do
+            SHARDC_BLAS_WORKSPACE=$ws timeout -k 5 60 .gpu/build/shardrun "$x/ws.plan" \
+                --backend cuda --steps 9 > "$x/ws-$p-$ws.log" 2>&1
+            local rc=$? med
+            med=$(awk '/^step [4-9]\// { print $5 }' "$x/ws-$p-$ws.log" | sort -n |
+                  awk '{ a[NR] = $1 } END { if (NR) print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+            echo "blas workspace $ws $p: rc=$rc median ${med:-none} ms at $(el) s" >> "$out/summary.txt"
+        done
+    done
     if command -v ncu > /dev/null; then
         sed 's/f32\[/bf16[/g' examples/transformer.sh > "$x/bf16.sh"
         .gpu/build/shardc "$x/bf16.sh" "${gpt2[@]}" -D L=1 --mesh 1x1 --arch sm_90 -o "$x/l1.plan" &&

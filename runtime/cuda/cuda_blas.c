@@ -3,6 +3,7 @@
 #include "runtime/cuda/cuda_blas.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -179,6 +180,8 @@ struct rt_blas {
     void *handle;
     lt_plan *plan;
     int nplan, capplan;
+    rt_cu_ptr ws;                   /* the workspace, of ws_bytes; 0: none */
+    size_t ws_bytes;
 };
 
 rt_blas *rt_blas_new(su_status *err)
@@ -214,6 +217,35 @@ static void lt_plan_clear(lt_plan *p)
     if (p->desc)
         loaded.api.MatmulDescDestroy(p->desc);
     p->desc = p->la = p->lb = p->lc = NULL;
+}
+
+bool rt_blas_workspace_bytes(const char *v, size_t *bytes, su_status *err)
+{
+    *bytes = 0;
+    if (!v || !*v)
+        return true;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long n = v[0] >= '0' && v[0] <= '9' ? strtoull(v, &end, 10) : 0;
+    unsigned long long unit = !end                   ? 0
+                              : !*end                ? 1
+                              : !strcmp(end, "KiB")  ? 1ull << 10
+                              : !strcmp(end, "MiB")  ? 1ull << 20
+                              : !strcmp(end, "GiB")  ? 1ull << 30
+                                                     : 0;
+    if (!unit || errno || n > (1ull << 40) / unit) {
+        su_fail(err, SU_USAGE, "$SHARDC_BLAS_WORKSPACE '%s': expected a number of bytes, or a "
+                "size such as 32MiB (KiB, MiB or GiB), at most 1 TiB", v);
+        return false;
+    }
+    *bytes = (size_t)(n * unit);
+    return true;
+}
+
+void rt_blas_set_workspace(rt_blas *b, rt_cu_ptr ws, size_t bytes)
+{
+    b->ws = bytes ? ws : 0;
+    b->ws_bytes = ws ? bytes : 0;
 }
 
 void rt_blas_free(rt_blas *b)
@@ -347,7 +379,7 @@ static bool make_plan(rt_blas *b, const mm *p, uint32_t epilogue, bool residual,
 {
     void *pref = NULL;
     bool ok = false;
-    uint64_t no_workspace = 0;
+    uint64_t max_workspace = b->ws_bytes;
     int found = 0;
     *q = (lt_plan){.m = p->m, .n = p->n, .k = p->k, .batch = p->batch, .stride_a = p->stride_a,
                    .stride_b = p->stride_b, .ta = p->ta, .tb = p->tb, .type = p->type,
@@ -378,15 +410,15 @@ static bool make_plan(rt_blas *b, const mm *p, uint32_t epilogue, bool residual,
         goto done;
     }
     LT_CHECK(MatmulPreferenceCreate(&pref));
-    LT_CHECK(MatmulPreferenceSetAttribute(pref, LT_PREF_MAX_WORKSPACE, &no_workspace,
-                                          sizeof no_workspace));
+    LT_CHECK(MatmulPreferenceSetAttribute(pref, LT_PREF_MAX_WORKSPACE, &max_workspace,
+                                          sizeof max_workspace));
     LT_CHECK(MatmulAlgoGetHeuristic(b->handle, q->desc, q->la, q->lb, q->lc, q->lc, pref, 1, &q->h,
                                     &found));
     if (found < 1) {
         su_fail(err, SU_GPU, "cuBLASLt has no algorithm for this matmul (M %lld, N %lld, K "
-                "%lld, batch %lld, epilogue %u, beta %d) without workspace", (long long)p->m,
-                (long long)p->n, (long long)p->k, (long long)p->batch, (unsigned)epilogue,
-                residual ? 1 : 0);
+                "%lld, batch %lld, epilogue %u, beta %d) within a workspace of %zu bytes",
+                (long long)p->m, (long long)p->n, (long long)p->k, (long long)p->batch,
+                (unsigned)epilogue, residual ? 1 : 0, b->ws_bytes);
         goto done;
     }
     ok = true;
@@ -440,7 +472,8 @@ bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi,
         LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_BIAS_POINTER, &bias, sizeof bias));
     LT_CHECK(Matmul(b->handle, q->desc, &one, (const void *)(uintptr_t)bm, q->la,
                     (const void *)(uintptr_t)a, q->lb, &beta, (const void *)(uintptr_t)c, q->lc,
-                    (void *)(uintptr_t)out, q->lc, &q->h.algo, NULL, 0, s));
+                    (void *)(uintptr_t)out, q->lc, &q->h.algo, (void *)(uintptr_t)b->ws,
+                    b->ws_bytes, s));
     return true;
 done:
     return false;

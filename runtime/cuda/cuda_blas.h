@@ -8,7 +8,11 @@
  * second, neither transposed; batch dimensions are a strided batch, an
  * operand without them repeated (stride 0). f32 computes in f32 (no
  * TF32), f16 and bf16 accumulate in f32, as the CPU backend does. No
- * workspace: the rank's one arena is all its device memory. A handle keeps
+ * workspace by default: the rank's one arena is all its device memory;
+ * rt_blas_set_workspace gives one (the session's, of
+ * $SHARDC_BLAS_WORKSPACE bytes: runtime/exec/cuda.c), which lets the
+ * heuristic choose algorithms that need one (split-K), each
+ * deterministic. A handle keeps
  * each distinct matmul's descriptors and the heuristic's algorithm from
  * its first call, so later calls (every step's) only queue the matmul.
  *
@@ -38,6 +42,17 @@ bool rt_blas_supports(const rt_instr *in, su_status *err);
  * failure. */
 rt_blas *rt_blas_new(su_status *err);
 void rt_blas_free(rt_blas *b);
+/* Device memory of `bytes` at ws that b's matmuls may use as cuBLASLt's
+ * workspace from now on (the heuristic is asked for algorithms within
+ * it); before its first matmul, so that every one is planned with it.
+ * The caller keeps it allocated while b lives. */
+void rt_blas_set_workspace(rt_blas *b, rt_cu_ptr ws, size_t bytes);
+/* The workspace $SHARDC_BLAS_WORKSPACE asks for, from its value (NULL when
+ * unset): a number of bytes, or with KiB, MiB or GiB after it, at most 1
+ * TiB; NULL, empty or 0: none (*bytes 0). NVIDIA recommends 32 MiB on
+ * Hopper, 4 MiB before. The session allocates it beside the arena (not in
+ * the plan's figures). false with the message in err. */
+bool rt_blas_workspace_bytes(const char *value, size_t *bytes, su_status *err);
 
 /* A matmul's epilogue: RT_EPI_* bits and the operands they need. */
 typedef struct rt_blas_epilogue {

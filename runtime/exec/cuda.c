@@ -43,6 +43,7 @@ struct rt_cuda_rank {
     rt_cu_func init_fn;         /* the init module's entry, loaded at its first use */
     int32_t *kernel_at;         /* per instruction: the kernel it belongs to, -1 none */
     rt_blas *blas;              /* when the stage has a matmul outside kernels */
+    rt_cu_ptr blas_ws;          /* its workspace ($SHARDC_BLAS_WORKSPACE), 0 none */
     /* --comm nccl (rt_cuda_host.nccl): collectives, sends and receives on
      * the device, on a stream of their own */
     rt_nccl *nccl;
@@ -347,8 +348,15 @@ static int setup(rt_cuda_rank *r, int64_t rank, su_status *err)
     bool matmul = false;
     for (int i = 0; i < r->g->ninstr; i++)
         matmul |= r->g->instr[i].op == RT_OP_MATMUL; /* alone or in a matmul kernel */
-    if (matmul && !(r->blas = rt_blas_new(err)))
+    size_t ws = 0;
+    if (matmul && (!rt_blas_workspace_bytes(getenv("SHARDC_BLAS_WORKSPACE"), &ws, err) ||
+                   !(r->blas = rt_blas_new(err))))
         return -1;
+    if (ws) {
+        if (!CU(MemAlloc(&r->blas_ws, ws)))
+            return -1;
+        rt_blas_set_workspace(r->blas, r->blas_ws, ws);
+    }
     if (r->nccl && setup_nccl(r, err) != 0)
         return -1;
     r->nspans = -1;
@@ -384,6 +392,8 @@ void rt_cuda_rank_free(rt_cuda_rank *r)
     if (cu && r->ctx) {
         cu->CtxSetCurrent(r->ctx);
         rt_blas_free(r->blas);
+        if (r->blas_ws)
+            cu->MemFree(r->blas_ws);
         for (int i = 0; r->mod && i < r->p->nmodules; i++)
             if (r->mod[i])
                 cu->ModuleUnload(r->mod[i]);

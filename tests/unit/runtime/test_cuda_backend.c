@@ -10,9 +10,12 @@
  *   matmul whose batch dimensions broadcast partly (which cuBLASLt's
  *   strided batches cannot express), naming the first instruction it
  *   cannot run (unit/test_plan_cuda checks that it takes every example's
- *   plan with kernels). Neither needs NVRTC. */
+ *   plan with kernels). Neither needs NVRTC.
+ * - $SHARDC_BLAS_WORKSPACE's value becomes cuBLASLt's workspace in bytes,
+ *   and a value that is no size is a usage error naming it. */
 #include "shardc.h"
 #include "runtime/exec/cuda.h"
+#include "runtime/cuda/cuda_blas.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "check.h"
 
@@ -121,6 +124,33 @@ static void test_plans(void)
     }
 }
 
+static void test_blas_workspace(void)
+{
+    static const struct {
+        const char *v;
+        size_t want;
+    } ok[] = {{NULL, 0}, {"", 0}, {"0", 0}, {"4096", 4096}, {"64KiB", 65536},
+              {"32MiB", 33554432}, {"2GiB", 2147483648u}, {"1024GiB", (size_t)1 << 40}};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        su_status err = {SU_OK, ""};
+        size_t n = 7;
+        CHECK(rt_blas_workspace_bytes(ok[i].v, &n, &err));
+        CHECK_INT((long long)n, (long long)ok[i].want);
+    }
+    static const char *const bad[] = {"32MB", "-1", "x", "1.5MiB", "32 MiB", "1025GiB",
+                                      "99999999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        su_status err = {SU_OK, ""};
+        size_t n = 7;
+        CHECK(!rt_blas_workspace_bytes(bad[i], &n, &err));
+        CHECK_INT(err.kind, SU_USAGE);
+        char want[200];
+        snprintf(want, sizeof want, "$SHARDC_BLAS_WORKSPACE '%s': expected a number of bytes, "
+                 "or a size such as 32MiB (KiB, MiB or GiB), at most 1 TiB", bad[i]);
+        CHECK_STR(err.msg, want);
+    }
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -130,6 +160,7 @@ int main(void)
     test_backend_names();
     test_no_gpu();
     test_plans();
+    test_blas_workspace();
     rmdir(tmpdir);
     return CHECK_DONE();
 }
