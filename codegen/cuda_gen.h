@@ -145,7 +145,7 @@ int cg_pow2_at_least(int64_t n);
 int cg_clamp_block(int64_t threads, int cap);
 int64_t cg_grid_for(int64_t work, int block);
 /* The strategies' bodies (cuda.h), each setting k's geometry. */
-int cg_vec_of(const pass_fgroup *g, int64_t last);
+int cg_vec_of(const pass_fgroup *g, const ir_type *dom, int64_t last);
 void cg_emit_elementwise(gen *G, cg_cuda_kernel *k);
 void cg_emit_multi(gen *G, cg_cuda_kernel *k);
 rview cg_red_view(const ir_op *r);

@@ -42,24 +42,31 @@ int64_t cg_grid_for(int64_t work, int block)
 }
 
 /* VEC, the elements a thread loads and stores at once where a value runs
- * along the domain's last dim (of `last` elements): 8 where every value
- * group g reads or writes is 16-bit or narrower, some 16-bit (16-byte
- * loads of it), and last divides by 8; else 4 where it divides by 4 (16
- * bytes of f32, 8 of a 16-bit value); else 1. Where a 16-bit value meets
- * an f32 one, 8 elements would be two 16-byte accesses of the f32 value a
- * thread, each instruction of a warp then covering every other 16 bytes
- * of 1 KB: twice the L1 requests of contiguous ones, half-written sectors
- * for the stores. On an H200 the bf16 GPT-2's multi-tensor AdamW (bf16
- * gradients and params, f32 masters and moments, 28 bytes a param either
- * way) took 2.79 ms a step with 8, where the f32 model's took 1.34 with 4
- * (bench/results/gpt2-nvidia-h200.md). */
-int cg_vec_of(const pass_fgroup *g, int64_t last)
+ * along the last dim of the domain dom (`last` elements, which VEC must
+ * divide: the row's and the dim's gcd for a row kernel): 8 where every
+ * value group g reads or writes along it is 16-bit or narrower, some
+ * 16-bit (16-byte loads of it), and last divides by 8; else 4 where it
+ * divides by 4 (16 bytes of f32, 8 of a 16-bit value); else 1. Where a
+ * 16-bit value meets an f32 one, 8 elements would be two 16-byte accesses
+ * of the f32 value a thread, each instruction of a warp then covering
+ * every other 16 bytes of 1 KB: twice the L1 requests of contiguous ones,
+ * half-written sectors for the stores. On an H200 the bf16 GPT-2's
+ * multi-tensor AdamW (bf16 gradients and params, f32 masters and moments,
+ * 28 bytes a param either way) took 2.79 ms a step with 8, where the f32
+ * model's took 1.34 with 4 (bench/results/gpt2-nvidia-h200.md). A value
+ * that does not run along that dim (a row's statistic, cross_entropy's
+ * i32 labels, a scalar) is read one element at a time whatever VEC is,
+ * and does not count. */
+int cg_vec_of(const pass_fgroup *g, const ir_type *dom, int64_t last)
 {
     bool half = false, wide = false;
+    int64_t along = dom->rank >= 1 ? dom->dim[dom->rank - 1] : 1;
     for (int i = 0; i < g->nin + g->nout; i++) {
-        ir_dtype dt = (i < g->nin ? g->in[i] : g->out[i - g->nin])->type.dtype;
-        half |= dt == IR_F16 || dt == IR_BF16;
-        wide |= ir_dtype_size(dt) >= 4;
+        const ir_type *t = &(i < g->nin ? g->in[i] : g->out[i - g->nin])->type;
+        if (along > 1 && (t->rank < 1 || t->dim[t->rank - 1] != along))
+            continue; /* not along the last dim (tile.c's contiguous_last) */
+        half |= t->dtype == IR_F16 || t->dtype == IR_BF16;
+        wide |= ir_dtype_size(t->dtype) >= 4;
     }
     return half && !wide && last % 8 == 0 ? 8 : last % 4 == 0 ? 4 : 1;
 }
@@ -68,7 +75,7 @@ void cg_emit_elementwise(gen *G, cg_cuda_kernel *k)
 {
     const ir_type *dom = &IR_OP(G->m, G->g->anchor)->res[0]->type;
     int64_t n = ir_type_numel(dom);
-    k->vec = dom->rank >= 1 ? cg_vec_of(G->g, dom->dim[dom->rank - 1]) : 1;
+    k->vec = dom->rank >= 1 ? cg_vec_of(G->g, dom, dom->dim[dom->rank - 1]) : 1;
     int64_t steps = n / k->vec;
     k->strategy = CG_CUDA_ELEMENTWISE;
     k->block = cg_clamp_block(steps, BLOCK_EW);
@@ -116,7 +123,7 @@ static void part_text(gen *G, const pass_fgroup *part, part_code *pc)
     su_buf_init_in(&b, G->arena);
     S.b = &b;
     const ir_type *dom = &IR_OP(G->m, part->anchor)->res[0]->type;
-    pc->vec = dom->rank >= 1 ? cg_vec_of(part, dom->dim[dom->rank - 1]) : 1;
+    pc->vec = dom->rank >= 1 ? cg_vec_of(part, dom, dom->dim[dom->rank - 1]) : 1;
     tile t = {.dom = dom, .vec = pc->vec, .prologue = true, .store_prologue = true};
     cg_emit_tile(&S, &t);
     pc->text = b.s ? b.s : "";
@@ -572,7 +579,7 @@ void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
         a = b;
         b = r;
     }
-    k->vec = cg_vec_of(G->g, a);
+    k->vec = cg_vec_of(G->g, dom, a);
     k->strategy = CG_CUDA_ROW;
     int by = v->n <= WARP_ROW ? BY_WARP : BY_BLOCK;
     const char *tid = by == BY_WARP ? "lane" : "threadIdx.x";
@@ -812,7 +819,7 @@ void cg_emit_xent(gen *G, cg_cuda_kernel *k, const rview *v)
 {
     const ir_type *dom = &G->red->in[0]->type;
     int64_t rows = v->outer, n = v->n;
-    k->vec = cg_vec_of(G->g, n);
+    k->vec = cg_vec_of(G->g, dom, n);
     k->strategy = CG_CUDA_ROW;
     k->block = cg_clamp_block(cg_pow2_at_least((n + k->vec - 1) / k->vec), XENT_BLOCK);
     k->grid = rows < MAX_PARTS ? rows : MAX_PARTS;
