@@ -422,14 +422,9 @@ static const char *bsum(gen *G, int by, const char *x)
                            : x;
 }
 
-static const char *bmax(gen *G, int by, const char *x)
-{
-    return by == BY_BLOCK ? cg_fmt(G, "sh_block_max(%s, red)", x)
-           : by == BY_WARP ? cg_fmt(G, "sh_warp_max(%s)", x)
-                           : x;
-}
-
-static rparts red_parts(gen *G, const rview *v, int by, const char *col)
+/* The passes of reduction G->red over rows held by `by`; reread: each
+ * pass reads the row from memory again (not from registers). */
+static rparts red_parts(gen *G, const rview *v, int by, const char *col, bool reread)
 {
     const ir_op *r = G->red;
     const char *n = cg_f32_text(G, (float)v->n), *eps = cg_f32_text(G, (float)r->a->eps);
@@ -454,12 +449,31 @@ static rparts red_parts(gen *G, const rview *v, int by, const char *col)
         break;
     case IR_SOFTMAX:
     case IR_XENT_GRAD:
-        p.passes = 3;
-        p.init1 = "__int_as_float(0xff800000) /* -inf */";
-        p.consume1 = "acc = fmaxf(acc, xin);";
-        p.after1 = cg_fmt(G, "const float mx = %s;", bmax(G, by, "acc"));
-        p.consume2 = "acc2 += expf(xin - mx);";
-        p.after2 = cg_fmt(G, "const float scale = 1.0f / %s;", bsum(G, by, "acc2"));
+        if (!reread) { /* from registers: the max, the sum, the results */
+            p.passes = 3;
+            p.init1 = "__int_as_float(0xff800000) /* -inf */";
+            p.consume1 = "acc = fmaxf(acc, xin);";
+            p.after1 = cg_fmt(G, "const float mx = %s;",
+                              by == BY_BLOCK  ? "sh_block_max(acc, red)"
+                              : by == BY_WARP ? "sh_warp_max(acc)"
+                                              : "acc");
+            p.consume2 = "acc2 += expf(xin - mx);";
+            p.after2 = cg_fmt(G, "const float scale = 1.0f / %s;", bsum(G, by, "acc2"));
+        } else {
+            /* from memory: one pass for the max and the sum of exp(x -
+             * max), online (acc the max, acc2 the sum: sh_online), merged
+             * over the row's threads; then the results: the row read
+             * twice, not three times */
+            G->helpers |= H_ONLINE;
+            p.passes = 2;
+            p.acc2_first = true;
+            p.init1 = "__int_as_float(0xff800000) /* -inf */";
+            p.consume1 = "sh_online(acc, acc2, xin);";
+            p.after1 = cg_fmt(G, "%sconst float mx = acc, scale = 1.0f / acc2;",
+                              by == BY_BLOCK  ? "sh_block_online(acc, acc2, red); "
+                              : by == BY_WARP ? "sh_warp_online(acc, acc2); "
+                                              : "");
+        }
         p.result = "expf(xin - mx) * scale";
         if (r->code == IR_XENT_GRAD) {
             G->helpers |= H_XENT_GRAD | H_NAN;
@@ -595,15 +609,25 @@ void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
         k->shared_bytes = k->block / 32 * (int)sizeof(float);
     }
     int64_t span = (int64_t)threads * k->vec, items = (v->n + span - 1) / span;
-    rparts p = red_parts(G, v, by, k->vec > 1 ? "c + q" : "c");
+    const char *col = k->vec > 1 ? "c + q" : "c";
+    unsigned helpers = G->helpers;
+    rparts p = red_parts(G, v, by, col, true);
     bool cached = p.passes > 1 && items * k->vec <= MAX_CACHED;
+    if (cached) { /* the row in registers: its passes read them */
+        G->helpers = helpers;
+        p = red_parts(G, v, by, col, false);
+    }
+    bool online = !cached && (G->red->code == IR_SOFTMAX || G->red->code == IR_XENT_GRAD);
+    if (by == BY_BLOCK && online) /* sh_block_online's two floats a warp */
+        k->shared_bytes *= 2;
     if (by == BY_WARP) {
         cg_line(G, "const int lane = threadIdx.x %% 32; // a warp per row");
         cg_line(G, "for (i64 row = (i64)blockIdx.x * %d + threadIdx.x / 32; row < %lld; row += "
                    "(i64)gridDim.x * %d) {",
                 WARP_ROWS, (long long)v->outer, WARP_ROWS);
     } else {
-        cg_line(G, "extern __shared__ float red[]; // one float per warp");
+        cg_line(G, "extern __shared__ float red[]; // %s", online ? "two floats per warp"
+                                                                       : "one float per warp");
         cg_line(G, "for (i64 row = blockIdx.x; row < %lld; row += gridDim.x) {",
                 (long long)v->outer);
     }
@@ -770,7 +794,7 @@ void cg_emit_column(gen *G, cg_cuda_kernel *k, const rview *v)
     k->strategy = CG_CUDA_COLUMN;
     k->block = cg_clamp_block(cols, BLOCK_EW);
     k->grid = cg_grid_for(cols, k->block);
-    rparts p = red_parts(G, v, BY_THREAD, NULL);
+    rparts p = red_parts(G, v, BY_THREAD, NULL, true);
     if (p.passes == 1 && v->n >= COL_BLOCK_MIN) {
         emit_column_blocks(G, k, v, &p);
         return;
@@ -782,6 +806,8 @@ void cg_emit_column(gen *G, cg_cuda_kernel *k, const rview *v)
     cg_line(G, "const i64 base = t / %lld * %lld + t %% %lld; // element (t / inner, 0, t %% inner)",
          (long long)v->inner, (long long)(v->n * v->inner), (long long)v->inner);
     cg_line(G, "float acc = %s;", p.init1);
+    if (p.acc2_first)
+        cg_line(G, "float acc2 = 0.0f;");
     tile t1 = {.dom = dom, .vec = 1, .prologue = true, .store_prologue = true,
                .consume = p.consume1};
     column_loop(G, v, &t1);
@@ -793,12 +819,14 @@ void cg_emit_column(gen *G, cg_cuda_kernel *k, const rview *v)
         cg_emit_tile(G, &t2);
         G->indent--;
         cg_line(G, "}");
-    } else { /* softmax */
+    } else { /* softmax: the max and sum online, then the results */
         cg_line(G, "%s", p.after1);
-        cg_line(G, "float acc2 = 0.0f;");
-        tile t2 = {.dom = dom, .vec = 1, .prologue = true, .consume = p.consume2};
-        column_loop(G, v, &t2);
-        cg_line(G, "%s", p.after2);
+        if (p.passes == 3) {
+            cg_line(G, "float acc2 = 0.0f;");
+            tile t2 = {.dom = dom, .vec = 1, .prologue = true, .consume = p.consume2};
+            column_loop(G, v, &t2);
+            cg_line(G, "%s", p.after2);
+        }
         tile t3 = {.dom = dom, .vec = 1, .prologue = true, .rexpr = p.result};
         column_loop(G, v, &t3);
     }

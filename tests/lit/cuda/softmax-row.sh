@@ -5,14 +5,20 @@
 # warps, whose size the launch line gives: one float per warp). 4-element
 # vectors; the row stays in registers between its three passes (max, sum
 # of exp, result) when it fits. 1000 is not a multiple of 32 * 4, nor
-# 3000 of 1024 * 4, so the last vectors are guarded.
+# 3000 of 1024 * 4, so the last vectors are guarded. A row that does not
+# fit (40000 elements, 40 a thread) is read twice, not three times: the
+# max and the sum of exp(x - max) in one pass (online, sh_online), merged
+# over the block with two floats a warp (sh_block_online), then the
+# results.
 # RUN: %shardc %s --mesh 2 --emit cuda | FileCheck %s
 mesh dp
 input x : f32[8, 1000] shard(dp, _)
 input y : f32[8, 3000] shard(dp, _)
+input z : f32[2, 40000]
 p = softmax(x * 2, axis = -1)
 q = softmax(y, axis = -1)
-output p, q
+r = softmax(z, axis = -1)
+output p, q, r
 # CHECK: // k0_mul_softmax: row kernel over f32[4, 1000] (4 rows of 1000)
 # CHECK-NEXT: //   %1 = mul %x, %0
 # CHECK-NEXT: //   %p = softmax %1 {axis = 1}  (stored)
@@ -50,3 +56,11 @@ output p, q
 # CHECK-NEXT: if (c < 3000) {
 # CHECK: const float mx = sh_block_max(acc, red);
 # CHECK: const float scale = 1.0f / sh_block_sum(acc2, red);
+# CHECK: // k2_softmax: row kernel over f32[2, 40000] (2 rows of 40000)
+# CHECK: // launch: grid (2, 1, 1), block (1024, 1, 1), 256 bytes of dynamic shared memory
+# CHECK: __device__ __forceinline__ void sh_block_online(float &m, float &s, float *red)
+# CHECK: extern __shared__ float red[]; // two floats per warp
+# CHECK-NOT: float xs[
+# CHECK: sh_online(acc, acc2, xin);
+# CHECK: sh_block_online(acc, acc2, red); const float mx = acc, scale = 1.0f / acc2;
+# CHECK: const float v_r = expf(xin - mx) * scale; // softmax
