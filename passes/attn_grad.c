@@ -259,17 +259,6 @@ static ir_op *forward_of(const ag *G, const form *f, bool causal, const ir_op *f
     return NULL;
 }
 
-/* Whether t swaps dims -3 and -2 of its operand (rank r >= 3). */
-static bool swaps_heads(const ir_op *t, int r)
-{
-    if (t->code != IR_TRANSPOSE || t->nin != 1 || t->nres != 1 || r < 3 || t->a->nlist != r)
-        return false;
-    for (int i = 0; i < r; i++)
-        if (t->a->list[i] != (i == r - 3 ? r - 2 : i == r - 2 ? r - 3 : i))
-            return false;
-    return true;
-}
-
 /* attn_delta's y and dy for forward result y and gradient dy: the
  * transpose of y's one reader and dy's operand, with the heads inner,
  * where y's one reader and dy's maker swap the heads (made before op
@@ -277,10 +266,9 @@ static bool swaps_heads(const ir_op *t, int r)
 static bool heads_pair(const ag *G, ir_value *y, ir_value *dy, const ir_op *first,
                        ir_value **ty, ir_value **tdy)
 {
-    int r = y->type.rank;
     ir_op *t = G->uses[y->id] == 1 ? G->reader[y->id] : NULL;
     ir_op *d = dy->def;
-    if (t && d && swaps_heads(t, r) && swaps_heads(d, r) && at_of(G, t) < at_of(G, first) &&
+    if (t && d && pass_swaps_heads(t) && pass_swaps_heads(d) && at_of(G, t) < at_of(G, first) &&
         ir_type_eq(&t->res[0]->type, &d->in[0]->type) && t->res[0]->type.dtype == y->type.dtype) {
         *ty = t->res[0];
         *tdy = d->in[0];

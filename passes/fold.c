@@ -51,7 +51,7 @@ enum { AT_MAX_WIDTH = PASS_ATTN_MAX_WIDTH };
 
 /* Whether t swaps dims -3 and -2 of its float operand (rank >= 3) and
  * keeps the others in place. */
-static bool swaps_heads(const ir_op *t)
+bool pass_swaps_heads(const ir_op *t)
 {
     if (t->code != IR_TRANSPOSE || t->nin != 1 || t->nres != 1)
         return false;
@@ -106,12 +106,12 @@ static int fold_heads(ir_module *m)
             continue;
         bool ok = true;
         for (int k = 0; k < nt && ok; k++)
-            ok = op->in[k]->def && swaps_heads(op->in[k]->def);
+            ok = op->in[k]->def && pass_swaps_heads(op->in[k]->def);
         ir_op *back = NULL; /* the transpose of the result */
         if (ok && ir_attn_result_swapped(op->code)) {
             const ir_value *r = op->res[0];
             back = uses[r->id] == 1 ? reader[r->id] : NULL;
-            ok = back && swaps_heads(back) && back->in[0] == r;
+            ok = back && pass_swaps_heads(back) && back->in[0] == r;
         }
         if (!ok)
             continue;

@@ -125,6 +125,11 @@ int pass_fold_transposes(ir_module *m);
  * source, the new value, the gradient) and loss: what a rewrite must keep
  * however few ops read it (fold.c). */
 void pass_count_kept_reads(const ir_module *m, int *uses);
+/* Whether op t is a transpose that swaps dims -3 and -2 of its float
+ * operand (rank >= 3), heads at most PASS_ATTN_MAX_WIDTH wide: the
+ * transpose between [.., S, H, d] and [.., H, S, d] that fold.c folds into
+ * attention (heads_inner). */
+bool pass_swaps_heads(const ir_op *t);
 
 /* The pipeline split (pipesplit.c). From a partitioned module with a
  * pipeline, one program per stage of the pipeline axis (m->stage set in
