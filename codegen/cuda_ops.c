@@ -18,8 +18,8 @@
  * their one instruction: transpose and embedding move elements (of any
  * dtype, as raw 2- or 4-byte words), iota counts, embedding_grad sums each
  * table row's gradients in index order (as the CPU backend does: one
- * thread per element of the table, so no atomics and the same bits in
- * f32), attention, attn_probs and attention's backward are flash style
+ * thread per element of the table at a time, so no atomics and the same
+ * bits in f32), attention, attn_probs and attention's backward are flash style
  * (rows in registers, the other side's rows in shared tiles; the forward
  * past the tiles' widths takes a block per query row). An id outside
  * the table makes the row NaN (so the rest of the step stays
@@ -351,95 +351,133 @@ static void emit_embedding(gen *G, cg_cuda_kernel *k, const ir_op *op)
 
 /* embedding_grad (ids [n], dy [n, D]) -> [V, D]: element (row, col) sums
  * dy[i, col] over the i with ids[i] == row, in index order from 0.0f, as
- * the CPU backend does (the same bits in f32). A warp takes a unit, a
- * table row and a chunk of up to 32 * EG_COLS columns (each lane EG_COLS
- * accumulators); a block's warps take EG_UNITS units each. The block reads
- * the ids through shared memory a tile at a time, and each warp finds its
- * rows' ids there 32 at a time by ballot, so the work is O(n D) for the
- * gradient plus O(n V / 32) ballots, not a loop over every id per table
- * element. An id outside the table makes the whole table NaN (the CPU
- * backend's error is raised by the runtime from sh_error). */
-enum { EG_COLS = 8, EG_UNITS = 4, EG_WARPS = 8, EG_IDS = 2048 };
+ * the CPU backend does (the same bits in f32). A block takes a unit: EG_ACC
+ * / cols table rows and a chunk of 256 * cols columns (a thread's cols
+ * columns, one a 256, for each of the rows: EG_ACC accumulators at most,
+ * in registers). It reads the ids in tiles of EG_TILE, EG_PER a thread (a
+ * run of them, so the block's threads hold a tile in index order); a
+ * thread's ids of the unit's rows are counted, the counts summed over its
+ * warp by shuffles and over the block through shared memory (each warp's
+ * count, with whether it saw an id outside the table), and where the tile
+ * has any, listed in shared memory in index order (their index in the
+ * tile and their row): then every thread adds their dy to its
+ * accumulators, one after another. Every block reads every id, so the
+ * work is O(n D) for the gradient plus O(n V cols / EG_ACC) compares, and
+ * a tile none of whose ids is the unit's costs one barrier. The warps'
+ * counts alternate between two copies from tile to tile, so that a warp
+ * may write the next tile's while another still reads this one's. An id
+ * outside the table makes the whole table NaN (the CPU backend's error is
+ * raised by the runtime from sh_error). */
+enum { EG_ACC = 48, EG_PER = 4, EG_TILE = EG_PER * BLOCK_OP, EG_WARPS = BLOCK_OP / 32 };
 
 static void emit_embedding_grad(gen *G, cg_cuda_kernel *k, const ir_op *op)
 {
     const ir_type *y = &op->res[0]->type;
     int64_t v = y->dim[0], d = y->dim[1], n = ir_type_numel(&op->in[0]->type);
     ir_dtype dt = y->dtype;
-    int cols = d < 32 * EG_COLS ? (int)((d + 31) / 32) : EG_COLS;
-    int64_t chunks = (d + 32 * cols - 1) / (32 * cols), units = v * chunks;
-    int64_t per_block = (int64_t)EG_WARPS * EG_UNITS, tile = n < EG_IDS ? n : EG_IDS;
-    int64_t blocks = (units + per_block - 1) / per_block;
+    int64_t cols64 = (d + BLOCK_OP - 1) / BLOCK_OP;
+    int cols = cols64 < 4 ? (int)cols64 : 4, rows = EG_ACC / cols;
+    rows = v < rows ? (int)v : rows;
+    int64_t width = (int64_t)BLOCK_OP * cols, chunks = (d + width - 1) / width;
+    int64_t units = (v + rows - 1) / rows * chunks;
     G->helpers |= H_ERROR;
     k->strategy = CG_CUDA_ROW;
     k->vec = 1;
-    k->block = 32 * EG_WARPS;
-    k->grid = cg_grid_for(blocks, 1);
-    k->shared_bytes = (int)(tile * (int64_t)sizeof(int));
-    cg_line(G, "extern __shared__ int ids[]; // a tile of %lld ids", (long long)tile);
+    k->block = BLOCK_OP;
+    k->grid = cg_grid_for(units, 1);
+    k->shared_bytes = (int)((2 * EG_TILE + 2 * EG_WARPS) * sizeof(int));
+    cg_line(G, "extern __shared__ int sm[];");
+    cg_line(G, "int *const hix = sm, *const hrow = sm + %d; // a tile's ids of the unit's rows: "
+               "index in the tile, row", EG_TILE);
+    cg_line(G, "int *const wc = sm + %d; // [2][%d]: each warp's count of them, + 2^30 if it saw "
+               "an id outside the table", 2 * EG_TILE, EG_WARPS);
     cg_line(G, "const int lane = threadIdx.x %% 32, warp = threadIdx.x / 32;");
-    cg_line(G, "for (i64 blk = blockIdx.x; blk < %lld; blk += gridDim.x) {", (long long)blocks);
+    cg_line(G, "int par = 0; // which copy of wc this tile's counts take");
+    cg_line(G, "for (i64 u = blockIdx.x; u < %lld; u += gridDim.x) {", (long long)units);
     G->indent++;
-    cg_line(G, "// this warp's units u = row * %lld + chunk: %d of them, from blk * %lld + warp * %d",
-            (long long)chunks, EG_UNITS, (long long)per_block, EG_UNITS);
-    cg_line(G, "const i64 u0 = blk * %lld + warp * %d;", (long long)per_block, EG_UNITS);
-    cg_line(G, "float acc[%d][%d];", EG_UNITS, cols);
-    cg_line(G, "int row[%d];", EG_UNITS);
+    cg_line(G, "const int r0 = (int)(u / %lld) * %d; // the unit's rows r0 .. r0 + %d",
+            (long long)chunks, rows, rows - 1);
+    cg_line(G, "const i64 c0 = u %% %lld * %lld + threadIdx.x; // the thread's columns c0 + 256 c",
+            (long long)chunks, (long long)width);
+    cg_line(G, "float acc[%d][%d];", rows, cols);
     cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int a = 0; a < %d; a++) {", EG_UNITS);
-    cg_line(G, "    row[a] = u0 + a < %lld ? (int)((u0 + a) / %lld) : -1; // -1: no unit",
-            (long long)units, (long long)chunks);
+    cg_line(G, "for (int a = 0; a < %d; a++)", rows);
     cg_line(G, "    #pragma unroll");
     cg_line(G, "    for (int c = 0; c < %d; c++)", cols);
     cg_line(G, "        acc[a][c] = 0.0f;");
-    cg_line(G, "}");
-    cg_line(G, "bool bad = false; // an id outside the table");
-    cg_line(G, "for (i64 t0 = 0; t0 < %lld; t0 += %lld) {", (long long)n, (long long)tile);
+    cg_line(G, "bool bad = false; // an id outside the table (the block's)");
+    cg_line(G, "for (i64 t0 = 0; t0 < %lld; t0 += %d, par ^= 1) {", (long long)n, EG_TILE);
     G->indent++;
-    cg_line(G, "const int len = (int)min((i64)%lld, %lld - t0);", (long long)tile, (long long)n);
-    cg_line(G, "__syncthreads(); // the last tile is read");
-    cg_line(G, "for (int i = threadIdx.x; i < len; i += blockDim.x)");
-    cg_line(G, "    ids[i] = p0[t0 + i];");
+    cg_line(G, "int id[%d], cnt = 0;", EG_PER);
+    cg_line(G, "bool mine_bad = false;");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int e = 0; e < %d; e++) {", EG_PER);
+    cg_line(G, "    const i64 i = t0 + threadIdx.x * %d + e;", EG_PER);
+    cg_line(G, "    id[e] = i < %lld ? p0[i] : -1;", (long long)n);
+    cg_line(G, "    if (i < %lld && (id[e] < 0 || id[e] >= %lld)) {", (long long)n, (long long)v);
+    cg_line(G, "        mine_bad = true;");
+    cg_line(G, "        if (u == 0)");
+    cg_line(G, "            sh_bad_id(i, id[e]);");
+    cg_line(G, "    }");
+    cg_line(G, "    cnt += i < %lld && (unsigned)(id[e] - r0) < %du;", (long long)n, rows);
+    cg_line(G, "}");
+    cg_line(G, "int incl = cnt; // the warp's counts up to this lane's");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int o = 1; o < 32; o <<= 1) {");
+    cg_line(G, "    const int x = __shfl_up_sync(0xffffffffu, incl, o);");
+    cg_line(G, "    if (lane >= o)");
+    cg_line(G, "        incl += x;");
+    cg_line(G, "}");
+    cg_line(G, "const bool warp_bad = __any_sync(0xffffffffu, mine_bad);");
+    cg_line(G, "if (lane == 31)");
+    cg_line(G, "    wc[par * %d + warp] = incl + (warp_bad ? 1 << 30 : 0);", EG_WARPS);
     cg_line(G, "__syncthreads();");
-    cg_line(G, "for (int b = 0; b < len; b += 32) {");
+    cg_line(G, "int total = 0, pos = incl - cnt;");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int w = 0; w < %d; w++) {", EG_WARPS);
+    cg_line(G, "    const int x = wc[par * %d + w];", EG_WARPS);
+    cg_line(G, "    bad = bad || x >> 30;");
+    cg_line(G, "    total += x & 0xffff;");
+    cg_line(G, "    if (w < warp)");
+    cg_line(G, "        pos += x & 0xffff;");
+    cg_line(G, "}");
+    cg_line(G, "if (total == 0)");
+    cg_line(G, "    continue; // the same in every thread");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int e = 0; e < %d; e++)", EG_PER);
+    cg_line(G, "    if (t0 + threadIdx.x * %d + e < %lld && (unsigned)(id[e] - r0) < %du) {", EG_PER,
+            (long long)n, rows);
+    cg_line(G, "        hix[pos] = threadIdx.x * %d + e;", EG_PER);
+    cg_line(G, "        hrow[pos++] = id[e] - r0;");
+    cg_line(G, "    }");
+    cg_line(G, "__syncthreads();");
+    cg_line(G, "for (int x = 0; x < total; x++) { // in index order");
     G->indent++;
-    cg_line(G, "const int id = b + lane < len ? ids[b + lane] : 0;");
-    cg_line(G, "if (__any_sync(0xffffffffu, id < 0 || id >= %lld)) {", (long long)v);
-    cg_line(G, "    bad = true;");
-    cg_line(G, "    if (blk == 0 && warp == 0 && (id < 0 || id >= %lld))", (long long)v);
-    cg_line(G, "        sh_bad_id(t0 + b + lane, id);");
+    cg_line(G, "const %s *const g = p1 + (t0 + hix[x]) * %lld;", cg_ctype(G, dt), (long long)d);
+    cg_line(G, "const int row = hrow[x];");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int c = 0; c < %d; c++) {", cols);
+    G->indent++;
+    cg_line(G, "if (c0 + c * %d < %lld) {", BLOCK_OP, (long long)d);
+    cg_line(G, "    const float val = %s;", cg_load_conv(G, dt, cg_fmt(G, "g[c0 + c * %d]", BLOCK_OP)));
+    cg_line(G, "    #pragma unroll");
+    cg_line(G, "    for (int a = 0; a < %d; a++)", rows);
+    cg_line(G, "        if (row == a)");
+    cg_line(G, "            acc[a][c] += val;");
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+    G->indent--;
     cg_line(G, "}");
     cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int a = 0; a < %d; a++) {", EG_UNITS);
+    cg_line(G, "for (int a = 0; a < %d; a++) {", rows);
     G->indent++;
-    cg_line(G, "unsigned hit = __ballot_sync(0xffffffffu, id == row[a] && b + lane < len);");
-    cg_line(G, "const i64 c0 = (u0 + a) %% %lld * %d + lane;", (long long)chunks, 32 * cols);
-    cg_line(G, "while (hit) { // the matching ids in index order");
-    G->indent++;
-    cg_line(G, "const int j = __ffs(hit) - 1;");
-    cg_line(G, "hit &= hit - 1;");
-    cg_line(G, "const %s *g = p1 + (t0 + b + j) * %lld;", cg_ctype(G, dt), (long long)d);
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int c = 0; c < %d; c++)", cols);
-    cg_line(G, "    if (c0 + c * 32 < %lld)", (long long)d);
-    cg_line(G, "        acc[a][c] += %s;", cg_load_conv(G, dt, "g[c0 + c * 32]"));
-    G->indent--;
-    cg_line(G, "}");
-    G->indent--;
-    cg_line(G, "}");
-    G->indent--;
-    cg_line(G, "}");
-    G->indent--;
-    cg_line(G, "}");
-    cg_line(G, "// every warp read every id: bad is the same in all of them");
-    cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int a = 0; a < %d; a++) {", EG_UNITS);
-    G->indent++;
-    cg_line(G, "const i64 c0 = (u0 + a) %% %lld * %d + lane;", (long long)chunks, 32 * cols);
-    cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int c = 0; c < %d; c++)", cols);
-    cg_line(G, "    if (row[a] >= 0 && c0 + c * 32 < %lld)", (long long)d);
-    cg_line(G, "        p2[(i64)row[a] * %lld + c0 + c * 32] = %s;", (long long)d,
+    cg_line(G, "    if (r0 + a < %lld && c0 + c * %d < %lld)", (long long)v, BLOCK_OP, (long long)d);
+    cg_line(G, "        p2[(i64)(r0 + a) * %lld + c0 + c * %d] = %s;", (long long)d, BLOCK_OP,
             cg_store_conv(G, dt, "(bad ? __int_as_float(0x7fc00000) : acc[a][c])"));
     G->indent--;
     cg_line(G, "}");
@@ -2447,7 +2485,8 @@ static const char *op_launch_text(const gen *G, const cg_cuda_kernel *k, const i
                : k->vec > 1 ? "one thread per word of a run of the last dim, grid-stride"
                             : "one thread per element of the result, grid-stride";
     case IR_EMBEDDING_GRAD:
-        return "a warp per table row and column chunk, its ids found by ballot, grid-stride";
+        return "a block per unit of table rows and columns, the ids read in tiles in index "
+               "order and the unit's listed in shared memory, grid-stride";
     case IR_ATTENTION:
     case IR_ATTN_LSE:
         if (cg_attention_mma(G, op))

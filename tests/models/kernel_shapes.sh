@@ -1,7 +1,9 @@
 # kernel_shapes.sh: shapes that leave the generated kernels' tiles and
 # chunks partly empty (test_kernel_emulate runs them against the CPU
-# backend): an embedding gradient of 2500 ids (two tiles of ids) into rows
-# of 300 (two column chunks of a warp), a cross-entropy over 3000 classes
+# backend): an embedding gradient of 2500 ids (three tiles of ids, the
+# last partly empty) into 50 rows of 300 (three units of up to 24 rows,
+# two columns a thread) and one of 40 ids into 5 rows of 1100 (two chunks
+# of 1024 columns), a cross-entropy over 3000 classes
 # (a block per row, its gradient's rows a block's too) beside one over 24
 # (its gradient's rows a warp's), a transpose whose 32 x 32 tiles overhang
 # (the last dim moves: 45 x 70 per index of the first dim) and one that
@@ -16,6 +18,7 @@
 # results.
 mesh a
 input ids : i32[2500]
+input ids2 : i32[40]
 input lab : i32[2500]
 input z   : f32[64, 3000]
 input lz  : i32[64]
@@ -25,13 +28,15 @@ input r   : f32[4, 200, 37]
 input zz  : f32[2, 40000]
 input lzz : i32[2]
 param e   : f32[50, 300] = normal(1.0)
+param e2  : f32[5, 1100] = normal(1.0)
 param w   : f32[300, 24] = normal(0.05)
 param wz  : f32[3000] = normal(1.0)
 param wzz : f32[40000] = normal(1.0)
 h = embedding(e, ids)
+h2 = embedding(e2, ids2)
 hc = concat([h[:, 250:], h[:, :7], h[:, 40:41]], axis = 1)
 l1 = cross_entropy(h @ w, lab) + cross_entropy(z * wz, lz) + cross_entropy(zz * wzz, lzz)
-loss = l1 + 0.1 * mean(sin(h) * cos(h)) + 0.1 * mean(hc * hc)
+loss = l1 + 0.1 * mean(sin(h) * cos(h)) + 0.1 * mean(hc * hc) + 0.1 * mean(h2 * h2)
 u = transpose(t, [2, 0, 1])
 v = transpose(t, [1, 0, 2])
 s = softmax(y, axis = -1)

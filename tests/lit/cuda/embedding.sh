@@ -1,6 +1,10 @@
 # embedding and embedding_grad: kernels of their own (not fused), the
 # embedding moving elements as raw words, its gradient summing each table
-# row's gradients in index order (a warp finds its row's ids by ballot). An id outside the table makes its row NaN, so the
+# row's gradients in index order (a block takes a unit of table rows and
+# columns, reads the ids in tiles, 4 a thread, and lists the tile's ids of
+# its rows in shared memory in index order: each warp's count through
+# shared memory, a lane's place in it by a scan of shuffles). An id
+# outside the table makes its row NaN (the gradient's whole table), so the
 # rest of the step stays deterministic, and is recorded in the module's
 # error word sh_error (one per module, found by the runtime with
 # cuModuleGetGlobal): (0xffffffff - index) << 32 | id by atomicMax, so the
@@ -32,15 +36,27 @@ train loss with sgd(lr = 0.1)
 # CHECK-NEXT: sh_bad_id(i, id); // the runtime's error; the row is NaN meanwhile
 # CHECK-NEXT: p2[e] = inside ? p0[(i64)id * 6 + e % 6] : 0x7fc00000u;
 # CHECK: // [[GRAD:k[0-9]+_embedding_grad]]: row kernel of embedding_grad over f32[8, 6]
-# CHECK: // a warp per table row and column chunk, its ids found by ballot, grid-stride
+# CHECK: // launch: grid (1, 1, 1), block (256, 1, 1), 8256 bytes of dynamic shared memory
+# CHECK-NEXT: // a block per unit of table rows and columns, the ids read in tiles in index order and the unit's listed in shared memory, grid-stride
 # CHECK-NEXT: // an id outside the table: its row NaN, and the lowest such index in sh_error
 # CHECK: __device__ unsigned long long sh_error;
 # CHECK: [[GRAD]](
-# CHECK: const int id = b + lane < len ? ids[b + lane] : 0;
-# CHECK-NEXT: if (__any_sync(0xffffffffu, id < 0 || id >= 8)) {
-# CHECK-NEXT: bad = true;
-# CHECK-NEXT: if (blk == 0 && warp == 0 && (id < 0 || id >= 8))
-# CHECK-NEXT: sh_bad_id(t0 + b + lane, id);
-# CHECK: unsigned hit = __ballot_sync(0xffffffffu, id == row[a] && b + lane < len);
-# CHECK: acc[a][c] += g[c0 + c * 32];
-# CHECK: p2[(i64)row[a] * 6 + c0 + c * 32] = (bad ? __int_as_float(0x7fc00000) : acc[a][c]);
+# CHECK: for (i64 u = blockIdx.x; u < 1; u += gridDim.x) {
+# CHECK-NEXT: const int r0 = (int)(u / 1) * 8; // the unit's rows r0 .. r0 + 7
+# CHECK: float acc[8][1];
+# CHECK: for (i64 t0 = 0; t0 < 6; t0 += 1024, par ^= 1) {
+# CHECK: id[e] = i < 6 ? p0[i] : -1;
+# CHECK-NEXT: if (i < 6 && (id[e] < 0 || id[e] >= 8)) {
+# CHECK: sh_bad_id(i, id[e]);
+# CHECK: cnt += i < 6 && (unsigned)(id[e] - r0) < 8u;
+# CHECK: const int x = __shfl_up_sync(0xffffffffu, incl, o);
+# CHECK: wc[par * 8 + warp] = incl + (warp_bad ? 1 << 30 : 0);
+# CHECK-NEXT: __syncthreads();
+# CHECK: if (total == 0)
+# CHECK-NEXT: continue;
+# CHECK: hix[pos] = threadIdx.x * 4 + e;
+# CHECK-NEXT: hrow[pos++] = id[e] - r0;
+# CHECK: __syncthreads();
+# CHECK-NEXT: for (int x = 0; x < total; x++) { // in index order
+# CHECK: acc[a][c] += val;
+# CHECK: p2[(i64)(r0 + a) * 6 + c0 + c * 256] = (bad ? __int_as_float(0x7fc00000) : acc[a][c]);

@@ -704,6 +704,25 @@ static uint8_t *arena_alloc(int64_t n)
     return p;
 }
 
+/* embedding_grad's operands filled again (in the CPU's arena a, before it
+ * is copied): ids over the whole table, and gradients with 24 random bits,
+ * where fill's (multiples of 2^-12 below 1.25) would sum to the same bits
+ * in any order; so a row's sum out of index order, or a row of the table
+ * left out, shows in the result's bits. */
+static void fill_embedding_grad(uint8_t *a, const rt_program *g, const rt_instr *in)
+{
+    int32_t *ids = (int32_t *)(a + g->buf_offset[in->in[0]]);
+    int64_t n = rt_type_numel(&in->in_t[0]), v = in->out_t.dim[0];
+    for (int64_t i = 0; i < n; i++)
+        ids[i] = (int32_t)(next() % (uint32_t)v);
+    if (in->in_t[1].dtype != RT_F32)
+        return; /* 16-bit gradients: few bits, summed in f32 exactly in any order */
+    float *dy = (float *)(a + g->buf_offset[in->in[1]]);
+    int64_t m = rt_type_numel(&in->in_t[1]);
+    for (int64_t i = 0; i < m; i++)
+        dy[i] = 0.25f + (float)(next() & 0xffffff) / (float)0x1000000;
+}
+
 /* Kernel ki of stage st: its inputs filled alike, the CPU's instructions
  * against the emulated kernel; false where they differ beyond the
  * kernel's tolerance, or the launch fails. */
@@ -722,6 +741,9 @@ static bool run_kernel(const rt_plan *p, int st, int ki, void *lib, int kind, co
     void **params = malloc((size_t)(k->nin + k->nout + 1) * sizeof *params);
     for (int i = 0; i < k->nin; i++)
         fill(cpu + g->buf_offset[k->param[i]], &k->param_t[i]);
+    for (int i = 0; i < k->ninstr; i++)
+        if (g->instr[k->instr[i]].op == RT_OP_EMBEDDING_GRAD)
+            fill_embedding_grad(cpu, g, &g->instr[k->instr[i]]);
     memcpy(emu, cpu, (size_t)g->arena_bytes);
     rt_cpu_ctx ctx = {.axis_size = p->axis_size, .naxes = p->naxes};
     for (int b = 0; b < g->nbuf; b++)
