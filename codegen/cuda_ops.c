@@ -1011,6 +1011,23 @@ static void tc_stage(gen *G, const char *dst, int ld, int rows, const char *base
     cg_line(G, "}");
 }
 
+/* tc_stage by cp.async (sh_cp16, X_MMA): the rows' 16-byte words go to
+ * shared memory without registers, zeros past n (a row past n reads
+ * nothing; row 0 stands for its address). The thread commits and waits
+ * for them itself (sh_cp_commit, sh_cp_wait_all), then a barrier. */
+static void tc_stage_async(gen *G, const char *dst, int ld, int rows, const char *base, int pin,
+                           int64_t n, int64_t w, const char *t0, int step)
+{
+    long long c8 = (long long)(w / 8);
+    cg_line(G, "for (int x = %s; x < %lld; x += %d) {", t0, rows * c8, step);
+    cg_line(G, "    const int rr = x / %lld, c = x %% %lld * 8;", c8, c8);
+    cg_line(G, "    const i64 row = %s + rr;", base);
+    cg_line(G, "    const bool in = row < %lld;", (long long)n);
+    cg_line(G, "    sh_cp16(%s + rr * %d + c, p%d + %s + c, in);", dst, ld, pin,
+            at_row(G, n, "(in ? row : (i64)0)", w));
+    cg_line(G, "}");
+}
+
 /* The largest tile of rows (64, else 32, else 16) whose shared bytes,
  * fixed + tile rows x per_row + 4 warps x a scratch of regions
  * (tc_region) and at least least bytes, fit AT_SHARED, rounded up to 128
@@ -1562,6 +1579,66 @@ static void mma_zero(gen *G, const char *acc, int64_t n, const char *what)
     cg_line(G, "    %s[nn][0] = %s[nn][1] = %s[nn][2] = %s[nn][3] = 0.0f;", acc, acc, acc, acc);
 }
 
+/* The shared tiles' two copies: ks0 and vs0, then ks1 and vs1, of kt keys
+ * each (rows of ldk and ldv 16-bit values), from the shared memory's
+ * start. */
+static void mma_key_decls2(gen *G, const char *T, int kt, int ldk, int ldv)
+{
+    int64_t tk = (int64_t)kt * ldk * 2, tv = (int64_t)kt * ldv * 2;
+    cg_line(G, "%s *const ks0 = (%s *)smb, *const ks1 = (%s *)(smb + %lld); // [%d keys][%d]: k's "
+               "tiles", T, T, T, (long long)(tk + tv), kt, ldk);
+    cg_line(G, "%s *const vs0 = (%s *)(smb + %lld), *const vs1 = (%s *)(smb + %lld); // [%d "
+               "keys][%d]: v's tiles", T, T, (long long)tk, T, (long long)(2 * tk + tv), kt, ldv);
+}
+
+/* The async copies of the tiles of kt keys from base (an expression) of k
+ * (p1) and v (p2, where dv is not 0) into copy c (0 or 1, an expression),
+ * committed. */
+static void mma_key_copy(gen *G, const at_view *v, int kt, const char *base, const char *c)
+{
+    tc_stage_async(G, cg_fmt(G, "(%s ? ks1 : ks0)", c), (int)v->d + TC_PAD, kt, base, 1, v->t,
+                   v->d, "threadIdx.x", 32 * TC_WARPS);
+    if (v->dv)
+        tc_stage_async(G, cg_fmt(G, "(%s ? vs1 : vs0)", c), (int)v->dv + TC_PAD, kt, base, 2,
+                       v->t, v->dv, "threadIdx.x", 32 * TC_WARPS);
+    cg_line(G, "sh_cp_commit();");
+}
+
+/* Opens the loop over the block's tiles of kt keys, j0 their first, with
+ * ks and vs this tile's in shared memory. With dbl, two copies: the first
+ * tiles are copied before the loop, each next one's by cp.async while this
+ * one is used (a barrier a tile); else each is staged at its turn between
+ * two barriers (tc_key_tiles). The barrier before (at_block_end's) is past
+ * the last unit's reads of the tiles. */
+static void mma_key_loop(gen *G, const at_view *v, int kt, bool dbl)
+{
+    if (!dbl) {
+        cg_line(G, "for (i64 j0 = 0; j0 < kend; j0 += %d) {", kt);
+        G->indent++;
+        tc_key_tiles(G, v, kt);
+        return;
+    }
+    const char *T = cg_ctype(G, v->dt);
+    cg_line(G, "if (kend > 0) { // the first tiles on their way in, into copy 0");
+    G->indent++;
+    mma_key_copy(G, v, kt, "(i64)0", "0");
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "for (i64 j0 = 0; j0 < kend; j0 += %d) {", kt);
+    G->indent++;
+    cg_line(G, "const int cur = (int)(j0 / %d) & 1; // this tile's copy", kt);
+    cg_line(G, "%s *const ks = cur ? ks1 : ks0;", T);
+    if (v->dv)
+        cg_line(G, "%s *const vs = cur ? vs1 : vs0;", T);
+    cg_line(G, "sh_cp_wait_all();");
+    cg_line(G, "__syncthreads(); // this tile is in, and the other copy's (the last tile) read");
+    cg_line(G, "if (j0 + %d < kend) { // the next tiles, while this one is used", kt);
+    G->indent++;
+    mma_key_copy(G, v, kt, cg_fmt(G, "j0 + %d", kt), "!cur");
+    G->indent--;
+    cg_line(G, "}");
+}
+
 /* The start of a kernel of query rows on mma.sync (the forward,
  * attn_stats and attn_dq): the key tile, kt from TC_KT halved while the
  * shared bytes (k's and v's tiles, each warp's stage of 16 rows of ld
@@ -1570,7 +1647,7 @@ static void mma_zero(gen *G, const char *acc, int64_t n, const char *what)
  * query rows opened; the rows' ends ea and eb and the warp's, wend.
  * Returns kt. */
 static int mma_rows_start(gen *G, cg_cuda_kernel *k, const ir_op *op, const at_view *v, int ldk,
-                          int ldv, int ld, const char *stage, const char *what)
+                          int ldv, int ld, const char *stage, const char *what, bool *dbl)
 {
     const char *T = cg_ctype(G, v->dt);
     int kt = TC_KT;
@@ -1581,10 +1658,18 @@ static int mma_rows_start(gen *G, cg_cuda_kernel *k, const ir_op *op, const at_v
             break;
         kt /= 2;
     }
+    /* two copies of the tiles where they fit beside the rest at this kt */
+    int64_t tiles = (int64_t)kt * (ldk + ldv) * 2;
+    *dbl = bytes + tiles <= AT_SHARED;
+    int copies = *dbl ? 2 : 1;
+    bytes += (copies - 1) * tiles;
     int64_t nqb = (v->s + TC_ROWS - 1) / TC_ROWS, total = v->heads * nqb;
-    int64_t o_st = (int64_t)kt * (ldk + ldv) * 2, o_be = o_st + TC_WARPS * 16 * ld * 2;
+    int64_t o_st = copies * tiles, o_be = o_st + TC_WARPS * 16 * ld * 2;
     mma_prologue(G, k, total, bytes);
-    tc_key_decls(G, T, kt, ldk, ldv);
+    if (*dbl)
+        mma_key_decls2(G, T, kt, ldk, ldv);
+    else
+        tc_key_decls(G, T, kt, ldk, ldv);
     cg_line(G, "%s *const %s = (%s *)(smb + %lld) + warp * %d; // %s", T, stage, T,
             (long long)o_st, 16 * ld, what);
     cg_line(G, "int *const bend = (int *)(smb + %lld); // the block's last key + 1", (long long)o_be);
@@ -1613,15 +1698,15 @@ static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, const
     const char *ninf = "__int_as_float(0xff800000)";
     const char *mma = dt == IR_BF16 ? "sh_mma_bf16" : "sh_mma_f16";
     int ldk = (int)d + TC_PAD, ldv = has_v ? (int)dv + TC_PAD : 0;
-    int kt = mma_rows_start(G, k, op, &v, ldk, ldv, ldk, "qst", "the warp's q rows on their way in");
+    bool dbl;
+    int kt = mma_rows_start(G, k, op, &v, ldk, ldv, ldk, "qst", "the warp's q rows on their way in",
+                            &dbl);
     mma_own_rows(G, "qa", "qst", "q0", 0, s, d);
     if (has_v)
         mma_zero(G, "oacc", dv / 8, "the unnormalised result");
     cg_line(G, "float ma = %s, mb = %s, la = 0.0f, lb = 0.0f; // rows a and b: the running max, "
                "the lane's sum", ninf, ninf);
-    cg_line(G, "for (i64 j0 = 0; j0 < kend; j0 += %d) {", kt);
-    G->indent++;
-    tc_key_tiles(G, &v, kt);
+    mma_key_loop(G, &v, kt, dbl);
     cg_line(G, "if (j0 >= wend)");
     cg_line(G, "    continue; // none of the warp's rows sees these keys");
     mma_products(G, "sc", "qa", "ks", ldk, kt, d, mma);
@@ -2137,8 +2222,9 @@ static void emit_attn_rows_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     const char *ninf = "__int_as_float(0xff800000)";
     const char *scale = cg_f32_text(G, v.scale), *mma = dt == IR_BF16 ? "sh_mma_bf16" : "sh_mma_f16";
     int ldk = (int)d + TC_PAD, ldv = (int)dv + TC_PAD;
+    bool dbl;
     int kt = mma_rows_start(G, k, op, &v, ldk, ldv, ldk > ldv ? ldk : ldv, "stg",
-                            "the warp's own rows on their way in");
+                            "the warp's own rows on their way in", &dbl);
     mma_own_rows(G, "qa", "stg", "q0", 0, s, d);
     mma_own_rows(G, "ya", "stg", "q0", 3, s, dv);
     if (dq) {
@@ -2158,9 +2244,7 @@ static void emit_attn_rows_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
         cg_line(G, "// rows a and b: the running max, the lane's sums of exp(s - m) and exp(s - m) dp");
         cg_line(G, "float m[2] = {%s, %s}, l[2] = {0.0f, 0.0f}, u[2] = {0.0f, 0.0f};", ninf, ninf);
     }
-    cg_line(G, "for (i64 j0 = 0; j0 < kend; j0 += %d) {", kt);
-    G->indent++;
-    tc_key_tiles(G, &v, kt);
+    mma_key_loop(G, &v, kt, dbl);
     cg_line(G, "if (j0 >= wend)");
     cg_line(G, "    continue; // none of the warp's rows sees these keys");
     mma_products(G, "sc", "qa", "ks", ldk, kt, d, mma);

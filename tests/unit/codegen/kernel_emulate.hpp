@@ -51,6 +51,14 @@
 //                    fragments (at the end of this file); sh_max_nan and
 //                    sh_exp2 (max.NaN, ex2.approx.ftz) by libm's exp2f,
 //                    flushing a result below 2^-126 to 0.
+//   cp.async        sh_cp16, sh_cp_commit, sh_cp_wait_all: a copy lands at
+//                    the first block barrier after its thread's wait, its
+//                    bytes NaN from the issue until then (so a read too
+//                    early, or a copy over bytes that another thread still
+//                    reads, shows; stricter than a GPU, where the thread
+//                    itself may read them right after its wait); a destination
+//                    outside the shared memory or not 16-byte aligned, or a
+//                    source not 16-byte aligned, fails the launch.
 // A deadlock (no thread can run, some have not returned) fails the launch.
 // A failed launch stops at once; emu_launch returns -1 with a message.
 #include <cmath>
@@ -116,6 +124,14 @@ static struct {
     unsigned long long slot[MAX_THREADS]; // the lanes' deposits
 } s;
 
+// cp.async's copies issued and not yet waited for, by thread (sh_cp16).
+enum { CP_MAX = 64 };
+static struct {
+    unsigned char *dst[CP_MAX];
+    const unsigned char *src[CP_MAX]; // NULL: zeros
+    unsigned n, waited;               // issued; the first waited of them waited for
+} cp_pending[MAX_THREADS];
+
 // Records why the launch fails (the first reason) and, in a fiber, leaves
 // it for good: the scheduler abandons the block.
 static void fail(const char *fmt, ...)
@@ -132,6 +148,33 @@ static void fail(const char *fmt, ...)
     if (s.fibers) {
         swapcontext(&s.f[s.cur].uc, &s.main);
         std::abort(); // never resumed
+    }
+}
+
+// A block's start: no copies pending.
+static void cp_reset(void)
+{
+    for (unsigned t = 0; t < MAX_THREADS; t++)
+        cp_pending[t].n = cp_pending[t].waited = 0;
+}
+
+// A block barrier's release: every thread's copies that it waited for land.
+static void cp_land(void)
+{
+    for (unsigned t = 0; t < s.n; t++) {
+        unsigned w = cp_pending[t].waited, n = cp_pending[t].n;
+        for (unsigned k = 0; k < w; k++) {
+            if (cp_pending[t].src[k])
+                std::memcpy(cp_pending[t].dst[k], cp_pending[t].src[k], 16);
+            else
+                std::memset(cp_pending[t].dst[k], 0, 16);
+        }
+        for (unsigned k = w; k < n; k++) {
+            cp_pending[t].dst[k - w] = cp_pending[t].dst[k];
+            cp_pending[t].src[k - w] = cp_pending[t].src[k];
+        }
+        cp_pending[t].n = n - w;
+        cp_pending[t].waited = 0;
     }
 }
 
@@ -163,6 +206,7 @@ static void block_barrier()
     if (++s.at_block + s.done < s.n)
         return wait(AT_BLOCK);
     s.at_block = 0; // the last to arrive goes on
+    cp_land();
     release(AT_BLOCK, 0, s.n);
 }
 
@@ -314,6 +358,7 @@ static int launch(void (*run)(void *), void *arg, unsigned grid, unsigned block,
     for (unsigned b = 0; b < grid && !s.failed; b++) {
         blockIdx = {b, 0, 0};
         std::memset(emu_dynamic_shared, 0xff, span);
+        emu::cp_reset();
         s.n = block;
         if (fibers) {
             run_block();
@@ -639,7 +684,34 @@ static void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1,
         c[e] = acc;
     }
 }
+
+// cp.async: a copy lands at the first block barrier after its thread's wait
+// (sh_cp_wait_all), and its 16 bytes are NaN bytes from the issue until
+// then, so that a read of them before the wait and a barrier, by any
+// thread, or a copy into bytes that another thread still reads, shows in
+// the results. (A GPU lets the thread itself read them right after its
+// wait; no kernel here does.)
+static void cp_issue(void *dst, const void *src, bool full)
+{
+    unsigned char *d = (unsigned char *)dst;
+    if (d < emu_dynamic_shared || d + 16 > s.shared_end || (std::uintptr_t)d % 16)
+        fail("cp.async: destination %p is not 16-byte aligned in the shared memory", dst);
+    if (full && (std::uintptr_t)src % 16)
+        fail("cp.async: source %p is not 16-byte aligned", src);
+    if (cp_pending[s.cur].n == CP_MAX)
+        fail("cp.async: more than %d copies before a wait", (int)CP_MAX);
+    unsigned k = cp_pending[s.cur].n++;
+    cp_pending[s.cur].dst[k] = d;
+    cp_pending[s.cur].src[k] = full ? (const unsigned char *)src : nullptr;
+    std::memset(d, 0xff, 16);
+}
+
+static void cp_wait(void) { cp_pending[s.cur].waited = cp_pending[s.cur].n; }
 } // namespace emu
+
+static void sh_cp16(void *dst, const void *src, bool full) { emu::cp_issue(dst, src, full); }
+static void sh_cp_commit(void) {}
+static void sh_cp_wait_all(void) { emu::cp_wait(); }
 
 static void sh_ldsm2(unsigned &r0, unsigned &r1, const void *p)
 {

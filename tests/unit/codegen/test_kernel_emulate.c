@@ -119,6 +119,7 @@ static int col_split_ran;    /* column reductions whose rows are split over bloc
 static int online_ran;       /* softmax or cross_entropy's gradient, max and sum in one pass */
 static int wmma_ran;         /* kernels on tensor cores through nvcuda::wmma run */
 static int mma_ran;          /* kernels on tensor cores through PTX's mma.sync run */
+static int async_ran;        /* of them, with two copies of the key tiles (cp.async) */
 static const char *arch = "sm_80"; /* the kernels' target */
 static double worst[NKINDS]; /* the largest error as a fraction of its tolerance, by kind */
 static bool lenient;         /* one model from the command line: a kernel whose inputs the
@@ -362,10 +363,12 @@ typedef int (*launcher)(void **p, unsigned g, unsigned b, unsigned shared);
 
 /* Kernels with CUDA semantics known by heart: shuffles writes out [64, 8]
  * (ints) from blocks of 64 threads (two: the second must find its shared
- * memory poisoned again), early_exit out[t * 8]; then two launches that
- * must fail. */
-static const char *const self_name[] = {"shuffles", "early_exit", "exit_at", "exit_before",
-                                        "deadlock"};
+ * memory poisoned again), early_exit out[t * 8], copies out[t * 4 ..] from
+ * cp.async's copies of out[256 ..] (the emulator's, stricter than a GPU's:
+ * a copy seen by no thread before a barrier past its wait); then three
+ * launches that must fail. */
+static const char *const self_name[] = {"shuffles", "early_exit", "copies", "exit_at",
+                                        "exit_before", "deadlock"};
 static const char *const self_src[] = {
     "extern \"C\" __global__ void shuffles(int *out)\n"
     "{\n"
@@ -391,6 +394,24 @@ static const char *const self_src[] = {
     "        return;\n"
     "    __syncthreads(); // the returned threads count as arrived\n"
     "    out[threadIdx.x * 8] = 7;\n"
+    "}\n",
+    "extern \"C\" __global__ void copies(int *out)\n"
+    "{\n"
+    "    extern __shared__ int sh[]; // 4 ints a thread\n"
+    "    const int t = threadIdx.x;\n"
+    "    int *o = out + t * 4;\n"
+    "    sh_cp16(sh + t * 4, out + 256 + t * 4, true);\n"
+    "    sh_cp_commit();\n"
+    "    o[0] = sh[t * 4]; // not waited for: NaN bytes\n"
+    "    sh_cp_wait_all();\n"
+    "    o[1] = sh[(t + 1) % 64 * 4]; // another's, before a barrier: NaN bytes\n"
+    "    __syncthreads();\n"
+    "    o[2] = sh[(t + 1) % 64 * 4]; // landed\n"
+    "    __syncthreads(); // read before the next copy over it\n"
+    "    sh_cp16(sh + t * 4, out, false);\n"
+    "    sh_cp_wait_all();\n"
+    "    __syncthreads();\n"
+    "    o[3] = sh[t * 4 + 1]; // zeros\n"
     "}\n",
     "extern \"C\" __global__ void exit_at(int *out)\n"
     "{\n"
@@ -437,8 +458,8 @@ static int self_expect(int t, int i)
 static void check_emulator(void)
 {
     enum { N = sizeof self_name / sizeof self_name[0] };
-    static const bool coop[N] = {true, true, true, true, true};
-    int out[64 * 8];
+    static const bool coop[N] = {true, true, true, true, true, true};
+    _Alignas(16) int out[64 * 8];
     void *p[] = {out};
     void *lib = build(self_name, (char *const *)self_src, coop, N, NULL);
     launcher run[N];
@@ -466,11 +487,24 @@ static void check_emulator(void)
     for (int t = 0; t < 64; t++)
         bad += out[t * 8] != (t < 40 ? 7 : 0);
     CHECK_INT(bad, 0);
+    /* cp.async: a copy lands at the first barrier after its thread's wait */
+    for (int i = 0; i < 256; i++)
+        out[256 + i] = 1000 + i;
+    CHECK_INT(run[2](p, 1, 64, 64 * 4 * sizeof(int)), 0);
+    bad = 0;
+    for (int t = 0; t < 64; t++) {
+        int want[4] = {-1, -1, 1000 + (t + 1) % 64 * 4, 0};
+        for (int i = 0; i < 4; i++)
+            if (out[t * 4 + i] != want[i] && bad++ < 5)
+                fprintf(stderr, "  emulator: copies: thread %d, item %d: %d, want %d\n", t, i,
+                        out[t * 4 + i], want[i]);
+    }
+    CHECK_INT(bad, 0);
     static const char *const want[] = {"returned while", "of whose lanes have returned",
                                        "deadlock"};
-    for (int i = 2; i < N; i++) {
+    for (int i = 3; i < N; i++) {
         CHECK_INT(run[i](p, 1, 64, 0), -1);
-        CHECK(strstr(launch_msg, want[i - 2]) != NULL);
+        CHECK(strstr(launch_msg, want[i - 3]) != NULL);
         printf("emulator: %s fails as it should: %s\n", self_name[i], launch_msg);
     }
     dlclose(lib);
@@ -877,6 +911,7 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
             online_ran += strstr(src[i], "sh_online(acc, acc2, xin)") != NULL;
             wmma_ran += strstr(src[i], "wmma::mma_sync") != NULL;
             mma_ran += strstr(src[i], "sh_mma_bf16(") != NULL || strstr(src[i], "sh_mma_f16(") != NULL;
+            async_ran += strstr(src[i], "sh_cp_wait_all();") != NULL;
         }
         if (lib)
             dlclose(lib);
@@ -1123,6 +1158,7 @@ int main(int argc, char **argv)
         {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1", NULL, NULL}, /* attention tiles partly empty */
         {"tests/models/attn_bf16.sh", "1", 0, "", NULL, NULL}, /* attention on tensor cores */
         {"tests/models/attn_bf16.sh", "2", 0, "", NULL, NULL}, /* and over split queries */
+        {"tests/models/attn_wide.sh", "1", 0, "", NULL, NULL}, /* key tiles staged, not copied */
         /* for sm_75, where f16 attention takes WMMA (bf16 the CUDA cores) */
         {"tests/models/attn_bf16.sh", "1", 0, "", NULL, "sm_75"},
         {"tests/models/kernel_shapes.sh", "1", 0, "", NULL, NULL}, /* ids, classes, tiles overhanging */
@@ -1172,8 +1208,8 @@ int main(int argc, char **argv)
     printf("softmax and cross-entropy gradients with the max and sum online: %d\n", online_ran);
     CHECK(online_ran >= 2);
     CHECK(lse_alone_ran >= 6);
-    printf("attention kernels on tensor cores: %d through mma.sync, %d through WMMA\n", mma_ran,
-           wmma_ran);
+    printf("attention kernels on tensor cores: %d through mma.sync (%d with the key tiles copied "
+           "by cp.async), %d through WMMA\n", mma_ran, async_ran, wmma_ran);
     /* attn_bf16.sh on 1 and 2 for sm_80: 7 forwards (bf16 causal, plain,
      * heads inner, not folded, recomputed; f16 over split queries on 2, not
      * folded), lse alone or with the forward, and their backward's stats,
@@ -1183,6 +1219,11 @@ int main(int argc, char **argv)
      * WMMA (9). Attention with its lse: 21 kernels, the lse alone 6 (the
      * unfolded attentions', on 1 and 2 for sm_80 and on 1 for sm_75). */
     CHECK(mma_ran >= 30);
+    /* the forwards, lse alone, attn_stats and attn_dq of head widths up to
+     * 64 take two copies of the key tiles (attn_bf16.sh's, llama.sh's);
+     * attn_wide.sh's of 128 and the pairs stage them between barriers */
+    CHECK(async_ran >= 20);
+    CHECK(mma_ran - async_ran >= 15);
     CHECK(wmma_ran >= 4);
     /* the ops whose kernels cooperate, each run at least once */
     static const int need[] = {RT_OP_ATTENTION, RT_OP_ATTN_PROBS, RT_OP_ATTN_STATS,
