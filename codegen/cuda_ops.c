@@ -1993,7 +1993,7 @@ static void at_tile_stats(gen *G, const ir_op *op, const at_view *v, int pdy, in
 /* The loop over tiles of qt query rows from i0 for a block of keys from
  * j1, opened: causal without the query positions, from the tile of j1's
  * first row (see above). */
-static void at_tiles_open(gen *G, const ir_op *op, const at_view *v, int qt)
+static void at_tiles_first(gen *G, const ir_op *op, const at_view *v, int qt)
 {
     int64_t s = v->s, t = v->t;
     if (op->a->causal && !v->pos && t == s)
@@ -2003,7 +2003,12 @@ static void at_tiles_open(gen *G, const ir_op *op, const at_view *v, int qt)
                    "first row", t > s ? '-' : '+', (long long)(t > s ? t - s : s - t), qt, qt);
     else
         cg_line(G, "const i64 i1 = 0;");
-    cg_line(G, "for (i64 i0 = i1; i0 < %lld; i0 += %d) {", (long long)s, qt);
+}
+
+static void at_tiles_open(gen *G, const ir_op *op, const at_view *v, int qt)
+{
+    at_tiles_first(G, op, v, qt);
+    cg_line(G, "for (i64 i0 = i1; i0 < %lld; i0 += %d) {", (long long)v->s, qt);
     G->indent++;
 }
 
@@ -2327,6 +2332,62 @@ static void emit_attn_rows_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "}");
 }
 
+/* attn_dk's and attn_dv's query tiles from i0 in copy c (0 or 1, an
+ * expression): q's and dy's rows by cp.async, committed, and their lse,
+ * delta and ends stored (at_tile_stats). */
+static void mma_query_copy(gen *G, const ir_op *op, const at_view *v, int qt, int ldk, int ldv,
+                           int pdy, const char *c)
+{
+    tc_stage_async(G, cg_fmt(G, "(%s ? qs1 : qs0)", c), ldk, qt, "i0", 0, v->s, v->d,
+                   "threadIdx.x", 32 * TC_WARPS);
+    tc_stage_async(G, cg_fmt(G, "(%s ? ys1 : ys0)", c), ldv, qt, "i0", pdy, v->s, v->dv,
+                   "threadIdx.x", 32 * TC_WARPS);
+    cg_line(G, "sh_cp_commit();");
+    cg_line(G, "float *const st = %s ? st1 : st0;", c);
+    cg_line(G, "int *const es = %s ? es1 : es0;", c);
+    at_tile_stats(G, op, v, pdy, qt, "st");
+}
+
+/* at_tiles_open with two copies of the query tiles (mma_query_copy): the
+ * first copied before the loop, each next one while this one is used, a
+ * barrier a tile; qs, ys, st and es this tile's. A barrier first: the
+ * last unit's reads of the tiles are done (the warp's own rows staged
+ * before are the warp's alone). */
+static void mma_query_loop(gen *G, const ir_op *op, const at_view *v, int qt, int ldk, int ldv,
+                           int pdy)
+{
+    const char *T = cg_ctype(G, v->dt);
+    at_tiles_first(G, op, v, qt);
+    cg_line(G, "__syncthreads(); // the last unit's tiles are read");
+    cg_line(G, "if (i1 < %lld) { // the first tiles on their way in, into copy 0", (long long)v->s);
+    G->indent++;
+    cg_line(G, "const i64 i0 = i1;");
+    mma_query_copy(G, op, v, qt, ldk, ldv, pdy, "0");
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "for (i64 i0 = i1; i0 < %lld; i0 += %d) {", (long long)v->s, qt);
+    G->indent++;
+    cg_line(G, "const int cur = (int)((i0 - i1) / %d) & 1; // this tile's copy", qt);
+    cg_line(G, "%s *const qs = cur ? qs1 : qs0;", T);
+    cg_line(G, "%s *const ys = cur ? ys1 : ys0;", T);
+    cg_line(G, "const float *const st = cur ? st1 : st0;");
+    cg_line(G, "const int *const es = cur ? es1 : es0;");
+    cg_line(G, "sh_cp_wait_all();");
+    cg_line(G, "__syncthreads(); // this tile is in, and the other copy's (the last tile) read");
+    cg_line(G, "if (i0 + %d < %lld) { // the next tiles, while this one is used", qt,
+            (long long)v->s);
+    G->indent++;
+    cg_line(G, "const i64 i0n = i0 + %d;", qt);
+    cg_line(G, "{");
+    G->indent++;
+    cg_line(G, "const i64 i0 = i0n;");
+    mma_query_copy(G, op, v, qt, ldk, ldv, pdy, "!cur");
+    G->indent--;
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+}
+
 /* attn_dk (q, k, v, dy, st[, pos]) and attn_dv (q, k, dy, st[, pos]) on
  * tensor cores (see "attention on tensor cores"): a warp per 16 key rows,
  * k (and v) in fragments, tiles of the query rows, their dy rows, lse,
@@ -2452,24 +2513,37 @@ static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool 
     const char *mma = dt == IR_BF16 ? "sh_mma_bf16" : "sh_mma_f16";
     int ldk = (int)d + TC_PAD, ldv = (int)dv + TC_PAD, qt = TC_KT;
     int ldw = dk && ldv > ldk ? ldv : ldk;
-    int64_t bytes;
+    int64_t bytes, tile;
     for (;;) {
-        bytes = (int64_t)qt * ((ldk + ldv) * 2 + 12) + TC_WARPS * 16 * ldw * 2 + 128;
+        tile = (int64_t)qt * ((ldk + ldv) * 2 + 12);
+        bytes = tile + TC_WARPS * 16 * ldw * 2 + 128;
         if (bytes <= AT_SHARED || qt <= 16)
             break;
         qt /= 2;
     }
+    /* two copies of the query tiles where they fit beside the rest at this qt */
+    bool dbl = bytes + tile <= AT_SHARED;
+    int copies = dbl ? 2 : 1;
+    bytes += (copies - 1) * tile;
     int64_t nkb = (t + TC_ROWS - 1) / TC_ROWS, total = v.heads * nkb;
     int64_t o_ys = (int64_t)qt * ldk * 2, o_st = o_ys + (int64_t)qt * ldv * 2,
-            o_es = o_st + (int64_t)qt * 8, o_ws = o_es + (int64_t)qt * 4;
+            o_es = o_st + (int64_t)qt * 8, o_ws = copies * tile;
     mma_prologue(G, k, total, bytes);
-    cg_line(G, "%s *const qs = (%s *)smb; // [%d queries][%d]: q's tile", T, T, qt, ldk);
-    cg_line(G, "%s *const ys = (%s *)(smb + %lld); // [%d queries][%d]: their rows of dy", T, T,
-            (long long)o_ys, qt, ldv);
-    cg_line(G, "float *const st = (float *)(smb + %lld); // [%d queries][2]: their lse and delta",
-            (long long)o_st, qt);
-    cg_line(G, "int *const es = (int *)(smb + %lld); // [%d queries]: the end of the keys each "
-               "sees", (long long)o_es, qt);
+    const char *c = dbl ? "0" : "";
+    cg_line(G, "%s *const qs%s = (%s *)smb; // [%d queries][%d]: q's tile", T, c, T, qt, ldk);
+    cg_line(G, "%s *const ys%s = (%s *)(smb + %lld); // [%d queries][%d]: their rows of dy", T, c,
+            T, (long long)o_ys, qt, ldv);
+    cg_line(G, "float *const st%s = (float *)(smb + %lld); // [%d queries][2]: their lse and "
+               "delta", c, (long long)o_st, qt);
+    cg_line(G, "int *const es%s = (int *)(smb + %lld); // [%d queries]: the end of the keys each "
+               "sees", c, (long long)o_es, qt);
+    if (dbl) {
+        cg_line(G, "// the second copy of each, the next tile's while this one is used");
+        cg_line(G, "%s *const qs1 = (%s *)(smb + %lld);", T, T, (long long)tile);
+        cg_line(G, "%s *const ys1 = (%s *)(smb + %lld);", T, T, (long long)(tile + o_ys));
+        cg_line(G, "float *const st1 = (float *)(smb + %lld);", (long long)(tile + o_st));
+        cg_line(G, "int *const es1 = (int *)(smb + %lld);", (long long)(tile + o_es));
+    }
     cg_line(G, "%s *const stg = (%s *)(smb + %lld) + warp * %d; // the warp's own rows on their "
                "way in", T, T, (long long)o_ws, 16 * ldw);
     cg_line(G, "for (i64 bi = blockIdx.x; bi < %lld; bi += gridDim.x) {", (long long)total);
@@ -2486,12 +2560,16 @@ static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool 
     if (sum_dv) {
         mma_zero(G, "dva", dv / 8, "sum p dy");
     }
-    at_tiles_open(G, op, &v, qt);
-    cg_line(G, "__syncthreads(); // the last tiles are read");
-    tc_stage(G, "qs", ldk, qt, "i0", 0, s, d, "threadIdx.x", 32 * TC_WARPS);
-    tc_stage(G, "ys", ldv, qt, "i0", pdy, s, dv, "threadIdx.x", 32 * TC_WARPS);
-    at_tile_stats(G, op, &v, pdy, qt, "st");
-    cg_line(G, "__syncthreads();");
+    if (dbl)
+        mma_query_loop(G, op, &v, qt, ldk, ldv, pdy);
+    else {
+        at_tiles_open(G, op, &v, qt);
+        cg_line(G, "__syncthreads(); // the last tiles are read");
+        tc_stage(G, "qs", ldk, qt, "i0", 0, s, d, "threadIdx.x", 32 * TC_WARPS);
+        tc_stage(G, "ys", ldv, qt, "i0", pdy, s, dv, "threadIdx.x", 32 * TC_WARPS);
+        at_tile_stats(G, op, &v, pdy, qt, "st");
+        cg_line(G, "__syncthreads();");
+    }
     at_tile_skip(G, &v, qt);
     mma_products(G, "sc", "ka", "qs", ldk, qt, d, mma);
     if (dk)

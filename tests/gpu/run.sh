@@ -101,8 +101,9 @@ done
 # queries against 136 keys), tests/models/attn_bf16.sh: bf16 and f16
 # attention forwards on tensor cores (WMMA) at shapes that leave their
 # tiles partly empty, with the bf16 tolerance, and
-# tests/models/attn_wide.sh: heads of 128, whose kernels stage each key
-# tile between barriers where attn_bf16.sh's copy the next by cp.async.
+# tests/models/attn_tiles.sh: three tiles of 64 each way, the next copied
+# by cp.async while this one is used, and heads of 128, whose tiles are
+# staged between barriers.
 gpt2=(-D B=2 -D S=1024 -D D=768 -D NH=12 -D V=2048 -D L=1)
 mkdir -p "$tmp/models"
 sed 's/f32\[/bf16[/g' "$root/examples/transformer.sh" > "$tmp/models/transformer_bf16.sh"
@@ -110,7 +111,7 @@ for c in "f32 $root/examples/transformer.sh 1 2e-3 2e-4" \
          "bf16 $tmp/models/transformer_bf16.sh 1 2e-2 2e-3" \
          "attn_shapes $root/tests/models/attn_shapes.sh 2 2e-3 2e-4" \
          "attn_bf16 $root/tests/models/attn_bf16.sh 2 2e-2 2e-3" \
-         "attn_wide $root/tests/models/attn_wide.sh 2 2e-2 2e-3"; do
+         "attn_tiles $root/tests/models/attn_tiles.sh 2 2e-2 2e-3"; do
     read -r what model steps rtol atol <<< "$c"
     dir=$tmp/gpt2-$what
     mkdir -p "$dir"
