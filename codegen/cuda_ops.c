@@ -445,8 +445,8 @@ static void emit_embedding_grad(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "    continue; // the same in every thread");
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int e = 0; e < %d; e++)", EG_PER);
-    cg_line(G, "    if (t0 + threadIdx.x * %d + e < %lld && (unsigned)(id[e] - r0) < %du) {", EG_PER,
-            (long long)n, rows);
+    cg_line(G, "    if (t0 + threadIdx.x * %d + e < %lld && (unsigned)(id[e] - r0) < %du) {",
+            EG_PER, (long long)n, rows);
     cg_line(G, "        hix[pos] = threadIdx.x * %d + e;", EG_PER);
     cg_line(G, "        hrow[pos++] = id[e] - r0;");
     cg_line(G, "    }");
@@ -459,7 +459,8 @@ static void emit_embedding_grad(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "for (int c = 0; c < %d; c++) {", cols);
     G->indent++;
     cg_line(G, "if (c0 + c * %d < %lld) {", BLOCK_OP, (long long)d);
-    cg_line(G, "    const float val = %s;", cg_load_conv(G, dt, cg_fmt(G, "g[c0 + c * %d]", BLOCK_OP)));
+    cg_line(G, "    const float val = %s;",
+            cg_load_conv(G, dt, cg_fmt(G, "g[c0 + c * %d]", BLOCK_OP)));
     cg_line(G, "    #pragma unroll");
     cg_line(G, "    for (int a = 0; a < %d; a++)", rows);
     cg_line(G, "        if (row == a)");
@@ -476,7 +477,8 @@ static void emit_embedding_grad(gen *G, cg_cuda_kernel *k, const ir_op *op)
     G->indent++;
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int c = 0; c < %d; c++)", cols);
-    cg_line(G, "    if (r0 + a < %lld && c0 + c * %d < %lld)", (long long)v, BLOCK_OP, (long long)d);
+    cg_line(G, "    if (r0 + a < %lld && c0 + c * %d < %lld)", (long long)v, BLOCK_OP,
+            (long long)d);
     cg_line(G, "        p2[(i64)(r0 + a) * %lld + c0 + c * %d] = %s;", (long long)d, BLOCK_OP,
             cg_store_conv(G, dt, "(bad ? __int_as_float(0x7fc00000) : acc[a][c])"));
     G->indent--;
@@ -1490,7 +1492,8 @@ static void mma_own_rows(gen *G, const char *frag, const char *stage, const char
 
 /* Writes acc[w / 8][4] (the warp's 16 rows from row0, w columns), row a's
  * elements times fa and row b's times fb, rounded once to dt, to out (n
- * rows of width w a head). */
+ * rows of width w a head): a lane's two neighbouring columns as one 4-byte
+ * store (w is a multiple of 16, and rows start 4-byte aligned). */
 static void mma_write(gen *G, const char *acc, const char *fa, const char *fb, const char *out,
                       const char *row0, int64_t n, int64_t w, ir_dtype dt)
 {
@@ -1501,13 +1504,18 @@ static void mma_write(gen *G, const char *acc, const char *fa, const char *fb, c
     cg_line(G, "const float f = x ? %s : %s;", fb, fa);
     cg_line(G, "if (row < %lld) {", (long long)n);
     G->indent++;
+    const char *T = cg_ctype(G, dt);
+    const char *bits = dt == IR_BF16 ? "__bfloat16_as_ushort" : "__half_as_ushort";
     cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int nn = 0; nn < %lld; nn++) {", (long long)(w / 8));
+    cg_line(G, "for (int nn = 0; nn < %lld; nn++) { // two neighbouring columns in one store",
+            (long long)(w / 8));
     cg_line(G, "    const int c = nn * 8 + tq * 2;");
-    cg_line(G, "    %s[%s + c] = %s;", out, at_row(G, n, "row", w),
+    cg_line(G, "    const %s y0 = %s;", T,
             cg_store_conv(G, dt, cg_round_to(G, dt, cg_fmt(G, "%s[nn][x * 2] * f", acc))));
-    cg_line(G, "    %s[%s + c + 1] = %s;", out, at_row(G, n, "row", w),
+    cg_line(G, "    const %s y1 = %s;", T,
             cg_store_conv(G, dt, cg_round_to(G, dt, cg_fmt(G, "%s[nn][x * 2 + 1] * f", acc))));
+    cg_line(G, "    *(unsigned *)(%s + %s + c) = sh_pack2(%s(y0), %s(y1));", out,
+            at_row(G, n, "row", w), bits, bits);
     cg_line(G, "}");
     G->indent--;
     cg_line(G, "}");
