@@ -18,7 +18,9 @@
 # --report-api-errors no: the runtime's probe for a module's error word
 # fails by design); bench/gpt2/run.sh --quick; GPT-2's f32 and bf16 steps
 # without a cuBLASLt workspace and with 32 MiB ($SHARDC_BLAS_WORKSPACE);
-# and ncu on one layer's attention kernels. Logs go to $OUT (default ./gpu-out): summary.txt,
+# and ncu on one layer's attention kernels (with the pipes' and shared
+# memory's figures), and on its embedding gradient, cross-entropy, AdamW
+# and column sums. Logs go to $OUT (default ./gpu-out): summary.txt,
 # gputests.log, bench.log, gpt2.md (the bench's report, for
 # bench/results/gpt2-<gpu>.md) and extra.tar.xz (sanitizer and ncu logs,
 # the bench's logs and traces). It prints the summary last. Without a GPU
@@ -98,10 +100,20 @@ run() {
     if command -v ncu > /dev/null; then
         sed 's/f32\[/bf16[/g' examples/transformer.sh > "$x/bf16.sh"
         .gpu/build/shardc "$x/bf16.sh" "${gpt2[@]}" -D L=1 --mesh 1x1 --arch sm_90 -o "$x/l1.plan" &&
-            timeout -k 5 60 ncu --clock-control none -k regex:att -c 4 --section SpeedOfLight \
+            timeout -k 5 90 ncu --clock-control none -k regex:att -c 4 --section SpeedOfLight \
                 --section Occupancy --section LaunchStats --section WarpStateStats \
+                --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+                --section MemoryWorkloadAnalysis_Tables \
                 .gpu/build/shardrun "$x/l1.plan" --backend cuda --steps 1 > "$x/ncu.txt" 2>&1
         echo "ncu attention rc=$? at $(el) s" >> "$out/summary.txt"
+        # the kernels run 3's trace timed far from their bytes: the
+        # embedding's gradient, cross-entropy's, AdamW's, a column sum
+        for k in 'regex:embedding_grad|cross_entropy|adam' 'regex:^k[0-9]+_sum$'; do
+            timeout -k 5 45 ncu --clock-control none -k "$k" -c 4 --section SpeedOfLight \
+                --section LaunchStats --section Occupancy \
+                .gpu/build/shardrun "$x/l1.plan" --backend cuda --steps 1 >> "$x/ncu-other.txt" 2>&1
+            echo "ncu $k rc=$? at $(el) s" >> "$out/summary.txt"
+        done
     fi
     tar -cJf "$out/extra.tar.xz" -C "$(dirname "$x")" "$(basename "$x")" 2>/dev/null
     echo "== summary"
