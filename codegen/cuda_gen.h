@@ -99,6 +99,8 @@ typedef struct tile {
     bool store_prologue;        /* and their stored values */
     const char *xin;            /* without prologue: the reduction's input element */
     const char *consume;        /* statements per element, after xin */
+    const char *pre, *post;     /* statements once per tile, before and after its
+                                 * elements (a vector's: consume may gather them) */
     const char *rexpr;          /* the reduction's result (then the epilogue), or NULL */
 } tile;
 

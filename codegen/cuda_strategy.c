@@ -406,6 +406,7 @@ rview cg_red_view(const ir_op *r)
 typedef struct rparts {
     int passes;
     const char *init1, *consume1, *after1;
+    const char *pre1, *post1; /* pass 1's statements around a vector's elements */
     const char *consume2, *after2;
     bool acc2_first;        /* pass 1 sums into acc2 as well as acc */
     const char *result;     /* uses xin (row ops) or acc (reductions) */
@@ -424,7 +425,7 @@ static const char *bsum(gen *G, int by, const char *x)
 
 /* The passes of reduction G->red over rows held by `by`; reread: each
  * pass reads the row from memory again (not from registers). */
-static rparts red_parts(gen *G, const rview *v, int by, const char *col, bool reread)
+static rparts red_parts(gen *G, const rview *v, int by, const char *col, bool reread, int vec)
 {
     const ir_op *r = G->red;
     const char *n = cg_f32_text(G, (float)v->n), *eps = cg_f32_text(G, (float)r->a->eps);
@@ -469,6 +470,11 @@ static rparts red_parts(gen *G, const rview *v, int by, const char *col, bool re
             p.acc2_first = true;
             p.init1 = "__int_as_float(0xff800000) /* -inf */";
             p.consume1 = "sh_online(acc, acc2, xin);";
+            if (vec > 1) { /* a vector's elements at once (sh_online_vec) */
+                p.pre1 = cg_fmt(G, "float xv[%d]; // the vector's elements", vec);
+                p.consume1 = "xv[q] = xin;";
+                p.post1 = "sh_online_vec(acc, acc2, xv);";
+            }
             p.after1 = cg_fmt(G, "%sconst float mx = acc, scale = 1.0f / acc2;",
                               by == BY_BLOCK  ? "sh_block_online(acc, acc2, red); "
                               : by == BY_WARP ? "sh_warp_online(acc, acc2); "
@@ -611,11 +617,11 @@ void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
     int64_t span = (int64_t)threads * k->vec, items = (v->n + span - 1) / span;
     const char *col = k->vec > 1 ? "c + q" : "c";
     unsigned helpers = G->helpers;
-    rparts p = red_parts(G, v, by, col, true);
+    rparts p = red_parts(G, v, by, col, true, k->vec);
     bool cached = p.passes > 1 && items * k->vec <= MAX_CACHED;
     if (cached) { /* the row in registers: its passes read them */
         G->helpers = helpers;
-        p = red_parts(G, v, by, col, false);
+        p = red_parts(G, v, by, col, false, k->vec);
     }
     bool online = !cached && (G->red->code == IR_SOFTMAX || G->red->code == IR_XENT_GRAD);
     if (by == BY_BLOCK && online) /* sh_block_online's two floats a warp */
@@ -644,7 +650,7 @@ void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
     if (p.acc2_first)
         cg_line(G, "float acc2 = 0.0f;");
     tile t1 = {.dom = dom, .vec = k->vec, .prologue = true, .store_prologue = true,
-               .consume = p.consume1};
+               .consume = p.consume1, .pre = p.pre1, .post = p.post1};
     row_loop(G, v, threads, k->vec, cached, &t1, true, tid);
     if (p.passes == 1) {
         const char *comb = G->red->code == IR_AMAX
@@ -794,7 +800,7 @@ void cg_emit_column(gen *G, cg_cuda_kernel *k, const rview *v)
     k->strategy = CG_CUDA_COLUMN;
     k->block = cg_clamp_block(cols, BLOCK_EW);
     k->grid = cg_grid_for(cols, k->block);
-    rparts p = red_parts(G, v, BY_THREAD, NULL, true);
+    rparts p = red_parts(G, v, BY_THREAD, NULL, true, 1);
     if (p.passes == 1 && v->n >= COL_BLOCK_MIN) {
         emit_column_blocks(G, k, v, &p);
         return;
@@ -860,7 +866,10 @@ void cg_emit_xent(gen *G, cg_cuda_kernel *k, const rview *v)
     cg_line(G, "const int lab = p_%s[row];", cg_cname(G, G->red->in[1]));
     cg_line(G, "float m = __int_as_float(0xff800000) /* -inf */, s = 0.0f;");
     tile t1 = {.dom = dom, .vec = k->vec, .prologue = true, .store_prologue = true,
-               .consume = "sh_online(m, s, xin);"};
+               .consume = k->vec > 1 ? "xv[q] = xin;" : "sh_online(m, s, xin);",
+               .pre = k->vec > 1 ? cg_fmt(G, "float xv[%d]; // the vector's elements", k->vec)
+                                 : NULL,
+               .post = k->vec > 1 ? "sh_online_vec(m, s, xv);" : NULL};
     row_loop(G, v, k->block, k->vec, false, &t1, false, "threadIdx.x");
     cg_line(G, "sh_block_online(m, s, red);");
     cg_line(G, "if (threadIdx.x == 0) {");

@@ -573,8 +573,12 @@ void cg_emit_tile(gen *G, const tile *t)
     vlist loads = vlist_new(G), stores = vlist_new(G);
     tile_values(G, t, &loads, &stores);
     emit_loads(G, t, &loads, "e");
+    if (t->pre)
+        cg_line(G, "%s", t->pre);
     if (t->vec == 1) {
         emit_tile_ops(G, t, &stores, "e");
+        if (t->post)
+            cg_line(G, "%s", t->post);
         return;
     }
     G->helpers |= H_VEC;
@@ -593,6 +597,8 @@ void cg_emit_tile(gen *G, const tile *t)
     emit_tile_ops(G, t, &stores, "e + q");
     G->indent--;
     cg_line(G, "}");
+    if (t->post)
+        cg_line(G, "%s", t->post);
     for (int i = 0; i < stores.n; i++) {
         const ir_value *v = stores.v[i];
         const char *ty = cg_ctype(G, v->type.dtype);

@@ -7,9 +7,10 @@
 # of exp, result) when it fits. 1000 is not a multiple of 32 * 4, nor
 # 3000 of 1024 * 4, so the last vectors are guarded. A row that does not
 # fit (40000 elements, 40 a thread) is read twice, not three times: the
-# max and the sum of exp(x - max) in one pass (online, sh_online), merged
-# over the block with two floats a warp (sh_block_online), then the
-# results.
+# max and the sum of exp(x - max) in one pass (online: a vector's 4
+# elements at once, sh_online_vec, their max first and their exps
+# independent of one another), merged over the block with two floats a
+# warp (sh_block_online), then the results.
 # RUN: %shardc %s --mesh 2 --emit cuda | FileCheck %s
 mesh dp
 input x : f32[8, 1000] shard(dp, _)
@@ -61,6 +62,8 @@ output p, q, r
 # CHECK: __device__ __forceinline__ void sh_block_online(float &m, float &s, float *red)
 # CHECK: extern __shared__ float red[]; // two floats per warp
 # CHECK-NOT: float xs[
-# CHECK: sh_online(acc, acc2, xin);
+# CHECK: float xv[4]; // the vector's elements
+# CHECK: xv[q] = xin;
+# CHECK: sh_online_vec(acc, acc2, xv);
 # CHECK: sh_block_online(acc, acc2, red); const float mx = acc, scale = 1.0f / acc2;
 # CHECK: const float v_r = expf(xin - mx) * scale; // softmax

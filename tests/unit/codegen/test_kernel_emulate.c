@@ -117,6 +117,8 @@ static int fwd_lse_ran;      /* attention and its attn_lse in one kernel, run */
 static int lse_alone_ran;    /* attn_lse in a kernel of its own, run */
 static int col_split_ran;    /* column reductions whose rows are split over blocks, run */
 static int online_ran;       /* softmax or cross_entropy's gradient, max and sum in one pass */
+static int online_vec_ran;   /* kernels taking a vector's elements at once online
+                              * (sh_online_vec: cross_entropy, and the two above) */
 static int wmma_ran;         /* kernels on tensor cores through nvcuda::wmma run */
 static int mma_ran;          /* kernels on tensor cores through PTX's mma.sync run */
 static int async_ran;        /* of them, with two copies of the other side's tiles (cp.async) */
@@ -757,6 +759,27 @@ static void fill_embedding_grad(uint8_t *a, const rt_program *g, const rt_instr 
         dy[i] = 0.25f + (float)(next() & 0xffffff) / (float)0x1000000;
 }
 
+/* A softmax's or cross-entropy's float inputs filled again: uniform in
+ * [-2.5, 2.5) with 24 random bits (their products up to about 6), so that
+ * the exps of a row's elements span e^12 and an element left out of a
+ * row's sums, or counted in another's place, moves them by far more than
+ * the tolerance; fill's values (within 1 of each other) would move them by
+ * less than a sum's rounding. Scalars (adamw's step) are left alone. */
+static void fill_spread(uint8_t *a, const rt_type *t)
+{
+    if (t->rank == 0 || (t->dtype != RT_F32 && t->dtype != RT_F16 && t->dtype != RT_BF16))
+        return;
+    int64_t n = rt_type_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        float f = -2.5f + 5.0f * (float)(next() & 0xffffff) / (float)0x1000000;
+        switch (t->dtype) {
+        case RT_F32: memcpy(a + 4 * i, &f, 4); break;
+        case RT_F16: ((uint16_t *)a)[i] = su_f32_to_f16(f); break;
+        default: ((uint16_t *)a)[i] = su_f32_to_bf16(f); break;
+        }
+    }
+}
+
 /* Kernel ki of stage st: its inputs filled alike, the CPU's instructions
  * against the emulated kernel; false where they differ beyond the
  * kernel's tolerance, or the launch fails. */
@@ -775,9 +798,14 @@ static bool run_kernel(const rt_plan *p, int st, int ki, void *lib, int kind, co
     void **params = malloc((size_t)(k->nin + k->nout + 1) * sizeof *params);
     for (int i = 0; i < k->nin; i++)
         fill(cpu + g->buf_offset[k->param[i]], &k->param_t[i]);
-    for (int i = 0; i < k->ninstr; i++)
-        if (g->instr[k->instr[i]].op == RT_OP_EMBEDDING_GRAD)
+    for (int i = 0; i < k->ninstr; i++) {
+        int op = g->instr[k->instr[i]].op;
+        if (op == RT_OP_EMBEDDING_GRAD)
             fill_embedding_grad(cpu, g, &g->instr[k->instr[i]]);
+        if (op == RT_OP_SOFTMAX || op == RT_OP_XENT || op == RT_OP_XENT_GRAD)
+            for (int j = 0; j < k->nin; j++)
+                fill_spread(cpu + g->buf_offset[k->param[j]], &k->param_t[j]);
+    }
     memcpy(emu, cpu, (size_t)g->arena_bytes);
     rt_cpu_ctx ctx = {.axis_size = p->axis_size, .naxes = p->naxes};
     for (int b = 0; b < g->nbuf; b++)
@@ -908,7 +936,10 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
             fwd_lse_ran += fw && lse;
             lse_alone_ran += lse && !fw;
             col_split_ran += strstr(src[i], "sh_cdone[gi] = 0") != NULL;
-            online_ran += strstr(src[i], "sh_online(acc, acc2, xin)") != NULL;
+            online_ran += strstr(src[i], "sh_online(acc, acc2, xin)") != NULL ||
+                          strstr(src[i], "sh_online_vec(acc, acc2, xv)") != NULL;
+            online_vec_ran += strstr(src[i], "sh_online_vec(m, s, xv);") != NULL ||
+                              strstr(src[i], "sh_online_vec(acc, acc2, xv);") != NULL;
             wmma_ran += strstr(src[i], "wmma::mma_sync") != NULL;
             mma_ran += strstr(src[i], "sh_mma_bf16(") != NULL || strstr(src[i], "sh_mma_f16(") != NULL;
             async_ran += strstr(src[i], "sh_cp_wait_all();") != NULL;
@@ -1207,6 +1238,11 @@ int main(int argc, char **argv)
      * gradient (2 when written) */
     printf("softmax and cross-entropy gradients with the max and sum online: %d\n", online_ran);
     CHECK(online_ran >= 2);
+    /* kernel_shapes.sh's cross-entropies (over 3000 classes and 40000: 4
+     * floats a load) and its rows of 40000, and the GPT-like models'
+     * cross-entropies */
+    printf("kernels taking a vector's elements online at once: %d\n", online_vec_ran);
+    CHECK(online_vec_ran >= 4);
     CHECK(lse_alone_ran >= 6);
     printf("attention kernels on tensor cores: %d through mma.sync (%d with the tiles copied by "
            "cp.async), %d through WMMA\n", mma_ran, async_ran, wmma_ran);
