@@ -374,7 +374,30 @@ static const char *const helper_text[X_COUNT] = {
     "__device__ __forceinline__ unsigned sh_pack2(unsigned short lo, unsigned short hi)\n"
     "{\n"
     "    return (unsigned)lo | (unsigned)hi << 16;\n"
-    "}\n",
+    "}\n"
+    "#ifdef __CUDA_BF16_TYPES_EXIST__\n"
+    "// x and y (f32) as three bf16 parts each, packed in pairs: h = bf16(x), m =\n"
+    "// bf16(x - h), l = bf16(x - h - m), each difference exact in f32\n"
+    "__device__ __forceinline__ void sh_split3_2(float x, float y, unsigned &h, unsigned &m,\n"
+    "                                            unsigned &l)\n"
+    "{\n"
+    "    const __nv_bfloat162 a = __floats2bfloat162_rn(x, y);\n"
+    "    const float rx = x - __low2float(a), ry = y - __high2float(a);\n"
+    "    const __nv_bfloat162 b = __floats2bfloat162_rn(rx, ry);\n"
+    "    const __nv_bfloat162 c = __floats2bfloat162_rn(rx - __low2float(b), ry - __high2float(b));\n"
+    "    h = sh_pack2(__bfloat16_as_ushort(a.x), __bfloat16_as_ushort(a.y));\n"
+    "    m = sh_pack2(__bfloat16_as_ushort(b.x), __bfloat16_as_ushort(b.y));\n"
+    "    l = sh_pack2(__bfloat16_as_ushort(c.x), __bfloat16_as_ushort(c.y));\n"
+    "}\n"
+    "// Eight f32 (a, then b) as three 16-byte rows of their bf16 parts\n"
+    "__device__ __forceinline__ void sh_split3(float4 a, float4 b, uint4 &h, uint4 &m, uint4 &l)\n"
+    "{\n"
+    "    sh_split3_2(a.x, a.y, h.x, m.x, l.x);\n"
+    "    sh_split3_2(a.z, a.w, h.y, m.y, l.y);\n"
+    "    sh_split3_2(b.x, b.y, h.z, m.z, l.z);\n"
+    "    sh_split3_2(b.z, b.w, h.w, m.w, l.w);\n"
+    "}\n"
+    "#endif\n",
 };
 
 /* Helpers in an order where each comes after those it uses. */

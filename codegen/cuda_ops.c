@@ -985,6 +985,22 @@ static void emit_attn_delta(gen *G, cg_cuda_kernel *k, const ir_op *op)
  *   rounded once to the dtype. */
 enum { TC_WARPS = 4, TC_ROWS = 16 * TC_WARPS, TC_KT = 64, TC_PAD = 8, TC_OUT_LD = 20 };
 
+/* The f32 kernels on mma.sync (cg_attention_x3) take each f32 x as three
+ * bf16 parts, h = bf16(x), m = bf16(x - h), l = bf16(x - h - m) (each
+ * difference exact in f32; about 24 bits in all), and a product x y as the
+ * six products of parts whose ranks sum to at most 2, the smallest first:
+ * within about 2^-22 of x y relatively, f32's products and sums to within a
+ * few units of its last place. The tiles hold the parts side by side:
+ * MMA_PART's names. */
+enum { MMA_PARTS = 3 };
+static const char *mma_part(gen *G, const char *name, int p)
+{
+    return p == 0 ? name : cg_fmt(G, "%s%s", name, p == 1 ? "_m" : "_l");
+}
+
+/* The six (a part, b part) pairs, the smallest products first. */
+static const int mma_pairs[6][2] = {{2, 0}, {1, 1}, {0, 2}, {1, 0}, {0, 1}, {0, 0}};
+
 bool cg_attention_wmma(const gen *G, const ir_op *op)
 {
     int oldest = G->f && G->f->min_arch > 0 ? G->f->min_arch : 80;
@@ -1027,6 +1043,35 @@ static void tc_stage_async(gen *G, const char *dst, int ld, int rows, const char
     cg_line(G, "    const bool in = row < %lld;", (long long)n);
     cg_line(G, "    sh_cp16(%s + rr * %d + c, p%d + %s + c, in);", dst, ld, pin,
             at_row(G, n, "(in ? row : (i64)0)", w));
+    cg_line(G, "}");
+}
+
+/* tc_stage for f32 rows as bf16 parts (cg_attention_x3): rows [base, base
+ * + rows) of operand pin split (sh_split3), part p into the tile dst[p],
+ * zeros past n: every part (part < 0), or part alone. 32 bytes read a
+ * thread, 16 written a part. */
+static void tc_stage_x3(gen *G, const char *const dst[MMA_PARTS], int ld, int rows,
+                        const char *base, int pin, int64_t n, int64_t w, const char *t0,
+                        int step, int part)
+{
+    long long c8 = (long long)(w / 8);
+    cg_line(G, "for (int x = %s; x < %lld; x += %d) {", t0, rows * c8, step);
+    G->indent++;
+    cg_line(G, "const int rr = x / %lld, c = x %% %lld * 8;", c8, c8);
+    cg_line(G, "const i64 row = %s + rr;", base);
+    cg_line(G, "float4 f0 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), f1 = f0;");
+    cg_line(G, "if (row < %lld) {", (long long)n);
+    cg_line(G, "    const float4 *const src = (const float4 *)(p%d + %s + c);", pin,
+            at_row(G, n, "row", w));
+    cg_line(G, "    f0 = src[0];");
+    cg_line(G, "    f1 = src[1];");
+    cg_line(G, "}");
+    cg_line(G, "uint4 part[3]; // hi, mid, lo");
+    cg_line(G, "sh_split3(f0, f1, part[0], part[1], part[2]);");
+    for (int p = 0; p < MMA_PARTS; p++)
+        if (part < 0 || part == p)
+            cg_line(G, "*(uint4 *)(%s + rr * %d + c) = part[%d];", dst[p], ld, p);
+    G->indent--;
     cg_line(G, "}");
 }
 
@@ -1389,6 +1434,16 @@ bool cg_attention_mma(const gen *G, const ir_op *op)
     return cg_attention_wmma(G, op) && oldest >= 80;
 }
 
+/* Whether f32 attention op (or its attn_lse) takes the kernel on mma.sync
+ * with each f32 operand as three bf16 parts (MMA_PARTS): pass_attn_x3's
+ * ops, every target sm_80 or newer. */
+static bool cg_attention_x3(const gen *G, const ir_op *op)
+{
+    int oldest = G->f && G->f->min_arch > 0 ? G->f->min_arch : 80;
+    return oldest >= 80 && pass_attn_x3(op) && cg_attention_tiled(op);
+}
+
+
 /* The end of the keys of row `row` (an expression of the warp's rows) into
  * name: at_end for that row, 0 past the s rows. */
 static void mma_row_end(gen *G, const ir_op *op, const at_view *v, const char *name,
@@ -1474,6 +1529,104 @@ static void mma_products(gen *G, const char *acc, const char *own, const char *t
     cg_line(G, "}");
 }
 
+static void mma_zero(gen *G, const char *acc, int64_t n, const char *what);
+
+/* acc[cols / 8][4] += own times the transpose of tile, as mma_products
+ * (acc declared and summed into already). */
+static void mma_products_add(gen *G, const char *acc, const char *own, const char *tile, int ld,
+                             int64_t cols, int64_t w, const char *mma)
+{
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int c = 0; c < %lld; c++) {", (long long)(w / 16));
+    cg_line(G, "    #pragma unroll");
+    cg_line(G, "    for (int n = 0; n < %lld; n++) {", (long long)(cols / 8));
+    cg_line(G, "        unsigned b0, b1;");
+    cg_line(G, "        sh_ldsm2(b0, b1, %s + (n * 8 + (lane & 7)) * %d + c * 16 + (lane >> 3 & 1) * "
+               "8);", tile, ld);
+    cg_line(G, "        %s(%s[n], %s[c], b0, b1);", mma, acc, own);
+    cg_line(G, "    }");
+    cg_line(G, "}");
+}
+
+/* The scores (or dp) acc[cols / 8][4] of the warp's f32 rows, parts own[p]
+ * (A fragments), and the f32 tile's rows, parts tile[p]: the six products
+ * of mma_pairs, the smallest first, into acc declared here. */
+static void mma_products_x3(gen *G, const char *acc, const char *own, const char *tile, int ld,
+                            int64_t cols, int64_t w)
+{
+    mma_zero(G, acc, cols / 8, "the sums of the parts' products");
+    for (int i = 0; i < 6; i++)
+        mma_products_add(G, acc, mma_part(G, own, mma_pairs[i][0]),
+                         mma_part(G, tile, mma_pairs[i][1]), ld, cols, w, "sh_mma_bf16");
+}
+
+/* The warp's 16 f32 rows from row0 of operand pin as the A fragments of
+ * their bf16 parts, frag, frag_m and frag_l ([w / 16][4] each), each part
+ * staged through stage in turn. */
+static void mma_own_rows_x3(gen *G, const char *frag, const char *stage, const char *row0, int pin,
+                            int64_t n, int64_t w)
+{
+    int ld = (int)w + TC_PAD;
+    const char *st[MMA_PARTS] = {stage, stage, stage};
+    for (int p = 0; p < MMA_PARTS; p++) {
+        tc_stage_x3(G, st, ld, 16, row0, pin, n, w, "lane", 32, p);
+        cg_line(G, "__syncwarp();");
+        cg_line(G, "unsigned %s[%lld][4];", mma_part(G, frag, p), (long long)(w / 16));
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int c = 0; c < %lld; c++)", (long long)(w / 16));
+        cg_line(G, "    sh_ldsm4(%s[c], %s + (lane & 15) * %d + c * 16 + (lane >> 4) * 8);",
+                mma_part(G, frag, p), stage, ld);
+        cg_line(G, "__syncwarp(); // the stage is read");
+    }
+}
+
+/* mma_weights for f32: the weights w of 16 columns kk as the A fragments
+ * of their three bf16 parts, wn, wn_m and wn_l. */
+static void mma_weights_x3(gen *G, const char *wn, const char *w, const char *each)
+{
+    cg_line(G, "unsigned %s[4], %s[4], %s[4]; // the weights of columns 16 kk .., hi, mid, lo", wn,
+            mma_part(G, wn, 1), mma_part(G, wn, 2));
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int x = 0; x < 4; x++) {");
+    G->indent++;
+    cg_line(G, "const int n = 2 * kk + x / 2, e0 = x %% 2 * 2;");
+    cg_line(G, "float w2[2];");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int y = 0; y < 2; y++) {");
+    G->indent++;
+    cg_line(G, "const int e = e0 + y;");
+    cg_line(G, "const float w_ = %s;", w);
+    if (each)
+        cg_line(G, "%s", each);
+    cg_line(G, "w2[y] = w_;");
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "sh_split3_2(w2[0], w2[1], %s[x], %s[x], %s[x]);", wn, mma_part(G, wn, 1),
+            mma_part(G, wn, 2));
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* mma_weighted for f32: acc[cols / 8][4] += the weights' parts (wn) times
+ * the f32 tile's parts (tile, from row kk * 16, read transposed): the six
+ * products of mma_pairs, the smallest first. */
+static void mma_weighted_x3(gen *G, const char *acc, const char *wn, const char *tile, int ld,
+                            int64_t cols)
+{
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int nn = 0; nn < %lld; nn++) {", (long long)(cols / 8));
+    G->indent++;
+    cg_line(G, "unsigned b[3][2];");
+    for (int p = 0; p < MMA_PARTS; p++)
+        cg_line(G, "sh_ldsm2t(b[%d][0], b[%d][1], %s + (kk * 16 + (lane & 15)) * %d + nn * 8);", p,
+                p, mma_part(G, tile, p), ld);
+    for (int i = 0; i < 6; i++)
+        cg_line(G, "sh_mma_bf16(%s[nn], %s, b[%d][0], b[%d][1]);", acc,
+                mma_part(G, wn, mma_pairs[i][0]), mma_pairs[i][1], mma_pairs[i][1]);
+    G->indent--;
+    cg_line(G, "}");
+}
+
 /* The warp's 16 rows from row0 of operand pin (n rows of width w a head)
  * as A fragments frag[w / 16][4], staged through stage ([16][w + TC_PAD]). */
 static void mma_own_rows(gen *G, const char *frag, const char *stage, const char *row0, int pin,
@@ -1506,6 +1659,20 @@ static void mma_write(gen *G, const char *acc, const char *fa, const char *fb, c
     G->indent++;
     const char *T = cg_ctype(G, dt);
     const char *bits = dt == IR_BF16 ? "__bfloat16_as_ushort" : "__half_as_ushort";
+    if (dt == IR_F32) { /* f32 (cg_attention_x3): the pair as one 8-byte store */
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int nn = 0; nn < %lld; nn++) { // two neighbouring columns in one store",
+                (long long)(w / 8));
+        cg_line(G, "    const int c = nn * 8 + tq * 2;");
+        cg_line(G, "    *(float2 *)(%s + %s + c) = make_float2(%s[nn][x * 2] * f, %s[nn][x * 2 + 1] "
+                   "* f);", out, at_row(G, n, "row", w), acc, acc);
+        cg_line(G, "}");
+        G->indent--;
+        cg_line(G, "}");
+        G->indent--;
+        cg_line(G, "}");
+        return;
+    }
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int nn = 0; nn < %lld; nn++) { // two neighbouring columns in one store",
             (long long)(w / 8));
@@ -1620,6 +1787,23 @@ static void mma_key_copy(gen *G, const at_view *v, int kt, const char *base, con
  * the last unit's reads of the tiles. */
 static void mma_key_loop(gen *G, const at_view *v, int kt, bool dbl)
 {
+    if (!dbl && v->dt == IR_F32) { /* the tiles' bf16 parts (cg_attention_x3) */
+        cg_line(G, "for (i64 j0 = 0; j0 < kend; j0 += %d) {", kt);
+        G->indent++;
+        cg_line(G, "__syncthreads(); // the last tiles are read");
+        const char *kn[MMA_PARTS], *vn[MMA_PARTS];
+        for (int p = 0; p < MMA_PARTS; p++) {
+            kn[p] = mma_part(G, "ks", p);
+            vn[p] = mma_part(G, "vs", p);
+        }
+        tc_stage_x3(G, kn, (int)v->d + TC_PAD, kt, "j0", 1, v->t, v->d, "threadIdx.x",
+                    32 * TC_WARPS, -1);
+        if (v->dv)
+            tc_stage_x3(G, vn, (int)v->dv + TC_PAD, kt, "j0", 2, v->t, v->dv, "threadIdx.x",
+                        32 * TC_WARPS, -1);
+        cg_line(G, "__syncthreads();");
+        return;
+    }
     if (!dbl) {
         cg_line(G, "for (i64 j0 = 0; j0 < kend; j0 += %d) {", kt);
         G->indent++;
@@ -1657,27 +1841,40 @@ static void mma_key_loop(gen *G, const at_view *v, int kt, bool dbl)
 static int mma_rows_start(gen *G, cg_cuda_kernel *k, const ir_op *op, const at_view *v, int ldk,
                           int ldv, int ld, const char *stage, const char *what, bool *dbl)
 {
-    const char *T = cg_ctype(G, v->dt);
+    /* f32 (cg_attention_x3): the tiles' three bf16 parts side by side */
+    int parts = v->dt == IR_F32 ? MMA_PARTS : 1;
+    const char *T = parts > 1 ? "__nv_bfloat16" : cg_ctype(G, v->dt);
     int kt = TC_KT;
     int64_t bytes;
     for (;;) {
-        bytes = (int64_t)kt * (ldk + ldv) * 2 + TC_WARPS * 16 * ld * 2 + 128;
+        bytes = (int64_t)parts * kt * (ldk + ldv) * 2 + TC_WARPS * 16 * ld * 2 + 128;
         if (bytes <= AT_SHARED || kt <= 16)
             break;
         kt /= 2;
     }
-    /* two copies of the tiles where they fit beside the rest at this kt */
-    int64_t tiles = (int64_t)kt * (ldk + ldv) * 2;
-    *dbl = bytes + tiles <= AT_SHARED;
+    /* two copies of the tiles where they fit beside the rest at this kt
+     * (16-bit tiles, copied as they are) */
+    int64_t tiles = (int64_t)parts * kt * (ldk + ldv) * 2;
+    *dbl = parts == 1 && bytes + tiles <= AT_SHARED;
     int copies = *dbl ? 2 : 1;
     bytes += (copies - 1) * tiles;
     int64_t nqb = (v->s + TC_ROWS - 1) / TC_ROWS, total = v->heads * nqb;
     int64_t o_st = copies * tiles, o_be = o_st + TC_WARPS * 16 * ld * 2;
     mma_prologue(G, k, total, bytes);
-    if (*dbl)
+    if (*dbl) {
         mma_key_decls2(G, T, kt, ldk, ldv);
-    else
+    } else if (parts > 1) {
+        G->bf16 = true;
+        int64_t tk = (int64_t)kt * ldk * 2, tv = (int64_t)kt * ldv * 2;
+        for (int p = 0; p < parts; p++) {
+            cg_line(G, "%s *const %s = (%s *)(smb + %lld); // [%d keys][%d]: k's tile, part %d",
+                    T, mma_part(G, "ks", p), T, (long long)(p * tk), kt, ldk, p);
+            cg_line(G, "%s *const %s = (%s *)(smb + %lld); // [%d keys][%d]: v's tile, part %d",
+                    T, mma_part(G, "vs", p), T, (long long)(parts * tk + p * tv), kt, ldv, p);
+        }
+    } else {
         tc_key_decls(G, T, kt, ldk, ldv);
+    }
     cg_line(G, "%s *const %s = (%s *)(smb + %lld) + warp * %d; // %s", T, stage, T,
             (long long)o_st, 16 * ld, what);
     cg_line(G, "int *const bend = (int *)(smb + %lld); // the block's last key + 1", (long long)o_be);
@@ -1703,13 +1900,17 @@ static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, const
     if (!has_v)
         lse = cg_fmt(G, "p%d", op->nin);
     ir_dtype dt = v.dt;
+    bool x3 = dt == IR_F32; /* cg_attention_x3 */
     const char *ninf = "__int_as_float(0xff800000)";
-    const char *mma = dt == IR_BF16 ? "sh_mma_bf16" : "sh_mma_f16";
+    const char *mma = dt == IR_F16 ? "sh_mma_f16" : "sh_mma_bf16";
     int ldk = (int)d + TC_PAD, ldv = has_v ? (int)dv + TC_PAD : 0;
     bool dbl;
     int kt = mma_rows_start(G, k, op, &v, ldk, ldv, ldk, "qst", "the warp's q rows on their way in",
                             &dbl);
-    mma_own_rows(G, "qa", "qst", "q0", 0, s, d);
+    if (x3)
+        mma_own_rows_x3(G, "qa", "qst", "q0", 0, s, d);
+    else
+        mma_own_rows(G, "qa", "qst", "q0", 0, s, d);
     if (has_v)
         mma_zero(G, "oacc", dv / 8, "the unnormalised result");
     cg_line(G, "float ma = %s, mb = %s, la = 0.0f, lb = 0.0f; // rows a and b: the running max, "
@@ -1717,7 +1918,10 @@ static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, const
     mma_key_loop(G, &v, kt, dbl);
     cg_line(G, "if (j0 >= wend)");
     cg_line(G, "    continue; // none of the warp's rows sees these keys");
-    mma_products(G, "sc", "qa", "ks", ldk, kt, d, mma);
+    if (x3)
+        mma_products_x3(G, "sc", "qa", "ks", ldk, kt, d);
+    else
+        mma_products(G, "sc", "qa", "ks", ldk, kt, d, mma);
     mma_tile_cols(G, "ea", "eb", kt);
     cg_line(G, "float ta = %s, tb = %s;", ninf, ninf);
     cg_line(G, "#pragma unroll");
@@ -1766,7 +1970,10 @@ static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, const
     cg_line(G, "for (int kk = 0; kk < %d; kk++) {", kt / 16);
     G->indent++;
     const char *w = cg_fmt(G, "sh_exp2(fmaf(sc[n][e], %s, e < 2 ? oa : ob))", mma_c2(G, &v));
-    if (has_v) {
+    if (has_v && x3) {
+        mma_weights_x3(G, "pw", w, "if (e < 2) la += w_; else lb += w_;");
+        mma_weighted_x3(G, "oacc", "pw", "vs", ldv, dv);
+    } else if (has_v) {
         mma_weights(G, "ph", "pl", w, "if (e < 2) la += w_; else lb += w_;", dt);
         mma_weighted(G, "oacc", "ph", "pl", "vs", ldv, dv, mma);
     } else { /* the sums alone, in mma_weights' order */
@@ -2659,6 +2866,10 @@ static const char *op_launch_text(const gen *G, const cg_cuda_kernel *k, const i
                "order and the unit's listed in shared memory, grid-stride";
     case IR_ATTENTION:
     case IR_ATTN_LSE:
+        if (cg_attention_x3(G, op))
+            return "a block per 64 query rows of a head, 16 a warp, on tensor cores (mma.sync), "
+                   "each f32 as three bf16 parts and each product as six, keys in shared tiles, "
+                   "online softmax with the scores in registers; assumes 16-byte aligned buffers";
         if (cg_attention_mma(G, op))
             return "a block per 64 query rows of a head, 16 a warp, on tensor cores (mma.sync), "
                    "keys in shared tiles, online softmax with the scores in registers; assumes "
@@ -2812,7 +3023,7 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
             emit_attn_cols(G, k, op, false);
         break;
     default:
-        if (cg_attention_mma(G, op))
+        if (cg_attention_mma(G, op) || cg_attention_x3(G, op))
             emit_attention_mma(G, k, op, NULL);
         else if (cg_attention_wmma(G, op))
             emit_attention_wmma(G, k, op, NULL);
@@ -2870,7 +3081,7 @@ void cg_gen_attn_pair(gen *G, cg_cuda_kernel *k, const pass_fgroup *g)
     if (!cg_attention_tiled(op))
         su_unreachable(); /* fuse.c pairs only such ops */
     const char *lse = cg_fmt(G, "p%d", op->nin + 1);
-    if (fwd && cg_attention_mma(G, op))
+    if (fwd && (cg_attention_mma(G, op) || cg_attention_x3(G, op)))
         emit_attention_mma(G, k, op, lse);
     else if (fwd && cg_attention_wmma(G, op))
         emit_attention_wmma(G, k, op, lse);

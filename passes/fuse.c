@@ -960,6 +960,25 @@ bool pass_attn_tensor_cores(const ir_op *op)
            dv <= PASS_ATTN_TC_WIDTH;
 }
 
+bool pass_attn_x3(const ir_op *op)
+{
+    if ((op->code != IR_ATTENTION && op->code != IR_ATTN_LSE) || op->nres != 1)
+        return false;
+    int nin = op->code == IR_ATTENTION ? 3 : 2;
+    if (op->nin < nin || op->res[0]->type.dtype != IR_F32)
+        return false;
+    for (int i = 0; i < nin; i++)
+        if (op->in[i]->type.dtype != IR_F32)
+            return false;
+    const ir_type *q = &op->in[0]->type;
+    const ir_type *v = op->code == IR_ATTN_LSE ? q : &op->in[2]->type;
+    if (q->rank < 2 || v->rank != q->rank)
+        return false;
+    int64_t d = q->dim[q->rank - 1], dv = v->dim[v->rank - 1];
+    return d % 16 == 0 && dv % 16 == 0 && d > 0 && dv > 0 && d <= PASS_ATTN_TC_WIDTH &&
+           dv <= PASS_ATTN_TC_WIDTH;
+}
+
 int pass_attn_tc_arch(const ir_op *op)
 {
     return op->in[0]->type.dtype == IR_BF16 ? 80 : 70;

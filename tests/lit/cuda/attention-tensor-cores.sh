@@ -7,7 +7,10 @@
 # kernel (mma.h; 16 x 16 x 16 tiles, the scores through shared memory)
 # serves f16 (sm_70 and newer), and bf16, whose WMMA needs sm_80 too,
 # keeps the CUDA-core kernel. A head width not a multiple of 16 keeps the
-# CUDA-core kernel. The backward's kernels (attn_stats, attn_dq, attn_dk,
+# CUDA-core kernel. An f32 attention of such heads takes the mma.sync
+# kernel with sm_80 and newer targets alone, each f32 as three bf16 parts
+# (k's tiles in three parts side by side) and each product
+# as six, the smallest first; with sm_75, the CUDA-core kernel. The backward's kernels (attn_stats, attn_dq, attn_dk,
 # attn_dv and their pair) of such an attention take the same paths
 # (tests/models/attn_bf16.sh, trained). test_kernel_emulate runs these
 # kernels against the CPU backend, for sm_80 and for sm_75.
@@ -23,10 +26,13 @@ input k : bf16[2, 3, 72, 32]
 input v : bf16[2, 3, 72, 48]
 input qh : f16[2, 3, 40, 32]
 input qw : bf16[2, 3, 40, 24]
+input qf : f32[2, 3, 40, 32]
+input kf : f32[2, 3, 72, 32]
 a = attention(q, k, v, causal = true)
 b = attention(qh, qh, qh)
 c = attention(qw, qw, qw)
-output a, b, c
+e = attention(qf, kf, kf, causal = true)
+output a, b, c, e
 # CHECK: // k{{[0-9]+}}_attention: row kernel of attention over bf16[2, 3, 40, 48]
 # CHECK: // launch: grid (6, 1, 1), block (128, 1, 1), {{[0-9]+}} bytes of dynamic shared memory
 # CHECK-NEXT: // a block per 64 query rows of a head, 16 a warp, on tensor cores (mma.sync)
@@ -46,6 +52,24 @@ output a, b, c
 # CHECK: // k{{[0-9]+}}_attention: row kernel of attention over bf16[2, 3, 40, 24]
 # CHECK-NOT: sh_mma
 # CHECK: // a block per 128 / group query rows of a head, keys in shared tiles, online softmax
+# CHECK: // k{{[0-9]+}}_attention: row kernel of attention over f32[2, 3, 40, 32]
+# CHECK-NEXT: //   %e = attention %qf, %kf, %kf
+# CHECK: on tensor cores (mma.sync), each f32 as three bf16 parts and each product as six
+# CHECK: #include <cuda_bf16.h>
+# CHECK: __device__ __forceinline__ void sh_split3(float4 a, float4 b, uint4 &h, uint4 &m, uint4 &l)
+# CHECK: __nv_bfloat16 *const ks_l = (__nv_bfloat16 *)(smb + {{[0-9]+}}); // [64 keys][40]: k's tile, part 2
+# CHECK: sh_split3(f0, f1, part[0], part[1], part[2]);
+# CHECK: sh_ldsm4(qa_l[c], qst
+# CHECK: sh_mma_bf16(sc[n], qa_l[c], b0, b1);
+# CHECK: sh_mma_bf16(sc[n], qa[c], b0, b1);
+# CHECK: sh_split3_2(w2[0], w2[1], pw[x], pw_m[x], pw_l[x]);
+# CHECK: sh_mma_bf16(oacc[nn], pw_l, b[0][0], b[0][1]);
+# CHECK-NEXT: sh_mma_bf16(oacc[nn], pw_m, b[1][0], b[1][1]);
+# CHECK-NEXT: sh_mma_bf16(oacc[nn], pw, b[2][0], b[2][1]);
+# CHECK-NEXT: sh_mma_bf16(oacc[nn], pw_m, b[0][0], b[0][1]);
+# CHECK-NEXT: sh_mma_bf16(oacc[nn], pw, b[1][0], b[1][1]);
+# CHECK-NEXT: sh_mma_bf16(oacc[nn], pw, b[0][0], b[0][1]);
+# CHECK: *(float2 *)(p3 + {{.*}} + c) = make_float2(oacc[nn][x * 2] * f, oacc[nn][x * 2 + 1] * f);
 # OLD: // k{{[0-9]+}}_attention: row kernel of attention over bf16[2, 3, 40, 48]
 # OLD-NOT: wmma
 # OLD: // k{{[0-9]+}}_attention: row kernel of attention over f16[2, 3, 40, 32]
@@ -57,6 +81,9 @@ output a, b, c
 # OLD-NEXT: wmma::mma_sync(of[f], wl, b, of[f]);
 # OLD: // k{{[0-9]+}}_attention: row kernel of attention over bf16[2, 3, 40, 24]
 # OLD-NOT: wmma
+# OLD: // k{{[0-9]+}}_attention: row kernel of attention over f32[2, 3, 40, 32]
+# OLD-NOT: sh_split3
+# OLD: // a block per 128 / group query rows of a head, keys in shared tiles, online softmax
 # BACK: _attn_dv_attn_dk: row kernel of attn_dk and attn_dv over bf16[2, 2, 72, 32]
 # BACK: // a block per 64 keys of a head, 16 a warp, on tensor cores (mma.sync)
 # BACK: sh_mma_bf16(dva[nn], ph, b0, b1);
