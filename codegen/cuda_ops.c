@@ -2439,14 +2439,20 @@ static void emit_attn_rows_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     int64_t s = v.s, d = v.d, dv = v.dv;
     bool dq = op->code == IR_ATTN_DQ;
     ir_dtype dt = v.dt;
+    bool x3 = dt == IR_F32; /* cg_attention_x3 */
     const char *ninf = "__int_as_float(0xff800000)";
-    const char *scale = cg_f32_text(G, v.scale), *mma = dt == IR_BF16 ? "sh_mma_bf16" : "sh_mma_f16";
+    const char *scale = cg_f32_text(G, v.scale), *mma = dt == IR_F16 ? "sh_mma_f16" : "sh_mma_bf16";
     int ldk = (int)d + TC_PAD, ldv = (int)dv + TC_PAD;
     bool dbl;
     int kt = mma_rows_start(G, k, op, &v, ldk, ldv, ldk > ldv ? ldk : ldv, "stg",
                             "the warp's own rows on their way in", &dbl);
-    mma_own_rows(G, "qa", "stg", "q0", 0, s, d);
-    mma_own_rows(G, "ya", "stg", "q0", 3, s, dv);
+    if (x3) {
+        mma_own_rows_x3(G, "qa", "stg", "q0", 0, s, d);
+        mma_own_rows_x3(G, "ya", "stg", "q0", 3, s, dv);
+    } else {
+        mma_own_rows(G, "qa", "stg", "q0", 0, s, d);
+        mma_own_rows(G, "ya", "stg", "q0", 3, s, dv);
+    }
     if (dq) {
         cg_line(G, "float lse[2], delta[2]; // rows a and b's");
         cg_line(G, "#pragma unroll");
@@ -2467,19 +2473,28 @@ static void emit_attn_rows_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
     mma_key_loop(G, &v, kt, dbl);
     cg_line(G, "if (j0 >= wend)");
     cg_line(G, "    continue; // none of the warp's rows sees these keys");
-    mma_products(G, "sc", "qa", "ks", ldk, kt, d, mma);
-    mma_products(G, "dp", "ya", "vs", ldv, kt, dv, mma);
+    if (x3) {
+        mma_products_x3(G, "sc", "qa", "ks", ldk, kt, d);
+        mma_products_x3(G, "dp", "ya", "vs", ldv, kt, dv);
+    } else {
+        mma_products(G, "sc", "qa", "ks", ldk, kt, d, mma);
+        mma_products(G, "dp", "ya", "vs", ldv, kt, dv, mma);
+    }
     mma_tile_cols(G, "ea", "eb", kt);
     const char *c2 = mma_c2(G, &v);
     if (dq) {
         cg_line(G, "#pragma unroll");
         cg_line(G, "for (int kk = 0; kk < %d; kk++) {", kt / 16);
         G->indent++;
-        mma_weights(G, "dh", "dl",
-                    cg_fmt(G, "%s ? sh_exp2(fmaf(sc[n][e], %s, nl[e >> 1])) * (dp[n][e] - "
-                              "delta[e >> 1]) : 0.0f", MMA_SEEN, c2),
-                    NULL, dt);
-        mma_weighted(G, "dqa", "dh", "dl", "ks", ldk, d, mma);
+        const char *ds = cg_fmt(G, "%s ? sh_exp2(fmaf(sc[n][e], %s, nl[e >> 1])) * (dp[n][e] - "
+                                   "delta[e >> 1]) : 0.0f", MMA_SEEN, c2);
+        if (x3) {
+            mma_weights_x3(G, "dw", ds, NULL);
+            mma_weighted_x3(G, "dqa", "dw", "ks", ldk, d);
+        } else {
+            mma_weights(G, "dh", "dl", ds, NULL, dt);
+            mma_weighted(G, "dqa", "dh", "dl", "ks", ldk, d, mma);
+        }
         G->indent--;
         cg_line(G, "}");
     } else {
@@ -2887,6 +2902,10 @@ static const char *op_launch_text(const gen *G, const cg_cuda_kernel *k, const i
         return "a warp per row of a head, 8 a block, grid-stride";
     case IR_ATTN_STATS:
     case IR_ATTN_DQ:
+        if (cg_attention_x3(G, op))
+            return "a block per 64 query rows of a head, 16 a warp, on tensor cores (mma.sync), "
+                   "each f32 as three bf16 parts and each product as six, keys and values in "
+                   "shared tiles, the scores and dp in registers; assumes 16-byte aligned buffers";
         if (cg_attention_mma(G, op))
             return "a block per 64 query rows of a head, 16 a warp, on tensor cores (mma.sync), "
                    "keys and values in shared tiles, the scores and dp in registers; assumes "
@@ -3006,7 +3025,7 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     case IR_DROPOUT: emit_dropout(G, k, op); break;
     case IR_ATTN_STATS:
     case IR_ATTN_DQ:
-        if (cg_attention_mma(G, op))
+        if (cg_attention_mma(G, op) || cg_attention_x3(G, op))
             emit_attn_rows_mma(G, k, op);
         else if (cg_attention_wmma(G, op))
             emit_attn_rows_wmma(G, k, op);

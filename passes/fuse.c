@@ -962,9 +962,12 @@ bool pass_attn_tensor_cores(const ir_op *op)
 
 bool pass_attn_x3(const ir_op *op)
 {
-    if ((op->code != IR_ATTENTION && op->code != IR_ATTN_LSE) || op->nres != 1)
+    if ((op->code != IR_ATTENTION && op->code != IR_ATTN_LSE && op->code != IR_ATTN_DQ &&
+         op->code != IR_ATTN_STATS) ||
+        op->nres != 1)
         return false;
-    int nin = op->code == IR_ATTENTION ? 3 : 2;
+    /* q, k, then v, and dy: f32 rows; attn_stats' result is f32 anyway */
+    int nin = ir_attn_layout_operands(op->code);
     if (op->nin < nin || op->res[0]->type.dtype != IR_F32)
         return false;
     for (int i = 0; i < nin; i++)
