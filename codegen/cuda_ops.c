@@ -2739,30 +2739,44 @@ static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool 
     bool dk = op->code == IR_ATTN_DK, sum_dv = !dk || dv_too;
     int pdy = dk ? 3 : 2;
     ir_dtype dt = v.dt;
-    const char *T = cg_ctype(G, dt), *scale = cg_f32_text(G, v.scale);
-    const char *mma = dt == IR_BF16 ? "sh_mma_bf16" : "sh_mma_f16";
+    bool x3 = dt == IR_F32; /* cg_attention_x3: the tiles' three bf16 parts */
+    int parts = x3 ? MMA_PARTS : 1;
+    const char *T = x3 ? "__nv_bfloat16" : cg_ctype(G, dt), *scale = cg_f32_text(G, v.scale);
+    const char *mma = dt == IR_F16 ? "sh_mma_f16" : "sh_mma_bf16";
     int ldk = (int)d + TC_PAD, ldv = (int)dv + TC_PAD, qt = TC_KT;
     int ldw = dk && ldv > ldk ? ldv : ldk;
     int64_t bytes, tile;
     for (;;) {
-        tile = (int64_t)qt * ((ldk + ldv) * 2 + 12);
+        tile = (int64_t)qt * ((ldk + ldv) * 2 * parts + 12);
         bytes = tile + TC_WARPS * 16 * ldw * 2 + 128;
         if (bytes <= AT_SHARED || qt <= 16)
             break;
         qt /= 2;
     }
-    /* two copies of the query tiles where they fit beside the rest at this qt */
-    bool dbl = bytes + tile <= AT_SHARED;
+    /* two copies of the query tiles where they fit beside the rest at this
+     * qt (16-bit tiles, copied as they are) */
+    bool dbl = !x3 && bytes + tile <= AT_SHARED;
     int copies = dbl ? 2 : 1;
     bytes += (copies - 1) * tile;
     int64_t nkb = (t + TC_ROWS - 1) / TC_ROWS, total = v.heads * nkb;
-    int64_t o_ys = (int64_t)qt * ldk * 2, o_st = o_ys + (int64_t)qt * ldv * 2,
+    int64_t o_ys = (int64_t)qt * ldk * 2 * parts, o_st = o_ys + (int64_t)qt * ldv * 2 * parts,
             o_es = o_st + (int64_t)qt * 8, o_ws = copies * tile;
     mma_prologue(G, k, total, bytes);
     const char *c = dbl ? "0" : "";
-    cg_line(G, "%s *const qs%s = (%s *)smb; // [%d queries][%d]: q's tile", T, c, T, qt, ldk);
-    cg_line(G, "%s *const ys%s = (%s *)(smb + %lld); // [%d queries][%d]: their rows of dy", T, c,
-            T, (long long)o_ys, qt, ldv);
+    if (x3) {
+        G->bf16 = true;
+        for (int p = 0; p < parts; p++) {
+            cg_line(G, "%s *const %s = (%s *)(smb + %lld); // [%d queries][%d]: q's tile, part %d",
+                    T, mma_part(G, "qs", p), T, (long long)p * qt * ldk * 2, qt, ldk, p);
+            cg_line(G, "%s *const %s = (%s *)(smb + %lld); // [%d queries][%d]: their rows of "
+                       "dy, part %d", T, mma_part(G, "ys", p), T,
+                    (long long)(o_ys + (int64_t)p * qt * ldv * 2), qt, ldv, p);
+        }
+    } else {
+        cg_line(G, "%s *const qs%s = (%s *)smb; // [%d queries][%d]: q's tile", T, c, T, qt, ldk);
+        cg_line(G, "%s *const ys%s = (%s *)(smb + %lld); // [%d queries][%d]: their rows of dy",
+                T, c, T, (long long)o_ys, qt, ldv);
+    }
     cg_line(G, "float *const st%s = (float *)(smb + %lld); // [%d queries][2]: their lse and "
                "delta", c, (long long)o_st, qt);
     cg_line(G, "int *const es%s = (int *)(smb + %lld); // [%d queries]: the end of the keys each "
@@ -2782,17 +2796,35 @@ static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool 
                "block's and the warp's first key",
             (long long)nkb, (long long)nkb, TC_ROWS);
     cg_line(G, "const int ja = (int)(kw + gr), jb = ja + 8; // the lane's key rows a and b");
-    mma_own_rows(G, "ka", "stg", "kw", 1, t, d);
+    if (x3)
+        mma_own_rows_x3(G, "ka", "stg", "kw", 1, t, d);
+    else
+        mma_own_rows(G, "ka", "stg", "kw", 1, t, d);
     if (dk) {
-        mma_own_rows(G, "va", "stg", "kw", 2, t, dv);
+        if (x3)
+            mma_own_rows_x3(G, "va", "stg", "kw", 2, t, dv);
+        else
+            mma_own_rows(G, "va", "stg", "kw", 2, t, dv);
         mma_zero(G, "dka", d / 8, "sum ds q");
     }
     if (sum_dv) {
         mma_zero(G, "dva", dv / 8, "sum p dy");
     }
-    if (dbl)
+    if (dbl) {
         mma_query_loop(G, op, &v, qt, ldk, ldv, pdy);
-    else {
+    } else if (x3) {
+        at_tiles_open(G, op, &v, qt);
+        cg_line(G, "__syncthreads(); // the last tiles are read");
+        const char *qn[MMA_PARTS], *yn[MMA_PARTS];
+        for (int p = 0; p < MMA_PARTS; p++) {
+            qn[p] = mma_part(G, "qs", p);
+            yn[p] = mma_part(G, "ys", p);
+        }
+        tc_stage_x3(G, qn, ldk, qt, "i0", 0, s, d, "threadIdx.x", 32 * TC_WARPS, -1);
+        tc_stage_x3(G, yn, ldv, qt, "i0", pdy, s, dv, "threadIdx.x", 32 * TC_WARPS, -1);
+        at_tile_stats(G, op, &v, pdy, qt, "st");
+        cg_line(G, "__syncthreads();");
+    } else {
         at_tiles_open(G, op, &v, qt);
         cg_line(G, "__syncthreads(); // the last tiles are read");
         tc_stage(G, "qs", ldk, qt, "i0", 0, s, d, "threadIdx.x", 32 * TC_WARPS);
@@ -2801,9 +2833,15 @@ static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool 
         cg_line(G, "__syncthreads();");
     }
     at_tile_skip(G, &v, qt);
-    mma_products(G, "sc", "ka", "qs", ldk, qt, d, mma);
-    if (dk)
-        mma_products(G, "dp", "va", "ys", ldv, qt, dv, mma);
+    if (x3) {
+        mma_products_x3(G, "sc", "ka", "qs", ldk, qt, d);
+        if (dk)
+            mma_products_x3(G, "dp", "va", "ys", ldv, qt, dv);
+    } else {
+        mma_products(G, "sc", "ka", "qs", ldk, qt, d, mma);
+        if (dk)
+            mma_products(G, "dp", "va", "ys", ldv, qt, dv, mma);
+    }
     /* element e of tile n: key row e < 2 ? ja : jb, query column n * 8 +
      * 2 tq + (e & 1); p over sc and ds over dp, in place */
     cg_line(G, "#pragma unroll");
@@ -2827,11 +2865,17 @@ static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool 
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int kk = 0; kk < %d; kk++) { // 16 queries of the tile", qt / 16);
     G->indent++;
-    if (sum_dv) {
+    if (sum_dv && x3) {
+        mma_weights_x3(G, "pw", "sc[n][e]", NULL);
+        mma_weighted_x3(G, "dva", "pw", "ys", ldv, dv);
+    } else if (sum_dv) {
         mma_weights(G, "ph", "pl", "sc[n][e]", NULL, dt);
         mma_weighted(G, "dva", "ph", "pl", "ys", ldv, dv, mma);
     }
-    if (dk) {
+    if (dk && x3) {
+        mma_weights_x3(G, "dw", "dp[n][e]", NULL);
+        mma_weighted_x3(G, "dka", "dw", "qs", ldk, d);
+    } else if (dk) {
         mma_weights(G, "dh", "dl", "dp[n][e]", NULL, dt);
         mma_weighted(G, "dka", "dh", "dl", "qs", ldk, d, mma);
     }
@@ -2920,6 +2964,11 @@ static const char *op_launch_text(const gen *G, const cg_cuda_kernel *k, const i
                      "tiles, p from the statistics";
     case IR_ATTN_DK:
     case IR_ATTN_DV:
+        if (cg_attention_x3(G, op))
+            return "a block per 64 keys of a head, 16 a warp, on tensor cores (mma.sync), each f32 "
+                   "as three bf16 parts and each product as six, query rows, dy and the "
+                   "statistics in shared tiles, the scores and dp in registers; assumes 16-byte "
+                   "aligned buffers";
         if (cg_attention_mma(G, op))
             return "a block per 64 keys of a head, 16 a warp, on tensor cores (mma.sync), query "
                    "rows, dy and the statistics in shared tiles, the scores and dp in registers; "
@@ -3034,7 +3083,7 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
         break;
     case IR_ATTN_DK:
     case IR_ATTN_DV:
-        if (cg_attention_mma(G, op))
+        if (cg_attention_mma(G, op) || cg_attention_x3(G, op))
             emit_attn_cols_mma(G, k, op, false);
         else if (cg_attention_wmma(G, op))
             emit_attn_cols_wmma(G, k, op, false);
@@ -3106,7 +3155,7 @@ void cg_gen_attn_pair(gen *G, cg_cuda_kernel *k, const pass_fgroup *g)
         emit_attention_wmma(G, k, op, lse);
     else if (fwd)
         emit_attention_tiled(G, k, op, lse);
-    else if (cg_attention_mma(G, op))
+    else if (cg_attention_mma(G, op) || cg_attention_x3(G, op))
         emit_attn_cols_mma(G, k, op, true);
     else if (cg_attention_wmma(G, op))
         emit_attn_cols_wmma(G, k, op, true);

@@ -962,9 +962,7 @@ bool pass_attn_tensor_cores(const ir_op *op)
 
 bool pass_attn_x3(const ir_op *op)
 {
-    if ((op->code != IR_ATTENTION && op->code != IR_ATTN_LSE && op->code != IR_ATTN_DQ &&
-         op->code != IR_ATTN_STATS) ||
-        op->nres != 1)
+    if (op->code == IR_ATTN_DELTA || ir_attn_layout_operands(op->code) == 0 || op->nres != 1)
         return false;
     /* q, k, then v, and dy: f32 rows; attn_stats' result is f32 anyway */
     int nin = ir_attn_layout_operands(op->code);

@@ -161,12 +161,12 @@ static inline bool pass_fuse_attn_two(pass_fuse_kind kind)
 bool pass_attn_tensor_cores(const ir_op *op);
 /* The oldest architecture (sm_NN as NN) op's tensor-core kernel needs. */
 int pass_attn_tc_arch(const ir_op *op);
-/* Whether f32 attention op (the forward, attn_lse, attn_dq or attn_stats)
- * runs on tensor cores with each f32 as three bf16 parts where every
- * target is sm_80 or newer (codegen's cg_attention_x3; the timeline takes
- * the built-in profiles' GPUs, and a --hw profile's, to be): its rows (q,
- * k, then v and dy) and result f32, head widths multiples of 16 up to
- * PASS_ATTN_TC_WIDTH, the tiled kernels' heads. */
+/* Whether f32 attention op (the forward, attn_lse, or an op of its
+ * backward but attn_delta) runs on tensor cores with each f32 as three
+ * bf16 parts where every target is sm_80 or newer (codegen's
+ * cg_attention_x3; the timeline takes the built-in profiles' GPUs, and a
+ * --hw profile's, to be): its rows (q, k, then v or attn_dv's dy, and dy)
+ * and result f32, head widths multiples of 16 up to PASS_ATTN_TC_WIDTH. */
 bool pass_attn_x3(const ir_op *op);
 
 /* A matmul group's epilogue, bits. */

@@ -116,9 +116,9 @@ static double value_bytes(const ir_value *v)
 /* Whether op's kernel runs on tensor cores: a 16-bit matmul (cuBLASLt),
  * or a 16-bit attention or op of its backward that the WMMA kernels take
  * (pass_attn_tensor_cores; the built-in profiles' GPUs are sm_80 or newer,
- * and a --hw profile's is taken to be). An f32 attention forward and its
- * attn_dq of such heads run on them too, each product as six of bf16
- * parts (pass_attn_x3: a sixth of their peak). The other attention kernels
+ * and a --hw profile's is taken to be). f32 attention and its backward
+ * of such heads run on them too, each product as six of bf16 parts
+ * (pass_attn_x3: a sixth of their peak). The other attention kernels
  * compute in f32 FMAs whatever their dtype (codegen/README.md), so their
  * peak is f32_flops. */
 static bool on_tensor_cores(const ir_op *op)
