@@ -1456,19 +1456,15 @@ static void mma_row_end(gen *G, const ir_op *op, const at_view *v, const char *n
     cg_line(G, "}");
 }
 
-/* The weights w (an f32 expression of n, e: tile n of 8 columns, element e
- * of its accumulator) of 16 columns kk as two A fragments, wh[4] rounded
- * to dt and wl[4] the rest rounded (tc_put_weight's hi and lo); each is
- * computed once, and `each` (a statement, may be NULL) runs after it with
- * the value in w_. */
-static void mma_weights(gen *G, const char *wh, const char *wl, const char *w, const char *each,
-                        ir_dtype dt)
+/* The loop over the weights w (an f32 expression of n, e: tile n of 8
+ * columns, element e of its accumulator) of 16 columns kk, two at a time
+ * into w2[2] as the A fragments' registers x take them, each computed once
+ * and `each` (a statement, may be NULL) run after it with the value in w_;
+ * then the statements put (nput of them), which make register x of the
+ * fragments from w2. */
+static void mma_weight_pairs(gen *G, const char *w, const char *each, const char *const *put,
+                             int nput)
 {
-    bool bf = dt == IR_BF16;
-    const char *T2 = bf ? "__nv_bfloat162" : "__half2";
-    const char *pack = bf ? "__floats2bfloat162_rn" : "__floats2half2_rn";
-    const char *bits = bf ? "__bfloat16_as_ushort" : "__half_as_ushort";
-    cg_line(G, "unsigned %s[4], %s[4]; // the weights of columns 16 kk .. as A fragments", wh, wl);
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int x = 0; x < 4; x++) {");
     G->indent++;
@@ -1485,12 +1481,30 @@ static void mma_weights(gen *G, const char *wh, const char *wl, const char *w, c
     cg_line(G, "w2[y] = w_;");
     G->indent--;
     cg_line(G, "}");
-    cg_line(G, "const %s h = %s(w2[0], w2[1]); // each rounded to nearest even", T2, pack);
-    cg_line(G, "const %s l = %s(w2[0] - __low2float(h), w2[1] - __high2float(h));", T2, pack);
-    cg_line(G, "%s[x] = sh_pack2(%s(h.x), %s(h.y));", wh, bits, bits);
-    cg_line(G, "%s[x] = sh_pack2(%s(l.x), %s(l.y));", wl, bits, bits);
+    for (int i = 0; i < nput; i++)
+        cg_line(G, "%s", put[i]);
     G->indent--;
     cg_line(G, "}");
+}
+
+/* The weights w of 16 columns kk (mma_weight_pairs) as two A fragments,
+ * wh[4] rounded to dt and wl[4] the rest rounded (tc_put_weight's hi and
+ * lo). */
+static void mma_weights(gen *G, const char *wh, const char *wl, const char *w, const char *each,
+                        ir_dtype dt)
+{
+    bool bf = dt == IR_BF16;
+    const char *T2 = bf ? "__nv_bfloat162" : "__half2";
+    const char *pack = bf ? "__floats2bfloat162_rn" : "__floats2half2_rn";
+    const char *bits = bf ? "__bfloat16_as_ushort" : "__half_as_ushort";
+    cg_line(G, "unsigned %s[4], %s[4]; // the weights of columns 16 kk .. as A fragments", wh, wl);
+    const char *put[] = {
+        cg_fmt(G, "const %s h = %s(w2[0], w2[1]); // each rounded to nearest even", T2, pack),
+        cg_fmt(G, "const %s l = %s(w2[0] - __low2float(h), w2[1] - __high2float(h));", T2, pack),
+        cg_fmt(G, "%s[x] = sh_pack2(%s(h.x), %s(h.y));", wh, bits, bits),
+        cg_fmt(G, "%s[x] = sh_pack2(%s(l.x), %s(l.y));", wl, bits, bits),
+    };
+    mma_weight_pairs(G, w, each, put, 4);
 }
 
 /* acc[cols / 8][4] += (wh + wl) times the shared tile tile's 16 rows from
@@ -1510,6 +1524,9 @@ static void mma_weighted(gen *G, const char *acc, const char *wh, const char *wl
 /* acc[cols / 8][4] = own (A fragments, [w / 16][4]) times the transpose of
  * the shared tile tile ([cols][ld], row-major 16-bit): the scores, or dp,
  * of the warp's 16 rows and the tile's cols rows. */
+static void mma_products_add(gen *G, const char *acc, const char *own, const char *tile, int ld,
+                             int64_t cols, int64_t w, const char *mma);
+
 static void mma_products(gen *G, const char *acc, const char *own, const char *tile, int ld,
                          int64_t cols, int64_t w, const char *mma)
 {
@@ -1517,16 +1534,7 @@ static void mma_products(gen *G, const char *acc, const char *own, const char *t
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int n = 0; n < %lld; n++)", (long long)(cols / 8));
     cg_line(G, "    %s[n][0] = %s[n][1] = %s[n][2] = %s[n][3] = 0.0f;", acc, acc, acc, acc);
-    cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int c = 0; c < %lld; c++) {", (long long)(w / 16));
-    cg_line(G, "    #pragma unroll");
-    cg_line(G, "    for (int n = 0; n < %lld; n++) {", (long long)(cols / 8));
-    cg_line(G, "        unsigned b0, b1;");
-    cg_line(G, "        sh_ldsm2(b0, b1, %s + (n * 8 + (lane & 7)) * %d + c * 16 + (lane >> 3 & 1) * "
-               "8);", tile, ld);
-    cg_line(G, "        %s(%s[n], %s[c], b0, b1);", mma, acc, own);
-    cg_line(G, "    }");
-    cg_line(G, "}");
+    mma_products_add(G, acc, own, tile, ld, cols, w, mma);
 }
 
 static void mma_zero(gen *G, const char *acc, int64_t n, const char *what);
@@ -1586,25 +1594,9 @@ static void mma_weights_x3(gen *G, const char *wn, const char *w, const char *ea
 {
     cg_line(G, "unsigned %s[4], %s[4], %s[4]; // the weights of columns 16 kk .., hi, mid, lo", wn,
             mma_part(G, wn, 1), mma_part(G, wn, 2));
-    cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int x = 0; x < 4; x++) {");
-    G->indent++;
-    cg_line(G, "const int n = 2 * kk + x / 2, e0 = x %% 2 * 2;");
-    cg_line(G, "float w2[2];");
-    cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int y = 0; y < 2; y++) {");
-    G->indent++;
-    cg_line(G, "const int e = e0 + y;");
-    cg_line(G, "const float w_ = %s;", w);
-    if (each)
-        cg_line(G, "%s", each);
-    cg_line(G, "w2[y] = w_;");
-    G->indent--;
-    cg_line(G, "}");
-    cg_line(G, "sh_split3_2(w2[0], w2[1], %s[x], %s[x], %s[x]);", wn, mma_part(G, wn, 1),
-            mma_part(G, wn, 2));
-    G->indent--;
-    cg_line(G, "}");
+    const char *put = cg_fmt(G, "sh_split3_2(w2[0], w2[1], %s[x], %s[x], %s[x]);", wn,
+                             mma_part(G, wn, 1), mma_part(G, wn, 2));
+    mma_weight_pairs(G, w, each, &put, 1);
 }
 
 /* mma_weighted for f32: acc[cols / 8][4] += the weights' parts (wn) times

@@ -936,14 +936,18 @@ static bool pair_of(const ir_op *dk, const ir_op *dv)
            dy->dim[dy->rank - 1] <= PASS_ATTN_MAX_WIDTH;
 }
 
-bool pass_attn_tensor_cores(const ir_op *op)
+/* Whether op is an op of attention (but attn_delta) whose rows (q, k,
+ * then v (attn_dv: dy), and dy) are all of one dtype, 16-bit, or with f32
+ * f32, and its result too where it has their layout (attn_stats' and
+ * attn_lse's are f32 anyway), its head widths multiples of 16 up to
+ * PASS_ATTN_TC_WIDTH. */
+static bool attn_tc_rows(const ir_op *op, bool f32)
 {
-    /* the operands of 16-bit rows: q, k, then v (attn_dv: dy), and dy */
     int rows = ir_attn_layout_operands(op->code);
     if (rows == 0 || op->code == IR_ATTN_DELTA || op->nres != 1 || op->nin < rows)
         return false;
     ir_dtype t = op->in[0]->type.dtype;
-    if (t != IR_F16 && t != IR_BF16)
+    if (f32 ? t != IR_F32 : t != IR_F16 && t != IR_BF16)
         return false;
     for (int i = 1; i < rows; i++)
         if (op->in[i]->type.dtype != t)
@@ -960,24 +964,14 @@ bool pass_attn_tensor_cores(const ir_op *op)
            dv <= PASS_ATTN_TC_WIDTH;
 }
 
+bool pass_attn_tensor_cores(const ir_op *op)
+{
+    return attn_tc_rows(op, false);
+}
+
 bool pass_attn_x3(const ir_op *op)
 {
-    if (op->code == IR_ATTN_DELTA || ir_attn_layout_operands(op->code) == 0 || op->nres != 1)
-        return false;
-    /* q, k, then v, and dy: f32 rows; attn_stats' result is f32 anyway */
-    int nin = ir_attn_layout_operands(op->code);
-    if (op->nin < nin || op->res[0]->type.dtype != IR_F32)
-        return false;
-    for (int i = 0; i < nin; i++)
-        if (op->in[i]->type.dtype != IR_F32)
-            return false;
-    const ir_type *q = &op->in[0]->type;
-    const ir_type *v = op->code == IR_ATTN_LSE ? q : &op->in[2]->type;
-    if (q->rank < 2 || v->rank != q->rank)
-        return false;
-    int64_t d = q->dim[q->rank - 1], dv = v->dim[v->rank - 1];
-    return d % 16 == 0 && dv % 16 == 0 && d > 0 && dv > 0 && d <= PASS_ATTN_TC_WIDTH &&
-           dv <= PASS_ATTN_TC_WIDTH;
+    return attn_tc_rows(op, true);
 }
 
 int pass_attn_tc_arch(const ir_op *op)
