@@ -20,7 +20,8 @@
 # without a cuBLASLt workspace and with 32 MiB ($SHARDC_BLAS_WORKSPACE);
 # and ncu on one layer's attention kernels (with the pipes' and shared
 # memory's figures), and on its embedding gradient, cross-entropy, AdamW
-# and column sums. Logs go to $OUT (default ./gpu-out): summary.txt,
+# and column sums, and on the f32 layer's attention kernels (on tensor
+# cores as bf16 parts). Logs go to $OUT (default ./gpu-out): summary.txt,
 # gputests.log, bench.log, gpt2.md (the bench's report, for
 # bench/results/gpt2-<gpu>.md) and extra.tar.xz (sanitizer and ncu logs,
 # the bench's logs and traces). It prints the summary last. Without a GPU
@@ -114,6 +115,13 @@ run() {
                 .gpu/build/shardrun "$x/l1.plan" --backend cuda --steps 1 >> "$x/ncu-other.txt" 2>&1
             echo "ncu $k rc=$? at $(el) s" >> "$out/summary.txt"
         done
+        # f32 attention on tensor cores, as bf16 parts (the forward, attn_dq, the pair)
+        .gpu/build/shardc examples/transformer.sh "${gpt2[@]}" -D L=1 --mesh 1x1 --arch sm_90 \
+            -o "$x/l1-f32.plan" &&
+            timeout -k 5 60 ncu --clock-control none -k regex:att -c 4 --section SpeedOfLight \
+                --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
+                .gpu/build/shardrun "$x/l1-f32.plan" --backend cuda --steps 1 > "$x/ncu-f32.txt" 2>&1
+        echo "ncu f32 attention rc=$? at $(el) s" >> "$out/summary.txt"
     fi
     tar -cJf "$out/extra.tar.xz" -C "$(dirname "$x")" "$(basename "$x")" 2>/dev/null
     echo "== summary"
