@@ -65,6 +65,7 @@ bool rt_op_in_place(int op)
     case RT_OP_NEG: case RT_OP_ABS: case RT_OP_RELU: case RT_OP_GELU: case RT_OP_SILU:
     case RT_OP_TANH: case RT_OP_SIGMOID: case RT_OP_EXP: case RT_OP_LOG: case RT_OP_SQRT:
     case RT_OP_RSQRT: case RT_OP_SIN: case RT_OP_COS:
+    case RT_OP_CAST: /* in place only of one type (the check's rt_type_eq): a copy */
     case RT_OP_LESS: case RT_OP_LESS_EQ: case RT_OP_GREATER: case RT_OP_GREATER_EQ:
     case RT_OP_EQUAL: case RT_OP_NOT_EQUAL: case RT_OP_WHERE: case RT_OP_DROPOUT:
     case RT_OP_MOMENTUM: case RT_OP_SGD: case RT_OP_ADAM_M: case RT_OP_ADAM_V:
