@@ -103,7 +103,9 @@ done
 # tiles partly empty, with the bf16 tolerance, and
 # tests/models/attn_tiles.sh: three tiles of 64 each way, the next copied
 # by cp.async while this one is used, and heads of 128, whose tiles are
-# staged between barriers.
+# staged between barriers; tests/models/attn_f32.sh: f32 attention on
+# tensor cores (as bf16 parts) with its heads inner, with the f32
+# tolerance.
 gpt2=(-D B=2 -D S=1024 -D D=768 -D NH=12 -D V=2048 -D L=1)
 mkdir -p "$tmp/models"
 sed 's/f32\[/bf16[/g' "$root/examples/transformer.sh" > "$tmp/models/transformer_bf16.sh"
@@ -111,7 +113,8 @@ for c in "f32 $root/examples/transformer.sh 1 2e-3 2e-4" \
          "bf16 $tmp/models/transformer_bf16.sh 1 2e-2 2e-3" \
          "attn_shapes $root/tests/models/attn_shapes.sh 2 2e-3 2e-4" \
          "attn_bf16 $root/tests/models/attn_bf16.sh 2 2e-2 2e-3" \
-         "attn_tiles $root/tests/models/attn_tiles.sh 2 2e-2 2e-3"; do
+         "attn_tiles $root/tests/models/attn_tiles.sh 2 2e-2 2e-3" \
+         "attn_f32 $root/tests/models/attn_f32.sh 2 2e-3 2e-4"; do
     read -r what model steps rtol atol <<< "$c"
     dir=$tmp/gpt2-$what
     mkdir -p "$dir"
