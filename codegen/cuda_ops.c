@@ -1310,8 +1310,9 @@ static void tc_query_head(gen *G, const ir_op *op, const at_view *v, int64_t tot
 static void tc_key_decls(gen *G, const char *T, int kt, int ldk, int ldv)
 {
     cg_line(G, "%s *const ks = (%s *)smb; // [%d keys][%d]: k's tile", T, T, kt, ldk);
-    cg_line(G, "%s *const vs = (%s *)(smb + %lld); // [%d keys][%d]: v's tile", T, T,
-            (long long)kt * ldk * 2, kt, ldv);
+    if (ldv) /* attn_lse has no v */
+        cg_line(G, "%s *const vs = (%s *)(smb + %lld); // [%d keys][%d]: v's tile", T, T,
+                (long long)kt * ldk * 2, kt, ldv);
 }
 
 /* The shared tiles ks and vs: kt keys from j0 of k (p1) and v (p2; none
@@ -1718,10 +1719,10 @@ static void mma_tile_cols(gen *G, const char *ea, const char *eb, int kt)
 }
 
 /* The common start of the kernels on mma.sync: the block's geometry, the
- * shared memory (bytes), warp, lane, r and g (a row of the warp's 16 a
- * pair of lanes, for the block's end of keys), gr and tq (the fragments'
- * row and column pair). */
-static void mma_prologue(gen *G, cg_cuda_kernel *k, int64_t total, int64_t bytes)
+ * shared memory (bytes), warp, lane, with rows (the kernels of query rows)
+ * r and g (a row of the warp's 16 a pair of lanes, for the block's end of
+ * keys), gr and tq (the fragments' row and column pair). */
+static void mma_prologue(gen *G, cg_cuda_kernel *k, int64_t total, int64_t bytes, bool rows)
 {
     G->helpers |= H_MMA;
     k->strategy = CG_CUDA_ROW;
@@ -1732,7 +1733,9 @@ static void mma_prologue(gen *G, cg_cuda_kernel *k, int64_t total, int64_t bytes
     cg_line(G, "extern __shared__ __align__(128) float sm[]; // ldmatrix's rows: 16-byte aligned");
     cg_line(G, "unsigned char *const smb = (unsigned char *)sm;");
     cg_line(G, "const int warp = threadIdx.x / 32, lane = threadIdx.x %% 32;");
-    cg_line(G, "const int r = lane >> 1, g = lane & 1; // a row of the warp's 16 a pair of lanes");
+    if (rows) /* the kernels of query rows' block end (at_block_end) */
+        cg_line(G, "const int r = lane >> 1, g = lane & 1; // a row of the warp's 16 a pair of "
+                   "lanes");
     cg_line(G, "const int gr = lane >> 2, tq = lane & 3; // the fragments' rows gr and gr + 8, "
                "columns 2 tq and 2 tq + 1 of each 8");
 }
@@ -1754,8 +1757,10 @@ static void mma_key_decls2(gen *G, const char *T, int kt, int ldk, int ldv)
     int64_t tk = (int64_t)kt * ldk * 2, tv = (int64_t)kt * ldv * 2;
     cg_line(G, "%s *const ks0 = (%s *)smb, *const ks1 = (%s *)(smb + %lld); // [%d keys][%d]: k's "
                "tiles", T, T, T, (long long)(tk + tv), kt, ldk);
-    cg_line(G, "%s *const vs0 = (%s *)(smb + %lld), *const vs1 = (%s *)(smb + %lld); // [%d "
-               "keys][%d]: v's tiles", T, T, (long long)tk, T, (long long)(2 * tk + tv), kt, ldv);
+    if (ldv) /* attn_lse has no v */
+        cg_line(G, "%s *const vs0 = (%s *)(smb + %lld), *const vs1 = (%s *)(smb + %lld); // [%d "
+                   "keys][%d]: v's tiles", T, T, (long long)tk, T, (long long)(2 * tk + tv), kt,
+                ldv);
 }
 
 /* The async copies of the tiles of kt keys from base (an expression) of k
@@ -1852,7 +1857,7 @@ static int mma_rows_start(gen *G, cg_cuda_kernel *k, const ir_op *op, const at_v
     bytes += (copies - 1) * tiles;
     int64_t nqb = (v->s + TC_ROWS - 1) / TC_ROWS, total = v->heads * nqb;
     int64_t o_st = copies * tiles, o_be = o_st + TC_WARPS * 16 * ld * 2;
-    mma_prologue(G, k, total, bytes);
+    mma_prologue(G, k, total, bytes, true);
     if (*dbl) {
         mma_key_decls2(G, T, kt, ldk, ldv);
     } else if (parts > 1) {
@@ -1861,8 +1866,9 @@ static int mma_rows_start(gen *G, cg_cuda_kernel *k, const ir_op *op, const at_v
         for (int p = 0; p < parts; p++) {
             cg_line(G, "%s *const %s = (%s *)(smb + %lld); // [%d keys][%d]: k's tile, part %d",
                     T, mma_part(G, "ks", p), T, (long long)(p * tk), kt, ldk, p);
-            cg_line(G, "%s *const %s = (%s *)(smb + %lld); // [%d keys][%d]: v's tile, part %d",
-                    T, mma_part(G, "vs", p), T, (long long)(parts * tk + p * tv), kt, ldv, p);
+            if (ldv) /* attn_lse has no v */
+                cg_line(G, "%s *const %s = (%s *)(smb + %lld); // [%d keys][%d]: v's tile, part %d",
+                        T, mma_part(G, "vs", p), T, (long long)(parts * tk + p * tv), kt, ldv, p);
         }
     } else {
         tc_key_decls(G, T, kt, ldk, ldv);
@@ -2753,7 +2759,7 @@ static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool 
     int64_t nkb = (t + TC_ROWS - 1) / TC_ROWS, total = v.heads * nkb;
     int64_t o_ys = (int64_t)qt * ldk * 2 * parts, o_st = o_ys + (int64_t)qt * ldv * 2 * parts,
             o_es = o_st + (int64_t)qt * 8, o_ws = copies * tile;
-    mma_prologue(G, k, total, bytes);
+    mma_prologue(G, k, total, bytes, false);
     const char *c = dbl ? "0" : "";
     if (x3) {
         G->bf16 = true;

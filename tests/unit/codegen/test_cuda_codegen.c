@@ -4,8 +4,9 @@
  * exits 77, which ctest counts as skipped.
  *
  * - Every kernel `--emit cuda` prints for every example (each examples/X.sh,
- *   training steps included) on several meshes, and for a bf16 and an f16
- *   model that uses every fusible op, compiles for sm_80 and sm_90 to
+ *   training steps included) on several meshes, for a bf16 and an f16
+ *   model that uses every fusible op, and for tests/models/attn_bf16.sh's
+ *   and attn_tiles.sh's attention, compiles for sm_80 and sm_90 to
  *   non-empty cubins (ELF files) and to PTX that defines the kernel.
  *   Kernels that are the same code but for their names (the layers of a
  *   transformer) are compiled once.
@@ -242,6 +243,14 @@ static void test_models(void)
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         snprintf(path, sizeof path, "%s/examples/%s", check_repo_dir(), runs[i].file);
         check_model(path, NULL, runs[i].mesh, runs[i].define, &t);
+    }
+    /* 16-bit attention on tensor cores, forward and backward (the examples
+     * are f32): its kernels of query rows with the tiles copied by
+     * cp.async, the pairs, and those of heads of 128 that stage them */
+    static const char *const attn[] = {"attn_bf16.sh", "attn_tiles.sh"};
+    for (size_t i = 0; i < sizeof attn / sizeof attn[0]; i++) {
+        snprintf(path, sizeof path, "%s/tests/models/%s", check_repo_dir(), attn[i]);
+        check_model(path, NULL, "1", NULL, &t);
     }
     char *f16 = strdup(half_model);
     for (char *q = f16; (q = strstr(q, "bf16")); q++)
