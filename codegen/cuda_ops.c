@@ -2810,23 +2810,21 @@ static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool 
     }
     if (dbl) {
         mma_query_loop(G, op, &v, qt, ldk, ldv, pdy);
-    } else if (x3) {
-        at_tiles_open(G, op, &v, qt);
-        cg_line(G, "__syncthreads(); // the last tiles are read");
-        const char *qn[MMA_PARTS], *yn[MMA_PARTS];
-        for (int p = 0; p < MMA_PARTS; p++) {
-            qn[p] = mma_part(G, "qs", p);
-            yn[p] = mma_part(G, "ys", p);
-        }
-        tc_stage_x3(G, qn, ldk, qt, "i0", 0, s, d, "threadIdx.x", 32 * TC_WARPS, -1);
-        tc_stage_x3(G, yn, ldv, qt, "i0", pdy, s, dv, "threadIdx.x", 32 * TC_WARPS, -1);
-        at_tile_stats(G, op, &v, pdy, qt, "st");
-        cg_line(G, "__syncthreads();");
     } else {
         at_tiles_open(G, op, &v, qt);
         cg_line(G, "__syncthreads(); // the last tiles are read");
-        tc_stage(G, "qs", ldk, qt, "i0", 0, s, d, "threadIdx.x", 32 * TC_WARPS);
-        tc_stage(G, "ys", ldv, qt, "i0", pdy, s, dv, "threadIdx.x", 32 * TC_WARPS);
+        if (x3) { /* each tile's three bf16 parts */
+            const char *qn[MMA_PARTS], *yn[MMA_PARTS];
+            for (int p = 0; p < MMA_PARTS; p++) {
+                qn[p] = mma_part(G, "qs", p);
+                yn[p] = mma_part(G, "ys", p);
+            }
+            tc_stage_x3(G, qn, ldk, qt, "i0", 0, s, d, "threadIdx.x", 32 * TC_WARPS, -1);
+            tc_stage_x3(G, yn, ldv, qt, "i0", pdy, s, dv, "threadIdx.x", 32 * TC_WARPS, -1);
+        } else {
+            tc_stage(G, "qs", ldk, qt, "i0", 0, s, d, "threadIdx.x", 32 * TC_WARPS);
+            tc_stage(G, "ys", ldv, qt, "i0", pdy, s, dv, "threadIdx.x", 32 * TC_WARPS);
+        }
         at_tile_stats(G, op, &v, pdy, qt, "st");
         cg_line(G, "__syncthreads();");
     }
