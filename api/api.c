@@ -41,6 +41,7 @@ struct shardc_options {
     uint32_t only_passes, print_after;
     int stop_after;
     bool no_reasons;      /* shardc_options_set_explain(opt, 0) */
+    bool f32_parts;       /* --f32-matmul bf16x3 */
     shardc_pass_printer printer;
     void *printer_user;
 };
@@ -343,6 +344,18 @@ void shardc_options_set_unroll(shardc_options *opt, int on)
     opt->fe.unroll = on != 0;
 }
 
+shardc_status shardc_options_set_f32_matmul(shardc_options *opt, const char *mode, char **error)
+{
+    if (mode && !strcmp(mode, "f32"))
+        opt->f32_parts = false;
+    else if (mode && !strcmp(mode, "bf16x3"))
+        opt->f32_parts = true;
+    else
+        return api_fail(error, SHARDC_ERR_USAGE, "--f32-matmul %s: the modes are f32 (the "
+                        "default) and bf16x3", mode ? mode : "(null)");
+    return SHARDC_OK;
+}
+
 long long shardc_options_mem_limit(const shardc_options *opt)
 {
     return opt->mem_limit < 0 ? (long long)opt->hw->mem_bytes : (long long)opt->mem_limit;
@@ -620,7 +633,14 @@ static void passes(void *arg)
         return;
     }
     p->no_reasons = opt->no_reasons;
+    if (opt->f32_parts && opt->narchs > 0 && oldest_arch(opt) < 80) {
+        r->st = api_fail(r->error, SHARDC_ERR_USAGE, "--f32-matmul bf16x3 runs f32 matmuls on "
+                         "bf16 tensor cores, which sm_%d lacks: every --arch target must be "
+                         "sm_80 or newer", oldest_arch(opt));
+        return;
+    }
     pass_options po = {.bucket_bytes = opt->bucket_bytes, .kernels = wants_kernels(opt),
+                       .f32_parts = opt->f32_parts,
                        .min_arch = oldest_arch(opt),
                        .no_reasons = opt->no_reasons,
                        .only = opt->only_passes, .print_after = opt->print_after,

@@ -4,6 +4,7 @@
  *
  *   bench_cuda [--model FILE]... [--mesh AxB]... [-D NAME=VALUE]...
  *              [--repeat N] [--copy-mb N] [--out FILE] [--calibrate FILE.json]
+ *              [--matmuls-only] [--x3]
  *
  * Default: examples/mlp.sh, transformer.sh and pipeline.sh, each on the
  * meshes 1 and 2x2 (1s added for the axes a model has beyond the mesh
@@ -23,6 +24,12 @@
  * 256 MiB), so no launch finds its data in the L2 and no dirty line of
  * the last one is written back during it; each launch is timed alone with
  * a pair of events, the median of --repeat (default 50) after 3 untimed.
+ * --matmuls-only times the matmuls alone. --x3 times each f32 matmul a
+ * second way too, as bf16 parts (runtime/cuda/cuda_blas.h:
+ * a matmul of parts): its operands split by a kernel of split3's arithmetic
+ * and its three cuBLASLt calls, and the calls alone; and it measures both
+ * ways' errors, without the epilogue, on 64 sampled results against dot
+ * products in double on the host (bench_cuda.h: bc_item).
  * The report (markdown) goes to stdout, and to --out FILE too.
  * --calibrate FILE.json writes a hardware profile for shardc --hw (the form
  * of docs/hw/, whose README says how): the built-in profile of this GPU
@@ -38,6 +45,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,7 +75,8 @@ enum {
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_cuda [--model FILE]... [--mesh AxB]... [-D NAME=VALUE]... "
-                    "[--repeat N] [--copy-mb N] [--out FILE] [--calibrate FILE.json]\n");
+                    "[--repeat N] [--copy-mb N] [--out FILE] [--calibrate FILE.json] "
+                    "[--matmuls-only] [--x3]\n");
     exit(2);
 }
 
@@ -288,6 +297,9 @@ typedef struct gpu {
     int64_t flush_bytes;
     rt_cu_ptr workspace;           /* REF_WORKSPACE bytes */
     char *cache_dir;               /* NVRTC's cache, or NULL */
+    bool x3;                       /* --x3 */
+    rt_cu_module split_mod;        /* --x3: split_source */
+    rt_cu_func split_fn;
 } gpu;
 
 static su_status cu_err;
@@ -455,6 +467,33 @@ static const char flush_source[] =
     "    }\n"
     "    if (acc == 1234.5f) // the buffer is zeros: never, but the loads stay\n"
     "        *sink = acc;\n"
+    "}\n";
+
+/* --x3's split of an f32 operand into its bf16 parts, the arithmetic of
+ * the split3 kernels shardc generates (codegen/cuda_ops.c: emit_split3):
+ * x [outer, K, inner] into [outer, 3, K, inner], h m l, or l m h (rev). */
+static const char split_source[] =
+    "#include <cuda_bf16.h>\n"
+    "extern \"C\" __global__ void bc_split3(const float *__restrict__ x,\n"
+    "                                                   __nv_bfloat16 *__restrict__ p,\n"
+    "                                                   long long outer, long long k,\n"
+    "                                                   long long inner, int rev)\n"
+    "{\n"
+    "    const long long per = k * inner, n = outer * per;\n"
+    "    const long long step = (long long)gridDim.x * blockDim.x;\n"
+    "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {\n"
+    "        const long long o = i / per, r = i - o * per;\n"
+    "        const float v = x[i];\n"
+    "        const __nv_bfloat16 h = __float2bfloat16_rn(v);\n"
+    "        const float hf = __bfloat162float(h);\n"
+    "        const float rest = fabsf(hf) <= 3.40282347e38f ? v - hf : 0.0f;\n"
+    "        const __nv_bfloat16 m = __float2bfloat16_rn(rest);\n"
+    "        const __nv_bfloat16 l = __float2bfloat16_rn(rest - __bfloat162float(m));\n"
+    "        __nv_bfloat16 *const q = p + o * 3 * per + r;\n"
+    "        q[rev ? 2 * per : 0] = h;\n"
+    "        q[per] = m;\n"
+    "        q[rev ? 0 : 2 * per] = l;\n"
+    "    }\n"
     "}\n";
 
 static void load_image(gpu *g, rt_cu_module *mod, const void *image, const char *what)
@@ -702,15 +741,169 @@ static void ref_free(gpu *g, matmul_arg *m)
     g->lt.MatmulDescDestroy(m->desc);
 }
 
+/* ---- --x3: an f32 matmul as bf16 parts ---- */
+
+typedef struct x3_arg {
+    matmul_arg *m;
+    rt_instr parts;       /* m's matmul as a matmul of parts (RT_MM_PARTS) */
+    bc_mm s;
+    rt_cu_ptr ap, bp;     /* the parts of a and b */
+    bool split;           /* split the operands before the calls */
+} x3_arg;
+
+/* x [outer, K, inner] into its parts p (split_source). */
+static void enqueue_split(gpu *g, rt_cu_ptr x, rt_cu_ptr p, long long outer, long long k,
+                          long long inner, int rev)
+{
+    void *arg[] = {&x, &p, &outer, &k, &inner, &rev};
+    CU(g, LaunchKernel(g->split_fn, 4 * 132, 1, 1, 256, 1, 1, 0, g->s, arg, NULL));
+}
+
+static void enqueue_x3(gpu *g, void *arg)
+{
+    x3_arg *x = arg;
+    const bc_mm *s = &x->s;
+    if (x->split) {
+        /* a: [batch, M, K] (K inside) or [batch, K, M]; b: [batch, K, N] or
+         * [batch, N, K] (an operand without batch dims: batch 1) */
+        long long ba = s->stride_a ? s->batch : 1, bb = s->stride_b ? s->batch : 1;
+        if (s->ta)
+            enqueue_split(g, x->m->a, x->ap, ba, s->k, s->m, 0);
+        else
+            enqueue_split(g, x->m->a, x->ap, ba * s->m, s->k, 1, 0);
+        if (s->tb)
+            enqueue_split(g, x->m->b, x->bp, bb * s->n, s->k, 1, 1);
+        else
+            enqueue_split(g, x->m->b, x->bp, bb, s->k, s->n, 1);
+    }
+    su_status err;
+    if (!rt_blas_matmul(g->blas, &x->parts, &x->m->epi, x->ap, x->bp, x->m->out, g->s, &err))
+        die("rt_blas_matmul (parts): %s", err.msg);
+}
+
+/* Element (batch q, row i, column j) of a @ b in double, and sum |a b|. */
+static double exact_dot(const float *a, const float *b, const bc_mm *s, int64_t q, int64_t i,
+                        int64_t j, double *mag)
+{
+    const float *aq = a + q * s->stride_a, *bq = b + q * s->stride_b;
+    double sum = 0;
+    *mag = 0;
+    for (int64_t k = 0; k < s->k; k++) {
+        double x = s->ta ? aq[k * s->m + i] : aq[i * s->k + k];
+        double y = s->tb ? bq[j * s->k + k] : bq[k * s->n + j];
+        sum += x * y;
+        *mag += fabs(x * y);
+    }
+    return sum;
+}
+
+/* Both ways' errors without the epilogue (bc_item's err_f32, err_x3), on
+ * operands uniform in [-1, 1) with 24 significant bits, the outputs in
+ * scratch buffers. */
+static void x3_errors(gpu *g, x3_arg *x, bc_item *it)
+{
+    const bc_mm *s = &x->s;
+    int64_t na = (s->stride_a ? s->batch : 1) * s->m * s->k;
+    int64_t nb = (s->stride_b ? s->batch : 1) * s->k * s->n, nc = s->batch * s->m * s->n;
+    float *a = malloc((size_t)na * 4), *b = malloc((size_t)nb * 4);
+    float *c32 = malloc((size_t)nc * 4), *cx3 = malloc((size_t)nc * 4);
+    if (!a || !b || !c32 || !cx3)
+        die("out of memory");
+    uint64_t r = 0x9e3779b97f4a7c15ull;
+    for (int64_t i = 0; i < na + nb; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        float v = (float)((int32_t)(r >> 32)) / 2147483648.0f;
+        if (i < na)
+            a[i] = v;
+        else
+            b[i - na] = v;
+    }
+    matmul_arg plain = *x->m;
+    memset(&plain.epi, 0, sizeof plain.epi);
+    CU(g, MemAlloc(&plain.a, (size_t)na * 4));
+    CU(g, MemAlloc(&plain.b, (size_t)nb * 4));
+    CU(g, MemAlloc(&plain.out, (size_t)nc * 4));
+    CU(g, MemcpyHtoD(plain.a, a, (size_t)na * 4));
+    CU(g, MemcpyHtoD(plain.b, b, (size_t)nb * 4));
+    enqueue_runtime_matmul(g, &plain);
+    CU(g, StreamSynchronize(g->s)); /* a stream of its own: the copy does not wait */
+    CU(g, MemcpyDtoH(c32, plain.out, (size_t)nc * 4));
+    x3_arg y = *x;
+    y.m = &plain;
+    y.split = true;
+    enqueue_x3(g, &y);
+    CU(g, StreamSynchronize(g->s));
+    CU(g, MemcpyDtoH(cx3, plain.out, (size_t)nc * 4));
+    it->err_f32 = it->err_x3 = 0;
+    for (int t = 0; t < 64; t++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        int64_t e = (int64_t)((r >> 16) % (uint64_t)nc);
+        int64_t q = e / (s->m * s->n), i = e / s->n % s->m, j = e % s->n;
+        double mag, want = exact_dot(a, b, s, q, i, j, &mag);
+        double u = mag > 0 ? ldexp(mag, -24) : 1;
+        double e32 = fabs(c32[e] - want) / u, ex3 = fabs(cx3[e] - want) / u;
+        it->err_f32 = e32 > it->err_f32 ? e32 : it->err_f32;
+        it->err_x3 = ex3 > it->err_x3 ? ex3 : it->err_x3;
+    }
+    CU(g, MemFree(plain.a));
+    CU(g, MemFree(plain.b));
+    CU(g, MemFree(plain.out));
+    free(a);
+    free(b);
+    free(c32);
+    free(cx3);
+}
+
+/* f32 matmul mm as the matmul of its operands' parts: bf16, each K 3 times
+ * as long. */
+static void parts_instr(const rt_instr *mm, rt_instr *p)
+{
+    *p = *mm;
+    for (int i = 0; i < 2; i++) {
+        rt_type *t = &p->in_t[i];
+        bool tr = t->rank >= 2 && (mm->dim & (i ? RT_TRANS_B : RT_TRANS_A));
+        /* K: a's last dim (the one before read transposed), b's first of
+         * its two (its last read transposed); a vector's only one */
+        int kd = t->rank == 1 ? 0 : i == 0 ? t->rank - 1 - tr : t->rank - 2 + tr;
+        t->dtype = RT_BF16;
+        t->dim[kd] *= 3;
+    }
+    p->dim |= RT_MM_PARTS;
+}
+
+static void time_x3(gpu *g, matmul_arg *m, bc_item *it)
+{
+    x3_arg x = {.m = m};
+    parts_instr(m->mm, &x.parts);
+    bc_matmul_shape(m->mm, &x.s);
+    int64_t na = (x.s.stride_a ? x.s.batch : 1) * x.s.m * x.s.k;
+    int64_t nb = (x.s.stride_b ? x.s.batch : 1) * x.s.k * x.s.n;
+    CU(g, MemAlloc(&x.ap, (size_t)na * 6));
+    CU(g, MemAlloc(&x.bp, (size_t)nb * 6));
+    x.split = true;
+    it->x3_us = median_us(g, enqueue_x3, &x, true);
+    x.split = false;
+    it->x3_mm_us = median_us(g, enqueue_x3, &x, true);
+    x3_errors(g, &x, it); /* its own operands, split into the same parts' buffers */
+    CU(g, MemFree(x.ap));
+    CU(g, MemFree(x.bp));
+}
+
 static void time_matmul(gpu *g, plan_dev *d, bc_item *it)
 {
     matmul_arg m;
     memset(&m, 0, sizeof m);
     matmul_operands(d, it, &m);
     it->us = median_us(g, enqueue_runtime_matmul, &m, true);
+    if (m.mm->dim & RT_MM_PARTS) { /* three calls: no one call of cuBLASLt to compare */
+        it->ref_us = 0;
+        return;
+    }
     ref_setup(g, &m);
     it->ref_us = median_us(g, enqueue_reference, &m, true);
     ref_free(g, &m);
+    if (g->x3 && m.mm->in_t[0].dtype == RT_F32)
+        time_x3(g, &m, it);
 }
 
 /* Times every item of plan p. */
@@ -754,6 +947,7 @@ typedef struct setup {
     int ndefines;
     const char *out;
     const char *calibrate;     /* --calibrate FILE.json, or NULL */
+    bool matmuls_only, x3;     /* --matmuls-only, --x3 */
     char command[2048];        /* the command line, for the profile */
     long repeat, copy_mb;
 } setup;
@@ -853,6 +1047,10 @@ static void parse_args(int argc, char **argv, setup *su)
     su->copy_mb = DEFAULT_COPY_MB;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--matmuls-only") || !strcmp(a, "--x3")) {
+            *(a[2] == 'x' ? &su->x3 : &su->matmuls_only) = true;
+            continue;
+        }
         if (!v)
             usage();
         if (!strcmp(a, "--model") && su->nmodels < MAX_MODELS)
@@ -916,6 +1114,21 @@ static void start(gpu *g, bc_machine *m, const setup *su)
     CU(g, MemAlloc(&g->workspace, REF_WORKSPACE));
     setup_flush(g, m->l2_bytes);
     m->flush_bytes = g->flush_bytes;
+    if ((g->x3 = su->x3)) {
+        rt_nvrtc_options o = {.narchs = 1, .arch = {g->cc}, .cache_dir = g->cache_dir};
+        rt_nvrtc_output out;
+        jmp_buf oom;
+        su_buf e;
+        su_buf_init(&e, &oom);
+        if (setjmp(oom))
+            die("out of memory");
+        if (!rt_nvrtc_compile("bc_split3", split_source, &o, &out, &e))
+            die("%s", e.s);
+        load_image(g, &g->split_mod, out.cubin[0], "the split kernel");
+        rt_nvrtc_output_free(&out);
+        su_buf_free(&e);
+        CU(g, ModuleGetFunction(&g->split_fn, g->split_mod, "bc_split3"));
+    }
 }
 
 /* The report to stdout, and to out (opened before anything ran, so a
@@ -1016,6 +1229,14 @@ int main(int argc, char **argv)
             r->nitems = bc_select(r->plan, &items);
             if (r->nitems < 0)
                 die("out of memory");
+            if (su.matmuls_only) {
+                int kept = 0;
+                for (int k = 0; k < r->nitems; k++)
+                    if (items[k].cls == BC_MATMUL)
+                        items[kept++] = items[k];
+                r->nitems = kept;
+            }
+            r->x3 = su.x3;
             char what[256];
             snprintf(what, sizeof what, "%s --mesh %s", r->model, mesh);
             measure_plan(&g, r->plan, items, r->nitems, what);

@@ -58,6 +58,13 @@ typedef struct bc_item {
     double flops;    /* BC_MATMUL: bc_matmul_flops */
     double us;       /* measured median, microseconds (the runtime's path) */
     double ref_us;   /* BC_MATMUL: cuBLAS called directly, microseconds */
+    /* --x3, an f32 matmul (0 otherwise): as bf16 parts (cuda_blas.h's
+     * rt_blas_matmul_x3), its operands split and its three calls, and the
+     * calls alone, microseconds; and the largest error of 64 sampled
+     * results, without the epilogue, of the f32 matmul and of the parts',
+     * each against a double dot product, over sum |a_ik b_kj|, in units
+     * of 2^-24 */
+    double x3_us, x3_mm_us, err_f32, err_x3;
 } bc_item;
 
 /* Each parameter of k read once plus each stored value written once. */
@@ -115,6 +122,7 @@ typedef struct bc_result {
     const rt_plan *plan;
     const bc_item *item;
     int nitems;
+    bool x3;               /* --x3: f32 matmuls timed as bf16 parts too */
 } bc_result;
 
 /* How many launches meet each goal (distinct launches; plan_* count the

@@ -49,7 +49,9 @@ double bc_matmul_flops(const rt_instr *mm)
     bc_mm s;
     if (!bc_matmul_shape(mm, &s))
         return 0;
-    return 2.0 * (double)s.m * (double)s.n * (double)s.k * (double)s.batch;
+    /* a matmul of parts (RT_MM_PARTS): the f32 product's, K a third */
+    double k = (double)s.k / (mm->dim & RT_MM_PARTS ? 3 : 1);
+    return 2.0 * (double)s.m * (double)s.n * k * (double)s.batch;
 }
 
 int bc_kernel_class(const rt_plan *p, const rt_kernel *k)
@@ -303,6 +305,8 @@ void bc_tally_add(bc_tally *t, const bc_result *r, double copy_gbs)
         case BC_SMALL: t->small++; break;
         case BC_OTHER: t->other++; break;
         case BC_MATMUL:
+            if (r->plan->stage[it->stage].instr[it->instr].dim & RT_MM_PARTS)
+                break; /* a matmul of parts: no one call of cuBLASLt to compare */
             ok = it->us > 0 && it->ref_us / it->us >= BC_MM_GOAL;
             t->mm++, t->mm_ok += ok, t->mm_plan += it->count, t->mm_plan_ok += ok * it->count;
             break;
@@ -376,6 +380,15 @@ static void matmul_row(FILE *f, const bc_result *r, const bc_item *it)
         snprintf(name, sizeof name, "instruction %d", it->instr);
     double rt = tflops(it->flops, it->us), ref = tflops(it->flops, it->ref_us);
     double ratio = it->us > 0 ? it->ref_us / it->us : 0;
+    if (mm->dim & RT_MM_PARTS) { /* three calls: no one call of cuBLASLt to compare */
+        fprintf(f, "| %d | %s | %d | %" PRId64 " x %" PRId64 " x %" PRId64 " x %" PRId64
+                   " | f32 as bf16 parts | %s | %.3g | %.2f | %.1f | - | - | - | parts |\n",
+                it->stage, name, it->count, s.batch, s.m, s.n, s.k / 3,
+                bc_epilogue_name(it->kernel >= 0 ? r->plan->kernel[it->kernel].epilogue : 0, epi,
+                                 sizeof epi),
+                it->flops, it->us, rt);
+        return;
+    }
     fprintf(f, "| %d | %s | %d | %" PRId64 " x %" PRId64 " x %" PRId64 " x %" PRId64
                " | %s | %s | %.3g | %.2f | %.1f | %.2f | %.1f | %.2f | %s |\n",
             it->stage, name, it->count, s.batch, s.m, s.n, s.k, rt_dtype_name(mm->in_t[0].dtype),
@@ -412,6 +425,35 @@ void bc_report_plan(FILE *f, const bc_result *r, double copy_gbs)
     for (int i = 0; i < r->nitems; i++)
         if (r->item[i].cls == BC_MATMUL)
             matmul_row(f, r, &r->item[i]);
+    fputc('\n', f);
+    if (!r->x3)
+        return;
+    fprintf(f, "### f32 matmuls as bf16 parts (--x3)\n\n"
+               "Each f32 operand split into three bf16 parts and the six products of parts "
+               "whose ranks sum to at most 2, as three cuBLASLt calls of bf16 operands and an "
+               "f32 result (runtime/cuda/cuda_blas.h: rt_blas_matmul_x3). speedup: the f32 "
+               "matmul's time over the parts' (split included). Errors: the largest of 64 "
+               "sampled results without the epilogue, against a double dot product, over "
+               "sum |a_ik b_kj|, in units of 2^-24.\n\n"
+               "| stage | matmul | x | batch x M x N x K | f32 us | split + 3 calls us | "
+               "3 calls us | speedup | f32 error | parts' error |\n"
+               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    for (int i = 0; i < r->nitems; i++) {
+        const bc_item *it = &r->item[i];
+        if (it->cls != BC_MATMUL || it->x3_us <= 0)
+            continue;
+        bc_mm s;
+        bc_matmul_shape(&r->plan->stage[it->stage].instr[it->instr], &s);
+        char name[80];
+        if (it->kernel >= 0)
+            snprintf(name, sizeof name, "%s", r->plan->kernel[it->kernel].name);
+        else
+            snprintf(name, sizeof name, "instruction %d", it->instr);
+        fprintf(f, "| %d | %s | %d | %" PRId64 " x %" PRId64 " x %" PRId64 " x %" PRId64
+                   " | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f |\n",
+                it->stage, name, it->count, s.batch, s.m, s.n, s.k, it->us, it->x3_us,
+                it->x3_mm_us, it->us / it->x3_us, it->err_f32, it->err_x3);
+    }
     fputc('\n', f);
 }
 
@@ -573,7 +615,8 @@ void bc_calibrate(const bc_result *r, int nr, const bc_peaks *pk, bc_calibration
                 mem_bytes += n * (double)it->bytes;
                 mem_s += n * s;
                 c->mem_n += it->count;
-            } else if (it->cls == BC_MATMUL && it->flops > 0) {
+            } else if (it->cls == BC_MATMUL && it->flops > 0 &&
+                       !(p->stage[it->stage].instr[it->instr].dim & RT_MM_PARTS)) {
                 int dt = p->stage[it->stage].instr[it->instr].in_t[0].dtype;
                 double peak = dt == RT_F16 || dt == RT_BF16 ? pk->tc_flops : pk->f32_flops;
                 int b = (int)floor(2 * log10(it->flops));

@@ -18,6 +18,9 @@
 # --report-api-errors no: the runtime's probe for a module's error word
 # fails by design); bench/gpt2/run.sh --quick; GPT-2's f32 and bf16 steps
 # without a cuBLASLt workspace and with 32 MiB ($SHARDC_BLAS_WORKSPACE);
+# bench_cuda --x3 on the matmuls of GPT-2's one-layer f32 plan (each f32
+# matmul against the same as bf16 parts: times and errors, x3.md), and
+# GPT-2's f32 step with --f32-matmul bf16x3 (its median and losses);
 # and ncu on one layer's attention kernels (with the pipes' and shared
 # memory's figures), and on its embedding gradient, cross-entropy, AdamW
 # and column sums, and on the f32 layer's attention kernels (on tensor
@@ -50,6 +53,10 @@ prepare() {
     "$build/shardc" examples/transformer.sh "${gpt2[@]}" -D L=12 --mesh 1x1 --arch sm_90 -o "$stub/p" &&
         "$build/shardc" "$stub/bf16.sh" "${gpt2[@]}" -D L=12 --mesh 1x1 --arch sm_90 -o "$stub/p" &&
         "$build/shardc" "$stub/bf16.sh" "${gpt2[@]}" -D L=1 --mesh 1x1 --arch sm_90 -o "$stub/p" &&
+        "$build/shardc" examples/transformer.sh "${gpt2[@]}" -D L=1 --mesh 1x1 --arch sm_90 \
+            -o "$stub/p" &&
+        "$build/shardc" examples/transformer.sh "${gpt2[@]}" -D L=12 --mesh 1x1 --arch sm_90 \
+            --f32-matmul bf16x3 -o "$stub/p" &&
         "$build/shardc" tests/models/attn_bf16.sh --mesh 1 --arch sm_90 -o "$stub/p" || exit 1
     rm -rf "$stub"
     (cd "$root/.gpu" && tar -cf - nvrtc-cache | xz -T0 -3 > nvrtc-cache.tar.xz && rm -rf nvrtc-cache) ||
@@ -98,6 +105,25 @@ run() {
             echo "blas workspace $ws $p: rc=$rc median ${med:-none} ms at $(el) s" >> "$out/summary.txt"
         done
     done
+    # f32 matmuls as bf16 parts (cuda_blas.h: rt_blas_matmul_x3), one
+    # layer's and the lm head's, each timed both ways, with both errors
+    timeout -k 5 120 .gpu/build/bench/bench_cuda --model examples/transformer.sh "${gpt2[@]}" \
+        -D L=1 --mesh 1 --matmuls-only --x3 --repeat 10 --copy-mb 256 --out "$out/x3.md" \
+        > "$x/x3.log" 2>&1
+    echo "bench_cuda --x3 rc=$? at $(el) s" >> "$out/summary.txt"
+    # GPT-2's f32 step with its matmuls as bf16 parts, the median of steps
+    # 4..9 (ms), its losses beside the f32 plan's of the workspace run
+    if .gpu/build/shardc examples/transformer.sh "${gpt2[@]}" -D L=12 --mesh 1x1 --arch sm_90 \
+        --f32-matmul bf16x3 -o "$x/x3.plan"; then
+        timeout -k 5 60 .gpu/build/shardrun "$x/x3.plan" --backend cuda --steps 9 \
+            > "$x/x3-step.log" 2>&1
+        local rc=$? med
+        med=$(awk '/^step [4-9]\// { print $5 }' "$x/x3-step.log" | sort -n |
+              awk '{ a[NR] = $1 } END { if (NR) print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+        echo "f32 --f32-matmul bf16x3: rc=$rc median ${med:-none} ms at $(el) s" >> "$out/summary.txt"
+        grep -h '^step' "$x/x3-step.log" "$x/ws-f32-0.log" | awk '{ print $1, $2, $3, $4 }' \
+            >> "$out/summary.txt"
+    fi
     if command -v ncu > /dev/null; then
         sed 's/f32\[/bf16[/g' examples/transformer.sh > "$x/bf16.sh"
         .gpu/build/shardc "$x/bf16.sh" "${gpt2[@]}" -D L=1 --mesh 1x1 --arch sm_90 -o "$x/l1.plan" &&
@@ -130,6 +156,8 @@ run() {
     grep -E "FAIL|passed|failed" "$out/gputests.log" | tail -10
     echo "== bench"
     grep -E "^\| shardc|^\| torch" "$out/gpt2.md" 2>/dev/null | cut -d'|' -f2,4 | head -12
+    echo "== f32 matmuls as bf16 parts"
+    sed -n '/as bf16 parts/,$p' "$out/x3.md" 2>/dev/null | grep '^| [0-9]' | cut -c1-160 | head -24
 }
 
 case ${1:-} in

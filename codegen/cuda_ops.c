@@ -39,6 +39,7 @@ bool cg_cuda_op_kernel(const ir_op *op)
     case IR_IOTA:
     case IR_NARROW:
     case IR_CONCAT:
+    case IR_SPLIT3:
         return op->nres == 1;
     case IR_EMBEDDING_GRAD:
     case IR_ATTENTION:
@@ -282,6 +283,34 @@ static void emit_narrow_concat(gen *G, cg_cuda_kernel *k, const ir_op *op)
             at += len;
         }
     }
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* split3: x viewed as [outer, K, inner] (K its dim), element e of it into
+ * its parts [outer, 3, K, inner], h m l or, reversed, l m h (ops.def; the
+ * arithmetic of runtime/cuda/cuda_blas.c's rt_blas_split3_source, which
+ * bench_cuda runs, and of the CPU backend's k_split3). */
+static void emit_split3(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    const ir_type *t = &op->in[0]->type;
+    int64_t inner = 1;
+    for (int d = (int)op->a->dim + 1; d < t->rank; d++)
+        inner *= t->dim[d];
+    int64_t per = t->dim[op->a->dim] * inner;
+    bool rev = op->a->reversed;
+    elementwise_loop(G, k, ir_type_numel(t));
+    cg_line(G, "const i64 o = e / %lld, r = e %% %lld;", (long long)per, (long long)per);
+    cg_line(G, "const float v = p0[e];");
+    cg_line(G, "const __nv_bfloat16 h = __float2bfloat16_rn(v);");
+    cg_line(G, "const float hf = __bfloat162float(h);");
+    cg_line(G, "const float rest = fabsf(hf) <= 3.40282347e38f ? v - hf : 0.0f; // inf, NaN: h");
+    cg_line(G, "const __nv_bfloat16 m = __float2bfloat16_rn(rest);");
+    cg_line(G, "__nv_bfloat16 *const q = p1 + o * %lld + r;", (long long)(3 * per));
+    cg_line(G, "q[%lld] = h;", (long long)(rev ? 2 * per : 0));
+    cg_line(G, "q[%lld] = m;", (long long)per);
+    cg_line(G, "q[%lld] = __float2bfloat16_rn(rest - __bfloat162float(m));",
+            (long long)(rev ? 0 : 2 * per));
     G->indent--;
     cg_line(G, "}");
 }
@@ -2940,6 +2969,8 @@ static const char *op_launch_text(const gen *G, const cg_cuda_kernel *k, const i
                    : "one block per query row, grid-stride over rows";
     case IR_ATTN_DELTA:
         return "a warp per row of a head, 8 a block, grid-stride";
+    case IR_SPLIT3:
+        return "one thread per element of the operand, its three parts written, grid-stride";
     case IR_ATTN_STATS:
     case IR_ATTN_DQ:
         if (cg_attention_x3(G, op))
@@ -3068,6 +3099,7 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     case IR_NARROW:
     case IR_CONCAT: emit_narrow_concat(G, k, op); break;
     case IR_DROPOUT: emit_dropout(G, k, op); break;
+    case IR_SPLIT3: emit_split3(G, k, op); break;
     case IR_ATTN_STATS:
     case IR_ATTN_DQ:
         if (cg_attention_mma(G, op) || cg_attention_x3(G, op))

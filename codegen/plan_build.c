@@ -250,10 +250,10 @@ static bool lower_op(builder *b, const ir_op *op)
     }
     in->dim = ir_ops[op->code].cls == IR_C_P2P        ? a->peer
               : op->code == IR_ALL_REDUCE             ? a->reduce /* RT_REDUCE_SUM or _MAX */
-              : op->code == IR_MATMUL                 ? a->trans  /* RT_TRANS_A | RT_TRANS_B */
+              : op->code == IR_MATMUL ? a->trans | (a->parts ? RT_MM_PARTS : 0) /* RT_TRANS_* */
               : op->code == IR_CHECK_IDS || op->code == IR_CHECK_LABELS ? a->bound
                                                       : a->dim;
-    in->dim2 = a->dim2;
+    in->dim2 = op->code == IR_SPLIT3 ? a->reversed : a->dim2;
     in->naxes = (uint8_t)a->naxes;
     memcpy(in->axes, a->axes, sizeof in->axes);
     in->lr = a->lr;

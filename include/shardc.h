@@ -121,6 +121,19 @@ SHARDC_API void shardc_options_set_keep_gathered(shardc_options *opt, int on);
  * default). For comparing the two; what runs is the same computation. */
 SHARDC_API void shardc_options_set_unroll(shardc_options *opt, int on);
 
+/* As `--f32-matmul MODE`: how matmuls of f32 operands compute. "f32" (the
+ * default): in f32, on a GPU on its CUDA cores (cuBLASLt, no TF32).
+ * "bf16x3": each operand split into three bf16 parts, h + m + l (exactly,
+ * for |x| >= 2^-100), and the product the six products of parts whose
+ * ranks sum to at most 2, three tensor-core matmuls of bf16 with f32
+ * results (runtime/cuda/cuda_blas.h); its error against the exact
+ * product is of the order of f32's own, and the parts take 1.5 times each
+ * operand's bytes while they live (in the plan's memory figures). The CPU
+ * backend computes the same sums. Every --arch target must then be sm_80
+ * or newer. SHARDC_ERR_USAGE for another mode. */
+SHARDC_API shardc_status shardc_options_set_f32_matmul(shardc_options *opt, const char *mode,
+                                                       char **error);
+
 /* A limit on each rank's memory, as `--mem-limit SIZE`: "80GiB", "75GB",
  * "512MiB", a number of bytes, or "hw" for the hardware profile's memory
  * (--hw). A plan whose peak (the memory plan's arena: params, gradients,

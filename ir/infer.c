@@ -259,15 +259,33 @@ static bool infer_matmul(ctx *c, const ir_type *const *in, const ir_attrs *at, i
     if (ka != kb)
         return fail(c, "%s contracts dimension of size %lld with one of size %lld: %s @ %s",
                     c->op, (long long)ka, (long long)kb, tstr(t1, a), tstr(t2, b));
+    if (at && at->parts && (a->dtype != IR_BF16 || ka % 3))
+        return fail(c, "%s of parts reads bf16 parts, 3 of them along the contracted "
+                    "dimension, got %s @ %s", c->op, tstr(t1, a), tstr(t2, b));
     int na = a->rank >= 2 ? a->rank - 2 : 0, nb = b->rank >= 2 ? b->rank - 2 : 0;
     if (!bcast(a->dim, na, b->dim, nb, out->dim, &out->rank))
         return fail(c, "batch dimensions of %s do not broadcast: %s @ %s", c->op, tstr(t1, a),
                     tstr(t2, b));
-    out->dtype = a->dtype;
+    out->dtype = at && at->parts ? IR_F32 : a->dtype;
     if (a->rank >= 2)
         out->dim[out->rank++] = a->dim[a->rank - 2];
     if (b->rank >= 2)
         out->dim[out->rank++] = b->dim[b->rank - 1];
+    return true;
+}
+
+/* split3(x) {dim}: f32 x, its dim 3 times as long in bf16. */
+static bool infer_split3(ctx *c, const ir_type *x, ir_attrs *a, ir_type *out)
+{
+    char t[TYPE_LEN];
+    if (x->dtype != IR_F32)
+        return fail(c, "%s splits f32 into bf16 parts, got %s", c->op, tstr(t, x));
+    if (a->dim < 0 || a->dim >= x->rank)
+        return fail(c, "%s's dim %lld is not a dimension of %s", c->op, (long long)a->dim,
+                    tstr(t, x));
+    *out = *x;
+    out->dtype = IR_BF16;
+    out->dim[a->dim] *= 3;
     return true;
 }
 
@@ -931,6 +949,8 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
         return true;
     case IR_MATMUL:
         return infer_matmul(c, in, a, out);
+    case IR_SPLIT3:
+        return infer_split3(c, in[0], a, out);
     case IR_ATTENTION:
         return infer_attention(c, in, a, out);
     case IR_SUM:

@@ -74,6 +74,8 @@ static void attrs_bare(const ir_attrs *a, ir_attrs *z)
     z->bound = a->bound;
     z->trans = a->trans;
     z->heads_inner = a->heads_inner;
+    z->parts = a->parts;
+    z->reversed = a->reversed;
 }
 
 /* The hash of attributes a, z its attrs_bare form: z's words, then the

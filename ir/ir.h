@@ -129,6 +129,10 @@ enum { /* attribute bits of ops.def */
                              * swapped (IR_TRANS_*); optional, none when absent */
     IR_A_HEADS = 1 << 24,   /* heads_inner: attention's operands and result hold each
                              * position's heads together; optional, false when absent */
+    IR_A_PARTS = 1 << 25,   /* parts: a matmul of split3's bf16 parts (ops.def);
+                             * optional, false when absent */
+    IR_A_REVERSED = 1 << 26, /* reversed: split3's parts in the order l m h; optional,
+                              * false when absent */
 };
 
 /* matmul's trans bits (IR_A_TRANS): printed `trans = a`, `b` or `ab`. */
@@ -198,6 +202,8 @@ typedef struct ir_attrs {
     int64_t bound;      /* IR_A_BOUND */
     uint8_t trans;      /* IR_A_TRANS: IR_TRANS_A | IR_TRANS_B */
     bool heads_inner;   /* IR_A_HEADS */
+    bool parts;         /* IR_A_PARTS */
+    bool reversed;      /* IR_A_REVERSED */
 } ir_attrs;
 
 typedef struct ir_op ir_op;

@@ -28,15 +28,16 @@ static const char *const attr_names[] = {
     "name", "init", "value", "axis", "keepdims", "eps", "causal",
     "perm", "shape", "dtype", "dim", "dim2", "axes",
     "lr", "momentum", "beta1", "beta2", "wd", "offset", "peer", "tag", "reduce", "bound",
-    "trans", "heads_inner",
+    "trans", "heads_inner", "parts", "reversed",
 };
 /* all_reduce's operations, indexed by ir_reduce (the same table as print.c's) */
 static const char *const reduce_names[IR_NREDUCE] = {"sum", "max"};
 /* Attributes that may be left out (then at their zero default): reduce,
- * trans, heads_inner, and an input's init. */
+ * trans, heads_inner, parts, reversed, and an input's init. */
 static unsigned optional_attrs(ir_opcode code)
 {
-    return IR_A_REDUCE | IR_A_TRANS | IR_A_HEADS | (code == IR_INPUT ? (unsigned)IR_A_INIT : 0u);
+    return IR_A_REDUCE | IR_A_TRANS | IR_A_HEADS | IR_A_PARTS | IR_A_REVERSED |
+           (code == IR_INPUT ? (unsigned)IR_A_INIT : 0u);
 }
 enum { NATTRS = sizeof attr_names / sizeof attr_names[0] };
 
@@ -639,6 +640,8 @@ static void parse_attr_value(parser *p, int bit, ir_attrs *a)
     case IR_A_EPS: a->eps = parse_double(p); break;
     case IR_A_CAUSAL: a->causal = parse_bool(p); break;
     case IR_A_HEADS: a->heads_inner = parse_bool(p); break;
+    case IR_A_PARTS: a->parts = parse_bool(p); break;
+    case IR_A_REVERSED: a->reversed = parse_bool(p); break;
     case IR_A_PERM:
     case IR_A_SHAPE: parse_int_list(p, a->list, &a->nlist); break;
     case IR_A_DTYPE:

@@ -17,7 +17,7 @@ static const char *const attr_names[] = {
     "name", "init", "value", "axis", "keepdims", "eps", "causal",
     "perm", "shape", "dtype", "dim", "dim2", "axes",
     "lr", "momentum", "beta1", "beta2", "wd", "offset", "peer", "tag", "reduce", "bound",
-    "trans", "heads_inner",
+    "trans", "heads_inner", "parts", "reversed",
 };
 /* all_reduce's operations, indexed by ir_reduce (the same table as parse.c's) */
 static const char *const reduce_names[IR_NREDUCE] = {"sum", "max"};
@@ -267,6 +267,8 @@ static void put_attr(printer *p, const ir_attrs *a, int bit)
         su_buf_puts(b, a->reduce < IR_NREDUCE ? reduce_names[a->reduce] : "?");
         break;
     case IR_A_HEADS: su_buf_puts(b, a->heads_inner ? "true" : "false"); break;
+    case IR_A_PARTS: su_buf_puts(b, a->parts ? "true" : "false"); break;
+    case IR_A_REVERSED: su_buf_puts(b, a->reversed ? "true" : "false"); break;
     case IR_A_TRANS:
         su_buf_puts(b, a->trans == IR_TRANS_A ? "a" : a->trans == IR_TRANS_B ? "b"
                        : a->trans == (IR_TRANS_A | IR_TRANS_B) ? "ab" : "?");
@@ -283,7 +285,7 @@ static void put_attr(printer *p, const ir_attrs *a, int bit)
 
 /* " {name = v, ...}": every attribute the op table gives the op, but an
  * optional one at its default (reduce = sum, an input's init = none, no
- * trans, heads_inner false). */
+ * trans, heads_inner, parts and reversed false). */
 static void put_attrs(printer *p, const ir_op *op)
 {
     unsigned bits = ir_ops[op->code].attrs;
@@ -293,6 +295,10 @@ static void put_attrs(printer *p, const ir_op *op)
         bits &= ~(unsigned)IR_A_TRANS;
     if (!op->a->heads_inner)
         bits &= ~(unsigned)IR_A_HEADS;
+    if (!op->a->parts)
+        bits &= ~(unsigned)IR_A_PARTS;
+    if (!op->a->reversed)
+        bits &= ~(unsigned)IR_A_REVERSED;
     if (op->code == IR_INPUT && op->a->init.kind == IR_INIT_NONE)
         bits &= ~(unsigned)IR_A_INIT;
     if (!bits)

@@ -50,9 +50,11 @@ double pass_op_flops(const ir_op *op)
     double out = (double)ir_type_numel(r);
     double in0 = op->nin ? (double)ir_type_numel(&op->in[0]->type) : 0;
     switch (op->code) {
-    case IR_MATMUL: { /* K: a's last dim, or the one before it read transposed */
+    case IR_MATMUL: { /* K: a's last dim, or the one before it read transposed; a
+                       * matmul of parts counts the f32 product's (K its parts' third) */
         const ir_type *a = &op->in[0]->type;
-        return 2 * out * (double)a->dim[a->rank - 1 - (op->a->trans & IR_TRANS_A ? 1 : 0)];
+        double k = (double)a->dim[a->rank - 1 - (op->a->trans & IR_TRANS_A ? 1 : 0)];
+        return 2 * out * (op->a->parts ? k / 3 : k);
     }
     case IR_ATTENTION: {
         ir_type lq = logical(op, 0), lk = logical(op, 1), lv = logical(op, 2);

@@ -15,6 +15,7 @@ static const char *const names[PASS_COUNT] = {
     [PASS_PARTITION] = "partition",
     [PASS_PIPELINE_SPLIT] = "pipeline-split",
     [PASS_BUCKET] = "bucket",
+    [PASS_MATMUL_PARTS] = "matmul-parts",
     [PASS_VERIFY] = "verify",
     [PASS_FUSE] = "fuse",
     [PASS_MEMPLAN] = "memplan",
@@ -35,8 +36,8 @@ int pass_find(const char *name, size_t len)
 
 const char *pass_names(void)
 {
-    return "autodiff, input-init, propagate, partition, pipeline-split, bucket, verify, fuse, "
-           "memplan";
+    return "autodiff, input-init, propagate, partition, pipeline-split, bucket, matmul-parts, "
+           "verify, fuse, memplan";
 }
 
 ir_module *const *pass_result_stages(const pass_result *r, int *n)
@@ -382,6 +383,25 @@ static pass_status bucket(run *u)
     return run_stage_jobs(u, job, n, false) ? PASS_OK : PASS_ERR_INTERNAL;
 }
 
+static bool parts_stage(stage_job *j, su_buf *err)
+{
+    j->w->oom = err->oom; /* as bucket_stage */
+    j->w->arena.oom = err->oom;
+    pass_matmul_parts(j->w);
+    return true;
+}
+
+static pass_status matmul_parts(run *u)
+{
+    int n;
+    ir_module *const *st = pass_result_stages(u->r, &n);
+    stage_job *job = stage_jobs(u, n);
+    for (int s = 0; s < n; s++)
+        job[s] = (stage_job){.run = parts_stage, .m = st[s], .w = st[s], .own = st[s]->oom,
+                             .own_arena = st[s]->arena.oom};
+    return run_stage_jobs(u, job, n, false) ? PASS_OK : PASS_ERR_INTERNAL;
+}
+
 static bool verify_stage(stage_job *j, su_buf *err)
 {
     j->w->oom = err->oom; /* as bucket_stage */
@@ -416,6 +436,7 @@ static pass_status (*const runs[PASS_COUNT])(run *) = {
     [PASS_PARTITION] = partition,
     [PASS_PIPELINE_SPLIT] = pipeline_split,
     [PASS_BUCKET] = bucket,
+    [PASS_MATMUL_PARTS] = matmul_parts,
     [PASS_VERIFY] = verify,
     [PASS_FUSE] = fuse,
     [PASS_MEMPLAN] = memplan,
@@ -454,11 +475,14 @@ static void print_after(run *u, pass_id id)
 }
 
 /* Whether the whole list runs pass id: the logical passes only on a
- * logical module, fuse only for a plan with kernels. */
+ * logical module, fuse only for a plan with kernels, matmul-parts only
+ * when asked for. */
 static bool in_list(const run *u, pass_id id)
 {
     if (id <= PASS_PARTITION)
         return !partitioned(u->r);
+    if (id == PASS_MATMUL_PARTS)
+        return u->o->f32_parts;
     return id != PASS_FUSE || u->o->kernels;
 }
 

@@ -114,6 +114,12 @@ int pass_attn_grad(ir_module *m);
  * many. */
 int pass_norm_grad(ir_module *m);
 
+/* f32 matmuls as products of bf16 parts (parts.c; shardc --f32-matmul
+ * bf16x3): each matmul of f32 operands and result reads split3's parts of
+ * them (ops.def), on each stage's program after the buckets. Returns how
+ * many matmuls. */
+int pass_matmul_parts(ir_module *m);
+
 /* Transposes that swap the last two dims of a float value read only by
  * matmuls folded into them (fold.c): each such matmul reads the
  * transpose's operand with its trans bit (IR_A_TRANS); the transposes are
@@ -379,6 +385,8 @@ bool pass_timeline(ir_module *const *stages, int n, const struct pass_fusion *fu
  *   partition       the SPMD program, with its collectives (then verified)
  *   pipeline-split  one program per pipeline stage (with a pipeline)
  *   bucket          gradient collectives grouped into buckets
+ *   matmul-parts    f32 matmuls as products of bf16 parts (only with
+ *                   --f32-matmul bf16x3)
  *   verify          the schedule and send/recv verifiers
  *   fuse            groups of ops run as one CUDA kernel each (only when
  *                   the plan holds kernels)
@@ -392,6 +400,7 @@ typedef enum pass_id {
     PASS_PARTITION,
     PASS_PIPELINE_SPLIT,
     PASS_BUCKET,
+    PASS_MATMUL_PARTS,
     PASS_VERIFY,
     PASS_FUSE,
     PASS_MEMPLAN,
@@ -413,6 +422,7 @@ typedef struct pass_options {
                              * res.why stay empty): --explain-sharding's text is
                              * most of their work */
     bool kernels;           /* the plan holds kernels: fuse runs */
+    bool f32_parts;         /* --f32-matmul bf16x3: matmul-parts runs */
     int min_arch;           /* the oldest GPU architecture they are for (sm_NN as
                              * NN; 0: the default targets'): pass_fusion's */
     uint32_t only;          /* bit per pass_id: run only these (--passes), in

@@ -165,8 +165,8 @@ double pass_hw_matmul_eff(const pass_hw *hw, double flops)
 static double kernel_time(const pass_hw *hw, const ir_op *op, double flops, double bytes)
 {
     double peak = op && on_tensor_cores(op) ? hw->tc_flops : hw->f32_flops;
-    if (op && pass_attn_x3(op)) /* f32 as bf16 parts: six products on tensor cores */
-        peak = hw->tc_flops / 6;
+    if (op && (pass_attn_x3(op) || (op->code == IR_MATMUL && op->a->parts)))
+        peak = hw->tc_flops / 6; /* f32 as bf16 parts: six products on tensor cores */
     double eff = hw->compute_eff;
     if (op && op->code == IR_MATMUL)
         eff = pass_hw_matmul_eff(hw, flops);

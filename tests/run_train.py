@@ -36,6 +36,9 @@ Options change the sharded run or the reference:
                       constants DATA was made with (repeatable)
   --exact             the sharded run is compared with the unsharded one with
                       no tolerance (the comparisons with PyTorch keep theirs)
+  --f32-matmul MODE   the sharded run is compiled with --f32-matmul MODE
+                      (bf16x3: f32 matmuls as products of bf16 parts), held
+                      to f32's tolerances (the reference keeps f32's)
   --against-local     (COMM mpi) the sharded plan runs under --comm local too,
                       and the MPI run's losses, params and states must equal
                       its to the bit
@@ -437,7 +440,8 @@ def check(a, tmp):
     ref_mesh = a.reference_mesh or ones_of(a.mesh.rsplit("x", 1)[0] if a.pipelined else a.mesh)
     run([shardc, reference, *defines, "--mesh", ref_mesh, "-o", ref_plan])
     ref_log = run([shardrun, ref_plan, "--comm", "local", *run_args, "--save-params", ref])
-    run([shardc, sharded, *defines, "--mesh", a.mesh, "-o", plan])
+    parts = ["--f32-matmul", a.f32_matmul] if a.f32_matmul else []
+    run([shardc, sharded, *defines, *parts, "--mesh", a.mesh, "-o", plan])
     if a.comm == "mpi":
         mpirun = [tool("MPIRUN"), *os.environ.get("MPIRUN_FLAGS", "").split(), "-np", ranks]
         got_log = run([*mpirun, shardrun, plan, "--comm", "mpi", *run_args, "--save-params", got])
@@ -450,7 +454,8 @@ def check(a, tmp):
 
     changes = [f" {o} {v}" for o, v in [("schedule", a.schedule),
                                          ("microbatches", a.microbatches), ("zero", a.zero),
-                                         ("clip", a.clip), ("schedule-lr", a.schedule_lr)]
+                                         ("clip", a.clip), ("schedule-lr", a.schedule_lr),
+                                         ("f32-matmul", a.f32_matmul)]
                if v]
     c = Checks(tmp, f"{base} --mesh {a.mesh} ({a.comm}){''.join(changes)}", got)
     if a.against_local:
@@ -489,6 +494,7 @@ def parse_args(argv):
     ap.add_argument("--define", metavar="NAME=VALUE", action="append", default=[])
     ap.add_argument("--exact", action="store_true")
     ap.add_argument("--against-local", action="store_true")
+    ap.add_argument("--f32-matmul", metavar="MODE", choices=["f32", "bf16x3"])
     a = ap.parse_args(argv)
     if a.against_local and a.comm != "mpi":
         ap.error("--against-local is for COMM mpi")

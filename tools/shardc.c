@@ -62,6 +62,11 @@ static const char usage[] =
     "                     (a sequence-split input of a column-parallel layer, for\n"
     "                     its weight's gradient) instead of gathering them again:\n"
     "                     fewer bytes, more activation memory\n"
+    "  --f32-matmul MODE  how f32 matmuls compute: f32 (the default), or bf16x3:\n"
+    "                     each operand as three bf16 parts and the product on\n"
+    "                     bf16 tensor cores as six products of parts (three\n"
+    "                     matmuls), about f32's precision, the parts 1.5 times\n"
+    "                     an operand's bytes while they live; sm_80 or newer\n"
     "  --unroll           write a pipeline stage's forward and backward once per\n"
     "                     microbatch, not once in a loop (a larger plan, memory\n"
     "                     placed as for any values); the same computation\n"
@@ -89,7 +94,8 @@ static const char usage[] =
     "                     own in the form of docs/hw/*.json\n"
     "  --print-after=PASS print what PASS made to standard error (a list: a,b;\n"
     "                     all: every pass); the passes: autodiff, input-init,\n"
-    "                     propagate, partition, pipeline-split, bucket, verify,\n"
+    "                     propagate, partition, pipeline-split, bucket,\n"
+    "                     matmul-parts (with --f32-matmul bf16x3), verify,\n"
     "                     fuse (with kernels), memplan\n"
     "  --stop-after=PASS  stop after PASS and print what it made (IR that\n"
     "                     shardc reads back), instead of a plan\n"
@@ -243,6 +249,10 @@ static int parse_args(int argc, char **argv, args *a)
             if (end == v || *end || errno)
                 return usage_error("--microbatches '%s': expected a count", v);
             st = shardc_options_set_microbatches(a->opt, n, &err);
+            if (option_failed(st, err))
+                return EXIT_USAGE;
+        } else if ((v = value_of(argc, argv, &i, "--f32-matmul"))) {
+            st = shardc_options_set_f32_matmul(a->opt, v, &err);
             if (option_failed(st, err))
                 return EXIT_USAGE;
         } else if ((v = value_of(argc, argv, &i, "--dtype"))) {

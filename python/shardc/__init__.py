@@ -102,7 +102,8 @@ def version() -> str:
 # ---- compiling ----
 
 _OPTIONS = ("arch", "bucket_mb", "zero", "zero_axis", "schedule", "microbatches", "dtype",
-            "recompute", "keep_gathered", "unroll", "mem_limit", "hw", "cache_dir", "explain")
+            "recompute", "keep_gathered", "unroll", "f32_matmul", "mem_limit", "hw", "cache_dir",
+            "explain")
 
 
 def _options(mesh, defines, opts):
@@ -142,6 +143,9 @@ def _options(mesh, defines, opts):
             _lib.shardc_options_set_keep_gathered(o, 1)
         if opts.get("unroll"):
             _lib.shardc_options_set_unroll(o, 1)
+        if opts.get("f32_matmul") is not None:
+            _call(_lib.shardc_options_set_f32_matmul, o, _b(opts["f32_matmul"]),
+                  what="f32_matmul")
         if opts.get("explain") is not None:
             _lib.shardc_options_set_explain(o, int(bool(opts["explain"])))
         if opts.get("mem_limit") is not None:
@@ -170,6 +174,7 @@ def compile(source: Union[str, bytes, None] = None, path: Union[str, os.PathLike
     zero_axis, schedule ("gpipe", "1f1b", "interleaved(2)"), microbatches,
     dtype ("bf16", "f16"), recompute (True), keep_gathered (True), unroll
     (True: a pipeline stage's microbatches written out, not in loop form),
+    f32_matmul ("f32", or "bf16x3": f32 matmuls as products of bf16 parts),
     explain (False: about twice as fast, without .explain()), mem_limit ("12GiB"), hw
     ("h100", or a profile's .json path), cache_dir.
 

@@ -135,6 +135,31 @@ static int k_cast(const rt_instr *in, const void *x, void *y)
     return 0;
 }
 
+/* split3 (plan_ops.def): x [outer, K, inner] f32 into bf16 parts [outer,
+ * 3, K, inner], h m l, or l m h (dim2 1); where h is not finite (x inf or
+ * NaN, or past bf16's largest), m and l are 0. */
+static int k_split3(const rt_instr *in, const float *x, uint16_t *y)
+{
+    const rt_type *t = &in->in_t[0];
+    int64_t k = t->dim[in->dim], inner = 1;
+    for (int d = (int)in->dim + 1; d < t->rank; d++)
+        inner *= t->dim[d];
+    int64_t per = k * inner, n = rt_type_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t o = i / per, r = i % per;
+        uint16_t h = su_f32_to_bf16(x[i]);
+        float hf = su_bf16_to_f32(h);
+        float rest = isfinite(hf) ? x[i] - hf : 0.0f; /* inf, NaN: h alone */
+        uint16_t m = su_f32_to_bf16(rest);
+        uint16_t l = su_f32_to_bf16(rest - su_bf16_to_f32(m));
+        uint16_t *q = y + o * 3 * per + r;
+        q[in->dim2 ? 2 * per : 0] = h;
+        q[per] = m;
+        q[in->dim2 ? 0 : 2 * per] = l;
+    }
+    return 0;
+}
+
 /* ---- walking shapes ---- */
 
 /* Advances the row-major index idx over dims d[0..n-1] by one, moving two
@@ -1109,6 +1134,7 @@ static int computes_in_f32(int op)
     case RT_OP_NARROW:
     case RT_OP_CONCAT:
     case RT_OP_WHERE:
+    case RT_OP_SPLIT3:
         return 0;
     default:
         return 1;
@@ -1168,6 +1194,8 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
         return 0;
     case RT_OP_MATMUL:
         return rt_cpu_matmul_(in, x, y, err);
+    case RT_OP_SPLIT3:
+        return k_split3(in, x[0], y);
     case RT_OP_ATTENTION:
         return in->keepdims ? rt_cpu_attn_heads_(in, x, y, err) : rt_cpu_attention_(in, x, y, err);
     case RT_OP_ATTN_PROBS:

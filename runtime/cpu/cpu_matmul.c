@@ -102,8 +102,26 @@ static void matmul_i32(const int32_t *a, const int32_t *b, int32_t *c, int64_t m
     }
 }
 
+/* The parts' product (RT_MM_PARTS; the parts widened to f32, exactly) into
+ * c [m, n]: three sgemm over views of the parts, each adding to the last,
+ * smallest first (plan_ops.def): a's first 3 K, 2 K, then K of its parts
+ * (h m l) against b's last as many (of l m h); k is 3 K. */
+static void sgemm_parts(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                        const float *b, float *c)
+{
+    int64_t k1 = k / 3;
+    for (int s = 0; s < 3; s++) {
+        int64_t kk = (3 - s) * k1;
+        const float *bv = b + s * k1 * (tb ? 1 : n); /* b's first s K skipped */
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    (int)m, (int)n, (int)kk, 1.0f, a, (int)(ta ? m : k), bv, (int)(tb ? k : n),
+                    s ? 1.0f : 0.0f, c, (int)n);
+    }
+}
+
 /* NumPy matmul, an operand read transposed where its trans bit says (f32
- * only: the compiler folds no transpose of i32). When b has no batch dims
+ * only: the compiler folds no transpose of i32), or a product of parts
+ * (RT_MM_PARTS, sgemm_parts). When b has no batch dims
  * (or only dims of 1) and a is not transposed, a's batch dims fold into M:
  * the whole product is one sgemm ([B, S, D] @ [D, F] is [B*S, D] @ [D,
  * F]). */
@@ -129,6 +147,9 @@ int rt_cpu_matmul_(const rt_instr *in, const void *const *x, void *y, su_status 
         if (i32)
             matmul_i32((const int32_t *)x[0] + oa * sza, (const int32_t *)x[1] + ob * szb,
                        (int32_t *)y + t * szo, m, g.n, g.k);
+        else if (in->dim & RT_MM_PARTS)
+            sgemm_parts(g.ta, g.tb, m, g.n, g.k, (const float *)x[0] + oa * sza,
+                        (const float *)x[1] + ob * szb, (float *)y + t * szo);
         else
             sgemm_t(g.ta, g.tb, m, g.n, g.k, (const float *)x[0] + oa * sza,
                     (const float *)x[1] + ob * szb, (float *)y + t * szo);

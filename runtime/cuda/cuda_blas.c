@@ -169,7 +169,8 @@ static void load(void)
 typedef struct lt_plan {
     int64_t m, n, k, batch, stride_a, stride_b;
     bool ta, tb;
-    unsigned int type;
+    unsigned int type, ctype;
+    int64_t lda, ldb;
     uint32_t epilogue;
     bool residual;
     void *desc, *la, *lb, *lc;
@@ -266,7 +267,10 @@ typedef struct mm {
     int64_t m, n, k, batch;
     int64_t stride_a, stride_b;     /* elements between batches; 0: repeated */
     bool ta, tb;                    /* a stored [K, M], b [N, K] (plan.h's RT_TRANS_*) */
-    unsigned int type;
+    unsigned int type;              /* a's and b's */
+    unsigned int ctype;             /* the result's (and a residual's) */
+    int64_t lda, ldb;               /* the stored rows' lengths: a's K (M if ta), b's N (K
+                                     * if tb), or longer for a view of columns */
 } mm;
 
 static int64_t numel(const int64_t *d, int n)
@@ -304,7 +308,10 @@ static bool plan_mm(const rt_instr *in, mm *s, su_status *err)
         return false;
     }
     rt_mm_dims d = rt_matmul_dims(in);
+    s->ctype = s->type;
     s->k = d.k, s->m = d.m, s->n = d.n, s->ta = d.ta, s->tb = d.tb;
+    s->lda = s->ta ? s->m : s->k;
+    s->ldb = s->tb ? s->k : s->n;
     s->batch = ea > eb ? ea : eb;
     s->stride_a = ea == 1 ? 0 : s->m * s->k;
     s->stride_b = eb == 1 ? 0 : s->k * s->n;
@@ -365,6 +372,7 @@ static lt_plan *find_plan(rt_blas *b, const mm *p, uint32_t epilogue, bool resid
         lt_plan *q = &b->plan[i];
         if (q->m == p->m && q->n == p->n && q->k == p->k && q->batch == p->batch &&
             q->stride_a == p->stride_a && q->stride_b == p->stride_b && q->type == p->type &&
+            q->ctype == p->ctype && q->lda == p->lda && q->ldb == p->ldb &&
             q->ta == p->ta && q->tb == p->tb &&
             q->epilogue == epilogue && q->residual == residual)
             return q;
@@ -383,7 +391,8 @@ static bool make_plan(rt_blas *b, const mm *p, uint32_t epilogue, bool residual,
     int found = 0;
     *q = (lt_plan){.m = p->m, .n = p->n, .k = p->k, .batch = p->batch, .stride_a = p->stride_a,
                    .stride_b = p->stride_b, .ta = p->ta, .tb = p->tb, .type = p->type,
-                   .epilogue = epilogue, .residual = residual};
+                   .ctype = p->ctype, .lda = p->lda, .ldb = p->ldb, .epilogue = epilogue,
+                   .residual = residual};
     /* column-major C^T[N, M] = B^T[N, K] A^T[K, M]; the bias, of length N,
      * is along D^T's rows, so along the rows of the row-major result, and
      * the same for every batch (BIAS_BATCH_STRIDE left 0). A layout
@@ -397,13 +406,13 @@ static bool make_plan(rt_blas *b, const mm *p, uint32_t epilogue, bool residual,
     LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_EPILOGUE, &epilogue, sizeof epilogue));
     LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_TRANSA, &opa, sizeof opa));
     LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_TRANSB, &opb, sizeof opb));
-    lt_status st = p->tb ? layout(&q->la, p->type, p->k, p->n, p->k, p->batch, p->stride_b)
-                         : layout(&q->la, p->type, p->n, p->k, p->n, p->batch, p->stride_b);
+    lt_status st = p->tb ? layout(&q->la, p->type, p->k, p->n, p->ldb, p->batch, p->stride_b)
+                         : layout(&q->la, p->type, p->n, p->k, p->ldb, p->batch, p->stride_b);
     if (st == LT_SUCCESS)
-        st = p->ta ? layout(&q->lb, p->type, p->m, p->k, p->m, p->batch, p->stride_a)
-                   : layout(&q->lb, p->type, p->k, p->m, p->k, p->batch, p->stride_a);
+        st = p->ta ? layout(&q->lb, p->type, p->m, p->k, p->lda, p->batch, p->stride_a)
+                   : layout(&q->lb, p->type, p->k, p->m, p->lda, p->batch, p->stride_a);
     if (st == LT_SUCCESS)
-        st = layout(&q->lc, p->type, p->n, p->m, p->n, p->batch, p->m * p->n);
+        st = layout(&q->lc, p->ctype, p->n, p->m, p->n, p->batch, p->m * p->n);
     if (st != LT_SUCCESS) {
         su_fail(err, SU_GPU, "%s:%d: cublasLtMatrixLayoutCreate: %s", __FILE__, __LINE__,
                 loaded.api.GetStatusString(st));
@@ -452,6 +461,30 @@ static lt_plan *plan_for(rt_blas *b, const mm *p, uint32_t epilogue, bool residu
     return &b->plan[b->nplan++];
 }
 
+/* Queues matmul p: out = act(a @ bm + beta c + bias), bits the epilogue's
+ * RT_EPI_* bits but the residual, beta 1 where c is to be read. */
+static bool call(rt_blas *b, const mm *p, unsigned bits, rt_cu_ptr bias_ptr, rt_cu_ptr a,
+                 rt_cu_ptr bm, rt_cu_ptr c, bool read_c, rt_cu_ptr out, rt_cu_stream s,
+                 su_status *err)
+{
+    float one = 1.0f, beta = read_c ? 1.0f : 0.0f;
+    uint32_t epilogue = lt_epilogue(bits);
+    const void *bias = bits & RT_EPI_BIAS ? (const void *)(uintptr_t)bias_ptr : NULL;
+    lt_plan *q = plan_for(b, p, epilogue, read_c, err);
+    if (!q)
+        return false;
+    if (bias)
+        LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_BIAS_POINTER, &bias, sizeof bias));
+    /* C: the residual (beta 1), else D itself (beta 0: not read) */
+    LT_CHECK(Matmul(b->handle, q->desc, &one, (const void *)(uintptr_t)bm, q->la,
+                    (const void *)(uintptr_t)a, q->lb, &beta,
+                    (const void *)(uintptr_t)(read_c ? c : out), q->lc, (void *)(uintptr_t)out,
+                    q->lc, &q->h.algo, (void *)(uintptr_t)b->ws, b->ws_bytes, s));
+    return true;
+done:
+    return false;
+}
+
 bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi, rt_cu_ptr a,
                     rt_cu_ptr bm, rt_cu_ptr out, rt_cu_stream s, su_status *err)
 {
@@ -460,21 +493,27 @@ bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi,
         return false;
     unsigned bits = epi ? epi->bits : 0;
     bool residual = bits & RT_EPI_RESIDUAL;
-    float one = 1.0f, beta = residual ? 1.0f : 0.0f;
-    /* C: the residual (beta 1), else D itself (beta 0: not read) */
-    rt_cu_ptr c = residual ? epi->residual : out;
-    uint32_t epilogue = lt_epilogue(bits);
-    const void *bias = bits & RT_EPI_BIAS ? (const void *)(uintptr_t)epi->bias : NULL;
-    lt_plan *q = plan_for(b, &p, epilogue, residual, err);
-    if (!q)
+    unsigned act = bits & ~(unsigned)RT_EPI_RESIDUAL;
+    rt_cu_ptr bias = epi ? epi->bias : 0, res = residual ? epi->residual : 0;
+    if (!(in->dim & RT_MM_PARTS))
+        return call(b, &p, act, bias, a, bm, res, residual, out, s, err);
+    /* parts (cuda_blas.h): a's h m l and b's l m h along K, 3 K1 of them;
+     * call c: a's first (3 - c) K1 against b's last as many, the products
+     * whose parts' ranks sum to 2 - c, each call adding to the last's
+     * result (the first to the residual), the epilogue with the last */
+    if (p.type != LT_R_16BF || p.k % 3) {
+        su_fail(err, SU_INPUT, "a matmul of parts reads bf16 parts, 3 along K");
         return false;
-    if (bias)
-        LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_BIAS_POINTER, &bias, sizeof bias));
-    LT_CHECK(Matmul(b->handle, q->desc, &one, (const void *)(uintptr_t)bm, q->la,
-                    (const void *)(uintptr_t)a, q->lb, &beta, (const void *)(uintptr_t)c, q->lc,
-                    (void *)(uintptr_t)out, q->lc, &q->h.algo, (void *)(uintptr_t)b->ws,
-                    b->ws_bytes, s));
+    }
+    int64_t k1 = p.k / 3;
+    p.ctype = LT_R_32F;
+    for (int c = 0; c < 3; c++) {
+        p.k = (3 - c) * k1;
+        rt_cu_ptr bv = bm + (rt_cu_ptr)(c * k1 * (p.tb ? 1 : p.n) * 2);
+        if (!call(b, &p, c == 2 ? act : 0, bias, a, bv, c ? out : res, c > 0 || residual, out,
+                  s, err))
+            return false;
+    }
     return true;
-done:
-    return false;
 }
+

@@ -63,9 +63,33 @@ typedef struct rt_blas_epilogue {
 
 /* Queues matmul `in` (rt_blas_supports) on stream s: out = a @ b, then
  * the epilogue (NULL: none), device pointers; out overlaps none of the
- * others (but may be the residual). false with the cuBLASLt call and its
- * status in err. */
+ * others (but may be the residual). A matmul of parts (below) is three
+ * calls, the residual added in the first, the bias and activation in the
+ * last. false with the cuBLASLt call and its status in err. */
 bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi, rt_cu_ptr a,
                     rt_cu_ptr bm, rt_cu_ptr out, rt_cu_stream s, su_status *err);
+
+/* A matmul of parts (RT_MM_PARTS, plan_ops.def): an f32 matmul from bf16
+ * parts, about f32's precision on bf16 tensor cores, as rt_blas_matmul
+ * queues it. Each f32 x of a and b is three bf16 parts, h = bf16(x), m =
+ * bf16(x - h), l = bf16(x - h - m) (each difference exact in f32), and x =
+ * h + m + l exactly where |x| >= 2^-100 (l is then a normal bf16 of x's
+ * last 8 bits; below, l loses some). The product of a and b is then the six
+ * products of parts whose ranks (h 0, m 1, l 2) sum to at most 2, as three
+ * cuBLASLt calls of bf16 operands and an f32 result, each adding to the
+ * last one's, smallest first:
+ *   a[:, 0:3K] (h m l) @ b[0:3K] (l m h)    ranks 2: hl + mm + lh
+ *   a[:, 0:2K] (h m)   @ b[K:3K] (m h)      ranks 1: hm + mh
+ *   a[:, 0:K]  (h)     @ b[2K:3K] (h)       rank 0: hh, with the epilogue
+ * Each product of parts is exact in f32; the terms left out (ml, lm, ll)
+ * are below 3 x 2^-24 of |a_ik b_kj| together, so the result is as near
+ * a @ b as f32's own sums are (bench_cuda --x3 measures both), for 6 K bf16
+ * products of tensor-core work where f32 had K on CUDA cores (which run
+ * f32 some 15 times slower than bf16's tensor cores on an H100).
+ *
+ * Where h is not finite (x inf or NaN, or past bf16's largest, 3.39e38),
+ * m and l are 0.
+ * The parts are split3's (plan_ops.def), the kernel codegen/cuda_ops.c's
+ * emit_split3 writes. */
 
 #endif

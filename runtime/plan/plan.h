@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #define RT_PLAN_MAGIC "SHRDPLAN"
-#define RT_PLAN_VERSION 15
+#define RT_PLAN_VERSION 16
 #define RT_MAX_RANK 8
 #define RT_MAX_AXES 8
 #define RT_MAX_IN 6
@@ -112,8 +112,10 @@ struct rt_instr;
 bool rt_bucket_view(const struct rt_instr *in, int i, int64_t in_off, int64_t out_off);
 
 /* Which operands a matmul reads with their last two dims swapped (its
- * `dim` field, format 11; 0 before): a [.., K, M] read as [.., M, K]. */
-enum { RT_TRANS_A = 1, RT_TRANS_B = 2 };
+ * `dim` field, format 11; 0 before): a [.., K, M] read as [.., M, K].
+ * RT_MM_PARTS (format 16): its operands are split3's bf16 parts of f32
+ * values (plan_ops.def), its result f32. */
+enum { RT_TRANS_A = 1, RT_TRANS_B = 2, RT_MM_PARTS = 4 };
 
 /* A matmul's M, N and K and whether it reads a and b transposed (the
  * `dim` bits): a [.., M, K] or [.., K, M], b [.., K, N] or [.., N, K],

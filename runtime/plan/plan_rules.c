@@ -263,8 +263,10 @@ static bool rule_matmul(const rt_instr *in, rt_type *want, su_status *err)
                             rt_type_text(t1, a), rt_type_text(t2, b));
     if (!same_dtype(in, err))
         return false;
-    if (in->dim < 0 || in->dim > (RT_TRANS_A | RT_TRANS_B))
-        return rt_plan_fail(err, "trans %lld is not a, b or ab", (long long)in->dim);
+    if (in->dim < 0 || in->dim > (RT_TRANS_A | RT_TRANS_B | RT_MM_PARTS))
+        return rt_plan_fail(err, "trans %lld is not a, b or ab (with parts: 4 more)",
+                            (long long)in->dim);
+    bool parts = in->dim & RT_MM_PARTS;
     rt_type *tr[2] = {&ta, &tb};
     for (int i = 0; i < 2; i++) {
         if (!(in->dim >> i & 1))
@@ -282,11 +284,14 @@ static bool rule_matmul(const rt_instr *in, rt_type *want, su_status *err)
         return rt_plan_fail(err, "contracts dimension of size %lld with one of size %lld: %s @ %s",
                             (long long)ka, (long long)kb, rt_type_text(t1, a),
                             rt_type_text(t2, b));
+    if (parts && (a->dtype != RT_BF16 || ka % 3))
+        return rt_plan_fail(err, "of parts reads bf16 parts, 3 of them along the contracted "
+                            "dimension, got %s @ %s", rt_type_text(t1, a), rt_type_text(t2, b));
     int na = a->rank >= 2 ? a->rank - 2 : 0, nb = b->rank >= 2 ? b->rank - 2 : 0;
     if (!bcast(a->dim, na, b->dim, nb, want->dim, &want->rank))
         return rt_plan_fail(err, "batch dimensions do not broadcast: %s @ %s",
                             rt_type_text(t1, a), rt_type_text(t2, b));
-    want->dtype = a->dtype;
+    want->dtype = parts ? RT_F32 : a->dtype;
     if (a->rank >= 2)
         want->dim[want->rank++] = a->dim[a->rank - 2];
     if (b->rank >= 2)
@@ -911,6 +916,18 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, su_status *err)
             return true;
         case RT_OP_MATMUL:
             ok = rule_matmul(in, &want, err);
+            break;
+        case RT_OP_SPLIT3:
+            if (x->dtype != RT_F32 || in->dim < 0 || in->dim >= x->rank || in->dim2 < 0 ||
+                in->dim2 > 1)
+                return rt_plan_fail(err, "splits %s along dim %lld (order %lld): it splits "
+                                    "f32 along one of its dims, in order 0 or 1",
+                                    rt_type_text(b1, x), (long long)in->dim,
+                                    (long long)in->dim2);
+            want = *x;
+            want.dtype = RT_BF16;
+            want.dim[in->dim] *= 3;
+            ok = true;
             break;
         case RT_OP_ATTENTION:
             ok = rule_attention(in, &want, err);

@@ -88,8 +88,17 @@ static void instr_str(const rt_plan *p, const rt_instr *in, su_buf *b)
         ATTR("axis = %lld", (long long)in->axis);
         break;
     case RT_OP_MATMUL:
-        if (in->dim)
-            ATTR("trans = %s", in->dim == RT_TRANS_A ? "a" : in->dim == RT_TRANS_B ? "b" : "ab");
+        if (in->dim & (RT_TRANS_A | RT_TRANS_B))
+            ATTR("trans = %s", (in->dim & 3) == RT_TRANS_A   ? "a"
+                               : (in->dim & 3) == RT_TRANS_B ? "b"
+                                                             : "ab");
+        if (in->dim & RT_MM_PARTS)
+            ATTR("parts = true");
+        break;
+    case RT_OP_SPLIT3:
+        ATTR("dim = %lld", (long long)in->dim);
+        if (in->dim2)
+            ATTR("reversed = true");
         break;
     case RT_OP_LAYERNORM:
     case RT_OP_RMSNORM:

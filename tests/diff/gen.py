@@ -19,7 +19,10 @@ adamw, with and without `zero K over AXIS`, with and without shardc
 Its header carries tests/diff/diffcheck.py's directives: the mesh to check
 (its sizes; the mesh of ones is the reference), `diff-ref: unpipelined`
 for pipelines, `diff-flags: --keep-gathered` for a third of the training
-programs, and the range of every i32 input.
+programs, `diff-variant: --f32-matmul bf16x3` for a quarter of the
+programs with a matmul (drawn by a generator of its own, so a seed's
+program is the same with or without it), and the range of every i32
+input.
 
 Values stay in a numerically tame range, so that f32 sums in another order
 stay within diffcheck's tolerances: the domain of log, sqrt, rsqrt, pow and
@@ -61,6 +64,7 @@ class Value:
 
 class Gen:
     def __init__(self, seed, avoid):
+        self.seed = seed
         self.r = random.Random(seed)
         self.avoid = set(avoid)
         self.lines = []
@@ -776,6 +780,13 @@ class Gen:
         self.finish()
         if keep and any(l.startswith("train ") for l in out):  # a loss was made
             head.append("# diff-flags: --keep-gathered")
+        # a quarter of the programs with a matmul are checked again with
+        # their f32 matmuls as bf16 parts (shardc --f32-matmul bf16x3),
+        # against the unsharded run of f32 matmuls; drawn apart from the
+        # program (its own generator), so that a seed makes the program it
+        # made before
+        if any(" @ " in l for l in out) and random.Random(f"parts {self.seed}").random() < 0.25:
+            head.append("# diff-variant: --f32-matmul bf16x3")
         head += [f"# diff-ids: {n} {v}" for n, v in sorted(self.ids.items())]
         return "\n".join(head + [self.lexical(l) for l in out]) + "\n"
 

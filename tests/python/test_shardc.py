@@ -269,6 +269,21 @@ def test_unroll_is_the_cli_flag(tmp_path):
     assert losses[0] == losses[1]
 
 
+def test_f32_matmul_is_the_cli_flag():
+    # f32 matmuls as bf16 parts: the CLI's report, the f32 product's FLOPs
+    # and a larger peak (the parts); a mode of neither is a usage error
+    mlp = os.path.join(ROOT, "examples", "mlp.sh")
+    parts = shardc.compile(path=mlp, mesh="2x2", arch="none", f32_matmul="bf16x3").report()
+    cli = json.loads(run(SHARDC, mlp, "--mesh", "2x2", "--arch", "none", "--f32-matmul",
+                         "bf16x3", "--report", "json"))
+    assert parts == cli
+    f32 = shardc.compile(path=mlp, mesh="2x2", arch="none", f32_matmul="f32").report()
+    assert parts["stages"][0]["flops"] == f32["stages"][0]["flops"]
+    assert parts["stages"][0]["peak_bytes"] > f32["stages"][0]["peak_bytes"]
+    with pytest.raises(shardc.UsageError, match="the modes are f32"):
+        shardc.compile(path=mlp, mesh="2x2", arch="none", f32_matmul="tf32")
+
+
 MPI_SCRIPT = """
 import sys
 import shardc

@@ -308,6 +308,18 @@ static void test_report(hand *h, bc_item *it, int n)
     CHECK(t.bw == 1 && t.bw_ok == 1 && t.bw_plan == 2 && t.bw_plan_ok == 2);
     CHECK(t.small == 1 && t.other == 2 && t.mm == 2 && t.mm_ok == 1);
     free(text);
+    /* --x3: the f32 matmuls timed as bf16 parts get a table of their own;
+     * a matmul not timed so (x3_us 0) has no row */
+    r.x3 = true;
+    it[4].x3_us = 8, it[4].x3_mm_us = 6.5, it[4].err_f32 = 1.25, it[4].err_x3 = 2.5;
+    f = open_memstream(&text, &len);
+    bc_report_plan(f, &r, m.copy_gbs);
+    fclose(f);
+    CHECK(has_line(text, "### f32 matmuls as bf16 parts (--x3)"));
+    CHECK(has_line(text, "| 0 | k0_matmul_add | 1 | 1 x 256 x 512 x 1024 | 20.0 | 8.0 | 6.5 | "
+                         "2.50 | 1.25 | 2.50 |"));
+    CHECK(strstr(text, "| 0 | instruction 12 | 1 | 4 x 256 x 128 x 512 | 10.0 |") == NULL);
+    free(text);
 }
 
 /* ---- a real plan (needs NVRTC) ---- */
@@ -370,12 +382,10 @@ static void check_real(const rt_plan *p)
     free(it);
 }
 
-static void test_real_plan(void)
+/* The tiny model's plan for sm_90, with --f32-matmul mode; NULL with the
+ * reason printed. */
+static rt_plan *real_plan(const char *mode)
 {
-    if (!rt_nvrtc_available()) {
-        printf("real plan: skipped (no NVRTC in this build)\n");
-        return;
-    }
     shardc_options *opt = shardc_options_new();
     shardc_program *prog = NULL;
     char *e = NULL;
@@ -384,20 +394,57 @@ static void test_real_plan(void)
     size_t len = 0;
     bool ok = shardc_options_set_archs(opt, "sm_90", &e) == SHARDC_OK &&
               shardc_options_set_cache_dir(opt, getenv("SHARDC_CACHE_DIR"), &e) == SHARDC_OK &&
+              shardc_options_set_f32_matmul(opt, mode, &e) == SHARDC_OK &&
               shardc_compile_string(opt, "tiny.sh", model, sizeof model - 1, &prog, &e) ==
                   SHARDC_OK &&
               api_program_plan(prog, &bytes, &len, &e) == SHARDC_OK;
     rt_plan *p = ok ? rt_plan_read(bytes, len, "tiny.sh", &err) : NULL;
     if (!p)
-        fprintf(stderr, "  tiny.sh: %s\n", e ? e : err.msg);
+        fprintf(stderr, "  tiny.sh (%s): %s\n", mode, e ? e : err.msg);
     CHECK(p != NULL);
-    if (p)
-        check_real(p);
-    rt_plan_free(p);
     free(bytes);
     shardc_free(e);
     shardc_program_free(prog);
     shardc_options_free(opt);
+    return p;
+}
+
+/* The FLOPs of p's matmuls, each launch times its count. */
+static double matmul_flops(const rt_plan *p)
+{
+    bc_item *it = NULL;
+    int n = bc_select(p, &it);
+    double f = 0;
+    for (int i = 0; i < n; i++)
+        f += it[i].cls == BC_MATMUL ? it[i].flops * it[i].count : 0;
+    free(it);
+    return f;
+}
+
+static void test_real_plan(void)
+{
+    if (!rt_nvrtc_available()) {
+        printf("real plan: skipped (no NVRTC in this build)\n");
+        return;
+    }
+    rt_plan *p = real_plan("f32"), *x3 = real_plan("bf16x3");
+    if (p)
+        check_real(p);
+    /* f32 matmuls as bf16 parts: the same launches, each counting the f32
+     * product's FLOPs (not the parts' 3 K) */
+    if (x3)
+        check_real(x3);
+    if (p && x3) {
+        CHECK(matmul_flops(p) > 0);
+        CHECK(fabs(matmul_flops(x3) - matmul_flops(p)) <= 1e-9 * matmul_flops(p));
+        int parts = 0;
+        for (int i = 0; i < x3->stage[0].ninstr; i++)
+            parts += x3->stage[0].instr[i].op == RT_OP_MATMUL &&
+                     (x3->stage[0].instr[i].dim & RT_MM_PARTS);
+        CHECK(parts >= 3); /* x @ w, and its two gradients */
+    }
+    rt_plan_free(p);
+    rt_plan_free(x3);
 }
 
 static bool near(double got, double want)

@@ -178,6 +178,8 @@ static model compile(const char *path, const char *mesh, int zero, const char *d
             ok = shardc_options_set_microbatches(opt, atoll(val), &e) == SHARDC_OK;
         else if (!strcmp(f, "--zero"))
             ok = shardc_options_set_zero(opt, atoi(val), NULL, &e) == SHARDC_OK;
+        else if (!strcmp(f, "--f32-matmul"))
+            ok = shardc_options_set_f32_matmul(opt, val, &e) == SHARDC_OK;
     }
     ok = ok && shardc_compile_string(opt, path, text, strlen(text), &prog, &e) == SHARDC_OK &&
          shardc_program_save_plan(prog, out, &e) == SHARDC_OK &&
@@ -820,7 +822,9 @@ static bool run_kernel(const rt_plan *p, int st, int ki, void *lib, int kind, bo
         int op = g->instr[k->instr[i]].op;
         if (op == RT_OP_EMBEDDING_GRAD)
             fill_embedding_grad(cpu, g, &g->instr[k->instr[i]]);
-        if (op == RT_OP_SOFTMAX || op == RT_OP_XENT || op == RT_OP_XENT_GRAD)
+        /* split3's too: a value of fill's 12 bits has no third part */
+        if (op == RT_OP_SOFTMAX || op == RT_OP_XENT || op == RT_OP_XENT_GRAD ||
+            op == RT_OP_SPLIT3)
             for (int j = 0; j < k->nin; j++)
                 fill_spread(cpu + g->buf_offset[k->param[j]], &k->param_t[j]);
     }
@@ -1127,7 +1131,8 @@ static int one_model(int argc, char **argv)
         perror(argv[1]);
         return 1;
     }
-    static const char *const valued[] = {"--dtype", "--zero", "--schedule", "--microbatches"};
+    static const char *const valued[] = {"--dtype", "--zero", "--schedule", "--microbatches",
+                                         "--f32-matmul"};
     static const char *opts[64];
     for (int i = 3; i < argc; i++) {
         if (argv[i][0] != '-') {
@@ -1196,44 +1201,58 @@ int main(int argc, char **argv)
         int zero;
         const char *defines, *dtype; /* dtype: --dtype's, or NULL */
         const char *arch;            /* the kernels' target, or NULL for sm_80 */
+        const char *f32_matmul;      /* --f32-matmul's mode, or NULL */
     } cases[] = {
-        {"examples/mlp.sh", "2x2", 0, "", NULL, NULL},
-        {"examples/transformer.sh", "2x2", 0, "S=32 D=128 V=256", NULL, NULL},
-        {"examples/transformer.sh", "4x1", 1, "S=32 D=128 V=256", NULL, NULL},
-        {"tests/models/mlp_bf16.sh", "2x2", 0, "", NULL, NULL},
-        {"tests/models/mlp_bf16.sh", "4x1", 1, "", NULL, NULL},
-        {"tests/models/mlp_bf16_momentum.sh", "2x2", 3, "", NULL, NULL},
-        {"tests/models/vocab_parallel.sh", "2x2", 0, "", NULL, NULL},
-        {"tests/models/vocab_parallel.sh", "2x1", 0, "", NULL, NULL}, /* softmax, rmsnorm unsplit */
-        {"tests/lit/cuda/i32.ir", "1", 0, "", NULL, NULL},
-        {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1", NULL, NULL}, /* attention tiles partly empty */
+        {"examples/mlp.sh", "2x2", 0, "", NULL, NULL, NULL},
+        {"examples/transformer.sh", "2x2", 0, "S=32 D=128 V=256", NULL, NULL, NULL},
+        {"examples/transformer.sh", "4x1", 1, "S=32 D=128 V=256", NULL, NULL, NULL},
+        {"tests/models/mlp_bf16.sh", "2x2", 0, "", NULL, NULL, NULL},
+        {"tests/models/mlp_bf16.sh", "4x1", 1, "", NULL, NULL, NULL},
+        {"tests/models/mlp_bf16_momentum.sh", "2x2", 3, "", NULL, NULL, NULL},
+        {"tests/models/vocab_parallel.sh", "2x2", 0, "", NULL, NULL, NULL},
+        /* softmax, rmsnorm unsplit */
+        {"tests/models/vocab_parallel.sh", "2x1", 0, "", NULL, NULL, NULL},
+        {"tests/lit/cuda/i32.ir", "1", 0, "", NULL, NULL, NULL},
+        /* attention tiles partly empty */
+        {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1", NULL, NULL, NULL},
         /* for sm_75: its f32 forward on CUDA cores (for sm_80, tensor cores) */
-        {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1", NULL, "sm_75"},
-        {"tests/models/attn_bf16.sh", "1", 0, "", NULL, NULL}, /* attention on tensor cores */
-        {"tests/models/attn_bf16.sh", "2", 0, "", NULL, NULL}, /* and over split queries */
-        {"tests/models/attn_tiles.sh", "1", 0, "", NULL, NULL}, /* tiles copied, and staged */
-        {"tests/models/attn_f32.sh", "2", 0, "", NULL, NULL}, /* f32 on tensor cores, split queries */
+        {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1", NULL, "sm_75", NULL},
+        {"tests/models/attn_bf16.sh", "1", 0, "", NULL, NULL, NULL}, /* attention on tensor cores */
+        {"tests/models/attn_bf16.sh", "2", 0, "", NULL, NULL, NULL}, /* and over split queries */
+        {"tests/models/attn_tiles.sh", "1", 0, "", NULL, NULL, NULL}, /* tiles copied, and staged */
+        /* f32 on tensor cores, split queries */
+        {"tests/models/attn_f32.sh", "2", 0, "", NULL, NULL, NULL},
         /* for sm_75, where f16 attention takes WMMA (bf16 the CUDA cores) */
-        {"tests/models/attn_bf16.sh", "1", 0, "", NULL, "sm_75"},
-        {"tests/models/kernel_shapes.sh", "1", 0, "", NULL, NULL}, /* ids, classes, tiles overhanging */
-        {"tests/models/select_masks.sh", "2x2", 0, "", NULL, NULL}, /* bool, comparisons, where */
-        {"examples/moe.sh", "2x2", 0, "S=16 D=64 F=64 L=1", NULL, NULL}, /* routing, experts by all-to-all */
+        {"tests/models/attn_bf16.sh", "1", 0, "", NULL, "sm_75", NULL},
+        /* ids, classes, tiles overhanging */
+        {"tests/models/kernel_shapes.sh", "1", 0, "", NULL, NULL, NULL},
+        /* bool, comparisons, where */
+        {"tests/models/select_masks.sh", "2x2", 0, "", NULL, NULL, NULL},
+        /* routing, experts by all-to-all */
+        {"examples/moe.sh", "2x2", 0, "S=16 D=64 F=64 L=1", NULL, NULL, NULL},
         /* RoPE, grouped-query attention (4 heads of 32, 2 for k and v) on
          * tensor cores, SwiGLU, rmsnorm, clipping, in bf16 */
-        {"examples/llama.sh", "2x2", 0, "S=16 D=128 H=4 G=2 F=352 V=64 L=1", "bf16", NULL},
+        {"examples/llama.sh", "2x2", 0, "S=16 D=128 H=4 G=2 F=352 V=64 L=1", "bf16", NULL, NULL},
+        /* f32 matmuls as bf16 parts: the splits (the products are cuBLASLt's) */
+        {"examples/transformer.sh", "2x2", 0, "S=32 D=128 V=256 L=1", NULL, NULL, "bf16x3"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double t0 = now();
         int c = 0;
-        const char *dtype[2] = {"--dtype", cases[i].dtype};
-        flags = dtype;
-        nflags = cases[i].dtype ? 2 : 0;
+        const char *opt[4];
+        nflags = 0;
+        if (cases[i].dtype)
+            opt[nflags++] = "--dtype", opt[nflags++] = cases[i].dtype;
+        if (cases[i].f32_matmul)
+            opt[nflags++] = "--f32-matmul", opt[nflags++] = cases[i].f32_matmul;
+        flags = opt;
         arch = cases[i].arch ? cases[i].arch : "sm_80";
         int n = check_model(cases[i].file, cases[i].mesh, cases[i].zero, cases[i].defines, &c);
-        printf("%s on %s%s%s%s for %s: %d kernels emulated, %d cooperative (%.1f s)\n",
+        printf("%s on %s%s%s%s%s%s for %s: %d kernels emulated, %d cooperative (%.1f s)\n",
                cases[i].file, cases[i].mesh, cases[i].zero ? " with zero" : "",
-               cases[i].dtype ? " in " : "", cases[i].dtype ? cases[i].dtype : "", arch, n, c,
-               now() - t0);
+               cases[i].dtype ? " in " : "", cases[i].dtype ? cases[i].dtype : "",
+               cases[i].f32_matmul ? " with f32 matmuls as " : "",
+               cases[i].f32_matmul ? cases[i].f32_matmul : "", arch, n, c, now() - t0);
         CHECK(n > 0);
         nrun += n;
         coop += c;
@@ -1266,6 +1285,10 @@ int main(int argc, char **argv)
      * cross-entropies */
     printf("kernels taking a vector's elements online at once: %d\n", online_vec_ran);
     CHECK(online_vec_ran >= 4);
+    /* one layer's matmuls (forward, and backward's data and weight
+     * gradients), the lm head's, each operand split */
+    printf("split3 kernels (f32 matmuls' operands as bf16 parts): %d\n", op_ran[RT_OP_SPLIT3]);
+    CHECK(op_ran[RT_OP_SPLIT3] >= 12);
     CHECK(lse_alone_ran >= 6);
     printf("attention kernels on tensor cores: %d through mma.sync (%d with the tiles copied by "
            "cp.async), %d through WMMA\n", mma_ran, async_ran, wmma_ran);

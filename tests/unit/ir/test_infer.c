@@ -155,6 +155,24 @@ static void test_matmul(void)
     CHECK_STR(INF(IR_MATMUL, NULL, "f32[5, 1, 4, 3]", "f32[2, 3, 6]"), "f32[5, 2, 4, 6]");
     CHECK_STR(INF(IR_MATMUL, NULL, "f32[64, 1024]", "f32[1024]"), "f32[64]");
     CHECK_STR(INF(IR_MATMUL, NULL, "f32[1024]", "f32[2, 1024, 8]"), "f32[2, 8]");
+    /* f32 matmuls as bf16 parts (passes/parts.c): split3 grows its dim 3
+     * times in bf16; a matmul of parts contracts 3 K of bf16 into f32 */
+    CHECK_STR(INF(IR_SPLIT3, A(.dim = 1), "f32[64, 1024]"), "bf16[64, 3072]");
+    CHECK_STR(INF(IR_SPLIT3, A(.dim = 0, .reversed = true), "f32[1024, 8]"), "bf16[3072, 8]");
+    CHECK_STR(INF(IR_SPLIT3, A(.dim = 2), "f32[64, 1024]"),
+              "error: split3's dim 2 is not a dimension of f32[64, 1024]");
+    CHECK_STR(INF(IR_SPLIT3, A(.dim = 0), "bf16[64, 1024]"),
+              "error: split3 splits f32 into bf16 parts, got bf16[64, 1024]");
+    CHECK_STR(INF(IR_MATMUL, A(.parts = true), "bf16[64, 3072]", "bf16[3072, 8]"), "f32[64, 8]");
+    CHECK_STR(INF(IR_MATMUL, A(.parts = true, .trans = IR_TRANS_A), "bf16[2, 96, 5]",
+                  "bf16[96, 8]"),
+              "f32[2, 5, 8]");
+    CHECK_STR(INF(IR_MATMUL, A(.parts = true), "bf16[64, 1024]", "bf16[1024, 8]"),
+              "error: '@' of parts reads bf16 parts, 3 of them along the contracted dimension, "
+              "got bf16[64, 1024] @ bf16[1024, 8]");
+    CHECK_STR(INF(IR_MATMUL, A(.parts = true), "f32[64, 3072]", "f32[3072, 8]"),
+              "error: '@' of parts reads bf16 parts, 3 of them along the contracted dimension, "
+              "got f32[64, 3072] @ f32[3072, 8]");
     CHECK_STR(INF(IR_MATMUL, NULL, "i32[2, 3]", "i32[3, 4]"), "i32[2, 4]");
     /* operands read transposed (trans, passes/fold.c's) */
     CHECK_STR(INF(IR_MATMUL, A(.trans = IR_TRANS_A), "f32[1024, 64]", "f32[1024, 4096]"),

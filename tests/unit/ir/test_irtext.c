@@ -179,6 +179,10 @@ static ir_module *all_ops(void)
     emit(m, IR_MATMUL, (ir_attrs){.trans = IR_TRANS_B}, 2, w2, w2);
     ir_value *w2t = emit(m, IR_TRANSPOSE, (ir_attrs){.nlist = 2, .list = {1, 0}}, 1, w2);
     emit(m, IR_MATMUL, (ir_attrs){.trans = IR_TRANS_A | IR_TRANS_B}, 2, w2, w2t);
+    /* f32 matmuls as bf16 parts (passes/parts.c) */
+    ir_value *pa = emit(m, IR_SPLIT3, (ir_attrs){.dim = 1}, 1, w2);
+    ir_value *pb = emit(m, IR_SPLIT3, (ir_attrs){.dim = 1, .reversed = true}, 1, w2);
+    emit(m, IR_MATMUL, (ir_attrs){.trans = IR_TRANS_B, .parts = true}, 2, pa, pb);
     sharding(h, IR_SH_AUTO, 0);
     split(h, 0, 0);
     split(h, 0, 1); /* tuple dim: (dp, tp) */

@@ -685,6 +685,122 @@ static void test_matmul(void)
     matmul_case("i32[2, 3, 4]", "i32[1, 4, 5]", "i32[2, 3, 5]");
 }
 
+/* f32 x split into its parts (RT_OP_SPLIT3) along dim, reversed or not:
+ * the parts by an independent model of bf16 (round_fmt), summing back to
+ * x exactly (h alone where h is not finite); the parts tensor. */
+static tens split_case(const tens *x, int dim, bool rev)
+{
+    char spec[64];
+    rt_type t = x->t;
+    t.dtype = RT_BF16;
+    t.dim[dim] *= 3;
+    int len = snprintf(spec, sizeof spec, "bf16[");
+    for (int d = 0; d < t.rank; d++)
+        len += snprintf(spec + len, sizeof spec - (size_t)len, "%s%lld", d ? ", " : "",
+                        (long long)t.dim[d]);
+    snprintf(spec + len, sizeof spec - (size_t)len, "]");
+    tens p = tnew(spec);
+    rt_instr in = {.op = RT_OP_SPLIT3, .dim = dim, .dim2 = rev};
+    tens xs = *x; /* run's operands are not freed */
+    CHECK_INT(run(&in, &xs, 1, &p), 0);
+    int64_t inner = 1, k = x->t.dim[dim];
+    for (int d = dim + 1; d < x->t.rank; d++)
+        inner *= x->t.dim[d];
+    int bad = 0;
+    for (int64_t i = 0; i < numel(x); i++) {
+        int64_t o = i / (k * inner), r = i % (k * inner);
+        double v = tget(x, i), part[3], rest = v;
+        for (int j = 0; j < 3; j++) {
+            part[j] = round_bf16(rest);
+            rest = isfinite(part[0]) ? rest - part[j] : 0;
+        }
+        double sum = 0;
+        for (int j = 0; j < 3; j++) {
+            double got = tget(&p, o * 3 * k * inner + (rev ? 2 - j : j) * k * inner + r);
+            sum += got;
+            bad += got != part[j] && !(isnan(got) && isnan(part[j]));
+        }
+        bad += isfinite(part[0]) && fabs(v) >= 0x1p-100 && sum != v;
+    }
+    CHECK_INT(bad, 0);
+    return p;
+}
+
+/* a @ b (stored sa, sb; trans as RT_TRANS_*) from the split3 parts of
+ * each along its contracted dim, a matmul of parts (RT_MM_PARTS): within
+ * (K + 3) 2^-24 of sum |a_ik b_kj| of the product in double (the f32 sums'
+ * own error, K 2^-24, and the parts left out, below 3 2^-24), as the
+ * f32 matmul is, and no further from it than f32's error twice. */
+static void parts_case(const char *sa, const char *sb, const char *so, int trans)
+{
+    tens x[2] = {trand(sa, -1, 1), trand(sb, -1, 1)};
+    tens out = tnew(so), f32 = tnew(so);
+    const rt_type *ta = &x[0].t, *tb = &x[1].t, *to = &out.t;
+    bool tra = trans & RT_TRANS_A, trb = trans & RT_TRANS_B;
+    int ka = ta->rank == 1 ? 0 : ta->rank - 1 - tra, kb = tb->rank == 1 ? 0 : tb->rank - 2 + trb;
+    int64_t k = ta->dim[ka];
+    int64_t m = ta->rank >= 2 ? ta->dim[ta->rank - 2 + tra] : 1;
+    int64_t n = tb->rank >= 2 ? tb->dim[tb->rank - 1 - trb] : 1;
+    int nb = to->rank - (ta->rank >= 2) - (tb->rank >= 2);
+    int na = ta->rank > 2 ? ta->rank - 2 : 0, nbb = tb->rank > 2 ? tb->rank - 2 : 0;
+    tens p[2] = {split_case(&x[0], ka, false), split_case(&x[1], kb, true)};
+    rt_instr in = {.op = RT_OP_MATMUL, .dim = trans | RT_MM_PARTS};
+    CHECK_INT(run(&in, p, 2, &out), 0);
+    rt_instr plain = {.op = RT_OP_MATMUL, .dim = trans};
+    CHECK_INT(run(&plain, x, 2, &f32), 0);
+    int64_t idx[RT_MAX_RANK];
+    double worst = 0, worst32 = 0;
+    for (int64_t e = 0; e < numel(&out); e++) {
+        unravel(e, to, idx);
+        int64_t i = ta->rank >= 2 ? idx[nb] : 0, j = tb->rank >= 2 ? idx[to->rank - 1] : 0;
+        int64_t ba = bidx(ta, na, idx, nb), bb = bidx(tb, nbb, idx, nb);
+        double s = 0, mag = 0;
+        for (int64_t q = 0; q < k; q++) {
+            double t = tget(&x[0], tra ? (ba * k + q) * m + i : (ba * m + i) * k + q) *
+                       tget(&x[1], trb ? (bb * n + j) * k + q : (bb * k + q) * n + j);
+            s += t;
+            mag += fabs(t);
+        }
+        double u = ldexp(mag, -24);
+        worst = fmax(worst, fabs(tget(&out, e) - s) / u);
+        worst32 = fmax(worst32, fabs(tget(&f32, e) - s) / u);
+    }
+    if (worst > (double)k + 3 || worst > 2 * worst32 + 3)
+        fprintf(stderr, "  parts %s @ %s (trans %d): error %.3g x 2^-24 sum |ab|, f32's %.3g\n",
+                sa, sb, trans, worst, worst32);
+    CHECK(worst <= (double)k + 3);
+    CHECK(worst <= 2 * worst32 + 3);
+    for (int i = 0; i < 2; i++) {
+        tfree(&x[i]);
+        tfree(&p[i]);
+    }
+    tfree(&out);
+    tfree(&f32);
+}
+
+static void test_parts(void)
+{
+    parts_case("f32[5, 48]", "f32[48, 7]", "f32[5, 7]", 0);
+    parts_case("f32[48, 5]", "f32[48, 7]", "f32[5, 7]", RT_TRANS_A);
+    parts_case("f32[5, 48]", "f32[7, 48]", "f32[5, 7]", RT_TRANS_B);
+    parts_case("f32[48, 5]", "f32[7, 48]", "f32[5, 7]", RT_TRANS_A | RT_TRANS_B);
+    parts_case("f32[2, 3, 64]", "f32[64, 5]", "f32[2, 3, 5]", 0);        /* folded into M */
+    parts_case("f32[2, 64, 3]", "f32[2, 64, 5]", "f32[2, 3, 5]", RT_TRANS_A); /* batched */
+    parts_case("f32[3, 300]", "f32[2, 300, 4]", "f32[2, 3, 4]", 0);      /* a broadcast */
+    parts_case("f32[300]", "f32[300, 4]", "f32[4]", 0);
+    parts_case("f32[4, 300]", "f32[300]", "f32[4]", 0);
+    /* h alone where it is not finite: an inf times a finite part stays inf */
+    tens x = tnew("f32[4]");
+    float v[4] = {INFINITY, -NAN, 0x1.fffffep127f, 0x1p-120f};
+    memcpy(x.p, v, sizeof v);
+    tens p = split_case(&x, 0, false);
+    CHECK(isinf(tget(&p, 0)) && tget(&p, 4) == 0 && tget(&p, 8) == 0);
+    CHECK(isnan(tget(&p, 1)) && tget(&p, 5) == 0 && tget(&p, 9) == 0);
+    CHECK(isinf(tget(&p, 2)) && tget(&p, 6) == 0 && tget(&p, 10) == 0);
+    tfree(&x);
+    tfree(&p);
+}
+
 /* Random query positions for q of spec sq and t keys (attention's last
  * operand where the queries are split): -2 .. t, so that some rows see no
  * key and some every key. */
@@ -1856,6 +1972,7 @@ int main(void)
     test_unary();
     test_cast();
     test_matmul();
+    test_parts();
     test_attention();
     test_attn_backward();
     test_reduce();

@@ -623,7 +623,7 @@ static void roundtrip(void (*make)(fixture *), const char *name)
         CHECK(rt_plan_write(p, &b, &nb, &err));
         CHECK(nb == na && b && memcmp(a, b, na) == 0);
     }
-    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x0f"); /* magic, then version 15 LE */
+    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x10"); /* magic, then version 16 LE */
     CHECK_INT(rd(a + 12, 4), f.p.nstages + 4);
     CHECK_INT(rd(a + 16, 8), na);
     rt_plan_free(p);
@@ -748,12 +748,12 @@ static void test_header(void)
     EXPECT_READ_ERROR(c, n, "plan format version 0 is not valid");
     wr(c + 8, RT_PLAN_VERSION + 1, 4);
     refix(c, n);
-    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 16 is newer than this "
-              "shardrun reads (15): rebuild shardrun");
+    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 17 is newer than this "
+              "shardrun reads (16): rebuild shardrun");
     wr(c + 8, 2, 4);
     refix(c, n);
     CHECK_STR(read_msg(c, n, err), "model.plan: the plan was written by an older shardc (plan "
-              "format 2; this shardrun reads 15): compile the model again");
+              "format 2; this shardrun reads 16): compile the model again");
 
     memcpy(c, b, n); /* the total size, with a good header CRC */
     wr(c + 16, n - 1, 8);
@@ -1358,8 +1358,35 @@ static void test_rules(void)
     in.dim = RT_TRANS_A;
     CHECK_STR(instr_msg(p, &in, err), "contracts dimension of size 3 with one of size 6: "
               "f32[2, 4, 3] @ f32[6, 3]");
-    in.dim = 4;
-    CHECK_STR(instr_msg(p, &in, err), "trans 4 is not a, b or ab");
+    in.dim = 8;
+    CHECK_STR(instr_msg(p, &in, err), "trans 8 is not a, b or ab (with parts: 4 more)");
+    /* f32 matmuls as bf16 parts (format 16): split3 f32 -> bf16, its dim 3
+     * times as long; a matmul of parts reads 3 K of bf16, makes f32 */
+    in = mk(RT_OP_SPLIT3, T(RT_BF16, 2, 9, 4), 1, T(F, 2, 3, 4));
+    in.dim = 1;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.dim2 = 1; /* reversed */
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.dim2 = 2;
+    CHECK_STR(instr_msg(p, &in, err), "splits f32[2, 3, 4] along dim 1 (order 2): it splits f32 "
+              "along one of its dims, in order 0 or 1");
+    in.dim2 = 0;
+    in.dim = 3;
+    CHECK(strstr(instr_msg(p, &in, err), "along dim 3 (order 0)"));
+    in = mk(RT_OP_SPLIT3, T(RT_BF16, 2, 3, 12), 1, T(F, 2, 3, 4));
+    in.dim = 1;
+    CHECK_STR(instr_msg(p, &in, err), "the result is bf16[2, 3, 12], but the operands give "
+              "bf16[2, 9, 4]");
+    in = mk(RT_OP_MATMUL, T(F, 2, 4, 6), 2, T(RT_BF16, 2, 9, 4), T(RT_BF16, 6, 9));
+    in.dim = RT_TRANS_A | RT_TRANS_B | RT_MM_PARTS;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.out_t = T(RT_BF16, 2, 4, 6);
+    CHECK_STR(instr_msg(p, &in, err), "the result is bf16[2, 4, 6], but the operands give "
+              "f32[2, 4, 6]");
+    in = mk(RT_OP_MATMUL, T(F, 2, 4, 6), 2, T(F, 2, 9, 4), T(F, 6, 9));
+    in.dim = RT_TRANS_A | RT_TRANS_B | RT_MM_PARTS;
+    CHECK_STR(instr_msg(p, &in, err), "of parts reads bf16 parts, 3 of them along the "
+              "contracted dimension, got f32[2, 4, 9] @ f32[9, 6]");
     in = mk(RT_OP_MATMUL, T(F, 4), 2, T(F, 3, 4), T(F, 3));
     in.dim = RT_TRANS_A | RT_TRANS_B;
     CHECK_STR(instr_msg(p, &in, err), "reads operand 2 transposed, which needs a float matrix, "
