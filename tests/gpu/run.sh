@@ -14,7 +14,8 @@
 #
 # Then GPT-2 shapes (one layer of transformer.sh at S = 1024, D = 768, 12
 # heads of 64) in f32 and bf16, and attention tiles left partly empty
-# (tests/models/attn_shapes.sh), each against the CPU; params and inputs
+# (tests/models/attn_shapes.sh), and f32 matmuls as bf16 parts (shardc
+# --f32-matmul bf16x3), each against the CPU; params and inputs
 # made from the seed on the device, the CPU's bits
 # (tests/models/init_bits.sh); mlp on meshes 1 and
 # 2x2 for 3 steps with --graph and --trace against 3 CPU steps (and the
@@ -105,7 +106,10 @@ done
 # by cp.async while this one is used, and heads of 128, whose tiles are
 # staged between barriers; tests/models/attn_f32.sh: f32 attention on
 # tensor cores (as bf16 parts) with its heads inner, with the f32
-# tolerance.
+# tolerance; then GPT-2's layer in f32 and mlp.sh on 2x2 (bias, gelu and
+# the residual in cuBLASLt's epilogues) with --f32-matmul bf16x3, each f32
+# matmul three cuBLASLt calls of bf16 parts (the CPU backend computes the
+# same sums), with the f32 tolerance.
 gpt2=(-D B=2 -D S=1024 -D D=768 -D NH=12 -D V=2048 -D L=1)
 mkdir -p "$tmp/models"
 sed 's/f32\[/bf16[/g' "$root/examples/transformer.sh" > "$tmp/models/transformer_bf16.sh"
@@ -114,16 +118,19 @@ for c in "f32 $root/examples/transformer.sh 1 2e-3 2e-4" \
          "attn_shapes $root/tests/models/attn_shapes.sh 2 2e-3 2e-4" \
          "attn_bf16 $root/tests/models/attn_bf16.sh 2 2e-2 2e-3" \
          "attn_tiles $root/tests/models/attn_tiles.sh 2 2e-2 2e-3" \
-         "attn_f32 $root/tests/models/attn_f32.sh 2 2e-3 2e-4"; do
-    read -r what model steps rtol atol <<< "$c"
+         "attn_f32 $root/tests/models/attn_f32.sh 2 2e-3 2e-4" \
+         "f32_x3 $root/examples/transformer.sh 1 2e-3 2e-4 --f32-matmul bf16x3" \
+         "mlp_x3 $root/examples/mlp.sh 2 2e-3 2e-4 --f32-matmul bf16x3"; do
+    read -r what model steps rtol atol flags <<< "$c"
     dir=$tmp/gpt2-$what
     mkdir -p "$dir"
     defs=()
-    case $what in attn_*) mesh=1 ;; *) defs=("${gpt2[@]}"); mesh=1x1 ;; esac
-    echo "== $(basename "$model") ${defs[*]} --mesh $mesh, $steps step(s)"
+    case $what in attn_*) mesh=1 ;; mlp_x3) mesh=2x2 ;; *) defs=("${gpt2[@]}"); mesh=1x1 ;; esac
+    echo "== $(basename "$model") ${defs[*]} --mesh $mesh $flags, $steps step(s)"
     ok=true
+    # shellcheck disable=SC2086 # flags: words
     "$shardc" "$model" ${defs[@]+"${defs[@]}"} --mesh $mesh --arch "${GPU_ARCH:-sm_80,sm_90}" \
-        -o "$dir/plan" || ok=false
+        $flags -o "$dir/plan" || ok=false
     for backend in cpu cuda; do
         $ok && "$shardrun" "$dir/plan" --backend "$backend" --comm local --seed 7 \
             --steps "$steps" --quiet --outputs "$dir/$backend.out.safetensors" \
