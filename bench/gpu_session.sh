@@ -24,7 +24,9 @@
 # and ncu on one layer's attention kernels (with the pipes' and shared
 # memory's figures), and on its embedding gradient, cross-entropy, AdamW
 # and column sums, and on the f32 layer's attention kernels (on tensor
-# cores as bf16 parts). Logs go to $OUT (default ./gpu-out): summary.txt,
+# cores as bf16 parts); then bench_cuda --calibrate on GPT-2's one-layer
+# f32 and bf16 plans (h200-calibrated.json, a profile for shardc --hw).
+# Logs go to $OUT (default ./gpu-out): summary.txt,
 # gputests.log, bench.log, gpt2.md (the bench's report, for
 # bench/results/gpt2-<gpu>.md) and extra.tar.xz (sanitizer and ncu logs,
 # the bench's logs and traces). It prints the summary last. Without a GPU
@@ -149,6 +151,14 @@ run() {
                 .gpu/build/shardrun "$x/l1-f32.plan" --backend cuda --steps 1 > "$x/ncu-f32.txt" 2>&1
         echo "ncu f32 attention rc=$? at $(el) s" >> "$out/summary.txt"
     fi
+    # issue 20's calibrated estimate: the efficiencies of the launches of
+    # GPT-2's one-layer f32 and bf16 plans (bench_cuda --calibrate), as a
+    # profile for shardc --hw to estimate the step with afterwards, here
+    sed 's/f32\[/bf16[/g' examples/transformer.sh > "$x/cal-bf16.sh"
+    timeout -k 5 150 .gpu/build/bench/bench_cuda --model examples/transformer.sh \
+        --model "$x/cal-bf16.sh" "${gpt2[@]}" -D L=1 --mesh 1 --repeat 10 --copy-mb 256 \
+        --calibrate "$out/h200-calibrated.json" --out "$x/calibrate.md" > "$x/calibrate.log" 2>&1
+    echo "bench_cuda --calibrate rc=$? at $(el) s" >> "$out/summary.txt"
     tar -cJf "$out/extra.tar.xz" -C "$(dirname "$x")" "$(basename "$x")" 2>/dev/null
     echo "== summary"
     cat "$out/summary.txt"
