@@ -21,7 +21,9 @@ Directives, in the model's comments (one per line, before or among the code):
                             (e.g. --keep-gathered); the reference is
                             compiled without them
   # diff-variant: FLAGS     each mesh checked again with these options (one
-                            line each), besides without them
+                            line each), besides without them; with
+                            DIFF_EMULATE, one with --f32-matmul has its
+                            kernels emulated too
 
 Tolerances, |got - want| <= atol * max(1, max|want|) + rtol * |want| per
 element, with max|want| over the tensor: sharded contractions sum in another
@@ -313,6 +315,12 @@ class Checker:
             meshes = list(dict.fromkeys(d["mesh"] + [ones_of(m) for m in d["mesh"]]))
             for mesh in meshes:
                 self.emulate(emulator, path, mesh, d["flags"] if mesh in d["mesh"] else [])
+            # a variant that makes kernels of its own (--f32-matmul's
+            # splits) on the program's meshes too
+            for variant in d["variants"]:
+                if "--f32-matmul" in variant:
+                    for mesh in d["mesh"]:
+                        self.emulate(emulator, path, mesh, d["flags"] + variant)
 
     def emulate(self, emulator, path, mesh, flags):
         # DIFF_EMULATE: test_kernel_emulate runs every CUDA kernel of the
