@@ -509,9 +509,10 @@ static void load_image(gpu *g, rt_cu_module *mod, const void *image, const char 
     }
 }
 
-/* The flush kernel, compiled here by NVRTC for the device, and its
- * buffer: 4 x the L2, at least MIN_FLUSH bytes, zeros. */
-static void setup_flush(gpu *g, int64_t l2_bytes)
+/* Kernel name of source, compiled here by NVRTC for the device, into
+ * *mod and *fn. */
+static void own_kernel(gpu *g, const char *name, const char *source, rt_cu_module *mod,
+                       rt_cu_func *fn)
 {
     rt_nvrtc_options o = {.narchs = 1, .arch = {g->cc}, .cache_dir = g->cache_dir};
     rt_nvrtc_output out;
@@ -520,12 +521,19 @@ static void setup_flush(gpu *g, int64_t l2_bytes)
     su_buf_init(&e, &oom);
     if (setjmp(oom))
         die("out of memory");
-    if (!rt_nvrtc_compile("bc_flush", flush_source, &o, &out, &e))
+    if (!rt_nvrtc_compile(name, source, &o, &out, &e))
         die("%s", e.s);
-    load_image(g, &g->flush_mod, out.cubin[0], "the flush kernel");
+    load_image(g, mod, out.cubin[0], name);
     rt_nvrtc_output_free(&out);
     su_buf_free(&e);
-    CU(g, ModuleGetFunction(&g->flush_fn, g->flush_mod, "bc_flush"));
+    CU(g, ModuleGetFunction(fn, *mod, name));
+}
+
+/* The flush kernel and its buffer: 4 x the L2, at least MIN_FLUSH bytes,
+ * zeros. */
+static void setup_flush(gpu *g, int64_t l2_bytes)
+{
+    own_kernel(g, "bc_flush", flush_source, &g->flush_mod, &g->flush_fn);
     g->flush_bytes = 4 * l2_bytes > MIN_FLUSH ? 4 * l2_bytes : MIN_FLUSH;
     CU(g, MemAlloc(&g->flush, (size_t)g->flush_bytes));
     CU(g, MemsetD8(g->flush, 0, (size_t)g->flush_bytes));
@@ -1114,21 +1122,8 @@ static void start(gpu *g, bc_machine *m, const setup *su)
     CU(g, MemAlloc(&g->workspace, REF_WORKSPACE));
     setup_flush(g, m->l2_bytes);
     m->flush_bytes = g->flush_bytes;
-    if ((g->x3 = su->x3)) {
-        rt_nvrtc_options o = {.narchs = 1, .arch = {g->cc}, .cache_dir = g->cache_dir};
-        rt_nvrtc_output out;
-        jmp_buf oom;
-        su_buf e;
-        su_buf_init(&e, &oom);
-        if (setjmp(oom))
-            die("out of memory");
-        if (!rt_nvrtc_compile("bc_split3", split_source, &o, &out, &e))
-            die("%s", e.s);
-        load_image(g, &g->split_mod, out.cubin[0], "the split kernel");
-        rt_nvrtc_output_free(&out);
-        su_buf_free(&e);
-        CU(g, ModuleGetFunction(&g->split_fn, g->split_mod, "bc_split3"));
-    }
+    if ((g->x3 = su->x3))
+        own_kernel(g, "bc_split3", split_source, &g->split_mod, &g->split_fn);
 }
 
 /* The report to stdout, and to out (opened before anything ran, so a
