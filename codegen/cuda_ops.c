@@ -289,28 +289,62 @@ static void emit_narrow_concat(gen *G, cg_cuda_kernel *k, const ir_op *op)
 
 /* split3: x viewed as [outer, K, inner] (K its dim), element e of it into
  * its parts [outer, 3, K, inner], h m l or, reversed, l m h (ops.def; the
- * arithmetic of runtime/cuda/cuda_blas.c's rt_blas_split3_source, which
- * bench_cuda runs, and of the CPU backend's k_split3). */
+ * arithmetic of the CPU backend's k_split3). Where a run of K x inner
+ * divides by 4, a thread takes 4 elements: one 16-byte load, three 8-byte
+ * stores (the buffers 256-byte aligned, every offset a multiple of 4
+ * elements). */
 static void emit_split3(gen *G, cg_cuda_kernel *k, const ir_op *op)
 {
     const ir_type *t = &op->in[0]->type;
     int64_t inner = 1;
     for (int d = (int)op->a->dim + 1; d < t->rank; d++)
         inner *= t->dim[d];
-    int64_t per = t->dim[op->a->dim] * inner;
+    int64_t per = t->dim[op->a->dim] * inner, n = ir_type_numel(t);
+    int vec = per % 4 == 0 ? 4 : 1;
     bool rev = op->a->reversed;
-    elementwise_loop(G, k, ir_type_numel(t));
-    cg_line(G, "const i64 o = e / %lld, r = e %% %lld;", (long long)per, (long long)per);
-    cg_line(G, "const float v = p0[e];");
+    elementwise_loop(G, k, n / vec);
+    k->vec = vec;
+    const char *at = "e";
+    if (vec > 1) {
+        G->helpers |= H_VEC;
+        cg_line(G, "const i64 e4 = e * 4;");
+        at = "e4";
+    }
+    cg_line(G, "const i64 o = %s / %lld, r = %s %% %lld;", at, (long long)per, at,
+            (long long)per);
+    if (vec > 1) {
+        cg_line(G, "const vec<float, 4> x = *reinterpret_cast<const vec<float, 4> *>(p0 + e4);");
+        cg_line(G, "vec<__nv_bfloat16, 4> ph, pm, pl;");
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int q = 0; q < 4; q++) {");
+        G->indent++;
+        cg_line(G, "const float v = x.v[q];");
+    } else {
+        cg_line(G, "const float v = p0[e];");
+    }
     cg_line(G, "const __nv_bfloat16 h = __float2bfloat16_rn(v);");
     cg_line(G, "const float hf = __bfloat162float(h);");
     cg_line(G, "const float rest = fabsf(hf) <= 3.40282347e38f ? v - hf : 0.0f; // inf, NaN: h");
     cg_line(G, "const __nv_bfloat16 m = __float2bfloat16_rn(rest);");
-    cg_line(G, "__nv_bfloat16 *const q = p1 + o * %lld + r;", (long long)(3 * per));
-    cg_line(G, "q[%lld] = h;", (long long)(rev ? 2 * per : 0));
-    cg_line(G, "q[%lld] = m;", (long long)per);
-    cg_line(G, "q[%lld] = __float2bfloat16_rn(rest - __bfloat162float(m));",
-            (long long)(rev ? 0 : 2 * per));
+    cg_line(G, "const __nv_bfloat16 l = __float2bfloat16_rn(rest - __bfloat162float(m));");
+    const char *hoff = rev ? cg_fmt(G, "%lld", (long long)(2 * per)) : "0";
+    const char *loff = rev ? "0" : cg_fmt(G, "%lld", (long long)(2 * per));
+    if (vec > 1) {
+        cg_line(G, "ph.v[q] = h;");
+        cg_line(G, "pm.v[q] = m;");
+        cg_line(G, "pl.v[q] = l;");
+        G->indent--;
+        cg_line(G, "}");
+        cg_line(G, "__nv_bfloat16 *const q = p1 + o * %lld + r;", (long long)(3 * per));
+        cg_line(G, "*reinterpret_cast<vec<__nv_bfloat16, 4> *>(q + %s) = ph;", hoff);
+        cg_line(G, "*reinterpret_cast<vec<__nv_bfloat16, 4> *>(q + %lld) = pm;", (long long)per);
+        cg_line(G, "*reinterpret_cast<vec<__nv_bfloat16, 4> *>(q + %s) = pl;", loff);
+    } else {
+        cg_line(G, "__nv_bfloat16 *const q = p1 + o * %lld + r;", (long long)(3 * per));
+        cg_line(G, "q[%s] = h;", hoff);
+        cg_line(G, "q[%lld] = m;", (long long)per);
+        cg_line(G, "q[%s] = l;", loff);
+    }
     G->indent--;
     cg_line(G, "}");
 }
@@ -2970,7 +3004,10 @@ static const char *op_launch_text(const gen *G, const cg_cuda_kernel *k, const i
     case IR_ATTN_DELTA:
         return "a warp per row of a head, 8 a block, grid-stride";
     case IR_SPLIT3:
-        return "one thread per element of the operand, its three parts written, grid-stride";
+        return k->vec > 1 ? "4 elements of the operand a thread, their three parts written, "
+                            "grid-stride; assumes 16-byte aligned buffers"
+                          : "one thread per element of the operand, its three parts written, "
+                            "grid-stride";
     case IR_ATTN_STATS:
     case IR_ATTN_DQ:
         if (cg_attention_x3(G, op))

@@ -176,12 +176,16 @@ static void compile_emitted(const char *text, const char *where, tally *t)
 
 /* Compiles a model (a file, or text when text is not NULL) on a mesh and
  * compiles its kernels. */
+static const char *f32_matmul; /* check_model's --f32-matmul mode, or NULL */
+
 static void check_model(const char *path, const char *text, const char *mesh, const char *define,
                         tally *t)
 {
     shardc_options *opt = shardc_options_new();
     char *err = NULL, *cuda = NULL;
     CHECK(shardc_options_set_mesh(opt, mesh, &err) == SHARDC_OK);
+    if (f32_matmul)
+        CHECK(shardc_options_set_f32_matmul(opt, f32_matmul, &err) == SHARDC_OK);
     if (define)
         CHECK(shardc_options_define(opt, define, 2, &err) == SHARDC_OK);
     shardc_program *prog = NULL;
@@ -252,6 +256,14 @@ static void test_models(void)
         snprintf(path, sizeof path, "%s/tests/models/%s", check_repo_dir(), attn[i]);
         check_model(path, NULL, "1", NULL, &t);
     }
+    /* f32 matmuls as bf16 parts: the split kernels, 4 elements a thread
+     * and (parts_odd.sh) one */
+    f32_matmul = "bf16x3";
+    snprintf(path, sizeof path, "%s/examples/mlp.sh", check_repo_dir());
+    check_model(path, NULL, "2x2", NULL, &t);
+    snprintf(path, sizeof path, "%s/tests/models/parts_odd.sh", check_repo_dir());
+    check_model(path, NULL, "1", NULL, &t);
+    f32_matmul = NULL;
     char *f16 = strdup(half_model);
     for (char *q = f16; (q = strstr(q, "bf16")); q++)
         memcpy(q, " f16", 4);

@@ -123,6 +123,7 @@ static int wmma_ran;         /* kernels on tensor cores through nvcuda::wmma run
 static int x3_ran;           /* f32 attention on tensor cores, as bf16 parts (tolerance_x3) */
 static int mma_ran;          /* kernels on tensor cores through PTX's mma.sync run */
 static int async_ran;        /* of them, with two copies of the other side's tiles (cp.async) */
+static int split_vec_ran;    /* split3 kernels taking 4 elements a thread */
 static const char *arch = "sm_80"; /* the kernels' target */
 static double worst[NKINDS]; /* the largest error as a fraction of its tolerance, by kind */
 static bool lenient;         /* one model from the command line: a kernel whose inputs the
@@ -967,6 +968,7 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
             wmma_ran += strstr(src[i], "wmma::mma_sync") != NULL;
             mma_ran += strstr(src[i], "sh_mma_bf16(") != NULL || strstr(src[i], "sh_mma_f16(") != NULL;
             async_ran += strstr(src[i], "sh_cp_wait_all();") != NULL;
+            split_vec_ran += strstr(src[i], "vec<__nv_bfloat16, 4> ph, pm, pl;") != NULL;
         }
         if (lib)
             dlclose(lib);
@@ -1235,6 +1237,8 @@ int main(int argc, char **argv)
         {"examples/llama.sh", "2x2", 0, "S=16 D=128 H=4 G=2 F=352 V=64 L=1", "bf16", NULL, NULL},
         /* f32 matmuls as bf16 parts: the splits (the products are cuBLASLt's) */
         {"examples/transformer.sh", "2x2", 0, "S=32 D=128 V=256 L=1", NULL, NULL, "bf16x3"},
+        /* and an element a thread, where a split's run does not divide by 4 */
+        {"tests/models/parts_odd.sh", "1", 0, "", NULL, NULL, "bf16x3"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double t0 = now();
@@ -1287,8 +1291,10 @@ int main(int argc, char **argv)
     CHECK(online_vec_ran >= 4);
     /* one layer's matmuls (forward, and backward's data and weight
      * gradients), the lm head's, each operand split */
-    printf("split3 kernels (f32 matmuls' operands as bf16 parts): %d\n", op_ran[RT_OP_SPLIT3]);
-    CHECK(op_ran[RT_OP_SPLIT3] >= 12);
+    printf("split3 kernels (f32 matmuls' operands as bf16 parts): %d, %d of them 4 elements a "
+           "thread\n", op_ran[RT_OP_SPLIT3], split_vec_ran);
+    CHECK(op_ran[RT_OP_SPLIT3] >= 16);
+    CHECK(split_vec_ran >= 12 && op_ran[RT_OP_SPLIT3] - split_vec_ran >= 4);
     CHECK(lse_alone_ran >= 6);
     printf("attention kernels on tensor cores: %d through mma.sync (%d with the tiles copied by "
            "cp.async), %d through WMMA\n", mma_ran, async_ran, wmma_ran);
