@@ -161,12 +161,19 @@ double pass_hw_matmul_eff(const pass_hw *hw, double flops)
  * matmul_eff of its size, attention at attn_eff, anything else at
  * compute_eff) and its bytes at mem_eff of the memory bandwidth. op: the
  * kernel's main op, which names its class (NULL: an elementwise or row
- * kernel). */
+ * kernel). A matmul of parts is three calls, its work and bytes as below. */
 static double kernel_time(const pass_hw *hw, const ir_op *op, double flops, double bytes)
 {
-    double peak = op && on_tensor_cores(op) ? hw->tc_flops : hw->f32_flops;
+    double peak = op && on_tensor_cores(op) ? hw->tc_flops : hw->f32_flops, launches = 1;
     if (op && (pass_attn_x3(op) || (op->code == IR_MATMUL && op->a->parts)))
         peak = hw->tc_flops / 6; /* f32 as bf16 parts: six products on tensor cores */
+    if (op && op->code == IR_MATMUL && op->a->parts) {
+        /* three calls (runtime/cuda/cuda_blas.h): the parts read 3 + 2 + 1
+         * thirds, twice once; the second and third read the result and
+         * write it again */
+        launches = 3;
+        bytes += value_bytes(op->in[0]) + value_bytes(op->in[1]) + 4 * value_bytes(op->res[0]);
+    }
     double eff = hw->compute_eff;
     if (op && op->code == IR_MATMUL)
         eff = pass_hw_matmul_eff(hw, flops);
@@ -176,7 +183,7 @@ static double kernel_time(const pass_hw *hw, const ir_op *op, double flops, doub
         eff = hw->attn_eff;
     double tf = flops / (peak * eff);
     double tm = bytes / (hw->mem_bw * hw->mem_eff);
-    return hw->launch_s + (tf > tm ? tf : tm);
+    return launches * hw->launch_s + (tf > tm ? tf : tm);
 }
 
 /* The seconds op takes on its stream, by the rules of passes.h. */

@@ -18,6 +18,7 @@
 #include "../../api/api_internal.h"
 #include "check.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 static jmp_buf oom;
@@ -810,6 +811,49 @@ static void test_timeline_fusion(void)
     su_buf_free(&t);
 }
 
+/* A matmul of parts (passes/parts.c) on the timeline: three launches, its
+ * FLOPs the f32 product's at a sixth of the tensor-core peak, and its
+ * bytes the parts read once and twice again in views (3 + 2 + 1 thirds),
+ * the result written once and read and written again twice; a step of
+ * that one kernel (the sources are free). Its f32 twin takes one launch
+ * at the f32 peak over its operands and result. */
+static void test_timeline_parts(void)
+{
+    static const char parts[] = "mesh dp = 1\npartitioned\n"
+                                "%a = input {name = \"a\"} : bf16[64, 768]\n"
+                                "%b = input {name = \"b\"} : bf16[768, 512]\n"
+                                "%c = matmul %a, %b {parts = true} : f32[64, 512]\n"
+                                "output \"c\" = %c\n";
+    static const char f32[] = "mesh dp = 1\npartitioned\n"
+                              "%a = input {name = \"a\"} : f32[64, 256]\n"
+                              "%b = input {name = \"b\"} : f32[256, 512]\n"
+                              "%c = matmul %a, %b : f32[64, 512]\n"
+                              "output \"c\" = %c\n";
+    su_buf err;
+    su_buf_init(&err, &oom);
+    const pass_hw *hw = pass_hw_default();
+    double flops = 2.0 * 64 * 512 * 256, eff = pass_hw_matmul_eff(hw, flops);
+    double pa = 64 * 768 * 2, pb = 768 * 512 * 2, c = 64 * 512 * 4;
+    double tf = flops / (hw->tc_flops / 6 * eff);
+    double tm = (2 * pa + 2 * pb + 5 * c) / (hw->mem_bw * hw->mem_eff);
+    double want = 3 * hw->launch_s + (tf > tm ? tf : tm);
+    ir_module *m = parse(parts);
+    double step = 0;
+    CHECK(pass_timeline_stats(&m, 1, NULL, hw, NULL, &step, &err));
+    CHECK(fabs(step - want) <= 1e-12 * want);
+    if (fabs(step - want) > 1e-12 * want)
+        fprintf(stderr, "  parts: step %.9g s, want %.9g s\n", step, want);
+    ir_module_free(m);
+    m = parse(f32);
+    tf = flops / (hw->f32_flops * eff);
+    tm = (64 * 256 * 4 + 256 * 512 * 4 + c) / (hw->mem_bw * hw->mem_eff);
+    want = hw->launch_s + (tf > tm ? tf : tm);
+    CHECK(pass_timeline_stats(&m, 1, NULL, hw, NULL, &step, &err));
+    CHECK(fabs(step - want) <= 1e-12 * want);
+    ir_module_free(m);
+    su_buf_free(&err);
+}
+
 /* Matmul groups: the chain, the epilogue bits, the bias and residual. */
 static void test_matmul_epilogue(void)
 {
@@ -1026,6 +1070,7 @@ int main(void)
     test_phases();
     test_hold();
     test_matmul_epilogue();
+    test_timeline_parts();
     test_multi_tensor();
     test_multi_period();
     test_timeline_fusion();
