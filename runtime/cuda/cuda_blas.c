@@ -34,6 +34,7 @@ enum {
     LT_LAYOUT_BATCH_COUNT = 5,
     LT_LAYOUT_BATCH_STRIDE = 6,
     LT_PREF_MAX_WORKSPACE = 1,
+    LT_PREF_MIN_ALIGNMENT_A = 5,
     LT_DESC_TRANSA = 3,
     LT_DESC_TRANSB = 4,
     LT_OP_N = 0,
@@ -96,6 +97,7 @@ SAME_VALUE(LT_R_16BF, CUDA_R_16BF);
 SAME_VALUE(LT_LAYOUT_BATCH_COUNT, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT);
 SAME_VALUE(LT_LAYOUT_BATCH_STRIDE, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET);
 SAME_VALUE(LT_PREF_MAX_WORKSPACE, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES);
+SAME_VALUE(LT_PREF_MIN_ALIGNMENT_A, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES);
 SAME_VALUE(LT_DESC_TRANSA, CUBLASLT_MATMUL_DESC_TRANSA);
 SAME_VALUE(LT_DESC_TRANSB, CUBLASLT_MATMUL_DESC_TRANSB);
 SAME_VALUE(LT_OP_N, CUBLAS_OP_N);
@@ -171,6 +173,7 @@ typedef struct lt_plan {
     bool ta, tb;
     unsigned int type, ctype;
     int64_t lda, ldb;
+    uint32_t align_b;
     uint32_t epilogue;
     bool residual;
     void *desc, *la, *lb, *lc;
@@ -271,6 +274,7 @@ typedef struct mm {
     unsigned int ctype;             /* the result's (and a residual's) */
     int64_t lda, ldb;               /* the stored rows' lengths: a's K (M if ta), b's N (K
                                      * if tb), or longer for a view of columns */
+    uint32_t align_b;               /* b's pointer's alignment, bytes (256: the arena's) */
 } mm;
 
 static int64_t numel(const int64_t *d, int n)
@@ -312,6 +316,7 @@ static bool plan_mm(const rt_instr *in, mm *s, su_status *err)
     s->k = d.k, s->m = d.m, s->n = d.n, s->ta = d.ta, s->tb = d.tb;
     s->lda = s->ta ? s->m : s->k;
     s->ldb = s->tb ? s->k : s->n;
+    s->align_b = RT_ALIGN;
     s->batch = ea > eb ? ea : eb;
     s->stride_a = ea == 1 ? 0 : s->m * s->k;
     s->stride_b = eb == 1 ? 0 : s->k * s->n;
@@ -373,6 +378,7 @@ static lt_plan *find_plan(rt_blas *b, const mm *p, uint32_t epilogue, bool resid
         if (q->m == p->m && q->n == p->n && q->k == p->k && q->batch == p->batch &&
             q->stride_a == p->stride_a && q->stride_b == p->stride_b && q->type == p->type &&
             q->ctype == p->ctype && q->lda == p->lda && q->ldb == p->ldb &&
+            q->align_b == p->align_b &&
             q->ta == p->ta && q->tb == p->tb &&
             q->epilogue == epilogue && q->residual == residual)
             return q;
@@ -391,8 +397,8 @@ static bool make_plan(rt_blas *b, const mm *p, uint32_t epilogue, bool residual,
     int found = 0;
     *q = (lt_plan){.m = p->m, .n = p->n, .k = p->k, .batch = p->batch, .stride_a = p->stride_a,
                    .stride_b = p->stride_b, .ta = p->ta, .tb = p->tb, .type = p->type,
-                   .ctype = p->ctype, .lda = p->lda, .ldb = p->ldb, .epilogue = epilogue,
-                   .residual = residual};
+                   .ctype = p->ctype, .lda = p->lda, .ldb = p->ldb, .align_b = p->align_b,
+                   .epilogue = epilogue, .residual = residual};
     /* column-major C^T[N, M] = B^T[N, K] A^T[K, M]; the bias, of length N,
      * is along D^T's rows, so along the rows of the row-major result, and
      * the same for every batch (BIAS_BATCH_STRIDE left 0). A layout
@@ -421,6 +427,11 @@ static bool make_plan(rt_blas *b, const mm *p, uint32_t epilogue, bool residual,
     LT_CHECK(MatmulPreferenceCreate(&pref));
     LT_CHECK(MatmulPreferenceSetAttribute(pref, LT_PREF_MAX_WORKSPACE, &max_workspace,
                                           sizeof max_workspace));
+    /* b is cuBLASLt's A (above); a view of parts may start past the
+     * arena's 256-byte alignment: algorithms that need more are left out */
+    if (p->align_b < RT_ALIGN)
+        LT_CHECK(MatmulPreferenceSetAttribute(pref, LT_PREF_MIN_ALIGNMENT_A, &p->align_b,
+                                              sizeof p->align_b));
     LT_CHECK(MatmulAlgoGetHeuristic(b->handle, q->desc, q->la, q->lb, q->lc, q->lc, pref, 1, &q->h,
                                     &found));
     if (found < 1) {
@@ -509,7 +520,11 @@ bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi,
     p.ctype = LT_R_32F;
     for (int c = 0; c < 3; c++) {
         p.k = (3 - c) * k1;
-        rt_cu_ptr bv = bm + (rt_cu_ptr)(c * k1 * (p.tb ? 1 : p.n) * 2);
+        int64_t skip = c * k1 * (p.tb ? 1 : p.n) * 2; /* bytes of b's first c K */
+        rt_cu_ptr bv = bm + (rt_cu_ptr)skip;
+        p.align_b = RT_ALIGN;
+        while (skip % p.align_b)
+            p.align_b /= 2;
         if (!call(b, &p, c == 2 ? act : 0, bias, a, bv, c ? out : res, c > 0 || residual, out,
                   s, err))
             return false;

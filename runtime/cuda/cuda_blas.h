@@ -90,6 +90,8 @@ bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi,
  * Where h is not finite (x inf or NaN, or past bf16's largest, 3.39e38),
  * m and l are 0.
  * The parts are split3's (plan_ops.def), the kernel codegen/cuda_ops.c's
- * emit_split3 writes. */
+ * emit_split3 writes. A view of b's parts may start less than 256-byte
+ * aligned (K not a multiple of 128): the heuristic is told its alignment,
+ * so that it leaves out the algorithms that need more. */
 
 #endif

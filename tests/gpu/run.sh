@@ -107,9 +107,11 @@ done
 # staged between barriers; tests/models/attn_f32.sh: f32 attention on
 # tensor cores (as bf16 parts) with its heads inner, with the f32
 # tolerance; then GPT-2's layer in f32 and mlp.sh on 2x2 (bias, gelu and
-# the residual in cuBLASLt's epilogues) with --f32-matmul bf16x3, each f32
-# matmul three cuBLASLt calls of bf16 parts (the CPU backend computes the
-# same sums), with the f32 tolerance.
+# the residual in cuBLASLt's epilogues) and tests/models/parts_odd.sh (K
+# of 5 and 3: views of parts that start 2-byte aligned, for which cuBLASLt
+# is asked for algorithms) with --f32-matmul bf16x3, each f32 matmul three
+# cuBLASLt calls of bf16 parts (the CPU backend computes the same sums),
+# with the f32 tolerance.
 gpt2=(-D B=2 -D S=1024 -D D=768 -D NH=12 -D V=2048 -D L=1)
 mkdir -p "$tmp/models"
 sed 's/f32\[/bf16[/g' "$root/examples/transformer.sh" > "$tmp/models/transformer_bf16.sh"
@@ -120,12 +122,17 @@ for c in "f32 $root/examples/transformer.sh 1 2e-3 2e-4" \
          "attn_tiles $root/tests/models/attn_tiles.sh 2 2e-2 2e-3" \
          "attn_f32 $root/tests/models/attn_f32.sh 2 2e-3 2e-4" \
          "f32_x3 $root/examples/transformer.sh 1 2e-3 2e-4 --f32-matmul bf16x3" \
-         "mlp_x3 $root/examples/mlp.sh 2 2e-3 2e-4 --f32-matmul bf16x3"; do
+         "mlp_x3 $root/examples/mlp.sh 2 2e-3 2e-4 --f32-matmul bf16x3" \
+         "parts_odd $root/tests/models/parts_odd.sh 2 2e-3 2e-4 --f32-matmul bf16x3"; do
     read -r what model steps rtol atol flags <<< "$c"
     dir=$tmp/gpt2-$what
     mkdir -p "$dir"
     defs=()
-    case $what in attn_*) mesh=1 ;; mlp_x3) mesh=2x2 ;; *) defs=("${gpt2[@]}"); mesh=1x1 ;; esac
+    case $what in
+    attn_* | parts_odd) mesh=1 ;;
+    mlp_x3) mesh=2x2 ;;
+    *) defs=("${gpt2[@]}"); mesh=1x1 ;;
+    esac
     echo "== $(basename "$model") ${defs[*]} --mesh $mesh $flags, $steps step(s)"
     ok=true
     # shellcheck disable=SC2086 # flags: words
