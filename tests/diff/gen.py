@@ -31,7 +31,10 @@ division is kept positive, exp reads a bounded value, params are scaled by
 through tanh. A training program in bf16 or f16 uses only ops whose
 gradient is continuous (low precision rounds near ties into exact ties
 and back, and relu, abs, max, min and amax send their gradient one way or
-the other at a tie).
+the other at a tie); in f32 a training program's leaky relu (a where)
+has its kink at -0.3, where no structure puts a value (at 0 the last
+column of a cumsum along normalized rows, 0 up to rounding, took either
+branch's gradient by the order of its sums).
 
 --avoid names constructs to leave out (known failure classes while they are
 being fixed): attn-causal-split, pipe-mixed-inputs, pipe-loss-reduce,
@@ -312,9 +315,19 @@ class Gen:
         if roll < 0.6:
             k = self.r.choice(["0.1", "0.5", "0.25"])
             big, small = x.name, f"{k} * {x.name}"
+            t = "0.0"
+            if self.train:
+                # a leaky relu's gradient jumps at its kink, and a value
+                # that is 0 up to rounding (seed 2578248: the last column
+                # of a cumsum along a layernorm's rows, which sum to 0)
+                # takes one branch or the other by the order of its sums:
+                # in training the kink is at -0.3, a value no structure
+                # makes, the branches still meeting there
+                t = "-0.3"
+                small = f"({k} * {x.name} - {0.3 * (1 - float(k)):g})"
             if op in ("<", "<="):
                 big, small = small, big
-            return f"where({x.name} {op} 0.0, {big}, {small})", x.mag, False
+            return f"where({x.name} {op} {t}, {big}, {small})", x.mag + 0.3, False
         b, bm, bdep = self.broadcast_partner(x)
         if self.train:
             b = f"({b} + 0.25)"     # apart from a zeros bias, as max and min (binary)
