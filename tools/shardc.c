@@ -46,6 +46,7 @@ static const char usage[] =
     "                     when set, is the default. The stages of a pipeline and\n"
     "                     NVRTC's programs run on a thread per processor, or on\n"
     "                     $SHARDC_THREADS (1 to 64); the plan is the same bytes\n"
+    "                     whatever the count (given the same code from NVRTC)\n"
     "  --bucket-mb N      group a training step's gradient collectives into\n"
     "                     buckets of at most N MiB (default 25; 0: none)\n"
     "  --zero K[:AXIS]    ZeRO stage K (0: none, 1, 2, 3) over AXIS, over the\n"

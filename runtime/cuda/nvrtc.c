@@ -324,7 +324,7 @@ typedef struct copts {
     int n;
     char target[48];
     char include[4096];
-    const char *v[4];
+    const char *v[5];
 } copts;
 
 static void make_opts(copts *c, const char *target, const char *include)
@@ -338,6 +338,13 @@ static void make_opts(copts *c, const char *target, const char *include)
     }
     c->v[c->n++] = "--fmad=false";
     c->v[c->n++] = "--std=c++17";
+    /* NVRTC 12.4 on: leave out the CUDA runtime's types, textures and
+     * device-side launches, which no kernel of a plan uses. The cubins and
+     * PTX are the same bytes (GPT-2's bf16 plan compared), the compiles
+     * about 8% less work. */
+    int major = 0, minor = 0;
+    if (rt_nvrtc_version(&major, &minor) && (major > 12 || (major == 12 && minor >= 4)))
+        c->v[c->n++] = "--minimal";
 }
 
 /* A compile in progress: what it holds, freed by rt_nvrtc_compile after
