@@ -403,12 +403,12 @@ shardc_status shardc_options_set_archs(shardc_options *opt, const char *list, ch
     return SHARDC_OK;
 }
 
-/* The oldest of --arch's targets (sm_NN as NN), 0 for the defaults. */
-static int oldest_arch(const shardc_options *opt)
+/* The oldest of a program's targets (sm_NN as NN), 0 for none. */
+static int oldest_arch(const shardc_program *p)
 {
     int old = 0;
-    for (int i = 0; i < opt->narchs; i++)
-        old = old == 0 || opt->arch[i] < old ? opt->arch[i] : old;
+    for (int i = 0; i < p->narchs; i++)
+        old = old == 0 || p->arch[i] < old ? p->arch[i] : old;
     return old;
 }
 
@@ -633,15 +633,17 @@ static void passes(void *arg)
         return;
     }
     p->no_reasons = opt->no_reasons;
-    if (opt->f32_parts && opt->narchs > 0 && oldest_arch(opt) < 80) {
+    if (opt->f32_parts && p->narchs > 0 && oldest_arch(p) < 80) {
         r->st = api_fail(r->error, SHARDC_ERR_USAGE, "--f32-matmul bf16x3 runs f32 matmuls on "
-                         "bf16 tensor cores, which sm_%d lacks: every --arch target must be "
-                         "sm_80 or newer", oldest_arch(opt));
+                         "bf16 tensor cores, which sm_%d lacks: %s", oldest_arch(p),
+                         opt->narchs > 0 ? "every --arch target must be sm_80 or newer"
+                                         : "the default target is the local GPU's; give --arch "
+                                           "sm_80 or newer");
         return;
     }
     pass_options po = {.bucket_bytes = opt->bucket_bytes, .kernels = wants_kernels(opt),
                        .f32_parts = opt->f32_parts,
-                       .min_arch = oldest_arch(opt),
+                       .min_arch = oldest_arch(p),
                        .no_reasons = opt->no_reasons,
                        .only = opt->only_passes, .print_after = opt->print_after,
                        .stop_after = opt->stop_after, .print = opt->printer,
@@ -744,6 +746,8 @@ static void compile_work(void *arg)
     p->hw = &p->hw_copy;
     p->mem_limit = opt->mem_limit < 0 ? (int64_t)opt->hw->mem_bytes : opt->mem_limit;
     memcpy(p->arch, opt->arch, sizeof p->arch);
+    if (p->narchs == 0 && rt_nvrtc_available()) /* the default: resolved here, once */
+        p->narchs = rt_default_archs(p->arch);
     c->st = (opt->cache_dir && !p->cache_dir) || !p->source
                 ? api_fail(c->error, SHARDC_ERR_NOMEM, "out of memory")
                 : run_passes(p, opt, c->src, &c->diag, &c->oom, c->error);

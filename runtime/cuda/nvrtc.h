@@ -57,6 +57,15 @@ bool rt_nvrtc_supports(int arch);
  * false with why in err when there is no usable driver or no device. */
 bool rt_local_arch(int *arch, su_status *err);
 
+/* The targets of a plan whose --arch is the default, into arch (room for
+ * RT_MAX_ARCHS); returns how many: the local GPU's (device 0's) when this
+ * build has NVRTC, the driver finds a device and NVRTC can compile for it,
+ * else sm_80 and sm_90. Found once per process and kept. Thread-safe. */
+int rt_default_archs(int *arch);
+/* The choice itself: v when local (a device of compute capability v was
+ * found) and NVRTC can compile for it, else sm_80 and sm_90. */
+int rt_default_archs_pick(bool local, int v, int *arch);
+
 /* Parses an architecture list, "sm_80,sm_90" (duplicates dropped, order
  * kept), checking each with rt_nvrtc_supports, or "native": the local
  * GPU's (rt_local_arch). False with a message in err ("--arch 'sm_8x':

@@ -17,7 +17,8 @@
 # (tests/models/attn_shapes.sh), and f32 matmuls as bf16 parts (shardc
 # --f32-matmul bf16x3), each against the CPU; params and inputs
 # made from the seed on the device, the CPU's bits
-# (tests/models/init_bits.sh); mlp on meshes 1 and
+# (tests/models/init_bits.sh); a plan of the default --arch, the local
+# GPU's; mlp on meshes 1 and
 # 2x2 for 3 steps with --graph and --trace against 3 CPU steps (and the
 # timeline through tests/tools/check_trace.py); a checkpoint saved from
 # the GPU and resumed there against the same steps straight; and an
@@ -177,6 +178,28 @@ if $ok; then
 else
     fail=$((fail + 1))
     failed+=("init_bits on the device")
+fi
+
+# The default --arch on a machine with a GPU is the local GPU's: mlp.sh
+# compiled without --arch (and without $SHARDC_ARCH) is the plan of
+# --arch native, one target (the second compile's kernels come from the
+# cache the first wrote, so the bytes are comparable), and it runs.
+echo "== the default --arch: the local GPU's"
+dir=$tmp/default-arch
+mkdir -p "$dir"
+ok=true
+"$shardc" "$root/examples/mlp.sh" --mesh 1x1 --arch native -o "$dir/native.plan" &&
+    "$shardc" "$root/examples/mlp.sh" --mesh 1x1 -o "$dir/default.plan" &&
+    cmp "$dir/native.plan" "$dir/default.plan" || ok=false
+targets=$("$shardc" "$root/examples/mlp.sh" --mesh 1x1 --emit schedule | grep -o 'cubins for [^;]*')
+echo "default: $targets"
+case $targets in *,*) ok=false ;; esac
+$ok && "$shardrun" "$dir/default.plan" --backend cuda --steps 1 --quiet || ok=false
+if $ok; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1))
+    failed+=("the default --arch")
 fi
 
 # CUDA graphs and the GPU's timeline: mlp on mesh 1 (one graph) and 2x2

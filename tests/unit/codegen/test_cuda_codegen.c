@@ -435,6 +435,28 @@ static void test_archs(void)
     CHECK_STR(b.s, "sm_80, sm_90; PTX for sm_90");
     su_buf_free(&b);
 
+    /* the default targets: the local GPU's when there is one NVRTC takes */
+    n = rt_default_archs_pick(true, 90, arch);
+    CHECK_INT(n, 1);
+    CHECK_INT(arch[0], 90);
+    n = rt_default_archs_pick(false, 90, arch);
+    CHECK_INT(n, 2);
+    CHECK_INT(arch[0], 80);
+    CHECK_INT(arch[1], 90);
+    n = rt_default_archs_pick(true, 5, arch); /* sm_5: no GPU NVRTC compiles for */
+    CHECK_INT(n, 2);
+    CHECK_INT(arch[0], 80);
+    /* here: the local GPU's, or without one (as on the build machine) the two */
+    int local = 0, want[RT_MAX_ARCHS];
+    su_status why;
+    bool has = rt_nvrtc_available() && rt_local_arch(&local, &why);
+    int nwant = rt_default_archs_pick(has, local, want);
+    n = rt_default_archs(arch);
+    CHECK_INT(n, nwant);
+    for (int i = 0; i < n && i < nwant; i++)
+        CHECK_INT(arch[i], want[i]);
+    CHECK_INT(rt_default_archs(arch), n); /* found once, kept */
+
     char *d = rt_nvrtc_cache_dir("/a", "/b", "/c");
     CHECK_STR(d, "/a");
     free(d);
