@@ -13,7 +13,8 @@
 # must be this one's (13.0 both, 2026-11). Carry .gpu.
 #
 # run (there): unpacks the cache, sources .gpu/env.sh, and runs, each
-# part under a timeout: tests/gpu/run.sh .gpu/build; compute-sanitizer's
+# part under a timeout: tests/gpu/run.sh .gpu/build; GPT-2's bf16 plan
+# compiled cold and warm, with the default --arch and sm_90; compute-sanitizer's
 # memcheck and racecheck on attn_bf16.sh (tensor-core attention, one step;
 # --report-api-errors no: the runtime's probe for a module's error word
 # fails by design); bench/gpt2/run.sh --quick; GPT-2's f32 and bf16 steps
@@ -77,6 +78,26 @@ run() {
     echo "setup done at $(el) s" >> "$out/summary.txt"
     timeout -k 5 "${T_TESTS:-150}" tests/gpu/run.sh .gpu/build > "$out/gputests.log" 2>&1
     echo "gpu tests rc=$? at $(el) s" >> "$out/summary.txt"
+    # issue 20's compile goals on this machine: GPT-2 small's bf16 plan
+    # compiled cold (an empty NVRTC cache) and warm, with the default
+    # --arch (the local GPU's: the driver's start is in the time) and with
+    # --arch sm_90, in seconds, the wall clock around shardc
+    sed 's/f32\[/bf16[/g' examples/transformer.sh > "$x/cc-bf16.sh"
+    for a in default sm_90; do
+        local args=() t1 t2 t3
+        [ $a = sm_90 ] && args=(--arch sm_90)
+        rm -rf "$x/cc"
+        t1=$(date +%s.%N)
+        SHARDC_CACHE_DIR=$x/cc .gpu/build/shardc "$x/cc-bf16.sh" "${gpt2[@]}" -D L=12 \
+            --mesh 1x1 "${args[@]}" -o "$x/cc.plan" > /dev/null 2>&1
+        t2=$(date +%s.%N)
+        SHARDC_CACHE_DIR=$x/cc .gpu/build/shardc "$x/cc-bf16.sh" "${gpt2[@]}" -D L=12 \
+            --mesh 1x1 "${args[@]}" -o "$x/cc.plan" > /dev/null 2>&1
+        t3=$(date +%s.%N)
+        awk -v a="$a" -v t1="$t1" -v t2="$t2" -v t3="$t3" -v at="$(el)" 'BEGIN {
+            printf "compile gpt2 bf16 --arch %s: cold %.2f s, warm %.2f s at %s s\n", a,
+                t2 - t1, t3 - t2, at }' >> "$out/summary.txt"
+    done
     .gpu/build/shardc tests/models/attn_bf16.sh --mesh 1 --arch sm_90 -o "$x/san/plan" > "$x/san.log" 2>&1
     for tool in memcheck racecheck; do
         echo "== $tool" >> "$x/san.log"
