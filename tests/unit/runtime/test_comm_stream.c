@@ -3,7 +3,7 @@
  * runtime/comm/comm_nccl.h), on the real plans of every example (compiled here,
  * --arch none) on several meshes, against a brute-force check: a byte map
  * of the arena holding the op's operand and result, and the steps after it
- * scanned in order for the first whose instructions touch a marked byte.
+ * scanned in order for the first whose instructions touch its bytes.
  * Each plan is checked with each instruction at its own step and with a
  * made-up fusion (runs of compute instructions launched at the run's last
  * one, as a kernel's group is at its anchor). */
@@ -14,39 +14,44 @@
 
 #include <stdlib.h>
 
+/* Whether buffer b's bytes (t's size at its offset) overlap [lo, hi). */
+static bool touches(const rt_program *g, int32_t b, const rt_type *t, int64_t lo, int64_t hi)
+{
+    if (b < 0)
+        return false;
+    int64_t at = g->buf_offset[b], n = rt_type_bytes(t);
+    return n > 0 && at < hi && lo < at + n;
+}
+
 /* The brute force: the first step j > c at which a non-comm instruction
- * launched at j touches one of c's bytes; g->ninstr when none. */
-static int32_t brute_wait(const rt_program *g, const int32_t *launch_at, int c)
+ * launched at j touches one of c's bytes (its operand's or its result's,
+ * each a run of the arena); g->ninstr when none. by_step lists the
+ * instructions in the order of their launch steps, start[j] where step j's
+ * begin. */
+static int32_t brute_wait(const rt_program *g, const int32_t *by_step, const int32_t *start,
+                          int c)
 {
     const rt_instr *in = &g->instr[c];
-    size_t n = (size_t)g->arena_bytes + 1;
-    unsigned char *mark = calloc(n, 1);
-    if (!mark)
-        abort();
+    int64_t lo[2], hi[2];
     for (int k = 0; k < 2; k++) {
         int32_t b = k == 0 ? (in->nin ? in->in[0] : -1) : in->out;
         const rt_type *t = k == 0 ? &in->in_t[0] : &in->out_t;
-        for (int64_t x = 0; b >= 0 && x < rt_type_bytes(t); x++)
-            mark[g->buf_offset[b] + x] = 1;
+        lo[k] = b >= 0 ? g->buf_offset[b] : 0;
+        hi[k] = b >= 0 ? lo[k] + rt_type_bytes(t) : 0;
     }
-    int32_t found = g->ninstr;
-    for (int j = c + 1; j < g->ninstr && found == g->ninstr; j++)
-        for (int i = 0; i < g->ninstr && found == g->ninstr; i++) {
-            const rt_instr *o = &g->instr[i];
-            if (launch_at[i] != j || rt_ops[o->op].cls == RT_K_COMM)
+    for (int j = c + 1; j < g->ninstr; j++)
+        for (int32_t q = start[j]; q < start[j + 1]; q++) {
+            const rt_instr *o = &g->instr[by_step[q]];
+            if (rt_ops[o->op].cls == RT_K_COMM)
                 continue;
-            for (int k = 0; k <= o->nin && found == g->ninstr; k++) {
+            for (int k = 0; k <= o->nin; k++) {
                 int32_t b = k < o->nin ? o->in[k] : o->out;
                 const rt_type *t = k < o->nin ? &o->in_t[k] : &o->out_t;
-                for (int64_t x = 0; b >= 0 && x < rt_type_bytes(t); x++)
-                    if (mark[g->buf_offset[b] + x]) {
-                        found = j;
-                        break;
-                    }
+                if (touches(g, b, t, lo[0], hi[0]) || touches(g, b, t, lo[1], hi[1]))
+                    return j;
             }
         }
-    free(mark);
-    return found;
+    return g->ninstr;
 }
 
 /* A made-up fusion: each run of up to 3 consecutive compute instructions
@@ -73,21 +78,38 @@ static void check_program(const rt_program *g, const int32_t *launch_at, const c
     if (!wait)
         abort();
     rt_nccl_wait_points(g, launch_at, wait);
+    /* the instructions by launch step: step j's are by_step[start[j] ..
+     * start[j + 1]) */
     int32_t *ident = calloc((size_t)g->ninstr + 1, sizeof *ident);
-    for (int i = 0; i < g->ninstr; i++)
+    int32_t *start = calloc((size_t)g->ninstr + 2, sizeof *start);
+    int32_t *fill = calloc((size_t)g->ninstr + 1, sizeof *fill);
+    int32_t *by_step = calloc((size_t)g->ninstr + 1, sizeof *by_step);
+    if (!ident || !start || !fill || !by_step)
+        abort();
+    for (int i = 0; i < g->ninstr; i++) {
         ident[i] = launch_at ? launch_at[i] : i;
+        CHECK(ident[i] >= 0 && ident[i] < g->ninstr);
+        start[ident[i] + 1]++;
+    }
+    for (int j = 0; j < g->ninstr; j++)
+        start[j + 1] += start[j];
+    for (int i = 0; i < g->ninstr; i++)
+        by_step[start[ident[i]] + fill[ident[i]]++] = i;
     for (int c = 0; c < g->ninstr; c++) {
         if (rt_ops[g->instr[c].op].cls != RT_K_COMM) {
             CHECK_INT(wait[c], -1);
             continue;
         }
-        int32_t want = brute_wait(g, ident, c);
+        int32_t want = brute_wait(g, by_step, start, c);
         if (wait[c] != want)
             fprintf(stderr, "  %s: instruction %d (%s)\n", what, c, rt_ops[g->instr[c].op].name);
         CHECK_INT(wait[c], want);
         ncomm++;
         nearly += want < g->ninstr;
     }
+    free(by_step);
+    free(fill);
+    free(start);
     free(ident);
     free(wait);
 }
