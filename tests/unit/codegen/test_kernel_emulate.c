@@ -37,6 +37,10 @@
  * copes with stacks it did not allocate (it warns once that it does not
  * fully support them); the kernels' library itself is not instrumented.
  *
+ * With $SHARDC_EMU_CACHE set (ctest sets the build's nvrtc-cache/emulate),
+ * each compiled library is kept there by a hash of everything its compile
+ * reads, and a later run loads it rather than compile it again (build()).
+ *
  * With arguments, `test_kernel_emulate MODEL MESH [NAME=VALUE ...]` checks
  * the kernels of that one model (one_model; tests/diff's soak runs it on
  * generated programs).
@@ -60,10 +64,12 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char tmpdir[] = "/tmp/test_kernel_emulate.XXXXXX";
 static const char *cxx;
+static int emu_cache_hits; /* libraries taken from $SHARDC_EMU_CACHE */
 static const char *const *flags; /* one_model's shardc options, as the CLI's (nflags words) */
 static int nflags;
 
@@ -309,6 +315,63 @@ static bool put_source(FILE *f, const char *src)
     return ok;
 }
 
+/* ---- the compiled libraries' cache ($SHARDC_EMU_CACHE) ----
+ *
+ * A library is kept as DIR/emu-HASH.so, HASH a 64-bit FNV-1a of its C++
+ * file, the command's flags and include folders, kernel_emulate.hpp's
+ * text, the compiler's --version and NVRTC's version (which names the
+ * toolkit whose headers it reads), so a kept library is the one the same
+ * compile would make. Each is compiled under a name of its own and renamed
+ * into place, so processes may share the folder (ctest runs this test and
+ * diff/emulate at once; CI's sanitizer stage reads the first stage's). */
+
+static uint64_t fnv(uint64_t h, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* The file at path into h (a missing one hashes as its absence). */
+static uint64_t fnv_file(uint64_t h, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char buf[65536];
+    size_t n;
+    if (!f)
+        return fnv(h, "\0missing", 8);
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        h = fnv(h, buf, n);
+    fclose(f);
+    return h;
+}
+
+/* What besides the file decides the library: the flags, the compiler and
+ * the headers (once per process). */
+static uint64_t compile_identity(const char *flags)
+{
+    static uint64_t id;
+    static bool done;
+    if (!done) {
+        char cmd[4400], hdr[4300], line[512];
+        uint64_t h = 0xcbf29ce484222325ull;
+        snprintf(hdr, sizeof hdr, "%s/tests/unit/codegen/kernel_emulate.hpp", check_repo_dir());
+        h = fnv_file(h, hdr);
+        snprintf(cmd, sizeof cmd, "%s --version 2>&1", cxx);
+        FILE *v = popen(cmd, "r");
+        while (v && fgets(line, sizeof line, v))
+            h = fnv(h, line, strlen(line));
+        if (v)
+            pclose(v);
+        int major = 0, minor = 0;
+        rt_nvrtc_version(&major, &minor);
+        snprintf(line, sizeof line, "nvrtc %d.%d", major, minor);
+        id = fnv(h, line, strlen(line));
+        done = true;
+    }
+    return fnv(id, flags, strlen(flags));
+}
+
 /* Builds the kernels name[0..n) (sources src[], coop[]: run as fibers)
  * into one shared library, each in a namespace of its own with a launcher
  * emu_NAME, after kernel_emulate.hpp, then `extra` (NULL: none) as it is
@@ -316,7 +379,7 @@ static bool put_source(FILE *f, const char *src)
 static void *build(const char *const *name, char *const *src, const bool *coop, int n,
                    const char *extra)
 {
-    char cpp[4300], so[4300], cmd[13000];
+    char cpp[4300], so[4600], cmd[20000];
     snprintf(cpp, sizeof cpp, "%s/kernels.cpp", tmpdir);
     snprintf(so, sizeof so, "%s/kernels.so", tmpdir);
     FILE *f = fopen(cpp, "w");
@@ -338,14 +401,48 @@ static void *build(const char *const *name, char *const *src, const bool *coop, 
         CHECK(put_source(f, extra));
     fclose(f);
     const char *inc = getenv("SHARDC_CUDA_INCLUDE");
-    snprintf(cmd, sizeof cmd,
-             "%s -std=c++14 -O1 -ffp-contract=off -fPIC -shared -w -fsanitize=alignment "
-             "-fsanitize-undefined-trap-on-error -I'%s/tests/unit/codegen' "
-             "-I'%s' '%s' -o '%s'",
-             cxx, check_repo_dir(), inc ? inc : rt_nvrtc_default_include_path(), cpp, so);
-    int rc = system(cmd);
-    CHECK_INT(rc, 0);
-    void *h = rc == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
+    char flags[9000];
+    snprintf(flags, sizeof flags,
+             "-std=c++14 -O1 -ffp-contract=off -fPIC -shared -w -fsanitize=alignment "
+             "-fsanitize-undefined-trap-on-error -I'%s/tests/unit/codegen' -I'%s'",
+             check_repo_dir(), inc ? inc : rt_nvrtc_default_include_path());
+    const char *cache = getenv("SHARDC_EMU_CACHE");
+    char kept[4400] = "", part[4500] = "";
+    bool have = false;
+    if (cache && *cache) {
+        uint64_t key = fnv_file(compile_identity(flags), cpp);
+        snprintf(kept, sizeof kept, "%s/emu-%016llx.so", cache, (unsigned long long)key);
+        snprintf(part, sizeof part, "%s.%ld.part", kept, (long)getpid());
+        for (char *q = kept + 1; (q = strchr(q, '/')); q++) { /* the folders, as mkdir -p */
+            *q = 0;
+            mkdir(kept, 0777);
+            *q = '/';
+        }
+        have = access(kept, R_OK) == 0;
+        if (have)
+            emu_cache_hits++;
+        snprintf(so, sizeof so, "%s", have ? kept : part);
+    }
+    int rc = 0;
+    void *h = NULL;
+    for (int attempt = 0; attempt < 2 && rc == 0 && !h; attempt++) {
+        if (attempt) { /* a kept library that does not load is compiled again */
+            if (!have)
+                break;
+            unlink(kept);
+            have = false;
+            emu_cache_hits--;
+            snprintf(so, sizeof so, "%s", part);
+        }
+        if (!have) {
+            snprintf(cmd, sizeof cmd, "%s %s '%s' -o '%s'", cxx, flags, cpp, so);
+            rc = system(cmd);
+            CHECK_INT(rc, 0);
+            if (rc == 0 && cache && *cache && rename(part, kept) == 0)
+                snprintf(so, sizeof so, "%s", kept);
+        }
+        h = rc == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
+    }
     if (rc == 0 && !h)
         fprintf(stderr, "  dlopen: %s\n", dlerror());
     CHECK(rc != 0 || h != NULL);
@@ -358,7 +455,8 @@ static void *build(const char *const *name, char *const *src, const bool *coop, 
     else if (h)
         dlclose(h);
     unlink(cpp);
-    unlink(so);
+    if (!cache || !*cache || strcmp(so, kept))
+        unlink(so); /* a kept library stays */
     return setup ? h : NULL;
 }
 
@@ -1331,6 +1429,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "  no kernel of %s ran\n", rt_ops[need[i]].name);
         CHECK(op_ran[need[i]] > 0);
     }
+    if (emu_cache_hits)
+        printf("compiled libraries from $SHARDC_EMU_CACHE: %d\n", emu_cache_hits);
     unmap_launch_memory();
     rmdir(tmpdir);
     return CHECK_DONE();
