@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# run_resume.sh [--momentum M] MODEL SAVE_MESH RESUME_MESH COMM INPUT...: a training run
+# run_resume.sh [--momentum M] [-D NAME=VALUE]... MODEL SAVE_MESH RESUME_MESH COMM INPUT...:
+# a training run
 # saved at step 3 on one mesh and resumed on another reaches the same
 # params and optimizer states at step 5 as an uninterrupted run (the
 # "training loop" item of issue 6). INPUT: the model's inputs, as
 # tests/tools/make_batches.py takes them (x=F32[64,1024], ids=I32[8,128]<1024).
 # With --momentum M, a copy of MODEL whose sgd(...) gets momentum = M, so
-# there is an optimizer state to carry over.
+# there is an optimizer state to carry over. -D defines go to shardc.
 #
 #   1. make_batches.py: 5 different batches of every input, one per step;
 #   2. the uninterrupted run: 5 steps on SAVE_MESH (local);
@@ -31,12 +32,17 @@
 # (with MPIRUN_FLAGS), python3.
 set -euo pipefail
 momentum=""
-if [ "${1:-}" = --momentum ]; then
-    momentum=$2
-    shift 2
-fi
+defines=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --momentum) momentum=$2 && shift 2 ;;
+    -D) defines+=(-D "$2") && shift 2 ;;
+    *) break ;;
+    esac
+done
 if [ $# -lt 5 ]; then
-    echo "usage: run_resume.sh [--momentum M] MODEL SAVE_MESH RESUME_MESH COMM INPUT..." >&2
+    echo "usage: run_resume.sh [--momentum M] [-D NAME=VALUE]... MODEL SAVE_MESH RESUME_MESH" \
+        "COMM INPUT..." >&2
     exit 2
 fi
 model=$1 save_mesh=$2 resume_mesh=$3 comm=$4
@@ -70,8 +76,8 @@ fi
 rtol=1e-5
 
 python3 "$here/tools/make_batches.py" "$tmp/in.safetensors" 5 "$@"
-"$SHARDC" "$model" --mesh "$save_mesh" -o "$tmp/save.plan"
-"$SHARDC" "$model" --mesh "$resume_mesh" -o "$tmp/resume.plan"
+"$SHARDC" "$model" "${defines[@]}" --mesh "$save_mesh" -o "$tmp/save.plan"
+"$SHARDC" "$model" "${defines[@]}" --mesh "$resume_mesh" -o "$tmp/resume.plan"
 inputs=(--inputs "$tmp/in.safetensors")
 
 # shardrun_on PLAN MESH ARGS...: over COMM
