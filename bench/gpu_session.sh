@@ -80,7 +80,7 @@ run() {
     echo "gpu tests rc=$? at $(el) s" >> "$out/summary.txt"
     # issue 20's compile goals on this machine: GPT-2 small's bf16 plan
     # compiled cold (an empty NVRTC cache) and warm, with the default
-    # --arch (the local GPU's: the driver's start is in the time) and with
+    # --arch (the machine's GPUs': NVML's start is in the time) and with
     # --arch sm_90, in seconds, the wall clock around shardc
     sed 's/f32\[/bf16[/g' examples/transformer.sh > "$x/cc-bf16.sh"
     for a in default sm_90; do

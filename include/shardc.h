@@ -150,9 +150,10 @@ SHARDC_API long long shardc_options_mem_limit(const shardc_options *opt);
 /* The GPU architectures the CUDA kernels are compiled for, as `--arch`
  * does: "sm_80,sm_90", a cubin for each and PTX for the newest, all
  * stored in the plan; "native": the local GPU's (device 0's). By default,
- * the local GPU's where the driver finds one that NVRTC can compile for
- * (found when a program is compiled, once per process), else
- * "sm_80,sm_90"; "none" for a CPU-only plan (no kernels,
+ * the distinct compute capabilities of the machine's GPUs that NVRTC can
+ * compile for, as NVML reports them (found when a program is compiled,
+ * once per process; CUDA is not started, so the host may fork after),
+ * else "sm_80,sm_90"; "none" for a CPU-only plan (no kernels,
  * no NVRTC). By default a plan holds kernels only when this library was
  * built with NVRTC. SHARDC_ERR_USAGE for text that is not sm_NN joined by
  * ',' or for an architecture the NVRTC this library uses cannot compile

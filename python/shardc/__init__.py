@@ -170,8 +170,8 @@ def compile(source: Union[str, bytes, None] = None, path: Union[str, os.PathLike
     defines: {"L": 24, ...}, as `shardc -D L=24`.
     filename: the name messages give a source (default "<string>").
     options, as the CLI's flags: arch ("none", "sm_80,sm_90"; default: the
-    library's, kernels where NVRTC is found, for the local GPU where there
-    is one, else sm_80 and sm_90), bucket_mb, zero (0-3) and
+    library's, kernels where NVRTC is found, for the machine's GPUs where
+    NVML finds any, else sm_80 and sm_90), bucket_mb, zero (0-3) and
     zero_axis, schedule ("gpipe", "1f1b", "interleaved(2)"), microbatches,
     dtype ("bf16", "f16"), recompute (True), keep_gathered (True), unroll
     (True: a pipeline stage's microbatches written out, not in loop form),

@@ -7,8 +7,10 @@
 
 #include "runtime/plan/plan.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,28 +44,77 @@ bool rt_local_arch(int *arch, su_status *err)
     return true;
 }
 
-/* The default targets, found once per process (the driver's start,
- * cuInit, is paid once): the local GPU's when there is one that NVRTC can
- * compile for, else default_archs. */
+/* The default targets, found once per process: the compute capabilities
+ * of the machine's GPUs as NVML (libnvidia-ml.so.1, the driver's, loaded
+ * at run time) reports them, without starting CUDA in the process: a host
+ * application that compiles and then forks workers that use the GPU must
+ * not find CUDA started in them, and NVML's start is lighter than
+ * cuInit's. */
 static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
 static int defaults[RT_MAX_ARCHS], ndefaults;
 
-int rt_default_archs_pick(bool local, int v, int *arch)
+int rt_default_archs_pick(const int *cc, int ncc, int *arch)
 {
-    if (local && rt_nvrtc_supports(v)) {
-        arch[0] = v;
-        return 1;
+    int n = 0;
+    for (int i = 0; i < ncc; i++) {
+        bool dup = false;
+        for (int k = 0; k < n; k++)
+            dup |= arch[k] == cc[i];
+        if (dup || n == RT_MAX_ARCHS || !rt_nvrtc_supports(cc[i]))
+            continue;
+        int at = n++; /* ascending, as --arch lists them */
+        while (at > 0 && arch[at - 1] > cc[i]) {
+            arch[at] = arch[at - 1];
+            at--;
+        }
+        arch[at] = cc[i];
     }
+    if (n > 0)
+        return n;
     memcpy(arch, default_archs, sizeof default_archs);
     return (int)(sizeof default_archs / sizeof *default_archs);
 }
 
+/* NVML's calls, as nvml.h declares them (nvmlReturn_t: 0 is success). */
+typedef int (*nvml_void_fn)(void);
+typedef int (*nvml_count_fn)(unsigned int *count);
+typedef int (*nvml_handle_fn)(unsigned int index, void **device);
+typedef int (*nvml_cc_fn)(void *device, int *major, int *minor);
+
+/* The compute capability of each GPU NVML sees into cc (room for
+ * RT_MAX_ARCHS); how many, 0 without NVML or a GPU. */
+static int nvml_capabilities(int *cc)
+{
+    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return 0;
+    nvml_void_fn init = (nvml_void_fn)(uintptr_t)dlsym(lib, "nvmlInit_v2");
+    nvml_void_fn shutdown = (nvml_void_fn)(uintptr_t)dlsym(lib, "nvmlShutdown");
+    nvml_count_fn count = (nvml_count_fn)(uintptr_t)dlsym(lib, "nvmlDeviceGetCount_v2");
+    nvml_handle_fn handle = (nvml_handle_fn)(uintptr_t)dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
+    nvml_cc_fn capability = (nvml_cc_fn)(uintptr_t)dlsym(lib, "nvmlDeviceGetCudaComputeCapability");
+    int n = 0;
+    if (init && shutdown && count && handle && capability && init() == 0) {
+        unsigned int ndev = 0;
+        if (count(&ndev) != 0)
+            ndev = 0;
+        for (unsigned int i = 0; i < ndev && n < RT_MAX_ARCHS; i++) {
+            void *dev = NULL;
+            int major = 0, minor = 0;
+            if (handle(i, &dev) == 0 && capability(dev, &major, &minor) == 0 && major > 0)
+                cc[n++] = major * 10 + minor;
+        }
+        shutdown();
+    }
+    dlclose(lib);
+    return n;
+}
+
 static void find_defaults(void)
 {
-    int v = 0;
-    su_status why;
-    bool local = rt_nvrtc_available() && rt_local_arch(&v, &why);
-    ndefaults = rt_default_archs_pick(local, v, defaults);
+    int cc[RT_MAX_ARCHS];
+    int ncc = rt_nvrtc_available() ? nvml_capabilities(cc) : 0;
+    ndefaults = rt_default_archs_pick(cc, ncc, defaults);
 }
 
 int rt_default_archs(int *arch)

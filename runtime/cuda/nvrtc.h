@@ -58,13 +58,14 @@ bool rt_nvrtc_supports(int arch);
 bool rt_local_arch(int *arch, su_status *err);
 
 /* The targets of a plan whose --arch is the default, into arch (room for
- * RT_MAX_ARCHS); returns how many: the local GPU's (device 0's) when this
- * build has NVRTC, the driver finds a device and NVRTC can compile for it,
- * else sm_80 and sm_90. Found once per process and kept. Thread-safe. */
+ * RT_MAX_ARCHS); returns how many: the distinct compute capabilities of
+ * the machine's GPUs that NVRTC can compile for, as NVML reports them
+ * (CUDA is not started: a process may fork after), in ascending order;
+ * else (no NVRTC, no NVML, no GPU, or none NVRTC takes) sm_80 and sm_90.
+ * Found once per process and kept. Thread-safe. */
 int rt_default_archs(int *arch);
-/* The choice itself: v when local (a device of compute capability v was
- * found) and NVRTC can compile for it, else sm_80 and sm_90. */
-int rt_default_archs_pick(bool local, int v, int *arch);
+/* The choice itself, from the capabilities found, cc[ncc] (90 for sm_90). */
+int rt_default_archs_pick(const int *cc, int ncc, int *arch);
 
 /* Parses an architecture list, "sm_80,sm_90" (duplicates dropped, order
  * kept), checking each with rt_nvrtc_supports, or "native": the local

@@ -180,7 +180,8 @@ else
     failed+=("init_bits on the device")
 fi
 
-# The default --arch on a machine with a GPU is the local GPU's: mlp.sh
+# The default --arch on a machine with one kind of GPU is that GPU's (from
+# NVML), the same as --arch native's (from the driver): mlp.sh
 # compiled without --arch (and without $SHARDC_ARCH) is the plan of
 # --arch native, one target (the second compile's kernels come from the
 # cache the first wrote, so the bytes are comparable), and it runs.

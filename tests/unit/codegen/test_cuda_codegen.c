@@ -26,6 +26,7 @@
 #include "check.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -444,26 +445,38 @@ static void test_archs(void)
     CHECK_STR(b.s, "sm_80, sm_90; PTX for sm_90");
     su_buf_free(&b);
 
-    /* the default targets: the local GPU's when there is one NVRTC takes */
-    n = rt_default_archs_pick(true, 90, arch);
+    /* the default targets: the machine's GPUs' capabilities NVRTC takes */
+    n = rt_default_archs_pick((const int[]){90}, 1, arch);
     CHECK_INT(n, 1);
     CHECK_INT(arch[0], 90);
-    n = rt_default_archs_pick(false, 90, arch);
+    n = rt_default_archs_pick(NULL, 0, arch); /* no GPU */
     CHECK_INT(n, 2);
     CHECK_INT(arch[0], 80);
     CHECK_INT(arch[1], 90);
-    n = rt_default_archs_pick(true, 5, arch); /* sm_5: no GPU NVRTC compiles for */
+    n = rt_default_archs_pick((const int[]){90, 80, 90, 80}, 4, arch); /* two kinds of GPU */
     CHECK_INT(n, 2);
     CHECK_INT(arch[0], 80);
-    /* here: the local GPU's, or without one (as on the build machine) the two */
-    int local = 0, want[RT_MAX_ARCHS];
-    su_status why;
-    bool has = rt_nvrtc_available() && rt_local_arch(&local, &why);
-    int nwant = rt_default_archs_pick(has, local, want);
+    CHECK_INT(arch[1], 90);
+    n = rt_default_archs_pick((const int[]){5}, 1, arch); /* sm_5: none NVRTC compiles for */
+    CHECK_INT(n, 2);
+    CHECK_INT(arch[0], 80);
+    n = rt_default_archs_pick((const int[]){86, 5}, 2, arch);
+    CHECK_INT(n, 1);
+    CHECK_INT(arch[0], 86);
+    /* here: found once, and sorted; where there is no NVML (as on the build
+     * machine), sm_80 and sm_90 */
     n = rt_default_archs(arch);
-    CHECK_INT(n, nwant);
-    for (int i = 0; i < n && i < nwant; i++)
-        CHECK_INT(arch[i], want[i]);
+    CHECK(n >= 1 && n <= RT_MAX_ARCHS);
+    for (int i = 1; i < n; i++)
+        CHECK(arch[i - 1] < arch[i]);
+    void *nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (nvml) {
+        dlclose(nvml);
+    } else {
+        CHECK_INT(n, 2);
+        CHECK_INT(arch[0], 80);
+        CHECK_INT(arch[1], 90);
+    }
     CHECK_INT(rt_default_archs(arch), n); /* found once, kept */
 
     char *d = rt_nvrtc_cache_dir("/a", "/b", "/c");
