@@ -423,8 +423,8 @@ static void make_opts(copts *c, const char *target, const char *include)
     c->v[c->n++] = "--std=c++17";
     /* NVRTC 12.4 on: leave out the CUDA runtime's types, textures and
      * device-side launches, which no kernel of a plan uses. The cubins and
-     * PTX are the same bytes (every example's plan compared), the compiles
-     * some 10% less work. */
+     * PTX are the same bytes (every example's plan compared), and a
+     * program's fixed cost less (bench/results/nvrtc-compile.md). */
     int major = 0, minor = 0;
     if (rt_nvrtc_version(&major, &minor) && (major > 12 || (major == 12 && minor >= 4)))
         c->v[c->n++] = "--minimal";
