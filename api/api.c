@@ -637,8 +637,8 @@ static void passes(void *arg)
         r->st = api_fail(r->error, SHARDC_ERR_USAGE, "--f32-matmul bf16x3 runs f32 matmuls on "
                          "bf16 tensor cores, which sm_%d lacks: %s", oldest_arch(p),
                          opt->narchs > 0 ? "every --arch target must be sm_80 or newer"
-                                         : "the default target is the local GPU's; give --arch "
-                                           "sm_80 or newer");
+                                         : "the default targets are those of this machine's GPUs; "
+                                           "give --arch sm_80 or newer");
         return;
     }
     pass_options po = {.bucket_bytes = opt->bucket_bytes, .kernels = wants_kernels(opt),
