@@ -63,8 +63,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static char tmpdir[] = "/tmp/test_kernel_emulate.XXXXXX";
@@ -325,13 +325,6 @@ static bool put_source(FILE *f, const char *src)
  * into place, so processes may share the folder (ctest runs this test and
  * diff/emulate at once; CI's sanitizer stage reads the first stage's). */
 
-static uint64_t fnv(uint64_t h, const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
-    return h;
-}
-
 /* The file at path into h (a missing one hashes as its absence). */
 static uint64_t fnv_file(uint64_t h, const char *path)
 {
@@ -339,9 +332,9 @@ static uint64_t fnv_file(uint64_t h, const char *path)
     char buf[65536];
     size_t n;
     if (!f)
-        return fnv(h, "\0missing", 8);
+        return su_fnv_bytes(h, "\0missing", 8);
     while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        h = fnv(h, buf, n);
+        h = su_fnv_bytes(h, buf, n);
     fclose(f);
     return h;
 }
@@ -354,22 +347,22 @@ static uint64_t compile_identity(const char *flags)
     static bool done;
     if (!done) {
         char cmd[4400], hdr[4300], line[512];
-        uint64_t h = 0xcbf29ce484222325ull;
+        uint64_t h = SU_FNV_BASIS;
         snprintf(hdr, sizeof hdr, "%s/tests/unit/codegen/kernel_emulate.hpp", check_repo_dir());
         h = fnv_file(h, hdr);
         snprintf(cmd, sizeof cmd, "%s --version 2>&1", cxx);
         FILE *v = popen(cmd, "r");
         while (v && fgets(line, sizeof line, v))
-            h = fnv(h, line, strlen(line));
+            h = su_fnv_str(h, line);
         if (v)
             pclose(v);
         int major = 0, minor = 0;
         rt_nvrtc_version(&major, &minor);
         snprintf(line, sizeof line, "nvrtc %d.%d", major, minor);
-        id = fnv(h, line, strlen(line));
+        id = su_fnv_str(h, line);
         done = true;
     }
-    return fnv(id, flags, strlen(flags));
+    return su_fnv_str(id, flags);
 }
 
 /* Builds the kernels name[0..n) (sources src[], coop[]: run as fibers)

@@ -1,9 +1,9 @@
 /* test_comm_stream.c: where the cuda backend's compute stream waits for a
  * collective, send or recv run on the comm stream (rt_nccl_wait_points,
  * runtime/comm/comm_nccl.h), on the real plans of every example (compiled here,
- * --arch none) on several meshes, against a brute-force check: a byte map
- * of the arena holding the op's operand and result, and the steps after it
- * scanned in order for the first whose instructions touch its bytes.
+ * --arch none) on several meshes, against a brute-force check: the runs of
+ * the arena holding the op's operand and result, and the steps after it
+ * scanned in order for the first whose instructions touch those bytes.
  * Each plan is checked with each instruction at its own step and with a
  * made-up fusion (runs of compute instructions launched at the run's last
  * one, as a kernel's group is at its anchor). */
