@@ -884,6 +884,10 @@ static void check_computes(fe_lower *L, const ast_stmt *program)
             "computes nothing");
 }
 
+/* No place in the file (line 0): a whole-program error. A constant, not a
+ * compound literal, since it is read after setjmp. */
+static const su_loc NO_LOC = {0, 0};
+
 /* Runs the program; false when an error unwound it. */
 static bool lower_program(fe_lower *L, const ast_stmt *program)
 {
@@ -892,7 +896,7 @@ static bool lower_program(fe_lower *L, const ast_stmt *program)
     if (setjmp(L->fail))
         return false;
     if (!program) /* nothing, or only comments: there is no place to point at */
-        fe_fail(L, (su_loc){0, 0}, "the program is empty: it has no statement (a program declares "
+        fe_fail(L, NO_LOC, "the program is empty: it has no statement (a program declares "
                 "its inputs and params, computes, and ends with 'output' or 'train')");
     for (const ast_stmt *st = program; st; st = st->next)
         L->trains |= st->kind == ST_TRAIN;
