@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """gen.py SEED [--avoid A,B,...]: prints a random valid shard-language model.
 
-The model is drawn from the whole language (LANGUAGE.md §1-11): meshes of 1
+The model is drawn from the whole language (LANGUAGE.md §1-12): meshes of 1
 to 4 axes of sizes 1 to 4, `let` constants, inputs, params with every init,
 sharding annotations on inputs, params and intermediate values (one axis,
 a tuple of axes, or none per dimension), every op of §7 (elementwise,
 broadcasting, matmul plain and batched, reductions with and without
 keepdims, softmax, the norms, transpose, reshape, cast, embedding,
 attention, mse, cross_entropy; of §12, indexing, concat and split, sin,
-cos, one_hot, argmax, gather, cumsum and topk, comparisons, bool inputs
-and where, dropout, recompute blocks), f32, bf16 and f16 values, blocks called
+cos, arange, one_hot, argmax, gather, cumsum and topk, comparisons, bool
+inputs and where, dropout, stop_gradient, grouped-query attention with as
+many or twice as many keys as queries, recompute blocks), f32, bf16 and
+f16 values, blocks of one or two results called
 once or more, `repeat`, `repeat ... over pp` with every schedule and
 1, 2, 4 or 8 microbatches (8: several in flight on a stage, where the
 plan's loop form cycles each value through its places), and `train` with sgd (with and without momentum) or
@@ -21,7 +23,10 @@ Its header carries tests/diff/diffcheck.py's directives: the mesh to check
 for pipelines, `diff-flags: --keep-gathered` for a third of the training
 programs, `diff-variant: --f32-matmul bf16x3` for a quarter of the
 programs with a matmul (drawn by a generator of its own, so a seed's
-program is the same with or without it), and the range of every i32
+program is the same with or without it), variants of options that must
+not change the result (`--bucket-mb` small or 0 for 3 in 10 training
+programs, `--unroll` for 3 in 10 pipelines, `--recompute` for 15 in 100
+training programs; drawn apart likewise), and the range of every i32
 input.
 
 Values stay in a numerically tame range, so that f32 sums in another order
@@ -204,6 +209,9 @@ class Gen:
             # same on every mesh and in every microbatch
             p = self.r.choice([0.1, 0.25, 0.5])
             return f"dropout({t}, {p})", m / (1 - p)
+        if self.train and self.chance(0.08):
+            # the value, with no gradient through it (LANGUAGE.md §12)
+            return f"stop_gradient({t})", m
         if f == "exp":
             if m > 3:
                 return f"exp(tanh({t}))", 2.8
@@ -249,6 +257,12 @@ class Gen:
                              and (v.batch == x.batch or not self.pipelined))
             if same:
                 return same.name, same.mag, same.param_dep
+        if roll < 0.62 and x.shape:
+            # a table no input makes (LANGUAGE.md §12): the same in every
+            # microbatch of a pipeline, never split
+            n = x.shape[-1]
+            f = self.r.choice(["sin", "cos"])
+            return f"{f}(cast(arange({self.dimtext(n)}), {x.dtype}) * 0.25)", 1.0, False
         if roll < 0.75:
             suff = self.pick(lambda v: v.dtype == x.dtype and 0 < len(v.shape) < len(x.shape)
                              and not (v.batch and self.pipelined)
@@ -485,22 +499,50 @@ class Gen:
                 f", causal = {'true' if causal else 'false'}"
             return (f"attention({base} @ {wq.name}, {base} @ {wk.name}, {base} @ {wv.name}"
                     f"{causal_text}) @ {wo.name}", x.mag * 2, x.shape)
+        # grouped-query attention (LANGUAGE.md §12): k and v of a [B, H, S,
+        # d] value from its first G heads, G dividing H (1: multi-query),
+        # and sometimes twice as many key positions as queries (the two
+        # halves joined), where the causal mask is aligned to the end. A
+        # [B, S, d] value is viewed as [B, 2, S/2, d] for it, and the
+        # result viewed back.
+        kv, longer, back = base, False, None
+        gqa = len(x.shape) == 4 or (len(x.shape) == 3 and x.shape[1] % 2 == 0)
+        if gqa and self.chance(0.5):
+            src = x.name
+            if len(x.shape) == 3:
+                b, sq = x.shape[0], x.shape[1]
+                src = self.fresh()
+                self.emit(f"{src} = reshape({x.name}, [{self.dimtext(b)}, 2, "
+                          f"{self.dimtext(sq // 2)}, {self.dimtext(d)}])")
+                base = src if x.mag <= 4 else f"tanh({src})"
+                back = [b, sq, d]
+            heads = 2 if back else x.shape[1]
+            g = self.r.choice(sorted({1, heads // 2 if heads % 2 == 0 else 1}))
+            kv = f"{src}[:, :{self.dimtext(g)}]"
+            if x.mag > 4:
+                kv = f"tanh({kv})"
+            if self.chance(0.3):
+                kv, longer = f"concat([{kv}, {kv}], axis = 2)", True
         if self.chance(0.5):
             names = []
-            for _ in range(3):
+            for src in (base, kv, kv):
                 w = self.new_param([d, d], x.dtype)
-                names.append(f"{base} @ {w.name}")
+                names.append(f"{src} @ {w.name}")
             q, k, v = names
         else:
-            q = k = v = base
+            q, k, v = base, kv, kv
         # causal defaults to true
         c = "" if causal and self.chance(0.5) else f", causal = {'true' if causal else 'false'}"
         # a scale, and an additive mask over [S, S] (the scores made whole)
         if self.chance(0.25):
             c += f", scale = {self.r.choice(['0.25', '0.5'])}"
-        if self.chance(0.2):
-            m = self.new_param([x.shape[-2], x.shape[-2]], x.dtype)
+        if self.chance(0.2) and not longer:
+            n = x.shape[-2] // 2 if back else x.shape[-2]
+            m = self.new_param([n, n], x.dtype)
             c += f", mask = {m.name}"
+        if back:
+            dims = ", ".join(self.dimtext(n) for n in back)
+            return f"reshape(attention({q}, {k}, {v}{c}), [{dims}])", x.mag * 2, x.shape
         return f"attention({q}, {k}, {v}{c})", x.mag * 2, x.shape
 
     def slicing(self, x):
@@ -587,7 +629,8 @@ class Gen:
             dtype = x.dtype
             if kind == "unary":
                 t, m = self.unary(x)
-                res = (t, m, x.shape, x.param_dep)
+                # no gradient reaches a param through stop_gradient
+                res = (t, m, x.shape, x.param_dep and not t.startswith("stop_gradient("))
             elif kind == "binary":
                 t, m, dep = self.binary(x)
                 res = (t, m, x.shape, x.param_dep or dep)
@@ -800,8 +843,30 @@ class Gen:
         # made before
         if any(" @ " in l for l in out) and random.Random(f"parts {self.seed}").random() < 0.25:
             head.append("# diff-variant: --f32-matmul bf16x3")
+        head += self.option_variants(out)
         head += [f"# diff-ids: {n} {v}" for n, v in sorted(self.ids.items())]
         return "\n".join(head + [self.lexical(l) for l in out]) + "\n"
+
+    def option_variants(self, out):
+        """Variants of shardc's options that must not change what a program
+        computes, each drawn by a generator of its own (so a seed's program
+        is the same with or without them): gradient buckets small enough
+        to cut a program's gradients into several, or none (--bucket-mb;
+        generated gradients are a few hundred bytes to a few KiB, so the
+        default 25 MiB makes one bucket of them all); a pipeline written
+        unrolled rather than in loop form (--unroll); every block of a
+        training program recomputed in the backward (--recompute)."""
+        r = random.Random(f"options {self.seed}")
+        trains = any(l.startswith("train ") for l in out)
+        variants = []
+        if trains and r.random() < 0.3:
+            mb = r.choice(["0", "0.0002", "0.001", "0.004"])
+            variants.append(f"# diff-variant: --bucket-mb {mb}")
+        if self.pipelined and r.random() < 0.3:
+            variants.append("# diff-variant: --unroll")
+        if trains and r.random() < 0.15:
+            variants.append("# diff-variant: --recompute")
+        return variants
 
     def lexical(self, line):
         """The same statement, sometimes with a comment after it or broken
@@ -875,6 +940,16 @@ class Gen:
         # tolerance (seen: 12 linear residual layers, 2.5e-5 apart)
         residual = self.chance(0.5)
         ret = f"tanh({ret})" if residual or self.chance(0.5) else ret
+        # a second result (LANGUAGE.md §12: `-> (T1, T2)`, `a, b = f(x)`)
+        # for a block called outside a repeat: one of its values, drawn by
+        # a generator of its own
+        aux = None
+        mr = random.Random(f"results {self.seed} {bname}")
+        if not self.pipelined and mr.random() < 0.3:
+            cands = [v for v in self.pool if v.shape and v.name not in ("h", "e")]
+            if cands:
+                aux = mr.choice(cands)
+                ret += f", {aux.name}"
         self.emit(f"return {ret}")
         self.out, self.indent, self.pool = outer, "", outer_pool
         self.pipelined_block = False
@@ -885,13 +960,39 @@ class Gen:
         # a recompute block (LANGUAGE.md §12) when training: its values
         # made again in the backward, which must change no bit
         rc = "recompute " if self.train and self.chance(0.3) else ""
-        self.out.append(f"{rc}block {bname}({args}) -> {tt} {{")
+        rt = tt if aux is None else f"({tt}, {self.typetext(aux.dtype, aux.shape)})"
+        self.out.append(f"{rc}block {bname}({args}) -> {rt} {{")
         self.out.extend(body)
         self.out.append("}")
         carry = self.fresh()
-        self.out.append(f"{carry} = {x.name}")
+        # the block's body was written for an h of magnitude 4: a larger
+        # carry is scaled by a power of two (exact) to 4 first. A cumsum
+        # of magnitude 32 fed 8 residual layers of attention whose scores
+        # then made softmax a near-argmax: 1 ulp on a third of the inputs
+        # moved the unsharded run's own trained params 6.6e-4, and the
+        # sharded run's sums in another order 7.0e-4, against a tolerance
+        # of 3.2e-4 (seed 2603451 --avoid only-pipeline, reduced to 1x1x2)
+        start, start_mag = x.name, x.mag
+        if x.mag > 4:
+            k = 1
+            while x.mag / 2 ** k > 4:
+                k += 1
+            start, start_mag = f"{x.name} * {2.0 ** -k!r}", x.mag / 2 ** k
+        self.out.append(f"{carry} = {start}")
         call = f"{bname}({carry}" + (f", {extra.name})" if extra is not None else ")")
+        second = self.fresh() if aux is not None else None
         def step_of(reps):
+            if second is not None:
+                # the results bound apart; a residual adds the first after
+                if not residual:
+                    return f"{carry}, {second} = {call}"
+                part = self.fresh()
+                step = f"{part}, {second} = {call}\n{carry} = {carry} + {part}"
+                if dtype != "f32":
+                    c = 8.0 ** (1.0 / reps) - 1.0
+                    if c < 1.0:
+                        step += f" * {c:.3g}"
+                return step
             if not residual:
                 return f"{carry} = {call}"
             if dtype == "f32":
@@ -907,7 +1008,11 @@ class Gen:
             if c >= 1.0:
                 return f"{carry} = {carry} + {call}"
             return f"{carry} = {carry} + {call} * {c:.3g}"
-        if self.pipelined:
+        if second is not None:
+            reps = self.r.choice([1, 2])
+            for _ in range(reps):
+                self.out.extend(step_of(reps).split("\n"))
+        elif self.pipelined:
             stages = self.size["pp"]
             reps = stages * self.r.choice([1, 2])
             sched = self.sched
@@ -947,8 +1052,11 @@ class Gen:
         # h / (abs(g) + 1) + g over 10 layers, taken for magnitude 4, near
         # 13, seed 2070873)
         grow = 0.0 if ret.startswith("tanh(") else max(0.0, out_mag - 4.0)
-        mag = max(x.mag, 4.0) + reps if residual else 4.0 + reps * grow
+        mag = max(start_mag, 4.0) + reps if residual else 4.0 + reps * grow
         self.pool.append(Value(carry, dtype, shape, mag, True, True))
+        if second is not None:
+            self.pool.append(Value(second, aux.dtype, aux.shape, aux.mag, aux.param_dep,
+                                   aux.batch))
         if self.pipelined:
             # values from before the pipeline must not be read after it
             self.early = [v for v in self.pool if v.name != carry and v.batch and
@@ -1101,8 +1209,9 @@ class Gen:
 
 
 def main(argv):
-    if not argv:
-        sys.exit(__doc__)
+    if not argv or argv[0] in ("-h", "--help"):
+        sys.stdout.write(__doc__)
+        sys.exit(0 if argv else 2)
     avoid = []
     if len(argv) >= 3 and argv[1] == "--avoid":
         avoid = [a for a in argv[2].split(",") if a]
