@@ -600,6 +600,11 @@ static int auto_search(int argc, char **argv)
     R.limit = rc ? 0 : shardc_options_mem_limit(a.opt);
     R.file = a.file;
     shardc_options_free(a.opt);
+    if (!rc) {
+        const cli_file out[] = {{"--auto-csv", csv}, {"--auto-svg", svg}};
+        const cli_file in[] = {{"the model", a.file}, {"the hardware profile", a.hw_file}};
+        rc = cli_check_outputs("shardc", out, 2, in, 2);
+    }
     if (rc)
         return rc;
     R.argv = kept;

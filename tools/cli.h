@@ -4,7 +4,10 @@
 #define SHARDC_TOOLS_CLI_H
 #include "shardc.h"
 
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Exit codes: 0 success, 1 an error in the user's input (or a file that
  * cannot be read or written), 2 bad usage, 3 an internal error, 4 no GPU
@@ -46,6 +49,53 @@ static const char *value_of(int argc, char **argv, int *i, const char *name)
     if (*i + 1 >= argc)
         return "";
     return argv[++*i];
+}
+
+/* A file a command reads or writes, by the option that names it. */
+typedef struct cli_file {
+    const char *what; /* "the model", "-o", ... */
+    const char *path; /* NULL: not given */
+} cli_file;
+
+/* Whether paths a and b name one file: the same file once symlinks are
+ * followed, where both exist, else the same text. */
+static bool cli_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    return strcmp(a, b) == 0;
+}
+
+/* Refuses, as bad usage, an output that would replace one of the inputs
+ * (`shardc m.sh -o m.sh` would leave the plan where the model was) or
+ * another output: a device or a FIFO (/dev/null, /dev/stdout), which an
+ * output streams into rather than replaces, may be named by several.
+ * Returns 0, or EXIT_USAGE after printing which two options name the
+ * file. */
+static int cli_check_outputs(const char *tool, const cli_file *out, int nout,
+                             const cli_file *in, int nin)
+{
+    for (int i = 0; i < nout; i++) {
+        struct stat st;
+        if (!out[i].path || (stat(out[i].path, &st) == 0 && !S_ISREG(st.st_mode)))
+            continue;
+        for (int j = 0; j < nin; j++)
+            if (in[j].path && cli_same_file(out[i].path, in[j].path)) {
+                fprintf(stderr, "%s: error: %s %s is %s (%s): the output would replace it; "
+                        "choose another file\n", tool, out[i].what, out[i].path, in[j].what,
+                        in[j].path);
+                return EXIT_USAGE;
+            }
+        for (int j = 0; j < i; j++)
+            if (out[j].path && cli_same_file(out[i].path, out[j].path)) {
+                fprintf(stderr, "%s: error: %s and %s both name %s: one would replace the "
+                        "other; choose two files\n", tool, out[j].what, out[i].what,
+                        out[i].path);
+                return EXIT_USAGE;
+            }
+    }
+    return 0;
 }
 
 #endif

@@ -114,6 +114,7 @@ static const char usage[] =
 
 typedef struct args {
     const char *file, *emit, *out, *trace;
+    const char *hw_file; /* --hw FILE.json */
     bool partial;       /* --stop-after or --passes */
     shardc_options *opt;
 } args;
@@ -193,6 +194,8 @@ static int parse_args(int argc, char **argv, args *a)
             if (option_failed(st, err))
                 return EXIT_USAGE;
         } else if ((v = value_of(argc, argv, &i, "--hw"))) {
+            size_t n = strlen(v);
+            a->hw_file = n > 5 && !strcmp(v + n - 5, ".json") ? v : NULL; /* else a name */
             st = shardc_options_set_hardware(a->opt, v, &err);
             if (st == SHARDC_ERR_INPUT) { /* a profile file that cannot be read or is wrong */
                 fprintf(stderr, "shardc: error: %s\n", err ? err : "out of memory");
@@ -296,6 +299,11 @@ static int parse_args(int argc, char **argv, args *a)
     if (a->partial && (a->emit || a->trace))
         return usage_error("%s", "--stop-after and --passes print what the last pass made: "
                            "they take no --emit, --explain-sharding, --report or --trace");
+    const cli_file out[] = {{"-o", a->out}, {"--trace", a->trace}};
+    const cli_file in[] = {{"the model", a->file}, {"the hardware profile", a->hw_file}};
+    int rc = cli_check_outputs("shardc", out, 2, in, 2);
+    if (rc)
+        return rc;
     if (a->partial)
         a->emit = "after-pass";
     /* the reasons behind every sharding and collective, only for the text

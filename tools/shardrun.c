@@ -54,7 +54,8 @@ static const char usage[] =
     "                       safetensors\n"
     "  --save-params FILE   after the last step, write the params and the\n"
     "                       optimizer states, full shape, as safetensors (a\n"
-    "                       file --params reads back to go on training)\n"
+    "                       file --params reads back to go on training; it\n"
+    "                       may be the --params file itself)\n"
     "  --save DIR           after the last step, write a sharded checkpoint into\n"
     "                       the folder DIR: a new folder DIR/step-NNNNNNNN with\n"
     "                       one safetensors file per rank (its shards of the\n"
@@ -236,6 +237,17 @@ static int parse_args(int argc, char **argv, args *a)
                                              "resume from holds every param)"
                                            : "--init-missing needs --params (without it, "
                                              "every param is made from the seed)");
+    /* --save-params may name the --params file: it is read whole before
+     * the run and replaced whole after it, which continues a training */
+    const cli_file out[] = {{"--outputs", a->outputs}, {"--save-params", a->save_params},
+                            {"--trace", a->trace}};
+    const cli_file in[] = {{"the plan", a->plan}, {"--inputs", a->inputs},
+                           {"--params", a->save_params && a->params &&
+                                        cli_same_file(a->save_params, a->params) ? NULL
+                                                                                 : a->params}};
+    int rc = cli_check_outputs("shardrun", out, 3, in, 3);
+    if (rc)
+        return rc;
     if (a->save_every && !a->save)
         return usage_error("%s", "--save-every needs --save DIR");
     if (a->keep && !a->save)
