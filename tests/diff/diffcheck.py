@@ -38,6 +38,10 @@ the lowest precision the program computes in (any bf16 or f16 in its text):
   i32  exact
 A NaN must be a NaN in both, an infinity the same infinity.
 
+DIFF_MPIRUN, when set, is a launcher (`mpirun --oversubscribe`): each sharded
+run of more than one rank then goes through it, a process per rank with
+`--comm mpi`, against the reference run with the local communicator.
+
 Exit 0: the runs agree. Exit 1: a failure; the first line of stdout is
 `FAIL CLASS: detail`, CLASS one of mismatch, missing, crash (a signal or
 exit 3+), reject (a compile or run error of a program that must be valid),
@@ -268,11 +272,19 @@ class Checker:
         p = run(cmd, COMPILE_TIMEOUT_S, f"shardc --mesh {mesh}")
         return p, cmd
 
-    def run_plan(self, plan, mesh, tag, d, train, inputs):
+    def run_plan(self, plan, mesh, tag, d, train, inputs, mpi=False):
         out = os.path.join(self.work, f"{tag}.out.st")
         params = os.path.join(self.work, f"{tag}.params.st")
-        cmd = [self.shardrun, plan, "--comm", "local", "--ranks", str(ranks_of(mesh)),
-               "--quiet", "--seed", "7", "--timeout-ms", "60000", "--outputs", out]
+        ranks = ranks_of(mesh)
+        # DIFF_MPIRUN: a sharded run of more than one rank goes through
+        # mpirun, a process per rank with the MPI communicator, rather than
+        # threads with the local one (the reference stays local)
+        mpirun = os.environ.get("DIFF_MPIRUN")
+        if mpi and mpirun and ranks > 1:
+            cmd = [*mpirun.split(), "-n", str(ranks), self.shardrun, plan, "--comm", "mpi"]
+        else:
+            cmd = [self.shardrun, plan, "--comm", "local", "--ranks", str(ranks)]
+        cmd += ["--quiet", "--seed", "7", "--timeout-ms", "60000", "--outputs", out]
         steps = d["steps"] if d["steps"] is not None else (2 if train else 1)
         cmd += ["--steps", str(steps)]
         if train:
@@ -345,7 +357,8 @@ class Checker:
         plan = os.path.join(self.work, f"m{mesh}.plan")
         p, cmd = self.compile(path, mesh, plan, flags)
         check_status(p, f"shardc ({what})", cmd)
-        p, cmd, out, params = self.run_plan(plan, mesh, f"m{mesh}", d, train, ref["inputs"])
+        p, cmd, out, params = self.run_plan(plan, mesh, f"m{mesh}", d, train, ref["inputs"],
+                                            mpi=True)
         check_status(p, f"shardrun ({what})", cmd)
         # after a step the outputs are computed from the stepped params,
         # which may differ by their own tolerance: the outputs get it too
