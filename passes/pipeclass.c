@@ -5,6 +5,7 @@
  * bubble. pipesplit.c's file comment says what the kinds mean. */
 #include "pipesplit.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -417,18 +418,31 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
     }
 }
 
-/* The chunk of an MB or ACC op that does not float. */
+/* The chunk of an MB or ACC op that does not float: a repetition's own,
+ * else the latest chunk of what it reads. But a backward op outside the
+ * repeat that reads gradients of several chunks (the gradient of a value
+ * before the repeat that two carries start from, or that a residual
+ * stream passes through unchanged from the loss) runs in the earliest of
+ * them: gradients flow to earlier chunks, so there it can read them all,
+ * and the forward values it reads, when none is of a later chunk. */
 static int op_chunk(pl *L, const ir_op *op)
 {
     if (op->rep >= 0)
         return L->rep_chunk[op->rep];
-    int c = 0;
+    int c = 0, grad = INT_MAX, fwd = -1;
+    bool backward = op->phase != IR_PH_FORWARD;
     for (int k = 0; k < op->nin; k++) {
         const ir_value *x = op->in[k];
-        if (L->kind[x->id] == K_MB && !L->floating[x->id] && L->chunk[x->id] > c)
-            c = L->chunk[x->id];
+        if (L->kind[x->id] != K_MB || L->floating[x->id])
+            continue;
+        int cx = L->chunk[x->id];
+        c = cx > c ? cx : c;
+        if (backward && x->def->phase != IR_PH_FORWARD)
+            grad = cx < grad ? cx : grad;
+        else
+            fwd = cx > fwd ? cx : fwd;
     }
-    return c;
+    return grad != INT_MAX && fwd <= grad ? grad : c;
 }
 
 /* Where a value one chunk makes may be read by another: forward values
