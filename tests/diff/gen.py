@@ -12,7 +12,8 @@ cos, arange, one_hot, argmax, gather, cumsum and topk, comparisons, bool
 inputs and where, dropout, stop_gradient, grouped-query attention with as
 many or twice as many keys as queries, recompute blocks), f32, bf16 and
 f16 values, blocks of one or two results called
-once or more, `repeat`, `repeat ... over pp` with every schedule and
+once or more, `repeat`, `repeat ... over pp` with every schedule, one
+carry or two (`h, g = f(h, g)`: both cross the stages), and
 1, 2, 4 or 8 microbatches (8: several in flight on a stage, where the
 plan's loop form cycles each value through its places), and `train` with sgd (with and without momentum) or
 adamw, with and without `zero K over AXIS`, with and without shardc
@@ -899,6 +900,17 @@ class Gen:
         if not self.pipelined and self.chance(0.3):
             extra = self.r.choice(outer_pool)
             self.pool.append(Value("e", extra.dtype, extra.shape, extra.mag, False, extra.batch))
+        # a second carry (LANGUAGE.md §8 and §12: `h, g = f(h, g)` in a
+        # repeat, over pp too, where both cross the stages): one of the
+        # caller's values of h's rank and leading dims, carried beside h,
+        # drawn by a generator of its own
+        g0 = None
+        cr = random.Random(f"carry2 {self.seed} {bname}")
+        if extra is None and cr.random() < 0.25:
+            cands = [v for v in outer_pool if len(v.shape) == len(shape) and
+                     v.shape[:-1] == shape[:-1] and v.name != x.name]
+            g0 = cr.choice(cands) if cands else x
+            self.pool.append(Value("g", g0.dtype, g0.shape, 4.0, False, g0.batch))
         self.pipelined_block = self.pipelined
         self.in_block = True
         for _ in range(self.r.randrange(1, 4)):
@@ -944,8 +956,19 @@ class Gen:
         # for a block called outside a repeat: one of its values, drawn by
         # a generator of its own
         aux = None
+        bounded = ret.startswith("tanh(")
         mr = random.Random(f"results {self.seed} {bname}")
-        if not self.pipelined and mr.random() < 0.3:
+        if g0 is not None:
+            # the second result is the next g: half of g, and the first
+            # result brought to g's shape, scaled to at most a half, so
+            # neither carry grows a difference from one repetition to the
+            # next by more than the first result's own gain
+            r = self.fresh()
+            self.emit(f"{r} = {ret}")
+            rmag = 1.0 if bounded else max(out_mag, 1.0)
+            t = self.to_shape(Value(r, dtype, shape, rmag), g0.shape, g0.dtype)
+            ret = f"{r}, tanh(g * 0.5 + {t} * {0.5 / rmag:.3g})"
+        elif not self.pipelined and mr.random() < 0.3:
             cands = [v for v in self.pool if v.shape and v.name not in ("h", "e")]
             if cands:
                 aux = mr.choice(cands)
@@ -955,12 +978,16 @@ class Gen:
         self.pipelined_block = False
         tt = self.typetext(dtype, shape)
         args = f"h : {tt}"
+        if g0 is not None:
+            args += f", g : {self.typetext(g0.dtype, g0.shape)}"
         if extra is not None:
             args += f", e : {self.typetext(extra.dtype, extra.shape)}"
         # a recompute block (LANGUAGE.md §12) when training: its values
         # made again in the backward, which must change no bit
         rc = "recompute " if self.train and self.chance(0.3) else ""
         rt = tt if aux is None else f"({tt}, {self.typetext(aux.dtype, aux.shape)})"
+        if g0 is not None:
+            rt = f"({tt}, {self.typetext(g0.dtype, g0.shape)})"
         self.out.append(f"{rc}block {bname}({args}) -> {rt} {{")
         self.out.extend(body)
         self.out.append("}")
@@ -981,6 +1008,17 @@ class Gen:
         self.out.append(f"{carry} = {start}")
         call = f"{bname}({carry}" + (f", {extra.name})" if extra is not None else ")")
         second = self.fresh() if aux is not None else None
+        if g0 is not None:
+            # g starts scaled like h (by a power of two, to magnitude 4)
+            second = self.fresh()
+            gstart = g0.name
+            if g0.mag > 4:
+                k = 1
+                while g0.mag / 2 ** k > 4:
+                    k += 1
+                gstart = f"{g0.name} * {2.0 ** -k!r}"
+            self.out.append(f"{second} = {gstart}")
+            call = f"{bname}({carry}, {second})"
         def step_of(reps):
             if second is not None:
                 # the results bound apart; a residual adds the first after
@@ -1008,7 +1046,7 @@ class Gen:
             if c >= 1.0:
                 return f"{carry} = {carry} + {call}"
             return f"{carry} = {carry} + {call} * {c:.3g}"
-        if second is not None:
+        if second is not None and g0 is None:
             reps = self.r.choice([1, 2])
             for _ in range(reps):
                 self.out.extend(step_of(reps).split("\n"))
@@ -1031,17 +1069,23 @@ class Gen:
                 # split balances the stages' work, one repetition at least
                 reps += self.r.randrange(1, stages) if stages > 1 else 0
             self.pipeline_line = f"pipeline microbatches {self.micro} schedule {sched}"
-            self.out.append(f"repeat {reps} as layers over pp {{ {step_of(reps)} }}")
+            step = step_of(reps)
+            if "\n" in step:
+                self.out.append("repeat {reps} as layers over pp {{".format(reps=reps))
+                self.out.extend("    " + line for line in step.split("\n"))
+                self.out.append("}")
+            else:
+                self.out.append(f"repeat {reps} as layers over pp {{ {step} }}")
             self.after_pipe = True
         elif self.chance(0.6):
             reps = self.r.choice([1, 2, 3])
             self.out.append(f"repeat {reps} as layers {{")
-            self.out.append(f"    {step_of(reps)}")
+            self.out.extend("    " + line for line in step_of(reps).split("\n"))
             self.out.append("}")
         else:
             reps = self.r.choice([1, 2])
             for _ in range(reps):
-                self.out.append(step_of(reps))
+                self.out.extend(step_of(reps).split("\n"))
         # a residual carry grows by up to 1 a step (the block's tanh) from
         # its start: what reads it must know (seen: tanh of a 16-layer bf16
         # residual stream, -0.090 against -0.153, seed 910497 --avoid
@@ -1051,17 +1095,19 @@ class Gen:
         # grows the carry by the difference at every repetition (seen:
         # h / (abs(g) + 1) + g over 10 layers, taken for magnitude 4, near
         # 13, seed 2070873)
-        grow = 0.0 if ret.startswith("tanh(") else max(0.0, out_mag - 4.0)
+        grow = 0.0 if bounded else max(0.0, out_mag - 4.0)
         mag = max(start_mag, 4.0) + reps if residual else 4.0 + reps * grow
         self.pool.append(Value(carry, dtype, shape, mag, True, True))
-        if second is not None:
+        if g0 is not None:
+            self.pool.append(Value(second, g0.dtype, g0.shape, 1.0, True, g0.batch))
+        elif second is not None:
             self.pool.append(Value(second, aux.dtype, aux.shape, aux.mag, aux.param_dep,
                                    aux.batch))
         if self.pipelined:
             # values from before the pipeline must not be read after it
-            self.early = [v for v in self.pool if v.name != carry and v.batch and
-                          not v.name.startswith("x")]
-            self.pool = [v for v in self.pool if v.name == carry or not v.batch]
+            self.early = [v for v in self.pool if v.name not in (carry, second) and v.batch
+                          and not v.name.startswith("x")]
+            self.pool = [v for v in self.pool if v.name in (carry, second) or not v.batch]
 
     def finish(self):
         outs = []
