@@ -63,11 +63,12 @@ if ! command -v clang-14 > /dev/null; then
 fi
 configure build-fuzz -DCMAKE_C_COMPILER=clang-14 -DSHARDC_FUZZ=ON \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g"
-cmake --build build-fuzz -j "$jobs" --target fuzz_frontend fuzz_ir fuzz_plan fuzz_safetensors
+cmake --build build-fuzz -j "$jobs" --target fuzz_frontend fuzz_ir fuzz_plan fuzz_safetensors \
+    fuzz_checkpoint
 artifacts=build-fuzz/artifacts
 rm -rf "$artifacts"
 mkdir -p "$artifacts"
-for target in frontend ir plan safetensors; do
+for target in frontend ir plan safetensors checkpoint; do
     [ "$fuzz_seconds" -gt 0 ] || break
     stage="3. fuzzing $target (log: build-fuzz/fuzz_$target.log)"
     # New inputs go to the first folder, a copy of the seeds; the others
