@@ -57,6 +57,10 @@ typedef struct cli_file {
     const char *path; /* NULL: not given */
 } cli_file;
 
+/* Set by a tool whose usage errors another process prints (shardrun on
+ * an MPI launcher's ranks but 0): cli_check_outputs then says nothing. */
+static bool cli_quiet;
+
 /* Whether paths a and b name one file: the same file once symlinks are
  * followed, where both exist, else the same text. */
 static bool cli_same_file(const char *a, const char *b)
@@ -76,22 +80,25 @@ static bool cli_same_file(const char *a, const char *b)
 static int cli_check_outputs(const char *tool, const cli_file *out, int nout,
                              const cli_file *in, int nin)
 {
+    FILE *say = cli_quiet ? NULL : stderr;
     for (int i = 0; i < nout; i++) {
         struct stat st;
         if (!out[i].path || (stat(out[i].path, &st) == 0 && !S_ISREG(st.st_mode)))
             continue;
         for (int j = 0; j < nin; j++)
             if (in[j].path && cli_same_file(out[i].path, in[j].path)) {
-                fprintf(stderr, "%s: error: %s %s is %s (%s): the output would replace it; "
-                        "choose another file\n", tool, out[i].what, out[i].path, in[j].what,
-                        in[j].path);
+                if (say)
+                    fprintf(say, "%s: error: %s %s is %s (%s): the output would replace it; "
+                            "choose another file\n", tool, out[i].what, out[i].path, in[j].what,
+                            in[j].path);
                 return EXIT_USAGE;
             }
         for (int j = 0; j < i; j++)
             if (out[j].path && cli_same_file(out[i].path, out[j].path)) {
-                fprintf(stderr, "%s: error: %s and %s both name %s: one would replace the "
-                        "other; choose two files\n", tool, out[j].what, out[i].what,
-                        out[i].path);
+                if (say)
+                    fprintf(say, "%s: error: %s and %s both name %s: one would replace the "
+                            "other; choose two files\n", tool, out[j].what, out[i].what,
+                            out[i].path);
                 return EXIT_USAGE;
             }
     }

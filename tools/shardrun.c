@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef SHARDC_HAVE_MPI
 #include <mpi.h>
@@ -116,6 +117,8 @@ typedef struct args {
 
 static int usage_error(const char *fmt, const char *arg)
 {
+    if (cli_quiet)
+        return EXIT_USAGE;
     fprintf(stderr, "shardrun: error: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n(run 'shardrun --help' for usage)\n");
@@ -144,6 +147,21 @@ static bool under_launcher(void)
         if (getenv(vars[i]))
             return true;
     return false;
+}
+
+/* The rank an MPI launcher (mpirun, srun, hydra) gave this process, or
+ * -1 when there is none. */
+static long long launcher_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                                       "SLURM_PROCID"};
+    long long r;
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && number(v, 0, &r))
+            return r;
+    }
+    return -1;
 }
 
 static int parse_args(int argc, char **argv, args *a)
@@ -581,7 +599,14 @@ int main(int argc, char **argv)
     }
     args a;
     memset(&a, 0, sizeof a);
+    /* Every rank of a launched job reads the same arguments: rank 0 alone
+     * prints a usage error, and the others wait a moment before they exit,
+     * so that the launcher, which ends the job when the first process fails,
+     * does not end rank 0 before its message is out. */
+    cli_quiet = launcher_rank() > 0;
     int rc = parse_args(argc, argv, &a);
+    if (rc && cli_quiet)
+        sleep(2);
     if (rc)
         return rc;
     char *err = NULL; /* the backend before anything else: no driver or no GPU is exit 4 */
