@@ -856,10 +856,28 @@ class Gen:
         generated gradients are a few hundred bytes to a few KiB, so the
         default 25 MiB makes one bucket of them all); a pipeline written
         unrolled rather than in loop form (--unroll); every block of a
-        training program recomputed in the backward (--recompute)."""
+        training program recomputed in the backward (--recompute); a
+        pipeline on another schedule (--schedule) or with fewer
+        microbatches (--microbatches), against the same unpipelined
+        reference."""
         r = random.Random(f"options {self.seed}")
         trains = any(l.startswith("train ") for l in out)
         variants = []
+        piped = self.pipelined and getattr(self, "pipeline_line", None) in out
+        if piped and r.random() < 0.3:
+            stages = self.size["pp"]
+            others = [s for s in ("gpipe", "1f1b") if s != self.sched]
+            if self.sched != "interleaved" and self.pipe_reps >= 2 * stages and \
+                    self.micro % stages == 0:
+                others.append("interleaved(2)")
+            variants.append(f"# diff-variant: --schedule {r.choice(others)}")
+        if piped and r.random() < 0.3:
+            # a divisor of the count (the batch splits into it); on the
+            # interleaved schedule, still a multiple of the stages
+            step = self.size["pp"] if self.sched == "interleaved" else 1
+            fewer = [m for m in range(step, self.micro, step) if self.micro % m == 0]
+            if fewer:
+                variants.append(f"# diff-variant: --microbatches {r.choice(fewer)}")
         if trains and r.random() < 0.3:
             mb = r.choice(["0", "0.0002", "0.001", "0.004"])
             variants.append(f"# diff-variant: --bucket-mb {mb}")
@@ -1069,6 +1087,7 @@ class Gen:
                 # split balances the stages' work, one repetition at least
                 reps += self.r.randrange(1, stages) if stages > 1 else 0
             self.pipeline_line = f"pipeline microbatches {self.micro} schedule {sched}"
+            self.pipe_reps = reps
             step = step_of(reps)
             if "\n" in step:
                 self.out.append("repeat {reps} as layers over pp {{".format(reps=reps))
