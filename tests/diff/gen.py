@@ -581,13 +581,17 @@ class Gen:
         of an argmax (LANGUAGE.md §12). The indices come from inputs only:
         they are the same bits on every mesh, where a computed value's
         near-ties could be broken another way by sums in another order
-        (and outside blocks, which see only their arguments). Returns (text, shape, dtype, param_dep) or None."""
+        (and outside blocks, which see only their arguments). Returns
+        (text, shape, dtype, param_dep, batch) or None: what is made from
+        an input holds the batch whatever x is (seed 2627107: a topk of an
+        input, read after a pipeline beside a per-step carry, was taken for
+        a per-step value and normalised over its rows)."""
         lo = 1 if x.batch and self.pipelined else 0
         dims = [d for d in range(lo, len(x.shape)) if x.shape[d] >= 2]
         roll = self.r.random()
         if roll < 0.35 and dims and x.dtype != "i32":
             d = self.r.choice(dims)
-            return f"cumsum({x.name}, axis = {d})", list(x.shape), x.dtype, x.param_dep
+            return f"cumsum({x.name}, axis = {d})", list(x.shape), x.dtype, x.param_dep, x.batch
         if self.indent:     # a block sees only its arguments
             return None
         xi = self.r.choice(self.inputs)
@@ -600,12 +604,12 @@ class Gen:
         am = f"argmax({xi.name}, axis = {d})"
         if roll < 0.55 and x.shape == xi.shape and x.dtype == xi.dtype:
             ids = f"reshape({am}, [{', '.join(self.dimtext(n) for n in kept)}])"
-            return f"gather({x.name}, {ids}, axis = {d})", kept, x.dtype, x.param_dep
+            return f"gather({x.name}, {ids}, axis = {d})", kept, x.dtype, x.param_dep, True
         if roll < 0.8 and len(xi.shape) - 1 >= lo + 1 and xi.shape[-1] >= 2:
             k = self.r.choice([1, 2, min(3, xi.shape[-1])])
             v, i = self.fresh(), self.fresh()
             self.emit(f"{v}, {i} = topk({xi.name}, {k})")
-            return v, xi.shape[:-1] + [k], xi.dtype, False
+            return v, xi.shape[:-1] + [k], xi.dtype, False, True
         if self.train:
             # one_hot rows are exact 0s and 1s, often constant along a row
             # once summed: a norm of them, in a block that cannot see where
@@ -615,7 +619,7 @@ class Gen:
             # gradient, so training programs go without
             return None
         n = self.r.choice([2, 3, xi.shape[d]])
-        return f"one_hot({am}, {n})", xi.shape[:d] + xi.shape[d + 1:] + [n], "f32", False
+        return f"one_hot({am}, {n})", xi.shape[:d] + xi.shape[d + 1:] + [n], "f32", False, True
 
     # ---- statements ----
     def statement(self, allow_param=True):
@@ -627,7 +631,7 @@ class Gen:
         for _ in range(8):
             kind = self.r.choice(kinds)
             res = None
-            dtype = x.dtype
+            dtype, batch = x.dtype, x.batch
             if kind == "unary":
                 t, m = self.unary(x)
                 # no gradient reaches a param through stop_gradient
@@ -661,7 +665,7 @@ class Gen:
                     cum = got[0].startswith("cumsum")
                     n = x.shape[int(got[0].rsplit("axis = ", 1)[1].rstrip(")"))] if cum else 1
                     res = (got[0], x.mag * n if got[3] or cum else 4.0, got[1], got[3])
-                    dtype = got[2]
+                    dtype, batch = got[2], got[4]
             elif kind == "cast":
                 got = self.cast(x)
                 if got:
@@ -685,10 +689,10 @@ class Gen:
         name = self.fresh()
         ann = ""
         if shape and self.chance(0.25):
-            ann = self.annotation(shape, 1.0, keep_batch=self.batch_axis if x.batch and
+            ann = self.annotation(shape, 1.0, keep_batch=self.batch_axis if batch and
                                   self.pipelined else None)
         self.emit(f"{name} = {text}{ann}")
-        self.pool.append(Value(name, dtype, shape, mag, dep, x.batch))
+        self.pool.append(Value(name, dtype, shape, mag, dep, batch))
         self.pool[-1].centred = text.startswith("layernorm(")
         self.pool[-1].row_param = (bool(set(re.findall(r"\b[gw]\d+\b", text)) &
                                         self.scalar_params) and
@@ -921,14 +925,26 @@ class Gen:
         # a second carry (LANGUAGE.md §8 and §12: `h, g = f(h, g)` in a
         # repeat, over pp too, where both cross the stages): one of the
         # caller's values of h's rank and leading dims, carried beside h,
-        # drawn by a generator of its own
-        g0 = None
+        # or (a third of them) a per-step one: a param of h's shape without
+        # the batch, which h reads at the block's start and which the
+        # block updates from itself alone (reading h's batch would make it
+        # a batch reduction, which pipelining refuses); drawn by a
+        # generator of its own
+        g0, gstep = None, False
         cr = random.Random(f"carry2 {self.seed} {bname}")
         if extra is None and cr.random() < 0.25:
+            gstep = len(shape) >= 2 and cr.random() < 0.35
             cands = [v for v in outer_pool if len(v.shape) == len(shape) and
                      v.shape[:-1] == shape[:-1] and v.name != x.name]
-            g0 = cr.choice(cands) if cands else x
+            g0 = Value("", dtype, shape[1:], 1.0, True, False) if gstep else \
+                cr.choice(cands) if cands else x
             self.pool.append(Value("g", g0.dtype, g0.shape, 4.0, False, g0.batch))
+            if gstep:
+                # the body reads h only through this
+                hg = self.fresh()
+                self.emit(f"{hg} = h + g * 0.25")
+                self.pool = [v for v in self.pool if v.name != "h"]
+                self.pool.append(Value(hg, dtype, shape, 5.0, False, True))
         self.pipelined_block = self.pipelined
         self.in_block = True
         for _ in range(self.r.randrange(1, 4)):
@@ -984,8 +1000,12 @@ class Gen:
             r = self.fresh()
             self.emit(f"{r} = {ret}")
             rmag = 1.0 if bounded else max(out_mag, 1.0)
-            t = self.to_shape(Value(r, dtype, shape, rmag), g0.shape, g0.dtype)
-            ret = f"{r}, tanh(g * 0.5 + {t} * {0.5 / rmag:.3g})"
+            if gstep:
+                wg = self.new_param([g0.shape[-1], g0.shape[-1]], dtype)
+                ret = f"{r}, tanh(g * 0.5 + g @ {wg.name} * 0.5)"
+            else:
+                t = self.to_shape(Value(r, dtype, shape, rmag), g0.shape, g0.dtype)
+                ret = f"{r}, tanh(g * 0.5 + {t} * {0.5 / rmag:.3g})"
         elif not self.pipelined and mr.random() < 0.3:
             cands = [v for v in self.pool if v.shape and v.name not in ("h", "e")]
             if cands:
@@ -1029,6 +1049,8 @@ class Gen:
         if g0 is not None:
             # g starts scaled like h (by a power of two, to magnitude 4)
             second = self.fresh()
+            if gstep:
+                g0 = self.new_param(g0.shape, dtype)
             gstart = g0.name
             if g0.mag > 4:
                 k = 1
