@@ -720,8 +720,10 @@ static void compile_work(void *arg)
 {
     compile_run *c = arg;
     const shardc_options *opt = c->opt;
+    double t0 = su_seconds();
     ir_module *m = ends_with(c->src->name, ".ir") ? compile_ir(opt, c->src, &c->diag, &c->oom)
                                                   : fe_compile(c->src, &opt->fe, &c->diag, &c->oom);
+    double frontend_s = su_seconds() - t0;
     if (!m) {
         c->st = c->diag.internal ? SHARDC_ERR_INTERNAL : SHARDC_ERR_INPUT;
         if (c->error)
@@ -735,6 +737,7 @@ static void compile_work(void *arg)
         return;
     }
     p->res.m = m;
+    p->frontend_s = frontend_s;
     p->narchs = opt->narchs;
     p->cache_dir = opt->cache_dir ? strdup(opt->cache_dir) : NULL;
     p->source = strdup(c->src->name);
@@ -980,6 +983,23 @@ static shardc_status render(const shardc_program *prog, int k, char **text, size
         *len = r.len;
     *text = r.text;
     return SHARDC_OK;
+}
+
+const char *shardc_pass_name(int i)
+{
+    return i >= 0 && i < PASS_COUNT ? pass_name((pass_id)i) : NULL;
+}
+
+double shardc_program_seconds(const shardc_program *prog, const char *what)
+{
+    if (!prog || !what)
+        return -1;
+    if (!strcmp(what, "frontend"))
+        return prog->frontend_s;
+    for (int id = 0; id < PASS_COUNT; id++)
+        if (!strcmp(what, pass_name((pass_id)id)))
+            return prog->res.seconds[id];
+    return -1;
 }
 
 shardc_status shardc_program_emit(const shardc_program *prog, const char *what, char **text,

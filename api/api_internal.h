@@ -26,6 +26,7 @@ struct shardc_program {
     char *cache_dir;        /* the options' (malloc'd) */
     char *source;           /* the model's file name, as given (malloc'd) */
     bool no_reasons;        /* compiled without its explanation (emit "explain" refused) */
+    double frontend_s;      /* the frontend's wall time (shardc_program_seconds) */
 };
 
 struct shardc_plan {

@@ -256,6 +256,20 @@ SHARDC_API shardc_status shardc_program_emit(const shardc_program *prog, const c
 SHARDC_API shardc_status shardc_program_emit_file(const shardc_program *prog, const char *what,
                                                   const char *path, char **error);
 
+/* The passes of the pipeline in the order they run, by the names
+ * shardc_options_print_after takes: the i-th (from 0), NULL past the last. */
+SHARDC_API const char *shardc_pass_name(int i);
+
+/* The wall time in seconds that a step of prog's compilation took (shardc
+ * --time-passes): "frontend" (the model read, checked and lowered to IR,
+ * or textual IR parsed and verified), or a pass by its name
+ * (shardc_pass_name). -1 for a pass that did not run (fuse without
+ * kernels, matmul-parts without --f32-matmul bf16x3, a pass --passes or
+ * --stop-after left out) and for any other name. The plan itself (its
+ * kernels, NVRTC, its bytes) is made later, by shardc_program_plan or
+ * shardc_program_save_plan, which the caller times. */
+SHARDC_API double shardc_program_seconds(const shardc_program *prog, const char *what);
+
 /* ---- plans ---- */
 
 /* A compiled, validated plan (DESIGN.md §4): all the runtime needs. It is

@@ -502,7 +502,9 @@ static void pipeline(void *arg)
             u->st = o->only ? PASS_ERR_USAGE : PASS_ERR_INTERNAL;
             return;
         }
+        double t0 = su_seconds();
         u->st = runs[id](u);
+        r->seconds[id] = su_seconds() - t0;
         if (u->st != PASS_OK) {
             r->failed = id;
             if (!u->err->len)
@@ -523,6 +525,8 @@ pass_status pass_run_pipeline(ir_module *m, const pass_options *o, pass_result *
     memset(r, 0, sizeof *r);
     r->m = m;
     r->last = r->failed = -1;
+    for (int id = 0; id < PASS_COUNT; id++)
+        r->seconds[id] = -1;
     *at = (su_loc){0, 0};
     run u = {.o = o, .r = r, .err = err, .at = at};
     su_buf_init(&u.text, err->oom);

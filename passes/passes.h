@@ -451,6 +451,7 @@ typedef struct pass_result {
     int nplanned;           /* the stages fuse or memplan made entries for */
     int last;               /* the last pass that ended, -1: none */
     int failed;             /* the pass that failed, -1: none */
+    double seconds[PASS_COUNT]; /* the wall time each pass took (-1: not run) */
 } pass_result;
 
 /* The programs the plan holds: the stages, else the partitioned module

@@ -5,11 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 void su_die_unreachable(const char *file, int line)
 {
     fprintf(stderr, "shardc: internal error: unreachable code reached at %s:%d\n", file, line);
     abort();
+}
+
+double su_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 void su_oom(jmp_buf *oom)

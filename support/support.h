@@ -301,6 +301,12 @@ static inline uint64_t su_fnv_str(uint64_t h, const char *s)
     return h;
 }
 
+/* ---- time ---- */
+
+/* Seconds on a monotonic clock, from an arbitrary start: differences time
+ * a piece of work. */
+double su_seconds(void);
+
 /* ---- checksums (crc32.c) ---- */
 
 /* CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of n bytes, continuing

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char usage[] =
@@ -103,6 +104,10 @@ static const char usage[] =
     "                     shardc reads back), instead of a plan\n"
     "  --passes=A,B       run only passes A, B on FILE (a model or textual IR)\n"
     "                     and print what the last made, instead of a plan\n"
+    "  --time-passes      print to standard error the wall time of the frontend,\n"
+    "                     of each pass that ran and of the output (the plan:\n"
+    "                     its kernels, NVRTC and its file; or what --emit,\n"
+    "                     --report or --trace wrote), and the total\n"
     "  -o OUT             write the plan to OUT (run it with shardrun); with\n"
     "                     --emit, --explain-sharding, --report, --stop-after or\n"
     "                     --passes, write that text to OUT instead of standard\n"
@@ -116,6 +121,7 @@ typedef struct args {
     const char *file, *emit, *out, *trace;
     const char *hw_file; /* --hw FILE.json */
     bool partial;       /* --stop-after or --passes */
+    bool time_passes;   /* --time-passes */
     shardc_options *opt;
 } args;
 
@@ -266,6 +272,8 @@ static int parse_args(int argc, char **argv, args *a)
                 return EXIT_USAGE;
         } else if (!strcmp(argv[i], "--recompute")) {
             shardc_options_set_recompute(a->opt, 1);
+        } else if (!strcmp(argv[i], "--time-passes")) {
+            a->time_passes = true;
         } else if (!strcmp(argv[i], "--keep-gathered")) {
             shardc_options_set_keep_gathered(a->opt, 1);
         } else if (!strcmp(argv[i], "--unroll")) {
@@ -323,11 +331,45 @@ static int emit_to(const shardc_program *prog, const char *what, const char *pat
     return exit_code(st);
 }
 
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* --time-passes: the compile's steps (the library's figures), then what
+ * was written, on stderr. */
+static void print_times(const shardc_program *prog, const args *a, double compile_s,
+                        double output_s)
+{
+    fprintf(stderr, "shardc: wall time, seconds\n");
+    double known = 0, s = shardc_program_seconds(prog, "frontend");
+    fprintf(stderr, "  %-16s %9.3f\n", "frontend", s);
+    known += s;
+    for (int i = 0; shardc_pass_name(i); i++) {
+        s = shardc_program_seconds(prog, shardc_pass_name(i));
+        if (s < 0)
+            continue;
+        fprintf(stderr, "  %-16s %9.3f\n", shardc_pass_name(i), s);
+        known += s;
+    }
+    /* reading the file, the memory limit's check, the program's setup */
+    fprintf(stderr, "  %-16s %9.3f\n", "other", compile_s > known ? compile_s - known : 0.0);
+    const char *what = a->emit && !strcmp(a->emit, "after-pass") ? "the pass's text"
+                       : a->emit ? "--emit" : a->out ? "the plan" : a->trace ? "the trace" : NULL;
+    if (what)
+        fprintf(stderr, "  %-16s %9.3f\n", what, output_s);
+    fprintf(stderr, "  %-16s %9.3f\n", "total", compile_s + output_s);
+}
+
 static int compile(const args *a)
 {
     shardc_program *prog = NULL;
     char *err = NULL;
+    double t0 = seconds_now();
     shardc_status st = shardc_compile_file(a->opt, a->file, &prog, &err);
+    double t1 = seconds_now();
     if (st != SHARDC_OK) {
         if (st == SHARDC_ERR_IO || st == SHARDC_ERR_NOMEM)
             fprintf(stderr, "shardc: error: %s\n", err ? err : "out of memory");
@@ -361,6 +403,8 @@ static int compile(const args *a)
         }
         shardc_free(err);
     }
+    if (!rc && a->time_passes)
+        print_times(prog, a, t1 - t0, seconds_now() - t1);
     shardc_program_free(prog);
     return rc;
 }

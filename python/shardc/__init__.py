@@ -227,6 +227,22 @@ class Program:
         """The per-rank report as a dict (`shardc --report json`)."""
         return json.loads(self.emit("report-json"))
 
+    def times(self) -> Dict[str, float]:
+        """The wall time in seconds of each step of the compilation, in
+        order: "frontend", then each pass that ran by its name
+        (`shardc --time-passes`). The plan's own time (its kernels, NVRTC)
+        is spent later, in plan() or save_plan()."""
+        out = {"frontend": _lib.shardc_program_seconds(self._h, b"frontend")}
+        i = 0
+        while True:
+            name = _lib.shardc_pass_name(i)
+            if name is None:
+                return out
+            s = _lib.shardc_program_seconds(self._h, name)
+            if s >= 0:
+                out[name.decode()] = s
+            i += 1
+
     def explain(self) -> str:
         """Why each value has its sharding and why each collective is there
         (`shardc --explain-sharding`)."""

@@ -55,6 +55,13 @@ def test_report_is_the_cli_json():
     assert prog.emit("ir").startswith("mesh dp = 2, tp = 2")
 
 
+def test_times_are_the_passes_that_ran():
+    times = shardc.compile(path=MLP, mesh="2x2", arch="none").times()
+    assert list(times) == ["frontend", "autodiff", "input-init", "propagate", "partition",
+                           "pipeline-split", "bucket", "verify", "memplan"]  # no kernels: no fuse
+    assert all(t >= 0 for t in times.values())
+
+
 def test_plan_save_load(tmp_path):
     prog = shardc.compile(path=MLP, mesh="2x2", arch="none")
     plan = prog.plan()

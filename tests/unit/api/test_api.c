@@ -235,12 +235,31 @@ static void test_passes(void)
     CHECK(shardc_program_emit(p, "after-pass", &text, NULL, NULL) == SHARDC_OK);
     CHECK(text && !strncmp(text, "# memory plan: arena ", 21));
     shardc_free(text);
+    /* each pass that ran has its wall time; fuse did not run, nor does a
+     * name that is no pass */
+    const char *order[] = {"autodiff", "input-init", "propagate", "partition", "pipeline-split",
+                           "bucket", "matmul-parts", "verify", "fuse", "memplan"};
+    int npass = 0;
+    while (shardc_pass_name(npass))
+        npass++;
+    CHECK(npass == 10 && shardc_pass_name(-1) == NULL);
+    for (int i = 0; i < npass && i < 10; i++)
+        CHECK_STR(shardc_pass_name(i), order[i]);
+    CHECK(shardc_program_seconds(p, "frontend") >= 0);
+    CHECK(shardc_program_seconds(p, "partition") >= 0);
+    CHECK(shardc_program_seconds(p, "memplan") >= 0);
+    CHECK(shardc_program_seconds(p, "fuse") == -1);
+    CHECK(shardc_program_seconds(p, "matmul-parts") == -1);
+    CHECK(shardc_program_seconds(p, "partitioner") == -1);
+    CHECK(shardc_program_seconds(p, NULL) == -1 && shardc_program_seconds(NULL, "memplan") == -1);
     shardc_program_free(p);
 
     /* stopped after propagate: only "after-pass", which is train-ir's text */
     CHECK(shardc_options_print_after(opt, "all", NULL, NULL, NULL) == SHARDC_OK);
     CHECK(shardc_options_stop_after(opt, "propagate", NULL) == SHARDC_OK);
     CHECK(shardc_compile_string(opt, "m.sh", model, strlen(model), &p, NULL) == SHARDC_OK);
+    CHECK(shardc_program_seconds(p, "propagate") >= 0);
+    CHECK(shardc_program_seconds(p, "partition") == -1); /* stopped before it */
     CHECK(shardc_program_emit(p, "after-pass", &text, NULL, NULL) == SHARDC_OK);
     CHECK(text && strstr(text, "%y = gelu %0 : f32[8, 16] auto(dp, tp)\n"));
     shardc_free(text);
