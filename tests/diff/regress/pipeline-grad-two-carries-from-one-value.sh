@@ -1,7 +1,9 @@
-# diff: in training, both carries of a pipelined repeat start from one value before it (one of them through an op), and the loss reads the repeat's result through softmax: the gradient of that op reads a gradient of the last chunk, and the sum of the value's gradients one of the first; they run in the first chunk (was refused: "it reads a value of pipeline chunk 0 from chunk 1 (backward to backward)")
+# diff: in training, both carries of a pipelined repeat start from one value before it (one of them through an op), and the loss reads the repeat's result through softmax: the gradient of that op reads a gradient of the last chunk, and the sum of the value's gradients one of the first; they run in the first chunk, on 1f1b and on the interleaved schedule, with one stage too (was refused: "it reads a value of pipeline chunk 0 from chunk 1 (backward to backward)")
 # diff-mesh: 2x1
 # diff-mesh: 2x2
+# diff-mesh: 1x1
 # diff-ref: unpipelined
+# diff-variant: --schedule interleaved(2)
 mesh pp, tp
 input x : f32[8, 4]
 param w0 : f32[4, 4] = normal(0.5)
@@ -14,7 +16,7 @@ block layer(h : f32[8, 4], g : f32[8, 4]) -> (f32[8, 4], f32[8, 4]) {
 }
 h = u
 g = v
-repeat 2 as layers over pp {
+repeat 4 as layers over pp {
     a, g = layer(h, g)
     h = h + a
 }
