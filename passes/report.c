@@ -558,7 +558,7 @@ void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp,
                     int64_t mem_limit, bool json, su_buf *out)
 {
     report_run r = {.stages = stages, .n = n, .pp = pp, .mp = mp, .fusion = fusion,
-                    .json = json, .out = out, .est = {hw, 0, mem_limit}};
+                    .json = json, .out = out, .est = {.hw = hw, .mem_limit = mem_limit}};
     su_buf_init(&r.scratch, out->oom);
     su_buf_init(&r.err, out->oom);
     su_arena_init(&r.a, out->oom);

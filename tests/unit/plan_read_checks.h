@@ -20,7 +20,7 @@ static const char *read_msg(const uint8_t *b, size_t n, char *err)
     if (p)
         err[0] = 0;
     else
-        snprintf(err, ERRLEN, "%s", st.msg[0] ? st.msg : "(failed without a message)");
+        snprintf(err, ERRLEN, "%.*s", ERRLEN - 1, st.msg[0] ? st.msg : "(failed without a message)");
     rt_plan_free(p);
     free(copy);
     return err;

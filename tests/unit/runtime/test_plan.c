@@ -1133,7 +1133,7 @@ static const char *instr_msg(const rt_plan *p, const rt_instr *in, char *err)
     err[0] = 0;
     if (rt_instr_check(p, in, &st))
         return "";
-    snprintf(err, ERRLEN, "%s", st.msg[0] ? st.msg : "(failed without a message)");
+    snprintf(err, ERRLEN, "%.*s", ERRLEN - 1, st.msg[0] ? st.msg : "(failed without a message)");
     return err;
 }
 
