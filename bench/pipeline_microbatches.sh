@@ -9,7 +9,8 @@
 # are the compiler's, not NVRTC's) and the report alone without kernels.
 # Prints a Markdown table of the wall time, the CPU time, the peak
 # resident memory and the plan's bytes, each the median of REPEAT runs
-# (default 3), and the ratio of 128 microbatches to 4; with OUT.md,
+# (default 3), and the ratio of 128 microbatches to 4, then one more
+# compile per count timed pass by pass (--time-passes); with OUT.md,
 # writes it there with the machine and the compiler's commit.
 set -euo pipefail
 shardc=${1:?usage: pipeline_microbatches.sh SHARDC [OUT.md]}
@@ -71,6 +72,24 @@ done
     done
     awk -v p1="${plan[4]}" -v p2="${plan[128]}" \
         'BEGIN {printf "- the plan file: %.2fx\n", p2 / p1}'
+} >> "$table"
+# where the time goes: one more compile with kernels per count, timed pass
+# by pass (shardc --time-passes), its rows side by side
+for m in 4 32 128; do
+    "$shardc" "$model" -D L=96 -D B=$((m * 64)) --microbatches "$m" --mesh 64x8x8 \
+        --arch sm_90 --time-passes -o "$tmp/p.plan" 2> "$tmp/passes$m"
+done
+{
+    echo
+    echo "Where the time goes, one compile with kernels each (\`shardc --time-passes\`), seconds:"
+    echo
+    echo "| step | 4 | 32 | 128 |"
+    echo "| --- | ---: | ---: | ---: |"
+    paste "$tmp/passes4" "$tmp/passes32" "$tmp/passes128" | awk -F'\t' 'NR > 1 {
+        n = split($1, a, " "); split($2, b, " "); split($3, c, " ")
+        name = a[1]; for (i = 2; i < n; i++) name = name " " a[i]
+        printf "| %s | %s | %s | %s |\n", name, a[n], b[n], c[n]
+    }'
 } >> "$table"
 cat "$table"
 if [ -n "$out" ]; then
