@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 /* Exit codes: 0 success, 1 an error in the user's input (or a file that
  * cannot be read or written), 2 bad usage, 3 an internal error, 4 no GPU
@@ -56,6 +57,14 @@ typedef struct cli_file {
     const char *what; /* "the model", "-o", ... */
     const char *path; /* NULL: not given */
 } cli_file;
+
+/* Milliseconds on a monotonic clock, from an arbitrary start. */
+static inline double cli_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 /* Set by a tool whose usage errors another process prints (shardrun on
  * an MPI launcher's ranks but 0): cli_check_outputs then says nothing. */

@@ -331,13 +331,6 @@ static int emit_to(const shardc_program *prog, const char *what, const char *pat
     return exit_code(st);
 }
 
-static double seconds_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* --time-passes: the compile's steps (the library's figures), then what
  * was written, on stderr. */
 static void print_times(const shardc_program *prog, const args *a, double compile_s,
@@ -367,9 +360,9 @@ static int compile(const args *a)
 {
     shardc_program *prog = NULL;
     char *err = NULL;
-    double t0 = seconds_now();
+    double t0 = cli_now_ms() / 1e3;
     shardc_status st = shardc_compile_file(a->opt, a->file, &prog, &err);
-    double t1 = seconds_now();
+    double t1 = cli_now_ms() / 1e3;
     if (st != SHARDC_OK) {
         if (st == SHARDC_ERR_IO || st == SHARDC_ERR_NOMEM)
             fprintf(stderr, "shardc: error: %s\n", err ? err : "out of memory");
@@ -404,7 +397,7 @@ static int compile(const args *a)
         shardc_free(err);
     }
     if (!rc && a->time_passes)
-        print_times(prog, a, t1 - t0, seconds_now() - t1);
+        print_times(prog, a, t1 - t0, cli_now_ms() / 1e3 - t1);
     shardc_program_free(prog);
     return rc;
 }

@@ -283,12 +283,6 @@ static int parse_args(int argc, char **argv, args *a)
     return 0;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static float half_to_float(uint16_t h, bool bf16)
 {
@@ -482,9 +476,9 @@ static outcome train(const args *a, const shardc_plan *plan, shardc_session *s, 
 {
     for (long long step = start + 1; step <= total; step++) {
         char *err = NULL;
-        double t0 = now_ms();
+        double t0 = cli_now_ms();
         shardc_status st = shardc_session_run(s, &err);
-        double ms = now_ms() - t0;
+        double ms = cli_now_ms() - t0;
         if (st != SHARDC_OK) {
             outcome o = failed(st, err, true, false);
             fflush(stderr);

@@ -23,7 +23,6 @@
  * With FUZZ_VERBOSE set, each input's outcome is printed (replay_checkpoint
  * FILE shows what a finding or a seed does).
  */
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +34,7 @@
 
 #include "include/shardc.h"
 #include "support/support.h"
+#include "tests/unit/ckpt_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -66,35 +66,12 @@ static void die(const char *what, const char *msg)
     abort();
 }
 
-static void remove_tree(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return;
-    if (S_ISDIR(st.st_mode)) {
-        DIR *d = opendir(path);
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            char sub[512];
-            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-            remove_tree(sub);
-        }
-        if (d)
-            closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
 static void cleanup(void)
 {
     shardc_session_free(G.s);
     shardc_plan_free(G.plan);
     if (G.root[0])
-        remove_tree(G.root);
+        ckpt_remove_tree(G.root);
 }
 
 static shardc_session *new_session(void)
@@ -115,6 +92,7 @@ static shardc_session *new_session(void)
 static void setup(void)
 {
     const char *tmp = getenv("TMPDIR");
+    /* mkdtemp replaces the template's last six characters */
     snprintf(G.root, sizeof G.root, "%s/fuzzckpt.XXXXXX", tmp && strlen(tmp) < 40 ? tmp : "/tmp");
     if (!mkdtemp(G.root))
         die("mkdtemp", G.root);
