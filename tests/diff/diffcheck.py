@@ -24,6 +24,14 @@ Directives, in the model's comments (one per line, before or among the code):
                             line each), besides without them; with
                             DIFF_EMULATE, one with --f32-matmul has its
                             kernels emulated too
+  # diff-resume: DIRECTION  a training program's steps split at a sharded
+                            checkpoint (shardrun --save, then --resume with
+                            the rest of the steps) saved on one mesh and
+                            loaded on the other: `sharded-to-ref` saves on
+                            each mesh and resumes on the reference,
+                            `ref-to-sharded` the reverse; the resumed run
+                            must end where the reference's straight run
+                            does (one line each)
 
 Tolerances, |got - want| <= atol * max(1, max|want|) + rtol * |want| per
 element, with max|want| over the tensor: sharded contractions sum in another
@@ -64,6 +72,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from st_io import st_read, st_write  # noqa: E402  (safetensors, stdlib only)
 
+RESUME = ("sharded-to-ref", "ref-to-sharded")
 TOL = {"f32": (1e-4, 1e-5), "f16": (1e-2, 1e-2), "bf16": (4e-2, 4e-2)}
 # Params and optimizer states after training steps: a gradient sums over
 # every row of the batch, the longest sums of the program, in another order
@@ -90,7 +99,7 @@ class Failure(Exception):
 
 def directives(text):
     d = {"mesh": [], "ref": None, "steps": None, "ids": {}, "inputs": "file", "error": None,
-         "seed": 1, "define": [], "flags": [], "variants": [[]]}
+         "seed": 1, "define": [], "flags": [], "variants": [[]], "resume": []}
     for line in text.splitlines():
         m = re.match(r"\s*#\s*diff-([a-z]+):\s*(.*?)\s*$", line)
         if not m:
@@ -117,6 +126,10 @@ def directives(text):
             d["flags"] += val.split()
         elif key == "variant":
             d["variants"].append(val.split())
+        elif key == "resume":
+            if val not in RESUME:
+                raise Failure("usage", f"unknown diff-resume '{val}' (one of {', '.join(RESUME)})")
+            d["resume"].append(val)
     return d
 
 
@@ -202,6 +215,10 @@ def check_status(p, what, cmd):
         raise Failure("reject", f"{what} exited {p.returncode}: {tail} [{' '.join(cmd)}]")
 
 
+def total_steps(d, train):
+    return d["steps"] if d["steps"] is not None else (2 if train else 1)
+
+
 def ranks_of(mesh):
     r = 1
     for x in mesh.split("x"):
@@ -272,7 +289,7 @@ class Checker:
         p = run(cmd, COMPILE_TIMEOUT_S, f"shardc --mesh {mesh}")
         return p, cmd
 
-    def run_plan(self, plan, mesh, tag, d, train, inputs, mpi=False):
+    def run_plan(self, plan, mesh, tag, d, train, inputs, mpi=False, steps=None, extra=()):
         out = os.path.join(self.work, f"{tag}.out.st")
         params = os.path.join(self.work, f"{tag}.params.st")
         ranks = ranks_of(mesh)
@@ -285,8 +302,9 @@ class Checker:
         else:
             cmd = [self.shardrun, plan, "--comm", "local", "--ranks", str(ranks)]
         cmd += ["--quiet", "--seed", "7", "--timeout-ms", "60000", "--outputs", out]
-        steps = d["steps"] if d["steps"] is not None else (2 if train else 1)
-        cmd += ["--steps", str(steps)]
+        if steps is None:
+            steps = total_steps(d, train)
+        cmd += ["--steps", str(steps), *extra]
         if train:
             cmd += ["--save-params", params]
         if inputs:
@@ -322,6 +340,8 @@ class Checker:
                 continue
             for variant in d["variants"]:
                 self.check_mesh(path, mesh, d, train, prec, ref, d["flags"] + variant)
+            for direction in d["resume"]:
+                self.check_resume(path, mesh, d, train, prec, ref, direction)
         emulator = os.environ.get("DIFF_EMULATE")
         if emulator and d["error"] is None:
             meshes = list(dict.fromkeys(d["mesh"] + [ones_of(m) for m in d["mesh"]]))
@@ -368,6 +388,34 @@ class Checker:
         if train:
             compare(ref["params"], st_read(params), prec, f"params and states, {what}",
                     TOL_TRAINED)
+        self.say(f"ok: {os.path.basename(path)} {what} against {ones} ({prec})")
+
+    def check_resume(self, path, mesh, d, train, prec, ref, direction):
+        """The program's steps split at a checkpoint: the first steps on one
+        side, saved (shardrun --save), the rest resumed on the other
+        (--resume, which reshards the checkpoint onto its own mesh and goes
+        on from the saved step), against the reference's straight run."""
+        steps = total_steps(d, train)
+        if not train or steps < 2:
+            raise Failure("usage", f"{path}: diff-resume needs a training program of 2 or more steps")
+        ones = ones_of(mesh)
+        sharded = (os.path.join(self.work, f"r{mesh}.plan"), mesh, True)
+        p, cmd = self.compile(path, mesh, sharded[0], d["flags"])
+        check_status(p, f"shardc (mesh {mesh})", cmd)
+        reference = (ref["plan"], ones, False)
+        first, then = (sharded, reference) if direction == "sharded-to-ref" else (reference, sharded)
+        what = f"{steps - 1} step(s) on mesh {first[1]} resumed on {then[1]}"
+        ck = os.path.join(self.work, f"ck{mesh}")
+        shutil.rmtree(ck, ignore_errors=True)
+        p, cmd, _, _ = self.run_plan(first[0], first[1], f"s{first[1]}", d, train, ref["inputs"],
+                                     mpi=first[2], steps=steps - 1, extra=["--save", ck])
+        check_status(p, f"shardrun (mesh {first[1]}, saving)", cmd)
+        p, cmd, out, params = self.run_plan(then[0], then[1], f"l{then[1]}", d, train,
+                                            ref["inputs"], mpi=then[2], steps=1,
+                                            extra=["--resume", ck])
+        check_status(p, f"shardrun (mesh {then[1]}, resumed)", cmd)
+        compare(ref["out"], st_read(out), prec, f"outputs, {what}", TOL_TRAINED)
+        compare(ref["params"], st_read(params), prec, f"params and states, {what}", TOL_TRAINED)
         self.say(f"ok: {os.path.basename(path)} {what} against {ones} ({prec})")
 
     def reference(self, model, ones, d, train, seed):

@@ -27,8 +27,10 @@ programs with a matmul (drawn by a generator of its own, so a seed's
 program is the same with or without it), variants of options that must
 not change the result (`--bucket-mb` small or 0 for 3 in 10 training
 programs, `--unroll` for 3 in 10 pipelines, `--recompute` for 15 in 100
-training programs; drawn apart likewise), and the range of every i32
-input.
+training programs; drawn apart likewise), `diff-resume` for 3 in 10
+training programs (the steps split at a checkpoint saved on the mesh and
+resumed on the reference, or the reverse; drawn apart likewise), and the
+range of every i32 input.
 
 Values stay in a numerically tame range, so that f32 sums in another order
 stay within diffcheck's tolerances: the domain of log, sqrt, rsqrt, pow and
@@ -849,6 +851,11 @@ class Gen:
         if any(" @ " in l for l in out) and random.Random(f"parts {self.seed}").random() < 0.25:
             head.append("# diff-variant: --f32-matmul bf16x3")
         head += self.option_variants(out)
+        # 3 in 10 training programs split their steps at a checkpoint saved
+        # on one mesh and resumed on the other (its own generator too)
+        rr = random.Random(f"resume {self.seed}")
+        if any(l.startswith("train ") for l in out) and rr.random() < 0.3:
+            head.append(f"# diff-resume: {rr.choice(['sharded-to-ref', 'ref-to-sharded'])}")
         head += [f"# diff-ids: {n} {v}" for n, v in sorted(self.ids.items())]
         return "\n".join(head + [self.lexical(l) for l in out]) + "\n"
 
