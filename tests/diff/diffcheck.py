@@ -14,6 +14,10 @@ Directives, in the model's comments (one per line, before or among the code):
   # diff-steps: N           steps to run (default 2 with `train`, else 1)
   # diff-ids: NAME N        the i32 input NAME is drawn from [0, N) (default 2)
   # diff-inputs: seed       inputs made by shardrun from --seed, no file
+  # diff-inputs: batches    a batch of inputs per step: the file holds each
+                            input with a step dimension in front, which
+                            step k reads at index k - 1 (counted on from a
+                            checkpoint's step when resumed)
   # diff-error: TEXT        every run must exit 1 with TEXT in its stderr
   # diff-seed: N            the explicit inputs' seed (default 1)
   # diff-define: NAME=VALUE -D NAME=VALUE for every compilation
@@ -115,6 +119,8 @@ def directives(text):
             name, n = val.split()
             d["ids"][name] = int(n)
         elif key == "inputs":
+            if val not in ("file", "seed", "batches"):
+                raise Failure("usage", f"unknown diff-inputs '{val}' (file, seed or batches)")
             d["inputs"] = val
         elif key == "error":
             d["error"] = val
@@ -165,12 +171,16 @@ def input_specs(ir_text):
     return specs
 
 
-def make_inputs(path, specs, ids, seed):
+def make_inputs(path, specs, ids, seed, batches=None):
     """Each input's values depend only on the seed and its name, so that
-    removing a statement (reduce.py) leaves the other inputs as they were."""
+    removing a statement (reduce.py) leaves the other inputs as they were.
+    With batches, each input has that many batches, a step dimension in
+    front."""
     tensors = []
     for name, dt, shape in specs:
         rng = random.Random(f"{seed}:{name}")
+        if batches is not None:
+            shape = [batches] + shape
         n = 1
         for x in shape:
             n *= x
@@ -430,7 +440,8 @@ class Checker:
             p2 = run(cmd, COMPILE_TIMEOUT_S, "shardc --emit ir")
             check_status(p2, "shardc --emit ir", [model])
             inputs = os.path.join(self.work, f"inputs{ones}.st")
-            make_inputs(inputs, input_specs(p2.stdout), d["ids"], seed)
+            make_inputs(inputs, input_specs(p2.stdout), d["ids"], seed,
+                        total_steps(d, train) if d["inputs"] == "batches" else None)
         ref = {"inputs": inputs, "plan": plan}
         if d["error"] is not None:
             return ref

@@ -29,8 +29,9 @@ not change the result (`--bucket-mb` small or 0 for 3 in 10 training
 programs, `--unroll` for 3 in 10 pipelines, `--recompute` for 15 in 100
 training programs; drawn apart likewise), `diff-resume` for 3 in 10
 training programs (the steps split at a checkpoint saved on the mesh and
-resumed on the reference, or the reverse; drawn apart likewise), and the
-range of every i32 input.
+resumed on the reference, or the reverse; drawn apart likewise),
+`diff-inputs: batches` for 3 in 10 programs (an inputs file with a batch
+per step; drawn apart likewise), and the range of every i32 input.
 
 Values stay in a numerically tame range, so that f32 sums in another order
 stay within diffcheck's tolerances: the domain of log, sqrt, rsqrt, pow and
@@ -856,6 +857,10 @@ class Gen:
         rr = random.Random(f"resume {self.seed}")
         if any(l.startswith("train ") for l in out) and rr.random() < 0.3:
             head.append(f"# diff-resume: {rr.choice(['sharded-to-ref', 'ref-to-sharded'])}")
+        # and 3 in 10 programs read a batch of inputs per step (its own
+        # generator too)
+        if random.Random(f"batches {self.seed}").random() < 0.3:
+            head.append("# diff-inputs: batches")
         head += [f"# diff-ids: {n} {v}" for n, v in sorted(self.ids.items())]
         return "\n".join(head + [self.lexical(l) for l in out]) + "\n"
 
