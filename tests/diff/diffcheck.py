@@ -28,14 +28,15 @@ Directives, in the model's comments (one per line, before or among the code):
                             line each), besides without them; with
                             DIFF_EMULATE, one with --f32-matmul has its
                             kernels emulated too
-  # diff-resume: DIRECTION  a training program's steps split at a sharded
+  # diff-resume: FROM TO    a training program's steps split at a sharded
                             checkpoint (shardrun --save, then --resume with
-                            the rest of the steps) saved on one mesh and
-                            loaded on the other: `sharded-to-ref` saves on
-                            each mesh and resumes on the reference,
-                            `ref-to-sharded` the reverse; the resumed run
-                            must end where the reference's straight run
-                            does (one line each)
+                            the last step) saved by one plan and loaded by
+                            another, each `ref` (the reference), `mesh`
+                            (the model on the mesh being checked) or a
+                            mesh's sizes (the model on that mesh, of the
+                            same axes: `2x1x2`); the resumed run must end
+                            where the reference's straight run does (one
+                            line each)
 
 Tolerances, |got - want| <= atol * max(1, max|want|) + rtol * |want| per
 element, with max|want| over the tensor: sharded contractions sum in another
@@ -76,7 +77,6 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from st_io import st_read, st_write  # noqa: E402  (safetensors, stdlib only)
 
-RESUME = ("sharded-to-ref", "ref-to-sharded")
 TOL = {"f32": (1e-4, 1e-5), "f16": (1e-2, 1e-2), "bf16": (4e-2, 4e-2)}
 # Params and optimizer states after training steps: a gradient sums over
 # every row of the batch, the longest sums of the program, in another order
@@ -133,9 +133,11 @@ def directives(text):
         elif key == "variant":
             d["variants"].append(val.split())
         elif key == "resume":
-            if val not in RESUME:
-                raise Failure("usage", f"unknown diff-resume '{val}' (one of {', '.join(RESUME)})")
-            d["resume"].append(val)
+            ends = val.split()
+            if len(ends) != 2 or not all(e in ("ref", "mesh") or re.fullmatch(r"\d+(x\d+)*", e)
+                                         for e in ends):
+                raise Failure("usage", f"diff-resume '{val}': FROM TO, each ref, mesh or sizes")
+            d["resume"].append(ends)
     return d
 
 
@@ -350,8 +352,8 @@ class Checker:
                 continue
             for variant in d["variants"]:
                 self.check_mesh(path, mesh, d, train, prec, ref, d["flags"] + variant)
-            for direction in d["resume"]:
-                self.check_resume(path, mesh, d, train, prec, ref, direction)
+            for ends in d["resume"]:
+                self.check_resume(path, mesh, d, train, prec, ref, ends)
         emulator = os.environ.get("DIFF_EMULATE")
         if emulator and d["error"] is None:
             meshes = list(dict.fromkeys(d["mesh"] + [ones_of(m) for m in d["mesh"]]))
@@ -400,30 +402,39 @@ class Checker:
                     TOL_TRAINED)
         self.say(f"ok: {os.path.basename(path)} {what} against {ones} ({prec})")
 
-    def check_resume(self, path, mesh, d, train, prec, ref, direction):
-        """The program's steps split at a checkpoint: the first steps on one
-        side, saved (shardrun --save), the rest resumed on the other
-        (--resume, which reshards the checkpoint onto its own mesh and goes
-        on from the saved step), against the reference's straight run."""
+    def check_resume(self, path, mesh, d, train, prec, ref, ends):
+        """The program's steps split at a checkpoint: every step but the
+        last by one plan, saved (shardrun --save), the last resumed by
+        another (--resume, which reshards the checkpoint onto its own mesh
+        and goes on from the saved step), against the reference's straight
+        run."""
         steps = total_steps(d, train)
         if not train or steps < 2:
             raise Failure("usage", f"{path}: diff-resume needs a training program of 2 or more steps")
         ones = ones_of(mesh)
-        sharded = (os.path.join(self.work, f"r{mesh}.plan"), mesh, True)
-        p, cmd = self.compile(path, mesh, sharded[0], d["flags"])
-        check_status(p, f"shardc (mesh {mesh})", cmd)
-        reference = (ref["plan"], ones, False)
-        first, then = (sharded, reference) if direction == "sharded-to-ref" else (reference, sharded)
-        what = f"{steps - 1} step(s) on mesh {first[1]} resumed on {then[1]}"
-        ck = os.path.join(self.work, f"ck{mesh}")
+        sides = []
+        for e in ends:
+            if e == "ref":
+                sides.append((ref["plan"], ones, False, "the reference"))
+                continue
+            m = mesh if e == "mesh" else e
+            if len(m.split("x")) != len(mesh.split("x")):
+                raise Failure("usage", f"{path}: diff-resume mesh {m} has not the axes of {mesh}")
+            plan = os.path.join(self.work, f"r{m}.plan")
+            p, cmd = self.compile(path, m, plan, d["flags"])
+            check_status(p, f"shardc (mesh {m})", cmd)
+            sides.append((plan, m, True, f"mesh {m}"))
+        first, then = sides
+        what = f"{steps - 1} step(s) on {first[3]} resumed on {then[3]}"
+        ck = os.path.join(self.work, "ck")
         shutil.rmtree(ck, ignore_errors=True)
-        p, cmd, _, _ = self.run_plan(first[0], first[1], f"s{first[1]}", d, train, ref["inputs"],
+        p, cmd, _, _ = self.run_plan(first[0], first[1], "save", d, train, ref["inputs"],
                                      mpi=first[2], steps=steps - 1, extra=["--save", ck])
-        check_status(p, f"shardrun (mesh {first[1]}, saving)", cmd)
-        p, cmd, out, params = self.run_plan(then[0], then[1], f"l{then[1]}", d, train,
+        check_status(p, f"shardrun ({first[3]}, saving)", cmd)
+        p, cmd, out, params = self.run_plan(then[0], then[1], "resumed", d, train,
                                             ref["inputs"], mpi=then[2], steps=1,
                                             extra=["--resume", ck])
-        check_status(p, f"shardrun (mesh {then[1]}, resumed)", cmd)
+        check_status(p, f"shardrun ({then[3]}, resumed)", cmd)
         compare(ref["out"], st_read(out), prec, f"outputs, {what}", TOL_TRAINED)
         compare(ref["params"], st_read(params), prec, f"params and states, {what}", TOL_TRAINED)
         self.say(f"ok: {os.path.basename(path)} {what} against {ones} ({prec})")

@@ -29,7 +29,8 @@ not change the result (`--bucket-mb` small or 0 for 3 in 10 training
 programs, `--unroll` for 3 in 10 pipelines, `--recompute` for 15 in 100
 training programs; drawn apart likewise), `diff-resume` for 3 in 10
 training programs (the steps split at a checkpoint saved on the mesh and
-resumed on the reference, or the reverse; drawn apart likewise),
+resumed on the reference or on the mesh with some axes of size 1, or the
+reverse; drawn apart likewise),
 `diff-inputs: batches` for 3 in 10 programs (an inputs file with a batch
 per step; drawn apart likewise), and the range of every i32 input.
 
@@ -852,11 +853,7 @@ class Gen:
         if any(" @ " in l for l in out) and random.Random(f"parts {self.seed}").random() < 0.25:
             head.append("# diff-variant: --f32-matmul bf16x3")
         head += self.option_variants(out)
-        # 3 in 10 training programs split their steps at a checkpoint saved
-        # on one mesh and resumed on the other (its own generator too)
-        rr = random.Random(f"resume {self.seed}")
-        if any(l.startswith("train ") for l in out) and rr.random() < 0.3:
-            head.append(f"# diff-resume: {rr.choice(['sharded-to-ref', 'ref-to-sharded'])}")
+        head += self.resume(out, mesh)
         # and 3 in 10 programs read a batch of inputs per step (its own
         # generator too)
         if random.Random(f"batches {self.seed}").random() < 0.3:
@@ -902,6 +899,27 @@ class Gen:
         if trains and r.random() < 0.15:
             variants.append("# diff-variant: --recompute")
         return variants
+
+    def resume(self, out, mesh):
+        """For 3 in 10 training programs, a checkpoint saved by one plan and
+        resumed by another (diffcheck's diff-resume), drawn by a generator of
+        its own: between the program's mesh and the reference, either way,
+        or between its mesh and the same mesh with some of its axes of size
+        1 (every annotation still divides; a pipeline with fewer stages, or
+        one), either way."""
+        r = random.Random(f"resume {self.seed}")
+        if not any(l.startswith("train ") for l in out) or r.random() >= 0.3:
+            return []
+        sizes = [int(x) for x in mesh.split("x")]
+        wide = [i for i, x in enumerate(sizes) if x > 1]
+        if wide and r.random() < 0.5:
+            ones = set(r.sample(wide, r.randrange(1, len(wide) + 1)))
+            other = "x".join("1" if i in ones else str(x) for i, x in enumerate(sizes))
+        else:
+            other = "ref"
+        ends = ["mesh", other]
+        r.shuffle(ends)
+        return [f"# diff-resume: {ends[0]} {ends[1]}"]
 
     def lexical(self, line):
         """The same statement, sometimes with a comment after it or broken
