@@ -738,6 +738,15 @@ static void compile_work(void *arg)
     }
     p->res.m = m;
     p->frontend_s = frontend_s;
+    p->plan_times = malloc(sizeof *p->plan_times);
+    if (!p->plan_times || pthread_mutex_init(&p->plan_times->lock, NULL) != 0) {
+        free(p->plan_times);
+        p->plan_times = NULL;
+        c->st = api_fail(c->error, SHARDC_ERR_NOMEM, "out of memory");
+        return;
+    }
+    for (int i = 0; i < API_PLAN_STEPS; i++)
+        p->plan_times->s[i] = -1;
     p->narchs = opt->narchs;
     p->cache_dir = opt->cache_dir ? strdup(opt->cache_dir) : NULL;
     p->source = strdup(c->src->name);
@@ -875,6 +884,9 @@ void shardc_program_free(shardc_program *prog)
     free(prog->logical_ir);
     free(prog->cache_dir);
     free(prog->source);
+    if (prog->plan_times)
+        pthread_mutex_destroy(&prog->plan_times->lock);
+    free(prog->plan_times);
     free(prog);
 }
 
@@ -990,6 +1002,14 @@ const char *shardc_pass_name(int i)
     return i >= 0 && i < PASS_COUNT ? pass_name((pass_id)i) : NULL;
 }
 
+const char *shardc_plan_step_name(int i)
+{
+    static const char *const name[API_PLAN_STEPS] = {
+        "plan/report", "plan/kernels", "plan/lowering", "plan/validation", "plan/loop-form",
+        "plan/bytes"};
+    return i >= 0 && i < API_PLAN_STEPS ? name[i] : NULL;
+}
+
 double shardc_program_seconds(const shardc_program *prog, const char *what)
 {
     if (!prog || !what)
@@ -999,6 +1019,14 @@ double shardc_program_seconds(const shardc_program *prog, const char *what)
     for (int id = 0; id < PASS_COUNT; id++)
         if (!strcmp(what, pass_name((pass_id)id)))
             return prog->res.seconds[id];
+    for (int i = 0; i < API_PLAN_STEPS; i++)
+        if (!strcmp(what, shardc_plan_step_name(i))) {
+            api_plan_times *t = prog->plan_times;
+            pthread_mutex_lock(&t->lock);
+            double s = t->s[i];
+            pthread_mutex_unlock(&t->lock);
+            return s;
+        }
     return -1;
 }
 

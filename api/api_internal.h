@@ -3,11 +3,23 @@
 #ifndef SHARDC_API_INTERNAL_H
 #define SHARDC_API_INTERNAL_H
 #include "shardc.h"
+#include "codegen/codegen.h"
 #include "passes/passes.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/plan/plan.h"
 #include "support/support.h"
+#include <pthread.h>
 #include <stdint.h>
+
+/* The steps of the last plan made from a program (shardc_plan_step_name):
+ * the report, then codegen.h's CG_PLAN_STEPS; -1 before one was made. Its
+ * own memory, so that a plan made from a const program can record them;
+ * the lock keeps plans made on several threads at once apart. */
+enum { API_PLAN_STEPS = 1 + CG_PLAN_STEPS };
+typedef struct api_plan_times {
+    pthread_mutex_t lock;
+    double s[API_PLAN_STEPS];
+} api_plan_times;
 
 struct shardc_program {
     pass_result res;        /* what the pass pipeline made; res.m is the
@@ -27,6 +39,7 @@ struct shardc_program {
     char *source;           /* the model's file name, as given (malloc'd) */
     bool no_reasons;        /* compiled without its explanation (emit "explain" refused) */
     double frontend_s;      /* the frontend's wall time (shardc_program_seconds) */
+    api_plan_times *plan_times;
 };
 
 struct shardc_plan {

@@ -70,6 +70,7 @@ typedef struct plan_run {
     su_status err;
     bool ok;
     bool placeholder;       /* modules without code (for the schedule) */
+    double seconds[API_PLAN_STEPS]; /* api_plan_times's */
 } plan_run;
 
 static void plan_work(void *arg)
@@ -78,8 +79,10 @@ static void plan_work(void *arg)
     const shardc_program *prog = r->prog;
     int n;
     ir_module *const *st = pass_result_stages(&prog->res, &n);
+    double t0 = su_seconds();
     pass_report_on(st, n, &prog->res.pipe, prog->res.mp, api_fusion(prog, n), prog->hw,
                    prog->mem_limit, true, &r->rep);
+    r->seconds[0] = su_seconds() - t0;
     cg_plan_options o;
     memset(&o, 0, sizeof o);
     o.mp = prog->res.mp;
@@ -90,6 +93,7 @@ static void plan_work(void *arg)
     memcpy(o.nvrtc.arch, prog->arch, sizeof o.nvrtc.arch);
     o.nvrtc.cache_dir = prog->cache_dir;
     o.source = prog->source;
+    o.seconds = r->seconds + 1;
     r->ok = cg_plan_bytes(st, n, r->rep.s, &o, &r->bytes, &r->len, &r->err, &r->oom);
 }
 
@@ -115,6 +119,10 @@ static shardc_status program_plan(const shardc_program *prog, bool placeholder, 
         return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: writing the plan: %s",
                         r.err.msg);
     }
+    api_plan_times *t = prog->plan_times;
+    pthread_mutex_lock(&t->lock);
+    memcpy(t->s, r.seconds, sizeof t->s);
+    pthread_mutex_unlock(&t->lock);
     *bytes = r.bytes;
     *len = r.len;
     return SHARDC_OK;

@@ -88,6 +88,7 @@ done
     paste "$tmp/passes4" "$tmp/passes32" "$tmp/passes128" | awk -F'\t' 'NR > 1 {
         n = split($1, a, " "); split($2, b, " "); split($3, c, " ")
         name = a[1]; for (i = 2; i < n; i++) name = name " " a[i]
+        if ($1 ~ /^    /) name = "the plan: " name # a step of the plan
         printf "| %s | %s | %s | %s |\n", name, a[n], b[n], c[n]
     }'
 } >> "$table"

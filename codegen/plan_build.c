@@ -50,6 +50,7 @@ enum { SPARES = 16 };
 
 typedef struct builder {
     const ir_module *m;  /* the stage being lowered */
+    double kernel_s;     /* stage_end's seconds in the stages' kernels so far */
     const pass_fusion *f; /* its groups, while its kernels are made */
     int stage;
     su_arena *arena;
@@ -935,8 +936,14 @@ static void stage_begin(builder *b, const ir_module *m, int s)
  * entry, then its kernels. */
 static bool stage_end(builder *b, int32_t *loss)
 {
-    return (!b->m->train.loss || loss_output(b, loss)) &&
-           (!b->o->kernels || stage_kernels(b, &b->o->fusion[b->stage]));
+    if (b->m->train.loss && !loss_output(b, loss))
+        return false;
+    if (!b->o->kernels)
+        return true;
+    double t0 = su_seconds();
+    bool ok = stage_kernels(b, &b->o->fusion[b->stage]);
+    b->kernel_s += su_seconds() - t0;
+    return ok;
 }
 
 /* Stage s of the plan: its instructions, then its kernels. */
@@ -1072,6 +1079,26 @@ static bool plan_stages(builder *b, ir_module *const *stages, int s0, int s1, rt
     return ok;
 }
 
+const char *cg_plan_step_name(int i)
+{
+    static const char *const name[CG_PLAN_STEPS] = {"kernels", "lowering", "validation",
+                                                    "loop-form", "bytes"};
+    return i >= 0 && i < CG_PLAN_STEPS ? name[i] : NULL;
+}
+
+/* Adds the time since *t0 to step k's (o->seconds), but for kern seconds
+ * of it, the kernels' (stage_end's NVRTC), and starts the next step's
+ * clock. */
+static void lap(const cg_plan_options *o, int k, double *t0, double kern)
+{
+    double t = su_seconds();
+    if (o->seconds) {
+        o->seconds[k] += t - *t0 - kern;
+        o->seconds[CG_T_KERNELS] += kern;
+    }
+    *t0 = t;
+}
+
 /* A plan being built: what it holds, freed by cg_plan_bytes after an
  * allocation failure too. */
 typedef struct plan_run {
@@ -1142,8 +1169,12 @@ static bool build_rolled(plan_run *r, rt_plan *p)
         su_arena *sa = &r->batch;
         b->sa = sa;
         int32_t k0 = (int32_t)b->kernels.n;
+        double t0 = su_seconds();
         ok = !b->o->kernels || gen_kernels(b, r->stages, n, s0, s1);
+        lap(b->o, CG_T_KERNELS, &t0, 0);
+        double kern = b->kernel_s;
         ok = ok && plan_stages(b, r->stages, s0, s1, p);
+        lap(b->o, CG_T_LOWER, &t0, b->kernel_s - kern);
         rt_plan v = *p; /* the batch's view: the tables so far, its kernels */
         if (ok) {
             tables(b, &v, sa);
@@ -1157,6 +1188,7 @@ static bool build_rolled(plan_run *r, rt_plan *p)
                     *b->err = job[s - s0].err;
                     ok = false;
                 }
+            lap(b->o, CG_T_VALIDATE, &t0, 0);
         }
         if (ok) {
             cg_plan_roll_stages(&v, s0, s1, b->task, b->mb, &r->arena, b->oom, done + s0);
@@ -1188,10 +1220,12 @@ static bool build_rolled(plan_run *r, rt_plan *p)
             b->kernels.n = k0;
             if (!all) /* a stage as it was: its plain memory stays */
                 su_arena_take(&r->arena, sa);
+            lap(b->o, CG_T_ROLL, &t0, 0);
         }
         b->sa = &r->arena;
         su_arena_free(sa);
     }
+    double t0 = su_seconds();
     if (ok) {
         tables(b, p, &r->arena);
         int32_t nk = (int32_t)kept->n;
@@ -1206,7 +1240,9 @@ static bool build_rolled(plan_run *r, rt_plan *p)
             for (int32_t i = 0; done[s].rolled && i < done[s].nkernels; i++)
                 p->kernel[k++] = done[s].kernel[i];
     }
-    return ok && rt_plan_validate_rest(p, b->err);
+    ok = ok && rt_plan_validate_rest(p, b->err);
+    lap(b->o, CG_T_VALIDATE, &t0, 0);
+    return ok;
 }
 
 static void build_plan(void *arg)
@@ -1244,15 +1280,21 @@ static void build_plan(void *arg)
          * structure the writer checks), then the rest of the plan */
         ok = build_rolled(r, &p);
     } else {
+        double t0 = su_seconds();
         ok = !b->o->kernels || gen_kernels(b, r->stages, nstages, 0, nstages);
+        lap(b->o, CG_T_KERNELS, &t0, 0);
         for (int s = 0; ok && s < nstages; s++)
             ok = plan_stage(b, r->stages[s], s, &p.stage[s], &p.loss);
         if (ok)
             tables(b, &p, &r->arena);
+        lap(b->o, CG_T_LOWER, &t0, b->kernel_s);
         ok = ok && rt_plan_validate(&p, b->err);
+        lap(b->o, CG_T_VALIDATE, &t0, 0);
     }
+    double t0 = su_seconds();
     if (ok)
         ok = rt_plan_write_rolled(&p, r->out, r->len, b->err);
+    lap(b->o, CG_T_BYTES, &t0, 0);
     r->ok = ok;
 }
 

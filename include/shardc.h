@@ -260,14 +260,25 @@ SHARDC_API shardc_status shardc_program_emit_file(const shardc_program *prog, co
  * shardc_options_print_after takes: the i-th (from 0), NULL past the last. */
 SHARDC_API const char *shardc_pass_name(int i);
 
+/* The steps of making a plan from a program, by the names
+ * shardc_program_seconds takes: "plan/report" (the JSON report the plan
+ * holds), "plan/kernels" (the kernels' CUDA C, then NVRTC or its cache),
+ * "plan/lowering" (each stage's instructions), "plan/validation",
+ * "plan/loop-form" (a pipeline stage's microbatches rolled into loop
+ * form), "plan/bytes" (the file's sections and checksums): the i-th (from
+ * 0), NULL past the last. */
+SHARDC_API const char *shardc_plan_step_name(int i);
+
 /* The wall time in seconds that a step of prog's compilation took (shardc
  * --time-passes): "frontend" (the model read, checked and lowered to IR,
  * or textual IR parsed and verified), or a pass by its name
  * (shardc_pass_name). -1 for a pass that did not run (fuse without
  * kernels, matmul-parts without --f32-matmul bf16x3, a pass --passes or
- * --stop-after left out) and for any other name. The plan itself (its
- * kernels, NVRTC, its bytes) is made later, by shardc_program_plan or
- * shardc_program_save_plan, which the caller times. */
+ * --stop-after left out) and for any other name. The plan itself is made
+ * later, by shardc_program_plan or shardc_program_save_plan (or in memory
+ * for the "schedule" and "loops" emits): its steps (shardc_plan_step_name)
+ * are those of the last plan made from prog, -1 before one was; the
+ * caller times the rest (writing the file). */
 SHARDC_API double shardc_program_seconds(const shardc_program *prog, const char *what);
 
 /* ---- plans ---- */

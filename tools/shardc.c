@@ -104,8 +104,9 @@ static const char usage[] =
     "  --passes=A,B       run only passes A, B on FILE (a model or textual IR)\n"
     "                     and print what the last made, instead of a plan\n"
     "  --time-passes      print to standard error the wall time of the frontend,\n"
-    "                     of each pass that ran and of the output (the plan:\n"
-    "                     its kernels, NVRTC and its file; or what --emit,\n"
+    "                     of each pass that ran and of the output (the plan,\n"
+    "                     with its steps: report, kernels and NVRTC, lowering,\n"
+    "                     validation, loop form, bytes; or what --emit,\n"
     "                     --report or --trace wrote), and the total\n"
     "  -o OUT             write the plan to OUT (run it with shardrun); with\n"
     "                     --emit, --explain-sharding, --report, --stop-after or\n"
@@ -352,6 +353,20 @@ static void print_times(const shardc_program *prog, const args *a, double compil
                        : a->emit ? "--emit" : a->out ? "the plan" : a->trace ? "the trace" : NULL;
     if (what)
         fprintf(stderr, "  %-16s %9.3f\n", what, output_s);
+    /* a plan made for the output (-o, or in memory for --emit schedule or
+     * loops): its steps, indented under it, then the rest (the file) */
+    double steps = 0;
+    bool planned = false;
+    for (int i = 0; what && shardc_plan_step_name(i); i++) {
+        s = shardc_program_seconds(prog, shardc_plan_step_name(i));
+        if (s < 0)
+            continue;
+        planned = true;
+        fprintf(stderr, "    %-14s %9.3f\n", shardc_plan_step_name(i) + strlen("plan/"), s);
+        steps += s;
+    }
+    if (planned)
+        fprintf(stderr, "    %-14s %9.3f\n", "other", output_s > steps ? output_s - steps : 0.0);
     fprintf(stderr, "  %-16s %9.3f\n", "total", compile_s + output_s);
 }
 

@@ -230,18 +230,23 @@ class Program:
     def times(self) -> Dict[str, float]:
         """The wall time in seconds of each step of the compilation, in
         order: "frontend", then each pass that ran by its name
-        (`shardc --time-passes`). The plan's own time (its kernels, NVRTC)
-        is spent later, in plan() or save_plan()."""
+        (`shardc --time-passes`); once a plan was made from the program
+        (plan(), save_plan(), emit("schedule") or emit("loops")), the
+        steps of the last one: "plan/report", "plan/kernels" (CUDA C and
+        NVRTC), "plan/lowering", "plan/validation", "plan/loop-form",
+        "plan/bytes"."""
         out = {"frontend": _lib.shardc_program_seconds(self._h, b"frontend")}
-        i = 0
-        while True:
-            name = _lib.shardc_pass_name(i)
-            if name is None:
-                return out
-            s = _lib.shardc_program_seconds(self._h, name)
-            if s >= 0:
-                out[name.decode()] = s
-            i += 1
+        for names in (_lib.shardc_pass_name, _lib.shardc_plan_step_name):
+            i = 0
+            while True:
+                name = names(i)
+                if name is None:
+                    break
+                s = _lib.shardc_program_seconds(self._h, name)
+                if s >= 0:
+                    out[name.decode()] = s
+                i += 1
+        return out
 
     def explain(self) -> str:
         """Why each value has its sharding and why each collective is there

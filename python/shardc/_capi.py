@@ -90,6 +90,7 @@ _SIGS = {
     "shardc_program_plan": (_I, [_P, ctypes.POINTER(_P), _E]),
     "shardc_program_save_plan": (_I, [_P, _S, _E]),
     "shardc_pass_name": (_S, [_I]),
+    "shardc_plan_step_name": (_S, [_I]),
     "shardc_program_seconds": (ctypes.c_double, [_P, _S]),
     "shardc_plan_load": (_I, [_S, ctypes.POINTER(_P), _E]),
     "shardc_plan_free": (None, [_P]),

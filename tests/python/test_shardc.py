@@ -56,9 +56,16 @@ def test_report_is_the_cli_json():
 
 
 def test_times_are_the_passes_that_ran():
-    times = shardc.compile(path=MLP, mesh="2x2", arch="none").times()
-    assert list(times) == ["frontend", "autodiff", "input-init", "propagate", "partition",
-                           "pipeline-split", "bucket", "verify", "memplan"]  # no kernels: no fuse
+    prog = shardc.compile(path=MLP, mesh="2x2", arch="none")
+    times = prog.times()
+    passes = ["frontend", "autodiff", "input-init", "propagate", "partition",
+              "pipeline-split", "bucket", "verify", "memplan"]  # no kernels: no fuse
+    assert list(times) == passes
+    assert all(t >= 0 for t in times.values())
+    prog.plan()  # then the plan's steps too
+    times = prog.times()
+    assert list(times) == passes + ["plan/report", "plan/kernels", "plan/lowering",
+                                    "plan/validation", "plan/loop-form", "plan/bytes"]
     assert all(t >= 0 for t in times.values())
 
 

@@ -252,6 +252,23 @@ static void test_passes(void)
     CHECK(shardc_program_seconds(p, "matmul-parts") == -1);
     CHECK(shardc_program_seconds(p, "partitioner") == -1);
     CHECK(shardc_program_seconds(p, NULL) == -1 && shardc_program_seconds(NULL, "memplan") == -1);
+    /* the plan's steps: none before a plan is made, each once it is */
+    static const char *const steps[] = {"plan/report", "plan/kernels", "plan/lowering",
+                                        "plan/validation", "plan/loop-form", "plan/bytes"};
+    int nstep = 0;
+    while (shardc_plan_step_name(nstep))
+        nstep++;
+    CHECK(nstep == 6 && shardc_plan_step_name(-1) == NULL);
+    for (int i = 0; i < nstep && i < 6; i++) {
+        CHECK_STR(shardc_plan_step_name(i), steps[i]);
+        CHECK(shardc_program_seconds(p, steps[i]) == -1);
+    }
+    CHECK(shardc_program_seconds(p, "plan/") == -1 && shardc_program_seconds(p, "plan") == -1);
+    shardc_plan *made = NULL;
+    CHECK(shardc_program_plan(p, &made, NULL) == SHARDC_OK);
+    shardc_plan_free(made);
+    for (int i = 0; i < 6; i++)
+        CHECK(shardc_program_seconds(p, steps[i]) >= 0);
     shardc_program_free(p);
 
     /* stopped after propagate: only "after-pass", which is train-ir's text */
