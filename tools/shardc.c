@@ -312,6 +312,10 @@ static int parse_args(int argc, char **argv, args *a)
     int rc = cli_check_outputs("shardc", out, 2, in, 2);
     if (rc)
         return rc;
+    /* before the compile (NVRTC may take a while) */
+    if ((rc = cli_check_writable(stderr, "shardc", "-o", a->out, false)) ||
+        (rc = cli_check_writable(stderr, "shardc", "--trace", a->trace, false)))
+        return rc;
     if (a->partial)
         a->emit = "after-pass";
     /* the reasons behind every sharding and collective, only for the text

@@ -603,6 +603,22 @@ int main(int argc, char **argv)
         sleep(2);
     if (rc)
         return rc;
+    /* where the results go, before any step: rank 0 writes the outputs,
+     * the params and the trace, on its own node; every rank its checkpoint
+     * file, so each checks the folder on its node and says why it cannot */
+    char who[64] = "shardrun";
+    if (cli_quiet)
+        snprintf(who, sizeof who, "shardrun: rank %lld", launcher_rank());
+    if ((!cli_quiet &&
+         ((rc = cli_check_writable(stderr, who, "--outputs", a.outputs, false)) ||
+          (rc = cli_check_writable(stderr, who, "--save-params", a.save_params, false)) ||
+          (rc = cli_check_writable(stderr, who, "--trace", a.trace, false)))) ||
+        (rc = cli_check_writable(stderr, who, "--save", a.save, true))) {
+        if (cli_quiet)
+            sleep(2); /* as for usage errors: the launcher, which ends the job when the
+                       * first process fails, lets rank 0's message out first */
+        return rc;
+    }
     char *err = NULL; /* the backend before anything else: no driver or no GPU is exit 4 */
     shardc_status st = shardc_backend_check(a.backend, &err);
     if (st != SHARDC_OK) {

@@ -24,6 +24,6 @@
 # RUN: mkdir %t.dir
 # RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --mesh 2x2 -o %t.dir 2>&1 | FileCheck %s --check-prefix=DIR
 # RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --mesh 2x2 --emit ir -o %t.dir 2>&1 | FileCheck %s --check-prefix=DIR
-# DIR: shardc: error: {{.*}}t.dir: cannot write: Is a directory
+# DIR: shardc: error: -o {{.*}}t.dir cannot be written: {{.*}}t.dir is a folder
 # RUN: test -d %t.dir && ls -A . %t.d %t.dir | FileCheck %s --check-prefix=LS --implicit-check-not=.tmp
 # LS: t.plan

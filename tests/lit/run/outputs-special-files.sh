@@ -2,7 +2,8 @@
 # /dev/null stays a device, a FIFO streams to its reader, /dev/stdout
 # streams too, a symlink stays a link and its target gets the file (made
 # when missing, a relative target taken from the link's folder), a folder
-# is an error that names it, and a failure leaves no temporary file.
+# or a link into a missing folder is an error that names it, said before
+# the run, and a failure leaves no temporary file.
 # RUN: %shardc %S/embed.model --mesh 2 -o %t.plan
 # RUN: %shardrun %t.plan --quiet --outputs %t.ref
 #
@@ -22,10 +23,10 @@
 #
 # RUN: mkdir %t.dir
 # RUN: %expect 1 %shardrun %t.plan --quiet --outputs %t.dir 2>&1 | FileCheck %s --check-prefix=DIR
-# DIR: shardrun: error: {{.*}}t.dir: cannot write: Is a directory
+# DIR: shardrun: error: --outputs {{.*}}t.dir cannot be written: {{.*}}t.dir is a folder
 # RUN: ln -s nodir/x.st %t.badlink
 # RUN: %expect 1 %shardrun %t.plan --quiet --outputs %t.badlink 2>&1 | FileCheck %s --check-prefix=NODIR
-# NODIR: shardrun: error: {{.*}}t.badlink: cannot create the temporary file {{.*}}nodir/x.st.tmp.{{[0-9.]+}}: No such file or directory
+# NODIR: shardrun: error: --outputs {{.*}}t.badlink cannot be written: the folder {{.*}}nodir does not exist
 # RUN: test -d %t.dir && test -L %t.badlink
 # RUN: ls -A . %t.d %t.dir | FileCheck %s --check-prefix=LS --implicit-check-not=.tmp.
 # LS: t.ref
@@ -42,4 +43,4 @@
 # RUN: %shardrun %t.train --quiet --steps 2 --save-params %t.plink
 # RUN: test -L %t.plink && cmp %t.pref %t.ptarget
 # RUN: %expect 1 %shardrun %t.train --quiet --steps 2 --save-params %t.dir 2>&1 | FileCheck %s --check-prefix=PDIR
-# PDIR: shardrun: error: {{.*}}t.dir: cannot write: Is a directory
+# PDIR: shardrun: error: --save-params {{.*}}t.dir cannot be written: {{.*}}t.dir is a folder

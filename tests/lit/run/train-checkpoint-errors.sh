@@ -68,7 +68,8 @@
 # BOTH: shardrun: error: --resume and --params both give the params: use one
 # RUN: %expect 2 %shardrun %t.1.plan --save-every 2 2>&1 | FileCheck %s --check-prefix=EVERY
 # EVERY: shardrun: error: --save-every needs --save DIR
-# Saving where a file stands in the way fails, naming it.
+# Saving where a file stands in the way fails before the first step,
+# naming it.
 # RUN: touch %t.file
 # RUN: %expect 1 %shardrun %t.1.plan --quiet --save %t.file/ck 2>&1 | FileCheck %s --check-prefix=NODIR
-# NODIR: shardrun: error: {{.*}}.file/ck: cannot create the checkpoint folder: {{.*}}.file is not a folder
+# NODIR: shardrun: error: --save {{.*}}.file/ck cannot be written: {{.*}}.file is not a folder
