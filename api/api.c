@@ -1004,6 +1004,7 @@ const char *shardc_pass_name(int i)
 
 const char *shardc_plan_step_name(int i)
 {
+    /* the report's, then codegen.h's CG_T_* in their order */
     static const char *const name[API_PLAN_STEPS] = {
         "plan/report", "plan/kernels", "plan/lowering", "plan/validation", "plan/loop-form",
         "plan/bytes"};

@@ -9,12 +9,10 @@
 struct pass_fusion;
 struct pass_memplan;
 /* The steps of writing a plan that cg_plan_bytes times (cg_plan_options.
- * seconds): the kernels (CUDA C, then NVRTC or its cache), the stages'
- * instructions, their validation, a pipeline stage's roll into loop form,
- * the file's bytes. */
+ * seconds; the API names them, shardc_plan_step_name): the kernels (CUDA
+ * C, then NVRTC or its cache), the stages' instructions, their
+ * validation, a pipeline stage's roll into loop form, the file's bytes. */
 enum { CG_T_KERNELS, CG_T_LOWER, CG_T_VALIDATE, CG_T_ROLL, CG_T_BYTES, CG_PLAN_STEPS };
-/* Step i's name ("kernels", "lowering", "validation", "loop-form", "bytes"). */
-const char *cg_plan_step_name(int i);
 typedef struct cg_plan_options {
     /* each stage's memory plan and (with kernels) groups, as the pass
      * pipeline made them (passes.h: pass_result's mp and fusion) */

@@ -1079,13 +1079,6 @@ static bool plan_stages(builder *b, ir_module *const *stages, int s0, int s1, rt
     return ok;
 }
 
-const char *cg_plan_step_name(int i)
-{
-    static const char *const name[CG_PLAN_STEPS] = {"kernels", "lowering", "validation",
-                                                    "loop-form", "bytes"};
-    return i >= 0 && i < CG_PLAN_STEPS ? name[i] : NULL;
-}
-
 /* Adds the time since *t0 to step k's (o->seconds), but for kern seconds
  * of it, the kernels' (stage_end's NVRTC), and starts the next step's
  * clock. */
