@@ -58,6 +58,8 @@ run of more than one rank then goes through it, a process per rank with
 Exit 0: the runs agree. Exit 1: a failure; the first line of stdout is
 `FAIL CLASS: detail`, CLASS one of mismatch, missing, crash (a signal or
 exit 3+), reject (a compile or run error of a program that must be valid),
+nondeterministic (with DIFF_REPEAT set: a sharded plan run twice, the second
+time with its ranks as threads, gave other bits),
 error-differs (a diff-error case not met), hang, kernel (with DIFF_EMULATE
 naming build/tests/test_kernel_emulate: a CUDA kernel of the plan on one of
 the meshes, or on its mesh of ones, emulated on the host, differs from the
@@ -401,6 +403,25 @@ class Checker:
             compare(ref["params"], st_read(params), prec, f"params and states, {what}",
                     TOL_TRAINED)
         self.say(f"ok: {os.path.basename(path)} {what} against {ones} ({prec})")
+        if os.environ.get("DIFF_REPEAT"):
+            self.check_repeat(plan, mesh, d, train, ref, what, out, params)
+
+    def check_repeat(self, plan, mesh, d, train, ref, what, out, params):
+        """DIFF_REPEAT: the sharded plan run again, its ranks as threads,
+        must give the same bits (a run under DIFF_MPIRUN against one with
+        the local communicator: the two compute alike)."""
+        p, cmd, out2, params2 = self.run_plan(plan, mesh, f"again{mesh}", d, train, ref["inputs"])
+        check_status(p, f"shardrun again ({what})", cmd)
+        pairs = [("outputs", out, out2)] + ([("params and states", params, params2)] if train else [])
+        for kind, a, b in pairs:
+            first, again = st_read(a), st_read(b)
+            for name, (dt, shape, vals) in first.items():
+                if name not in again or again[name][:2] != (dt, shape) or \
+                        not all(x == y or (x != x and y != y)  # a NaN is a NaN
+                                for x, y in zip(vals, again[name][2])):
+                    raise Failure("nondeterministic", f"{kind}, {what}: '{name}' differs between "
+                                  f"two runs of the same plan [{' '.join(cmd)}]")
+        self.say(f"ok: {os.path.basename(plan)} {what}: the same bits when run again")
 
     def check_resume(self, path, mesh, d, train, prec, ref, ends):
         """The program's steps split at a checkpoint: every step but the
