@@ -579,6 +579,24 @@ static int run(const args *a, int rank, bool mpi)
     return o.rc;
 }
 
+/* Where the results go, before any step (cli_check_writable): rank 0
+ * writes the outputs, the params and the trace, on its own node (another
+ * node may lack their folder); every rank writes its checkpoint file, so
+ * each checks the folder on its node and says why it cannot. */
+static int check_destinations(const args *a, int rank)
+{
+    char who[64] = "shardrun";
+    if (rank > 0)
+        snprintf(who, sizeof who, "shardrun: rank %d", rank);
+    int rc = 0;
+    if (rank == 0 && ((rc = cli_check_writable(stderr, who, "--outputs", a->outputs, false)) ||
+                      (rc = cli_check_writable(stderr, who, "--save-params", a->save_params,
+                                               false)) ||
+                      (rc = cli_check_writable(stderr, who, "--trace", a->trace, false))))
+        return rc;
+    return cli_check_writable(stderr, who, "--save", a->save, true);
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -603,22 +621,6 @@ int main(int argc, char **argv)
         sleep(2);
     if (rc)
         return rc;
-    /* where the results go, before any step: rank 0 writes the outputs,
-     * the params and the trace, on its own node; every rank its checkpoint
-     * file, so each checks the folder on its node and says why it cannot */
-    char who[64] = "shardrun";
-    if (cli_quiet)
-        snprintf(who, sizeof who, "shardrun: rank %lld", launcher_rank());
-    if ((!cli_quiet &&
-         ((rc = cli_check_writable(stderr, who, "--outputs", a.outputs, false)) ||
-          (rc = cli_check_writable(stderr, who, "--save-params", a.save_params, false)) ||
-          (rc = cli_check_writable(stderr, who, "--trace", a.trace, false)))) ||
-        (rc = cli_check_writable(stderr, who, "--save", a.save, true))) {
-        if (cli_quiet)
-            sleep(2); /* as for usage errors: the launcher, which ends the job when the
-                       * first process fails, lets rank 0's message out first */
-        return rc;
-    }
     char *err = NULL; /* the backend before anything else: no driver or no GPU is exit 4 */
     shardc_status st = shardc_backend_check(a.backend, &err);
     if (st != SHARDC_OK) {
@@ -634,14 +636,23 @@ int main(int argc, char **argv)
     }
     bool mpi = !strcmp(a.comm, "nccl") || !strcmp(a.comm, "mpi");
     if (!mpi)
-        return run(&a, 0, false);
+        return (rc = check_destinations(&a, 0)) ? rc : run(&a, 0, false);
     int rank = 0; /* MPI_THREAD_SERIALIZED: nccl's rank runs on a thread of its own */
     if ((st = shardc_mpi_init(&rank, NULL, &err)) != SHARDC_OK) {
         fprintf(stderr, "shardrun: error: --comm %s: %s\n", a.comm, err ? err : "out of memory");
         shardc_free(err);
         return exit_code(st);
     }
-    rc = run(&a, rank, true);
+    rc = check_destinations(&a, rank);
+#ifdef SHARDC_HAVE_MPI
+    /* every rank learns whether one failed, and all end alike: a rank that
+     * ended alone would leave the others waiting (under srun, for good) */
+    int worst = rc;
+    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    rc = worst;
+#endif
+    if (!rc)
+        rc = run(&a, rank, true);
     shardc_mpi_finalize();
     return rc;
 }

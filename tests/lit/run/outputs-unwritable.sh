@@ -31,6 +31,8 @@
 # Under a launcher, rank 0 alone writes the outputs, so it alone checks
 # them (another node may lack their folder); every rank writes its
 # checkpoint file, so every rank checks that folder and says why, by rank.
+# Either way every rank learns of a failure and exits 1 (none is left
+# waiting in MPI for one that ended).
 # RUN: not %mpirun -np 2 %shardrun %t.plan --outputs %t.w/file/o.st 2>&1 | FileCheck %s --check-prefix=MPIOUT --implicit-check-not="error:"
 # MPIOUT: shardrun: error: --outputs {{.*}}.w/file/o.st cannot be written
 # RUN: not %mpirun -np 2 %shardrun %t.plan --save %t.w/file 2>&1 | FileCheck %s --check-prefix=MPISAVE
