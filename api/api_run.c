@@ -48,6 +48,17 @@ shardc_status shardc_program_save_plan(const shardc_program *prog, const char *p
     return SHARDC_OK;
 }
 
+shardc_status shardc_check_writable(const char *path, int folder, char **error)
+{
+    api_clear(error);
+    if (!path)
+        return api_fail(error, SHARDC_ERR_USAGE, "shardc_check_writable: no path");
+    char why[8300];
+    if (!su_path_writable(path, folder != 0, why, sizeof why))
+        return api_fail(error, SHARDC_ERR_IO, "%s cannot be written: %s", path, why);
+    return SHARDC_OK;
+}
+
 shardc_status shardc_plan_load(const char *path, shardc_plan **out, char **error)
 {
     api_clear(error);

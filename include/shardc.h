@@ -301,6 +301,18 @@ SHARDC_API shardc_status shardc_program_plan(const shardc_program *prog, shardc_
  * writes (outputs, params, checkpoints, traces) is written this way. */
 SHARDC_API shardc_status shardc_program_save_plan(const shardc_program *prog, const char *path,
                                                   char **error);
+/* Whether the library could write path later (as shardc_program_save_plan
+ * and the session's save and write calls do), checked before long work so
+ * that its results are not lost at the end: for a file (folder 0), the
+ * folder it goes into (a symlink's target's, through every link) exists and
+ * is writable, and path is not a folder nor a missing name ending in '/';
+ * for a folder (folder 1, as shardc_session_save_checkpoint's), no file
+ * stands where it or a folder on its way should be, and the nearest folder
+ * that exists is writable. A device or FIFO passes. Nothing is made or
+ * changed. SHARDC_OK, or SHARDC_ERR_IO with "PATH cannot be written: why"
+ * (SHARDC_ERR_USAGE for a NULL path). The check is of this moment: a
+ * later write can still fail (a full disk). */
+SHARDC_API shardc_status shardc_check_writable(const char *path, int folder, char **error);
 /* Reads and validates a plan file. SHARDC_ERR_INPUT for a truncated, corrupt,
  * foreign or newer file, with a message that says which; SHARDC_ERR_IO
  * when it cannot be opened or read. */

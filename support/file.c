@@ -101,6 +101,95 @@ static char *resolve(const char *path, bool *proc)
     return NULL;
 }
 
+/* Whether folder dir (made, parents and all, when missing and make) can be
+ * written into: its nearest existing folder must be one, and writable.
+ * False with the reason in why. */
+static bool folder_writable(const char *dir, bool make, char *why, size_t n)
+{
+    char *at = strdup(dir);
+    struct stat st;
+    while (at && stat(at, &st) != 0) { /* up to what exists: a file there says why */
+        if (errno != ENOENT && errno != ENOTDIR) {
+            snprintf(why, n, "%s: %s", at, strerror(errno));
+            free(at);
+            return false;
+        }
+        if (errno == ENOENT && !make) {
+            snprintf(why, n, "the folder %s does not exist", at);
+            free(at);
+            return false;
+        }
+        size_t k = strlen(at);
+        while (k > 1 && at[k - 1] == '/') /* "a/b/" is "a/b" */
+            at[--k] = 0;
+        size_t dn = dir_len(at);
+        if (dn == 0) { /* a relative name's folder is the current one */
+            free(at);
+            at = strdup(".");
+        } else {
+            at[dn > 1 ? dn - 1 : 1] = 0; /* "/x": "/" */
+        }
+    }
+    if (!at) {
+        snprintf(why, n, "out of memory");
+        return false;
+    }
+    bool ok = S_ISDIR(st.st_mode) && access(at, W_OK | X_OK) == 0;
+    if (!S_ISDIR(st.st_mode))
+        snprintf(why, n, "%s is not a folder", at);
+    else if (!ok)
+        snprintf(why, n, "cannot write into %s: %s", at, strerror(errno));
+    free(at);
+    return ok;
+}
+
+bool su_path_writable(const char *path, bool folder, char *why, size_t n)
+{
+    why[0] = 0;
+    struct stat st;
+    bool exists = stat(path, &st) == 0;
+    if (!exists && errno != ENOENT && errno != ENOTDIR && errno != ELOOP) {
+        snprintf(why, n, "%s: %s", path, strerror(errno));
+        return false;
+    }
+    if (folder) {
+        if (exists && !S_ISDIR(st.st_mode)) {
+            snprintf(why, n, "%s is not a folder", path);
+            return false;
+        }
+        return folder_writable(path, true, why, n);
+    }
+    if (exists && S_ISDIR(st.st_mode)) {
+        snprintf(why, n, "%s is a folder", path);
+        return false;
+    }
+    if (exists && !S_ISREG(st.st_mode))
+        return true; /* a device or FIFO, written straight into */
+    if (!exists && path[0] && path[strlen(path) - 1] == '/') {
+        snprintf(why, n, "%s ends in /, which names a folder", path);
+        return false;
+    }
+    /* su_wfile_open's way: the file the final links lead to is replaced
+     * through a temporary file in its folder */
+    bool proc = false;
+    char *dest = resolve(path, &proc);
+    if (!dest) {
+        snprintf(why, n, "%s", strerror(errno));
+        return false;
+    }
+    bool ok = proc;
+    if (!proc) {
+        size_t dn = dir_len(dest);
+        if (dn == 0)
+            strcpy(dest, ".");
+        else
+            dest[dn > 1 ? dn - 1 : 1] = 0;
+        ok = folder_writable(dest, false, why, n);
+    }
+    free(dest);
+    return ok;
+}
+
 /* Writes straight into what path names (a device, a FIFO, an open file
  * behind /proc/self/fd): no O_TRUNC, and O_APPEND on a regular file, so
  * `--outputs /dev/stdout >> log` adds to the log. A FIFO's open waits for

@@ -230,6 +230,14 @@ void su_wfile_abort(su_wfile *w);
 /* Writes len bytes to path through su_wfile: 0, or -1 with the message. */
 int su_write_file(const char *path, const void *data, size_t len, su_status *err);
 
+/* Whether su_wfile could write path later, or with folder, whether a
+ * folder could be made there with its missing parents (as a checkpoint's
+ * is): a file's folder (a symlink's target's, through every link) must
+ * exist and be writable; a folder, or a missing path ending in '/', is no
+ * file; a file on the way is no folder. Nothing is made. False with why
+ * (n bytes), said before a long run rather than after it. */
+bool su_path_writable(const char *path, bool folder, char *why, size_t n);
+
 /* Readies src for a scanner: skips a UTF-8 byte order mark at its start
  * (some editors write one; lines and columns then count from after it),
  * and reports the first NUL byte, which no model or IR holds, at its line

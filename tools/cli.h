@@ -5,7 +5,6 @@
 #include "shardc.h"
 
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -119,91 +118,22 @@ static int cli_check_outputs(const char *tool, const cli_file *out, int nout,
     return 0;
 }
 
-/* Whether folder dir (made by the caller, parents and all, when missing)
- * can be written into: its nearest existing folder must be one, and
- * writable. False with the reason in why. */
-static bool cli_folder_writable(const char *dir, bool make, char *why, size_t n)
-{
-    char at[2 * PATH_MAX + 8];
-    snprintf(at, sizeof at, "%s", dir);
-    struct stat st;
-    while (stat(at, &st) != 0) { /* up to what exists: a file there says why */
-        if (errno != ENOENT && errno != ENOTDIR) {
-            snprintf(why, n, "%s: %s", at, strerror(errno));
-            return false;
-        }
-        if (errno == ENOENT && !make) {
-            snprintf(why, n, "the folder %s does not exist", at);
-            return false;
-        }
-        char up[sizeof at];
-        snprintf(up, sizeof up, "%s", at);
-        snprintf(at, sizeof at, "%s", dirname(up));
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        snprintf(why, n, "%s is not a folder", at);
-        return false;
-    }
-    if (access(at, W_OK | X_OK) != 0) {
-        snprintf(why, n, "cannot write into %s: %s", at, strerror(errno));
-        return false;
-    }
-    return true;
-}
-
-/* Whether path can be written once the work is done: a file, replaced
- * whole through a temporary file beside it (so its folder must exist and
- * be writable; a device or FIFO is written in place), or with folder, a
- * folder made with its missing parents. Said before the work (a training
- * run, a compile with NVRTC) rather than after it, when its results would
- * be lost. Returns 0, or EXIT_INPUT after printing why to say (NULL:
- * nowhere). */
-static int cli_check_writable(FILE *say, const char *tool, const char *what, const char *path,
-                              bool folder)
+/* Whether path can be written once the work is done
+ * (shardc_check_writable: a file replaced through a temporary file in its
+ * folder, or with folder, a folder made with its missing parents). Said
+ * before the work (a training run, a compile with NVRTC) rather than after
+ * it, when its results would be lost. Returns 0, or EXIT_INPUT after
+ * printing why to stderr; exits on an allocation failure. */
+static int cli_check_writable(const char *tool, const char *what, const char *path, bool folder)
 {
     if (!path)
         return 0;
-    char why[8300] = "";
-    struct stat st;
-    bool exists = stat(path, &st) == 0;
-    if (folder) {
-        if (exists && !S_ISDIR(st.st_mode))
-            snprintf(why, sizeof why, "%s is not a folder", path);
-        else
-            cli_folder_writable(path, true, why, sizeof why);
-    } else if (exists && S_ISDIR(st.st_mode)) {
-        snprintf(why, sizeof why, "%s is a folder", path);
-    } else if (!exists && path[0] && path[strlen(path) - 1] == '/') {
-        snprintf(why, sizeof why, "%s ends in /, which names a folder", path);
-    } else if (!exists || S_ISREG(st.st_mode)) {
-        /* a symlink's target gets the file: an existing one's real path,
-         * a dangling one's target (relative: from the link's folder) */
-        char real[2 * PATH_MAX + 8], dir[PATH_MAX];
-        const char *at = path;
-        struct stat lst;
-        ssize_t n;
-        if (exists && realpath(path, real)) {
-            at = real;
-        } else if (!exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) &&
-                   (n = readlink(path, dir, sizeof dir - 1)) > 0) {
-            dir[n] = 0;
-            char from[PATH_MAX];
-            snprintf(from, sizeof from, "%s", path);
-            if (dir[0] == '/')
-                snprintf(real, sizeof real, "%s", dir);
-            else
-                snprintf(real, sizeof real, "%s/%s", dirname(from), dir);
-            at = real;
-        }
-        char up[sizeof real];
-        snprintf(up, sizeof up, "%s", at);
-        cli_folder_writable(dirname(up), false, why, sizeof why);
-    }
-    if (!why[0])
-        return 0;
-    if (say)
-        fprintf(say, "%s: error: %s %s cannot be written: %s\n", tool, what, path, why);
-    return EXIT_INPUT;
+    char *msg = NULL;
+    shardc_status st = shardc_check_writable(path, folder, &msg);
+    if (st != SHARDC_OK)
+        fprintf(stderr, "%s: error: %s %s\n", tool, what, msg ? msg : "out of memory");
+    shardc_free(msg);
+    return st == SHARDC_OK ? 0 : EXIT_INPUT;
 }
 
 #endif

@@ -313,8 +313,8 @@ static int parse_args(int argc, char **argv, args *a)
     if (rc)
         return rc;
     /* before the compile (NVRTC may take a while) */
-    if ((rc = cli_check_writable(stderr, "shardc", "-o", a->out, false)) ||
-        (rc = cli_check_writable(stderr, "shardc", "--trace", a->trace, false)))
+    if ((rc = cli_check_writable("shardc", "-o", a->out, false)) ||
+        (rc = cli_check_writable("shardc", "--trace", a->trace, false)))
         return rc;
     if (a->partial)
         a->emit = "after-pass";

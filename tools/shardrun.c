@@ -589,12 +589,11 @@ static int check_destinations(const args *a, int rank)
     if (rank > 0)
         snprintf(who, sizeof who, "shardrun: rank %d", rank);
     int rc = 0;
-    if (rank == 0 && ((rc = cli_check_writable(stderr, who, "--outputs", a->outputs, false)) ||
-                      (rc = cli_check_writable(stderr, who, "--save-params", a->save_params,
-                                               false)) ||
-                      (rc = cli_check_writable(stderr, who, "--trace", a->trace, false))))
+    if (rank == 0 && ((rc = cli_check_writable(who, "--outputs", a->outputs, false)) ||
+                      (rc = cli_check_writable(who, "--save-params", a->save_params, false)) ||
+                      (rc = cli_check_writable(who, "--trace", a->trace, false))))
         return rc;
-    return cli_check_writable(stderr, who, "--save", a->save, true);
+    return cli_check_writable(who, "--save", a->save, true);
 }
 
 int main(int argc, char **argv)

@@ -27,7 +27,7 @@ from . import _capi
 from ._capi import lib as _lib
 
 __all__ = ["Error", "InputError", "UsageError", "InternalError", "IOError", "NoGPUError",
-           "GPUError", "PeerError", "compile", "load_plan", "Program", "Plan", "Session",
+           "GPUError", "PeerError", "compile", "load_plan", "check_writable", "Program", "Plan", "Session",
            "version", "mpi_init"]
 
 
@@ -321,6 +321,17 @@ def load_plan(path: Union[str, os.PathLike]) -> Plan:
     h = ctypes.c_void_p()
     _call(_lib.shardc_plan_load, _b(os.fspath(path)), ctypes.byref(h), what="load_plan")
     return Plan(h.value, path=os.fspath(path))
+
+
+def check_writable(path: Union[str, os.PathLike], folder: bool = False) -> None:
+    """Raises shardc.IOError, saying why, when the library could not write
+    path later: a file's folder (a symlink's target's) missing or not
+    writable, path a folder or a missing name ending in '/'; with folder,
+    a file where the folder or a folder on its way should be. For before a
+    long run, whose save_params, save_outputs, save_checkpoint (folder) or
+    save_plan would fail at its end. Nothing is made."""
+    _call(_lib.shardc_check_writable, _b(os.fspath(path)), int(bool(folder)),
+          what="check_writable")
 
 
 # ---- running ----

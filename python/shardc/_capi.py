@@ -92,6 +92,7 @@ _SIGS = {
     "shardc_pass_name": (_S, [_I]),
     "shardc_plan_step_name": (_S, [_I]),
     "shardc_program_seconds": (ctypes.c_double, [_P, _S]),
+    "shardc_check_writable": (_I, [_S, _I, _E]),
     "shardc_plan_load": (_I, [_S, ctypes.POINTER(_P), _E]),
     "shardc_plan_free": (None, [_P]),
     "shardc_plan_report": (_S, [_P]),

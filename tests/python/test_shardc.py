@@ -86,6 +86,24 @@ def test_plan_save_load(tmp_path):
         shardc.load_plan(path)
 
 
+def test_check_writable_before_a_run(tmp_path):
+    """Where a run's results will go, checked before it: a missing
+    folder, through a chain of symlinks too, and a file in a checkpoint
+    folder's way raise shardc.IOError saying why; nothing is made."""
+    shardc.check_writable(tmp_path / "p.st")
+    shardc.check_writable(tmp_path / "a" / "b", folder=True)
+    (tmp_path / "one").symlink_to(tmp_path / "none" / "p.st")
+    (tmp_path / "two").symlink_to("one")
+    with pytest.raises(shardc.IOError, match=r"two cannot be written: the folder .*none does not exist"):
+        shardc.check_writable(tmp_path / "two")
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(shardc.IOError, match=r"f/ckpt cannot be written: .*f is not a folder"):
+        shardc.check_writable(tmp_path / "f" / "ckpt", folder=True)
+    with pytest.raises(shardc.IOError, match="is a folder"):
+        shardc.check_writable(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f", "one", "two"]
+
+
 def test_training_from_numpy_matches_the_cli_to_the_bit(tmp_path):
     """mlp.sh on 2x2, three steps from the same inputs (numpy bound here,
     a safetensors file for shardrun) and params from the seed: every

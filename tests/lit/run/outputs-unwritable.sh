@@ -15,6 +15,14 @@
 # TRACE: shardrun: error: --trace {{.*}}.w/dir cannot be written: {{.*}}.w/dir is a folder
 # RUN: %expect 1 %shardrun %t.plan --steps 2 --outputs %t.w/o.st/ 2>&1 | FileCheck %s --check-prefix=SLASH
 # SLASH: shardrun: error: --outputs {{.*}}.w/o.st/ cannot be written: {{.*}}.w/o.st/ ends in /, which names a folder
+# A symlink's target gets the file, through every link: a chain of links
+# into a missing folder is caught, and so is a loop of links.
+# RUN: rm -rf %t.l && mkdir %t.l && ln -s %t.l/none/p.st %t.l/one && ln -s one %t.l/two
+# RUN: %expect 1 %shardrun %t.plan --steps 2 --save-params %t.l/two 2>&1 | FileCheck %s --check-prefix=CHAIN
+# CHAIN: shardrun: error: --save-params {{.*}}.l/two cannot be written: the folder {{.*}}.l/none does not exist
+# RUN: ln -s loop2 %t.l/loop1 && ln -s loop1 %t.l/loop2
+# RUN: %expect 1 %shardrun %t.plan --steps 2 --outputs %t.l/loop1 2>&1 | FileCheck %s --check-prefix=LOOP
+# LOOP: shardrun: error: --outputs {{.*}}.l/loop1 cannot be written: Too many levels of symbolic links
 # A checkpoint folder is made with its missing parents, but not through a
 # file.
 # RUN: %expect 1 %shardrun %t.plan --steps 2 --save %t.w/file 2>&1 | FileCheck %s --check-prefix=SAVE

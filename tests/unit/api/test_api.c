@@ -161,6 +161,30 @@ static void test_file(void)
     shardc_free(err);
 }
 
+/* shardc_check_writable: SHARDC_ERR_IO naming the path and why (the cases
+ * are support's test_path_writable's), SHARDC_ERR_USAGE without a path. */
+static void test_check_writable(void)
+{
+    char *err = NULL;
+    CHECK(shardc_check_writable("/nonexistent/p.st", 0, &err) == SHARDC_ERR_IO);
+    CHECK_STR(err, "/nonexistent/p.st cannot be written: the folder /nonexistent does not exist");
+    shardc_free(err);
+    err = NULL;
+    CHECK(shardc_check_writable("/dev/null/ckpt", 1, &err) == SHARDC_ERR_IO);
+    CHECK_STR(err, "/dev/null/ckpt cannot be written: /dev/null is not a folder");
+    shardc_free(err);
+    err = NULL;
+    CHECK(shardc_check_writable("/tmp", 0, &err) == SHARDC_ERR_IO);
+    CHECK_STR(err, "/tmp cannot be written: /tmp is a folder");
+    shardc_free(err);
+    err = (char *)"left";
+    CHECK(shardc_check_writable("/dev/null", 0, &err) == SHARDC_OK);
+    CHECK(err == NULL);
+    CHECK(shardc_check_writable("/tmp/a/new/folder", 1, NULL) == SHARDC_OK);
+    CHECK(shardc_check_writable(NULL, 0, &err) == SHARDC_ERR_USAGE);
+    shardc_free(err);
+}
+
 /* Two threads compile different meshes many times; each must always get the
  * text a single-threaded compilation gives. */
 typedef struct job {
@@ -310,6 +334,7 @@ int main(void)
     test_options();
     test_null_options();
     test_file();
+    test_check_writable();
     test_passes();
     test_threads();
     return CHECK_DONE();

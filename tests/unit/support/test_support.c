@@ -301,6 +301,58 @@ static void test_write_special(void)
     CHECK_INT(count_files(".tmp."), 0);
 }
 
+/* su_path_writable says beforehand what su_write_file would do: each
+ * path it passes is written, each it fails is not, with the reason named;
+ * a folder to make passes unless a file is in its way. */
+static void test_path_writable(void)
+{
+    CHECK_INT(su_write_file(at("file"), "old", 3, &err), 0);
+    CHECK(mkdir(at("sub"), 0755) == 0);
+    CHECK(symlink(at("none/x.st"), at("one")) == 0 && symlink("one", at("two")) == 0);
+    CHECK(symlink("sub/made.st", at("rel")) == 0 && symlink("rel", at("rel2")) == 0);
+    CHECK(symlink("loop2", at("loop1")) == 0 && symlink("loop1", at("loop2")) == 0);
+    struct {
+        const char *name;
+        bool ok;
+        const char *why; /* a part of it */
+    } cases[] = {
+        {"file", true, ""},
+        {"new.st", true, ""},
+        {"sub/new.st", true, ""},
+        {"rel2", true, ""},          /* a chain of relative links, into sub */
+        {"none/x.st", false, "none does not exist"},
+        {"file/x.st", false, "file is not a folder"},
+        {"sub", false, "sub is a folder"},
+        {"new/", false, "new/ ends in /, which names a folder"},
+        {"two", false, "none does not exist"}, /* a chain into a missing folder */
+        {"loop1", false, "Too many levels of symbolic links"},
+    };
+    char why[8300];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *path = at(cases[i].name);
+        bool ok = su_path_writable(path, false, why, sizeof why);
+        CHECK_INT(ok, cases[i].ok);
+        if (!ok && !strstr(why, cases[i].why))
+            fprintf(stderr, "  %s: why \"%s\", want \"%s\"\n", cases[i].name, why,
+                    cases[i].why);
+        CHECK(ok || strstr(why, cases[i].why));
+        CHECK_INT(su_write_file(path, "x", 1, &err) == 0, cases[i].ok);
+    }
+    CHECK_STR(slurp(at("sub/made.st")), "x");
+    CHECK(!su_path_writable(at("file"), true, why, sizeof why) && strstr(why, "file is not a folder"));
+    CHECK(!su_path_writable(at("file/a/b"), true, why, sizeof why) &&
+          strstr(why, "file is not a folder"));
+    CHECK(su_path_writable(at("sub/a/b"), true, why, sizeof why));
+    CHECK(su_path_writable(at("sub"), true, why, sizeof why));
+    CHECK(lmode(at("sub/a")) == 0); /* nothing made */
+    CHECK_INT(count_files(".tmp."), 0);
+    const char *names[] = {"file", "new.st", "sub/new.st", "sub/made.st", "one", "two",
+                           "rel", "rel2", "loop1", "loop2"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        unlink(at(names[i]));
+    CHECK(rmdir(at("sub")) == 0);
+}
+
 static void test_write_files(void)
 {
     snprintf(dir, sizeof dir, "/tmp/shardc_test_support_XXXXXX");
@@ -311,6 +363,7 @@ static void test_write_files(void)
     test_write_regular();
     test_write_symlinks();
     test_write_special();
+    test_path_writable();
     CHECK(rmdir(dir) == 0);
 }
 
