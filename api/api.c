@@ -42,6 +42,7 @@ struct shardc_options {
     int stop_after;
     bool no_reasons;      /* shardc_options_set_explain(opt, 0) */
     bool f32_parts;       /* --f32-matmul bf16x3 */
+    bool unshared;        /* api_options_set_unshared */
     shardc_pass_printer printer;
     void *printer_user;
 };
@@ -67,6 +68,11 @@ static void options_init(shardc_options *o)
     o->bucket_bytes = (int64_t)DEFAULT_BUCKET_MB << 20;
     o->hw = pass_hw_default();
     o->stop_after = -1;
+}
+
+void api_options_set_unshared(shardc_options *opt, bool on)
+{
+    opt->unshared = on;
 }
 
 shardc_options *shardc_options_new(void)
@@ -646,7 +652,8 @@ static void passes(void *arg)
                        .min_arch = oldest_arch(p),
                        .no_reasons = opt->no_reasons,
                        .only = opt->only_passes, .print_after = opt->print_after,
-                       .stop_after = opt->stop_after, .print = opt->printer,
+                       .stop_after = opt->stop_after, .unshared = opt->unshared,
+                       .print = opt->printer,
                        .print_user = opt->printer_user};
     p->partial = po.only || po.stop_after >= 0;
     pass_status st = pass_run_pipeline(m, &po, &p->res, err, &at);

@@ -47,6 +47,9 @@ struct shardc_plan {
 };
 
 /* The plan file of a compiled program (malloc'd bytes). */
+/* Every microbatch of a pipeline stage through every pass, none held once
+ * (pass_options.unshared): for tests that compare the two. */
+void api_options_set_unshared(shardc_options *opt, bool on);
 shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size_t *len,
                                char **error);
 /* The plan of prog, read back into memory as its file holds it, a

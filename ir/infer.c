@@ -871,6 +871,8 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
     case IR_SEND:
     case IR_RECV:
         return fail(c, "send and recv have no inferred type");
+    case IR_INSTANCES:
+        return fail(c, "instances have no inferred type");
     case IR_GT:
     case IR_EQ:
         return infer_binary(c, in, out);

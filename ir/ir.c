@@ -27,10 +27,20 @@ ir_module *ir_module_new(jmp_buf *oom)
     return m;
 }
 
+void ir_shared_free(ir_shared *sh)
+{
+    if (!sh)
+        return;
+    free(sh->run);
+    free(sh->piece);
+    free(sh);
+}
+
 void ir_module_free(ir_module *m)
 {
     if (!m)
         return;
+    ir_shared_free(m->shared);
     su_vec_free(&m->ops);
     su_vec_free(&m->outputs);
     su_vec_free(&m->updates);

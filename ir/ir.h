@@ -308,6 +308,25 @@ typedef struct ir_attrs_set {
     size_t cap, n;          /* cap a power of two over twice n; 0: none yet */
 } ir_attrs_set;
 
+/* A pipeline stage's middle microbatches, held once (passes/instances.c):
+ * run r (the `instances` op of tag r) stands for pieces run[r] ..
+ * run[r + 1] - 1, each microbatch mb's copy of ops [first, end) of
+ * microbatch 2's with its stamp: a task's whole instance (task 1 ..
+ * maxtask), or some of its sends and receives (task -1; microbatch 2 had
+ * p2p of them) or of the inserts that gather an output's rows (task
+ * maxtask + 1; gathers of them). */
+typedef struct ir_piece {
+    int task, mb, first, end;
+} ir_piece;
+typedef struct ir_shared {
+    int microbatches;
+    int nruns;
+    int *run;               /* [nruns + 1] */
+    ir_piece *piece;
+    int maxtask, p2p, gathers;
+} ir_shared;
+void ir_shared_free(ir_shared *sh);
+
 typedef struct ir_module {
     su_arena arena;
     jmp_buf *oom;
@@ -322,6 +341,7 @@ typedef struct ir_module {
                              * line, after the pipeline split), or -1: every stage */
     int next_id;
     ir_attrs_set attrs;     /* every op's attributes, each once */
+    ir_shared *shared;      /* malloc'd, NULL: none held once (instances.c) */
 } ir_module;
 
 #define IR_OP(m, i) ((ir_op *)(m)->ops.v[i])

@@ -368,6 +368,12 @@ static bool verify_rep(vctx *c, int i, const ir_op *op)
 static bool verify_p2p(vctx *c, int i, const ir_op *op)
 {
     const ir_module *m = c->m;
+    if (op->code == IR_INSTANCES)
+        return m->shared && op->a->tag >= 0 && op->a->tag < m->shared->nruns
+                   ? true
+                   : op_fail(c, i, op, "instances appear only in a stage whose middle "
+                             "microbatches are held once, between the pipeline split and "
+                             "the verifier");
     if (m->stage < 0)
         return op_fail(c, i, op, "send and recv appear only in a stage's program");
     if (op->a->peer < 0 || op->a->peer >= m->mesh.size[m->pipe.axis] || op->a->peer == m->stage)

@@ -153,13 +153,17 @@ static pass_status partition(run *u)
     return ok && ir_verify(r->part, u->err) ? PASS_OK : PASS_ERR_INTERNAL;
 }
 
+static pass_status share_instances(run *u);
+
 static pass_status pipeline_split(run *u)
 {
     pass_result *r = u->r;
     ir_module *m = r->part ? r->part : r->m;
     if (m->pipe.axis < 0)
         return PASS_OK;
-    return pass_pipeline_split(m, &r->pipe, u->err, u->at) ? PASS_OK : PASS_ERR_INPUT;
+    if (!pass_pipeline_split(m, &r->pipe, u->err, u->at))
+        return PASS_ERR_INPUT;
+    return u->o->unshared ? PASS_OK : share_instances(u);
 }
 
 /* fuse and memplan keep one entry per stage. */
@@ -205,6 +209,7 @@ typedef struct stage_job {
     bool combine;       /* bucket: combine the batches a pipeline left */
     int64_t bytes;      /* bucket: the bucket size */
     int bad;            /* verify: the op that failed the check, or -1 */
+    bool held;          /* share: the stage's middle microbatches are held once */
     bool (*fn)(void *ctx, int s, su_buf *err); /* pass_for_stages: stage s's job */
     void *ctx;
     int s;
@@ -383,6 +388,58 @@ static pass_status bucket(run *u)
     return run_stage_jobs(u, job, n, false) ? PASS_OK : PASS_ERR_INTERNAL;
 }
 
+/* ---- a pipeline stage's middle microbatches, held once from the split
+ * to the verifier (instances.c) ---- */
+
+static bool share_stage(stage_job *j, su_buf *err)
+{
+    j->w->oom = err->oom; /* as bucket_stage */
+    j->w->arena.oom = err->oom;
+    j->held = pass_share_instances(j->w);
+    return true;
+}
+
+static pass_status share_instances(run *u)
+{
+    int n = u->r->pipe.nstages;
+    ir_module **st = u->r->pipe.stage;
+    stage_job *job = stage_jobs(u, n);
+    for (int s = 0; s < n; s++)
+        job[s] = (stage_job){.run = share_stage, .m = st[s], .w = st[s], .own = st[s]->oom,
+                             .own_arena = st[s]->arena.oom};
+    int bad;
+    run_stage_jobs_keep(u->err, job, n, false, &bad);
+    for (int s = 0; s < n && bad < 0; s++)
+        u->r->pipe.nshared += job[s].held;
+    free_stage_jobs(job, n);
+    return bad < 0 ? PASS_OK : PASS_ERR_INTERNAL;
+}
+
+static bool expand_stage(stage_job *j, su_buf *err)
+{
+    j->w->oom = err->oom; /* as bucket_stage */
+    j->w->arena.oom = err->oom;
+    return pass_expand_instances(j->w, err);
+}
+
+/* Every stage whole again (what every pass after the verifier's per-stage
+ * checks, and every reader of the result, takes). */
+static pass_status expand_instances(run *u)
+{
+    int n = u->r->pipe.nstages;
+    ir_module **st = u->r->pipe.stage;
+    bool any = false;
+    for (int s = 0; s < n; s++)
+        any = any || st[s]->shared;
+    if (!any)
+        return PASS_OK;
+    stage_job *job = stage_jobs(u, n);
+    for (int s = 0; s < n; s++)
+        job[s] = (stage_job){.run = expand_stage, .m = st[s], .w = st[s], .own = st[s]->oom,
+                             .own_arena = st[s]->arena.oom};
+    return run_stage_jobs(u, job, n, false) ? PASS_OK : PASS_ERR_INTERNAL;
+}
+
 static bool parts_stage(stage_job *j, su_buf *err)
 {
     j->w->oom = err->oom; /* as bucket_stage */
@@ -426,6 +483,9 @@ static pass_status verify(run *u)
             *u->at = at;
         return internal(u, st[first], bad);
     }
+    pass_status ps = expand_instances(u);
+    if (ps != PASS_OK)
+        return ps;
     return n > 1 && !pass_verify_p2p(st, n, u->err) ? PASS_ERR_INTERNAL : PASS_OK;
 }
 
@@ -503,7 +563,13 @@ static void pipeline(void *arg)
             return;
         }
         double t0 = su_seconds();
-        u->st = runs[id](u);
+        u->st = id > PASS_VERIFY ? expand_instances(u) : PASS_OK;
+        if (u->st == PASS_OK)
+            u->st = runs[id](u);
+        /* what is printed, or the last pass's, is the whole program */
+        bool shown = (o->print && (o->print_after & 1u << id)) || id == o->stop_after;
+        if (u->st == PASS_OK && shown)
+            u->st = expand_instances(u);
         r->seconds[id] = su_seconds() - t0;
         if (u->st != PASS_OK) {
             r->failed = id;
@@ -517,6 +583,8 @@ static void pipeline(void *arg)
         if (id == o->stop_after)
             return;
     }
+    if ((u->st = expand_instances(u)) != PASS_OK)
+        r->failed = r->last;
 }
 
 pass_status pass_run_pipeline(ir_module *m, const pass_options *o, pass_result *r,

@@ -156,6 +156,8 @@ typedef struct pass_pipeline {
     /* The schedule's idle time over its ideal compute time with equal
      * per-chunk costs: (P-1)/M for gpipe and 1f1b, (P-1)/(V M) interleaved. */
     double bubble;
+    int nshared;            /* the stages whose middle microbatches were held once
+                             * from the split to the verifier (instances.c) */
     int nreps;              /* the pipelined repeat's repetitions */
     int *first_rep;         /* [nstages * chunks + 1]: chunk c runs repetitions
                              * first_rep[c] .. first_rep[c + 1] - 1 (chunk c on stage
@@ -172,6 +174,24 @@ void pass_pipeline_free(pass_pipeline *pp);
  * a send waiting for its recv (rendezvous, the strictest semantics any
  * communicator has). False with the stages and ops in err. */
 bool pass_verify_p2p(ir_module *const *stage, int n, su_buf *err);
+
+/* A pipeline stage's middle microbatches held once (instances.c): on a
+ * stage program as the split makes it (every op stamped with its task and
+ * microbatch), proves that each microbatch 3 .. M - 2 is microbatch 2's
+ * program but for its own values and the offsets and tags that count
+ * microbatches, then takes their ops out, each run of them one
+ * `instances` op (m->shared says what each stands for). Whether it did:
+ * a stage that differs, a pipeline of fewer than 5 microbatches, or
+ * a program without stamps (--unroll) stays as it was. Bucket,
+ * matmul-parts and the verifier's per-stage checks run on such a
+ * program; every other pass reads the program expanded. */
+bool pass_share_instances(ir_module *m);
+/* Puts the middle microbatches back (m->shared then NULL), each a copy of
+ * microbatch 2's ops as the passes left them: the program the passes
+ * would have made of the unrolled one. Nothing to do without m->shared.
+ * False with an internal error in err when microbatch 2's ops no longer
+ * match what was taken out (m stays as it was). */
+bool pass_expand_instances(ir_module *m, su_buf *err);
 
 /* Gradient buckets (bucket.c): in a partitioned training step, groups the
  * collectives that synchronise gradients (all_reduce, and reduce_scatter
@@ -429,6 +449,9 @@ typedef struct pass_options {
                              * the list's order; 0: the whole list */
     uint32_t print_after;   /* bit per pass_id */
     int stop_after;         /* a pass_id, or -1: run to the end */
+    bool unshared;          /* every microbatch of a pipeline stage stays in its
+                             * program (pass_share_instances is not run): for
+                             * tests that compare the two */
     pass_print_fn print;
     void *print_user;
 } pass_options;

@@ -4,8 +4,9 @@
  * output, outputs file, trace, params and a checkpoint, and a second
  * session resumed from it for another step) runs once to count its
  * allocations, then again for every k with the k-th allocation made to
- * fail, until a run makes fewer than k; for two models, a data-parallel one
- * and a pipelined one (compiled from a file, and again from its logical IR). Each call must succeed with the reference run's
+ * fail, until a run makes fewer than k; for a data-parallel model and a
+ * pipelined one over 2 and over 8 microbatches (compiled from a file, and
+ * again from its logical IR). Each call must succeed with the reference run's
  * result, or fail with a status and a message: SHARDC_ERR_NOMEM for the
  * compiler's calls, never SHARDC_ERR_INTERNAL. It must never crash, exit
  * or leak: every block the library allocated during a run is freed by the
@@ -222,24 +223,30 @@ typedef struct model {
     "output out, loss\n"                                                       \
     "train loss with adamw(lr = 0.01)\n"
 
+/* Two layers over two stages, trained with momentum, in M microbatches. */
+#define PIPELINE(M)                                                            \
+    "mesh pp\n"                                                                \
+    "input x : f32[8, 4]\n"                                                    \
+    "block layer(h : f32[8, 4]) -> f32[8, 4] {\n"                              \
+    "    param w : f32[4, 4] = normal(0.5)\n"                                  \
+    "    return tanh(h @ w)\n"                                                 \
+    "}\n"                                                                      \
+    "repeat 2 as layers over pp { x = layer(x) }\n"                            \
+    "param g : f32[4] = normal(0.5)\n"                                         \
+    "loss = sum(sum(x - g, axis = 0), axis = -1)\n"                            \
+    "train loss with sgd(lr = 0.05, momentum = 0.9)\n"                         \
+    "pipeline microbatches " M " schedule 1f1b\n"
+
 static const model models[] = {
     /* data parallel, adamw's states, gradients in one bucket */
     {"mlp", MLP,
      "2", true, "out", false, "none", 1},
-    {"pipeline", /* two stages, 1F1B over two microbatches, momentum */
-     "mesh pp\n"
-     "input x : f32[8, 4]\n"
-     "block layer(h : f32[8, 4]) -> f32[8, 4] {\n"
-     "    param w : f32[4, 4] = normal(0.5)\n"
-     "    return tanh(h @ w)\n"
-     "}\n"
-     "repeat 2 as layers over pp { x = layer(x) }\n"
-     "param g : f32[4] = normal(0.5)\n"
-     "loss = sum(sum(x - g, axis = 0), axis = -1)\n"
-     "train loss with sgd(lr = 0.05, momentum = 0.9)\n"
-     "pipeline microbatches 2 schedule 1f1b\n",
-     "2", false, "loss", true, "none", 1},
-    /* the same with a kernel plan, when NVRTC is here: every 50th k (each
+    /* two stages, 1F1B over two microbatches, momentum */
+    {"pipeline", PIPELINE("2"), "2", false, "loss", true, "none", 1},
+    /* the same over eight microbatches: the middle ones held once from the
+     * split to the verifier (passes/instances.c), then put back */
+    {"pipeline-8", PIPELINE("8"), "2", false, "loss", true, "none", 1},
+    /* mlp with a kernel plan, when NVRTC is here: every 50th k (each
      * run builds three plans with kernels, read from NVRTC's cache) */
     {"mlp-kernels", MLP, "2", true, "out", false, "sm_80", 50},
 };
