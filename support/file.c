@@ -101,6 +101,19 @@ static char *resolve(const char *path, bool *proc)
     return NULL;
 }
 
+/* The folder of path p (malloc'd, taken): "." for a name without one, "/"
+ * for one in the root. NULL: no memory. */
+static char *folder_of(char *p)
+{
+    size_t dn = dir_len(p);
+    if (dn == 0) {
+        free(p);
+        return strdup(".");
+    }
+    p[dn > 1 ? dn - 1 : 1] = 0;
+    return p;
+}
+
 /* Whether folder dir (made, parents and all, when missing and make) can be
  * written into: its nearest existing folder must be one, and writable.
  * False with the reason in why. */
@@ -122,13 +135,7 @@ static bool folder_writable(const char *dir, bool make, char *why, size_t n)
         size_t k = strlen(at);
         while (k > 1 && at[k - 1] == '/') /* "a/b/" is "a/b" */
             at[--k] = 0;
-        size_t dn = dir_len(at);
-        if (dn == 0) { /* a relative name's folder is the current one */
-            free(at);
-            at = strdup(".");
-        } else {
-            at[dn > 1 ? dn - 1 : 1] = 0; /* "/x": "/" */
-        }
+        at = folder_of(at);
     }
     if (!at) {
         snprintf(why, n, "out of memory");
@@ -146,6 +153,10 @@ static bool folder_writable(const char *dir, bool make, char *why, size_t n)
 bool su_path_writable(const char *path, bool folder, char *why, size_t n)
 {
     why[0] = 0;
+    if (!path[0]) {
+        snprintf(why, n, "an empty name names no file");
+        return false;
+    }
     struct stat st;
     bool exists = stat(path, &st) == 0;
     if (!exists && errno != ENOENT && errno != ENOTDIR && errno != ELOOP) {
@@ -177,16 +188,15 @@ bool su_path_writable(const char *path, bool folder, char *why, size_t n)
         snprintf(why, n, "%s", strerror(errno));
         return false;
     }
-    bool ok = proc;
-    if (!proc) {
-        size_t dn = dir_len(dest);
-        if (dn == 0)
-            strcpy(dest, ".");
-        else
-            dest[dn > 1 ? dn - 1 : 1] = 0;
-        ok = folder_writable(dest, false, why, n);
+    if (proc) {
+        free(dest);
+        return true;
     }
-    free(dest);
+    char *dir = folder_of(dest);
+    bool ok = dir && folder_writable(dir, false, why, n);
+    if (!dir)
+        snprintf(why, n, "out of memory");
+    free(dir);
     return ok;
 }
 

@@ -328,6 +328,8 @@ static void test_path_writable(void)
         {"loop1", false, "Too many levels of symbolic links"},
     };
     char why[8300];
+    CHECK(!su_path_writable("", false, why, sizeof why) && strstr(why, "empty name"));
+    CHECK(!su_path_writable("", true, why, sizeof why) && strstr(why, "empty name"));
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const char *path = at(cases[i].name);
         bool ok = su_path_writable(path, false, why, sizeof why);
