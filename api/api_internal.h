@@ -46,10 +46,10 @@ struct shardc_plan {
     rt_plan *p;
 };
 
-/* The plan file of a compiled program (malloc'd bytes). */
 /* Every microbatch of a pipeline stage through every pass, none held once
  * (pass_options.unshared): for tests that compare the two. */
 void api_options_set_unshared(shardc_options *opt, bool on);
+/* The plan file of a compiled program (malloc'd bytes). */
 shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size_t *len,
                                char **error);
 /* The plan of prog, read back into memory as its file holds it, a

@@ -192,14 +192,18 @@ static int index_of(const share *H, const ir_value *v)
     return v->id >= 0 && v->id < H->m->next_id ? H->at[v->id] : -1;
 }
 
+static bool same_text(const char *a, const char *b)
+{
+    return a == b || (a && b && !strcmp(a, b));
+}
+
 /* Whether op x (microbatch j) and its template t (microbatch 2) carry the
  * same attributes but for an offset and a tag that step by what t's and
  * t1's (microbatch 1's) differ by, once per microbatch. */
 static bool attrs_alike(const ir_op *x, const ir_op *t, const ir_op *t1, int j)
 {
-    if (x->a == t->a)
-        return t->a == t1->a || (t->a->offset == t1->a->offset && t->a->tag == t1->a->tag) ||
-               j == TEMPLATE;
+    if (x->a == t->a) /* then t's offset and tag take no step */
+        return t->a == t1->a || (t->a->offset == t1->a->offset && t->a->tag == t1->a->tag);
     ir_attrs a, b;
     memcpy(&a, x->a, sizeof a);
     memcpy(&b, t->a, sizeof b);
@@ -207,9 +211,7 @@ static bool attrs_alike(const ir_op *x, const ir_op *t, const ir_op *t1, int j)
     if (a.offset - b.offset != d * (b.offset - t1->a->offset) ||
         a.tag - b.tag != d * (b.tag - t1->a->tag))
         return false;
-    if ((a.name != b.name && (!a.name || !b.name || strcmp(a.name, b.name))) ||
-        (a.init_param != b.init_param &&
-         (!a.init_param || !b.init_param || strcmp(a.init_param, b.init_param))))
+    if (!same_text(a.name, b.name) || !same_text(a.init_param, b.init_param))
         return false;
     a.offset = b.offset = a.tag = b.tag = 0;
     a.name = b.name = a.init_param = b.init_param = NULL;
@@ -245,7 +247,7 @@ static bool op_alike(const share *H, const ir_op *x, const ir_op *t, const ir_op
     for (int r = 0; r < x->nres; r++) {
         const ir_value *a = x->res[r], *b = t->res[r];
         if (!ir_type_eq(&a->type, &b->type) || memcmp(&a->sh, &b->sh, sizeof a->sh) ||
-            (a->name != b->name && (!a->name || !b->name || strcmp(a->name, b->name))))
+            !same_text(a->name, b->name))
             return false;
     }
     for (int k = 0; k < x->nin; k++)
