@@ -1139,11 +1139,14 @@ static void check_item(void *ctx, int i)
     j->ok = rt_plan_validate_stage(j->p, j->s, &j->err);
 }
 
-/* A pipeline's stages, built plain, validated and rolled into the loop
- * form a batch at a time, as many stages as processors (at most 16): the
- * batch's plain programs and kernels are freed once it has rolled, so the
- * plan never holds more than a batch of plain stages (at 128
- * microbatches, pipeline.sh L=96 on 64x8x8's are 90 MB each). The
+/* A pipeline's stages, built plain, rolled into the loop form and
+ * validated as they will be written (a rolled stage's instructions on a
+ * sample of its items: rt_plan_validate_stage), a batch at a time, as
+ * many stages as processors (at most 16): the batch's plain programs and
+ * kernels are freed once it has rolled, so the plan never holds more than
+ * a batch of plain stages (at 128 microbatches, pipeline.sh L=96 on
+ * 64x8x8's are 90 MB each). Before the roll, only what it indexes by is
+ * checked (rt_plan_check_refs). The
  * kernels: those of the stages that did not roll, as they were, then each
  * rolled stage's, in stage order. */
 static bool build_rolled(plan_run *r, rt_plan *p)
@@ -1173,8 +1176,27 @@ static bool build_rolled(plan_run *r, rt_plan *p)
             tables(b, &v, sa);
             v.kernel += k0;
             v.nkernels -= k0;
-            for (int s = s0; s < s1; s++)
+            for (int s = s0; ok && s < s1; s++)
+                ok = rt_plan_check_refs(&v, s, b->err);
+        }
+        if (ok) {
+            cg_plan_roll_stages(&v, s0, s1, b->task, b->mb, &r->arena, b->oom, done + s0);
+            lap(b->o, CG_T_ROLL, &t0, 0);
+            /* each stage as it will be written: rolled (its loop form, and
+             * its instructions on a sample of its items), or plain */
+            for (int s = s0; s < s1; s++) {
                 job[s - s0] = (check_job){.p = &v, .s = s};
+                if (!done[s].rolled)
+                    continue;
+                rt_plan *w = su_alloc(sa, sizeof *w);
+                *w = v;
+                w->stage = su_alloc(sa, (size_t)n * sizeof *w->stage);
+                memcpy(w->stage, v.stage, (size_t)n * sizeof *w->stage);
+                w->stage[s] = done[s].prog;
+                w->kernel = done[s].kernel;
+                w->nkernels = done[s].nkernels;
+                job[s - s0].p = w;
+            }
             su_parallel_for(s1 - s0, batch, check_item, job);
             for (int s = s0; ok && s < s1; s++)
                 if (!job[s - s0].ok) {
@@ -1184,7 +1206,6 @@ static bool build_rolled(plan_run *r, rt_plan *p)
             lap(b->o, CG_T_VALIDATE, &t0, 0);
         }
         if (ok) {
-            cg_plan_roll_stages(&v, s0, s1, b->task, b->mb, &r->arena, b->oom, done + s0);
             for (int i = 0; i < v.nio; i++) /* the rolled stages' buffers, numbered again */
                 if (v.io[i].stage >= s0 && v.io[i].stage < s1) {
                     rt_io *io = b->ios.v[i];
@@ -1213,7 +1234,6 @@ static bool build_rolled(plan_run *r, rt_plan *p)
             b->kernels.n = k0;
             if (!all) /* a stage as it was: its plain memory stays */
                 su_arena_take(&r->arena, sa);
-            lap(b->o, CG_T_ROLL, &t0, 0);
         }
         b->sa = &r->arena;
         su_arena_free(sa);
@@ -1269,8 +1289,8 @@ static void build_plan(void *arg)
     p.source = (char *)(b->o->source ? b->o->source : "");
     bool ok = true;
     if (!b->o->unroll && m0->stage >= 0) {
-        /* each stage validated plain and rolled into loop form (whose
-         * structure the writer checks), then the rest of the plan */
+        /* each stage rolled into loop form and validated as it will be
+         * written, then the rest of the plan */
         ok = build_rolled(r, &p);
     } else {
         double t0 = su_seconds();

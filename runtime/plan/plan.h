@@ -442,15 +442,19 @@ rt_plan *rt_plan_load_as_written(const char *path, su_status *err);
 /* The checks rt_plan_read runs after decoding: indices in range, types that
  * fit their buffers, each instruction's shapes consistent for its op
  * (rt_instr_check), I/O entries consistent with the programs; a plan with
- * programs in loop form, each such program on an expanded copy of it
- * alone, one at a time (so checking never holds more than one stage's
- * expansion). */
+ * programs in loop form, each such program on a copy of it expanded for
+ * a sample of its items, one at a time (plan_validate.c's
+ * check_loop_stage: for each body and tuple of slots, the least and the
+ * greatest microbatch, which pass exactly when every microbatch does). */
 bool rt_plan_validate(const rt_plan *p, su_status *err);
 /* rt_plan_validate's checks in two halves, for a writer that holds one
  * stage's plain program at a time (a pipeline's stages, rolled a few at
- * a time: codegen/plan_build.c). rt_plan_validate_stage checks stage s,
- * plain: its buffers, its instructions, the sources of its params and
- * states, and its kernels (their modules' entries in range); the I/O
+ * a time: codegen/plan_build.c). rt_plan_validate_stage checks stage s:
+ * its buffers, its instructions, the sources of its params and states,
+ * and its kernels (their modules' entries in range), a loop form as
+ * rt_plan_validate checks it (its structure, then its instructions on a
+ * sample of its items, those of the least and the greatest microbatch of
+ * each body and tuple of slots its buffers take: plan_validate.c); the I/O
  * entries and modules they name must be in p, and p's kernels may be some
  * stages' only. rt_plan_validate_rest checks the rest on the whole plan,
  * its programs plain or in loop form: the mesh, the I/O entries, the
@@ -459,6 +463,12 @@ bool rt_plan_validate(const rt_plan *p, su_status *err);
  * which passes the second passes rt_plan_validate. */
 bool rt_plan_validate_stage(const rt_plan *p, int s, su_status *err);
 bool rt_plan_validate_rest(const rt_plan *p, su_status *err);
+/* Of stage s, plain: every buffer an instruction or one of the stage's
+ * kernels names in range, and every instruction a kernel names: what the
+ * writer checks before it rolls a stage into loop form
+ * (codegen/plan_roll.c indexes by them), then rt_plan_validate_stage
+ * checks the loop form it rolled. */
+bool rt_plan_check_refs(const rt_plan *p, int s, su_status *err);
 /* Shape rules of one instruction (local shapes), so kernels can trust them. */
 bool rt_instr_check(const rt_plan *p, const rt_instr *in, su_status *err);
 /* For each I/O entry i of a validated plan, first[i] (nio entries): the

@@ -69,6 +69,25 @@ void *rt_plan_alloc(rt_plan *p, size_t count, size_t size);
 /* Frees a list of blocks. */
 void rt_plan_free_blocks(void *mem);
 
+/* Of a program in loop form that rt_plan_check_loops accepted: body b's
+ * instructions, and the body holding instruction k. */
+int64_t rt_plan_body_len(const rt_program *g, int32_t b);
+int32_t rt_plan_body_of(const rt_program *g, int32_t k);
+/* The items of stage s's loop form (of a plan rt_plan_check_loops
+ * accepted) whose expansion the validator checks for all of them
+ * (plan_validate.c, check_loop_stage): for each body and each distinct
+ * tuple of slots that its buffers (its instructions' operands and results,
+ * its kernels' parameters) take, the first item of the least microbatch
+ * and the first of the greatest. *keep gets their indices, ascending
+ * (malloc'd, *nkeep of them; the caller frees it). */
+bool rt_plan_loop_sample(const rt_plan *p, int s, int32_t **keep, int32_t *nkeep,
+                         su_status *err);
+
+/* rt_plan_validate_stage, a program in loop form checked on its whole
+ * expansion rather than on rt_plan_loop_sample's items: the reference the
+ * sample must agree with (tests/unit/runtime/test_plan_sample.c). */
+bool rt_plan_validate_stage_whole(const rt_plan *p, int s, su_status *err);
+
 /* f32, f16 or bf16. */
 bool rt_check_float_dtype(int dtype);
 /* "f32[4, 8]" in buf, returned. */

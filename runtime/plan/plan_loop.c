@@ -40,6 +40,11 @@ static int32_t body_end(const rt_program *g, int32_t b)
     return b + 1 < g->nbody ? g->body_start[b + 1] : g->ninstr;
 }
 
+int64_t rt_plan_body_len(const rt_program *g, int32_t b)
+{
+    return body_end(g, b) - g->body_start[b];
+}
+
 /* The body holding instruction k (in range). */
 static int32_t body_of(const rt_program *g, int32_t k)
 {
@@ -52,6 +57,11 @@ static int32_t body_of(const rt_program *g, int32_t k)
             hi = mid - 1;
     }
     return lo;
+}
+
+int32_t rt_plan_body_of(const rt_program *g, int32_t k)
+{
+    return body_of(g, k);
 }
 
 /* Bodies, items and slot maps of program g (stage s): in range. */
@@ -418,4 +428,142 @@ rt_plan *rt_plan_read_plain(const uint8_t *data, size_t len, const char *what, s
         return NULL;
     }
     return p;
+}
+
+/* ---- the items the validator expands (rt_plan_loop_sample) ---- */
+
+/* Adds buffer b's slot map to body b's list (maps: per map, the body that
+ * listed it last, so each is listed once). */
+static void add_map(const rt_program *g, int32_t buf, int32_t body, int32_t *last,
+                    int32_t *list, int32_t *n)
+{
+    if (!slotted(g, buf))
+        return;
+    int32_t m = g->buf_slots[buf];
+    if (last[m] != body) {
+        last[m] = body;
+        list[(*n)++] = m;
+    }
+}
+
+typedef struct sample_key {
+    uint64_t hash;
+    int32_t j, item;
+} sample_key;
+
+static int cmp_sample(const void *a, const void *b)
+{
+    const sample_key *x = a, *y = b;
+    if (x->hash != y->hash)
+        return x->hash < y->hash ? -1 : 1;
+    if (x->j != y->j)
+        return x->j < y->j ? -1 : 1;
+    return x->item < y->item ? -1 : x->item > y->item;
+}
+
+/* Whether microbatches i and j take the same slot in each of n maps. */
+static bool same_slots(const rt_program *g, const int32_t *maps, int32_t n, int32_t i, int32_t j)
+{
+    for (int32_t q = 0; q < n; q++)
+        if (g->slotmap[(int64_t)maps[q] * g->nmb + i] != g->slotmap[(int64_t)maps[q] * g->nmb + j])
+            return false;
+    return true;
+}
+
+bool rt_plan_loop_sample(const rt_plan *p, int s, int32_t **keep, int32_t *nkeep,
+                         su_status *err)
+{
+    const rt_program *g = &p->stage[s];
+    *keep = NULL;
+    *nkeep = 0;
+    size_t nb = (size_t)g->nbody, ni = (size_t)g->nitem;
+    /* each body's slot maps: mapstart[b] .. mapstart[b + 1] of maps[] */
+    size_t cap = (size_t)g->ninstr * (RT_MAX_IN + 1) + 1;
+    for (int32_t i = 0; i < p->nkernels; i++)
+        if (p->kernel[i].stage == s)
+            cap += (size_t)p->kernel[i].nin + (size_t)p->kernel[i].nout;
+    int32_t *last = malloc(((size_t)g->nslotmap + 1) * sizeof *last);
+    int32_t *maps = malloc(cap * sizeof *maps);
+    int32_t *mapstart = malloc((nb + 1) * sizeof *mapstart);
+    int32_t *kbody = malloc(((size_t)p->nkernels + 1) * sizeof *kbody);
+    sample_key *key = malloc((ni + 1) * sizeof *key);
+    int32_t *out = malloc((ni + 1) * sizeof *out);
+    bool *kept = calloc(ni + 1, sizeof *kept);
+    bool ok = last && maps && mapstart && kbody && key && out && kept;
+    if (!ok)
+        goto done;
+    for (int32_t m = 0; m < g->nslotmap; m++)
+        last[m] = -1;
+    for (int32_t i = 0; i < p->nkernels; i++) {
+        const rt_kernel *k = &p->kernel[i];
+        kbody[i] = k->stage == s && k->ninstr > 0 ? body_of(g, k->instr[0]) : -1;
+    }
+    int32_t n = 0;
+    for (int32_t b = 0; b < g->nbody; b++) {
+        mapstart[b] = n;
+        for (int32_t k = g->body_start[b]; k < body_end(g, b); k++) {
+            const rt_instr *x = &g->instr[k];
+            for (int a = 0; a < x->nin && a < RT_MAX_IN; a++)
+                add_map(g, x->in[a], b, last, maps, &n);
+            add_map(g, x->out, b, last, maps, &n);
+        }
+        for (int32_t i = 0; i < p->nkernels; i++)
+            for (int32_t q = 0; kbody[i] == b && p->kernel[i].param &&
+                                q < p->kernel[i].nin + p->kernel[i].nout; q++)
+                add_map(g, p->kernel[i].param[q], b, last, maps, &n);
+    }
+    mapstart[nb] = n;
+    /* the items of each body by the hash of their slots, then microbatch */
+    for (int32_t b = 0; b < g->nbody; b++) {
+        const int32_t *bm = maps + mapstart[b];
+        int32_t nm = mapstart[b + 1] - mapstart[b], nk = 0;
+        for (int32_t i = 0; i < g->nitem; i++) {
+            if (g->item[2 * i] != b)
+                continue;
+            int32_t j = g->item[2 * i + 1];
+            uint64_t h = 1469598103934665603u;
+            for (int32_t q = 0; q < nm; q++)
+                h = (h ^ (uint64_t)(uint32_t)g->slotmap[(int64_t)bm[q] * g->nmb + j]) *
+                    1099511628211u;
+            key[nk++] = (sample_key){h, j, i};
+        }
+        qsort(key, (size_t)nk, sizeof *key, cmp_sample);
+        /* within a hash, the classes of equal slots: of each, the first
+         * item of its least microbatch and the first of its greatest (the
+         * keys ascend by microbatch, then item) */
+        for (int32_t lo = 0, hi; lo < nk; lo = hi) {
+            for (hi = lo + 1; hi < nk && key[hi].hash == key[lo].hash; hi++)
+                ;
+            for (int32_t a = lo; a < hi; a++) {
+                if (key[a].item < 0)
+                    continue; /* in an earlier class */
+                int32_t least = key[a].item, most = key[a].item, mostj = key[a].j;
+                for (int32_t c = a + 1; c < hi; c++)
+                    if (key[c].item >= 0 && same_slots(g, bm, nm, key[a].j, key[c].j)) {
+                        if (key[c].j > mostj) {
+                            most = key[c].item;
+                            mostj = key[c].j;
+                        }
+                        key[c].item = -1;
+                    }
+                kept[least] = kept[most] = true;
+            }
+        }
+    }
+    for (int32_t i = 0; i < g->nitem; i++)
+        if (kept[i])
+            out[(*nkeep)++] = i;
+done:
+    free(last);
+    free(maps);
+    free(mapstart);
+    free(kbody);
+    free(key);
+    free(kept);
+    if (!ok) {
+        free(out);
+        return rt_plan_nomem(err);
+    }
+    *keep = out;
+    return true;
 }

@@ -383,7 +383,26 @@ static bool check_in_program(const rt_plan *p, int s, const rt_instr *in, su_sta
     return p2p || rt_instr_check(p, in, err);
 }
 
-static bool check_programs(const rt_plan *p, int s0, int s1, su_status *err)
+/* Where an instruction or a kernel of a checked copy lies in the plan its
+ * messages name: a loop form is checked on a sample of its items expanded
+ * (validate_loops), whose instruction k and kernel i are instruction
+ * instr[k] and kernel kernel[i] of the stage expanded whole. NULL: the
+ * copy's own numbers. */
+typedef struct where {
+    const int64_t *instr, *kernel;
+} where;
+
+static long long instr_at(const where *w, int64_t k)
+{
+    return w && w->instr ? (long long)w->instr[k] : (long long)k;
+}
+
+static long long kernel_at(const where *w, int64_t i)
+{
+    return w && w->kernel ? (long long)w->kernel[i] : (long long)i;
+}
+
+static bool check_programs(const rt_plan *p, int s0, int s1, const where *w, su_status *err)
 {
     su_status msg;
     for (int s = s0; s < s1; s++) {
@@ -391,10 +410,12 @@ static bool check_programs(const rt_plan *p, int s0, int s1, su_status *err)
         for (int k = 0; k < g->ninstr; k++) {
             const rt_instr *in = &g->instr[k];
             if (in->line < 0 || in->col < 0 || (!in->line && in->col))
-                return rt_plan_fail(err, "stage %d, instruction %d: source place %d:%d is not "
-                                    "a line and column", s, k, (int)in->line, (int)in->col);
+                return rt_plan_fail(err, "stage %d, instruction %lld: source place %d:%d is not "
+                                    "a line and column", s, instr_at(w, k), (int)in->line,
+                                    (int)in->col);
             if (!check_in_program(p, s, in, &msg))
-                return rt_plan_wrap(err, &msg, "stage %d, instruction %d (%s): ", s, k,
+                return rt_plan_wrap(err, &msg, "stage %d, instruction %lld (%s): ", s,
+                                    instr_at(w, k),
                                     in->op < RT_NOPS ? rt_ops[in->op].name : "?");
         }
     }
@@ -586,7 +607,7 @@ static bool check_launch(const rt_plan *p, const rt_kernel *k, su_status *err)
  * instructions, none claimed by another kernel (owner: per instruction of
  * the stage, the kernel claiming it, or -1). */
 static bool check_kernel_instrs(const rt_program *g, const rt_kernel *k, int32_t *owner,
-                                int32_t self, su_status *err)
+                                int32_t self, const where *w, su_status *err)
 {
     if (k->ninstr < 1 || !k->instr)
         return rt_plan_fail(err, "stands for no instruction");
@@ -596,13 +617,14 @@ static bool check_kernel_instrs(const rt_program *g, const rt_kernel *k, int32_t
             return rt_plan_fail(err, "instruction %d is out of range (the program has %d)", at,
                                 g->ninstr);
         if (i > 0 && at <= k->instr[i - 1])
-            return rt_plan_fail(err, "instructions %d and %d are not in ascending order",
-                                k->instr[i - 1], at);
+            return rt_plan_fail(err, "instructions %lld and %lld are not in ascending order",
+                                instr_at(w, k->instr[i - 1]), instr_at(w, at));
         if (rt_ops[g->instr[at].op].cls != RT_K_COMPUTE)
-            return rt_plan_fail(err, "instruction %d (%s) is not a compute instruction", at,
-                                rt_ops[g->instr[at].op].name);
+            return rt_plan_fail(err, "instruction %lld (%s) is not a compute instruction",
+                                instr_at(w, at), rt_ops[g->instr[at].op].name);
         if (owner[at] >= 0)
-            return rt_plan_fail(err, "instruction %d belongs to kernel %d too", at, owner[at]);
+            return rt_plan_fail(err, "instruction %lld belongs to kernel %lld too",
+                                instr_at(w, at), kernel_at(w, owner[at]));
         owner[at] = self;
     }
     return true;
@@ -852,7 +874,8 @@ static bool check_module_table(const rt_plan *p, su_status *err)
 /* Every kernel's stage, and each kernel of stages s0 to s1 - 1: its name,
  * module, launch, instructions and parameters ("kernel 3 (k3_add_gelu) of
  * stage 0: ..."). */
-static bool check_stage_kernels(const rt_plan *p, int s0, int s1, su_status *err)
+static bool check_stage_kernels(const rt_plan *p, int s0, int s1, const where *w,
+                                su_status *err)
 {
     su_status msg;
     int64_t total = 0;
@@ -867,8 +890,8 @@ static bool check_stage_kernels(const rt_plan *p, int s0, int s1, su_status *err
     for (int32_t i = 0; ok && i < p->nkernels; i++) {
         const rt_kernel *k = &p->kernel[i];
         if (k->stage < 0 || k->stage >= p->nstages) {
-            ok = rt_plan_fail(err, "kernel %d: stage %d is out of range (the plan has %d)", i,
-                              k->stage, p->nstages);
+            ok = rt_plan_fail(err, "kernel %lld: stage %d is out of range (the plan has %d)",
+                              kernel_at(w, i), k->stage, p->nstages);
             break;
         }
         if (k->stage < s0 || k->stage >= s1)
@@ -878,11 +901,11 @@ static bool check_stage_kernels(const rt_plan *p, int s0, int s1, su_status *err
             own += p->stage[s].ninstr;
         const rt_program *g = &p->stage[k->stage];
         ok = check_launch(p, k, &msg) &&
-             check_kernel_instrs(g, k, own, i, &msg) &&
+             check_kernel_instrs(g, k, own, i, w, &msg) &&
              check_params(g, k, &msg) &&
              (k->strategy != RT_KS_MATMUL || check_matmul(g, k, &msg));
         if (!ok)
-            rt_plan_wrap(err, &msg, "kernel %d (%s) of stage %d: ", i,
+            rt_plan_wrap(err, &msg, "kernel %lld (%s) of stage %d: ", kernel_at(w, i),
                          is_identifier(k->name) ? k->name : "?", k->stage);
     }
     free(owner);
@@ -893,7 +916,7 @@ static bool check_stage_kernels(const rt_plan *p, int s0, int s1, su_status *err
  * kernel's. */
 static bool check_kernels(const rt_plan *p, su_status *err)
 {
-    return check_module_table(p, err) && check_stage_kernels(p, 0, p->nstages, err) &&
+    return check_module_table(p, err) && check_stage_kernels(p, 0, p->nstages, NULL, err) &&
            check_init_module(p, err) && check_modules_used(p, err);
 }
 
@@ -906,12 +929,110 @@ static bool check_report(const rt_plan *p, su_status *err)
     return true;
 }
 
+/* Stage s of a plan in loop form (rt_plan_check_loops has passed it):
+ * its instructions, sources and kernels checked on a copy of the plan with
+ * that stage expanded for the sample of its items rt_plan_loop_sample
+ * picks, for each body and each tuple of slots its buffers take the items
+ * of the least and the greatest microbatch. Every check of an instruction
+ * or a kernel reads its microbatch j only through those slots and through
+ * its offset, the body's plus j steps, and each check of an offset bounds
+ * it (or holds at 0): what holds for two microbatches of one tuple holds
+ * for every microbatch between them. So the sample passes exactly when the
+ * whole expansion does, and the stage is checked once per tuple, not once
+ * per microbatch (128 microbatches of 8 stages: ...). The messages number
+ * instructions and kernels as the stage expanded whole would. */
+static bool check_loop_stage(const rt_plan *p, int s, bool *which, bool whole,
+                             su_status *err)
+{
+    const rt_program *g = &p->stage[s];
+    int32_t *keep = NULL, nkeep = 0;
+    if (whole) { /* every item: the reference the sample stands for */
+        keep = malloc(((size_t)g->nitem + 1) * sizeof *keep);
+        if (!keep)
+            return rt_plan_nomem(err);
+        for (nkeep = 0; nkeep < g->nitem; nkeep++)
+            keep[nkeep] = nkeep;
+    } else if (!rt_plan_loop_sample(p, s, &keep, &nkeep, err)) {
+        return false;
+    }
+    int32_t *item = malloc(2 * ((size_t)nkeep + 1) * sizeof *item);
+    rt_program *st = malloc((size_t)p->nstages * sizeof *st);
+    int64_t *full = malloc(((size_t)g->nitem + 1) * sizeof *full);  /* each item's first instruction */
+    int64_t *fullk = malloc(((size_t)g->nitem + 1) * sizeof *fullk); /* and kernel, after base */
+    int32_t *nk = calloc((size_t)g->nbody + 1, sizeof *nk);         /* each body's kernels */
+    rt_plan copy = *p;
+    copy.mem_ = NULL;
+    int64_t *iat = NULL, *kat = NULL;
+    bool ok = item && st && full && fullk && nk ? true : rt_plan_nomem(err);
+    int64_t base = 0; /* the kernels of the stages before s */
+    for (int32_t i = 0; ok && i < p->nkernels; i++) {
+        const rt_kernel *k = &p->kernel[i];
+        if (k->stage >= 0 && k->stage < s)
+            base++;
+        else if (k->stage == s)
+            nk[rt_plan_body_of(g, k->instr[0])]++;
+    }
+    if (ok) {
+        int64_t n = 0, m = 0;
+        for (int32_t i = 0; i < g->nitem; i++) {
+            int32_t b = g->item[2 * i];
+            full[i] = n;
+            fullk[i] = m;
+            n += rt_plan_body_len(g, b);
+            m += nk[b];
+        }
+        for (int32_t r = 0; r < nkeep; r++) {
+            item[2 * r] = g->item[2 * keep[r]];
+            item[2 * r + 1] = g->item[2 * keep[r] + 1];
+        }
+        memcpy(st, p->stage, (size_t)p->nstages * sizeof *st);
+        st[s].item = item;
+        st[s].nitem = nkeep;
+        copy.stage = st;
+        which[s] = true;
+        ok = rt_plan_expand_stages(&copy, which, err);
+        which[s] = false;
+    }
+    if (ok) {
+        iat = malloc(((size_t)copy.stage[s].ninstr + 1) * sizeof *iat);
+        kat = malloc(((size_t)copy.nkernels + 1) * sizeof *kat);
+        ok = iat && kat ? true : rt_plan_nomem(err);
+    }
+    if (ok) {
+        int64_t n = 0, m = 0;
+        for (int32_t r = 0; r < nkeep; r++) {
+            int32_t b = item[2 * r];
+            for (int64_t q = 0; q < rt_plan_body_len(g, b); q++)
+                iat[n++] = full[keep[r]] + q;
+            for (int32_t q = 0; q < nk[b]; q++)
+                kat[base + m++] = base + fullk[keep[r]] + q;
+        }
+        int64_t shift = (g->nitem ? fullk[g->nitem - 1] + nk[g->item[2 * (g->nitem - 1)]] : 0) - m;
+        for (int64_t i = 0; i < copy.nkernels; i++)
+            if (i < base || i >= base + m)
+                kat[i] = i < base ? i : i + shift;
+        where w = {iat, kat};
+        ok = check_programs(&copy, s, s + 1, &w, err) && check_sources(&copy, s, s + 1, err) &&
+             check_stage_kernels(&copy, s, s + 1, &w, err);
+    }
+    rt_plan_free_blocks(copy.mem_);
+    free(keep);
+    free(item);
+    free(st);
+    free(full);
+    free(fullk);
+    free(nk);
+    free(iat);
+    free(kat);
+    return ok;
+}
+
 /* A plan with programs in loop form: what expanding needs of every one
  * (rt_plan_check_loops), the checks the buffer tables, I/O entries and
  * modules need no expansion for, then each stage's instructions, sources
- * and kernels, a loop form on a copy of the plan with that stage alone
- * expanded (freed before the next), then the rest. The checks and their
- * order are rt_plan_validate's but for that: stage by stage. */
+ * and kernels (check_loop_stage: a sample of its items expanded on a copy
+ * of the plan, freed before the next), then the rest. The checks and
+ * their order are rt_plan_validate's but for that: stage by stage. */
 static bool validate_loops(const rt_plan *p, su_status *err)
 {
     int n = p->nstages;
@@ -922,15 +1043,11 @@ static bool validate_loops(const rt_plan *p, su_status *err)
     if (!which)
         return rt_plan_nomem(err);
     for (int s = 0; s < n; s++) {
-        rt_plan copy = *p;
-        copy.mem_ = NULL;
-        which[s] = true;
-        bool ok = !p->stage[s].nbody || rt_plan_expand_stages(&copy, which, err);
-        which[s] = false;
-        const rt_plan *v = p->stage[s].nbody ? &copy : p;
-        ok = ok && check_programs(v, s, s + 1, err) && check_sources(v, s, s + 1, err) &&
-             check_stage_kernels(v, s, s + 1, err);
-        rt_plan_free_blocks(copy.mem_);
+        bool ok = p->stage[s].nbody
+                      ? check_loop_stage(p, s, which, false, err)
+                      : check_programs(p, s, s + 1, NULL, err) &&
+                            check_sources(p, s, s + 1, err) &&
+                            check_stage_kernels(p, s, s + 1, NULL, err);
         if (!ok) {
             free(which);
             return false;
@@ -952,8 +1069,61 @@ bool rt_plan_validate(const rt_plan *p, su_status *err)
             return validate_loops(p, err);
     int n = p->nstages;
     return check_mesh(p, err) && check_buffers(p, 0, n, err) && check_ios(p, err) &&
-           check_programs(p, 0, n, err) && check_sources(p, 0, n, err) &&
+           check_programs(p, 0, n, NULL, err) && check_sources(p, 0, n, err) &&
            check_loss(p, err) && check_kernels(p, err) && check_report(p, err);
+}
+
+bool rt_plan_check_refs(const rt_plan *p, int s, su_status *err)
+{
+    const rt_program *g = &p->stage[s];
+    if (g->nbuf < 0 || g->ninstr < 0 || (g->ninstr > 0 && !g->instr))
+        return rt_plan_fail(err, "stage %d: a program of %d instructions over %d buffers is not "
+                            "valid", s, g->ninstr, g->nbuf);
+    for (int32_t k = 0; k < g->ninstr; k++) {
+        const rt_instr *in = &g->instr[k];
+        bool ok = in->nin <= RT_MAX_IN && in->out >= -1 && in->out < g->nbuf;
+        for (int i = 0; ok && i < in->nin; i++)
+            ok = in->in[i] >= 0 && in->in[i] < g->nbuf;
+        if (!ok)
+            return rt_plan_fail(err, "stage %d, instruction %d: an operand or the result is out "
+                                "of range (the program has %d buffers)", s, k, g->nbuf);
+    }
+    for (int32_t i = 0; i < p->nkernels; i++) {
+        const rt_kernel *k = &p->kernel[i];
+        if (k->stage != s)
+            continue;
+        bool ok = k->ninstr >= 1 && k->instr && k->nin >= 0 && k->nout >= 0 &&
+                  k->nin <= RT_MAX_KPARAMS - k->nout && (k->param || !(k->nin + k->nout));
+        for (int32_t q = 0; ok && q < k->ninstr; q++)
+            ok = k->instr[q] >= 0 && k->instr[q] < g->ninstr;
+        for (int32_t q = 0; ok && k->param && q < k->nin + k->nout; q++)
+            ok = k->param[q] >= 0 && k->param[q] < g->nbuf;
+        if (!ok)
+            return rt_plan_fail(err, "kernel %d of stage %d: an instruction or a parameter is "
+                                "out of range", i, s);
+    }
+    return true;
+}
+
+/* rt_plan_validate_stage of a stage in loop form: its structure, then its
+ * instructions on a sample of its items, or on every item (whole). */
+static bool validate_loop_stage(const rt_plan *p, int s, bool whole, su_status *err)
+{
+    bool *which = calloc((size_t)p->nstages + 1, sizeof *which);
+    if (!which)
+        return rt_plan_nomem(err);
+    bool ok = check_tables(p, err) && rt_plan_check_loops(p, err) &&
+              check_buffers(p, s, s + 1, err) && check_loop_stage(p, s, which, whole, err);
+    free(which);
+    return ok;
+}
+
+bool rt_plan_validate_stage_whole(const rt_plan *p, int s, su_status *err)
+{
+    if (!p || !p->stage || s < 0 || s >= p->nstages)
+        return rt_plan_fail(err, "no stage %d to check", s);
+    return p->stage[s].nbody ? validate_loop_stage(p, s, true, err)
+                             : rt_plan_validate_stage(p, s, err);
 }
 
 bool rt_plan_validate_stage(const rt_plan *p, int s, su_status *err)
@@ -961,10 +1131,10 @@ bool rt_plan_validate_stage(const rt_plan *p, int s, su_status *err)
     if (!p || !p->stage || s < 0 || s >= p->nstages)
         return rt_plan_fail(err, "no stage %d to check", s);
     if (p->stage[s].nbody)
-        return rt_plan_fail(err, "stage %d is in loop form, not plain", s);
-    return check_buffers(p, s, s + 1, err) && check_programs(p, s, s + 1, err) &&
+        return validate_loop_stage(p, s, false, err);
+    return check_buffers(p, s, s + 1, err) && check_programs(p, s, s + 1, NULL, err) &&
            check_sources(p, s, s + 1, err) && check_tables(p, err) &&
-           check_stage_kernels(p, s, s + 1, err); /* the modules: the rest's, once */
+           check_stage_kernels(p, s, s + 1, NULL, err); /* the modules: the rest's, once */
 }
 
 bool rt_plan_validate_rest(const rt_plan *p, su_status *err)
@@ -972,6 +1142,6 @@ bool rt_plan_validate_rest(const rt_plan *p, su_status *err)
     if (!p)
         return rt_plan_fail(err, "no plan");
     return check_mesh(p, err) && check_ios(p, err) && check_loss(p, err) &&
-           check_module_table(p, err) && check_stage_kernels(p, 0, 0, err) &&
+           check_module_table(p, err) && check_stage_kernels(p, 0, 0, NULL, err) &&
            check_init_module(p, err) && check_modules_used(p, err) && check_report(p, err);
 }

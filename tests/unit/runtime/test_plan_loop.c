@@ -455,6 +455,33 @@ static void test_kernel_bodies(void)
     (void)err;
 }
 
+/* What the writer checks before it rolls a stage (rt_plan_check_refs):
+ * the buffers and instructions the roll indexes by, in range. */
+static void test_check_refs(void)
+{
+    fixture f;
+    su_status err = {SU_OK, ""};
+    make_loop(&f);
+    CHECK(rt_plan_check_refs(&f.p, 0, &err));
+    f.instr[2].in[0] = 6;
+    CHECK(!rt_plan_check_refs(&f.p, 0, &err));
+    CHECK_STR(err.msg, "stage 0, instruction 2: an operand or the result is out of range (the "
+                       "program has 6 buffers)");
+    make_loop(&f);
+    f.instr[2].out = -2;
+    CHECK(!rt_plan_check_refs(&f.p, 0, &err));
+    make_loop(&f);
+    f.param[0][1] = 6;
+    CHECK(!rt_plan_check_refs(&f.p, 0, &err));
+    CHECK_STR(err.msg, "kernel 0 of stage 0: an instruction or a parameter is out of range");
+    make_loop(&f);
+    f.kern[0].instr = (int32_t[]){5};
+    CHECK(!rt_plan_check_refs(&f.p, 0, &err));
+    make_loop(&f);
+    f.kern[0].stage = 1; /* another stage's: not this one's to check */
+    CHECK(rt_plan_check_refs(&f.p, 0, &err));
+}
+
 static uint64_t rd(const uint8_t *b, int k)
 {
     uint64_t v = 0;
@@ -582,6 +609,7 @@ int main(int argc, char **argv)
     test_run();
     test_validate();
     test_kernel_bodies();
+    test_check_refs();
     test_read();
     return CHECK_DONE();
 }
