@@ -228,6 +228,9 @@ static bool loop_form(const rt_plan *p, int s)
     return p->stage[s].nbody != 0;
 }
 
+static bool check_kernels_of(const rt_plan *p, const bool *which, int32_t *body,
+                             int64_t *const *runs, int64_t *nkernels, su_status *err);
+
 /* Every check before anything is allocated; *ninstr and *nkernels the
  * sizes of the plain form, where the stages `which` selects (NULL: all)
  * are expanded and the others stay as they are. */
@@ -264,6 +267,36 @@ static bool check_all(const rt_plan *p, const bool *which, int32_t *body, int64_
     for (int s = 0; s < p->nstages; s++)
         if (which && !which[s])
             ninstr[s] = p->stage[s].ninstr;
+    /* each loop form's items per body: runs[s][b] (in range: checked above) */
+    int64_t **runs = calloc((size_t)p->nstages + 1, sizeof *runs);
+    if (!runs)
+        return rt_plan_nomem(err);
+    for (int s = 0; s < p->nstages; s++) {
+        const rt_program *g = &p->stage[s];
+        if (!loop_form(p, s))
+            continue;
+        runs[s] = calloc((size_t)g->nbody + 1, sizeof *runs[s]);
+        if (!runs[s]) {
+            for (int t = 0; t < s; t++)
+                free(runs[t]);
+            free(runs);
+            return rt_plan_nomem(err);
+        }
+        for (int32_t q = 0; q < g->nitem; q++)
+            runs[s][g->item[2 * q]]++;
+    }
+    bool ok = check_kernels_of(p, which, body, runs, nkernels, err);
+    for (int s = 0; s < p->nstages; s++)
+        free(runs[s]);
+    free(runs);
+    return ok;
+}
+
+/* check_all's kernels: each of a loop form in one body, and counted once
+ * per item of it where its stage is expanded (runs: items per body). */
+static bool check_kernels_of(const rt_plan *p, const bool *which, int32_t *body,
+                             int64_t *const *runs, int64_t *nkernels, su_status *err)
+{
     int64_t all = 0;
     *nkernels = 0;
     for (int32_t i = 0; i < p->nkernels; i++) {
@@ -276,12 +309,9 @@ static bool check_all(const rt_plan *p, const bool *which, int32_t *body, int64_
         }
         if (!kernel_body(p, i, &body[i], err))
             return false;
-        const rt_program *g = &p->stage[k->stage];
-        int64_t runs = 0;
-        for (int32_t q = 0; q < g->nitem; q++)
-            runs += g->item[2 * q] == body[i];
-        all += runs;
-        *nkernels += !which || which[k->stage] ? runs : 1;
+        int64_t n = runs[k->stage][body[i]];
+        all += n;
+        *nkernels += !which || which[k->stage] ? n : 1;
         if (all > RT_MAX_EXPANDED_INSTR)
             return rt_plan_fail(err, "the loop form expands to more than %d kernels",
                                 RT_MAX_EXPANDED_INSTR);
@@ -446,6 +476,8 @@ static void add_map(const rt_program *g, int32_t buf, int32_t body, int32_t *las
     }
 }
 
+enum { SAMPLE_CLASSES = 16 }; /* classes compared within one hash */
+
 typedef struct sample_key {
     uint64_t hash;
     int32_t j, item;
@@ -486,10 +518,15 @@ bool rt_plan_loop_sample(const rt_plan *p, int s, int32_t **keep, int32_t *nkeep
     int32_t *maps = malloc(cap * sizeof *maps);
     int32_t *mapstart = malloc((nb + 1) * sizeof *mapstart);
     int32_t *kbody = malloc(((size_t)p->nkernels + 1) * sizeof *kbody);
+    int32_t *kstart = calloc(nb + 2, sizeof *kstart); /* each body's kernels: */
+    int32_t *klist = malloc(((size_t)p->nkernels + 1) * sizeof *klist); /* klist[kstart[b] ..] */
+    int32_t *istart = calloc(nb + 2, sizeof *istart); /* and items */
+    int32_t *ilist = malloc((ni + 1) * sizeof *ilist);
     sample_key *key = malloc((ni + 1) * sizeof *key);
     int32_t *out = malloc((ni + 1) * sizeof *out);
     bool *kept = calloc(ni + 1, sizeof *kept);
-    bool ok = last && maps && mapstart && kbody && key && out && kept;
+    bool ok = last && maps && mapstart && kbody && kstart && klist && istart && ilist && key &&
+              out && kept;
     if (!ok)
         goto done;
     for (int32_t m = 0; m < g->nslotmap; m++)
@@ -497,7 +534,20 @@ bool rt_plan_loop_sample(const rt_plan *p, int s, int32_t **keep, int32_t *nkeep
     for (int32_t i = 0; i < p->nkernels; i++) {
         const rt_kernel *k = &p->kernel[i];
         kbody[i] = k->stage == s && k->ninstr > 0 ? body_of(g, k->instr[0]) : -1;
+        if (kbody[i] >= 0)
+            kstart[kbody[i] + 2]++;
     }
+    for (size_t b = 0; b < nb; b++)
+        kstart[b + 2] += kstart[b + 1];
+    for (int32_t i = 0; i < p->nkernels; i++)
+        if (kbody[i] >= 0)
+            klist[kstart[kbody[i] + 1]++] = i;
+    for (int32_t i = 0; i < g->nitem; i++)
+        istart[g->item[2 * i] + 2]++;
+    for (size_t b = 0; b < nb; b++)
+        istart[b + 2] += istart[b + 1];
+    for (int32_t i = 0; i < g->nitem; i++)
+        ilist[istart[g->item[2 * i] + 1]++] = i;
     int32_t n = 0;
     for (int32_t b = 0; b < g->nbody; b++) {
         mapstart[b] = n;
@@ -507,20 +557,19 @@ bool rt_plan_loop_sample(const rt_plan *p, int s, int32_t **keep, int32_t *nkeep
                 add_map(g, x->in[a], b, last, maps, &n);
             add_map(g, x->out, b, last, maps, &n);
         }
-        for (int32_t i = 0; i < p->nkernels; i++)
-            for (int32_t q = 0; kbody[i] == b && p->kernel[i].param &&
-                                q < p->kernel[i].nin + p->kernel[i].nout; q++)
-                add_map(g, p->kernel[i].param[q], b, last, maps, &n);
+        for (int32_t x = kstart[b]; x < kstart[b + 1]; x++) {
+            const rt_kernel *k = &p->kernel[klist[x]];
+            for (int32_t q = 0; k->param && q < k->nin + k->nout; q++)
+                add_map(g, k->param[q], b, last, maps, &n);
+        }
     }
     mapstart[nb] = n;
     /* the items of each body by the hash of their slots, then microbatch */
     for (int32_t b = 0; b < g->nbody; b++) {
         const int32_t *bm = maps + mapstart[b];
         int32_t nm = mapstart[b + 1] - mapstart[b], nk = 0;
-        for (int32_t i = 0; i < g->nitem; i++) {
-            if (g->item[2 * i] != b)
-                continue;
-            int32_t j = g->item[2 * i + 1];
+        for (int32_t x = istart[b]; x < istart[b + 1]; x++) {
+            int32_t i = ilist[x], j = g->item[2 * i + 1];
             uint64_t h = 1469598103934665603u;
             for (int32_t q = 0; q < nm; q++)
                 h = (h ^ (uint64_t)(uint32_t)g->slotmap[(int64_t)bm[q] * g->nmb + j]) *
@@ -530,13 +579,21 @@ bool rt_plan_loop_sample(const rt_plan *p, int s, int32_t **keep, int32_t *nkeep
         qsort(key, (size_t)nk, sizeof *key, cmp_sample);
         /* within a hash, the classes of equal slots: of each, the first
          * item of its least microbatch and the first of its greatest (the
-         * keys ascend by microbatch, then item) */
+         * keys ascend by microbatch, then item). Past SAMPLE_CLASSES
+         * classes in one hash (slots made to collide), every item left
+         * of it is kept: more items are as sound, and the work stays
+         * linear */
         for (int32_t lo = 0, hi; lo < nk; lo = hi) {
             for (hi = lo + 1; hi < nk && key[hi].hash == key[lo].hash; hi++)
                 ;
+            int classes = 0;
             for (int32_t a = lo; a < hi; a++) {
                 if (key[a].item < 0)
                     continue; /* in an earlier class */
+                if (++classes > SAMPLE_CLASSES) {
+                    kept[key[a].item] = true;
+                    continue;
+                }
                 int32_t least = key[a].item, most = key[a].item, mostj = key[a].j;
                 for (int32_t c = a + 1; c < hi; c++)
                     if (key[c].item >= 0 && same_slots(g, bm, nm, key[a].j, key[c].j)) {
@@ -558,6 +615,10 @@ done:
     free(maps);
     free(mapstart);
     free(kbody);
+    free(kstart);
+    free(klist);
+    free(istart);
+    free(ilist);
     free(key);
     free(kept);
     if (!ok) {
