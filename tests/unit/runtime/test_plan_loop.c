@@ -6,7 +6,9 @@
  * plan written unrolled by hand, and expanded a stage at a time to the
  * same stages; it runs on the CPU backend to the sum
  * of the two slices' relus; every wrong loop form is refused with its
- * message, by the validator and by the reader.
+ * message, by the validator and by the reader, also where only a middle
+ * microbatch's kernel is wrong by its parameters' slots (the validator's
+ * sample of items).
  *
  *   test_plan_loop                    runs the tests
  *   test_plan_loop --write-seeds DIR  writes the loop plan as fuzz seeds
@@ -22,6 +24,7 @@
 #include "shardc.h"
 #include "support/support.h"
 #include "runtime/plan/plan.h"
+#include "runtime/plan/plan_check.h"
 
 #define ERRLEN 1024
 #include "plan_read_checks.h"
@@ -455,6 +458,43 @@ static void test_kernel_bodies(void)
     (void)err;
 }
 
+/* The validator's sample (rt_plan_loop_sample) counts the slot maps of a
+ * body's kernels' parameters too, not only of its instructions' buffers:
+ * three microbatches, the relu's operand (slotted buffer 5) in one slot
+ * for all (buffer 1), and the relu kernel's parameter made buffer 6,
+ * slotted by a map of its own, buffer 1 for microbatches 0 and 2 and
+ * buffer 4 for microbatch 1. Only microbatch 1's kernel reads a buffer
+ * its instruction does not, and a sample by the instructions' slots alone
+ * (one class, microbatches 0 and 2) would pass. */
+static void test_sample_kernel_params(void)
+{
+    fixture f;
+    su_status err = {SU_OK, ""};
+    make_loop(&f);
+    rt_program *g = &f.g;
+    int32_t item[10] = {0, 0, 1, 0, 1, 1, 1, 2, 2, 0}, slotmap[6] = {0, 0, 0, 0, 1, 0};
+    g->nmb = 3;
+    g->item = item;
+    g->nitem = 5;
+    g->slotmap = slotmap;
+    g->nslotmap = 2;
+    f.instr_step[2] = 0; /* every microbatch's slice at 0: 8 columns hold one */
+    buffer(&f, 256, 16);
+    f.buf_slots[6] = 1;
+    f.buf_copy_at[6] = 2;
+    f.copy_buf[2] = 1;
+    f.copy_buf[3] = 4;
+    g->ncopy = 4;
+    CHECK(rt_plan_validate(&f.p, &err));
+    CHECK(rt_plan_validate_stage_whole(&f.p, 0, &err));
+    f.param[0][0] = 6;
+    EXPECT_INVALID(&f.p, "parameter 0 is buffer 4 as f32[4], but no instruction of the kernel "
+                         "reads it as that type");
+    CHECK(!rt_plan_validate_stage_whole(&f.p, 0, &err));
+    f.param[0][0] = 5;
+    CHECK(rt_plan_validate(&f.p, &err));
+}
+
 /* What the writer checks before it rolls a stage (rt_plan_check_refs):
  * the buffers and instructions the roll indexes by, in range. */
 static void test_check_refs(void)
@@ -610,6 +650,7 @@ int main(int argc, char **argv)
     test_validate();
     test_kernel_bodies();
     test_check_refs();
+    test_sample_kernel_params();
     test_read();
     return CHECK_DONE();
 }
