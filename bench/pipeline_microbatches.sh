@@ -10,7 +10,10 @@
 # Prints a Markdown table of the wall time, the CPU time, the peak
 # resident memory and the plan's bytes, each the median of REPEAT runs
 # (default 3), and the ratio of 128 microbatches to 4, then one more
-# compile per count timed pass by pass (--time-passes); with OUT.md,
+# compile per count timed pass by pass (--time-passes), then the plan
+# file's size (no kernels) and the largest stage's peak for the 1f1b and
+# interleaved(2) schedules at 8, 32 and 128 microbatches (the
+# interleaved schedule takes a multiple of the stages); with OUT.md,
 # writes it there with the machine and the compiler's commit.
 set -euo pipefail
 shardc=${1:?usage: pipeline_microbatches.sh SHARDC [OUT.md]}
@@ -92,6 +95,32 @@ done
         printf "| %s | %s | %s | %s |\n", name, a[n], b[n], c[n]
     }'
 } >> "$table"
+# the plan file against the schedule: the loop form holds a slotted
+# buffer's copies, one per place its microbatches' values take, so a plan
+# stays flat only where the memory plan reuses a few places (1F1B); no
+# kernels, so the sizes are the schedule's alone
+{
+    echo
+    echo "The plan file (no kernels, MB) against the schedule, and the largest stage's peak (MB):"
+    echo
+    echo "| schedule | 8 | 32 | 128 | 128 over 8 | peak at 8 | peak at 128 |"
+    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+} >> "$table"
+for sched in 1f1b 'interleaved(2)'; do
+    declare -A bytes arena
+    for m in 8 32 128; do
+        "$shardc" "$model" -D L=96 -D B=$((m * 64)) --microbatches "$m" --mesh 64x8x8 \
+            --schedule "$sched" --arch none -o "$tmp/s.plan"
+        bytes[$m]=$(stat -c %s "$tmp/s.plan")
+        arena[$m]=$("$shardc" "$model" -D L=96 -D B=$((m * 64)) --microbatches "$m" \
+            --mesh 64x8x8 --schedule "$sched" --arch none --report json |
+            python3 -c 'import json, sys; print(max(s["peak_bytes"] for s in json.load(sys.stdin)["stages"]))')
+    done
+    awk -v s="$sched" -v a="${bytes[8]}" -v b="${bytes[32]}" -v c="${bytes[128]}" \
+        -v r1="${arena[8]}" -v r2="${arena[128]}" 'BEGIN {
+        printf "| %s | %.1f | %.1f | %.1f | %.2fx | %.1f | %.1f |\n", s, a / 1e6, b / 1e6,
+            c / 1e6, c / a, r1 / 1e6, r2 / 1e6 }' >> "$table"
+done
 cat "$table"
 if [ -n "$out" ]; then
     {
