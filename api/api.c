@@ -191,8 +191,18 @@ static shardc_status hw_from_file(shardc_options *opt, const char *path, char **
     if (big)
         return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: larger than a profile (16 KiB)", path);
     buf[n] = 0;
-    cJSON *j = cJSON_Parse(buf);
-    if (!j || !cJSON_IsObject(j)) {
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(buf, n, &end, 0);
+    size_t at = end && end >= buf && end <= buf + n ? (size_t)(end - buf) : n;
+    while (j && at < n && strchr(" \t\r\n", buf[at]))
+        at++;
+    if (!j || at < n) {
+        su_loc loc = su_text_loc(buf, at);
+        cJSON_Delete(j);
+        return api_fail(error, SHARDC_ERR_INPUT, "--hw %s:%d:%d: %s", path, loc.line, loc.col,
+                        j ? "text after the JSON object" : "not valid JSON here");
+    }
+    if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
         return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: not a JSON object", path);
     }

@@ -417,14 +417,20 @@ bool su_src_prepare(su_src *src, su_diag *d)
     const char *nul = memchr(src->text, 0, src->len);
     if (!nul)
         return true;
-    su_loc at = {1, 1};
-    for (const char *p = src->text; p < nul; p++) {
-        at.col++;
-        if (*p == '\n')
-            at = (su_loc){at.line + 1, 1};
-    }
-    su_error_at(d, src, at, "unexpected NUL byte (0x00): a model is UTF-8 text");
+    su_error_at(d, src, su_text_loc(src->text, (size_t)(nul - src->text)),
+                "unexpected NUL byte (0x00): a model is UTF-8 text");
     return false;
+}
+
+su_loc su_text_loc(const char *text, size_t at)
+{
+    su_loc loc = {1, 1};
+    for (size_t i = 0; i < at; i++) {
+        loc.col++;
+        if (text[i] == '\n')
+            loc = (su_loc){loc.line + 1, 1};
+    }
+    return loc;
 }
 
 bool su_mul64(int64_t a, int64_t b, int64_t *out)

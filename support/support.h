@@ -244,6 +244,9 @@ bool su_path_writable(const char *path, bool folder, char *why, size_t n);
  * and column (false). */
 bool su_src_prepare(su_src *src, su_diag *d);
 
+/* The line and column (1-based, columns in bytes) of byte `at` of text. */
+su_loc su_text_loc(const char *text, size_t at);
+
 /* Checked int64 arithmetic: false on overflow. */
 bool su_mul64(int64_t a, int64_t b, int64_t *out);
 bool su_add64(int64_t a, int64_t b, int64_t *out);

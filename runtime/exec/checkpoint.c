@@ -724,9 +724,12 @@ int rt_ckpt_open(const char *dir, const rt_plan *p, rt_ckpt **out, su_status *er
     if (rc == 0) {
         const char *end = NULL;
         c->json = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-        if (!c->json)
-            rc = su_fail(err, SU_INPUT, "%s: not valid JSON (near byte %zu)", c->index,
-                      end && end >= text ? (size_t)(end - text) : (size_t)0);
+        if (!c->json) {
+            size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : len;
+            su_loc loc = su_text_loc(text, at);
+            rc = su_fail(err, SU_INPUT, "%s:%d:%d: not valid JSON here (byte %zu)", c->index,
+                         loc.line, loc.col, at);
+        }
     }
     free(text);
     if (rc == 0)

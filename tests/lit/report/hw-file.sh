@@ -23,6 +23,14 @@
 # RUN: echo '[1, 2]' > %t.arr.json
 # RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.arr.json 2>&1 | FileCheck %s --check-prefix=ARR
 # ARR: arr.json: not a JSON object
+# A syntax error is named at its line and column (the file is the user's
+# to edit), and so is text after the object.
+# RUN: printf '{\n  "name": "x",\n  "mem_bw" 3e12\n}\n' > %t.colon.json
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.colon.json 2>&1 | FileCheck %s --check-prefix=COLON
+# COLON: error: --hw {{.*}}colon.json:3:12: not valid JSON here
+# RUN: printf '{"name": "x"} junk' > %t.junk.json
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.junk.json 2>&1 | FileCheck %s --check-prefix=JUNK
+# JUNK: error: --hw {{.*}}junk.json:1:15: text after the JSON object
 # RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.none.json 2>&1 | FileCheck %s --check-prefix=NONE
 # NONE: none.json: cannot open: No such file or directory
 # The per-class efficiencies are optional; when given they must be sound.

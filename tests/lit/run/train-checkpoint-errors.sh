@@ -18,7 +18,7 @@
 # VERSION: shardrun: error: {{.*}}.version/index.json: version 3 is newer: this build reads versions 1 to 2
 # RUN: printf '{"format": "shardc-checkpoint", ' > %t.json && mkdir %t.json.d && mv %t.json %t.json.d/index.json
 # RUN: %expect 1 %shardrun %t.1.plan --resume %t.json.d --quiet 2>&1 | FileCheck %s --check-prefix=JSON
-# JSON: shardrun: error: {{.*}}.json.d/index.json: not valid JSON (near byte 31)
+# JSON: shardrun: error: {{.*}}.json.d/index.json:1:32: not valid JSON here (byte 31)
 # RUN: python3 %S/edit_index.py %t.ck %t.missing "del j['tensors']['opt.w.v']"
 # RUN: %expect 1 %shardrun %t.1.plan --resume %t.missing --quiet 2>&1 | FileCheck %s --check-prefix=MISSING
 # MISSING: shardrun: error: {{.*}}.missing/index.json: the checkpoint has no state 'opt.w.v', which the plan has
