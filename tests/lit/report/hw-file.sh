@@ -31,6 +31,9 @@
 # RUN: printf '{"name": "x"} junk' > %t.junk.json
 # RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.junk.json 2>&1 | FileCheck %s --check-prefix=JUNK
 # JUNK: error: --hw {{.*}}junk.json:1:15: text after the JSON object
+# RUN: printf '{"name": "x"}\n\0' > %t.nul.json
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.nul.json 2>&1 | FileCheck %s --check-prefix=NUL
+# NUL: error: --hw {{.*}}nul.json:2:1: text after the JSON object
 # RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.none.json 2>&1 | FileCheck %s --check-prefix=NONE
 # NONE: none.json: cannot open: No such file or directory
 # The per-class efficiencies are optional; when given they must be sound.
