@@ -194,8 +194,8 @@ static shardc_status hw_from_file(shardc_options *opt, const char *path, char **
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithLengthOpts(buf, n, &end, 0);
     size_t at = end && end >= buf && end <= buf + n ? (size_t)(end - buf) : n;
-    while (j && at < n && (buf[at] == ' ' || buf[at] == '\t' || buf[at] == '\r' || buf[at] == '\n'))
-        at++;
+    if (j)
+        at = su_json_space(buf, n, at);
     if (!j || at < n) {
         su_loc loc = su_text_loc(buf, at);
         cJSON_Delete(j);

@@ -433,6 +433,13 @@ su_loc su_text_loc(const char *text, size_t at)
     return loc;
 }
 
+size_t su_json_space(const char *text, size_t n, size_t at)
+{
+    while (at < n && (text[at] == ' ' || text[at] == '\t' || text[at] == '\r' || text[at] == '\n'))
+        at++;
+    return at;
+}
+
 bool su_mul64(int64_t a, int64_t b, int64_t *out)
 {
     return !__builtin_mul_overflow(a, b, out);

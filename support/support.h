@@ -247,6 +247,11 @@ bool su_src_prepare(su_src *src, su_diag *d);
 /* The line and column (1-based, columns in bytes) of byte `at` of text. */
 su_loc su_text_loc(const char *text, size_t at);
 
+/* The first byte of text[at .. n) that is not JSON whitespace (space, tab,
+ * CR, LF), or n: where the text after a parsed JSON value must end. A NUL
+ * byte is text, not an end. */
+size_t su_json_space(const char *text, size_t n, size_t at);
+
 /* Checked int64 arithmetic: false on overflow. */
 bool su_mul64(int64_t a, int64_t b, int64_t *out);
 bool su_add64(int64_t a, int64_t b, int64_t *out);

@@ -724,11 +724,13 @@ int rt_ckpt_open(const char *dir, const rt_plan *p, rt_ckpt **out, su_status *er
     if (rc == 0) {
         const char *end = NULL;
         c->json = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-        if (!c->json) {
-            size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : len;
+        size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : len;
+        if (c->json)
+            at = su_json_space(text, len, at);
+        if (!c->json || at < len) {
             su_loc loc = su_text_loc(text, at);
-            rc = su_fail(err, SU_INPUT, "%s:%d:%d: not valid JSON here (byte %zu)", c->index,
-                         loc.line, loc.col, at);
+            rc = su_fail(err, SU_INPUT, "%s:%d:%d: %s (byte %zu)", c->index, loc.line, loc.col,
+                         c->json ? "text after the JSON object" : "not valid JSON here", at);
         }
     }
     free(text);

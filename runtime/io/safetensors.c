@@ -351,10 +351,10 @@ static int parse_json(const st_ctx *c, const char *json, uint64_t n, rt_st_file 
                     c->what, at);
     }
     int rc = 0;
-    for (const char *q = end; rc == 0 && q < json + n; q++)
-        if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r')
-            rc = su_fail(c->err, SU_INPUT, "%s: the header has text after its JSON object (byte %zu of the JSON)",
-                      c->what, (size_t)(q - json));
+    size_t at = end && end >= json && end <= json + n ? (size_t)(end - json) : (size_t)n;
+    if ((at = su_json_space(json, (size_t)n, at)) < n)
+        rc = su_fail(c->err, SU_INPUT, "%s: the header has text after its JSON object (byte %zu of the JSON)",
+                  c->what, at);
     if (rc == 0 && !cJSON_IsObject(root))
         rc = su_fail(c->err, SU_INPUT, "%s: the header is not a JSON object", c->what);
     if (rc == 0)

@@ -19,6 +19,14 @@
 # RUN: printf '{"format": "shardc-checkpoint", ' > %t.json && mkdir %t.json.d && mv %t.json %t.json.d/index.json
 # RUN: %expect 1 %shardrun %t.1.plan --resume %t.json.d --quiet 2>&1 | FileCheck %s --check-prefix=JSON
 # JSON: shardrun: error: {{.*}}.json.d/index.json:1:32: not valid JSON here (byte 31)
+# A whole index with more after it (two saves' text in one file, a NUL
+# byte) is refused at the first byte after its object and its whitespace.
+# RUN: cp -r %t.ck/step-00000003 %t.tail && printf '\n  }\n' >> %t.tail/index.json
+# RUN: %expect 1 %shardrun %t.1.plan --resume %t.tail --quiet 2>&1 | FileCheck %s --check-prefix=TAIL
+# TAIL: shardrun: error: {{.*}}.tail/index.json:{{[0-9]+}}:3: text after the JSON object (byte {{[0-9]+}})
+# RUN: cp -r %t.ck/step-00000003 %t.nul && printf '\0' >> %t.nul/index.json
+# RUN: %expect 1 %shardrun %t.1.plan --resume %t.nul --quiet 2>&1 | FileCheck %s --check-prefix=NUL
+# NUL: shardrun: error: {{.*}}.nul/index.json:{{[0-9]+}}:{{[0-9]+}}: text after the JSON object
 # RUN: python3 %S/edit_index.py %t.ck %t.missing "del j['tensors']['opt.w.v']"
 # RUN: %expect 1 %shardrun %t.1.plan --resume %t.missing --quiet 2>&1 | FileCheck %s --check-prefix=MISSING
 # MISSING: shardrun: error: {{.*}}.missing/index.json: the checkpoint has no state 'opt.w.v', which the plan has
