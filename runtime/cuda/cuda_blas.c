@@ -335,8 +335,8 @@ bool rt_blas_supports(const rt_instr *in, su_status *err)
     do {                                                                                        \
         lt_status st_ = loaded.api.call;                                                        \
         if (st_ != LT_SUCCESS) {                                                                \
-            su_fail(err, SU_GPU, "%s:%d: cublasLt%s: %s", __FILE__, __LINE__, #call,           \
-                    loaded.api.GetStatusString(st_));                                          \
+            su_fail(err, SU_GPU, "%s:%d: cublasLt%.*s: %s", __FILE__, __LINE__,                \
+                    (int)strcspn(#call, "("), #call, loaded.api.GetStatusString(st_));         \
             goto done;                                                                          \
         }                                                                                       \
     } while (0)

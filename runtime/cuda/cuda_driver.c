@@ -35,6 +35,7 @@ static const struct {
     E(FuncSetAttribute, "cuFuncSetAttribute"),
     E(LaunchKernel, "cuLaunchKernel"),
     E(MemAlloc, "cuMemAlloc_v2"),
+    E(MemGetInfo, "cuMemGetInfo_v2"),
     E(MemFree, "cuMemFree_v2"),
     E(MemcpyHtoD, "cuMemcpyHtoD_v2"),
     E(MemcpyDtoH, "cuMemcpyDtoH_v2"),
@@ -93,6 +94,7 @@ SAME_TYPE(ModuleGetGlobal, cuModuleGetGlobal_v2);
 SAME_TYPE(FuncSetAttribute, cuFuncSetAttribute);
 SAME_TYPE(LaunchKernel, cuLaunchKernel);
 SAME_TYPE(MemAlloc, cuMemAlloc_v2);
+SAME_TYPE(MemGetInfo, cuMemGetInfo_v2);
 SAME_TYPE(MemFree, cuMemFree_v2);
 SAME_TYPE(MemcpyHtoD, cuMemcpyHtoD_v2);
 SAME_TYPE(MemcpyDtoH, cuMemcpyDtoH_v2);
@@ -210,8 +212,8 @@ bool rt_cu_check(const rt_cu_api *cu, rt_cu_result r, const char *call, const ch
     if (r == RT_CU_SUCCESS)
         return true;
     char what[256];
-    if (err)
-        su_fail(err, SU_GPU, "%s:%d: cu%s: %s", file, line, call,
+    if (err) /* the entry point's name, not the call's arguments */
+        su_fail(err, SU_GPU, "%s:%d: cu%.*s: %s", file, line, (int)strcspn(call, "("), call,
                 rt_cu_describe(cu, r, what, sizeof what));
     return false;
 }

@@ -105,6 +105,7 @@ typedef struct rt_cu_api {
                                  unsigned int shared, rt_cu_stream stream, void **params,
                                  void **extra);
     rt_cu_result (*MemAlloc)(rt_cu_ptr *p, size_t bytes);
+    rt_cu_result (*MemGetInfo)(size_t *free, size_t *total);
     rt_cu_result (*MemFree)(rt_cu_ptr p);
     rt_cu_result (*MemcpyHtoD)(rt_cu_ptr dst, const void *src, size_t bytes);
     rt_cu_result (*MemcpyDtoH)(void *dst, rt_cu_ptr src, size_t bytes);
@@ -158,8 +159,7 @@ rt_cu_status rt_cu_probe(su_status *err);
 const char *rt_cu_describe(const rt_cu_api *cu, rt_cu_result r, char *buf, size_t n);
 
 /* The checking macro of the driver API family (STYLE.md): false, with
- * "file:line: cuCall(...): CUDA_ERROR_... (text)" in err, when call
- * fails. */
+ * "file:line: cuCall: CUDA_ERROR_... (text)" in err, when call fails. */
 #define RT_CU_CHECK(cu, call, err)                                                      \
     rt_cu_check((cu), (cu)->call, #call, __FILE__, __LINE__, (err))
 bool rt_cu_check(const rt_cu_api *cu, rt_cu_result r, const char *call, const char *file,

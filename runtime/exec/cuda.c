@@ -329,6 +329,16 @@ static int setup_nccl(rt_cuda_rank *r, su_status *err)
     return rc;
 }
 
+/* n bytes for a message: "56.8 MiB", "9.53 GiB" (into buf, of 32). */
+static const char *size_text(size_t n, char *buf)
+{
+    if (n >= (size_t)1 << 30)
+        snprintf(buf, 32, "%.2f GiB", n / 1073741824.0);
+    else
+        snprintf(buf, 32, "%.1f MiB", n / 1048576.0);
+    return buf;
+}
+
 static int setup(rt_cuda_rank *r, int64_t rank, su_status *err)
 {
     rt_cu_status why;
@@ -339,8 +349,22 @@ static int setup(rt_cuda_rank *r, int64_t rank, su_status *err)
     /* non-blocking: the legacy stream (which other ranks' threads may use)
      * never waits for it, so a stream capture here meets no implicit
      * dependency; everything of the rank goes through it */
-    if (!CU(StreamCreate(&r->stream, RT_CU_STREAM_NON_BLOCKING)) ||
-        !CU(MemAlloc(&r->arena, bytes)) || !CU(MemsetD8Async(r->arena, 0, bytes, r->stream)))
+    if (!CU(StreamCreate(&r->stream, RT_CU_STREAM_NON_BLOCKING)))
+        return -1;
+    rt_cu_result res = r->cu->MemAlloc(&r->arena, bytes);
+    if (res != RT_CU_SUCCESS) { /* most likely the plan is too big for this GPU */
+        r->arena = 0;
+        char what[256], need[32], room[96] = "", fr[32], tot[32];
+        size_t free = 0, total = 0;
+        if (r->cu->MemGetInfo(&free, &total) == RT_CU_SUCCESS)
+            snprintf(room, sizeof room, " (%s free of %s)", size_text(free, fr),
+                     size_text(total, tot));
+        return su_fail(err, SU_GPU, "the plan's arena of %s (shardc --report's peak per rank) "
+                       "does not fit on GPU %d%s: cuMemAlloc: %s",
+                       size_text(bytes, need), r->dev, room,
+                       rt_cu_describe(r->cu, res, what, sizeof what));
+    }
+    if (!CU(MemsetD8Async(r->arena, 0, bytes, r->stream)))
         return -1;
     r->kernel_at = kernels_of(r->p, r->stage);
     if (!r->kernel_at)
