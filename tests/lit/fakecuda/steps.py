@@ -44,7 +44,7 @@ def schedule(path):
     kernels = matmuls = 0
     with open(path) as f:
         for line in f:
-            m = re.search(r"// kernel \S+ \((\S+?)[,)]", line)
+            m = re.search(r"// kernel \S+(?: as \S+)? \(([^,)]+)", line)
             if m and m.group(1) != "cuBLASLt":
                 kernels += 1
             if re.match(r"\s+%\S+ = matmul ", line):

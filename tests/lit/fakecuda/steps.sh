@@ -5,15 +5,16 @@
 # 2): no memory allocated, no module loaded, no function looked up, no
 # cuBLASLt heuristic asked (all that at the session's start); one launch
 # per CUDA kernel of the plan and one cuBLASLt call per matmul, plus the
-# init kernel of each input made from the seed (mlp's x and y). With
+# init kernel of each input made from the seed (transformer.sh's tokens
+# and targets; its AdamW groups share code, "kN as kM"). With
 # --graph and the inputs from a file: one graph launch a step, no kernel or
 # matmul outside it, each input copied in. On 2x2 and a pipeline over
 # 2x2x2, the ranks as threads on one device (collectives and sends device
 # to device), eagerly and by graphs. Each run leaves nothing allocated or
 # created at exit and breaks no rule of the driver.
-# RUN: %shardc %S/../../../examples/mlp.sh --mesh 1x1 --arch sm_90 -o %t.plan
-# RUN: %shardc %S/../../../examples/mlp.sh --mesh 1x1 --arch sm_90 --emit schedule > %t.sched
-# RUN: python3 %S/steps.py --schedule %t.sched %t.plan > %t.1
+# RUN: %shardc %S/../../../examples/transformer.sh -D L=2 --mesh 1x1 --arch sm_90 -o %t.t.plan
+# RUN: %shardc %S/../../../examples/transformer.sh -D L=2 --mesh 1x1 --arch sm_90 --emit schedule > %t.sched
+# RUN: python3 %S/steps.py --schedule %t.sched %t.t.plan > %t.1
 # RUN: FileCheck %s --check-prefix=EAGER < %t.1 && FileCheck %s --check-prefix=EXIT < %t.1
 # EAGER: schedule: [[#K:]] kernels, [[#M:]] cuBLASLt matmuls
 # EAGER: per step: cuGraphLaunch 0
@@ -35,6 +36,7 @@
 # EXIT-NEXT: at exit: live_graphs 0
 # EXIT-NEXT: at exit: live_modules 0
 # EXIT-NEXT: at exit: live_streams 0
+# RUN: %shardc %S/../../../examples/mlp.sh --mesh 1x1 --arch sm_90 -o %t.plan
 # RUN: python3 %S/../../tools/make_batches.py %t.in 5 x=F32[64,1024] y=F32[64,1024]
 # RUN: python3 %S/steps.py %t.plan --graph --inputs %t.in > %t.2
 # RUN: FileCheck %s --check-prefix=GRAPH < %t.2 && FileCheck %s --check-prefix=EXIT < %t.2
