@@ -295,6 +295,17 @@ API void fakecuda_breach(const char *what)
     breach("%s", what);
 }
 
+/* For tests: the allocations live now (a module's globals not counted). */
+API long fakecuda_live_allocations(void)
+{
+    long n = 0;
+    pthread_mutex_lock(&lock);
+    for (const alloc *a = allocs; a; a = a->next)
+        n += !a->owner;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
 /* ---- set-up and the report at exit ---- */
 
 static void report(void)
