@@ -303,16 +303,22 @@ class Plan:
     def ranks(self) -> int:
         return _lib.shardc_plan_ranks(self._h)
 
-    def tensors(self) -> Dict[str, Dict[str, Any]]:
+    def tensors(self, kind: Optional[str] = None) -> Dict[str, Dict[str, Any]]:
         """Every named tensor: {name: {"kind", "dtype", "shape", "bytes"}}, kind
-        one of "input", "param", "output", "state"."""
-        out = {}
+        one of "input", "param", "output", "state"; with kind, only those.
+        Outputs are named apart from the rest (the language lets `output x`
+        hand back a value where an input is also called x): where an output
+        has another tensor's name, tensors() gives the other one under that
+        name, and tensors("output") the output."""
+        out: Dict[str, Dict[str, Any]] = {}
         for i in range(_lib.shardc_plan_num_tensors(self._h)):
             t = _capi.TensorInfo()
             _check(_lib.shardc_plan_tensor(self._h, i, ctypes.byref(t)), None, "tensor")
-            out[t.name.decode()] = {"kind": t.kind.decode(), "dtype": t.dtype.decode(),
-                                    "shape": tuple(t.dim[d] for d in range(t.rank)),
-                                    "bytes": t.bytes}
+            name, k = t.name.decode(), t.kind.decode()
+            if (kind is not None and k != kind) or (kind is None and k == "output" and name in out):
+                continue
+            out[name] = {"kind": k, "dtype": t.dtype.decode(),
+                         "shape": tuple(t.dim[d] for d in range(t.rank)), "bytes": t.bytes}
         return out
 
 
@@ -399,7 +405,9 @@ class Session:
         self._h = h.value
         if comm in ("mpi", "nccl"):
             _live.add(self)
-        self._tensors = plan.tensors()
+        # bound tensors and outputs by name, each in its own namespace
+        self._tensors = {n: t for n, t in plan.tensors().items() if t["kind"] != "output"}
+        self._outputs = plan.tensors("output")
 
     def __del__(self):
         if getattr(self, "_h", None):
@@ -519,8 +527,8 @@ class Session:
         dtype and shape, on the host or a CUDA device, any strides that do
         not overlap: the output is written into it in place, and out is
         returned."""
-        info = self._tensors.get(name)
-        if info is None or info["kind"] != "output":
+        info = self._outputs.get(name)
+        if info is None:
             raise UsageError(f"the plan has no output called '{name}'", "ERR_USAGE")
         if out is None:
             import numpy as np

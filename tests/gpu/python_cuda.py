@@ -26,7 +26,7 @@ from st_io import st_write  # noqa: E402
 def main():
     plan_path, out = sys.argv[1], sys.argv[2]
     plan = shardc.load_plan(plan_path)
-    inputs = {n: t for n, t in plan.tensors().items() if t["kind"] == "input"}
+    inputs = plan.tensors("input")
     rng = np.random.default_rng(7)
     arrays = {n: rng.standard_normal(t["shape"]).astype(np.float32) for n, t in inputs.items()}
     st_write(os.path.join(out, "inputs.safetensors"),
@@ -57,7 +57,7 @@ def main():
         for name, a in arrays.items():
             ref.bind(name, a)
         ref.step(2)
-        want = {n: ref.output(n) for n, t in plan.tensors().items() if t["kind"] == "output"}
+        want = {n: ref.output(n) for n in plan.tensors("output")}
     with shardc.Session(plan, backend="cuda", seed=7) as s:
         held = {}
         for k, (name, a) in enumerate(arrays.items()):

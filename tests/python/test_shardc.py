@@ -221,6 +221,23 @@ def test_cuda_memory_needs_the_cuda_backend():
         s.output("out")
 
 
+def test_an_output_named_as_an_input():
+    """`output x` hands back the value x names at the end, where an input
+    is also called x (LANGUAGE.md §12: separate namespaces): the input is
+    bound and the output read under the one name."""
+    src = "mesh dp\ninput x : f32[4, 2] shard(dp, _)\nx = x * 2.0 + 1.0\noutput x\n"
+    plan = shardc.compile(source=src, mesh="2", arch="none").plan()
+    assert plan.tensors()["x"]["kind"] == "input"
+    assert plan.tensors("output") == {"x": {"kind": "output", "dtype": "f32", "shape": (4, 2),
+                                            "bytes": 32}}
+    assert list(plan.tensors("input")) == ["x"] and plan.tensors("param") == {}
+    s = shardc.Session(plan)
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    s.bind("x", x)
+    s.run()
+    assert np.array_equal(s.output("x"), x * 2 + 1)
+
+
 def test_checkpoint_resume_continues_the_run(tmp_path):
     prog = shardc.compile(path=MLP, mesh="2x2", arch="none")
     plan = prog.plan()
