@@ -238,6 +238,20 @@ def test_an_output_named_as_an_input():
     assert np.array_equal(s.output("x"), x * 2 + 1)
 
 
+@pytest.mark.skipif(not os.environ.get("SHARDC_FAKECUDA"),
+                    reason="no pretend CUDA driver (SHARDC_FAKECUDA: tests/fakecuda's build folder)")
+def test_cuda_tensors_on_the_pretend_driver():
+    """The CUDA path (DLPack tensors in CUDA memory bound in place, outputs
+    written into CUDA memory, eagerly and by graphs) on tests/fakecuda's
+    driver, in a process of its own that finds it first
+    (fake_cuda_session.py says what it checks)."""
+    env = dict(os.environ, LD_LIBRARY_PATH=os.environ["SHARDC_FAKECUDA"],
+               PYTHONPATH=os.path.join(ROOT, "python"))
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "python", "fake_cuda_session.py")], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert p.returncode == 0, p.stdout
+
+
 def test_checkpoint_resume_continues_the_run(tmp_path):
     prog = shardc.compile(path=MLP, mesh="2x2", arch="none")
     plan = prog.plan()
