@@ -140,7 +140,7 @@ typedef enum { H_STREAM, H_EVENT, H_MODULE, H_FUNC, H_GRAPH, H_EXEC, NKINDS } ki
 
 /* A copy or memset captured into a graph: done at each of the graph's
  * launches, not when captured (as a driver's graph does it). */
-typedef enum { R_DTOD, R_HTOD, R_DTOH, R_2D, R_SET } rec_kind;
+typedef enum { R_DTOD, R_HTOD, R_DTOH, R_2D, R_SET, R_EVENT } rec_kind;
 typedef struct rec {
     rec_kind kind;
     rt_cu_ptr dst, src;
@@ -149,6 +149,7 @@ typedef struct rec {
     size_t n, size;                 /* bytes (a memset: elements of size bytes) */
     uint32_t value;
     rt_cu_memcpy2d c;
+    struct handle *event;           /* R_EVENT: the event recorded */
     struct rec *next;
 } rec;
 static const char *const kind_name[NKINDS] = {"streams", "events", "modules", "functions",
@@ -169,6 +170,10 @@ typedef struct handle {
     struct handle *module;
     int max_shared;
     char name[128];
+    /* an event: its flags, and when it was last recorded (a tick of the
+     * pretend clock, which every record moves on; 0: never) */
+    unsigned flags;
+    long stamp;
 } handle;
 
 typedef struct alloc {
@@ -180,6 +185,7 @@ typedef struct alloc {
 } alloc;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_long ticks;
 static handle *handles;
 static alloc *allocs;
 static size_t allocated;
@@ -841,6 +847,15 @@ static rt_cu_result do_rec(const rec *r, const char *call)
                     c->WidthInBytes);
         return RT_CU_SUCCESS;
     }
+    case R_EVENT:
+        if (!live(r->event, H_EVENT)) {
+            breach("%s: a recorded event that is no longer live", call);
+            return ERR_INVALID_HANDLE;
+        }
+        pthread_mutex_lock(&lock);
+        r->event->stamp = atomic_fetch_add(&ticks, 1) + 1;
+        pthread_mutex_unlock(&lock);
+        return RT_CU_SUCCESS;
     case R_SET:
         if (r->n > SIZE_MAX / r->size || !in_device(r->dst, r->n * r->size, call, "the destination"))
             return ERR_INVALID_VALUE;
@@ -883,7 +898,7 @@ static rt_cu_result issue(rt_cu_stream s, rec r, const char *call)
     case R_DTOD: ok = fakecuda_in_device(r.dst, r.n) && fakecuda_in_device(r.src, r.n); break;
     case R_HTOD: case R_SET: ok = fakecuda_in_device(r.dst, r.n * (r.kind == R_SET ? r.size : 1)); break;
     case R_DTOH: ok = fakecuda_in_device(r.src, r.n); break;
-    case R_2D: ok = true; break;
+    case R_2D: case R_EVENT: ok = true; break;
     }
     if (!ok) {
         free(x);
@@ -1025,10 +1040,10 @@ API rt_cu_result cuStreamSynchronize(rt_cu_stream s)
 API rt_cu_result cuEventCreate(rt_cu_event *e, unsigned int flags)
 {
     ENTER(cuEventCreate);
-    (void)flags;
     handle *h = new_handle(H_EVENT);
     if (!h)
         return ERR_OUT_OF_MEMORY;
+    h->flags = flags;
     *e = (rt_cu_event)h;
     return RT_CU_SUCCESS;
 }
@@ -1052,10 +1067,18 @@ static rt_cu_result event_stream(rt_cu_event e, rt_cu_stream s, const char *call
     return stream_ok(s, call) ? RT_CU_SUCCESS : ERR_INVALID_HANDLE;
 }
 
+/* A record of e on s: now, or at each launch of the graph s is captured
+ * into. */
+static rt_cu_result record_event(rt_cu_event e, rt_cu_stream s, const char *call)
+{
+    rt_cu_result r = event_stream(e, s, call);
+    return r ? r : issue(s, (rec){.kind = R_EVENT, .event = (handle *)e}, call);
+}
+
 API rt_cu_result cuEventRecord(rt_cu_event e, rt_cu_stream s)
 {
     ENTER(cuEventRecord);
-    return event_stream(e, s, "cuEventRecord");
+    return record_event(e, s, "cuEventRecord");
 }
 
 API rt_cu_result cuStreamWaitEvent(rt_cu_stream s, rt_cu_event e, unsigned int flags)
@@ -1069,7 +1092,7 @@ API rt_cu_result cuEventRecordWithFlags(rt_cu_event e, rt_cu_stream s, unsigned 
 {
     ENTER(cuEventRecordWithFlags);
     (void)flags;
-    return event_stream(e, s, "cuEventRecordWithFlags");
+    return record_event(e, s, "cuEventRecordWithFlags");
 }
 
 API rt_cu_result cuEventElapsedTime(float *ms, rt_cu_event a, rt_cu_event b)
@@ -1077,7 +1100,20 @@ API rt_cu_result cuEventElapsedTime(float *ms, rt_cu_event a, rt_cu_event b)
     ENTER(cuEventElapsedTime);
     if (!live(a, H_EVENT) || !live(b, H_EVENT))
         return ERR_INVALID_HANDLE;
-    *ms = a == b ? 0.0f : 0.001f;
+    pthread_mutex_lock(&lock);
+    const handle *x = (const handle *)a, *y = (const handle *)b;
+    bool timed = !(x->flags & RT_CU_EVENT_DISABLE_TIMING) && !(y->flags & RT_CU_EVENT_DISABLE_TIMING);
+    long from = x->stamp, to = y->stamp;
+    pthread_mutex_unlock(&lock);
+    if (!timed) {
+        breach("cuEventElapsedTime: an event made with CU_EVENT_DISABLE_TIMING");
+        return ERR_INVALID_HANDLE;
+    }
+    if (!from || !to) {
+        breach("cuEventElapsedTime: an event never recorded");
+        return ERR_INVALID_HANDLE;
+    }
+    *ms = (float)(to - from) * 0.001f; /* a microsecond a tick */
     return RT_CU_SUCCESS;
 }
 
