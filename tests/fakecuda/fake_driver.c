@@ -312,6 +312,18 @@ API long fakecuda_live_allocations(void)
     return n;
 }
 
+/* For tests: the streams, events, modules, graphs and instantiated graphs
+ * live now, together. */
+API long fakecuda_live_handles(void)
+{
+    long n = 0;
+    pthread_mutex_lock(&lock);
+    for (const handle *h = handles; h; h = h->next)
+        n += h->kind != H_FUNC;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
 /* ---- set-up and the report at exit ---- */
 
 static void report(void)

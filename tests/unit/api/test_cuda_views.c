@@ -15,7 +15,8 @@
  * - Refused, SHARDC_ERR_USAGE, the session unchanged: a view that reaches
  *   outside its allocation (bind and output), host memory said to be
  *   CUDA memory, memory on another device than the view says.
- * - Every allocation the session made is freed with it.
+ * - Every allocation, stream, event, module, graph and cuBLASLt object the
+ *   session made is freed with it.
  * Skips (77) where the fake driver is not the libcuda.so.1 found: this
  * test writes device memory from the host, which only the fake allows. */
 #include "shardc.h"
@@ -29,7 +30,7 @@ typedef unsigned long long devptr;
 static unsigned (*cu_init)(unsigned);
 static unsigned (*cu_alloc)(devptr *, size_t);
 static unsigned (*cu_free)(devptr);
-static long (*live_allocations)(void);
+static long (*live_allocations)(void), (*live_handles)(void), (*blas_live)(void);
 
 enum { B = 8, D = 6, N = 4, M = 6 };
 
@@ -63,7 +64,7 @@ static void run_mesh(const char *mesh, bool graph)
     shardc_session *s = NULL;
     char *err = NULL;
     shardc_session_config cfg = {.backend = "cuda", .comm = "local", .graph = graph};
-    long before = live_allocations();
+    long before = live_allocations(), handles = live_handles(), blas = blas_live ? blas_live() : 0;
     CHECK(shardc_options_set_mesh(opt, mesh, &err) == SHARDC_OK &&
           shardc_options_set_archs(opt, "sm_90", &err) == SHARDC_OK &&
           shardc_compile_string(opt, "m.sh", model, sizeof model - 1, &prog, &err) == SHARDC_OK &&
@@ -156,6 +157,8 @@ static void run_mesh(const char *mesh, bool graph)
     CHECK(cu_free(xp) == 0 && cu_free(yp) == 0 && cu_free(rp) == 0 && cu_free(ip) == 0 &&
           cu_free(jp) == 0);
     CHECK_INT(live_allocations(), before);
+    CHECK_INT(live_handles(), handles); /* streams, events, modules, graphs */
+    CHECK_INT(blas_live ? blas_live() : 0, blas);
 }
 
 int main(void)
@@ -169,6 +172,10 @@ int main(void)
     *(void **)&cu_alloc = dlsym(drv, "cuMemAlloc_v2");
     *(void **)&cu_free = dlsym(drv, "cuMemFree_v2");
     *(void **)&live_allocations = dlsym(drv, "fakecuda_live_allocations");
+    *(void **)&live_handles = dlsym(drv, "fakecuda_live_handles");
+    void *blas = dlopen("libcublasLt.so", RTLD_NOW | RTLD_LOCAL);
+    if (blas)
+        *(void **)&blas_live = dlsym(blas, "fakecuda_blas_live");
     CHECK(cu_init && cu_alloc && cu_free && cu_init(0) == 0);
     run_mesh("1x1", false);
     run_mesh("2x2", false);
