@@ -105,7 +105,7 @@ typedef struct rt_cu_api {
                                  unsigned int shared, rt_cu_stream stream, void **params,
                                  void **extra);
     rt_cu_result (*MemAlloc)(rt_cu_ptr *p, size_t bytes);
-    rt_cu_result (*MemGetInfo)(size_t *free, size_t *total);
+    rt_cu_result (*MemGetInfo)(size_t *avail, size_t *total);
     rt_cu_result (*MemFree)(rt_cu_ptr p);
     rt_cu_result (*MemcpyHtoD)(rt_cu_ptr dst, const void *src, size_t bytes);
     rt_cu_result (*MemcpyDtoH)(void *dst, rt_cu_ptr src, size_t bytes);

@@ -355,9 +355,9 @@ static int setup(rt_cuda_rank *r, int64_t rank, su_status *err)
     if (res != RT_CU_SUCCESS) { /* most likely the plan is too big for this GPU */
         r->arena = 0;
         char what[256], need[32], room[96] = "", fr[32], tot[32];
-        size_t free = 0, total = 0;
-        if (r->cu->MemGetInfo(&free, &total) == RT_CU_SUCCESS)
-            snprintf(room, sizeof room, " (%s free of %s)", size_text(free, fr),
+        size_t avail = 0, total = 0;
+        if (r->cu->MemGetInfo(&avail, &total) == RT_CU_SUCCESS)
+            snprintf(room, sizeof room, " (%s free of %s)", size_text(avail, fr),
                      size_text(total, tot));
         return su_fail(err, SU_GPU, "the plan's arena of %s (shardc --report's peak per rank) "
                        "does not fit on GPU %d%s: cuMemAlloc: %s",

@@ -776,11 +776,11 @@ API rt_cu_result cuMemAlloc_v2(rt_cu_ptr *p, size_t bytes)
     return mem_alloc(p, bytes);
 }
 
-API rt_cu_result cuMemGetInfo_v2(size_t *free, size_t *total)
+API rt_cu_result cuMemGetInfo_v2(size_t *avail, size_t *total)
 {
     ENTER(cuMemGetInfo_v2);
     pthread_mutex_lock(&lock);
-    *free = memory_limit - allocated;
+    *avail = memory_limit - allocated;
     *total = memory_limit;
     pthread_mutex_unlock(&lock);
     return RT_CU_SUCCESS;
