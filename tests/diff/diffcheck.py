@@ -51,6 +51,14 @@ the lowest precision the program computes in (any bf16 or f16 in its text):
   i32  exact
 A NaN must be a NaN in both, an infinity the same infinity.
 
+DIFF_FAKECUDA, when set, names the folder of tests/fakecuda's pretend CUDA
+driver and cuBLASLt (build/tests/fakecuda): each mesh's plan, compiled with
+its kernels (sm_90), also runs on the cuda backend there, eagerly and by
+graphs, on the same inputs. No kernel computes there, so no output is
+compared: the run must end with exit 0 (or 1 on an id or label outside its
+range, which the kernels never computed), break none of the driver's rules
+and leave nothing allocated or created (class fakecuda).
+
 DIFF_MPIRUN, when set, is a launcher (`mpirun --oversubscribe`): each sharded
 run of more than one rank then goes through it, a process per rank with
 `--comm mpi`, against the reference run with the local communicator.
@@ -60,7 +68,8 @@ Exit 0: the runs agree. Exit 1: a failure; the first line of stdout is
 exit 3+), reject (a compile or run error of a program that must be valid),
 nondeterministic (with DIFF_REPEAT set: a sharded plan run twice the same
 way gave other bits),
-error-differs (a diff-error case not met), hang, kernel (with DIFF_EMULATE
+error-differs (a diff-error case not met), hang, fakecuda (with
+DIFF_FAKECUDA: above), kernel (with DIFF_EMULATE
 naming build/tests/test_kernel_emulate: a CUDA kernel of the plan on one of
 the meshes, or on its mesh of ones, emulated on the host, differs from the
 CPU backend's instructions beyond its tolerance, or its launch fails). Exit 2: bad usage or a
@@ -356,6 +365,10 @@ class Checker:
                 self.check_mesh(path, mesh, d, train, prec, ref, d["flags"] + variant)
             for ends in d["resume"]:
                 self.check_resume(path, mesh, d, train, prec, ref, ends)
+        fake = os.environ.get("DIFF_FAKECUDA")
+        if fake and d["error"] is None:
+            for mesh in d["mesh"]:
+                self.fake_cuda(fake, path, mesh, d, train, refs[ones_of(mesh)]["inputs"])
         emulator = os.environ.get("DIFF_EMULATE")
         if emulator and d["error"] is None:
             meshes = list(dict.fromkeys(d["mesh"] + [ones_of(m) for m in d["mesh"]]))
@@ -367,6 +380,46 @@ class Checker:
                 if "--f32-matmul" in variant:
                     for mesh in d["mesh"]:
                         self.emulate(emulator, path, mesh, d["flags"] + variant)
+
+    def fake_cuda(self, fake, path, mesh, d, train, inputs):
+        # DIFF_FAKECUDA: the plan with kernels on the cuda backend's host
+        # side, the pretend driver checking every call (tests/fakecuda)
+        plan = os.path.join(self.work, f"f{mesh}.plan")
+        cmd = [self.shardc, path, "--mesh", mesh, "--arch", "sm_90", "-o", plan, *d["flags"]]
+        for x in self.defines:
+            cmd += ["-D", x]
+        check_status(run(cmd, COMPILE_TIMEOUT_S, f"shardc --mesh {mesh} --arch sm_90"),
+                     f"shardc (mesh {mesh}, sm_90)", cmd)
+        for extra in ([], ["--graph"]):
+            log = os.path.join(self.work, "fakecuda.log")
+            if os.path.exists(log):
+                os.remove(log)
+            cmd = [self.shardrun, plan, "--backend", "cuda", "--comm", "local", "--quiet",
+                   "--seed", "7", "--steps", str(total_steps(d, train)), *extra]
+            if inputs:
+                cmd += ["--inputs", inputs]
+            env = dict(os.environ, LD_LIBRARY_PATH=fake, FAKECUDA_LOG=log)
+            what = f"mesh {mesh} on the pretend driver" + "".join(" " + e for e in extra)
+            try:
+                p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, timeout=RUN_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                raise Failure("hang", f"{what}: no end in {RUN_TIMEOUT_S} s [{' '.join(cmd)}]")
+            data = p.returncode == 1 and "is outside" in p.stderr
+            if p.returncode != 0 and not data:
+                raise Failure("fakecuda", f"{what}: exit {p.returncode}: {stderr_line(p)} "
+                              f"[{' '.join(cmd)}]")
+            left = []
+            try:
+                with open(log) as f:
+                    left = [x.strip() for x in f if re.match(r"(errors|live_\S+) [1-9]", x)]
+            except OSError:
+                left = ["no count at exit"]
+            if left:
+                raise Failure("fakecuda", f"{what}: {', '.join(left)}: {p.stderr.strip()[:300]} "
+                              f"[{' '.join(cmd)}]")
+            self.say(f"ok: {os.path.basename(path)} {what}: the driver's rules kept, "
+                     f"nothing left")
 
     def emulate(self, emulator, path, mesh, flags):
         # DIFF_EMULATE: test_kernel_emulate runs every CUDA kernel of the
