@@ -433,6 +433,19 @@ su_loc su_text_loc(const char *text, size_t at)
     return loc;
 }
 
+const char *su_size_text(int64_t n, char *buf)
+{
+    if (n >= (int64_t)1 << 40)
+        snprintf(buf, 32, "%.2f TiB", (double)n / 1099511627776.0);
+    else if (n >= (int64_t)1 << 30)
+        snprintf(buf, 32, "%.2f GiB", (double)n / 1073741824.0);
+    else if (n >= (int64_t)1 << 20)
+        snprintf(buf, 32, "%.1f MiB", (double)n / 1048576.0);
+    else
+        snprintf(buf, 32, "%lld bytes", (long long)n);
+    return buf;
+}
+
 size_t su_json_space(const char *text, size_t n, size_t at)
 {
     while (at < n && (text[at] == ' ' || text[at] == '\t' || text[at] == '\r' || text[at] == '\n'))

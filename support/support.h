@@ -247,6 +247,10 @@ bool su_src_prepare(su_src *src, su_diag *d);
 /* The line and column (1-based, columns in bytes) of byte `at` of text. */
 su_loc su_text_loc(const char *text, size_t at);
 
+/* n bytes for a message, into buf (of 32), returned: "812 bytes", "54.2
+ * MiB", "9.53 GiB", "128.00 TiB". */
+const char *su_size_text(int64_t n, char *buf);
+
 /* The first byte of text[at .. n) that is not JSON whitespace (space, tab,
  * CR, LF), or n: where the text after a parsed JSON value must end. A NUL
  * byte is text, not an end. */

@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 /* Exit codes: 0 success, 1 an error in the user's input (or a file that
- * cannot be read or written), 2 bad usage, 3 an internal error, 4 no GPU
+ * cannot be read or written, or more memory than the machine gives: a
+ * model or plan too big for it), 2 bad usage, 3 an internal error, 4 no GPU
  * (shardrun --backend cuda without a usable CUDA driver or GPU), 5 the GPU
  * failed during a run, 6 another rank failed, stopped or did not answer
  * (this rank's run failed because of it). */
@@ -32,7 +33,7 @@ static int exit_code(shardc_status st)
 {
     switch (st) {
     case SHARDC_OK: return 0;
-    case SHARDC_ERR_INPUT: case SHARDC_ERR_IO: return EXIT_INPUT;
+    case SHARDC_ERR_INPUT: case SHARDC_ERR_IO: case SHARDC_ERR_NOMEM: return EXIT_INPUT;
     case SHARDC_ERR_USAGE: return EXIT_USAGE;
     case SHARDC_ERR_NO_GPU: return EXIT_NO_GPU;
     case SHARDC_ERR_GPU: return EXIT_GPU;

@@ -1,8 +1,8 @@
 /* shardc: the compiler's command line. Argument parsing only; the work is
  * libshardc's (include/shardc.h).
  *
- * Exit codes: 0 success, 1 an error in the user's input, 2 bad usage,
- * 3 an internal error. */
+ * Exit codes: 0 success, 1 an error in the user's input (or more memory
+ * than the machine gives), 2 bad usage, 3 an internal error. */
 #include "shardc.h"
 #include "cli.h"
 
@@ -115,7 +115,8 @@ static const char usage[] =
     "  --help             show this help\n"
     "  --version          show the version\n"
     "\n"
-    "exit codes: 0 success, 1 error in the input, 2 bad usage, 3 internal error\n";
+    "exit codes: 0 success, 1 error in the input (or more memory than the\n"
+    "machine gives), 2 bad usage, 3 internal error\n";
 
 typedef struct args {
     const char *file, *emit, *out, *trace;

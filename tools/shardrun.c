@@ -5,8 +5,9 @@
  * process is one rank and the communicator is `mpi`; otherwise one process
  * runs every rank as a thread (`local`).
  *
- * Exit codes: 0 success, 1 an error in the plan, the data or a rank's run,
- * 2 bad usage, 3 an internal error. */
+ * Exit codes: 0 success, 1 an error in the plan, the data or a rank's run
+ * (or more memory than the machine gives), 2 bad usage, 3 an internal
+ * error, and tools/cli.h's others. */
 #include "shardc.h"
 #include "cli.h"
 
@@ -102,7 +103,8 @@ static const char usage[] =
     "  --quiet              print only errors\n"
     "  --help, --version\n"
     "\n"
-    "exit codes: 0 success, 1 error in the plan, data or run, 2 bad usage,\n"
+    "exit codes: 0 success, 1 error in the plan, data or run (or more memory\n"
+    "than the machine gives), 2 bad usage,\n"
     "3 internal error, 4 no GPU (--backend cuda without a usable CUDA driver\n"
     "or GPU, or --comm nccl without a usable NCCL)\n";
 

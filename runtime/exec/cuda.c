@@ -329,16 +329,6 @@ static int setup_nccl(rt_cuda_rank *r, su_status *err)
     return rc;
 }
 
-/* n bytes for a message: "56.8 MiB", "9.53 GiB" (into buf, of 32). */
-static const char *size_text(size_t n, char *buf)
-{
-    if (n >= (size_t)1 << 30)
-        snprintf(buf, 32, "%.2f GiB", n / 1073741824.0);
-    else
-        snprintf(buf, 32, "%.1f MiB", n / 1048576.0);
-    return buf;
-}
-
 static int setup(rt_cuda_rank *r, int64_t rank, su_status *err)
 {
     rt_cu_status why;
@@ -357,11 +347,11 @@ static int setup(rt_cuda_rank *r, int64_t rank, su_status *err)
         char what[256], need[32], room[96] = "", fr[32], tot[32];
         size_t avail = 0, total = 0;
         if (r->cu->MemGetInfo(&avail, &total) == RT_CU_SUCCESS)
-            snprintf(room, sizeof room, " (%s free of %s)", size_text(avail, fr),
-                     size_text(total, tot));
+            snprintf(room, sizeof room, " (%s free of %s)", su_size_text((int64_t)avail, fr),
+                     su_size_text((int64_t)total, tot));
         return su_fail(err, SU_GPU, "the plan's arena of %s (shardc --report's peak per rank) "
                        "does not fit on GPU %d%s: cuMemAlloc: %s",
-                       size_text(bytes, need), r->dev, room,
+                       su_size_text((int64_t)bytes, need), r->dev, room,
                        rt_cu_describe(r->cu, res, what, sizeof what));
     }
     if (!CU(MemsetD8Async(r->arena, 0, bytes, r->stream)))

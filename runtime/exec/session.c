@@ -134,9 +134,13 @@ rt_session *rt_session_new(const rt_plan *p, const rt_session_opts *o, su_status
     s->keys[s->nkeys++] = allkey;
     for (int i = 0; i < p->nio; i++)
         if (p->io[i].kind == RT_IO_OUTPUT) {
-            s->out[i] = calloc(1, (size_t)rt_type_bytes(&p->io[i].type) + 1);
+            int64_t bytes = rt_type_bytes(&p->io[i].type);
+            s->out[i] = calloc(1, (size_t)bytes + 1);
             if (!s->out[i]) {
-                su_fail(err, SU_NOMEM, "out of memory for output '%s'", p->io[i].name);
+                char size[32];
+                su_fail(err, SU_NOMEM, "output '%s' gathered to its full shape is %s: more "
+                        "memory than this machine gives", p->io[i].name,
+                        su_size_text(bytes, size));
                 goto bad;
             }
         }

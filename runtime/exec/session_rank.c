@@ -9,6 +9,7 @@
 #include "runtime/exec/init_gen.h"
 #include "runtime/exec/strided.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -391,18 +392,23 @@ int rt_sess_rank_setup(rank_state *rs)
          * step the rest as it computes. A memset wrote every page at setup
          * first: a GPT-2-small f32 arena is 9.5 GiB. */
         size_t n = ((size_t)prog->arena_bytes + RT_ALIGN) / RT_ALIGN * RT_ALIGN;
+        int why = ENOMEM;
         if (n >= ARENA_MAP_BYTES) {
             void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (p != MAP_FAILED) {
                 rs->arena = p;
                 rs->arena_mapped = n;
+            } else {
+                why = errno;
             }
         } else if ((rs->arena = aligned_alloc(RT_ALIGN, n))) {
             memset(rs->arena, 0, n);
         }
-        if (!rs->arena)
-            return su_fail(&rs->err, SU_NOMEM, "out of memory for the arena (%lld bytes)",
-                        (long long)prog->arena_bytes);
+        char size[32];
+        if (!rs->arena) /* most likely the plan is too big for this machine */
+            return su_fail(&rs->err, SU_NOMEM, "the plan's arena of %s (shardc --report's peak "
+                           "per rank) does not fit in this machine's memory: %s",
+                           su_size_text(prog->arena_bytes, size), strerror(why));
         for (int i = 0; i < prog->nbuf; i++)
             rs->buf[i] = rs->arena + prog->buf_offset[i];
     }

@@ -507,8 +507,25 @@ static void test_parallel_for(void)
     CHECK_INT(none.next, 0);
 }
 
+/* su_size_text's units, su_json_space's end of a JSON value. */
+static void test_sizes_and_json(void)
+{
+    char b[32];
+    CHECK_STR(su_size_text(812, b), "812 bytes");
+    CHECK_STR(su_size_text(1048575, b), "1048575 bytes");
+    CHECK_STR(su_size_text(56783104, b), "54.2 MiB");
+    CHECK_STR(su_size_text(10231468032LL, b), "9.53 GiB");
+    CHECK_STR(su_size_text((int64_t)1 << 47, b), "128.00 TiB");
+    const char t[] = "{} \t\r\n x";
+    CHECK_INT(su_json_space(t, sizeof t - 1, 2), 7);
+    CHECK_INT(su_json_space(t, 6, 2), 6);
+    const char nul[] = {'{', '}', ' ', 0, ' '};
+    CHECK_INT(su_json_space(nul, sizeof nul, 2), 3); /* a NUL byte is text */
+}
+
 int main(void)
 {
+    test_sizes_and_json();
     test_parallel_for();
     test_status();
     test_arena();
