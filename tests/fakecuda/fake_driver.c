@@ -11,8 +11,10 @@
  *
  * - every copy, memset and 2-D copy lies inside one live allocation, and
  *   every handle passed is one made and not yet destroyed;
- * - a module is a cubin (an ELF file for the CUDA machine) and each
- *   function or global asked of it is in its symbol table;
+ * - a module is a cubin (an ELF file for the CUDA machine), or PTX whose
+ *   target the device can compile (its sm_NN at most the device's, as
+ *   the driver JITs it), and each function or global asked of it is in
+ *   the cubin's symbol table, or declared by the PTX (.entry, .global);
  * - a launch's block has at most 1024 threads and its grid fits; dynamic
  *   shared memory above 48 KiB was allowed first with cuFuncSetAttribute,
  *   and never above the device's 227 KiB;
@@ -41,7 +43,8 @@
  *   FAKECUDA_MEMORY=BYTES the device's memory (default 80 GiB): an
  *                         allocation beyond it is out of memory;
  *   FAKECUDA_DEVICES=N    the devices (default 1; 0: CUDA_ERROR_NO_DEVICE
- *                         from cuInit).
+ *                         from cuInit);
+ *   FAKECUDA_CC=NN        their compute capability (default 90: sm_90).
  */
 #include "runtime/cuda/cuda_driver.h"
 
@@ -104,6 +107,7 @@ static failure fail[16];
 static int nfail;
 static size_t memory_limit = (size_t)80 << 30;
 static int ndevices = 1;
+static int device_cc = 90;
 
 static void breach(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void breach(const char *fmt, ...)
@@ -169,6 +173,7 @@ typedef struct handle {
     size_t image_len;
     struct handle *module;
     int max_shared;
+    bool ptx;                       /* a module: PTX text, not a cubin */
     char name[128];
     /* an event: its flags, and when it was last recorded (a tick of the
      * pretend clock, which every record moves on; 0: never) */
@@ -363,6 +368,9 @@ __attribute__((constructor)) static void setup(void)
     s = getenv("FAKECUDA_DEVICES");
     if (s && *s)
         ndevices = atoi(s);
+    s = getenv("FAKECUDA_CC");
+    if (s && *s)
+        device_cc = atoi(s);
     s = getenv("FAKECUDA_FAIL");
     while (s && *s && nfail < (int)(sizeof fail / sizeof *fail)) {
         const char *colon = strchr(s, ':');
@@ -432,8 +440,8 @@ API rt_cu_result cuDeviceGetAttribute(int *v, unsigned int attr, rt_cu_device d)
     case RT_CU_ATTR_MAX_THREADS_PER_BLOCK: *v = 1024; break;
     case RT_CU_ATTR_MAX_GRID_DIM_X: *v = 2147483647; break;
     case RT_CU_ATTR_MULTIPROCESSOR_COUNT: *v = 132; break;
-    case RT_CU_ATTR_CC_MAJOR: *v = 9; break;
-    case RT_CU_ATTR_CC_MINOR: *v = 0; break;
+    case RT_CU_ATTR_CC_MAJOR: *v = device_cc / 10; break;
+    case RT_CU_ATTR_CC_MINOR: *v = device_cc % 10; break;
     case RT_CU_ATTR_MAX_SHARED_OPTIN: *v = MAX_SHARED; break;
     default: *v = 0; break;
     }
@@ -524,8 +532,29 @@ typedef struct {
 enum { ELF_MACHINE_CUDA = 190, SHT_SYMTAB = 2 };
 
 /* Whether the cubin's symbol table names sym. */
+/* Whether PTX text declares sym: an .entry, or a .global variable. */
+static bool ptx_declares(const char *ptx, const char *sym)
+{
+    size_t n = strlen(sym);
+    for (const char *line = ptx; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        const char *kw = NULL;
+        for (const char *q = line; q + 7 <= line + len && !kw; q++)
+            if (!strncmp(q, ".entry ", 7) || !strncmp(q, ".global", 7))
+                kw = q;
+        for (const char *q = kw; q && q + n <= line + len; q++)
+            if (!strncmp(q, sym, n) && (q == line || q[-1] == ' ' || q[-1] == '\t') &&
+                (q + n == line + len || strchr("( \t[;", q[n])))
+                return true;
+    }
+    return false;
+}
+
 static bool has_symbol(const handle *mod, const char *sym)
 {
+    if (mod->ptx)
+        return ptx_declares((const char *)mod->image, sym);
     const unsigned char *b = mod->image;
     size_t n = mod->image_len;
     elf_header h;
@@ -580,9 +609,19 @@ API rt_cu_result cuModuleLoadDataEx(rt_cu_module *m, const void *image, unsigned
         breach("cuModuleLoadDataEx while a stream is captured");
         return ERR_CAPTURE_UNSUPPORTED;
     }
-    size_t len = cubin_length(image);
+    /* PTX: text with its .version and .target; the driver compiles it
+     * for the device, which must be at least the target */
+    const char *text = image;
+    const char *target = memcmp(text, "\177ELF", 4) ? strstr(text, ".target sm_") : NULL;
+    bool ptx = target && strstr(text, ".version") && strstr(text, ".entry");
+    size_t len = ptx ? strlen(text) + 1 : cubin_length(image);
+    if (ptx && atoi(target + 11) > device_cc) {
+        breach("cuModuleLoadDataEx: PTX for sm_%d on a device of sm_%d", atoi(target + 11),
+               device_cc);
+        return 218; /* CUDA_ERROR_INVALID_PTX */
+    }
     if (!len) {
-        breach("cuModuleLoadDataEx: the image is not a cubin for the CUDA machine");
+        breach("cuModuleLoadDataEx: the image is neither a cubin for the CUDA machine nor PTX");
         return ERR_INVALID_IMAGE;
     }
     handle *h = new_handle(H_MODULE);
@@ -593,6 +632,7 @@ API rt_cu_result cuModuleLoadDataEx(rt_cu_module *m, const void *image, unsigned
     }
     memcpy(h->image, image, len);
     h->image_len = len;
+    h->ptx = ptx;
     *m = (rt_cu_module)h;
     return RT_CU_SUCCESS;
 }
