@@ -573,19 +573,6 @@ static bool wants_kernels(const shardc_options *opt)
     return opt->narchs > 0 || (opt->narchs == 0 && rt_nvrtc_available());
 }
 
-/* bytes as "56.5 MiB" (KiB, MiB or GiB, whichever reads best). */
-static const char *size_text(int64_t bytes, char buf[32])
-{
-    double b = (double)bytes;
-    if (b < 1048576.0)
-        snprintf(buf, 32, "%.1f KiB", b / 1024.0);
-    else if (b < 1073741824.0)
-        snprintf(buf, 32, "%.1f MiB", b / 1048576.0);
-    else
-        snprintf(buf, 32, "%.2f GiB", b / 1073741824.0);
-    return buf;
-}
-
 typedef struct mem_part {
     const char *what;
     int64_t bytes;
@@ -604,8 +591,8 @@ static bool over_limit(const shardc_program *p, su_buf *out)
         if (p->res.nplanned > 1)
             snprintf(where, sizeof where, "stage %d", s);
         su_buf_printf(out, "%s needs %s per rank, over --mem-limit %s by %s:", where,
-                      size_text(mp->arena_bytes, b1), size_text(p->mem_limit, b2),
-                      size_text(mp->arena_bytes - p->mem_limit, b3));
+                      su_size_text(mp->arena_bytes, b1), su_size_text(p->mem_limit, b2),
+                      su_size_text(mp->arena_bytes - p->mem_limit, b3));
         mem_part part[] = {{"activations (the most live at once)", mp->activations},
                     {"optimizer state", mp->optimizer_state},
                     {"gradients", mp->gradients},
@@ -621,7 +608,7 @@ static bool over_limit(const shardc_program *p, su_buf *out)
                 part[k] = t;
             }
             su_buf_printf(out, "%s %s %s", i ? "," : "", part[i].what,
-                          size_text(part[i].bytes, b1));
+                          su_size_text(part[i].bytes, b1));
         }
         return true;
     }

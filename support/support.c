@@ -442,7 +442,7 @@ const char *su_size_text(int64_t n, char *buf)
     else if (n >= (int64_t)1 << 20)
         snprintf(buf, 32, "%.1f MiB", (double)n / 1048576.0);
     else
-        snprintf(buf, 32, "%lld bytes", (long long)n);
+        snprintf(buf, 32, "%.1f KiB", (double)n / 1024.0);
     return buf;
 }
 

@@ -247,8 +247,8 @@ bool su_src_prepare(su_src *src, su_diag *d);
 /* The line and column (1-based, columns in bytes) of byte `at` of text. */
 su_loc su_text_loc(const char *text, size_t at);
 
-/* n bytes for a message, into buf (of 32), returned: "812 bytes", "54.2
- * MiB", "9.53 GiB", "128.00 TiB". */
+/* n bytes for a message, into buf (of 32), returned, in whichever unit
+ * reads best: "0.8 KiB", "54.2 MiB", "9.53 GiB", "128.00 TiB". */
 const char *su_size_text(int64_t n, char *buf);
 
 /* The first byte of text[at .. n) that is not JSON whitespace (space, tab,

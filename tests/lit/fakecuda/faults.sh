@@ -12,7 +12,7 @@
 # RUN: %expect 5 env LD_LIBRARY_PATH=$FAKECUDA FAKECUDA_MEMORY=1000000 FAKECUDA_LOG=%t.1 \
 # RUN:     %shardrun %t.plan --backend cuda --quiet 2>&1 | FileCheck %s --check-prefix=ARENA
 # RUN: awk -f %S/no-leaks.awk %t.1
-# ARENA: shardrun: error: rank 0: the plan's arena of {{[0-9.]+}} MiB (shardc --report's peak per rank) does not fit on GPU 0 (1000000 bytes free of 1000000 bytes): cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (out of memory)
+# ARENA: shardrun: error: rank 0: the plan's arena of {{[0-9.]+}} MiB (shardc --report's peak per rank) does not fit on GPU 0 (976.6 KiB free of 976.6 KiB): cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (out of memory)
 # RUN: %expect 5 env LD_LIBRARY_PATH=$FAKECUDA FAKECUDA_FAIL=cuLaunchKernel:3 FAKECUDA_LOG=%t.2 \
 # RUN:     %shardrun %t.plan --backend cuda --quiet --steps 2 2>&1 | FileCheck %s --check-prefix=LAUNCH
 # RUN: awk -f %S/no-leaks.awk %t.2

@@ -511,8 +511,8 @@ static void test_parallel_for(void)
 static void test_sizes_and_json(void)
 {
     char b[32];
-    CHECK_STR(su_size_text(812, b), "812 bytes");
-    CHECK_STR(su_size_text(1048575, b), "1048575 bytes");
+    CHECK_STR(su_size_text(812, b), "0.8 KiB");
+    CHECK_STR(su_size_text(1000000, b), "976.6 KiB");
     CHECK_STR(su_size_text(56783104, b), "54.2 MiB");
     CHECK_STR(su_size_text(10231468032LL, b), "9.53 GiB");
     CHECK_STR(su_size_text((int64_t)1 << 47, b), "128.00 TiB");
