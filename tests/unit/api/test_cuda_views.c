@@ -21,6 +21,7 @@
  * test writes device memory from the host, which only the fake allows. */
 #include "shardc.h"
 #include "check.h"
+#include "api_check.h"
 
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -38,17 +39,6 @@ static const char model[] = "mesh dp, tp\n"
                             "input x : f32[8, 6] shard(dp, _)\n"
                             "input ids : i32[4, 6] shard(_, tp)\n"
                             "output x, ids\n";
-
-static bool usage_error(shardc_status st, char **err, const char *part)
-{
-    bool ok = st == SHARDC_ERR_USAGE && *err && strstr(*err, part);
-    if (!ok)
-        fprintf(stderr, "  status %d, message: %s\n  (wanted usage, \"%s\")\n", (int)st,
-                *err ? *err : "(none)", part);
-    shardc_free(*err);
-    *err = NULL;
-    return ok;
-}
 
 static float *dev_floats(size_t n, devptr *p)
 {

@@ -12,6 +12,7 @@
  * batch per step, against the same reference. Last, params files that do
  * not fit the plan (a typo, a missing param, none at all). */
 #include "check.h"
+#include "api_check.h"
 #include "ckpt_util.h"
 #include "shardc.h"
 #include "runtime/plan/plan.h"
@@ -1102,17 +1103,6 @@ static void test_strict_params(void)
  * into a reversed view. Against the reference as test_meshes, and the
  * errors of the views. */
 /* Whether st is SHARDC_ERR_USAGE with want in *err (freed here). */
-static bool usage_error(shardc_status st, char **err, const char *want)
-{
-    bool ok = st == SHARDC_ERR_USAGE && *err && strstr(*err, want);
-    if (!ok)
-        fprintf(stderr, "want usage error '%s', got %d: %s\n", want, (int)st,
-                *err ? *err : "(none)");
-    shardc_free(*err);
-    *err = NULL;
-    return ok;
-}
-
 static void test_views(const char *mesh)
 {
     data d;
