@@ -112,8 +112,8 @@ bool rt_nccl_check(const rt_nccl_api *nc, rt_nccl_result r, const char *call, co
     if (r == RT_NCCL_SUCCESS || r == RT_NCCL_IN_PROGRESS)
         return true;
     char what[256];
-    if (err)
-        su_fail(err, SU_GPU, "%s:%d: nccl%s: %s", file, line, call,
+    if (err) /* the entry point's name, not the call's arguments */
+        su_fail(err, SU_GPU, "%s:%d: nccl%.*s: %s", file, line, (int)strcspn(call, "("), call,
                 rt_nccl_describe(nc, r, what, sizeof what));
     return false;
 }
