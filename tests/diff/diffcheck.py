@@ -57,7 +57,11 @@ its kernels (sm_90), also runs on the cuda backend there, eagerly and by
 graphs, on the same inputs. No kernel computes there, so no output is
 compared: the run must end with exit 0 (or 1 on an id or label outside its
 range, which the kernels never computed), break none of the driver's rules
-and leave nothing allocated or created (class fakecuda).
+and leave nothing allocated or created (class fakecuda). With DIFF_MPIRUN
+set too, a plan of more than one rank also runs as an MPI job with
+`--comm nccl` on tests/fakecuda's pretend NCCL, which checks every call
+(the same collective on every rank, buffers inside allocations, sends met
+by receives of their size), on as many pretend devices as ranks.
 
 DIFF_MPIRUN, when set, is a launcher (`mpirun --oversubscribe`): each sharded
 run of more than one rank then goes through it, a process per rank with
@@ -390,16 +394,26 @@ class Checker:
             cmd += ["-D", x]
         check_status(run(cmd, COMPILE_TIMEOUT_S, f"shardc --mesh {mesh} --arch sm_90"),
                      f"shardc (mesh {mesh}, sm_90)", cmd)
-        for extra in ([], ["--graph"]):
+        ranks = ranks_of(mesh)
+        mpirun = os.environ.get("DIFF_MPIRUN")
+        ways = [["--comm", "local"], ["--comm", "local", "--graph"]]
+        if mpirun and ranks > 1:
+            ways.append(["--comm", "nccl", "--timeout", "60"])
+        for extra in ways:
             log = os.path.join(self.work, "fakecuda.log")
             if os.path.exists(log):
                 os.remove(log)
-            cmd = [self.shardrun, plan, "--backend", "cuda", "--comm", "local", "--quiet",
+            cmd = [self.shardrun, plan, "--backend", "cuda", "--quiet",
                    "--seed", "7", "--steps", str(total_steps(d, train)), *extra]
+            if "nccl" in extra:
+                cmd = [*mpirun.split(), "-n", str(ranks), *cmd]
             if inputs:
                 cmd += ["--inputs", inputs]
             env = dict(os.environ, LD_LIBRARY_PATH=fake, FAKECUDA_LOG=log)
-            what = f"mesh {mesh} on the pretend driver" + "".join(" " + e for e in extra)
+            if "nccl" in extra:  # a pretend GPU a process
+                env["FAKECUDA_DEVICES"] = str(ranks)
+            what = (f"mesh {mesh} on the pretend driver" +
+                    "".join(" " + e for e in extra if e not in ("--timeout", "60")))
             try:
                 p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True, timeout=RUN_TIMEOUT_S)

@@ -78,6 +78,7 @@ static long fail_matmul, fail_heuristic; /* the call that fails (0: none) */
  * backend, which opens the driver before cuBLASLt) */
 static int (*in_device)(unsigned long long p, size_t n);
 static void (*driver_breach)(const char *what);
+static void (*driver_log)(const char *text, size_t n);
 
 static void breach(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void breach(const char *fmt, ...)
@@ -94,10 +95,9 @@ static void breach(const char *fmt, ...)
 
 static void report(void)
 {
-    const char *path = getenv("FAKECUDA_LOG");
-    if (!path || !*path)
-        return;
-    FILE *f = fopen(path, "a");
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = driver_log ? open_memstream(&text, &n) : NULL;
     if (!f)
         return;
     fprintf(f, "cublasLtMatmul %ld\ncublasLtMatmulAlgoGetHeuristic %ld\n",
@@ -110,7 +110,9 @@ static void report(void)
     fprintf(f, "live_cublasLt_handles %ld\nlive_cublasLt_descriptors %ld\n"
             "live_cublasLt_layouts %ld\nlive_cublasLt_preferences %ld\n",
             live[O_HANDLE], live[O_DESC], live[O_LAYOUT], live[O_PREF]);
-    fclose(f);
+    if (fclose(f) == 0)
+        driver_log(text, n);
+    free(text);
 }
 
 __attribute__((constructor)) static void setup(void)
@@ -121,6 +123,7 @@ __attribute__((constructor)) static void setup(void)
     if (drv) {
         *(void **)&in_device = dlsym(drv, "fakecuda_in_device");
         *(void **)&driver_breach = dlsym(drv, "fakecuda_breach");
+        *(void **)&driver_log = dlsym(drv, "fakecuda_log");
     }
     for (const char *f = getenv("FAKECUDA_FAIL"); f && *f; f = strchr(f, ',') ? strchr(f, ',') + 1 : "") {
         static const char mm[] = "cublasLtMatmul:", heur[] = "cublasLtMatmulAlgoGetHeuristic:";

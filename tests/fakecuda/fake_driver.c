@@ -23,6 +23,12 @@
  *   copies nothing synchronously (the calls thread-local mode forbids
  *   that thread; other threads, and other streams, go on as before).
  *
+ * Work runs as it is queued, except what another library queues on a
+ * stream (fake_nccl.c, through fakecuda_stream_enqueue): until that is
+ * done, the stream's next copy, launch or sync waits, an event recorded
+ * behind it is not done (cuEventQuery: CUDA_ERROR_NOT_READY), and
+ * cuStreamWaitEvent on such an event waits.
+ *
  * A breach returns the error a driver would (CUDA_ERROR_INVALID_VALUE,
  * _INVALID_HANDLE, _NOT_FOUND, _INVALID_IMAGE, _STREAM_CAPTURE_UNSUPPORTED)
  * and is described on stderr as "fake_driver: ...".
@@ -39,7 +45,9 @@
  *   FAKECUDA_FAIL=NAME:K[:CODE][,...]  the K-th call of entry point NAME
  *                         (counted from 1) fails with CODE (default 2,
  *                         CUDA_ERROR_OUT_OF_MEMORY, for cuMemAlloc_v2;
- *                         999, CUDA_ERROR_UNKNOWN, for others);
+ *                         999, CUDA_ERROR_UNKNOWN, for others); the
+ *                         names of cuBLASLt's and NCCL's entry points are
+ *                         for fake_cublaslt.c and fake_nccl.c;
  *   FAKECUDA_MEMORY=BYTES the device's memory (default 80 GiB): an
  *                         allocation beyond it is out of memory;
  *   FAKECUDA_DEVICES=N    the devices (default 1; 0: CUDA_ERROR_NO_DEVICE
@@ -48,7 +56,9 @@
  */
 #include "runtime/cuda/cuda_driver.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -65,6 +75,7 @@ enum {
     ERR_INVALID_IMAGE = 200,
     ERR_INVALID_HANDLE = 400,
     ERR_NOT_FOUND = 500,
+    ERR_NOT_READY = 600,
     ERR_CAPTURE_UNSUPPORTED = 900,
     ERR_UNKNOWN = 999,
     DEFAULT_SHARED = 48 * 1024,
@@ -86,7 +97,8 @@ enum {
     X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) X(cuStreamWaitEvent)                 \
     X(cuEventRecordWithFlags) X(cuEventElapsedTime) X(cuStreamBeginCapture_v2)                  \
     X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)                      \
-    X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuGetErrorName) X(cuGetErrorString)
+    X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuGetErrorName) X(cuGetErrorString)           \
+    X(cuEventQuery) X(cuDeviceGetPCIBusId)
 
 #define ENUM(name) E_##name,
 enum { ENTRIES(ENUM) NENTRIES };
@@ -165,6 +177,10 @@ typedef struct handle {
     /* a stream */
     int capturing;                  /* 1 while captured into a graph */
     pthread_t by;                   /* the thread capturing it */
+    /* work queued on it by another library (fake_nccl.c): tickets issued
+     * and done, in order; the stream's own copies, memsets, launches and
+     * syncs wait until done catches up (fakecuda_stream_enqueue) */
+    long issued, done;
     /* a capturing stream, a graph or an instantiated one: its copies and
      * memsets in order */
     rec *ops, **tail;
@@ -179,6 +195,10 @@ typedef struct handle {
      * pretend clock, which every record moves on; 0: never) */
     unsigned flags;
     long stamp;
+    /* an event recorded behind such work: complete once on->done reaches
+     * ticket (NULL: complete when recorded) */
+    struct handle *on;
+    long ticket;
 } handle;
 
 typedef struct alloc {
@@ -190,6 +210,7 @@ typedef struct alloc {
 } alloc;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t progress = PTHREAD_COND_INITIALIZER; /* a stream's done moved */
 static atomic_long ticks;
 static handle *handles;
 static alloc *allocs;
@@ -263,6 +284,51 @@ static bool capturing(rt_cu_stream s)
     return c;
 }
 
+/* Returns when the work other libraries queued on s is done, so that what
+ * s does next comes after it (the null stream: nothing is queued there). */
+static void wait_idle(rt_cu_stream s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&lock);
+    handle *h = (handle *)s;
+    while (h->done < h->issued)
+        pthread_cond_wait(&progress, &lock);
+    pthread_mutex_unlock(&lock);
+}
+
+/* Whether event e has completed (lock held). */
+static bool event_done(const handle *e)
+{
+    return !e->on || e->on->done >= e->ticket;
+}
+
+/* For fake_nccl.c: a ticket for work of its own queued on stream s (done
+ * by fakecuda_stream_complete, in order); what s does next waits for it,
+ * an event recorded on s after it completes with it. -1 when s is not a
+ * live stream or is being captured (the fake queues nothing in a graph). */
+API long fakecuda_stream_enqueue(rt_cu_stream s)
+{
+    if (!s || !live(s, H_STREAM) || capturing(s))
+        return -1;
+    pthread_mutex_lock(&lock);
+    long t = ++((handle *)s)->issued;
+    pthread_mutex_unlock(&lock);
+    return t;
+}
+
+/* For fake_nccl.c: the work of ticket t on s is done (tickets complete in
+ * the order they were issued). */
+API void fakecuda_stream_complete(rt_cu_stream s, long t)
+{
+    pthread_mutex_lock(&lock);
+    handle *h = (handle *)s;
+    if (t > h->done)
+        h->done = t;
+    pthread_cond_broadcast(&progress);
+    pthread_mutex_unlock(&lock);
+}
+
 /* Whether this thread is capturing a stream (thread-local mode forbids it
  * the calls that may synchronise or allocate). */
 static bool any_capture(void)
@@ -331,12 +397,27 @@ API long fakecuda_live_handles(void)
 
 /* ---- set-up and the report at exit ---- */
 
-static void report(void)
+/* For fake_cublaslt.c and fake_nccl.c too: text appended to FAKECUDA_LOG
+ * by one write, so that the processes of an MPI job (and the libraries of
+ * one process) sharing the file do not cut each other's lines. */
+API void fakecuda_log(const char *text, size_t n)
 {
     const char *path = getenv("FAKECUDA_LOG");
     if (!path || !*path)
         return;
-    FILE *f = fopen(path, "a");
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+    if (fd < 0)
+        return;
+    if (write(fd, text, n) != (ssize_t)n)
+        fprintf(stderr, "fake_driver: cannot write FAKECUDA_LOG %s\n", path);
+    close(fd);
+}
+
+static void report(void)
+{
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
     if (!f)
         return;
     for (int i = 0; i < NENTRIES; i++)
@@ -357,7 +438,9 @@ static void report(void)
         if (k != H_FUNC) /* a module's functions go with it */
             fprintf(f, "live_%s %ld\n", kind_name[k], nh[k]);
     fprintf(f, "errors %ld\n", atomic_load(&errors));
-    fclose(f);
+    if (fclose(f) == 0)
+        fakecuda_log(text, n);
+    free(text);
 }
 
 __attribute__((constructor)) static void setup(void)
@@ -386,7 +469,8 @@ __attribute__((constructor)) static void setup(void)
         rt_cu_result code = e == E_cuMemAlloc_v2 ? ERR_OUT_OF_MEMORY : ERR_UNKNOWN;
         if (*end == ':')
             code = (rt_cu_result)strtoul(end + 1, &end, 10);
-        if (e < 0 && !strncmp(s, "cublasLt", 8)) { /* fake_cublaslt.c's */
+        if (e < 0 && (!strncmp(s, "cublasLt", 8) || !strncmp(s, "nccl", 4))) {
+            /* fake_cublaslt.c's and fake_nccl.c's */
             s = strchr(s, ',') ? strchr(s, ',') + 1 : NULL;
             continue;
         }
@@ -454,6 +538,16 @@ API rt_cu_result cuDeviceGetName(char *name, int len, rt_cu_device d)
     if (d < 0 || d >= ndevices || len < 1)
         return ERR_INVALID_VALUE;
     snprintf(name, (size_t)len, "shardc fake device %d", d);
+    return RT_CU_SUCCESS;
+}
+
+/* Device d's PCI bus id: bus d + 1, one device a bus. */
+API rt_cu_result cuDeviceGetPCIBusId(char *bus, int len, rt_cu_device d)
+{
+    ENTER(cuDeviceGetPCIBusId);
+    if (d < 0 || d >= ndevices || len < 13)
+        return ERR_INVALID_VALUE;
+    snprintf(bus, (size_t)len, "0000:%02x:00.0", (d + 1) & 0xff);
     return RT_CU_SUCCESS;
 }
 
@@ -770,6 +864,8 @@ API rt_cu_result cuLaunchKernel(rt_cu_func f, unsigned int gx, unsigned int gy, 
         breach("cuLaunchKernel(%s): no parameters", h->name);
         return ERR_INVALID_VALUE;
     }
+    if (!capturing(s))
+        wait_idle(s);
     return RT_CU_SUCCESS;
 }
 
@@ -937,8 +1033,17 @@ static rt_cu_result issue(rt_cu_stream s, rec r, const char *call)
 {
     if (!stream_ok(s, call))
         return ERR_INVALID_HANDLE;
-    if (!capturing(s))
+    if (!capturing(s)) {
+        if (r.kind == R_EVENT) { /* behind the work queued on s: complete with it */
+            pthread_mutex_lock(&lock);
+            r.event->on = s && ((handle *)s)->done < ((handle *)s)->issued ? (handle *)s : NULL;
+            r.event->ticket = s ? ((handle *)s)->issued : 0;
+            pthread_mutex_unlock(&lock);
+        } else {
+            wait_idle(s);
+        }
         return do_rec(&r, call);
+    }
     /* checked now too: a capture of a bad copy fails where it is made */
     rec *x = malloc(sizeof *x);
     if (!x)
@@ -1070,6 +1175,17 @@ API rt_cu_result cuStreamDestroy_v2(rt_cu_stream s)
     ENTER(cuStreamDestroy_v2);
     if (capturing(s))
         breach("cuStreamDestroy: the stream is being captured");
+    if (live(s, H_STREAM)) {
+        pthread_mutex_lock(&lock);
+        const handle *h = (const handle *)s;
+        bool busy = h->done < h->issued;
+        for (const handle *e = handles; e; e = e->next) /* events recorded on it forget it */
+            if (e->kind == H_EVENT && e->on == h)
+                ((handle *)e)->on = NULL;
+        pthread_mutex_unlock(&lock);
+        if (busy)
+            breach("cuStreamDestroy: work queued on the stream is not done");
+    }
     if (!drop(s, H_STREAM)) {
         breach("cuStreamDestroy: %p is not a live stream", (void *)s);
         return ERR_INVALID_HANDLE;
@@ -1086,6 +1202,7 @@ API rt_cu_result cuStreamSynchronize(rt_cu_stream s)
         breach("cuStreamSynchronize of a stream being captured");
         return ERR_CAPTURE_UNSUPPORTED;
     }
+    wait_idle(s);
     return RT_CU_SUCCESS;
 }
 
@@ -1133,11 +1250,34 @@ API rt_cu_result cuEventRecord(rt_cu_event e, rt_cu_stream s)
     return record_event(e, s, "cuEventRecord");
 }
 
+/* s waits for e: this fake runs s's work as it is queued, so the caller
+ * waits here until e completes (not in a capture: there e recorded in the
+ * graph only orders it). */
 API rt_cu_result cuStreamWaitEvent(rt_cu_stream s, rt_cu_event e, unsigned int flags)
 {
     ENTER(cuStreamWaitEvent);
     (void)flags;
-    return event_stream(e, s, "cuStreamWaitEvent");
+    rt_cu_result r = event_stream(e, s, "cuStreamWaitEvent");
+    if (r || capturing(s))
+        return r;
+    pthread_mutex_lock(&lock);
+    while (!event_done((handle *)e))
+        pthread_cond_wait(&progress, &lock);
+    pthread_mutex_unlock(&lock);
+    return RT_CU_SUCCESS;
+}
+
+API rt_cu_result cuEventQuery(rt_cu_event e)
+{
+    ENTER(cuEventQuery);
+    if (!live(e, H_EVENT)) {
+        breach("cuEventQuery: %p is not a live event", (void *)e);
+        return ERR_INVALID_HANDLE;
+    }
+    pthread_mutex_lock(&lock);
+    bool done = event_done((handle *)e);
+    pthread_mutex_unlock(&lock);
+    return done ? RT_CU_SUCCESS : ERR_NOT_READY;
 }
 
 API rt_cu_result cuEventRecordWithFlags(rt_cu_event e, rt_cu_stream s, unsigned int flags)
@@ -1256,6 +1396,8 @@ API rt_cu_result cuGraphLaunch(rt_cu_graph_exec x, rt_cu_stream s)
     }
     if (!stream_ok(s, "cuGraphLaunch"))
         return ERR_INVALID_HANDLE;
+    if (!capturing(s))
+        wait_idle(s);
     for (const rec *r = ((handle *)x)->ops; r; r = r->next) {
         rt_cu_result res = do_rec(r, "cuGraphLaunch (a copy or memset of the graph)");
         if (res)
@@ -1308,6 +1450,7 @@ static const struct {
     {ERR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
     {ERR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {ERR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {ERR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
     {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {ERR_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
      "operation not permitted when stream is capturing"},
