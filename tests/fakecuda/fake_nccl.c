@@ -904,6 +904,9 @@ API rt_nccl_result ncclCommSplit(rt_nccl_comm comm, int color, int key, rt_nccl_
         pthread_cond_wait(&idle, &lock);
     pthread_mutex_unlock(&lock);
     long k = ++c->coll_seq;
+    for (int j = 0; j < c->nranks; j++) /* every member has read my last slot */
+        if (await(c, &c->slots[j].done, k - 1, "ncclCommSplit") != 0)
+            return N_REMOTE;
     slot *mine = &c->slots[c->rank];
     mine->kind = -1;
     mine->color = color;
