@@ -57,11 +57,12 @@ its kernels (sm_90), also runs on the cuda backend there, eagerly and by
 graphs, on the same inputs. No kernel computes there, so no output is
 compared: the run must end with exit 0 (or 1 on an id or label outside its
 range, which the kernels never computed), break none of the driver's rules
-and leave nothing allocated or created (class fakecuda). With DIFF_MPIRUN
-set too, a plan of more than one rank also runs as an MPI job with
-`--comm nccl` on tests/fakecuda's pretend NCCL, which checks every call
-(the same collective on every rank, buffers inside allocations, sends met
-by receives of their size), on as many pretend devices as ranks.
+and leave nothing allocated or created (class fakecuda). With DIFF_NCCL
+set too, to a launcher (`mpirun --oversubscribe`), a plan of more than one
+rank also runs through it as an MPI job with `--comm nccl` on
+tests/fakecuda's pretend NCCL, which checks every call (the same
+collective on every rank, buffers inside allocations, sends met by
+receives of their size), on as many pretend devices as ranks.
 
 DIFF_MPIRUN, when set, is a launcher (`mpirun --oversubscribe`): each sharded
 run of more than one rank then goes through it, a process per rank with
@@ -395,7 +396,7 @@ class Checker:
         check_status(run(cmd, COMPILE_TIMEOUT_S, f"shardc --mesh {mesh} --arch sm_90"),
                      f"shardc (mesh {mesh}, sm_90)", cmd)
         ranks = ranks_of(mesh)
-        mpirun = os.environ.get("DIFF_MPIRUN")
+        mpirun = os.environ.get("DIFF_NCCL")
         ways = [["--comm", "local"], ["--comm", "local", "--graph"]]
         if mpirun and ranks > 1:
             ways.append(["--comm", "nccl", "--timeout", "60"])

@@ -7,7 +7,8 @@
 # DIFF_JOBS the parallel checks (default: the cores); DIFF_EMULATE names
 # build/tests/test_kernel_emulate to run every kernel against the CPU
 # backend too; DIFF_FAKECUDA names build/tests/fakecuda to run every
-# plan's cuda backend on the pretend driver too; DIFF_AVOID constructs
+# plan's cuda backend on the pretend driver too (with DIFF_NCCL, a
+# launcher, `--comm nccl` as MPI jobs on the pretend NCCL); DIFF_AVOID constructs
 # the generator leaves out (gen.py --help).
 set -euo pipefail
 if [ $# -ne 2 ]; then
