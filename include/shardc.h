@@ -376,10 +376,11 @@ typedef struct shardc_session_config {
                                   * failed step, as its peers may wait for it */
     int trace;                   /* nonzero: time every instruction of every
                                   * run, for shardc_session_write_trace */
-    int graph;                   /* nonzero (backend "cuda", not with "nccl"):
-                                  * from the second run on, the device work
-                                  * between host steps runs as CUDA graphs,
-                                  * captured at the second run */
+    int graph;                   /* nonzero (backend "cuda"): from the second
+                                  * run on, the device work between host
+                                  * steps runs as CUDA graphs, captured at
+                                  * the second run (with "nccl", its
+                                  * collectives, sends and receives too) */
     int checkpoint_keep;         /* checkpoints shardc_session_save_checkpoint
                                   * keeps in its folder, the newest; 0: 2 */
     int init_missing;            /* nonzero: a param missing from

@@ -96,9 +96,9 @@ static const char usage[] =
     "  --graph              with --backend cuda: the first step runs as usual,\n"
     "                       the second is captured as CUDA graphs and launches\n"
     "                       them, every later step launches them; work on the\n"
-    "                       host (inputs, constants, i32 index arithmetic,\n"
-    "                       collectives through the host) runs between the\n"
-    "                       graphs. Not with --comm nccl\n"
+    "                       host (inputs, i32 index arithmetic, collectives\n"
+    "                       through the host) runs between the graphs; with\n"
+    "                       --comm nccl the collectives are in the graphs\n"
     "  --report             print the compiler's report stored in the plan\n"
     "  --quiet              print only errors\n"
     "  --help, --version\n"
@@ -279,9 +279,6 @@ static int parse_args(int argc, char **argv, args *a)
                                  "on the GPU)");
     if (a->graph && (!a->backend || strcmp(a->backend, "cuda") != 0))
         return usage_error("%s", "--graph needs --backend cuda");
-    if (a->graph && !strcmp(a->comm, "nccl"))
-        return usage_error("%s", "--graph is not supported with --comm nccl yet (the "
-                                 "collectives run on a stream of their own, outside the capture)");
     return 0;
 }
 

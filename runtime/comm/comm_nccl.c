@@ -668,7 +668,7 @@ static int watch_op(rt_nccl *n, const char *what, double start, rt_cu_event done
 }
 
 int rt_nccl_run(rt_nccl *n, const rt_instr *in, rt_cu_ptr src, rt_cu_ptr dst, rt_cu_stream s,
-                rt_cu_event done, su_status *err)
+                rt_cu_event done, rt_cu_event watched, su_status *err)
 {
     char what[384];
     double start = now_s();
@@ -677,7 +677,29 @@ int rt_nccl_run(rt_nccl *n, const rt_instr *in, rt_cu_ptr src, rt_cu_ptr dst, rt
                  : run_collective(n, in, src, dst, s, what, sizeof what, err);
     if (rc != 0 || !CU(EventRecord(done, s)))
         return -1;
+    if (watched)
+        return CU(EventRecordWithFlags(watched, s, RT_CU_EVENT_RECORD_EXTERNAL)) ? 0 : -1;
     return watch_op(n, what, start, done, err);
+}
+
+int rt_nccl_watch(rt_nccl *n, const rt_instr *in, rt_cu_event watched, su_status *err)
+{
+    char what[384];
+    int idx = instr_index(n, in);
+    if (in->op == RT_OP_SEND || in->op == RT_OP_RECV) {
+        bool send = in->op == RT_OP_SEND;
+        snprintf(what, sizeof what, "instruction %d (%s %s rank %d (stage %lld) in a CUDA graph)",
+                 idx, send ? "send" : "recv", send ? "to" : "from", peer_of(n, in->dim),
+                 (long long)in->dim);
+    } else {
+        const ngroup *g = group_for(n, in);
+        snprintf(what, sizeof what, "instruction %d (%s on %s in a CUDA graph)", idx,
+                 rt_ops[in->op].name, g ? g->desc : "its group");
+    }
+    pthread_mutex_lock(&n->mu);
+    int rc = failed_locked(n, err);
+    pthread_mutex_unlock(&n->mu);
+    return rc != 0 ? -1 : watch_op(n, what, now_s(), watched, err);
 }
 
 int rt_nccl_settle(rt_nccl *n, su_status *err)
@@ -835,9 +857,16 @@ int rt_nccl_device(const rt_nccl *n)
     return 0;
 }
 int rt_nccl_run(rt_nccl *n, const rt_instr *in, rt_cu_ptr src, rt_cu_ptr dst, rt_cu_stream s,
-                rt_cu_event done, su_status *err)
+                rt_cu_event done, rt_cu_event watched, su_status *err)
 {
-    (void)n, (void)in, (void)src, (void)dst, (void)s, (void)done;
+    (void)n, (void)in, (void)src, (void)dst, (void)s, (void)done, (void)watched;
+    su_fail(err, SU_GPU, "no nccl communicator");
+    return -1;
+}
+
+int rt_nccl_watch(rt_nccl *n, const rt_instr *in, rt_cu_event watched, su_status *err)
+{
+    (void)n, (void)in, (void)watched;
     su_fail(err, SU_GPU, "no nccl communicator");
     return -1;
 }

@@ -108,11 +108,20 @@ int rt_nccl_device(const rt_nccl *n);
 /* Enqueues communication instruction `in` on stream s (the comm stream,
  * of n's device's primary context, current on this thread): its operand
  * at device address src, its result at dst (0 where the op has none);
- * then records `done` on s and hands it to the watchdog. 0, or -1 with
- * err (an op that cannot be issued within the timeout fails n as the
+ * then records `done` on s and hands it to the watchdog. With `watched`
+ * (s is being captured into a CUDA graph, joined to the capture of the
+ * compute stream): `done` is recorded as the capture's (for its waits),
+ * `watched` as a node of the graph (RT_CU_EVENT_RECORD_EXTERNAL), and the
+ * watchdog is handed it at each launch (rt_nccl_watch), not now. 0, or -1
+ * with err (an op that cannot be issued within the timeout fails n as the
  * watchdog does; so does every op once n has failed). */
 int rt_nccl_run(rt_nccl *n, const rt_instr *in, rt_cu_ptr src, rt_cu_ptr dst, rt_cu_stream s,
-                rt_cu_event done, su_status *err);
+                rt_cu_event done, rt_cu_event watched, su_status *err);
+/* A graph holding `in` (captured by rt_nccl_run with `watched`) was just
+ * launched: its watched event, recorded by that launch, to the watchdog
+ * ("instruction 7 (all_reduce on axes (dp) in a CUDA graph)"). 0, or -1
+ * with err once n has failed. */
+int rt_nccl_watch(rt_nccl *n, const rt_instr *in, rt_cu_event watched, su_status *err);
 /* The step is over and every done event has completed (the compute stream
  * waited on them and was drained): the watchdog forgets them, so their
  * events can be recorded again. 0, or -1 with the watchdog's message in

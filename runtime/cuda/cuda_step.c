@@ -70,7 +70,8 @@ uint32_t rt_cuda_const_word(const rt_instr *in, int *bytes)
     return w;
 }
 
-rt_step_role rt_cuda_step_role(const rt_plan *p, int st, const int32_t *kernel_at, int i)
+rt_step_role rt_cuda_step_role(const rt_plan *p, int st, const int32_t *kernel_at, int i,
+                               bool comm_on_device)
 {
     const rt_program *g = &p->stage[st];
     const rt_instr *in = &g->instr[i];
@@ -84,7 +85,7 @@ rt_step_role rt_cuda_step_role(const rt_plan *p, int st, const int32_t *kernel_a
             return RT_STEP_DEVICE;
         return in->op == RT_OP_PARAM || in->op == RT_OP_STATE ? RT_STEP_IDLE : RT_STEP_HOST;
     case RT_K_COMM:
-        return RT_STEP_HOST;
+        return comm_on_device ? RT_STEP_DEVICE : RT_STEP_HOST;
     default:
         break;
     }
@@ -100,7 +101,7 @@ rt_step_role rt_cuda_step_role(const rt_plan *p, int st, const int32_t *kernel_a
     }
 }
 
-int32_t rt_cuda_graph_spans(const rt_plan *p, int st, rt_graph_span *out)
+int32_t rt_cuda_graph_spans(const rt_plan *p, int st, bool comm_on_device, rt_graph_span *out)
 {
     int32_t *at = rt_cuda_kernel_map(p, st);
     if (!at)
@@ -108,7 +109,8 @@ int32_t rt_cuda_graph_spans(const rt_plan *p, int st, rt_graph_span *out)
     const rt_program *g = &p->stage[st];
     int32_t n = 0, first = -1, last = -1;
     for (int i = 0; i <= g->ninstr; i++) {
-        rt_step_role role = i < g->ninstr ? rt_cuda_step_role(p, st, at, i) : RT_STEP_HOST;
+        rt_step_role role =
+            i < g->ninstr ? rt_cuda_step_role(p, st, at, i, comm_on_device) : RT_STEP_HOST;
         if (role == RT_STEP_DEVICE) {
             first = first < 0 ? i : first;
             last = i;

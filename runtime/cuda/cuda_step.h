@@ -15,9 +15,13 @@
  * arithmetic (the CPU backend on host copies) and collectives, sends and
  * receives through the host communicator (`local`, `mpi`). The spans
  * between them are captured, the host instructions run between the graph
- * launches as without --graph. A run that reloads params and states (one
+ * launches as without --graph. With `--comm nccl` the collectives, sends
+ * and receives are in the spans: captured with the comm stream joined to
+ * the capture (each op after an event of the compute stream, the compute
+ * stream waiting on the last op's event before the span ends), NCCL's
+ * kernels and the re-layout copies become nodes of the graph. A run that reloads params and states (one
  * was bound again, a checkpoint resumed) runs eagerly; the graphs stay, the
- * buffers they use do not move. `--comm nccl` is refused with --graph.
+ * buffers they use do not move.
  *
  * Error words: a kernel that can meet an id outside its table or a label
  * outside its classes (embedding, embedding_grad, cross_entropy,
@@ -59,7 +63,11 @@ typedef enum {
                      * input source, i32 arithmetic, a collective, send or
                      * recv through the host communicator */
 } rt_step_role;
-rt_step_role rt_cuda_step_role(const rt_plan *p, int st, const int32_t *kernel_at, int i);
+/* comm_on_device: collectives, sends and receives are queued on the device
+ * (`--comm nccl`: on the comm stream, joined to the compute stream by
+ * events), so they are device work; false: through the host. */
+rt_step_role rt_cuda_step_role(const rt_plan *p, int st, const int32_t *kernel_at, int i,
+                               bool comm_on_device);
 
 /* A span of instructions [first, end) captured as one graph: it starts
  * and ends with a device instruction and holds no host one. */
@@ -71,7 +79,7 @@ typedef struct rt_graph_span {
  * long as it can be (only host instructions between two spans), in
  * program order. out has room for ninstr / 2 + 1 spans. Returns their
  * number, or -1 when out of memory. */
-int32_t rt_cuda_graph_spans(const rt_plan *p, int st, rt_graph_span *out);
+int32_t rt_cuda_graph_spans(const rt_plan *p, int st, bool comm_on_device, rt_graph_span *out);
 
 /* The error word a kernel records for index `index` (< 0xffffffff) and id
  * (the device's formula). */

@@ -49,6 +49,11 @@ struct rt_cuda_rank {
     rt_nccl *nccl;
     rt_cu_stream comm;          /* non-blocking */
     rt_cu_event *ready, *done;  /* per instruction; made for the communication ones */
+    rt_cu_event *watched;       /* the same: recorded as a graph's node (--graph),
+                                 * for the watchdog at each launch */
+    int32_t last_comm;          /* the last communication instruction a capture
+                                 * queued, -1 none: the span's end waits for it */
+    int32_t cap_first;          /* the first instruction of the span captured */
     int32_t *wait_first;        /* per step 0..ninstr, + 1: where its waits start in */
     int32_t *wait;              /* the communication instructions the compute
                                  * stream waits for before that step */
@@ -298,10 +303,12 @@ static int setup_nccl(rt_cuda_rank *r, su_status *err)
     int32_t *wait_at = malloc(((size_t)n + 1) * sizeof *wait_at);
     r->ready = calloc((size_t)n + 1, sizeof *r->ready);
     r->done = calloc((size_t)n + 1, sizeof *r->done);
+    r->watched = calloc((size_t)n + 1, sizeof *r->watched);
     r->wait_first = calloc((size_t)n + 2, sizeof *r->wait_first);
     r->wait = malloc(((size_t)n + 1) * sizeof *r->wait);
     int rc = 0;
-    if (!launch_at || !wait_at || !r->ready || !r->done || !r->wait_first || !r->wait)
+    if (!launch_at || !wait_at || !r->ready || !r->done || !r->watched || !r->wait_first ||
+        !r->wait)
         rc = su_fail(err, SU_NOMEM, "out of memory");
     if (rc == 0) {
         rt_nccl_launch_steps(r->p, r->stage, launch_at);
@@ -322,7 +329,8 @@ static int setup_nccl(rt_cuda_rank *r, su_status *err)
     for (int i = 0; rc == 0 && i < n; i++)
         if (rt_ops[g->instr[i].op].cls == RT_K_COMM &&
             (!CU(EventCreate(&r->ready[i], RT_CU_EVENT_DISABLE_TIMING)) ||
-             !CU(EventCreate(&r->done[i], RT_CU_EVENT_DISABLE_TIMING))))
+             !CU(EventCreate(&r->done[i], RT_CU_EVENT_DISABLE_TIMING)) ||
+             !CU(EventCreate(&r->watched[i], RT_CU_EVENT_DISABLE_TIMING))))
             rc = -1;
     free(launch_at);
     free(wait_at);
@@ -417,11 +425,13 @@ void rt_cuda_rank_free(rt_cuda_rank *r)
             cu->StreamDestroy(r->stream);
         if (r->comm)
             cu->StreamDestroy(r->comm);
-        for (int i = 0; r->ready && r->done && i < r->g->ninstr; i++) {
+        for (int i = 0; r->ready && r->done && r->watched && i < r->g->ninstr; i++) {
             if (r->ready[i])
                 cu->EventDestroy(r->ready[i]);
             if (r->done[i])
                 cu->EventDestroy(r->done[i]);
+            if (r->watched[i])
+                cu->EventDestroy(r->watched[i]);
         }
         free_extras(r);
         rt_cuda_local_rank_free(r->local);
@@ -439,6 +449,7 @@ void rt_cuda_rank_free(rt_cuda_rank *r)
     free(r->kernel_at);
     free(r->ready);
     free(r->done);
+    free(r->watched);
     free(r->wait_first);
     free(r->wait);
     free(r);
@@ -672,7 +683,9 @@ static int run_const(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *in)
 }
 
 /* With nccl, instruction i (a collective, send or recv) on the comm
- * stream, after everything the compute stream queued before it. */
+ * stream, after everything the compute stream queued before it. In a
+ * capture the wait joins the comm stream to it, and the op's watched event
+ * is recorded as a node of the graph, for the watchdog at each launch. */
 static int run_comm_nccl(rt_cuda_rank *r, const rt_cuda_host *h, int i)
 {
     su_status *err = h->err;
@@ -680,15 +693,22 @@ static int run_comm_nccl(rt_cuda_rank *r, const rt_cuda_host *h, int i)
     if (!CU(EventRecord(r->ready[i], r->stream)) || !CU(StreamWaitEvent(r->comm, r->ready[i], 0)))
         return -1;
     rt_cu_ptr src = in->nin ? dev(r, in->in[0]) : 0, dst = in->out >= 0 ? dev(r, in->out) : 0;
-    return rt_nccl_run(r->nccl, in, src, dst, r->comm, r->done[i], err);
+    if (rt_nccl_run(r->nccl, in, src, dst, r->comm, r->done[i],
+                    r->capturing ? r->watched[i] : NULL, err) != 0)
+        return -1;
+    r->last_comm = i;
+    return 0;
 }
 
 /* Before step j (ninstr: the end of the run), the compute stream waits for
- * the communication whose bytes it touches there (rt_nccl_wait_points). */
+ * the communication whose bytes it touches there (rt_nccl_wait_points).
+ * In a capture only for what the capture queued: an earlier span's graph
+ * waited for all of its own before it ended. */
 static int wait_comm(rt_cuda_rank *r, int j, su_status *err)
 {
     for (int k = r->nccl ? r->wait_first[j] : 0; r->nccl && k < r->wait_first[j + 1]; k++)
-        if (!CU(StreamWaitEvent(r->stream, r->done[r->wait[k]], 0)))
+        if ((!r->capturing || r->wait[k] >= r->cap_first) &&
+            !CU(StreamWaitEvent(r->stream, r->done[r->wait[k]], 0)))
             return -1;
     return 0;
 }
@@ -954,9 +974,18 @@ static int capture(rt_cuda_rank *r, const rt_cuda_host *h, int s)
     if (!CU(StreamBeginCapture(r->stream, RT_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)))
         return -1;
     r->capturing = true;
+    r->last_comm = -1;
+    r->cap_first = sp->first;
     int rc = 0;
     for (int i = sp->first; rc == 0 && i < sp->end; i++)
         rc = run_instr(r, h, i);
+    /* the comm stream joined the capture: it rejoins the compute stream
+     * after everything it queued (its last op's done event recorded again
+     * at its end: the trace's events come after the op) */
+    if (rc == 0 && r->last_comm >= 0 &&
+        (!CU(EventRecord(r->done[r->last_comm], r->comm)) ||
+         !CU(StreamWaitEvent(r->stream, r->done[r->last_comm], 0))))
+        rc = -1;
     r->capturing = false;
     rt_cu_graph graph = NULL;
     rt_cu_result res = r->cu->StreamEndCapture(r->stream, &graph); /* also after a failure */
@@ -980,7 +1009,7 @@ static int run_graphs(rt_cuda_rank *r, const rt_cuda_host *h)
     su_status *err = h->err;
     if (r->nspans < 0) {
         r->span = malloc(((size_t)r->g->ninstr / 2 + 1) * sizeof *r->span);
-        int32_t n = r->span ? rt_cuda_graph_spans(r->p, r->stage, r->span) : -1;
+        int32_t n = r->span ? rt_cuda_graph_spans(r->p, r->stage, r->nccl != NULL, r->span) : -1;
         r->exec = n >= 0 ? calloc((size_t)n + 1, sizeof *r->exec) : NULL;
         if (!r->exec)
             return su_fail(err, SU_NOMEM, "out of memory");
@@ -999,6 +1028,12 @@ static int run_graphs(rt_cuda_rank *r, const rt_cuda_host *h)
             return su_prefix(err, "launching the graph of instructions %d..%d: ",
                              (int)r->span[s].first, (int)r->span[s].end - 1);
         }
+        /* the graph's collectives, sends and receives to the watchdog,
+         * their events recorded by this launch */
+        for (int j = r->span[s].first; r->nccl && j < r->span[s].end; j++)
+            if (rt_ops[r->g->instr[j].op].cls == RT_K_COMM &&
+                rt_nccl_watch(r->nccl, &r->g->instr[j], r->watched[j], err) != 0)
+                return -1;
         for (int j = r->span[s].first; h->trace && j < r->span[s].end; j++)
             r->timed[j] = traced(r, h, j);
         i = r->span[s++].end;

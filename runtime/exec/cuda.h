@@ -84,7 +84,7 @@ typedef struct rt_cuda_host {
      * rank's own, and the rank's GPU is rt_nccl_device (comm_nccl.h) */
     struct rt_nccl *nccl;
     /* --graph: from the second run on, the device spans between host
-     * instructions run as CUDA graphs (cuda_step.h); not with nccl */
+     * instructions run as CUDA graphs (cuda_step.h), nccl's ops in them */
     bool graph;
     /* --trace: this run's instructions timed on the device (an event pair
      * around each, rt_trace_add_device) into *trace; NULL: off */

@@ -46,9 +46,6 @@ int rt_session_graph_check(const rt_session_opts *o, su_status *err)
 {
     if (o->backend != RT_BACKEND_CUDA)
         return su_fail(err, SU_USAGE, "CUDA graphs need the cuda backend");
-    if (o->comm == RT_COMM_NCCL)
-        return su_fail(err, SU_USAGE, "CUDA graphs are not supported with the nccl communicator yet "
-                    "(its collectives run on a stream of their own, outside the capture)");
     return 0;
 }
 

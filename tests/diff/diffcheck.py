@@ -62,7 +62,8 @@ set too, to a launcher (`mpirun --oversubscribe`), a plan of more than one
 rank also runs through it as an MPI job with `--comm nccl` on
 tests/fakecuda's pretend NCCL, which checks every call (the same
 collective on every rank, buffers inside allocations, sends met by
-receives of their size), on as many pretend devices as ranks.
+receives of their size), on as many pretend devices as ranks, eagerly and
+by graphs.
 
 DIFF_MPIRUN, when set, is a launcher (`mpirun --oversubscribe`): each sharded
 run of more than one rank then goes through it, a process per rank with
@@ -400,6 +401,7 @@ class Checker:
         ways = [["--comm", "local"], ["--comm", "local", "--graph"]]
         if mpirun and ranks > 1:
             ways.append(["--comm", "nccl", "--timeout", "60"])
+            ways.append(["--comm", "nccl", "--graph", "--timeout", "60"])
         for extra in ways:
             log = os.path.join(self.work, "fakecuda.log")
             if os.path.exists(log):

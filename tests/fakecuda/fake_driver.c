@@ -21,7 +21,11 @@
  * - while a stream is captured into a graph, nothing synchronises it, and
  *   the thread capturing it allocates no memory, loads no module and
  *   copies nothing synchronously (the calls thread-local mode forbids
- *   that thread; other threads, and other streams, go on as before).
+ *   that thread; other threads, and other streams, go on as before); a
+ *   stream that waits on an event recorded in the capture joins it (its
+ *   work goes into the graph), a wait in a capture on an event recorded
+ *   outside it is refused, and the capture ends only once every stream
+ *   that joined it was waited for after its last captured work.
  *
  * Work runs as it is queued, except what another library queues on a
  * stream (fake_nccl.c, through fakecuda_stream_enqueue): until that is
@@ -77,6 +81,8 @@ enum {
     ERR_NOT_FOUND = 500,
     ERR_NOT_READY = 600,
     ERR_CAPTURE_UNSUPPORTED = 900,
+    ERR_CAPTURE_UNJOINED = 904,
+    ERR_CAPTURE_ISOLATION = 906,
     ERR_UNKNOWN = 999,
     DEFAULT_SHARED = 48 * 1024,
     MAX_SHARED = 227 * 1024,
@@ -156,7 +162,7 @@ typedef enum { H_STREAM, H_EVENT, H_MODULE, H_FUNC, H_GRAPH, H_EXEC, NKINDS } ki
 
 /* A copy or memset captured into a graph: done at each of the graph's
  * launches, not when captured (as a driver's graph does it). */
-typedef enum { R_DTOD, R_HTOD, R_DTOH, R_2D, R_SET, R_EVENT } rec_kind;
+typedef enum { R_DTOD, R_HTOD, R_DTOH, R_2D, R_SET, R_EVENT, R_HOST } rec_kind;
 typedef struct rec {
     rec_kind kind;
     rt_cu_ptr dst, src;
@@ -166,6 +172,8 @@ typedef struct rec {
     uint32_t value;
     rt_cu_memcpy2d c;
     struct handle *event;           /* R_EVENT: the event recorded */
+    void (*fn)(void *);             /* R_HOST: another library's work (fake_nccl.c) */
+    void *arg;
     struct rec *next;
 } rec;
 static const char *const kind_name[NKINDS] = {"streams", "events", "modules", "functions",
@@ -177,6 +185,13 @@ typedef struct handle {
     /* a stream */
     int capturing;                  /* 1 while captured into a graph */
     pthread_t by;                   /* the thread capturing it */
+    /* a captured stream: the stream whose capture it is in (itself where
+     * it began, another where it joined by waiting on an event recorded in
+     * that capture), its work captured so far, and how much of that the
+     * origin waited for (a joined stream must be waited for whole before
+     * the capture ends) */
+    struct handle *origin;
+    long nops, joined_upto;
     /* work queued on it by another library (fake_nccl.c): tickets issued
      * and done, in order; the stream's own copies, memsets, launches and
      * syncs wait until done catches up (fakecuda_stream_enqueue) */
@@ -199,6 +214,10 @@ typedef struct handle {
      * ticket (NULL: complete when recorded) */
     struct handle *on;
     long ticket;
+    /* an event recorded in a capture going on: the stream, and its work
+     * captured up to and with the record (NULL: recorded outside one) */
+    struct handle *cap;
+    long cap_at;
 } handle;
 
 typedef struct alloc {
@@ -864,8 +883,13 @@ API rt_cu_result cuLaunchKernel(rt_cu_func f, unsigned int gx, unsigned int gy, 
         breach("cuLaunchKernel(%s): no parameters", h->name);
         return ERR_INVALID_VALUE;
     }
-    if (!capturing(s))
+    if (!capturing(s)) {
         wait_idle(s);
+    } else {
+        pthread_mutex_lock(&lock);
+        ((handle *)s)->nops++;
+        pthread_mutex_unlock(&lock);
+    }
     return RT_CU_SUCCESS;
 }
 
@@ -1004,6 +1028,9 @@ static rt_cu_result do_rec(const rec *r, const char *call)
         r->event->stamp = atomic_fetch_add(&ticks, 1) + 1;
         pthread_mutex_unlock(&lock);
         return RT_CU_SUCCESS;
+    case R_HOST:
+        r->fn(r->arg);
+        return RT_CU_SUCCESS;
     case R_SET:
         if (r->n > SIZE_MAX / r->size || !in_device(r->dst, r->n * r->size, call, "the destination"))
             return ERR_INVALID_VALUE;
@@ -1038,6 +1065,7 @@ static rt_cu_result issue(rt_cu_stream s, rec r, const char *call)
             pthread_mutex_lock(&lock);
             r.event->on = s && ((handle *)s)->done < ((handle *)s)->issued ? (handle *)s : NULL;
             r.event->ticket = s ? ((handle *)s)->issued : 0;
+            r.event->cap = NULL;
             pthread_mutex_unlock(&lock);
         } else {
             wait_idle(s);
@@ -1055,7 +1083,7 @@ static rt_cu_result issue(rt_cu_stream s, rec r, const char *call)
     case R_DTOD: ok = fakecuda_in_device(r.dst, r.n) && fakecuda_in_device(r.src, r.n); break;
     case R_HTOD: case R_SET: ok = fakecuda_in_device(r.dst, r.n * (r.kind == R_SET ? r.size : 1)); break;
     case R_DTOH: ok = fakecuda_in_device(r.src, r.n); break;
-    case R_2D: case R_EVENT: ok = true; break;
+    case R_2D: case R_EVENT: case R_HOST: ok = true; break;
     }
     if (!ok) {
         free(x);
@@ -1063,11 +1091,27 @@ static rt_cu_result issue(rt_cu_stream s, rec r, const char *call)
         return ERR_INVALID_VALUE;
     }
     pthread_mutex_lock(&lock);
-    handle *h = (handle *)s;
-    *h->tail = x;
-    h->tail = &x->next;
+    handle *h = (handle *)s, *o = h->origin ? h->origin : h;
+    *o->tail = x;
+    o->tail = &x->next;
+    h->nops++;
+    if (r.kind == R_EVENT) {
+        r.event->cap = h;
+        r.event->cap_at = h->nops;
+    }
     pthread_mutex_unlock(&lock);
     return RT_CU_SUCCESS;
+}
+
+/* For fake_nccl.c: fn(arg) as a node of the graph stream s is captured
+ * into, run at each of its launches, in order with the graph's copies;
+ * -1 when s is not being captured. The caller keeps arg alive. */
+API int fakecuda_capture_host(rt_cu_stream s, void (*fn)(void *), void *arg)
+{
+    if (!s || !live(s, H_STREAM) || !capturing(s))
+        return -1;
+    return issue(s, (rec){.kind = R_HOST, .fn = fn, .arg = arg}, "a captured host node") ? -1
+                                                                                           : 0;
 }
 
 API rt_cu_result cuMemcpyHtoD_v2(rt_cu_ptr dst, const void *src, size_t n)
@@ -1258,9 +1302,33 @@ API rt_cu_result cuStreamWaitEvent(rt_cu_stream s, rt_cu_event e, unsigned int f
     ENTER(cuStreamWaitEvent);
     (void)flags;
     rt_cu_result r = event_stream(e, s, "cuStreamWaitEvent");
-    if (r || capturing(s))
+    if (r)
         return r;
     pthread_mutex_lock(&lock);
+    handle *h = (handle *)s, *ev = (handle *)e;
+    if (ev->cap || (h && h->capturing)) { /* a capture's ordering, not a wait now */
+        const char *bad = NULL;
+        if (!h)
+            bad = "an event of a capture, by the null stream";
+        else if (!ev->cap)
+            bad = "an event not recorded in the capture";
+        else if (h->capturing && h->origin != ev->cap->origin)
+            bad = "an event of another capture";
+        if (!bad && !h->capturing) { /* s joins the capture */
+            h->capturing = 1;
+            h->by = pthread_self();
+            h->origin = ev->cap->origin;
+            h->nops = h->joined_upto = 0;
+        }
+        if (!bad && h == h->origin && ev->cap != h && ev->cap->joined_upto < ev->cap_at)
+            ev->cap->joined_upto = ev->cap_at;
+        pthread_mutex_unlock(&lock);
+        if (bad) {
+            breach("cuStreamWaitEvent: %s (CUDA_ERROR_STREAM_CAPTURE_ISOLATION)", bad);
+            return ERR_CAPTURE_ISOLATION;
+        }
+        return RT_CU_SUCCESS;
+    }
     while (!event_done((handle *)e))
         pthread_cond_wait(&progress, &lock);
     pthread_mutex_unlock(&lock);
@@ -1318,9 +1386,14 @@ API rt_cu_result cuStreamBeginCapture_v2(rt_cu_stream s, unsigned int mode)
         return ERR_INVALID_HANDLE;
     }
     pthread_mutex_lock(&lock);
-    int was = ((handle *)s)->capturing;
-    ((handle *)s)->capturing = 1;
-    ((handle *)s)->by = pthread_self();
+    handle *h = (handle *)s;
+    int was = h->capturing;
+    if (!was) {
+        h->capturing = 1;
+        h->by = pthread_self();
+        h->origin = h;
+        h->nops = h->joined_upto = 0;
+    }
     pthread_mutex_unlock(&lock);
     if (was) {
         breach("cuStreamBeginCapture: the stream is captured already");
@@ -1337,9 +1410,35 @@ API rt_cu_result cuStreamEndCapture(rt_cu_stream s, rt_cu_graph *g)
     if (!s || !live(s, H_STREAM))
         return ERR_INVALID_HANDLE;
     pthread_mutex_lock(&lock);
-    int was = ((handle *)s)->capturing;
-    ((handle *)s)->capturing = 0;
+    handle *o = (handle *)s;
+    int was = o->capturing && o->origin == o;
+    char unjoined[160] = "";
+    if (o->capturing && o->origin != o) {
+        snprintf(unjoined, sizeof unjoined, "the stream joined another stream's capture");
+        was = 0;
+    }
+    for (handle *x = handles; was && x; x = x->next) {
+        if (x->kind == H_STREAM && x != o && x->capturing && x->origin == o) {
+            if (x->joined_upto < x->nops && !*unjoined)
+                snprintf(unjoined, sizeof unjoined, "a stream that joined it has %ld of %ld "
+                         "captured ops the capture does not wait for", x->nops - x->joined_upto,
+                         x->nops);
+            x->capturing = 0;
+            x->origin = NULL;
+        }
+        if (x->kind == H_EVENT && x->cap && x->cap->origin == o)
+            x->cap = NULL;
+    }
+    if (was) {
+        o->capturing = 0;
+        o->origin = NULL;
+    }
     pthread_mutex_unlock(&lock);
+    if (*unjoined) {
+        breach("cuStreamEndCapture: %s (CUDA_ERROR_STREAM_CAPTURE_UNJOINED)", unjoined);
+        if (!injected)
+            injected = ERR_CAPTURE_UNJOINED;
+    }
     pthread_mutex_lock(&lock); /* what was captured: the graph's, or dropped */
     rec *ops = ((handle *)s)->ops;
     ((handle *)s)->ops = NULL;
@@ -1454,6 +1553,10 @@ static const struct {
     {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {ERR_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
      "operation not permitted when stream is capturing"},
+    {ERR_CAPTURE_UNJOINED, "CUDA_ERROR_STREAM_CAPTURE_UNJOINED",
+     "capture sequence contains a fork that was not joined to the primary stream"},
+    {ERR_CAPTURE_ISOLATION, "CUDA_ERROR_STREAM_CAPTURE_ISOLATION",
+     "dependency created on uncaptured work in another stream"},
     {ERR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 

@@ -19,6 +19,14 @@
  * whose peer never comes stays in flight, as on a GPU, for the caller's
  * watchdog to find; ncclCommAbort ends it.
  *
+ * On a stream being captured into a CUDA graph (the fake driver's capture,
+ * which a stream joins by waiting on an event recorded in it), an op
+ * becomes a node of the graph (fakecuda_capture_host): it runs at each of
+ * the graph's launches, in the launching thread, in order with the
+ * graph's copies, after the ops its stream's runner still has. Such a
+ * launch waits until the op's peers come, so a collective that hangs in a
+ * graph hangs the launch (FAKENCCL_HANG is for eager ops).
+ *
  * What is checked, as a strict NCCL would (a breach is described on
  * stderr as "fake_nccl: ..." and counted among fake_driver.c's errors):
  *
@@ -45,8 +53,9 @@
  *                         fails with CODE (default 2, ncclSystemError);
  *   FAKENCCL_HANG=R:K     in the process whose world rank (its first
  *                         communicator's rank) is R, the K-th op run (1:
- *                         the first) never completes: it waits, as a GPU
- *                         kernel stuck on a lost peer, until aborted;
+ *                         the first; a graph's too) never completes: it
+ *                         waits, as a GPU kernel stuck on a lost peer,
+ *                         until aborted;
  *   FAKENCCL_BYTES=N      the most bytes one rank's operand or one message
  *                         may have (default 64 MiB; the shared file is
  *                         sparse);
@@ -118,6 +127,7 @@ static void (*driver_breach)(const char *what);
 static void (*driver_log)(const char *text, size_t n);
 static long (*stream_enqueue)(rt_cu_stream s);
 static void (*stream_complete)(rt_cu_stream s, long ticket);
+static int (*capture_host)(rt_cu_stream s, void (*fn)(void *), void *arg);
 
 static void breach(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void breach(const char *fmt, ...)
@@ -701,13 +711,53 @@ static void *run_stream(void *arg)
     return NULL;
 }
 
-/* Queues o on its stream's runner (started at the stream's first op). */
+/* Ops captured into CUDA graphs: kept for the graphs' launches (and
+ * reachable, for the leak checker), until the process ends. */
+static op *captured;
+
+/* A captured op, at a launch of its graph: run now, in the launching
+ * thread, in order with the graph's copies, after what its stream's runner
+ * still has (the eager ops queued before). */
+static void run_captured(void *arg)
+{
+    op *o = arg;
+    pthread_mutex_lock(&lock);
+    for (;;) {
+        const runner *r = runners;
+        while (r && r->stream != o->stream)
+            r = r->next;
+        if (!r || !r->head)
+            break;
+        pthread_cond_wait(&idle, &lock);
+    }
+    pthread_mutex_unlock(&lock);
+    struct ncclComm *c = o->comm;
+    if (!live_comm(c)) {
+        breach("%s in a CUDA graph launched after its communicator was destroyed",
+               op_name[o->kind]);
+        return;
+    }
+    if (hang_rank >= 0)
+        maybe_hang(o);
+    if (!atomic_load(&c->aborted) && !atomic_load(&c->sh->aborted_by) &&
+        atomic_load(&c->state) == N_OK)
+        (o->kind == OP_P2P ? run_p2p : run_collective)(o);
+}
+
+/* Queues o on its stream's runner (started at the stream's first op), or,
+ * on a stream being captured, into the graph. */
 static rt_nccl_result queue(op *o)
 {
+    if (capture_host(o->stream, run_captured, o) == 0) {
+        pthread_mutex_lock(&lock);
+        o->next = captured;
+        captured = o;
+        pthread_mutex_unlock(&lock);
+        return N_OK;
+    }
     o->ticket = stream_enqueue(o->stream);
     if (o->ticket < 0) {
-        breach("%s: stream %p is not a live stream, or is being captured (not modelled)",
-               op_name[o->kind], (void *)o->stream);
+        breach("%s: stream %p is not a live stream", op_name[o->kind], (void *)o->stream);
         free(o->x);
         free(o);
         return N_INVALID_ARGUMENT;
@@ -794,8 +844,9 @@ static bool driver_ready(void)
         *(void **)&driver_log = dlsym(drv, "fakecuda_log");
         *(void **)&stream_complete = dlsym(drv, "fakecuda_stream_complete");
         *(void **)&stream_enqueue = dlsym(drv, "fakecuda_stream_enqueue");
+        *(void **)&capture_host = dlsym(drv, "fakecuda_capture_host");
     }
-    if (!stream_enqueue || !stream_complete || !in_device) {
+    if (!stream_enqueue || !stream_complete || !in_device || !capture_host) {
         fprintf(stderr, "fake_nccl: the libcuda.so.1 loaded is not tests/fakecuda's\n");
         return false;
     }

@@ -302,13 +302,16 @@ fi
 # NCCL (--comm nccl): one process per GPU under mpirun, so a mesh of as
 # many ranks as GPUs (NCCL refuses two ranks on one GPU): mesh 1 always,
 # and 2 where the machine has two GPUs or more; the outputs and params of
-# the CPU runs above are the reference, with the same tolerance.
+# the CPU runs above are the reference, with the same tolerance. Each
+# eagerly and with --graph (the collectives captured into the graphs; on
+# mesh 1 a plan has none).
 mpirun=${MPIRUN:-$(command -v mpirun || true)}
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 run_nccl() {
     local plan=$1 dir=$2 np=$3
+    shift 3
     "$mpirun" --allow-run-as-root --oversubscribe -np "$np" "$shardrun" "$plan" --backend cuda \
-        --comm nccl --timeout 120 --seed 7 --steps 2 --quiet \
+        --comm nccl --timeout 120 --seed 7 --steps 2 --quiet "$@" \
         --outputs "$dir/nccl.out.safetensors" --save-params "$dir/nccl.params.safetensors"
 }
 if [ -z "$mpirun" ]; then
@@ -318,13 +321,14 @@ else
         name=$(basename "$model" .sh)
         axes=$("$shardc" "$model" --emit ir | head -1 | tr ',' '\n' | wc -l)
         for m in 1 2; do
+          for graph in "" --graph; do
             [ "$m" -le "${ngpu:-1}" ] || [ "$m" -eq 1 ] || continue
             mesh=$(mesh_for "$m" "$axes")
             dir=$tmp/$name-$mesh
             [ -f "$dir/cpu.out.safetensors" ] || continue
-            echo "== $name --mesh $mesh --comm nccl (mpirun -np $m)"
+            echo "== $name --mesh $mesh --comm nccl $graph (mpirun -np $m)"
             ok=true
-            run_nccl "$dir/plan" "$dir" "$m" || ok=false
+            run_nccl "$dir/plan" "$dir" "$m" $graph || ok=false
             $ok && echo "outputs:" && "$compare" "$dir/cpu.out.safetensors" \
                 "$dir/nccl.out.safetensors" --rtol 2e-3 --atol 2e-4 || ok=false
             $ok && echo "params and states after 2 steps:" && "$compare" \
@@ -334,8 +338,9 @@ else
                 pass=$((pass + 1))
             else
                 fail=$((fail + 1))
-                failed+=("$name --mesh $mesh --comm nccl")
+                failed+=("$name --mesh $mesh --comm nccl $graph")
             fi
+          done
         done
     done
 fi

@@ -9,8 +9,12 @@
 # collective of the schedule (an all_to_all: a group of one send and one
 # recv per member), no allocation, no communicator made; nothing live at
 # exit, no rule broken. A program of collectives only (nccl-comm.model)
-# gives the CPU backend's outputs byte for byte. A failing NCCL call and
-# a collective that never completes end the job with the instruction named.
+# gives the CPU backend's outputs byte for byte. With --graph the
+# collectives are captured with the rest (the comm stream joined to the
+# capture, and joined back before it ends, which the pretend driver
+# checks): a step is one graph launch and no NCCL call, the same bytes,
+# and --trace's timeline passes check_trace.py. A failing NCCL call and a
+# collective that never completes end the job with the instruction named.
 # RUN: %shardc %S/../../../examples/mlp.sh -D B=8 -D D=64 --mesh 2x1 --arch sm_90 -o %t.dp.plan
 # RUN: %shardc %S/../../../examples/mlp.sh -D B=8 -D D=64 --mesh 2x1 --arch sm_90 --emit schedule > %t.dp.sched
 # RUN: python3 %S/steps.py --np 2 --schedule %t.dp.sched %t.dp.plan --comm nccl --timeout 60 > %t.1
@@ -51,8 +55,44 @@
 # EXIT-NEXT: at exit: live_modules 0
 # EXIT-NEXT: at exit: live_nccl_comms 0
 # EXIT-NEXT: at exit: live_streams 0
-# The pipeline: 2 stages of one rank, 4 microbatches (each stage sends 4 and receives 4).
+# By graphs: data parallel (one graph a step, its all_reduce in it), the
+# MoE's groups of sends and receives, the pipeline.
+# RUN: python3 %S/steps.py --np 2 %t.dp.plan --comm nccl --graph --timeout 60 > %t.g1
+# RUN: FileCheck %s --check-prefix=GRAPH < %t.g1 && FileCheck %s --check-prefix=EXIT < %t.g1
+# GRAPH: per step: cuGraphLaunch 1
+# GRAPH: per step: cuMemAlloc_v2 0
+# GRAPH: per step: cuStreamBeginCapture_v2 0
+# GRAPH: per step: cublasLtMatmul 0
+# GRAPH: per step: ncclAllGather 0
+# GRAPH-NEXT: per step: ncclAllReduce 0
+# GRAPH: per step: ncclGroupEnd 0
+# GRAPH: per step: ncclReduceScatter 0
+# GRAPH-NEXT: per step: ncclSend 0
+# RUN: python3 %S/steps.py --np 4 %t.moe.plan --comm nccl --graph --timeout 60 > %t.g2
+# RUN: FileCheck %s --check-prefix=GMOE < %t.g2 && FileCheck %s --check-prefix=EXIT < %t.g2
+# GMOE: per step: cuGraphLaunch {{[1-9][0-9]*}}
+# GMOE: per step: ncclGroupEnd 0
+# GMOE: per step: ncclRecv 0
+# GMOE-NEXT: per step: ncclReduceScatter 0
+# GMOE-NEXT: per step: ncclSend 0
 # RUN: %shardc %S/../../../examples/pipeline.sh --mesh 1x2x1 --arch sm_90 -o %t.pp.plan
+# RUN: python3 %S/steps.py --np 2 %t.pp.plan --comm nccl --graph --timeout 60 > %t.g3
+# RUN: FileCheck %s --check-prefix=GPIPE < %t.g3 && FileCheck %s --check-prefix=EXIT < %t.g3
+# GPIPE: per step: ncclRecv 0
+# GPIPE: per step: ncclSend 0
+# On 2x2x2 a stage's graphs are split by its inputs, and a graph reads
+# what a collective of an earlier one received (the earlier graph waited
+# for it: a capture must not wait on another's events).
+# RUN: %shardc %S/../../../examples/pipeline.sh --mesh 2x2x2 --arch sm_90 -o %t.pp8.plan
+# RUN: env LD_LIBRARY_PATH=$FAKECUDA FAKECUDA_DEVICES=8 FAKECUDA_LOG=%t.g5 %mpirun -np 8 %shardrun %t.pp8.plan --backend cuda --comm nccl --graph --steps 3 --timeout 60 --quiet
+# RUN: awk -f %S/no-leaks.awk %t.g5
+# RUN: %shardc %S/../../../examples/mlp.sh -D B=8 -D D=64 --mesh 2x2 --arch sm_90 -o %t.tp.plan --trace %t-est.json
+# RUN: env LD_LIBRARY_PATH=$FAKECUDA FAKECUDA_DEVICES=4 FAKECUDA_LOG=%t.g4 %mpirun -np 4 %shardrun %t.tp.plan --backend cuda --comm nccl --graph --steps 3 --trace %t.json --quiet
+# RUN: python3 %S/../../tools/check_trace.py %t.json --ranks 4 --steps 3 --like %t-est.json | FileCheck %s --check-prefix=GTRACE
+# RUN: awk -f %S/no-leaks.awk %t.g4
+# GTRACE: rank 0 stage 0: collective {{[1-9][0-9]*}} compute
+# GTRACE: rank 3 stage 0: collective {{[1-9][0-9]*}} compute
+# The pipeline: 2 stages of one rank, 4 microbatches (each stage sends 4 and receives 4).
 # RUN: python3 %S/steps.py --np 2 %t.pp.plan --comm nccl --timeout 60 > %t.4
 # RUN: FileCheck %s --check-prefix=PIPE < %t.4 && FileCheck %s --check-prefix=EXIT < %t.4
 # PIPE: per step: cuMemAlloc_v2 0
@@ -66,6 +106,11 @@
 # RUN: env LD_LIBRARY_PATH=$FAKECUDA FAKECUDA_DEVICES=4 FAKECUDA_LOG=%t.5 %mpirun -np 4 %shardrun %t.c.plan --backend cuda --comm nccl --inputs %t.in --outputs %t.nccl.st --quiet
 # RUN: cmp %t.cpu.st %t.nccl.st
 # RUN: awk -f %S/no-leaks.awk %t.5
+# RUN: env LD_LIBRARY_PATH=$FAKECUDA FAKECUDA_DEVICES=4 FAKECUDA_LOG=%t.5g %mpirun -np 4 %shardrun %t.c.plan --backend cuda --comm nccl --graph --steps 3 --inputs %t.in --outputs %t.graph.st --quiet
+# RUN: cmp %t.cpu.st %t.graph.st
+# RUN: awk -f %S/no-leaks.awk %t.5g
+# RUN: grep -c "^cuGraphLaunch 2$" %t.5g | FileCheck %s --check-prefix=CALLS2
+# CALLS2: 4
 # RUN: grep -c -e "^ncclAllGather 7$" -e "^ncclGroupEnd 2$" %t.5 | FileCheck %s --check-prefix=CALLS
 # CALLS: 8
 # Failures: the second all_reduce fails on every rank; a collective of
