@@ -65,6 +65,7 @@
  */
 #include "runtime/comm/nccl_api.h"
 #include "runtime/cuda/cuda_driver.h"
+#include "support/support.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -419,89 +420,28 @@ static size_t dtype_size(int t)
     }
 }
 
-static float half_to_f(uint16_t h)
-{
-    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, bits;
-    if (e == 0 && m == 0) {
-        bits = s;
-    } else if (e == 0) { /* subnormal */
-        int k = 0;
-        while (!(m & 1024)) {
-            m <<= 1;
-            k++;
-        }
-        bits = s | ((uint32_t)(113 - k) << 23) | ((m & 1023) << 13);
-    } else if (e == 31) {
-        bits = s | 0x7f800000u | (m << 13);
-    } else {
-        bits = s | ((e + 112) << 23) | (m << 13);
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-static uint16_t f_to_half(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t s = (x >> 16) & 0x8000, e = (x >> 23) & 255, m = x & 0x7fffff;
-    if (e == 255)
-        return (uint16_t)(s | 0x7c00 | (m ? 0x200 : 0));
-    int ee = (int)e - 127 + 15;
-    if (ee >= 31)
-        return (uint16_t)(s | 0x7c00);
-    if (ee <= 0) {
-        if (ee < -10)
-            return (uint16_t)s;
-        m |= 0x800000;
-        int shift = 14 - ee;
-        uint32_t h = m >> shift, rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rest > half || (rest == half && (h & 1)))
-            h++;
-        return (uint16_t)(s | h);
-    }
-    uint32_t h = ((uint32_t)ee << 10) | (m >> 13), rest = m & 0x1fff;
-    if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
-        h++;
-    return (uint16_t)(s | h);
-}
-
+/* An element of type t as f32 (support/half.c's conversions), and back,
+ * rounded to nearest even. */
 static float get(const unsigned char *p, int t)
 {
     uint16_t h;
     float f;
-    switch (t) {
-    case RT_NCCL_FLOAT16:
+    if (t == RT_NCCL_FLOAT16 || t == RT_NCCL_BFLOAT16) {
         memcpy(&h, p, 2);
-        return half_to_f(h);
-    case RT_NCCL_BFLOAT16: {
-        memcpy(&h, p, 2);
-        uint32_t bits = (uint32_t)h << 16;
-        memcpy(&f, &bits, 4);
-        return f;
+        return t == RT_NCCL_FLOAT16 ? su_f16_to_f32(h) : su_bf16_to_f32(h);
     }
-    default:
-        memcpy(&f, p, 4);
-        return f;
-    }
+    memcpy(&f, p, 4);
+    return f;
 }
 
 static void put(unsigned char *p, int t, float f)
 {
-    uint16_t h;
-    if (t == RT_NCCL_FLOAT16) {
-        h = f_to_half(f);
-    } else if (t == RT_NCCL_BFLOAT16) {
-        uint32_t x;
-        memcpy(&x, &f, 4);
-        h = (x & 0x7fffffff) > 0x7f800000 ? (uint16_t)((x >> 16) | 0x40)
-                                           : (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-    } else {
-        memcpy(p, &f, 4);
+    if (t == RT_NCCL_FLOAT16 || t == RT_NCCL_BFLOAT16) {
+        uint16_t h = t == RT_NCCL_FLOAT16 ? su_f32_to_f16(f) : su_f32_to_bf16(f);
+        memcpy(p, &h, 2);
         return;
     }
-    memcpy(p, &h, 2);
+    memcpy(p, &f, 4);
 }
 
 /* dst[i] = the reduction over members j of src_j[i], i < count. */
