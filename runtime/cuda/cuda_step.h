@@ -19,9 +19,9 @@
  * and receives are in the spans: captured with the comm stream joined to
  * the capture (each op after an event of the compute stream, the compute
  * stream waiting on the last op's event before the span ends), NCCL's
- * kernels and the re-layout copies become nodes of the graph. A run that reloads params and states (one
- * was bound again, a checkpoint resumed) runs eagerly; the graphs stay, the
- * buffers they use do not move.
+ * kernels and the re-layout copies become nodes of the graph. A run that
+ * reloads params and states (one was bound again, a checkpoint resumed)
+ * runs eagerly; the graphs stay, the buffers they use do not move.
  *
  * Error words: a kernel that can meet an id outside its table or a label
  * outside its classes (embedding, embedding_grad, cross_entropy,
