@@ -14,7 +14,8 @@
 # capture, and joined back before it ends, which the pretend driver
 # checks): a step is one graph launch and no NCCL call, the same bytes,
 # and --trace's timeline passes check_trace.py. A failing NCCL call and a
-# collective that never completes end the job with the instruction named.
+# collective that never completes end the job with the instruction named
+# (and a failed call's source line from the source tree's root).
 # RUN: %shardc %S/../../../examples/mlp.sh -D B=8 -D D=64 --mesh 2x1 --arch sm_90 -o %t.dp.plan
 # RUN: %shardc %S/../../../examples/mlp.sh -D B=8 -D D=64 --mesh 2x1 --arch sm_90 --emit schedule > %t.dp.sched
 # RUN: python3 %S/steps.py --np 2 --schedule %t.dp.sched %t.dp.plan --comm nccl --timeout 60 > %t.1
@@ -118,7 +119,7 @@
 # found by the watchdog after --timeout.
 # RUN: %expect 5 env LD_LIBRARY_PATH=$FAKECUDA FAKECUDA_DEVICES=2 FAKECUDA_FAIL=ncclAllReduce:2 %mpirun -np 2 %shardrun %t.dp.plan --backend cuda --comm nccl --steps 3 --quiet > %t.6 2>&1
 # RUN: FileCheck %s --check-prefix=FAIL < %t.6
-# FAIL: shardrun: error: rank {{[01]}}: {{.*}}mlp.sh:{{[0-9]+:[0-9]+}}: instruction {{[0-9]+}} (all_reduce): {{.*}}comm_nccl.c:{{[0-9]+}}: ncclAllReduce: ncclSystemError (unhandled system error)
+# FAIL: shardrun: error: rank {{[01]}}: {{.*}}mlp.sh:{{[0-9]+:[0-9]+}}: instruction {{[0-9]+}} (all_reduce): runtime/comm/comm_nccl.c:{{[0-9]+}}: ncclAllReduce: ncclSystemError (unhandled system error)
 # RUN: %expect 5 env LD_LIBRARY_PATH=$FAKECUDA FAKECUDA_DEVICES=2 FAKENCCL_HANG=1:3 %mpirun -np 2 %shardrun %t.dp.plan --backend cuda --comm nccl --steps 3 --timeout 1 --quiet > %t.7 2>&1
 # RUN: FileCheck %s --check-prefix=HANG < %t.7
 # HANG: shardrun: error: rank {{[01]}}: instruction {{[0-9]+}} (all_reduce on axes (dp) #{{[0-9]+}}) did not complete within 1 s (NCCL does not say which peer it waits for) (the nccl communicators are aborted)
