@@ -747,6 +747,29 @@ static bool busy_with(const struct ncclComm *c)
     return false;
 }
 
+/* Returns once no runner has an op of c queued or running. */
+static void wait_ops_locked(const struct ncclComm *c)
+{
+    while (busy_with(c))
+        pthread_cond_wait(&idle, &lock);
+}
+
+static void wait_ops(const struct ncclComm *c)
+{
+    pthread_mutex_lock(&lock);
+    wait_ops_locked(c);
+    pthread_mutex_unlock(&lock);
+}
+
+/* Whether c is a live communicator; if not, a breach of `call`. */
+static bool known(const struct ncclComm *c, const char *call)
+{
+    if (live_comm(c))
+        return true;
+    breach("%s: not a live communicator", call);
+    return false;
+}
+
 /* ---- set-up and the report at exit ---- */
 
 static void report(void)
@@ -886,14 +909,9 @@ API rt_nccl_result ncclCommSplit(rt_nccl_comm comm, int color, int key, rt_nccl_
 {
     ENTER(ncclCommSplit);
     struct ncclComm *c = comm;
-    if (!live_comm(c)) {
-        breach("ncclCommSplit: not a live communicator");
+    if (!known(c, "ncclCommSplit"))
         return N_INVALID_ARGUMENT;
-    }
-    pthread_mutex_lock(&lock);
-    while (busy_with(c)) /* the split comes after the ops queued on c */
-        pthread_cond_wait(&idle, &lock);
-    pthread_mutex_unlock(&lock);
+    wait_ops(c); /* the split comes after the ops queued on c */
     long k = ++c->coll_seq;
     for (int j = 0; j < c->nranks; j++) /* every member has read my last slot */
         if (await(c, &c->slots[j].done, k - 1, "ncclCommSplit") != 0)
@@ -947,10 +965,8 @@ API rt_nccl_result ncclCommGetAsyncError(rt_nccl_comm comm, rt_nccl_result *stat
 {
     ENTER(ncclCommGetAsyncError);
     struct ncclComm *c = comm;
-    if (!live_comm(c)) {
-        breach("ncclCommGetAsyncError: not a live communicator");
+    if (!known(c, "ncclCommGetAsyncError"))
         return N_INVALID_ARGUMENT;
-    }
     if (atomic_load(&c->polls) > 0) {
         atomic_fetch_sub(&c->polls, 1);
         *state = N_IN_PROGRESS;
@@ -975,10 +991,8 @@ static bool running(const struct ncclComm *c)
  * abort ends a communicator's kernels. */
 static rt_nccl_result drop(struct ncclComm *c, bool abort, const char *call)
 {
-    if (!live_comm(c)) {
-        breach("%s: not a live communicator", call);
+    if (!known(c, call))
         return N_INVALID_ARGUMENT;
-    }
     if (abort) {
         atomic_store(&c->aborted, true);
         int none = 0;
@@ -993,8 +1007,7 @@ static rt_nccl_result drop(struct ncclComm *c, bool abort, const char *call)
         while (running(c))
             pthread_cond_wait(&idle, &lock);
     }
-    while (busy_with(c))
-        pthread_cond_wait(&idle, &lock);
+    wait_ops_locked(c);
     struct ncclComm **at = &comms;
     while (*at != c)
         at = &(*at)->next;
@@ -1028,14 +1041,9 @@ API rt_nccl_result ncclCommFinalize(rt_nccl_comm comm)
 {
     ENTER(ncclCommFinalize);
     struct ncclComm *c = comm;
-    if (!live_comm(c)) {
-        breach("ncclCommFinalize: not a live communicator");
+    if (!known(c, "ncclCommFinalize"))
         return N_INVALID_ARGUMENT;
-    }
-    pthread_mutex_lock(&lock);
-    while (busy_with(c))
-        pthread_cond_wait(&idle, &lock);
-    pthread_mutex_unlock(&lock);
+    wait_ops(c);
     atomic_store(&c->polls, c->blocking ? 0 : 1);
     return c->blocking ? N_OK : N_IN_PROGRESS;
 }
@@ -1061,14 +1069,10 @@ API const char *ncclGetLastError(rt_nccl_comm comm)
 static __thread int group_depth;
 static __thread op *group;
 
-/* The checks every op passes before it is queued. */
-static rt_nccl_result check(const char *call, struct ncclComm *c, int dtype, rt_cu_ptr a,
-                            size_t abytes, rt_cu_ptr b, size_t bbytes)
+/* The checks of an op's type and buffers before it is queued. */
+static rt_nccl_result check(const char *call, int dtype, rt_cu_ptr a, size_t abytes, rt_cu_ptr b,
+                            size_t bbytes)
 {
-    if (!live_comm(c)) {
-        breach("%s: not a live communicator", call);
-        return N_INVALID_ARGUMENT;
-    }
     if (!dtype_size(dtype)) {
         breach("%s: data type %d is not one this fake has", call, dtype);
         return N_INVALID_ARGUMENT;
@@ -1094,16 +1098,14 @@ static rt_nccl_result collective(const char *call, op_kind kind, const void *sen
         breach("%s inside a group: not modelled", call);
         return N_INVALID_USAGE;
     }
-    if (!live_comm(c)) {
-        breach("%s: not a live communicator", call);
+    if (!known(c, call))
         return N_INVALID_ARGUMENT;
-    }
     size_t es = dtype_size(dtype);
     size_t in = kind == OP_REDUCE_SCATTER ? count * (size_t)c->nranks : count;
     size_t out = kind == OP_ALL_GATHER ? count * (size_t)c->nranks : count;
     rt_cu_ptr a = (rt_cu_ptr)(uintptr_t)send, b = (rt_cu_ptr)(uintptr_t)recv;
     bool sends = kind != OP_BROADCAST || c->rank == root;
-    rt_nccl_result r = check(call, c, dtype, a, sends ? in * es : 0, b, out * es);
+    rt_nccl_result r = check(call, dtype, a, sends ? in * es : 0, b, out * es);
     if (r)
         return r;
     if (kind == OP_BROADCAST && (root < 0 || root >= c->nranks)) {
@@ -1153,9 +1155,11 @@ API rt_nccl_result ncclBroadcast(const void *send, void *recv, size_t count, rt_
 static rt_nccl_result p2p(const char *call, bool send, void *buf, size_t count, int dtype,
                           int peer, struct ncclComm *c, rt_cu_stream s)
 {
+    if (!known(c, call))
+        return N_INVALID_ARGUMENT;
     size_t bytes = count * dtype_size(dtype);
     rt_cu_ptr a = (rt_cu_ptr)(uintptr_t)buf;
-    rt_nccl_result r = check(call, c, dtype, a, bytes, 0, 0);
+    rt_nccl_result r = check(call, dtype, a, bytes, 0, 0);
     if (r)
         return r;
     if (peer < 0 || peer >= c->nranks) {
