@@ -134,13 +134,51 @@ shardc_status shardc_options_only_passes(shardc_options *opt, const char *passes
     return pass_set("--passes", passes, false, &opt->only_passes, error);
 }
 
+/* "mem_eff_by_class": an object of kernel classes (pass_kclass_name) and
+ * their fractions of the memory bandwidth. */
+static shardc_status hw_mem_classes(pass_hw *hw, const cJSON *j, const char *path,
+                                    char **error)
+{
+    const cJSON *mc = cJSON_GetObjectItemCaseSensitive(j, "mem_eff_by_class");
+    if (!mc)
+        return SHARDC_OK;
+    if (!cJSON_IsObject(mc))
+        return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"mem_eff_by_class\" must be an "
+                        "object of kernel classes and fractions", path);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, mc)
+    {
+        const char *name = e->string ? e->string : "";
+        int c = pass_kclass_find(name, strlen(name));
+        if (c < 0) {
+            char list[256];
+            size_t n = 0;
+            for (int k = 0; k < PASS_KC_COUNT && n < sizeof list; k++)
+                n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", k ? ", " : "",
+                                      pass_kclass_name(k));
+            return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"mem_eff_by_class\": '%s' is "
+                            "no kernel class (the classes: %s)", path, name, list);
+        }
+        double x = cJSON_IsNumber(e) ? e->valuedouble : -1;
+        if (!(x > 0) || x > 1)
+            return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"mem_eff_by_class\": \"%s\" "
+                            "must be a positive number of at most 1", path, name);
+        hw->class_mem_eff[c] = x;
+    }
+    return SHARDC_OK;
+}
+
 /* The optional per-class efficiencies of a profile: "matmul_eff", a list
  * of 1 to PASS_HW_MAX_POINTS [FLOPs, fraction] pairs in increasing FLOPs,
- * and "attention_eff", a fraction; fractions in (0, 1]. */
+ * "attention_eff", a fraction, and "mem_eff_by_class" (hw_mem_classes);
+ * fractions in (0, 1]. */
 static shardc_status hw_classes(pass_hw *hw, const cJSON *j, const char *path, char **error)
 {
     const cJSON *mm = cJSON_GetObjectItemCaseSensitive(j, "matmul_eff");
     const cJSON *at = cJSON_GetObjectItemCaseSensitive(j, "attention_eff");
+    shardc_status st = hw_mem_classes(hw, j, path, error);
+    if (st != SHARDC_OK)
+        return st;
     if (at) {
         double x = cJSON_IsNumber(at) ? at->valuedouble : -1;
         if (!(x > 0) || x > 1)

@@ -1194,6 +1194,10 @@ static void write_profile(FILE *f, const char *tmp, const char *path, const setu
     fprintf(stderr, "bench_cuda: %s: mem_eff %.4f (%d kernels), attention_eff %.4f (%d), "
                     "matmul_eff %d points (%d matmuls)\n", path, c.mem_eff, c.mem_n, c.attn_eff,
             c.attn_n, c.nmm, c.mm_n);
+    for (int k = 0; k < PASS_KC_COUNT; k++)
+        if (c.class_n[k] > 0)
+            fprintf(stderr, "bench_cuda: %s: %s kernels at %.4f of mem_bw (%d kernels)\n", path,
+                    pass_kclass_name(k), c.class_eff[k], c.class_n[k]);
 }
 
 int main(int argc, char **argv)

@@ -148,7 +148,11 @@ void bc_report(FILE *f, const bc_machine *m, const bc_result *r, int nr);
  * of the measured launches what was measured, each launch counted as
  * often as the plans run it:
  * - mem_eff: the memory-bound launches (BC_BANDWIDTH): their bytes over
- *   mem_bw x their time past the launch cost;
+ *   mem_bw x their time past the launch cost; class_eff[c], the same of
+ *   the launches of class c alone (bc_kernel_kclass; the profile's
+ *   "mem_eff_by_class"): the memory-bound ones, and the others of
+ *   BC_SMALL_BYTES or more that are not attention (embedding_grad, a
+ *   kernel of one block), which the estimate times by their bytes too;
  * - matmul_eff: the matmuls, binned by FLOPs per half decade: per bin the
  *   fraction whose estimate is the bin's time (FLOPs / peak summed, over
  *   the time past the launch cost), at the bin's geometric mean FLOPs;
@@ -165,6 +169,8 @@ typedef struct bc_calibration {
     int nmm;
     double mm[16][2];          /* [FLOPs, fraction], FLOPs increasing */
     int mem_n, mm_n, attn_n;   /* plan kernels each figure comes from */
+    double class_eff[PASS_KC_COUNT];
+    int class_n[PASS_KC_COUNT];
 } bc_calibration;
 
 /* The peaks and launch cost the efficiencies are fractions of (the base
@@ -180,10 +186,15 @@ typedef struct bc_peaks {
  * estimate gives it the tensor cores' peak (an f16 or bf16 forward that
  * passes/fuse.h's pass_attn_tensor_cores takes); 0 when k runs none. */
 double bc_attention_flops(const rt_plan *p, const rt_kernel *k, bool *tensor_cores);
+/* Kernel k's class (passes.h: pass_kclass): the highest of its
+ * instructions', classed by pass_op_kclass as the estimate classes the
+ * ops of the group it was made from. */
+pass_kclass bc_kernel_kclass(const rt_plan *p, const rt_kernel *k);
 /* The efficiencies of the measured launches of r[nr]. */
 void bc_calibrate(const bc_result *r, int nr, const bc_peaks *pk, bc_calibration *c);
 /* A profile in the form of the files in docs/hw/ (shardc --hw FILE.json): base's
- * fields, with c's mem_eff, matmul_eff and attention_eff where measured,
+ * fields, with c's mem_eff, matmul_eff, attention_eff and mem_eff_by_class
+ * where measured,
  * named name, and the command that measured them as "calibrated_by". */
 void bc_write_profile(FILE *f, const pass_hw *base, const bc_calibration *c, const char *name,
                       const char *desc, const char *calibrated_by);

@@ -596,10 +596,23 @@ static double fraction(double x)
     return !(x > 0) ? 0 : x > 1 ? 1 : x;
 }
 
+pass_kclass bc_kernel_kclass(const rt_plan *p, const rt_kernel *k)
+{
+    const rt_program *g = &p->stage[k->stage];
+    pass_kclass kc = PASS_KC_ELEMENTWISE;
+    for (int i = 0; i < k->ninstr; i++) {
+        const rt_instr *in = &g->instr[k->instr[i]];
+        pass_kclass c = pass_op_kclass(rt_ops[in->op].name, in->axis == in->in_t[0].rank - 1);
+        kc = c > kc ? c : kc;
+    }
+    return kc;
+}
+
 void bc_calibrate(const bc_result *r, int nr, const bc_peaks *pk, bc_calibration *c)
 {
     enum { BINS = 40 }; /* half decades from 1 FLOP: 1e20 at most */
     double mem_bytes = 0, mem_s = 0, attn_work = 0, attn_s = 0;
+    double class_bytes[PASS_KC_COUNT] = {0}, class_s[PASS_KC_COUNT] = {0};
     double bin_work[BINS] = {0}, bin_s[BINS] = {0}, bin_log[BINS] = {0}, bin_n[BINS] = {0};
     memset(c, 0, sizeof *c);
     for (int j = 0; j < nr; j++)
@@ -615,6 +628,12 @@ void bc_calibrate(const bc_result *r, int nr, const bc_peaks *pk, bc_calibration
                 mem_bytes += n * (double)it->bytes;
                 mem_s += n * s;
                 c->mem_n += it->count;
+                if (it->kernel >= 0) {
+                    pass_kclass kc = bc_kernel_kclass(p, &p->kernel[it->kernel]);
+                    class_bytes[kc] += n * (double)it->bytes;
+                    class_s[kc] += n * s;
+                    c->class_n[kc] += it->count;
+                }
             } else if (it->cls == BC_MATMUL && it->flops > 0 &&
                        !(p->stage[it->stage].instr[it->instr].dim & RT_MM_PARTS)) {
                 int dt = p->stage[it->stage].instr[it->instr].in_t[0].dtype;
@@ -633,6 +652,12 @@ void bc_calibrate(const bc_result *r, int nr, const bc_peaks *pk, bc_calibration
                     attn_work += n * f / (tc ? pk->tc_flops : pk->f32_flops);
                     attn_s += n * s;
                     c->attn_n += it->count;
+                } else if (it->bytes >= BC_SMALL_BYTES) {
+                    /* embedding_grad, a kernel of one block: its class's */
+                    pass_kclass kc = bc_kernel_kclass(p, &p->kernel[it->kernel]);
+                    class_bytes[kc] += n * (double)it->bytes;
+                    class_s[kc] += n * s;
+                    c->class_n[kc] += it->count;
                 }
             }
         }
@@ -640,6 +665,9 @@ void bc_calibrate(const bc_result *r, int nr, const bc_peaks *pk, bc_calibration
         c->mem_eff = fraction(mem_bytes / (pk->mem_bw * mem_s));
     if (attn_s > 0)
         c->attn_eff = fraction(attn_work / attn_s);
+    for (int k = 0; k < PASS_KC_COUNT; k++)
+        if (class_s[k] > 0)
+            c->class_eff[k] = fraction(class_bytes[k] / (pk->mem_bw * class_s[k]));
     for (int b = 0; b < BINS && c->nmm < 16; b++)
         if (bin_n[b] > 0) {
             c->mm[c->nmm][0] = exp(bin_log[b] / bin_n[b]);
@@ -690,5 +718,12 @@ void bc_write_profile(FILE *f, const pass_hw *base, const bc_calibration *c, con
     }
     if (c->attn_eff > 0)
         fprintf(f, ",\n  \"attention_eff\": %.4f", c->attn_eff);
-    fprintf(f, "\n}\n");
+    bool any = false;
+    for (int k = 0; k < PASS_KC_COUNT; k++)
+        if (c->class_eff[k] > 0) {
+            fprintf(f, "%s\"%s\": %.4f", any ? ", " : ",\n  \"mem_eff_by_class\": {",
+                    pass_kclass_name(k), c->class_eff[k]);
+            any = true;
+        }
+    fprintf(f, "%s\n}\n", any ? "}" : "");
 }

@@ -15,6 +15,8 @@
  * constants and communication 0. */
 #include "passes.h"
 
+#include <string.h>
+
 /* Operand i of attention or its backward as the op computes on it: with
  * heads_inner, the stored [.., S, H, d] as [.., H, S, d]. */
 static ir_type logical(const ir_op *op, int i)
@@ -153,4 +155,56 @@ bool pass_rank_in_stage(const ir_module *m, int64_t r, int s)
     for (int a = m->mesh.naxes - 1; a > m->pipe.axis; a--)
         below *= m->mesh.size[a];
     return (r / below) % m->mesh.size[m->pipe.axis] == s;
+}
+
+/* ---- kernel classes (passes.h: pass_kclass) ---- */
+
+static const char *const kclass_names[PASS_KC_COUNT] = {
+    [PASS_KC_ELEMENTWISE] = "elementwise",       [PASS_KC_TRANSPOSE] = "transpose",
+    [PASS_KC_COLUMN] = "column",                 [PASS_KC_ROW] = "row",
+    [PASS_KC_EMBEDDING] = "embedding",           [PASS_KC_EMBEDDING_GRAD] = "embedding_grad",
+    [PASS_KC_CROSS_ENTROPY] = "cross_entropy",   [PASS_KC_OPTIMIZER] = "optimizer",
+};
+
+const char *pass_kclass_name(pass_kclass c)
+{
+    return c >= 0 && c < PASS_KC_COUNT ? kclass_names[c] : "?";
+}
+
+int pass_kclass_find(const char *name, size_t n)
+{
+    for (int c = 0; c < PASS_KC_COUNT; c++)
+        if (strlen(kclass_names[c]) == n && !memcmp(kclass_names[c], name, n))
+            return c;
+    return -1;
+}
+
+static bool named(const char *op, const char *const *names)
+{
+    for (; *names; names++)
+        if (!strcmp(op, *names))
+            return true;
+    return false;
+}
+
+pass_kclass pass_op_kclass(const char *op, bool last_dim)
+{
+    static const char *const optimizer[] = {"sgd", "momentum", "adam_m", "adam_v", "adamw", NULL};
+    static const char *const xent[] = {"cross_entropy", "cross_entropy_grad", NULL};
+    static const char *const rows[] = {"layernorm", "rmsnorm", "layernorm_dx", "rmsnorm_dx",
+                                       "attn_delta", NULL};
+    static const char *const reductions[] = {"sum", "mean", "amax", "softmax", NULL};
+    if (named(op, optimizer))
+        return PASS_KC_OPTIMIZER;
+    if (named(op, xent))
+        return PASS_KC_CROSS_ENTROPY;
+    if (!strcmp(op, "embedding_grad"))
+        return PASS_KC_EMBEDDING_GRAD;
+    if (!strcmp(op, "embedding"))
+        return PASS_KC_EMBEDDING;
+    if (named(op, rows))
+        return PASS_KC_ROW;
+    if (named(op, reductions))
+        return last_dim ? PASS_KC_ROW : PASS_KC_COLUMN;
+    return !strcmp(op, "transpose") ? PASS_KC_TRANSPOSE : PASS_KC_ELEMENTWISE;
 }

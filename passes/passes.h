@@ -324,6 +324,32 @@ bool pass_rank_in_stage(const ir_module *m, int64_t r, int s);
 /* "gpipe", "1f1b", "interleaved(V)". */
 const char *pass_schedule_name(const ir_pipeline *p, char buf[32]);
 
+/* The classes of memory-bound kernels, each with an efficiency of its
+ * own in a hardware profile ("mem_eff_by_class"), by what the kernel
+ * does: a kernel is of the highest class (the last here) of its ops'
+ * (pass_op_kclass). A reduction over the last dim (sum, mean, amax,
+ * softmax), the norms and their gradients and attn_delta are row
+ * kernels; a reduction over another dim, a column kernel. The names are the
+ * profile's keys (pass_kclass_name). */
+typedef enum {
+    PASS_KC_ELEMENTWISE,    /* "elementwise": elementwise ops, casts, layout */
+    PASS_KC_TRANSPOSE,      /* "transpose" */
+    PASS_KC_COLUMN,         /* "column": a reduction over a dim but the last */
+    PASS_KC_ROW,            /* "row": over the last dim; norms, softmax */
+    PASS_KC_EMBEDDING,      /* "embedding": a table's rows by ids */
+    PASS_KC_EMBEDDING_GRAD, /* "embedding_grad" */
+    PASS_KC_CROSS_ENTROPY,  /* "cross_entropy": the loss and its gradient */
+    PASS_KC_OPTIMIZER,      /* "optimizer": sgd, momentum, adam_m, adam_v, adamw */
+    PASS_KC_COUNT
+} pass_kclass;
+const char *pass_kclass_name(pass_kclass c);
+/* The class called name (n bytes), or -1. */
+int pass_kclass_find(const char *name, size_t n);
+/* The class of an op by its name as ops.def and plan_ops.def spell it
+ * (the two agree) and, for a reduction, whether it runs over the last
+ * dim: so the compiler's groups and a plan's kernels are classed alike. */
+pass_kclass pass_op_kclass(const char *op, bool last_dim);
+
 /* Hardware profiles (timeline.c): the figures an estimated timeline runs
  * on. Peaks are the vendor's dense figures; the efficiencies say what
  * fraction of them kernels and NCCL reach in practice. */
@@ -347,7 +373,11 @@ struct pass_hw {
     int nmatmul_eff;
     double matmul_eff[PASS_HW_MAX_POINTS][2];
     double attn_eff;
+    /* a memory-bound kernel's fraction of mem_bw by its class (0: mem_eff) */
+    double class_mem_eff[PASS_KC_COUNT];
 };
+/* The fraction of mem_bw a kernel of class c reaches on hw. */
+double pass_hw_mem_eff(const pass_hw *hw, pass_kclass c);
 /* A matmul of these FLOPs: its fraction of the peak on hw (matmul_eff). */
 double pass_hw_matmul_eff(const pass_hw *hw, double flops);
 /* The profile called name, or NULL; pass_hw_names lists them ("a100, h100,
@@ -372,7 +402,9 @@ const pass_hw *pass_hw_default(void);
  *                class's efficiency: a matmul's from the profile's
  *                matmul_eff by its FLOPs, attention's (and its
  *                backward's) attn_eff, else compute_eff; memory
- *                bandwidth times mem_eff;
+ *                bandwidth times mem_eff, or for a generated kernel
+ *                (not cuBLASLt's or attention's) its class's
+ *                (pass_hw_mem_eff);
  *   collective   latency + bytes sent (nccl-tests' count) / link bandwidth
  *                (NVLink when the group is inside a node), on the
  *                communication stream, after its operand;

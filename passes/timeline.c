@@ -20,13 +20,13 @@
 static const pass_hw profiles[] = {
     {"a100", "NVIDIA A100 SXM 80GB, 8 per node, NVLink 3, 200 Gb/s HDR per GPU",
      312e12, 19.5e12, 2.039e12, 300e9, 25e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8,
-     81920.0 * 1048576, 0, {{0}}, 0},
+     81920.0 * 1048576, 0, {{0}}, 0, {0}},
     {"h100", "NVIDIA H100 SXM 80GB, 8 per node, NVLink 4, 400 Gb/s NDR per GPU",
      989e12, 67e12, 3.35e12, 450e9, 50e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8,
-     81559.0 * 1048576, 0, {{0}}, 0},
+     81559.0 * 1048576, 0, {{0}}, 0, {0}},
     {"h200", "NVIDIA H200 SXM 141GB, 8 per node, NVLink 4, 400 Gb/s NDR per GPU",
      989e12, 67e12, 4.8e12, 450e9, 50e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8,
-     143771.0 * 1048576, 0, {{0}}, 0},
+     143771.0 * 1048576, 0, {{0}}, 0, {0}},
 };
 #define NPROFILES (int)(sizeof profiles / sizeof profiles[0])
 
@@ -156,13 +156,38 @@ double pass_hw_matmul_eff(const pass_hw *hw, double flops)
     return hw->matmul_eff[n - 1][1];
 }
 
+double pass_hw_mem_eff(const pass_hw *hw, pass_kclass c)
+{
+    return c >= 0 && c < PASS_KC_COUNT && hw->class_mem_eff[c] > 0 ? hw->class_mem_eff[c]
+                                                                    : hw->mem_eff;
+}
+
+/* Attention's kernels and its backward's, which take attn_eff (not
+ * attn_delta, a row kernel). */
+static bool is_attention(const ir_op *op)
+{
+    return (op->code == IR_ATTENTION || op->code == IR_ATTN_PROBS ||
+            ir_attn_layout_operands(op->code)) && op->code != IR_ATTN_DELTA;
+}
+
+/* Op's kernel class (passes.h), as a plan's instruction of it is classed. */
+static pass_kclass op_class(const ir_op *op)
+{
+    bool last = !(ir_ops[op->code].attrs & IR_A_AXIS) || op->nin < 1 ||
+                op->a->axis == op->in[0]->type.rank - 1;
+    return pass_op_kclass(ir_ops[op->code].name, last);
+}
+
 /* A kernel's seconds: launch + the longer of its FLOPs at the peak of
  * its class (tensor cores for a 16-bit matmul; a matmul at
  * matmul_eff of its size, attention at attn_eff, anything else at
- * compute_eff) and its bytes at mem_eff of the memory bandwidth. op: the
- * kernel's main op, which names its class (NULL: an elementwise or row
- * kernel). A matmul of parts is three calls, its work and bytes as below. */
-static double kernel_time(const pass_hw *hw, const ir_op *op, double flops, double bytes)
+ * compute_eff) and its bytes at its share of the memory bandwidth
+ * (cuBLASLt's and attention's mem_eff, the others their class's,
+ * pass_hw_mem_eff). op: the kernel's main op, which names its class
+ * (NULL: an elementwise or row kernel, of class kc). A matmul of parts is
+ * three calls, its work and bytes as below. */
+static double kernel_time(const pass_hw *hw, const ir_op *op, pass_kclass kc, double flops,
+                          double bytes)
 {
     double peak = op && on_tensor_cores(op) ? hw->tc_flops : hw->f32_flops, launches = 1;
     if (op && (pass_attn_x3(op) || (op->code == IR_MATMUL && op->a->parts)))
@@ -174,15 +199,15 @@ static double kernel_time(const pass_hw *hw, const ir_op *op, double flops, doub
         launches = 3;
         bytes += value_bytes(op->in[0]) + value_bytes(op->in[1]) + 4 * value_bytes(op->res[0]);
     }
-    double eff = hw->compute_eff;
+    double eff = hw->compute_eff, mem_eff = pass_hw_mem_eff(hw, kc);
     if (op && op->code == IR_MATMUL)
         eff = pass_hw_matmul_eff(hw, flops);
-    else if (op && (op->code == IR_ATTENTION || op->code == IR_ATTN_PROBS ||
-                    ir_attn_layout_operands(op->code)) && op->code != IR_ATTN_DELTA &&
-             hw->attn_eff > 0)
+    else if (op && is_attention(op) && hw->attn_eff > 0)
         eff = hw->attn_eff;
+    if (op && (op->code == IR_MATMUL || is_attention(op)))
+        mem_eff = hw->mem_eff;
     double tf = flops / (peak * eff);
-    double tm = bytes / (hw->mem_bw * hw->mem_eff);
+    double tm = bytes / (hw->mem_bw * mem_eff);
     return launches * hw->launch_s + (tf > tm ? tf : tm);
 }
 
@@ -206,7 +231,7 @@ static double op_time(const sim *S, const lane *L, const ir_op *op)
     double bytes = op->nres ? value_bytes(op->res[0]) : 0;
     for (int i = 0; i < op->nin; i++)
         bytes += value_bytes(op->in[i]);
-    return kernel_time(hw, op, pass_op_flops(op), bytes);
+    return kernel_time(hw, op, op_class(op), pass_op_flops(op), bytes);
 }
 
 /* What fused group g's kernel does: all its ops' FLOPs, and only the
@@ -227,18 +252,33 @@ static void group_work(const ir_module *m, const pass_fgroup *g, double *flops, 
         *bytes += value_bytes(g->out[i]);
 }
 
+/* Fused group g's main op, which names its kernel's class: cuBLASLt's
+ * for a matmul and its epilogue, attention's for its kernels; NULL for
+ * the others, memory-bound kernels of class *kc (the highest of their
+ * ops'). */
+static const ir_op *group_class(const ir_module *m, const pass_fgroup *g, pass_kclass *kc)
+{
+    *kc = PASS_KC_ELEMENTWISE;
+    if (g->kind == PASS_FUSE_MATMUL || g->kind == PASS_FUSE_ATTN_PAIR)
+        return IR_OP(m, g->reduce);
+    if (g->kind == PASS_FUSE_ATTN_LSE)
+        return IR_OP(m, g->ops[0]);
+    for (int i = 0; i < g->nops; i++) {
+        pass_kclass c = op_class(IR_OP(m, g->ops[i]));
+        *kc = c > *kc ? c : *kc;
+    }
+    return NULL;
+}
+
 /* The seconds fused group g takes: one kernel (cuBLASLt's, for a matmul
  * and its epilogue) doing group_work. */
 static double group_time(const pass_hw *hw, const ir_module *m, const pass_fgroup *g)
 {
     double flops, bytes;
     group_work(m, g, &flops, &bytes);
-    const ir_op *main = g->kind == PASS_FUSE_MATMUL || g->kind == PASS_FUSE_ATTN_PAIR
-                            ? IR_OP(m, g->reduce)
-                        : g->kind == PASS_FUSE_ATTN_LSE
-                            ? IR_OP(m, g->ops[0])
-                            : NULL; /* the class of cuBLASLt's or attention's kernels */
-    return kernel_time(hw, main, flops, bytes);
+    pass_kclass kc;
+    const ir_op *main = group_class(m, g, &kc);
+    return kernel_time(hw, main, kc, flops, bytes);
 }
 
 /* Ops that run no kernel and move nothing: sources (loaded before the
@@ -419,8 +459,12 @@ static void json_event(su_buf *b, bool *first, const sim *S, int s, int64_t rank
                       g->name, (long long)rank, e->start * 1e6, e->dur * 1e6, e->op, g->nops);
         if (op->loc.line > 0)
             su_buf_printf(b, ", \"line\": %d", op->loc.line);
-        su_buf_printf(b, ", \"phase\": \"%s\", \"flops\": %.0f, \"bytes\": %.0f}}",
+        su_buf_printf(b, ", \"phase\": \"%s\", \"flops\": %.0f, \"bytes\": %.0f",
                       ir_phase_name((ir_phase)op->phase), flops, bytes);
+        pass_kclass kc;
+        if (!group_class(m, g, &kc)) /* the class whose mem_eff it takes */
+            su_buf_printf(b, ", \"class\": \"%s\"", pass_kclass_name(kc));
+        su_buf_puts(b, "}}");
         return;
     }
     su_buf_printf(b, "{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %lld, "
@@ -439,6 +483,8 @@ static void json_event(su_buf *b, bool *first, const sim *S, int s, int64_t rank
         su_buf_printf(b, ", \"bytes_sent\": %.0f", pass_op_bytes(m, op));
     } else {
         su_buf_printf(b, ", \"flops\": %.0f", pass_op_flops(op));
+        if (op->code != IR_MATMUL && !is_attention(op)) /* as kernel_time classes it */
+            su_buf_printf(b, ", \"class\": \"%s\"", pass_kclass_name(op_class(op)));
     }
     su_buf_puts(b, "}}");
 }

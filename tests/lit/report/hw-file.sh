@@ -49,3 +49,13 @@
 # RUN: sed 's/"mem_bytes": \(.*\)$/"mem_bytes": \1,\n  "attention_eff": "fast"/' %S/../../../docs/hw/h100.json > %t.attn.json
 # RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.attn.json 2>&1 | FileCheck %s --check-prefix=ATTN
 # ATTN: attn.json: "attention_eff" must be a positive number of at most 1
+# "mem_eff_by_class": an object of kernel classes, each a fraction.
+# RUN: sed 's/"mem_bytes": \(.*\)$/"mem_bytes": \1,\n  "mem_eff_by_class": {"rows": 0.5}/' %S/../../../docs/hw/h100.json > %t.kc.json
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.kc.json 2>&1 | FileCheck %s --check-prefix=KCNAME
+# KCNAME: kc.json: "mem_eff_by_class": 'rows' is no kernel class (the classes: elementwise, transpose, column, row, embedding, embedding_grad, cross_entropy, optimizer)
+# RUN: sed 's/"mem_bytes": \(.*\)$/"mem_bytes": \1,\n  "mem_eff_by_class": {"row": 0.5, "optimizer": 0}/' %S/../../../docs/hw/h100.json > %t.kc0.json
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.kc0.json 2>&1 | FileCheck %s --check-prefix=KCZERO
+# KCZERO: kc0.json: "mem_eff_by_class": "optimizer" must be a positive number of at most 1
+# RUN: sed 's/"mem_bytes": \(.*\)$/"mem_bytes": \1,\n  "mem_eff_by_class": [0.5]/' %S/../../../docs/hw/h100.json > %t.kcl.json
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.kcl.json 2>&1 | FileCheck %s --check-prefix=KCLIST
+# KCLIST: kcl.json: "mem_eff_by_class" must be an object of kernel classes and fractions

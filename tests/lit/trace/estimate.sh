@@ -22,7 +22,7 @@
 # RUN: printf 'mesh tp\ninput a : f32[1024, 1024] shard(_, _)\ninput b : f32[1024, 1024] shard(_, _)\ny = (a + b) * a\noutput y\n' > %t.fz
 # RUN: %shardc %t.fz --mesh 1 --trace %t-fz.json
 # RUN: FileCheck %s --check-prefix=FUSED < %t-fz.json
-# FUSED: {"name": "k0_add_mul", "cat": "kernel", "ph": "X", "pid": 0, "tid": 0, "ts": 0.000, "dur": 8.695, "args": {"op": 3, "ops": 2, "line": 4, "phase": "forward", "flops": 2097152, "bytes": 12582912}}
+# FUSED: {"name": "k0_add_mul", "cat": "kernel", "ph": "X", "pid": 0, "tid": 0, "ts": 0.000, "dur": 8.695, "args": {"op": 3, "ops": 2, "line": 4, "phase": "forward", "flops": 2097152, "bytes": 12582912, "class": "elementwise"}}
 # FUSED-NOT: "name": "add"
 #
 # A profile may give per-class efficiencies (docs/hw/README.md): with
@@ -44,6 +44,28 @@
 # CLS: {"name": "matmul", {{.*}} "dur": 1856.901, {{.*}} "flops": 1099511627776}}
 # CLS: {"name": "attention", {{.*}} "dur": 284.649, {{.*}} "flops": 138781130752}}
 # CLS: {"name": "attention", {{.*}} "dur": 1687.896, {{.*}} "flops": 138781130752}}
+#
+# mem_eff_by_class gives a memory-bound kernel's class its own fraction of
+# the bandwidth (the class: passes.h's pass_kclass). With elementwise 0.4,
+# row 0.5 and column 0.25 on H100's 3.35 TB/s: the fused (a + b) * a
+# above, 4 us + 12582912 B / (0.4 x 3.35e12) = 13.390 us; a sum along the
+# last dim of f32[1024, 1024] (reads 4194304 B, writes 4096) a row kernel,
+# 4 us + 4198400 B / (0.5 x 3.35e12) = 6.507 us; a sum along dim 0, a
+# column kernel, 4 us + 4198400 B / (0.25 x 3.35e12) = 9.013 us. A class
+# the profile leaves out takes mem_eff: the same model on h100 itself,
+# 8.695 us and 5.567 us twice.
+# RUN: printf 'mesh tp\ninput a : f32[1024, 1024] shard(_, _)\ninput b : f32[1024, 1024] shard(_, _)\ny = (a + b) * a\nr = sum(b, axis = 1)\nc = sum(b, axis = 0)\noutput y, r, c\n' > %t.kc
+# RUN: sed 's/"mem_bytes": \(.*\)$/"mem_bytes": \1,\n  "mem_eff_by_class": {"elementwise": 0.4, "row": 0.5, "column": 0.25}/' %S/../../../docs/hw/h100.json > %t.kc.json
+# RUN: %shardc %t.kc --mesh 1 --trace %t-kc.json --hw %t.kc.json
+# RUN: FileCheck %s --check-prefix=KC < %t-kc.json
+# KC: {"name": "k0_add_mul", {{.*}} "dur": 13.390,
+# KC: {"name": "k1_sum", {{.*}} "dur": 6.507, {{.*}} "class": "row"}}
+# KC: {"name": "k2_sum", {{.*}} "dur": 9.013, {{.*}} "class": "column"}}
+# RUN: %shardc %t.kc --mesh 1 --trace %t-kc0.json
+# RUN: FileCheck %s --check-prefix=KC0 < %t-kc0.json
+# KC0: {"name": "k0_add_mul", {{.*}} "dur": 8.695,
+# KC0: {"name": "k1_sum", {{.*}} "dur": 5.567,
+# KC0: {"name": "k2_sum", {{.*}} "dur": 5.567,
 #
 # The Megatron MLP's forward all_reduce over tp of 64 x 1024 f32 sends
 # 2 (n-1)/n of it per rank: inside one node (tp = 8) 10 us + 458752 B /

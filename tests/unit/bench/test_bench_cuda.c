@@ -384,11 +384,51 @@ static void check_real(const rt_plan *p)
 
 /* The tiny model's plan for sm_90, with --f32-matmul mode; NULL with the
  * reason printed. */
+/* Each of p's kernels that is not cuBLASLt's is of the class the
+ * estimate's trace (trace) gives the group it was made from, named
+ * alike: the calibration measures what the estimate uses. Returns how
+ * many were compared. */
+static int check_classes(const rt_plan *p, const char *trace)
+{
+    int n = 0;
+    for (int k = 0; k < p->nkernels; k++) {
+        const rt_kernel *kr = &p->kernel[k];
+        if (kr->strategy == RT_KS_MATMUL)
+            continue;
+        char key[256];
+        snprintf(key, sizeof key, "{\"name\": \"%s\", \"cat\": \"kernel\"", kr->name);
+        const char *ev = strstr(trace, key);
+        if (!ev && kr->ninstr == 1) { /* an op's kernel of its own: named as the op */
+            snprintf(key, sizeof key, "{\"name\": \"%s\", \"cat\": \"compute\"",
+                     rt_ops[p->stage[kr->stage].instr[kr->instr[0]].op].name);
+            ev = strstr(trace, key);
+        }
+        const char *end = ev ? strstr(ev, "}}") : NULL;
+        const char *cls = ev ? strstr(ev, "\"class\": \"") : NULL;
+        CHECK(ev && end);
+        if (!ev || !end)
+            continue;
+        if (bc_attention_flops(p, kr, &(bool){false}) > 0) { /* attention: no class */
+            CHECK(!cls || cls > end);
+            continue;
+        }
+        char want[64];
+        snprintf(want, sizeof want, "\"class\": \"%s\"", pass_kclass_name(bc_kernel_kclass(p, kr)));
+        CHECK(cls && cls < end && !strncmp(cls, want, strlen(want)));
+        if (!cls || cls > end || strncmp(cls, want, strlen(want)))
+            fprintf(stderr, "  kernel %s: the plan's %s, the estimate's %.30s\n", kr->name, want,
+                    cls && cls < end ? cls : "none");
+        n++;
+    }
+    return n;
+}
+
 static rt_plan *real_plan(const char *mode)
 {
     shardc_options *opt = shardc_options_new();
     shardc_program *prog = NULL;
-    char *e = NULL;
+    char *e = NULL, *trace = NULL;
+    size_t tlen = 0;
     su_status err;
     uint8_t *bytes = NULL;
     size_t len = 0;
@@ -397,11 +437,17 @@ static rt_plan *real_plan(const char *mode)
               shardc_options_set_f32_matmul(opt, mode, &e) == SHARDC_OK &&
               shardc_compile_string(opt, "tiny.sh", model, sizeof model - 1, &prog, &e) ==
                   SHARDC_OK &&
-              api_program_plan(prog, &bytes, &len, &e) == SHARDC_OK;
+              api_program_plan(prog, &bytes, &len, &e) == SHARDC_OK &&
+              shardc_program_emit(prog, "trace", &trace, &tlen, &e) == SHARDC_OK;
     rt_plan *p = ok ? rt_plan_read(bytes, len, "tiny.sh", &err) : NULL;
     if (!p)
         fprintf(stderr, "  tiny.sh (%s): %s\n", mode, e ? e : err.msg);
     CHECK(p != NULL);
+    /* embedding, its gradient, cross_entropy and its gradient, the bias's
+     * gradient (a column sum), sgd: at least 5 kernels of a class */
+    if (p)
+        CHECK(check_classes(p, trace) >= 5);
+    shardc_free(trace);
     free(bytes);
     shardc_free(e);
     shardc_program_free(prog);
@@ -459,7 +505,7 @@ static void test_calibrate(void)
 {
     /* one stage: a bf16 and an f32 matmul instruction, a bf16 attention
      * over q, k, v [1, 2, 128, 64] in kernel 0 */
-    rt_instr in[3];
+    rt_instr in[6];
     memset(in, 0, sizeof in);
     in[0].op = RT_OP_MATMUL;
     in[0].in_t[0] = ty(RT_BF16, 2, 64, 64, 0);
@@ -470,10 +516,25 @@ static void test_calibrate(void)
     for (int i = 0; i < 3; i++)
         in[2].in_t[i] = (rt_type){.dtype = RT_BF16, .rank = 4, .dim = {1, 2, 128, 64}};
     in[2].out_t = in[2].in_t[0];
-    int32_t kinstr[1] = {2};
-    rt_kernel k = {.name = (char *)"attention", .ninstr = 1, .instr = kinstr};
-    rt_program g = {.ninstr = 3, .instr = in};
-    rt_plan p = {.nstages = 1, .stage = &g, .nkernels = 1, .kernel = &k};
+    /* kernels 1 to 3 (memory-bound): a sum over the last dim of
+     * [64, 64] (a row kernel), adamw, embedding_grad */
+    in[3] = (rt_instr){.op = RT_OP_SUM, .nin = 1, .axis = 1, .in_t = {ty(RT_F32, 2, 64, 64, 0)}};
+    in[4] = (rt_instr){.op = RT_OP_ADAMW, .nin = 4, .in_t = {ty(RT_F32, 1, 64, 0, 0)}};
+    in[5] = (rt_instr){.op = RT_OP_EMBEDDING_GRAD, .nin = 2, .in_t = {ty(RT_F32, 2, 64, 64, 0)}};
+    int32_t kinstr[4] = {2, 3, 4, 5};
+    rt_kernel ks[4] = {{.name = (char *)"attention", .ninstr = 1, .instr = kinstr},
+                       {.name = (char *)"sum", .ninstr = 1, .instr = kinstr + 1},
+                       {.name = (char *)"adamw", .ninstr = 1, .instr = kinstr + 2},
+                       {.name = (char *)"embedding_grad", .ninstr = 1, .instr = kinstr + 3}};
+    rt_kernel k = ks[0];
+    rt_program g = {.ninstr = 6, .instr = in};
+    rt_plan p = {.nstages = 1, .stage = &g, .nkernels = 4, .kernel = ks};
+    CHECK_INT(bc_kernel_kclass(&p, &ks[1]), PASS_KC_ROW);
+    CHECK_INT(bc_kernel_kclass(&p, &ks[2]), PASS_KC_OPTIMIZER);
+    CHECK_INT(bc_kernel_kclass(&p, &ks[3]), PASS_KC_EMBEDDING_GRAD);
+    in[3].axis = 0; /* over the other dim: a column kernel */
+    CHECK_INT(bc_kernel_kclass(&p, &ks[1]), PASS_KC_COLUMN);
+    in[3].axis = 1;
     bc_peaks pk = {.tc_flops = 1000e12, .f32_flops = 50e12, .mem_bw = 3e12, .launch_s = 4e-6};
     double attn = 2.0 * 128 * 128 * (2 * (64 + 64) + 5); /* heads x S x T x (2 (d + dv) + 5) */
     bool tc = false;
@@ -524,10 +585,18 @@ static void test_calibrate(void)
     }
 #define US(work, eff) (1e6 * (4e-6 + (work) / (eff)))
     bc_item it[] = {
-        /* memory-bound: 2 x 1 GB at 0.5, 2 GB at 0.25: 4 GB in 12 GB's time at the peak */
-        {.cls = BC_BANDWIDTH, .count = 2, .bytes = 1000000000, .us = US(1e9 / 3e12, 0.5)},
-        {.cls = BC_BANDWIDTH, .count = 1, .bytes = 2000000000, .us = US(2e9 / 3e12, 0.25)},
-        {.cls = BC_SMALL, .count = 5, .bytes = 1000, .us = 9}, /* not counted */
+        /* memory-bound: 2 x 1 GB at 0.5 (the row sum), 2 GB at 0.25
+         * (adamw): 4 GB in 12 GB's time at the peak */
+        {.cls = BC_BANDWIDTH, .kernel = 1, .count = 2, .bytes = 1000000000,
+         .us = US(1e9 / 3e12, 0.5)},
+        {.cls = BC_BANDWIDTH, .kernel = 2, .count = 1, .bytes = 2000000000,
+         .us = US(2e9 / 3e12, 0.25)},
+        {.cls = BC_SMALL, .kernel = 1, .count = 5, .bytes = 1000, .us = 9}, /* not counted */
+        /* embedding_grad (not memory-bound by construction): its class's
+         * alone, 3 GB at 0.2; under 1 MiB, not counted */
+        {.cls = BC_OTHER, .kernel = 3, .count = 1, .bytes = 3000000000,
+         .us = US(3e9 / 3e12, 0.2)},
+        {.cls = BC_OTHER, .kernel = 3, .count = 4, .bytes = 1000, .us = 9},
         /* matmuls: 1e9 FLOPs at 0.1; in one half decade, 3 x 1e12 bf16 at
          * 0.6 and 1.1e12 f32 at 0.9 */
         {.cls = BC_MATMUL, .instr = 0, .count = 1, .flops = 1e9, .us = US(1e9 / 1000e12, 0.1)},
@@ -543,6 +612,13 @@ static void test_calibrate(void)
     bc_calibrate(&r, 1, &pk, &c);
     CHECK(near(c.mem_eff, 4.0 / 12.0));
     CHECK_INT(c.mem_n, 3);
+    CHECK(fabs(c.class_eff[PASS_KC_ROW] - 0.5) < 1e-9);
+    CHECK_INT(c.class_n[PASS_KC_ROW], 2);
+    CHECK(fabs(c.class_eff[PASS_KC_OPTIMIZER] - 0.25) < 1e-9);
+    CHECK_INT(c.class_n[PASS_KC_OPTIMIZER], 1);
+    CHECK(fabs(c.class_eff[PASS_KC_EMBEDDING_GRAD] - 0.2) < 1e-9);
+    CHECK_INT(c.class_n[PASS_KC_EMBEDDING_GRAD], 1);
+    CHECK(c.class_eff[PASS_KC_ELEMENTWISE] == 0 && c.class_n[PASS_KC_ELEMENTWISE] == 0);
     CHECK(fabs(c.attn_eff - 0.4) < 1e-9);
     CHECK_INT(c.attn_n, 2);
     CHECK_INT(c.nmm, 2);
@@ -576,6 +652,8 @@ static void test_calibrate(void)
     CHECK(strstr(text, "\"link_eff\": 0.80000000000000004,") != NULL);
     CHECK(strstr(text, "\"matmul_eff\": [[1e+09, 0.1000], [1.024e+12, ") != NULL);
     CHECK(strstr(text, "\"attention_eff\": 0.4000") != NULL);
+    CHECK(strstr(text, "\"mem_eff_by_class\": {\"row\": 0.5000, \"embedding_grad\": 0.2000, "
+                       "\"optimizer\": 0.2500}") != NULL);
     shardc_options *opt = shardc_options_new();
     char *e = NULL;
     CHECK(opt && shardc_options_set_hardware(opt, path, &e) == SHARDC_OK);
