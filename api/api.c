@@ -168,13 +168,47 @@ static shardc_status hw_mem_classes(pass_hw *hw, const cJSON *j, const char *pat
     return SHARDC_OK;
 }
 
-/* The optional per-class efficiencies of a profile: "matmul_eff", a list
- * of 1 to PASS_HW_MAX_POINTS [FLOPs, fraction] pairs in increasing FLOPs,
- * "attention_eff", a fraction, and "mem_eff_by_class" (hw_mem_classes);
- * fractions in (0, 1]. */
+/* The optional table key of a profile (absent: *n stays 0): a list of 1
+ * to PASS_HW_MAX_POINTS [x, fraction] pairs in increasing x, x a positive
+ * number (what: its name in messages, "FLOPs" or "bytes"), fractions in
+ * (0, 1]. */
+static shardc_status hw_points(const cJSON *j, const char *key, const char *what,
+                               double (*pt)[2], int *n, const char *path, char **error)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, key);
+    if (!t)
+        return SHARDC_OK;
+    int len = cJSON_IsArray(t) ? cJSON_GetArraySize(t) : 0;
+    if (len < 1 || len > PASS_HW_MAX_POINTS)
+        return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"%s\" must be a list of 1 to "
+                        "%d [%s, fraction] pairs", path, key, PASS_HW_MAX_POINTS, what);
+    for (int i = 0; i < len; i++) {
+        const cJSON *p = cJSON_GetArrayItem(t, i);
+        const cJSON *f = cJSON_IsArray(p) && cJSON_GetArraySize(p) == 2 ? cJSON_GetArrayItem(p, 0)
+                                                                         : NULL;
+        const cJSON *e = f ? cJSON_GetArrayItem(p, 1) : NULL;
+        double x = cJSON_IsNumber(f) ? f->valuedouble : -1;
+        double eff = cJSON_IsNumber(e) ? e->valuedouble : -1;
+        if (!(x > 0) || !isfinite(x) || !(eff > 0) || eff > 1)
+            return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"%s\" point %d must be "
+                            "[%s, fraction]: a positive number, then one of at most 1", path, key,
+                            i + 1, what);
+        if (i > 0 && !(x > pt[i - 1][0]))
+            return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"%s\" point %d: its %s "
+                            "must be above the point before", path, key, i + 1, what);
+        pt[i][0] = x;
+        pt[i][1] = eff;
+    }
+    *n = len;
+    return SHARDC_OK;
+}
+
+/* The optional per-class efficiencies of a profile: "matmul_eff", a table
+ * by FLOPs, "intra_eff" and "inter_eff", tables by bytes sent
+ * (hw_points), "attention_eff", a fraction in (0, 1], and
+ * "mem_eff_by_class" (hw_mem_classes). */
 static shardc_status hw_classes(pass_hw *hw, const cJSON *j, const char *path, char **error)
 {
-    const cJSON *mm = cJSON_GetObjectItemCaseSensitive(j, "matmul_eff");
     const cJSON *at = cJSON_GetObjectItemCaseSensitive(j, "attention_eff");
     shardc_status st = hw_mem_classes(hw, j, path, error);
     if (st != SHARDC_OK)
@@ -186,31 +220,12 @@ static shardc_status hw_classes(pass_hw *hw, const cJSON *j, const char *path, c
                             "positive number of at most 1", path);
         hw->attn_eff = x;
     }
-    if (!mm)
-        return SHARDC_OK;
-    int n = cJSON_IsArray(mm) ? cJSON_GetArraySize(mm) : 0;
-    if (n < 1 || n > PASS_HW_MAX_POINTS)
-        return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"matmul_eff\" must be a list of 1 to "
-                        "%d [FLOPs, fraction] pairs", path, PASS_HW_MAX_POINTS);
-    for (int i = 0; i < n; i++) {
-        const cJSON *p = cJSON_GetArrayItem(mm, i);
-        const cJSON *f = cJSON_IsArray(p) && cJSON_GetArraySize(p) == 2 ? cJSON_GetArrayItem(p, 0)
-                                                                         : NULL;
-        const cJSON *e = f ? cJSON_GetArrayItem(p, 1) : NULL;
-        double flops = cJSON_IsNumber(f) ? f->valuedouble : -1;
-        double eff = cJSON_IsNumber(e) ? e->valuedouble : -1;
-        if (!(flops > 0) || !isfinite(flops) || !(eff > 0) || eff > 1)
-            return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"matmul_eff\" point %d must be "
-                            "[FLOPs, fraction]: a positive number, then one of at most 1", path,
-                            i + 1);
-        if (i > 0 && !(flops > hw->matmul_eff[i - 1][0]))
-            return api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"matmul_eff\" point %d: its FLOPs "
-                            "must be above the point before", path, i + 1);
-        hw->matmul_eff[i][0] = flops;
-        hw->matmul_eff[i][1] = eff;
-    }
-    hw->nmatmul_eff = n;
-    return SHARDC_OK;
+    st = hw_points(j, "matmul_eff", "FLOPs", hw->matmul_eff, &hw->nmatmul_eff, path, error);
+    if (st == SHARDC_OK)
+        st = hw_points(j, "intra_eff", "bytes", hw->intra_eff, &hw->nintra_eff, path, error);
+    if (st == SHARDC_OK)
+        st = hw_points(j, "inter_eff", "bytes", hw->inter_eff, &hw->ninter_eff, path, error);
+    return st;
 }
 
 /* A hardware profile from a JSON file (--hw FILE.json): every field of

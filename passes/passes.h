@@ -375,7 +375,17 @@ struct pass_hw {
     double attn_eff;
     /* a memory-bound kernel's fraction of mem_bw by its class (0: mem_eff) */
     double class_mem_eff[PASS_KC_COUNT];
+    /* a collective's or a message's fraction of the link's bandwidth by
+     * the bytes it sends, inside a node and across nodes: points (bytes,
+     * fraction) as matmul_eff's (0 entries: link_eff) */
+    int nintra_eff;
+    double intra_eff[PASS_HW_MAX_POINTS][2];
+    int ninter_eff;
+    double inter_eff[PASS_HW_MAX_POINTS][2];
 };
+/* The fraction of the link's bandwidth a collective or a message sending
+ * these bytes reaches on hw, inside a node or across nodes. */
+double pass_hw_link_eff(const pass_hw *hw, bool in_node, double bytes);
 /* The fraction of mem_bw a kernel of class c reaches on hw. */
 double pass_hw_mem_eff(const pass_hw *hw, pass_kclass c);
 /* A matmul of these FLOPs: its fraction of the peak on hw (matmul_eff). */

@@ -20,13 +20,13 @@
 static const pass_hw profiles[] = {
     {"a100", "NVIDIA A100 SXM 80GB, 8 per node, NVLink 3, 200 Gb/s HDR per GPU",
      312e12, 19.5e12, 2.039e12, 300e9, 25e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8,
-     81920.0 * 1048576, 0, {{0}}, 0, {0}},
+     81920.0 * 1048576, 0, {{0}}, 0, {0}, 0, {{0}}, 0, {{0}}},
     {"h100", "NVIDIA H100 SXM 80GB, 8 per node, NVLink 4, 400 Gb/s NDR per GPU",
      989e12, 67e12, 3.35e12, 450e9, 50e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8,
-     81559.0 * 1048576, 0, {{0}}, 0, {0}},
+     81559.0 * 1048576, 0, {{0}}, 0, {0}, 0, {{0}}, 0, {{0}}},
     {"h200", "NVIDIA H200 SXM 141GB, 8 per node, NVLink 4, 400 Gb/s NDR per GPU",
      989e12, 67e12, 4.8e12, 450e9, 50e9, 8, 4e-6, 10e-6, 25e-6, 0.7, 0.8, 0.8,
-     143771.0 * 1048576, 0, {{0}}, 0, {0}},
+     143771.0 * 1048576, 0, {{0}}, 0, {0}, 0, {{0}}, 0, {{0}}},
 };
 #define NPROFILES (int)(sizeof profiles / sizeof profiles[0])
 
@@ -131,9 +131,32 @@ static bool on_tensor_cores(const ir_op *op)
     return t == IR_F16 || t == IR_BF16;
 }
 
+/* The fraction a table of n points (x, fraction), x increasing, gives x:
+ * interpolated on log x and held at its ends; without points, dflt. */
+static double table_eff(const double (*pt)[2], int n, double x, double dflt)
+{
+    if (n <= 0)
+        return dflt;
+    if (x <= pt[0][0])
+        return pt[0][1];
+    for (int i = 1; i < n; i++)
+        if (x <= pt[i][0]) {
+            double x0 = log(pt[i - 1][0]), x1 = log(pt[i][0]);
+            double t = (log(x) - x0) / (x1 - x0);
+            return pt[i - 1][1] + t * (pt[i][1] - pt[i - 1][1]);
+        }
+    return pt[n - 1][1];
+}
+
+double pass_hw_link_eff(const pass_hw *hw, bool in_node, double bytes)
+{
+    return in_node ? table_eff(hw->intra_eff, hw->nintra_eff, bytes, hw->link_eff)
+                   : table_eff(hw->inter_eff, hw->ninter_eff, bytes, hw->link_eff);
+}
+
 static double link_time(const pass_hw *hw, bool in_node, double bytes)
 {
-    double bw = (in_node ? hw->intra_bw : hw->inter_bw) * hw->link_eff;
+    double bw = (in_node ? hw->intra_bw : hw->inter_bw) * pass_hw_link_eff(hw, in_node, bytes);
     return (in_node ? hw->intra_lat_s : hw->inter_lat_s) + bytes / bw;
 }
 
@@ -142,18 +165,7 @@ static double link_time(const pass_hw *hw, bool in_node, double bytes)
  * ends; without one, compute_eff. */
 double pass_hw_matmul_eff(const pass_hw *hw, double flops)
 {
-    int n = hw->nmatmul_eff;
-    if (n <= 0)
-        return hw->compute_eff;
-    if (flops <= hw->matmul_eff[0][0])
-        return hw->matmul_eff[0][1];
-    for (int i = 1; i < n; i++)
-        if (flops <= hw->matmul_eff[i][0]) {
-            double x0 = log(hw->matmul_eff[i - 1][0]), x1 = log(hw->matmul_eff[i][0]);
-            double t = (log(flops) - x0) / (x1 - x0);
-            return hw->matmul_eff[i - 1][1] + t * (hw->matmul_eff[i][1] - hw->matmul_eff[i - 1][1]);
-        }
-    return hw->matmul_eff[n - 1][1];
+    return table_eff(hw->matmul_eff, hw->nmatmul_eff, flops, hw->compute_eff);
 }
 
 double pass_hw_mem_eff(const pass_hw *hw, pass_kclass c)

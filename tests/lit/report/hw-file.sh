@@ -59,3 +59,10 @@
 # RUN: sed 's/"mem_bytes": \(.*\)$/"mem_bytes": \1,\n  "mem_eff_by_class": [0.5]/' %S/../../../docs/hw/h100.json > %t.kcl.json
 # RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.kcl.json 2>&1 | FileCheck %s --check-prefix=KCLIST
 # KCLIST: kcl.json: "mem_eff_by_class" must be an object of kernel classes and fractions
+# intra_eff and inter_eff: tables by bytes, as matmul_eff is by FLOPs.
+# RUN: sed 's/"mem_bytes": \(.*\)$/"mem_bytes": \1,\n  "inter_eff": [[1e6, 0.5], [1e3, 0.2]]/' %S/../../../docs/hw/h100.json > %t.inter.json
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.inter.json 2>&1 | FileCheck %s --check-prefix=INTER
+# INTER: inter.json: "inter_eff" point 2: its bytes must be above the point before
+# RUN: sed 's/"mem_bytes": \(.*\)$/"mem_bytes": \1,\n  "intra_eff": [[1e6]]/' %S/../../../docs/hw/h100.json > %t.intra.json
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.intra.json 2>&1 | FileCheck %s --check-prefix=INTRA
+# INTRA: intra.json: "intra_eff" point 1 must be [bytes, fraction]: a positive number, then one of at most 1

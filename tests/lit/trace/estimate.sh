@@ -80,6 +80,25 @@
 # TP8: "pid": 7, "tid": 1, {{.*}} "dur": 11.274,
 # TP16: "pid": 0, "tid": 1, {{.*}} "dur": 37.288, {{.*}} "bytes_sent": 491520}}
 #
+# intra_eff and inter_eff give the link's efficiency by the bytes sent,
+# interpolated on log bytes as matmul_eff is on log FLOPs: with intra_eff
+# [[1e5, 0.2], [1e7, 0.9]] the all_reduce above inside a node reaches
+# 0.2 + 0.7 ln(4.58752) / ln(100) = 0.4316 of NVLink: 10 us + 458752 B /
+# (0.4316 x 450 GB/s) = 12.362 us; with inter_eff [[1e6, 0.5]] the one over
+# two nodes, below the point, 0.5: 25 us + 491520 B / (0.5 x 50 GB/s) =
+# 44.661 us. Every collective and send of a pipeline's trace follows the
+# rule.
+# RUN: sed 's/"mem_bytes": \(.*\)$/"mem_bytes": \1,\n  "intra_eff": [[1e5, 0.2], [1e7, 0.9]],\n  "inter_eff": [[1e6, 0.5]]/' %S/../../../docs/hw/h100.json > %t.link.json
+# RUN: %shardc %S/../../../examples/mlp.sh --mesh 1x8 --trace %t-l8.json --hw %t.link.json
+# RUN: FileCheck %s --check-prefix=L8 < %t-l8.json
+# RUN: %shardc %S/../../../examples/mlp.sh --mesh 1x16 --trace %t-l16.json --hw %t.link.json
+# RUN: FileCheck %s --check-prefix=L16 < %t-l16.json
+# L8: "pid": 0, "tid": 1, {{.*}} "dur": 12.362, {{.*}} "bytes_sent": 458752}}
+# L16: "pid": 0, "tid": 1, {{.*}} "dur": 44.661, {{.*}} "bytes_sent": 491520}}
+# RUN: %shardc %S/../../../examples/pipeline.sh --mesh 2x2x2 --trace %t-lp.json --hw %t.link.json
+# RUN: python3 -c "import json, math; eff = lambda b: 0.2 if b <= 1e5 else 0.9 if b >= 1e7 else 0.2 + 0.7 * math.log(b / 1e5) / math.log(100); ev = [(e['dur'], e['args'].get('bytes_sent', e['args'].get('bytes'))) for e in json.load(open('%t-lp.json'))['traceEvents'] if e.get('ph') == 'X' and e.get('cat') in ('collective', 'p2p')]; ev = [(d, b) for d, b in ev if b]; bad = [d for d, b in ev if abs(d - 10 - b / (450e9 * eff(b)) * 1e6) > 0.0015]; print('links', len(ev) > 100, 'off', len(bad))" | FileCheck %s --check-prefix=LP
+# LP: links True off 0
+#
 # Every example on its meshes: valid, every rank present, no two events of
 # one stream overlapping, sends meeting their recvs, step_ms the last end.
 # RUN: %shardc %S/../../../examples/transformer.sh --mesh 2x2 --trace %t-t.json
