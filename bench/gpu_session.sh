@@ -26,7 +26,8 @@
 # memory's figures), and on its embedding gradient, cross-entropy, AdamW
 # and column sums, and on the f32 layer's attention kernels (on tensor
 # cores as bf16 parts); then bench_cuda --calibrate on GPT-2's one-layer
-# f32 and bf16 plans (h200-calibrated.json, a profile for shardc --hw).
+# f32 and bf16 plans (h200-calibrated.json, a profile for shardc --hw),
+# and GPT-2's f32 and bf16 steps estimated on it beside their medians.
 # Logs go to $OUT (default ./gpu-out): summary.txt,
 # gputests.log, bench.log, gpt2.md (the bench's report, for
 # bench/results/gpt2-<gpu>.md) and extra.tar.xz (sanitizer and ncu logs,
@@ -66,6 +67,12 @@ prepare() {
         exit 1
     du -sh "$root/.gpu" | sed 's/^/gpu_session.sh: /'
     echo "gpu_session.sh: carry .gpu; there: bash bench/gpu_session.sh run"
+}
+
+# The median of steps 4..9 of shardrun's log $1, in ms (none: empty).
+median_step() {
+    awk '/^step [4-9]\// { print $5 }' "$1" 2>/dev/null | sort -n |
+        awk '{ a[NR] = $1 } END { if (NR) print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 
 run() {
@@ -123,8 +130,7 @@ run() {
             SHARDC_BLAS_WORKSPACE=$ws timeout -k 5 60 .gpu/build/shardrun "$x/ws.plan" \
                 --backend cuda --steps 9 > "$x/ws-$p-$ws.log" 2>&1
             local rc=$? med
-            med=$(awk '/^step [4-9]\// { print $5 }' "$x/ws-$p-$ws.log" | sort -n |
-                  awk '{ a[NR] = $1 } END { if (NR) print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+            med=$(median_step "$x/ws-$p-$ws.log")
             echo "blas workspace $ws $p: rc=$rc median ${med:-none} ms at $(el) s" >> "$out/summary.txt"
         done
     done
@@ -141,8 +147,7 @@ run() {
         timeout -k 5 60 .gpu/build/shardrun "$x/x3.plan" --backend cuda --steps 9 \
             > "$x/x3-step.log" 2>&1
         local rc=$? med
-        med=$(awk '/^step [4-9]\// { print $5 }' "$x/x3-step.log" | sort -n |
-              awk '{ a[NR] = $1 } END { if (NR) print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+        med=$(median_step "$x/x3-step.log")
         echo "f32 --f32-matmul bf16x3: rc=$rc median ${med:-none} ms at $(el) s" >> "$out/summary.txt"
         grep -h '^step' "$x/x3-step.log" "$x/ws-f32-0.log" | awk '{ print $1, $2, $3, $4 }' \
             >> "$out/summary.txt"
@@ -180,6 +185,18 @@ run() {
         --model "$x/cal-bf16.sh" "${gpt2[@]}" -D L=1 --mesh 1 --repeat 10 --copy-mb 256 \
         --calibrate "$out/h200-calibrated.json" --out "$x/calibrate.md" > "$x/calibrate.log" 2>&1
     echo "bench_cuda --calibrate rc=$? at $(el) s" >> "$out/summary.txt"
+    # issue 20's +-10%: GPT-2's step estimated on that profile beside the
+    # one measured above (no cuBLASLt workspace: the default)
+    for p in f32 bf16; do
+        local m=examples/transformer.sh est
+        [ $p = bf16 ] && m=$x/ws-bf16.sh
+        [ -s "$out/h200-calibrated.json" ] || break
+        est=$(.gpu/build/shardc "$m" "${gpt2[@]}" -D L=12 --mesh 1x1 --arch sm_90 \
+              --hw "$out/h200-calibrated.json" --report 2> "$x/est-$p.err" |
+              sed -n 's/^step time, estimated on [^:]*: \([0-9.]*\) ms.*/\1/p')
+        echo "estimate on the calibrated profile $p: ${est:-none} ms, measured" \
+             "$(median_step "$x/ws-$p-0.log") ms" >> "$out/summary.txt"
+    done
     tar -cJf "$out/extra.tar.xz" -C "$(dirname "$x")" "$(basename "$x")" 2>/dev/null
     echo "== summary"
     cat "$out/summary.txt"
