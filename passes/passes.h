@@ -415,8 +415,12 @@ const pass_hw *pass_hw_default(void);
  *                bandwidth times mem_eff, or for a generated kernel
  *                (not cuBLASLt's or attention's) its class's
  *                (pass_hw_mem_eff);
- *   collective   latency + bytes sent (nccl-tests' count) / link bandwidth
- *                (NVLink when the group is inside a node), on the
+ *   source       an input (made on the device from the seed) or a const
+ *                (a memset) each step: a kernel writing its bytes, of
+ *                class elementwise; params and states cost nothing;
+ *   collective   latency + bytes sent (nccl-tests' count) / (link bandwidth
+ *                x pass_hw_link_eff of those bytes) (NVLink when the
+ *                group is inside a node), on the
  *                communication stream, after its operand;
  *   send / recv  a rendezvous of the two stages' communication streams,
  *                latency + bytes / link bandwidth.

@@ -293,11 +293,15 @@ static double group_time(const pass_hw *hw, const ir_module *m, const pass_fgrou
     return kernel_time(hw, main, kc, flops, bytes);
 }
 
-/* Ops that run no kernel and move nothing: sources (loaded before the
- * step), and constrain and reshape (the same bytes, a view). */
+/* Ops that run no kernel and move nothing: params and states (on the
+ * device from the first step on), and constrain and reshape (the same
+ * bytes, a view). The other sources cost a kernel each step, as the CUDA
+ * backend runs them: an input made on the device from the seed (shardrun
+ * without --inputs; one from the host is a copy over PCIe instead, which
+ * the estimate does not time), a const filled by a memset. */
 static bool is_free(const ir_op *op)
 {
-    return ir_ops[op->code].cls == IR_C_SOURCE || op->code == IR_CONSTRAIN ||
+    return op->code == IR_PARAM || op->code == IR_STATE || op->code == IR_CONSTRAIN ||
            op->code == IR_RESHAPE;
 }
 
@@ -460,7 +464,10 @@ static void json_event(su_buf *b, bool *first, const sim *S, int s, int64_t rank
     const ir_module *m = S->lane[s].m;
     const ir_op *op = IR_OP(m, e->op);
     ir_opclass cls = ir_ops[op->code].cls;
-    const char *cat = cls == IR_C_COMM ? "collective" : cls == IR_C_P2P ? "p2p" : "compute";
+    const char *cat = cls == IR_C_COMM     ? "collective"
+                      : cls == IR_C_P2P    ? "p2p"
+                      : cls == IR_C_SOURCE ? "source" /* as shardrun --trace names them */
+                                           : "compute";
     next_event(b, first);
     if (e->group >= 0) {
         const pass_fgroup *g = &S->lane[s].f->groups[e->group];
@@ -495,6 +502,8 @@ static void json_event(su_buf *b, bool *first, const sim *S, int s, int64_t rank
         su_buf_printf(b, ", \"bytes_sent\": %.0f", pass_op_bytes(m, op));
     } else {
         su_buf_printf(b, ", \"flops\": %.0f", pass_op_flops(op));
+        if (cls == IR_C_SOURCE) /* what its kernel writes */
+            su_buf_printf(b, ", \"bytes\": %.0f", value_bytes(op->res[0]));
         if (op->code != IR_MATMUL && !is_attention(op)) /* as kernel_time classes it */
             su_buf_printf(b, ", \"class\": \"%s\"", pass_kclass_name(op_class(op)));
     }

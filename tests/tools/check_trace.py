@@ -3,7 +3,7 @@
 `shardrun --trace` (measured), and prints a summary line per rank.
 
 usage: check_trace.py TRACE --ranks N [--steps K] [--like ESTIMATE]
-                      [--rendezvous]
+                      [--like-launches] [--rendezvous]
 
 Checks, each failing with a message and exit 1:
   - the JSON has traceEvents (an estimate of a large mesh holds only each
@@ -21,11 +21,18 @@ Checks, each failing with a message and exit 1:
     first, so sources are not counted);
   - --like ESTIMATE: per rank and step, the measured collectives, sends
     and recvs have the names, in order, of the estimate's;
+  - --like-launches (with --like; measured with --backend cuda): per rank,
+    what the compute stream runs in the second step (the first also
+    loads the params), by name without a kernel's number (k12_gelu and
+    gelu alike: the estimate names an op's kernel of its own by the op),
+    in order, is the estimate's: every kernel, cuBLASLt call, copy and
+    source the estimate times, and nothing else, runs;
   - --rendezvous (measured with the local communicator, where a send waits
     for its recv): each send overlaps a recv of its peer stage.
 """
 import argparse
 import json
+import re
 import sys
 from collections import defaultdict
 
@@ -157,6 +164,21 @@ def check_like(evs, est, steps, path):
                  % (path, rank, step, comm(lst)[:8], (want.get(rank) or [])[:8]))
 
 
+def check_launches(evs, est, path):
+    name = lambda e: re.sub(r"^k[0-9]+_", "", e["name"])
+    launches = lambda lst: [name(e) for e in lst if e["tid"] == 0]
+    want = {r: launches(lst) for (r, _), lst in per_step(est).items()}
+    for (rank, step), lst in per_step(evs).items():
+        if step != 1:
+            continue
+        got, exp = launches(lst), want.get(rank, [])
+        if got != exp:
+            at = next((i for i, (g, x) in enumerate(zip(got, exp)) if g != x), min(len(got), len(exp)))
+            fail("%s: rank %d step %d runs %d launches, the estimate %d; the first to differ, "
+                 "#%d: %s against %s" % (path, rank, step, len(got), len(exp), at,
+                                        got[at:at + 3], exp[at:at + 3]))
+
+
 def check_rendezvous(evs, stage, path):
     by_rank = defaultdict(list)
     for e in evs:
@@ -182,8 +204,11 @@ def main():
     ap.add_argument("--ranks", type=int, required=True)
     ap.add_argument("--steps", type=int, default=1)
     ap.add_argument("--like")
+    ap.add_argument("--like-launches", action="store_true")
     ap.add_argument("--rendezvous", action="store_true")
     a = ap.parse_args()
+    if a.like_launches and (not a.like or a.steps < 2):
+        fail("--like-launches needs --like and --steps 2 or more")
     d = load(a.trace)
     evs = events(d, a.trace)
     if not evs:
@@ -198,6 +223,8 @@ def main():
     if a.like:
         e = load(a.like)
         check_like(evs, events(e, a.like), a.steps, a.trace)
+        if a.like_launches:
+            check_launches(evs, events(e, a.like), a.trace)
     if a.rendezvous:
         check_rendezvous(evs, stage, a.trace)
     for r in sorted(stage):

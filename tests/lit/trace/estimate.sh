@@ -3,14 +3,19 @@
 #
 # One bf16 matmul [4096, 4096] x [4096, 4096] on one rank is compute bound:
 # 4 us launch + 2 * 4096^3 FLOPs / (0.7 x the profile's 989 TFLOP/s on H100,
-# 312 on A100) = 202.525 us and 633.299 us.
+# 312 on A100) = 202.525 us and 633.299 us. It starts when its input a
+# is made: each step, on the device from the seed (shardrun's inputs
+# without --inputs), a kernel writing a's 33554432 bytes: 4 us + 33554432
+# B / (0.8 x 3.35 TB/s) = 16.520 us. The param w costs nothing: it stays
+# on the device from the first step.
 # RUN: printf 'mesh tp\ninput a : bf16[4096, 4096] shard(_, _)\nparam w : bf16[4096, 4096] shard(_, _) = normal(0.02)\nout = a @ w\noutput out\n' > %t.model
 # RUN: %shardc %t.model --mesh 1 --trace %t-h100.json
 # RUN: FileCheck %s --check-prefix=H100 < %t-h100.json
 # RUN: %shardc %t.model --mesh 1 --trace %t-a100.json --hw a100
 # RUN: FileCheck %s --check-prefix=A100 < %t-a100.json
 # H100: "hardware": "h100"
-# H100: {"name": "matmul", "cat": "compute", "ph": "X", "pid": 0, "tid": 0, "ts": 0.000, "dur": 202.525, "args": {"op": 2, "value": "%2", "line": 4, "phase": "forward", "flops": 137438953472}}
+# H100: {"name": "input", "cat": "source", "ph": "X", "pid": 0, "tid": 0, "ts": 0.000, "dur": 16.520, "args": {"op": 0, "value": "%0", "line": 2, "phase": "forward", "flops": 0, "bytes": 33554432, "class": "elementwise"}},
+# H100-NEXT: {"name": "matmul", "cat": "compute", "ph": "X", "pid": 0, "tid": 0, "ts": 16.520, "dur": 202.525, "args": {"op": 2, "value": "%2", "line": 4, "phase": "forward", "flops": 137438953472}}
 # A100: "hardware": "a100"
 # A100: "dur": 633.299
 #
@@ -18,11 +23,14 @@
 # named as the kernel, at its last op: (a + b) * a over f32[1024, 1024]
 # reads a and b and stores the product, 12582912 bytes, once: 4 us launch
 # + 12582912 B / (0.8 x 3.35 TB/s) = 8.695 us (the two ops alone would be
-# 17.390 us: two launches, and the sum written and read back).
+# 17.390 us: two launches, and the sum written and read back), after the
+# two inputs' kernels, 4 us + 4194304 B / (0.8 x 3.35 TB/s) = 5.565 us
+# each.
 # RUN: printf 'mesh tp\ninput a : f32[1024, 1024] shard(_, _)\ninput b : f32[1024, 1024] shard(_, _)\ny = (a + b) * a\noutput y\n' > %t.fz
 # RUN: %shardc %t.fz --mesh 1 --trace %t-fz.json
 # RUN: FileCheck %s --check-prefix=FUSED < %t-fz.json
-# FUSED: {"name": "k0_add_mul", "cat": "kernel", "ph": "X", "pid": 0, "tid": 0, "ts": 0.000, "dur": 8.695, "args": {"op": 3, "ops": 2, "line": 4, "phase": "forward", "flops": 2097152, "bytes": 12582912, "class": "elementwise"}}
+# FUSED: {"name": "input", {{.*}} "ts": 5.565, "dur": 5.565,
+# FUSED-NEXT: {"name": "k0_add_mul", "cat": "kernel", "ph": "X", "pid": 0, "tid": 0, "ts": 11.130, "dur": 8.695, "args": {"op": 3, "ops": 2, "line": 4, "phase": "forward", "flops": 2097152, "bytes": 12582912, "class": "elementwise"}}
 # FUSED-NOT: "name": "add"
 #
 # A profile may give per-class efficiencies (docs/hw/README.md): with

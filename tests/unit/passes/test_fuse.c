@@ -815,8 +815,9 @@ static void test_timeline_fusion(void)
  * FLOPs the f32 product's at a sixth of the tensor-core peak, and its
  * bytes the parts read once and twice again in views (3 + 2 + 1 thirds),
  * the result written once and read and written again twice; a step of
- * that one kernel (the sources are free). Its f32 twin takes one launch
- * at the f32 peak over its operands and result. */
+ * that one kernel after its two inputs', each made on the device (a
+ * launch and its bytes written). Its f32 twin takes one launch at the f32
+ * peak over its operands and result. */
 static void test_timeline_parts(void)
 {
     static const char parts[] = "mesh dp = 1\npartitioned\n"
@@ -836,7 +837,8 @@ static void test_timeline_parts(void)
     double pa = 64 * 768 * 2, pb = 768 * 512 * 2, c = 64 * 512 * 4;
     double tf = flops / (hw->tc_flops / 6 * eff);
     double tm = (2 * pa + 2 * pb + 5 * c) / (hw->mem_bw * hw->mem_eff);
-    double want = 3 * hw->launch_s + (tf > tm ? tf : tm);
+    double bw = hw->mem_bw * hw->mem_eff; /* the inputs' kernels */
+    double want = 2 * hw->launch_s + (pa + pb) / bw + 3 * hw->launch_s + (tf > tm ? tf : tm);
     ir_module *m = parse(parts);
     double step = 0;
     CHECK(pass_timeline_stats(&m, 1, NULL, hw, NULL, &step, &err));
@@ -847,7 +849,8 @@ static void test_timeline_parts(void)
     m = parse(f32);
     tf = flops / (hw->f32_flops * eff);
     tm = (64 * 256 * 4 + 256 * 512 * 4 + c) / (hw->mem_bw * hw->mem_eff);
-    want = hw->launch_s + (tf > tm ? tf : tm);
+    want = 2 * hw->launch_s + (64 * 256 * 4 + 256 * 512 * 4) / bw + hw->launch_s +
+           (tf > tm ? tf : tm);
     CHECK(pass_timeline_stats(&m, 1, NULL, hw, NULL, &step, &err));
     CHECK(fabs(step - want) <= 1e-12 * want);
     ir_module_free(m);
