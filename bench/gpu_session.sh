@@ -27,7 +27,8 @@
 # and column sums, and on the f32 layer's attention kernels (on tensor
 # cores as bf16 parts); then bench_cuda --calibrate on GPT-2's one-layer
 # f32 and bf16 plans (h200-calibrated.json, a profile for shardc --hw),
-# and GPT-2's f32 and bf16 steps estimated on it beside their medians.
+# and GPT-2's f32 and bf16 steps and each example's on one GPU estimated
+# on it beside their medians.
 # Logs go to $OUT (default ./gpu-out): summary.txt,
 # gputests.log, bench.log, gpt2.md (the bench's report, for
 # bench/results/gpt2-<gpu>.md) and extra.tar.xz (sanitizer and ncu logs,
@@ -62,11 +63,20 @@ prepare() {
         "$build/shardc" examples/transformer.sh "${gpt2[@]}" -D L=12 --mesh 1x1 --arch sm_90 \
             --f32-matmul bf16x3 -o "$stub/p" &&
         "$build/shardc" tests/models/attn_bf16.sh --mesh 1 --arch sm_90 -o "$stub/p" || exit 1
+    for model in examples/*.sh; do # the examples on one GPU (run's estimates)
+        "$build/shardc" "$model" --mesh "$(ones "$build/shardc" "$model")" --arch sm_90 \
+            -o "$stub/p" || exit 1
+    done
     rm -rf "$stub"
     (cd "$root/.gpu" && tar -cf - nvrtc-cache | xz -T0 -3 > nvrtc-cache.tar.xz && rm -rf nvrtc-cache) ||
         exit 1
     du -sh "$root/.gpu" | sed 's/^/gpu_session.sh: /'
     echo "gpu_session.sh: carry .gpu; there: bash bench/gpu_session.sh run"
+}
+
+# The mesh of ones for model $2 (shardc $1): "1x1" for `mesh dp, tp`.
+ones() {
+    "$1" "$2" --emit ir | head -1 | tr ',' '\n' | sed 's/.*/1/' | paste -sd x
 }
 
 # The median of steps 4..9 of shardrun's log $1, in ms (none: empty).
@@ -196,6 +206,21 @@ run() {
               sed -n 's/^step time, estimated on [^:]*: \([0-9.]*\) ms.*/\1/p')
         echo "estimate on the calibrated profile $p: ${est:-none} ms, measured" \
              "$(median_step "$x/ws-$p-0.log") ms" >> "$out/summary.txt"
+    done
+    # and each example on one GPU, its step estimated and measured likewise
+    for model in examples/*.sh; do
+        local name mesh est
+        [ -s "$out/h200-calibrated.json" ] || break
+        name=$(basename "$model" .sh)
+        mesh=$(ones .gpu/build/shardc "$model")
+        est=$(.gpu/build/shardc "$model" --mesh "$mesh" --arch sm_90 \
+              --hw "$out/h200-calibrated.json" --report 2>> "$x/est-examples.err" |
+              sed -n 's/^step time, estimated on [^:]*: \([0-9.]*\) ms.*/\1/p')
+        .gpu/build/shardc "$model" --mesh "$mesh" --arch sm_90 -o "$x/ex.plan" &&
+            timeout -k 5 60 .gpu/build/shardrun "$x/ex.plan" --backend cuda --steps 9 \
+                > "$x/ex-$name.log" 2>&1
+        echo "example $name --mesh $mesh: estimate ${est:-none} ms on the calibrated profile," \
+             "measured $(median_step "$x/ex-$name.log") ms at $(el) s" >> "$out/summary.txt"
     done
     tar -cJf "$out/extra.tar.xz" -C "$(dirname "$x")" "$(basename "$x")" 2>/dev/null
     echo "== summary"
