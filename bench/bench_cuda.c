@@ -1194,6 +1194,9 @@ static void write_profile(FILE *f, const char *tmp, const char *path, const setu
     fprintf(stderr, "bench_cuda: %s: mem_eff %.4f (%d kernels), attention_eff %.4f (%d), "
                     "matmul_eff %d points (%d matmuls)\n", path, c.mem_eff, c.mem_n, c.attn_eff,
             c.attn_n, c.nmm, c.mm_n);
+    if (c.launch_n > 0)
+        fprintf(stderr, "bench_cuda: %s: launch_s %.3g s (the median of %d small launches)\n",
+                path, c.launch_s, c.launch_n);
     for (int k = 0; k < PASS_KC_COUNT; k++)
         if (c.class_n[k] > 0)
             fprintf(stderr, "bench_cuda: %s: %s kernels at %.4f of mem_bw (%d kernels)\n", path,

@@ -143,10 +143,14 @@ void bc_report(FILE *f, const bc_machine *m, const bc_result *r, int nr);
 
 /* ---- calibration (bench_cuda --calibrate FILE.json; docs/hw/README.md) ----
  *
- * The per-class efficiencies that make shardc's estimate (pass_timeline:
- * launch + max(FLOPs / (peak x efficiency), bytes / (mem_bw x mem_eff)))
- * of the measured launches what was measured, each launch counted as
- * often as the plans run it:
+ * The launch cost and the per-class efficiencies that make shardc's
+ * estimate (pass_timeline: launch + max(FLOPs / (peak x efficiency), bytes
+ * / (mem_bw x mem_eff))) of the measured launches what was measured, each
+ * launch counted as often as the plans run it:
+ * - launch_s: the median of the small memory-bound launches' times
+ *   (BC_SMALL) past their bytes at mem_bw (launch_n of them); the fits
+ *   below take it (or, without a small launch, pk's) as each launch's
+ *   cost;
  * - mem_eff: the memory-bound launches (BC_BANDWIDTH): their bytes over
  *   mem_bw x their time past the launch cost; class_eff[c], the same of
  *   the launches of class c alone (bc_kernel_kclass; the profile's
@@ -171,10 +175,12 @@ typedef struct bc_calibration {
     int mem_n, mm_n, attn_n;   /* plan kernels each figure comes from */
     double class_eff[PASS_KC_COUNT];
     int class_n[PASS_KC_COUNT];
+    double launch_s;           /* 0: not measured */
+    int launch_n;
 } bc_calibration;
 
-/* The peaks and launch cost the efficiencies are fractions of (the base
- * profile's). */
+/* The peaks the efficiencies are fractions of, and the launch cost
+ * where none is measured (the base profile's). */
 typedef struct bc_peaks {
     double tc_flops, f32_flops, mem_bw, launch_s;
 } bc_peaks;

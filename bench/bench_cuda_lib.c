@@ -608,6 +608,52 @@ pass_kclass bc_kernel_kclass(const rt_plan *p, const rt_kernel *k)
     return kc;
 }
 
+typedef struct launch_sample {
+    double s;  /* a small launch's time past its bytes at mem_bw */
+    int n;     /* how often the plans run it */
+} launch_sample;
+
+static int by_s(const void *x, const void *y)
+{
+    double a = ((const launch_sample *)x)->s, b = ((const launch_sample *)y)->s;
+    return (a > b) - (a < b);
+}
+
+/* The launch cost: the median, each launch counted as often as its plans
+ * run it, of the small memory-bound launches' times (BC_SMALL: under
+ * BC_SMALL_BYTES, a few tenths of a microsecond of bytes) past their
+ * bytes at the full bandwidth; 0 without one. */
+static double launch_cost(const bc_result *r, int nr, const bc_peaks *pk, int *count)
+{
+    int n = 0, total = 0;
+    for (int j = 0; j < nr; j++)
+        for (int i = 0; i < r[j].nitems; i++)
+            n += r[j].item[i].cls == BC_SMALL && r[j].item[i].us > 0;
+    launch_sample *v = n ? malloc((size_t)n * sizeof *v) : NULL;
+    *count = 0;
+    if (!v)
+        return 0;
+    n = 0;
+    for (int j = 0; j < nr; j++)
+        for (int i = 0; i < r[j].nitems; i++) {
+            const bc_item *it = &r[j].item[i];
+            if (it->cls != BC_SMALL || !(it->us > 0))
+                continue;
+            v[n++] = (launch_sample){it->us * 1e-6 - (double)it->bytes / pk->mem_bw, it->count};
+            total += it->count;
+        }
+    qsort(v, (size_t)n, sizeof *v, by_s);
+    double med = v[n - 1].s;
+    for (int i = 0, seen = 0; i < n; i++) /* the first past half the launches */
+        if ((seen += v[i].n) * 2 > total) {
+            med = v[i].s;
+            break;
+        }
+    free(v);
+    *count = total;
+    return med > 0 ? med : 0;
+}
+
 void bc_calibrate(const bc_result *r, int nr, const bc_peaks *pk, bc_calibration *c)
 {
     enum { BINS = 40 }; /* half decades from 1 FLOP: 1e20 at most */
@@ -615,10 +661,12 @@ void bc_calibrate(const bc_result *r, int nr, const bc_peaks *pk, bc_calibration
     double class_bytes[PASS_KC_COUNT] = {0}, class_s[PASS_KC_COUNT] = {0};
     double bin_work[BINS] = {0}, bin_s[BINS] = {0}, bin_log[BINS] = {0}, bin_n[BINS] = {0};
     memset(c, 0, sizeof *c);
+    c->launch_s = launch_cost(r, nr, pk, &c->launch_n);
+    double launch = c->launch_s > 0 ? c->launch_s : pk->launch_s;
     for (int j = 0; j < nr; j++)
         for (int i = 0; i < r[j].nitems; i++) {
             const bc_item *it = &r[j].item[i];
-            double s = it->us * 1e-6 - pk->launch_s, n = it->count;
+            double s = it->us * 1e-6 - launch, n = it->count;
             if (!(it->us > 0))
                 continue;
             if (s < 1e-9)
@@ -706,7 +754,7 @@ void bc_write_profile(FILE *f, const pass_hw *base, const bc_calibration *c, con
     fprintf(f, "  \"intra_bw\": %.17g,\n  \"inter_bw\": %.17g,\n  \"node_gpus\": %d,\n",
             base->intra_bw, base->inter_bw, base->node_gpus);
     fprintf(f, "  \"launch_s\": %.17g,\n  \"intra_lat_s\": %.17g,\n  \"inter_lat_s\": %.17g,\n",
-            base->launch_s, base->intra_lat_s, base->inter_lat_s);
+            c->launch_s > 0 ? c->launch_s : base->launch_s, base->intra_lat_s, base->inter_lat_s);
     fprintf(f, "  \"compute_eff\": %.17g,\n  \"mem_eff\": %.4f,\n  \"link_eff\": %.17g,\n",
             base->compute_eff, c->mem_eff > 0 ? c->mem_eff : base->mem_eff, base->link_eff);
     fprintf(f, "  \"mem_bytes\": %.17g", base->mem_bytes);

@@ -591,7 +591,8 @@ static void test_calibrate(void)
          .us = US(1e9 / 3e12, 0.5)},
         {.cls = BC_BANDWIDTH, .kernel = 2, .count = 1, .bytes = 2000000000,
          .us = US(2e9 / 3e12, 0.25)},
-        {.cls = BC_SMALL, .kernel = 1, .count = 5, .bytes = 1000, .us = 9}, /* not counted */
+        /* small: the launch cost, 4 us past its bytes at mem_bw (the same as pk's) */
+        {.cls = BC_SMALL, .kernel = 1, .count = 5, .bytes = 3000, .us = 4.001},
         /* embedding_grad (not memory-bound by construction): its class's
          * alone, 3 GB at 0.2; under 1 MiB, not counted */
         {.cls = BC_OTHER, .kernel = 3, .count = 1, .bytes = 3000000000,
@@ -610,6 +611,8 @@ static void test_calibrate(void)
                    .nitems = (int)(sizeof it / sizeof *it)};
     bc_calibration c;
     bc_calibrate(&r, 1, &pk, &c);
+    CHECK(fabs(c.launch_s - 4e-6) < 1e-15);
+    CHECK_INT(c.launch_n, 5);
     CHECK(near(c.mem_eff, 4.0 / 12.0));
     CHECK_INT(c.mem_n, 3);
     CHECK(fabs(c.class_eff[PASS_KC_ROW] - 0.5) < 1e-9);
@@ -629,6 +632,35 @@ static void test_calibrate(void)
     CHECK(near(c.mm[1][0], exp((3 * log(1e12) + log(1.1e12)) / 4)));
     CHECK(fabs(c.mm[1][1] - work / time) < 1e-9);
 
+    {
+        /* small launches of 2.5 us (4 of the 5 times they run; one of 9 us
+         * runs once): launch_s 2.5 us, which the other fits then take */
+        bc_item lit[] = {
+            {.cls = BC_SMALL, .kernel = 1, .count = 3, .bytes = 0, .us = 2.5},
+            {.cls = BC_SMALL, .kernel = 1, .count = 1, .bytes = 0, .us = 9},
+            {.cls = BC_SMALL, .kernel = 2, .count = 1, .bytes = 30000, .us = 2.51},
+            {.cls = BC_BANDWIDTH, .kernel = 1, .count = 1, .bytes = 1000000000,
+             .us = 1e6 * (2.5e-6 + 1e9 / 3e12 / 0.7)},
+        };
+        bc_result lr = {.model = "hand.sh", .mesh = "1", .plan = &p, .item = lit, .nitems = 4};
+        bc_calibration lc;
+        bc_calibrate(&lr, 1, &pk, &lc);
+        CHECK(fabs(lc.launch_s - 2.5e-6) < 1e-15);
+        CHECK_INT(lc.launch_n, 5);
+        CHECK(fabs(lc.mem_eff - 0.7) < 1e-9);
+        CHECK(fabs(lc.class_eff[PASS_KC_ROW] - 0.7) < 1e-9);
+        char *mem = NULL;
+        size_t len = 0;
+        FILE *mf = open_memstream(&mem, &len);
+        CHECK(mf != NULL);
+        if (mf) {
+            bc_write_profile(mf, pass_hw_find("h100"), &lc, "local", "d", "by");
+            fclose(mf);
+            const char *at = mem ? strstr(mem, "\"launch_s\": ") : NULL;
+            CHECK(at && fabs(strtod(at + 12, NULL) - 2.5e-6) < 1e-15); /* not h100's 4 us */
+        }
+        free(mem);
+    }
     /* the profile: h100's fields, the measured ones, and shardc reads it */
     char path[] = "/tmp/test_bench_cuda_XXXXXX.json";
     int fd = mkstemps(path, 5);
@@ -649,6 +681,8 @@ static void test_calibrate(void)
     CHECK(strstr(text, "\"desc\": \"a \\\"quoted\\\" GPU\"") != NULL);
     CHECK(strstr(text, "\"calibrated_by\": \"bench_cuda --calibrate x.json\"") != NULL);
     CHECK(strstr(text, "\"mem_eff\": 0.3333,") != NULL);
+    const char *ls = strstr(text, "\"launch_s\": ");
+    CHECK(ls && fabs(strtod(ls + 12, NULL) - 4e-6) < 1e-15); /* the measured one */
     CHECK(strstr(text, "\"link_eff\": 0.80000000000000004,") != NULL);
     CHECK(strstr(text, "\"matmul_eff\": [[1e+09, 0.1000], [1.024e+12, ") != NULL);
     CHECK(strstr(text, "\"attention_eff\": 0.4000") != NULL);
