@@ -57,7 +57,11 @@ its kernels (sm_90), also runs on the cuda backend there, eagerly and by
 graphs, on the same inputs. No kernel computes there, so no output is
 compared: the run must end with exit 0 (or 1 on an id or label outside its
 range, which the kernels never computed), break none of the driver's rules
-and leave nothing allocated or created (class fakecuda). With DIFF_NCCL
+and leave nothing allocated or created (class fakecuda); and eagerly, the
+launches of a step on each rank (its kernels, cuBLASLt calls, copies and
+sources, in order) must be those of shardc's estimate of the plan
+(`--trace`, tests/tools/check_trace.py --like-launches; class estimate).
+With DIFF_NCCL
 set too, to a launcher (`mpirun --oversubscribe`), a plan of more than one
 rank also runs through it as an MPI job with `--comm nccl` on
 tests/fakecuda's pretend NCCL, which checks every call (the same
@@ -74,8 +78,8 @@ Exit 0: the runs agree. Exit 1: a failure; the first line of stdout is
 exit 3+), reject (a compile or run error of a program that must be valid),
 nondeterministic (with DIFF_REPEAT set: a sharded plan run twice the same
 way gave other bits),
-error-differs (a diff-error case not met), hang, fakecuda (with
-DIFF_FAKECUDA: above), kernel (with DIFF_EMULATE
+error-differs (a diff-error case not met), hang, fakecuda and estimate
+(with DIFF_FAKECUDA: above), kernel (with DIFF_EMULATE
 naming build/tests/test_kernel_emulate: a CUDA kernel of the plan on one of
 the meshes, or on its mesh of ones, emulated on the host, differs from the
 CPU backend's instructions beyond its tolerance, or its launch fails). Exit 2: bad usage or a
@@ -103,6 +107,8 @@ TOL_TRAINED = {"f32": (1e-4, 1e-4), "f16": (1e-2, 1e-2), "bf16": (4e-2, 4e-2)}
 # A run that takes longer than this hangs (shardrun's own collective timeout
 # is set well below it, so a deadlock inside a plan reports itself first).
 RUN_TIMEOUT_S = 120
+CHECK_TRACE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools",
+                           "check_trace.py")
 COMPILE_TIMEOUT_S = 120
 # test_kernel_emulate compiles a stage's kernels as C++ and runs them thread
 # by thread: seconds for a generated program
@@ -391,7 +397,9 @@ class Checker:
         # DIFF_FAKECUDA: the plan with kernels on the cuda backend's host
         # side, the pretend driver checking every call (tests/fakecuda)
         plan = os.path.join(self.work, f"f{mesh}.plan")
-        cmd = [self.shardc, path, "--mesh", mesh, "--arch", "sm_90", "-o", plan, *d["flags"]]
+        est = os.path.join(self.work, f"f{mesh}.estimate.json")
+        cmd = [self.shardc, path, "--mesh", mesh, "--arch", "sm_90", "-o", plan, "--trace", est,
+               *d["flags"]]
         for x in self.defines:
             cmd += ["-D", x]
         check_status(run(cmd, COMPILE_TIMEOUT_S, f"shardc --mesh {mesh} --arch sm_90"),
@@ -408,6 +416,9 @@ class Checker:
                 os.remove(log)
             cmd = [self.shardrun, plan, "--backend", "cuda", "--quiet",
                    "--seed", "7", "--steps", str(total_steps(d, train)), *extra]
+            trace = os.path.join(self.work, "fakecuda-trace.json")
+            if extra == ["--comm", "local"]:  # eagerly: its launches against the estimate's
+                cmd += ["--trace", trace]
             if "nccl" in extra:
                 cmd = [*mpirun.split(), "-n", str(ranks), *cmd]
             if inputs:
@@ -435,6 +446,14 @@ class Checker:
             if left:
                 raise Failure("fakecuda", f"{what}: {', '.join(left)}: {p.stderr.strip()[:300]} "
                               f"[{' '.join(cmd)}]")
+            if "--trace" in cmd and p.returncode == 0:
+                # the estimate times what the cuda backend launches, in
+                # its order (tests/tools/check_trace.py --like-launches)
+                c = [sys.executable, CHECK_TRACE, trace, "--ranks", str(ranks), "--steps",
+                     str(total_steps(d, train)), "--like", est, "--like-launches"]
+                q = subprocess.run(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                if q.returncode != 0:
+                    raise Failure("estimate", f"{what}: {q.stderr.strip()[:400]} [{' '.join(c)}]")
             self.say(f"ok: {os.path.basename(path)} {what}: the driver's rules kept, "
                      f"nothing left")
 
