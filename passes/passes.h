@@ -423,7 +423,7 @@ const pass_hw *pass_hw_default(void);
  *                group is inside a node), on the
  *                communication stream, after its operand;
  *   send / recv  a rendezvous of the two stages' communication streams,
- *                latency + bytes / link bandwidth.
+ *                latency + bytes / (link bandwidth x pass_hw_link_eff).
  * Ranks of one stage run the same program, so they have the same events;
  * past max_events events in all, only each stage's first rank is written
  * (otherData.ranks says which). False with a message in err when the
