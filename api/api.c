@@ -34,7 +34,7 @@ struct shardc_options {
     int arch[RT_MAX_ARCHS];
     const pass_hw *hw;    /* --hw: the estimated timeline's hardware */
     pass_hw hw_file;      /* --hw FILE.json: a profile of the user's (hw points here) */
-    char hw_name[64], hw_desc[256];
+    char hw_name[64], hw_desc[256], hw_by[4096];
     int64_t mem_limit;    /* --mem-limit, bytes; 0: none, -1: the hardware's */
     char *cache_dir;      /* NVRTC's disk cache (malloc'd), NULL: none */
     /* the pass pipeline's (passes/passes.h: pass_options) */
@@ -283,6 +283,7 @@ static shardc_status hw_from_file(shardc_options *opt, const char *path, char **
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
     const cJSON *desc = cJSON_GetObjectItemCaseSensitive(j, "desc");
     const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(j, "node_gpus");
+    const cJSON *by = cJSON_GetObjectItemCaseSensitive(j, "calibrated_by");
     if (!cJSON_IsString(name) || !name->valuestring[0] ||
         strlen(name->valuestring) >= sizeof opt->hw_name)
         st = api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"name\" must be a string of 1 to %zu "
@@ -290,6 +291,9 @@ static shardc_status hw_from_file(shardc_options *opt, const char *path, char **
     else if (desc && (!cJSON_IsString(desc) || strlen(desc->valuestring) >= sizeof opt->hw_desc))
         st = api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"desc\" must be a string of at most "
                       "%zu characters", path, sizeof opt->hw_desc - 1);
+    else if (by && (!cJSON_IsString(by) || strlen(by->valuestring) >= sizeof opt->hw_by))
+        st = api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"calibrated_by\" must be a string of "
+                      "at most %zu characters", path, sizeof opt->hw_by - 1);
     else if (!cJSON_IsNumber(gpus) || gpus->valuedouble < 1 || gpus->valuedouble > 1 << 20 ||
              gpus->valuedouble != (double)(int)gpus->valuedouble)
         st = api_fail(error, SHARDC_ERR_INPUT, "--hw %s: \"node_gpus\" must be a count of GPUs "
@@ -308,8 +312,10 @@ static shardc_status hw_from_file(shardc_options *opt, const char *path, char **
     if (st == SHARDC_OK) {
         snprintf(opt->hw_name, sizeof opt->hw_name, "%s", name->valuestring);
         snprintf(opt->hw_desc, sizeof opt->hw_desc, "%s", desc ? desc->valuestring : "");
+        snprintf(opt->hw_by, sizeof opt->hw_by, "%s", by ? by->valuestring : "");
         hw.name = opt->hw_name;
         hw.desc = opt->hw_desc;
+        hw.calibrated_by = opt->hw_by;
         hw.node_gpus = (int)gpus->valuedouble;
         opt->hw_file = hw;
         opt->hw = &opt->hw_file;
@@ -810,8 +816,11 @@ static void compile_work(void *arg)
     p->hw_copy = *opt->hw; /* the options may go first */
     snprintf(p->hw_name, sizeof p->hw_name, "%s", opt->hw->name);
     snprintf(p->hw_desc, sizeof p->hw_desc, "%s", opt->hw->desc);
+    if (opt->hw->calibrated_by)
+        snprintf(p->hw_by, sizeof p->hw_by, "%s", opt->hw->calibrated_by);
     p->hw_copy.name = p->hw_name;
     p->hw_copy.desc = p->hw_desc;
+    p->hw_copy.calibrated_by = opt->hw->calibrated_by ? p->hw_by : NULL;
     p->hw = &p->hw_copy;
     p->mem_limit = opt->mem_limit < 0 ? (int64_t)opt->hw->mem_bytes : opt->mem_limit;
     memcpy(p->arch, opt->arch, sizeof p->arch);

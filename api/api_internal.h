@@ -33,7 +33,7 @@ struct shardc_program {
     int arch[RT_MAX_ARCHS];
     const pass_hw *hw;      /* the options' --hw: hw_copy */
     pass_hw hw_copy;
-    char hw_name[64], hw_desc[256];
+    char hw_name[64], hw_desc[256], hw_by[4096];
     int64_t mem_limit;      /* the options' --mem-limit in bytes; 0: none */
     char *cache_dir;        /* the options' (malloc'd) */
     char *source;           /* the model's file name, as given (malloc'd) */

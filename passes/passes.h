@@ -382,6 +382,9 @@ struct pass_hw {
     double intra_eff[PASS_HW_MAX_POINTS][2];
     int ninter_eff;
     double inter_eff[PASS_HW_MAX_POINTS][2];
+    /* what measured the efficiencies (a profile file's calibrated_by);
+     * NULL or "": not measured (the built-in profiles') */
+    const char *calibrated_by;
 };
 /* The fraction of the link's bandwidth a collective or a message sending
  * these bytes reaches on hw, inside a node or across nodes. */

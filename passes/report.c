@@ -328,6 +328,13 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
         su_buf_printf(b, "\"estimate\": {\"hardware\": \"%s\", \"step_ms\": %.6f, \"mfu\": "
                       "%.6f, \"imbalance\": %.6f, ", est->hw->name,
                       est->step_s * 1e3, est->mfu, est->imbalance);
+        if (est->hw->calibrated_by && *est->hw->calibrated_by) {
+            su_buf_puts(b, "\"calibrated_by\": ");
+            json_str(b, est->hw->calibrated_by);
+            su_buf_puts(b, ", ");
+        } else {
+            su_buf_puts(b, "\"calibrated_by\": null, ");
+        }
         if (est->unit_input) {
             su_buf_printf(b, "\"throughput\": {\"input\": ");
             json_str(b, est->unit_input);
@@ -488,6 +495,13 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
                           est->units / est->step_s, est->tokens ? "tokens" : "samples",
                           est->units, est->tokens ? "the ids of input" : "the rows of input",
                           est->unit_input);
+        const char *by = est->hw->calibrated_by;
+        if (by && *by)
+            su_buf_printf(b, "  efficiencies: calibrated by %s\n", by);
+        else
+            su_buf_puts(b, "  efficiencies: not measured on a GPU (the profile has no "
+                           "calibrated_by; bench_cuda --calibrate measures them: "
+                           "docs/hw/README.md)\n");
     }
 }
 

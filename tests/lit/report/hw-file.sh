@@ -66,3 +66,7 @@
 # RUN: sed 's/"mem_bytes": \(.*\)$/"mem_bytes": \1,\n  "intra_eff": [[1e6]]/' %S/../../../docs/hw/h100.json > %t.intra.json
 # RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.intra.json 2>&1 | FileCheck %s --check-prefix=INTRA
 # INTRA: intra.json: "intra_eff" point 1 must be [bytes, fraction]: a positive number, then one of at most 1
+# calibrated_by, when there, is a string (what measured the profile).
+# RUN: sed 's/"mem_bytes": \(.*\)$/"mem_bytes": \1,\n  "calibrated_by": 7/' %S/../../../docs/hw/h100.json > %t.by.json
+# RUN: %expect 1 %shardc %S/../../../examples/mlp.sh --hw %t.by.json 2>&1 | FileCheck %s --check-prefix=BY
+# BY: by.json: "calibrated_by" must be a string of at most 4095 characters

@@ -137,12 +137,23 @@
 # before the stages: the end of the same timeline.
 # RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --hw a100 --trace %t-a.json --report json > %t-a-rep.json
 # RUN: cat %t-a-rep.json %t-a.json | FileCheck %s --check-prefix=REP
-# REP: "sizes": [2, 2]}, "estimate": {"hardware": "a100", "step_ms": [[MS:[0-9.]+]], "mfu": {{[0-9.]+}}, "imbalance": 1.000000, "throughput": {"input": "x", "unit": "samples", "per_step": 64, "per_s": {{[0-9.e+]+}}}, "stages": [{"compute_ms": {{[0-9.]+}}, "comm_ms": {{[0-9.]+}}, "exposed_comm_ms": {{[0-9.]+}}}]}, "bytes": [{{.*}}], "stages": [
+# REP: "sizes": [2, 2]}, "estimate": {"hardware": "a100", "step_ms": [[MS:[0-9.]+]], "mfu": {{[0-9.]+}}, "imbalance": 1.000000, "calibrated_by": null, "throughput": {"input": "x", "unit": "samples", "per_step": 64, "per_s": {{[0-9.e+]+}}}, "stages": [{"compute_ms": {{[0-9.]+}}, "comm_ms": {{[0-9.]+}}, "exposed_comm_ms": {{[0-9.]+}}}]}, "bytes": [{{.*}}], "stages": [
 # REP: "hardware": "a100", {{.*}} "step_ms": [[MS]],
 # RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --report | FileCheck %s --check-prefix=TABLE
 # TABLE: step time, estimated on h100: {{[0-9]+\.[0-9][0-9][0-9]}} ms (the timeline: shardc --trace)
 # TABLE-NEXT: stage 0: compute {{[0-9.]+}} ms, communication {{[0-9.]+}} ms ({{[0-9.]+}} ms of it exposed: the compute stream idle)
 # TABLE-NEXT: model FLOPs utilisation: {{[0-9.]+}}% of h100's bf16 tensor-core peak
+# TABLE-NEXT: throughput: {{.*}}
+# TABLE-NEXT: efficiencies: not measured on a GPU (the profile has no calibrated_by; bench_cuda --calibrate measures them: docs/hw/README.md)
+#
+# A profile that says what measured it (calibrated_by: bench_cuda
+# --calibrate and bench/nccl_eff.py write it) is named so, in the table
+# and the JSON.
+# RUN: sed 's/"mem_bytes": \(.*\)$/"mem_bytes": \1,\n  "calibrated_by": "bench_cuda --calibrate h.json (NVIDIA H200, \\"2026\\")"/' %S/../../../docs/hw/h100.json > %t.by.json
+# RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --hw %t.by.json --report | FileCheck %s --check-prefix=BY
+# BY: efficiencies: calibrated by bench_cuda --calibrate h.json (NVIDIA H200, "2026")
+# RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --hw %t.by.json --report json | FileCheck %s --check-prefix=BYJSON
+# BYJSON: "imbalance": 1.000000, "calibrated_by": "bench_cuda --calibrate h.json (NVIDIA H200, \"2026\")", "throughput":
 #
 # Each stage's busy times, and how much of its communication the compute
 # stream does not hide, add up: exposed <= communication, compute <= step;
