@@ -165,7 +165,8 @@ struct rt_nccl {
     int ngroups;
     int64_t *p2p_seq;         /* per peer rank: sends and receives issued */
     rt_cu_ptr staging;        /* the stage's largest re-layout, bytes */
-    pthread_mutex_t mu;       /* every NCCL call; the fields below */
+    pthread_mutex_t mu;       /* every NCCL call; group and ngroups (the watchdog reads
+                               * them), and the fields below */
     inflight *op;
     int nop, capop;
     bool failed;              /* the communicators are aborted: every call fails */
@@ -417,10 +418,14 @@ bad:
 
 int rt_nccl_group(rt_nccl *n, const rt_group *g, su_status *err)
 {
-    ngroup *ng = realloc(n->group, ((size_t)n->ngroups + 1) * sizeof *ng);
-    if (!ng)
-        return su_fail(err, SU_NOMEM, "out of memory");
+    /* the watchdog reads the groups under n->mu: the array moves under it
+     * too, or the watchdog's look may read the block realloc freed */
     pthread_mutex_lock(&n->mu);
+    ngroup *ng = realloc(n->group, ((size_t)n->ngroups + 1) * sizeof *ng);
+    if (!ng) {
+        pthread_mutex_unlock(&n->mu);
+        return su_fail(err, SU_NOMEM, "out of memory");
+    }
     n->group = ng;
     ng = &n->group[n->ngroups];
     memset(ng, 0, sizeof *ng);
