@@ -37,6 +37,8 @@ static const struct {
     E(MemAlloc, "cuMemAlloc_v2"),
     E(MemGetInfo, "cuMemGetInfo_v2"),
     E(MemFree, "cuMemFree_v2"),
+    E(MemAllocHost, "cuMemAllocHost_v2"),
+    E(MemFreeHost, "cuMemFreeHost"),
     E(MemcpyHtoD, "cuMemcpyHtoD_v2"),
     E(MemcpyDtoH, "cuMemcpyDtoH_v2"),
     E(MemcpyDtoD, "cuMemcpyDtoD_v2"),
@@ -96,6 +98,8 @@ SAME_TYPE(LaunchKernel, cuLaunchKernel);
 SAME_TYPE(MemAlloc, cuMemAlloc_v2);
 SAME_TYPE(MemGetInfo, cuMemGetInfo_v2);
 SAME_TYPE(MemFree, cuMemFree_v2);
+SAME_TYPE(MemAllocHost, cuMemAllocHost_v2);
+SAME_TYPE(MemFreeHost, cuMemFreeHost);
 SAME_TYPE(MemcpyHtoD, cuMemcpyHtoD_v2);
 SAME_TYPE(MemcpyDtoH, cuMemcpyDtoH_v2);
 SAME_TYPE(MemcpyDtoD, cuMemcpyDtoD_v2);

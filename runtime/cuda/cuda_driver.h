@@ -107,6 +107,8 @@ typedef struct rt_cu_api {
     rt_cu_result (*MemAlloc)(rt_cu_ptr *p, size_t bytes);
     rt_cu_result (*MemGetInfo)(size_t *avail, size_t *total);
     rt_cu_result (*MemFree)(rt_cu_ptr p);
+    rt_cu_result (*MemAllocHost)(void **p, size_t bytes); /* page-locked */
+    rt_cu_result (*MemFreeHost)(void *p);
     rt_cu_result (*MemcpyHtoD)(rt_cu_ptr dst, const void *src, size_t bytes);
     rt_cu_result (*MemcpyDtoH)(void *dst, rt_cu_ptr src, size_t bytes);
     rt_cu_result (*MemcpyDtoD)(rt_cu_ptr dst, rt_cu_ptr src, size_t bytes);

@@ -80,10 +80,10 @@ rt_step_role rt_cuda_step_role(const rt_plan *p, int st, const int32_t *kernel_a
         return k->instr[k->ninstr - 1] == i ? RT_STEP_DEVICE : RT_STEP_IDLE;
     }
     switch (rt_ops[in->op].cls) {
-    case RT_K_SOURCE: /* params and states stay on the device between runs */
-        if (in->op == RT_OP_CONST)
-            return RT_STEP_DEVICE;
-        return in->op == RT_OP_PARAM || in->op == RT_OP_STATE ? RT_STEP_IDLE : RT_STEP_HOST;
+    case RT_K_SOURCE: /* params and states stay on the device between runs; a
+                       * const is a memset, an input a copy or init kernel
+                       * (its host part is done before the run) */
+        return in->op == RT_OP_PARAM || in->op == RT_OP_STATE ? RT_STEP_IDLE : RT_STEP_DEVICE;
     case RT_K_COMM:
         return comm_on_device ? RT_STEP_DEVICE : RT_STEP_HOST;
     default:

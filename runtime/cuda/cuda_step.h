@@ -8,11 +8,14 @@
  * (cuStreamBeginCapture on the compute stream .. cuStreamEndCapture,
  * cuGraphInstantiate) and launches it; every later run launches the graphs.
  * In those runs params and states are not loaded (they stay on the device),
- * so their sources do nothing, and a constant is a memset on the device;
- * what the host must do splits the step: inputs (read on the host each
- * run, then copied over, so a leading step dim's batch k reaches the same
- * device buffer the graph reads), i32
- * arithmetic (the CPU backend on host copies) and collectives, sends and
+ * so their sources do nothing, and a constant is a memset on the device.
+ * An input is device work too: the host reads it before the run starts,
+ * into a page-locked block at a place of its own, and the graph copies it
+ * in from there (so a leading step dim's batch k reaches the same device
+ * buffer the graph reads); one made from the seed is the init kernel, one
+ * bound in CUDA memory a device copy, and the graphs are captured again
+ * when an input's source changes. What the host must do splits the step:
+ * i32 arithmetic (the CPU backend on host copies) and collectives, sends and
  * receives through the host communicator (`local`, `mpi`). The spans
  * between them are captured, the host instructions run between the graph
  * launches as without --graph. With `--comm nccl` the collectives, sends
@@ -58,10 +61,11 @@ typedef enum {
                      * a param or state source, a copy onto itself */
     RT_STEP_DEVICE, /* only queues work on the compute stream: a kernel at
                      * its anchor, a device copy, a cuBLASLt matmul, a
-                     * const (a memset) */
-    RT_STEP_HOST,   /* waits for the stream and works on the host: an
-                     * input source, i32 arithmetic, a collective, send or
-                     * recv through the host communicator */
+                     * const (a memset), an input (a copy or the init
+                     * kernel: its host part is done before the run) */
+    RT_STEP_HOST,   /* waits for the stream and works on the host: i32
+                     * arithmetic, a collective, send or recv through the
+                     * host communicator */
 } rt_step_role;
 /* comm_on_device: collectives, sends and receives are queued on the device
  * (`--comm nccl`: on the comm stream, joined to the compute stream by

@@ -2,8 +2,11 @@
  * first run, and its execution loop: each kernel at its anchor, the other
  * instructions on the device or, for sources and collectives, through
  * the session's host paths. Everything a rank queues goes to its one
- * stream; copies to and from the host are synchronous, after the stream
- * has drained. With --graph the device spans of a run run as CUDA graphs
+ * stream. A run's inputs are read before it starts (prepare_inputs): those
+ * the host reads land in the rank's page-locked block and are copied in
+ * asynchronously at their instructions, so an input neither drains the
+ * stream nor splits a graph; the other copies to and from the host are
+ * synchronous, after the stream has drained. With --graph the device spans of a run run as CUDA graphs
  * from the second run on, with --trace an event pair times each
  * instruction, and after each run the kernels' error words say whether an
  * id or label was outside its range (cuda_step.h). */
@@ -25,7 +28,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { DEFAULT_SHARED = 48 * 1024, JIT_LOG = 4096 };
+enum { DEFAULT_SHARED = 48 * 1024, JIT_LOG = 4096, PIN_ALIGN = 256 };
+
+/* Where an input's block comes from in a run (prepare_inputs). */
+typedef enum { IN_NONE, IN_SEEDED, IN_DEVICE, IN_HOST } in_mode;
+typedef struct in_source {
+    in_mode mode;
+    sh_init_args g;   /* IN_SEEDED: made from the seed on the device */
+    rt_view at;       /* IN_DEVICE: copied on the device from the caller's CUDA memory */
+} in_source;          /* IN_HOST: copied in from the rank's page-locked block */
 
 struct rt_cuda_rank {
     const rt_cu_api *cu;
@@ -65,6 +76,7 @@ struct rt_cuda_rank {
     int32_t *slot;              /* per kernel: its slot, -1 none */
     int32_t nslots;
     rt_cu_ptr slots;            /* nslots words */
+    uint64_t *words;            /* their host copy, made by finish */
     /* --trace: an event pair around each instruction run, times read after
      * the run against its start event */
     rt_cu_event start, *ev_begin, *ev_end; /* per instruction, made at the first traced run */
@@ -76,6 +88,16 @@ struct rt_cuda_rank {
     int32_t nspans;             /* -1: not computed yet */
     rt_graph_span *span;
     rt_cu_graph_exec *exec;     /* per span, NULL until captured */
+    /* inputs: each one's source this run, read before the run starts
+     * (prepare_inputs), and the source its span's graph was captured with
+     * (mode IN_NONE: not captured); those the host reads go to a place of
+     * their own in the page-locked block, made at the first such run, so
+     * that a graph's copy of it reads the same address every run */
+    in_source *src, *captured;  /* per instruction; IN_NONE but for inputs */
+    int64_t *pin_at;            /* per instruction: its place in pin, -1 none */
+    int64_t pin_bytes;
+    unsigned char *pin;         /* pin_bytes, page-locked; NULL until needed */
+    bool queued;                /* a run's work may still be queued (it failed) */
 };
 
 
@@ -263,6 +285,8 @@ static int setup_error_words(rt_cuda_rank *r, su_status *err)
         r->slot[k] = has ? r->nslots++ : -1;
     }
     size_t bytes = (size_t)r->nslots * sizeof(uint64_t);
+    if (r->nslots && !(r->words = malloc(bytes)))
+        return su_fail(err, SU_NOMEM, "out of memory");
     if (r->nslots &&
         (!CU(MemAlloc(&r->slots, bytes)) || !CU(MemsetD8Async(r->slots, 0, bytes, r->stream))))
         return -1;
@@ -404,6 +428,8 @@ static void free_extras(rt_cuda_rank *r)
     for (int s = 0; r->exec && s < r->nspans; s++)
         if (r->exec[s])
             cu->GraphExecDestroy(r->exec[s]);
+    if (r->pin) /* after the graphs that copy from it */
+        cu->MemFreeHost(r->pin);
 }
 
 void rt_cuda_rank_free(rt_cuda_rank *r)
@@ -439,11 +465,15 @@ void rt_cuda_rank_free(rt_cuda_rank *r)
     }
     free(r->errword);
     free(r->slot);
+    free(r->words);
     free(r->ev_begin);
     free(r->ev_end);
     free(r->timed);
     free(r->span);
     free(r->exec);
+    free(r->src);
+    free(r->captured);
+    free(r->pin_at);
     free(r->mod);
     free(r->fn);
     free(r->kernel_at);
@@ -642,12 +672,137 @@ static int run_init(rt_cuda_rank *r, const sh_init_args *g, rt_cu_ptr dst, su_st
     return 0;
 }
 
-/* A source: read into its host buffer by the session, then copied over;
- * a tensor the caller bound in CUDA memory, copied on the device from
- * there; one made from the seed, made on the device where the plan has an
- * init module. Params and states stay on the device between runs. */
+/* The device copies of the caller's CUDA view at into buffer b. */
+static int copy_view(rt_cuda_rank *r, const rt_view *at, int32_t b, su_status *err)
+{
+    int esize = rt_dtype_size(at->type.dtype);
+    int64_t dstride[RT_MAX_RANK];
+    rt_row_major_strides(at->type.rank, at->type.dim, esize, dstride);
+    dtod c = {r, dev(r, b), (rt_cu_ptr)(uintptr_t)at->data, err};
+    return rt_copy_runs(at->type.rank, at->type.dim, esize, dstride, at->stride, dtod_run, &c);
+}
+
+/* Input instruction i, from the source prepare_inputs found for it: no
+ * host work, so it neither drains the stream nor splits a graph. */
+static int run_input(rt_cuda_rank *r, int32_t i, su_status *err)
+{
+    const rt_instr *in = &r->g->instr[i];
+    const in_source *s = &r->src[i];
+    switch (s->mode) {
+    case IN_SEEDED:
+        return run_init(r, &s->g, dev(r, in->out), err);
+    case IN_DEVICE:
+        return copy_view(r, &s->at, in->out, err);
+    case IN_HOST:
+        return CU(MemcpyHtoDAsync(dev(r, in->out), r->pin + r->pin_at[i],
+                                  (size_t)rt_type_bytes(&in->out_t), r->stream))
+                   ? 0
+                   : -1;
+    case IN_NONE:
+        break;
+    }
+    return su_fail(err, SU_INTERNAL, "input instruction %d has no source this run", (int)i);
+}
+
+/* Whether an input's two sources make the same device work (a graph
+ * captured with one serves the other). */
+static bool same_source(const in_source *a, const in_source *b)
+{
+    if (a->mode != b->mode)
+        return false;
+    switch (a->mode) {
+    case IN_SEEDED:
+        return memcmp(&a->g, &b->g, sizeof a->g) == 0;
+    case IN_DEVICE:
+        if (a->at.data != b->at.data || !rt_type_eq(&a->at.type, &b->at.type))
+            return false;
+        for (int d = 0; d < a->at.type.rank; d++)
+            if (a->at.stride[d] != b->at.stride[d])
+                return false;
+        return true;
+    default:
+        return true;
+    }
+}
+
+/* Input instruction i's source this run into r->src[i]: made from the
+ * seed (the init module loaded now, outside any capture), bound in CUDA
+ * memory, or read by the host into its place in the page-locked block
+ * (made now, with a place for every input of the stage, so that its
+ * addresses never change). */
+static int input_source(rt_cuda_rank *r, const rt_cuda_host *h, int i)
+{
+    su_status *err = h->err;
+    const rt_instr *in = &r->g->instr[i];
+    in_source *s = &r->src[i];
+    memset(s, 0, sizeof *s);
+    int made = h->seeded && r->p->init_module >= 0 ? h->seeded(h->rank, in, &s->g) : 0;
+    if (made < 0)
+        return -1;
+    int32_t m = r->p->init_module;
+    if (made > 0) {
+        s->mode = IN_SEEDED;
+        return r->init_fn || ((r->mod[m] || load_module(r, m, err) == 0) &&
+                              CU(ModuleGetFunction(&r->init_fn, r->mod[m], RT_INIT_ENTRY)))
+                   ? 0
+                   : -1;
+    }
+    if (h->bound_device && h->bound_device(h->rank, in, &s->at)) {
+        s->mode = IN_DEVICE;
+        return 0;
+    }
+    s->mode = IN_HOST;
+    if (!r->pin && !CU(MemAllocHost((void **)&r->pin, (size_t)r->pin_bytes)))
+        return -1;
+    return h->source(h->rank, in, r->pin + r->pin_at[i]);
+}
+
+/* Before a run: each input's source (input_source), a failure named by
+ * its instruction. After a run that failed before its wait, the stream is
+ * drained first: the block may still be read by that run's copies. */
+static int prepare_inputs(rt_cuda_rank *r, const rt_cuda_host *h)
+{
+    su_status *err = h->err;
+    const rt_program *g = r->g;
+    if (r->pin && r->queued && drain(r, err) != 0)
+        return -1;
+    r->queued = true; /* from here until finish's wait */
+    if (!r->src) {
+        r->src = calloc((size_t)g->ninstr + 1, sizeof *r->src);
+        r->captured = calloc((size_t)g->ninstr + 1, sizeof *r->captured);
+        r->pin_at = malloc(((size_t)g->ninstr + 1) * sizeof *r->pin_at);
+        if (!r->src || !r->captured || !r->pin_at)
+            return su_fail(err, SU_NOMEM, "out of memory");
+        for (int i = 0; i < g->ninstr; i++) {
+            r->pin_at[i] = -1;
+            if (g->instr[i].op == RT_OP_INPUT) {
+                r->pin_at[i] = r->pin_bytes;
+                int64_t b = rt_type_bytes(&g->instr[i].out_t);
+                r->pin_bytes += (b + PIN_ALIGN - 1) / PIN_ALIGN * PIN_ALIGN;
+            }
+        }
+    }
+    for (int i = 0; i < g->ninstr; i++) {
+        const rt_instr *in = &g->instr[i];
+        if (in->op == RT_OP_INPUT && input_source(r, h, i) != 0) {
+            char where[256];
+            return su_prefix(err, "%sinstruction %d (%s): ",
+                             rt_instr_where(r->p, in, where, sizeof where), i,
+                             rt_ops[in->op].name);
+        }
+    }
+    return 0;
+}
+
+/* A source other than an input (run_input): read into its host buffer by
+ * the session, then copied over; a tensor the caller bound in CUDA memory,
+ * copied on the device from there; one made from the seed, made on the
+ * device where the plan has an init module. Params and states stay on the
+ * device between runs. */
 static int run_source(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *in)
 {
+    if (in->op == RT_OP_INPUT)
+        return run_input(r, (int32_t)(in - r->g->instr), h->err);
     if ((in->op == RT_OP_PARAM || in->op == RT_OP_STATE) && !h->load_params)
         return 0;
     if (h->seeded && r->p->init_module >= 0) {
@@ -657,13 +812,8 @@ static int run_source(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *in
             return made > 0 ? run_init(r, &g, dev(r, in->out), h->err) : -1;
     }
     rt_view at;
-    if (h->bound_device && h->bound_device(h->rank, in, &at)) {
-        int esize = rt_dtype_size(at.type.dtype);
-        int64_t dstride[RT_MAX_RANK];
-        rt_row_major_strides(at.type.rank, at.type.dim, esize, dstride);
-        dtod c = {r, dev(r, in->out), (rt_cu_ptr)(uintptr_t)at.data, h->err};
-        return rt_copy_runs(at.type.rank, at.type.dim, esize, dstride, at.stride, dtod_run, &c);
-    }
+    if (h->bound_device && h->bound_device(h->rank, in, &at))
+        return copy_view(r, &at, in->out, h->err);
     if (drain(r, h->err) != 0 || h->source(h->rank, in, h->buf[in->out]) != 0)
         return -1;
     return to_device(r, in->out, h->buf[in->out], rt_type_bytes(&in->out_t), h->err);
@@ -805,22 +955,22 @@ static int64_t local_bytes(const rt_plan *p, const rt_io *io)
     return rt_type_bytes(&t);
 }
 
-/* After the run: the stage's outputs to the host, then each param's and
- * state's new value into its buffer on the device, for the next run (and
- * to the host, where the session applies it, unless they stay on the
- * device: h->keep_on_device). */
+/* After the run, queued behind it: the stage's outputs to the host, then
+ * each param's and state's new value into its buffer on the device, for
+ * the next run (and to the host, where the session applies it, unless
+ * they stay on the device: h->keep_on_device), and the error slots to the
+ * host (check_error_words reads them); then one wait for it all. */
 static int finish(rt_cuda_rank *r, const rt_cuda_host *h)
 {
     su_status *err = h->err;
     const rt_plan *p = r->p;
-    if (wait_comm(r, r->g->ninstr, err) != 0 || drain(r, err) != 0)
-        return -1;
-    if (r->nccl && rt_nccl_settle(r->nccl, err) != 0) /* the watchdog forgets them */
+    if (wait_comm(r, r->g->ninstr, err) != 0)
         return -1;
     for (int i = 0; i < p->nio; i++) {
         const rt_io *io = &p->io[i];
         if (io->stage == r->stage && io->kind == RT_IO_OUTPUT &&
-            to_host(r, h->buf[io->buffer], io->buffer, local_bytes(p, io), err) != 0)
+            !CU(MemcpyDtoHAsync(h->buf[io->buffer], dev(r, io->buffer),
+                                (size_t)local_bytes(p, io), r->stream)))
             return -1;
     }
     for (int i = 0; i < p->nio; i++) {
@@ -828,14 +978,22 @@ static int finish(rt_cuda_rank *r, const rt_cuda_host *h)
         if (io->stage != r->stage || io->update < 0 ||
             (io->kind != RT_IO_PARAM && io->kind != RT_IO_STATE))
             continue;
-        int64_t n = local_bytes(p, io);
-        if (!h->keep_on_device && to_host(r, h->buf[io->update], io->update, n, err) != 0)
+        size_t n = (size_t)local_bytes(p, io);
+        if (!h->keep_on_device &&
+            !CU(MemcpyDtoHAsync(h->buf[io->update], dev(r, io->update), n, r->stream)))
             return -1;
         if (io->update != io->buffer &&
-            !CU(MemcpyDtoDAsync(dev(r, io->buffer), dev(r, io->update), (size_t)n, r->stream)))
+            !CU(MemcpyDtoDAsync(dev(r, io->buffer), dev(r, io->update), n, r->stream)))
             return -1;
     }
-    return 0;
+    if (r->nslots && !CU(MemcpyDtoHAsync(r->words, r->slots,
+                                         (size_t)r->nslots * sizeof *r->words, r->stream)))
+        return -1;
+    if (drain(r, err) != 0)
+        return -1;
+    r->queued = false;
+    /* the watchdog forgets the run's collectives, all done */
+    return r->nccl ? rt_nccl_settle(r->nccl, err) : 0;
 }
 
 /* ---- a run: eager or by graphs, its trace and its error words ---- */
@@ -930,21 +1088,15 @@ static int trace_read(rt_cuda_rank *r, const rt_cuda_host *h)
     return 0;
 }
 
-/* After the run: the kernel that met an id or a label outside its range
- * first in program order fails the run, with the CPU backend's message. */
+/* After the run (its slots copied by finish): the kernel that met an id
+ * or a label outside its range first in program order fails the run, with
+ * the CPU backend's message. */
 static int check_error_words(rt_cuda_rank *r, const rt_cuda_host *h)
 {
     su_status *err = h->err;
+    const uint64_t *w = r->words;
     if (!r->nslots)
         return 0;
-    uint64_t *w = malloc((size_t)r->nslots * sizeof *w);
-    if (!w)
-        return su_fail(err, SU_NOMEM, "out of memory");
-    if (!CU(MemcpyDtoHAsync(w, r->slots, (size_t)r->nslots * sizeof *w, r->stream)) ||
-        !CU(StreamSynchronize(r->stream))) {
-        free(w);
-        return -1;
-    }
     int32_t bad = -1, first = INT32_MAX;
     for (int k = 0; k < r->p->nkernels; k++) {
         const rt_kernel *kr = &r->p->kernel[k];
@@ -960,7 +1112,6 @@ static int check_error_words(rt_cuda_rank *r, const rt_cuda_host *h)
         rt_cuda_error_message(r->p, bad, w[r->slot[bad]], msg, sizeof msg);
         su_fail(err, SU_INPUT, "%s", msg);
     }
-    free(w);
     return bad >= 0 ? -1 : 0;
 }
 
@@ -993,6 +1144,8 @@ static int capture(rt_cuda_rank *r, const rt_cuda_host *h, int s)
         rc = -1;
     if (rc == 0 && !CU(GraphInstantiate(&r->exec[s], graph, 0)))
         rc = -1;
+    for (int i = sp->first; rc == 0 && i < sp->end; i++) /* what its inputs' copies hold */
+        r->captured[i] = r->src[i];
     if (graph)
         r->cu->GraphDestroy(graph);
     if (rc != 0) {
@@ -1015,6 +1168,19 @@ static int run_graphs(rt_cuda_rank *r, const rt_cuda_host *h)
             return su_fail(err, SU_NOMEM, "out of memory");
         r->nspans = n;
     }
+    /* an input whose source changed since its graph was captured (bound
+     * or unbound, bound to other CUDA memory): every graph captured again */
+    for (int i = 0; i < r->g->ninstr; i++)
+        if (r->captured[i].mode != IN_NONE && !same_source(&r->captured[i], &r->src[i])) {
+            for (int k = 0; k < r->nspans; k++) {
+                rt_cu_graph_exec x = r->exec[k];
+                r->exec[k] = NULL;
+                if (x && !CU(GraphExecDestroy(x)))
+                    return -1;
+            }
+            memset(r->captured, 0, (size_t)r->g->ninstr * sizeof *r->captured);
+            break;
+        }
     int s = 0;
     for (int i = 0; i < r->g->ninstr;) {
         if (s == r->nspans || i < r->span[s].first) {
@@ -1087,7 +1253,7 @@ int rt_cuda_run(rt_cuda_rank **rp, const rt_plan *p, int stage, int64_t rank,
     } else if (!CU(CtxSetCurrent(r->ctx))) { /* each run's threads are new */
         return -1;
     }
-    if (h->trace && trace_start(r, h) != 0)
+    if (prepare_inputs(r, h) != 0 || (h->trace && trace_start(r, h) != 0))
         return -1;
     /* graphs from the second run on, and never in a run that loads params */
     bool graphs = h->graph && r->runs > 0 && !h->load_params;

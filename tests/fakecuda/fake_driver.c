@@ -25,7 +25,11 @@
  *   stream that waits on an event recorded in the capture joins it (its
  *   work goes into the graph), a wait in a capture on an event recorded
  *   outside it is refused, and the capture ends only once every stream
- *   that joined it was waited for after its last captured work.
+ *   that joined it was waited for after its last captured work;
+ * - a copy captured into a graph reads or writes host memory only inside
+ *   a live page-locked allocation (cuMemAllocHost), as the driver refuses
+ *   pageable memory in a capture, and that allocation is still live at
+ *   each of the graph's launches.
  *
  * Work runs as it is queued, except what another library queues on a
  * stream (fake_nccl.c, through fakecuda_stream_enqueue): until that is
@@ -43,7 +47,8 @@
  *                         live ("live_allocations N", "live_bytes N",
  *                         "live_streams N", "live_events N",
  *                         "live_modules N", "live_graphs N",
- *                         "live_graph_execs N": a module's globals and
+ *                         "live_graph_execs N", "live_host_allocations N":
+ *                         the page-locked ones; a module's globals and
  *                         functions go with it) and "errors N" (the
  *                         breaches above);
  *   FAKECUDA_FAIL=NAME:K[:CODE][,...]  the K-th call of entry point NAME
@@ -104,7 +109,7 @@ enum {
     X(cuEventRecordWithFlags) X(cuEventElapsedTime) X(cuStreamBeginCapture_v2)                  \
     X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)                      \
     X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuGetErrorName) X(cuGetErrorString)           \
-    X(cuEventQuery) X(cuDeviceGetPCIBusId)
+    X(cuEventQuery) X(cuDeviceGetPCIBusId) X(cuMemAllocHost_v2) X(cuMemFreeHost)
 
 #define ENUM(name) E_##name,
 enum { ENTRIES(ENUM) NENTRIES };
@@ -233,6 +238,7 @@ static pthread_cond_t progress = PTHREAD_COND_INITIALIZER; /* a stream's done mo
 static atomic_long ticks;
 static handle *handles;
 static alloc *allocs;
+static alloc *pinned;               /* page-locked host memory (cuMemAllocHost) */
 static size_t allocated;
 
 static void free_ops(rec *r)
@@ -372,6 +378,33 @@ static const alloc *holding(rt_cu_ptr p, size_t n)
     return a;
 }
 
+/* Whether host memory [p, p + n) lies inside one live page-locked allocation. */
+static bool is_pinned(const void *p, size_t n)
+{
+    const unsigned char *q = p;
+    pthread_mutex_lock(&lock);
+    const alloc *a = pinned;
+    while (a && !(q >= a->p && q <= a->p + a->bytes && n <= (size_t)(a->p + a->bytes - q)))
+        a = a->next;
+    pthread_mutex_unlock(&lock);
+    return a != NULL;
+}
+
+/* A graph's copy to or from the host: its host side inside page-locked
+ * memory (a breach otherwise, named by call). */
+static bool host_side_pinned(const rec *r, const char *call)
+{
+    if (r->kind != R_HTOD && r->kind != R_DTOH)
+        return true;
+    const void *h = r->kind == R_HTOD ? r->hsrc : (const void *)r->hdst;
+    if (r->n == 0 || is_pinned(h, r->n))
+        return true;
+    breach("%s: host memory [%p, +%zu) is not inside one live page-locked allocation "
+           "(cuMemAllocHost): a graph copies only those",
+           call, h, r->n);
+    return false;
+}
+
 static bool in_device(rt_cu_ptr p, size_t n, const char *call, const char *what)
 {
     if (n == 0 || holding(p, n))
@@ -391,13 +424,16 @@ API void fakecuda_breach(const char *what)
     breach("%s", what);
 }
 
-/* For tests: the allocations live now (a module's globals not counted). */
+/* For tests: the allocations live now, of device memory (a module's
+ * globals not counted) and page-locked host memory. */
 API long fakecuda_live_allocations(void)
 {
     long n = 0;
     pthread_mutex_lock(&lock);
     for (const alloc *a = allocs; a; a = a->next)
         n += !a->owner;
+    for (const alloc *a = pinned; a; a = a->next)
+        n++;
     pthread_mutex_unlock(&lock);
     return n;
 }
@@ -451,11 +487,15 @@ static void report(void)
         }
     for (const handle *h = handles; h; h = h->next)
         nh[h->kind]++;
+    long npinned = 0;
+    for (const alloc *a = pinned; a; a = a->next)
+        npinned++;
     pthread_mutex_unlock(&lock);
     fprintf(f, "live_allocations %ld\nlive_bytes %zu\n", nalloc, bytes);
     for (int k = 0; k < NKINDS; k++)
         if (k != H_FUNC) /* a module's functions go with it */
             fprintf(f, "live_%s %ld\n", kind_name[k], nh[k]);
+    fprintf(f, "live_host_allocations %ld\n", npinned);
     fprintf(f, "errors %ld\n", atomic_load(&errors));
     if (fclose(f) == 0)
         fakecuda_log(text, n);
@@ -971,6 +1011,47 @@ API rt_cu_result cuMemFree_v2(rt_cu_ptr p)
     return RT_CU_SUCCESS;
 }
 
+API rt_cu_result cuMemAllocHost_v2(void **p, size_t bytes)
+{
+    ENTER(cuMemAllocHost_v2);
+    if (any_capture()) {
+        breach("cuMemAllocHost while a stream is captured");
+        return ERR_CAPTURE_UNSUPPORTED;
+    }
+    alloc *a = calloc(1, sizeof *a);
+    if (!a || !(a->p = malloc(bytes ? bytes : 1))) {
+        free(a);
+        return ERR_OUT_OF_MEMORY;
+    }
+    a->bytes = bytes;
+    pthread_mutex_lock(&lock);
+    a->next = pinned;
+    pinned = a;
+    pthread_mutex_unlock(&lock);
+    *p = a->p;
+    return RT_CU_SUCCESS;
+}
+
+API rt_cu_result cuMemFreeHost(void *p)
+{
+    ENTER(cuMemFreeHost);
+    pthread_mutex_lock(&lock);
+    alloc **at = &pinned;
+    while (*at && (*at)->p != p)
+        at = &(*at)->next;
+    alloc *a = *at;
+    if (a)
+        *at = a->next;
+    pthread_mutex_unlock(&lock);
+    if (!a) {
+        breach("cuMemFreeHost: %p is not the start of a live page-locked allocation", p);
+        return ERR_INVALID_VALUE;
+    }
+    free(a->p);
+    free(a);
+    return RT_CU_SUCCESS;
+}
+
 static rt_cu_result sync_call(const char *call)
 {
     if (any_capture()) {
@@ -1089,6 +1170,10 @@ static rt_cu_result issue(rt_cu_stream s, rec r, const char *call)
         free(x);
         breach("%s (captured): memory not inside one live allocation", call);
         return ERR_INVALID_VALUE;
+    }
+    if (!host_side_pinned(&r, call)) {
+        free(x);
+        return ERR_CAPTURE_UNSUPPORTED;
     }
     pthread_mutex_lock(&lock);
     handle *h = (handle *)s, *o = h->origin ? h->origin : h;
@@ -1498,6 +1583,8 @@ API rt_cu_result cuGraphLaunch(rt_cu_graph_exec x, rt_cu_stream s)
     if (!capturing(s))
         wait_idle(s);
     for (const rec *r = ((handle *)x)->ops; r; r = r->next) {
+        if (!host_side_pinned(r, "cuGraphLaunch (a copy of the graph)"))
+            return ERR_INVALID_VALUE;
         rt_cu_result res = do_rec(r, "cuGraphLaunch (a copy or memset of the graph)");
         if (res)
             return res;

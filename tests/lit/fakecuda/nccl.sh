@@ -53,6 +53,7 @@
 # EXIT: at exit: live_events 0
 # EXIT-NEXT: at exit: live_graph_execs 0
 # EXIT-NEXT: at exit: live_graphs 0
+# EXIT-NEXT: at exit: live_host_allocations 0
 # EXIT-NEXT: at exit: live_modules 0
 # EXIT-NEXT: at exit: live_nccl_comms 0
 # EXIT-NEXT: at exit: live_streams 0

@@ -12,6 +12,12 @@
  *   and one with a negative stride; an i32 input likewise.
  * - The same by CUDA graphs (cfg.graph), over three runs whose bound
  *   values change between runs.
+ * - By graphs, an input's source changing between runs: bound in host
+ *   memory (read into the page-locked block the graph copies from), bound
+ *   as a CUDA view, as another CUDA view at another address, then in
+ *   host memory again, its values changed at every run; each run hands
+ *   back that run's values (a graph still copying from the old source
+ *   would not).
  * - Refused, SHARDC_ERR_USAGE, the session unchanged: a view that reaches
  *   outside its allocation (bind and output), host memory said to be
  *   CUDA memory, memory on another device than the view says.
@@ -151,6 +157,86 @@ static void run_mesh(const char *mesh, bool graph)
     CHECK_INT(blas_live ? blas_live() : 0, blas);
 }
 
+/* x's source this run: host memory (kind 0), CUDA memory at xa (1) or
+ * at xb (2), each holding `base + i` for element i. */
+static void bind_x(shardc_session *s, int kind, float *host, float *xa, float *xb, float base)
+{
+    static long long dim[2] = {B, D};
+    float *at = kind == 0 ? host : kind == 1 ? xa : xb;
+    for (int i = 0; i < B * D; i++)
+        at[i] = base + (float)i;
+    char *err = NULL;
+    if (kind == 0) {
+        CHECK(shardc_session_bind(s, "x", host, sizeof(float) * B * D, &err) == SHARDC_OK);
+    } else {
+        shardc_tensor_view v = {SHARDC_DEVICE_CUDA, 0, at, "f32", 2, dim, NULL};
+        CHECK(shardc_session_bind_view(s, "x", &v, &err) == SHARDC_OK);
+    }
+    if (err)
+        fprintf(stderr, "bind: %s\n", err);
+    shardc_free(err);
+}
+
+static void run_switching(const char *mesh)
+{
+    shardc_options *opt = shardc_options_new();
+    shardc_program *prog = NULL;
+    shardc_plan *plan = NULL;
+    shardc_session *s = NULL;
+    char *err = NULL;
+    shardc_session_config cfg = {.backend = "cuda", .comm = "local", .graph = true};
+    long before = live_allocations(), handles = live_handles();
+    CHECK(shardc_options_set_mesh(opt, mesh, &err) == SHARDC_OK &&
+          shardc_options_set_archs(opt, "sm_90", &err) == SHARDC_OK &&
+          shardc_compile_string(opt, "m.sh", model, sizeof model - 1, &prog, &err) == SHARDC_OK &&
+          shardc_program_plan(prog, &plan, &err) == SHARDC_OK &&
+          shardc_session_new(plan, &cfg, &s, &err) == SHARDC_OK);
+    if (!s) {
+        fprintf(stderr, "%s: %s\n", mesh, err ? err : "?");
+        shardc_free(err);
+        shardc_plan_free(plan);
+        shardc_program_free(prog);
+        shardc_options_free(opt);
+        return;
+    }
+    devptr ap, bp;
+    float host[B * D], *xa = dev_floats(B * D, &ap), *xb = dev_floats(B * D, &bp);
+    int32_t ids[N * M] = {0};
+    CHECK(shardc_session_bind(s, "ids", ids, sizeof ids, &err) == SHARDC_OK);
+    /* runs 0-2 host (eager, captured, launched), 3-4 xa, 5 xb, 6-7 host */
+    const int kind[] = {0, 0, 0, 1, 1, 2, 0, 0};
+    int bad_runs = 0;
+    for (int run = 0; run < (int)(sizeof kind / sizeof *kind); run++) {
+        float base = 1000.0f * (float)(run + 1);
+        bind_x(s, kind[run], host, xa, xb, base);
+        const void *out = NULL;
+        shardc_tensor_info ti;
+        CHECK(shardc_session_run(s, &err) == SHARDC_OK);
+        CHECK(shardc_session_output(s, "x", &out, &ti, &err) == SHARDC_OK);
+        int bad = 0;
+        for (int i = 0; out && i < B * D; i++)
+            bad += ((const float *)out)[i] != base + (float)i;
+        if (bad || !out) {
+            fprintf(stderr, "%s, run %d (x bound %s): %d elements not this run's\n", mesh, run,
+                    kind[run] ? "on the device" : "on the host", bad);
+            bad_runs++;
+        }
+        if (err) {
+            fprintf(stderr, "%s: %s\n", mesh, err);
+            shardc_free(err);
+            err = NULL;
+        }
+    }
+    CHECK_INT(bad_runs, 0);
+    shardc_session_free(s);
+    shardc_plan_free(plan);
+    shardc_program_free(prog);
+    shardc_options_free(opt);
+    CHECK(cu_free(ap) == 0 && cu_free(bp) == 0);
+    CHECK_INT(live_allocations(), before); /* the page-locked block too */
+    CHECK_INT(live_handles(), handles);
+}
+
 int main(void)
 {
     void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -170,5 +256,7 @@ int main(void)
     run_mesh("1x1", false);
     run_mesh("2x2", false);
     run_mesh("2x2", true);
+    run_switching("1x1");
+    run_switching("2x2");
     return CHECK_DONE();
 }

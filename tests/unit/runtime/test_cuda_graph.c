@@ -6,9 +6,10 @@
  *   over each instruction's role: every device instruction in exactly one
  *   span, no host instruction in one, a span starts and ends with device
  *   work, and two spans have a host instruction between them (so they are
- *   as long as they can be), and each split made by a collective, an
- *   input or i32 arithmetic. mlp and transformer on one rank are one graph
- *   (the inputs come first, the constants are memsets); mlp on 2x2 has
+ *   as long as they can be), and each split made by a collective or i32
+ *   arithmetic; every input is inside a span (its host part is done before
+ *   the run). mlp and transformer on one rank are one graph (the
+ *   constants are memsets, the inputs copies or the init kernel); mlp on 2x2 has
  *   no collective inside a graph and at most one graph more than
  *   collectives. --graph with the cpu backend or nccl is refused.
  * - Error words: the encoding round trips, a lower index makes a larger
@@ -128,15 +129,22 @@ static void check_example_spans(const char *file, const char *mesh, int32_t want
         if (st == 0 && want_stage0 > 0)
             CHECK_INT(n, want_stage0);
         /* what splits two graphs is a host instruction: on these plans a
-         * collective, an input or i32 arithmetic */
+         * collective or i32 arithmetic */
         for (int s = 1; s < n; s++) {
             bool split = false;
             for (int i = span[s - 1].end; i < span[s].first; i++) {
                 int op = op_at(p, st, i);
-                split |= rt_ops[op].cls == RT_K_COMM || op == RT_OP_INPUT ||
-                         rt_cuda_on_host(&p->stage[st].instr[i]);
+                split |= rt_ops[op].cls == RT_K_COMM || rt_cuda_on_host(&p->stage[st].instr[i]);
             }
             CHECK(split);
+        }
+        for (int i = 0; n > 0 && i < p->stage[st].ninstr; i++) {
+            if (op_at(p, st, i) != RT_OP_INPUT)
+                continue;
+            int inside = 0;
+            for (int s = 0; s < n; s++)
+                inside += i >= span[s].first && i < span[s].end;
+            CHECK_INT(inside, 1);
         }
         free(span);
     }
@@ -155,7 +163,7 @@ static void check_all_examples(void)
         size_t len = strlen(e->d_name);
         if (len < 4 || strcmp(e->d_name + len - 3, ".sh") != 0)
             continue;
-        /* one graph where nothing but the first inputs is on the host */
+        /* one graph where nothing is on the host */
         bool one = !strcmp(e->d_name, "mlp.sh") || !strcmp(e->d_name, "transformer.sh");
         check_example_spans(e->d_name, NULL, one ? 1 : 0);
         n++;
@@ -189,9 +197,9 @@ static void check_mlp_2x2(void)
 
 /* With the collectives, sends and receives on the device (--comm nccl):
  * each inside a graph (check_spans: every device instruction is), so the
- * graphs are fewer than with them on the host, and only inputs and i32
- * arithmetic split them: mlp on 2x2, whose inputs come first, is one
- * graph (want_stage0), where through the host it is four. */
+ * graphs are fewer than with them on the host, and only i32 arithmetic
+ * splits them: mlp on 2x2 is one graph (want_stage0), where through the
+ * host it is four. */
 static void check_comm_on_device(const char *file, const char *mesh, int want_stage0)
 {
     rt_plan *p = compile(file, NULL, mesh);
