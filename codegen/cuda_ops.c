@@ -1,7 +1,8 @@
 /* cuda_ops.c: the kernels of single ops that a GPU needs one for outside
  * the fused groups (cg_cuda_op_kernel): transpose, iota, narrow and
- * concat, embedding and its gradient, attention and its backward
- * (attn_stats, attn_dq, attn_dk, attn_dv). */
+ * concat, embedding and its gradient, the checks of split ids and labels
+ * (check_ids, check_labels), attention and its backward (attn_stats,
+ * attn_dq, attn_dk, attn_dv). */
 #include "cuda_gen.h"
 #include "runtime/plan/plan.h" /* rt_dropout_bits's threshold */
 
@@ -40,6 +41,8 @@ bool cg_cuda_op_kernel(const ir_op *op)
     case IR_NARROW:
     case IR_CONCAT:
     case IR_SPLIT3:
+    case IR_CHECK_IDS:
+    case IR_CHECK_LABELS:
         return op->nres == 1;
     case IR_EMBEDDING_GRAD:
     case IR_ATTENTION:
@@ -250,6 +253,23 @@ static void emit_iota(gen *G, cg_cuda_kernel *k, const ir_op *op)
 {
     elementwise_loop(G, k, ir_type_numel(&op->res[0]->type));
     cg_line(G, "p0[e] = (int)e;");
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* check_ids, check_labels (ids [..]): the ids copied; one outside [0,
+ * bound) recorded in sh_error, whose lowest index the runtime reports as
+ * the CPU backend does (its first), in embedding's or cross_entropy's
+ * words. On the device, so that a step of a vocabulary-parallel model has
+ * no host work in it. */
+static void emit_check(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    G->helpers |= H_ERROR;
+    elementwise_loop(G, k, ir_type_numel(&op->res[0]->type));
+    cg_line(G, "const int id = p0[e];");
+    cg_line(G, "if (id < 0 || id >= %lld)", (long long)op->a->bound);
+    cg_line(G, "    sh_bad_id(e, id); // the runtime's error");
+    cg_line(G, "p1[e] = id;");
     G->indent--;
     cg_line(G, "}");
 }
@@ -3085,6 +3105,8 @@ static void op_header(gen *G, const cg_cuda_kernel *k, const ir_op *op, const ir
     if (op->code == IR_EMBEDDING || op->code == IR_EMBEDDING_GRAD)
         su_buf_puts(b, "// an id outside the table: its row NaN, and the lowest such index in "
                        "sh_error\n");
+    if (op->code == IR_CHECK_IDS || op->code == IR_CHECK_LABELS)
+        su_buf_puts(b, "// an id outside [0, bound): the lowest such index in sh_error\n");
 }
 
 /* k's source: the header, the prelude, the signature and body (freed
@@ -3131,6 +3153,8 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     case IR_ATTN_DELTA: emit_attn_delta(G, k, op); break;
     case IR_TRANSPOSE: emit_transpose(G, k, op); break;
     case IR_IOTA: emit_iota(G, k, op); break;
+    case IR_CHECK_IDS:
+    case IR_CHECK_LABELS: emit_check(G, k, op); break;
     case IR_EMBEDDING: emit_embedding(G, k, op); break;
     case IR_EMBEDDING_GRAD: emit_embedding_grad(G, k, op); break;
     case IR_NARROW:

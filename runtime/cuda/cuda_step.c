@@ -146,6 +146,8 @@ int32_t rt_cuda_checked_instr(const rt_plan *p, const rt_kernel *k)
         case RT_OP_EMBEDDING_GRAD:
         case RT_OP_XENT:
         case RT_OP_XENT_GRAD:
+        case RT_OP_CHECK_IDS:
+        case RT_OP_CHECK_LABELS:
             return k->instr[j];
         default:
             break;
@@ -175,15 +177,20 @@ void rt_cuda_error_message(const rt_plan *p, int32_t k, uint64_t word, char *buf
         return;
     buf += len;
     n -= (size_t)len;
-    /* the formats of cpu.c's id_error and label_error */
-    if (in->op == RT_OP_EMBEDDING || in->op == RT_OP_EMBEDDING_GRAD) {
-        int64_t v = in->op == RT_OP_EMBEDDING ? in->in_t[0].dim[0] : in->out_t.dim[0];
-        snprintf(buf, n, "%s id %d at index %lld is outside the table's %lld rows", op, (int)id,
-                 (long long)index, (long long)v);
+    /* the formats of cpu.c's id_error and label_error; a check speaks for
+     * the op whose split ids or labels it checks, up to its bound */
+    if (in->op == RT_OP_EMBEDDING || in->op == RT_OP_EMBEDDING_GRAD || in->op == RT_OP_CHECK_IDS) {
+        int64_t v = in->op == RT_OP_EMBEDDING    ? in->in_t[0].dim[0]
+                    : in->op == RT_OP_CHECK_IDS ? in->dim
+                                                 : in->out_t.dim[0];
+        snprintf(buf, n, "%s id %d at index %lld is outside the table's %lld rows",
+                 in->op == RT_OP_CHECK_IDS ? "embedding" : op, (int)id, (long long)index,
+                 (long long)v);
     } else {
         const rt_type *t = &in->in_t[0];
-        int64_t c = t->dim[t->rank - 1];
-        snprintf(buf, n, "%s label %d at index %lld is outside the %lld classes (0..%lld)", op,
-                 (int)id, (long long)index, (long long)c, (long long)c - 1);
+        int64_t c = in->op == RT_OP_CHECK_LABELS ? in->dim : t->dim[t->rank - 1];
+        snprintf(buf, n, "%s label %d at index %lld is outside the %lld classes (0..%lld)",
+                 in->op == RT_OP_CHECK_LABELS ? "cross_entropy" : op, (int)id, (long long)index,
+                 (long long)c, (long long)c - 1);
     }
 }

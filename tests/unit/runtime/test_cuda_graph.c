@@ -324,11 +324,46 @@ static void cpu_error(const rt_plan *p, const int32_t *ids, const int32_t *lab, 
     rt_session_free(s);
 }
 
-/* A vocabulary-parallel step (table and logits split over tp): its
- * checks of ids and labels are i32 instructions outside every kernel,
- * which the CUDA backend runs on the host with the CPU backend's kernel,
- * so their errors are the CPU backend's words; they split graphs as other
- * host instructions do. */
+/* The kernel's message for (index, id) is "FILE:L:C: stage 0,
+ * instruction I (op, kernel NAME): " (the op's place in the model first,
+ * as the CPU backend's) then the CPU backend's text after "rank R:
+ * FILE:L:C: instruction I (op): ". */
+static void check_like_cpu_in(const rt_plan *p, const char *file, int op, int64_t index,
+                              int32_t id, const char *cpu)
+{
+    int32_t k = kernel_checking(p, op);
+    CHECK(k >= 0);
+    if (k < 0)
+        return;
+    int32_t i = rt_cuda_checked_instr(p, &p->kernel[k]);
+    su_status msg;
+    char want[1024], head[384], where[256];
+    rt_instr_where(p, &p->stage[0].instr[i], where, sizeof where);
+    CHECK(!strncmp(where, file, strlen(file)));
+    rt_cuda_error_message(p, k, rt_cuda_error_word(index, id), msg.msg, sizeof msg.msg);
+    snprintf(head, sizeof head, "%sinstruction %d (%s): ", where, (int)i, rt_ops[op].name);
+    if (!strncmp(cpu, "rank ", 5) && strchr(cpu, ':')) /* whichever rank failed first */
+        cpu = strchr(cpu, ':') + 2;
+    CHECK(!strncmp(cpu, head, strlen(head)));
+    snprintf(want, sizeof want, "%sstage 0, instruction %d (%s, kernel %s): %s", where, (int)i,
+             rt_ops[op].name, p->kernel[k].name, cpu + strlen(head));
+    CHECK_STR(msg.msg, want);
+}
+
+static void check_like_cpu(const rt_plan *p, int op, int64_t index, int32_t id,
+                           const char *cpu)
+{
+    check_like_cpu_in(p, "xent.sh:", op, index, id, cpu);
+}
+
+/* A vocabulary-parallel step on 2 ranks (table and logits split over tp):
+ * its checks of ids and labels (check_ids, check_labels, i32 alone) are
+ * kernels of their own on the device, so they split no graph (with the
+ * collectives on the device, 3 graphs, split by the two amax of i32 that
+ * find the rank's first row), and an id or a label
+ * outside its range fails the run with the CPU backend's words (a CPU
+ * session of the same plan, ranks as threads) after "stage 0,
+ * instruction I (check_ids, kernel NAME): ". */
 static void check_vocab_checks(void)
 {
     static const char model[] = "mesh tp\n"
@@ -350,42 +385,46 @@ static void check_vocab_checks(void)
         if (op != RT_OP_CHECK_IDS && op != RT_OP_CHECK_LABELS)
             continue;
         seen[op == RT_OP_CHECK_LABELS]++;
-        CHECK_INT(at[i], -1);
-        CHECK(rt_cuda_on_host(&p->stage[0].instr[i]));
-        CHECK_INT(rt_cuda_step_role(p, 0, at, i, false), RT_STEP_HOST);
-        CHECK_INT(rt_cuda_step_role(p, 0, at, i, true), RT_STEP_HOST);
+        CHECK(at[i] >= 0);
+        CHECK_INT(rt_cuda_step_role(p, 0, at, i, false), RT_STEP_DEVICE);
+        CHECK_INT(rt_cuda_step_role(p, 0, at, i, true), RT_STEP_DEVICE);
     }
     CHECK(seen[0] >= 1 && seen[1] >= 1);
     rt_graph_span *span = malloc(((size_t)p->stage[0].ninstr / 2 + 1) * sizeof *span);
-    CHECK(span && check_spans(p, 0, false, span) >= 1);
+    /* with the collectives on the device, what splits the step is the
+     * amax of the rank's slice of row numbers (i32, on the host), twice */
+    int nspans = span ? check_spans(p, 0, true, span) : -1, host = 0;
+    for (int k = 1; k < nspans; k++)
+        for (int i = span[k - 1].end; i < span[k].first; i++)
+            if (rt_cuda_step_role(p, 0, at, i, true) == RT_STEP_HOST) {
+                CHECK_INT(op_at(p, 0, i), RT_OP_AMAX);
+                host++;
+            }
+    CHECK_INT(nspans, 3);
+    CHECK_INT(host, 2);
     free(span);
     free(at);
+    static const int32_t ids[2][4] = {{0, 70, 1, -2}, {0, 1, 2, 3}};
+    static const int32_t lab[2][4] = {{0, 1, 2, 3}, {5, 63, 64, 9}};
+    for (int c = 0; c < 2; c++) {
+        su_status cpu;
+        rt_session_opts o = {.comm = RT_COMM_LOCAL, .backend = RT_BACKEND_CPU, .seed = 1};
+        rt_session *s = rt_session_new(p, &o, &cpu);
+        CHECK(s != NULL);
+        if (!s)
+            break;
+        CHECK(rt_session_bind(s, "ids", ids[c], sizeof ids[c], &cpu) == 0);
+        CHECK(rt_session_bind(s, "lab", lab[c], sizeof lab[c], &cpu) == 0);
+        CHECK(rt_session_run(s, &cpu) != 0);
+        rt_session_free(s);
+        CHECK(cpu.kind == SU_INPUT);
+        CHECK(strstr(cpu.msg, c == 0 ? "embedding id 70 at index 1 is outside the table's 64 rows"
+                                     : "cross_entropy label 64 at index 2 is outside the 64 "
+                                       "classes (0..63)") != NULL);
+        check_like_cpu_in(p, "vocab.sh:", c == 0 ? RT_OP_CHECK_IDS : RT_OP_CHECK_LABELS,
+                          c == 0 ? 1 : 2, c == 0 ? 70 : 64, cpu.msg);
+    }
     rt_plan_free(p);
-}
-
-/* The kernel's message for (index, id) is "xent.sh:L:C: stage 0,
- * instruction I (op, kernel NAME): " (the op's place in the model first,
- * as the CPU backend's) then the CPU backend's text after "instruction I
- * (op): ". */
-static void check_like_cpu(const rt_plan *p, int op, int64_t index, int32_t id,
-                           const char *cpu)
-{
-    int32_t k = kernel_checking(p, op);
-    CHECK(k >= 0);
-    if (k < 0)
-        return;
-    int32_t i = rt_cuda_checked_instr(p, &p->kernel[k]);
-    su_status msg;
-    char want[1024], head[384], where[256];
-    rt_instr_where(p, &p->stage[0].instr[i], where, sizeof where);
-    CHECK(!strncmp(where, "xent.sh:", 8));
-    rt_cuda_error_message(p, k, rt_cuda_error_word(index, id), msg.msg, sizeof msg.msg);
-    snprintf(head, sizeof head, "rank 0: %sinstruction %d (%s): ", where, (int)i,
-             rt_ops[op].name);
-    CHECK(!strncmp(cpu, head, strlen(head)));
-    snprintf(want, sizeof want, "%sstage 0, instruction %d (%s, kernel %s): %s", where, (int)i,
-             rt_ops[op].name, p->kernel[k].name, cpu + strlen(head));
-    CHECK_STR(msg.msg, want);
 }
 
 /* "xent.sh:L:C: " of the instruction kernel k checks. */
