@@ -44,6 +44,10 @@ bool cg_cuda_op_kernel(const ir_op *op)
     case IR_CHECK_IDS:
     case IR_CHECK_LABELS:
         return op->nres == 1;
+    case IR_AMAX:
+    case IR_SUM: /* of i32 (the fusion pass groups float reductions only) */
+        return op->nres == 1 && op->nin == 1 && op->res[0]->type.dtype == IR_I32 &&
+               op->in[0]->type.dtype == IR_I32;
     case IR_EMBEDDING_GRAD:
     case IR_ATTENTION:
     case IR_ATTN_PROBS:
@@ -270,6 +274,38 @@ static void emit_check(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "if (id < 0 || id >= %lld)", (long long)op->a->bound);
     cg_line(G, "    sh_bad_id(e, id); // the runtime's error");
     cg_line(G, "p1[e] = id;");
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* amax and sum of i32 (index arithmetic: the first row of a rank's slice
+ * of a split vocabulary is the amax of its row numbers): a thread per
+ * result element, over the axis in order; sum wraps to 32 bits, as the
+ * CPU backend's does (it sums in 64 bits and keeps the low 32: the same
+ * bits). On the device, so that it splits no graph. */
+static void emit_reduce_i32(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    const ir_type *t = &op->in[0]->type;
+    int64_t axis = op->a->axis, outer = 1, inner = 1, n = t->dim[axis];
+    for (int d = 0; d < t->rank; d++)
+        if (d < axis)
+            outer *= t->dim[d];
+        else if (d > axis)
+            inner *= t->dim[d];
+    elementwise_loop(G, k, outer * inner);
+    cg_line(G, "const i64 o = e / %lld, i = e %% %lld;", (long long)inner, (long long)inner);
+    cg_line(G, "const int *x = p0 + o * %lld + i;", (long long)(n * inner));
+    if (op->code == IR_AMAX) {
+        cg_line(G, "int m = x[0];");
+        cg_line(G, "for (i64 j = 1; j < %lld; j++)", (long long)n);
+        cg_line(G, "    m = max(m, x[j * %lld]);", (long long)inner);
+        cg_line(G, "p1[e] = m;");
+    } else {
+        cg_line(G, "unsigned s = 0u;");
+        cg_line(G, "for (i64 j = 0; j < %lld; j++)", (long long)n);
+        cg_line(G, "    s += (unsigned)x[j * %lld];", (long long)inner);
+        cg_line(G, "p1[e] = (int)s;");
+    }
     G->indent--;
     cg_line(G, "}");
 }
@@ -3155,6 +3191,8 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     case IR_IOTA: emit_iota(G, k, op); break;
     case IR_CHECK_IDS:
     case IR_CHECK_LABELS: emit_check(G, k, op); break;
+    case IR_AMAX:
+    case IR_SUM: emit_reduce_i32(G, k, op); break;
     case IR_EMBEDDING: emit_embedding(G, k, op); break;
     case IR_EMBEDDING_GRAD: emit_embedding_grad(G, k, op); break;
     case IR_NARROW:

@@ -130,6 +130,7 @@ static int x3_ran;           /* f32 attention on tensor cores, as bf16 parts (to
 static int mma_ran;          /* kernels on tensor cores through PTX's mma.sync run */
 static int async_ran;        /* of them, with two copies of the other side's tiles (cp.async) */
 static int split_vec_ran;    /* split3 kernels taking 4 elements a thread */
+static int i32_reduce_ran;   /* kernels of an amax or sum of i32 alone */
 static const char *arch = "sm_80"; /* the kernels' target */
 static double worst[NKINDS]; /* the largest error as a fraction of its tolerance, by kind */
 static bool lenient;         /* one model from the command line: a kernel whose inputs the
@@ -1040,6 +1041,9 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
             *coop += co[i];
             ran[co[i]][kind]++;
             int dv = 0, dk = 0, fw = 0, lse = 0;
+            const rt_instr *first = &p->stage[st].instr[kn->instr[0]];
+            i32_reduce_ran += kn->ninstr == 1 && (first->op == RT_OP_AMAX || first->op == RT_OP_SUM) &&
+                              first->out_t.dtype == RT_I32;
             for (int j = 0; j < kn->ninstr; j++) {
                 int op = p->stage[st].instr[kn->instr[j]].op;
                 op_ran[op]++;
@@ -1306,6 +1310,8 @@ int main(int argc, char **argv)
         /* softmax, rmsnorm unsplit */
         {"tests/models/vocab_parallel.sh", "2x1", 0, "", NULL, NULL, NULL},
         {"tests/lit/cuda/i32.ir", "1", 0, "", NULL, NULL, NULL},
+        /* amax and sum of i32, kernels of their own */
+        {"tests/models/i32_reduce.sh", "2", 0, "", NULL, NULL, NULL},
         /* attention tiles partly empty */
         {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1", NULL, NULL, NULL},
         /* for sm_75: its f32 forward on CUDA cores (for sm_80, tensor cores) */
@@ -1385,6 +1391,13 @@ int main(int argc, char **argv)
     printf("split3 kernels (f32 matmuls' operands as bf16 parts): %d, %d of them 4 elements a "
            "thread\n", op_ran[RT_OP_SPLIT3], split_vec_ran);
     CHECK(op_ran[RT_OP_SPLIT3] >= 16);
+    /* the kernels of single i32 ops: a vocabulary-parallel step's checks of
+     * its ids and labels (vocab_parallel.sh on 2x2) and its amax of row
+     * numbers, i32_reduce.sh's amax and sums */
+    printf("kernels of check_ids %d, check_labels %d, i32 amax and sum %d\n",
+           op_ran[RT_OP_CHECK_IDS], op_ran[RT_OP_CHECK_LABELS], i32_reduce_ran);
+    CHECK(op_ran[RT_OP_CHECK_IDS] >= 2 && op_ran[RT_OP_CHECK_LABELS] >= 2);
+    CHECK(i32_reduce_ran >= 6);
     CHECK(split_vec_ran >= 12 && op_ran[RT_OP_SPLIT3] - split_vec_ran >= 4);
     CHECK(lse_alone_ran >= 6);
     printf("attention kernels on tensor cores: %d through mma.sync (%d with the tiles copied by "

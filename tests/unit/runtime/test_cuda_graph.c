@@ -198,9 +198,10 @@ static void check_mlp_2x2(void)
 /* With the collectives, sends and receives on the device (--comm nccl):
  * each inside a graph (check_spans: every device instruction is), so the
  * graphs are fewer than with them on the host, and only i32 arithmetic
- * splits them: mlp on 2x2 is one graph (want_stage0), where through the
- * host it is four. */
-static void check_comm_on_device(const char *file, const char *mesh, int want_stage0)
+ * on the host would split them: every example on 2x2 (each stage of
+ * pipeline on 2x2x2) is one graph a step (want), where through the host
+ * mlp is 4 and transformer 23. */
+static void check_comm_on_device(const char *file, const char *mesh, int want)
 {
     rt_plan *p = compile(file, NULL, mesh);
     if (!p)
@@ -212,8 +213,8 @@ static void check_comm_on_device(const char *file, const char *mesh, int want_st
         int n = span ? check_spans(p, st, true, span) : -1;
         int on_host = host ? check_spans(p, st, false, host) : -1;
         CHECK(n >= 1 && n < on_host);
-        if (st == 0 && want_stage0 > 0)
-            CHECK_INT(n, want_stage0);
+        if (want > 0) /* every stage */
+            CHECK_INT(n, want);
         int ncomm = 0, inside = 0;
         for (int i = 0; n > 0 && i < g->ninstr; i++)
             if (rt_ops[g->instr[i].op].cls == RT_K_COMM) {
@@ -358,9 +359,9 @@ static void check_like_cpu(const rt_plan *p, int op, int64_t index, int32_t id,
 
 /* A vocabulary-parallel step on 2 ranks (table and logits split over tp):
  * its checks of ids and labels (check_ids, check_labels, i32 alone) are
- * kernels of their own on the device, so they split no graph (with the
- * collectives on the device, 3 graphs, split by the two amax of i32 that
- * find the rank's first row), and an id or a label
+ * kernels of their own on the device, as is the amax of i32 that finds
+ * the rank's first row, so they split no graph (with the collectives on
+ * the device the step is one), and an id or a label
  * outside its range fails the run with the CPU backend's words (a CPU
  * session of the same plan, ranks as threads) after "stage 0,
  * instruction I (check_ids, kernel NAME): ". */
@@ -391,17 +392,17 @@ static void check_vocab_checks(void)
     }
     CHECK(seen[0] >= 1 && seen[1] >= 1);
     rt_graph_span *span = malloc(((size_t)p->stage[0].ninstr / 2 + 1) * sizeof *span);
-    /* with the collectives on the device, what splits the step is the
-     * amax of the rank's slice of row numbers (i32, on the host), twice */
-    int nspans = span ? check_spans(p, 0, true, span) : -1, host = 0;
-    for (int k = 1; k < nspans; k++)
-        for (int i = span[k - 1].end; i < span[k].first; i++)
-            if (rt_cuda_step_role(p, 0, at, i, true) == RT_STEP_HOST) {
-                CHECK_INT(op_at(p, 0, i), RT_OP_AMAX);
-                host++;
-            }
-    CHECK_INT(nspans, 3);
-    CHECK_INT(host, 2);
+    /* with the collectives on the device, nothing is on the host: the amax
+     * of the rank's slice of row numbers (i32) is a kernel too */
+    int host = 0, amax = 0;
+    for (int i = 0; at && i < p->stage[0].ninstr; i++) {
+        host += rt_cuda_step_role(p, 0, at, i, true) == RT_STEP_HOST;
+        amax += op_at(p, 0, i) == RT_OP_AMAX && at[i] >= 0 &&
+                p->stage[0].instr[i].out_t.dtype == RT_I32;
+    }
+    CHECK_INT(host, 0);
+    CHECK_INT(amax, 2);
+    CHECK(span && check_spans(p, 0, true, span) == 1);
     free(span);
     free(at);
     static const int32_t ids[2][4] = {{0, 70, 1, -2}, {0, 1, 2, 3}};
@@ -588,8 +589,11 @@ int main(void)
     check_example_spans("pipeline.sh", "2x2x2", 0);
     check_mlp_2x2();
     check_comm_on_device("mlp.sh", "2x2", 1);
-    check_comm_on_device("transformer.sh", "2x2", 0);
-    check_comm_on_device("pipeline.sh", "2x2x2", 0);
+    check_comm_on_device("transformer.sh", "2x2", 1);
+    check_comm_on_device("pipeline.sh", "2x2x2", 1);
+    check_comm_on_device("moe.sh", "2x2", 1);
+    check_comm_on_device("llama.sh", "2x2", 1);
+    check_comm_on_device("gpt2.sh", "2x2", 1);
     rmdir(tmpdir);
     return CHECK_DONE();
 }
