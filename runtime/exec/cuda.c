@@ -753,7 +753,8 @@ static int input_source(rt_cuda_rank *r, const rt_cuda_host *h, int i)
     }
     s->mode = IN_HOST;
     if (!r->pin && !CU(MemAllocHost((void **)&r->pin, (size_t)r->pin_bytes)))
-        return -1;
+        return su_prefix(err, "page-locked host memory for the stage's inputs (%lld bytes): ",
+                         (long long)r->pin_bytes);
     return h->source(h->rank, in, r->pin + r->pin_at[i]);
 }
 

@@ -5,7 +5,8 @@
 # allocation, stream, module, graph and cuBLASLt object is released, and
 # no rule of the driver is broken on the way out (no-leaks.awk reads the
 # driver's count at exit). A plan too big for the GPU says so with the
-# arena's size and the GPU's free memory. Ranks as threads: one rank's
+# arena's size and the GPU's free memory; the page-locked memory for the
+# inputs that cannot be had names what it is for and its size. Ranks as threads: one rank's
 # failure ends the others' steps too.
 # RUN: %shardc %S/../../../examples/mlp.sh --mesh 1x1 --arch sm_90 -o %t.plan
 # RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --arch sm_90 -o %t.4.plan
@@ -37,6 +38,11 @@
 # RUN:     %shardrun %t.plan --backend cuda --quiet --steps 3 --graph 2>&1 | FileCheck %s --check-prefix=GRAPH
 # RUN: awk -f %S/no-leaks.awk %t.7
 # GRAPH: shardrun: error: rank 0: launching the graph of instructions {{[0-9]+}}..{{[0-9]+}}: {{.*}}cuda.c:{{[0-9]+}}: cuGraphLaunch: CUDA_ERROR_UNKNOWN (unknown error)
+# RUN: python3 %S/../../tools/make_batches.py %t.in 2 x=F32[64,1024] y=F32[64,1024]
+# RUN: %expect 5 env LD_LIBRARY_PATH=$FAKECUDA FAKECUDA_FAIL=cuMemAllocHost_v2:1:2 FAKECUDA_LOG=%t.9 \
+# RUN:     %shardrun %t.plan --backend cuda --quiet --steps 2 --inputs %t.in 2>&1 | FileCheck %s --check-prefix=PINNED
+# RUN: awk -f %S/no-leaks.awk %t.9
+# PINNED: shardrun: error: rank 0: {{.*}}mlp.sh:{{[0-9]+:[0-9]+}}: instruction {{[0-9]+}} (input): page-locked host memory for the stage's inputs (524288 bytes): {{.*}}cuda.c:{{[0-9]+}}: cuMemAllocHost: CUDA_ERROR_OUT_OF_MEMORY (out of memory)
 # RUN: %expect 5 env LD_LIBRARY_PATH=$FAKECUDA FAKECUDA_FAIL=cuMemAlloc_v2:3 FAKECUDA_LOG=%t.8 \
 # RUN:     %shardrun %t.4.plan --backend cuda --quiet --steps 2 2>&1 | FileCheck %s --check-prefix=RANK
 # RUN: awk -f %S/no-leaks.awk %t.8
