@@ -20,7 +20,9 @@
 # (tests/models/init_bits.sh); a plan of the default --arch, the local
 # GPU's; mlp on meshes 1 and
 # 2x2 for 3 steps with --graph and --trace against 3 CPU steps (and the
-# timeline through tests/tools/check_trace.py); a checkpoint saved from
+# timeline through tests/tools/check_trace.py); vocab_parallel.sh on 2x2
+# from a file of batches, eagerly and by graphs, and a label outside its
+# classes failing with the CPU's words; a checkpoint saved from
 # the GPU and resumed there against the same steps straight; and an
 # embedding id outside the table, which must fail the run with the CPU
 # backend's message naming the kernel. Then the same plans of mesh 1
@@ -57,6 +59,25 @@ mesh_for() {
     have=$(echo "$mesh" | tr 'x' '\n' | wc -l)
     for ((i = have; i < n; i++)); do mesh+=x1; done
     echo "$mesh"
+}
+
+# Whether PLAN run on INPUTS fails on the GPU (exit 1) with the CPU
+# backend's message for op OP on rank RANK (a bracket expression where
+# either of two ranks may report first): the place in MODEL (a pattern)
+# as the CPU names it, then "stage 0, instruction I (OP, kernel kN_OP): "
+# and the CPU's text. Prints the GPU's message.
+same_error() {
+    local plan=$1 inputs=$2 op=$3 rank=$4 model=$5 cpu gpu rc where place text want
+    cpu=$("$shardrun" "$plan" --backend cpu --inputs "$inputs" --quiet 2>&1)
+    gpu=$("$shardrun" "$plan" --backend cuda --inputs "$inputs" --quiet 2>&1)
+    rc=$?
+    # "rank R: FILE:LINE:COL: instruction I (OP): TEXT" on the CPU
+    where=$(echo "$cpu" | sed -n "s/^shardrun: error: rank $rank: \(.*$model:[0-9]*:[0-9]*: \)instruction [0-9]* ($op): .*/\1/p")
+    place=$(echo "$cpu" | sed -n "s/^shardrun: error: rank $rank: .*instruction \([0-9]*\) ($op): .*/\1/p")
+    text=${cpu#*($op): }
+    want="shardrun: error: rank $rank: ${where}stage 0, instruction $place ($op, kernel k[0-9]*_$op): $text"
+    echo "$gpu"
+    [ "$rc" -eq 1 ] && [ -n "$place" ] && [ -n "$where" ] && echo "$gpu" | grep -qx -- "$want"
 }
 
 # One run of PLAN on BACKEND into DIR/BACKEND.*.safetensors.
@@ -239,6 +260,59 @@ for m in 1 2x2; do
     fi
 done
 
+# Inputs from a file by graphs, and a vocabulary-parallel step:
+# tests/models/vocab_parallel.sh on 2x2 (its checks of ids and labels and
+# the amax of its row numbers are kernels of their own, so the step has no
+# host work) for 3 steps from a file of 3 batches, eagerly and with
+# --graph, against the CPU: the host reads each step's batch into
+# page-locked memory before the step and the graph copies it in, so step
+# 3's graphs must see batch 3. Then a label outside the classes fails the
+# run with the CPU backend's words after the check kernel's name.
+dir=$tmp/vocab
+mkdir -p "$dir"
+"$shardc" "$root/tests/models/vocab_parallel.sh" --mesh 2x2 --arch "${GPU_ARCH:-sm_80,sm_90}" \
+    -o "$dir/plan" &&
+    python3 "$root/tests/tools/make_batches.py" "$dir/in" 3 'tokens=I32[4,8]<128' \
+        'targets=I32[4,8]<128'
+vocab_ok=$?
+for how in eager graph; do
+    echo "== vocab_parallel --mesh 2x2, 3 steps from a file, $how"
+    ok=true
+    [ "$vocab_ok" -eq 0 ] || ok=false
+    for backend in cpu cuda; do
+        extra=()
+        [ "$backend" = cuda ] && [ "$how" = graph ] && extra=(--graph)
+        $ok && "$shardrun" "$dir/plan" --backend "$backend" --comm local --seed 7 --steps 3 \
+            --inputs "$dir/in" --quiet --outputs "$dir/$backend.out.safetensors" \
+            --save-params "$dir/$backend.params.safetensors" \
+            ${extra[@]+"${extra[@]}"} || ok=false
+    done
+    $ok && echo "outputs:" && "$compare" "$dir/cpu.out.safetensors" "$dir/cuda.out.safetensors" \
+        --rtol 2e-3 --atol 2e-4 || ok=false
+    $ok && echo "params and states after 3 steps:" && "$compare" "$dir/cpu.params.safetensors" \
+        "$dir/cuda.params.safetensors" --rtol 2e-3 --atol 2e-4 || ok=false
+    if $ok; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        failed+=("vocab_parallel --mesh 2x2 from a file, $how")
+    fi
+done
+echo "== a label outside the classes, vocabulary-parallel"
+ok=true
+labels=$(seq -s, 0 31 | sed 's/^0,/128,/')
+python3 "$root/tests/tools/make_st.py" "$dir/bad" "tokens=I32[4,8]:$(seq -s, 0 31)" \
+    "targets=I32[4,8]:$labels" || ok=false
+# either rank holding the first rows reports it (tp splits the classes)
+$ok && [ "$vocab_ok" -eq 0 ] &&
+    same_error "$dir/plan" "$dir/bad" check_labels "[01]" 'vocab_parallel\.sh' || ok=false
+if $ok; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1))
+    failed+=("a label outside the classes, vocabulary-parallel")
+fi
+
 # Params and states stay on the GPU between steps and come to the host
 # only to be saved: transformer on mesh 2x1 (two ranks on the GPU), 3
 # steps straight against 2 steps saved as a checkpoint (--save-every 1)
@@ -279,19 +353,7 @@ ok=true
     -o "$dir/plan" &&
     python3 "$root/tests/tools/make_st.py" "$dir/in" ids=I32[4,3]:0,1,2,3,4,5,6,7,1,2,3,9 ||
     ok=false
-if $ok; then
-    cpu=$("$shardrun" "$dir/plan" --backend cpu --inputs "$dir/in" --quiet 2>&1)
-    gpu=$("$shardrun" "$dir/plan" --backend cuda --inputs "$dir/in" --quiet 2>&1)
-    rc=$?
-    # "rank 1: FILE:LINE:COL: instruction 3 (embedding): TEXT" on the CPU
-    where=$(echo "$cpu" | sed -n 's/^shardrun: error: rank 1: \(.*embed\.model:[0-9]*:[0-9]*: \)instruction [0-9]* (embedding): .*/\1/p')
-    place=$(echo "$cpu" | sed -n 's/^shardrun: error: rank 1: .*instruction \([0-9]*\) (embedding): .*/\1/p')
-    text=${cpu#*(embedding): }
-    want="shardrun: error: rank 1: ${where}stage 0, instruction $place (embedding, kernel k[0-9]*_embedding): $text"
-    echo "$gpu"
-    [ "$rc" -eq 1 ] && [ -n "$place" ] && [ -n "$where" ] && echo "$gpu" | grep -qx -- "$want" ||
-        ok=false
-fi
+$ok && same_error "$dir/plan" "$dir/in" embedding 1 'embed\.model' || ok=false
 if $ok; then
     pass=$((pass + 1))
 else
