@@ -52,28 +52,52 @@ static float *dev_floats(size_t n, devptr *p)
     return (float *)(uintptr_t)*p;
 }
 
-static void run_mesh(const char *mesh, bool graph)
+/* What a session of the model holds. */
+typedef struct held {
+    shardc_options *opt;
+    shardc_program *prog;
+    shardc_plan *plan;
+    shardc_session *s;
+} held;
+
+static void close_session(held *h)
 {
-    shardc_options *opt = shardc_options_new();
-    shardc_program *prog = NULL;
-    shardc_plan *plan = NULL;
-    shardc_session *s = NULL;
+    shardc_session_free(h->s);
+    shardc_plan_free(h->plan);
+    shardc_program_free(h->prog);
+    shardc_options_free(h->opt);
+}
+
+/* The model compiled for mesh (sm_90) and a cuda session of it, by CUDA
+ * graphs where graph is true; false, everything freed, when a step fails. */
+static bool open_session(const char *mesh, bool graph, held *h)
+{
     char *err = NULL;
     shardc_session_config cfg = {.backend = "cuda", .comm = "local", .graph = graph};
-    long before = live_allocations(), handles = live_handles(), blas = blas_live ? blas_live() : 0;
-    CHECK(shardc_options_set_mesh(opt, mesh, &err) == SHARDC_OK &&
-          shardc_options_set_archs(opt, "sm_90", &err) == SHARDC_OK &&
-          shardc_compile_string(opt, "m.sh", model, sizeof model - 1, &prog, &err) == SHARDC_OK &&
-          shardc_program_plan(prog, &plan, &err) == SHARDC_OK &&
-          shardc_session_new(plan, &cfg, &s, &err) == SHARDC_OK);
-    if (!s) {
+    memset(h, 0, sizeof *h);
+    h->opt = shardc_options_new();
+    CHECK(shardc_options_set_mesh(h->opt, mesh, &err) == SHARDC_OK &&
+          shardc_options_set_archs(h->opt, "sm_90", &err) == SHARDC_OK &&
+          shardc_compile_string(h->opt, "m.sh", model, sizeof model - 1, &h->prog, &err) ==
+              SHARDC_OK &&
+          shardc_program_plan(h->prog, &h->plan, &err) == SHARDC_OK &&
+          shardc_session_new(h->plan, &cfg, &h->s, &err) == SHARDC_OK);
+    if (!h->s)
         fprintf(stderr, "%s: %s\n", mesh, err ? err : "?");
-        shardc_free(err);
-        shardc_plan_free(plan);
-        shardc_program_free(prog);
-        shardc_options_free(opt);
+    shardc_free(err);
+    if (!h->s)
+        close_session(h);
+    return h->s != NULL;
+}
+
+static void run_mesh(const char *mesh, bool graph)
+{
+    char *err = NULL;
+    long before = live_allocations(), handles = live_handles(), blas = blas_live ? blas_live() : 0;
+    held h;
+    if (!open_session(mesh, graph, &h))
         return;
-    }
+    shardc_session *s = h.s;
     /* x as its transpose in device memory: xt[k][b] = x[b][k] */
     devptr xp, yp, rp, ip, jp;
     float *xt = dev_floats(D * B, &xp), *y = dev_floats(B * (D + 2), &yp);
@@ -145,10 +169,7 @@ static void run_mesh(const char *mesh, bool graph)
     CHECK(y[(B - 1) * (D + 2) + D - 1] == xt[(D - 1) * B + B - 1]);
 
     shardc_free(err);
-    shardc_session_free(s);
-    shardc_plan_free(plan);
-    shardc_program_free(prog);
-    shardc_options_free(opt);
+    close_session(&h);
     CHECK_INT(live_allocations() - before, 5); /* the test's own five */
     CHECK(cu_free(xp) == 0 && cu_free(yp) == 0 && cu_free(rp) == 0 && cu_free(ip) == 0 &&
           cu_free(jp) == 0);
@@ -179,26 +200,12 @@ static void bind_x(shardc_session *s, int kind, float *host, float *xa, float *x
 
 static void run_switching(const char *mesh)
 {
-    shardc_options *opt = shardc_options_new();
-    shardc_program *prog = NULL;
-    shardc_plan *plan = NULL;
-    shardc_session *s = NULL;
     char *err = NULL;
-    shardc_session_config cfg = {.backend = "cuda", .comm = "local", .graph = true};
     long before = live_allocations(), handles = live_handles();
-    CHECK(shardc_options_set_mesh(opt, mesh, &err) == SHARDC_OK &&
-          shardc_options_set_archs(opt, "sm_90", &err) == SHARDC_OK &&
-          shardc_compile_string(opt, "m.sh", model, sizeof model - 1, &prog, &err) == SHARDC_OK &&
-          shardc_program_plan(prog, &plan, &err) == SHARDC_OK &&
-          shardc_session_new(plan, &cfg, &s, &err) == SHARDC_OK);
-    if (!s) {
-        fprintf(stderr, "%s: %s\n", mesh, err ? err : "?");
-        shardc_free(err);
-        shardc_plan_free(plan);
-        shardc_program_free(prog);
-        shardc_options_free(opt);
+    held h;
+    if (!open_session(mesh, true, &h))
         return;
-    }
+    shardc_session *s = h.s;
     devptr ap, bp;
     float host[B * D], *xa = dev_floats(B * D, &ap), *xb = dev_floats(B * D, &bp);
     int32_t ids[N * M] = {0};
@@ -228,10 +235,7 @@ static void run_switching(const char *mesh)
         }
     }
     CHECK_INT(bad_runs, 0);
-    shardc_session_free(s);
-    shardc_plan_free(plan);
-    shardc_program_free(prog);
-    shardc_options_free(opt);
+    close_session(&h);
     CHECK(cu_free(ap) == 0 && cu_free(bp) == 0);
     CHECK_INT(live_allocations(), before); /* the page-locked block too */
     CHECK_INT(live_handles(), handles);
