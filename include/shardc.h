@@ -442,8 +442,11 @@ SHARDC_API void shardc_session_free(shardc_session *s);
 
 /* Binds the full tensor called name (an input, a param or a state) to
  * `bytes` bytes of host memory, row-major in its dtype; borrowed until the
- * session is freed or the name is bound again. Inputs are read at every
- * run; params and states at the next run only (then kept, and trained). A
+ * session is freed or the name is bound again. Inputs are read at the
+ * start of every run (on the cuda backend into page-locked memory, which
+ * the step copies from, so the caller may write the memory again once
+ * shardc_session_run returns); params and states at the next run only
+ * (then kept, and trained). A
  * bound tensor wins over the files and the seed; so does a bound bf16 or
  * f16 param for its f32 master (the state opt.NAME.master), made from the
  * bound values. */
