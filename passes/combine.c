@@ -442,7 +442,10 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
                 continue;
             }
             ir_value *in = a->in[0];
-            if (k == 0 && !op->a->keepdims)
+            /* the rows rule for a sum only: a mean over merged rows would
+             * divide by both dims (seed 2702455: mean(sum(x, axis 0),
+             * axis 0) came out the size of dim 0 too small) */
+            if (k == 0 && !op->a->keepdims && op->code == IR_SUM)
                 in = fold_rows(m, out, &nout, in, op, uses, dead);
             ir_op *r = place(out, &nout, ir_append(m, op->code, &in, 1, op->a, &t), op);
             r->res[0]->sh = sh;
