@@ -129,6 +129,9 @@ const char *cg_cname(gen *G, const ir_value *v);
 const char *cg_reg(gen *G, const ir_value *v);
 /* Whether v is made by an op of the group being emitted. */
 bool cg_in_group(const gen *G, const ir_value *v);
+/* The element offset in a value of type t for element e (an expression)
+ * of the domain dom that t broadcasts to (NumPy's rules). */
+const char *cg_offset(gen *G, const ir_type *dom, const ir_type *t, const char *e);
 /* The adamw op whose coefficients op shares (the first with its step). */
 const ir_op *cg_coef_owner(const gen *G, const ir_op *op);
 /* adamw's coefficients from the step t, as statements. */

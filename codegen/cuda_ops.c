@@ -26,7 +26,8 @@
  * the table makes the row NaN (so the rest of the step stays
  * deterministic) and is recorded in the module's error word, sh_error
  * (the helper X_ERROR): the runtime reads it after the step and fails
- * with the CPU backend's message (runtime/cuda/cuda_step.h). */
+ * with the CPU backend's message (runtime/cuda/cuda_step.h). A division
+ * of i32 by zero is recorded so too (its result 0). */
 
 enum { BLOCK_OP = 256 };
 
@@ -48,6 +49,9 @@ bool cg_cuda_op_kernel(const ir_op *op)
     case IR_SUM: /* of i32 (the fusion pass groups float reductions only) */
         return op->nres == 1 && op->nin == 1 && op->res[0]->type.dtype == IR_I32 &&
                op->in[0]->type.dtype == IR_I32;
+    case IR_DIV: /* of i32 (the fusion pass groups float division only) */
+        return op->nres == 1 && op->nin == 2 && op->res[0]->type.dtype == IR_I32 &&
+               op->in[0]->type.dtype == IR_I32 && op->in[1]->type.dtype == IR_I32;
     case IR_EMBEDDING_GRAD:
     case IR_ATTENTION:
     case IR_ATTN_PROBS:
@@ -306,6 +310,25 @@ static void emit_reduce_i32(gen *G, cg_cuda_kernel *k, const ir_op *op)
         cg_line(G, "    s += (unsigned)x[j * %lld];", (long long)inner);
         cg_line(G, "p1[e] = (int)s;");
     }
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* div of i32 (index arithmetic), broadcasting as NumPy does: C's
+ * truncating division, INT32_MIN / -1 giving INT32_MIN, as the CPU
+ * backend's. A zero divisor gives 0 and is recorded in sh_error, whose
+ * lowest result index the runtime reports in the CPU backend's words (its
+ * first: it stops there). On the device, so that it splits no graph. */
+static void emit_div_i32(gen *G, cg_cuda_kernel *k, const ir_op *op)
+{
+    const ir_type *t = &op->res[0]->type;
+    G->helpers |= H_ERROR;
+    elementwise_loop(G, k, ir_type_numel(t));
+    cg_line(G, "const int x = p0[%s], y = p1[%s];", cg_offset(G, t, &op->in[0]->type, "e"),
+            cg_offset(G, t, &op->in[1]->type, "e"));
+    cg_line(G, "if (y == 0)");
+    cg_line(G, "    sh_bad_id(e, 0); // the runtime's error");
+    cg_line(G, "p2[e] = y == 0 ? 0 : x == (-2147483647 - 1) && y == -1 ? x : x / y;");
     G->indent--;
     cg_line(G, "}");
 }
@@ -3143,6 +3166,8 @@ static void op_header(gen *G, const cg_cuda_kernel *k, const ir_op *op, const ir
                        "sh_error\n");
     if (op->code == IR_CHECK_IDS || op->code == IR_CHECK_LABELS)
         su_buf_puts(b, "// an id outside [0, bound): the lowest such index in sh_error\n");
+    if (op->code == IR_DIV)
+        su_buf_puts(b, "// a zero divisor: the lowest such result index in sh_error\n");
 }
 
 /* k's source: the header, the prelude, the signature and body (freed
@@ -3193,6 +3218,7 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     case IR_CHECK_LABELS: emit_check(G, k, op); break;
     case IR_AMAX:
     case IR_SUM: emit_reduce_i32(G, k, op); break;
+    case IR_DIV: emit_div_i32(G, k, op); break;
     case IR_EMBEDDING: emit_embedding(G, k, op); break;
     case IR_EMBEDDING_GRAD: emit_embedding_grad(G, k, op); break;
     case IR_NARROW:

@@ -187,7 +187,7 @@ const char *cg_reg(gen *G, const ir_value *v)
 /* The element offset in a value of type t for element `e` of the domain
  * dom that t broadcasts to: dims merged where t is contiguous (or
  * broadcast) across them, so a bias [H] in [B, H] reads `e % H`. */
-static const char *offset(gen *G, const ir_type *dom, const ir_type *t, const char *e)
+const char *cg_offset(gen *G, const ir_type *dom, const ir_type *t, const char *e)
 {
     int r = dom->rank, nm = 0;
     int64_t size[IR_MAX_RANK], stride[IR_MAX_RANK], inner[IR_MAX_RANK];
@@ -507,7 +507,7 @@ static void emit_loads(gen *G, const tile *t, const vlist *loads, const char *e)
     for (int i = 0; i < loads->n; i++) {
         const ir_value *v = loads->v[i];
         ir_dtype dt = v->type.dtype;
-        const char *id = cg_cname(G, v), *off = offset(G, t->dom, &v->type, e);
+        const char *id = cg_cname(G, v), *off = cg_offset(G, t->dom, &v->type, e);
         if (t->vec > 1 && contiguous_last(t->dom, &v->type)) {
             G->helpers |= H_VEC;
             const char *ty = cg_ctype(G, dt);

@@ -70,7 +70,8 @@ static bool all_float(const ir_op *op)
 /* Whether op is i32 arithmetic a kernel computes as the CPU backend
  * does (wrapping add, sub, mul and neg; max, min, gt, eq, abs;
  * expand): every operand and the result i32. Not div, whose division by
- * zero the CPU backend reports. */
+ * zero the CPU backend reports: a kernel of its own records it
+ * (codegen/cuda_ops.c). */
 static bool i32_exact(const ir_op *op)
 {
     if (op->res[0]->type.dtype != IR_I32)

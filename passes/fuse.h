@@ -111,12 +111,15 @@
  * i32 arithmetic is elementwise too where a kernel computes exactly what
  * the CPU backend does: add, sub, mul and neg (wrapping), max, min, gt, eq,
  * abs and expand of i32 operands (a transformer's vocabulary-parallel
- * loss compares its labels with the class ids so); not div (the CPU
- * backend reports a division by zero) and no i32 reduction.
+ * loss compares its labels with the class ids so); not div, whose zero
+ * divisor the CPU backend reports, nor the i32 reductions: each of those
+ * is a kernel of its own (codegen/cuda_ops.c), div's recording a zero
+ * divisor in the module's error word.
  *
- * Not done: transposes folded into a matmul as cuBLASLt's
- * TRANSA/TRANSB; gelu's pre-activation as cuBLASLt's aux output (so a
- * training step, whose gelu_grad reads it, folds only the bias).
+ * Transposes that only feed a matmul are folded into it before fusion
+ * (fold.c: cuBLASLt's TRANSA/TRANSB). Not done: gelu's pre-activation as
+ * cuBLASLt's aux output (so a training step, whose gelu_grad reads it,
+ * folds only the bias).
  */
 #ifndef SHARDC_FUSE_H
 #define SHARDC_FUSE_H

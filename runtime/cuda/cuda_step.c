@@ -149,6 +149,10 @@ int32_t rt_cuda_checked_instr(const rt_plan *p, const rt_kernel *k)
         case RT_OP_CHECK_IDS:
         case RT_OP_CHECK_LABELS:
             return k->instr[j];
+        case RT_OP_DIV: /* of i32: a zero divisor */
+            if (g->instr[k->instr[j]].out_t.dtype == RT_I32)
+                return k->instr[j];
+            break;
         default:
             break;
         }
@@ -177,9 +181,12 @@ void rt_cuda_error_message(const rt_plan *p, int32_t k, uint64_t word, char *buf
         return;
     buf += len;
     n -= (size_t)len;
-    /* the formats of cpu.c's id_error and label_error; a check speaks for
-     * the op whose split ids or labels it checks, up to its bound */
-    if (in->op == RT_OP_EMBEDDING || in->op == RT_OP_EMBEDDING_GRAD || in->op == RT_OP_CHECK_IDS) {
+    /* the formats of cpu.c's id_error, label_error and k_binary's; a check
+     * speaks for the op whose split ids or labels it checks, up to its
+     * bound */
+    if (in->op == RT_OP_DIV) {
+        snprintf(buf, n, "%s: i32 division by zero at result index %lld", op, (long long)index);
+    } else if (in->op == RT_OP_EMBEDDING || in->op == RT_OP_EMBEDDING_GRAD || in->op == RT_OP_CHECK_IDS) {
         int64_t v = in->op == RT_OP_EMBEDDING    ? in->in_t[0].dim[0]
                     : in->op == RT_OP_CHECK_IDS ? in->dim
                                                  : in->out_t.dim[0];

@@ -45,8 +45,9 @@
 int32_t *rt_cuda_kernel_map(const rt_plan *p, int st);
 
 /* An instruction on i32 and bool only (index arithmetic, and moves of
- * masks, that the fusion pass leaves out of kernels), which the backend
- * runs by the CPU backend on host copies. */
+ * masks), which the backend runs by the CPU backend on host copies where
+ * no kernel of the plan runs it (the fusion pass's groups and the kernels
+ * of single ops take the i32 ops the examples have, division included). */
 bool rt_cuda_on_host(const rt_instr *in);
 
 /* A const's element as the bits of its dtype (the session's fill_const:
@@ -91,15 +92,17 @@ uint64_t rt_cuda_error_word(int64_t index, int32_t id);
 /* The index and id of a non-zero word; false for 0 (no error). */
 bool rt_cuda_error_decode(uint64_t word, int64_t *index, int32_t *id);
 
-/* The instruction of kernel k that checks its ids or labels (embedding,
- * embedding_grad, cross_entropy, cross_entropy_grad), -1 none. */
+/* The instruction of kernel k that checks its ids, labels or divisors
+ * (embedding, embedding_grad, cross_entropy, cross_entropy_grad,
+ * check_ids, check_labels, div of i32), -1 none. */
 int32_t rt_cuda_checked_instr(const rt_plan *p, const rt_kernel *k);
 
 /* The message for kernel k's non-zero error word, the CPU backend's for
  * the same case after the place: "stage 0, instruction 3 (embedding,
  * kernel k12_embedding): embedding id 9 at index 5 is outside the table's
  * 8 rows", or "... (cross_entropy, kernel k7_cross_entropy):
- * cross_entropy label 10 at index 2 is outside the 10 classes (0..9)". */
+ * cross_entropy label 10 at index 2 is outside the 10 classes (0..9)", or
+ * "... (div, kernel k4_div): div: i32 division by zero at result index 3". */
 void rt_cuda_error_message(const rt_plan *p, int32_t k, uint64_t word, char *buf, size_t n);
 
 #endif

@@ -131,6 +131,7 @@ static int mma_ran;          /* kernels on tensor cores through PTX's mma.sync r
 static int async_ran;        /* of them, with two copies of the other side's tiles (cp.async) */
 static int split_vec_ran;    /* split3 kernels taking 4 elements a thread */
 static int i32_reduce_ran;   /* kernels of an amax or sum of i32 alone */
+static int i32_div_ran;      /* kernels of a div of i32 alone */
 static const char *arch = "sm_80"; /* the kernels' target */
 static double worst[NKINDS]; /* the largest error as a fraction of its tolerance, by kind */
 static bool lenient;         /* one model from the command line: a kernel whose inputs the
@@ -892,6 +893,30 @@ static void fill_spread(uint8_t *a, const rt_type *t)
     }
 }
 
+/* An i32 division's operands filled again (fill's 0 .. 3 would divide
+ * by zero, which the CPU backend refuses): the dividend over the whole
+ * range, negatives and INT32_MIN included, the divisor in -7 .. 7 but 0,
+ * with -1 where the dividend is INT32_MIN (the one quotient that
+ * overflows: INT32_MIN, as the CPU backend's). A broadcast operand may
+ * meet INT32_MIN's -1 elsewhere too, and quotients of both signs round
+ * toward zero. */
+static void fill_div(uint8_t *cpu, const rt_program *g, const rt_instr *in)
+{
+    if (in->out_t.dtype != RT_I32 || in->nin != 2)
+        return;
+    int32_t *a = (int32_t *)(cpu + g->buf_offset[in->in[0]]);
+    int32_t *b = (int32_t *)(cpu + g->buf_offset[in->in[1]]);
+    int64_t na = rt_type_numel(&in->in_t[0]), nb = rt_type_numel(&in->in_t[1]);
+    for (int64_t i = 0; i < na; i++)
+        a[i] = (int32_t)(uint32_t)next();
+    a[0] = INT32_MIN;
+    for (int64_t i = 0; i < nb; i++) {
+        int32_t d = (int32_t)(next() % 7) + 1;
+        b[i] = next() % 2 ? d : -d;
+    }
+    b[0] = -1;
+}
+
 /* Kernel ki of stage st: its inputs filled alike, the CPU's instructions
  * against the emulated kernel; false where they differ beyond the
  * kernel's tolerance, or the launch fails. */
@@ -915,6 +940,8 @@ static bool run_kernel(const rt_plan *p, int st, int ki, void *lib, int kind, bo
         int op = g->instr[k->instr[i]].op;
         if (op == RT_OP_EMBEDDING_GRAD)
             fill_embedding_grad(cpu, g, &g->instr[k->instr[i]]);
+        if (op == RT_OP_DIV)
+            fill_div(cpu, g, &g->instr[k->instr[i]]);
         /* split3's too: a value of fill's 12 bits has no third part */
         if (op == RT_OP_SOFTMAX || op == RT_OP_XENT || op == RT_OP_XENT_GRAD ||
             op == RT_OP_SPLIT3)
@@ -1044,6 +1071,7 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
             const rt_instr *first = &p->stage[st].instr[kn->instr[0]];
             i32_reduce_ran += kn->ninstr == 1 && (first->op == RT_OP_AMAX || first->op == RT_OP_SUM) &&
                               first->out_t.dtype == RT_I32;
+            i32_div_ran += kn->ninstr == 1 && first->op == RT_OP_DIV && first->out_t.dtype == RT_I32;
             for (int j = 0; j < kn->ninstr; j++) {
                 int op = p->stage[st].instr[kn->instr[j]].op;
                 op_ran[op]++;
@@ -1312,6 +1340,8 @@ int main(int argc, char **argv)
         {"tests/lit/cuda/i32.ir", "1", 0, "", NULL, NULL, NULL},
         /* amax and sum of i32, kernels of their own */
         {"tests/models/i32_reduce.sh", "2", 0, "", NULL, NULL, NULL},
+        /* div of i32, a kernel of its own */
+        {"tests/models/i32_div.sh", "2", 0, "", NULL, NULL, NULL},
         /* attention tiles partly empty */
         {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1", NULL, NULL, NULL},
         /* for sm_75: its f32 forward on CUDA cores (for sm_80, tensor cores) */
@@ -1393,11 +1423,13 @@ int main(int argc, char **argv)
     CHECK(op_ran[RT_OP_SPLIT3] >= 16);
     /* the kernels of single i32 ops: a vocabulary-parallel step's checks of
      * its ids and labels (vocab_parallel.sh on 2x2) and its amax of row
-     * numbers, i32_reduce.sh's amax and sums */
-    printf("kernels of check_ids %d, check_labels %d, i32 amax and sum %d\n",
-           op_ran[RT_OP_CHECK_IDS], op_ran[RT_OP_CHECK_LABELS], i32_reduce_ran);
+     * numbers, i32_reduce.sh's amax and sums, i32_div.sh's divisions (3
+     * a rank, 2 ranks) */
+    printf("kernels of check_ids %d, check_labels %d, i32 amax and sum %d, i32 div %d\n",
+           op_ran[RT_OP_CHECK_IDS], op_ran[RT_OP_CHECK_LABELS], i32_reduce_ran, i32_div_ran);
     CHECK(op_ran[RT_OP_CHECK_IDS] >= 2 && op_ran[RT_OP_CHECK_LABELS] >= 2);
     CHECK(i32_reduce_ran >= 6);
+    CHECK(i32_div_ran >= 3);
     CHECK(split_vec_ran >= 12 && op_ran[RT_OP_SPLIT3] - split_vec_ran >= 4);
     CHECK(lse_alone_ran >= 6);
     printf("attention kernels on tensor cores: %d through mma.sync (%d with the tiles copied by "

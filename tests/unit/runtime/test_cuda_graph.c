@@ -428,6 +428,60 @@ static void check_vocab_checks(void)
     rt_plan_free(p);
 }
 
+/* A division of i32 (index arithmetic, here of an input by another,
+ * broadcast) is a kernel of its own, so a step that divides its ids splits
+ * no graph and has no host work in it; a zero divisor fails the run with
+ * the CPU backend's words at the same result index (the first: the lowest
+ * such index of the rank's result, 3 here, the error word's), after
+ * "stage 0, instruction I (div, kernel NAME): ". */
+static void check_div(void)
+{
+    static const char model[] = "mesh dp\n"
+                                "input a : i32[4, 6] shard(dp, _)\n"
+                                "input b : i32[6]\n"
+                                "x = a / b\n"
+                                "q = cast(x, f32) * 2.0\n"
+                                "output q\n";
+    rt_plan *p = compile("div.sh", model, "2");
+    if (!p)
+        return;
+    int32_t *at = rt_cuda_kernel_map(p, 0);
+    CHECK(at != NULL);
+    int divs = 0, host = 0;
+    for (int i = 0; at && i < p->stage[0].ninstr; i++) {
+        host += rt_cuda_step_role(p, 0, at, i, true) == RT_STEP_HOST ||
+                rt_cuda_step_role(p, 0, at, i, false) == RT_STEP_HOST;
+        if (op_at(p, 0, i) != RT_OP_DIV)
+            continue;
+        divs++;
+        CHECK(at[i] >= 0);
+        CHECK_INT(rt_cuda_step_role(p, 0, at, i, false), RT_STEP_DEVICE);
+    }
+    CHECK_INT(divs, 1);
+    CHECK_INT(host, 0);
+    rt_graph_span *span = malloc(((size_t)p->stage[0].ninstr / 2 + 1) * sizeof *span);
+    CHECK(span && check_spans(p, 0, true, span) == 1);
+    free(span);
+    free(at);
+    int32_t a[24], b[6] = {3, -2, 5, 0, 1, -1};
+    for (int i = 0; i < 24; i++)
+        a[i] = i - 7;
+    su_status cpu;
+    rt_session_opts o = {.comm = RT_COMM_LOCAL, .backend = RT_BACKEND_CPU, .seed = 1};
+    rt_session *s = rt_session_new(p, &o, &cpu);
+    CHECK(s != NULL);
+    if (s) {
+        CHECK(rt_session_bind(s, "a", a, sizeof a, &cpu) == 0);
+        CHECK(rt_session_bind(s, "b", b, sizeof b, &cpu) == 0);
+        CHECK(rt_session_run(s, &cpu) != 0);
+        rt_session_free(s);
+        CHECK(cpu.kind == SU_INPUT);
+        CHECK(strstr(cpu.msg, "div: i32 division by zero at result index 3") != NULL);
+        check_like_cpu_in(p, "div.sh:", RT_OP_DIV, 3, 0, cpu.msg);
+    }
+    rt_plan_free(p);
+}
+
 /* "xent.sh:L:C: " of the instruction kernel k checks. */
 static const char *checked_where(const rt_plan *p, int32_t k, char *buf, size_t size)
 {
@@ -582,6 +636,7 @@ int main(void)
     check_const_words();
     check_messages();
     check_vocab_checks();
+    check_div();
     check_trace();
     check_all_examples();
     check_example_spans("mlp.sh", "2x2", 0);
