@@ -9,7 +9,8 @@ broadcasting, matmul plain and batched, reductions with and without
 keepdims, softmax, the norms, transpose, reshape, cast, embedding,
 attention, mse, cross_entropy; of §12, indexing, concat and split, sin,
 cos, arange, one_hot, argmax, gather, cumsum and topk, comparisons, bool
-inputs and where, dropout, stop_gradient, grouped-query attention with as
+inputs and where, i32 index arithmetic on an embedding's ids (division
+included), dropout, stop_gradient, grouped-query attention with as
 many or twice as many keys as queries, recompute blocks), f32, bf16 and
 f16 values, blocks of one or two results called
 once or more, `repeat`, `repeat ... over pp` with every schedule, one
@@ -837,7 +838,8 @@ class Gen:
             t = self.new_param([V, self.r.choice(self.dims)], dtype0)
             self.emb = (t.name, V, self.params_shape_last(t), dtype0)
             e = self.fresh()
-            out.append(f"{e} = embedding({t.name}, ids)")
+            ix = self.index_arithmetic(out, shape, V)
+            out.append(f"{e} = embedding({t.name}, {ix})")
             self.pool.append(Value(e, dtype0, shape + [self.params_shape_last(t)], 1.0, True))
         pre = self.r.randrange(1, 5)
         for _ in range(pre):
@@ -865,6 +867,36 @@ class Gen:
             head.append("# diff-inputs: batches")
         head += [f"# diff-ids: {n} {v}" for n, v in sorted(self.ids.items())]
         return "\n".join(head + [self.lexical(l) for l in out]) + "\n"
+
+    def index_arithmetic(self, out, shape, V):
+        """Half the embeddings read ids made from the input's by i32
+        arithmetic (drawn by a generator of its own, so that a seed makes
+        the program it made before but for these lines), each map keeping
+        [0, V) inside [0, V): division by a constant, by a tensor of ids
+        plus 1 or by a broadcast row of arange plus 1, wrapping products,
+        max, min, comparisons picked by where, and the ids reversed. Their
+        name, or `ids` as it was."""
+        g = random.Random(f"i32 {self.seed}")
+        if g.random() >= 0.5:
+            return "ids"
+        n = shape[-1]
+        last = self.dimtext(n) if len(shape) == 2 else None
+        terms = [
+            lambda x: f"{x} / {g.randrange(2, 5)}",
+            lambda x: f"{x} / ({x} / 4 + 1)",
+            lambda x: f"(3 * {x} + 1) / 4",
+            lambda x: f"max({x} - {g.randrange(1, 4)}, {x} / 2)",
+            lambda x: f"min({x}, {x} * 2)",
+            lambda x: f"where({x} > {g.randrange(0, 3)}, {x} - 1, {x})",
+            lambda x: f"({V} - 1) - {x}",
+        ]
+        if last:
+            terms.append(lambda x: f"{x} / (arange({last}) + 1)")
+        x = "ids"
+        for _ in range(g.choice([1, 1, 2])):
+            x = g.choice(terms)(x if x == "ids" else f"({x})")
+        out.append(f"ix = {x}")  # not fresh(): the later names stay
+        return "ix"
 
     def option_variants(self, out):
         """Variants of shardc's options that must not change what a program
