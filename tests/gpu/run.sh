@@ -22,7 +22,8 @@
 # 2x2 for 3 steps with --graph and --trace against 3 CPU steps (and the
 # timeline through tests/tools/check_trace.py); vocab_parallel.sh on 2x2
 # from a file of batches, eagerly and by graphs, and a label outside its
-# classes failing with the CPU's words; a checkpoint saved from
+# classes failing with the CPU's words; i32 division (tests/models/i32_div.sh)
+# to the bit, and a zero divisor failing with the CPU's words; a checkpoint saved from
 # the GPU and resumed there against the same steps straight; and an
 # embedding id outside the table, which must fail the run with the CPU
 # backend's message naming the kernel. Then the same plans of mesh 1
@@ -311,6 +312,36 @@ if $ok; then
 else
     fail=$((fail + 1))
     failed+=("a label outside the classes, vocabulary-parallel")
+fi
+
+# Division of i32, a kernel of its own: tests/models/i32_div.sh on 2 ranks
+# from a file (INT32_MIN / -1 and quotients of both signs among them)
+# against the CPU to the bit, then a zero divisor failing the run with the
+# CPU backend's words after the div kernel's name.
+echo "== i32 division --mesh 2, and a zero divisor"
+dir=$tmp/div
+mkdir -p "$dir"
+ok=true
+"$shardc" "$root/tests/models/i32_div.sh" --mesh 2 --arch "${GPU_ARCH:-sm_80,sm_90}" \
+    -o "$dir/plan" || ok=false
+a="-2147483648,$(seq -s, -11 -1),$(seq -s, 1 11)"
+$ok && python3 "$root/tests/tools/make_st.py" "$dir/in" "a=I32[4,6]:$a" "b=I32[6]:-1,3,-2,5,7,-4" \
+    "c=I32[4,1]:2,-3,4,5" || ok=false
+$ok && python3 "$root/tests/tools/make_st.py" "$dir/zero" "a=I32[4,6]:$a" "b=I32[6]:-1,3,-2,0,7,-4" \
+    "c=I32[4,1]:2,-3,4,5" || ok=false
+for backend in cpu cuda; do
+    $ok && "$shardrun" "$dir/plan" --backend "$backend" --inputs "$dir/in" --quiet \
+        --outputs "$dir/$backend.out.safetensors" || ok=false
+done
+$ok && "$compare" "$dir/cpu.out.safetensors" "$dir/cuda.out.safetensors" --rtol 0 --atol 0 ||
+    ok=false
+# each rank's first zero is its result index 3
+$ok && same_error "$dir/plan" "$dir/zero" div "[01]" 'i32_div\.sh' || ok=false
+if $ok; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1))
+    failed+=("i32 division --mesh 2, and a zero divisor")
 fi
 
 # Params and states stay on the GPU between steps and come to the host
