@@ -4,7 +4,9 @@
 # rank, and the instruction or kernel module where there is one; every
 # allocation, stream, module, graph and cuBLASLt object is released, and
 # no rule of the driver is broken on the way out (no-leaks.awk reads the
-# driver's count at exit). A plan too big for the GPU says so with the
+# driver's count at exit). The backend's source line in a message is named
+# from the repository's root (runtime/exec/cuda.c:N), not from the folder
+# shardrun was built in. A plan too big for the GPU says so with the
 # arena's size and the GPU's free memory; the page-locked memory for the
 # inputs that cannot be had names what it is for and its size. Ranks as threads: one rank's
 # failure ends the others' steps too.
@@ -25,24 +27,24 @@
 # RUN: %expect 5 env LD_LIBRARY_PATH=$FAKECUDA FAKECUDA_FAIL=cublasLtMatmul:7 FAKECUDA_LOG=%t.4 \
 # RUN:     %shardrun %t.plan --backend cuda --quiet --steps 2 2>&1 | FileCheck %s --check-prefix=MATMUL
 # RUN: awk -f %S/no-leaks.awk %t.4
-# MATMUL: shardrun: error: rank 0: {{.*}}mlp.sh:{{[0-9]+:[0-9]+}}: instruction {{[0-9]+}} (matmul): {{.*}}cuda_blas.c:{{[0-9]+}}: cublasLtMatmul: CUBLAS_STATUS_EXECUTION_FAILED
+# MATMUL: shardrun: error: rank 0: {{.*}}mlp.sh:{{[0-9]+:[0-9]+}}: instruction {{[0-9]+}} (matmul): runtime/cuda/cuda_blas.c:{{[0-9]+}}: cublasLtMatmul: CUBLAS_STATUS_EXECUTION_FAILED
 # RUN: %expect 5 env LD_LIBRARY_PATH=$FAKECUDA FAKECUDA_FAIL=cuGraphInstantiateWithFlags:1 FAKECUDA_LOG=%t.5 \
 # RUN:     %shardrun %t.plan --backend cuda --quiet --steps 3 --graph 2>&1 | FileCheck %s --check-prefix=INSTANTIATE
 # RUN: awk -f %S/no-leaks.awk %t.5
-# INSTANTIATE: shardrun: error: rank 0: capturing instructions {{[0-9]+}}..{{[0-9]+}} as a CUDA graph: {{.*}}cuda.c:{{[0-9]+}}: cuGraphInstantiate: CUDA_ERROR_UNKNOWN (unknown error)
+# INSTANTIATE: shardrun: error: rank 0: capturing instructions {{[0-9]+}}..{{[0-9]+}} as a CUDA graph: runtime/exec/cuda.c:{{[0-9]+}}: cuGraphInstantiate: CUDA_ERROR_UNKNOWN (unknown error)
 # RUN: %expect 5 env LD_LIBRARY_PATH=$FAKECUDA FAKECUDA_FAIL=cuStreamEndCapture:1 FAKECUDA_LOG=%t.6 \
 # RUN:     %shardrun %t.plan --backend cuda --quiet --steps 3 --graph 2>&1 | FileCheck %s --check-prefix=CAPTURE
 # RUN: awk -f %S/no-leaks.awk %t.6
-# CAPTURE: shardrun: error: rank 0: capturing instructions {{[0-9]+}}..{{[0-9]+}} as a CUDA graph: {{.*}}cuda.c:{{[0-9]+}}: cuStreamEndCapture: CUDA_ERROR_UNKNOWN (unknown error)
+# CAPTURE: shardrun: error: rank 0: capturing instructions {{[0-9]+}}..{{[0-9]+}} as a CUDA graph: runtime/exec/cuda.c:{{[0-9]+}}: cuStreamEndCapture: CUDA_ERROR_UNKNOWN (unknown error)
 # RUN: %expect 5 env LD_LIBRARY_PATH=$FAKECUDA FAKECUDA_FAIL=cuGraphLaunch:2 FAKECUDA_LOG=%t.7 \
 # RUN:     %shardrun %t.plan --backend cuda --quiet --steps 3 --graph 2>&1 | FileCheck %s --check-prefix=GRAPH
 # RUN: awk -f %S/no-leaks.awk %t.7
-# GRAPH: shardrun: error: rank 0: launching the graph of instructions {{[0-9]+}}..{{[0-9]+}}: {{.*}}cuda.c:{{[0-9]+}}: cuGraphLaunch: CUDA_ERROR_UNKNOWN (unknown error)
+# GRAPH: shardrun: error: rank 0: launching the graph of instructions {{[0-9]+}}..{{[0-9]+}}: runtime/exec/cuda.c:{{[0-9]+}}: cuGraphLaunch: CUDA_ERROR_UNKNOWN (unknown error)
 # RUN: python3 %S/../../tools/make_batches.py %t.in 2 x=F32[64,1024] y=F32[64,1024]
 # RUN: %expect 5 env LD_LIBRARY_PATH=$FAKECUDA FAKECUDA_FAIL=cuMemAllocHost_v2:1:2 FAKECUDA_LOG=%t.9 \
 # RUN:     %shardrun %t.plan --backend cuda --quiet --steps 2 --inputs %t.in 2>&1 | FileCheck %s --check-prefix=PINNED
 # RUN: awk -f %S/no-leaks.awk %t.9
-# PINNED: shardrun: error: rank 0: {{.*}}mlp.sh:{{[0-9]+:[0-9]+}}: instruction {{[0-9]+}} (input): page-locked host memory for the stage's inputs (524288 bytes): {{.*}}cuda.c:{{[0-9]+}}: cuMemAllocHost: CUDA_ERROR_OUT_OF_MEMORY (out of memory)
+# PINNED: shardrun: error: rank 0: {{.*}}mlp.sh:{{[0-9]+:[0-9]+}}: instruction {{[0-9]+}} (input): page-locked host memory for the stage's inputs (524288 bytes): runtime/exec/cuda.c:{{[0-9]+}}: cuMemAllocHost: CUDA_ERROR_OUT_OF_MEMORY (out of memory)
 # RUN: %expect 5 env LD_LIBRARY_PATH=$FAKECUDA FAKECUDA_FAIL=cuMemAlloc_v2:3 FAKECUDA_LOG=%t.8 \
 # RUN:     %shardrun %t.4.plan --backend cuda --quiet --steps 2 2>&1 | FileCheck %s --check-prefix=RANK
 # RUN: awk -f %S/no-leaks.awk %t.8
