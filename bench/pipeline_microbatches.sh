@@ -13,7 +13,9 @@
 # compile per count timed pass by pass (--time-passes), then the plan
 # file's size (no kernels) and the largest stage's peak for the 1f1b and
 # interleaved(2) schedules at 8, 32 and 128 microbatches (the
-# interleaved schedule takes a multiple of the stages); with OUT.md,
+# interleaved schedule takes a multiple of the stages), then a deep
+# pipeline's report (96 layers on 64 stages) at 64 to 512 microbatches,
+# as --auto compiles its candidates; with OUT.md,
 # writes it there with the machine and the compiler's commit.
 set -euo pipefail
 shardc=${1:?usage: pipeline_microbatches.sh SHARDC [OUT.md]}
@@ -120,6 +122,27 @@ for sched in 1f1b 'interleaved(2)'; do
         -v r1="${arena[8]}" -v r2="${arena[128]}" 'BEGIN {
         printf "| %s | %.1f | %.1f | %.1f | %.2fx | %.1f | %.1f |\n", s, a / 1e6, b / 1e6,
             c / 1e6, c / a, r1 / 1e6, r2 / 1e6 }' >> "$table"
+done
+# a deep pipeline's report, what --auto compiles for each of its candidates
+# (up to 8 microbatches a stage): 96 layers over 64 stages (1x64x8), the
+# batch 512 sequences whatever the count, --report json without kernels
+{
+    echo
+    echo "A deep pipeline's report (96 layers on 1x64x8, 64 stages, batch 512, \`--report json\`, no kernels, as \`--auto\` compiles each candidate):"
+    echo
+    echo "| microbatches | wall s | CPU s | peak memory MB |"
+    echo "| ---: | ---: | ---: | ---: |"
+} >> "$table"
+for m in 64 128 256 512; do
+    : > "$tmp/runs"
+    for _ in $(seq "$repeat"); do
+        /usr/bin/time -f '%e %U %S %M' -o "$tmp/time" "$shardc" "$model" -D L=96 -D B=512 \
+            --microbatches "$m" --mesh 1x64x8 --report json > /dev/null
+        awk '{printf "%s %.2f %s\n", $1, $2 + $3, $4}' "$tmp/time" >> "$tmp/runs"
+    done
+    printf '| %d | %.2f | %.2f | %.0f |\n' "$m" "$(awk '{print $1}' "$tmp/runs" | median)" \
+        "$(awk '{print $2}' "$tmp/runs" | median)" \
+        "$(awk '{print $3}' "$tmp/runs" | median | awk '{print $1 / 1024}')" >> "$table"
 done
 cat "$table"
 if [ -n "$out" ]; then

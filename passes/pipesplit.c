@@ -80,7 +80,11 @@ typedef struct st {
     int s;
     ir_value **pre;     /* [nv]: per-step values made on this stage */
     ir_value **full;    /* [nv]: inputs read whole */
-    ir_value **mb;      /* [nv * M]: microbatch values here (made or received) */
+    ir_value ***mb;     /* [nv]: per value, its M microbatch values here (made or
+                         * received), a row made when the stage first touches
+                         * the value (mb_at): a stage holds a few of the
+                         * model's values, and nv * M pointers a stage made a
+                         * deep pipeline's split quadratic in the microbatches */
     ir_value **step;    /* [nv]: ACC (running, then final) and POST values */
     ir_value **slice;   /* [nv]: per-step values as microbatches read them (cut) */
     int *nacc;          /* [nv]: contributions accumulated */
@@ -104,6 +108,27 @@ typedef struct st {
     su_ptrmap attrs;    /* the source's attributes as dst's (each interned once),
                          * by the source's pointer, in dst's arena */
 } st;
+
+/* Microbatch j's value of source value id on this stage: its slot, the
+ * value's row made (zeroed) when it has none, in the stage's module's
+ * arena (the stages' tasks run on threads of their own, each allocating
+ * only in its module, under its job's guard; the rows go when the module
+ * is compacted). */
+static ir_value **mb_at(st *S, int id, int j)
+{
+    if (!S->mb[id]) {
+        size_t n = (size_t)S->L->M * sizeof **S->mb;
+        S->mb[id] = su_alloc(&S->dst->arena, n);
+        memset(S->mb[id], 0, n);
+    }
+    return &S->mb[id][j];
+}
+
+/* The same, NULL where it is not here (the row is not made). */
+static ir_value *mb_get(const st *S, int id, int j)
+{
+    return S->mb[id] ? S->mb[id][j] : NULL;
+}
 
 static ir_type mb_type(const pl *L, const ir_value *v)
 {
@@ -370,7 +395,7 @@ static ir_value *get(st *S, const ir_value *v, int j)
             read_forward(S, v, S->reader);
         return S->pre[id];
     case K_MB: {
-        ir_value **slot = &S->mb[(size_t)id * L->M + j];
+        ir_value **slot = mb_at(S, id, j);
         if (!*slot && L->floating[id])
             *slot = emit_mb(S, v->def, j);
         if (!*slot && !S->failed) {
@@ -512,7 +537,7 @@ static void recv_task(st *S, const pass_task *t)
             if (L->kind[x->id] != K_MB || L->floating[x->id] ||
                 pass_pl_stage_of(L, L->chunk[x->id]) == S->s)
                 continue;
-            bool seen = S->mb[(size_t)x->id * L->M + j] != NULL;
+            bool seen = mb_get(S, x->id, j) != NULL;
             for (int q = 0; q < nrecv && !seen; q++)
                 seen = want[q] == x->id;
             if (!seen)
@@ -532,7 +557,7 @@ static void recv_task(st *S, const pass_task *t)
         ir_type ty = mb_type(L, x);
         ir_attrs a = {.peer = pass_pl_stage_of(L, L->chunk[x->id]), .tag = tag_of(L, x->id, j)};
         ir_value *r = append(S, x->def, IR_RECV, NULL, 0, &a, &ty, &x->sh);
-        S->mb[(size_t)x->id * L->M + j] = r;
+        *mb_at(S, x->id, j) = r;
     }
     S->task = S->cur_mb = 0;
 }
@@ -556,7 +581,7 @@ static bool compute_task(st *S, const pass_task *t)
         ir_value *v = emit_mb(S, op, j);
         if (!v)
             return false;
-        S->mb[(size_t)id * L->M + j] = v;
+        *mb_at(S, id, j) = v;
     }
     S->task = S->cur_mb = 0;
     return !S->failed;
@@ -578,7 +603,7 @@ static void send_task(st *S, const pass_task *t)
         S->cur_mb = j;
         for (int s = 0; s < L->P; s++)
             if (L->to[id] & (1ull << s)) {
-                ir_value *x = S->mb[(size_t)id * L->M + j];
+                ir_value *x = mb_get(S, id, j);
                 ir_attrs a = {.peer = s, .tag = tag_of(L, id, j)};
                 append(S, op, IR_SEND, &x, 1, &a, NULL, NULL);
             }
@@ -645,12 +670,22 @@ static bool order_p2p(pl *L, st *S)
     int *cur = su_alloc(&L->ar, (size_t)P * sizeof *cur);
     int **at = su_alloc(&L->ar, (size_t)P * sizeof *at); /* per op: the gap it paired in */
     int **seq = su_alloc(&L->ar, (size_t)P * sizeof *seq); /* per op: pairing order */
+    /* per stage, its sends not yet paired in the gaps it has reached
+     * (0 .. added), in program order: the pairing walks these, as it
+     * would every send of those gaps (a paired one is passed over), so a
+     * stage's walk costs the sends in flight, not every send before it */
+    int **open = su_alloc(&L->ar, (size_t)P * sizeof *open);
+    int *nopen = su_alloc(&L->ar, (size_t)P * sizeof *nopen);
+    int *added = su_alloc(&L->ar, (size_t)P * sizeof *added);
     int nseq = 0;
     for (int s = 0; s < P; s++) {
         int n = S[s].dst->ops.n + 1;
         cur[s] = 0;
         at[s] = su_alloc(&L->ar, (size_t)n * sizeof **at);
         seq[s] = su_alloc(&L->ar, (size_t)n * sizeof **seq);
+        open[s] = su_alloc(&L->ar, (size_t)n * sizeof **open);
+        nopen[s] = 0;
+        added[s] = -1;
         for (int i = 0; i < n; i++)
             at[s][i] = -1;
     }
@@ -663,24 +698,31 @@ static bool order_p2p(pl *L, st *S)
             if (cur[s] > NB(s))
                 continue;
             int upto = cur[s] < NB(s) ? cur[s] : NB(s) - 1;
-            for (int g = 0; g <= upto; g++)
-                for (intptr_t i = LO(s, g); i < HI(s, g); i++) {
-                    const ir_op *snd = IR_OP(S[s].dst, i);
-                    int t = (int)snd->a->peer;
-                    if (snd->code != IR_SEND || at[s][i] >= 0 || cur[t] >= NB(t))
+            for (int g = added[s] + 1; g <= upto; g++)
+                for (intptr_t i = LO(s, g); i < HI(s, g); i++)
+                    if (IR_OP(S[s].dst, i)->code == IR_SEND && at[s][i] < 0)
+                        open[s][nopen[s]++] = (int)i;
+            added[s] = upto > added[s] ? upto : added[s];
+            int kept = 0;
+            for (int q = 0; q < nopen[s]; q++) {
+                int i = open[s][q];
+                const ir_op *snd = IR_OP(S[s].dst, i);
+                int t = (int)snd->a->peer;
+                for (intptr_t k = LO(t, cur[t]); at[s][i] < 0 && cur[t] < NB(t) && k < HI(t, cur[t]);
+                     k++) {
+                    const ir_op *rcv = IR_OP(S[t].dst, k);
+                    if (rcv->code != IR_RECV || at[t][k] >= 0 || rcv->a->peer != s ||
+                        rcv->a->tag != snd->a->tag)
                         continue;
-                    for (intptr_t k = LO(t, cur[t]); k < HI(t, cur[t]); k++) {
-                        const ir_op *rcv = IR_OP(S[t].dst, k);
-                        if (rcv->code != IR_RECV || at[t][k] >= 0 || rcv->a->peer != s ||
-                            rcv->a->tag != snd->a->tag)
-                            continue;
-                        at[s][i] = upto;
-                        at[t][k] = cur[t];
-                        seq[s][i] = seq[t][k] = nseq++;
-                        progress = true;
-                        break;
-                    }
+                    at[s][i] = upto;
+                    at[t][k] = cur[t];
+                    seq[s][i] = seq[t][k] = nseq++;
+                    progress = true;
                 }
+                if (at[s][i] < 0)
+                    open[s][kept++] = i;
+            }
+            nopen[s] = kept;
         }
         for (int s = 0; s < P; s++) { /* one gap on, once its recvs all paired */
             if (cur[s] >= NB(s))
@@ -832,7 +874,7 @@ static bool made(const st *S, const ir_value *v)
     if (L->kind[v->id] != K_MB)
         return S->step[v->id] != NULL;
     for (int j = 0; j < L->M; j++)
-        if (!S->mb[(size_t)v->id * L->M + j])
+        if (!mb_get(S, v->id, j))
             return false;
     return true;
 }
@@ -1148,13 +1190,13 @@ static void init_stage(pl *L, st *S, int s)
     S->reader = NULL;
     memset(S->fwd, 0, nv * sizeof *S->fwd);
     S->ctx = IR_NPHASES;
-    S->mb = su_alloc(&L->ar, nv * (size_t)L->M * sizeof *S->mb);
+    S->mb = su_alloc(&L->ar, nv * sizeof *S->mb);
     S->want = su_alloc(&L->ar, nv * sizeof *S->want);
     memset(S->pre, 0, nv * sizeof *S->pre);
     memset(S->full, 0, nv * sizeof *S->full);
     memset(S->step, 0, nv * sizeof *S->step);
     memset(S->nacc, 0, nv * sizeof *S->nacc);
-    memset(S->mb, 0, nv * (size_t)L->M * sizeof *S->mb);
+    memset(S->mb, 0, nv * sizeof *S->mb);
 }
 
 /* ---- the split of the repetitions (LANGUAGE.md §12) ----
