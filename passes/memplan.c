@@ -78,6 +78,10 @@ typedef struct block {
     int64_t off, size;
 } block;
 
+/* twin_place's set of the offsets tried for a result: a power of two, at
+ * least twice TWIN_TRIES (below) */
+#define TWIN_SET 128
+
 typedef struct planner {
     const ir_module *m;
     pass_memplan *mp;
@@ -95,6 +99,11 @@ typedef struct planner {
     block *free;
     int nfree, capfree;
     int64_t top;
+    /* twin_place's offsets tried for one result: a set by open
+     * addressing, its entries current when their stamp is tried_at */
+    int64_t tried_off[TWIN_SET];
+    uint32_t tried_stamp[TWIN_SET];
+    uint32_t tried_at;
 } planner;
 
 enum {
@@ -409,8 +418,10 @@ static int64_t twin_place(planner *P, const instances *I, const uint8_t *kind, i
     int64_t key = I->key[i], mb = key % I->nmb, pos = I->pos[i];
     int64_t len = I->start[key + 1] - I->start[key];
     uint16_t code = I->code[I->start[key] + pos];
-    int64_t tried[TWIN_TRIES];
-    int ntried = 0;
+    if (++P->tried_at == 0) { /* the stamps wrapped: none is current */
+        memset(P->tried_stamp, 0, sizeof P->tried_stamp);
+        P->tried_at = 1;
+    }
     for (int64_t d = 1; d <= mb && d <= TWIN_TRIES; d++) {
         int64_t k = key - d;
         /* an instance of another length (the first microbatch's backward,
@@ -427,12 +438,18 @@ static int64_t twin_place(planner *P, const instances *I, const uint8_t *kind, i
             !(kind[tb] & 0x80) || align_up(mp->bytes[tb]) != size)
             continue;
         int64_t off = mp->offset[tb];
-        for (int q = 0; q < ntried; q++)
-            if (tried[q] == off) /* the places cycle: the older ones were tried */
+        uint32_t h = (uint32_t)(((uint64_t)off * 0x9E3779B97F4A7C15ull) >> 57) & (TWIN_SET - 1);
+        while (P->tried_stamp[h] == P->tried_at) {
+            if (P->tried_off[h] == off) /* the places cycle: the older ones were tried */
                 return -1;
-        if (take_block(P, off, size))
+            h = (h + 1) & (TWIN_SET - 1);
+        }
+        /* a twin still live (freed after op end[tb]) holds its place, of
+         * this size: taking it would fail */
+        if (mp->end[tb] < i && take_block(P, off, size))
             return off;
-        tried[ntried++] = off;
+        P->tried_off[h] = off;
+        P->tried_stamp[h] = P->tried_at;
     }
     return -1;
 }
