@@ -777,10 +777,17 @@ static double value(const uint8_t *x, int dt)
 {
     float f;
     uint16_t h;
+    int32_t i;
     if (dt == RT_F32) {
         memcpy(&f, x, 4);
         return f;
     }
+    if (dt == RT_I32) {
+        memcpy(&i, x, 4);
+        return i;
+    }
+    if (dt == RT_BOOL)
+        return x[0];
     memcpy(&h, x, 2);
     return dt == RT_F16 ? su_f16_to_f32(h) : su_bf16_to_f32(h);
 }
