@@ -1107,8 +1107,22 @@ static bool exchange(pl *L, st *S)
     const ir_module *m = L->m;
     for (int s = 0; s < L->P; s++) {
         ir_module *d = S[s].dst;
-        int nops = d->ops.n, nfront = 0;
-        ir_op **front = su_alloc(&L->ar, (size_t)(2 * m->updates.n * L->P + 1) * sizeof *front);
+        int nops = d->ops.n, nfront = 0, cap = 1;
+        /* room for what the two loops below move to the front: per param
+         * homed here and read elsewhere, its own def and a send to each
+         * reader; per param read here and homed elsewhere, its recv (every
+         * stage's front was once sized by all the updates times the stages:
+         * 3.5 MB a stage, zeroed, on 64 stages of 96 layers) */
+        for (int i = 0; i < m->updates.n; i++) {
+            const ir_value *p = IR_UPDATE(m, i)->src;
+            int h = p->def->code == IR_PARAM ? L->home[p->id] : -1;
+            if (h < 0)
+                continue;
+            for (int t = 0; t < L->P; t++)
+                if (t != h && S[t].pre[p->id] && (s == h || s == t))
+                    cap += s == h ? 2 : 1;
+        }
+        ir_op **front = su_alloc(&L->ar, (size_t)cap * sizeof *front);
         bool *gone = su_alloc(&L->ar, (size_t)nops + 1);
         memset(gone, 0, (size_t)nops + 1);
         for (int i = 0; i < m->updates.n; i++) { /* the home's params first */
@@ -1117,7 +1131,9 @@ static bool exchange(pl *L, st *S)
                 continue;
             for (int t = 0; t < L->P; t++)
                 if (t != s && S[t].pre[p->id]) {
-                    front[nfront++] = S[s].pre[p->id]->def;
+                    if (nfront < cap)
+                        front[nfront] = S[s].pre[p->id]->def;
+                    nfront++;
                     break;
                 }
         }
@@ -1142,9 +1158,15 @@ static bool exchange(pl *L, st *S)
                         gone[k] = gone[k] || IR_OP(d, k) == old->def;
                     S[s].pre[p->id] = r;
                 }
-                front[nfront++] = IR_OP(d, d->ops.n - 1);
+                if (nfront < cap)
+                    front[nfront] = IR_OP(d, d->ops.n - 1);
+                nfront++;
             }
         }
+        if (nfront > cap)
+            return pass_pl_fail_at(L, (su_loc){0, 0},
+                                   "internal error: stage %d moves %d params' ops to its front, "
+                                   "room for %d", s, nfront, cap);
         if (nfront)
             to_front(L, d, front, nfront, gone);
     }
