@@ -270,6 +270,9 @@ static const char *ew_expr_i32(gen *G, const ir_op *op, const char *a, const cha
     case IR_NEG: return cg_fmt(G, "(int)(0u - (unsigned)%s)", a);
     case IR_ABS: return cg_fmt(G, "%s < 0 ? (int)(0u - (unsigned)%s) : %s", a, a, a);
     case IR_EXPAND: return a;
+    /* by a const that is not 0 (the fusion pass's rule); -INT32_MIN
+     * wraps to itself, as the CPU backend's INT32_MIN / -1 */
+    case IR_DIV: return cg_fmt(G, "%s == -1 ? (int)(0u - (unsigned)%s) : %s / %s", b, a, a, b);
     default: su_unreachable();
     }
 }

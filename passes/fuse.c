@@ -67,11 +67,25 @@ static bool all_float(const ir_op *op)
     return true;
 }
 
+/* Whether v is a const (broadcast, reshaped or constrained) whose i32
+ * value is not 0. */
+static bool nonzero_const(const ir_value *v)
+{
+    while (v->def && (v->def->code == IR_EXPAND || v->def->code == IR_RESHAPE ||
+                      v->def->code == IR_CONSTRAIN))
+        v = v->def->in[0];
+    if (!v->def || v->def->code != IR_CONST)
+        return false;
+    double c = v->def->a->value; /* made i32 as (int32_t)c: exact for these */
+    return c == (double)(int64_t)c && c != 0 && c >= -2147483648.0 && c <= 2147483647.0;
+}
+
 /* Whether op is i32 arithmetic a kernel computes as the CPU backend
  * does (wrapping add, sub, mul and neg; max, min, gt, eq, abs;
- * expand): every operand and the result i32. Not div, whose division by
- * zero the CPU backend reports: a kernel of its own records it
- * (codegen/cuda_ops.c). */
+ * expand; div by a const that is not 0, truncating, INT32_MIN / -1
+ * giving INT32_MIN): every operand and the result i32. Not div by a
+ * value, whose division by zero the CPU backend reports: a kernel of its
+ * own records it (codegen/cuda_ops.c). */
 static bool i32_exact(const ir_op *op)
 {
     if (op->res[0]->type.dtype != IR_I32)
@@ -91,6 +105,8 @@ static bool i32_exact(const ir_op *op)
     case IR_ABS:
     case IR_EXPAND:
         return true;
+    case IR_DIV:
+        return nonzero_const(op->in[1]);
     default:
         return false;
     }

@@ -111,10 +111,11 @@
  * i32 arithmetic is elementwise too where a kernel computes exactly what
  * the CPU backend does: add, sub, mul and neg (wrapping), max, min, gt, eq,
  * abs and expand of i32 operands (a transformer's vocabulary-parallel
- * loss compares its labels with the class ids so); not div, whose zero
- * divisor the CPU backend reports, nor the i32 reductions: each of those
- * is a kernel of its own (codegen/cuda_ops.c), div's recording a zero
- * divisor in the module's error word.
+ * loss compares its labels with the class ids so), and div by a const
+ * that is not 0 (truncating; INT32_MIN / -1 is INT32_MIN); not div by a
+ * value, whose zero divisor the CPU backend reports, nor the i32
+ * reductions: each of those is a kernel of its own (codegen/cuda_ops.c),
+ * div's recording a zero divisor in the module's error word.
  *
  * Transposes that only feed a matmul are folded into it before fusion
  * (fold.c: cuBLASLt's TRANSA/TRANSB). Not done: gelu's pre-activation as

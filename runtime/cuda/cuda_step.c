@@ -149,7 +149,8 @@ int32_t rt_cuda_checked_instr(const rt_plan *p, const rt_kernel *k)
         case RT_OP_CHECK_IDS:
         case RT_OP_CHECK_LABELS:
             return k->instr[j];
-        case RT_OP_DIV: /* of i32: a zero divisor */
+        case RT_OP_DIV: /* of i32: a zero divisor (one fused with other ops
+                         * divides by a const that is not 0: it never fails) */
             if (g->instr[k->instr[j]].out_t.dtype == RT_I32)
                 return k->instr[j];
             break;

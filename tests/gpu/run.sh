@@ -314,8 +314,9 @@ else
     failed+=("a label outside the classes, vocabulary-parallel")
 fi
 
-# Division of i32, a kernel of its own: tests/models/i32_div.sh on 2 ranks
-# from a file (INT32_MIN / -1 and quotients of both signs among them)
+# Division of i32, by a value a kernel of its own, by a const inside an
+# elementwise kernel: tests/models/i32_div.sh on 2 ranks from a file
+# (INT32_MIN / -1 and quotients of both signs among them)
 # against the CPU to the bit, then a zero divisor failing the run with the
 # CPU backend's words after the div kernel's name.
 echo "== i32 division --mesh 2, and a zero divisor"

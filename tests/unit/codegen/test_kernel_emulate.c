@@ -132,6 +132,8 @@ static int async_ran;        /* of them, with two copies of the other side's til
 static int split_vec_ran;    /* split3 kernels taking 4 elements a thread */
 static int i32_reduce_ran;   /* kernels of an amax or sum of i32 alone */
 static int i32_div_ran;      /* kernels of a div of i32 alone */
+static int i32_div_fused_ran; /* elementwise kernels with a div of i32 by a const among
+                               * other ops */
 static const char *arch = "sm_80"; /* the kernels' target */
 static double worst[NKINDS]; /* the largest error as a fraction of its tolerance, by kind */
 static bool lenient;         /* one model from the command line: a kernel whose inputs the
@@ -907,21 +909,39 @@ static void fill_spread(uint8_t *a, const rt_type *t)
  * overflows: INT32_MIN, as the CPU backend's). A broadcast operand may
  * meet INT32_MIN's -1 elsewhere too, and quotients of both signs round
  * toward zero. */
-static void fill_div(uint8_t *cpu, const rt_program *g, const rt_instr *in)
+static bool kernel_reads(const rt_kernel *k, int32_t buf)
 {
-    if (in->out_t.dtype != RT_I32 || in->nin != 2)
+    for (int i = 0; i < k->nin; i++)
+        if (k->param[i] == buf)
+            return true;
+    return false;
+}
+
+static void fill_div(uint8_t *cpu, const rt_program *g, const rt_kernel *k, const rt_instr *in)
+{
+    if (in->out_t.dtype != RT_I32 || in->nin != 2 || !kernel_reads(k, in->in[1]))
         return;
     int32_t *a = (int32_t *)(cpu + g->buf_offset[in->in[0]]);
     int32_t *b = (int32_t *)(cpu + g->buf_offset[in->in[1]]);
     int64_t na = rt_type_numel(&in->in_t[0]), nb = rt_type_numel(&in->in_t[1]);
-    for (int64_t i = 0; i < na; i++)
-        a[i] = (int32_t)(uint32_t)next();
-    a[0] = INT32_MIN;
+    /* a dividend the kernel makes itself (fused) is its own: its buffer,
+     * which may be another value's, is left alone */
+    if (kernel_reads(k, in->in[0])) {
+        for (int64_t i = 0; i < na; i++)
+            a[i] = (int32_t)(uint32_t)next();
+        a[0] = INT32_MIN;
+    }
     for (int64_t i = 0; i < nb; i++) {
         int32_t d = (int32_t)(next() % 7) + 1;
         b[i] = next() % 2 ? d : -d;
     }
-    b[0] = -1;
+    /* a single divisor (a const's, in an elementwise kernel) is -1 every
+     * other time, so both ways of dividing are checked */
+    static int single;
+    if (nb > 1 || single++ % 2 == 0)
+        b[0] = -1;
+    else if (b[0] == -1 || b[0] == 1)
+        b[0] = b[0] * 3;
 }
 
 /* Kernel ki of stage st: its inputs filled alike, the CPU's instructions
@@ -948,7 +968,7 @@ static bool run_kernel(const rt_plan *p, int st, int ki, void *lib, int kind, bo
         if (op == RT_OP_EMBEDDING_GRAD)
             fill_embedding_grad(cpu, g, &g->instr[k->instr[i]]);
         if (op == RT_OP_DIV)
-            fill_div(cpu, g, &g->instr[k->instr[i]]);
+            fill_div(cpu, g, k, &g->instr[k->instr[i]]);
         /* split3's too: a value of fill's 12 bits has no third part */
         if (op == RT_OP_SOFTMAX || op == RT_OP_XENT || op == RT_OP_XENT_GRAD ||
             op == RT_OP_SPLIT3)
@@ -1079,6 +1099,13 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
             i32_reduce_ran += kn->ninstr == 1 && (first->op == RT_OP_AMAX || first->op == RT_OP_SUM) &&
                               first->out_t.dtype == RT_I32;
             i32_div_ran += kn->ninstr == 1 && first->op == RT_OP_DIV && first->out_t.dtype == RT_I32;
+            for (int j = 0; kn->ninstr > 1 && j < kn->ninstr; j++) {
+                const rt_instr *in = &p->stage[st].instr[kn->instr[j]];
+                if (in->op == RT_OP_DIV && in->out_t.dtype == RT_I32) {
+                    i32_div_fused_ran++;
+                    break;
+                }
+            }
             for (int j = 0; j < kn->ninstr; j++) {
                 int op = p->stage[st].instr[kn->instr[j]].op;
                 op_ran[op]++;
@@ -1431,12 +1458,16 @@ int main(int argc, char **argv)
     /* the kernels of single i32 ops: a vocabulary-parallel step's checks of
      * its ids and labels (vocab_parallel.sh on 2x2) and its amax of row
      * numbers, i32_reduce.sh's amax and sums, i32_div.sh's divisions (3
-     * a rank, 2 ranks) */
-    printf("kernels of check_ids %d, check_labels %d, i32 amax and sum %d, i32 div %d\n",
-           op_ran[RT_OP_CHECK_IDS], op_ran[RT_OP_CHECK_LABELS], i32_reduce_ran, i32_div_ran);
+     * a rank, 2 ranks), and its divisions by consts inside elementwise
+     * kernels (2 a rank) */
+    printf("kernels of check_ids %d, check_labels %d, i32 amax and sum %d, i32 div %d, "
+           "elementwise kernels dividing i32 by a const %d\n",
+           op_ran[RT_OP_CHECK_IDS], op_ran[RT_OP_CHECK_LABELS], i32_reduce_ran, i32_div_ran,
+           i32_div_fused_ran);
     CHECK(op_ran[RT_OP_CHECK_IDS] >= 2 && op_ran[RT_OP_CHECK_LABELS] >= 2);
     CHECK(i32_reduce_ran >= 6);
     CHECK(i32_div_ran >= 3);
+    CHECK(i32_div_fused_ran >= 2);
     CHECK(split_vec_ran >= 12 && op_ran[RT_OP_SPLIT3] - split_vec_ran >= 4);
     CHECK(lse_alone_ran >= 6);
     printf("attention kernels on tensor cores: %d through mma.sync (%d with the tiles copied by "
