@@ -1112,7 +1112,7 @@ static bool exchange(pl *L, st *S)
          * homed here and read elsewhere, its own def and a send to each
          * reader; per param read here and homed elsewhere, its recv (every
          * stage's front was once sized by all the updates times the stages:
-         * 3.5 MB a stage, zeroed, on 64 stages of 96 layers) */
+         * 3.5 MB a stage on 64 stages of 96 layers) */
         for (int i = 0; i < m->updates.n; i++) {
             const ir_value *p = IR_UPDATE(m, i)->src;
             int h = p->def->code == IR_PARAM ? L->home[p->id] : -1;
