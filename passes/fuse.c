@@ -77,7 +77,8 @@ static bool nonzero_const(const ir_value *v)
     if (!v->def || v->def->code != IR_CONST)
         return false;
     double c = v->def->a->value; /* made i32 as (int32_t)c: exact for these */
-    return c == (double)(int64_t)c && c != 0 && c >= -2147483648.0 && c <= 2147483647.0;
+    /* the range first: a cast of NaN or of a double outside it is undefined */
+    return c >= -2147483648.0 && c <= 2147483647.0 && c == (double)(int32_t)c && c != 0;
 }
 
 /* Whether op is i32 arithmetic a kernel computes as the CPU backend
