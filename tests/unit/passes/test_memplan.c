@@ -292,6 +292,68 @@ static void test_check_random(void)
     CHECK(faults > 200 && faults < 1900); /* both verdicts were tried */
 }
 
+/* The checker against brute_fault on 40 plans of 300 to 800 buffers,
+ * where its live buffers are many (a deep pipeline's stage holds tens of
+ * thousands): each buffer placed first fit among those live over its
+ * lifetime (so the plan is sound), then, in every other plan, one buffer
+ * moved onto the bytes of a later one, live when it starts (in the
+ * sweep's live array, after it: the neighbour above it); the same verdict
+ * every time. */
+static void test_check_many(void)
+{
+    enum { MAXB = 800, SLOTS = 96 };
+    static int64_t offset[MAXB], bytes[MAXB], start[MAXB], end[MAXB];
+    static int32_t view_of[MAXB];
+    pass_memplan mp = {.offset = offset, .bytes = bytes, .start = start, .end = end,
+                       .view_of = view_of, .arena_bytes = (SLOTS + 4) * B};
+    uint64_t x = 777;
+    int faults = 0;
+    for (int t = 0; t < 40; t++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        mp.nbuf = 300 + (int)((x >> 33) % 500);
+        int placed = 0;
+        for (int b = 0; b < mp.nbuf; b++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            bytes[b] = (int64_t)(1 + (x >> 40) % 4) * B;
+            start[b] = (int64_t)(x >> 45) % 400;
+            end[b] = start[b] + (int64_t)(x >> 52) % 60;
+            view_of[b] = -1;
+            offset[b] = -1;
+            for (int64_t o = 0; o + bytes[b] <= SLOTS * B && offset[b] < 0; o += B) {
+                bool clash = false;
+                for (int a = 0; a < b && !clash; a++)
+                    clash = offset[a] >= 0 && offset[a] < o + bytes[b] &&
+                            o < offset[a] + bytes[a] && start[a] <= end[b] &&
+                            start[b] <= end[a];
+                if (!clash)
+                    offset[b] = o;
+            }
+            if (offset[b] < 0) { /* no room: a buffer of no life at the top */
+                offset[b] = SLOTS * B;
+                bytes[b] = B;
+                start[b] = 1;
+                end[b] = 0;
+            }
+            placed++;
+        }
+        if (t % 2) { /* a buffer onto one after it that is live when it starts */
+            int b = (int)((x >> 20) % (uint64_t)(mp.nbuf / 2));
+            for (int a = mp.nbuf - 1; a > b; a--)
+                if (start[a] < start[b] && start[b] <= end[a] && end[b] >= start[b]) {
+                    offset[b] = offset[a];
+                    break;
+                }
+        }
+        su_buf err;
+        su_buf_init(&err, &oom);
+        bool ok = pass_memplan_check(NULL, &mp, &err);
+        CHECK(placed == mp.nbuf && ok == !brute_fault(&mp));
+        faults += !ok;
+        su_buf_free(&err);
+    }
+    CHECK(faults >= 15 && faults <= 20); /* the moved ones, which all clash */
+}
+
 /* A pipeline stage's program (passes/pipesplit.c): twelve microbatches'
  * forward (task 1) and backward (task 2) in 1F1B's order with two in
  * flight, F0 F1 B0 F2 B1 F3 ... F11 B10 B11. The forward reads a value
@@ -395,6 +457,7 @@ int main(void)
     test_in_place();
     test_check();
     test_check_random();
+    test_check_many();
     test_instances_alike();
     return CHECK_DONE();
 }
