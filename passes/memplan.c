@@ -1002,6 +1002,43 @@ static int by_time(const void *x, const void *y)
     return (a->b > b->b) - (a->b < b->b);
 }
 
+/* v[0 .. n) in by_time's order, as qsort would put them (a third of the
+ * check, on a deep pipeline): a stable counting sort by time (times are
+ * ops, from lo to hi), then each run of one time by offset and buffer,
+ * by insertion where short (most are an op's few results; the params'
+ * come in offset order already). tmp: room for n. */
+static bool sort_timed(timed *v, int n, timed *tmp, int64_t lo, int64_t hi)
+{
+    size_t span_t = (size_t)(hi - lo) + 2;
+    int *at = calloc(span_t, sizeof *at);
+    if (!at)
+        return false;
+    for (int i = 0; i < n; i++)
+        at[v[i].t - lo + 1]++;
+    for (size_t k = 1; k < span_t; k++)
+        at[k] += at[k - 1];
+    for (int i = 0; i < n; i++)
+        tmp[at[v[i].t - lo]++] = v[i];
+    free(at);
+    for (int i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && tmp[j].t == tmp[i].t; j++)
+            ;
+        if (j - i > 64) {
+            qsort(tmp + i, (size_t)(j - i), sizeof *tmp, by_time);
+            continue;
+        }
+        for (int a = i + 1; a < j; a++) {
+            timed x = tmp[a];
+            int b = a;
+            for (; b > i && by_time(&tmp[b - 1], &x) > 0; b--)
+                tmp[b] = tmp[b - 1];
+            tmp[b] = x;
+        }
+    }
+    memcpy(v, tmp, (size_t)n * sizeof *v);
+    return true;
+}
+
 /* Where span x is, or goes, in the n live spans (by offset). */
 static int live_at(const span *live, int n, const span *x)
 {
@@ -1026,8 +1063,8 @@ static void share_msg(const pass_memplan *mp, const span *a, const span *b, char
 }
 
 /* The first fault of mp into msg (empty: none). sp, live: room for nbuf
- * spans; order: for 2 nbuf timed. */
-static void memplan_fault(const pass_memplan *mp, span *sp, span *live, timed *order, char *msg,
+ * spans; order: for 3 nbuf timed. False: no memory. */
+static bool memplan_fault(const pass_memplan *mp, span *sp, span *live, timed *order, char *msg,
                           size_t size)
 {
     int n = 0;
@@ -1039,7 +1076,7 @@ static void memplan_fault(const pass_memplan *mp, span *sp, span *live, timed *o
                 mp->offset[b] + mp->bytes[b] > mp->offset[w] + mp->bytes[w] ||
                 mp->start[b] < mp->start[w] || mp->end[b] > mp->end[w]) {
                 snprintf(msg, size, "buffer %d is not inside buffer %d, whose view it is", b, w);
-                return;
+                return true;
             }
         }
         sp[b] = (span){mp->offset[b], mp->offset[b] + (mp->bytes[b] ? mp->bytes[b] : 1), b};
@@ -1047,16 +1084,20 @@ static void memplan_fault(const pass_memplan *mp, span *sp, span *live, timed *o
             snprintf(msg, size, "buffer %d at %lld (%lld bytes) is misaligned or outside the "
                      "arena of %lld bytes", b, (long long)mp->offset[b],
                      (long long)mp->bytes[b], (long long)mp->arena_bytes);
-            return;
+            return true;
         }
         if (w < 0 && mp->start[b] <= mp->end[b]) /* a view shares its bucket's life */
             order[n++] = (timed){mp->start[b], mp->offset[b], b};
     }
     timed *ends = order + n;
-    for (int i = 0; i < n; i++)
+    int64_t lo = 0, hi = 0;
+    for (int i = 0; i < n; i++) {
         ends[i] = (timed){mp->end[order[i].b], 0, order[i].b};
-    qsort(order, (size_t)n, sizeof *order, by_time);
-    qsort(ends, (size_t)n, sizeof *ends, by_time);
+        lo = order[i].t < lo ? order[i].t : lo;
+        hi = ends[i].t > hi ? ends[i].t : hi;
+    }
+    if (!sort_timed(order, n, ends + n, lo, hi) || !sort_timed(ends, n, ends + n, lo, hi))
+        return false;
     int nlive = 0, gone = 0;
     for (int i = 0; i < n; i++) {
         const span *x = &sp[order[i].b];
@@ -1071,16 +1112,17 @@ static void memplan_fault(const pass_memplan *mp, span *sp, span *live, timed *o
         int at = live_at(live, nlive, x);
         if (at > 0 && live[at - 1].end > x->off) {
             share_msg(mp, &live[at - 1], x, msg, size);
-            return;
+            return true;
         }
         if (at < nlive && x->end > live[at].off) {
             share_msg(mp, x, &live[at], msg, size);
-            return;
+            return true;
         }
         memmove(live + at + 1, live + at, (size_t)(nlive - at) * sizeof *live);
         live[at] = *x;
         nlive++;
     }
+    return true;
 }
 
 bool pass_memplan_check(const ir_module *m, const pass_memplan *mp, su_buf *err)
@@ -1088,14 +1130,13 @@ bool pass_memplan_check(const ir_module *m, const pass_memplan *mp, su_buf *err)
     (void)m;
     size_t n = (size_t)mp->nbuf + 1;
     span *s = malloc(2 * n * sizeof *s);
-    timed *order = malloc(2 * n * sizeof *order);
-    if (!s || !order) {
+    timed *order = malloc(3 * n * sizeof *order);
+    char msg[256];
+    if (!s || !order || !memplan_fault(mp, s, s + n, order, msg, sizeof msg)) {
         free(s);
         free(order);
         su_oom(err->oom);
     }
-    char msg[256];
-    memplan_fault(mp, s, s + n, order, msg, sizeof msg);
     free(s); /* before the message, which may fail to allocate */
     free(order);
     if (msg[0])
