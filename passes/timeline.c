@@ -14,6 +14,7 @@
 #include "fuse.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,12 +183,26 @@ static bool is_attention(const ir_op *op)
             ir_attn_layout_operands(op->code)) && op->code != IR_ATTN_DELTA;
 }
 
+/* Each op code's kernel class, over its last dim or another
+ * (pass_op_kclass compares names: looked up for every op of every
+ * microbatch, 4% of a deep pipeline's report) */
+static pass_kclass kclass_of[IR_NOPS][2];
+static pthread_once_t kclass_once = PTHREAD_ONCE_INIT;
+
+static void kclass_init(void)
+{
+    for (int c = 0; c < IR_NOPS; c++)
+        for (int last = 0; last < 2; last++)
+            kclass_of[c][last] = pass_op_kclass(ir_ops[c].name, last);
+}
+
 /* Op's kernel class (passes.h), as a plan's instruction of it is classed. */
 static pass_kclass op_class(const ir_op *op)
 {
     bool last = !(ir_ops[op->code].attrs & IR_A_AXIS) || op->nin < 1 ||
                 op->a->axis == op->in[0]->type.rank - 1;
-    return pass_op_kclass(ir_ops[op->code].name, last);
+    pthread_once(&kclass_once, kclass_init);
+    return kclass_of[op->code][last];
 }
 
 /* A kernel's seconds: launch + the longer of its FLOPs at the peak of
