@@ -63,6 +63,7 @@ typedef struct stamps {
     int M, ntask, gather;    /* tasks -1 .. ntask - 2; gather = ntask - 2 */
     int *start, *seq, *pos;
     int *task, *mb;          /* [ops]: each op's stamp */
+    uint8_t *gone;           /* [ops]: whether a middle microbatch's op (removed) */
 } stamps;
 
 static int stamp_key(const stamps *S, int task, int mb)
@@ -94,6 +95,7 @@ static void stamps_free(stamps *S)
     free(S->pos);
     free(S->task);
     free(S->mb);
+    free(S->gone);
 }
 
 static bool middle(const stamps *S, int mb)
@@ -118,9 +120,10 @@ static bool stamps_make(const ir_module *m, int M, int maxtask, stamps *S)
     S->pos = malloc((size_t)(n + 1) * sizeof *S->pos);
     S->task = malloc((size_t)(n + 1) * sizeof *S->task);
     S->mb = malloc((size_t)(n + 1) * sizeof *S->mb);
+    S->gone = malloc((size_t)n + 1);
     int *key = malloc((size_t)(n + 1) * sizeof *key);
     int *fill = malloc((nk + 1) * sizeof *fill);
-    if (!S->start || !S->seq || !S->pos || !S->task || !S->mb || !key || !fill) {
+    if (!S->start || !S->seq || !S->pos || !S->task || !S->mb || !S->gone || !key || !fill) {
         stamps_free(S);
         free(key);
         free(fill);
@@ -135,6 +138,7 @@ static bool stamps_make(const ir_module *m, int M, int maxtask, stamps *S)
             S->mb[i] = op->in[1]->def->mb;
         }
         key[i] = key_at(S, i);
+        S->gone[i] = key[i] >= 0 && middle(S, S->mb[i]);
         if (key[i] >= 0)
             S->start[key[i] + 1]++;
     }
@@ -288,7 +292,7 @@ static bool all_alike(const share *H)
  * the gathering of an output). */
 static bool removed(const stamps *S, int i)
 {
-    return i >= 0 && key_at(S, i) >= 0 && middle(S, S->mb[i]);
+    return i >= 0 && S->gone[i];
 }
 
 static bool value_removed(const share *H, const ir_value *v)
