@@ -330,17 +330,14 @@ static void renumber(walker *w)
     }
 }
 
-/* Appends the decimal digits of v to s at *n (of size room), as %d. */
-static void put_int(char *s, size_t *n, size_t room, int v)
+/* Appends the decimal digits of v to s at *n (of size room). */
+static void put_int(char *s, size_t *n, size_t room, unsigned v)
 {
     char d[12];
     int k = 0;
-    unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
     do
-        d[k++] = (char)('0' + u % 10);
-    while (u /= 10);
-    if (v < 0)
-        d[k++] = '-';
+        d[k++] = (char)('0' + v % 10);
+    while (v /= 10);
     while (k && *n + 1 < room)
         s[(*n)++] = d[--k];
     s[*n] = 0;
@@ -365,7 +362,7 @@ static const char *group_name(const ir_module *m, pass_fusion *f, const pass_fgr
     char s[160];
     size_t n = 0;
     put_text(s, &n, sizeof s, "k");
-    put_int(s, &n, sizeof s, g->id);
+    put_int(s, &n, sizeof s, (unsigned)g->id);
     int seen[4]; /* op codes: each names one op */
     int nseen = 0;
     for (int i = 0; i < g->nops && nseen < 4; i++) {
@@ -381,7 +378,7 @@ static const char *group_name(const ir_module *m, pass_fusion *f, const pass_fgr
     }
     if (g->nparts) {
         put_text(s, &n, sizeof s, "_x");
-        put_int(s, &n, sizeof s, g->nparts);
+        put_int(s, &n, sizeof s, (unsigned)g->nparts);
     }
     return su_strdup(&f->arena, s);
 }

@@ -1002,20 +1002,19 @@ static int by_time(const void *x, const void *y)
     return (a->b > b->b) - (a->b < b->b);
 }
 
-/* v[0 .. n) in by_time's order, as qsort would put them (a third of the
- * check, on a deep pipeline): a stable counting sort by time (times are
- * ops, from lo to hi), then each run of one time by offset and buffer,
- * by insertion where short (most are an op's few results; the params'
- * come in offset order already). tmp: room for n. */
+/* v[0 .. n) in by_time's order, as one qsort would put them (that qsort
+ * was a third of the check on a deep pipeline): a counting sort by time
+ * (times are ops, from lo to hi), then each run of one time (most are an
+ * op's few results) by offset and buffer. tmp: room for n. */
 static bool sort_timed(timed *v, int n, timed *tmp, int64_t lo, int64_t hi)
 {
-    size_t span_t = (size_t)(hi - lo) + 2;
-    int *at = calloc(span_t, sizeof *at);
+    size_t ntimes = (size_t)(hi - lo) + 2;
+    int *at = calloc(ntimes, sizeof *at);
     if (!at)
         return false;
     for (int i = 0; i < n; i++)
         at[v[i].t - lo + 1]++;
-    for (size_t k = 1; k < span_t; k++)
+    for (size_t k = 1; k < ntimes; k++)
         at[k] += at[k - 1];
     for (int i = 0; i < n; i++)
         tmp[at[v[i].t - lo]++] = v[i];
@@ -1023,17 +1022,8 @@ static bool sort_timed(timed *v, int n, timed *tmp, int64_t lo, int64_t hi)
     for (int i = 0, j; i < n; i = j) {
         for (j = i + 1; j < n && tmp[j].t == tmp[i].t; j++)
             ;
-        if (j - i > 64) {
+        if (j - i > 1)
             qsort(tmp + i, (size_t)(j - i), sizeof *tmp, by_time);
-            continue;
-        }
-        for (int a = i + 1; a < j; a++) {
-            timed x = tmp[a];
-            int b = a;
-            for (; b > i && by_time(&tmp[b - 1], &x) > 0; b--)
-                tmp[b] = tmp[b - 1];
-            tmp[b] = x;
-        }
     }
     memcpy(v, tmp, (size_t)n * sizeof *v);
     return true;
