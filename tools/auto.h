@@ -34,13 +34,16 @@
  * pipeline.sh L=32 --auto 32 with 2 threads, but ran the largest
  * compiles together: 13% more peak memory there, and on many threads as
  * many of the largest at once as there are threads, so it was left out.)
- * On a terminal, standard error shows how many of each round are
- * compiled. */
+ * Those under way at once stay within a memory budget (below: the
+ * compiles' memory). On a terminal, standard error shows how many of each
+ * round are compiled. */
 #include <cjson/cJSON.h>
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,6 +82,14 @@ typedef struct auto_run {
     int n, cap;
     int failed, pruned;
     char first_error[512];
+    /* the compiles' memory (auto_eval_all): a candidate of M microbatches
+     * is taken to need mem_base + mem_per_mb * M bytes; those at once stay
+     * within budget (0: no limit) */
+    double mem_base, mem_per_mb, budget;
+    int own_mb;          /* the model's own microbatches (1: no pipeline) */
+    int most_at_once;    /* the most compiles under way at once */
+    int threads;         /* the threads the compiles ran on, at most */
+    bool held_back;      /* a compile waited for memory */
 } auto_run;
 
 static char *auto_fmt_size(char *b, size_t n, double bytes)
@@ -127,9 +138,10 @@ static int auto_words(const auto_run *R, const auto_cand *c, char **w, char buf[
     return n;
 }
 
-/* Compiles candidate c (or the user's own options, c's mesh NULL) and
- * returns its JSON report, or NULL with the error kept. */
-static cJSON *auto_compile(auto_run *R, auto_cand *c, bool recompute_probe)
+/* Compiles candidate c (or the user's own options, c NULL; with mb > 0,
+ * at mb microbatches) and returns its JSON report, or NULL with the error
+ * kept. */
+static cJSON *auto_compile(auto_run *R, auto_cand *c, bool recompute_probe, int mb)
 {
     char *argv[AUTO_ARGS + 16], buf[4][64];
     int argc = 0;
@@ -139,6 +151,12 @@ static cJSON *auto_compile(auto_run *R, auto_cand *c, bool recompute_probe)
         argc += auto_words(R, c, argv + argc, buf);
     if (recompute_probe)
         argv[argc++] = "--recompute";
+    char mbs[32];
+    if (mb > 0) {
+        snprintf(mbs, sizeof mbs, "%d", mb);
+        argv[argc++] = "--microbatches";
+        argv[argc++] = mbs;
+    }
     argv[argc++] = "--arch";
     argv[argc++] = "none";
     args a = {.opt = shardc_options_new()};
@@ -227,7 +245,7 @@ static void auto_add(auto_run *R, const auto_cand *c)
 /* Compiles c and reads its figures (any thread). */
 static void auto_eval(auto_run *R, auto_cand *c)
 {
-    cJSON *j = auto_compile(R, c, false);
+    cJSON *j = auto_compile(R, c, false, 0);
     c->compiled = j && auto_read(R, c, j);
     cJSON_Delete(j);
     c->fits = c->compiled && (!R->limit || c->peak <= R->limit);
@@ -257,8 +275,83 @@ typedef struct auto_batch {
     const char *round;   /* what the batch holds, for the progress line */
     bool tty;            /* standard error is a terminal: a progress line */
     double t0, shown;    /* when the search began; the line's last showing */
+    double held;         /* the memory the compiles under way need, under lock */
+    int running;         /* compiles under way, under lock */
     pthread_mutex_t lock;
+    pthread_cond_t room; /* a compile ended: memory to start another */
 } auto_batch;
+
+/* ---- the compiles' memory ----
+ *
+ * A compile's memory grows with its microbatches, about linearly and
+ * whatever the stages: a pipeline's stages are unrolled in them
+ * (docs/design.md §3). Measured on pipeline.sh with 96 layers, `--report
+ * json`: 69 MB unpipelined; 1x8x8 and 1x64x8 at 64 microbatches 365 and
+ * 391 MB, at 128 668 and 640 MB; 1x64x8 at 512, 2.3 GB. With 32 layers
+ * and batch 256 the line is another: 50 MB at 4, 144 at 64, 439 at 256.
+ * So the search measures its model's line: the model's own compile (M0
+ * microbatches, its probe) and, for a pipeline, the same with 4 M0, each
+ * its peak resident memory over the process's before. A candidate of M
+ * microbatches is taken to need that line at M, a quarter more (for what
+ * the allocator keeps), and the compiles under way at once stay within a
+ * budget: four fifths of the memory the system has available when the
+ * search starts (SHARDC_AUTO_MEMORY=BYTES sets it). Without a second
+ * point the line is taken through a quarter of the probe's memory at 0
+ * microbatches. A compile that alone exceeds the budget runs alone.
+ * The results do not depend on any of this: each lands in its own slot. */
+
+/* The resident memory now, in bytes (0: unknown). */
+static double auto_rss(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long long pages = 0, rss = 0;
+    if (f) {
+        if (fscanf(f, "%lld %lld", &pages, &rss) != 2)
+            rss = 0;
+        fclose(f);
+    }
+    return (double)rss * (double)sysconf(_SC_PAGESIZE);
+}
+
+/* The most resident memory so far, in bytes. */
+static double auto_peak_rss(void)
+{
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) == 0 ? 1024.0 * (double)u.ru_maxrss : 0;
+}
+
+/* The budget: SHARDC_AUTO_MEMORY's bytes, else four fifths of what
+ * /proc/meminfo calls available, else half the physical memory; 0 when
+ * none is known. */
+static double auto_budget(void)
+{
+    const char *env = getenv("SHARDC_AUTO_MEMORY");
+    if (env && *env) {
+        char *end;
+        double b = strtod(env, &end);
+        if (end != env && !*end && b > 0)
+            return b;
+    }
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    double kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    if (kb > 0)
+        return 0.8 * 1024.0 * kb;
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? 0.5 * (double)pages * (double)size : 0;
+}
+
+/* The memory candidate c's compile is taken to need. */
+static double auto_need(const auto_run *R, const auto_cand *c)
+{
+    int m = c->mb ? c->mb : R->own_mb;
+    return 1.25 * (R->mem_base + R->mem_per_mb * (m > 1 ? m : 1));
+}
 
 static double auto_now(void)
 {
@@ -285,17 +378,62 @@ static void auto_push(auto_batch *b, const auto_cand *c)
     auto_append(&b->c, &b->n, &b->cap, c);
 }
 
+/* The line of a compile's memory against its microbatches (mem_base,
+ * mem_per_mb) through the probe's, mem0 (over rss0, the process's before
+ * it), and for a pipeline (piped) a second compile's at 4 times the
+ * microbatches; the budget. */
+static void auto_memory_line(auto_run *R, double mem0, double rss0, bool piped)
+{
+    mem0 = mem0 < (1 << 20) ? (1 << 20) : mem0;
+    R->mem_base = mem0 / 4;
+    R->mem_per_mb = (mem0 - R->mem_base) / R->own_mb;
+    if (piped) {
+        cJSON *j = auto_compile(R, NULL, false, 4 * R->own_mb);
+        double mem1 = auto_peak_rss() - rss0;
+        double per = (mem1 - mem0) / (3.0 * R->own_mb);
+        if (j && per > 0) {
+            R->mem_per_mb = per;
+            R->mem_base = mem0 - per * R->own_mb > 0 ? mem0 - per * R->own_mb : 0;
+        }
+        cJSON_Delete(j);
+        R->first_error[0] = 0; /* 4 M0 need not divide the batch */
+    }
+    R->budget = auto_budget();
+}
+
 static void *auto_worker(void *arg)
 {
     auto_batch *b = arg;
+    auto_run *R = b->R;
     for (;;) {
         pthread_mutex_lock(&b->lock);
         int i = b->next++;
-        pthread_mutex_unlock(&b->lock);
-        if (i >= b->n)
+        if (i >= b->n) {
+            pthread_mutex_unlock(&b->lock);
             return NULL;
-        auto_eval(b->R, &b->c[i]);
+        }
+        /* room for it: what the compiles under way need, and its own,
+         * within the budget; or none under way */
+        double need = auto_need(R, &b->c[i]);
+        while (R->budget > 0 && b->running > 0 && b->held + need > R->budget) {
+            R->held_back = true;
+            pthread_cond_wait(&b->room, &b->lock);
+        }
+        b->held += need;
+        b->running++;
+        R->most_at_once = b->running > R->most_at_once ? b->running : R->most_at_once;
+        pthread_mutex_unlock(&b->lock);
+        auto_eval(R, &b->c[i]);
+        /* near the budget, what the allocator keeps free goes back to
+         * the system: each thread's arena keeps its own (without this,
+         * pipeline.sh L=32 --auto 32 on 2 threads peaked at 727 MB within
+         * a budget of 286 MB, against 509 MB one compile at a time) */
+        if (R->budget > 0 && auto_rss() > R->budget / 2)
+            malloc_trim(0);
         pthread_mutex_lock(&b->lock);
+        b->held -= need;
+        b->running--;
+        pthread_cond_broadcast(&b->room);
         b->done++;
         auto_progress(b);
         pthread_mutex_unlock(&b->lock);
@@ -316,7 +454,11 @@ static void auto_eval_all(auto_batch *b)
     bool started[AUTO_THREADS] = {false};
     b->next = b->done = 0;
     b->shown = 0;
+    b->held = 0;
+    b->running = 0;
+    b->R->threads = nt > b->R->threads ? nt : b->R->threads;
     pthread_mutex_init(&b->lock, NULL);
+    pthread_cond_init(&b->room, NULL);
     for (int t = 1; t < nt; t++)
         started[t] = pthread_create(&tid[t], NULL, auto_worker, b) == 0;
     auto_worker(b); /* a thread that did not start leaves its share to this one */
@@ -324,6 +466,7 @@ static void auto_eval_all(auto_batch *b)
         if (started[t])
             pthread_join(tid[t], NULL);
     pthread_mutex_destroy(&b->lock);
+    pthread_cond_destroy(&b->room);
     if (b->tty && b->n) { /* the line gone: the table follows */
         fprintf(stderr, "\r\033[K");
         fflush(stderr);
@@ -651,8 +794,11 @@ static int auto_search(int argc, char **argv)
     if (rc)
         return rc;
     R.argv = kept;
-    /* the model's axes, pipeline and training, from its own mesh */
-    cJSON *probe = auto_compile(&R, NULL, false);
+    /* the model's axes, pipeline and training, from its own mesh; the
+     * memory its compile takes, the yardstick of the candidates' */
+    double rss0 = auto_rss();
+    cJSON *probe = auto_compile(&R, NULL, false, 0);
+    double mem0 = auto_peak_rss() - rss0;
     if (!probe) {
         fprintf(stderr, "shardc: error: --auto: %s does not compile with its own mesh: %s\n",
                 R.file, R.first_error[0] ? R.first_error : "?");
@@ -671,10 +817,12 @@ static int auto_search(int argc, char **argv)
     auto_cand p0 = {0};
     auto_read(&R, &p0, probe);
     R.train = p0.grads > 0;
+    R.own_mb = p0.own_mb > 1 ? p0.own_mb : 1;
+    auto_memory_line(&R, mem0, rss0, p0.own_mb > 0);
     cJSON_Delete(probe);
     bool recompute_matters = false;
     if (R.train) { /* only where the model has blocks: --recompute changes the plan */
-        cJSON *j = auto_compile(&R, NULL, true);
+        cJSON *j = auto_compile(&R, NULL, true, 0);
         auto_cand p1 = {0};
         recompute_matters = j && auto_read(&R, &p1, j) && p1.peak != p0.peak;
         cJSON_Delete(j);
@@ -717,6 +865,14 @@ static int auto_search(int argc, char **argv)
     }
     if (!fit)
         printf("no strategy fits the memory limit\n");
+    if (R.held_back) {
+        char b1[32], b2[32];
+        fprintf(stderr,
+                "shardc: --auto: compiles held back to stay within %s of memory: at most %d "
+                "at once on %d threads (a compile taken to need %s a microbatch)\n",
+                auto_fmt_size(b1, sizeof b1, R.budget), R.most_at_once, R.threads,
+                auto_fmt_size(b2, sizeof b2, 1.25 * R.mem_per_mb));
+    }
     rc = csv ? auto_csv(&R, csv) : 0;
     if (!rc && svg)
         rc = auto_svg(&R, svg);
