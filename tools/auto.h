@@ -290,8 +290,9 @@ typedef struct auto_batch {
  * 391 MB, at 128 668 and 640 MB; 1x64x8 at 512, 2.3 GB. With 32 layers
  * and batch 256 the line is another: 50 MB at 4, 144 at 64, 439 at 256.
  * So the search measures its model's line: the model's own compile (M0
- * microbatches, its probe) and, for a pipeline, the same with 4 M0, each
- * its peak resident memory over the process's before. A candidate of M
+ * microbatches, its probe) and, for a pipeline, the same with 4 M0 (2 M0
+ * above 16, or where 4 M0 does not compile), each its peak resident memory
+ * over the process's before. A candidate of M
  * microbatches is taken to need that line at M, a quarter more (for what
  * the allocator keeps), and the compiles under way at once stay within a
  * budget: four fifths of the memory the system has available when the
@@ -381,22 +382,24 @@ static void auto_push(auto_batch *b, const auto_cand *c)
 /* The line of a compile's memory against its microbatches (mem_base,
  * mem_per_mb) through the probe's, mem0 (over rss0, the process's before
  * it), and for a pipeline (piped) a second compile's at 4 times the
- * microbatches; the budget. */
+ * microbatches (up to 16 of them, so that the second compile costs at most
+ * about twice the first), else at twice them; the budget. */
 static void auto_memory_line(auto_run *R, double mem0, double rss0, bool piped)
 {
     mem0 = mem0 < (1 << 20) ? (1 << 20) : mem0;
     R->mem_base = mem0 / 4;
     R->mem_per_mb = (mem0 - R->mem_base) / R->own_mb;
-    if (piped) {
-        cJSON *j = auto_compile(R, NULL, false, 4 * R->own_mb);
-        double mem1 = auto_peak_rss() - rss0;
-        double per = (mem1 - mem0) / (3.0 * R->own_mb);
-        if (j && per > 0) {
+    for (int k = R->own_mb <= 16 ? 4 : 2; piped && k >= 2; k /= 2) {
+        cJSON *j = auto_compile(R, NULL, false, k * R->own_mb);
+        double per = (auto_peak_rss() - rss0 - mem0) / ((k - 1.0) * R->own_mb);
+        bool made = j != NULL;
+        cJSON_Delete(j);
+        R->first_error[0] = 0; /* k M0 need not divide the batch */
+        if (made && per > 0) {
             R->mem_per_mb = per;
             R->mem_base = mem0 - per * R->own_mb > 0 ? mem0 - per * R->own_mb : 0;
+            break;
         }
-        cJSON_Delete(j);
-        R->first_error[0] = 0; /* 4 M0 need not divide the batch */
     }
     R->budget = auto_budget();
 }
