@@ -8,6 +8,6 @@
 # RUN: FileCheck %s < %t.tty
 # RUN: %shardc %S/../../../examples/transformer.sh --auto 4 --mem-limit 40MiB --top 1 2> %t.quiet > /dev/null
 # RUN: test ! -s %t.quiet
-# CHECK: shardc: --auto: meshes and ZeRO stages: {{[1-9]}} of 9 compiled, 0:{{[0-9][0-9]}}
+# CHECK: shardc: --auto: meshes and ZeRO stages: {{[1-9]}} of 9 compiled, 0:{{[0-9][0-9]}}, about {{[0-9]+}}:{{[0-9][0-9]}} left
 # CHECK: shardc: --auto: meshes and ZeRO stages: 9 of 9 compiled
 # CHECK: shardc: --auto: their schedules and options: 16 of 16 compiled, 0:{{[0-9][0-9]}}{{.}}{{.}}[K# --auto 4:
