@@ -597,6 +597,8 @@ class Checker:
         worst = []  # (name, sharded's distance, the nudged references')
         for kind, (want, have, tol) in got.items():
             for name, (dt, shape, vals) in want.items():
+                if name not in have or have[name][:2] != (dt, shape):
+                    compare(want, have, prec, kind, tol)  # its missing or mismatch
                 far = distance(vals, have[name][2], dt, prec, tol)
                 if far <= 1.0:
                     continue

@@ -14,6 +14,8 @@ from it. Checked here:
   reference moves on nudged inputs, is ill-conditioned;
 - ill.sh with its sharded params moved 50 tolerances (a shardrun wrapper
   standing in for a wrong plan) is a mismatch all the same;
+- ill.sh with a sharded param left out fails (a mismatch or a missing
+  tensor, whichever compare meets first), and is not weighed;
 - tame.sh passes, and with its sharded params moved 3 tolerances is a
   mismatch: 1 ulp of its inputs moves its reference by a fraction of one.
 Reads SHARDC and SHARDRUN, as diffcheck.py does.
@@ -120,13 +122,17 @@ if rc == 0 and "--save-params" in args and args[args.index("--ranks") + 1] != "1
     dt, shape, v = t[name]
     scale = max([1.0] + [abs(x) for x in v])
     v[0] += float(os.environ["COND_TOLERANCES"]) * (1e-4 * scale + 1e-4 * abs(v[0]))
+    if os.environ.get("COND_DROP"):  # the last tensor left out
+        del t[list(t)[-1]]
     st_write(path, [(n, d, s, x) for n, (d, s, x) in t.items()])
 sys.exit(rc)
 '''
 
 
-def diffcheck_run(model, shardrun, moved=None):
+def diffcheck_run(model, shardrun, moved=None, drop=False):
     env = dict(os.environ, SHARDRUN=shardrun)
+    if drop:
+        env["COND_DROP"] = "1"
     if moved is not None:
         env["COND_TOLERANCES"] = str(moved)
     p = subprocess.run([sys.executable, os.path.join(HERE, "..", "diffcheck.py"),
@@ -148,6 +154,9 @@ def test_models(tmp):
     rc, out = diffcheck_run("ill.sh", wrapper, 50)
     check(rc == 1 and out.startswith("FAIL mismatch:") and "'w2'" in out,
           f"ill.sh moved 50 tolerances is a mismatch: {rc} {out[:300]}")
+    rc, out = diffcheck_run("ill.sh", wrapper, 0, drop=True)
+    check(rc == 1 and (out.startswith("FAIL missing:") or out.startswith("FAIL mismatch:")),
+          f"ill.sh with a param left out fails, not ill-conditioned: {rc} {out[:300]}")
     rc, out = diffcheck_run("tame.sh", shardrun)
     check(rc == 0, f"tame.sh passes: {rc} {out[:300]}")
     rc, out = diffcheck_run("tame.sh", wrapper, 3)
