@@ -278,9 +278,17 @@ def ones_of(mesh):
 
 # ---- comparing ----
 
+def tolerance(want, prec, tol):
+    """The tolerance of each element of a tensor whose reference values are
+    want: atol * max(1, max |want|) + rtol * |w|, as a function of w."""
+    rtol, atol = tol[prec]
+    finite = [abs(v) for v in want if isinstance(v, int) or math.isfinite(v)]
+    scale = max([1.0] + finite)
+    return lambda w: atol * scale + rtol * abs(w)
+
+
 def compare(ref, got, prec, what, tol=TOL):
     """Every tensor of ref must be in got, same dtype and shape, close."""
-    rtol, atol = tol[prec]
     for name, (dt, shape, want) in ref.items():
         if name not in got:
             raise Failure("missing", f"{what}: '{name}' is in the reference, not in the sharded run")
@@ -288,8 +296,7 @@ def compare(ref, got, prec, what, tol=TOL):
         if gdt != dt or gshape != shape:
             raise Failure("mismatch", f"{what}: '{name}' is {dt}{shape} in the reference, "
                           f"{gdt}{gshape} in the sharded run", shaped=False)
-        finite = [abs(v) for v in want if isinstance(v, int) or math.isfinite(v)]
-        scale = max([1.0] + finite)
+        within = tolerance(want, prec, tol)
         worst, worst_i = 0.0, -1
         for i, (w, h) in enumerate(zip(want, have)):
             if dt in ("I32", "BOOL"):
@@ -303,11 +310,11 @@ def compare(ref, got, prec, what, tol=TOL):
                 err = math.inf if bad else 0.0
             else:
                 err = abs(w - h)
-                bad = err > atol * scale + rtol * abs(w)
+                bad = err > within(w)
             if bad:
                 raise Failure("mismatch", f"{what}: '{name}' {dt}{shape} at flat index {i}: "
                               f"reference {w!r}, sharded {h!r} (|err| {err:.3g}, tolerance "
-                              f"{atol * scale + rtol * abs(w) if dt not in ('I32', 'BOOL') else 0:.3g})")
+                              f"{within(w) if dt not in ('I32', 'BOOL') else 0:.3g})")
             if err > worst:
                 worst, worst_i = err, i
     for name in got:
@@ -320,16 +327,14 @@ def distance(want, have, dt, prec, tol):
     over its element's tolerance (compare's), 0 where they agree; for i32
     and bool, and for a NaN or an infinity in one and not the other, inf
     where they differ."""
-    rtol, atol = tol[prec]
-    finite = [abs(v) for v in want if isinstance(v, int) or math.isfinite(v)]
-    scale = max([1.0] + finite)
+    within = tolerance(want, prec, tol)
     worst = 0.0
     for w, h in zip(want, have):
         if dt in ("I32", "BOOL") or not (math.isfinite(w) and math.isfinite(h)):
             same = w == h or (dt not in ("I32", "BOOL") and math.isnan(w) and math.isnan(h))
             worst = worst if same else math.inf
         else:
-            worst = max(worst, abs(w - h) / (atol * scale + rtol * abs(w)))
+            worst = max(worst, abs(w - h) / within(w))
     return worst
 
 
@@ -593,7 +598,8 @@ class Checker:
                 p, cmd, out, params = self.run_plan(ref["plan"], ref["ones"], f"nudged{k}", d,
                                                     train, path)
                 check_status(p, "shardrun reference, inputs nudged", cmd)
-                ref["nudged"].append((st_read(out), st_read(params) if train else None))
+                ref["nudged"].append({"outputs": st_read(out),
+                                      "params and states": st_read(params) if train else None})
         worst = []  # (name, sharded's distance, the nudged references')
         for kind, (want, have, tol) in got.items():
             for name, (dt, shape, vals) in want.items():
@@ -602,8 +608,8 @@ class Checker:
                 far = distance(vals, have[name][2], dt, prec, tol)
                 if far <= 1.0:
                     continue
-                moved = max(distance(vals, (n[0] if kind == "outputs" else n[1])[name][2],
-                                     dt, prec, tol) for n in ref["nudged"])
+                moved = max(distance(vals, n[kind][name][2], dt, prec, tol)
+                            for n in ref["nudged"])
                 worst.append((f"{kind} '{name}'", far, moved))
         figures = "; ".join(f"{n}: the sharded run {f:.3g} tolerances from the reference, "
                             f"the reference on inputs moved 1 ulp {m:.3g}" for n, f, m in worst)
