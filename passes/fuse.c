@@ -4,6 +4,7 @@
  * ops, the values it reads from outside and the values it stores. The
  * module is not changed. */
 #include "fuse.h"
+#include "passes.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -23,6 +24,8 @@ typedef struct grp {
     int hold;           /* the earliest last reader (program order) of what
                          * the group reads from outside; INT_MAX: none */
     bool sealed;        /* an op outside the group read one of its values */
+    int epoch;          /* the instances ops before its first op (a held
+                         * program's: a group never spans one) */
     unsigned epilogue;  /* MATMUL: PASS_EPI_* */
     const ir_value *bias, *residual;
 } grp;
@@ -39,6 +42,9 @@ typedef struct walker {
     int *lastread;      /* per value id: the last op reading it, m->ops.n when
                          * read after the run (an output, an update) */
     int *ncomm;         /* per op index i: collectives, sends, recvs before i */
+    int epoch;          /* the instances ops walked */
+    const int *hidden;  /* a held program (pass_fuse_walk_held): per value id,
+                         * the reads of it the instances ops hide (NULL: none) */
 } walker;
 
 static bool is_float(ir_dtype t)
@@ -199,7 +205,8 @@ static bool eligible(const walker *w, int k, int i, fclass c)
 {
     const grp *g = &w->g[k];
     const ir_op *op = IR_OP(w->m, i);
-    if (g->sealed || g->phase != op->phase || g->rep != op->rep || !holds_briefly(w, g, i))
+    if (g->sealed || g->epoch != w->epoch || g->phase != op->phase || g->rep != op->rep ||
+        !holds_briefly(w, g, i))
         return false;
     if (c == F_RED) {
         if (g->kind != PASS_FUSE_ELEMENTWISE || !same_shape(&op->in[0]->type, &g->dom))
@@ -239,6 +246,7 @@ static int new_group(walker *w, const ir_op *op, fclass c, int at)
     g->phase = op->phase;
     g->rep = op->rep;
     g->hold = INT_MAX;
+    g->epoch = w->epoch;
     w->parent[w->ng] = w->ng;
     return w->ng++;
 }
@@ -262,6 +270,10 @@ static void hold_operands(walker *w, int k, int i)
 static void place(walker *w, int i)
 {
     const ir_op *op = IR_OP(w->m, i);
+    if (op->code == IR_INSTANCES) { /* no group spans the ops it stands for */
+        w->epoch++;
+        return;
+    }
     /* a matmul group's ops were placed before the walk */
     fclass c = w->f->group_of[i] >= 0 ? F_NONE : classify(op);
     int cand[8], ncand = 0, chosen = -1;
@@ -412,6 +424,10 @@ static void mark_stored(const walker *w)
         if (f->group_of[i] >= 0 && readers[op->res[0]->id] == 0)
             f->stored[op->res[0]->id] = true;
     }
+    /* a value a middle microbatch reads (held in an instances op) */
+    for (int v = 0; w->hidden && v < f->nvalues; v++)
+        if (w->hidden[v])
+            f->stored[v] = true;
     /* only values of groups are "stored" in this sense */
     for (int v = 0; v < f->nvalues; v++)
         if (w->defat[v] < 0 || f->group_of[w->defat[v]] < 0)
@@ -1082,9 +1098,11 @@ bool pass_fuse(const ir_module *m, pass_fusion *f, su_buf *err)
 struct pass_fuse_walk {
     walker w;
     pass_fusion pre;
+    bool held;      /* a held program's walk, expanded (pass_fuse_walk_held) */
 };
 
-bool pass_fuse_walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err)
+static bool walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err, const int *hidden,
+                     const int *hidden_at)
 {
     pass_fuse_walk *W = su_xmalloc(err->oom, sizeof *W);
     memset(W, 0, sizeof *W);
@@ -1108,6 +1126,12 @@ bool pass_fuse_walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err)
     w->ncomm = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *w->ncomm);
     if (!index_values(w, err))
         return false;
+    w->hidden = hidden;
+    for (int v = 0; hidden && v < m->next_id; v++)
+        if (hidden[v]) { /* read later, by a microbatch the instances ops hold */
+            w->nuse[v] += hidden[v];
+            w->lastread[v] = hidden_at[v] > w->lastread[v] ? hidden_at[v] : w->lastread[v];
+        }
     for (int i = 0; i < m->ops.n; i++)
         matmul_group(w, i);
     for (int i = 0; i < m->ops.n; i++) {
@@ -1122,7 +1146,189 @@ bool pass_fuse_walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err)
         w->parent[k] = k; /* group_of[] now holds the final numbers */
     mark_stored(w);
     fill_groups(w);
+    w->hidden = NULL; /* the caller's */
     return true;
+}
+
+bool pass_fuse_walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err)
+{
+    return walk_new(m, out, err, NULL, NULL);
+}
+
+/* ---- a held program's walk, expanded ----
+ *
+ * The walk of a held program (passes/instances.c) decides the groups of
+ * microbatch 2's ops as it would decide them in the unrolled program:
+ * every value a middle microbatch reads counts those reads (its readers,
+ * its last read after microbatch 2's ops, stored), and no group spans an
+ * instances op (which counts as a send among the collectives). A group
+ * lies within one task's instance, so a middle microbatch's copies of
+ * microbatch 2's ops make copies of its groups, each reading that
+ * microbatch's values where microbatch 2's read its own. Expanded, each
+ * group of the held walk is one group of the program expanded per
+ * microbatch it stands for, numbered again in order of its first op,
+ * its ops, inputs and outputs taken from the expanded ops; a value's
+ * `stored` is its template's. */
+
+/* W (the walk of the held program, whose ops were held[0 .. nheld)) made
+ * the walk of mx, the program expanded by map. False, W unchanged, when a
+ * group of the held walk does not map one to one onto the expanded ops. */
+static bool expand_walk(pass_fuse_walk *W, const ir_module *mx, ir_op *const *held, int nheld,
+                        const pass_expansion *map, su_buf *err)
+{
+    const pass_fusion *pre = &W->pre;
+    int ng = pre->ngroups, M = map->microbatches, n = mx->ops.n;
+    if (map->n != n || M < 1)
+        return false;
+    pass_fusion nf;
+    memset(&nf, 0, sizeof nf);
+    su_arena_init(&nf.arena, err->oom);
+    su_arena *a = &nf.arena;
+    nf.nops = n;
+    nf.nvalues = mx->next_id;
+    nf.group_of = su_alloc(a, (size_t)(n + 1) * sizeof *nf.group_of);
+    nf.stored = su_alloc(a, (size_t)(nf.nvalues + 1) * sizeof *nf.stored);
+    su_arena tmp;
+    su_arena_init(&tmp, err->oom);
+    size_t slots = (size_t)ng * (size_t)(M + 1) + 1;
+    int *id = su_alloc(&tmp, slots * sizeof *id); /* (group, microbatch + 1): its number */
+    int *gsrc = su_alloc(&tmp, slots * sizeof *gsrc);
+    for (size_t k = 0; k < slots; k++)
+        id[k] = -1;
+    int nng = 0;
+    bool ok = true;
+    for (int e = 0; e < n && ok; e++) {
+        int s = map->src[e], j = map->mb[e];
+        const ir_op *op = IR_OP(mx, e), *h = s >= 0 && s < nheld ? held[s] : NULL;
+        ok = h && j >= -1 && j < M && h->nres == op->nres && h->code == op->code;
+        for (int r = 0; ok && r < op->nres; r++)
+            nf.stored[op->res[r]->id] = pre->stored[h->res[r]->id];
+        int hg = ok ? pre->group_of[s] : -1;
+        nf.group_of[e] = -1;
+        if (hg < 0)
+            continue;
+        int *slot = &id[(size_t)hg * (size_t)(M + 1) + (size_t)(j + 1)];
+        if (*slot < 0) {
+            gsrc[nng] = hg;
+            *slot = nng++;
+        }
+        nf.group_of[e] = *slot;
+    }
+    walker *w = &W->w, x = {.m = mx, .f = &nf};
+    if (ok) {
+        nf.ngroups = nng;
+        nf.groups = su_alloc(a, (size_t)(nng + 1) * sizeof *nf.groups);
+        for (int k = 0; k < nng; k++) {
+            const pass_fgroup *G = &pre->groups[gsrc[k]];
+            nf.groups[k] = (pass_fgroup){.id = k, .kind = G->kind, .epilogue = G->epilogue,
+                                         .reduce = -1};
+        }
+        x.g = su_alloc(a, (size_t)(nng + 1) * sizeof *x.g);
+        x.parent = su_alloc(a, (size_t)(nng + 1) * sizeof *x.parent);
+        for (int k = 0; k < nng; k++)
+            x.parent[k] = k;
+        x.ng = nng;
+        x.defat = su_alloc(a, (size_t)(mx->next_id + 1) * sizeof *x.defat);
+        x.nuse = su_alloc(a, (size_t)(mx->next_id + 1) * sizeof *x.nuse);
+        x.reader = su_alloc(a, (size_t)(mx->next_id + 1) * sizeof *x.reader);
+        x.lastread = su_alloc(a, (size_t)(mx->next_id + 1) * sizeof *x.lastread);
+        x.ncomm = su_alloc(a, (size_t)(n + 1) * sizeof *x.ncomm);
+        ok = index_values(&x, err);
+    }
+    if (ok)
+        fill_groups(&x);
+    /* each group the held one's ops, place for place */
+    for (int k = 0; ok && k < nng; k++) {
+        const pass_fgroup *G = &pre->groups[gsrc[k]];
+        pass_fgroup *g = &nf.groups[k];
+        ok = g->nops == G->nops;
+        for (int q = 0; ok && q < g->nops; q++)
+            ok = map->src[g->ops[q]] == G->ops[q];
+        for (int q = 0; ok && q < g->nops; q++) {
+            if (G->ops[q] == G->reduce)
+                g->reduce = g->ops[q];
+            const ir_op *h = held[G->ops[q]], *op = IR_OP(mx, g->ops[q]);
+            for (int i = 0; i < h->nin && i < op->nin; i++) {
+                if (G->bias && h->in[i] == G->bias && !g->bias)
+                    g->bias = op->in[i];
+                if (G->residual && h->in[i] == G->residual && !g->residual)
+                    g->residual = op->in[i];
+            }
+        }
+        ok = ok && (G->reduce < 0) == (g->reduce < 0) && !G->bias == !g->bias &&
+             !G->residual == !g->residual;
+    }
+    su_arena_free(&tmp);
+    if (!ok) {
+        pass_fusion_free(&nf);
+        return false;
+    }
+    pass_fusion_free(&W->pre);
+    W->pre = nf;
+    *w = x;
+    w->f = &W->pre;
+    W->held = true;
+    return true;
+}
+
+/* pass_fuse_walk_held's work, what it holds freed by the caller however
+ * it ends. */
+typedef struct held_run {
+    ir_module *m;
+    pass_fuse_walk **out;
+    su_buf *err;
+    int *hidden, *hidden_at;
+    ir_op **held;
+    pass_expansion map;
+    bool ok;
+} held_run;
+
+static void walk_held(void *arg)
+{
+    held_run *h = arg;
+    ir_module *m = h->m;
+    su_buf *err = h->err;
+    size_t nv = (size_t)m->next_id + 1;
+    h->hidden = su_xmalloc(err->oom, nv * sizeof *h->hidden);
+    h->hidden_at = su_xmalloc(err->oom, nv * sizeof *h->hidden_at);
+    for (size_t v = 0; v < nv; v++) {
+        h->hidden[v] = 0;
+        h->hidden_at[v] = -1;
+    }
+    int nheld = m->ops.n;
+    if (pass_instances_hidden(m, h->hidden, h->hidden_at)) {
+        h->ok = walk_new(m, h->out, err, h->hidden, h->hidden_at);
+        if (!h->ok)
+            return;
+        h->held = su_xmalloc(err->oom, ((size_t)nheld + 1) * sizeof *h->held);
+        memcpy(h->held, m->ops.v, (size_t)nheld * sizeof *h->held);
+    }
+    if (!pass_expand_instances_map(m, &h->map, err)) {
+        h->ok = false;
+        return;
+    }
+    if (*h->out && expand_walk(*h->out, m, h->held, nheld, &h->map, err))
+        return;
+    /* the walk of the program expanded, when the held one's does not map */
+    pass_fuse_walk_free(*h->out);
+    *h->out = NULL;
+    h->ok = walk_new(m, h->out, err, NULL, NULL);
+}
+
+bool pass_fuse_walk_held(ir_module *m, pass_fuse_walk **out, su_buf *err)
+{
+    *out = NULL;
+    if (!m->shared)
+        return pass_fuse_walk_new(m, out, err);
+    held_run h = {.m = m, .out = out, .err = err};
+    bool done = su_guarded(err->oom, walk_held, &h);
+    free(h.hidden);
+    free(h.hidden_at);
+    free(h.held);
+    pass_expansion_free(&h.map);
+    if (!done)
+        su_oom(err->oom);
+    return h.ok;
 }
 
 void pass_fuse_walk_free(pass_fuse_walk *W)
@@ -1178,6 +1384,7 @@ void pass_fuse_from_walk(const pass_fuse_walk *W, uint64_t skip, pass_fusion *f,
     f->nvalues = pre->nvalues;
     f->group_of = dup_in(a, pre->group_of, (size_t)f->nops + 1, sizeof *f->group_of);
     f->stored = dup_in(a, pre->stored, (size_t)f->nvalues + 1, sizeof *f->stored);
+    f->held_walk = W->held;
     /* the walker is read only but for f's arrays: parent[] is the identity */
     from_run r = {.pre = pre, .w = W->w, .skip = skip};
     r.w.f = f;

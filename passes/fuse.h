@@ -228,6 +228,8 @@ typedef struct pass_fusion {
                              * of an operand its kernel keeps in registers
                              * (memplan.c); pass_fuse_planned sets it where
                              * that reuse raised the arena */
+    bool held_walk;         /* the groups of a held program's walk, expanded
+                             * (pass_fuse_walk_held), not of a walk of every op */
     int min_arch;           /* the oldest GPU architecture the kernels are for
                              * (sm_NN as NN; 0: the default targets', 80): the
                              * code generator uses no instruction it lacks */
@@ -254,6 +256,13 @@ void pass_fusion_free(pass_fusion *f);
 typedef struct pass_fuse_walk pass_fuse_walk;
 bool pass_fuse_walk_new(const ir_module *m, pass_fuse_walk **w, su_buf *err);
 void pass_fuse_from_walk(const pass_fuse_walk *w, uint64_t skip, pass_fusion *f, su_buf *err);
+/* pass_fuse_walk_new of a pipeline stage whose middle microbatches are
+ * held once (m->shared; without, the same): the walk runs on the held
+ * program, then m is expanded (pass_expand_instances) and the walk with
+ * it, each middle microbatch's groups copies of microbatch 2's: *w is the
+ * walk of m expanded, what pass_fuse_walk_new of it makes (fuse.c). False
+ * with a message in err, m expanded or not, when m is malformed. */
+bool pass_fuse_walk_held(ir_module *m, pass_fuse_walk **w, su_buf *err);
 void pass_fuse_walk_free(pass_fuse_walk *w);
 
 /* Whether op i of the group is in front of its reduction (prologue), is

@@ -446,8 +446,33 @@ typedef struct expand {
     int next_id;
     su_arena scratch;
     ir_op ***made;       /* [key]: a middle microbatch's copies, by place */
+    int *src, *mbof;     /* wanted: each op's index in old (a copy: its
+                          * template's) and microbatch (-1: kept), malloc'd */
+    int nmap, capmap;
     bool ok;
 } expand;
+
+/* The op just put at the end of the program came from old op src, the
+ * copy for microbatch mb (-1: old op src itself). */
+static void note(expand *E, int src, int mb)
+{
+    if (!E->src && !E->mbof && E->capmap < 0)
+        return;
+    if (E->nmap == E->capmap) {
+        int cap = E->capmap ? 2 * E->capmap : 1024;
+        int *a = realloc(E->src, (size_t)cap * sizeof *a);
+        if (a)
+            E->src = a;
+        int *b = a ? realloc(E->mbof, (size_t)cap * sizeof *b) : NULL;
+        if (b)
+            E->mbof = b;
+        if (!a || !b)
+            su_oom(E->m->oom);
+        E->capmap = cap;
+    }
+    E->src[E->nmap] = src;
+    E->mbof[E->nmap++] = mb;
+}
 
 /* The index in old of the op that makes v (-1: none, or made since). */
 static int ex_index(const expand *E, const ir_value *v)
@@ -522,6 +547,7 @@ static void copy_op(expand *E, const ir_op *t, int ti, const ir_op *t1, int j, i
         x->res[r]->name = t->res[r]->name;
     }
     E->made[stamp_key(&E->S, E->S.task[ti], j)][p] = x;
+    note(E, ti, j);
 }
 
 static void expand_run(expand *E, int r)
@@ -595,14 +621,24 @@ static void expand_work(void *arg)
                 op->in[k] = x->res[op->in[k]->res];
             }
         su_vec_push(&m->ops, m->oom, op);
+        note(E, i, -1);
     }
 }
 
 bool pass_expand_instances(ir_module *m, su_buf *err)
 {
+    return pass_expand_instances_map(m, NULL, err);
+}
+
+bool pass_expand_instances_map(ir_module *m, pass_expansion *map, su_buf *err)
+{
+    if (map)
+        *map = (pass_expansion){0};
     if (!m->shared)
         return true;
-    expand E = {.m = m, .ok = true, .at = def_indices(m), .next_id = m->next_id};
+    int M = m->shared->microbatches;
+    expand E = {.m = m, .ok = true, .at = def_indices(m), .next_id = m->next_id,
+                .capmap = map ? 0 : -1};
     if (!E.at || !stamps_make(m, m->shared->microbatches, m->shared->maxtask, &E.S)) {
         free(E.at);
         su_oom(m->oom);
@@ -611,12 +647,19 @@ bool pass_expand_instances(ir_module *m, su_buf *err)
     stamps_free(&E.S);
     free(E.at);
     su_arena_free(&E.scratch);
+    if (done && E.ok && map && E.nmap != m->ops.n)
+        E.ok = false;
     if (done && E.ok) {
+        if (map)
+            *map = (pass_expansion){.src = E.src, .mb = E.mbof, .n = E.nmap,
+                                    .microbatches = M};
         su_vec_free(&E.old);
         ir_shared_free(m->shared);
         m->shared = NULL;
         return true;
     }
+    free(E.src);
+    free(E.mbof);
     /* the program as it was, with the middle microbatches out */
     if (E.old.v && m->ops.v != E.old.v) {
         su_vec_free(&m->ops);
@@ -627,4 +670,154 @@ bool pass_expand_instances(ir_module *m, su_buf *err)
     su_buf_printf(err, "internal error: stage %d's middle microbatches could not be put back "
                   "from microbatch %d's ops", m->stage, TEMPLATE);
     return false;
+}
+
+void pass_expansion_free(pass_expansion *map)
+{
+    free(map->src);
+    free(map->mb);
+    *map = (pass_expansion){0};
+}
+
+/* ---- what the held program hides, for the passes that take it ---- */
+
+bool pass_instances_hidden(const ir_module *m, int *count, int *at)
+{
+    const ir_shared *sh = m->shared;
+    if (!sh)
+        return true;
+    stamps S;
+    int *def = def_indices(m);
+    if (!def || !stamps_make(m, sh->microbatches, sh->maxtask, &S)) {
+        free(def);
+        su_oom(m->oom);
+    }
+    bool ok = true;
+    for (int i = 0; i < m->ops.n && ok; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (op->code != IR_INSTANCES)
+            continue;
+        if (op->a->tag < 0 || op->a->tag >= sh->nruns) {
+            ok = false;
+            break;
+        }
+        for (int q = sh->run[op->a->tag]; q < sh->run[op->a->tag + 1] && ok; q++) {
+            const ir_piece *pc = &sh->piece[q];
+            if (pc->mb != TEMPLATE + 1) /* microbatch 3 reads microbatch 2's */
+                continue;
+            if (pc->task < -1 || pc->task == 0 || pc->task > S.ntask - 2) {
+                ok = false;
+                break;
+            }
+            int k2 = stamp_key(&S, pc->task, TEMPLATE), n = seq_len(&S, k2);
+            int first = in_pieces(&S, pc->task) ? pc->first : 0;
+            int end = in_pieces(&S, pc->task) ? pc->end : n;
+            if (first < 0 || end > n) {
+                ok = false;
+                break;
+            }
+            for (int p = first; p < end; p++) {
+                const ir_op *t = seq_op(m, &S, k2, p);
+                for (int k = 0; k < t->nin; k++) {
+                    const ir_value *z = t->in[k];
+                    int d = z->id >= 0 && z->id < m->next_id ? def[z->id] : -1;
+                    if (d < 0 || key_at(&S, d) < 0 || S.mb[d] != TEMPLATE - 1)
+                        continue;
+                    int kd = stamp_key(&S, S.task[d], TEMPLATE);
+                    if (S.pos[d] >= seq_len(&S, kd)) {
+                        ok = false;
+                        break;
+                    }
+                    const ir_op *x = seq_op(m, &S, kd, S.pos[d]);
+                    if (z->res >= x->nres) {
+                        ok = false;
+                        break;
+                    }
+                    int v = x->res[z->res]->id;
+                    count[v]++;
+                    at[v] = i > at[v] ? i : at[v];
+                }
+            }
+        }
+    }
+    stamps_free(&S);
+    free(def);
+    return ok;
+}
+
+int pass_instances_p2p(const ir_module *m, pass_p2p_op **out)
+{
+    *out = NULL;
+    const ir_shared *sh = m->shared;
+    stamps S;
+    if (sh && !stamps_make(m, sh->microbatches, sh->maxtask, &S))
+        su_oom(m->oom);
+    pass_p2p_op *rec = NULL;
+    int n = 0, cap = 0, at = 0;
+    bool ok = true;
+    for (int i = 0; i < m->ops.n && ok; i++) {
+        const ir_op *op = IR_OP(m, i);
+        int nop = 1, task = 0, mb = -1, first = 0;
+        const ir_piece *pc = NULL;
+        int q0 = 0, q1 = 1;
+        if (op->code == IR_INSTANCES) {
+            if (!sh || op->a->tag < 0 || op->a->tag >= sh->nruns) {
+                ok = false;
+                break;
+            }
+            q0 = sh->run[op->a->tag];
+            q1 = sh->run[op->a->tag + 1];
+        }
+        for (int q = q0; q < q1 && ok; q++) {
+            int k2 = -1, k1 = -1;
+            if (op->code == IR_INSTANCES) {
+                pc = &sh->piece[q];
+                task = pc->task;
+                mb = pc->mb;
+                if (task < -1 || task == 0 || task > S.ntask - 2 || !middle(&S, mb)) {
+                    ok = false;
+                    break;
+                }
+                k2 = stamp_key(&S, task, TEMPLATE);
+                k1 = stamp_key(&S, task, TEMPLATE - 1);
+                int len = seq_len(&S, k2);
+                first = in_pieces(&S, task) ? pc->first : 0;
+                int end = in_pieces(&S, task) ? pc->end : len;
+                if (first < 0 || end > len || seq_len(&S, k1) != len) {
+                    ok = false;
+                    break;
+                }
+                nop = end - first;
+            }
+            for (int p = 0; p < nop; p++, at++) {
+                const ir_op *t = k2 < 0 ? op : seq_op(m, &S, k2, first + p);
+                if (ir_ops[t->code].cls != IR_C_P2P || t->code == IR_INSTANCES)
+                    continue;
+                int64_t tag = t->a->tag;
+                if (k2 >= 0) /* the copy's tag, stepped as copy_op steps it */
+                    tag += (int64_t)(mb - TEMPLATE) *
+                           (t->a->tag - seq_op(m, &S, k1, first + p)->a->tag);
+                if (n == cap) {
+                    cap = cap ? 2 * cap : 256;
+                    pass_p2p_op *r = realloc(rec, (size_t)cap * sizeof *r);
+                    if (!r) {
+                        free(rec);
+                        if (sh)
+                            stamps_free(&S);
+                        su_oom(m->oom);
+                    }
+                    rec = r;
+                }
+                rec[n++] = (pass_p2p_op){.op = t, .tag = tag, .index = at};
+            }
+        }
+    }
+    if (sh)
+        stamps_free(&S);
+    if (!ok) {
+        free(rec);
+        return -1;
+    }
+    *out = rec;
+    return n;
 }

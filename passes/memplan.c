@@ -1138,6 +1138,7 @@ bool pass_memplan_check(const ir_module *m, const pass_memplan *mp, su_buf *err)
  * (freed here after an allocation failure too). */
 typedef struct planned_run {
     const ir_module *m;
+    ir_module *held;        /* m, held once: walked so, then expanded */
     pass_fusion *f, f2;
     pass_memplan *mp, mp2;
     pass_fuse_walk *walk;   /* the fusion's walk, once for every try */
@@ -1165,7 +1166,8 @@ static void fuse_planned(void *arg)
     planned_run *r = arg;
     const ir_module *m = r->m;
     uint64_t skip = 0;
-    r->ok = pass_fuse_walk_new(m, &r->walk, r->err);
+    r->ok = r->held ? pass_fuse_walk_held(r->held, &r->walk, r->err)
+                    : pass_fuse_walk_new(m, &r->walk, r->err);
     if (r->ok)
         pass_fuse_from_walk(r->walk, skip, r->f, r->err);
     r->ok = r->ok && pass_plan_memory_fused(m, r->f, r->mp, r->err);
@@ -1203,10 +1205,11 @@ static void fuse_planned(void *arg)
     }
 }
 
-bool pass_fuse_planned(const ir_module *m, pass_fusion *f, pass_memplan *mp, su_buf *err)
+static bool fuse_planned_run(const ir_module *m, ir_module *held, pass_fusion *f,
+                             pass_memplan *mp, su_buf *err)
 {
     pass_memplan own;
-    planned_run r = {.m = m, .f = f, .mp = mp ? mp : &own, .err = err};
+    planned_run r = {.m = m, .held = held, .f = f, .mp = mp ? mp : &own, .err = err};
     memset(f, 0, sizeof *f); /* the caller's to free, also after a failure */
     memset(r.mp, 0, sizeof *r.mp);
     bool done = su_guarded(err->oom, fuse_planned, &r);
@@ -1218,6 +1221,16 @@ bool pass_fuse_planned(const ir_module *m, pass_fusion *f, pass_memplan *mp, su_
     if (!done)
         su_oom(err->oom);
     return r.ok;
+}
+
+bool pass_fuse_planned(const ir_module *m, pass_fusion *f, pass_memplan *mp, su_buf *err)
+{
+    return fuse_planned_run(m, NULL, f, mp, err);
+}
+
+bool pass_fuse_planned_held(ir_module *m, pass_fusion *f, pass_memplan *mp, su_buf *err)
+{
+    return fuse_planned_run(m, m->shared ? m : NULL, f, mp, err);
 }
 
 /* A plan being printed: its names' arena, freed by pass_memplan_print

@@ -6,56 +6,71 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void p2p_mismatch(su_buf *err, int s, int i, const ir_op *op, int t, int k,
-                         const ir_op *snd)
+/* The sends' and receives' types: what is sent, what is received. */
+static const ir_type *p2p_type(const ir_op *op)
 {
+    return op->code == IR_SEND ? &op->in[0]->type : &op->res[0]->type;
+}
+
+static void p2p_mismatch(su_buf *err, int s, const pass_p2p_op *rcv, int t,
+                         const pass_p2p_op *snd)
+{
+    const ir_type *rt = p2p_type(rcv->op), *st = p2p_type(snd->op);
     su_buf_printf(err, "stage %d op %d (recv, tag %lld, %s[%lld elements]) meets stage %d op %d "
-                  "(send, tag %lld, %s[%lld elements])", s, i, (long long)op->a->tag,
-                  ir_dtype_name(op->res[0]->type.dtype),
-                  (long long)ir_type_numel(&op->res[0]->type), t, k, (long long)snd->a->tag,
-                  ir_dtype_name(snd->in[0]->type.dtype),
-                  (long long)ir_type_numel(&snd->in[0]->type));
+                  "(send, tag %lld, %s[%lld elements])", s, rcv->index, (long long)rcv->tag,
+                  ir_dtype_name(rt->dtype), (long long)ir_type_numel(rt), t, snd->index,
+                  (long long)snd->tag, ir_dtype_name(st->dtype), (long long)ir_type_numel(st));
 }
 
 /* Runs every stage's program together: compute and collectives (within
  * one stage) proceed; a send and its recv proceed together when both
- * stages have reached them (rendezvous), and must agree on tag and type. */
+ * stages have reached them (rendezvous), and must agree on tag and type.
+ * Each stage's sends and receives in its order (pass_instances_p2p: a
+ * held stage's middle microbatches' too, as expanded). */
 typedef struct p2p_run {
     ir_module *const *stage;
     int n;
     su_buf *err;
-    int *pc;                /* [n]: each stage's next op */
+    pass_p2p_op **rec;      /* [n]: each stage's sends and receives */
+    int *nrec;
+    int *pc;                /* [n]: each stage's next one */
     bool ok;
 } p2p_run;
 
 static void verify_p2p(void *arg)
 {
     p2p_run *r = arg;
-    ir_module *const *stage = r->stage;
     int n = r->n;
     su_buf *err = r->err;
+    r->rec = su_xmalloc(err->oom, (size_t)n * sizeof *r->rec);
+    memset(r->rec, 0, (size_t)n * sizeof *r->rec);
+    int *nrec = r->nrec = su_xmalloc(err->oom, (size_t)n * sizeof *nrec);
     int *pc = r->pc = su_xmalloc(err->oom, (size_t)n * sizeof *pc);
     memset(pc, 0, (size_t)n * sizeof *pc);
+    for (int s = 0; s < n; s++) {
+        nrec[s] = pass_instances_p2p(r->stage[s], &r->rec[s]);
+        if (nrec[s] < 0) {
+            su_buf_printf(err, "stage %d: its middle microbatches, held once, are malformed", s);
+            r->ok = false;
+            return;
+        }
+    }
+    pass_p2p_op **rec = r->rec;
     bool ok = true, progress = true;
     while (ok && progress) {
         progress = false;
-        for (int s = 0; s < n; s++) /* up to the next send or recv */
-            while (pc[s] < stage[s]->ops.n && ir_ops[IR_OP(stage[s], pc[s])->code].cls != IR_C_P2P) {
-                pc[s]++;
-                progress = true;
-            }
         for (int s = 0; ok && s < n; s++) {
-            if (pc[s] >= stage[s]->ops.n || IR_OP(stage[s], pc[s])->code != IR_SEND)
+            if (pc[s] >= nrec[s] || rec[s][pc[s]].op->code != IR_SEND)
                 continue;
-            const ir_op *snd = IR_OP(stage[s], pc[s]);
-            int t = (int)snd->a->peer;
-            if (t < 0 || t >= n || pc[t] >= stage[t]->ops.n)
+            const pass_p2p_op *snd = &rec[s][pc[s]];
+            int t = (int)snd->op->a->peer;
+            if (t < 0 || t >= n || pc[t] >= nrec[t])
                 continue;
-            const ir_op *rcv = IR_OP(stage[t], pc[t]);
-            if (rcv->code != IR_RECV || rcv->a->peer != s)
+            const pass_p2p_op *rcv = &rec[t][pc[t]];
+            if (rcv->op->code != IR_RECV || rcv->op->a->peer != s)
                 continue;
-            if (rcv->a->tag != snd->a->tag || !ir_type_eq(&rcv->res[0]->type, &snd->in[0]->type)) {
-                p2p_mismatch(err, t, pc[t], rcv, s, pc[s], snd);
+            if (rcv->tag != snd->tag || !ir_type_eq(p2p_type(rcv->op), p2p_type(snd->op))) {
+                p2p_mismatch(err, t, rcv, s, snd);
                 ok = false;
                 break;
             }
@@ -64,14 +79,15 @@ static void verify_p2p(void *arg)
         }
     }
     for (int s = 0; ok && s < n; s++)
-        if (pc[s] < stage[s]->ops.n) {
+        if (pc[s] < nrec[s]) {
             su_buf_puts(err, "deadlock: every unfinished stage waits:");
             for (int t = 0; t < n; t++)
-                if (pc[t] < stage[t]->ops.n) {
-                    const ir_op *op = IR_OP(stage[t], pc[t]);
-                    su_buf_printf(err, " stage %d op %d (%s %s stage %lld, tag %lld);", t, pc[t],
-                                  ir_ops[op->code].name, op->code == IR_SEND ? "to" : "from",
-                                  (long long)op->a->peer, (long long)op->a->tag);
+                if (pc[t] < nrec[t]) {
+                    const pass_p2p_op *x = &rec[t][pc[t]];
+                    su_buf_printf(err, " stage %d op %d (%s %s stage %lld, tag %lld);", t,
+                                  x->index, ir_ops[x->op->code].name,
+                                  x->op->code == IR_SEND ? "to" : "from",
+                                  (long long)x->op->a->peer, (long long)x->tag);
                 }
             ok = false;
         }
@@ -82,6 +98,10 @@ bool pass_verify_p2p(ir_module *const *stage, int n, su_buf *err)
 {
     p2p_run r = {.stage = stage, .n = n, .err = err};
     bool done = su_guarded(err->oom, verify_p2p, &r);
+    for (int s = 0; r.rec && s < n; s++)
+        free(r.rec[s]);
+    free(r.rec);
+    free(r.nrec);
     free(r.pc);
     if (!done)
         su_oom(err->oom);

@@ -304,7 +304,11 @@ int pass_for_stages(int n, bool (*fn)(void *ctx, int s, su_buf *err), void *ctx,
 
 static bool fuse_stage(stage_job *j, su_buf *err)
 {
-    return pass_fuse_planned(j->m, j->f, j->mp, err);
+    if (!j->w)
+        return pass_fuse_planned(j->m, j->f, j->mp, err);
+    j->w->oom = err->oom; /* as bucket_stage */
+    j->w->arena.oom = err->oom;
+    return pass_fuse_planned_held(j->w, j->f, j->mp, err);
 }
 
 /* The n stages' groups made: they are for the targets' oldest
@@ -327,9 +331,15 @@ static pass_status fuse(run *u)
     ir_module *const *st = pass_result_stages(u->r, &n);
     per_stage(u, n);
     stage_job *job = stage_jobs(u, n);
-    for (int s = 0; s < n; s++)
+    for (int s = 0; s < n; s++) {
         job[s] = (stage_job){.run = fuse_stage, .m = st[s], .f = &u->r->fusion[s],
                              .mp = &u->r->mp[s]};
+        if (st[s]->shared) { /* walked held, then expanded (pass_fuse_planned_held) */
+            job[s].w = st[s];
+            job[s].own = st[s]->oom;
+            job[s].own_arena = st[s]->arena.oom;
+        }
+    }
     if (!run_stage_jobs(u, job, n, false))
         return PASS_ERR_INTERNAL;
     return fused(u, n);
@@ -483,9 +493,7 @@ static pass_status verify(run *u)
             *u->at = at;
         return internal(u, st[first], bad);
     }
-    pass_status ps = expand_instances(u);
-    if (ps != PASS_OK)
-        return ps;
+    /* held stages' middle microbatches' sends and receives too */
     return n > 1 && !pass_verify_p2p(st, n, u->err) ? PASS_ERR_INTERNAL : PASS_OK;
 }
 
@@ -563,7 +571,8 @@ static void pipeline(void *arg)
             return;
         }
         double t0 = su_seconds();
-        u->st = id > PASS_VERIFY ? expand_instances(u) : PASS_OK;
+        /* fuse walks a held stage as it is, then expands it */
+        u->st = id > PASS_VERIFY && id != PASS_FUSE ? expand_instances(u) : PASS_OK;
         if (u->st == PASS_OK)
             u->st = runs[id](u);
         /* what is printed, or the last pass's, is the whole program */

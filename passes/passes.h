@@ -192,6 +192,37 @@ bool pass_share_instances(ir_module *m);
  * False with an internal error in err when microbatch 2's ops no longer
  * match what was taken out (m stays as it was). */
 bool pass_expand_instances(ir_module *m, su_buf *err);
+/* What pass_expand_instances_map made of a held program: for op i of the
+ * program expanded, src[i], the index in the held program of the op it
+ * is (kept, mb[i] -1) or of microbatch 2's op it copies (for microbatch
+ * mb[i]). Free it with pass_expansion_free. */
+typedef struct pass_expansion {
+    int *src, *mb;
+    int n;
+    int microbatches;
+} pass_expansion;
+/* pass_expand_instances, with the map of what came from where (zeroed
+ * when m was not held). */
+bool pass_expand_instances_map(ir_module *m, pass_expansion *map, su_buf *err);
+void pass_expansion_free(pass_expansion *map);
+/* For a held program: each value of microbatch 2 that a middle
+ * microbatch reads (the copy of an op of microbatch 2 that reads
+ * microbatch 1's value at a place reads microbatch 2's there), hidden in
+ * the instances ops: count[id] += the reads, at[id] = the index of the
+ * latest instances op holding one (at least what it was). Arrays of the
+ * module's next_id; false when the held program is malformed. */
+bool pass_instances_hidden(const ir_module *m, int *count, int *at);
+/* The sends and receives of a stage program in the order it runs them,
+ * a held program's middle microbatches' too (their ops microbatch 2's, the
+ * tag stepped as the expansion steps it): *out malloc'd (the caller frees
+ * it), the count returned, -1 when the held program is malformed. index:
+ * the op's index in the program expanded. */
+typedef struct pass_p2p_op {
+    const ir_op *op;
+    int64_t tag;
+    int index;
+} pass_p2p_op;
+int pass_instances_p2p(const ir_module *m, pass_p2p_op **out);
 
 /* Gradient buckets (bucket.c): in a partitioned training step, groups the
  * collectives that synchronise gradients (all_reduce, and reduce_scatter
@@ -271,6 +302,12 @@ bool pass_plan_memory_fused(const ir_module *m, const struct pass_fusion *f, pas
  * pass_fuse and pass_plan_memory_fused make them (free both, also after a
  * failure; mp may be NULL when only the groups are wanted). */
 bool pass_fuse_planned(const ir_module *m, struct pass_fusion *f, pass_memplan *mp, su_buf *err);
+/* pass_fuse_planned of a stage whose middle microbatches are held once
+ * (m->shared; without, the same as pass_fuse_planned): the fusion's walk
+ * runs on the held program, each middle microbatch's groups then copies
+ * of microbatch 2's (pass_fuse_walk_held), and m is expanded. The groups
+ * and plan are those pass_fuse_planned makes of m expanded. */
+bool pass_fuse_planned_held(ir_module *m, struct pass_fusion *f, pass_memplan *mp, su_buf *err);
 void pass_memplan_free(pass_memplan *mp);
 /* Proves the plan sound: every buffer aligned and inside the arena, and no
  * two buffers sharing bytes while both live. False with the two buffers in

@@ -8,10 +8,17 @@
  * stage of the examples from 5 microbatches on; none with 4, nor with
  * --unroll, whose ops carry no task). A stage where an op made once reads
  * a middle microbatch's value stays unrolled, and still makes the same
- * plan. The proof itself is tested on stage programs made by hand, each
- * with one flaw it must find. */
+ * plan. With kernels (for sm_80, not compiled), the fuse pass walks a held
+ * stage as it is and expands it (pass_fuse_walk_held): the groups
+ * (`--emit fused-ir`), memory plans and reports are the same text as the
+ * unshared compile's, and every held stage's groups came from the held
+ * walk. The proof itself is tested on stage programs made by hand, each
+ * with one flaw it must find, and the held walk on one whose middle
+ * microbatches read a value microbatch 2 keeps in a kernel's registers
+ * but for them. */
 #include "shardc.h"
 #include "../../api/api_internal.h"
+#include "../../passes/fuse.h"
 #include "check.h"
 
 #include <setjmp.h>
@@ -22,16 +29,115 @@ typedef struct compiled {
     char *stages;           /* emit "stage-ir" */
     uint8_t *plan;
     size_t len;
+    char *fused, *plans, *report; /* with kernels: fused-ir, the memory plans,
+                                   * report-json */
+    int held_walks;         /* stages whose groups came from the held walk */
 } compiled;
 
-static void set(shardc_options *o, const char *mesh, const char *const *defs)
+static void set(shardc_options *o, const char *mesh, const char *const *defs, bool kernels)
 {
     char *err = NULL;
     CHECK(shardc_options_set_mesh(o, mesh, &err) == SHARDC_OK);
-    CHECK(shardc_options_set_archs(o, "none", &err) == SHARDC_OK);
+    CHECK(shardc_options_set_archs(o, kernels ? "sm_80" : "none", &err) == SHARDC_OK);
     for (int i = 0; defs && defs[i]; i += 2)
         CHECK(shardc_options_define(o, defs[i], atoll(defs[i + 1]), &err) == SHARDC_OK);
     shardc_free(err);
+}
+
+static jmp_buf oom;
+
+/* The stages' memory plans as text. */
+static char *memory_plans(const shardc_program *prog)
+{
+    int n;
+    ir_module *const *st = pass_result_stages(&prog->res, &n);
+    su_buf b;
+    su_buf_init(&b, &oom);
+    for (int s = 0; s < n && s < prog->res.nplanned; s++)
+        pass_memplan_print(st[s], &prog->res.mp[s], &b);
+    return b.s ? b.s : strdup("");
+}
+
+/* A value as the op making it and which result: the same in two
+ * compiles of one program, whatever the value ids. */
+static long where(const int *def, const ir_value *v)
+{
+    return v ? (long)def[v->id] * 16 + v->res : -1;
+}
+
+static int *def_of(const ir_module *m)
+{
+    int *def = malloc(((size_t)m->next_id + 1) * sizeof *def);
+    for (int i = 0; i < m->ops.n; i++)
+        for (int r = 0; r < IR_OP(m, i)->nres; r++)
+            def[IR_OP(m, i)->res[r]->id] = i;
+    return def;
+}
+
+static bool groups_same(const pass_fgroup *g, const pass_fgroup *h, const int *dg,
+                        const int *dh)
+{
+    bool ok = g->kind == h->kind && g->nops == h->nops && g->reduce == h->reduce &&
+              g->anchor == h->anchor && g->epilogue == h->epilogue && g->nin == h->nin &&
+              g->nout == h->nout && g->nparts == h->nparts && g->run == h->run &&
+              !strcmp(g->name, h->name) && where(dg, g->bias) == where(dh, h->bias) &&
+              where(dg, g->residual) == where(dh, h->residual);
+    for (int i = 0; ok && i < g->nops; i++)
+        ok = g->ops[i] == h->ops[i];
+    for (int i = 0; ok && i < g->nin; i++)
+        ok = where(dg, g->in[i]) == where(dh, h->in[i]);
+    for (int i = 0; ok && i < g->nout; i++)
+        ok = where(dg, g->out[i]) == where(dh, h->out[i]);
+    for (int r = 0; ok && r < g->nparts; r++)
+        ok = groups_same(&g->parts[r], &h->parts[r], dg, dh);
+    return ok;
+}
+
+/* Two fusions of one program, compiled two ways: the same groups, by op
+ * index and by the ops making the values they read and store. */
+static bool fusion_same(const ir_module *ma, const pass_fusion *fa, const ir_module *mb,
+                        const pass_fusion *fb)
+{
+    if (ma->ops.n != mb->ops.n || fa->ngroups != fb->ngroups ||
+        fa->no_register_reuse != fb->no_register_reuse || fa->nruns != fb->nruns)
+        return false;
+    int *da = def_of(ma), *db = def_of(mb);
+    bool ok = true;
+    for (int i = 0; ok && i < ma->ops.n; i++) {
+        ok = fa->group_of[i] == fb->group_of[i];
+        const ir_op *x = IR_OP(ma, i), *y = IR_OP(mb, i);
+        for (int r = 0; ok && r < x->nres; r++)
+            ok = fa->stored[x->res[r]->id] == fb->stored[y->res[r]->id];
+    }
+    for (int k = 0; ok && k < fa->ngroups; k++)
+        ok = groups_same(&fa->groups[k], &fb->groups[k], da, db);
+    free(da);
+    free(db);
+    return ok;
+}
+
+/* With kernels: the groups, plans and report, no plan (NVRTC). */
+static compiled compile_kernels(const char *name, const char *text, const char *mesh,
+                                const char *const *defs, bool unshared)
+{
+    compiled c = {0};
+    shardc_options *o = shardc_options_new();
+    set(o, mesh, defs, true);
+    api_options_set_unshared(o, unshared);
+    char *err = NULL;
+    if (shardc_compile_string(o, name, text, strlen(text), &c.prog, &err) != SHARDC_OK ||
+        shardc_program_emit(c.prog, "fused-ir", &c.fused, NULL, &err) != SHARDC_OK ||
+        shardc_program_emit(c.prog, "report-json", &c.report, NULL, &err) != SHARDC_OK) {
+        CHECK(!"compiles with kernels");
+        fprintf(stderr, "  %s on %s: %s\n", name, mesh, err ? err : "?");
+    } else {
+        c.plans = memory_plans(c.prog);
+        for (int s = 0; s < c.prog->res.nplanned; s++)
+            c.held_walks += c.prog->res.fusion[s].held_walk;
+    }
+    shardc_free(err);
+    shardc_options_free(o);
+    return c;
 }
 
 static compiled compile(const char *name, const char *text, const char *mesh,
@@ -39,7 +145,7 @@ static compiled compile(const char *name, const char *text, const char *mesh,
 {
     compiled c = {0};
     shardc_options *o = shardc_options_new();
-    set(o, mesh, defs);
+    set(o, mesh, defs, false);
     api_options_set_unshared(o, unshared);
     shardc_options_set_unroll(o, unroll);
     char *err = NULL;
@@ -59,6 +165,14 @@ static void done(compiled *c)
     shardc_program_free(c->prog);
     shardc_free(c->stages);
     free(c->plan);
+    shardc_free(c->fused);
+    shardc_free(c->report);
+    free(c->plans);
+}
+
+static bool same_text(const char *a, const char *b)
+{
+    return a && b && !strcmp(a, b);
 }
 
 /* The two compiles agree; returns the stages held once. */
@@ -88,6 +202,31 @@ static int compare(const char *what, const char *text, const char *mesh,
             strcmp(a.stages, b.stages))
             fprintf(stderr, "  %s on %s: the two compiles differ\n", what, mesh);
         shared = pa->nshared;
+    }
+    done(&a);
+    done(&b);
+    if (unroll)
+        return shared;
+    /* with kernels: fuse walks the held stages */
+    a = compile_kernels(what, text, mesh, defs, false);
+    b = compile_kernels(what, text, mesh, defs, true);
+    if (a.prog && b.prog) {
+        CHECK(same_text(a.fused, b.fused));
+        bool same = a.prog->res.nplanned == b.prog->res.nplanned;
+        int n;
+        ir_module *const *sa = pass_result_stages(&a.prog->res, &n);
+        ir_module *const *sb = pass_result_stages(&b.prog->res, &n);
+        for (int s = 0; same && s < a.prog->res.nplanned; s++)
+            same = fusion_same(sa[s], &a.prog->res.fusion[s], sb[s], &b.prog->res.fusion[s]);
+        CHECK(same);
+        CHECK(same_text(a.plans, b.plans));
+        CHECK(same_text(a.report, b.report));
+        CHECK_INT(a.held_walks, a.prog->res.pipe.nshared);
+        CHECK_INT(b.held_walks, 0);
+        if (!same_text(a.fused, b.fused) || !same_text(a.plans, b.plans) ||
+            !same_text(a.report, b.report) || a.held_walks != a.prog->res.pipe.nshared)
+            fprintf(stderr, "  %s on %s: with kernels, the two compiles differ (held walks %d "
+                    "of %d)\n", what, mesh, a.held_walks, a.prog->res.pipe.nshared);
     }
     done(&a);
     done(&b);
@@ -201,7 +340,6 @@ static void test_corners(void)
  * as it was. */
 
 enum { HM = 6 };
-static jmp_buf oom;
 
 typedef enum {
     SAME,
@@ -219,16 +357,26 @@ static ir_op *stamped(ir_op *op, int task, int mb)
     return op;
 }
 
-static ir_module *hand_made(flaw f)
+/* A stage program of HM microbatches on a 2-stage pipeline, its input x
+ * (each microbatch's part 32 elements on). */
+static ir_module *stage_module(ir_value **x)
 {
     ir_module *m = ir_module_new(&oom);
     m->mesh = (ir_mesh){.naxes = 1, .name = {"pp"}, .size = {2}};
     m->pipe = (ir_pipeline){.axis = 0, .repeats = 2, .microbatches = HM, .chunks = 1};
     m->partitioned = true;
     m->stage = 0;
-    ir_type rows = {IR_F32, 2, {1, HM * 32}}, part = {IR_F32, 2, {8, 4}};
+    ir_type rows = {IR_F32, 2, {1, HM * 32}};
+    *x = ir_append(m, IR_INPUT, NULL, 0, &(ir_attrs){.name = "x"}, &rows)->res[0];
+    return m;
+}
+
+static ir_module *hand_made(flaw f)
+{
+    ir_value *x;
+    ir_module *m = stage_module(&x);
+    ir_type part = {IR_F32, 2, {8, 4}};
     ir_type half = {IR_F16, 2, {8, 4}};
-    ir_value *x = ir_append(m, IR_INPUT, NULL, 0, &(ir_attrs){.name = "x"}, &rows)->res[0];
     ir_type one = {IR_F32, 0, {0}};
     ir_value *w = ir_append(m, IR_CONST, NULL, 0, &(ir_attrs){.value = 2}, &one)->res[0];
     ir_value *w3 = ir_append(m, IR_CONST, NULL, 0, &(ir_attrs){.value = 3}, &one)->res[0];
@@ -301,6 +449,216 @@ static void test_proof(void)
     }
 }
 
+/* ---- the fusion's walk of a held program ----
+ *
+ * Six microbatches of one task; microbatches 1 .. 4 each read three
+ * values of the microbatch before (as the running sums do), values that
+ * microbatch 2's own ops read otherwise only inside one group, so only
+ * the hidden reads by microbatch 3 tell how the unrolled program groups
+ * them: c = a @ w is read by its bias add alone (a matmul epilogue, but
+ * for the next microbatch's read), k = a @ w by f = k * 2 alone (f's
+ * group then holds k past PASS_FUSE_HOLD fillers to h = f * 5, as the next
+ * microbatch's read keeps k alive that long), and f by h alone (stored for
+ * the next microbatch). The last microbatch reads them of microbatch 4
+ * too (last_reads), as a pipeline's last microbatch adds to the sums: the
+ * groups of the held walk, expanded, are then the unrolled walk's. When it
+ * does not, microbatch 4's groups are microbatch 2's (its c stored, where
+ * the unrolled walk keeps it in the epilogue's registers), so only the
+ * middle microbatches before it match; both are sound. */
+static ir_module *hidden_reads(bool last_reads)
+{
+    ir_value *x;
+    ir_module *m = stage_module(&x);
+    ir_type part = {IR_F32, 2, {8, 4}};
+    ir_type wt = {IR_F32, 2, {4, 4}}, bt = {IR_F32, 1, {4}}, one = {IR_F32, 0, {0}};
+    ir_value *w = ir_append(m, IR_PARAM, NULL, 0, &(ir_attrs){.name = "w"}, &wt)->res[0];
+    ir_value *g = ir_append(m, IR_PARAM, NULL, 0, &(ir_attrs){.name = "g"}, &bt)->res[0];
+    ir_value *two = ir_append(m, IR_CONST, NULL, 0, &(ir_attrs){.value = 2}, &one)->res[0];
+    ir_value *five = ir_append(m, IR_CONST, NULL, 0, &(ir_attrs){.value = 5}, &one)->res[0];
+    ir_value *c0 = NULL, *k0 = NULL, *f0 = NULL, *h = NULL;
+    for (int j = 0; j < HM; j++) {
+        ir_attrs ea = {.offset = 32 * j, .nlist = 2, .list = {8, 4}};
+        ir_value *a = stamped(ir_append(m, IR_EXTRACT, &x, 1, &ea, &part), 1, j)->res[0];
+        ir_value *aw[2] = {a, w};
+        ir_value *c = stamped(ir_append(m, IR_MATMUL, aw, 2, NULL, &part), 1, j)->res[0];
+        ir_value *cg[2] = {c, g};
+        ir_value *d = stamped(ir_append(m, IR_ADD, cg, 2, NULL, &part), 1, j)->res[0];
+        ir_value *k = stamped(ir_append(m, IR_MATMUL, aw, 2, NULL, &part), 1, j)->res[0];
+        ir_value *k2[2] = {k, two};
+        ir_value *f = stamped(ir_append(m, IR_MUL, k2, 2, NULL, &part), 1, j)->res[0];
+        for (int q = 0; q < PASS_FUSE_HOLD + 2; q++)
+            stamped(ir_append(m, IR_NEG, &g, 1, NULL, &bt), 1, j);
+        ir_value *f5[2] = {f, five};
+        h = stamped(ir_append(m, IR_MUL, f5, 2, NULL, &part), 1, j)->res[0];
+        if (j > 0 && (j < HM - 1 || last_reads)) {
+            ir_value *dc[2] = {d, c0};
+            stamped(ir_append(m, IR_ADD, dc, 2, NULL, &part), 1, j);
+            ir_value *hf[2] = {h, f0};
+            ir_value *l = stamped(ir_append(m, IR_ADD, hf, 2, NULL, &part), 1, j)->res[0];
+            ir_value *lk[2] = {l, k0};
+            stamped(ir_append(m, IR_ADD, lk, 2, NULL, &part), 1, j);
+        }
+        c0 = c, k0 = k, f0 = f;
+    }
+    ir_add_output(m, "h", h, (su_loc){0, 0});
+    return m;
+}
+
+static char *fused_text(const ir_module *m, const pass_fusion *f)
+{
+    su_buf b;
+    su_buf_init(&b, &oom);
+    pass_fusion_print(m, f, &b);
+    return b.s;
+}
+
+/* Sound groups: a value of a group that an op outside it, or an output,
+ * reads is stored, and no op between a group's first op and its anchor
+ * reads a value of the group. */
+static bool fusion_sound(const ir_module *m, const pass_fusion *f)
+{
+    int *def = malloc(((size_t)m->next_id + 1) * sizeof *def);
+    for (int i = 0; i < m->ops.n; i++)
+        for (int r = 0; r < IR_OP(m, i)->nres; r++)
+            def[IR_OP(m, i)->res[r]->id] = i;
+    bool ok = true;
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        for (int k = 0; k < op->nin; k++) {
+            int gd = f->group_of[def[op->in[k]->id]];
+            ok = ok && (gd < 0 || gd == f->group_of[i] || f->stored[op->in[k]->id]);
+            for (int g = 0; gd >= 0 && g < f->ngroups && gd != f->group_of[i]; g++)
+                ok = ok && !(g == gd && f->groups[g].ops[0] < i && i < f->groups[g].anchor);
+        }
+    }
+    for (int i = 0; i < m->outputs.n; i++) {
+        const ir_value *v = IR_OUTPUT(m, i)->v;
+        ok = ok && (f->group_of[def[v->id]] < 0 || f->stored[v->id]);
+    }
+    free(def);
+    return ok;
+}
+
+/* The lines of text from the one holding `from` to the one holding `to`. */
+static char *lines_between(const char *text, const char *from, const char *to)
+{
+    const char *a = text ? strstr(text, from) : NULL;
+    const char *b = a ? strstr(a, to) : NULL;
+    if (!a || !b)
+        return strdup("(not found)");
+    while (a > text && a[-1] != '\n')
+        a--;
+    return strndup(a, (size_t)(b - a));
+}
+
+static void test_held_walk(void)
+{
+    for (int last = 0; last < 2; last++) {
+        su_buf err;
+        su_buf_init(&err, &oom);
+        ir_module *u = hidden_reads(last), *m = hidden_reads(last);
+        pass_fusion fu, fm;
+        CHECK(pass_fuse_planned(u, &fu, NULL, &err));
+        CHECK(!fu.held_walk);
+        CHECK(pass_share_instances(m));
+        CHECK(m->shared && m->shared->nruns >= 1);
+        CHECK(pass_fuse_planned_held(m, &fm, NULL, &err));
+        CHECK(!m->shared);
+        CHECK(fm.held_walk);
+        if (err.len)
+            fprintf(stderr, "  held walk: %s\n", err.s);
+        CHECK(fusion_sound(u, &fu));
+        CHECK(fusion_sound(m, &fm));
+        char *a = fused_text(u, &fu), *b = fused_text(m, &fm);
+        /* microbatch 3's ops, middle, alike */
+        char *a3 = lines_between(a, "offset = 96", "offset = 128");
+        char *b3 = lines_between(b, "offset = 96", "offset = 128");
+        CHECK_STR(b3, a3);
+        if (last) {
+            CHECK_STR(b, a);
+            CHECK(fusion_same(m, &fm, u, &fu));
+        }
+        /* what the test is about: a middle microbatch's c keeps no
+         * epilogue (microbatch 4's has one when the last does not read it,
+         * and the last's), and f's group takes h and the adds after */
+        int bias = 0;
+        for (const char *t = a; t && (t = strstr(t, "kernel k")) != NULL; t++)
+            bias += !strncmp(strchr(t, ':'), ": matmul", 8);
+        CHECK_INT(bias, last ? 1 : 2);
+        CHECK(strstr(a3, ": matmul") == NULL);
+        CHECK(strstr(a3, "_mul_add: elementwise over [8, 4]; reads %") != NULL);
+        free(a3);
+        free(b3);
+        free(a);
+        free(b);
+        pass_fusion_free(&fu);
+        pass_fusion_free(&fm);
+        ir_module_free(u);
+        ir_module_free(m);
+        su_buf_free(&err);
+    }
+}
+
+/* A group that would span the instances op: s = p * 2 reads only a value
+ * made once, and microbatch 3 reads microbatch 2's s (t = s of the one
+ * before @ q, which joins no group); the last microbatch reads microbatch 4's s (u = s * 3)
+ * right after making its own. In the unrolled program u joins microbatch
+ * 4's s; in the held one it would join microbatch 2's across the middle
+ * microbatches, which read that s before the group's kernel ran: no group
+ * spans an instances op, so u keeps a group of its own. */
+static ir_module *spanning(void)
+{
+    ir_value *x;
+    ir_module *m = stage_module(&x);
+    ir_type part = {IR_F32, 2, {8, 4}}, one = {IR_F32, 0, {0}};
+    ir_value *p = ir_append(m, IR_PARAM, NULL, 0, &(ir_attrs){.name = "p"}, &part)->res[0];
+    ir_type qt = {IR_F32, 2, {4, 4}};
+    ir_value *q = ir_append(m, IR_PARAM, NULL, 0, &(ir_attrs){.name = "q"}, &qt)->res[0];
+    ir_value *two = ir_append(m, IR_CONST, NULL, 0, &(ir_attrs){.value = 2}, &one)->res[0];
+    ir_value *three = ir_append(m, IR_CONST, NULL, 0, &(ir_attrs){.value = 3}, &one)->res[0];
+    ir_value *s0 = NULL, *u = NULL;
+    for (int j = 0; j < HM; j++) {
+        ir_attrs ea = {.offset = 32 * j, .nlist = 2, .list = {8, 4}};
+        stamped(ir_append(m, IR_EXTRACT, &x, 1, &ea, &part), 1, j);
+        ir_value *p2[2] = {p, two};
+        ir_value *sj = stamped(ir_append(m, IR_MUL, p2, 2, NULL, &part), 1, j)->res[0];
+        if (j > 0 && j < HM - 1) {
+            ir_value *sq[2] = {s0, q};
+            stamped(ir_append(m, IR_MATMUL, sq, 2, NULL, &part), 1, j);
+        }
+        if (j == HM - 1) {
+            ir_value *s3[2] = {s0, three};
+            u = stamped(ir_append(m, IR_MUL, s3, 2, NULL, &part), 1, j)->res[0];
+        }
+        s0 = sj;
+    }
+    ir_add_output(m, "u", u, (su_loc){0, 0});
+    return m;
+}
+
+static void test_no_span(void)
+{
+    su_buf err;
+    su_buf_init(&err, &oom);
+    ir_module *u = spanning(), *m = spanning();
+    pass_fusion fu, fm;
+    CHECK(pass_fuse_planned(u, &fu, NULL, &err));
+    CHECK(pass_share_instances(m));
+    CHECK(pass_fuse_planned_held(m, &fm, NULL, &err));
+    CHECK(fm.held_walk);
+    CHECK(fusion_sound(u, &fu));
+    CHECK(fusion_sound(m, &fm));
+    /* the last microbatch's u: with microbatch 4's s unrolled, alone held */
+    int last = m->ops.n - 1;
+    CHECK_INT(fu.groups[fu.group_of[last]].nops, 2);
+    CHECK_INT(fm.groups[fm.group_of[last]].nops, 1);
+    pass_fusion_free(&fu);
+    pass_fusion_free(&fm);
+    ir_module_free(u);
+    ir_module_free(m);
+    su_buf_free(&err);
+}
+
 int main(void)
 {
     if (setjmp(oom)) {
@@ -308,6 +666,8 @@ int main(void)
         return 1;
     }
     test_proof();
+    test_held_walk();
+    test_no_span();
     test_examples();
     test_corners();
     return CHECK_DONE();
