@@ -1214,7 +1214,7 @@ static bool expand_walk(pass_fuse_walk *W, const ir_module *mx, ir_op *const *he
         }
         nf.group_of[e] = *slot;
     }
-    walker *w = &W->w, x = {.m = mx, .f = &nf};
+    walker *w = &W->w, x = {.m = mx, .f = &nf}; /* no grp: the walk is done */
     if (ok) {
         nf.ngroups = nng;
         nf.groups = su_alloc(a, (size_t)(nng + 1) * sizeof *nf.groups);
@@ -1223,7 +1223,6 @@ static bool expand_walk(pass_fuse_walk *W, const ir_module *mx, ir_op *const *he
             nf.groups[k] = (pass_fgroup){.id = k, .kind = G->kind, .epilogue = G->epilogue,
                                          .reduce = -1};
         }
-        x.g = su_alloc(a, (size_t)(nng + 1) * sizeof *x.g);
         x.parent = su_alloc(a, (size_t)(nng + 1) * sizeof *x.parent);
         for (int k = 0; k < nng; k++)
             x.parent[k] = k;
