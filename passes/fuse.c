@@ -851,11 +851,17 @@ static void use_after(walker *w, const ir_value *v)
 }
 
 /* Maps value ids to the op making them, counts their readers, and counts
- * the collectives before each op; false when an operand is made by no
- * earlier op. */
+ * the collectives before each op (the walker's arrays, made in its
+ * fusion's arena); false when an operand is made by no earlier op. */
 static bool index_values(walker *w, su_buf *err)
 {
     const ir_module *m = w->m;
+    su_arena *a = &w->f->arena;
+    w->defat = su_alloc(a, (size_t)(m->next_id + 1) * sizeof *w->defat);
+    w->nuse = su_alloc(a, (size_t)(m->next_id + 1) * sizeof *w->nuse);
+    w->reader = su_alloc(a, (size_t)(m->next_id + 1) * sizeof *w->reader);
+    w->lastread = su_alloc(a, (size_t)(m->next_id + 1) * sizeof *w->lastread);
+    w->ncomm = su_alloc(a, ((size_t)m->ops.n + 1) * sizeof *w->ncomm);
     for (int v = 0; v <= m->next_id; v++)
         w->defat[v] = w->reader[v] = w->lastread[v] = -1;
     w->ncomm[0] = 0;
@@ -1119,11 +1125,6 @@ static bool walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err, cons
     *w = (walker){.m = m, .f = f};
     w->g = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *w->g);
     w->parent = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *w->parent);
-    w->defat = su_alloc(&f->arena, (size_t)(m->next_id + 1) * sizeof *w->defat);
-    w->nuse = su_alloc(&f->arena, (size_t)(m->next_id + 1) * sizeof *w->nuse);
-    w->reader = su_alloc(&f->arena, (size_t)(m->next_id + 1) * sizeof *w->reader);
-    w->lastread = su_alloc(&f->arena, (size_t)(m->next_id + 1) * sizeof *w->lastread);
-    w->ncomm = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *w->ncomm);
     if (!index_values(w, err))
         return false;
     w->hidden = hidden;
@@ -1227,11 +1228,6 @@ static bool expand_walk(pass_fuse_walk *W, const ir_module *mx, ir_op *const *he
         for (int k = 0; k < nng; k++)
             x.parent[k] = k;
         x.ng = nng;
-        x.defat = su_alloc(a, (size_t)(mx->next_id + 1) * sizeof *x.defat);
-        x.nuse = su_alloc(a, (size_t)(mx->next_id + 1) * sizeof *x.nuse);
-        x.reader = su_alloc(a, (size_t)(mx->next_id + 1) * sizeof *x.reader);
-        x.lastread = su_alloc(a, (size_t)(mx->next_id + 1) * sizeof *x.lastread);
-        x.ncomm = su_alloc(a, (size_t)(n + 1) * sizeof *x.ncomm);
         ok = index_values(&x, err);
     }
     if (ok)

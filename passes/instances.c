@@ -164,6 +164,31 @@ static bool in_pieces(const stamps *S, int task)
     return task == -1 || task == S->gather;
 }
 
+/* Piece pc of a held program (stamps S): microbatch 2's and 1's ops it
+ * copies are stamps *k2 and *k1, places [*first, *end) of them. False
+ * when the piece is malformed (a task out of range, not a middle
+ * microbatch, places outside microbatch 2's, microbatch 1 of another
+ * length). */
+static bool piece_span(const stamps *S, const ir_piece *pc, int *k2, int *k1, int *first,
+                       int *end)
+{
+    if (pc->task < -1 || pc->task == 0 || pc->task > S->ntask - 2 || !middle(S, pc->mb))
+        return false;
+    *k2 = stamp_key(S, pc->task, TEMPLATE);
+    *k1 = stamp_key(S, pc->task, TEMPLATE - 1);
+    int n = seq_len(S, *k2);
+    *first = in_pieces(S, pc->task) ? pc->first : 0;
+    *end = in_pieces(S, pc->task) ? pc->end : n;
+    return seq_len(S, *k1) == n && *first >= 0 && *end <= n;
+}
+
+/* Microbatch mb's copy of an offset or tag that is x2 in microbatch 2's
+ * op and x1 in microbatch 1's: stepped on by their difference. */
+static int64_t stepped(int64_t x2, int64_t x1, int mb)
+{
+    return x2 + (int64_t)(mb - TEMPLATE) * (x2 - x1);
+}
+
 /* [m->next_id]: the index of the op that makes each value, -1 for none
  * (malloc'd; NULL: no memory). */
 static int *def_indices(const ir_module *m)
@@ -456,7 +481,7 @@ typedef struct expand {
  * copy for microbatch mb (-1: old op src itself). */
 static void note(expand *E, int src, int mb)
 {
-    if (!E->src && !E->mbof && E->capmap < 0)
+    if (E->capmap < 0) /* no map wanted */
         return;
     if (E->nmap == E->capmap) {
         int cap = E->capmap ? 2 * E->capmap : 1024;
@@ -530,9 +555,8 @@ static void copy_op(expand *E, const ir_op *t, int ti, const ir_op *t1, int j, i
     const ir_attrs *a = t->a;
     if (t->a != t1->a && (t->a->offset != t1->a->offset || t->a->tag != t1->a->tag)) {
         ir_attrs c = *t->a;
-        int64_t d = j - TEMPLATE;
-        c.offset += d * (t->a->offset - t1->a->offset);
-        c.tag += d * (t->a->tag - t1->a->tag);
+        c.offset = stepped(t->a->offset, t1->a->offset, j);
+        c.tag = stepped(t->a->tag, t1->a->tag, j);
         a = ir_attrs_intern(m, &c);
     }
     ir_op *x = ir_append_interned(m, t->code, in, t->nin, a, ty);
@@ -556,18 +580,12 @@ static void expand_run(expand *E, int r)
     const stamps *S = &E->S;
     for (int q = sh->run[r]; q < sh->run[r + 1] && E->ok; q++) {
         const ir_piece *pc = &sh->piece[q];
-        if (pc->task < -1 || pc->task == 0 || pc->task > S->ntask - 2 || !middle(S, pc->mb)) {
+        int k2, k1, first, end;
+        if (!piece_span(S, pc, &k2, &k1, &first, &end)) {
             E->ok = false;
             return;
         }
-        int k2 = stamp_key(S, pc->task, TEMPLATE), k1 = stamp_key(S, pc->task, TEMPLATE - 1);
-        int n = seq_len(S, k2), first = in_pieces(S, pc->task) ? pc->first : 0;
-        int end = in_pieces(S, pc->task) ? pc->end : n;
-        int kj = stamp_key(S, pc->task, pc->mb);
-        if (seq_len(S, k1) != n || first < 0 || end > n) {
-            E->ok = false;
-            return;
-        }
+        int n = seq_len(S, k2), kj = stamp_key(S, pc->task, pc->mb);
         if (!E->made[kj]) {
             E->made[kj] = su_alloc(&E->scratch, (size_t)(n + 1) * sizeof **E->made);
             memset(E->made[kj], 0, (size_t)(n + 1) * sizeof **E->made);
@@ -703,16 +721,10 @@ bool pass_instances_hidden(const ir_module *m, int *count, int *at)
         }
         for (int q = sh->run[op->a->tag]; q < sh->run[op->a->tag + 1] && ok; q++) {
             const ir_piece *pc = &sh->piece[q];
+            int k2, k1, first, end;
             if (pc->mb != TEMPLATE + 1) /* microbatch 3 reads microbatch 2's */
                 continue;
-            if (pc->task < -1 || pc->task == 0 || pc->task > S.ntask - 2) {
-                ok = false;
-                break;
-            }
-            int k2 = stamp_key(&S, pc->task, TEMPLATE), n = seq_len(&S, k2);
-            int first = in_pieces(&S, pc->task) ? pc->first : 0;
-            int end = in_pieces(&S, pc->task) ? pc->end : n;
-            if (first < 0 || end > n) {
+            if (!piece_span(&S, pc, &k2, &k1, &first, &end)) {
                 ok = false;
                 break;
             }
@@ -735,7 +747,7 @@ bool pass_instances_hidden(const ir_module *m, int *count, int *at)
                     }
                     int v = x->res[z->res]->id;
                     count[v]++;
-                    at[v] = i > at[v] ? i : at[v];
+                    at[v] = i; /* the instances ops come in order */
                 }
             }
         }
@@ -757,9 +769,7 @@ int pass_instances_p2p(const ir_module *m, pass_p2p_op **out)
     bool ok = true;
     for (int i = 0; i < m->ops.n && ok; i++) {
         const ir_op *op = IR_OP(m, i);
-        int nop = 1, task = 0, mb = -1, first = 0;
-        const ir_piece *pc = NULL;
-        int q0 = 0, q1 = 1;
+        int q0 = 0, q1 = 1; /* an op kept: itself, once */
         if (op->code == IR_INSTANCES) {
             if (!sh || op->a->tag < 0 || op->a->tag >= sh->nruns) {
                 ok = false;
@@ -769,34 +779,20 @@ int pass_instances_p2p(const ir_module *m, pass_p2p_op **out)
             q1 = sh->run[op->a->tag + 1];
         }
         for (int q = q0; q < q1 && ok; q++) {
-            int k2 = -1, k1 = -1;
+            int k2 = -1, k1 = -1, first = 0, end = 1, mb = -1;
             if (op->code == IR_INSTANCES) {
-                pc = &sh->piece[q];
-                task = pc->task;
-                mb = pc->mb;
-                if (task < -1 || task == 0 || task > S.ntask - 2 || !middle(&S, mb)) {
+                mb = sh->piece[q].mb;
+                if (!piece_span(&S, &sh->piece[q], &k2, &k1, &first, &end)) {
                     ok = false;
                     break;
                 }
-                k2 = stamp_key(&S, task, TEMPLATE);
-                k1 = stamp_key(&S, task, TEMPLATE - 1);
-                int len = seq_len(&S, k2);
-                first = in_pieces(&S, task) ? pc->first : 0;
-                int end = in_pieces(&S, task) ? pc->end : len;
-                if (first < 0 || end > len || seq_len(&S, k1) != len) {
-                    ok = false;
-                    break;
-                }
-                nop = end - first;
             }
-            for (int p = 0; p < nop; p++, at++) {
-                const ir_op *t = k2 < 0 ? op : seq_op(m, &S, k2, first + p);
+            for (int p = first; p < end; p++, at++) {
+                const ir_op *t = k2 < 0 ? op : seq_op(m, &S, k2, p);
                 if (ir_ops[t->code].cls != IR_C_P2P || t->code == IR_INSTANCES)
                     continue;
-                int64_t tag = t->a->tag;
-                if (k2 >= 0) /* the copy's tag, stepped as copy_op steps it */
-                    tag += (int64_t)(mb - TEMPLATE) *
-                           (t->a->tag - seq_op(m, &S, k1, first + p)->a->tag);
+                int64_t tag = k2 < 0 ? t->a->tag /* the copy's, as copy_op steps it */
+                                     : stepped(t->a->tag, seq_op(m, &S, k1, p)->a->tag, mb);
                 if (n == cap) {
                     cap = cap ? 2 * cap : 256;
                     pass_p2p_op *r = realloc(rec, (size_t)cap * sizeof *r);
