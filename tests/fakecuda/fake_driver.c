@@ -74,6 +74,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define API __attribute__((visibility("default")))
 
@@ -186,7 +187,7 @@ static const char *const kind_name[NKINDS] = {"streams", "events", "modules", "f
 
 typedef struct handle {
     kind kind;
-    struct handle *next;
+    struct handle *next, *prev;     /* the list of live handles */
     /* a stream */
     int capturing;                  /* 1 while captured into a graph */
     pthread_t by;                   /* the thread capturing it */
@@ -211,8 +212,8 @@ typedef struct handle {
     int max_shared;
     bool ptx;                       /* a module: PTX text, not a cubin */
     char name[128];
-    /* an event: its flags, and when it was last recorded (a tick of the
-     * pretend clock, which every record moves on; 0: never) */
+    /* an event: its flags, and when it was last recorded (a nanosecond
+     * of the pretend clock, stamp(); 0: never) */
     unsigned flags;
     long stamp;
     /* an event recorded behind such work: complete once on->done reaches
@@ -235,11 +236,27 @@ typedef struct alloc {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t progress = PTHREAD_COND_INITIALIZER; /* a stream's done moved */
-static atomic_long ticks;
+static long last_stamp;            /* the pretend clock's last reading */
 static handle *handles;
 static alloc *allocs;
 static alloc *pinned;               /* page-locked host memory (cuMemAllocHost) */
 static size_t allocated;
+
+/* The pretend clock (lock held), in nanoseconds: the host's monotonic
+ * clock, moved on by at least one at each reading, so that no two records
+ * share a time. A device's events measure real time, and shardrun --trace
+ * places each step's events after the host's reading of its start, so
+ * this clock must not run ahead of the host's: a count of records did,
+ * and the next step's first events fell before the last ones of the step
+ * before. */
+static long stamp(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    long now = (long)t.tv_sec * 1000000000L + t.tv_nsec;
+    last_stamp = now > last_stamp ? now : last_stamp + 1;
+    return last_stamp;
+}
 
 static void free_ops(rec *r)
 {
@@ -250,6 +267,85 @@ static void free_ops(rec *r)
     }
 }
 
+/* The live handles by address too (open addressing; TOMB a removed one),
+ * so that live() and drop() take constant time: a run with --trace makes
+ * two events an instruction, and a walk of the list at every call made a
+ * long pipeline's run take minutes. Under lock. */
+static handle **hset;
+static size_t hcap, hused, hlive;   /* slots, those not empty, live handles */
+#define TOMB ((handle *)1)
+
+static size_t hslot(const void *h)
+{
+    uint64_t x = (uint64_t)(uintptr_t)h;
+    x ^= x >> 29;
+    x *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(x >> 24) & (hcap - 1);
+}
+
+/* The slot holding h, or -1. */
+static long hfind(const void *h)
+{
+    if (!hcap)
+        return -1;
+    for (size_t i = hslot(h);; i = (i + 1) & (hcap - 1)) {
+        if (!hset[i])
+            return -1;
+        if (hset[i] == h)
+            return (long)i;
+    }
+}
+
+static bool hadd(handle *h)
+{
+    if ((hused + 1) * 2 > hcap) { /* grow (or clear the tombstones) */
+        size_t cap = 64;
+        while (cap < 4 * (hlive + 1))
+            cap *= 2;
+        handle **old = hset;
+        size_t ocap = hcap;
+        hset = calloc(cap, sizeof *hset);
+        if (!hset) {
+            hset = old;
+            return false;
+        }
+        hcap = cap;
+        hused = 0;
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i] && old[i] != TOMB) {
+                size_t j = hslot(old[i]);
+                while (hset[j])
+                    j = (j + 1) & (hcap - 1);
+                hset[j] = old[i];
+                hused++;
+            }
+        free(old);
+    }
+    size_t j = hslot(h);
+    while (hset[j] && hset[j] != TOMB)
+        j = (j + 1) & (hcap - 1);
+    hused += !hset[j];
+    hset[j] = h;
+    hlive++;
+    return true;
+}
+
+/* Takes x out of the list and the set. */
+static void unlink_handle(handle *x)
+{
+    long i = hfind(x);
+    if (i >= 0) {
+        hset[i] = TOMB;
+        hlive--;
+    }
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        handles = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+}
+
 static handle *new_handle(kind k)
 {
     handle *h = calloc(1, sizeof *h);
@@ -258,7 +354,14 @@ static handle *new_handle(kind k)
     h->kind = k;
     h->tail = &h->ops;
     pthread_mutex_lock(&lock);
+    if (!hadd(h)) {
+        pthread_mutex_unlock(&lock);
+        free(h);
+        return NULL;
+    }
     h->next = handles;
+    if (handles)
+        handles->prev = h;
     handles = h;
     pthread_mutex_unlock(&lock);
     return h;
@@ -268,22 +371,19 @@ static handle *new_handle(kind k)
 static bool live(const void *h, kind k)
 {
     pthread_mutex_lock(&lock);
-    const handle *x = handles;
-    while (x && (x != h || x->kind != k))
-        x = x->next;
+    long i = h ? hfind(h) : -1;
+    bool ok = i >= 0 && hset[i]->kind == k;
     pthread_mutex_unlock(&lock);
-    return x != NULL;
+    return ok;
 }
 
 static bool drop(void *h, kind k)
 {
     pthread_mutex_lock(&lock);
-    handle **at = &handles;
-    while (*at && (*at != h || (*at)->kind != k))
-        at = &(*at)->next;
-    handle *x = *at;
+    long i = h ? hfind(h) : -1;
+    handle *x = i >= 0 && hset[i]->kind == k ? hset[i] : NULL;
     if (x)
-        *at = x->next;
+        unlink_handle(x);
     pthread_mutex_unlock(&lock);
     if (x) {
         free(x->image);
@@ -799,14 +899,11 @@ API rt_cu_result cuModuleUnload(rt_cu_module m)
     }
     /* its functions and globals go with it */
     pthread_mutex_lock(&lock);
-    handle **at = &handles;
-    while (*at) {
-        handle *x = *at;
+    for (handle *x = handles, *next; x; x = next) {
+        next = x->next;
         if (x->kind == H_FUNC && x->module == (handle *)m) {
-            *at = x->next;
+            unlink_handle(x);
             free(x);
-        } else {
-            at = &x->next;
         }
     }
     alloc **g = &allocs;
@@ -1106,7 +1203,7 @@ static rt_cu_result do_rec(const rec *r, const char *call)
             return ERR_INVALID_HANDLE;
         }
         pthread_mutex_lock(&lock);
-        r->event->stamp = atomic_fetch_add(&ticks, 1) + 1;
+        r->event->stamp = stamp();
         pthread_mutex_unlock(&lock);
         return RT_CU_SUCCESS;
     case R_HOST:
@@ -1458,7 +1555,7 @@ API rt_cu_result cuEventElapsedTime(float *ms, rt_cu_event a, rt_cu_event b)
         breach("cuEventElapsedTime: an event never recorded");
         return ERR_INVALID_HANDLE;
     }
-    *ms = (float)(to - from) * 0.001f; /* a microsecond a tick */
+    *ms = (float)((double)(to - from) * 1e-6); /* nanoseconds */
     return RT_CU_SUCCESS;
 }
 

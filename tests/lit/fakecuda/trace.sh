@@ -1,6 +1,8 @@
 # shardrun --backend cuda --trace on the pretend driver of tests/fakecuda,
-# whose events read a clock that each record moves on (a microsecond a
-# tick), captured records moving it at each launch of their graph: the
+# whose events read the host's clock in nanoseconds, moved on by at least
+# one at each record (a clock ahead of the host's put a step's first
+# events before the last ones of the step before), captured records
+# reading it at each launch of their graph: the
 # measured timeline passes check_trace.py's checks (every rank, streams
 # that never overlap, the same instructions in every step, the estimate's
 # collectives in order), eagerly and by graphs, on 2x2 ranks and a 2x2x2
