@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -1042,14 +1043,33 @@ static void render_work(void *arg)
     r->text = su_buf_take(b);
 }
 
-/* Renders output k of shardc_program_emit. */
+void api_drop_estimate(const shardc_program *prog)
+{
+    pass_result *r = &((shardc_program *)prog)->res; /* the program's own, not const */
+    if (!r->estimate)
+        return;
+    for (int s = 0; s < r->nestimate; s++)
+        pass_fusion_free(&r->estimate[s]);
+    free(r->estimate);
+    r->estimate = NULL;
+    r->nestimate = 0;
+    /* the stages' threads made them in arenas of their own, which the
+     * plan's steps, on other threads, would not reuse: given back */
+    malloc_trim(0);
+}
+
+/* Renders output k of shardc_program_emit (under the program's lock: a
+ * plan made on another thread may drop the estimate, api_fusion). */
 static shardc_status render(const shardc_program *prog, int k, char **text, size_t *len,
                             char **error)
 {
     render_run r = {.prog = prog, .k = k, .error = error};
     su_buf_init(&r.b, &r.oom);
     su_buf_init(&r.err, &r.oom);
-    if (!su_catch(&r.oom, render_work, &r))
+    pthread_mutex_lock(&prog->plan_times->lock);
+    bool done = su_catch(&r.oom, render_work, &r);
+    pthread_mutex_unlock(&prog->plan_times->lock);
+    if (!done)
         r.st = api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
     su_buf_free(&r.b);
     su_buf_free(&r.err);

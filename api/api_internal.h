@@ -65,13 +65,22 @@ shardc_status api_program_loops(const shardc_program *prog, char **text, size_t 
 /* `--emit schedule`'s head for a pipelined program: each stage's order of
  * forward and backward microbatch steps (nothing without a pipeline). */
 void api_program_tasks(const shardc_program *prog, su_buf *b);
-/* The groups the plan's kernels are, one per stage of the n the report
- * and the timeline see (the fuse pass's), or NULL when fuse did not run
- * (a plan without kernels: the timeline fuses each stage itself). */
+/* The groups the report's and the trace's timeline time, one per stage
+ * of the n they see: the plan's kernels (the fuse pass's); without
+ * kernels, the held stages' groups the pipeline made before expanding
+ * them (pass_result.estimate), or NULL (the timeline fuses each stage
+ * itself). Call it with plan_times->lock held: a plan drops the estimate
+ * once its report has read it (api_drop_estimate), since the plan's steps
+ * after it would hold it through their peak, and a report of the program
+ * after that fuses those stages again, to the same groups. */
 static inline const struct pass_fusion *api_fusion(const shardc_program *prog, int n)
 {
-    return prog->res.fused && prog->res.nplanned == n ? prog->res.fusion : NULL;
+    if (prog->res.fused && prog->res.nplanned == n)
+        return prog->res.fusion;
+    return prog->res.nestimate == n ? prog->res.estimate : NULL;
 }
+/* Frees prog's estimate (plan_times->lock held). */
+void api_drop_estimate(const shardc_program *prog);
 /* The usage error of asking output `what` (or a plan) of a compilation
  * that ran only part of the pass pipeline. */
 shardc_status api_partial(const shardc_program *prog, const char *what, char **error);

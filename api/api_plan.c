@@ -73,6 +73,17 @@ typedef struct plan_run {
     double seconds[API_PLAN_STEPS]; /* api_plan_times's */
 } plan_run;
 
+/* The plan's report (the program's lock held: api_fusion). */
+static void plan_report(void *arg)
+{
+    plan_run *r = arg;
+    const shardc_program *prog = r->prog;
+    int n;
+    ir_module *const *st = pass_result_stages(&prog->res, &n);
+    pass_report_on(st, n, &prog->res.pipe, prog->res.mp, api_fusion(prog, n), prog->hw,
+                   prog->mem_limit, true, &r->rep);
+}
+
 static void plan_work(void *arg)
 {
     plan_run *r = arg;
@@ -80,8 +91,12 @@ static void plan_work(void *arg)
     int n;
     ir_module *const *st = pass_result_stages(&prog->res, &n);
     double t0 = su_seconds();
-    pass_report_on(st, n, &prog->res.pipe, prog->res.mp, api_fusion(prog, n), prog->hw,
-                   prog->mem_limit, true, &r->rep);
+    pthread_mutex_lock(&prog->plan_times->lock);
+    bool done = su_guarded(&r->oom, plan_report, r);
+    api_drop_estimate(prog); /* read: the plan's steps would hold it through their peak */
+    pthread_mutex_unlock(&prog->plan_times->lock);
+    if (!done)
+        su_oom(&r->oom);
     r->seconds[0] = su_seconds() - t0;
     cg_plan_options o;
     memset(&o, 0, sizeof o);

@@ -1173,27 +1173,28 @@ bool pass_fuse_walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err)
 
 /* W (the walk of the held program, whose ops were held[0 .. nheld)) made
  * the walk of mx, the program expanded by map. False, W unchanged, when a
- * group of the held walk does not map one to one onto the expanded ops. */
+ * group of the held walk does not map one to one onto the expanded ops.
+ * The new groups are made in *fx and the scratch in *tmp, the caller's
+ * to free however this ends (an allocation failure jumps out of it). */
 static bool expand_walk(pass_fuse_walk *W, const ir_module *mx, ir_op *const *held, int nheld,
-                        const pass_expansion *map, su_buf *err)
+                        const pass_expansion *map, pass_fusion *nf, su_arena *tmp,
+                        su_buf *err)
 {
     const pass_fusion *pre = &W->pre;
     int ng = pre->ngroups, M = map->microbatches, n = mx->ops.n;
     if (map->n != n || M < 1)
         return false;
-    pass_fusion nf;
-    memset(&nf, 0, sizeof nf);
-    su_arena_init(&nf.arena, err->oom);
-    su_arena *a = &nf.arena;
-    nf.nops = n;
-    nf.nvalues = mx->next_id;
-    nf.group_of = su_alloc(a, (size_t)(n + 1) * sizeof *nf.group_of);
-    nf.stored = su_alloc(a, (size_t)(nf.nvalues + 1) * sizeof *nf.stored);
-    su_arena tmp;
-    su_arena_init(&tmp, err->oom);
+    memset(nf, 0, sizeof *nf);
+    su_arena_init(&nf->arena, err->oom);
+    su_arena *a = &nf->arena;
+    nf->nops = n;
+    nf->nvalues = mx->next_id;
+    nf->group_of = su_alloc(a, (size_t)(n + 1) * sizeof *nf->group_of);
+    nf->stored = su_alloc(a, (size_t)(nf->nvalues + 1) * sizeof *nf->stored);
+    su_arena_init(tmp, err->oom);
     size_t slots = (size_t)ng * (size_t)(M + 1) + 1;
-    int *id = su_alloc(&tmp, slots * sizeof *id); /* (group, microbatch + 1): its number */
-    int *gsrc = su_alloc(&tmp, slots * sizeof *gsrc);
+    int *id = su_alloc(tmp, slots * sizeof *id); /* (group, microbatch + 1): its number */
+    int *gsrc = su_alloc(tmp, slots * sizeof *gsrc);
     for (size_t k = 0; k < slots; k++)
         id[k] = -1;
     int nng = 0;
@@ -1203,9 +1204,9 @@ static bool expand_walk(pass_fuse_walk *W, const ir_module *mx, ir_op *const *he
         const ir_op *op = IR_OP(mx, e), *h = s >= 0 && s < nheld ? held[s] : NULL;
         ok = h && j >= -1 && j < M && h->nres == op->nres && h->code == op->code;
         for (int r = 0; ok && r < op->nres; r++)
-            nf.stored[op->res[r]->id] = pre->stored[h->res[r]->id];
+            nf->stored[op->res[r]->id] = pre->stored[h->res[r]->id];
         int hg = ok ? pre->group_of[s] : -1;
-        nf.group_of[e] = -1;
+        nf->group_of[e] = -1;
         if (hg < 0)
             continue;
         int *slot = &id[(size_t)hg * (size_t)(M + 1) + (size_t)(j + 1)];
@@ -1213,15 +1214,15 @@ static bool expand_walk(pass_fuse_walk *W, const ir_module *mx, ir_op *const *he
             gsrc[nng] = hg;
             *slot = nng++;
         }
-        nf.group_of[e] = *slot;
+        nf->group_of[e] = *slot;
     }
-    walker *w = &W->w, x = {.m = mx, .f = &nf}; /* no grp: the walk is done */
+    walker *w = &W->w, x = {.m = mx, .f = nf}; /* no grp: the walk is done */
     if (ok) {
-        nf.ngroups = nng;
-        nf.groups = su_alloc(a, (size_t)(nng + 1) * sizeof *nf.groups);
+        nf->ngroups = nng;
+        nf->groups = su_alloc(a, (size_t)(nng + 1) * sizeof *nf->groups);
         for (int k = 0; k < nng; k++) {
             const pass_fgroup *G = &pre->groups[gsrc[k]];
-            nf.groups[k] = (pass_fgroup){.id = k, .kind = G->kind, .epilogue = G->epilogue,
+            nf->groups[k] = (pass_fgroup){.id = k, .kind = G->kind, .epilogue = G->epilogue,
                                          .reduce = -1};
         }
         x.parent = su_alloc(a, (size_t)(nng + 1) * sizeof *x.parent);
@@ -1235,7 +1236,7 @@ static bool expand_walk(pass_fuse_walk *W, const ir_module *mx, ir_op *const *he
     /* each group the held one's ops, place for place */
     for (int k = 0; ok && k < nng; k++) {
         const pass_fgroup *G = &pre->groups[gsrc[k]];
-        pass_fgroup *g = &nf.groups[k];
+        pass_fgroup *g = &nf->groups[k];
         ok = g->nops == G->nops;
         for (int q = 0; ok && q < g->nops; q++)
             ok = map->src[g->ops[q]] == G->ops[q];
@@ -1253,13 +1254,14 @@ static bool expand_walk(pass_fuse_walk *W, const ir_module *mx, ir_op *const *he
         ok = ok && (G->reduce < 0) == (g->reduce < 0) && !G->bias == !g->bias &&
              !G->residual == !g->residual;
     }
-    su_arena_free(&tmp);
+    su_arena_free(tmp);
     if (!ok) {
-        pass_fusion_free(&nf);
+        pass_fusion_free(nf);
         return false;
     }
     pass_fusion_free(&W->pre);
-    W->pre = nf;
+    W->pre = *nf;
+    memset(nf, 0, sizeof *nf); /* W's now */
     *w = x;
     w->f = &W->pre;
     W->held = true;
@@ -1275,6 +1277,8 @@ typedef struct held_run {
     int *hidden, *hidden_at;
     ir_op **held;
     pass_expansion map;
+    pass_fusion groups;     /* expand_walk's, until the walk takes them */
+    su_arena tmp;           /* expand_walk's scratch */
     bool ok;
 } held_run;
 
@@ -1302,7 +1306,7 @@ static void walk_held(void *arg)
         h->ok = false;
         return;
     }
-    if (*h->out && expand_walk(*h->out, m, h->held, nheld, &h->map, err))
+    if (*h->out && expand_walk(*h->out, m, h->held, nheld, &h->map, &h->groups, &h->tmp, err))
         return;
     /* the walk of the program expanded, when the held one's does not map */
     pass_fuse_walk_free(*h->out);
@@ -1321,6 +1325,8 @@ bool pass_fuse_walk_held(ir_module *m, pass_fuse_walk **out, su_buf *err)
     free(h.hidden_at);
     free(h.held);
     pass_expansion_free(&h.map);
+    pass_fusion_free(&h.groups);
+    su_arena_free(&h.tmp);
     if (!done)
         su_oom(err->oom);
     return h.ok;
@@ -1393,6 +1399,7 @@ void pass_fuse_from_walk(const pass_fuse_walk *W, uint64_t skip, pass_fusion *f,
 /* pass_fuse_ex's work, its walk freed by the caller however it ends. */
 typedef struct ex_run {
     const ir_module *m;
+    ir_module *held;    /* a held stage, walked held (m is it); NULL: none */
     uint64_t skip;
     pass_fusion *f;
     su_buf *err;
@@ -1403,20 +1410,32 @@ typedef struct ex_run {
 static void fuse_ex(void *arg)
 {
     ex_run *r = arg;
-    r->ok = pass_fuse_walk_new(r->m, &r->walk, r->err);
+    r->ok = r->held ? pass_fuse_walk_held(r->held, &r->walk, r->err)
+                    : pass_fuse_walk_new(r->m, &r->walk, r->err);
     if (r->ok)
         pass_fuse_from_walk(r->walk, r->skip, r->f, r->err);
 }
 
-bool pass_fuse_ex(const ir_module *m, uint64_t skip, pass_fusion *f, su_buf *err)
+static bool fuse_ex_run(const ir_module *m, ir_module *held, uint64_t skip, pass_fusion *f,
+                        su_buf *err)
 {
     memset(f, 0, sizeof *f);
-    ex_run r = {.m = m, .skip = skip, .f = f, .err = err};
+    ex_run r = {.m = m, .held = held, .skip = skip, .f = f, .err = err};
     bool done = su_guarded(err->oom, fuse_ex, &r);
     pass_fuse_walk_free(r.walk);
     if (!done)
         su_oom(err->oom);
     return r.ok;
+}
+
+bool pass_fuse_ex(const ir_module *m, uint64_t skip, pass_fusion *f, su_buf *err)
+{
+    return fuse_ex_run(m, NULL, skip, f, err);
+}
+
+bool pass_fuse_held(ir_module *m, pass_fusion *f, su_buf *err)
+{
+    return fuse_ex_run(m, m->shared ? m : NULL, 0, f, err);
 }
 
 void pass_fusion_free(pass_fusion *f)

@@ -244,6 +244,11 @@ bool pass_fuse(const ir_module *m, pass_fusion *f, su_buf *err);
  * (r < 64, counted in program order) as separate groups where bit r of
  * skip is set. pass_fuse_planned (passes.h) chooses skip by memory. */
 bool pass_fuse_ex(const ir_module *m, uint64_t skip, pass_fusion *f, su_buf *err);
+/* As pass_fuse, of a pipeline stage whose middle microbatches are held
+ * once (m->shared): walked held, then expanded (pass_fuse_walk_held), so
+ * *f is pass_fuse of m expanded, and m is expanded, also after a failure
+ * when it got that far. */
+bool pass_fuse_held(ir_module *m, pass_fusion *f, su_buf *err);
 void pass_fusion_free(pass_fusion *f);
 
 /* pass_fuse_ex in two halves, for a caller trying several skips

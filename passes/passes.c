@@ -60,6 +60,11 @@ void pass_result_free(pass_result *r)
     }
     free(r->fusion);
     free(r->mp);
+    for (int s = 0; s < r->nestimate; s++)
+        pass_fusion_free(&r->estimate[s]);
+    free(r->estimate);
+    r->estimate = NULL;
+    r->nestimate = 0;
     pass_pipeline_free(&r->pipe);
     ir_module_free(r->part);
     r->fusion = NULL;
@@ -432,6 +437,38 @@ static bool expand_stage(stage_job *j, su_buf *err)
     return pass_expand_instances(j->w, err);
 }
 
+/* Without kernels, the estimate's groups of each held stage (what
+ * pass_timeline would otherwise make of it expanded, from a walk of every
+ * op): walked held, which expands it. */
+static bool estimate_stage(stage_job *j, su_buf *err)
+{
+    if (!j->w->shared)
+        return true;
+    j->w->oom = err->oom; /* as bucket_stage */
+    j->w->arena.oom = err->oom;
+    return pass_fuse_held(j->w, j->f, err);
+}
+
+static pass_status estimate_groups(run *u)
+{
+    pass_result *r = u->r;
+    int n = r->pipe.nstages;
+    ir_module **st = r->pipe.stage;
+    bool any = false;
+    for (int s = 0; s < n; s++)
+        any = any || st[s]->shared;
+    if (!any || r->estimate)
+        return PASS_OK;
+    r->estimate = su_xmalloc(u->err->oom, (size_t)n * sizeof *r->estimate);
+    memset(r->estimate, 0, (size_t)n * sizeof *r->estimate);
+    r->nestimate = n;
+    stage_job *job = stage_jobs(u, n);
+    for (int s = 0; s < n; s++)
+        job[s] = (stage_job){.run = estimate_stage, .m = st[s], .w = st[s], .own = st[s]->oom,
+                             .own_arena = st[s]->arena.oom, .f = &r->estimate[s]};
+    return run_stage_jobs(u, job, n, false) ? PASS_OK : PASS_ERR_INTERNAL;
+}
+
 /* Every stage whole again (what every pass after the verifier's per-stage
  * checks, and every reader of the result, takes). */
 static pass_status expand_instances(run *u)
@@ -571,8 +608,11 @@ static void pipeline(void *arg)
             return;
         }
         double t0 = su_seconds();
-        /* fuse walks a held stage as it is, then expands it */
-        u->st = id > PASS_VERIFY && id != PASS_FUSE ? expand_instances(u) : PASS_OK;
+        /* fuse walks a held stage as it is, then expands it; without
+         * kernels the estimate's groups are walked so before the rest */
+        u->st = id > PASS_VERIFY && !o->kernels ? estimate_groups(u) : PASS_OK;
+        if (u->st == PASS_OK)
+            u->st = id > PASS_VERIFY && id != PASS_FUSE ? expand_instances(u) : PASS_OK;
         if (u->st == PASS_OK)
             u->st = runs[id](u);
         /* what is printed, or the last pass's, is the whole program */

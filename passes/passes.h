@@ -557,6 +557,12 @@ typedef struct pass_result {
     pass_memplan *mp;       /* [nplanned]: each stage's plan, once memplan ran (or
                              * fuse, which plans memory to choose its groups) */
     bool planned;           /* fuse made mp: memplan only checks it */
+    /* Without kernels (no fuse), the groups the estimate's timeline
+     * times for each stage held once up to then, made from its held
+     * program before it was expanded (pass_fuse_held); the others' nops 0
+     * (pass_timeline makes those itself). NULL: none. */
+    struct pass_fusion *estimate; /* [nestimate] */
+    int nestimate;
     int nplanned;           /* the stages fuse or memplan made entries for */
     int last;               /* the last pass that ended, -1: none */
     int failed;             /* the pass that failed, -1: none */

@@ -21,6 +21,7 @@
 #include "../../passes/fuse.h"
 #include "check.h"
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdlib.h>
 
@@ -32,6 +33,13 @@ typedef struct compiled {
     char *fused, *plans, *report; /* with kernels: fused-ir, the memory plans,
                                    * report-json */
     int held_walks;         /* stages whose groups came from the held walk */
+    /* without kernels: the report before the plan and after it; the
+     * stages with the estimate's groups (pass_result.estimate) before the
+     * plan, those groups the same as pass_fuse of the stage, and whether
+     * the plan dropped them */
+    char *report_before, *report_after;
+    int estimated;
+    bool estimate_same, dropped;
 } compiled;
 
 static void set(shardc_options *o, const char *mesh, const char *const *defs, bool kernels)
@@ -151,10 +159,37 @@ static compiled compile(const char *name, const char *text, const char *mesh,
     char *err = NULL;
     if (shardc_compile_string(o, name, text, strlen(text), &c.prog, &err) != SHARDC_OK ||
         shardc_program_emit(c.prog, "stage-ir", &c.stages, NULL, &err) != SHARDC_OK ||
-        api_program_plan(c.prog, &c.plan, &c.len, &err) != SHARDC_OK) {
+        shardc_program_emit(c.prog, "report-json", &c.report_before, NULL, &err) !=
+            SHARDC_OK) {
         CHECK(!"compiles");
         fprintf(stderr, "  %s on %s: %s\n", name, mesh, err ? err : "?");
+        shardc_free(err);
+        shardc_options_free(o);
+        return c;
     }
+    /* the held stages' groups for the estimate, walked held: a walk of
+     * every op of the expanded stage makes the same */
+    const pass_result *r = &c.prog->res;
+    c.estimate_same = true;
+    for (int s = 0; s < r->nestimate && s < r->pipe.nstages; s++) {
+        const ir_module *m = r->pipe.stage[s];
+        if (r->estimate[s].nops != m->ops.n)
+            continue;
+        c.estimated++;
+        pass_fusion f;
+        su_buf e;
+        su_buf_init(&e, &oom);
+        CHECK(pass_fuse(m, &f, &e));
+        c.estimate_same = c.estimate_same && fusion_same(m, &r->estimate[s], m, &f);
+        pass_fusion_free(&f);
+        su_buf_free(&e);
+    }
+    if (api_program_plan(c.prog, &c.plan, &c.len, &err) != SHARDC_OK ||
+        shardc_program_emit(c.prog, "report-json", &c.report_after, NULL, &err) != SHARDC_OK) {
+        CHECK(!"writes its plan");
+        fprintf(stderr, "  %s on %s: %s\n", name, mesh, err ? err : "?");
+    }
+    c.dropped = !c.prog->res.estimate && !c.prog->res.nestimate;
     shardc_free(err);
     shardc_options_free(o);
     return c;
@@ -167,6 +202,8 @@ static void done(compiled *c)
     free(c->plan);
     shardc_free(c->fused);
     shardc_free(c->report);
+    shardc_free(c->report_before);
+    shardc_free(c->report_after);
     free(c->plans);
 }
 
@@ -202,6 +239,21 @@ static int compare(const char *what, const char *text, const char *mesh,
             strcmp(a.stages, b.stages))
             fprintf(stderr, "  %s on %s: the two compiles differ\n", what, mesh);
         shared = pa->nshared;
+        /* without kernels, the estimate's groups of each held stage were
+         * walked held; the reports, before the plan dropped them and
+         * after, are the unshared compile's */
+        CHECK_INT(a.estimated, pa->nshared);
+        CHECK_INT(b.estimated, 0);
+        CHECK(a.estimate_same);
+        CHECK(a.dropped && b.dropped);
+        CHECK(same_text(a.report_before, b.report_before));
+        CHECK(same_text(a.report_after, b.report_before));
+        CHECK(same_text(b.report_after, b.report_before));
+        if (a.estimated != pa->nshared || !a.estimate_same ||
+            !same_text(a.report_before, b.report_before) ||
+            !same_text(a.report_after, b.report_before))
+            fprintf(stderr, "  %s on %s: the estimate's groups differ (%d of %d stages)\n",
+                    what, mesh, a.estimated, pa->nshared);
     }
     done(&a);
     done(&b);
@@ -659,6 +711,74 @@ static void test_no_span(void)
     su_buf_free(&err);
 }
 
+/* A program without kernels whose stages are held: plans written on one
+ * thread (the first drops the estimate's groups) while another emits its
+ * report, which reads them under the program's lock (api_fusion): every
+ * plan and every report is the one a single thread makes. */
+typedef struct racer {
+    const shardc_program *prog;
+    const uint8_t *plan;
+    size_t len;
+    const char *report;
+    int differ;
+} racer;
+
+static void *plans(void *arg)
+{
+    racer *r = arg;
+    for (int i = 0; i < 4; i++) {
+        uint8_t *b = NULL;
+        size_t n = 0;
+        if (api_program_plan(r->prog, &b, &n, NULL) != SHARDC_OK || n != r->len ||
+            memcmp(b, r->plan, n))
+            r->differ++;
+        free(b);
+    }
+    return NULL;
+}
+
+static void *reports(void *arg)
+{
+    racer *r = arg;
+    for (int i = 0; i < 8; i++) {
+        char *t = NULL;
+        if (shardc_program_emit(r->prog, "report-json", &t, NULL, NULL) != SHARDC_OK ||
+            !same_text(t, r->report))
+            r->differ++;
+        shardc_free(t);
+    }
+    return NULL;
+}
+
+static void test_estimate_threads(void)
+{
+    char *text = pipeline_text("pipeline microbatches 8 schedule 1f1b");
+    const char *defs[] = {"L", "4", "B", "64", NULL};
+    compiled one = compile("threads", text, "1x2x1", defs, false, false);
+    shardc_options *o = shardc_options_new();
+    set(o, "1x2x1", defs, false);
+    shardc_program *prog = NULL;
+    char *err = NULL;
+    CHECK(shardc_compile_string(o, "threads", text, strlen(text), &prog, &err) == SHARDC_OK);
+    if (prog && one.plan && one.report_before) {
+        CHECK_INT(prog->res.nestimate, 2);
+        racer a = {prog, one.plan, one.len, one.report_before, 0}, b = a;
+        pthread_t ta, tb;
+        CHECK(pthread_create(&ta, NULL, plans, &a) == 0);
+        CHECK(pthread_create(&tb, NULL, reports, &b) == 0);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        CHECK_INT(a.differ, 0);
+        CHECK_INT(b.differ, 0);
+        CHECK(!prog->res.estimate);
+    }
+    shardc_program_free(prog);
+    shardc_options_free(o);
+    shardc_free(err);
+    done(&one);
+    free(text);
+}
+
 int main(void)
 {
     if (setjmp(oom)) {
@@ -667,6 +787,7 @@ int main(void)
     }
     test_proof();
     test_held_walk();
+    test_estimate_threads();
     test_no_span();
     test_examples();
     test_corners();
