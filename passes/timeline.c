@@ -622,6 +622,27 @@ static bool lane_fusion(void *ctx, int s, su_buf *err)
     return pass_fuse(L->m, &S->fus[s], err);
 }
 
+/* The events lane L records (at most): one per send and receive, per
+ * group (at its anchor) and per other op that costs something, so that
+ * its list is made once, not grown (a long pipeline's lists ran to
+ * millions of events, each doubling copied and on fresh pages). */
+static int events_of(const lane *L)
+{
+    const ir_module *m = L->m;
+    int n = 0;
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        int g = L->f ? L->f->group_of[i] : -1;
+        if (ir_ops[op->code].cls == IR_C_P2P)
+            n++;
+        else if (g >= 0)
+            n += L->f->groups[g].anchor == i;
+        else
+            n += !is_free(op);
+    }
+    return n;
+}
+
 static void timeline(void *arg)
 {
     timeline_run *r = arg;
@@ -638,6 +659,8 @@ static void timeline(void *arg)
         lane *L = &S->lane[s];
         L->ready = su_alloc(&S->arena, (size_t)(L->m->next_id + 1) * sizeof *L->ready);
         L->rank0 = S->n > 1 ? first_rank(L->m, s) : 0;
+        L->cap = events_of(L);
+        L->ev = su_alloc(&S->arena, ((size_t)L->cap + 1) * sizeof *L->ev);
     }
     r->ok = simulate(S, r->err);
     if (r->ok) {
