@@ -1048,11 +1048,7 @@ void api_drop_estimate(const shardc_program *prog)
     pass_result *r = &((shardc_program *)prog)->res; /* the program's own, not const */
     if (!r->estimate)
         return;
-    for (int s = 0; s < r->nestimate; s++)
-        pass_fusion_free(&r->estimate[s]);
-    free(r->estimate);
-    r->estimate = NULL;
-    r->nestimate = 0;
+    pass_result_drop_estimate(r);
     /* the stages' threads made them in arenas of their own, which the
      * plan's steps, on other threads, would not reuse: given back */
     malloc_trim(0);

@@ -50,6 +50,15 @@ ir_module *const *pass_result_stages(const pass_result *r, int *n)
     return r->part ? &r->part : &r->m;
 }
 
+void pass_result_drop_estimate(pass_result *r)
+{
+    for (int s = 0; s < r->nestimate; s++)
+        pass_fusion_free(&r->estimate[s]);
+    free(r->estimate);
+    r->estimate = NULL;
+    r->nestimate = 0;
+}
+
 void pass_result_free(pass_result *r)
 {
     for (int s = 0; s < r->nplanned; s++) {
@@ -60,11 +69,7 @@ void pass_result_free(pass_result *r)
     }
     free(r->fusion);
     free(r->mp);
-    for (int s = 0; s < r->nestimate; s++)
-        pass_fusion_free(&r->estimate[s]);
-    free(r->estimate);
-    r->estimate = NULL;
-    r->nestimate = 0;
+    pass_result_drop_estimate(r);
     pass_pipeline_free(&r->pipe);
     ir_module_free(r->part);
     r->fusion = NULL;
@@ -449,15 +454,21 @@ static bool estimate_stage(stage_job *j, su_buf *err)
     return pass_fuse_held(j->w, j->f, err);
 }
 
+/* Whether a stage of r's pipeline is held once. */
+static bool any_held(const pass_result *r)
+{
+    for (int s = 0; s < r->pipe.nstages; s++)
+        if (r->pipe.stage[s]->shared)
+            return true;
+    return false;
+}
+
 static pass_status estimate_groups(run *u)
 {
     pass_result *r = u->r;
     int n = r->pipe.nstages;
     ir_module **st = r->pipe.stage;
-    bool any = false;
-    for (int s = 0; s < n; s++)
-        any = any || st[s]->shared;
-    if (!any || r->estimate)
+    if (!any_held(r) || r->estimate)
         return PASS_OK;
     r->estimate = su_xmalloc(u->err->oom, (size_t)n * sizeof *r->estimate);
     memset(r->estimate, 0, (size_t)n * sizeof *r->estimate);
@@ -475,10 +486,7 @@ static pass_status expand_instances(run *u)
 {
     int n = u->r->pipe.nstages;
     ir_module **st = u->r->pipe.stage;
-    bool any = false;
-    for (int s = 0; s < n; s++)
-        any = any || st[s]->shared;
-    if (!any)
+    if (!any_held(u->r))
         return PASS_OK;
     stage_job *job = stage_jobs(u, n);
     for (int s = 0; s < n; s++)

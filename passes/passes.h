@@ -588,6 +588,8 @@ typedef enum pass_status {
 pass_status pass_run_pipeline(ir_module *m, const pass_options *o, pass_result *r,
                               su_buf *err, su_loc *at);
 void pass_result_free(pass_result *r);
+/* Frees r's estimate groups (pass_result.estimate), if any. */
+void pass_result_drop_estimate(pass_result *r);
 /* What pass id made, as --print-after prints it: the module as IR text
  * (each stage's program under a "// ---- stage S of N ----" line once
  * there are stages), fuse's groups as --emit fused-ir prints them,

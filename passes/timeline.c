@@ -622,10 +622,11 @@ static bool lane_fusion(void *ctx, int s, su_buf *err)
     return pass_fuse(L->m, &S->fus[s], err);
 }
 
-/* The events lane L records (at most): one per send and receive, per
- * group (at its anchor) and per other op that costs something, so that
- * its list is made once, not grown (a long pipeline's lists ran to
- * millions of events, each doubling copied and on fresh pages). */
+/* The events lane L records: one per send and receive, per group (at its
+ * anchor) and per other op that costs something (issue, rendezvous), so
+ * that its list is made once, not grown (a long pipeline's lists ran to
+ * millions of events, each doubling copied and on fresh pages); record()
+ * would still grow it were this ever short. */
 static int events_of(const lane *L)
 {
     const ir_module *m = L->m;
