@@ -34,8 +34,14 @@
 # bench/results/gpt2-<gpu>.md) and extra.tar.xz (sanitizer and ncu logs,
 # the bench's logs and traces). It prints the summary last. Without a GPU
 # every part skips.
+# The parts run in the order of what they tell: the tests, the bench, the
+# estimate against the steps, the compile's times, the sanitizers, ncu,
+# the f32 matmuls as parts, the examples; each part's timeout ends it
+# before DEADLINE, and a part with under 10 s left is skipped (the summary
+# says so).
 # Environment: COMMIT (the commit the bench names), T_TESTS, T_BENCH
-# (seconds, default 150 each).
+# (seconds, default 150 each), DEADLINE (seconds from the start by which
+# the parts end, default 540: the device call's limit is 600).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 2
@@ -89,42 +95,30 @@ run() {
     local out=${OUT:-$root/gpu-out} t0 x=/tmp/gpu-session-extra
     t0=$(date +%s)
     el() { echo $(($(date +%s) - t0)); }
+    # tm CAP CMD...: CMD under a timeout of CAP seconds, or of what is left
+    # before $DEADLINE (seconds from the start) less 20 s for the summary
+    # and the logs' archive, if that is less; with under 10 s left CMD is
+    # not run (124): the device call's limit is 600 s, and what runs past
+    # it comes back without the archive
+    tm() {
+        local cap=$1 left
+        shift
+        left=$((${DEADLINE:-540} - $(el) - 20))
+        [ "$left" -lt "$cap" ] && cap=$left
+        if [ "$cap" -lt 10 ]; then
+            echo "skipped at $(el) s (the deadline): ${*:1:3}" >> "$out/summary.txt"
+            return 124
+        fi
+        timeout -k 5 "$cap" "$@"
+    }
     mkdir -p "$out" "$x/san"
     tar -xJf .gpu/nvrtc-cache.tar.xz -C .gpu || exit 1
     . .gpu/env.sh
     echo "setup done at $(el) s" >> "$out/summary.txt"
-    timeout -k 5 "${T_TESTS:-150}" tests/gpu/run.sh .gpu/build > "$out/gputests.log" 2>&1
+    tm "${T_TESTS:-150}" tests/gpu/run.sh .gpu/build > "$out/gputests.log" 2>&1
     echo "gpu tests rc=$? at $(el) s" >> "$out/summary.txt"
-    # issue 20's compile goals on this machine: GPT-2 small's bf16 plan
-    # compiled cold (an empty NVRTC cache) and warm, with the default
-    # --arch (the machine's GPUs': NVML's start is in the time) and with
-    # --arch sm_90, in seconds, the wall clock around shardc
-    sed 's/f32\[/bf16[/g' examples/transformer.sh > "$x/cc-bf16.sh"
-    for a in default sm_90; do
-        local args=() t1 t2 t3
-        [ $a = sm_90 ] && args=(--arch sm_90)
-        rm -rf "$x/cc"
-        t1=$(date +%s.%N)
-        SHARDC_CACHE_DIR=$x/cc .gpu/build/shardc "$x/cc-bf16.sh" "${gpt2[@]}" -D L=12 \
-            --mesh 1x1 "${args[@]}" -o "$x/cc.plan" > /dev/null 2>&1
-        t2=$(date +%s.%N)
-        SHARDC_CACHE_DIR=$x/cc .gpu/build/shardc "$x/cc-bf16.sh" "${gpt2[@]}" -D L=12 \
-            --mesh 1x1 "${args[@]}" -o "$x/cc.plan" > /dev/null 2>&1
-        t3=$(date +%s.%N)
-        awk -v a="$a" -v t1="$t1" -v t2="$t2" -v t3="$t3" -v at="$(el)" 'BEGIN {
-            printf "compile gpt2 bf16 --arch %s: cold %.2f s, warm %.2f s at %s s\n", a,
-                t2 - t1, t3 - t2, at }' >> "$out/summary.txt"
-    done
-    .gpu/build/shardc tests/models/attn_bf16.sh --mesh 1 --arch sm_90 -o "$x/san/plan" > "$x/san.log" 2>&1
-    for tool in memcheck racecheck; do
-        echo "== $tool" >> "$x/san.log"
-        timeout -k 5 60 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 \
-            --print-limit 20 .gpu/build/shardrun "$x/san/plan" --backend cuda --steps 1 --quiet \
-            >> "$x/san.log" 2>&1
-        echo "$tool attn_bf16 rc=$? at $(el) s" >> "$out/summary.txt"
-    done
     mkdir -p "$x/benchlog"
-    BENCH_COMMIT=${COMMIT:-} BENCH_LOG_DIR=$x/benchlog timeout -k 5 "${T_BENCH:-150}" \
+    BENCH_COMMIT=${COMMIT:-} BENCH_LOG_DIR=$x/benchlog tm "${T_BENCH:-150}" \
         bench/gpt2/run.sh .gpu/build --quick --out "$out/gpt2.md" > "$out/bench.log" 2>&1
     echo "bench rc=$? at $(el) s" >> "$out/summary.txt"
     # cuBLASLt's workspace ($SHARDC_BLAS_WORKSPACE): GPT-2's f32 and bf16
@@ -137,61 +131,18 @@ run() {
         .gpu/build/shardc "$m" "${gpt2[@]}" -D L=12 --mesh 1x1 --arch sm_90 -o "$x/ws.plan" ||
             continue
         for ws in 0 32MiB; do
-            SHARDC_BLAS_WORKSPACE=$ws timeout -k 5 60 .gpu/build/shardrun "$x/ws.plan" \
+            SHARDC_BLAS_WORKSPACE=$ws tm 60 .gpu/build/shardrun "$x/ws.plan" \
                 --backend cuda --steps 9 > "$x/ws-$p-$ws.log" 2>&1
             local rc=$? med
             med=$(median_step "$x/ws-$p-$ws.log")
             echo "blas workspace $ws $p: rc=$rc median ${med:-none} ms at $(el) s" >> "$out/summary.txt"
         done
     done
-    # f32 matmuls as bf16 parts (cuda_blas.h: rt_blas_matmul_x3), one
-    # layer's and the lm head's, each timed both ways, with both errors
-    timeout -k 5 120 .gpu/build/bench/bench_cuda --model examples/transformer.sh "${gpt2[@]}" \
-        -D L=1 --mesh 1 --matmuls-only --x3 --repeat 10 --copy-mb 256 --out "$out/x3.md" \
-        > "$x/x3.log" 2>&1
-    echo "bench_cuda --x3 rc=$? at $(el) s" >> "$out/summary.txt"
-    # GPT-2's f32 step with its matmuls as bf16 parts, the median of steps
-    # 4..9 (ms), its losses beside the f32 plan's of the workspace run
-    if .gpu/build/shardc examples/transformer.sh "${gpt2[@]}" -D L=12 --mesh 1x1 --arch sm_90 \
-        --f32-matmul bf16x3 -o "$x/x3.plan"; then
-        timeout -k 5 60 .gpu/build/shardrun "$x/x3.plan" --backend cuda --steps 9 \
-            > "$x/x3-step.log" 2>&1
-        local rc=$? med
-        med=$(median_step "$x/x3-step.log")
-        echo "f32 --f32-matmul bf16x3: rc=$rc median ${med:-none} ms at $(el) s" >> "$out/summary.txt"
-        grep -h '^step' "$x/x3-step.log" "$x/ws-f32-0.log" | awk '{ print $1, $2, $3, $4 }' \
-            >> "$out/summary.txt"
-    fi
-    if command -v ncu > /dev/null; then
-        sed 's/f32\[/bf16[/g' examples/transformer.sh > "$x/bf16.sh"
-        .gpu/build/shardc "$x/bf16.sh" "${gpt2[@]}" -D L=1 --mesh 1x1 --arch sm_90 -o "$x/l1.plan" &&
-            timeout -k 5 90 ncu --clock-control none -k regex:att -c 4 --section SpeedOfLight \
-                --section Occupancy --section LaunchStats --section WarpStateStats \
-                --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
-                --section MemoryWorkloadAnalysis_Tables \
-                .gpu/build/shardrun "$x/l1.plan" --backend cuda --steps 1 > "$x/ncu.txt" 2>&1
-        echo "ncu attention rc=$? at $(el) s" >> "$out/summary.txt"
-        # the kernels run 3's trace timed far from their bytes: the
-        # embedding's gradient, cross-entropy's, AdamW's, a column sum
-        for k in 'regex:embedding_grad|cross_entropy|adam' 'regex:^k[0-9]+_sum$'; do
-            timeout -k 5 45 ncu --clock-control none -k "$k" -c 4 --section SpeedOfLight \
-                --section LaunchStats --section Occupancy \
-                .gpu/build/shardrun "$x/l1.plan" --backend cuda --steps 1 >> "$x/ncu-other.txt" 2>&1
-            echo "ncu $k rc=$? at $(el) s" >> "$out/summary.txt"
-        done
-        # f32 attention on tensor cores, as bf16 parts (the forward, attn_dq, the pair)
-        .gpu/build/shardc examples/transformer.sh "${gpt2[@]}" -D L=1 --mesh 1x1 --arch sm_90 \
-            -o "$x/l1-f32.plan" &&
-            timeout -k 5 60 ncu --clock-control none -k regex:att -c 4 --section SpeedOfLight \
-                --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
-                .gpu/build/shardrun "$x/l1-f32.plan" --backend cuda --steps 1 > "$x/ncu-f32.txt" 2>&1
-        echo "ncu f32 attention rc=$? at $(el) s" >> "$out/summary.txt"
-    fi
     # issue 20's calibrated estimate: the efficiencies of the launches of
     # GPT-2's one-layer f32 and bf16 plans (bench_cuda --calibrate), as a
     # profile for shardc --hw to estimate the step with afterwards, here
     sed 's/f32\[/bf16[/g' examples/transformer.sh > "$x/cal-bf16.sh"
-    timeout -k 5 150 .gpu/build/bench/bench_cuda --model examples/transformer.sh \
+    tm 150 .gpu/build/bench/bench_cuda --model examples/transformer.sh \
         --model "$x/cal-bf16.sh" "${gpt2[@]}" -D L=1 --mesh 1 --repeat 10 --copy-mb 256 \
         --calibrate "$out/h200-calibrated.json" --out "$x/calibrate.md" > "$x/calibrate.log" 2>&1
     echo "bench_cuda --calibrate rc=$? at $(el) s" >> "$out/summary.txt"
@@ -207,6 +158,77 @@ run() {
         echo "estimate on the calibrated profile $p: ${est:-none} ms, measured" \
              "$(median_step "$x/ws-$p-0.log") ms" >> "$out/summary.txt"
     done
+    # issue 20's compile goals on this machine: GPT-2 small's bf16 plan
+    # compiled cold (an empty NVRTC cache) and warm, with the default
+    # --arch (the machine's GPUs': NVML's start is in the time) and with
+    # --arch sm_90, in seconds, the wall clock around shardc
+    sed 's/f32\[/bf16[/g' examples/transformer.sh > "$x/cc-bf16.sh"
+    for a in default sm_90; do
+        local args=() t1 t2 t3
+        [ $a = sm_90 ] && args=(--arch sm_90)
+        rm -rf "$x/cc"
+        t1=$(date +%s.%N)
+        SHARDC_CACHE_DIR=$x/cc tm 120 .gpu/build/shardc "$x/cc-bf16.sh" "${gpt2[@]}" -D L=12 \
+            --mesh 1x1 "${args[@]}" -o "$x/cc.plan" > /dev/null 2>&1
+        t2=$(date +%s.%N)
+        SHARDC_CACHE_DIR=$x/cc tm 120 .gpu/build/shardc "$x/cc-bf16.sh" "${gpt2[@]}" -D L=12 \
+            --mesh 1x1 "${args[@]}" -o "$x/cc.plan" > /dev/null 2>&1
+        t3=$(date +%s.%N)
+        awk -v a="$a" -v t1="$t1" -v t2="$t2" -v t3="$t3" -v at="$(el)" 'BEGIN {
+            printf "compile gpt2 bf16 --arch %s: cold %.2f s, warm %.2f s at %s s\n", a,
+                t2 - t1, t3 - t2, at }' >> "$out/summary.txt"
+    done
+    .gpu/build/shardc tests/models/attn_bf16.sh --mesh 1 --arch sm_90 -o "$x/san/plan" > "$x/san.log" 2>&1
+    for tool in memcheck racecheck; do
+        echo "== $tool" >> "$x/san.log"
+        tm 60 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 \
+            --print-limit 20 .gpu/build/shardrun "$x/san/plan" --backend cuda --steps 1 --quiet \
+            >> "$x/san.log" 2>&1
+        echo "$tool attn_bf16 rc=$? at $(el) s" >> "$out/summary.txt"
+    done
+    if command -v ncu > /dev/null; then
+        sed 's/f32\[/bf16[/g' examples/transformer.sh > "$x/bf16.sh"
+        .gpu/build/shardc "$x/bf16.sh" "${gpt2[@]}" -D L=1 --mesh 1x1 --arch sm_90 -o "$x/l1.plan" &&
+            tm 90 ncu --clock-control none -k regex:att -c 4 --section SpeedOfLight \
+                --section Occupancy --section LaunchStats --section WarpStateStats \
+                --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+                --section MemoryWorkloadAnalysis_Tables \
+                .gpu/build/shardrun "$x/l1.plan" --backend cuda --steps 1 > "$x/ncu.txt" 2>&1
+        echo "ncu attention rc=$? at $(el) s" >> "$out/summary.txt"
+        # the kernels run 3's trace timed far from their bytes: the
+        # embedding's gradient, cross-entropy's, AdamW's, a column sum
+        for k in 'regex:embedding_grad|cross_entropy|adam' 'regex:^k[0-9]+_sum$'; do
+            tm 45 ncu --clock-control none -k "$k" -c 4 --section SpeedOfLight \
+                --section LaunchStats --section Occupancy \
+                .gpu/build/shardrun "$x/l1.plan" --backend cuda --steps 1 >> "$x/ncu-other.txt" 2>&1
+            echo "ncu $k rc=$? at $(el) s" >> "$out/summary.txt"
+        done
+        # f32 attention on tensor cores, as bf16 parts (the forward, attn_dq, the pair)
+        .gpu/build/shardc examples/transformer.sh "${gpt2[@]}" -D L=1 --mesh 1x1 --arch sm_90 \
+            -o "$x/l1-f32.plan" &&
+            tm 60 ncu --clock-control none -k regex:att -c 4 --section SpeedOfLight \
+                --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
+                .gpu/build/shardrun "$x/l1-f32.plan" --backend cuda --steps 1 > "$x/ncu-f32.txt" 2>&1
+        echo "ncu f32 attention rc=$? at $(el) s" >> "$out/summary.txt"
+    fi
+    # f32 matmuls as bf16 parts (cuda_blas.h: rt_blas_matmul_x3), one
+    # layer's and the lm head's, each timed both ways, with both errors
+    tm 120 .gpu/build/bench/bench_cuda --model examples/transformer.sh "${gpt2[@]}" \
+        -D L=1 --mesh 1 --matmuls-only --x3 --repeat 10 --copy-mb 256 --out "$out/x3.md" \
+        > "$x/x3.log" 2>&1
+    echo "bench_cuda --x3 rc=$? at $(el) s" >> "$out/summary.txt"
+    # GPT-2's f32 step with its matmuls as bf16 parts, the median of steps
+    # 4..9 (ms), its losses beside the f32 plan's of the workspace run
+    if .gpu/build/shardc examples/transformer.sh "${gpt2[@]}" -D L=12 --mesh 1x1 --arch sm_90 \
+        --f32-matmul bf16x3 -o "$x/x3.plan"; then
+        tm 60 .gpu/build/shardrun "$x/x3.plan" --backend cuda --steps 9 \
+            > "$x/x3-step.log" 2>&1
+        local rc=$? med
+        med=$(median_step "$x/x3-step.log")
+        echo "f32 --f32-matmul bf16x3: rc=$rc median ${med:-none} ms at $(el) s" >> "$out/summary.txt"
+        grep -h '^step' "$x/x3-step.log" "$x/ws-f32-0.log" | awk '{ print $1, $2, $3, $4 }' \
+            >> "$out/summary.txt"
+    fi
     # and each example on one GPU, its step estimated and measured likewise
     for model in examples/*.sh; do
         local name mesh est
@@ -217,7 +239,7 @@ run() {
               --hw "$out/h200-calibrated.json" --report 2>> "$x/est-examples.err" |
               sed -n 's/^step time, estimated on [^:]*: \([0-9.]*\) ms.*/\1/p')
         .gpu/build/shardc "$model" --mesh "$mesh" --arch sm_90 -o "$x/ex.plan" &&
-            timeout -k 5 60 .gpu/build/shardrun "$x/ex.plan" --backend cuda --steps 9 \
+            tm 60 .gpu/build/shardrun "$x/ex.plan" --backend cuda --steps 9 \
                 > "$x/ex-$name.log" 2>&1
         echo "example $name --mesh $mesh: estimate ${est:-none} ms on the calibrated profile," \
              "measured $(median_step "$x/ex-$name.log") ms at $(el) s" >> "$out/summary.txt"
