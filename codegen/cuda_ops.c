@@ -1569,8 +1569,8 @@ static void emit_attention_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op, cons
  * lanes' columns, then over the 4 lanes of the row by shuffles. The
  * weights go back into the next product without shared memory: the
  * accumulators of two tiles of 8 columns are, pair by pair, the A
- * fragment of 16 columns (each pair packed into a register, hi and lo as
- * the WMMA kernel's). v's tile is read transposed by ldmatrix.trans. */
+ * fragment of 16 columns (each pair packed into a register, rounded to
+ * the dtype: mma_weights). v's tile is read transposed by ldmatrix.trans. */
 bool cg_attention_mma(const gen *G, const ir_op *op)
 {
     int oldest = G->f && G->f->min_arch > 0 ? G->f->min_arch : 80;
@@ -1630,37 +1630,39 @@ static void mma_weight_pairs(gen *G, const char *w, const char *each, const char
     cg_line(G, "}");
 }
 
-/* The weights w of 16 columns kk (mma_weight_pairs) as two A fragments,
- * wh[4] rounded to dt and wl[4] the rest rounded (tc_put_weight's hi and
- * lo). */
-static void mma_weights(gen *G, const char *wh, const char *wl, const char *w, const char *each,
-                        ir_dtype dt)
+/* The weights w of 16 columns kk (mma_weight_pairs) as an A fragment
+ * wh[4], each rounded to dt (to nearest even), as FlashAttention and
+ * cuDNN's fused attention round p and ds before their products: each
+ * weight is within half a unit of dt's last place of its f32 value (2^-9
+ * relatively in bf16), and so is the sum of products it makes, relative
+ * to the sum of their magnitudes. The weights had been two fragments, the
+ * rounded value and the rest rounded (about 16 bits), for twice the
+ * products: the H200 ran GPT-2's forward and backward at 42 to 49% of the
+ * issue slots with them (bench/results/gpt2-nvidia-h200.md, run 4). */
+static void mma_weights(gen *G, const char *wh, const char *w, const char *each, ir_dtype dt)
 {
     bool bf = dt == IR_BF16;
     const char *T2 = bf ? "__nv_bfloat162" : "__half2";
     const char *pack = bf ? "__floats2bfloat162_rn" : "__floats2half2_rn";
     const char *bits = bf ? "__bfloat16_as_ushort" : "__half_as_ushort";
-    cg_line(G, "unsigned %s[4], %s[4]; // the weights of columns 16 kk .. as A fragments", wh, wl);
+    cg_line(G, "unsigned %s[4]; // the weights of columns 16 kk .. as an A fragment", wh);
     const char *put[] = {
         cg_fmt(G, "const %s h = %s(w2[0], w2[1]); // each rounded to nearest even", T2, pack),
-        cg_fmt(G, "const %s l = %s(w2[0] - __low2float(h), w2[1] - __high2float(h));", T2, pack),
         cg_fmt(G, "%s[x] = sh_pack2(%s(h.x), %s(h.y));", wh, bits, bits),
-        cg_fmt(G, "%s[x] = sh_pack2(%s(l.x), %s(l.y));", wl, bits, bits),
     };
-    mma_weight_pairs(G, w, each, put, 4);
+    mma_weight_pairs(G, w, each, put, 2);
 }
 
-/* acc[cols / 8][4] += (wh + wl) times the shared tile tile's 16 rows from
+/* acc[cols / 8][4] += wh times the shared tile tile's 16 rows from
  * kk * 16 ([rows][ld], row-major 16-bit, read transposed by ldmatrix). */
-static void mma_weighted(gen *G, const char *acc, const char *wh, const char *wl, const char *tile,
-                         int ld, int64_t cols, const char *mma)
+static void mma_weighted(gen *G, const char *acc, const char *wh, const char *tile, int ld,
+                         int64_t cols, const char *mma)
 {
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int nn = 0; nn < %lld; nn++) {", (long long)(cols / 8));
     cg_line(G, "    unsigned b0, b1;");
     cg_line(G, "    sh_ldsm2t(b0, b1, %s + (kk * 16 + (lane & 15)) * %d + nn * 8);", tile, ld);
     cg_line(G, "    %s(%s[nn], %s, b0, b1);", mma, acc, wh);
-    cg_line(G, "    %s(%s[nn], %s, b0, b1);", mma, acc, wl);
     cg_line(G, "}");
 }
 
@@ -2114,8 +2116,8 @@ static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, const
         mma_weights_x3(G, "pw", w, "if (e < 2) la += w_; else lb += w_;");
         mma_weighted_x3(G, "oacc", "pw", "vs", ldv, dv);
     } else if (has_v) {
-        mma_weights(G, "ph", "pl", w, "if (e < 2) la += w_; else lb += w_;", dt);
-        mma_weighted(G, "oacc", "ph", "pl", "vs", ldv, dv, mma);
+        mma_weights(G, "ph", w, "if (e < 2) la += w_; else lb += w_;", dt);
+        mma_weighted(G, "oacc", "ph", "vs", ldv, dv, mma);
     } else { /* the sums alone, in mma_weights' order */
         cg_line(G, "#pragma unroll");
         cg_line(G, "for (int x = 0; x < 4; x++) {");
@@ -2632,8 +2634,8 @@ static void emit_attn_rows_mma(gen *G, cg_cuda_kernel *k, const ir_op *op)
             mma_weights_x3(G, "dw", ds, NULL);
             mma_weighted_x3(G, "dqa", "dw", "ks", ldk, d);
         } else {
-            mma_weights(G, "dh", "dl", ds, NULL, dt);
-            mma_weighted(G, "dqa", "dh", "dl", "ks", ldk, d, mma);
+            mma_weights(G, "dh", ds, NULL, dt);
+            mma_weighted(G, "dqa", "dh", "ks", ldk, d, mma);
         }
         G->indent--;
         cg_line(G, "}");
@@ -3007,15 +3009,15 @@ static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool 
         mma_weights_x3(G, "pw", "sc[n][e]", NULL);
         mma_weighted_x3(G, "dva", "pw", "ys", ldv, dv);
     } else if (sum_dv) {
-        mma_weights(G, "ph", "pl", "sc[n][e]", NULL, dt);
-        mma_weighted(G, "dva", "ph", "pl", "ys", ldv, dv, mma);
+        mma_weights(G, "ph", "sc[n][e]", NULL, dt);
+        mma_weighted(G, "dva", "ph", "ys", ldv, dv, mma);
     }
     if (dk && x3) {
         mma_weights_x3(G, "dw", "dp[n][e]", NULL);
         mma_weighted_x3(G, "dka", "dw", "qs", ldk, d);
     } else if (dk) {
-        mma_weights(G, "dh", "dl", "dp[n][e]", NULL, dt);
-        mma_weighted(G, "dka", "dh", "dl", "qs", ldk, d, mma);
+        mma_weights(G, "dh", "dp[n][e]", NULL, dt);
+        mma_weighted(G, "dka", "dh", "qs", ldk, d, mma);
     }
     G->indent--;
     cg_line(G, "}");

@@ -2,7 +2,8 @@
 # 128) runs on tensor cores. When every target is sm_80 or newer, through
 # PTX (codegen/cuda_ops.c, "attention on tensor cores through PTX"):
 # mma.sync m16n8k16 with the scores in registers, ldmatrix loading k's
-# tile and v's transposed, p as a hi and a lo 16-bit part. NVRTC compiles
+# tile and v's transposed, p rounded to the dtype as one A fragment (one
+# product a tile of v, as FlashAttention's and cuDNN's). NVRTC compiles
 # it for sm_80 and sm_90 (-o). With sm_75 among the targets, the WMMA
 # kernel (mma.h; 16 x 16 x 16 tiles, the scores through shared memory)
 # serves f16 (sm_70 and newer), and bf16, whose WMMA needs sm_80 too,
@@ -45,7 +46,7 @@ output a, b, c, e
 # CHECK-NEXT: sh_mma_bf16(sc[n], qa[c], b0, b1);
 # CHECK: sh_ldsm2t(b0, b1, vs + (kk * 16 + (lane & 15)) * 56 + nn * 8);
 # CHECK-NEXT: sh_mma_bf16(oacc[nn], ph, b0, b1);
-# CHECK-NEXT: sh_mma_bf16(oacc[nn], pl, b0, b1);
+# CHECK-NEXT: }
 # CHECK: // k{{[0-9]+}}_attention: row kernel of attention over f16[2, 3, 40, 32]
 # CHECK: on tensor cores (mma.sync)
 # CHECK: sh_mma_f16(sc[n], qa[c], b0, b1);
@@ -87,13 +88,16 @@ output a, b, c, e
 # BACK: _attn_dv_attn_dk: row kernel of attn_dk and attn_dv over bf16[2, 2, 72, 32]
 # BACK: // a block per 64 keys of a head, 16 a warp, on tensor cores (mma.sync)
 # BACK: sh_mma_bf16(dva[nn], ph, b0, b1);
+# BACK-NEXT: }
 # BACK: sh_mma_bf16(dka[nn], dh, b0, b1);
+# BACK-NEXT: }
 # BACK: _attn_stats: row kernel of attn_stats over f32[2, 2, 40, 2]
 # BACK: // a block per 64 query rows of a head, 16 a warp, on tensor cores (mma.sync)
 # BACK: sh_mma_bf16(dp[n], ya[c], b0, b1);
 # BACK: _attn_dq: row kernel of attn_dq over bf16[2, 2, 40, 32]
 # BACK: // a block per 64 query rows of a head, 16 a warp, on tensor cores (mma.sync)
 # BACK: sh_mma_bf16(dqa[nn], dh, b0, b1);
+# BACK-NEXT: }
 # BACK75: _attn_dv: row kernel of attn_dv over f16[2, 2, 72, 32]
 # BACK75: on tensor cores (WMMA)
 # BACK75: _attn_dq: row kernel of attn_dq over f16[2, 2, 40, 32]
