@@ -296,6 +296,7 @@ typedef struct gpu {
     rt_cu_ptr flush;               /* flush_bytes, zeros */
     int64_t flush_bytes;
     rt_cu_ptr workspace;           /* REF_WORKSPACE bytes */
+    rt_cu_ptr blas_ws;             /* the runtime's matmuls' (rt_blas_workspace_bytes), 0 none */
     char *cache_dir;               /* NVRTC's cache, or NULL */
     bool x3;                       /* --x3 */
     rt_cu_module split_mod;        /* --x3: split_source */
@@ -1138,8 +1139,14 @@ static void start(gpu *g, bc_machine *m, const setup *su)
     g->cache_dir = rt_nvrtc_cache_dir(getenv("SHARDC_CACHE_DIR"), getenv("XDG_CACHE_HOME"),
                                       getenv("HOME"));
     su_status err;
-    if (!(g->blas = rt_blas_new(&err)))
+    size_t ws;
+    if (!(g->blas = rt_blas_new(&err)) ||
+        !rt_blas_workspace_bytes(getenv("SHARDC_BLAS_WORKSPACE"), &ws, &err))
         die("%s", err.msg);
+    if (ws) { /* the runtime's matmuls with the workspace a session gives them */
+        CU(g, MemAlloc(&g->blas_ws, ws));
+        rt_blas_set_workspace(g->blas, g->blas_ws, ws);
+    }
     LT(g, Create(&g->lth));
     CU(g, MemAlloc(&g->workspace, REF_WORKSPACE));
     setup_flush(g, m->l2_bytes);

@@ -225,9 +225,10 @@ static void lt_plan_clear(lt_plan *p)
 
 bool rt_blas_workspace_bytes(const char *v, size_t *bytes, su_status *err)
 {
-    *bytes = 0;
+    *bytes = RT_BLAS_WORKSPACE;
     if (!v || !*v)
         return true;
+    *bytes = 0;
     char *end = NULL;
     errno = 0;
     unsigned long long n = v[0] >= '0' && v[0] <= '9' ? strtoull(v, &end, 10) : 0;

@@ -7,12 +7,12 @@
  * C^T = B^T A^T, so B's buffer is cuBLASLt's first operand and A's its
  * second, neither transposed; batch dimensions are a strided batch, an
  * operand without them repeated (stride 0). f32 computes in f32 (no
- * TF32), f16 and bf16 accumulate in f32, as the CPU backend does. No
- * workspace by default: the rank's one arena is all its device memory;
- * rt_blas_set_workspace gives one (the session's, of
- * $SHARDC_BLAS_WORKSPACE bytes: runtime/exec/cuda.c), which lets the
- * heuristic choose algorithms that need one (split-K), each
- * deterministic. A handle keeps
+ * TF32), f16 and bf16 accumulate in f32, as the CPU backend does.
+ * rt_blas_set_workspace gives a handle a workspace (the session's, of
+ * RT_BLAS_WORKSPACE bytes unless $SHARDC_BLAS_WORKSPACE says otherwise:
+ * runtime/exec/cuda.c), which lets the heuristic choose algorithms that
+ * need one (split-K), each deterministic; without one it chooses among
+ * the others. A handle keeps
  * each distinct matmul's descriptors and the heuristic's algorithm from
  * its first call, so later calls (every step's) only queue the matmul.
  *
@@ -47,11 +47,17 @@ void rt_blas_free(rt_blas *b);
  * it); before its first matmul, so that every one is planned with it.
  * The caller keeps it allocated while b lives. */
 void rt_blas_set_workspace(rt_blas *b, rt_cu_ptr ws, size_t bytes);
+/* The workspace of a session whose stage has matmuls: 32 MiB, NVIDIA's
+ * recommendation for Hopper (4 MiB before it) and PyTorch's there. On an
+ * H200 (bench/results/gpt2-nvidia-h200.md, run 4) GPT-2's f32 step took
+ * 161.6 ms with it and 180.6 ms without (the weight gradients' matmuls, K
+ * = 8192, at 0.48 to 0.84 of cuBLASLt given one); bf16's 21.75 and 21.6. */
+enum { RT_BLAS_WORKSPACE = 32 << 20 };
 /* The workspace $SHARDC_BLAS_WORKSPACE asks for, from its value (NULL when
  * unset): a number of bytes, or with KiB, MiB or GiB after it, at most 1
- * TiB; NULL, empty or 0: none (*bytes 0). NVIDIA recommends 32 MiB on
- * Hopper, 4 MiB before. The session allocates it beside the arena (not in
- * the plan's figures). false with the message in err. */
+ * TiB; 0: none (*bytes 0); NULL or empty: RT_BLAS_WORKSPACE. The session
+ * allocates it beside the arena (not in the plan's figures). false with
+ * the message in err. */
 bool rt_blas_workspace_bytes(const char *value, size_t *bytes, su_status *err);
 
 /* A matmul's epilogue: RT_EPI_* bits and the operands they need. */

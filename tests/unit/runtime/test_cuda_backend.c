@@ -11,8 +11,9 @@
  *   strided batches cannot express), naming the first instruction it
  *   cannot run (unit/test_plan_cuda checks that it takes every example's
  *   plan with kernels). Neither needs NVRTC.
- * - $SHARDC_BLAS_WORKSPACE's value becomes cuBLASLt's workspace in bytes,
- *   and a value that is no size is a usage error naming it. */
+ * - $SHARDC_BLAS_WORKSPACE's value becomes cuBLASLt's workspace in bytes
+ *   (unset or empty: 32 MiB; 0: none), and a value that is no size is a
+ *   usage error naming it. */
 #include "shardc.h"
 #include "runtime/exec/cuda.h"
 #include "runtime/cuda/cuda_blas.h"
@@ -129,7 +130,7 @@ static void test_blas_workspace(void)
     static const struct {
         const char *v;
         size_t want;
-    } ok[] = {{NULL, 0}, {"", 0}, {"0", 0}, {"4096", 4096}, {"64KiB", 65536},
+    } ok[] = {{NULL, 32 << 20}, {"", 32 << 20}, {"0", 0}, {"4096", 4096}, {"64KiB", 65536},
               {"32MiB", 33554432}, {"2GiB", 2147483648u}, {"1024GiB", (size_t)1 << 40}};
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
         su_status err = {SU_OK, ""};
