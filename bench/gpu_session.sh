@@ -238,11 +238,18 @@ run() {
         est=$(.gpu/build/shardc "$model" --mesh "$mesh" --arch sm_90 \
               --hw "$out/h200-calibrated.json" --report 2>> "$x/est-examples.err" |
               sed -n 's/^step time, estimated on [^:]*: \([0-9.]*\) ms.*/\1/p')
+        # eager, as CUDA graphs, and traced (the trace's spans against the
+        # steps' wall clock: the host's share, issue 20)
         .gpu/build/shardc "$model" --mesh "$mesh" --arch sm_90 -o "$x/ex.plan" &&
             tm 60 .gpu/build/shardrun "$x/ex.plan" --backend cuda --steps 9 \
-                > "$x/ex-$name.log" 2>&1
+                > "$x/ex-$name.log" 2>&1 &&
+            tm 60 .gpu/build/shardrun "$x/ex.plan" --backend cuda --graph --steps 9 \
+                > "$x/ex-$name-graph.log" 2>&1 &&
+            tm 60 .gpu/build/shardrun "$x/ex.plan" --backend cuda --steps 4 \
+                --trace "$x/ex-$name-trace.json" > "$x/ex-$name-trace.log" 2>&1
         echo "example $name --mesh $mesh: estimate ${est:-none} ms on the calibrated profile," \
-             "measured $(median_step "$x/ex-$name.log") ms at $(el) s" >> "$out/summary.txt"
+             "measured $(median_step "$x/ex-$name.log") ms, --graph" \
+             "$(median_step "$x/ex-$name-graph.log") ms at $(el) s" >> "$out/summary.txt"
     done
     tar -cJf "$out/extra.tar.xz" -C "$(dirname "$x")" "$(basename "$x")" 2>/dev/null
     echo "== summary"

@@ -5,7 +5,7 @@
 # RUN: %shardc %S/train.model --mesh 2 -o %t.2.plan
 # RUN: %shardc %S/train.model --mesh 1 -o %t.1.plan
 # RUN: %shardrun %t.2.plan --steps 3 --save-params %t.p2 | FileCheck %s
-# CHECK: step 1/3  loss {{[0-9]+\.[0-9]+}}  {{[0-9]+\.[0-9]}} ms  {{[0-9]+}} samples/s
+# CHECK: step 1/3  loss {{[0-9]+\.[0-9]+}}  {{[0-9]+\.[0-9][0-9]?}} ms  {{[0-9]+}} samples/s
 # CHECK-NEXT: step 2/3  loss
 # CHECK-NEXT: step 3/3  loss
 # CHECK: params saved to {{.*}}.p2
