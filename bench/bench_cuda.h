@@ -163,9 +163,9 @@ void bc_report(FILE *f, const bc_machine *m, const bc_result *r, int nr);
  *   the peak is the tensor cores' for an f16 or bf16 matmul;
  * - attention_eff: the attention kernels (forward, probabilities and the
  *   backward's), their FLOPs as the estimate counts them (bc_attention_flops)
- *   over the peak the estimate gives them (the tensor cores' for a 16-bit
- *   forward the WMMA kernel takes, else f32's: the other attention
- *   kernels compute in f32 FMAs), by time.
+ *   over the peak the estimate gives them (bc_peak: the tensor cores'
+ *   for 16-bit ones on them, a sixth of it for f32 ones on them as bf16
+ *   parts, else f32's), by time.
  * A class with no launch keeps 0 (not measured); every fraction is held
  * to (0, 1]. */
 typedef struct bc_calibration {
@@ -185,13 +185,21 @@ typedef struct bc_peaks {
     double tc_flops, f32_flops, mem_bw, launch_s;
 } bc_peaks;
 
+/* The peak an attention kernel's FLOPs are timed against, as the
+ * estimate's (passes/timeline.c) */
+typedef enum {
+    BC_PEAK_F32,   /* f32_flops: f32 FMAs on the CUDA cores */
+    BC_PEAK_TC,    /* tc_flops: f16 or bf16 on tensor cores (pass_attn_tensor_cores) */
+    BC_PEAK_PARTS  /* tc_flops / 6: f32 as bf16 parts, each product as six (pass_attn_x3) */
+} bc_peak;
 /* The FLOPs of kernel k's attention instruction (attention, attn_probs,
- * attn_stats, attn_dq, attn_dk, attn_dv) as passes/cost.c counts the op,
- * or of an attention pair's two (attn_dv then attn_dk: as
- * pass_attn_pair_flops counts them), and in *tensor_cores whether the
- * estimate gives it the tensor cores' peak (an f16 or bf16 forward that
- * passes/fuse.h's pass_attn_tensor_cores takes); 0 when k runs none. */
-double bc_attention_flops(const rt_plan *p, const rt_kernel *k, bool *tensor_cores);
+ * attn_lse, attn_stats, attn_dq, attn_dk, attn_dv) as passes/cost.c
+ * counts the op, or of an attention pair's two (attn_dv then attn_dk: as
+ * pass_attn_pair_flops counts them), and in *peak the peak the estimate
+ * times it on; 0 when k runs none. */
+double bc_attention_flops(const rt_plan *p, const rt_kernel *k, bc_peak *peak);
+/* The peak of kind `peak` on pk. */
+double bc_peak_flops(const bc_peaks *pk, bc_peak peak);
 /* Kernel k's class (passes.h: pass_kclass): the highest of its
  * instructions', classed by pass_op_kclass as the estimate classes the
  * ops of the group it was made from. */

@@ -63,7 +63,12 @@ int bc_kernel_class(const rt_plan *p, const rt_kernel *k)
     const rt_program *g = &p->stage[k->stage];
     for (int i = 0; i < k->ninstr; i++) {
         int op = g->instr[k->instr[i]].op;
-        if (op == RT_OP_ATTENTION || op == RT_OP_ATTN_PROBS || op == RT_OP_EMBEDDING_GRAD)
+        /* attention and its backward's kernels (attn_delta's a row
+         * kernel), as the estimate's is_attention: run 4 on the H200 had
+         * attn_dq and the attn_dv/attn_dk pair among the memory-bound, so
+         * that --calibrate gave "elementwise" 0.09 of mem_bw */
+        if (op == RT_OP_ATTENTION || op == RT_OP_ATTN_PROBS || op == RT_OP_EMBEDDING_GRAD ||
+            (rt_attn_layout_operands(op) && op != RT_OP_ATTN_DELTA))
             return BC_OTHER;
     }
     return bc_kernel_bytes(k) < BC_SMALL_BYTES ? BC_SMALL : BC_BANDWIDTH;
@@ -533,6 +538,7 @@ static double attention_flops(const rt_instr *in)
         double out = (double)rt_type_numel(&in->out_t);
         return 2 * out * (double)in->in_t[0].dim[in->in_t[0].rank - 1] + 5 * out;
     }
+    case RT_OP_ATTN_LSE: return heads * s * t * (2 * d + 3);
     case RT_OP_ATTN_STATS: case RT_OP_ATTN_DQ: case RT_OP_ATTN_DK: case RT_OP_ATTN_DV: {
         double dv = (double)in->in_t[in->op == RT_OP_ATTN_DV ? 2 : 3].dim[r - 1];
         bool two = in->op == RT_OP_ATTN_STATS || in->op == RT_OP_ATTN_DV;
@@ -543,28 +549,47 @@ static double attention_flops(const rt_instr *in)
     }
 }
 
-/* pass_attn_tensor_cores on a plan's attention instruction (attention or
- * an op of its backward): q, k, v (attn_dv: dy) and dy of one 16-bit
- * dtype, the result too but for attn_stats', d and dv multiples of 16 up
- * to PASS_ATTN_TC_WIDTH. */
-static bool tc_attention(const rt_instr *in)
+/* passes/fuse.c's attn_tc_rows on a plan's attention instruction
+ * (attention or an op of its backward): q, k, v (attn_dv: dy) and dy of
+ * one dtype, 16-bit (f32: pass_attn_x3's, its parts on tensor cores), the
+ * result too but for attn_stats' and attn_lse's, d and dv multiples of
+ * 16 up to PASS_ATTN_TC_WIDTH (attn_lse has no v: its one width is q's). */
+static bool tc_rows(const rt_instr *in, bool f32)
 {
     int rows = rt_attn_layout_operands(in->op), dt = in->in_t[0].dtype, r = in->in_t[0].rank;
-    if (rows == 0 || (dt != RT_BF16 && dt != RT_F16) || in->nin < rows || r < 2 ||
-        (in->op != RT_OP_ATTN_STATS && in->out_t.dtype != dt))
+    bool own = in->op == RT_OP_ATTN_STATS || in->op == RT_OP_ATTN_LSE; /* f32 results */
+    if (rows == 0 || in->op == RT_OP_ATTN_DELTA ||
+        (f32 ? dt != RT_F32 : dt != RT_BF16 && dt != RT_F16) || in->nin < rows || r < 2 ||
+        (!own && in->out_t.dtype != dt))
         return false;
     for (int i = 0; i < rows; i++)
         if (in->in_t[i].dtype != dt)
             return false;
-    int64_t d = in->in_t[0].dim[r - 1], dv = in->in_t[2].dim[r - 1];
+    int64_t d = in->in_t[0].dim[r - 1];
+    int64_t dv = in->op == RT_OP_ATTN_LSE ? d : in->in_t[2].dim[r - 1];
     return d > 0 && dv > 0 && d % 16 == 0 && dv % 16 == 0 && d <= PASS_ATTN_TC_WIDTH &&
            dv <= PASS_ATTN_TC_WIDTH;
 }
 
-double bc_attention_flops(const rt_plan *p, const rt_kernel *k, bool *tensor_cores)
+/* The peak the estimate times attention instruction in on: shardc's
+ * attention kernels compute in f32 FMAs, whatever the dtype
+ * (codegen/README.md), but for the 16-bit ones that pass_attn_tensor_cores
+ * puts on tensor cores and the f32 ones pass_attn_x3 puts there as parts. */
+static bc_peak attention_peak(const rt_instr *in)
+{
+    return tc_rows(in, false) ? BC_PEAK_TC : tc_rows(in, true) ? BC_PEAK_PARTS : BC_PEAK_F32;
+}
+
+double bc_peak_flops(const bc_peaks *pk, bc_peak peak)
+{
+    return peak == BC_PEAK_TC ? pk->tc_flops : peak == BC_PEAK_PARTS ? pk->tc_flops / 6
+                                                                     : pk->f32_flops;
+}
+
+double bc_attention_flops(const rt_plan *p, const rt_kernel *k, bc_peak *peak)
 {
     const rt_program *g = &p->stage[k->stage];
-    *tensor_cores = false;
+    *peak = BC_PEAK_F32;
     /* an attention pair (passes/fuse.h): attn_dv's scores are attn_dk's,
      * so the kernel does attn_dk's work and p dy: 2 dv a pair of rows */
     if (k->ninstr == 2 && g->instr[k->instr[0]].op == RT_OP_ATTN_DV &&
@@ -574,17 +599,14 @@ double bc_attention_flops(const rt_plan *p, const rt_kernel *k, bool *tensor_cor
         int r = q.rank;
         double d = (double)q.dim[r - 1], w = (double)dv->in_t[2].dim[r - 1];
         double pairs = attention_flops(dv) / (2 * (d + w) + 5);
-        *tensor_cores = tc_attention(dk);
+        *peak = attention_peak(dk);
         return attention_flops(dk) + pairs * 2 * w;
     }
     for (int i = 0; i < k->ninstr; i++) {
         const rt_instr *in = &g->instr[k->instr[i]];
         double f = attention_flops(in);
         if (f > 0) {
-            /* shardc's attention kernels compute in f32 FMAs, whatever
-             * the dtype (codegen/README.md), but for the 16-bit ones that
-             * passes/fuse.h's pass_attn_tensor_cores puts on tensor cores */
-            *tensor_cores = tc_attention(in);
+            *peak = attention_peak(in);
             return f;
         }
     }
@@ -694,10 +716,10 @@ void bc_calibrate(const bc_result *r, int nr, const bc_peaks *pk, bc_calibration
                 bin_n[b] += n;
                 c->mm_n += it->count;
             } else if (it->cls == BC_OTHER && it->kernel >= 0) {
-                bool tc;
-                double f = bc_attention_flops(p, &p->kernel[it->kernel], &tc);
+                bc_peak peak;
+                double f = bc_attention_flops(p, &p->kernel[it->kernel], &peak);
                 if (f > 0) {
-                    attn_work += n * f / (tc ? pk->tc_flops : pk->f32_flops);
+                    attn_work += n * f / bc_peak_flops(pk, peak);
                     attn_s += n * s;
                     c->attn_n += it->count;
                 } else if (it->bytes >= BC_SMALL_BYTES) {

@@ -408,7 +408,7 @@ static int check_classes(const rt_plan *p, const char *trace)
         CHECK(ev && end);
         if (!ev || !end)
             continue;
-        if (bc_attention_flops(p, kr, &(bool){false}) > 0) { /* attention: no class */
+        if (bc_attention_flops(p, kr, &(bc_peak){BC_PEAK_F32}) > 0) { /* attention: no class */
             CHECK(!cls || cls > end);
             continue;
         }
@@ -537,11 +537,13 @@ static void test_calibrate(void)
     in[3].axis = 1;
     bc_peaks pk = {.tc_flops = 1000e12, .f32_flops = 50e12, .mem_bw = 3e12, .launch_s = 4e-6};
     double attn = 2.0 * 128 * 128 * (2 * (64 + 64) + 5); /* heads x S x T x (2 (d + dv) + 5) */
-    bool tc = false;
+    bc_peak tc = BC_PEAK_F32;
     /* a bf16 forward with heads of 64: the WMMA kernel, on tensor cores */
-    CHECK(near(bc_attention_flops(&p, &k, &tc), attn) && tc);
+    CHECK(near(bc_attention_flops(&p, &k, &tc), attn) && tc == BC_PEAK_TC);
     {
-        /* f32, or a head width not a multiple of 16: f32 FMAs */
+        /* f32 with heads of 64: on tensor cores as bf16 parts, at a sixth
+         * of their peak (the estimate's pass_attn_x3); a head width not a
+         * multiple of 16: f32 FMAs */
         rt_instr one = in[2];
         int32_t zero[1] = {0};
         rt_kernel k1 = {.name = (char *)"attention", .ninstr = 1, .instr = zero};
@@ -550,12 +552,29 @@ static void test_calibrate(void)
         for (int i = 0; i < 3; i++)
             one.in_t[i].dtype = RT_F32;
         one.out_t.dtype = RT_F32;
-        CHECK(near(bc_attention_flops(&p1, &k1, &tc), attn) && !tc);
+        CHECK(near(bc_attention_flops(&p1, &k1, &tc), attn) && tc == BC_PEAK_PARTS);
+        CHECK(near(bc_peak_flops(&(bc_peaks){.tc_flops = 600e12, .f32_flops = 50e12}, tc),
+                   100e12));
+        for (int i = 0; i < 3; i++)
+            one.in_t[i].dim[3] = 72;
+        one.out_t.dim[3] = 72;
+        CHECK(bc_attention_flops(&p1, &k1, &tc) > 0 && tc == BC_PEAK_F32);
         one = in[2];
         for (int i = 0; i < 3; i++)
             one.in_t[i].dim[3] = 72;
         one.out_t.dim[3] = 72;
-        CHECK(bc_attention_flops(&p1, &k1, &tc) > 0 && !tc);
+        CHECK(bc_attention_flops(&p1, &k1, &tc) > 0 && tc == BC_PEAK_F32);
+        /* attn_lse alone (q, k; its result the rows' f32 lse): heads x S x
+         * T x (2 d + 3), as passes/cost.c counts it, on tensor cores in
+         * bf16, and not a memory-bound kernel (nor are the backward's) */
+        one = (rt_instr){.op = RT_OP_ATTN_LSE, .nin = 2, .in_t = {in[2].in_t[0], in[2].in_t[1]},
+                         .out_t = {.dtype = RT_F32, .rank = 3, .dim = {1, 2, 128}}};
+        CHECK(near(bc_attention_flops(&p1, &k1, &tc), 2.0 * 128 * 128 * (2 * 64 + 3)) &&
+              tc == BC_PEAK_TC);
+        k1.strategy = RT_KS_ROW;
+        CHECK_INT(bc_kernel_class(&p1, &k1), BC_OTHER);
+        one.op = RT_OP_ATTN_DQ; /* the class alone: its operands are not a dq's */
+        CHECK_INT(bc_kernel_class(&p1, &k1), BC_OTHER);
     }
     {
         /* an attention pair, attn_dv then attn_dk, d 64 and dv 32: attn_dk's
@@ -572,16 +591,17 @@ static void test_calibrate(void)
         rt_kernel pk2 = {.name = (char *)"attn_dv_attn_dk", .ninstr = 2, .instr = pinstr};
         rt_program pg = {.ninstr = 2, .instr = bw};
         rt_plan pp = {.nstages = 1, .stage = &pg, .nkernels = 1, .kernel = &pk2};
-        tc = false; /* bf16, d 64 and dv 32: on tensor cores, as the estimate has it */
+        tc = BC_PEAK_F32; /* bf16, d 64 and dv 32: on tensor cores, as the estimate has it */
         CHECK(near(bc_attention_flops(&pp, &pk2, &tc), 2.0 * 128 * 128 * (4 * 64 + 4 * 32 + 7)));
-        CHECK(tc);
+        CHECK(tc == BC_PEAK_TC);
         int32_t one[1] = {0}; /* attn_dv alone: its own FLOPs */
         rt_kernel dvk = {.name = (char *)"attn_dv", .ninstr = 1, .instr = one};
-        tc = false;
+        tc = BC_PEAK_F32;
         CHECK(near(bc_attention_flops(&pp, &dvk, &tc), 2.0 * 128 * 128 * (2 * (64 + 32) + 5)));
-        CHECK(tc);
+        CHECK(tc == BC_PEAK_TC);
+        CHECK_INT(bc_kernel_class(&pp, &pk2), BC_OTHER); /* the pair: attention's */
         bw[0].in_t[2].dim[3] = bw[0].out_t.dim[3] = 40; /* dv 40: f32 FMAs */
-        CHECK(bc_attention_flops(&pp, &dvk, &tc) > 0 && !tc);
+        CHECK(bc_attention_flops(&pp, &dvk, &tc) > 0 && tc == BC_PEAK_F32);
     }
 #define US(work, eff) (1e6 * (4e-6 + (work) / (eff)))
     bc_item it[] = {
