@@ -114,6 +114,8 @@ run() {
     mkdir -p "$out" "$x/san"
     tar -xJf .gpu/nvrtc-cache.tar.xz -C .gpu || exit 1
     . .gpu/env.sh
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
+        --format=csv,noheader >> "$out/summary.txt" 2>&1
     echo "setup done at $(el) s" >> "$out/summary.txt"
     tm "${T_TESTS:-150}" tests/gpu/run.sh .gpu/build > "$out/gputests.log" 2>&1
     echo "gpu tests rc=$? at $(el) s" >> "$out/summary.txt"
@@ -146,6 +148,12 @@ run() {
         --model "$x/cal-bf16.sh" "${gpt2[@]}" -D L=1 --mesh 1 --repeat 10 --copy-mb 256 \
         --calibrate "$out/h200-calibrated.json" --out "$x/calibrate.md" > "$x/calibrate.log" 2>&1
     echo "bench_cuda --calibrate rc=$? at $(el) s" >> "$out/summary.txt"
+    # and on the bf16 plan alone: one attention_eff serves tensor cores'
+    # 16-bit kernels and f32's as parts, whose fractions differ
+    tm 90 .gpu/build/bench/bench_cuda --model "$x/cal-bf16.sh" "${gpt2[@]}" -D L=1 --mesh 1 \
+        --repeat 10 --copy-mb 256 --calibrate "$out/h200-bf16-calibrated.json" \
+        --out "$x/calibrate-bf16.md" > "$x/calibrate-bf16.log" 2>&1
+    echo "bench_cuda --calibrate (bf16 alone) rc=$? at $(el) s" >> "$out/summary.txt"
     # issue 20's +-10%: GPT-2's step estimated on that profile beside the
     # one measured above (with cuBLASLt's workspace of 32 MiB: the default)
     for p in f32 bf16; do
@@ -158,6 +166,12 @@ run() {
         echo "estimate on the calibrated profile $p: ${est:-none} ms, measured" \
              "$(median_step "$x/ws-$p-32MiB.log") ms" >> "$out/summary.txt"
     done
+    if [ -s "$out/h200-bf16-calibrated.json" ]; then
+        est=$(.gpu/build/shardc "$x/ws-bf16.sh" "${gpt2[@]}" -D L=12 --mesh 1x1 --arch sm_90 \
+              --hw "$out/h200-bf16-calibrated.json" --report 2> "$x/est-bf16-alone.err" |
+              sed -n 's/^step time, estimated on [^:]*: \([0-9.]*\) ms.*/\1/p')
+        echo "estimate on the bf16 calibration bf16: ${est:-none} ms" >> "$out/summary.txt"
+    fi
     # issue 20's compile goals on this machine: GPT-2 small's bf16 plan
     # compiled cold (an empty NVRTC cache) and warm, with the default
     # --arch (the machine's GPUs': NVML's start is in the time) and with
