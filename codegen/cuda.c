@@ -557,7 +557,12 @@ static void put_signature(gen *G, cg_cuda_kernel *k, su_buf *b)
         for (int j = 0; j < G->g->nout; j++)
             in_place |= IR_UPDATE(G->m, i)->v == G->g->out[j];
     const char *restrict_ = in_place ? "" : "__restrict__ ";
-    su_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d)\n%s(", k->block, k->name);
+    if (G->min_blocks)
+        su_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d, %d)\n%s(", k->block,
+                      G->min_blocks, k->name);
+    else
+        su_buf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d)\n%s(", k->block,
+                      k->name);
     for (int i = 0; i < k->nparams; i++) {
         const ir_value *v = k->params[i];
         su_buf_printf(b, "%s%s%s *%sp_%s", i ? ",\n    " : "\n    ", i < G->g->nin ? "const " : "",

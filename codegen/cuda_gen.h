@@ -87,6 +87,7 @@ typedef struct gen {
     bool f16, bf16;             /* the kernel touches these dtypes */
     bool canon;                 /* names by order of first use: the key */
     bool wmma;                  /* the kernel uses nvcuda::wmma (mma.h) */
+    int min_blocks;             /* __launch_bounds__'s blocks a processor at least, or 0 */
     int64_t at_heads;           /* attention kernels: the heads H of operands that
                                  * hold them inner ([.., S, H, d]), else 0 */
 } gen;
@@ -102,6 +103,8 @@ typedef struct tile {
     const char *pre, *post;     /* statements once per tile, before and after its
                                  * elements (a vector's: consume may gather them) */
     const char *rexpr;          /* the reduction's result (then the epilogue), or NULL */
+    const char *ahead;          /* the step whose loads cg_emit_ahead_loads made (the
+                                 * values along the last dim, in l_NAME[ahead]), or NULL */
 } tile;
 
 /* A reduction's shape: x viewed as [outer, n, inner] around the axis. */
@@ -140,6 +143,16 @@ void cg_emit_adamw_coef(gen *G, const ir_op *op, const char *t);
 void cg_emit_tile(gen *G, const tile *t);
 /* The values tile t reads or writes through their pointers (p_NAME). */
 void cg_tile_memory(gen *G, const tile *t, const ir_value ***vals, int *n);
+/* The values tile t loads along the domain's last dim (a vector, or an
+ * element, a step): those it can load ahead. */
+int cg_tile_ahead(gen *G, const tile *t);
+/* Loads ahead for `steps` steps of tile t: the arrays l_NAME[steps], then
+ * (in a loop over u that declares e) step u's loads into l_NAME[u]; a
+ * tile with .ahead = "u" then reads them there. */
+void cg_emit_ahead_arrays(gen *G, const tile *t, int steps);
+void cg_emit_ahead_loads(gen *G, const tile *t);
+/* Whether tile t reads its element index e (a load or a store). */
+bool cg_tile_reads_e(gen *G, const tile *t);
 
 /* ---- cuda_strategy.c ---- */
 

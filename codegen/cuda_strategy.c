@@ -546,12 +546,114 @@ static void emit_reduced(gen *G, const rparts *p, const char *combine, const cha
     cg_line(G, "}");
 }
 
+/* The loads a thread of a row loop over memory has in flight (vectors,
+ * or elements where VEC is 1). One step's loads, then its elements, then
+ * the next step's loads left each thread about one 16-byte load in flight,
+ * about 32 KB a processor at 2048 threads, short of the ~36 KB that
+ * Little's law asks at an H200's 4.8 TB/s, and the exps between the loads
+ * lowered it further: the bf16 GPT-2's cross_entropy (8192 rows of 50304)
+ * read at 36% of DRAM throughput, its gradient's two passes at 40%. Four
+ * 16-byte vectors are 16 registers a thread. */
+enum { ROW_AHEAD = 4 };
+
+/* `steps` steps of the tile t from column c0 on, a row's: their loads
+ * (cg_emit_ahead_loads), then their elements step after step; guarded,
+ * the elements of each step only where it is in the row. A guarded step
+ * past the row loads the row's end, unused, rather than nothing: with its
+ * loads guarded, the first pass of the bf16 GPT-2's cross_entropy_grad
+ * took 63 registers (ptxas of CUDA 13.0, sm_90), this way 32, as many as
+ * the plain loop's. */
+static void ahead_steps(gen *G, const rview *v, int64_t span, const tile *t, int steps,
+                        bool guarded)
+{
+    cg_emit_ahead_arrays(G, t, steps);
+    tile ta = *t;
+    ta.ahead = "u";
+    /* the elements' steps may read neither c nor e (NVRTC warns of unused variables) */
+    bool uses_e = cg_tile_reads_e(G, &ta);
+    bool uses_c = uses_e || guarded || (t->rexpr && G->red->code == IR_XENT_GRAD);
+    for (int loads = 1; loads >= 0; loads--) {
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int u = 0; u < %d; u++) {", steps);
+        G->indent++;
+        if (loads || uses_c)
+            cg_line(G, "const i64 c = c0 + u * %lld;", (long long)span);
+        bool guard = guarded && !loads;
+        if (guard) {
+            cg_line(G, "if (c < %lld) {", (long long)v->n);
+            G->indent++;
+        }
+        if (loads && guarded)
+            cg_line(G, "const i64 e = row * %lld + (c < %lld ? c : %lld); // past the row: its "
+                       "end, not used", (long long)v->n, (long long)v->n,
+                    (long long)(v->n - t->vec));
+        else if (loads || uses_e)
+            cg_line(G, "const i64 e = row * %lld + c;", (long long)v->n);
+        if (loads)
+            cg_emit_ahead_loads(G, t);
+        else
+            cg_emit_tile(G, &ta);
+        for (int i = guard ? 2 : 1; i > 0; i--) {
+            G->indent--;
+            cg_line(G, "}");
+        }
+    }
+}
+
+/* The loop of row_loop over memory, `ahead` steps of the tile t at once
+ * (ahead_steps), which takes the elements in the plain loop's order, so
+ * every result keeps its bits (the online max and sum see the same
+ * vectors in the same order); then the steps left, fewer than `ahead`
+ * (at most `left` for any thread), at once too, each guarded. A thread
+ * has the row's steps rounded down or up (the row divides by VEC).
+ * Loading ahead, ptxas spent up to 52 registers a thread on blocks of
+ * 1024 (the bf16 GPT-2's cross_entropy_grad, a bf16 softmax over 56000):
+ * one block a processor, half the threads of the plain loop's 32
+ * registers, and none to run while that block waits at a barrier. Asking
+ * for 2 blocks a processor holds those to 32 registers, unspilled. */
+static void row_loop_ahead(gen *G, const rview *v, int block, int vec, const tile *t,
+                           const char *tid, int ahead)
+{
+    int64_t n = v->n, span = (int64_t)block * vec, left = 0;
+    if (block == 1024)
+        G->min_blocks = 2;
+    for (int64_t s = n / span; s <= (n + span - 1) / span; s++)
+        left = s % ahead > left ? s % ahead : left;
+    cg_line(G, "{ // %d steps' loads in flight a thread, then their elements in order", ahead);
+    G->indent++;
+    cg_line(G, "i64 c0 = (i64)%s * %d;", tid, vec);
+    cg_line(G, "for (; c0 + %lld < %lld; c0 += %lld) {", (long long)((ahead - 1) * span),
+            (long long)n, (long long)(ahead * span));
+    G->indent++;
+    ahead_steps(G, v, span, t, ahead, false);
+    G->indent--;
+    cg_line(G, "}");
+    if (left) {
+        cg_line(G, "// the steps left, at most %lld: their loads, then their elements",
+                (long long)left);
+        ahead_steps(G, v, span, t, (int)left, true);
+    }
+    G->indent--;
+    cg_line(G, "}");
+}
+
 /* One loop over this thread's elements of the row, each a tile; with
- * `cached`, over the registers xs[] instead after the first pass. */
+ * `cached`, over the registers xs[] instead after the first pass. Over
+ * memory, a thread with more than one step loads up to ROW_AHEAD vectors
+ * ahead, as many steps as that allows (row_loop_ahead). */
 static void row_loop(gen *G, const rview *v, int block, int vec, bool cached, tile *t,
                      bool fill_cache, const char *tid)
 {
     int64_t n = v->n, span = (int64_t)block * vec;
+    if (!cached && (t->prologue || t->rexpr)) {
+        int64_t steps = (n + span - 1) / span, along = cg_tile_ahead(G, t);
+        int64_t ahead = along ? ROW_AHEAD / along : 1;
+        ahead = ahead < steps ? ahead : steps;
+        if (ahead > 1) {
+            row_loop_ahead(G, v, block, vec, t, tid, (int)ahead);
+            return;
+        }
+    }
     if (cached) {
         int items = (int)((n + span - 1) / span);
         cg_line(G, "#pragma unroll");

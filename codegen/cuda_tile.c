@@ -505,12 +505,81 @@ void cg_tile_memory(gen *G, const tile *t, const ir_value ***vals, int *n)
     *n = loads.n;
 }
 
+/* Whether tile t takes v from the loads made ahead of it (l_NAME[u]). */
+static bool loaded_ahead(const tile *t, const ir_value *v)
+{
+    return t->ahead && contiguous_last(t->dom, &v->type);
+}
+
+/* The values of cg_tile_ahead, in the order the tile loads them. */
+static vlist ahead_values(gen *G, const tile *t)
+{
+    vlist loads = vlist_new(G), stores = vlist_new(G), along = vlist_new(G);
+    tile_values(G, t, &loads, &stores);
+    for (int i = 0; i < loads.n; i++)
+        if (contiguous_last(t->dom, &loads.v[i]->type))
+            vlist_add(&along, loads.v[i]);
+    return along;
+}
+
+int cg_tile_ahead(gen *G, const tile *t)
+{
+    return ahead_values(G, t).n;
+}
+
+void cg_emit_ahead_arrays(gen *G, const tile *t, int steps)
+{
+    vlist along = ahead_values(G, t);
+    for (int i = 0; i < along.n; i++) {
+        const ir_value *v = along.v[i];
+        const char *ty = cg_ctype(G, v->type.dtype), *id = cg_cname(G, v);
+        if (t->vec > 1) {
+            G->helpers |= H_VEC;
+            cg_line(G, "vec<%s, %d> l_%s[%d];", ty, t->vec, id, steps);
+        } else {
+            cg_line(G, "%s l_%s[%d];", ty, id, steps);
+        }
+    }
+}
+
+void cg_emit_ahead_loads(gen *G, const tile *t)
+{
+    vlist along = ahead_values(G, t);
+    for (int i = 0; i < along.n; i++) {
+        const ir_value *v = along.v[i];
+        const char *ty = cg_ctype(G, v->type.dtype), *id = cg_cname(G, v);
+        const char *off = cg_offset(G, t->dom, &v->type, "e");
+        if (t->vec > 1)
+            cg_line(G, "l_%s[u] = *reinterpret_cast<const vec<%s, %d> *>(p_%s + %s);", id, ty,
+                    t->vec, id, off);
+        else
+            cg_line(G, "l_%s[u] = p_%s[%s];", id, id, off);
+    }
+}
+
+bool cg_tile_reads_e(gen *G, const tile *t)
+{
+    vlist loads = vlist_new(G), stores = vlist_new(G);
+    tile_values(G, t, &loads, &stores);
+    bool reads = stores.n > 0;
+    for (int i = 0; i < loads.n; i++)
+        reads |= !loaded_ahead(t, loads.v[i]);
+    return reads;
+}
+
 static void emit_loads(gen *G, const tile *t, const vlist *loads, const char *e)
 {
     for (int i = 0; i < loads->n; i++) {
         const ir_value *v = loads->v[i];
         ir_dtype dt = v->type.dtype;
-        const char *id = cg_cname(G, v), *off = cg_offset(G, t->dom, &v->type, e);
+        const char *id = cg_cname(G, v);
+        if (loaded_ahead(t, v)) { /* a vector's elements are read in the tile's loop */
+            if (t->vec == 1)
+                cg_line(G, "const %s v_%s = %s;", regtype(dt), id,
+                        cg_load_conv(G, dt, cg_fmt(G, "l_%s[%s]", id, t->ahead)));
+            continue;
+        }
+        const char *off = cg_offset(G, t->dom, &v->type, e);
         if (t->vec > 1 && contiguous_last(t->dom, &v->type)) {
             G->helpers |= H_VEC;
             const char *ty = cg_ctype(G, dt);
@@ -595,7 +664,9 @@ void cg_emit_tile(gen *G, const tile *t)
         const ir_value *v = loads.v[i];
         if (contiguous_last(t->dom, &v->type))
             cg_line(G, "const %s v_%s = %s;", regtype(v->type.dtype), cg_cname(G, v),
-                 cg_load_conv(G, v->type.dtype, cg_fmt(G, "l_%s.v[q]", cg_cname(G, v))));
+                 cg_load_conv(G, v->type.dtype,
+                              t->ahead ? cg_fmt(G, "l_%s[%s].v[q]", cg_cname(G, v), t->ahead)
+                                       : cg_fmt(G, "l_%s.v[q]", cg_cname(G, v))));
     }
     emit_tile_ops(G, t, &stores, "e + q");
     G->indent--;

@@ -15,7 +15,11 @@
 # pieces (nested), forward and backward (its zeros around the slice). A
 # cross-entropy and a softmax over rows of 40000, too long for a block's
 # registers, take the max and the sum in one pass (online), then the
-# results.
+# results. Their loops over a row load up to 4 steps ahead, then the steps
+# left (guarded); so do those of a bf16 cross-entropy, its gradient and a
+# softmax over rows of 56000 (8 elements a load: 6 or 7 steps of a block
+# of 1024 threads, 13 or 14 of the cross-entropy's 512, so 1 to 3 left),
+# and of a cross-entropy over 5003 classes (an element a load).
 mesh a
 input ids : i32[2500]
 input ids2 : i32[40]
@@ -27,23 +31,29 @@ input y   : f32[8, 1500]
 input r   : f32[4, 200, 37]
 input zz  : f32[2, 40000]
 input lzz : i32[2]
+input zb  : bf16[2, 56000]
+input lzb : i32[2]
+input zo  : f32[2, 5003]
+input lzo : i32[2]
 param e   : f32[50, 300] = normal(1.0)
 param e2  : f32[5, 1100] = normal(1.0)
 param w   : f32[300, 24] = normal(0.05)
 param wz  : f32[3000] = normal(1.0)
 param wzz : f32[40000] = normal(1.0)
+param wzb : bf16[56000] = normal(1.0)
 h = embedding(e, ids)
 h2 = embedding(e2, ids2)
 hc = concat([h[:, 250:], h[:, :7], h[:, 40:41]], axis = 1)
-l1 = cross_entropy(h @ w, lab) + cross_entropy(z * wz, lz) + cross_entropy(zz * wzz, lzz)
+l1 = cross_entropy(h @ w, lab) + cross_entropy(z * wz, lz) + cross_entropy(zz * wzz, lzz) + cast(cross_entropy(zb * wzb, lzb), f32) + cross_entropy(zo, lzo)
 loss = l1 + 0.1 * mean(sin(h) * cos(h)) + 0.1 * mean(hc * hc) + 0.1 * mean(h2 * h2)
 u = transpose(t, [2, 0, 1])
 v = transpose(t, [1, 0, 2])
 s = softmax(y, axis = -1)
 s2 = softmax(zz, axis = -1)
+s3 = softmax(zb, axis = -1)
 a1 = sum(r * 2.0, axis = 1)
 a2 = amax(r, axis = 1)
 a3 = mean(r, axis = 0)
 c5 = concat([t[:, :3, :], t[:, 10:, :], t[:, 5:6, :] * 2.0, t[:, 69:, :], t], axis = 1)
-output loss, u, v, s, s2, a1, a2, a3, c5
+output loss, u, v, s, s2, s3, a1, a2, a3, c5
 train loss with sgd(lr = 0.1)

@@ -125,6 +125,10 @@ static int col_split_ran;    /* column reductions whose rows are split over bloc
 static int online_ran;       /* softmax or cross_entropy's gradient, max and sum in one pass */
 static int online_vec_ran;   /* kernels taking a vector's elements at once online
                               * (sh_online_vec: cross_entropy, and the two above) */
+static int ahead_ran;        /* row kernels loading steps of a row ahead (cuda_strategy.c's
+                              * row_loop_ahead) */
+static int left_ran;         /* of them, with steps left after the loop (guarded) */
+static int ahead_elem_ran;   /* of them, loading an element a step */
 static int wmma_ran;         /* kernels on tensor cores through nvcuda::wmma run */
 static int x3_ran;           /* f32 attention on tensor cores, as bf16 parts (tolerance_x3) */
 static int mma_ran;          /* kernels on tensor cores through PTX's mma.sync run */
@@ -1122,6 +1126,9 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
                           strstr(src[i], "sh_online_vec(acc, acc2, xv)") != NULL;
             online_vec_ran += strstr(src[i], "sh_online_vec(m, s, xv);") != NULL ||
                               strstr(src[i], "sh_online_vec(acc, acc2, xv);") != NULL;
+            ahead_ran += strstr(src[i], "steps' loads in flight a thread") != NULL;
+            left_ran += strstr(src[i], "// the steps left, at most") != NULL;
+            ahead_elem_ran += strstr(src[i], "[u] = p_") != NULL;
             wmma_ran += strstr(src[i], "wmma::mma_sync") != NULL;
             mma_ran += strstr(src[i], "sh_mma_bf16(") != NULL || strstr(src[i], "sh_mma_f16(") != NULL;
             async_ran += strstr(src[i], "sh_cp_wait_all();") != NULL;
@@ -1452,6 +1459,15 @@ int main(int argc, char **argv)
     CHECK(online_vec_ran >= 4);
     /* one layer's matmuls (forward, and backward's data and weight
      * gradients), the lm head's, each operand split */
+    /* kernel_shapes.sh's cross-entropies, softmaxes and gradients over long
+     * rows (of 3000, 5003, 40000 and 56000: a thread's steps loaded ahead,
+     * then 1 to 3 steps left; the 5003 classes an element a load), its
+     * means over rows of 300 and 58 (a warp's), and other models' mse and
+     * sums over rows (17 when written, 14 with steps left, 2 an element a
+     * step) */
+    printf("row kernels loading steps ahead: %d, %d with steps left, %d an element a step\n",
+           ahead_ran, left_ran, ahead_elem_ran);
+    CHECK(ahead_ran >= 15 && left_ran >= 12 && ahead_elem_ran >= 2);
     printf("split3 kernels (f32 matmuls' operands as bf16 parts): %d, %d of them 4 elements a "
            "thread\n", op_ran[RT_OP_SPLIT3], split_vec_ran);
     CHECK(op_ran[RT_OP_SPLIT3] >= 16);
