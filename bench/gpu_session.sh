@@ -19,6 +19,8 @@
 # --report-api-errors no: the runtime's probe for a module's error word
 # fails by design); bench/gpt2/run.sh --quick; GPT-2's f32 and bf16 steps
 # without a cuBLASLt workspace and with 32 MiB ($SHARDC_BLAS_WORKSPACE);
+# the bf16 step with attention's forward of 32 rows a warp (an experiment,
+# $SHARDC_EXPERIMENT_ATTN_ROWS=32), and ncu on that forward;
 # bench_cuda --x3 on the matmuls of GPT-2's one-layer f32 plan (each f32
 # matmul against the same as bf16 parts: times and errors, x3.md), and
 # GPT-2's f32 step with --f32-matmul bf16x3 (its median and losses);
@@ -140,6 +142,20 @@ run() {
             echo "blas workspace $ws $p: rc=$rc median ${med:-none} ms at $(el) s" >> "$out/summary.txt"
         done
     done
+    # an experiment: attention's forward with 32 query rows a warp
+    # ($SHARDC_EXPERIMENT_ATTN_ROWS, codegen/cuda_ops.c's attn_rows32), the
+    # bf16 step's median beside the default's (the 32 MiB run above), and
+    # ncu on one layer's forward of each
+    if SHARDC_EXPERIMENT_ATTN_ROWS=32 .gpu/build/shardc "$x/ws-bf16.sh" "${gpt2[@]}" -D L=12 \
+        --mesh 1x1 --arch sm_90 -o "$x/r32.plan" > /dev/null 2>&1; then
+        tm 60 .gpu/build/shardrun "$x/r32.plan" --backend cuda --steps 9 > "$x/r32.log" 2>&1
+        local rc=$? med
+        med=$(median_step "$x/r32.log")
+        echo "attention 32 rows a warp bf16: rc=$rc median ${med:-none} ms (default" \
+             "$(median_step "$x/ws-bf16-32MiB.log") ms) at $(el) s" >> "$out/summary.txt"
+        grep -h '^step [19]/' "$x/r32.log" "$x/ws-bf16-32MiB.log" | awk '{ print $1, $2, $3, $4 }' \
+            >> "$out/summary.txt"
+    fi
     # issue 20's calibrated estimate: the efficiencies of the launches of
     # GPT-2's one-layer f32 and bf16 plans (bench_cuda --calibrate), as a
     # profile for shardc --hw to estimate the step with afterwards, here
@@ -224,6 +240,13 @@ run() {
                 --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
                 .gpu/build/shardrun "$x/l1-f32.plan" --backend cuda --steps 1 > "$x/ncu-f32.txt" 2>&1
         echo "ncu f32 attention rc=$? at $(el) s" >> "$out/summary.txt"
+        SHARDC_EXPERIMENT_ATTN_ROWS=32 .gpu/build/shardc "$x/bf16.sh" "${gpt2[@]}" -D L=1 \
+            --mesh 1x1 --arch sm_90 -o "$x/l1-r32.plan" &&
+            tm 45 ncu --clock-control none -k regex:attention -c 2 --section SpeedOfLight \
+                --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
+                --section WarpStateStats .gpu/build/shardrun "$x/l1-r32.plan" --backend cuda \
+                --steps 1 > "$x/ncu-r32.txt" 2>&1
+        echo "ncu attention 32 rows a warp rc=$? at $(el) s" >> "$out/summary.txt"
     fi
     # f32 matmuls as bf16 parts (cuda_blas.h: rt_blas_matmul_x3), one
     # layer's and the lm head's, each timed both ways, with both errors

@@ -2030,6 +2030,191 @@ static int mma_rows_start(gen *G, cg_cuda_kernel *k, const ir_op *op, const at_v
     return kt;
 }
 
+/* An experiment, off unless $SHARDC_EXPERIMENT_ATTN_ROWS is 32 when the
+ * kernel is generated: the forward of a 16-bit attention (with its lse or
+ * not) with 32 query rows a warp, two tiles of 16 (128 a block), where
+ * emit_attention_mma has 16. Each fragment of k's tile (and of v's) that
+ * ldmatrix reads from shared memory then feeds two products, one a tile
+ * of rows, where it fed one: on the H200 (run 4) the forward ran at 49%
+ * of the issue slots and 17% occupancy, its products waiting on shared
+ * memory and each other (FlashAttention's forward keeps 32 rows a warp
+ * for head widths of 64). Each row's scores, max, sums and result are
+ * those of emit_attention_mma in the same order (every product, weight
+ * and rescaling of a row the same), so the two give the same bits. Where
+ * the tiles do not fit twice in AT_SHARED beside one warp's stage (head
+ * widths past 64) or the dtype is f32 (parts), emit_attention_mma's. */
+static bool attn_rows32(const ir_op *op, const at_view *v)
+{
+    const char *e = getenv("SHARDC_EXPERIMENT_ATTN_ROWS");
+    if (!e || strcmp(e, "32") || op->code != IR_ATTENTION || v->dt == IR_F32)
+        return false;
+    int64_t ldk = v->d + TC_PAD, ldv = v->dv + TC_PAD;
+    return 2 * (int64_t)TC_KT * (ldk + ldv) * 2 + TC_WARPS * 16 * ldk * 2 + 128 <= AT_SHARED;
+}
+
+static void emit_attention_mma2(gen *G, cg_cuda_kernel *k, const ir_op *op, const char *lse)
+{
+    at_view v = at_view_of(op);
+    int64_t s = v.s, d = v.d, dv = v.dv;
+    ir_dtype dt = v.dt;
+    const char *ninf = "__int_as_float(0xff800000)";
+    const char *mma = dt == IR_F16 ? "sh_mma_f16" : "sh_mma_bf16";
+    const char *T = cg_ctype(G, dt);
+    int ldk = (int)d + TC_PAD, ldv = (int)dv + TC_PAD, kt = TC_KT, rows = 32 * TC_WARPS;
+    int64_t tiles = (int64_t)kt * (ldk + ldv) * 2;
+    int64_t o_be = 2 * tiles + TC_WARPS * 16 * ldk * 2;
+    int64_t nqb = (s + rows - 1) / rows, total = v.heads * nqb;
+    mma_prologue(G, k, total, o_be + 128, false);
+    mma_key_decls2(G, T, kt, ldk, ldv);
+    cg_line(G, "%s *const qst = (%s *)(smb + %lld) + warp * %d; // the warp's q rows on their way "
+               "in, 16 at a time", T, T, (long long)(2 * tiles), 16 * ldk);
+    cg_line(G, "int *const bend = (int *)(smb + %lld); // the block's last key + 1", (long long)o_be);
+    cg_line(G, "for (i64 bi = blockIdx.x; bi < %lld; bi += gridDim.x) {", (long long)total);
+    G->indent++;
+    cg_line(G, "const i64 h = bi / %lld, q0 = (%lld - bi %% %lld) * %d + warp * 32; // head, the "
+               "warp's first row (its rows: two tiles of 16)",
+            (long long)nqb, (long long)(nqb - 1), (long long)nqb, rows);
+    cg_line(G, "const i64 i = q0 + lane;");
+    cg_line(G, "const bool live = i < %lld;", (long long)s);
+    cg_line(G, "const i64 end = live ? %s : 0;", at_end(G, op, &v));
+    cg_line(G, "__syncthreads(); // the last rows are done with bend and the tiles");
+    cg_line(G, "if (threadIdx.x == 0)");
+    cg_line(G, "    *bend = 0;");
+    cg_line(G, "__syncthreads();");
+    cg_line(G, "if (end > 0)");
+    cg_line(G, "    atomicMax(bend, (int)end);");
+    cg_line(G, "__syncthreads();");
+    cg_line(G, "const i64 kend = *bend;");
+    static const char *const suf[2] = {"0", "1"};
+    for (int t = 0; t < 2; t++) {
+        mma_row_end(G, op, &v, cg_fmt(G, "ea%s", suf[t]), cg_fmt(G, "q0 + %d + gr", 16 * t));
+        mma_row_end(G, op, &v, cg_fmt(G, "eb%s", suf[t]), cg_fmt(G, "q0 + %d + gr", 16 * t + 8));
+    }
+    cg_line(G, "int wend = (int)max(max(ea0, eb0), max(ea1, eb1)); // the warp's last key + 1");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int o = 4; o < 32; o <<= 1)");
+    cg_line(G, "    wend = max(wend, __shfl_xor_sync(0xffffffffu, wend, o));");
+    for (int t = 0; t < 2; t++) {
+        mma_own_rows(G, cg_fmt(G, "qa%s", suf[t]), "qst", cg_fmt(G, "q0 + %d", 16 * t), 0, s, d);
+        mma_zero(G, cg_fmt(G, "oacc%s", suf[t]), dv / 8, "the unnormalised result");
+        cg_line(G, "float ma%s = %s, mb%s = %s, la%s = 0.0f, lb%s = 0.0f; // rows a and b of tile "
+                   "%d: the running max, the lane's sum", suf[t], ninf, suf[t], ninf, suf[t],
+                suf[t], t);
+    }
+    mma_key_loop(G, &v, kt, true);
+    cg_line(G, "if (j0 >= wend)");
+    cg_line(G, "    continue; // none of the warp's rows sees these keys");
+    for (int t = 0; t < 2; t++)
+        mma_zero(G, cg_fmt(G, "sc%s", suf[t]), kt / 8, "the scores of tile 0, 1");
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int c = 0; c < %lld; c++) {", (long long)(d / 16));
+    cg_line(G, "    #pragma unroll");
+    cg_line(G, "    for (int n = 0; n < %d; n++) { // a fragment of k's tile, both tiles' products",
+            kt / 8);
+    cg_line(G, "        unsigned b0, b1;");
+    cg_line(G, "        sh_ldsm2(b0, b1, ks + (n * 8 + (lane & 7)) * %d + c * 16 + (lane >> 3 & 1) "
+               "* 8);", ldk);
+    cg_line(G, "        %s(sc0[n], qa0[c], b0, b1);", mma);
+    cg_line(G, "        %s(sc1[n], qa1[c], b0, b1);", mma);
+    cg_line(G, "    }");
+    cg_line(G, "}");
+    cg_line(G, "float oa0, ob0, oa1, ob1; // minus each row's max, 0 while it sees no key");
+    for (int t = 0; t < 2; t++) {
+        const char *x = suf[t];
+        cg_line(G, "{ // tile %d's rows: hidden scores, the max, the rescaling", t);
+        G->indent++;
+        mma_tile_cols(G, cg_fmt(G, "ea%s", x), cg_fmt(G, "eb%s", x), kt);
+        cg_line(G, "float ta = %s, tb = %s;", ninf, ninf);
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int n = 0; n < %d; n++) {", kt / 8);
+        cg_line(G, "    #pragma unroll");
+        cg_line(G, "    for (int e = 0; e < 4; e++) {");
+        cg_line(G, "        const float x = %s ? sc%s[n][e] : %s; // the raw score, -inf where "
+                   "hidden", MMA_SEEN, x, ninf);
+        cg_line(G, "        sc%s[n][e] = x;", x);
+        cg_line(G, "        if (e < 2)");
+        cg_line(G, "            ta = sh_max_nan(ta, x); // NaN wins");
+        cg_line(G, "        else");
+        cg_line(G, "            tb = sh_max_nan(tb, x);");
+        cg_line(G, "    }");
+        cg_line(G, "}");
+        mma_quad_max(G, "ta");
+        mma_quad_max(G, "tb");
+        cg_line(G, "ta *= %s; // scaled, in base 2: s c log2(e)", mma_c2(G, &v));
+        cg_line(G, "tb *= %s;", mma_c2(G, &v));
+        cg_line(G, "float fa = 1.0f, fb = 1.0f;");
+        cg_line(G, "const float na = sh_max_nan(ma%s, ta), nb = sh_max_nan(mb%s, tb);", x, x);
+        cg_line(G, "if (na != %s) { // else no key seen yet", ninf);
+        cg_line(G, "    fa = sh_exp2(ma%s - na); // 0 while m is -inf", x);
+        cg_line(G, "    la%s *= fa;", x);
+        cg_line(G, "    ma%s = na;", x);
+        cg_line(G, "}");
+        cg_line(G, "if (nb != %s) {", ninf);
+        cg_line(G, "    fb = sh_exp2(mb%s - nb);", x);
+        cg_line(G, "    lb%s *= fb;", x);
+        cg_line(G, "    mb%s = nb;", x);
+        cg_line(G, "}");
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int nn = 0; nn < %lld; nn++) {", (long long)(dv / 8));
+        cg_line(G, "    oacc%s[nn][0] *= fa;", x);
+        cg_line(G, "    oacc%s[nn][1] *= fa;", x);
+        cg_line(G, "    oacc%s[nn][2] *= fb;", x);
+        cg_line(G, "    oacc%s[nn][3] *= fb;", x);
+        cg_line(G, "}");
+        cg_line(G, "oa%s = ma%s == %s ? 0.0f : -ma%s;", x, x, ninf, x);
+        cg_line(G, "ob%s = mb%s == %s ? 0.0f : -mb%s;", x, x, ninf, x);
+        G->indent--;
+        cg_line(G, "}");
+    }
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int kk = 0; kk < %d; kk++) {", kt / 16);
+    G->indent++;
+    for (int t = 0; t < 2; t++) {
+        const char *x = suf[t];
+        mma_weights(G, cg_fmt(G, "ph%s", x),
+                    cg_fmt(G, "sh_exp2(fmaf(sc%s[n][e], %s, e < 2 ? oa%s : ob%s))", x,
+                           mma_c2(G, &v), x, x),
+                    cg_fmt(G, "if (e < 2) la%s += w_; else lb%s += w_;", x, x), dt);
+    }
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int nn = 0; nn < %lld; nn++) { // a fragment of v's tile, both tiles' products",
+            (long long)(dv / 8));
+    cg_line(G, "    unsigned b0, b1;");
+    cg_line(G, "    sh_ldsm2t(b0, b1, vs + (kk * 16 + (lane & 15)) * %d + nn * 8);", ldv);
+    cg_line(G, "    %s(oacc0[nn], ph0, b0, b1);", mma);
+    cg_line(G, "    %s(oacc1[nn], ph1, b0, b1);", mma);
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+    for (int t = 0; t < 2; t++) {
+        const char *x = suf[t];
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int o = 1; o <= 2; o <<= 1) { // the row's 4 lanes");
+        cg_line(G, "    la%s += __shfl_xor_sync(0xffffffffu, la%s, o);", x, x);
+        cg_line(G, "    lb%s += __shfl_xor_sync(0xffffffffu, lb%s, o);", x, x);
+        cg_line(G, "}");
+        mma_write(G, cg_fmt(G, "oacc%s", x), cg_fmt(G, "(la%s > 0.0f ? 1.0f / la%s : 0.0f)", x, x),
+                  cg_fmt(G, "(lb%s > 0.0f ? 1.0f / lb%s : 0.0f)", x, x), cg_fmt(G, "p%d", op->nin),
+                  cg_fmt(G, "q0 + %d", 16 * t), s, dv, dt);
+        if (lse) {
+            cg_line(G, "#pragma unroll");
+            cg_line(G, "for (int x = 0; x < 2; x++) { // the log-sum-exp of tile %d's rows a and b",
+                    t);
+            cg_line(G, "    const i64 row = q0 + %d + gr + x * 8, e = x ? eb%s : ea%s;", 16 * t, x,
+                    x);
+            cg_line(G, "    if (row < %lld && tq == 0)", (long long)s);
+            cg_line(G, "        %s[h * %lld + row] = e > 0 ? (x ? mb%s : ma%s) * %s + logf(x ? "
+                       "lb%s : la%s) : 0.0f; // m in base 2", lse, (long long)s, x, x, MMA_LN2,
+                    x, x);
+            cg_line(G, "}");
+        }
+    }
+    G->indent--;
+    cg_line(G, "}");
+}
+
 /* attention (q, k, v[, pos]), with its log-sum-exp into lse too where
  * lse is not NULL (an attention-with-lse group's kernel, passes/fuse.h),
  * or attn_lse (q, k[, pos]) alone: the same rows, tiles, scores and sums
@@ -2037,6 +2222,10 @@ static int mma_rows_start(gen *G, cg_cuda_kernel *k, const ir_op *op, const at_v
 static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, const char *lse)
 {
     at_view v = at_view_of(op);
+    if (attn_rows32(op, &v)) {
+        emit_attention_mma2(G, k, op, lse);
+        return;
+    }
     int64_t s = v.s, d = v.d, dv = v.dv;
     bool has_v = op->code == IR_ATTENTION;
     if (!has_v)

@@ -132,6 +132,8 @@ static int ahead_elem_ran;   /* of them, loading an element a step */
 static int wmma_ran;         /* kernels on tensor cores through nvcuda::wmma run */
 static int x3_ran;           /* f32 attention on tensor cores, as bf16 parts (tolerance_x3) */
 static int mma_ran;          /* kernels on tensor cores through PTX's mma.sync run */
+static int rows32_ran;       /* attention forwards of 32 rows a warp run
+                              * ($SHARDC_EXPERIMENT_ATTN_ROWS=32) */
 static int async_ran;        /* of them, with two copies of the other side's tiles (cp.async) */
 static int split_vec_ran;    /* split3 kernels taking 4 elements a thread */
 static int i32_reduce_ran;   /* kernels of an amax or sum of i32 alone */
@@ -1131,6 +1133,7 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
             ahead_elem_ran += strstr(src[i], "[u] = p_") != NULL;
             wmma_ran += strstr(src[i], "wmma::mma_sync") != NULL;
             mma_ran += strstr(src[i], "sh_mma_bf16(") != NULL || strstr(src[i], "sh_mma_f16(") != NULL;
+            rows32_ran += strstr(src[i], "(its rows: two tiles of 16)") != NULL;
             async_ran += strstr(src[i], "sh_cp_wait_all();") != NULL;
             split_vec_ran += strstr(src[i], "vec<__nv_bfloat16, 4> ph, pm, pl;") != NULL;
         }
@@ -1368,45 +1371,51 @@ int main(int argc, char **argv)
         const char *defines, *dtype; /* dtype: --dtype's, or NULL */
         const char *arch;            /* the kernels' target, or NULL for sm_80 */
         const char *f32_matmul;      /* --f32-matmul's mode, or NULL */
+        const char *rows;            /* $SHARDC_EXPERIMENT_ATTN_ROWS while it compiles, or NULL */
     } cases[] = {
-        {"examples/mlp.sh", "2x2", 0, "", NULL, NULL, NULL},
-        {"examples/transformer.sh", "2x2", 0, "S=32 D=128 V=256", NULL, NULL, NULL},
-        {"examples/transformer.sh", "4x1", 1, "S=32 D=128 V=256", NULL, NULL, NULL},
-        {"tests/models/mlp_bf16.sh", "2x2", 0, "", NULL, NULL, NULL},
-        {"tests/models/mlp_bf16.sh", "4x1", 1, "", NULL, NULL, NULL},
-        {"tests/models/mlp_bf16_momentum.sh", "2x2", 3, "", NULL, NULL, NULL},
-        {"tests/models/vocab_parallel.sh", "2x2", 0, "", NULL, NULL, NULL},
+        {"examples/mlp.sh", "2x2", 0, "", NULL, NULL, NULL, NULL},
+        {"examples/transformer.sh", "2x2", 0, "S=32 D=128 V=256", NULL, NULL, NULL, NULL},
+        {"examples/transformer.sh", "4x1", 1, "S=32 D=128 V=256", NULL, NULL, NULL, NULL},
+        {"tests/models/mlp_bf16.sh", "2x2", 0, "", NULL, NULL, NULL, NULL},
+        {"tests/models/mlp_bf16.sh", "4x1", 1, "", NULL, NULL, NULL, NULL},
+        {"tests/models/mlp_bf16_momentum.sh", "2x2", 3, "", NULL, NULL, NULL, NULL},
+        {"tests/models/vocab_parallel.sh", "2x2", 0, "", NULL, NULL, NULL, NULL},
         /* softmax, rmsnorm unsplit */
-        {"tests/models/vocab_parallel.sh", "2x1", 0, "", NULL, NULL, NULL},
-        {"tests/lit/cuda/i32.ir", "1", 0, "", NULL, NULL, NULL},
+        {"tests/models/vocab_parallel.sh", "2x1", 0, "", NULL, NULL, NULL, NULL},
+        {"tests/lit/cuda/i32.ir", "1", 0, "", NULL, NULL, NULL, NULL},
         /* amax and sum of i32, kernels of their own */
-        {"tests/models/i32_reduce.sh", "2", 0, "", NULL, NULL, NULL},
+        {"tests/models/i32_reduce.sh", "2", 0, "", NULL, NULL, NULL, NULL},
         /* div of i32, a kernel of its own */
-        {"tests/models/i32_div.sh", "2", 0, "", NULL, NULL, NULL},
+        {"tests/models/i32_div.sh", "2", 0, "", NULL, NULL, NULL, NULL},
         /* attention tiles partly empty */
-        {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1", NULL, NULL, NULL},
+        {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1", NULL, NULL, NULL, NULL},
         /* for sm_75: its f32 forward on CUDA cores (for sm_80, tensor cores) */
-        {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1", NULL, "sm_75", NULL},
-        {"tests/models/attn_bf16.sh", "1", 0, "", NULL, NULL, NULL}, /* attention on tensor cores */
-        {"tests/models/attn_bf16.sh", "2", 0, "", NULL, NULL, NULL}, /* and over split queries */
-        {"tests/models/attn_tiles.sh", "1", 0, "", NULL, NULL, NULL}, /* tiles copied, and staged */
+        {"tests/models/attn_shapes.sh", "1", 0, "B=1 H=1", NULL, "sm_75", NULL, NULL},
+        {"tests/models/attn_bf16.sh", "1", 0, "", NULL, NULL, NULL, NULL}, /* attention on tensor cores */
+        {"tests/models/attn_bf16.sh", "2", 0, "", NULL, NULL, NULL, NULL}, /* and over split queries */
+        {"tests/models/attn_tiles.sh", "1", 0, "", NULL, NULL, NULL, NULL}, /* tiles copied, and staged */
+        /* the forwards of 32 rows a warp (an experiment, codegen/cuda_ops.c's
+         * attn_rows32): causal and not, keys fewer than queries and more, f16,
+         * queries split, GPT-2's head width, wider heads (16 rows) */
+        {"tests/models/attn_bf16.sh", "2", 0, "", NULL, NULL, NULL, "32"},
+        {"tests/models/attn_tiles.sh", "1", 0, "", NULL, NULL, NULL, "32"},
         /* f32 on tensor cores, split queries */
-        {"tests/models/attn_f32.sh", "2", 0, "", NULL, NULL, NULL},
+        {"tests/models/attn_f32.sh", "2", 0, "", NULL, NULL, NULL, NULL},
         /* for sm_75, where f16 attention takes WMMA (bf16 the CUDA cores) */
-        {"tests/models/attn_bf16.sh", "1", 0, "", NULL, "sm_75", NULL},
+        {"tests/models/attn_bf16.sh", "1", 0, "", NULL, "sm_75", NULL, NULL},
         /* ids, classes, tiles overhanging */
-        {"tests/models/kernel_shapes.sh", "1", 0, "", NULL, NULL, NULL},
+        {"tests/models/kernel_shapes.sh", "1", 0, "", NULL, NULL, NULL, NULL},
         /* bool, comparisons, where */
-        {"tests/models/select_masks.sh", "2x2", 0, "", NULL, NULL, NULL},
+        {"tests/models/select_masks.sh", "2x2", 0, "", NULL, NULL, NULL, NULL},
         /* routing, experts by all-to-all */
-        {"examples/moe.sh", "2x2", 0, "S=16 D=64 F=64 L=1", NULL, NULL, NULL},
+        {"examples/moe.sh", "2x2", 0, "S=16 D=64 F=64 L=1", NULL, NULL, NULL, NULL},
         /* RoPE, grouped-query attention (4 heads of 32, 2 for k and v) on
          * tensor cores, SwiGLU, rmsnorm, clipping, in bf16 */
-        {"examples/llama.sh", "2x2", 0, "S=16 D=128 H=4 G=2 F=352 V=64 L=1", "bf16", NULL, NULL},
+        {"examples/llama.sh", "2x2", 0, "S=16 D=128 H=4 G=2 F=352 V=64 L=1", "bf16", NULL, NULL, NULL},
         /* f32 matmuls as bf16 parts: the splits (the products are cuBLASLt's) */
-        {"examples/transformer.sh", "2x2", 0, "S=32 D=128 V=256 L=1", NULL, NULL, "bf16x3"},
+        {"examples/transformer.sh", "2x2", 0, "S=32 D=128 V=256 L=1", NULL, NULL, "bf16x3", NULL},
         /* and an element a thread, where a split's run does not divide by 4 */
-        {"tests/models/parts_odd.sh", "1", 0, "", NULL, NULL, "bf16x3"},
+        {"tests/models/parts_odd.sh", "1", 0, "", NULL, NULL, "bf16x3", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double t0 = now();
@@ -1419,12 +1428,16 @@ int main(int argc, char **argv)
             opt[nflags++] = "--f32-matmul", opt[nflags++] = cases[i].f32_matmul;
         flags = opt;
         arch = cases[i].arch ? cases[i].arch : "sm_80";
+        if (cases[i].rows)
+            setenv("SHARDC_EXPERIMENT_ATTN_ROWS", cases[i].rows, 1);
         int n = check_model(cases[i].file, cases[i].mesh, cases[i].zero, cases[i].defines, &c);
-        printf("%s on %s%s%s%s%s%s for %s: %d kernels emulated, %d cooperative (%.1f s)\n",
+        unsetenv("SHARDC_EXPERIMENT_ATTN_ROWS");
+        printf("%s on %s%s%s%s%s%s%s for %s: %d kernels emulated, %d cooperative (%.1f s)\n",
                cases[i].file, cases[i].mesh, cases[i].zero ? " with zero" : "",
                cases[i].dtype ? " in " : "", cases[i].dtype ? cases[i].dtype : "",
                cases[i].f32_matmul ? " with f32 matmuls as " : "",
-               cases[i].f32_matmul ? cases[i].f32_matmul : "", arch, n, c, now() - t0);
+               cases[i].f32_matmul ? cases[i].f32_matmul : "",
+               cases[i].rows ? " with attention's 32 rows a warp" : "", arch, n, c, now() - t0);
         CHECK(n > 0);
         nrun += n;
         coop += c;
@@ -1488,6 +1501,10 @@ int main(int argc, char **argv)
     CHECK(lse_alone_ran >= 6);
     printf("attention kernels on tensor cores: %d through mma.sync (%d with the tiles copied by "
            "cp.async), %d through WMMA\n", mma_ran, async_ran, wmma_ran);
+    /* attn_bf16.sh's forwards of width 32 and 48 and attn_tiles.sh's of
+     * 64 (its wider ones keep 16 rows a warp) */
+    printf("attention forwards of 32 rows a warp: %d\n", rows32_ran);
+    CHECK(rows32_ran >= 6);
     /* attn_bf16.sh on 1 and 2 for sm_80: 7 forwards (bf16 causal, plain,
      * heads inner, not folded, recomputed; f16 over split queries on 2, not
      * folded), lse alone or with the forward, and their backward's stats,
