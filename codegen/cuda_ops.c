@@ -2030,6 +2030,62 @@ static int mma_rows_start(gen *G, cg_cuda_kernel *k, const ir_op *op, const at_v
     return kt;
 }
 
+/* A tile's scores sc (rows a and b of the warp's 16; with suffix x, those
+ * named scx, eax, ebx, max, mbx, lax, lbx, oaccx): -inf where hidden
+ * (mma_tile_cols from eax and ebx), the tile's max of each row over its
+ * lanes, each row's running max moved to it and its sum rescaled (the
+ * result oaccx too where has_v), then oa and ob, minus each row's max (0
+ * while it sees no key), for its weights. */
+static void mma_tile_max(gen *G, const at_view *v, int kt, const char *x, bool has_v)
+{
+    const char *ninf = "__int_as_float(0xff800000)";
+    mma_tile_cols(G, cg_fmt(G, "ea%s", x), cg_fmt(G, "eb%s", x), kt);
+    cg_line(G, "float ta = %s, tb = %s;", ninf, ninf);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int n = 0; n < %d; n++) {", kt / 8);
+    cg_line(G, "    #pragma unroll");
+    cg_line(G, "    for (int e = 0; e < 4; e++) {");
+    cg_line(G, "        const float x = %s ? sc%s[n][e] : %s; // the raw score, -inf where hidden",
+            MMA_SEEN, x, ninf);
+    cg_line(G, "        sc%s[n][e] = x;", x);
+    cg_line(G, "        if (e < 2)");
+    cg_line(G, "            ta = sh_max_nan(ta, x); // NaN wins");
+    cg_line(G, "        else");
+    cg_line(G, "            tb = sh_max_nan(tb, x);");
+    cg_line(G, "    }");
+    cg_line(G, "}");
+    mma_quad_max(G, "ta");
+    mma_quad_max(G, "tb");
+    cg_line(G, "ta *= %s; // scaled, in base 2: s c log2(e)", mma_c2(G, v));
+    cg_line(G, "tb *= %s;", mma_c2(G, v));
+    cg_line(G, "float fa = 1.0f, fb = 1.0f;");
+    cg_line(G, "{");
+    cg_line(G, "    const float na = sh_max_nan(ma%s, ta), nb = sh_max_nan(mb%s, tb);", x, x);
+    cg_line(G, "    if (na != %s) { // else no key seen yet", ninf);
+    cg_line(G, "        fa = sh_exp2(ma%s - na); // 0 while m is -inf", x);
+    cg_line(G, "        la%s *= fa;", x);
+    cg_line(G, "        ma%s = na;", x);
+    cg_line(G, "    }");
+    cg_line(G, "    if (nb != %s) {", ninf);
+    cg_line(G, "        fb = sh_exp2(mb%s - nb);", x);
+    cg_line(G, "        lb%s *= fb;", x);
+    cg_line(G, "        mb%s = nb;", x);
+    cg_line(G, "    }");
+    cg_line(G, "}");
+    if (has_v) {
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int nn = 0; nn < %lld; nn++) {", (long long)(v->dv / 8));
+        cg_line(G, "    oacc%s[nn][0] *= fa;", x);
+        cg_line(G, "    oacc%s[nn][1] *= fa;", x);
+        cg_line(G, "    oacc%s[nn][2] *= fb;", x);
+        cg_line(G, "    oacc%s[nn][3] *= fb;", x);
+        cg_line(G, "}");
+    }
+    cg_line(G, "// minus the max, 0 while no key is seen (every score -inf then: p = 0)");
+    cg_line(G, "const float oa = ma%s == %s ? 0.0f : -ma%s, ob = mb%s == %s ? 0.0f : -mb%s;", x,
+            ninf, x, x, ninf, x);
+}
+
 /* An experiment, off unless $SHARDC_EXPERIMENT_ATTN_ROWS is 32 when the
  * kernel is generated: the forward of a 16-bit attention (with its lse or
  * not) with 32 query rows a warp, two tiles of 16 (128 a block), where
@@ -2120,49 +2176,11 @@ static void emit_attention_mma2(gen *G, cg_cuda_kernel *k, const ir_op *op, cons
     cg_line(G, "}");
     cg_line(G, "float oa0, ob0, oa1, ob1; // minus each row's max, 0 while it sees no key");
     for (int t = 0; t < 2; t++) {
-        const char *x = suf[t];
         cg_line(G, "{ // tile %d's rows: hidden scores, the max, the rescaling", t);
         G->indent++;
-        mma_tile_cols(G, cg_fmt(G, "ea%s", x), cg_fmt(G, "eb%s", x), kt);
-        cg_line(G, "float ta = %s, tb = %s;", ninf, ninf);
-        cg_line(G, "#pragma unroll");
-        cg_line(G, "for (int n = 0; n < %d; n++) {", kt / 8);
-        cg_line(G, "    #pragma unroll");
-        cg_line(G, "    for (int e = 0; e < 4; e++) {");
-        cg_line(G, "        const float x = %s ? sc%s[n][e] : %s; // the raw score, -inf where "
-                   "hidden", MMA_SEEN, x, ninf);
-        cg_line(G, "        sc%s[n][e] = x;", x);
-        cg_line(G, "        if (e < 2)");
-        cg_line(G, "            ta = sh_max_nan(ta, x); // NaN wins");
-        cg_line(G, "        else");
-        cg_line(G, "            tb = sh_max_nan(tb, x);");
-        cg_line(G, "    }");
-        cg_line(G, "}");
-        mma_quad_max(G, "ta");
-        mma_quad_max(G, "tb");
-        cg_line(G, "ta *= %s; // scaled, in base 2: s c log2(e)", mma_c2(G, &v));
-        cg_line(G, "tb *= %s;", mma_c2(G, &v));
-        cg_line(G, "float fa = 1.0f, fb = 1.0f;");
-        cg_line(G, "const float na = sh_max_nan(ma%s, ta), nb = sh_max_nan(mb%s, tb);", x, x);
-        cg_line(G, "if (na != %s) { // else no key seen yet", ninf);
-        cg_line(G, "    fa = sh_exp2(ma%s - na); // 0 while m is -inf", x);
-        cg_line(G, "    la%s *= fa;", x);
-        cg_line(G, "    ma%s = na;", x);
-        cg_line(G, "}");
-        cg_line(G, "if (nb != %s) {", ninf);
-        cg_line(G, "    fb = sh_exp2(mb%s - nb);", x);
-        cg_line(G, "    lb%s *= fb;", x);
-        cg_line(G, "    mb%s = nb;", x);
-        cg_line(G, "}");
-        cg_line(G, "#pragma unroll");
-        cg_line(G, "for (int nn = 0; nn < %lld; nn++) {", (long long)(dv / 8));
-        cg_line(G, "    oacc%s[nn][0] *= fa;", x);
-        cg_line(G, "    oacc%s[nn][1] *= fa;", x);
-        cg_line(G, "    oacc%s[nn][2] *= fb;", x);
-        cg_line(G, "    oacc%s[nn][3] *= fb;", x);
-        cg_line(G, "}");
-        cg_line(G, "oa%s = ma%s == %s ? 0.0f : -ma%s;", x, x, ninf, x);
-        cg_line(G, "ob%s = mb%s == %s ? 0.0f : -mb%s;", x, x, ninf, x);
+        mma_tile_max(G, &v, kt, suf[t], true);
+        cg_line(G, "oa%s = oa;", suf[t]);
+        cg_line(G, "ob%s = ob;", suf[t]);
         G->indent--;
         cg_line(G, "}");
     }
@@ -2253,50 +2271,7 @@ static void emit_attention_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, const
         mma_products_x3(G, "sc", "qa", "ks", ldk, kt, d);
     else
         mma_products(G, "sc", "qa", "ks", ldk, kt, d, mma);
-    mma_tile_cols(G, "ea", "eb", kt);
-    cg_line(G, "float ta = %s, tb = %s;", ninf, ninf);
-    cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int n = 0; n < %d; n++) {", kt / 8);
-    cg_line(G, "    #pragma unroll");
-    cg_line(G, "    for (int e = 0; e < 4; e++) {");
-    cg_line(G, "        const float x = %s ? sc[n][e] : %s; // the raw score, -inf where hidden",
-            MMA_SEEN, ninf);
-    cg_line(G, "        sc[n][e] = x;");
-    cg_line(G, "        if (e < 2)");
-    cg_line(G, "            ta = sh_max_nan(ta, x); // NaN wins");
-    cg_line(G, "        else");
-    cg_line(G, "            tb = sh_max_nan(tb, x);");
-    cg_line(G, "    }");
-    cg_line(G, "}");
-    mma_quad_max(G, "ta");
-    mma_quad_max(G, "tb");
-    cg_line(G, "ta *= %s; // scaled, in base 2: s c log2(e)", mma_c2(G, &v));
-    cg_line(G, "tb *= %s;", mma_c2(G, &v));
-    cg_line(G, "float fa = 1.0f, fb = 1.0f;");
-    cg_line(G, "{");
-    cg_line(G, "    const float na = sh_max_nan(ma, ta), nb = sh_max_nan(mb, tb);");
-    cg_line(G, "    if (na != %s) { // else no key seen yet", ninf);
-    cg_line(G, "        fa = sh_exp2(ma - na); // 0 while m is -inf");
-    cg_line(G, "        la *= fa;");
-    cg_line(G, "        ma = na;");
-    cg_line(G, "    }");
-    cg_line(G, "    if (nb != %s) {", ninf);
-    cg_line(G, "        fb = sh_exp2(mb - nb);");
-    cg_line(G, "        lb *= fb;");
-    cg_line(G, "        mb = nb;");
-    cg_line(G, "    }");
-    cg_line(G, "}");
-    if (has_v) {
-        cg_line(G, "#pragma unroll");
-        cg_line(G, "for (int nn = 0; nn < %lld; nn++) {", (long long)(dv / 8));
-        cg_line(G, "    oacc[nn][0] *= fa;");
-        cg_line(G, "    oacc[nn][1] *= fa;");
-        cg_line(G, "    oacc[nn][2] *= fb;");
-        cg_line(G, "    oacc[nn][3] *= fb;");
-        cg_line(G, "}");
-    }
-    cg_line(G, "// minus the max, 0 while no key is seen (every score -inf then: p = 0)");
-    cg_line(G, "const float oa = ma == %s ? 0.0f : -ma, ob = mb == %s ? 0.0f : -mb;", ninf, ninf);
+    mma_tile_max(G, &v, kt, "", has_v);
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int kk = 0; kk < %d; kk++) {", kt / 16);
     G->indent++;
