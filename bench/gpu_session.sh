@@ -32,7 +32,7 @@
 # and GPT-2's f32 and bf16 steps and each example's on one GPU estimated
 # on it beside their medians.
 # Logs go to $OUT (default ./gpu-out): summary.txt,
-# gputests.log, bench.log, gpt2.md (the bench's report, for
+# gputests.log, gpt2.md (the bench's report, for
 # bench/results/gpt2-<gpu>.md) and extra.tar.xz (sanitizer and ncu logs,
 # the bench's logs and traces). It prints the summary last. Without a GPU
 # every part skips.
@@ -123,7 +123,7 @@ run() {
     echo "gpu tests rc=$? at $(el) s" >> "$out/summary.txt"
     mkdir -p "$x/benchlog"
     BENCH_COMMIT=${COMMIT:-} BENCH_LOG_DIR=$x/benchlog tm "${T_BENCH:-150}" \
-        bench/gpt2/run.sh .gpu/build --quick --out "$out/gpt2.md" > "$out/bench.log" 2>&1
+        bench/gpt2/run.sh .gpu/build --quick --out "$out/gpt2.md" > "$x/bench.log" 2>&1
     echo "bench rc=$? at $(el) s" >> "$out/summary.txt"
     # cuBLASLt's workspace ($SHARDC_BLAS_WORKSPACE): GPT-2's f32 and bf16
     # steps without one and with NVIDIA's 32 MiB for Hopper, the median of
@@ -266,7 +266,18 @@ run() {
         grep -h '^step' "$x/x3-step.log" "$x/ws-f32-0.log" | awk '{ print $1, $2, $3, $4 }' \
             >> "$out/summary.txt"
     fi
-    # and each example on one GPU, its step estimated and measured likewise
+    # and each example on one GPU, its step estimated and measured likewise,
+    # on that profile and on one calibrated on the examples' own launches
+    # (their matmuls of 1e8 to 1e9 FLOPs, below GPT-2's smallest: run 4
+    # estimated mlp's step at 0.17 ms against 0.7 measured)
+    local exm=()
+    for model in examples/*.sh; do
+        exm+=(--model "$model")
+    done
+    tm 90 .gpu/build/bench/bench_cuda "${exm[@]}" --mesh 1 --repeat 10 --copy-mb 256 \
+        --calibrate "$x/h200-examples-calibrated.json" --out "$x/calibrate-examples.md" \
+        > "$x/calibrate-examples.log" 2>&1
+    echo "bench_cuda --calibrate on the examples rc=$? at $(el) s" >> "$out/summary.txt"
     for model in examples/*.sh; do
         local name mesh est
         [ -s "$out/h200-calibrated.json" ] || break
@@ -284,7 +295,13 @@ run() {
                 > "$x/ex-$name-graph.log" 2>&1 &&
             tm 60 .gpu/build/shardrun "$x/ex.plan" --backend cuda --steps 4 \
                 --trace "$x/ex-$name-trace.json" > "$x/ex-$name-trace.log" 2>&1
-        echo "example $name --mesh $mesh: estimate ${est:-none} ms on the calibrated profile," \
+        local est2=none
+        [ -s "$x/h200-examples-calibrated.json" ] &&
+            est2=$(.gpu/build/shardc "$model" --mesh "$mesh" --arch sm_90 \
+                   --hw "$x/h200-examples-calibrated.json" --report 2>> "$x/est-examples.err" |
+                   sed -n 's/^step time, estimated on [^:]*: \([0-9.]*\) ms.*/\1/p')
+        echo "example $name --mesh $mesh: estimate ${est:-none} ms on the calibrated profile" \
+             "(${est2:-none} ms on the examples' profile)," \
              "measured $(median_step "$x/ex-$name.log") ms, --graph" \
              "$(median_step "$x/ex-$name-graph.log") ms at $(el) s" >> "$out/summary.txt"
     done
