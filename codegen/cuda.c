@@ -287,10 +287,10 @@ static const char *const helper_text[X_COUNT] = {
     "}\n",
     [X_COLPARTS] =
     "// A column reduction whose rows are split over blocks: each block's 32\n"
-    "// partial results, and per group of 32 columns how many of its blocks\n"
-    "// are done; the group's last block sums the parts in block order and\n"
-    "// sets the count back to 0 for the next launch.\n"
-    "__device__ float sh_cpart[256 * 32];\n"
+    "// lanes' partial results (up to 8 a lane), and per group of columns how\n"
+    "// many of its blocks are done; the group's last block sums the parts in\n"
+    "// block order and sets the count back to 0 for the next launch.\n"
+    "__device__ float sh_cpart[256 * 32 * 8];\n"
     "__device__ unsigned int sh_cdone[256];\n",
     [X_MMA] =
     "// Tensor cores through PTX (sm_80 on). ldmatrix loads 8 x 8 tiles of\n"
@@ -531,13 +531,18 @@ static void put_header(gen *G, const cg_cuda_kernel *k, su_buf *b)
                       k->vec);
         break;
     case CG_CUDA_COLUMN: /* single-pass ones take blocks (shared memory) */
-        su_buf_puts(b, !k->shared_bytes ? "// one thread per result, looping over the reduced axis"
+        if (!k->shared_bytes && k->vec > 1)
+            su_buf_printf(b, "// one thread per %d results, looping over the reduced axis", k->vec);
+        else
+            su_buf_puts(b, !k->shared_bytes ? "// one thread per result, looping over the reduced axis"
                        : G->helpers & H_COLPARTS
-                           ? "// a block per 32 results and run of the reduced axis, a lane "
-                             "each, its warps splitting the run; the last block of the 32 sums "
+                           ? "// a block per 32 lanes' results and run of the reduced axis, "
+                             "its warps splitting the run; the last block of the group sums "
                              "the runs' parts"
-                           : "// a block per 32 results, a lane each, its warps splitting the "
+                           : "// a block per 32 lanes' results, its warps splitting the "
                              "reduced axis");
+        if (k->shared_bytes && k->vec > 1)
+            su_buf_printf(b, "; %d columns a lane", k->vec);
         break;
     default:
         su_buf_puts(b, "// one block; warp w takes rows w, w + warps, ...");

@@ -3,6 +3,7 @@
  * row and column reductions, cross-entropy a block per row. */
 #include "cuda_gen.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -787,23 +788,54 @@ static void column_loop(gen *G, const rview *v, tile *t)
 
 /* A single-pass reduction over an axis other than the last (a bias's or a
  * norm's gradient summed over the batch rows): a block takes 32 adjacent
- * results, a lane each, and its warps split the reduced axis (warp w takes
- * k = w, w + warps, ...), their partial results combined in warp order
- * through shared memory by warp 0; the reads of a warp are 32 adjacent
- * elements. COL_MAX_WARPS warps a block, fewer for a short axis (each warp
- * at least about 16 of its elements). Where the groups of 32 results are
- * fewer than MAX_COL_BLOCKS blocks (GPT-2's norm gradients: 24 groups of
- * 8192 rows, a block on each of 24 of the GPU's 132 processors), the axis
- * is cut into `split` runs of rows as well, a block each (each run at
- * least COL_RUN_MIN rows): each block's partial results go to sh_cpart,
- * and the last of a group's blocks to finish (sh_cdone) sums them in
- * block order, so the sum does not depend on the order blocks run in. */
+ * vectors of VEC results (cg_vec_of's 8, 4 or 1 columns: 16 bytes a lane
+ * where the columns allow), a lane each, and its warps split the reduced
+ * axis (warp w takes k = w, w + warps, ...), their partial results
+ * combined in warp order through shared memory by warp 0; a warp's reads
+ * of a row are 32 adjacent vectors (512 bytes of bf16). One element a
+ * lane, a warp's 64 bytes of bf16 left a thread one 2-byte load in flight,
+ * far short of the bytes in flight that DRAM's bandwidth needs: the bf16
+ * GPT-2's bias and norm gradients (87 such sums a step) read at about 0.3
+ * of the H200's bandwidth (run 4). COL_MAX_WARPS warps a block, fewer for
+ * a short axis (each warp at least about 16 of its elements). Where the
+ * groups of 32 vectors are fewer than MAX_COL_BLOCKS blocks (GPT-2's norm
+ * gradients: 3 groups of 8192 rows), the axis is cut into `split` runs of
+ * rows as well, a block each (each run at least COL_RUN_MIN rows): each
+ * block's partial results go to sh_cpart, and the last of a group's
+ * blocks to finish (sh_cdone) sums them in block order, so the sum does
+ * not depend on the order blocks run in (with VEC > 1 by all its warps,
+ * warp w the runs w, w + warps, ..., then the warps' sums in warp order). */
 enum { COL_MAX_WARPS = 16, COL_BLOCK_MIN = 64, COL_RUN_MIN = 64 };
+
+/* s with each identifier acc a vector's element acc[q]. */
+static const char *acc_q(gen *G, const char *s)
+{
+    const char *out = "", *from = s;
+    for (const char *c = s; *c; c++) {
+        bool id_before = c > s && (isalnum((unsigned char)c[-1]) || c[-1] == '_');
+        if (!id_before && strncmp(c, "acc", 3) == 0 &&
+            !(isalnum((unsigned char)c[3]) || c[3] == '_')) {
+            out = cg_fmt(G, "%s%.*sacc[q]", out, (int)(c - from), from);
+            from = c + 3;
+        }
+    }
+    return cg_fmt(G, "%s%s", out, from);
+}
+
+/* stmt for each q of a lane's vec columns. */
+static void emit_each(gen *G, int vec, const char *stmt)
+{
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int q = 0; q < %d; q++)", vec);
+    cg_line(G, "    %s", stmt);
+}
 
 static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const rparts *p)
 {
     const ir_type *dom = &G->red->in[0]->type;
-    int64_t groups_per = (v->inner + 31) / 32, groups = v->outer * groups_per;
+    int vec = cg_vec_of(G->g, dom, dom->dim[dom->rank - 1]);
+    int64_t width = 32 * (int64_t)vec; /* columns a group */
+    int64_t groups_per = (v->inner + width - 1) / width, groups = v->outer * groups_per;
     int64_t split = groups < MAX_COL_BLOCKS ? MAX_COL_BLOCKS / groups : 1;
     if (split > v->n / COL_RUN_MIN)
         split = v->n / COL_RUN_MIN;
@@ -811,16 +843,22 @@ static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const 
     int64_t run = (v->n + split - 1) / split; /* rows a block */
     int warps = cg_pow2_at_least((run + 15) / 16);
     warps = warps > COL_MAX_WARPS ? COL_MAX_WARPS : warps;
+    k->vec = vec;
     k->block = 32 * warps;
     k->grid = split > 1 ? groups * split : cg_grid_for(groups, 1);
-    k->shared_bytes = k->block * (int)sizeof(float);
+    k->shared_bytes = k->block * vec * (int)sizeof(float);
     bool amax = G->red->code == IR_AMAX;
-    cg_line(G, "extern __shared__ float red[]; // [warps][32]: each warp's partial results");
+    const char *acc = vec > 1 ? "acc[q]" : "acc";
+    if (vec > 1)
+        cg_line(G, "extern __shared__ float red[]; // [warps][%d][32]: each warp's partial "
+                   "results", vec);
+    else
+        cg_line(G, "extern __shared__ float red[]; // [warps][32]: each warp's partial results");
     cg_line(G, "const int lane = threadIdx.x %% 32, w = threadIdx.x / 32;");
     if (split > 1) {
         G->helpers |= H_COLPARTS;
-        cg_line(G, "{ // a block a run of %lld rows of a group of 32 columns: %lld runs",
-                (long long)run, (long long)split);
+        cg_line(G, "{ // a block a run of %lld rows of a group of %lld columns: %lld runs",
+                (long long)run, (long long)width, (long long)split);
         G->indent++;
         cg_line(G, "const i64 gi = blockIdx.x / %lld, r0 = blockIdx.x %% %lld * %lld; // group, "
                    "first row", (long long)split, (long long)split, (long long)run);
@@ -830,29 +868,98 @@ static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const 
         G->indent++;
         cg_line(G, "const i64 r0 = 0, r1 = %lld;", (long long)v->n);
     }
-    cg_line(G, "const i64 o = gi / %lld, c = gi %% %lld * 32 + lane; // outer index, column",
-            (long long)groups_per, (long long)groups_per);
+    if (vec > 1)
+        cg_line(G, "const i64 o = gi / %lld, c = gi %% %lld * %lld + lane * %d; // outer index, "
+                   "first column", (long long)groups_per, (long long)groups_per,
+                (long long)width, vec);
+    else
+        cg_line(G, "const i64 o = gi / %lld, c = gi %% %lld * 32 + lane; // outer index, column",
+                (long long)groups_per, (long long)groups_per);
     cg_line(G, "const bool live = c < %lld;", (long long)v->inner);
     cg_line(G, "const i64 base = o * %lld + c; // element (o, 0, c)", (long long)(v->n * v->inner));
-    cg_line(G, "float acc = %s;", p->init1);
+    if (vec > 1)
+        cg_line(G, "float acc[%d]; // the lane's columns' partial results", vec);
+    else
+        cg_line(G, "float acc = %s;", p->init1);
+    if (vec > 1) {
+        cg_line(G, "const float a0 = %s;", p->init1);
+        emit_each(G, vec, "acc[q] = a0;");
+        cg_line(G, "#pragma unroll 4 // loads of the next rows in flight");
+    }
     cg_line(G, "for (i64 k = r0 + w; live && k < r1; k += %d) {", warps);
     G->indent++;
     cg_line(G, "const i64 e = base + k * %lld;", (long long)v->inner);
-    tile t1 = {.dom = dom, .vec = 1, .prologue = true, .store_prologue = true,
-               .consume = p->consume1};
+    tile t1 = {.dom = dom, .vec = vec, .prologue = true, .store_prologue = true,
+               .consume = vec > 1 ? acc_q(G, p->consume1) : p->consume1};
     cg_emit_tile(G, &t1);
     G->indent--;
     cg_line(G, "}");
     cg_line(G, "__syncthreads(); // red is read by the last group's warp 0");
-    cg_line(G, "red[threadIdx.x] = acc;");
+    if (vec > 1)
+        emit_each(G, vec, cg_fmt(G, "red[(w * %d + q) * 32 + lane] = acc[q];", vec));
+    else
+        cg_line(G, "red[threadIdx.x] = acc;");
     cg_line(G, "__syncthreads();");
-    const char *merge = amax ? "acc = sh_amax(acc, %s);" : "acc += %s;";
-    if (split > 1) {
+    const char *merge = amax ? cg_fmt(G, "%s = sh_amax(%s, %%s);", acc, acc)
+                             : cg_fmt(G, "%s += %%s;", acc);
+    const char *red_at = vec > 1 ? cg_fmt(G, "red[(j * %d + q) * 32 + lane]", vec)
+                                 : "red[j * 32 + lane]";
+    if (split > 1 && vec > 1) {
+        /* the parts [block][lane][q], a lane's 16 or 32 bytes at once; the
+         * group's last block sums them with all its warps (warp w the runs
+         * w, w + warps, ..., in order), then its warps' sums in warp order:
+         * warp 0 alone would wait on split * vec loads, one after another */
+        cg_line(G, "__shared__ bool last; // whether this block is its group's last");
+        cg_line(G, "if (w == 0) {");
+        G->indent++;
+        cg_line(G, "for (int j = 1; j < %d; j++) { // the warps' partial results, in warp order",
+                warps);
+        G->indent++;
+        emit_each(G, vec, cg_fmt(G, merge, red_at));
+        G->indent--;
+        cg_line(G, "}");
+        emit_each(G, vec, cg_fmt(G, "sh_cpart[(blockIdx.x * 32 + lane) * %d + q] = acc[q];", vec));
+        cg_line(G, "__threadfence(); // each lane's part is seen before the count grows");
+        cg_line(G, "__syncwarp();");
+        cg_line(G, "if (lane == 0)");
+        cg_line(G, "    last = atomicAdd(&sh_cdone[gi], 1u) + 1 == %lld;", (long long)split);
+        G->indent--;
+        cg_line(G, "}");
+        cg_line(G, "__syncthreads();");
+        cg_line(G, "if (last) { // the group's last block: the runs' parts");
+        G->indent++;
+        cg_line(G, "__threadfence();");
+        emit_each(G, vec, "acc[q] = a0;");
+        cg_line(G, "for (i64 j = w; j < %lld; j += %d) { // warp w's runs, in run order",
+                (long long)split, warps);
+        G->indent++;
+        cg_line(G, "const volatile float *part = sh_cpart + ((gi * %lld + j) * 32 + lane) * %d;",
+                (long long)split, vec);
+        cg_line(G, "float pv[%d]; // other blocks' stores: volatile, so not from L1", vec);
+        emit_each(G, vec, "pv[q] = part[q];");
+        emit_each(G, vec, cg_fmt(G, merge, "pv[q]"));
+        G->indent--;
+        cg_line(G, "}");
+        cg_line(G, "__syncthreads();");
+        emit_each(G, vec, cg_fmt(G, "red[(w * %d + q) * 32 + lane] = acc[q];", vec));
+        cg_line(G, "__syncthreads();");
+        cg_line(G, "if (w == 0) {");
+        G->indent++;
+        cg_line(G, "for (int j = 1; j < %d; j++) { // the warps' sums, in warp order", warps);
+        G->indent++;
+        emit_each(G, vec, cg_fmt(G, merge, red_at));
+        G->indent--;
+        cg_line(G, "}");
+        cg_line(G, "if (lane == 0)");
+        cg_line(G, "    sh_cdone[gi] = 0;");
+        cg_line(G, "if (live) {");
+        G->indent++;
+    } else if (split > 1) {
         cg_line(G, "if (w == 0) {");
         G->indent++;
         cg_line(G, "for (int j = 1; j < %d; j++) // the warps' partial results, in warp order",
                 warps);
-        cg_line(G, "    %s", cg_fmt(G, merge, "red[j * 32 + lane]"));
+        cg_line(G, "    %s", cg_fmt(G, merge, red_at));
         cg_line(G, "sh_cpart[blockIdx.x * 32 + lane] = acc;");
         cg_line(G, "__threadfence(); // each lane's part is seen before the count grows");
         cg_line(G, "__syncwarp();");
@@ -876,12 +983,23 @@ static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const 
     } else {
         cg_line(G, "if (w == 0 && live) {");
         G->indent++;
-        cg_line(G, "for (int j = 1; j < %d; j++) // the warps' partial results, in warp order",
-                warps);
-        cg_line(G, "    %s", cg_fmt(G, merge, "red[j * 32 + lane]"));
+        if (vec > 1) {
+            cg_line(G, "for (int j = 1; j < %d; j++) { // the warps' partial results, in warp "
+                       "order", warps);
+            G->indent++;
+            emit_each(G, vec, cg_fmt(G, merge, red_at));
+            G->indent--;
+            cg_line(G, "}");
+        } else {
+            cg_line(G, "for (int j = 1; j < %d; j++) // the warps' partial results, in warp order",
+                    warps);
+            cg_line(G, "    %s", cg_fmt(G, merge, red_at));
+        }
     }
-    cg_line(G, "const i64 e = o * %lld + c; // the result's element", (long long)v->inner);
-    tile t2 = {.dom = &G->red->res[0]->type, .vec = 1, .rexpr = p->result};
+    cg_line(G, "const i64 e = o * %lld + c; // the result's %s", (long long)v->inner,
+            vec > 1 ? "first element" : "element");
+    tile t2 = {.dom = &G->red->res[0]->type, .vec = vec,
+               .rexpr = vec > 1 ? acc_q(G, p->result) : p->result};
     cg_emit_tile(G, &t2);
     for (int i = split > 1 ? 3 : 1; i > 0; i--) { /* the ifs: live (last, warp 0) */
         G->indent--;
@@ -894,6 +1012,51 @@ static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const 
 /* A reduction over an axis other than the last: single-pass ones over at
  * least COL_BLOCK_MIN elements by blocks (emit_column_blocks); softmax,
  * and a short axis, a thread per result. */
+/* A single-pass reduction over a short axis other than the last (fewer
+ * than COL_BLOCK_MIN elements: a batch axis of a bias's gradient summed
+ * first): a thread per VEC adjacent results (16 bytes of each row's
+ * columns, where cg_vec_of allows), its loop over the axis in order. */
+static void emit_column_threads(gen *G, cg_cuda_kernel *k, const rview *v, const rparts *p)
+{
+    const ir_type *dom = &G->red->in[0]->type;
+    int vec = cg_vec_of(G->g, dom, dom->dim[dom->rank - 1]);
+    int64_t steps = v->outer * v->inner / vec;
+    k->vec = vec;
+    k->block = cg_clamp_block(steps, BLOCK_EW);
+    k->grid = cg_grid_for(steps, k->block);
+    cg_line(G, "const i64 stride = (i64)gridDim.x * blockDim.x;");
+    cg_line(G, "for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < %lld; t += stride) {",
+            (long long)steps);
+    G->indent++;
+    if (vec > 1) {
+        cg_line(G, "const i64 r = t * %d; // the first of the thread's results", vec);
+        cg_line(G, "const i64 base = r / %lld * %lld + r %% %lld; // element (r / inner, 0, r %% "
+                   "inner)", (long long)v->inner, (long long)(v->n * v->inner),
+                (long long)v->inner);
+        cg_line(G, "float acc[%d]; // the thread's results", vec);
+        emit_each(G, vec, cg_fmt(G, "acc[q] = %s;", p->init1));
+    } else {
+        cg_line(G, "const i64 base = t / %lld * %lld + t %% %lld; // element (t / inner, 0, t %% "
+                   "inner)", (long long)v->inner, (long long)(v->n * v->inner),
+                (long long)v->inner);
+        cg_line(G, "float acc = %s;", p->init1);
+    }
+    tile t1 = {.dom = dom, .vec = vec, .prologue = true, .store_prologue = true,
+               .consume = vec > 1 ? acc_q(G, p->consume1) : p->consume1};
+    column_loop(G, v, &t1);
+    cg_line(G, "{");
+    G->indent++;
+    cg_line(G, "const i64 e = %s; // the result's %s", vec > 1 ? "r" : "t",
+            vec > 1 ? "first element" : "element");
+    tile t2 = {.dom = &G->red->res[0]->type, .vec = vec,
+               .rexpr = vec > 1 ? acc_q(G, p->result) : p->result};
+    cg_emit_tile(G, &t2);
+    G->indent--;
+    cg_line(G, "}");
+    G->indent--;
+    cg_line(G, "}");
+}
+
 void cg_emit_column(gen *G, cg_cuda_kernel *k, const rview *v)
 {
     const ir_type *dom = &G->red->in[0]->type;
@@ -905,6 +1068,10 @@ void cg_emit_column(gen *G, cg_cuda_kernel *k, const rview *v)
     rparts p = red_parts(G, v, BY_THREAD, NULL, true, 1);
     if (p.passes == 1 && v->n >= COL_BLOCK_MIN) {
         emit_column_blocks(G, k, v, &p);
+        return;
+    }
+    if (p.passes == 1) { /* a short axis: a thread per vector of results */
+        emit_column_threads(G, k, v, &p);
         return;
     }
     cg_line(G, "const i64 stride = (i64)gridDim.x * blockDim.x;");

@@ -20,6 +20,14 @@
 # softmax over rows of 56000 (8 elements a load: 6 or 7 steps of a block
 # of 1024 threads, 13 or 14 of the cross-entropy's 512, so 1 to 3 left),
 # and of a cross-entropy over 5003 classes (an element a load).
+# Column reductions of 16-byte vectors a lane (8 bf16 or 4 f32 columns):
+# a bf16 sum over 2048 rows of 80 columns (one group of 32 lanes, its
+# last 22 lanes holding no column, 32 runs over 4 warps: 8 runs a warp in
+# the last block's sum of the parts), an f32 max over 300 rows (4 runs,
+# fewer than its 8 warps: warps left with no run), a bf16 mean over the
+# middle axis of [3, 512, 40] (3 groups of 8 runs) and an f32 sum over 100
+# rows of 1024 (8 groups, not split); over the 3 of [3, 512, 40]'s first
+# axis, a thread per 8 results.
 mesh a
 input ids : i32[2500]
 input ids2 : i32[40]
@@ -35,6 +43,10 @@ input zb  : bf16[2, 56000]
 input lzb : i32[2]
 input zo  : f32[2, 5003]
 input lzo : i32[2]
+input rb  : bf16[2048, 80]
+input rf  : f32[300, 64]
+input rm  : bf16[3, 512, 40]
+input rs  : f32[100, 1024]
 param e   : f32[50, 300] = normal(1.0)
 param e2  : f32[5, 1100] = normal(1.0)
 param w   : f32[300, 24] = normal(0.05)
@@ -54,6 +66,11 @@ s3 = softmax(zb, axis = -1)
 a1 = sum(r * 2.0, axis = 1)
 a2 = amax(r, axis = 1)
 a3 = mean(r, axis = 0)
+b1 = sum(rb * 2.0, axis = 0)
+b2 = amax(rf, axis = 0)
+b3 = mean(rm, axis = 1)
+b4 = sum(rs, axis = 0)
+b5 = sum(rm, axis = 0)
 c5 = concat([t[:, :3, :], t[:, 10:, :], t[:, 5:6, :] * 2.0, t[:, 69:, :], t], axis = 1)
-output loss, u, v, s, s2, s3, a1, a2, a3, c5
+output loss, u, v, s, s2, s3, a1, a2, a3, b1, b2, b3, b4, b5, c5
 train loss with sgd(lr = 0.1)

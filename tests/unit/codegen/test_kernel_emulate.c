@@ -122,6 +122,9 @@ static int pairs_ran;        /* attention pairs run (passes/fuse.h): attn_dv and
 static int fwd_lse_ran;      /* attention and its attn_lse in one kernel, run */
 static int lse_alone_ran;    /* attn_lse in a kernel of its own, run */
 static int col_split_ran;    /* column reductions whose rows are split over blocks, run */
+static int col_vec_ran;      /* column reductions of vectors a lane, run */
+static int col_vec_split_ran; /* and of those, split over blocks */
+static int col_vec_thread_ran; /* a thread per vector of results (a short axis), run */
 static int online_ran;       /* softmax or cross_entropy's gradient, max and sum in one pass */
 static int online_vec_ran;   /* kernels taking a vector's elements at once online
                               * (sh_online_vec: cross_entropy, and the two above) */
@@ -1124,6 +1127,9 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
             fwd_lse_ran += fw && lse;
             lse_alone_ran += lse && !fw;
             col_split_ran += strstr(src[i], "sh_cdone[gi] = 0") != NULL;
+            col_vec_ran += strstr(src[i], "the lane's columns' partial results") != NULL;
+            col_vec_split_ran += strstr(src[i], "the group's last block: the runs' parts") != NULL;
+            col_vec_thread_ran += strstr(src[i], "// the thread's results") != NULL;
             online_ran += strstr(src[i], "sh_online(acc, acc2, xin)") != NULL ||
                           strstr(src[i], "sh_online_vec(acc, acc2, xv)") != NULL;
             online_vec_ran += strstr(src[i], "sh_online_vec(m, s, xv);") != NULL ||
@@ -1461,6 +1467,16 @@ int main(int argc, char **argv)
      * and bias gradients over 256 rows: 9 kernels on 2x2 when written) */
     printf("column reductions split over blocks: %d\n", col_split_ran);
     CHECK(col_split_ran >= 9);
+    /* kernel_shapes.sh's four (three split) and the models' bf16 and f32
+     * norm and bias gradients */
+    printf("column reductions of vectors a lane: %d, %d of them split over blocks\n", col_vec_ran,
+           col_vec_split_ran);
+    CHECK(col_vec_ran >= 4 && col_vec_split_ran >= 3);
+    /* kernel_shapes.sh's sum over 3 rows, and the models' bias and norm
+     * gradients summed over the batch first */
+    printf("column reductions over a short axis, a thread per vector of results: %d\n",
+           col_vec_thread_ran);
+    CHECK(col_vec_thread_ran >= 1);
     /* kernel_shapes.sh's rows of 40000: the softmax and the cross-entropy
      * gradient (2 when written) */
     printf("softmax and cross-entropy gradients with the max and sum online: %d\n", online_ran);
