@@ -145,10 +145,14 @@ enum {
     LT_DESC_TRANSB = 4,
     LT_DESC_EPILOGUE = 7,
     LT_DESC_BIAS_POINTER = 8,
+    LT_DESC_AUX_POINTER = 11,
+    LT_DESC_AUX_LD = 12,
+    LT_DESC_AUX_BATCH_STRIDE = 13,
     LT_EPILOGUE_DEFAULT = 1,
     LT_EPILOGUE_RELU = 2,
     LT_EPILOGUE_BIAS = 4,
     LT_EPILOGUE_GELU = 32,
+    LT_EPILOGUE_AUX = 128,
 };
 
 typedef struct lt_api {
@@ -219,6 +223,10 @@ SAME_VALUE(LT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_DEFAULT);
 SAME_VALUE(LT_EPILOGUE_RELU, CUBLASLT_EPILOGUE_RELU);
 SAME_VALUE(LT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_BIAS);
 SAME_VALUE(LT_EPILOGUE_GELU, CUBLASLT_EPILOGUE_GELU);
+SAME_VALUE(LT_EPILOGUE_GELU | LT_EPILOGUE_AUX, CUBLASLT_EPILOGUE_GELU_AUX);
+SAME_VALUE(LT_DESC_AUX_POINTER, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER);
+SAME_VALUE(LT_DESC_AUX_LD, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD);
+SAME_VALUE(LT_DESC_AUX_BATCH_STRIDE, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE);
 #endif
 
 /* Resolves each name (NULL-terminated, then the next member's) into the
@@ -680,6 +688,8 @@ static void matmul_operands(const plan_dev *d, const bc_item *it, matmul_arg *m)
     if (k->epilogue & RT_EPI_RESIDUAL)
         m->epi.residual = buf_ptr(d, it->stage, k->param[j++]);
     m->out = buf_ptr(d, it->stage, k->param[j]);
+    if (k->epilogue & RT_EPI_AUX) /* the gelu's operand, stored too */
+        m->epi.aux = buf_ptr(d, it->stage, k->param[j + 1]);
 }
 
 static void enqueue_runtime_matmul(gpu *g, void *arg)
@@ -727,10 +737,20 @@ static void ref_setup(gpu *g, matmul_arg *m)
     if (m->epi.bits & (RT_EPI_BIAS | RT_EPI_RELU | RT_EPI_GELU))
         epi = (m->epi.bits & RT_EPI_BIAS ? LT_EPILOGUE_BIAS : 0) |
               (m->epi.bits & RT_EPI_RELU ? LT_EPILOGUE_RELU : 0) |
-              (m->epi.bits & RT_EPI_GELU ? LT_EPILOGUE_GELU : 0);
+              (m->epi.bits & RT_EPI_GELU ? LT_EPILOGUE_GELU : 0) |
+              ((m->epi.bits & RT_EPI_GELU) && (m->epi.bits & RT_EPI_AUX) ? LT_EPILOGUE_AUX : 0);
     m->beta = m->epi.bits & RT_EPI_RESIDUAL ? 1.0f : 0.0f;
     LT(g, MatmulDescCreate(&m->desc, LT_COMPUTE_32F, LT_R_32F));
     LT(g, MatmulDescSetAttribute(m->desc, LT_DESC_EPILOGUE, &epi, sizeof epi));
+    if (epi & LT_EPILOGUE_AUX) { /* the GELU input matrix: D's layout */
+        const void *aux = (const void *)(uintptr_t)m->epi.aux;
+        int64_t ld = s.n, stride = s.m * s.n;
+        LT(g, MatmulDescSetAttribute(m->desc, LT_DESC_AUX_LD, &ld, sizeof ld));
+        if (s.batch > 1)
+            LT(g, MatmulDescSetAttribute(m->desc, LT_DESC_AUX_BATCH_STRIDE, &stride,
+                                         sizeof stride));
+        LT(g, MatmulDescSetAttribute(m->desc, LT_DESC_AUX_POINTER, &aux, sizeof aux));
+    }
     if (m->epi.bits & RT_EPI_BIAS) {
         const void *bias = (const void *)(uintptr_t)m->epi.bias;
         LT(g, MatmulDescSetAttribute(m->desc, LT_DESC_BIAS_POINTER, &bias, sizeof bias));

@@ -771,24 +771,32 @@ static bool add_kernel(builder *b, const cg_cuda_kernel *ck, int nin, const int 
 
 _Static_assert((int)RT_EPI_BIAS == (int)PASS_EPI_BIAS &&
                    (int)RT_EPI_RESIDUAL == (int)PASS_EPI_RESIDUAL &&
-                   (int)RT_EPI_RELU == (int)PASS_EPI_RELU && (int)RT_EPI_GELU == (int)PASS_EPI_GELU,
+                   (int)RT_EPI_RELU == (int)PASS_EPI_RELU && (int)RT_EPI_GELU == (int)PASS_EPI_GELU &&
+                   (int)RT_EPI_AUX == (int)PASS_EPI_AUX && (int)RT_EPI_AUX_ALIGN == PASS_EPI_AUX_ALIGN,
                "the plan's epilogue bits must number as the fusion pass's");
 
 /* The plan's matmul kernel for matmul group g (runtime/plan/plan.h): no code,
  * cuBLASLt with g's epilogue; parameters A, B, the bias and the residual
- * where g has them, then the chain's result. */
+ * where g has them, then the chain's result, then with PASS_EPI_AUX the
+ * value its gelu reads (stored too). */
 static bool add_matmul_kernel(builder *b, const pass_fgroup *g)
 {
     const ir_op *mm = IR_OP(b->m, g->reduce);
-    const ir_value *p[5] = {mm->in[0], mm->in[1]};
-    int n = 2;
+    const ir_value *p[6] = {mm->in[0], mm->in[1]};
+    int n = 2, nout = g->epilogue & PASS_EPI_AUX ? 2 : 1;
     if (g->bias)
         p[n++] = g->bias;
     if (g->residual)
         p[n++] = g->residual;
-    if (g->nout != 1)
-        return fail(b, "matmul group %s stores %d values, not 1", g->name, g->nout);
-    p[n] = g->out[0];
+    if (g->nout != nout)
+        return fail(b, "matmul group %s stores %d values, not %d", g->name, g->nout, nout);
+    const ir_op *last = IR_OP(b->m, g->ops[g->nops - 1]);
+    p[n] = last->res[0];
+    if (nout == 2)
+        p[n + 1] = last->in[0]; /* the gelu's operand */
+    for (int j = n; j < n + nout; j++)
+        if (p[j] != g->out[0] && p[j] != g->out[nout - 1])
+            return fail(b, "matmul group %s does not store what its epilogue writes", g->name);
     rt_kernel *k = su_alloc(b->sa, sizeof *k);
     memset(k, 0, sizeof *k);
     k->stage = b->stage;
@@ -797,10 +805,10 @@ static bool add_matmul_kernel(builder *b, const pass_fgroup *g)
     k->strategy = RT_KS_MATMUL;
     k->epilogue = (uint8_t)g->epilogue;
     k->nin = n;
-    k->nout = 1;
-    k->param = su_alloc(b->sa, (size_t)(n + 1) * sizeof *k->param);
-    k->param_t = su_alloc(b->sa, (size_t)(n + 1) * sizeof *k->param_t);
-    for (int j = 0; j <= n; j++) {
+    k->nout = nout;
+    k->param = su_alloc(b->sa, (size_t)(n + nout) * sizeof *k->param);
+    k->param_t = su_alloc(b->sa, (size_t)(n + nout) * sizeof *k->param_t);
+    for (int j = 0; j < n + nout; j++) {
         k->param[j] = b->buf_of[p[j]->id];
         k->param_t[j] = rtype(&p[j]->type);
     }

@@ -934,6 +934,29 @@ static unsigned epilogue_step(const ir_op *mm, const ir_op *op, const ir_value *
     return bit;
 }
 
+/* The op after matmul op i that reads cur (the chain's value, read more
+ * than once) first, when it is a gelu that cuBLASLt can do with cur
+ * stored as its GELU input matrix (PASS_EPI_AUX): the matmul not of
+ * parts (three calls), cur's last dim a multiple of PASS_EPI_AUX_ALIGN,
+ * and no op before the gelu reading cur, which the group writes there;
+ * else -1. GPT-2's MLP: gelu(h @ w1 + b1), whose operand the backward's
+ * gelu_grad reads. */
+static int gelu_first(const walker *w, int i, const ir_value *cur)
+{
+    const ir_op *mm = IR_OP(w->m, i);
+    if (mm->a->parts || cur->type.rank < 1 ||
+        cur->type.dim[cur->type.rank - 1] % PASS_EPI_AUX_ALIGN)
+        return -1;
+    int end = i + PASS_FUSE_HOLD < w->m->ops.n ? i + PASS_FUSE_HOLD + 1 : w->m->ops.n;
+    for (int j = i + 1; j < end; j++) {
+        const ir_op *op = IR_OP(w->m, j);
+        for (int k = 0; k < op->nin; k++)
+            if (op->in[k] == cur)
+                return op->code == IR_GELU && op->nin == 1 ? j : -1;
+    }
+    return -1;
+}
+
 /* Matmul op i and the chain of ops cuBLASLt does after it, as a group of
  * its own when the chain is not empty. */
 static void matmul_group(walker *w, int i)
@@ -945,13 +968,21 @@ static void matmul_group(walker *w, int i)
     memset(&g, 0, sizeof g);
     int chain[4], n = 0;
     const ir_value *cur = mm->res[0];
-    while (n < 4 && w->nuse[cur->id] == 1 && w->reader[cur->id] >= 0 &&
-           w->f->group_of[w->reader[cur->id]] < 0) {
+    while (n < 4) {
+        /* the next op: cur's one reader, or a gelu that reads it first
+         * with cur stored for its later readers (PASS_EPI_AUX) */
+        bool aux = false;
+        int at = -1;
+        if (w->nuse[cur->id] == 1 && w->reader[cur->id] >= 0)
+            at = w->reader[cur->id];
+        else if (w->nuse[cur->id] > 1 && (at = gelu_first(w, i, cur)) >= 0)
+            aux = true;
+        if (at < 0 || w->f->group_of[at] >= 0)
+            break;
         /* the group runs at its last op and keeps the matmul's operands
          * alive until then: as for any group, at most PASS_FUSE_HOLD ops
          * later and over no collective (a gradient's product added to the
          * accumulator a microbatch later would hold the product's rows) */
-        int at = w->reader[cur->id];
         if (at - i > PASS_FUSE_HOLD || w->ncomm[at] != w->ncomm[i + 1])
             break;
         const ir_op *op = IR_OP(w->m, at);
@@ -959,14 +990,14 @@ static void matmul_group(walker *w, int i)
         if (pass_pipeline_sum(op))
             break;
         unsigned bit = epilogue_step(mm, op, cur, g.epilogue, &other);
-        if (!bit)
+        if (!bit || (aux && bit != PASS_EPI_GELU))
             break;
-        g.epilogue |= bit;
+        g.epilogue |= bit | (aux ? PASS_EPI_AUX : 0);
         if (bit == PASS_EPI_BIAS)
             g.bias = other;
         if (bit == PASS_EPI_RESIDUAL)
             g.residual = other;
-        chain[n++] = w->reader[cur->id];
+        chain[n++] = at;
         cur = op->res[0];
     }
     if (n == 0)
@@ -1479,10 +1510,11 @@ const pass_fgroup *pass_fuse_part(const pass_fgroup *g, int op_index)
 
 const char *pass_fuse_epilogue_str(unsigned epilogue, char *buf, size_t size)
 {
-    static const char *const names[] = {"bias", "residual", "relu", "gelu"};
+    static const char *const names[] = {"bias", "residual", "relu", "gelu",
+                                        "its operand stored (aux)"};
     size_t at = 0;
     buf[0] = 0;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (epilogue & (1u << i) && at < size)
             at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? ", " : "", names[i]);
     return buf;

@@ -179,7 +179,15 @@ enum {
     PASS_EPI_RESIDUAL = 2,  /* + residual, of the result's type */
     PASS_EPI_RELU = 4,
     PASS_EPI_GELU = 8,
+    PASS_EPI_AUX = 16,      /* with GELU: the value it reads is stored too, read
+                             * later (the backward's gelu_grad): cuBLASLt's
+                             * GELU input matrix (EPILOGUE_GELU_AUX) */
 };
+
+/* A matmul's value that a gelu reads and ops after it read too, stored by
+ * the gelu's epilogue (PASS_EPI_AUX): its last dim a multiple of
+ * PASS_EPI_AUX_ALIGN (cuBLASLt's rule for the matrix's leading dim). */
+#define PASS_EPI_AUX_ALIGN 8
 
 /* How far a group may keep what it reads alive past its last reader in
  * program order, in ops (fuse.h's header). */

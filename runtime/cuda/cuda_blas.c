@@ -41,10 +41,15 @@ enum {
     LT_OP_T = 1,
     LT_DESC_EPILOGUE = 7,
     LT_DESC_BIAS_POINTER = 8,
+    LT_DESC_AUX_POINTER = 11,
+    LT_DESC_AUX_LD = 12,
+    LT_DESC_AUX_BATCH_STRIDE = 13,
+    LT_STATUS_NOT_SUPPORTED = 15,
     LT_EPILOGUE_DEFAULT = 1,
     LT_EPILOGUE_RELU = 2,
     LT_EPILOGUE_BIAS = 4,
     LT_EPILOGUE_GELU = 32,
+    LT_EPILOGUE_AUX = 128,
 };
 
 typedef struct lt_api {
@@ -110,6 +115,12 @@ SAME_VALUE(LT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_BIAS);
 SAME_VALUE(LT_EPILOGUE_GELU, CUBLASLT_EPILOGUE_GELU);
 SAME_VALUE(LT_EPILOGUE_RELU | LT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_RELU_BIAS);
 SAME_VALUE(LT_EPILOGUE_GELU | LT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_GELU_BIAS);
+SAME_VALUE(LT_EPILOGUE_GELU | LT_EPILOGUE_AUX, CUBLASLT_EPILOGUE_GELU_AUX);
+SAME_VALUE(LT_EPILOGUE_GELU | LT_EPILOGUE_AUX | LT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_GELU_AUX_BIAS);
+SAME_VALUE(LT_DESC_AUX_POINTER, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER);
+SAME_VALUE(LT_DESC_AUX_LD, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD);
+SAME_VALUE(LT_DESC_AUX_BATCH_STRIDE, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE);
+SAME_VALUE(LT_STATUS_NOT_SUPPORTED, CUBLAS_STATUS_NOT_SUPPORTED);
 _Static_assert(__builtin_types_compatible_p(
                    __typeof__(&cublasLtMatmulDescSetAttribute),
                    cublasStatus_t (*)(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t,
@@ -176,6 +187,10 @@ typedef struct lt_plan {
     uint32_t align_b;
     uint32_t epilogue;
     bool residual;
+    /* a GELU_AUX epilogue cuBLASLt has no algorithm for: two calls, the
+     * gelu's operand into the aux matrix, then the gelu of it (no
+     * descriptors) */
+    bool split;
     void *desc, *la, *lb, *lc;
     lt_heuristic h;
 } lt_plan;
@@ -186,6 +201,7 @@ struct rt_blas {
     int nplan, capplan;
     rt_cu_ptr ws;                   /* the workspace, of ws_bytes; 0: none */
     size_t ws_bytes;
+    bool warned_split;              /* said once that a GELU_AUX matmul runs twice */
 };
 
 rt_blas *rt_blas_new(su_status *err)
@@ -368,6 +384,8 @@ static uint32_t lt_epilogue(unsigned bits)
         e |= LT_EPILOGUE_RELU;
     if (bits & RT_EPI_GELU)
         e |= LT_EPILOGUE_GELU;
+    if ((bits & RT_EPI_GELU) && (bits & RT_EPI_AUX))
+        e |= LT_EPILOGUE_AUX;
     return e ? e : LT_EPILOGUE_DEFAULT;
 }
 
@@ -413,6 +431,19 @@ static bool make_plan(rt_blas *b, const mm *p, uint32_t epilogue, bool residual,
     LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_EPILOGUE, &epilogue, sizeof epilogue));
     LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_TRANSA, &opa, sizeof opa));
     LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_TRANSB, &opb, sizeof opb));
+    bool aux = epilogue & LT_EPILOGUE_AUX;
+    if (aux) {
+        /* the GELU input matrix: D's layout, column-major [N, M] (ld N, a
+         * multiple of 8: plan.h's RT_EPI_AUX_ALIGN); the heuristic reads
+         * its pointer's alignment only: the arena's, each call sets it */
+        int64_t ld = p->n, stride = p->m * p->n;
+        const void *align = (const void *)(uintptr_t)RT_ALIGN;
+        LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_AUX_LD, &ld, sizeof ld));
+        if (p->batch > 1)
+            LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_AUX_BATCH_STRIDE, &stride,
+                                            sizeof stride));
+        LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_AUX_POINTER, &align, sizeof align));
+    }
     lt_status st = p->tb ? layout(&q->la, p->type, p->k, p->n, p->ldb, p->batch, p->stride_b)
                          : layout(&q->la, p->type, p->n, p->k, p->ldb, p->batch, p->stride_b);
     if (st == LT_SUCCESS)
@@ -433,8 +464,24 @@ static bool make_plan(rt_blas *b, const mm *p, uint32_t epilogue, bool residual,
     if (p->align_b < RT_ALIGN)
         LT_CHECK(MatmulPreferenceSetAttribute(pref, LT_PREF_MIN_ALIGNMENT_A, &p->align_b,
                                               sizeof p->align_b));
-    LT_CHECK(MatmulAlgoGetHeuristic(b->handle, q->desc, q->la, q->lb, q->lc, q->lc, pref, 1, &q->h,
-                                    &found));
+    if (aux) { /* none for it: two calls (lt_plan.split) */
+        lt_status hs = loaded.api.MatmulAlgoGetHeuristic(b->handle, q->desc, q->la, q->lb, q->lc,
+                                                         q->lc, pref, 1, &q->h, &found);
+        if (hs == LT_STATUS_NOT_SUPPORTED || (hs == LT_SUCCESS && found < 1)) {
+            lt_plan_clear(q);
+            q->split = true;
+            ok = true;
+            goto done;
+        }
+        if (hs != LT_SUCCESS) {
+            su_fail(err, SU_GPU, "%s:%d: cublasLtMatmulAlgoGetHeuristic: %s", __FILE__, __LINE__,
+                    loaded.api.GetStatusString(hs));
+            goto done;
+        }
+    } else {
+        LT_CHECK(MatmulAlgoGetHeuristic(b->handle, q->desc, q->la, q->lb, q->lc, q->lc, pref, 1,
+                                        &q->h, &found));
+    }
     if (found < 1) {
         su_fail(err, SU_GPU, "cuBLASLt has no algorithm for this matmul (M %lld, N %lld, K "
                 "%lld, batch %lld, epilogue %u, beta %d) within a workspace of %zu bytes",
@@ -474,10 +521,11 @@ static lt_plan *plan_for(rt_blas *b, const mm *p, uint32_t epilogue, bool residu
 }
 
 /* Queues matmul p: out = act(a @ bm + beta c + bias), bits the epilogue's
- * RT_EPI_* bits but the residual, beta 1 where c is to be read. */
+ * RT_EPI_* bits but the residual, beta 1 where c is to be read; with
+ * RT_EPI_AUX, aux = a @ bm + beta c + bias too. */
 static bool call(rt_blas *b, const mm *p, unsigned bits, rt_cu_ptr bias_ptr, rt_cu_ptr a,
-                 rt_cu_ptr bm, rt_cu_ptr c, bool read_c, rt_cu_ptr out, rt_cu_stream s,
-                 su_status *err)
+                 rt_cu_ptr bm, rt_cu_ptr c, bool read_c, rt_cu_ptr out, rt_cu_ptr aux_ptr,
+                 rt_cu_stream s, su_status *err)
 {
     float one = 1.0f, beta = read_c ? 1.0f : 0.0f;
     uint32_t epilogue = lt_epilogue(bits);
@@ -485,8 +533,24 @@ static bool call(rt_blas *b, const mm *p, unsigned bits, rt_cu_ptr bias_ptr, rt_
     lt_plan *q = plan_for(b, p, epilogue, read_c, err);
     if (!q)
         return false;
+    if (q->split) { /* the operand into aux (which overlaps nothing read), then the gelu */
+        if (!b->warned_split) {
+            b->warned_split = true;
+            fprintf(stderr, "shardrun: cuBLASLt has no algorithm for a matmul (M %lld, N %lld, "
+                    "K %lld) storing its gelu's operand (EPILOGUE_GELU_AUX): it runs twice, "
+                    "once for each result\n", (long long)p->m, (long long)p->n, (long long)p->k);
+        }
+        unsigned act = (unsigned)(RT_EPI_GELU | RT_EPI_AUX);
+        return call(b, p, bits & ~act, bias_ptr, a, bm, c, read_c, aux_ptr, 0, s, err) &&
+               call(b, p, bits & ~(unsigned)RT_EPI_AUX, bias_ptr, a, bm, c, read_c, out, 0, s,
+                    err);
+    }
     if (bias)
         LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_BIAS_POINTER, &bias, sizeof bias));
+    if (epilogue & LT_EPILOGUE_AUX) {
+        const void *aux = (const void *)(uintptr_t)aux_ptr;
+        LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_AUX_POINTER, &aux, sizeof aux));
+    }
     /* C: the residual (beta 1), else D itself (beta 0: not read) */
     LT_CHECK(Matmul(b->handle, q->desc, &one, (const void *)(uintptr_t)bm, q->la,
                     (const void *)(uintptr_t)a, q->lb, &beta,
@@ -507,8 +571,13 @@ bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi,
     bool residual = bits & RT_EPI_RESIDUAL;
     unsigned act = bits & ~(unsigned)RT_EPI_RESIDUAL;
     rt_cu_ptr bias = epi ? epi->bias : 0, res = residual ? epi->residual : 0;
+    rt_cu_ptr aux = epi && (bits & RT_EPI_AUX) ? epi->aux : 0;
     if (!(in->dim & RT_MM_PARTS))
-        return call(b, &p, act, bias, a, bm, res, residual, out, s, err);
+        return call(b, &p, act, bias, a, bm, res, residual, out, aux, s, err);
+    if (bits & RT_EPI_AUX) {
+        su_fail(err, SU_INPUT, "a matmul of parts does not store its gelu's operand");
+        return false;
+    }
     /* parts (cuda_blas.h): a's h m l and b's l m h along K, 3 K1 of them;
      * call c: a's first (3 - c) K1 against b's last as many, the products
      * whose parts' ranks sum to 2 - c, each call adding to the last's
@@ -526,7 +595,7 @@ bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi,
         p.align_b = RT_ALIGN;
         while (skip % p.align_b)
             p.align_b /= 2;
-        if (!call(b, &p, c == 2 ? act : 0, bias, a, bv, c ? out : res, c > 0 || residual, out,
+        if (!call(b, &p, c == 2 ? act : 0, bias, a, bv, c ? out : res, c > 0 || residual, out, 0,
                   s, err))
             return false;
     }

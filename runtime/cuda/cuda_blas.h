@@ -23,7 +23,12 @@
  * left at the default, D's: the plan's bias has the result's dtype), the
  * same vector for every batch, and relu or gelu (both tanh
  * approximations, cuBLASLt's and runtime/cpu/cpu.c's) is EPILOGUE_RELU or
- * _GELU, with _BIAS when there is one. */
+ * _GELU, with _BIAS when there is one. A gelu whose operand is stored too
+ * (RT_EPI_AUX) is EPILOGUE_GELU_AUX(_BIAS), the operand cuBLASLt's GELU
+ * input matrix (EPILOGUE_AUX_POINTER, its leading dim N, a batch's stride
+ * M N); where the heuristic has no algorithm for that, the matmul runs
+ * twice, its sum into the operand's buffer, then with the gelu into the
+ * result's (said once on stderr). */
 #ifndef SHARDC_RT_CUDA_BLAS_H
 #define SHARDC_RT_CUDA_BLAS_H
 #include "support/support.h"
@@ -65,6 +70,7 @@ typedef struct rt_blas_epilogue {
     unsigned bits;
     rt_cu_ptr bias;         /* RT_EPI_BIAS: N elements of the result's dtype */
     rt_cu_ptr residual;     /* RT_EPI_RESIDUAL: of the result's type */
+    rt_cu_ptr aux;          /* RT_EPI_AUX: the gelu's operand, of the result's type */
 } rt_blas_epilogue;
 
 /* Queues matmul `in` (rt_blas_supports) on stream s: out = a @ b, then

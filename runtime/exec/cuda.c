@@ -905,7 +905,7 @@ static int run_on_host(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *i
 
 /* A matmul kernel: one cuBLASLt call, its matmul with the epilogue
  * (parameters A, B, the bias and the residual where there are, the
- * result; runtime/plan/plan.h). */
+ * result, the gelu's operand where it is stored too; runtime/plan/plan.h). */
 static int run_matmul_kernel(rt_cuda_rank *r, const rt_kernel *k, su_status *err)
 {
     rt_blas_epilogue epi = {.bits = k->epilogue};
@@ -914,6 +914,8 @@ static int run_matmul_kernel(rt_cuda_rank *r, const rt_kernel *k, su_status *err
         epi.bias = dev(r, k->param[j++]);
     if (k->epilogue & RT_EPI_RESIDUAL)
         epi.residual = dev(r, k->param[j++]);
+    if (k->epilogue & RT_EPI_AUX)
+        epi.aux = dev(r, k->param[j + 1]);
     const rt_instr *mm = &r->g->instr[k->instr[0]];
     return rt_blas_matmul(r->blas, mm, &epi, dev(r, k->param[0]), dev(r, k->param[1]),
                           dev(r, k->param[j]), r->stream, err)

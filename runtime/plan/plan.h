@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #define RT_PLAN_MAGIC "SHRDPLAN"
-#define RT_PLAN_VERSION 16
+#define RT_PLAN_VERSION 17
 #define RT_MAX_RANK 8
 #define RT_MAX_AXES 8
 #define RT_MAX_IN 6
@@ -298,19 +298,32 @@ typedef struct rt_io {
  * a matrix, not a vector), an add of a
  * residual (RT_EPI_RESIDUAL: the other operand of the result's type), or,
  * last, a relu or gelu (tanh approximation); at most one of each, and
- * `epilogue` holds exactly the bits the instructions make. module is -1,
- * grid, block and shared_bytes are 0; the parameters are the matmul's two
- * operands, then the bias and the residual where there are, then the last
- * instruction's result (nout 1), which overlaps none of the others (but
- * may be the residual's very buffer). cuBLASLt computes
- * act(A B + C + bias), C the residual (beta 1), which is what the
- * instructions compute in order, up to rounding. */
+ * `epilogue` holds exactly the bits the instructions make, but for
+ * RT_EPI_AUX (format 17), which a gelu may carry: the gelu's operand (the
+ * chain's value before it, read by later instructions too, its last dim a
+ * multiple of RT_EPI_AUX_ALIGN) is stored as well, cuBLASLt's GELU input
+ * matrix. module is -1, grid, block and shared_bytes are 0; the
+ * parameters are the matmul's two operands, then the bias and the
+ * residual where there are, then the last instruction's result, then
+ * with RT_EPI_AUX the gelu's operand (nout 1, or 2), each output
+ * overlapping none of the others (but the result may be the residual's
+ * very buffer). cuBLASLt computes act(A B + C + bias), C the residual
+ * (beta 1), which is what the instructions compute in order, up to
+ * rounding (the activation of the unrounded sum: its operand as stored
+ * is rounded to the result's dtype). */
 typedef enum {
     RT_KS_ELEMENTWISE, RT_KS_ROW, RT_KS_COLUMN, RT_KS_SINGLE_BLOCK, RT_KS_MATMUL,
     RT_NKSTRATEGIES
 } rt_kernel_strategy;
 /* A matmul kernel's epilogue, bits. */
-enum { RT_EPI_BIAS = 1, RT_EPI_RESIDUAL = 2, RT_EPI_RELU = 4, RT_EPI_GELU = 8, RT_EPI_ALL = 15 };
+enum {
+    RT_EPI_BIAS = 1, RT_EPI_RESIDUAL = 2, RT_EPI_RELU = 4, RT_EPI_GELU = 8,
+    RT_EPI_AUX = 16, /* format 17: with RT_EPI_GELU, its operand stored too */
+    RT_EPI_ALL = 31
+};
+/* An RT_EPI_AUX operand's last dim is a multiple of this (cuBLASLt's
+ * leading dimension of its GELU input matrix). */
+enum { RT_EPI_AUX_ALIGN = 8 };
 #define RT_MAX_KPARAMS 256         /* pointer parameters of one kernel */
 #define RT_MAX_BLOCK 1024          /* threads per block */
 #define RT_MAX_SHARED (1 << 20)    /* dynamic shared bytes (devices have less) */

@@ -678,10 +678,11 @@ static bool overlap(const rt_program *g, int32_t a, int32_t b)
 }
 
 /* The parameters a matmul kernel must have: A, B, the bias and the
- * residual where there are, then the result; false when an instruction is
- * not a step of plan.h's chain or the steps make another epilogue. */
+ * residual where there are, then the result, then with RT_EPI_AUX the
+ * gelu's operand (*nout 1 or 2); false when an instruction is not a step
+ * of plan.h's chain or the steps make another epilogue. */
 static bool matmul_params(const rt_program *g, const rt_kernel *k, int32_t *want,
-                          rt_type *want_t, int *nin, su_status *err)
+                          rt_type *want_t, int *nin, int *nout, su_status *err)
 {
     const rt_instr *mm = &g->instr[k->instr[0]];
     if (mm->op != RT_OP_MATMUL)
@@ -709,9 +710,18 @@ static bool matmul_params(const rt_program *g, const rt_kernel *k, int32_t *want
         }
         last = in;
     }
-    if (have != k->epilogue)
+    unsigned aux = k->epilogue & RT_EPI_AUX;
+    if ((have | aux) != k->epilogue)
         return rt_plan_fail(err, "its epilogue is 0x%x, but its instructions make 0x%x",
                             k->epilogue, have);
+    if (aux && !(have & RT_EPI_GELU))
+        return rt_plan_fail(err, "its epilogue stores an activation's operand (0x%x) without "
+                            "a gelu", RT_EPI_AUX);
+    const rt_type *at = &last->in_t[0];
+    if (aux && (at->rank < 1 || at->dim[at->rank - 1] % RT_EPI_AUX_ALIGN))
+        return rt_plan_fail(err, "the gelu's operand it stores has a last dim of %lld, not a "
+                            "multiple of %d", at->rank ? (long long)at->dim[at->rank - 1] : 0LL,
+                            RT_EPI_AUX_ALIGN);
     int n = 0;
     for (int i = 0; i < 2; i++) {
         want[n] = mm->in[i];
@@ -723,8 +733,13 @@ static bool matmul_params(const rt_program *g, const rt_kernel *k, int32_t *want
             want_t[n++] = extra_t[i];
         }
     *nin = n;
+    *nout = aux ? 2 : 1;
     want[n] = last->out;
     want_t[n] = last->out_t;
+    if (aux) {
+        want[n + 1] = last->in[0];
+        want_t[n + 1] = last->in_t[0];
+    }
     return true;
 }
 
@@ -733,25 +748,28 @@ static bool matmul_params(const rt_program *g, const rt_kernel *k, int32_t *want
  * very buffer: cuBLASLt's C and D may be one matrix). */
 static bool check_matmul(const rt_program *g, const rt_kernel *k, su_status *err)
 {
-    int32_t want[5];
-    rt_type want_t[5];
-    int nin = 0;
+    int32_t want[6];
+    rt_type want_t[6];
+    int nin = 0, nout = 0;
     char tb[TYPE_LEN];
-    if (!matmul_params(g, k, want, want_t, &nin, err))
+    if (!matmul_params(g, k, want, want_t, &nin, &nout, err))
         return false;
-    if (k->nin != nin || k->nout != 1)
-        return rt_plan_fail(err, "has %d inputs and %d outputs; its instructions make %d and 1",
-                            k->nin, k->nout, nin);
-    for (int j = 0; j <= nin; j++)
+    if (k->nin != nin || k->nout != nout)
+        return rt_plan_fail(err, "has %d inputs and %d outputs; its instructions make %d and %d",
+                            k->nin, k->nout, nin, nout);
+    for (int j = 0; j < nin + nout; j++)
         if (k->param[j] != want[j] || !rt_type_eq(&k->param_t[j], &want_t[j]))
             return rt_plan_fail(err, "parameter %d is buffer %d as %s; its instructions make it "
                                 "buffer %d", j, k->param[j], rt_type_text(tb, &k->param_t[j]), want[j]);
-    int32_t d = want[nin];
     bool resid = k->epilogue & RT_EPI_RESIDUAL;
-    for (int j = 0; j < nin; j++)
-        if (overlap(g, d, want[j]) && !(resid && j == nin - 1 && want[j] == d))
-            return rt_plan_fail(err, "its result (buffer %d) shares bytes with parameter %d "
-                                "(buffer %d)", d, j, want[j]);
+    for (int o = nin; o < nin + nout; o++) {
+        int32_t d = want[o];
+        for (int j = 0; j < o; j++)
+            if (overlap(g, d, want[j]) && !(resid && o == nin && j == nin - 1 && want[j] == d))
+                return rt_plan_fail(err, "its %s (buffer %d) shares bytes with parameter %d "
+                                    "(buffer %d)", o == nin ? "result" : "gelu's operand", d, j,
+                                    want[j]);
+    }
     return true;
 }
 

@@ -11,7 +11,11 @@
  *   op(B) K by C's columns, D's layout C's) and their batch counts match;
  * - A, B, C, D, the bias (with a bias epilogue: C's rows of C's type) and
  *   the workspace lie inside live allocations of the fake driver, each
- *   element the layout reaches.
+ *   element the layout reaches;
+ * - with a GELU_AUX epilogue, the GELU input matrix: its leading dim set,
+ *   a multiple of 8 and at least D's rows, its batch stride set where D
+ *   has a batch, inside a live allocation, and sharing no byte with A, B,
+ *   C or D.
  *
  * A breach is described on stderr ("fake_cublaslt: ...") and returns
  * CUBLAS_STATUS_INVALID_VALUE; it is counted in fake_driver.c's "errors".
@@ -19,7 +23,9 @@
  * N" lines, appended at exit, and what is still live. FAKECUDA_FAIL's
  * entries for cublasLtMatmul and cublasLtMatmulAlgoGetHeuristic (NAME:K,
  * as fake_driver.c's) make their K-th call fail with
- * CUBLAS_STATUS_EXECUTION_FAILED (13).
+ * CUBLAS_STATUS_EXECUTION_FAILED (13). FAKECUDA_NO_AUX=1 makes the
+ * heuristic answer CUBLAS_STATUS_NOT_SUPPORTED (15) for a GELU_AUX
+ * epilogue, as a cuBLASLt without an algorithm for one would.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -39,6 +45,7 @@ enum {
     NOT_INITIALIZED = 1,
     INVALID_VALUE = 7,
     EXECUTION_FAILED = 13,
+    NOT_SUPPORTED = 15,
     R_32F = 0,
     R_16F = 2,
     R_16BF = 14,
@@ -48,7 +55,12 @@ enum {
     DESC_TRANSB = 4,
     DESC_EPILOGUE = 7,
     DESC_BIAS_POINTER = 8,
+    DESC_AUX_POINTER = 11,
+    DESC_AUX_LD = 12,
+    DESC_AUX_BATCH_STRIDE = 13,
     EPILOGUE_BIAS = 4,
+    EPILOGUE_GELU = 32,
+    EPILOGUE_AUX = 128,
     OP_T = 1,
 };
 
@@ -61,6 +73,9 @@ typedef struct obj {
     int32_t transa, transb;
     uint32_t epilogue;
     const void *bias;
+    const void *aux;
+    int64_t aux_ld, aux_stride;
+    int has_aux_ld, has_aux_stride;
     /* a layout */
     unsigned int type;
     uint64_t rows, cols;
@@ -73,6 +88,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static obj *objs;
 static atomic_long n_matmul, n_heuristic;
 static long fail_matmul, fail_heuristic; /* the call that fails (0: none) */
+static bool no_aux; /* FAKECUDA_NO_AUX: no algorithm for a GELU_AUX epilogue */
 
 /* fake_driver.c's, found through libcuda.so.1 (loaded already by the
  * backend, which opens the driver before cuBLASLt) */
@@ -132,6 +148,8 @@ __attribute__((constructor)) static void setup(void)
         else if (!strncmp(f, heur, sizeof heur - 1))
             fail_heuristic = strtol(f + sizeof heur - 1, NULL, 10);
     }
+    const char *na = getenv("FAKECUDA_NO_AUX");
+    no_aux = na && *na && strcmp(na, "0") != 0;
     atexit(report);
 }
 
@@ -239,6 +257,18 @@ API status cublasLtMatmulDescSetAttribute(void *d, unsigned int attr, const void
         if (size != sizeof(void *))
             return INVALID_VALUE;
         memcpy(&o->bias, buf, size);
+        break;
+    case DESC_AUX_POINTER:
+        if (size != sizeof(void *))
+            return INVALID_VALUE;
+        memcpy(&o->aux, buf, size);
+        break;
+    case DESC_AUX_LD:
+    case DESC_AUX_BATCH_STRIDE:
+        if (size != sizeof(int64_t))
+            return INVALID_VALUE;
+        memcpy(attr == DESC_AUX_LD ? &o->aux_ld : &o->aux_stride, buf, size);
+        *(attr == DESC_AUX_LD ? &o->has_aux_ld : &o->has_aux_stride) = 1;
         break;
     default:
         break;
@@ -374,6 +404,9 @@ API status cublasLtMatmulAlgoGetHeuristic(void *h, void *d, void *a, void *b, vo
     }
     if (!shapes_ok(d, a, b, c))
         return INVALID_VALUE;
+    const obj *desc = d;
+    if ((desc->epilogue & EPILOGUE_AUX) && no_aux)
+        return NOT_SUPPORTED;
     memset(out, 0, sizeof *out);
     out->waves = 1.0f;
     *returned = 1;
@@ -397,6 +430,50 @@ static bool operand_ok(const void *p, const obj *l, const char *which)
                which, p, n, (unsigned long long)l->rows, (unsigned long long)l->cols,
                (long long)l->ld, l->batch, (long long)l->stride);
         return false;
+    }
+    return true;
+}
+
+/* The bytes layout l reaches from its first element. */
+static size_t extent(const obj *l)
+{
+    return ((size_t)(l->batch - 1) * (size_t)l->stride + (size_t)(l->cols - 1) * (size_t)l->ld +
+            l->rows) * type_bytes(l->type);
+}
+
+/* A GELU_AUX epilogue's input matrix (of D's shape and type), against
+ * the operands op[4] (A, B, C or NULL when not read, D) of layouts l[4]. */
+static bool aux_ok(const obj *desc, const obj *D, const void *const op[4], const obj *const l[4])
+{
+    if (!desc->has_aux_ld || desc->aux_ld % 8 || desc->aux_ld < (int64_t)D->rows) {
+        breach("cublasLtMatmul: the GELU input matrix's leading dim %lld (%s) is not a multiple "
+               "of 8 at least D's %llu rows", (long long)desc->aux_ld,
+               desc->has_aux_ld ? "set" : "not set", (unsigned long long)D->rows);
+        return false;
+    }
+    if (D->batch > 1 && (!desc->has_aux_stride ||
+                         desc->aux_stride < desc->aux_ld * (int64_t)(D->cols - 1) + (int64_t)D->rows)) {
+        breach("cublasLtMatmul: the GELU input matrix's batch stride %lld (%s) overlaps its "
+               "%llu x %llu", (long long)desc->aux_stride, desc->has_aux_stride ? "set" : "not set",
+               (unsigned long long)D->rows, (unsigned long long)D->cols);
+        return false;
+    }
+    size_t n = ((size_t)(D->batch - 1) * (size_t)desc->aux_stride +
+                (size_t)(D->cols - 1) * (size_t)desc->aux_ld + D->rows) * type_bytes(D->type);
+    uintptr_t x0 = (uintptr_t)desc->aux;
+    if (!desc->aux || !in_device((unsigned long long)x0, n)) {
+        breach("cublasLtMatmul: the GELU input matrix at %p (%zu bytes) is not inside one live "
+               "allocation", desc->aux, n);
+        return false;
+    }
+    static const char *const name[4] = {"A", "B", "C", "D"};
+    for (int i = 0; i < 4; i++) {
+        uintptr_t y0 = (uintptr_t)op[i];
+        if (op[i] && x0 < y0 + extent(l[i]) && y0 < x0 + n) {
+            breach("cublasLtMatmul: the GELU input matrix at %p shares bytes with %s at %p",
+                   desc->aux, name[i], op[i]);
+            return false;
+        }
     }
     return true;
 }
@@ -435,6 +512,10 @@ API status cublasLtMatmul(void *h, void *d, const void *alpha, const void *a, vo
                "allocation", desc->bias, (unsigned long long)D->rows);
         return INVALID_VALUE;
     }
+    if ((desc->epilogue & (EPILOGUE_AUX | EPILOGUE_GELU)) == (EPILOGUE_AUX | EPILOGUE_GELU) &&
+        !aux_ok(desc, D, (const void *[]){a, b, bv != 0.0f ? c : NULL, dp},
+                (const obj *[]){la, lb, lc, ld}))
+        return INVALID_VALUE;
     if (wsbytes && !in_device((unsigned long long)(uintptr_t)ws, wsbytes)) {
         breach("cublasLtMatmul: the workspace (%zu bytes) is not inside one live allocation",
                wsbytes);
@@ -450,6 +531,7 @@ API const char *cublasLtGetStatusString(status s)
     case NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
     case INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
     case EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
     default: return "CUBLAS_STATUS_UNKNOWN";
     }
 }

@@ -53,8 +53,8 @@ typedef struct fixture {
     char *entry[NMOD + 1][2];
     rt_image cubin[NMOD + 1][2];
     rt_kernel kern[NKERN];
-    int32_t param[NKERN][4], list[NKERN][4];
-    rt_type param_t[NKERN][4];
+    int32_t param[NKERN][5], list[NKERN][4];
+    rt_type param_t[NKERN][5];
 } fixture;
 
 static uint8_t cubin80[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0x33, 80};
@@ -222,6 +222,19 @@ static void make_matmul_gelu(fixture *f)
     rt_kernel *k = kernel(f, "k2_matmul_add_gelu", -1, RT_KS_MATMUL, 0, 0, 0, 3,
                           (int[]){6, 7, 8}, 3, 1, 3, x, 5, w, 0, x, 8, x);
     k->epilogue = RT_EPI_RESIDUAL | RT_EPI_GELU;
+}
+
+/* make_matmul_gelu's, the gelu's operand (%7, the residual add's
+ * result) stored too (RT_EPI_AUX): a fifth parameter, an output. */
+static void make_matmul_aux(fixture *f)
+{
+    make_matmul_gelu(f);
+    rt_type x = ty(RT_F32, 2, 4, 8);
+    rt_kernel *k = &f->kern[2];
+    k->epilogue |= RT_EPI_AUX;
+    k->nout = 2;
+    f->param[2][4] = 7;
+    f->param_t[2][4] = x;
 }
 
 /* ---- bytes ---- */
@@ -420,8 +433,8 @@ static void test_roundtrip(void)
     uint8_t *a = NULL, *b = NULL;
     size_t na = 0, nb = 0;
     CHECK(rt_plan_write(&f.p, &a, &na, &err));
-    CHECK_INT(rd(a + 8, 4), 16);
-    CHECK_INT(RT_PLAN_VERSION, 16);
+    CHECK_INT(rd(a + 8, 4), 17);
+    CHECK_INT(RT_PLAN_VERSION, 17);
     rt_plan *p = rt_plan_read(a, na, "kernels.plan", &err);
     CHECK(p != NULL);
     if (!p) {
@@ -792,8 +805,8 @@ static void test_matmul_kernels(void)
     fixture f;
     su_status err = {SU_OK, ""};
     char want[ERRLEN];
-    void (*makers[])(fixture *) = {make_matmul, make_matmul_gelu};
-    for (int m = 0; m < 2; m++) {
+    void (*makers[])(fixture *) = {make_matmul, make_matmul_gelu, make_matmul_aux};
+    for (int m = 0; m < 3; m++) {
         makers[m](&f);
         uint8_t *a = NULL, *b = NULL;
         size_t na = 0, nb = 0;
@@ -826,7 +839,9 @@ static void test_matmul_kernels(void)
                                   "bytes; expected -1 and zeros (cuBLASLt runs it)");
     INVALID(f.kern[2].grid = 1, "a matmul kernel has module -1, entry 0, grid 1, block 0 and 0 shared "
                                 "bytes; expected -1 and zeros (cuBLASLt runs it)");
-    INVALID(f.kern[2].epilogue = 0x10, "unknown epilogue bits 0x10");
+    INVALID(f.kern[2].epilogue = 0x20, "unknown epilogue bits 0x20");
+    INVALID(f.kern[2].epilogue = RT_EPI_BIAS | RT_EPI_AUX, "its epilogue stores an activation's "
+                                                          "operand (0x10) without a gelu");
     INVALID(f.kern[2].epilogue = RT_EPI_BIAS | RT_EPI_RELU,
             "its epilogue is 0x5, but its instructions make 0x1");
     INVALID(f.kern[2].epilogue = 0, "its epilogue is 0x0, but its instructions make 0x1");
@@ -848,6 +863,26 @@ static void test_matmul_kernels(void)
             "has 2 inputs and 1 outputs; its instructions make 3 and 1");
     INVALID(f.offs[7] = f.offs[3], "its result (buffer 7) shares bytes with parameter 0 "
                                    "(buffer 3)");
+#undef INVALID
+    /* the gelu's operand stored too: as the fifth parameter, an output
+     * apart from everything else */
+    const char *ka = "kernel 2 (k2_matmul_add_gelu) of stage 0: ";
+#define INVALID(edit, msg)                                                                   \
+    do {                                                                                     \
+        make_matmul_aux(&f);                                                                 \
+        edit;                                                                                \
+        snprintf(want, sizeof want, "%s%s", ka, msg);                                        \
+        EXPECT_INVALID(&f.p, want);                                                          \
+    } while (0)
+    INVALID(f.kern[2].nout = 1, "has 3 inputs and 1 outputs; its instructions make 3 and 2");
+    INVALID(f.param[2][4] = 8, "parameter 4 is buffer 8 as f32[4, 8]; its instructions make it "
+                               "buffer 7");
+    INVALID(f.offs[7] = f.offs[8], "its gelu's operand (buffer 7) shares bytes with parameter 3 "
+                                   "(buffer 8)");
+    INVALID(f.offs[7] = f.offs[5], "its gelu's operand (buffer 7) shares bytes with parameter 1 "
+                                   "(buffer 5)");
+    INVALID((f.kern[2].epilogue &= ~(unsigned)RT_EPI_AUX),
+            "has 3 inputs and 2 outputs; its instructions make 3 and 1");
 #undef INVALID
     /* after the activation nothing more: relu, then a bias add */
     make_matmul_gelu(&f);
