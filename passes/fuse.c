@@ -937,14 +937,17 @@ static unsigned epilogue_step(const ir_op *mm, const ir_op *op, const ir_value *
 /* The op after matmul op i that reads cur (the chain's value, read more
  * than once) first, when it is a gelu that cuBLASLt can do with cur
  * stored as its GELU input matrix (PASS_EPI_AUX): the matmul not of
- * parts (three calls), cur's last dim a multiple of PASS_EPI_AUX_ALIGN,
- * and no op before the gelu reading cur, which the group writes there;
- * else -1. GPT-2's MLP: gelu(h @ w1 + b1), whose operand the backward's
- * gelu_grad reads. */
+ * parts (three calls), cur 16-bit (the epilogue of Transformer Engine's
+ * bf16 and f16 MLPs; an f32 matmul that cuBLASLt had no algorithm for
+ * would run twice, costing more than the gelu kernel it saves) with a
+ * last dim a multiple of PASS_EPI_AUX_ALIGN, and no op before the gelu
+ * reading cur, which the group writes there; else -1. GPT-2's MLP:
+ * gelu(h @ w1 + b1), whose operand the backward's gelu_grad reads. */
 static int gelu_first(const walker *w, int i, const ir_value *cur)
 {
     const ir_op *mm = IR_OP(w->m, i);
     if (mm->a->parts || cur->type.rank < 1 ||
+        (cur->type.dtype != IR_BF16 && cur->type.dtype != IR_F16) ||
         cur->type.dim[cur->type.rank - 1] % PASS_EPI_AUX_ALIGN)
         return -1;
     int end = i + PASS_FUSE_HOLD < w->m->ops.n ? i + PASS_FUSE_HOLD + 1 : w->m->ops.n;
