@@ -41,6 +41,11 @@ bool bc_matmul_shape(const rt_instr *mm, bc_mm *s)
     s->batch = ea > eb ? ea : eb;
     s->stride_a = ea == 1 ? 0 : s->m * s->k;
     s->stride_b = eb == 1 ? 0 : s->k * s->n;
+    if (s->batch > 1 && eb == 1 && !s->ta) { /* one matmul of a's rows, as plan_mm's */
+        s->m *= s->batch;
+        s->batch = 1;
+        s->stride_a = 0;
+    }
     return true;
 }
 

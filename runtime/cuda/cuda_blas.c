@@ -337,6 +337,15 @@ static bool plan_mm(const rt_instr *in, mm *s, su_status *err)
     s->batch = ea > eb ? ea : eb;
     s->stride_a = ea == 1 ? 0 : s->m * s->k;
     s->stride_b = eb == 1 ? 0 : s->k * s->n;
+    if (s->batch > 1 && eb == 1 && !s->ta) {
+        /* b one matrix for every batch, a's batches one row-major
+         * [batch M, K] (not stored transposed), as the result and a
+         * residual are [batch M, N]: one matmul of batch M rows, as
+         * PyTorch's linear layers are (a model's x @ w over [B, S, D]) */
+        s->m *= s->batch;
+        s->batch = 1;
+        s->stride_a = 0;
+    }
     return true;
 }
 

@@ -6,7 +6,9 @@
  * cublasLtMatmul: row-major C[M, N] = A[M, K] B[K, N] is column-major
  * C^T = B^T A^T, so B's buffer is cuBLASLt's first operand and A's its
  * second, neither transposed; batch dimensions are a strided batch, an
- * operand without them repeated (stride 0). f32 computes in f32 (no
+ * operand without them repeated (stride 0), but where b has none and a
+ * is not stored transposed, a's batches are the rows of one matmul (a
+ * model's x @ w over [B, S, D] is one of B S rows, as PyTorch's linear). f32 computes in f32 (no
  * TF32), f16 and bf16 accumulate in f32, as the CPU backend does.
  * rt_blas_set_workspace gives a handle a workspace (the session's, of
  * RT_BLAS_WORKSPACE bytes unless $SHARDC_BLAS_WORKSPACE says otherwise:

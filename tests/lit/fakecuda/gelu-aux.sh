@@ -2,7 +2,9 @@
 # reads too (the MLP's gelu(h @ w1 + b1), read again by gelu_grad) runs in
 # the matmul's epilogue, cuBLASLt's GELU_AUX_BIAS storing the operand as
 # its GELU input matrix: one cuBLASLt call a layer and no gelu kernel in
-# the forward (fuse.c's gelu_first). On the pretend cuBLASLt the call's GELU input
+# the forward (fuse.c's gelu_first). The [8, 128, 256] activations times
+# one [256, 1024] matrix are one matmul of 1024 rows (cuda_blas.c's
+# plan_mm), not a batch of 8. On the pretend cuBLASLt the call's GELU input
 # matrix is checked (its leading dim set, a multiple of 8, inside one
 # allocation, sharing no byte with A, B, C or D). Where the heuristic has
 # no algorithm for the epilogue (FAKECUDA_NO_AUX), the matmul runs twice,
@@ -33,5 +35,5 @@
 # TWO: per step: cublasLtMatmul [[#M+2]]
 # TWO: at exit: errors 0
 # RUN: env LD_LIBRARY_PATH=$FAKECUDA FAKECUDA_NO_AUX=1 %shardrun %t.plan --backend cuda --quiet --steps 2 2>&1 | FileCheck %s --check-prefix=SAID
-# SAID: shardrun: cuBLASLt has no algorithm for a matmul (M 128, N 1024, K 256) storing its gelu's operand (EPILOGUE_GELU_AUX): it runs twice, once for each result
+# SAID: shardrun: cuBLASLt has no algorithm for a matmul (M 1024, N 1024, K 256) storing its gelu's operand (EPILOGUE_GELU_AUX): it runs twice, once for each result
 # SAID-NOT: no algorithm
