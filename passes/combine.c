@@ -38,11 +38,14 @@
  *          the rows), maybe through a constrain that resolves the inner
  *          sum's partial over mesh axes of size 1 (a data-parallel model
  *          on one rank of dp), the constrain then coming after the one
- *          sum. Only where x is not made by an op that a kernel would
- *          fuse in front of the inner sum (rows_pay): the reshape
- *          between them would keep the two apart, and x would be written
- *          whole and read back (a layernorm's gain gradient, the sum of a
- *          product), more than the second sum's small read.
+ *          sum. Where x is made by elementwise ops that a kernel would
+ *          fuse in front of the inner sum (rows_pay), a reshape between
+ *          them would keep the two apart and x would be written whole
+ *          and read back, so those ops are made again over the merged
+ *          rows instead (a layernorm's gain gradient, sum(dy * (x - mean)
+ *          * rstd): below, merge_operand), where nothing else reads them;
+ *          x read elsewhere is stored anyway, and its kernel sums it over
+ *          d0 as it stores it, so its sums stay two.
  * Neither in a pipelined program: its split cuts the batch dim into
  * microbatches, which the merged rows would hide. The batch rule runs
  * again on each stage's program after the split (pass_combine_batch),
@@ -187,18 +190,177 @@ static bool rows_pay(const ir_value *x)
     return !x->def || !pass_fuse_elementwise(x->def);
 }
 
+/* ---- the rows rule through elementwise ops ----
+ *
+ * Where x is made by elementwise ops that a kernel would fuse in front of
+ * the inner sum (a layernorm's gain gradient sum(dy * (x - mean) * rstd),
+ * a bias's gradient through gelu_grad), those ops are made again over the
+ * merged rows, each operand of the tree merged too (a reshape), so that
+ * the one sum over d0 d1 rows keeps them in its kernel: no inner sum's
+ * kernel and result. Only ops whose result is each element's function of
+ * the operands' elements under NumPy broadcasting (no position, shape or
+ * key: not dropout or expand), of x's shape, at most CHAIN_MAX of them;
+ * an operand outside the tree broadcasts over both rows' dims (rank below
+ * x's but one, or a first dim of 1 at x's rank less one) or has both (a
+ * reshape of it, which its sharding must say: merged_sharding). The
+ * original ops that only the inner sum read go with it. */
+enum { CHAIN_MAX = 16 };
+
+static bool chain_op(const ir_op *op)
+{
+    switch (op->code) {
+    case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_MAX: case IR_MIN: case IR_POW:
+    case IR_GT: case IR_EQ: case IR_GELU_GRAD: case IR_SILU_GRAD: case IR_LESS:
+    case IR_LESS_EQ: case IR_GREATER: case IR_GREATER_EQ: case IR_EQUAL: case IR_NOT_EQUAL:
+    case IR_WHERE: case IR_NEG: case IR_ABS: case IR_RELU: case IR_GELU: case IR_SILU:
+    case IR_TANH: case IR_SIGMOID: case IR_EXP: case IR_LOG: case IR_SQRT: case IR_RSQRT:
+    case IR_SIN: case IR_COS: case IR_CAST:
+        return op->nres == 1 && op->nin <= 3 && pass_fuse_elementwise(op);
+    default:
+        return false;
+    }
+}
+
+typedef struct chain {
+    const ir_value *x;           /* the inner sum's operand */
+    const int *uses;
+    const ir_value *from[2 * CHAIN_MAX + 2 * 3 * CHAIN_MAX];
+    ir_value *to[2 * CHAIN_MAX + 2 * 3 * CHAIN_MAX];
+    int n, nops;
+} chain;
+
+/* Whether v, of the tree under the inner sum's operand, is an op of the
+ * tree (an elementwise op of x's shape that nothing else reads, made
+ * again) rather than an operand of it: a value read elsewhere is made
+ * (and stored, or fused into another kernel) for them anyway, and an op
+ * reading a matmul's result may be the matmul's epilogue (the forward's
+ * pre-activation under a gelu_grad, stored by its matmul's GELU_AUX
+ * epilogue), so both are read as they are. */
+static bool in_tree(const chain *c, const ir_value *v)
+{
+    const ir_type *t = &v->type, *x = &c->x->type;
+    if (!v->def || !chain_op(v->def) || t->rank != x->rank || c->uses[v->id] != 1)
+        return false;
+    for (int k = 0; k < v->def->nin; k++)
+        if (v->def->in[k]->def && v->def->in[k]->def->code == IR_MATMUL)
+            return false;
+    for (int d = 0; d < t->rank; d++)
+        if (t->dim[d] != x->dim[d])
+            return false;
+    return true;
+}
+
+/* Whether the tree under v can be made over merged rows (counting its
+ * ops into c->nops). */
+static bool chain_fits(chain *c, const ir_value *v)
+{
+    const ir_type *t = &v->type, *x = &c->x->type;
+    ir_sharding sh;
+    if (in_tree(c, v)) {
+        if (++c->nops > CHAIN_MAX || !merged_sharding(&v->sh, t->rank, &sh))
+            return false;
+        for (int k = 0; k < v->def->nin; k++)
+            if (!chain_fits(c, v->def->in[k]))
+                return false;
+        return true;
+    }
+    if (t->rank <= x->rank - 2)
+        return true;
+    if (t->rank == x->rank - 1)
+        return t->dim[0] == 1;
+    return t->rank == x->rank &&
+           ((t->dim[0] == x->dim[0] && t->dim[1] == x->dim[1]) ||
+            (t->dim[0] == 1 && t->dim[1] == 1)) &&
+           merged_sharding(&v->sh, t->rank, &sh);
+}
+
+/* v over merged rows (chain_fits said it can be): an op of the tree made
+ * again, an operand merged, or v itself; each made once. */
+static ir_value *chain_make(ir_module *m, ir_op **out, int *nout, chain *c, ir_value *v,
+                            const ir_op *at)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->from[i] == v)
+            return c->to[i];
+    ir_value *r;
+    if (in_tree(c, v)) {
+        const ir_op *op = v->def;
+        ir_value *in[3];
+        for (int k = 0; k < op->nin; k++)
+            in[k] = chain_make(m, out, nout, c, op->in[k], at);
+        ir_type t = v->type;
+        t.dim[0] = v->type.dim[0] * v->type.dim[1];
+        for (int d = 1; d + 1 < v->type.rank; d++)
+            t.dim[d] = v->type.dim[d + 1];
+        t.rank--;
+        ir_op *o = place(out, nout, ir_append(m, op->code, in, op->nin, op->a, &t), at);
+        merged_sharding(&v->sh, v->type.rank, &o->res[0]->sh);
+        r = o->res[0];
+    } else if (v->type.rank == c->x->type.rank) {
+        r = merge_rows(m, out, nout, v, at);
+    } else {
+        r = v;
+    }
+    c->from[c->n] = v;
+    c->to[c->n++] = r;
+    return r;
+}
+
+/* Marks dead the tree's ops under v that nothing but the (dead) op above
+ * read. */
+static void chain_dead(const chain *c, const ir_value *v, const int *uses, bool *dead)
+{
+    if (!in_tree(c, v) || uses[v->id] != 1)
+        return;
+    dead[v->id] = true;
+    for (int k = 0; k < v->def->nin; k++)
+        chain_dead(c, v->def->in[k], uses, dead);
+}
+
+/* Whether x (the inner sum's operand) can be had over merged rows: the
+ * rows rule pays, or its elementwise tree fits in room new ops and
+ * values (4 a tree op: itself and up to three operands merged). */
+static bool operand_fits(const ir_value *x, const int *uses, int room)
+{
+    if (rows_pay(x))
+        return true;
+    /* read elsewhere, x is stored anyway: its kernel sums it over d0 as it
+     * stores it, which reads less than a sum of it made again */
+    chain c = {.x = x, .uses = uses};
+    ir_sharding sh;
+    return in_tree(&c, x) && merged_sharding(&x->sh, x->type.rank, &sh) && chain_fits(&c, x) &&
+           4 * c.nops <= room;
+}
+
+/* x over merged rows (operand_fits said it can be): merge_rows where the
+ * rows rule pays, else its elementwise tree made again over them, the
+ * room taken from *room. */
+static ir_value *merge_operand(ir_module *m, ir_op **out, int *nout, ir_value *x, const ir_op *at,
+                               const int *uses, bool *dead, int *room)
+{
+    if (rows_pay(x))
+        return merge_rows(m, out, nout, x, at);
+    chain c = {.x = x, .uses = uses};
+    chain_fits(&c, x);
+    *room -= 4 * c.nops;
+    c.nops = 0;
+    ir_value *r = chain_make(m, out, nout, &c, x, at);
+    chain_dead(&c, x, uses, dead);
+    return r;
+}
+
 /* For a sum over dim 0 (keepdims false) of v: where v is itself such a sum
  * of a value x of rank >= 3, read by nothing else, x with its first two
  * dims folded together (merge_rows), v's sum marked dead; else v (the rows
  * rule above; not in a pipelined program). */
 static ir_value *fold_rows(ir_module *m, ir_op **out, int *nout, ir_value *v, const ir_op *at,
-                           const int *uses, bool *dead)
+                           const int *uses, bool *dead, int *room)
 {
     const ir_op *s = v->def;
     if (m->pipe.axis >= 0 || !s || s->code != IR_SUM || s->a->keepdims || s->a->axis != 0 ||
-        uses[v->id] != 1 || s->in[0]->type.rank < 3 || !rows_pay(s->in[0]))
+        uses[v->id] != 1 || s->in[0]->type.rank < 3 || !operand_fits(s->in[0], uses, *room))
         return v;
-    ir_value *r = merge_rows(m, out, nout, s->in[0], at);
+    ir_value *r = merge_operand(m, out, nout, s->in[0], at, uses, dead, room);
     if (!r)
         return v;
     dead[v->id] = true;
@@ -263,11 +425,11 @@ static bool same_locally(const ir_module *m, const ir_sharding *from, const ir_s
  * sum's sharding (into *sh) is r's, or, with c, the same on the local
  * program (same_locally). */
 static bool rows_fit(const ir_module *m, const ir_op *r, const ir_op *s, const ir_op *c,
-                     ir_sharding *sh)
+                     ir_sharding *sh, const int *uses, int room)
 {
     const ir_value *x = s->in[0];
     ir_sharding merged;
-    if (!rows_pay(x) || !merged_sharding(&x->sh, x->type.rank, &merged))
+    if (!operand_fits(x, uses, room) || !merged_sharding(&x->sh, x->type.rank, &merged))
         return false;
     int rank = r->res[0]->type.rank;
     *sh = summed_dim0(merged, x->type.rank - 1);
@@ -306,10 +468,11 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
      * new value per op; the new program order, with room for one new op
      * per op. New ops are appended to m->ops, then it takes the order. */
     int n0 = m->ops.n;
-    size_t nv = (size_t)m->next_id + 1 + (size_t)n0;
+    int room = 4 * n0 + 64; /* ops (and values) the rows rule may make again */
+    size_t nv = (size_t)m->next_id + 1 + (size_t)n0 + (size_t)room;
     int *uses = su_alloc(&m->arena, nv * sizeof *uses);
     bool *dead = su_alloc(&m->arena, nv * sizeof *dead);
-    ir_op **out = su_alloc(&m->arena, (2 * (size_t)n0 + 1) * sizeof *out);
+    ir_op **out = su_alloc(&m->arena, (2 * (size_t)n0 + 1 + (size_t)room) * sizeof *out);
     int nout = 0;
     memset(uses, 0, nv * sizeof *uses);
     memset(dead, 0, nv * sizeof *dead);
@@ -391,9 +554,10 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
             what = su_sprintf(&m->arena, "one product over the %lld local rows in place of %lld "
                               "products summed", (long long)rows, (long long)x->type.dim[0]);
         } else if (!batch_only && m->pipe.axis < 0 && sum_of_sum(op, uses, &bt, &bc) &&
-                   rows_fit(m, op, bt, bc, &shg)) {
+                   rows_fit(m, op, bt, bc, &shg, uses, room)) {
             /* one sum over the merged rows, then the constrain, if any */
-            ir_value *rx = merge_rows(m, out, &nout, bt->in[0], op); /* rows_fit checked it */
+            ir_value *rx = merge_operand(m, out, &nout, bt->in[0], op, uses, dead,
+                                         &room); /* rows_fit checked it */
             if (bc) {
                 ir_op *r = place(out, &nout, ir_append(m, IR_SUM, &rx, 1, op->a,
                                                        &op->res[0]->type), op);
@@ -446,7 +610,7 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
              * divide by both dims (seed 2702455: mean(sum(x, axis 0),
              * axis 0) came out the size of dim 0 too small) */
             if (k == 0 && !op->a->keepdims && op->code == IR_SUM)
-                in = fold_rows(m, out, &nout, in, op, uses, dead);
+                in = fold_rows(m, out, &nout, in, op, uses, dead, &room);
             ir_op *r = place(out, &nout, ir_append(m, op->code, &in, 1, op->a, &t), op);
             r->res[0]->sh = sh;
             op->code = a->code;

@@ -165,9 +165,12 @@ static void partition(void *arg)
     P->dst->train = m->train;
     if (m->train.loss)
         P->dst->train.loss = P->map[m->train.loss->id];
+    /* the normalisations' input gradients first: as one op each they
+     * leave the gain's gradient its own x - mean and products, which the
+     * rows rule then makes again over the merged rows (combine.c) */
+    pass_norm_grad(P->dst);
     pass_combine_sums(P->dst, P->ex ? &P->why : NULL);
     pass_attn_grad(P->dst);
-    pass_norm_grad(P->dst);
     if (r->why) {
         const char **w = su_alloc(&P->dst->arena, (size_t)(P->dst->next_id + 1) * sizeof *w);
         for (int i = 0; i < P->why.n; i++)

@@ -5,17 +5,23 @@
 # dx's value, sharding and phase and read the statistics the backward
 # recomputed. The gain's gradient still reads xh, made from x - mean
 # computed again beside it (so the variance's kernel keeps its own in
-# registers).
+# registers), and, nothing else reading them, made again over the merged
+# batch and sequence rows (combine.c's rows rule): one sum of
+# dy * (x - mean) * rstd over the 32 local rows.
 # RUN: %shardc %S/../../../examples/transformer.sh --mesh 2x2 -D L=1 -D S=16 -D D=32 -D NH=2 -D V=64 -D B=4 --emit sharded-ir | FileCheck %s
 # CHECK:      %[[MU:[0-9]+]] = mean %[[X:layers.0.x.1]] {axis = 2, keepdims = true} : f32[2, 16, 1] auto(dp, _, _) phase backward
 # CHECK-NEXT: %[[XC:[0-9]+]] = sub %[[X]], %[[MU]]
 # CHECK-NEXT: mul %[[XC]], %[[XC]]
 # CHECK:      %[[RS:[0-9]+]] = rsqrt
-# CHECK-NEXT: %[[XC2:[0-9]+]] = sub %[[X]], %[[MU]] : f32[2, 16, 32] auto(dp, _, _) phase backward
-# CHECK-NEXT: %[[XH:[0-9]+]] = mul %[[XC2]], %[[RS]]
-# CHECK:      mul %[[DY:[0-9]+]], %[[XH]] : f32[2, 16, 32]
+# CHECK:      %[[XM:[0-9]+]] = reshape %[[X]] {shape = [32, 32]}
+# CHECK-NEXT: %[[MUM:[0-9]+]] = reshape %[[MU]] {shape = [32, 1]}
+# CHECK-NEXT: %[[XC2:[0-9]+]] = sub %[[XM]], %[[MUM]] : f32[32, 32] auto(dp, _) phase backward
+# CHECK-NEXT: %[[RSM:[0-9]+]] = reshape %[[RS]] {shape = [32, 1]}
+# CHECK-NEXT: %[[XH:[0-9]+]] = mul %[[XC2]], %[[RSM]]
+# CHECK-NEXT: %[[G:[0-9]+]] = mul %{{[0-9]+}}, %[[XH]] : f32[32, 32]
+# CHECK-NEXT: sum %[[G]] {axis = 0, keepdims = false} : f32[32] auto(_) partial(dp) phase backward
 # CHECK-NOT:  mean
-# CHECK:      %{{[0-9]+}} = layernorm_dx %[[DY]], %[[X]], %[[MU]], %[[RS]], %lnf_g : f32[2, 16, 32] auto(dp, _, _) phase backward
+# CHECK:      %{{[0-9]+}} = layernorm_dx %{{[0-9]+}}, %[[X]], %[[MU]], %[[RS]], %lnf_g : f32[2, 16, 32] auto(dp, _, _) phase backward
 # CHECK-COUNT-2: layernorm_dx
 # CHECK-NOT:  layernorm_dx
 #

@@ -35,8 +35,8 @@
 # RUN: %shardc %S/../../../examples/transformer.sh --mesh 2x2 --report > %t.rplain
 # RUN: %expect 1 diff %t.rplain %t.rflag > %t.rdiff
 # RUN: FileCheck %s --check-prefix=RC < %t.rdiff
-# RC: <   flops per rank: 6087886851
-# RC: >   flops per rank: 7714228227
+# RC: <   flops per rank: 6087559171
+# RC: >   flops per rank: 7713900547
 # RC: <     activations 25206784 (the most live at once)
 # RC: >     activations 8396800 (the most live at once)
 # --keep-gathered: with nothing gathered (data parallel), the same plan;
