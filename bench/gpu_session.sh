@@ -142,6 +142,13 @@ run() {
             echo "blas workspace $ws $p: rc=$rc median ${med:-none} ms at $(el) s" >> "$out/summary.txt"
         done
     done
+    # a 16-bit MLP's gelu in its matmul's epilogue (GELU_AUX): whether
+    # cuBLASLt refused it anywhere (the runtime then runs the matmul twice)
+    local refused
+    refused=$(grep -l "storing its gelu's operand" "$x"/ws-*.log "$x"/benchlog/*.log \
+              "$out/gputests.log" 2>/dev/null | xargs -r -n1 basename | tr '\n' ' ')
+    echo "GELU_AUX epilogue refused (the matmul run twice) in: ${refused:-none} at $(el) s" \
+        >> "$out/summary.txt"
     # an experiment: attention's forward with 32 query rows a warp
     # ($SHARDC_EXPERIMENT_ATTN_ROWS, codegen/cuda_ops.c's attn_rows32), the
     # bf16 step's median beside the default's (the 32 MiB run above), and
