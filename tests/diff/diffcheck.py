@@ -84,7 +84,8 @@ naming build/tests/test_kernel_emulate: a CUDA kernel of the plan on one of
 the meshes, or on its mesh of ones, emulated on the host, differs from the
 CPU backend's instructions beyond its tolerance, or its launch fails),
 ill-conditioned (a mismatch that the program's own conditioning explains:
-run again on its inputs each moved one ulp, the reference itself moves
+run again on its inputs each moved one ulp (and, in a program without
+train, its params), the reference itself moves
 past the tolerance in every tensor the sharded run does, and the sharded
 run is at most NUDGE_FACTOR times as far from it; tests/diff/README.md).
 A mismatch and an ill-conditioned failure give both distances, in
@@ -580,7 +581,8 @@ class Checker:
 
     def conditioning(self, failure, ref, d, train, prec, got):
         """A mismatch beyond the tolerance: the reference runs again, twice,
-        on its inputs each moved one unit in the last place (nudge). When
+        on its inputs each moved one unit in the last place (nudge), and
+        without train its params too (saved from a run, read back). When
         that alone moves the reference past the tolerance, the program is
         ill-conditioned there: if every tensor the sharded run has past the
         tolerance is at most NUDGE_FACTOR times as far from the reference
@@ -588,15 +590,38 @@ class Checker:
         ill-conditioned (the comparison cannot tell a correct plan from a
         wrong one), else still a mismatch; either way its detail gives
         both distances, in tolerances."""
-        if not ref["inputs"]:
-            raise failure  # inputs made by shardrun from the seed: none to move
         if "nudged" not in ref:
+            # a program without train: its params, made from the seed, are
+            # moved too (saved from a run of the reference, read back
+            # moved), so that one whose only inputs are ids is probed as
+            # well (gen.py seed 2773995: a bf16 sum over a split axis, then
+            # a layernorm over 4 features); a training program's params are
+            # saved after its steps, not as they start, and are not moved
+            params0 = None
+            if not train:
+                params0 = os.path.join(self.work, "seeded.params.st")
+                p, cmd, _, _ = self.run_plan(ref["plan"], ref["ones"], "seeded", d, train,
+                                             ref["inputs"], steps=1,
+                                             extra=("--save-params", params0))
+                check_status(p, "shardrun reference, its params saved", cmd)
+                if not any(dt in ("F32", "F16", "BF16") for dt, _, _ in st_read(params0).values()):
+                    params0 = None
+            if not ref["inputs"] and not params0:
+                raise failure  # nothing the reference reads to move
             ref["nudged"] = []
+            ref["nudged_params"] = params0 is not None
             for k in (1, 2):
-                path = os.path.join(self.work, f"nudged{k}-{os.path.basename(ref['inputs'])}")
-                nudge(ref["inputs"], path, k)
+                path, extra = None, ()
+                if ref["inputs"]:
+                    path = os.path.join(self.work,
+                                        f"nudged{k}-{os.path.basename(ref['inputs'])}")
+                    nudge(ref["inputs"], path, k)
+                if params0:
+                    moved = os.path.join(self.work, f"nudged{k}-params.st")
+                    nudge(params0, moved, 10 + k)
+                    extra = ("--params", moved)
                 p, cmd, out, params = self.run_plan(ref["plan"], ref["ones"], f"nudged{k}", d,
-                                                    train, path)
+                                                    train, path, extra=extra)
                 check_status(p, "shardrun reference, inputs nudged", cmd)
                 ref["nudged"].append({"outputs": st_read(out),
                                       "params and states": st_read(params) if train else None})
@@ -611,8 +636,9 @@ class Checker:
                 moved = max(distance(vals, n[kind][name][2], dt, prec, tol)
                             for n in ref["nudged"])
                 worst.append((f"{kind} '{name}'", far, moved))
+        what = "inputs and params" if ref["nudged_params"] else "inputs"
         figures = "; ".join(f"{n}: the sharded run {f:.3g} tolerances from the reference, "
-                            f"the reference on inputs moved 1 ulp {m:.3g}" for n, f, m in worst)
+                            f"the reference on {what} moved 1 ulp {m:.3g}" for n, f, m in worst)
         if ill_conditioned(worst):
             raise Failure("ill-conditioned", f"{failure.detail} ({figures})")
         raise Failure("mismatch", f"{failure.detail} ({figures})")

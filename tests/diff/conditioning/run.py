@@ -17,11 +17,18 @@ from it. Checked here:
 - ill.sh with a sharded param left out fails (a mismatch or a missing
   tensor, whichever compare meets first), and is not weighed;
 - tame.sh passes, and with its sharded params moved 3 tolerances is a
-  mismatch: 1 ulp of its inputs moves its reference by a fraction of one.
+  mismatch: 1 ulp of its inputs moves its reference by a fraction of one;
+- ill-params.sh, an inference program whose one input is i32 ids, has its
+  params moved too (saved from a reference run), which moves its
+  reference (a fraction of a tolerance there), and is a mismatch: the
+  bf16 sum over a split axis rounded before its all-reduce and again
+  after it, then a layernorm over 4 features (a known difference, gen.py
+  seed 2773995).
 Reads SHARDC and SHARDRUN, as diffcheck.py does.
 """
 import math
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -162,6 +169,10 @@ def test_models(tmp):
     rc, out = diffcheck_run("tame.sh", wrapper, 3)
     check(rc == 1 and out.startswith("FAIL mismatch:") and "moved 1 ulp" in out,
           f"tame.sh moved 3 tolerances is a mismatch: {rc} {out[:300]}")
+    rc, out = diffcheck_run("ill-params.sh", shardrun)
+    m = re.search(r"the reference on inputs and params moved 1 ulp ([0-9.e+-]+)", out)
+    check(rc == 1 and out.startswith("FAIL mismatch:") and m and float(m.group(1)) > 0.0,
+          f"ill-params.sh: its params moved, the reference moves, a mismatch: {rc} {out[:300]}")
 
 
 def main():
