@@ -1010,87 +1010,53 @@ static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const 
 }
 
 /* A reduction over an axis other than the last: single-pass ones over at
- * least COL_BLOCK_MIN elements by blocks (emit_column_blocks); softmax,
- * and a short axis, a thread per result. */
-/* A single-pass reduction over a short axis other than the last (fewer
- * than COL_BLOCK_MIN elements: a batch axis of a bias's gradient summed
- * first): a thread per VEC adjacent results (16 bytes of each row's
- * columns, where cg_vec_of allows), its loop over the axis in order. */
-static void emit_column_threads(gen *G, cg_cuda_kernel *k, const rview *v, const rparts *p)
-{
-    const ir_type *dom = &G->red->in[0]->type;
-    int vec = cg_vec_of(G->g, dom, dom->dim[dom->rank - 1]);
-    int64_t steps = v->outer * v->inner / vec;
-    k->vec = vec;
-    k->block = cg_clamp_block(steps, BLOCK_EW);
-    k->grid = cg_grid_for(steps, k->block);
-    cg_line(G, "const i64 stride = (i64)gridDim.x * blockDim.x;");
-    cg_line(G, "for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < %lld; t += stride) {",
-            (long long)steps);
-    G->indent++;
-    if (vec > 1) {
-        cg_line(G, "const i64 r = t * %d; // the first of the thread's results", vec);
-        cg_line(G, "const i64 base = r / %lld * %lld + r %% %lld; // element (r / inner, 0, r %% "
-                   "inner)", (long long)v->inner, (long long)(v->n * v->inner),
-                (long long)v->inner);
-        cg_line(G, "float acc[%d]; // the thread's results", vec);
-        emit_each(G, vec, cg_fmt(G, "acc[q] = %s;", p->init1));
-    } else {
-        cg_line(G, "const i64 base = t / %lld * %lld + t %% %lld; // element (t / inner, 0, t %% "
-                   "inner)", (long long)v->inner, (long long)(v->n * v->inner),
-                (long long)v->inner);
-        cg_line(G, "float acc = %s;", p->init1);
-    }
-    tile t1 = {.dom = dom, .vec = vec, .prologue = true, .store_prologue = true,
-               .consume = vec > 1 ? acc_q(G, p->consume1) : p->consume1};
-    column_loop(G, v, &t1);
-    cg_line(G, "{");
-    G->indent++;
-    cg_line(G, "const i64 e = %s; // the result's %s", vec > 1 ? "r" : "t",
-            vec > 1 ? "first element" : "element");
-    tile t2 = {.dom = &G->red->res[0]->type, .vec = vec,
-               .rexpr = vec > 1 ? acc_q(G, p->result) : p->result};
-    cg_emit_tile(G, &t2);
-    G->indent--;
-    cg_line(G, "}");
-    G->indent--;
-    cg_line(G, "}");
-}
-
+ * least COL_BLOCK_MIN elements by blocks (emit_column_blocks); a
+ * single-pass one over a short axis (a batch axis of a bias's gradient
+ * summed first) a thread per VEC adjacent results (16 bytes of each row's
+ * columns, where cg_vec_of allows), and softmax a thread per result, each
+ * thread's loop over the axis in order. */
 void cg_emit_column(gen *G, cg_cuda_kernel *k, const rview *v)
 {
     const ir_type *dom = &G->red->in[0]->type;
-    int64_t cols = v->outer * v->inner;
-    k->vec = 1;
     k->strategy = CG_CUDA_COLUMN;
-    k->block = cg_clamp_block(cols, BLOCK_EW);
-    k->grid = cg_grid_for(cols, k->block);
     rparts p = red_parts(G, v, BY_THREAD, NULL, true, 1);
     if (p.passes == 1 && v->n >= COL_BLOCK_MIN) {
         emit_column_blocks(G, k, v, &p);
         return;
     }
-    if (p.passes == 1) { /* a short axis: a thread per vector of results */
-        emit_column_threads(G, k, v, &p);
-        return;
-    }
+    int vec = p.passes == 1 ? cg_vec_of(G->g, dom, dom->dim[dom->rank - 1]) : 1;
+    int64_t steps = v->outer * v->inner / vec;
+    k->vec = vec;
+    k->block = cg_clamp_block(steps, BLOCK_EW);
+    k->grid = cg_grid_for(steps, k->block);
+    const char *r = vec > 1 ? "r" : "t"; /* the thread's (first) result */
     cg_line(G, "const i64 stride = (i64)gridDim.x * blockDim.x;");
     cg_line(G, "for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < %lld; t += stride) {",
-         (long long)cols);
+         (long long)steps);
     G->indent++;
-    cg_line(G, "const i64 base = t / %lld * %lld + t %% %lld; // element (t / inner, 0, t %% inner)",
-         (long long)v->inner, (long long)(v->n * v->inner), (long long)v->inner);
-    cg_line(G, "float acc = %s;", p.init1);
+    if (vec > 1)
+        cg_line(G, "const i64 r = t * %d; // the first of the thread's results", vec);
+    cg_line(G, "const i64 base = %s / %lld * %lld + %s %% %lld; // element (%s / inner, 0, %s %% "
+               "inner)", r, (long long)v->inner, (long long)(v->n * v->inner), r,
+            (long long)v->inner, r, r);
+    if (vec > 1) {
+        cg_line(G, "float acc[%d]; // the thread's results", vec);
+        emit_each(G, vec, cg_fmt(G, "acc[q] = %s;", p.init1));
+    } else {
+        cg_line(G, "float acc = %s;", p.init1);
+    }
     if (p.acc2_first)
         cg_line(G, "float acc2 = 0.0f;");
-    tile t1 = {.dom = dom, .vec = 1, .prologue = true, .store_prologue = true,
-               .consume = p.consume1};
+    tile t1 = {.dom = dom, .vec = vec, .prologue = true, .store_prologue = true,
+               .consume = vec > 1 ? acc_q(G, p.consume1) : p.consume1};
     column_loop(G, v, &t1);
     if (p.passes == 1) {
         cg_line(G, "{");
         G->indent++;
-        cg_line(G, "const i64 e = t; // the result's element");
-        tile t2 = {.dom = &G->red->res[0]->type, .vec = 1, .rexpr = p.result};
+        cg_line(G, "const i64 e = %s; // the result's %s", r,
+                vec > 1 ? "first element" : "element");
+        tile t2 = {.dom = &G->red->res[0]->type, .vec = vec,
+                   .rexpr = vec > 1 ? acc_q(G, p.result) : p.result};
         cg_emit_tile(G, &t2);
         G->indent--;
         cg_line(G, "}");

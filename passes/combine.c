@@ -193,17 +193,17 @@ static bool rows_pay(const ir_value *x)
 /* ---- the rows rule through elementwise ops ----
  *
  * Where x is made by elementwise ops that a kernel would fuse in front of
- * the inner sum (a layernorm's gain gradient sum(dy * (x - mean) * rstd),
- * a bias's gradient through gelu_grad), those ops are made again over the
- * merged rows, each operand of the tree merged too (a reshape), so that
- * the one sum over d0 d1 rows keeps them in its kernel: no inner sum's
- * kernel and result. Only ops whose result is each element's function of
- * the operands' elements under NumPy broadcasting (no position, shape or
- * key: not dropout or expand), of x's shape, at most CHAIN_MAX of them;
- * an operand outside the tree broadcasts over both rows' dims (rank below
+ * the inner sum (a layernorm's gain gradient sum(dy * (x - mean) * rstd)),
+ * those ops are made again over the merged rows, each operand of the tree
+ * merged too (a reshape), so that the one sum over d0 d1 rows keeps them
+ * in its kernel: no inner sum's kernel and result. Only ops whose result
+ * is each element's function of the operands' elements under NumPy
+ * broadcasting (no position, shape or key: not dropout or expand), of x's
+ * shape, that nothing else reads (in_tree), at most CHAIN_MAX of them; an
+ * operand outside the tree broadcasts over both rows' dims (rank below
  * x's but one, or a first dim of 1 at x's rank less one) or has both (a
  * reshape of it, which its sharding must say: merged_sharding). The
- * original ops that only the inner sum read go with it. */
+ * original ops go with the inner sum, nothing else reading them. */
 enum { CHAIN_MAX = 16 };
 
 static bool chain_op(const ir_op *op)
@@ -224,8 +224,9 @@ static bool chain_op(const ir_op *op)
 typedef struct chain {
     const ir_value *x;           /* the inner sum's operand */
     const int *uses;
-    const ir_value *from[2 * CHAIN_MAX + 2 * 3 * CHAIN_MAX];
-    ir_value *to[2 * CHAIN_MAX + 2 * 3 * CHAIN_MAX];
+    /* each value of the tree made once: its ops and their operands */
+    const ir_value *from[4 * CHAIN_MAX];
+    ir_value *to[4 * CHAIN_MAX];
     int n, nops;
 } chain;
 
@@ -306,15 +307,15 @@ static ir_value *chain_make(ir_module *m, ir_op **out, int *nout, chain *c, ir_v
     return r;
 }
 
-/* Marks dead the tree's ops under v that nothing but the (dead) op above
- * read. */
-static void chain_dead(const chain *c, const ir_value *v, const int *uses, bool *dead)
+/* Marks dead the tree's ops under v (each read only by the op above it,
+ * in_tree: the inner sum at the top, dead too). */
+static void chain_dead(const chain *c, const ir_value *v, bool *dead)
 {
-    if (!in_tree(c, v) || uses[v->id] != 1)
+    if (!in_tree(c, v))
         return;
     dead[v->id] = true;
     for (int k = 0; k < v->def->nin; k++)
-        chain_dead(c, v->def->in[k], uses, dead);
+        chain_dead(c, v->def->in[k], dead);
 }
 
 /* Whether x (the inner sum's operand) can be had over merged rows: the
@@ -324,12 +325,11 @@ static bool operand_fits(const ir_value *x, const int *uses, int room)
 {
     if (rows_pay(x))
         return true;
-    /* read elsewhere, x is stored anyway: its kernel sums it over d0 as it
-     * stores it, which reads less than a sum of it made again */
+    /* x read elsewhere (not in_tree) is stored anyway: its kernel sums it
+     * over d0 as it stores it, which reads less than a sum of it made
+     * again, so its sums stay two */
     chain c = {.x = x, .uses = uses};
-    ir_sharding sh;
-    return in_tree(&c, x) && merged_sharding(&x->sh, x->type.rank, &sh) && chain_fits(&c, x) &&
-           4 * c.nops <= room;
+    return in_tree(&c, x) && chain_fits(&c, x) && 4 * c.nops <= room;
 }
 
 /* x over merged rows (operand_fits said it can be): merge_rows where the
@@ -341,11 +341,10 @@ static ir_value *merge_operand(ir_module *m, ir_op **out, int *nout, ir_value *x
     if (rows_pay(x))
         return merge_rows(m, out, nout, x, at);
     chain c = {.x = x, .uses = uses};
-    chain_fits(&c, x);
+    chain_fits(&c, x); /* counts its ops */
     *room -= 4 * c.nops;
-    c.nops = 0;
     ir_value *r = chain_make(m, out, nout, &c, x, at);
-    chain_dead(&c, x, uses, dead);
+    chain_dead(&c, x, dead);
     return r;
 }
 

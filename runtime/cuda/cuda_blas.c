@@ -473,23 +473,18 @@ static bool make_plan(rt_blas *b, const mm *p, uint32_t epilogue, bool residual,
     if (p->align_b < RT_ALIGN)
         LT_CHECK(MatmulPreferenceSetAttribute(pref, LT_PREF_MIN_ALIGNMENT_A, &p->align_b,
                                               sizeof p->align_b));
-    if (aux) { /* none for it: two calls (lt_plan.split) */
-        lt_status hs = loaded.api.MatmulAlgoGetHeuristic(b->handle, q->desc, q->la, q->lb, q->lc,
-                                                         q->lc, pref, 1, &q->h, &found);
-        if (hs == LT_STATUS_NOT_SUPPORTED || (hs == LT_SUCCESS && found < 1)) {
-            lt_plan_clear(q);
-            q->split = true;
-            ok = true;
-            goto done;
-        }
-        if (hs != LT_SUCCESS) {
-            su_fail(err, SU_GPU, "%s:%d: cublasLtMatmulAlgoGetHeuristic: %s", __FILE__, __LINE__,
-                    loaded.api.GetStatusString(hs));
-            goto done;
-        }
-    } else {
-        LT_CHECK(MatmulAlgoGetHeuristic(b->handle, q->desc, q->la, q->lb, q->lc, q->lc, pref, 1,
-                                        &q->h, &found));
+    lt_status hs = loaded.api.MatmulAlgoGetHeuristic(b->handle, q->desc, q->la, q->lb, q->lc,
+                                                     q->lc, pref, 1, &q->h, &found);
+    if (aux && (hs == LT_STATUS_NOT_SUPPORTED || (hs == LT_SUCCESS && found < 1))) {
+        lt_plan_clear(q); /* none for the GELU_AUX epilogue: two calls (lt_plan.split) */
+        q->split = true;
+        ok = true;
+        goto done;
+    }
+    if (hs != LT_SUCCESS) {
+        su_fail(err, SU_GPU, "%s:%d: cublasLtMatmulAlgoGetHeuristic: %s", __FILE__, __LINE__,
+                loaded.api.GetStatusString(hs));
+        goto done;
     }
     if (found < 1) {
         su_fail(err, SU_GPU, "cuBLASLt has no algorithm for this matmul (M %lld, N %lld, K "
