@@ -502,6 +502,21 @@ static rparts red_parts(gen *G, const rview *v, int by, const char *col, bool re
                        bsum(G, by, "acc"), n, eps);
         p.result = cg_fmt(G, "xin * rstd * %s", cg_reg(G, r->in[1]));
         break;
+    case IR_LAYERNORM_RSTD: /* layernorm's sums, one result a row (cg_emit_row) */
+        p.passes = 3;
+        p.after1 = cg_fmt(G, "const float mean = %s / %s;", bsum(G, by, "acc"), n);
+        p.consume2 = "acc2 += (xin - mean) * (xin - mean);";
+        p.after2 = cg_fmt(G, "const float rstd = 1.0f / sqrtf(%s / %s + %s);",
+                       bsum(G, by, "acc2"), n, eps);
+        p.result = "rstd";
+        break;
+    case IR_RMSNORM_RSTD:
+        p.passes = 2;
+        p.consume1 = "acc += xin * xin;";
+        p.after1 = cg_fmt(G, "const float rstd = 1.0f / sqrtf(%s / %s + %s);",
+                       bsum(G, by, "acc"), n, eps);
+        p.result = "rstd";
+        break;
     case IR_LAYERNORM_DX: { /* (dy, x, mean, rstd, g): xin is dy */
         const char *x = cg_reg(G, r->in[1]), *mu = cg_reg(G, r->in[2]);
         const char *rs = cg_reg(G, r->in[3]), *g = cg_reg(G, r->in[4]);
@@ -689,6 +704,23 @@ static void row_loop(gen *G, const rview *v, int block, int vec, bool cached, ti
     cg_line(G, "}");
 }
 
+/* The statistics the group's layernorm or rmsnorm stores from its sums
+ * (cg_stat_member), by the row's first thread once they are known: the
+ * mean (layernorm's `mean`) and the rstd (both norms' `rstd`). */
+static void emit_stats(gen *G, const char *tid)
+{
+    const pass_fgroup *g = G->g;
+    for (int k = 0; k < g->nops; k++) {
+        const ir_op *op = IR_OP(G->m, g->ops[k]);
+        if (!cg_stat_member(G, op))
+            continue;
+        const ir_value *s = op->res[0];
+        cg_line(G, "if (%s == 0) p_%s[row] = %s; // %s", tid, cg_cname(G, s),
+                cg_store_conv(G, s->type.dtype, op->code == IR_MEAN ? "mean" : "rstd"),
+                ir_ops[op->code].name);
+    }
+}
+
 /* A row of at most WARP_ROW elements is a warp's (8 rows a block, no
  * barrier: shuffles only), a longer one a block's. */
 enum { WARP_ROW = 1024, WARP_ROWS = 8 };
@@ -768,8 +800,13 @@ void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
             row_loop(G, v, threads, k->vec, cached, &t2, false, tid);
             cg_line(G, "%s", p.after2);
         }
-        tile t3 = {.dom = dom, .vec = k->vec, .prologue = !cached, .rexpr = p.result};
-        row_loop(G, v, threads, k->vec, cached, &t3, false, tid);
+        emit_stats(G, tid);
+        if (G->red->code == IR_LAYERNORM_RSTD || G->red->code == IR_RMSNORM_RSTD) {
+            emit_reduced(G, &p, NULL, "row", tid); /* one result a row */
+        } else {
+            tile t3 = {.dom = dom, .vec = k->vec, .prologue = !cached, .rexpr = p.result};
+            row_loop(G, v, threads, k->vec, cached, &t3, false, tid);
+        }
     }
     G->indent--;
     cg_line(G, "}");

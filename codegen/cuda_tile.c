@@ -252,6 +252,15 @@ bool cg_in_group(const gen *G, const ir_value *v)
     return op_of(G, v) >= 0;
 }
 
+bool cg_stat_member(const gen *G, const ir_op *op)
+{
+    const ir_op *r = G->red;
+    bool ln = r && r->code == IR_LAYERNORM, rms = r && r->code == IR_RMSNORM;
+    return op != r && op->nin == 1 && (ln || rms) && op->in[0] == r->in[0] &&
+           (ln ? op->code == IR_MEAN || op->code == IR_LAYERNORM_RSTD
+               : op->code == IR_RMSNORM_RSTD);
+}
+
 /* The expression of an elementwise op over its operands' registers a, b, c. */
 /* The expression of an i32 op (passes/fuse.c's i32_exact) over int
  * registers: add, sub, mul and neg wrap (two's complement, computed
@@ -478,7 +487,7 @@ static void tile_values(gen *G, const tile *t, vlist *loads, vlist *stores)
         const ir_op *op = IR_OP(G->m, i);
         bool pro = before_red(G, i), epi = G->red && i > g->reduce;
         bool main = G->red && i == g->reduce;
-        if (!(pro && t->prologue) && !(epi && t->rexpr) && !main)
+        if ((!(pro && t->prologue) && !(epi && t->rexpr) && !main) || cg_stat_member(G, op))
             continue;
         for (int j = 0; j < op->nin; j++) {
             bool dx = op->code == IR_LAYERNORM_DX || op->code == IR_RMSNORM_DX;
@@ -634,7 +643,7 @@ static void emit_tile_ops(gen *G, const tile *t, const vlist *stores, const char
     cg_line(G, "const float %s = %s; // %s", cg_reg(G, r), cg_round_to(G, r->type.dtype, t->rexpr),
          ir_ops[G->red->code].name);
     for (int k = 0; k < g->nops; k++)
-        if (g->ops[k] > g->reduce)
+        if (g->ops[k] > g->reduce && !cg_stat_member(G, IR_OP(G->m, g->ops[k])))
             emit_op(G, IR_OP(G->m, g->ops[k]));
     emit_stores(G, t, &rest, e);
 }

@@ -416,6 +416,22 @@ static bool infer_norm_dx(ctx *c, const ir_type *const *in, int nin, ir_type *ou
     return true;
 }
 
+/* layernorm_rstd (x) and rmsnorm_rstd (x) {eps} -> x's type with the last
+ * dim 1 (ops.def). */
+static bool infer_norm_rstd(ctx *c, const ir_type *x, double eps, ir_type *out)
+{
+    char tx[TYPE_LEN];
+    if (x->rank < 1)
+        return fail(c, "%s needs x of rank 1 or more, got %s", c->op, tstr(tx, x));
+    if (!need_float(c, x))
+        return false;
+    if (!(eps > 0))
+        return fail(c, "%s needs eps > 0, got %g", c->op, eps);
+    *out = *x;
+    out->dim[out->rank - 1] = 1;
+    return true;
+}
+
 /* out.dim[i] = in.dim[list[i]]. */
 static bool infer_transpose(ctx *c, const ir_type *x, const ir_attrs *a, ir_type *out)
 {
@@ -970,6 +986,9 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
         return infer_norm_dx(c, in, 5, out);
     case IR_RMSNORM_DX:
         return infer_norm_dx(c, in, 4, out);
+    case IR_LAYERNORM_RSTD:
+    case IR_RMSNORM_RSTD:
+        return infer_norm_rstd(c, in[0], a->eps, out);
     case IR_TRANSPOSE:
         return infer_transpose(c, in[0], a, out);
     case IR_RESHAPE:

@@ -10,7 +10,9 @@
  * and a product of dv or d terms), attn_dq and attn_dk 4d + 2dv + 7 (the
  * score, dp, ds and the sum); attn_lse 2d + 3 (the score and its exp),
  * attn_delta 2 per element of y; softmax
- * 5, layernorm 8, rmsnorm 5, mse 3 and cross_entropy 5 per input element;
+ * 5, layernorm 8, rmsnorm 5, layernorm_rstd 4 (the mean's sum, x - mean,
+ * its square and their sum), rmsnorm_rstd 2, mse 3 and cross_entropy 5
+ * per input element;
  * other elementwise ops and reductions 1 per element; layout ops,
  * constants and communication 0. */
 #include "passes.h"
@@ -93,6 +95,8 @@ double pass_op_flops(const ir_op *op)
      * means, gx xh, and dx's four; rmsnorm's without mean(gx) and its sub */
     case IR_LAYERNORM_DX: return 8 * in0;
     case IR_RMSNORM_DX: return 6 * in0;
+    case IR_LAYERNORM_RSTD: return 4 * in0;
+    case IR_RMSNORM_RSTD: return 2 * in0;
     case IR_MSE: return 3 * in0;
     case IR_SUM: case IR_MEAN: case IR_AMAX: return in0;
     default: break;
@@ -192,7 +196,7 @@ pass_kclass pass_op_kclass(const char *op, bool last_dim)
     static const char *const optimizer[] = {"sgd", "momentum", "adam_m", "adam_v", "adamw", NULL};
     static const char *const xent[] = {"cross_entropy", "cross_entropy_grad", NULL};
     static const char *const rows[] = {"layernorm", "rmsnorm", "layernorm_dx", "rmsnorm_dx",
-                                       "attn_delta", NULL};
+                                       "layernorm_rstd", "rmsnorm_rstd", "attn_delta", NULL};
     static const char *const reductions[] = {"sum", "mean", "amax", "softmax", NULL};
     if (named(op, optimizer))
         return PASS_KC_OPTIMIZER;

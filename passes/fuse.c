@@ -45,6 +45,9 @@ typedef struct walker {
     int epoch;          /* the instances ops walked */
     const int *hidden;  /* a held program (pass_fuse_walk_held): per value id,
                          * the reads of it the instances ops hide (NULL: none) */
+    int *norm;          /* per value id: the group whose reduction is a layernorm
+                         * or rmsnorm of it, -1 none */
+    bool *stat;         /* per op index: a statistic that group stores (stat_fits) */
 } walker;
 
 static bool is_float(ir_dtype t)
@@ -144,6 +147,8 @@ static fclass classify(const ir_op *op)
     case IR_RMSNORM:
     case IR_LAYERNORM_DX:
     case IR_RMSNORM_DX:
+    case IR_LAYERNORM_RSTD:
+    case IR_RMSNORM_RSTD:
     case IR_MSE:
         return all_float(op) ? F_RED : F_NONE;
     case IR_XENT:
@@ -227,11 +232,40 @@ static bool eligible(const walker *w, int k, int i, fclass c)
     if (!same_shape(t, &g->epi))
         return false;
     /* an epilogue reads the reduction's result and other epilogue values,
-     * never the prologue's (computed per element before the reduction) */
+     * never the prologue's (computed per element before the reduction)
+     * nor a statistic the group stores (one a row) */
     for (int i = 0; i < op->nin; i++)
-        if (group_of_value(w, op->in[i]) == k && w->defat[op->in[i]->id] < g->reduce)
+        if (group_of_value(w, op->in[i]) == k &&
+            (w->defat[op->in[i]->id] < g->reduce || w->stat[w->defat[op->in[i]->id]]))
             return false;
     return true;
+}
+
+/* Whether op i is a statistic of the layernorm or rmsnorm of group k
+ * that its kernel has from its own sums, and may store: the mean over the
+ * last dim of a layernorm's x (kept or not), or layernorm_rstd
+ * (rmsnorm_rstd) of a layernorm's (rmsnorm's) x with its eps (norm_grad.c
+ * puts them just after it), where op i could join the group's epilogue
+ * (fuse.h's rules: not sealed, the same phase and repetition, held
+ * briefly). */
+static bool stat_fits(const walker *w, int k, int i)
+{
+    const grp *g = &w->g[k];
+    const ir_op *op = IR_OP(w->m, i), *l = IR_OP(w->m, g->reduce);
+    if (g->kind != PASS_FUSE_REDUCE || g->sealed || g->epoch != w->epoch ||
+        g->phase != op->phase || g->rep != op->rep || !holds_briefly(w, g, i) ||
+        l->in[0] != op->in[0] || !all_float(op))
+        return false;
+    switch (op->code) {
+    case IR_MEAN:
+        return l->code == IR_LAYERNORM && (op->a->axis == op->in[0]->type.rank - 1);
+    case IR_LAYERNORM_RSTD:
+        return l->code == IR_LAYERNORM && op->a->eps == l->a->eps;
+    case IR_RMSNORM_RSTD:
+        return l->code == IR_RMSNORM && op->a->eps == l->a->eps;
+    default:
+        return false;
+    }
 }
 
 static int new_group(walker *w, const ir_op *op, fclass c, int at)
@@ -276,6 +310,15 @@ static void place(walker *w, int i)
     }
     /* a matmul group's ops were placed before the walk */
     fclass c = w->f->group_of[i] >= 0 ? F_NONE : classify(op);
+    int nk = c == F_RED && op->nin == 1 ? w->norm[op->in[0]->id] : -1;
+    if (nk >= 0 && stat_fits(w, root(w, nk), i)) { /* stored by the norm's kernel */
+        nk = root(w, nk);
+        w->stat[i] = true;
+        w->g[nk].last = i;
+        w->f->group_of[i] = nk;
+        hold_operands(w, nk, i);
+        return;
+    }
     int cand[8], ncand = 0, chosen = -1;
     for (int k = 0; c != F_NONE && k < op->nin && ncand < 8; k++) {
         int gk = group_of_value(w, op->in[k]);
@@ -313,6 +356,8 @@ static void place(walker *w, int i)
     w->g[chosen].last = i;
     w->f->group_of[i] = chosen;
     hold_operands(w, chosen, i);
+    if (op->code == IR_LAYERNORM || op->code == IR_RMSNORM)
+        w->norm[op->in[0]->id] = chosen;
 }
 
 /* Numbers the merged groups 0, 1, ... in order of their first op, and
@@ -862,8 +907,11 @@ static bool index_values(walker *w, su_buf *err)
     w->reader = su_alloc(a, (size_t)(m->next_id + 1) * sizeof *w->reader);
     w->lastread = su_alloc(a, (size_t)(m->next_id + 1) * sizeof *w->lastread);
     w->ncomm = su_alloc(a, ((size_t)m->ops.n + 1) * sizeof *w->ncomm);
+    w->norm = su_alloc(a, (size_t)(m->next_id + 1) * sizeof *w->norm);
+    w->stat = su_alloc(a, ((size_t)m->ops.n + 1) * sizeof *w->stat);
+    memset(w->stat, 0, ((size_t)m->ops.n + 1) * sizeof *w->stat);
     for (int v = 0; v <= m->next_id; v++)
-        w->defat[v] = w->reader[v] = w->lastread[v] = -1;
+        w->defat[v] = w->reader[v] = w->lastread[v] = w->norm[v] = -1;
     w->ncomm[0] = 0;
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);

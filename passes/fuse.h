@@ -58,6 +58,12 @@
  *                max and sum, so that no kernel runs the scores for it;
  *                `reduce` is attn_lse's index.
  *
+ *   a norm's statistics  a layernorm (rmsnorm) group takes the mean over the
+ *                last dim of its x, and layernorm_rstd (rmsnorm_rstd) of
+ *                its x and eps, after it (norm_grad.c puts them there) on
+ *                an epilogue's terms: its kernel stores each from its own
+ *                sums, one value a row; no epilogue op reads them.
+ *
  * Attention, embedding, transpose, reshape, slices, buckets, collectives,
  * sources and matmuls with nothing to fold are never in a group (but for
  * the attention pair and the attention with its lse). A value of a group that

@@ -27,7 +27,23 @@
  * split, the means are partial sums and collectives, not this form, and
  * autodiff's ops stay; so they do on any form that differs. The statistics
  * are whatever the program computed them as: the new op computes what
- * the ops it replaces did from them. */
+ * the ops it replaces did from them.
+ *
+ * Then the statistics come from the forward (stats_from_forward). Autodiff
+ * computes them again in the backward from the x the forward normalised:
+ *   layernorm: mean = mean(x), rstd = rsqrt(mean((x - mean)^2) + eps)
+ *   rmsnorm:   r = rsqrt(mean(x^2) + eps)
+ * two row kernels a layernorm (one an rmsnorm) reading x again. Where the
+ * program has that layernorm (rmsnorm) of the same x before them, with
+ * eps the constant added, the mean moves to just after it and the rstd
+ * becomes layernorm_rstd(x) {eps} (rmsnorm_rstd) there too, both in the
+ * forward's phase and repetition; the normalisation's kernel stores them
+ * from its own sums (passes/fuse.c), so the backward reads [..., 1] values
+ * kept from the forward, as PyTorch keeps its mean and rstd. The rstd is
+ * then computed in f32 and rounded once, where autodiff's form rounded
+ * x - mean, its square, their mean and the sum with eps each to the dtype
+ * (the same values in f32). The ops between are dropped when nothing else
+ * reads them. */
 #include "passes.h"
 
 #include <string.h>
@@ -211,7 +227,158 @@ static void reorder(ir_module *m, int n0, const edits *e)
         m->ops.v[m->ops.n++] = out[i];
 }
 
-int pass_norm_grad(ir_module *m)
+/* ---- the statistics from the forward ---- */
+
+/* The op making v when it is code, or NULL. */
+static ir_op *made_by(const ir_value *v, ir_opcode code)
+{
+    return v && v->def && v->def->code == code ? v->def : NULL;
+}
+
+/* Whether c is the constant eps of normalisation op l. */
+static bool is_eps(const ir_value *c, const ir_op *l)
+{
+    const ir_op *k = made_by(c, IR_CONST);
+    return k && c->type.rank == 0 && k->a->value == l->a->eps;
+}
+
+typedef struct stats {
+    ir_op *mean;      /* layernorm's mean(x), moved; NULL for rmsnorm */
+    ir_op *rstd;      /* the rsqrt, made the new op */
+    ir_op *drop[5];   /* add, the variance's mean, the square, x - mean, eps */
+    int ndrop;
+} stats;
+
+/* rsqrt(add(mean(mul(s, s)), eps)) for op rs, s x - mean(x) (layernorm) or
+ * x (rmsnorm) of norm op l's x, each op between read once (x - mean twice,
+ * by the square), the statistics of x's type; false otherwise. */
+static bool match_stats(const ng *G, ir_op *rs, const ir_op *l, stats *st)
+{
+    memset(st, 0, sizeof *st);
+    const ir_value *x = l->in[0];
+    ir_op *add = def_of(G, rs->in[0], IR_ADD, 1);
+    ir_op *var = add ? def_of(G, add->in[0], IR_MEAN, 1) : NULL;
+    ir_op *sq = var && row_mean(var) ? def_of(G, var->in[0], IR_MUL, 1) : NULL;
+    if (!sq || sq->in[0] != sq->in[1] || !is_eps(add->in[1], l) || !row_stat(rs->res[0], x) ||
+        rs->rep != l->rep)
+        return false;
+    st->rstd = rs;
+    st->drop[st->ndrop++] = add;
+    st->drop[st->ndrop++] = var;
+    st->drop[st->ndrop++] = sq;
+    if (G->uses[add->in[1]->id] == 1)
+        st->drop[st->ndrop++] = add->in[1]->def;
+    if (l->code == IR_RMSNORM)
+        return sq->in[0] == x;
+    ir_op *xc = def_of(G, sq->in[0], IR_SUB, 2);
+    ir_op *mean = xc && xc->in[0] == x ? made_by(xc->in[1], IR_MEAN) : NULL;
+    if (!mean || mean->in[0] != x || !row_mean(mean) || !row_stat(mean->res[0], x) ||
+        mean->rep != l->rep)
+        return false;
+    st->mean = mean;
+    st->drop[st->ndrop++] = xc;
+    return true;
+}
+
+static int stats_from_forward(ir_module *m)
+{
+    int n = m->ops.n;
+    size_t nv = (size_t)m->next_id + 1;
+    ng G = {.m = m};
+    G.uses = su_alloc(&m->arena, nv * sizeof *G.uses);
+    memset(G.uses, 0, nv * sizeof *G.uses);
+    /* per value: the index of the first layernorm or rmsnorm reading it as
+     * x, -1 none */
+    int *norm = su_alloc(&m->arena, nv * sizeof *norm);
+    for (size_t i = 0; i < nv; i++)
+        norm[i] = -1;
+    for (int i = 0; i < n; i++) {
+        const ir_op *o = IR_OP(m, i);
+        for (int k = 0; k < o->nin; k++)
+            G.uses[o->in[k]->id]++;
+        if ((o->code == IR_LAYERNORM || o->code == IR_RMSNORM) && norm[o->in[0]->id] < 0)
+            norm[o->in[0]->id] = i;
+    }
+    pass_count_kept_reads(m, G.uses);
+    /* per op index: the ops moved after it (a list in `after`, linked by
+     * value id in `link`); per value id: dropped, moved */
+    int *first = su_alloc(&m->arena, ((size_t)n + 1) * sizeof *first);
+    ir_op **after = su_alloc(&m->arena, 2 * ((size_t)n + 1) * sizeof *after);
+    uint8_t *gone = su_alloc(&m->arena, nv), *moved = su_alloc(&m->arena, nv);
+    int nafter = 0;
+    int *link = su_alloc(&m->arena, 2 * ((size_t)n + 1) * sizeof *link);
+    memset(gone, 0, nv);
+    memset(moved, 0, nv);
+    for (int i = 0; i <= n; i++)
+        first[i] = -1;
+    int done = 0;
+    for (int i = 0; i < n; i++) {
+        ir_op *rs = IR_OP(m, i);
+        if (rs->code != IR_RSQRT || gone[rs->res[0]->id])
+            continue;
+        /* x: the square's operand, or that of x - mean */
+        const ir_op *add = made_by(rs->in[0], IR_ADD);
+        const ir_op *var = add ? made_by(add->in[0], IR_MEAN) : NULL;
+        const ir_op *sq = var ? made_by(var->in[0], IR_MUL) : NULL;
+        if (!sq)
+            continue;
+        /* a layernorm's x - mean(x), or an rmsnorm's x */
+        const ir_op *xc = made_by(sq->in[0], IR_SUB);
+        int li = xc ? norm[xc->in[0]->id] : -1;
+        if (li < 0 || IR_OP(m, li)->code != IR_LAYERNORM)
+            li = norm[sq->in[0]->id];
+        if (li < 0 || li > i)
+            continue;
+        const ir_op *l = IR_OP(m, li);
+        stats st;
+        if (!match_stats(&G, rs, l, &st))
+            continue;
+        if (st.mean && moved[st.mean->res[0]->id])
+            continue;
+        for (int k = 0; k < st.ndrop; k++)
+            gone[st.drop[k]->res[0]->id] = 1;
+        ir_op *mv[2] = {st.mean, rs};
+        for (int k = 0; k < 2; k++) {
+            ir_op *o = mv[k];
+            if (!o)
+                continue;
+            o->phase = l->phase, o->rep = l->rep, o->loc = l->loc;
+            moved[o->res[0]->id] = 1;
+            int *tail = &first[li];
+            while (*tail >= 0)
+                tail = &link[*tail];
+            after[nafter] = o;
+            link[nafter] = -1;
+            *tail = nafter++;
+        }
+        ir_value *xin[1] = {l->in[0]};
+        rs->code = l->code == IR_LAYERNORM ? IR_LAYERNORM_RSTD : IR_RMSNORM_RSTD;
+        rs->nin = 1;
+        rs->in = su_alloc(&m->arena, sizeof *rs->in);
+        memcpy(rs->in, xin, sizeof xin);
+        ir_op_set_attrs(m, rs, &(ir_attrs){.eps = l->a->eps});
+        done++;
+    }
+    if (!done)
+        return 0;
+    ir_op **out = su_alloc(&m->arena, (size_t)n * sizeof *out);
+    int nout = 0;
+    for (int i = 0; i < n; i++) {
+        ir_op *o = IR_OP(m, i);
+        bool skip = o->nres && (gone[o->res[0]->id] || moved[o->res[0]->id]);
+        if (!skip)
+            out[nout++] = o;
+        for (int k = first[i]; k >= 0; k = link[k])
+            out[nout++] = after[k];
+    }
+    m->ops.n = 0;
+    for (int i = 0; i < nout; i++)
+        m->ops.v[m->ops.n++] = out[i];
+    return done;
+}
+
+/* layernorm_dx and rmsnorm_dx from autodiff's form. */
+static int dx_ops(ir_module *m)
 {
     int n0 = m->ops.n;
     size_t nv = (size_t)m->next_id + 1;
@@ -248,4 +415,10 @@ int pass_norm_grad(ir_module *m)
     if (done)
         reorder(m, n0, &e);
     return done;
+}
+
+int pass_norm_grad(ir_module *m)
+{
+    int n = dx_ops(m);
+    return n + stats_from_forward(m);
 }

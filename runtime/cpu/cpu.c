@@ -673,6 +673,28 @@ static int k_norm(const rt_instr *in, const void *const *x, float *o)
     return 0;
 }
 
+/* layernorm_rstd (x) and rmsnorm_rstd (x): each row's scale as k_norm
+ * computes it, in double. */
+static int k_norm_rstd(const rt_instr *in, const float *x, float *o)
+{
+    const rt_type *t = &in->in_t[0];
+    int64_t d = t->dim[t->rank - 1], rows = d ? rt_type_numel(t) / d : 0;
+    bool ln = in->op == RT_OP_LAYERNORM_RSTD;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *v = x + r * d;
+        double mean = 0, ss = 0;
+        if (ln) {
+            for (int64_t i = 0; i < d; i++)
+                mean += v[i];
+            mean /= (double)d;
+        }
+        for (int64_t i = 0; i < d; i++)
+            ss += (v[i] - mean) * (v[i] - mean);
+        o[r] = (float)(1.0 / sqrt(ss / (double)d + in->eps));
+    }
+    return 0;
+}
+
 /* layernorm_dx (dy, x, mean, rstd, g) and rmsnorm_dx (dy, x, r, g): per
  * row, the row's sums in double, then each element (plan_ops.def). */
 static int k_norm_dx(const rt_instr *in, const void *const *x, float *o)
@@ -1219,6 +1241,9 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
     case RT_OP_LAYERNORM_DX:
     case RT_OP_RMSNORM_DX:
         return k_norm_dx(in, x, y);
+    case RT_OP_LAYERNORM_RSTD:
+    case RT_OP_RMSNORM_RSTD:
+        return k_norm_rstd(in, x[0], y);
     case RT_OP_TRANSPOSE:
         return k_transpose(in, x[0], y);
     case RT_OP_EMBEDDING:

@@ -66,7 +66,8 @@
  * init module (plan.h), which makes sources from the seed on a GPU.
  * Version 14 ends PROG with the loop form (the reader keeps it; the
  * runtime reads with rt_plan_read_plain, which expands it). Version 15
- * appends attn_lse and attn_delta.
+ * appends attn_lse and attn_delta. Version 18 appends layernorm_rstd and
+ * rmsnorm_rstd.
  * Older versions are refused, not converted (recompiling is cheap).
  */
 #include "runtime/plan/plan.h"

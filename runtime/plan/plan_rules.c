@@ -398,6 +398,22 @@ static bool rule_norm(const rt_instr *in, rt_type *want, su_status *err)
     return true;
 }
 
+/* layernorm_rstd (x) and rmsnorm_rstd (x): x's type, the last dim 1. */
+static bool rule_norm_rstd(const rt_instr *in, rt_type *want, su_status *err)
+{
+    const rt_type *x = &in->in_t[0];
+    char tx[TYPE_LEN];
+    if (x->rank < 1)
+        return rt_plan_fail(err, "needs x of rank 1 or more, got %s", rt_type_text(tx, x));
+    if (!need_float(x, "x", err))
+        return false;
+    if (!(in->eps > 0))
+        return rt_plan_fail(err, "needs eps > 0, got %g", in->eps);
+    *want = *x;
+    want->dim[want->rank - 1] = 1;
+    return true;
+}
+
 /* layernorm_dx (dy, x, mean, rstd, g) and rmsnorm_dx (dy, x, r, g). */
 static bool rule_norm_dx(const rt_instr *in, rt_type *want, su_status *err)
 {
@@ -948,6 +964,10 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, su_status *err)
         case RT_OP_LAYERNORM_DX:
         case RT_OP_RMSNORM_DX:
             ok = rule_norm_dx(in, &want, err);
+            break;
+        case RT_OP_LAYERNORM_RSTD:
+        case RT_OP_RMSNORM_RSTD:
+            ok = rule_norm_rstd(in, &want, err);
             break;
         case RT_OP_TRANSPOSE:
             ok = rule_transpose(in, &want, err);

@@ -102,6 +102,8 @@ static void instr_str(const rt_plan *p, const rt_instr *in, su_buf *b)
         break;
     case RT_OP_LAYERNORM:
     case RT_OP_RMSNORM:
+    case RT_OP_LAYERNORM_RSTD:
+    case RT_OP_RMSNORM_RSTD:
         su_fmt_double(num, in->eps);
         ATTR("eps = %s", num);
         break;

@@ -2,17 +2,19 @@
 # (passes/norm_grad.c): autodiff's ops from dy * g to dx (the row means of
 # gx and gx * xh, the products and differences between) become
 # layernorm_dx(dy, x, mean, rstd, g) or rmsnorm_dx(dy, x, r, g), which keep
-# dx's value, sharding and phase and read the statistics the backward
-# recomputed. The gain's gradient still reads xh, made from x - mean
-# computed again beside it (so the variance's kernel keeps its own in
-# registers), and, nothing else reading them, made again over the merged
-# batch and sequence rows (combine.c's rows rule): one sum of
-# dy * (x - mean) * rstd over the 32 local rows.
+# dx's value, sharding and phase. The statistics come from the forward:
+# autodiff's mean(x) moves to just after the layernorm of x, and its
+# rsqrt(mean((x - mean)^2) + eps) becomes layernorm_rstd(x) {eps} there,
+# both in the forward's phase (no op of the backward reads x for them).
+# The gain's gradient reads xh, made from x - mean, and, nothing else
+# reading them, made again over the merged batch and sequence rows
+# (combine.c's rows rule): one sum of dy * (x - mean) * rstd over the 32
+# local rows.
 # RUN: %shardc %S/../../../examples/transformer.sh --mesh 2x2 -D L=1 -D S=16 -D D=32 -D NH=2 -D V=64 -D B=4 --emit sharded-ir | FileCheck %s
-# CHECK:      %[[MU:[0-9]+]] = mean %[[X:layers.0.x.1]] {axis = 2, keepdims = true} : f32[2, 16, 1] auto(dp, _, _) phase backward
-# CHECK-NEXT: %[[XC:[0-9]+]] = sub %[[X]], %[[MU]]
-# CHECK-NEXT: mul %[[XC]], %[[XC]]
-# CHECK:      %[[RS:[0-9]+]] = rsqrt
+# CHECK:      layernorm %[[X:layers.0.x.1]], %lnf_g, %lnf_b {eps = 1e-05} : f32[2, 16, 32] auto(dp, _, _){{$}}
+# CHECK-NEXT: %[[MU:[0-9]+]] = mean %[[X]] {axis = 2, keepdims = true} : f32[2, 16, 1] auto(dp, _, _){{$}}
+# CHECK-NEXT: %[[RS:[0-9]+]] = layernorm_rstd %[[X]] {eps = 1e-05} : f32[2, 16, 1] auto(dp, _, _){{$}}
+# CHECK-NOT:  rsqrt
 # CHECK:      %[[XM:[0-9]+]] = reshape %[[X]] {shape = [32, 32]}
 # CHECK-NEXT: %[[MUM:[0-9]+]] = reshape %[[MU]] {shape = [32, 1]}
 # CHECK-NEXT: %[[XC2:[0-9]+]] = sub %[[XM]], %[[MUM]] : f32[32, 32] auto(dp, _) phase backward
@@ -28,7 +30,9 @@
 # rmsnorm (examples/llama.sh): every norm's gradient one op, in bf16 too.
 # RUN: %shardc %S/../../../examples/llama.sh --mesh 2x2 --emit sharded-ir | FileCheck %s --check-prefix=RMS
 # RUN: %shardc %S/../../../examples/llama.sh --mesh 2x2 --dtype bf16 --emit sharded-ir | FileCheck %s --check-prefix=RMS16
-# RMS:        %{{[0-9]+}} = rmsnorm_dx %{{[0-9]+}}, %layers.3.x.1, %{{[0-9]+}}, %norm : f32[4, 128, 256] auto(dp, _, _) phase backward
+# RMS:        rmsnorm %layers.3.x.1, %norm {eps = 1e-05}
+# RMS-NEXT:   %[[R:[0-9]+]] = rmsnorm_rstd %layers.3.x.1 {eps = 1e-05} : f32[4, 128, 1] auto(dp, _, _){{$}}
+# RMS:        %{{[0-9]+}} = rmsnorm_dx %{{[0-9]+}}, %layers.3.x.1, %[[R]], %norm : f32[4, 128, 256] auto(dp, _, _) phase backward
 # RMS-COUNT-8: rmsnorm_dx
 # RMS-NOT:    rmsnorm_dx
 # RMS16:      rmsnorm_dx {{.*}} : bf16[4, 128, 256]

@@ -31,11 +31,11 @@
 # KEEP-NEXT: {{^ *}}8 reduce_scatter 262144 forward{{$}}
 # KEEP-NOT:  all_to_all
 # KEEPMEM:   bytes sent per rank:  26790912
-# KEEPMEM:   activations             28360704
+# KEEPMEM:   activations             28377088
 # SP:        {{^ *}}14 all_gather 262144 backward{{$}}
 # SP:        {{^ *}}9 all_to_all 65536 backward{{$}}
 # SP:        {{^ *}}9 reduce_scatter 65536 backward{{$}}
 # SPMEM:     bytes sent per rank:  34262016
-# SPMEM:     activations             23105540
+# SPMEM:     activations             23121924
 # TPMEM:     bytes sent per rank:  26757120
-# TPMEM:     activations             34652160
+# TPMEM:     activations             34725888

@@ -10,5 +10,5 @@
 # CHECK: 1.json stage 0: adds up
 # CHECK-NEXT: 2.json stage 0: adds up
 # CHECK-NEXT: 2.json stage 1: adds up
-# TEXT: peak bytes per rank: 56259584
-# TEXT: peak reconciled: params and optimizer state, then at op {{[0-9]+}} (line {{[0-9]+}}) 23627784 of activations and 8026112 of gradients live, and 527348 of gaps between buffers and alignment
+# TEXT: peak bytes per rank: 56296448
+# TEXT: peak reconciled: params and optimizer state, then at op {{[0-9]+}} (line {{[0-9]+}}) 23664648 of activations and 8026112 of gradients live, and 527348 of gaps between buffers and alignment

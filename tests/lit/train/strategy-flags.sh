@@ -35,10 +35,10 @@
 # RUN: %shardc %S/../../../examples/transformer.sh --mesh 2x2 --report > %t.rplain
 # RUN: %expect 1 diff %t.rplain %t.rflag > %t.rdiff
 # RUN: FileCheck %s --check-prefix=RC < %t.rdiff
-# RC: <   flops per rank: 6087559171
-# RC: >   flops per rank: 7713900547
-# RC: <     activations 25206784 (the most live at once)
-# RC: >     activations 8396800 (the most live at once)
+# RC: <   flops per rank: 6088729603
+# RC: >   flops per rank: 7715070979
+# RC: <     activations 25243648 (the most live at once)
+# RC: >     activations 8433664 (the most live at once)
 # --keep-gathered: with nothing gathered (data parallel), the same plan;
 # without `train`, an error naming the flag
 # RUN: %shardc %S/../../../examples/transformer.sh --mesh 4x1 --keep-gathered --report > %t.kflag

@@ -212,6 +212,8 @@ static ir_module *all_ops(void)
     ir_value *rowm = emit(m, IR_MEAN, (ir_attrs){.axis = 1, .keepdims = true}, 1, att);
     emit(m, IR_LAYERNORM_DX, NOATTRS, 5, att, att, rowm, rowm, g);
     emit(m, IR_RMSNORM_DX, NOATTRS, 4, att, att, rowm, g);
+    emit(m, IR_LAYERNORM_RSTD, (ir_attrs){.eps = 1e-5}, 1, att);
+    emit(m, IR_RMSNORM_RSTD, (ir_attrs){.eps = 1e-6}, 1, att);
     ir_value *con = emit(m, IR_CONSTRAIN, NOATTRS, 1, att);
     sharding(con, IR_SH_FIXED, 0);
     split(con, 1, 1);

@@ -1046,8 +1046,41 @@ static void norm_case(int op, const char *sx, const char *sp, double offset)
     tfree(&out);
 }
 
+/* layernorm_rstd and rmsnorm_rstd: each row's 1 / sqrt(var + eps) (the
+ * mean square's for rmsnorm) against a double reference, rounded once. */
+static void rstd_case(int op, const char *sx, const char *so, double offset)
+{
+    tens x = trand(sx, offset - 1, offset + 1), out = tnew(so);
+    int64_t d = x.t.dim[x.t.rank - 1], rows = numel(&x) / d;
+    double eps = op == RT_OP_LAYERNORM_RSTD ? 1e-5 : 1e-6, *want = want_of(&out);
+    for (int64_t r = 0; r < rows; r++) {
+        double mean = 0, var = 0;
+        for (int64_t i = 0; op == RT_OP_LAYERNORM_RSTD && i < d; i++)
+            mean += tget(&x, r * d + i) / (double)d;
+        for (int64_t i = 0; i < d; i++) {
+            double v = tget(&x, r * d + i) - mean;
+            var += v * v / (double)d;
+        }
+        want[r] = 1 / sqrt(var + eps);
+    }
+    rt_instr in = {.op = (uint16_t)op, .eps = eps};
+    CHECK_INT(run(&in, &x, 1, &out), 0);
+    char what[128];
+    snprintf(what, sizeof what, "%s %s offset %g", rt_ops[op].name, sx, offset);
+    CLOSE(what, &out, want);
+    free(want);
+    tfree(&x);
+    tfree(&out);
+}
+
 static void test_norm(void)
 {
+    for (int op = RT_OP_LAYERNORM_RSTD; op <= RT_OP_RMSNORM_RSTD; op++) {
+        rstd_case(op, "f32[3, 4, 64]", "f32[3, 4, 1]", 0);
+        rstd_case(op, "f32[3, 64]", "f32[3, 1]", 100);
+        rstd_case(op, "bf16[2, 32]", "bf16[2, 1]", 0);
+        rstd_case(op, "f16[4, 16]", "f16[4, 1]", 1);
+    }
     for (int op = RT_OP_LAYERNORM; op <= RT_OP_RMSNORM; op++) {
         norm_case(op, "f32[3, 4, 64]", "f32[64]", 0);
         norm_case(op, "f32[3, 64]", "f32[64]", 100); /* two passes keep the variance */
