@@ -290,10 +290,13 @@ static int stats_from_forward(ir_module *m)
     /* per value: the index of the first layernorm or rmsnorm reading it as
      * x, -1 none */
     int *norm = su_alloc(&m->arena, nv * sizeof *norm);
+    int *pos = su_alloc(&m->arena, nv * sizeof *pos); /* per value id: its op's index */
     for (size_t i = 0; i < nv; i++)
-        norm[i] = -1;
+        norm[i] = pos[i] = -1;
     for (int i = 0; i < n; i++) {
         const ir_op *o = IR_OP(m, i);
+        for (int k = 0; k < o->nres; k++)
+            pos[o->res[k]->id] = i;
         for (int k = 0; k < o->nin; k++)
             G.uses[o->in[k]->id]++;
         if ((o->code == IR_LAYERNORM || o->code == IR_RMSNORM) && norm[o->in[0]->id] < 0)
@@ -333,7 +336,9 @@ static int stats_from_forward(ir_module *m)
         stats st;
         if (!match_stats(&G, rs, l, &st))
             continue;
-        if (st.mean && moved[st.mean->res[0]->id])
+        /* the mean moves to just after the norm from a later place only, so
+         * that what reads it stays after it */
+        if (st.mean && (moved[st.mean->res[0]->id] || pos[st.mean->res[0]->id] < li))
             continue;
         for (int k = 0; k < st.ndrop; k++)
             gone[st.drop[k]->res[0]->id] = 1;
