@@ -488,34 +488,25 @@ static rparts red_parts(gen *G, const rview *v, int by, const char *col, bool re
         }
         break;
     case IR_LAYERNORM:
+    case IR_LAYERNORM_RSTD: /* the rstd alone: one result a row (cg_emit_row) */
         p.passes = 3;
         p.after1 = cg_fmt(G, "const float mean = %s / %s;", bsum(G, by, "acc"), n);
         p.consume2 = "acc2 += (xin - mean) * (xin - mean);";
         p.after2 = cg_fmt(G, "const float rstd = 1.0f / sqrtf(%s / %s + %s);",
                        bsum(G, by, "acc2"), n, eps);
-        p.result = cg_fmt(G, "(xin - mean) * rstd * %s + %s", cg_reg(G, r->in[1]), cg_reg(G, r->in[2]));
+        p.result = r->code == IR_LAYERNORM_RSTD
+                       ? "rstd"
+                       : cg_fmt(G, "(xin - mean) * rstd * %s + %s", cg_reg(G, r->in[1]),
+                                cg_reg(G, r->in[2]));
         break;
     case IR_RMSNORM:
-        p.passes = 2;
-        p.consume1 = "acc += xin * xin;";
-        p.after1 = cg_fmt(G, "const float rstd = 1.0f / sqrtf(%s / %s + %s);",
-                       bsum(G, by, "acc"), n, eps);
-        p.result = cg_fmt(G, "xin * rstd * %s", cg_reg(G, r->in[1]));
-        break;
-    case IR_LAYERNORM_RSTD: /* layernorm's sums, one result a row (cg_emit_row) */
-        p.passes = 3;
-        p.after1 = cg_fmt(G, "const float mean = %s / %s;", bsum(G, by, "acc"), n);
-        p.consume2 = "acc2 += (xin - mean) * (xin - mean);";
-        p.after2 = cg_fmt(G, "const float rstd = 1.0f / sqrtf(%s / %s + %s);",
-                       bsum(G, by, "acc2"), n, eps);
-        p.result = "rstd";
-        break;
     case IR_RMSNORM_RSTD:
         p.passes = 2;
         p.consume1 = "acc += xin * xin;";
         p.after1 = cg_fmt(G, "const float rstd = 1.0f / sqrtf(%s / %s + %s);",
                        bsum(G, by, "acc"), n, eps);
-        p.result = "rstd";
+        p.result = r->code == IR_RMSNORM_RSTD ? "rstd"
+                                              : cg_fmt(G, "xin * rstd * %s", cg_reg(G, r->in[1]));
         break;
     case IR_LAYERNORM_DX: { /* (dy, x, mean, rstd, g): xin is dy */
         const char *x = cg_reg(G, r->in[1]), *mu = cg_reg(G, r->in[2]);

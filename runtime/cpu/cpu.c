@@ -648,8 +648,24 @@ static int k_softmax(const rt_instr *in, const float *a, float *o, su_status *er
     return 0;
 }
 
-/* layernorm (x, g, b) and rmsnorm (x, g) over the last dim, two passes in
- * double; the variance is the population one. */
+/* A row v of d elements' scale 1 / sqrt(variance + eps), two passes in
+ * double, the variance the population one about the row's mean (*mean,
+ * with ln) or about 0 (rmsnorm's mean square, *mean 0). */
+static double row_scale(const float *v, int64_t d, bool ln, double eps, double *mean)
+{
+    double mu = 0, ss = 0;
+    if (ln) {
+        for (int64_t i = 0; i < d; i++)
+            mu += v[i];
+        mu /= (double)d;
+    }
+    for (int64_t i = 0; i < d; i++)
+        ss += (v[i] - mu) * (v[i] - mu);
+    *mean = mu;
+    return 1.0 / sqrt(ss / (double)d + eps);
+}
+
+/* layernorm (x, g, b) and rmsnorm (x, g) over the last dim (row_scale). */
 static int k_norm(const rt_instr *in, const void *const *x, float *o)
 {
     const rt_type *t = &in->in_t[0];
@@ -658,15 +674,7 @@ static int k_norm(const rt_instr *in, const void *const *x, float *o)
     for (int64_t r = 0; r < rows; r++) {
         const float *v = (const float *)x[0] + r * d;
         float *dst = o + r * d;
-        double mean = 0, ss = 0;
-        if (b) {
-            for (int64_t i = 0; i < d; i++)
-                mean += v[i];
-            mean /= (double)d;
-        }
-        for (int64_t i = 0; i < d; i++)
-            ss += (v[i] - mean) * (v[i] - mean);
-        double scale = 1.0 / sqrt(ss / (double)d + in->eps);
+        double mean, scale = row_scale(v, d, b != NULL, in->eps, &mean);
         for (int64_t i = 0; i < d; i++)
             dst[i] = (float)((v[i] - mean) * scale) * g[i] + (b ? b[i] : 0.0f);
     }
@@ -674,24 +682,14 @@ static int k_norm(const rt_instr *in, const void *const *x, float *o)
 }
 
 /* layernorm_rstd (x) and rmsnorm_rstd (x): each row's scale as k_norm
- * computes it, in double. */
+ * computes it (row_scale). */
 static int k_norm_rstd(const rt_instr *in, const float *x, float *o)
 {
     const rt_type *t = &in->in_t[0];
     int64_t d = t->dim[t->rank - 1], rows = d ? rt_type_numel(t) / d : 0;
-    bool ln = in->op == RT_OP_LAYERNORM_RSTD;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *v = x + r * d;
-        double mean = 0, ss = 0;
-        if (ln) {
-            for (int64_t i = 0; i < d; i++)
-                mean += v[i];
-            mean /= (double)d;
-        }
-        for (int64_t i = 0; i < d; i++)
-            ss += (v[i] - mean) * (v[i] - mean);
-        o[r] = (float)(1.0 / sqrt(ss / (double)d + in->eps));
-    }
+    double mean;
+    for (int64_t r = 0; r < rows; r++)
+        o[r] = (float)row_scale(x + r * d, d, in->op == RT_OP_LAYERNORM_RSTD, in->eps, &mean);
     return 0;
 }
 
