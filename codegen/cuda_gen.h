@@ -132,9 +132,10 @@ const char *cg_cname(gen *G, const ir_value *v);
 const char *cg_reg(gen *G, const ir_value *v);
 /* Whether v is made by an op of the group being emitted. */
 bool cg_in_group(const gen *G, const ir_value *v);
-/* Whether op is a statistic the group's layernorm or rmsnorm stores from
- * its own sums (passes/fuse.c's stat_fits): one value a row, stored by
- * the row loop (cg_emit_row), not by the tiles. */
+/* Whether op is a statistic the group's layernorm, rmsnorm or
+ * cross_entropy stores from its own sums (passes/fuse.c's stat_fits): one
+ * value a row, stored by the row loop (cg_emit_row, cg_emit_xent), not by
+ * the tiles. */
 bool cg_stat_member(const gen *G, const ir_op *op);
 /* The element offset in a value of type t for element e (an expression)
  * of the domain dom that t broadcasts to (NumPy's rules). */

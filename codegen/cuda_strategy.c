@@ -449,8 +449,16 @@ static rparts red_parts(gen *G, const rview *v, int by, const char *col, bool re
         p.init1 = "__int_as_float(0xff800000) /* -inf */";
         p.consume1 = "acc = sh_amax(acc, xin);";
         break;
-    case IR_SOFTMAX:
     case IR_XENT_GRAD:
+        if (r->nin == 3) { /* exp(x - lse) from the forward's lse: one pass (cg_emit_row) */
+            G->helpers |= H_XENT_GRAD | H_NAN;
+            p.passes = 1;
+            p.result = cg_fmt(G, "sh_xent_grad(xin, lse, 1.0f, %s, lab, %lld)", col,
+                              (long long)v->n);
+            break;
+        }
+        /* fall through */
+    case IR_SOFTMAX:
         if (!reread) { /* from registers: the max, the sum, the results */
             p.passes = 3;
             p.init1 = "__int_as_float(0xff800000) /* -inf */";
@@ -486,6 +494,23 @@ static rparts red_parts(gen *G, const rview *v, int by, const char *col, bool re
             G->helpers |= H_XENT_GRAD | H_NAN;
             p.result = cg_fmt(G, "sh_xent_grad(xin, mx, scale, %s, lab, %lld)", col, (long long)v->n);
         }
+        break;
+    case IR_XENT_LSE: /* the max and sum online, one result a row (cg_emit_row) */
+        G->helpers |= H_ONLINE;
+        p.passes = 2;
+        p.acc2_first = true;
+        p.init1 = "__int_as_float(0xff800000) /* -inf */";
+        p.consume1 = "sh_online(acc, acc2, xin);";
+        if (vec > 1) {
+            p.pre1 = cg_fmt(G, "float xv[%d]; // the vector's elements", vec);
+            p.consume1 = "xv[q] = xin;";
+            p.post1 = "sh_online_vec(acc, acc2, xv);";
+        }
+        p.after1 = cg_fmt(G, "%sconst float lse = acc + logf(acc2);",
+                          by == BY_BLOCK  ? "sh_block_online(acc, acc2, red); "
+                          : by == BY_WARP ? "sh_warp_online(acc, acc2); "
+                                          : "");
+        p.result = "lse";
         break;
     case IR_LAYERNORM:
     case IR_LAYERNORM_RSTD: /* the rstd alone: one result a row (cg_emit_row) */
@@ -695,9 +720,10 @@ static void row_loop(gen *G, const rview *v, int block, int vec, bool cached, ti
     cg_line(G, "}");
 }
 
-/* The statistics the group's layernorm or rmsnorm stores from its sums
- * (cg_stat_member), by the row's first thread once they are known: the
- * mean (layernorm's `mean`) and the rstd (both norms' `rstd`). */
+/* The statistics the group's layernorm, rmsnorm or cross_entropy stores
+ * from its sums (cg_stat_member), by the row's first thread once they are
+ * known: the mean (layernorm's `mean`), the rstd (both norms' `rstd`) and
+ * the log-sum-exp (cross_entropy's max m and sum s). */
 static void emit_stats(gen *G, const char *tid)
 {
     const pass_fgroup *g = G->g;
@@ -706,10 +732,19 @@ static void emit_stats(gen *G, const char *tid)
         if (!cg_stat_member(G, op))
             continue;
         const ir_value *s = op->res[0];
+        const char *x = op->code == IR_MEAN       ? "mean"
+                        : op->code == IR_XENT_LSE ? "m + logf(s)"
+                                                  : "rstd";
         cg_line(G, "if (%s == 0) p_%s[row] = %s; // %s", tid, cg_cname(G, s),
-                cg_store_conv(G, s->type.dtype, op->code == IR_MEAN ? "mean" : "rstd"),
-                ir_ops[op->code].name);
+                cg_store_conv(G, s->type.dtype, x), ir_ops[op->code].name);
     }
+}
+
+/* Whether reduction r makes one result a row (cg_emit_row's emit_reduced
+ * after its passes), not one an element. */
+static bool row_result(const ir_op *r)
+{
+    return r->code == IR_LAYERNORM_RSTD || r->code == IR_RMSNORM_RSTD || r->code == IR_XENT_LSE;
 }
 
 /* A row of at most WARP_ROW elements is a warp's (8 rows a block, no
@@ -744,22 +779,29 @@ void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
     const char *col = k->vec > 1 ? "c + q" : "c";
     unsigned helpers = G->helpers;
     rparts p = red_parts(G, v, by, col, true, k->vec);
-    bool cached = p.passes > 1 && items * k->vec <= MAX_CACHED;
+    /* a row's result alone needs no second pass to keep it for */
+    bool cached = p.passes > 1 && items * k->vec <= MAX_CACHED && G->red->code != IR_XENT_LSE;
     if (cached) { /* the row in registers: its passes read them */
         G->helpers = helpers;
         p = red_parts(G, v, by, col, false, k->vec);
     }
-    bool online = !cached && (G->red->code == IR_SOFTMAX || G->red->code == IR_XENT_GRAD);
+    bool lse = G->red->code == IR_XENT_GRAD && G->red->nin == 3;
+    bool online = !cached && !lse &&
+                  (G->red->code == IR_SOFTMAX || G->red->code == IR_XENT_GRAD ||
+                   G->red->code == IR_XENT_LSE);
     if (by == BY_BLOCK && online) /* sh_block_online's two floats a warp */
         k->shared_bytes *= 2;
+    if (lse) /* nothing merged over the row's threads */
+        k->shared_bytes = 0;
     if (by == BY_WARP) {
         cg_line(G, "const int lane = threadIdx.x %% 32; // a warp per row");
         cg_line(G, "for (i64 row = (i64)blockIdx.x * %d + threadIdx.x / 32; row < %lld; row += "
                    "(i64)gridDim.x * %d) {",
                 WARP_ROWS, (long long)v->outer, WARP_ROWS);
     } else {
-        cg_line(G, "extern __shared__ float red[]; // %s", online ? "two floats per warp"
-                                                                       : "one float per warp");
+        if (!lse)
+            cg_line(G, "extern __shared__ float red[]; // %s", online ? "two floats per warp"
+                                                                           : "one float per warp");
         cg_line(G, "for (i64 row = blockIdx.x; row < %lld; row += gridDim.x) {",
                 (long long)v->outer);
     }
@@ -769,6 +811,16 @@ void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
         cg_line(G, "const int lab = p_%s[row];", cg_cname(G, G->red->in[1]));
         cg_line(G, "if ((lab < 0 || lab >= %lld) && %s == 0)", (long long)v->n, tid);
         cg_line(G, "    sh_bad_id(row, lab); // the runtime's error; the row is NaN meanwhile");
+    }
+    if (lse) { /* the results at once, from the forward's log-sum-exp */
+        cg_line(G, "const float lse = p_%s[row]; // cross_entropy_lse, kept from the forward",
+                cg_cname(G, G->red->in[2]));
+        tile t = {.dom = dom, .vec = k->vec, .prologue = true, .store_prologue = true,
+                  .rexpr = p.result};
+        row_loop(G, v, threads, k->vec, false, &t, false, tid);
+        G->indent--;
+        cg_line(G, "}");
+        return;
     }
     if (cached)
         cg_line(G, "float xs[%lld]; // this thread's elements of the row", (long long)(items * k->vec));
@@ -792,7 +844,7 @@ void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
             cg_line(G, "%s", p.after2);
         }
         emit_stats(G, tid);
-        if (G->red->code == IR_LAYERNORM_RSTD || G->red->code == IR_RMSNORM_RSTD) {
+        if (row_result(G->red)) {
             emit_reduced(G, &p, NULL, "row", tid); /* one result a row */
         } else {
             tile t3 = {.dom = dom, .vec = k->vec, .prologue = !cached, .rexpr = p.result};
@@ -1135,6 +1187,7 @@ void cg_emit_xent(gen *G, cg_cuda_kernel *k, const rview *v)
                .post = k->vec > 1 ? "sh_online_vec(m, s, xv);" : NULL};
     row_loop(G, v, k->block, k->vec, false, &t1, false, "threadIdx.x");
     cg_line(G, "sh_block_online(m, s, red);");
+    emit_stats(G, "threadIdx.x");
     cg_line(G, "if (threadIdx.x == 0) {");
     G->indent++;
     cg_line(G, "const bool valid = lab >= 0 && lab < %lld;", (long long)n);

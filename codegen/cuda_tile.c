@@ -255,10 +255,14 @@ bool cg_in_group(const gen *G, const ir_value *v)
 bool cg_stat_member(const gen *G, const ir_op *op)
 {
     const ir_op *r = G->red;
-    bool ln = r && r->code == IR_LAYERNORM, rms = r && r->code == IR_RMSNORM;
-    return op != r && op->nin == 1 && (ln || rms) && op->in[0] == r->in[0] &&
-           (ln ? op->code == IR_MEAN || op->code == IR_LAYERNORM_RSTD
-               : op->code == IR_RMSNORM_RSTD);
+    if (!r || op == r || op->nin != 1 || op->in[0] != r->in[0])
+        return false;
+    switch (r->code) {
+    case IR_LAYERNORM: return op->code == IR_MEAN || op->code == IR_LAYERNORM_RSTD;
+    case IR_RMSNORM: return op->code == IR_RMSNORM_RSTD;
+    case IR_XENT: return op->code == IR_XENT_LSE;
+    default: return false;
+    }
 }
 
 /* The expression of an elementwise op over its operands' registers a, b, c. */

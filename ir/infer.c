@@ -553,6 +553,33 @@ static bool infer_xent(ctx *c, const ir_type *logits, const ir_type *labels, ir_
     return true;
 }
 
+/* cross_entropy_lse (logits) -> f32 of the logits' shape with the last
+ * dim 1 (ops.def). */
+static bool infer_xent_lse(ctx *c, const ir_type *logits, ir_type *out)
+{
+    char t1[TYPE_LEN];
+    if (logits->rank < 1 || !ir_dtype_is_float(logits->dtype))
+        return fail(c, "%s needs floating-point logits of rank 1 or more, got %s", c->op,
+                    tstr(t1, logits));
+    *out = *logits;
+    out->dtype = IR_F32;
+    out->dim[out->rank - 1] = 1;
+    return true;
+}
+
+/* cross_entropy_grad's third operand: the logits' cross_entropy_lse. */
+static bool infer_xent_lse_operand(ctx *c, const ir_type *logits, const ir_type *lse)
+{
+    ir_type want;
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    if (!infer_xent_lse(c, logits, &want))
+        return false;
+    if (!ir_type_eq(lse, &want))
+        return fail(c, "%s needs the rows' log-sum-exp as %s, got %s", c->op, tstr(t1, &want),
+                    tstr(t2, lse));
+    return true;
+}
+
 /* The number of ranks a collective spans: the product of its axes' sizes. */
 static bool comm_ranks(ctx *c, const ir_attrs *a, int64_t *n)
 {
@@ -922,8 +949,12 @@ static bool infer_op(ctx *c, const ir_type *const *in, ir_attrs *a, ir_type *out
     case IR_XENT_GRAD:
         if (!infer_xent(c, in[0], in[1], out))
             return false;
+        if (c->nin == 3 && !infer_xent_lse_operand(c, in[0], in[2]))
+            return false;
         *out = *in[0];
         return true;
+    case IR_XENT_LSE:
+        return infer_xent_lse(c, in[0], out);
     case IR_MOMENTUM:
     case IR_SGD:
     case IR_ADAM_M:

@@ -399,6 +399,8 @@ static bool verify_op(vctx *c, int i, const ir_op *op)
                                op->code == IR_ATTN_LSE || op->code == IR_ATTN_DELTA ||
                                op->code == IR_LAYERNORM_DX || op->code == IR_RMSNORM_DX ||
                                op->code == IR_LAYERNORM_RSTD || op->code == IR_RMSNORM_RSTD ||
+                               op->code == IR_XENT_LSE ||
+                               (op->code == IR_XENT_GRAD && op->nin == 3) ||
                                op->code == IR_SPLIT3 || op->a->parts))
         return op_fail(c, i, op, "%s appears only in a partitioned module",
                        ir_ops[op->code].name);

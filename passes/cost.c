@@ -11,8 +11,10 @@
  * score, dp, ds and the sum); attn_lse 2d + 3 (the score and its exp),
  * attn_delta 2 per element of y; softmax
  * 5, layernorm 8, rmsnorm 5, layernorm_rstd 4 (the mean's sum, x - mean,
- * its square and their sum), rmsnorm_rstd 2, mse 3 and cross_entropy 5
- * per input element;
+ * its square and their sum), rmsnorm_rstd 2, mse 3, cross_entropy 5,
+ * cross_entropy_lse 4 (the max, x - max, its exp and their sum) and
+ * cross_entropy_grad 5, or 3 from a given lse (x - lse, its exp, the
+ * label's one subtracted), per input element;
  * other elementwise ops and reductions 1 per element; layout ops,
  * constants and communication 0. */
 #include "passes.h"
@@ -85,7 +87,9 @@ double pass_op_flops(const ir_op *op)
         bool two = op->code == IR_ATTN_STATS || op->code == IR_ATTN_DV;
         return pairs * (two ? 2 * (d + dv) + 5 : 4 * d + 2 * dv + 7);
     }
-    case IR_SOFTMAX: case IR_RMSNORM: case IR_XENT: case IR_XENT_GRAD: return 5 * in0;
+    case IR_SOFTMAX: case IR_RMSNORM: case IR_XENT: return 5 * in0;
+    case IR_XENT_GRAD: return (op->nin == 3 ? 3 : 5) * in0;
+    case IR_XENT_LSE: return 4 * in0;
     case IR_EMBEDDING_GRAD: return (double)ir_type_numel(&op->in[1]->type);
     case IR_ADAMW: return 12 * out;
     case IR_ADAM_M: case IR_ADAM_V: case IR_MOMENTUM: case IR_SGD: return 3 * out;
@@ -194,7 +198,8 @@ static bool named(const char *op, const char *const *names)
 pass_kclass pass_op_kclass(const char *op, bool last_dim)
 {
     static const char *const optimizer[] = {"sgd", "momentum", "adam_m", "adam_v", "adamw", NULL};
-    static const char *const xent[] = {"cross_entropy", "cross_entropy_grad", NULL};
+    static const char *const xent[] = {"cross_entropy", "cross_entropy_grad", "cross_entropy_lse",
+                                       NULL};
     static const char *const rows[] = {"layernorm", "rmsnorm", "layernorm_dx", "rmsnorm_dx",
                                        "layernorm_rstd", "rmsnorm_rstd", "attn_delta", NULL};
     static const char *const reductions[] = {"sum", "mean", "amax", "softmax", NULL};

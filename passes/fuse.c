@@ -45,8 +45,8 @@ typedef struct walker {
     int epoch;          /* the instances ops walked */
     const int *hidden;  /* a held program (pass_fuse_walk_held): per value id,
                          * the reads of it the instances ops hide (NULL: none) */
-    int *norm;          /* per value id: the group whose reduction is a layernorm
-                         * or rmsnorm of it, -1 none */
+    int *norm;          /* per value id: the group whose reduction is a layernorm,
+                         * rmsnorm or cross_entropy of it, -1 none */
     bool *stat;         /* per op index: a statistic that group stores (stat_fits) */
 } walker;
 
@@ -149,10 +149,11 @@ static fclass classify(const ir_op *op)
     case IR_RMSNORM_DX:
     case IR_LAYERNORM_RSTD:
     case IR_RMSNORM_RSTD:
+    case IR_XENT_LSE:
     case IR_MSE:
         return all_float(op) ? F_RED : F_NONE;
     case IR_XENT:
-    case IR_XENT_GRAD: /* (logits, i32 labels) */
+    case IR_XENT_GRAD: /* (logits, i32 labels[, f32 lse]) */
         return is_float(op->in[0]->type.dtype) && op->in[1]->type.dtype == IR_I32 &&
                        is_float(op->res[0]->type.dtype)
                    ? F_RED
@@ -241,11 +242,12 @@ static bool eligible(const walker *w, int k, int i, fclass c)
     return true;
 }
 
-/* Whether op i is a statistic of the layernorm or rmsnorm of group k
- * that its kernel has from its own sums, and may store: the mean over the
- * last dim of a layernorm's x (kept or not), or layernorm_rstd
+/* Whether op i is a statistic of the layernorm, rmsnorm or cross_entropy
+ * of group k that its kernel has from its own sums, and may store: the
+ * mean over the last dim of a layernorm's x (kept or not), layernorm_rstd
  * (rmsnorm_rstd) of a layernorm's (rmsnorm's) x with its eps (norm_grad.c
- * puts them just after it), where op i could join the group's epilogue
+ * puts them just after it), or cross_entropy_lse of a cross_entropy's
+ * logits (xent_grad.c likewise), where op i could join the group's epilogue
  * (fuse.h's rules: not sealed, the same phase and repetition, held
  * briefly). */
 static bool stat_fits(const walker *w, int k, int i)
@@ -263,6 +265,8 @@ static bool stat_fits(const walker *w, int k, int i)
         return l->code == IR_LAYERNORM && op->a->eps == l->a->eps;
     case IR_RMSNORM_RSTD:
         return l->code == IR_RMSNORM && op->a->eps == l->a->eps;
+    case IR_XENT_LSE:
+        return l->code == IR_XENT;
     default:
         return false;
     }
@@ -356,7 +360,7 @@ static void place(walker *w, int i)
     w->g[chosen].last = i;
     w->f->group_of[i] = chosen;
     hold_operands(w, chosen, i);
-    if (op->code == IR_LAYERNORM || op->code == IR_RMSNORM)
+    if (op->code == IR_LAYERNORM || op->code == IR_RMSNORM || op->code == IR_XENT)
         w->norm[op->in[0]->id] = chosen;
 }
 

@@ -10,7 +10,8 @@
  *                with the group's one result shape, its domain;
  *   reduce       one single-axis reduction or row op (sum, mean, amax,
  *                softmax, layernorm, rmsnorm, layernorm_dx, rmsnorm_dx,
- *                cross_entropy, cross_entropy_grad, mse) with the elementwise ops that
+ *                layernorm_rstd, rmsnorm_rstd, cross_entropy,
+ *                cross_entropy_lse, cross_entropy_grad, mse) with the elementwise ops that
  *                feed it fused in front (the prologue, of its operand's
  *                shape) and elementwise ops of its result's shape that
  *                consume it after (the epilogue);
@@ -62,7 +63,10 @@
  *                last dim of its x, and layernorm_rstd (rmsnorm_rstd) of
  *                its x and eps, after it (norm_grad.c puts them there) on
  *                an epilogue's terms: its kernel stores each from its own
- *                sums, one value a row; no epilogue op reads them.
+ *                sums, one value a row; no epilogue op reads them. A
+ *                cross_entropy group likewise takes cross_entropy_lse of
+ *                its logits (xent_grad.c), stored from the loss's max and
+ *                sum.
  *
  * Attention, embedding, transpose, reshape, slices, buckets, collectives,
  * sources and matmuls with nothing to fold are never in a group (but for

@@ -114,6 +114,13 @@ int pass_attn_grad(ir_module *m);
  * many. */
 int pass_norm_grad(ir_module *m);
 
+/* Cross-entropy's gradient from the forward's log-sum-exp (xent_grad.c):
+ * cross_entropy_grad(logits, labels) takes cross_entropy_lse(logits),
+ * made just after the forward's cross_entropy of the same logits, as its
+ * third operand, on a partitioned module. Run by pass_partition. Returns
+ * how many gradients. */
+int pass_xent_grad(ir_module *m);
+
 /* f32 matmuls as products of bf16 parts (parts.c; shardc --f32-matmul
  * bf16x3): each matmul of f32 operands and result reads split3's parts of
  * them (ops.def), on each stage's program after the buckets. Returns how

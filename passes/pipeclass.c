@@ -344,7 +344,8 @@ static int batch_rule(pl *L, const ir_op *op, int *mode)
     case IR_LAYERNORM:
     case IR_RMSNORM:
     case IR_LAYERNORM_RSTD:
-    case IR_RMSNORM_RSTD: {
+    case IR_RMSNORM_RSTD:
+    case IR_XENT_LSE: {
         int axis = op->code == IR_SOFTMAX ? (int)op->a->axis : x->type.rank - 1;
         if (d < 0 || d == axis)
             return fail(L, op, "it normalises over the batch dimension"), -2;

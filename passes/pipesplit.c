@@ -421,15 +421,22 @@ static ir_value *get(st *S, const ir_value *v, int j)
     }
 }
 
-/* One microbatch's contribution to an accumulated value. */
-static bool accumulate(st *S, const ir_op *op, int j)
+/* One microbatch's contribution to an accumulated value: op's copy for
+ * microbatch j, then add_in's. */
+static ir_value *contribute(st *S, const ir_op *op, int j)
+{
+    ir_value *in[MAX_IN];
+    if (!mb_operands(S, op, j, in))
+        return NULL;
+    return copy_op(S, op, in, &op->res[0]->type);
+}
+
+/* t, op's contribution, added to what op's value has accumulated (and
+ * scaled to the mean with the last microbatch's). */
+static void add_in(st *S, const ir_op *op, ir_value *t)
 {
     pl *L = S->L;
     int id = op->res[0]->id;
-    ir_value *in[MAX_IN];
-    if (!mb_operands(S, op, j, in))
-        return false;
-    ir_value *t = copy_op(S, op, in, &op->res[0]->type);
     if (S->step[id]) {
         ir_value *ab[2] = {S->step[id], t};
         t = append(S, op, L->acc[id] == ACC_MAX ? IR_MAX : IR_ADD, ab, 2, &(ir_attrs){0},
@@ -443,7 +450,14 @@ static bool accumulate(st *S, const ir_op *op, int j)
         ir_value *ab[2] = {t, c};
         S->step[id] = append(S, op, IR_MUL, ab, 2, &(ir_attrs){0}, &t->type, &op->res[0]->sh);
     }
-    return true;
+}
+
+static bool accumulate(st *S, const ir_op *op, int j)
+{
+    ir_value *t = contribute(S, op, j);
+    if (t)
+        add_in(S, op, t);
+    return t != NULL;
 }
 
 /* A per-step value any stage can make (from inputs and per-step values),
@@ -570,12 +584,29 @@ static bool compute_task(st *S, const pass_task *t)
     task_ops(L, t, &first, &end);
     S->task = 1 + task_kind(t->chunk, t->forward);
     S->cur_mb = j;
+    /* a loss's contribution is added in after the task's ops, which never
+     * read the sum: an add between a loss and the statistics made after it
+     * (cross_entropy_lse, passes/xent_grad.c) would keep the fusion from
+     * joining them. Other contributions (gradients summed over the
+     * microbatches) are added in at once, so that each is freed there;
+     * so is a loss's past PENDING of them */
+    enum { PENDING = 8 };
+    int npend = 0;
+    const ir_op *pop[PENDING];
+    ir_value *pval[PENDING];
     for (int q = first; q < end && !S->failed; q++) {
         const ir_op *op = IR_OP(m, L->task_op[q]);
         int id = op->res[0]->id;
         if (L->kind[id] == K_ACC) {
-            if (!accumulate(S, op, j))
+            ir_value *c = contribute(S, op, j);
+            if (!c)
                 return false;
+            if (npend == PENDING || ir_ops[op->code].cls != IR_C_LOSS) {
+                add_in(S, op, c);
+            } else {
+                pop[npend] = op;
+                pval[npend++] = c;
+            }
             continue;
         }
         ir_value *v = emit_mb(S, op, j);
@@ -583,6 +614,8 @@ static bool compute_task(st *S, const pass_task *t)
             return false;
         *mb_at(S, id, j) = v;
     }
+    for (int q = 0; q < npend; q++)
+        add_in(S, pop[q], pval[q]);
     S->task = S->cur_mb = 0;
     return !S->failed;
 }

@@ -766,10 +766,30 @@ static int k_xent(const rt_instr *in, const float *logits, const int32_t *labels
     return 0;
 }
 
+/* cross_entropy_lse: per row max + log(sum exp(x - max)), summed in
+ * double as k_xent sums, rounded once. */
+static int k_xent_lse(const rt_instr *in, const float *logits, float *o)
+{
+    const rt_type *t = &in->in_t[0];
+    int64_t c = t->dim[t->rank - 1], rows = c ? rt_type_numel(t) / c : 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *v = logits + r * c;
+        float m = v[0];
+        for (int64_t i = 1; i < c; i++)
+            m = v[i] > m ? v[i] : m;
+        double s = 0;
+        for (int64_t i = 0; i < c; i++)
+            s += exp((double)v[i] - m);
+        o[r] = (float)((double)m + log(s));
+    }
+    return 0;
+}
+
 /* cross_entropy_grad: per row softmax(row) - one_hot(label), stable (the
- * row's max subtracted), not divided by the row count: autodiff scales it. */
-static int k_xent_grad(const rt_instr *in, const float *logits, const int32_t *labels, float *o,
-                       su_status *err)
+ * row's max subtracted), or exp(row - lse) from the rows' log-sum-exp
+ * where it is given; not divided by the row count: autodiff scales it. */
+static int k_xent_grad(const rt_instr *in, const float *logits, const int32_t *labels,
+                       const float *lse, float *o, su_status *err)
 {
     const rt_type *t = &in->in_t[0];
     int64_t c = t->dim[t->rank - 1], rows = rt_type_numel(t) / c;
@@ -779,6 +799,12 @@ static int k_xent_grad(const rt_instr *in, const float *logits, const int32_t *l
         int32_t lab = labels[r];
         if (lab < 0 || lab >= c)
             return label_error(in, lab, r, c, err);
+        if (lse) {
+            for (int64_t i = 0; i < c; i++)
+                g[i] = expf(v[i] - lse[r]);
+            g[lab] -= 1.0f;
+            continue;
+        }
         float m = v[0];
         for (int64_t i = 1; i < c; i++)
             m = v[i] > m ? v[i] : m;
@@ -1257,7 +1283,9 @@ static int run_kernel(const rt_cpu_ctx *ctx, const rt_instr *in, const void *con
     case RT_OP_EMBEDDING_GRAD:
         return k_embedding_grad(in, x[0], x[1], y, err);
     case RT_OP_XENT_GRAD:
-        return k_xent_grad(in, x[0], x[1], y, err);
+        return k_xent_grad(in, x[0], x[1], in->nin == 3 ? x[2] : NULL, y, err);
+    case RT_OP_XENT_LSE:
+        return k_xent_lse(in, x[0], y);
     case RT_OP_MOMENTUM:
     case RT_OP_SGD:
     case RT_OP_ADAM_M:

@@ -67,7 +67,8 @@
  * Version 14 ends PROG with the loop form (the reader keeps it; the
  * runtime reads with rt_plan_read_plain, which expands it). Version 15
  * appends attn_lse and attn_delta. Version 18 appends layernorm_rstd and
- * rmsnorm_rstd.
+ * rmsnorm_rstd. Version 19 appends cross_entropy_lse and lets
+ * cross_entropy_grad take it as a third operand.
  * Older versions are refused, not converted (recompiling is cheap).
  */
 #include "runtime/plan/plan.h"

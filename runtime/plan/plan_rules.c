@@ -523,6 +523,32 @@ static bool rule_xent(const rt_instr *in, rt_type *want, su_status *err)
     return true;
 }
 
+/* cross_entropy_lse (logits): f32 of the logits' shape, the last dim 1. */
+static bool rule_xent_lse(const rt_type *logits, rt_type *want, su_status *err)
+{
+    char t1[TYPE_LEN];
+    if (logits->rank < 1 || !rt_check_float_dtype(logits->dtype))
+        return rt_plan_fail(err, "needs floating-point logits of rank 1 or more, got %s",
+                            rt_type_text(t1, logits));
+    *want = *logits;
+    want->dtype = RT_F32;
+    want->dim[want->rank - 1] = 1;
+    return true;
+}
+
+/* cross_entropy_grad's third operand: its logits' cross_entropy_lse. */
+static bool rule_xent_lse_operand(const rt_instr *in, su_status *err)
+{
+    rt_type want;
+    char t1[TYPE_LEN], t2[TYPE_LEN];
+    if (!rule_xent_lse(&in->in_t[0], &want, err))
+        return false;
+    if (!rt_type_eq(&in->in_t[2], &want))
+        return rt_plan_fail(err, "needs the rows' log-sum-exp as %s, got %s",
+                            rt_type_text(t1, &want), rt_type_text(t2, &in->in_t[2]));
+    return true;
+}
+
 /* expand: x broadcast to out_t (NumPy's broadcast_to: x aligned at the
  * end, each of its dims 1 or equal); the result's shape is the attribute. */
 static bool rule_expand(const rt_instr *in, rt_type *want, su_status *err)
@@ -1005,8 +1031,11 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, su_status *err)
             ok = rule_embedding_grad(in, &want, err);
             break;
         case RT_OP_XENT_GRAD:
-            ok = rule_xent(in, &want, err);
+            ok = rule_xent(in, &want, err) && (in->nin < 3 || rule_xent_lse_operand(in, err));
             want = *x;
+            break;
+        case RT_OP_XENT_LSE:
+            ok = rule_xent_lse(&in->in_t[0], &want, err);
             break;
         case RT_OP_MOMENTUM:
         case RT_OP_SGD:

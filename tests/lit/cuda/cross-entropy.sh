@@ -2,8 +2,10 @@
 # max and sum of exp, merged over the block), thread 0 adding the row's
 # loss to its block's total; the block that ends last sums the blocks'
 # totals in block order (sh_last_block), so the loss does not depend on
-# the order blocks run in;
-# cross_entropy_grad: a row kernel, softmax minus the one-hot label. A
+# the order blocks run in; the same kernel stores each row's log-sum-exp
+# (cross_entropy_lse, its thread 0 once the max and sum are known);
+# cross_entropy_grad: a row kernel, softmax minus the one-hot label, the
+# softmax exp(x - lse) from that lse, kept from the forward. A
 # label outside 0..C-1 makes the loss (the gradient's row) NaN and is
 # recorded in the module's error word sh_error, the lowest bad row winning
 # (atomicMax of (0xffffffff - row) << 32 | label), for the runtime to
@@ -19,12 +21,14 @@ output loss
 train loss with sgd(lr = 0.1)
 # CHECK: // [[XENT:k[0-9]+_cross_entropy[a-z_]*]]: row kernel over f32[4, 10] (4 rows of 10)
 # CHECK-NEXT: //   %{{[0-9]+}} = cross_entropy %{{[0-9]+}}, %lab
+# CHECK-NEXT: //   %[[LSE:[0-9]+]] = cross_entropy_lse %{{[0-9]+}}  (stored)
 # CHECK: __device__ unsigned long long sh_error;
 # CHECK-NEXT: __device__ __forceinline__ void sh_bad_id(i64 index, int id)
 # CHECK: [[XENT]](
 # CHECK: const int lab = p_lab[row];
 # CHECK: sh_online(m, s, xin);
 # CHECK: sh_block_online(m, s, red);
+# CHECK-NEXT: if (threadIdx.x == 0) p_t[[LSE]][row] = m + logf(s); // cross_entropy_lse
 # CHECK-NEXT: if (threadIdx.x == 0) {
 # CHECK-NEXT: const bool valid = lab >= 0 && lab < 10;
 # CHECK-NEXT: if (!valid)
@@ -39,7 +43,9 @@ train loss with sgd(lr = 0.1)
 # CHECK: const int lab = p_lab[row];
 # CHECK-NEXT: if ((lab < 0 || lab >= 10) && lane == 0)
 # CHECK-NEXT: sh_bad_id(row, lab); // the runtime's error; the row is NaN meanwhile
-# CHECK: sh_xent_grad(xin, mx, scale, c, lab, 10)
+# CHECK-NEXT: const float lse = p_t[[LSE]][row]; // cross_entropy_lse, kept from the forward
+# CHECK-NOT: sh_online
+# CHECK: sh_xent_grad(xin, lse, 1.0f, c, lab, 10)
 # CHECK: // k{{[0-9]+}}_sgd: elementwise kernel
 # CHECK-NOT: sh_error
 # CHECK: {{^}}k{{[0-9]+}}_sgd(

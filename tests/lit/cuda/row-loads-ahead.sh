@@ -5,11 +5,11 @@
 # well (a step past the row loads the row's end, unused) and each taken
 # only where it is in the row. GPT-2's vocabulary, 50304 bf16 logits a
 # row: cross_entropy's 512 threads take 12 or 13 steps (4 ahead, at most 1
-# left); its gradient's 1024 take 6 or 7 in each of its two passes (the
-# max and sum online; the results), 4 ahead and at most 3 left, and ask
-# for 2 blocks a processor (32 registers a thread). A row of 12000 gives
+# left); its gradient's 1024 take 6 or 7 in its one pass (the results from
+# the forward's log-sum-exp), 4 ahead and at most 3 left, and ask for 2
+# blocks a processor (32 registers a thread). A row of 12000 gives
 # cross_entropy's threads 2 or 3 steps: 3 ahead, at most 2 left; its
-# gradient keeps the row in registers (no loads ahead).
+# gradient's 1 or 2: 2 ahead, at most 1 left.
 # RUN: %shardc %s --mesh 1 --emit cuda | FileCheck %s
 mesh dp
 input lab : i32[4]
@@ -19,9 +19,9 @@ param y : bf16[4, 12000] = normal(1.0)
 loss = cross_entropy(x, lab) + cross_entropy(y, lab2)
 output loss
 train loss with sgd(lr = 0.1)
-# CHECK: // k0_cross_entropy: row kernel over bf16[4, 50304] (4 rows of 50304)
+# CHECK: // k0_cross_entropy_cross_entropy_lse: row kernel over bf16[4, 50304] (4 rows of 50304)
 # CHECK: extern "C" __global__ void __launch_bounds__(512)
-# CHECK-NEXT: k0_cross_entropy(
+# CHECK-NEXT: k0_cross_entropy_cross_entropy_lse(
 # CHECK: float m = __int_as_float(0xff800000) /* -inf */, s = 0.0f;
 # CHECK-NEXT: { // 4 steps' loads in flight a thread, then their elements in order
 # CHECK-NEXT: i64 c0 = (i64)threadIdx.x * 8;
@@ -58,7 +58,7 @@ train loss with sgd(lr = 0.1)
 # CHECK-NEXT: }
 # CHECK-NEXT: }
 # CHECK-NEXT: sh_block_online(m, s, red);
-# CHECK: // k1_cross_entropy_add: row kernel over bf16[4, 12000] (4 rows of 12000)
+# CHECK: // k1_cross_entropy_cross_entropy_lse_add: row kernel over bf16[4, 12000] (4 rows of 12000)
 # CHECK: { // 3 steps' loads in flight a thread, then their elements in order
 # CHECK-NEXT: i64 c0 = (i64)threadIdx.x * 8;
 # CHECK-NEXT: for (; c0 + 8192 < 12000; c0 += 12288) {
@@ -73,26 +73,16 @@ train loss with sgd(lr = 0.1)
 # CHECK: if (c < 12000) {
 # CHECK: sh_online_vec(m, s, xv);
 # CHECK: // k2_cross_entropy_grad_mul: row kernel over bf16[4, 12000] (4 rows of 12000)
-# CHECK: extern "C" __global__ void __launch_bounds__(1024)
+# CHECK: extern "C" __global__ void __launch_bounds__(1024, 2)
 # CHECK-NEXT: k2_cross_entropy_grad_mul(
-# CHECK-NOT: in flight
-# CHECK: float xs[16]; // this thread's elements of the row
-# CHECK-NOT: in flight
+# CHECK: const float lse = p_t{{[0-9]+}}[row]; // cross_entropy_lse, kept from the forward
+# CHECK-NEXT: { // 2 steps' loads in flight a thread, then their elements in order
+# CHECK: // the steps left, at most 1: their loads, then their elements
 # CHECK: // k4_cross_entropy_grad_mul: row kernel over bf16[4, 50304] (4 rows of 50304)
 # CHECK: extern "C" __global__ void __launch_bounds__(1024, 2)
 # CHECK-NEXT: k4_cross_entropy_grad_mul(
-# CHECK: float acc2 = 0.0f;
-# CHECK-NEXT: { // 4 steps' loads in flight a thread, then their elements in order
-# CHECK-NEXT: i64 c0 = (i64)threadIdx.x * 8;
-# CHECK-NEXT: for (; c0 + 24576 < 50304; c0 += 32768) {
-# CHECK-NEXT: vec<__nv_bfloat16, 8> l_x[4];
-# CHECK: l_x[u] = *reinterpret_cast<const vec<__nv_bfloat16, 8> *>(p_x + e);
-# CHECK: sh_online_vec(acc, acc2, xv);
-# CHECK: // the steps left, at most 3: their loads, then their elements
-# CHECK-NEXT: vec<__nv_bfloat16, 8> l_x[3];
-# CHECK: if (c < 50304) {
-# CHECK: sh_online_vec(acc, acc2, xv);
-# CHECK: sh_block_online(acc, acc2, red); const float mx = acc, scale = 1.0f / acc2;
+# CHECK-NOT: acc2
+# CHECK: const float lse = p_t{{[0-9]+}}[row]; // cross_entropy_lse, kept from the forward
 # CHECK-NEXT: { // 4 steps' loads in flight a thread, then their elements in order
 # CHECK-NEXT: i64 c0 = (i64)threadIdx.x * 8;
 # CHECK-NEXT: for (; c0 + 24576 < 50304; c0 += 32768) {
@@ -108,7 +98,7 @@ train loss with sgd(lr = 0.1)
 # CHECK-NEXT: const i64 c = c0 + u * 8192;
 # CHECK-NEXT: const i64 e = row * 50304 + c;
 # CHECK: const float v_x = __bfloat162float(l_x[u].v[q]);
-# CHECK: sh_xent_grad(xin, mx, scale, c + q, lab, 50304)
+# CHECK: sh_xent_grad(xin, lse, 1.0f, c + q, lab, 50304)
 # CHECK: *reinterpret_cast<vec<__nv_bfloat16, 8> *>(p_t{{[0-9]+}} + e) = s_t{{[0-9]+}};
 # CHECK-NEXT: }
 # CHECK-NEXT: }
@@ -125,7 +115,7 @@ train loss with sgd(lr = 0.1)
 # CHECK-NEXT: const i64 c = c0 + u * 8192;
 # CHECK-NEXT: if (c < 50304) {
 # CHECK-NEXT: const i64 e = row * 50304 + c;
-# CHECK: sh_xent_grad(xin, mx, scale, c + q, lab, 50304)
+# CHECK: sh_xent_grad(xin, lse, 1.0f, c + q, lab, 50304)
 # CHECK: *reinterpret_cast<vec<__nv_bfloat16, 8> *>(p_t{{[0-9]+}} + e) = s_t{{[0-9]+}};
 # CHECK-NEXT: }
 # CHECK-NEXT: }

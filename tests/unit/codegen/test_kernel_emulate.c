@@ -143,6 +143,10 @@ static int i32_reduce_ran;   /* kernels of an amax or sum of i32 alone */
 static int i32_div_ran;      /* kernels of a div of i32 alone */
 static int i32_div_fused_ran; /* elementwise kernels with a div of i32 by a const among
                                * other ops */
+static int xent_lse_ran[2];  /* kernels of a cross_entropy_lse alone, and beside its
+                              * cross_entropy (which stores it) */
+static int xent_grad_ran[2]; /* kernels of a cross_entropy_grad finding its rows' max and
+                              * sum, and from a given lse */
 static const char *arch = "sm_80"; /* the kernels' target */
 static double worst[NKINDS]; /* the largest error as a fraction of its tolerance, by kind */
 static bool lenient;         /* one model from the command line: a kernel whose inputs the
@@ -663,8 +667,10 @@ static void fill(uint8_t *a, const rt_type *t)
  * errors grow like sqrt(n) there):
  *   sum, mean (a column or a row)  the reduced extent
  *   softmax, cross_entropy's       the row: the max is exact, exp the
- *   gradient, layernorm, rmsnorm   host's expf on both sides, the scale
- *                                  a sum's inverse
+ *   gradient, layernorm, rmsnorm,  host's expf on both sides, the scale
+ *   their rstds, cross_entropy_lse a sum's inverse (cross_entropy_grad
+ *                                  from a given lse sums nothing: to the
+ *                                  bit)
  *   layernorm_dx, rmsnorm_dx       the row: sums of dy g and dy g xh
  *                                  (|xh| < 1.6 for these inputs), each
  *                                  mean scaled by xh and rstd after
@@ -708,7 +714,10 @@ static double tolerance(const rt_program *g, const rt_kernel *k)
         case RT_OP_RMSNORM:
         case RT_OP_LAYERNORM_DX:
         case RT_OP_RMSNORM_DX:
-        case RT_OP_XENT_GRAD: m = t->dim[r - 1]; break;
+        case RT_OP_LAYERNORM_RSTD:
+        case RT_OP_RMSNORM_RSTD:
+        case RT_OP_XENT_LSE: m = t->dim[r - 1]; break;
+        case RT_OP_XENT_GRAD: m = in->nin == 3 ? 0 : t->dim[r - 1]; break;
         case RT_OP_XENT: m = t->dim[r - 1] + rt_type_numel(t) / t->dim[r - 1]; break;
         case RT_OP_MSE: m = rt_type_numel(t); break;
         case RT_OP_ATTN_DELTA: m = t->dim[r - 1]; break;
@@ -1108,6 +1117,13 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
             i32_reduce_ran += kn->ninstr == 1 && (first->op == RT_OP_AMAX || first->op == RT_OP_SUM) &&
                               first->out_t.dtype == RT_I32;
             i32_div_ran += kn->ninstr == 1 && first->op == RT_OP_DIV && first->out_t.dtype == RT_I32;
+            for (int j = 0; j < kn->ninstr; j++) {
+                const rt_instr *in = &p->stage[st].instr[kn->instr[j]];
+                if (in->op == RT_OP_XENT_LSE)
+                    xent_lse_ran[kn->ninstr > 1]++;
+                if (in->op == RT_OP_XENT_GRAD)
+                    xent_grad_ran[in->nin == 3]++;
+            }
             for (int j = 0; kn->ninstr > 1 && j < kn->ninstr; j++) {
                 const rt_instr *in = &p->stage[st].instr[kn->instr[j]];
                 if (in->op == RT_OP_DIV && in->out_t.dtype == RT_I32) {
@@ -1389,6 +1405,8 @@ int main(int argc, char **argv)
         /* softmax, rmsnorm unsplit */
         {"tests/models/vocab_parallel.sh", "2x1", 0, "", NULL, NULL, NULL, NULL},
         {"tests/lit/cuda/i32.ir", "1", 0, "", NULL, NULL, NULL, NULL},
+        /* cross_entropy_lse alone (before its loss) */
+        {"tests/models/xent_lse.ir", "2", 0, "", NULL, NULL, NULL, NULL},
         /* amax and sum of i32, kernels of their own */
         {"tests/models/i32_reduce.sh", "2", 0, "", NULL, NULL, NULL, NULL},
         /* div of i32, a kernel of its own */
@@ -1513,6 +1531,16 @@ int main(int argc, char **argv)
     CHECK(i32_reduce_ran >= 6);
     CHECK(i32_div_ran >= 3);
     CHECK(i32_div_fused_ran >= 2);
+    /* cross_entropy_lse alone: xent_lse.ir's rows of 96 (a warp's) and
+     * 1500 (a block's); stored by the loss's kernel: the training models'
+     * (transformer.sh's and llama.sh's among them); the gradients from
+     * it: all of those; a gradient finding its max and sum itself:
+     * xent_lse.ir's third */
+    printf("kernels of cross_entropy_lse %d, of cross_entropy storing it %d, of "
+           "cross_entropy_grad from it %d, of cross_entropy_grad without it %d\n",
+           xent_lse_ran[0], xent_lse_ran[1], xent_grad_ran[1], xent_grad_ran[0]);
+    CHECK(xent_lse_ran[0] >= 2 && xent_lse_ran[1] >= 6 && xent_grad_ran[1] >= 8 &&
+          xent_grad_ran[0] >= 1);
     CHECK(split_vec_ran >= 12 && op_ran[RT_OP_SPLIT3] - split_vec_ran >= 4);
     CHECK(lse_alone_ran >= 6);
     printf("attention kernels on tensor cores: %d through mma.sync (%d with the tiles copied by "

@@ -274,6 +274,8 @@ static ir_module *all_ops(void)
     emit(m, IR_ATTENTION, (ir_attrs){.causal = true, .heads_inner = true}, 3, q3, q3, q3);
     emit(m, IR_EMBEDDING_GRAD, (ir_attrs){.nlist = 2, .list = {10, 16}}, 2, ids, att);
     emit(m, IR_XENT_GRAD, NOATTRS, 2, logits, ids);
+    ir_value *xlse = emit(m, IR_XENT_LSE, NOATTRS, 1, logits);
+    emit(m, IR_XENT_GRAD, NOATTRS, 3, logits, ids, xlse);
     ir_value *cid = emit(m, IR_CHECK_IDS, (ir_attrs){.bound = 10}, 1, ids);
     emit(m, IR_CHECK_LABELS, (ir_attrs){.bound = 16}, 1, cid);
     ir_value *mm = emit(m, IR_ADAM_M, (ir_attrs){.beta1 = 0.9}, 2, st, w2);

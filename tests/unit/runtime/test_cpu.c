@@ -1602,19 +1602,29 @@ static void test_check_ids(void)
     tfree(&o);
 }
 
+/* cross_entropy_grad against a double reference, finding its rows' max
+ * and sum, then from the rows' cross_entropy_lse (itself checked against
+ * max + log(sum) in double). From the lse, exp(x - lse) is exp of a
+ * difference rounded to f32: off by up to |x| 2^-24 relatively besides
+ * the dtype's rounding. */
 static void xent_grad_case(const char *slogits, const char *slabels, double scale)
 {
-    tens x[2] = {trand(slogits, -scale, scale), tnew(slabels)}, out = tnew(slogits);
+    tens x[3] = {trand(slogits, -scale, scale), tnew(slabels)}, out = tnew(slogits);
     int64_t cl = x[0].t.dim[x[0].t.rank - 1], rows = numel(&x[1]);
+    rt_type lt = x[0].t; /* the lse: f32, the last dim 1 */
+    lt.dtype = RT_F32;
+    lt.dim[lt.rank - 1] = 1;
+    x[2] = (tens){lt, calloc((size_t)rt_type_bytes(&lt) + 8, 1)};
     for (int64_t r = 0; r < rows; r++)
         tset(&x[1], r, (double)(rng_next() % (uint64_t)cl));
-    double *want = want_of(&out);
+    double *want = want_of(&out), *want_lse = want_of(&x[2]);
     for (int64_t r = 0; r < rows; r++) {
         double mx = -INFINITY, s = 0;
         for (int64_t i = 0; i < cl; i++)
             mx = fmax(mx, tget(&x[0], r * cl + i));
         for (int64_t i = 0; i < cl; i++)
             s += exp(tget(&x[0], r * cl + i) - mx);
+        want_lse[r] = mx + log(s);
         for (int64_t i = 0; i < cl; i++)
             want[r * cl + i] = exp(tget(&x[0], r * cl + i) - mx) / s -
                                (i == (int64_t)tget(&x[1], r));
@@ -1624,9 +1634,20 @@ static void xent_grad_case(const char *slogits, const char *slabels, double scal
     char what[128];
     snprintf(what, sizeof what, "cross_entropy_grad %s scale %g", slogits, scale);
     CLOSE(what, &out, want);
+    rt_instr li = {.op = RT_OP_XENT_LSE};
+    CHECK_INT(run(&li, x, 1, &x[2]), 0);
+    snprintf(what, sizeof what, "cross_entropy_lse %s scale %g", slogits, scale);
+    CLOSE(what, &x[2], want_lse);
+    memset(out.p, 0, (size_t)rt_type_bytes(&out.t));
+    in.nin = 3;
+    CHECK_INT(run(&in, x, 3, &out), 0);
+    snprintf(what, sizeof what, "cross_entropy_grad %s scale %g from the lse", slogits, scale);
+    CLOSE_TOL(what, &out, want, rtol_of(out.t.dtype) + scale * 0x1p-24 * 4,
+              atol_of(out.t.dtype));
     free(want);
-    tfree(&x[0]);
-    tfree(&x[1]);
+    free(want_lse);
+    for (int i = 0; i < 3; i++)
+        tfree(&x[i]);
     tfree(&out);
 }
 
