@@ -525,9 +525,9 @@ static void put_header(gen *G, const cg_cuda_kernel *k, su_buf *b)
         else
             su_buf_puts(b, "// one thread per element, grid-stride");
         break;
-    case CG_CUDA_ROW: /* a row kernel without shared memory is a warp's */
+    case CG_CUDA_ROW:
         su_buf_printf(b, "// %s, grid-stride over rows; %d elements per load",
-                      k->shared_bytes ? "one block per row" : "a warp per row, 8 rows a block",
+                      k->warp_rows ? "a warp per row, 8 rows a block" : "one block per row",
                       k->vec);
         break;
     case CG_CUDA_COLUMN: /* single-pass ones take blocks (shared memory) */
@@ -887,6 +887,7 @@ static void take_code(cg_cuda_kernel *k, const cg_cuda_kernel *r)
     k->block = r->block;
     k->shared_bytes = r->shared_bytes;
     k->vec = r->vec;
+    k->warp_rows = r->warp_rows;
 }
 
 bool cg_cuda_generate(const ir_module *m, const pass_fusion *f, cg_cuda *out, su_buf *err)

@@ -68,6 +68,8 @@ typedef struct cg_cuda_kernel {
     int block;                  /* threads per block along x */
     int shared_bytes;           /* dynamic shared memory per block */
     int vec;                    /* elements per vector load: 1 or 4 */
+    bool warp_rows;             /* a row kernel of a group: a warp per row, 8
+                                 * rows a block (else a block per row) */
     int nparams;
     const ir_value **params;    /* the pointer parameters in order: the
                                  * group's inputs, then the values it stores */

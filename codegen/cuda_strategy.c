@@ -765,6 +765,7 @@ void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
     int by = v->n <= WARP_ROW ? BY_WARP : BY_BLOCK;
     const char *tid = by == BY_WARP ? "lane" : "threadIdx.x";
     int threads; /* a row's */
+    k->warp_rows = by == BY_WARP;
     if (by == BY_WARP) {
         threads = 32;
         k->block = 32 * WARP_ROWS;
