@@ -1054,11 +1054,33 @@ static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op, con
     cg_line(G, "}");
 }
 
-/* attn_delta (y, dy, lse): a warp per row of a head (8 a block,
- * grid-stride), its lanes' products of y's and dy's columns from lane on
- * in steps of 32 summed by fused multiply-adds, then over the warp by
- * shuffles; lane 0 writes [lse, the sum]. With the heads inner, y and dy
- * are stored [.., S, H, dv] (G->at_heads). */
+/* The lanes attn_delta gives a row of width dv of dtype dt, each a
+ * 16-byte vector a step (delta_vec): the row's vectors up to 32, where
+ * they are a power of two or a multiple of 32; 0 where the row is not
+ * whole vectors so (a lane a column then, emit_attn_delta's first form). */
+static int delta_lanes(int64_t dv, ir_dtype dt)
+{
+    int64_t vec = 16 / ir_dtype_size(dt);
+    if (dv <= 0 || dv % vec)
+        return 0;
+    int64_t n = dv / vec;
+    if (n >= 32)
+        return n % 32 ? 0 : 32;
+    return (n & (n - 1)) ? 0 : (int)n;
+}
+
+/* attn_delta (y, dy, lse): a row of a head's products of y's and dy's
+ * columns summed, [lse, the sum] written. Where the row is whole 16-byte
+ * vectors (delta_lanes), L lanes take it, 32 / L rows a warp (GPT-2's
+ * bf16 heads of 64: 8 lanes a row, 4 rows a warp), each lane a vector of
+ * y and one of dy a step (its columns' products summed in order by fused
+ * multiply-adds), then the L lanes' sums by shuffles within the row's
+ * lanes; each row's first lane writes. A lane a column (a warp per row,
+ * its lanes' 2-byte loads: the bf16 GPT-2's attn_delta read its 25 MB at
+ * about 37% of the H200's bandwidth in run 4) where it is not. 8 warps a
+ * block, grid-stride, the rows a warp takes warp-uniform so every lane
+ * shuffles. With the heads inner, y and dy are stored [.., S, H, dv]
+ * (G->at_heads). */
 static void emit_attn_delta(gen *G, cg_cuda_kernel *k, const ir_op *op)
 {
     ir_type ly = op->a->heads_inner ? ir_type_swap_heads(&op->in[0]->type) : op->in[0]->type;
@@ -1067,8 +1089,57 @@ static void emit_attn_delta(gen *G, cg_cuda_kernel *k, const ir_op *op)
     int64_t rows = s > 0 && dv > 0 ? ir_type_numel(&ly) / dv : 0;
     ir_dtype dt = ly.dtype;
     k->strategy = CG_CUDA_ROW;
-    k->vec = 1;
     k->block = 256;
+    int lanes = delta_lanes(dv, dt);
+    if (lanes) {
+        int vec = 16 / (int)ir_dtype_size(dt), per = 32 / lanes; /* rows a warp */
+        const char *ct = cg_ctype(G, dt);
+        G->helpers |= H_VEC;
+        k->vec = vec;
+        k->grid = cg_grid_for(rows, 8 * per);
+        cg_line(G, "const int lane = threadIdx.x %% 32; // rows a warp: %d, lanes a row: %d", per,
+                lanes);
+        if (lanes > 1)
+            cg_line(G, "const int part = lane %% %d; // the row's lane", lanes);
+        cg_line(G, "for (i64 row0 = (blockIdx.x * 8 + threadIdx.x / 32) * %d; row0 < %lld; "
+                   "row0 += (i64)gridDim.x * %d) {", per, (long long)rows, 8 * per);
+        G->indent++;
+        if (lanes > 1)
+            cg_line(G, "const i64 row = row0 + lane / %d;", lanes);
+        else
+            cg_line(G, "const i64 row = row0 + lane;");
+        cg_line(G, "const bool in = row < %lld; // the last warp's rows past the end: 0", (long long)rows);
+        cg_line(G, "const i64 h = row / %lld, i = row %% %lld; // head, query row", (long long)s,
+                (long long)s);
+        cg_line(G, "float acc = 0.0f;");
+        cg_line(G, "for (i64 c = %s; in && c < %lld; c += %d) {",
+                lanes > 1 ? cg_fmt(G, "(i64)part * %d", vec) : "0", (long long)dv, vec * lanes);
+        G->indent++;
+        const char *at = at_row(G, s, "i", dv);
+        cg_line(G, "const vec<%s, %d> a = *reinterpret_cast<const vec<%s, %d> *>(p0 + %s + c);",
+                ct, vec, ct, vec, at);
+        cg_line(G, "const vec<%s, %d> b = *reinterpret_cast<const vec<%s, %d> *>(p1 + %s + c);",
+                ct, vec, ct, vec, at);
+        cg_line(G, "#pragma unroll");
+        cg_line(G, "for (int q = 0; q < %d; q++)", vec);
+        cg_line(G, "    acc = fmaf(%s, %s, acc);", cg_load_conv(G, dt, "a.v[q]"),
+                cg_load_conv(G, dt, "b.v[q]"));
+        G->indent--;
+        cg_line(G, "}");
+        if (lanes > 1) {
+            cg_line(G, "#pragma unroll");
+            cg_line(G, "for (int o = %d; o > 0; o >>= 1) // the row's lanes", lanes / 2);
+            cg_line(G, "    acc += __shfl_xor_sync(0xffffffffu, acc, o);");
+        }
+        cg_line(G, "if (%s) {", lanes > 1 ? "in && part == 0" : "in");
+        cg_line(G, "    p3[row * 2] = p2[row];");
+        cg_line(G, "    p3[row * 2 + 1] = acc;");
+        cg_line(G, "}");
+        G->indent--;
+        cg_line(G, "}");
+        return;
+    }
+    k->vec = 1;
     k->grid = cg_grid_for(rows, 8);
     cg_line(G, "const int lane = threadIdx.x %% 32;");
     cg_line(G, "for (i64 row = blockIdx.x * 8 + threadIdx.x / 32; row < %lld; "
@@ -3247,7 +3318,9 @@ static const char *op_launch_text(const gen *G, const cg_cuda_kernel *k, const i
                      "softmax"
                    : "one block per query row, grid-stride over rows";
     case IR_ATTN_DELTA:
-        return "a warp per row of a head, 8 a block, grid-stride";
+        return k->vec > 1 ? "a row of a head a vector a lane (16 bytes), 8 warps a block, "
+                            "grid-stride; assumes 16-byte aligned buffers"
+                          : "a warp per row of a head, 8 a block, grid-stride";
     case IR_SPLIT3:
         return k->vec > 1 ? "4 elements of the operand a thread, their three parts written, "
                             "grid-stride; assumes 16-byte aligned buffers"

@@ -61,12 +61,18 @@ train loss with sgd(lr = 0.1)
 # CHECK-NEXT: //   %{{[0-9]+}} = attn_dq %{{[0-9]+}}, %k, %v, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}
 # CHECK-NEXT: // parameters: the operands p0 .. p5, the result p6
 # CHECK: const i64 end = live ? min(max((i64)p5[i] + 1, (i64)0), (i64)8) : 0;
-# o's statistics: lse and the dot of o's and dy's rows, a warp a row
+# o's statistics: lse and the dot of o's and dy's rows, a row a lane (its
+# 4 f32 one 16-byte vector), 32 rows a warp, those past the 8 left out
 # CHECK: // {{k[0-9]+}}_attn_delta: row kernel of attn_delta over f32[2, 4, 2]
 # CHECK-NEXT: //   %{{[0-9]+}} = attn_delta %o, %{{[0-9]+}}, %{{[0-9]+}}
-# CHECK: // a warp per row of a head, 8 a block, grid-stride
-# CHECK: acc = fmaf(p0[(h * 4 + i) * 4 + c], p1[(h * 4 + i) * 4 + c], acc);
-# CHECK: p3[row * 2] = p2[row];
+# CHECK: // a row of a head a vector a lane (16 bytes), 8 warps a block, grid-stride; assumes 16-byte aligned buffers
+# CHECK: const int lane = threadIdx.x % 32; // rows a warp: 32, lanes a row: 1
+# CHECK: const bool in = row < 8; // the last warp's rows past the end: 0
+# CHECK: const vec<float, 4> a = *reinterpret_cast<const vec<float, 4> *>(p0 + (h * 4 + i) * 4 + c);
+# CHECK-NEXT: const vec<float, 4> b = *reinterpret_cast<const vec<float, 4> *>(p1 + (h * 4 + i) * 4 + c);
+# CHECK: acc = fmaf(a.v[q], b.v[q], acc);
+# CHECK: if (in) {
+# CHECK-NEXT: p3[row * 2] = p2[row];
 # CHECK-NEXT: p3[row * 2 + 1] = acc;
 # CHECK: // {{k[0-9]+}}_attn_dv: row kernel of attn_dv over f32[2, 8, 4]
 # CHECK: // {{k[0-9]+}}_attn_dq: row kernel of attn_dq over f32[2, 4, 4]

@@ -121,6 +121,8 @@ static int pairs_ran;        /* attention pairs run (passes/fuse.h): attn_dv and
                               * attn_dk in one kernel */
 static int fwd_lse_ran;      /* attention and its attn_lse in one kernel, run */
 static int lse_alone_ran;    /* attn_lse in a kernel of its own, run */
+static int delta_ran[2];     /* attn_delta kernels a lane a column, and a vector a lane */
+static int delta_past;       /* of the latter, with a warp's rows past the last */
 static int col_split_ran;    /* column reductions whose rows are split over blocks, run */
 static int col_vec_ran;      /* column reductions of vectors a lane, run */
 static int col_vec_split_ran; /* and of those, split over blocks */
@@ -1142,6 +1144,13 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
             pairs_ran += dv && dk;
             fwd_lse_ran += fw && lse;
             lse_alone_ran += lse && !fw;
+            if (kn->ninstr == 1 && first->op == RT_OP_ATTN_DELTA) {
+                const char *pw = strstr(src[i], "// rows a warp: ");
+                int per = pw ? atoi(pw + strlen("// rows a warp: ")) : 0;
+                int64_t rows = rt_type_numel(&first->out_t) / 2;
+                delta_ran[per > 0]++;
+                delta_past += per > 0 && rows % per != 0;
+            }
             col_split_ran += strstr(src[i], "sh_cdone[gi] = 0") != NULL;
             col_vec_ran += strstr(src[i], "the lane's columns' partial results") != NULL;
             col_vec_split_ran += strstr(src[i], "the group's last block: the runs' parts") != NULL;
@@ -1405,6 +1414,8 @@ int main(int argc, char **argv)
         /* softmax, rmsnorm unsplit */
         {"tests/models/vocab_parallel.sh", "2x1", 0, "", NULL, NULL, NULL, NULL},
         {"tests/lit/cuda/i32.ir", "1", 0, "", NULL, NULL, NULL, NULL},
+        /* attn_delta's warps with rows past the last */
+        {"tests/models/attn_delta_rows.sh", "1", 0, "", NULL, NULL, NULL, NULL},
         /* cross_entropy_lse alone (before its loss) */
         {"tests/models/xent_lse.ir", "2", 0, "", NULL, NULL, NULL, NULL},
         /* amax and sum of i32, kernels of their own */
@@ -1481,6 +1492,14 @@ int main(int argc, char **argv)
     printf("attention with its lse in one kernel: %d; attn_lse alone: %d\n", fwd_lse_ran,
            lse_alone_ran);
     CHECK(fwd_lse_ran >= 10);
+    printf("attn_delta kernels: %d a lane a column, %d a vector a lane\n", delta_ran[0],
+           delta_ran[1]);
+    /* heads of whole 16-byte vectors a vector a lane (transformer.sh's f32
+     * of 32 and 64, llama.sh's bf16 of 32, attn_bf16.sh's, attn_delta_rows.sh's
+     * three with a warp's rows past the last), attn_shapes.sh's odd widths
+     * a lane a column (12 and 36 when written) */
+    printf("attn_delta kernels with a warp's rows past the last: %d\n", delta_past);
+    CHECK(delta_ran[0] >= 6 && delta_ran[1] >= 20 && delta_past >= 3);
     /* the last of a group's blocks sums the parts (transformer.sh's norm
      * and bias gradients over 256 rows: 9 kernels on 2x2 when written) */
     printf("column reductions split over blocks: %d\n", col_split_ran);
