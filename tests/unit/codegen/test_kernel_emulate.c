@@ -20,7 +20,11 @@
  * one, the emulated kernel runs in the other, and every buffer the kernel
  * writes must hold the same bits (NaN matching NaN), or for a kernel that
  * sums in another order than the CPU backend agree within the tolerance
- * tolerance() states.
+ * tolerance() states. Before the launch the emulated arena's bytes outside
+ * the kernel's buffers are set to 0xA5 (poison_gaps), so a read past an
+ * operand's end shows in the results, and after it no byte outside the
+ * results may have changed (first_stray_write): a write past a result's
+ * end, or into an operand, fails the kernel.
  *
  * What this cannot see: races between blocks (they run in order 0 ..
  * grid-1, each to its end) and between the threads of a block beyond what
@@ -873,6 +877,81 @@ static bool compare(const rt_program *g, const rt_kernel *k, int j, const uint8_
 /* n bytes (and 16 more) of zeros at a multiple of RT_ALIGN, as a GPU's
  * arena starts (cuMemAlloc's 256 bytes), so that the kernels' vector
  * loads meet the alignment they assume and the check of it. */
+/* The byte ranges [lo, hi) of kernel k's parameters j0 .. j1 - 1 in the
+ * arena, sorted and merged: *n of them in r (room for j1 - j0). */
+typedef struct brange {
+    int64_t lo, hi;
+} brange;
+
+static int cmp_brange(const void *a, const void *b)
+{
+    int64_t x = ((const brange *)a)->lo, y = ((const brange *)b)->lo;
+    return (x > y) - (x < y);
+}
+
+static int param_ranges(const rt_program *g, const rt_kernel *k, int j0, int j1, brange *r)
+{
+    int n = 0;
+    for (int j = j0; j < j1; j++)
+        r[n++] = (brange){g->buf_offset[k->param[j]],
+                          g->buf_offset[k->param[j]] + g->buf_bytes[k->param[j]]};
+    qsort(r, (size_t)n, sizeof *r, cmp_brange);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m && r[i].lo <= r[m - 1].hi)
+            r[m - 1].hi = r[i].hi > r[m - 1].hi ? r[i].hi : r[m - 1].hi;
+        else
+            r[m++] = r[i];
+    }
+    return m;
+}
+
+/* The emulated arena a (span bytes) outside every parameter of kernel k
+ * set to a pattern no result or operand of fill's makes, so that a kernel
+ * that reads or writes past its buffers shows: what it read is not its
+ * operand's, and what it wrote changes bytes (first_stray_write). */
+static void poison_gaps(const rt_program *g, const rt_kernel *k, uint8_t *a, size_t span)
+{
+    brange *r = malloc((size_t)(k->nin + k->nout + 1) * sizeof *r);
+    if (!r)
+        abort(); /* a test's allocation */
+    int n = param_ranges(g, k, 0, k->nin + k->nout, r);
+    int64_t at = 0;
+    for (int i = 0; i <= n; i++) {
+        int64_t end = i < n ? r[i].lo : (int64_t)span;
+        if (end > at)
+            memset(a + at, 0xA5, (size_t)(end - at));
+        if (i < n && r[i].hi > at)
+            at = r[i].hi;
+    }
+    free(r);
+}
+
+/* The first byte below span that the launch changed (before, after)
+ * outside kernel k's results, or -1. */
+static int64_t first_stray_write(const rt_program *g, const rt_kernel *k, const uint8_t *before,
+                                 const uint8_t *after, size_t span)
+{
+    brange *r = malloc((size_t)(k->nin + k->nout + 1) * sizeof *r);
+    if (!r)
+        abort(); /* a test's allocation */
+    int n = param_ranges(g, k, k->nin, k->nin + k->nout, r);
+    int64_t at = 0;
+    for (int i = 0; i <= n; i++) {
+        int64_t end = i < n ? r[i].lo : (int64_t)span;
+        if (end > at && memcmp(before + at, after + at, (size_t)(end - at)))
+            for (int64_t b = at; b < end; b++)
+                if (before[b] != after[b]) {
+                    free(r);
+                    return b;
+                }
+        if (i < n && r[i].hi > at)
+            at = r[i].hi;
+    }
+    free(r);
+    return -1;
+}
+
 static uint8_t *arena_alloc(int64_t n)
 {
     size_t bytes = ((size_t)n + 16 + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
@@ -1035,11 +1114,28 @@ static bool run_kernel(const rt_plan *p, int st, int ki, void *lib, int kind, bo
     CHECK(ok);
     for (int i = 0; i < k->nin + k->nout; i++)
         params[i] = emu + g->buf_offset[k->param[i]];
+    /* the arena as the launch finds it (and the bytes arena_alloc adds past
+     * it): the kernel may write its results' bytes and no others */
+    size_t span = (size_t)g->arena_bytes + 16;
+    uint8_t *before = ok ? malloc(span) : NULL;
+    if (before) {
+        poison_gaps(g, k, emu, span);
+        memcpy(before, emu, span);
+    }
     if (ok && run(params, (unsigned)k->grid, (unsigned)k->block, (unsigned)k->shared_bytes)) {
         fprintf(stderr, "  %s: kernel %s: the emulated launch failed: %s\n", where, k->name,
                 launch_msg);
         ok = false;
     }
+    if (ok && before) {
+        int64_t stray = first_stray_write(g, k, before, emu, span);
+        if (stray >= 0) {
+            fprintf(stderr, "  %s: kernel %s wrote arena byte %lld, outside its results\n",
+                    where, k->name, (long long)stray);
+            ok = false;
+        }
+    }
+    free(before);
     double tol = x3 ? tolerance_x3(g, k) : tolerance(g, k);
     double floor = error_floor(g, k);
     for (int j = k->nin; ok && j < k->nin + k->nout; j++)
