@@ -8,8 +8,21 @@
 # rest of the step stays deterministic, and is recorded in the module's
 # error word sh_error (one per module, found by the runtime with
 # cuModuleGetGlobal): (0xffffffff - index) << 32 | id by atomicMax, so the
-# lowest bad index wins, the one the CPU backend names.
+# lowest bad index wins, the one the CPU backend names. A table whose rows
+# are whole 16-byte words (here 16 bf16) moves a word a thread, the NaN
+# row as words of two bf16 NaNs.
 # RUN: %shardc %s --mesh 2 --emit cuda | FileCheck %s
+# RUN: sed 's/f32\[8, 6\]/bf16[8, 16]/' %s > %t.sh
+# RUN: %shardc %t.sh --mesh 2 --emit cuda | FileCheck %s --check-prefix=WORDS
+# WORDS: // k{{[0-9]+}}_embedding: elementwise kernel of embedding over bf16[2, 3, 16]
+# WORDS: // one thread per 16 bytes of a row of the result, grid-stride; assumes 16-byte aligned buffers
+# WORDS: for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < 12; e += stride) {
+# WORDS-NEXT: const i64 i = e / 2; // the id's index (e: a 16-byte word)
+# WORDS-NEXT: const int id = p1[i];
+# WORDS-NEXT: const bool inside = id >= 0 && id < 8;
+# WORDS-NEXT: if (!inside && e % 2 == 0)
+# WORDS-NEXT: sh_bad_id(i, id); // the runtime's error; the row is NaN meanwhile
+# WORDS-NEXT: reinterpret_cast<uint4 *>(p2)[e] = inside ? reinterpret_cast<const uint4 *>(p0)[(i64)id * 2 + e % 2] : make_uint4(0x7fc07fc0u, 0x7fc07fc0u, 0x7fc07fc0u, 0x7fc07fc0u);
 mesh dp
 input  ids : i32[4, 3] shard(dp, _)
 input  lab : i32[4, 3] shard(dp, _)

@@ -127,6 +127,7 @@ static int fwd_lse_ran;      /* attention and its attn_lse in one kernel, run */
 static int lse_alone_ran;    /* attn_lse in a kernel of its own, run */
 static int delta_ran[2];     /* attn_delta kernels a lane a column, and a vector a lane */
 static int delta_past;       /* of the latter, with a warp's rows past the last */
+static int emb_ran[2];       /* embedding kernels an element a thread, and 16 bytes a thread */
 static int col_split_ran;    /* column reductions whose rows are split over blocks, run */
 static int col_vec_ran;      /* column reductions of vectors a lane, run */
 static int col_vec_split_ran; /* and of those, split over blocks */
@@ -1240,6 +1241,8 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
             pairs_ran += dv && dk;
             fwd_lse_ran += fw && lse;
             lse_alone_ran += lse && !fw;
+            if (kn->ninstr == 1 && first->op == RT_OP_EMBEDDING)
+                emb_ran[strstr(src[i], "one thread per 16 bytes of a row") != NULL]++;
             if (kn->ninstr == 1 && first->op == RT_OP_ATTN_DELTA) {
                 const char *pw = strstr(src[i], "// rows a warp: ");
                 int per = pw ? atoi(pw + strlen("// rows a warp: ")) : 0;
@@ -1510,6 +1513,8 @@ int main(int argc, char **argv)
         /* softmax, rmsnorm unsplit */
         {"tests/models/vocab_parallel.sh", "2x1", 0, "", NULL, NULL, NULL, NULL},
         {"tests/lit/cuda/i32.ir", "1", 0, "", NULL, NULL, NULL, NULL},
+        /* an embedding's rows of 6 f32: an element a thread */
+        {"tests/lit/cuda/embedding.sh", "2", 0, "", NULL, NULL, NULL, NULL},
         /* attn_delta's warps with rows past the last */
         {"tests/models/attn_delta_rows.sh", "1", 0, "", NULL, NULL, NULL, NULL},
         /* cross_entropy_lse alone (before its loss) */
@@ -1596,6 +1601,12 @@ int main(int argc, char **argv)
      * a lane a column (12 and 36 when written) */
     printf("attn_delta kernels with a warp's rows past the last: %d\n", delta_past);
     CHECK(delta_ran[0] >= 6 && delta_ran[1] >= 20 && delta_past >= 3);
+    /* rows of whole 16-byte words a word a thread (transformer.sh's f32
+     * of 128, llama.sh's bf16, ...), the others an element a thread
+     * (lit/cuda/embedding.sh's rows of 6 f32) */
+    printf("embedding kernels: %d an element a thread, %d 16 bytes a thread\n", emb_ran[0],
+           emb_ran[1]);
+    CHECK(emb_ran[0] >= 1 && emb_ran[1] >= 4);
     /* the last of a group's blocks sums the parts (transformer.sh's norm
      * and bias gradients over 256 rows: 9 kernels on 2x2 when written) */
     printf("column reductions split over blocks: %d\n", col_split_ran);
