@@ -40,23 +40,24 @@ int pass_xent_grad(ir_module *m)
         any = IR_OP(m, i)->code == IR_XENT_GRAD && IR_OP(m, i)->nin == 2;
     if (!any)
         return 0;
-    /* per op index: the lse made just after it (a cross_entropy's) */
+    /* per op index: the lse made just after it (a cross_entropy's); per
+     * value id: the first cross_entropy of logits made from it, -1 none */
     ir_op **lse = su_alloc(&m->arena, (size_t)n * sizeof *lse);
     memset(lse, 0, (size_t)n * sizeof *lse);
+    size_t nv = (size_t)m->next_id + 1;
+    int *xent = su_alloc(&m->arena, nv * sizeof *xent);
+    for (size_t v = 0; v < nv; v++)
+        xent[v] = -1;
     int done = 0, made = 0;
     for (int i = 0; i < n; i++) {
         ir_op *g = IR_OP(m, i);
+        if (g->code == IR_XENT && xent[source_of(g->in[0])->id] < 0)
+            xent[source_of(g->in[0])->id] = i;
         if (g->code != IR_XENT_GRAD || g->nin != 2)
             continue;
-        const ir_value *src = source_of(g->in[0]);
-        int j = -1;
-        for (int k = 0; k < i && j < 0; k++) {
-            const ir_op *x = IR_OP(m, k);
-            if (x->code == IR_XENT && x->rep == g->rep && source_of(x->in[0]) == src &&
-                ir_type_eq(&x->in[0]->type, &g->in[0]->type))
-                j = k;
-        }
-        if (j < 0)
+        int j = xent[source_of(g->in[0])->id];
+        if (j < 0 || IR_OP(m, j)->rep != g->rep ||
+            !ir_type_eq(&IR_OP(m, j)->in[0]->type, &g->in[0]->type))
             continue;
         const ir_op *x = IR_OP(m, j);
         if (!lse[j]) {
