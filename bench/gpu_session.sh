@@ -232,10 +232,11 @@ run() {
                 --section MemoryWorkloadAnalysis_Tables \
                 .gpu/build/shardrun "$x/l1.plan" --backend cuda --steps 1 > "$x/ncu.txt" 2>&1
         echo "ncu attention rc=$? at $(el) s" >> "$out/summary.txt"
-        # the kernels run 3's trace timed far from their bytes: the
-        # embedding's gradient, cross-entropy's, AdamW's, a column sum
-        for k in 'regex:embedding_grad|cross_entropy|adam' 'regex:^k[0-9]+_sum$'; do
-            tm 45 ncu --clock-control none -k "$k" -c 4 --section SpeedOfLight \
+        # the kernels run 3's and run 4's traces timed far from their
+        # bytes: the embedding and its gradient, cross-entropy's forward
+        # and gradient, AdamW's (5 in a step's order); a column sum
+        for k in 'regex:embedding|cross_entropy|adam' 'regex:^k[0-9]+_sum$'; do
+            tm 45 ncu --clock-control none -k "$k" -c 5 --section SpeedOfLight \
                 --section LaunchStats --section Occupancy \
                 .gpu/build/shardrun "$x/l1.plan" --backend cuda --steps 1 >> "$x/ncu-other.txt" 2>&1
             echo "ncu $k rc=$? at $(el) s" >> "$out/summary.txt"
