@@ -424,6 +424,29 @@ static const char *bsum(gen *G, int by, const char *x)
                            : x;
 }
 
+/* A first pass of the row's max and sum of exp(x - max) online (acc the
+ * max, acc2 the sum: sh_online, a vector's elements at once with
+ * sh_online_vec), merged over the row's threads, then the statement
+ * after. */
+static void online_pass(gen *G, rparts *p, int by, int vec, const char *after)
+{
+    G->helpers |= H_ONLINE;
+    p->passes = 2;
+    p->acc2_first = true;
+    p->init1 = "__int_as_float(0xff800000) /* -inf */";
+    p->consume1 = "sh_online(acc, acc2, xin);";
+    if (vec > 1) {
+        p->pre1 = cg_fmt(G, "float xv[%d]; // the vector's elements", vec);
+        p->consume1 = "xv[q] = xin;";
+        p->post1 = "sh_online_vec(acc, acc2, xv);";
+    }
+    p->after1 = cg_fmt(G, "%s%s",
+                       by == BY_BLOCK  ? "sh_block_online(acc, acc2, red); "
+                       : by == BY_WARP ? "sh_warp_online(acc, acc2); "
+                                       : "",
+                       after);
+}
+
 /* The passes of reduction G->red over rows held by `by`; reread: each
  * pass reads the row from memory again (not from registers). */
 static rparts red_parts(gen *G, const rview *v, int by, const char *col, bool reread, int vec)
@@ -474,20 +497,7 @@ static rparts red_parts(gen *G, const rview *v, int by, const char *col, bool re
              * max), online (acc the max, acc2 the sum: sh_online), merged
              * over the row's threads; then the results: the row read
              * twice, not three times */
-            G->helpers |= H_ONLINE;
-            p.passes = 2;
-            p.acc2_first = true;
-            p.init1 = "__int_as_float(0xff800000) /* -inf */";
-            p.consume1 = "sh_online(acc, acc2, xin);";
-            if (vec > 1) { /* a vector's elements at once (sh_online_vec) */
-                p.pre1 = cg_fmt(G, "float xv[%d]; // the vector's elements", vec);
-                p.consume1 = "xv[q] = xin;";
-                p.post1 = "sh_online_vec(acc, acc2, xv);";
-            }
-            p.after1 = cg_fmt(G, "%sconst float mx = acc, scale = 1.0f / acc2;",
-                              by == BY_BLOCK  ? "sh_block_online(acc, acc2, red); "
-                              : by == BY_WARP ? "sh_warp_online(acc, acc2); "
-                                              : "");
+            online_pass(G, &p, by, vec, "const float mx = acc, scale = 1.0f / acc2;");
         }
         p.result = "expf(xin - mx) * scale";
         if (r->code == IR_XENT_GRAD) {
@@ -496,20 +506,7 @@ static rparts red_parts(gen *G, const rview *v, int by, const char *col, bool re
         }
         break;
     case IR_XENT_LSE: /* the max and sum online, one result a row (cg_emit_row) */
-        G->helpers |= H_ONLINE;
-        p.passes = 2;
-        p.acc2_first = true;
-        p.init1 = "__int_as_float(0xff800000) /* -inf */";
-        p.consume1 = "sh_online(acc, acc2, xin);";
-        if (vec > 1) {
-            p.pre1 = cg_fmt(G, "float xv[%d]; // the vector's elements", vec);
-            p.consume1 = "xv[q] = xin;";
-            p.post1 = "sh_online_vec(acc, acc2, xv);";
-        }
-        p.after1 = cg_fmt(G, "%sconst float lse = acc + logf(acc2);",
-                          by == BY_BLOCK  ? "sh_block_online(acc, acc2, red); "
-                          : by == BY_WARP ? "sh_warp_online(acc, acc2); "
-                                          : "");
+        online_pass(G, &p, by, vec, "const float lse = acc + logf(acc2);");
         p.result = "lse";
         break;
     case IR_LAYERNORM:

@@ -742,6 +742,19 @@ static int label_error(const rt_instr *in, int32_t lab, int64_t r, int64_t c, su
                        (int)lab, (long long)r, (long long)c, (long long)c - 1);
 }
 
+
+/* A row's log-sum-exp, max + log(sum exp(x - max)): the max in f32, the
+ * sum in double (k_xent's loss and k_xent_lse). */
+static double row_lse(const float *v, int64_t c)
+{
+    float m = v[0];
+    for (int64_t i = 1; i < c; i++)
+        m = v[i] > m ? v[i] : m;
+    double s = 0;
+    for (int64_t i = 0; i < c; i++)
+        s += exp((double)v[i] - m);
+    return (double)m + log(s);
+}
 /* cross_entropy: the mean over rows of logsumexp(row) - row[label]. */
 static int k_xent(const rt_instr *in, const float *logits, const int32_t *labels, float *o,
                   su_status *err)
@@ -754,13 +767,7 @@ static int k_xent(const rt_instr *in, const float *logits, const int32_t *labels
         int32_t lab = labels[r];
         if (lab < 0 || lab >= c)
             return label_error(in, lab, r, c, err);
-        float m = v[0];
-        for (int64_t i = 1; i < c; i++)
-            m = v[i] > m ? v[i] : m;
-        double s = 0;
-        for (int64_t i = 0; i < c; i++)
-            s += exp((double)v[i] - m);
-        loss += (double)m + log(s) - v[lab];
+        loss += row_lse(v, c) - v[lab];
     }
     *o = (float)(loss / (double)rows);
     return 0;
@@ -772,16 +779,8 @@ static int k_xent_lse(const rt_instr *in, const float *logits, float *o)
 {
     const rt_type *t = &in->in_t[0];
     int64_t c = t->dim[t->rank - 1], rows = c ? rt_type_numel(t) / c : 0;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *v = logits + r * c;
-        float m = v[0];
-        for (int64_t i = 1; i < c; i++)
-            m = v[i] > m ? v[i] : m;
-        double s = 0;
-        for (int64_t i = 0; i < c; i++)
-            s += exp((double)v[i] - m);
-        o[r] = (float)((double)m + log(s));
-    }
+    for (int64_t r = 0; r < rows; r++)
+        o[r] = (float)row_lse(logits + r * c, c);
     return 0;
 }
 
