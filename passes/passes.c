@@ -10,6 +10,7 @@
 
 static const char *const names[PASS_COUNT] = {
     [PASS_AUTODIFF] = "autodiff",
+    [PASS_SIMPLIFY] = "simplify",
     [PASS_INPUT_INIT] = "input-init",
     [PASS_PROPAGATE] = "propagate",
     [PASS_PARTITION] = "partition",
@@ -36,7 +37,7 @@ int pass_find(const char *name, size_t len)
 
 const char *pass_names(void)
 {
-    return "autodiff, input-init, propagate, partition, pipeline-split, bucket, matmul-parts, "
+    return "autodiff, simplify, input-init, propagate, partition, pipeline-split, bucket, matmul-parts, "
            "verify, fuse, memplan";
 }
 
@@ -100,7 +101,7 @@ static const char *cannot_run(const run *u, pass_id id)
 {
     const pass_result *r = u->r;
     switch (id) {
-    case PASS_AUTODIFF: case PASS_INPUT_INIT: case PASS_PROPAGATE:
+    case PASS_AUTODIFF: case PASS_SIMPLIFY: case PASS_INPUT_INIT: case PASS_PROPAGATE:
         return partitioned(r) ? "it takes a logical module, and this one is partitioned" : NULL;
     case PASS_PARTITION:
         if (partitioned(r))
@@ -141,6 +142,18 @@ static pass_status autodiff(run *u)
         su_buf_printf(u->err, "cannot train: %s", msg.s ? msg.s : "?");
     su_buf_free(&msg);
     return ok ? PASS_OK : PASS_ERR_INPUT;
+}
+
+static pass_status simplify(run *u)
+{
+    pass_simplify(u->r->m);
+    su_buf msg;
+    su_buf_init(&msg, u->err->oom);
+    bool ok = ir_verify(u->r->m, &msg);
+    if (!ok)
+        su_buf_printf(u->err, "internal error after simplify: %s", msg.s ? msg.s : "?");
+    su_buf_free(&msg);
+    return ok ? PASS_OK : PASS_ERR_INTERNAL;
 }
 
 static pass_status input_init(run *u)
@@ -544,6 +557,7 @@ static pass_status verify(run *u)
 
 static pass_status (*const runs[PASS_COUNT])(run *) = {
     [PASS_AUTODIFF] = autodiff,
+    [PASS_SIMPLIFY] = simplify,
     [PASS_INPUT_INIT] = input_init,
     [PASS_PROPAGATE] = propagate,
     [PASS_PARTITION] = partition,

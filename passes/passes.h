@@ -49,6 +49,17 @@ bool pass_autodiff(ir_module *m, pass_grads *grads, su_buf *err, su_loc *at);
  * partitioned module. */
 bool pass_input_init(ir_module *m, su_buf *err);
 
+/* Scalar arithmetic made once (simplify.c). On the logical module: an op
+ * of rank 0 that computes an elementwise function (a constant, the
+ * arithmetic, comparisons and math of ops.def; not dropout, not a source)
+ * and that an earlier op computes alike (opcode, attributes, type,
+ * sharding, operands, phase; repetition unless made per step) is dropped
+ * and read through the earlier one; two float constants added,
+ * subtracted, multiplied, divided, their max or min, or one negated,
+ * become the constant they make, rounded as the backends compute it; then
+ * the scalar ops nothing reads go. Returns the ops dropped. */
+int pass_simplify(ir_module *m);
+
 /* Sharding propagation (propagate.c). Gives every value of the logical
  * module m a sharding: annotations (IR_SH_FIXED) stay as they are; every
  * other value gets IR_SH_AUTO by per-op rules run forward and backward to a
@@ -493,6 +504,7 @@ bool pass_timeline(ir_module *const *stages, int n, const struct pass_fusion *fu
  *
  * The straight list of DESIGN.md §3, each pass by its name:
  *   autodiff        the training step's backward and optimizer (logical)
+ *   simplify        scalar arithmetic made once, constants folded (logical)
  *   input-init      seeded inputs' distributions (logical)
  *   propagate       every value's sharding (logical)
  *   partition       the SPMD program, with its collectives (then verified)
@@ -508,6 +520,7 @@ bool pass_timeline(ir_module *const *stages, int n, const struct pass_fusion *fu
  * pipeline-split. */
 typedef enum pass_id {
     PASS_AUTODIFF,
+    PASS_SIMPLIFY,
     PASS_INPUT_INIT,
     PASS_PROPAGATE,
     PASS_PARTITION,

@@ -58,7 +58,7 @@ def test_report_is_the_cli_json():
 def test_times_are_the_passes_that_ran():
     prog = shardc.compile(path=MLP, mesh="2x2", arch="none")
     times = prog.times()
-    passes = ["frontend", "autodiff", "input-init", "propagate", "partition",
+    passes = ["frontend", "autodiff", "simplify", "input-init", "propagate", "partition",
               "pipeline-split", "bucket", "verify", "memplan"]  # no kernels: no fuse
     assert list(times) == passes
     assert all(t >= 0 for t in times.values())

@@ -5,6 +5,7 @@
 # RUN: test -s %t.plan
 # RUN: grep '^// ---- after' %t.err | FileCheck %s --check-prefix=ALL
 # ALL:      // ---- after autodiff ----
+# ALL-NEXT: // ---- after simplify ----
 # ALL-NEXT: // ---- after input-init ----
 # ALL-NEXT: // ---- after propagate ----
 # ALL-NEXT: // ---- after partition ----
@@ -33,7 +34,7 @@
 # Bad usage: a name that is no pass (the list is given), an output asked
 # of a compilation that stops early, a logical pass on partitioned IR.
 # RUN: %expect 2 %shardc %s --print-after=partitoin 2>&1 | FileCheck %s --check-prefix=NAME
-# NAME: shardc: error: --print-after 'partitoin': 'partitoin' is no pass (the passes: autodiff, input-init, propagate, partition, pipeline-split, bucket, matmul-parts, verify, fuse, memplan; or all)
+# NAME: shardc: error: --print-after 'partitoin': 'partitoin' is no pass (the passes: autodiff, simplify, input-init, propagate, partition, pipeline-split, bucket, matmul-parts, verify, fuse, memplan; or all)
 # RUN: %expect 2 %shardc %s --stop-after=bucket --emit sharded-ir 2>&1 | FileCheck %s --check-prefix=MIX
 # MIX: shardc: error: --stop-after and --passes print what the last pass made: they take no --emit, --explain-sharding, --report or --trace
 # RUN: %shardc %s --mesh 2x2 --stop-after=partition -o %t.part.ir

@@ -8,6 +8,7 @@
 # CHECK:      shardc: wall time, seconds
 # CHECK-NEXT:   frontend {{ *[0-9]+\.[0-9]{3}$}}
 # CHECK-NEXT:   autodiff {{ *[0-9]+\.[0-9]{3}$}}
+# CHECK-NEXT:   simplify {{ *[0-9]+\.[0-9]{3}$}}
 # CHECK-NEXT:   input-init
 # CHECK-NEXT:   propagate
 # CHECK-NEXT:   partition
@@ -44,6 +45,7 @@
 # RUN: %shardc %S/../../../examples/mlp.sh --mesh 2x2 --stop-after=partition --time-passes 2>&1 >/dev/null | FileCheck %s --check-prefix=STOP
 # STOP:      frontend
 # STOP-NEXT: autodiff
+# STOP-NEXT: simplify
 # STOP-NEXT: input-init
 # STOP-NEXT: propagate
 # STOP-NEXT: partition

@@ -78,9 +78,9 @@ train loss with sgd(lr = 0.1)
 # CHECK: const float lse = p_t{{[0-9]+}}[row]; // cross_entropy_lse, kept from the forward
 # CHECK-NEXT: { // 2 steps' loads in flight a thread, then their elements in order
 # CHECK: // the steps left, at most 1: their loads, then their elements
-# CHECK: // k4_cross_entropy_grad_mul: row kernel over bf16[4, 50304] (4 rows of 50304)
+# CHECK: // k3_cross_entropy_grad_mul: row kernel over bf16[4, 50304] (4 rows of 50304)
 # CHECK: extern "C" __global__ void __launch_bounds__(1024, 2)
-# CHECK-NEXT: k4_cross_entropy_grad_mul(
+# CHECK-NEXT: k3_cross_entropy_grad_mul(
 # CHECK-NOT: acc2
 # CHECK: const float lse = p_t{{[0-9]+}}[row]; // cross_entropy_lse, kept from the forward
 # CHECK-NEXT: { // 4 steps' loads in flight a thread, then their elements in order

@@ -20,13 +20,18 @@
 # CHECK: // kernel k1_gelu: elementwise over [32, 2048]; reads %1; stores %h
 # CHECK: // kernel k2_mse_mul: mse over [32, 1024]; reads %out, %y, %4; stores %5
 # CHECK: %3 = mse %out, %y : f32[]  // k2_mse_mul{{$}}
-# CHECK: %11 = matmul %10, %w2 {trans = b} : f32[32, 2048] auto(dp, tp) phase backward{{$}}
-# CHECK: %14 = matmul %h, %10 {trans = a} : f32[2048, 1024] auto(tp, _) partial(dp) phase backward{{$}}
-# CHECK: // kernel k6_gelu_grad_sum: sum over axis 0 of [32, 2048]; reads %1, %11; stores %16, %17
-# CHECK: %19 = matmul %x, %16 {trans = a} : f32[1024, 2048] auto(_, tp) partial(dp) phase backward{{$}}
-# CHECK: // kernel k7_sgd_x3: multi-tensor elementwise over 3 domains [1024, 2048], [2048], [2048, 1024]; reads %w1, %24, %b1, %23, %w2, %22; stores %25, %26, %27
-# CHECK-NEXT: %25 = sgd %w1, %24 {{.*}} // k7_sgd_x3, stored
-# CHECK-NEXT: %26 = sgd %b1, %23 {{.*}} // k7_sgd_x3, stored
-# CHECK-NEXT: %27 = sgd %w2, %22 {{.*}} // k7_sgd_x3, stored
+# The loss's gradient starts from one constant (1 times the mean's 1 / N,
+# folded by simplify: no kernel of one element), read by the backward's
+# first kernel.
+# CHECK: %6 = const {value = 3.0517578125e-05} : f32[] auto() phase backward{{$}}
+# CHECK-NEXT: // kernel k3_sub_mul: elementwise over [32, 1024]; reads %out, %y, %6; stores %8
+# CHECK: %9 = matmul %8, %w2 {trans = b} : f32[32, 2048] auto(dp, tp) phase backward{{$}}
+# CHECK: %12 = matmul %h, %8 {trans = a} : f32[2048, 1024] auto(tp, _) partial(dp) phase backward{{$}}
+# CHECK: // kernel k5_gelu_grad_sum: sum over axis 0 of [32, 2048]; reads %1, %9; stores %14, %15
+# CHECK: %17 = matmul %x, %14 {trans = a} : f32[1024, 2048] auto(_, tp) partial(dp) phase backward{{$}}
+# CHECK: // kernel k6_sgd_x3: multi-tensor elementwise over 3 domains [1024, 2048], [2048], [2048, 1024]; reads %w1, %22, %b1, %21, %w2, %20; stores %23, %24, %25
+# CHECK-NEXT: %23 = sgd %w1, %22 {{.*}} // k6_sgd_x3, stored
+# CHECK-NEXT: %24 = sgd %b1, %21 {{.*}} // k6_sgd_x3, stored
+# CHECK-NEXT: %25 = sgd %w2, %20 {{.*}} // k6_sgd_x3, stored
 # CHECK-NOT: transpose
 # CHECK-NOT: // kernel

@@ -261,13 +261,13 @@ static void test_passes(void)
     shardc_free(text);
     /* each pass that ran has its wall time; fuse did not run, nor does a
      * name that is no pass */
-    const char *order[] = {"autodiff", "input-init", "propagate", "partition", "pipeline-split",
-                           "bucket", "matmul-parts", "verify", "fuse", "memplan"};
+    const char *order[] = {"autodiff", "simplify", "input-init", "propagate", "partition",
+                           "pipeline-split", "bucket", "matmul-parts", "verify", "fuse", "memplan"};
     int npass = 0;
     while (shardc_pass_name(npass))
         npass++;
-    CHECK(npass == 10 && shardc_pass_name(-1) == NULL);
-    for (int i = 0; i < npass && i < 10; i++)
+    CHECK(npass == 11 && shardc_pass_name(-1) == NULL);
+    for (int i = 0; i < npass && i < 11; i++)
         CHECK_STR(shardc_pass_name(i), order[i]);
     CHECK(shardc_program_seconds(p, "frontend") >= 0);
     CHECK(shardc_program_seconds(p, "partition") >= 0);
@@ -316,7 +316,7 @@ static void test_passes(void)
 
     /* names that are no pass */
     CHECK(shardc_options_stop_after(opt, "partitioner", &err) == SHARDC_ERR_USAGE);
-    CHECK(err && strstr(err, "the passes: autodiff, input-init"));
+    CHECK(err && strstr(err, "the passes: autodiff, simplify, input-init"));
     shardc_free(err);
     err = NULL;
     CHECK(shardc_options_only_passes(opt, "propagate,,partition", &err) == SHARDC_ERR_USAGE);
