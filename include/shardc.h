@@ -180,8 +180,9 @@ SHARDC_API shardc_status shardc_options_set_hardware(shardc_options *opt, const 
 
 /* ---- the pass pipeline (docs/passes.md) ----
  *
- * The compiler is a straight list of passes: autodiff, input-init,
- * propagate, partition, pipeline-split, bucket, verify, fuse, memplan.
+ * The compiler is a straight list of passes: autodiff, simplify,
+ * input-init, propagate, partition, pipeline-split, bucket, matmul-parts,
+ * verify, fuse, memplan.
  * These options look inside it, for people working on shardc or on a
  * model's sharding; a plan needs the whole list. */
 
