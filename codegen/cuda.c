@@ -445,6 +445,8 @@ void cg_put_op_line(gen *G, su_buf *b, const ir_op *op)
     if (op->code == IR_SUM || op->code == IR_MEAN || op->code == IR_AMAX ||
         op->code == IR_SOFTMAX)
         su_buf_printf(b, " {axis = %lld}", (long long)op->a->axis);
+    if (op->code == IR_CONST) /* the literal the kernel writes (cg_reg) */
+        su_buf_printf(b, " %s", cg_reg(G, op->res[0]));
     if (G->f->stored[op->res[0]->id])
         su_buf_puts(b, "  (stored)");
     su_buf_putc(b, '\n');

@@ -179,6 +179,17 @@ const char *cg_cname(gen *G, const ir_value *v)
 
 const char *cg_reg(gen *G, const ir_value *v)
 {
+    if (v->def && v->def->code == IR_CONST && cg_in_group(G, v)) {
+        /* a constant of the group (fuse.c's absorb_consts): its value as
+         * the fill makes it, rounded to f32, then to the dtype */
+        float f = (float)v->def->a->value;
+        if (v->type.dtype == IR_BF16)
+            f = su_bf16_to_f32(su_f32_to_bf16(f));
+        else if (v->type.dtype == IR_F16)
+            f = su_f16_to_f32(su_f32_to_f16(f));
+        const char *t = cg_f32_text(G, f);
+        return signbit(f) ? cg_fmt(G, "(%s)", t) : t;
+    }
     return cg_fmt(G, "v_%s", cg_cname(G, v));
 }
 
@@ -422,6 +433,8 @@ void cg_emit_adamw_coef(gen *G, const ir_op *op, const char *t)
 /* `const float v_r = ...;` for an elementwise op of the group. */
 static void emit_op(gen *G, const ir_op *op)
 {
+    if (op->code == IR_CONST)
+        return; /* a literal where it is read (cg_reg) */
     const char *a = cg_reg(G, op->in[0]);
     const char *b = op->nin > 1 ? cg_reg(G, op->in[1]) : NULL;
     const char *c = op->nin > 2 ? cg_reg(G, op->in[2]) : NULL;

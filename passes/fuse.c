@@ -1443,6 +1443,108 @@ typedef struct from_run {
     su_arena tmp;
 } from_run;
 
+/* ---- constants as literals ----
+ *
+ * A float constant of rank 0 whose every reader is an elementwise op of
+ * one group (of an elementwise group, or the prologue or epilogue of a
+ * reduction's, not the reduction itself, which reads its other operands
+ * from memory; not a multi-tensor group) joins that group: its kernel
+ * writes the value as a literal (codegen/cuda_tile.c's cg_reg), rounded
+ * to the dtype as the constant's fill would round it, so the CUDA
+ * backend runs no fill for it (a memset a step: llama.sh had 33) and the
+ * kernel takes one pointer fewer. The CPU backend still fills it, op by
+ * op. An output, an update or a value a held microbatch reads keeps its
+ * fill, and so does a constant of another stamp than its readers' anchor,
+ * or with an op of another stamp between it and the group (a pipeline
+ * stage's constant made once, read by every microbatch's task): a kernel
+ * stands for instructions of one loop body. */
+static bool scalar_const(const ir_value *v)
+{
+    return v->def && v->def->code == IR_CONST && !v->type.rank && is_float(v->type.dtype);
+}
+
+/* Whether op i of group k may read a constant of the group as a literal:
+ * an elementwise op that IEEE rounds exactly (arithmetic, comparisons,
+ * picks, casts), so that no compiler computes it otherwise for knowing the
+ * operand: not pow, whose literal exponent 2 the host's compiler makes x *
+ * x (not libm's powf, as the CPU backend calls it), nor a transcendental
+ * function, which a compiler may evaluate at compile time by another
+ * method. */
+static bool literal_reader(const ir_module *m, const pass_fgroup *g, int i)
+{
+    if (g->nparts || (g->kind != PASS_FUSE_ELEMENTWISE && g->kind != PASS_FUSE_REDUCE) ||
+        i == g->reduce)
+        return false;
+    const ir_op *op = IR_OP(m, i);
+    switch (op->code) {
+    case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_MAX: case IR_MIN:
+    case IR_GT: case IR_EQ: case IR_LESS: case IR_LESS_EQ: case IR_GREATER:
+    case IR_GREATER_EQ: case IR_EQUAL: case IR_NOT_EQUAL: case IR_WHERE: case IR_NEG:
+    case IR_ABS: case IR_RELU: case IR_CAST: case IR_EXPAND: case IR_SQRT:
+        return classify(op) == F_EW;
+    default:
+        return false;
+    }
+}
+
+static void absorb_consts(const walker *w, su_arena *tmp)
+{
+    const ir_module *m = w->m;
+    pass_fusion *f = w->f;
+    int *grp = su_alloc(tmp, ((size_t)f->nvalues + 1) * sizeof *grp); /* -1 none, -2 no */
+    for (int v = 0; v < f->nvalues; v++)
+        grp[v] = -1;
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        for (int k = 0; k < op->nin; k++) {
+            const ir_value *v = op->in[k];
+            if (!scalar_const(v))
+                continue;
+            int g = f->group_of[i];
+            bool ok = g >= 0 && literal_reader(m, &f->groups[g], i);
+            grp[v->id] = !ok ? -2 : grp[v->id] == -1 || grp[v->id] == g ? g : -2;
+        }
+    }
+    for (int i = 0; i < m->outputs.n; i++)
+        grp[IR_OUTPUT(m, i)->v->id] = -2;
+    for (int i = 0; i < m->updates.n; i++) {
+        grp[IR_UPDATE(m, i)->v->id] = -2;
+        if (IR_UPDATE(m, i)->grad)
+            grp[IR_UPDATE(m, i)->grad->id] = -2;
+    }
+    if (m->train.loss)
+        grp[m->train.loss->id] = -2;
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (op->code != IR_CONST || !scalar_const(op->res[0]) || f->group_of[i] >= 0)
+            continue;
+        int v = op->res[0]->id, k = grp[v];
+        if (k < 0 || (w->hidden && w->hidden[v]))
+            continue;
+        pass_fgroup *g = &f->groups[k];
+        const ir_op *a = IR_OP(m, g->anchor);
+        bool near = op->task == a->task && op->mb == a->mb && i < g->anchor;
+        for (int j = i + 1; near && j < g->ops[0]; j++) /* one run of its stamp */
+            near = IR_OP(m, j)->task == op->task && IR_OP(m, j)->mb == op->mb;
+        if (!near)
+            continue;
+        int *ops = su_alloc(&f->arena, ((size_t)g->nops + 1) * sizeof *ops), n = 0, j = 0;
+        while (j < g->nops && g->ops[j] < i) /* in program order: before the anchor */
+            ops[n++] = g->ops[j++];
+        ops[n++] = i;
+        while (j < g->nops)
+            ops[n++] = g->ops[j++];
+        g->ops = ops;
+        g->nops = n;
+        int nin = 0;
+        for (int q = 0; q < g->nin; q++)
+            if (g->in[q] != op->res[0])
+                g->in[nin++] = g->in[q];
+        g->nin = nin;
+        f->group_of[i] = k;
+    }
+}
+
 /* The groups, read by the gathering, which makes f's own array, in
  * scratch; each group's arrays in f's arena (the gathered groups keep
  * them). */
@@ -1459,6 +1561,7 @@ static void from_work(void *arg)
         g->out = dup_in(&f->arena, g->out, (size_t)g->nout, sizeof *g->out);
     }
     gather_multi(&r->w, r->skip, &r->tmp);
+    absorb_consts(&r->w, &r->tmp);
 }
 
 void pass_fuse_from_walk(const pass_fuse_walk *W, uint64_t skip, pass_fusion *f, su_buf *err)
@@ -1649,6 +1752,17 @@ typedef struct fusion_print {
     su_arena scratch;       /* the module's text and names */
 } fusion_print;
 
+/* The op a group's comment is printed above: its first that is not a
+ * constant it writes as a literal (which may lie before another group's
+ * ops), else its first. */
+static int first_printed(const ir_module *m, const pass_fgroup *g)
+{
+    for (int i = 0; i < g->nops; i++)
+        if (IR_OP(m, g->ops[i])->code != IR_CONST)
+            return g->ops[i];
+    return g->ops[0];
+}
+
 static void print_fusion(void *arg)
 {
     fusion_print *r = arg;
@@ -1671,7 +1785,7 @@ static void print_fusion(void *arg)
         int op = line - header;
         int gk = op >= 0 && op < m->ops.n && header >= 0 ? f->group_of[op] : -1;
         const pass_fgroup *g = gk >= 0 ? &f->groups[gk] : NULL;
-        if (g && g->ops[0] == op)
+        if (g && first_printed(m, g) == op)
             put_group_comment(m, g, names, r->out);
         su_buf_put(r->out, p, len);
         if (g)

@@ -70,7 +70,11 @@
  *
  * Attention, embedding, transpose, reshape, slices, buckets, collectives,
  * sources and matmuls with nothing to fold are never in a group (but for
- * the attention pair and the attention with its lse). A value of a group that
+ * the attention pair and the attention with its lse, and a float constant
+ * of rank 0 that only elementwise ops of one elementwise or reduction
+ * group read, of its stamp: it joins that group after the walk, and its
+ * kernel writes it as a literal, so the CUDA backend fills no buffer for
+ * it; fuse.c's absorb_consts). A value of a group that
  * an op outside it, an output or an update reads (or that nothing reads)
  * is stored; any other lives in registers only.
  *

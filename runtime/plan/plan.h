@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #define RT_PLAN_MAGIC "SHRDPLAN"
-#define RT_PLAN_VERSION 19
+#define RT_PLAN_VERSION 20
 #define RT_MAX_RANK 8
 #define RT_MAX_AXES 8
 #define RT_MAX_IN 6

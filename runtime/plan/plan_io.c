@@ -68,7 +68,9 @@
  * runtime reads with rt_plan_read_plain, which expands it). Version 15
  * appends attn_lse and attn_delta. Version 18 appends layernorm_rstd and
  * rmsnorm_rstd. Version 19 appends cross_entropy_lse and lets
- * cross_entropy_grad take it as a third operand.
+ * cross_entropy_grad take it as a third operand. Version 20 lets a kernel
+ * stand for constants too (each written in its code as a literal: the
+ * CPU backend fills it, the CUDA backend does not).
  * Older versions are refused, not converted (recompiling is cheap).
  */
 #include "runtime/plan/plan.h"

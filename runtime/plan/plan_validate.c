@@ -604,8 +604,10 @@ static bool check_launch(const rt_plan *p, const rt_kernel *k, su_status *err)
 }
 
 /* The instructions it stands for: in the program, ascending, compute
- * instructions, none claimed by another kernel (owner: per instruction of
- * the stage, the kernel claiming it, or -1). */
+ * instructions or constants (a constant a kernel writes as a literal:
+ * the CPU backend fills it, the GPU does not), none claimed by another
+ * kernel (owner: per instruction of the stage, the kernel claiming it, or
+ * -1). */
 static bool check_kernel_instrs(const rt_program *g, const rt_kernel *k, int32_t *owner,
                                 int32_t self, const where *w, su_status *err)
 {
@@ -619,7 +621,7 @@ static bool check_kernel_instrs(const rt_program *g, const rt_kernel *k, int32_t
         if (i > 0 && at <= k->instr[i - 1])
             return rt_plan_fail(err, "instructions %lld and %lld are not in ascending order",
                                 instr_at(w, k->instr[i - 1]), instr_at(w, at));
-        if (rt_ops[g->instr[at].op].cls != RT_K_COMPUTE)
+        if (rt_ops[g->instr[at].op].cls != RT_K_COMPUTE && g->instr[at].op != RT_OP_CONST)
             return rt_plan_fail(err, "instruction %lld (%s) is not a compute instruction",
                                 instr_at(w, at), rt_ops[g->instr[at].op].name);
         if (owner[at] >= 0)

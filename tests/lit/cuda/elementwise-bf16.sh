@@ -18,10 +18,9 @@ output y
 # CHECK: __nv_bfloat16 *__restrict__ p_y)
 # CHECK: const i64 e = i * 8;
 # CHECK: const vec<__nv_bfloat16, 8> l_x = *reinterpret_cast<const vec<__nv_bfloat16, 8> *>(p_x + e);
-# CHECK: const float v_t2 = __bfloat162float(p_t2[0]);
 # CHECK: vec<__nv_bfloat16, 8> s_y;
 # CHECK: const float v_x = __bfloat162float(l_x.v[q]);
 # CHECK: const float v_t0 = sh_bf16(v_x + v_b); // add
 # CHECK-NEXT: const float v_t1 = sh_bf16(sh_gelu(v_t0)); // gelu
-# CHECK-NEXT: const float v_y = sh_bf16(v_t1 * v_t2); // mul
+# CHECK-NEXT: const float v_y = sh_bf16(v_t1 * 2.0f); // mul
 # CHECK-NEXT: s_y.v[q] = __float2bfloat16_rn(v_y);

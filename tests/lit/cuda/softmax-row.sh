@@ -21,6 +21,7 @@ q = softmax(y, axis = -1)
 r = softmax(z, axis = -1)
 output p, q, r
 # CHECK: // k0_mul_softmax: row kernel over f32[4, 1000] (4 rows of 1000)
+# CHECK-NEXT: //   %0 = const 2.0f
 # CHECK-NEXT: //   %1 = mul %x, %0
 # CHECK-NEXT: //   %p = softmax %1 {axis = 1}  (stored)
 # CHECK-NEXT: // launch: grid (1, 1, 1), block (256, 1, 1), 0 bytes of dynamic shared memory
@@ -37,7 +38,7 @@ output p, q, r
 # CHECK: const i64 c = ((i64)j * 32 + lane) * 4;
 # CHECK-NEXT: if (c < 1000) {
 # CHECK-NEXT: const i64 e = row * 1000 + c;
-# CHECK: const float v_t1 = v_x * v_t0; // mul
+# CHECK: const float v_t1 = v_x * 2.0f; // mul
 # CHECK-NEXT: const float xin = v_t1;
 # CHECK-NEXT: xs[j * 4 + q] = xin; acc = fmaxf(acc, xin);
 # CHECK: const float mx = sh_warp_max(acc);

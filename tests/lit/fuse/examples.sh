@@ -18,13 +18,13 @@
 # CHECK-NEXT: %0 = matmul %x, %w1 : f32[32, 2048] auto(dp, tp)  // k0_matmul_add{{$}}
 # CHECK-NEXT: %1 = add %0, %b1 : f32[32, 2048] auto(dp, tp)  // k0_matmul_add, stored
 # CHECK: // kernel k1_gelu: elementwise over [32, 2048]; reads %1; stores %h
-# CHECK: // kernel k2_mse_mul: mse over [32, 1024]; reads %out, %y, %4; stores %5
+# CHECK: // kernel k2_mse_mul: mse over [32, 1024]; reads %out, %y; stores %5
 # CHECK: %3 = mse %out, %y : f32[]  // k2_mse_mul{{$}}
 # The loss's gradient starts from one constant (1 times the mean's 1 / N,
-# folded by simplify: no kernel of one element), read by the backward's
-# first kernel.
-# CHECK: %6 = const {value = 3.0517578125e-05} : f32[] auto() phase backward{{$}}
-# CHECK-NEXT: // kernel k3_sub_mul: elementwise over [32, 1024]; reads %out, %y, %6; stores %8
+# folded by simplify: no kernel of one element), the literal of the
+# backward's first kernel (no fill of its own on the GPU).
+# CHECK: %6 = const {value = 3.0517578125e-05} : f32[] auto() phase backward  // k3_sub_mul{{$}}
+# CHECK-NEXT: // kernel k3_sub_mul: elementwise over [32, 1024]; reads %out, %y; stores %8
 # CHECK: %9 = matmul %8, %w2 {trans = b} : f32[32, 2048] auto(dp, tp) phase backward{{$}}
 # CHECK: %12 = matmul %h, %8 {trans = a} : f32[2048, 1024] auto(tp, _) partial(dp) phase backward{{$}}
 # CHECK: // kernel k5_gelu_grad_sum: sum over axis 0 of [32, 2048]; reads %1, %9; stores %14, %15

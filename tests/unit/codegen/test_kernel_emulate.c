@@ -54,6 +54,7 @@
  * $SHARDC_CUDA_INCLUDE overrides the CUDA headers' folder. */
 #include "shardc.h"
 #include "support/support.h"
+#include "runtime/cuda/cuda_step.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/cpu/cpu.h"
 #include "runtime/exec/init_gen.h"
@@ -72,6 +73,17 @@
 #include <unistd.h>
 
 static char tmpdir[] = "/tmp/test_kernel_emulate.XXXXXX";
+
+/* The fill of a constant instruction, as the backends make it (the value
+ * rounded to f32, then to the dtype: rt_cuda_const_word). */
+static void fill_const(const rt_instr *in, void *dst)
+{
+    int bytes = 4;
+    uint32_t w = rt_cuda_const_word(in, &bytes);
+    int64_t n = rt_type_numel(&in->out_t);
+    for (int64_t i = 0; i < n; i++)
+        memcpy((uint8_t *)dst + i * bytes, &w, (size_t)bytes);
+}
 static const char *cxx;
 static int emu_cache_hits; /* libraries taken from $SHARDC_EMU_CACHE */
 static const char *const *flags; /* one_model's shardc options, as the CLI's (nflags words) */
@@ -1095,8 +1107,13 @@ static bool run_kernel(const rt_plan *p, int st, int ki, void *lib, int kind, bo
     }
     su_status err = {SU_OK, ""};
     bool ok = true;
-    for (int i = 0; i < k->ninstr && ok; i++)
-        ok = rt_cpu_run(&ctx, &g->instr[k->instr[i]], bufs, &err) == 0;
+    for (int i = 0; i < k->ninstr && ok; i++) {
+        const rt_instr *in = &g->instr[k->instr[i]];
+        if (in->op == RT_OP_CONST) /* a constant the kernel reads as a literal: filled */
+            fill_const(in, bufs[in->out]);
+        else
+            ok = rt_cpu_run(&ctx, in, bufs, &err) == 0;
+    }
     for (int b = 0; b < g->nbuf; b++)
         free(scratch[b]);
     free(scratch);

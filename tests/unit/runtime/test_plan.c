@@ -623,7 +623,7 @@ static void roundtrip(void (*make)(fixture *), const char *name)
         CHECK(rt_plan_write(p, &b, &nb, &err));
         CHECK(nb == na && b && memcmp(a, b, na) == 0);
     }
-    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x13"); /* magic, then version 19 LE */
+    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x14"); /* magic, then version 20 LE */
     CHECK_INT(rd(a + 12, 4), f.p.nstages + 4);
     CHECK_INT(rd(a + 16, 8), na);
     rt_plan_free(p);
@@ -748,12 +748,12 @@ static void test_header(void)
     EXPECT_READ_ERROR(c, n, "plan format version 0 is not valid");
     wr(c + 8, RT_PLAN_VERSION + 1, 4);
     refix(c, n);
-    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 20 is newer than this "
-              "shardrun reads (19): rebuild shardrun");
+    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 21 is newer than this "
+              "shardrun reads (20): rebuild shardrun");
     wr(c + 8, 2, 4);
     refix(c, n);
     CHECK_STR(read_msg(c, n, err), "model.plan: the plan was written by an older shardc (plan "
-              "format 2; this shardrun reads 19): compile the model again");
+              "format 2; this shardrun reads 20): compile the model again");
 
     memcpy(c, b, n); /* the total size, with a good header CRC */
     wr(c + 16, n - 1, 8);
