@@ -360,7 +360,10 @@ typedef struct rt_kernel {
     int32_t *param;                /* nin + nout buffers of the stage's program */
     rt_type *param_t;              /* the type each is read or written as */
     int32_t ninstr;                /* >= 1 */
-    int32_t *instr;                /* instruction indices, ascending; the last is the anchor */
+    int32_t *instr;                /* instruction indices, ascending; the last is the anchor;
+                                    * compute instructions, and constants the code writes
+                                    * as literals (version 20: the CPU backend fills
+                                    * them, the CUDA backend does not) */
 } rt_kernel;
 
 #define RT_INIT_ENTRY "sh_init"
