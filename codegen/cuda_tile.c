@@ -181,12 +181,8 @@ const char *cg_reg(gen *G, const ir_value *v)
 {
     if (v->def && v->def->code == IR_CONST && cg_in_group(G, v)) {
         /* a constant of the group (fuse.c's absorb_consts): its value as
-         * the fill makes it, rounded to f32, then to the dtype */
-        float f = (float)v->def->a->value;
-        if (v->type.dtype == IR_BF16)
-            f = su_bf16_to_f32(su_f32_to_bf16(f));
-        else if (v->type.dtype == IR_F16)
-            f = su_f16_to_f32(su_f32_to_f16(f));
+         * the fill makes it */
+        float f = ir_const_f32(v->def->a->value, v->type.dtype);
         const char *t = cg_f32_text(G, f);
         return signbit(f) ? cg_fmt(G, "(%s)", t) : t;
     }

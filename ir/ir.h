@@ -164,6 +164,16 @@ int ir_op_lookup(const char *s, size_t n);
 /* How the user writes the op in the language: "+" for add, "@" for matmul,
  * "-" for neg, the call's name otherwise. Used in messages. */
 const char *ir_op_display(ir_opcode code);
+/* Whether each element of the op's result is a function of the same
+ * element of its operands alone (NumPy broadcasting): the arithmetic, the
+ * comparisons, where, the activations and their *_grad, the math
+ * functions, cast. Not expand (a shape), dropout (a position and a key),
+ * nor a source. */
+bool ir_pointwise(ir_opcode code);
+/* The value a constant of float dtype t holds, widened to f32: v rounded
+ * to f32, then to t, as the backends fill it (the runtime's
+ * rt_cuda_const_word and fill_const). */
+float ir_const_f32(double v, ir_dtype t);
 
 /* IR_INIT_PARAM: a state made from a param (ir_attrs.init_param), its
  * values converted to the state's dtype (an f32 master copy of a bf16 or

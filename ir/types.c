@@ -169,6 +169,31 @@ const char *ir_op_display(ir_opcode code)
     }
 }
 
+bool ir_pointwise(ir_opcode code)
+{
+    switch (code) {
+    case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_MAX: case IR_MIN: case IR_POW:
+    case IR_GT: case IR_EQ: case IR_GELU_GRAD: case IR_SILU_GRAD: case IR_LESS:
+    case IR_LESS_EQ: case IR_GREATER: case IR_GREATER_EQ: case IR_EQUAL: case IR_NOT_EQUAL:
+    case IR_WHERE: case IR_NEG: case IR_ABS: case IR_RELU: case IR_GELU: case IR_SILU:
+    case IR_TANH: case IR_SIGMOID: case IR_EXP: case IR_LOG: case IR_SQRT: case IR_RSQRT:
+    case IR_SIN: case IR_COS: case IR_CAST:
+        return true;
+    default:
+        return false;
+    }
+}
+
+float ir_const_f32(double v, ir_dtype t)
+{
+    float f = (float)v;
+    switch (t) {
+    case IR_BF16: return su_bf16_to_f32(su_f32_to_bf16(f));
+    case IR_F16: return su_f16_to_f32(su_f32_to_f16(f));
+    default: return f;
+    }
+}
+
 /* ---- phases ---- */
 
 const char *ir_phase_name(ir_phase ph)

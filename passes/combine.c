@@ -208,17 +208,8 @@ enum { CHAIN_MAX = 16 };
 
 static bool chain_op(const ir_op *op)
 {
-    switch (op->code) {
-    case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_MAX: case IR_MIN: case IR_POW:
-    case IR_GT: case IR_EQ: case IR_GELU_GRAD: case IR_SILU_GRAD: case IR_LESS:
-    case IR_LESS_EQ: case IR_GREATER: case IR_GREATER_EQ: case IR_EQUAL: case IR_NOT_EQUAL:
-    case IR_WHERE: case IR_NEG: case IR_ABS: case IR_RELU: case IR_GELU: case IR_SILU:
-    case IR_TANH: case IR_SIGMOID: case IR_EXP: case IR_LOG: case IR_SQRT: case IR_RSQRT:
-    case IR_SIN: case IR_COS: case IR_CAST:
-        return op->nres == 1 && op->nin <= 3 && pass_fuse_elementwise(op);
-    default:
-        return false;
-    }
+    return ir_pointwise(op->code) && op->nres == 1 && op->nin <= 3 &&
+           pass_fuse_elementwise(op);
 }
 
 typedef struct chain {

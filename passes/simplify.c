@@ -11,12 +11,13 @@
  * anything is sharded:
  *
  * - Common scalars are made once. An op of rank 0 that computes an
- *   elementwise function of its operands (a constant; add to pow, the
- *   comparisons and where; neg to cos and cast: not dropout, which draws,
- *   nor a source) and that another op before it already computes (the
+ *   elementwise function of its operands (a constant, or an op
+ *   ir_pointwise names: not dropout, which draws, nor a source) and that
+ *   another op before it in the optimizer phase already computes (the
  *   same opcode, attributes, result type and sharding, the same operands,
- *   in the same phase, not in a recompute block) is dropped, and its
- *   readers read the earlier one. The repetition must be the same too,
+ *   a constant operand by its value, not in a recompute block) is
+ *   dropped, and its readers read the earlier one. The repetition must
+ *   be the same too,
  *   unless both are made from params, states and constants alone (per
  *   step: the pipeline split computes such values once per stage,
  *   whatever their repetition).
@@ -42,18 +43,7 @@
  * source but const, no draw), so two with equal operands are equal. */
 static bool pure(const ir_op *op)
 {
-    switch (op->code) {
-    case IR_CONST:
-    case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_MAX: case IR_MIN: case IR_POW:
-    case IR_GT: case IR_EQ: case IR_LESS: case IR_LESS_EQ: case IR_GREATER:
-    case IR_GREATER_EQ: case IR_EQUAL: case IR_NOT_EQUAL: case IR_WHERE:
-    case IR_NEG: case IR_ABS: case IR_RELU: case IR_GELU: case IR_SILU: case IR_TANH:
-    case IR_SIGMOID: case IR_EXP: case IR_LOG: case IR_SQRT: case IR_RSQRT: case IR_SIN:
-    case IR_COS: case IR_CAST:
-        return true;
-    default:
-        return false;
-    }
+    return op->code == IR_CONST || ir_pointwise(op->code);
 }
 
 /* Whether op is one this pass may drop or fold: pure, one result of rank
@@ -61,19 +51,6 @@ static bool pure(const ir_op *op)
 static bool scalar(const ir_op *op)
 {
     return pure(op) && op->nres == 1 && op->res[0]->type.rank == 0 && !op->recompute;
-}
-
-/* v as a constant of its dtype is materialised: the value rounded to
- * f32, then to the dtype (session_rank.c's fill_const, cuda_step.c's
- * rt_cuda_const_word); as an f32 for arithmetic. */
-static float as_dtype(double v, ir_dtype t)
-{
-    float f = (float)v;
-    switch (t) {
-    case IR_BF16: return su_bf16_to_f32(su_f32_to_bf16(f));
-    case IR_F16: return su_f16_to_f32(su_f32_to_f16(f));
-    default: return f;
-    }
 }
 
 /* Whether op folds (two float constants, or one for neg) into *out: the
@@ -88,7 +65,7 @@ static bool fold(const ir_op *op, double *out)
         const ir_op *d = op->in[k]->def;
         if (d->code != IR_CONST || op->in[k]->type.dtype != t || op->in[k]->type.rank)
             return false;
-        x[k] = as_dtype(d->a->value, t);
+        x[k] = ir_const_f32(d->a->value, t);
     }
     float r;
     switch (op->code) {
@@ -102,7 +79,7 @@ static bool fold(const ir_op *op, double *out)
     case IR_NEG: r = -x[0]; break;
     default: return false;
     }
-    *out = as_dtype(r, t); /* exact in the dtype: materialised again as itself */
+    *out = ir_const_f32(r, t); /* exact in the dtype: materialised again as itself */
     return true;
 }
 
@@ -123,11 +100,6 @@ static ir_value *now(const simplify *S, ir_value *v)
     return v;
 }
 
-static uint64_t mix(uint64_t h, uint64_t x)
-{
-    return (h ^ x) * 0x100000001B3ull;
-}
-
 /* Whether the repetition is part of op's identity: not for a value made
  * per step. */
 static int rep_of(const simplify *S, const ir_op *op)
@@ -137,15 +109,14 @@ static int rep_of(const simplify *S, const ir_op *op)
 
 static uint64_t key_hash(const simplify *S, const ir_op *op)
 {
-    uint64_t h = mix(0xcbf29ce484222325ull, (uint64_t)op->code);
-    h = mix(h, (uint64_t)(uintptr_t)op->a);
-    h = mix(h, (uint64_t)op->res[0]->type.dtype << 8 | op->phase);
-    h = mix(h, (uint64_t)(uint32_t)rep_of(S, op));
-    for (int k = 0; k < op->nin; k++) /* a constant by its value, not its id */
-        h = mix(h, op->in[k]->def->code == IR_CONST && !op->in[k]->type.rank
+    uint64_t w[4 + 3] = {(uint64_t)op->code, (uint64_t)(uintptr_t)op->a,
+                         (uint64_t)op->res[0]->type.dtype << 8 | op->phase,
+                         (uint64_t)(uint32_t)rep_of(S, op)};
+    for (int k = 0; k < op->nin && k < 3; k++) /* at most 3 (where); a constant by value */
+        w[4 + k] = op->in[k]->def->code == IR_CONST && !op->in[k]->type.rank
                        ? (uint64_t)(uintptr_t)op->in[k]->def->a
-                       : (uint64_t)op->in[k]->id);
-    return h;
+                       : (uint64_t)op->in[k]->id;
+    return su_fnv_bytes(SU_FNV_BASIS, w, sizeof w);
 }
 
 /* Operands x and y are the same value, or constants alike (a rank 0
