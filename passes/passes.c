@@ -406,6 +406,7 @@ static bool bucket_stage(stage_job *j, su_buf *err)
      * the partitioned module, whose arena holds the partitioner's reasons */
     if (j->combine)
         ir_module_compact(j->w);
+    pass_join_sums(j->w);
     return ir_verify(j->w, err) && pass_bucket(j->w, j->bytes, err);
 }
 

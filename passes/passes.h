@@ -249,6 +249,14 @@ int pass_instances_p2p(const ir_module *m, pass_p2p_op **out);
  * max_bytes <= 0 or a module without updates: nothing changes. */
 bool pass_bucket(ir_module *m, int64_t max_bytes, su_buf *err);
 
+/* A sum's all-reduces as one (join_sums.c): in each tree of scalar adds
+ * of the optimizer phase (clip's norm), the partial values that
+ * all-reduces of sum over the same axes make whole are added first and
+ * all-reduced once, and an all-reduce of an all-reduce is one over both
+ * axes sets. Run by the bucket pass, on each stage's program, before the
+ * buckets. Returns the all-reduces saved. */
+int pass_join_sums(ir_module *m);
+
 /* Runs fn(ctx, s, err) for each stage s of n at once, on a thread per
  * processor (at most 16; su_processors), each with an error buffer of its
  * own whose allocation failures stay on its thread: the index of the first
