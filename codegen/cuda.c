@@ -499,9 +499,48 @@ static void put_multi_header(gen *G, const cg_cuda_kernel *k, su_buf *b)
         su_buf_printf(b, "// assumes %d-byte aligned buffers\n", vec_bytes(G, k));
 }
 
+/* put_header of a TOTAL kernel (passes/fuse.h): each part's sum and the
+ * epilogue. */
+static void put_total_header(gen *G, const cg_cuda_kernel *k, su_buf *b)
+{
+    const pass_fgroup *w = G->g;
+    su_buf_printf(b, "// %s: multi-tensor sums to scalars over %d tensor%s\n", k->name,
+                  w->nparts, w->nparts == 1 ? "" : "s");
+    for (int r = 0; r < w->nparts; r++) {
+        const pass_fgroup *p = &w->parts[r];
+        su_buf_printf(b, "// part %d, summed over ", r);
+        cg_put_shape(b, &IR_OP(G->m, p->reduce)->in[0]->type);
+        su_buf_printf(b, " into %s\n", cg_ir_name(G, IR_OP(G->m, p->total)->res[0]));
+        for (int i = 0; i < p->nops; i++)
+            if (p->ops[i] != p->reduce)
+                cg_put_op_line(G, b, IR_OP(G->m, p->ops[i]));
+    }
+    su_buf_puts(b, "// then, once:\n");
+    for (int i = 0; i < w->nops; i++) {
+        const ir_op *op = IR_OP(G->m, w->ops[i]);
+        bool sum = op->code == IR_SUM, part = false;
+        for (int r = 0; r < w->nparts && !part; r++)
+            part = pass_fuse_part(&w->parts[r], w->ops[i]) != NULL;
+        if (!sum && !part)
+            cg_put_op_line(G, b, op);
+    }
+    su_buf_printf(b, "// launch: grid (%lld, 1, 1), block (%d, 1, 1), %d bytes of dynamic shared "
+                     "memory\n",
+                  (long long)k->grid, k->block, k->shared_bytes);
+    su_buf_puts(b, "// each part's elements in chunks, a block a chunk (grid-stride), each chunk's "
+                   "sum to sh_cpart; the last block to finish sums each part's chunks in order, "
+                   "then runs the epilogue\n");
+    if (k->vec > 1)
+        su_buf_printf(b, "// assumes %d-byte aligned buffers\n", vec_bytes(G, k));
+}
+
 /* The comment at the top: what the kernel computes, and how to launch it. */
 static void put_header(gen *G, const cg_cuda_kernel *k, su_buf *b)
 {
+    if (G->g->kind == PASS_FUSE_TOTAL) {
+        put_total_header(G, k, b);
+        return;
+    }
     if (G->g->nparts) {
         put_multi_header(G, k, b);
         return;
@@ -625,7 +664,9 @@ static void gen_kernel(gen *G, cg_cuda_kernel *k)
     G->g = g;
     if (!g->nparts)
         cg_emit_hoisted(G);
-    if (g->nparts) {
+    if (g->kind == PASS_FUSE_TOTAL) {
+        cg_emit_total(G, k);
+    } else if (g->nparts) {
         cg_emit_multi(G, k);
     } else if (!G->red) {
         cg_emit_elementwise(G, k);

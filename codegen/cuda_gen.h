@@ -144,6 +144,9 @@ const char *cg_offset(gen *G, const ir_type *dom, const ir_type *t, const char *
 const ir_op *cg_coef_owner(const gen *G, const ir_op *op);
 /* adamw's coefficients from the step t, as statements. */
 void cg_emit_adamw_coef(gen *G, const ir_op *op, const char *t);
+/* One op of the group as a statement: its result's register from its
+ * operands' (a constant of the group is a literal, and makes none). */
+void cg_emit_op(gen *G, const ir_op *op);
 /* One tile (see cuda.c's file comment). */
 void cg_emit_tile(gen *G, const tile *t);
 /* The values tile t reads or writes through their pointers (p_NAME). */
@@ -171,6 +174,7 @@ int64_t cg_grid_for(int64_t work, int block);
 int cg_vec_of(const pass_fgroup *g, const ir_type *dom, int64_t last);
 void cg_emit_elementwise(gen *G, cg_cuda_kernel *k);
 void cg_emit_multi(gen *G, cg_cuda_kernel *k);
+void cg_emit_total(gen *G, cg_cuda_kernel *k);
 rview cg_red_view(const ir_op *r);
 void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v);
 void cg_emit_column(gen *G, cg_cuda_kernel *k, const rview *v);

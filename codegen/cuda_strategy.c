@@ -380,6 +380,303 @@ void cg_emit_multi(gen *G, cg_cuda_kernel *k)
 }
 
 
+/* A TOTAL group (passes/fuse.h): every part's elements, flat, cut into
+ * chunks of TOTAL_CHUNK (more where the chunks would pass sh_cpart's
+ * 65536 floats), part after part; a block sums a chunk (grid-stride over
+ * the chunks), its threads each VEC elements a step, then sh_block_sum,
+ * into sh_cpart[chunk]. The last block to finish (sh_cdone[0]) sums each
+ * part's chunks in chunk order, a warp a part (lane l the chunks l, l +
+ * 32, ..., then sh_warp_sum), so the result does not depend on the order
+ * blocks run in; then its thread 0 runs the epilogue, the group's scalar
+ * ops after the parts' sums, in program order, and stores what it stores. */
+enum { TOTAL_CHUNK = 16384, TOTAL_MAX_CHUNKS = 256 * 32 * 8, TOTAL_BLOCK = 256 };
+
+/* Part r of a TOTAL group as code (part_text's, for its chunk loop): its
+ * tile, summing into acc, with the values named by order of first use. */
+static void total_text(gen *G, const pass_fgroup *part, int vec, part_code *pc)
+{
+    gen S = *G;
+    S.nnamed = S.capnamed = 0;
+    S.named = NULL;
+    S.cname = NULL;
+    S.canon = true;
+    S.indent = 0;
+    S.g = part;
+    S.red = IR_OP(G->m, part->reduce);
+    su_buf b;
+    su_buf_init_in(&b, G->arena);
+    S.b = &b;
+    tile t = {.dom = &S.red->in[0]->type, .vec = vec, .prologue = true, .store_prologue = true,
+              .consume = "acc += xin;"};
+    cg_emit_tile(&S, &t);
+    pc->text = b.s ? b.s : "";
+    pc->vals = S.named;
+    pc->nvals = S.nnamed;
+    pc->vec = vec;
+    cg_tile_memory(&S, &t, &pc->mem, &pc->nmem);
+    pc->owner = false;
+}
+
+/* The chunk loop of part r (G->g set to it, its values named as the
+ * caller chose): elements lo .. hi - 1 of its flat domain. */
+static void total_loop(gen *G, int vec)
+{
+    cg_line(G, "for (i64 e = lo + (i64)threadIdx.x * %d; e < hi; e += %d) {", vec,
+            TOTAL_BLOCK * vec);
+    G->indent++;
+    G->red = IR_OP(G->m, G->g->reduce);
+    tile t = {.dom = &G->red->in[0]->type, .vec = vec, .prologue = true, .store_prologue = true,
+              .consume = "acc += xin;"};
+    cg_emit_tile(G, &t);
+    G->red = NULL;
+    G->indent--;
+    cg_line(G, "}");
+}
+
+void cg_emit_total(gen *G, cg_cuda_kernel *k)
+{
+    const pass_fgroup *whole = G->g;
+    const ir_module *m = G->m;
+    int n = whole->nparts;
+    int64_t *numel = su_alloc(G->arena, (size_t)n * sizeof *numel);
+    int64_t *start = su_alloc(G->arena, (size_t)n * sizeof *start);
+    int64_t *nch = su_alloc(G->arena, (size_t)n * sizeof *nch);
+    part_code *pc = su_alloc(G->arena, (size_t)n * sizeof *pc);
+    int64_t all = 0, chunk = TOTAL_CHUNK;
+    k->vec = 1;
+    for (int r = 0; r < n; r++) {
+        const pass_fgroup *p = &whole->parts[r];
+        const ir_type *dom = &IR_OP(m, p->reduce)->in[0]->type;
+        numel[r] = ir_type_numel(dom);
+        int vec = dom->rank >= 1 ? cg_vec_of(p, dom, dom->dim[dom->rank - 1]) : 1;
+        k->vec = vec > k->vec ? vec : k->vec;
+        all += numel[r];
+        total_text(G, p, vec, &pc[r]);
+        pc[r].cls = r;
+        for (int q = 0; q < r && pc[r].cls == r; q++)
+            if (pc[q].cls == q && same_code(G, k, q, r, pc))
+                pc[r].cls = q;
+    }
+    while ((all + chunk - 1) / chunk + n > TOTAL_MAX_CHUNKS)
+        chunk *= 2;
+    /* the chunks, class after class (a class's parts next to each other) */
+    int64_t nchunks = 0;
+    int nclasses = 0;
+    for (int r = 0; r < n; r++) {
+        if (pc[r].cls != r)
+            continue;
+        nclasses++;
+        for (int q = r; q < n; q++)
+            if (pc[q].cls == r) {
+                start[q] = nchunks;
+                nch[q] = (numel[q] + chunk - 1) / chunk;
+                nchunks += nch[q];
+            }
+    }
+    int warps = TOTAL_BLOCK / 32;
+    k->strategy = CG_CUDA_ROW;
+    k->block = TOTAL_BLOCK;
+    k->grid = nchunks > MAX_GRID ? MAX_GRID : nchunks;
+    k->shared_bytes = (warps + n) * (int)sizeof(float);
+    G->helpers |= H_WARP | H_BLOCK | H_COLPARTS;
+    cg_line(G, "extern __shared__ float red[]; // [%d]: sh_block_sum's; then [%d]: each part's "
+               "sum", warps, n);
+    cg_line(G, "for (i64 c = blockIdx.x; c < %lld; c += gridDim.x) { // chunks of %lld elements",
+            (long long)nchunks, (long long)chunk);
+    G->indent++;
+    cg_line(G, "float acc = 0.0f;");
+    int *mem = su_alloc(G->arena, (size_t)n * sizeof *mem), c = 0;
+    for (int r = 0; r < n; r++) {
+        if (pc[r].cls != r)
+            continue;
+        int nm = 0;
+        int64_t end = 0;
+        for (int q = r; q < n; q++)
+            if (pc[q].cls == r) {
+                mem[nm++] = q;
+                end = start[q] + nch[q];
+            }
+        const char *what =
+            nm == 1 ? cg_fmt(G, "part %d: %s", r, cg_ir_name(G, IR_OP(m, whole->parts[r].total)->res[0]))
+                    : cg_fmt(G, "parts %d and %d more like it: one code", r, nm - 1);
+        if (nclasses == 1)
+            cg_line(G, "{ // %s", what);
+        else if (c == 0)
+            cg_line(G, "if (c < %lld) { // %s", (long long)end, what);
+        else if (c + 1 < nclasses)
+            cg_line(G, "} else if (c < %lld) { // %s", (long long)end, what);
+        else
+            cg_line(G, "} else { // %s", what);
+        G->indent++;
+        if (nm == 1) {
+            cg_line(G, "const i64 lo = (c - %lld) * %lld, hi = min(lo + %lld, (i64)%lld);",
+                    (long long)start[r], (long long)chunk, (long long)chunk, (long long)numel[r]);
+            G->g = &whole->parts[r];
+            total_loop(G, pc[r].vec);
+            G->g = whole;
+        } else {
+            /* each member's first chunk, size and tensors, then one loop,
+             * the first member's with its tensors named by slot */
+            const part_code *rep = &pc[mem[0]];
+            const char **slot = su_alloc(G->arena, (size_t)(rep->nvals + 1) * sizeof *slot);
+            int nslots = 0;
+            for (int j = 0; j < rep->nvals; j++) {
+                slot[j] = is_slot(k, rep, j) ? slot_name(G, j) : NULL;
+                if (!slot[j])
+                    continue;
+                nslots++;
+                bool in = param_index(k, rep->vals[j]) < whole->nin;
+                cg_line(G, "%s%s *p_%s;", in ? "const " : "",
+                        cg_ctype(G, rep->vals[j]->type.dtype), slot[j]);
+            }
+            cg_line(G, "i64 first, n;");
+            for (int i = 0; i < nm; i++) {
+                int q = mem[i];
+                const char *test = i == 0 ? cg_fmt(G, "if (c < %lld) {", (long long)(start[q] + nch[q]))
+                                   : i + 1 < nm ? cg_fmt(G, "} else if (c < %lld) {",
+                                                         (long long)(start[q] + nch[q]))
+                                                : "} else {";
+                cg_line(G, "%s // part %d: %s", test, q,
+                        cg_ir_name(G, IR_OP(m, whole->parts[q].total)->res[0]));
+                G->indent++;
+                cg_line(G, "first = %lld;", (long long)start[q]);
+                cg_line(G, "n = %lld;", (long long)numel[q]);
+                for (int j = 0; j < pc[q].nvals; j++)
+                    if (slot[j])
+                        cg_line(G, "p_%s = p_%s;", slot[j], cg_cname(G, pc[q].vals[j]));
+                G->indent--;
+            }
+            cg_line(G, "}");
+            cg_line(G, "const i64 lo = (c - first) * %lld, hi = min(lo + %lld, n);",
+                    (long long)chunk, (long long)chunk);
+            int keep_n = G->nnamed, keep_cap = G->capnamed;
+            const ir_value **keep_v = G->named;
+            const char **keep_c = G->cname;
+            int cap = keep_n + nslots + 16;
+            G->named = su_alloc(G->arena, (size_t)cap * sizeof *G->named);
+            G->cname = su_alloc(G->arena, (size_t)cap * sizeof *G->cname);
+            G->capnamed = cap;
+            G->nnamed = 0;
+            for (int j = 0; j < rep->nvals; j++)
+                if (slot[j]) {
+                    G->named[G->nnamed] = rep->vals[j];
+                    G->cname[G->nnamed++] = slot[j];
+                }
+            memcpy(G->named + G->nnamed, keep_v, (size_t)keep_n * sizeof *keep_v);
+            memcpy(G->cname + G->nnamed, keep_c, (size_t)keep_n * sizeof *keep_c);
+            G->nnamed += keep_n;
+            G->g = &whole->parts[mem[0]];
+            total_loop(G, rep->vec);
+            G->g = whole;
+            G->named = keep_v;
+            G->cname = keep_c;
+            G->nnamed = keep_n;
+            G->capnamed = keep_cap;
+        }
+        G->indent--;
+        c++;
+    }
+    cg_line(G, "}");
+    cg_line(G, "acc = sh_block_sum(acc, red);");
+    cg_line(G, "if (threadIdx.x == 0)");
+    cg_line(G, "    sh_cpart[c] = acc;");
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "__shared__ bool last; // whether this block is the last to finish");
+    cg_line(G, "__threadfence(); // each chunk's sum is seen before the count grows");
+    cg_line(G, "__syncthreads();");
+    cg_line(G, "if (threadIdx.x == 0)");
+    cg_line(G, "    last = atomicAdd(&sh_cdone[0], 1u) + 1 == gridDim.x;");
+    cg_line(G, "__syncthreads();");
+    cg_line(G, "if (!last)");
+    cg_line(G, "    return;");
+    cg_line(G, "__threadfence();");
+    su_buf cuts;
+    su_buf_init_in(&cuts, G->arena);
+    for (int r = 0; r < n; r++)
+        su_buf_printf(&cuts, "%s%lld", r ? ", " : "", (long long)start[r]);
+    cg_line(G, "const i64 first[%d] = {%s}; // each part's first chunk", n, cuts.s);
+    su_buf_init_in(&cuts, G->arena);
+    for (int r = 0; r < n; r++)
+        su_buf_printf(&cuts, "%s%lld", r ? ", " : "", (long long)(start[r] + nch[r]));
+    cg_line(G, "const i64 end[%d] = {%s}; // and its last chunk's next", n, cuts.s);
+    cg_line(G, "float *sums = red + %d;", warps);
+    cg_line(G, "const int lane = threadIdx.x %% 32, w = threadIdx.x / 32;");
+    cg_line(G, "for (int p = w; p < %d; p += %d) { // a warp a part", n, warps);
+    cg_line(G, "    float s = 0.0f;");
+    cg_line(G, "    for (i64 j = first[p] + lane; j < end[p]; j += 32) // the chunks in order");
+    cg_line(G, "        s += ((volatile float *)sh_cpart)[j];");
+    cg_line(G, "    s = sh_warp_sum(s);");
+    cg_line(G, "    if (lane == 0)");
+    cg_line(G, "        sums[p] = s;");
+    cg_line(G, "}");
+    cg_line(G, "__syncthreads();");
+    cg_line(G, "if (threadIdx.x != 0)");
+    cg_line(G, "    return;");
+    cg_line(G, "sh_cdone[0] = 0;");
+    /* the epilogue: each part's scalar, the values it reads from outside
+     * (scalars), its ops in program order, its stores */
+    for (int r = 0; r < n; r++) {
+        const ir_value *v = IR_OP(m, whole->parts[r].total)->res[0];
+        cg_line(G, "const float %s = sums[%d]; // %s", cg_reg(G, v), r, cg_ir_name(G, v));
+    }
+    bool *part_op = su_alloc(G->arena, (size_t)whole->nops * sizeof *part_op);
+    for (int i = 0; i < whole->nops; i++) {
+        const ir_op *op = IR_OP(m, whole->ops[i]);
+        part_op[i] = op->code == IR_SUM;
+        for (int r = 0; r < n && !part_op[i]; r++)
+            part_op[i] = pass_fuse_part(&whole->parts[r], whole->ops[i]) != NULL;
+    }
+    for (int i = 0; i < whole->nin; i++) {
+        const ir_value *v = whole->in[i];
+        bool read = false;
+        for (int q = 0; q < whole->nops && !read; q++) {
+            const ir_op *op = IR_OP(m, whole->ops[q]);
+            for (int j = 0; !part_op[q] && j < op->nin; j++)
+                read |= op->in[j] == v;
+        }
+        if (read)
+            cg_line(G, "const float %s = %s;", cg_reg(G, v),
+                    cg_load_conv(G, v->type.dtype, cg_fmt(G, "p_%s[0]", cg_cname(G, v))));
+    }
+    /* a constrain the partitioner left (a rename, fuse.c's total_alias)
+     * of a value of the kernel: a register of the same value, made once
+     * before its first reader */
+    const ir_value **renamed = su_alloc(G->arena, ((size_t)whole->nops * 3 + 1) * sizeof *renamed);
+    int nrenamed = 0;
+    for (int i = 0; i < whole->nops; i++) {
+        if (part_op[i])
+            continue;
+        const ir_op *op = IR_OP(m, whole->ops[i]);
+        for (int j = 0; j < op->nin; j++) {
+            const ir_value *v = op->in[j], *src = v;
+            while (src->def && src->def->code == IR_CONSTRAIN && src->def->nin == 1)
+                src = src->def->in[0];
+            bool seen = src == v || !cg_in_group(G, src);
+            for (int q = 0; q < nrenamed && !seen; q++)
+                seen = renamed[q] == v;
+            if (seen)
+                continue;
+            renamed[nrenamed++] = v;
+            cg_line(G, "const float %s = %s; // %s, %s renamed", cg_reg(G, v), cg_reg(G, src),
+                    cg_ir_name(G, v), cg_ir_name(G, src));
+        }
+        cg_emit_op(G, op);
+    }
+    for (int i = 0; i < whole->nout; i++) {
+        const ir_value *v = whole->out[i];
+        int at = -1;
+        for (int q = 0; q < whole->nops && at < 0; q++)
+            if (IR_OP(m, whole->ops[q])->res[0] == v)
+                at = q;
+        /* not a part's prologue value (its tile stored it) */
+        const ir_op *op = at >= 0 ? IR_OP(m, whole->ops[at]) : NULL;
+        if (op && (!part_op[at] || (op->code == IR_SUM && !op->res[0]->type.rank)))
+            cg_line(G, "p_%s[0] = %s;", cg_cname(G, v),
+                    cg_store_conv(G, v->type.dtype, cg_reg(G, v)));
+    }
+}
+
 rview cg_red_view(const ir_op *r)
 {
     const ir_type *t = &r->in[0]->type;

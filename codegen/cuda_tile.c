@@ -427,7 +427,7 @@ void cg_emit_adamw_coef(gen *G, const ir_op *op, const char *t)
 }
 
 /* `const float v_r = ...;` for an elementwise op of the group. */
-static void emit_op(gen *G, const ir_op *op)
+void cg_emit_op(gen *G, const ir_op *op)
 {
     if (op->code == IR_CONST)
         return; /* a literal where it is read (cg_reg) */
@@ -641,7 +641,7 @@ static void emit_tile_ops(gen *G, const tile *t, const vlist *stores, const char
     if (t->prologue)
         for (int k = 0; k < g->nops; k++)
             if (before_red(G, g->ops[k]) && g->ops[k] != g->reduce)
-                emit_op(G, IR_OP(G->m, g->ops[k]));
+                cg_emit_op(G, IR_OP(G->m, g->ops[k]));
     vlist pro = vlist_new(G), rest = vlist_new(G);
     for (int i = 0; i < stores->n; i++)
         vlist_add(before_red(G, op_of(G, stores->v[i])) ? &pro : &rest, stores->v[i]);
@@ -657,7 +657,7 @@ static void emit_tile_ops(gen *G, const tile *t, const vlist *stores, const char
          ir_ops[G->red->code].name);
     for (int k = 0; k < g->nops; k++)
         if (g->ops[k] > g->reduce && !cg_stat_member(G, IR_OP(G->m, g->ops[k])))
-            emit_op(G, IR_OP(G->m, g->ops[k]));
+            cg_emit_op(G, IR_OP(G->m, g->ops[k]));
     emit_stores(G, t, &rest, e);
 }
 

@@ -827,6 +827,303 @@ static bool period_ends(multi *M, int k)
     return multi_params_n(M, next, p) > PASS_FUSE_MULTI_PARAMS;
 }
 
+/* ---- totals (fuse.h) ---- */
+
+/* Whether group g sums to an f32 value in the optimizer phase. */
+static bool total_sum(const walker *w, const pass_fgroup *g)
+{
+    if (g->kind != PASS_FUSE_REDUCE || g->nparts || g->reduce < 0)
+        return false;
+    const ir_op *r = IR_OP(w->m, g->reduce);
+    return r->code == IR_SUM && r->nin == 1 && r->phase == IR_PH_OPTIMIZER &&
+           r->res[0]->type.dtype == IR_F32;
+}
+
+/* Whether op only renames its operand: a constrain, which the partitioner
+ * leaves where a partial value over an axis of one rank becomes whole
+ * (the same bytes: the memory plan shares its buffer, the plan holds no
+ * instruction for it). A TOTAL group reads through such ops. */
+static bool total_alias(const ir_op *op)
+{
+    return op->code == IR_CONSTRAIN && op->nin == 1 && op->nres == 1;
+}
+
+/* The value v renames, through any number of total_alias ops. */
+static const ir_value *total_src(const ir_value *v)
+{
+    while (v->def && total_alias(v->def))
+        v = v->def->in[0];
+    return v;
+}
+
+/* The group of the chain after group k (fuse.h): a sum of k's sum alone
+ * (or of a rename of it, total_alias), which nothing else reads; -1 when
+ * k's sum is no such link. */
+static int total_next(const walker *w, int k)
+{
+    const pass_fusion *f = w->f;
+    const pass_fgroup *g = &f->groups[k];
+    const ir_value *r = IR_OP(w->m, g->reduce)->res[0];
+    if (!r->type.rank || g->anchor != g->reduce || g->nout != 1 || g->out[0] != r)
+        return -1;
+    while (w->nuse[r->id] == 1 && w->reader[r->id] >= 0 &&
+           total_alias(IR_OP(w->m, w->reader[r->id])))
+        r = IR_OP(w->m, w->reader[r->id])->res[0];
+    if (w->nuse[r->id] != 1 || w->reader[r->id] < 0)
+        return -1;
+    int j = w->reader[r->id], n = f->group_of[j];
+    if (n < 0 || !total_sum(w, &f->groups[n]) || f->groups[n].ops[0] != j ||
+        f->groups[n].reduce != j || IR_OP(w->m, j)->rep != IR_OP(w->m, g->reduce)->rep)
+        return -1;
+    return n;
+}
+
+/* The chain starting at group k, its groups into chain[] (at most
+ * PASS_FUSE_MULTI_PARAMS): how many, or 0 when it does not reach a scalar
+ * (or k is another's link). */
+static int total_chain(const walker *w, int k, const bool *linked, int *chain)
+{
+    if (!total_sum(w, &w->f->groups[k]) || linked[k])
+        return 0;
+    int n = 0;
+    for (int g = k; g >= 0 && n < PASS_FUSE_MULTI_PARAMS; g = total_next(w, g)) {
+        chain[n++] = g;
+        const pass_fgroup *t = &w->f->groups[g];
+        if (IR_OP(w->m, t->reduce)->res[0]->type.rank)
+            continue;
+        /* the last: its epilogue scalars of floats, which the kernel's
+         * last block computes */
+        for (int i = 0; i < t->nops; i++) {
+            const ir_op *op = IR_OP(w->m, t->ops[i]);
+            if (t->ops[i] > t->reduce &&
+                (op->nres != 1 || op->res[0]->type.rank || !is_float(op->res[0]->type.dtype)))
+                return 0;
+        }
+        return n;
+    }
+    return 0;
+}
+
+/* Whether group g is scalars that a TOTAL group's epilogue may run: an
+ * elementwise group (not multi-tensor) of the optimizer phase and
+ * repetition rep, every op's result a float of rank 0. */
+static bool total_scalars(const walker *w, const pass_fgroup *g, int rep)
+{
+    if (g->kind != PASS_FUSE_ELEMENTWISE || g->nparts)
+        return false;
+    for (int i = 0; i < g->nops; i++) {
+        const ir_op *op = IR_OP(w->m, g->ops[i]);
+        if (op->phase != IR_PH_OPTIMIZER || op->rep != rep || op->nres != 1 ||
+            op->res[0]->type.rank || !is_float(op->res[0]->type.dtype))
+            return false;
+    }
+    return true;
+}
+
+/* Builds a run of chains (their groups marked in mark[] with stamp) into
+ * the TOTAL group out (parts: each chain's first group, total set). */
+static void total_build(const walker *w, const int *first, const int *last, int nchains,
+                        const int *mark, int stamp, pass_fgroup *out, su_arena *tmp)
+{
+    const ir_module *m = w->m;
+    pass_fusion *f = w->f;
+    pass_fgroup *parts = su_alloc(&f->arena, (size_t)nchains * sizeof *parts);
+    int lo = f->groups[first[0]].ops[0], hi = 0, nops = 0;
+    for (int k = 0; k < f->ngroups; k++) /* the chains' groups, and scalars between */
+        if (mark[k] == stamp && f->groups[k].anchor > hi)
+            hi = f->groups[k].anchor;
+    for (int c = 0; c < nchains; c++) {
+        parts[c] = f->groups[first[c]];
+        parts[c].total = f->groups[last[c]].reduce;
+        parts[c].anchor = parts[c].reduce;
+        /* a chain of one group: the part is its prologue and sum */
+        int np = 0;
+        while (np < parts[c].nops && parts[c].ops[np] <= parts[c].reduce)
+            np++;
+        parts[c].nops = np;
+    }
+    for (int i = lo; i <= hi; i++)
+        nops += f->group_of[i] >= 0 && mark[f->group_of[i]] == stamp;
+    /* the reads of each value outside the group (stored: read so, or by
+     * an output or an update, or by nothing: mark_stored's rule), a
+     * rename's reads counting as its operand's where a reader outside
+     * reads the rename: from the last op back, each op outside the group
+     * adds its reads, a rename only when its result is read outside */
+    int *ext = su_alloc(tmp, ((size_t)f->nvalues + 1) * sizeof *ext);
+    memset(ext, 0, ((size_t)f->nvalues + 1) * sizeof *ext);
+    for (int i = 0; i < m->ops.n; i++)
+        for (int j = 0; j < IR_OP(m, i)->nin; j++)
+            ext[IR_OP(m, i)->in[j]->id]--;
+    for (int v = 0; v < f->nvalues; v++)
+        ext[v] += w->nuse[v]; /* the outputs' and updates' reads */
+    for (int i = m->ops.n - 1; i >= lo; i--) {
+        const ir_op *op = IR_OP(m, i);
+        if (f->group_of[i] >= 0 && mark[f->group_of[i]] == stamp)
+            continue;
+        if (total_alias(op) && ext[op->res[0]->id] <= 0)
+            continue;
+        for (int j = 0; j < op->nin; j++)
+            ext[op->in[j]->id]++;
+    }
+    pass_fgroup *g = out;
+    memset(g, 0, sizeof *g);
+    g->kind = PASS_FUSE_TOTAL;
+    g->reduce = -1;
+    g->nparts = nchains;
+    g->parts = parts;
+    g->ops = su_alloc(&f->arena, (size_t)nops * sizeof *g->ops);
+    g->in = su_alloc(&f->arena, ((size_t)nops * 4 + 1) * sizeof *g->in);
+    g->out = su_alloc(&f->arena, ((size_t)nops + 1) * sizeof *g->out);
+    for (int i = lo; i <= hi; i++) {
+        if (f->group_of[i] < 0 || mark[f->group_of[i]] != stamp)
+            continue;
+        const ir_op *op = IR_OP(m, i);
+        g->ops[g->nops++] = i;
+        for (int j = 0; j < op->nin; j++) {
+            const ir_value *v = op->in[j];
+            int at = w->defat[total_src(v)->id];
+            bool known = at >= 0 && f->group_of[at] >= 0 && mark[f->group_of[at]] == stamp;
+            for (int q = 0; q < g->nin && !known; q++)
+                known = g->in[q] == v;
+            if (!known)
+                g->in[g->nin++] = v;
+        }
+        const ir_value *r = op->res[0];
+        f->stored[r->id] = !w->nuse[r->id] || ext[r->id] > 0;
+        if (f->stored[r->id])
+            g->out[g->nout++] = r;
+    }
+    g->anchor = g->ops[g->nops - 1];
+    /* each part's stores: its prologue's values read outside it */
+    for (int c = 0; c < nchains; c++) {
+        pass_fgroup *p = &parts[c];
+        const ir_value **o = su_alloc(&f->arena, ((size_t)p->nops + 1) * sizeof *o);
+        int no = 0;
+        for (int i = 0; i < p->nops; i++)
+            if (f->stored[IR_OP(m, p->ops[i])->res[0]->id])
+                o[no++] = IR_OP(m, p->ops[i])->res[0];
+        p->out = o;
+        p->nout = no;
+    }
+}
+
+/* Gathers the chains of sums to scalars into TOTAL groups (fuse.h),
+ * renumbering the groups and group_of[]. */
+static void gather_totals(walker *w, su_arena *tmp)
+{
+    pass_fusion *f = w->f;
+    const ir_module *m = w->m;
+    int n = f->ngroups;
+    bool *linked = su_alloc(tmp, ((size_t)n + 1) * sizeof *linked);
+    memset(linked, 0, ((size_t)n + 1) * sizeof *linked);
+    bool any = false;
+    for (int k = 0; k < n; k++)
+        if (total_sum(w, &f->groups[k])) {
+            int nx = total_next(w, k);
+            if (nx >= 0)
+                linked[nx] = true;
+            any = true;
+        }
+    if (!any)
+        return;
+    int *mark = su_alloc(tmp, ((size_t)n + 1) * sizeof *mark); /* a run's stamp, or 0 */
+    int *vmark = su_alloc(tmp, ((size_t)f->nvalues + 1) * sizeof *vmark);
+    memset(mark, 0, ((size_t)n + 1) * sizeof *mark);
+    memset(vmark, 0, ((size_t)f->nvalues + 1) * sizeof *vmark);
+    int *chain = su_alloc(tmp, (PASS_FUSE_MULTI_PARAMS + 1) * sizeof *chain);
+    int *first = su_alloc(tmp, ((size_t)n + 1) * sizeof *first);
+    int *last = su_alloc(tmp, ((size_t)n + 1) * sizeof *last);
+    int *newid = su_alloc(tmp, ((size_t)n + 1) * sizeof *newid);
+    pass_fgroup *out = su_alloc(&f->arena, ((size_t)n + 1) * sizeof *out);
+    int nout = 0, stamp = 0, made = 0;
+    for (int k = 0; k < n; k++) {
+        if (mark[k] > 0)
+            continue; /* in a run made already */
+        int len = total_chain(w, k, linked, chain);
+        bool ok = len > 0;
+        int nch = 0, nlinks = 0, lo = f->groups[k].ops[0], hi = 0;
+        if (ok) {
+            /* the run from chain k on, greedily: each chain's groups get
+             * the run's stamp; a group that is not a free chain's start,
+             * or a chain that breaks a rule, ends it */
+            stamp++;
+            int nparams = 0, rep = IR_OP(m, f->groups[k].reduce)->rep;
+            for (int q = k; q < n; q++) {
+                if (mark[q] == stamp)
+                    continue; /* a link of one of the run's chains */
+                int cl = mark[q] ? 0 : total_chain(w, q, linked, chain);
+                if (!cl && !mark[q] && total_scalars(w, &f->groups[q], rep) &&
+                    w->ncomm[f->groups[q].anchor] == w->ncomm[lo]) {
+                    mark[q] = stamp; /* scalars between chains: the epilogue's */
+                    hi = f->groups[q].anchor > hi ? f->groups[q].anchor : hi;
+                    continue;
+                }
+                if (!cl)
+                    break;
+                const pass_fgroup *tail = &f->groups[chain[cl - 1]];
+                if (IR_OP(m, tail->anchor)->rep != rep || w->ncomm[tail->anchor] != w->ncomm[lo])
+                    break;
+                int add = 0; /* the values new to the run: the pointer limit */
+                for (int c = 0; c < cl; c++) {
+                    const pass_fgroup *g = &f->groups[chain[c]];
+                    for (int j = 0; j < g->nin + g->nout; j++) {
+                        const ir_value *v = j < g->nin ? g->in[j] : g->out[j - g->nin];
+                        add += vmark[v->id] != stamp;
+                        vmark[v->id] = stamp;
+                    }
+                }
+                if (nch && nparams + add > PASS_FUSE_MULTI_PARAMS)
+                    break;
+                nparams += add;
+                for (int c = 0; c < cl; c++)
+                    mark[chain[c]] = stamp;
+                first[nch] = chain[0];
+                last[nch++] = chain[cl - 1];
+                nlinks += cl - 1;
+                hi = tail->anchor > hi ? tail->anchor : hi;
+            }
+            /* worth a kernel less, and no op outside the run, between its
+             * first op and its last, reads a value of the run (the kernel
+             * runs at the last) */
+            ok = nch > 1 || nlinks > 0;
+            for (int i = lo; i <= hi && ok; i++) {
+                int gi = f->group_of[i];
+                const ir_op *op = IR_OP(m, i);
+                if ((gi >= 0 && mark[gi] == stamp) || total_alias(op))
+                    continue;
+                for (int j = 0; j < op->nin && ok; j++) {
+                    int at = w->defat[total_src(op->in[j])->id];
+                    ok = at < 0 || f->group_of[at] < 0 || mark[f->group_of[at]] != stamp;
+                }
+            }
+            if (!ok) /* the chains stay as they are; a later one may start a run */
+                for (int q = k; q < n; q++)
+                    if (mark[q] == stamp)
+                        mark[q] = 0;
+        }
+        if (!ok) {
+            out[nout] = f->groups[k];
+            out[nout].id = nout;
+            newid[k] = nout++;
+            continue;
+        }
+        total_build(w, first, last, nch, mark, stamp, &out[nout], tmp);
+        out[nout].id = nout;
+        for (int q = k; q < n; q++)
+            if (mark[q] == stamp)
+                newid[q] = nout;
+        nout++;
+        made++;
+    }
+    if (!made)
+        return;
+    for (int i = 0; i < f->nops; i++)
+        if (f->group_of[i] >= 0)
+            f->group_of[i] = newid[f->group_of[i]];
+    f->groups = out;
+    f->ngroups = nout;
+}
+
 /* Gathers the optimizer's elementwise groups into multi-tensor groups
  * (fuse.h), renumbering the groups and group_of[], and names every group
  * (group_name). What only the gathering reads lives in tmp. */
@@ -1560,6 +1857,7 @@ static void from_work(void *arg)
         g->in = dup_in(&f->arena, g->in, (size_t)g->nin, sizeof *g->in);
         g->out = dup_in(&f->arena, g->out, (size_t)g->nout, sizeof *g->out);
     }
+    gather_totals(&r->w, &r->tmp);
     gather_multi(&r->w, r->skip, &r->tmp);
     absorb_consts(&r->w, &r->tmp);
 }
@@ -1712,6 +2010,13 @@ static void put_group_comment(const ir_module *m, const pass_fgroup *g, const ch
         put_shape(b, &mm->in[1]->type);
         su_buf_printf(b, ", epilogue %s (cuBLASLt)",
                       pass_fuse_epilogue_str(g->epilogue, epi, sizeof epi));
+    } else if (g->kind == PASS_FUSE_TOTAL) {
+        su_buf_printf(b, "sums to scalars of %d tensor%s", g->nparts, g->nparts == 1 ? "" : "s");
+        for (int r = 0; r < g->nparts; r++) {
+            su_buf_puts(b, r ? ", " : " ");
+            put_shape(b, &IR_OP(m, g->parts[r].reduce)->in[0]->type);
+        }
+        su_buf_puts(b, ", then scalars");
     } else if (g->nparts) {
         su_buf_printf(b, "multi-tensor elementwise over %d domains", g->nparts);
         for (int r = 0; r < g->nparts; r++) {

@@ -122,6 +122,27 @@
  * passes.h). Elsewhere (forward, backward) groups of different domains
  * stay apart.
  *
+ * Totals (the optimizer's sums to scalars: clip's norm). A tensor summed
+ * to a scalar (rank 0) is one or more sums, each over an axis of the one
+ * before (autodiff sums a [R, C] gradient's squares over R, then over C),
+ * each a kernel of its own, and clip's norm has one such chain per param
+ * (GPT-2: 148), the sums added up by the epilogues. After the walk, a run
+ * of such chains of the optimizer phase becomes one group of kind TOTAL,
+ * as multi-tensor groups are: each chain a part (nparts >= 1; parts[r] is
+ * the chain's first group, its prologue and first sum, anchor and reduce
+ * that sum, and total the op index of the chain's last sum), and the ops
+ * after each chain's last sum in its group (the running total's adds, the
+ * norm's sqrt) the group's epilogue, which the kernel runs once, in
+ * program order, after every part's sum. A chain: sums of f32 results,
+ * each but the last read by the next alone and stored by nothing else,
+ * the last of rank 0; a run: chains of one repetition with no collective,
+ * send or recv between, no value of the run read by an op outside it in
+ * its span, and at most PASS_FUSE_MULTI_PARAMS pointers; made where it
+ * saves a kernel (two chains, or a chain of two sums). The kernel sums
+ * each part flat, in chunks a block each, then the chunks' sums in order
+ * (codegen/cuda_strategy.c): another order than the CPU backend's sums
+ * over one axis, then the next.
+ *
  * i32 arithmetic is elementwise too where a kernel computes exactly what
  * the CPU backend does: add, sub, mul and neg (wrapping), max, min, gt, eq,
  * abs and expand of i32 operands (a transformer's vocabulary-parallel
@@ -147,6 +168,7 @@ typedef enum {
     PASS_FUSE_MATMUL,
     PASS_FUSE_ATTN_PAIR,
     PASS_FUSE_ATTN_LSE,
+    PASS_FUSE_TOTAL,
 } pass_fuse_kind;
 
 /* Whether group g is one kernel of two attention ops (the pair, or the
@@ -235,6 +257,8 @@ typedef struct pass_fgroup {
     struct pass_fgroup *parts;
     int run;                /* a multi-tensor group: which of pass_fusion's runs
                              * it is (0 first) */
+    int total;              /* a TOTAL group's part: the op index of the sum
+                             * that makes its scalar (the chain's last) */
 } pass_fgroup;
 
 typedef struct pass_fusion {

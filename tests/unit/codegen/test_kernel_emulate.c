@@ -1560,6 +1560,11 @@ int main(int argc, char **argv)
         {"tests/models/kernel_shapes.sh", "1", 0, "", NULL, NULL, NULL, NULL},
         /* bool, comparisons, where */
         {"tests/models/select_masks.sh", "2x2", 0, "", NULL, NULL, NULL, NULL},
+        /* clip's norm as one kernel: parts of two chunks, the factor in its
+         * epilogue (1x1), partial sums before their all-reduce (2x2) */
+        {"tests/models/clip_total.sh", "1x1", 0, "", NULL, NULL, NULL, NULL},
+        {"tests/models/clip_total.sh", "1x1", 0, "", "bf16", NULL, NULL, NULL},
+        {"tests/models/clip_total.sh", "2x2", 0, "", NULL, NULL, NULL, NULL},
         /* routing, experts by all-to-all */
         {"examples/moe.sh", "2x2", 0, "S=16 D=64 F=64 L=1", NULL, NULL, NULL, NULL},
         /* RoPE, grouped-query attention (4 heads of 32, 2 for k and v) on

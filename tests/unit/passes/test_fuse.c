@@ -291,7 +291,7 @@ static int check_multi(const run *r, const int *defat)
     int bad = 0;
     for (int k = 0; k < r->f.ngroups; k++) {
         const pass_fgroup *g = &r->f.groups[k];
-        if (!g->nparts)
+        if (!g->nparts || g->kind == PASS_FUSE_TOTAL)
             continue;
         int nops = 0;
         bad += g->nparts < 2 || g->nin + g->nout > PASS_FUSE_MULTI_PARAMS;
@@ -311,6 +311,80 @@ static int check_multi(const run *r, const int *defat)
             }
         }
         bad += nops != g->nops;
+        for (int i = g->ops[0]; i <= g->anchor; i++) {
+            ir_opclass c = ir_ops[IR_OP(m, i)->code].cls;
+            bad += c == IR_C_COMM || c == IR_C_P2P;
+        }
+    }
+    return bad;
+}
+
+/* Whether every reader of v is an op of group g, or a constrain whose
+ * result's readers are (a TOTAL group reads through the partitioner's
+ * renames, fuse.h); outputs and updates are not. With after >= 0, ops
+ * after op index after count as g's too (a rename that ops before the
+ * kernel runs read only when they are the kernel's). */
+static bool read_inside(const run *r, const ir_value *v, int g, int after)
+{
+    if (after >= 0) {
+        const ir_module *m = r->m;
+        for (int i = 0; i <= after && i < m->ops.n; i++) {
+            const ir_op *op = IR_OP(m, i);
+            for (int k = 0; k < op->nin; k++)
+                if (op->in[k] == v && r->f.group_of[i] != g &&
+                    !(op->code == IR_CONSTRAIN && read_inside(r, op->res[0], g, after)))
+                    return false;
+        }
+        return true;
+    }
+    const ir_module *m = r->m;
+    for (int i = 0; i < m->outputs.n; i++)
+        if (IR_OUTPUT(m, i)->v == v)
+            return false;
+    for (int i = 0; i < m->updates.n; i++)
+        if (IR_UPDATE(m, i)->v == v || IR_UPDATE(m, i)->grad == v)
+            return false;
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        for (int k = 0; k < op->nin; k++)
+            if (op->in[k] == v && r->f.group_of[i] != g &&
+                !(op->code == IR_CONSTRAIN && read_inside(r, op->res[0], g, -1)))
+                return false;
+    }
+    return true;
+}
+
+/* A TOTAL group (fuse.h): its ops those of the optimizer phase that
+ * group_of gives it, ascending; each part a reduction group of its ops
+ * (prologue and first sum) whose total is a sum of rank 0 of the group;
+ * no collective, send or recv between its first op and its anchor; at
+ * most PASS_FUSE_MULTI_PARAMS pointers. The count of violations. */
+static int check_total(const run *r)
+{
+    const ir_module *m = r->m;
+    int bad = 0;
+    for (int k = 0; k < r->f.ngroups; k++) {
+        const pass_fgroup *g = &r->f.groups[k];
+        if (g->kind != PASS_FUSE_TOTAL)
+            continue;
+        bad += g->nparts < 1 || g->nin + g->nout > PASS_FUSE_MULTI_PARAMS;
+        int n = 0;
+        for (int i = 0; i < m->ops.n; i++)
+            if (r->f.group_of[i] == k) {
+                bad += n >= g->nops || g->ops[n] != i ||
+                       IR_OP(m, i)->phase != IR_PH_OPTIMIZER;
+                n++;
+            }
+        bad += n != g->nops || g->anchor != g->ops[g->nops - 1];
+        for (int p = 0; p < g->nparts; p++) {
+            const pass_fgroup *part = &g->parts[p];
+            bad += part->kind != PASS_FUSE_REDUCE || part->ops[part->nops - 1] != part->reduce ||
+                   IR_OP(m, part->reduce)->code != IR_SUM || r->f.group_of[part->total] != k ||
+                   IR_OP(m, part->total)->code != IR_SUM ||
+                   IR_OP(m, part->total)->res[0]->type.rank != 0;
+            for (int i = 0; i < part->nops; i++)
+                bad += r->f.group_of[part->ops[i]] != k;
+        }
         for (int i = g->ops[0]; i <= g->anchor; i++) {
             ir_opclass c = ir_ops[IR_OP(m, i)->code].cls;
             bad += c == IR_C_COMM || c == IR_C_P2P;
@@ -340,6 +414,15 @@ static void check_invariants(const run *r, const char *where)
         for (int k = 0; k < op->nin; k++) {
             int g = f->group_of[defat[op->in[k]->id]];
             readers[op->in[k]->id]++;
+            if (g >= 0 && g != f->group_of[i] && op->code == IR_CONSTRAIN &&
+                f->groups[g].kind == PASS_FUSE_TOTAL) {
+                /* a rename (no instruction): the group reads through it, or
+                 * ops after the kernel do, the value then stored */
+                if (!read_inside(r, op->res[0], g, -1))
+                    outside[op->in[k]->id] = 1;
+                bad += !read_inside(r, op->res[0], g, f->groups[g].anchor);
+                continue;
+            }
             if (g >= 0 && g != f->group_of[i]) {
                 outside[op->in[k]->id] = 1;
                 bad += i < f->groups[g].anchor; /* read before the kernel runs */
@@ -348,8 +431,11 @@ static void check_invariants(const run *r, const char *where)
     }
     for (int i = 0; i < m->outputs.n; i++)
         outside[IR_OUTPUT(m, i)->v->id] = 1;
-    for (int i = 0; i < m->updates.n; i++)
+    for (int i = 0; i < m->updates.n; i++) {
         outside[IR_UPDATE(m, i)->v->id] = 1;
+        if (IR_UPDATE(m, i)->grad) /* the gradient the update records (clipped) */
+            outside[IR_UPDATE(m, i)->grad->id] = 1;
+    }
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
         if (f->group_of[i] < 0)
@@ -360,6 +446,7 @@ static void check_invariants(const run *r, const char *where)
         bad += i > g->anchor || IR_OP(m, g->anchor)->phase != op->phase;
     }
     bad += check_multi(r, defat);
+    bad += check_total(r);
     CHECK_INT(bad, 0);
     if (bad)
         fprintf(stderr, "  in %s\n", where);
@@ -1086,6 +1173,9 @@ int main(void)
     check_example("transformer.sh", "2x2");
     check_example("transformer.sh", "4x2");
     check_example("pipeline.sh", "2x2x2");
+    check_example("llama.sh", "1x1"); /* clip's norm: TOTAL groups, through renames */
+    check_example("llama.sh", "2x2");
+    check_example("moe.sh", "2x2");
     test_stages_at_once();
     test_register_reuse();
     return CHECK_DONE();
