@@ -1769,10 +1769,12 @@ static bool scalar_const(const ir_value *v)
  * method. */
 static bool literal_reader(const ir_module *m, const pass_fgroup *g, int i)
 {
-    if (g->nparts || (g->kind != PASS_FUSE_ELEMENTWISE && g->kind != PASS_FUSE_REDUCE) ||
-        i == g->reduce)
-        return false;
     const ir_op *op = IR_OP(m, i);
+    /* a TOTAL group's epilogue (its scalars, not a part's ops nor a sum) */
+    bool epi = g->kind == PASS_FUSE_TOTAL && op->code != IR_SUM && !pass_fuse_part(g, i);
+    if (!epi && (g->nparts || (g->kind != PASS_FUSE_ELEMENTWISE && g->kind != PASS_FUSE_REDUCE) ||
+                 i == g->reduce))
+        return false;
     switch (op->code) {
     case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_MAX: case IR_MIN:
     case IR_GT: case IR_EQ: case IR_LESS: case IR_LESS_EQ: case IR_GREATER:
