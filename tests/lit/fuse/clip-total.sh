@@ -29,6 +29,9 @@
 # CUDA:      sqrtf(
 # CUDA-NEXT: const float v_t{{[0-9]+}} = v_t{{[0-9]+}} + 1e-06f; // add
 # CUDA:      p_t{{[0-9]+}}[0] =
+# NVRTC compiles it (a plan with kernels for sm_90, on both meshes).
+# RUN: %shardc %S/../../models/clip_total.sh --mesh 1x1 --arch sm_90 -o %t.plan
+# RUN: %shardc %S/../../models/clip_total.sh --mesh 2x2 --arch sm_90 --dtype bf16 -o %t.plan
 # RUN: %shardc %S/../../models/clip_total.sh --mesh 2x2 --arch sm_90 --emit fused-ir | FileCheck %s --check-prefix=TP
 # TP:      // kernel k{{[0-9]+}}_mul_sum_add_x3: sums to scalars of 3 tensors [64, 160], [160], [160, 64], then scalars; reads %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}; stores %[[P:[0-9]+]]
 # TP:      %[[P]] = add %{{[0-9]+}}, %{{[0-9]+}} : f32[] auto() partial(tp) phase optimizer  // k{{[0-9]+}}_mul_sum_add_x3, stored
