@@ -24,6 +24,11 @@
  * where one all-reduce is all that is left, becomes it); the adds and
  * all-reduces it replaces go.
  *
+ * First, a sum of an all-reduce of sum that only the sum reads becomes
+ * the all-reduce of the sum (swap_sums): moe.sh's expert weights, split
+ * over dp, had their squares' column sums all-reduced as vectors before
+ * the last sum; the scalar then joins the tree.
+ *
  * Sums of the same numbers, added in another order: the norm moves by a
  * rounding or two of f32 (the sharded run differed from the unsharded one
  * before too, by its own order). A tree that no all-reduce of two leaves
@@ -210,14 +215,113 @@ static int take_tree(jctx *J, ir_op *root, int at)
     return before - after;
 }
 
+/* A sum of an all-reduce of sum that only the sum reads, in the
+ * optimizer phase: the all-reduce moved after the sum, which then sums the
+ * partial value (a sum is linear), so that the all-reduce moves the
+ * scalar, not the vector, and joins the tree's (moe.sh's expert weights'
+ * squares, summed over the experts split over dp, were all-reduced as
+ * [128] vectors). The sum's result keeps its value; a new sum before it
+ * makes the partial one. Returns how many. */
+static int swap_sums(ir_module *m)
+{
+    int n0 = m->ops.n, done = 0;
+    size_t nv = (size_t)m->next_id + 1;
+    su_arena tmp;
+    su_arena_init(&tmp, m->oom);
+    int *nread = su_alloc(&tmp, nv * sizeof *nread);
+    memset(nread, 0, nv * sizeof *nread);
+    for (int i = 0; i < n0; i++)
+        for (int k = 0; k < IR_OP(m, i)->nin; k++)
+            nread[IR_OP(m, i)->in[k]->id]++;
+    for (int i = 0; i < m->outputs.n; i++)
+        nread[IR_OUTPUT(m, i)->v->id] += 2;
+    for (int i = 0; i < m->updates.n; i++) {
+        nread[IR_UPDATE(m, i)->v->id] += 2;
+        if (IR_UPDATE(m, i)->grad)
+            nread[IR_UPDATE(m, i)->grad->id] += 2;
+    }
+    ir_op **made = su_alloc(&tmp, ((size_t)n0 + 1) * sizeof *made);
+    bool *gone = su_alloc(&tmp, ((size_t)n0 + 1) * sizeof *gone);
+    memset(made, 0, ((size_t)n0 + 1) * sizeof *made);
+    memset(gone, 0, ((size_t)n0 + 1) * sizeof *gone);
+    int *at = su_alloc(&tmp, nv * sizeof *at);
+    for (int i = 0; i < n0; i++)
+        for (int r = 0; r < IR_OP(m, i)->nres; r++)
+            at[IR_OP(m, i)->res[r]->id] = i;
+    for (int i = 0; i < n0; i++) {
+        ir_op *s = IR_OP(m, i);
+        if (s->code != IR_SUM || s->nin != 1 || s->nres != 1 || s->phase != IR_PH_OPTIMIZER ||
+            !ir_dtype_is_float(s->res[0]->type.dtype))
+            continue;
+        /* through constrains that drop partial axes of one rank (the
+         * partitioner's all-reduce over them), which the new all-reduce
+         * then covers too */
+        ir_value *u = s->in[0];
+        unsigned mask = 0, big = 0;
+        for (int a = 0; a < m->mesh.naxes; a++)
+            big |= m->mesh.size[a] > 1 ? 1u << a : 0;
+        while (u->def && u->def->code == IR_CONSTRAIN && u->def->nin == 1 && nread[u->id] == 1 &&
+               u->def->phase == IR_PH_OPTIMIZER) {
+            unsigned from = u->def->in[0]->sh.partial, to = u->sh.partial;
+            if ((from & to) != to || (from & ~to & big))
+                break;
+            mask |= from & ~to;
+            u = u->def->in[0];
+        }
+        ir_op *ar = u->def;
+        if (!ar || ar->code != IR_ALL_REDUCE || ar->nin != 1 || ar->a->reduce != IR_RED_SUM ||
+            ar->phase != IR_PH_OPTIMIZER || nread[u->id] != 1)
+            continue;
+        for (int a = 0; a < ar->a->naxes; a++)
+            mask |= 1u << ar->a->axes[a];
+        if (s->res[0]->sh.partial & mask)
+            continue;
+        ir_value *v = ar->in[0];
+        ir_value *in[1] = {v};
+        ir_op *sum = ir_append(m, IR_SUM, in, 1, s->a, &s->res[0]->type);
+        m->ops.n--; /* placed just before s below */
+        sum->res[0]->sh = s->res[0]->sh;
+        sum->res[0]->sh.partial |= (uint16_t)mask;
+        sum->rep = s->rep, sum->phase = s->phase, sum->task = s->task, sum->mb = s->mb;
+        sum->loc = s->loc;
+        ir_attrs aa = {.reduce = IR_RED_SUM};
+        for (int a = 0; a < m->mesh.naxes; a++)
+            if (mask & (1u << a))
+                aa.axes[aa.naxes++] = (uint8_t)a;
+        /* the constrains and the all-reduce go */
+        for (ir_value *c = s->in[0]; c != v; c = c->def->in[0])
+            gone[at[c->id]] = true;
+        s->code = IR_ALL_REDUCE;
+        s->in = su_alloc(&m->arena, sizeof *s->in);
+        s->in[0] = sum->res[0];
+        ir_op_set_attrs(m, s, &aa);
+        made[i] = sum;
+        done++;
+    }
+    if (done) {
+        su_vec ops = {0};
+        for (int i = 0; i < n0; i++) {
+            if (made[i])
+                su_vec_push(&ops, m->oom, made[i]);
+            if (!gone[i])
+                su_vec_push(&ops, m->oom, m->ops.v[i]);
+        }
+        su_vec_free(&m->ops);
+        m->ops = ops;
+    }
+    su_arena_free(&tmp);
+    return done;
+}
+
 int pass_join_sums(ir_module *m)
 {
+    int swapped = swap_sums(m);
     int n0 = m->ops.n;
     bool any = false;
     for (int i = 0; i < n0 && !any; i++)
         any = IR_OP(m, i)->code == IR_ALL_REDUCE && IR_OP(m, i)->phase == IR_PH_OPTIMIZER;
     if (!any)
-        return 0;
+        return swapped;
     jctx J = {.m = m};
     for (int a = 0; a < m->mesh.naxes; a++)
         if (m->mesh.size[a] > 1)
@@ -278,5 +382,5 @@ int pass_join_sums(ir_module *m)
         su_vec_free(&J.before[i]);
     su_vec_free(&J.leaves);
     su_arena_free(&J.a);
-    return saved;
+    return saved + swapped;
 }

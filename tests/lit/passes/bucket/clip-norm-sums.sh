@@ -47,8 +47,18 @@
 # ONE-NEXT: %[[T:[0-9]+]] = all_reduce %[[P3]] {axes = [dp, tp]} : f32[] auto() phase optimizer
 # ONE-NEXT: sqrt %[[T]] : f32[] auto() phase optimizer
 # ONE-NOT:  constrain {{.*}} f32[] auto() phase optimizer
+# A sum of an all-reduce is the all-reduce of the sum: moe.sh's expert
+# weights, split over dp, had their squares' [64] column sums all-reduced
+# over dp before the last sum; now that sum is of the partial values and
+# its scalar joins the others. Two all-reduces of 4 bytes for the norm,
+# none of a vector.
+# RUN: %shardc %S/../../../../examples/moe.sh --mesh 2x2 -D S=16 -D D=64 -D F=64 -D L=1 --stop-after=bucket | FileCheck %s --check-prefix=MOE
+# MOE-NOT: all_reduce {{.*}}f32[{{[0-9]+}}{{.*}} phase optimizer
+# MOE:     all_reduce %{{[0-9]+}} {axes = [tp]} : f32[] auto() phase optimizer
+# MOE:     all_reduce %{{[0-9]+}} {axes = [dp, tp]} : f32[] auto() phase optimizer
+# MOE-NOT: all_reduce {{.*}} phase optimizer
 # That the sharded steps train as PyTorch's and the unsharded one do is
-# train/mlp/clip-* and train/llama/* (tests/CMakeLists.txt).
+# train/mlp/clip-*, train/llama/* and train/moe/* (tests/CMakeLists.txt).
 mesh dp, tp
 input  x  : f32[8, 16]   shard(dp, _)
 input  y  : f32[8, 16]   shard(dp, _)
