@@ -134,7 +134,9 @@ done
 # of 5 and 3: views of parts that start 2-byte aligned, for which cuBLASLt
 # is asked for algorithms) with --f32-matmul bf16x3, each f32 matmul three
 # cuBLASLt calls of bf16 parts (the CPU backend computes the same sums),
-# with the f32 tolerance.
+# with the f32 tolerance; then tests/models/clip_total.sh in f32 and bf16,
+# clip's norm one kernel whose parts take two chunks of blocks and whose
+# last block runs the factor (every example with clip runs it too).
 gpt2=(-D B=2 -D S=1024 -D D=768 -D NH=12 -D V=2048 -D L=1)
 mkdir -p "$tmp/models"
 sed 's/f32\[/bf16[/g' "$root/examples/transformer.sh" > "$tmp/models/transformer_bf16.sh"
@@ -146,13 +148,16 @@ for c in "f32 $root/examples/transformer.sh 1 2e-3 2e-4" \
          "attn_f32 $root/tests/models/attn_f32.sh 2 2e-3 2e-4" \
          "f32_x3 $root/examples/transformer.sh 1 2e-3 2e-4 --f32-matmul bf16x3" \
          "mlp_x3 $root/examples/mlp.sh 2 2e-3 2e-4 --f32-matmul bf16x3" \
-         "parts_odd $root/tests/models/parts_odd.sh 2 2e-3 2e-4 --f32-matmul bf16x3"; do
+         "parts_odd $root/tests/models/parts_odd.sh 2 2e-3 2e-4 --f32-matmul bf16x3" \
+         "clip_total $root/tests/models/clip_total.sh 2 2e-3 2e-4" \
+         "clip_bf16 $root/tests/models/clip_total.sh 2 2e-2 2e-3 --dtype bf16"; do
     read -r what model steps rtol atol flags <<< "$c"
     dir=$tmp/gpt2-$what
     mkdir -p "$dir"
     defs=()
     case $what in
     attn_* | parts_odd) mesh=1 ;;
+    clip_*) mesh=1x1 ;;
     mlp_x3) mesh=2x2 ;;
     *) defs=("${gpt2[@]}"); mesh=1x1 ;;
     esac
