@@ -421,6 +421,7 @@ static void total_text(gen *G, const pass_fgroup *part, int vec, part_code *pc)
  * caller chose): elements lo .. hi - 1 of its flat domain. */
 static void total_loop(gen *G, int vec)
 {
+    cg_line(G, "#pragma unroll 4 // loads of the next steps in flight");
     cg_line(G, "for (i64 e = lo + (i64)threadIdx.x * %d; e < hi; e += %d) {", vec,
             TOTAL_BLOCK * vec);
     G->indent++;
