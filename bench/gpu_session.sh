@@ -215,6 +215,23 @@ run() {
             printf "compile gpt2 bf16 --arch %s: cold %.2f s, warm %.2f s at %s s\n", a,
                 t2 - t1, t3 - t2, at }' >> "$out/summary.txt"
     done
+    # clip's norm one kernel (a TOTAL group): GPT-2 bf16 with clip = 1.0
+    # against without, the median step of each (steps 4..9), and ncu on the
+    # norm's kernel (the chunks' loads at the copy bandwidth?)
+    sed 's/wd = 0.1)/wd = 0.1, clip = 1.0)/' "$x/cc-bf16.sh" > "$x/clip-bf16.sh"
+    for c in cc clip; do
+        .gpu/build/shardc "$x/$c-bf16.sh" "${gpt2[@]}" -D L=12 --mesh 1x1 --arch sm_90 \
+            -o "$x/$c.plan" > /dev/null 2>&1 &&
+            tm 60 .gpu/build/shardrun "$x/$c.plan" --backend cuda --steps 9 > "$x/$c-steps.log" 2>&1
+        echo "gpt2 bf16 ${c/cc/without clip} median step $(median_step "$x/$c-steps.log") ms at $(el) s" \
+            >> "$out/summary.txt"
+    done
+    if command -v ncu > /dev/null && [ -s "$x/clip.plan" ]; then
+        tm 45 ncu --clock-control none -k regex:_x[0-9]+$ -c 6 --section SpeedOfLight \
+            --section LaunchStats .gpu/build/shardrun "$x/clip.plan" --backend cuda --steps 1 \
+            > "$x/ncu-clip.txt" 2>&1
+        echo "ncu clip norm rc=$? at $(el) s" >> "$out/summary.txt"
+    fi
     .gpu/build/shardc tests/models/attn_bf16.sh --mesh 1 --arch sm_90 -o "$x/san/plan" > "$x/san.log" 2>&1
     for tool in memcheck racecheck; do
         echo "== $tool" >> "$x/san.log"
