@@ -111,7 +111,13 @@ typedef struct part_code {
     int64_t steps, blocks;
 } part_code;
 
-static void part_text(gen *G, const pass_fgroup *part, part_code *pc)
+/* Part pc as the code of tile t over part (its reduction red, or NULL):
+ * the tile's text with the values named by order of first use (so two
+ * parts doing the same to different tensors read the same), the values
+ * in that order, those it reads or writes by pointer, and whether it owns
+ * hoisted adamw coefficients. */
+static void tile_text(gen *G, const pass_fgroup *part, const ir_op *red, const tile *t,
+                      part_code *pc)
 {
     gen S = *G; /* a naming of its own, by first use */
     S.nnamed = S.capnamed = 0;
@@ -120,22 +126,30 @@ static void part_text(gen *G, const pass_fgroup *part, part_code *pc)
     S.canon = true;
     S.indent = 0;
     S.g = part;
+    S.red = red;
     su_buf b;
     su_buf_init_in(&b, G->arena);
     S.b = &b;
-    const ir_type *dom = &IR_OP(G->m, part->anchor)->res[0]->type;
-    pc->vec = dom->rank >= 1 ? cg_vec_of(part, dom, dom->dim[dom->rank - 1]) : 1;
-    tile t = {.dom = dom, .vec = pc->vec, .prologue = true, .store_prologue = true};
-    cg_emit_tile(&S, &t);
+    cg_emit_tile(&S, t);
     pc->text = b.s ? b.s : "";
     pc->vals = S.named;
     pc->nvals = S.nnamed;
-    cg_tile_memory(&S, &t, &pc->mem, &pc->nmem);
+    pc->vec = t->vec;
+    cg_tile_memory(&S, t, &pc->mem, &pc->nmem);
     pc->owner = false;
     for (int i = 0; i < part->nops; i++) {
         const ir_op *op = IR_OP(G->m, part->ops[i]);
         pc->owner |= op->code == IR_ADAMW && cg_coef_owner(&S, op) == op;
     }
+}
+
+/* A multi-tensor group's part as code: its elementwise tile. */
+static void part_text(gen *G, const pass_fgroup *part, part_code *pc)
+{
+    const ir_type *dom = &IR_OP(G->m, part->anchor)->res[0]->type;
+    int vec = dom->rank >= 1 ? cg_vec_of(part, dom, dom->dim[dom->rank - 1]) : 1;
+    tile t = {.dom = dom, .vec = vec, .prologue = true, .store_prologue = true};
+    tile_text(G, part, G->red, &t, pc);
 }
 
 /* Whether part pc reads or writes v by pointer. */
@@ -236,6 +250,43 @@ static const char *slot_name(gen *G, int j)
     return s;
 }
 
+/* The generator's names while one part's tile stands for its class: the
+ * names it had, given back by slots_end. */
+typedef struct slots_saved {
+    int n, cap;
+    const ir_value **v;
+    const char **c;
+} slots_saved;
+
+/* Names part rep's values of slot[j] (not NULL: nslots of them) by their
+ * slot, before every name the generator had, until slots_end. */
+static slots_saved slots_begin(gen *G, const part_code *rep, const char **slot, int nslots)
+{
+    slots_saved k = {G->nnamed, G->capnamed, G->named, G->cname};
+    int cap = k.n + nslots + 16;
+    G->named = su_alloc(G->arena, (size_t)cap * sizeof *G->named);
+    G->cname = su_alloc(G->arena, (size_t)cap * sizeof *G->cname);
+    G->capnamed = cap;
+    G->nnamed = 0;
+    for (int j = 0; j < rep->nvals; j++)
+        if (slot[j]) {
+            G->named[G->nnamed] = rep->vals[j];
+            G->cname[G->nnamed++] = slot[j];
+        }
+    memcpy(G->named + G->nnamed, k.v, (size_t)k.n * sizeof *k.v);
+    memcpy(G->cname + G->nnamed, k.c, (size_t)k.n * sizeof *k.c);
+    G->nnamed += k.n;
+    return k;
+}
+
+static void slots_end(gen *G, const slots_saved *k)
+{
+    G->named = k->v;
+    G->cname = k->c;
+    G->nnamed = k->n;
+    G->capnamed = k->cap;
+}
+
 /* The class of part r, m parts (mem) with the same code, blocks [first,
  * end): the part of block b found first, with its first block, its steps
  * and its tensors' pointers in locals p_q<j>; then one tile, part r's
@@ -279,29 +330,11 @@ static void emit_class(gen *G, const cg_cuda_kernel *k, const part_code *pc, con
     cg_line(G, "}");
     cg_line(G, "const i64 i = (b - first) * %d + threadIdx.x;", k->block);
     /* the tile of the first part, its parameters named by slot */
-    int keep_n = G->nnamed, keep_cap = G->capnamed;
-    const ir_value **keep_v = G->named;
-    const char **keep_c = G->cname;
-    int cap = keep_n + nslots + 16;
-    G->named = su_alloc(G->arena, (size_t)cap * sizeof *G->named);
-    G->cname = su_alloc(G->arena, (size_t)cap * sizeof *G->cname);
-    G->capnamed = cap;
-    G->nnamed = 0;
-    for (int j = 0; j < rep->nvals; j++)
-        if (slot[j]) {
-            G->named[G->nnamed] = rep->vals[j];
-            G->cname[G->nnamed++] = slot[j];
-        }
-    memcpy(G->named + G->nnamed, keep_v, (size_t)keep_n * sizeof *keep_v);
-    memcpy(G->cname + G->nnamed, keep_c, (size_t)keep_n * sizeof *keep_c);
-    G->nnamed += keep_n;
+    slots_saved saved = slots_begin(G, rep, slot, nslots);
     G->g = &w->parts[mem[0]];
     emit_steps(G, "steps", rep->vec);
     G->g = w;
-    G->named = keep_v;
-    G->cname = keep_c;
-    G->nnamed = keep_n;
-    G->capnamed = keep_cap;
+    slots_end(G, &saved);
 }
 
 /* A multi-tensor group (fuse.h): its parts' steps (VEC elements each)
@@ -395,26 +428,10 @@ enum { TOTAL_CHUNK = 16384, TOTAL_MAX_CHUNKS = 256 * 32 * 8, TOTAL_BLOCK = 256 }
  * tile, summing into acc, with the values named by order of first use. */
 static void total_text(gen *G, const pass_fgroup *part, int vec, part_code *pc)
 {
-    gen S = *G;
-    S.nnamed = S.capnamed = 0;
-    S.named = NULL;
-    S.cname = NULL;
-    S.canon = true;
-    S.indent = 0;
-    S.g = part;
-    S.red = IR_OP(G->m, part->reduce);
-    su_buf b;
-    su_buf_init_in(&b, G->arena);
-    S.b = &b;
-    tile t = {.dom = &S.red->in[0]->type, .vec = vec, .prologue = true, .store_prologue = true,
+    const ir_op *red = IR_OP(G->m, part->reduce);
+    tile t = {.dom = &red->in[0]->type, .vec = vec, .prologue = true, .store_prologue = true,
               .consume = "acc += xin;"};
-    cg_emit_tile(&S, &t);
-    pc->text = b.s ? b.s : "";
-    pc->vals = S.named;
-    pc->nvals = S.nnamed;
-    pc->vec = vec;
-    cg_tile_memory(&S, &t, &pc->mem, &pc->nmem);
-    pc->owner = false;
+    tile_text(G, part, red, &t, pc);
 }
 
 /* The chunk loop of part r (G->g set to it, its values named as the
@@ -550,29 +567,11 @@ void cg_emit_total(gen *G, cg_cuda_kernel *k)
             cg_line(G, "}");
             cg_line(G, "const i64 lo = (c - first) * %lld, hi = min(lo + %lld, n);",
                     (long long)chunk, (long long)chunk);
-            int keep_n = G->nnamed, keep_cap = G->capnamed;
-            const ir_value **keep_v = G->named;
-            const char **keep_c = G->cname;
-            int cap = keep_n + nslots + 16;
-            G->named = su_alloc(G->arena, (size_t)cap * sizeof *G->named);
-            G->cname = su_alloc(G->arena, (size_t)cap * sizeof *G->cname);
-            G->capnamed = cap;
-            G->nnamed = 0;
-            for (int j = 0; j < rep->nvals; j++)
-                if (slot[j]) {
-                    G->named[G->nnamed] = rep->vals[j];
-                    G->cname[G->nnamed++] = slot[j];
-                }
-            memcpy(G->named + G->nnamed, keep_v, (size_t)keep_n * sizeof *keep_v);
-            memcpy(G->cname + G->nnamed, keep_c, (size_t)keep_n * sizeof *keep_c);
-            G->nnamed += keep_n;
+            slots_saved saved = slots_begin(G, rep, slot, nslots);
             G->g = &whole->parts[mem[0]];
             total_loop(G, rep->vec);
             G->g = whole;
-            G->named = keep_v;
-            G->cname = keep_c;
-            G->nnamed = keep_n;
-            G->capnamed = keep_cap;
+            slots_end(G, &saved);
         }
         G->indent--;
         c++;

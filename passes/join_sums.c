@@ -215,6 +215,25 @@ static int take_tree(jctx *J, ir_op *root, int at)
     return before - after;
 }
 
+/* Each value's readers into nread[next_id + 1] (zeroed): its ops', and 2
+ * for each output or update that reads it (or records it as a gradient),
+ * so that "read once" means by one op. */
+static void count_reads(const ir_module *m, int *nread)
+{
+    for (int i = 0; i < m->ops.n; i++)
+        for (int k = 0; k < IR_OP(m, i)->nin; k++)
+            nread[IR_OP(m, i)->in[k]->id]++;
+    for (int i = 0; i < m->outputs.n; i++)
+        nread[IR_OUTPUT(m, i)->v->id] += 2;
+    for (int i = 0; i < m->updates.n; i++) {
+        nread[IR_UPDATE(m, i)->v->id] += 2;
+        if (IR_UPDATE(m, i)->grad)
+            nread[IR_UPDATE(m, i)->grad->id] += 2;
+    }
+    if (m->train.loss)
+        nread[m->train.loss->id] += 2;
+}
+
 /* A sum of an all-reduce of sum that only the sum reads, in the
  * optimizer phase: the all-reduce moved after the sum, which then sums the
  * partial value (a sum is linear), so that the all-reduce moves the
@@ -230,16 +249,7 @@ static int swap_sums(ir_module *m)
     su_arena_init(&tmp, m->oom);
     int *nread = su_alloc(&tmp, nv * sizeof *nread);
     memset(nread, 0, nv * sizeof *nread);
-    for (int i = 0; i < n0; i++)
-        for (int k = 0; k < IR_OP(m, i)->nin; k++)
-            nread[IR_OP(m, i)->in[k]->id]++;
-    for (int i = 0; i < m->outputs.n; i++)
-        nread[IR_OUTPUT(m, i)->v->id] += 2;
-    for (int i = 0; i < m->updates.n; i++) {
-        nread[IR_UPDATE(m, i)->v->id] += 2;
-        if (IR_UPDATE(m, i)->grad)
-            nread[IR_UPDATE(m, i)->grad->id] += 2;
-    }
+    count_reads(m, nread);
     ir_op **made = su_alloc(&tmp, ((size_t)n0 + 1) * sizeof *made);
     bool *gone = su_alloc(&tmp, ((size_t)n0 + 1) * sizeof *gone);
     memset(made, 0, ((size_t)n0 + 1) * sizeof *made);
@@ -335,22 +345,10 @@ int pass_join_sums(ir_module *m)
     memset(J.nread, 0, nv * sizeof *J.nread);
     memset(J.gone, 0, (size_t)n0 * sizeof *J.gone);
     memset(J.before, 0, (size_t)n0 * sizeof *J.before);
-    for (int i = 0; i < n0; i++) {
-        const ir_op *op = IR_OP(m, i);
-        for (int k = 0; k < op->nin; k++)
-            J.nread[op->in[k]->id]++;
-        for (int r = 0; r < op->nres; r++)
-            J.defat[op->res[r]->id] = i;
-    }
-    for (int i = 0; i < m->outputs.n; i++)
-        J.nread[IR_OUTPUT(m, i)->v->id] += 2;
-    for (int i = 0; i < m->updates.n; i++) {
-        J.nread[IR_UPDATE(m, i)->v->id] += 2;
-        if (IR_UPDATE(m, i)->grad)
-            J.nread[IR_UPDATE(m, i)->grad->id] += 2;
-    }
-    if (m->train.loss)
-        J.nread[m->train.loss->id] += 2;
+    count_reads(m, J.nread);
+    for (int i = 0; i < n0; i++)
+        for (int r = 0; r < IR_OP(m, i)->nres; r++)
+            J.defat[IR_OP(m, i)->res[r]->id] = i;
     /* a root: a scalar add that is no inner node of a later add */
     bool *innerv = su_alloc(&J.a, nv * sizeof *innerv);
     memset(innerv, 0, nv * sizeof *innerv);
