@@ -942,8 +942,12 @@ static void total_build(const walker *w, const int *first, const int *last, int 
             np++;
         parts[c].nops = np;
     }
+    int nreads = 0;
     for (int i = lo; i <= hi; i++)
-        nops += f->group_of[i] >= 0 && mark[f->group_of[i]] == stamp;
+        if (f->group_of[i] >= 0 && mark[f->group_of[i]] == stamp) {
+            nops++;
+            nreads += IR_OP(m, i)->nin;
+        }
     /* the reads of each value outside the group (stored: read so, or by
      * an output or an update, or by nothing: mark_stored's rule), a
      * rename's reads counting as its operand's where a reader outside
@@ -972,7 +976,7 @@ static void total_build(const walker *w, const int *first, const int *last, int 
     g->nparts = nchains;
     g->parts = parts;
     g->ops = su_alloc(&f->arena, (size_t)nops * sizeof *g->ops);
-    g->in = su_alloc(&f->arena, ((size_t)nops * 4 + 1) * sizeof *g->in);
+    g->in = su_alloc(&f->arena, ((size_t)nreads + 1) * sizeof *g->in);
     g->out = su_alloc(&f->arena, ((size_t)nops + 1) * sizeof *g->out);
     for (int i = lo; i <= hi; i++) {
         if (f->group_of[i] < 0 || mark[f->group_of[i]] != stamp)
