@@ -90,7 +90,9 @@ void cg_emit_elementwise(gen *G, cg_cuda_kernel *k)
     else
         cg_line(G, "const i64 e = i;");
     tile t = {.dom = dom, .vec = k->vec, .prologue = true, .store_prologue = true};
+    G->vdom = pass_fuse_views(G->m, G->g) ? dom : NULL;
     cg_emit_tile(G, &t);
+    G->vdom = NULL;
     G->indent--;
     cg_line(G, "}");
 }

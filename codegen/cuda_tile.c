@@ -455,6 +455,174 @@ void cg_emit_op(gen *G, const ir_op *op)
          ir_ops[op->code].name);
 }
 
+/* ---- a concat and its branches (passes/fuse.c's find_views) ----
+ *
+ * In a group with a concat, the ops of the tile's domain run at the
+ * element e as the others do, but a concat (and a narrow) reads its
+ * operand at another element, and the ops of its branches (of smaller
+ * shapes) run only where a concat reads them: view_emit writes the
+ * statements that compute a value at a given element of its own shape,
+ * loading what the group reads from outside there, and computing a value
+ * of the group there again from its operands (a value of the domain at e
+ * itself is the register already made). */
+
+static bool same_dims(const ir_type *a, const ir_type *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dim[i] != b->dim[i])
+            return false;
+    return true;
+}
+
+static const char *view_temp(gen *G)
+{
+    return cg_fmt(G, "u%d", G->ntemp++);
+}
+
+/* The elements after dim d of t. */
+static int64_t inner_of(const ir_type *t, int d)
+{
+    int64_t n = 1;
+    for (int i = d + 1; i < t->rank; i++)
+        n *= t->dim[i];
+    return n;
+}
+
+static const char *view_emit(gen *G, const ir_value *v, const char *idx);
+
+/* Whether idx is the tile's element ("e", "(e + q)"). */
+static bool at_tile(const gen *G, const char *idx)
+{
+    size_t n = strlen(G->ve);
+    return !strcmp(idx, G->ve) ||
+           (idx[0] == '(' && !strncmp(idx + 1, G->ve, n) && idx[n + 1] == ')' && !idx[n + 2]);
+}
+
+/* An index: idx, of a value whose dim d holds `len` of `inner` elements
+ * each (and `outer` rows of those), moved to a value whose dim d holds
+ * `to`, its element `shift` of that dim where idx's is 0. A temporary
+ * where the text grows long. */
+static const char *view_index(gen *G, const char *idx, int64_t outer, int64_t len, int64_t inner,
+                              int64_t to, int64_t shift)
+{
+    su_buf b;
+    su_buf_init_in(&b, G->arena);
+    su_buf_printf(&b, "%s", idx);
+    if (outer > 1 && to != len)
+        su_buf_printf(&b, " %c %s / %lld * %lld", to > len ? '+' : '-', idx,
+                      (long long)(len * inner), (long long)((to > len ? to - len : len - to) * inner));
+    if (shift)
+        su_buf_printf(&b, " %c %lld", shift > 0 ? '+' : '-',
+                      (long long)((shift > 0 ? shift : -shift) * inner));
+    const char *i;
+    if (b.len > 160) {
+        i = view_temp(G);
+        cg_line(G, "const i64 %s = %s;", i, b.s);
+    } else {
+        i = cg_fmt(G, "(%s)", b.s);
+    }
+    su_buf_free(&b);
+    return i;
+}
+
+/* The statements computing op's result at element idx of its shape; the
+ * register (or literal) holding it. */
+static const char *view_emit_op(gen *G, const ir_op *op, const char *idx)
+{
+    idx = at_tile(G, idx) ? cg_fmt(G, "(%s)", G->ve) : idx; /* else a temporary */
+    const ir_value *r = op->res[0];
+    const ir_type *t = &r->type;
+    if (op->code == IR_CONST)
+        return cg_reg(G, r);
+    if (op->code == IR_NARROW) {
+        const ir_type *x = &op->in[0]->type;
+        int d = (int)op->a->dim;
+        int64_t inner = inner_of(t, d), len = t->dim[d];
+        int64_t outer = ir_type_numel(t) / (len * inner);
+        return view_emit(G, op->in[0],
+                         view_index(G, idx, outer, len, inner, x->dim[d], op->a->offset));
+    }
+    const char *v = view_temp(G);
+    if (op->code == IR_CONCAT) {
+        int d = (int)op->a->dim;
+        int64_t inner = inner_of(t, d), len = t->dim[d];
+        int64_t outer = ir_type_numel(t) / (len * inner);
+        const char *row = view_temp(G);
+        cg_line(G, "%s %s; // concat", regtype(t->dtype), v);
+        if (inner == 1)
+            cg_line(G, "const i64 %s = %s %% %lld; // its element of the dim", row, idx,
+                    (long long)len);
+        else
+            cg_line(G, "const i64 %s = %s / %lld %% %lld; // its element of the dim", row, idx,
+                    (long long)inner, (long long)len);
+        int64_t at = 0;
+        for (int k = 0; k < op->nin; k++) {
+            int64_t n = op->in[k]->type.dim[d];
+            if (k == 0)
+                cg_line(G, "if (%s < %lld) {", row, (long long)n);
+            else if (k + 1 < op->nin)
+                cg_line(G, "} else if (%s < %lld) {", row, (long long)(at + n));
+            else
+                cg_line(G, "} else {");
+            G->indent++;
+            const char *x = view_emit(G, op->in[k], view_index(G, idx, outer, len, inner, n, -at));
+            cg_line(G, "%s = %s;", v, x);
+            G->indent--;
+            at += n;
+        }
+        cg_line(G, "}");
+        return v;
+    }
+    const char *a[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < op->nin && k < 3; k++)
+        a[k] = view_emit(G, op->in[k],
+                         cg_offset(G, t, &op->in[k]->type, idx));
+    const char *e;
+    if (op->code == IR_CAST)
+        e = cast_expr(G, op->in[0]->type.dtype, t->dtype, a[0]);
+    else if (op->code == IR_EXPAND)
+        e = a[0];
+    else
+        e = cg_round_to(G, t->dtype, ew_expr(G, op, a[0], a[1], a[2]));
+    cg_line(G, "const %s %s = %s; // %s", regtype(t->dtype), v, e, ir_ops[op->code].name);
+    return v;
+}
+
+/* v at element idx of its shape: loaded where it comes from outside the
+ * group, the register made at e for a value of the domain there, else
+ * computed there. */
+static const char *view_emit(gen *G, const ir_value *v, const char *idx)
+{
+    int at = op_of(G, v);
+    ir_dtype dt = v->type.dtype;
+    if (at < 0) {
+        const char *r = view_temp(G);
+        cg_line(G, "const %s %s = %s;", regtype(dt), r,
+                cg_load_conv(G, dt, cg_fmt(G, "p_%s[%s]", cg_cname(G, v), idx)));
+        return r;
+    }
+    if (same_dims(&v->type, G->vdom) && at_tile(G, idx))
+        return cg_reg(G, v);
+    return view_emit_op(G, IR_OP(G->m, at), idx);
+}
+
+/* Whether op of a group with a concat is computed by view_emit: a
+ * concat, a narrow, an op of another shape than the domain (a branch's),
+ * or one that reads a branch's value. */
+static bool view_op(const gen *G, const ir_op *op)
+{
+    if (!G->vdom)
+        return false;
+    if (op->code == IR_CONCAT || op->code == IR_NARROW || !same_dims(&op->res[0]->type, G->vdom))
+        return true;
+    for (int k = 0; k < op->nin; k++)
+        if (cg_in_group(G, op->in[k]) && !same_dims(&op->in[k]->type, G->vdom))
+            return true;
+    return false;
+}
+
 /* ---- tiles ---- */
 
 /* A set of values, in order of insertion: at most the group's inputs
@@ -502,7 +670,8 @@ static void tile_values(gen *G, const tile *t, vlist *loads, vlist *stores)
         bool main = G->red && i == g->reduce;
         if ((!(pro && t->prologue) && !(epi && t->rexpr) && !main) || cg_stat_member(G, op))
             continue;
-        for (int j = 0; j < op->nin; j++) {
+        /* a concat's, a narrow's and its branches' reads are view_emit's */
+        for (int j = 0; j < op->nin && !view_op(G, op); j++) {
             bool dx = op->code == IR_LAYERNORM_DX || op->code == IR_RMSNORM_DX;
             bool norm = op->code == IR_LAYERNORM || op->code == IR_RMSNORM || dx;
             bool wanted = !main || (t->prologue && j < red_main_inputs(op)) ||
@@ -638,10 +807,20 @@ static const char *red_input(gen *G)
 static void emit_tile_ops(gen *G, const tile *t, const vlist *stores, const char *e)
 {
     const pass_fgroup *g = G->g;
+    G->ve = e;
     if (t->prologue)
-        for (int k = 0; k < g->nops; k++)
-            if (before_red(G, g->ops[k]) && g->ops[k] != g->reduce)
-                cg_emit_op(G, IR_OP(G->m, g->ops[k]));
+        for (int k = 0; k < g->nops; k++) {
+            const ir_op *op = IR_OP(G->m, g->ops[k]);
+            if (!before_red(G, g->ops[k]) || g->ops[k] == g->reduce)
+                continue;
+            if (!view_op(G, op)) {
+                cg_emit_op(G, op);
+            } else if (same_dims(&op->res[0]->type, t->dom)) { /* else where a concat reads it */
+                const ir_value *r = op->res[0];
+                cg_line(G, "const %s %s = %s; // %s", regtype(r->type.dtype), cg_reg(G, r),
+                        view_emit_op(G, op, e), ir_ops[op->code].name);
+            }
+        }
     vlist pro = vlist_new(G), rest = vlist_new(G);
     for (int i = 0; i < stores->n; i++)
         vlist_add(before_red(G, op_of(G, stores->v[i])) ? &pro : &rest, stores->v[i]);

@@ -28,6 +28,8 @@ typedef struct grp {
                          * program's: a group never spans one) */
     unsigned epilogue;  /* MATMUL: PASS_EPI_* */
     const ir_value *bias, *residual;
+    bool views;         /* ELEMENTWISE: holds a concat and its branches (find_views),
+                         * so no reduction joins it */
 } grp;
 
 typedef struct walker {
@@ -48,6 +50,8 @@ typedef struct walker {
     int *norm;          /* per value id: the group whose reduction is a layernorm,
                          * rmsnorm or cross_entropy of it, -1 none */
     bool *stat;         /* per op index: a statistic that group stores (stat_fits) */
+    int *view;          /* per op index: the concat whose branch it is, the
+                         * concat itself for one with branches, -1 (find_views) */
 } walker;
 
 static bool is_float(ir_dtype t)
@@ -179,6 +183,43 @@ bool pass_fuse_elementwise(const ir_op *op)
     return classify(op) == F_EW;
 }
 
+bool pass_fuse_views(const ir_module *m, const pass_fgroup *g)
+{
+    for (int i = 0; g->kind == PASS_FUSE_ELEMENTWISE && i < g->nops; i++)
+        if (IR_OP(m, g->ops[i])->code == IR_CONCAT)
+            return true;
+    return false;
+}
+
+bool pass_fuse_op_aside(const ir_module *m, const pass_fgroup *g, int op_index)
+{
+    if (!pass_fuse_views(m, g))
+        return false;
+    const ir_type *dom = &IR_OP(m, g->anchor)->res[0]->type;
+    bool *aside = calloc((size_t)g->nops, sizeof *aside);
+    if (!aside)
+        return true; /* the safe answer */
+    /* from the group's last op back: an op is aside when it is a view, or
+     * an op aside reads it (its readers come after it) */
+    bool found = false;
+    for (int k = g->nops - 1; k >= 0; k--) {
+        const ir_op *op = IR_OP(m, g->ops[k]);
+        aside[k] = op->code == IR_CONCAT || op->code == IR_NARROW ||
+                   !same_shape(&op->res[0]->type, dom);
+        for (int j = k + 1; j < g->nops && !aside[k]; j++) {
+            const ir_op *r = IR_OP(m, g->ops[j]);
+            for (int q = 0; aside[j] && q < r->nin; q++)
+                aside[k] = aside[k] || r->in[q] == op->res[0];
+        }
+        if (g->ops[k] == op_index) {
+            found = aside[k];
+            break;
+        }
+    }
+    free(aside);
+    return found;
+}
+
 /* The group a group was merged into, at the end of the chain. */
 static int root(const walker *w, int k)
 {
@@ -215,7 +256,8 @@ static bool eligible(const walker *w, int k, int i, fclass c)
         !holds_briefly(w, g, i))
         return false;
     if (c == F_RED) {
-        if (g->kind != PASS_FUSE_ELEMENTWISE || !same_shape(&op->in[0]->type, &g->dom))
+        if (g->kind != PASS_FUSE_ELEMENTWISE || g->views ||
+            !same_shape(&op->in[0]->type, &g->dom))
             return false;
         /* only the elementwise operands (x, and mse's both) come from the
          * prologue; gains, biases and labels are read from memory */
@@ -300,6 +342,157 @@ static void hold_operands(walker *w, int k, int i)
     }
 }
 
+/* ---- concats and their branches ----
+ *
+ * A concat of floats (RoPE's concat([-x[..., h:], x[..., :h]]), a
+ * narrow's gradient padded with zeros) joins an elementwise group of its
+ * result's shape with its branches: the narrows, concats and elementwise
+ * ops (expands of constants among them) whose values only the concat
+ * reads, through one another. Its kernel computes the concat's element e
+ * from the branch holding it, each branch op at the element that branch
+ * needs, from the values the branches read (codegen's view_emit): loaded
+ * at that element, or, for a value of the group, computed again there
+ * from what the group reads. So a branch's ops are kernels of no size of
+ * their own, and their values never reach memory. The branch's ops come
+ * within PASS_FUSE_HOLD ops before the concat with no collective, send,
+ * recv or instances op between, of its phase and repetition, not the
+ * optimizer's; no reduction joins such a group (a value of its epilogue
+ * could not be computed again at another element), and on a GPU no
+ * result of its kernel takes the place of a value it reads
+ * (memplan.c's gpu_in_place): a thread reads other elements than its
+ * own. */
+
+enum { VIEW_OPS = 24 }; /* a concat's branch ops at most */
+
+/* Whether op may be a concat's branch op (or, with root, the concat
+ * itself): of floats, one result, in no group the walk placed before. */
+static bool view_kind(const walker *w, int i, bool root)
+{
+    const ir_op *op = IR_OP(w->m, i);
+    if (op->nres != 1 || w->f->group_of[i] >= 0 || !all_float(op) ||
+        op->phase == IR_PH_OPTIMIZER)
+        return false;
+    if (root || op->code == IR_CONCAT)
+        return op->code == IR_CONCAT;
+    if (op->code == IR_NARROW)
+        return true;
+    return classify(op) == F_EW && ir_ops[op->code].cls != IR_C_OPTIM && !pass_pipeline_sum(op);
+}
+
+/* w->view: each concat that has branch ops (or none: the concat of two
+ * loaded values is elementwise too) and its branch ops, found from the
+ * last op back, so that every reader of a value is seen before its
+ * maker. */
+static void find_views(walker *w)
+{
+    su_arena *tmp = &w->f->arena;
+    const ir_module *m = w->m;
+    int n = m->ops.n, nv = m->next_id + 1;
+    w->view = su_alloc(&w->f->arena, ((size_t)n + 1) * sizeof *w->view);
+    int *by = su_alloc(tmp, (size_t)nv * sizeof *by);    /* the concat reading v, -2 two */
+    int *reads = su_alloc(tmp, (size_t)nv * sizeof *reads);
+    int *count = su_alloc(tmp, ((size_t)n + 1) * sizeof *count); /* per concat: branch ops */
+    int *epoch = su_alloc(tmp, ((size_t)n + 1) * sizeof *epoch);
+    for (int v = 0; v < nv; v++)
+        by[v] = -1;
+    for (int i = 0, e = 0; i < n; i++) {
+        w->view[i] = -1;
+        e += IR_OP(m, i)->code == IR_INSTANCES;
+        epoch[i] = e;
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        const ir_op *op = IR_OP(m, i);
+        int c = -1;
+        if (op->nres == 1 && view_kind(w, i, false)) {
+            int id = op->res[0]->id, r = by[id];
+            if (r >= 0 && reads[id] == w->nuse[id] && !(w->hidden && w->hidden[id]) &&
+                r - i <= PASS_FUSE_HOLD && w->ncomm[i + 1] == w->ncomm[r] &&
+                epoch[i] == epoch[r] && count[r] < VIEW_OPS) {
+                const ir_op *ro = IR_OP(m, r);
+                if (ro->phase == op->phase && ro->rep == op->rep)
+                    c = r;
+            }
+        }
+        if (c >= 0) {
+            count[c]++;
+        } else if (view_kind(w, i, true)) {
+            c = i;
+            count[c] = 0;
+        }
+        if (c < 0)
+            continue;
+        w->view[i] = c;
+        for (int k = 0; k < op->nin; k++) {
+            int id = op->in[k]->id;
+            if (by[id] == -1) {
+                by[id] = c;
+                reads[id] = 0;
+            }
+            if (by[id] == c)
+                reads[id]++;
+            else
+                by[id] = -2;
+        }
+    }
+}
+
+/* Places concat c and its branch ops (find_views): in the group of a value
+ * they read, as place() does for one op (an elementwise group of c's
+ * shape, without a reduction), or in a new group; the groups of the other
+ * values they read are sealed. */
+static void place_view(walker *w, int c)
+{
+    const ir_op *cop = IR_OP(w->m, c);
+    int ops[VIEW_OPS + 1], nops = 0;
+    for (int j = c - PASS_FUSE_HOLD < 0 ? 0 : c - PASS_FUSE_HOLD; j <= c; j++)
+        if (w->view[j] == c)
+            ops[nops++] = j;
+    int cand[8], ncand = 0, chosen = -1;
+    for (int q = 0; q < nops; q++) {
+        const ir_op *op = IR_OP(w->m, ops[q]);
+        for (int k = 0; k < op->nin; k++) {
+            int d = w->defat[op->in[k]->id];
+            if (d >= 0 && w->view[d] == c)
+                continue; /* a branch's own */
+            int gk = group_of_value(w, op->in[k]);
+            bool dup = gk < 0 || ncand == 8;
+            for (int j = 0; j < ncand && !dup; j++)
+                dup = cand[j] == gk;
+            if (dup)
+                continue;
+            const grp *g = &w->g[gk];
+            if (g->kind == PASS_FUSE_ELEMENTWISE && eligible(w, gk, c, F_EW)) {
+                cand[ncand++] = gk;
+                if (chosen < 0 || g->last > w->g[chosen].last)
+                    chosen = gk;
+            }
+        }
+    }
+    for (int j = 0; j < ncand; j++)
+        if (cand[j] != chosen) {
+            w->parent[cand[j]] = chosen;
+            w->g[chosen].views |= w->g[cand[j]].views;
+            if (w->g[cand[j]].hold < w->g[chosen].hold)
+                w->g[chosen].hold = w->g[cand[j]].hold;
+        }
+    for (int q = 0; q < nops; q++) {
+        const ir_op *op = IR_OP(w->m, ops[q]);
+        for (int k = 0; k < op->nin; k++) {
+            int gk = group_of_value(w, op->in[k]);
+            if (gk >= 0 && gk != chosen)
+                w->g[gk].sealed = true;
+        }
+    }
+    if (chosen < 0)
+        chosen = new_group(w, cop, F_EW, c);
+    for (int q = 0; q < nops; q++)
+        w->f->group_of[ops[q]] = chosen;
+    for (int q = 0; q < nops; q++)
+        hold_operands(w, chosen, ops[q]);
+    w->g[chosen].last = c;
+    w->g[chosen].views = true;
+}
+
 /* Places op i: in the group of one of its operands, the one extended
  * last, when eligible; else in a new group. When that group is
  * elementwise, the other eligible elementwise groups it reads from merge
@@ -310,6 +503,11 @@ static void place(walker *w, int i)
     const ir_op *op = IR_OP(w->m, i);
     if (op->code == IR_INSTANCES) { /* no group spans the ops it stands for */
         w->epoch++;
+        return;
+    }
+    if (w->view[i] >= 0) { /* a concat's branch joins with it */
+        if (w->view[i] == i)
+            place_view(w, i);
         return;
     }
     /* a matmul group's ops were placed before the walk */
@@ -339,6 +537,7 @@ static void place(walker *w, int i)
         for (int j = 0; j < ncand; j++)
             if (cand[j] != chosen && w->g[cand[j]].kind == PASS_FUSE_ELEMENTWISE) {
                 w->parent[cand[j]] = chosen;
+                w->g[chosen].views |= w->g[cand[j]].views;
                 if (w->g[cand[j]].hold < w->g[chosen].hold)
                     w->g[chosen].hold = w->g[cand[j]].hold;
             }
@@ -1526,6 +1725,7 @@ static bool walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err, cons
         attn_two(w, i, IR_ATTN_DK, IR_ATTN_DV, pair_of, PASS_FUSE_ATTN_PAIR);
         attn_two(w, i, IR_ATTN_LSE, IR_ATTENTION, lse_of, PASS_FUSE_ATTN_LSE);
     }
+    find_views(w);
     for (int i = 0; i < m->ops.n; i++)
         place(w, i);
     renumber(w);

@@ -7,7 +7,11 @@
  *
  *   elementwise  unary and binary ops (NumPy broadcasting), cast, expand,
  *                the *_grad elementwise ops and the optimizer updates, all
- *                with the group's one result shape, its domain;
+ *                with the group's one result shape, its domain; and a
+ *                concat of that shape with its branches, the narrows,
+ *                concats and elementwise ops of other shapes whose values
+ *                only it reads (fuse.c's find_views), computed at the
+ *                elements the concat reads;
  *   reduce       one single-axis reduction or row op (sum, mean, amax,
  *                softmax, layernorm, rmsnorm, layernorm_dx, rmsnorm_dx,
  *                layernorm_rstd, rmsnorm_rstd, cross_entropy,
@@ -70,7 +74,8 @@
  *
  * Attention, embedding, transpose, reshape, slices, buckets, collectives,
  * sources and matmuls with nothing to fold are never in a group (but for
- * the attention pair and the attention with its lse, and a float constant
+ * the attention pair and the attention with its lse, a concat's
+ * branches (the slices among them), and a float constant
  * of rank 0 that only elementwise ops of one elementwise or reduction
  * group read, of its stamp: it joins that group after the walk, and its
  * kernel writes it as a literal, so the CUDA backend fills no buffer for
@@ -336,6 +341,15 @@ bool pass_pipeline_sum(const ir_op *op);
 /* Whether op can be an elementwise op of a group (a reduction's
  * prologue, say), as the walk classifies it. */
 bool pass_fuse_elementwise(const ir_op *op);
+
+/* Whether elementwise group g holds a concat (fuse.c's find_views). */
+bool pass_fuse_views(const ir_module *m, const pass_fgroup *g);
+/* Whether g's kernel may compute op op_index (of g) at other elements than
+ * the one a thread writes, so reading its operands there: a concat, a
+ * narrow, a branch's op of another shape than the domain, or an op of g
+ * that one of those reads (computed again where it is read). No result
+ * of the kernel may take the place of such an operand (memplan.c). */
+bool pass_fuse_op_aside(const ir_module *m, const pass_fgroup *g, int op_index);
 
 /* The epilogue's bits as words: "bias, relu" (into buf). */
 const char *pass_fuse_epilogue_str(unsigned epilogue, char *buf, size_t size);

@@ -62,7 +62,8 @@
  * its old value's buffer only when both orders allow it: on the GPU the
  * old value's last read comes before the kernel that writes the new one,
  * or is in that kernel and the kernel is elementwise (each thread reads
- * an element, then writes the same element). And an elementwise op of a
+ * an element, then writes the same element; not where a concat or its
+ * branches read it, at other elements: pass_fuse_op_aside). And an elementwise op of a
  * group writes its result over an operand of its type that the group
  * keeps in registers and that dies at the op: the GPU never touches that
  * operand's buffer, and the CPU reads each element before writing it
@@ -199,12 +200,14 @@ static bool gpu_in_place(const planner *P, const ir_value *src, const ir_value *
     if (g->kind != PASS_FUSE_ELEMENTWISE || !ir_type_eq(&src->type, &nv->type))
         return false;
     /* a multi-tensor kernel: only nv's part may read src's buffer, since
-     * another part's threads read other elements */
+     * another part's threads read other elements; nor may a concat or
+     * its branches (pass_fuse_op_aside), which read other elements too */
     const pass_fgroup *part = pass_fuse_part(g, (int)P->defat[nv->id]);
     for (int k = 0; k < g->nops; k++) {
         const ir_op *op = IR_OP(P->m, g->ops[k]);
         for (int j = 0; j < op->nin; j++)
-            if (find((planner *)P, op->in[j]->id) == s && pass_fuse_part(g, g->ops[k]) != part)
+            if (find((planner *)P, op->in[j]->id) == s &&
+                (pass_fuse_part(g, g->ops[k]) != part || pass_fuse_op_aside(P->m, g, g->ops[k])))
                 return false;
     }
     return true;

@@ -1565,6 +1565,11 @@ int main(int argc, char **argv)
         {"tests/models/clip_total.sh", "1x1", 0, "", NULL, NULL, NULL, NULL},
         {"tests/models/clip_total.sh", "1x1", 0, "", "bf16", NULL, NULL, NULL},
         {"tests/models/clip_total.sh", "2x2", 0, "", NULL, NULL, NULL, NULL},
+        /* concats with their branches in elementwise kernels (RoPE's
+         * rotation, three pieces along a middle dim, nested) and their
+         * gradients' zero pads */
+        {"tests/models/concat_views.sh", "2x2", 0, "", NULL, NULL, NULL, NULL},
+        {"tests/models/concat_views.sh", "1x1", 0, "", "bf16", NULL, NULL, NULL},
         /* routing, experts by all-to-all */
         {"examples/moe.sh", "2x2", 0, "S=16 D=64 F=64 L=1", NULL, NULL, NULL, NULL},
         /* RoPE, grouped-query attention (4 heads of 32, 2 for k and v) on

@@ -980,6 +980,107 @@ static void test_matmul_epilogue(void)
     done(&r);
 }
 
+/* A concat joins an elementwise group with its branches (fuse.c's
+ * find_views): RoPE's rotate-half, its narrows and neg, one kernel with
+ * the muls and the add around it, which reads x, c and s and stores y
+ * alone; a reduction after it starts a group of its own, so y is stored
+ * for it. A branch value also read elsewhere (%ng2, an output) stays
+ * out, a group of its own, stored; so does a narrow with an all_reduce
+ * between it and the concat (%far), which keeps its own kernel. */
+static void test_views(void)
+{
+    run r = fuse("mesh tp = 2\n"
+                 "partitioned\n"
+                 "%x = input {name = \"x\"} : f32[2, 4, 8]\n"
+                 "%c = input {name = \"c\"} : f32[4, 8]\n"
+                 "%s = input {name = \"s\"} : f32[4, 8]\n"
+                 "%z = input {name = \"z\"} : f32[8]\n"
+                 "%m = mul %x, %c : f32[2, 4, 8]\n"
+                 "%hi = narrow %x {dim = 2, offset = 4, bound = 8} : f32[2, 4, 4]\n"
+                 "%ng = neg %hi : f32[2, 4, 4]\n"
+                 "%lo = narrow %x {dim = 2, offset = 0, bound = 4} : f32[2, 4, 4]\n"
+                 "%rot = concat %ng, %lo {dim = 2} : f32[2, 4, 8]\n"
+                 "%t = mul %rot, %s : f32[2, 4, 8]\n"
+                 "%y = add %m, %t : f32[2, 4, 8]\n"
+                 "%sm = sum %y {axis = 2, keepdims = false} : f32[2, 4]\n"
+                 "%lo2 = narrow %x {dim = 2, offset = 0, bound = 4} : f32[2, 4, 4]\n"
+                 "%hi2 = narrow %x {dim = 2, offset = 4, bound = 8} : f32[2, 4, 4]\n"
+                 "%ng2 = neg %hi2 : f32[2, 4, 4]\n"
+                 "%rot2 = concat %lo2, %ng2 {dim = 2} : f32[2, 4, 8]\n"
+                 "%far = narrow %c {dim = 0, offset = 0, bound = 2} : f32[2, 8]\n"
+                 "%ar = all_reduce %z {axes = [tp]} : f32[8]\n"
+                 "%near = narrow %c {dim = 0, offset = 2, bound = 4} : f32[2, 8]\n"
+                 "%cc = concat %far, %near {dim = 0} : f32[4, 8]\n"
+                 "output \"sm\" = %sm\n"
+                 "output \"rot2\" = %rot2\n"
+                 "output \"ng2\" = %ng2\n"
+                 "output \"cc\" = %cc\n"
+                 "output \"ar\" = %ar\n");
+    const pass_fgroup *g = group(&r, "y");
+    CHECK(g && g->kind == PASS_FUSE_ELEMENTWISE && pass_fuse_views(r.m, g));
+    const char *in_g[] = {"m", "hi", "ng", "lo", "rot", "t"};
+    for (size_t i = 0; i < sizeof in_g / sizeof in_g[0]; i++) {
+        CHECK(group(&r, in_g[i]) == g);
+        CHECK(!stored(&r, in_g[i]));
+    }
+    if (g) {
+        CHECK_INT(g->nops, 7);
+        CHECK_STR(names(g->in, g->nin), "x c s");
+        CHECK_STR(names(g->out, g->nout), "y");
+    }
+    CHECK(stored(&r, "y"));
+    CHECK(group(&r, "sm") && group(&r, "sm") != g && group(&r, "sm")->kind == PASS_FUSE_REDUCE);
+    /* %ng2 is an output too: no branch, a group of its own, stored (and
+     * %hi2, which it alone reads, a narrow's own kernel) */
+    const pass_fgroup *g2 = group(&r, "rot2");
+    CHECK(g2 && g2 != g && pass_fuse_views(r.m, g2));
+    CHECK(group(&r, "lo2") == g2 && !stored(&r, "lo2"));
+    CHECK(group(&r, "ng2") && group(&r, "ng2") != g2 && stored(&r, "ng2"));
+    CHECK(group(&r, "hi2") == NULL);
+    /* the all_reduce between %far and %cc keeps %far out */
+    CHECK(group(&r, "far") == NULL);
+    CHECK(group(&r, "near") && group(&r, "near") == group(&r, "cc"));
+    CHECK(group(&r, "sm") && !pass_fuse_views(r.m, group(&r, "sm")));
+    /* which ops the kernel computes at other elements than its own */
+    const char *aside[] = {"hi", "ng", "lo", "rot"}, *own[] = {"m", "t", "y"};
+    for (size_t i = 0; g && i < 4; i++)
+        CHECK(pass_fuse_op_aside(r.m, g, op_index(&r, aside[i])));
+    for (size_t i = 0; g && i < 3; i++)
+        CHECK(!pass_fuse_op_aside(r.m, g, op_index(&r, own[i])));
+    done(&r);
+
+    /* RoPE's gradient: each narrow's padded with zeros, the pads added;
+     * %u, which the narrows read, is computed again at their elements */
+    r = fuse("%d = input {name = \"d\"} : f32[2, 4, 8]\n"
+             "%s = input {name = \"s\"} : f32[4, 8]\n"
+             "%c = input {name = \"c\"} : f32[4, 8]\n"
+             "%u = mul %d, %s : f32[2, 4, 8]\n"
+             "%a = narrow %u {dim = 2, offset = 0, bound = 4} : f32[2, 4, 4]\n"
+             "%b = narrow %u {dim = 2, offset = 4, bound = 8} : f32[2, 4, 4]\n"
+             "%z = const {value = 0.0} : f32[]\n"
+             "%zp = expand %z {shape = [2, 4, 4]} : f32[2, 4, 4]\n"
+             "%p1 = concat %b, %zp {dim = 2} : f32[2, 4, 8]\n"
+             "%na = neg %a : f32[2, 4, 4]\n"
+             "%z2 = const {value = 0.0} : f32[]\n"
+             "%zq = expand %z2 {shape = [2, 4, 4]} : f32[2, 4, 4]\n"
+             "%p2 = concat %zq, %na {dim = 2} : f32[2, 4, 8]\n"
+             "%sum = add %p1, %p2 : f32[2, 4, 8]\n"
+             "%dc = mul %d, %c : f32[2, 4, 8]\n"
+             "%dx = add %sum, %dc : f32[2, 4, 8]\n"
+             "output \"dx\" = %dx\n");
+    g = group(&r, "dx");
+    CHECK_INT(r.f.ngroups, 1);
+    if (g) {
+        CHECK_STR(names(g->in, g->nin), "d s c");
+        CHECK_STR(names(g->out, g->nout), "dx");
+        CHECK(pass_fuse_op_aside(r.m, g, op_index(&r, "u")));
+        CHECK(pass_fuse_op_aside(r.m, g, op_index(&r, "zp")));
+        CHECK(!pass_fuse_op_aside(r.m, g, op_index(&r, "sum")));
+        CHECK(!pass_fuse_op_aside(r.m, g, op_index(&r, "dc")));
+    }
+    done(&r);
+}
+
 /* cg_cuda_generate_known: a kernel whose key an earlier one of the call
  * had, or that the callback knows, gets no source, and otherwise what
  * cg_cuda_generate gives it: its name, key, geometry and parameters. */
@@ -1161,6 +1262,7 @@ int main(void)
     test_phases();
     test_hold();
     test_matmul_epilogue();
+    test_views();
     test_timeline_parts();
     test_multi_tensor();
     test_multi_period();

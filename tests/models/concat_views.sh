@@ -1,0 +1,22 @@
+# concat_views.sh: concats fused into elementwise kernels with their
+# branches (passes/fuse.c's find_views), and their gradients (each
+# narrow's padded with zeros, the pads added): RoPE's halves rotated
+# along the last dim of rows split over dp and heads over tp; three pieces
+# along a middle dim, one scaled by a broadcast column; a concat inside a
+# concat. test_kernel_emulate runs it in f32 and in bf16 (--dtype), each
+# kernel against the CPU backend's ops.
+mesh dp, tp
+input  x  : f32[4, 4, 8, 12] shard(dp, tp, _, _)
+input  c  : f32[8, 12]
+input  s  : f32[8, 12]
+input  v  : f32[4, 6, 12]    shard(dp, _, _)
+param  w  : f32[12, 12] = normal(0.3)
+param  u  : f32[6, 1]   = normal(1.0)
+h = x @ w
+r = h * c + concat([-h[:, :, :, 6:], h[:, :, :, :6]], axis = -1) * s
+p = v @ w
+m = concat([p[:, 4:, :] * u[4:, :], p[:, :2, :], 0.5 * p[:, 2:4, :] + 1.0], axis = 1)
+n = concat([concat([p[:, :, 9:], -p[:, :, :3]], axis = -1), tanh(p[:, :, 3:9])], axis = -1)
+loss = mean(r * r) + mean(m * n)
+output loss, r
+train loss with sgd(lr = 0.1)
