@@ -136,7 +136,11 @@ done
 # cuBLASLt calls of bf16 parts (the CPU backend computes the same sums),
 # with the f32 tolerance; then tests/models/clip_total.sh in f32 and bf16,
 # clip's norm one kernel whose parts take two chunks of blocks and whose
-# last block runs the factor (every example with clip runs it too).
+# last block runs the factor (every example with clip runs it too); then
+# tests/models/concat_views.sh on 2x2 in f32 and on one GPU in bf16,
+# concats with their branches in elementwise kernels (RoPE's rotation,
+# three pieces along a middle dim, a concat inside a concat) and their
+# gradients' zero pads (llama.sh and moe.sh above rotate so too).
 gpt2=(-D B=2 -D S=1024 -D D=768 -D NH=12 -D V=2048 -D L=1)
 mkdir -p "$tmp/models"
 sed 's/f32\[/bf16[/g' "$root/examples/transformer.sh" > "$tmp/models/transformer_bf16.sh"
@@ -150,14 +154,17 @@ for c in "f32 $root/examples/transformer.sh 1 2e-3 2e-4" \
          "mlp_x3 $root/examples/mlp.sh 2 2e-3 2e-4 --f32-matmul bf16x3" \
          "parts_odd $root/tests/models/parts_odd.sh 2 2e-3 2e-4 --f32-matmul bf16x3" \
          "clip_total $root/tests/models/clip_total.sh 2 2e-3 2e-4" \
-         "clip_bf16 $root/tests/models/clip_total.sh 2 2e-2 2e-3 --dtype bf16"; do
+         "clip_bf16 $root/tests/models/clip_total.sh 2 2e-2 2e-3 --dtype bf16" \
+         "concat_views $root/tests/models/concat_views.sh 2 2e-3 2e-4" \
+         "concat_bf16 $root/tests/models/concat_views.sh 2 2e-2 2e-3 --dtype bf16"; do
     read -r what model steps rtol atol flags <<< "$c"
     dir=$tmp/gpt2-$what
     mkdir -p "$dir"
     defs=()
     case $what in
     attn_* | parts_odd) mesh=1 ;;
-    clip_*) mesh=1x1 ;;
+    clip_* | concat_bf16) mesh=1x1 ;;
+    concat_views) mesh=2x2 ;;
     mlp_x3) mesh=2x2 ;;
     *) defs=("${gpt2[@]}"); mesh=1x1 ;;
     esac
