@@ -500,6 +500,19 @@ static bool at_tile(const gen *G, const char *idx)
            (idx[0] == '(' && !strncmp(idx + 1, G->ve, n) && idx[n + 1] == ')' && !idx[n + 2]);
 }
 
+/* idx as a name where it is more than one: a temporary holds a
+ * computed index that is read more than once. */
+static const char *index_once(gen *G, const char *idx)
+{
+    for (const char *c = idx; *c; c++)
+        if (*c == ' ' && !at_tile(G, idx)) {
+            const char *t = view_temp(G);
+            cg_line(G, "const i64 %s = %s;", t, idx);
+            return t;
+        }
+    return idx;
+}
+
 /* An index: idx, of a value whose dim d holds `len` of `inner` elements
  * each (and `outer` rows of those), moved to a value whose dim d holds
  * `to`, its element `shift` of that dim where idx's is 0. A temporary
@@ -507,6 +520,7 @@ static bool at_tile(const gen *G, const char *idx)
 static const char *view_index(gen *G, const char *idx, int64_t outer, int64_t len, int64_t inner,
                               int64_t to, int64_t shift)
 {
+    idx = index_once(G, idx);
     su_buf b;
     su_buf_init_in(&b, G->arena);
     su_buf_printf(&b, "%s", idx);
@@ -517,14 +531,51 @@ static const char *view_index(gen *G, const char *idx, int64_t outer, int64_t le
         su_buf_printf(&b, " %c %lld", shift > 0 ? '+' : '-',
                       (long long)((shift > 0 ? shift : -shift) * inner));
     const char *i;
-    if (b.len > 160) {
-        i = view_temp(G);
-        cg_line(G, "const i64 %s = %s;", i, b.s);
-    } else {
-        i = cg_fmt(G, "(%s)", b.s);
-    }
+    i = cg_fmt(G, "(%s)", b.s);
     su_buf_free(&b);
     return i;
+}
+
+/* The operand's element of transpose op's element idx: each digit of the
+ * result's index times its input dim's stride, dims contiguous on both
+ * sides taken as one. */
+static const char *transposed_index(gen *G, const ir_op *op, const char *idx)
+{
+    const ir_type *x = &op->in[0]->type, *t = &op->res[0]->type;
+    idx = index_once(G, idx);
+    int64_t xs[IR_MAX_RANK], size[IR_MAX_RANK], tstr[IR_MAX_RANK], istr[IR_MAX_RANK];
+    int64_t acc = 1;
+    for (int i = x->rank - 1; i >= 0; i--) {
+        xs[i] = acc;
+        acc *= x->dim[i];
+    }
+    int n = 0;
+    acc = 1;
+    for (int i = t->rank - 1; i >= 0; i--) { /* from the last dim: merged runs */
+        int64_t d = t->dim[i], s = xs[op->a->list[i]];
+        if (d != 1) {
+            if (n > 0 && s == istr[n - 1] * size[n - 1]) {
+                size[n - 1] *= d;
+            } else {
+                size[n] = d;
+                tstr[n] = acc;
+                istr[n++] = s;
+            }
+        }
+        acc *= d;
+    }
+    su_buf b;
+    su_buf_init_in(&b, G->arena);
+    for (int k = n - 1; k >= 0; k--) {
+        su_buf_printf(&b, "%s", k == n - 1 ? "" : " + ");
+        const char *dig = tstr[k] == 1 ? idx : cg_fmt(G, "%s / %lld", idx, (long long)tstr[k]);
+        if (k != n - 1)
+            dig = cg_fmt(G, "%s %% %lld", dig, (long long)size[k]);
+        su_buf_printf(&b, istr[k] == 1 ? "%s" : "(%s) * %lld", dig, (long long)istr[k]);
+    }
+    const char *r = n ? cg_fmt(G, "(%s)", b.s) : "0";
+    su_buf_free(&b);
+    return r;
 }
 
 /* The statements computing op's result at element idx of its shape; the
@@ -536,6 +587,7 @@ static const char *view_emit_op(gen *G, const ir_op *op, const char *idx)
     const ir_type *t = &r->type;
     if (op->code == IR_CONST)
         return cg_reg(G, r);
+    idx = index_once(G, idx);
     if (op->code == IR_NARROW) {
         const ir_type *x = &op->in[0]->type;
         int d = (int)op->a->dim;
@@ -544,6 +596,8 @@ static const char *view_emit_op(gen *G, const ir_op *op, const char *idx)
         return view_emit(G, op->in[0],
                          view_index(G, idx, outer, len, inner, x->dim[d], op->a->offset));
     }
+    if (op->code == IR_TRANSPOSE)
+        return view_emit(G, op->in[0], transposed_index(G, op, idx));
     const char *v = view_temp(G);
     if (op->code == IR_CONCAT) {
         int d = (int)op->a->dim;
@@ -615,7 +669,8 @@ static bool view_op(const gen *G, const ir_op *op)
 {
     if (!G->vdom)
         return false;
-    if (op->code == IR_CONCAT || op->code == IR_NARROW || !same_dims(&op->res[0]->type, G->vdom))
+    if (op->code == IR_CONCAT || op->code == IR_NARROW || op->code == IR_TRANSPOSE ||
+        !same_dims(&op->res[0]->type, G->vdom))
         return true;
     for (int k = 0; k < op->nin; k++)
         if (cg_in_group(G, op->in[k]) && !same_dims(&op->in[k]->type, G->vdom))

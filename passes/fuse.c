@@ -185,9 +185,11 @@ bool pass_fuse_elementwise(const ir_op *op)
 
 bool pass_fuse_views(const ir_module *m, const pass_fgroup *g)
 {
-    for (int i = 0; g->kind == PASS_FUSE_ELEMENTWISE && i < g->nops; i++)
-        if (IR_OP(m, g->ops[i])->code == IR_CONCAT)
+    for (int i = 0; g->kind == PASS_FUSE_ELEMENTWISE && i < g->nops; i++) {
+        ir_opcode c = IR_OP(m, g->ops[i])->code;
+        if (c == IR_CONCAT || c == IR_TRANSPOSE)
             return true;
+    }
     return false;
 }
 
@@ -204,7 +206,7 @@ bool pass_fuse_op_aside(const ir_module *m, const pass_fgroup *g, int op_index)
     bool found = false;
     for (int k = g->nops - 1; k >= 0; k--) {
         const ir_op *op = IR_OP(m, g->ops[k]);
-        aside[k] = op->code == IR_CONCAT || op->code == IR_NARROW ||
+        aside[k] = op->code == IR_CONCAT || op->code == IR_NARROW || op->code == IR_TRANSPOSE ||
                    !same_shape(&op->res[0]->type, dom);
         for (int j = k + 1; j < g->nops && !aside[k]; j++) {
             const ir_op *r = IR_OP(m, g->ops[j]);
@@ -270,7 +272,7 @@ static bool eligible(const walker *w, int k, int i, fclass c)
     const ir_type *t = &op->res[0]->type;
     if (g->kind == PASS_FUSE_ELEMENTWISE)
         return same_shape(t, &g->dom);
-    if (pass_pipeline_sum(op))
+    if (pass_pipeline_sum(op) || op->code == IR_TRANSPOSE)
         return false;
     if (!same_shape(t, &g->epi))
         return false;
@@ -493,6 +495,20 @@ static void place_view(walker *w, int c)
     w->g[chosen].views = true;
 }
 
+/* Whether transpose op may be an op of an elementwise group: of floats,
+ * not the optimizer's, its last dim staying last (a thread reads the
+ * operand at the element it moves there, runs of the last dim
+ * contiguous; one that moves the last dim keeps its tiled kernel). A
+ * group of it alone is none (drop_lone_transposes): its own kernel moves
+ * 16-byte words. */
+static bool transpose_member(const walker *w, int i)
+{
+    const ir_op *op = IR_OP(w->m, i);
+    int r = op->res[0]->type.rank;
+    return op->code == IR_TRANSPOSE && op->nres == 1 && w->f->group_of[i] < 0 && all_float(op) &&
+           op->phase != IR_PH_OPTIMIZER && r >= 1 && op->a->list[r - 1] == r - 1;
+}
+
 /* Places op i: in the group of one of its operands, the one extended
  * last, when eligible; else in a new group. When that group is
  * elementwise, the other eligible elementwise groups it reads from merge
@@ -512,6 +528,9 @@ static void place(walker *w, int i)
     }
     /* a matmul group's ops were placed before the walk */
     fclass c = w->f->group_of[i] >= 0 ? F_NONE : classify(op);
+    bool tr = c == F_NONE && transpose_member(w, i);
+    if (tr)
+        c = F_EW;
     int nk = c == F_RED && op->nin == 1 ? w->norm[op->in[0]->id] : -1;
     if (nk >= 0 && stat_fits(w, root(w, nk), i)) { /* stored by the norm's kernel */
         nk = root(w, nk);
@@ -557,10 +576,25 @@ static void place(walker *w, int i)
         g->epi = op->res[0]->type;
     }
     w->g[chosen].last = i;
+    w->g[chosen].views |= tr;
     w->f->group_of[i] = chosen;
     hold_operands(w, chosen, i);
     if (op->code == IR_LAYERNORM || op->code == IR_RMSNORM || op->code == IR_XENT)
         w->norm[op->in[0]->id] = chosen;
+}
+
+/* A group of a transpose alone is none: the transpose keeps its own
+ * kernel (transpose_member). */
+static void drop_lone_transposes(walker *w)
+{
+    int *n = su_alloc(&w->f->arena, (size_t)(w->ng + 1) * sizeof *n);
+    for (int i = 0; i < w->f->nops; i++)
+        if (w->f->group_of[i] >= 0)
+            n[root(w, w->f->group_of[i])]++;
+    for (int i = 0; i < w->f->nops; i++)
+        if (w->f->group_of[i] >= 0 && IR_OP(w->m, i)->code == IR_TRANSPOSE &&
+            n[root(w, w->f->group_of[i])] == 1)
+            w->f->group_of[i] = -1;
 }
 
 /* Numbers the merged groups 0, 1, ... in order of their first op, and
@@ -1728,6 +1762,7 @@ static bool walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err, cons
     find_views(w);
     for (int i = 0; i < m->ops.n; i++)
         place(w, i);
+    drop_lone_transposes(w);
     renumber(w);
     w->ng = f->ngroups;
     for (int k = 0; k < w->ng; k++)

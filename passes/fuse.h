@@ -11,7 +11,10 @@
  *                concat of that shape with its branches, the narrows,
  *                concats and elementwise ops of other shapes whose values
  *                only it reads (fuse.c's find_views), computed at the
- *                elements the concat reads;
+ *                elements the concat reads; and a transpose that keeps
+ *                its last dim last, of the domain's shape, its operand
+ *                read where each element comes from (not alone: then it
+ *                keeps its own kernel);
  *   reduce       one single-axis reduction or row op (sum, mean, amax,
  *                softmax, layernorm, rmsnorm, layernorm_dx, rmsnorm_dx,
  *                layernorm_rstd, rmsnorm_rstd, cross_entropy,

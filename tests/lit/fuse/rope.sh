@@ -5,16 +5,21 @@
 # each layer), their values stored; now they join the muls and the add
 # around them, one elementwise kernel reading q (k), cs and sn, storing
 # the result alone: a thread reads q at its element and at the one half a
-# head away. The backward, each narrow's gradient padded with a zero
+# head away. The transpose that makes q ([B, S, H, E] to [B, H, S, E]) is
+# in that kernel too: q is read from the matmul's result where each
+# element comes from. The backward, each narrow's gradient padded with a zero
 # expand and the pads added, is one kernel too (six and eight op kernels
 # before). The cos and sin tables, each a concat of two halves, are one
 # kernel each.
 # RUN: %shardc %S/../../../examples/llama.sh --mesh 1x1 --arch sm_90 --emit fused-ir | FileCheck %s
 # CHECK:     // kernel [[K:k[0-9]+_cos_concat]]: elementwise over [128, 32]; reads %ang; stores %cs
-# CHECK:     // kernel [[Q:k[0-9]+_mul_narrow_neg_concat]]: elementwise over [8, 8, 128, 32]; reads %layers.0.attn.q, %cs, %sn; stores %layers.0.attn.q.1{{$}}
+# CHECK:     %[[M:[0-9]+]] = reshape %{{[0-9]+}} {shape = [8, 128, 8, 32]}
+# CHECK-NEXT: // kernel [[Q:k[0-9]+_transpose_mul_narrow_neg]]: elementwise over [8, 8, 128, 32]; reads %[[M]], %cs, %sn; stores %layers.0.attn.q.1{{$}}
+# CHECK-NEXT: %layers.0.attn.q = transpose %[[M]] {perm = [0, 2, 1, 3]} : f32[8, 8, 128, 32] auto(dp, tp, _, _)  // [[Q]]{{$}}
+# CHECK:     // kernel k{{[0-9]+}}_transpose_mul_narrow_neg: elementwise over [8, 2, 128, 32]; reads %{{[0-9]+}}, %cs, %sn; stores %layers.0.attn.k.1{{$}}
 # CHECK:     = narrow %layers.0.attn.q {dim = 3, offset = 16, bound = 32} : f32[8, 8, 128, 16] auto(dp, tp, _, _)  // [[Q]]{{$}}
 # CHECK:     = concat %{{[0-9]+}}, %{{[0-9]+}} {dim = 3} : f32[8, 8, 128, 32] auto(dp, tp, _, _)  // [[Q]]{{$}}
-# CHECK:     // kernel k{{[0-9]+}}_mul_narrow_neg_concat: elementwise over [8, 2, 128, 32]; reads %layers.0.attn.k, %cs, %sn; stores %layers.0.attn.k.1{{$}}
+# CHECK:     %layers.0.attn.q.1 = add %{{[0-9]+}}, %{{[0-9]+}} : f32[8, 8, 128, 32] auto(dp, tp, _, _)  // [[Q]], stored
 # CHECK:     // kernel [[B:k[0-9]+_mul_narrow_expand_concat]]: elementwise over [8, 2, 128, 32]; reads %{{[0-9]+}}, %sn, %cs; stores %{{[0-9]+}}{{$}}
 # CHECK:     = expand %{{[0-9]+}} {shape = [8, 2, 128, 16]} : f32[8, 2, 128, 16] auto(dp, tp, _, _) phase backward  // [[B]]{{$}}
 # CHECK:     // kernel k{{[0-9]+}}_mul_narrow_expand_concat: elementwise over [8, 8, 128, 32]; reads %{{[0-9]+}}, %sn, %cs; stores %{{[0-9]+}}{{$}}
@@ -25,17 +30,20 @@
 # SCHED-NOT: // kernel k{{[0-9]+}}_concat (
 # The kernel: the concat's element from the half holding it, q read there.
 # RUN: %shardc %S/../../../examples/llama.sh --mesh 1x1 --arch sm_90 --emit cuda | FileCheck %s --check-prefix=CUDA
-# CUDA:      k{{[0-9]+}}_mul_narrow_neg_concat(
-# CUDA:      const float v_t{{[0-9]+}} = v_layers_0_attn_q * v_cs; // mul
+# CUDA:      k{{[0-9]+}}_transpose_mul_narrow_neg(
+# CUDA:      const float [[T:u[0-9]+]] = p_t{{[0-9]+}}[(((e + q) / 32768) * 32768 + ((e + q) / 4096 % 8) * 32 + ((e + q) / 32 % 128) * 256 + (e + q) % 32)];
+# CUDA-NEXT: const float v_layers_0_attn_q = [[T]]; // transpose
+# CUDA-NEXT: const float v_t{{[0-9]+}} = v_layers_0_attn_q * v_cs; // mul
 # CUDA-NEXT: float [[C:u[0-9]+]]; // concat
 # CUDA-NEXT: const i64 [[R:u[0-9]+]] = (e + q) % 32; // its element of the dim
 # CUDA-NEXT: if ([[R]] < 16) {
-# CUDA-NEXT:     const float [[A:u[0-9]+]] = p_layers_0_attn_q[{{.*}} + 16)];
+# CUDA-NEXT:     const i64 [[I:u[0-9]+]] = ((e + q) - (e + q) / 32 * 16);
+# CUDA-NEXT:     const i64 [[J:u[0-9]+]] = ([[I]] + [[I]] / 16 * 16 + 16);
+# CUDA-NEXT:     const float [[A:u[0-9]+]] = p_t{{[0-9]+}}[(([[J]] / 32768) * 32768 + {{.*}})];
 # CUDA-NEXT:     const float [[N:u[0-9]+]] = -[[A]]; // neg
 # CUDA-NEXT:     [[C]] = [[N]];
 # CUDA-NEXT: } else {
-# CUDA-NEXT:     const float [[L:u[0-9]+]] = p_layers_0_attn_q[{{.*}}];
-# CUDA-NEXT:     [[C]] = [[L]];
+# CUDA:          [[C]] = [[L:u[0-9]+]];
 # CUDA-NEXT: }
 # CUDA-NEXT: const float v_t{{[0-9]+}} = [[C]]; // concat
 # NVRTC compiles them, f32 and bf16, split over tp.

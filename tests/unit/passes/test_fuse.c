@@ -1081,6 +1081,39 @@ static void test_views(void)
     done(&r);
 }
 
+/* A transpose that keeps its last dim last joins the elementwise group
+ * that reads it (its kernel reads the operand where each element comes
+ * from); alone it keeps its own kernel (16-byte words), as does one that
+ * moves the last dim (a tiled kernel) and one a reduction reads. */
+static void test_transpose_member(void)
+{
+    run r = fuse("%a = input {name = \"a\"} : f32[2, 3, 4]\n"
+                 "%b = input {name = \"b\"} : f32[3, 2, 4]\n"
+                 "%t = transpose %a {perm = [1, 0, 2]} : f32[3, 2, 4]\n"
+                 "%y = add %t, %b : f32[3, 2, 4]\n"
+                 "%u = transpose %a {perm = [1, 0, 2]} : f32[3, 2, 4]\n"
+                 "%w = transpose %a {perm = [0, 2, 1]} : f32[2, 4, 3]\n"
+                 "%wn = neg %w : f32[2, 4, 3]\n"
+                 "%v = transpose %b {perm = [1, 0, 2]} : f32[2, 3, 4]\n"
+                 "%s = sum %v {axis = 2, keepdims = false} : f32[2, 3]\n"
+                 "output \"y\" = %y\n"
+                 "output \"u\" = %u\n"
+                 "output \"wn\" = %wn\n"
+                 "output \"s\" = %s\n");
+    const pass_fgroup *g = group(&r, "y");
+    CHECK(g && g == group(&r, "t") && pass_fuse_views(r.m, g));
+    CHECK(!stored(&r, "t") && stored(&r, "y"));
+    if (g) {
+        CHECK_STR(names(g->in, g->nin), "a b");
+        CHECK(pass_fuse_op_aside(r.m, g, op_index(&r, "t")));
+        CHECK(!pass_fuse_op_aside(r.m, g, op_index(&r, "y")));
+    }
+    CHECK(group(&r, "u") == NULL && group(&r, "w") == NULL && group(&r, "v") == NULL);
+    CHECK(group(&r, "wn") && group(&r, "wn") != g);
+    CHECK(group(&r, "s") && group(&r, "s")->kind == PASS_FUSE_REDUCE && group(&r, "s")->nops == 1);
+    done(&r);
+}
+
 /* cg_cuda_generate_known: a kernel whose key an earlier one of the call
  * had, or that the callback knows, gets no source, and otherwise what
  * cg_cuda_generate gives it: its name, key, geometry and parameters. */
@@ -1263,6 +1296,7 @@ int main(void)
     test_hold();
     test_matmul_epilogue();
     test_views();
+    test_transpose_member();
     test_timeline_parts();
     test_multi_tensor();
     test_multi_period();
