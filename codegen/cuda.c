@@ -546,7 +546,7 @@ static void put_header(gen *G, const cg_cuda_kernel *k, su_buf *b)
         return;
     }
     su_buf_printf(b, "// %s: %s kernel over ", k->name, cg_cuda_strategy_name(k->strategy));
-    cg_put_shape(b, G->red ? &G->red->in[0]->type : &IR_OP(G->m, G->g->anchor)->res[0]->type);
+    cg_put_shape(b, G->red ? &G->red->in[0]->type : pass_fuse_domain(G->m, G->g));
     if (G->red) {
         rview v = cg_red_view(G->red);
         int64_t rows = v.outer * v.inner;

@@ -74,7 +74,7 @@ int cg_vec_of(const pass_fgroup *g, const ir_type *dom, int64_t last)
 
 void cg_emit_elementwise(gen *G, cg_cuda_kernel *k)
 {
-    const ir_type *dom = &IR_OP(G->m, G->g->anchor)->res[0]->type;
+    const ir_type *dom = pass_fuse_domain(G->m, G->g);
     int64_t n = ir_type_numel(dom);
     k->vec = dom->rank >= 1 ? cg_vec_of(G->g, dom, dom->dim[dom->rank - 1]) : 1;
     int64_t steps = n / k->vec;

@@ -536,23 +536,17 @@ static const char *view_index(gen *G, const char *idx, int64_t outer, int64_t le
     return i;
 }
 
-/* The operand's element of transpose op's element idx: each digit of the
- * result's index times its input dim's stride, dims contiguous on both
- * sides taken as one. */
-static const char *transposed_index(gen *G, const ir_op *op, const char *idx)
+/* The offset, in a value whose dim d has stride to[d], of element idx of
+ * shape t (row-major): each digit of idx times its stride there, dims
+ * contiguous on both sides taken as one. */
+static const char *permuted_index(gen *G, const ir_type *t, const int64_t *to, const char *idx)
 {
-    const ir_type *x = &op->in[0]->type, *t = &op->res[0]->type;
     idx = index_once(G, idx);
-    int64_t xs[IR_MAX_RANK], size[IR_MAX_RANK], tstr[IR_MAX_RANK], istr[IR_MAX_RANK];
-    int64_t acc = 1;
-    for (int i = x->rank - 1; i >= 0; i--) {
-        xs[i] = acc;
-        acc *= x->dim[i];
-    }
+    int64_t size[IR_MAX_RANK], tstr[IR_MAX_RANK], istr[IR_MAX_RANK];
     int n = 0;
-    acc = 1;
+    int64_t acc = 1;
     for (int i = t->rank - 1; i >= 0; i--) { /* from the last dim: merged runs */
-        int64_t d = t->dim[i], s = xs[op->a->list[i]];
+        int64_t d = t->dim[i], s = to[i];
         if (d != 1) {
             if (n > 0 && s == istr[n - 1] * size[n - 1]) {
                 size[n - 1] *= d;
@@ -576,6 +570,37 @@ static const char *transposed_index(gen *G, const ir_op *op, const char *idx)
     const char *r = n ? cg_fmt(G, "(%s)", b.s) : "0";
     su_buf_free(&b);
     return r;
+}
+
+static void strides_of(const ir_type *t, int64_t *s)
+{
+    int64_t acc = 1;
+    for (int i = t->rank - 1; i >= 0; i--) {
+        s[i] = acc;
+        acc *= t->dim[i];
+    }
+}
+
+/* The operand's element of transpose op's element idx (result dim i is
+ * operand dim perm[i]). */
+static const char *transposed_index(gen *G, const ir_op *op, const char *idx)
+{
+    int64_t xs[IR_MAX_RANK], to[IR_MAX_RANK];
+    strides_of(&op->in[0]->type, xs);
+    for (int i = 0; i < op->res[0]->type.rank; i++)
+        to[i] = xs[op->a->list[i]];
+    return permuted_index(G, &op->res[0]->type, to, idx);
+}
+
+/* The result's element of transpose op that its operand's element idx
+ * becomes (operand dim perm[i] is result dim i). */
+static const char *transposed_place(gen *G, const ir_op *op, const char *idx)
+{
+    int64_t ts[IR_MAX_RANK], to[IR_MAX_RANK];
+    strides_of(&op->res[0]->type, ts);
+    for (int i = 0; i < op->res[0]->type.rank; i++)
+        to[op->a->list[i]] = ts[i];
+    return permuted_index(G, &op->in[0]->type, to, idx);
 }
 
 /* The statements computing op's result at element idx of its shape; the
@@ -660,6 +685,16 @@ static const char *view_emit(gen *G, const ir_value *v, const char *idx)
     if (same_dims(&v->type, G->vdom) && at_tile(G, idx))
         return cg_reg(G, v);
     return view_emit_op(G, IR_OP(G->m, at), idx);
+}
+
+/* Whether v is a transpose of the group that its domain's element e
+ * stores at the place it moves it to (fuse.c's output transposes): of
+ * another shape than the domain, its operand of the domain's. */
+static bool out_transpose(const gen *G, const ir_value *v)
+{
+    const ir_op *op = v->def;
+    return G->vdom && op && op->code == IR_TRANSPOSE && cg_in_group(G, v) &&
+           !same_dims(&v->type, G->vdom) && same_dims(&op->in[0]->type, G->vdom);
 }
 
 /* Whether op of a group with a concat is computed by view_emit: a
@@ -842,7 +877,15 @@ static void emit_stores(gen *G, const tile *t, const vlist *stores, const char *
 {
     for (int i = 0; i < stores->n; i++) {
         const ir_value *v = stores->v[i];
-        const char *id = cg_cname(G, v), *val = cg_store_conv(G, v->type.dtype, cg_reg(G, v));
+        const char *id = cg_cname(G, v);
+        if (out_transpose(G, v)) { /* the operand's element e, at its place */
+            const ir_op *op = v->def;
+            const char *val = cg_store_conv(G, v->type.dtype, view_emit(G, op->in[0], e));
+            cg_line(G, "p_%s[%s] = %s; // transposed", id,
+                    transposed_place(G, op, at_tile(G, e) ? cg_fmt(G, "(%s)", e) : e), val);
+            continue;
+        }
+        const char *val = cg_store_conv(G, v->type.dtype, cg_reg(G, v));
         if (t->vec > 1)
             cg_line(G, "s_%s.v[q] = %s;", id, val);
         else
@@ -911,8 +954,9 @@ void cg_emit_tile(gen *G, const tile *t)
     }
     G->helpers |= H_VEC;
     for (int i = 0; i < stores.n; i++)
-        cg_line(G, "vec<%s, %d> s_%s;", cg_ctype(G, stores.v[i]->type.dtype), t->vec,
-             cg_cname(G, stores.v[i]));
+        if (!out_transpose(G, stores.v[i]))
+            cg_line(G, "vec<%s, %d> s_%s;", cg_ctype(G, stores.v[i]->type.dtype), t->vec,
+                    cg_cname(G, stores.v[i]));
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int q = 0; q < %d; q++) {", t->vec);
     G->indent++;
@@ -932,7 +976,8 @@ void cg_emit_tile(gen *G, const tile *t)
     for (int i = 0; i < stores.n; i++) {
         const ir_value *v = stores.v[i];
         const char *ty = cg_ctype(G, v->type.dtype);
-        cg_line(G, "*reinterpret_cast<vec<%s, %d> *>(p_%s + e) = s_%s;", ty, t->vec, cg_cname(G, v),
-             cg_cname(G, v));
+        if (!out_transpose(G, v))
+            cg_line(G, "*reinterpret_cast<vec<%s, %d> *>(p_%s + e) = s_%s;", ty, t->vec,
+                    cg_cname(G, v), cg_cname(G, v));
     }
 }

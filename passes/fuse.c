@@ -193,11 +193,23 @@ bool pass_fuse_views(const ir_module *m, const pass_fgroup *g)
     return false;
 }
 
+const ir_type *pass_fuse_domain(const ir_module *m, const pass_fgroup *g)
+{
+    const ir_op *a = IR_OP(m, g->anchor);
+    if (g->kind == PASS_FUSE_ELEMENTWISE && a->code == IR_TRANSPOSE &&
+        !same_shape(&a->res[0]->type, &a->in[0]->type)) {
+        for (int i = 0; i < g->nops; i++) /* its operand made in the group */
+            if (IR_OP(m, g->ops[i])->res[0] == a->in[0])
+                return &a->in[0]->type;
+    }
+    return &a->res[0]->type;
+}
+
 bool pass_fuse_op_aside(const ir_module *m, const pass_fgroup *g, int op_index)
 {
     if (!pass_fuse_views(m, g))
         return false;
-    const ir_type *dom = &IR_OP(m, g->anchor)->res[0]->type;
+    const ir_type *dom = pass_fuse_domain(m, g);
     bool *aside = calloc((size_t)g->nops, sizeof *aside);
     if (!aside)
         return true; /* the safe answer */
@@ -509,6 +521,27 @@ static bool transpose_member(const walker *w, int i)
            op->phase != IR_PH_OPTIMIZER && r >= 1 && op->a->list[r - 1] == r - 1;
 }
 
+/* Whether transpose op i (transpose_member) may join group k, which makes
+ * its operand, storing the operand's element e at the place the
+ * transpose moves it to: k elementwise, of the operand's shape (made at
+ * each element, not a concat's branch), not the transpose's, and on
+ * eligible()'s terms but the shape. The transpose is then the group's
+ * anchor, and the group's domain its operand's (pass_fuse_domain); no op
+ * of the group reads it at e (no op of its shape joins). llama's
+ * backward: the RoPE gradient's kernel stores dq and dk as [B, S, H, E]
+ * for the matmuls after them. */
+static bool out_transpose_fits(const walker *w, int k, int i)
+{
+    const grp *g = &w->g[k];
+    const ir_op *op = IR_OP(w->m, i);
+    const ir_value *x = op->in[0];
+    int d = w->defat[x->id];
+    return g->kind == PASS_FUSE_ELEMENTWISE && !g->sealed && g->epoch == w->epoch &&
+           g->phase == op->phase && g->rep == op->rep && holds_briefly(w, g, i) &&
+           same_shape(&x->type, &g->dom) && !same_shape(&op->res[0]->type, &g->dom) &&
+           d >= 0 && w->view[d] < 0;
+}
+
 /* Places op i: in the group of one of its operands, the one extended
  * last, when eligible; else in a new group. When that group is
  * elementwise, the other eligible elementwise groups it reads from merge
@@ -531,6 +564,13 @@ static void place(walker *w, int i)
     bool tr = c == F_NONE && transpose_member(w, i);
     if (tr)
         c = F_EW;
+    int xk = tr ? group_of_value(w, op->in[0]) : -1;
+    if (xk >= 0 && out_transpose_fits(w, xk, i)) { /* stored where it moves them */
+        w->g[xk].last = i;
+        w->g[xk].views = true;
+        w->f->group_of[i] = xk;
+        return;
+    }
     int nk = c == F_RED && op->nin == 1 ? w->norm[op->in[0]->id] : -1;
     if (nk >= 0 && stat_fits(w, root(w, nk), i)) { /* stored by the norm's kernel */
         nk = root(w, nk);
@@ -2266,7 +2306,7 @@ static void put_group_comment(const ir_module *m, const pass_fgroup *g, const ch
         }
     } else if (g->kind == PASS_FUSE_ELEMENTWISE) {
         su_buf_puts(b, "elementwise over ");
-        put_shape(b, &IR_OP(m, g->anchor)->res[0]->type);
+        put_shape(b, pass_fuse_domain(m, g));
     } else if (g->kind == PASS_FUSE_ATTN_PAIR) {
         su_buf_puts(b, "attn_dv and attn_dk over ");
         put_shape(b, &IR_OP(m, g->anchor)->res[0]->type);

@@ -14,7 +14,9 @@
  *                elements the concat reads; and a transpose that keeps
  *                its last dim last, of the domain's shape, its operand
  *                read where each element comes from (not alone: then it
- *                keeps its own kernel);
+ *                keeps its own kernel), or of a value of the group of
+ *                the domain's shape, element e stored at the place the
+ *                transpose moves it to (pass_fuse_domain);
  *   reduce       one single-axis reduction or row op (sum, mean, amax,
  *                softmax, layernorm, rmsnorm, layernorm_dx, rmsnorm_dx,
  *                layernorm_rstd, rmsnorm_rstd, cross_entropy,
@@ -345,7 +347,14 @@ bool pass_pipeline_sum(const ir_op *op);
  * prologue, say), as the walk classifies it. */
 bool pass_fuse_elementwise(const ir_op *op);
 
-/* Whether elementwise group g holds a concat (fuse.c's find_views). */
+/* An elementwise group's domain, the shape its element e runs over: its
+ * anchor's result, or where that is a transpose of a value of the group
+ * stored at the places it moves the elements to (fuse.c's
+ * out_transpose_fits), that value's. */
+const ir_type *pass_fuse_domain(const ir_module *m, const pass_fgroup *g);
+
+/* Whether elementwise group g holds a concat (fuse.c's find_views) or a
+ * transpose. */
 bool pass_fuse_views(const ir_module *m, const pass_fgroup *g);
 /* Whether g's kernel may compute op op_index (of g) at other elements than
  * the one a thread writes, so reading its operands there: a concat, a

@@ -4,9 +4,13 @@
 # along the last dim of rows split over dp and heads over tp; three pieces
 # along a middle dim, one scaled by a broadcast column; a concat inside a
 # concat; RoPE of heads transposed from [B, S, H, E] (the transpose in
-# the kernel, reading its operand where it moves the element) and a
-# transpose of three dims read by a sub. test_kernel_emulate runs it in
-# f32 and in bf16 (--dtype), each kernel against the CPU backend's ops.
+# the kernel, reading its operand where it moves the element), a
+# transpose of three dims read by a sub, one that cycles three dims, and
+# one of a value made in the
+# kernel, stored at the places it moves the elements to (the RoPE
+# gradients' too, transposed back for the matmul). test_kernel_emulate
+# runs it in f32 and in bf16 (--dtype), each kernel against the CPU
+# backend's ops.
 mesh dp, tp
 input  x  : f32[4, 4, 8, 12] shard(dp, tp, _, _)
 input  c  : f32[8, 12]
@@ -23,6 +27,9 @@ n = concat([concat([p[:, :, 9:], -p[:, :, :3]], axis = -1), tanh(p[:, :, 3:9])],
 k = transpose(y @ w, [0, 2, 1, 3])
 q = k * c + concat([-k[:, :, :, 6:], k[:, :, :, :6]], axis = -1) * s
 t = transpose(p, [1, 0, 2]) - 0.5
-loss = mean(r * r) + mean(m * n) + mean(q * q) + mean(t * t)
+o = transpose(tanh(p) * 2.0, [0, 2, 1])
+z = transpose(sigmoid(y) + 1.0, [1, 2, 0, 3])
+j = transpose(y, [2, 0, 1, 3]) - 1.0
+loss = mean(r * r) + mean(m * n) + mean(q * q) + mean(t * t) + mean(o) + mean(z * z) + mean(j * j)
 output loss, r
 train loss with sgd(lr = 0.1)

@@ -9,8 +9,9 @@
 # in that kernel too: q is read from the matmul's result where each
 # element comes from. The backward, each narrow's gradient padded with a zero
 # expand and the pads added, is one kernel too (six and eight op kernels
-# before). The cos and sin tables, each a concat of two halves, are one
-# kernel each.
+# before); it stores dq (dk) transposed back to [B, S, H, E] for the
+# matmuls after it, where a transpose kernel had read it again. The cos
+# and sin tables, each a concat of two halves, are one kernel each.
 # RUN: %shardc %S/../../../examples/llama.sh --mesh 1x1 --arch sm_90 --emit fused-ir | FileCheck %s
 # CHECK:     // kernel [[K:k[0-9]+_cos_concat]]: elementwise over [128, 32]; reads %ang; stores %cs
 # CHECK:     %[[M:[0-9]+]] = reshape %{{[0-9]+}} {shape = [8, 128, 8, 32]}
@@ -22,7 +23,8 @@
 # CHECK:     %layers.0.attn.q.1 = add %{{[0-9]+}}, %{{[0-9]+}} : f32[8, 8, 128, 32] auto(dp, tp, _, _)  // [[Q]], stored
 # CHECK:     // kernel [[B:k[0-9]+_mul_narrow_expand_concat]]: elementwise over [8, 2, 128, 32]; reads %{{[0-9]+}}, %sn, %cs; stores %{{[0-9]+}}{{$}}
 # CHECK:     = expand %{{[0-9]+}} {shape = [8, 2, 128, 16]} : f32[8, 2, 128, 16] auto(dp, tp, _, _) phase backward  // [[B]]{{$}}
-# CHECK:     // kernel k{{[0-9]+}}_mul_narrow_expand_concat: elementwise over [8, 8, 128, 32]; reads %{{[0-9]+}}, %sn, %cs; stores %{{[0-9]+}}{{$}}
+# CHECK:     // kernel [[D:k[0-9]+_mul_narrow_expand_concat]]: elementwise over [8, 8, 128, 32]; reads %{{[0-9]+}}, %sn, %cs; stores %[[DQ:[0-9]+]]{{$}}
+# CHECK:     %[[DQ]] = transpose %{{[0-9]+}} {perm = [0, 2, 1, 3]} : f32[8, 128, 8, 32] auto(dp, _, tp, _) phase backward  // [[D]], stored
 # RUN: %shardc %S/../../../examples/llama.sh --mesh 1x1 --arch sm_90 --emit fused-ir | FileCheck %s --check-prefix=NONE
 # NONE-NOT:  // kernel k{{[0-9]+}}_neg:
 # RUN: %shardc %S/../../../examples/llama.sh --mesh 1x1 --arch sm_90 --emit schedule | FileCheck %s --check-prefix=SCHED

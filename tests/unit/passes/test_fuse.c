@@ -1112,6 +1112,36 @@ static void test_transpose_member(void)
     CHECK(group(&r, "wn") && group(&r, "wn") != g);
     CHECK(group(&r, "s") && group(&r, "s")->kind == PASS_FUSE_REDUCE && group(&r, "s")->nops == 1);
     done(&r);
+
+    /* a transpose of a value of the group: stored where it moves each
+     * element, the group's domain its operand's; the operand is stored
+     * too only where something else reads it */
+    r = fuse("%a = input {name = \"a\"} : f32[2, 3, 4]\n"
+             "%e = exp %a : f32[2, 3, 4]\n"
+             "%f = neg %e : f32[2, 3, 4]\n"
+             "%et = transpose %f {perm = [1, 0, 2]} : f32[3, 2, 4]\n"
+             "%g = sqrt %a : f32[2, 3, 4]\n"
+             "%gt = transpose %g {perm = [2, 1, 0]} : f32[4, 3, 2]\n"
+             "%h = abs %a : f32[2, 3, 4]\n"
+             "%ht = transpose %h {perm = [1, 0, 2]} : f32[3, 2, 4]\n"
+             "output \"et\" = %et\n"
+             "output \"gt\" = %gt\n"
+             "output \"ht\" = %ht\n"
+             "output \"h\" = %h\n");
+    g = group(&r, "et");
+    CHECK(g && g == group(&r, "e") && g == group(&r, "f") && pass_fuse_views(r.m, g));
+    if (g) {
+        CHECK_INT(g->anchor, op_index(&r, "et"));
+        const ir_type *d = pass_fuse_domain(r.m, g);
+        CHECK(d->rank == 3 && d->dim[0] == 2 && d->dim[1] == 3 && d->dim[2] == 4);
+        CHECK_STR(names(g->out, g->nout), "et");
+    }
+    CHECK(!stored(&r, "e") && !stored(&r, "f") && stored(&r, "et"));
+    /* moving the last dim: its own tiled kernel, the operand stored */
+    CHECK(group(&r, "gt") == NULL && stored(&r, "g"));
+    CHECK(group(&r, "ht") && group(&r, "ht") == group(&r, "h") && stored(&r, "h") &&
+          stored(&r, "ht"));
+    done(&r);
 }
 
 /* cg_cuda_generate_known: a kernel whose key an earlier one of the call
