@@ -191,19 +191,17 @@ const char *cg_reg(gen *G, const ir_value *v)
 
 /* ---- offsets: NumPy broadcasting of a value into a domain ---- */
 
-/* The element offset in a value of type t for element `e` of the domain
- * dom that t broadcasts to: dims merged where t is contiguous (or
- * broadcast) across them, so a bias [H] in [B, H] reads `e % H`. */
-const char *cg_offset(gen *G, const ir_type *dom, const ir_type *t, const char *e)
+/* The offset, in a value whose dim i of dom has stride to[i] (0: the
+ * value broadcasts along it), of element e of dom (row-major): each digit
+ * of e times its stride, dims contiguous on both sides (or broadcast
+ * along both) taken as one. */
+static const char *strided_offset(gen *G, const ir_type *dom, const int64_t *to, const char *e)
 {
-    int r = dom->rank, nm = 0;
+    int nm = 0;
     int64_t size[IR_MAX_RANK], stride[IR_MAX_RANK], inner[IR_MAX_RANK];
-    int64_t acc = 1, dacc = 1;
-    for (int i = r - 1; i >= 0; i--) {
-        int j = i - (r - t->rank);
-        int64_t tdim = j >= 0 ? t->dim[j] : 1, di = dom->dim[i];
-        int64_t si = tdim == 1 ? 0 : acc;
-        acc *= tdim;
+    int64_t dacc = 1;
+    for (int i = dom->rank - 1; i >= 0; i--) {
+        int64_t si = to[i], di = dom->dim[i];
         if (di != 1) {
             if (nm > 0 && si == stride[nm - 1] * size[nm - 1]) {
                 size[nm - 1] *= di;
@@ -233,6 +231,22 @@ const char *cg_offset(gen *G, const ir_type *dom, const ir_type *t, const char *
     const char *s = !terms ? "0" : terms > 1 ? cg_fmt(G, "(%s)", b.s) : cg_fmt(G, "%s", b.s);
     su_buf_free(&b);
     return s;
+}
+
+/* The element offset in a value of type t for element `e` of the domain
+ * dom that t broadcasts to: dims merged where t is contiguous (or
+ * broadcast) across them, so a bias [H] in [B, H] reads `e % H`. */
+const char *cg_offset(gen *G, const ir_type *dom, const ir_type *t, const char *e)
+{
+    int r = dom->rank;
+    int64_t to[IR_MAX_RANK], acc = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        int j = i - (r - t->rank);
+        int64_t tdim = j >= 0 ? t->dim[j] : 1;
+        to[i] = tdim == 1 ? 0 : acc;
+        acc *= tdim;
+    }
+    return strided_offset(G, dom, to, e);
 }
 
 /* Whether the elements e .. e + vec - 1 of dom are consecutive in t. */
@@ -466,16 +480,6 @@ void cg_emit_op(gen *G, const ir_op *op)
  * of the group there again from its operands (a value of the domain at e
  * itself is the register already made). */
 
-static bool same_dims(const ir_type *a, const ir_type *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dim[i] != b->dim[i])
-            return false;
-    return true;
-}
-
 static const char *view_temp(gen *G)
 {
     return cg_fmt(G, "u%d", G->ntemp++);
@@ -541,35 +545,7 @@ static const char *view_index(gen *G, const char *idx, int64_t outer, int64_t le
  * contiguous on both sides taken as one. */
 static const char *permuted_index(gen *G, const ir_type *t, const int64_t *to, const char *idx)
 {
-    idx = index_once(G, idx);
-    int64_t size[IR_MAX_RANK], tstr[IR_MAX_RANK], istr[IR_MAX_RANK];
-    int n = 0;
-    int64_t acc = 1;
-    for (int i = t->rank - 1; i >= 0; i--) { /* from the last dim: merged runs */
-        int64_t d = t->dim[i], s = to[i];
-        if (d != 1) {
-            if (n > 0 && s == istr[n - 1] * size[n - 1]) {
-                size[n - 1] *= d;
-            } else {
-                size[n] = d;
-                tstr[n] = acc;
-                istr[n++] = s;
-            }
-        }
-        acc *= d;
-    }
-    su_buf b;
-    su_buf_init_in(&b, G->arena);
-    for (int k = n - 1; k >= 0; k--) {
-        su_buf_printf(&b, "%s", k == n - 1 ? "" : " + ");
-        const char *dig = tstr[k] == 1 ? idx : cg_fmt(G, "%s / %lld", idx, (long long)tstr[k]);
-        if (k != n - 1)
-            dig = cg_fmt(G, "%s %% %lld", dig, (long long)size[k]);
-        su_buf_printf(&b, istr[k] == 1 ? "%s" : "(%s) * %lld", dig, (long long)istr[k]);
-    }
-    const char *r = n ? cg_fmt(G, "(%s)", b.s) : "0";
-    su_buf_free(&b);
-    return r;
+    return strided_offset(G, t, to, index_once(G, idx));
 }
 
 static void strides_of(const ir_type *t, int64_t *s)
@@ -682,7 +658,7 @@ static const char *view_emit(gen *G, const ir_value *v, const char *idx)
                 cg_load_conv(G, dt, cg_fmt(G, "p_%s[%s]", cg_cname(G, v), idx)));
         return r;
     }
-    if (same_dims(&v->type, G->vdom) && at_tile(G, idx))
+    if (ir_shape_eq(&v->type, G->vdom) && at_tile(G, idx))
         return cg_reg(G, v);
     return view_emit_op(G, IR_OP(G->m, at), idx);
 }
@@ -694,7 +670,7 @@ static bool out_transpose(const gen *G, const ir_value *v)
 {
     const ir_op *op = v->def;
     return G->vdom && op && op->code == IR_TRANSPOSE && cg_in_group(G, v) &&
-           !same_dims(&v->type, G->vdom) && same_dims(&op->in[0]->type, G->vdom);
+           !ir_shape_eq(&v->type, G->vdom) && ir_shape_eq(&op->in[0]->type, G->vdom);
 }
 
 /* Whether op of a group with a concat is computed by view_emit: a
@@ -705,10 +681,10 @@ static bool view_op(const gen *G, const ir_op *op)
     if (!G->vdom)
         return false;
     if (op->code == IR_CONCAT || op->code == IR_NARROW || op->code == IR_TRANSPOSE ||
-        !same_dims(&op->res[0]->type, G->vdom))
+        !ir_shape_eq(&op->res[0]->type, G->vdom))
         return true;
     for (int k = 0; k < op->nin; k++)
-        if (cg_in_group(G, op->in[k]) && !same_dims(&op->in[k]->type, G->vdom))
+        if (cg_in_group(G, op->in[k]) && !ir_shape_eq(&op->in[k]->type, G->vdom))
             return true;
     return false;
 }
@@ -913,7 +889,7 @@ static void emit_tile_ops(gen *G, const tile *t, const vlist *stores, const char
                 continue;
             if (!view_op(G, op)) {
                 cg_emit_op(G, op);
-            } else if (same_dims(&op->res[0]->type, t->dom)) { /* else where a concat reads it */
+            } else if (ir_shape_eq(&op->res[0]->type, t->dom)) { /* else where a concat reads it */
                 const ir_value *r = op->res[0];
                 cg_line(G, "const %s %s = %s; // %s", regtype(r->type.dtype), cg_reg(G, r),
                         view_emit_op(G, op, e), ir_ops[op->code].name);

@@ -53,6 +53,7 @@ typedef struct ir_type {
 
 int64_t ir_type_numel(const ir_type *t); /* the verifier bounds it to int64 */
 bool ir_type_eq(const ir_type *a, const ir_type *b);
+bool ir_shape_eq(const ir_type *a, const ir_type *b); /* the dims alone */
 void ir_type_print(su_buf *b, const ir_type *t); /* "f32[64, 1024]" */
 
 /* ---- meshes and shardings ---- */

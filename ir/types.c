@@ -42,14 +42,19 @@ int64_t ir_type_numel(const ir_type *t)
     return n;
 }
 
-bool ir_type_eq(const ir_type *a, const ir_type *b)
+bool ir_shape_eq(const ir_type *a, const ir_type *b)
 {
-    if (a->dtype != b->dtype || a->rank != b->rank)
+    if (a->rank != b->rank)
         return false;
     for (int i = 0; i < a->rank; i++)
         if (a->dim[i] != b->dim[i])
             return false;
     return true;
+}
+
+bool ir_type_eq(const ir_type *a, const ir_type *b)
+{
+    return a->dtype == b->dtype && ir_shape_eq(a, b);
 }
 
 void ir_type_print(su_buf *b, const ir_type *t)

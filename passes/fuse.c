@@ -59,16 +59,6 @@ static bool is_float(ir_dtype t)
     return t == IR_F32 || t == IR_F16 || t == IR_BF16;
 }
 
-static bool same_shape(const ir_type *a, const ir_type *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dim[i] != b->dim[i])
-            return false;
-    return true;
-}
-
 /* Whether every operand and the result of op are floats. */
 static bool all_float(const ir_op *op)
 {
@@ -197,7 +187,7 @@ const ir_type *pass_fuse_domain(const ir_module *m, const pass_fgroup *g)
 {
     const ir_op *a = IR_OP(m, g->anchor);
     if (g->kind == PASS_FUSE_ELEMENTWISE && a->code == IR_TRANSPOSE &&
-        !same_shape(&a->res[0]->type, &a->in[0]->type)) {
+        !ir_shape_eq(&a->res[0]->type, &a->in[0]->type)) {
         for (int i = 0; i < g->nops; i++) /* its operand made in the group */
             if (IR_OP(m, g->ops[i])->res[0] == a->in[0])
                 return &a->in[0]->type;
@@ -219,7 +209,7 @@ bool pass_fuse_op_aside(const ir_module *m, const pass_fgroup *g, int op_index)
     for (int k = g->nops - 1; k >= 0; k--) {
         const ir_op *op = IR_OP(m, g->ops[k]);
         aside[k] = op->code == IR_CONCAT || op->code == IR_NARROW || op->code == IR_TRANSPOSE ||
-                   !same_shape(&op->res[0]->type, dom);
+                   !ir_shape_eq(&op->res[0]->type, dom);
         for (int j = k + 1; j < g->nops && !aside[k]; j++) {
             const ir_op *r = IR_OP(m, g->ops[j]);
             for (int q = 0; aside[j] && q < r->nin; q++)
@@ -271,7 +261,7 @@ static bool eligible(const walker *w, int k, int i, fclass c)
         return false;
     if (c == F_RED) {
         if (g->kind != PASS_FUSE_ELEMENTWISE || g->views ||
-            !same_shape(&op->in[0]->type, &g->dom))
+            !ir_shape_eq(&op->in[0]->type, &g->dom))
             return false;
         /* only the elementwise operands (x, and mse's both) come from the
          * prologue; gains, biases and labels are read from memory */
@@ -283,10 +273,10 @@ static bool eligible(const walker *w, int k, int i, fclass c)
     }
     const ir_type *t = &op->res[0]->type;
     if (g->kind == PASS_FUSE_ELEMENTWISE)
-        return same_shape(t, &g->dom);
+        return ir_shape_eq(t, &g->dom);
     if (pass_pipeline_sum(op) || op->code == IR_TRANSPOSE)
         return false;
-    if (!same_shape(t, &g->epi))
+    if (!ir_shape_eq(t, &g->epi))
         return false;
     /* an epilogue reads the reduction's result and other epilogue values,
      * never the prologue's (computed per element before the reduction)
@@ -538,7 +528,7 @@ static bool out_transpose_fits(const walker *w, int k, int i)
     int d = w->defat[x->id];
     return g->kind == PASS_FUSE_ELEMENTWISE && !g->sealed && g->epoch == w->epoch &&
            g->phase == op->phase && g->rep == op->rep && holds_briefly(w, g, i) &&
-           same_shape(&x->type, &g->dom) && !same_shape(&op->res[0]->type, &g->dom) &&
+           ir_shape_eq(&x->type, &g->dom) && !ir_shape_eq(&op->res[0]->type, &g->dom) &&
            d >= 0 && w->view[d] < 0;
 }
 

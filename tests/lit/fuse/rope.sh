@@ -33,7 +33,7 @@
 # The kernel: the concat's element from the half holding it, q read there.
 # RUN: %shardc %S/../../../examples/llama.sh --mesh 1x1 --arch sm_90 --emit cuda | FileCheck %s --check-prefix=CUDA
 # CUDA:      k{{[0-9]+}}_transpose_mul_narrow_neg(
-# CUDA:      const float [[T:u[0-9]+]] = p_t{{[0-9]+}}[(((e + q) / 32768) * 32768 + ((e + q) / 4096 % 8) * 32 + ((e + q) / 32 % 128) * 256 + (e + q) % 32)];
+# CUDA:      const float [[T:u[0-9]+]] = p_t{{[0-9]+}}[(((e + q) / 32768) * 32768 + (((e + q) / 4096) % 8) * 32 + (((e + q) / 32) % 128) * 256 + (e + q) % 32)];
 # CUDA-NEXT: const float v_layers_0_attn_q = [[T]]; // transpose
 # CUDA-NEXT: const float v_t{{[0-9]+}} = v_layers_0_attn_q * v_cs; // mul
 # CUDA-NEXT: float [[C:u[0-9]+]]; // concat
