@@ -506,9 +506,11 @@ static void place_view(walker *w, int c)
 static bool transpose_member(const walker *w, int i)
 {
     const ir_op *op = IR_OP(w->m, i);
+    if (op->code != IR_TRANSPOSE || op->nres != 1 || w->f->group_of[i] >= 0 || !all_float(op) ||
+        op->phase == IR_PH_OPTIMIZER)
+        return false;
     int r = op->res[0]->type.rank;
-    return op->code == IR_TRANSPOSE && op->nres == 1 && w->f->group_of[i] < 0 && all_float(op) &&
-           op->phase != IR_PH_OPTIMIZER && r >= 1 && op->a->list[r - 1] == r - 1;
+    return r >= 1 && op->a->list[r - 1] == r - 1;
 }
 
 /* Whether transpose op i (transpose_member) may join group k, which makes
