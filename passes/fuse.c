@@ -28,8 +28,8 @@ typedef struct grp {
                          * program's: a group never spans one) */
     unsigned epilogue;  /* MATMUL: PASS_EPI_* */
     const ir_value *bias, *residual;
-    bool views;         /* ELEMENTWISE: holds a concat and its branches (find_views),
-                         * so no reduction joins it */
+    bool views;         /* ELEMENTWISE: holds a concat and its branches (find_views)
+                         * or a transpose, so no reduction joins it */
 } grp;
 
 typedef struct walker {
@@ -346,6 +346,30 @@ static void hold_operands(walker *w, int k, int i)
     }
 }
 
+/* The elementwise groups of cand[0 .. ncand) but chosen merge into
+ * chosen (one kernel at the op placed computes them all). */
+static void merge_into(walker *w, int chosen, const int *cand, int ncand)
+{
+    for (int j = 0; j < ncand; j++)
+        if (cand[j] != chosen && w->g[cand[j]].kind == PASS_FUSE_ELEMENTWISE) {
+            w->parent[cand[j]] = chosen;
+            w->g[chosen].views |= w->g[cand[j]].views;
+            if (w->g[cand[j]].hold < w->g[chosen].hold)
+                w->g[chosen].hold = w->g[cand[j]].hold;
+        }
+}
+
+/* The groups of op's operands but chosen are sealed: op, outside them,
+ * reads their values. */
+static void seal_read(walker *w, const ir_op *op, int chosen)
+{
+    for (int k = 0; k < op->nin; k++) {
+        int gk = group_of_value(w, op->in[k]);
+        if (gk >= 0 && gk != chosen)
+            w->g[gk].sealed = true;
+    }
+}
+
 /* ---- concats and their branches ----
  *
  * A concat of floats (RoPE's concat([-x[..., h:], x[..., :h]]), a
@@ -472,21 +496,10 @@ static void place_view(walker *w, int c)
             }
         }
     }
-    for (int j = 0; j < ncand; j++)
-        if (cand[j] != chosen) {
-            w->parent[cand[j]] = chosen;
-            w->g[chosen].views |= w->g[cand[j]].views;
-            if (w->g[cand[j]].hold < w->g[chosen].hold)
-                w->g[chosen].hold = w->g[cand[j]].hold;
-        }
-    for (int q = 0; q < nops; q++) {
-        const ir_op *op = IR_OP(w->m, ops[q]);
-        for (int k = 0; k < op->nin; k++) {
-            int gk = group_of_value(w, op->in[k]);
-            if (gk >= 0 && gk != chosen)
-                w->g[gk].sealed = true;
-        }
-    }
+    if (chosen >= 0)
+        merge_into(w, chosen, cand, ncand);
+    for (int q = 0; q < nops; q++)
+        seal_read(w, IR_OP(w->m, ops[q]), chosen);
     if (chosen < 0)
         chosen = new_group(w, cop, F_EW, c);
     for (int q = 0; q < nops; q++)
@@ -585,18 +598,8 @@ static void place(walker *w, int i)
         }
     }
     if (chosen >= 0 && w->g[chosen].kind == PASS_FUSE_ELEMENTWISE)
-        for (int j = 0; j < ncand; j++)
-            if (cand[j] != chosen && w->g[cand[j]].kind == PASS_FUSE_ELEMENTWISE) {
-                w->parent[cand[j]] = chosen;
-                w->g[chosen].views |= w->g[cand[j]].views;
-                if (w->g[cand[j]].hold < w->g[chosen].hold)
-                    w->g[chosen].hold = w->g[cand[j]].hold;
-            }
-    for (int k = 0; k < op->nin; k++) {
-        int gk = group_of_value(w, op->in[k]);
-        if (gk >= 0 && gk != chosen)
-            w->g[gk].sealed = true;
-    }
+        merge_into(w, chosen, cand, ncand);
+    seal_read(w, op, chosen);
     if (c == F_NONE)
         return;
     if (chosen < 0) {
