@@ -657,7 +657,7 @@ static void emit_embedding_grad(gen *G, cg_cuda_kernel *k, const ir_op *op)
  * dy, its third operand), the query positions as the last operand when
  * pos, computed in dt's precision with scores scaled by 1 / sqrt(d). */
 typedef struct at_view {
-    int64_t s, d, t, dv, heads;
+    int64_t s, d, t, dv, heads, grp; /* heads: q's; grp: ir_attn_group's */
     bool probs, pos;
     ir_dtype dt;
     float scale;
@@ -673,6 +673,7 @@ static at_view at_view_of(const ir_op *op)
     at_view v = {.s = q->dim[r - 2], .d = q->dim[r - 1], .t = lk.dim[r - 2],
                  .probs = op->code == IR_ATTN_PROBS, .dt = q->dtype};
     v.heads = ir_type_numel(q) / (v.s * v.d);
+    v.grp = ir_attn_group(op);
     v.dv = v.probs || op->code == IR_ATTN_LSE ? 0 : op->in[2]->type.dim[r - 1];
     v.pos = op->nin == ir_ops[op->code].max_in;
     v.scale = (float)(1.0 / sqrt((double)v.d));
@@ -691,6 +692,56 @@ static const char *at_end(gen *G, const ir_op *op, const at_view *v)
         return cg_fmt(G, "min(max(i + %lld, (i64)0), (i64)%lld)", (long long)(v->t - v->s + 1),
                       (long long)v->t);
     return cg_fmt(G, "%lld", (long long)v->t);
+}
+
+/* The offset of row r (of n per head, w wide) of head h in operand or
+ * result pin: (h n + r) w, or with the heads inner (G->at_heads = H, h =
+ * l H + hh), ((l n + r) H + hh) w. With groups (G->at_grp > 1), an
+ * operand or result of the key heads (G->at_kv's bit pin) is at key head
+ * hk = h / grp (the kernel's variable hk; at_key_head) of G = H / grp. */
+static const char *at_row(gen *G, int pin, int64_t n, const char *r, int64_t w)
+{
+    bool kv = G->at_grp > 1 && (G->at_kv >> pin & 1);
+    const char *h = kv ? "hk" : "h";
+    if (!G->at_heads)
+        return cg_fmt(G, "(%s * %lld + %s) * %lld", h, (long long)n, r, (long long)w);
+    long long H = (long long)(kv ? G->at_heads / G->at_grp : G->at_heads);
+    return cg_fmt(G, "((%s / %lld * %lld + %s) * %lld + %s %% %lld) * %lld", h, H, (long long)n, r,
+                  H, h, H, (long long)w);
+}
+
+/* The pin of a result named out ("p<pin>"). */
+static int at_out_pin(const char *out)
+{
+    if (out[0] != 'p')
+        su_unreachable();
+    return atoi(out + 1);
+}
+
+/* With groups, the key head hk that query head h reads (at_row). */
+static void at_key_head(gen *G)
+{
+    if (G->at_grp > 1)
+        cg_line(G, "const i64 hk = h / %lld; // the key and value head", (long long)G->at_grp);
+}
+
+/* attn_dk's and attn_dv's block of key head hk: with groups, a loop over
+ * the query heads h that read it, opened (closed by at_group_close). */
+static void at_group_open(gen *G)
+{
+    if (G->at_grp <= 1)
+        return;
+    cg_line(G, "for (i64 h = hk * %lld; h < (hk + 1) * %lld; h++) { // the group's query heads",
+            (long long)G->at_grp, (long long)G->at_grp);
+    G->indent++;
+}
+
+static void at_group_close(gen *G)
+{
+    if (G->at_grp <= 1)
+        return;
+    G->indent--;
+    cg_line(G, "}");
 }
 
 /* attention (q, k, v[, pos]) and attn_probs (q, k[, pos]) whose head width
@@ -719,12 +770,13 @@ static void emit_attention(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "for (i64 row = blockIdx.x; row < %lld; row += gridDim.x) {", (long long)(heads * s));
     G->indent++;
     cg_line(G, "const i64 h = row / %lld, i = row %% %lld;", (long long)s, (long long)s);
+    at_key_head(G);
     cg_line(G, "const i64 end = %s; // keys [0, end)", at_end(G, op, &v));
     cg_line(G, "for (i64 j = threadIdx.x; j < end; j += blockDim.x) {");
     cg_line(G, "    float acc = 0.0f;");
     cg_line(G, "    for (i64 c = 0; c < %lld; c++)", (long long)d);
     cg_line(G, "        acc += %s * %s;", cg_load_conv(G, dt, cg_fmt(G, "p0[row * %lld + c]", (long long)d)),
-         cg_load_conv(G, dt, cg_fmt(G, "p1[(h * %lld + j) * %lld + c]", (long long)t, (long long)d)));
+         cg_load_conv(G, dt, cg_fmt(G, "p1[%s + c]", at_row(G, 1, t, "j", d))));
     cg_line(G, "    sc[j] = acc * %s;", cg_f32_text(G, scale));
     cg_line(G, "}");
     cg_line(G, "float mx = __int_as_float(0xff800000); // -inf");
@@ -747,8 +799,7 @@ static void emit_attention(gen *G, cg_cuda_kernel *k, const ir_op *op)
         cg_line(G, "    float acc = 0.0f;");
         cg_line(G, "    for (i64 j = 0; j < end; j++)");
         cg_line(G, "        acc += sc[j] * inv * %s;",
-             cg_load_conv(G, dt, cg_fmt(G, "p2[(h * %lld + j) * %lld + c]", (long long)t,
-                                  (long long)dv)));
+             cg_load_conv(G, dt, cg_fmt(G, "p2[%s + c]", at_row(G, 2, t, "j", dv))));
         cg_line(G, "    %s[row * %lld + c] = %s;", out, (long long)dv,
              cg_store_conv(G, dt, cg_round_to(G, dt, "acc")));
         cg_line(G, "}");
@@ -801,18 +852,6 @@ static bool cg_attention_tiled(const ir_op *op)
     return (w + 4 * g - 1) / (4 * g) <= AT_MAX_CHUNKS;
 }
 
-/* The offset of row r (of n per head, w wide) of head h in an operand:
- * (h n + r) w, or with the heads inner (G->at_heads = H, h = l H + hh),
- * ((l n + r) H + hh) w. */
-static const char *at_row(gen *G, int64_t n, const char *r, int64_t w)
-{
-    if (!G->at_heads)
-        return cg_fmt(G, "(h * %lld + %s) * %lld", (long long)n, r, (long long)w);
-    long long H = (long long)G->at_heads;
-    return cg_fmt(G, "((h / %lld * %lld + %s) * %lld + h %% %lld) * %lld", H, (long long)n, r, H,
-                  H, (long long)w);
-}
-
 /* Loads rows [r0, r0 + kt) of operand p (n rows of width w per head,
  * padded to pad) into the shared tile dst, widened to f32, zeros past n
  * or the width; r names the rows (j keys, i queries). */
@@ -825,7 +864,7 @@ static void at_load_tile(gen *G, const char *dst, int pin, char r, int64_t n, in
     cg_line(G, "    const i64 %c = %c0 + %c%c;", r, r, r, r);
     cg_line(G, "    %s[x] = %c < %lld && c < %lld ? %s : 0.0f;", dst, r, (long long)n, (long long)w,
             cg_load_conv(G, dt, cg_fmt(G, "p%d[%s + c]", pin,
-                                       at_row(G, n, cg_fmt(G, "%c", r), w))));
+                                       at_row(G, pin, n, cg_fmt(G, "%c", r), w))));
     cg_line(G, "}");
 }
 
@@ -904,7 +943,7 @@ static void at_load_row(gen *G, const char *name, const char *what, int pin, con
     cg_line(G, "    for (int e = 0; e < 4; e++) {");
     cg_line(G, "        const i64 col = (c * %d + g) * 4 + e;", group);
     cg_line(G, "        %s[c * 4 + e] = live && col < %lld ? %s : 0.0f;", name, (long long)w,
-            cg_load_conv(G, dt, cg_fmt(G, "p%d[%s + col]", pin, at_row(G, n, r, w))));
+            cg_load_conv(G, dt, cg_fmt(G, "p%d[%s + col]", pin, at_row(G, pin, n, r, w))));
     cg_line(G, "    }");
 }
 
@@ -930,7 +969,7 @@ static void at_store_row(gen *G, const char *out, const char *r, int64_t n, int6
     cg_line(G, "    for (int e = 0; e < 4; e++) {");
     cg_line(G, "        const i64 col = (c * %d + g) * 4 + e;", group);
     cg_line(G, "        if (col < %lld)", (long long)w);
-    cg_line(G, "            %s[%s + col] = %s;", out, at_row(G, n, r, w),
+    cg_line(G, "            %s[%s + col] = %s;", out, at_row(G, at_out_pin(out), n, r, w),
             cg_store_conv(G, dt, cg_round_to(G, dt, val)));
     cg_line(G, "    }");
     G->indent--;
@@ -997,6 +1036,7 @@ static void emit_attention_tiled(gen *G, cg_cuda_kernel *k, const ir_op *op, con
     G->indent++;
     cg_line(G, "const i64 h = bi / %lld, i = (%lld - bi %% %lld) * %d + lr; // head, query row",
             (long long)nqb, (long long)(nqb - 1), (long long)nqb, rows);
+    at_key_head(G);
     cg_line(G, "const bool live = i < %lld;", (long long)s);
     cg_line(G, "const i64 end = live ? %s : 0;", at_end(G, op, &v));
     at_block_end(G);
@@ -1138,7 +1178,7 @@ static void emit_attn_delta(gen *G, cg_cuda_kernel *k, const ir_op *op)
         cg_line(G, "for (i64 c = %s; in && c < %lld; c += %d) {",
                 lanes > 1 ? cg_fmt(G, "(i64)part * %d", vec) : "0", (long long)dv, vec * lanes);
         G->indent++;
-        const char *at = at_row(G, s, "i", dv);
+        const char *at = at_row(G, 0, s, "i", dv);
         cg_line(G, "const vec<%s, %d> a = *reinterpret_cast<const vec<%s, %d> *>(p0 + %s + c);",
                 ct, vec, ct, vec, at);
         cg_line(G, "const vec<%s, %d> b = *reinterpret_cast<const vec<%s, %d> *>(p1 + %s + c);",
@@ -1173,8 +1213,8 @@ static void emit_attn_delta(gen *G, cg_cuda_kernel *k, const ir_op *op)
     cg_line(G, "float acc = 0.0f;");
     cg_line(G, "for (i64 c = lane; c < %lld; c += 32)", (long long)dv);
     cg_line(G, "    acc = fmaf(%s, %s, acc);",
-            cg_load_conv(G, dt, cg_fmt(G, "p0[%s + c]", at_row(G, s, "i", dv))),
-            cg_load_conv(G, dt, cg_fmt(G, "p1[%s + c]", at_row(G, s, "i", dv))));
+            cg_load_conv(G, dt, cg_fmt(G, "p0[%s + c]", at_row(G, 0, s, "i", dv))),
+            cg_load_conv(G, dt, cg_fmt(G, "p1[%s + c]", at_row(G, 1, s, "i", dv))));
     cg_line(G, "#pragma unroll");
     cg_line(G, "for (int o = 16; o > 0; o >>= 1)");
     cg_line(G, "    acc += __shfl_xor_sync(0xffffffffu, acc, o);");
@@ -1260,7 +1300,7 @@ static void tc_stage(gen *G, const char *dst, int ld, int rows, const char *base
     cg_line(G, "    const i64 row = %s + rr;", base);
     cg_line(G, "    uint4 val = make_uint4(0u, 0u, 0u, 0u);");
     cg_line(G, "    if (row < %lld)", (long long)n);
-    cg_line(G, "        val = *(const uint4 *)(p%d + %s + c);", pin, at_row(G, n, "row", w));
+    cg_line(G, "        val = *(const uint4 *)(p%d + %s + c);", pin, at_row(G, pin, n, "row", w));
     cg_line(G, "    *(uint4 *)(%s + rr * %d + c) = val;", dst, ld);
     cg_line(G, "}");
 }
@@ -1278,7 +1318,7 @@ static void tc_stage_async(gen *G, const char *dst, int ld, int rows, const char
     cg_line(G, "    const i64 row = %s + rr;", base);
     cg_line(G, "    const bool in = row < %lld;", (long long)n);
     cg_line(G, "    sh_cp16(%s + rr * %d + c, p%d + %s + c, in);", dst, ld, pin,
-            at_row(G, n, "(in ? row : (i64)0)", w));
+            at_row(G, pin, n, "(in ? row : (i64)0)", w));
     cg_line(G, "}");
 }
 
@@ -1298,7 +1338,7 @@ static void tc_stage_x3(gen *G, const char *const dst[MMA_PARTS], int ld, int ro
     cg_line(G, "float4 f0 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), f1 = f0;");
     cg_line(G, "if (row < %lld) {", (long long)n);
     cg_line(G, "    const float4 *const src = (const float4 *)(p%d + %s + c);", pin,
-            at_row(G, n, "row", w));
+            at_row(G, pin, n, "row", w));
     cg_line(G, "    f0 = src[0];");
     cg_line(G, "    f1 = src[1];");
     cg_line(G, "}");
@@ -1514,7 +1554,8 @@ static void tc_write(gen *G, const char *sum, const char *factor, const char *st
     cg_line(G, "for (int x = lane; x < 256; x += 32) {");
     cg_line(G, "    const i64 row = %s + x / 16;", row0);
     cg_line(G, "    if (row < %lld)", (long long)n);
-    cg_line(G, "        %s[%s + f * 16 + x %% 16] = %s;", out, at_row(G, n, "row", w),
+    cg_line(G, "        %s[%s + f * 16 + x %% 16] = %s;", out,
+            at_row(G, at_out_pin(out), n, "row", w),
             cg_store_conv(G, dt, cg_round_to(G, dt, cg_fmt(G, "%s[x / 16 * %d + x %% 16]", stage,
                                                               TC_OUT_LD))));
     cg_line(G, "}");
@@ -1535,6 +1576,7 @@ static void tc_query_head(gen *G, const ir_op *op, const at_view *v, int64_t tot
     cg_line(G, "const i64 h = bi / %lld, q0 = (%lld - bi %% %lld) * %d + warp * 16; // head, the "
                "warp's first row",
             (long long)nqb, (long long)(nqb - 1), (long long)nqb, TC_ROWS);
+    at_key_head(G);
     cg_line(G, "const i64 i = q0 + r;");
     cg_line(G, "const bool live = i < %lld;", (long long)v->s);
     cg_line(G, "const i64 end = live ? %s : 0;", at_end(G, op, v));
@@ -1896,7 +1938,7 @@ static void mma_write(gen *G, const char *acc, const char *fa, const char *fb, c
                 (long long)(w / 8));
         cg_line(G, "    const int c = nn * 8 + tq * 2;");
         cg_line(G, "    *(float2 *)(%s + %s + c) = make_float2(%s[nn][x * 2] * f, %s[nn][x * 2 + 1] "
-                   "* f);", out, at_row(G, n, "row", w), acc, acc);
+                   "* f);", out, at_row(G, at_out_pin(out), n, "row", w), acc, acc);
         cg_line(G, "}");
         G->indent--;
         cg_line(G, "}");
@@ -1913,7 +1955,7 @@ static void mma_write(gen *G, const char *acc, const char *fa, const char *fb, c
     cg_line(G, "    const %s y1 = %s;", T,
             cg_store_conv(G, dt, cg_round_to(G, dt, cg_fmt(G, "%s[nn][x * 2 + 1] * f", acc))));
     cg_line(G, "    *(unsigned *)(%s + %s + c) = sh_pack2(%s(y0), %s(y1));", out,
-            at_row(G, n, "row", w), bits, bits);
+            at_row(G, at_out_pin(out), n, "row", w), bits, bits);
     cg_line(G, "}");
     G->indent--;
     cg_line(G, "}");
@@ -2224,6 +2266,7 @@ static void emit_attention_mma2(gen *G, cg_cuda_kernel *k, const ir_op *op, cons
     cg_line(G, "const i64 h = bi / %lld, q0 = (%lld - bi %% %lld) * %d + warp * 32; // head, the "
                "warp's first row (its rows: two tiles of 16)",
             (long long)nqb, (long long)(nqb - 1), (long long)nqb, rows);
+    at_key_head(G);
     cg_line(G, "const i64 i = q0 + lane;");
     cg_line(G, "const bool live = i < %lld;", (long long)s);
     cg_line(G, "const i64 end = live ? %s : 0;", at_end(G, op, &v));
@@ -2535,6 +2578,7 @@ static void emit_attn_rows(gen *G, cg_cuda_kernel *k, const ir_op *op)
     G->indent++;
     cg_line(G, "const i64 h = bi / %lld, i = (%lld - bi %% %lld) * %d + lr; // head, query row",
             (long long)nqb, (long long)(nqb - 1), (long long)nqb, a.rows);
+    at_key_head(G);
     cg_line(G, "const bool live = i < %lld;", (long long)s);
     cg_line(G, "const i64 end = live ? %s : 0;", at_end(G, op, v));
     at_block_end(G);
@@ -2656,14 +2700,18 @@ static void at_query_tile(gen *G, const ir_op *op, const at_geom *a, int pdy)
  * kernel also sums attn_dv's p dy into p<nin + 1> (the pair of
  * passes/fuse.h): one pass over the query rows, each p computed once for
  * both, with the same operations in the same order as each kernel alone,
- * so each result has the bits it has alone. */
+ * so each result has the bits it has alone. With groups (k and v of fewer
+ * heads than q: ir_attn_group), a block takes key rows of key head hk and
+ * runs the query tiles of each query head of its group in turn
+ * (at_group_open), summing into the same registers; the tensor-core
+ * kernels below do the same. */
 static void emit_attn_cols(gen *G, cg_cuda_kernel *k, const ir_op *op, bool dv_too)
 {
     at_geom a = at_geom_of(op, 3, 0);
     const at_view *v = &a.v;
     bool dk = op->code == IR_ATTN_DK;
     int pdy = dk ? 3 : 2, qt = a.kt, group = a.group;
-    int64_t t = v->t, nkb = (t + a.rows - 1) / a.rows, total = v->heads * nkb;
+    int64_t t = v->t, nkb = (t + a.rows - 1) / a.rows, total = v->heads / v->grp * nkb;
     int64_t tiles = qt * (a.dpad + a.dvpad);
     at_tile qs = {"qs", "qq", "ii", a.dpad, a.nc}, ys = {"ys", "yy", "ii", a.dvpad, a.ncv};
     const char *out = cg_fmt(G, "p%d", op->nin), *scale = cg_f32_text(G, v->scale);
@@ -2685,8 +2733,8 @@ static void emit_attn_cols(gen *G, cg_cuda_kernel *k, const ir_op *op, bool dv_t
                "block", group, group);
     cg_line(G, "for (i64 bi = blockIdx.x; bi < %lld; bi += gridDim.x) {", (long long)total);
     G->indent++;
-    cg_line(G, "const i64 h = bi / %lld, j1 = bi %% %lld * %d, j = j1 + lr; // head, first key, "
-               "key", (long long)nkb, (long long)nkb, a.rows);
+    cg_line(G, "const i64 %s = bi / %lld, j1 = bi %% %lld * %d, j = j1 + lr; // head, first key, "
+               "key", v->grp > 1 ? "hk" : "h", (long long)nkb, (long long)nkb, a.rows);
     cg_line(G, "const bool live = j < %lld;", (long long)t);
     at_load_row(G, "k", "the key row", 1, "j", t, v->d, a.nc, group, v->dt);
     if (dk)
@@ -2694,6 +2742,7 @@ static void emit_attn_cols(gen *G, cg_cuda_kernel *k, const ir_op *op, bool dv_t
     at_zero_row(G, acc, (dk ? a.nc : a.ncv) * 4, dk ? "sum ds q" : "sum p dy");
     if (dv_too)
         at_zero_row(G, "dv", a.ncv * 4, "sum p dy");
+    at_group_open(G);
     at_tiles_open(G, op, v, qt);
     cg_line(G, "__syncthreads(); // the last tile is read");
     at_query_tile(G, op, &a, pdy);
@@ -2720,6 +2769,7 @@ static void emit_attn_cols(gen *G, cg_cuda_kernel *k, const ir_op *op, bool dv_t
     cg_line(G, "}");
     G->indent--;
     cg_line(G, "}");
+    at_group_close(G);
     at_store_row(G, out, "j", t, dk ? v->d : v->dv, dk ? a.nc : a.ncv, group, v->dt,
                  dk ? cg_fmt(G, "dk[c * 4 + e] * %s", scale) : "dv[c * 4 + e]");
     if (dv_too)
@@ -3039,7 +3089,7 @@ static void emit_attn_cols_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool
     int64_t stage = 16 * (int64_t)(dk && ldv > ldk ? ldv : ldk) * 2;
     tc_geom a = tc_geom_of((ldk + ldv) * 2 + 12, (256 + 4) * 4, stage, dk ? 2 : 1);
     int qt = a.kt, ldp = qt + TC_PAD, lds = qt + 4, half = qt / 2;
-    int64_t nkb = (t + TC_ROWS - 1) / TC_ROWS, total = v.heads * nkb;
+    int64_t nkb = (t + TC_ROWS - 1) / TC_ROWS, total = v.heads / v.grp * nkb;
     int64_t o_ys = (int64_t)qt * ldk * 2, o_st = o_ys + (int64_t)qt * ldv * 2,
             o_es = o_st + (int64_t)qt * 8, o_ws = o_es + (int64_t)qt * 4,
             o_rid = o_ws + TC_WARPS * a.ws;
@@ -3069,9 +3119,9 @@ static void emit_attn_cols_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool
     }
     cg_line(G, "for (i64 bi = blockIdx.x; bi < %lld; bi += gridDim.x) {", (long long)total);
     G->indent++;
-    cg_line(G, "const i64 h = bi / %lld, j1 = bi %% %lld * %d, kw = j1 + warp * 16, j = kw + r; "
+    cg_line(G, "const i64 %s = bi / %lld, j1 = bi %% %lld * %d, kw = j1 + warp * 16, j = kw + r; "
                "// head, the block's, the warp's and the lane's first key",
-            (long long)nkb, (long long)nkb, TC_ROWS);
+            v.grp > 1 ? "hk" : "h", (long long)nkb, (long long)nkb, TC_ROWS);
     tc_own_rows(G, "kf", "stg", "kw", 1, t, d);
     if (dk) {
         tc_own_rows(G, "vf", "stg", "kw", 2, t, dv);
@@ -3079,6 +3129,7 @@ static void emit_attn_cols_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool
     }
     if (sum_dv)
         tc_zero(G, "dvf", dv / 16, "sum p dy");
+    at_group_open(G);
     at_tiles_open(G, op, &v, qt);
     cg_line(G, "__syncthreads(); // the last tiles are read");
     tc_stage(G, "qs", ldk, qt, "i0", 0, s, d, "threadIdx.x", 32 * TC_WARPS);
@@ -3115,6 +3166,7 @@ static void emit_attn_cols_wmma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool
         tc_weighted(G, "dkf", "dhi", "dlo", ldp, "qs", qt, d);
     G->indent--;
     cg_line(G, "}");
+    at_group_close(G);
     cg_line(G, "__syncwarp(); // the last weights are read");
     const char *out = cg_fmt(G, "p%d", op->nin);
     if (dk)
@@ -3158,7 +3210,7 @@ static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool 
     bool dbl = !x3 && bytes + tile <= AT_SHARED;
     int copies = dbl ? 2 : 1;
     bytes += (copies - 1) * tile;
-    int64_t nkb = (t + TC_ROWS - 1) / TC_ROWS, total = v.heads * nkb;
+    int64_t nkb = (t + TC_ROWS - 1) / TC_ROWS, total = v.heads / v.grp * nkb;
     int64_t o_ys = (int64_t)qt * ldk * 2 * parts, o_st = o_ys + (int64_t)qt * ldv * 2 * parts,
             o_es = o_st + (int64_t)qt * 8, o_ws = copies * tile;
     mma_prologue(G, k, total, bytes, false);
@@ -3192,9 +3244,9 @@ static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool 
                "way in", T, T, (long long)o_ws, 16 * ldw);
     cg_line(G, "for (i64 bi = blockIdx.x; bi < %lld; bi += gridDim.x) {", (long long)total);
     G->indent++;
-    cg_line(G, "const i64 h = bi / %lld, j1 = bi %% %lld * %d, kw = j1 + warp * 16; // head, the "
+    cg_line(G, "const i64 %s = bi / %lld, j1 = bi %% %lld * %d, kw = j1 + warp * 16; // head, the "
                "block's and the warp's first key",
-            (long long)nkb, (long long)nkb, TC_ROWS);
+            v.grp > 1 ? "hk" : "h", (long long)nkb, (long long)nkb, TC_ROWS);
     cg_line(G, "const int ja = (int)(kw + gr), jb = ja + 8; // the lane's key rows a and b");
     if (x3)
         mma_own_rows_x3(G, "ka", "stg", "kw", 1, t, d);
@@ -3210,6 +3262,7 @@ static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool 
     if (sum_dv) {
         mma_zero(G, "dva", dv / 8, "sum p dy");
     }
+    at_group_open(G);
     if (dbl) {
         mma_query_loop(G, op, &v, qt, ldk, ldv, pdy);
     } else {
@@ -3281,6 +3334,7 @@ static void emit_attn_cols_mma(gen *G, cg_cuda_kernel *k, const ir_op *op, bool 
     cg_line(G, "}");
     G->indent--;
     cg_line(G, "}");
+    at_group_close(G);
     const char *out = cg_fmt(G, "p%d", op->nin);
     if (dk)
         mma_write(G, "dka", scale, scale, out, "kw", t, d, dt);
@@ -3455,6 +3509,21 @@ static void op_source(gen *G, cg_cuda_kernel *k, const ir_op *op, const ir_op *p
     su_buf_free(body);
 }
 
+/* Grouped-query attention (ir_attn_group): the group of op's kernel and
+ * the pins with the key heads: k (p1), v (p2, but attn_dv's dy), and
+ * attn_dk's and attn_dv's result (with pair, attn_dk's with attn_dv's
+ * after it). */
+static void at_groups(gen *G, const ir_op *op, bool pair)
+{
+    G->at_grp = ir_attn_group(op);
+    G->at_kv = 1u << 1;
+    if (op->code == IR_ATTENTION || op->code == IR_ATTN_STATS || op->code == IR_ATTN_DQ ||
+        op->code == IR_ATTN_DK)
+        G->at_kv |= 1u << 2;
+    if (op->code == IR_ATTN_DK || op->code == IR_ATTN_DV)
+        G->at_kv |= 1u << op->nin | (pair ? 1u << (op->nin + 1) : 0);
+}
+
 /* The kernel of op i, numbered id. */
 void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
 {
@@ -3474,6 +3543,7 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
      * q (passes/fold.c makes such ops only where the tiled kernels take
      * the widths) */
     G->at_heads = op->a->heads_inner ? op->in[0]->type.dim[op->in[0]->type.rank - 2] : 0;
+    at_groups(G, op, false);
     if (op->a->heads_inner && op->code != IR_ATTN_DELTA && !cg_attention_tiled(op))
         su_unreachable();
     switch (op->code) {
@@ -3521,6 +3591,7 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
         break;
     }
     G->at_heads = 0;
+    G->at_grp = 0;
     op_source(G, k, op, NULL, &body);
 }
 
@@ -3565,6 +3636,7 @@ void cg_gen_attn_pair(gen *G, cg_cuda_kernel *k, const pass_fgroup *g)
     G->b = &body;
     G->indent = 1;
     G->at_heads = op->a->heads_inner ? op->in[0]->type.dim[op->in[0]->type.rank - 2] : 0;
+    at_groups(G, op, !fwd);
     if (!cg_attention_tiled(op))
         su_unreachable(); /* fuse.c pairs only such ops */
     const char *lse = cg_fmt(G, "p%d", op->nin + 1);
@@ -3581,6 +3653,7 @@ void cg_gen_attn_pair(gen *G, cg_cuda_kernel *k, const pass_fgroup *g)
     else
         emit_attn_cols(G, k, op, true);
     G->at_heads = 0;
+    G->at_grp = 0;
     op_source(G, k, op, dv, &body);
 }
 

@@ -305,8 +305,22 @@ static bool check_pos(ctx *c, const ir_type *const *in, int i, const ir_attrs *a
     return true;
 }
 
+/* Whether the leading dims of k (or v) are q's (rank r each): equal, but
+ * for the heads (dim -3) of a rank of 3 or more, where k may have G heads
+ * that divide q's H (grouped-query attention: query head h reads key head
+ * h / (H / G), ops.def). */
+static bool kv_lead(const ir_type *q, const ir_type *k, int r)
+{
+    for (int i = 0; i < r - 2; i++)
+        if (k->dim[i] != q->dim[i] &&
+            !(i == r - 3 && k->dim[i] > 0 && q->dim[i] % k->dim[i] == 0))
+            return false;
+    return true;
+}
+
 /* q [..., S, d], k [..., T, d], v [..., T, dv] -> [..., S, dv]. The leading
- * dims must agree exactly: kernels index heads without broadcasting. S may
+ * dims must agree exactly (kernels index heads without broadcasting), but
+ * that k and v may have fewer heads than q, a divisor (kv_lead). S may
  * differ from T even when causal (the mask is aligned to the end). */
 static bool infer_attention(ctx *c, const ir_type *const *in, const ir_attrs *a, ir_type *out)
 {
@@ -320,9 +334,9 @@ static bool infer_attention(ctx *c, const ir_type *const *in, const ir_attrs *a,
     if (!same_dtype(c, in, 3) || !need_float(c, q))
         return false;
     int r = q->rank;
-    bool lead = k->rank == r && v->rank == r;
+    bool lead = k->rank == r && v->rank == r && kv_lead(q, k, r);
     for (int i = 0; lead && i < r - 2; i++)
-        lead = k->dim[i] == q->dim[i] && v->dim[i] == q->dim[i];
+        lead = v->dim[i] == k->dim[i];
     if (!lead)
         return fail(c, "attention needs q, k and v with the same leading dimensions, "
                     "got %s, %s and %s",
@@ -707,7 +721,8 @@ static bool infer_extract(ctx *c, const ir_type *b, const ir_attrs *a, ir_type *
     return true;
 }
 
-/* attn_probs: q [..., S, d], k [..., T, d] -> [..., S, T]. */
+/* attn_probs: q [..., S, d], k [..., T, d] -> [..., S, T]; attn_lse's k
+ * may have fewer heads (kv_lead). */
 static bool infer_attn_probs(ctx *c, const ir_type *const *in, const ir_attrs *a, ir_type *out)
 {
     const ir_type *q = in[0], *k = in[1];
@@ -720,6 +735,8 @@ static bool infer_attn_probs(ctx *c, const ir_type *const *in, const ir_attrs *a
     bool ok = k->rank == r && k->dim[r - 1] == q->dim[r - 1];
     for (int i = 0; ok && i < r - 2; i++)
         ok = k->dim[i] == q->dim[i];
+    if (!ok && c->code == IR_ATTN_LSE)
+        ok = k->rank == r && k->dim[r - 1] == q->dim[r - 1] && kv_lead(q, k, r);
     if (!ok)
         return fail(c, "%s needs q and k with the same leading and last dimensions, got %s "
                     "and %s", c->op, tq, tk);
@@ -770,7 +787,8 @@ static bool infer_attn_delta(ctx *c, const ir_type *const *in, ir_type *out)
 /* attn_stats (q, k, v, dy[, pos]) -> f32[..., S, 2]; attn_dq and attn_dk
  * (q, k, v, dy, st[, pos]) -> q's and k's types; attn_dv (q, k, dy, st[,
  * pos]) -> [..., T, dv] (ops.def). q [..., S, d], k [..., T, d], v [...,
- * T, dv], dy [..., S, dv], the leading dims equal; st f32[..., S, 2]. */
+ * T, dv], dy [..., S, dv], the leading dims equal but that k and v may have
+ * fewer heads than q (kv_lead); st f32[..., S, 2]. */
 static bool infer_attn_grad(ctx *c, const ir_type *const *in, const ir_attrs *a, ir_type *out)
 {
     bool has_v = c->code != IR_ATTN_DV, has_st = c->code != IR_ATTN_STATS;
@@ -783,9 +801,9 @@ static bool infer_attn_grad(ctx *c, const ir_type *const *in, const ir_attrs *a,
     if (!same_dtype(c, in, nt) || !need_float(c, q))
         return false;
     int r = q->rank;
-    bool ok = k->rank == r && dy->rank == r && (!v || v->rank == r);
+    bool ok = k->rank == r && dy->rank == r && (!v || v->rank == r) && kv_lead(q, k, r);
     for (int i = 0; ok && i < r - 2; i++)
-        ok = k->dim[i] == q->dim[i] && dy->dim[i] == q->dim[i] && (!v || v->dim[i] == q->dim[i]);
+        ok = dy->dim[i] == q->dim[i] && (!v || v->dim[i] == k->dim[i]);
     if (!ok)
         return fail(c, "%s needs q, k, v and dy with the same leading dimensions, got q %s "
                     "and k %s", c->op, tstr(t1, q), tstr(t2, k));

@@ -399,6 +399,11 @@ int ir_attn_layout_operands(ir_opcode code);
  * too (attention and its gradients), not as computed (the statistics:
  * attn_stats, attn_lse, attn_delta). */
 bool ir_attn_result_swapped(ir_opcode code);
+/* Grouped-query attention: the query heads of an attention op (or of
+ * attn_lse, attn_stats, attn_dq, attn_dk, attn_dv) that read each key and
+ * value head, H / G for q with H heads and k and v with G (ops.def); 1
+ * where k has q's heads, and for every other op. */
+int64_t ir_attn_group(const ir_op *op);
 /* t with dims rank-3 and rank-2 swapped (rank >= 3). */
 ir_type ir_type_swap_heads(const ir_type *t);
 

@@ -227,6 +227,17 @@ bool ir_attn_result_swapped(ir_opcode code)
            code != IR_ATTN_DELTA;
 }
 
+int64_t ir_attn_group(const ir_op *op)
+{
+    if (!ir_attn_layout_operands(op->code) || op->code == IR_ATTN_DELTA || op->nin < 2)
+        return 1;
+    const ir_type *q = &op->in[0]->type, *k = &op->in[1]->type;
+    int r = q->rank, h = op->a->heads_inner ? r - 2 : r - 3;
+    if (r < 3 || k->rank != r || k->dim[h] <= 0 || k->dim[h] >= q->dim[h])
+        return 1;
+    return q->dim[h] / k->dim[h];
+}
+
 ir_type ir_type_swap_heads(const ir_type *t)
 {
     ir_type s = *t;

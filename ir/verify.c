@@ -409,6 +409,9 @@ static bool verify_op(vctx *c, int i, const ir_op *op)
         return op_fail(c, i, op, "query positions appear only in a partitioned module");
     if (!verify_arity(c, i, op) || !verify_values(c, i, op) || !verify_rep(c, i, op))
         return false;
+    if (!c->m->partitioned && ir_attn_group(op) > 1)
+        return op_fail(c, i, op, "attention with fewer key and value heads than query heads "
+                       "appears only in a partitioned module (passes/fold.c makes it)");
     if (op->a->reduce >= IR_NREDUCE ||
         (op->a->reduce != IR_RED_SUM && !(ir_ops[op->code].attrs & IR_A_REDUCE)))
         return op_fail(c, i, op, "reduce %d is not an operation of %s", op->a->reduce,

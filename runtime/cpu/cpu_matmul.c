@@ -214,14 +214,16 @@ int rt_cpu_attn_probs_(const rt_instr *in, const void *const *x, void *y, su_sta
     return 0;
 }
 
-/* attention: per leading index h, softmax(q_h k_h^T / sqrt(d) + mask) v_h
- * with q [S, d], k [T, d], v [T, dv]; two sgemms and [S, T] of scratch. */
+/* attention: per leading index h, softmax(q_h k_g^T / sqrt(d) + mask) v_g
+ * with q [S, d], k [T, d], v [T, dv], g = h / (H / G) for H query and G
+ * key heads (rt_attn_group; g = h without groups); two sgemms and [S, T]
+ * of scratch. */
 int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, su_status *err)
 {
     const rt_type *tq = &in->in_t[0], *tv = &in->in_t[2];
     int r = tq->rank;
     int64_t s = tq->dim[r - 2], d = tq->dim[r - 1], t = in->in_t[1].dim[r - 2];
-    int64_t dv = tv->dim[r - 1], heads = rt_type_numel(tq) / (s * d);
+    int64_t dv = tv->dim[r - 1], heads = rt_type_numel(tq) / (s * d), grp = rt_attn_group(in);
     const int32_t *pos = in->nin > 3 ? x[3] : NULL;
     if (!fits_int(s) || !fits_int(t) || !fits_int(d) || !fits_int(dv))
         return su_fail(err, SU_INPUT, "attention with S = %lld, T = %lld is too large for BLAS",
@@ -231,8 +233,9 @@ int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, su_stat
     if (!p)
         return su_fail(err, SU_NOMEM, "out of memory: attention needs %zu bytes of scratch", bytes);
     for (int64_t h = 0; h < heads; h++) {
-        const float *q = (const float *)x[0] + h * s * d, *k = (const float *)x[1] + h * t * d;
-        const float *v = (const float *)x[2] + h * t * dv;
+        const float *q = (const float *)x[0] + h * s * d;
+        const float *k = (const float *)x[1] + h / grp * t * d;
+        const float *v = (const float *)x[2] + h / grp * t * dv;
         attn_scores(q, k, p, s, t, d, in->causal, pos);
         sgemm_nn(s, dv, t, p, v, (float *)y + h * s * dv);
     }
@@ -246,10 +249,13 @@ int rt_cpu_attention_(const rt_instr *in, const void *const *x, void *y, su_stat
  * buffer: s_ij = c q_i . k_j (c = 1 / sqrt(d) as f32, the dot in double,
  * rounded to f32 as attn_scores' sgemm rounds it) over the keys j < end_i
  * row i sees, p_ij = exp(s_ij - lse_i), dp_ij = dy_i . v_j, ds_ij = p_ij
- * (dp_ij - delta_i); sums in double, each result rounded once. */
+ * (dp_ij - delta_i); sums in double, each result rounded once. With
+ * groups (rt_attn_group), head h reads key and value head h / grp, and
+ * attn_dk's and attn_dv's head g sums over query heads g grp .. g grp +
+ * grp - 1, head after head, each one's rows in order. */
 
 typedef struct ag_view {
-    int64_t s, t, d, dv, heads;
+    int64_t s, t, d, dv, heads, grp; /* heads: q's */
     const float *q, *k, *v, *dy, *st; /* v NULL for attn_dv; st NULL for attn_stats */
     const int32_t *pos;
     int causal;
@@ -264,6 +270,7 @@ static ag_view ag_view_of(const rt_instr *in, const void *const *x)
                      .t = in->in_t[1].dim[tq->rank - 2], .q = x[0], .k = x[1],
                      .pos = in->nin > 2 ? x[2] : NULL, .causal = in->causal};
         a.heads = rt_type_numel(tq) / (a.s * a.d);
+        a.grp = rt_attn_group(in);
         a.c = (float)(1.0 / sqrt((double)a.d));
         return a;
     }
@@ -274,6 +281,7 @@ static ag_view ag_view_of(const rt_instr *in, const void *const *x)
                  .v = has_v ? x[2] : NULL, .dy = x[idy], .st = has_st ? x[idy + 1] : NULL,
                  .causal = in->causal};
     a.heads = rt_type_numel(tq) / (a.s * a.d);
+    a.grp = rt_attn_group(in);
     a.pos = in->nin > idy + 1 + has_st ? x[idy + 1 + has_st] : NULL;
     a.c = (float)(1.0 / sqrt((double)a.d));
     return a;
@@ -300,12 +308,14 @@ static double ag_dot(const float *x, const float *y, int64_t n)
 /* The score of row i and key j of head h. */
 static float ag_score(const ag_view *a, int64_t h, int64_t i, int64_t j)
 {
-    return (float)(a->c * ag_dot(a->q + (h * a->s + i) * a->d, a->k + (h * a->t + j) * a->d, a->d));
+    return (float)(a->c * ag_dot(a->q + (h * a->s + i) * a->d,
+                                 a->k + (h / a->grp * a->t + j) * a->d, a->d));
 }
 
 static double ag_dp(const ag_view *a, int64_t h, int64_t i, int64_t j)
 {
-    return ag_dot(a->dy + (h * a->s + i) * a->dv, a->v + (h * a->t + j) * a->dv, a->dv);
+    return ag_dot(a->dy + (h * a->s + i) * a->dv, a->v + (h / a->grp * a->t + j) * a->dv,
+                  a->dv);
 }
 
 /* The log-sum-exp of row i of head h, which sees keys [0, end), end > 0:
@@ -380,7 +390,7 @@ static int ag_dq(const ag_view *a, float *y, su_status *err)
             for (int64_t j = 0; j < end; j++) {
                 float p = expf(ag_score(a, h, i, j) - st[0]);
                 double ds = p * (ag_dp(a, h, i, j) - st[1]);
-                const float *kj = a->k + (h * a->t + j) * a->d;
+                const float *kj = a->k + (h / a->grp * a->t + j) * a->d;
                 for (int64_t c = 0; c < a->d; c++)
                     acc[c] += ds * kj[c];
             }
@@ -400,20 +410,22 @@ static int ag_dkv(const ag_view *a, bool dk, float *y, su_status *err)
     if (!acc)
         return su_fail(err, SU_NOMEM, "out of memory: %s needs %lld bytes of scratch",
                        dk ? "attn_dk" : "attn_dv", (long long)(a->t * w) * 8);
-    for (int64_t h = 0; h < a->heads; h++) {
+    for (int64_t g = 0; g < a->heads / a->grp; g++) {
         memset(acc, 0, (size_t)(a->t * w) * sizeof *acc);
-        for (int64_t i = 0; i < a->s; i++) {
-            int64_t end = ag_end(a, i);
-            const float *st = a->st + (h * a->s + i) * 2;
-            const float *row = dk ? a->q + (h * a->s + i) * a->d : a->dy + (h * a->s + i) * a->dv;
-            for (int64_t j = 0; j < end; j++) {
-                double p = expf(ag_score(a, h, i, j) - st[0]);
-                double f = dk ? p * (ag_dp(a, h, i, j) - st[1]) : p;
-                for (int64_t c = 0; c < w; c++)
-                    acc[j * w + c] += f * row[c];
+        for (int64_t h = g * a->grp; h < (g + 1) * a->grp; h++)
+            for (int64_t i = 0; i < a->s; i++) {
+                int64_t end = ag_end(a, i);
+                const float *st = a->st + (h * a->s + i) * 2;
+                const float *row = dk ? a->q + (h * a->s + i) * a->d
+                                      : a->dy + (h * a->s + i) * a->dv;
+                for (int64_t j = 0; j < end; j++) {
+                    double p = expf(ag_score(a, h, i, j) - st[0]);
+                    double f = dk ? p * (ag_dp(a, h, i, j) - st[1]) : p;
+                    for (int64_t c = 0; c < w; c++)
+                        acc[j * w + c] += f * row[c];
+                }
             }
-        }
-        float *out = y + h * a->t * w;
+        float *out = y + g * a->t * w;
         for (int64_t x = 0; x < a->t * w; x++)
             out[x] = (float)(dk ? a->c * acc[x] : acc[x]);
     }

@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #define RT_PLAN_MAGIC "SHRDPLAN"
-#define RT_PLAN_VERSION 20
+#define RT_PLAN_VERSION 21
 #define RT_MAX_RANK 8
 #define RT_MAX_AXES 8
 #define RT_MAX_IN 6
@@ -137,6 +137,13 @@ int rt_attn_layout_operands(int op);
 bool rt_attn_result_swapped(int op);
 /* t (rank >= 3) with dims rank-3 and rank-2 swapped. */
 rt_type rt_type_swap_heads(const rt_type *t);
+/* Grouped-query attention (format 21): the query heads that read each key
+ * and value head of attention, attn_lse, attn_stats, attn_dq, attn_dk or
+ * attn_dv, H / G for q with H heads and k with G (dim -3, or -2 with the
+ * heads inner); 1 where k has q's heads, and for other ops. attn_dk's and
+ * attn_dv's results have k's G heads, each the sum over its H / G query
+ * heads. */
+int64_t rt_attn_group(const struct rt_instr *in);
 
 /* What an all_reduce computes (its `dim` field; sum, 0, in plans from
  * before the field had a meaning). */

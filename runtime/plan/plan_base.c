@@ -143,6 +143,17 @@ int rt_attn_layout_operands(int op)
     }
 }
 
+int64_t rt_attn_group(const rt_instr *in)
+{
+    if (!rt_attn_layout_operands(in->op) || in->op == RT_OP_ATTN_DELTA || in->nin < 2)
+        return 1;
+    const rt_type *q = &in->in_t[0], *k = &in->in_t[1];
+    int r = q->rank, h = in->keepdims ? r - 2 : r - 3;
+    if (r < 3 || k->rank != r || k->dim[h] <= 0 || k->dim[h] >= q->dim[h])
+        return 1;
+    return q->dim[h] / k->dim[h];
+}
+
 bool rt_attn_result_swapped(int op)
 {
     return rt_attn_layout_operands(op) && op != RT_OP_ATTN_STATS && op != RT_OP_ATTN_LSE &&

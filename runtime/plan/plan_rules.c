@@ -315,8 +315,22 @@ static bool rule_pos(const rt_instr *in, int i, su_status *err)
     return true;
 }
 
+/* Whether k's (or v's) leading dims are q's (rank r each): equal, but for
+ * the heads (dim -3) of a rank of 3 or more, where k may have G heads that
+ * divide q's H (grouped-query attention, format 21: query head h reads key
+ * head h / (H / G)). */
+static bool kv_lead(const rt_type *q, const rt_type *k, int r)
+{
+    for (int i = 0; i < r - 2; i++)
+        if (k->dim[i] != q->dim[i] &&
+            !(i == r - 3 && k->dim[i] > 0 && q->dim[i] % k->dim[i] == 0))
+            return false;
+    return true;
+}
+
 /* q [..., S, d], k [..., T, d], v [..., T, dv] -> [..., S, dv]; the
- * leading dims agree exactly. */
+ * leading dims agree exactly, but that k and v may have fewer heads than q
+ * (kv_lead). */
 static bool rule_attention(const rt_instr *in, rt_type *want, su_status *err)
 {
     static const char *const names[] = {"q", "k", "v"};
@@ -333,9 +347,9 @@ static bool rule_attention(const rt_instr *in, rt_type *want, su_status *err)
     rt_type_text(tk, k);
     rt_type_text(tv, v);
     int r = q->rank;
-    bool lead = k->rank == r && v->rank == r;
+    bool lead = k->rank == r && v->rank == r && kv_lead(q, k, r);
     for (int i = 0; lead && i < r - 2; i++)
-        lead = k->dim[i] == q->dim[i] && v->dim[i] == q->dim[i];
+        lead = v->dim[i] == k->dim[i];
     if (!lead)
         return rt_plan_fail(err, "needs q, k and v with the same leading dimensions, got %s, %s "
                             "and %s", tq, tk, tv);
@@ -582,9 +596,9 @@ static bool rule_attn_grad(const rt_instr *in, rt_type *want, su_status *err)
     if (!same_dtype_n(in, nt, err) || !need_float(q, "q", err) || !rule_pos(in, nt + has_st, err))
         return false;
     int r = q->rank;
-    bool ok = k->rank == r && dy->rank == r && (!v || v->rank == r);
+    bool ok = k->rank == r && dy->rank == r && (!v || v->rank == r) && kv_lead(q, k, r);
     for (int i = 0; ok && i < r - 2; i++)
-        ok = k->dim[i] == q->dim[i] && dy->dim[i] == q->dim[i] && (!v || v->dim[i] == q->dim[i]);
+        ok = dy->dim[i] == q->dim[i] && (!v || v->dim[i] == k->dim[i]);
     ok = ok && k->dim[r - 1] == q->dim[r - 1] && dy->dim[r - 2] == q->dim[r - 2] &&
          (!v || (v->dim[r - 2] == k->dim[r - 2] && v->dim[r - 1] == dy->dim[r - 1]));
     if (!ok)
@@ -634,7 +648,8 @@ static bool rule_attn_delta(const rt_instr *in, rt_type *want, su_status *err)
     return true;
 }
 
-/* attn_probs: q [..., S, d], k [..., T, d] -> [..., S, T]. */
+/* attn_probs: q [..., S, d], k [..., T, d] -> [..., S, T]; attn_lse's k
+ * may have fewer heads (kv_lead). */
 static bool rule_attn_probs(const rt_instr *in, rt_type *want, su_status *err)
 {
     const rt_type *q = &in->in_t[0], *k = &in->in_t[1];
@@ -648,6 +663,8 @@ static bool rule_attn_probs(const rt_instr *in, rt_type *want, su_status *err)
     bool ok = k->rank == r && k->dim[r - 1] == q->dim[r - 1];
     for (int i = 0; ok && i < r - 2; i++)
         ok = k->dim[i] == q->dim[i];
+    if (!ok && in->op == RT_OP_ATTN_LSE)
+        ok = k->rank == r && k->dim[r - 1] == q->dim[r - 1] && kv_lead(q, k, r);
     if (!ok)
         return rt_plan_fail(err, "needs q and k with the same leading and last dimensions, got "
                             "%s and %s", rt_type_text(tq, q), rt_type_text(tk, k));

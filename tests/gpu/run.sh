@@ -140,7 +140,11 @@ done
 # tests/models/concat_views.sh on 2x2 in f32 and on one GPU in bf16,
 # concats with their branches in elementwise kernels (RoPE's rotation,
 # three pieces along a middle dim, a concat inside a concat) and their
-# gradients' zero pads (llama.sh and moe.sh above rotate so too).
+# gradients' zero pads (llama.sh and moe.sh above rotate so too); then
+# tests/models/attn_groups.sh: grouped-query attention whose kernels read
+# the key heads themselves and sum each key head's gradient over its
+# group, in f32, bf16 (one key head, and with the heads inner) and f16,
+# with the bf16 tolerance.
 gpt2=(-D B=2 -D S=1024 -D D=768 -D NH=12 -D V=2048 -D L=1)
 mkdir -p "$tmp/models"
 sed 's/f32\[/bf16[/g' "$root/examples/transformer.sh" > "$tmp/models/transformer_bf16.sh"
@@ -156,7 +160,8 @@ for c in "f32 $root/examples/transformer.sh 1 2e-3 2e-4" \
          "clip_total $root/tests/models/clip_total.sh 2 2e-3 2e-4" \
          "clip_bf16 $root/tests/models/clip_total.sh 2 2e-2 2e-3 --dtype bf16" \
          "concat_views $root/tests/models/concat_views.sh 2 2e-3 2e-4" \
-         "concat_bf16 $root/tests/models/concat_views.sh 2 2e-2 2e-3 --dtype bf16"; do
+         "concat_bf16 $root/tests/models/concat_views.sh 2 2e-2 2e-3 --dtype bf16" \
+         "attn_groups $root/tests/models/attn_groups.sh 2 2e-2 2e-3"; do
     read -r what model steps rtol atol flags <<< "$c"
     dir=$tmp/gpt2-$what
     mkdir -p "$dir"

@@ -45,8 +45,9 @@
  * each compiled library is kept there by a hash of everything its compile
  * reads, and a later run loads it rather than compile it again (build()).
  *
- * With arguments, `test_kernel_emulate MODEL MESH [NAME=VALUE ...]` checks
- * the kernels of that one model (one_model; tests/diff's soak runs it on
+ * With arguments, `test_kernel_emulate MODEL MESH [NAME=VALUE ...]
+ * [--arch sm_XY] [shardc's options]` checks the kernels of that one model
+ * for that target (sm_80 without; one_model; tests/diff's soak runs it on
  * generated programs).
  *
  * Needs NVRTC (the plans carry kernels) and a C++ compiler ($CXX, else
@@ -712,7 +713,9 @@ static void fill(uint8_t *a, const rt_type *t)
  *                                  n-term sums over the t keys a row
  *                                  sees (attn_stats, attn_dq) or the s
  *                                  rows that see a key (attn_dk,
- *                                  attn_dv): 3.2 d^1.5 + dv + 2 n
+ *                                  attn_dv; of grouped heads, the rows
+ *                                  of the group's H / G query heads):
+ *                                  3.2 d^1.5 + dv + 2 n
  *   attn_delta                     a dot product of the row's dv terms
  * A kernel with such a sum whose results are 16-bit gets one unit in the
  * last place more (below). Every other kernel (elementwise, amax: order
@@ -742,8 +745,8 @@ static double tolerance(const rt_program *g, const rt_kernel *k)
         case RT_OP_ATTN_DELTA: m = t->dim[r - 1]; break;
         case RT_OP_ATTENTION:
         case RT_OP_ATTN_PROBS:
-        case RT_OP_ATTN_LSE: {
-            int64_t d = t->dim[r - 1], keys = in->in_t[1].dim[r - 2];
+        case RT_OP_ATTN_LSE: { /* keys: k's dim -2, -3 with the heads inner */
+            int64_t d = t->dim[r - 1], keys = in->in_t[1].dim[r - 2 - (in->keepdims ? 1 : 0)];
             m = (int64_t)ceil(3.2 * pow((double)d, 1.5)) + 2 * keys;
             break;
         }
@@ -752,8 +755,11 @@ static double tolerance(const rt_program *g, const rt_kernel *k)
         case RT_OP_ATTN_DK:
         case RT_OP_ATTN_DV: { /* in_t[2]: v, or attn_dv's dy */
             bool by_key = in->op == RT_OP_ATTN_DK || in->op == RT_OP_ATTN_DV;
+            int seq = r - 2 - (in->keepdims ? 1 : 0); /* S's and T's dim */
             int64_t d = t->dim[r - 1], dv = in->in_t[2].dim[r - 1];
-            int64_t terms = by_key ? t->dim[r - 2] : in->in_t[1].dim[r - 2];
+            /* attn_dk and attn_dv of grouped heads sum over the group's
+             * query heads' rows */
+            int64_t terms = by_key ? t->dim[seq] * rt_attn_group(in) : in->in_t[1].dim[seq];
             m = (int64_t)ceil(3.2 * pow((double)d, 1.5)) + dv + 2 * terms;
             break;
         }
@@ -1451,6 +1457,10 @@ static int one_model(int argc, char **argv)
                                          "--f32-matmul"};
     static const char *opts[64];
     for (int i = 3; i < argc; i++) {
+        if (!strcmp(argv[i], "--arch") && i + 1 < argc) { /* the kernels' target */
+            arch = argv[++i];
+            continue;
+        }
         if (argv[i][0] != '-') {
             size_t n = strlen(defines);
             snprintf(defines + n, sizeof defines - n, "%s%s", n ? " " : "", argv[i]);
@@ -1575,6 +1585,14 @@ int main(int argc, char **argv)
         /* RoPE, grouped-query attention (4 heads of 32, 2 for k and v) on
          * tensor cores, SwiGLU, rmsnorm, clipping, in bf16 */
         {"examples/llama.sh", "2x2", 0, "S=16 D=128 H=4 G=2 F=352 V=64 L=1", "bf16", NULL, NULL, NULL},
+        /* grouped-query attention, its kernels reading the key heads
+         * themselves and summing each one's gradient over its group: f32,
+         * bf16 (multi-query, and with the heads inner), f16; on 2, a
+         * rank's share of the batch; for sm_75, f32 and bf16 on the CUDA
+         * cores and f16 on WMMA */
+        {"tests/models/attn_groups.sh", "1", 0, "", NULL, NULL, NULL, NULL},
+        {"tests/models/attn_groups.sh", "2", 0, "", NULL, NULL, NULL, NULL},
+        {"tests/models/attn_groups.sh", "1", 0, "", NULL, "sm_75", NULL, NULL},
         /* f32 matmuls as bf16 parts: the splits (the products are cuBLASLt's) */
         {"examples/transformer.sh", "2x2", 0, "S=32 D=128 V=256 L=1", NULL, NULL, "bf16x3", NULL},
         /* and an element a thread, where a split's run does not divide by 4 */

@@ -251,6 +251,49 @@ static void test_attention(void)
               "error: attention needs floating-point operands, got i32[16, 64]");
     CHECK_STR(INF(IR_ATTENTION, NULL, "f32[16, 64]", "f32[16, 64]", "f16[16, 64]"),
               "error: mixed dtypes in attention: f32 and f16 (use cast to convert one)");
+    /* grouped-query attention: k and v with G heads dividing q's H (dim -3,
+     * or -2 with the heads inner); attn_dk and attn_dv have k's heads */
+    CHECK_STR(INF(IR_ATTENTION, NULL, "f32[2, 8, 16, 64]", "f32[2, 2, 24, 64]",
+                  "f32[2, 2, 24, 32]"),
+              "f32[2, 8, 16, 32]");
+    CHECK_STR(INF(IR_ATTENTION, NULL, "f32[2, 8, 16, 64]", "f32[2, 1, 24, 64]",
+                  "f32[2, 1, 24, 32]"),
+              "f32[2, 8, 16, 32]");
+    CHECK_STR(INF(IR_ATTENTION, A(.heads_inner = true), "f32[2, 16, 8, 64]",
+                  "f32[2, 24, 4, 64]", "f32[2, 24, 4, 64]"),
+              "f32[2, 16, 8, 64]");
+    CHECK_STR(INF(IR_ATTENTION, NULL, "f32[2, 8, 16, 64]", "f32[2, 3, 24, 64]",
+                  "f32[2, 3, 24, 64]"),
+              "error: attention needs q, k and v with the same leading dimensions, got "
+              "f32[2, 8, 16, 64], f32[2, 3, 24, 64] and f32[2, 3, 24, 64]");
+    CHECK_STR(INF(IR_ATTENTION, NULL, "f32[2, 8, 16, 64]", "f32[2, 2, 24, 64]",
+                  "f32[2, 4, 24, 64]"),
+              "error: attention needs q, k and v with the same leading dimensions, got "
+              "f32[2, 8, 16, 64], f32[2, 2, 24, 64] and f32[2, 4, 24, 64]");
+    CHECK_STR(INF(IR_ATTENTION, NULL, "f32[4, 16, 64]", "f32[2, 24, 64]", "f32[2, 24, 64]"),
+              "f32[4, 16, 64]"); /* rank 3: dim 0 holds the heads */
+    CHECK_STR(INF(IR_ATTENTION, NULL, "f32[2, 4, 16, 64]", "f32[1, 4, 24, 64]",
+                  "f32[1, 4, 24, 64]"),
+              "error: attention needs q, k and v with the same leading dimensions, got "
+              "f32[2, 4, 16, 64], f32[1, 4, 24, 64] and f32[1, 4, 24, 64]");
+    CHECK_STR(INF(IR_ATTN_LSE, NULL, "bf16[2, 8, 16, 32]", "bf16[2, 2, 24, 32]"),
+              "f32[2, 8, 16]");
+    CHECK_STR(INF(IR_ATTN_PROBS, NULL, "f32[2, 8, 16, 32]", "f32[2, 2, 24, 32]"),
+              "error: attn_probs needs q and k with the same leading and last dimensions, got "
+              "f32[2, 8, 16, 32] and f32[2, 2, 24, 32]");
+    CHECK_STR(INF(IR_ATTN_DK, NULL, "f32[2, 8, 16, 32]", "f32[2, 2, 24, 32]",
+                  "f32[2, 2, 24, 48]", "f32[2, 8, 16, 48]", "f32[2, 8, 16, 2]"),
+              "f32[2, 2, 24, 32]");
+    CHECK_STR(INF(IR_ATTN_DV, NULL, "f32[2, 8, 16, 32]", "f32[2, 2, 24, 32]",
+                  "f32[2, 8, 16, 48]", "f32[2, 8, 16, 2]"),
+              "f32[2, 2, 24, 48]");
+    CHECK_STR(INF(IR_ATTN_DQ, A(.heads_inner = true), "f32[2, 16, 8, 32]", "f32[2, 24, 2, 32]",
+                  "f32[2, 24, 2, 48]", "f32[2, 16, 8, 48]", "f32[2, 8, 16, 2]"),
+              "f32[2, 16, 8, 32]");
+    CHECK_STR(INF(IR_ATTN_STATS, NULL, "f32[2, 8, 16, 32]", "f32[2, 2, 24, 32]",
+                  "f32[2, 4, 24, 48]", "f32[2, 8, 16, 48]"),
+              "error: attn_stats needs q, k, v and dy with the same leading dimensions, got q "
+              "f32[2, 8, 16, 32] and k f32[2, 2, 24, 32]");
 }
 
 static void test_reduce(void)

@@ -2011,8 +2011,115 @@ static void attn_backward_case(int64_t h, int64_t s, int64_t t, int64_t d, int64
     free(lse), free(delta), free(wq), free(wk), free(wv), free(p), free(dp);
 }
 
+/* Grouped-query attention (rt_attn_group): q of h heads, k and v of g
+ * (rank 4: [b, heads, x, y]), against the ungrouped ops on k and v with
+ * each head repeated h / g times: attention, attn_lse, attn_stats and
+ * attn_dq, each query head's own computation at another key head, give
+ * the same bits; attn_dk's and attn_dv's key head is the sum of its
+ * group's query heads' gradients (to f32's rounding: the grouped op sums
+ * them in double and rounds once). With the heads inner (attention,
+ * attn_dk), the same bits as the op on the transposed operands. */
+static void attn_groups_case(int64_t b, int64_t h, int64_t g, int64_t s, int64_t t, int causal)
+{
+    int64_t d = 4, dv = 3, r = h / g;
+    char sq[64], sk[64], sv[64], sy[64], st_[64], se[64], sev[64], sdk[64], sdv[64], sl[64];
+    snprintf(sq, sizeof sq, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h,
+             (long long)s, (long long)d);
+    snprintf(sk, sizeof sk, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)g,
+             (long long)t, (long long)d);
+    snprintf(sv, sizeof sv, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)g,
+             (long long)t, (long long)dv);
+    snprintf(sy, sizeof sy, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h,
+             (long long)s, (long long)dv);
+    snprintf(st_, sizeof st_, "f32[%lld, %lld, %lld, 2]", (long long)b, (long long)h, (long long)s);
+    snprintf(sl, sizeof sl, "f32[%lld, %lld, %lld]", (long long)b, (long long)h, (long long)s);
+    snprintf(se, sizeof se, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h,
+             (long long)t, (long long)d);
+    snprintf(sev, sizeof sev, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h,
+             (long long)t, (long long)dv);
+    memcpy(sdk, sk, sizeof sk);
+    memcpy(sdv, sv, sizeof sv);
+    tens q = trand(sq, -2, 2), k = trand(sk, -2, 2), v = trand(sv, -1, 1), dy = trand(sy, -1, 1);
+    tens ke = tnew(se), ve = tnew(sev); /* k and v with each head repeated */
+    for (int64_t e = 0; e < numel(&ke); e++) {
+        int64_t row = e / d, hh = row / t % h, l = row / t / h;
+        tset(&ke, e, tget(&k, ((l * g + hh / r) * t + row % t) * d + e % d));
+    }
+    for (int64_t e = 0; e < numel(&ve); e++) {
+        int64_t row = e / dv, hh = row / t % h, l = row / t / h;
+        tset(&ve, e, tget(&v, ((l * g + hh / r) * t + row % t) * dv + e % dv));
+    }
+    char what[96];
+    snprintf(what, sizeof what, "groups b %lld h %lld g %lld s %lld t %lld causal %d",
+             (long long)b, (long long)h, (long long)g, (long long)s, (long long)t, causal);
+    /* the forward and the statistics: the same bits */
+    tens y0 = tnew(sy), y1 = tnew(sy), l0 = tnew(sl), l1 = tnew(sl), s0 = tnew(st_),
+         s1 = tnew(st_);
+    rt_instr ai = {.op = RT_OP_ATTENTION, .causal = (uint8_t)causal};
+    rt_instr li = {.op = RT_OP_ATTN_LSE, .causal = (uint8_t)causal};
+    rt_instr si = {.op = RT_OP_ATTN_STATS, .causal = (uint8_t)causal};
+    CHECK_INT(run(&ai, (tens[]){q, ke, ve}, 3, &y0), 0);
+    CHECK_INT(run(&ai, (tens[]){q, k, v}, 3, &y1), 0);
+    CHECK(memcmp(y0.p, y1.p, (size_t)rt_type_bytes(&y0.t)) == 0);
+    CHECK_INT(run(&li, (tens[]){q, ke}, 2, &l0), 0);
+    CHECK_INT(run(&li, (tens[]){q, k}, 2, &l1), 0);
+    CHECK(memcmp(l0.p, l1.p, (size_t)rt_type_bytes(&l0.t)) == 0);
+    CHECK_INT(run(&si, (tens[]){q, ke, ve, dy}, 4, &s0), 0);
+    CHECK_INT(run(&si, (tens[]){q, k, v, dy}, 4, &s1), 0);
+    CHECK(memcmp(s0.p, s1.p, (size_t)rt_type_bytes(&s0.t)) == 0);
+    tens q0 = tnew(sq), q1 = tnew(sq);
+    rt_instr qi = {.op = RT_OP_ATTN_DQ, .causal = (uint8_t)causal};
+    CHECK_INT(run(&qi, (tens[]){q, ke, ve, dy, s0}, 5, &q0), 0);
+    CHECK_INT(run(&qi, (tens[]){q, k, v, dy, s0}, 5, &q1), 0);
+    CHECK(memcmp(q0.p, q1.p, (size_t)rt_type_bytes(&q0.t)) == 0);
+    /* attn_dk and attn_dv: each key head the sum over its group */
+    tens k0 = tnew(se), k1 = tnew(sdk), v0 = tnew(sev), v1 = tnew(sdv);
+    rt_instr ki = {.op = RT_OP_ATTN_DK, .causal = (uint8_t)causal};
+    rt_instr vi = {.op = RT_OP_ATTN_DV, .causal = (uint8_t)causal};
+    CHECK_INT(run(&ki, (tens[]){q, ke, ve, dy, s0}, 5, &k0), 0);
+    CHECK_INT(run(&ki, (tens[]){q, k, v, dy, s0}, 5, &k1), 0);
+    CHECK_INT(run(&vi, (tens[]){q, ke, dy, s0}, 4, &v0), 0);
+    CHECK_INT(run(&vi, (tens[]){q, k, dy, s0}, 4, &v1), 0);
+    for (int o = 0; o < 2; o++) {
+        const tens *full = o ? &v0 : &k0, *got = o ? &v1 : &k1;
+        int64_t w = o ? dv : d;
+        double *want = calloc((size_t)numel(got), sizeof *want);
+        for (int64_t e = 0; e < numel(full); e++) {
+            int64_t row = e / w, hh = row / t % h, l = row / t / h;
+            want[((l * g + hh / r) * t + row % t) * w + e % w] += tget(full, e);
+        }
+        char msg[128];
+        snprintf(msg, sizeof msg, "%s: %s", what, o ? "attn_dv" : "attn_dk");
+        CLOSE_TOL(msg, got, want, 1e-5, 1e-5);
+        free(want);
+    }
+    /* heads inner: [b, x, heads, y] stored; the same bits */
+    {
+        tens hq = swap_heads_copy(&q), hk = swap_heads_copy(&k), hv = swap_heads_copy(&v);
+        tens hdy = swap_heads_copy(&dy);
+        tens hy = {rt_type_swap_heads(&y1.t), NULL}, hdk = {rt_type_swap_heads(&k1.t), NULL};
+        hy.p = calloc((size_t)rt_type_bytes(&hy.t) + 8, 1);
+        hdk.p = calloc((size_t)rt_type_bytes(&hdk.t) + 8, 1);
+        rt_instr ah = ai, kh = ki;
+        ah.keepdims = kh.keepdims = 1;
+        CHECK_INT(run(&ah, (tens[]){hq, hk, hv}, 3, &hy), 0);
+        CHECK_INT(run(&kh, (tens[]){hq, hk, hv, hdy, s0}, 5, &hdk), 0);
+        tens fy = swap_heads_copy(&hy), fk = swap_heads_copy(&hdk);
+        CHECK(memcmp(fy.p, y1.p, (size_t)rt_type_bytes(&y1.t)) == 0);
+        CHECK(memcmp(fk.p, k1.p, (size_t)rt_type_bytes(&k1.t)) == 0);
+        tfree(&hq), tfree(&hk), tfree(&hv), tfree(&hdy), tfree(&hy), tfree(&hdk);
+        tfree(&fy), tfree(&fk);
+    }
+    tfree(&q), tfree(&k), tfree(&v), tfree(&dy), tfree(&ke), tfree(&ve);
+    tfree(&y0), tfree(&y1), tfree(&l0), tfree(&l1), tfree(&s0), tfree(&s1);
+    tfree(&q0), tfree(&q1), tfree(&k0), tfree(&k1), tfree(&v0), tfree(&v1);
+}
+
 static void test_attn_backward(void)
 {
+    attn_groups_case(2, 4, 2, 5, 7, 1);
+    attn_groups_case(1, 6, 1, 3, 4, 0); /* one key head for all (multi-query) */
+    attn_groups_case(2, 6, 3, 4, 4, 1);
     attn_backward_case(2, 5, 7, 4, 3, 1, 0); /* mask aligned to the end */
     attn_backward_case(3, 6, 6, 8, 8, 0, 0);
     attn_backward_case(2, 4, 9, 4, 6, 1, 1); /* query positions: some rows see no key */

@@ -623,7 +623,7 @@ static void roundtrip(void (*make)(fixture *), const char *name)
         CHECK(rt_plan_write(p, &b, &nb, &err));
         CHECK(nb == na && b && memcmp(a, b, na) == 0);
     }
-    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x14"); /* magic, then version 20 LE */
+    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x15"); /* magic, then version 21 LE */
     CHECK_INT(rd(a + 12, 4), f.p.nstages + 4);
     CHECK_INT(rd(a + 16, 8), na);
     rt_plan_free(p);
@@ -748,12 +748,12 @@ static void test_header(void)
     EXPECT_READ_ERROR(c, n, "plan format version 0 is not valid");
     wr(c + 8, RT_PLAN_VERSION + 1, 4);
     refix(c, n);
-    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 21 is newer than this "
-              "shardrun reads (20): rebuild shardrun");
+    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 22 is newer than this "
+              "shardrun reads (21): rebuild shardrun");
     wr(c + 8, 2, 4);
     refix(c, n);
     CHECK_STR(read_msg(c, n, err), "model.plan: the plan was written by an older shardc (plan "
-              "format 2; this shardrun reads 20): compile the model again");
+              "format 2; this shardrun reads 21): compile the model again");
 
     memcpy(c, b, n); /* the total size, with a good header CRC */
     wr(c + 16, n - 1, 8);
@@ -1407,6 +1407,36 @@ static void test_rules(void)
     CHECK(strstr(instr_msg(p, &in, err), "needs q and k with the same last dimension"));
     in = mk(RT_OP_ATTENTION, T(F, 2, 5, 7), 3, T(F, 2, 5, 4), T(F, 3, 6, 4), T(F, 2, 6, 7));
     CHECK(strstr(instr_msg(p, &in, err), "the same leading dimensions"));
+    /* grouped-query attention (format 21): k and v with 2 heads for q's 4
+     * (dim -3; -2 with the heads inner), attn_dk's and attn_dv's results
+     * with k's heads; v's heads must be k's, and divide q's */
+    in = mk(RT_OP_ATTENTION, T(F, 3, 4, 5, 7), 3, T(F, 3, 4, 5, 8), T(F, 3, 2, 6, 8),
+            T(F, 3, 2, 6, 7));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    CHECK_INT(rt_attn_group(&in), 2);
+    in.in_t[2] = T(F, 3, 4, 6, 7);
+    CHECK(strstr(instr_msg(p, &in, err), "the same leading dimensions"));
+    in = mk(RT_OP_ATTENTION, T(F, 3, 4, 5, 7), 3, T(F, 3, 4, 5, 8), T(F, 3, 3, 6, 8),
+            T(F, 3, 3, 6, 7));
+    CHECK(strstr(instr_msg(p, &in, err), "the same leading dimensions"));
+    in = mk(RT_OP_ATTENTION, T(F, 3, 5, 4, 7), 3, T(F, 3, 5, 4, 8), T(F, 3, 6, 1, 8),
+            T(F, 3, 6, 1, 7));
+    in.keepdims = 1; /* heads inner: [.., S, H, d] */
+    CHECK_STR(instr_msg(p, &in, err), "");
+    CHECK_INT(rt_attn_group(&in), 4);
+    in = mk(RT_OP_ATTN_DK, T(F, 3, 2, 6, 8), 5, T(F, 3, 4, 5, 8), T(F, 3, 2, 6, 8),
+            T(F, 3, 2, 6, 7), T(F, 3, 4, 5, 7), T(F, 3, 4, 5, 2));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.out_t = T(F, 3, 4, 6, 8);
+    CHECK(strstr(instr_msg(p, &in, err), "the result is f32[3, 4, 6, 8]"));
+    in = mk(RT_OP_ATTN_DV, T(F, 3, 2, 6, 7), 4, T(F, 3, 4, 5, 8), T(F, 3, 2, 6, 8),
+            T(F, 3, 4, 5, 7), T(F, 3, 4, 5, 2));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_ATTN_LSE, T(F, 3, 4, 5), 2, T(F, 3, 4, 5, 8), T(F, 3, 2, 6, 8));
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in = mk(RT_OP_ATTN_PROBS, T(F, 3, 4, 5, 6), 2, T(F, 3, 4, 5, 8), T(F, 3, 2, 6, 8));
+    CHECK(strstr(instr_msg(p, &in, err), "the same leading and last dimensions"));
+    CHECK_INT(rt_attn_group(&in), 1);
     /* the query positions of a causal attention whose queries are split */
     in = mk(RT_OP_ATTENTION, T(F, 2, 5, 7), 4, T(F, 2, 5, 4), T(F, 2, 6, 4), T(F, 2, 6, 7),
             T(I, 5));
