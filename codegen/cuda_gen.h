@@ -90,6 +90,7 @@ typedef struct gen {
     int min_blocks;             /* __launch_bounds__'s blocks a processor at least, or 0 */
     int64_t at_heads;           /* attention kernels: the heads H of operands that
                                  * hold them inner ([.., S, H, d]), else 0 */
+    unsigned at_inner;          /* the operands and results (bit p<n>) that do */
     int64_t at_grp;             /* and the query heads a key head has (ir_attn_group) */
     unsigned at_kv;             /* the operands and results (bit p<n>) of key heads */
     const ir_type *vdom;        /* a group with a concat (pass_fuse_views): the tile's

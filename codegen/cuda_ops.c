@@ -665,9 +665,9 @@ typedef struct at_view {
 
 static at_view at_view_of(const ir_op *op)
 {
-    /* with heads_inner, the stored [.., S, H, d] as the [.., H, S, d] computed on */
-    ir_type lq = op->a->heads_inner ? ir_type_swap_heads(&op->in[0]->type) : op->in[0]->type;
-    ir_type lk = op->a->heads_inner ? ir_type_swap_heads(&op->in[1]->type) : op->in[1]->type;
+    /* with the heads inner, the stored [.., S, H, d] as the [.., H, S, d] computed on */
+    ir_type lq = ir_heads_in(op, 0) ? ir_type_swap_heads(&op->in[0]->type) : op->in[0]->type;
+    ir_type lk = ir_heads_in(op, 1) ? ir_type_swap_heads(&op->in[1]->type) : op->in[1]->type;
     const ir_type *q = &lq;
     int r = q->rank;
     at_view v = {.s = q->dim[r - 2], .d = q->dim[r - 1], .t = lk.dim[r - 2],
@@ -695,15 +695,16 @@ static const char *at_end(gen *G, const ir_op *op, const at_view *v)
 }
 
 /* The offset of row r (of n per head, w wide) of head h in operand or
- * result pin: (h n + r) w, or with the heads inner (G->at_heads = H, h =
- * l H + hh), ((l n + r) H + hh) w. With groups (G->at_grp > 1), an
- * operand or result of the key heads (G->at_kv's bit pin) is at key head
- * hk = h / grp (the kernel's variable hk; at_key_head) of G = H / grp. */
+ * result pin: (h n + r) w, or with its heads inner (G->at_inner's bit pin;
+ * G->at_heads = H, h = l H + hh), ((l n + r) H + hh) w. With groups
+ * (G->at_grp > 1), an operand or result of the key heads (G->at_kv's bit
+ * pin) is at key head hk = h / grp (the kernel's variable hk;
+ * at_key_head) of G = H / grp. */
 static const char *at_row(gen *G, int pin, int64_t n, const char *r, int64_t w)
 {
     bool kv = G->at_grp > 1 && (G->at_kv >> pin & 1);
     const char *h = kv ? "hk" : "h";
-    if (!G->at_heads)
+    if (!(G->at_inner >> pin & 1))
         return cg_fmt(G, "(%s * %lld + %s) * %lld", h, (long long)n, r, (long long)w);
     long long H = (long long)(kv ? G->at_heads / G->at_grp : G->at_heads);
     return cg_fmt(G, "((%s / %lld * %lld + %s) * %lld + %s %% %lld) * %lld", h, H, (long long)n, r,
@@ -1146,7 +1147,7 @@ static int delta_lanes(int64_t dv, ir_dtype dt)
  * (G->at_heads). */
 static void emit_attn_delta(gen *G, cg_cuda_kernel *k, const ir_op *op)
 {
-    ir_type ly = op->a->heads_inner ? ir_type_swap_heads(&op->in[0]->type) : op->in[0]->type;
+    ir_type ly = ir_heads_in(op, 0) ? ir_type_swap_heads(&op->in[0]->type) : op->in[0]->type;
     int r = ly.rank;
     int64_t s = ly.dim[r - 2], dv = ly.dim[r - 1];
     int64_t rows = s > 0 && dv > 0 ? ir_type_numel(&ly) / dv : 0;
@@ -3509,12 +3510,24 @@ static void op_source(gen *G, cg_cuda_kernel *k, const ir_op *op, const ir_op *p
     su_buf_free(body);
 }
 
-/* Grouped-query attention (ir_attn_group): the group of op's kernel and
- * the pins with the key heads: k (p1), v (p2, but attn_dv's dy), and
- * attn_dk's and attn_dv's result (with pair, attn_dk's with attn_dv's
- * after it). */
-static void at_groups(gen *G, const ir_op *op, bool pair)
+/* Attention's layouts: the pins that hold their heads inner (heads_inner's
+ * operands, and its result: p<nin>; of a pair, attn_dv dv's result after
+ * it by dv's), with q's heads (attn_delta's y's), H; and grouped-query
+ * attention (ir_attn_group): the group of op's kernel and the pins with
+ * the key heads: k (p1), v (p2, but attn_dv's dy), and attn_dk's and
+ * attn_dv's result. */
+static void at_groups(gen *G, const ir_op *op, const ir_op *dv)
 {
+    bool pair = dv != NULL;
+    unsigned h = op->a->heads_inner | (dv ? dv->a->heads_inner & IR_HEADS_RESULT : 0);
+    G->at_inner = (op->a->heads_inner & (IR_HEADS_RESULT - 1)) |
+                  (op->a->heads_inner & IR_HEADS_RESULT ? 1u << op->nin : 0) |
+                  (dv && (dv->a->heads_inner & IR_HEADS_RESULT) ? 1u << (op->nin + 1) : 0);
+    G->at_heads = 0;
+    if (h) {
+        ir_type lq = ir_heads_in(op, 0) ? ir_type_swap_heads(&op->in[0]->type) : op->in[0]->type;
+        G->at_heads = lq.rank >= 3 ? lq.dim[lq.rank - 3] : 0;
+    }
     G->at_grp = ir_attn_group(op);
     G->at_kv = 1u << 1;
     if (op->code == IR_ATTENTION || op->code == IR_ATTN_STATS || op->code == IR_ATTN_DQ ||
@@ -3542,8 +3555,7 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     /* attention's operands with the heads inner: H is the stored dim -2 of
      * q (passes/fold.c makes such ops only where the tiled kernels take
      * the widths) */
-    G->at_heads = op->a->heads_inner ? op->in[0]->type.dim[op->in[0]->type.rank - 2] : 0;
-    at_groups(G, op, false);
+    at_groups(G, op, NULL);
     if (op->a->heads_inner && op->code != IR_ATTN_DELTA && !cg_attention_tiled(op))
         su_unreachable();
     switch (op->code) {
@@ -3592,6 +3604,7 @@ void cg_gen_op_kernel(gen *G, cg_cuda_kernel *k, const ir_op *op, int i, int id)
     }
     G->at_heads = 0;
     G->at_grp = 0;
+    G->at_inner = 0;
     op_source(G, k, op, NULL, &body);
 }
 
@@ -3635,8 +3648,7 @@ void cg_gen_attn_pair(gen *G, cg_cuda_kernel *k, const pass_fgroup *g)
     su_buf_init_in(&body, G->arena);
     G->b = &body;
     G->indent = 1;
-    G->at_heads = op->a->heads_inner ? op->in[0]->type.dim[op->in[0]->type.rank - 2] : 0;
-    at_groups(G, op, !fwd);
+    at_groups(G, op, fwd ? NULL : dv);
     if (!cg_attention_tiled(op))
         su_unreachable(); /* fuse.c pairs only such ops */
     const char *lse = cg_fmt(G, "p%d", op->nin + 1);
@@ -3654,6 +3666,7 @@ void cg_gen_attn_pair(gen *G, cg_cuda_kernel *k, const pass_fgroup *g)
         emit_attn_cols(G, k, op, true);
     G->at_heads = 0;
     G->at_grp = 0;
+    G->at_inner = 0;
     op_source(G, k, op, dv, &body);
 }
 

@@ -1117,15 +1117,18 @@ bool ir_infer(const ir_mesh *mesh, ir_opcode code, const ir_type *const *in, int
                         c.op);
     memset(out, 0, sizeof *out);
     if (a->heads_inner && (ir_ops[code].attrs & IR_A_HEADS)) {
-        /* q, k, v, dy as [..., H, S, d] (dims -3 and -2 swapped), the
-         * result back as stored; st, pos, lse and the statistics' results as they
-         * are */
+        /* q, k, v, dy that hold their heads inner as [..., H, S, d] (dims -3
+         * and -2 swapped), the result back as stored where it does; st,
+         * pos, lse and the statistics' results as they are */
         int nt = ir_attn_layout_operands(code);
+        if (a->heads_inner & ~ir_heads_all(code))
+            return fail(&c, "%s's heads_inner (0x%x) names operands it does not have (its "
+                        "own: 0x%x)", c.op, (unsigned)a->heads_inner, ir_heads_all(code));
         ir_type sw[IR_MAX_RANK];
         const ir_type *lin[8];
         for (int i = 0; i < nin && i < 8; i++) {
             lin[i] = in[i];
-            if (i >= nt)
+            if (i >= nt || !(a->heads_inner >> i & 1))
                 continue;
             if (in[i]->rank < 3)
                 return fail(&c, "%s with heads_inner needs operands of rank 3 or more, got "
@@ -1135,7 +1138,7 @@ bool ir_infer(const ir_mesh *mesh, ir_opcode code, const ir_type *const *in, int
         }
         if (!infer_op(&c, lin, a, out))
             return false;
-        if (ir_attn_result_swapped(code))
+        if (a->heads_inner & IR_HEADS_RESULT)
             *out = ir_type_swap_heads(out);
         return check_type(&c, out, -1);
     }

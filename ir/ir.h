@@ -128,8 +128,9 @@ enum { /* attribute bits of ops.def */
     IR_A_BOUND = 1 << 22,   /* bound: check_ids and check_labels take ids in [0, bound) */
     IR_A_TRANS = 1 << 23,   /* trans: matmul's operands read with their last two dims
                              * swapped (IR_TRANS_*); optional, none when absent */
-    IR_A_HEADS = 1 << 24,   /* heads_inner: attention's operands and result hold each
-                             * position's heads together; optional, false when absent */
+    IR_A_HEADS = 1 << 24,   /* heads_inner: which of attention's operands and result hold
+                             * each position's heads together (IR_HEADS_*); optional,
+                             * none when absent */
     IR_A_PARTS = 1 << 25,   /* parts: a matmul of split3's bf16 parts (ops.def);
                              * optional, false when absent */
     IR_A_REVERSED = 1 << 26, /* reversed: split3's parts in the order l m h; optional,
@@ -212,7 +213,7 @@ typedef struct ir_attrs {
     uint8_t reduce;     /* IR_A_REDUCE: ir_reduce */
     int64_t bound;      /* IR_A_BOUND */
     uint8_t trans;      /* IR_A_TRANS: IR_TRANS_A | IR_TRANS_B */
-    bool heads_inner;   /* IR_A_HEADS */
+    uint8_t heads_inner; /* IR_A_HEADS: bit i for layout operand i, IR_HEADS_RESULT */
     bool parts;         /* IR_A_PARTS */
     bool reversed;      /* IR_A_REVERSED */
 } ir_attrs;
@@ -406,6 +407,18 @@ bool ir_attn_result_swapped(ir_opcode code);
 int64_t ir_attn_group(const ir_op *op);
 /* t with dims rank-3 and rank-2 swapped (rank >= 3). */
 ir_type ir_type_swap_heads(const ir_type *t);
+/* heads_inner's bits (IR_A_HEADS): bit i (i < ir_attn_layout_operands)
+ * for operand i stored [.., S, H, d], IR_HEADS_RESULT for the result
+ * (ir_attn_result_swapped's ops); ir_heads_all(code), every one of code's
+ * (the text's `heads_inner = true`); ir_heads_name(code, i), the name
+ * of bit i in the text's list form (`heads_inner = [v, result]`), or
+ * NULL where code has no such bit. */
+enum { IR_HEADS_RESULT = 1 << 4 };
+unsigned ir_heads_all(ir_opcode code);
+const char *ir_heads_name(ir_opcode code, int bit);
+/* Whether op reads operand i, or (i < 0) writes its result, with the heads
+ * inner. */
+bool ir_heads_in(const ir_op *op, int i);
 
 /* Infers the result type of code applied to operands of the given types.
  * attrs must be set as the op table says (axis may be negative here: it is

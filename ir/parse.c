@@ -627,8 +627,35 @@ static void parse_axis_list(parser *p, ir_attrs *a)
     lex(p);
 }
 
+/* heads := 'true' | 'false' | '[' name { ',' name } ']': every one of
+ * code's operands and result with the heads inner, none, or those named
+ * (ir_heads_name: `[v, result]`). */
+static uint8_t parse_heads(parser *p, ir_opcode code)
+{
+    if (!is_punct(p, '['))
+        return parse_bool(p) ? (uint8_t)ir_heads_all(code) : 0;
+    lex(p);
+    unsigned m = 0;
+    while (!is_punct(p, ']')) {
+        if (m)
+            expect_punct(p, ',', "or ']' in the list");
+        int bit = 0;
+        while (bit < 8 && !(ir_heads_name(code, bit) && is_kw(p, ir_heads_name(code, bit))))
+            bit++;
+        if (bit == 8)
+            fail(p, p->tok.loc, "expected an operand of %s (or 'result') whose heads are inner",
+                 ir_ops[code].name);
+        if (m & (1u << bit))
+            fail(p, p->tok.loc, "'%s' is named twice", ir_heads_name(code, bit));
+        m |= 1u << bit;
+        lex(p);
+    }
+    lex(p);
+    return (uint8_t)m;
+}
+
 /* attrval: the value of the attribute with bit number bit */
-static void parse_attr_value(parser *p, int bit, ir_attrs *a)
+static void parse_attr_value(parser *p, ir_opcode code, int bit, ir_attrs *a)
 {
     const token *t = &p->tok;
     switch (1 << bit) {
@@ -639,7 +666,7 @@ static void parse_attr_value(parser *p, int bit, ir_attrs *a)
     case IR_A_KEEPDIMS: a->keepdims = parse_bool(p); break;
     case IR_A_EPS: a->eps = parse_double(p); break;
     case IR_A_CAUSAL: a->causal = parse_bool(p); break;
-    case IR_A_HEADS: a->heads_inner = parse_bool(p); break;
+    case IR_A_HEADS: a->heads_inner = parse_heads(p, code); break;
     case IR_A_PARTS: a->parts = parse_bool(p); break;
     case IR_A_REVERSED: a->reversed = parse_bool(p); break;
     case IR_A_PERM:
@@ -708,7 +735,7 @@ static void parse_attr(parser *p, ir_opcode code, ir_attrs *a, unsigned *seen)
     *seen |= 1u << bit;
     lex(p);
     expect_punct(p, '=', "after the attribute name");
-    parse_attr_value(p, bit, a);
+    parse_attr_value(p, code, bit, a);
 }
 
 /* attrs := '{' attr { ',' attr } '}'  (required when the op has any) */

@@ -235,7 +235,7 @@ static void put_int_list(su_buf *b, const int64_t *v, int n)
 /* ---- ops ---- */
 
 /* Prints the value of the attribute with bit number bit. */
-static void put_attr(printer *p, const ir_attrs *a, int bit)
+static void put_attr(printer *p, ir_opcode code, const ir_attrs *a, int bit)
 {
     su_buf *b = p->out;
     int nlist = a->nlist < 0 ? 0 : a->nlist > IR_MAX_RANK ? IR_MAX_RANK : a->nlist;
@@ -266,7 +266,18 @@ static void put_attr(printer *p, const ir_attrs *a, int bit)
     case IR_A_REDUCE:
         su_buf_puts(b, a->reduce < IR_NREDUCE ? reduce_names[a->reduce] : "?");
         break;
-    case IR_A_HEADS: su_buf_puts(b, a->heads_inner ? "true" : "false"); break;
+    case IR_A_HEADS: /* true: all of them; else the list of those inner */
+        if (a->heads_inner == ir_heads_all(code) || !a->heads_inner) {
+            su_buf_puts(b, a->heads_inner ? "true" : "false");
+            break;
+        }
+        su_buf_putc(b, '[');
+        for (int i = 0, n = 0; i < 8; i++)
+            if (a->heads_inner >> i & 1)
+                su_buf_printf(b, "%s%s", n++ ? ", " : "",
+                              ir_heads_name(code, i) ? ir_heads_name(code, i) : "?");
+        su_buf_putc(b, ']');
+        break;
     case IR_A_PARTS: su_buf_puts(b, a->parts ? "true" : "false"); break;
     case IR_A_REVERSED: su_buf_puts(b, a->reversed ? "true" : "false"); break;
     case IR_A_TRANS:
@@ -308,7 +319,7 @@ static void put_attrs(printer *p, const ir_op *op)
     for (int bit = 0; bit < NATTRS; bit++)
         if (bits & (1u << bit)) {
             su_buf_printf(p->out, "%s%s = ", first ? "" : ", ", attr_names[bit]);
-            put_attr(p, op->a, bit);
+            put_attr(p, op->code, op->a, bit);
             first = false;
         }
     su_buf_putc(p->out, '}');

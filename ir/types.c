@@ -227,15 +227,39 @@ bool ir_attn_result_swapped(ir_opcode code)
            code != IR_ATTN_DELTA;
 }
 
+unsigned ir_heads_all(ir_opcode code)
+{
+    int nt = ir_attn_layout_operands(code);
+    return nt ? ((1u << nt) - 1) | (ir_attn_result_swapped(code) ? IR_HEADS_RESULT : 0) : 0;
+}
+
+const char *ir_heads_name(ir_opcode code, int bit)
+{
+    static const char *const qkv[] = {"q", "k", "v", "dy"}, *const qkdy[] = {"q", "k", "dy"},
+                             *const ydy[] = {"y", "dy"};
+    if (!(ir_heads_all(code) >> bit & 1))
+        return NULL;
+    if (1 << bit == IR_HEADS_RESULT)
+        return "result";
+    return code == IR_ATTN_DV ? qkdy[bit] : code == IR_ATTN_DELTA ? ydy[bit] : qkv[bit];
+}
+
+bool ir_heads_in(const ir_op *op, int i)
+{
+    if (i < 0)
+        return op->a->heads_inner & IR_HEADS_RESULT;
+    return i < ir_attn_layout_operands(op->code) && (op->a->heads_inner >> i & 1);
+}
+
 int64_t ir_attn_group(const ir_op *op)
 {
     if (!ir_attn_layout_operands(op->code) || op->code == IR_ATTN_DELTA || op->nin < 2)
         return 1;
     const ir_type *q = &op->in[0]->type, *k = &op->in[1]->type;
-    int r = q->rank, h = op->a->heads_inner ? r - 2 : r - 3;
-    if (r < 3 || k->rank != r || k->dim[h] <= 0 || k->dim[h] >= q->dim[h])
+    int r = q->rank, hq = ir_heads_in(op, 0) ? r - 2 : r - 3, hk = ir_heads_in(op, 1) ? r - 2 : r - 3;
+    if (r < 3 || k->rank != r || k->dim[hk] <= 0 || k->dim[hk] >= q->dim[hq])
         return 1;
-    return q->dim[h] / k->dim[h];
+    return q->dim[hq] / k->dim[hk];
 }
 
 ir_type ir_type_swap_heads(const ir_type *t)

@@ -378,7 +378,9 @@ int pass_attn_grad(ir_module *m)
             ir_value *din[3];
             bool heads = heads_pair(&G, fw->res[0], f.dy, first, &din[0], &din[1]);
             din[2] = lse->res[0];
-            st = ir_append(m, IR_ATTN_DELTA, din, 3, &(ir_attrs){.heads_inner = heads}, &stt);
+            st = ir_append(m, IR_ATTN_DELTA, din, 3,
+                           &(ir_attrs){.heads_inner = heads ? (uint8_t)ir_heads_all(IR_ATTN_DELTA) : 0},
+                           &stt);
         } else {
             ir_value *sin[5] = {f.q, f.k, f.v, f.dy, f.pos};
             st = ir_append(m, IR_ATTN_STATS, sin, f.pos ? 5 : 4, &(ir_attrs){.causal = causal},

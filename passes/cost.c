@@ -22,12 +22,11 @@
 #include <string.h>
 
 /* Operand i of attention or its backward as the op computes on it: with
- * heads_inner, the stored [.., S, H, d] as [.., H, S, d]. */
+ * its heads inner (ir_heads_in), the stored [.., S, H, d] as [.., H, S, d]. */
 static ir_type logical(const ir_op *op, int i)
 {
     const ir_type *t = &op->in[i]->type;
-    return op->a->heads_inner && i < ir_attn_layout_operands(op->code) ? ir_type_swap_heads(t)
-                                                                      : *t;
+    return ir_heads_in(op, i) ? ir_type_swap_heads(t) : *t;
 }
 
 /* An attention backward op's (query, key) pairs over every head, and its

@@ -17,15 +17,18 @@
  * Attention works on [.., H, S, d] (heads, then positions), and a model
  * makes q, k and v from [.., S, H, d] rows by a transpose of dims -3 and
  * -2, and turns the result back by another. An attention (and each op of
- * its backward, attn_stats .. attn_dv) whose q, k, v and dy are all such
- * transposes reads their operands instead, with heads_inner (ops.def),
- * and where its result's one reader is the transpose back, the op makes
- * that transpose's value itself (the statistics' results, attn_stats',
+ * its backward, attn_stats .. attn_dv) reads each of q, k, v and dy that
+ * is such a transpose from the transpose's operand instead, with that
+ * operand's bit in heads_inner (ops.def), and where its result's one
+ * reader is the transpose back, the op makes that transpose's value
+ * itself, with the result's bit (the statistics' results, attn_stats',
  * attn_lse's and attn_delta's, keep their forms; attn_grad.c gives
- * attn_delta its heads_inner itself, since its y is attention's result). Its
- * kernels index the heads inside each position's row; the transposes
- * that nothing reads now go. Heads wider than AT_MAX_WIDTH keep theirs
- * (the CUDA backend's tiled kernels take no wider).
+ * attn_delta its heads_inner itself, since its y is attention's result).
+ * Each operand on its own: llama.sh's q and k come from the rotation's
+ * kernels in [.., H, S, d], its v straight from a transpose. Its kernels
+ * index the heads inside each position's row of those operands; the
+ * transposes that nothing reads now go. Heads wider than AT_MAX_WIDTH
+ * keep theirs (the CUDA backend's tiled kernels take no wider).
  *
  * Grouped-query attention (k and v with G heads for q's H, LANGUAGE.md
  * §12) reaches the partitioner as the frontend writes it: k and v each
@@ -269,23 +272,34 @@ static int fold_heads(ir_module *m)
         int nt = ir_attn_layout_operands(op->code);
         if (!nt || op->a->heads_inner || op->nres != 1)
             continue;
-        bool ok = true;
-        for (int k = 0; k < nt && ok; k++)
-            ok = op->in[k]->def && pass_swaps_heads(op->in[k]->def);
+        unsigned mask = 0; /* heads_inner's bits: the operands and result folded */
+        bool narrow = true; /* every operand's heads as the tiled kernels take them */
+        for (int k = 0; k < nt; k++) {
+            const ir_type *t = &op->in[k]->type;
+            narrow &= t->rank >= 3 && t->dim[t->rank - 1] <= AT_MAX_WIDTH;
+            if (op->in[k]->def && pass_swaps_heads(op->in[k]->def))
+                mask |= 1u << k;
+        }
+        if (!narrow)
+            continue;
         ir_op *back = NULL; /* the transpose of the result */
-        if (ok && ir_attn_result_swapped(op->code)) {
+        if (ir_attn_result_swapped(op->code)) {
             const ir_value *r = op->res[0];
             back = uses[r->id] == 1 ? reader[r->id] : NULL;
-            ok = back && pass_swaps_heads(back) && back->in[0] == r;
+            if (back && pass_swaps_heads(back) && back->in[0] == r)
+                mask |= IR_HEADS_RESULT;
+            else
+                back = NULL;
         }
-        if (!ok)
+        if (!mask)
             continue;
-        for (int k = 0; k < nt; k++) {
-            uses[op->in[k]->id]--;
-            op->in[k] = op->in[k]->def->in[0];
-        }
+        for (int k = 0; k < nt; k++)
+            if (mask >> k & 1) {
+                uses[op->in[k]->id]--;
+                op->in[k] = op->in[k]->def->in[0];
+            }
         ir_attrs a = *op->a;
-        a.heads_inner = true;
+        a.heads_inner = (uint8_t)mask;
         ir_op_set_attrs(m, op, &a);
         if (back) { /* op makes the transpose's value */
             ir_value *v = back->res[0];

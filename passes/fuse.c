@@ -1642,12 +1642,17 @@ static void matmul_group(walker *w, int i)
 }
 
 /* Whether attn_dk op dk and attn_dv op dv are of one attention: the same
- * q, k, dy, statistics and positions, flags, phase and repetition, and
- * heads the tiled kernels take. */
+ * q, k, dy, statistics and positions, each with its heads inner in both
+ * or in neither (heads_inner's bits: dk's q, k, v, dy, dv's q, k, dy;
+ * their results each its own), flags, phase and repetition, and heads the
+ * tiled kernels take. */
 static bool pair_of(const ir_op *dk, const ir_op *dv)
 {
+    unsigned hk = dk->a->heads_inner, hv = dv->a->heads_inner;
+    if ((hk & 3) != (hv & 3) || (hk >> 3 & 1) != (hv >> 2 & 1))
+        return false;
     if (dk->nin != dv->nin + 1 || dk->a->causal != dv->a->causal ||
-        dk->a->heads_inner != dv->a->heads_inner || dk->phase != dv->phase || dk->rep != dv->rep ||
+        dk->phase != dv->phase || dk->rep != dv->rep ||
         dk->res[0]->type.dtype != dv->res[0]->type.dtype)
         return false;
     if (dk->in[0] != dv->in[0] || dk->in[1] != dv->in[1] || dk->in[3] != dv->in[2] ||
@@ -1708,7 +1713,8 @@ static bool lse_of(const ir_op *l, const ir_op *a)
 {
     if (a->nin != l->nin + 1 || a->in[0] != l->in[0] || a->in[1] != l->in[1] ||
         (l->nin == 3 && a->in[3] != l->in[2]) || a->a->causal != l->a->causal ||
-        a->a->heads_inner != l->a->heads_inner || a->phase != l->phase || a->rep != l->rep)
+        (a->a->heads_inner & 3) != l->a->heads_inner || a->phase != l->phase ||
+        a->rep != l->rep)
         return false;
     const ir_type *q = &a->in[0]->type, *v = &a->in[2]->type;
     return q->dim[q->rank - 1] <= PASS_ATTN_MAX_WIDTH && v->dim[v->rank - 1] <= PASS_ATTN_MAX_WIDTH;

@@ -11,8 +11,9 @@ int rt_cpu_attn_probs_(const rt_instr *in, const void *const *x, void *y, su_sta
 /* attn_stats, attn_dq, attn_dk, attn_dv, attn_lse and attn_delta
  * (plan_ops.def) */
 int rt_cpu_attn_grad_(const rt_instr *in, const void *const *x, void *y, su_status *err);
-/* attention and its backward with heads_inner (keepdims): the layout
- * operands' dims -3 and -2 swapped into scratch, the op, the result back */
+/* attention and its backward with heads_inner (keepdims): the dims -3
+ * and -2 of the layout operands it names swapped into scratch, the op,
+ * the result back where it names it */
 int rt_cpu_attn_heads_(const rt_instr *in, const void *const *x, void *y, su_status *err);
 
 #endif

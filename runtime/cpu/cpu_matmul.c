@@ -464,7 +464,7 @@ static void swap_heads(const float *x, float *y, const rt_type *t)
 int rt_cpu_attn_heads_(const rt_instr *in, const void *const *x, void *y, su_status *err)
 {
     int nt = rt_attn_layout_operands(in->op);
-    bool result = rt_attn_result_swapped(in->op);
+    bool result = in->keepdims & RT_HEADS_RESULT;
     rt_instr l = *in;
     l.keepdims = 0;
     const void *lx[RT_MAX_IN];
@@ -472,7 +472,7 @@ int rt_cpu_attn_heads_(const rt_instr *in, const void *const *x, void *y, su_sta
     int rc = -1;
     for (int i = 0; i < in->nin; i++) {
         lx[i] = x[i];
-        if (i >= nt)
+        if (i >= nt || !(in->keepdims >> i & 1))
             continue;
         size_t n = (size_t)rt_type_numel(&in->in_t[i]);
         if (!(tmp[i] = malloc((n ? n : 1) * sizeof(float)))) {

@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #define RT_PLAN_MAGIC "SHRDPLAN"
-#define RT_PLAN_VERSION 21
+#define RT_PLAN_VERSION 22
 #define RT_MAX_RANK 8
 #define RT_MAX_AXES 8
 #define RT_MAX_IN 6
@@ -126,15 +126,19 @@ typedef struct rt_mm_dims {
 } rt_mm_dims;
 rt_mm_dims rt_matmul_dims(const struct rt_instr *in);
 
-/* Attention's operands whose dims -3 and -2 its `keepdims` field swaps
+/* Attention's operands whose dims -3 and -2 its `keepdims` field may swap
  * (heads_inner, format 11: [.., S, H, d] stored for the [.., H, S, d] it
  * computes on; the result too, but attn_stats'): attention's q, k, v;
  * attn_stats', attn_dq's, attn_dk's q, k, v, dy; attn_dv's q, k, dy; 0
- * for other ops. */
+ * for other ops. Since format 22 `keepdims` is a mask: bit i for
+ * operand i, RT_HEADS_RESULT for the result, each on its own;
+ * rt_heads_all(op) every one op has. */
 int rt_attn_layout_operands(int op);
-/* Whether such an op's result is stored with the heads inner too (not
+/* Whether such an op's result may be stored with the heads inner too (not
  * attn_stats', attn_lse's or attn_delta's, which keep their forms). */
 bool rt_attn_result_swapped(int op);
+enum { RT_HEADS_RESULT = 1 << 4 };
+unsigned rt_heads_all(int op);
 /* t (rank >= 3) with dims rank-3 and rank-2 swapped. */
 rt_type rt_type_swap_heads(const rt_type *t);
 /* Grouped-query attention (format 21): the query heads that read each key

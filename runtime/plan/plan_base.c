@@ -148,10 +148,16 @@ int64_t rt_attn_group(const rt_instr *in)
     if (!rt_attn_layout_operands(in->op) || in->op == RT_OP_ATTN_DELTA || in->nin < 2)
         return 1;
     const rt_type *q = &in->in_t[0], *k = &in->in_t[1];
-    int r = q->rank, h = in->keepdims ? r - 2 : r - 3;
-    if (r < 3 || k->rank != r || k->dim[h] <= 0 || k->dim[h] >= q->dim[h])
+    int r = q->rank, hq = in->keepdims & 1 ? r - 2 : r - 3, hk = in->keepdims & 2 ? r - 2 : r - 3;
+    if (r < 3 || k->rank != r || k->dim[hk] <= 0 || k->dim[hk] >= q->dim[hq])
         return 1;
-    return q->dim[h] / k->dim[h];
+    return q->dim[hq] / k->dim[hk];
+}
+
+unsigned rt_heads_all(int op)
+{
+    int nt = rt_attn_layout_operands(op);
+    return nt ? ((1u << nt) - 1) | (rt_attn_result_swapped(op) ? RT_HEADS_RESULT : 0) : 0;
 }
 
 bool rt_attn_result_swapped(int op)

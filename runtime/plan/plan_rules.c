@@ -910,18 +910,25 @@ bool rt_instr_check(const rt_plan *p, const rt_instr *in, su_status *err)
         return false;
     int nt = rt_attn_layout_operands(in->op);
     if (nt && in->keepdims) {
-        /* heads_inner: checked as the op computes, q, k, v, dy and the
-         * result (but attn_stats') with dims -3 and -2 swapped */
+        /* heads_inner: checked as the op computes, those of q, k, v, dy and
+         * the result (but attn_stats') it names with dims -3 and -2
+         * swapped */
+        if (in->keepdims & ~rt_heads_all(in->op))
+            return rt_plan_fail(err, "holds the heads inner of operands it does not have (mask "
+                                "0x%x; its own: 0x%x)", (unsigned)in->keepdims,
+                                rt_heads_all(in->op));
         rt_instr l = *in;
         l.keepdims = 0;
         for (int i = 0; i < nt && i < in->nin; i++) {
+            if (!(in->keepdims >> i & 1))
+                continue;
             if (in->in_t[i].rank < 3)
                 return rt_plan_fail(err, "holds its heads inner, which needs operands of rank "
                                     "3 or more, got operand %d of rank %d", i + 1,
                                     in->in_t[i].rank);
             l.in_t[i] = rt_type_swap_heads(&in->in_t[i]);
         }
-        if (rt_attn_result_swapped(in->op)) {
+        if (in->keepdims & RT_HEADS_RESULT) {
             if (in->out_t.rank < 3)
                 return rt_plan_fail(err, "holds its heads inner, which needs a result of rank "
                                     "3 or more");

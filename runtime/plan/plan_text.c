@@ -51,9 +51,33 @@ static void p2p_str(const rt_instr *in, su_buf *b)
                   (long long)rt_type_bytes(&in->out_t));
 }
 
+/* An attention instruction's heads_inner (keepdims, a mask): "true" for
+ * every operand it may name, else the list of those it names. */
+static const char *heads_text(const rt_instr *in, char *buf, size_t n)
+{
+    static const char *const qkv[] = {"q", "k", "v", "dy"}, *const qkdy[] = {"q", "k", "dy"},
+                             *const ydy[] = {"y", "dy"};
+    if (in->keepdims == rt_heads_all(in->op))
+        return "true";
+    size_t at = 0;
+    at += (size_t)snprintf(buf, n, "[");
+    for (int i = 0, k = 0; i < 8 && at < n; i++) {
+        if (!(in->keepdims >> i & 1))
+            continue;
+        const char *name = 1 << i == RT_HEADS_RESULT ? "result"
+                           : i >= rt_attn_layout_operands(in->op) ? "?"
+                           : in->op == RT_OP_ATTN_DV ? qkdy[i]
+                           : in->op == RT_OP_ATTN_DELTA ? ydy[i] : qkv[i];
+        at += (size_t)snprintf(buf + at, n - at, "%s%s", k++ ? ", " : "", name);
+    }
+    if (at < n)
+        snprintf(buf + at, n - at, "]");
+    return buf;
+}
+
 static void instr_str(const rt_plan *p, const rt_instr *in, su_buf *b)
 {
-    char tb[160];
+    char tb[160], hb[64];
     if (in->op == RT_OP_SEND || in->op == RT_OP_RECV) {
         p2p_str(in, b);
         return;
@@ -116,11 +140,11 @@ static void instr_str(const rt_plan *p, const rt_instr *in, su_buf *b)
     case RT_OP_ATTN_LSE:
         ATTR("causal = %s", in->causal ? "true" : "false");
         if (in->keepdims)
-            ATTR("heads_inner = true");
+            ATTR("heads_inner = %s", heads_text(in, hb, sizeof hb));
         break;
     case RT_OP_ATTN_DELTA:
         if (in->keepdims)
-            ATTR("heads_inner = true");
+            ATTR("heads_inner = %s", heads_text(in, hb, sizeof hb));
         break;
     case RT_OP_MOMENTUM:
         su_fmt_double(num, in->momentum);

@@ -7,8 +7,10 @@
 # that passes/fold.c folds into the op). Trained: attn_lse (in the
 # forward's kernel), attn_delta, attn_dq, attn_dk and attn_dv, and p's
 # attn_dk and attn_dv as one kernel (a pair). gb and gh, whose results are
-# read twice, are not folded, but their lse (of q and k, transposes) is:
-# attn_lse runs in a kernel of its own, in bf16 and f16. ra's attention,
+# read twice, read q, k and v as stored but write their results as they
+# compute them (heads_inner = [q, k, v]), as their lse reads q and k, which
+# the forward's kernel stores (tests/models/attn_lse.ir has attn_lse
+# alone). ra's attention,
 # which a recompute block returns, has its backward's statistics from
 # attn_stats (its q is recomputed, not the forward's). The f16 attention's queries are split over a: on a mesh of 2 its
 # kernels read the rows' positions (the keys a row sees end at its global

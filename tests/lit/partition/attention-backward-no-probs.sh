@@ -28,10 +28,12 @@
 # Where the backward's q, k and v are not the forward's (a recompute block
 # that returns the attention: its result is kept, and the backward
 # recomputes q), attn_stats computes both statistics from the scores.
+# attn_dv reads its q, k and dy as stored, and writes its result as it
+# computes it: an add reads it, not a transpose back.
 # RUN: %shardc %S/attention-recompute.model --mesh 2 --emit sharded-ir | FileCheck %s --check-prefix=RECOMPUTE
 # RECOMPUTE-NOT: attn_lse
 # RECOMPUTE:     %[[ST:[0-9]+]] = attn_stats %[[Q:[0-9]+]], %[[Q]], %[[Q]], %{{[0-9]+}} {causal = true, heads_inner = true} : f32[2, 2, 16, 2] auto(dp, _, _, _) phase backward
-# RECOMPUTE:     attn_dv {{.*}}, %[[ST]] {causal = true}
+# RECOMPUTE:     attn_dv {{.*}}, %[[ST]] {causal = true, heads_inner = [q, k, dy]} : f32[2, 2, 16, 16]
 # RECOMPUTE-NOT: attn_delta
 #
 # bf16: the same ops (the scale's bf16 constant is matched to its rounding).

@@ -1593,6 +1593,10 @@ int main(int argc, char **argv)
         {"tests/models/attn_groups.sh", "1", 0, "", NULL, NULL, NULL, NULL},
         {"tests/models/attn_groups.sh", "2", 0, "", NULL, NULL, NULL, NULL},
         {"tests/models/attn_groups.sh", "1", 0, "", NULL, "sm_75", NULL, NULL},
+        /* attn_lse alone (f32, bf16 with the heads inner, f16 grouped, bf16
+         * with k's heads alone inner), for sm_80 and sm_75 */
+        {"tests/models/attn_lse.ir", "1", 0, "", NULL, NULL, NULL, NULL},
+        {"tests/models/attn_lse.ir", "1", 0, "", NULL, "sm_75", NULL, NULL},
         /* f32 matmuls as bf16 parts: the splits (the products are cuBLASLt's) */
         {"examples/transformer.sh", "2x2", 0, "S=32 D=128 V=256 L=1", NULL, NULL, "bf16x3", NULL},
         /* and an element a thread, where a split's run does not divide by 4 */

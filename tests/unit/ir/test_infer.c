@@ -20,6 +20,8 @@
     } while (0)
 
 #define A(...) (&(ir_attrs){__VA_ARGS__})
+/* heads_inner of every operand and result code has */
+#define HALL(code) ((uint8_t)ir_heads_all(code))
 
 /* dp = 2, tp = 4, pp = 3: the mesh the collectives run on. */
 static ir_mesh mesh3;
@@ -204,20 +206,20 @@ static void test_attention(void)
                   "f32[2, 8, 256, 32]"),
               "f32[2, 8, 128, 32]");
     /* heads_inner: [B, S, H, d] stored, [B, H, S, d] computed on */
-    CHECK_STR(INF(IR_ATTENTION, A(.heads_inner = true), "f32[2, 128, 8, 64]", "f32[2, 256, 8, 64]",
+    CHECK_STR(INF(IR_ATTENTION, A(.heads_inner = HALL(IR_ATTENTION)), "f32[2, 128, 8, 64]", "f32[2, 256, 8, 64]",
                   "f32[2, 256, 8, 32]"),
               "f32[2, 128, 8, 32]");
-    CHECK_STR(INF(IR_ATTN_STATS, A(.heads_inner = true), "f32[2, 128, 8, 64]",
+    CHECK_STR(INF(IR_ATTN_STATS, A(.heads_inner = HALL(IR_ATTN_STATS)), "f32[2, 128, 8, 64]",
                   "f32[2, 256, 8, 64]", "f32[2, 256, 8, 32]", "f32[2, 128, 8, 32]"),
               "f32[2, 8, 128, 2]");
-    CHECK_STR(INF(IR_ATTN_DV, A(.heads_inner = true), "f32[2, 128, 8, 64]", "f32[2, 256, 8, 64]",
+    CHECK_STR(INF(IR_ATTN_DV, A(.heads_inner = HALL(IR_ATTN_DV)), "f32[2, 128, 8, 64]", "f32[2, 256, 8, 64]",
                   "f32[2, 128, 8, 32]", "f32[2, 8, 128, 2]"),
               "f32[2, 256, 8, 32]");
     /* the statistics from the forward: lse and the result keep their forms */
-    CHECK_STR(INF(IR_ATTN_LSE, A(.heads_inner = true), "f32[2, 128, 8, 64]", "f32[2, 256, 8, 64]"),
+    CHECK_STR(INF(IR_ATTN_LSE, A(.heads_inner = HALL(IR_ATTN_LSE)), "f32[2, 128, 8, 64]", "f32[2, 256, 8, 64]"),
               "f32[2, 8, 128]");
     CHECK_STR(INF(IR_ATTN_LSE, NULL, "bf16[4, 16, 32]", "bf16[4, 24, 32]"), "f32[4, 16]");
-    CHECK_STR(INF(IR_ATTN_DELTA, A(.heads_inner = true), "f32[2, 128, 8, 32]",
+    CHECK_STR(INF(IR_ATTN_DELTA, A(.heads_inner = HALL(IR_ATTN_DELTA)), "f32[2, 128, 8, 32]",
                   "f32[2, 128, 8, 32]", "f32[2, 8, 128]"),
               "f32[2, 8, 128, 2]");
     CHECK_STR(INF(IR_ATTN_DELTA, NULL, "bf16[4, 16, 32]", "bf16[4, 16, 32]", "f32[4, 16]"),
@@ -227,7 +229,7 @@ static void test_attention(void)
               "32]");
     CHECK_STR(INF(IR_ATTN_DELTA, NULL, "f32[4, 16, 32]", "f32[4, 16, 32]", "f32[4, 32]"),
               "error: attn_delta needs lse f32[..., S] for y f32[4, 16, 32], got f32[4, 32]");
-    CHECK_STR(INF(IR_ATTENTION, A(.heads_inner = true), "f32[16, 64]", "f32[16, 64]",
+    CHECK_STR(INF(IR_ATTENTION, A(.heads_inner = HALL(IR_ATTENTION)), "f32[16, 64]", "f32[16, 64]",
                   "f32[16, 64]"),
               "error: attention with heads_inner needs operands of rank 3 or more, got operand 1 "
               "of rank 2");
@@ -259,7 +261,7 @@ static void test_attention(void)
     CHECK_STR(INF(IR_ATTENTION, NULL, "f32[2, 8, 16, 64]", "f32[2, 1, 24, 64]",
                   "f32[2, 1, 24, 32]"),
               "f32[2, 8, 16, 32]");
-    CHECK_STR(INF(IR_ATTENTION, A(.heads_inner = true), "f32[2, 16, 8, 64]",
+    CHECK_STR(INF(IR_ATTENTION, A(.heads_inner = HALL(IR_ATTENTION)), "f32[2, 16, 8, 64]",
                   "f32[2, 24, 4, 64]", "f32[2, 24, 4, 64]"),
               "f32[2, 16, 8, 64]");
     CHECK_STR(INF(IR_ATTENTION, NULL, "f32[2, 8, 16, 64]", "f32[2, 3, 24, 64]",
@@ -287,9 +289,24 @@ static void test_attention(void)
     CHECK_STR(INF(IR_ATTN_DV, NULL, "f32[2, 8, 16, 32]", "f32[2, 2, 24, 32]",
                   "f32[2, 8, 16, 48]", "f32[2, 8, 16, 2]"),
               "f32[2, 2, 24, 48]");
-    CHECK_STR(INF(IR_ATTN_DQ, A(.heads_inner = true), "f32[2, 16, 8, 32]", "f32[2, 24, 2, 32]",
+    CHECK_STR(INF(IR_ATTN_DQ, A(.heads_inner = HALL(IR_ATTN_DQ)), "f32[2, 16, 8, 32]", "f32[2, 24, 2, 32]",
                   "f32[2, 24, 2, 48]", "f32[2, 16, 8, 48]", "f32[2, 8, 16, 2]"),
               "f32[2, 16, 8, 32]");
+    /* heads inner operand by operand: v alone and the result; dy alone */
+    CHECK_STR(INF(IR_ATTENTION, A(.heads_inner = 4 | IR_HEADS_RESULT), "f32[2, 8, 16, 64]",
+                  "f32[2, 8, 24, 64]", "f32[2, 24, 8, 32]"),
+              "f32[2, 16, 8, 32]");
+    CHECK_STR(INF(IR_ATTN_DV, A(.heads_inner = 4), "f32[2, 8, 16, 32]", "f32[2, 2, 24, 32]",
+                  "f32[2, 16, 8, 48]", "f32[2, 8, 16, 2]"),
+              "f32[2, 2, 24, 48]");
+    CHECK_STR(INF(IR_ATTENTION, A(.heads_inner = 4), "f32[2, 8, 16, 64]", "f32[2, 8, 24, 64]",
+                  "f32[2, 8, 24, 32]"),
+              "error: attention needs q, k and v with the same leading dimensions, got "
+              "f32[2, 8, 16, 64], f32[2, 8, 24, 64] and f32[2, 24, 8, 32]");
+    CHECK_STR(INF(IR_ATTN_LSE, A(.heads_inner = IR_HEADS_RESULT), "f32[2, 8, 16, 64]",
+                  "f32[2, 8, 24, 64]"),
+              "error: attn_lse's heads_inner (0x10) names operands it does not have (its own: "
+              "0x3)");
     CHECK_STR(INF(IR_ATTN_STATS, NULL, "f32[2, 8, 16, 32]", "f32[2, 2, 24, 32]",
                   "f32[2, 4, 24, 48]", "f32[2, 8, 16, 48]"),
               "error: attn_stats needs q, k, v and dy with the same leading dimensions, got q "

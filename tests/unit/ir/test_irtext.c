@@ -271,7 +271,7 @@ static ir_module *all_ops(void)
     emit(m, IR_ATTN_DELTA, (ir_attrs){0}, 3, att, att, lse);
     /* heads inner (passes/fold.c): [S, H, d] stored for [H, S, d] */
     ir_value *q3 = emit(m, IR_RESHAPE, (ir_attrs){.nlist = 3, .list = {8, 2, 8}}, 1, h);
-    emit(m, IR_ATTENTION, (ir_attrs){.causal = true, .heads_inner = true}, 3, q3, q3, q3);
+    emit(m, IR_ATTENTION, (ir_attrs){.causal = true, .heads_inner = (uint8_t)ir_heads_all(IR_ATTENTION)}, 3, q3, q3, q3);
     emit(m, IR_EMBEDDING_GRAD, (ir_attrs){.nlist = 2, .list = {10, 16}}, 2, ids, att);
     emit(m, IR_XENT_GRAD, NOATTRS, 2, logits, ids);
     ir_value *xlse = emit(m, IR_XENT_LSE, NOATTRS, 1, logits);

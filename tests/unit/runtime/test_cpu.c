@@ -1949,7 +1949,8 @@ static void attn_backward_case(int64_t h, int64_t s, int64_t t, int64_t d, int64
         tens lh = tnew(sl), sth = tnew(sst);
         tens hl[3] = {hq, hk, pos}, hd[3] = {hy, hdy, ls};
         rt_instr lhi = li, dhi = di;
-        lhi.keepdims = dhi.keepdims = 1;
+        lhi.keepdims = (uint8_t)rt_heads_all(RT_OP_ATTN_LSE);
+        dhi.keepdims = (uint8_t)rt_heads_all(RT_OP_ATTN_DELTA);
         ls.t.rank = 3; /* [1, h, s] */
         memmove(ls.t.dim + 1, ls.t.dim, 2 * sizeof *ls.t.dim);
         ls.t.dim[0] = 1;
@@ -1994,7 +1995,8 @@ static void attn_backward_case(int64_t h, int64_t s, int64_t t, int64_t d, int64
         tens got = {.t = {.dtype = RT_F32, .rank = 4,
                           .dim = {1, out[o].t.dim[1], out[o].t.dim[0], out[o].t.dim[2]}}};
         got.p = calloc((size_t)(rt_type_bytes(&got.t) + 8), 1);
-        rt_instr gh = {.op = (uint16_t)code[o], .causal = (uint8_t)causal, .keepdims = 1};
+        rt_instr gh = {.op = (uint16_t)code[o], .causal = (uint8_t)causal,
+                       .keepdims = (uint8_t)rt_heads_all(code[o])};
         CHECK_INT(run(&gh, hin, n, &got), 0);
         tens flat = swap_heads_copy(&got); /* back to [1, h, x, y] */
         CHECK(memcmp(flat.p, out[o].p, (size_t)rt_type_bytes(&out[o].t)) == 0);
@@ -2101,12 +2103,25 @@ static void attn_groups_case(int64_t b, int64_t h, int64_t g, int64_t s, int64_t
         hy.p = calloc((size_t)rt_type_bytes(&hy.t) + 8, 1);
         hdk.p = calloc((size_t)rt_type_bytes(&hdk.t) + 8, 1);
         rt_instr ah = ai, kh = ki;
-        ah.keepdims = kh.keepdims = 1;
+        ah.keepdims = (uint8_t)rt_heads_all(RT_OP_ATTENTION);
+        kh.keepdims = (uint8_t)rt_heads_all(RT_OP_ATTN_DK);
         CHECK_INT(run(&ah, (tens[]){hq, hk, hv}, 3, &hy), 0);
         CHECK_INT(run(&kh, (tens[]){hq, hk, hv, hdy, s0}, 5, &hdk), 0);
         tens fy = swap_heads_copy(&hy), fk = swap_heads_copy(&hdk);
         CHECK(memcmp(fy.p, y1.p, (size_t)rt_type_bytes(&y1.t)) == 0);
         CHECK(memcmp(fk.p, k1.p, (size_t)rt_type_bytes(&k1.t)) == 0);
+        /* operand by operand: attention's v alone inner and its result;
+         * attn_dv's dy alone (its result as computed on) */
+        rt_instr av = ai, dvi = vi;
+        av.keepdims = 4 | RT_HEADS_RESULT;
+        dvi.keepdims = 4;
+        memset(hy.p, 0, (size_t)rt_type_bytes(&hy.t));
+        CHECK_INT(run(&av, (tens[]){q, k, hv}, 3, &hy), 0);
+        tens fy2 = swap_heads_copy(&hy), dv2 = tnew(sdv);
+        CHECK(memcmp(fy2.p, y1.p, (size_t)rt_type_bytes(&y1.t)) == 0);
+        CHECK_INT(run(&dvi, (tens[]){q, k, hdy, s0}, 4, &dv2), 0);
+        CHECK(memcmp(dv2.p, v1.p, (size_t)rt_type_bytes(&v1.t)) == 0);
+        tfree(&fy2), tfree(&dv2);
         tfree(&hq), tfree(&hk), tfree(&hv), tfree(&hdy), tfree(&hy), tfree(&hdk);
         tfree(&fy), tfree(&fk);
     }

@@ -623,7 +623,7 @@ static void roundtrip(void (*make)(fixture *), const char *name)
         CHECK(rt_plan_write(p, &b, &nb, &err));
         CHECK(nb == na && b && memcmp(a, b, na) == 0);
     }
-    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x15"); /* magic, then version 21 LE */
+    CHECK_STR((const char *)a, RT_PLAN_MAGIC "\x16"); /* magic, then version 22 LE */
     CHECK_INT(rd(a + 12, 4), f.p.nstages + 4);
     CHECK_INT(rd(a + 16, 8), na);
     rt_plan_free(p);
@@ -748,12 +748,12 @@ static void test_header(void)
     EXPECT_READ_ERROR(c, n, "plan format version 0 is not valid");
     wr(c + 8, RT_PLAN_VERSION + 1, 4);
     refix(c, n);
-    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 22 is newer than this "
-              "shardrun reads (21): rebuild shardrun");
+    CHECK_STR(read_msg(c, n, err), "model.plan: plan format version 23 is newer than this "
+              "shardrun reads (22): rebuild shardrun");
     wr(c + 8, 2, 4);
     refix(c, n);
     CHECK_STR(read_msg(c, n, err), "model.plan: the plan was written by an older shardc (plan "
-              "format 2; this shardrun reads 21): compile the model again");
+              "format 2; this shardrun reads 22): compile the model again");
 
     memcpy(c, b, n); /* the total size, with a good header CRC */
     wr(c + 16, n - 1, 8);
@@ -1421,7 +1421,7 @@ static void test_rules(void)
     CHECK(strstr(instr_msg(p, &in, err), "the same leading dimensions"));
     in = mk(RT_OP_ATTENTION, T(F, 3, 5, 4, 7), 3, T(F, 3, 5, 4, 8), T(F, 3, 6, 1, 8),
             T(F, 3, 6, 1, 7));
-    in.keepdims = 1; /* heads inner: [.., S, H, d] */
+    in.keepdims = (uint8_t)rt_heads_all(RT_OP_ATTENTION); /* heads inner: [.., S, H, d] */
     CHECK_STR(instr_msg(p, &in, err), "");
     CHECK_INT(rt_attn_group(&in), 4);
     in = mk(RT_OP_ATTN_DK, T(F, 3, 2, 6, 8), 5, T(F, 3, 4, 5, 8), T(F, 3, 2, 6, 8),
@@ -1506,24 +1506,39 @@ static void test_rules(void)
      * and the result as computed on */
     in = mk(RT_OP_ATTN_DELTA, T(F, 2, 1, 5, 2), 3, T(F, 2, 5, 1, 3), T(F, 2, 5, 1, 3),
             T(F, 2, 1, 5));
-    in.keepdims = 1;
+    in.keepdims = (uint8_t)rt_heads_all(RT_OP_ATTN_DELTA);
     CHECK_STR(instr_msg(p, &in, err), "");
     in.keepdims = 0;
     CHECK(strstr(instr_msg(p, &in, err), "needs lse") != NULL);
     /* heads inner (keepdims): [B, S, H, d] stored, st as computed on */
     in = mk(RT_OP_ATTN_DQ, T(F, 5, 2, 4), 5, T(F, 5, 2, 4), T(F, 6, 2, 4), T(F, 6, 2, 3),
             T(F, 5, 2, 3), st);
-    in.keepdims = 1;
+    in.keepdims = (uint8_t)rt_heads_all(RT_OP_ATTN_DQ);
     CHECK_STR(instr_msg(p, &in, err), "");
     in.keepdims = 0;
     CHECK(strstr(instr_msg(p, &in, err), "needs q [..., S, d]") != NULL);
     in = mk(RT_OP_ATTENTION, T(F, 5, 2, 3), 3, T(F, 5, 2, 4), T(F, 6, 2, 4), T(F, 6, 2, 3));
-    in.keepdims = 1;
+    in.keepdims = (uint8_t)rt_heads_all(RT_OP_ATTENTION);
     CHECK_STR(instr_msg(p, &in, err), "");
     in = mk(RT_OP_ATTENTION, T(F, 5, 3), 3, T(F, 5, 4), T(F, 6, 4), T(F, 6, 3));
-    in.keepdims = 1;
+    in.keepdims = (uint8_t)rt_heads_all(RT_OP_ATTENTION);
     CHECK_STR(instr_msg(p, &in, err), "holds its heads inner, which needs operands of rank 3 or "
               "more, got operand 1 of rank 2");
+    /* operand by operand (format 22): v alone and the result, stored [.., T,
+     * H, dv] and [.., S, H, dv]; q and k as computed on */
+    in = mk(RT_OP_ATTENTION, T(F, 5, 2, 3), 3, T(F, 2, 5, 4), T(F, 2, 6, 4), T(F, 6, 2, 3));
+    in.keepdims = 4 | RT_HEADS_RESULT;
+    CHECK_STR(instr_msg(p, &in, err), "");
+    in.keepdims = 4;
+    CHECK(strstr(instr_msg(p, &in, err), "the result is f32[5, 2, 3]"));
+    in.keepdims = 3 | RT_HEADS_RESULT; /* q and k are not stored so */
+    CHECK(strstr(instr_msg(p, &in, err), "needs q, k and v with the same leading dimensions"));
+    in = mk(RT_OP_ATTN_LSE, T(F, 2, 5), 2, T(F, 2, 5, 4), T(F, 2, 6, 4));
+    in.keepdims = RT_HEADS_RESULT; /* attn_lse's result keeps its form */
+    CHECK_STR(instr_msg(p, &in, err), "holds the heads inner of operands it does not have (mask "
+              "0x10; its own: 0x3)");
+    in.keepdims = 8;
+    CHECK(strstr(instr_msg(p, &in, err), "mask 0x8"));
 
     /* the checks of ids (labels) of a table (logits) split along them */
     in = mk(RT_OP_CHECK_IDS, T(I, 2, 3), 1, T(I, 2, 3));

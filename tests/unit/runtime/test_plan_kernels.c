@@ -433,8 +433,8 @@ static void test_roundtrip(void)
     uint8_t *a = NULL, *b = NULL;
     size_t na = 0, nb = 0;
     CHECK(rt_plan_write(&f.p, &a, &na, &err));
-    CHECK_INT(rd(a + 8, 4), 21);
-    CHECK_INT(RT_PLAN_VERSION, 21);
+    CHECK_INT(rd(a + 8, 4), 22);
+    CHECK_INT(RT_PLAN_VERSION, 22);
     rt_plan *p = rt_plan_read(a, na, "kernels.plan", &err);
     CHECK(p != NULL);
     if (!p) {
