@@ -97,6 +97,10 @@ typedef struct gen {
                                  * domain while its ops are emitted, else NULL */
     const char *ve;             /* and its element there ("e", "e + q") */
     int ntemp;                  /* the kernel's temporaries t0, t1, ... so far */
+    int vq;                     /* a vector's views computed at once (cuda_tile.c's
+                                 * view_lanes): its elements, else 0 */
+    bool vfail;                 /* and one of them reached a register of the tile's loop */
+    const char **vname;         /* by the group's op: the lane q of its vector so computed */
 } gen;
 
 /* What one tile computes (see the file comment). */

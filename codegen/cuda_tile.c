@@ -689,6 +689,196 @@ static bool view_op(const gen *G, const ir_op *op)
     return false;
 }
 
+/* Whether a vector's n lanes (n elements from a multiple of n, along the
+ * domain's last dim) take their views lane for lane: every index the
+ * group's view ops compute for lane q is the first lane's plus q, and
+ * the first lane's a multiple of n, so that each load from outside is
+ * lane q of an aligned vector of n and a concat takes one branch for
+ * all. So where each of them keeps the last dim whole in steps of n: a
+ * concat or narrow along the last dim in pieces and at offsets that are
+ * multiples of n (along another dim, the last dim, a multiple of n, is
+ * whole), a transpose that keeps the last dim last, an op of a branch
+ * reading each operand from outside the group along the same last dim
+ * (not broadcast along it), and every value's last dim a multiple of n. */
+static bool view_lanes(const gen *G, int n)
+{
+    for (int i = 0; i < G->g->nops; i++) {
+        const ir_op *op = IR_OP(G->m, G->g->ops[i]);
+        const ir_type *t = &op->res[0]->type;
+        int r = t->rank;
+        bool view = view_op(G, op) || out_transpose(G, op->res[0]);
+        if (!view || op->code == IR_CONST)
+            continue;
+        if (r < 1 || t->dim[r - 1] % n)
+            return false;
+        if (op->code == IR_TRANSPOSE && op->a->list[r - 1] != r - 1)
+            return false;
+        if (op->code == IR_CONCAT && op->a->dim == r - 1)
+            for (int k = 0; k < op->nin; k++)
+                if (op->in[k]->type.dim[r - 1] % n)
+                    return false;
+        if (op->code == IR_NARROW && op->a->dim == r - 1 &&
+            (op->a->offset % n || op->in[0]->type.dim[r - 1] % n))
+            return false;
+        bool moves = op->code == IR_CONCAT || op->code == IR_NARROW || op->code == IR_TRANSPOSE;
+        for (int k = 0; k < op->nin && !moves; k++) { /* an elementwise op's broadcasts */
+            const ir_value *x = op->in[k];
+            const ir_op *d = x->def;
+            if (d && d->code == IR_CONST && cg_in_group(G, x))
+                continue;
+            if (x->type.rank < 1 || x->type.dim[x->type.rank - 1] != t->dim[r - 1])
+                return false;
+        }
+    }
+    return true;
+}
+
+/* ---- a vector's views at once ----
+ *
+ * Where a vector's lanes take the group's views lane for lane
+ * (view_lanes), its views are computed before the tile's loop over the
+ * lanes, once for the vector: each index is the first lane's, each load
+ * from outside one aligned vector (16 bytes: a bf16 rotation's reads of
+ * the rotated half are one load for 8 lanes where each lane had read 2
+ * bytes), a concat takes one branch, and each op of a branch computes its
+ * lanes in a loop. The values are vectors of registers (vec<float, n>);
+ * the functions return the expression of lane q of one, to be read inside
+ * such a loop. A view that reaches a value the tile's loop makes (the
+ * domain's at the tile's element) cannot be had before that loop: vfail,
+ * and the tile computes its views lane by lane as before. */
+
+static const char *vview_emit(gen *G, const ir_value *v, const char *idx);
+
+/* A vector of registers whose lane q is expr: its lane q. */
+static const char *vview_lanes(gen *G, ir_dtype dt, const char *expr, const char *what)
+{
+    const char *v = view_temp(G);
+    cg_line(G, "vec<%s, %d> %s; // %s", regtype(dt), G->vq, v, what);
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int q = 0; q < %d; q++)", G->vq);
+    cg_line(G, "    %s.v[q] = %s;", v, expr);
+    return cg_fmt(G, "%s.v[q]", v);
+}
+
+/* view_emit_op's statements, for the vector whose first element is idx. */
+static const char *vview_emit_op(gen *G, const ir_op *op, const char *idx)
+{
+    idx = at_tile(G, idx) ? cg_fmt(G, "(%s)", G->ve) : idx;
+    const ir_value *r = op->res[0];
+    const ir_type *t = &r->type;
+    if (op->code == IR_CONST)
+        return cg_reg(G, r); /* every lane's */
+    idx = index_once(G, idx);
+    if (op->code == IR_NARROW) {
+        const ir_type *x = &op->in[0]->type;
+        int d = (int)op->a->dim;
+        int64_t inner = inner_of(t, d), len = t->dim[d];
+        int64_t outer = ir_type_numel(t) / (len * inner);
+        return vview_emit(G, op->in[0],
+                          view_index(G, idx, outer, len, inner, x->dim[d], op->a->offset));
+    }
+    if (op->code == IR_TRANSPOSE)
+        return vview_emit(G, op->in[0], transposed_index(G, op, idx));
+    if (op->code == IR_CONCAT) {
+        const char *v = view_temp(G);
+        int d = (int)op->a->dim;
+        int64_t inner = inner_of(t, d), len = t->dim[d];
+        int64_t outer = ir_type_numel(t) / (len * inner);
+        const char *row = view_temp(G);
+        cg_line(G, "vec<%s, %d> %s; // concat", regtype(t->dtype), G->vq, v);
+        if (inner == 1)
+            cg_line(G, "const i64 %s = %s %% %lld; // its element of the dim", row, idx,
+                    (long long)len);
+        else
+            cg_line(G, "const i64 %s = %s / %lld %% %lld; // its element of the dim", row, idx,
+                    (long long)inner, (long long)len);
+        int64_t at = 0;
+        for (int k = 0; k < op->nin; k++) {
+            int64_t n = op->in[k]->type.dim[d];
+            if (k == 0)
+                cg_line(G, "if (%s < %lld) {", row, (long long)n);
+            else if (k + 1 < op->nin)
+                cg_line(G, "} else if (%s < %lld) {", row, (long long)(at + n));
+            else
+                cg_line(G, "} else {");
+            G->indent++;
+            const char *x = vview_emit(G, op->in[k], view_index(G, idx, outer, len, inner, n, -at));
+            cg_line(G, "#pragma unroll");
+            cg_line(G, "for (int q = 0; q < %d; q++)", G->vq);
+            cg_line(G, "    %s.v[q] = %s;", v, x);
+            G->indent--;
+            at += n;
+        }
+        cg_line(G, "}");
+        return cg_fmt(G, "%s.v[q]", v);
+    }
+    const char *a[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < op->nin && k < 3; k++)
+        a[k] = vview_emit(G, op->in[k], cg_offset(G, t, &op->in[k]->type, idx));
+    const char *e;
+    if (op->code == IR_CAST)
+        e = cast_expr(G, op->in[0]->type.dtype, t->dtype, a[0]);
+    else if (op->code == IR_EXPAND)
+        e = a[0];
+    else
+        e = cg_round_to(G, t->dtype, ew_expr(G, op, a[0], a[1], a[2]));
+    return vview_lanes(G, t->dtype, e, ir_ops[op->code].name);
+}
+
+/* view_emit's, for the vector whose first element is idx: from outside
+ * the group, one aligned vector loaded. */
+static const char *vview_emit(gen *G, const ir_value *v, const char *idx)
+{
+    int at = op_of(G, v);
+    ir_dtype dt = v->type.dtype;
+    if (at < 0) {
+        const char *w = view_temp(G), *ty = cg_ctype(G, dt);
+        cg_line(G, "const vec<%s, %d> %s = *reinterpret_cast<const vec<%s, %d> *>(p_%s + %s);", ty,
+                G->vq, w, ty, G->vq, cg_cname(G, v), idx);
+        return cg_load_conv(G, dt, cg_fmt(G, "%s.v[q]", w));
+    }
+    if (ir_shape_eq(&v->type, G->vdom) && at_tile(G, idx)) {
+        G->vfail = true; /* the tile's loop makes it */
+        return "0";
+    }
+    return vview_emit_op(G, IR_OP(G->m, at), idx);
+}
+
+/* Before tile t's loop over its lanes: the group's views of the domain's
+ * shape (those emit_tile_ops computes with view_emit_op), each once for
+ * the vector at e, its lanes named in G->vname; nothing where the lanes
+ * do not take them lane for lane, or a view reaches a register of the
+ * loop (the statements made so far then dropped). */
+static void view_vectors(gen *G, const tile *t)
+{
+    G->vname = NULL;
+    if (!G->vdom || t->vec < 2 || !view_lanes(G, t->vec))
+        return;
+    size_t len = G->b->len;
+    int ntemp = G->ntemp;
+    unsigned helpers = G->helpers;
+    const char **names = su_alloc(G->arena, (size_t)G->g->nops * sizeof *names);
+    G->vq = t->vec;
+    G->vfail = false;
+    G->ve = "e";
+    for (int k = 0; k < G->g->nops && !G->vfail; k++) {
+        const ir_op *op = IR_OP(G->m, G->g->ops[k]);
+        names[k] = NULL;
+        if (view_op(G, op) && ir_shape_eq(&op->res[0]->type, t->dom) && op->code != IR_CONST)
+            names[k] = vview_emit_op(G, op, "e");
+    }
+    G->vq = 0;
+    if (G->vfail) {
+        G->b->len = len;
+        if (len)
+            G->b->s[len] = 0;
+        G->ntemp = ntemp;
+        G->helpers = helpers;
+        return;
+    }
+    G->vname = names;
+}
+
 /* ---- tiles ---- */
 
 /* A set of values, in order of insertion: at most the group's inputs
@@ -892,7 +1082,8 @@ static void emit_tile_ops(gen *G, const tile *t, const vlist *stores, const char
             } else if (ir_shape_eq(&op->res[0]->type, t->dom)) { /* else where a concat reads it */
                 const ir_value *r = op->res[0];
                 cg_line(G, "const %s %s = %s; // %s", regtype(r->type.dtype), cg_reg(G, r),
-                        view_emit_op(G, op, e), ir_ops[op->code].name);
+                        G->vname && G->vname[k] ? G->vname[k] : view_emit_op(G, op, e),
+                        ir_ops[op->code].name);
             }
         }
     vlist pro = vlist_new(G), rest = vlist_new(G);
@@ -929,6 +1120,7 @@ void cg_emit_tile(gen *G, const tile *t)
         return;
     }
     G->helpers |= H_VEC;
+    view_vectors(G, t);
     for (int i = 0; i < stores.n; i++)
         if (!out_transpose(G, stores.v[i]))
             cg_line(G, "vec<%s, %d> s_%s;", cg_ctype(G, stores.v[i]->type.dtype), t->vec,
@@ -945,6 +1137,7 @@ void cg_emit_tile(gen *G, const tile *t)
                                        : cg_fmt(G, "l_%s.v[q]", cg_cname(G, v))));
     }
     emit_tile_ops(G, t, &stores, "e + q");
+    G->vname = NULL;
     G->indent--;
     cg_line(G, "}");
     if (t->post)

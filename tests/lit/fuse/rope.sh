@@ -30,24 +30,29 @@
 # RUN: %shardc %S/../../../examples/llama.sh --mesh 1x1 --arch sm_90 --emit schedule | FileCheck %s --check-prefix=SCHED
 # SCHED-NOT: // kernel k{{[0-9]+}}_narrow (
 # SCHED-NOT: // kernel k{{[0-9]+}}_concat (
-# The kernel: the concat's element from the half holding it, q read there.
+# The kernel: the concat's element from the half holding it, q read there,
+# once for a vector of 4 lanes (codegen/cuda_tile.c's view_vectors): q's
+# row and the rotated half each one aligned 16-byte load, the concat's
+# branch taken for the vector, the lanes then in the tile's loop.
 # RUN: %shardc %S/../../../examples/llama.sh --mesh 1x1 --arch sm_90 --emit cuda | FileCheck %s --check-prefix=CUDA
 # CUDA:      k{{[0-9]+}}_transpose_mul_narrow_neg(
-# CUDA:      const float [[T:u[0-9]+]] = p_t{{[0-9]+}}[(((e + q) / 32768) * 32768 + (((e + q) / 4096) % 8) * 32 + (((e + q) / 32) % 128) * 256 + (e + q) % 32)];
-# CUDA-NEXT: const float v_layers_0_attn_q = [[T]]; // transpose
-# CUDA-NEXT: const float v_t{{[0-9]+}} = v_layers_0_attn_q * v_cs; // mul
-# CUDA-NEXT: float [[C:u[0-9]+]]; // concat
-# CUDA-NEXT: const i64 [[R:u[0-9]+]] = (e + q) % 32; // its element of the dim
+# CUDA:      const vec<float, 4> [[T:u[0-9]+]] = *reinterpret_cast<const vec<float, 4> *>(p_t{{[0-9]+}} + (((e) / 32768) * 32768 + (((e) / 4096) % 8) * 32 + (((e) / 32) % 128) * 256 + (e) % 32));
+# CUDA-NEXT: vec<float, 4> [[C:u[0-9]+]]; // concat
+# CUDA-NEXT: const i64 [[R:u[0-9]+]] = (e) % 32; // its element of the dim
 # CUDA-NEXT: if ([[R]] < 16) {
-# CUDA-NEXT:     const i64 [[I:u[0-9]+]] = ((e + q) - (e + q) / 32 * 16);
+# CUDA-NEXT:     const i64 [[I:u[0-9]+]] = ((e) - (e) / 32 * 16);
 # CUDA-NEXT:     const i64 [[J:u[0-9]+]] = ([[I]] + [[I]] / 16 * 16 + 16);
-# CUDA-NEXT:     const float [[A:u[0-9]+]] = p_t{{[0-9]+}}[(([[J]] / 32768) * 32768 + {{.*}})];
-# CUDA-NEXT:     const float [[N:u[0-9]+]] = -[[A]]; // neg
-# CUDA-NEXT:     [[C]] = [[N]];
+# CUDA-NEXT:     const vec<float, 4> [[A:u[0-9]+]] = *reinterpret_cast<const vec<float, 4> *>(p_t{{[0-9]+}} + (([[J]] / 32768) * 32768 + {{.*}}));
+# CUDA-NEXT:     vec<float, 4> [[N:u[0-9]+]]; // neg
+# CUDA-NEXT:     #pragma unroll
+# CUDA-NEXT:     for (int q = 0; q < 4; q++)
+# CUDA-NEXT:         [[N]].v[q] = -[[A]].v[q];
+# CUDA:          [[C]].v[q] = [[N]].v[q];
 # CUDA-NEXT: } else {
-# CUDA:          [[C]] = [[L:u[0-9]+]];
-# CUDA-NEXT: }
-# CUDA-NEXT: const float v_t{{[0-9]+}} = [[C]]; // concat
+# CUDA:      for (int q = 0; q < 4; q++) {
+# CUDA:      const float v_layers_0_attn_q = [[T]].v[q]; // transpose
+# CUDA-NEXT: const float v_t{{[0-9]+}} = v_layers_0_attn_q * v_cs; // mul
+# CUDA-NEXT: const float v_t{{[0-9]+}} = [[C]].v[q]; // concat
 # NVRTC compiles them, f32 and bf16, split over tp.
 # RUN: %shardc %S/../../../examples/llama.sh --mesh 2x2 --arch sm_90 -o %t.plan
 # RUN: %shardc %S/../../../examples/llama.sh --mesh 2x2 --arch sm_90 --dtype bf16 -o %t.plan
