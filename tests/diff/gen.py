@@ -11,7 +11,8 @@ attention, mse, cross_entropy; of §12, indexing, concat and split, sin,
 cos, arange, one_hot, argmax, gather, cumsum and topk, comparisons, bool
 inputs and where, i32 index arithmetic on an embedding's ids (division
 included), dropout, stop_gradient, grouped-query attention with as
-many or twice as many keys as queries, recompute blocks), f32, bf16 and
+many or twice as many keys as queries (and in 16 bits at the widths of
+the tensor-core kernels), recompute blocks), f32, bf16 and
 f16 values, blocks of one or two results called
 once or more, `repeat`, `repeat ... over pp` with every schedule, one
 carry or two (`h, g = f(h, g)`: both cross the stages), and
@@ -503,7 +504,14 @@ class Gen:
             wo = self.new_param([vw, d], x.dtype)
             causal_text = "" if causal and self.chance(0.5) else \
                 f", causal = {'true' if causal else 'false'}"
-            return (f"attention({base} @ {wq.name}, {base} @ {wk.name}, {base} @ {wv.name}"
+            # grouped-query heads on tensor cores: k and v from the first
+            # half (or first one) of a [B, H, S, d] value's heads
+            kvb = base
+            if len(x.shape) == 4 and x.shape[1] % 2 == 0 and self.chance(0.3):
+                g = self.r.choice([1, x.shape[1] // 2])
+                kvb = f"{x.name}[:, :{self.dimtext(g)}]"
+                kvb = kvb if x.mag <= 4 else f"tanh({kvb})"
+            return (f"attention({base} @ {wq.name}, {kvb} @ {wk.name}, {kvb} @ {wv.name}"
                     f"{causal_text}) @ {wo.name}", x.mag * 2, x.shape)
         # grouped-query attention (LANGUAGE.md §12): k and v of a [B, H, S,
         # d] value from its first G heads, G dividing H (1: multi-query),
