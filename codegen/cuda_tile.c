@@ -579,15 +579,34 @@ static const char *transposed_place(gen *G, const ir_op *op, const char *idx)
     return permuted_index(G, &op->in[0]->type, to, idx);
 }
 
+/* In a vector's views (G->vq, view_vectors) a value is a vector of
+ * registers, read as lane q: v's lane, and v = x in every lane. */
+static const char *view_lane(gen *G, const char *v)
+{
+    return G->vq ? cg_fmt(G, "%s.v[q]", v) : v;
+}
+
+static void view_set(gen *G, const char *v, const char *x)
+{
+    if (!G->vq) {
+        cg_line(G, "%s = %s;", v, x);
+        return;
+    }
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int q = 0; q < %d; q++)", G->vq);
+    cg_line(G, "    %s.v[q] = %s;", v, x);
+}
+
 /* The statements computing op's result at element idx of its shape; the
- * register (or literal) holding it. */
+ * register (or literal) holding it. In a vector's views, for the vector
+ * whose first element is idx: lane q of the vector of registers. */
 static const char *view_emit_op(gen *G, const ir_op *op, const char *idx)
 {
     idx = at_tile(G, idx) ? cg_fmt(G, "(%s)", G->ve) : idx; /* else a temporary */
     const ir_value *r = op->res[0];
     const ir_type *t = &r->type;
     if (op->code == IR_CONST)
-        return cg_reg(G, r);
+        return cg_reg(G, r); /* every lane's */
     idx = index_once(G, idx);
     if (op->code == IR_NARROW) {
         const ir_type *x = &op->in[0]->type;
@@ -600,12 +619,14 @@ static const char *view_emit_op(gen *G, const ir_op *op, const char *idx)
     if (op->code == IR_TRANSPOSE)
         return view_emit(G, op->in[0], transposed_index(G, op, idx));
     const char *v = view_temp(G);
+    const char *decl = G->vq ? cg_fmt(G, "vec<%s, %d>", regtype(t->dtype), G->vq)
+                             : regtype(t->dtype);
     if (op->code == IR_CONCAT) {
         int d = (int)op->a->dim;
         int64_t inner = inner_of(t, d), len = t->dim[d];
         int64_t outer = ir_type_numel(t) / (len * inner);
         const char *row = view_temp(G);
-        cg_line(G, "%s %s; // concat", regtype(t->dtype), v);
+        cg_line(G, "%s %s; // concat", decl, v);
         if (inner == 1)
             cg_line(G, "const i64 %s = %s %% %lld; // its element of the dim", row, idx,
                     (long long)len);
@@ -622,13 +643,12 @@ static const char *view_emit_op(gen *G, const ir_op *op, const char *idx)
             else
                 cg_line(G, "} else {");
             G->indent++;
-            const char *x = view_emit(G, op->in[k], view_index(G, idx, outer, len, inner, n, -at));
-            cg_line(G, "%s = %s;", v, x);
+            view_set(G, v, view_emit(G, op->in[k], view_index(G, idx, outer, len, inner, n, -at)));
             G->indent--;
             at += n;
         }
         cg_line(G, "}");
-        return v;
+        return view_lane(G, v);
     }
     const char *a[3] = {NULL, NULL, NULL};
     for (int k = 0; k < op->nin && k < 3; k++)
@@ -641,25 +661,42 @@ static const char *view_emit_op(gen *G, const ir_op *op, const char *idx)
         e = a[0];
     else
         e = cg_round_to(G, t->dtype, ew_expr(G, op, a[0], a[1], a[2]));
-    cg_line(G, "const %s %s = %s; // %s", regtype(t->dtype), v, e, ir_ops[op->code].name);
-    return v;
+    if (!G->vq) {
+        cg_line(G, "const %s %s = %s; // %s", decl, v, e, ir_ops[op->code].name);
+        return v;
+    }
+    cg_line(G, "%s %s; // %s", decl, v, ir_ops[op->code].name);
+    view_set(G, v, e);
+    return view_lane(G, v);
 }
 
 /* v at element idx of its shape: loaded where it comes from outside the
  * group, the register made at e for a value of the domain there, else
- * computed there. */
+ * computed there. In a vector's views: one aligned vector loaded; the
+ * domain's value at the tile's element, which the tile's loop makes,
+ * cannot be had there (vfail). */
 static const char *view_emit(gen *G, const ir_value *v, const char *idx)
 {
     int at = op_of(G, v);
     ir_dtype dt = v->type.dtype;
+    if (at < 0 && G->vq) {
+        const char *w = view_temp(G), *ty = cg_ctype(G, dt);
+        cg_line(G, "const vec<%s, %d> %s = *reinterpret_cast<const vec<%s, %d> *>(p_%s + %s);", ty,
+                G->vq, w, ty, G->vq, cg_cname(G, v), idx);
+        return cg_load_conv(G, dt, cg_fmt(G, "%s.v[q]", w));
+    }
     if (at < 0) {
         const char *r = view_temp(G);
         cg_line(G, "const %s %s = %s;", regtype(dt), r,
                 cg_load_conv(G, dt, cg_fmt(G, "p_%s[%s]", cg_cname(G, v), idx)));
         return r;
     }
-    if (ir_shape_eq(&v->type, G->vdom) && at_tile(G, idx))
-        return cg_reg(G, v);
+    if (ir_shape_eq(&v->type, G->vdom) && at_tile(G, idx)) {
+        if (!G->vq)
+            return cg_reg(G, v);
+        G->vfail = true;
+        return "0";
+    }
     return view_emit_op(G, IR_OP(G->m, at), idx);
 }
 
@@ -745,104 +782,8 @@ static bool view_lanes(const gen *G, int n)
  * the functions return the expression of lane q of one, to be read inside
  * such a loop. A view that reaches a value the tile's loop makes (the
  * domain's at the tile's element) cannot be had before that loop: vfail,
- * and the tile computes its views lane by lane as before. */
-
-static const char *vview_emit(gen *G, const ir_value *v, const char *idx);
-
-/* A vector of registers whose lane q is expr: its lane q. */
-static const char *vview_lanes(gen *G, ir_dtype dt, const char *expr, const char *what)
-{
-    const char *v = view_temp(G);
-    cg_line(G, "vec<%s, %d> %s; // %s", regtype(dt), G->vq, v, what);
-    cg_line(G, "#pragma unroll");
-    cg_line(G, "for (int q = 0; q < %d; q++)", G->vq);
-    cg_line(G, "    %s.v[q] = %s;", v, expr);
-    return cg_fmt(G, "%s.v[q]", v);
-}
-
-/* view_emit_op's statements, for the vector whose first element is idx. */
-static const char *vview_emit_op(gen *G, const ir_op *op, const char *idx)
-{
-    idx = at_tile(G, idx) ? cg_fmt(G, "(%s)", G->ve) : idx;
-    const ir_value *r = op->res[0];
-    const ir_type *t = &r->type;
-    if (op->code == IR_CONST)
-        return cg_reg(G, r); /* every lane's */
-    idx = index_once(G, idx);
-    if (op->code == IR_NARROW) {
-        const ir_type *x = &op->in[0]->type;
-        int d = (int)op->a->dim;
-        int64_t inner = inner_of(t, d), len = t->dim[d];
-        int64_t outer = ir_type_numel(t) / (len * inner);
-        return vview_emit(G, op->in[0],
-                          view_index(G, idx, outer, len, inner, x->dim[d], op->a->offset));
-    }
-    if (op->code == IR_TRANSPOSE)
-        return vview_emit(G, op->in[0], transposed_index(G, op, idx));
-    if (op->code == IR_CONCAT) {
-        const char *v = view_temp(G);
-        int d = (int)op->a->dim;
-        int64_t inner = inner_of(t, d), len = t->dim[d];
-        int64_t outer = ir_type_numel(t) / (len * inner);
-        const char *row = view_temp(G);
-        cg_line(G, "vec<%s, %d> %s; // concat", regtype(t->dtype), G->vq, v);
-        if (inner == 1)
-            cg_line(G, "const i64 %s = %s %% %lld; // its element of the dim", row, idx,
-                    (long long)len);
-        else
-            cg_line(G, "const i64 %s = %s / %lld %% %lld; // its element of the dim", row, idx,
-                    (long long)inner, (long long)len);
-        int64_t at = 0;
-        for (int k = 0; k < op->nin; k++) {
-            int64_t n = op->in[k]->type.dim[d];
-            if (k == 0)
-                cg_line(G, "if (%s < %lld) {", row, (long long)n);
-            else if (k + 1 < op->nin)
-                cg_line(G, "} else if (%s < %lld) {", row, (long long)(at + n));
-            else
-                cg_line(G, "} else {");
-            G->indent++;
-            const char *x = vview_emit(G, op->in[k], view_index(G, idx, outer, len, inner, n, -at));
-            cg_line(G, "#pragma unroll");
-            cg_line(G, "for (int q = 0; q < %d; q++)", G->vq);
-            cg_line(G, "    %s.v[q] = %s;", v, x);
-            G->indent--;
-            at += n;
-        }
-        cg_line(G, "}");
-        return cg_fmt(G, "%s.v[q]", v);
-    }
-    const char *a[3] = {NULL, NULL, NULL};
-    for (int k = 0; k < op->nin && k < 3; k++)
-        a[k] = vview_emit(G, op->in[k], cg_offset(G, t, &op->in[k]->type, idx));
-    const char *e;
-    if (op->code == IR_CAST)
-        e = cast_expr(G, op->in[0]->type.dtype, t->dtype, a[0]);
-    else if (op->code == IR_EXPAND)
-        e = a[0];
-    else
-        e = cg_round_to(G, t->dtype, ew_expr(G, op, a[0], a[1], a[2]));
-    return vview_lanes(G, t->dtype, e, ir_ops[op->code].name);
-}
-
-/* view_emit's, for the vector whose first element is idx: from outside
- * the group, one aligned vector loaded. */
-static const char *vview_emit(gen *G, const ir_value *v, const char *idx)
-{
-    int at = op_of(G, v);
-    ir_dtype dt = v->type.dtype;
-    if (at < 0) {
-        const char *w = view_temp(G), *ty = cg_ctype(G, dt);
-        cg_line(G, "const vec<%s, %d> %s = *reinterpret_cast<const vec<%s, %d> *>(p_%s + %s);", ty,
-                G->vq, w, ty, G->vq, cg_cname(G, v), idx);
-        return cg_load_conv(G, dt, cg_fmt(G, "%s.v[q]", w));
-    }
-    if (ir_shape_eq(&v->type, G->vdom) && at_tile(G, idx)) {
-        G->vfail = true; /* the tile's loop makes it */
-        return "0";
-    }
-    return vview_emit_op(G, IR_OP(G->m, at), idx);
-}
+ * and the tile computes its views lane by lane as before. view_emit and
+ * view_emit_op (above) take either way. */
 
 /* Before tile t's loop over its lanes: the group's views of the domain's
  * shape (those emit_tile_ops computes with view_emit_op), each once for
@@ -865,7 +806,7 @@ static void view_vectors(gen *G, const tile *t)
         const ir_op *op = IR_OP(G->m, G->g->ops[k]);
         names[k] = NULL;
         if (view_op(G, op) && ir_shape_eq(&op->res[0]->type, t->dom) && op->code != IR_CONST)
-            names[k] = vview_emit_op(G, op, "e");
+            names[k] = view_emit_op(G, op, "e");
     }
     G->vq = 0;
     if (G->vfail) {
