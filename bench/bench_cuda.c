@@ -153,6 +153,7 @@ enum {
     LT_EPILOGUE_BIAS = 4,
     LT_EPILOGUE_GELU = 32,
     LT_EPILOGUE_AUX = 128,
+    LT_EPILOGUE_DGELU = 192,
 };
 
 typedef struct lt_api {
@@ -224,6 +225,7 @@ SAME_VALUE(LT_EPILOGUE_RELU, CUBLASLT_EPILOGUE_RELU);
 SAME_VALUE(LT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_BIAS);
 SAME_VALUE(LT_EPILOGUE_GELU, CUBLASLT_EPILOGUE_GELU);
 SAME_VALUE(LT_EPILOGUE_GELU | LT_EPILOGUE_AUX, CUBLASLT_EPILOGUE_GELU_AUX);
+SAME_VALUE(LT_EPILOGUE_DGELU, CUBLASLT_EPILOGUE_DGELU);
 SAME_VALUE(LT_DESC_AUX_POINTER, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER);
 SAME_VALUE(LT_DESC_AUX_LD, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD);
 SAME_VALUE(LT_DESC_AUX_BATCH_STRIDE, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE);
@@ -687,6 +689,8 @@ static void matmul_operands(const plan_dev *d, const bc_item *it, matmul_arg *m)
         m->epi.bias = buf_ptr(d, it->stage, k->param[j++]);
     if (k->epilogue & RT_EPI_RESIDUAL)
         m->epi.residual = buf_ptr(d, it->stage, k->param[j++]);
+    if (k->epilogue & RT_EPI_DGELU) /* gelu_grad's x, read */
+        m->epi.aux = buf_ptr(d, it->stage, k->param[j++]);
     m->out = buf_ptr(d, it->stage, k->param[j]);
     if (k->epilogue & RT_EPI_AUX) /* the gelu's operand, stored too */
         m->epi.aux = buf_ptr(d, it->stage, k->param[j + 1]);
@@ -739,10 +743,12 @@ static void ref_setup(gpu *g, matmul_arg *m)
               (m->epi.bits & RT_EPI_RELU ? LT_EPILOGUE_RELU : 0) |
               (m->epi.bits & RT_EPI_GELU ? LT_EPILOGUE_GELU : 0) |
               ((m->epi.bits & RT_EPI_GELU) && (m->epi.bits & RT_EPI_AUX) ? LT_EPILOGUE_AUX : 0);
+    if (m->epi.bits & RT_EPI_DGELU)
+        epi = LT_EPILOGUE_DGELU;
     m->beta = m->epi.bits & RT_EPI_RESIDUAL ? 1.0f : 0.0f;
     LT(g, MatmulDescCreate(&m->desc, LT_COMPUTE_32F, LT_R_32F));
     LT(g, MatmulDescSetAttribute(m->desc, LT_DESC_EPILOGUE, &epi, sizeof epi));
-    if (epi & LT_EPILOGUE_AUX) { /* the GELU input matrix: D's layout */
+    if (epi & LT_EPILOGUE_AUX) { /* the GELU input matrix (stored, or DGELU's read): D's layout */
         const void *aux = (const void *)(uintptr_t)m->epi.aux;
         int64_t ld = s.n, stride = s.m * s.n;
         LT(g, MatmulDescSetAttribute(m->desc, LT_DESC_AUX_LD, &ld, sizeof ld));

@@ -149,6 +149,12 @@ run() {
               "$out/gputests.log" 2>/dev/null | xargs -r -n1 basename | tr '\n' ' ')
     echo "GELU_AUX epilogue refused (the matmul run twice) in: ${refused:-none} at $(el) s" \
         >> "$out/summary.txt"
+    # and its gradient in the backward's matmul (DGELU): the runtime then
+    # runs the matmul plain and a gelu_grad kernel of its own
+    refused=$(grep -l "with its gelu's gradient" "$x"/ws-*.log "$x"/benchlog/*.log \
+              "$out/gputests.log" 2>/dev/null | xargs -r -n1 basename | tr '\n' ' ')
+    echo "DGELU epilogue refused (the matmul plain, then a kernel) in: ${refused:-none} at $(el) s" \
+        >> "$out/summary.txt"
     # an experiment: attention's forward with 32 query rows a warp
     # ($SHARDC_EXPERIMENT_ATTN_ROWS, codegen/cuda_ops.c's attn_rows32), the
     # bf16 step's median beside the default's (the 32 MiB run above), and

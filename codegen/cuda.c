@@ -8,6 +8,7 @@
  * contiguous along the domain's last dim), the ops in f32 registers, and
  * the stores of the values the group stores. */
 #include "cuda_gen.h"
+#include "runtime/cuda/cuda_src.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -38,14 +39,7 @@ static const char *const helper_text[X_COUNT] = {
     "    const float c = 0.7978845608028654f; // sqrt(2 / pi)\n"
     "    return 0.5f * v * (1.0f + tanhf(c * (v + 0.044715f * v * v * v)));\n"
     "}\n",
-    [X_GELU_GRAD] =
-    "// d/dv of sh_gelu\n"
-    "__device__ __forceinline__ float sh_gelu_grad(float v)\n"
-    "{\n"
-    "    const float c = 0.7978845608028654f;\n"
-    "    float th = tanhf(c * (v + 0.044715f * v * v * v));\n"
-    "    return 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * c * (1.0f + 0.134145f * v * v);\n"
-    "}\n",
+    [X_GELU_GRAD] = RT_CUDA_GELU_GRAD_SRC,
     [X_SILU_GRAD] =
     "// d/dv of v * sigmoid(v)\n"
     "__device__ __forceinline__ float sh_silu_grad(float v)\n"

@@ -772,13 +772,15 @@ static bool add_kernel(builder *b, const cg_cuda_kernel *ck, int nin, const int 
 _Static_assert((int)RT_EPI_BIAS == (int)PASS_EPI_BIAS &&
                    (int)RT_EPI_RESIDUAL == (int)PASS_EPI_RESIDUAL &&
                    (int)RT_EPI_RELU == (int)PASS_EPI_RELU && (int)RT_EPI_GELU == (int)PASS_EPI_GELU &&
-                   (int)RT_EPI_AUX == (int)PASS_EPI_AUX && (int)RT_EPI_AUX_ALIGN == PASS_EPI_AUX_ALIGN,
+                   (int)RT_EPI_AUX == (int)PASS_EPI_AUX && (int)RT_EPI_AUX_ALIGN == PASS_EPI_AUX_ALIGN &&
+                   (int)RT_EPI_DGELU == (int)PASS_EPI_DGELU,
                "the plan's epilogue bits must number as the fusion pass's");
 
 /* The plan's matmul kernel for matmul group g (runtime/plan/plan.h): no code,
  * cuBLASLt with g's epilogue; parameters A, B, the bias and the residual
- * where g has them, then the chain's result, then with PASS_EPI_AUX the
- * value its gelu reads (stored too). */
+ * where g has them (with PASS_EPI_DGELU: the value its gelu_grad reads
+ * as x), then the chain's result, then with PASS_EPI_AUX the value its
+ * gelu reads (stored too). */
 static bool add_matmul_kernel(builder *b, const pass_fgroup *g)
 {
     const ir_op *mm = IR_OP(b->m, g->reduce);
@@ -788,9 +790,11 @@ static bool add_matmul_kernel(builder *b, const pass_fgroup *g)
         p[n++] = g->bias;
     if (g->residual)
         p[n++] = g->residual;
+    const ir_op *last = IR_OP(b->m, g->ops[g->nops - 1]);
+    if (g->epilogue & PASS_EPI_DGELU)
+        p[n++] = last->in[0]; /* gelu_grad's x */
     if (g->nout != nout)
         return fail(b, "matmul group %s stores %d values, not %d", g->name, g->nout, nout);
-    const ir_op *last = IR_OP(b->m, g->ops[g->nops - 1]);
     p[n] = last->res[0];
     if (nout == 2)
         p[n + 1] = last->in[0]; /* the gelu's operand */

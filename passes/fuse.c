@@ -1529,6 +1529,28 @@ static bool is_bias(const ir_type *b, const ir_type *t)
     return true;
 }
 
+/* A gelu_grad(x, cur) that cuBLASLt can do after matmul mm as its
+ * EPILOGUE_DGELU, x (into *other) read as the GELU input matrix: the
+ * chain's first and only step, the matmul not of parts, cur 16-bit
+ * (Transformer Engine's and Apex's MLP backward; as with the GELU input
+ * matrix stored, PASS_EPI_AUX) with a last dim a multiple of
+ * PASS_EPI_AUX_ALIGN, and x of cur's type (a [M, N] matrix as D is, the
+ * same batches) but not cur itself. GPT-2's MLP backward: gelu_grad(h @
+ * w1 + b1, dy @ w2^T), whose x the forward's GELU_AUX stored. */
+static unsigned dgelu_step(const ir_op *mm, const ir_op *op, const ir_value *cur,
+                           unsigned have, const ir_value **other)
+{
+    const ir_value *x = op->in[0];
+    if (have || mm->a->parts || mm->in[0]->type.rank < 2 || mm->in[1]->type.rank < 2 ||
+        op->nin != 2 || op->in[1] != cur || x == cur ||
+        !ir_type_eq(&x->type, &cur->type) || cur->type.rank < 1 ||
+        (cur->type.dtype != IR_BF16 && cur->type.dtype != IR_F16) ||
+        cur->type.dim[cur->type.rank - 1] % PASS_EPI_AUX_ALIGN)
+        return 0;
+    *other = x;
+    return PASS_EPI_DGELU;
+}
+
 /* What op adds to the epilogue of matmul mm (epilogue so far: have) when
  * it reads cur, the chain's last value: a PASS_EPI_* bit, its other
  * operand in *other; 0 when it cannot join (fuse.h). */
@@ -1537,10 +1559,13 @@ static unsigned epilogue_step(const ir_op *mm, const ir_op *op, const ir_value *
 {
     *other = NULL;
     if (op->phase != mm->phase || op->rep != mm->rep || op->nres != 1 ||
-        !ir_type_eq(&op->res[0]->type, &cur->type) || (have & (PASS_EPI_RELU | PASS_EPI_GELU)))
+        !ir_type_eq(&op->res[0]->type, &cur->type) ||
+        (have & (PASS_EPI_RELU | PASS_EPI_GELU | PASS_EPI_DGELU)))
         return 0;
     if (op->code == IR_RELU || op->code == IR_GELU)
         return op->code == IR_RELU ? PASS_EPI_RELU : PASS_EPI_GELU;
+    if (op->code == IR_GELU_GRAD)
+        return dgelu_step(mm, op, cur, have, other);
     if (op->code != IR_ADD || op->in[0] == op->in[1])
         return 0;
     const ir_value *o = op->in[0] == cur ? op->in[1] : op->in[0];
@@ -2249,10 +2274,11 @@ const pass_fgroup *pass_fuse_part(const pass_fgroup *g, int op_index)
 const char *pass_fuse_epilogue_str(unsigned epilogue, char *buf, size_t size)
 {
     static const char *const names[] = {"bias", "residual", "relu", "gelu",
-                                        "its operand stored (aux)"};
+                                        "its operand stored (aux)",
+                                        "gelu_grad, its operand read (aux)"};
     size_t at = 0;
     buf[0] = 0;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (epilogue & (1u << i) && at < size)
             at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? ", " : "", names[i]);
     return buf;

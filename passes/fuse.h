@@ -228,6 +228,10 @@ enum {
     PASS_EPI_AUX = 16,      /* with GELU: the value it reads is stored too, read
                              * later (the backward's gelu_grad): cuBLASLt's
                              * GELU input matrix (EPILOGUE_GELU_AUX) */
+    PASS_EPI_DGELU = 32,    /* gelu_grad(x, the product): the product times
+                             * gelu'(x), x of the result's type read as
+                             * cuBLASLt's GELU input matrix (EPILOGUE_DGELU);
+                             * the chain's only step */
 };
 
 /* A matmul's value that a gelu reads and ops after it read too, stored by

@@ -50,6 +50,7 @@ enum {
     LT_EPILOGUE_BIAS = 4,
     LT_EPILOGUE_GELU = 32,
     LT_EPILOGUE_AUX = 128,
+    LT_EPILOGUE_DGELU = 192, /* AUX | 64: the GELU input matrix read, not stored */
 };
 
 typedef struct lt_api {
@@ -117,6 +118,7 @@ SAME_VALUE(LT_EPILOGUE_RELU | LT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_RELU_BIAS);
 SAME_VALUE(LT_EPILOGUE_GELU | LT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_GELU_BIAS);
 SAME_VALUE(LT_EPILOGUE_GELU | LT_EPILOGUE_AUX, CUBLASLT_EPILOGUE_GELU_AUX);
 SAME_VALUE(LT_EPILOGUE_GELU | LT_EPILOGUE_AUX | LT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_GELU_AUX_BIAS);
+SAME_VALUE(LT_EPILOGUE_DGELU, CUBLASLT_EPILOGUE_DGELU);
 SAME_VALUE(LT_DESC_AUX_POINTER, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER);
 SAME_VALUE(LT_DESC_AUX_LD, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD);
 SAME_VALUE(LT_DESC_AUX_BATCH_STRIDE, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE);
@@ -202,6 +204,7 @@ struct rt_blas {
     rt_cu_ptr ws;                   /* the workspace, of ws_bytes; 0: none */
     size_t ws_bytes;
     bool warned_split;              /* said once that a GELU_AUX matmul runs twice */
+    bool warned_dgelu;              /* said once that a DGELU matmul runs plain */
 };
 
 rt_blas *rt_blas_new(su_status *err)
@@ -383,9 +386,12 @@ static lt_status layout(void **l, unsigned int type, int64_t rows, int64_t cols,
 }
 
 /* cuBLASLt's epilogue for RT_EPI_* bits (the residual is C, not an
- * epilogue): the bias added, then the activation. */
+ * epilogue): the bias added, then the activation; or the gelu's
+ * gradient. */
 static uint32_t lt_epilogue(unsigned bits)
 {
+    if (bits & RT_EPI_DGELU)
+        return LT_EPILOGUE_DGELU;
     uint32_t e = 0;
     if (bits & RT_EPI_BIAS)
         e |= LT_EPILOGUE_BIAS;
@@ -442,9 +448,10 @@ static bool make_plan(rt_blas *b, const mm *p, uint32_t epilogue, bool residual,
     LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_TRANSB, &opb, sizeof opb));
     bool aux = epilogue & LT_EPILOGUE_AUX;
     if (aux) {
-        /* the GELU input matrix: D's layout, column-major [N, M] (ld N, a
-         * multiple of 8: plan.h's RT_EPI_AUX_ALIGN); the heuristic reads
-         * its pointer's alignment only: the arena's, each call sets it */
+        /* the GELU input matrix (stored by GELU_AUX, read by DGELU): D's
+         * layout, column-major [N, M] (ld N, a multiple of 8: plan.h's
+         * RT_EPI_AUX_ALIGN); the heuristic reads its pointer's alignment
+         * only: the arena's, each call sets it */
         int64_t ld = p->n, stride = p->m * p->n;
         const void *align = (const void *)(uintptr_t)RT_ALIGN;
         LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_AUX_LD, &ld, sizeof ld));
@@ -476,7 +483,9 @@ static bool make_plan(rt_blas *b, const mm *p, uint32_t epilogue, bool residual,
     lt_status hs = loaded.api.MatmulAlgoGetHeuristic(b->handle, q->desc, q->la, q->lb, q->lc,
                                                      q->lc, pref, 1, &q->h, &found);
     if (aux && (hs == LT_STATUS_NOT_SUPPORTED || (hs == LT_SUCCESS && found < 1))) {
-        lt_plan_clear(q); /* none for the GELU_AUX epilogue: two calls (lt_plan.split) */
+        /* none for the GELU_AUX epilogue: two calls; for DGELU: the matmul
+         * plain, the gradient the caller's (lt_plan.split) */
+        lt_plan_clear(q);
         q->split = true;
         ok = true;
         goto done;
@@ -526,10 +535,12 @@ static lt_plan *plan_for(rt_blas *b, const mm *p, uint32_t epilogue, bool residu
 
 /* Queues matmul p: out = act(a @ bm + beta c + bias), bits the epilogue's
  * RT_EPI_* bits but the residual, beta 1 where c is to be read; with
- * RT_EPI_AUX, aux = a @ bm + beta c + bias too. */
+ * RT_EPI_AUX, aux = a @ bm + beta c + bias too; with RT_EPI_DGELU, out =
+ * gelu'(aux) (a @ bm), or where cuBLASLt has no algorithm for that, out =
+ * a @ bm and *left set (rt_blas_epilogue.dgelu_left). */
 static bool call(rt_blas *b, const mm *p, unsigned bits, rt_cu_ptr bias_ptr, rt_cu_ptr a,
                  rt_cu_ptr bm, rt_cu_ptr c, bool read_c, rt_cu_ptr out, rt_cu_ptr aux_ptr,
-                 rt_cu_stream s, su_status *err)
+                 rt_cu_stream s, bool *left, su_status *err)
 {
     float one = 1.0f, beta = read_c ? 1.0f : 0.0f;
     uint32_t epilogue = lt_epilogue(bits);
@@ -537,6 +548,18 @@ static bool call(rt_blas *b, const mm *p, unsigned bits, rt_cu_ptr bias_ptr, rt_
     lt_plan *q = plan_for(b, p, epilogue, read_c, err);
     if (!q)
         return false;
+    if (q->split && (bits & RT_EPI_DGELU)) { /* the product plain, the gradient left */
+        if (!b->warned_dgelu) {
+            b->warned_dgelu = true;
+            fprintf(stderr, "shardrun: cuBLASLt has no algorithm for a matmul (M %lld, N %lld, "
+                    "K %lld) with its gelu's gradient (EPILOGUE_DGELU): it runs plain, then a "
+                    "kernel of the gradient\n", (long long)p->m, (long long)p->n,
+                    (long long)p->k);
+        }
+        *left = true;
+        return call(b, p, bits & ~(unsigned)RT_EPI_DGELU, 0, a, bm, c, read_c, out, 0, s, left,
+                    err);
+    }
     if (q->split) { /* the operand into aux (which overlaps nothing read), then the gelu */
         if (!b->warned_split) {
             b->warned_split = true;
@@ -545,9 +568,9 @@ static bool call(rt_blas *b, const mm *p, unsigned bits, rt_cu_ptr bias_ptr, rt_
                     "once for each result\n", (long long)p->m, (long long)p->n, (long long)p->k);
         }
         unsigned act = (unsigned)(RT_EPI_GELU | RT_EPI_AUX);
-        return call(b, p, bits & ~act, bias_ptr, a, bm, c, read_c, aux_ptr, 0, s, err) &&
+        return call(b, p, bits & ~act, bias_ptr, a, bm, c, read_c, aux_ptr, 0, s, left, err) &&
                call(b, p, bits & ~(unsigned)RT_EPI_AUX, bias_ptr, a, bm, c, read_c, out, 0, s,
-                    err);
+                    left, err);
     }
     if (bias)
         LT_CHECK(MatmulDescSetAttribute(q->desc, LT_DESC_BIAS_POINTER, &bias, sizeof bias));
@@ -565,21 +588,27 @@ done:
     return false;
 }
 
-bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi, rt_cu_ptr a,
+bool rt_blas_matmul(rt_blas *b, const rt_instr *in, rt_blas_epilogue *epi, rt_cu_ptr a,
                     rt_cu_ptr bm, rt_cu_ptr out, rt_cu_stream s, su_status *err)
 {
     mm p;
     if (!plan_mm(in, &p, err))
         return false;
     unsigned bits = epi ? epi->bits : 0;
-    bool residual = bits & RT_EPI_RESIDUAL;
+    bool residual = bits & RT_EPI_RESIDUAL, left = false;
     unsigned act = bits & ~(unsigned)RT_EPI_RESIDUAL;
     rt_cu_ptr bias = epi ? epi->bias : 0, res = residual ? epi->residual : 0;
-    rt_cu_ptr aux = epi && (bits & RT_EPI_AUX) ? epi->aux : 0;
-    if (!(in->dim & RT_MM_PARTS))
-        return call(b, &p, act, bias, a, bm, res, residual, out, aux, s, err);
-    if (bits & RT_EPI_AUX) {
-        su_fail(err, SU_INPUT, "a matmul of parts does not store its gelu's operand");
+    rt_cu_ptr aux = epi && (bits & (RT_EPI_AUX | RT_EPI_DGELU)) ? epi->aux : 0;
+    if (epi)
+        epi->dgelu_left = false;
+    if (!(in->dim & RT_MM_PARTS)) {
+        bool ok = call(b, &p, act, bias, a, bm, res, residual, out, aux, s, &left, err);
+        if (epi)
+            epi->dgelu_left = left;
+        return ok;
+    }
+    if (bits & (RT_EPI_AUX | RT_EPI_DGELU)) {
+        su_fail(err, SU_INPUT, "a matmul of parts does not read or store its gelu's operand");
         return false;
     }
     /* parts (cuda_blas.h): a's h m l and b's l m h along K, 3 K1 of them;
@@ -600,7 +629,7 @@ bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi,
         while (skip % p.align_b)
             p.align_b /= 2;
         if (!call(b, &p, c == 2 ? act : 0, bias, a, bv, c ? out : res, c > 0 || residual, out, 0,
-                  s, err))
+                  s, &left, err))
             return false;
     }
     return true;

@@ -30,7 +30,11 @@
  * input matrix (EPILOGUE_AUX_POINTER, its leading dim N, a batch's stride
  * M N); where the heuristic has no algorithm for that, the matmul runs
  * twice, its sum into the operand's buffer, then with the gelu into the
- * result's (said once on stderr). */
+ * result's (said once on stderr). A gelu_grad(x, the product)
+ * (RT_EPI_DGELU) is EPILOGUE_DGELU, x the GELU input matrix, read; where
+ * the heuristic has no algorithm for that, the matmul runs plain and the
+ * caller applies the gradient (rt_blas_epilogue.dgelu_left; said once on
+ * stderr). */
 #ifndef SHARDC_RT_CUDA_BLAS_H
 #define SHARDC_RT_CUDA_BLAS_H
 #include "support/support.h"
@@ -72,7 +76,12 @@ typedef struct rt_blas_epilogue {
     unsigned bits;
     rt_cu_ptr bias;         /* RT_EPI_BIAS: N elements of the result's dtype */
     rt_cu_ptr residual;     /* RT_EPI_RESIDUAL: of the result's type */
-    rt_cu_ptr aux;          /* RT_EPI_AUX: the gelu's operand, of the result's type */
+    rt_cu_ptr aux;          /* RT_EPI_AUX: the gelu's operand, stored; RT_EPI_DGELU:
+                             * gelu_grad's x, read; of the result's type */
+    bool dgelu_left;        /* set by rt_blas_matmul: RT_EPI_DGELU that cuBLASLt
+                             * has no algorithm for; the result is then the
+                             * plain product, which the caller makes gelu_grad(aux,
+                             * result) in place */
 } rt_blas_epilogue;
 
 /* Queues matmul `in` (rt_blas_supports) on stream s: out = a @ b, then
@@ -80,7 +89,7 @@ typedef struct rt_blas_epilogue {
  * others (but may be the residual). A matmul of parts (below) is three
  * calls, the residual added in the first, the bias and activation in the
  * last. false with the cuBLASLt call and its status in err. */
-bool rt_blas_matmul(rt_blas *b, const rt_instr *in, const rt_blas_epilogue *epi, rt_cu_ptr a,
+bool rt_blas_matmul(rt_blas *b, const rt_instr *in, rt_blas_epilogue *epi, rt_cu_ptr a,
                     rt_cu_ptr bm, rt_cu_ptr out, rt_cu_stream s, su_status *err);
 
 /* A matmul of parts (RT_MM_PARTS, plan_ops.def): an f32 matmul from bf16

@@ -18,10 +18,13 @@
 #include "runtime/cpu/cpu.h"
 #include "runtime/cuda/cuda_blas.h"
 #include "runtime/cuda/cuda_driver.h"
+#include "runtime/cuda/cuda_src.h"
 #include "runtime/cuda/cuda_step.h"
+#include "runtime/cuda/nvrtc.h"
 #include "runtime/exec/init_gen.h"
 #include "runtime/exec/trace.h"
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,6 +58,9 @@ struct rt_cuda_rank {
     int32_t *kernel_at;         /* per instruction: the kernel it belongs to, -1 none */
     rt_blas *blas;              /* when the stage has a matmul outside kernels */
     rt_cu_ptr blas_ws;          /* its workspace ($SHARDC_BLAS_WORKSPACE), 0 none */
+    rt_cu_module dgelu_mod;     /* gelu_grad in place, where cuBLASLt had no DGELU
+                                 * epilogue (run_dgelu): compiled at its first use */
+    rt_cu_func dgelu_fn[2];     /* its entries: bf16, f16 */
     /* --comm nccl (rt_cuda_host.nccl): collectives, sends and receives on
      * the device, on a stream of their own */
     rt_nccl *nccl;
@@ -445,6 +451,8 @@ void rt_cuda_rank_free(rt_cuda_rank *r)
         for (int i = 0; r->mod && i < r->p->nmodules; i++)
             if (r->mod[i])
                 cu->ModuleUnload(r->mod[i]);
+        if (r->dgelu_mod)
+            cu->ModuleUnload(r->dgelu_mod);
         if (r->arena)
             cu->MemFree(r->arena);
         if (r->stream)
@@ -903,9 +911,74 @@ static int run_on_host(rt_cuda_rank *r, const rt_cuda_host *h, const rt_instr *i
     return to_device(r, in->out, h->buf[in->out], rt_type_bytes(&in->out_t), h->err);
 }
 
+/* y = gelu_grad(x, y) in place over the n elements of a 16-bit dtype: a
+ * DGELU epilogue that cuBLASLt had no algorithm for (rt_blas_epilogue's
+ * dgelu_left), the module compiled by NVRTC at its first use. */
+static int run_dgelu(rt_cuda_rank *r, rt_cu_ptr x, rt_cu_ptr y, int dtype, int64_t n,
+                     su_status *err)
+{
+    enum { BLOCK = 256, GRID = 1 << 16 };
+    int which = dtype == RT_F16;
+    if (!r->dgelu_mod) {
+        int arch = 0;
+        for (int a = r->cc; a >= 50 && !arch; a--)
+            if (rt_nvrtc_supports(a))
+                arch = a;
+        if (!arch || !rt_nvrtc_available())
+            return su_fail(err, SU_GPU, "cuBLASLt has no algorithm for a matmul with its "
+                           "gelu's gradient, and NVRTC cannot compile the kernel that runs it "
+                           "after the matmul for this GPU (sm_%d)", r->cc);
+        rt_nvrtc_options o = {.narchs = 1, .arch = {arch}};
+        rt_nvrtc_output out;
+        memset(&out, 0, sizeof out);
+        jmp_buf oom;
+        su_buf msg;
+        if (setjmp(oom)) {
+            rt_nvrtc_output_free(&out);
+            return su_fail(err, SU_NOMEM, "out of memory compiling the gelu_grad kernel");
+        }
+        su_buf_init(&msg, &oom);
+        bool ok = rt_nvrtc_compile("sh_dgelu", RT_CUDA_DGELU_SRC, &o, &out, &msg);
+        const void *image = arch == r->cc ? (const void *)out.cubin[0] : (const void *)out.ptx;
+        char log[JIT_LOG] = "", what[256];
+        unsigned int opt[2] = {RT_CU_JIT_ERROR_LOG_BUFFER, RT_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+        void *val[2] = {log, (void *)(uintptr_t)sizeof log};
+        rt_cu_result res = ok ? r->cu->ModuleLoadDataEx(&r->dgelu_mod, image, 2, opt, val) : 0;
+        int rc = 0;
+        if (!ok)
+            rc = su_fail(err, SU_GPU, "compiling the gelu_grad kernel: %s",
+                         msg.len ? msg.s : "NVRTC failed");
+        else if (res != RT_CU_SUCCESS) {
+            r->dgelu_mod = NULL;
+            rc = su_fail(err, SU_GPU, "loading the gelu_grad kernel: %s%s%s",
+                         rt_cu_describe(r->cu, res, what, sizeof what), *log ? ": " : "", log);
+        }
+        su_buf_free(&msg);
+        rt_nvrtc_output_free(&out);
+        if (rc != 0)
+            return rc;
+        if (!CU(ModuleGetFunction(&r->dgelu_fn[0], r->dgelu_mod, "sh_dgelu_bf16")) ||
+            !CU(ModuleGetFunction(&r->dgelu_fn[1], r->dgelu_mod, "sh_dgelu_f16")))
+            return -1;
+    }
+    int64_t blocks = (n + BLOCK - 1) / BLOCK;
+    unsigned grid = (unsigned)(blocks < GRID ? blocks : GRID);
+    long long count = n;
+    void *arg[3] = {&x, &y, &count};
+    char what[256];
+    rt_cu_result res = r->cu->LaunchKernel(r->dgelu_fn[which], grid, 1, 1, BLOCK, 1, 1, 0,
+                                           r->stream, arg, NULL);
+    if (res != RT_CU_SUCCESS)
+        return su_fail(err, SU_GPU, "launching the gelu_grad kernel (grid %u, block %d): %s",
+                       grid, BLOCK, rt_cu_describe(r->cu, res, what, sizeof what));
+    return 0;
+}
+
 /* A matmul kernel: one cuBLASLt call, its matmul with the epilogue
- * (parameters A, B, the bias and the residual where there are, the
- * result, the gelu's operand where it is stored too; runtime/plan/plan.h). */
+ * (parameters A, B, the bias and the residual where there are, or
+ * gelu_grad's x, the result, the gelu's operand where it is stored too;
+ * runtime/plan/plan.h); a gelu_grad that cuBLASLt cannot do after the
+ * matmul, a kernel after it. */
 static int run_matmul_kernel(rt_cuda_rank *r, const rt_kernel *k, su_status *err)
 {
     rt_blas_epilogue epi = {.bits = k->epilogue};
@@ -914,13 +987,19 @@ static int run_matmul_kernel(rt_cuda_rank *r, const rt_kernel *k, su_status *err
         epi.bias = dev(r, k->param[j++]);
     if (k->epilogue & RT_EPI_RESIDUAL)
         epi.residual = dev(r, k->param[j++]);
+    if (k->epilogue & RT_EPI_DGELU)
+        epi.aux = dev(r, k->param[j++]);
     if (k->epilogue & RT_EPI_AUX)
         epi.aux = dev(r, k->param[j + 1]);
     const rt_instr *mm = &r->g->instr[k->instr[0]];
-    return rt_blas_matmul(r->blas, mm, &epi, dev(r, k->param[0]), dev(r, k->param[1]),
-                          dev(r, k->param[j]), r->stream, err)
-               ? 0
-               : -1;
+    rt_cu_ptr out = dev(r, k->param[j]);
+    if (!rt_blas_matmul(r->blas, mm, &epi, dev(r, k->param[0]), dev(r, k->param[1]), out,
+                        r->stream, err))
+        return -1;
+    if (!epi.dgelu_left)
+        return 0;
+    const rt_type *t = &k->param_t[j];
+    return run_dgelu(r, epi.aux, out, t->dtype, rt_type_bytes(t) / rt_dtype_size(t->dtype), err);
 }
 
 /* Instruction i: its kernel at the anchor (nothing at the group's other

@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #define RT_PLAN_MAGIC "SHRDPLAN"
-#define RT_PLAN_VERSION 22
+#define RT_PLAN_VERSION 23
 #define RT_MAX_RANK 8
 #define RT_MAX_AXES 8
 #define RT_MAX_IN 6
@@ -313,15 +313,19 @@ typedef struct rt_io {
  * RT_EPI_AUX (format 17), which a gelu may carry: the gelu's operand (the
  * chain's value before it, read by later instructions too, its last dim a
  * multiple of RT_EPI_AUX_ALIGN) is stored as well, cuBLASLt's GELU input
- * matrix. module is -1, grid, block and shared_bytes are 0; the
- * parameters are the matmul's two operands, then the bias and the
- * residual where there are, then the last instruction's result, then
- * with RT_EPI_AUX the gelu's operand (nout 1, or 2), each output
- * overlapping none of the others (but the result may be the residual's
- * very buffer). cuBLASLt computes act(A B + C + bias), C the residual
- * (beta 1), which is what the instructions compute in order, up to
+ * matrix. Or (RT_EPI_DGELU, format 23) the one later instruction is a
+ * gelu_grad(x, the matmul's result), x of the result's type, 16-bit, its
+ * last dim a multiple of RT_EPI_AUX_ALIGN, read as cuBLASLt's GELU input
+ * matrix (EPILOGUE_DGELU: the product times gelu'(x)). module is -1,
+ * grid, block and shared_bytes are 0; the parameters are the matmul's two
+ * operands, then the bias and the residual where there are (with
+ * RT_EPI_DGELU: x), then the last instruction's result, then with
+ * RT_EPI_AUX the gelu's operand (nout 1, or 2), each output overlapping
+ * none of the others (but the result may be the residual's very buffer).
+ * cuBLASLt computes act(A B + C + bias), C the residual (beta 1), or
+ * gelu'(x) A B, which is what the instructions compute in order, up to
  * rounding (the activation of the unrounded sum: its operand as stored
- * is rounded to the result's dtype). */
+ * is rounded to the result's dtype; gelu_grad's product likewise). */
 typedef enum {
     RT_KS_ELEMENTWISE, RT_KS_ROW, RT_KS_COLUMN, RT_KS_SINGLE_BLOCK, RT_KS_MATMUL,
     RT_NKSTRATEGIES
@@ -330,7 +334,8 @@ typedef enum {
 enum {
     RT_EPI_BIAS = 1, RT_EPI_RESIDUAL = 2, RT_EPI_RELU = 4, RT_EPI_GELU = 8,
     RT_EPI_AUX = 16, /* format 17: with RT_EPI_GELU, its operand stored too */
-    RT_EPI_ALL = 31
+    RT_EPI_DGELU = 32, /* format 23: gelu_grad(x, the product), alone */
+    RT_EPI_ALL = 63
 };
 /* An RT_EPI_AUX operand's last dim is a multiple of this (cuBLASLt's
  * leading dimension of its GELU input matrix). */

@@ -651,8 +651,15 @@ static unsigned epilogue_step(const rt_instr *in, int32_t cur, const rt_type *t,
                               int *other)
 {
     *other = -1;
-    if ((have & (RT_EPI_RELU | RT_EPI_GELU)) || !rt_type_eq(&in->out_t, t))
+    if ((have & (RT_EPI_RELU | RT_EPI_GELU | RT_EPI_DGELU)) || !rt_type_eq(&in->out_t, t))
         return 0;
+    if (in->op == RT_OP_GELU_GRAD) { /* (x, the product): alone, x read as the GELU input */
+        if (have || in->in[1] != cur || !rt_type_eq(&in->in_t[1], t) || in->in[0] == cur ||
+            !rt_type_eq(&in->in_t[0], t))
+            return 0;
+        *other = 0;
+        return RT_EPI_DGELU;
+    }
     if (in->op == RT_OP_RELU || in->op == RT_OP_GELU) {
         if (in->in[0] != cur || !rt_type_eq(&in->in_t[0], t))
             return 0;
@@ -702,8 +709,9 @@ static bool matmul_params(const rt_program *g, const rt_kernel *k, int32_t *want
         if (bit == RT_EPI_BIAS && mm->in_t[1].rank < 2)
             bit = 0; /* matrix @ vector: N is 1 for cuBLASLt, the last dim is M */
         if (!bit)
-            return rt_plan_fail(err, "instruction %d (%s) is not a bias or residual add, relu "
-                                "or gelu of instruction %d's result that cuBLASLt can do after it",
+            return rt_plan_fail(err, "instruction %d (%s) is not a bias or residual add, relu, "
+                                "gelu or gelu_grad of instruction %d's result that cuBLASLt can "
+                                "do after it",
                                 k->instr[i], rt_ops[in->op].name, k->instr[i - 1]);
         have |= bit;
         if (o >= 0) {
@@ -720,10 +728,17 @@ static bool matmul_params(const rt_program *g, const rt_kernel *k, int32_t *want
         return rt_plan_fail(err, "its epilogue stores an activation's operand (0x%x) without "
                             "a gelu", RT_EPI_AUX);
     const rt_type *at = &last->in_t[0];
-    if (aux && (at->rank < 1 || at->dim[at->rank - 1] % RT_EPI_AUX_ALIGN))
-        return rt_plan_fail(err, "the gelu's operand it stores has a last dim of %lld, not a "
-                            "multiple of %d", at->rank ? (long long)at->dim[at->rank - 1] : 0LL,
-                            RT_EPI_AUX_ALIGN);
+    if ((have & RT_EPI_DGELU) &&
+        ((at->dtype != RT_BF16 && at->dtype != RT_F16) || mm->in_t[0].rank < 2 ||
+         mm->in_t[1].rank < 2 || (mm->dim & RT_MM_PARTS)))
+        return rt_plan_fail(err, "its gelu_grad (0x%x) is of a %s matmul: cuBLASLt's is of "
+                            "16-bit matrices, not parts", RT_EPI_DGELU,
+                            rt_dtype_name(at->dtype));
+    if ((aux || (have & RT_EPI_DGELU)) &&
+        (at->rank < 1 || at->dim[at->rank - 1] % RT_EPI_AUX_ALIGN))
+        return rt_plan_fail(err, "the gelu's operand it %s has a last dim of %lld, not a "
+                            "multiple of %d", aux ? "stores" : "reads",
+                            at->rank ? (long long)at->dim[at->rank - 1] : 0LL, RT_EPI_AUX_ALIGN);
     int n = 0;
     for (int i = 0; i < 2; i++) {
         want[n] = mm->in[i];

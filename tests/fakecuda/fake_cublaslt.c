@@ -15,7 +15,8 @@
  * - with a GELU_AUX epilogue, the GELU input matrix: its leading dim set,
  *   a multiple of 8 and at least D's rows, its batch stride set where D
  *   has a batch, inside a live allocation, and sharing no byte with A, B,
- *   C or D.
+ *   C or D; with a DGELU epilogue, which reads it, the same but that it
+ *   may share bytes with A, B or C (not D, which is written).
  *
  * A breach is described on stderr ("fake_cublaslt: ...") and returns
  * CUBLAS_STATUS_INVALID_VALUE; it is counted in fake_driver.c's "errors".
@@ -24,8 +25,9 @@
  * entries for cublasLtMatmul and cublasLtMatmulAlgoGetHeuristic (NAME:K,
  * as fake_driver.c's) make their K-th call fail with
  * CUBLAS_STATUS_EXECUTION_FAILED (13). FAKECUDA_NO_AUX=1 makes the
- * heuristic answer CUBLAS_STATUS_NOT_SUPPORTED (15) for a GELU_AUX
- * epilogue, as a cuBLASLt without an algorithm for one would.
+ * heuristic answer CUBLAS_STATUS_NOT_SUPPORTED (15) for an epilogue with a
+ * GELU input matrix (GELU_AUX, DGELU), as a cuBLASLt without an algorithm
+ * for one would.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -61,6 +63,7 @@ enum {
     EPILOGUE_BIAS = 4,
     EPILOGUE_GELU = 32,
     EPILOGUE_AUX = 128,
+    EPILOGUE_DGELU = 192, /* AUX | 64 */
     OP_T = 1,
 };
 
@@ -441,10 +444,13 @@ static size_t extent(const obj *l)
             l->rows) * type_bytes(l->type);
 }
 
-/* A GELU_AUX epilogue's input matrix (of D's shape and type), against
- * the operands op[4] (A, B, C or NULL when not read, D) of layouts l[4]. */
+/* A GELU_AUX or DGELU epilogue's input matrix (of D's shape and type),
+ * against the operands op[4] (A, B, C or NULL when not read, D) of
+ * layouts l[4]: written by GELU_AUX, so apart from all four; read by
+ * DGELU, so apart from D. */
 static bool aux_ok(const obj *desc, const obj *D, const void *const op[4], const obj *const l[4])
 {
+    bool read = (desc->epilogue & EPILOGUE_DGELU) == EPILOGUE_DGELU;
     if (!desc->has_aux_ld || desc->aux_ld % 8 || desc->aux_ld < (int64_t)D->rows) {
         breach("cublasLtMatmul: the GELU input matrix's leading dim %lld (%s) is not a multiple "
                "of 8 at least D's %llu rows", (long long)desc->aux_ld,
@@ -467,7 +473,7 @@ static bool aux_ok(const obj *desc, const obj *D, const void *const op[4], const
         return false;
     }
     static const char *const name[4] = {"A", "B", "C", "D"};
-    for (int i = 0; i < 4; i++) {
+    for (int i = read ? 3 : 0; i < 4; i++) {
         uintptr_t y0 = (uintptr_t)op[i];
         if (op[i] && x0 < y0 + extent(l[i]) && y0 < x0 + n) {
             breach("cublasLtMatmul: the GELU input matrix at %p shares bytes with %s at %p",
@@ -512,7 +518,8 @@ API status cublasLtMatmul(void *h, void *d, const void *alpha, const void *a, vo
                "allocation", desc->bias, (unsigned long long)D->rows);
         return INVALID_VALUE;
     }
-    if ((desc->epilogue & (EPILOGUE_AUX | EPILOGUE_GELU)) == (EPILOGUE_AUX | EPILOGUE_GELU) &&
+    if (((desc->epilogue & (EPILOGUE_AUX | EPILOGUE_GELU)) == (EPILOGUE_AUX | EPILOGUE_GELU) ||
+         (desc->epilogue & EPILOGUE_DGELU) == EPILOGUE_DGELU) &&
         !aux_ok(desc, D, (const void *[]){a, b, bv != 0.0f ? c : NULL, dp},
                 (const obj *[]){la, lb, lc, ld}))
         return INVALID_VALUE;

@@ -237,6 +237,28 @@ static void make_matmul_aux(fixture *f)
     f->param_t[2][4] = x;
 }
 
+/* make_matmul's with a gelu_grad(%0, %6) after the matmul in place of the
+ * bias add (RT_EPI_DGELU), every value of the matmul bf16: %0 (x) read as
+ * cuBLASLt's GELU input matrix, the third parameter. */
+static void make_matmul_dgelu(fixture *f)
+{
+    make_matmul(f);
+    rt_type x = ty(RT_BF16, 2, 4, 8), w = ty(RT_BF16, 2, 8, 8);
+    rt_instr *mm = &f->instr[6], *dg = &f->instr[7];
+    mm->in_t[0] = x, mm->in_t[1] = w, mm->out_t = x;
+    dg->op = RT_OP_GELU_GRAD;
+    dg->nin = 2;
+    dg->in[0] = 0, dg->in_t[0] = x;
+    dg->in[1] = 6, dg->in_t[1] = x;
+    dg->out_t = x;
+    f->p.nkernels = 2;
+    rt_kernel *k = kernel(f, "k2_matmul_gelu_grad", -1, RT_KS_MATMUL, 0, 0, 0, 2,
+                          (int[]){6, 7}, 3, 1, 3, x, 5, w, 0, x, 7, x);
+    k->epilogue = RT_EPI_DGELU;
+    rt_type fx = ty(RT_F32, 2, 4, 8);
+    kernel(f, "k3_exp", 2, RT_KS_ELEMENTWISE, 1, 32, 0, 1, (int[]){8}, 1, 1, 3, fx, 8, fx);
+}
+
 /* ---- bytes ---- */
 
 static uint64_t rd(const uint8_t *b, int k)
@@ -433,8 +455,8 @@ static void test_roundtrip(void)
     uint8_t *a = NULL, *b = NULL;
     size_t na = 0, nb = 0;
     CHECK(rt_plan_write(&f.p, &a, &na, &err));
-    CHECK_INT(rd(a + 8, 4), 22);
-    CHECK_INT(RT_PLAN_VERSION, 22);
+    CHECK_INT(rd(a + 8, 4), 23);
+    CHECK_INT(RT_PLAN_VERSION, 23);
     rt_plan *p = rt_plan_read(a, na, "kernels.plan", &err);
     CHECK(p != NULL);
     if (!p) {
@@ -839,7 +861,7 @@ static void test_matmul_kernels(void)
                                   "bytes; expected -1 and zeros (cuBLASLt runs it)");
     INVALID(f.kern[2].grid = 1, "a matmul kernel has module -1, entry 0, grid 1, block 0 and 0 shared "
                                 "bytes; expected -1 and zeros (cuBLASLt runs it)");
-    INVALID(f.kern[2].epilogue = 0x20, "unknown epilogue bits 0x20");
+    INVALID(f.kern[2].epilogue = 0x40, "unknown epilogue bits 0x40");
     INVALID(f.kern[2].epilogue = RT_EPI_BIAS | RT_EPI_AUX, "its epilogue stores an activation's "
                                                           "operand (0x10) without a gelu");
     INVALID(f.kern[2].epilogue = RT_EPI_BIAS | RT_EPI_RELU,
@@ -851,11 +873,11 @@ static void test_matmul_kernels(void)
             "its first instruction (7, add) is not a matmul");
     /* a bias along the wrong dim: [4, 1] broadcast over columns */
     INVALID((f.instr[7].in_t[1] = ty(RT_F32, 2, 4, 1), f.param_t[2][2] = f.instr[7].in_t[1]),
-            "instruction 7 (add) is not a bias or residual add, relu or gelu of instruction 6's "
-            "result that cuBLASLt can do after it");
+            "instruction 7 (add) is not a bias or residual add, relu, gelu or gelu_grad of "
+            "instruction 6's result that cuBLASLt can do after it");
     INVALID((f.instr[7].op = RT_OP_MUL),
-            "instruction 7 (mul) is not a bias or residual add, relu or gelu of instruction 6's "
-            "result that cuBLASLt can do after it");
+            "instruction 7 (mul) is not a bias or residual add, relu, gelu or gelu_grad of "
+            "instruction 6's result that cuBLASLt can do after it");
     INVALID((f.param[2][0] = 5, f.param_t[2][0] = f.instr[6].in_t[1], f.param[2][1] = 3,
              f.param_t[2][1] = f.instr[6].in_t[0]),
             "parameter 0 is buffer 5 as f32[8, 8]; its instructions make it buffer 3");
@@ -899,8 +921,36 @@ static void test_matmul_kernels(void)
     f.param[2][2] = 1, f.param_t[2][2] = f.instr[8].in_t[1];
     f.kern[2].epilogue = RT_EPI_RELU | RT_EPI_BIAS;
     EXPECT_INVALID(&f.p, "kernel 2 (k2_matmul_add_gelu) of stage 0: instruction 8 (add) is not a "
-                         "bias or residual add, relu or gelu of instruction 7's result that "
-                         "cuBLASLt can do after it");
+                         "bias or residual add, relu, gelu or gelu_grad of instruction 7's result "
+                         "that cuBLASLt can do after it");
+
+    /* gelu_grad(x, the product) in the epilogue (RT_EPI_DGELU): x read as
+     * the third parameter; 16-bit only, x of the result's type and apart
+     * from it, nothing after it */
+    const char *kd = "kernel 2 (k2_matmul_gelu_grad) of stage 0: ";
+#define INVALID(edit, msg)                                                                   \
+    do {                                                                                     \
+        make_matmul_dgelu(&f);                                                               \
+        edit;                                                                                \
+        snprintf(want, sizeof want, "%s%s", kd, msg);                                        \
+        EXPECT_INVALID(&f.p, want);                                                          \
+    } while (0)
+    make_matmul_dgelu(&f);
+    CHECK(rt_plan_validate(&f.p, &err));
+    if (err.kind != SU_OK)
+        fprintf(stderr, "  dgelu fixture: %s\n", err.msg);
+    INVALID(f.kern[2].epilogue = RT_EPI_GELU, "its epilogue is 0x8, but its instructions make "
+                                              "0x20");
+    INVALID((f.kern[2].nin = 2, f.param[2][2] = 7, f.param_t[2][2] = f.instr[7].out_t),
+            "has 2 inputs and 1 outputs; its instructions make 3 and 1");
+    INVALID((f.param[2][2] = 8), "parameter 2 is buffer 8 as bf16[4, 8], but no instruction of "
+                                 "the kernel reads it as that type");
+    INVALID(f.offs[0] = f.offs[7], "its result (buffer 7) shares bytes with parameter 2 "
+                                   "(buffer 0)");
+    INVALID((f.instr[7].in[0] = 6, f.param[2][2] = 6), "instruction 7 (gelu_grad) is not a bias or residual add, "
+                                    "relu, gelu or gelu_grad of instruction 6's result that "
+                                    "cuBLASLt can do after it");
+#undef INVALID
 
     /* --emit schedule names it at its anchor */
     jmp_buf oom;
