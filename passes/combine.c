@@ -44,8 +44,10 @@
  *          and read back, so those ops are made again over the merged
  *          rows instead (a layernorm's gain gradient, sum(dy * (x - mean)
  *          * rstd): below, merge_operand), where nothing else reads them;
- *          x read elsewhere is stored anyway, and its kernel sums it over
- *          d0 as it stores it, so its sums stay two.
+ *          x read elsewhere is stored anyway: where its kernel sums it
+ *          over d0 as it stores it, its sums stay two, and where another
+ *          kernel stores it (a matmul's epilogue, a row kernel's:
+ *          stored_apart), the one sum reads it back.
  * Neither in a pipelined program: its split cuts the batch dim into
  * microbatches, which the merged rows would hide. The batch rule runs
  * again on each stage's program after the split (pass_combine_batch),
@@ -309,16 +311,49 @@ static void chain_dead(const chain *c, const ir_value *v, bool *dead)
         chain_dead(c, v->def->in[k], dead);
 }
 
+/* v, or what the reshapes and constrains it is a view of view. */
+static const ir_value *viewed(const ir_value *v)
+{
+    while (v->def && (v->def->code == IR_RESHAPE || v->def->code == IR_CONSTRAIN))
+        v = v->def->in[0];
+    return v;
+}
+
+/* Whether x, made by an elementwise op (not rows_pay) and read elsewhere
+ * too, so stored whatever the sums, is stored by a kernel that does not
+ * sum it over d0 as it stores it, so that one sum over the merged rows
+ * reading it back costs less than the second sum's kernel: a gelu_grad
+ * in its matmul's epilogue (cuBLASLt's DGELU: pass_fuse_dgelu), or an op
+ * reading a value that a reduction, norm or loss op makes (a layernorm's
+ * input gradient, whose row kernel takes the ops after it: a residual's
+ * add).
+ * Else (a gelu_grad of an f32 product, the adds of q's, k's and v's input
+ * gradients) x's own kernel takes the sum over d0, and its sums stay two,
+ * which read x once. */
+static bool stored_apart(const ir_value *x, const int *uses)
+{
+    const ir_op *op = x->def;
+    if (!op || uses[x->id] < 2)
+        return false;
+    if (op->code == IR_GELU_GRAD && op->nin == 2 &&
+        pass_fuse_dgelu(op, uses[op->in[1]->id]))
+        return true;
+    for (int k = 0; k < op->nin; k++) {
+        const ir_op *d = viewed(op->in[k])->def;
+        ir_opclass cls = d ? ir_ops[d->code].cls : IR_C_SOURCE;
+        if (cls == IR_C_REDUCE || cls == IR_C_NORM || cls == IR_C_LOSS)
+            return true;
+    }
+    return false;
+}
+
 /* Whether x (the inner sum's operand) can be had over merged rows: the
  * rows rule pays, or its elementwise tree fits in room new ops and
  * values (4 a tree op: itself and up to three operands merged). */
 static bool operand_fits(const ir_value *x, const int *uses, int room)
 {
-    if (rows_pay(x))
+    if (rows_pay(x) || stored_apart(x, uses))
         return true;
-    /* x read elsewhere (not in_tree) is stored anyway: its kernel sums it
-     * over d0 as it stores it, which reads less than a sum of it made
-     * again, so its sums stay two */
     chain c = {.x = x, .uses = uses};
     return in_tree(&c, x) && chain_fits(&c, x) && 4 * c.nops <= room;
 }
@@ -329,7 +364,7 @@ static bool operand_fits(const ir_value *x, const int *uses, int room)
 static ir_value *merge_operand(ir_module *m, ir_op **out, int *nout, ir_value *x, const ir_op *at,
                                const int *uses, bool *dead, int *room)
 {
-    if (rows_pay(x))
+    if (rows_pay(x) || stored_apart(x, uses))
         return merge_rows(m, out, nout, x, at);
     chain c = {.x = x, .uses = uses};
     chain_fits(&c, x); /* counts its ops */

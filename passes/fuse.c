@@ -1551,6 +1551,15 @@ static unsigned dgelu_step(const ir_op *mm, const ir_op *op, const ir_value *cur
     return PASS_EPI_DGELU;
 }
 
+bool pass_fuse_dgelu(const ir_op *op, int uses)
+{
+    const ir_op *mm = op->code == IR_GELU_GRAD && op->nin == 2 ? op->in[1]->def : NULL;
+    const ir_value *x;
+    return mm && mm->code == IR_MATMUL && mm->nres == 1 && all_float(mm) && uses == 1 &&
+           op->phase == mm->phase && op->rep == mm->rep &&
+           dgelu_step(mm, op, mm->res[0], 0, &x) == PASS_EPI_DGELU;
+}
+
 /* What op adds to the epilogue of matmul mm (epilogue so far: have) when
  * it reads cur, the chain's last value: a PASS_EPI_* bit, its other
  * operand in *other; 0 when it cannot join (fuse.h). */

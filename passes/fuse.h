@@ -351,6 +351,13 @@ bool pass_pipeline_sum(const ir_op *op);
  * prologue, say), as the walk classifies it. */
 bool pass_fuse_elementwise(const ir_op *op);
 
+/* Whether gelu_grad op can run in the epilogue of the matmul that makes
+ * its dy (cuBLASLt's DGELU: the product 16-bit, read by op alone, uses
+ * its readers, x of its type and a last dim a multiple of
+ * PASS_EPI_AUX_ALIGN), so that no elementwise kernel makes its result
+ * (passes/combine.c's rows rule asks). */
+bool pass_fuse_dgelu(const ir_op *op, int uses);
+
 /* An elementwise group's domain, the shape its element e runs over: its
  * anchor's result, or where that is a transpose of a value of the group
  * stored at the places it moves the elements to (fuse.c's

@@ -1,8 +1,9 @@
 # In a 16-bit model, the MLP's backward gelu_grad(pre, dy @ w2^T) runs in
 # the data-gradient matmul's epilogue, cuBLASLt's DGELU reading pre (which
 # the forward's GELU_AUX stored) as its GELU input matrix: no kernel of
-# gelu_grad, the bias gradient's sum a column kernel of its own reading
-# what the matmul wrote (fuse.c's dgelu_step). On the pretend cuBLASLt the
+# gelu_grad, the bias gradient's sum one column kernel over the 1024 rows
+# reading what the matmul wrote (fuse.c's dgelu_step, combine.c's
+# stored_apart). On the pretend cuBLASLt the
 # call's GELU input matrix is checked (its leading dim set, a multiple of
 # 8, inside one allocation, sharing no byte with D). Where the heuristic
 # has no algorithm for the epilogue (FAKECUDA_NO_AUX), the matmul runs
@@ -16,7 +17,8 @@
 # FUSED: // kernel k{{[0-9]+}}_matmul_add_gelu: {{.*}} stores [[PRE1:%[0-9]+]], {{%[0-9]+}}
 # FUSED: // kernel k{{[0-9]+}}_matmul_gelu_grad: matmul [8, 128, 256] x [1024, 256], epilogue gelu_grad, its operand read (aux) (cuBLASLt); reads {{%[0-9]+}}, %layers.1.mlp.w2, [[PRE1]]; stores [[DG1:%[0-9]+]]
 # FUSED: [[DG1]] = gelu_grad [[PRE1]], {{%[0-9]+}} {{.*}}_matmul_gelu_grad, stored
-# FUSED-NEXT: // kernel k{{[0-9]+}}_sum: sum over axis 0 of [8, 128, 1024]; reads [[DG1]]
+# FUSED-NEXT: [[R1:%[0-9]+]] = reshape [[DG1]] {shape = [1024, 1024]}
+# FUSED-NEXT: // kernel k{{[0-9]+}}_sum: sum over axis 0 of [1024, 1024]; reads [[R1]]
 # FUSED: // kernel k{{[0-9]+}}_matmul_gelu_grad: {{.*}}reads {{%[0-9]+}}, %layers.0.mlp.w2, [[PRE0]]; stores
 # FUSED-NOT: gelu_grad_sum
 # RUN: %shardc %S/../../../examples/transformer.sh -D L=2 --mesh 1x1 --arch sm_90 --emit fused-ir | FileCheck %s --check-prefix=F32
