@@ -772,7 +772,8 @@ static bool add_kernel(builder *b, const cg_cuda_kernel *ck, int nin, const int 
 _Static_assert((int)RT_EPI_BIAS == (int)PASS_EPI_BIAS &&
                    (int)RT_EPI_RESIDUAL == (int)PASS_EPI_RESIDUAL &&
                    (int)RT_EPI_RELU == (int)PASS_EPI_RELU && (int)RT_EPI_GELU == (int)PASS_EPI_GELU &&
-                   (int)RT_EPI_AUX == (int)PASS_EPI_AUX && (int)RT_EPI_AUX_ALIGN == PASS_EPI_AUX_ALIGN &&
+                   (int)RT_EPI_AUX == (int)PASS_EPI_AUX &&
+                   (int)RT_EPI_AUX_ALIGN == PASS_EPI_AUX_ALIGN &&
                    (int)RT_EPI_DGELU == (int)PASS_EPI_DGELU,
                "the plan's epilogue bits must number as the fusion pass's");
 

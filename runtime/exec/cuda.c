@@ -929,17 +929,25 @@ static int run_dgelu(rt_cuda_rank *r, rt_cu_ptr x, rt_cu_ptr y, int dtype, int64
                            "gelu's gradient, and NVRTC cannot compile the kernel that runs it "
                            "after the matmul for this GPU (sm_%d)", r->cc);
         rt_nvrtc_options o = {.narchs = 1, .arch = {arch}};
-        rt_nvrtc_output out;
-        memset(&out, 0, sizeof out);
+        /* NVRTC's result and messages on the heap: a longjmp on out of
+         * memory leaves them as they were */
+        struct {
+            su_buf msg;
+            rt_nvrtc_output out;
+        } *b = calloc(1, sizeof *b);
+        if (!b)
+            return su_fail(err, SU_NOMEM, "out of memory compiling the gelu_grad kernel");
         jmp_buf oom;
-        su_buf msg;
         if (setjmp(oom)) {
-            rt_nvrtc_output_free(&out);
+            su_buf_free(&b->msg);
+            rt_nvrtc_output_free(&b->out);
+            free(b);
             return su_fail(err, SU_NOMEM, "out of memory compiling the gelu_grad kernel");
         }
-        su_buf_init(&msg, &oom);
-        bool ok = rt_nvrtc_compile("sh_dgelu", RT_CUDA_DGELU_SRC, &o, &out, &msg);
-        const void *image = arch == r->cc ? (const void *)out.cubin[0] : (const void *)out.ptx;
+        su_buf_init(&b->msg, &oom);
+        bool ok = rt_nvrtc_compile("sh_dgelu", RT_CUDA_DGELU_SRC, &o, &b->out, &b->msg);
+        const void *image =
+            arch == r->cc ? (const void *)b->out.cubin[0] : (const void *)b->out.ptx;
         char log[JIT_LOG] = "", what[256];
         unsigned int opt[2] = {RT_CU_JIT_ERROR_LOG_BUFFER, RT_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
         void *val[2] = {log, (void *)(uintptr_t)sizeof log};
@@ -947,14 +955,15 @@ static int run_dgelu(rt_cuda_rank *r, rt_cu_ptr x, rt_cu_ptr y, int dtype, int64
         int rc = 0;
         if (!ok)
             rc = su_fail(err, SU_GPU, "compiling the gelu_grad kernel: %s",
-                         msg.len ? msg.s : "NVRTC failed");
+                         b->msg.len ? b->msg.s : "NVRTC failed");
         else if (res != RT_CU_SUCCESS) {
             r->dgelu_mod = NULL;
             rc = su_fail(err, SU_GPU, "loading the gelu_grad kernel: %s%s%s",
                          rt_cu_describe(r->cu, res, what, sizeof what), *log ? ": " : "", log);
         }
-        su_buf_free(&msg);
-        rt_nvrtc_output_free(&out);
+        su_buf_free(&b->msg);
+        rt_nvrtc_output_free(&b->out);
+        free(b);
         if (rc != 0)
             return rc;
         if (!CU(ModuleGetFunction(&r->dgelu_fn[0], r->dgelu_mod, "sh_dgelu_bf16")) ||
