@@ -12,7 +12,9 @@ cos, arange, one_hot, argmax, gather, cumsum and topk, comparisons, bool
 inputs and where, i32 index arithmetic on an embedding's ids (division
 included), dropout, stop_gradient, grouped-query attention with as
 many or twice as many keys as queries (and in 16 bits at the widths of
-the tensor-core kernels), recompute blocks), f32, bf16 and
+the tensor-core kernels), recompute blocks, an MLP gelu(x @ w1 + b1) @ w2
+in 16-bit training, its hidden width a multiple of 8 on every rank, so
+that its gelu and gelu_grad run in cuBLASLt's epilogues), f32, bf16 and
 f16 values, blocks of one or two results called
 once or more, `repeat`, `repeat ... over pp` with every schedule, one
 carry or two (`h, g = f(h, g)`: both cross the stages), and
@@ -376,6 +378,19 @@ class Gen:
                 shape = x.shape[:-1] + [other.shape[2]]
                 return (f"{x.name} @ {other.name}", x.mag * other.mag * k ** 0.5 / 2, shape,
                         x.param_dep or other.param_dep)
+        if (x.dtype in ("bf16", "f16") and self.train and len(x.shape) >= 2 and
+                self.chance(0.5)):
+            # an MLP, gelu(x @ w1 + b1) @ w2, its hidden width a multiple of
+            # 8 on every rank: in 16-bit training the gelu runs in the first
+            # matmul's cuBLASLt epilogue, its operand stored (GELU_AUX), and
+            # the backward's gelu_grad in the data-gradient matmul's (DGELU)
+            h = 8 * self.unit
+            w1 = self.new_param([k, h], x.dtype)
+            b1 = self.new_param([h], x.dtype, kind="bias")
+            n = self.r.choice(self.dims)
+            w2 = self.new_param([h, n], x.dtype)
+            return (f"gelu({x.name} @ {w1.name} + {b1.name}) @ {w2.name}", x.mag * 4,
+                    x.shape[:-1] + [n], True)
         n = self.r.choice(self.dims)
         w = self.new_param([k, n], x.dtype)
         return f"{x.name} @ {w.name}", x.mag * 2, x.shape[:-1] + [n], True
