@@ -211,60 +211,6 @@ void rt_cuda_local_free(rt_cuda_local *l)
 }
 
 
-/* The architecture to compile for: the device's, else the newest NVRTC
- * knows below it (loaded as PTX). 0 when none. */
-static int target_arch(int cc)
-{
-    for (int a = cc; a >= 50; a--)
-        if (rt_nvrtc_supports(a))
-            return a;
-    return 0;
-}
-
-/* NVRTC's result and messages, on the heap: a longjmp on out of memory
- * leaves them as they were. */
-typedef struct build {
-    su_buf msg;
-    rt_nvrtc_output out;
-} build;
-
-static void build_free(build *b)
-{
-    su_buf_free(&b->msg);
-    rt_nvrtc_output_free(&b->out);
-    free(b);
-}
-
-/* The kernel for compute capability cc, compiled: the cubin when NVRTC
- * knows cc, else PTX (malloc'd into *image). */
-static int compile(int cc, void **image, su_status *err)
-{
-    jmp_buf oom;
-    build *b = calloc(1, sizeof *b);
-    if (!b)
-        return su_fail(err, SU_NOMEM, "out of memory compiling the reduction kernel");
-    if (setjmp(oom)) {
-        build_free(b);
-        return su_fail(err, SU_NOMEM, "out of memory compiling the reduction kernel");
-    }
-    su_buf_init(&b->msg, &oom);
-    rt_nvrtc_options o = {.narchs = 1, .arch = {target_arch(cc)}};
-    int rc = 0;
-    if (o.arch[0] == 0)
-        rc = su_fail(err, SU_GPU, "NVRTC cannot compile for this GPU (sm_%d) or an older one", cc);
-    else if (!rt_nvrtc_compile(RT_CUDA_LOCAL_ENTRY, source, &o, &b->out, &b->msg))
-        rc = su_fail(err, SU_GPU, "%s", b->msg.len ? b->msg.s : "NVRTC failed");
-    if (rc == 0 && o.arch[0] == cc) {
-        *image = b->out.cubin[0];
-        b->out.cubin[0] = NULL;
-    } else if (rc == 0) {
-        *image = b->out.ptx;
-        b->out.ptx = NULL;
-    }
-    build_free(b);
-    return rc;
-}
-
 #define CU(call) RT_CU_CHECK(l->cu, call, err)
 
 /* Under l->mu, by the first rank: the module in dev's primary context
@@ -272,7 +218,7 @@ static int compile(int cc, void **image, su_status *err)
 static int load(rt_cuda_local *l, rt_cu_device dev, int cc, su_status *err)
 {
     void *image = NULL;
-    if (compile(cc, &image, err) != 0)
+    if (rt_nvrtc_image(RT_CUDA_LOCAL_ENTRY, source, "the reduction kernel", cc, &image, err) != 0)
         return -1;
     char log[JIT_LOG] = "";
     unsigned int opt[2] = {RT_CU_JIT_ERROR_LOG_BUFFER, RT_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};

@@ -8,6 +8,7 @@
 #include "runtime/plan/plan.h"
 
 #include <dlfcn.h>
+#include <setjmp.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -673,3 +674,54 @@ bool rt_nvrtc_compile(const char *name, const char *source, const rt_nvrtc_optio
 }
 
 #endif
+
+/* NVRTC's result and messages, on the heap: a longjmp on out of memory
+ * leaves them as they were. */
+typedef struct image_build {
+    su_buf msg;
+    rt_nvrtc_output out;
+} image_build;
+
+/* The architecture to compile for: the device's, else the newest NVRTC
+ * knows below it (loaded as PTX). 0 when none. */
+static int target_arch(int cc)
+{
+    for (int a = cc; a >= 50; a--)
+        if (rt_nvrtc_supports(a))
+            return a;
+    return 0;
+}
+
+int rt_nvrtc_image(const char *name, const char *source, const char *what, int cc, void **image,
+                   su_status *err)
+{
+    image_build *b = calloc(1, sizeof *b);
+    if (!b)
+        return su_fail(err, SU_NOMEM, "out of memory compiling %s", what);
+    jmp_buf oom;
+    if (setjmp(oom)) {
+        su_buf_free(&b->msg);
+        rt_nvrtc_output_free(&b->out);
+        free(b);
+        return su_fail(err, SU_NOMEM, "out of memory compiling %s", what);
+    }
+    su_buf_init(&b->msg, &oom);
+    rt_nvrtc_options o = {.narchs = 1, .arch = {target_arch(cc)}};
+    int rc = 0;
+    if (o.arch[0] == 0 || !rt_nvrtc_available())
+        rc = su_fail(err, SU_GPU, "NVRTC cannot compile %s for this GPU (sm_%d) or an older one",
+                     what, cc);
+    else if (!rt_nvrtc_compile(name, source, &o, &b->out, &b->msg))
+        rc = su_fail(err, SU_GPU, "%s", b->msg.len ? b->msg.s : "NVRTC failed");
+    if (rc == 0 && o.arch[0] == cc) {
+        *image = b->out.cubin[0];
+        b->out.cubin[0] = NULL;
+    } else if (rc == 0) {
+        *image = b->out.ptx;
+        b->out.ptx = NULL;
+    }
+    su_buf_free(&b->msg);
+    rt_nvrtc_output_free(&b->out);
+    free(b);
+    return rc;
+}

@@ -84,6 +84,14 @@ bool rt_nvrtc_compile(const char *name, const char *source, const rt_nvrtc_optio
                       rt_nvrtc_output *out, su_buf *err);
 void rt_nvrtc_output_free(rt_nvrtc_output *out);
 
+/* The runtime's own kernel source (name its entry, what its words for
+ * messages) for a device of compute capability cc (90 for sm_90),
+ * without a cache: a cubin where NVRTC knows cc, else PTX for the newest
+ * architecture below it that NVRTC knows, malloc'd into *image. 0, or
+ * -1 with the message in err. */
+int rt_nvrtc_image(const char *name, const char *source, const char *what, int cc, void **image,
+                   su_status *err);
+
 /* The cache folder from the environment's values, which the caller reads
  * (each may be NULL or empty): $SHARDC_CACHE_DIR, else
  * $XDG_CACHE_HOME/shardc, else $HOME/.cache/shardc; NULL when none is set.

@@ -24,7 +24,6 @@
 #include "runtime/exec/init_gen.h"
 #include "runtime/exec/trace.h"
 
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -920,52 +919,20 @@ static int run_dgelu(rt_cuda_rank *r, rt_cu_ptr x, rt_cu_ptr y, int dtype, int64
     enum { BLOCK = 256, GRID = 1 << 16 };
     int which = dtype == RT_F16;
     if (!r->dgelu_mod) {
-        int arch = 0;
-        for (int a = r->cc; a >= 50 && !arch; a--)
-            if (rt_nvrtc_supports(a))
-                arch = a;
-        if (!arch || !rt_nvrtc_available())
-            return su_fail(err, SU_GPU, "cuBLASLt has no algorithm for a matmul with its "
-                           "gelu's gradient, and NVRTC cannot compile the kernel that runs it "
-                           "after the matmul for this GPU (sm_%d)", r->cc);
-        rt_nvrtc_options o = {.narchs = 1, .arch = {arch}};
-        /* NVRTC's result and messages on the heap: a longjmp on out of
-         * memory leaves them as they were */
-        struct {
-            su_buf msg;
-            rt_nvrtc_output out;
-        } *b = calloc(1, sizeof *b);
-        if (!b)
-            return su_fail(err, SU_NOMEM, "out of memory compiling the gelu_grad kernel");
-        jmp_buf oom;
-        if (setjmp(oom)) {
-            su_buf_free(&b->msg);
-            rt_nvrtc_output_free(&b->out);
-            free(b);
-            return su_fail(err, SU_NOMEM, "out of memory compiling the gelu_grad kernel");
-        }
-        su_buf_init(&b->msg, &oom);
-        bool ok = rt_nvrtc_compile("sh_dgelu", RT_CUDA_DGELU_SRC, &o, &b->out, &b->msg);
-        const void *image =
-            arch == r->cc ? (const void *)b->out.cubin[0] : (const void *)b->out.ptx;
+        void *image = NULL;
+        if (rt_nvrtc_image("sh_dgelu", RT_CUDA_DGELU_SRC, "the gelu_grad kernel", r->cc, &image,
+                           err) != 0)
+            return -1;
         char log[JIT_LOG] = "", what[256];
         unsigned int opt[2] = {RT_CU_JIT_ERROR_LOG_BUFFER, RT_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
         void *val[2] = {log, (void *)(uintptr_t)sizeof log};
-        rt_cu_result res = ok ? r->cu->ModuleLoadDataEx(&r->dgelu_mod, image, 2, opt, val) : 0;
-        int rc = 0;
-        if (!ok)
-            rc = su_fail(err, SU_GPU, "compiling the gelu_grad kernel: %s",
-                         b->msg.len ? b->msg.s : "NVRTC failed");
-        else if (res != RT_CU_SUCCESS) {
+        rt_cu_result res = r->cu->ModuleLoadDataEx(&r->dgelu_mod, image, 2, opt, val);
+        free(image);
+        if (res != RT_CU_SUCCESS) {
             r->dgelu_mod = NULL;
-            rc = su_fail(err, SU_GPU, "loading the gelu_grad kernel: %s%s%s",
-                         rt_cu_describe(r->cu, res, what, sizeof what), *log ? ": " : "", log);
+            return su_fail(err, SU_GPU, "loading the gelu_grad kernel: %s%s%s",
+                           rt_cu_describe(r->cu, res, what, sizeof what), *log ? ": " : "", log);
         }
-        su_buf_free(&b->msg);
-        rt_nvrtc_output_free(&b->out);
-        free(b);
-        if (rc != 0)
-            return rc;
         if (!CU(ModuleGetFunction(&r->dgelu_fn[0], r->dgelu_mod, "sh_dgelu_bf16")) ||
             !CU(ModuleGetFunction(&r->dgelu_fn[1], r->dgelu_mod, "sh_dgelu_f16")))
             return -1;
