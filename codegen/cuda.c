@@ -969,6 +969,13 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
         if (op && (f->group_of[i - f->ngroups] >= 0 || !cg_cuda_op_kernel(op)))
             continue;
         const ir_op *red = g && g->kind == PASS_FUSE_REDUCE ? IR_OP(m, g->reduce) : NULL;
+        if (g && g->has_sib && (!red || red->code != IR_SUM || cg_red_view(red).inner == 1)) {
+            /* only the column kernels sum a sibling (fuse.c's sib_sum) */
+            su_buf_printf(err, "internal error: fused group %s has a sibling sum but no column "
+                               "reduction", g->name);
+            ok = false;
+            break;
+        }
         int at = out->nkernels++, kid = g ? i : id++;
         cg_cuda_kernel *k = &out->k[at];
         memset(k, 0, sizeof *k);

@@ -114,6 +114,7 @@ typedef struct tile {
     const char *pre, *post;     /* statements once per tile, before and after its
                                  * elements (a vector's: consume may gather them) */
     const char *rexpr;          /* the reduction's result (then the epilogue), or NULL */
+    const char *srexpr;         /* with rexpr: the sibling sum's result (cg_sib), or NULL */
     const char *ahead;          /* the step whose loads cg_emit_ahead_loads made (the
                                  * values along the last dim, in l_NAME[ahead]), or NULL */
 } tile;
@@ -148,6 +149,10 @@ bool cg_in_group(const gen *G, const ir_value *v);
  * value a row, stored by the row loop (cg_emit_row, cg_emit_xent), not by
  * the tiles. */
 bool cg_stat_member(const gen *G, const ir_op *op);
+/* The sibling sum of the kernel's reduction (pass_fgroup.has_sib), or
+ * NULL: a tile with a prologue loads its operand, its consume sums it
+ * (the caller's), and a tile with a result stores its own (srexpr). */
+const ir_op *cg_sib(const gen *G);
 /* The element offset in a value of type t for element e (an expression)
  * of the domain dom that t broadcasts to (NumPy's rules). */
 const char *cg_offset(gen *G, const ir_type *dom, const ir_type *t, const char *e);

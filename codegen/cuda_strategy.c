@@ -1207,13 +1207,30 @@ static void emit_each(gen *G, int vec, const char *stmt)
     cg_line(G, "    %s", stmt);
 }
 
+/* The consume of a column kernel's tile: p's, and the sibling sum's
+ * (cg_sib) into sacc. */
+static const char *column_consume(gen *G, const rparts *p, int vec)
+{
+    const ir_op *sib = cg_sib(G);
+    const char *c = vec > 1 ? acc_q(G, p->consume1) : p->consume1;
+    if (!sib)
+        return c;
+    return cg_fmt(G, "%s sacc%s += %s;", c, vec > 1 ? "[q]" : "", cg_reg(G, sib->in[0]));
+}
+
+/* A kernel with a sibling sum (cg_sib) keeps a second accumulator, sacc,
+ * beside acc: in shared memory after red's (sred), and its blocks' parts
+ * after theirs in sh_cpart, so the blocks of a group are half as many. */
 static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const rparts *p)
 {
     const ir_type *dom = &G->red->in[0]->type;
+    const ir_op *sib = cg_sib(G);
+    int nacc = sib ? 2 : 1;
     int vec = cg_vec_of(G->g, dom, dom->dim[dom->rank - 1]);
     int64_t width = 32 * (int64_t)vec; /* columns a group */
     int64_t groups_per = (v->inner + width - 1) / width, groups = v->outer * groups_per;
-    int64_t split = groups < MAX_COL_BLOCKS ? MAX_COL_BLOCKS / groups : 1;
+    int64_t maxb = MAX_COL_BLOCKS / nacc; /* sh_cpart holds every sum's parts */
+    int64_t split = groups < maxb ? maxb / groups : 1;
     if (split > v->n / COL_RUN_MIN)
         split = v->n / COL_RUN_MIN;
     split = split < 1 ? 1 : split;
@@ -1223,7 +1240,7 @@ static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const 
     k->vec = vec;
     k->block = 32 * warps;
     k->grid = split > 1 ? groups * split : cg_grid_for(groups, 1);
-    k->shared_bytes = k->block * vec * (int)sizeof(float);
+    k->shared_bytes = nacc * k->block * vec * (int)sizeof(float);
     bool amax = G->red->code == IR_AMAX;
     const char *acc = vec > 1 ? "acc[q]" : "acc";
     if (vec > 1)
@@ -1231,6 +1248,8 @@ static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const 
                    "results", vec);
     else
         cg_line(G, "extern __shared__ float red[]; // [warps][32]: each warp's partial results");
+    if (sib)
+        cg_line(G, "float *sred = red + %d; // the same of the sibling sum", k->block * vec);
     cg_line(G, "const int lane = threadIdx.x %% 32, w = threadIdx.x / 32;");
     if (split > 1) {
         G->helpers |= H_COLPARTS;
@@ -1258,16 +1277,22 @@ static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const 
         cg_line(G, "float acc[%d]; // the lane's columns' partial results", vec);
     else
         cg_line(G, "float acc = %s;", p->init1);
+    if (sib && vec > 1)
+        cg_line(G, "float sacc[%d]; // and the sibling sum's", vec);
+    else if (sib)
+        cg_line(G, "float sacc = %s; // the sibling sum's", p->init1);
     if (vec > 1) {
         cg_line(G, "const float a0 = %s;", p->init1);
         emit_each(G, vec, "acc[q] = a0;");
+        if (sib)
+            emit_each(G, vec, "sacc[q] = a0;");
         cg_line(G, "#pragma unroll 4 // loads of the next rows in flight");
     }
     cg_line(G, "for (i64 k = r0 + w; live && k < r1; k += %d) {", warps);
     G->indent++;
     cg_line(G, "const i64 e = base + k * %lld;", (long long)v->inner);
     tile t1 = {.dom = dom, .vec = vec, .prologue = true, .store_prologue = true,
-               .consume = vec > 1 ? acc_q(G, p->consume1) : p->consume1};
+               .consume = column_consume(G, p, vec)};
     cg_emit_tile(G, &t1);
     G->indent--;
     cg_line(G, "}");
@@ -1276,11 +1301,20 @@ static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const 
         emit_each(G, vec, cg_fmt(G, "red[(w * %d + q) * 32 + lane] = acc[q];", vec));
     else
         cg_line(G, "red[threadIdx.x] = acc;");
+    if (sib && vec > 1)
+        emit_each(G, vec, cg_fmt(G, "sred[(w * %d + q) * 32 + lane] = sacc[q];", vec));
+    else if (sib)
+        cg_line(G, "sred[threadIdx.x] = sacc;");
     cg_line(G, "__syncthreads();");
     const char *merge = amax ? cg_fmt(G, "%s = sh_amax(%s, %%s);", acc, acc)
                              : cg_fmt(G, "%s += %%s;", acc);
     const char *red_at = vec > 1 ? cg_fmt(G, "red[(j * %d + q) * 32 + lane]", vec)
                                  : "red[j * 32 + lane]";
+    /* the sibling's (a sum): sacc, sred */
+    const char *smerge = vec > 1 ? "sacc[q] += %s;" : "sacc += %s;";
+    const char *sred_at = vec > 1 ? cg_fmt(G, "sred[(j * %d + q) * 32 + lane]", vec)
+                                  : "sred[j * 32 + lane]";
+    int64_t soff = k->grid * 32 * vec; /* the sibling's parts in sh_cpart */
     if (split > 1 && vec > 1) {
         /* the parts [block][lane][q], a lane's 16 or 32 bytes at once; the
          * group's last block sums them with all its warps (warp w the runs
@@ -1293,9 +1327,14 @@ static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const 
                 warps);
         G->indent++;
         emit_each(G, vec, cg_fmt(G, merge, red_at));
+        if (sib)
+            emit_each(G, vec, cg_fmt(G, smerge, sred_at));
         G->indent--;
         cg_line(G, "}");
         emit_each(G, vec, cg_fmt(G, "sh_cpart[(blockIdx.x * 32 + lane) * %d + q] = acc[q];", vec));
+        if (sib)
+            emit_each(G, vec, cg_fmt(G, "sh_cpart[%lld + (blockIdx.x * 32 + lane) * %d + q] = "
+                                        "sacc[q];", (long long)soff, vec));
         cg_line(G, "__threadfence(); // each lane's part is seen before the count grows");
         cg_line(G, "__syncwarp();");
         cg_line(G, "if (lane == 0)");
@@ -1307,6 +1346,8 @@ static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const 
         G->indent++;
         cg_line(G, "__threadfence();");
         emit_each(G, vec, "acc[q] = a0;");
+        if (sib)
+            emit_each(G, vec, "sacc[q] = a0;");
         cg_line(G, "for (i64 j = w; j < %lld; j += %d) { // warp w's runs, in run order",
                 (long long)split, warps);
         G->indent++;
@@ -1315,16 +1356,24 @@ static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const 
         cg_line(G, "float pv[%d]; // other blocks' stores: volatile, so not from L1", vec);
         emit_each(G, vec, "pv[q] = part[q];");
         emit_each(G, vec, cg_fmt(G, merge, "pv[q]"));
+        if (sib) {
+            emit_each(G, vec, cg_fmt(G, "pv[q] = part[%lld + q];", (long long)soff));
+            emit_each(G, vec, cg_fmt(G, smerge, "pv[q]"));
+        }
         G->indent--;
         cg_line(G, "}");
         cg_line(G, "__syncthreads();");
         emit_each(G, vec, cg_fmt(G, "red[(w * %d + q) * 32 + lane] = acc[q];", vec));
+        if (sib)
+            emit_each(G, vec, cg_fmt(G, "sred[(w * %d + q) * 32 + lane] = sacc[q];", vec));
         cg_line(G, "__syncthreads();");
         cg_line(G, "if (w == 0) {");
         G->indent++;
         cg_line(G, "for (int j = 1; j < %d; j++) { // the warps' sums, in warp order", warps);
         G->indent++;
         emit_each(G, vec, cg_fmt(G, merge, red_at));
+        if (sib)
+            emit_each(G, vec, cg_fmt(G, smerge, sred_at));
         G->indent--;
         cg_line(G, "}");
         cg_line(G, "if (lane == 0)");
@@ -1334,10 +1383,16 @@ static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const 
     } else if (split > 1) {
         cg_line(G, "if (w == 0) {");
         G->indent++;
-        cg_line(G, "for (int j = 1; j < %d; j++) // the warps' partial results, in warp order",
-                warps);
+        cg_line(G, "for (int j = 1; j < %d; j++)%s // the warps' partial results, in warp order",
+                warps, sib ? " {" : "");
         cg_line(G, "    %s", cg_fmt(G, merge, red_at));
+        if (sib) {
+            cg_line(G, "    %s", cg_fmt(G, smerge, sred_at));
+            cg_line(G, "}");
+        }
         cg_line(G, "sh_cpart[blockIdx.x * 32 + lane] = acc;");
+        if (sib)
+            cg_line(G, "sh_cpart[%lld + blockIdx.x * 32 + lane] = sacc;", (long long)soff);
         cg_line(G, "__threadfence(); // each lane's part is seen before the count grows");
         cg_line(G, "__syncwarp();");
         cg_line(G, "unsigned int before = 0;");
@@ -1349,10 +1404,19 @@ static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const 
         cg_line(G, "__threadfence();");
         cg_line(G, "acc = ((volatile float *)sh_cpart)[gi * %lld + lane];",
                 (long long)(split * 32));
-        cg_line(G, "for (int j = 1; j < %lld; j++) // the runs' partial results, in run order",
-                (long long)split);
+        if (sib)
+            cg_line(G, "sacc = ((volatile float *)sh_cpart)[%lld + gi * %lld + lane];",
+                    (long long)soff, (long long)(split * 32));
+        cg_line(G, "for (int j = 1; j < %lld; j++)%s // the runs' partial results, in run order",
+                (long long)split, sib ? " {" : "");
         cg_line(G, "    %s", cg_fmt(G, merge, cg_fmt(G, "((volatile float *)sh_cpart)[(gi * %lld + j) "
                                                      "* 32 + lane]", (long long)split)));
+        if (sib) {
+            cg_line(G, "    %s", cg_fmt(G, smerge, cg_fmt(G, "((volatile float *)sh_cpart)[%lld + "
+                                                          "(gi * %lld + j) * 32 + lane]",
+                                                          (long long)soff, (long long)split)));
+            cg_line(G, "}");
+        }
         cg_line(G, "if (lane == 0)");
         cg_line(G, "    sh_cdone[gi] = 0;");
         cg_line(G, "if (live) {");
@@ -1365,18 +1429,25 @@ static void emit_column_blocks(gen *G, cg_cuda_kernel *k, const rview *v, const 
                        "order", warps);
             G->indent++;
             emit_each(G, vec, cg_fmt(G, merge, red_at));
+            if (sib)
+                emit_each(G, vec, cg_fmt(G, smerge, sred_at));
             G->indent--;
             cg_line(G, "}");
         } else {
-            cg_line(G, "for (int j = 1; j < %d; j++) // the warps' partial results, in warp order",
-                    warps);
+            cg_line(G, "for (int j = 1; j < %d; j++)%s // the warps' partial results, in warp "
+                       "order", warps, sib ? " {" : "");
             cg_line(G, "    %s", cg_fmt(G, merge, red_at));
+            if (sib) {
+                cg_line(G, "    %s", cg_fmt(G, smerge, sred_at));
+                cg_line(G, "}");
+            }
         }
     }
     cg_line(G, "const i64 e = o * %lld + c; // the result's %s", (long long)v->inner,
             vec > 1 ? "first element" : "element");
     tile t2 = {.dom = &G->red->res[0]->type, .vec = vec,
-               .rexpr = vec > 1 ? acc_q(G, p->result) : p->result};
+               .rexpr = vec > 1 ? acc_q(G, p->result) : p->result,
+               .srexpr = vec > 1 ? "sacc[q]" : "sacc"};
     cg_emit_tile(G, &t2);
     for (int i = split > 1 ? 3 : 1; i > 0; i--) { /* the ifs: live (last, warp 0) */
         G->indent--;
@@ -1422,10 +1493,16 @@ void cg_emit_column(gen *G, cg_cuda_kernel *k, const rview *v)
     } else {
         cg_line(G, "float acc = %s;", p.init1);
     }
+    if (cg_sib(G) && vec > 1) {
+        cg_line(G, "float sacc[%d]; // and the sibling sum's", vec);
+        emit_each(G, vec, cg_fmt(G, "sacc[q] = %s;", p.init1));
+    } else if (cg_sib(G)) {
+        cg_line(G, "float sacc = %s; // the sibling sum's", p.init1);
+    }
     if (p.acc2_first)
         cg_line(G, "float acc2 = 0.0f;");
     tile t1 = {.dom = dom, .vec = vec, .prologue = true, .store_prologue = true,
-               .consume = vec > 1 ? acc_q(G, p.consume1) : p.consume1};
+               .consume = column_consume(G, &p, vec)};
     column_loop(G, v, &t1);
     if (p.passes == 1) {
         cg_line(G, "{");
@@ -1433,7 +1510,8 @@ void cg_emit_column(gen *G, cg_cuda_kernel *k, const rview *v)
         cg_line(G, "const i64 e = %s; // the result's %s", r,
                 vec > 1 ? "first element" : "element");
         tile t2 = {.dom = &G->red->res[0]->type, .vec = vec,
-                   .rexpr = vec > 1 ? acc_q(G, p.result) : p.result};
+                   .rexpr = vec > 1 ? acc_q(G, p.result) : p.result,
+                   .srexpr = vec > 1 ? "sacc[q]" : "sacc"};
         cg_emit_tile(G, &t2);
         G->indent--;
         cg_line(G, "}");

@@ -286,6 +286,19 @@ bool cg_stat_member(const gen *G, const ir_op *op)
     }
 }
 
+const ir_op *cg_sib(const gen *G)
+{
+    const pass_fgroup *g = G->g;
+    return G->red && g->kind == PASS_FUSE_REDUCE && g->has_sib ? IR_OP(G->m, g->sib) : NULL;
+}
+
+/* Whether op index i is the kernel's sibling sum. */
+static bool is_sib(const gen *G, int i)
+{
+    const ir_op *s = cg_sib(G);
+    return s && i == G->g->sib;
+}
+
 /* The expression of an elementwise op over its operands' registers a, b, c. */
 /* The expression of an i32 op (passes/fuse.c's i32_exact) over int
  * registers: add, sub, mul and neg wrap (two's complement, computed
@@ -863,6 +876,13 @@ static void tile_values(gen *G, const tile *t, vlist *loads, vlist *stores)
     for (int k = 0; k < g->nops; k++) {
         int i = g->ops[k];
         const ir_op *op = IR_OP(G->m, i);
+        if (is_sib(G, i)) { /* its operand read beside the prologue's, its result stored */
+            if (t->prologue && !cg_in_group(G, op->in[0]))
+                vlist_add(loads, op->in[0]);
+            if (t->rexpr && G->f->stored[op->res[0]->id])
+                vlist_add(stores, op->res[0]);
+            continue;
+        }
         bool pro = before_red(G, i), epi = G->red && i > g->reduce;
         bool main = G->red && i == g->reduce;
         if ((!(pro && t->prologue) && !(epi && t->rexpr) && !main) || cg_stat_member(G, op))
@@ -1016,7 +1036,7 @@ static void emit_tile_ops(gen *G, const tile *t, const vlist *stores, const char
     if (t->prologue)
         for (int k = 0; k < g->nops; k++) {
             const ir_op *op = IR_OP(G->m, g->ops[k]);
-            if (!before_red(G, g->ops[k]) || g->ops[k] == g->reduce)
+            if (!before_red(G, g->ops[k]) || g->ops[k] == g->reduce || is_sib(G, g->ops[k]))
                 continue;
             if (!view_op(G, op)) {
                 cg_emit_op(G, op);
@@ -1028,8 +1048,10 @@ static void emit_tile_ops(gen *G, const tile *t, const vlist *stores, const char
             }
         }
     vlist pro = vlist_new(G), rest = vlist_new(G);
-    for (int i = 0; i < stores->n; i++)
-        vlist_add(before_red(G, op_of(G, stores->v[i])) ? &pro : &rest, stores->v[i]);
+    for (int i = 0; i < stores->n; i++) {
+        int at = op_of(G, stores->v[i]);
+        vlist_add(before_red(G, at) && !is_sib(G, at) ? &pro : &rest, stores->v[i]);
+    }
     emit_stores(G, t, &pro, e);
     if (G->red && (t->prologue || t->xin))
         cg_line(G, "const float xin = %s;", t->prologue ? red_input(G) : t->xin);
@@ -1040,6 +1062,10 @@ static void emit_tile_ops(gen *G, const tile *t, const vlist *stores, const char
     const ir_value *r = G->red->res[0];
     cg_line(G, "const float %s = %s; // %s", cg_reg(G, r), cg_round_to(G, r->type.dtype, t->rexpr),
          ir_ops[G->red->code].name);
+    const ir_op *sib = cg_sib(G);
+    if (sib && t->srexpr)
+        cg_line(G, "const float %s = %s; // the sibling sum", cg_reg(G, sib->res[0]),
+                cg_round_to(G, sib->res[0]->type.dtype, t->srexpr));
     for (int k = 0; k < g->nops; k++)
         if (g->ops[k] > g->reduce && !cg_stat_member(G, IR_OP(G->m, g->ops[k])))
             cg_emit_op(G, IR_OP(G->m, g->ops[k]));

@@ -326,15 +326,19 @@ static const ir_value *viewed(const ir_value *v)
  * in its matmul's epilogue (cuBLASLt's DGELU: pass_fuse_dgelu), or an op
  * reading a value that a reduction, norm or loss op makes (a layernorm's
  * input gradient, whose row kernel takes the ops after it: a residual's
- * add).
- * Else (a gelu_grad of an f32 product, the adds of q's, k's and v's input
- * gradients) x's own kernel takes the sum over d0, and its sums stay two,
- * which read x once. */
-static bool stored_apart(const ir_value *x, const int *uses)
+ * add); or the dy of a layernorm's input gradient (dy[x], the adds of q's,
+ * k's and v's input gradients): the layernorm's bias gradient, summed
+ * over the merged rows, is then a sibling of its gain's (fuse.c's
+ * join_siblings), summed in the gain's kernel as it reads x there.
+ * Else (a gelu_grad of an f32 product) x's own kernel takes the sum over
+ * d0, and its sums stay two, which read x once. */
+static bool stored_apart(const ir_value *x, const int *uses, const bool *dy)
 {
     const ir_op *op = x->def;
     if (!op || uses[x->id] < 2)
         return false;
+    if (dy[x->id]) /* a layernorm's dy: below */
+        return true;
     if (op->code == IR_GELU_GRAD && op->nin == 2 &&
         pass_fuse_dgelu(op, uses[op->in[1]->id]))
         return true;
@@ -350,9 +354,9 @@ static bool stored_apart(const ir_value *x, const int *uses)
 /* Whether x (the inner sum's operand) can be had over merged rows: the
  * rows rule pays, or its elementwise tree fits in room new ops and
  * values (4 a tree op: itself and up to three operands merged). */
-static bool operand_fits(const ir_value *x, const int *uses, int room)
+static bool operand_fits(const ir_value *x, const int *uses, const bool *dy, int room)
 {
-    if (rows_pay(x) || stored_apart(x, uses))
+    if (rows_pay(x) || stored_apart(x, uses, dy))
         return true;
     chain c = {.x = x, .uses = uses};
     return in_tree(&c, x) && chain_fits(&c, x) && 4 * c.nops <= room;
@@ -362,9 +366,9 @@ static bool operand_fits(const ir_value *x, const int *uses, int room)
  * rows rule pays, else its elementwise tree made again over them, the
  * room taken from *room. */
 static ir_value *merge_operand(ir_module *m, ir_op **out, int *nout, ir_value *x, const ir_op *at,
-                               const int *uses, bool *dead, int *room)
+                               const int *uses, const bool *dy, bool *dead, int *room)
 {
-    if (rows_pay(x) || stored_apart(x, uses))
+    if (rows_pay(x) || stored_apart(x, uses, dy))
         return merge_rows(m, out, nout, x, at);
     chain c = {.x = x, .uses = uses};
     chain_fits(&c, x); /* counts its ops */
@@ -379,13 +383,13 @@ static ir_value *merge_operand(ir_module *m, ir_op **out, int *nout, ir_value *x
  * dims folded together (merge_rows), v's sum marked dead; else v (the rows
  * rule above; not in a pipelined program). */
 static ir_value *fold_rows(ir_module *m, ir_op **out, int *nout, ir_value *v, const ir_op *at,
-                           const int *uses, bool *dead, int *room)
+                           const int *uses, const bool *dy, bool *dead, int *room)
 {
     const ir_op *s = v->def;
     if (m->pipe.axis >= 0 || !s || s->code != IR_SUM || s->a->keepdims || s->a->axis != 0 ||
-        uses[v->id] != 1 || s->in[0]->type.rank < 3 || !operand_fits(s->in[0], uses, *room))
+        uses[v->id] != 1 || s->in[0]->type.rank < 3 || !operand_fits(s->in[0], uses, dy, *room))
         return v;
-    ir_value *r = merge_operand(m, out, nout, s->in[0], at, uses, dead, room);
+    ir_value *r = merge_operand(m, out, nout, s->in[0], at, uses, dy, dead, room);
     if (!r)
         return v;
     dead[v->id] = true;
@@ -450,11 +454,11 @@ static bool same_locally(const ir_module *m, const ir_sharding *from, const ir_s
  * sum's sharding (into *sh) is r's, or, with c, the same on the local
  * program (same_locally). */
 static bool rows_fit(const ir_module *m, const ir_op *r, const ir_op *s, const ir_op *c,
-                     ir_sharding *sh, const int *uses, int room)
+                     ir_sharding *sh, const int *uses, const bool *dy, int room)
 {
     const ir_value *x = s->in[0];
     ir_sharding merged;
-    if (!operand_fits(x, uses, room) || !merged_sharding(&x->sh, x->type.rank, &merged))
+    if (!operand_fits(x, uses, dy, room) || !merged_sharding(&x->sh, x->type.rank, &merged))
         return false;
     int rank = r->res[0]->type.rank;
     *sh = summed_dim0(merged, x->type.rank - 1);
@@ -486,24 +490,64 @@ static void count(int *uses, const ir_value *v)
 
 /* The rules above (batch_only: the batch rule alone, on a stage's
  * program after the pipeline split). */
+/* The reshapes the rules made (values from id0 on), one per value and
+ * shape: where two of the same value, type, sharding and place (a bias's
+ * and a layernorm gain's gradient both merge dy's rows) were made, the
+ * later is dropped (marked dead) and its readers read the first, so that
+ * a kernel reading both sees one value (fuse.c's sibling sums). */
+static void share_reshapes(ir_module *m, ir_op **out, int nout, bool *dead, int id0, size_t nv)
+{
+    ir_value **same = su_alloc(&m->arena, nv * sizeof *same);  /* per id: its first */
+    ir_value **first = su_alloc(&m->arena, nv * sizeof *first); /* per operand id */
+    memset(same, 0, nv * sizeof *same);
+    memset(first, 0, nv * sizeof *first);
+    for (int i = 0; i < nout; i++) {
+        ir_op *op = out[i];
+        if (op->nres && dead[op->res[0]->id])
+            continue;
+        for (int k = 0; k < op->nin; k++)
+            if ((size_t)op->in[k]->id < nv && same[op->in[k]->id])
+                op->in[k] = same[op->in[k]->id];
+        if (op->code != IR_RESHAPE || op->res[0]->id < id0 || (size_t)op->res[0]->id >= nv ||
+            (size_t)op->in[0]->id >= nv)
+            continue;
+        ir_value *r = op->res[0], *f = first[op->in[0]->id];
+        const ir_op *d = f ? f->def : NULL;
+        if (d && ir_type_eq(&f->type, &r->type) && ir_sharding_eq(&f->sh, &r->sh, r->type.rank) &&
+            f->sh.partial == r->sh.partial && d->task == op->task && d->mb == op->mb &&
+            d->rep == op->rep && d->phase == op->phase) {
+            same[r->id] = f;
+            dead[r->id] = true;
+        } else if (!f) {
+            first[op->in[0]->id] = r;
+        }
+    }
+}
+
 static int combine(ir_module *m, su_vec *why, bool batch_only)
 {
     /* Everything lives in the module's arena, so an allocation failure
      * (a jump out of here) leaks nothing: per value id, with room for one
      * new value per op; the new program order, with room for one new op
      * per op. New ops are appended to m->ops, then it takes the order. */
-    int n0 = m->ops.n;
+    int n0 = m->ops.n, id0 = m->next_id;
     int room = 4 * n0 + 64; /* ops (and values) the rows rule may make again */
     size_t nv = (size_t)m->next_id + 1 + (size_t)n0 + (size_t)room;
     int *uses = su_alloc(&m->arena, nv * sizeof *uses);
     bool *dead = su_alloc(&m->arena, nv * sizeof *dead);
     ir_op **out = su_alloc(&m->arena, (2 * (size_t)n0 + 1 + (size_t)room) * sizeof *out);
     int nout = 0;
+    bool *dy = su_alloc(&m->arena, nv * sizeof *dy); /* read as a layernorm's dy */
     memset(uses, 0, nv * sizeof *uses);
     memset(dead, 0, nv * sizeof *dead);
-    for (int i = 0; i < n0; i++)
-        for (int k = 0; k < IR_OP(m, i)->nin; k++)
-            count(uses, IR_OP(m, i)->in[k]);
+    memset(dy, 0, nv * sizeof *dy);
+    for (int i = 0; i < n0; i++) {
+        const ir_op *op = IR_OP(m, i);
+        for (int k = 0; k < op->nin; k++)
+            count(uses, op->in[k]);
+        if (op->code == IR_LAYERNORM_DX && op->nin >= 1 && (size_t)op->in[0]->id < nv)
+            dy[op->in[0]->id] = true;
+    }
     for (int i = 0; i < m->outputs.n; i++)
         count(uses, IR_OUTPUT(m, i)->v);
     for (int i = 0; i < m->updates.n; i++) {
@@ -579,9 +623,9 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
             what = su_sprintf(&m->arena, "one product over the %lld local rows in place of %lld "
                               "products summed", (long long)rows, (long long)x->type.dim[0]);
         } else if (!batch_only && m->pipe.axis < 0 && sum_of_sum(op, uses, &bt, &bc) &&
-                   rows_fit(m, op, bt, bc, &shg, uses, room)) {
+                   rows_fit(m, op, bt, bc, &shg, uses, dy, room)) {
             /* one sum over the merged rows, then the constrain, if any */
-            ir_value *rx = merge_operand(m, out, &nout, bt->in[0], op, uses, dead,
+            ir_value *rx = merge_operand(m, out, &nout, bt->in[0], op, uses, dy, dead,
                                          &room); /* rows_fit checked it */
             if (bc) {
                 ir_op *r = place(out, &nout, ir_append(m, IR_SUM, &rx, 1, op->a,
@@ -635,7 +679,7 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
              * divide by both dims (seed 2702455: mean(sum(x, axis 0),
              * axis 0) came out the size of dim 0 too small) */
             if (k == 0 && !op->a->keepdims && op->code == IR_SUM)
-                in = fold_rows(m, out, &nout, in, op, uses, dead, &room);
+                in = fold_rows(m, out, &nout, in, op, uses, dy, dead, &room);
             ir_op *r = place(out, &nout, ir_append(m, op->code, &in, 1, op->a, &t), op);
             r->res[0]->sh = sh;
             op->code = a->code;
@@ -657,6 +701,7 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
         }
         combined++;
     }
+    share_reshapes(m, out, nout, dead, id0, nv);
     m->ops.n = 0; /* its room holds n0 ops and those appended, at least nout */
     for (int i = 0; i < nout; i++)
         if (!out[i]->nres || !dead[out[i]->res[0]->id])

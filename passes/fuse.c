@@ -30,6 +30,8 @@ typedef struct grp {
     const ir_value *bias, *residual;
     bool views;         /* ELEMENTWISE: holds a concat and its branches (find_views)
                          * or a transpose, so no reduction joins it */
+    bool has_sib;       /* REDUCE: a sibling sum joined it (join_siblings), op sib */
+    int sib;
 } grp;
 
 typedef struct walker {
@@ -618,6 +620,100 @@ static void place(walker *w, int i)
         w->norm[op->in[0]->id] = chosen;
 }
 
+/* ---- sibling sums (fuse.h) ----
+ *
+ * A layernorm's bias gradient, sum(dy) over the rows, and its gain's,
+ * sum(dy * (x - mean) * rstd) over the same rows, were two column kernels
+ * each reading dy. The first, a group of its sum alone, joins the
+ * second's group (the later of the two in program order, where its
+ * kernel runs): the kernel sums dy beside the product (a second
+ * accumulator, codegen/cuda_strategy.c) and stores both results. */
+
+/* Whether op is a sum that may be a sibling: of floats, over an axis
+ * with more than one element after it (a column reduction: codegen's
+ * row kernels take one whose dims after the axis are all 1s). */
+static bool sib_sum(const ir_op *op)
+{
+    if (op->code != IR_SUM || op->nin != 1 || op->nres != 1 || !all_float(op))
+        return false;
+    const ir_type *t = &op->in[0]->type;
+    int64_t ax = op->a->axis < 0 ? op->a->axis + t->rank : op->a->axis, inner = 1;
+    for (int64_t d = ax + 1; d < t->rank; d++)
+        inner *= t->dim[d];
+    return ax >= 0 && ax < t->rank && inner > 1;
+}
+
+bool pass_fuse_siblings(const ir_op *a, const ir_op *b)
+{
+    if (!sib_sum(a) || !sib_sum(b) || a->phase == IR_PH_OPTIMIZER || a->phase != b->phase ||
+        a->rep != b->rep || a->task != b->task || a->mb != b->mb)
+        return false;
+    int64_t rank = a->in[0]->type.rank;
+    int64_t xa = a->a->axis < 0 ? a->a->axis + rank : a->a->axis;
+    int64_t xb = b->a->axis < 0 ? b->a->axis + rank : b->a->axis;
+    return xa == xb && a->a->keepdims == b->a->keepdims &&
+           ir_shape_eq(&a->in[0]->type, &b->in[0]->type) &&
+           ir_type_eq(&a->res[0]->type, &b->res[0]->type);
+}
+
+static void join_siblings(walker *w)
+{
+    const ir_module *m = w->m;
+    pass_fusion *f = w->f;
+    int n = m->ops.n;
+    int *count = su_alloc(&f->arena, (size_t)(w->ng + 1) * sizeof *count);
+    memset(count, 0, (size_t)(w->ng + 1) * sizeof *count);
+    for (int i = 0; i < n; i++)
+        if (f->group_of[i] >= 0)
+            count[root(w, f->group_of[i])]++;
+    for (int i = 0; i < n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        int a = f->group_of[i] >= 0 ? root(w, f->group_of[i]) : -1;
+        if (a < 0 || w->g[a].kind != PASS_FUSE_REDUCE || w->g[a].reduce != i || count[a] != 1 ||
+            !sib_sum(op) || op->phase == IR_PH_OPTIMIZER)
+            continue;
+        const ir_value *x = op->in[0];
+        if (group_of_value(w, x) >= 0)
+            continue; /* read from memory, as the other group reads it */
+        /* nothing may read the sum's result before the later group's
+         * kernel stores it (passes/siblings.c moves what did, the
+         * partitioner's all-reduce, after the later sum) */
+        const ir_value *r = op->res[0];
+        int end = i + PASS_FUSE_HOLD < n - 1 ? i + PASS_FUSE_HOLD : n - 1;
+        bool reads_x[PASS_FUSE_HOLD + 1] = {false};
+        for (int j = i + 1; j <= end; j++) {
+            const ir_op *oj = IR_OP(m, j);
+            bool reads_r = false;
+            for (int k = 0; k < oj->nin; k++) {
+                reads_r |= oj->in[k] == r;
+                reads_x[j - i] |= oj->in[k] == x;
+            }
+            if (reads_r || oj->code == IR_INSTANCES || w->ncomm[j] != w->ncomm[i + 1] ||
+                oj->task != op->task || oj->mb != op->mb)
+                break;
+            int b = f->group_of[j] >= 0 ? root(w, f->group_of[j]) : -1;
+            if (b < 0 || b == a)
+                continue;
+            grp *B = &w->g[b];
+            if (B->kind != PASS_FUSE_REDUCE || B->reduce != j || B->last != j || B->has_sib ||
+                !pass_fuse_siblings(op, oj) || B->epoch != w->g[a].epoch)
+                continue;
+            bool reads = false; /* an op of the group after the sum reads x */
+            for (int q = i + 1; q <= j && !reads; q++)
+                reads = reads_x[q - i] && f->group_of[q] >= 0 && root(w, f->group_of[q]) == b;
+            if (!reads)
+                continue;
+            w->parent[a] = b;
+            B->has_sib = true;
+            B->sib = i;
+            if (w->g[a].hold < B->hold)
+                B->hold = w->g[a].hold;
+            count[b]++;
+            break;
+        }
+    }
+}
+
 /* A group of a transpose alone is none: the transpose keeps its own
  * kernel (transpose_member). */
 static void drop_lone_transposes(walker *w)
@@ -653,6 +749,8 @@ static void renumber(walker *w)
             g->epilogue = w->g[r].epilogue;
             g->bias = w->g[r].bias;
             g->residual = w->g[r].residual;
+            g->has_sib = w->g[r].has_sib;
+            g->sib = w->g[r].sib;
             newid[r] = f->ngroups++;
         }
         f->group_of[i] = newid[r];
@@ -1837,6 +1935,7 @@ static bool walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err, cons
     find_views(w);
     for (int i = 0; i < m->ops.n; i++)
         place(w, i);
+    join_siblings(w);
     drop_lone_transposes(w);
     renumber(w);
     w->ng = f->ngroups;
@@ -1940,6 +2039,10 @@ static bool expand_walk(pass_fuse_walk *W, const ir_module *mx, ir_op *const *he
         for (int q = 0; ok && q < g->nops; q++) {
             if (G->ops[q] == G->reduce)
                 g->reduce = g->ops[q];
+            if (G->has_sib && G->ops[q] == G->sib) {
+                g->has_sib = true;
+                g->sib = g->ops[q];
+            }
             const ir_op *h = held[G->ops[q]], *op = IR_OP(mx, g->ops[q]);
             for (int i = 0; i < h->nin && i < op->nin; i++) {
                 if (G->bias && h->in[i] == G->bias && !g->bias)
@@ -1948,7 +2051,8 @@ static bool expand_walk(pass_fuse_walk *W, const ir_module *mx, ir_op *const *he
                     g->residual = op->in[i];
             }
         }
-        ok = ok && (G->reduce < 0) == (g->reduce < 0) && !G->bias == !g->bias &&
+        ok = ok && (G->reduce < 0) == (g->reduce < 0) && G->has_sib == g->has_sib &&
+             !G->bias == !g->bias &&
              !G->residual == !g->residual;
     }
     su_arena_free(tmp);
@@ -2361,6 +2465,8 @@ static void put_group_comment(const ir_module *m, const pass_fgroup *g, const ch
         else if (r->code != IR_MSE)
             su_buf_puts(b, "the last axis of ");
         put_shape(b, t);
+        if (g->has_sib)
+            su_buf_puts(b, " with a sibling sum"); /* fuse.h */
     }
     put_values(b, "reads", g->in, g->nin, names);
     put_values(b, "stores", g->out, g->nout, names);

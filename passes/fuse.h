@@ -68,6 +68,19 @@
  *                max and sum, so that no kernel runs the scores for it;
  *                `reduce` is attn_lse's index.
  *
+ *   a sibling sum  a sum (over an axis but the last) that a group of its
+ *                own would make alone joins the column reduction's group
+ *                after it that reads its operand, a sum over the same
+ *                axis of a value of that shape to a result of its type
+ *                (a layernorm's bias gradient, sum(dy), and its gain's,
+ *                sum(dy * (x - mean) * rstd)): the kernel reads dy once
+ *                for both sums and stores both (fuse.c's join_siblings: with
+ *                no epilogue, the same phase, not the optimizer's,
+ *                repetition, stamp and instances epoch, at most
+ *                PASS_FUSE_HOLD ops apart with no collective, send or
+ *                recv between, and nothing between reading the
+ *                sibling's result); `sib` is its op index.
+ *
  *   a norm's statistics  a layernorm (rmsnorm) group takes the mean over the
  *                last dim of its x, and layernorm_rstd (rmsnorm_rstd) of
  *                its x and eps, after it (norm_grad.c puts them there) on
@@ -273,6 +286,11 @@ typedef struct pass_fgroup {
                              * it is (0 first) */
     int total;              /* a TOTAL group's part: the op index of the sum
                              * that makes its scalar (the chain's last) */
+    bool has_sib;           /* REDUCE: a sibling sum joined it (sib, below) */
+    int sib;                /* and its op index: a sum over the reduction's axis,
+                             * not the last, of a value of the reduction's
+                             * operand's shape that the group reads, which the
+                             * kernel sums beside the reduction and stores */
 } pass_fgroup;
 
 typedef struct pass_fusion {
@@ -310,6 +328,13 @@ bool pass_fuse_ex(const ir_module *m, uint64_t skip, pass_fusion *f, su_buf *err
  * when it got that far. */
 bool pass_fuse_held(ir_module *m, pass_fusion *f, su_buf *err);
 void pass_fusion_free(pass_fusion *f);
+
+/* Whether sum op a may join the group of sum op b as its sibling (fuse.h's
+ * rules for the two ops alone: sums of floats over the same axis, not the
+ * last, of operands of one shape, to results of one type, of the same
+ * phase, not the optimizer's, repetition and stamp). passes/siblings.c
+ * moves what reads a's result to after b, where the kernel stores it. */
+bool pass_fuse_siblings(const ir_op *a, const ir_op *b);
 
 /* pass_fuse_ex in two halves, for a caller trying several skips
  * (pass_fuse_planned): the walk that decides every group but the

@@ -257,6 +257,13 @@ bool pass_bucket(ir_module *m, int64_t max_bytes, su_buf *err);
  * buckets. Returns the all-reduces saved. */
 int pass_join_sums(ir_module *m);
 
+/* What reads a sibling sum's result, between it and the sum whose kernel
+ * it joins (fuse.h: a layernorm's bias gradient beside its gain's), moves
+ * to after that sum (siblings.c): an all-reduce, a pipeline's add to the
+ * sum over microbatches. Run by the bucket pass, on each stage's program,
+ * before the buckets. Returns the sums whose readers moved. */
+int pass_sink_siblings(ir_module *m);
+
 /* Runs fn(ctx, s, err) for each stage s of n at once, on a thread per
  * processor (at most 16; su_processors), each with an error buffer of its
  * own whose allocation failures stay on its thread: the index of the first

@@ -14,7 +14,9 @@ included), dropout, stop_gradient, grouped-query attention with as
 many or twice as many keys as queries (and in 16 bits at the widths of
 the tensor-core kernels), recompute blocks, an MLP gelu(x @ w1 + b1) @ w2
 in 16-bit training, its hidden width a multiple of 8 on every rank, so
-that its gelu and gelu_grad run in cuBLASLt's epilogues), f32, bf16 and
+that its gelu and gelu_grad run in cuBLASLt's epilogues), a pre-norm
+linear layer layernorm(x, g, b) @ w in training (its bias's and gain's
+gradients summed in one kernel), f32, bf16 and
 f16 values, blocks of one or two results called
 once or more, `repeat`, `repeat ... over pp` with every schedule, one
 carry or two (`h, g = f(h, g)`: both cross the stages), and
@@ -391,6 +393,18 @@ class Gen:
             w2 = self.new_param([h, n], x.dtype)
             return (f"gelu({x.name} @ {w1.name} + {b1.name}) @ {w2.name}", x.mag * 4,
                     x.shape[:-1] + [n], True)
+        if self.train and len(x.shape) >= 2 and self.chance(0.2):
+            # a pre-norm linear layer, layernorm(x, g, b) @ w: the backward
+            # sums dy over the rows for the bias's gradient and dy times
+            # the normalized rows for the gain's, the first in the second's
+            # kernel (a sibling sum: passes/fuse.c's join_siblings), under
+            # data parallelism its all-reduce moved after the second
+            # (passes/siblings.c)
+            got = self.norm(x, bias=True)
+            if got:
+                n = self.r.choice(self.dims)
+                w = self.new_param([k, n], x.dtype)
+                return f"{got[0]} @ {w.name}", got[1] * 2, x.shape[:-1] + [n], True
         n = self.r.choice(self.dims)
         w = self.new_param([k, n], x.dtype)
         return f"{x.name} @ {w.name}", x.mag * 2, x.shape[:-1] + [n], True
@@ -423,7 +437,8 @@ class Gen:
             return f"softmax({x.name})", 1.0, x.shape
         return f"softmax({x.name}, axis = {axis})", 1.0, x.shape
 
-    def norm(self, x):
+    def norm(self, x, bias=False):
+        """A layernorm or rmsnorm of x (bias: a layernorm with a bias)."""
         if not x.shape or (self.pipelined and x.batch and len(x.shape) < 2):
             return None
         if self.train and x.row_param:
@@ -436,7 +451,7 @@ class Gen:
             return None
         d = x.shape[-1]
         g = self.new_param([d], x.dtype, "gain")
-        if self.chance(0.5):
+        if bias or self.chance(0.5):
             b = self.new_param([d], x.dtype, "bias")
             # eps bounds how much a near-constant row's rounding noise is
             # amplified (1/sqrt(eps)); the defaults (1e-5, 1e-6) let f32

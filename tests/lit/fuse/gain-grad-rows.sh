@@ -4,15 +4,16 @@
 # rows rule makes them again over the merged rows (passes/combine.c's
 # merge_operand), where the sum over the batch had been a kernel of its own
 # storing [16, 32] and the sum over the sequence another. All three
-# layernorms of the one-layer GPT on 2x2. A bias's gradient through
+# layernorms of the one-layer GPT on 2x2, each with its bias's gradient
+# beside it (a sibling sum: lit/fuse/sibling-dp.sh). A bias's gradient through
 # gelu_grad, which the weight's gradient reads too, stays two sums in f32:
 # gelu_grad's kernel sums the gradient over the batch as it stores it. In
 # bf16 the matmul's epilogue makes the gradient (cuBLASLt's DGELU), so
 # one sum over the merged rows reads it back (passes/combine.c's
 # stored_apart).
 # RUN: %shardc %S/../../../examples/transformer.sh -D L=1 -D S=16 -D D=32 -D NH=2 -D V=64 -D B=4 --mesh 2x2 --arch sm_90 --emit fused-ir | FileCheck %s
-# CHECK-COUNT-3: // kernel k{{[0-9]+}}_sub_mul_sum: sum over axis 0 of [32, 32]; reads
-# CHECK-NOT: // kernel k{{[0-9]+}}_sub_mul_sum
+# CHECK-COUNT-3: // kernel k{{[0-9]+}}_sum_sub_mul: sum over axis 0 of [32, 32] with a sibling sum; reads
+# CHECK-NOT: // kernel k{{[0-9]+}}_{{(sum_)?}}sub_mul
 # RUN: %shardc %S/../../../examples/transformer.sh -D L=1 -D S=16 -D D=32 -D NH=2 -D V=64 -D B=4 --mesh 2x2 --arch sm_90 --emit fused-ir | FileCheck %s --check-prefix=GELU
 # GELU: _gelu_grad_sum: sum over axis 0 of [2, 16, 64]; reads
 # GELU-NEXT: gelu_grad
@@ -38,7 +39,9 @@
 # ROW-NEXT: [[X]] = add
 # ROW-NEXT: [[R:%[0-9]+]] = reshape [[X]] {shape = [1024, 256]}
 # ROW-NEXT: // kernel k{{[0-9]+}}_sum: sum over axis 0 of [1024, 256]; reads [[R]]
-# The adds of q's, k's and v's input gradients (a layernorm's bias's) sum
-# over the batch in their own kernel as they store, and stay two sums:
-# ROW: // kernel k{{[0-9]+}}_add_sum: sum over axis 0 of [8, 128, 256]
-# ROW: // kernel k{{[0-9]+}}_sum: sum over axis 0 of [128, 256]
+# The adds of q's, k's and v's input gradients, a layernorm's dy, are
+# summed over the merged rows too, beside the gain's gradient in its kernel
+# (a sibling sum): their own kernel sums nothing (stored_apart's dy).
+# ROW: // kernel k{{[0-9]+}}_sum_sub_mul: sum over axis 0 of [1024, 256] with a sibling sum
+# ROW-NOT: _add_sum: sum over axis 0 of [8, 128, 256]
+# ROW-NOT: sum over axis 0 of [128, 256]

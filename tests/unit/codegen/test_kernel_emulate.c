@@ -146,6 +146,9 @@ static int col_split_ran;    /* column reductions whose rows are split over bloc
 static int col_vec_ran;      /* column reductions of vectors a lane, run */
 static int col_vec_split_ran; /* and of those, split over blocks */
 static int col_vec_thread_ran; /* a thread per vector of results (a short axis), run */
+static int sib_ran[3];       /* column reductions with a sibling sum (passes/fuse.c's
+                              * join_siblings): by blocks not split, split over blocks, a
+                              * thread per result or vector of results */
 static int online_ran;       /* softmax or cross_entropy's gradient, max and sum in one pass */
 static int online_vec_ran;   /* kernels taking a vector's elements at once online
                               * (sh_online_vec: cross_entropy, and the two above) */
@@ -1343,6 +1346,10 @@ static int check_model(const char *file, const char *mesh, int zero, const char 
             col_vec_ran += strstr(src[i], "the lane's columns' partial results") != NULL;
             col_vec_split_ran += strstr(src[i], "the group's last block: the runs' parts") != NULL;
             col_vec_thread_ran += strstr(src[i], "// the thread's results") != NULL;
+            if (strstr(src[i], "// the sibling sum"))
+                sib_ran[strstr(src[i], "sh_cdone[gi] = 0")                       ? 1
+                        : strstr(src[i], "t < ") && strstr(src[i], "t += stride") ? 2
+                                                                                   : 0]++;
             online_ran += strstr(src[i], "sh_online(acc, acc2, xin)") != NULL ||
                           strstr(src[i], "sh_online_vec(acc, acc2, xv)") != NULL;
             online_vec_ran += strstr(src[i], "sh_online_vec(m, s, xv);") != NULL ||
@@ -1647,6 +1654,9 @@ int main(int argc, char **argv)
          * gradients' zero pads */
         {"tests/models/concat_views.sh", "2x2", 0, "", NULL, NULL, NULL, NULL},
         {"tests/models/concat_views.sh", "1x1", 0, "", "bf16", NULL, NULL, NULL},
+        /* a layernorm's bias and gain gradients in one kernel (sibling
+         * sums), each of the column kernels' ways */
+        {"tests/models/sibling_sums.sh", "1", 0, "", NULL, NULL, NULL, NULL},
         /* a vector's views at once, or lane by lane where a concat's
          * pieces or a broadcast along the last dim do not allow it */
         {"tests/models/view_lanes.sh", "1", 0, "", NULL, NULL, NULL, NULL},
@@ -1740,6 +1750,11 @@ int main(int argc, char **argv)
     printf("column reductions over a short axis, a thread per vector of results: %d\n",
            col_vec_thread_ran);
     CHECK(col_vec_thread_ran >= 1);
+    /* sibling_sums.sh's five (two split, one not, two a thread a result
+     * or vector), and transformer.sh's layernorms' gradients on one rank */
+    printf("column reductions with a sibling sum: %d by blocks, %d split over blocks, %d a thread "
+           "a result\n", sib_ran[0], sib_ran[1], sib_ran[2]);
+    CHECK(sib_ran[0] >= 1 && sib_ran[1] >= 2 && sib_ran[2] >= 2);
     /* kernel_shapes.sh's rows of 40000: the softmax and the cross-entropy
      * gradient (2 when written) */
     printf("softmax and cross-entropy gradients with the max and sum online: %d\n", online_ran);
