@@ -817,12 +817,16 @@ static bool add_matmul_kernel(builder *b, const pass_fgroup *g)
         k->param[j] = b->buf_of[p[j]->id];
         k->param_t[j] = rtype(&p[j]->type);
     }
-    k->ninstr = g->nops;
     k->instr = su_alloc(b->sa, (size_t)g->nops * sizeof *k->instr);
     for (int j = 0; j < g->nops; j++) {
-        k->instr[j] = b->instr_of[g->ops[j]];
-        if (k->instr[j] < 0)
+        const ir_op *op = IR_OP(b->m, g->ops[j]);
+        int32_t ins = b->instr_of[g->ops[j]];
+        if (ins < 0 && op->code == IR_CONSTRAIN && op->nres == 1 &&
+            b->buf_of[op->res[0]->id] == b->buf_of[op->in[0]->id])
+            continue; /* a rename in the chain (fuse.c's matmul_group): the same bytes */
+        if (ins < 0)
             return fail(b, "kernel %s: op %d makes no instruction", g->name, g->ops[j]);
+        k->instr[k->ninstr++] = ins;
     }
     su_vec_push(&b->kernels, b->oom, k);
     return true;

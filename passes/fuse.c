@@ -1722,9 +1722,9 @@ static void matmul_group(walker *w, int i)
         return;
     grp g;
     memset(&g, 0, sizeof g);
-    int chain[4], n = 0;
+    int chain[8], n = 0, nstep = 0, last = 0; /* last: the chain up to its last step */
     const ir_value *cur = mm->res[0];
-    while (n < 4) {
+    while (nstep < 4 && n < 8) {
         /* the next op: cur's one reader, or a gelu that reads it first
          * with cur stored for its later readers (PASS_EPI_AUX) */
         bool aux = false;
@@ -1745,6 +1745,15 @@ static void matmul_group(walker *w, int i)
         const ir_value *other;
         if (pass_pipeline_sum(op))
             break;
+        if (!aux && total_alias(op) && op->phase == mm->phase && op->rep == mm->rep &&
+            ir_type_eq(&op->res[0]->type, &cur->type)) {
+            /* a rename (a partial over mesh axes of one rank made whole,
+             * the same bytes): the chain goes on through it, and ends
+             * at a step */
+            chain[n++] = at;
+            cur = op->res[0];
+            continue;
+        }
         unsigned bit = epilogue_step(mm, op, cur, g.epilogue, &other);
         if (!bit || (aux && bit != PASS_EPI_GELU))
             break;
@@ -1754,10 +1763,14 @@ static void matmul_group(walker *w, int i)
         if (bit == PASS_EPI_RESIDUAL)
             g.residual = other;
         chain[n++] = at;
+        nstep++;
+        last = n;
         cur = op->res[0];
     }
+    n = last;
     if (n == 0)
         return;
+    cur = IR_OP(w->m, chain[n - 1])->res[0];
     int k = new_group(w, mm, F_EW, i);
     g.kind = PASS_FUSE_MATMUL;
     g.dom = g.epi = cur->type;

@@ -293,12 +293,20 @@ static void check_kernels_are_emitted(void)
     }
     if (p) {
         CHECK_INT(bad, 0);
-        int nmm = 0;
-        for (int k = n; k < p->nkernels; k++)
-            nmm += p->kernel[k].strategy == RT_KS_MATMUL && p->kernel[k].module == -1 &&
-                   p->kernel[k].epilogue == RT_EPI_BIAS;
-        CHECK_INT(nmm, 4); /* L = 4 layers */
+        int nmm = 0, nbias = 0, nres = 0;
+        for (int k = n; k < p->nkernels; k++) {
+            bool mm = p->kernel[k].strategy == RT_KS_MATMUL && p->kernel[k].module == -1;
+            nmm += mm;
+            nbias += mm && p->kernel[k].epilogue == RT_EPI_BIAS;
+            nres += mm && (p->kernel[k].epilogue & RT_EPI_RESIDUAL);
+        }
+        CHECK_INT(nbias, 4); /* L = 4 layers: the MLP's first matmul */
+        /* and a residual in 4 a layer, through the constrain of a tensor
+         * axis of one rank: the attention's output projection and the
+         * MLP's second matmul, the data gradients of v and q */
+        CHECK_INT(nres, 16);
         CHECK_INT(p->nkernels, n + nmm);
+        CHECK_INT(nmm, nbias + nres);
         CHECK(p->nmodules * 2 < p->nkernels);
     }
     rt_plan_free(p);
