@@ -976,6 +976,13 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
             ok = false;
             break;
         }
+        if (g && g->has_xgrad && (!red || red->code != IR_XENT)) {
+            /* only cg_emit_xent computes a gradient beside its loss */
+            su_buf_printf(err, "internal error: fused group %s has a cross_entropy gradient but "
+                               "no cross_entropy", g->name);
+            ok = false;
+            break;
+        }
         int at = out->nkernels++, kid = g ? i : id++;
         cg_cuda_kernel *k = &out->k[at];
         memset(k, 0, sizeof *k);

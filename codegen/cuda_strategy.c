@@ -1028,6 +1028,8 @@ static void emit_stats(gen *G, const char *tid)
         if (!cg_stat_member(G, op))
             continue;
         const ir_value *s = op->res[0];
+        if (!G->f->stored[s->id])
+            continue; /* read in the kernel alone (a cross_entropy's gradient) */
         const char *x = op->code == IR_MEAN       ? "mean"
                         : op->code == IR_XENT_LSE ? "m + logf(s)"
                                                   : "rstd";
@@ -1536,11 +1538,75 @@ void cg_emit_column(gen *G, cg_cuda_kernel *k, const rview *v)
  * max + log(sum) - logit[label] to its block's total, in row order, and the
  * block that finishes last sums the blocks' totals in block order
  * (sh_last_block) and divides by the rows: the loss does not depend on the
- * order blocks run in. */
+ * order blocks run in. With the gradient in the group (fuse.h's xgrad),
+ * each row's gradient exp(x - lse) - one_hot(label) and its chain follow
+ * in a second pass over the row, lse = max + log(sum) as the forward's
+ * lse is stored (so the same bits as cg_emit_row's one pass from it),
+ * while the row is likely still in the L2 cache. */
 enum { XENT_BLOCK = 512 };
+
+/* The ops of a cross_entropy group with its gradient as two groups over
+ * the same parameters: gr, the gradient (its reduction), the ops after it
+ * of the logits' shape and the consts those read (its chain); ce, the
+ * others (the loss, its lse and epilogue). */
+static void xent_views(gen *G, pass_fgroup *ce, pass_fgroup *gr)
+{
+    const pass_fgroup *g = G->g;
+    const ir_type *dom = &G->red->in[0]->type;
+    *ce = *gr = *g;
+    ce->has_xgrad = gr->has_xgrad = false;
+    ce->ops = su_alloc(G->arena, (size_t)g->nops * sizeof *ce->ops);
+    gr->ops = su_alloc(G->arena, (size_t)g->nops * sizeof *gr->ops);
+    bool *in_gr = su_alloc(G->arena, (size_t)g->nops * sizeof *in_gr);
+    for (int k = 0; k < g->nops; k++) {
+        const ir_op *op = IR_OP(G->m, g->ops[k]);
+        in_gr[k] = g->ops[k] >= g->xgrad && ir_shape_eq(&op->res[0]->type, dom);
+    }
+    for (int k = 0; k < g->nops; k++) { /* a const goes where its readers are */
+        const ir_op *op = IR_OP(G->m, g->ops[k]);
+        for (int j = k + 1; op->code == IR_CONST && !in_gr[k] && j < g->nops; j++) {
+            const ir_op *r = IR_OP(G->m, g->ops[j]);
+            for (int q = 0; in_gr[j] && q < r->nin; q++)
+                in_gr[k] = in_gr[k] || r->in[q] == op->res[0];
+        }
+    }
+    ce->nops = gr->nops = 0;
+    for (int k = 0; k < g->nops; k++) {
+        pass_fgroup *to = in_gr[k] ? gr : ce;
+        to->ops[to->nops++] = g->ops[k];
+    }
+    gr->reduce = g->xgrad;
+}
+
+/* The second pass of cg_emit_xent over a row: its gradient (gr's ops, lse
+ * from the row's max m and sum s), G's group ce meanwhile. */
+static void xent_grad_pass(gen *G, const cg_cuda_kernel *k, const rview *v, pass_fgroup *ce,
+                           pass_fgroup *gr)
+{
+    const ir_op *loss = G->red;
+    G->g = gr;
+    G->red = IR_OP(G->m, gr->reduce);
+    cg_line(G, "{ // the row's gradient, a second pass (in the L2 cache, mostly)");
+    G->indent++;
+    cg_line(G, "const float lse = m + logf(s); // cross_entropy_lse's, as it is stored");
+    rparts p = red_parts(G, v, BY_BLOCK, k->vec > 1 ? "c + q" : "c", true, k->vec);
+    tile t = {.dom = &G->red->in[0]->type, .vec = k->vec, .prologue = true,
+              .store_prologue = true, .rexpr = p.result};
+    row_loop(G, v, k->block, k->vec, false, &t, false, "threadIdx.x");
+    G->indent--;
+    cg_line(G, "}");
+    G->g = ce;
+    G->red = loss;
+}
 
 void cg_emit_xent(gen *G, cg_cuda_kernel *k, const rview *v)
 {
+    const pass_fgroup *whole = G->g;
+    pass_fgroup ce, gr;
+    if (whole->has_xgrad) {
+        xent_views(G, &ce, &gr);
+        G->g = &ce;
+    }
     const ir_type *dom = &G->red->in[0]->type;
     int64_t rows = v->outer, n = v->n;
     k->vec = cg_vec_of(G->g, dom, n);
@@ -1579,6 +1645,8 @@ void cg_emit_xent(gen *G, cg_cuda_kernel *k, const rview *v)
     cg_line(G, "total += valid ? m + logf(s) - picked : SH_NAN;");
     G->indent--;
     cg_line(G, "}");
+    if (whole->has_xgrad)
+        xent_grad_pass(G, k, v, &ce, &gr);
     G->indent--;
     cg_line(G, "}");
     cg_line(G, "if (threadIdx.x == 0 && sh_last_block(total)) {");
@@ -1590,4 +1658,5 @@ void cg_emit_xent(gen *G, cg_cuda_kernel *k, const rview *v)
     cg_emit_tile(G, &t);
     G->indent--;
     cg_line(G, "}");
+    G->g = whole;
 }

@@ -32,6 +32,9 @@ typedef struct grp {
                          * or a transpose, so no reduction joins it */
     bool has_sib;       /* REDUCE: a sibling sum joined it (join_siblings), op sib */
     int sib;
+    bool has_xgrad;     /* REDUCE of a cross_entropy: its gradient joined it
+                         * (xgrad_fits), op xgrad, of phase xphase */
+    int xgrad, xphase;
 } grp;
 
 typedef struct walker {
@@ -253,11 +256,79 @@ static bool holds_briefly(const walker *w, const grp *g, int i)
     return i - g->hold <= PASS_FUSE_HOLD && w->ncomm[i] == w->ncomm[g->hold + 1];
 }
 
+/* ---- a cross_entropy's gradient in its kernel ----
+ *
+ * xent_grad.c gives the gradient exp(logits - lse) - one_hot(labels) the
+ * forward's lse and moves it, with the elementwise ops that scale it,
+ * to just after the lse. The gradient then joins the cross_entropy's
+ * group: its kernel has each row's max and sum once its first pass over
+ * the row is done, and writes the row's gradient in a second pass
+ * (codegen/cuda_strategy.c's cg_emit_xent), so that no kernel of its own
+ * reads the logits again. It joins where the lse is a statistic of the
+ * group, its logits and labels the cross_entropy's (or renames of them:
+ * the same bytes), in the same repetition and task (a pipeline's
+ * forward and backward are tasks of their own), held briefly; of the
+ * backward (the group's phase is the forward's). The elementwise ops of its shape
+ * that read it, or the values they make, then join as its chain, of its
+ * phase; an op of the cross_entropy's result (the loss scaled) still
+ * joins that result's epilogue. */
+
+/* v, or the value the renames (constrain to the same type) were made from. */
+static const ir_value *renamed_from(const ir_value *v)
+{
+    while (v->def && v->def->code == IR_CONSTRAIN && v->def->nin == 1 &&
+           ir_type_eq(&v->type, &v->def->in[0]->type))
+        v = v->def->in[0];
+    return v;
+}
+
+/* Whether op i, a cross_entropy_grad with the lse, may join group k. */
+static bool xgrad_fits(const walker *w, int k, int i)
+{
+    const grp *g = &w->g[k];
+    const ir_op *op = IR_OP(w->m, i);
+    if (op->code != IR_XENT_GRAD || op->nin != 3 || g->kind != PASS_FUSE_REDUCE ||
+        g->has_xgrad || g->has_sib || g->sealed || g->epoch != w->epoch || g->rep != op->rep ||
+        !holds_briefly(w, g, i) || op->phase == IR_PH_OPTIMIZER)
+        return false;
+    const ir_op *l = IR_OP(w->m, g->reduce);
+    int at = w->defat[op->in[2]->id];
+    if (op->task != l->task || op->mb != l->mb)
+        return false; /* a pipeline's forward and backward tasks */
+    return l->code == IR_XENT && at >= 0 && w->stat[at] && group_of_value(w, op->in[2]) == k &&
+           renamed_from(op->in[0]) == renamed_from(l->in[0]) &&
+           renamed_from(op->in[1]) == renamed_from(l->in[1]) &&
+           group_of_value(w, op->in[0]) < 0 && ir_type_eq(&op->in[0]->type, &l->in[0]->type);
+}
+
+/* Whether elementwise op i of the domain's shape may join group k's
+ * gradient chain: of its phase and repetition, held briefly, reading of
+ * the group only the gradient and its chain. */
+static bool xchain_fits(const walker *w, int k, int i)
+{
+    const grp *g = &w->g[k];
+    const ir_op *op = IR_OP(w->m, i);
+    if (g->sealed || g->epoch != w->epoch || op->phase != g->xphase || g->rep != op->rep ||
+        !holds_briefly(w, g, i) || pass_pipeline_sum(op) || op->code == IR_TRANSPOSE)
+        return false;
+    bool reads = false;
+    for (int q = 0; q < op->nin; q++) {
+        if (group_of_value(w, op->in[q]) != k)
+            continue;
+        if (w->defat[op->in[q]->id] < g->xgrad)
+            return false;
+        reads = true;
+    }
+    return reads;
+}
+
 /* Whether op i, of class c, may join group k. */
 static bool eligible(const walker *w, int k, int i, fclass c)
 {
     const grp *g = &w->g[k];
     const ir_op *op = IR_OP(w->m, i);
+    if (g->has_xgrad && c == F_EW && ir_shape_eq(&op->res[0]->type, &g->dom))
+        return xchain_fits(w, k, i);
     if (g->sealed || g->epoch != w->epoch || g->phase != op->phase || g->rep != op->rep ||
         !holds_briefly(w, g, i))
         return false;
@@ -587,6 +658,18 @@ static void place(walker *w, int i)
         hold_operands(w, nk, i);
         return;
     }
+    int gk = op->code == IR_XENT_GRAD && op->nin == 3 ? group_of_value(w, op->in[2]) : -1;
+    if (gk >= 0 && xgrad_fits(w, gk, i)) { /* its row's second pass (above) */
+        grp *g = &w->g[gk];
+        g->has_xgrad = true;
+        g->xgrad = i;
+        g->xphase = op->phase;
+        g->last = i;
+        seal_read(w, op, gk);
+        w->f->group_of[i] = gk;
+        hold_operands(w, gk, i);
+        return;
+    }
     int cand[8], ncand = 0, chosen = -1;
     for (int k = 0; c != F_NONE && k < op->nin && ncand < 8; k++) {
         int gk = group_of_value(w, op->in[k]);
@@ -751,6 +834,8 @@ static void renumber(walker *w)
             g->residual = w->g[r].residual;
             g->has_sib = w->g[r].has_sib;
             g->sib = w->g[r].sib;
+            g->has_xgrad = w->g[r].has_xgrad;
+            g->xgrad = w->g[r].xgrad;
             newid[r] = f->ngroups++;
         }
         f->group_of[i] = newid[r];
@@ -2056,6 +2141,10 @@ static bool expand_walk(pass_fuse_walk *W, const ir_module *mx, ir_op *const *he
                 g->has_sib = true;
                 g->sib = g->ops[q];
             }
+            if (G->has_xgrad && G->ops[q] == G->xgrad) {
+                g->has_xgrad = true;
+                g->xgrad = g->ops[q];
+            }
             const ir_op *h = held[G->ops[q]], *op = IR_OP(mx, g->ops[q]);
             for (int i = 0; i < h->nin && i < op->nin; i++) {
                 if (G->bias && h->in[i] == G->bias && !g->bias)
@@ -2065,6 +2154,7 @@ static bool expand_walk(pass_fuse_walk *W, const ir_module *mx, ir_op *const *he
             }
         }
         ok = ok && (G->reduce < 0) == (g->reduce < 0) && G->has_sib == g->has_sib &&
+             G->has_xgrad == g->has_xgrad &&
              !G->bias == !g->bias &&
              !G->residual == !g->residual;
     }
@@ -2480,6 +2570,8 @@ static void put_group_comment(const ir_module *m, const pass_fgroup *g, const ch
         put_shape(b, t);
         if (g->has_sib)
             su_buf_puts(b, " with a sibling sum"); /* fuse.h */
+        if (g->has_xgrad)
+            su_buf_puts(b, " and its gradient"); /* fuse.c's xgrad_fits */
     }
     put_values(b, "reads", g->in, g->nin, names);
     put_values(b, "stores", g->out, g->nout, names);

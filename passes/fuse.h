@@ -291,6 +291,13 @@ typedef struct pass_fgroup {
                              * not the last, of a value of the reduction's
                              * operand's shape that the group reads, which the
                              * kernel sums beside the reduction and stores */
+    bool has_xgrad;         /* REDUCE of a cross_entropy: its gradient joined it */
+    int xgrad;              /* and its op index: cross_entropy_grad of the same
+                             * logits and labels with the group's lse, computed
+                             * in a second pass over each row; the group's ops
+                             * after it of the logits' shape are its chain
+                             * (elementwise, reading it), the others the
+                             * loss's epilogue */
 } pass_fgroup;
 
 typedef struct pass_fusion {

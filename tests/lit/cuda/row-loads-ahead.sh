@@ -8,8 +8,10 @@
 # left); its gradient's 1024 take 6 or 7 in its one pass (the results from
 # the forward's log-sum-exp), 4 ahead and at most 3 left, and ask for 2
 # blocks a processor (32 registers a thread). A row of 12000 gives
-# cross_entropy's threads 2 or 3 steps: 3 ahead, at most 2 left; its
-# gradient's 1 or 2: 2 ahead, at most 1 left.
+# cross_entropy's threads 2 or 3 steps: 3 ahead, at most 2 left, and the
+# same again in its second pass, the gradient's (y's loss is the last op
+# of the forward, so xent_grad.c moves its gradient to just after it and
+# the loss's kernel computes it; x's keeps a kernel of its own).
 # RUN: %shardc %s --mesh 1 --emit cuda | FileCheck %s
 mesh dp
 input lab : i32[4]
@@ -58,7 +60,7 @@ train loss with sgd(lr = 0.1)
 # CHECK-NEXT: }
 # CHECK-NEXT: }
 # CHECK-NEXT: sh_block_online(m, s, red);
-# CHECK: // k1_cross_entropy_cross_entropy_lse_add: row kernel over bf16[4, 12000] (4 rows of 12000)
+# CHECK: // k1_cross_entropy_cross_entropy_lse_add_cross_entropy_grad: row kernel over bf16[4, 12000] (4 rows of 12000)
 # CHECK: { // 3 steps' loads in flight a thread, then their elements in order
 # CHECK-NEXT: i64 c0 = (i64)threadIdx.x * 8;
 # CHECK-NEXT: for (; c0 + 8192 < 12000; c0 += 12288) {
@@ -72,15 +74,13 @@ train loss with sgd(lr = 0.1)
 # CHECK-NEXT: const i64 e = row * 12000 + (c < 12000 ? c : 11992); // past the row: its end, not used
 # CHECK: if (c < 12000) {
 # CHECK: sh_online_vec(m, s, xv);
-# CHECK: // k2_cross_entropy_grad_mul: row kernel over bf16[4, 12000] (4 rows of 12000)
+# CHECK: const float lse = m + logf(s); // cross_entropy_lse's, as it is stored
+# CHECK-NEXT: { // 3 steps' loads in flight a thread, then their elements in order
+# CHECK: // the steps left, at most 2: their loads, then their elements
+# CHECK: sh_xent_grad(xin, lse, 1.0f, c + q, lab, 12000)
+# CHECK: // k2_cross_entropy_grad_mul: row kernel over bf16[4, 50304] (4 rows of 50304)
 # CHECK: extern "C" __global__ void __launch_bounds__(1024, 2)
 # CHECK-NEXT: k2_cross_entropy_grad_mul(
-# CHECK: const float lse = p_t{{[0-9]+}}[row]; // cross_entropy_lse, kept from the forward
-# CHECK-NEXT: { // 2 steps' loads in flight a thread, then their elements in order
-# CHECK: // the steps left, at most 1: their loads, then their elements
-# CHECK: // k3_cross_entropy_grad_mul: row kernel over bf16[4, 50304] (4 rows of 50304)
-# CHECK: extern "C" __global__ void __launch_bounds__(1024, 2)
-# CHECK-NEXT: k3_cross_entropy_grad_mul(
 # CHECK-NOT: acc2
 # CHECK: const float lse = p_t{{[0-9]+}}[row]; // cross_entropy_lse, kept from the forward
 # CHECK-NEXT: { // 4 steps' loads in flight a thread, then their elements in order

@@ -443,7 +443,20 @@ static void check_invariants(const run *r, const char *where)
         int id = op->res[0]->id;
         bad += f->stored[id] != (outside[id] || readers[id] == 0);
         const pass_fgroup *g = &f->groups[f->group_of[i]];
-        bad += i > g->anchor || IR_OP(m, g->anchor)->phase != op->phase;
+        /* one phase a group; a cross_entropy's with its gradient has the
+         * gradient's chain (ops of the logits' shape from the gradient on)
+         * in the gradient's, the rest (the loss's, or a const the chain
+         * reads) in either */
+        int ph = IR_OP(m, g->anchor)->phase;
+        if (g->has_xgrad) {
+            int lp = IR_OP(m, g->reduce)->phase, gp = IR_OP(m, g->xgrad)->phase;
+            bool chain = i >= g->xgrad &&
+                         ir_shape_eq(&op->res[0]->type, &IR_OP(m, g->reduce)->in[0]->type);
+            ph = chain || op->phase == gp ? gp : lp;
+            bad += chain && op->code != IR_XENT_GRAD && !pass_fuse_elementwise(op);
+            bad += op->task != IR_OP(m, g->reduce)->task || op->mb != IR_OP(m, g->reduce)->mb;
+        }
+        bad += i > g->anchor || ph != op->phase;
     }
     bad += check_multi(r, defat);
     bad += check_total(r);
