@@ -755,9 +755,11 @@ static void join_siblings(walker *w)
         if (a < 0 || w->g[a].kind != PASS_FUSE_REDUCE || w->g[a].reduce != i || count[a] != 1 ||
             !sib_sum(op) || op->phase == IR_PH_OPTIMIZER)
             continue;
+        /* x read from memory, as the other group reads it: made by no
+         * group, or by a third (a pipeline stage's attention layernorm's dy,
+         * the adds of q's, k's and v's input gradients, stored) */
         const ir_value *x = op->in[0];
-        if (group_of_value(w, x) >= 0)
-            continue; /* read from memory, as the other group reads it */
+        int gx = group_of_value(w, x);
         /* nothing may read the sum's result before the later group's
          * kernel stores it (passes/siblings.c moves what did, the
          * partitioner's all-reduce, after the later sum) */
@@ -779,7 +781,7 @@ static void join_siblings(walker *w)
                 continue;
             grp *B = &w->g[b];
             if (B->kind != PASS_FUSE_REDUCE || B->reduce != j || B->last != j || B->has_sib ||
-                !pass_fuse_siblings(op, oj) || B->epoch != w->g[a].epoch)
+                !pass_fuse_siblings(op, oj) || B->epoch != w->g[a].epoch || gx == b)
                 continue;
             bool reads = false; /* an op of the group after the sum reads x */
             for (int q = i + 1; q <= j && !reads; q++)

@@ -74,8 +74,9 @@
  *                axis of a value of that shape to a result of its type
  *                (a layernorm's bias gradient, sum(dy), and its gain's,
  *                sum(dy * (x - mean) * rstd)): the kernel reads dy once
- *                for both sums and stores both (fuse.c's join_siblings: with
- *                no epilogue, the same phase, not the optimizer's,
+ *                for both sums and stores both (fuse.c's join_siblings: dy
+ *                read from memory by both, made by no group or by a
+ *                third; with no epilogue, the same phase, not the optimizer's,
  *                repetition, stamp and instances epoch, at most
  *                PASS_FUSE_HOLD ops apart with no collective, send or
  *                recv between, and nothing between reading the
