@@ -865,7 +865,9 @@ static void put_text(char *s, size_t *n, size_t room, const char *t)
     s[*n] = 0;
 }
 
-/* "k3_add_gelu": the group's number and its distinct op names, up to four. */
+/* "k3_add_gelu": the group's number and its distinct op names, up to four
+ * (a constrain, which only renames a value in a matmul's or a TOTAL
+ * group's chain, names nothing). */
 static const char *group_name(const ir_module *m, pass_fusion *f, const pass_fgroup *g)
 {
     /* "k" and an int, four op names (ops.def's are at most 18
@@ -881,7 +883,7 @@ static const char *group_name(const ir_module *m, pass_fusion *f, const pass_fgr
     int nseen = 0;
     for (int i = 0; i < g->nops && nseen < 4; i++) {
         int code = IR_OP(m, g->ops[i])->code;
-        bool dup = false;
+        bool dup = code == IR_CONSTRAIN; /* a rename in a chain: no work */
         for (int k = 0; k < nseen; k++)
             dup |= seen[k] == code;
         if (!dup) {
