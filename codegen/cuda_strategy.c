@@ -1548,7 +1548,8 @@ enum { XENT_BLOCK = 512 };
 /* The ops of a cross_entropy group with its gradient as two groups over
  * the same parameters: gr, the gradient (its reduction), the ops after it
  * of the logits' shape and the consts those read (its chain); ce, the
- * others (the loss, its lse and epilogue). */
+ * others (the loss, its lse and epilogue, and their consts: a const both
+ * read is in both). */
 static void xent_views(gen *G, pass_fgroup *ce, pass_fgroup *gr)
 {
     const pass_fgroup *g = G->g;
@@ -1558,22 +1559,28 @@ static void xent_views(gen *G, pass_fgroup *ce, pass_fgroup *gr)
     ce->ops = su_alloc(G->arena, (size_t)g->nops * sizeof *ce->ops);
     gr->ops = su_alloc(G->arena, (size_t)g->nops * sizeof *gr->ops);
     bool *in_gr = su_alloc(G->arena, (size_t)g->nops * sizeof *in_gr);
+    bool *in_ce = su_alloc(G->arena, (size_t)g->nops * sizeof *in_ce);
     for (int k = 0; k < g->nops; k++) {
         const ir_op *op = IR_OP(G->m, g->ops[k]);
         in_gr[k] = g->ops[k] >= g->xgrad && ir_shape_eq(&op->res[0]->type, dom);
+        in_ce[k] = !in_gr[k] && op->code != IR_CONST;
     }
-    for (int k = 0; k < g->nops; k++) { /* a const goes where its readers are */
+    for (int k = 0; k < g->nops; k++) { /* a const goes where its readers are, maybe both */
         const ir_op *op = IR_OP(G->m, g->ops[k]);
-        for (int j = k + 1; op->code == IR_CONST && !in_gr[k] && j < g->nops; j++) {
+        for (int j = 0; op->code == IR_CONST && j < g->nops; j++) {
             const ir_op *r = IR_OP(G->m, g->ops[j]);
-            for (int q = 0; in_gr[j] && q < r->nin; q++)
-                in_gr[k] = in_gr[k] || r->in[q] == op->res[0];
+            for (int q = 0; q < r->nin; q++) {
+                in_gr[k] = in_gr[k] || (in_gr[j] && r->in[q] == op->res[0]);
+                in_ce[k] = in_ce[k] || (in_ce[j] && r->in[q] == op->res[0]);
+            }
         }
     }
     ce->nops = gr->nops = 0;
     for (int k = 0; k < g->nops; k++) {
-        pass_fgroup *to = in_gr[k] ? gr : ce;
-        to->ops[to->nops++] = g->ops[k];
+        if (in_gr[k])
+            gr->ops[gr->nops++] = g->ops[k];
+        if (in_ce[k] || !in_gr[k])
+            ce->ops[ce->nops++] = g->ops[k];
     }
     gr->reduce = g->xgrad;
 }

@@ -1657,6 +1657,10 @@ int main(int argc, char **argv)
         /* a layernorm's bias and gain gradients in one kernel (sibling
          * sums), each of the column kernels' ways */
         {"tests/models/sibling_sums.sh", "1", 0, "", NULL, NULL, NULL, NULL},
+        /* a cross_entropy and its gradient in one kernel (the second pass
+         * over each row), one const scaling both (transformer.sh on 4x1
+         * above has such a kernel too) */
+        {"tests/lit/cuda/cross-entropy-shared-const.ir", "1", 0, "", NULL, NULL, NULL, NULL},
         /* a vector's views at once, or lane by lane where a concat's
          * pieces or a broadcast along the last dim do not allow it */
         {"tests/models/view_lanes.sh", "1", 0, "", NULL, NULL, NULL, NULL},
