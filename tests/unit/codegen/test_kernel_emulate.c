@@ -1661,6 +1661,8 @@ int main(int argc, char **argv)
          * over each row), one const scaling both (transformer.sh on 4x1
          * above has such a kernel too) */
         {"tests/lit/cuda/cross-entropy-shared-const.ir", "1", 0, "", NULL, NULL, NULL, NULL},
+        /* and over GPT-2's vocabulary in bf16, both passes 4 loads ahead */
+        {"tests/models/xent_rows.sh", "1", 0, "R=4", NULL, NULL, NULL, NULL},
         /* a vector's views at once, or lane by lane where a concat's
          * pieces or a broadcast along the last dim do not allow it */
         {"tests/models/view_lanes.sh", "1", 0, "", NULL, NULL, NULL, NULL},
