@@ -13,6 +13,22 @@ _Static_assert(sizeof(ir_value) <= 176, "ir_value grew: a pipeline's stages hold
 
 /* ---- the module ---- */
 
+bool ir_op_reads(const ir_op *op, const ir_value *v)
+{
+    for (int k = 0; k < op->nin; k++)
+        if (op->in[k] == v)
+            return true;
+    return false;
+}
+
+const ir_value *ir_renamed_from(const ir_value *v)
+{
+    while (v->def && v->def->code == IR_CONSTRAIN && v->def->nin == 1 &&
+           ir_type_eq(&v->type, &v->def->in[0]->type))
+        v = v->def->in[0];
+    return v;
+}
+
 ir_module *ir_module_new(jmp_buf *oom)
 {
     ir_module *m = su_xmalloc(oom, sizeof *m);

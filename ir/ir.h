@@ -420,6 +420,14 @@ const char *ir_heads_name(ir_opcode code, int bit);
  * inner. */
 bool ir_heads_in(const ir_op *op, int i);
 
+/* Whether op reads v (as any operand). */
+bool ir_op_reads(const ir_op *op, const ir_value *v);
+/* v, or the value the renames of v were made from: constrains of one
+ * operand to its own local type, which after partitioning hold the same
+ * bytes (real moves are collectives there; memplan.c gives them one
+ * buffer). */
+const ir_value *ir_renamed_from(const ir_value *v);
+
 /* Infers the result type of code applied to operands of the given types.
  * attrs must be set as the op table says (axis may be negative here: it is
  * normalised in place). On a shape or dtype error returns false and writes

@@ -273,15 +273,6 @@ static bool holds_briefly(const walker *w, const grp *g, int i)
  * phase; an op of the cross_entropy's result (the loss scaled) still
  * joins that result's epilogue. */
 
-/* v, or the value the renames (constrain to the same type) were made from. */
-static const ir_value *renamed_from(const ir_value *v)
-{
-    while (v->def && v->def->code == IR_CONSTRAIN && v->def->nin == 1 &&
-           ir_type_eq(&v->type, &v->def->in[0]->type))
-        v = v->def->in[0];
-    return v;
-}
-
 /* Whether op i, a cross_entropy_grad with the lse, may join group k. */
 static bool xgrad_fits(const walker *w, int k, int i)
 {
@@ -296,8 +287,8 @@ static bool xgrad_fits(const walker *w, int k, int i)
     if (op->task != l->task || op->mb != l->mb)
         return false; /* a pipeline's forward and backward tasks */
     return l->code == IR_XENT && at >= 0 && w->stat[at] && group_of_value(w, op->in[2]) == k &&
-           renamed_from(op->in[0]) == renamed_from(l->in[0]) &&
-           renamed_from(op->in[1]) == renamed_from(l->in[1]) &&
+           ir_renamed_from(op->in[0]) == ir_renamed_from(l->in[0]) &&
+           ir_renamed_from(op->in[1]) == ir_renamed_from(l->in[1]) &&
            group_of_value(w, op->in[0]) < 0 && ir_type_eq(&op->in[0]->type, &l->in[0]->type);
 }
 

@@ -35,14 +35,6 @@ static bool fixed(const ir_op *op)
     return c == IR_C_COMM || c == IR_C_P2P || op->code == IR_INSTANCES;
 }
 
-static bool reads(const ir_op *op, const ir_value *v)
-{
-    for (int k = 0; k < op->nin; k++)
-        if (op->in[k] == v)
-            return true;
-    return false;
-}
-
 int pass_sink_siblings(ir_module *m)
 {
     int n = m->ops.n, moved = 0;
@@ -65,7 +57,7 @@ int pass_sink_siblings(ir_module *m)
             if (b->phase != a->phase || b->rep != a->rep || b->task != a->task || b->mb != a->mb)
                 break;
             /* what reads a's result, directly or through one another */
-            dep[q - i] = reads(b, a->res[0]);
+            dep[q - i] = ir_op_reads(b, a->res[0]);
             for (int k = 0; k < b->nin && !dep[q - i]; k++) {
                 int d = at[b->in[k]->id];
                 dep[q - i] = d > i && d < q && dep[d - i];
@@ -85,7 +77,7 @@ int pass_sink_siblings(ir_module *m)
             const ir_op *op = IR_OP(m, q);
             if (!anc[q - i])
                 continue;
-            reads_x |= reads(op, a->in[0]);
+            reads_x |= ir_op_reads(op, a->in[0]);
             for (int k = 0; k < op->nin; k++) {
                 int d = at[op->in[k]->id];
                 if (d > i && d < q)

@@ -35,16 +35,6 @@
 
 #include <string.h>
 
-/* v, or the value the identities of its local type (constrain) were made
- * from. */
-static const ir_value *source_of(const ir_value *v)
-{
-    while (v->def && v->def->code == IR_CONSTRAIN && v->def->nin == 1 &&
-           ir_type_eq(&v->type, &v->def->in[0]->type))
-        v = v->def->in[0];
-    return v;
-}
-
 /* Whether op holds no bytes worth a place and keeps nothing alive: a
  * constrain that renames its operand (the same local type), or an op of
  * scalars alone (a const, the loss's mean over the ranks and its
@@ -61,15 +51,6 @@ static bool holds_nothing(const ir_op *op)
         if (ir_type_numel(&op->res[r]->type) > 1)
             return false;
     return op->code != IR_INSTANCES;
-}
-
-/* Whether op reads value v. */
-static bool reads(const ir_op *op, const ir_value *v)
-{
-    for (int k = 0; k < op->nin; k++)
-        if (op->in[k] == v)
-            return true;
-    return false;
 }
 
 /* The index of the op that makes v in m (defat, by value id), or -1. */
@@ -98,7 +79,8 @@ static bool hoist(ir_module *m, int li, int gi, const int *defat, bool *move)
      * what they rename) moves with it */
     for (int i = gi - 1; i > li; i--)
         for (int j = i + 1; j <= gi && !move[i]; j++)
-            move[i] = move[j] && IR_OP(m, i)->nres && reads(IR_OP(m, j), IR_OP(m, i)->res[0]);
+            move[i] = move[j] && IR_OP(m, i)->nres &&
+                      ir_op_reads(IR_OP(m, j), IR_OP(m, i)->res[0]);
     /* the chain: elementwise ops of the gradient's type that read it or a
      * chain value, their other operands made before the lse or consts */
     for (int i = gi + 1; i < n && i <= gi + PASS_FUSE_HOLD; i++) {
@@ -187,11 +169,11 @@ int pass_xent_grad(ir_module *m)
     ir_op **lses = su_alloc(&m->arena, (size_t)n * sizeof *lses);
     for (int i = 0; i < n; i++) {
         ir_op *g = IR_OP(m, i);
-        if (g->code == IR_XENT && xent[source_of(g->in[0])->id] < 0)
-            xent[source_of(g->in[0])->id] = i;
+        if (g->code == IR_XENT && xent[ir_renamed_from(g->in[0])->id] < 0)
+            xent[ir_renamed_from(g->in[0])->id] = i;
         if (g->code != IR_XENT_GRAD || g->nin != 2)
             continue;
-        int j = xent[source_of(g->in[0])->id];
+        int j = xent[ir_renamed_from(g->in[0])->id];
         if (j < 0 || IR_OP(m, j)->rep != g->rep ||
             !ir_type_eq(&IR_OP(m, j)->in[0]->type, &g->in[0]->type))
             continue;

@@ -503,23 +503,24 @@ static const char *checked_where(const rt_plan *p, int32_t k, char *buf, size_t 
                           size);
 }
 
-/* The message of cross_entropy_grad's kernel in p (apart: its own, the
- * labels' second check; else none: the loss's kernel computes it). */
-static void check_grad_message(const rt_plan *p, bool apart)
+/* The message of p's kernel whose checked instruction is op (name), for
+ * the error word of index and id: the place, "stage 0, instruction I
+ * (name, kernel K): " and text. present: whether p has such a kernel. */
+static void check_kernel_message(const rt_plan *p, int op, bool present, const char *name,
+                                 int64_t index, int32_t id, const char *text)
 {
+    int32_t k = kernel_checking(p, op);
+    CHECK(present == (k >= 0));
+    if (k < 0)
+        return;
     su_status msg;
     char want[768], where[256];
-    int32_t k = kernel_checking(p, RT_OP_XENT_GRAD);
-    CHECK(apart == (k >= 0));
-    if (k >= 0) {
-        rt_cuda_error_message(p, k, rt_cuda_error_word(11, -1), msg.msg, sizeof msg.msg);
-        snprintf(want, sizeof want, "%sstage 0, instruction %d (cross_entropy_grad, kernel %s): "
-                 "cross_entropy_grad label -1 at index 11 is outside the 6 classes (0..5)",
-                 checked_where(p, k, where, sizeof where),
-                 (int)rt_cuda_checked_instr(p, &p->kernel[k]), p->kernel[k].name);
-        CHECK(where[0]);
-        CHECK_STR(msg.msg, want);
-    }
+    rt_cuda_error_message(p, k, rt_cuda_error_word(index, id), msg.msg, sizeof msg.msg);
+    snprintf(want, sizeof want, "%sstage 0, instruction %d (%s, kernel %s): %s",
+             checked_where(p, k, where, sizeof where),
+             (int)rt_cuda_checked_instr(p, &p->kernel[k]), name, p->kernel[k].name, text);
+    CHECK(where[0]);
+    CHECK_STR(msg.msg, want);
 }
 
 static void check_messages_of(const char *model, bool apart)
@@ -540,23 +541,16 @@ static void check_messages_of(const char *model, bool apart)
     CHECK(cpu.kind == SU_INPUT);
     check_like_cpu(p, RT_OP_XENT, 2, 6, cpu.msg);
 
-    check_grad_message(p, apart);
-    su_status msg;
-    char want[768], where[256];
-    int32_t k = kernel_checking(p, RT_OP_EMBEDDING_GRAD);
-    CHECK(k >= 0);
-    if (k >= 0) {
-        rt_cuda_error_message(p, k, rt_cuda_error_word(0, 8), msg.msg, sizeof msg.msg);
-        snprintf(want, sizeof want, "%sstage 0, instruction %d (embedding_grad, kernel %s): "
-                 "embedding_grad id 8 at index 0 is outside the table's 8 rows",
-                 checked_where(p, k, where, sizeof where),
-                 (int)rt_cuda_checked_instr(p, &p->kernel[k]), p->kernel[k].name);
-        CHECK(where[0]);
-        CHECK_STR(msg.msg, want);
-    }
+    /* cross_entropy_grad's kernel apart checks the labels a second time;
+     * where the loss's kernel computes the gradient, it has checked them */
+    check_kernel_message(p, RT_OP_XENT_GRAD, apart, "cross_entropy_grad", 11, -1,
+                         "cross_entropy_grad label -1 at index 11 is outside the 6 classes "
+                         "(0..5)");
+    check_kernel_message(p, RT_OP_EMBEDDING_GRAD, true, "embedding_grad", 0, 8,
+                         "embedding_grad id 8 at index 0 is outside the table's 8 rows");
     /* the other kernels check nothing */
     int checking = 0;
-    for (k = 0; k < p->nkernels; k++)
+    for (int k = 0; k < p->nkernels; k++)
         checking += rt_cuda_checked_instr(p, &p->kernel[k]) >= 0;
     CHECK_INT(checking, apart ? 4 : 3);
     rt_plan_free(p);
