@@ -20,7 +20,9 @@
 # fails by design); bench/gpt2/run.sh --quick; GPT-2's f32 and bf16 steps
 # without a cuBLASLt workspace and with 32 MiB ($SHARDC_BLAS_WORKSPACE);
 # the bf16 step with attention's forward of 32 rows a warp (an experiment,
-# $SHARDC_EXPERIMENT_ATTN_ROWS=32), and ncu on that forward;
+# $SHARDC_EXPERIMENT_ATTN_ROWS=32), and ncu on that forward; the bf16 step
+# with cross-entropy's gradient in a kernel of its own (an experiment,
+# $SHARDC_EXPERIMENT_XENT_APART=1), and ncu on both forms;
 # bench_cuda --x3 on the matmuls of GPT-2's one-layer f32 plan (each f32
 # matmul against the same as bf16 parts: times and errors, x3.md), and
 # GPT-2's f32 step with --f32-matmul bf16x3 (its median and losses);
@@ -169,6 +171,20 @@ run() {
         grep -h '^step [19]/' "$x/r32.log" "$x/ws-bf16-32MiB.log" | awk '{ print $1, $2, $3, $4 }' \
             >> "$out/summary.txt"
     fi
+    # an experiment: cross-entropy's gradient in a kernel of its own, not
+    # in a second pass of the loss's kernel ($SHARDC_EXPERIMENT_XENT_APART,
+    # passes/fuse.c's xent_apart), the bf16 step's median beside the
+    # default's and the losses of steps 1 and 9 of each
+    if SHARDC_EXPERIMENT_XENT_APART=1 .gpu/build/shardc "$x/ws-bf16.sh" "${gpt2[@]}" -D L=12 \
+        --mesh 1x1 --arch sm_90 -o "$x/xa.plan" > /dev/null 2>&1; then
+        tm 60 .gpu/build/shardrun "$x/xa.plan" --backend cuda --steps 9 > "$x/xa.log" 2>&1
+        local rc=$? med
+        med=$(median_step "$x/xa.log")
+        echo "cross-entropy's gradient apart bf16: rc=$rc median ${med:-none} ms (default" \
+             "$(median_step "$x/ws-bf16-32MiB.log") ms) at $(el) s" >> "$out/summary.txt"
+        grep -h '^step [19]/' "$x/xa.log" "$x/ws-bf16-32MiB.log" | awk '{ print $1, $2, $3, $4 }' \
+            >> "$out/summary.txt"
+    fi
     # issue 20's calibrated estimate: the efficiencies of the launches of
     # GPT-2's one-layer f32 and bf16 plans (bench_cuda --calibrate), as a
     # profile for shardc --hw to estimate the step with afterwards, here
@@ -278,6 +294,14 @@ run() {
                 --section WarpStateStats .gpu/build/shardrun "$x/l1-r32.plan" --backend cuda \
                 --steps 1 > "$x/ncu-r32.txt" 2>&1
         echo "ncu attention 32 rows a warp rc=$? at $(el) s" >> "$out/summary.txt"
+        # the loss's kernels both ways: with its gradient (the default, in
+        # ncu-other.txt above) and apart, the gradient's own kernel
+        SHARDC_EXPERIMENT_XENT_APART=1 .gpu/build/shardc "$x/bf16.sh" "${gpt2[@]}" -D L=1 \
+            --mesh 1x1 --arch sm_90 -o "$x/l1-xa.plan" &&
+            tm 45 ncu --clock-control none -k regex:cross_entropy -c 2 --section SpeedOfLight \
+                --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis \
+                .gpu/build/shardrun "$x/l1-xa.plan" --backend cuda --steps 1 > "$x/ncu-xa.txt" 2>&1
+        echo "ncu cross-entropy apart rc=$? at $(el) s" >> "$out/summary.txt"
     fi
     # f32 matmuls as bf16 parts (cuda_blas.h: rt_blas_matmul_x3), one
     # layer's and the lm head's, each timed both ways, with both errors

@@ -273,12 +273,26 @@ static bool holds_briefly(const walker *w, const grp *g, int i)
  * phase; an op of the cross_entropy's result (the loss scaled) still
  * joins that result's epilogue. */
 
+/* An experiment, off unless $SHARDC_EXPERIMENT_XENT_APART is 1 while the
+ * program compiles: no gradient joins the loss's group, so each keeps the
+ * kernel of its own that reads the lse the loss's kernel stores (one pass
+ * over the logits each way, the form before the gradient joined). Where
+ * the fused kernel's second pass over a row no longer finds the row in
+ * the L2 cache (GPT-2's rows are 100 KB, a few hundred in flight), the
+ * two kernels may be faster: bench/gpu_session.sh times GPT-2's bf16 step
+ * both ways. */
+static bool xent_apart(void)
+{
+    const char *e = getenv("SHARDC_EXPERIMENT_XENT_APART");
+    return e && strcmp(e, "1") == 0;
+}
+
 /* Whether op i, a cross_entropy_grad with the lse, may join group k. */
 static bool xgrad_fits(const walker *w, int k, int i)
 {
     const grp *g = &w->g[k];
     const ir_op *op = IR_OP(w->m, i);
-    if (op->code != IR_XENT_GRAD || op->nin != 3 || g->kind != PASS_FUSE_REDUCE ||
+    if (xent_apart() || op->code != IR_XENT_GRAD || op->nin != 3 || g->kind != PASS_FUSE_REDUCE ||
         g->has_xgrad || g->has_sib || g->sealed || g->epoch != w->epoch || g->rep != op->rep ||
         !holds_briefly(w, g, i) || op->phase == IR_PH_OPTIMIZER)
         return false;
