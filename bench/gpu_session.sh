@@ -22,7 +22,10 @@
 # the bf16 step with attention's forward of 32 rows a warp (an experiment,
 # $SHARDC_EXPERIMENT_ATTN_ROWS=32), and ncu on that forward; the bf16 step
 # with cross-entropy's gradient in a kernel of its own (an experiment,
-# $SHARDC_EXPERIMENT_XENT_APART=1), and ncu on both forms;
+# $SHARDC_EXPERIMENT_XENT_APART=1), and ncu on both forms; the bf16 step
+# with the layernorms' gain and bias gradients in column kernels of their
+# own ($SHARDC_EXPERIMENT_NORM_COLS=0), and ncu on the default's row
+# kernels with those sums and the sums of their partial rows;
 # bench_cuda --x3 on the matmuls of GPT-2's one-layer f32 plan (each f32
 # matmul against the same as bf16 parts: times and errors, x3.md), and
 # GPT-2's f32 step with --f32-matmul bf16x3 (its median and losses);
@@ -157,34 +160,32 @@ run() {
               "$out/gputests.log" 2>/dev/null | xargs -r -n1 basename | tr '\n' ' ')
     echo "DGELU epilogue refused (the matmul plain, then a kernel) in: ${refused:-none} at $(el) s" \
         >> "$out/summary.txt"
-    # an experiment: attention's forward with 32 query rows a warp
-    # ($SHARDC_EXPERIMENT_ATTN_ROWS, codegen/cuda_ops.c's attn_rows32), the
-    # bf16 step's median beside the default's (the 32 MiB run above), and
-    # ncu on one layer's forward of each
-    if SHARDC_EXPERIMENT_ATTN_ROWS=32 .gpu/build/shardc "$x/ws-bf16.sh" "${gpt2[@]}" -D L=12 \
-        --mesh 1x1 --arch sm_90 -o "$x/r32.plan" > /dev/null 2>&1; then
-        tm 60 .gpu/build/shardrun "$x/r32.plan" --backend cuda --steps 9 > "$x/r32.log" 2>&1
-        local rc=$? med
-        med=$(median_step "$x/r32.log")
-        echo "attention 32 rows a warp bf16: rc=$rc median ${med:-none} ms (default" \
-             "$(median_step "$x/ws-bf16-32MiB.log") ms) at $(el) s" >> "$out/summary.txt"
-        grep -h '^step [19]/' "$x/r32.log" "$x/ws-bf16-32MiB.log" | awk '{ print $1, $2, $3, $4 }' \
-            >> "$out/summary.txt"
-    fi
-    # an experiment: cross-entropy's gradient in a kernel of its own, not
-    # in a second pass of the loss's kernel ($SHARDC_EXPERIMENT_XENT_APART,
-    # passes/fuse.c's xent_apart), the bf16 step's median beside the
-    # default's and the losses of steps 1 and 9 of each
-    if SHARDC_EXPERIMENT_XENT_APART=1 .gpu/build/shardc "$x/ws-bf16.sh" "${gpt2[@]}" -D L=12 \
-        --mesh 1x1 --arch sm_90 -o "$x/xa.plan" > /dev/null 2>&1; then
-        tm 60 .gpu/build/shardrun "$x/xa.plan" --backend cuda --steps 9 > "$x/xa.log" 2>&1
-        local rc=$? med
-        med=$(median_step "$x/xa.log")
-        echo "cross-entropy's gradient apart bf16: rc=$rc median ${med:-none} ms (default" \
-             "$(median_step "$x/ws-bf16-32MiB.log") ms) at $(el) s" >> "$out/summary.txt"
-        grep -h '^step [19]/' "$x/xa.log" "$x/ws-bf16-32MiB.log" | awk '{ print $1, $2, $3, $4 }' \
-            >> "$out/summary.txt"
-    fi
+    # the experiments, each GPT-2's bf16 step with a variable set in
+    # shardc's environment: its median beside the default's (the 32 MiB
+    # run above) and the losses of steps 1 and 9 of each.
+    # ab LABEL TAG VAR=VALUE
+    ab() {
+        local rc med
+        if env "$3" .gpu/build/shardc "$x/ws-bf16.sh" "${gpt2[@]}" -D L=12 --mesh 1x1 \
+            --arch sm_90 -o "$x/$2.plan" > /dev/null 2>&1; then
+            tm 60 .gpu/build/shardrun "$x/$2.plan" --backend cuda --steps 9 > "$x/$2.log" 2>&1
+            rc=$?
+            med=$(median_step "$x/$2.log")
+            echo "$1 bf16 ($3): rc=$rc median ${med:-none} ms (default" \
+                 "$(median_step "$x/ws-bf16-32MiB.log") ms) at $(el) s" >> "$out/summary.txt"
+            grep -h '^step [19]/' "$x/$2.log" "$x/ws-bf16-32MiB.log" |
+                awk '{ print $1, $2, $3, $4 }' >> "$out/summary.txt"
+        fi
+    }
+    # attention's forward with 32 query rows a warp (codegen/cuda_ops.c's
+    # attn_rows32; ncu on one layer's forward of each below)
+    ab "attention 32 rows a warp" r32 SHARDC_EXPERIMENT_ATTN_ROWS=32
+    # cross-entropy's gradient in a kernel of its own, not in a second
+    # pass of the loss's kernel (passes/fuse.c's xent_apart)
+    ab "cross-entropy's gradient apart" xa SHARDC_EXPERIMENT_XENT_APART=1
+    # the layernorms' gain and bias gradients in a column kernel of their
+    # own, not in their input gradient's row kernel (passes/norm_cols.c)
+    ab "norms' column sums apart" nc0 SHARDC_EXPERIMENT_NORM_COLS=0
     # issue 20's calibrated estimate: the efficiencies of the launches of
     # GPT-2's one-layer f32 and bf16 plans (bench_cuda --calibrate), as a
     # profile for shardc --hw to estimate the step with afterwards, here
@@ -274,7 +275,8 @@ run() {
         # the kernels run 3's and run 4's traces timed far from their
         # bytes: the embedding and its gradient, cross-entropy's forward
         # and gradient, AdamW's (5 in a step's order); a column sum
-        for k in 'regex:embedding|cross_entropy|adam' 'regex:^k[0-9]+_sum$'; do
+        for k in 'regex:embedding|cross_entropy|adam' 'regex:^k[0-9]+_sum$' \
+            'regex:layernorm_dx|^k[0-9]+_sum_cast$'; do
             tm 45 ncu --clock-control none -k "$k" -c 5 --section SpeedOfLight \
                 --section LaunchStats --section Occupancy \
                 .gpu/build/shardrun "$x/l1.plan" --backend cuda --steps 1 >> "$x/ncu-other.txt" 2>&1

@@ -561,9 +561,13 @@ static void put_header(gen *G, const cg_cuda_kernel *k, su_buf *b)
             su_buf_puts(b, "// one thread per element, grid-stride");
         break;
     case CG_CUDA_ROW:
-        su_buf_printf(b, "// %s, grid-stride over rows; %d elements per load",
-                      k->warp_rows ? "a warp per row, 8 rows a block" : "one block per row",
-                      k->vec);
+        if (G->whole && G->whole->ncols)
+            su_buf_printf(b, "// a warp per row, each block a run of rows whose column sums it "
+                             "stores as a partial row; %d elements per load", k->vec);
+        else
+            su_buf_printf(b, "// %s, grid-stride over rows; %d elements per load",
+                          k->warp_rows ? "a warp per row, 8 rows a block" : "one block per row",
+                          k->vec);
         break;
     case CG_CUDA_COLUMN: /* single-pass ones take blocks (shared memory) */
         if (!k->shared_bytes && k->vec > 1)
@@ -973,6 +977,15 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
             /* only the column kernels sum a sibling (fuse.c's sib_sum) */
             su_buf_printf(err, "internal error: fused group %s has a sibling sum but no column "
                                "reduction", g->name);
+            ok = false;
+            break;
+        }
+        if (g && g->ncols &&
+            (!red || (red->code != IR_LAYERNORM_DX && red->code != IR_RMSNORM_DX) ||
+             cg_red_view(red).n > PASS_NORM_COLS_MAX_WIDTH)) {
+            /* only cg_emit_row's warp rows sum a norm's columns beside it */
+            su_buf_printf(err, "internal error: fused group %s has column sums but no norm "
+                               "gradient of warp rows", g->name);
             ok = false;
             break;
         }

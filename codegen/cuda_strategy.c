@@ -1049,6 +1049,174 @@ static bool row_result(const ir_op *r)
  * barrier: shuffles only), a longer one a block's. */
 enum { WARP_ROW = 1024, WARP_ROWS = 8 };
 
+/* ---- a norm's column sums in its row kernel (fuse.h's cols) ----
+ *
+ * A layernorm_dx (rmsnorm_dx) group with column sums: norm_cols.c's
+ * partial sums of the gain's and bias's gradients over runs of R rows,
+ * each a sum over axis 1 of [P, R, D] with its prologue. The kernel takes
+ * P blocks of WARP_ROWS warps, block p the rows p R .. p R + R - 1 (a
+ * warp every WARP_ROWS-th of them), and after each row's input gradient
+ * each lane adds its columns' elements of each column sum's prologue,
+ * computed at the same element (row, c), into registers: the row's dy and
+ * x are then in the L1 cache, read from DRAM once for both. Once its
+ * rows are done, the block adds its warps' sums in warp order in shared
+ * memory and stores its partial row p of each sum: the same sums
+ * whichever order the blocks run in. */
+
+/* The group's ops as views: the row op's (rv: the norm, its epilogue and
+ * the consts they read) and each column sum's (cv[c]: its sum, the ops of
+ * the group it reads through one another, and their consts), each with
+ * the parameters its ops read and store (in, out). */
+static void norm_col_views(gen *G, pass_fgroup *rv, pass_fgroup *cv)
+{
+    const pass_fgroup *g = G->g;
+    int n = g->nops;
+    bool *in_col = su_alloc(G->arena, (size_t)n * sizeof *in_col);
+    bool *mark = su_alloc(G->arena, (size_t)n * sizeof *mark);
+    for (int c = 0; c <= g->ncols; c++) {
+        pass_fgroup *v = c < g->ncols ? &cv[c] : rv;
+        *v = *g;
+        v->ncols = 0;
+        v->ops = su_alloc(G->arena, (size_t)n * sizeof *v->ops);
+        v->in = su_alloc(G->arena, ((size_t)g->nin + 1) * sizeof *v->in);
+        v->out = su_alloc(G->arena, ((size_t)g->nout + 1) * sizeof *v->out);
+        v->nops = v->nin = v->nout = 0;
+        memset(mark, 0, (size_t)n * sizeof *mark);
+        for (int k = n - 1; k >= 0; k--) {
+            const ir_op *op = IR_OP(G->m, g->ops[k]);
+            if (c < g->ncols ? g->ops[k] == g->cols[c]
+                             : !in_col[k] && op->code != IR_CONST)
+                mark[k] = true;
+            for (int j = k + 1; j < n && !mark[k]; j++) /* read by a marked op */
+                mark[k] = mark[j] && ir_op_reads(IR_OP(G->m, g->ops[j]), op->res[0]);
+        }
+        for (int k = 0; k < n; k++) {
+            if (!mark[k])
+                continue;
+            const ir_op *op = IR_OP(G->m, g->ops[k]);
+            if (c < g->ncols && op->code != IR_CONST)
+                in_col[k] = true;
+            v->ops[v->nops++] = g->ops[k];
+            for (int i = 0; i < g->nin; i++)
+                if (ir_op_reads(op, g->in[i])) {
+                    bool known = false;
+                    for (int q = 0; q < v->nin; q++)
+                        known |= v->in[q] == g->in[i];
+                    if (!known)
+                        v->in[v->nin++] = g->in[i];
+                }
+            for (int i = 0; i < g->nout; i++)
+                if (g->out[i] == op->res[0])
+                    v->out[v->nout++] = g->out[i];
+        }
+        v->reduce = c < g->ncols ? g->cols[c] : g->reduce;
+    }
+}
+
+/* VEC of the row kernel rv with column sums cv[0 .. nc): cg_vec_of over
+ * the values the rows are read and written by, the column sums' reads
+ * among them (not their partial rows, stored once a block). */
+static int norm_col_vec(gen *G, const pass_fgroup *rv, const pass_fgroup *cv, int nc,
+                        const ir_type *dom, int64_t last)
+{
+    pass_fgroup all = *rv;
+    int n = rv->nin;
+    for (int c = 0; c < nc; c++)
+        n += cv[c].nin;
+    all.in = su_alloc(G->arena, ((size_t)n + 1) * sizeof *all.in);
+    all.nin = 0;
+    for (int i = 0; i < rv->nin; i++)
+        all.in[all.nin++] = rv->in[i];
+    for (int c = 0; c < nc; c++)
+        for (int i = 0; i < cv[c].nin; i++)
+            all.in[all.nin++] = cv[c].in[i];
+    return cg_vec_of(&all, dom, last);
+}
+
+/* Each column sum's prologue at this row's elements of the thread: its
+ * accumulators cN[j * VEC + q] (j the thread's step, q the vector's). */
+static void norm_col_rows(gen *G, const pass_fgroup *whole, pass_fgroup *cv, int64_t D, int vec)
+{
+    int64_t span = 32 * (int64_t)vec, items = (D + span - 1) / span;
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int j = 0; j < %lld; j++) { // the column sums' elements of this row",
+            (long long)items);
+    G->indent++;
+    cg_line(G, "const i64 c = ((i64)j * 32 + lane) * %d;", vec);
+    if (D % span) {
+        cg_line(G, "if (c < %lld) {", (long long)D);
+        G->indent++;
+    }
+    cg_line(G, "const i64 e = row * %lld + c;", (long long)D);
+    for (int c = 0; c < whole->ncols; c++) {
+        G->g = &cv[c];
+        G->red = IR_OP(G->m, whole->cols[c]);
+        cg_line(G, "{ // %s's partial sum", cg_cname(G, G->red->res[0]));
+        G->indent++;
+        cg_line(G, "float *const acc = c%d + j * %d;", c, vec);
+        tile t = {.dom = &G->red->in[0]->type, .vec = vec, .prologue = true,
+                  .store_prologue = true, .consume = vec > 1 ? "acc[q] += xin;" : "acc[0] += xin;"};
+        cg_emit_tile(G, &t);
+        G->indent--;
+        cg_line(G, "}");
+    }
+    if (D % span) {
+        G->indent--;
+        cg_line(G, "}");
+    }
+    G->indent--;
+    cg_line(G, "}");
+}
+
+/* After the block's rows: its warps' sums in warp order (shared memory
+ * cs[c * D + column]), then its partial row of each column sum. */
+static void norm_col_store(gen *G, const pass_fgroup *whole, pass_fgroup *cv, int64_t D, int vec)
+{
+    int64_t span = 32 * (int64_t)vec, items = (D + span - 1) / span;
+    cg_line(G, "extern __shared__ float cs[]; // [%d][%lld]: the block's column sums",
+            whole->ncols, (long long)D);
+    cg_line(G, "for (int w = 0; w < %d; w++) { // the warps' sums, in warp order", WARP_ROWS);
+    G->indent++;
+    cg_line(G, "if (threadIdx.x / 32 == w) {");
+    G->indent++;
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int j = 0; j < %lld; j++) {", (long long)items);
+    G->indent++;
+    cg_line(G, "#pragma unroll");
+    cg_line(G, "for (int q = 0; q < %d; q++) {", vec);
+    G->indent++;
+    cg_line(G, "const i64 c = ((i64)j * 32 + lane) * %d + q;", vec);
+    cg_line(G, "if (c < %lld) {", (long long)D);
+    G->indent++;
+    for (int c = 0; c < whole->ncols; c++)
+        cg_line(G, "cs[%lld + c] = (w == 0 ? 0.0f : cs[%lld + c]) + c%d[j * %d + q];",
+                (long long)(c * D), (long long)(c * D), c, vec);
+    for (int i = 0; i < 4; i++) {
+        G->indent--;
+        cg_line(G, "}");
+    }
+    cg_line(G, "__syncthreads();");
+    G->indent--;
+    cg_line(G, "}");
+    cg_line(G, "for (i64 c = threadIdx.x; c < %lld; c += blockDim.x) { // the partial rows",
+            (long long)D);
+    G->indent++;
+    cg_line(G, "const i64 e = (i64)blockIdx.x * %lld + c;", (long long)D);
+    for (int c = 0; c < whole->ncols; c++) {
+        G->g = &cv[c];
+        G->red = IR_OP(G->m, whole->cols[c]);
+        cg_line(G, "{");
+        G->indent++;
+        tile t = {.dom = &G->red->res[0]->type, .vec = 1,
+                  .rexpr = cg_fmt(G, "cs[%lld + c]", (long long)(c * D))};
+        cg_emit_tile(G, &t);
+        G->indent--;
+        cg_line(G, "}");
+    }
+    G->indent--;
+    cg_line(G, "}");
+}
+
 void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
 {
     const ir_type *dom = &G->red->in[0]->type;
@@ -1058,7 +1226,19 @@ void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
         a = b;
         b = r;
     }
-    k->vec = cg_vec_of(G->g, dom, a);
+    const pass_fgroup *whole = G->g;
+    const ir_op *norm = G->red;
+    pass_fgroup rv, cv[2];
+    int64_t parts = 0, run = 0; /* with column sums: P blocks of R rows */
+    if (whole->ncols) {
+        norm_col_views(G, &rv, cv);
+        G->g = &rv;
+        parts = IR_OP(G->m, whole->cols[0])->in[0]->type.dim[0];
+        run = v->outer / parts;
+        k->vec = norm_col_vec(G, &rv, cv, whole->ncols, dom, a);
+    } else {
+        k->vec = cg_vec_of(G->g, dom, a);
+    }
     k->strategy = CG_CUDA_ROW;
     int by = v->n <= WARP_ROW ? BY_WARP : BY_BLOCK;
     const char *tid = by == BY_WARP ? "lane" : "threadIdx.x";
@@ -1067,8 +1247,8 @@ void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
     if (by == BY_WARP) {
         threads = 32;
         k->block = 32 * WARP_ROWS;
-        k->grid = cg_grid_for((v->outer + WARP_ROWS - 1) / WARP_ROWS, 1);
-        k->shared_bytes = 0;
+        k->grid = parts ? parts : cg_grid_for((v->outer + WARP_ROWS - 1) / WARP_ROWS, 1);
+        k->shared_bytes = (int)(whole->ncols * v->n * (int64_t)sizeof(float));
     } else {
         threads = k->block = cg_clamp_block(cg_pow2_at_least((v->n + k->vec - 1) / k->vec), 1024);
         k->grid = cg_grid_for(v->outer, 1);
@@ -1079,7 +1259,16 @@ void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
     unsigned helpers = G->helpers;
     rparts p = red_parts(G, v, by, col, true, k->vec);
     /* a row's result alone needs no second pass to keep it for */
-    bool cached = p.passes > 1 && items * k->vec <= MAX_CACHED && G->red->code != IR_XENT_LSE;
+    /* with column sums, 2 blocks a processor (16 warps, as the kernel
+     * without them) fit in 128 registers a thread only without the row in
+     * registers: its second pass reads dy again, from the L1 cache mostly
+     * (ptxas of CUDA 13.0, sm_90, the bf16 GPT-2's: 128 registers, no
+     * spill; 180 with the row kept, one block a processor, and with the
+     * row kept under 2 blocks' bounds 280 bytes spilled) */
+    bool cached = p.passes > 1 && items * k->vec <= MAX_CACHED && G->red->code != IR_XENT_LSE &&
+                  !parts;
+    if (parts)
+        G->min_blocks = 2;
     if (cached) { /* the row in registers: its passes read them */
         G->helpers = helpers;
         p = red_parts(G, v, by, col, false, k->vec);
@@ -1092,7 +1281,17 @@ void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
         k->shared_bytes *= 2;
     if (lse) /* nothing merged over the row's threads */
         k->shared_bytes = 0;
-    if (by == BY_WARP) {
+    if (by == BY_WARP && parts) {
+        int64_t items = (v->n + span - 1) / span;
+        cg_line(G, "const int lane = threadIdx.x %% 32; // a warp per row");
+        for (int c = 0; c < whole->ncols; c++)
+            cg_line(G, "float c%d[%lld] = {}; // the lane's columns of %s's partial row", c,
+                    (long long)(items * k->vec),
+                    cg_cname(G, IR_OP(G->m, whole->cols[c])->res[0]));
+        cg_line(G, "for (i64 row = (i64)blockIdx.x * %lld + threadIdx.x / 32; row < "
+                   "(i64)blockIdx.x * %lld + %lld; row += %d) { // the block's run of rows",
+                (long long)run, (long long)run, (long long)run, WARP_ROWS);
+    } else if (by == BY_WARP) {
         cg_line(G, "const int lane = threadIdx.x %% 32; // a warp per row");
         cg_line(G, "for (i64 row = (i64)blockIdx.x * %d + threadIdx.x / 32; row < %lld; row += "
                    "(i64)gridDim.x * %d) {",
@@ -1150,8 +1349,17 @@ void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
             row_loop(G, v, threads, k->vec, cached, &t3, false, tid);
         }
     }
+    if (parts) {
+        norm_col_rows(G, whole, cv, v->n, k->vec);
+        G->g = &rv;
+        G->red = norm;
+    }
     G->indent--;
     cg_line(G, "}");
+    if (parts)
+        norm_col_store(G, whole, cv, v->n, k->vec);
+    G->g = whole;
+    G->red = norm;
 }
 
 /* A loop over the axis for the column t: element e = base + k * inner. */

@@ -35,6 +35,9 @@ typedef struct grp {
     bool has_xgrad;     /* REDUCE of a cross_entropy: its gradient joined it
                          * (xgrad_fits), op xgrad, of phase xphase */
     int xgrad, xphase;
+    int ncols;          /* REDUCE of a layernorm_dx or rmsnorm_dx: the column
+                         * groups joined (join_norm_cols), their sums' ops */
+    int cols[2];
 } grp;
 
 typedef struct walker {
@@ -744,6 +747,92 @@ bool pass_fuse_siblings(const ir_op *a, const ir_op *b)
            ir_type_eq(&a->res[0]->type, &b->res[0]->type);
 }
 
+/* ---- a norm's column sums in its input gradient's kernel ----
+ *
+ * norm_cols.c makes a layernorm's (rmsnorm's) gain and bias gradients
+ * partial sums over runs of the rows of layernorm_dx (rmsnorm_dx), just
+ * after it: each a column group, its elementwise ops over [P, R, D] and
+ * the sum over axis 1 (R), reading L's operands through reshapes. Such a
+ * group (at most two) joins the group of L, a row kernel of warp rows (D
+ * at most PASS_NORM_COLS_MAX_WIDTH), where its sum's rows are L's (P R of
+ * them, D wide), it has no epilogue and reads nothing of L's group, it is
+ * of L's group's phase, repetition and instances epoch, held briefly,
+ * with no collective, send or recv between, and no op outside the two
+ * groups between L's group's last op and the column sum reads a value of
+ * either. The kernel then takes P blocks, each a run of R rows, and sums
+ * the column group's values over its rows as it walks them
+ * (codegen/cuda_strategy.c); the partial rows, [P, D], are stored. */
+
+/* Whether op is a sum of a column group of norm_cols.c for a norm over
+ * rows rows of width D. */
+static bool norm_col_sum(const ir_op *op, int64_t rows, int64_t D)
+{
+    if (op->code != IR_SUM || op->nin != 1 || op->nres != 1 || op->a->keepdims ||
+        op->res[0]->type.dtype != IR_F32)
+        return false;
+    const ir_type *t = &op->in[0]->type;
+    int64_t ax = op->a->axis < 0 ? op->a->axis + t->rank : op->a->axis;
+    return t->rank == 3 && ax == 1 && t->dim[0] * t->dim[1] == rows && t->dim[2] == D;
+}
+
+static void join_norm_cols(walker *w)
+{
+    const ir_module *m = w->m;
+    pass_fusion *f = w->f;
+    int n = m->ops.n;
+    for (int li = 0; li < n; li++) {
+        int a = f->group_of[li] >= 0 ? root(w, f->group_of[li]) : -1;
+        const ir_op *L = IR_OP(m, li);
+        if (a < 0 || w->g[a].kind != PASS_FUSE_REDUCE || w->g[a].reduce != li ||
+            (L->code != IR_LAYERNORM_DX && L->code != IR_RMSNORM_DX))
+            continue;
+        grp *A = &w->g[a];
+        const ir_type *t = &L->res[0]->type;
+        int64_t D = t->dim[t->rank - 1], rows = ir_type_numel(t) / D;
+        if (D > PASS_NORM_COLS_MAX_WIDTH || A->has_sib || A->has_xgrad || A->ncols)
+            continue;
+        int from = A->last, end = from + PASS_FUSE_HOLD < n - 1 ? from + PASS_FUSE_HOLD : n - 1;
+        for (int j = from + 1; j <= end && A->ncols < 2; j++) {
+            const ir_op *oj = IR_OP(m, j);
+            if (oj->code == IR_INSTANCES || w->ncomm[j] != w->ncomm[from + 1])
+                break;
+            int b = f->group_of[j] >= 0 ? root(w, f->group_of[j]) : -1;
+            /* an op of neither group that reads a value of A (or of a
+             * column group already joined) ends the search */
+            bool reads = false;
+            for (int k = 0; k < oj->nin && b != a; k++)
+                reads |= group_of_value(w, oj->in[k]) == a;
+            if (reads && (b < 0 || w->g[b].kind != PASS_FUSE_REDUCE))
+                break;
+            if (b < 0 || b == a || !norm_col_sum(oj, rows, D))
+                continue;
+            grp *B = &w->g[b];
+            if (B->kind != PASS_FUSE_REDUCE || B->reduce != j || B->last != j || B->has_sib ||
+                B->has_xgrad || B->epoch != A->epoch || B->phase != A->phase || B->rep != A->rep ||
+                oj->task != L->task || oj->mb != L->mb || reads)
+                continue;
+            /* its ops: the sum and elementwise ops of its operand's shape
+             * before it, none reading A's values; held briefly with A's */
+            bool ok = true;
+            for (int q = from + 1; q < j && ok; q++) {
+                if (f->group_of[q] < 0 || root(w, f->group_of[q]) != b)
+                    continue;
+                const ir_op *oq = IR_OP(m, q);
+                ok = ir_shape_eq(&oq->res[0]->type, &oj->in[0]->type);
+                for (int k = 0; k < oq->nin; k++)
+                    ok = ok && group_of_value(w, oq->in[k]) != a;
+            }
+            int hold = B->hold < A->hold ? B->hold : A->hold;
+            if (!ok || (hold < j && j - hold > PASS_FUSE_HOLD))
+                continue;
+            w->parent[b] = a;
+            A->cols[A->ncols++] = j;
+            A->hold = hold;
+            A->last = j;
+        }
+    }
+}
+
 static void join_siblings(walker *w)
 {
     const ir_module *m = w->m;
@@ -843,6 +932,9 @@ static void renumber(walker *w)
             g->sib = w->g[r].sib;
             g->has_xgrad = w->g[r].has_xgrad;
             g->xgrad = w->g[r].xgrad;
+            g->ncols = w->g[r].ncols;
+            g->cols[0] = w->g[r].cols[0];
+            g->cols[1] = w->g[r].cols[1];
             newid[r] = f->ngroups++;
         }
         f->group_of[i] = newid[r];
@@ -2042,6 +2134,7 @@ static bool walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err, cons
     find_views(w);
     for (int i = 0; i < m->ops.n; i++)
         place(w, i);
+    join_norm_cols(w);
     join_siblings(w);
     drop_lone_transposes(w);
     renumber(w);
@@ -2154,6 +2247,9 @@ static bool expand_walk(pass_fuse_walk *W, const ir_module *mx, ir_op *const *he
                 g->has_xgrad = true;
                 g->xgrad = g->ops[q];
             }
+            for (int c = 0; c < G->ncols; c++)
+                if (G->ops[q] == G->cols[c])
+                    g->cols[g->ncols++] = g->ops[q];
             const ir_op *h = held[G->ops[q]], *op = IR_OP(mx, g->ops[q]);
             for (int i = 0; i < h->nin && i < op->nin; i++) {
                 if (G->bias && h->in[i] == G->bias && !g->bias)
@@ -2163,7 +2259,7 @@ static bool expand_walk(pass_fuse_walk *W, const ir_module *mx, ir_op *const *he
             }
         }
         ok = ok && (G->reduce < 0) == (g->reduce < 0) && G->has_sib == g->has_sib &&
-             G->has_xgrad == g->has_xgrad &&
+             G->has_xgrad == g->has_xgrad && G->ncols == g->ncols &&
              !G->bias == !g->bias &&
              !G->residual == !g->residual;
     }
@@ -2581,6 +2677,9 @@ static void put_group_comment(const ir_module *m, const pass_fgroup *g, const ch
             su_buf_puts(b, " with a sibling sum"); /* fuse.h */
         if (g->has_xgrad)
             su_buf_puts(b, " and its gradient"); /* fuse.c's xgrad_fits */
+        if (g->ncols)
+            su_buf_printf(b, " with %s over runs of its rows",
+                          g->ncols == 1 ? "a column sum" : "two column sums"); /* join_norm_cols */
     }
     put_values(b, "reads", g->in, g->nin, names);
     put_values(b, "stores", g->out, g->nout, names);

@@ -91,6 +91,22 @@
  *                its logits (xent_grad.c), stored from the loss's max and
  *                sum.
  *
+ *   a norm's column sums  a layernorm_dx (rmsnorm_dx) group of rows up to
+ *                PASS_NORM_COLS_MAX_WIDTH wide takes the (at most two)
+ *                column groups after it that norm_cols.c made of its
+ *                gain's and bias's gradients: each a sum over axis 1 of
+ *                [P, R, D] (P R the norm's rows, D their width) with
+ *                elementwise ops of that shape before it, reading no
+ *                value of the norm's group, of its phase, repetition,
+ *                stamp and instances epoch, held briefly, with no
+ *                collective, send or recv between and nothing outside
+ *                the two groups between them reading a value of either
+ *                (fuse.c's join_norm_cols): its kernel takes P blocks,
+ *                each a run of R rows, sums each column group's elements
+ *                over its rows as it walks them and stores the [P, D]
+ *                partial rows (codegen/cuda_strategy.c); `cols` are the
+ *                sums' op indices.
+ *
  * Attention, embedding, transpose, reshape, slices, buckets, collectives,
  * sources and matmuls with nothing to fold are never in a group (but for
  * the attention pair and the attention with its lse, a concat's
@@ -233,6 +249,11 @@ int pass_attn_tc_arch(const ir_op *op);
  * and result f32, head widths multiples of 16 up to PASS_ATTN_TC_WIDTH. */
 bool pass_attn_x3(const ir_op *op);
 
+/* The widest row of a layernorm_dx or rmsnorm_dx whose kernel takes its
+ * gain's and bias's column sums (norm_cols.c, fuse.c's norm_cols): a
+ * warp's row in codegen's row kernels. */
+#define PASS_NORM_COLS_MAX_WIDTH 1024
+
 /* A matmul group's epilogue, bits. */
 enum {
     PASS_EPI_BIAS = 1,      /* + bias, of the result's last dim */
@@ -299,6 +320,16 @@ typedef struct pass_fgroup {
                              * after it of the logits' shape are its chain
                              * (elementwise, reading it), the others the
                              * loss's epilogue */
+    int ncols;              /* REDUCE of a layernorm_dx or rmsnorm_dx: the column
+                             * sums joined (norm_cols.c's partial sums of its
+                             * gain's and bias's gradients, fuse.c's
+                             * join_norm_cols), 0 to 2 */
+    int cols[2];            /* their op indices: each a sum over axis 1 of [P, R,
+                             * D], P R the group's rows, D its width, with the
+                             * elementwise ops before it of that shape (its
+                             * prologue); the kernel takes P blocks, block p
+                             * rows p R .. p R + R - 1, and stores the [P, D]
+                             * partial rows */
 } pass_fgroup;
 
 typedef struct pass_fusion {

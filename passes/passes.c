@@ -408,6 +408,7 @@ static bool bucket_stage(stage_job *j, su_buf *err)
         ir_module_compact(j->w);
     pass_join_sums(j->w);
     pass_sink_siblings(j->w);
+    pass_norm_cols(j->w);
     return ir_verify(j->w, err) && pass_bucket(j->w, j->bytes, err);
 }
 

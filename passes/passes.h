@@ -264,6 +264,15 @@ int pass_join_sums(ir_module *m);
  * before the buckets. Returns the sums whose readers moved. */
 int pass_sink_siblings(ir_module *m);
 
+/* A layernorm's (rmsnorm's) gain and bias gradients, column sums over
+ * the rows of its input gradient's row op, each as partial sums over
+ * runs of rows (axis 1 of [P, R, D], in f32), which the fusion gives to
+ * that row op's kernel (fuse.h, a norm's column sums), and the sum of
+ * those (norm_cols.c). Run by the bucket pass, on each stage's program
+ * outside pipelines, after the sibling sums. Returns the norms whose sums
+ * it split. */
+int pass_norm_cols(ir_module *m);
+
 /* Runs fn(ctx, s, err) for each stage s of n at once, on a thread per
  * processor (at most 16; su_processors), each with an error buffer of its
  * own whose allocation failures stay on its thread: the index of the first

@@ -261,9 +261,25 @@ static double op_time(const sim *S, const lane *L, const ir_op *op)
     return kernel_time(hw, op, op_class(op), pass_op_flops(op), bytes);
 }
 
+/* The value whose bytes v is: through reshapes and renames of its
+ * dtype and size (views of one buffer). */
+static const ir_value *storage_of(const ir_value *v)
+{
+    while (v->def && (v->def->code == IR_RESHAPE || v->def->code == IR_CONSTRAIN) &&
+           v->def->nin == 1 && v->def->in[0]->type.dtype == v->type.dtype &&
+           ir_type_numel(&v->def->in[0]->type) == ir_type_numel(&v->type))
+        v = v->def->in[0];
+    return v;
+}
+
 /* What fused group g's kernel does: all its ops' FLOPs, and only the
  * bytes of the values it reads from outside and stores (the rest stay
- * in registers). */
+ * in registers). A norm's row kernel with column sums (fuse.h's cols)
+ * reads each buffer once: its column sums read reshapes of the norm's
+ * dy, x and statistics (norm_cols.c), each element by the thread that
+ * has just read it for the row, so from the L1 cache. (A cross_entropy's
+ * kernel with its gradient reads the logits twice too, but a whole row
+ * of them apart: both reads count.) */
 static void group_work(const ir_module *m, const pass_fgroup *g, double *flops, double *bytes)
 {
     *flops = *bytes = 0;
@@ -273,8 +289,13 @@ static void group_work(const ir_module *m, const pass_fgroup *g, double *flops, 
         *flops = pass_attn_pair_flops(IR_OP(m, g->reduce));
     if (g->kind == PASS_FUSE_ATTN_LSE) /* the lse from the forward's own sums */
         *flops = pass_op_flops(IR_OP(m, g->ops[0]));
-    for (int i = 0; i < g->nin; i++)
-        *bytes += value_bytes(g->in[i]);
+    for (int i = 0; i < g->nin; i++) {
+        bool again = false;
+        for (int j = 0; j < i && !again && g->ncols; j++)
+            again = storage_of(g->in[j]) == storage_of(g->in[i]);
+        if (!again)
+            *bytes += value_bytes(g->in[i]);
+    }
     for (int i = 0; i < g->nout; i++)
         *bytes += value_bytes(g->out[i]);
 }

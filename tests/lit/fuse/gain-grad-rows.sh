@@ -11,7 +11,9 @@
 # bf16 the matmul's epilogue makes the gradient (cuBLASLt's DGELU), so
 # one sum over the merged rows reads it back (passes/combine.c's
 # stored_apart).
-# RUN: %shardc %S/../../../examples/transformer.sh -D L=1 -D S=16 -D D=32 -D NH=2 -D V=64 -D B=4 --mesh 2x2 --arch sm_90 --emit fused-ir | FileCheck %s
+# (With norm_cols.c off: by default the 32 rows are 2 runs of 16 whose
+# partial sums the layernorms' row kernels make, lit/cuda/norm-cols.sh.)
+# RUN: env SHARDC_EXPERIMENT_NORM_COLS=0 %shardc %S/../../../examples/transformer.sh -D L=1 -D S=16 -D D=32 -D NH=2 -D V=64 -D B=4 --mesh 2x2 --arch sm_90 --emit fused-ir | FileCheck %s
 # CHECK-COUNT-3: // kernel k{{[0-9]+}}_sum_sub_mul: sum over axis 0 of [32, 32] with a sibling sum; reads
 # CHECK-NOT: // kernel k{{[0-9]+}}_{{(sum_)?}}sub_mul
 # RUN: %shardc %S/../../../examples/transformer.sh -D L=1 -D S=16 -D D=32 -D NH=2 -D V=64 -D B=4 --mesh 2x2 --arch sm_90 --emit fused-ir | FileCheck %s --check-prefix=GELU
@@ -31,8 +33,8 @@
 # too: one sum over the 1024 merged rows reads it back, where a sum over
 # the batch and one over the sequence had each been a kernel (the row
 # kernel sums nothing over the batch). The small GPT in f32 on one GPU,
-# layer 0's MLP bias:
-# RUN: %shardc %S/../../../examples/transformer.sh -D L=2 --mesh 1x1 --arch sm_90 --emit fused-ir | FileCheck %s --check-prefix=ROW
+# layer 0's MLP bias (norm_cols.c off, as above):
+# RUN: env SHARDC_EXPERIMENT_NORM_COLS=0 %shardc %S/../../../examples/transformer.sh -D L=2 --mesh 1x1 --arch sm_90 --emit fused-ir | FileCheck %s --check-prefix=ROW
 # ROW: // kernel k{{[0-9]+}}_layernorm_dx_add: {{.*}}; stores %{{[0-9]+}}
 # ROW: // kernel k{{[0-9]+}}_layernorm_dx_add: {{.*}}; stores [[X:%[0-9]+]]
 # ROW-NEXT: = layernorm_dx

@@ -6,7 +6,9 @@
 # 2x2, its three layernorms (lnf's, the MLP's, and the attention's, whose
 # dy is the adds of q's, k's and v's input gradients, summed over the
 # merged rows for it: passes/combine.c's stored_apart).
-# RUN: %shardc %S/../../../examples/transformer.sh -D L=1 -D S=16 -D D=32 -D NH=2 -D V=64 -D B=4 --mesh 2x2 --arch sm_90 --emit fused-ir | FileCheck %s
+# (With norm_cols.c off: by default each layernorm's row kernel makes
+# both sums' partial rows, lit/cuda/norm-cols.sh, and no sibling is left.)
+# RUN: env SHARDC_EXPERIMENT_NORM_COLS=0 %shardc %S/../../../examples/transformer.sh -D L=1 -D S=16 -D D=32 -D NH=2 -D V=64 -D B=4 --mesh 2x2 --arch sm_90 --emit fused-ir | FileCheck %s
 # CHECK: // kernel k{{[0-9]+}}_sum_sub_mul: sum over axis 0 of [32, 32] with a sibling sum; reads [[DY:%[0-9]+]], {{.*}}; stores [[B:%[0-9]+]], [[G:%[0-9]+]]
 # CHECK-NEXT: [[B]] = sum [[DY]] {axis = 0, keepdims = false} : f32[32] auto(_) partial(dp)
 # CHECK: [[G]] = sum {{.*}} partial(dp) phase backward  // k{{[0-9]+}}_sum_sub_mul, stored

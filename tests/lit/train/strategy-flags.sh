@@ -35,8 +35,8 @@
 # RUN: %shardc %S/../../../examples/transformer.sh --mesh 2x2 --report > %t.rplain
 # RUN: %expect 1 diff %t.rplain %t.rflag > %t.rdiff
 # RUN: FileCheck %s --check-prefix=RC < %t.rdiff
-# RC: <   flops per rank: 6088631298
-# RC: >   flops per rank: 7714972674
+# RC: <   flops per rank: 6088778754
+# RC: >   flops per rank: 7715120130
 # RC: <     activations 25243648 (the most live at once)
 # RC: >     activations 8433664 (the most live at once)
 # --keep-gathered: with nothing gathered (data parallel), the same plan;

@@ -1607,6 +1607,10 @@ int main(int argc, char **argv)
         {"examples/mlp.sh", "2x2", 0, "", NULL, NULL, NULL, NULL},
         {"examples/transformer.sh", "2x2", 0, "S=32 D=128 V=256", NULL, NULL, NULL, NULL},
         {"examples/transformer.sh", "4x1", 1, "S=32 D=128 V=256", NULL, NULL, NULL, NULL},
+        /* in bf16: each layernorm's input gradient with its gain's and
+         * bias's partial sums over runs of 16 rows (norm_cols.c), 8 blocks
+         * of a rank's 128 rows, each f32 column sum of bf16 elements */
+        {"examples/transformer.sh", "2x2", 0, "S=32 D=128 V=256", "bf16", NULL, NULL, NULL},
         {"tests/models/mlp_bf16.sh", "2x2", 0, "", NULL, NULL, NULL, NULL},
         {"tests/models/mlp_bf16.sh", "4x1", 1, "", NULL, NULL, NULL, NULL},
         {"tests/models/mlp_bf16_momentum.sh", "2x2", 3, "", NULL, NULL, NULL, NULL},
