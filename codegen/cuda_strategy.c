@@ -1282,7 +1282,6 @@ void cg_emit_row(gen *G, cg_cuda_kernel *k, const rview *v)
     if (lse) /* nothing merged over the row's threads */
         k->shared_bytes = 0;
     if (by == BY_WARP && parts) {
-        int64_t items = (v->n + span - 1) / span;
         cg_line(G, "const int lane = threadIdx.x %% 32; // a warp per row");
         for (int c = 0; c < whole->ncols; c++)
             cg_line(G, "float c%d[%lld] = {}; // the lane's columns of %s's partial row", c,

@@ -21,6 +21,12 @@ bool ir_op_reads(const ir_op *op, const ir_value *v)
     return false;
 }
 
+bool ir_op_fixed(const ir_op *op)
+{
+    ir_opclass c = ir_ops[op->code].cls;
+    return c == IR_C_COMM || c == IR_C_P2P || op->code == IR_INSTANCES;
+}
+
 const ir_value *ir_renamed_from(const ir_value *v)
 {
     while (v->def && v->def->code == IR_CONSTRAIN && v->def->nin == 1 &&

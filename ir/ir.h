@@ -422,6 +422,10 @@ bool ir_heads_in(const ir_op *op, int i);
 
 /* Whether op reads v (as any operand). */
 bool ir_op_reads(const ir_op *op, const ir_value *v);
+/* Whether op must keep its place when a pass moves the ops around it: a
+ * collective, a send or recv, an instances op (every rank of a stage
+ * issues its collectives in one order). */
+bool ir_op_fixed(const ir_op *op);
 /* v, or the value the renames of v were made from: constrains of one
  * operand to its own local type, which after partitioning hold the same
  * bytes (real moves are collectives there; memplan.c gives them one

@@ -306,21 +306,14 @@ static void rewrite(nc *C, int li, const cand *c, int ncand, const bool *hoist, 
         m->ops.v[m->ops.n++] = out[i];
 }
 
-/* The partial rows for N rows in runs of at least run rows, or 0: none
- * fit. */
-static int64_t parts_for(int64_t N, int64_t run)
+/* The partial rows for N rows in runs of at least NORM_COLS_RUN rows, or
+ * 0: none fit. */
+static int64_t parts_for(int64_t N)
 {
     for (int64_t p = NORM_COLS_PARTS; p >= 2; p--)
-        if (N % p == 0 && N / p >= run)
+        if (N % p == 0 && N / p >= NORM_COLS_RUN)
             return p;
     return 0;
-}
-
-/* Whether op must keep its place among the ops around it. */
-static bool fixed(const ir_op *op)
-{
-    ir_opclass c = ir_ops[op->code].cls;
-    return c == IR_C_COMM || c == IR_C_P2P || op->code == IR_INSTANCES;
 }
 
 /* The module indexed into C: each rewrite adds a few ops and values, so
@@ -422,16 +415,17 @@ static bool plan_hoist(const nc *C, int li, int first, int last, bool *hoist)
         if (C->defat[L->in[k]->id] >= first)
             return false;
     for (int i = first; i <= last; i++)
-        if (fixed(IR_OP(m, i)))
+        if (ir_op_fixed(IR_OP(m, i)))
             return false; /* the fusion joins nothing over a collective */
     hoist[li] = true;
     for (int i = li + 1; i < C->n && i <= li + PASS_FUSE_HOLD; i++) {
         const ir_op *op = IR_OP(m, i);
-        if (fixed(op))
+        if (ir_op_fixed(op))
             break;
-        bool reads = false, fresher = false,
-             ok = pass_fuse_elementwise(op) && same_stamp(op, L) && op->nres == 1 &&
-                  ir_shape_eq(&op->res[0]->type, &L->res[0]->type);
+        /* an op an epilogue of L's group may take */
+        bool epi = pass_fuse_elementwise(op) && same_stamp(op, L) && op->nres == 1 &&
+                   ir_shape_eq(&op->res[0]->type, &L->res[0]->type);
+        bool reads = false, fresher = false, ok = epi;
         for (int k = 0; k < op->nin; k++) {
             int at = C->defat[op->in[k]->id];
             if (at >= 0 && hoist[at])
@@ -442,8 +436,7 @@ static bool plan_hoist(const nc *C, int li, int first, int last, bool *hoist)
         }
         if (reads && ok)
             hoist[i] = true;
-        else if (reads && !fresher && pass_fuse_elementwise(op) && same_stamp(op, L) &&
-                 ir_shape_eq(&op->res[0]->type, &L->res[0]->type))
+        else if (reads && !fresher && epi)
             return false; /* it could join L's kernel as its epilogue, after the sums */
     }
     return true;
@@ -478,7 +471,7 @@ int pass_norm_cols(ir_module *m)
         int64_t D = t->rank >= 1 ? t->dim[t->rank - 1] : 0;
         if (!is_float(t->dtype) || D < 1 || D > PASS_NORM_COLS_MAX_WIDTH)
             continue;
-        int64_t N = ir_type_numel(t) / D, P = parts_for(N, NORM_COLS_RUN);
+        int64_t N = ir_type_numel(t) / D, P = parts_for(N);
         if (!P)
             continue;
         cand c[2];

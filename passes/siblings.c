@@ -28,13 +28,6 @@
 
 enum { W = PASS_FUSE_HOLD + 1 };
 
-/* Whether op must keep its place among the ops around it. */
-static bool fixed(const ir_op *op)
-{
-    ir_opclass c = ir_ops[op->code].cls;
-    return c == IR_C_COMM || c == IR_C_P2P || op->code == IR_INSTANCES;
-}
-
 int pass_sink_siblings(ir_module *m)
 {
     int n = m->ops.n, moved = 0;
@@ -62,7 +55,7 @@ int pass_sink_siblings(ir_module *m)
                 int d = at[b->in[k]->id];
                 dep[q - i] = d > i && d < q && dep[d - i];
             }
-            if (fixed(b) && (!dep[q - i] || ir_ops[b->code].cls != IR_C_COMM))
+            if (ir_op_fixed(b) && (!dep[q - i] || ir_ops[b->code].cls != IR_C_COMM))
                 break; /* a dependent collective moves; nothing else fixed */
             if (!dep[q - i] && pass_fuse_siblings(a, b))
                 j = q;
