@@ -21,7 +21,11 @@
  * variance's kernel keeps x - mean in registers instead of storing it.
  *
  * The form is matched exactly: the ops in autodiff's order of operands,
- * each intermediate read by nothing else, the means over the last dim
+ * each intermediate read by nothing else (or through constrains that only
+ * rename it, each read once: after partitioning, a constrain of the same
+ * local type holds the same bytes, as where the sharding gave gx and x
+ * layouts that differ on axes of size 1; those go with the ops they fed),
+ * the means over the last dim
  * with the dim kept, no value partial, one float dtype, dy and x of dx's
  * type, the statistics [..., 1] and g [n]. Where the normalised dim is
  * split, the means are partial sums and collectives, not this form, and
@@ -60,6 +64,23 @@ static ir_op *def_of(const ng *G, const ir_value *v, ir_opcode code, int uses)
     return d && d->code == code && G->uses[v->id] == uses ? d : NULL;
 }
 
+/* v through the constrains that rename it (ir_renamed_from), each read
+ * once: by the op before it on the way, or by the op reading v. */
+static const ir_value *thru(const ng *G, const ir_value *v)
+{
+    while (v->def && v->def->code == IR_CONSTRAIN && v->def->nin == 1 && G->uses[v->id] == 1 &&
+           ir_type_eq(&v->type, &v->def->in[0]->type) && !v->sh.partial &&
+           !v->def->in[0]->sh.partial)
+        v = v->def->in[0];
+    return v;
+}
+
+/* def_of(v) through the constrains that rename v (thru). */
+static ir_op *def_thru(const ng *G, const ir_value *v, ir_opcode code, int uses)
+{
+    return def_of(G, thru(G, v), code, uses);
+}
+
 /* Whether mean op o is over the last dim of its operand, the dim kept. */
 static bool row_mean(const ir_op *o)
 {
@@ -93,11 +114,13 @@ static bool match_common(const ng *G, form *f, int gx_uses)
         return false;
     f->dy = f->gx->in[0], f->g = f->gx->in[1];
     /* the means: mean(gx * xh) */
-    f->t = def_of(G, f->m2->in[0], IR_MUL, 1);
-    if (!f->t || f->t->in[0] != f->gx->res[0] || !row_mean(f->m2))
+    f->t = def_thru(G, f->m2->in[0], IR_MUL, 1);
+    if (!f->t || thru(G, f->t->in[0]) != f->gx->res[0] || !row_mean(f->m2))
         return false;
-    f->xh = f->t->in[1]->def;
-    if (!f->xh || f->xh->code != IR_MUL || f->xh->in[1] != f->rstd || f->s2->in[0] != f->xh->res[0])
+    f->xh = thru(G, f->t->in[1])->def;
+    if (!f->xh || f->xh->code != IR_MUL ||
+        ir_renamed_from(f->xh->in[1]) != ir_renamed_from(f->rstd) ||
+        thru(G, f->s2->in[0]) != f->xh->res[0])
         return false;
     const ir_type *t = &dxv->type;
     const ir_value *chk[] = {f->dy, f->x, f->gx->res[0], f->xh->res[0]};
@@ -126,17 +149,17 @@ static bool match_layernorm(const ng *G, ir_op *dx, form *f)
 {
     if (!begin(G, dx, f))
         return false;
-    f->s1 = def_of(G, f->inner->in[0], IR_SUB, 1);
-    f->s2 = def_of(G, f->inner->in[1], IR_MUL, 1);
+    f->s1 = def_thru(G, f->inner->in[0], IR_SUB, 1);
+    f->s2 = def_thru(G, f->inner->in[1], IR_MUL, 1);
     if (!f->s1 || !f->s2)
         return false;
-    f->m1 = def_of(G, f->s1->in[1], IR_MEAN, 1);
-    f->m2 = def_of(G, f->s2->in[1], IR_MEAN, 1);
-    if (!f->m1 || !f->m2 || !row_mean(f->m1) || f->m1->in[0] != f->s1->in[0])
+    f->m1 = def_thru(G, f->s1->in[1], IR_MEAN, 1);
+    f->m2 = def_thru(G, f->s2->in[1], IR_MEAN, 1);
+    if (!f->m1 || !f->m2 || !row_mean(f->m1) || thru(G, f->m1->in[0]) != thru(G, f->s1->in[0]))
         return false;
-    f->gx = f->s1->in[0]->def;
+    f->gx = thru(G, f->s1->in[0])->def;
     /* xh = (x - mean) * rstd */
-    const ir_value *xhv = f->s2->in[0];
+    const ir_value *xhv = thru(G, f->s2->in[0]);
     f->xc = xhv->def && xhv->def->code == IR_MUL ? xhv->def->in[0]->def : NULL;
     if (!f->xc || f->xc->code != IR_SUB)
         return false;
@@ -149,14 +172,14 @@ static bool match_rmsnorm(const ng *G, ir_op *dx, form *f)
 {
     if (!begin(G, dx, f))
         return false;
-    f->gx = f->inner->in[0]->def;
-    f->s2 = def_of(G, f->inner->in[1], IR_MUL, 1);
+    f->gx = thru(G, f->inner->in[0])->def;
+    f->s2 = def_thru(G, f->inner->in[1], IR_MUL, 1);
     if (!f->s2)
         return false;
-    f->m2 = def_of(G, f->s2->in[1], IR_MEAN, 1);
+    f->m2 = def_thru(G, f->s2->in[1], IR_MEAN, 1);
     if (!f->m2)
         return false;
-    const ir_value *xhv = f->s2->in[0];
+    const ir_value *xhv = thru(G, f->s2->in[0]);
     if (!xhv->def || xhv->def->code != IR_MUL)
         return false;
     f->x = xhv->def->in[0];
@@ -207,6 +230,33 @@ static void rewrite(ir_module *m, const ng *G, form *f, bool ln, edits *e)
     dx->in = su_alloc(&m->arena, (size_t)n * sizeof *dx->in);
     memcpy(dx->in, in, (size_t)n * sizeof *in);
     ir_op_set_attrs(m, dx, NULL);
+}
+
+/* The constrains the matches saw through (thru) that only dropped ops
+ * read: dropped too. Each was read before (G's count), none is now. */
+static void drop_renames(ir_module *m, int n0, const ng *G, edits *e)
+{
+    size_t nv = (size_t)m->next_id + 1;
+    int *live = su_alloc(&m->arena, nv * sizeof *live);
+    memset(live, 0, nv * sizeof *live);
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *o = IR_OP(m, i);
+        if (i < n0 && o->nres && e->dead[o->res[0]->id])
+            continue;
+        for (int k = 0; k < o->nin; k++)
+            live[o->in[k]->id]++;
+    }
+    pass_count_kept_reads(m, live);
+    for (int i = n0 - 1; i >= 0; i--) { /* a chain of them from its end */
+        const ir_op *o = IR_OP(m, i);
+        if (o->code != IR_CONSTRAIN || o->nres != 1)
+            continue;
+        int id = o->res[0]->id;
+        if (!e->dead[id] && !live[id] && G->uses[id]) {
+            e->dead[id] = true;
+            live[o->in[0]->id]--;
+        }
+    }
 }
 
 /* The program without the dropped ops, each new op before its reader;
@@ -417,8 +467,10 @@ static int dx_ops(ir_module *m)
         rewrite(m, &G, &f, ln, &e);
         done++;
     }
-    if (done)
+    if (done) {
+        drop_renames(m, n0, &G, &e);
         reorder(m, n0, &e);
+    }
     return done;
 }
 

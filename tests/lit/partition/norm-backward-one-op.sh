@@ -38,6 +38,22 @@
 # RMS-NOT:    rmsnorm_dx
 # RMS16:      rmsnorm_dx {{.*}} : bf16[4, 128, 256]
 #
+# dy through constrains that rename it (on a mesh of 1s, the layouts the
+# sharding gave dy and gx hold the same bytes as x's): Megatron sequence
+# parallelism on 1x1, whose final layernorm's x is split along the
+# sequence over tp and its dy is not. The final norm is one op, reading
+# dy itself, as on 1x4 (where dy's rows come split by a reduce-scatter);
+# so are the other norms but the first layer's attention norm, on both.
+# RUN: %shardc %S/../../diff/regress/sequence-parallel-transformer.sh --mesh 1x1 --emit sharded-ir | FileCheck %s --check-prefix=RENAME
+# RUN: %shardc %S/../../diff/regress/sequence-parallel-transformer.sh --mesh 1x4 --emit sharded-ir | FileCheck %s --check-prefix=RENAME
+# RENAME:      %[[LOGITS:logits]] = matmul
+# RENAME-NOT:  rsqrt
+# RENAME:      layernorm_dx %{{[0-9]+}}, %layers.1.x.1, %{{[0-9]+}}, %{{[0-9]+}}, %lnf_g : f32[4, {{8|2}}, 16] auto(dp, tp, _) phase backward
+# RENAME-COUNT-3: layernorm_dx
+# RENAME-NOT:  layernorm_dx
+# RENAME:      rsqrt
+# RENAME-NOT:  layernorm_dx
+#
 # A normalised dim split over tp: the means are partial sums and
 # all-reduces, not autodiff's form, which stays.
 # RUN: %shardc %S/norm-split.model --mesh 2x2 --emit sharded-ir | FileCheck %s --check-prefix=SPLIT
