@@ -16,7 +16,10 @@ the tensor-core kernels), recompute blocks, an MLP gelu(x @ w1 + b1) @ w2
 in 16-bit training, its hidden width a multiple of 8 on every rank, so
 that its gelu and gelu_grad run in cuBLASLt's epilogues), a pre-norm
 linear layer layernorm(x, g, b) @ w in training (its bias's and gain's
-gradients summed in one kernel), f32, bf16 and
+gradients summed in one kernel), a pre-norm residual block x + norm(x) @ w
+over a hidden value in training (the norm's input gradient one op,
+passes/norm_grad.c; a loss past such a norm for 6 in 10 of those
+programs), f32, bf16 and
 f16 values, blocks of one or two results called
 once or more, `repeat`, `repeat ... over pp` with every schedule, one
 carry or two (`h, g = f(h, g)`: both cross the stages), and
@@ -79,6 +82,7 @@ class Value:
         self.centred = False          # a layernorm's result: its rows sum to ~0
         self.row_param = False        # shifted or scaled by a scalar param
         self.gain = 1.0               # a rough bound of d(elements)/d(block input)
+        self.norm_dx = False          # made from a norm of a hidden value
 
 
 class Gen:
@@ -402,6 +406,15 @@ class Gen:
             # (passes/siblings.c)
             got = self.norm(x, bias=True)
             if got:
+                if x.param_dep and self.chance(0.5):
+                    # a residual block over a hidden value, x + ln(x) @ w,
+                    # as a transformer's: the norm's input gradient
+                    # (passes/norm_grad.c) takes the residual's add, and
+                    # its gain and bias sums partial sums in its kernel
+                    # over runs of rows (passes/norm_cols.c)
+                    w = self.new_param([k, k], x.dtype)
+                    return (f"{x.name} + {got[0]} @ {w.name}", x.mag + got[1] * 2, x.shape,
+                            True)
                 n = self.r.choice(self.dims)
                 w = self.new_param([k, n], x.dtype)
                 return f"{got[0]} @ {w.name}", got[1] * 2, x.shape[:-1] + [n], True
@@ -676,6 +689,8 @@ class Gen:
             return
         kinds = ["unary", "binary", "binary", "matmul", "matmul", "reduce", "softmax", "norm",
                  "transpose", "reshape", "cast", "attention", "slicing", "selecting", "select"]
+        if self.train:
+            kinds.append("prenorm")
         for _ in range(8):
             kind = self.r.choice(kinds)
             res = None
@@ -692,6 +707,11 @@ class Gen:
                 if got:
                     res = (got[0], got[1], x.shape, x.param_dep or got[2])
             elif kind == "matmul":
+                if self.train and not x.param_dep and self.chance(0.3):
+                    # a hidden value rather than an input: a gradient
+                    # reaches the ops over it (a norm's input gradient)
+                    x = self.pick(lambda v: v.param_dep and v.shape) or x
+                    dtype, batch = x.dtype, x.batch
                 got = self.matmul(x)
                 if got:
                     res = got
@@ -699,7 +719,21 @@ class Gen:
                 got = getattr(self, kind)(x)
                 if got:
                     res = (got[0], got[1], got[2], x.param_dep)
+            elif kind == "prenorm":
+                # a transformer's pre-norm residual block over a hidden
+                # value, x + norm(x) @ w
+                h = self.pick(lambda v: v.param_dep and len(v.shape) >= 2 and v.batch and
+                              not v.row_param)
+                got = self.norm(h, bias=self.chance(0.7)) if h else None
+                if got:
+                    x = h
+                    dtype, batch = x.dtype, x.batch
+                    w = self.new_param([x.shape[-1], x.shape[-1]], x.dtype)
+                    res = (f"{x.name} + {got[0]} @ {w.name}", x.mag + got[1] * 2, x.shape, True)
             elif kind == "norm":
+                if self.train and not x.param_dep and self.chance(0.7):
+                    x = self.pick(lambda v: v.param_dep and v.shape) or x
+                    dtype, batch = x.dtype, x.batch
                 got = self.norm(x)
                 if got:
                     res = (got[0], got[1], got[2], True)
@@ -746,6 +780,9 @@ class Gen:
                                         self.scalar_params) and
                                    any(f" {o} " in text for o in "+-*/"))
         self.pool[-1].gain = gain
+        # (an op may read another value than x: topk, a gather)
+        self.pool[-1].norm_dx = dep and bool(re.search(rf"\b{x.name}\b", text)) and (
+            x.norm_dx or (x.param_dep and "norm(" in text))
 
     def to_shape(self, x, shape, dtype):
         """An expression of x brought to shape (same rank, last dims differ
@@ -1287,7 +1324,14 @@ class Gen:
             self.out.append(self.train_line())
 
     def loss(self):
-        x = self.pick(lambda v: v.param_dep and v.shape and v.batch)
+        x = None
+        if self.train and self.chance(0.6):
+            # past a norm of a hidden value, so that the loss's gradient
+            # reaches the norm's input gradient (passes/norm_grad.c,
+            # combine.c, norm_cols.c)
+            x = self.pick(lambda v: v.norm_dx and v.shape and v.batch)
+        if x is None:
+            x = self.pick(lambda v: v.param_dep and v.shape and v.batch)
         if x is None:
             x = self.pick(lambda v: v.param_dep and v.shape)
         if x is None:
