@@ -100,6 +100,9 @@ typedef struct gen {
     int vq;                     /* a vector's views computed at once (cuda_tile.c's
                                  * view_lanes): its elements, else 0 */
     bool vfail;                 /* and one of them reached a register of the tile's loop */
+    bool vshared;               /* computing, within those views, an operand every lane
+                                 * reads the same element of (broadcast along the last
+                                 * dim): once, as scalars (vq 0 meanwhile) */
     const char **vname;         /* by the group's op: the lane q of its vector so computed */
 } gen;
 

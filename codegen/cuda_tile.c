@@ -664,9 +664,22 @@ static const char *view_emit_op(gen *G, const ir_op *op, const char *idx)
         return view_lane(G, v);
     }
     const char *a[3] = {NULL, NULL, NULL};
-    for (int k = 0; k < op->nin && k < 3; k++)
-        a[k] = view_emit(G, op->in[k],
-                         cg_offset(G, t, &op->in[k]->type, idx));
+    for (int k = 0; k < op->nin && k < 3; k++) {
+        const ir_type *xt = &op->in[k]->type;
+        int vq = G->vq;
+        bool shared = G->vshared;
+        /* an operand broadcast along the last dim (an expand of a [1],
+         * a scalar's): every lane reads its same element, which is no
+         * vector of lanes in memory (a vector load there read past a
+         * [1]'s buffer: seed 2879296), so it is computed once, a scalar */
+        if (vq && (xt->rank < 1 || xt->dim[xt->rank - 1] != t->dim[t->rank - 1])) {
+            G->vq = 0;
+            G->vshared = true;
+        }
+        a[k] = view_emit(G, op->in[k], cg_offset(G, t, xt, idx));
+        G->vq = vq;
+        G->vshared = shared;
+    }
     const char *e;
     if (op->code == IR_CAST)
         e = cast_expr(G, op->in[0]->type.dtype, t->dtype, a[0]);
@@ -705,7 +718,7 @@ static const char *view_emit(gen *G, const ir_value *v, const char *idx)
         return r;
     }
     if (ir_shape_eq(&v->type, G->vdom) && at_tile(G, idx)) {
-        if (!G->vq)
+        if (!G->vq && !G->vshared)
             return cg_reg(G, v);
         G->vfail = true;
         return "0";

@@ -1670,6 +1670,9 @@ int main(int argc, char **argv)
         /* a vector's views at once, or lane by lane where a concat's
          * pieces or a broadcast along the last dim do not allow it */
         {"tests/models/view_lanes.sh", "1", 0, "", NULL, NULL, NULL, NULL},
+        /* and an operand every lane reads one element of (a [1] expanded
+         * over a concat's pieces) loaded once */
+        {"tests/models/view_shared.sh", "1", 0, "", NULL, NULL, NULL, NULL},
         /* routing, experts by all-to-all */
         {"examples/moe.sh", "2x2", 0, "S=16 D=64 F=64 L=1", NULL, NULL, NULL, NULL},
         /* RoPE, grouped-query attention (4 heads of 32, 2 for k and v) on
