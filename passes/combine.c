@@ -30,7 +30,7 @@
  *          local shapes, after partitioning, so no reshape there splits
  *          or gathers anything; the new values' shardings merge the two
  *          dims' axes, for the printed IR.
- *   rows:  sum(sum(x, axis 0), axis 0) for x of rank >= 3 (the inner sum
+ *   rows:  sum(sum(x, axis 0 or 1), axis 0) for x of rank >= 3 (the inner sum
  *          read by nothing else)  ->  sum(reshape(x, [d0 d1, ...]), axis
  *          0): a bias's or a norm's gradient summed over the batch and the
  *          sequence in one reduction. With a collective between the sums
@@ -49,10 +49,15 @@
  *          kernel stores it (a matmul's epilogue, a row kernel's:
  *          stored_apart), the one sum reads it back.
  * Neither in a pipelined program: its split cuts the batch dim into
- * microbatches, which the merged rows would hide. The batch rule runs
+ * microbatches, which the merged rows would hide. There the rows rule's
+ * sums, over the batch then the sequence, sum the sequence first (dim 1)
+ * and the batch last (sums_swap), where the rule would merge the rows on
+ * a stage; the split then accumulates each microbatch's sum over its
+ * rows, [d2, ...], not its [d1, d2, ...] summed once a step. The batch
+ * rule and the rows rule (sum over dim 0 of a sum over dim 0 or 1) run
  * again on each stage's program after the split (pass_combine_batch),
  * where a microbatch's rows are merged: its products, summed into the
- * step's gradient, are then one product each.
+ * step's gradient, are then one product each, and its two sums one.
  * The rewritten op keeps its result (value, name, sharding); the
  * collectives it replaces are dropped. */
 #include "passes.h"
@@ -378,53 +383,13 @@ static ir_value *merge_operand(ir_module *m, ir_op **out, int *nout, ir_value *x
     return r;
 }
 
-/* For a sum over dim 0 (keepdims false) of v: where v is itself such a sum
- * of a value x of rank >= 3, read by nothing else, x with its first two
- * dims folded together (merge_rows), v's sum marked dead; else v (the rows
- * rule above; not in a pipelined program). */
-static ir_value *fold_rows(ir_module *m, ir_op **out, int *nout, ir_value *v, const ir_op *at,
-                           const int *uses, const bool *dy, bool *dead, int *room)
+/* The sharding of the sum over dim k (keepdims false) of a value of
+ * sharding in and rank rank: dim k's axes become partial. */
+static ir_sharding summed_dim(ir_sharding in, int rank, int k)
 {
-    const ir_op *s = v->def;
-    if (m->pipe.axis >= 0 || !s || s->code != IR_SUM || s->a->keepdims || s->a->axis != 0 ||
-        uses[v->id] != 1 || s->in[0]->type.rank < 3 || !operand_fits(s->in[0], uses, dy, *room))
-        return v;
-    ir_value *r = merge_operand(m, out, nout, s->in[0], at, uses, dy, dead, room);
-    if (!r)
-        return v;
-    dead[v->id] = true;
-    return r;
-}
-
-/* Whether sum op r (over dim 0, keepdims false) sums, maybe through a
- * constrain, the sum over dim 0 of a value of rank >= 3, each read by
- * nothing else (the rows rule without a collective): the inner sum in
- * *inner, the constrain in *c (or NULL). */
-static bool sum_of_sum(const ir_op *r, const int *uses, const ir_op **inner, const ir_op **c)
-{
-    if (r->code != IR_SUM || r->a->keepdims || r->a->axis != 0 || r->nin != 1)
-        return false;
-    const ir_op *d = r->in[0]->def;
-    *c = NULL;
-    if (d && d->code == IR_CONSTRAIN && d->nin == 1 && d->nres == 1 &&
-        uses[d->res[0]->id] == 1 && ir_type_eq(&d->res[0]->type, &d->in[0]->type)) {
-        *c = d;
-        d = d->in[0]->def;
-    }
-    if (!d || d->code != IR_SUM || d->a->keepdims || d->a->axis != 0 || d->nin != 1 ||
-        uses[d->res[0]->id] != 1 || d->in[0]->type.rank < 3)
-        return false;
-    *inner = d;
-    return true;
-}
-
-/* The sharding of the sum over dim 0 (keepdims false) of a value of
- * sharding in and rank rank: dim 0's axes become partial. */
-static ir_sharding summed_dim0(ir_sharding in, int rank)
-{
-    for (int i = 0; i < in.naxes[0]; i++)
-        in.partial |= (uint16_t)(1u << in.axes[0][i]);
-    for (int d = 0; d + 1 < rank; d++) {
+    for (int i = 0; i < in.naxes[k]; i++)
+        in.partial |= (uint16_t)(1u << in.axes[k][i]);
+    for (int d = k; d + 1 < rank; d++) {
         in.naxes[d] = in.naxes[d + 1];
         memcpy(in.axes[d], in.axes[d + 1], IR_MAX_AXES);
     }
@@ -447,6 +412,98 @@ static bool same_locally(const ir_module *m, const ir_sharding *from, const ir_s
         if ((from->partial & ~to->partial) >> a & 1 && m->mesh.size[a] != 1)
             return false;
     return true;
+}
+
+/* In a pipelined program, whether the sum over dim 0 of the sum over dim
+ * 0 (sum_of_sum, through constrain c or none) may sum over dim 1 first:
+ * the sum over dim 0 of that sum has r's sharding (with c, the same on the
+ * local program: same_locally), into *shr. The split then accumulates the microbatches' sums over the
+ * batch of [d2, ...] (a gain's gradient: [D]) where it accumulated
+ * [d1, d2, ...] ([S, D]) and summed it once a step, and on each stage the
+ * two sums of a microbatch become one over its merged rows (the rows
+ * rule in pass_combine_batch). */
+static bool sums_swap(const ir_module *m, const ir_op *r, const ir_op *s, const ir_op *c,
+                      ir_sharding *shr)
+{
+    const ir_value *x = s->in[0];
+    int rank = x->type.rank;
+    *shr = summed_dim(summed_dim(x->sh, rank, 1), rank - 1, 0);
+    const ir_sharding *have = &r->res[0]->sh;
+    if (s->a->axis != 0)
+        return false;
+    if (c)
+        return same_locally(m, shr, have, rank - 2);
+    shr->kind = have->kind;
+    return ir_sharding_eq(shr, have, rank - 2) && shr->partial == have->partial;
+}
+
+/* The sum over dim 1 of sum op s's operand (s over dim 0, of rank >= 3),
+ * placed at op at, its sharding summed_dim's. */
+static ir_value *sum_dim1(ir_module *m, ir_op **out, int *nout, const ir_op *s, const ir_op *at)
+{
+    ir_value *x = s->in[0];
+    ir_type t = x->type;
+    for (int d = 1; d + 1 < t.rank; d++)
+        t.dim[d] = t.dim[d + 1];
+    t.rank--;
+    ir_attrs a1 = *s->a;
+    a1.axis = 1;
+    ir_op *y = place(out, nout, ir_append(m, IR_SUM, &x, 1, &a1, &t), at);
+    y->res[0]->sh = summed_dim(x->sh, x->type.rank, 1);
+    return y->res[0];
+}
+
+/* For a sum over dim 0 (keepdims false) of v: where v is itself such a sum
+ * of a value x of rank >= 3, read by nothing else, x with its first two
+ * dims folded together (merge_rows), v's sum marked dead; else v (the rows
+ * rule above). In a pipelined program, whose split needs the batch dim,
+ * the sum of x over dim 1 in v's place instead (sums_swap says why). */
+static ir_value *fold_rows(ir_module *m, ir_op **out, int *nout, ir_value *v, const ir_op *at,
+                           const int *uses, const bool *dy, bool *dead, int *room)
+{
+    const ir_op *s = v->def;
+    if (!s || s->code != IR_SUM || s->a->keepdims || s->a->axis != 0 || uses[v->id] != 1 ||
+        s->in[0]->type.rank < 3 || !operand_fits(s->in[0], uses, dy, *room))
+        return v;
+    if (m->pipe.axis >= 0) {
+        dead[v->id] = true;
+        return sum_dim1(m, out, nout, s, at);
+    }
+    ir_value *r = merge_operand(m, out, nout, s->in[0], at, uses, dy, dead, room);
+    if (!r)
+        return v;
+    dead[v->id] = true;
+    return r;
+}
+
+/* Whether sum op r (over dim 0, keepdims false) sums, maybe through a
+ * constrain, the sum over dim 0 or 1 of a value of rank >= 3 (either way
+ * the sum over its first two dims), each read by nothing else (the rows
+ * rule without a collective): the inner sum in *inner, the constrain in
+ * *c (or NULL). */
+static bool sum_of_sum(const ir_op *r, const int *uses, const ir_op **inner, const ir_op **c)
+{
+    if (r->code != IR_SUM || r->a->keepdims || r->a->axis != 0 || r->nin != 1)
+        return false;
+    const ir_op *d = r->in[0]->def;
+    *c = NULL;
+    if (d && d->code == IR_CONSTRAIN && d->nin == 1 && d->nres == 1 &&
+        uses[d->res[0]->id] == 1 && ir_type_eq(&d->res[0]->type, &d->in[0]->type)) {
+        *c = d;
+        d = d->in[0]->def;
+    }
+    if (!d || d->code != IR_SUM || d->a->keepdims || (d->a->axis != 0 && d->a->axis != 1) ||
+        d->nin != 1 || uses[d->res[0]->id] != 1 || d->in[0]->type.rank < 3)
+        return false;
+    *inner = d;
+    return true;
+}
+
+/* The sharding of the sum over dim 0 (keepdims false) of a value of
+ * sharding in and rank rank: dim 0's axes become partial. */
+static ir_sharding summed_dim0(ir_sharding in, int rank)
+{
+    return summed_dim(in, rank, 0);
 }
 
 /* Whether the rows rule without a collective fits sum op r of inner sum
@@ -565,7 +622,8 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
         const char *what = NULL;
         const ir_op *bt = NULL, *bm = NULL, *bc = NULL;
         ir_sharding shx, shg;
-        if (batch_only && !(op->code == IR_SUM && batch_product(op, uses, &bt, &bm, &bc))) {
+        if (batch_only && !(op->code == IR_SUM && (batch_product(op, uses, &bt, &bm, &bc) ||
+                                                   sum_of_sum(op, uses, &bt, &bc)))) {
             out[nout++] = op;
             continue;
         }
@@ -622,7 +680,27 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
                 dead[bc->res[0]->id] = true;
             what = su_sprintf(&m->arena, "one product over the %lld local rows in place of %lld "
                               "products summed", (long long)rows, (long long)x->type.dim[0]);
-        } else if (!batch_only && m->pipe.axis < 0 && sum_of_sum(op, uses, &bt, &bc) &&
+        } else if (!batch_only && m->pipe.axis >= 0 && sum_of_sum(op, uses, &bt, &bc) &&
+                   sums_swap(m, op, bt, bc, &shx) && operand_fits(bt->in[0], uses, dy, room)) {
+            /* over dim 1 first, where the sum was over dim 0; then the
+             * constrain, if any */
+            ir_value *y = sum_dim1(m, out, &nout, bt, op);
+            if (bc) {
+                ir_op *r = place(out, &nout, ir_append(m, IR_SUM, &y, 1, op->a,
+                                                       &op->res[0]->type), op);
+                r->res[0]->sh = shx;
+                op->code = IR_CONSTRAIN;
+                op->a = bc->a;
+                op->in[0] = r->res[0];
+                dead[bc->res[0]->id] = true;
+            } else {
+                op->in[0] = y;
+            }
+            dead[bt->res[0]->id] = true;
+            what = su_sprintf(&m->arena, "a microbatch's sum over dim 1 of [%lld, %lld, ...] "
+                              "first, then its sum over the batch",
+                              (long long)bt->in[0]->type.dim[0], (long long)bt->in[0]->type.dim[1]);
+        } else if ((batch_only || m->pipe.axis < 0) && sum_of_sum(op, uses, &bt, &bc) &&
                    rows_fit(m, op, bt, bc, &shg, uses, dy, room)) {
             /* one sum over the merged rows, then the constrain, if any */
             ir_value *rx = merge_operand(m, out, &nout, bt->in[0], op, uses, dy, dead,

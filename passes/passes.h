@@ -107,9 +107,10 @@ bool pass_verify_schedule(const ir_module *m, su_buf *err, su_loc *at);
  * the locally added operands. Run by pass_partition; why (by value id,
  * may be NULL) gets each new collective's reason. Returns how many. */
 int pass_combine_sums(ir_module *m, su_vec *why);
-/* combine.c's batch rule alone, on a stage's program after the pipeline
- * split (where pass_combine_sums leaves it): each microbatch's weight
- * gradient one product over its local rows. Run before the buckets.
+/* combine.c's batch and rows rules alone, on a stage's program after the
+ * pipeline split (where pass_combine_sums leaves them): each microbatch's
+ * weight gradient one product over its local rows, and its bias's or
+ * norm gain's gradient one sum over them. Run before the buckets.
  * Returns how many. */
 int pass_combine_batch(ir_module *m);
 

@@ -18,11 +18,13 @@
 # CHECK-NOT: _sub_mul_sum: sum over axis 0 of [32, 32]
 # CHECK-NOT: // kernel k{{[0-9]+}}_sum: sum over axis 0 of [32, 32]
 # On the GPT of pipeline.sh, split over 2 stages: each microbatch's
-# layernorm gradients likewise, the bias's sum over the microbatch's batch
-# beside the gain's (4 microbatches, 2 layernorms a stage, and lnf's): the
-# attention's too, whose dy (the adds of q's, k's and v's input
-# gradients, not summed over merged rows in a pipeline) another kernel
-# stores, so both sums read it from memory.
+# layernorm gradients likewise, the bias's sum over the microbatch's 256
+# merged rows (2 sequences of 128: passes/combine.c's rows rule on each
+# stage) beside the gain's (4 microbatches, 2 layernorms a stage, and
+# lnf's): the attention's too, whose dy (the adds of q's, k's and v's
+# input gradients) another kernel stores, so both sums read it from
+# memory.
 # RUN: %shardc %S/../../../examples/pipeline.sh -D L=2 --mesh 1x2x1 --arch sm_90 --emit fused-ir | FileCheck %s --check-prefix=PIPE
-# PIPE-COUNT-20: _sub_mul_sum: sum over axis 0 of [2, 128, 256] with a sibling sum
-# PIPE-NOT: _sub_mul_sum: sum over axis 0 of [2, 128, 256];
+# PIPE-COUNT-20: _sum_sub_mul: sum over axis 0 of [256, 256] with a sibling sum
+# PIPE-NOT: _sum_sub_mul: sum over axis 0 of [256, 256];
+# PIPE-NOT: _sub_mul_sum: sum over axis 0 of [2, 128, 256]
