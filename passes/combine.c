@@ -417,11 +417,11 @@ static bool same_locally(const ir_module *m, const ir_sharding *from, const ir_s
 /* In a pipelined program, whether the sum over dim 0 of the sum over dim
  * 0 (sum_of_sum, through constrain c or none) may sum over dim 1 first:
  * the sum over dim 0 of that sum has r's sharding (with c, the same on the
- * local program: same_locally), into *shr. The split then accumulates the microbatches' sums over the
- * batch of [d2, ...] (a gain's gradient: [D]) where it accumulated
- * [d1, d2, ...] ([S, D]) and summed it once a step, and on each stage the
- * two sums of a microbatch become one over its merged rows (the rows
- * rule in pass_combine_batch). */
+ * local program: same_locally), into *shr. The split then accumulates
+ * the microbatches' sums over the batch of [d2, ...] (a gain's gradient:
+ * [D]) where it accumulated [d1, d2, ...] ([S, D]) and summed it once a
+ * step, and on each stage the two sums of a microbatch become one over
+ * its merged rows (the rows rule in pass_combine_batch). */
 static bool sums_swap(const ir_module *m, const ir_op *r, const ir_op *s, const ir_op *c,
                       ir_sharding *shr)
 {
@@ -699,7 +699,8 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
             dead[bt->res[0]->id] = true;
             what = su_sprintf(&m->arena, "a microbatch's sum over dim 1 of [%lld, %lld, ...] "
                               "first, then its sum over the batch",
-                              (long long)bt->in[0]->type.dim[0], (long long)bt->in[0]->type.dim[1]);
+                              (long long)bt->in[0]->type.dim[0],
+                              (long long)bt->in[0]->type.dim[1]);
         } else if ((batch_only || m->pipe.axis < 0) && sum_of_sum(op, uses, &bt, &bc) &&
                    rows_fit(m, op, bt, bc, &shg, uses, dy, room)) {
             /* one sum over the merged rows, then the constrain, if any */
