@@ -146,7 +146,10 @@ done
 # group, in f32, bf16 (one key head, and with the heads inner) and f16,
 # with the bf16 tolerance; then tests/models/view_lanes.sh: concats whose
 # kernels read a vector's views at once (aligned 16-byte loads) or lane by
-# lane, with the f32 tolerance; then tests/models/xent_rows.sh:
+# lane, with the f32 tolerance, and tests/models/view_shared.sh: a mean
+# loss's gradient, a [1], expanded over a concat's pieces in such a
+# kernel (loaded once for a vector's lanes, where a vector load had read
+# past its buffer); then tests/models/xent_rows.sh:
 # cross_entropy over GPT-2's 50304 classes in bf16 with its gradient in
 # the loss's kernel (a second pass over each row), and over 12000 with a
 # gradient kernel of its own, with the bf16 tolerance.
@@ -168,13 +171,14 @@ for c in "f32 $root/examples/transformer.sh 1 2e-3 2e-4" \
          "concat_bf16 $root/tests/models/concat_views.sh 2 2e-2 2e-3 --dtype bf16" \
          "attn_groups $root/tests/models/attn_groups.sh 2 2e-2 2e-3" \
          "view_lanes $root/tests/models/view_lanes.sh 2 2e-3 2e-4" \
+         "view_shared $root/tests/models/view_shared.sh 2 2e-3 2e-4" \
          "xent_rows $root/tests/models/xent_rows.sh 2 2e-2 2e-3"; do
     read -r what model steps rtol atol flags <<< "$c"
     dir=$tmp/gpt2-$what
     mkdir -p "$dir"
     defs=()
     case $what in
-    attn_* | parts_odd | view_lanes | xent_rows) mesh=1 ;;
+    attn_* | parts_odd | view_lanes | view_shared | xent_rows) mesh=1 ;;
     clip_* | concat_bf16) mesh=1x1 ;;
     concat_views) mesh=2x2 ;;
     mlp_x3) mesh=2x2 ;;
