@@ -1112,14 +1112,15 @@ static void replace_uses(ir_module *d, const ir_value *a, ir_value *b)
 }
 
 /* Moves ops front of module d to its front, in that order, and drops the
- * ops marked gone (a mark per op index). */
-static void to_front(pl *L, ir_module *d, ir_op **front, int nfront, const bool *gone)
+ * ops marked gone (a mark per op index, for the first ngone ops: those
+ * appended since, the sends and receives among front, have none). */
+static void to_front(pl *L, ir_module *d, ir_op **front, int nfront, const bool *gone, int ngone)
 {
     su_vec out = vec_of(L, nfront + d->ops.n);
     for (int k = 0; k < nfront; k++)
         su_vec_push(&out, L->m->oom, front[k]);
     for (int i = 0; i < d->ops.n; i++) {
-        bool moved = gone[i];
+        bool moved = i < ngone && gone[i];
         for (int k = 0; k < nfront && !moved; k++)
             moved = front[k] == IR_OP(d, i);
         if (!moved)
@@ -1201,7 +1202,7 @@ static bool exchange(pl *L, st *S)
                                    "internal error: stage %d moves %d params' ops to its front, "
                                    "room for %d", s, nfront, cap);
         if (nfront)
-            to_front(L, d, front, nfront, gone);
+            to_front(L, d, front, nfront, gone, nops);
     }
     return true;
 }
