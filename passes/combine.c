@@ -539,6 +539,24 @@ static ir_sharding collective_result(ir_opcode code, const ir_attrs *a, ir_shard
     return in;
 }
 
+/* Sum op op (over dim 0) of x in place of its operand; with constrain c
+ * (the rows rule's, between two sums), a new sum of x of sharding *sh
+ * placed here, then op that constrain of it, c dropped. */
+static void sum_then(ir_module *m, ir_op **out, int *nout, ir_op *op, ir_value *x,
+                     const ir_sharding *sh, const ir_op *c, bool *dead)
+{
+    if (!c) {
+        op->in[0] = x;
+        return;
+    }
+    ir_op *r = place(out, nout, ir_append(m, IR_SUM, &x, 1, op->a, &op->res[0]->type), op);
+    r->res[0]->sh = *sh;
+    op->code = IR_CONSTRAIN;
+    op->a = c->a;
+    op->in[0] = r->res[0];
+    dead[c->res[0]->id] = true;
+}
+
 static void count(int *uses, const ir_value *v)
 {
     if (v)
@@ -684,18 +702,7 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
                    sums_swap(m, op, bt, bc, &shx) && operand_fits(bt->in[0], uses, dy, room)) {
             /* over dim 1 first, where the sum was over dim 0; then the
              * constrain, if any */
-            ir_value *y = sum_dim1(m, out, &nout, bt, op);
-            if (bc) {
-                ir_op *r = place(out, &nout, ir_append(m, IR_SUM, &y, 1, op->a,
-                                                       &op->res[0]->type), op);
-                r->res[0]->sh = shx;
-                op->code = IR_CONSTRAIN;
-                op->a = bc->a;
-                op->in[0] = r->res[0];
-                dead[bc->res[0]->id] = true;
-            } else {
-                op->in[0] = y;
-            }
+            sum_then(m, out, &nout, op, sum_dim1(m, out, &nout, bt, op), &shx, bc, dead);
             dead[bt->res[0]->id] = true;
             what = su_sprintf(&m->arena, "a microbatch's sum over dim 1 of [%lld, %lld, ...] "
                               "first, then its sum over the batch",
@@ -706,17 +713,7 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
             /* one sum over the merged rows, then the constrain, if any */
             ir_value *rx = merge_operand(m, out, &nout, bt->in[0], op, uses, dy, dead,
                                          &room); /* rows_fit checked it */
-            if (bc) {
-                ir_op *r = place(out, &nout, ir_append(m, IR_SUM, &rx, 1, op->a,
-                                                       &op->res[0]->type), op);
-                r->res[0]->sh = shg;
-                op->code = IR_CONSTRAIN;
-                op->a = bc->a;
-                op->in[0] = r->res[0];
-                dead[bc->res[0]->id] = true;
-            } else {
-                op->in[0] = rx;
-            }
+            sum_then(m, out, &nout, op, rx, &shg, bc, dead);
             dead[bt->res[0]->id] = true;
             what = su_sprintf(&m->arena, "one sum over the %lld x %lld local rows in place of "
                               "two sums", (long long)bt->in[0]->type.dim[0],
