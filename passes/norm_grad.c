@@ -27,9 +27,16 @@
  * layouts that differ on axes of size 1; those go with the ops they fed),
  * the means over the last dim
  * with the dim kept, no value partial, one float dtype, dy and x of dx's
- * type, the statistics [..., 1] and g [n]. Where the normalised dim is
- * split, the means are partial sums and collectives, not this form, and
- * autodiff's ops stay; so they do on any form that differs. The statistics
+ * type, the statistics [..., 1] and g [n]. One more form: dy split by
+ * rows where the forward normalised x whole (sequence parallelism's first
+ * norm, over the embeddings), whose xh (read by dx's ops and the gain's
+ * gradient) and rstd reach the backward as the same slice of their rows,
+ * not along the last dim (or as constrains of the same bytes, on axes of
+ * size 1): the op then reads that slice of x and of the mean, made just
+ * before it and before rstd's slice, and rstd's slice. Where the
+ * normalised dim is split, the means are partial sums and collectives,
+ * not this form, and autodiff's ops stay; so they do on any form that
+ * differs. The statistics
  * are whatever the program computed them as: the new op computes what
  * the ops it replaces did from them.
  *
@@ -100,11 +107,44 @@ static bool row_stat(const ir_value *s, const ir_value *x)
     return true;
 }
 
-/* One match. */
+/* One match. With a slice (sx), xh is the slice of the rows of a whole
+ * xh that dy's rows are, and rstd that slice of the whole rstd (xh's):
+ * same_rows' slices, or constrains that rename xh and rstd where more
+ * than one op reads the renamed xh (thru takes those read once). */
 typedef struct form {
-    ir_op *dx, *inner, *s1, *m1, *s2, *m2, *t, *gx, *xh, *xc;
+    ir_op *dx, *inner, *s1, *m1, *s2, *m2, *t, *gx, *xh, *xc, *sx;
     ir_value *dy, *x, *mean, *rstd, *g;
 } form;
+
+/* Whether ops a and b take the same rows of values of one shape: slices
+ * of the same dim and axes, not the last dim (a row's elements stay
+ * whole), or constrains that keep their operand's local type (the same
+ * bytes: a slice over mesh axes of size 1). */
+static bool same_rows(const ir_op *a, const ir_op *b)
+{
+    if (!a || !b || a->code != b->code || a->nin != 1 || b->nin != 1)
+        return false;
+    int r = a->in[0]->type.rank;
+    if (b->in[0]->type.rank != r || r < 1)
+        return false;
+    if (a->code == IR_CONSTRAIN)
+        return ir_type_eq(&a->res[0]->type, &a->in[0]->type) &&
+               ir_type_eq(&b->res[0]->type, &b->in[0]->type) && !a->res[0]->sh.partial &&
+               !b->res[0]->sh.partial;
+    if (a->code != IR_SLICE ||
+        (a->a != b->a && (a->a->dim != b->a->dim || a->a->naxes != b->a->naxes ||
+                          memcmp(a->a->axes, b->a->axes, (size_t)a->a->naxes) != 0)))
+        return false;
+    int64_t d = a->a->dim < 0 ? a->a->dim + r : a->a->dim;
+    return d >= 0 && d < r - 1;
+}
+
+/* v, or what v is a slice of (the slice form, match_common). */
+static const ir_value *unsliced(const ir_value *v)
+{
+    return v->def && (v->def->code == IR_SLICE || v->def->code == IR_CONSTRAIN) ? v->def->in[0]
+                                                                                 : v;
+}
 
 /* gx = dy * g, read `uses` times; xh = xc * rstd or x * rstd. */
 static bool match_common(const ng *G, form *f, int gx_uses)
@@ -117,20 +157,35 @@ static bool match_common(const ng *G, form *f, int gx_uses)
     f->t = def_thru(G, f->m2->in[0], IR_MUL, 1);
     if (!f->t || thru(G, f->t->in[0]) != f->gx->res[0] || !row_mean(f->m2))
         return false;
-    f->xh = thru(G, f->t->in[1])->def;
+    const ir_value *xhv = thru(G, f->t->in[1]);
+    if (xhv != thru(G, f->s2->in[0]))
+        return false;
+    /* the slice form: xh and rstd the same rows of whole ones (a
+     * sequence-split dy of a norm whose x the forward had whole) */
+    const ir_op *rs = f->rstd->def;
+    if (xhv->def && (xhv->def->code == IR_SLICE || xhv->def->code == IR_CONSTRAIN)) {
+        f->sx = xhv->def;
+        if (!same_rows(f->sx, rs) || f->sx->in[0]->sh.partial || rs->in[0]->sh.partial)
+            return false;
+        xhv = f->sx->in[0];
+    }
+    f->xh = xhv->def;
     if (!f->xh || f->xh->code != IR_MUL ||
-        ir_renamed_from(f->xh->in[1]) != ir_renamed_from(f->rstd) ||
-        thru(G, f->s2->in[0]) != f->xh->res[0])
+        ir_renamed_from(f->xh->in[1]) != ir_renamed_from(f->sx ? rs->in[0] : f->rstd))
         return false;
     const ir_type *t = &dxv->type;
-    const ir_value *chk[] = {f->dy, f->x, f->gx->res[0], f->xh->res[0]};
+    const ir_value *lx = f->sx ? f->sx->res[0] : f->x; /* x's rows dx's are */
+    const ir_value *chk[] = {f->dy, lx, f->gx->res[0], f->sx ? f->sx->res[0] : f->xh->res[0]};
     for (size_t i = 0; i < sizeof chk / sizeof *chk; i++)
         if (!ir_type_eq(&chk[i]->type, t) || chk[i]->sh.partial)
             return false;
+    if (f->sx && (!ir_type_eq(&f->x->type, &f->xh->res[0]->type) || f->x->sh.partial ||
+                  (f->mean && !row_stat(f->mean, f->x))))
+        return false;
     return t->rank >= 1 && (t->dtype == IR_F32 || t->dtype == IR_F16 || t->dtype == IR_BF16) &&
            !dxv->sh.partial && f->g->type.rank == 1 && f->g->type.dtype == t->dtype &&
            f->g->type.dim[0] == t->dim[t->rank - 1] && !f->g->sh.partial &&
-           row_stat(f->rstd, f->x) && (!f->mean || row_stat(f->mean, f->x));
+           row_stat(f->rstd, lx) && (f->sx || !f->mean || row_stat(f->mean, f->x));
 }
 
 /* Both forms: dx = rstd * inner, inner a sub read only there. */
@@ -158,13 +213,13 @@ static bool match_layernorm(const ng *G, ir_op *dx, form *f)
     if (!f->m1 || !f->m2 || !row_mean(f->m1) || thru(G, f->m1->in[0]) != thru(G, f->s1->in[0]))
         return false;
     f->gx = thru(G, f->s1->in[0])->def;
-    /* xh = (x - mean) * rstd */
-    const ir_value *xhv = thru(G, f->s2->in[0]);
+    /* xh = (x - mean) * rstd, or the slice of it (match_common) */
+    const ir_value *xhv = unsliced(thru(G, f->s2->in[0]));
     f->xc = xhv->def && xhv->def->code == IR_MUL ? xhv->def->in[0]->def : NULL;
     if (!f->xc || f->xc->code != IR_SUB)
         return false;
     f->x = f->xc->in[0], f->mean = f->xc->in[1];
-    return match_common(G, f, 3) && ir_type_eq(&f->xc->res[0]->type, &dx->res[0]->type);
+    return match_common(G, f, 3) && ir_type_eq(&f->xc->res[0]->type, &f->x->type);
 }
 
 /* rmsnorm: dx = r * (gx - xh * mean(gx * xh)), xh = x * r. */
@@ -179,7 +234,7 @@ static bool match_rmsnorm(const ng *G, ir_op *dx, form *f)
     f->m2 = def_thru(G, f->s2->in[1], IR_MEAN, 1);
     if (!f->m2)
         return false;
-    const ir_value *xhv = thru(G, f->s2->in[0]);
+    const ir_value *xhv = unsliced(thru(G, f->s2->in[0]));
     if (!xhv->def || xhv->def->code != IR_MUL)
         return false;
     f->x = xhv->def->in[0];
@@ -201,9 +256,14 @@ static void rewrite(ir_module *m, const ng *G, form *f, bool ln, edits *e)
     for (size_t j = 0; j < sizeof gone / sizeof *gone; j++)
         if (gone[j])
             e->dead[gone[j]->res[0]->id] = true;
-    if (G->uses[f->xh->res[0]->id] == 2) { /* only the dropped ops read xh */
-        e->dead[f->xh->res[0]->id] = true;
-        if (f->xc && G->uses[f->xc->res[0]->id] == 1)
+    /* the xh the dropped ops read: its slice, in the slice form */
+    const ir_value *xr = f->sx ? f->sx->res[0] : f->xh->res[0];
+    if (G->uses[xr->id] == 2) { /* only the dropped ops read xh */
+        e->dead[xr->id] = true;
+        bool whole = !f->sx || G->uses[f->xh->res[0]->id] == 1; /* xh dies too */
+        if (f->sx && whole)
+            e->dead[f->xh->res[0]->id] = true;
+        if (whole && f->xc && G->uses[f->xc->res[0]->id] == 1)
             e->dead[f->xc->res[0]->id] = true;
     } else if (f->xc && G->uses[f->xc->res[0]->id] > 1 && f->xh->in[0] == f->xc->res[0]) {
         /* xh for the gain's gradient from x itself: x - mean then stays in
@@ -216,12 +276,31 @@ static void rewrite(ir_module *m, const ng *G, form *f, bool ln, edits *e)
         f->xh->in[0] = sub->res[0];
         e->added++;
     }
+    ir_value *x = f->x, *mean = f->mean;
+    if (f->sx) { /* dx's rows of x and the mean: the same slice as xh's */
+        ir_value *xin[1] = {f->x};
+        ir_op *xs = ir_append(m, f->sx->code, xin, 1, f->sx->a, &f->sx->res[0]->type);
+        xs->loc = f->dx->loc, xs->rep = f->dx->rep, xs->phase = f->dx->phase;
+        xs->res[0]->sh = f->sx->res[0]->sh;
+        e->before[f->dx->res[0]->id] = xs;
+        e->added++;
+        x = xs->res[0];
+        if (ln) {
+            ir_value *min[1] = {f->mean};
+            ir_op *ms = ir_append(m, f->sx->code, min, 1, f->sx->a, &f->rstd->type);
+            ms->loc = f->dx->loc, ms->rep = f->dx->rep, ms->phase = f->dx->phase;
+            ms->res[0]->sh = f->rstd->sh;
+            e->before[f->rstd->id] = ms;
+            e->added++;
+            mean = ms->res[0];
+        }
+    }
     ir_value *in[5];
     int n = 0;
     in[n++] = f->dy;
-    in[n++] = f->x;
+    in[n++] = x;
     if (ln)
-        in[n++] = f->mean;
+        in[n++] = mean;
     in[n++] = f->rstd;
     in[n++] = f->g;
     ir_op *dx = f->dx;
@@ -463,6 +542,9 @@ static int dx_ops(ir_module *m)
         form f;
         bool ln = match_layernorm(&G, dx, &f);
         if (!ln && !match_rmsnorm(&G, dx, &f))
+            continue;
+        /* the slice form's new ops go before dx and before rstd's slice */
+        if (f.sx && (!f.rstd->def || e.before[dx->res[0]->id] || e.before[f.rstd->id]))
             continue;
         rewrite(m, &G, &f, ln, &e);
         done++;

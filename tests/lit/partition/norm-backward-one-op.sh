@@ -43,16 +43,32 @@
 # parallelism on 1x1, whose final layernorm's x is split along the
 # sequence over tp and its dy is not. The final norm is one op, reading
 # dy itself, as on 1x4 (where dy's rows come split by a reduce-scatter);
-# so are the other norms but the first layer's attention norm, on both.
+# so are the other norms. The first layer's attention norm normalises
+# the embeddings' x whole, its dy comes split: xh and rstd reach its
+# backward as slices of their rows (on 1x4, over tp; on 1x1, constrains
+# of the same bytes), so layernorm_dx reads the same slices of x and of
+# the forward's mean and rstd, and no rsqrt is left.
 # RUN: %shardc %S/../../diff/regress/sequence-parallel-transformer.sh --mesh 1x1 --emit sharded-ir | FileCheck %s --check-prefix=RENAME
 # RUN: %shardc %S/../../diff/regress/sequence-parallel-transformer.sh --mesh 1x4 --emit sharded-ir | FileCheck %s --check-prefix=RENAME
+# RUN: %shardc %S/../../diff/regress/sequence-parallel-transformer.sh --mesh 1x4 --emit sharded-ir | FileCheck %s --check-prefix=SLICE
+# RENAME:      %layers.0.attn.h = layernorm %x, %layers.0.attn.ln_g, %layers.0.attn.ln_b
+# RENAME-NEXT: %[[MU0:[0-9]+]] = mean %x {axis = 2, keepdims = true} : f32[4, 8, 1] auto(dp, _, _){{$}}
+# RENAME-NEXT: %[[RS0:[0-9]+]] = layernorm_rstd %x {eps = 1e-05} : f32[4, 8, 1] auto(dp, _, _){{$}}
 # RENAME:      %[[LOGITS:logits]] = matmul
 # RENAME-NOT:  rsqrt
 # RENAME:      layernorm_dx %{{[0-9]+}}, %layers.1.x.1, %{{[0-9]+}}, %{{[0-9]+}}, %lnf_g : f32[4, {{8|2}}, 16] auto(dp, tp, _) phase backward
 # RENAME-COUNT-3: layernorm_dx
+# RENAME-NOT:  rsqrt
+# RENAME:      %[[MUS:[0-9]+]] = {{slice|constrain}} %[[MU0]] {{.*}}: f32[4, {{8|2}}, 1] auto(dp, tp, _) phase backward
+# RENAME-NEXT: %[[RSS:[0-9]+]] = {{slice|constrain}} %[[RS0]] {{.*}}: f32[4, {{8|2}}, 1] auto(dp, tp, _) phase backward
+# RENAME-NEXT: %[[XS:[0-9]+]] = {{slice|constrain}} %x {{.*}}: f32[4, {{8|2}}, 16] auto(dp, tp, _) phase backward
+# RENAME-NEXT: layernorm_dx %{{[0-9]+}}, %[[XS]], %[[MUS]], %[[RSS]], %layers.0.attn.ln_g : f32[4, {{8|2}}, 16] auto(dp, tp, _) phase backward
 # RENAME-NOT:  layernorm_dx
-# RENAME:      rsqrt
-# RENAME-NOT:  layernorm_dx
+# RENAME-NOT:  rsqrt
+# SLICE:       %[[M4:[0-9]+]] = slice %{{[0-9]+}} {dim = 1, axes = [tp]} : f32[4, 2, 1] auto(dp, tp, _) phase backward
+# SLICE-NEXT:  %[[R4:[0-9]+]] = slice %{{[0-9]+}} {dim = 1, axes = [tp]} : f32[4, 2, 1] auto(dp, tp, _) phase backward
+# SLICE-NEXT:  %[[X4:[0-9]+]] = slice %x {dim = 1, axes = [tp]} : f32[4, 2, 16] auto(dp, tp, _) phase backward
+# SLICE-NEXT:  layernorm_dx %{{[0-9]+}}, %[[X4]], %[[M4]], %[[R4]], %layers.0.attn.ln_g
 #
 # A normalised dim split over tp: the means are partial sums and
 # all-reduces, not autodiff's form, which stays.
