@@ -24,8 +24,9 @@
  * each intermediate read by nothing else (or through constrains that only
  * rename it, each read once: after partitioning, a constrain of the same
  * local type holds the same bytes, as where the sharding gave gx and x
- * layouts that differ on axes of size 1; those go with the ops they fed),
- * the means over the last dim
+ * layouts that differ on axes of size 1; those go with the ops they fed;
+ * gx may also be a constrain of the same bytes that the means' ops read,
+ * dy * g read only by it: find_gx), the means over the last dim
  * with the dim kept, no value partial, one float dtype, dy and x of dx's
  * type, the statistics [..., 1] and g [n]. One more form: dy split by
  * rows where the forward normalised x whole (sequence parallelism's first
@@ -113,8 +114,27 @@ static bool row_stat(const ir_value *s, const ir_value *x)
  * than one op reads the renamed xh (thru takes those read once). */
 typedef struct form {
     ir_op *dx, *inner, *s1, *m1, *s2, *m2, *t, *gx, *xh, *xc, *sx;
+    ir_op *gxc;               /* a constrain renaming gx, which the means read */
+    const ir_value *gxv;      /* gx as the ops read it: gx, or gxc's */
     ir_value *dy, *x, *mean, *rstd, *g;
 } form;
+
+/* gx as the ops read it, v (through the renames read once, thru): dy * g,
+ * or a constrain of the same bytes renaming it that more than one op
+ * reads (a layout on axes of size 1, as sequence parallelism's final norm
+ * on a mesh of 1s before a tied head), dy * g read only there. */
+static void find_gx(const ng *G, form *f, const ir_value *v)
+{
+    ir_op *d = v->def;
+    f->gxv = v;
+    f->gxc = NULL;
+    if (d && d->code == IR_CONSTRAIN && d->nin == 1 && ir_type_eq(&v->type, &d->in[0]->type) &&
+        !v->sh.partial && !d->in[0]->sh.partial && def_of(G, d->in[0], IR_MUL, 1)) {
+        f->gxc = d;
+        d = d->in[0]->def;
+    }
+    f->gx = d;
+}
 
 /* Whether ops a and b take the same rows of values of one shape: slices
  * of the same dim and axes, not the last dim (a row's elements stay
@@ -150,12 +170,12 @@ static const ir_value *unsliced(const ir_value *v)
 static bool match_common(const ng *G, form *f, int gx_uses)
 {
     const ir_value *dxv = f->dx->res[0];
-    if (!f->gx || f->gx->code != IR_MUL || G->uses[f->gx->res[0]->id] != gx_uses)
+    if (!f->gx || f->gx->code != IR_MUL || G->uses[f->gxv->id] != gx_uses)
         return false;
     f->dy = f->gx->in[0], f->g = f->gx->in[1];
     /* the means: mean(gx * xh) */
     f->t = def_thru(G, f->m2->in[0], IR_MUL, 1);
-    if (!f->t || thru(G, f->t->in[0]) != f->gx->res[0] || !row_mean(f->m2))
+    if (!f->t || thru(G, f->t->in[0]) != f->gxv || !row_mean(f->m2))
         return false;
     const ir_value *xhv = thru(G, f->t->in[1]);
     if (xhv != thru(G, f->s2->in[0]))
@@ -212,7 +232,7 @@ static bool match_layernorm(const ng *G, ir_op *dx, form *f)
     f->m2 = def_thru(G, f->s2->in[1], IR_MEAN, 1);
     if (!f->m1 || !f->m2 || !row_mean(f->m1) || thru(G, f->m1->in[0]) != thru(G, f->s1->in[0]))
         return false;
-    f->gx = thru(G, f->s1->in[0])->def;
+    find_gx(G, f, thru(G, f->s1->in[0]));
     /* xh = (x - mean) * rstd, or the slice of it (match_common) */
     const ir_value *xhv = unsliced(thru(G, f->s2->in[0]));
     f->xc = xhv->def && xhv->def->code == IR_MUL ? xhv->def->in[0]->def : NULL;
@@ -227,7 +247,7 @@ static bool match_rmsnorm(const ng *G, ir_op *dx, form *f)
 {
     if (!begin(G, dx, f))
         return false;
-    f->gx = thru(G, f->inner->in[0])->def;
+    find_gx(G, f, thru(G, f->inner->in[0]));
     f->s2 = def_thru(G, f->inner->in[1], IR_MUL, 1);
     if (!f->s2)
         return false;
@@ -252,7 +272,7 @@ typedef struct edits {
  * ops between are dropped. */
 static void rewrite(ir_module *m, const ng *G, form *f, bool ln, edits *e)
 {
-    const ir_op *gone[] = {f->inner, f->s1, f->m1, f->s2, f->m2, f->t, f->gx};
+    const ir_op *gone[] = {f->inner, f->s1, f->m1, f->s2, f->m2, f->t, f->gx, f->gxc};
     for (size_t j = 0; j < sizeof gone / sizeof *gone; j++)
         if (gone[j])
             e->dead[gone[j]->res[0]->id] = true;
