@@ -400,7 +400,10 @@ typedef struct stats {
 
 /* rsqrt(add(mean(mul(s, s)), eps)) for op rs, s x - mean(x) (layernorm) or
  * x (rmsnorm) of norm op l's x, each op between read once (x - mean twice,
- * by the square), the statistics of x's type; false otherwise. */
+ * by the square, and maybe by others: the gain's gradient's xh where x
+ * needs no gradient, so that no layernorm_dx made xh anew; x - mean then
+ * stays, reading the moved mean), the statistics of x's type; false
+ * otherwise. */
 static bool match_stats(const ng *G, ir_op *rs, const ir_op *l, stats *st)
 {
     memset(st, 0, sizeof *st);
@@ -419,13 +422,14 @@ static bool match_stats(const ng *G, ir_op *rs, const ir_op *l, stats *st)
         st->drop[st->ndrop++] = add->in[1]->def;
     if (l->code == IR_RMSNORM)
         return sq->in[0] == x;
-    ir_op *xc = def_of(G, sq->in[0], IR_SUB, 2);
+    ir_op *xc = made_by(sq->in[0], IR_SUB);
     ir_op *mean = xc && xc->in[0] == x ? made_by(xc->in[1], IR_MEAN) : NULL;
     if (!mean || mean->in[0] != x || !row_mean(mean) || !row_stat(mean->res[0], x) ||
-        mean->rep != l->rep)
+        mean->rep != l->rep || G->uses[xc->res[0]->id] < 2)
         return false;
     st->mean = mean;
-    st->drop[st->ndrop++] = xc;
+    if (G->uses[xc->res[0]->id] == 2) /* the square's alone */
+        st->drop[st->ndrop++] = xc;
     return true;
 }
 
