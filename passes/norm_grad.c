@@ -268,6 +268,22 @@ typedef struct edits {
     int added;          /* new ops */
 } edits;
 
+/* A new op code(in[0 .. nin)) {a} of type t and sharding sh, of like's
+ * place (line, repetition, phase), to stand just before the op making
+ * value at (one such op a value: the matches check the slots they take);
+ * its result. */
+static ir_value *add_before(ir_module *m, edits *e, const ir_value *at, ir_opcode code,
+                            ir_value **in, int nin, const ir_attrs *a, const ir_type *t,
+                            const ir_sharding *sh, const ir_op *like)
+{
+    ir_op *o = ir_append(m, code, in, nin, a, t);
+    o->loc = like->loc, o->rep = like->rep, o->phase = like->phase;
+    o->res[0]->sh = *sh;
+    e->before[at->id] = o;
+    e->added++;
+    return o->res[0];
+}
+
 /* dx becomes layernorm_dx (ln) or rmsnorm_dx, reading f's operands; the
  * ops between are dropped. */
 static void rewrite(ir_module *m, const ng *G, form *f, bool ln, edits *e)
@@ -289,31 +305,16 @@ static void rewrite(ir_module *m, const ng *G, form *f, bool ln, edits *e)
         /* xh for the gain's gradient from x itself: x - mean then stays in
          * the variance's kernel, not stored for xh's */
         ir_value *sin[2] = {f->x, f->mean};
-        ir_op *sub = ir_append(m, IR_SUB, sin, 2, &(ir_attrs){0}, &f->xc->res[0]->type);
-        sub->loc = f->xh->loc, sub->rep = f->xh->rep, sub->phase = f->xh->phase;
-        sub->res[0]->sh = f->xc->res[0]->sh;
-        e->before[f->xh->res[0]->id] = sub;
-        f->xh->in[0] = sub->res[0];
-        e->added++;
+        f->xh->in[0] = add_before(m, e, f->xh->res[0], IR_SUB, sin, 2, &(ir_attrs){0},
+                                  &f->xc->res[0]->type, &f->xc->res[0]->sh, f->xh);
     }
     ir_value *x = f->x, *mean = f->mean;
     if (f->sx) { /* dx's rows of x and the mean: the same slice as xh's */
-        ir_value *xin[1] = {f->x};
-        ir_op *xs = ir_append(m, f->sx->code, xin, 1, f->sx->a, &f->sx->res[0]->type);
-        xs->loc = f->dx->loc, xs->rep = f->dx->rep, xs->phase = f->dx->phase;
-        xs->res[0]->sh = f->sx->res[0]->sh;
-        e->before[f->dx->res[0]->id] = xs;
-        e->added++;
-        x = xs->res[0];
-        if (ln) {
-            ir_value *min[1] = {f->mean};
-            ir_op *ms = ir_append(m, f->sx->code, min, 1, f->sx->a, &f->rstd->type);
-            ms->loc = f->dx->loc, ms->rep = f->dx->rep, ms->phase = f->dx->phase;
-            ms->res[0]->sh = f->rstd->sh;
-            e->before[f->rstd->id] = ms;
-            e->added++;
-            mean = ms->res[0];
-        }
+        x = add_before(m, e, f->dx->res[0], f->sx->code, &f->x, 1, f->sx->a,
+                       &f->sx->res[0]->type, &f->sx->res[0]->sh, f->dx);
+        if (ln)
+            mean = add_before(m, e, f->rstd, f->sx->code, &f->mean, 1, f->sx->a, &f->rstd->type,
+                              &f->rstd->sh, f->dx);
     }
     ir_value *in[5];
     int n = 0;
