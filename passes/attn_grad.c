@@ -33,9 +33,15 @@
  * dropped. The form is matched exactly: each intermediate read by nothing
  * else, the same q, k and dy throughout, the scale 1 / sqrt(d) (to the
  * dtype's rounding), and a head of width at most AT_MAX_WIDTH, the widest
- * the CUDA backend's kernels take (codegen/cuda_ops.c). Anything else
- * (v's width split so that gp is partial and reduced, say) keeps
- * autodiff's form, which computes the same values. */
+ * the CUDA backend's kernels take (codegen/cuda_ops.c). Two forms of the
+ * partitioner's are matched too: v^T made by a gather or slice of v's
+ * transpose (layout_of: context parallelism gathers v's transposed
+ * shard; a value whose heads are sliced as the queries' are split), where
+ * v is then made by the same gather or slice of v (relayout), and dk
+ * summed over ranks before its scale (sum_of), where attn_dk takes the
+ * matmul's place and the sum reads it. Anything else (v's width split so
+ * that gp is partial and reduced, say) keeps autodiff's form, which
+ * computes the same values. */
 #include "passes.h"
 #include "fuse.h"
 
@@ -103,10 +109,58 @@ static int at_of(const ag *G, const ir_op *o)
     return G->at[o->res[0]->id];
 }
 
-/* One match: autodiff's ops around attn_probs p. */
+/* The dim of a value of rank r that is dim d of its transpose swapping
+ * the last two. */
+static int64_t swapped_dim(int64_t d, int r)
+{
+    return d == r - 1 ? r - 2 : d == r - 2 ? r - 1 : d;
+}
+
+/* The op that moves transpose(v)'s elements into vt, reading it alone:
+ * an all_gather or a slice on one dim; else NULL. The partitioner makes
+ * v's transpose so where v is split and gp needs it whole (queries split
+ * along the sequence, keys and values gathered: the transpose of v's
+ * shard, then gathered), or whole and gp needs a slice (v's heads sliced
+ * as the queries' are split). */
+static ir_op *layout_of(const ir_value *vt)
+{
+    ir_op *d = vt->def;
+    if (!d || d->nin != 1 || d->nres != 1 || vt->sh.partial ||
+        (d->code != IR_ALL_GATHER && d->code != IR_SLICE))
+        return NULL;
+    return d;
+}
+
+/* The sum over ranks that op mk's partial result goes through before
+ * its scale: an all_reduce (a sum) or a reduce_scatter of it alone, read
+ * once, by an op whose result is of its type and sharding; else NULL. dk
+ * is partial where the queries are split along the sequence (the sum
+ * over them), and the partitioner sums it before autodiff's scale. */
+static ir_op *sum_of(const ag *G, const ir_op *mk)
+{
+    const ir_value *x = mk->res[0];
+    ir_op *c = G->uses[x->id] == 1 ? G->reader[x->id] : NULL;
+    if (!x->sh.partial || !c || c->nin != 1 || c->nres != 1 ||
+        !(c->code == IR_REDUCE_SCATTER || (c->code == IR_ALL_REDUCE && c->a->reduce == IR_RED_SUM)))
+        return NULL;
+    const ir_value *y = c->res[0];
+    const ir_op *s = G->uses[y->id] == 1 ? G->reader[y->id] : NULL;
+    if (!s || s->nres != 1 || !ir_type_eq(&s->res[0]->type, &y->type) ||
+        !ir_sharding_eq(&s->res[0]->sh, &y->sh, y->type.rank))
+        return NULL;
+    return c;
+}
+
+/* One match: autodiff's ops around attn_probs p. lay: the layout op
+ * between v's transpose and gp's matmul (layout_of), or NULL; where there
+ * is one, v is made when the form is rewritten (relayout), and lay_kept
+ * says another op reads lay's result (so lay and the transpose stay).
+ * ck: the sum over ranks between dk's matmul and its scale (sum_of), or
+ * NULL. */
 typedef struct form {
-    ir_op *p, *t1, *mv, *tv, *mg, *m1, *sum, *sub, *gs, *mq, *sq, *tg, *mk, *sk;
+    ir_op *p, *t1, *mv, *tv, *lay, *mg, *m1, *sum, *sub, *gs, *mq, *sq, *tg, *mk, *ck, *sk;
     ir_value *q, *k, *v, *dy, *pos;
+    bool lay_kept;
 } form;
 
 /* Fills f from attn_probs op p; false when the ops around it are not
@@ -158,11 +212,15 @@ static bool match(const ag *G, ir_op *p, form *f)
     f->mg = def_of(G, other(f->m1, pr), IR_MATMUL, 2);
     if (!f->mg)
         return false;
-    ir_value *gp = f->mg->res[0];
-    f->tv = def_of(G, f->mg->in[1], IR_TRANSPOSE, 1);
+    ir_value *gp = f->mg->res[0], *vt = f->mg->in[1];
+    f->tv = def_of(G, vt, IR_TRANSPOSE, 1);
+    if (!f->tv && (f->lay = layout_of(vt))) {
+        f->tv = def_of(G, f->lay->in[0], IR_TRANSPOSE, 1);
+        f->lay_kept = G->uses[vt->id] > 1;
+    }
     if (!f->tv || !swaps_last(f->tv, r))
         return false;
-    f->dy = f->mg->in[0], f->v = f->tv->in[0];
+    f->dy = f->mg->in[0], f->v = f->lay ? NULL : f->tv->in[0];
     /* gs = p * (gp - sum(gp * p, last, keepdims)) */
     f->sum = only_reader(G, f->m1->res[0], IR_SUM);
     if (!f->sum || !f->sum->a->keepdims || (f->sum->a->axis != r - 1 && f->sum->a->axis != -1))
@@ -186,10 +244,13 @@ static bool match(const ag *G, ir_op *p, form *f)
         } else if (swaps_last(o, r) && !f->tg && G->uses[o->res[0]->id] == 1) {
             ir_op *mk = only_reader(G, o->res[0], IR_MATMUL);
             if (!mk || mk->in[0] != o->res[0] || mk->in[1] != q ||
-                G->uses[mk->res[0]->id] != 1 || !scales(G, G->reader[mk->res[0]->id],
-                                                        mk->res[0], d))
+                G->uses[mk->res[0]->id] != 1)
                 return false;
-            f->tg = o, f->mk = mk, f->sk = G->reader[mk->res[0]->id];
+            ir_op *ck = sum_of(G, mk);
+            const ir_value *un = ck ? ck->res[0] : mk->res[0]; /* what the scale reads */
+            if (!scales(G, G->reader[un->id], un, d))
+                return false;
+            f->tg = o, f->mk = mk, f->ck = ck, f->sk = G->reader[un->id];
             ngs++;
         } else
             return false;
@@ -202,19 +263,49 @@ static bool match(const ag *G, ir_op *p, form *f)
         if (!f->mv || f->mv->in[0] != f->t1->res[0] || f->mv->in[1] != f->dy)
             return false;
     }
-    /* the operands' dtypes: one float dtype (the shape rule checks the rest) */
+    /* the operands' dtypes: one float dtype (the shape rule checks the
+     * rest); v's width, vt's rows */
     ir_dtype dt = q->type.dtype;
-    return k->type.dtype == dt && f->v->type.dtype == dt && f->dy->type.dtype == dt &&
-           f->v->type.dim[r - 1] <= AT_MAX_WIDTH;
+    return k->type.dtype == dt && vt->type.dtype == dt && f->dy->type.dtype == dt &&
+           vt->type.dim[r - 2] <= AT_MAX_WIDTH;
 }
 
-/* Whether values a and b are the same query positions: one value, or
- * made alike (the same op, attributes, type and sharding, of operands
- * alike) by ops that compute the same elements wherever they run: the
- * partitioner makes a split query's positions once for the forward and
- * again for autodiff's backward (iota, this rank's slice, plus its
- * offset). depth bounds the chain. */
-static bool same_positions(const ir_value *a, const ir_value *b, int depth)
+/* Form f's v where v^T is a layout op of v's transpose (f->lay): a new
+ * op of the layout op's kind and axes, reading the transpose's operand,
+ * on the dim it moved there (the last two swapped), its result v of
+ * vt's type and sharding with the last two dims swapped (appended: the
+ * caller places it). */
+static ir_op *relayout(ir_module *m, form *f)
+{
+    const ir_op *g = f->lay;
+    const ir_value *vt = g->res[0];
+    int r = vt->type.rank;
+    ir_attrs a = *g->a;
+    a.dim = swapped_dim(a.dim, r);
+    ir_type t = vt->type;
+    t.dim[r - 1] = vt->type.dim[r - 2];
+    t.dim[r - 2] = vt->type.dim[r - 1];
+    ir_value *in = f->tv->in[0];
+    ir_op *o = ir_append(m, g->code, &in, 1, &a, &t);
+    o->loc = g->loc, o->rep = g->rep, o->phase = g->phase;
+    ir_sharding sh = vt->sh;
+    sh.naxes[r - 1] = vt->sh.naxes[r - 2];
+    sh.naxes[r - 2] = vt->sh.naxes[r - 1];
+    memcpy(sh.axes[r - 1], vt->sh.axes[r - 2], sizeof sh.axes[r - 1]);
+    memcpy(sh.axes[r - 2], vt->sh.axes[r - 1], sizeof sh.axes[r - 2]);
+    o->res[0]->sh = sh;
+    f->v = o->res[0];
+    return o;
+}
+
+/* Whether values a and b are the same: one value, or made alike (the
+ * same op, attributes, type and sharding, of operands alike) by ops that
+ * compute the same elements wherever they run: the partitioner makes a
+ * split query's positions once for the forward and again for autodiff's
+ * backward (iota, this rank's slice, plus its offset), and gathers split
+ * keys and values again for the backward rather than keep the forward's.
+ * depth bounds the chain. */
+static bool same_made(const ir_value *a, const ir_value *b, int depth)
 {
     if (a == b)
         return true;
@@ -223,23 +314,26 @@ static bool same_positions(const ir_value *a, const ir_value *b, int depth)
     const ir_op *x = a->def, *y = b->def;
     switch (x->code) {
     case IR_IOTA: case IR_CONST: case IR_SLICE: case IR_CONSTRAIN: case IR_RESHAPE:
-    case IR_CAST: case IR_ADD: case IR_SUB: case IR_MUL:
+    case IR_CAST: case IR_ADD: case IR_SUB: case IR_MUL: case IR_TRANSPOSE: case IR_ALL_GATHER:
         break;
     default:
         return false;
     }
+    ir_sharding bs = b->sh; /* the layout: whether the user gave it is no matter */
+    bs.kind = a->sh.kind;
     if (x->code != y->code || x->a != y->a || x->nin != y->nin || x->nres != 1 || y->nres != 1 ||
         a->res != b->res || !ir_type_eq(&a->type, &b->type) ||
-        !ir_sharding_eq(&a->sh, &b->sh, a->type.rank))
+        !ir_sharding_eq(&a->sh, &bs, a->type.rank))
         return false;
     for (int i = 0; i < x->nin; i++)
-        if (!same_positions(x->in[i], y->in[i], depth - 1))
+        if (!same_made(x->in[i], y->in[i], depth - 1))
             return false;
     return true;
 }
 
-/* The forward of form f: an attention of the form's q, k, v, positions
- * (or positions made alike: same_positions) and mask, before op `first`,
+/* The forward of form f: an attention of the form's q, k, v and
+ * positions (or k, v and positions made alike: same_made) and mask,
+ * before op `first`,
  * not taken by another form (used, by op index), whose result is of dy's
  * type and not partial; else NULL. */
 static ir_op *forward_of(const ag *G, const form *f, bool causal, const ir_op *first,
@@ -249,8 +343,9 @@ static ir_op *forward_of(const ag *G, const form *f, bool causal, const ir_op *f
     for (int i = 0; i < end; i++) {
         ir_op *o = IR_OP(G->m, i);
         if (o->code != IR_ATTENTION || o->nres != 1 || used[i] || o->a->causal != causal ||
-            o->a->heads_inner || o->in[0] != f->q || o->in[1] != f->k || o->in[2] != f->v ||
-            (o->nin == 4 ? !same_positions(o->in[3], f->pos, 4) : f->pos != NULL))
+            o->a->heads_inner || o->in[0] != f->q || !same_made(o->in[1], f->k, 4) ||
+            !same_made(o->in[2], f->v, 4) ||
+            (o->nin == 4 ? !same_made(o->in[3], f->pos, 4) : f->pos != NULL))
             continue;
         const ir_value *y = o->res[0];
         if (!y->sh.partial && ir_type_eq(&y->type, &f->dy->type))
@@ -313,12 +408,16 @@ int pass_attn_grad(ir_module *m)
     G.at = su_alloc(&m->arena, nv * sizeof *G.at);
     bool *dead = su_alloc(&m->arena, nv * sizeof *dead);
     ir_op **st_of = su_alloc(&m->arena, nv * sizeof *st_of); /* by its first reader's id */
+    ir_op **pre_of = su_alloc(&m->arena, nv * sizeof *pre_of); /* a new v's op, likewise */
+    bool *gone_op = su_alloc(&m->arena, ((size_t)n0 + 1) * sizeof *gone_op); /* by index */
     ir_op **lse_of = su_alloc(&m->arena, nv * sizeof *lse_of); /* by its forward's result id */
     bool *used = su_alloc(&m->arena, ((size_t)n0 + 1) * sizeof *used); /* forwards taken */
     memset(G.uses, 0, nv * sizeof *G.uses);
     memset(G.reader, 0, nv * sizeof *G.reader);
     memset(dead, 0, nv * sizeof *dead);
     memset(st_of, 0, nv * sizeof *st_of);
+    memset(pre_of, 0, nv * sizeof *pre_of);
+    memset(gone_op, 0, ((size_t)n0 + 1) * sizeof *gone_op);
     memset(lse_of, 0, nv * sizeof *lse_of);
     memset(used, 0, ((size_t)n0 + 1) * sizeof *used);
     bool any = false;
@@ -344,17 +443,21 @@ int pass_attn_grad(ir_module *m)
         /* st goes before the first op that reads it, which must come
          * after every operand of st is made */
         ir_op *first = NULL;
-        ir_op *readers[3] = {f.mv, f.sq, f.sk};
+        ir_op *readers[3] = {f.mv, f.sq, f.ck ? f.mk : f.sk}; /* attn_dk's place */
         for (int j = 0; j < 3; j++)
             if (readers[j] && (!first || at_of(&G, readers[j]) < at_of(&G, first)))
                 first = readers[j];
-        const ir_value *ops_in[5] = {f.q, f.k, f.v, f.dy, f.pos};
+        /* with a layout op, what the new one reads (v's operand), the
+         * new one placed before `first` */
+        const ir_value *ops_in[5] = {f.q, f.k, f.lay ? f.tv->in[0] : f.v, f.dy, f.pos};
         bool ready = true;
         for (int j = 0; j < 5; j++)
             ready &= !ops_in[j] || !ops_in[j]->def ||
                      at_of(&G, ops_in[j]->def) < at_of(&G, first);
         if (!ready)
             continue;
+        if (f.lay)
+            pre_of[first->res[0]->id] = relayout(m, &f);
         bool causal = p->a->causal;
         const ir_type *qt = &f.q->type;
         ir_type stt = *qt;
@@ -367,8 +470,9 @@ int pass_attn_grad(ir_module *m)
             int r = qt->rank;
             ir_type lt = stt;
             lt.rank = r - 1;
-            /* the forward's positions: the backward's are made after it */
-            ir_value *lin[3] = {f.q, f.k, fw->nin == 4 ? fw->in[3] : NULL};
+            /* the forward's keys and positions: the backward's may be
+             * made after it */
+            ir_value *lin[3] = {f.q, fw->in[1], fw->nin == 4 ? fw->in[3] : NULL};
             ir_op *lse = ir_append(m, IR_ATTN_LSE, lin, f.pos ? 3 : 2,
                                    &(ir_attrs){.causal = causal}, &lt);
             lse->loc = fw->loc, lse->rep = fw->rep, lse->phase = fw->phase;
@@ -393,14 +497,26 @@ int pass_attn_grad(ir_module *m)
         if (f.sq) /* the scales' constants, before their muls change */
             dead[other(f.sq, f.mq->res[0])->id] = true;
         if (f.sk)
-            dead[other(f.sk, f.mk->res[0])->id] = true;
+            dead[other(f.sk, (f.ck ? f.ck : f.mk)->res[0])->id] = true;
         if (f.sq)
             become(m, f.sq, IR_ATTN_DQ, &f, s, causal);
-        if (f.sk)
+        if (f.ck) {
+            /* attn_dk (scaled) where the matmul was, partial, summed by
+             * the collective, which then makes the scale's result */
+            int at_c = at_of(&G, f.ck), at_sk = at_of(&G, f.sk);
+            become(m, f.mk, IR_ATTN_DK, &f, s, causal);
+            ir_value *y = f.sk->res[0];
+            f.ck->res[0] = y;
+            y->def = f.ck;
+            G.at[y->id] = at_c;
+            gone_op[at_sk] = true;
+        } else if (f.sk) {
             become(m, f.sk, IR_ATTN_DK, &f, s, causal);
+        }
         if (f.mv)
             become(m, f.mv, IR_ATTN_DV, &f, s, causal);
-        const ir_op *gone[] = {f.p, f.t1, f.tv, f.mg, f.m1, f.sum, f.sub, f.gs, f.mq, f.tg, f.mk};
+        const ir_op *gone[] = {f.p, f.t1, f.lay_kept ? NULL : f.tv, f.lay_kept ? NULL : f.lay,
+                               f.mg, f.m1, f.sum, f.sub, f.gs, f.mq, f.tg, f.ck ? NULL : f.mk};
         for (size_t j = 0; j < sizeof gone / sizeof *gone; j++)
             if (gone[j])
                 dead[gone[j]->res[0]->id] = true;
@@ -408,16 +524,18 @@ int pass_attn_grad(ir_module *m)
     }
     if (!done)
         return 0;
-    /* The new order: each st before its first reader, each lse right
-     * after its forward; m->ops has room for n0 ops and those appended, at
-     * least as many as placed. */
-    ir_op **out = su_alloc(&m->arena, ((size_t)n0 + 2 * (size_t)done) * sizeof *out);
+    /* The new order: each st before its first reader (after a new v's
+     * op), each lse right after its forward; m->ops has room for n0 ops
+     * and those appended, at least as many as placed. */
+    ir_op **out = su_alloc(&m->arena, ((size_t)n0 + 3 * (size_t)done) * sizeof *out);
     int nout = 0;
     for (int i = 0; i < n0; i++) {
         ir_op *o = IR_OP(m, i);
+        if (o->nres && pre_of[o->res[0]->id])
+            out[nout++] = pre_of[o->res[0]->id];
         if (o->nres && st_of[o->res[0]->id])
             out[nout++] = st_of[o->res[0]->id];
-        if (!o->nres || !dead[o->res[0]->id])
+        if (!gone_op[i] && (!o->nres || !dead[o->res[0]->id]))
             out[nout++] = o;
         if (o->nres && lse_of[o->res[0]->id])
             out[nout++] = lse_of[o->res[0]->id];
