@@ -167,10 +167,13 @@ static void partition(void *arg)
         P->dst->train.loss = P->map[m->train.loss->id];
     /* the normalisations' input gradients first: as one op each they
      * leave the gain's gradient its own x - mean and products, which the
-     * rows rule then makes again over the merged rows (combine.c) */
+     * rows rule then makes again over the merged rows (combine.c); and
+     * attention's, whose partial dk, no longer scaled after its
+     * all_reduce, is then reduce-scattered where only a slice of it is
+     * read (combine.c's scatters) */
     pass_norm_grad(P->dst);
-    pass_combine_sums(P->dst, P->ex ? &P->why : NULL);
     pass_attn_grad(P->dst);
+    pass_combine_sums(P->dst, P->ex ? &P->why : NULL);
     pass_xent_grad(P->dst);
     if (r->why) {
         const char **w = su_alloc(&P->dst->arena, (size_t)(P->dst->next_id + 1) * sizeof *w);

@@ -8,11 +8,12 @@
 #   moved to the end), just before the statistics;
 # - dk, a sum over the local query rows, is partial and summed over tp
 #   before autodiff's scale 1 / sqrt(d): attn_dk (which scales) takes the
-#   matmul's place, partial, and the sum reads it; no mul is left;
+#   matmul's place, partial, and the sum reads it; no mul is left, so the
+#   all_reduce, of which wk's gradient reads this rank's rows alone,
+#   becomes a reduce_scatter (combine.c, after attn_grad.c), as dv's is;
 # - the backward gathers k again rather than keep the forward's: the
 #   same gather of the same shard, so the statistics still come from the
 #   forward (attn_lse beside it, reading the forward's k).
-# dv is partial too and reduce-scattered, as before.
 # RUN: %shardc %s --mesh 1x4 --emit sharded-ir | FileCheck %s
 # RUN: %shardc %s --mesh 2x2 --emit sharded-ir | FileCheck %s --check-prefix=NOPROBS
 mesh dp, tp
@@ -38,9 +39,9 @@ train loss with adamw(lr = 0.05)
 # CHECK-NEXT: %[[DV:[0-9]+]] = attn_dv %[[Q]], %[[BK]], %[[DY]], %[[ST]], %[[BP:[0-9]+]] {causal = true} : f32[4, 2, 16, 8] auto(dp, _, _, _) partial(tp) phase backward
 # CHECK-NEXT: %{{[0-9]+}} = attn_dq %[[Q]], %[[BK]], %[[BV]], %[[DY]], %[[ST]], %[[BP]] {causal = true} : f32[4, 2, 4, 8] auto(dp, _, tp, _) phase backward
 # CHECK-NEXT: %[[DK:[0-9]+]] = attn_dk %[[Q]], %[[BK]], %[[BV]], %[[DY]], %[[ST]], %[[BP]] {causal = true} : f32[4, 2, 16, 8] auto(dp, _, _, _) partial(tp) phase backward
-# CHECK-NEXT: %[[DKS:[0-9]+]] = all_reduce %[[DK]] {axes = [tp]} : f32[4, 2, 16, 8] auto(dp, _, _, _) phase backward
 # CHECK-NEXT: %{{[0-9]+}} = reduce_scatter %[[DV]] {dim = 2, axes = [tp]} : f32[4, 2, 4, 8] auto(dp, _, tp, _) phase backward
-# CHECK:      %{{[0-9]+}} = slice %[[DKS]] {dim = 2, axes = [tp]}
+# CHECK:      %{{[0-9]+}} = reduce_scatter %[[DK]] {dim = 2, axes = [tp]} : f32[4, 2, 4, 8] auto(dp, _, tp, _) phase backward
+# CHECK-NOT:  all_reduce {{.*}} : f32[4, 2, 16, 8]
 # CHECK-NOT:  attn_probs
 # CHECK-NOT:  transpose
 # NOPROBS-NOT: attn_probs
