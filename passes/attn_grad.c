@@ -34,10 +34,12 @@
  * else, the same q, k and dy throughout, the scale 1 / sqrt(d) (to the
  * dtype's rounding), and a head of width at most AT_MAX_WIDTH, the widest
  * the CUDA backend's kernels take (codegen/cuda_ops.c). Two forms of the
- * partitioner's are matched too: v^T made by a gather or slice of v's
- * transpose (layout_of: context parallelism gathers v's transposed
- * shard; a value whose heads are sliced as the queries' are split), where
- * v is then made by the same gather or slice of v (relayout), and dk
+ * partitioner's are matched too: v^T made by a gather, slice or
+ * all-to-all of v's transpose (layout_of: context parallelism gathers v's
+ * transposed shard; a value whose heads are sliced as the queries' are
+ * split; Ulysses' sequence parallelism turns v's transposed shard from
+ * split sequence to split heads), where v is then made by the same op of
+ * v (relayout), and dk
  * summed over ranks before its scale (sum_of), where attn_dk takes the
  * matmul's place and the sum reads it. Anything else (v's width split so
  * that gp is partial and reduced, say) keeps autodiff's form, which
@@ -117,16 +119,18 @@ static int64_t swapped_dim(int64_t d, int r)
 }
 
 /* The op that moves transpose(v)'s elements into vt, reading it alone:
- * an all_gather or a slice on one dim; else NULL. The partitioner makes
- * v's transpose so where v is split and gp needs it whole (queries split
- * along the sequence, keys and values gathered: the transpose of v's
- * shard, then gathered), or whole and gp needs a slice (v's heads sliced
- * as the queries' are split). */
+ * an all_gather or a slice on one dim, or an all_to_all; else NULL. The
+ * partitioner makes v's transpose so where v is split and gp needs it
+ * whole (queries split along the sequence, keys and values gathered: the
+ * transpose of v's shard, then gathered), or whole and gp needs a slice
+ * (v's heads sliced as the queries' are split), or split another way (v
+ * split along the sequence, the heads split for attention: Ulysses'
+ * sequence parallelism). */
 static ir_op *layout_of(const ir_value *vt)
 {
     ir_op *d = vt->def;
     if (!d || d->nin != 1 || d->nres != 1 || vt->sh.partial ||
-        (d->code != IR_ALL_GATHER && d->code != IR_SLICE))
+        (d->code != IR_ALL_GATHER && d->code != IR_SLICE && d->code != IR_ALL_TO_ALL))
         return NULL;
     return d;
 }
@@ -282,6 +286,8 @@ static ir_op *relayout(ir_module *m, form *f)
     int r = vt->type.rank;
     ir_attrs a = *g->a;
     a.dim = swapped_dim(a.dim, r);
+    if (g->code == IR_ALL_TO_ALL)
+        a.dim2 = swapped_dim(a.dim2, r);
     ir_type t = vt->type;
     t.dim[r - 1] = vt->type.dim[r - 2];
     t.dim[r - 2] = vt->type.dim[r - 1];
@@ -315,6 +321,7 @@ static bool same_made(const ir_value *a, const ir_value *b, int depth)
     switch (x->code) {
     case IR_IOTA: case IR_CONST: case IR_SLICE: case IR_CONSTRAIN: case IR_RESHAPE:
     case IR_CAST: case IR_ADD: case IR_SUB: case IR_MUL: case IR_TRANSPOSE: case IR_ALL_GATHER:
+    case IR_ALL_TO_ALL:
         break;
     default:
         return false;
@@ -332,7 +339,7 @@ static bool same_made(const ir_value *a, const ir_value *b, int depth)
 }
 
 /* The forward of form f: an attention of the form's q, k, v and
- * positions (or k, v and positions made alike: same_made) and mask,
+ * positions (or made alike: same_made) and mask,
  * before op `first`,
  * not taken by another form (used, by op index), whose result is of dy's
  * type and not partial; else NULL. */
@@ -343,7 +350,7 @@ static ir_op *forward_of(const ag *G, const form *f, bool causal, const ir_op *f
     for (int i = 0; i < end; i++) {
         ir_op *o = IR_OP(G->m, i);
         if (o->code != IR_ATTENTION || o->nres != 1 || used[i] || o->a->causal != causal ||
-            o->a->heads_inner || o->in[0] != f->q || !same_made(o->in[1], f->k, 4) ||
+            o->a->heads_inner || !same_made(o->in[0], f->q, 4) || !same_made(o->in[1], f->k, 4) ||
             !same_made(o->in[2], f->v, 4) ||
             (o->nin == 4 ? !same_made(o->in[3], f->pos, 4) : f->pos != NULL))
             continue;
@@ -470,9 +477,9 @@ int pass_attn_grad(ir_module *m)
             int r = qt->rank;
             ir_type lt = stt;
             lt.rank = r - 1;
-            /* the forward's keys and positions: the backward's may be
-             * made after it */
-            ir_value *lin[3] = {f.q, fw->in[1], fw->nin == 4 ? fw->in[3] : NULL};
+            /* the forward's queries, keys and positions: the backward's
+             * may be made after it */
+            ir_value *lin[3] = {fw->in[0], fw->in[1], fw->nin == 4 ? fw->in[3] : NULL};
             ir_op *lse = ir_append(m, IR_ATTN_LSE, lin, f.pos ? 3 : 2,
                                    &(ir_attrs){.causal = causal}, &lt);
             lse->loc = fw->loc, lse->rep = fw->rep, lse->phase = fw->phase;

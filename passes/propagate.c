@@ -588,6 +588,23 @@ static void stats_or_gather(prop *p, const ir_value *x, int ax, int nstats, cand
          "statistics (%.0f)", ax, axes, gather, c->tie ? "the same as" : "less than", stats);
 }
 
+/* The result of the attention of attn_probs op p's q and k (and
+ * positions), whose sharding is decided, or NULL: autodiff recomputes
+ * the forward's probabilities for its backward, which then runs best
+ * where the forward ran (queries' heads split, say, where q itself comes
+ * split along the sequence: the forward's all-to-all of q and k again,
+ * not the probabilities'). */
+static const ir_value *forward_attention(const ir_module *m, const ir_op *p)
+{
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *o = IR_OP(m, i);
+        if (o->code == IR_ATTENTION && o->nres == 1 && o->in[0] == p->in[0] &&
+            o->in[1] == p->in[1] && has_sh(o->res[0]) && o->a->causal == p->a->causal)
+            return o->res[0];
+    }
+    return NULL;
+}
+
 /* Forward rule: fills c with the result's sharding from the operands (one
  * of which has a sharding). False where the op has no forward rule. */
 static bool forward(prop *p, const ir_op *op, cand *c)
@@ -638,6 +655,14 @@ static bool forward(prop *p, const ir_op *op, cand *c)
         bcast_fwd(p, c, x, x->type.rank, x, 0, r, rr);
         return true;
     case IR_ATTN_PROBS: { /* [..., S, T]: leading and S from q (or k), T whole */
+        const ir_value *y = forward_attention(p->m, op);
+        if (y) { /* the backward's probabilities as the forward computed them */
+            for (int d = 0; d + 1 < rr; d++)
+                copy_dim(&c->sh, d, sh_of(y), d);
+            char nb[NAME_LEN];
+            note(c, "; as the forward attention %s's rows", vname(y, nb));
+            return true;
+        }
         const ir_value *lead = has_sh(x) ? x : op->in[1];
         for (int d = 0; d + 2 < rr; d++)
             copy_dim(&c->sh, d, sh_of(lead), d);

@@ -81,3 +81,30 @@ train loss with adamw(lr = 0.05)
 # LLAMA-NOT:     attn_probs
 # LLAMA-COUNT-4: attn_lse
 # LLAMA-NOT:     attn_probs
+#
+# Ulysses' sequence parallelism: x split along the sequence, the
+# attention's result along the heads, so the forward turns q, k and v
+# from split sequence to split heads (all-to-all). Autodiff's recomputed
+# probabilities follow the forward attention's rows (propagate.c), not
+# q's: the backward turns q, k and v likewise, where it had computed the
+# [S, T] probabilities on the split sequence and turned them (all-to-all
+# of S x T). v^T comes as the all-to-all of v's transpose, so v is the
+# all-to-all of v; the same all-to-alls as the forward's, so the
+# statistics come from it.
+# RUN: %shardc %S/attention-ulysses.model --mesh 1x4 --emit sharded-ir | FileCheck %s --check-prefix=ULYSSES
+# RUN: %shardc %S/attention-ulysses.model --mesh 1x4 --explain-sharding | FileCheck %s --check-prefix=ULYSSES-WHY
+# ULYSSES:      %[[Q:[0-9]+]] = all_to_all %[[QS:[0-9]+]] {dim = 1, dim2 = 2, axes = [tp]} : f32[4, 1, 32, 16] auto(dp, tp, _, _)
+# ULYSSES-NEXT: %[[K:[0-9]+]] = all_to_all %[[KS:[0-9]+]] {dim = 1, dim2 = 2, axes = [tp]}
+# ULYSSES-NEXT: %[[V:[0-9]+]] = all_to_all %[[VS:[0-9]+]] {dim = 1, dim2 = 2, axes = [tp]}
+# ULYSSES-NEXT: %y = attention %[[Q]], %[[K]], %[[V]] {causal = true} : f32[4, 1, 32, 16] shard(dp, tp, _, _)
+# ULYSSES-NEXT: %[[L:[0-9]+]] = attn_lse %[[Q]], %[[K]] {causal = true}
+# ULYSSES:      %[[BQ:[0-9]+]] = all_to_all %[[QS]] {dim = 1, dim2 = 2, axes = [tp]} : f32[4, 1, 32, 16] auto(dp, tp, _, _) phase backward
+# ULYSSES-NEXT: %[[BK:[0-9]+]] = all_to_all %[[KS]] {dim = 1, dim2 = 2, axes = [tp]} : f32[4, 1, 32, 16] auto(dp, tp, _, _) phase backward
+# ULYSSES-NEXT: %[[BV:[0-9]+]] = all_to_all %[[VS]] {dim = 1, dim2 = 2, axes = [tp]} : f32[4, 1, 32, 16] auto(dp, tp, _, _) phase backward
+# ULYSSES-NEXT: %[[ST:[0-9]+]] = attn_delta %y, %[[DY:[0-9]+]], %[[L]] : f32[4, 1, 32, 2] auto(dp, tp, _, _) phase backward
+# ULYSSES-NEXT: attn_dv %[[BQ]], %[[BK]], %[[DY]], %[[ST]] {causal = true} : f32[4, 1, 32, 16] auto(dp, tp, _, _) phase backward
+# ULYSSES-NEXT: attn_dq %[[BQ]], %[[BK]], %[[BV]], %[[DY]], %[[ST]] {causal = true}
+# ULYSSES-NEXT: attn_dk %[[BQ]], %[[BK]], %[[BV]], %[[DY]], %[[ST]] {causal = true}
+# ULYSSES-NOT:  attn_probs
+# ULYSSES-NOT:  : f32[4, {{[0-9]+}}, {{[0-9]+}}, 32] auto
+# ULYSSES-WHY:  through attn_probs; as the forward attention %y's rows
