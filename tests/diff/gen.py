@@ -12,7 +12,8 @@ cos, arange, one_hot, argmax, gather, cumsum and topk, comparisons, bool
 inputs and where, i32 index arithmetic on an embedding's ids (division
 included), dropout, stop_gradient, grouped-query attention with as
 many or twice as many keys as queries (and in 16 bits at the widths of
-the tensor-core kernels), recompute blocks, an MLP gelu(x @ w1 + b1) @ w2
+the tensor-core kernels), attention of a value whose sequence is split
+over an axis (context parallelism; outside pipelines), recompute blocks, an MLP gelu(x @ w1 + b1) @ w2
 in 16-bit training, its hidden width a multiple of 8 on every rank, so
 that its gelu and gelu_grad run in cuBLASLt's epilogues), a pre-norm
 linear layer layernorm(x, g, b) @ w in training (its bias's and gain's
@@ -64,6 +65,7 @@ few-microbatches leaves out a pipeline's small microbatch counts (16 or 32
 microbatches, interleaved 4 or 8 per stage: many microbatches in flight,
 as the plan's loop form holds them in slots).
 """
+import copy
 import random
 import re
 import sys
@@ -530,6 +532,21 @@ class Gen:
         if "attention" in self.avoid or len(x.shape) < 2:
             return None
         causal = self.chance(0.6) and "attn-causal-split" not in self.avoid
+        # context parallelism: x's sequence dim split over an axis, three
+        # times in ten outside pipelines (the queries split along S, the
+        # keys and values gathered), drawn by a generator of its own so
+        # that a seed's program is otherwise the one it was
+        cr = random.Random(f"context {self.seed} {x.name}")
+        if len(x.shape) >= 3 and not self.pipelined and cr.random() < 0.3:
+            axes = [a for a in self.axes
+                    if a != "pp" and self.size[a] > 1 and x.shape[-2] % self.size[a] == 0]
+            if axes:
+                ent = ["_"] * len(x.shape)
+                ent[-2] = cr.choice(axes)
+                y = copy.copy(x)
+                y.name = f"{x.name}_cp"
+                self.emit(f"{y.name} = {x.name} shard({', '.join(ent)})")
+                x = y
         # q, k, v of x's shape [..., S, d] through three projections, or x
         # itself; a large x goes through tanh first, for scores of hundreds
         # make softmax a near-argmax whose near-ties f32 rounding decides
