@@ -39,11 +39,10 @@
  * transposed shard; a value whose heads are sliced as the queries' are
  * split; Ulysses' sequence parallelism turns v's transposed shard from
  * split sequence to split heads), where v is then made by the same op of
- * v (relayout), and dk
- * summed over ranks before its scale (sum_of), where attn_dk takes the
- * matmul's place and the sum reads it. Anything else (v's width split so
- * that gp is partial and reduced, say) keeps autodiff's form, which
- * computes the same values. */
+ * v (relayout); and dk summed over ranks before its scale (sum_of), where
+ * attn_dk takes the matmul's place and the sum reads it. Anything else
+ * (v's width split so that gp is partial and reduced, say) keeps
+ * autodiff's form, which computes the same values. */
 #include "passes.h"
 #include "fuse.h"
 
@@ -339,10 +338,9 @@ static bool same_made(const ir_value *a, const ir_value *b, int depth)
 }
 
 /* The forward of form f: an attention of the form's q, k, v and
- * positions (or made alike: same_made) and mask,
- * before op `first`,
- * not taken by another form (used, by op index), whose result is of dy's
- * type and not partial; else NULL. */
+ * positions (or made alike: same_made) and mask, before op `first`, not
+ * taken by another form (used, by op index), whose result is of dy's type
+ * and not partial; else NULL. */
 static ir_op *forward_of(const ag *G, const form *f, bool causal, const ir_op *first,
                          const bool *used)
 {
