@@ -14,18 +14,10 @@
 # - the backward gathers k again rather than keep the forward's: the
 #   same gather of the same shard, so the statistics still come from the
 #   forward (attn_lse beside it, reading the forward's k).
-# RUN: %shardc %s --mesh 1x4 --emit sharded-ir | FileCheck %s
-# RUN: %shardc %s --mesh 2x2 --emit sharded-ir | FileCheck %s --check-prefix=NOPROBS
-mesh dp, tp
-input x      : f32[4, 2, 16, 8] shard(dp, _, tp, _)
-input target : f32[4, 2, 16, 8] shard(dp, _, tp, _)
-param wq : f32[8, 8] = normal(0.5)
-param wk : f32[8, 8] = normal(0.5)
-param wv : f32[8, 8] = normal(0.5)
-y = attention(x @ wq, x @ wk, x @ wv, causal = true) shard(dp, _, tp, _)
-loss = mse(y, target)
-output y, loss
-train loss with adamw(lr = 0.05)
+# The program is tests/diff/regress/attention-context-parallel.sh, which
+# diffcheck runs on 1x4, 2x2 and 4x1 (every output and param).
+# RUN: %shardc %S/../../diff/regress/attention-context-parallel.sh --mesh 1x4 --emit sharded-ir | FileCheck %s
+# RUN: %shardc %S/../../diff/regress/attention-context-parallel.sh --mesh 2x2 --emit sharded-ir | FileCheck %s --check-prefix=NOPROBS
 # CHECK-NOT:  attn_probs
 # CHECK:      %[[Q:[0-9]+]] = matmul %x, %wq : f32[4, 2, 4, 8] auto(dp, _, tp, _)
 # CHECK-NEXT: %[[KS:[0-9]+]] = matmul %x, %wk : f32[4, 2, 4, 8] auto(dp, _, tp, _)
@@ -50,10 +42,9 @@ train loss with adamw(lr = 0.05)
 # NOPROBS-NOT: attn_probs
 #
 # The same program on 1x4 and 1x1 trains alike: the losses of 4 steps
-# agree to 1e-5 (tests/diff/regress/attention-context-parallel.sh checks
-# every output and param).
-# RUN: %shardc %s --mesh 1x1 --arch none -o %t.1.plan
-# RUN: %shardc %s --mesh 1x4 --arch none -o %t.4.plan
+# agree to 1e-5.
+# RUN: %shardc %S/../../diff/regress/attention-context-parallel.sh --mesh 1x1 --arch none -o %t.1.plan
+# RUN: %shardc %S/../../diff/regress/attention-context-parallel.sh --mesh 1x4 --arch none -o %t.4.plan
 # RUN: %shardrun %t.1.plan --steps 4 > %t.1.txt
 # RUN: %shardrun %t.4.plan --steps 4 > %t.4.txt
 # RUN: python3 -c "import sys,re; l=[[float(x) for x in re.findall(r'step \d+/\d+  loss (\S+)', open(p).read())] for p in sys.argv[1:]]; print(len(l[0]), 'steps', 'agree' if len(l[0]) == 4 and len(l[1]) == 4 and all(abs(a-b) <= 1e-5*abs(b) for a,b in zip(*l)) else 'differ ' + str(l))" %t.1.txt %t.4.txt | FileCheck %s --check-prefix=SAME
@@ -64,7 +55,7 @@ train loss with adamw(lr = 0.05)
 # backward's v^T is the slice of v's transpose, so it slices v, and the
 # statistics come from the forward (the backward's slice of k is the
 # forward's, made again).
-# RUN: %shardc %S/attention-kv-sliced.model --mesh 2x1 --emit sharded-ir | FileCheck %s --check-prefix=SLICE
+# RUN: %shardc %S/../../diff/regress/attention-kv-heads-sliced.sh --mesh 2x1 --emit sharded-ir | FileCheck %s --check-prefix=SLICE
 # SLICE:      %[[KS:[0-9]+]] = slice %[[KW:[0-9]+]] {dim = 1, axes = [dp]} : f32[4, 1, 8, 16] auto(_, dp, _, _)
 # SLICE:      %y = attention %[[Q:[0-9]+]], %[[KS]], %{{[0-9]+}} {causal = false}
 # SLICE-NEXT: attn_lse %[[Q]], %[[KS]] {causal = false}
@@ -91,8 +82,8 @@ train loss with adamw(lr = 0.05)
 # of S x T). v^T comes as the all-to-all of v's transpose, so v is the
 # all-to-all of v; the same all-to-alls as the forward's, so the
 # statistics come from it.
-# RUN: %shardc %S/attention-ulysses.model --mesh 1x4 --emit sharded-ir | FileCheck %s --check-prefix=ULYSSES
-# RUN: %shardc %S/attention-ulysses.model --mesh 1x4 --explain-sharding | FileCheck %s --check-prefix=ULYSSES-WHY
+# RUN: %shardc %S/../../diff/regress/attention-ulysses.sh --mesh 1x4 --emit sharded-ir | FileCheck %s --check-prefix=ULYSSES
+# RUN: %shardc %S/../../diff/regress/attention-ulysses.sh --mesh 1x4 --explain-sharding | FileCheck %s --check-prefix=ULYSSES-WHY
 # ULYSSES:      %[[Q:[0-9]+]] = all_to_all %[[QS:[0-9]+]] {dim = 1, dim2 = 2, axes = [tp]} : f32[4, 1, 32, 16] auto(dp, tp, _, _)
 # ULYSSES-NEXT: %[[K:[0-9]+]] = all_to_all %[[KS:[0-9]+]] {dim = 1, dim2 = 2, axes = [tp]}
 # ULYSSES-NEXT: %[[V:[0-9]+]] = all_to_all %[[VS:[0-9]+]] {dim = 1, dim2 = 2, axes = [tp]}
