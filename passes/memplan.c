@@ -982,13 +982,6 @@ typedef struct span {
     int b;
 } span;
 
-static int span_cmp(const span *a, const span *b)
-{
-    if (a->off != b->off)
-        return a->off < b->off ? -1 : 1;
-    return (a->b > b->b) - (a->b < b->b);
-}
-
 /* A buffer in the sweep's orders: its start (or end) with its span's key. */
 typedef struct timed {
     int64_t t, off;
@@ -1032,18 +1025,92 @@ static bool sort_timed(timed *v, int n, timed *tmp, int64_t lo, int64_t hi)
     return true;
 }
 
-/* Where span x is, or goes, in the n live spans (by offset). */
-static int live_at(const span *live, int n, const span *x)
+/* The sweep's live spans: each buffer of the sweep has a rank, its place
+ * in the order of (offset, buffer), and a Fenwick tree counts the live
+ * ranks, so a span's live neighbours in that order take log n steps to
+ * find, where a sorted array of the live spans cost its length at every
+ * insertion (about a thousand spans on each stage of a deep pipeline,
+ * 5.5 million insertions: a tenth of its compile). */
+typedef struct liveset {
+    int n, top;     /* ranks 0 .. n - 1; top: the largest power of two <= n */
+    int *tree;      /* [n + 1], 1-based */
+    int *buf;       /* [n]: the buffer of each rank */
+} liveset;
+
+static void live_add(liveset *L, int r, int d)
 {
-    int lo = 0, hi = n;
-    while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        if (span_cmp(&live[mid], x) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+    for (int i = r + 1; i <= L->n; i += i & -i)
+        L->tree[i] += d;
+}
+
+/* How many live ranks are below r. */
+static int live_below(const liveset *L, int r)
+{
+    int c = 0;
+    for (int i = r; i > 0; i -= i & -i)
+        c += L->tree[i];
+    return c;
+}
+
+/* The rank of the k-th live rank (from 1). */
+static int live_kth(const liveset *L, int k)
+{
+    int at = 0;
+    for (int step = L->top; step; step >>= 1)
+        if (at + step <= L->n && L->tree[at + step] < k) {
+            at += step;
+            k -= L->tree[at];
+        }
+    return at;
+}
+
+/* The n buffers of order[] (each once) ranked by (offset, buffer) into
+ * rank[b] and L->buf: an LSD radix sort of the offsets in units of
+ * PASS_MEM_ALIGN, stable, from the buffers in increasing order. tmp: room
+ * for 2 n ints. False: no memory. */
+static bool rank_spans(const pass_memplan *mp, const timed *order, int n, int *rank, liveset *L,
+                       int *tmp)
+{
+    int *a = L->buf, *b = tmp;
+    int64_t most = 0;
+    int k = 0;
+    for (int i = 0; i < mp->nbuf; i++) /* buffers in increasing order */
+        rank[i] = -1;
+    for (int i = 0; i < n; i++)
+        rank[order[i].b] = 0;
+    for (int i = 0; i < mp->nbuf; i++)
+        if (!rank[i]) {
+            a[k++] = i;
+            most = mp->offset[i] / PASS_MEM_ALIGN > most ? mp->offset[i] / PASS_MEM_ALIGN : most;
+        }
+    int *count = calloc(1 << 16, sizeof *count);
+    if (!count)
+        return false;
+    for (int shift = 0; shift < 64 && (most >> shift); shift += 16) {
+        memset(count, 0, (1 << 16) * sizeof *count);
+        for (int i = 0; i < n; i++)
+            count[(mp->offset[a[i]] / PASS_MEM_ALIGN >> shift) & 0xffff]++;
+        for (int d = 0, sum = 0; d < 1 << 16; d++) {
+            int c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (int i = 0; i < n; i++)
+            b[count[(mp->offset[a[i]] / PASS_MEM_ALIGN >> shift) & 0xffff]++] = a[i];
+        int *t = a;
+        a = b;
+        b = t;
     }
-    return lo;
+    free(count);
+    if (a != L->buf)
+        memcpy(L->buf, a, (size_t)n * sizeof *a);
+    for (int r = 0; r < n; r++)
+        rank[L->buf[r]] = r;
+    L->n = n;
+    for (L->top = 1; L->top * 2 <= n; L->top *= 2)
+        ;
+    memset(L->tree, 0, ((size_t)n + 1) * sizeof *L->tree);
+    return true;
 }
 
 static void share_msg(const pass_memplan *mp, const span *a, const span *b, char *msg,
@@ -1055,10 +1122,11 @@ static void share_msg(const pass_memplan *mp, const span *a, const span *b, char
              (long long)mp->end[b->b], (long long)b->off);
 }
 
-/* The first fault of mp into msg (empty: none). sp, live: room for nbuf
- * spans; order: for 3 nbuf timed. False: no memory. */
-static bool memplan_fault(const pass_memplan *mp, span *sp, span *live, timed *order, char *msg,
-                          size_t size)
+/* The first fault of mp into msg (empty: none). sp: room for nbuf spans;
+ * order: for 3 nbuf timed; rank: nbuf ints; L: its tree and buf for nbuf
+ * ranks; tmp: 2 nbuf ints. False: no memory. */
+static bool memplan_fault(const pass_memplan *mp, span *sp, timed *order, int *rank, liveset *L,
+                          int *tmp, char *msg, size_t size)
 {
     int n = 0;
     msg[0] = 0;
@@ -1073,7 +1141,8 @@ static bool memplan_fault(const pass_memplan *mp, span *sp, span *live, timed *o
             }
         }
         sp[b] = (span){mp->offset[b], mp->offset[b] + (mp->bytes[b] ? mp->bytes[b] : 1), b};
-        if (mp->offset[b] % PASS_MEM_ALIGN || sp[b].end > mp->arena_bytes) {
+        if (mp->offset[b] % PASS_MEM_ALIGN || mp->offset[b] < 0 ||
+            sp[b].end > mp->arena_bytes) {
             snprintf(msg, size, "buffer %d at %lld (%lld bytes) is misaligned or outside the "
                      "arena of %lld bytes", b, (long long)mp->offset[b],
                      (long long)mp->bytes[b], (long long)mp->arena_bytes);
@@ -1089,30 +1158,36 @@ static bool memplan_fault(const pass_memplan *mp, span *sp, span *live, timed *o
         lo = order[i].t < lo ? order[i].t : lo;
         hi = ends[i].t > hi ? ends[i].t : hi;
     }
-    if (!sort_timed(order, n, ends + n, lo, hi) || !sort_timed(ends, n, ends + n, lo, hi))
+    if (!sort_timed(order, n, ends + n, lo, hi) || !sort_timed(ends, n, ends + n, lo, hi) ||
+        !rank_spans(mp, order, n, rank, L, tmp))
         return false;
     int nlive = 0, gone = 0;
     for (int i = 0; i < n; i++) {
         const span *x = &sp[order[i].b];
         for (; gone < n && ends[gone].t < order[i].t; gone++) {
-            const span *y = &sp[ends[gone].b];
-            int at = live_at(live, nlive, y);
-            if (at < nlive && live[at].b == y->b) {
-                memmove(live + at, live + at + 1, (size_t)(nlive - at - 1) * sizeof *live);
+            int r = rank[ends[gone].b];
+            if (live_below(L, r + 1) - live_below(L, r)) { /* live: ended once */
+                live_add(L, r, -1);
                 nlive--;
             }
         }
-        int at = live_at(live, nlive, x);
-        if (at > 0 && live[at - 1].end > x->off) {
-            share_msg(mp, &live[at - 1], x, msg, size);
-            return true;
+        /* its neighbours among the live spans in (offset, buffer) order */
+        int r = rank[x->b], below = live_below(L, r);
+        if (below > 0) {
+            const span *y = &sp[L->buf[live_kth(L, below)]];
+            if (y->end > x->off) {
+                share_msg(mp, y, x, msg, size);
+                return true;
+            }
         }
-        if (at < nlive && x->end > live[at].off) {
-            share_msg(mp, x, &live[at], msg, size);
-            return true;
+        if (below < nlive) {
+            const span *y = &sp[L->buf[live_kth(L, below + 1)]];
+            if (x->end > y->off) {
+                share_msg(mp, x, y, msg, size);
+                return true;
+            }
         }
-        memmove(live + at + 1, live + at, (size_t)(nlive - at) * sizeof *live);
-        live[at] = *x;
+        live_add(L, r, 1);
         nlive++;
     }
     return true;
@@ -1122,16 +1197,21 @@ bool pass_memplan_check(const ir_module *m, const pass_memplan *mp, su_buf *err)
 {
     (void)m;
     size_t n = (size_t)mp->nbuf + 1;
-    span *s = malloc(2 * n * sizeof *s);
+    span *s = malloc(n * sizeof *s);
     timed *order = malloc(3 * n * sizeof *order);
+    int *ints = malloc(5 * n * sizeof *ints + sizeof *ints);
+    liveset L = {.tree = ints + n, .buf = ints + 2 * n + 1};
     char msg[256];
-    if (!s || !order || !memplan_fault(mp, s, s + n, order, msg, sizeof msg)) {
+    if (!s || !order || !ints ||
+        !memplan_fault(mp, s, order, ints, &L, ints + 3 * n + 1, msg, sizeof msg)) {
         free(s);
         free(order);
+        free(ints);
         su_oom(err->oom);
     }
     free(s); /* before the message, which may fail to allocate */
     free(order);
+    free(ints);
     if (msg[0])
         su_buf_puts(err, msg);
     return !msg[0];

@@ -217,6 +217,12 @@ static void test_check(void)
     CHECK_STR(err.s, "buffer 2 at 1024 (256 bytes) is misaligned or outside the arena of 512 "
                      "bytes");
     su_buf_free(&err);
+    su_buf_init(&err, &oom);
+    r.mp.offset[buf(&r, "b")] = -B; /* aligned, below the arena */
+    CHECK(!pass_memplan_check(r.m, &r.mp, &err));
+    CHECK_STR(err.s, "buffer 2 at -256 (256 bytes) is misaligned or outside the arena of 512 "
+                     "bytes");
+    su_buf_free(&err);
     done(&r);
 }
 
