@@ -716,6 +716,70 @@ static void analyse(planner *P)
     accumulate_in_place(P);
     for (int i = 0; i < m->updates.n; i++)
         mark(P, IR_UPDATE(m, i)->v, K_KEEP);
+}
+
+/* analyse's state, which a plan of the same module and groups with
+ * register reuse (kernel_in_place) and one without share: the second
+ * plan pass_fuse_planned tries takes the first's (malloc'd). */
+typedef struct analysed {
+    int nv;
+    int *parent;
+    int64_t *defat, *first, *last, *lcpu, *lgpu, *bytes;
+    uint8_t *kind;
+} analysed;
+
+static void analysed_free(analysed *A)
+{
+    free(A->parent);
+    free(A->defat);
+    free(A->kind);
+    *A = (analysed){0};
+}
+
+/* P's analysis into *A (its arrays malloc'd: a failure jumps to oom). */
+static void analysed_keep(const planner *P, int nv, analysed *A)
+{
+    analysed_free(A);
+    A->nv = nv;
+    A->parent = malloc((size_t)nv * sizeof *A->parent);
+    A->defat = malloc(6 * (size_t)nv * sizeof *A->defat);
+    A->kind = malloc((size_t)nv);
+    if (!A->parent || !A->defat || !A->kind) {
+        analysed_free(A);
+        su_oom(P->mp->scratch.oom);
+    }
+    A->first = A->defat + nv;
+    A->last = A->first + nv;
+    A->lcpu = A->last + nv;
+    A->lgpu = A->lcpu + nv;
+    A->bytes = A->lgpu + nv;
+    memcpy(A->parent, P->parent, (size_t)nv * sizeof *A->parent);
+    memcpy(A->defat, P->defat, (size_t)nv * sizeof *A->defat);
+    memcpy(A->first, P->first, (size_t)nv * sizeof *A->first);
+    memcpy(A->last, P->last, (size_t)nv * sizeof *A->last);
+    memcpy(A->lcpu, P->lcpu, (size_t)nv * sizeof *A->lcpu);
+    memcpy(A->lgpu, P->lgpu, (size_t)nv * sizeof *A->lgpu);
+    memcpy(A->bytes, P->bytes, (size_t)nv * sizeof *A->bytes);
+    memcpy(A->kind, P->kind, (size_t)nv);
+}
+
+static void analysed_take(planner *P, const analysed *A)
+{
+    int nv = A->nv;
+    memcpy(P->parent, A->parent, (size_t)nv * sizeof *P->parent);
+    memcpy(P->defat, A->defat, (size_t)nv * sizeof *P->defat);
+    memcpy(P->first, A->first, (size_t)nv * sizeof *P->first);
+    memcpy(P->last, A->last, (size_t)nv * sizeof *P->last);
+    memcpy(P->lcpu, A->lcpu, (size_t)nv * sizeof *P->lcpu);
+    memcpy(P->lgpu, A->lgpu, (size_t)nv * sizeof *P->lgpu);
+    memcpy(P->bytes, A->bytes, (size_t)nv * sizeof *P->bytes);
+    memcpy(P->kind, A->kind, (size_t)nv);
+}
+
+/* What analyse leaves to the plan's own rules: the results over their
+ * kernels' dead register operands, then the views. */
+static void analyse_rest(planner *P)
+{
     kernel_in_place(P);
     /* last: a view's bucket takes no other merge afterwards */
     view_buckets(P);
@@ -830,8 +894,11 @@ static void restore(pass_memplan *mp, const placed *s)
     mp->fullest_grads = s->fullest_grads;
 }
 
-bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_memplan *mp,
-                            su_buf *err)
+/* pass_plan_memory_fused, its analysis before the plan's own rules
+ * (analyse_rest) kept into *keep or taken from *from where not NULL (a
+ * plan of the same module and groups). */
+static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *mp, su_buf *err,
+                       analysed *keep, const analysed *from)
 {
     memset(mp, 0, sizeof *mp);
     su_arena_init(&mp->arena, err->oom);
@@ -866,12 +933,21 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
     for (int v = 0; v < nv; v++) {
         P.view_in[v] = -1;
         P.view_at[v] = 0;
-        P.parent[v] = v;
-        P.defat[v] = P.first[v] = P.last[v] = P.lcpu[v] = P.lgpu[v] = -1;
-        P.bytes[v] = 0;
-        P.kind[v] = 0;
     }
-    analyse(&P);
+    if (from && from->nv == nv) {
+        analysed_take(&P, from);
+    } else {
+        for (int v = 0; v < nv; v++) {
+            P.parent[v] = v;
+            P.defat[v] = P.first[v] = P.last[v] = P.lcpu[v] = P.lgpu[v] = -1;
+            P.bytes[v] = 0;
+            P.kind[v] = 0;
+        }
+        analyse(&P);
+        if (keep)
+            analysed_keep(&P, nv, keep);
+    }
+    analyse_rest(&P);
 
     /* Buffers numbered in the order of their first write; lifetimes. */
     mp->nvalues = nv;
@@ -960,6 +1036,12 @@ bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_mempl
     }
     su_arena_free(&mp->scratch);
     return true;
+}
+
+bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_memplan *mp,
+                            su_buf *err)
+{
+    return plan_fused(m, f, mp, err, NULL, NULL);
 }
 
 void pass_memplan_free(pass_memplan *mp)
@@ -1225,6 +1307,7 @@ typedef struct planned_run {
     pass_fusion *f, f2;
     pass_memplan *mp, mp2;
     pass_fuse_walk *walk;   /* the fusion's walk, once for every try */
+    analysed an;            /* the analysis of *mp's plan (of m and *f) */
     su_buf *err;
     bool ok;
 } planned_run;
@@ -1253,7 +1336,7 @@ static void fuse_planned(void *arg)
                     : pass_fuse_walk_new(m, &r->walk, r->err);
     if (r->ok)
         pass_fuse_from_walk(r->walk, skip, r->f, r->err);
-    r->ok = r->ok && pass_plan_memory_fused(m, r->f, r->mp, r->err);
+    r->ok = r->ok && plan_fused(m, r->f, r->mp, r->err, &r->an, NULL);
     for (int k = 0; r->ok && k < r->f->nruns && k < 64; k++) {
         if (r->mp->top_raised_at < run_start(r->f, k))
             continue; /* the arena is full before run k: it cannot raise it */
@@ -1261,6 +1344,7 @@ static void fuse_planned(void *arg)
         r->ok = pass_plan_memory_fused(m, &r->f2, &r->mp2, r->err);
         if (r->ok && r->mp2.arena_bytes < r->mp->arena_bytes) { /* run k raised the peak */
             skip |= (uint64_t)1 << k;
+            analysed_free(&r->an); /* of the groups before */
             pass_fusion_free(r->f);
             pass_memplan_free(r->mp);
             *r->f = r->f2;
@@ -1276,7 +1360,7 @@ static void fuse_planned(void *arg)
      * lifetime but pins a placement: best fit can end higher */
     if (r->ok) {
         r->f->no_register_reuse = true;
-        r->ok = pass_plan_memory_fused(m, r->f, &r->mp2, r->err);
+        r->ok = plan_fused(m, r->f, &r->mp2, r->err, NULL, r->an.nv ? &r->an : NULL);
         if (r->ok && r->mp2.arena_bytes < r->mp->arena_bytes) {
             pass_memplan_free(r->mp);
             *r->mp = r->mp2;
@@ -1297,6 +1381,7 @@ static bool fuse_planned_run(const ir_module *m, ir_module *held, pass_fusion *f
     memset(r.mp, 0, sizeof *r.mp);
     bool done = su_guarded(err->oom, fuse_planned, &r);
     pass_fuse_walk_free(r.walk);
+    analysed_free(&r.an);
     pass_fusion_free(&r.f2);
     pass_memplan_free(&r.mp2);
     if (!mp)
