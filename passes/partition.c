@@ -175,6 +175,7 @@ static void partition(void *arg)
     pass_attn_grad(P->dst);
     pass_combine_sums(P->dst, P->ex ? &P->why : NULL);
     pass_xent_grad(P->dst);
+    pass_narrow(P->dst);
     if (r->why) {
         const char **w = su_alloc(&P->dst->arena, (size_t)(P->dst->next_id + 1) * sizeof *w);
         for (int i = 0; i < P->why.n; i++)

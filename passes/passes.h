@@ -133,6 +133,14 @@ int pass_norm_grad(ir_module *m);
  * how many gradients. */
 int pass_xent_grad(ir_module *m);
 
+/* Each rank computes only the part of a value it keeps (narrow.c): a
+ * slice of a value nothing else reads becomes the value's op on slices of
+ * its operands, where slicing commutes with that op (pointwise ops,
+ * matmul, reductions and softmax over another axis, the norms' row
+ * statistics, transpose), on a partitioned module. Run by pass_partition
+ * last. Returns how many ops it narrowed. */
+int pass_narrow(ir_module *m);
+
 /* f32 matmuls as products of bf16 parts (parts.c; shardc --f32-matmul
  * bf16x3): each matmul of f32 operands and result reads split3's parts of
  * them (ops.def), on each stage's program after the buckets. Returns how

@@ -47,10 +47,12 @@
 # the embeddings' x whole, its dy comes split: xh and rstd reach its
 # backward as slices of their rows (on 1x4, over tp; on 1x1, constrains
 # of the same bytes), so layernorm_dx reads the same slices of x and of
-# the forward's mean and rstd, and no rsqrt is left.
-# RUN: %shardc %S/../../diff/regress/sequence-parallel-transformer.sh --mesh 1x1 --emit sharded-ir | FileCheck %s --check-prefix=RENAME
-# RUN: %shardc %S/../../diff/regress/sequence-parallel-transformer.sh --mesh 1x4 --emit sharded-ir | FileCheck %s --check-prefix=RENAME
-# RUN: %shardc %S/../../diff/regress/sequence-parallel-transformer.sh --mesh 1x4 --emit sharded-ir | FileCheck %s --check-prefix=SLICE
+# the forward's mean and rstd, and no rsqrt is left. On 1x4 the gain's
+# gradient computes x - mean and its product with rstd on those slices
+# (the rank's rows, not the whole x and then its rows: passes/narrow.c),
+# and layernorm_dx reads the slices that made.
+# RUN: %shardc %S/../../diff/regress/sequence-parallel-transformer.sh --mesh 1x1 --emit sharded-ir | FileCheck %s --check-prefixes=RENAME,RENAME1
+# RUN: %shardc %S/../../diff/regress/sequence-parallel-transformer.sh --mesh 1x4 --emit sharded-ir | FileCheck %s --check-prefixes=RENAME,SLICE
 # RENAME:      %layers.0.attn.h = layernorm %x, %layers.0.attn.ln_g, %layers.0.attn.ln_b
 # RENAME-NEXT: %[[MU0:[0-9]+]] = mean %x {axis = 2, keepdims = true} : f32[4, 8, 1] auto(dp, _, _){{$}}
 # RENAME-NEXT: %[[RS0:[0-9]+]] = layernorm_rstd %x {eps = 1e-05} : f32[4, 8, 1] auto(dp, _, _){{$}}
@@ -59,16 +61,19 @@
 # RENAME:      layernorm_dx %{{[0-9]+}}, %layers.1.x.1, %{{[0-9]+}}, %{{[0-9]+}}, %lnf_g : f32[4, {{8|2}}, 16] auto(dp, tp, _) phase backward
 # RENAME-COUNT-3: layernorm_dx
 # RENAME-NOT:  rsqrt
-# RENAME:      %[[MUS:[0-9]+]] = {{slice|constrain}} %[[MU0]] {{.*}}: f32[4, {{8|2}}, 1] auto(dp, tp, _) phase backward
-# RENAME-NEXT: %[[RSS:[0-9]+]] = {{slice|constrain}} %[[RS0]] {{.*}}: f32[4, {{8|2}}, 1] auto(dp, tp, _) phase backward
-# RENAME-NEXT: %[[XS:[0-9]+]] = {{slice|constrain}} %x {{.*}}: f32[4, {{8|2}}, 16] auto(dp, tp, _) phase backward
-# RENAME-NEXT: layernorm_dx %{{[0-9]+}}, %[[XS]], %[[MUS]], %[[RSS]], %layers.0.attn.ln_g : f32[4, {{8|2}}, 16] auto(dp, tp, _) phase backward
+# RENAME1:     %[[MUS:[0-9]+]] = constrain %[[MU0]] {{.*}}: f32[4, 8, 1] auto(dp, tp, _) phase backward
+# RENAME1-NEXT: %[[RSS:[0-9]+]] = constrain %[[RS0]] {{.*}}: f32[4, 8, 1] auto(dp, tp, _) phase backward
+# RENAME1-NEXT: %[[XS:[0-9]+]] = constrain %x {{.*}}: f32[4, 8, 16] auto(dp, tp, _) phase backward
+# RENAME1-NEXT: layernorm_dx %{{[0-9]+}}, %[[XS]], %[[MUS]], %[[RSS]], %layers.0.attn.ln_g : f32[4, 8, 16] auto(dp, tp, _) phase backward
+# SLICE:       %[[X4:[0-9]+]] = slice %x {dim = 1, axes = [tp]} : f32[4, 2, 16] auto(dp, tp, _) phase backward
+# SLICE-NEXT:  %[[M4:[0-9]+]] = slice %[[MU0]] {dim = 1, axes = [tp]} : f32[4, 2, 1] auto(dp, tp, _) phase backward
+# SLICE-NEXT:  %[[XC4:[0-9]+]] = sub %[[X4]], %[[M4]] : f32[4, 2, 16] auto(dp, tp, _) phase backward
+# SLICE-NEXT:  %[[R4:[0-9]+]] = slice %[[RS0]] {dim = 1, axes = [tp]} : f32[4, 2, 1] auto(dp, tp, _) phase backward
+# SLICE-NEXT:  mul %[[XC4]], %[[R4]] : f32[4, 2, 16] auto(dp, tp, _) phase backward
+# SLICE-NOT:   slice
+# SLICE:       layernorm_dx %{{[0-9]+}}, %[[X4]], %[[M4]], %[[R4]], %layers.0.attn.ln_g : f32[4, 2, 16] auto(dp, tp, _) phase backward
 # RENAME-NOT:  layernorm_dx
 # RENAME-NOT:  rsqrt
-# SLICE:       %[[M4:[0-9]+]] = slice %{{[0-9]+}} {dim = 1, axes = [tp]} : f32[4, 2, 1] auto(dp, tp, _) phase backward
-# SLICE-NEXT:  %[[R4:[0-9]+]] = slice %{{[0-9]+}} {dim = 1, axes = [tp]} : f32[4, 2, 1] auto(dp, tp, _) phase backward
-# SLICE-NEXT:  %[[X4:[0-9]+]] = slice %x {dim = 1, axes = [tp]} : f32[4, 2, 16] auto(dp, tp, _) phase backward
-# SLICE-NEXT:  layernorm_dx %{{[0-9]+}}, %[[X4]], %[[M4]], %[[R4]], %layers.0.attn.ln_g
 #
 # gx itself through a constrain of the same bytes that two ops read:
 # llama.sh with sequence parallelism (its residual stream split over tp

@@ -1,0 +1,42 @@
+# Each rank computes only the part of a value it keeps (passes/narrow.c):
+# a slice of a value nothing else reads becomes the value's op on slices
+# of its operands, where slicing commutes with that op, and a slice the
+# program makes again of the same value reads the first.
+#
+# Grouped-query attention with more ranks than key/value heads
+# (examples/llama.sh on 1x4: 2 key/value heads, wk and wv split over tp by
+# columns, half a head each): attention reads the heads whole, so dk and
+# dv are whole on every rank, and the weights' gradients x^T dk and x^T
+# dv were computed with every column, then sliced to the rank's 16 of
+# 64. Now each is the product of x with the slice of dk (or dv) that the
+# input gradient's matmul reads already: a quarter of the FLOPs.
+# RUN: %shardc %S/../../../examples/llama.sh --mesh 1x4 -D L=1 --emit sharded-ir | FileCheck %s --check-prefix=GQA
+# GQA:      %[[DV:[0-9]+]] = slice %{{[0-9]+}} {dim = 2, axes = [tp]} : f32[8, 128, 16] auto(dp, _, tp) phase backward
+# GQA-NEXT: matmul %[[DV]], %layers.0.attn.wv {trans = b} : f32[8, 128, 256] auto(dp, _, _) partial(tp) phase backward
+# GQA-NEXT: matmul %layers.0.attn.h, %[[DV]] {trans = a} : f32[8, 256, 16] auto(dp, _, tp) phase backward
+# GQA:      %[[DK:[0-9]+]] = slice %{{[0-9]+}} {dim = 2, axes = [tp]} : f32[8, 128, 16] auto(dp, _, tp) phase backward
+# GQA-NEXT: matmul %[[DK]], %layers.0.attn.wk {trans = b}
+# GQA:      matmul %layers.0.attn.h, %[[DK]] {trans = a} : f32[8, 256, 16] auto(dp, _, tp) phase backward
+# GQA-NOT:  f32[8, 256, 64]
+#
+# The forward (tests/diff/regress/narrow-slices.sh, a generated program,
+# on 3x1): a layernorm of v2 gathered whole, then its product with w4
+# sliced along the batch for v3, and another's product with w7 along the
+# sequence for v4. v3's norm and product are computed on the rank's 4
+# rows of 12; v4's product on its rows of the norm (the norm stays whole:
+# the backward reads it).
+# RUN: %shardc %S/../../diff/regress/narrow-slices.sh --mesh 3x1 --emit sharded-ir | FileCheck %s --check-prefix=FWD
+# FWD:      %[[G:[0-9]+]] = all_gather %v2 {dim = 1, axes = [c]} : f32[12, 12, 6] auto(_, _, _)
+# FWD:      %[[S:[0-9]+]] = slice %[[G]] {dim = 0, axes = [c]} : f32[4, 12, 6] auto(c, _, _)
+# FWD-NEXT: %[[N:[0-9]+]] = layernorm %[[S]], %{{[0-9]+}}, %{{[0-9]+}} {eps = 0.01} : f32[4, 12, 6] auto(c, _, _)
+# FWD-NEXT: %[[P:[0-9]+]] = matmul %[[N]], %w4 : f32[4, 12, 6] auto(c, _, _)
+# FWD:      %v3 = add %{{[0-9]+}}, %[[P]]
+# FWD:      %[[N7:[0-9]+]] = layernorm %[[G]], %g5, %g6 {eps = 0.01} : f32[12, 12, 6] auto(_, _, _)
+# FWD-NEXT: %[[S7:[0-9]+]] = slice %[[N7]] {dim = 1, axes = [c]} : f32[12, 4, 6] auto(_, c, _)
+# FWD-NEXT: %[[P7:[0-9]+]] = matmul %[[S7]], %w7 : f32[12, 4, 6] auto(_, c, _)
+# FWD-NEXT: %v4 = add %v2, %[[P7]]
+#
+# The report counts the FLOPs saved: llama.sh on 1x8 computes 2.78e9 a
+# rank a step, where it computed 3.01e9.
+# RUN: %shardc %S/../../../examples/llama.sh --mesh 1x8 --arch none --report json | python3 -c "import json, sys; print(json.load(sys.stdin)['stages'][0]['flops'])" | FileCheck %s --check-prefix=FLOPS
+# FLOPS: 2777238615
