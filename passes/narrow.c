@@ -21,7 +21,9 @@
  *   - sum, mean and amax over another axis, softmax over another axis,
  *     the norms and their row statistics (layernorm, rmsnorm,
  *     layernorm_rstd, rmsnorm_rstd) along any dim but the last;
- *   - transpose (its operand's dim the permutation names).
+ *   - transpose (its operand's dim the permutation names);
+ *   - attention and attn_probs along a leading dim (batch, heads) of q, k
+ *     and v, where no operand is read in the heads-inner layout.
  * An operand slice is itself narrowed the same way where its value has
  * no other reader, and a slice the program already makes of the same
  * value, before, over the same dim and axes, is read rather than made
@@ -142,6 +144,16 @@ static int operand_dim(const ir_op *op, int k, int d, int r)
         return d == r - 1 ? -2 : k == 0 ? d : -1;
     case IR_TRANSPOSE:
         return (int)op->a->list[d];
+    case IR_ATTENTION: case IR_ATTN_PROBS: {
+        /* a leading dim of q, k and v (k and v may hold fewer heads than
+         * q, a divisor: sliced alike, each rank's query heads still read
+         * their key heads); pos, the positions of a split query's rows,
+         * whole. Not the rows: a causal mask is aligned to them */
+        if (op->a->heads_inner || d >= r - 2)
+            return -2;
+        int dx = d - (r - xr);
+        return dx < 0 || xr < r || x->type.dim[dx] == 1 ? -1 : dx;
+    }
     default:
         return -2;
     }

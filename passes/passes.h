@@ -136,8 +136,9 @@ int pass_xent_grad(ir_module *m);
 /* Each rank computes only the part of a value it keeps (narrow.c): a
  * slice of a value nothing else reads becomes the value's op on slices of
  * its operands, where slicing commutes with that op (pointwise ops,
- * matmul, reductions and softmax over another axis, the norms' row
- * statistics, transpose), on a partitioned module. Run by pass_partition
+ * matmul, reductions and softmax over another axis, the norms and their
+ * row statistics, transpose, attention along a leading dim), on a
+ * partitioned module. Run by pass_partition
  * last. Returns how many ops it narrowed. */
 int pass_narrow(ir_module *m);
 

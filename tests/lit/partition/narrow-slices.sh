@@ -36,6 +36,18 @@
 # FWD-NEXT: %[[P7:[0-9]+]] = matmul %[[S7]], %w7 : f32[12, 4, 6] auto(_, c, _)
 # FWD-NEXT: %v4 = add %v2, %[[P7]]
 #
+# Attention along the batch (tests/diff/regress/narrow-attention.sh on
+# 2x2x1): q, k and v whole over a, the result then split along the batch
+# over a; the attention runs on the rank's 4 sequences of 8, on slices of
+# q, k and v, where it ran on all 8 and kept 4.
+# RUN: %shardc %S/../../diff/regress/narrow-attention.sh --mesh 2x2x1 --emit sharded-ir | FileCheck %s --check-prefix=ATT
+# ATT:      %[[Q:[0-9]+]] = slice %{{[0-9]+}} {dim = 0, axes = [a]} : f32[4, 1, 4, 16] auto(a, tp, _, _)
+# ATT-NEXT: %[[K:[0-9]+]] = slice %{{[0-9]+}} {dim = 0, axes = [a]} : f32[4, 1, 4, 16] auto(a, tp, _, _)
+# ATT-NEXT: %[[V:[0-9]+]] = slice %{{[0-9]+}} {dim = 0, axes = [a]} : f32[4, 1, 4, 16] auto(a, tp, _, _)
+# ATT-NEXT: %[[A:[0-9]+]] = attention %[[Q]], %[[K]], %[[V]] {causal = true} : f32[4, 1, 4, 16] auto(a, tp, _, _)
+# ATT-NEXT: %v3 = reshape %[[A]]
+# ATT-NOT:  attention {{.*}} : f32[8,
+#
 # The report counts the FLOPs saved: llama.sh on 1x8 computes 2.78e9 a
 # rank a step, where it computed 3.01e9.
 # RUN: %shardc %S/../../../examples/llama.sh --mesh 1x8 --arch none --report json | python3 -c "import json, sys; print(json.load(sys.stdin)['stages'][0]['flops'])" | FileCheck %s --check-prefix=FLOPS
