@@ -27,7 +27,11 @@
  * An operand slice is itself narrowed the same way where its value has
  * no other reader, and a slice the program already makes of the same
  * value, before, over the same dim and axes, is read rather than made
- * again. Slicing commutes with each of these ops, so each rank computes
+ * again (where it is live there anyway, or of the same phase and
+ * repetition; a later slice of the program the same as it reads it too).
+ * A slice of what an all_gather gathered, along the same dim over the
+ * same axes, is the gather's operand, and a gather nothing reads then
+ * goes (the same program on every rank drops it). Slicing commutes with each of these ops, so each rank computes
  * the elements it computed before, by the same arithmetic; the axes must
  * be ones no operand is split or partial over (as the slice's own
  * operand is not, or the reshard would not be a slice). The slice's
@@ -159,12 +163,40 @@ static int operand_dim(const ir_op *op, int k, int d, int r)
     }
 }
 
+static void take_out(narrow *N, ir_op *op);
+
+/* An all_gather in out that nothing reads now (its slice back read its
+ * operand instead) taken out: every rank of the program drops it. */
+static void drop_if_dead(narrow *N, const ir_value *v)
+{
+    ir_op *g = v->def;
+    if (g && g->code == IR_ALL_GATHER && g->nres == 1 && !N->readers[v->id] &&
+        !N->gone[v->id] && N->made[v->id] >= 0 && N->out.v[N->made[v->id]] == g)
+        take_out(N, g);
+}
+
 static void take_out(narrow *N, ir_op *op)
 {
     N->out.v[N->made[op->res[0]->id]] = NULL;
     N->gone[op->res[0]->id] = 1;
-    for (int k = 0; k < op->nin; k++)
+    for (int k = 0; k < op->nin; k++) {
         N->readers[op->in[k]->id]--;
+        drop_if_dead(N, op->in[k]);
+    }
+}
+
+/* What a slice of x along dim d over the axes of a, with sharding sh,
+ * is when x gathered them there: the gather's operand (the same bytes
+ * on every rank), else NULL. */
+static ir_value *gathered_from(const ir_value *x, int d, const ir_attrs *a,
+                               const ir_sharding *sh, const ir_type *t)
+{
+    const ir_op *g = x->def;
+    if (!g || g->code != IR_ALL_GATHER || g->nin != 1 || g->a->dim != d ||
+        g->a->naxes != a->naxes || memcmp(g->a->axes, a->axes, (size_t)a->naxes) ||
+        memcmp(&g->in[0]->sh, sh, sizeof *sh) || !ir_type_eq(&g->in[0]->type, t))
+        return NULL;
+    return g->in[0];
 }
 
 static void put(narrow *N, ir_op *op)
@@ -270,9 +302,11 @@ static ir_value *narrowed(narrow *N, ir_value *y, int d, const ir_attrs *sa, con
         int dx = operand_dim(f, k, d, y->type.rank);
         in[k] = dx < 0 ? f->in[k] : sliced(N, f->in[k], dx, sa, f, depth + 1);
     }
+    /* the new op first: what it reads stays read when f goes */
+    ir_value *v = emit(N, f, f->code, in, f->nin, f->a, t, sh);
     take_out(N, f);
     N->changed++;
-    return emit(N, f, f->code, in, f->nin, f->a, t, sh);
+    return v;
 }
 
 /* x sliced along dim d over sa's axes: x's op narrowed where it can be,
@@ -290,6 +324,9 @@ static ir_value *sliced(narrow *N, ir_value *x, int d, const ir_attrs *sa, const
     ir_sharding sh = x->sh;
     for (int i = 0; i < sa->naxes; i++)
         sh.axes[d][sh.naxes[d]++] = sa->axes[i];
+    ir_value *w = gathered_from(x, d, &a, &sh, &t);
+    if (w)
+        return w;
     if (can_narrow(N, x, d, axes_mask(sa), depth))
         return narrowed(N, x, d, sa, &t, &sh, depth);
     const ir_op *s = slice_in_out(N, x, d, &a, &sh, like);
@@ -394,16 +431,24 @@ static void work(void *arg)
         for (int k = 0; k < op->nin; k++)
             if (N->subst[op->in[k]->id])
                 op->in[k] = N->subst[op->in[k]->id];
-        /* a slice the same as one before (one this pass made, say), which
-         * its readers read instead */
-        ir_op *e = op->code == IR_SLICE && op->nin == 1 && op->nres == 1
-                       ? slice_in_out(N, op->in[0], (int)op->a->dim, op->a, &op->res[0]->sh, op)
-                       : NULL;
-        if (e) {
-            ir_value *r = op->res[0], *w = e->res[0];
+        /* a slice back of what an all_gather gathered, or the same as
+         * a slice before (one this pass made, say): its readers read that
+         * instead */
+        bool sl = op->code == IR_SLICE && op->nin == 1 && op->nres == 1;
+        ir_value *w = sl ? gathered_from(op->in[0], (int)op->a->dim, op->a, &op->res[0]->sh,
+                                         &op->res[0]->type)
+                         : NULL;
+        ir_op *e = sl && !w ? slice_in_out(N, op->in[0], (int)op->a->dim, op->a,
+                                           &op->res[0]->sh, op)
+                            : NULL;
+        if (e)
+            w = e->res[0];
+        if (w) {
+            ir_value *r = op->res[0];
             N->subst[r->id] = w;
             N->readers[w->id] += N->readers[r->id];
             N->readers[op->in[0]->id]--;
+            drop_if_dead(N, op->in[0]);
             if (N->last[w->id] < N->last[r->id])
                 N->last[w->id] = N->last[r->id];
             continue;

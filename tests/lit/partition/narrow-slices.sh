@@ -48,6 +48,18 @@
 # ATT-NEXT: %v3 = reshape %[[A]]
 # ATT-NOT:  attention {{.*}} : f32[8,
 #
+# A slice back of what an all_gather gathered (the same dim and axes) is
+# the gather's operand: tests/diff/regress/narrow-gather.sh on 3x2x1,
+# whose where, narrowed to the rank's part, reads g4 + 0.25 over b's
+# part, g4 itself; its gather, read by nothing else, goes (bytes sent a
+# step, the stages together, 1744 to 1696).
+# RUN: %shardc %S/../../diff/regress/narrow-gather.sh --mesh 3x2x1 --emit sharded-ir | FileCheck %s --check-prefix=GATHER
+# GATHER-NOT: all_gather %layers.{{[01]}}.blk5.g4
+# GATHER:     add %layers.0.blk5.g4, %{{[0-9]+}} : f32[6] auto(b) rep 0
+# GATHER-NOT: all_gather %layers.{{[01]}}.blk5.g4
+# GATHER:     add %layers.1.blk5.g4, %{{[0-9]+}} : f32[6] auto(b) rep 1
+# GATHER-NOT: all_gather %layers.{{[01]}}.blk5.g4
+#
 # The report counts the FLOPs saved: llama.sh on 1x8 computes 2.78e9 a
 # rank a step, where it computed 3.01e9.
 # RUN: %shardc %S/../../../examples/llama.sh --mesh 1x8 --arch none --report json | python3 -c "import json, sys; print(json.load(sys.stdin)['stages'][0]['flops'])" | FileCheck %s --check-prefix=FLOPS
