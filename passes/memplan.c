@@ -736,6 +736,27 @@ static void analysed_free(analysed *A)
     *A = (analysed){0};
 }
 
+/* P's arrays of nv values, as an analysed (not malloc'd). */
+static analysed planner_view(const planner *P, int nv)
+{
+    return (analysed){.nv = nv, .parent = P->parent, .defat = P->defat, .first = P->first,
+                      .last = P->last, .lcpu = P->lcpu, .lgpu = P->lgpu, .bytes = P->bytes,
+                      .kind = P->kind};
+}
+
+/* from's arrays into to's (each of from->nv values). */
+static void analysed_copy(const analysed *to, const analysed *from)
+{
+    size_t n = (size_t)from->nv;
+    memcpy(to->parent, from->parent, n * sizeof *to->parent);
+    int64_t *const dst[6] = {to->defat, to->first, to->last, to->lcpu, to->lgpu, to->bytes};
+    const int64_t *const src[6] = {from->defat, from->first, from->last,
+                                   from->lcpu, from->lgpu, from->bytes};
+    for (int k = 0; k < 6; k++)
+        memcpy(dst[k], src[k], n * sizeof *dst[k]);
+    memcpy(to->kind, from->kind, n);
+}
+
 /* P's analysis into *A (its arrays malloc'd: a failure jumps to oom). */
 static void analysed_keep(const planner *P, int nv, analysed *A)
 {
@@ -753,27 +774,14 @@ static void analysed_keep(const planner *P, int nv, analysed *A)
     A->lcpu = A->last + nv;
     A->lgpu = A->lcpu + nv;
     A->bytes = A->lgpu + nv;
-    memcpy(A->parent, P->parent, (size_t)nv * sizeof *A->parent);
-    memcpy(A->defat, P->defat, (size_t)nv * sizeof *A->defat);
-    memcpy(A->first, P->first, (size_t)nv * sizeof *A->first);
-    memcpy(A->last, P->last, (size_t)nv * sizeof *A->last);
-    memcpy(A->lcpu, P->lcpu, (size_t)nv * sizeof *A->lcpu);
-    memcpy(A->lgpu, P->lgpu, (size_t)nv * sizeof *A->lgpu);
-    memcpy(A->bytes, P->bytes, (size_t)nv * sizeof *A->bytes);
-    memcpy(A->kind, P->kind, (size_t)nv);
+    analysed v = planner_view(P, nv);
+    analysed_copy(A, &v);
 }
 
 static void analysed_take(planner *P, const analysed *A)
 {
-    int nv = A->nv;
-    memcpy(P->parent, A->parent, (size_t)nv * sizeof *P->parent);
-    memcpy(P->defat, A->defat, (size_t)nv * sizeof *P->defat);
-    memcpy(P->first, A->first, (size_t)nv * sizeof *P->first);
-    memcpy(P->last, A->last, (size_t)nv * sizeof *P->last);
-    memcpy(P->lcpu, A->lcpu, (size_t)nv * sizeof *P->lcpu);
-    memcpy(P->lgpu, A->lgpu, (size_t)nv * sizeof *P->lgpu);
-    memcpy(P->bytes, A->bytes, (size_t)nv * sizeof *P->bytes);
-    memcpy(P->kind, A->kind, (size_t)nv);
+    analysed v = planner_view(P, A->nv);
+    analysed_copy(&v, A);
 }
 
 /* What analyse leaves to the plan's own rules: the results over their
