@@ -42,7 +42,11 @@ Closed forms, per rank and step, e = 4 bytes, n ranks in the group:
                             (but the first), over all microbatches
                             together; the table gives the busiest stage,
                             2 * b*s*h * e
-where b*s*h is the local batch's rows times the model width. Stdlib only.
+where b*s*h is the local batch's rows times the model width. The rows
+marked "tied" tie the LM head to the token embedding (logits = x @
+transpose(wte), as GPT-2 does; Psi less D * V): the table's gradient is
+the sum of the embedding's and the head's, and the closed forms are the
+same in the tied Psi. Stdlib only.
 """
 import json
 import os
@@ -55,17 +59,21 @@ MODEL = os.path.join(HERE, "..", "examples", "transformer.sh")
 PP_MODEL = os.path.join(HERE, "..", "examples", "pipeline.sh")
 
 
-def params(defines):
-    """Psi of examples/transformer.sh."""
+def params(defines, tied=False):
+    """Psi of examples/transformer.sh (tied: its head the embedding's)."""
     d, v, s, n_layers = defines["D"], defines["V"], defines["S"], defines["L"]
     f = 4 * d
     attn = 2 * d + 4 * d * d
     mlp = 2 * d + d * f + f + f * d + d
-    return v * d + s * d + n_layers * (attn + mlp) + 2 * d + d * v
+    return v * d + s * d + n_layers * (attn + mlp) + 2 * d + (0 if tied else d * v)
 
 
 def model_text(variant):
     text = open(PP_MODEL if variant.get("pp") else MODEL).read()
+    if variant.get("tied"):
+        head = "param  wlm   : f32[D, V] shard(_, tp) = normal(0.02)\n"
+        assert head in text and "@ wlm" in text
+        text = text.replace(head, "").replace("@ wlm", "@ transpose(wte)")
     if variant.get("zero"):
         text = text.replace("wd = 0.1)", "wd = 0.1) zero %d over dp" % variant["zero"])
     if variant.get("sp"):
@@ -131,6 +139,9 @@ VARIANTS = [
      "flags": ["--keep-gathered"]},
     {"name": "DP 2 x TP 4", "mesh": "2x4"},
     {"name": "PP 8 (busiest stage)", "mesh": "1x8x1", "pp": True},
+    {"name": "DP 8, tied", "mesh": "8x1", "tied": True},
+    {"name": "ZeRO-1 8, tied", "mesh": "8x1", "zero": 1, "tied": True},
+    {"name": "ZeRO-3 8, tied", "mesh": "8x1", "zero": 3, "tied": True},
 ]
 
 
@@ -141,11 +152,10 @@ def main(argv):
     shardc = argv[0]
     work = os.path.join("/tmp", "comm_bytes.%d" % os.getpid())
     os.makedirs(work, exist_ok=True)
-    psi = params(DEFINES)
     rows = []
     for v in VARIANTS:
         got, kinds, local, act = report(shardc, v, work)
-        want = closed_form(v, psi, local)
+        want = closed_form(v, params(DEFINES, v.get("tied", False)), local)
         rows.append((v["name"], got, want, kinds, act))
     lines = ["| strategy | shardc (bytes) | closed form (bytes) | shardc - closed form | ratio "
              "| activations (bytes) | collectives (kind/phase count) |",

@@ -10,7 +10,14 @@
  *          type): partial sums that are added are added locally first,
  *          and reduced once. Applied in program order, a chain of adds
  *          (the input gradient of q, k and v; a SwiGLU's two branches)
- *          ends with one collective.
+ *          ends with one collective. An all_reduce behind a transpose
+ *          read by nothing else counts as the all_reduce of the
+ *          transpose of its operand, and a slice of that transpose over
+ *          the all_reduce's axes as the reduce_scatter of it
+ *          (transpose(all_reduce(a)) + all_reduce(b)  ->
+ *          all_reduce(transpose(a) + b)): a tied embedding's table,
+ *          whose gradient is the head's x^T dy, transposed, added to the
+ *          embedding's (under ZeRO, each rank's rows of it).
  *   slice: slice(all_reduce(x) over A, dim d, over A)
  *          ->  reduce_scatter(x, dim d, over A): each rank keeps only its
  *          block, so only the blocks are reduced, (n-1)/n in place of
@@ -82,6 +89,76 @@ static bool same_collective(const ir_op *a, const ir_op *b)
            ir_type_eq(&a->in[0]->type, &b->in[0]->type) &&
            ir_sharding_eq(&a->in[0]->sh, &b->in[0]->sh, a->in[0]->type.rank) &&
            a->in[0]->sh.partial == b->in[0]->sh.partial;
+}
+
+/* A partial sum behind operand v of an add, as the add's rule above
+ * takes it: the summing collective c whose result v is (an all_reduce or
+ * a reduce_scatter), or v a transpose of an all_reduce's result (t), or a
+ * slice over the all_reduce's axes of such a transpose (s: a
+ * reduce_scatter of the transposed operand along the slice's dim), each
+ * read by nothing else. The sum of the transposed operand is the
+ * transpose of the sum, and its slice over the sum's axes the rank's
+ * block of it. */
+typedef struct behind {
+    ir_op *c, *t, *s;
+    ir_opcode code;     /* the collective the add's operand is: c's, or a
+                         * reduce_scatter where s */
+    int64_t dim;        /* a reduce_scatter's */
+    ir_type type;       /* what it sums, as the add reads it: c's operand,
+                         * or t's result */
+    ir_sharding sh;     /* the same, partial as c's operand */
+} behind;
+
+static bool sum_behind(const ir_value *v, const int *uses, behind *b)
+{
+    *b = (behind){0};
+    ir_op *op = v->def;
+    if (op && op->code == IR_SLICE && op->nin == 1 && uses[v->id] == 1) {
+        b->s = op;
+        op = op->in[0]->def;
+    }
+    if (op && op->code == IR_TRANSPOSE && op->nin == 1 && uses[op->res[0]->id] == 1) {
+        b->t = op;
+        op = op->in[0]->def;
+        if (!op || (b->s && op->code != IR_ALL_REDUCE))
+            return false;
+    } else if (b->s) {
+        return false;
+    }
+    if (!op || !summing(op, uses))
+        return false;
+    b->c = op;
+    b->code = op->code;
+    b->dim = op->code == IR_REDUCE_SCATTER ? op->a->dim : 0;
+    b->type = op->in[0]->type;
+    b->sh = op->in[0]->sh;
+    if (b->t) { /* the operand transposed: result dim j is its dim list[j] */
+        const ir_value *x = op->in[0];
+        int r = x->type.rank, at = -1;
+        if (b->t->a->nlist != r)
+            return false;
+        for (int j = 0; j < r; j++) {
+            int k = (int)b->t->a->list[j];
+            if (k < 0 || k >= r)
+                return false;
+            b->type.dim[j] = x->type.dim[k];
+            b->sh.naxes[j] = x->sh.naxes[k];
+            memcpy(b->sh.axes[j], x->sh.axes[k], IR_MAX_AXES);
+            if (op->code == IR_REDUCE_SCATTER && k == op->a->dim)
+                at = j;
+        }
+        if (op->code == IR_REDUCE_SCATTER)
+            b->dim = at;
+    }
+    b->sh.partial = op->in[0]->sh.partial;
+    if (b->s) {
+        if (b->s->a->naxes != op->a->naxes ||
+            memcmp(b->s->a->axes, op->a->axes, (size_t)op->a->naxes))
+            return false;
+        b->code = IR_REDUCE_SCATTER;
+        b->dim = b->s->a->dim;
+    }
+    return true;
 }
 
 /* Places new op x (just appended to m->ops) into out, at op at's place
@@ -599,6 +676,23 @@ static void share_reshapes(ir_module *m, ir_op **out, int nout, bool *dead, int 
     }
 }
 
+/* Whether add (or sub) op's operands are two partial sums of one kind
+ * (collective, dim, axes, reduction) and of the same type and sharding
+ * as they sum them, one or both behind a transpose (sum_behind): then
+ * the sum of the two operands, the transposed one transposed first. */
+static bool through_transpose(const ir_op *op, const int *uses, behind *b)
+{
+    for (int k = 0; k < 2; k++)
+        if (!sum_behind(op->in[k], uses, &b[k]))
+            return false;
+    const ir_op *c0 = b[0].c, *c1 = b[1].c;
+    return (b[0].t || b[1].t) && c0 != c1 && b[0].code == b[1].code && b[0].dim == b[1].dim &&
+           c0->a->naxes == c1->a->naxes && !memcmp(c0->a->axes, c1->a->axes, (size_t)c0->a->naxes) &&
+           c0->a->reduce == c1->a->reduce && ir_type_eq(&b[0].type, &b[1].type) &&
+           ir_sharding_eq(&b[0].sh, &b[1].sh, b[0].type.rank) &&
+           b[0].sh.partial == b[1].sh.partial;
+}
+
 static int combine(ir_module *m, su_vec *why, bool batch_only)
 {
     /* Everything lives in the module's arena, so an allocation failure
@@ -640,6 +734,7 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
         const char *what = NULL;
         const ir_op *bt = NULL, *bm = NULL, *bc = NULL;
         ir_sharding shx, shg;
+        behind bh[2];
         if (batch_only && !(op->code == IR_SUM && (batch_product(op, uses, &bt, &bm, &bc) ||
                                                    sum_of_sum(op, uses, &bt, &bc)))) {
             out[nout++] = op;
@@ -662,6 +757,37 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
             what = su_sprintf(&m->arena, "'%s' of two partial sums, added before one %s in "
                               "place of one for each", ir_op_display(sum->code),
                               ir_ops[op->code].name);
+        } else if (!batch_only && (op->code == IR_ADD || op->code == IR_SUB) && op->nin == 2 &&
+                   through_transpose(op, uses, bh)) {
+            /* a transpose of a partial sum's operand made before the
+             * add, as the transpose of its sum was made after it */
+            ir_value *in[2];
+            for (int k = 0; k < 2; k++) {
+                in[k] = bh[k].c->in[0];
+                if (bh[k].t) {
+                    ir_op *nt = place(out, &nout, ir_append(m, IR_TRANSPOSE, &in[k], 1,
+                                                            bh[k].t->a, &bh[k].type), op);
+                    nt->res[0]->sh = bh[k].sh;
+                    in[k] = nt->res[0];
+                    dead[bh[k].t->res[0]->id] = true;
+                }
+                if (bh[k].s)
+                    dead[bh[k].s->res[0]->id] = true;
+                dead[bh[k].c->res[0]->id] = true;
+            }
+            ir_op *sum = place(out, &nout, ir_append(m, op->code, in, 2, &(ir_attrs){0},
+                                                     &bh[0].type), op);
+            sum->res[0]->sh = bh[0].sh;
+            ir_attrs ca = {.dim = bh[0].dim, .naxes = bh[0].c->a->naxes,
+                           .reduce = bh[0].c->a->reduce};
+            memcpy(ca.axes, bh[0].c->a->axes, (size_t)ca.naxes);
+            op->code = bh[0].code;
+            op->nin = 1;
+            op->in[0] = sum->res[0];
+            ir_op_set_attrs(m, op, &ca);
+            what = su_sprintf(&m->arena, "'%s' of two partial sums, one transposed, added "
+                              "before one %s in place of one for each",
+                              ir_op_display(sum->code), ir_ops[op->code].name);
         } else if (!batch_only && a && scatters(op, a, uses)) {
             ir_attrs ra = {.dim = op->a->dim, .naxes = a->a->naxes};
             memcpy(ra.axes, a->a->axes, (size_t)a->a->naxes);

@@ -31,11 +31,22 @@
  * repetition; a later slice of the program the same as it reads it too).
  * A slice of what an all_gather gathered, along the same dim over the
  * same axes, is the gather's operand, and a gather nothing reads then
- * goes (the same program on every rank drops it). Slicing commutes with each of these ops, so each rank computes
- * the elements it computed before, by the same arithmetic; the axes must
- * be ones no operand is split or partial over (as the slice's own
- * operand is not, or the reshard would not be a slice). The slice's
- * result keeps its value: its readers are unchanged. */
+ * goes (the same program on every rank drops it). A slice of an
+ * all_reduce's sum, which nothing else reads, is the sum of the slice
+ * where the sum is over other axes (ranks that sum together slice
+ * alike), and a reduce_scatter over the sum's axes of the operand sliced
+ * over the slice's axes before them where the slice's axes end with the
+ * sum's (scatter_prefix): tied embeddings' gradients, sliced over tp
+ * after their sum over dp, or under ZeRO over dp behind a transpose. A
+ * sum narrowed as an operand of another op's narrowing is put where the
+ * sum was (with its operands' slices, before it), not at that op, so
+ * that it is issued as early as before. Slicing commutes with each of
+ * these ops, so each rank computes the elements it computed before, by
+ * the same arithmetic (a sum it keeps, over fewer elements); the axes
+ * must be ones no operand is split or partial over (as the slice's own
+ * operand is not, or the reshard would not be a slice), but for the axes
+ * of a sum the reduce_scatter takes. The slice's result keeps its value:
+ * its readers are unchanged. */
 #include "passes.h"
 #include "partition.h"
 
@@ -60,6 +71,12 @@ typedef struct narrow {
     int nsl, capsl;
     int pos;             /* the old index of the op being put */
     su_vec out;          /* the new op list */
+    int at;              /* -1: new ops go at the end of out; else before
+                          * out's op at (early: a collective narrowed as an
+                          * operand, and its operands' ops, where it was) */
+    struct { ir_op *op; int at; } *early;
+    int nearly, capearly;
+    su_vec all;          /* out and early merged */
     int changed;
 } narrow;
 
@@ -148,6 +165,8 @@ static int operand_dim(const ir_op *op, int k, int d, int r)
         return d == r - 1 ? -2 : k == 0 ? d : -1;
     case IR_TRANSPOSE:
         return (int)op->a->list[d];
+    case IR_ALL_REDUCE: /* elementwise over the ranks of its axes */
+        return d;
     case IR_ATTENTION: case IR_ATTN_PROBS: {
         /* a leading dim of q, k and v (k and v may hold fewer heads than
          * q, a divisor: sliced alike, each rank's query heads still read
@@ -201,6 +220,20 @@ static ir_value *gathered_from(const ir_value *x, int d, const ir_attrs *a,
 
 static void put(narrow *N, ir_op *op)
 {
+    if (N->at >= 0) { /* not in out: never narrowed again, nor read as a slice
+                       * made before (made stays -1) */
+        if (N->nearly == N->capearly) { /* in the module's arena */
+            int cap = N->capearly ? 2 * N->capearly : 16;
+            void *a = su_alloc(&N->m->arena, (size_t)cap * sizeof *N->early);
+            if (N->nearly)
+                memcpy(a, N->early, (size_t)N->nearly * sizeof *N->early);
+            N->early = a;
+            N->capearly = cap;
+        }
+        N->early[N->nearly].op = op;
+        N->early[N->nearly++].at = N->at;
+        return;
+    }
     for (int r = 0; r < op->nres; r++)
         N->made[op->res[r]->id] = (int)N->out.n;
     su_vec_push(&N->out, N->m->oom, op);
@@ -230,7 +263,8 @@ static ir_op *slice_in_out(const narrow *N, const ir_value *x, int d, const ir_a
 {
     for (int k = N->slices[x->id]; k >= 0; k = N->sl[k].next) {
         ir_op *s = N->sl[k].op;
-        if (N->out.v[N->made[s->res[0]->id]] == s && s->a->dim == d &&
+        if (N->out.v[N->made[s->res[0]->id]] == s && (N->at < 0 || N->made[s->res[0]->id] < N->at) &&
+            s->a->dim == d &&
             s->a->naxes == a->naxes && !memcmp(s->a->axes, a->axes, (size_t)a->naxes) &&
             !memcmp(&s->res[0]->sh, sh, sizeof *sh) &&
             (N->last[s->res[0]->id] >= N->pos || (s->phase == like->phase && s->rep == like->rep)))
@@ -264,17 +298,38 @@ static ir_value *emit(narrow *N, const ir_op *like, ir_opcode code, ir_value **i
     return op->res[0];
 }
 
-static bool can_narrow(const narrow *N, const ir_value *y, int d, unsigned mask, int depth);
+/* Where op f is an all_reduce sum over axes A whose operand is partial
+ * over some of sa's axes: how many of sa's axes come before A, which sa
+ * must end with (a slice over them of the sum is then a reduce_scatter
+ * over A of the operand sliced over those before, the block each rank
+ * keeps, as combine.c's scatter); -1 where f is not such a sum or sa does
+ * not end so. */
+static int scatter_prefix(const ir_op *f, const ir_attrs *sa)
+{
+    if (f->code != IR_ALL_REDUCE || f->nin != 1 || f->a->reduce != IR_RED_SUM ||
+        !(taken(f->in[0]) & axes_mask(sa)) || sa->naxes < f->a->naxes)
+        return -1;
+    int pre = sa->naxes - f->a->naxes;
+    if (memcmp(sa->axes + pre, f->a->axes, (size_t)f->a->naxes))
+        return -1;
+    ir_attrs p = {.naxes = (uint8_t)pre};
+    memcpy(p.axes, sa->axes, (size_t)pre);
+    return taken(f->in[0]) & axes_mask(&p) ? -1 : pre;
+}
 
 /* Whether the value y's op, whose result y alone is read (by the slice
- * being narrowed), commutes with slicing dim d over the axes of mask, and
- * each operand it slices can be sliced there. */
-static bool can_narrow(const narrow *N, const ir_value *y, int d, unsigned mask, int depth)
+ * being narrowed), commutes with slicing dim d over the axes of sa, and
+ * each operand it slices can be sliced there (or is an all_reduce's
+ * operand summed over the last of those axes: scatter_prefix). */
+static bool can_narrow(const narrow *N, const ir_value *y, int d, const ir_attrs *sa, int depth)
 {
     const ir_op *f = y->def;
+    unsigned mask = axes_mask(sa);
     if (!f || f->nres != 1 || f->nin > 8 || depth > 64 || N->gone[y->id] || N->readers[y->id] != 1 ||
         N->made[y->id] < 0 || (taken(y) & mask))
         return false;
+    if (scatter_prefix(f, sa) >= 0)
+        return true;
     int r = y->type.rank, sliced = 0;
     for (int k = 0; k < f->nin; k++) {
         int dx = operand_dim(f, k, d, r);
@@ -296,6 +351,24 @@ static ir_value *narrowed(narrow *N, ir_value *y, int d, const ir_attrs *sa, con
 {
     ir_op *f = y->def;
     ir_value *in[8];
+    /* a collective narrowed as an operand (of a slice a later op's
+     * narrowing reads) stays where it was, not at that op: issued as
+     * early as before */
+    int at = N->at;
+    if (f->code == IR_ALL_REDUCE && depth > 0)
+        N->at = N->made[y->id];
+    int pre = scatter_prefix(f, sa);
+    if (pre >= 0) { /* the operand's block of the sum: a reduce_scatter */
+        ir_attrs pa = {.naxes = (uint8_t)pre}, ra = {.dim = d, .naxes = f->a->naxes};
+        memcpy(pa.axes, sa->axes, (size_t)pre);
+        memcpy(ra.axes, f->a->axes, (size_t)f->a->naxes);
+        in[0] = pre ? sliced(N, f->in[0], d, &pa, f, depth + 1) : f->in[0];
+        ir_value *v = emit(N, f, IR_REDUCE_SCATTER, in, 1, &ra, t, sh);
+        take_out(N, f);
+        N->changed++;
+        N->at = at;
+        return v;
+    }
     /* the operands first, while f still reads them: an operand that f
      * alone reads is narrowed in turn */
     for (int k = 0; k < f->nin; k++) {
@@ -306,6 +379,7 @@ static ir_value *narrowed(narrow *N, ir_value *y, int d, const ir_attrs *sa, con
     ir_value *v = emit(N, f, f->code, in, f->nin, f->a, t, sh);
     take_out(N, f);
     N->changed++;
+    N->at = at;
     return v;
 }
 
@@ -327,7 +401,7 @@ static ir_value *sliced(narrow *N, ir_value *x, int d, const ir_attrs *sa, const
     ir_value *w = gathered_from(x, d, &a, &sh, &t);
     if (w)
         return w;
-    if (can_narrow(N, x, d, axes_mask(sa), depth))
+    if (can_narrow(N, x, d, sa, depth))
         return narrowed(N, x, d, sa, &t, &sh, depth);
     const ir_op *s = slice_in_out(N, x, d, &a, &sh, like);
     return s ? s->res[0] : emit(N, like, IR_SLICE, &x, 1, &a, &t, &sh);
@@ -341,6 +415,14 @@ static bool divides(const narrow *N, const ir_value *y, int d, const ir_attrs *s
 {
     const ir_op *f = y->def;
     int64_t n = pass_part_axes_size(&N->m->mesh, sa->axes, sa->naxes);
+    int pre = scatter_prefix(f, sa);
+    if (pre >= 0) { /* the operand sliced over the first pre axes, then scattered */
+        ir_attrs pa = {.dim = d, .naxes = (uint8_t)pre};
+        memcpy(pa.axes, sa->axes, (size_t)pre);
+        const ir_value *x = f->in[0];
+        return x->type.dim[d] % n == 0 &&
+               !(pre && can_narrow(N, x, d, &pa, depth + 1) && !divides(N, x, d, &pa, depth + 1));
+    }
     for (int k = 0; k < f->nin; k++) {
         int dx = operand_dim(f, k, d, y->type.rank);
         if (dx < 0)
@@ -348,7 +430,7 @@ static bool divides(const narrow *N, const ir_value *y, int d, const ir_attrs *s
         const ir_value *x = f->in[k];
         if (x->type.dim[dx] % n)
             return false;
-        if (can_narrow(N, x, dx, axes_mask(sa), depth + 1) && !divides(N, x, dx, sa, depth + 1))
+        if (can_narrow(N, x, dx, sa, depth + 1) && !divides(N, x, dx, sa, depth + 1))
             return false;
     }
     return true;
@@ -391,7 +473,7 @@ static ir_op *narrow_slice(const narrow *N, const ir_value *y)
 {
     ir_op *s = N->readers[y->id] == 1 ? N->reader[y->id] : NULL;
     if (!s || s->code != IR_SLICE || s->nres != 1 || s->in[0] != y ||
-        !can_narrow(N, y, (int)s->a->dim, axes_mask(s->a), 0) ||
+        !can_narrow(N, y, (int)s->a->dim, s->a, 0) ||
         !divides(N, y, (int)s->a->dim, s->a, 0))
         return NULL;
     return s;
@@ -486,23 +568,36 @@ static void work(void *arg)
     }
     if (m->train.loss && N->subst[m->train.loss->id])
         m->train.loss = N->subst[m->train.loss->id];
-    int k = 0;
-    for (int i = 0; i < (int)N->out.n; i++)
+    /* out's ops, each after the early ones placed before it (in the order
+     * they were made: operands first) */
+    su_vec *all = &N->all;
+    int *first = su_alloc(&m->arena, ((size_t)N->out.n + 1) * sizeof *first);
+    int *next = su_alloc(&m->arena, ((size_t)N->nearly + 1) * sizeof *next);
+    for (int i = 0; i <= (int)N->out.n; i++)
+        first[i] = -1;
+    for (int e = N->nearly - 1; e >= 0; e--) {
+        next[e] = first[N->early[e].at];
+        first[N->early[e].at] = e;
+    }
+    for (int i = 0; i < (int)N->out.n; i++) {
+        for (int e = first[i]; e >= 0; e = next[e])
+            su_vec_push(all, m->oom, N->early[e].op);
         if (N->out.v[i])
-            N->out.v[k++] = N->out.v[i];
-    N->out.n = k;
+            su_vec_push(all, m->oom, N->out.v[i]);
+    }
     su_vec_free(&m->ops);
-    m->ops = N->out;
-    N->out = (su_vec){0};
+    m->ops = *all;
+    *all = (su_vec){0};
 }
 
 int pass_narrow(ir_module *m)
 {
     if (!m->partitioned || m->stage >= 0)
         return 0;
-    narrow N = {.m = m};
+    narrow N = {.m = m, .at = -1};
     bool done = su_guarded(m->oom, work, &N);
     su_vec_free(&N.out);
+    su_vec_free(&N.all);
     if (!done)
         su_oom(m->oom);
     return N.changed;

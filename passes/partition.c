@@ -175,7 +175,11 @@ static void partition(void *arg)
     pass_attn_grad(P->dst);
     pass_combine_sums(P->dst, P->ex ? &P->why : NULL);
     pass_xent_grad(P->dst);
-    pass_narrow(P->dst);
+    /* the sums narrowing moved or made (a tied table's gradient: the
+     * head's sum, transposed, now the same collective as the embedding's,
+     * which the add rule takes in turn) */
+    if (pass_narrow(P->dst))
+        pass_combine_sums(P->dst, P->ex ? &P->why : NULL);
     if (r->why) {
         const char **w = su_alloc(&P->dst->arena, (size_t)(P->dst->next_id + 1) * sizeof *w);
         for (int i = 0; i < P->why.n; i++)
