@@ -1014,7 +1014,8 @@ static void render_work(void *arg)
     } else if (r->k == 7) {
         ir_module *const *st = stages(prog, &n);
         double step;
-        if (!pass_timeline(st, n, api_fusion(prog, n), prog->hw, TRACE_MAX_EVENTS, b, &step,
+        const pass_memplan *mp = prog->res.nplanned == n ? prog->res.mp : NULL;
+        if (!pass_timeline(st, n, api_fusion(prog, n), mp, prog->hw, TRACE_MAX_EVENTS, b, &step,
                            &r->err)) {
             r->st = api_fail(r->error, SHARDC_ERR_INTERNAL, "%s", r->err.s);
             return;

@@ -491,7 +491,8 @@ const pass_hw *pass_hw_default(void);
 /* The estimated timeline of one step (timeline.c): every stage's program
  * run on hw with a compute stream and a communication stream, as Chrome
  * trace JSON (pid = rank, tid 0 compute, tid 1 communication), and the
- * step time in *step_s. Rules:
+ * step time in *step_s. mp: each stage's memory plan ([n]; NULL: none,
+ * or a stage's of another module: the bucket rule's views unknown). Rules:
  *   kernel       the ops the CUDA backend fuses into one kernel (pass_fuse,
  *                fuse.h) are one event at the group's last op, named as
  *                the kernel: launch + max(the ops' FLOPs / peak, the bytes
@@ -510,6 +511,14 @@ const pass_hw *pass_hw_default(void);
  *   source       an input (made on the device from the seed) or a const
  *                (a memset) each step: a kernel writing its bytes, of
  *                class elementwise; params and states cost nothing;
+ *   bucket       an insert into a gradients' bucket or an extract out of
+ *                it, as the CUDA backend runs them: nothing where the
+ *                value is a view of its columns of a one-row bucket (the
+ *                memory plan mp placed it there), else a copy of the
+ *                value (launch + its bytes read and written / memory
+ *                bandwidth), and of the bucket first where an insert's
+ *                result is not in its bucket's buffer; with mp NULL, a
+ *                copy of the value;
  *   collective   latency + bytes sent (nccl-tests' count) / (link bandwidth
  *                x pass_hw_link_eff of those bytes) (NVLink when the
  *                group is inside a node), on the
@@ -528,11 +537,11 @@ typedef struct pass_stage_time {
 } pass_stage_time;
 /* pass_timeline, and each stage's times into stats ([n]; NULL: none). */
 bool pass_timeline_stats(ir_module *const *stages, int n, const struct pass_fusion *fusion,
-                         const pass_hw *hw, pass_stage_time *stats, double *step_s,
-                         su_buf *err);
+                         const pass_memplan *mp, const pass_hw *hw, pass_stage_time *stats,
+                         double *step_s, su_buf *err);
 bool pass_timeline(ir_module *const *stages, int n, const struct pass_fusion *fusion,
-                   const pass_hw *hw, int64_t max_events, su_buf *json, double *step_s,
-                   su_buf *err);
+                   const pass_memplan *mp, const pass_hw *hw, int64_t max_events, su_buf *json,
+                   double *step_s, su_buf *err);
 
 /* ---- the pipeline (passes.c) ----
  *

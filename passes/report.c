@@ -526,7 +526,7 @@ static void report(void *arg)
     report_run *r = arg;
     r->est.times = su_xmalloc(r->out->oom, (size_t)r->n * sizeof *r->est.times);
     if (r->est.hw) /* the timeline's events are not wanted, only its times */
-        if (!pass_timeline_stats(r->stages, r->n, r->fusion, r->est.hw, r->est.times,
+        if (!pass_timeline_stats(r->stages, r->n, r->fusion, r->mp, r->est.hw, r->est.times,
                                  &r->est.step_s, &r->err))
             r->est.hw = NULL; /* a compiler bug the verifier reports first */
     r->cost = su_xmalloc(r->out->oom, (size_t)r->n * sizeof *r->cost);

@@ -56,6 +56,7 @@ typedef struct event {
 typedef struct lane {
     const ir_module *m;
     const pass_fusion *f;   /* the groups the CUDA backend runs as one kernel each */
+    const pass_memplan *mp; /* the stage's memory plan, or NULL (bucket_time) */
     int next;               /* the op to issue */
     double clock[2];        /* when each stream is free */
     double *ready;          /* per value id: when it is made */
@@ -69,6 +70,7 @@ typedef struct sim {
     int n;
     const pass_hw *hw;
     const pass_fusion *given; /* [n], the plan's groups; NULL: made here */
+    const pass_memplan *mp;   /* [n], the plan's memory plans; NULL: none */
     lane *lane;
     pass_fusion *fus;       /* [n], each stage's made here (freed with the arena) */
     su_arena arena;
@@ -238,6 +240,47 @@ static double kernel_time(const pass_hw *hw, const ir_op *op, pass_kclass kc, do
     return launches * hw->launch_s + (tf > tm ? tf : tm);
 }
 
+/* The byte offset of v's buffer in L's memory plan; -1: not known. */
+static int64_t placed_at(const lane *L, const ir_value *v)
+{
+    const pass_memplan *mp = L->mp;
+    if (!mp || v->id < 0 || v->id >= mp->nvalues || mp->buf[v->id] < 0)
+        return -1;
+    return mp->offset[mp->buf[v->id]];
+}
+
+/* The seconds of an insert into a gradients' bucket, or an extract out
+ * of it, as the CUDA backend runs them (runtime/exec/cuda.c, run_bucket):
+ * nothing where the value is its columns of a one-row bucket (the memory
+ * plan computed the gradient there, or made the extracted gradient a
+ * view of them: memplan.c's views), else one copy of the value's bytes;
+ * and an insert whose result is not in its bucket's buffer copies the
+ * bucket first. Without the memory plan, the value is copied and the
+ * bucket updated in place (as memplan.c places a bucket's inserts). */
+static double bucket_time(const pass_hw *hw, const lane *L, const ir_op *op, pass_kclass kc)
+{
+    const ir_value *b = op->in[0], *out = op->res[0];
+    const ir_value *v = op->code == IR_INSERT ? op->in[1] : out;
+    int64_t ob = placed_at(L, b), oo = placed_at(L, out), ov = placed_at(L, v);
+    int64_t at = op->a->offset * ir_dtype_size(b->type.dtype);
+    double bytes = 0;
+    int copies = 0;
+    if (op->code == IR_INSERT && ob >= 0 && oo >= 0 && ob != oo) {
+        bytes += 2 * value_bytes(b);
+        copies++;
+    }
+    bool row = b->type.rank == 2 && b->type.dim[0] == 1;
+    bool view = row && ob >= 0 && oo >= 0 && ov >= 0 &&
+                (op->code == IR_INSERT ? ov == oo + at : oo == ob + at);
+    if (!view) {
+        bytes += 2 * value_bytes(v);
+        copies++;
+    }
+    if (!copies)
+        return 0;
+    return (copies - 1) * hw->launch_s + kernel_time(hw, NULL, kc, 0, bytes);
+}
+
 /* The seconds op takes on its stream, by the rules of passes.h. */
 static double op_time(const sim *S, const lane *L, const ir_op *op)
 {
@@ -255,6 +298,8 @@ static double op_time(const sim *S, const lane *L, const ir_op *op)
             return 0;
         return link_time(hw, group_in_node(m, op, L->rank0, hw->node_gpus), bytes);
     }
+    if (op->code == IR_INSERT || op->code == IR_EXTRACT)
+        return bucket_time(hw, L, op, op_class(op));
     double bytes = op->nres ? value_bytes(op->res[0]) : 0;
     for (int i = 0; i < op->nin; i++)
         bytes += value_bytes(op->in[i]);
@@ -399,9 +444,14 @@ static void issue(sim *S, lane *L, const ir_op *op)
         return;
     }
     stream st = ir_ops[op->code].cls == IR_C_COMM ? ST_COMM : ST_COMPUTE;
+    double dur = op_time(S, L, op);
+    if (dur == 0 && (op->code == IR_INSERT || op->code == IR_EXTRACT)) {
+        if (op->nres) /* nothing runs: a view of its bucket */
+            L->ready[op->res[0]->id] = start;
+        return;
+    }
     if (L->clock[st] > start)
         start = L->clock[st];
-    double dur = op_time(S, L, op);
     L->clock[st] = start + dur;
     if (op->nres)
         L->ready[op->res[0]->id] = start + dur;
@@ -671,8 +721,10 @@ static void timeline(void *arg)
     sim *S = &r->S;
     S->lane = su_alloc(&S->arena, (size_t)S->n * sizeof *S->lane);
     S->fus = su_alloc(&S->arena, (size_t)S->n * sizeof *S->fus);
-    for (int s = 0; s < S->n; s++)
+    for (int s = 0; s < S->n; s++) {
         S->lane[s].m = S->st[s];
+        S->lane[s].mp = S->mp && S->mp[s].nvalues == S->st[s]->next_id + 1 ? &S->mp[s] : NULL;
+    }
     if (pass_for_stages(S->n, lane_fusion, S, r->err) >= 0) {
         r->ok = false;
         return;
@@ -712,19 +764,20 @@ static bool run_timeline(timeline_run *r, jmp_buf *oom)
 }
 
 bool pass_timeline(ir_module *const *stages, int n, const struct pass_fusion *fusion,
-                   const pass_hw *hw, int64_t max_events, su_buf *json, double *step_s,
-                   su_buf *err)
+                   const pass_memplan *mp, const pass_hw *hw, int64_t max_events, su_buf *json,
+                   double *step_s, su_buf *err)
 {
-    timeline_run r = {.S = {.st = stages, .n = n, .hw = hw, .given = fusion},
+    timeline_run r = {.S = {.st = stages, .n = n, .hw = hw, .given = fusion, .mp = mp},
                       .max_events = max_events, .json = json, .err = err, .step_s = step_s};
     return run_timeline(&r, json->oom);
 }
 
 bool pass_timeline_stats(ir_module *const *stages, int n, const struct pass_fusion *fusion,
-                         const pass_hw *hw, pass_stage_time *stats, double *step_s,
-                         su_buf *err)
+                         const pass_memplan *mp, const pass_hw *hw, pass_stage_time *stats,
+                         double *step_s, su_buf *err)
 {
-    timeline_run r = {.S = {.st = stages, .n = n, .hw = hw, .given = fusion}, .err = err,
+    timeline_run r = {.S = {.st = stages, .n = n, .hw = hw, .given = fusion, .mp = mp},
+                      .err = err,
                       .step_s = step_s, .stats = stats};
     return run_timeline(&r, err->oom);
 }

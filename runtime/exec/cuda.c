@@ -560,6 +560,21 @@ static int run_slice(rt_cuda_rank *r, const rt_instr *in, su_status *err)
                      (size_t)(dn * inner), run, (size_t)outer, err);
 }
 
+/* Whether insert or extract in moves nothing: the value is its columns
+ * of a one-row bucket (rt_bucket_view), and an insert's bucket is its
+ * result's buffer. */
+static bool bucket_noop(const rt_cuda_rank *r, const rt_instr *in)
+{
+    const rt_type *b = &in->in_t[0];
+    rt_cu_ptr at = (rt_cu_ptr)in->offset * (rt_cu_ptr)rt_dtype_size(b->dtype);
+    if (b->rank != 2 || b->dim[0] != 1)
+        return false;
+    if (in->op == RT_OP_EXTRACT)
+        return dev(r, in->out) == dev(r, in->in[0]) + at;
+    return in->op == RT_OP_INSERT && dev(r, in->out) == dev(r, in->in[0]) &&
+           dev(r, in->in[1]) == dev(r, in->out) + at;
+}
+
 /* insert and extract: the value as [R, n/R] in the bucket's columns
  * offset.. (as runtime/cpu/cpu.c's k_bucket). */
 static int run_bucket(rt_cuda_rank *r, const rt_instr *in, su_status *err)
@@ -1058,13 +1073,16 @@ static int finish(rt_cuda_rank *r, const rt_cuda_host *h)
 
 /* Whether instruction i does something this run, so that the trace shows
  * it: not a group's instruction before its anchor, not a param or state
- * kept on the device. */
+ * kept on the device, not an insert or extract that is a view of its
+ * bucket (as the estimate's timeline, which times none of these). */
 static bool traced(const rt_cuda_rank *r, const rt_cuda_host *h, int i)
 {
     const rt_instr *in = &r->g->instr[i];
     int32_t k = r->kernel_at[i];
     if (k >= 0)
         return r->p->kernel[k].instr[r->p->kernel[k].ninstr - 1] == i;
+    if ((in->op == RT_OP_INSERT || in->op == RT_OP_EXTRACT) && bucket_noop(r, in))
+        return false;
     return h->load_params || (in->op != RT_OP_PARAM && in->op != RT_OP_STATE);
 }
 

@@ -19,8 +19,8 @@
 # RUN: sed -e 's/^    x = x + attn(x)$/    x = (x + attn(x)) shard(dp, tp, _)/' -e 's/^    x = x + mlp(x)$/    x = (x + mlp(x)) shard(dp, tp, _)/' %S/../../../examples/transformer.sh > %t.sp.sh
 # RUN: %shardc %t.sp.sh --auto 4 --mem-limit 45MiB --auto-csv %t.sp.csv --top 2 | FileCheck %s --check-prefix=SP
 # RUN: python3 %s.py %shardc %t.sp.sh 4 47185920 %t.sp.csv | FileCheck %s --check-prefix=SPBRUTE
-# SP: 1 {{ *}}1.314 {{ *}}40.5 MiB {{.*}} dp=1 tp=4 zero 0 keep-gathered {{ *}}0 {{ *}}26790912
-# SP-NEXT: 2 {{ *}}1.537 {{ *}}35.7 MiB {{.*}} dp=1 tp=4 zero 0 {{ *}}0 {{ *}}34262016
+# SP: 1 {{ *}}1.158 {{ *}}40.5 MiB {{.*}} dp=1 tp=4 zero 0 keep-gathered {{ *}}0 {{ *}}26790912
+# SP-NEXT: 2 {{ *}}1.399 {{ *}}35.7 MiB {{.*}} dp=1 tp=4 zero 0 {{ *}}0 {{ *}}34262016
 # SP: 1 {{ *}}shardc {{.*}}sp.sh --mesh 1x4 --zero 0 --keep-gathered --mem-limit 45MiB -o model.plan
 # SPBRUTE: the same winner: 1x4 zero 0 recompute 0 keep-gathered 1,
 # SPBRUTE-NEXT: the same fitting set and figures as the CSV

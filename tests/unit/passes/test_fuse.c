@@ -899,9 +899,9 @@ static void test_timeline_fusion(void)
     CHECK(pass_fuse_ex(m, 1, &apart, &err));
     const pass_hw *hw = pass_hw_default();
     double own = 0, given = 0, split = 0;
-    CHECK(pass_timeline_stats(&m, 1, NULL, hw, NULL, &own, &err));
-    CHECK(pass_timeline_stats(&m, 1, &whole, hw, NULL, &given, &err));
-    CHECK(pass_timeline_stats(&m, 1, &apart, hw, NULL, &split, &err));
+    CHECK(pass_timeline_stats(&m, 1, NULL, NULL, hw, NULL, &own, &err));
+    CHECK(pass_timeline_stats(&m, 1, &whole, NULL, hw, NULL, &given, &err));
+    CHECK(pass_timeline_stats(&m, 1, &apart, NULL, hw, NULL, &split, &err));
     CHECK(own > 0 && own == given);
     CHECK(split > given + 80 * hw->launch_s);
     pass_fusion_free(&whole);
@@ -941,7 +941,7 @@ static void test_timeline_parts(void)
     double want = 2 * hw->launch_s + (pa + pb) / bw + 3 * hw->launch_s + (tf > tm ? tf : tm);
     ir_module *m = parse(parts);
     double step = 0;
-    CHECK(pass_timeline_stats(&m, 1, NULL, hw, NULL, &step, &err));
+    CHECK(pass_timeline_stats(&m, 1, NULL, NULL, hw, NULL, &step, &err));
     CHECK(fabs(step - want) <= 1e-12 * want);
     if (fabs(step - want) > 1e-12 * want)
         fprintf(stderr, "  parts: step %.9g s, want %.9g s\n", step, want);
@@ -951,7 +951,7 @@ static void test_timeline_parts(void)
     tm = (64 * 256 * 4 + 256 * 512 * 4 + c) / (hw->mem_bw * hw->mem_eff);
     want = 2 * hw->launch_s + (64 * 256 * 4 + 256 * 512 * 4) / bw + hw->launch_s +
            (tf > tm ? tf : tm);
-    CHECK(pass_timeline_stats(&m, 1, NULL, hw, NULL, &step, &err));
+    CHECK(pass_timeline_stats(&m, 1, NULL, NULL, hw, NULL, &step, &err));
     CHECK(fabs(step - want) <= 1e-12 * want);
     ir_module_free(m);
     su_buf_free(&err);
