@@ -96,11 +96,13 @@ static bool same_collective(const ir_op *a, const ir_op *b)
  * a reduce_scatter), or v a transpose of an all_reduce's result (t), or a
  * slice over the all_reduce's axes of such a transpose (s: a
  * reduce_scatter of the transposed operand along the slice's dim), each
- * read by nothing else. The sum of the transposed operand is the
+ * read by nothing else; any of them maybe behind a constrain of the same
+ * local type (k: a split over an axis of size 1, which on the local
+ * program changes nothing). The sum of the transposed operand is the
  * transpose of the sum, and its slice over the sum's axes the rank's
  * block of it. */
 typedef struct behind {
-    ir_op *c, *t, *s;
+    ir_op *c, *t, *s, *k;
     ir_opcode code;     /* the collective the add's operand is: c's, or a
                          * reduce_scatter where s */
     int64_t dim;        /* a reduce_scatter's */
@@ -113,6 +115,12 @@ static bool sum_behind(const ir_value *v, const int *uses, behind *b)
 {
     *b = (behind){0};
     ir_op *op = v->def;
+    if (op && op->code == IR_CONSTRAIN && op->nin == 1 && op->nres == 1 && uses[v->id] == 1 &&
+        ir_type_eq(&op->in[0]->type, &v->type)) {
+        b->k = op;
+        v = op->in[0];
+        op = v->def;
+    }
     if (op && op->code == IR_SLICE && op->nin == 1 && uses[v->id] == 1) {
         b->s = op;
         op = op->in[0]->def;
@@ -686,7 +694,12 @@ static bool through_transpose(const ir_op *op, const int *uses, behind *b)
         if (!sum_behind(op->in[k], uses, &b[k]))
             return false;
     const ir_op *c0 = b[0].c, *c1 = b[1].c;
-    return (b[0].t || b[1].t) && c0 != c1 && b[0].code == b[1].code && b[0].dim == b[1].dim &&
+    /* behind a constrain both, of one sharding (the add's), or neither */
+    if (!b[0].k != !b[1].k ||
+        (b[0].k && (!ir_sharding_eq(&b[0].k->in[0]->sh, &b[1].k->in[0]->sh, b[0].type.rank) ||
+                    b[0].k->in[0]->sh.partial != b[1].k->in[0]->sh.partial)))
+        return false;
+    return (b[0].t || b[1].t || b[0].k) && c0 != c1 && b[0].code == b[1].code && b[0].dim == b[1].dim &&
            c0->a->naxes == c1->a->naxes && !memcmp(c0->a->axes, c1->a->axes, (size_t)c0->a->naxes) &&
            c0->a->reduce == c1->a->reduce && ir_type_eq(&b[0].type, &b[1].type) &&
            ir_sharding_eq(&b[0].sh, &b[1].sh, b[0].type.rank) &&
@@ -773,6 +786,8 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
                 }
                 if (bh[k].s)
                     dead[bh[k].s->res[0]->id] = true;
+                if (bh[k].k)
+                    dead[bh[k].k->res[0]->id] = true;
                 dead[bh[k].c->res[0]->id] = true;
             }
             ir_op *sum = place(out, &nout, ir_append(m, op->code, in, 2, &(ir_attrs){0},
@@ -781,9 +796,17 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
             ir_attrs ca = {.dim = bh[0].dim, .naxes = bh[0].c->a->naxes,
                            .reduce = bh[0].c->a->reduce};
             memcpy(ca.axes, bh[0].c->a->axes, (size_t)ca.naxes);
-            op->code = bh[0].code;
+            ir_value *x = sum->res[0];
+            if (bh[0].k) { /* the collective, then the constrain */
+                ir_op *c = place(out, &nout, ir_append(m, bh[0].code, &x, 1, &ca,
+                                                       &op->res[0]->type), op);
+                c->res[0]->sh = bh[0].k->in[0]->sh;
+                x = c->res[0];
+                ca = *bh[0].k->a;
+            }
+            op->code = bh[0].k ? IR_CONSTRAIN : bh[0].code;
             op->nin = 1;
-            op->in[0] = sum->res[0];
+            op->in[0] = x;
             ir_op_set_attrs(m, op, &ca);
             what = su_sprintf(&m->arena, "'%s' of two partial sums, one transposed, added "
                               "before one %s in place of one for each",

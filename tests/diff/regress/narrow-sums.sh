@@ -6,9 +6,12 @@
 # reduce_scatter (the head's gradient under ZeRO, its columns over dp,
 # behind a transpose), and a slice over (tp, dp) a reduce_scatter over dp
 # of the rows over tp; then each table's two gradients, the head's
-# transposed, are added before one sum (in the gradients' bucket)
+# transposed, are added before one sum (in the gradients' bucket); on
+# 4x1, where tp is 1 and each table's gradient reaches its add through a
+# constrain that changes nothing on a rank, the same
 # diff-mesh: 2x2
 # diff-mesh: 2x4
+# diff-mesh: 4x1
 # diff-variant: --zero 1
 # diff-variant: --zero 3
 # diff-ids: tokens 32
