@@ -218,18 +218,25 @@ static ir_value *gathered_from(const ir_value *x, int d, const ir_attrs *a,
     return g->in[0];
 }
 
+/* Array *v of n elements of size each, with room for one more: twice
+ * *cap (at least first) in the module's arena when full (nothing to free). */
+static void room_for_one(narrow *N, void **v, int n, int *cap, size_t size, int first)
+{
+    if (n < *cap)
+        return;
+    int c = *cap ? 2 * *cap : first;
+    void *a = su_alloc(&N->m->arena, (size_t)c * size);
+    if (n)
+        memcpy(a, *v, (size_t)n * size);
+    *v = a;
+    *cap = c;
+}
+
 static void put(narrow *N, ir_op *op)
 {
     if (N->at >= 0) { /* not in out: never narrowed again, nor read as a slice
                        * made before (made stays -1) */
-        if (N->nearly == N->capearly) { /* in the module's arena */
-            int cap = N->capearly ? 2 * N->capearly : 16;
-            void *a = su_alloc(&N->m->arena, (size_t)cap * sizeof *N->early);
-            if (N->nearly)
-                memcpy(a, N->early, (size_t)N->nearly * sizeof *N->early);
-            N->early = a;
-            N->capearly = cap;
-        }
+        room_for_one(N, (void **)&N->early, N->nearly, &N->capearly, sizeof *N->early, 16);
         N->early[N->nearly].op = op;
         N->early[N->nearly++].at = N->at;
         return;
@@ -239,14 +246,7 @@ static void put(narrow *N, ir_op *op)
     su_vec_push(&N->out, N->m->oom, op);
     if (op->code != IR_SLICE || !op->nin)
         return;
-    if (N->nsl == N->capsl) { /* in the module's arena: nothing to free */
-        int cap = N->capsl ? 2 * N->capsl : 256;
-        void *a = su_alloc(&N->m->arena, (size_t)cap * sizeof *N->sl);
-        if (N->nsl)
-            memcpy(a, N->sl, (size_t)N->nsl * sizeof *N->sl);
-        N->sl = a;
-        N->capsl = cap;
-    }
+    room_for_one(N, (void **)&N->sl, N->nsl, &N->capsl, sizeof *N->sl, 256);
     int x = op->in[0]->id;
     N->sl[N->nsl].op = op;
     N->sl[N->nsl].next = N->slices[x];

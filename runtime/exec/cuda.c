@@ -561,18 +561,15 @@ static int run_slice(rt_cuda_rank *r, const rt_instr *in, su_status *err)
 }
 
 /* Whether insert or extract in moves nothing: the value is its columns
- * of a one-row bucket (rt_bucket_view), and an insert's bucket is its
- * result's buffer. */
+ * of a one-row bucket (rt_bucket_view, on the arena's addresses), and an
+ * insert's bucket is its result's buffer. */
 static bool bucket_noop(const rt_cuda_rank *r, const rt_instr *in)
 {
-    const rt_type *b = &in->in_t[0];
-    rt_cu_ptr at = (rt_cu_ptr)in->offset * (rt_cu_ptr)rt_dtype_size(b->dtype);
-    if (b->rank != 2 || b->dim[0] != 1)
-        return false;
+    int64_t out = (int64_t)dev(r, in->out);
     if (in->op == RT_OP_EXTRACT)
-        return dev(r, in->out) == dev(r, in->in[0]) + at;
+        return rt_bucket_view(in, 0, (int64_t)dev(r, in->in[0]), out);
     return in->op == RT_OP_INSERT && dev(r, in->out) == dev(r, in->in[0]) &&
-           dev(r, in->in[1]) == dev(r, in->out) + at;
+           rt_bucket_view(in, 1, (int64_t)dev(r, in->in[1]), out);
 }
 
 /* insert and extract: the value as [R, n/R] in the bucket's columns
