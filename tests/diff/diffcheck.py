@@ -84,8 +84,8 @@ naming build/tests/test_kernel_emulate: a CUDA kernel of the plan on one of
 the meshes, or on its mesh of ones, emulated on the host, differs from the
 CPU backend's instructions beyond its tolerance, or its launch fails),
 ill-conditioned (a mismatch that the program's own conditioning explains:
-run again on its inputs each moved one ulp (and, in a program without
-train, its params), the reference itself moves
+run again on its inputs and its starting params each moved one ulp,
+the reference itself moves
 past the tolerance in every tensor the sharded run does, and the sharded
 run is at most NUDGE_FACTOR times as far from it; tests/diff/README.md).
 A mismatch and an ill-conditioned failure give both distances, in
@@ -183,6 +183,21 @@ def unpipelined(text):
         if re.match(r"\s*pipeline\b", line):
             continue
         out.append(re.sub(r"(\brepeat\b[^{#]*?)\s+over\s+[A-Za-z_][A-Za-z0-9_]*", r"\1", line))
+    return "\n".join(out) + "\n"
+
+
+def untrained(text):
+    """The model without its `train` statement (to the end of its
+    parentheses, which may span lines): the same params, made from the
+    same seed, and no step."""
+    out, depth = [], 0
+    for line in text.splitlines():
+        code = line.split("#", 1)[0]
+        if depth == 0 and not re.match(r"\s*train\b", code):
+            out.append(line)
+            continue
+        depth += code.count("(") - code.count(")")
+        depth = max(depth, 0)
     return "\n".join(out) + "\n"
 
 
@@ -582,7 +597,7 @@ class Checker:
     def conditioning(self, failure, ref, d, train, prec, got):
         """A mismatch beyond the tolerance: the reference runs again, twice,
         on its inputs each moved one unit in the last place (nudge), and
-        without train its params too (saved from a run, read back). When
+        its params as they start too (starting_params). When
         that alone moves the reference past the tolerance, the program is
         ill-conditioned there: if every tensor the sharded run has past the
         tolerance is at most NUDGE_FACTOR times as far from the reference
@@ -591,21 +606,14 @@ class Checker:
         wrong one), else still a mismatch; either way its detail gives
         both distances, in tolerances."""
         if "nudged" not in ref:
-            # a program without train: its params, made from the seed, are
-            # moved too (saved from a run of the reference, read back
-            # moved), so that one whose only inputs are ids is probed as
-            # well (gen.py seed 2773995: a bf16 sum over a split axis, then
-            # a layernorm over 4 features); a training program's params are
-            # saved after its steps, not as they start, and are not moved
-            params0 = None
-            if not train:
-                params0 = os.path.join(self.work, "seeded.params.st")
-                p, cmd, _, _ = self.run_plan(ref["plan"], ref["ones"], "seeded", d, train,
-                                             ref["inputs"], steps=1,
-                                             extra=("--save-params", params0))
-                check_status(p, "shardrun reference, its params saved", cmd)
-                if not any(dt in ("F32", "F16", "BF16") for dt, _, _ in st_read(params0).values()):
-                    params0 = None
+            # its params, made from the seed, are moved too (saved as they
+            # start, read back moved), so that a program whose only inputs
+            # are ids is probed as well (gen.py seed 2773995: a bf16 sum over
+            # a split axis, then a layernorm over 4 features), and a
+            # training program through every layer's weights, not its
+            # inputs alone (gen.py seed 2946947: 5 layers of a bf16 matmul
+            # then an rmsnorm over 4 features)
+            params0 = self.starting_params(ref, d, train)
             if not ref["inputs"] and not params0:
                 raise failure  # nothing the reference reads to move
             ref["nudged"] = []
@@ -642,6 +650,44 @@ class Checker:
         if ill_conditioned(worst):
             raise Failure("ill-conditioned", f"{failure.detail} ({figures})")
         raise Failure("mismatch", f"{failure.detail} ({figures})")
+
+    def starting_params(self, ref, d, train):
+        """The reference's params as they start, saved by a run of one step
+        (of the model without its `train` statement, for a training
+        program), or None where there is no float param to move. A training
+        program's are used only where the reference, started from them as
+        read back, ends with the same bits as it does from the seed (a
+        param read back is the param's dtype, where a 16-bit param's f32
+        master may have been made from the seed at f32); where that model
+        does not compile or run, the params are not moved."""
+        params0 = os.path.join(self.work, "seeded.params.st")
+        if not train:
+            p, cmd, _, _ = self.run_plan(ref["plan"], ref["ones"], "seeded", d, train,
+                                         ref["inputs"], steps=1,
+                                         extra=("--save-params", params0))
+            check_status(p, "shardrun reference, its params saved", cmd)
+        else:
+            with open(ref["model"]) as f:
+                text = f.read()
+            model = os.path.join(self.work, "untrained_" + os.path.basename(ref["model"]))
+            with open(model, "w") as f:
+                f.write(untrained(text))
+            plan = os.path.join(self.work, "untrained.plan")
+            p, _ = self.compile(model, ref["ones"], plan)
+            if p.returncode != 0:
+                return None
+            p, _, _, _ = self.run_plan(plan, ref["ones"], "seeded", d, False, ref["inputs"],
+                                       steps=1, extra=("--save-params", params0))
+            if p.returncode != 0:
+                return None
+            p, cmd, out, params = self.run_plan(ref["plan"], ref["ones"], "started", d, train,
+                                                ref["inputs"], extra=("--params", params0))
+            check_status(p, "shardrun reference, started from its saved params", cmd)
+            if st_read(out) != ref["out"] or st_read(params) != ref["params"]:
+                return None
+        if not any(dt in ("F32", "F16", "BF16") for dt, _, _ in st_read(params0).values()):
+            return None
+        return params0
 
     def check_repeat(self, plan, mesh, d, train, ref, what, out, params):
         """DIFF_REPEAT: the sharded plan run again, the same way (under
@@ -712,7 +758,7 @@ class Checker:
             inputs = os.path.join(self.work, f"inputs{ones}.st")
             make_inputs(inputs, input_specs(p2.stdout), d["ids"], seed,
                         total_steps(d, train) if d["inputs"] == "batches" else None)
-        ref = {"inputs": inputs, "plan": plan, "ones": ones}
+        ref = {"inputs": inputs, "plan": plan, "ones": ones, "model": model}
         if d["error"] is not None:
             return ref
         p, cmd, out, params = self.run_plan(plan, ones, f"ref{ones}", d, train, inputs)

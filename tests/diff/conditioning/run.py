@@ -23,7 +23,12 @@ from it. Checked here:
   reference (a fraction of a tolerance there), and is a mismatch: the
   bf16 sum over a split axis rounded before its all-reduce and again
   after it, then a layernorm over 4 features (a known difference, gen.py
-  seed 2773995).
+  seed 2773995);
+- ill-train.sh, a bf16 training program, is ill-conditioned only through
+  its starting params (saved from the model without `train`, read back
+  moved): 1 ulp of its inputs alone keeps its reference within the
+  tolerance; with its sharded params moved 50 tolerances it is a mismatch
+  (gen.py seed 2946947).
 Reads SHARDC and SHARDRUN, as diffcheck.py does.
 """
 import math
@@ -116,7 +121,9 @@ def test_rule():
 
 WRAPPER = '''#!/usr/bin/env python3
 # shardrun as a wrong plan would run: the sharded run's (more than one
-# rank) first f32 param moved COND_TOLERANCES tolerances at element 0
+# rank) first float param (not an optimizer state) moved COND_TOLERANCES
+# tolerances of the program's precision COND_PREC (a trained param's rtol and
+# atol, one number for both) at element 0
 import os, subprocess, sys
 sys.path.insert(0, {tools!r})
 from st_io import st_read, st_write
@@ -125,10 +132,12 @@ rc = subprocess.call([{shardrun!r}] + args)
 if rc == 0 and "--save-params" in args and args[args.index("--ranks") + 1] != "1":
     path = args[args.index("--save-params") + 1]
     t = st_read(path)
-    name = next(n for n in t if t[n][0] == "F32")
+    tol = {{"f32": 1e-4, "f16": 1e-2, "bf16": 4e-2}}[os.environ.get("COND_PREC", "f32")]
+    name = next(n for n in t if t[n][0] in ("F32", "F16", "BF16")
+                and not n.startswith(("opt.", "rng.")))
     dt, shape, v = t[name]
     scale = max([1.0] + [abs(x) for x in v])
-    v[0] += float(os.environ["COND_TOLERANCES"]) * (1e-4 * scale + 1e-4 * abs(v[0]))
+    v[0] += float(os.environ["COND_TOLERANCES"]) * tol * (scale + abs(v[0]))
     if os.environ.get("COND_DROP"):  # the last tensor left out
         del t[list(t)[-1]]
     st_write(path, [(n, d, s, x) for n, (d, s, x) in t.items()])
@@ -136,8 +145,8 @@ sys.exit(rc)
 '''
 
 
-def diffcheck_run(model, shardrun, moved=None, drop=False):
-    env = dict(os.environ, SHARDRUN=shardrun)
+def diffcheck_run(model, shardrun, moved=None, drop=False, prec="f32"):
+    env = dict(os.environ, SHARDRUN=shardrun, COND_PREC=prec)
     if drop:
         env["COND_DROP"] = "1"
     if moved is not None:
@@ -173,6 +182,13 @@ def test_models(tmp):
     m = re.search(r"the reference on inputs and params moved 1 ulp ([0-9.e+-]+)", out)
     check(rc == 1 and out.startswith("FAIL mismatch:") and m and float(m.group(1)) > 0.0,
           f"ill-params.sh: its params moved, the reference moves, a mismatch: {rc} {out[:300]}")
+    rc, out = diffcheck_run("ill-train.sh", shardrun)
+    check(rc == 1 and out.startswith("FAIL ill-conditioned:") and
+          "the reference on inputs and params moved 1 ulp" in out,
+          f"ill-train.sh is ill-conditioned through its params: {rc} {out[:300]}")
+    rc, out = diffcheck_run("ill-train.sh", wrapper, 50, prec="bf16")
+    check(rc == 1 and out.startswith("FAIL mismatch:") and "'layers.0.blk5.w2'" in out,
+          f"ill-train.sh moved 50 tolerances is a mismatch: {rc} {out[:300]}")
 
 
 def main():
