@@ -48,7 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TEMPLATE = 2 }; /* the microbatch a middle one is copied from */
+enum { TEMPLATE = PASS_HELD_TEMPLATE }; /* the microbatch a middle one is copied from */
 
 /* Each op's stamp and its place among the ops of that stamp: the ops of
  * stamp (task, mb) in program order, op indices seq[start[k] .. start[k +
@@ -210,6 +210,7 @@ static int *def_indices(const ir_module *m)
 
 typedef struct share {
     ir_module *m;
+    bool held;           /* split held: placeholders for middle tasks (placeholder) */
     stamps S;
     int *at;             /* [next_id]: the index of the op that makes each value (-1: none) */
     ir_op **out;         /* take_out's new op list (malloc'd) */
@@ -247,18 +248,30 @@ static bool attrs_alike(const ir_op *x, const ir_op *t, const ir_op *t1, int j)
     return !memcmp(&a, &b, sizeof a); /* interned copies: zero padding */
 }
 
-/* Whether operand y of an op of microbatch j is to operand z of its
+/* Whether op is a middle microbatch's task held by the split
+ * (pass_pipeline_split_held): an `instances` op of no run yet. */
+static bool placeholder(const ir_op *op)
+{
+    return op->code == IR_INSTANCES && op->a->tag < 0;
+}
+
+/* Whether operand y of op x of microbatch j is to operand z of its
  * template (microbatch 2's) what the copy makes of it: the same value
  * made once, or the value of the same place of microbatch j where z is
- * microbatch 2's, of microbatch j - 1 where z is microbatch 1's. */
-static bool operand_alike(const share *H, const ir_value *y, const ir_value *z, int j)
+ * microbatch 2's, of microbatch j - 1 where z is microbatch 1's. In a
+ * split held, a middle microbatch's send reads microbatch 2's value in
+ * place of its own (which its held task stands for): microbatch 2's send
+ * reads it too. */
+static bool operand_alike(const share *H, const ir_op *x, const ir_value *y, const ir_value *z,
+                          int j)
 {
     const stamps *S = &H->S;
     int iy = index_of(H, y), iz = index_of(H, z);
     if (iy < 0 || iz < 0)
         return false;
     if (y == z)
-        return S->task[iz] == 0;
+        return S->task[iz] == 0 ||
+               (H->held && x->code == IR_SEND && S->task[iz] > 0 && S->mb[iz] == TEMPLATE);
     if (y->res != z->res || S->task[iy] == 0 || S->task[iy] != S->task[iz] ||
         S->pos[iy] != S->pos[iz])
         return false;
@@ -280,7 +293,7 @@ static bool op_alike(const share *H, const ir_op *x, const ir_op *t, const ir_op
             return false;
     }
     for (int k = 0; k < x->nin; k++)
-        if (!operand_alike(H, x->in[k], t->in[k], j))
+        if (!operand_alike(H, x, x->in[k], t->in[k], j))
             return false;
     return true;
 }
@@ -297,6 +310,12 @@ static bool all_alike(const share *H)
         int n = seq_len(S, k2);
         for (int j = TEMPLATE + 1; j < S->M - 1; j++) {
             int kj = stamp_key(S, task, j);
+            if (!in_pieces(S, task) && seq_len(S, kj) == 1 && placeholder(seq_op(m, S, kj, 0))) {
+                /* held by the split: microbatch 2's instance, by construction */
+                if (seq_len(S, k1) != n)
+                    return false;
+                continue;
+            }
             if (seq_len(S, kj) != n || (n && seq_len(S, k1) != n))
                 return false;
             /* a task's instance lies in one piece, whole: a pass may add
@@ -438,12 +457,20 @@ static void share_work(void *arg)
     take_out(H);
 }
 
+bool pass_instances_placeholders(const ir_module *m)
+{
+    for (int i = 0; i < m->ops.n; i++)
+        if (placeholder(IR_OP(m, i)))
+            return true;
+    return false;
+}
+
 bool pass_share_instances(ir_module *m)
 {
     int M = m->pipe.microbatches;
     if (m->stage < 0 || m->shared || M < TEMPLATE + 3)
         return false;
-    share H = {.m = m, .at = def_indices(m)};
+    share H = {.m = m, .at = def_indices(m), .held = pass_instances_placeholders(m)};
     if (!H.at || !stamps_make(m, M, -1, &H.S)) {
         free(H.at);
         su_oom(m->oom);

@@ -184,9 +184,23 @@ static pass_status pipeline_split(run *u)
     ir_module *m = r->part ? r->part : r->m;
     if (m->pipe.axis < 0)
         return PASS_OK;
-    if (!pass_pipeline_split(m, &r->pipe, u->err, u->at))
+    bool held = !u->o->unshared;
+    if (!pass_pipeline_split_held(m, &r->pipe, u->err, u->at, &held))
         return PASS_ERR_INPUT;
-    return u->o->unshared ? PASS_OK : share_instances(u);
+    if (u->o->unshared)
+        return PASS_OK;
+    pass_status st = share_instances(u);
+    for (int s = 0; st == PASS_OK && held && s < r->pipe.nstages; s++)
+        if (pass_instances_placeholders(r->pipe.stage[s])) {
+            /* a stage held by the split that the proof refused (never
+             * seen): the split again, every microbatch made */
+            pass_pipeline_free(&r->pipe);
+            held = false;
+            if (!pass_pipeline_split_held(m, &r->pipe, u->err, u->at, &held))
+                return PASS_ERR_INPUT;
+            st = share_instances(u);
+        }
+    return st;
 }
 
 /* fuse and memplan keep one entry per stage. */

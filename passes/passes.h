@@ -186,6 +186,8 @@ typedef struct pass_pipeline {
     double bubble;
     int nshared;            /* the stages whose middle microbatches were held once
                              * from the split to the verifier (instances.c) */
+    bool split_held;        /* the split made the middle microbatches' tasks as
+                             * placeholders (pass_pipeline_split_held) */
     int nreps;              /* the pipelined repeat's repetitions */
     int *first_rep;         /* [nstages * chunks + 1]: chunk c runs repetitions
                              * first_rep[c] .. first_rep[c + 1] - 1 (chunk c on stage
@@ -196,6 +198,19 @@ typedef struct pass_pipeline {
  * that mixes batch rows, a param shared by stages, ...), and in *at the
  * place in the source at fault (line 0: none known). */
 bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err, su_loc *at);
+/* The same, with *held: each stage's middle microbatches' tasks (3 .. M -
+ * 2, PASS_HELD_TEMPLATE + 1 on) made as placeholders (an `instances` op of
+ * no run, the task's stamp) for pass_share_instances to take as copies of
+ * microbatch 2's, their sends and receives made as they are unheld (the
+ * sends reading microbatch 2's values); *held false after it where the
+ * split was made unheld (it was not asked, or a stage reads a middle
+ * microbatch's value otherwise than by its sends: an output of its rows,
+ * an op made once from every microbatch's). */
+bool pass_pipeline_split_held(const ir_module *m, pass_pipeline *out, su_buf *err, su_loc *at,
+                              bool *held);
+/* The microbatch whose instance of a task a middle microbatch's is held
+ * as (instances.c). */
+enum { PASS_HELD_TEMPLATE = 2 };
 void pass_pipeline_free(pass_pipeline *pp);
 /* Runs the stages' programs together and proves that every recv gets the
  * message (tag and type) its stage expects and that no stage waits forever,
@@ -214,6 +229,10 @@ bool pass_verify_p2p(ir_module *const *stage, int n, su_buf *err);
  * matmul-parts and the verifier's per-stage checks run on such a
  * program; every other pass reads the program expanded. */
 bool pass_share_instances(ir_module *m);
+/* Whether m holds a placeholder of a held split (pass_pipeline_split_held)
+ * that pass_share_instances did not take out (its proof failed there): the
+ * split is to be made again unheld. */
+bool pass_instances_placeholders(const ir_module *m);
 /* Puts the middle microbatches back (m->shared then NULL), each a copy of
  * microbatch 2's ops as the passes left them: the program the passes
  * would have made of the unrolled one. Nothing to do without m->shared.

@@ -105,6 +105,11 @@ typedef struct st {
                          * what is made once (an input read whole, a value's slice
                          * that every microbatch reads) */
     bool failed;
+    bool held;          /* a middle microbatch's task (3 .. M - 2) is one placeholder
+                         * op, not its ops (held_task) */
+    bool held_miss;     /* something other than a middle microbatch's sends read one
+                         * of its values, which held_task does not make: the split
+                         * is made again without placeholders */
     su_ptrmap attrs;    /* the source's attributes as dst's (each interned once),
                          * by the source's pointer, in dst's arena */
 } st;
@@ -128,6 +133,12 @@ static ir_value **mb_at(st *S, int id, int j)
 static ir_value *mb_get(const st *S, int id, int j)
 {
     return S->mb[id] ? S->mb[id][j] : NULL;
+}
+
+/* Whether microbatch j's tasks are placeholders here (st.held). */
+static bool held_mb(const st *S, int j)
+{
+    return S->held && j > PASS_HELD_TEMPLATE && j < S->L->M - 1;
 }
 
 static ir_type mb_type(const pl *L, const ir_value *v)
@@ -395,6 +406,10 @@ static ir_value *get(st *S, const ir_value *v, int j)
             read_forward(S, v, S->reader);
         return S->pre[id];
     case K_MB: {
+        if (held_mb(S, j)) { /* not made: the split is made again unheld */
+            S->held_miss = true;
+            j = PASS_HELD_TEMPLATE;
+        }
         ir_value **slot = mb_at(S, id, j);
         if (!*slot && L->floating[id])
             *slot = emit_mb(S, v->def, j);
@@ -576,12 +591,36 @@ static void recv_task(st *S, const pass_task *t)
     S->task = S->cur_mb = 0;
 }
 
+/* A middle microbatch's task held: one placeholder op with the task's
+ * stamp (an `instances` op of no run yet), which pass_share_instances
+ * takes as microbatch 2's instance of the task, copied (DESIGN.md §3,
+ * pass 6); its contributions to the sums over microbatches are counted,
+ * their adds being microbatch 2's: the last microbatch adds to microbatch
+ * 2's sums, as pass_share_instances points it there. */
+static void held_task(st *S, const pass_task *t, int first, int end)
+{
+    pl *L = S->L;
+    ir_op *d = ir_append_interned(S->dst, IR_INSTANCES, NULL, 0,
+                                  ir_attrs_intern(S->dst, &(ir_attrs){.tag = -1}), NULL);
+    d->task = 1 + task_kind(t->chunk, t->forward);
+    d->mb = t->mb;
+    for (int q = first; q < end; q++) {
+        int id = IR_OP(L->m, L->task_op[q])->res[0]->id;
+        if (L->kind[id] == K_ACC)
+            S->nacc[id]++;
+    }
+}
+
 static bool compute_task(st *S, const pass_task *t)
 {
     pl *L = S->L;
     const ir_module *m = L->m;
     int j = t->mb, first, end;
     task_ops(L, t, &first, &end);
+    if (held_mb(S, j)) {
+        held_task(S, t, first, end);
+        return true;
+    }
     S->task = 1 + task_kind(t->chunk, t->forward);
     S->cur_mb = j;
     /* a loss's contribution is added in after the task's ops, which never
@@ -636,7 +675,14 @@ static void send_task(st *S, const pass_task *t)
         S->cur_mb = j;
         for (int s = 0; s < L->P; s++)
             if (L->to[id] & (1ull << s)) {
-                ir_value *x = mb_get(S, id, j);
+                /* a middle microbatch's held: microbatch 2's value stands
+                 * for its own (the send is taken out as a copy of
+                 * microbatch 2's, pass_share_instances) */
+                ir_value *x = mb_get(S, id, held_mb(S, j) ? PASS_HELD_TEMPLATE : j);
+                if (!x && held_mb(S, j)) {
+                    S->held_miss = true; /* the split is made again unheld */
+                    continue;
+                }
                 ir_attrs a = {.peer = s, .tag = tag_of(L, id, j)};
                 append(S, op, IR_SEND, &x, 1, &a, NULL, NULL);
             }
@@ -899,16 +945,21 @@ static ir_value *gather_mb(st *S, const ir_value *v)
 }
 
 /* Whether stage S made v (every microbatch of it). */
-static bool made(const st *S, const ir_value *v)
+static bool made(st *S, const ir_value *v)
 {
     const pl *L = S->L;
     if (L->kind[v->id] == K_PRE)
         return S->pre[v->id] != NULL;
     if (L->kind[v->id] != K_MB)
         return S->step[v->id] != NULL;
-    for (int j = 0; j < L->M; j++)
+    for (int j = 0; j < L->M; j++) {
+        if (held_mb(S, j)) { /* not made: the split is made again unheld */
+            S->held_miss = true;
+            continue;
+        }
         if (!mb_get(S, v->id, j))
             return false;
+    }
     return true;
 }
 
@@ -1414,6 +1465,7 @@ typedef struct split_run {
     st *S;                  /* [L.P] */
     su_loc *at_of;          /* [L.P]: where stage s's tasks failed */
     su_vec tasks;
+    bool held;              /* a middle microbatch's tasks placeholders (st.held) */
     bool ok;
 } split_run;
 
@@ -1453,6 +1505,19 @@ static bool stages_tasks(split_run *r)
     return false;
 }
 
+/* Whether a stage read a middle microbatch's value that its held tasks do
+ * not make (st.held_miss): then the split stops, to be made again unheld
+ * (r->held false). */
+static bool held_missed(split_run *r)
+{
+    for (int s = 0; r->held && s < r->L.P; s++)
+        if (r->S[s].held_miss) {
+            r->held = false;
+            return true;
+        }
+    return false;
+}
+
 static void split(void *arg)
 {
     split_run *r = arg;
@@ -1473,6 +1538,7 @@ static void split(void *arg)
     st *S = r->S = su_alloc(&L->ar, (size_t)L->P * sizeof *S);
     for (int s = 0; s < L->P; s++) {
         init_stage(L, &S[s], s);
+        S[s].held = r->held && L->M >= PASS_HELD_TEMPLATE + 3 && !m->pipe.unroll;
         out->stage[s] = S[s].dst;
         pass_pl_schedule(L, s, train, &r->tasks, m->oom, &out->arena);
         out->ntasks[s] = r->tasks.n;
@@ -1481,10 +1547,14 @@ static void split(void *arg)
         memcpy(out->task[s], r->tasks.v, (size_t)r->tasks.n * sizeof(pass_task *));
         r->tasks.n = 0;
     }
-    ok = ok && stages_tasks(r) && run_post(L, S) && order_p2p(L, S);
+    ok = ok && stages_tasks(r) && !held_missed(r) && run_post(L, S) && !held_missed(r) &&
+         order_p2p(L, S);
     /* the outputs first: an update then sees every stage that reads its param */
-    ok = ok && outputs(L, S) && updates(L, S) && keep_unread(L, S) && exchange(L, S);
+    ok = ok && outputs(L, S) && updates(L, S) && keep_unread(L, S) && exchange(L, S) &&
+         !held_missed(r);
     if (ok) {
+        for (int s = 0; s < L->P; s++)
+            out->split_held = out->split_held || S[s].held;
         out->bubble = pass_pl_bubble(L, out, train);
         out->nreps = L->L;
         out->first_rep = su_alloc(&out->arena, (size_t)(L->C + 1) * sizeof *out->first_rep);
@@ -1499,13 +1569,37 @@ static void split(void *arg)
 
 bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err, su_loc *at)
 {
+    bool held = false;
+    return pass_pipeline_split_held(m, out, err, at, &held);
+}
+
+static bool split_once(const ir_module *m, pass_pipeline *out, su_buf *err, su_loc *at,
+                       bool *held);
+
+bool pass_pipeline_split_held(const ir_module *m, pass_pipeline *out, su_buf *err, su_loc *at,
+                              bool *held)
+{
+    bool asked = *held;
+    if (split_once(m, out, err, at, held))
+        return true;
+    if (asked && !*held) /* a stage read what held tasks do not make */
+        return split_once(m, out, err, at, held);
+    return false;
+}
+
+/* The split, held where *held says (and the stages allow), *held then
+ * false when a stage read a middle microbatch's value that held tasks do
+ * not make (the split failed: to be made again unheld). */
+static bool split_once(const ir_module *m, pass_pipeline *out, su_buf *err, su_loc *at,
+                       bool *held)
+{
     *out = (pass_pipeline){0};
     *at = (su_loc){0, 0};
     if (!m->partitioned || m->pipe.axis < 0 || m->stage >= 0) {
         su_buf_puts(err, "the pipeline split needs a partitioned module with a pipeline");
         return false;
     }
-    split_run r = {.m = m, .out = out, .err = err, .at = at};
+    split_run r = {.m = m, .out = out, .err = err, .at = at, .held = *held};
     bool done = su_guarded(m->oom, split, &r);
     su_vec_free(&r.tasks);
     for (int s = 0; r.S && s < r.L.P; s++) { /* order_p2p frees them; not on an earlier failure */
@@ -1518,5 +1612,6 @@ bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err, su
         su_oom(m->oom); /* out is the caller's to free */
     if (!r.ok)
         pass_pipeline_free(out);
+    *held = r.held;
     return r.ok;
 }
