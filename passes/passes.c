@@ -184,21 +184,20 @@ static pass_status pipeline_split(run *u)
     ir_module *m = r->part ? r->part : r->m;
     if (m->pipe.axis < 0)
         return PASS_OK;
-    bool held = !u->o->unshared;
-    if (!pass_pipeline_split_held(m, &r->pipe, u->err, u->at, &held))
+    if (!pass_pipeline_split_held(m, &r->pipe, u->err, u->at, !u->o->unshared))
         return PASS_ERR_INPUT;
     if (u->o->unshared)
         return PASS_OK;
     pass_status st = share_instances(u);
-    for (int s = 0; st == PASS_OK && held && s < r->pipe.nstages; s++)
+    for (int s = 0; st == PASS_OK && s < r->pipe.nstages; s++)
         if (pass_instances_placeholders(r->pipe.stage[s])) {
             /* a stage held by the split that the proof refused (never
              * seen): the split again, every microbatch made */
             pass_pipeline_free(&r->pipe);
-            held = false;
-            if (!pass_pipeline_split_held(m, &r->pipe, u->err, u->at, &held))
+            if (!pass_pipeline_split_held(m, &r->pipe, u->err, u->at, false))
                 return PASS_ERR_INPUT;
             st = share_instances(u);
+            break;
         }
     return st;
 }

@@ -186,8 +186,8 @@ typedef struct pass_pipeline {
     double bubble;
     int nshared;            /* the stages whose middle microbatches were held once
                              * from the split to the verifier (instances.c) */
-    bool split_held;        /* the split made the middle microbatches' tasks as
-                             * placeholders (pass_pipeline_split_held) */
+    int nsplit_held;        /* the stages whose middle microbatches' tasks the split
+                             * made as placeholders (pass_pipeline_split_held) */
     int nreps;              /* the pipelined repeat's repetitions */
     int *first_rep;         /* [nstages * chunks + 1]: chunk c runs repetitions
                              * first_rep[c] .. first_rep[c + 1] - 1 (chunk c on stage
@@ -198,16 +198,16 @@ typedef struct pass_pipeline {
  * that mixes batch rows, a param shared by stages, ...), and in *at the
  * place in the source at fault (line 0: none known). */
 bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err, su_loc *at);
-/* The same, with *held: each stage's middle microbatches' tasks (3 .. M -
+/* The same, with held: each stage's middle microbatches' tasks (3 .. M -
  * 2, PASS_HELD_TEMPLATE + 1 on) made as placeholders (an `instances` op of
  * no run, the task's stamp) for pass_share_instances to take as copies of
  * microbatch 2's, their sends and receives made as they are unheld (the
- * sends reading microbatch 2's values); *held false after it where the
- * split was made unheld (it was not asked, or a stage reads a middle
- * microbatch's value otherwise than by its sends: an output of its rows,
- * an op made once from every microbatch's). */
+ * sends reading microbatch 2's values); a stage that reads a middle
+ * microbatch's value otherwise (an output of every microbatch's rows, an
+ * op made once from every microbatch's) is made again unheld, with the
+ * others held (out->nsplit_held counts the stages held). */
 bool pass_pipeline_split_held(const ir_module *m, pass_pipeline *out, su_buf *err, su_loc *at,
-                              bool *held);
+                              bool held);
 /* The microbatch whose instance of a task a middle microbatch's is held
  * as (instances.c). */
 enum { PASS_HELD_TEMPLATE = 2 };

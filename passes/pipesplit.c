@@ -109,7 +109,7 @@ typedef struct st {
                          * op, not its ops (held_task) */
     bool held_miss;     /* something other than a middle microbatch's sends read one
                          * of its values, which held_task does not make: the split
-                         * is made again without placeholders */
+                         * is made again, this stage without placeholders */
     su_ptrmap attrs;    /* the source's attributes as dst's (each interned once),
                          * by the source's pointer, in dst's arena */
 } st;
@@ -406,7 +406,7 @@ static ir_value *get(st *S, const ir_value *v, int j)
             read_forward(S, v, S->reader);
         return S->pre[id];
     case K_MB: {
-        if (held_mb(S, j)) { /* not made: the split is made again unheld */
+        if (held_mb(S, j)) { /* not made: the split is made again, S unheld */
             S->held_miss = true;
             j = PASS_HELD_TEMPLATE;
         }
@@ -680,7 +680,7 @@ static void send_task(st *S, const pass_task *t)
                  * microbatch 2's, pass_share_instances) */
                 ir_value *x = mb_get(S, id, held_mb(S, j) ? PASS_HELD_TEMPLATE : j);
                 if (!x && held_mb(S, j)) {
-                    S->held_miss = true; /* the split is made again unheld */
+                    S->held_miss = true; /* the split is made again, S unheld */
                     continue;
                 }
                 ir_attrs a = {.peer = s, .tag = tag_of(L, id, j)};
@@ -953,7 +953,7 @@ static bool made(st *S, const ir_value *v)
     if (L->kind[v->id] != K_MB)
         return S->step[v->id] != NULL;
     for (int j = 0; j < L->M; j++) {
-        if (held_mb(S, j)) { /* not made: the split is made again unheld */
+        if (held_mb(S, j)) { /* not made: the split is made again, S unheld */
             S->held_miss = true;
             continue;
         }
@@ -1466,6 +1466,8 @@ typedef struct split_run {
     su_loc *at_of;          /* [L.P]: where stage s's tasks failed */
     su_vec tasks;
     bool held;              /* a middle microbatch's tasks placeholders (st.held) */
+    uint8_t *unheld;        /* [L.P]: the stages made unheld all the same */
+    bool missed;            /* a stage read what its held tasks do not make */
     bool ok;
 } split_run;
 
@@ -1506,16 +1508,16 @@ static bool stages_tasks(split_run *r)
 }
 
 /* Whether a stage read a middle microbatch's value that its held tasks do
- * not make (st.held_miss): then the split stops, to be made again unheld
- * (r->held false). */
+ * not make (st.held_miss): then the split stops, to be made again with
+ * those stages unheld (r->unheld). */
 static bool held_missed(split_run *r)
 {
     for (int s = 0; r->held && s < r->L.P; s++)
         if (r->S[s].held_miss) {
-            r->held = false;
-            return true;
+            r->unheld[s] = 1;
+            r->missed = true;
         }
-    return false;
+    return r->missed;
 }
 
 static void split(void *arg)
@@ -1538,7 +1540,8 @@ static void split(void *arg)
     st *S = r->S = su_alloc(&L->ar, (size_t)L->P * sizeof *S);
     for (int s = 0; s < L->P; s++) {
         init_stage(L, &S[s], s);
-        S[s].held = r->held && L->M >= PASS_HELD_TEMPLATE + 3 && !m->pipe.unroll;
+        S[s].held = r->held && !r->unheld[s] && L->M >= PASS_HELD_TEMPLATE + 3 &&
+                    !m->pipe.unroll;
         out->stage[s] = S[s].dst;
         pass_pl_schedule(L, s, train, &r->tasks, m->oom, &out->arena);
         out->ntasks[s] = r->tasks.n;
@@ -1554,7 +1557,7 @@ static void split(void *arg)
          !held_missed(r);
     if (ok) {
         for (int s = 0; s < L->P; s++)
-            out->split_held = out->split_held || S[s].held;
+            out->nsplit_held += S[s].held;
         out->bubble = pass_pl_bubble(L, out, train);
         out->nreps = L->L;
         out->first_rep = su_alloc(&out->arena, (size_t)(L->C + 1) * sizeof *out->first_rep);
@@ -1569,37 +1572,44 @@ static void split(void *arg)
 
 bool pass_pipeline_split(const ir_module *m, pass_pipeline *out, su_buf *err, su_loc *at)
 {
-    bool held = false;
-    return pass_pipeline_split_held(m, out, err, at, &held);
+    return pass_pipeline_split_held(m, out, err, at, false);
 }
 
 static bool split_once(const ir_module *m, pass_pipeline *out, su_buf *err, su_loc *at,
-                       bool *held);
+                       bool held, uint8_t *unheld, bool *missed, bool *oom);
 
 bool pass_pipeline_split_held(const ir_module *m, pass_pipeline *out, su_buf *err, su_loc *at,
-                              bool *held)
+                              bool held)
 {
-    bool asked = *held;
-    if (split_once(m, out, err, at, held))
-        return true;
-    if (asked && !*held) /* a stage read what held tasks do not make */
-        return split_once(m, out, err, at, held);
-    return false;
+    /* [the stages]: setup's L->P */
+    int64_t P = m->pipe.axis >= 0 && m->pipe.axis < m->mesh.naxes ? m->mesh.size[m->pipe.axis] : 1;
+    uint8_t *unheld = su_xmalloc(m->oom, (size_t)(P > 0 ? P : 1));
+    memset(unheld, 0, (size_t)(P > 0 ? P : 1));
+    /* each try that misses makes one stage more unheld */
+    bool ok = false, missed = true, oom = false;
+    for (int64_t k = 0; k <= P && missed && !oom; k++)
+        ok = split_once(m, out, err, at, held, unheld, &missed, &oom);
+    free(unheld);
+    if (oom)
+        su_oom(m->oom); /* out is the caller's to free */
+    return ok;
 }
 
-/* The split, held where *held says (and the stages allow), *held then
- * false when a stage read a middle microbatch's value that held tasks do
- * not make (the split failed: to be made again unheld). */
+/* The split, its stages held (but those unheld says) where held says and
+ * the stages allow; false with *missed where a stage read a middle
+ * microbatch's value that held tasks do not make, that stage then marked
+ * in unheld (to be made again). */
 static bool split_once(const ir_module *m, pass_pipeline *out, su_buf *err, su_loc *at,
-                       bool *held)
+                       bool held, uint8_t *unheld, bool *missed, bool *oom)
 {
+    *missed = false;
     *out = (pass_pipeline){0};
     *at = (su_loc){0, 0};
     if (!m->partitioned || m->pipe.axis < 0 || m->stage >= 0) {
         su_buf_puts(err, "the pipeline split needs a partitioned module with a pipeline");
         return false;
     }
-    split_run r = {.m = m, .out = out, .err = err, .at = at, .held = *held};
+    split_run r = {.m = m, .out = out, .err = err, .at = at, .held = held, .unheld = unheld};
     bool done = su_guarded(m->oom, split, &r);
     su_vec_free(&r.tasks);
     for (int s = 0; r.S && s < r.L.P; s++) { /* order_p2p frees them; not on an earlier failure */
@@ -1608,10 +1618,12 @@ static bool split_once(const ir_module *m, pass_pipeline *out, su_buf *err, su_l
             r.S[s].dst->oom = r.S[s].dst->arena.oom = m->oom;
     }
     su_arena_free(&r.L.ar);
-    if (!done)
-        su_oom(m->oom); /* out is the caller's to free */
+    if (!done) {
+        *oom = true; /* out is the caller's to free */
+        return false;
+    }
     if (!r.ok)
         pass_pipeline_free(out);
-    *held = r.held;
+    *missed = !r.ok && r.missed;
     return r.ok;
 }
