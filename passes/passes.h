@@ -343,6 +343,14 @@ typedef struct pass_memplan {
      * some op on change cannot end lower than this plan's when that op
      * comes after it (pass_fuse_planned's tries). */
     int64_t top_raised_at;
+    /* The fewest bytes any placement of these buffers and lifetimes can
+     * take: the params' and states', then the most bytes (each aligned to
+     * PASS_MEM_ALIGN) live at one op. arena_bytes less it is what the
+     * placement lost to gaps. */
+    int64_t least_bytes;
+    /* pass_fuse_planned's: the plan without register reuse was not placed,
+     * its least_bytes no fewer than the plan with it took. */
+    bool unplaced_without_reuse;
     su_arena arena;
     su_arena scratch;         /* what making the plan needs (freed once it is
                                * made, by pass_memplan_free after a failure) */

@@ -629,8 +629,12 @@ static void test_stages_at_once(void)
 /* The memory plan with results over their kernels' dead register
  * operands (memplan.c) is kept only where it does not raise the arena:
  * on every stage of several programs, the plan made is no larger than the
- * plan with the choice flipped. */
-static void check_register_reuse(const char *file, const char *mesh, int *off)
+ * plan with the choice flipped, and smaller where it is the plan without
+ * the reuse. No plan takes fewer bytes than its least_bytes, and
+ * pass_fuse_planned does not place the plan without the reuse where, and
+ * only where, its least_bytes is no fewer than the plan with it took
+ * (*unplaced counts those stages). */
+static void check_register_reuse(const char *file, const char *mesh, int *off, int *unplaced)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/examples/%s", check_repo_dir(), file);
@@ -650,7 +654,19 @@ static void check_register_reuse(const char *file, const char *mesh, int *off)
         f->no_register_reuse = !f->no_register_reuse;
         CHECK(pass_plan_memory_fused(st[s], f, &flipped, &e));
         f->no_register_reuse = !f->no_register_reuse;
-        CHECK(prog->res.mp[s].arena_bytes <= flipped.arena_bytes);
+        const pass_memplan *made = &prog->res.mp[s];
+        if (f->no_register_reuse)
+            CHECK(made->arena_bytes < flipped.arena_bytes);
+        else
+            CHECK(made->arena_bytes <= flipped.arena_bytes);
+        CHECK(made->least_bytes > 0 && made->least_bytes <= made->arena_bytes);
+        CHECK(flipped.least_bytes > 0 && flipped.least_bytes <= flipped.arena_bytes);
+        /* the plan without the reuse: flipped, or the one made */
+        const pass_memplan *without = f->no_register_reuse ? made : &flipped;
+        const pass_memplan *with = f->no_register_reuse ? &flipped : made;
+        bool bound = without->least_bytes >= with->arena_bytes;
+        CHECK(made->unplaced_without_reuse == bound);
+        *unplaced += bound;
         *off += f->no_register_reuse;
         pass_memplan_free(&flipped);
         su_buf_free(&e);
@@ -662,12 +678,12 @@ static void check_register_reuse(const char *file, const char *mesh, int *off)
 
 static void test_register_reuse(void)
 {
-    int off = 0;
-    check_register_reuse("transformer.sh", "1x1", &off);
-    check_register_reuse("transformer.sh", "2x2", &off);
-    check_register_reuse("pipeline.sh", "2x2x2", &off);
-    check_register_reuse("moe.sh", "2x2", &off);
-    check_register_reuse("moe.sh", "1x1", &off);
+    int off = 0, unplaced = 0;
+    check_register_reuse("transformer.sh", "1x1", &off, &unplaced);
+    check_register_reuse("transformer.sh", "2x2", &off, &unplaced);
+    check_register_reuse("pipeline.sh", "2x2x2", &off, &unplaced);
+    check_register_reuse("moe.sh", "2x2", &off, &unplaced);
+    check_register_reuse("moe.sh", "1x1", &off, &unplaced);
     CHECK(off >= 1); /* moe.sh's on 1x1 raised its arena with the reuse (pipeline.sh's
                       * stage did, before the norms' gradients were one op each) */
 }
