@@ -81,7 +81,7 @@ typedef struct block {
 
 /* twin_place's set of the offsets tried for a result: a power of two, at
  * least twice TWIN_TRIES (below) */
-#define TWIN_SET 128
+#define TWIN_SET 512
 
 typedef struct planner {
     const ir_module *m;
@@ -287,10 +287,13 @@ static int64_t alloc_block(planner *P, int64_t size)
 /* Takes [off, off + size) when it lies inside one free block: true. */
 static bool take_block(planner *P, int64_t off, int64_t size)
 {
-    int lo = 0, hi = P->nfree; /* the last block starting at or below off */
-    while (hi - lo > 1) {
-        int mid = (lo + hi) / 2;
-        *(P->free[mid].off <= off ? &lo : &hi) = mid;
+    /* the last block starting at or below off (else the first): halving
+     * without a branch to mispredict, as most tries fail */
+    int lo = 0;
+    for (int n = P->nfree; n > 1;) {
+        int half = n / 2;
+        lo = P->free[lo + half].off <= off ? lo + half : lo;
+        n -= half;
     }
     if (!P->nfree || P->free[lo].off > off || off + size > P->free[lo].off + P->free[lo].size)
         return false;
@@ -339,12 +342,24 @@ static void free_block(planner *P, int64_t off, int64_t size)
  * -1): the op at position k of microbatch j's instance makes what the op
  * at position k of microbatch j - d's made, for another microbatch. Per
  * (task, microbatch), its ops in program order. */
+/* An op of an instance, as twin_place reads it for a later microbatch's:
+ * one record, so that a try reads one place, not the op, its buffer and
+ * the buffer's lifetime and place each apart (a deep pipeline's stage
+ * tries dozens of microbatches back for most results). */
+typedef struct twin {
+    int64_t off;         /* its first result's buffer's place once placed (place()), else -1 */
+    int64_t end;         /* that buffer's last op */
+    int64_t size;        /* its bytes, aligned; -1: the first result has no buffer of its
+                          * own starting at the op, which no result takes the place of */
+    int64_t op;          /* the op */
+    int32_t buf;         /* the buffer (-1: none) */
+    uint16_t code;
+} twin;
+
 typedef struct instances {
     int32_t ntask, nmb;  /* 0 when the module has no task */
-    int64_t *start;      /* [ntask * nmb + 1]: each instance's ops in op[] */
-    int64_t *op;         /* and, alike, each op's code and its first result's buffer */
-    uint16_t *code;
-    int32_t *res0;
+    int64_t *start;      /* [ntask * nmb + 1]: each instance's ops in rec[] */
+    twin *rec;           /* per op of each instance, in order */
     int64_t *key;        /* [ops]: the op's instance, -1 none */
     int64_t *pos;        /* [ops]: its position in its instance */
 } instances;
@@ -388,9 +403,7 @@ static void find_instances(const ir_module *m, const pass_memplan *mp, su_arena 
     for (size_t k = 0; k < nkey; k++)
         I->start[k + 1] += I->start[k];
     size_t nin = (size_t)I->start[nkey] + 1;
-    I->op = su_alloc(a, nin * sizeof *I->op);
-    I->code = su_alloc(a, nin * sizeof *I->code);
-    I->res0 = su_alloc(a, nin * sizeof *I->res0);
+    I->rec = su_alloc(a, nin * sizeof *I->rec);
     int64_t *fill = su_alloc(a, (nkey + 1) * sizeof *fill);
     memcpy(fill, I->start, (nkey + 1) * sizeof *fill);
     for (int64_t i = 0; i < n; i++) {
@@ -400,9 +413,11 @@ static void find_instances(const ir_module *m, const pass_memplan *mp, su_arena 
         const ir_op *op = IR_OP(m, i);
         int64_t k = fill[I->key[i]]++;
         I->pos[i] = k - I->start[I->key[i]];
-        I->op[k] = i;
-        I->code[k] = (uint16_t)op->code;
-        I->res0[k] = op->nres ? mp->buf[op->res[0]->id] : -1;
+        int32_t tb = op->nres ? mp->buf[op->res[0]->id] : -1;
+        bool own = tb >= 0 && mp->start[tb] == i && mp->view_of[tb] < 0;
+        I->rec[k] = (twin){.off = -1, .end = own ? mp->end[tb] : -1,
+                           .size = own ? align_up(mp->bytes[tb]) : -1, .op = i, .buf = tb,
+                           .code = (uint16_t)op->code};
     }
 }
 
@@ -420,7 +435,7 @@ static int64_t twin_place(planner *P, const instances *I, const uint8_t *kind, i
         return -1;
     int64_t key = I->key[i], mb = key % I->nmb, pos = I->pos[i];
     int64_t len = I->start[key + 1] - I->start[key];
-    uint16_t code = I->code[I->start[key] + pos];
+    uint16_t code = I->rec[I->start[key] + pos].code;
     if (++P->tried_at == 0) { /* the stamps wrapped: none is current */
         memset(P->tried_stamp, 0, sizeof P->tried_stamp);
         P->tried_at = 1;
@@ -429,19 +444,27 @@ static int64_t twin_place(planner *P, const instances *I, const uint8_t *kind, i
         int64_t k = key - d;
         /* an instance of another length (the first microbatch's backward,
          * which starts the sums) has its ops at other positions */
-        if (I->start[k + 1] - I->start[k] != len || I->code[I->start[k] + pos] != code)
+        if (I->start[k + 1] - I->start[k] != len)
             continue;
-        int64_t t = I->op[I->start[k] + pos];
-        int tb = I->res0[I->start[k] + pos];
-        if (j) {
-            const ir_op *o = IR_OP(P->m, t);
-            tb = o->nres > j ? mp->buf[o->res[j]->id] : -1;
+        const twin *r = &I->rec[I->start[k] + pos];
+        if (r->code != code || r->op >= i)
+            continue;
+        int64_t off, end;
+        if (!j) { /* the record says it all: placed (off >= 0) only where it has size */
+            if (r->off < 0 || r->size != size)
+                continue;
+            off = r->off;
+            end = r->end;
+        } else {
+            const ir_op *o = IR_OP(P->m, r->op);
+            int tb = o->nres > j ? mp->buf[o->res[j]->id] : -1;
+            if (tb < 0 || mp->start[tb] != r->op || mp->view_of[tb] >= 0 ||
+                !(kind[tb] & 0x80) || align_up(mp->bytes[tb]) != size)
+                continue;
+            off = mp->offset[tb];
+            end = mp->end[tb];
         }
-        if (t >= i || tb < 0 || mp->start[tb] != t || mp->view_of[tb] >= 0 ||
-            !(kind[tb] & 0x80) || align_up(mp->bytes[tb]) != size)
-            continue;
-        int64_t off = mp->offset[tb];
-        uint32_t h = (uint32_t)(((uint64_t)off * 0x9E3779B97F4A7C15ull) >> 57) & (TWIN_SET - 1);
+        uint32_t h = (uint32_t)(((uint64_t)off * 0x9E3779B97F4A7C15ull) >> 55) & (TWIN_SET - 1);
         while (P->tried_stamp[h] == P->tried_at) {
             if (P->tried_off[h] == off) /* the places cycle: the older ones were tried */
                 return -1;
@@ -449,7 +472,7 @@ static int64_t twin_place(planner *P, const instances *I, const uint8_t *kind, i
         }
         /* a twin still live (freed after op end[tb]) holds its place, of
          * this size: taking it would fail */
-        if (mp->end[tb] < i && take_block(P, off, size))
+        if (end < i && take_block(P, off, size))
             return off;
         P->tried_off[h] = off;
         P->tried_stamp[h] = P->tried_at;
@@ -843,6 +866,9 @@ static void place(planner *P, uint8_t *kind, const instances *inst, const births
     P->top = base;
     for (int b = 0; b < mp->nbuf; b++)
         kind[b] &= (uint8_t)~0x80;
+    int64_t nrec = inst->ntask ? inst->start[(size_t)inst->ntask * (size_t)inst->nmb] : 0;
+    for (int64_t k = 0; k < nrec; k++)
+        inst->rec[k].off = -1;
     mp->top_raised_at = -1;
     int64_t live = 0, peak = 0, grads = 0;
     mp->fullest_op = -1;
@@ -854,6 +880,11 @@ static void place(planner *P, uint8_t *kind, const instances *inst, const births
             int64_t top = P->top, size = align_up(mp->bytes[b]);
             int64_t off = twin_place(P, inst, kind, i, j, size);
             mp->offset[b] = off >= 0 ? off : alloc_block(P, size);
+            if (inst->ntask && inst->key[i] >= 0) { /* its record, for the microbatches after */
+                twin *r = &inst->rec[inst->start[inst->key[i]] + inst->pos[i]];
+                if (r->buf == b && r->size >= 0)
+                    r->off = mp->offset[b];
+            }
             if (P->top > top)
                 mp->top_raised_at = i;
             *(kind[b] & K_GRAD ? &grads : &live) += mp->bytes[b];
