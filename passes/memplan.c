@@ -105,6 +105,16 @@ typedef struct planner {
     int64_t tried_off[TWIN_SET];
     uint32_t tried_stamp[TWIN_SET];
     uint32_t tried_at;
+    /* The ops as the plan's passes over them read them, made by one pass
+     * over the module (op_table), the others reading these arrays in
+     * order rather than each op, its results and their values again
+     * (about 5% of a deep pipeline's --report json): op i's result ids
+     * res_id[res_at[i] .. res_at[i + 1]), its task and microbatch, and
+     * the ops some rules look at alone, in order. */
+    int64_t *res_at;
+    int32_t *res_id, *task, *mb;
+    int64_t *insert, *extract, *all_reduce, *psum;
+    int64_t ninsert, nextract, nall_reduce, npsum;
 } planner;
 
 enum {
@@ -369,18 +379,59 @@ typedef struct instances {
  * few times more). */
 #define TWIN_TRIES 64
 
-/* m's instances, once its values have buffers (mp->buf). */
-static void find_instances(const ir_module *m, const pass_memplan *mp, su_arena *a,
-                           instances *I)
+/* P's table of its module's ops (planner), in a. */
+static void op_table(planner *P, su_arena *a)
 {
+    const ir_module *m = P->m;
+    int64_t n = m->ops.n, nres = 0, c[4] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        nres += op->nres;
+        c[0] += op->code == IR_INSERT;
+        c[1] += op->code == IR_EXTRACT;
+        c[2] += op->code == IR_ALL_REDUCE;
+        c[3] += pass_pipeline_sum(op);
+    }
+    P->res_at = su_alloc(a, (size_t)(n + 1) * sizeof *P->res_at);
+    P->res_id = su_alloc(a, (size_t)(nres + 1) * sizeof *P->res_id);
+    P->task = su_alloc(a, (size_t)(n + 1) * sizeof *P->task);
+    P->mb = su_alloc(a, (size_t)(n + 1) * sizeof *P->mb);
+    int64_t **list[4] = {&P->insert, &P->extract, &P->all_reduce, &P->psum};
+    for (int k = 0; k < 4; k++)
+        *list[k] = su_alloc(a, (size_t)(c[k] + 1) * sizeof **list[k]);
+    P->ninsert = P->nextract = P->nall_reduce = P->npsum = 0;
+    int64_t r = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        P->res_at[i] = r;
+        for (int j = 0; j < op->nres; j++)
+            P->res_id[r++] = op->res[j]->id;
+        P->task[i] = op->task;
+        P->mb[i] = op->mb;
+        if (op->code == IR_INSERT)
+            P->insert[P->ninsert++] = i;
+        if (op->code == IR_EXTRACT)
+            P->extract[P->nextract++] = i;
+        if (op->code == IR_ALL_REDUCE)
+            P->all_reduce[P->nall_reduce++] = i;
+        if (pass_pipeline_sum(op))
+            P->psum[P->npsum++] = i;
+    }
+    P->res_at[n] = r;
+}
+
+/* P's instances, once its values have buffers (mp->buf). */
+static void find_instances(const planner *P, su_arena *a, instances *I)
+{
+    const ir_module *m = P->m;
+    const pass_memplan *mp = P->mp;
     memset(I, 0, sizeof *I);
     int64_t n = m->ops.n;
     int32_t maxtask = 0;
     for (int64_t i = 0; i < n; i++) {
-        const ir_op *op = IR_OP(m, i);
-        if (op->task > 0 && op->mb >= 0) {
-            maxtask = op->task > maxtask ? op->task : maxtask;
-            I->nmb = op->mb + 1 > I->nmb ? op->mb + 1 : I->nmb;
+        if (P->task[i] > 0 && P->mb[i] >= 0) {
+            maxtask = P->task[i] > maxtask ? P->task[i] : maxtask;
+            I->nmb = P->mb[i] + 1 > I->nmb ? P->mb[i] + 1 : I->nmb;
         }
     }
     if (!maxtask)
@@ -394,9 +445,10 @@ static void find_instances(const ir_module *m, const pass_memplan *mp, su_arena 
     I->pos = su_alloc(a, (size_t)(n + 1) * sizeof *I->pos);
     memset(I->start, 0, (nkey + 1) * sizeof *I->start);
     for (int64_t i = 0; i < n; i++) {
-        const ir_op *op = IR_OP(m, i);
-        int32_t t = op->task > 0 ? op->task - 1 : op->task == -1 ? maxtask : -1;
-        I->key[i] = t >= 0 && op->mb >= 0 && op->mb < I->nmb ? (int64_t)t * I->nmb + op->mb : -1;
+        int32_t t = P->task[i] > 0 ? P->task[i] - 1 : P->task[i] == -1 ? maxtask : -1;
+        I->key[i] = t >= 0 && P->mb[i] >= 0 && P->mb[i] < I->nmb
+                        ? (int64_t)t * I->nmb + P->mb[i]
+                        : -1;
         if (I->key[i] >= 0)
             I->start[I->key[i] + 1]++;
     }
@@ -410,14 +462,13 @@ static void find_instances(const ir_module *m, const pass_memplan *mp, su_arena 
         I->pos[i] = -1;
         if (I->key[i] < 0)
             continue;
-        const ir_op *op = IR_OP(m, i);
         int64_t k = fill[I->key[i]]++;
         I->pos[i] = k - I->start[I->key[i]];
-        int32_t tb = op->nres ? mp->buf[op->res[0]->id] : -1;
+        int32_t tb = P->res_at[i + 1] > P->res_at[i] ? mp->buf[P->res_id[P->res_at[i]]] : -1;
         bool own = tb >= 0 && mp->start[tb] == i && mp->view_of[tb] < 0;
         I->rec[k] = (twin){.off = -1, .end = own ? mp->end[tb] : -1,
                            .size = own ? align_up(mp->bytes[tb]) : -1, .op = i, .buf = tb,
-                           .code = (uint16_t)op->code};
+                           .code = (uint16_t)IR_OP(m, i)->code};
     }
 }
 
@@ -571,14 +622,10 @@ static void view_insert(planner *P, int64_t i)
 static void view_buckets(planner *P)
 {
     const ir_module *m = P->m;
-    int64_t n = m->ops.n;
-    for (int64_t i = 0; i < n; i++)
-        if (IR_OP(m, i)->code == IR_INSERT)
-            view_insert(P, i);
-    for (int64_t i = 0; i < n; i++) {
-        const ir_op *op = IR_OP(m, i);
-        if (op->code != IR_EXTRACT)
-            continue;
+    for (int64_t k = 0; k < P->ninsert; k++)
+        view_insert(P, P->insert[k]);
+    for (int64_t x = 0; x < P->nextract; x++) {
+        const ir_op *op = IR_OP(m, P->extract[x]);
         const ir_value *red = op->in[0];
         int b = find(P, red->id);
         if (P->kind[b] & K_VIEWED)
@@ -586,9 +633,9 @@ static void view_buckets(planner *P)
         P->kind[b] |= K_VIEWED; /* decided, yes or no */
         bool ok = true;
         int64_t covered = 0;
-        for (int64_t j = i; ok && j < n; j++) {
-            const ir_op *e = IR_OP(m, j);
-            if (e->code != IR_EXTRACT || e->in[0] != red)
+        for (int64_t y = x; ok && y < P->nextract; y++) {
+            const ir_op *e = IR_OP(m, P->extract[y]);
+            if (e->in[0] != red)
                 continue;
             ok = view_ok(P, e);
             covered += value_bytes(e->res[0]);
@@ -596,9 +643,9 @@ static void view_buckets(planner *P)
         if (!ok || covered != value_bytes(red))
             continue;
         int64_t es = ir_dtype_size(red->type.dtype);
-        for (int64_t j = i; j < n; j++) {
-            const ir_op *e = IR_OP(m, j);
-            if (e->code != IR_EXTRACT || e->in[0] != red)
+        for (int64_t y = x; y < P->nextract; y++) {
+            const ir_op *e = IR_OP(m, P->extract[y]);
+            if (e->in[0] != red)
                 continue;
             make_view(P, find(P, e->res[0]->id), b, e->a->offset * es);
         }
@@ -622,9 +669,8 @@ static void kernel_in_place(planner *P)
         return;
     int nv = m->next_id + 1;
     bool *inserted = su_alloc(&P->mp->scratch, (size_t)nv * sizeof *inserted);
-    for (int64_t i = 0; i < m->ops.n; i++)
-        if (IR_OP(m, i)->code == IR_INSERT)
-            inserted[IR_OP(m, i)->in[1]->id] = true;
+    for (int64_t k = 0; k < P->ninsert; k++)
+        inserted[IR_OP(m, P->insert[k])->in[1]->id] = true;
     const uint8_t keep = K_PARAM | K_STATE | K_KEEP | K_GRAD | K_OUTPUT | K_VIEWED;
     for (int64_t i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
@@ -660,10 +706,9 @@ static void accumulate_in_place(planner *P)
 {
     const ir_module *m = P->m;
     const uint8_t keep = K_PARAM | K_STATE | K_KEEP | K_OUTPUT;
-    for (int64_t i = 0; i < m->ops.n; i++) {
+    for (int64_t k = 0; k < P->npsum; k++) {
+        int64_t i = P->psum[k];
         const ir_op *op = IR_OP(m, i);
-        if (!pass_pipeline_sum(op))
-            continue;
         const ir_value *a = op->in[0], *r = op->res[0];
         if (P->defat[a->id] < 0 || !ir_type_eq(&a->type, &r->type))
             continue;
@@ -713,20 +758,18 @@ static void analyse(planner *P)
     mark(P, m->train.loss, K_KEEP | K_OUTPUT);
     /* a bucket is filled in place: each insert writes over the bucket it
      * reads, which nothing reads after it */
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t k = 0; k < P->ninsert; k++) {
+        int64_t i = P->insert[k];
         const ir_op *op = IR_OP(m, i);
-        if (op->code != IR_INSERT)
-            continue;
         int a = find(P, op->in[0]->id), b = find(P, op->res[0]->id);
         if (a != b && P->last[a] == i && !(P->kind[a] & (K_PARAM | K_STATE | K_KEEP)) &&
             P->bytes[a] == P->bytes[b])
             merge(P, a, b);
     }
     /* an all_reduce sums in place, over an operand it is the last to read */
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t k = 0; k < P->nall_reduce; k++) {
+        int64_t i = P->all_reduce[k];
         const ir_op *op = IR_OP(m, i);
-        if (op->code != IR_ALL_REDUCE)
-            continue;
         int a = find(P, op->in[0]->id), b = find(P, op->res[0]->id);
         if (a != b && P->last[a] == i && P->first[b] == i &&
             !(P->kind[a] & (K_PARAM | K_STATE | K_KEEP)) && P->bytes[a] == P->bytes[b])
@@ -828,8 +871,10 @@ typedef struct births {
     int32_t *b, *j;
 } births;
 
-static void find_births(const ir_module *m, const pass_memplan *mp, su_arena *a, births *B)
+static void find_births(const planner *P, su_arena *a, births *B)
 {
+    const ir_module *m = P->m;
+    const pass_memplan *mp = P->mp;
     int64_t n = m->ops.n;
     B->at = su_alloc(a, (size_t)(n + 1) * sizeof *B->at);
     B->b = su_alloc(a, ((size_t)mp->nbuf + 1) * sizeof *B->b);
@@ -838,10 +883,9 @@ static void find_births(const ir_module *m, const pass_memplan *mp, su_arena *a,
     memset(listed, 0, (size_t)mp->nbuf + 1);
     int64_t k = 0;
     for (int64_t i = 0; i < n; i++) {
-        const ir_op *op = IR_OP(m, i);
         B->at[i] = k;
-        for (int j = 0; j < op->nres; j++) {
-            int b = mp->buf[op->res[j]->id];
+        for (int j = 0; j < P->res_at[i + 1] - P->res_at[i]; j++) {
+            int b = mp->buf[P->res_id[P->res_at[i] + j]];
             if (mp->start[b] != i || listed[b] || mp->view_of[b] >= 0)
                 continue;
             listed[b] = 1;
@@ -994,6 +1038,7 @@ static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *m
     P.kind = su_alloc(t, (size_t)nv * sizeof *P.kind);
     P.view_in = su_alloc(t, (size_t)nv * sizeof *P.view_in);
     P.view_at = su_alloc(t, (size_t)nv * sizeof *P.view_at);
+    op_table(&P, t);
     for (int v = 0; v < nv; v++) {
         P.view_in[v] = -1;
         P.view_at[v] = 0;
@@ -1020,14 +1065,11 @@ static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *m
     for (int v = 0; v < nv; v++)
         mp->buf[v] = root_buf[v] = -1;
     int nbuf = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const ir_op *op = IR_OP(m, i);
-        for (int j = 0; j < op->nres; j++) {
-            int r = find(&P, op->res[j]->id);
-            if (root_buf[r] < 0)
-                root_buf[r] = nbuf++;
-            mp->buf[op->res[j]->id] = root_buf[r];
-        }
+    for (int64_t k = 0; k < P.res_at[n]; k++) {
+        int r = find(&P, P.res_id[k]);
+        if (root_buf[r] < 0)
+            root_buf[r] = nbuf++;
+        mp->buf[P.res_id[k]] = root_buf[r];
     }
     mp->nbuf = nbuf;
     mp->offset = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->offset);
@@ -1066,7 +1108,7 @@ static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *m
             head_end[mp->end[b]] = b;
         }
     births born;
-    find_births(m, mp, t, &born);
+    find_births(&P, t, &born);
     int64_t base = P.top;
     mp->least_bytes = base + live_bound(m, mp, &born, head_end, next_end);
     if (beat > 0 && unplaced) {
@@ -1078,7 +1120,7 @@ static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *m
         }
     }
     instances inst, none = {0};
-    find_instances(m, mp, t, &inst);
+    find_instances(&P, t, &inst);
     place(&P, kind, &none, &born, head_end, next_end, base);
     if (inst.ntask) {
         /* placing a task's instances alike can leave a gap best fit alone
