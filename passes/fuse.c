@@ -171,9 +171,13 @@ static fclass classify(const ir_op *op)
 
 bool pass_pipeline_sum(const ir_op *op)
 {
-    const ir_value *a = op->nin ? op->in[0] : NULL;
-    return a && op->task > 0 && (op->code == IR_ADD || op->code == IR_MAX) && op->nres == 1 &&
-           a->def && a->def->task == op->task && a->def->mb != op->mb;
+    /* the op's own fields first: most ops are not adds, and reading the
+     * operand's op is a pass over the stage's ops of its own */
+    if ((op->code != IR_ADD && op->code != IR_MAX) || op->task <= 0 || op->nres != 1 ||
+        !op->nin)
+        return false;
+    const ir_value *a = op->in[0];
+    return a && a->def && a->def->task == op->task && a->def->mb != op->mb;
 }
 
 bool pass_fuse_elementwise(const ir_op *op)

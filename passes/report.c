@@ -63,6 +63,8 @@ typedef struct coll_entry {
 typedef struct coll_list {
     coll_entry *e;
     int64_t n;
+    int64_t *all;   /* every collective's op index, in program order */
+    int64_t nall;
 } coll_list;
 
 static bool coll_same(const ir_module *m, const ir_op *a, const ir_op *b)
@@ -83,18 +85,14 @@ static bool coll_same(const ir_module *m, const ir_op *a, const ir_op *b)
     return va->type.dtype == vb->type.dtype;
 }
 
-/* m's list (its memory on a). */
+/* m's list (its memory on a), of its collectives L->all[0 .. L->nall). */
 static void coll_entries(const ir_module *m, su_arena *a, coll_list *L)
 {
     int32_t lo = 0, hi = 0, nmb = 0; /* tasks lo .. hi, microbatches 0 .. nmb - 1 */
-    int64_t ncoll = 0;
-    int64_t *at_op = su_alloc(a, (size_t)(m->ops.n + 1) * sizeof *at_op);
-    for (int64_t i = 0; i < m->ops.n; i++) {
-        const ir_op *op = IR_OP(m, i);
-        pass_coll c;
-        if (!pass_collective(m, op, &c))
-            continue;
-        at_op[ncoll++] = i;
+    int64_t ncoll = L->nall;
+    const int64_t *at_op = L->all;
+    for (int64_t k = 0; k < ncoll; k++) {
+        const ir_op *op = IR_OP(m, at_op[k]);
         if (op->task && op->mb >= 0) {
             lo = op->task < lo ? op->task : lo;
             hi = op->task > hi ? op->task : hi;
@@ -244,13 +242,13 @@ static void total_add(totals *t, const char *key, double bytes)
     t->count[i]++;
 }
 
-static void stage_totals(const ir_module *m, totals *kind, totals *axes)
+static void stage_totals(const ir_module *m, const coll_list *L, totals *kind, totals *axes)
 {
     memset(kind, 0, sizeof *kind);
     memset(axes, 0, sizeof *axes);
-    for (int i = 0; i < m->ops.n; i++) {
+    for (int64_t k = 0; k < L->nall; k++) {
         pass_coll c;
-        if (!pass_collective(m, IR_OP(m, i), &c))
+        if (!pass_collective(m, IR_OP(m, L->all[k]), &c))
             continue;
         char ax[64];
         total_add(kind, ir_ops[c.op->code].name, c.bytes);
@@ -276,7 +274,7 @@ static void bytes_json(ir_module *const *st, int n, su_buf *b, const stage_cost 
     for (int s = 0; s < n; s++) {
         const ir_module *m = st[s];
         totals tk, ta;
-        stage_totals(m, &tk, &ta);
+        stage_totals(m, &cost[s].coll, &tk, &ta);
         su_buf_printf(b, "%s{", s ? ", " : "");
         totals_json(b, "by_kind", &tk);
         totals_json(b, "by_axes", &ta);
@@ -471,7 +469,7 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
         if (!k)
             su_buf_puts(b, "    (none)\n");
         totals tk, ta;
-        stage_totals(m, &tk, &ta);
+        stage_totals(m, &cost[s].coll, &tk, &ta);
         if (k) {
             totals_text(b, "kind:", &tk);
             totals_text(b, "axes:", &ta);
@@ -534,12 +532,16 @@ static void report(void *arg)
     for (int s = 0; s < r->n; s++) {
         const ir_module *m = r->stages[s];
         stage_cost *c = &r->cost[s];
+        c->coll.all = su_alloc(&r->a, (size_t)(m->ops.n + 1) * sizeof *c->coll.all);
         for (int i = 0; i < m->ops.n; i++) {
+            const ir_op *op = IR_OP(m, i);
             pass_coll cl;
-            if (IR_OP(m, i)->nres)
-                c->flops += pass_op_flops(IR_OP(m, i));
-            if (pass_collective(m, IR_OP(m, i), &cl))
+            if (op->nres)
+                c->flops += pass_op_flops(op);
+            if (pass_collective(m, op, &cl)) {
                 c->bytes += cl.bytes;
+                c->coll.all[c->coll.nall++] = i;
+            }
         }
         c->mp = &r->mp[s];
         coll_entries(m, &r->a, &c->coll);
