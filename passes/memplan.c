@@ -111,8 +111,7 @@ typedef struct planner {
      * (about 5% of a deep pipeline's --report json): op i's result ids
      * res_id[res_at[i] .. res_at[i + 1]), its task and microbatch, and
      * the ops some rules look at alone, in order. */
-    int64_t *res_at;
-    int32_t *res_id, *task, *mb;
+    int32_t *res_at, *res_id, *task, *mb;
     int64_t *insert, *extract, *all_reduce, *psum;
     int64_t ninsert, nextract, nall_reduce, npsum;
 } planner;
@@ -358,10 +357,10 @@ static void free_block(planner *P, int64_t off, int64_t size)
  * tries dozens of microbatches back for most results). */
 typedef struct twin {
     int64_t off;         /* its first result's buffer's place once placed (place()), else -1 */
-    int64_t end;         /* that buffer's last op */
     int64_t size;        /* its bytes, aligned; -1: the first result has no buffer of its
                           * own starting at the op, which no result takes the place of */
-    int64_t op;          /* the op */
+    int32_t end;         /* that buffer's last op (op indices are ints: ir_module.ops) */
+    int32_t op;          /* the op */
     int32_t buf;         /* the buffer (-1: none) */
     uint16_t code;
 } twin;
@@ -400,7 +399,7 @@ static void op_table(planner *P, su_arena *a)
     for (int k = 0; k < 4; k++)
         *list[k] = su_alloc(a, (size_t)(c[k] + 1) * sizeof **list[k]);
     P->ninsert = P->nextract = P->nall_reduce = P->npsum = 0;
-    int64_t r = 0;
+    int32_t r = 0;
     for (int64_t i = 0; i < n; i++) {
         const ir_op *op = IR_OP(m, i);
         P->res_at[i] = r;
@@ -466,9 +465,9 @@ static void find_instances(const planner *P, su_arena *a, instances *I)
         I->pos[i] = k - I->start[I->key[i]];
         int32_t tb = P->res_at[i + 1] > P->res_at[i] ? mp->buf[P->res_id[P->res_at[i]]] : -1;
         bool own = tb >= 0 && mp->start[tb] == i && mp->view_of[tb] < 0;
-        I->rec[k] = (twin){.off = -1, .end = own ? mp->end[tb] : -1,
-                           .size = own ? align_up(mp->bytes[tb]) : -1, .op = i, .buf = tb,
-                           .code = (uint16_t)IR_OP(m, i)->code};
+        I->rec[k] = (twin){.off = -1, .size = own ? align_up(mp->bytes[tb]) : -1,
+                           .end = own ? (int32_t)mp->end[tb] : -1, .op = (int32_t)i,
+                           .buf = tb, .code = (uint16_t)IR_OP(m, i)->code};
     }
 }
 

@@ -532,7 +532,7 @@ static void report(void *arg)
     for (int s = 0; s < r->n; s++) {
         const ir_module *m = r->stages[s];
         stage_cost *c = &r->cost[s];
-        c->coll.all = su_alloc(&r->a, (size_t)(m->ops.n + 1) * sizeof *c->coll.all);
+        int64_t cap = 0;
         for (int i = 0; i < m->ops.n; i++) {
             const ir_op *op = IR_OP(m, i);
             pass_coll cl;
@@ -540,6 +540,13 @@ static void report(void *arg)
                 c->flops += pass_op_flops(op);
             if (pass_collective(m, op, &cl)) {
                 c->bytes += cl.bytes;
+                if (c->coll.nall == cap) { /* few of the ops: grown, not one per op */
+                    cap = cap ? 2 * cap : 64;
+                    int64_t *all = su_alloc(&r->a, (size_t)cap * sizeof *all);
+                    if (c->coll.nall)
+                        memcpy(all, c->coll.all, (size_t)c->coll.nall * sizeof *all);
+                    c->coll.all = all;
+                }
                 c->coll.all[c->coll.nall++] = i;
             }
         }
