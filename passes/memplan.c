@@ -345,12 +345,6 @@ static void free_block(planner *P, int64_t off, int64_t size)
 
 /* ---- a task's instances placed alike ---- */
 
-/* A pipeline stage runs each task (a chunk's forward or backward,
- * ir_op.task > 0) once per microbatch, the instances one after the other
- * (pipesplit.c), and sends and receives each microbatch's values (task
- * -1): the op at position k of microbatch j's instance makes what the op
- * at position k of microbatch j - d's made, for another microbatch. Per
- * (task, microbatch), its ops in program order. */
 /* An op of an instance, as twin_place reads it for a later microbatch's:
  * one record, so that a try reads one place, not the op, its buffer and
  * the buffer's lifetime and place each apart (a deep pipeline's stage
@@ -365,6 +359,12 @@ typedef struct twin {
     uint16_t code;
 } twin;
 
+/* A pipeline stage runs each task (a chunk's forward or backward,
+ * ir_op.task > 0) once per microbatch, the instances one after the other
+ * (pipesplit.c), and sends and receives each microbatch's values (task
+ * -1): the op at position k of microbatch j's instance makes what the op
+ * at position k of microbatch j - d's made, for another microbatch. Per
+ * (task, microbatch), its ops in program order. */
 typedef struct instances {
     int32_t ntask, nmb;  /* 0 when the module has no task */
     int64_t *start;      /* [ntask * nmb + 1]: each instance's ops in rec[] */
