@@ -5,10 +5,14 @@
 // A launch runs blocks 0 .. grid-1 one after another on the calling OS
 // thread. A kernel whose threads work alone runs its threads in turn, each
 // to its return. A cooperative one (block barriers, warp intrinsics,
-// shared memory) runs a block's threads as fibers (ucontext), one stack
-// each from emu_setup's, under a round-robin scheduler: a thread runs
-// until it waits at a barrier or returns, and threadIdx is set before each
-// resume.
+// shared memory) runs a block's threads as fibers, one stack each from
+// emu_setup's, under a round-robin scheduler: a thread runs until it waits
+// at a barrier or returns, and threadIdx is set before each resume. On
+// x86-64 a fiber switch is emu_fiber_switch below, which saves the
+// registers a call keeps and swaps stacks; elsewhere (or with
+// EMU_UCONTEXT defined) it is ucontext's swapcontext, which also saves
+// and sets the signal mask, a system call each way: 5.35 million of them
+// on one model of test_kernel_emulate, over half of its run.
 //   __syncthreads()  block barrier; a thread that has returned counts as
 //                    arrived, as on a GPU.
 //   __syncwarp(), __shfl_sync, __shfl_up_sync, __shfl_down_sync,
@@ -100,8 +104,33 @@ namespace emu {
 enum { WARP = 32, MAX_THREADS = 1024 };
 enum state { RUN, AT_WARP, AT_BLOCK, DONE };
 
+#if defined(__x86_64__) && !defined(EMU_UCONTEXT)
+#define EMU_SWITCH 1
+// emu_fiber_switch(save, to): pushes the registers the System V ABI has a
+// callee keep (rbp, rbx, r12 to r15), stores the stack pointer at *save,
+// takes `to` as the stack pointer and pops what was pushed there, then
+// returns to the address above it. The floating-point control words are
+// left alone: no kernel changes them. A symbol of this library alone (not
+// .globl).
+extern "C" void emu_fiber_switch(void **save, void *to);
+asm(".text\n"
+    ".p2align 4\n"
+    ".type emu_fiber_switch, @function\n"
+    "emu_fiber_switch:\n"
+    "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+    "  movq %rsp, (%rdi)\n"
+    "  movq %rsi, %rsp\n"
+    "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+    "  ret\n"
+    ".size emu_fiber_switch, .-emu_fiber_switch\n");
+#endif
+
 struct fiber {
+#ifdef EMU_SWITCH
+    void *sp; // where emu_fiber_switch left its stack
+#else
     ucontext_t uc;
+#endif
     state st;
 };
 
@@ -116,13 +145,36 @@ static struct {
     void (*run)(void *);         // runs the kernel as thread threadIdx of block blockIdx
     void *arg;
     bool fibers, failed;
+#ifdef EMU_SWITCH
+    void *main;                  // the scheduler's stack pointer
+#else
     ucontext_t main;             // the scheduler's
+#endif
     fiber f[MAX_THREADS];
     unsigned n, cur;             // threads of the block, the one running
     unsigned done, at_block;     // threads returned, waiting at __syncthreads
     unsigned warp_done[MAX_THREADS / WARP], warp_at[MAX_THREADS / WARP]; // the same by warp
     unsigned long long slot[MAX_THREADS]; // the lanes' deposits
 } s;
+
+// From the running fiber to the scheduler, and back from it to fiber t.
+static void to_scheduler()
+{
+#ifdef EMU_SWITCH
+    emu_fiber_switch(&s.f[s.cur].sp, s.main);
+#else
+    swapcontext(&s.f[s.cur].uc, &s.main);
+#endif
+}
+
+static void to_fiber(unsigned t)
+{
+#ifdef EMU_SWITCH
+    emu_fiber_switch(&s.main, s.f[t].sp);
+#else
+    swapcontext(&s.main, &s.f[t].uc);
+#endif
+}
 
 // cp.async's copies issued and not yet waited for, by thread (sh_cp16).
 enum { CP_MAX = 64 };
@@ -146,7 +198,7 @@ static void fail(const char *fmt, ...)
     }
     s.failed = true;
     if (s.fibers) {
-        swapcontext(&s.f[s.cur].uc, &s.main);
+        to_scheduler();
         std::abort(); // never resumed
     }
 }
@@ -182,7 +234,7 @@ static void cp_land(void)
 static void wait(state st)
 {
     s.f[s.cur].st = st;
-    swapcontext(&s.f[s.cur].uc, &s.main);
+    to_scheduler();
 }
 
 static void release(state st, unsigned from, unsigned to)
@@ -286,7 +338,7 @@ static void thread_exit()
         s.at_block = 0;
         release(AT_BLOCK, 0, s.n);
     }
-    swapcontext(&s.f[s.cur].uc, &s.main);
+    to_scheduler();
     std::abort(); // never resumed
 }
 
@@ -316,12 +368,26 @@ static void run_block()
         s.warp_done[w] = w * WARP + WARP > s.n ? w * WARP + WARP - s.n : 0; // lanes past the block
     }
     for (unsigned t = 0; t < s.n; t++) {
+#ifdef EMU_SWITCH
+        // the stack's top, 16-aligned: six registers' zeros, then entry as
+        // the address emu_fiber_switch returns to, then a return address
+        // entry never uses (it never returns), so that entry starts with
+        // the stack pointer 8 past a multiple of 16, as after a call
+        std::uintptr_t top = ((std::uintptr_t)s.stack[t] + s.stack_size) & ~(std::uintptr_t)15;
+        void **sp = (void **)(top - 64);
+        for (int k = 0; k < 6; k++)
+            sp[k] = nullptr;
+        sp[6] = (void *)&entry;
+        sp[7] = nullptr;
+        s.f[t].sp = sp;
+#else
         ucontext_t *uc = &s.f[t].uc;
         getcontext(uc);
         uc->uc_stack.ss_sp = s.stack[t];
         uc->uc_stack.ss_size = s.stack_size;
         uc->uc_link = &s.main;
         makecontext(uc, entry, 0);
+#endif
         s.f[t].st = RUN;
     }
     while (s.done < s.n && !s.failed) {
@@ -331,7 +397,7 @@ static void run_block()
                 continue;
             s.cur = t;
             threadIdx = {t, 0, 0};
-            swapcontext(&s.main, &s.f[t].uc);
+            to_fiber(t);
             ran = true;
         }
         if (!ran && !s.failed)

@@ -37,9 +37,10 @@
  * the test with SIGILL, as the GPU's misaligned access would stop the
  * kernel. WMMA's pointers are checked by the emulator itself.
  *
- * Under AddressSanitizer the fibers run too: its swapcontext interceptor
- * copes with stacks it did not allocate (it warns once that it does not
- * fully support them); the kernels' library itself is not instrumented.
+ * Under AddressSanitizer the fibers run too: they run only the kernels'
+ * library, which is not instrumented, and switch stacks there (on x86-64
+ * by kernel_emulate.hpp's own switch, elsewhere by swapcontext, whose
+ * interceptor copes with stacks it did not allocate).
  *
  * With $SHARDC_EMU_CACHE set (ctest sets the build's nvrtc-cache/emulate),
  * each compiled library is kept there by a hash of everything its compile
