@@ -94,6 +94,8 @@ typedef struct builder {
     su_buf msg;          /* a pass's message */
     struct nv_job *job;  /* the stage's new modules, compiled at once (malloc'd) */
     int njobs;
+    struct key_memo *memo; /* the stage's kernels' keys by pointer (malloc'd; key_seen) */
+    size_t memo_cap;
     struct lower_job *lower; /* plan_stages's jobs (malloc'd) */
     int nlower;
     int16_t rt_code[IR_NOPS]; /* per IR op: the plan's instruction of its name, -1 none
@@ -451,6 +453,31 @@ static void free_jobs(builder *b)
     free(b->job);
     b->job = NULL;
     b->njobs = 0;
+    free(b->memo);
+    b->memo = NULL;
+    b->memo_cap = 0;
+}
+
+/* The kernels of one stage's generation that have one key share its text
+ * (cg_cuda_generate_known's take_code): a pipeline stage has a kernel for
+ * each group of every microbatch, and a few dozen keys among them. Per
+ * key pointer of the stage, whether compile_stage has met it and the
+ * module module_of found for it, so that the others of the key compare
+ * no text (strcmp of whole kernel sources was 3% of a 128-microbatch
+ * plan). Made by compile_stage, freed with its jobs (free_jobs), so a
+ * pointer is never taken for another stage's. */
+typedef struct key_memo {
+    const char *key;        /* NULL: an empty slot */
+    const struct made *made; /* module_of's, once made */
+} key_memo;
+
+/* Key's slot: its entry, or the empty one to take. */
+static key_memo *key_slot(builder *b, const char *key)
+{
+    size_t mask = b->memo_cap - 1, i = (size_t)(((uintptr_t)key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+    while (b->memo[i].key && b->memo[i].key != key)
+        i = (i + 1) & mask;
+    return &b->memo[i];
 }
 
 /* The job compiling key, and in *entry its place among the job's kernels. */
@@ -595,12 +622,19 @@ static bool compile_stage(builder *b, const cg_cuda *c)
 {
     free_jobs(b);
     b->job = calloc((size_t)c->nkernels + 2, sizeof *b->job);
-    if (!b->job)
+    for (b->memo_cap = 64; b->memo_cap < 2 * ((size_t)c->nkernels + 2);)
+        b->memo_cap *= 2;
+    b->memo = calloc(b->memo_cap, sizeof *b->memo);
+    if (!b->job || !b->memo)
         su_oom(b->oom); /* the caller's guard: an allocation failure, not a bug */
     nv_job *open = NULL; /* the program taking more kernels */
     for (int i = 0; i < c->nkernels; i++) {
         const cg_cuda_kernel *k = &c->k[i];
         int32_t e;
+        key_memo *seen = key_slot(b, k->key);
+        if (seen->key) /* made before, or in a job already */
+            continue;
+        seen->key = k->key;
         if (made_with(b, k->key, k->key_hash) || job_of(b, k->key, &e))
             continue;
         if (!open || open->nk == CHUNK || alone(k) || alone(open->k[0]) || heavy(b, k) ||
@@ -677,8 +711,13 @@ static int32_t placeholder_module(builder *b, const cg_cuda_kernel *const *k, in
  * when NVRTC fails. */
 static int32_t module_of(builder *b, const cg_cuda_kernel *k, int32_t *entry)
 {
-    const made *d = made_with(b, k->key, k->key_hash);
+    key_memo *memo = b->memo ? key_slot(b, k->key) : NULL;
+    const made *d = memo && memo->made ? memo->made : made_with(b, k->key, k->key_hash);
     if (d) {
+        if (memo) {
+            memo->key = k->key;
+            memo->made = d;
+        }
         *entry = d->entry;
         return d->module;
     }
