@@ -879,11 +879,17 @@ static bool add_matmul_kernel(builder *b, const pass_fgroup *g)
  * cg_cuda_generate_known reads only its stage's module and groups and
  * writes only its result, so the stages' kernels are made at once, on a
  * thread per processor (at most 16), each job under an allocation guard of
- * its own. A job cannot know the keys the modules of earlier stages hold
- * (they are made after), so the first kernel of such a key in a stage has
- * its source made, which compile_stage and module_of then pass over for
- * the module made before: the plan is the same. */
+ * its own. A job knows the keys the modules of earlier batches of stages
+ * hold (build_rolled's: those batches' stages have ended, and nothing adds
+ * to the table while the jobs run), and gives their kernels no source. It
+ * cannot know those of the stages of its own batch (they are made after),
+ * so the first kernel of such a key in a stage has its source made, which
+ * compile_stage and module_of then pass over for the module made before:
+ * the plan is the same. (A pipeline's middle stages, whose kernels the
+ * first batch made, then make no source, nor the names of their values
+ * that a source prints.) */
 typedef struct gen_job {
+    const builder *b;
     const ir_module *m;
     const pass_fusion *f;
     cg_cuda *out;
@@ -891,18 +897,15 @@ typedef struct gen_job {
     bool ok, oom;
 } gen_job;
 
-static bool knows_none(void *ctx, const char *key, uint64_t hash)
+static bool knows_made(void *ctx, const char *key, uint64_t hash)
 {
-    (void)ctx;
-    (void)key;
-    (void)hash;
-    return false;
+    return made_with(ctx, key, hash) != NULL;
 }
 
 static bool gen_run(void *arg, su_buf *err)
 {
     gen_job *j = arg;
-    return cg_cuda_generate_known(j->m, j->f, j->out, err, knows_none, NULL);
+    return cg_cuda_generate_known(j->m, j->f, j->out, err, knows_made, (void *)j->b);
 }
 
 static void gen_item(void *ctx, int i)
@@ -927,7 +930,7 @@ static bool gen_kernels(builder *b, ir_module *const *stages, int n, int s0, int
     if (!job)
         su_oom(b->oom);
     for (int s = s0; s < s1; s++)
-        job[s - s0] = (gen_job){.m = stages[s], .f = &b->o->fusion[s], .out = &b->gen[s]};
+        job[s - s0] = (gen_job){.b = b, .m = stages[s], .f = &b->o->fusion[s], .out = &b->gen[s]};
     int nt = su_processors();
     su_parallel_for(s1 - s0, nt > NV_THREADS ? NV_THREADS : nt, gen_item, job);
     int bad = -1;
