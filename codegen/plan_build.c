@@ -94,7 +94,7 @@ typedef struct builder {
     su_buf msg;          /* a pass's message */
     struct nv_job *job;  /* the stage's new modules, compiled at once (malloc'd) */
     int njobs;
-    struct key_memo *memo; /* the stage's kernels' keys by pointer (malloc'd; key_seen) */
+    struct key_memo *memo; /* the stage's kernels' keys by pointer (malloc'd; key_slot) */
     size_t memo_cap;
     struct lower_job *lower; /* plan_stages's jobs (malloc'd) */
     int nlower;
