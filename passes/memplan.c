@@ -419,6 +419,43 @@ static void op_table(planner *P, su_arena *a)
     P->res_at[n] = r;
 }
 
+/* An op table (op_table) kept for the plans of one module that
+ * pass_fuse_planned tries, each taking it rather than walking the module
+ * again (two or more plans of every pipeline stage: about 4% of a deep
+ * pipeline's --report json). Its arrays in arena a, NULL until made. */
+typedef struct optab {
+    su_arena a;
+    int32_t *res_at, *res_id, *task, *mb;
+    int64_t *insert, *extract, *all_reduce, *psum;
+    int64_t ninsert, nextract, nall_reduce, npsum;
+} optab;
+
+/* P's op table from *T, made there first when it is not yet (the arrays
+ * only read after op_table, so the plans share them). */
+static void op_table_kept(planner *P, optab *T)
+{
+    if (!T->res_at) {
+        op_table(P, &T->a);
+        *T = (optab){.a = T->a, .res_at = P->res_at, .res_id = P->res_id, .task = P->task,
+                     .mb = P->mb, .insert = P->insert, .extract = P->extract,
+                     .all_reduce = P->all_reduce, .psum = P->psum, .ninsert = P->ninsert,
+                     .nextract = P->nextract, .nall_reduce = P->nall_reduce, .npsum = P->npsum};
+        return;
+    }
+    P->res_at = T->res_at;
+    P->res_id = T->res_id;
+    P->task = T->task;
+    P->mb = T->mb;
+    P->insert = T->insert;
+    P->extract = T->extract;
+    P->all_reduce = T->all_reduce;
+    P->psum = T->psum;
+    P->ninsert = T->ninsert;
+    P->nextract = T->nextract;
+    P->nall_reduce = T->nall_reduce;
+    P->npsum = T->npsum;
+}
+
 /* P's instances, once its values have buffers (mp->buf). */
 static void find_instances(const planner *P, su_arena *a, instances *I)
 {
@@ -1003,7 +1040,8 @@ static int64_t live_bound(const ir_module *m, const pass_memplan *mp, const birt
  * not placed: *unplaced set, the plan's buffers and lifetimes made but
  * no offsets, its arena_bytes that bound. */
 static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *mp, su_buf *err,
-                       analysed *keep, const analysed *from, int64_t beat, bool *unplaced)
+                       analysed *keep, const analysed *from, int64_t beat, bool *unplaced,
+                       optab *ot)
 {
     if (unplaced)
         *unplaced = false;
@@ -1037,7 +1075,10 @@ static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *m
     P.kind = su_alloc(t, (size_t)nv * sizeof *P.kind);
     P.view_in = su_alloc(t, (size_t)nv * sizeof *P.view_in);
     P.view_at = su_alloc(t, (size_t)nv * sizeof *P.view_at);
-    op_table(&P, t);
+    if (ot)
+        op_table_kept(&P, ot);
+    else
+        op_table(&P, t);
     for (int v = 0; v < nv; v++) {
         P.view_in[v] = -1;
         P.view_at[v] = 0;
@@ -1155,7 +1196,7 @@ static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *m
 bool pass_plan_memory_fused(const ir_module *m, const pass_fusion *f, pass_memplan *mp,
                             su_buf *err)
 {
-    return plan_fused(m, f, mp, err, NULL, NULL, 0, NULL);
+    return plan_fused(m, f, mp, err, NULL, NULL, 0, NULL, NULL);
 }
 
 void pass_memplan_free(pass_memplan *mp)
@@ -1422,6 +1463,7 @@ typedef struct planned_run {
     pass_memplan *mp, mp2;
     pass_fuse_walk *walk;   /* the fusion's walk, once for every try */
     analysed an;            /* the analysis of *mp's plan (of m and *f) */
+    optab ot;               /* m's op table, for every plan tried */
     su_buf *err;
     bool ok;
 } planned_run;
@@ -1450,12 +1492,12 @@ static void fuse_planned(void *arg)
                     : pass_fuse_walk_new(m, &r->walk, r->err);
     if (r->ok)
         pass_fuse_from_walk(r->walk, skip, r->f, r->err);
-    r->ok = r->ok && plan_fused(m, r->f, r->mp, r->err, &r->an, NULL, 0, NULL);
+    r->ok = r->ok && plan_fused(m, r->f, r->mp, r->err, &r->an, NULL, 0, NULL, &r->ot);
     for (int k = 0; r->ok && k < r->f->nruns && k < 64; k++) {
         if (r->mp->top_raised_at < run_start(r->f, k))
             continue; /* the arena is full before run k: it cannot raise it */
         pass_fuse_from_walk(r->walk, skip | (uint64_t)1 << k, &r->f2, r->err);
-        r->ok = pass_plan_memory_fused(m, &r->f2, &r->mp2, r->err);
+        r->ok = plan_fused(m, &r->f2, &r->mp2, r->err, NULL, NULL, 0, NULL, &r->ot);
         if (r->ok && r->mp2.arena_bytes < r->mp->arena_bytes) { /* run k raised the peak */
             skip |= (uint64_t)1 << k;
             analysed_free(&r->an); /* of the groups before */
@@ -1480,7 +1522,7 @@ static void fuse_planned(void *arg)
     if (r->ok) {
         r->f->no_register_reuse = true;
         r->ok = plan_fused(m, r->f, &r->mp2, r->err, NULL, r->an.nv ? &r->an : NULL,
-                           r->mp->arena_bytes, &unplaced);
+                           r->mp->arena_bytes, &unplaced, &r->ot);
         if (r->ok && !unplaced && r->mp2.arena_bytes < r->mp->arena_bytes) {
             pass_memplan_free(r->mp);
             *r->mp = r->mp2;
@@ -1500,7 +1542,9 @@ static bool fuse_planned_run(const ir_module *m, ir_module *held, pass_fusion *f
     planned_run r = {.m = m, .held = held, .f = f, .mp = mp ? mp : &own, .err = err};
     memset(f, 0, sizeof *f); /* the caller's to free, also after a failure */
     memset(r.mp, 0, sizeof *r.mp);
+    su_arena_init(&r.ot.a, err->oom);
     bool done = su_guarded(err->oom, fuse_planned, &r);
+    su_arena_free(&r.ot.a);
     pass_fuse_walk_free(r.walk);
     analysed_free(&r.an);
     pass_fusion_free(&r.f2);
