@@ -516,43 +516,66 @@ typedef struct report_run {
     estimate est;
     su_buf scratch, err;
     stage_cost *cost;       /* [n], zeroed */
-    su_arena a;             /* the lists of collectives */
+    su_arena *a;            /* [n], zeroed: each stage's lists of collectives */
+    bool timeline_ok;
 } report_run;
+
+/* Job s of report's n + 1: stage s's costs (s < n), or the timeline's
+ * times (s == n), which walks every stage in step and runs beside the
+ * others (a third of a deep pipeline's report, 64 stages at 256
+ * microbatches). Each allocates only in its own arena or the timeline's,
+ * on its own thread (pass_for_stages). */
+static bool report_job(void *ctx, int s, su_buf *err)
+{
+    report_run *r = ctx;
+    if (s == r->n) {
+        /* its message (a compiler bug the verifier reports first) is
+         * dropped with this job's err: the estimate is then left out */
+        r->timeline_ok = pass_timeline_stats(r->stages, r->n, r->fusion, r->mp, r->est.hw,
+                                             r->est.times, &r->est.step_s, err);
+        return true;
+    }
+    const ir_module *m = r->stages[s];
+    stage_cost *c = &r->cost[s];
+    su_arena *a = &r->a[s];
+    su_arena_init(a, err->oom);
+    int64_t cap = 0;
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        pass_coll cl;
+        if (op->nres)
+            c->flops += pass_op_flops(op);
+        if (pass_collective(m, op, &cl)) {
+            c->bytes += cl.bytes;
+            if (c->coll.nall == cap) { /* few of the ops: grown, not one per op */
+                cap = cap ? 2 * cap : 64;
+                int64_t *all = su_alloc(a, (size_t)cap * sizeof *all);
+                if (c->coll.nall)
+                    memcpy(all, c->coll.all, (size_t)c->coll.nall * sizeof *all);
+                c->coll.all = all;
+            }
+            c->coll.all[c->coll.nall++] = i;
+        }
+    }
+    c->mp = &r->mp[s];
+    coll_entries(m, a, &c->coll);
+    return true;
+}
 
 static void report(void *arg)
 {
     report_run *r = arg;
     r->est.times = su_xmalloc(r->out->oom, (size_t)r->n * sizeof *r->est.times);
-    if (r->est.hw) /* the timeline's events are not wanted, only its times */
-        if (!pass_timeline_stats(r->stages, r->n, r->fusion, r->mp, r->est.hw, r->est.times,
-                                 &r->est.step_s, &r->err))
-            r->est.hw = NULL; /* a compiler bug the verifier reports first */
     r->cost = su_xmalloc(r->out->oom, (size_t)r->n * sizeof *r->cost);
     memset(r->cost, 0, (size_t)r->n * sizeof *r->cost);
-    for (int s = 0; s < r->n; s++) {
-        const ir_module *m = r->stages[s];
-        stage_cost *c = &r->cost[s];
-        int64_t cap = 0;
-        for (int i = 0; i < m->ops.n; i++) {
-            const ir_op *op = IR_OP(m, i);
-            pass_coll cl;
-            if (op->nres)
-                c->flops += pass_op_flops(op);
-            if (pass_collective(m, op, &cl)) {
-                c->bytes += cl.bytes;
-                if (c->coll.nall == cap) { /* few of the ops: grown, not one per op */
-                    cap = cap ? 2 * cap : 64;
-                    int64_t *all = su_alloc(&r->a, (size_t)cap * sizeof *all);
-                    if (c->coll.nall)
-                        memcpy(all, c->coll.all, (size_t)c->coll.nall * sizeof *all);
-                    c->coll.all = all;
-                }
-                c->coll.all[c->coll.nall++] = i;
-            }
-        }
-        c->mp = &r->mp[s];
-        coll_entries(m, &r->a, &c->coll);
-    }
+    r->a = su_xmalloc(r->out->oom, (size_t)(r->n ? r->n : 1) * sizeof *r->a);
+    memset(r->a, 0, (size_t)(r->n ? r->n : 1) * sizeof *r->a);
+    /* the timeline's events are not wanted, only its times */
+    pass_for_stages(r->n + (r->est.hw != NULL), report_job, r, &r->err);
+    for (int s = 0; s < r->n; s++)
+        r->a[s].oom = r->out->oom; /* its job's guard is gone */
+    if (r->est.hw && !r->timeline_ok)
+        r->est.hw = NULL;
     if (r->est.hw) {
         double flops = 0, mean = 0, most = -1;
         int64_t ranks = ir_mesh_ranks(&r->stages[0]->mesh);
@@ -584,11 +607,12 @@ void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp,
                     .json = json, .out = out, .est = {.hw = hw, .mem_limit = mem_limit}};
     su_buf_init(&r.scratch, out->oom);
     su_buf_init(&r.err, out->oom);
-    su_arena_init(&r.a, out->oom);
     bool done = su_guarded(out->oom, report, &r);
     free(r.cost);
     free(r.est.times);
-    su_arena_free(&r.a);
+    for (int s = 0; r.a && s < n; s++)
+        su_arena_free(&r.a[s]);
+    free(r.a);
     su_buf_free(&r.scratch);
     su_buf_free(&r.err);
     if (!done)

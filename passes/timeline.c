@@ -60,6 +60,9 @@ typedef struct lane {
     int next;               /* the op to issue */
     double clock[2];        /* when each stream is free */
     double *ready;          /* per value id: when it is made */
+    double *dur;            /* per op: what it takes where it runs (a group's
+                             * kernel at its anchor, a send, an op of its
+                             * own that costs something; lane_costs) */
     event *ev;
     int nev, cap;
     int64_t rank0;          /* the stage's first rank */
@@ -418,7 +421,7 @@ static void issue_group(sim *S, lane *L, const pass_fgroup *g)
     for (int i = 0; i < g->nin; i++)
         if (L->ready[g->in[i]->id] > start)
             start = L->ready[g->in[i]->id];
-    double dur = group_time(S->hw, L->m, g);
+    double dur = L->dur[L->next]; /* group_time */
     L->clock[ST_COMPUTE] = start + dur;
     for (int i = 0; i < g->nops; i++) {
         const ir_op *op = IR_OP(L->m, g->ops[i]);
@@ -444,7 +447,7 @@ static void issue(sim *S, lane *L, const ir_op *op)
         return;
     }
     stream st = ir_ops[op->code].cls == IR_C_COMM ? ST_COMM : ST_COMPUTE;
-    double dur = op_time(S, L, op);
+    double dur = L->dur[L->next]; /* op_time */
     if (dur == 0 && (op->code == IR_INSERT || op->code == IR_EXTRACT)) {
         if (op->nres) /* nothing runs: a view of its bucket */
             L->ready[op->res[0]->id] = start;
@@ -481,7 +484,7 @@ static bool rendezvous(sim *S, int s)
         start = snd->clock[ST_COMM];
     if (rcv->clock[ST_COMM] > start)
         start = rcv->clock[ST_COMM];
-    double dur = op_time(S, snd, so);
+    double dur = snd->dur[snd->next]; /* op_time of the send */
     snd->clock[ST_COMM] = rcv->clock[ST_COMM] = start + dur;
     rcv->ready[ro->res[0]->id] = start + dur;
     record(S, snd, snd->next++, ST_COMM, start, dur, (int)so->a->peer, -1);
@@ -693,26 +696,41 @@ static bool lane_fusion(void *ctx, int s, su_buf *err)
     return pass_fuse(L->m, &S->fus[s], err);
 }
 
-/* The events lane L records: one per send and receive, per group (at its
- * anchor) and per other op that costs something (issue, rendezvous), so
- * that its list is made once, not grown (a long pipeline's lists ran to
- * millions of events, each doubling copied and on fresh pages); record()
- * would still grow it were this ever short. */
-static int events_of(const lane *L)
+/* Lane s's costs, before the stages run in step: what each op that
+ * costs something takes (L->dur: a send's, a group's at its anchor, an
+ * op's of its own), and its events' count into L->cap: one per send and
+ * receive, per group (at its anchor) and per other op that costs
+ * something (issue, rendezvous), so that its list is made once, not grown
+ * (a long pipeline's lists ran to millions of events, each doubling
+ * copied and on fresh pages; record() would still grow it were this ever
+ * short). The lanes' costs are made at once (pass_for_stages), a third of
+ * the timeline of a deep pipeline. */
+static bool lane_costs(void *ctx, int s, su_buf *err)
 {
+    (void)err;
+    sim *S = ctx;
+    lane *L = &S->lane[s];
     const ir_module *m = L->m;
     int n = 0;
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
         int g = L->f ? L->f->group_of[i] : -1;
-        if (ir_ops[op->code].cls == IR_C_P2P)
+        if (ir_ops[op->code].cls == IR_C_P2P) {
             n++;
-        else if (g >= 0)
-            n += L->f->groups[g].anchor == i;
-        else
-            n += !is_free(op);
+            if (op->code == IR_SEND)
+                L->dur[i] = op_time(S, L, op);
+        } else if (g >= 0) {
+            if (L->f->groups[g].anchor == i) {
+                n++;
+                L->dur[i] = group_time(S->hw, m, &L->f->groups[g]);
+            }
+        } else if (!is_free(op)) {
+            n++;
+            L->dur[i] = op_time(S, L, op);
+        }
     }
-    return n;
+    L->cap = n;
+    return true;
 }
 
 static void timeline(void *arg)
@@ -732,8 +750,15 @@ static void timeline(void *arg)
     for (int s = 0; s < S->n; s++) {
         lane *L = &S->lane[s];
         L->ready = su_alloc(&S->arena, (size_t)(L->m->next_id + 1) * sizeof *L->ready);
+        L->dur = su_alloc(&S->arena, ((size_t)L->m->ops.n + 1) * sizeof *L->dur);
         L->rank0 = S->n > 1 ? first_rank(L->m, s) : 0;
-        L->cap = events_of(L);
+    }
+    if (pass_for_stages(S->n, lane_costs, S, r->err) >= 0) {
+        r->ok = false;
+        return;
+    }
+    for (int s = 0; s < S->n; s++) {
+        lane *L = &S->lane[s];
         L->ev = su_alloc(&S->arena, ((size_t)L->cap + 1) * sizeof *L->ev);
     }
     r->ok = simulate(S, r->err);
