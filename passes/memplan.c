@@ -83,6 +83,19 @@ typedef struct block {
  * least twice TWIN_TRIES (below) */
 #define TWIN_SET 512
 
+/* The ops as the plan's passes over them read them, made by one pass over
+ * the module (op_table), the others reading these arrays in order rather
+ * than each op, its results and their values again (about 5% of a deep
+ * pipeline's --report json): op i's result ids res_id[res_at[i] ..
+ * res_at[i + 1]), its task and microbatch, and the ops some rules look at
+ * alone, in order. Only read once made, so the plans of one module that
+ * pass_fuse_planned tries share one (optab_kept). */
+typedef struct optab {
+    int32_t *res_at, *res_id, *task, *mb;
+    int64_t *insert, *extract, *all_reduce, *psum;
+    int64_t ninsert, nextract, nall_reduce, npsum;
+} optab;
+
 typedef struct planner {
     const ir_module *m;
     pass_memplan *mp;
@@ -105,15 +118,7 @@ typedef struct planner {
     int64_t tried_off[TWIN_SET];
     uint32_t tried_stamp[TWIN_SET];
     uint32_t tried_at;
-    /* The ops as the plan's passes over them read them, made by one pass
-     * over the module (op_table), the others reading these arrays in
-     * order rather than each op, its results and their values again
-     * (about 5% of a deep pipeline's --report json): op i's result ids
-     * res_id[res_at[i] .. res_at[i + 1]), its task and microbatch, and
-     * the ops some rules look at alone, in order. */
-    int32_t *res_at, *res_id, *task, *mb;
-    int64_t *insert, *extract, *all_reduce, *psum;
-    int64_t ninsert, nextract, nall_reduce, npsum;
+    optab t;                /* the module's ops */
 } planner;
 
 enum {
@@ -391,69 +396,52 @@ static void op_table(planner *P, su_arena *a)
         c[2] += op->code == IR_ALL_REDUCE;
         c[3] += pass_pipeline_sum(op);
     }
-    P->res_at = su_alloc(a, (size_t)(n + 1) * sizeof *P->res_at);
-    P->res_id = su_alloc(a, (size_t)(nres + 1) * sizeof *P->res_id);
-    P->task = su_alloc(a, (size_t)(n + 1) * sizeof *P->task);
-    P->mb = su_alloc(a, (size_t)(n + 1) * sizeof *P->mb);
-    int64_t **list[4] = {&P->insert, &P->extract, &P->all_reduce, &P->psum};
+    P->t.res_at = su_alloc(a, (size_t)(n + 1) * sizeof *P->t.res_at);
+    P->t.res_id = su_alloc(a, (size_t)(nres + 1) * sizeof *P->t.res_id);
+    P->t.task = su_alloc(a, (size_t)(n + 1) * sizeof *P->t.task);
+    P->t.mb = su_alloc(a, (size_t)(n + 1) * sizeof *P->t.mb);
+    int64_t **list[4] = {&P->t.insert, &P->t.extract, &P->t.all_reduce, &P->t.psum};
     for (int k = 0; k < 4; k++)
         *list[k] = su_alloc(a, (size_t)(c[k] + 1) * sizeof **list[k]);
-    P->ninsert = P->nextract = P->nall_reduce = P->npsum = 0;
+    P->t.ninsert = P->t.nextract = P->t.nall_reduce = P->t.npsum = 0;
     int32_t r = 0;
     for (int64_t i = 0; i < n; i++) {
         const ir_op *op = IR_OP(m, i);
-        P->res_at[i] = r;
+        P->t.res_at[i] = r;
         for (int j = 0; j < op->nres; j++)
-            P->res_id[r++] = op->res[j]->id;
-        P->task[i] = op->task;
-        P->mb[i] = op->mb;
+            P->t.res_id[r++] = op->res[j]->id;
+        P->t.task[i] = op->task;
+        P->t.mb[i] = op->mb;
         if (op->code == IR_INSERT)
-            P->insert[P->ninsert++] = i;
+            P->t.insert[P->t.ninsert++] = i;
         if (op->code == IR_EXTRACT)
-            P->extract[P->nextract++] = i;
+            P->t.extract[P->t.nextract++] = i;
         if (op->code == IR_ALL_REDUCE)
-            P->all_reduce[P->nall_reduce++] = i;
+            P->t.all_reduce[P->t.nall_reduce++] = i;
         if (pass_pipeline_sum(op))
-            P->psum[P->npsum++] = i;
+            P->t.psum[P->t.npsum++] = i;
     }
-    P->res_at[n] = r;
+    P->t.res_at[n] = r;
 }
 
-/* An op table (op_table) kept for the plans of one module that
- * pass_fuse_planned tries, each taking it rather than walking the module
- * again (two or more plans of every pipeline stage: about 4% of a deep
- * pipeline's --report json). Its arrays in arena a, NULL until made. */
-typedef struct optab {
+/* An op table kept for the plans of one module that pass_fuse_planned
+ * tries (two or more of every pipeline stage): its arrays in arena a,
+ * made by the first plan. */
+typedef struct optab_kept {
     su_arena a;
-    int32_t *res_at, *res_id, *task, *mb;
-    int64_t *insert, *extract, *all_reduce, *psum;
-    int64_t ninsert, nextract, nall_reduce, npsum;
-} optab;
+    bool made;
+    optab t;
+} optab_kept;
 
-/* P's op table from *T, made there first when it is not yet (the arrays
- * only read after op_table, so the plans share them). */
-static void op_table_kept(planner *P, optab *T)
+/* P's op table from *K, made there first when it is not yet. */
+static void op_table_kept(planner *P, optab_kept *K)
 {
-    if (!T->res_at) {
-        op_table(P, &T->a);
-        *T = (optab){.a = T->a, .res_at = P->res_at, .res_id = P->res_id, .task = P->task,
-                     .mb = P->mb, .insert = P->insert, .extract = P->extract,
-                     .all_reduce = P->all_reduce, .psum = P->psum, .ninsert = P->ninsert,
-                     .nextract = P->nextract, .nall_reduce = P->nall_reduce, .npsum = P->npsum};
-        return;
+    if (!K->made) {
+        op_table(P, &K->a);
+        K->t = P->t;
+        K->made = true;
     }
-    P->res_at = T->res_at;
-    P->res_id = T->res_id;
-    P->task = T->task;
-    P->mb = T->mb;
-    P->insert = T->insert;
-    P->extract = T->extract;
-    P->all_reduce = T->all_reduce;
-    P->psum = T->psum;
-    P->ninsert = T->ninsert;
-    P->nextract = T->nextract;
-    P->nall_reduce = T->nall_reduce;
-    P->npsum = T->npsum;
+    P->t = K->t;
 }
 
 /* P's instances, once its values have buffers (mp->buf). */
@@ -465,9 +453,9 @@ static void find_instances(const planner *P, su_arena *a, instances *I)
     int64_t n = m->ops.n;
     int32_t maxtask = 0;
     for (int64_t i = 0; i < n; i++) {
-        if (P->task[i] > 0 && P->mb[i] >= 0) {
-            maxtask = P->task[i] > maxtask ? P->task[i] : maxtask;
-            I->nmb = P->mb[i] + 1 > I->nmb ? P->mb[i] + 1 : I->nmb;
+        if (P->t.task[i] > 0 && P->t.mb[i] >= 0) {
+            maxtask = P->t.task[i] > maxtask ? P->t.task[i] : maxtask;
+            I->nmb = P->t.mb[i] + 1 > I->nmb ? P->t.mb[i] + 1 : I->nmb;
         }
     }
     if (!maxtask)
@@ -481,9 +469,9 @@ static void find_instances(const planner *P, su_arena *a, instances *I)
     I->pos = su_alloc(a, (size_t)(n + 1) * sizeof *I->pos);
     memset(I->start, 0, (nkey + 1) * sizeof *I->start);
     for (int64_t i = 0; i < n; i++) {
-        int32_t t = P->task[i] > 0 ? P->task[i] - 1 : P->task[i] == -1 ? maxtask : -1;
-        I->key[i] = t >= 0 && P->mb[i] >= 0 && P->mb[i] < I->nmb
-                        ? (int64_t)t * I->nmb + P->mb[i]
+        int32_t t = P->t.task[i] > 0 ? P->t.task[i] - 1 : P->t.task[i] == -1 ? maxtask : -1;
+        I->key[i] = t >= 0 && P->t.mb[i] >= 0 && P->t.mb[i] < I->nmb
+                        ? (int64_t)t * I->nmb + P->t.mb[i]
                         : -1;
         if (I->key[i] >= 0)
             I->start[I->key[i] + 1]++;
@@ -500,7 +488,8 @@ static void find_instances(const planner *P, su_arena *a, instances *I)
             continue;
         int64_t k = fill[I->key[i]]++;
         I->pos[i] = k - I->start[I->key[i]];
-        int32_t tb = P->res_at[i + 1] > P->res_at[i] ? mp->buf[P->res_id[P->res_at[i]]] : -1;
+        const int32_t *at = P->t.res_at;
+        int32_t tb = at[i + 1] > at[i] ? mp->buf[P->t.res_id[at[i]]] : -1;
         bool own = tb >= 0 && mp->start[tb] == i && mp->view_of[tb] < 0;
         I->rec[k] = (twin){.off = -1, .size = own ? align_up(mp->bytes[tb]) : -1,
                            .end = own ? (int32_t)mp->end[tb] : -1, .op = (int32_t)i,
@@ -658,10 +647,10 @@ static void view_insert(planner *P, int64_t i)
 static void view_buckets(planner *P)
 {
     const ir_module *m = P->m;
-    for (int64_t k = 0; k < P->ninsert; k++)
-        view_insert(P, P->insert[k]);
-    for (int64_t x = 0; x < P->nextract; x++) {
-        const ir_op *op = IR_OP(m, P->extract[x]);
+    for (int64_t k = 0; k < P->t.ninsert; k++)
+        view_insert(P, P->t.insert[k]);
+    for (int64_t x = 0; x < P->t.nextract; x++) {
+        const ir_op *op = IR_OP(m, P->t.extract[x]);
         const ir_value *red = op->in[0];
         int b = find(P, red->id);
         if (P->kind[b] & K_VIEWED)
@@ -669,8 +658,8 @@ static void view_buckets(planner *P)
         P->kind[b] |= K_VIEWED; /* decided, yes or no */
         bool ok = true;
         int64_t covered = 0;
-        for (int64_t y = x; ok && y < P->nextract; y++) {
-            const ir_op *e = IR_OP(m, P->extract[y]);
+        for (int64_t y = x; ok && y < P->t.nextract; y++) {
+            const ir_op *e = IR_OP(m, P->t.extract[y]);
             if (e->in[0] != red)
                 continue;
             ok = view_ok(P, e);
@@ -679,8 +668,8 @@ static void view_buckets(planner *P)
         if (!ok || covered != value_bytes(red))
             continue;
         int64_t es = ir_dtype_size(red->type.dtype);
-        for (int64_t y = x; y < P->nextract; y++) {
-            const ir_op *e = IR_OP(m, P->extract[y]);
+        for (int64_t y = x; y < P->t.nextract; y++) {
+            const ir_op *e = IR_OP(m, P->t.extract[y]);
             if (e->in[0] != red)
                 continue;
             make_view(P, find(P, e->res[0]->id), b, e->a->offset * es);
@@ -705,8 +694,8 @@ static void kernel_in_place(planner *P)
         return;
     int nv = m->next_id + 1;
     bool *inserted = su_alloc(&P->mp->scratch, (size_t)nv * sizeof *inserted);
-    for (int64_t k = 0; k < P->ninsert; k++)
-        inserted[IR_OP(m, P->insert[k])->in[1]->id] = true;
+    for (int64_t k = 0; k < P->t.ninsert; k++)
+        inserted[IR_OP(m, P->t.insert[k])->in[1]->id] = true;
     const uint8_t keep = K_PARAM | K_STATE | K_KEEP | K_GRAD | K_OUTPUT | K_VIEWED;
     for (int64_t i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
@@ -742,8 +731,8 @@ static void accumulate_in_place(planner *P)
 {
     const ir_module *m = P->m;
     const uint8_t keep = K_PARAM | K_STATE | K_KEEP | K_OUTPUT;
-    for (int64_t k = 0; k < P->npsum; k++) {
-        int64_t i = P->psum[k];
+    for (int64_t k = 0; k < P->t.npsum; k++) {
+        int64_t i = P->t.psum[k];
         const ir_op *op = IR_OP(m, i);
         const ir_value *a = op->in[0], *r = op->res[0];
         if (P->defat[a->id] < 0 || !ir_type_eq(&a->type, &r->type))
@@ -794,8 +783,8 @@ static void analyse(planner *P)
     mark(P, m->train.loss, K_KEEP | K_OUTPUT);
     /* a bucket is filled in place: each insert writes over the bucket it
      * reads, which nothing reads after it */
-    for (int64_t k = 0; k < P->ninsert; k++) {
-        int64_t i = P->insert[k];
+    for (int64_t k = 0; k < P->t.ninsert; k++) {
+        int64_t i = P->t.insert[k];
         const ir_op *op = IR_OP(m, i);
         int a = find(P, op->in[0]->id), b = find(P, op->res[0]->id);
         if (a != b && P->last[a] == i && !(P->kind[a] & (K_PARAM | K_STATE | K_KEEP)) &&
@@ -803,8 +792,8 @@ static void analyse(planner *P)
             merge(P, a, b);
     }
     /* an all_reduce sums in place, over an operand it is the last to read */
-    for (int64_t k = 0; k < P->nall_reduce; k++) {
-        int64_t i = P->all_reduce[k];
+    for (int64_t k = 0; k < P->t.nall_reduce; k++) {
+        int64_t i = P->t.all_reduce[k];
         const ir_op *op = IR_OP(m, i);
         int a = find(P, op->in[0]->id), b = find(P, op->res[0]->id);
         if (a != b && P->last[a] == i && P->first[b] == i &&
@@ -920,8 +909,8 @@ static void find_births(const planner *P, su_arena *a, births *B)
     int64_t k = 0;
     for (int64_t i = 0; i < n; i++) {
         B->at[i] = k;
-        for (int j = 0; j < P->res_at[i + 1] - P->res_at[i]; j++) {
-            int b = mp->buf[P->res_id[P->res_at[i] + j]];
+        for (int j = 0; j < P->t.res_at[i + 1] - P->t.res_at[i]; j++) {
+            int b = mp->buf[P->t.res_id[P->t.res_at[i] + j]];
             if (mp->start[b] != i || listed[b] || mp->view_of[b] >= 0)
                 continue;
             listed[b] = 1;
@@ -1041,7 +1030,7 @@ static int64_t live_bound(const ir_module *m, const pass_memplan *mp, const birt
  * no offsets, its arena_bytes that bound. */
 static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *mp, su_buf *err,
                        analysed *keep, const analysed *from, int64_t beat, bool *unplaced,
-                       optab *ot)
+                       optab_kept *ot)
 {
     if (unplaced)
         *unplaced = false;
@@ -1105,11 +1094,11 @@ static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *m
     for (int v = 0; v < nv; v++)
         mp->buf[v] = root_buf[v] = -1;
     int nbuf = 0;
-    for (int64_t k = 0; k < P.res_at[n]; k++) {
-        int r = find(&P, P.res_id[k]);
+    for (int64_t k = 0; k < P.t.res_at[n]; k++) {
+        int r = find(&P, P.t.res_id[k]);
         if (root_buf[r] < 0)
             root_buf[r] = nbuf++;
-        mp->buf[P.res_id[k]] = root_buf[r];
+        mp->buf[P.t.res_id[k]] = root_buf[r];
     }
     mp->nbuf = nbuf;
     mp->offset = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->offset);
@@ -1463,7 +1452,7 @@ typedef struct planned_run {
     pass_memplan *mp, mp2;
     pass_fuse_walk *walk;   /* the fusion's walk, once for every try */
     analysed an;            /* the analysis of *mp's plan (of m and *f) */
-    optab ot;               /* m's op table, for every plan tried */
+    optab_kept ot;          /* m's op table, for every plan tried */
     su_buf *err;
     bool ok;
 } planned_run;
