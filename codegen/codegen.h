@@ -45,8 +45,43 @@ typedef struct cg_plan_options {
  * err when a stage holds something the plan cannot express (a bug in the
  * passes, reported as one) or NVRTC fails (the message names the kernel).
  * Allocation failures jump to *oom (the caller's; never the modules'). */
+/* A pipeline stage's plain instructions as plan_build.c lowers them for
+ * the roll, packed: each instruction is its shape (the instruction but for
+ * its buffers and offset, as plan_roll.c compares instances: shapes are
+ * distinct under cg_instr_same, so two instructions are the same but for
+ * those exactly when their shapes are one) with its buffers and offset. A
+ * deep pipeline's stage lowers to some 150,000 instructions of a few
+ * thousand shapes: 40 bytes each, where an rt_instr takes 760. */
+typedef struct cg_pinstr {
+    int32_t shape;              /* cg_packed.shape[shape] */
+    int32_t out;                /* the instruction's, rt_instr's */
+    int32_t in[RT_MAX_IN];
+    int64_t offset;
+} cg_pinstr;
+typedef struct cg_packed {
+    rt_instr *shape;            /* malloc'd: each as its first instruction was */
+    uint64_t *hash;             /* per shape: cg_instr_hash */
+    int32_t nshape, capshape;
+    int32_t *slot;              /* shapes by hash, open addressing, -1 free (malloc'd) */
+    int32_t capslot;            /* a power of two, over twice nshape; 0: none yet */
+    cg_pinstr *ins;             /* malloc'd */
+    int32_t n, cap;
+} cg_packed;
+/* Whether a and b are the same instruction but for their buffers (whether
+ * each is one: >= 0) and offset; and a hash that is equal where that is. */
+bool cg_instr_same(const rt_instr *a, const rt_instr *b);
+uint64_t cg_instr_hash(const rt_instr *a);
+/* Instruction in appended to P (its shape found, or added); allocation
+ * failures jump to *oom (P stays whole, for cg_packed_free). */
+void cg_pack(cg_packed *P, const rt_instr *in, jmp_buf *oom);
+/* Instruction k of P, whole: as it was packed but for what cg_instr_same
+ * does not compare (the operands' types past nin, say), which its
+ * shape's first instruction gives. */
+void cg_unpack(const cg_packed *P, int32_t k, rt_instr *out);
+void cg_packed_free(cg_packed *P);
 /* plan_roll.c (for plan_build.c): stages s0 to s1 - 1 of plan p (plain,
- * their kernels among p's) rolled into the loop form where the instances
+ * their kernels among p's, their instructions packed[s] (the programs'
+ * own instr unread: NULL)) rolled into the loop form where the instances
  * of a task repeat; task[s][k] and mb[s][k] are instruction k's stamp
  * (ir_op.task, .mb). For each, out[s - s0]: whether it rolled, and if so
  * its program and kernels (their own memory, from a: the plain program's
@@ -60,8 +95,9 @@ typedef struct cg_rolled {
     rt_kernel *kernel;
     int32_t nkernels;
 } cg_rolled;
-void cg_plan_roll_stages(rt_plan *p, int s0, int s1, int32_t *const *task,
-                         int32_t *const *mb, su_arena *a, jmp_buf *oom, cg_rolled *out);
+void cg_plan_roll_stages(rt_plan *p, int s0, int s1, const cg_packed *packed,
+                         int32_t *const *task, int32_t *const *mb, su_arena *a, jmp_buf *oom,
+                         cg_rolled *out);
 bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
                    const cg_plan_options *o, uint8_t **out, size_t *len, su_status *err,
                    jmp_buf *oom);

@@ -46,8 +46,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { SPARES = 16 };
-
 typedef struct builder {
     const ir_module *m;  /* the stage being lowered */
     double kernel_s;     /* stage_end's seconds in the stages' kernels so far */
@@ -64,14 +62,12 @@ typedef struct builder {
                           * then the program's, plain[stage]) */
     int nins, capins;
     rt_instr **plain;    /* per stage: its plain program's instructions
-                          * (malloc'd), until it has rolled (cg_plan_bytes
-                          * frees those left) */
-    int64_t *plain_cap;  /* per stage: the instructions plain[stage] has room for */
-    rt_instr *spare[SPARES]; /* rolled stages' arrays, for the next batch's
-                              * stages to lower into (malloc'd; a stage's
-                              * fresh pages cost more than lowering into them) */
-    int64_t spare_cap[SPARES];
-    int nspare;
+                          * (malloc'd), until the plan is written */
+    cg_packed *packed;   /* build_rolled's: per stage, its instructions packed
+                          * until it has rolled (cg_plan_bytes frees those left);
+                          * NULL otherwise */
+    cg_packed *pk;       /* the stage being lowered's, when packed (else NULL) */
+    rt_instr cur;        /* with pk: the instruction being lowered */
     su_vec ios;          /* rt_io * */
     int32_t *instr_of;   /* per op index of the stage: its instruction, -1 none */
     int32_t *end_of;     /* per op index: the instruction count once it is lowered */
@@ -221,7 +217,7 @@ static bool lower_op(builder *b, const ir_op *op)
         return fail(b, "%s has %d operands, the plan's %s takes %d to %d",
                     ir_ops[op->code].name, op->nin, name, rt_ops[code].min_in,
                     rt_ops[code].max_in);
-    if (b->nins == b->capins) {
+    if (!b->pk && b->nins == b->capins) {
         int cap = b->capins ? 2 * b->capins : 1024;
         rt_instr *grown = realloc(b->ins, (size_t)cap * sizeof *grown);
         if (!grown)
@@ -229,7 +225,7 @@ static bool lower_op(builder *b, const ir_op *op)
         b->ins = grown;
         b->capins = cap;
     }
-    rt_instr *in = &b->ins[b->nins];
+    rt_instr *in = b->pk ? &b->cur : &b->ins[b->nins];
     memset(in, 0, sizeof *in);
     in->op = (uint16_t)code;
     in->nin = (uint8_t)op->nin;
@@ -277,6 +273,8 @@ static bool lower_op(builder *b, const ir_op *op)
     in->col = op->loc.line ? op->loc.col : 0;
     if (ir_ops[op->code].cls == IR_C_SOURCE && !source(b, op, in))
         return false;
+    if (b->pk)
+        cg_pack(b->pk, in, b->oom);
     b->nins++;
     return true;
 }
@@ -315,7 +313,7 @@ static bool build_stage(builder *b, rt_program *prog)
     const ir_module *m = b->m;
     if (!m->partitioned)
         return fail(b, "the plan is made from a partitioned module");
-    if (b->capins < m->ops.n + 1) { /* an op makes one instruction at most */
+    if (!b->pk && b->capins < m->ops.n + 1) { /* an op makes one instruction at most */
         free(b->ins); /* nothing in it yet */
         b->ins = NULL;
         b->capins = 0;
@@ -349,9 +347,10 @@ static bool build_stage(builder *b, rt_program *prog)
     prog->buf_offset = b->mp->offset;
     prog->ninstr = (int32_t)b->nins;
     /* the instructions themselves, not a copy: plain[stage] owns them
-     * (room for an instruction per op: about as many) */
-    prog->instr = b->plain[b->stage] = b->ins;
-    b->plain_cap[b->stage] = b->capins;
+     * (room for an instruction per op: about as many), or pk (packed) */
+    prog->instr = b->pk ? NULL : b->ins;
+    if (!b->pk)
+        b->plain[b->stage] = b->ins;
     b->ins = NULL;
     b->nins = b->capins = 0;
     int32_t *task = su_alloc(b->sa, ((size_t)prog->ninstr + 1) * sizeof *task);
@@ -1038,8 +1037,7 @@ static bool lower_run(void *arg, su_buf *err)
     b->sa = &j->maps;
     b->err = &j->st;
     memset(&b->ios, 0, sizeof b->ios);
-    b->nins = 0; /* into a spare array or none (plan_stages) */
-    b->nspare = 0;
+    b->nins = 0;
     stage_begin(b, j->m, j->s);
     return build_stage(b, j->prog);
 }
@@ -1091,11 +1089,7 @@ static bool plan_stages(builder *b, ir_module *const *stages, int s0, int s1, rt
         j->b = *b;
         j->b.ins = NULL;
         j->b.capins = 0;
-        if (b->nspare) { /* the job's own from here */
-            b->nspare--;
-            j->b.ins = b->spare[b->nspare];
-            j->b.capins = (int)b->spare_cap[b->nspare];
-        }
+        j->b.pk = b->packed ? &b->packed[s] : NULL; /* the job's own stage's */
         j->m = stages[s];
         j->prog = &p->stage[s];
         j->s = s;
@@ -1120,9 +1114,12 @@ static bool plan_stages(builder *b, ir_module *const *stages, int s0, int s1, rt
         for (int e = 0; e < lb->ios.n; e++)
             su_vec_push(&b->ios, b->oom, lb->ios.v[e]);
         rt_program *prog = j->prog;
-        for (int32_t k = 0; k < prog->ninstr; k++)
+        for (int32_t k = 0; prog->instr && k < prog->ninstr; k++)
             if (prog->instr[k].io >= 0)
                 prog->instr[k].io += base;
+        for (int32_t k = 0; lb->pk && k < lb->pk->nshape; k++)
+            if (lb->pk->shape[k].io >= 0) /* a source's own shape (each has its io) */
+                lb->pk->shape[k].io += base;
         b->m = lb->m;
         b->stage = lb->stage;
         b->mp = lb->mp;
@@ -1198,16 +1195,36 @@ static void check_item(void *ctx, int i)
     j->ok = rt_plan_validate_stage(j->p, j->s, &j->err);
 }
 
+/* rt_plan_check_refs of stage s of p, its instructions packed in P. */
+static bool packed_refs(const rt_plan *p, int s, const cg_packed *P, su_status *err)
+{
+    const rt_program *g = &p->stage[s];
+    for (int32_t k = 0; k < P->n; k++) {
+        const cg_pinstr *e = &P->ins[k];
+        int nin = P->shape[e->shape].nin;
+        bool ok = nin <= RT_MAX_IN && e->out >= -1 && e->out < g->nbuf;
+        for (int i = 0; ok && i < nin; i++)
+            ok = e->in[i] >= 0 && e->in[i] < g->nbuf;
+        if (!ok) {
+            su_fail(err, SU_INPUT, "stage %d, instruction %d: an operand or the result is out of "
+                    "range (the program has %d buffers)", s, k, g->nbuf);
+            return false;
+        }
+    }
+    return rt_plan_check_kernel_refs(p, s, err);
+}
+
 /* A pipeline's stages, built plain, rolled into the loop form and
  * validated as they will be written (a rolled stage's instructions on a
  * sample of its items: rt_plan_validate_stage), a batch at a time, as
- * many stages as processors (at most 16): the batch's plain programs and
- * kernels are freed once it has rolled, so the plan never holds more than
- * a batch of plain stages (at 128 microbatches, pipeline.sh L=96 on
- * 64x8x8's are 90 MB each). Before the roll, only what it indexes by is
- * checked (rt_plan_check_refs). The
- * kernels: those of the stages that did not roll, as they were, then each
- * rolled stage's, in stage order. */
+ * many stages as processors (at most 16): the batch's plain programs,
+ * their instructions packed (cg_packed), and kernels are freed once it has
+ * rolled, so the plan never holds more than a batch of plain stages (at
+ * 128 microbatches, pipeline.sh L=96 on 64x8x8's are 150,000 instructions
+ * each: 6 MB packed, 113 MB as rt_instr). Before the roll, only what it
+ * indexes by is checked (packed_refs). A stage that does not roll is
+ * unpacked. The kernels: those of the stages that did not roll, as they
+ * were, then each rolled stage's, in stage order. */
 static bool build_rolled(plan_run *r, rt_plan *p)
 {
     builder *b = &r->b;
@@ -1218,6 +1235,9 @@ static bool build_rolled(plan_run *r, rt_plan *p)
     memset(done, 0, (size_t)n * sizeof *done);
     su_vec *kept = &r->kept;
     check_job *job = su_alloc(&r->arena, (size_t)batch * sizeof *job);
+    b->packed = calloc((size_t)(n > 0 ? n : 1), sizeof *b->packed); /* cg_plan_bytes frees */
+    if (!b->packed)
+        su_oom(b->oom);
     bool ok = true;
     for (int s0 = 0; ok && s0 < n; s0 += batch) {
         int s1 = s0 + batch < n ? s0 + batch : n;
@@ -1236,17 +1256,27 @@ static bool build_rolled(plan_run *r, rt_plan *p)
             v.kernel += k0;
             v.nkernels -= k0;
             for (int s = s0; ok && s < s1; s++)
-                ok = rt_plan_check_refs(&v, s, b->err);
+                ok = packed_refs(&v, s, &b->packed[s], b->err);
         }
         if (ok) {
-            cg_plan_roll_stages(&v, s0, s1, b->task, b->mb, &r->arena, b->oom, done + s0);
+            cg_plan_roll_stages(&v, s0, s1, b->packed, b->task, b->mb, &r->arena, b->oom,
+                                done + s0);
             lap(b->o, CG_T_ROLL, &t0, 0);
             /* each stage as it will be written: rolled (its loop form, and
              * its instructions on a sample of its items), or plain */
             for (int s = s0; s < s1; s++) {
                 job[s - s0] = (check_job){.p = &v, .s = s};
-                if (!done[s].rolled)
+                if (!done[s].rolled) { /* plain: its instructions unpacked */
+                    const cg_packed *P = &b->packed[s];
+                    rt_instr *in = malloc(((size_t)P->n + 1) * sizeof *in);
+                    if (!in)
+                        su_oom(b->oom);
+                    for (int32_t k = 0; k < P->n; k++)
+                        cg_unpack(P, k, &in[k]);
+                    p->stage[s].instr = b->plain[s] = in; /* v's too */
+                    cg_packed_free(&b->packed[s]);
                     continue;
+                }
                 rt_plan *w = su_alloc(sa, sizeof *w);
                 *w = v;
                 w->stage = su_alloc(sa, (size_t)n * sizeof *w->stage);
@@ -1277,13 +1307,7 @@ static bool build_rolled(plan_run *r, rt_plan *p)
                 if (!done[s].rolled)
                     continue;
                 p->stage[s] = done[s].prog;
-                if (b->nspare < SPARES) { /* read no more: for the next batch */
-                    b->spare[b->nspare] = b->plain[s];
-                    b->spare_cap[b->nspare++] = b->plain_cap[s];
-                } else {
-                    free(b->plain[s]);
-                }
-                b->plain[s] = NULL;
+                cg_packed_free(&b->packed[s]); /* read no more */
             }
             for (int32_t k = k0; k < b->kernels.n; k++) {
                 rt_kernel *kr = b->kernels.v[k];
@@ -1383,12 +1407,8 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     builder *b = &r.b;
     b->arena = b->sa = &r.arena;
     b->plain = calloc((size_t)(nstages > 0 ? nstages : 1), sizeof *b->plain);
-    b->plain_cap = calloc((size_t)(nstages > 0 ? nstages : 1), sizeof *b->plain_cap);
-    if (!b->plain || !b->plain_cap) {
-        free(b->plain);
-        free(b->plain_cap);
+    if (!b->plain)
         su_oom(oom);
-    }
     b->err = err;
     b->o = o;
     b->oom = oom;
@@ -1407,9 +1427,9 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     for (int s = 0; s < nstages; s++)
         free(b->plain[s]);
     free(b->plain);
-    free(b->plain_cap);
-    for (int i = 0; i < b->nspare; i++)
-        free(b->spare[i]);
+    for (int s = 0; b->packed && s < nstages; s++)
+        cg_packed_free(&b->packed[s]);
+    free(b->packed);
     su_vec_free(&b->ios);
     su_vec_free(&b->kernels);
     su_vec_free(&b->modules);

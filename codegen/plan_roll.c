@@ -46,7 +46,9 @@ typedef struct roll {
     su_arena *a;
     rt_plan *p;
     int s;
-    const rt_program *g;
+    const rt_program *g;  /* its buffers and instruction count; the instructions
+                           * themselves are P's */
+    const cg_packed *P;
     int32_t nmb;
     seg *seg;
     int32_t nseg;
@@ -66,8 +68,7 @@ static bool dbl_same(double a, double b)
     return memcmp(&a, &b, sizeof a) == 0;
 }
 
-/* Everything but the buffers and the offset. */
-static bool instr_same(const rt_instr *a, const rt_instr *b)
+bool cg_instr_same(const rt_instr *a, const rt_instr *b)
 {
     if (a->op != b->op || a->nin != b->nin || !rt_type_eq(&a->out_t, &b->out_t) ||
         a->io != b->io || !dbl_same(a->value, b->value) || a->axis != b->axis ||
@@ -87,6 +88,122 @@ static bool instr_same(const rt_instr *a, const rt_instr *b)
         if (a->axes[i] != b->axes[i])
             return false;
     return (a->out < 0) == (b->out < 0);
+}
+
+static uint64_t mix(uint64_t h, uint64_t x)
+{
+    h ^= x + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
+    return h;
+}
+
+static uint64_t dbl_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+static uint64_t type_hash(uint64_t h, const rt_type *t)
+{
+    h = mix(h, (uint64_t)t->dtype << 8 | t->rank);
+    for (int i = 0; i < t->rank && i < RT_MAX_RANK; i++)
+        h = mix(h, (uint64_t)t->dim[i]);
+    return h;
+}
+
+uint64_t cg_instr_hash(const rt_instr *a)
+{
+    uint64_t h = mix(0, (uint64_t)a->op << 16 | (uint64_t)a->nin << 8 | (a->out < 0));
+    h = type_hash(h, &a->out_t);
+    h = mix(h, (uint64_t)(uint32_t)a->io);
+    h = mix(h, dbl_bits(a->value));
+    h = mix(h, (uint64_t)a->axis);
+    h = mix(h, (uint64_t)a->keepdims << 8 | a->causal);
+    h = mix(h, dbl_bits(a->eps));
+    h = mix(h, (uint64_t)a->nlist << 8 | a->naxes);
+    h = mix(h, (uint64_t)a->dim);
+    h = mix(h, (uint64_t)a->dim2);
+    h = mix(h, dbl_bits(a->lr) ^ dbl_bits(a->momentum) * 3 ^ dbl_bits(a->beta1) * 5 ^
+                   dbl_bits(a->beta2) * 7 ^ dbl_bits(a->wd) * 11);
+    h = mix(h, (uint64_t)(uint32_t)a->line << 32 | (uint32_t)a->col);
+    for (int i = 0; i < a->nin && i < RT_MAX_IN; i++)
+        h = mix(type_hash(h, &a->in_t[i]), a->in[i] < 0);
+    for (int i = 0; i < a->nlist && i < RT_MAX_RANK; i++)
+        h = mix(h, (uint64_t)a->list[i]);
+    for (int i = 0; i < a->naxes && i < RT_MAX_AXES; i++)
+        h = mix(h, a->axes[i]);
+    return h;
+}
+
+/* Grows *v (n of size each, room for *cap) to room for one more. */
+static void grow(jmp_buf *oom, void **v, int32_t n, int32_t *cap, size_t size, int32_t first)
+{
+    if (n < *cap)
+        return;
+    int32_t c = *cap ? 2 * *cap : first;
+    void *g = realloc(*v, (size_t)c * size);
+    if (!g)
+        su_oom(oom); /* the old block is still *v, freed by the caller */
+    *v = g;
+    *cap = c;
+}
+
+void cg_pack(cg_packed *P, const rt_instr *in, jmp_buf *oom)
+{
+    uint64_t h = cg_instr_hash(in);
+    if (2 * (P->nshape + 1) > P->capslot) { /* the slots again, twice as many */
+        int32_t cap = P->capslot ? 2 * P->capslot : 4096;
+        int32_t *slot = malloc((size_t)cap * sizeof *slot);
+        if (!slot)
+            su_oom(oom);
+        for (int32_t i = 0; i < cap; i++)
+            slot[i] = -1;
+        for (int32_t k = 0; k < P->nshape; k++) {
+            uint32_t i = (uint32_t)P->hash[k] & (uint32_t)(cap - 1);
+            while (slot[i] >= 0)
+                i = (i + 1) & (uint32_t)(cap - 1);
+            slot[i] = k;
+        }
+        free(P->slot);
+        P->slot = slot;
+        P->capslot = cap;
+    }
+    uint32_t mask = (uint32_t)P->capslot - 1, i = (uint32_t)h & mask;
+    while (P->slot[i] >= 0 &&
+           (P->hash[P->slot[i]] != h || !cg_instr_same(&P->shape[P->slot[i]], in)))
+        i = (i + 1) & mask;
+    if (P->slot[i] < 0) {
+        int32_t cap = P->capshape;
+        grow(oom, (void **)&P->shape, P->nshape, &cap, sizeof *P->shape, 256);
+        grow(oom, (void **)&P->hash, P->nshape, &P->capshape, sizeof *P->hash, 256);
+        P->shape[P->nshape] = *in;
+        P->hash[P->nshape] = h;
+        P->slot[i] = P->nshape++;
+    }
+    grow(oom, (void **)&P->ins, P->n, &P->cap, sizeof *P->ins, 4096);
+    cg_pinstr *e = &P->ins[P->n++];
+    e->shape = P->slot[i];
+    e->out = in->out;
+    memcpy(e->in, in->in, sizeof e->in);
+    e->offset = in->offset;
+}
+
+void cg_unpack(const cg_packed *P, int32_t k, rt_instr *out)
+{
+    const cg_pinstr *e = &P->ins[k];
+    *out = P->shape[e->shape];
+    memcpy(out->in, e->in, sizeof out->in);
+    out->out = e->out;
+    out->offset = e->offset;
+}
+
+void cg_packed_free(cg_packed *P)
+{
+    free(P->shape);
+    free(P->hash);
+    free(P->slot);
+    free(P->ins);
+    memset(P, 0, sizeof *P);
 }
 
 /* Everything but the name, the instructions' place and the parameters'
@@ -136,15 +253,15 @@ static void unpair(roll *R)
  * in to_t / from_t, and the steps it fixes are added to step / known. */
 static bool match(roll *R, const seg *t, const seg *x, int64_t *step, bool *known)
 {
-    const rt_program *g = R->g;
+    const cg_packed *P = R->P;
     int32_t n = t->end - t->first;
     if (x->end - x->first != n || x->nk != t->nk)
         return false;
     for (int32_t q = 0; q < n; q++) {
-        const rt_instr *a = &g->instr[t->first + q], *b = &g->instr[x->first + q];
-        if (!instr_same(a, b))
+        const cg_pinstr *a = &P->ins[t->first + q], *b = &P->ins[x->first + q];
+        if (a->shape != b->shape) /* cg_instr_same */
             return false;
-        for (int i = 0; i < a->nin; i++)
+        for (int i = 0; i < P->shape[a->shape].nin; i++)
             if (!pair(R, a->in[i], b->in[i]))
                 return false;
         if (!pair(R, a->out, b->out))
@@ -167,7 +284,7 @@ static bool match(roll *R, const seg *t, const seg *x, int64_t *step, bool *know
     }
     for (int32_t q = 0; q < n; q++)
         if (!known[q]) {
-            step[q] = (g->instr[x->first + q].offset - g->instr[t->first + q].offset) /
+            step[q] = (P->ins[x->first + q].offset - P->ins[t->first + q].offset) /
                       ((int64_t)x->mb - t->mb);
             known[q] = true;
         }
@@ -195,10 +312,10 @@ typedef struct body {
  * B->buf (from_t marks them; the caller clears). */
 static void template_buffers(roll *R, body *B, const seg *t)
 {
-    const rt_program *g = R->g;
+    const cg_packed *P = R->P;
     int32_t cap = 0;
     for (int32_t q = t->first; q < t->end; q++)
-        cap += g->instr[q].nin + 1;
+        cap += P->shape[P->ins[q].shape].nin + 1;
     for (int32_t k = 0; k < t->nk; k++) {
         const rt_kernel *kr = &R->p->kernel[R->kern[t->k0 + k]];
         cap += kr->nin + kr->nout;
@@ -215,9 +332,9 @@ static void template_buffers(roll *R, body *B, const seg *t)
         }                                                                      \
     } while (0)
     for (int32_t q = t->first; q < t->end; q++) {
-        for (int i = 0; i < g->instr[q].nin; i++)
-            ADD(g->instr[q].in[i]);
-        ADD(g->instr[q].out);
+        for (int i = 0; i < P->shape[P->ins[q].shape].nin; i++)
+            ADD(P->ins[q].in[i]);
+        ADD(P->ins[q].out);
     }
     for (int32_t k = 0; k < t->nk; k++) {
         const rt_kernel *kr = &R->p->kernel[R->kern[t->k0 + k]];
@@ -367,14 +484,14 @@ static int32_t slot_map(su_vec *maps, const int32_t *slot, int32_t nmb, su_arena
 static void emit(roll *R, rt_program *out, const seg *sg, body *B, const int32_t *id,
                  su_vec *kout, jmp_buf *oom)
 {
-    const rt_program *g = R->g;
     if (B)
         for (int32_t b = 0; b < B->nbuf; b++) /* template buffer -> its number */
             R->to_t[B->buf[b]] = B->moved[b] ? B->entry[b] : id[B->buf[b]];
 #define NUM(b) ((b) < 0 ? (b) : B ? R->to_t[b] : id[b])
     int32_t at = out->ninstr;
     for (int32_t k = sg->first; k < sg->end; k++) {
-        rt_instr x = g->instr[k];
+        rt_instr x;
+        cg_unpack(R->P, k, &x);
         for (int i = 0; i < x.nin; i++)
             x.in[i] = NUM(x.in[i]);
         x.out = NUM(x.out);
@@ -499,9 +616,10 @@ static void write_loop(roll *R, body **by_task, int32_t maxtask, rt_program *out
             continue;
         }
         for (int32_t k = sg->first; k < sg->end; k++) {
-            for (int i = 0; i < g->instr[k].nin; i++)
-                KEEP(g->instr[k].in[i]);
-            KEEP(g->instr[k].out);
+            const cg_pinstr *e = &R->P->ins[k];
+            for (int i = 0; i < R->P->shape[e->shape].nin; i++)
+                KEEP(e->in[i]);
+            KEEP(e->out);
         }
         for (int32_t k = 0; k < sg->nk; k++) {
             const rt_kernel *kr = &p->kernel[R->kern[sg->k0 + k]];
@@ -673,7 +791,7 @@ static void write_loop(roll *R, body **by_task, int32_t maxtask, rt_program *out
  * messages', is the program's either way. */
 static int32_t p2p_tasks(roll *R, int32_t maxtask)
 {
-    const rt_program *g = R->g;
+    const cg_packed *P = R->P;
     int32_t *rep = su_alloc(R->a, (size_t)(R->nseg + 1) * sizeof *rep), nrep = 0;
     int32_t *kind = su_alloc(R->a, (size_t)(R->nseg + 1) * sizeof *kind);
     for (int32_t q = 0; q < R->nseg; q++) {
@@ -686,7 +804,7 @@ static int32_t p2p_tasks(roll *R, int32_t maxtask)
             const seg *r = &R->seg[rep[c]];
             bool same = r->end - r->first == sg->end - sg->first;
             for (int32_t k = 0; same && k < sg->end - sg->first; k++)
-                same = instr_same(&g->instr[r->first + k], &g->instr[sg->first + k]);
+                same = P->ins[r->first + k].shape == P->ins[sg->first + k].shape;
             if (same)
                 break;
         }
@@ -725,11 +843,12 @@ static int32_t p2p_tasks(roll *R, int32_t maxtask)
  * I/O entries' buffers numbered again; false when nothing rolls (nothing
  * changed). Reads p's kernels and stage s's program; writes only stage s's
  * I/O entries, so the stages roll at once. */
-static bool roll_stage(rt_plan *p, int s, const int32_t *task, const int32_t *mb, su_arena *a,
-                       jmp_buf *oom, rt_program *out, su_vec *kout)
+static bool roll_stage(rt_plan *p, int s, const cg_packed *P, const int32_t *task,
+                       const int32_t *mb, su_arena *a, jmp_buf *oom, rt_program *out,
+                       su_vec *kout)
 {
     rt_program *g = &p->stage[s];
-    roll R = {.a = a, .p = p, .s = s, .g = g};
+    roll R = {.a = a, .p = p, .s = s, .g = g, .P = P};
     int32_t maxtask = 0;
     R.nmb = 1;
     for (int32_t k = 0; k < g->ninstr; k++) {
@@ -793,6 +912,7 @@ static bool roll_stage(rt_plan *p, int s, const int32_t *task, const int32_t *mb
 typedef struct roll_job {
     rt_plan *p;
     int s;
+    const cg_packed *P;
     const int32_t *task, *mb;
     su_arena arena;     /* the rolled program's memory, the caller's arena's after */
     jmp_buf oom;
@@ -809,11 +929,13 @@ static void roll_item(void *ctx, int i)
         j->failed = true;
         return;
     }
-    j->rolled = roll_stage(j->p, j->s, j->task, j->mb, &j->arena, &j->oom, &j->out, &j->kout);
+    j->rolled = roll_stage(j->p, j->s, j->P, j->task, j->mb, &j->arena, &j->oom, &j->out,
+                           &j->kout);
 }
 
-void cg_plan_roll_stages(rt_plan *p, int s0, int s1, int32_t *const *task,
-                         int32_t *const *mb, su_arena *a, jmp_buf *oom, cg_rolled *out)
+void cg_plan_roll_stages(rt_plan *p, int s0, int s1, const cg_packed *packed,
+                         int32_t *const *task, int32_t *const *mb, su_arena *a, jmp_buf *oom,
+                         cg_rolled *out)
 {
     int n = s1 - s0;
     roll_job *job = calloc((size_t)(n > 0 ? n : 1), sizeof *job);
@@ -822,6 +944,7 @@ void cg_plan_roll_stages(rt_plan *p, int s0, int s1, int32_t *const *task,
     for (int i = 0; i < n; i++) {
         job[i].p = p;
         job[i].s = s0 + i;
+        job[i].P = &packed[s0 + i];
         job[i].task = task[s0 + i];
         job[i].mb = mb[s0 + i];
     }

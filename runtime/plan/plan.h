@@ -501,6 +501,9 @@ bool rt_plan_validate_rest(const rt_plan *p, su_status *err);
  * (codegen/plan_roll.c indexes by them), then rt_plan_validate_stage
  * checks the loop form it rolled. */
 bool rt_plan_check_refs(const rt_plan *p, int s, su_status *err);
+/* Its kernels' part: every buffer and instruction the stage's kernels name
+ * in range (of the stage's nbuf and ninstr; its instructions unread). */
+bool rt_plan_check_kernel_refs(const rt_plan *p, int s, su_status *err);
 /* Shape rules of one instruction (local shapes), so kernels can trust them. */
 bool rt_instr_check(const rt_plan *p, const rt_instr *in, su_status *err);
 /* For each I/O entry i of a validated plan, first[i] (nio entries): the

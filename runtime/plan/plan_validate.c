@@ -1123,6 +1123,12 @@ bool rt_plan_check_refs(const rt_plan *p, int s, su_status *err)
             return rt_plan_fail(err, "stage %d, instruction %d: an operand or the result is out "
                                 "of range (the program has %d buffers)", s, k, g->nbuf);
     }
+    return rt_plan_check_kernel_refs(p, s, err);
+}
+
+bool rt_plan_check_kernel_refs(const rt_plan *p, int s, su_status *err)
+{
+    const rt_program *g = &p->stage[s];
     for (int32_t i = 0; i < p->nkernels; i++) {
         const rt_kernel *k = &p->kernel[i];
         if (k->stage != s)

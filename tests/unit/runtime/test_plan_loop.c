@@ -520,6 +520,18 @@ static void test_check_refs(void)
     make_loop(&f);
     f.kern[0].stage = 1; /* another stage's: not this one's to check */
     CHECK(rt_plan_check_refs(&f.p, 0, &err));
+    /* the kernels' part alone reads no instruction (the writer's are
+     * packed then: codegen.h's cg_packed) */
+    make_loop(&f);
+    f.p.stage[0].instr = NULL;
+    CHECK(rt_plan_check_kernel_refs(&f.p, 0, &err));
+    f.param[0][1] = 6;
+    CHECK(!rt_plan_check_kernel_refs(&f.p, 0, &err));
+    CHECK_STR(err.msg, "kernel 0 of stage 0: an instruction or a parameter is out of range");
+    make_loop(&f);
+    f.p.stage[0].instr = NULL;
+    f.kern[0].instr = (int32_t[]){5};
+    CHECK(!rt_plan_check_kernel_refs(&f.p, 0, &err));
 }
 
 static uint64_t rd(const uint8_t *b, int k)
