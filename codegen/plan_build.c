@@ -74,6 +74,8 @@ typedef struct builder {
     int32_t **task, **mb; /* per stage, per instruction: its op's stamp (ir_op.task, .mb) */
     const cg_plan_options *o;
     su_vec kernels;      /* rt_kernel *, every stage's */
+    su_vec made_k;       /* rt_kernel *: the stage's, but for their modules
+                          * (stage_kernel_list; stage_kernels adds them) */
     su_vec modules;      /* rt_module * */
     su_vec made;         /* struct made *: each key compiled, its module and entry */
     const struct made **made_slot; /* the same, by key: open addressing (b->arena) */
@@ -772,8 +774,9 @@ _Static_assert((int)RT_KS_ELEMENTWISE == (int)CG_CUDA_ELEMENTWISE &&
                "the plan's kernel strategies must number as codegen's");
 
 /* The plan's kernel for generated kernel ck, reading its first nin
- * parameters, standing for ops[nops] (module op indices). */
-static bool add_kernel(builder *b, const cg_cuda_kernel *ck, int nin, const int *ops, int nops)
+ * parameters, standing for ops[nops] (module op indices), but for its
+ * module (stage_kernels'), into b->made_k. */
+static bool make_kernel(builder *b, const cg_cuda_kernel *ck, int nin, const int *ops, int nops)
 {
     rt_kernel *k = su_alloc(b->sa, sizeof *k);
     memset(k, 0, sizeof *k);
@@ -800,10 +803,7 @@ static bool add_kernel(builder *b, const cg_cuda_kernel *ck, int nin, const int 
         if (k->instr[j] < 0)
             return fail(b, "kernel %s: op %d makes no instruction", ck->name, ops[j]);
     }
-    k->module = module_of(b, ck, &k->entry);
-    if (k->module < 0)
-        return false;
-    su_vec_push(&b->kernels, b->oom, k);
+    su_vec_push(&b->made_k, b->oom, k);
     return true;
 }
 
@@ -866,7 +866,7 @@ static bool add_matmul_kernel(builder *b, const pass_fgroup *g)
             return fail(b, "kernel %s: op %d makes no instruction", g->name, g->ops[j]);
         k->instr[k->ninstr++] = ins;
     }
-    su_vec_push(&b->kernels, b->oom, k);
+    su_vec_push(&b->made_k, b->oom, k);
     return true;
 }
 
@@ -950,11 +950,16 @@ static bool gen_kernels(builder *b, ir_module *const *stages, int n, int s0, int
     return bad < 0;
 }
 
-static bool stage_kernels(builder *b, const pass_fusion *f)
+/* The plan's kernels of the stage b lowered last (its groups f), but for
+ * their modules, into b->made_k: one per kernel of its cg_cuda (a group
+ * of f with CUDA C, or an op with a kernel of its own), in its order,
+ * then one per matmul group. Reads only the stage's own (a pipeline's
+ * stages make theirs at once, plan_stages). */
+static bool stage_kernel_list(builder *b, const pass_fusion *f)
 {
-    cg_cuda *c = &b->gen[b->stage];
-    b->f = f;
-    bool ok = compile_stage(b, c);
+    const cg_cuda *c = &b->gen[b->stage];
+    b->made_k.n = 0;
+    bool ok = true;
     for (int i = 0; ok && i < c->nkernels; i++) {
         const cg_cuda_kernel *k = &c->k[i];
         const pass_fgroup *g = k->group >= 0 ? &f->groups[k->group] : NULL;
@@ -962,11 +967,32 @@ static bool stage_kernels(builder *b, const pass_fusion *f)
          * they are one value (attention(x, x, x)), then its two results;
          * attention with its lse's, attention's */
         int nin = !g ? k->nparams - 1 : pass_fuse_attn_two(g->kind) ? k->nparams - 2 : g->nin;
-        ok = g ? add_kernel(b, k, nin, g->ops, g->nops) : add_kernel(b, k, nin, &k->op, 1);
+        ok = g ? make_kernel(b, k, nin, g->ops, g->nops) : make_kernel(b, k, nin, &k->op, 1);
     }
     for (int i = 0; ok && i < f->ngroups; i++)
         if (f->groups[i].kind == PASS_FUSE_MATMUL)
             ok = add_matmul_kernel(b, &f->groups[i]);
+    return ok;
+}
+
+/* The stage's kernels (made by stage_kernel_list, made_k) into the plan's
+ * with their modules: its new sources compiled, then each kernel's module
+ * found or made in the kernels' order, so that modules number alike
+ * however the lists were made. */
+static bool stage_kernels(builder *b, const pass_fusion *f, const su_vec *made_k)
+{
+    cg_cuda *c = &b->gen[b->stage];
+    b->f = f;
+    bool ok = compile_stage(b, c);
+    for (int i = 0; ok && i < made_k->n; i++) {
+        rt_kernel *k = made_k->v[i];
+        if (i < c->nkernels) { /* CUDA C; then the matmul groups' */
+            k->module = module_of(b, &c->k[i], &k->entry);
+            ok = k->module >= 0;
+        }
+        if (ok)
+            su_vec_push(&b->kernels, b->oom, k);
+    }
     int32_t entry;
     if (ok && b->stage == 0)
         ok = (b->init_module = module_of(b, &b->init, &entry)) >= 0;
@@ -990,16 +1016,17 @@ static void stage_begin(builder *b, const ir_module *m, int s)
     b->mp = &b->o->mp[s];
 }
 
-/* Stage s, lowered (b set by stage_begin and build_stage): the loss's
- * entry, then its kernels. */
-static bool stage_end(builder *b, int32_t *loss)
+/* Stage s, lowered (b set by stage_begin and build_stage) with its
+ * kernels' list (stage_kernel_list, made_k): the loss's entry, then its
+ * kernels. */
+static bool stage_end(builder *b, const su_vec *made_k, int32_t *loss)
 {
     if (b->m->train.loss && !loss_output(b, loss))
         return false;
     if (!b->o->kernels)
         return true;
     double t0 = su_seconds();
-    bool ok = stage_kernels(b, &b->o->fusion[b->stage]);
+    bool ok = stage_kernels(b, &b->o->fusion[b->stage], made_k);
     b->kernel_s += su_seconds() - t0;
     return ok;
 }
@@ -1008,12 +1035,14 @@ static bool stage_end(builder *b, int32_t *loss)
 static bool plan_stage(builder *b, const ir_module *m, int s, rt_program *prog, int32_t *loss)
 {
     stage_begin(b, m, s);
-    return build_stage(b, prog) && stage_end(b, loss);
+    return build_stage(b, prog) &&
+           (!b->o->kernels || stage_kernel_list(b, &b->o->fusion[s])) &&
+           stage_end(b, &b->made_k, loss);
 }
 
 /* A stage lowered on a thread of its own (plan_stages): a copy of the
- * builder whose I/O entries and maps live in arenas of the job's, its
- * entries numbered from 0 until they join the plan's. */
+ * builder whose I/O entries, maps and kernels live in arenas of the
+ * job's, its entries numbered from 0 until they join the plan's. */
 typedef struct lower_job {
     builder b;
     const ir_module *m;
@@ -1037,9 +1066,11 @@ static bool lower_run(void *arg, su_buf *err)
     b->sa = &j->maps;
     b->err = &j->st;
     memset(&b->ios, 0, sizeof b->ios);
+    memset(&b->made_k, 0, sizeof b->made_k);
     b->nins = 0;
     stage_begin(b, j->m, j->s);
-    return build_stage(b, j->prog);
+    return build_stage(b, j->prog) &&
+           (!b->o->kernels || stage_kernel_list(b, &b->o->fusion[j->s]));
 }
 
 static void lower_item(void *ctx, int i)
@@ -1055,6 +1086,7 @@ static void free_lower(builder *b, bool keep)
     for (int i = 0; i < b->nlower; i++) {
         lower_job *j = &b->lower[i];
         su_vec_free(&j->b.ios);
+        su_vec_free(&j->b.made_k);
         free(j->b.ins); /* a failed stage's instructions so far */
         free(j->msg);
         if (keep) {
@@ -1071,11 +1103,12 @@ static void free_lower(builder *b, bool keep)
 }
 
 /* Stages s0 to s1 - 1 of the plan, as plan_stage makes them one by one,
- * their instructions lowered at once, a thread per stage (as many as the
- * processors); then, in stage order, each stage's I/O entries join the
- * plan's (its sources' numbers moved on), its loss's entry and kernels
- * are made. The plan is the same whatever the number of threads; the
- * first stage that fails is the one reported. */
+ * their instructions and kernels (but for the kernels' modules) made at
+ * once, a thread per stage (as many as the processors); then, in stage
+ * order, each stage's I/O entries join the plan's (its sources' numbers
+ * moved on), its loss's entry is made and its kernels join the plan's
+ * with their modules. The plan is the same whatever the number of
+ * threads; the first stage that fails is the one reported. */
 static bool plan_stages(builder *b, ir_module *const *stages, int s0, int s1, rt_plan *p)
 {
     int n = s1 - s0;
@@ -1127,7 +1160,7 @@ static bool plan_stages(builder *b, ir_module *const *stages, int s0, int s1, rt
         b->io_of = NULL; /* numbered in the job's entries */
         b->instr_of = lb->instr_of;
         b->end_of = lb->end_of;
-        ok = stage_end(b, &p->loss);
+        ok = stage_end(b, &lb->made_k, &p->loss);
     }
     free_lower(b, true);
     if (oom)
@@ -1432,6 +1465,7 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     free(b->packed);
     su_vec_free(&b->ios);
     su_vec_free(&b->kernels);
+    su_vec_free(&b->made_k);
     su_vec_free(&b->modules);
     su_vec_free(&b->made);
     su_vec_free(&r.kept);
