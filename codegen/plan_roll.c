@@ -140,6 +140,8 @@ static void grow(jmp_buf *oom, void **v, int32_t n, int32_t *cap, size_t size, i
 {
     if (n < *cap)
         return;
+    if (*cap > INT32_MAX / 2)
+        su_oom(oom); /* never so: ninstr is an int32_t */
     int32_t c = *cap ? 2 * *cap : first;
     void *g = realloc(*v, (size_t)c * size);
     if (!g)
