@@ -40,7 +40,9 @@
  * after their sum over dp, or under ZeRO over dp behind a transpose. A
  * sum narrowed as an operand of another op's narrowing is put where the
  * sum was (with its operands' slices, before it), not at that op, so
- * that it is issued as early as before. Slicing commutes with each of
+ * that it is issued as early as before; so is a forward op that the
+ * backward or the optimizer slices, which stays in the forward, of its
+ * phase. Slicing commutes with each of
  * these ops, so each rank computes the elements it computed before, by
  * the same arithmetic (a sum it keeps, over fewer elements); the axes
  * must be ones no operand is split or partial over (as the slice's own
@@ -70,10 +72,12 @@ typedef struct narrow {
     struct { ir_op *op; int next; } *sl; /* the slices in out, listed by operand */
     int nsl, capsl;
     int pos;             /* the old index of the op being put */
+    const ir_op *cur;    /* that op */
     su_vec out;          /* the new op list */
     int at;              /* -1: new ops go at the end of out; else before
                           * out's op at (early: a collective narrowed as an
-                          * operand, and its operands' ops, where it was) */
+                          * operand, or a forward op a later phase slices,
+                          * and its operands' ops, where it was) */
     struct { ir_op *op; int at; } *early;
     int nearly, capearly;
     su_vec all;          /* out and early merged */
@@ -353,9 +357,13 @@ static ir_value *narrowed(narrow *N, ir_value *y, int d, const ir_attrs *sa, con
     ir_value *in[8];
     /* a collective narrowed as an operand (of a slice a later op's
      * narrowing reads) stays where it was, not at that op: issued as
-     * early as before */
+     * early as before; so does a forward op that the backward or the
+     * optimizer slices (a layernorm's mean kept for the backward, where
+     * the backward recomputes the forward whole): made in the forward, of
+     * the forward's phase, as a pipeline's split takes the forward's ops */
     int at = N->at;
-    if (f->code == IR_ALL_REDUCE && depth > 0)
+    if ((f->code == IR_ALL_REDUCE && depth > 0) ||
+        (at < 0 && f->phase == IR_PH_FORWARD && N->cur->phase != IR_PH_FORWARD))
         N->at = N->made[y->id];
     int pre = scatter_prefix(f, sa);
     if (pre >= 0) { /* the operand's block of the sum: a reduce_scatter */
@@ -508,6 +516,7 @@ static void work(void *arg)
     for (int i = 0; i < n; i++) {
         ir_op *op = old[i];
         N->pos = i;
+        N->cur = op;
         if (op->code == IR_SLICE && skip[i])
             continue;
         for (int k = 0; k < op->nin; k++)
