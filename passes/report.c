@@ -520,15 +520,17 @@ typedef struct report_run {
     bool timeline_ok;
 } report_run;
 
-/* Job s of report's n + 1: stage s's costs (s < n), or the timeline's
- * times (s == n), which walks every stage in step and runs beside the
- * others (a third of a deep pipeline's report, 64 stages at 256
- * microbatches). Each allocates only in its own arena or the timeline's,
- * on its own thread (pass_for_stages). */
-static bool report_job(void *ctx, int s, su_buf *err)
+/* Job k of report's: with an estimate, job 0 is the timeline's times,
+ * which walks every stage in step and runs beside the others (a third of
+ * a deep pipeline's report, 64 stages at 256 microbatches), first so
+ * that the stages' costs run beside it rather than before it; every
+ * other job is a stage's costs, in stage order. Each allocates only in
+ * its own arena or the timeline's, on its own thread (pass_for_stages). */
+static bool report_job(void *ctx, int k, su_buf *err)
 {
     report_run *r = ctx;
-    if (s == r->n) {
+    int s = r->est.hw ? k - 1 : k;
+    if (s < 0) {
         /* its message (a compiler bug the verifier reports first) is
          * dropped with this job's err: the estimate is then left out */
         r->timeline_ok = pass_timeline_stats(r->stages, r->n, r->fusion, r->mp, r->est.hw,
