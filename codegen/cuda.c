@@ -943,12 +943,20 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
     memset(out, 0, sizeof *out);
     su_arena_init(&out->arena, err->oom);
     su_arena_init(&out->scratch, err->oom);
-    out->k = su_alloc(&out->arena, (size_t)(f->ngroups + m->ops.n + 1) * sizeof *out->k);
+    /* at most a kernel per group but the matmuls' and per op of its own
+     * outside the groups (a pipeline stage's ops outnumber its kernels
+     * some three to one) */
+    int most = 1;
+    for (int g = 0; g < f->ngroups; g++)
+        most += f->groups[g].kind != PASS_FUSE_MATMUL;
+    for (int i = 0; i < m->ops.n; i++)
+        most += f->group_of[i] < 0 && cg_cuda_op_kernel(IR_OP(m, i));
+    out->k = su_alloc(&out->arena, (size_t)most * sizeof *out->k);
     /* the printed names, made when a kernel's source first needs them (a
      * key names values by their order of use) */
     ir_names *pname = NULL;
     keyset ks = {.cap = 64};
-    while (known && ks.cap < 2 * (size_t)(f->ngroups + m->ops.n + 1))
+    while (known && ks.cap < 2 * (size_t)most)
         ks.cap *= 2;
     if (known)
         ks.slot = su_alloc(&out->arena, ks.cap * sizeof *ks.slot);
@@ -957,7 +965,7 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
     su_arena *scr = &out->scratch; /* freed by cg_cuda_free after a failure too */
     same S = {0};
     if (known)
-        same_init(&S, m, f, f->ngroups + m->ops.n + 1, &out->arena);
+        same_init(&S, m, f, most, &out->arena);
     bool ok = true;
     int id = f->ngroups; /* the ops with kernels of their own, numbered on */
     for (int i = 0; i < f->ngroups + m->ops.n && ok; i++) {

@@ -100,6 +100,7 @@ typedef struct builder {
                                * (a reshape's: copy) */
     cg_cuda_kernel init; /* the init module's program (cg_init_source) */
     int32_t init_module; /* its module; -1 none */
+    struct ptypes *pt;   /* the stage's kernels' parameter types (kernel_types) */
 } builder;
 
 static bool fail(builder *b, const char *fmt, ...) SU_PRINTF(2, 3);
@@ -280,6 +281,7 @@ static bool lower_op(builder *b, const ir_op *op)
     b->nins++;
     return true;
 }
+
 
 /* The output entry of the training loss; one is added, named after the
  * loss's value ("loss"), when the program does not output it. */
@@ -773,6 +775,90 @@ _Static_assert((int)RT_KS_ELEMENTWISE == (int)CG_CUDA_ELEMENTWISE &&
                    (int)RT_KS_SINGLE_BLOCK == (int)CG_CUDA_SINGLE_BLOCK,
                "the plan's kernel strategies must number as codegen's");
 
+/* The parameter types of a stage's kernels, each list made once (in
+ * b->sa) and shared by the kernels that have it: a deep pipeline's stage
+ * has tens of thousands of kernels (a task's for every microbatch) and a
+ * few hundred lists, 72 bytes a type. Nothing changes a kernel's types
+ * once made (the roll copies them). */
+typedef struct ptypes {
+    rt_type **list;     /* by hash, open addressing; NULL: free */
+    int32_t *len;
+    uint64_t *hash;
+    int32_t cap, n;     /* cap a power of two, over twice n */
+} ptypes;
+
+static void ptypes_grow(builder *b, ptypes *T)
+{
+    int32_t cap = T->cap ? 2 * T->cap : 256;
+    rt_type **list = su_alloc(b->sa, (size_t)cap * sizeof *list);
+    int32_t *len = su_alloc(b->sa, (size_t)cap * sizeof *len);
+    uint64_t *hash = su_alloc(b->sa, (size_t)cap * sizeof *hash);
+    for (int32_t i = 0; i < T->cap; i++) {
+        if (!T->list[i])
+            continue;
+        uint32_t j = (uint32_t)T->hash[i] & (uint32_t)(cap - 1);
+        while (list[j])
+            j = (j + 1) & (uint32_t)(cap - 1);
+        list[j] = T->list[i];
+        len[j] = T->len[i];
+        hash[j] = T->hash[i];
+    }
+    T->list = list; /* the old table stays in the arena: a few KB */
+    T->len = len;
+    T->hash = hash;
+    T->cap = cap;
+}
+
+static uint64_t mix64(uint64_t h, uint64_t x)
+{
+    h = (h ^ x) * 0x9E3779B97F4A7C15ull;
+    return h ^ h >> 29;
+}
+
+/* Whether plan type r is IR type t. */
+static bool type_is(const rt_type *r, const ir_type *t)
+{
+    if (r->dtype != (uint8_t)t->dtype || r->rank != (uint8_t)t->rank)
+        return false;
+    for (int d = 0; d < t->rank; d++)
+        if (r->dim[d] != t->dim[d])
+            return false;
+    return true;
+}
+
+/* The types of v[0 .. n), as a list of the stage's (b->pt). */
+static rt_type *kernel_types(builder *b, const ir_value *const *v, int n)
+{
+    ptypes *T = b->pt;
+    uint64_t h = (uint64_t)n;
+    for (int j = 0; j < n; j++) {
+        const ir_type *t = &v[j]->type;
+        h = mix64(h, (uint64_t)t->dtype << 8 | (uint64_t)t->rank);
+        for (int d = 0; d < t->rank; d++)
+            h = mix64(h, (uint64_t)t->dim[d]);
+    }
+    if (2 * (T->n + 1) > T->cap)
+        ptypes_grow(b, T);
+    uint32_t mask = (uint32_t)T->cap - 1, i = (uint32_t)h & mask;
+    for (; T->list[i]; i = (i + 1) & mask) {
+        if (T->hash[i] != h || T->len[i] != n)
+            continue;
+        int j = 0;
+        while (j < n && type_is(&T->list[i][j], &v[j]->type))
+            j++;
+        if (j == n)
+            return T->list[i];
+    }
+    rt_type *t = su_alloc(b->sa, (size_t)(n ? n : 1) * sizeof *t);
+    for (int j = 0; j < n; j++)
+        t[j] = rtype(&v[j]->type);
+    T->list[i] = t;
+    T->len[i] = n;
+    T->hash[i] = h;
+    T->n++;
+    return t;
+}
+
 /* The plan's kernel for generated kernel ck, reading its first nin
  * parameters, standing for ops[nops] (module op indices), but for its
  * module (stage_kernels'), into b->made_k. */
@@ -789,10 +875,9 @@ static bool make_kernel(builder *b, const cg_cuda_kernel *ck, int nin, const int
     k->nin = nin;
     k->nout = ck->nparams - nin;
     k->param = su_alloc(b->sa, (size_t)ck->nparams * sizeof *k->param);
-    k->param_t = su_alloc(b->sa, (size_t)ck->nparams * sizeof *k->param_t);
+    k->param_t = kernel_types(b, ck->params, ck->nparams);
     for (int j = 0; j < ck->nparams; j++) {
         k->param[j] = b->buf_of[ck->params[j]->id];
-        k->param_t[j] = rtype(&ck->params[j]->type);
         if (k->param[j] < 0)
             return fail(b, "kernel %s: parameter %d has no buffer", ck->name, j);
     }
@@ -850,11 +935,9 @@ static bool add_matmul_kernel(builder *b, const pass_fgroup *g)
     k->nin = n;
     k->nout = nout;
     k->param = su_alloc(b->sa, (size_t)(n + nout) * sizeof *k->param);
-    k->param_t = su_alloc(b->sa, (size_t)(n + nout) * sizeof *k->param_t);
-    for (int j = 0; j < n + nout; j++) {
+    k->param_t = kernel_types(b, p, n + nout);
+    for (int j = 0; j < n + nout; j++)
         k->param[j] = b->buf_of[p[j]->id];
-        k->param_t[j] = rtype(&p[j]->type);
-    }
     k->instr = su_alloc(b->sa, (size_t)g->nops * sizeof *k->instr);
     for (int j = 0; j < g->nops; j++) {
         const ir_op *op = IR_OP(b->m, g->ops[j]);
@@ -959,6 +1042,7 @@ static bool stage_kernel_list(builder *b, const pass_fusion *f)
 {
     const cg_cuda *c = &b->gen[b->stage];
     b->made_k.n = 0;
+    b->pt = su_alloc(b->sa, sizeof *b->pt);
     bool ok = true;
     for (int i = 0; ok && i < c->nkernels; i++) {
         const cg_cuda_kernel *k = &c->k[i];

@@ -415,7 +415,10 @@ static bool roll_task(roll *R, body *B, int32_t *inst, int32_t n)
 static void segments(roll *R, const int32_t *task, const int32_t *mb)
 {
     const rt_program *g = R->g;
-    R->seg = su_alloc(R->a, (size_t)(g->ninstr + 1) * sizeof *R->seg);
+    int32_t nseg = 0; /* runs of one stamp: a few per task and microbatch */
+    for (int32_t k = 0; k < g->ninstr; k++)
+        nseg += !k || task[k] != task[k - 1] || mb[k] != mb[k - 1];
+    R->seg = su_alloc(R->a, (size_t)(nseg + 1) * sizeof *R->seg);
     R->seg_of = su_alloc(R->a, (size_t)(g->ninstr + 1) * sizeof *R->seg_of);
     R->nseg = 0;
     for (int32_t k = 0; k < g->ninstr; k++) {
