@@ -71,9 +71,16 @@ typedef struct cg_packed {
  * each is one: >= 0) and offset; and a hash that is equal where that is. */
 bool cg_instr_same(const rt_instr *a, const rt_instr *b);
 uint64_t cg_instr_hash(const rt_instr *a);
-/* Instruction in appended to P (its shape found, or added); allocation
- * failures jump to *oom (P stays whole, for cg_packed_free). */
-void cg_pack(cg_packed *P, const rt_instr *in, jmp_buf *oom);
+/* Instruction in appended to P (its shape found, or added): its shape's
+ * index returned. Allocation failures jump to *oom (P stays whole, for
+ * cg_packed_free). */
+int32_t cg_pack(cg_packed *P, const rt_instr *in, jmp_buf *oom);
+/* An instruction of P's shape `shape` appended to P, its operands'
+ * buffers in[0 .. nin) (0 past them, as a lowered rt_instr has them),
+ * out and offset: what cg_pack appends for an instruction it finds that
+ * shape for. */
+void cg_pack_shape(cg_packed *P, int32_t shape, const int32_t *in, int nin, int32_t out,
+                   int64_t offset, jmp_buf *oom);
 /* Instruction k of P, whole: as it was packed but for what cg_instr_same
  * does not compare (the operands' types past nin, say), which its
  * shape's first instruction gives. */

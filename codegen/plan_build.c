@@ -68,6 +68,7 @@ typedef struct builder {
                           * NULL otherwise */
     cg_packed *pk;       /* the stage being lowered's, when packed (else NULL) */
     rt_instr cur;        /* with pk: the instruction being lowered */
+    int32_t last_shape;  /* with pk: the shape lower_op's instruction took */
     su_vec ios;          /* rt_io * */
     int32_t *instr_of;   /* per op index of the stage: its instruction, -1 none */
     int32_t *end_of;     /* per op index: the instruction count once it is lowered */
@@ -277,11 +278,93 @@ static bool lower_op(builder *b, const ir_op *op)
     if (ir_ops[op->code].cls == IR_C_SOURCE && !source(b, op, in))
         return false;
     if (b->pk)
-        cg_pack(b->pk, in, b->oom);
+        b->last_shape = cg_pack(b->pk, in, b->oom);
     b->nins++;
     return true;
 }
 
+/* A pipeline stage's tasks as they are lowered: per task, the ops of the
+ * instance being read (its microbatch mb) and of the one before, in
+ * order, so that op j of an instance has op j of the one before as its
+ * twin (lower_twin). */
+typedef struct inst_track {
+    int32_t mb;             /* INT32_MIN: none yet */
+    int32_t *cur, ncur, capcur;
+    int32_t *prev, nprev, capprev;
+} inst_track;
+
+/* The twin of op i (its task's instance before, the op in its place), or
+ * -1; op i joins its instance. */
+static int32_t twin_of(builder *b, inst_track *tr, int32_t ntasks, const ir_op *op, int32_t i)
+{
+    if (op->task < 1 || op->task > ntasks)
+        return -1;
+    inst_track *T = &tr[op->task];
+    if (T->mb != op->mb) { /* a new instance: the one read becomes the one before */
+        int32_t *a = T->prev, ca = T->capprev;
+        T->prev = T->cur;
+        T->capprev = T->capcur;
+        T->nprev = T->ncur;
+        T->cur = a;
+        T->capcur = ca;
+        T->ncur = 0;
+        T->mb = op->mb;
+    }
+    int32_t j = T->ncur;
+    if (j == T->capcur) {
+        int32_t cap = T->capcur ? 2 * T->capcur : 256;
+        int32_t *g = su_alloc(b->sa, (size_t)cap * sizeof *g);
+        if (j)
+            memcpy(g, T->cur, (size_t)j * sizeof *g);
+        T->cur = g;
+        T->capcur = cap;
+    }
+    T->cur[T->ncur++] = i;
+    return j < T->nprev ? T->prev[j] : -1;
+}
+
+/* Op op lowered as its twin tw was, into shape `shape`: when they are the
+ * same instruction but for their buffers, the instruction is tw's shape
+ * with op's buffers (the same as lower_op would pack, without making the
+ * instruction, hashing it and comparing it with its shape's: a deep
+ * pipeline's stage lowers a task's instance for every microbatch, each
+ * its instance before but for its values). The instruction's fields come
+ * from its op's code, attributes (interned: equal ones are one), place
+ * and operand and result types, and from nothing else but its buffers,
+ * its offset (an attribute) and, for a source, its I/O entry, and for
+ * dropout, its result's sharding: those two, and the renames (their
+ * instruction is none or a copy by their buffers), are lowered by
+ * lower_op. False when op is not so (lower_op lowers it); *failed set
+ * when an operand has no buffer (b's error says which). */
+static bool lower_twin(builder *b, const ir_op *op, const ir_op *tw, int32_t shape, bool *failed)
+{
+    *failed = false;
+    if (op->code != tw->code || op->a != tw->a || op->nin != tw->nin || op->nres != tw->nres ||
+        op->loc.line != tw->loc.line || op->loc.col != tw->loc.col ||
+        ir_ops[op->code].cls == IR_C_SOURCE || op->code == IR_DROPOUT ||
+        op->code == IR_CONSTRAIN || op->code == IR_RESHAPE || op->nin > RT_MAX_IN ||
+        op->nres != (op->code != IR_SEND))
+        return false;
+    for (int i = 0; i < op->nin; i++)
+        if (!ir_type_eq(&op->in[i]->type, &tw->in[i]->type))
+            return false;
+    if (op->nres && !ir_type_eq(&op->res[0]->type, &tw->res[0]->type))
+        return false;
+    int32_t in[RT_MAX_IN];
+    if (op->nres)
+        b->buf_of[op->res[0]->id] = b->mp->buf[op->res[0]->id];
+    for (int i = 0; i < op->nin; i++) {
+        in[i] = b->buf_of[op->in[i]->id];
+        if (in[i] < 0) {
+            *failed = true;
+            return fail(b, "operand %d of %s has no buffer", i, ir_ops[op->code].name);
+        }
+    }
+    cg_pack_shape(b->pk, shape, in, op->nin, op->nres ? b->buf_of[op->res[0]->id] : -1,
+                  op->a->offset, b->oom);
+    b->nins++;
+    return true;
+}
 
 /* The output entry of the training loss; one is added, named after the
  * loss's value ("loss"), when the program does not output it. */
@@ -324,10 +407,32 @@ static bool build_stage(builder *b, rt_program *prog)
         b->ins = su_xmalloc(b->oom, ((size_t)m->ops.n + 1) * sizeof *b->ins);
         b->capins = m->ops.n + 1;
     }
+    /* packed: a task's instance lowered as its instance before where
+     * that is the same (lower_twin); shape[i]: op i's instruction's shape */
+    int32_t ntasks = 0;
+    for (int i = 0; b->pk && i < m->ops.n; i++)
+        ntasks = IR_OP(m, i)->task > ntasks ? IR_OP(m, i)->task : ntasks;
+    inst_track *tr = NULL;
+    int32_t *shape = NULL;
+    if (b->pk) {
+        tr = su_alloc(b->sa, ((size_t)ntasks + 1) * sizeof *tr);
+        for (int32_t t = 0; t <= ntasks; t++)
+            tr[t].mb = INT32_MIN;
+        shape = su_alloc(b->sa, ((size_t)m->ops.n + 1) * sizeof *shape);
+    }
     for (int i = 0; i < m->ops.n; i++) {
         int n = b->nins;
-        if (!lower_op(b, IR_OP(m, i)))
-            return false;
+        const ir_op *op = IR_OP(m, i);
+        int32_t tw = b->pk ? twin_of(b, tr, ntasks, op, i) : -1;
+        bool failed = false;
+        if (tw >= 0 && shape[tw] >= 0 && lower_twin(b, op, IR_OP(m, tw), shape[tw], &failed)) {
+            shape[i] = shape[tw];
+        } else {
+            if (failed || !lower_op(b, op))
+                return false;
+            if (b->pk)
+                shape[i] = b->nins > n ? b->last_shape : -1;
+        }
         b->instr_of[i] = b->nins > n ? n : -1;
         b->end_of[i] = b->nins;
     }

@@ -150,7 +150,7 @@ static void grow(jmp_buf *oom, void **v, int32_t n, int32_t *cap, size_t size, i
     *cap = c;
 }
 
-void cg_pack(cg_packed *P, const rt_instr *in, jmp_buf *oom)
+int32_t cg_pack(cg_packed *P, const rt_instr *in, jmp_buf *oom)
 {
     uint64_t h = cg_instr_hash(in);
     if (2 * (P->nshape + 1) > P->capslot) { /* the slots again, twice as many */
@@ -188,6 +188,19 @@ void cg_pack(cg_packed *P, const rt_instr *in, jmp_buf *oom)
     e->out = in->out;
     memcpy(e->in, in->in, sizeof e->in);
     e->offset = in->offset;
+    return e->shape;
+}
+
+void cg_pack_shape(cg_packed *P, int32_t shape, const int32_t *in, int nin, int32_t out,
+                   int64_t offset, jmp_buf *oom)
+{
+    grow(oom, (void **)&P->ins, P->n, &P->cap, sizeof *P->ins, 4096);
+    cg_pinstr *e = &P->ins[P->n++];
+    e->shape = shape;
+    e->out = out;
+    for (int i = 0; i < RT_MAX_IN; i++)
+        e->in[i] = i < nin ? in[i] : 0;
+    e->offset = offset;
 }
 
 void cg_unpack(const cg_packed *P, int32_t k, rt_instr *out)

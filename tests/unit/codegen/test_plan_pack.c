@@ -6,7 +6,10 @@
  * (operand types past nin, list entries past nlist) does not. Equal
  * instructions hash alike. Packed, instructions of one shape share it,
  * and each unpacks to itself, byte for byte, through the shape table's
- * regrowth (10,000 instructions of 300 shapes). */
+ * regrowth (10,000 instructions of 300 shapes). cg_pack gives the shape
+ * it took, and an instruction appended by that shape and its buffers
+ * (cg_pack_shape, as plan_build.c lowers a task's instance like the one
+ * before) is the record cg_pack makes of it. */
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -111,7 +114,8 @@ static void test_pack(void)
         want[k] = matmul(k % 97, k % 89 + 1, k);
         want[k].line = k % SHAPES + 1; /* the shape */
         want[k].offset = (int64_t)k * 256;
-        cg_pack(&P, &want[k], &oom);
+        int32_t shape = cg_pack(&P, &want[k], &oom);
+        CHECK_INT(shape, k < SHAPES ? k : P.ins[k % SHAPES].shape); /* new shapes in order */
     }
     CHECK_INT(P.n, N);
     CHECK_INT(P.nshape, SHAPES);
@@ -128,9 +132,44 @@ static void test_pack(void)
     free(want);
 }
 
+/* By shape: the same records as cg_pack's, the operands past nin 0. */
+static void test_pack_shape(void)
+{
+    jmp_buf oom;
+    cg_packed P, Q;
+    memset(&P, 0, sizeof P);
+    memset(&Q, 0, sizeof Q);
+    if (setjmp(oom)) {
+        CHECK(!"out of memory");
+        cg_packed_free(&P);
+        cg_packed_free(&Q);
+        return;
+    }
+    rt_instr a = matmul(1, 2, 3), b = matmul(11, 12, 13), c = matmul(4, 5, 6);
+    b.offset = 512;
+    c.line = 9; /* another shape */
+    int32_t sa = cg_pack(&P, &a, &oom), sc = cg_pack(&P, &c, &oom);
+    CHECK_INT(cg_pack(&P, &b, &oom), sa);
+    cg_pack(&Q, &a, &oom);
+    cg_pack(&Q, &c, &oom);
+    int32_t in[2] = {11, 12};
+    cg_pack_shape(&Q, sa, in, 2, 13, 512, &oom);
+    CHECK(sa != sc);
+    CHECK_INT(Q.n, 3);
+    CHECK(memcmp(&Q.ins[2], &P.ins[2], sizeof Q.ins[2]) == 0);
+    for (int i = 2; i < RT_MAX_IN; i++)
+        CHECK_INT(Q.ins[2].in[i], 0);
+    rt_instr got;
+    cg_unpack(&Q, 2, &got);
+    CHECK(memcmp(&got, &b, sizeof got) == 0);
+    cg_packed_free(&P);
+    cg_packed_free(&Q);
+}
+
 int main(void)
 {
     test_same();
     test_pack();
+    test_pack_shape();
     return CHECK_DONE();
 }
