@@ -77,8 +77,7 @@ uint64_t cg_instr_hash(const rt_instr *a);
 int32_t cg_pack(cg_packed *P, const rt_instr *in, jmp_buf *oom);
 /* An instruction of P's shape `shape` appended to P, its operands'
  * buffers in[0 .. nin) (0 past them, as a lowered rt_instr has them),
- * out and offset: what cg_pack appends for an instruction it finds that
- * shape for. */
+ * out and offset: cg_pack's append, once it has the shape. */
 void cg_pack_shape(cg_packed *P, int32_t shape, const int32_t *in, int nin, int32_t out,
                    int64_t offset, jmp_buf *oom);
 /* Instruction k of P, whole: as it was packed but for what cg_instr_same

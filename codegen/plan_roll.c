@@ -182,13 +182,8 @@ int32_t cg_pack(cg_packed *P, const rt_instr *in, jmp_buf *oom)
         P->hash[P->nshape] = h;
         P->slot[i] = P->nshape++;
     }
-    grow(oom, (void **)&P->ins, P->n, &P->cap, sizeof *P->ins, 4096);
-    cg_pinstr *e = &P->ins[P->n++];
-    e->shape = P->slot[i];
-    e->out = in->out;
-    memcpy(e->in, in->in, sizeof e->in);
-    e->offset = in->offset;
-    return e->shape;
+    cg_pack_shape(P, P->slot[i], in->in, RT_MAX_IN, in->out, in->offset, oom);
+    return P->slot[i];
 }
 
 void cg_pack_shape(cg_packed *P, int32_t shape, const int32_t *in, int nin, int32_t out,
