@@ -2100,8 +2100,36 @@ bool pass_fuse(const ir_module *m, pass_fusion *f, su_buf *err)
 struct pass_fuse_walk {
     walker w;
     pass_fusion pre;
-    bool held;      /* a held program's walk, expanded (pass_fuse_walk_held) */
+    bool held;      /* a held program's walk (pass_fuse_walk_held) */
+    /* lazy: w and pre stay the held program's (its ops hops, read through
+     * view, the module's fields but for its ops and values), the module
+     * itself expanded (mx); each pass_fuse_from_walk gathers the held
+     * program's groups and copies them onto the expanded ops
+     * (expand_final), where a walk expanded would gather every middle
+     * microbatch's copies of them again */
+    bool lazy;
+    ir_module view;
+    const ir_module *mx;
+    ir_op **hops;
+    int nheld;
+    pass_expansion map;
+    int *kept_at;   /* [nheld]: a held op's index in mx, -1 (an instances op) */
+    int *cidx;      /* [nheld]: a copied op's rank among them (microbatch 2's
+                     * ops the middle microbatches copy), -1 */
+    int *copy_at;   /* [ncopied * M]: copy c's index in mx for microbatch j at c M + j */
+    int ncopied;
+    int last_copy;  /* the index in mx of the last copy */
+    const ir_value **rwnew; /* [view.next_id]: a value a kept op read while held,
+                             * which the expansion changed (map.rw), its value
+                             * expanded; NULL none */
+    ir_value **rwx; /* [map.nrw]: each change's value expanded */
+    uint8_t *rwop;  /* [nheld]: a kept op whose operand the expansion changed */
+    pass_fusion xgroups; /* expand_walk's, when the lazy walk falls back to it */
+    su_arena xtmp;
 };
+
+static void walk_into(pass_fuse_walk *W, const ir_module *m, su_buf *err, const int *hidden,
+                      const int *hidden_at);
 
 static bool walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err, const int *hidden,
                      const int *hidden_at)
@@ -2109,6 +2137,14 @@ static bool walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err, cons
     pass_fuse_walk *W = su_xmalloc(err->oom, sizeof *W);
     memset(W, 0, sizeof *W);
     *out = W; /* the caller's to free, also after a failure */
+    walk_into(W, m, err, hidden, hidden_at);
+    return W->w.m != NULL;
+}
+
+/* W (zeroed) the walk of m; W->w.m NULL when m is malformed. */
+static void walk_into(pass_fuse_walk *W, const ir_module *m, su_buf *err, const int *hidden,
+                      const int *hidden_at)
+{
     pass_fusion *f = &W->pre;
     su_arena_init(&f->arena, err->oom);
     f->nops = m->ops.n;
@@ -2121,8 +2157,10 @@ static bool walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err, cons
     *w = (walker){.m = m, .f = f};
     w->g = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *w->g);
     w->parent = su_alloc(&f->arena, (size_t)(f->nops + 1) * sizeof *w->parent);
-    if (!index_values(w, err))
-        return false;
+    if (!index_values(w, err)) {
+        w->m = NULL;
+        return;
+    }
     w->hidden = hidden;
     for (int v = 0; hidden && v < m->next_id; v++)
         if (hidden[v]) { /* read later, by a microbatch the instances ops hold */
@@ -2148,7 +2186,6 @@ static bool walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err, cons
     mark_stored(w);
     fill_groups(w);
     w->hidden = NULL; /* the caller's */
-    return true;
 }
 
 bool pass_fuse_walk_new(const ir_module *m, pass_fuse_walk **out, su_buf *err)
@@ -2281,6 +2318,341 @@ static bool expand_walk(pass_fuse_walk *W, const ir_module *mx, ir_op *const *he
     return true;
 }
 
+/* ---- a held program's groups, copied ----
+ *
+ * What the walk expanded and the gathering (pass_fuse_from_walk) make of
+ * a held program can be made from the held program's own groups: a
+ * middle microbatch's groups are copies of microbatch 2's, the rest the
+ * held program's, and the gathering (the optimizer's TOTAL and
+ * multi-tensor groups, its constants' literals) changes no group of a
+ * middle microbatch, nor the order of the groups before the last copied
+ * op. So a lazy walk gathers the held program's groups, then copies
+ * them onto the expanded ops (expand_final): each op's group, each
+ * value's `stored` its template's, each group of the held program one
+ * group per microbatch it stands for, numbered in order of first op up
+ * to the last copy, the rest in the gathering's order, as the walk
+ * expanded and its gathering number them. */
+
+static int by_address(const void *x, const void *y)
+{
+    uintptr_t a = (uintptr_t)*(const void *const *)x, b = (uintptr_t)*(const void *const *)y;
+    return (a > b) - (a < b);
+}
+
+/* The index in mx of held op s for microbatch j (-1: the op kept), -1
+ * none. */
+static int xi(const pass_fuse_walk *W, int s, int j)
+{
+    if (s < 0 || s >= W->nheld)
+        return -1;
+    if (j < 0)
+        return W->kept_at[s];
+    int c = W->cidx[s];
+    return c < 0 || j >= W->map.microbatches
+               ? -1
+               : W->copy_at[(size_t)c * (size_t)W->map.microbatches + (size_t)j];
+}
+
+/* Whether the held program's walk W (its module mx now expanded by map,
+ * its ops hops[0 .. nheld), held_next its next_id) can stay held, each
+ * gathering copied (expand_final): its groups each of copied ops alone
+ * or of kept ops alone, and the groups the gathering may join or move
+ * (the optimizer's) after every copy. Then W keeps hops and map (true). */
+static bool go_lazy(pass_fuse_walk *W, const ir_module *mx, ir_op **hops, int nheld,
+                    const pass_expansion *map, int held_next, su_buf *err)
+{
+    int n = mx->ops.n, M = map->microbatches;
+    if (map->n != n || M < 1 || nheld < 1)
+        return false;
+    W->view = *mx;
+    W->view.ops = (su_vec){.v = (void **)hops, .n = nheld, .cap = nheld};
+    W->view.next_id = held_next;
+    W->view.shared = NULL;
+    W->w.m = &W->view;
+    W->nheld = nheld;
+    W->map.microbatches = M;
+    W->kept_at = su_xmalloc(err->oom, ((size_t)nheld + 1) * sizeof *W->kept_at);
+    W->cidx = su_xmalloc(err->oom, ((size_t)nheld + 1) * sizeof *W->cidx);
+    for (int s = 0; s < nheld; s++)
+        W->kept_at[s] = W->cidx[s] = -1;
+    bool ok = true;
+    W->ncopied = 0;
+    W->last_copy = -1;
+    for (int e = 0; e < n && ok; e++) {
+        int s = map->src[e], j = map->mb[e];
+        ok = s >= 0 && s < nheld && j >= -1 && j < M;
+        if (!ok)
+            break;
+        if (j < 0) {
+            W->kept_at[s] = e;
+        } else {
+            if (W->cidx[s] < 0)
+                W->cidx[s] = W->ncopied++;
+            W->last_copy = e;
+        }
+    }
+    if (ok) {
+        size_t nc = (size_t)W->ncopied * (size_t)M + 1;
+        W->copy_at = su_xmalloc(err->oom, nc * sizeof *W->copy_at);
+        for (size_t k = 0; k < nc; k++)
+            W->copy_at[k] = -1;
+        for (int e = 0; e < n; e++)
+            if (map->mb[e] >= 0)
+                W->copy_at[(size_t)W->cidx[map->src[e]] * (size_t)M + (size_t)map->mb[e]] = e;
+        W->rwnew = su_xmalloc(err->oom, ((size_t)held_next + 1) * sizeof *W->rwnew);
+        memset(W->rwnew, 0, ((size_t)held_next + 1) * sizeof *W->rwnew);
+        W->rwx = su_xmalloc(err->oom, ((size_t)map->nrw + 1) * sizeof *W->rwx);
+        W->rwop = su_xmalloc(err->oom, (size_t)nheld + 1);
+        memset(W->rwop, 0, (size_t)nheld + 1);
+        if (map->nrw) { /* the changed ops, found by address */
+            const ir_op **by = su_xmalloc(err->oom, (size_t)map->nrw * sizeof *by);
+            for (int k = 0; k < map->nrw; k++)
+                by[k] = map->rw[k].op;
+            qsort(by, (size_t)map->nrw, sizeof *by, by_address);
+            for (int h = 0; h < nheld; h++)
+                W->rwop[h] = bsearch(&hops[h], by, (size_t)map->nrw, sizeof *by, by_address) != NULL;
+            free(by);
+        }
+    }
+    for (int k = 0; ok && k < map->nrw; k++) {
+        const pass_rewrite *r = &map->rw[k];
+        ir_value *now = r->op->in[r->at];
+        ok = r->old->id >= 0 && r->old->id < held_next &&
+             (!W->rwnew[r->old->id] || W->rwnew[r->old->id] == now);
+        if (ok) {
+            W->rwnew[r->old->id] = now;
+            W->rwx[k] = now;
+        }
+    }
+    const pass_fusion *pre = &W->pre;
+    for (int k = 0; ok && k < pre->ngroups; k++) {
+        const pass_fgroup *G = &pre->groups[k];
+        ok = G->nops > 0 && G->ops[0] >= 0 && G->ops[0] < nheld;
+        bool copied = ok && W->cidx[G->ops[0]] >= 0;
+        for (int q = 0; ok && q < G->nops; q++) {
+            int h = G->ops[q];
+            ok = h >= 0 && h < nheld && W->kept_at[h] >= 0 && (W->cidx[h] >= 0) == copied;
+        }
+        if (ok && (multi_candidate(&W->view, G) || total_sum(&W->w, G)))
+            ok = W->kept_at[G->ops[0]] > W->last_copy;
+    }
+    if (!ok) {
+        free(W->kept_at);
+        free(W->cidx);
+        free(W->copy_at);
+        free(W->rwnew);
+        free(W->rwx);
+        free(W->rwop);
+        W->kept_at = W->cidx = W->copy_at = NULL;
+        W->rwnew = NULL;
+        W->rwx = NULL;
+        W->rwop = NULL;
+        W->map = (pass_expansion){0};
+        W->nheld = 0;
+        W->w.m = mx;
+        return false;
+    }
+    W->mx = mx;
+    W->hops = hops;
+    W->map = *map;
+    W->lazy = true;
+    return true;
+}
+
+/* The kept ops' operands the expansion changed, as they were held (held
+ * true) or as they are expanded. */
+static void held_operands(const pass_fuse_walk *W, bool held)
+{
+    for (int k = 0; k < W->map.nrw; k++)
+        W->map.rw[k].op->in[W->map.rw[k].at] = held ? W->map.rw[k].old : W->rwx[k];
+}
+
+/* "k<id>" and what follows the number of name t. */
+static const char *renamed(su_arena *a, int id, const char *t)
+{
+    const char *rest = t ? t + (*t == 'k') : "";
+    while (*rest >= '0' && *rest <= '9')
+        rest++;
+    char s[160];
+    size_t n = 0;
+    put_text(s, &n, sizeof s, "k");
+    put_int(s, &n, sizeof s, (unsigned)id);
+    put_text(s, &n, sizeof s, rest);
+    return su_strdup(a, s);
+}
+
+/* Value v of the held program in the group being copied for microbatch
+ * j: its copy (tr, current where trs is stamp), or for a kept group the
+ * value itself, or what the expansion made of it where the group's ops
+ * read it changed (remap: the last microbatch's adds to the running
+ * sums, which read no other value of microbatch 2's). NULL: none. */
+static const ir_value *xval(const pass_fuse_walk *W, const ir_value *v, int j, bool remap,
+                            const ir_value **tr, const int *trs, int stamp)
+{
+    if (!v)
+        return NULL;
+    if (v->id < 0 || v->id >= W->view.next_id)
+        return NULL;
+    if (j >= 0)
+        return trs[v->id] == stamp ? tr[v->id] : NULL;
+    return remap && W->rwnew[v->id] ? W->rwnew[v->id] : v;
+}
+
+/* Group G of the held program copied for microbatch j (-1: kept) into
+ * *g, its arrays in a; false when it does not map. */
+static bool copy_group(const pass_fuse_walk *W, const pass_fgroup *G, int j, pass_fgroup *g,
+                       su_arena *a, const ir_value **tr, int *trs, int stamp)
+{
+    const ir_module *mx = W->mx;
+    *g = *G;
+    g->ops = su_alloc(a, ((size_t)G->nops + 1) * sizeof *g->ops);
+    bool remap = false;
+    for (int q = 0; q < G->nops; q++) {
+        int x = xi(W, G->ops[q], j);
+        if (x < 0 || (q && x <= g->ops[q - 1]))
+            return false;
+        g->ops[q] = x;
+        if (j < 0) {
+            remap |= W->rwop[G->ops[q]];
+            continue;
+        }
+        const ir_op *h = W->hops[G->ops[q]], *o = IR_OP(mx, x);
+        if (h->nin != o->nin || h->nres != o->nres || h->code != o->code)
+            return false;
+        for (int k = 0; k < h->nin; k++) {
+            if (h->in[k]->id < 0 || h->in[k]->id >= W->view.next_id)
+                return false;
+            tr[h->in[k]->id] = o->in[k];
+            trs[h->in[k]->id] = stamp;
+        }
+        for (int r = 0; r < h->nres; r++) {
+            if (h->res[r]->id < 0 || h->res[r]->id >= W->view.next_id)
+                return false;
+            tr[h->res[r]->id] = o->res[r];
+            trs[h->res[r]->id] = stamp;
+        }
+    }
+    g->in = su_alloc(a, ((size_t)G->nin + 1) * sizeof *g->in);
+    g->out = su_alloc(a, ((size_t)G->nout + 1) * sizeof *g->out);
+    for (int k = 0; k < G->nin; k++)
+        if (!(g->in[k] = xval(W, G->in[k], j, remap, tr, trs, stamp)))
+            return false;
+    for (int k = 0; k < G->nout; k++) /* its own results: never changed */
+        if (!(g->out[k] = xval(W, G->out[k], j, false, tr, trs, stamp)))
+            return false;
+    g->bias = xval(W, G->bias, j, remap, tr, trs, stamp);
+    g->residual = xval(W, G->residual, j, remap, tr, trs, stamp);
+    if (!g->bias != !G->bias || !g->residual != !G->residual)
+        return false;
+    g->anchor = xi(W, G->anchor, j);
+    if (G->reduce >= 0)
+        g->reduce = xi(W, G->reduce, j);
+    if (G->has_sib)
+        g->sib = xi(W, G->sib, j);
+    if (G->has_xgrad)
+        g->xgrad = xi(W, G->xgrad, j);
+    for (int c = 0; c < G->ncols && c < 2; c++)
+        g->cols[c] = xi(W, G->cols[c], j);
+    bool ok = g->anchor >= 0 && (G->reduce < 0 || g->reduce >= 0) && (!G->has_sib || g->sib >= 0) &&
+              (!G->has_xgrad || g->xgrad >= 0);
+    for (int c = 0; c < G->ncols && c < 2; c++)
+        ok = ok && g->cols[c] >= 0;
+    return ok;
+}
+
+/* The held program's gathered groups fh (W lazy) made the groups of the
+ * program expanded, into *f (zeroed, its arena made), scratch in tmp:
+ * false when they do not map. */
+static bool expand_final(const pass_fuse_walk *W, const pass_fusion *fh, pass_fusion *f,
+                         su_arena *tmp)
+{
+    const ir_module *mx = W->mx;
+    const pass_expansion *map = &W->map;
+    int n = mx->ops.n, M = map->microbatches, ng = fh->ngroups, hn = W->view.next_id;
+    if (fh->nops != W->nheld || fh->nvalues != hn || map->n != n)
+        return false;
+    su_arena *a = &f->arena;
+    f->nops = n;
+    f->nvalues = mx->next_id;
+    f->nruns = fh->nruns;
+    f->held_walk = true;
+    f->group_of = su_alloc(a, ((size_t)n + 1) * sizeof *f->group_of);
+    f->stored = su_alloc(a, ((size_t)f->nvalues + 1) * sizeof *f->stored);
+    memset(f->stored, 0, ((size_t)f->nvalues + 1) * sizeof *f->stored);
+    size_t slots = (size_t)ng * (size_t)(M + 1) + 1;
+    int *id = su_alloc(tmp, slots * sizeof *id); /* (group, microbatch + 1): its number */
+    int *gsrc = su_alloc(tmp, slots * sizeof *gsrc), *gmb = su_alloc(tmp, slots * sizeof *gmb);
+    for (size_t k = 0; k < slots; k++)
+        id[k] = -1;
+    int nng = 0;
+    for (int e = 0; e < n; e++) {
+        int s = map->src[e], j = map->mb[e];
+        const ir_op *h = W->hops[s], *o = IR_OP(mx, e);
+        if (h->nres != o->nres || h->code != o->code)
+            return false;
+        for (int r = 0; r < o->nres; r++) {
+            if (h->res[r]->id < 0 || h->res[r]->id >= hn)
+                return false;
+            f->stored[o->res[r]->id] = fh->stored[h->res[r]->id];
+        }
+        int hg = fh->group_of[s];
+        if (hg < 0 || e > W->last_copy)
+            continue;
+        int *slot = &id[(size_t)hg * (size_t)(M + 1) + (size_t)(j + 1)];
+        if (*slot < 0) {
+            gsrc[nng] = hg;
+            gmb[nng] = j;
+            *slot = nng++;
+        }
+    }
+    for (int hg = 0; hg < ng; hg++) /* after the last copy: the gathering's order */
+        if (id[(size_t)hg * (size_t)(M + 1)] < 0) {
+            gsrc[nng] = hg;
+            gmb[nng] = -1;
+            id[(size_t)hg * (size_t)(M + 1)] = nng++;
+        }
+    int grouped = 0;
+    for (int e = 0; e < n; e++) {
+        int hg = fh->group_of[map->src[e]];
+        f->group_of[e] = hg < 0 ? -1 : id[(size_t)hg * (size_t)(M + 1) + (size_t)(map->mb[e] + 1)];
+        if (hg >= 0 && f->group_of[e] < 0)
+            return false;
+        grouped += hg >= 0;
+    }
+    f->ngroups = nng;
+    f->groups = su_alloc(a, ((size_t)nng + 1) * sizeof *f->groups);
+    const ir_value **tr = su_alloc(tmp, ((size_t)hn + 1) * sizeof *tr);
+    int *trs = su_alloc(tmp, ((size_t)hn + 1) * sizeof *trs);
+    memset(trs, 0, ((size_t)hn + 1) * sizeof *trs);
+    int stamp = 0;
+    for (int k = 0; k < nng; k++) {
+        const pass_fgroup *G = &fh->groups[gsrc[k]];
+        int j = gmb[k];
+        pass_fgroup *g = &f->groups[k];
+        if ((G->nparts && j >= 0) || !copy_group(W, G, j, g, a, tr, trs, ++stamp))
+            return false;
+        g->id = k;
+        g->name = renamed(a, k, G->name);
+        if (G->nparts) {
+            g->parts = su_alloc(a, (size_t)G->nparts * sizeof *g->parts);
+            for (int r = 0; r < G->nparts; r++) {
+                pass_fgroup *p = &g->parts[r];
+                if (!copy_group(W, &G->parts[r], -1, p, a, tr, trs, ++stamp))
+                    return false;
+                if (G->kind == PASS_FUSE_TOTAL && (p->total = xi(W, G->parts[r].total, -1)) < 0)
+                    return false;
+                p->id = k;
+                p->name = g->name;
+            }
+        }
+        for (int q = 0; q < g->nops; q++)
+            if (f->group_of[g->ops[q]] != k)
+                return false;
+        grouped -= g->nops;
+    }
+    return grouped == 0;
+}
+
 /* pass_fuse_walk_held's work, what it holds freed by the caller however
  * it ends. */
 typedef struct held_run {
@@ -2307,7 +2679,7 @@ static void walk_held(void *arg)
         h->hidden[v] = 0;
         h->hidden_at[v] = -1;
     }
-    int nheld = m->ops.n;
+    int nheld = m->ops.n, held_next = m->next_id;
     if (pass_instances_hidden(m, h->hidden, h->hidden_at)) {
         h->ok = walk_new(m, h->out, err, h->hidden, h->hidden_at);
         if (!h->ok)
@@ -2317,6 +2689,11 @@ static void walk_held(void *arg)
     }
     if (!pass_expand_instances_map(m, &h->map, err)) {
         h->ok = false;
+        return;
+    }
+    if (*h->out && go_lazy(*h->out, m, h->held, nheld, &h->map, held_next, err)) {
+        h->held = NULL; /* the walk's now */
+        h->map = (pass_expansion){0};
         return;
     }
     if (*h->out && expand_walk(*h->out, m, h->held, nheld, &h->map, &h->groups, &h->tmp, err))
@@ -2345,10 +2722,41 @@ bool pass_fuse_walk_held(ir_module *m, pass_fuse_walk **out, su_buf *err)
     return h.ok;
 }
 
+static void walk_free_parts(pass_fuse_walk *W);
+
+/* W, lazy, no longer: the walk expanded as a walk that is not lazy has
+ * it (expand_walk; else the walk of the program expanded). */
+static void unlazy(pass_fuse_walk *W, su_buf *err)
+{
+    const ir_module *mx = W->mx;
+    W->lazy = false;
+    bool ok = expand_walk(W, mx, W->hops, W->nheld, &W->map, &W->xgroups, &W->xtmp, err);
+    if (!ok) {
+        walk_free_parts(W);
+        memset(W, 0, sizeof *W);
+        walk_into(W, mx, err, NULL, NULL);
+    }
+}
+
+static void walk_free_parts(pass_fuse_walk *W)
+{
+    pass_fusion_free(&W->pre);
+    free(W->hops);
+    pass_expansion_free(&W->map);
+    free(W->kept_at);
+    free(W->cidx);
+    free(W->copy_at);
+    free(W->rwnew);
+    free(W->rwx);
+    free(W->rwop);
+    pass_fusion_free(&W->xgroups);
+    su_arena_free(&W->xtmp);
+}
+
 void pass_fuse_walk_free(pass_fuse_walk *W)
 {
     if (W)
-        pass_fusion_free(&W->pre);
+        walk_free_parts(W);
     free(W);
 }
 
@@ -2494,7 +2902,50 @@ static void from_work(void *arg)
     absorb_consts(&r->w, &r->tmp);
 }
 
-void pass_fuse_from_walk(const pass_fuse_walk *W, uint64_t skip, pass_fusion *f, su_buf *err)
+/* pass_fuse_from_walk of a lazy walk: its held program's groups gathered
+ * (the kept ops reading what they read held), then copied. */
+typedef struct lazy_run {
+    pass_fuse_walk *W;
+    uint64_t skip;
+    pass_fusion *f, held;
+    su_buf *err;
+    su_arena tmp;
+    bool ok;
+} lazy_run;
+
+static void from_walk_plain(const pass_fuse_walk *W, uint64_t skip, pass_fusion *f, su_buf *err);
+
+static void lazy_work(void *arg)
+{
+    lazy_run *r = arg;
+    held_operands(r->W, true);
+    from_walk_plain(r->W, r->skip, &r->held, r->err);
+    held_operands(r->W, false);
+    su_arena_init(&r->f->arena, r->err->oom);
+    su_arena_init(&r->tmp, r->err->oom);
+    r->ok = expand_final(r->W, &r->held, r->f, &r->tmp);
+}
+
+void pass_fuse_from_walk(pass_fuse_walk *W, uint64_t skip, pass_fusion *f, su_buf *err)
+{
+    if (W->lazy) {
+        memset(f, 0, sizeof *f);
+        lazy_run r = {.W = W, .skip = skip, .f = f, .err = err};
+        bool done = su_guarded(err->oom, lazy_work, &r);
+        held_operands(W, false);
+        pass_fusion_free(&r.held);
+        su_arena_free(&r.tmp);
+        if (!done)
+            su_oom(err->oom);
+        if (r.ok)
+            return;
+        pass_fusion_free(f);
+        unlazy(W, err); /* never seen: the copies differ from the walk expanded */
+    }
+    from_walk_plain(W, skip, f, err);
+}
+
+static void from_walk_plain(const pass_fuse_walk *W, uint64_t skip, pass_fusion *f, su_buf *err)
 {
     const pass_fusion *pre = &W->pre;
     memset(f, 0, sizeof *f);

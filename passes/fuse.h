@@ -384,13 +384,16 @@ bool pass_fuse_siblings(const ir_op *a, const ir_op *b);
  * pass_fusion_free). The walk reads m, which must outlive it. */
 typedef struct pass_fuse_walk pass_fuse_walk;
 bool pass_fuse_walk_new(const ir_module *m, pass_fuse_walk **w, su_buf *err);
-void pass_fuse_from_walk(const pass_fuse_walk *w, uint64_t skip, pass_fusion *f, su_buf *err);
+void pass_fuse_from_walk(pass_fuse_walk *w, uint64_t skip, pass_fusion *f, su_buf *err);
 /* pass_fuse_walk_new of a pipeline stage whose middle microbatches are
  * held once (m->shared; without, the same): the walk runs on the held
- * program, then m is expanded (pass_expand_instances) and the walk with
- * it, each middle microbatch's groups copies of microbatch 2's: *w is the
- * walk of m expanded, what pass_fuse_walk_new of it makes (fuse.c). False
- * with a message in err, m expanded or not, when m is malformed. */
+ * program, then m is expanded (pass_expand_instances). *w stands for the
+ * walk of m expanded: pass_fuse_from_walk of it makes what it makes of
+ * pass_fuse_walk_new of m, each middle microbatch's groups copies of
+ * microbatch 2's (fuse.c: the held program's groups gathered, then
+ * copied onto the expanded ops, where that maps; else the walk
+ * expanded). False with a message in err, m expanded or not, when m is
+ * malformed. */
 bool pass_fuse_walk_held(ir_module *m, pass_fuse_walk **w, su_buf *err);
 void pass_fuse_walk_free(pass_fuse_walk *w);
 

@@ -501,6 +501,8 @@ typedef struct expand {
     int *src, *mbof;     /* wanted: each op's index in old (a copy: its
                           * template's) and microbatch (-1: kept), malloc'd */
     int nmap, capmap;
+    pass_rewrite *rw;    /* wanted: the kept ops' operands changed, malloc'd */
+    int nrw, caprw;
     bool ok;
 } expand;
 
@@ -524,6 +526,21 @@ static void note(expand *E, int src, int mb)
     }
     E->src[E->nmap] = src;
     E->mbof[E->nmap++] = mb;
+}
+
+/* Operand k of kept op op is about to change: noted (for the map, and
+ * to put it back should the expansion fail). */
+static void rewritten(expand *E, ir_op *op, int k)
+{
+    if (E->nrw == E->caprw) {
+        int cap = E->caprw ? 2 * E->caprw : 64;
+        pass_rewrite *a = realloc(E->rw, (size_t)cap * sizeof *a);
+        if (!a)
+            su_oom(E->m->oom);
+        E->rw = a;
+        E->caprw = cap;
+    }
+    E->rw[E->nrw++] = (pass_rewrite){.op = op, .at = k, .old = op->in[k]};
 }
 
 /* The index in old of the op that makes v (-1: none, or made since). */
@@ -663,6 +680,7 @@ static void expand_work(void *arg)
                     E->ok = false;
                     break;
                 }
+                rewritten(E, op, k);
                 op->in[k] = x->res[op->in[k]->res];
             }
         su_vec_push(&m->ops, m->oom, op);
@@ -697,7 +715,9 @@ bool pass_expand_instances_map(ir_module *m, pass_expansion *map, su_buf *err)
     if (done && E.ok) {
         if (map)
             *map = (pass_expansion){.src = E.src, .mb = E.mbof, .n = E.nmap,
-                                    .microbatches = M};
+                                    .microbatches = M, .rw = E.rw, .nrw = E.nrw};
+        else
+            free(E.rw);
         su_vec_free(&E.old);
         ir_shared_free(m->shared);
         m->shared = NULL;
@@ -705,7 +725,11 @@ bool pass_expand_instances_map(ir_module *m, pass_expansion *map, su_buf *err)
     }
     free(E.src);
     free(E.mbof);
-    /* the program as it was, with the middle microbatches out */
+    /* the program as it was, with the middle microbatches out (and the
+     * last microbatch's sums reading microbatch 2's again) */
+    for (int k = E.nrw - 1; k >= 0; k--)
+        E.rw[k].op->in[E.rw[k].at] = E.rw[k].old;
+    free(E.rw);
     if (E.old.v && m->ops.v != E.old.v) {
         su_vec_free(&m->ops);
         m->ops = E.old;
@@ -721,6 +745,7 @@ void pass_expansion_free(pass_expansion *map)
 {
     free(map->src);
     free(map->mb);
+    free(map->rw);
     *map = (pass_expansion){0};
 }
 

@@ -242,11 +242,21 @@ bool pass_expand_instances(ir_module *m, su_buf *err);
 /* What pass_expand_instances_map made of a held program: for op i of the
  * program expanded, src[i], the index in the held program of the op it
  * is (kept, mb[i] -1) or of microbatch 2's op it copies (for microbatch
- * mb[i]). Free it with pass_expansion_free. */
+ * mb[i]); and each operand of a kept op it changed (the last
+ * microbatch's adds to the running sums, which read microbatch 2's
+ * values while held and microbatch M - 2's expanded): rw[k].op's operand
+ * rw[k].at was rw[k].old. Free it with pass_expansion_free. */
+typedef struct pass_rewrite {
+    ir_op *op;
+    int at;
+    ir_value *old;
+} pass_rewrite;
 typedef struct pass_expansion {
     int *src, *mb;
     int n;
     int microbatches;
+    pass_rewrite *rw;
+    int nrw;
 } pass_expansion;
 /* pass_expand_instances, with the map of what came from where (zeroed
  * when m was not held). */
