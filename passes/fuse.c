@@ -2353,6 +2353,21 @@ static int xi(const pass_fuse_walk *W, int s, int j)
                : W->copy_at[(size_t)c * (size_t)W->map.microbatches + (size_t)j];
 }
 
+/* The tables of a lazy walk (struct pass_fuse_walk), freed and cleared. */
+static void lazy_tables_free(pass_fuse_walk *W)
+{
+    free(W->kept_at);
+    free(W->cidx);
+    free(W->copy_at);
+    free(W->rwnew);
+    free(W->rwx);
+    free(W->rwop);
+    W->kept_at = W->cidx = W->copy_at = NULL;
+    W->rwnew = NULL;
+    W->rwx = NULL;
+    W->rwop = NULL;
+}
+
 /* Whether the held program's walk W (its module mx now expanded by map,
  * its ops hops[0 .. nheld), held_next its next_id) can stay held, each
  * gathering copied (expand_final): its groups each of copied ops alone
@@ -2437,16 +2452,7 @@ static bool go_lazy(pass_fuse_walk *W, const ir_module *mx, ir_op **hops, int nh
             ok = W->kept_at[G->ops[0]] > W->last_copy;
     }
     if (!ok) {
-        free(W->kept_at);
-        free(W->cidx);
-        free(W->copy_at);
-        free(W->rwnew);
-        free(W->rwx);
-        free(W->rwop);
-        W->kept_at = W->cidx = W->copy_at = NULL;
-        W->rwnew = NULL;
-        W->rwx = NULL;
-        W->rwop = NULL;
+        lazy_tables_free(W);
         W->map = (pass_expansion){0};
         W->nheld = 0;
         W->w.m = mx;
@@ -2743,12 +2749,7 @@ static void walk_free_parts(pass_fuse_walk *W)
     pass_fusion_free(&W->pre);
     free(W->hops);
     pass_expansion_free(&W->map);
-    free(W->kept_at);
-    free(W->cidx);
-    free(W->copy_at);
-    free(W->rwnew);
-    free(W->rwx);
-    free(W->rwop);
+    lazy_tables_free(W);
     pass_fusion_free(&W->xgroups);
     su_arena_free(&W->xtmp);
 }
