@@ -2487,27 +2487,66 @@ static const char *renamed(su_arena *a, int id, const char *t)
     return su_strdup(a, s);
 }
 
-/* Value v of the held program in the group being copied for microbatch
- * j: its copy (tr, current where trs is stamp), or for a kept group the
- * value itself, or what the expansion made of it where the group's ops
- * read it changed (remap: the last microbatch's adds to the running
- * sums, which read no other value of microbatch 2's). NULL: none. */
-static const ir_value *xval(const pass_fuse_walk *W, const ir_value *v, int j, bool remap,
-                            const ir_value **tr, const int *trs, int stamp)
+/* Where group G's value v lies in its ops (held program W): result r of
+ * its op q as q << 6 | r << 1 | 1, operand i as q << 6 | i << 1; -1
+ * nowhere, -2 for no value. */
+static int place_of(const pass_fuse_walk *W, const pass_fgroup *G, const ir_value *v)
 {
     if (!v)
-        return NULL;
-    if (v->id < 0 || v->id >= W->view.next_id)
-        return NULL;
-    if (j >= 0)
-        return trs[v->id] == stamp ? tr[v->id] : NULL;
+        return -2;
+    for (int q = 0; q < G->nops; q++) {
+        const ir_op *h = W->hops[G->ops[q]];
+        for (int r = 0; r < h->nres && r < 32; r++)
+            if (h->res[r] == v)
+                return q << 6 | r << 1 | 1;
+        for (int i = 0; i < h->nin && i < 32; i++)
+            if (h->in[i] == v)
+                return q << 6 | i << 1;
+    }
+    return -1;
+}
+
+/* The value at place p (place_of) of the ops ops of mx. */
+static const ir_value *at_place(const ir_module *mx, const int *ops, int p)
+{
+    const ir_op *o = IR_OP(mx, ops[p >> 6]);
+    int i = p >> 1 & 31;
+    return p & 1 ? (i < o->nres ? o->res[i] : NULL) : (i < o->nin ? o->in[i] : NULL);
+}
+
+/* Group G's values as places in its ops (place_of), into a: its in[],
+ * out[], bias and residual; NULL when one lies nowhere. */
+static int *recipe(const pass_fuse_walk *W, const pass_fgroup *G, su_arena *a)
+{
+    int n = G->nin + G->nout + 2;
+    int *r = su_alloc(a, (size_t)n * sizeof *r);
+    for (int k = 0; k < n; k++) {
+        const ir_value *v = k < G->nin             ? G->in[k]
+                            : k < G->nin + G->nout ? G->out[k - G->nin]
+                            : k == n - 2           ? G->bias
+                                                   : G->residual;
+        if ((r[k] = place_of(W, G, v)) == -1)
+            return NULL;
+    }
+    return r;
+}
+
+/* Value v of a kept group of the held program: itself, or what the
+ * expansion made of it where the group's ops read it changed (remap: the
+ * last microbatch's adds to the running sums, which read no other value
+ * of microbatch 2's). */
+static const ir_value *kept_val(const pass_fuse_walk *W, const ir_value *v, bool remap)
+{
+    if (!v || v->id < 0 || v->id >= W->view.next_id)
+        return v;
     return remap && W->rwnew[v->id] ? W->rwnew[v->id] : v;
 }
 
 /* Group G of the held program copied for microbatch j (-1: kept) into
- * *g, its arrays in a; false when it does not map. */
+ * *g, its arrays in a; for a copy, rcp is G's recipe. False when it does
+ * not map. */
 static bool copy_group(const pass_fuse_walk *W, const pass_fgroup *G, int j, pass_fgroup *g,
-                       su_arena *a, const ir_value **tr, int *trs, int stamp)
+                       su_arena *a, const int *rcp)
 {
     const ir_module *mx = W->mx;
     *g = *G;
@@ -2518,36 +2557,29 @@ static bool copy_group(const pass_fuse_walk *W, const pass_fgroup *G, int j, pas
         if (x < 0 || (q && x <= g->ops[q - 1]))
             return false;
         g->ops[q] = x;
-        if (j < 0) {
+        if (j < 0)
             remap |= W->rwop[G->ops[q]];
-            continue;
-        }
-        const ir_op *h = W->hops[G->ops[q]], *o = IR_OP(mx, x);
-        if (h->nin != o->nin || h->nres != o->nres || h->code != o->code)
-            return false;
-        for (int k = 0; k < h->nin; k++) {
-            if (h->in[k]->id < 0 || h->in[k]->id >= W->view.next_id)
-                return false;
-            tr[h->in[k]->id] = o->in[k];
-            trs[h->in[k]->id] = stamp;
-        }
-        for (int r = 0; r < h->nres; r++) {
-            if (h->res[r]->id < 0 || h->res[r]->id >= W->view.next_id)
-                return false;
-            tr[h->res[r]->id] = o->res[r];
-            trs[h->res[r]->id] = stamp;
-        }
     }
     g->in = su_alloc(a, ((size_t)G->nin + 1) * sizeof *g->in);
     g->out = su_alloc(a, ((size_t)G->nout + 1) * sizeof *g->out);
-    for (int k = 0; k < G->nin; k++)
-        if (!(g->in[k] = xval(W, G->in[k], j, remap, tr, trs, stamp)))
-            return false;
-    for (int k = 0; k < G->nout; k++) /* its own results: never changed */
-        if (!(g->out[k] = xval(W, G->out[k], j, false, tr, trs, stamp)))
-            return false;
-    g->bias = xval(W, G->bias, j, remap, tr, trs, stamp);
-    g->residual = xval(W, G->residual, j, remap, tr, trs, stamp);
+    if (j >= 0) { /* the copy's ops hold its values where the template's hold theirs */
+        for (int k = 0; k < G->nin; k++)
+            if (!(g->in[k] = at_place(mx, g->ops, rcp[k])))
+                return false;
+        for (int k = 0; k < G->nout; k++)
+            if (!(g->out[k] = at_place(mx, g->ops, rcp[G->nin + k])))
+                return false;
+        int b = rcp[G->nin + G->nout], r = rcp[G->nin + G->nout + 1];
+        g->bias = b >= 0 ? at_place(mx, g->ops, b) : NULL;
+        g->residual = r >= 0 ? at_place(mx, g->ops, r) : NULL;
+    } else {
+        for (int k = 0; k < G->nin; k++)
+            g->in[k] = kept_val(W, G->in[k], remap);
+        for (int k = 0; k < G->nout; k++) /* its own results: never changed */
+            g->out[k] = G->out[k];
+        g->bias = kept_val(W, G->bias, remap);
+        g->residual = kept_val(W, G->residual, remap);
+    }
     if (!g->bias != !G->bias || !g->residual != !G->residual)
         return false;
     g->anchor = xi(W, G->anchor, j);
@@ -2627,15 +2659,15 @@ static bool expand_final(const pass_fuse_walk *W, const pass_fusion *fh, pass_fu
     }
     f->ngroups = nng;
     f->groups = su_alloc(a, ((size_t)nng + 1) * sizeof *f->groups);
-    const ir_value **tr = su_alloc(tmp, ((size_t)hn + 1) * sizeof *tr);
-    int *trs = su_alloc(tmp, ((size_t)hn + 1) * sizeof *trs);
-    memset(trs, 0, ((size_t)hn + 1) * sizeof *trs);
-    int stamp = 0;
+    int **rcp = su_alloc(tmp, ((size_t)ng + 1) * sizeof *rcp); /* each copied group's recipe */
+    memset(rcp, 0, ((size_t)ng + 1) * sizeof *rcp);
     for (int k = 0; k < nng; k++) {
         const pass_fgroup *G = &fh->groups[gsrc[k]];
         int j = gmb[k];
         pass_fgroup *g = &f->groups[k];
-        if ((G->nparts && j >= 0) || !copy_group(W, G, j, g, a, tr, trs, ++stamp))
+        if (j >= 0 && !rcp[gsrc[k]] && !(rcp[gsrc[k]] = recipe(W, G, tmp)))
+            return false;
+        if ((G->nparts && j >= 0) || !copy_group(W, G, j, g, a, j >= 0 ? rcp[gsrc[k]] : NULL))
             return false;
         g->id = k;
         g->name = renamed(a, k, G->name);
@@ -2643,7 +2675,7 @@ static bool expand_final(const pass_fuse_walk *W, const pass_fusion *fh, pass_fu
             g->parts = su_alloc(a, (size_t)G->nparts * sizeof *g->parts);
             for (int r = 0; r < G->nparts; r++) {
                 pass_fgroup *p = &g->parts[r];
-                if (!copy_group(W, &G->parts[r], -1, p, a, tr, trs, ++stamp))
+                if (!copy_group(W, &G->parts[r], -1, p, a, NULL))
                     return false;
                 if (G->kind == PASS_FUSE_TOTAL && (p->total = xi(W, G->parts[r].total, -1)) < 0)
                     return false;
