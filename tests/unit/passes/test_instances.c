@@ -667,6 +667,48 @@ static void test_held_walk(void)
     }
 }
 
+/* A held walk's groups are copied onto the expanded ops (fuse.c's
+ * expand_final) only where each expanded op is its held op or that op's
+ * copy: a middle microbatch's add made a sub after the walk sends the
+ * walk back to a walk of every op, whose groups are pass_fuse's of the
+ * program as it now is. */
+static void test_lazy_fallback(void)
+{
+    su_buf err;
+    su_buf_init(&err, &oom);
+    ir_module *m = hidden_reads(true);
+    CHECK(pass_share_instances(m));
+    pass_fuse_walk *w = NULL;
+    CHECK(pass_fuse_walk_held(m, &w, &err));
+    CHECK(!m->shared);
+    pass_fusion held, back, fresh;
+    pass_fuse_from_walk(w, 0, &held, &err);
+    CHECK(held.held_walk); /* the copies */
+    ir_op *add = NULL;
+    for (int i = 0; i < m->ops.n && !add; i++)
+        if (IR_OP(m, i)->code == IR_ADD && IR_OP(m, i)->task > 0 && IR_OP(m, i)->mb == 3)
+            add = IR_OP(m, i);
+    CHECK(add != NULL);
+    if (add)
+        add->code = IR_SUB;
+    pass_fuse_from_walk(w, 0, &back, &err);
+    CHECK(!back.held_walk); /* the walk of every op */
+    CHECK(pass_fuse(m, &fresh, &err));
+    CHECK(fusion_same(m, &back, m, &fresh));
+    CHECK(fusion_sound(m, &back));
+    pass_fusion again; /* the walk stays the walk of every op */
+    pass_fuse_from_walk(w, 0, &again, &err);
+    CHECK(!again.held_walk);
+    CHECK(fusion_same(m, &again, m, &back));
+    pass_fusion_free(&held);
+    pass_fusion_free(&back);
+    pass_fusion_free(&fresh);
+    pass_fusion_free(&again);
+    pass_fuse_walk_free(w);
+    ir_module_free(m);
+    su_buf_free(&err);
+}
+
 /* A group that would span the instances op: s = p * 2 reads only a value
  * made once, and microbatch 3 reads microbatch 2's s (t = s of the one
  * before @ q, which joins no group); the last microbatch reads microbatch 4's s (u = s * 3)
@@ -803,6 +845,7 @@ int main(void)
     }
     test_proof();
     test_held_walk();
+    test_lazy_fallback();
     test_estimate_threads();
     test_no_span();
     test_examples();
