@@ -298,6 +298,50 @@ static void test_check_random(void)
     CHECK(faults > 200 && faults < 1900); /* both verdicts were tried */
 }
 
+/* The sweep's live neighbours far apart in (offset, buffer) order: N
+ * buffers, one at each offset, each live at an op of its own, but for a
+ * wide one at offset 0 and the last one, live at once at the end. Wide
+ * enough to reach the last one's bytes, the two share them, which the
+ * sweep finds across the N - 2 ranks between (dead by then), whichever
+ * starts first; one byte narrower, they do not. As brute_fault says. N:
+ * 300 and 6000 (the live set's words of 64 ranks, and its words of 64
+ * words, crossed). */
+static void test_check_far(int N)
+{
+    int64_t *offset = malloc((size_t)N * sizeof *offset), *bytes = malloc((size_t)N * sizeof *bytes);
+    int64_t *start = malloc((size_t)N * sizeof *start), *end = malloc((size_t)N * sizeof *end);
+    int32_t *view_of = malloc((size_t)N * sizeof *view_of);
+    pass_memplan mp = {.nbuf = N, .offset = offset, .bytes = bytes, .start = start,
+                       .end = end, .view_of = view_of, .arena_bytes = (int64_t)(N + 1) * B};
+    for (int wide_first = 0; wide_first < 2; wide_first++)
+        for (int reach = 0; reach < 2; reach++) {
+            for (int b = 0; b < N; b++) {
+                offset[b] = (int64_t)b * B;
+                bytes[b] = B;
+                start[b] = end[b] = b;
+                view_of[b] = -1;
+            }
+            bytes[0] = (int64_t)(N - 1) * B + (reach ? B : 0);
+            start[0] = 2 * N + !wide_first;
+            end[0] = start[0] + 1;
+            start[N - 1] = 2 * N + wide_first;
+            end[N - 1] = start[N - 1] + 1;
+            su_buf err;
+            su_buf_init(&err, &oom);
+            bool ok = pass_memplan_check(NULL, &mp, &err);
+            CHECK(ok == !brute_fault(&mp));
+            CHECK(ok == !reach);
+            if (!ok)
+                CHECK(strstr(err.s, "buffers 0 ") || strstr(err.s, "and 0 "));
+            su_buf_free(&err);
+        }
+    free(offset);
+    free(bytes);
+    free(start);
+    free(end);
+    free(view_of);
+}
+
 /* The checker against brute_fault on 40 plans of 300 to 800 buffers,
  * where its live buffers are many (a deep pipeline's stage holds tens of
  * thousands): each buffer placed first fit among those live over its
@@ -463,6 +507,8 @@ int main(void)
     test_in_place();
     test_check();
     test_check_random();
+    test_check_far(300);
+    test_check_far(6000);
     test_check_many();
     test_instances_alike();
     return CHECK_DONE();
