@@ -2122,7 +2122,6 @@ struct pass_fuse_walk {
     const ir_value **rwnew; /* [view.next_id]: a value a kept op read while held,
                              * which the expansion changed (map.rw), its value
                              * expanded; NULL none */
-    ir_value **rwx; /* [map.nrw]: each change's value expanded */
     uint8_t *rwop;  /* [nheld]: a kept op whose operand the expansion changed */
     pass_fusion xgroups; /* expand_walk's, when the lazy walk falls back to it */
     su_arena xtmp;
@@ -2333,12 +2332,6 @@ static bool expand_walk(pass_fuse_walk *W, const ir_module *mx, ir_op *const *he
  * to the last copy, the rest in the gathering's order, as the walk
  * expanded and its gathering number them. */
 
-static int by_address(const void *x, const void *y)
-{
-    uintptr_t a = (uintptr_t)*(const void *const *)x, b = (uintptr_t)*(const void *const *)y;
-    return (a > b) - (a < b);
-}
-
 /* The index in mx of held op s for microbatch j (-1: the op kept), -1
  * none. */
 static int xi(const pass_fuse_walk *W, int s, int j)
@@ -2360,11 +2353,9 @@ static void lazy_tables_free(pass_fuse_walk *W)
     free(W->cidx);
     free(W->copy_at);
     free(W->rwnew);
-    free(W->rwx);
     free(W->rwop);
     W->kept_at = W->cidx = W->copy_at = NULL;
     W->rwnew = NULL;
-    W->rwx = NULL;
     W->rwop = NULL;
 }
 
@@ -2385,7 +2376,6 @@ static bool go_lazy(pass_fuse_walk *W, const ir_module *mx, ir_op **hops, int nh
     W->view.shared = NULL;
     W->w.m = &W->view;
     W->nheld = nheld;
-    W->map.microbatches = M;
     W->kept_at = su_xmalloc(err->oom, ((size_t)nheld + 1) * sizeof *W->kept_at);
     W->cidx = su_xmalloc(err->oom, ((size_t)nheld + 1) * sizeof *W->cidx);
     for (int s = 0; s < nheld; s++)
@@ -2416,27 +2406,17 @@ static bool go_lazy(pass_fuse_walk *W, const ir_module *mx, ir_op **hops, int nh
                 W->copy_at[(size_t)W->cidx[map->src[e]] * (size_t)M + (size_t)map->mb[e]] = e;
         W->rwnew = su_xmalloc(err->oom, ((size_t)held_next + 1) * sizeof *W->rwnew);
         memset(W->rwnew, 0, ((size_t)held_next + 1) * sizeof *W->rwnew);
-        W->rwx = su_xmalloc(err->oom, ((size_t)map->nrw + 1) * sizeof *W->rwx);
         W->rwop = su_xmalloc(err->oom, (size_t)nheld + 1);
         memset(W->rwop, 0, (size_t)nheld + 1);
-        if (map->nrw) { /* the changed ops, found by address */
-            const ir_op **by = su_xmalloc(err->oom, (size_t)map->nrw * sizeof *by);
-            for (int k = 0; k < map->nrw; k++)
-                by[k] = map->rw[k].op;
-            qsort(by, (size_t)map->nrw, sizeof *by, by_address);
-            for (int h = 0; h < nheld; h++)
-                W->rwop[h] = bsearch(&hops[h], by, (size_t)map->nrw, sizeof *by, by_address) != NULL;
-            free(by);
-        }
     }
     for (int k = 0; ok && k < map->nrw; k++) {
         const pass_rewrite *r = &map->rw[k];
         ir_value *now = r->op->in[r->at];
-        ok = r->old->id >= 0 && r->old->id < held_next &&
-             (!W->rwnew[r->old->id] || W->rwnew[r->old->id] == now);
+        ok = r->old->id >= 0 && r->old->id < held_next && r->held >= 0 && r->held < nheld &&
+             hops[r->held] == r->op && (!W->rwnew[r->old->id] || W->rwnew[r->old->id] == now);
         if (ok) {
             W->rwnew[r->old->id] = now;
-            W->rwx[k] = now;
+            W->rwop[r->held] = 1;
         }
     }
     const pass_fusion *pre = &W->pre;
@@ -2470,7 +2450,8 @@ static bool go_lazy(pass_fuse_walk *W, const ir_module *mx, ir_op **hops, int nh
 static void held_operands(const pass_fuse_walk *W, bool held)
 {
     for (int k = 0; k < W->map.nrw; k++)
-        W->map.rw[k].op->in[W->map.rw[k].at] = held ? W->map.rw[k].old : W->rwx[k];
+        W->map.rw[k].op->in[W->map.rw[k].at] =
+            held ? W->map.rw[k].old : (ir_value *)W->rwnew[W->map.rw[k].old->id];
 }
 
 /* "k<id>" and what follows the number of name t. */

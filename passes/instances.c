@@ -528,9 +528,9 @@ static void note(expand *E, int src, int mb)
     E->mbof[E->nmap++] = mb;
 }
 
-/* Operand k of kept op op is about to change: noted (for the map, and
- * to put it back should the expansion fail). */
-static void rewritten(expand *E, ir_op *op, int k)
+/* Operand k of kept op op (old op i) is about to change: noted (for the
+ * map, and to put it back should the expansion fail). */
+static void rewritten(expand *E, ir_op *op, int i, int k)
 {
     if (E->nrw == E->caprw) {
         int cap = E->caprw ? 2 * E->caprw : 64;
@@ -540,7 +540,7 @@ static void rewritten(expand *E, ir_op *op, int k)
         E->rw = a;
         E->caprw = cap;
     }
-    E->rw[E->nrw++] = (pass_rewrite){.op = op, .at = k, .old = op->in[k]};
+    E->rw[E->nrw++] = (pass_rewrite){.op = op, .held = i, .at = k, .old = op->in[k]};
 }
 
 /* The index in old of the op that makes v (-1: none, or made since). */
@@ -680,7 +680,7 @@ static void expand_work(void *arg)
                     E->ok = false;
                     break;
                 }
-                rewritten(E, op, k);
+                rewritten(E, op, i, k);
                 op->in[k] = x->res[op->in[k]->res];
             }
         su_vec_push(&m->ops, m->oom, op);

@@ -244,11 +244,12 @@ bool pass_expand_instances(ir_module *m, su_buf *err);
  * is (kept, mb[i] -1) or of microbatch 2's op it copies (for microbatch
  * mb[i]); and each operand of a kept op it changed (the last
  * microbatch's adds to the running sums, which read microbatch 2's
- * values while held and microbatch M - 2's expanded): rw[k].op's operand
- * rw[k].at was rw[k].old. Free it with pass_expansion_free. */
+ * values while held and microbatch M - 2's expanded): rw[k].op, op
+ * rw[k].held of the held program, had rw[k].old as its operand rw[k].at.
+ * Free it with pass_expansion_free. */
 typedef struct pass_rewrite {
     ir_op *op;
-    int at;
+    int held, at;
     ir_value *old;
 } pass_rewrite;
 typedef struct pass_expansion {
