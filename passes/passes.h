@@ -424,6 +424,21 @@ enum { PASS_HW_MAX_POINTS = 16 }; /* pass_hw.matmul_eff */
 void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp,
                     const pass_memplan *mp, const struct pass_fusion *fusion,
                     const pass_hw *hw, int64_t mem_limit, bool json, su_buf *out);
+/* What the report prints of stage s of m (its memory plan mp), kept apart
+ * from the program: its FLOPs, bytes sent, collectives, memory figures,
+ * ranks and inputs, so that the program can go before the report is
+ * written (passes.c, a report-only compilation). pass_report_from then
+ * writes what pass_report_on writes of the stages these were made of:
+ * stages their programs, or what is left of them (their mesh, pipeline
+ * and stage), lanes their pass_lane_make's (with hw; NULL: no estimate). */
+typedef struct pass_stage_cost pass_stage_cost;
+struct pass_lane;
+pass_stage_cost *pass_stage_cost_make(const ir_module *m, int s, const pass_memplan *mp,
+                                      jmp_buf *oom);
+void pass_stage_cost_free(pass_stage_cost *c);
+void pass_report_from(ir_module *const *stages, int n, const pass_pipeline *pp,
+                      pass_stage_cost *const *cost, struct pass_lane *const *lanes,
+                      const pass_hw *hw, int64_t mem_limit, bool json, su_buf *out);
 
 /* Local FLOPs of one op of a partitioned module (counting rules in
  * cost.c). */
@@ -580,6 +595,19 @@ bool pass_timeline_stats(ir_module *const *stages, int n, const struct pass_fusi
 bool pass_timeline(ir_module *const *stages, int n, const struct pass_fusion *fusion,
                    const pass_memplan *mp, const pass_hw *hw, int64_t max_events, su_buf *json,
                    double *step_s, su_buf *err);
+/* A stage's ops as the timeline runs them, made from its program and
+ * kept apart from it (some 50 bytes an op), so that the program can go
+ * before the stages run in step: stage s of n's, f its groups (NULL, or
+ * another program's: made here by pass_fuse), mp its memory plan (or
+ * NULL). NULL when pass_fuse fails (why in err). pass_lanes_run runs n
+ * stages' lanes as pass_timeline_stats runs their programs, with the same
+ * times. */
+typedef struct pass_lane pass_lane;
+pass_lane *pass_lane_make(const ir_module *m, int s, int n, const struct pass_fusion *f,
+                          const pass_memplan *mp, const pass_hw *hw, su_buf *err);
+void pass_lane_free(pass_lane *L);
+bool pass_lanes_run(pass_lane *const *lanes, int n, const pass_hw *hw, pass_stage_time *stats,
+                    double *step_s, su_buf *err);
 
 /* ---- the pipeline (passes.c) ----
  *

@@ -8,8 +8,6 @@
 #include <string.h>
 
 
-/* A collective's axes as text, "dp,tp"; a send or recv's the pipeline
- * axis, with "->PEER" when peer. */
 /* The arena's bytes besides params, states and what is live at the
  * fullest op: gaps between buffers and alignment. */
 static int64_t fullest_gaps(const pass_memplan *mp)
@@ -18,30 +16,58 @@ static int64_t fullest_gaps(const pass_memplan *mp)
            mp->fullest_grads;
 }
 
-static const char *axes_text(const ir_module *m, const ir_op *op, bool peer, char buf[64])
+/* A collective of a stage as the report prints it, kept apart from the
+ * program (pass_stage_cost): one entry of the stage's list. */
+typedef struct coll_rec {
+    double bytes;
+    int64_t elements, times, peer;
+    int line;
+    uint16_t code;
+    uint8_t dtype, phase, naxes, max; /* max: an all_reduce of the maximum */
+    uint8_t axes[IR_MAX_AXES];
+} coll_rec;
+
+/* A collective's axes as text, "dp,tp"; a send or recv's the pipeline
+ * axis, with "->PEER" when peer. */
+static const char *axes_text(const ir_module *m, const coll_rec *c, bool peer, char buf[64])
 {
     buf[0] = 0;
-    if (ir_ops[op->code].cls == IR_C_P2P) {
+    if (ir_ops[c->code].cls == IR_C_P2P) {
         snprintf(buf, 64, peer ? "%s->%lld" : "%s", m->mesh.name[m->pipe.axis],
-                 (long long)op->a->peer);
+                 (long long)c->peer);
         return buf;
     }
-    for (int q = 0; q < op->a->naxes; q++)
+    for (int q = 0; q < c->naxes; q++)
         snprintf(buf + strlen(buf), 64 - strlen(buf), "%s%s", q ? "," : "",
-                 m->mesh.name[op->a->axes[q]]);
+                 m->mesh.name[c->axes[q]]);
     return buf;
 }
 
-static void axes_json(su_buf *b, const ir_module *m, const ir_op *op)
+static void axes_json(su_buf *b, const ir_module *m, const coll_rec *c)
 {
-    if (ir_ops[op->code].cls == IR_C_P2P) {
+    if (ir_ops[c->code].cls == IR_C_P2P) {
         su_buf_printf(b, "[\"%s\"]", m->mesh.name[m->pipe.axis]);
         return;
     }
     su_buf_putc(b, '[');
-    for (int i = 0; i < op->a->naxes; i++)
-        su_buf_printf(b, "%s\"%s\"", i ? ", " : "", m->mesh.name[op->a->axes[i]]);
+    for (int i = 0; i < c->naxes; i++)
+        su_buf_printf(b, "%s\"%s\"", i ? ", " : "", m->mesh.name[c->axes[i]]);
     su_buf_putc(b, ']');
+}
+
+/* Op's collective c as a record (times 1). */
+static coll_rec coll_record(const pass_coll *c)
+{
+    const ir_op *op = c->op;
+    const ir_value *v = op->nres ? op->res[0] : op->in[0];
+    coll_rec r = {.bytes = c->bytes, .elements = c->elements, .times = 1,
+                  .peer = op->a->peer, .line = op->loc.line, .code = (uint16_t)op->code,
+                  .dtype = (uint8_t)v->type.dtype, .phase = op->phase,
+                  .naxes = (uint8_t)op->a->naxes,
+                  .max = op->code == IR_ALL_REDUCE && op->a->reduce == IR_RED_MAX};
+    for (int q = 0; q < op->a->naxes && q < IR_MAX_AXES; q++)
+        r.axes[q] = (uint8_t)op->a->axes[q];
+    return r;
 }
 
 /* ---- a stage's collectives, a pipeline task's once ---- */
@@ -145,11 +171,6 @@ static void coll_entries(const ir_module *m, su_arena *a, coll_list *L)
     }
 }
 
-typedef struct stage_cost {
-    double flops, bytes;
-    const pass_memplan *mp;
-    coll_list coll;
-} stage_cost;
 
 const char *pass_schedule_name(const ir_pipeline *p, char buf[32])
 {
@@ -190,33 +211,6 @@ static void json_str(su_buf *b, const char *s)
     su_buf_putc(b, '"');
 }
 
-/* What a step consumes, for throughput: the elements of the largest i32
- * input (token ids: a [B, S] batch is B x S tokens), else the rows of the
- * first input (samples). Global counts, from any stage that holds it. */
-static void step_units(ir_module *const *stages, int n, estimate *est)
-{
-    for (int s = 0; s < n; s++)
-        for (int i = 0; i < stages[s]->ops.n; i++) {
-            const ir_op *op = IR_OP(stages[s], i);
-            if (op->code != IR_INPUT)
-                continue;
-            const ir_value *v = op->res[0];
-            double numel = 1, rows = 1;
-            for (int d = 0; d < v->type.rank; d++) {
-                double g = (double)v->type.dim[d] *
-                           (double)ir_sharding_split(&v->sh, &stages[s]->mesh, d);
-                numel *= g;
-                rows = d == 0 ? g : rows;
-            }
-            bool ids = v->type.dtype == IR_I32;
-            if (ids && (!est->tokens || numel > est->units)) {
-                est->unit_input = op->a->name, est->tokens = true, est->units = numel;
-            } else if (!ids && !est->unit_input) {
-                est->unit_input = op->a->name, est->units = rows;
-            }
-        }
-}
-
 /* A stage's bytes sent summed by kind of collective and by axes (their
  * names joined by ','; send and recv: the pipeline axis), in order of
  * first appearance. */
@@ -242,18 +236,153 @@ static void total_add(totals *t, const char *key, double bytes)
     t->count[i]++;
 }
 
-static void stage_totals(const ir_module *m, const coll_list *L, totals *kind, totals *axes)
+/* An input of a stage, as the throughput counts it (step_units). */
+typedef struct unit_in {
+    const char *name;
+    bool ids;               /* i32: token ids */
+    double numel, rows;     /* global */
+} unit_in;
+
+/* ---- a stage's costs, kept apart from its program ---- */
+
+/* What the report prints of stage s, made from its program and memory
+ * plan (pass_stage_cost_make), which can then go: a deep pipeline's
+ * report without its stages' programs all at once (passes.c). */
+struct pass_stage_cost {
+    su_arena a;
+    bool whole;             /* the program has no stages (ir_module.stage -1) */
+    double flops, bytes;
+    pass_memplan mp;        /* the plan's figures (its arrays gone) */
+    int fullest_line;       /* the line of its fullest op */
+    int64_t *ranks, nranks; /* the ranks that run it */
+    coll_rec *coll;         /* its collectives, a pipeline task's once */
+    int64_t ncoll;
+    totals kind, axes;      /* its bytes sent, summed */
+    unit_in *in;            /* its inputs, in program order */
+    int nin;
+};
+typedef struct pass_stage_cost stage_cost;
+
+static void stage_cost_fill(stage_cost *c, const ir_module *m, int s, const pass_memplan *mp)
 {
-    memset(kind, 0, sizeof *kind);
-    memset(axes, 0, sizeof *axes);
-    for (int64_t k = 0; k < L->nall; k++) {
-        pass_coll c;
-        if (!pass_collective(m, IR_OP(m, L->all[k]), &c))
-            continue;
-        char ax[64];
-        total_add(kind, ir_ops[c.op->code].name, c.bytes);
-        total_add(axes, axes_text(m, c.op, false, ax), c.bytes);
+    su_arena *a = &c->a;
+    c->whole = m->stage < 0;
+    c->mp = *mp;
+    c->mp.buf = NULL;
+    c->mp.offset = c->mp.bytes = c->mp.start = c->mp.end = NULL;
+    c->mp.view_of = NULL;
+    memset(&c->mp.arena, 0, sizeof c->mp.arena);
+    memset(&c->mp.scratch, 0, sizeof c->mp.scratch);
+    c->fullest_line = mp->fullest_op >= 0 && mp->fullest_op < m->ops.n
+                          ? IR_OP(m, mp->fullest_op)->loc.line
+                          : 0;
+    int64_t ranks = ir_mesh_ranks(&m->mesh), k = 0;
+    for (int64_t r = 0; r < ranks; r++)
+        k += pass_rank_in_stage(m, r, s);
+    c->ranks = su_alloc(a, ((size_t)k + 1) * sizeof *c->ranks);
+    for (int64_t r = 0; r < ranks; r++)
+        if (pass_rank_in_stage(m, r, s))
+            c->ranks[c->nranks++] = r;
+    coll_list L = {0};
+    int64_t cap = 0;
+    int nin = 0;
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        pass_coll cl;
+        nin += op->code == IR_INPUT;
+        if (op->nres)
+            c->flops += pass_op_flops(op);
+        if (pass_collective(m, op, &cl)) {
+            c->bytes += cl.bytes;
+            if (L.nall == cap) { /* few of the ops: grown, not one per op */
+                cap = cap ? 2 * cap : 64;
+                int64_t *all = su_alloc(a, (size_t)cap * sizeof *all);
+                if (L.nall)
+                    memcpy(all, L.all, (size_t)L.nall * sizeof *all);
+                L.all = all;
+            }
+            L.all[L.nall++] = i;
+            char ax[64];
+            coll_rec r = coll_record(&cl);
+            total_add(&c->kind, ir_ops[op->code].name, cl.bytes);
+            total_add(&c->axes, axes_text(m, &r, false, ax), cl.bytes);
+        }
     }
+    coll_entries(m, a, &L);
+    c->coll = su_alloc(a, ((size_t)L.n + 1) * sizeof *c->coll);
+    for (int64_t e = 0; e < L.n; e++) {
+        pass_coll cl;
+        pass_collective(m, IR_OP(m, L.e[e].op), &cl);
+        c->coll[e] = coll_record(&cl);
+        c->coll[e].times = L.e[e].times;
+    }
+    c->ncoll = L.n;
+    c->in = su_alloc(a, ((size_t)nin + 1) * sizeof *c->in);
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (op->code != IR_INPUT)
+            continue;
+        const ir_value *v = op->res[0];
+        double numel = 1, rows = 1;
+        for (int d = 0; d < v->type.rank; d++) {
+            double g = (double)v->type.dim[d] * (double)ir_sharding_split(&v->sh, &m->mesh, d);
+            numel *= g;
+            rows = d == 0 ? g : rows;
+        }
+        c->in[c->nin++] = (unit_in){op->a->name ? su_strdup(a, op->a->name) : NULL,
+                                    v->type.dtype == IR_I32, numel, rows};
+    }
+}
+
+typedef struct cost_make {
+    stage_cost *c;
+    const ir_module *m;
+    int s;
+    const pass_memplan *mp;
+} cost_make;
+
+static void cost_make_work(void *arg)
+{
+    cost_make *k = arg;
+    stage_cost_fill(k->c, k->m, k->s, k->mp);
+}
+
+pass_stage_cost *pass_stage_cost_make(const ir_module *m, int s, const pass_memplan *mp,
+                                      jmp_buf *oom)
+{
+    stage_cost *c = su_xmalloc(oom, sizeof *c);
+    memset(c, 0, sizeof *c);
+    su_arena_init(&c->a, oom);
+    cost_make k = {c, m, s, mp};
+    if (!su_guarded(oom, cost_make_work, &k)) {
+        pass_stage_cost_free(c);
+        su_oom(oom);
+    }
+    return c;
+}
+
+void pass_stage_cost_free(pass_stage_cost *c)
+{
+    if (!c)
+        return;
+    su_arena_free(&c->a);
+    free(c);
+}
+
+/* What a step consumes, for throughput: the elements of the largest i32
+ * input (token ids: a [B, S] batch is B x S tokens), else the rows of the
+ * first input (samples). Global counts, from any stage that holds it. */
+static void step_units(const stage_cost *const *cost, int n, estimate *est)
+{
+    for (int s = 0; s < n; s++)
+        for (int i = 0; i < cost[s]->nin; i++) {
+            const unit_in *u = &cost[s]->in[i];
+            if (u->ids && (!est->tokens || u->numel > est->units)) {
+                est->unit_input = u->name, est->tokens = true, est->units = u->numel;
+            } else if (!u->ids && !est->unit_input) {
+                est->unit_input = u->name, est->units = u->rows;
+            }
+        }
 }
 
 static void totals_json(su_buf *b, const char *name, const totals *t)
@@ -268,25 +397,21 @@ static void totals_json(su_buf *b, const char *name, const totals *t)
  * collective's bytes and source line (0: none), in the order of the
  * stage's "collectives" (kept apart from them, so that the objects of
  * "stages" keep their fields). */
-static void bytes_json(ir_module *const *st, int n, su_buf *b, const stage_cost *cost)
+static void bytes_json(int n, su_buf *b, const stage_cost *const *cost)
 {
     su_buf_puts(b, "\"bytes\": [");
     for (int s = 0; s < n; s++) {
-        const ir_module *m = st[s];
-        totals tk, ta;
-        stage_totals(m, &cost[s].coll, &tk, &ta);
+        const stage_cost *c = cost[s];
         su_buf_printf(b, "%s{", s ? ", " : "");
-        totals_json(b, "by_kind", &tk);
-        totals_json(b, "by_axes", &ta);
+        totals_json(b, "by_kind", &c->kind);
+        totals_json(b, "by_axes", &c->axes);
         su_buf_puts(b, "\"each\": [");
-        const coll_list *L = &cost[s].coll;
-        for (int64_t e = 0; e < L->n; e++) {
-            pass_coll c;
-            pass_collective(m, IR_OP(m, L->e[e].op), &c);
-            su_buf_printf(b, "%s{\"bytes\": %.0f, \"line\": %d", e ? ", " : "", c.bytes,
-                          c.op->loc.line);
-            if (L->e[e].times > 1)
-                su_buf_printf(b, ", \"times\": %lld", (long long)L->e[e].times);
+        for (int64_t e = 0; e < c->ncoll; e++) {
+            const coll_rec *r = &c->coll[e];
+            su_buf_printf(b, "%s{\"bytes\": %.0f, \"line\": %d", e ? ", " : "", r->bytes,
+                          r->line);
+            if (r->times > 1)
+                su_buf_printf(b, ", \"times\": %lld", (long long)r->times);
             su_buf_putc(b, '}');
         }
         su_buf_puts(b, "]}");
@@ -302,11 +427,11 @@ static void totals_text(su_buf *b, const char *name, const totals *t)
     su_buf_puts(b, t->n ? "\n" : " (none)\n");
 }
 
-static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su_buf *b,
-                        const stage_cost *cost, const estimate *est)
+/* m0: the first stage's program, or the shell passes.c leaves of it (its
+ * mesh and pipeline). */
+static void report_json(const ir_module *m0, int n, const pass_pipeline *pp, su_buf *b,
+                        const stage_cost *const *cost, const estimate *est)
 {
-    const ir_module *m0 = st[0];
-    int64_t ranks = ir_mesh_ranks(&m0->mesh);
     su_buf_puts(b, "{\"mesh\": {\"axes\": [");
     for (int i = 0; i < m0->mesh.naxes; i++)
         su_buf_printf(b, "%s\"%s\"", i ? ", " : "", m0->mesh.name[i]);
@@ -350,49 +475,42 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
     }
     if (est->mem_limit > 0)
         su_buf_printf(b, "\"mem_limit\": %lld, ", (long long)est->mem_limit);
-    bytes_json(st, n, b, cost);
+    bytes_json(n, b, cost);
     su_buf_puts(b, "\"stages\": [");
     for (int s = 0; s < n; s++) {
-        const ir_module *m = st[s];
-        const pass_memplan *mp = cost[s].mp;
+        const stage_cost *c = cost[s];
+        const pass_memplan *mp = &c->mp;
         su_buf_puts(b, s ? ", {\"ranks\": [" : "{\"ranks\": [");
-        bool first = true;
-        for (int64_t r = 0; r < ranks; r++)
-            if (pass_rank_in_stage(m, r, s)) {
-                su_buf_printf(b, "%s%lld", first ? "" : ", ", (long long)r);
-                first = false;
-            }
+        for (int64_t r = 0; r < c->nranks; r++)
+            su_buf_printf(b, "%s%lld", r ? ", " : "", (long long)c->ranks[r]);
         su_buf_printf(b, "], \"flops\": %.0f, \"peak_bytes\": %lld, \"memory\": {\"params\": "
                       "%lld, \"gradients\": %lld, \"optimizer_state\": %lld, \"activations\": "
-                      "%lld}, ", cost[s].flops, (long long)mp->arena_bytes, (long long)mp->params,
+                      "%lld}, ", c->flops, (long long)mp->arena_bytes, (long long)mp->params,
                       (long long)mp->gradients, (long long)mp->optimizer_state,
                       (long long)mp->activations);
         if (mp->fullest_op >= 0)
             su_buf_printf(b, "\"fullest\": {\"op\": %lld, \"line\": %d, \"activations\": %lld, "
                           "\"gradients\": %lld, \"gaps\": %lld}, ", (long long)mp->fullest_op,
-                          IR_OP(m, mp->fullest_op)->loc.line, (long long)mp->fullest_live,
+                          c->fullest_line, (long long)mp->fullest_live,
                           (long long)mp->fullest_grads, (long long)fullest_gaps(mp));
         if (est->mem_limit > 0)
             su_buf_printf(b, "\"headroom\": %lld, ",
                           (long long)(est->mem_limit - mp->arena_bytes));
-        su_buf_printf(b, "\"bytes_sent\": %.0f, \"collectives\": [", cost[s].bytes);
-        const coll_list *L = &cost[s].coll;
-        for (int64_t e = 0; e < L->n; e++) {
-            pass_coll c;
-            pass_collective(m, IR_OP(m, L->e[e].op), &c);
+        su_buf_printf(b, "\"bytes_sent\": %.0f, \"collectives\": [", c->bytes);
+        for (int64_t e = 0; e < c->ncoll; e++) {
+            const coll_rec *r = &c->coll[e];
             su_buf_printf(b, "%s{\"kind\": \"%s\", \"axes\": ", e ? ", " : "",
-                          ir_ops[c.op->code].name);
-            axes_json(b, m, c.op);
-            const ir_value *v = c.op->nres ? c.op->res[0] : c.op->in[0];
+                          ir_ops[r->code].name);
+            axes_json(b, m0, r);
             su_buf_printf(b, ", \"dtype\": \"%s\", \"elements\": %lld, ",
-                          ir_dtype_name(v->type.dtype), (long long)c.elements);
-            if (c.op->code == IR_ALL_REDUCE && c.op->a->reduce == IR_RED_MAX)
+                          ir_dtype_name((ir_dtype)r->dtype), (long long)r->elements);
+            if (r->max)
                 su_buf_puts(b, "\"reduce\": \"max\", "); /* sum is not named */
-            if (c.op->code == IR_SEND || c.op->code == IR_RECV)
-                su_buf_printf(b, "\"peer\": %lld, ", (long long)c.op->a->peer);
-            su_buf_printf(b, "\"phase\": \"%s\"", ir_phase_name((ir_phase)c.op->phase));
-            if (L->e[e].times > 1)
-                su_buf_printf(b, ", \"times\": %lld", (long long)L->e[e].times);
+            if (r->code == IR_SEND || r->code == IR_RECV)
+                su_buf_printf(b, "\"peer\": %lld, ", (long long)r->peer);
+            su_buf_printf(b, "\"phase\": \"%s\"", ir_phase_name((ir_phase)r->phase));
+            if (r->times > 1)
+                su_buf_printf(b, ", \"times\": %lld", (long long)r->times);
             su_buf_putc(b, '}');
         }
         su_buf_puts(b, "]}");
@@ -400,10 +518,9 @@ static void report_json(ir_module *const *st, int n, const pass_pipeline *pp, su
     su_buf_puts(b, "]}\n");
 }
 
-static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, su_buf *b,
-                         const stage_cost *cost, const estimate *est)
+static void report_table(const ir_module *m0, int n, const pass_pipeline *pp, su_buf *b,
+                         const stage_cost *const *cost, const estimate *est)
 {
-    const ir_module *m0 = st[0];
     if (pp && pp->nstages) {
         char sched[32];
         su_buf_printf(b, "pipeline: %s over %s, %d stages, %d microbatches, bubble %.4f of the "
@@ -412,22 +529,17 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
                       pp->bubble);
     }
     for (int s = 0; s < n; s++) {
-        const ir_module *m = st[s];
-        const pass_memplan *mp = cost[s].mp;
-        int64_t count = 0, lo = -1;
-        for (int64_t r = 0; r < ir_mesh_ranks(&m->mesh); r++)
-            if (pass_rank_in_stage(m, r, s)) {
-                count++;
-                lo = lo < 0 ? r : lo;
-            }
-        if (m->stage < 0)
+        const stage_cost *c = cost[s];
+        const pass_memplan *mp = &c->mp;
+        int64_t count = c->nranks, lo = count ? c->ranks[0] : -1;
+        if (c->whole)
             su_buf_printf(b, "stage 0: ranks 0..%lld (%lld ranks)\n", (long long)count - 1,
                           (long long)count);
         else
             su_buf_printf(b, "stage %d: %lld ranks, the first %lld\n", s, (long long)count,
                           (long long)lo);
-        su_buf_printf(b, "  flops per rank:       %.0f\n", cost[s].flops);
-        su_buf_printf(b, "  bytes sent per rank:  %.0f\n", cost[s].bytes);
+        su_buf_printf(b, "  flops per rank:       %.0f\n", c->flops);
+        su_buf_printf(b, "  bytes sent per rank:  %.0f\n", c->bytes);
         su_buf_printf(b, "  peak bytes per rank:  %lld\n", (long long)mp->arena_bytes);
         su_buf_printf(b, "    params            %14lld\n", (long long)mp->params);
         su_buf_printf(b, "    gradients         %14lld\n", (long long)mp->gradients);
@@ -438,7 +550,7 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
             su_buf_printf(b, "  peak reconciled:      params and optimizer state, then at op %lld "
                           "(line %d) %lld of activations and %lld of gradients live, and %lld "
                           "of gaps between buffers and alignment\n",
-                          (long long)mp->fullest_op, IR_OP(m, mp->fullest_op)->loc.line,
+                          (long long)mp->fullest_op, c->fullest_line,
                           (long long)mp->fullest_live, (long long)mp->fullest_grads,
                           (long long)fullest_gaps(mp));
         if (est->mem_limit > 0)
@@ -450,29 +562,23 @@ static void report_table(ir_module *const *st, int n, const pass_pipeline *pp, s
         su_buf_printf(b, "    %-4s %-15s %-10s %-5s %14s %14s  %s\n", "#", "kind", "axes",
                       "dtype", "elements", "bytes sent", "phase");
         int k = 0;
-        const coll_list *L = &cost[s].coll;
-        for (int64_t e = 0; e < L->n; e++) {
-            pass_coll c;
-            pass_collective(m, IR_OP(m, L->e[e].op), &c);
+        for (int64_t e = 0; e < c->ncoll; e++) {
+            const coll_rec *r = &c->coll[e];
             char axes[64];
-            axes_text(m, c.op, true, axes);
-            const ir_value *v = c.op->nres ? c.op->res[0] : c.op->in[0];
-            bool max = c.op->code == IR_ALL_REDUCE && c.op->a->reduce == IR_RED_MAX;
+            axes_text(m0, r, true, axes);
             su_buf_printf(b, "    %-4d %-15s %-10s %-5s %14lld %14.0f  %s", k++,
-                          max ? "all_reduce(max)" : ir_ops[c.op->code].name, axes,
-                          ir_dtype_name(v->type.dtype),
-                          (long long)c.elements, c.bytes, ir_phase_name((ir_phase)c.op->phase));
-            if (L->e[e].times > 1) /* once per microbatch */
-                su_buf_printf(b, ", %lld times", (long long)L->e[e].times);
+                          r->max ? "all_reduce(max)" : ir_ops[r->code].name, axes,
+                          ir_dtype_name((ir_dtype)r->dtype), (long long)r->elements, r->bytes,
+                          ir_phase_name((ir_phase)r->phase));
+            if (r->times > 1) /* once per microbatch */
+                su_buf_printf(b, ", %lld times", (long long)r->times);
             su_buf_putc(b, '\n');
         }
         if (!k)
             su_buf_puts(b, "    (none)\n");
-        totals tk, ta;
-        stage_totals(m, &cost[s].coll, &tk, &ta);
         if (k) {
-            totals_text(b, "kind:", &tk);
-            totals_text(b, "axes:", &ta);
+            totals_text(b, "kind:", &c->kind);
+            totals_text(b, "axes:", &c->axes);
         }
     }
     if (est->hw) {
@@ -511,12 +617,13 @@ typedef struct report_run {
     const pass_pipeline *pp;
     const pass_memplan *mp;
     const struct pass_fusion *fusion;
+    pass_lane *const *lanes;  /* pass_report_from's; NULL: the timeline of the stages */
     bool json;
     su_buf *out;
     estimate est;
-    su_buf scratch, err;
-    stage_cost *cost;       /* [n], zeroed */
-    su_arena *a;            /* [n], zeroed: each stage's lists of collectives */
+    su_buf err;
+    stage_cost **cost;      /* [n], zeroed; made here unless given */
+    bool own;               /* cost made here (freed by pass_report_on) */
     bool timeline_ok;
 } report_run;
 
@@ -533,34 +640,15 @@ static bool report_job(void *ctx, int k, su_buf *err)
     if (s < 0) {
         /* its message (a compiler bug the verifier reports first) is
          * dropped with this job's err: the estimate is then left out */
-        r->timeline_ok = pass_timeline_stats(r->stages, r->n, r->fusion, r->mp, r->est.hw,
-                                             r->est.times, &r->est.step_s, err);
+        r->timeline_ok = r->lanes ? pass_lanes_run(r->lanes, r->n, r->est.hw, r->est.times,
+                                                   &r->est.step_s, err)
+                                  : pass_timeline_stats(r->stages, r->n, r->fusion, r->mp,
+                                                        r->est.hw, r->est.times,
+                                                        &r->est.step_s, err);
         return true;
     }
-    const ir_module *m = r->stages[s];
-    stage_cost *c = &r->cost[s];
-    su_arena *a = &r->a[s];
-    su_arena_init(a, err->oom);
-    int64_t cap = 0;
-    for (int i = 0; i < m->ops.n; i++) {
-        const ir_op *op = IR_OP(m, i);
-        pass_coll cl;
-        if (op->nres)
-            c->flops += pass_op_flops(op);
-        if (pass_collective(m, op, &cl)) {
-            c->bytes += cl.bytes;
-            if (c->coll.nall == cap) { /* few of the ops: grown, not one per op */
-                cap = cap ? 2 * cap : 64;
-                int64_t *all = su_alloc(a, (size_t)cap * sizeof *all);
-                if (c->coll.nall)
-                    memcpy(all, c->coll.all, (size_t)c->coll.nall * sizeof *all);
-                c->coll.all = all;
-            }
-            c->coll.all[c->coll.nall++] = i;
-        }
-    }
-    c->mp = &r->mp[s];
-    coll_entries(m, a, &c->coll);
+    if (r->own)
+        r->cost[s] = pass_stage_cost_make(r->stages[s], s, &r->mp[s], err->oom);
     return true;
 }
 
@@ -568,37 +656,54 @@ static void report(void *arg)
 {
     report_run *r = arg;
     r->est.times = su_xmalloc(r->out->oom, (size_t)r->n * sizeof *r->est.times);
-    r->cost = su_xmalloc(r->out->oom, (size_t)r->n * sizeof *r->cost);
-    memset(r->cost, 0, (size_t)r->n * sizeof *r->cost);
-    r->a = su_xmalloc(r->out->oom, (size_t)(r->n ? r->n : 1) * sizeof *r->a);
-    memset(r->a, 0, (size_t)(r->n ? r->n : 1) * sizeof *r->a);
+    if (r->own) {
+        r->cost = su_xmalloc(r->out->oom, (size_t)(r->n ? r->n : 1) * sizeof *r->cost);
+        memset(r->cost, 0, (size_t)(r->n ? r->n : 1) * sizeof *r->cost);
+    }
     /* the timeline's events are not wanted, only its times */
     pass_for_stages(r->n + (r->est.hw != NULL), report_job, r, &r->err);
+    for (int s = 0; r->own && s < r->n; s++)
+        if (r->cost[s])
+            r->cost[s]->a.oom = r->out->oom; /* its job's guard is gone */
     for (int s = 0; s < r->n; s++)
-        r->a[s].oom = r->out->oom; /* its job's guard is gone */
+        if (!r->cost[s])
+            su_oom(r->out->oom); /* its job ran out of memory */
     if (r->est.hw && !r->timeline_ok)
         r->est.hw = NULL;
+    const stage_cost *const *cost = (const stage_cost *const *)r->cost;
     if (r->est.hw) {
         double flops = 0, mean = 0, most = -1;
-        int64_t ranks = ir_mesh_ranks(&r->stages[0]->mesh);
         for (int s = 0; s < r->n; s++) {
-            int64_t k = 0;
-            for (int64_t q = 0; q < ranks; q++)
-                k += pass_rank_in_stage(r->stages[s], q, s);
-            flops += r->cost[s].flops * (double)k;
+            flops += cost[s]->flops * (double)cost[s]->nranks;
             mean += r->est.times[s].compute_s / r->n;
             if (r->est.times[s].compute_s > most)
                 most = r->est.times[s].compute_s, r->est.busiest = s;
         }
-        double peak = r->est.step_s * (double)ranks * r->est.hw->tc_flops;
+        double peak = r->est.step_s * (double)ir_mesh_ranks(&r->stages[0]->mesh) *
+                      r->est.hw->tc_flops;
         r->est.mfu = peak > 0 ? flops / peak : 0;
-        step_units(r->stages, r->n, &r->est);
+        step_units(cost, r->n, &r->est);
         r->est.imbalance = mean > 0 ? most / mean : 1;
     }
     if (r->json)
-        report_json(r->stages, r->n, r->pp, r->out, r->cost, &r->est);
+        report_json(r->stages[0], r->n, r->pp, r->out, cost, &r->est);
     else
-        report_table(r->stages, r->n, r->pp, r->out, r->cost, &r->est);
+        report_table(r->stages[0], r->n, r->pp, r->out, cost, &r->est);
+}
+
+static void report_run_on(report_run *r)
+{
+    su_buf *out = r->out;
+    su_buf_init(&r->err, out->oom);
+    bool done = su_guarded(out->oom, report, r);
+    free(r->est.times);
+    for (int s = 0; r->own && r->cost && s < r->n; s++)
+        pass_stage_cost_free(r->cost[s]);
+    if (r->own)
+        free(r->cost);
+    su_buf_free(&r->err);
+    if (!done)
+        su_oom(out->oom);
 }
 
 void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp,
@@ -606,17 +711,17 @@ void pass_report_on(ir_module *const *stages, int n, const pass_pipeline *pp,
                     int64_t mem_limit, bool json, su_buf *out)
 {
     report_run r = {.stages = stages, .n = n, .pp = pp, .mp = mp, .fusion = fusion,
-                    .json = json, .out = out, .est = {.hw = hw, .mem_limit = mem_limit}};
-    su_buf_init(&r.scratch, out->oom);
-    su_buf_init(&r.err, out->oom);
-    bool done = su_guarded(out->oom, report, &r);
-    free(r.cost);
-    free(r.est.times);
-    for (int s = 0; r.a && s < n; s++)
-        su_arena_free(&r.a[s]);
-    free(r.a);
-    su_buf_free(&r.scratch);
-    su_buf_free(&r.err);
-    if (!done)
-        su_oom(out->oom);
+                    .json = json, .out = out, .own = true,
+                    .est = {.hw = hw, .mem_limit = mem_limit}};
+    report_run_on(&r);
+}
+
+void pass_report_from(ir_module *const *stages, int n, const pass_pipeline *pp,
+                      pass_stage_cost *const *cost, pass_lane *const *lanes, const pass_hw *hw,
+                      int64_t mem_limit, bool json, su_buf *out)
+{
+    report_run r = {.stages = stages, .n = n, .pp = pp, .lanes = lanes, .json = json,
+                    .out = out, .cost = (stage_cost **)cost,
+                    .est = {.hw = lanes ? hw : NULL, .mem_limit = mem_limit}};
+    report_run_on(&r);
 }

@@ -53,20 +53,56 @@ typedef struct event {
     int group;              /* a fused group's kernel: the group; else -1 */
 } event;
 
-typedef struct lane {
-    const ir_module *m;
+/* An op of a stage as the timeline runs it, made by lane_costs from the
+ * stage's program, its groups and its memory plan; the simulation reads
+ * these and nothing of the program (some 50 bytes an op, where the
+ * program holds some 280): what the op waits for and what it makes, as
+ * value ids (ids[in .. in + nin), then ids[in + nin .. in + nin + nout)),
+ * on which stream it runs and for how long. */
+enum {
+    L_SKIP,   /* a fused group's op other than its anchor: nothing where it stands */
+    L_PASS,   /* runs nothing (a param, a view): its value made once its operands are */
+    L_RUN,    /* a kernel or collective of its own, on stream st */
+    L_GROUP,  /* a fused group's kernel, at its anchor: ins are the group's, outs
+               * every value of its ops */
+    L_P2P,    /* a send or recv (code), meeting its peer's */
+};
+
+typedef struct lop {
+    double dur;          /* L_RUN, L_GROUP, a send: what it takes */
+    int32_t in, nin, nout; /* its outs follow its ins: ids[in + nin ..) */
+    int32_t aux;         /* L_GROUP: the group's id (its event's); L_P2P: its
+                          * peer and tag, p2p[aux] */
+    uint16_t code;       /* the op's */
+    uint8_t kind, st;
+} lop;
+
+typedef struct p2p {
+    int64_t peer, tag;
+} p2p;
+
+struct pass_lane {
+    const ir_module *m;     /* the program, for the trace's names (NULL once
+                             * made by pass_lane_make) */
     const pass_fusion *f;   /* the groups the CUDA backend runs as one kernel each */
     const pass_memplan *mp; /* the stage's memory plan, or NULL (bucket_time) */
+    su_arena a;             /* the lane's records (lane_costs, on the stage's thread) */
+    lop *op;                /* [nops] */
+    int nops;
+    p2p *p2p;               /* malloc'd, the sends' and recvs' attributes */
+    int32_t np2p, capp2p;
+    int32_t *ids;           /* malloc'd */
+    int32_t nids, capids;
+    int nvalues;            /* ready's entries: the program's value ids */
     int next;               /* the op to issue */
     double clock[2];        /* when each stream is free */
     double *ready;          /* per value id: when it is made */
-    double *dur;            /* per op: what it takes where it runs (a group's
-                             * kernel at its anchor, a send, an op of its
-                             * own that costs something; lane_costs) */
     event *ev;
     int nev, cap;
     int64_t rank0;          /* the stage's first rank */
-} lane;
+    pass_fusion own;        /* the groups lane_fusion made (pass_lane_make's) */
+};
+typedef struct pass_lane lane;
 
 typedef struct sim {
     ir_module *const *st;
@@ -74,9 +110,10 @@ typedef struct sim {
     const pass_hw *hw;
     const pass_fusion *given; /* [n], the plan's groups; NULL: made here */
     const pass_memplan *mp;   /* [n], the plan's memory plans; NULL: none */
-    lane *lane;
+    lane **lane;            /* [n] */
     pass_fusion *fus;       /* [n], each stage's made here (freed with the arena) */
     su_arena arena;
+    jmp_buf *oom;
 } sim;
 
 static int64_t stride_of(const ir_mesh *me, int axis)
@@ -285,9 +322,8 @@ static double bucket_time(const pass_hw *hw, const lane *L, const ir_op *op, pas
 }
 
 /* The seconds op takes on its stream, by the rules of passes.h. */
-static double op_time(const sim *S, const lane *L, const ir_op *op)
+static double op_time(const pass_hw *hw, const lane *L, const ir_op *op)
 {
-    const pass_hw *hw = S->hw;
     const ir_module *m = L->m;
     ir_opclass cls = ir_ops[op->code].cls;
     if (cls == IR_C_P2P) {
@@ -402,108 +438,85 @@ static void record(sim *S, lane *L, int op, stream st, double start, double dur,
     L->ev[L->nev++] = (event){op, st, start, dur, peer, group};
 }
 
-static double operands_ready(const lane *L, const ir_op *op)
+/* When the values op o waits for are all made, from t on. */
+static double ready_from(const lane *L, const lop *o, double t)
 {
-    double t = 0;
-    for (int i = 0; i < op->nin; i++)
-        if (L->ready[op->in[i]->id] > t)
-            t = L->ready[op->in[i]->id];
+    for (int i = 0; i < o->nin; i++)
+        if (L->ready[L->ids[o->in + i]] > t)
+            t = L->ready[L->ids[o->in + i]];
     return t;
 }
 
-/* Fused group g at its anchor: one kernel on the compute stream once
- * what it reads is made; every value of its ops is made when it ends. Its
- * other ops cost nothing where they stand (fuse.h: no op outside the
- * group reads them before the anchor). */
-static void issue_group(sim *S, lane *L, const pass_fgroup *g)
+/* Issues the local op at L->next (not a send or recv): a fused group's
+ * kernel at its anchor, on the compute stream once what it reads is
+ * made, every value of its ops made when it ends (its other ops cost
+ * nothing where they stand: fuse.h, no op outside the group reads them
+ * before the anchor); an op of its own on its stream after its operands;
+ * one that runs nothing makes its value when its operands are made. */
+static void issue(sim *S, lane *L)
 {
-    double start = L->clock[ST_COMPUTE];
-    for (int i = 0; i < g->nin; i++)
-        if (L->ready[g->in[i]->id] > start)
-            start = L->ready[g->in[i]->id];
-    double dur = L->dur[L->next]; /* group_time */
-    L->clock[ST_COMPUTE] = start + dur;
-    for (int i = 0; i < g->nops; i++) {
-        const ir_op *op = IR_OP(L->m, g->ops[i]);
-        for (int r = 0; r < op->nres; r++)
-            L->ready[op->res[r]->id] = start + dur;
-    }
-    record(S, L, L->next, ST_COMPUTE, start, dur, -1, g->id);
-}
-
-/* Issues the local op at L->next (not a send or recv). */
-static void issue(sim *S, lane *L, const ir_op *op)
-{
-    int g = L->f ? L->f->group_of[L->next] : -1;
-    if (g >= 0) {
-        if (L->f->groups[g].anchor == L->next)
-            issue_group(S, L, &L->f->groups[g]);
+    const lop *o = &L->op[L->next];
+    if (o->kind == L_SKIP)
+        return;
+    if (o->kind == L_PASS) {
+        if (o->nout)
+            L->ready[L->ids[o->in + o->nin]] = ready_from(L, o, 0);
         return;
     }
-    double start = operands_ready(L, op);
-    if (is_free(op)) {
-        if (op->nres)
-            L->ready[op->res[0]->id] = start;
-        return;
-    }
-    stream st = ir_ops[op->code].cls == IR_C_COMM ? ST_COMM : ST_COMPUTE;
-    double dur = L->dur[L->next]; /* op_time */
-    if (dur == 0 && (op->code == IR_INSERT || op->code == IR_EXTRACT)) {
-        if (op->nres) /* nothing runs: a view of its bucket */
-            L->ready[op->res[0]->id] = start;
-        return;
-    }
+    stream st = o->kind == L_GROUP ? ST_COMPUTE : (stream)o->st;
+    double start = o->kind == L_GROUP ? ready_from(L, o, L->clock[ST_COMPUTE])
+                                      : ready_from(L, o, 0);
     if (L->clock[st] > start)
         start = L->clock[st];
-    L->clock[st] = start + dur;
-    if (op->nres)
-        L->ready[op->res[0]->id] = start + dur;
-    record(S, L, L->next, st, start, dur, -1, -1);
+    L->clock[st] = start + o->dur;
+    for (int r = 0; r < o->nout; r++)
+        L->ready[L->ids[o->in + o->nin + r]] = start + o->dur;
+    record(S, L, L->next, st, start, o->dur, -1, o->kind == L_GROUP ? o->aux : -1);
 }
 
 /* Whether the send or recv at stage s's next op meets its peer's next op;
  * if so, both run. */
 static bool rendezvous(sim *S, int s)
 {
-    lane *A = &S->lane[s];
-    const ir_op *a = IR_OP(A->m, A->next);
-    int t = (int)a->a->peer;
+    lane *A = S->lane[s];
+    const lop *a = &A->op[A->next];
+    const p2p *pa = &A->p2p[a->aux];
+    int t = (int)pa->peer;
     if (t < 0 || t >= S->n)
         return false;
-    lane *B = &S->lane[t];
-    if (B->next >= B->m->ops.n)
+    lane *B = S->lane[t];
+    if (B->next >= B->nops)
         return false;
-    const ir_op *b = IR_OP(B->m, B->next);
-    if (ir_ops[b->code].cls != IR_C_P2P || b->code == a->code || b->a->peer != s ||
-        b->a->tag != a->a->tag)
+    const lop *b = &B->op[B->next];
+    if (b->kind != L_P2P || b->code == a->code || B->p2p[b->aux].peer != s ||
+        B->p2p[b->aux].tag != pa->tag)
         return false;
     lane *snd = a->code == IR_SEND ? A : B, *rcv = a->code == IR_SEND ? B : A;
-    const ir_op *so = a->code == IR_SEND ? a : b, *ro = a->code == IR_SEND ? b : a;
-    double start = operands_ready(snd, so);
+    const lop *so = a->code == IR_SEND ? a : b, *ro = a->code == IR_SEND ? b : a;
+    double start = ready_from(snd, so, 0);
     if (snd->clock[ST_COMM] > start)
         start = snd->clock[ST_COMM];
     if (rcv->clock[ST_COMM] > start)
         start = rcv->clock[ST_COMM];
-    double dur = snd->dur[snd->next]; /* op_time of the send */
+    double dur = so->dur; /* op_time of the send */
     snd->clock[ST_COMM] = rcv->clock[ST_COMM] = start + dur;
-    rcv->ready[ro->res[0]->id] = start + dur;
-    record(S, snd, snd->next++, ST_COMM, start, dur, (int)so->a->peer, -1);
-    record(S, rcv, rcv->next++, ST_COMM, start, dur, (int)ro->a->peer, -1);
+    rcv->ready[rcv->ids[ro->in + ro->nin]] = start + dur;
+    record(S, snd, snd->next++, ST_COMM, start, dur, (int)snd->p2p[so->aux].peer, -1);
+    record(S, rcv, rcv->next++, ST_COMM, start, dur, (int)rcv->p2p[ro->aux].peer, -1);
     return true;
 }
 
 /* Advances stage s as far as it goes; whether it moved. */
 static bool advance(sim *S, int s)
 {
-    lane *L = &S->lane[s];
+    lane *L = S->lane[s];
     bool moved = false;
-    while (L->next < L->m->ops.n) {
-        const ir_op *op = IR_OP(L->m, L->next);
-        if (ir_ops[op->code].cls == IR_C_P2P) {
+    while (L->next < L->nops) {
+        if (L->op[L->next].kind == L_P2P) {
             if (!rendezvous(S, s))
                 break;
         } else {
-            issue(S, L, op);
+            issue(S, L);
             L->next++;
         }
         moved = true;
@@ -519,12 +532,13 @@ static bool simulate(sim *S, su_buf *err)
             moved = advance(S, s) || moved;
     }
     for (int s = 0; s < S->n; s++) {
-        const lane *L = &S->lane[s];
-        if (L->next < L->m->ops.n) {
-            const ir_op *op = IR_OP(L->m, L->next);
+        const lane *L = S->lane[s];
+        if (L->next < L->nops) {
+            const lop *o = &L->op[L->next];
+            p2p none = {0, 0}, *q = o->kind == L_P2P ? &L->p2p[o->aux] : &none;
             su_buf_printf(err, "internal error: the timeline stops: stage %d waits at op %d "
-                          "(%s, peer %lld, tag %lld)", s, L->next, ir_ops[op->code].name,
-                          (long long)op->a->peer, (long long)op->a->tag);
+                          "(%s, peer %lld, tag %lld)", s, L->next, ir_ops[o->code].name,
+                          (long long)q->peer, (long long)q->tag);
             return false;
         }
     }
@@ -550,7 +564,7 @@ static void next_event(su_buf *b, bool *first)
 static void json_event(su_buf *b, bool *first, const sim *S, int s, int64_t rank,
                        const event *e)
 {
-    const ir_module *m = S->lane[s].m;
+    const ir_module *m = S->lane[s]->m;
     const ir_op *op = IR_OP(m, e->op);
     ir_opclass cls = ir_ops[op->code].cls;
     const char *cat = cls == IR_C_COMM     ? "collective"
@@ -559,7 +573,7 @@ static void json_event(su_buf *b, bool *first, const sim *S, int s, int64_t rank
                                            : "compute";
     next_event(b, first);
     if (e->group >= 0) {
-        const pass_fgroup *g = &S->lane[s].f->groups[e->group];
+        const pass_fgroup *g = &S->lane[s]->f->groups[e->group];
         double flops, bytes;
         group_work(m, g, &flops, &bytes);
         su_buf_printf(b, "{\"name\": \"%s\", \"cat\": \"kernel\", \"ph\": \"X\", \"pid\": %lld, "
@@ -623,7 +637,7 @@ static void write_json(const sim *S, int64_t max_events, double step, su_buf *b)
     if (ranks < 1)
         ranks = 1;
     for (int s = 0; s < S->n; s++)
-        total += (int64_t)S->lane[s].nev * (ranks / S->n);
+        total += (int64_t)S->lane[s]->nev * (ranks / S->n);
     bool all = total <= max_events, first = true;
     su_buf_printf(b, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"shardc "
                   "estimate\", \"hardware\": \"%s\", \"hardware_desc\": \"%s\", "
@@ -633,11 +647,11 @@ static void write_json(const sim *S, int64_t max_events, double step, su_buf *b)
         int s = 0;
         while (s < S->n - 1 && !pass_rank_in_stage(S->st[s], r, s))
             s++;
-        if (!all && r != S->lane[s].rank0)
+        if (!all && r != S->lane[s]->rank0)
             continue;
         json_names(b, &first, r, s, S->n);
-        for (int i = 0; i < S->lane[s].nev; i++)
-            json_event(b, &first, S, s, r, &S->lane[s].ev[i]);
+        for (int i = 0; i < S->lane[s]->nev; i++)
+            json_event(b, &first, S, s, r, &S->lane[s]->ev[i]);
     }
     su_buf_puts(b, "\n]}\n");
 }
@@ -682,54 +696,148 @@ static pass_stage_time lane_times(const lane *L)
     return t;
 }
 
-/* Stage s's groups: the plan's, or (a plan without kernels) its own,
- * the stages fused at once (pass_for_stages). */
-static bool lane_fusion(void *ctx, int s, su_buf *err)
+/* Lane L's groups: f, the plan's, or (a plan without kernels, f NULL or
+ * another program's) its own, into own. */
+static bool lane_fusion(lane *L, const pass_fusion *f, pass_fusion *own, su_buf *err)
 {
-    sim *S = ctx;
-    lane *L = &S->lane[s];
-    if (S->given && S->given[s].nops == L->m->ops.n) {
-        L->f = &S->given[s];
+    if (f && f->nops == L->m->ops.n) {
+        L->f = f;
         return true;
     }
-    L->f = &S->fus[s];
-    return pass_fuse(L->m, &S->fus[s], err);
+    L->f = own;
+    return pass_fuse(L->m, own, err);
 }
 
-/* Lane s's costs, before the stages run in step: what each op that
- * costs something takes (L->dur: a send's, a group's at its anchor, an
- * op's of its own), and its events' count into L->cap: one per send and
+/* Appends value id v to lane L's ids (malloc'd, so that a long
+ * pipeline's lanes grow without copies left behind in an arena). */
+static void put_id(lane *L, int32_t v, jmp_buf *oom)
+{
+    if (L->nids == L->capids) {
+        int32_t cap = L->capids ? 2 * L->capids : 1024;
+        L->ids = su_xrealloc(oom, L->ids, (size_t)cap * sizeof *L->ids);
+        L->capids = cap;
+    }
+    L->ids[L->nids++] = v;
+}
+
+/* Lane s's records (lop), before the stages run in step: each op's kind,
+ * what it waits for and makes, and what it takes where it runs (a
+ * send's, a group's at its anchor, an op's of its own that costs
+ * something); and its events' count into L->cap: one per send and
  * receive, per group (at its anchor) and per other op that costs
  * something (issue, rendezvous), so that its list is made once, not grown
  * (a long pipeline's lists ran to millions of events, each doubling
  * copied and on fresh pages; record() would still grow it were this ever
- * short). The lanes' costs are made at once (pass_for_stages), a third of
- * the timeline of a deep pipeline. */
-static bool lane_costs(void *ctx, int s, su_buf *err)
+ * short). The lanes are made at once (pass_for_stages), a third of the
+ * timeline of a deep pipeline. */
+static void lane_fill(lane *L, const pass_hw *hw, su_buf *err)
 {
-    (void)err;
-    sim *S = ctx;
-    lane *L = &S->lane[s];
     const ir_module *m = L->m;
+    su_arena_init(&L->a, err->oom);
+    L->nops = m->ops.n;
+    L->op = su_alloc(&L->a, ((size_t)L->nops + 1) * sizeof *L->op);
     int n = 0;
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
+        lop *o = &L->op[i];
         int g = L->f ? L->f->group_of[i] : -1;
+        o->code = (uint16_t)op->code;
+        o->in = L->nids;
         if (ir_ops[op->code].cls == IR_C_P2P) {
             n++;
-            if (op->code == IR_SEND)
-                L->dur[i] = op_time(S, L, op);
-        } else if (g >= 0) {
-            if (L->f->groups[g].anchor == i) {
-                n++;
-                L->dur[i] = group_time(S->hw, m, &L->f->groups[g]);
+            o->kind = L_P2P;
+            if (L->np2p == L->capp2p) {
+                int32_t cap = L->capp2p ? 2 * L->capp2p : 256;
+                L->p2p = su_xrealloc(err->oom, L->p2p, (size_t)cap * sizeof *L->p2p);
+                L->capp2p = cap;
             }
-        } else if (!is_free(op)) {
-            n++;
-            L->dur[i] = op_time(S, L, op);
+            o->aux = L->np2p;
+            L->p2p[L->np2p++] = (p2p){op->a->peer, op->a->tag};
+            if (op->code == IR_SEND)
+                o->dur = op_time(hw, L, op);
+            for (int k = 0; k < op->nin; k++)
+                put_id(L, op->in[k]->id, err->oom);
+            o->nin = op->nin;
+            if (op->nres)
+                put_id(L, op->res[0]->id, err->oom);
+            o->nout = op->nres ? 1 : 0;
+        } else if (g >= 0) {
+            const pass_fgroup *G = &L->f->groups[g];
+            o->kind = L_SKIP;
+            if (G->anchor == i) {
+                n++;
+                o->kind = L_GROUP;
+                o->aux = G->id;
+                o->dur = group_time(hw, m, G);
+                for (int k = 0; k < G->nin; k++)
+                    put_id(L, G->in[k]->id, err->oom);
+                o->nin = G->nin;
+                for (int k = 0; k < G->nops; k++) {
+                    const ir_op *x = IR_OP(m, G->ops[k]);
+                    for (int r = 0; r < x->nres; r++)
+                        put_id(L, x->res[r]->id, err->oom);
+                }
+                o->nout = L->nids - o->in - o->nin;
+            }
+        } else {
+            double dur = 0;
+            bool pass = is_free(op);
+            if (!pass) {
+                n++;
+                dur = op_time(hw, L, op);
+                /* nothing runs: a view of its bucket */
+                pass = dur == 0 && (op->code == IR_INSERT || op->code == IR_EXTRACT);
+            }
+            o->kind = pass ? L_PASS : L_RUN;
+            o->st = ir_ops[op->code].cls == IR_C_COMM ? ST_COMM : ST_COMPUTE;
+            o->dur = dur;
+            for (int k = 0; k < op->nin; k++)
+                put_id(L, op->in[k]->id, err->oom);
+            o->nin = op->nin;
+            if (op->nres)
+                put_id(L, op->res[0]->id, err->oom);
+            o->nout = op->nres ? 1 : 0;
         }
     }
+    L->nvalues = m->next_id + 1;
     L->cap = n;
+}
+
+/* The timeline's stage s: its lane, made beside the others'
+ * (pass_for_stages): its groups, then its records. */
+static bool lane_job(void *ctx, int s, su_buf *err)
+{
+    sim *S = ctx;
+    lane *L = S->lane[s];
+    su_arena_init(&L->a, err->oom);
+    if (!lane_fusion(L, S->given ? &S->given[s] : NULL, &S->fus[s], err))
+        return false;
+    lane_fill(L, S->hw, err);
+    return true;
+}
+
+/* Runs S's lanes in step (each made, with its events' count in cap);
+ * the step's end into *step_s, each stage's times into stats (NULL:
+ * none). */
+static bool run_lanes(sim *S, double *step_s, pass_stage_time *stats, su_buf *err)
+{
+    for (int s = 0; s < S->n; s++) {
+        lane *L = S->lane[s];
+        L->ev = su_alloc(&S->arena, ((size_t)L->cap + 1) * sizeof *L->ev);
+        L->ready = su_alloc(&S->arena, ((size_t)L->nvalues + 1) * sizeof *L->ready);
+        L->next = L->nev = 0;
+        L->clock[0] = L->clock[1] = 0;
+    }
+    if (!simulate(S, err))
+        return false;
+    double step = 0;
+    for (int s = 0; s < S->n; s++)
+        for (int t = 0; t < 2; t++)
+            if (S->lane[s]->clock[t] > step)
+                step = S->lane[s]->clock[t];
+    *step_s = step;
+    for (int s = 0; s < S->n && stats; s++)
+        stats[s] = lane_times(S->lane[s]);
     return true;
 }
 
@@ -740,48 +848,33 @@ static void timeline(void *arg)
     S->lane = su_alloc(&S->arena, (size_t)S->n * sizeof *S->lane);
     S->fus = su_alloc(&S->arena, (size_t)S->n * sizeof *S->fus);
     for (int s = 0; s < S->n; s++) {
-        S->lane[s].m = S->st[s];
-        S->lane[s].mp = S->mp && S->mp[s].nvalues == S->st[s]->next_id + 1 ? &S->mp[s] : NULL;
+        lane *L = S->lane[s] = su_alloc(&S->arena, sizeof *L);
+        L->m = S->st[s];
+        L->mp = S->mp && S->mp[s].nvalues == S->st[s]->next_id + 1 ? &S->mp[s] : NULL;
+        L->rank0 = S->n > 1 ? first_rank(S->st[s], s) : 0;
     }
-    if (pass_for_stages(S->n, lane_fusion, S, r->err) >= 0) {
-        r->ok = false;
-        return;
-    }
-    for (int s = 0; s < S->n; s++) {
-        lane *L = &S->lane[s];
-        L->ready = su_alloc(&S->arena, (size_t)(L->m->next_id + 1) * sizeof *L->ready);
-        L->dur = su_alloc(&S->arena, ((size_t)L->m->ops.n + 1) * sizeof *L->dur);
-        L->rank0 = S->n > 1 ? first_rank(L->m, s) : 0;
-    }
-    if (pass_for_stages(S->n, lane_costs, S, r->err) >= 0) {
-        r->ok = false;
-        return;
-    }
-    for (int s = 0; s < S->n; s++) {
-        lane *L = &S->lane[s];
-        L->ev = su_alloc(&S->arena, ((size_t)L->cap + 1) * sizeof *L->ev);
-    }
-    r->ok = simulate(S, r->err);
-    if (r->ok) {
-        double step = 0;
-        for (int s = 0; s < S->n; s++)
-            for (int t = 0; t < 2; t++)
-                if (S->lane[s].clock[t] > step)
-                    step = S->lane[s].clock[t];
-        *r->step_s = step;
-        for (int s = 0; s < S->n && r->stats; s++)
-            r->stats[s] = lane_times(&S->lane[s]);
-        if (r->json)
-            write_json(S, r->max_events, step, r->json);
-    }
+    int bad = pass_for_stages(S->n, lane_job, S, r->err);
+    for (int s = 0; s < S->n; s++)
+        S->lane[s]->a.oom = S->oom; /* its job's guard is gone */
+    r->ok = bad < 0 && run_lanes(S, r->step_s, r->stats, r->err);
+    if (r->ok && r->json)
+        write_json(S, r->max_events, *r->step_s, r->json);
 }
 
 static bool run_timeline(timeline_run *r, jmp_buf *oom)
 {
     su_arena_init(&r->S.arena, oom);
+    r->S.oom = oom;
     bool done = su_guarded(oom, timeline, r);
     for (int s = 0; r->S.fus && s < r->S.n; s++)
         pass_fusion_free(&r->S.fus[s]);
+    for (int s = 0; r->S.lane && s < r->S.n; s++) {
+        if (!r->S.lane[s])
+            continue;
+        su_arena_free(&r->S.lane[s]->a);
+        free(r->S.lane[s]->ids);
+        free(r->S.lane[s]->p2p);
+    }
     su_arena_free(&r->S.arena);
     if (!done)
         su_oom(oom);
@@ -805,4 +898,89 @@ bool pass_timeline_stats(ir_module *const *stages, int n, const struct pass_fusi
                       .err = err,
                       .step_s = step_s, .stats = stats};
     return run_timeline(&r, err->oom);
+}
+
+/* ---- lanes made one stage at a time (a report that frees each stage's
+ * program once its lane and costs are made: passes.c) ---- */
+
+typedef struct lane_make {
+    lane *L;
+    const pass_fusion *f;
+    const pass_hw *hw;
+    su_buf *err;
+} lane_make;
+
+static void lane_make_work(void *arg)
+{
+    lane_make *k = arg;
+    lane *L = k->L;
+    su_arena_init(&L->a, k->err->oom);
+    if (!lane_fusion(L, k->f, &L->own, k->err)) {
+        L->nops = -1;
+        return;
+    }
+    lane_fill(L, k->hw, k->err);
+}
+
+typedef struct lane_run {
+    sim *S;
+    su_buf *err;
+    pass_stage_time *stats;
+    double *step_s;
+    bool ok;
+} lane_run;
+
+static void lanes_work(void *arg)
+{
+    lane_run *k = arg;
+    k->ok = run_lanes(k->S, k->step_s, k->stats, k->err);
+}
+
+pass_lane *pass_lane_make(const ir_module *m, int s, int n, const pass_fusion *f,
+                          const pass_memplan *mp, const pass_hw *hw, su_buf *err)
+{
+    lane *L = su_xmalloc(err->oom, sizeof *L);
+    memset(L, 0, sizeof *L);
+    L->m = m;
+    L->mp = mp && mp->nvalues == m->next_id + 1 ? mp : NULL;
+    L->rank0 = n > 1 ? first_rank(m, s) : 0;
+    lane_make k = {L, f, hw, err};
+    bool done = su_guarded(err->oom, lane_make_work, &k);
+    pass_fusion_free(&L->own); /* the records are made: the groups are read no more */
+    L->m = NULL;
+    L->f = NULL;
+    L->mp = NULL;
+    if (!done || L->nops < 0) {
+        pass_lane_free(L);
+        if (!done)
+            su_oom(err->oom);
+        return NULL;
+    }
+    return L;
+}
+
+void pass_lane_free(pass_lane *L)
+{
+    if (!L)
+        return;
+    su_arena_free(&L->a);
+    free(L->ids);
+    free(L->p2p);
+    free(L);
+}
+
+bool pass_lanes_run(pass_lane *const *lanes, int n, const pass_hw *hw, pass_stage_time *stats,
+                    double *step_s, su_buf *err)
+{
+    timeline_run r = {.S = {.n = n, .hw = hw}, .err = err, .step_s = step_s, .stats = stats};
+    sim *S = &r.S;
+    su_arena_init(&S->arena, err->oom);
+    S->oom = err->oom;
+    S->lane = (lane **)lanes;
+    lane_run k = {S, err, stats, step_s, false};
+    bool done = su_guarded(err->oom, lanes_work, &k);
+    su_arena_free(&S->arena);
+    if (!done)
+        su_oom(err->oom);
+    return k.ok;
 }
