@@ -44,6 +44,7 @@ struct shardc_options {
     bool no_reasons;      /* shardc_options_set_explain(opt, 0) */
     bool f32_parts;       /* --f32-matmul bf16x3 */
     bool unshared;        /* api_options_set_unshared */
+    bool report_only;     /* shardc_options_set_report_only */
     shardc_pass_printer printer;
     void *printer_user;
 };
@@ -410,6 +411,11 @@ void shardc_options_set_explain(shardc_options *opt, int on)
     opt->no_reasons = !on;
 }
 
+void shardc_options_set_report_only(shardc_options *opt, int on)
+{
+    opt->report_only = on != 0;
+}
+
 void shardc_options_set_keep_gathered(shardc_options *opt, int on)
 {
     opt->fe.keep_gathered = on != 0;
@@ -710,9 +716,11 @@ static void passes(void *arg)
                        .no_reasons = opt->no_reasons,
                        .only = opt->only_passes, .print_after = opt->print_after,
                        .stop_after = opt->stop_after, .unshared = opt->unshared,
+                       .report_only = opt->report_only, .hw = opt->hw,
                        .print = opt->printer,
                        .print_user = opt->printer_user};
     p->partial = po.only || po.stop_after >= 0;
+    p->report_only = opt->report_only;
     pass_status st = pass_run_pipeline(m, &po, &p->res, err, &at);
     p->res.m = m; /* the program's to free, whatever the pipeline did */
     if (st == PASS_OK && p->mem_limit > 0 && !p->partial && over_limit(p, &r->text))
@@ -1037,8 +1045,12 @@ static void render_work(void *arg)
         su_buf_puts(b, "# the input is partitioned IR: there is nothing to explain\n");
     else {
         ir_module *const *st = stages(prog, &n);
-        pass_report_on(st, n, &prog->res.pipe, prog->res.mp, api_fusion(prog, n), prog->hw,
-                       prog->mem_limit, r->k == 4, b);
+        if (prog->res.ncost == n) /* a report-only compilation's stages, gone */
+            pass_report_from(st, n, &prog->res.pipe, prog->res.cost, prog->res.lanes,
+                             prog->hw, prog->mem_limit, r->k == 4, b);
+        else
+            pass_report_on(st, n, &prog->res.pipe, prog->res.mp, api_fusion(prog, n),
+                           prog->hw, prog->mem_limit, r->k == 4, b);
     }
     r->len = b->len;
     r->text = su_buf_take(b);
@@ -1127,6 +1139,8 @@ shardc_status shardc_program_emit(const shardc_program *prog, const char *what, 
             k = i;
     if (prog->partial && k != 8)
         return api_partial(prog, what, error);
+    if (prog->report_only && k != 3 && k != 4)
+        return api_report_only(what, error);
     if (!strcmp(what, "fused-ir") || !strcmp(what, "cuda")) {
         int n;
         ir_module *const *st = stages(prog, &n);

@@ -28,6 +28,8 @@ struct shardc_program {
     bool partial;           /* --passes or --stop-after: res is only what
                              * those passes made, and only "after-pass"
                              * can be emitted */
+    bool report_only;       /* compiled for its report alone
+                             * (shardc_options_set_report_only) */
     char *logical_ir;       /* its text as the frontend made it (malloc'd) */
     int narchs;             /* the options' --arch */
     int arch[RT_MAX_ARCHS];
@@ -84,6 +86,9 @@ void api_drop_estimate(const shardc_program *prog);
 /* The usage error of asking output `what` (or a plan) of a compilation
  * that ran only part of the pass pipeline. */
 shardc_status api_partial(const shardc_program *prog, const char *what, char **error);
+/* The usage error of asking output `what` (or "a plan") of a report-only
+ * compilation. */
+shardc_status api_report_only(const char *what, char **error);
 /* A malloc'd message into *error (when error is not NULL); returns st. */
 shardc_status api_fail(char **error, shardc_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

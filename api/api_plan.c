@@ -23,6 +23,14 @@ shardc_status api_partial(const shardc_program *prog, const char *what, char **e
                     last >= 0 ? pass_name(last) : "no pass");
 }
 
+shardc_status api_report_only(const char *what, char **error)
+{
+    return api_fail(error, SHARDC_ERR_USAGE, "'%s' needs the compiled program, and this "
+                    "compilation was for its report alone (shardc_options_set_report_only): "
+                    "only 'report' and 'report-json' can be emitted; compile it again "
+                    "without it", what);
+}
+
 void api_program_tasks(const shardc_program *prog, su_buf *b)
 {
     const pass_pipeline *pp = &prog->res.pipe;
@@ -119,6 +127,8 @@ static shardc_status program_plan(const shardc_program *prog, bool placeholder, 
 {
     if (prog->partial)
         return api_partial(prog, "a plan", error);
+    if (prog->report_only)
+        return api_report_only("a plan", error);
     plan_run r = {.prog = prog, .placeholder = placeholder};
     su_buf_init(&r.rep, &r.oom);
     bool done = su_catch(&r.oom, plan_work, &r);

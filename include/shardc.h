@@ -107,6 +107,16 @@ SHARDC_API void shardc_options_set_recompute(shardc_options *opt, int on);
  * either way. */
 SHARDC_API void shardc_options_set_explain(shardc_options *opt, int on);
 
+/* Whether the compilation is for its report alone (nonzero) or not (0,
+ * the default). A pipeline's stages are then each fused or grouped,
+ * memory-planned and costed for the report, and their programs dropped as
+ * they go, so that a deep pipeline's compile holds a few stages whole at
+ * once rather than all of them (a search over strategies: `--auto`).
+ * "report" and "report-json" are the only outputs it has, the same bytes
+ * as without it; anything else (another output, a plan) is
+ * SHARDC_ERR_USAGE. */
+SHARDC_API void shardc_options_set_report_only(shardc_options *opt, int on);
+
 /* As `--keep-gathered`: the backward reads each activation the forward
  * gathered (the sequence-split input of a column-parallel layer, for its
  * weight's gradient) rather than gathering it again; fewer bytes sent,

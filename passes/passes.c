@@ -70,6 +70,16 @@ void pass_result_free(pass_result *r)
     }
     free(r->fusion);
     free(r->mp);
+    for (int s = 0; s < r->ncost; s++) {
+        pass_stage_cost_free(r->cost[s]);
+        if (r->lanes)
+            pass_lane_free(r->lanes[s]);
+    }
+    free(r->cost);
+    free(r->lanes);
+    r->cost = NULL;
+    r->lanes = NULL;
+    r->ncost = 0;
     pass_result_drop_estimate(r);
     pass_pipeline_free(&r->pipe);
     ir_module_free(r->part);
@@ -246,6 +256,13 @@ typedef struct stage_job {
     int64_t bytes;      /* bucket: the bucket size */
     int bad;            /* verify: the op that failed the check, or -1 */
     bool held;          /* share: the stage's middle microbatches are held once */
+    bool kernels;       /* report: the stage is fused (else its estimate's groups made) */
+    struct pass_fusion *est; /* report: its estimate's groups */
+    const pass_hw *hw;  /* report: the estimate's hardware, or NULL */
+    int n;              /* report: the stages */
+    ir_module **slot;   /* report: where the stage's program is held */
+    pass_stage_cost **cost;  /* report: its costs, made here */
+    struct pass_lane **lane; /* report: its lane, made here */
     bool (*fn)(void *ctx, int s, su_buf *err); /* pass_for_stages: stage s's job */
     void *ctx;
     int s;
@@ -524,6 +541,128 @@ static pass_status expand_instances(run *u)
     return run_stage_jobs(u, job, n, false) ? PASS_OK : PASS_ERR_INTERNAL;
 }
 
+/* ---- a report-only compilation: each stage costed, then dropped ---- */
+
+typedef struct shell_make {
+    const ir_module *m;
+    ir_module *e;
+} shell_make;
+
+static void shell_work(void *arg)
+{
+    shell_make *k = arg;
+    for (int a = 0; a < k->m->mesh.naxes; a++)
+        k->e->mesh.name[a] = su_strdup(&k->e->arena, k->m->mesh.name[a]);
+}
+
+/* What is left of stage program m once its report's costs are made: an
+ * empty program with its mesh (the names its own), pipeline and stage. */
+static ir_module *stage_shell(const ir_module *m, jmp_buf *oom)
+{
+    ir_module *e = ir_module_new(oom);
+    e->mesh = m->mesh;
+    e->pipe = m->pipe;
+    e->partitioned = m->partitioned;
+    e->stage = m->stage;
+    shell_make k = {m, e};
+    if (!su_guarded(oom, shell_work, &k)) { /* e is no one's yet */
+        ir_module_free(e);
+        su_oom(oom);
+    }
+    return e;
+}
+
+/* Stage s: fused and planned as the fuse pass would (with kernels), or
+ * its estimate's groups made and planned as the memplan pass would; the
+ * plan checked; its report's costs and lane made; then its groups, its
+ * plan's tables and its program go (the plan's figures stay in mp). */
+static bool report_stage(stage_job *j, su_buf *err)
+{
+    ir_module *m = j->w;
+    m->oom = err->oom; /* as bucket_stage */
+    m->arena.oom = err->oom;
+    const struct pass_fusion *f = NULL;
+    if (j->kernels) {
+        if (!(m->shared ? pass_fuse_planned_held(m, j->f, j->mp, err)
+                        : pass_fuse_planned(m, j->f, j->mp, err)))
+            return false;
+        f = j->f;
+    } else {
+        if (m->shared && !pass_fuse_held(m, j->est, err))
+            return false;
+        if (!pass_expand_instances(m, err) || !pass_plan_memory_fused(m, NULL, j->mp, err))
+            return false;
+        f = j->est;
+    }
+    if (!pass_memplan_check(m, j->mp, err))
+        return false;
+    *j->cost = pass_stage_cost_make(m, j->s, j->mp, err->oom);
+    if (j->hw && !(*j->lane = pass_lane_make(m, j->s, j->n, f, j->mp, j->hw, err)))
+        return false;
+    pass_fusion_free(j->kernels ? j->f : j->est);
+    pass_memplan kept = *j->mp;
+    pass_memplan_free(j->mp);
+    *j->mp = (pass_memplan){.arena_bytes = kept.arena_bytes, .params = kept.params,
+                            .optimizer_state = kept.optimizer_state,
+                            .gradients = kept.gradients, .activations = kept.activations,
+                            .fullest_op = kept.fullest_op, .fullest_live = kept.fullest_live,
+                            .fullest_grads = kept.fullest_grads,
+                            .top_raised_at = kept.top_raised_at,
+                            .least_bytes = kept.least_bytes,
+                            .unplaced_without_reuse = kept.unplaced_without_reuse};
+    ir_module *e = stage_shell(m, err->oom);
+    *j->slot = e;
+    j->w = e; /* given the program's oom back (run_stage_jobs_keep) */
+    j->own_arena = j->own;
+    ir_module_free(m);
+    return true;
+}
+
+/* Whether the run is a report-only compilation of a pipeline's stages
+ * (pass_options.report_only). */
+static bool reporting(const run *u)
+{
+    const pass_options *o = u->o;
+    return o->report_only && !o->only && !o->print_after && o->stop_after < 0 &&
+           u->r->pipe.nstages > 0;
+}
+
+/* The fuse pass (with kernels) or the memplan pass of a report-only
+ * compilation: every stage costed and dropped (report_stage). */
+static pass_status report_stages(run *u)
+{
+    pass_result *r = u->r;
+    int n = r->pipe.nstages;
+    ir_module **st = r->pipe.stage;
+    jmp_buf *oom = u->err->oom;
+    per_stage(u, n);
+    if (!u->o->kernels && !r->estimate) {
+        r->estimate = su_xmalloc(oom, (size_t)n * sizeof *r->estimate);
+        memset(r->estimate, 0, (size_t)n * sizeof *r->estimate);
+        r->nestimate = n;
+    }
+    r->cost = su_xmalloc(oom, (size_t)n * sizeof *r->cost);
+    memset(r->cost, 0, (size_t)n * sizeof *r->cost);
+    r->ncost = n;
+    if (u->o->hw) {
+        r->lanes = su_xmalloc(oom, (size_t)n * sizeof *r->lanes);
+        memset(r->lanes, 0, (size_t)n * sizeof *r->lanes);
+    }
+    stage_job *job = stage_jobs(u, n);
+    for (int s = 0; s < n; s++)
+        job[s] = (stage_job){.run = report_stage, .m = st[s], .w = st[s], .own = st[s]->oom,
+                             .own_arena = st[s]->arena.oom, .f = &r->fusion[s],
+                             .mp = &r->mp[s], .kernels = u->o->kernels,
+                             .est = r->estimate ? &r->estimate[s] : NULL, .hw = u->o->hw,
+                             .n = n, .s = s, .slot = &st[s], .cost = &r->cost[s],
+                             .lane = r->lanes ? &r->lanes[s] : NULL};
+    if (!run_stage_jobs(u, job, n, true))
+        return PASS_ERR_INTERNAL;
+    r->fused = false; /* its groups are gone */
+    r->planned = true;
+    return PASS_OK;
+}
+
 static bool parts_stage(stage_job *j, su_buf *err)
 {
     j->w->oom = err->oom; /* as bucket_stage */
@@ -646,6 +785,20 @@ static void pipeline(void *arg)
             return;
         }
         double t0 = su_seconds();
+        if (reporting(u) && id > PASS_VERIFY) {
+            /* each stage costed and dropped: by the fuse pass with
+             * kernels, else by the memplan pass */
+            u->st = id == (o->kernels ? PASS_FUSE : PASS_MEMPLAN) ? report_stages(u) : PASS_OK;
+            r->seconds[id] = su_seconds() - t0;
+            if (u->st != PASS_OK) {
+                r->failed = id;
+                if (!u->err->len)
+                    su_buf_printf(u->err, "the pass %s failed", names[id]);
+                return;
+            }
+            r->last = id;
+            continue;
+        }
         /* fuse walks a held stage as it is, then expands it; without
          * kernels the estimate's groups are walked so before the rest */
         u->st = id > PASS_VERIFY && !o->kernels ? estimate_groups(u) : PASS_OK;

@@ -667,6 +667,16 @@ typedef struct pass_options {
     bool unshared;          /* every microbatch of a pipeline stage stays in its
                              * program (pass_share_instances is not run): for
                              * tests that compare the two */
+    /* The compilation is for its report alone: each pipeline stage, once
+     * verified, is fused (with kernels) or has its estimate's groups made,
+     * has its memory plan made and checked, and its report's costs and
+     * timeline lane made (on hw; NULL: none), and then its program, groups
+     * and plan go (the stage left empty but for its mesh and pipeline, its
+     * plan's figures kept): a deep pipeline's compile then holds only the
+     * stages under way, not every stage whole. pass_report_from writes its
+     * report, the same bytes. Not with only, print_after or stop_after. */
+    bool report_only;
+    const pass_hw *hw;
     pass_print_fn print;
     void *print_user;
 } pass_options;
@@ -692,6 +702,11 @@ typedef struct pass_result {
      * (pass_timeline makes those itself). NULL: none. */
     struct pass_fusion *estimate; /* [nestimate] */
     int nestimate;
+    /* With report_only, each pipeline stage's report costs and timeline
+     * lane ([ncost]; lanes NULL without hw), its program gone. */
+    pass_stage_cost **cost;
+    struct pass_lane **lanes;
+    int ncost;
     int nplanned;           /* the stages fuse or memplan made entries for */
     int last;               /* the last pass that ended, -1: none */
     int failed;             /* the pass that failed, -1: none */

@@ -166,8 +166,10 @@ static cJSON *auto_compile(auto_run *R, auto_cand *c, bool recompute_probe, int 
     char *err = NULL, *text = NULL;
     size_t len;
     shardc_program *prog = NULL;
-    if (parse_args(argc, argv, &a) == 0 &&
-        shardc_compile_file(a.opt, a.file, &prog, &err) == SHARDC_OK &&
+    int rc = parse_args(argc, argv, &a);
+    /* its report alone: a deep pipeline's stages dropped as they are costed */
+    shardc_options_set_report_only(a.opt, 1);
+    if (rc == 0 && shardc_compile_file(a.opt, a.file, &prog, &err) == SHARDC_OK &&
         shardc_program_emit(prog, "report-json", &text, &len, &err) == SHARDC_OK)
         json = cJSON_ParseWithLength(text, len);
     else if (err) /* the candidate's own slot: compiles run on several threads */
@@ -286,12 +288,16 @@ typedef struct auto_batch {
 
 /* ---- the compiles' memory ----
  *
- * A compile's memory grows with its microbatches, about linearly and
- * whatever the stages: a pipeline's stages are unrolled in them
- * (docs/design.md §3). Measured on pipeline.sh with 96 layers, `--report
+ * A compile's memory grows with its microbatches, about linearly: a
+ * pipeline's stages are unrolled in them (docs/design.md §3). Each
+ * candidate is compiled for its report alone
+ * (shardc_options_set_report_only), which drops each stage once it is
+ * costed, so a compile holds the stages under way, not all of them.
+ * Measured whole before that, on pipeline.sh with 96 layers, `--report
  * json`: 69 MB unpipelined; 1x8x8 and 1x64x8 at 64 microbatches 365 and
- * 391 MB, at 128 668 and 640 MB; 1x64x8 at 512, 2.3 GB. With 32 layers
- * and batch 256 the line is another: 50 MB at 4, 144 at 64, 439 at 256.
+ * 391 MB, at 128 668 and 640 MB; 1x64x8 at 512, 2.3 GB (report-only: 467
+ * MB). With 32 layers and batch 256 the line is another: 50 MB at 4, 144
+ * at 64, 439 at 256.
  * So the search measures its model's line: the model's own compile (M0
  * microbatches, its probe) and, for a pipeline, the same with 4 M0 (2 M0
  * above 16, or where 4 M0 does not compile), each its peak resident memory

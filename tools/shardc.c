@@ -326,6 +326,10 @@ static int parse_args(int argc, char **argv, args *a)
     /* the reasons behind every sharding and collective, only for the text
      * that prints them: most of the sharding passes' time */
     shardc_options_set_explain(a->opt, a->emit && !strcmp(a->emit, "explain"));
+    /* the report alone: a pipeline's stages dropped as they are costed */
+    shardc_options_set_report_only(a->opt, a->emit && !a->trace &&
+                                               (!strcmp(a->emit, "report") ||
+                                                !strcmp(a->emit, "report-json")));
     return 0;
 }
 

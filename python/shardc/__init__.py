@@ -103,7 +103,7 @@ def version() -> str:
 
 _OPTIONS = ("arch", "bucket_mb", "zero", "zero_axis", "schedule", "microbatches", "dtype",
             "recompute", "keep_gathered", "unroll", "f32_matmul", "mem_limit", "hw", "cache_dir",
-            "explain")
+            "explain", "report_only")
 
 
 def _options(mesh, defines, opts):
@@ -148,6 +148,8 @@ def _options(mesh, defines, opts):
                   what="f32_matmul")
         if opts.get("explain") is not None:
             _lib.shardc_options_set_explain(o, int(bool(opts["explain"])))
+        if opts.get("report_only") is not None:
+            _lib.shardc_options_set_report_only(o, int(bool(opts["report_only"])))
         if opts.get("mem_limit") is not None:
             _call(_lib.shardc_options_set_mem_limit, o, _b(opts["mem_limit"]), what="mem_limit")
         if opts.get("hw") is not None:
@@ -176,8 +178,10 @@ def compile(source: Union[str, bytes, None] = None, path: Union[str, os.PathLike
     dtype ("bf16", "f16"), recompute (True), keep_gathered (True), unroll
     (True: a pipeline stage's microbatches written out, not in loop form),
     f32_matmul ("f32", or "bf16x3": f32 matmuls as products of bf16 parts),
-    explain (False: about twice as fast, without .explain()), mem_limit ("12GiB"), hw
-    ("h100", or a profile's .json path), cache_dir.
+    explain (False: about twice as fast, without .explain()), report_only
+    (True: only .report() and its JSON, a deep pipeline's stages dropped as
+    they are costed), mem_limit ("12GiB"), hw ("h100", or a profile's .json
+    path), cache_dir.
 
     Raises InputError with the located diagnostic for a wrong model."""
     if (source is None) == (path is None):

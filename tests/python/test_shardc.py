@@ -411,3 +411,14 @@ def test_explain_off_changes_nothing_else():
             with pytest.raises(shardc.UsageError, match="without its explanation"):
                 off.explain()
         assert compiled >= 2, name
+
+
+def test_report_only_is_the_report_alone():
+    pipe = os.path.join(ROOT, "examples", "pipeline.sh")
+    opts = dict(mesh="1x2x1", defines={"L": 4, "B": 48}, microbatches=6, arch="none")
+    whole = shardc.compile(path=pipe, **opts)
+    alone = shardc.compile(path=pipe, report_only=True, **opts)
+    assert alone.emit("report-json") == whole.emit("report-json")
+    assert alone.emit("report") == whole.emit("report")
+    with pytest.raises(shardc.UsageError, match="compilation was for its report alone"):
+        alone.emit("stage-ir")

@@ -1,5 +1,6 @@
 /* test_oom.c: the C API under allocation failure. One sequence of calls
- * (options, compiling, every output of shardc_program_emit, the plan made,
+ * (options, compiling, every output of shardc_program_emit, the program
+ * compiled again for its report alone and its two reports, the plan made,
  * saved and loaded, a training session with bound inputs, a step, its
  * output, outputs file, trace, params and a checkpoint, and a second
  * session resumed from it for another step) runs once to count its
@@ -283,7 +284,7 @@ typedef struct run {
     const result *want;      /* the reference run's results, NULL: this is it */
     result got;
     shardc_options *opt;
-    shardc_program *prog, *prog_ir;
+    shardc_program *prog, *prog_ir, *prog_rep;
     char *ir;                /* the logical IR, compiled again as textual IR */
     shardc_plan *plan, *plan2;
     shardc_session *s, *s2;
@@ -353,6 +354,38 @@ static bool emit_all(run *r)
     return true;
 }
 
+/* The program compiled for its report alone (its stages dropped as they
+ * are costed): its two reports are the whole program's. */
+static bool report_alone(run *r)
+{
+    char *err = NULL;
+    shardc_options_set_report_only(r->opt, 1);
+    bool ok_compile = ok(r, r->M->from_file ? shardc_compile_file(r->opt, model_path,
+                                                                  &r->prog_rep, &err)
+                                            : shardc_compile_string(r->opt, "m.sh", r->M->text,
+                                                                    strlen(r->M->text),
+                                                                    &r->prog_rep, &err),
+                         &err, "compile report only");
+    shardc_options_set_report_only(r->opt, 0);
+    if (!ok_compile)
+        return false;
+    for (int i = 0; i < NKINDS; i++) {
+        if (strcmp(kinds[i], "report") && strcmp(kinds[i], "report-json"))
+            continue;
+        char *text = NULL;
+        size_t len = 0;
+        if (!ok(r, shardc_program_emit(r->prog_rep, kinds[i], &text, &len, &err), &err,
+                "report only"))
+            return false;
+        if (r->got.emit[i] != (text ? hash(text, len) : 0)) {
+            fprintf(stderr, "k=%ld: the report-only compile's %s differs\n", r->k, kinds[i]);
+            CHECK(!"the report-only compile's report is the program's");
+        }
+        shardc_free(text);
+    }
+    return true;
+}
+
 /* A session on r->plan with x and y bound. */
 static bool open_session(run *r, shardc_session **s)
 {
@@ -394,7 +427,7 @@ static void sequence(run *r)
                             : shardc_compile_string(r->opt, "m.sh", M->text, strlen(M->text),
                                                     &r->prog, &err),
             &err, "compile") ||
-        !emit_all(r) ||
+        !emit_all(r) || !report_alone(r) ||
         !ok(r, shardc_program_emit(r->prog, "ir", &r->ir, NULL, &err), &err, "ir") ||
         !ok(r, shardc_compile_string(r->opt, "m.ir", r->ir, strlen(r->ir), &r->prog_ir, &err),
             &err, "compile ir") ||
@@ -429,6 +462,7 @@ static void run_free(run *r)
     shardc_plan_free(r->plan2);
     shardc_program_free(r->prog);
     shardc_program_free(r->prog_ir);
+    shardc_program_free(r->prog_rep);
     shardc_free(r->ir);
     shardc_options_free(r->opt);
 }

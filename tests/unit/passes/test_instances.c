@@ -15,7 +15,10 @@
  * walk. The proof itself is tested on stage programs made by hand, each
  * with one flaw it must find, and the held walk on one whose middle
  * microbatches read a value microbatch 2 keeps in a kernel's registers
- * but for them. */
+ * but for them. A report-only compilation (shardc_options_set_report_only),
+ * which costs each stage and drops its program as it goes, writes the
+ * same reports (text and JSON, with kernels and without, with a memory
+ * limit), its stages' programs gone, and refuses every other output. */
 #include "shardc.h"
 #include "../../api/api_internal.h"
 #include "../../passes/fuse.h"
@@ -195,6 +198,65 @@ static compiled compile(const char *name, const char *text, const char *mesh,
     return c;
 }
 
+static bool same_text(const char *a, const char *b)
+{
+    return a && b && !strcmp(a, b);
+}
+
+/* The program compiled for its report alone and compiled whole: the same
+ * report and report-json, the report-only compile's stage programs gone
+ * (each costed and dropped), and its other outputs refused. */
+static void report_only_same(const char *name, const char *text, const char *mesh,
+                             const char *const *defs, bool kernels)
+{
+    char *rep[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [report only][json] */
+    shardc_program *p[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        shardc_options *o = shardc_options_new();
+        set(o, mesh, defs, kernels);
+        char *err = NULL;
+        CHECK(shardc_options_set_mem_limit(o, "1GiB", &err) == SHARDC_OK);
+        shardc_options_set_report_only(o, k);
+        if (shardc_compile_string(o, name, text, strlen(text), &p[k], &err) != SHARDC_OK ||
+            shardc_program_emit(p[k], "report", &rep[k][0], NULL, &err) != SHARDC_OK ||
+            shardc_program_emit(p[k], "report-json", &rep[k][1], NULL, &err) != SHARDC_OK) {
+            CHECK(!"compiles for its report");
+            fprintf(stderr, "  %s on %s (report only %d): %s\n", name, mesh, k,
+                    err ? err : "?");
+        }
+        shardc_free(err);
+        shardc_options_free(o);
+    }
+    CHECK(same_text(rep[0][0], rep[1][0]));
+    CHECK(same_text(rep[0][1], rep[1][1]));
+    if (!same_text(rep[0][0], rep[1][0]) || !same_text(rep[0][1], rep[1][1]))
+        fprintf(stderr, "  %s on %s (kernels %d): the report-only compile's report differs\n",
+                name, mesh, kernels);
+    if (p[1]) {
+        const pass_result *r = &p[1]->res;
+        int gone = 0;
+        for (int s = 0; s < r->pipe.nstages; s++)
+            gone += r->pipe.stage[s]->ops.n == 0;
+        CHECK_INT(gone, r->pipe.nstages);
+        CHECK_INT(r->ncost, r->pipe.nstages);
+        char *out = NULL, *err = NULL;
+        CHECK(shardc_program_emit(p[1], "stage-ir", &out, NULL, &err) == SHARDC_ERR_USAGE);
+        CHECK(out == NULL && err && strstr(err, "'stage-ir' needs the compiled program"));
+        shardc_free(err);
+        err = NULL;
+        uint8_t *plan = NULL;
+        size_t len = 0;
+        CHECK(api_program_plan(p[1], &plan, &len, &err) == SHARDC_ERR_USAGE);
+        CHECK(plan == NULL && err && strstr(err, "'a plan' needs the compiled program"));
+        shardc_free(err);
+    }
+    for (int k = 0; k < 2; k++) {
+        shardc_program_free(p[k]);
+        shardc_free(rep[k][0]);
+        shardc_free(rep[k][1]);
+    }
+}
+
 static void done(compiled *c)
 {
     shardc_program_free(c->prog);
@@ -205,11 +267,6 @@ static void done(compiled *c)
     shardc_free(c->report_before);
     shardc_free(c->report_after);
     free(c->plans);
-}
-
-static bool same_text(const char *a, const char *b)
-{
-    return a && b && !strcmp(a, b);
 }
 
 /* The stages the last compare's held compile split held
@@ -337,6 +394,8 @@ static void test_examples(void)
         char *text = pipeline_text(cases[c].line);
         const char *defs[] = {"L", cases[c].L, "B", cases[c].B, NULL};
         int shared = compare(cases[c].line, text, cases[c].mesh, defs, false);
+        report_only_same(cases[c].line, text, cases[c].mesh, defs, false);
+        report_only_same(cases[c].line, text, cases[c].mesh, defs, true);
         CHECK_INT(shared, cases[c].shared);
         /* every stage held once was split held: nothing reads a middle
          * microbatch's value but its sends */
