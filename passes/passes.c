@@ -768,6 +768,22 @@ static bool in_list(const run *u, pass_id id)
     return id != PASS_FUSE || u->o->kernels;
 }
 
+/* Pass id, begun at t0, has ended with u->st: its time, and whether it
+ * succeeded (else it is the one that failed, with a message). */
+static bool ended(run *u, pass_id id, double t0)
+{
+    pass_result *r = u->r;
+    r->seconds[id] = su_seconds() - t0;
+    if (u->st != PASS_OK) {
+        r->failed = id;
+        if (!u->err->len)
+            su_buf_printf(u->err, "the pass %s failed", names[id]);
+        return false;
+    }
+    r->last = id;
+    return true;
+}
+
 static void pipeline(void *arg)
 {
     run *u = arg;
@@ -789,14 +805,8 @@ static void pipeline(void *arg)
             /* each stage costed and dropped: by the fuse pass with
              * kernels, else by the memplan pass */
             u->st = id == (o->kernels ? PASS_FUSE : PASS_MEMPLAN) ? report_stages(u) : PASS_OK;
-            r->seconds[id] = su_seconds() - t0;
-            if (u->st != PASS_OK) {
-                r->failed = id;
-                if (!u->err->len)
-                    su_buf_printf(u->err, "the pass %s failed", names[id]);
+            if (!ended(u, id, t0))
                 return;
-            }
-            r->last = id;
             continue;
         }
         /* fuse walks a held stage as it is, then expands it; without
@@ -810,14 +820,8 @@ static void pipeline(void *arg)
         bool shown = (o->print && (o->print_after & 1u << id)) || id == o->stop_after;
         if (u->st == PASS_OK && shown)
             u->st = expand_instances(u);
-        r->seconds[id] = su_seconds() - t0;
-        if (u->st != PASS_OK) {
-            r->failed = id;
-            if (!u->err->len)
-                su_buf_printf(u->err, "the pass %s failed", names[id]);
+        if (!ended(u, id, t0))
             return;
-        }
-        r->last = id;
         if (o->print && (o->print_after & 1u << id))
             print_after(u, id);
         if (id == o->stop_after)

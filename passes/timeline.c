@@ -720,6 +720,19 @@ static void put_id(lane *L, int32_t v, jmp_buf *oom)
     L->ids[L->nids++] = v;
 }
 
+/* Op op's operands' ids, then its first result's, into record o (an op
+ * that is not a group's waits for its operands and makes its first
+ * result). */
+static void put_op(lane *L, lop *o, const ir_op *op, jmp_buf *oom)
+{
+    for (int k = 0; k < op->nin; k++)
+        put_id(L, op->in[k]->id, oom);
+    o->nin = op->nin;
+    if (op->nres)
+        put_id(L, op->res[0]->id, oom);
+    o->nout = op->nres ? 1 : 0;
+}
+
 /* Lane s's records (lop), before the stages run in step: each op's kind,
  * what it waits for and makes, and what it takes where it runs (a
  * send's, a group's at its anchor, an op's of its own that costs
@@ -755,12 +768,7 @@ static void lane_fill(lane *L, const pass_hw *hw, su_buf *err)
             L->p2p[L->np2p++] = (p2p){op->a->peer, op->a->tag};
             if (op->code == IR_SEND)
                 o->dur = op_time(hw, L, op);
-            for (int k = 0; k < op->nin; k++)
-                put_id(L, op->in[k]->id, err->oom);
-            o->nin = op->nin;
-            if (op->nres)
-                put_id(L, op->res[0]->id, err->oom);
-            o->nout = op->nres ? 1 : 0;
+            put_op(L, o, op, err->oom);
         } else if (g >= 0) {
             const pass_fgroup *G = &L->f->groups[g];
             o->kind = L_SKIP;
@@ -791,12 +799,7 @@ static void lane_fill(lane *L, const pass_hw *hw, su_buf *err)
             o->kind = pass ? L_PASS : L_RUN;
             o->st = ir_ops[op->code].cls == IR_C_COMM ? ST_COMM : ST_COMPUTE;
             o->dur = dur;
-            for (int k = 0; k < op->nin; k++)
-                put_id(L, op->in[k]->id, err->oom);
-            o->nin = op->nin;
-            if (op->nres)
-                put_id(L, op->res[0]->id, err->oom);
-            o->nout = op->nres ? 1 : 0;
+            put_op(L, o, op, err->oom);
         }
     }
     L->nvalues = m->next_id + 1;
