@@ -1195,6 +1195,18 @@ void pass_memplan_free(pass_memplan *mp)
     memset(mp, 0, sizeof *mp);
 }
 
+pass_memplan pass_memplan_figures(const pass_memplan *mp)
+{
+    pass_memplan f = *mp;
+    f.nvalues = f.nbuf = 0;
+    f.buf = NULL;
+    f.offset = f.bytes = f.start = f.end = NULL;
+    f.view_of = NULL;
+    memset(&f.arena, 0, sizeof f.arena);
+    memset(&f.scratch, 0, sizeof f.scratch);
+    return f;
+}
+
 /* Two buffers that share bytes never live at once. A sweep over the ops:
  * the buffers taken in the order they start, each checked against those
  * live when it starts, which, sharing no bytes, lie in offset order (the

@@ -600,16 +600,9 @@ static bool report_stage(stage_job *j, su_buf *err)
     if (j->hw && !(*j->lane = pass_lane_make(m, j->s, j->n, f, j->mp, j->hw, err)))
         return false;
     pass_fusion_free(j->kernels ? j->f : j->est);
-    pass_memplan kept = *j->mp;
+    pass_memplan kept = pass_memplan_figures(j->mp);
     pass_memplan_free(j->mp);
-    *j->mp = (pass_memplan){.arena_bytes = kept.arena_bytes, .params = kept.params,
-                            .optimizer_state = kept.optimizer_state,
-                            .gradients = kept.gradients, .activations = kept.activations,
-                            .fullest_op = kept.fullest_op, .fullest_live = kept.fullest_live,
-                            .fullest_grads = kept.fullest_grads,
-                            .top_raised_at = kept.top_raised_at,
-                            .least_bytes = kept.least_bytes,
-                            .unplaced_without_reuse = kept.unplaced_without_reuse};
+    *j->mp = kept;
     ir_module *e = stage_shell(m, err->oom);
     *j->slot = e;
     j->w = e; /* given the program's oom back (run_stage_jobs_keep) */

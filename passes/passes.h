@@ -399,6 +399,9 @@ bool pass_fuse_planned(const ir_module *m, struct pass_fusion *f, pass_memplan *
  * and plan are those pass_fuse_planned makes of m expanded. */
 bool pass_fuse_planned_held(ir_module *m, struct pass_fusion *f, pass_memplan *mp, su_buf *err);
 void pass_memplan_free(pass_memplan *mp);
+/* mp's figures (its arena's bytes, what fills it, its fullest op, ...)
+ * without its tables: nothing to free, and no value or buffer in it. */
+pass_memplan pass_memplan_figures(const pass_memplan *mp);
 /* Proves the plan sound: every buffer aligned and inside the arena, and no
  * two buffers sharing bytes while both live. False with the two buffers in
  * err. */

@@ -267,12 +267,7 @@ static void stage_cost_fill(stage_cost *c, const ir_module *m, int s, const pass
 {
     su_arena *a = &c->a;
     c->whole = m->stage < 0;
-    c->mp = *mp;
-    c->mp.buf = NULL;
-    c->mp.offset = c->mp.bytes = c->mp.start = c->mp.end = NULL;
-    c->mp.view_of = NULL;
-    memset(&c->mp.arena, 0, sizeof c->mp.arena);
-    memset(&c->mp.scratch, 0, sizeof c->mp.scratch);
+    c->mp = pass_memplan_figures(mp);
     c->fullest_line = mp->fullest_op >= 0 && mp->fullest_op < m->ops.n
                           ? IR_OP(m, mp->fullest_op)->loc.line
                           : 0;
