@@ -45,6 +45,7 @@ struct shardc_options {
     bool f32_parts;       /* --f32-matmul bf16x3 */
     bool unshared;        /* api_options_set_unshared */
     bool report_only;     /* shardc_options_set_report_only */
+    bool plan_only;       /* shardc_options_set_plan_only */
     shardc_pass_printer printer;
     void *printer_user;
 };
@@ -416,6 +417,11 @@ void shardc_options_set_report_only(shardc_options *opt, int on)
     opt->report_only = on != 0;
 }
 
+void shardc_options_set_plan_only(shardc_options *opt, int on)
+{
+    opt->plan_only = on != 0;
+}
+
 void shardc_options_set_keep_gathered(shardc_options *opt, int on)
 {
     opt->fe.keep_gathered = on != 0;
@@ -620,6 +626,19 @@ static shardc_status located_error(const su_src *src, su_loc at, su_diag *diag, 
     return SHARDC_ERR_INPUT;
 }
 
+/* A pipeline's plan built as its stages are made, a batch at a time
+ * (shardc_options_set_plan_only; pass_options.batch). */
+typedef struct plan_stream {
+    shardc_program *p;
+    cg_plan_options o;
+    cg_plan_stream *cs;     /* NULL until the first batch */
+    su_status err;          /* the plan builder's failure */
+    bool failed;            /* it failed: err */
+    bool over;              /* a stage over --mem-limit: the plan not built on */
+    double seconds[API_PLAN_STEPS]; /* the plan's steps (api_plan_times) */
+    double handed;          /* the wall time of it all */
+} plan_stream;
+
 /* A compilation past the frontend: its program and messages. */
 typedef struct passes_run {
     shardc_program *p;
@@ -629,6 +648,7 @@ typedef struct passes_run {
     char **error;
     su_buf text;            /* the logical IR while it is printed */
     su_buf err;             /* the passes' messages */
+    plan_stream ps;
     shardc_status st;
 } passes_run;
 
@@ -681,6 +701,66 @@ static bool over_limit(const shardc_program *p, su_buf *out)
     return false;
 }
 
+/* pass_options.batch of a plan-only compilation: stages s0 to s1 - 1,
+ * fused and planned, into the plan; none past a stage over --mem-limit
+ * (over_limit says which once the pipeline is through, as without
+ * plan_only). */
+static bool plan_batch(void *ctx, ir_module *const *st, int n, int s0, int s1,
+                       const pass_result *r, su_buf *err)
+{
+    plan_stream *w = ctx;
+    const shardc_program *p = w->p;
+    for (int s = s0; s < s1 && !w->over; s++)
+        w->over = p->mem_limit > 0 && r->mp[s].arena_bytes > p->mem_limit;
+    if (w->over)
+        return true;
+    double t0 = su_seconds();
+    if (!w->cs) {
+        cg_plan_options *o = &w->o;
+        memset(o, 0, sizeof *o);
+        o->mp = r->mp;
+        o->fusion = r->fusion;
+        o->kernels = r->fused;
+        o->nvrtc.narchs = p->narchs > 0 ? p->narchs : 0;
+        memcpy(o->nvrtc.arch, p->arch, sizeof o->nvrtc.arch);
+        o->nvrtc.cache_dir = p->cache_dir;
+        o->source = p->source;
+        o->seconds = w->seconds + 1;
+        if (!(w->cs = cg_plan_stream_new(n, o, &w->err, err->oom)))
+            su_oom(err->oom);
+    }
+    bool ok = cg_plan_stream_add(w->cs, st, s0, s1);
+    w->handed += su_seconds() - t0;
+    w->failed = !ok;
+    if (!ok)
+        su_buf_puts(err, w->err.msg);
+    return ok;
+}
+
+/* The plan of a plan-only compilation, its stages all in: its report,
+ * then its bytes (p->plan). */
+static void plan_end(passes_run *r)
+{
+    plan_stream *w = &r->ps;
+    shardc_program *p = r->p;
+    double t0 = su_seconds();
+    int n;
+    ir_module *const *st = stages(p, &n);
+    r->text.len = 0;
+    pass_report_from(st, n, &p->res.pipe, p->res.cost, p->res.lanes, p->hw, p->mem_limit, true,
+                     &r->text);
+    double t1 = su_seconds();
+    w->seconds[0] = t1 - t0;
+    w->failed = !cg_plan_stream_end(w->cs, r->text.s, &p->plan, &p->plan_len);
+    w->handed += su_seconds() - t0;
+    cg_plan_stream_free(w->cs);
+    w->cs = NULL;
+    if (!w->failed) {
+        memcpy(p->plan_times->s, w->seconds, sizeof w->seconds);
+        p->plan_s = w->handed;
+    }
+}
+
 /* Keeps the logical text, then runs the pass pipeline (passes/passes.c).
  * A model that cannot be trained or pipelined is the user's error, at its
  * place in the source; so is partitioned IR from a file that fails a
@@ -721,9 +801,25 @@ static void passes(void *arg)
                        .print_user = opt->printer_user};
     p->partial = po.only || po.stop_after >= 0;
     p->report_only = opt->report_only;
+    p->plan_only = opt->plan_only && !opt->report_only;
+    if (p->plan_only) { /* a pipeline's stages built into the plan as they are made */
+        r->ps.p = p;
+        po.report_only = true;
+        po.batch = plan_batch;
+        po.batch_ctx = &r->ps;
+        po.batch_stages = cg_plan_batch_stages();
+    }
     pass_status st = pass_run_pipeline(m, &po, &p->res, err, &at);
     p->res.m = m; /* the program's to free, whatever the pipeline did */
-    if (st == PASS_OK && p->mem_limit > 0 && !p->partial && over_limit(p, &r->text))
+    bool over = st == PASS_OK && p->mem_limit > 0 && !p->partial && over_limit(p, &r->text);
+    if (!over && st == PASS_OK && r->ps.cs)
+        plan_end(r);
+    if (r->ps.failed) /* as a plan written after the compile fails */
+        r->st = r->ps.err.kind == SU_NOMEM
+                    ? api_fail(r->error, SHARDC_ERR_NOMEM, "out of memory")
+                    : api_fail(r->error, SHARDC_ERR_INTERNAL,
+                               "internal error: writing the plan: %s", r->ps.err.msg);
+    else if (over)
         r->st = located_error(r->src, (su_loc){0, 0}, r->diag, r->error, "%s", r->text.s);
     else if (st == PASS_OK)
         r->st = SHARDC_OK;
@@ -747,6 +843,7 @@ static shardc_status run_passes(shardc_program *p, const shardc_options *opt, co
     su_buf_init(&r.text, oom);
     su_buf_init(&r.err, oom);
     bool ok = su_guarded(oom, passes, &r);
+    cg_plan_stream_free(r.ps.cs); /* after a failure */
     su_buf_free(&r.text);
     su_buf_free(&r.err);
     if (!ok)
@@ -957,6 +1054,7 @@ void shardc_program_free(shardc_program *prog)
     pass_result_free(&prog->res);
     ir_module_free(prog->res.m);
     free(prog->logical_ir);
+    free(prog->plan);
     free(prog->cache_dir);
     free(prog->source);
     if (prog->plan_times)
@@ -1112,6 +1210,8 @@ double shardc_program_seconds(const shardc_program *prog, const char *what)
         return -1;
     if (!strcmp(what, "frontend"))
         return prog->frontend_s;
+    if (!strcmp(what, "plan"))
+        return prog->plan ? prog->plan_s : -1;
     for (int id = 0; id < PASS_COUNT; id++)
         if (!strcmp(what, pass_name((pass_id)id)))
             return prog->res.seconds[id];
@@ -1141,6 +1241,8 @@ shardc_status shardc_program_emit(const shardc_program *prog, const char *what, 
         return api_partial(prog, what, error);
     if (prog->report_only && k != 3 && k != 4)
         return api_report_only(what, error);
+    if (prog->plan_only && k != 3 && k != 4)
+        return api_plan_only(what, error);
     if (!strcmp(what, "fused-ir") || !strcmp(what, "cuda")) {
         int n;
         ir_module *const *st = stages(prog, &n);

@@ -30,6 +30,12 @@ struct shardc_program {
                              * can be emitted */
     bool report_only;       /* compiled for its report alone
                              * (shardc_options_set_report_only) */
+    bool plan_only;         /* compiled for its plan and report alone
+                             * (shardc_options_set_plan_only) */
+    uint8_t *plan;          /* a plan-only pipeline's plan, made as its
+                             * stages were (malloc'd); NULL: none */
+    size_t plan_len;
+    double plan_s;          /* the wall time the compile spent on it */
     char *logical_ir;       /* its text as the frontend made it (malloc'd) */
     int narchs;             /* the options' --arch */
     int arch[RT_MAX_ARCHS];
@@ -89,6 +95,8 @@ shardc_status api_partial(const shardc_program *prog, const char *what, char **e
 /* The usage error of asking output `what` (or "a plan") of a report-only
  * compilation. */
 shardc_status api_report_only(const char *what, char **error);
+/* The same of a plan-only compilation. */
+shardc_status api_plan_only(const char *what, char **error);
 /* A malloc'd message into *error (when error is not NULL); returns st. */
 shardc_status api_fail(char **error, shardc_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

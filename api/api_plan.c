@@ -31,6 +31,14 @@ shardc_status api_report_only(const char *what, char **error)
                     "without it", what);
 }
 
+shardc_status api_plan_only(const char *what, char **error)
+{
+    return api_fail(error, SHARDC_ERR_USAGE, "'%s' needs the compiled program, and this "
+                    "compilation was for its plan alone (shardc_options_set_plan_only): only "
+                    "the plan, 'report' and 'report-json' can be had; compile it again "
+                    "without it", what);
+}
+
 void api_program_tasks(const shardc_program *prog, su_buf *b)
 {
     const pass_pipeline *pp = &prog->res.pipe;
@@ -129,6 +137,14 @@ static shardc_status program_plan(const shardc_program *prog, bool placeholder, 
         return api_partial(prog, "a plan", error);
     if (prog->report_only)
         return api_report_only("a plan", error);
+    if (prog->plan) { /* made with the program (shardc_options_set_plan_only) */
+        *bytes = malloc(prog->plan_len ? prog->plan_len : 1);
+        if (!*bytes)
+            return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+        memcpy(*bytes, prog->plan, prog->plan_len);
+        *len = prog->plan_len;
+        return SHARDC_OK;
+    }
     plan_run r = {.prog = prog, .placeholder = placeholder};
     su_buf_init(&r.rep, &r.oom);
     bool done = su_catch(&r.oom, plan_work, &r);

@@ -107,5 +107,26 @@ void cg_plan_roll_stages(rt_plan *p, int s0, int s1, const cg_packed *packed,
 bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
                    const cg_plan_options *o, uint8_t **out, size_t *len, su_status *err,
                    jmp_buf *oom);
+/* How many of a pipeline's stages cg_plan_bytes builds at once: the
+ * processors, at most 16. */
+int cg_plan_batch_stages(void);
+/* A pipeline's plan (in loop form: not o->unroll) built a batch of stages
+ * at a time as its caller makes them, so that the caller may drop each
+ * batch's programs, groups and memory plans once it is in: the same bytes
+ * as cg_plan_bytes's. cg_plan_stream_new copies o (whose mp and fusion
+ * arrays, and seconds, stay the caller's: entries s0 to s1 - 1 are read
+ * by cg_plan_stream_add of those stages only); NULL when out of memory.
+ * cg_plan_stream_add gives stages s0 to s1 - 1 (stages[s]), in order from
+ * 0; cg_plan_stream_end writes the plan with report (may be NULL) once
+ * every stage is in. Both return false with a message in err as
+ * cg_plan_bytes does; their allocation failures jump to *oom, and
+ * cg_plan_stream_free then frees what the stream holds, whatever it had
+ * come to. */
+typedef struct cg_plan_stream cg_plan_stream;
+cg_plan_stream *cg_plan_stream_new(int nstages, const cg_plan_options *o, su_status *err,
+                                   jmp_buf *oom);
+bool cg_plan_stream_add(cg_plan_stream *ps, ir_module *const *stages, int s0, int s1);
+bool cg_plan_stream_end(cg_plan_stream *ps, const char *report, uint8_t **out, size_t *len);
+void cg_plan_stream_free(cg_plan_stream *ps);
 
 #endif

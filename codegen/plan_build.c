@@ -452,8 +452,13 @@ static bool build_stage(builder *b, rt_program *prog)
     }
     prog->nbuf = b->mp->nbuf;
     prog->arena_bytes = b->mp->arena_bytes;
-    prog->buf_bytes = b->mp->bytes;
-    prog->buf_offset = b->mp->offset;
+    /* copies: a stage's memory plan may go before the plan is written
+     * (cg_plan_stream), its plain program's with it (b->sa) */
+    size_t nb = ((size_t)b->mp->nbuf + 1) * sizeof *prog->buf_bytes;
+    prog->buf_bytes = su_alloc(b->sa, nb);
+    prog->buf_offset = su_alloc(b->sa, nb);
+    memcpy(prog->buf_bytes, b->mp->bytes, (size_t)b->mp->nbuf * sizeof *prog->buf_bytes);
+    memcpy(prog->buf_offset, b->mp->offset, (size_t)b->mp->nbuf * sizeof *prog->buf_offset);
     prog->ninstr = (int32_t)b->nins;
     /* the instructions themselves, not a copy: plain[stage] owns them
      * (room for an instruction per op: about as many), or pk (packed) */
@@ -1370,20 +1375,23 @@ static void lap(const cg_plan_options *o, int k, double *t0, double kern)
     *t0 = t;
 }
 
-/* A plan being built: what it holds, freed by cg_plan_bytes after an
- * allocation failure too. */
-typedef struct plan_run {
+/* A plan being built: what it holds, freed by run_free after an
+ * allocation failure too (cg_plan_bytes's, or a cg_plan_stream). */
+struct cg_plan_stream {
     builder b;
+    cg_plan_options o;  /* the caller's, copied (b.o) */
+    su_status own_err;  /* a stream's failure (b.err) */
     su_arena arena;
     su_arena batch;     /* build_rolled's plain stages */
     su_vec kept;        /* build_rolled's rt_kernel *: those of stages that did not roll */
-    ir_module *const *stages;
+    rt_plan p;
     int nstages;
-    const char *report;
-    uint8_t **out;
-    size_t *len;
-    bool ok;
-} plan_run;
+    bool begun;         /* plan_head and rolled_begin done */
+    int next;           /* a stream's next stage */
+    struct cg_rolled *done; /* build_rolled's: per stage, its loop form */
+    struct check_job *job;  /* per stage: its validation */
+};
+typedef struct cg_plan_stream plan_run;
 
 /* p's I/O, module and kernel tables from b's (each an array in a) */
 static void tables(builder *b, rt_plan *p, su_arena *a)
@@ -1439,205 +1447,271 @@ static bool packed_refs(const rt_plan *p, int s, const cg_packed *P, su_status *
 /* A pipeline's stages, built plain, rolled into the loop form and
  * validated as they will be written (a rolled stage's instructions on a
  * sample of its items: rt_plan_validate_stage), a batch at a time, as
- * many stages as processors (at most 16): the batch's plain programs,
- * their instructions packed (cg_packed), and kernels are freed once it has
- * rolled, so the plan never holds more than a batch of plain stages (at
- * 128 microbatches, pipeline.sh L=96 on 64x8x8's are 150,000 instructions
- * each: 6 MB packed, 113 MB as rt_instr). Before the roll, only what it
- * indexes by is checked (packed_refs). A stage that does not roll is
- * unpacked. The kernels: those of the stages that did not roll, as they
- * were, then each rolled stage's, in stage order. */
-static bool build_rolled(plan_run *r, rt_plan *p)
+ * many stages as processors (at most 16, cg_plan_batch_stages), or as
+ * the caller of a cg_plan_stream gives them: the batch's plain programs,
+ * their instructions packed (cg_packed), and kernels are freed once it
+ * has rolled, so the plan never holds more than a batch of plain stages
+ * (at 128 microbatches, pipeline.sh L=96 on 64x8x8's are 150,000
+ * instructions each: 6 MB packed, 113 MB as rt_instr). Before the roll,
+ * only what it indexes by is checked (packed_refs). A stage that does not
+ * roll is unpacked. The kernels: those of the stages that did not roll,
+ * as they were, then each rolled stage's, in stage order (rolled_end).
+ * The plan is the same bytes however the stages are batched. */
+static void rolled_begin(plan_run *r)
 {
     builder *b = &r->b;
     int n = r->nstages;
-    int batch = su_processors();
-    batch = batch < 1 ? 1 : batch > 16 ? 16 : batch;
-    cg_rolled *done = su_alloc(&r->arena, (size_t)n * sizeof *done);
-    memset(done, 0, (size_t)n * sizeof *done);
-    su_vec *kept = &r->kept;
-    check_job *job = su_alloc(&r->arena, (size_t)batch * sizeof *job);
-    b->packed = calloc((size_t)(n > 0 ? n : 1), sizeof *b->packed); /* cg_plan_bytes frees */
+    r->done = su_alloc(&r->arena, (size_t)(n > 0 ? n : 1) * sizeof *r->done);
+    memset(r->done, 0, (size_t)(n > 0 ? n : 1) * sizeof *r->done);
+    r->job = su_alloc(&r->arena, (size_t)(n > 0 ? n : 1) * sizeof *r->job);
+    b->packed = calloc((size_t)(n > 0 ? n : 1), sizeof *b->packed); /* run_free frees */
     if (!b->packed)
         su_oom(b->oom);
-    bool ok = true;
-    for (int s0 = 0; ok && s0 < n; s0 += batch) {
-        int s1 = s0 + batch < n ? s0 + batch : n;
-        su_arena *sa = &r->batch;
-        b->sa = sa;
-        int32_t k0 = (int32_t)b->kernels.n;
-        double t0 = su_seconds();
-        ok = !b->o->kernels || gen_kernels(b, r->stages, n, s0, s1);
-        lap(b->o, CG_T_KERNELS, &t0, 0);
-        double kern = b->kernel_s;
-        ok = ok && plan_stages(b, r->stages, s0, s1, p);
-        lap(b->o, CG_T_LOWER, &t0, b->kernel_s - kern);
-        rt_plan v = *p; /* the batch's view: the tables so far, its kernels */
-        if (ok) {
-            tables(b, &v, sa);
-            v.kernel += k0;
-            v.nkernels -= k0;
-            for (int s = s0; ok && s < s1; s++)
-                ok = packed_refs(&v, s, &b->packed[s], b->err);
-        }
-        if (ok) {
-            cg_plan_roll_stages(&v, s0, s1, b->packed, b->task, b->mb, &r->arena, b->oom,
-                                done + s0);
-            lap(b->o, CG_T_ROLL, &t0, 0);
-            /* each stage as it will be written: rolled (its loop form, and
-             * its instructions on a sample of its items), or plain */
-            for (int s = s0; s < s1; s++) {
-                job[s - s0] = (check_job){.p = &v, .s = s};
-                if (!done[s].rolled) { /* plain: its instructions unpacked */
-                    const cg_packed *P = &b->packed[s];
-                    rt_instr *in = malloc(((size_t)P->n + 1) * sizeof *in);
-                    if (!in)
-                        su_oom(b->oom);
-                    for (int32_t k = 0; k < P->n; k++)
-                        cg_unpack(P, k, &in[k]);
-                    p->stage[s].instr = b->plain[s] = in; /* v's too */
-                    cg_packed_free(&b->packed[s]);
-                    continue;
-                }
-                rt_plan *w = su_alloc(sa, sizeof *w);
-                *w = v;
-                w->stage = su_alloc(sa, (size_t)n * sizeof *w->stage);
-                memcpy(w->stage, v.stage, (size_t)n * sizeof *w->stage);
-                w->stage[s] = done[s].prog;
-                w->kernel = done[s].kernel;
-                w->nkernels = done[s].nkernels;
-                job[s - s0].p = w;
-            }
-            su_parallel_for(s1 - s0, batch, check_item, job);
-            for (int s = s0; ok && s < s1; s++)
-                if (!job[s - s0].ok) {
-                    *b->err = job[s - s0].err;
-                    ok = false;
-                }
-            lap(b->o, CG_T_VALIDATE, &t0, 0);
-        }
-        if (ok) {
-            for (int i = 0; i < v.nio; i++) /* the rolled stages' buffers, numbered again */
-                if (v.io[i].stage >= s0 && v.io[i].stage < s1) {
-                    rt_io *io = b->ios.v[i];
-                    io->buffer = v.io[i].buffer;
-                    io->update = v.io[i].update;
-                }
-            bool all = true;
-            for (int s = s0; s < s1; s++) {
-                all = all && done[s].rolled;
-                if (!done[s].rolled)
-                    continue;
-                p->stage[s] = done[s].prog;
-                cg_packed_free(&b->packed[s]); /* read no more */
-            }
-            for (int32_t k = k0; k < b->kernels.n; k++) {
-                rt_kernel *kr = b->kernels.v[k];
-                if (!done[kr->stage].rolled)
-                    su_vec_push(kept, b->oom, kr);
-            }
-            b->kernels.n = k0;
-            if (!all) /* a stage as it was: its plain memory stays */
-                su_arena_take(&r->arena, sa);
-        }
-        b->sa = &r->arena;
-        su_arena_free(sa);
-    }
+}
+
+/* Stages s0 to s1 - 1 of the pipeline (stages[s], laid out by o->mp[s],
+ * with o->fusion[s]'s kernels) into r->p: built plain, rolled and
+ * validated (build_rolled's batch). */
+static bool rolled_batch(plan_run *r, ir_module *const *stages, int s0, int s1)
+{
+    builder *b = &r->b;
+    rt_plan *p = &r->p;
+    int n = r->nstages;
+    cg_rolled *done = r->done;
+    check_job *job = r->job;
+    su_arena *sa = &r->batch;
+    b->sa = sa;
+    int32_t k0 = (int32_t)b->kernels.n;
     double t0 = su_seconds();
+    bool ok = !b->o->kernels || gen_kernels(b, stages, n, s0, s1);
+    lap(b->o, CG_T_KERNELS, &t0, 0);
+    double kern = b->kernel_s;
+    ok = ok && plan_stages(b, stages, s0, s1, p);
+    lap(b->o, CG_T_LOWER, &t0, b->kernel_s - kern);
+    rt_plan v = *p; /* the batch's view: the tables so far, its kernels */
     if (ok) {
-        tables(b, p, &r->arena);
-        int32_t nk = (int32_t)kept->n;
-        for (int s = 0; s < n; s++)
-            nk += done[s].rolled ? done[s].nkernels : 0;
-        p->nkernels = nk;
-        p->kernel = su_alloc(&r->arena, ((size_t)nk + 1) * sizeof *p->kernel);
-        int32_t k = 0;
-        for (int i = 0; i < kept->n; i++)
-            p->kernel[k++] = *(rt_kernel *)kept->v[i];
-        for (int s = 0; s < n; s++)
-            for (int32_t i = 0; done[s].rolled && i < done[s].nkernels; i++)
-                p->kernel[k++] = done[s].kernel[i];
+        tables(b, &v, sa);
+        v.kernel += k0;
+        v.nkernels -= k0;
+        for (int s = s0; ok && s < s1; s++)
+            ok = packed_refs(&v, s, &b->packed[s], b->err);
     }
-    ok = ok && rt_plan_validate_rest(p, b->err);
+    if (ok) {
+        cg_plan_roll_stages(&v, s0, s1, b->packed, b->task, b->mb, &r->arena, b->oom,
+                            done + s0);
+        lap(b->o, CG_T_ROLL, &t0, 0);
+        /* each stage as it will be written: rolled (its loop form, and
+         * its instructions on a sample of its items), or plain */
+        for (int s = s0; s < s1; s++) {
+            job[s] = (check_job){.p = &v, .s = s};
+            if (!done[s].rolled) { /* plain: its instructions unpacked */
+                const cg_packed *P = &b->packed[s];
+                rt_instr *in = malloc(((size_t)P->n + 1) * sizeof *in);
+                if (!in)
+                    su_oom(b->oom);
+                for (int32_t k = 0; k < P->n; k++)
+                    cg_unpack(P, k, &in[k]);
+                p->stage[s].instr = b->plain[s] = in; /* v's too */
+                cg_packed_free(&b->packed[s]);
+                continue;
+            }
+            rt_plan *w = su_alloc(sa, sizeof *w);
+            *w = v;
+            w->stage = su_alloc(sa, (size_t)n * sizeof *w->stage);
+            memcpy(w->stage, v.stage, (size_t)n * sizeof *w->stage);
+            w->stage[s] = done[s].prog;
+            w->kernel = done[s].kernel;
+            w->nkernels = done[s].nkernels;
+            job[s].p = w;
+        }
+        int nt = su_processors();
+        su_parallel_for(s1 - s0, nt > 16 ? 16 : nt, check_item, job + s0);
+        for (int s = s0; ok && s < s1; s++)
+            if (!job[s].ok) {
+                *b->err = job[s].err;
+                ok = false;
+            }
+        lap(b->o, CG_T_VALIDATE, &t0, 0);
+    }
+    if (ok) {
+        for (int i = 0; i < v.nio; i++) /* the rolled stages' buffers, numbered again */
+            if (v.io[i].stage >= s0 && v.io[i].stage < s1) {
+                rt_io *io = b->ios.v[i];
+                io->buffer = v.io[i].buffer;
+                io->update = v.io[i].update;
+            }
+        bool all = true;
+        for (int s = s0; s < s1; s++) {
+            all = all && done[s].rolled;
+            if (!done[s].rolled)
+                continue;
+            p->stage[s] = done[s].prog;
+            cg_packed_free(&b->packed[s]); /* read no more */
+        }
+        for (int32_t k = k0; k < b->kernels.n; k++) {
+            rt_kernel *kr = b->kernels.v[k];
+            if (!done[kr->stage].rolled)
+                su_vec_push(&r->kept, b->oom, kr);
+        }
+        b->kernels.n = k0;
+        if (!all) /* a stage as it was: its plain memory stays */
+            su_arena_take(&r->arena, sa);
+    }
+    b->sa = &r->arena;
+    su_arena_free(sa);
+    return ok;
+}
+
+/* The rolled plan's tables once its every stage has been through
+ * rolled_batch, and the rest of it validated. */
+static bool rolled_end(plan_run *r)
+{
+    builder *b = &r->b;
+    rt_plan *p = &r->p;
+    int n = r->nstages;
+    double t0 = su_seconds();
+    tables(b, p, &r->arena);
+    int32_t nk = (int32_t)r->kept.n;
+    for (int s = 0; s < n; s++)
+        nk += r->done[s].rolled ? r->done[s].nkernels : 0;
+    p->nkernels = nk;
+    p->kernel = su_alloc(&r->arena, ((size_t)nk + 1) * sizeof *p->kernel);
+    int32_t k = 0;
+    for (int i = 0; i < r->kept.n; i++)
+        p->kernel[k++] = *(rt_kernel *)r->kept.v[i];
+    for (int s = 0; s < n; s++)
+        for (int32_t i = 0; r->done[s].rolled && i < r->done[s].nkernels; i++)
+            p->kernel[k++] = r->done[s].kernel[i];
+    bool ok = rt_plan_validate_rest(p, b->err);
     lap(b->o, CG_T_VALIDATE, &t0, 0);
     return ok;
 }
 
-static void build_plan(void *arg)
+/* The report (NULL: none) the plan holds: before the plan is validated
+ * whole. */
+static void set_report(plan_run *r, const char *report)
 {
-    plan_run *r = arg;
+    r->p.report = (char *)(report ? report : "");
+    r->p.report_len = strlen(r->p.report);
+}
+
+/* The plan's head, from its first stage's program m0 (its mesh and
+ * pipeline): what every stage's building reads. */
+static void plan_head(plan_run *r, const ir_module *m0)
+{
     builder *b = &r->b;
-    const ir_module *m0 = r->stages[0];
+    rt_plan *p = &r->p;
     int nstages = r->nstages;
-    rt_plan p;
-    memset(&p, 0, sizeof p);
-    p.loss = -1;
-    p.init_module = -1;
+    memset(p, 0, sizeof *p);
+    p->loss = -1;
+    p->init_module = -1;
     b->init_module = -1;
     b->init = (cg_cuda_kernel){.name = RT_INIT_ENTRY, .key = RT_INIT_ENTRY, .group = -1,
                                .op = -1, .key_hash = cg_cuda_key_hash(RT_INIT_ENTRY),
                                .source = su_sprintf(&r->arena, "#define SH_INIT_KERNEL 1\n%s",
                                                     cg_init_source)};
-    p.naxes = m0->mesh.naxes;
+    p->naxes = m0->mesh.naxes;
     for (int a = 0; a < m0->mesh.naxes; a++) {
-        p.axis_name[a] = (char *)m0->mesh.name[a];
-        p.axis_size[a] = m0->mesh.size[a];
+        p->axis_name[a] = su_strdup(&r->arena, m0->mesh.name[a]); /* m0 may go first */
+        p->axis_size[a] = m0->mesh.size[a];
     }
-    p.stage_axis = m0->stage >= 0 ? m0->pipe.axis : -1;
-    p.nstages = nstages;
-    p.stage = su_alloc(&r->arena, (size_t)nstages * sizeof *p.stage);
-    memset(p.stage, 0, (size_t)nstages * sizeof *p.stage);
+    p->stage_axis = m0->stage >= 0 ? m0->pipe.axis : -1;
+    p->nstages = nstages;
+    p->stage = su_alloc(&r->arena, (size_t)nstages * sizeof *p->stage);
+    memset(p->stage, 0, (size_t)nstages * sizeof *p->stage);
     b->task = su_alloc(&r->arena, (size_t)nstages * sizeof *b->task);
     b->mb = su_alloc(&r->arena, (size_t)nstages * sizeof *b->mb);
-    p.report = (char *)(r->report ? r->report : "");
-    p.report_len = strlen(p.report);
-    p.source = (char *)(b->o->source ? b->o->source : "");
-    bool ok = true;
-    if (!b->o->unroll && m0->stage >= 0) {
-        /* each stage rolled into loop form and validated as it will be
-         * written, then the rest of the plan */
-        ok = build_rolled(r, &p);
-    } else {
-        double t0 = su_seconds();
-        ok = !b->o->kernels || gen_kernels(b, r->stages, nstages, 0, nstages);
-        lap(b->o, CG_T_KERNELS, &t0, 0);
-        for (int s = 0; ok && s < nstages; s++)
-            ok = plan_stage(b, r->stages[s], s, &p.stage[s], &p.loss);
-        if (ok)
-            tables(b, &p, &r->arena);
-        lap(b->o, CG_T_LOWER, &t0, b->kernel_s);
-        ok = ok && rt_plan_validate(&p, b->err);
-        lap(b->o, CG_T_VALIDATE, &t0, 0);
-    }
-    double t0 = su_seconds();
-    if (ok)
-        ok = rt_plan_write_rolled(&p, r->out, r->len, b->err);
-    lap(b->o, CG_T_BYTES, &t0, 0);
-    r->ok = ok;
+    set_report(r, NULL); /* until it is known (cg_plan_stream_end) */
+    p->source = (char *)(b->o->source ? b->o->source : "");
 }
 
-bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
-                   const cg_plan_options *o, uint8_t **out, size_t *len, su_status *err,
-                   jmp_buf *oom)
+/* The plan's bytes. */
+static bool plan_write(plan_run *r, uint8_t **out, size_t *len)
 {
-    *out = NULL;
-    *len = 0;
-    plan_run r = {.stages = stages, .nstages = nstages, .report = report, .out = out,
-                  .len = len};
-    su_arena_init(&r.arena, oom);
-    su_arena_init(&r.batch, oom);
-    builder *b = &r.b;
-    b->arena = b->sa = &r.arena;
+    double t0 = su_seconds();
+    bool ok = rt_plan_write_rolled(&r->p, out, len, r->b.err);
+    lap(r->b.o, CG_T_BYTES, &t0, 0);
+    return ok;
+}
+
+/* cg_plan_bytes's work (its allocation failures freed by its caller). */
+typedef struct bytes_run {
+    plan_run *r;
+    ir_module *const *stages;
+    const char *report;
+    uint8_t **out;
+    size_t *len;
+    bool ok;
+} bytes_run;
+
+static void build_plan(void *arg)
+{
+    bytes_run *w = arg;
+    plan_run *r = w->r;
+    builder *b = &r->b;
+    rt_plan *p = &r->p;
+    int nstages = r->nstages;
+    plan_head(r, w->stages[0]);
+    set_report(r, w->report);
+    bool ok = true;
+    if (!b->o->unroll && w->stages[0]->stage >= 0) {
+        /* each stage rolled into loop form and validated as it will be
+         * written, a batch at a time, then the rest of the plan */
+        rolled_begin(r);
+        int batch = cg_plan_batch_stages();
+        for (int s0 = 0; ok && s0 < nstages; s0 += batch)
+            ok = rolled_batch(r, w->stages, s0, s0 + batch < nstages ? s0 + batch : nstages);
+        ok = ok && rolled_end(r);
+    } else {
+        double t0 = su_seconds();
+        ok = !b->o->kernels || gen_kernels(b, w->stages, nstages, 0, nstages);
+        lap(b->o, CG_T_KERNELS, &t0, 0);
+        for (int s = 0; ok && s < nstages; s++)
+            ok = plan_stage(b, w->stages[s], s, &p->stage[s], &p->loss);
+        if (ok)
+            tables(b, p, &r->arena);
+        lap(b->o, CG_T_LOWER, &t0, b->kernel_s);
+        ok = ok && rt_plan_validate(p, b->err);
+        lap(b->o, CG_T_VALIDATE, &t0, 0);
+    }
+    w->ok = ok && plan_write(r, w->out, w->len);
+}
+
+int cg_plan_batch_stages(void)
+{
+    int n = su_processors();
+    return n < 1 ? 1 : n > 16 ? 16 : n;
+}
+
+/* r set up to build a plan of nstages stages with options o (copied) and
+ * failures into err; nothing allocated that can fail but the stages'
+ * instruction table (false: none, r as it was after run_free). */
+static bool run_init(plan_run *r, int nstages, const cg_plan_options *o, su_status *err,
+                     jmp_buf *oom)
+{
+    memset(r, 0, sizeof *r);
+    r->nstages = nstages;
+    r->o = *o;
+    su_arena_init(&r->arena, oom);
+    su_arena_init(&r->batch, oom);
+    builder *b = &r->b;
+    b->arena = b->sa = &r->arena;
     b->plain = calloc((size_t)(nstages > 0 ? nstages : 1), sizeof *b->plain);
     if (!b->plain)
-        su_oom(oom);
+        return false;
     b->err = err;
-    b->o = o;
+    b->o = &r->o;
     b->oom = oom;
     for (int c = 0; c < IR_NOPS; c++)
         b->rt_code[c] = (int16_t)rt_op_lookup(c == IR_RESHAPE ? "copy" : ir_ops[c].name);
     su_buf_init(&b->msg, oom);
-    bool done = su_guarded(oom, build_plan, &r);
+    return true;
+}
+
+/* What r holds, freed (r itself not), whatever it had come to. */
+static void run_free(plan_run *r)
+{
+    builder *b = &r->b;
     free_lower(b, false);
     free_jobs(b);
     for (int s = 0; s < b->ngen; s++)
@@ -1646,10 +1720,10 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     rt_nvrtc_output_free(&b->nv);
     su_buf_free(&b->msg);
     free(b->ins);
-    for (int s = 0; s < nstages; s++)
+    for (int s = 0; b->plain && s < r->nstages; s++)
         free(b->plain[s]);
     free(b->plain);
-    for (int s = 0; b->packed && s < nstages; s++)
+    for (int s = 0; b->packed && s < r->nstages; s++)
         cg_packed_free(&b->packed[s]);
     free(b->packed);
     su_vec_free(&b->ios);
@@ -1657,10 +1731,73 @@ bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
     su_vec_free(&b->made_k);
     su_vec_free(&b->modules);
     su_vec_free(&b->made);
-    su_vec_free(&r.kept);
-    su_arena_free(&r.batch);
-    su_arena_free(&r.arena);
+    su_vec_free(&r->kept);
+    su_arena_free(&r->batch);
+    su_arena_free(&r->arena);
+}
+
+bool cg_plan_bytes(ir_module *const *stages, int nstages, const char *report,
+                   const cg_plan_options *o, uint8_t **out, size_t *len, su_status *err,
+                   jmp_buf *oom)
+{
+    *out = NULL;
+    *len = 0;
+    plan_run *r = malloc(sizeof *r);
+    if (!r || !run_init(r, nstages, o, err, oom)) {
+        if (r)
+            run_free(r);
+        free(r);
+        su_oom(oom);
+    }
+    bytes_run w = {.r = r, .stages = stages, .report = report, .out = out, .len = len};
+    bool done = su_guarded(oom, build_plan, &w);
+    run_free(r);
+    free(r);
     if (!done)
         su_oom(oom);
-    return r.ok;
+    return w.ok;
+}
+
+cg_plan_stream *cg_plan_stream_new(int nstages, const cg_plan_options *o, su_status *err,
+                                   jmp_buf *oom)
+{
+    plan_run *r = malloc(sizeof *r);
+    if (r && !run_init(r, nstages, o, err, oom)) {
+        run_free(r);
+        free(r);
+        r = NULL;
+    }
+    return r;
+}
+
+bool cg_plan_stream_add(cg_plan_stream *r, ir_module *const *stages, int s0, int s1)
+{
+    if (s0 != r->next || s1 <= s0 || s1 > r->nstages)
+        return fail(&r->b, "the plan's stages %d to %d given where stage %d was next", s0,
+                    s1 - 1, r->next);
+    r->next = s1;
+    if (!r->begun) {
+        plan_head(r, stages[s0]);
+        rolled_begin(r);
+        r->begun = true;
+    }
+    return rolled_batch(r, stages, s0, s1);
+}
+
+bool cg_plan_stream_end(cg_plan_stream *r, const char *report, uint8_t **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    if (r->next != r->nstages)
+        return fail(&r->b, "the plan ended after %d of its %d stages", r->next, r->nstages);
+    set_report(r, report);
+    return rolled_end(r) && plan_write(r, out, len);
+}
+
+void cg_plan_stream_free(cg_plan_stream *r)
+{
+    if (!r)
+        return;
+    run_free(r);
+    free(r);
 }

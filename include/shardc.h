@@ -117,6 +117,20 @@ SHARDC_API void shardc_options_set_explain(shardc_options *opt, int on);
  * SHARDC_ERR_USAGE. */
 SHARDC_API void shardc_options_set_report_only(shardc_options *opt, int on);
 
+/* Whether the compilation is for its plan and report alone (nonzero) or
+ * not (0, the default): `shardc -o FILE` without other outputs. A
+ * pipeline's plan is then built as its stages are made, a batch of
+ * stages at a time (as many as the processors, at most 16), each batch
+ * fused or grouped, memory-planned and costed, built into the plan, then
+ * dropped, so that a deep pipeline's compile holds a few stages whole at
+ * once rather than all of them, and takes less time and memory. The plan
+ * (shardc_program_save_plan, shardc_program_plan), "report" and
+ * "report-json" are the only outputs it has, the same bytes as without
+ * it; anything else is SHARDC_ERR_USAGE. A failure writing the plan is
+ * then the compile's (SHARDC_ERR_INTERNAL, as the plan's would be).
+ * shardc_options_set_report_only overrides it. */
+SHARDC_API void shardc_options_set_plan_only(shardc_options *opt, int on);
+
 /* As `--keep-gathered`: the backward reads each activation the forward
  * gathered (the sequence-split input of a column-parallel layer, for its
  * weight's gradient) rather than gathering it again; fewer bytes sent,
@@ -289,7 +303,11 @@ SHARDC_API const char *shardc_plan_step_name(int i);
  * later, by shardc_program_plan or shardc_program_save_plan (or in memory
  * for the "schedule" and "loops" emits): its steps (shardc_plan_step_name)
  * are those of the last plan made from prog, -1 before one was; the
- * caller times the rest (writing the file). */
+ * caller times the rest (writing the file). A pipeline compiled for its
+ * plan alone (shardc_options_set_plan_only) has its plan made during the
+ * compile: "plan" is the wall time that took (its steps, and the time
+ * between them), which the compile's time includes and the passes' do
+ * not; -1 where there is no such plan. */
 SHARDC_API double shardc_program_seconds(const shardc_program *prog, const char *what);
 
 /* ---- plans ---- */

@@ -99,6 +99,7 @@ typedef struct run {
     su_loc *at;
     su_buf text;
     pass_status st;
+    double handed;      /* seconds of the pass so far in o->batch, not its own */
 } run;
 
 static bool partitioned(const pass_result *r)
@@ -574,9 +575,8 @@ static ir_module *stage_shell(const ir_module *m, jmp_buf *oom)
 
 /* Stage s: fused and planned as the fuse pass would (with kernels), or
  * its estimate's groups made and planned as the memplan pass would; the
- * plan checked; its report's costs and lane made; then its groups, its
- * plan's tables and its program go (the plan's figures stay in mp). */
-static bool report_stage(stage_job *j, su_buf *err)
+ * plan checked; its report's costs and lane made. */
+static bool cost_stage(stage_job *j, su_buf *err)
 {
     ir_module *m = j->w;
     m->oom = err->oom; /* as bucket_stage */
@@ -597,8 +597,16 @@ static bool report_stage(stage_job *j, su_buf *err)
     if (!pass_memplan_check(m, j->mp, err))
         return false;
     *j->cost = pass_stage_cost_make(m, j->s, j->mp, err->oom);
-    if (j->hw && !(*j->lane = pass_lane_make(m, j->s, j->n, f, j->mp, j->hw, err)))
-        return false;
+    return !j->hw || (*j->lane = pass_lane_make(m, j->s, j->n, f, j->mp, j->hw, err));
+}
+
+/* Stage s once costed (cost_stage): its groups, its plan's tables and its
+ * program go (the plan's figures stay in mp). */
+static bool drop_stage(stage_job *j, su_buf *err)
+{
+    ir_module *m = j->w;
+    m->oom = err->oom; /* as bucket_stage */
+    m->arena.oom = err->oom;
     pass_fusion_free(j->kernels ? j->f : j->est);
     pass_memplan kept = pass_memplan_figures(j->mp);
     pass_memplan_free(j->mp);
@@ -609,6 +617,11 @@ static bool report_stage(stage_job *j, su_buf *err)
     j->own_arena = j->own;
     ir_module_free(m);
     return true;
+}
+
+static bool report_stage(stage_job *j, su_buf *err)
+{
+    return cost_stage(j, err) && drop_stage(j, err);
 }
 
 /* Whether the run is a report-only compilation of a pipeline's stages
@@ -641,16 +654,42 @@ static pass_status report_stages(run *u)
         r->lanes = su_xmalloc(oom, (size_t)n * sizeof *r->lanes);
         memset(r->lanes, 0, (size_t)n * sizeof *r->lanes);
     }
-    stage_job *job = stage_jobs(u, n);
-    for (int s = 0; s < n; s++)
-        job[s] = (stage_job){.run = report_stage, .m = st[s], .w = st[s], .own = st[s]->oom,
-                             .own_arena = st[s]->arena.oom, .f = &r->fusion[s],
-                             .mp = &r->mp[s], .kernels = u->o->kernels,
-                             .est = r->estimate ? &r->estimate[s] : NULL, .hw = u->o->hw,
-                             .n = n, .s = s, .slot = &st[s], .cost = &r->cost[s],
-                             .lane = r->lanes ? &r->lanes[s] : NULL};
-    if (!run_stage_jobs(u, job, n, true))
-        return PASS_ERR_INTERNAL;
+    const pass_options *o = u->o;
+    int batch = o->batch && o->batch_stages > 0 ? o->batch_stages : n;
+    bool (*const step[])(stage_job *, su_buf *) = {report_stage, cost_stage, drop_stage};
+    for (int s0 = 0; s0 < n; s0 += batch) {
+        int s1 = s0 + batch < n ? s0 + batch : n;
+        /* costed and dropped at once, or costed, handed on, dropped */
+        for (int k = o->batch ? 1 : 0; k < (o->batch ? 3 : 1); k++) {
+            stage_job *job = stage_jobs(u, s1 - s0);
+            for (int s = s0; s < s1; s++)
+                job[s - s0] = (stage_job){.run = step[k], .m = st[s], .w = st[s],
+                                          .own = st[s]->oom, .own_arena = st[s]->arena.oom,
+                                          .f = &r->fusion[s], .mp = &r->mp[s],
+                                          .kernels = o->kernels,
+                                          .est = r->estimate ? &r->estimate[s] : NULL,
+                                          .hw = o->hw, .n = n, .s = s, .slot = &st[s],
+                                          .cost = &r->cost[s],
+                                          .lane = r->lanes ? &r->lanes[s] : NULL};
+            int bad;
+            run_stage_jobs_keep(u->err, job, s1 - s0, false, &bad);
+            free_stage_jobs(job, s1 - s0);
+            if (bad >= 0 && k < 2)
+                su_buf_printf(u->err, " (the memory plan of stage %d)", s0 + bad);
+            if (bad >= 0)
+                return PASS_ERR_INTERNAL; /* the stages not dropped are r's */
+            if (k != 1)
+                continue;
+            for (int s = s0; s < s1 && o->kernels; s++)
+                r->fusion[s].min_arch = o->min_arch; /* as fused() */
+            r->fused = o->kernels;
+            double t0 = su_seconds();
+            bool ok = o->batch(o->batch_ctx, st, n, s0, s1, r, u->err);
+            u->handed += su_seconds() - t0;
+            if (!ok)
+                return PASS_ERR_INTERNAL;
+        }
+    }
     r->fused = false; /* its groups are gone */
     r->planned = true;
     return PASS_OK;
@@ -766,7 +805,8 @@ static bool in_list(const run *u, pass_id id)
 static bool ended(run *u, pass_id id, double t0)
 {
     pass_result *r = u->r;
-    r->seconds[id] = su_seconds() - t0;
+    r->seconds[id] = su_seconds() - t0 - u->handed; /* not the caller's batch's */
+    u->handed = 0;
     if (u->st != PASS_OK) {
         r->failed = id;
         if (!u->err->len)

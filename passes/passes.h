@@ -654,6 +654,7 @@ const char *pass_names(void);
  * pass_result_print prints it. */
 typedef void (*pass_print_fn)(const char *pass, const char *text, size_t len, void *user);
 
+struct pass_result;
 typedef struct pass_options {
     int64_t bucket_bytes;   /* the bucket pass's (0: none) */
     bool no_reasons;        /* propagate and partition keep no reasons (res.ex and
@@ -679,6 +680,19 @@ typedef struct pass_options {
      * stages under way, not every stage whole. pass_report_from writes its
      * report, the same bytes. Not with only, print_after or stop_after. */
     bool report_only;
+    /* With report_only, the caller's hand in it: the stages are taken a
+     * batch of batch_stages at a time (0: all at once), and each batch,
+     * its stages fused or grouped, memory-planned, checked and costed,
+     * goes to batch (stages s0 to s1 - 1 of the n, their groups and plans
+     * in r->fusion and r->mp, the fusion's min_arch set) before the stages
+     * are dropped: a plan built as the stages are made
+     * (cg_plan_stream_add). False: it failed, with its message in err;
+     * the pipeline then fails as a bug in shardc (PASS_ERR_INTERNAL). The
+     * time it takes is not the pass's (pass_result.seconds). */
+    bool (*batch)(void *ctx, ir_module *const *stages, int n, int s0, int s1,
+                  const struct pass_result *r, su_buf *err);
+    void *batch_ctx;
+    int batch_stages;
     const pass_hw *hw;
     pass_print_fn print;
     void *print_user;

@@ -103,7 +103,7 @@ def version() -> str:
 
 _OPTIONS = ("arch", "bucket_mb", "zero", "zero_axis", "schedule", "microbatches", "dtype",
             "recompute", "keep_gathered", "unroll", "f32_matmul", "mem_limit", "hw", "cache_dir",
-            "explain", "report_only")
+            "explain", "report_only", "plan_only")
 
 
 def _options(mesh, defines, opts):
@@ -150,6 +150,8 @@ def _options(mesh, defines, opts):
             _lib.shardc_options_set_explain(o, int(bool(opts["explain"])))
         if opts.get("report_only") is not None:
             _lib.shardc_options_set_report_only(o, int(bool(opts["report_only"])))
+        if opts.get("plan_only") is not None:
+            _lib.shardc_options_set_plan_only(o, int(bool(opts["plan_only"])))
         if opts.get("mem_limit") is not None:
             _call(_lib.shardc_options_set_mem_limit, o, _b(opts["mem_limit"]), what="mem_limit")
         if opts.get("hw") is not None:
@@ -180,7 +182,9 @@ def compile(source: Union[str, bytes, None] = None, path: Union[str, os.PathLike
     f32_matmul ("f32", or "bf16x3": f32 matmuls as products of bf16 parts),
     explain (False: about twice as fast, without .explain()), report_only
     (True: only .report() and its JSON, a deep pipeline's stages dropped as
-    they are costed), mem_limit ("12GiB"), hw ("h100", or a profile's .json
+    they are costed), plan_only (True: only .plan(), .save_plan() and the
+    reports, a deep pipeline's plan built as its stages are made, which
+    takes less time and memory), mem_limit ("12GiB"), hw ("h100", or a profile's .json
     path), cache_dir.
 
     Raises InputError with the located diagnostic for a wrong model."""
@@ -238,7 +242,8 @@ class Program:
         (plan(), save_plan(), emit("schedule") or emit("loops")), the
         steps of the last one: "plan/report", "plan/kernels" (CUDA C and
         NVRTC), "plan/lowering", "plan/validation", "plan/loop-form",
-        "plan/bytes"."""
+        "plan/bytes"; with plan_only, "plan": the wall time the compile
+        spent making a pipeline's plan (those steps among it)."""
         out = {"frontend": _lib.shardc_program_seconds(self._h, b"frontend")}
         for names in (_lib.shardc_pass_name, _lib.shardc_plan_step_name):
             i = 0
@@ -250,6 +255,9 @@ class Program:
                 if s >= 0:
                     out[name.decode()] = s
                 i += 1
+        s = _lib.shardc_program_seconds(self._h, b"plan")
+        if s >= 0:
+            out["plan"] = s
         return out
 
     def explain(self) -> str:

@@ -79,6 +79,7 @@ _SIGS = {
     "shardc_options_set_f32_matmul": (_I, [_P, _S, _E]),
     "shardc_options_set_explain": (None, [_P, _I]),
     "shardc_options_set_report_only": (None, [_P, _I]),
+    "shardc_options_set_plan_only": (None, [_P, _I]),
     "shardc_options_set_mem_limit": (_I, [_P, _S, _E]),
     "shardc_options_set_archs": (_I, [_P, _S, _E]),
     "shardc_options_set_cache_dir": (_I, [_P, _S, _E]),

@@ -422,3 +422,17 @@ def test_report_only_is_the_report_alone():
     assert alone.emit("report") == whole.emit("report")
     with pytest.raises(shardc.UsageError, match="compilation was for its report alone"):
         alone.emit("stage-ir")
+
+
+def test_plan_only_is_the_plan_alone(tmp_path):
+    pipe = os.path.join(ROOT, "examples", "pipeline.sh")
+    opts = dict(mesh="1x2x1", defines={"L": 4, "B": 48}, microbatches=6, arch="none")
+    whole = shardc.compile(path=pipe, **opts)
+    alone = shardc.compile(path=pipe, plan_only=True, **opts)
+    whole.save_plan(tmp_path / "whole.plan")
+    alone.save_plan(tmp_path / "alone.plan")
+    assert (tmp_path / "alone.plan").read_bytes() == (tmp_path / "whole.plan").read_bytes()
+    assert alone.times()["plan"] > 0 and "plan" not in whole.times()
+    assert alone.emit("report-json") == whole.emit("report-json")
+    with pytest.raises(shardc.UsageError, match="compilation was for its plan alone"):
+        alone.emit("stage-ir")

@@ -1,6 +1,7 @@
 /* test_oom.c: the C API under allocation failure. One sequence of calls
  * (options, compiling, every output of shardc_program_emit, the program
- * compiled again for its report alone and its two reports, the plan made,
+ * compiled again for its report alone and its two reports, and for its
+ * plan alone, its two reports and its plan saved, the plan made,
  * saved and loaded, a training session with bound inputs, a step, its
  * output, outputs file, trace, params and a checkpoint, and a second
  * session resumed from it for another step) runs once to count its
@@ -284,7 +285,8 @@ typedef struct run {
     const result *want;      /* the reference run's results, NULL: this is it */
     result got;
     shardc_options *opt;
-    shardc_program *prog, *prog_ir, *prog_rep;
+    shardc_program *prog, *prog_ir, *prog_rep, *prog_plan;
+    uint64_t alone;          /* the plan-only compile's plan, its file's hash */
     char *ir;                /* the logical IR, compiled again as textual IR */
     shardc_plan *plan, *plan2;
     shardc_session *s, *s2;
@@ -354,34 +356,86 @@ static bool emit_all(run *r)
     return true;
 }
 
-/* The program compiled for its report alone (its stages dropped as they
- * are costed): its two reports are the whole program's. */
-static bool report_alone(run *r)
+/* The model compiled again into *prog, with the options as they are. */
+static bool compile_again(run *r, shardc_program **prog, const char *what)
 {
     char *err = NULL;
-    shardc_options_set_report_only(r->opt, 1);
-    bool ok_compile = ok(r, r->M->from_file ? shardc_compile_file(r->opt, model_path,
-                                                                  &r->prog_rep, &err)
-                                            : shardc_compile_string(r->opt, "m.sh", r->M->text,
-                                                                    strlen(r->M->text),
-                                                                    &r->prog_rep, &err),
-                         &err, "compile report only");
-    shardc_options_set_report_only(r->opt, 0);
-    if (!ok_compile)
-        return false;
+    return ok(r, r->M->from_file ? shardc_compile_file(r->opt, model_path, prog, &err)
+                                 : shardc_compile_string(r->opt, "m.sh", r->M->text,
+                                                         strlen(r->M->text), prog, &err),
+              &err, what);
+}
+
+/* prog's two reports are the whole program's. */
+static bool reports_same(run *r, const shardc_program *prog, const char *what)
+{
+    char *err = NULL;
     for (int i = 0; i < NKINDS; i++) {
         if (strcmp(kinds[i], "report") && strcmp(kinds[i], "report-json"))
             continue;
         char *text = NULL;
         size_t len = 0;
-        if (!ok(r, shardc_program_emit(r->prog_rep, kinds[i], &text, &len, &err), &err,
-                "report only"))
+        if (!ok(r, shardc_program_emit(prog, kinds[i], &text, &len, &err), &err, what))
             return false;
         if (r->got.emit[i] != (text ? hash(text, len) : 0)) {
-            fprintf(stderr, "k=%ld: the report-only compile's %s differs\n", r->k, kinds[i]);
-            CHECK(!"the report-only compile's report is the program's");
+            fprintf(stderr, "k=%ld: the %s compile's %s differs\n", r->k, what, kinds[i]);
+            CHECK(!"the compile's report is the whole program's");
         }
         shardc_free(text);
+    }
+    return true;
+}
+
+/* The program compiled for its report alone (its stages dropped as they
+ * are costed): its two reports are the whole program's. */
+static bool report_alone(run *r)
+{
+    shardc_options_set_report_only(r->opt, 1);
+    bool done = compile_again(r, &r->prog_rep, "compile report only");
+    shardc_options_set_report_only(r->opt, 0);
+    return done && reports_same(r, r->prog_rep, "report-only");
+}
+
+static uint64_t file_hash(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    uint64_t h = 0xcbf29ce484222325ull;
+    int c;
+    while (f && (c = getc(f)) != EOF)
+        h = (h ^ (unsigned char)c) * 0x100000001b3ull;
+    if (f)
+        fclose(f);
+    return f ? h : 0;
+}
+
+/* The program compiled for its plan alone (a pipeline's stages built into
+ * it as they are made): its two reports are the whole program's, and its
+ * plan, saved, is kept by its hash (plan_same). */
+static bool plan_alone(run *r)
+{
+    char *err = NULL;
+    shardc_options_set_plan_only(r->opt, 1);
+    bool done = compile_again(r, &r->prog_plan, "compile plan only");
+    shardc_options_set_plan_only(r->opt, 0);
+    if (!done || !reports_same(r, r->prog_plan, "plan-only"))
+        return false;
+    r->compiler = false; /* writing a file may fail as I/O (save_plan below) */
+    done = ok(r, shardc_program_save_plan(r->prog_plan, plan_path, &err), &err,
+              "save plan only");
+    r->compiler = true;
+    if (!done)
+        return false;
+    r->alone = file_hash(plan_path);
+    return true;
+}
+
+/* The whole program's plan, saved, is the plan-only compile's. */
+static bool plan_same(run *r)
+{
+    uint64_t h = file_hash(plan_path);
+    if (h != r->alone || !h) {
+        fprintf(stderr, "k=%ld: the plan-only compile's plan differs\n", r->k);
+        CHECK(!"the plan-only compile's plan is the whole program's");
     }
     return true;
 }
@@ -427,7 +481,7 @@ static void sequence(run *r)
                             : shardc_compile_string(r->opt, "m.sh", M->text, strlen(M->text),
                                                     &r->prog, &err),
             &err, "compile") ||
-        !emit_all(r) || !report_alone(r) ||
+        !emit_all(r) || !report_alone(r) || !plan_alone(r) ||
         !ok(r, shardc_program_emit(r->prog, "ir", &r->ir, NULL, &err), &err, "ir") ||
         !ok(r, shardc_compile_string(r->opt, "m.ir", r->ir, strlen(r->ir), &r->prog_ir, &err),
             &err, "compile ir") ||
@@ -435,6 +489,7 @@ static void sequence(run *r)
         (r->compiler = false) ||
         !ok(r, shardc_program_save_plan(r->prog, plan_path, &err), &err, "save_plan") ||
         !ok(r, shardc_plan_load(plan_path, &r->plan, &err), &err, "plan_load") ||
+        !plan_same(r) ||
         !open_session(r, &r->s) || !step(r, r->s, 0))
         return;
     const void *data = NULL;
@@ -463,6 +518,7 @@ static void run_free(run *r)
     shardc_program_free(r->prog);
     shardc_program_free(r->prog_ir);
     shardc_program_free(r->prog_rep);
+    shardc_program_free(r->prog_plan);
     shardc_free(r->ir);
     shardc_options_free(r->opt);
 }

@@ -18,7 +18,12 @@
  * but for them. A report-only compilation (shardc_options_set_report_only),
  * which costs each stage and drops its program as it goes, writes the
  * same reports (text and JSON, with kernels and without, with a memory
- * limit), its stages' programs gone, and refuses every other output. */
+ * limit), its stages' programs gone, and refuses every other output. So
+ * does a plan-only compilation (shardc_options_set_plan_only), which
+ * builds the plan a batch of stages at a time as it makes them: the same
+ * plan, byte for byte, with batches of one stage and of the machine's
+ * processors, with kernels (once) and without, with --unroll, and the
+ * same failure over a memory limit. */
 #include "shardc.h"
 #include "../../api/api_internal.h"
 #include "../../passes/fuse.h"
@@ -257,6 +262,118 @@ static void report_only_same(const char *name, const char *text, const char *mes
     }
 }
 
+/* Compiled with mem_limit (NULL: none), for its plan alone or not; its
+ * plan (or the failure's status and message) and reports. */
+typedef struct planned {
+    shardc_program *p;
+    shardc_status st;
+    char *err;
+    uint8_t *plan;
+    size_t len;
+    char *rep, *json;
+} planned;
+
+static planned plan_of(const char *name, const char *text, const char *mesh,
+                       const char *const *defs, bool kernels, bool unroll, const char *limit,
+                       bool alone)
+{
+    planned c = {0};
+    shardc_options *o = shardc_options_new();
+    set(o, mesh, defs, kernels);
+    shardc_options_set_unroll(o, unroll);
+    const char *cache = getenv("SHARDC_CACHE_DIR");
+    if (cache && *cache)
+        CHECK(shardc_options_set_cache_dir(o, cache, &c.err) == SHARDC_OK);
+    if (limit)
+        CHECK(shardc_options_set_mem_limit(o, limit, &c.err) == SHARDC_OK);
+    shardc_options_set_plan_only(o, alone);
+    c.st = shardc_compile_string(o, name, text, strlen(text), &c.p, &c.err);
+    if (c.st == SHARDC_OK)
+        c.st = api_program_plan(c.p, &c.plan, &c.len, &c.err);
+    if (c.st == SHARDC_OK)
+        c.st = shardc_program_emit(c.p, "report", &c.rep, NULL, &c.err);
+    if (c.st == SHARDC_OK)
+        c.st = shardc_program_emit(c.p, "report-json", &c.json, NULL, &c.err);
+    shardc_options_free(o);
+    return c;
+}
+
+static void planned_free(planned *c)
+{
+    shardc_program_free(c->p);
+    shardc_free(c->err);
+    free(c->plan);
+    shardc_free(c->rep);
+    shardc_free(c->json);
+}
+
+/* The program compiled for its plan alone (shardc_options_set_plan_only:
+ * a pipeline's stages built into the plan a batch at a time, with
+ * `threads` processors, 0: the machine's, and dropped) and compiled
+ * whole: the same plan, byte for byte, and the same reports; its stage
+ * programs gone, its plan made during the compile, its other outputs
+ * refused; and over a memory limit, the same failure. */
+static void plan_only_same(const char *name, const char *text, const char *mesh,
+                           const char *const *defs, bool kernels, bool unroll, int threads)
+{
+    char was[32] = "";
+    const char *env = getenv("SHARDC_THREADS");
+    snprintf(was, sizeof was, "%s", env ? env : "");
+    for (int limited = 0; limited < 2; limited++) {
+        const char *limit = limited ? "64KiB" : "1GiB";
+        planned c[2];
+        c[0] = plan_of(name, text, mesh, defs, kernels, unroll, limit, false);
+        if (threads > 0) {
+            char t[16];
+            snprintf(t, sizeof t, "%d", threads);
+            setenv("SHARDC_THREADS", t, 1);
+        }
+        c[1] = plan_of(name, text, mesh, defs, kernels, unroll, limit, true);
+        if (env)
+            setenv("SHARDC_THREADS", was, 1);
+        else
+            unsetenv("SHARDC_THREADS");
+        bool same = c[0].st == c[1].st && c[0].len == c[1].len &&
+                    (!c[0].len || !memcmp(c[0].plan, c[1].plan, c[0].len)) &&
+                    (c[0].st != SHARDC_OK ||
+                     (same_text(c[0].rep, c[1].rep) && same_text(c[0].json, c[1].json))) &&
+                    (c[0].st == SHARDC_OK || same_text(c[0].err, c[1].err));
+        CHECK(same);
+        CHECK_INT(c[0].st, limited ? SHARDC_ERR_INPUT : SHARDC_OK);
+        if (!same || c[0].st != (limited ? SHARDC_ERR_INPUT : SHARDC_OK))
+            fprintf(stderr, "  %s on %s (kernels %d, unroll %d, threads %d, limit %s): the "
+                    "plan-only compile differs: %d %s / %d %s\n", name, mesh, kernels, unroll,
+                    threads, limit, c[0].st, c[0].err ? c[0].err : "", c[1].st,
+                    c[1].err ? c[1].err : "");
+        if (!limited && c[1].st == SHARDC_OK) {
+            const pass_result *r = &c[1].p->res;
+            int gone = 0;
+            for (int s = 0; s < r->pipe.nstages; s++)
+                gone += r->pipe.stage[s]->ops.n == 0;
+            CHECK_INT(gone, r->pipe.nstages);
+            CHECK(shardc_program_seconds(c[1].p, "plan") >= 0);
+            CHECK(shardc_program_seconds(c[0].p, "plan") < 0);
+            CHECK(shardc_program_seconds(c[1].p, "plan/lowering") >= 0);
+            char *out = NULL, *err = NULL;
+            CHECK(shardc_program_emit(c[1].p, "stage-ir", &out, NULL, &err) ==
+                  SHARDC_ERR_USAGE);
+            CHECK(out == NULL && err && strstr(err, "was for its plan alone"));
+            shardc_free(err);
+            err = NULL;
+            CHECK(shardc_program_emit(c[1].p, "schedule", &out, NULL, &err) ==
+                  SHARDC_ERR_USAGE);
+            shardc_free(err);
+            uint8_t *again = NULL; /* the plan asked for again */
+            size_t len = 0;
+            CHECK(api_program_plan(c[1].p, &again, &len, NULL) == SHARDC_OK);
+            CHECK(again && len == c[1].len && !memcmp(again, c[1].plan, len));
+            free(again);
+        }
+        planned_free(&c[0]);
+        planned_free(&c[1]);
+    }
+}
+
 static void done(compiled *c)
 {
     shardc_program_free(c->prog);
@@ -396,6 +513,12 @@ static void test_examples(void)
         int shared = compare(cases[c].line, text, cases[c].mesh, defs, false);
         report_only_same(cases[c].line, text, cases[c].mesh, defs, false);
         report_only_same(cases[c].line, text, cases[c].mesh, defs, true);
+        /* batches of one stage, and of the machine's processors; with
+         * kernels (compiled for sm_80, through the build's cache) once */
+        plan_only_same(cases[c].line, text, cases[c].mesh, defs, false, false, 1);
+        plan_only_same(cases[c].line, text, cases[c].mesh, defs, false, false, 0);
+        if (c == 0 && rt_nvrtc_available())
+            plan_only_same(cases[c].line, text, cases[c].mesh, defs, true, false, 1);
         CHECK_INT(shared, cases[c].shared);
         /* every stage held once was split held: nothing reads a middle
          * microbatch's value but its sends */
@@ -408,6 +531,7 @@ static void test_examples(void)
     char *text = pipeline_text("pipeline microbatches 6 schedule 1f1b");
     const char *defs[] = {"L", "4", "B", "48", NULL};
     CHECK_INT(compare("--unroll", text, "1x2x1", defs, true), 0);
+    plan_only_same("--unroll", text, "1x2x1", defs, false, true, 1);
     free(text);
 }
 
