@@ -60,7 +60,8 @@ typedef struct event {
  * value ids (ids[in .. in + nin), then ids[in + nin .. in + nin + nout)),
  * on which stream it runs and for how long. */
 enum {
-    L_SKIP,   /* a fused group's op other than its anchor: nothing where it stands */
+    L_SKIP,   /* a fused group's op other than its anchor: nothing where it
+               * stands, so it has no record (lane_fill) */
     L_PASS,   /* runs nothing (a param, a view): its value made once its operands are */
     L_RUN,    /* a kernel or collective of its own, on stream st */
     L_GROUP,  /* a fused group's kernel, at its anchor: ins are the group's, outs
@@ -73,6 +74,7 @@ typedef struct lop {
     int32_t in, nin, nout; /* its outs follow its ins: ids[in + nin ..) */
     int32_t aux;         /* L_GROUP: the group's id (its event's); L_P2P: its
                           * peer and tag, p2p[aux] */
+    int32_t op;          /* the op's index in the program */
     uint16_t code;       /* the op's */
     uint8_t kind, st;
 } lop;
@@ -87,7 +89,8 @@ struct pass_lane {
     const pass_fusion *f;   /* the groups the CUDA backend runs as one kernel each */
     const pass_memplan *mp; /* the stage's memory plan, or NULL (bucket_time) */
     su_arena a;             /* the lane's records (lane_costs, on the stage's thread) */
-    lop *op;                /* [nops] */
+    lop *op;                /* [nops]: the program's ops in order, but for
+                             * those that are nothing where they stand (L_SKIP) */
     int nops;
     p2p *p2p;               /* malloc'd, the sends' and recvs' attributes */
     int32_t np2p, capp2p;
@@ -456,8 +459,6 @@ static double ready_from(const lane *L, const lop *o, double t)
 static void issue(sim *S, lane *L)
 {
     const lop *o = &L->op[L->next];
-    if (o->kind == L_SKIP)
-        return;
     if (o->kind == L_PASS) {
         if (o->nout)
             L->ready[L->ids[o->in + o->nin]] = ready_from(L, o, 0);
@@ -471,7 +472,7 @@ static void issue(sim *S, lane *L)
     L->clock[st] = start + o->dur;
     for (int r = 0; r < o->nout; r++)
         L->ready[L->ids[o->in + o->nin + r]] = start + o->dur;
-    record(S, L, L->next, st, start, o->dur, -1, o->kind == L_GROUP ? o->aux : -1);
+    record(S, L, o->op, st, start, o->dur, -1, o->kind == L_GROUP ? o->aux : -1);
 }
 
 /* Whether the send or recv at stage s's next op meets its peer's next op;
@@ -501,8 +502,10 @@ static bool rendezvous(sim *S, int s)
     double dur = so->dur; /* op_time of the send */
     snd->clock[ST_COMM] = rcv->clock[ST_COMM] = start + dur;
     rcv->ready[rcv->ids[ro->in + ro->nin]] = start + dur;
-    record(S, snd, snd->next++, ST_COMM, start, dur, (int)snd->p2p[so->aux].peer, -1);
-    record(S, rcv, rcv->next++, ST_COMM, start, dur, (int)rcv->p2p[ro->aux].peer, -1);
+    record(S, snd, so->op, ST_COMM, start, dur, (int)snd->p2p[so->aux].peer, -1);
+    record(S, rcv, ro->op, ST_COMM, start, dur, (int)rcv->p2p[ro->aux].peer, -1);
+    snd->next++;
+    rcv->next++;
     return true;
 }
 
@@ -537,7 +540,7 @@ static bool simulate(sim *S, su_buf *err)
             const lop *o = &L->op[L->next];
             p2p none = {0, 0}, *q = o->kind == L_P2P ? &L->p2p[o->aux] : &none;
             su_buf_printf(err, "internal error: the timeline stops: stage %d waits at op %d "
-                          "(%s, peer %lld, tag %lld)", s, L->next, ir_ops[o->code].name,
+                          "(%s, peer %lld, tag %lld)", s, o->op, ir_ops[o->code].name,
                           (long long)q->peer, (long long)q->tag);
             return false;
         }
@@ -747,13 +750,22 @@ static void lane_fill(lane *L, const pass_hw *hw, su_buf *err)
 {
     const ir_module *m = L->m;
     su_arena_init(&L->a, err->oom);
-    L->nops = m->ops.n;
+    L->nops = 0; /* a record per op but a group's other than its anchor */
+    for (int i = 0; i < m->ops.n; i++) {
+        int g = L->f ? L->f->group_of[i] : -1;
+        L->nops += g < 0 || L->f->groups[g].anchor == i ||
+                   ir_ops[IR_OP(m, i)->code].cls == IR_C_P2P;
+    }
     L->op = su_alloc(&L->a, ((size_t)L->nops + 1) * sizeof *L->op);
-    int n = 0;
+    int n = 0, k = 0;
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
-        lop *o = &L->op[i];
         int g = L->f ? L->f->group_of[i] : -1;
+        if (g >= 0 && L->f->groups[g].anchor != i && ir_ops[op->code].cls != IR_C_P2P)
+            continue; /* L_SKIP */
+        lop *o = &L->op[k++];
+        memset(o, 0, sizeof *o);
+        o->op = i;
         o->code = (uint16_t)op->code;
         o->in = L->nids;
         if (ir_ops[op->code].cls == IR_C_P2P) {
@@ -769,24 +781,21 @@ static void lane_fill(lane *L, const pass_hw *hw, su_buf *err)
             if (op->code == IR_SEND)
                 o->dur = op_time(hw, L, op);
             put_op(L, o, op, err->oom);
-        } else if (g >= 0) {
+        } else if (g >= 0) { /* its anchor */
             const pass_fgroup *G = &L->f->groups[g];
-            o->kind = L_SKIP;
-            if (G->anchor == i) {
-                n++;
-                o->kind = L_GROUP;
-                o->aux = G->id;
-                o->dur = group_time(hw, m, G);
-                for (int k = 0; k < G->nin; k++)
-                    put_id(L, G->in[k]->id, err->oom);
-                o->nin = G->nin;
-                for (int k = 0; k < G->nops; k++) {
-                    const ir_op *x = IR_OP(m, G->ops[k]);
-                    for (int r = 0; r < x->nres; r++)
-                        put_id(L, x->res[r]->id, err->oom);
-                }
-                o->nout = L->nids - o->in - o->nin;
+            n++;
+            o->kind = L_GROUP;
+            o->aux = G->id;
+            o->dur = group_time(hw, m, G);
+            for (int j = 0; j < G->nin; j++)
+                put_id(L, G->in[j]->id, err->oom);
+            o->nin = G->nin;
+            for (int j = 0; j < G->nops; j++) {
+                const ir_op *x = IR_OP(m, G->ops[j]);
+                for (int r = 0; r < x->nres; r++)
+                    put_id(L, x->res[r]->id, err->oom);
             }
+            o->nout = L->nids - o->in - o->nin;
         } else {
             double dur = 0;
             bool pass = is_free(op);
@@ -804,6 +813,16 @@ static void lane_fill(lane *L, const pass_hw *hw, su_buf *err)
     }
     L->nvalues = m->next_id + 1;
     L->cap = n;
+    /* their exact size: a deep pipeline's lanes are all kept until they
+     * run in step */
+    if (L->nids < L->capids) {
+        L->ids = su_xrealloc(err->oom, L->ids, ((size_t)L->nids + 1) * sizeof *L->ids);
+        L->capids = L->nids + 1;
+    }
+    if (L->np2p < L->capp2p) {
+        L->p2p = su_xrealloc(err->oom, L->p2p, ((size_t)L->np2p + 1) * sizeof *L->p2p);
+        L->capp2p = L->np2p + 1;
+    }
 }
 
 /* The timeline's stage s: its lane, made beside the others'
