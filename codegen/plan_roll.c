@@ -946,6 +946,69 @@ static void roll_item(void *ctx, int i)
                            &j->kout);
 }
 
+/* n elements of size each from src, copied into a (NULL stays NULL). */
+static void *copy_of(su_arena *a, const void *src, size_t n, size_t each)
+{
+    if (!src)
+        return NULL;
+    void *d = su_alloc(a, (n + 1) * each);
+    memcpy(d, src, n * each);
+    return d;
+}
+
+/* Rolled program g and its kernels k[0 .. nk) copied into a, the roll's
+ * own memory (its analysis's too) left to be freed. */
+static void copy_rolled(const rt_program *g, rt_kernel *const *k, int32_t nk, su_arena *a,
+                        cg_rolled *o)
+{
+    rt_program *c = &o->prog;
+    *c = *g;
+    size_t nb = (size_t)g->nbuf;
+    c->buf_offset = copy_of(a, g->buf_offset, nb, sizeof *g->buf_offset);
+    c->buf_bytes = copy_of(a, g->buf_bytes, nb, sizeof *g->buf_bytes);
+    c->buf_slots = copy_of(a, g->buf_slots, nb, sizeof *g->buf_slots);
+    c->buf_copy_at = copy_of(a, g->buf_copy_at, nb, sizeof *g->buf_copy_at);
+    c->copy_buf = copy_of(a, g->copy_buf, (size_t)g->ncopy, sizeof *g->copy_buf);
+    c->instr = copy_of(a, g->instr, (size_t)g->ninstr, sizeof *g->instr);
+    c->instr_step = copy_of(a, g->instr_step, (size_t)g->ninstr, sizeof *g->instr_step);
+    c->body_start = copy_of(a, g->body_start, (size_t)g->nbody, sizeof *g->body_start);
+    c->item = copy_of(a, g->item, 2 * (size_t)g->nitem, sizeof *g->item);
+    c->slotmap = copy_of(a, g->slotmap, (size_t)g->nslotmap * (size_t)g->nmb,
+                         sizeof *g->slotmap);
+    o->nkernels = nk;
+    o->kernel = su_alloc(a, ((size_t)nk + 1) * sizeof *o->kernel);
+    for (int32_t i = 0; i < nk; i++) {
+        const rt_kernel *kr = k[i];
+        rt_kernel *d = &o->kernel[i];
+        size_t np = (size_t)(kr->nin + kr->nout);
+        *d = *kr;
+        d->name = su_strdup(a, kr->name);
+        d->param = copy_of(a, kr->param, np, sizeof *kr->param);
+        d->param_t = copy_of(a, kr->param_t, np, sizeof *kr->param_t);
+        d->instr = copy_of(a, kr->instr, (size_t)kr->ninstr, sizeof *kr->instr);
+    }
+}
+
+typedef struct roll_copy {
+    roll_job *job;
+    int n;
+    cg_rolled *out;
+    su_arena *a;
+} roll_copy;
+
+static void copy_all(void *arg)
+{
+    roll_copy *c = arg;
+    for (int i = 0; i < c->n; i++) {
+        cg_rolled *o = &c->out[i];
+        memset(o, 0, sizeof *o);
+        o->rolled = c->job[i].rolled;
+        if (o->rolled)
+            copy_rolled(&c->job[i].out, (rt_kernel *const *)c->job[i].kout.v,
+                        (int32_t)c->job[i].kout.n, c->a, o);
+    }
+}
+
 void cg_plan_roll_stages(rt_plan *p, int s0, int s1, const cg_packed *packed,
                          int32_t *const *task, int32_t *const *mb, su_arena *a, jmp_buf *oom,
                          cg_rolled *out)
@@ -966,24 +1029,15 @@ void cg_plan_roll_stages(rt_plan *p, int s0, int s1, const cg_packed *packed,
     bool failed = false;
     for (int i = 0; i < n; i++)
         failed = failed || job[i].failed;
-    for (int i = 0; i < n && !failed; i++) {
-        cg_rolled *o = &out[i];
-        memset(o, 0, sizeof *o);
-        o->rolled = job[i].rolled;
-        if (!o->rolled)
-            continue;
-        o->prog = job[i].out;
-        o->nkernels = (int32_t)job[i].kout.n;
-        o->kernel = su_alloc(a, ((size_t)o->nkernels + 1) * sizeof *o->kernel);
-        for (int32_t k = 0; k < o->nkernels; k++)
-            o->kernel[k] = *(rt_kernel *)job[i].kout.v[k];
-    }
+    /* each rolled program and its kernels copied out of its job's arena,
+     * which also holds the roll's analysis (at 512 microbatches several
+     * times the program: the per-buffer and per-instruction maps, each
+     * buffer's places per microbatch) */
+    roll_copy c = {job, n, out, a};
+    failed = failed || !su_guarded(oom, copy_all, &c);
     for (int i = 0; i < n; i++) {
         su_vec_free(&job[i].kout);
-        if (failed)
-            su_arena_free(&job[i].arena);
-        else
-            su_arena_take(a, &job[i].arena);
+        su_arena_free(&job[i].arena);
     }
     free(job);
     if (failed)
