@@ -263,7 +263,8 @@ struct pass_stage_cost {
 };
 typedef struct pass_stage_cost stage_cost;
 
-static void stage_cost_fill(stage_cost *c, const ir_module *m, int s, const pass_memplan *mp)
+static void stage_cost_fill(stage_cost *c, const ir_module *m, int s, const pass_memplan *mp,
+                            su_arena *scratch)
 {
     su_arena *a = &c->a;
     c->whole = m->stage < 0;
@@ -291,7 +292,7 @@ static void stage_cost_fill(stage_cost *c, const ir_module *m, int s, const pass
             c->bytes += cl.bytes;
             if (L.nall == cap) { /* few of the ops: grown, not one per op */
                 cap = cap ? 2 * cap : 64;
-                int64_t *all = su_alloc(a, (size_t)cap * sizeof *all);
+                int64_t *all = su_alloc(scratch, (size_t)cap * sizeof *all);
                 if (L.nall)
                     memcpy(all, L.all, (size_t)L.nall * sizeof *all);
                 L.all = all;
@@ -303,7 +304,7 @@ static void stage_cost_fill(stage_cost *c, const ir_module *m, int s, const pass
             total_add(&c->axes, axes_text(m, &r, false, ax), cl.bytes);
         }
     }
-    coll_entries(m, a, &L);
+    coll_entries(m, scratch, &L);
     c->coll = su_alloc(a, ((size_t)L.n + 1) * sizeof *c->coll);
     for (int64_t e = 0; e < L.n; e++) {
         pass_coll cl;
@@ -334,12 +335,13 @@ typedef struct cost_make {
     const ir_module *m;
     int s;
     const pass_memplan *mp;
+    su_arena scratch;   /* the collectives' lists before they are counted */
 } cost_make;
 
 static void cost_make_work(void *arg)
 {
     cost_make *k = arg;
-    stage_cost_fill(k->c, k->m, k->s, k->mp);
+    stage_cost_fill(k->c, k->m, k->s, k->mp, &k->scratch);
 }
 
 pass_stage_cost *pass_stage_cost_make(const ir_module *m, int s, const pass_memplan *mp,
@@ -348,8 +350,11 @@ pass_stage_cost *pass_stage_cost_make(const ir_module *m, int s, const pass_memp
     stage_cost *c = su_xmalloc(oom, sizeof *c);
     memset(c, 0, sizeof *c);
     su_arena_init(&c->a, oom);
-    cost_make k = {c, m, s, mp};
-    if (!su_guarded(oom, cost_make_work, &k)) {
+    cost_make k = {c, m, s, mp, {0}};
+    su_arena_init(&k.scratch, oom);
+    bool done = su_guarded(oom, cost_make_work, &k);
+    su_arena_free(&k.scratch); /* only the counted records are kept (c->a) */
+    if (!done) {
         pass_stage_cost_free(c);
         su_oom(oom);
     }
