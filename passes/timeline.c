@@ -100,16 +100,29 @@ struct pass_lane {
     int next;               /* the op to issue */
     double clock[2];        /* when each stream is free */
     double *ready;          /* per value id: when it is made */
-    event *ev;
+    event *ev;              /* NULL: none kept (sim.keep; the times: lane_times) */
     int nev, cap;
+    /* without events kept, its times as lane_times makes them, as the
+     * events come: the sums, the compute events a later comm event may
+     * overlap, and the comm events a later compute event may (malloc'd) */
+    pass_stage_time t;
+    struct span *cq, *pend;
+    int ncq, capcq, hcq, npend, cappend, hpend;
     int64_t rank0;          /* the stage's first rank */
     pass_fusion own;        /* the groups lane_fusion made (pass_lane_make's) */
 };
 typedef struct pass_lane lane;
 
+/* An event's span, for its lane's times (lane_times, as it comes). */
+typedef struct span {
+    double start, dur;
+    double covered;         /* a comm event's: the compute events' overlap so far */
+} span;
+
 typedef struct sim {
     ir_module *const *st;
     int n;
+    bool keep;              /* the events kept (for the trace's JSON) */
     const pass_hw *hw;
     const pass_fusion *given; /* [n], the plan's groups; NULL: made here */
     const pass_memplan *mp;   /* [n], the plan's memory plans; NULL: none */
@@ -428,9 +441,89 @@ static bool is_free(const ir_op *op)
            op->code == IR_RESHAPE;
 }
 
+/* Appends span x to the queue q (n entries from its head h, cap). */
+static void span_push(span **q, int *h, int *n, int *cap, span x, jmp_buf *oom)
+{
+    if (*h > 0 && *h >= *n / 2) { /* the head's space back */
+        memmove(*q, *q + *h, (size_t)(*n - *h) * sizeof **q);
+        *n -= *h;
+        *h = 0;
+    }
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        *q = su_xrealloc(oom, *q, (size_t)*cap * sizeof **q);
+    }
+    (*q)[(*n)++] = x;
+}
+
+/* Comm event e, no compute event to overlap it any more: its exposed time. */
+static void close_comm(lane *L, const span *e)
+{
+    L->t.exposed_s += e->dur - e->covered;
+}
+
+/* An event's share of L's times, as lane_times would make it of the
+ * whole list: a compute event's overlap with each comm event it meets
+ * added to that event's in the compute events' order, each comm event's
+ * exposed time added in the comm events' order (the same sums, term for
+ * term). Compute events start at or after the compute stream's clock, comm
+ * events after the comm stream's, so each queue keeps only what a later
+ * event of the other stream may still overlap. */
+static void account(sim *S, lane *L, stream st, double start, double dur)
+{
+    if (st == ST_COMPUTE) {
+        L->t.compute_s += dur;
+        double end = start + dur;
+        for (int i = L->hpend; i < L->npend; i++) {
+            span *e = &L->pend[i];
+            double a = e->start, b = e->start + e->dur;
+            if (start >= b)
+                continue;
+            double lo = start > a ? start : a, hi = end < b ? end : b;
+            if (hi > lo)
+                e->covered += hi - lo;
+        }
+        while (L->hpend < L->npend && L->pend[L->hpend].start + L->pend[L->hpend].dur <= end)
+            close_comm(L, &L->pend[L->hpend++]); /* later compute events start after */
+        span_push(&L->cq, &L->hcq, &L->ncq, &L->capcq, (span){start, dur, 0}, S->oom);
+        return;
+    }
+    L->t.comm_s += dur;
+    span e = {start, dur, 0};
+    double a = start, b = start + dur;
+    for (int i = L->hcq; i < L->ncq; i++) {
+        const span *c = &L->cq[i];
+        if (c->start >= b) /* and every later one */
+            break;
+        double lo = c->start > a ? c->start : a;
+        double hi = c->start + c->dur < b ? c->start + c->dur : b;
+        if (hi > lo)
+            e.covered += hi - lo;
+    }
+    while (L->hcq < L->ncq && L->cq[L->hcq].start + L->cq[L->hcq].dur <= b)
+        L->hcq++; /* later comm events start at or after b */
+    span_push(&L->pend, &L->hpend, &L->npend, &L->cappend, e, S->oom);
+    while (L->hpend < L->npend &&
+           L->pend[L->hpend].start + L->pend[L->hpend].dur <= L->clock[ST_COMPUTE])
+        close_comm(L, &L->pend[L->hpend++]);
+}
+
+/* L's times as they come, freed. */
+static void account_free(lane *L)
+{
+    free(L->cq);
+    free(L->pend);
+    L->cq = L->pend = NULL;
+    L->ncq = L->capcq = L->hcq = L->npend = L->cappend = L->hpend = 0;
+}
+
 static void record(sim *S, lane *L, int op, stream st, double start, double dur, int peer,
                    int group)
 {
+    if (!S->keep) {
+        account(S, L, st, start, dur);
+        return;
+    }
     if (L->nev == L->cap) {
         L->cap = L->cap ? 2 * L->cap : 64;
         event *ev = su_alloc(&S->arena, (size_t)L->cap * sizeof *ev);
@@ -845,13 +938,21 @@ static bool run_lanes(sim *S, double *step_s, pass_stage_time *stats, su_buf *er
 {
     for (int s = 0; s < S->n; s++) {
         lane *L = S->lane[s];
-        L->ev = su_alloc(&S->arena, ((size_t)L->cap + 1) * sizeof *L->ev);
+        L->ev = S->keep ? su_alloc(&S->arena, ((size_t)L->cap + 1) * sizeof *L->ev) : NULL;
         L->ready = su_alloc(&S->arena, ((size_t)L->nvalues + 1) * sizeof *L->ready);
         L->next = L->nev = 0;
         L->clock[0] = L->clock[1] = 0;
+        L->t = (pass_stage_time){0, 0, 0};
+        account_free(L);
     }
     if (!simulate(S, err))
         return false;
+    for (int s = 0; s < S->n && !S->keep; s++) { /* the comm events still open */
+        lane *L = S->lane[s];
+        while (L->hpend < L->npend)
+            close_comm(L, &L->pend[L->hpend++]);
+        account_free(L);
+    }
     double step = 0;
     for (int s = 0; s < S->n; s++)
         for (int t = 0; t < 2; t++)
@@ -859,7 +960,7 @@ static bool run_lanes(sim *S, double *step_s, pass_stage_time *stats, su_buf *er
                 step = S->lane[s]->clock[t];
     *step_s = step;
     for (int s = 0; s < S->n && stats; s++)
-        stats[s] = lane_times(S->lane[s]);
+        stats[s] = S->keep ? lane_times(S->lane[s]) : S->lane[s]->t;
     return true;
 }
 
@@ -896,6 +997,7 @@ static bool run_timeline(timeline_run *r, jmp_buf *oom)
         su_arena_free(&r->S.lane[s]->a);
         free(r->S.lane[s]->ids);
         free(r->S.lane[s]->p2p);
+        account_free(r->S.lane[s]);
     }
     su_arena_free(&r->S.arena);
     if (!done)
@@ -907,7 +1009,8 @@ bool pass_timeline(ir_module *const *stages, int n, const struct pass_fusion *fu
                    const pass_memplan *mp, const pass_hw *hw, int64_t max_events, su_buf *json,
                    double *step_s, su_buf *err)
 {
-    timeline_run r = {.S = {.st = stages, .n = n, .hw = hw, .given = fusion, .mp = mp},
+    timeline_run r = {.S = {.st = stages, .n = n, .hw = hw, .given = fusion, .mp = mp,
+                            .keep = true},
                       .max_events = max_events, .json = json, .err = err, .step_s = step_s};
     return run_timeline(&r, json->oom);
 }
@@ -988,6 +1091,7 @@ void pass_lane_free(pass_lane *L)
     su_arena_free(&L->a);
     free(L->ids);
     free(L->p2p);
+    account_free(L);
     free(L);
 }
 
@@ -1001,6 +1105,8 @@ bool pass_lanes_run(pass_lane *const *lanes, int n, const pass_hw *hw, pass_stag
     S->lane = (lane **)lanes;
     lane_run k = {S, err, stats, step_s, false};
     bool done = su_guarded(err->oom, lanes_work, &k);
+    for (int s = 0; s < n; s++) /* after a failure, their times as they came */
+        account_free(lanes[s]);
     su_arena_free(&S->arena);
     if (!done)
         su_oom(err->oom);
