@@ -57,8 +57,8 @@ typedef struct event {
  * stage's program, its groups and its memory plan; the simulation reads
  * these and nothing of the program (some 50 bytes an op, where the
  * program holds some 280): what the op waits for and what it makes, as
- * value ids (ids[in .. in + nin), then ids[in + nin .. in + nin + nout)),
- * on which stream it runs and for how long. */
+ * value ids (ids[in .. in + nin), then its outs up to the next record's
+ * ins: lop_nout), on which stream it runs and for how long; 24 bytes. */
 enum {
     L_SKIP,   /* a fused group's op other than its anchor: nothing where it
                * stands, so it has no record (lane_fill) */
@@ -71,13 +71,13 @@ enum {
 
 typedef struct lop {
     double dur;          /* L_RUN, L_GROUP, a send: what it takes */
-    int32_t in, nin, nout; /* its outs follow its ins: ids[in + nin ..) */
+    int32_t in, nin;     /* its outs follow its ins: ids[in + nin ..) */
     int32_t aux;         /* L_GROUP: the group's id (its event's); L_P2P: its
                           * peer and tag, p2p[aux] */
-    int32_t op;          /* the op's index in the program */
     uint16_t code;       /* the op's */
     uint8_t kind, st;
 } lop;
+_Static_assert(sizeof(lop) == 24, "a lane's record: 24 bytes");
 
 typedef struct p2p {
     int64_t peer, tag;
@@ -92,6 +92,8 @@ struct pass_lane {
     lop *op;                /* [nops]: the program's ops in order, but for
                              * those that are nothing where they stand (L_SKIP) */
     int nops;
+    int32_t *op_of;         /* [nops]: each record's op in the program, for the
+                             * trace's events (sim.keep); else NULL */
     p2p *p2p;               /* malloc'd, the sends' and recvs' attributes */
     int32_t np2p, capp2p;
     int32_t *ids;           /* malloc'd */
@@ -534,6 +536,19 @@ static void record(sim *S, lane *L, int op, stream st, double start, double dur,
     L->ev[L->nev++] = (event){op, st, start, dur, peer, group};
 }
 
+/* Record k's outs: the ids up to the next record's. */
+static int32_t lop_nout(const lane *L, int k)
+{
+    const lop *o = &L->op[k];
+    return (k + 1 < L->nops ? L->op[k + 1].in : L->nids) - o->in - o->nin;
+}
+
+/* Record k's op in the program (its index in the lane without op_of). */
+static int32_t lop_op(const lane *L, int k)
+{
+    return L->op_of ? L->op_of[k] : k;
+}
+
 /* When the values op o waits for are all made, from t on. */
 static double ready_from(const lane *L, const lop *o, double t)
 {
@@ -552,8 +567,9 @@ static double ready_from(const lane *L, const lop *o, double t)
 static void issue(sim *S, lane *L)
 {
     const lop *o = &L->op[L->next];
+    int32_t nout = lop_nout(L, L->next);
     if (o->kind == L_PASS) {
-        if (o->nout)
+        if (nout)
             L->ready[L->ids[o->in + o->nin]] = ready_from(L, o, 0);
         return;
     }
@@ -563,9 +579,9 @@ static void issue(sim *S, lane *L)
     if (L->clock[st] > start)
         start = L->clock[st];
     L->clock[st] = start + o->dur;
-    for (int r = 0; r < o->nout; r++)
+    for (int r = 0; r < nout; r++)
         L->ready[L->ids[o->in + o->nin + r]] = start + o->dur;
-    record(S, L, o->op, st, start, o->dur, -1, o->kind == L_GROUP ? o->aux : -1);
+    record(S, L, lop_op(L, L->next), st, start, o->dur, -1, o->kind == L_GROUP ? o->aux : -1);
 }
 
 /* Whether the send or recv at stage s's next op meets its peer's next op;
@@ -595,8 +611,10 @@ static bool rendezvous(sim *S, int s)
     double dur = so->dur; /* op_time of the send */
     snd->clock[ST_COMM] = rcv->clock[ST_COMM] = start + dur;
     rcv->ready[rcv->ids[ro->in + ro->nin]] = start + dur;
-    record(S, snd, so->op, ST_COMM, start, dur, (int)snd->p2p[so->aux].peer, -1);
-    record(S, rcv, ro->op, ST_COMM, start, dur, (int)rcv->p2p[ro->aux].peer, -1);
+    record(S, snd, lop_op(snd, snd->next), ST_COMM, start, dur, (int)snd->p2p[so->aux].peer,
+           -1);
+    record(S, rcv, lop_op(rcv, rcv->next), ST_COMM, start, dur, (int)rcv->p2p[ro->aux].peer,
+           -1);
     snd->next++;
     rcv->next++;
     return true;
@@ -632,8 +650,9 @@ static bool simulate(sim *S, su_buf *err)
         if (L->next < L->nops) {
             const lop *o = &L->op[L->next];
             p2p none = {0, 0}, *q = o->kind == L_P2P ? &L->p2p[o->aux] : &none;
-            su_buf_printf(err, "internal error: the timeline stops: stage %d waits at op %d "
-                          "(%s, peer %lld, tag %lld)", s, o->op, ir_ops[o->code].name,
+            su_buf_printf(err, "internal error: the timeline stops: stage %d waits at %s %d "
+                          "(%s, peer %lld, tag %lld)", s, L->op_of ? "op" : "its timed op",
+                          lop_op(L, L->next), ir_ops[o->code].name,
                           (long long)q->peer, (long long)q->tag);
             return false;
         }
@@ -826,7 +845,6 @@ static void put_op(lane *L, lop *o, const ir_op *op, jmp_buf *oom)
     o->nin = op->nin;
     if (op->nres)
         put_id(L, op->res[0]->id, oom);
-    o->nout = op->nres ? 1 : 0;
 }
 
 /* Lane s's records (lop), before the stages run in step: each op's kind,
@@ -839,7 +857,7 @@ static void put_op(lane *L, lop *o, const ir_op *op, jmp_buf *oom)
  * copied and on fresh pages; record() would still grow it were this ever
  * short). The lanes are made at once (pass_for_stages), a third of the
  * timeline of a deep pipeline. */
-static void lane_fill(lane *L, const pass_hw *hw, su_buf *err)
+static void lane_fill(lane *L, const pass_hw *hw, bool ops, su_buf *err)
 {
     const ir_module *m = L->m;
     su_arena_init(&L->a, err->oom);
@@ -850,15 +868,17 @@ static void lane_fill(lane *L, const pass_hw *hw, su_buf *err)
                    ir_ops[IR_OP(m, i)->code].cls == IR_C_P2P;
     }
     L->op = su_alloc(&L->a, ((size_t)L->nops + 1) * sizeof *L->op);
+    L->op_of = ops ? su_alloc(&L->a, ((size_t)L->nops + 1) * sizeof *L->op_of) : NULL;
     int n = 0, k = 0;
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
         int g = L->f ? L->f->group_of[i] : -1;
         if (g >= 0 && L->f->groups[g].anchor != i && ir_ops[op->code].cls != IR_C_P2P)
             continue; /* L_SKIP */
+        if (L->op_of)
+            L->op_of[k] = i;
         lop *o = &L->op[k++];
         memset(o, 0, sizeof *o);
-        o->op = i;
         o->code = (uint16_t)op->code;
         o->in = L->nids;
         if (ir_ops[op->code].cls == IR_C_P2P) {
@@ -888,7 +908,6 @@ static void lane_fill(lane *L, const pass_hw *hw, su_buf *err)
                 for (int r = 0; r < x->nres; r++)
                     put_id(L, x->res[r]->id, err->oom);
             }
-            o->nout = L->nids - o->in - o->nin;
         } else {
             double dur = 0;
             bool pass = is_free(op);
@@ -927,7 +946,7 @@ static bool lane_job(void *ctx, int s, su_buf *err)
     su_arena_init(&L->a, err->oom);
     if (!lane_fusion(L, S->given ? &S->given[s] : NULL, &S->fus[s], err))
         return false;
-    lane_fill(L, S->hw, err);
+    lane_fill(L, S->hw, S->keep, err);
     return true;
 }
 
@@ -1044,7 +1063,7 @@ static void lane_make_work(void *arg)
         L->nops = -1;
         return;
     }
-    lane_fill(L, k->hw, k->err);
+    lane_fill(L, k->hw, false, k->err);
 }
 
 typedef struct lane_run {
