@@ -296,7 +296,7 @@ typedef struct auto_batch {
  * Measured whole before that, on pipeline.sh with 96 layers, `--report
  * json`: 69 MB unpipelined; 1x8x8 and 1x64x8 at 64 microbatches 365 and
  * 391 MB, at 128 668 and 640 MB; 1x64x8 at 512, 2.3 GB (report-only: 459
- * MB). With 32 layers and batch 256 the line is another: 50 MB at 4, 144
+ * MB, then 326 MB once the estimate kept no events, 2026-12-07). With 32 layers and batch 256 the line is another: 50 MB at 4, 144
  * at 64, 439 at 256.
  * So the search measures its model's line: the model's own compile (M0
  * microbatches, its probe) and, for a pipeline, the same with 4 M0 (2 M0
