@@ -1380,7 +1380,6 @@ static void lap(const cg_plan_options *o, int k, double *t0, double kern)
 struct cg_plan_stream {
     builder b;
     cg_plan_options o;  /* the caller's, copied (b.o) */
-    su_status own_err;  /* a stream's failure (b.err) */
     su_arena arena;
     su_arena batch;     /* build_rolled's plain stages */
     su_vec kept;        /* build_rolled's rt_kernel *: those of stages that did not roll */

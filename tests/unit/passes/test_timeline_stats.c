@@ -60,17 +60,14 @@ static pass_stage_time reference(const evs *E)
     return t;
 }
 
+/* examples/FILE's text (malloc'd). */
 static char *example(const char *file)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/examples/%s", check_repo_dir(), file);
-    FILE *f = fopen(path, "rb");
-    char *text = calloc(1, 1 << 20);
-    size_t n = f && text ? fread(text, 1, (1 << 20) - 1, f) : 0;
-    if (f)
-        fclose(f);
-    CHECK(n > 0);
-    return text;
+    char *text = check_model_text(path, 0);
+    CHECK(text != NULL);
+    return text ? text : strdup("");
 }
 
 static jmp_buf oom;
