@@ -630,7 +630,6 @@ static shardc_status located_error(const su_src *src, su_loc at, su_diag *diag, 
  * (shardc_options_set_plan_only; pass_options.batch). */
 typedef struct plan_stream {
     shardc_program *p;
-    cg_plan_options o;
     cg_plan_stream *cs;     /* NULL until the first batch */
     su_status err;          /* the plan builder's failure */
     bool failed;            /* it failed: err */
@@ -716,17 +715,9 @@ static bool plan_batch(void *ctx, ir_module *const *st, int n, int s0, int s1,
         return true;
     double t0 = su_seconds();
     if (!w->cs) {
-        cg_plan_options *o = &w->o;
-        memset(o, 0, sizeof *o);
-        o->mp = r->mp;
-        o->fusion = r->fusion;
-        o->kernels = r->fused;
-        o->nvrtc.narchs = p->narchs > 0 ? p->narchs : 0;
-        memcpy(o->nvrtc.arch, p->arch, sizeof o->nvrtc.arch);
-        o->nvrtc.cache_dir = p->cache_dir;
-        o->source = p->source;
-        o->seconds = w->seconds + 1;
-        if (!(w->cs = cg_plan_stream_new(n, o, &w->err, err->oom)))
+        cg_plan_options o; /* copied by the stream */
+        api_plan_options(p, r, w->seconds + 1, &o);
+        if (!(w->cs = cg_plan_stream_new(n, &o, &w->err, err->oom)))
             su_oom(err->oom);
     }
     bool ok = cg_plan_stream_add(w->cs, st, s0, s1);

@@ -57,6 +57,11 @@ struct shardc_plan {
 /* Every microbatch of a pipeline stage through every pass, none held once
  * (pass_options.unshared): for tests that compare the two. */
 void api_options_set_unshared(shardc_options *opt, bool on);
+/* The options of prog's plan, r's stages laid out and fused as r says
+ * (prog->res, or the pipeline's result while a plan-only compilation
+ * runs), its steps' times added to seconds ([CG_PLAN_STEPS]). */
+void api_plan_options(const shardc_program *prog, const pass_result *r, double *seconds,
+                      cg_plan_options *o);
 /* The plan file of a compiled program (malloc'd bytes). */
 shardc_status api_program_plan(const shardc_program *prog, uint8_t **bytes, size_t *len,
                                char **error);

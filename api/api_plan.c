@@ -100,6 +100,20 @@ static void plan_report(void *arg)
                    prog->mem_limit, true, &r->rep);
 }
 
+void api_plan_options(const shardc_program *prog, const pass_result *r, double *seconds,
+                      cg_plan_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->mp = r->mp;
+    o->fusion = r->fusion;
+    o->kernels = r->fused;
+    o->nvrtc.narchs = prog->narchs > 0 ? prog->narchs : 0;
+    memcpy(o->nvrtc.arch, prog->arch, sizeof o->nvrtc.arch);
+    o->nvrtc.cache_dir = prog->cache_dir;
+    o->source = prog->source;
+    o->seconds = seconds;
+}
+
 static void plan_work(void *arg)
 {
     plan_run *r = arg;
@@ -115,16 +129,8 @@ static void plan_work(void *arg)
         su_oom(&r->oom);
     r->seconds[0] = su_seconds() - t0;
     cg_plan_options o;
-    memset(&o, 0, sizeof o);
-    o.mp = prog->res.mp;
-    o.fusion = prog->res.fusion;
-    o.kernels = prog->res.fused;
+    api_plan_options(prog, &prog->res, r->seconds + 1, &o);
     o.placeholder_code = r->placeholder;
-    o.nvrtc.narchs = prog->narchs > 0 ? prog->narchs : 0;
-    memcpy(o.nvrtc.arch, prog->arch, sizeof o.nvrtc.arch);
-    o.nvrtc.cache_dir = prog->cache_dir;
-    o.source = prog->source;
-    o.seconds = r->seconds + 1;
     r->ok = cg_plan_bytes(st, n, r->rep.s, &o, &r->bytes, &r->len, &r->err, &r->oom);
 }
 

@@ -633,8 +633,33 @@ static bool reporting(const run *u)
            u->r->pipe.nstages > 0;
 }
 
+/* Step `run` (report_stage, cost_stage or drop_stage) of stages s0 to
+ * s1 - 1, a thread each; a failure's message names the stage's memory
+ * plan (but drop_stage's, an allocation's). */
+static bool report_step(run *u, bool (*step)(stage_job *, su_buf *), int s0, int s1)
+{
+    pass_result *r = u->r;
+    ir_module **st = r->pipe.stage;
+    stage_job *job = stage_jobs(u, s1 - s0);
+    for (int s = s0; s < s1; s++)
+        job[s - s0] = (stage_job){.run = step, .m = st[s], .w = st[s], .own = st[s]->oom,
+                                  .own_arena = st[s]->arena.oom, .f = &r->fusion[s],
+                                  .mp = &r->mp[s], .kernels = u->o->kernels,
+                                  .est = r->estimate ? &r->estimate[s] : NULL, .hw = u->o->hw,
+                                  .n = r->pipe.nstages, .s = s, .slot = &st[s],
+                                  .cost = &r->cost[s],
+                                  .lane = r->lanes ? &r->lanes[s] : NULL};
+    int bad;
+    run_stage_jobs_keep(u->err, job, s1 - s0, false, &bad);
+    free_stage_jobs(job, s1 - s0);
+    if (bad >= 0 && step != drop_stage)
+        su_buf_printf(u->err, " (the memory plan of stage %d)", s0 + bad);
+    return bad < 0;
+}
+
 /* The fuse pass (with kernels) or the memplan pass of a report-only
- * compilation: every stage costed and dropped (report_stage). */
+ * compilation: every stage costed and dropped (report_stage), or with
+ * o->batch, costed, handed on and dropped a batch at a time. */
 static pass_status report_stages(run *u)
 {
     pass_result *r = u->r;
@@ -655,40 +680,23 @@ static pass_status report_stages(run *u)
         memset(r->lanes, 0, (size_t)n * sizeof *r->lanes);
     }
     const pass_options *o = u->o;
-    int batch = o->batch && o->batch_stages > 0 ? o->batch_stages : n;
-    bool (*const step[])(stage_job *, su_buf *) = {report_stage, cost_stage, drop_stage};
-    for (int s0 = 0; s0 < n; s0 += batch) {
+    if (!o->batch) { /* each stage costed and dropped on its thread */
+        if (!report_step(u, report_stage, 0, n))
+            return PASS_ERR_INTERNAL;
+    }
+    int batch = o->batch_stages > 0 ? o->batch_stages : n;
+    for (int s0 = 0; o->batch && s0 < n; s0 += batch) {
         int s1 = s0 + batch < n ? s0 + batch : n;
-        /* costed and dropped at once, or costed, handed on, dropped */
-        for (int k = o->batch ? 1 : 0; k < (o->batch ? 3 : 1); k++) {
-            stage_job *job = stage_jobs(u, s1 - s0);
-            for (int s = s0; s < s1; s++)
-                job[s - s0] = (stage_job){.run = step[k], .m = st[s], .w = st[s],
-                                          .own = st[s]->oom, .own_arena = st[s]->arena.oom,
-                                          .f = &r->fusion[s], .mp = &r->mp[s],
-                                          .kernels = o->kernels,
-                                          .est = r->estimate ? &r->estimate[s] : NULL,
-                                          .hw = o->hw, .n = n, .s = s, .slot = &st[s],
-                                          .cost = &r->cost[s],
-                                          .lane = r->lanes ? &r->lanes[s] : NULL};
-            int bad;
-            run_stage_jobs_keep(u->err, job, s1 - s0, false, &bad);
-            free_stage_jobs(job, s1 - s0);
-            if (bad >= 0 && k < 2)
-                su_buf_printf(u->err, " (the memory plan of stage %d)", s0 + bad);
-            if (bad >= 0)
-                return PASS_ERR_INTERNAL; /* the stages not dropped are r's */
-            if (k != 1)
-                continue;
-            for (int s = s0; s < s1 && o->kernels; s++)
-                r->fusion[s].min_arch = o->min_arch; /* as fused() */
-            r->fused = o->kernels;
-            double t0 = su_seconds();
-            bool ok = o->batch(o->batch_ctx, st, n, s0, s1, r, u->err);
-            u->handed += su_seconds() - t0;
-            if (!ok)
-                return PASS_ERR_INTERNAL;
-        }
+        if (!report_step(u, cost_stage, s0, s1))
+            return PASS_ERR_INTERNAL; /* the stages not dropped are r's */
+        for (int s = s0; s < s1 && o->kernels; s++)
+            r->fusion[s].min_arch = o->min_arch; /* as fused() */
+        r->fused = o->kernels;
+        double t0 = su_seconds();
+        bool ok = o->batch(o->batch_ctx, st, n, s0, s1, r, u->err);
+        u->handed += su_seconds() - t0;
+        if (!ok || !report_step(u, drop_stage, s0, s1))
+            return PASS_ERR_INTERNAL;
     }
     r->fused = false; /* its groups are gone */
     r->planned = true;

@@ -102,11 +102,11 @@ struct pass_lane {
     int next;               /* the op to issue */
     double clock[2];        /* when each stream is free */
     double *ready;          /* per value id: when it is made */
-    event *ev;              /* NULL: none kept (sim.keep; the times: lane_times) */
+    event *ev;              /* NULL: none kept (sim.keep, for the trace) */
     int nev, cap;
-    /* without events kept, its times as lane_times makes them, as the
-     * events come: the sums, the compute events a later comm event may
-     * overlap, and the comm events a later compute event may (malloc'd) */
+    /* its busy and exposed times, summed as the events come (account):
+     * the sums, the compute events a later comm event may overlap, and
+     * the comm events a later compute event may (malloc'd) */
     pass_stage_time t;
     struct span *cq, *pend;
     int ncq, capcq, hcq, npend, cappend, hpend;
@@ -115,7 +115,7 @@ struct pass_lane {
 };
 typedef struct pass_lane lane;
 
-/* An event's span, for its lane's times (lane_times, as it comes). */
+/* An event's span, for its lane's times (account). */
 typedef struct span {
     double start, dur;
     double covered;         /* a comm event's: the compute events' overlap so far */
@@ -464,12 +464,14 @@ static void close_comm(lane *L, const span *e)
     L->t.exposed_s += e->dur - e->covered;
 }
 
-/* An event's share of L's times, as lane_times would make it of the
- * whole list: a compute event's overlap with each comm event it meets
- * added to that event's in the compute events' order, each comm event's
- * exposed time added in the comm events' order (the same sums, term for
- * term). Compute events start at or after the compute stream's clock, comm
- * events after the comm stream's, so each queue keeps only what a later
+/* An event's share of L's times: the compute and the communication
+ * stream's busy seconds, and the part of each communication event that
+ * no compute event overlaps (exposed). A compute event's overlap with
+ * each comm event it meets is added to that event's in the compute
+ * events' order, each comm event's exposed time in the comm events' order
+ * once no later compute event can meet it. Compute events start at or
+ * after the compute stream's clock, comm events after the comm stream's
+ * (no two of a stream overlap), so each queue keeps only what a later
  * event of the other stream may still overlap. */
 static void account(sim *S, lane *L, stream st, double start, double dur)
 {
@@ -522,10 +524,9 @@ static void account_free(lane *L)
 static void record(sim *S, lane *L, int op, stream st, double start, double dur, int peer,
                    int group)
 {
-    if (!S->keep) {
-        account(S, L, st, start, dur);
+    account(S, L, st, start, dur);
+    if (!S->keep)
         return;
-    }
     if (L->nev == L->cap) {
         L->cap = L->cap ? 2 * L->cap : 64;
         event *ev = su_alloc(&S->arena, (size_t)L->cap * sizeof *ev);
@@ -780,37 +781,6 @@ typedef struct timeline_run {
     pass_stage_time *stats; /* NULL: none */
 } timeline_run;
 
-/* A lane's busy and exposed times: its events of each stream in order of
- * start, which never overlap within a stream (its clock only advances). */
-static pass_stage_time lane_times(const lane *L)
-{
-    pass_stage_time t = {0, 0, 0};
-    int c = 0; /* the first compute event that may still overlap */
-    for (int i = 0; i < L->nev; i++) {
-        const event *e = &L->ev[i];
-        if (e->st == ST_COMPUTE) {
-            t.compute_s += e->dur;
-            continue;
-        }
-        t.comm_s += e->dur;
-        double covered = 0, a = e->start, b = e->start + e->dur;
-        while (c < L->nev && (L->ev[c].st != ST_COMPUTE || L->ev[c].start + L->ev[c].dur <= a))
-            c++;
-        for (int k = c; k < L->nev; k++) {
-            if (L->ev[k].st != ST_COMPUTE)
-                continue;
-            if (L->ev[k].start >= b) /* and every later compute event */
-                break;
-            double lo = L->ev[k].start > a ? L->ev[k].start : a;
-            double hi = L->ev[k].start + L->ev[k].dur < b ? L->ev[k].start + L->ev[k].dur : b;
-            if (hi > lo)
-                covered += hi - lo;
-        }
-        t.exposed_s += e->dur - covered;
-    }
-    return t;
-}
-
 /* Lane L's groups: f, the plan's, or (a plan without kernels, f NULL or
  * another program's) its own, into own. */
 static bool lane_fusion(lane *L, const pass_fusion *f, pass_fusion *own, su_buf *err)
@@ -966,7 +936,7 @@ static bool run_lanes(sim *S, double *step_s, pass_stage_time *stats, su_buf *er
     }
     if (!simulate(S, err))
         return false;
-    for (int s = 0; s < S->n && !S->keep; s++) { /* the comm events still open */
+    for (int s = 0; s < S->n; s++) { /* the comm events still open */
         lane *L = S->lane[s];
         while (L->hpend < L->npend)
             close_comm(L, &L->pend[L->hpend++]);
@@ -979,7 +949,7 @@ static bool run_lanes(sim *S, double *step_s, pass_stage_time *stats, su_buf *er
                 step = S->lane[s]->clock[t];
     *step_s = step;
     for (int s = 0; s < S->n && stats; s++)
-        stats[s] = S->keep ? lane_times(S->lane[s]) : S->lane[s]->t;
+        stats[s] = S->lane[s]->t;
     return true;
 }
 
