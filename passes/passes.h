@@ -599,7 +599,8 @@ bool pass_timeline(ir_module *const *stages, int n, const struct pass_fusion *fu
                    const pass_memplan *mp, const pass_hw *hw, int64_t max_events, su_buf *json,
                    double *step_s, su_buf *err);
 /* A stage's ops as the timeline runs them, made from its program and
- * kept apart from it (some 50 bytes an op), so that the program can go
+ * kept apart from it (some 50 bytes an op, each task's instances of a
+ * pipeline stage rolled onto one: passes/lane.h), so that the program can go
  * before the stages run in step: stage s of n's, f its groups (NULL, or
  * another program's: made here by pass_fuse), mp its memory plan (or
  * NULL). NULL when pass_fuse fails (why in err). pass_lanes_run runs n

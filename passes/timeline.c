@@ -12,6 +12,7 @@
  * proved always happens. Costs are in passes.h (pass_timeline). */
 #include "passes.h"
 #include "fuse.h"
+#include "lane.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -53,53 +54,33 @@ typedef struct event {
     int group;              /* a fused group's kernel: the group; else -1 */
 } event;
 
-/* An op of a stage as the timeline runs it, made by lane_costs from the
- * stage's program, its groups and its memory plan; the simulation reads
- * these and nothing of the program (some 50 bytes an op, where the
- * program holds some 280): what the op waits for and what it makes, as
- * value ids (ids[in .. in + nin), then its outs up to the next record's
- * ins: lop_nout), on which stream it runs and for how long; 24 bytes. */
-enum {
-    L_SKIP,   /* a fused group's op other than its anchor: nothing where it
-               * stands, so it has no record (lane_fill) */
-    L_PASS,   /* runs nothing (a param, a view): its value made once its operands are */
-    L_RUN,    /* a kernel or collective of its own, on stream st */
-    L_GROUP,  /* a fused group's kernel, at its anchor: ins are the group's, outs
-               * every value of its ops */
-    L_P2P,    /* a send or recv (code), meeting its peer's */
-};
-
-typedef struct lop {
-    double dur;          /* L_RUN, L_GROUP, a send: what it takes */
-    int32_t in, nin;     /* its outs follow its ins: ids[in + nin ..) */
-    int32_t aux;         /* L_GROUP: the group's id (its event's); L_P2P: its
-                          * peer and tag, p2p[aux] */
-    uint16_t code;       /* the op's */
-    uint8_t kind, st;
-} lop;
-_Static_assert(sizeof(lop) == 24, "a lane's record: 24 bytes");
-
 typedef struct p2p {
     int64_t peer, tag;
 } p2p;
+
+/* A lane's records as lane_fill makes them, before pass_lane_roll: each its op
+ * and its task's stamp (ir_op.task, .mb), malloc'd. */
+typedef struct unrolled {
+    lop *op;
+    int32_t *op_of, *stamp, *ids;
+    int32_t nids, capids;
+} unrolled;
 
 struct pass_lane {
     const ir_module *m;     /* the program, for the trace's names (NULL once
                              * made by pass_lane_make) */
     const pass_fusion *f;   /* the groups the CUDA backend runs as one kernel each */
     const pass_memplan *mp; /* the stage's memory plan, or NULL (bucket_time) */
-    su_arena a;             /* the lane's records (lane_costs, on the stage's thread) */
-    lop *op;                /* [nops]: the program's ops in order, but for
-                             * those that are nothing where they stand (L_SKIP) */
-    int nops;
-    int32_t *op_of;         /* [nops]: each record's op in the program, for the
-                             * trace's events (sim.keep); else NULL */
+    lane_recs R;            /* its records (lane.h): the program's ops in
+                             * order, but for those that are nothing where
+                             * they stand (L_SKIP), rolled; each one's op in
+                             * the program kept for the trace's events
+                             * (sim.keep) */
+    unrolled u;             /* the records unrolled, while lane_fill makes them */
     p2p *p2p;               /* malloc'd, the sends' and recvs' attributes */
     int32_t np2p, capp2p;
-    int32_t *ids;           /* malloc'd */
-    int32_t nids, capids;
     int nvalues;            /* ready's entries: the program's value ids */
-    int next;               /* the op to issue */
+    lane_cursor c;          /* the record to issue, read back from R */
     double clock[2];        /* when each stream is free */
     double *ready;          /* per value id: when it is made */
     event *ev;              /* NULL: none kept (sim.keep, for the trace) */
@@ -537,29 +518,17 @@ static void record(sim *S, lane *L, int op, stream st, double start, double dur,
     L->ev[L->nev++] = (event){op, st, start, dur, peer, group};
 }
 
-/* Record k's outs: the ids up to the next record's. */
-static int32_t lop_nout(const lane *L, int k)
+/* When the values L's record at its cursor waits for are all made, from t
+ * on. */
+static double ready_from(const lane *L, double t)
 {
-    const lop *o = &L->op[k];
-    return (k + 1 < L->nops ? L->op[k + 1].in : L->nids) - o->in - o->nin;
-}
-
-/* Record k's op in the program (its index in the lane without op_of). */
-static int32_t lop_op(const lane *L, int k)
-{
-    return L->op_of ? L->op_of[k] : k;
-}
-
-/* When the values op o waits for are all made, from t on. */
-static double ready_from(const lane *L, const lop *o, double t)
-{
-    for (int i = 0; i < o->nin; i++)
-        if (L->ready[L->ids[o->in + i]] > t)
-            t = L->ready[L->ids[o->in + i]];
+    for (int i = 0; i < L->c.rec.nin; i++)
+        if (L->ready[L->c.ids[i]] > t)
+            t = L->ready[L->c.ids[i]];
     return t;
 }
 
-/* Issues the local op at L->next (not a send or recv): a fused group's
+/* Issues the local op at L's cursor (not a send or recv): a fused group's
  * kernel at its anchor, on the compute stream once what it reads is
  * made, every value of its ops made when it ends (its other ops cost
  * nothing where they stand: fuse.h, no op outside the group reads them
@@ -567,22 +536,21 @@ static double ready_from(const lane *L, const lop *o, double t)
  * one that runs nothing makes its value when its operands are made. */
 static void issue(sim *S, lane *L)
 {
-    const lop *o = &L->op[L->next];
-    int32_t nout = lop_nout(L, L->next);
+    const lop *o = &L->c.rec;
+    int32_t nout = L->c.nout;
     if (o->kind == L_PASS) {
         if (nout)
-            L->ready[L->ids[o->in + o->nin]] = ready_from(L, o, 0);
+            L->ready[L->c.ids[o->nin]] = ready_from(L, 0);
         return;
     }
     stream st = o->kind == L_GROUP ? ST_COMPUTE : (stream)o->st;
-    double start = o->kind == L_GROUP ? ready_from(L, o, L->clock[ST_COMPUTE])
-                                      : ready_from(L, o, 0);
+    double start = o->kind == L_GROUP ? ready_from(L, L->clock[ST_COMPUTE]) : ready_from(L, 0);
     if (L->clock[st] > start)
         start = L->clock[st];
     L->clock[st] = start + o->dur;
     for (int r = 0; r < nout; r++)
-        L->ready[L->ids[o->in + o->nin + r]] = start + o->dur;
-    record(S, L, lop_op(L, L->next), st, start, o->dur, -1, o->kind == L_GROUP ? o->aux : -1);
+        L->ready[L->c.ids[o->nin + r]] = start + o->dur;
+    record(S, L, L->c.op, st, start, o->dur, -1, o->kind == L_GROUP ? o->aux : -1);
 }
 
 /* Whether the send or recv at stage s's next op meets its peer's next op;
@@ -590,34 +558,32 @@ static void issue(sim *S, lane *L)
 static bool rendezvous(sim *S, int s)
 {
     lane *A = S->lane[s];
-    const lop *a = &A->op[A->next];
+    const lop *a = &A->c.rec;
     const p2p *pa = &A->p2p[a->aux];
     int t = (int)pa->peer;
     if (t < 0 || t >= S->n)
         return false;
     lane *B = S->lane[t];
-    if (B->next >= B->nops)
+    if (B->c.next >= B->R.n)
         return false;
-    const lop *b = &B->op[B->next];
+    const lop *b = &B->c.rec;
     if (b->kind != L_P2P || b->code == a->code || B->p2p[b->aux].peer != s ||
         B->p2p[b->aux].tag != pa->tag)
         return false;
     lane *snd = a->code == IR_SEND ? A : B, *rcv = a->code == IR_SEND ? B : A;
     const lop *so = a->code == IR_SEND ? a : b, *ro = a->code == IR_SEND ? b : a;
-    double start = ready_from(snd, so, 0);
+    double start = ready_from(snd, 0);
     if (snd->clock[ST_COMM] > start)
         start = snd->clock[ST_COMM];
     if (rcv->clock[ST_COMM] > start)
         start = rcv->clock[ST_COMM];
     double dur = so->dur; /* op_time of the send */
     snd->clock[ST_COMM] = rcv->clock[ST_COMM] = start + dur;
-    rcv->ready[rcv->ids[ro->in + ro->nin]] = start + dur;
-    record(S, snd, lop_op(snd, snd->next), ST_COMM, start, dur, (int)snd->p2p[so->aux].peer,
-           -1);
-    record(S, rcv, lop_op(rcv, rcv->next), ST_COMM, start, dur, (int)rcv->p2p[ro->aux].peer,
-           -1);
-    snd->next++;
-    rcv->next++;
+    rcv->ready[rcv->c.ids[ro->nin]] = start + dur;
+    record(S, snd, snd->c.op, ST_COMM, start, dur, (int)snd->p2p[so->aux].peer, -1);
+    record(S, rcv, rcv->c.op, ST_COMM, start, dur, (int)rcv->p2p[ro->aux].peer, -1);
+    pass_lane_cursor_step(&snd->R, &snd->c);
+    pass_lane_cursor_step(&rcv->R, &rcv->c);
     return true;
 }
 
@@ -626,13 +592,13 @@ static bool advance(sim *S, int s)
 {
     lane *L = S->lane[s];
     bool moved = false;
-    while (L->next < L->nops) {
-        if (L->op[L->next].kind == L_P2P) {
+    while (L->c.next < L->R.n) {
+        if (L->c.rec.kind == L_P2P) {
             if (!rendezvous(S, s))
                 break;
         } else {
             issue(S, L);
-            L->next++;
+            pass_lane_cursor_step(&L->R, &L->c);
         }
         moved = true;
     }
@@ -648,12 +614,12 @@ static bool simulate(sim *S, su_buf *err)
     }
     for (int s = 0; s < S->n; s++) {
         const lane *L = S->lane[s];
-        if (L->next < L->nops) {
-            const lop *o = &L->op[L->next];
+        if (L->c.next < L->R.n) {
+            const lop *o = &L->c.rec;
             p2p none = {0, 0}, *q = o->kind == L_P2P ? &L->p2p[o->aux] : &none;
             su_buf_printf(err, "internal error: the timeline stops: stage %d waits at %s %d "
-                          "(%s, peer %lld, tag %lld)", s, L->op_of ? "op" : "its timed op",
-                          lop_op(L, L->next), ir_ops[o->code].name,
+                          "(%s, peer %lld, tag %lld)", s, L->R.op_of ? "op" : "its timed op",
+                          L->c.op, ir_ops[o->code].name,
                           (long long)q->peer, (long long)q->tag);
             return false;
         }
@@ -793,64 +759,78 @@ static bool lane_fusion(lane *L, const pass_fusion *f, pass_fusion *own, su_buf 
     return pass_fuse(L->m, own, err);
 }
 
-/* Appends value id v to lane L's ids (malloc'd, so that a long
- * pipeline's lanes grow without copies left behind in an arena). */
-static void put_id(lane *L, int32_t v, jmp_buf *oom)
+/* Appends value id v to u's ids. */
+static void put_id(unrolled *u, int32_t v, jmp_buf *oom)
 {
-    if (L->nids == L->capids) {
-        int32_t cap = L->capids ? 2 * L->capids : 1024;
-        L->ids = su_xrealloc(oom, L->ids, (size_t)cap * sizeof *L->ids);
-        L->capids = cap;
+    if (u->nids == u->capids) {
+        int64_t cap = u->capids ? 2 * (int64_t)u->capids : 1024;
+        if (cap > INT32_MAX)
+            su_oom(oom);
+        u->ids = su_xrealloc(oom, u->ids, (size_t)cap * sizeof *u->ids);
+        u->capids = (int32_t)cap;
     }
-    L->ids[L->nids++] = v;
+    u->ids[u->nids++] = v;
 }
 
 /* Op op's operands' ids, then its first result's, into record o (an op
  * that is not a group's waits for its operands and makes its first
  * result). */
-static void put_op(lane *L, lop *o, const ir_op *op, jmp_buf *oom)
+static void put_op(unrolled *u, lop *o, const ir_op *op, jmp_buf *oom)
 {
     for (int k = 0; k < op->nin; k++)
-        put_id(L, op->in[k]->id, oom);
+        put_id(u, op->in[k]->id, oom);
     o->nin = op->nin;
     if (op->nres)
-        put_id(L, op->res[0]->id, oom);
+        put_id(u, op->res[0]->id, oom);
+}
+
+static void unrolled_free(unrolled *u)
+{
+    free(u->op);
+    free(u->op_of);
+    free(u->stamp);
+    free(u->ids);
+    memset(u, 0, sizeof *u);
 }
 
 /* Lane s's records (lop), before the stages run in step: each op's kind,
  * what it waits for and makes, and what it takes where it runs (a
  * send's, a group's at its anchor, an op's of its own that costs
- * something); and its events' count into L->cap: one per send and
- * receive, per group (at its anchor) and per other op that costs
- * something (issue, rendezvous), so that its list is made once, not grown
- * (a long pipeline's lists ran to millions of events, each doubling
- * copied and on fresh pages; record() would still grow it were this ever
- * short). The lanes are made at once (pass_for_stages), a third of the
- * timeline of a deep pipeline. */
+ * something), made unrolled and then rolled (pass_lane_roll); and its events'
+ * count into L->cap: one per send and receive, per group (at its anchor)
+ * and per other op that costs something (issue, rendezvous), so that its
+ * list is made once, not grown (a long pipeline's lists ran to millions
+ * of events, each doubling copied and on fresh pages; record() would
+ * still grow it were this ever short). The lanes are made at once
+ * (pass_for_stages), a third of the timeline of a deep pipeline. */
 static void lane_fill(lane *L, const pass_hw *hw, bool ops, su_buf *err)
 {
     const ir_module *m = L->m;
-    su_arena_init(&L->a, err->oom);
-    L->nops = 0; /* a record per op but a group's other than its anchor */
+    unrolled *u = &L->u;
+    int32_t nrec = 0; /* a record per op but a group's other than its anchor */
     for (int i = 0; i < m->ops.n; i++) {
         int g = L->f ? L->f->group_of[i] : -1;
-        L->nops += g < 0 || L->f->groups[g].anchor == i ||
-                   ir_ops[IR_OP(m, i)->code].cls == IR_C_P2P;
+        nrec += g < 0 || L->f->groups[g].anchor == i ||
+                ir_ops[IR_OP(m, i)->code].cls == IR_C_P2P;
     }
-    L->op = su_alloc(&L->a, ((size_t)L->nops + 1) * sizeof *L->op);
-    L->op_of = ops ? su_alloc(&L->a, ((size_t)L->nops + 1) * sizeof *L->op_of) : NULL;
+    u->op = su_xmalloc(err->oom, ((size_t)nrec + 1) * sizeof *u->op);
+    u->stamp = su_xmalloc(err->oom, ((size_t)nrec + 1) * 2 * sizeof *u->stamp);
+    if (ops)
+        u->op_of = su_xmalloc(err->oom, ((size_t)nrec + 1) * sizeof *u->op_of);
     int n = 0, k = 0;
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
         int g = L->f ? L->f->group_of[i] : -1;
         if (g >= 0 && L->f->groups[g].anchor != i && ir_ops[op->code].cls != IR_C_P2P)
             continue; /* L_SKIP */
-        if (L->op_of)
-            L->op_of[k] = i;
-        lop *o = &L->op[k++];
+        if (u->op_of)
+            u->op_of[k] = i;
+        u->stamp[2 * k] = op->task;
+        u->stamp[2 * k + 1] = op->mb;
+        lop *o = &u->op[k++];
         memset(o, 0, sizeof *o);
         o->code = (uint16_t)op->code;
-        o->in = L->nids;
+        o->in = u->nids;
         if (ir_ops[op->code].cls == IR_C_P2P) {
             n++;
             o->kind = L_P2P;
@@ -863,7 +843,7 @@ static void lane_fill(lane *L, const pass_hw *hw, bool ops, su_buf *err)
             L->p2p[L->np2p++] = (p2p){op->a->peer, op->a->tag};
             if (op->code == IR_SEND)
                 o->dur = op_time(hw, L, op);
-            put_op(L, o, op, err->oom);
+            put_op(u, o, op, err->oom);
         } else if (g >= 0) { /* its anchor */
             const pass_fgroup *G = &L->f->groups[g];
             n++;
@@ -871,12 +851,12 @@ static void lane_fill(lane *L, const pass_hw *hw, bool ops, su_buf *err)
             o->aux = G->id;
             o->dur = group_time(hw, m, G);
             for (int j = 0; j < G->nin; j++)
-                put_id(L, G->in[j]->id, err->oom);
+                put_id(u, G->in[j]->id, err->oom);
             o->nin = G->nin;
             for (int j = 0; j < G->nops; j++) {
                 const ir_op *x = IR_OP(m, G->ops[j]);
                 for (int r = 0; r < x->nres; r++)
-                    put_id(L, x->res[r]->id, err->oom);
+                    put_id(u, x->res[r]->id, err->oom);
             }
         } else {
             double dur = 0;
@@ -890,17 +870,15 @@ static void lane_fill(lane *L, const pass_hw *hw, bool ops, su_buf *err)
             o->kind = pass ? L_PASS : L_RUN;
             o->st = ir_ops[op->code].cls == IR_C_COMM ? ST_COMM : ST_COMPUTE;
             o->dur = dur;
-            put_op(L, o, op, err->oom);
+            put_op(u, o, op, err->oom);
         }
     }
     L->nvalues = m->next_id + 1;
     L->cap = n;
-    /* their exact size: a deep pipeline's lanes are all kept until they
-     * run in step */
-    if (L->nids < L->capids) {
-        L->ids = su_xrealloc(err->oom, L->ids, ((size_t)L->nids + 1) * sizeof *L->ids);
-        L->capids = L->nids + 1;
-    }
+    pass_lane_roll(&L->R, u->op, nrec, u->ids, u->nids, u->op_of, u->stamp, err->oom);
+    unrolled_free(u);
+    /* its exact size: a deep pipeline's lanes are all kept until they run
+     * in step */
     if (L->np2p < L->capp2p) {
         L->p2p = su_xrealloc(err->oom, L->p2p, ((size_t)L->np2p + 1) * sizeof *L->p2p);
         L->capp2p = L->np2p + 1;
@@ -913,7 +891,6 @@ static bool lane_job(void *ctx, int s, su_buf *err)
 {
     sim *S = ctx;
     lane *L = S->lane[s];
-    su_arena_init(&L->a, err->oom);
     if (!lane_fusion(L, S->given ? &S->given[s] : NULL, &S->fus[s], err))
         return false;
     lane_fill(L, S->hw, S->keep, err);
@@ -929,7 +906,8 @@ static bool run_lanes(sim *S, double *step_s, pass_stage_time *stats, su_buf *er
         lane *L = S->lane[s];
         L->ev = S->keep ? su_alloc(&S->arena, ((size_t)L->cap + 1) * sizeof *L->ev) : NULL;
         L->ready = su_alloc(&S->arena, ((size_t)L->nvalues + 1) * sizeof *L->ready);
-        L->next = L->nev = 0;
+        pass_lane_cursor_start(&L->R, &L->c, S->oom);
+        L->nev = 0;
         L->clock[0] = L->clock[1] = 0;
         L->t = (pass_stage_time){0, 0, 0};
         account_free(L);
@@ -953,6 +931,16 @@ static bool run_lanes(sim *S, double *step_s, pass_stage_time *stats, su_buf *er
     return true;
 }
 
+/* L's records, malloc'd. */
+static void lane_free_recs(lane *L)
+{
+    unrolled_free(&L->u);
+    pass_lane_recs_free(&L->R);
+    pass_lane_cursor_free(&L->c);
+    free(L->p2p);
+    L->p2p = NULL;
+}
+
 static void timeline(void *arg)
 {
     timeline_run *r = arg;
@@ -966,8 +954,6 @@ static void timeline(void *arg)
         L->rank0 = S->n > 1 ? first_rank(S->st[s], s) : 0;
     }
     int bad = pass_for_stages(S->n, lane_job, S, r->err);
-    for (int s = 0; s < S->n; s++)
-        S->lane[s]->a.oom = S->oom; /* its job's guard is gone */
     r->ok = bad < 0 && run_lanes(S, r->step_s, r->stats, r->err);
     if (r->ok && r->json)
         write_json(S, r->max_events, *r->step_s, r->json);
@@ -983,9 +969,7 @@ static bool run_timeline(timeline_run *r, jmp_buf *oom)
     for (int s = 0; r->S.lane && s < r->S.n; s++) {
         if (!r->S.lane[s])
             continue;
-        su_arena_free(&r->S.lane[s]->a);
-        free(r->S.lane[s]->ids);
-        free(r->S.lane[s]->p2p);
+        lane_free_recs(r->S.lane[s]);
         account_free(r->S.lane[s]);
     }
     su_arena_free(&r->S.arena);
@@ -1028,9 +1012,8 @@ static void lane_make_work(void *arg)
 {
     lane_make *k = arg;
     lane *L = k->L;
-    su_arena_init(&L->a, k->err->oom);
     if (!lane_fusion(L, k->f, &L->own, k->err)) {
-        L->nops = -1;
+        L->R.n = -1;
         return;
     }
     lane_fill(L, k->hw, false, k->err);
@@ -1064,7 +1047,7 @@ pass_lane *pass_lane_make(const ir_module *m, int s, int n, const pass_fusion *f
     L->m = NULL;
     L->f = NULL;
     L->mp = NULL;
-    if (!done || L->nops < 0) {
+    if (!done || L->R.n < 0) {
         pass_lane_free(L);
         if (!done)
             su_oom(err->oom);
@@ -1077,9 +1060,7 @@ void pass_lane_free(pass_lane *L)
 {
     if (!L)
         return;
-    su_arena_free(&L->a);
-    free(L->ids);
-    free(L->p2p);
+    lane_free_recs(L);
     account_free(L);
     free(L);
 }
