@@ -84,7 +84,11 @@ typedef struct st {
                          * received), a row made when the stage first touches
                          * the value (mb_at): a stage holds a few of the
                          * model's values, and nv * M pointers a stage made a
-                         * deep pipeline's split quadratic in the microbatches */
+                         * deep pipeline's split quadratic in the microbatches.
+                         * A held stage's row is of HELD_ROW (microbatches 0, 1,
+                         * 2 and M - 1: mb_slot) until a middle microbatch's
+                         * value is received into it */
+    uint8_t *short_row; /* [nv]: mb[id] is of HELD_ROW */
     ir_value **step;    /* [nv]: ACC (running, then final) and POST values */
     ir_value **slice;   /* [nv]: per-step values as microbatches read them (cut) */
     int *nacc;          /* [nv]: contributions accumulated */
@@ -119,20 +123,47 @@ typedef struct st {
  * arena (the stages' tasks run on threads of their own, each allocating
  * only in its module, under its job's guard; the rows go when the module
  * is compacted). */
+static bool held_mb(const st *S, int j);
+
+/* A held stage makes the values of microbatches 0, 1, 2 (its template)
+ * and M - 1 alone; it receives every microbatch's. */
+enum { HELD_ROW = PASS_HELD_TEMPLATE + 2 };
+
+/* Microbatch j's slot in a short row; -1: a middle microbatch's, none. */
+static int mb_slot(const st *S, int j)
+{
+    return j <= PASS_HELD_TEMPLATE ? j : j == S->L->M - 1 ? HELD_ROW - 1 : -1;
+}
+
 static ir_value **mb_at(st *S, int id, int j)
 {
+    int M = S->L->M;
     if (!S->mb[id]) {
-        size_t n = (size_t)S->L->M * sizeof **S->mb;
+        S->short_row[id] = S->held && M > HELD_ROW && mb_slot(S, j) >= 0;
+        size_t n = (size_t)(S->short_row[id] ? HELD_ROW : M) * sizeof **S->mb;
         S->mb[id] = su_alloc(&S->dst->arena, n);
         memset(S->mb[id], 0, n);
     }
-    return &S->mb[id][j];
+    if (S->short_row[id] && mb_slot(S, j) < 0) { /* a middle microbatch's: the whole row */
+        ir_value **row = su_alloc(&S->dst->arena, (size_t)M * sizeof *row);
+        memset(row, 0, (size_t)M * sizeof *row);
+        for (int k = 0; k < M; k++)
+            if (mb_slot(S, k) >= 0)
+                row[k] = S->mb[id][mb_slot(S, k)];
+        S->mb[id] = row;
+        S->short_row[id] = 0;
+    }
+    return &S->mb[id][S->short_row[id] ? mb_slot(S, j) : j];
 }
 
 /* The same, NULL where it is not here (the row is not made). */
 static ir_value *mb_get(const st *S, int id, int j)
 {
-    return S->mb[id] ? S->mb[id][j] : NULL;
+    if (!S->mb[id])
+        return NULL;
+    if (!S->short_row[id])
+        return S->mb[id][j];
+    return mb_slot(S, j) >= 0 ? S->mb[id][mb_slot(S, j)] : NULL;
 }
 
 /* Whether microbatch j's tasks are placeholders here (st.held). */
@@ -1304,6 +1335,8 @@ static void init_stage(pl *L, st *S, int s)
     memset(S->step, 0, nv * sizeof *S->step);
     memset(S->nacc, 0, nv * sizeof *S->nacc);
     memset(S->mb, 0, nv * sizeof *S->mb);
+    S->short_row = su_alloc(&L->ar, nv);
+    memset(S->short_row, 0, nv);
 }
 
 /* ---- the split of the repetitions (LANGUAGE.md §12) ----
