@@ -101,13 +101,11 @@ static bool check_schedule(const rt_program *g, int s, su_status *err)
     return true;
 }
 
-/* The slotted buffers of g: a map in range, and a copy for each of its
- * slots in the copy table, a plain buffer; and none an I/O entry's. */
-static bool check_slots(const rt_plan *p, const rt_program *g, int s, su_status *err)
+/* check_slots's slotted buffers of g: a map in range, and a copy for each
+ * of its slots (slots[map]: its count, -1 until counted) in the copy
+ * table, a plain buffer. */
+static bool check_copies(const rt_program *g, int s, int32_t *slots, su_status *err)
 {
-    if (g->buf_slots &&
-        (g->nbuf < 0 || !g->buf_copy_at || g->ncopy < 0 || (g->ncopy > 0 && !g->copy_buf)))
-        return rt_plan_fail(err, "stage %d: slotted buffers without a copy table", s);
     for (int32_t b = 0; g->buf_slots && b < g->nbuf; b++) {
         int32_t map = g->buf_slots[b];
         if (map < 0)
@@ -115,7 +113,9 @@ static bool check_slots(const rt_plan *p, const rt_program *g, int s, su_status 
         if (map >= g->nslotmap)
             return rt_plan_fail(err, "stage %d: buffer %d takes slot map %d; the program has "
                                 "%d", s, b, map, g->nslotmap);
-        int64_t at = g->buf_copy_at[b], k = slot_count(g, map);
+        if (slots[map] < 0)
+            slots[map] = slot_count(g, map);
+        int64_t at = g->buf_copy_at[b], k = slots[map];
         if (at < 0 || at > g->ncopy || k > g->ncopy - at)
             return rt_plan_fail(err, "stage %d: buffer %d's copies for slots 0 .. %lld start at "
                                 "%lld of a copy table of %lld", s, b, (long long)(k - 1),
@@ -128,6 +128,27 @@ static bool check_slots(const rt_plan *p, const rt_program *g, int s, su_status 
                                     g->nbuf);
         }
     }
+    return true;
+}
+
+/* The slotted buffers of g: a map in range, and a copy for each of its
+ * slots in the copy table, a plain buffer; and none an I/O entry's. */
+static bool check_slots(const rt_plan *p, const rt_program *g, int s, su_status *err)
+{
+    if (g->buf_slots &&
+        (g->nbuf < 0 || !g->buf_copy_at || g->ncopy < 0 || (g->ncopy > 0 && !g->copy_buf)))
+        return rt_plan_fail(err, "stage %d: slotted buffers without a copy table", s);
+    /* each map's slots, counted once (a map serves many buffers, and a
+     * count reads its every microbatch): -1 until counted */
+    int32_t *slots = g->buf_slots ? malloc(((size_t)g->nslotmap + 1) * sizeof *slots) : NULL;
+    if (g->buf_slots && !slots)
+        return rt_plan_nomem(err);
+    for (int32_t m = 0; slots && m < g->nslotmap; m++)
+        slots[m] = -1;
+    bool ok = check_copies(g, s, slots, err);
+    free(slots);
+    if (!ok)
+        return false;
     for (int32_t i = 0; p->io && i < p->nio; i++) {
         const rt_io *io = &p->io[i];
         if (io->stage == s && (slotted(g, io->buffer) || slotted(g, io->update)))
