@@ -600,13 +600,23 @@ static void write_loop(roll *R, body **by_task, int32_t maxtask, rt_program *out
             next[b] = head[r];
             head[r] = b;
         }
-    for (int32_t r = 0; r < nb; r++)
+    /* a class's offsets met so far, each with its first member (a class
+     * has a member per microbatch, at a few offsets: its slots) */
+    int64_t *seen_off = su_alloc(a, (size_t)(nb + 1) * sizeof *seen_off);
+    int32_t *seen_b = su_alloc(a, (size_t)(nb + 1) * sizeof *seen_b);
+    for (int32_t r = 0; r < nb; r++) {
+        int32_t nseen = 0;
         for (int32_t b = head[r]; b >= 0; b = next[b]) {
-            int32_t c = head[r];
-            while (c != b && g->buf_offset[c] != g->buf_offset[b])
-                c = next[c];
-            copy[b] = c == b ? b : copy[c];
+            int32_t d = 0;
+            while (d < nseen && seen_off[d] != g->buf_offset[b])
+                d++;
+            if (d == nseen) {
+                seen_off[nseen] = g->buf_offset[b];
+                seen_b[nseen++] = b;
+            }
+            copy[b] = seen_b[d];
         }
+    }
     /* the buffers kept: the I/O entries', what runs once names, the plain
      * template buffers, every copy */
     int32_t *id = su_alloc(a, (size_t)(nb + 1) * sizeof *id);
@@ -699,6 +709,9 @@ static void write_loop(roll *R, body **by_task, int32_t maxtask, rt_program *out
     }
     su_vec maps = {0};
     int32_t *slot = su_alloc(a, (nmb + 1) * sizeof *slot);
+    int32_t *qpos = su_alloc(a, ((size_t)n + 1) * sizeof *qpos); /* a copy's place in its list */
+    for (int32_t i = 0; i <= n; i++)
+        qpos[i] = -1;
     int32_t e = n;
     for (int32_t t = 1; t <= maxtask; t++) {
         body *B = by_task[t];
@@ -723,15 +736,14 @@ static void write_loop(roll *R, body **by_task, int32_t maxtask, rt_program *out
                 ncopy += nl;
             }
             /* microbatch j's slot: its buffer's copy's place in the list */
+            for (int32_t q = 0; q < nl; q++)
+                qpos[out->copy_buf[at + q]] = q;
             for (size_t j = 0; j < nmb; j++) {
                 int32_t x = B->orig[(size_t)b * nmb + j];
-                slot[j] = 0;
-                if (x < 0)
-                    continue;
-                for (int32_t q = 0; q < nl; q++)
-                    if (out->copy_buf[at + q] == id[x])
-                        slot[j] = q;
+                slot[j] = x >= 0 && id[x] >= 0 && qpos[id[x]] >= 0 ? qpos[id[x]] : 0;
             }
+            for (int32_t q = 0; q < nl; q++)
+                qpos[out->copy_buf[at + q]] = -1;
             int32_t c0 = out->copy_buf[at];
             B->entry[b] = e;
             out->buf_offset[e] = out->buf_offset[c0];
