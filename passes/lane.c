@@ -315,7 +315,7 @@ static void roll_work(void *arg)
 }
 
 void pass_lane_roll(lane_recs *R, const lop *op, int32_t n, const int32_t *ids, int32_t nids,
-               const int32_t *op_of, const int32_t *stamp, jmp_buf *oom)
+                    const int32_t *op_of, const int32_t *stamp, jmp_buf *oom)
 {
     memset(R, 0, sizeof *R);
     roller r = {.R = R, .op = op, .n = n, .nids = nids, .ids = ids, .op_of = op_of,
@@ -356,9 +356,8 @@ static void load(const lane_recs *R, lane_cursor *c)
     int32_t m = t->nin + c->nout;
     for (int32_t q = 0; q < m; q++) { /* a literal piece: shift and steps 0 */
         int32_t it = t->in + q, how = R->how[it];
-        c->ids[q] = R->ids[it] + (how == LANE_SHIFT   ? p->shift
-                                  : how == LANE_FIXED ? 0
-                                                      : p->step[how - LANE_STEP]);
+        int64_t d = how == LANE_SHIFT ? p->shift : how == LANE_FIXED ? 0 : p->step[how - LANE_STEP];
+        c->ids[q] = (int32_t)(R->ids[it] + d); /* an id written out: any, then the patch's */
     }
     int32_t rel = t->in - R->lit[p->lit].in, end = p->patch + p->npatch;
     for (; c->patch < end && R->patch[c->patch].at < rel + m; c->patch++)

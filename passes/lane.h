@@ -98,7 +98,7 @@ static inline int32_t lane_lit_nout(const lane_recs *R, int32_t k)
  * each run of one task's records of one microbatch rolled onto an earlier
  * instance of that task where it matches one, else literal. */
 void pass_lane_roll(lane_recs *R, const lop *op, int32_t n, const int32_t *ids, int32_t nids,
-               const int32_t *op_of, const int32_t *stamp, jmp_buf *oom);
+                    const int32_t *op_of, const int32_t *stamp, jmp_buf *oom);
 void pass_lane_recs_free(lane_recs *R);
 
 /* c at R's first record (its ids malloc'd); c->next == R->n: past the end. */
