@@ -1318,25 +1318,20 @@ static void init_stage(pl *L, st *S, int s)
     d->train.loss = NULL;
     size_t nv = (size_t)L->nv;
     *S = (st){.L = L, .dst = d, .s = s};
+    /* each a row per model value, zeroed by su_alloc (a large one fresh
+     * from calloc: a deep pipeline's stage touches the rows of its own
+     * values alone, the rest of its tables never in memory) */
     S->pre = su_alloc(&L->ar, nv * sizeof *S->pre);
     S->full = su_alloc(&L->ar, nv * sizeof *S->full);
     S->step = su_alloc(&L->ar, nv * sizeof *S->step);
     S->slice = su_alloc(&L->ar, nv * sizeof *S->slice);
-    memset(S->slice, 0, nv * sizeof *S->slice);
     S->nacc = su_alloc(&L->ar, nv * sizeof *S->nacc);
     S->fwd = su_alloc(&L->ar, nv * sizeof *S->fwd);
     S->reader = NULL;
-    memset(S->fwd, 0, nv * sizeof *S->fwd);
     S->ctx = IR_NPHASES;
     S->mb = su_alloc(&L->ar, nv * sizeof *S->mb);
     S->want = su_alloc(&L->ar, nv * sizeof *S->want);
-    memset(S->pre, 0, nv * sizeof *S->pre);
-    memset(S->full, 0, nv * sizeof *S->full);
-    memset(S->step, 0, nv * sizeof *S->step);
-    memset(S->nacc, 0, nv * sizeof *S->nacc);
-    memset(S->mb, 0, nv * sizeof *S->mb);
     S->short_row = su_alloc(&L->ar, nv);
-    memset(S->short_row, 0, nv);
 }
 
 /* ---- the split of the repetitions (LANGUAGE.md §12) ----
