@@ -118,13 +118,6 @@ typedef struct st {
                          * by the source's pointer, in dst's arena */
 } st;
 
-/* Microbatch j's value of source value id on this stage: its slot, the
- * value's row made (zeroed) when it has none, in the stage's module's
- * arena (the stages' tasks run on threads of their own, each allocating
- * only in its module, under its job's guard; the rows go when the module
- * is compacted). */
-static bool held_mb(const st *S, int j);
-
 /* A held stage makes the values of microbatches 0, 1, 2 (its template)
  * and M - 1 alone; it receives every microbatch's. */
 enum { HELD_ROW = PASS_HELD_TEMPLATE + 2 };
@@ -135,18 +128,21 @@ static int mb_slot(const st *S, int j)
     return j <= PASS_HELD_TEMPLATE ? j : j == S->L->M - 1 ? HELD_ROW - 1 : -1;
 }
 
+/* Microbatch j's value of source value id on this stage: its slot, the
+ * value's row made (zeroed, by su_alloc) when it has none, in the stage's
+ * module's arena (the stages' tasks run on threads of their own, each
+ * allocating only in its module, under its job's guard; the rows go when
+ * the module is compacted). */
 static ir_value **mb_at(st *S, int id, int j)
 {
     int M = S->L->M;
     if (!S->mb[id]) {
         S->short_row[id] = S->held && M > HELD_ROW && mb_slot(S, j) >= 0;
-        size_t n = (size_t)(S->short_row[id] ? HELD_ROW : M) * sizeof **S->mb;
-        S->mb[id] = su_alloc(&S->dst->arena, n);
-        memset(S->mb[id], 0, n);
+        S->mb[id] = su_alloc(&S->dst->arena,
+                             (size_t)(S->short_row[id] ? HELD_ROW : M) * sizeof **S->mb);
     }
     if (S->short_row[id] && mb_slot(S, j) < 0) { /* a middle microbatch's: the whole row */
         ir_value **row = su_alloc(&S->dst->arena, (size_t)M * sizeof *row);
-        memset(row, 0, (size_t)M * sizeof *row);
         for (int k = 0; k < M; k++)
             if (mb_slot(S, k) >= 0)
                 row[k] = S->mb[id][mb_slot(S, k)];
