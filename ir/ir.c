@@ -214,29 +214,37 @@ typedef struct compact_run {
     ir_value **val;     /* [next_id] (malloc'd) */
     ir_op **op;         /* [ops.n] (malloc'd) */
     ir_attrs_set attrs; /* the ops' attributes, each once, in a */
-    const ir_attrs **from, **to; /* [nmap] (malloc'd): attrs_map's */
-    size_t nmap;
+    const ir_attrs **from, **to; /* [nmap] (malloc'd): attrs_copy's, made by attrs_map */
+    size_t nmap, nfrom;
     su_ptrmap names;    /* names copied, by the old pointer (in a) */
     bool whole;
 } compact_run;
 
-/* The copy of old attributes o in c's set: each of the old set's once,
- * found by its pointer after (c->from and c->to, open addressing over
- * the old set's size; an op's attributes outside the old set, which no
- * pass makes, are interned by their content). */
+/* The copy of old attributes o in c's set, made when an op first has
+ * them: the old set's that no op has any more (a pipeline stage's middle
+ * microbatches' sends and receives, each with its own tag, once
+ * pass_share_instances has taken them out) are not copied. Found by the
+ * old pointer after (c->from and c->to, open addressing over the old
+ * set's size; attributes outside the old set, which no pass makes, are
+ * interned by their content each time). */
 static const ir_attrs *attrs_copy(compact_run *c, const ir_attrs *o)
 {
     size_t cap = c->nmap;
-    if (cap) {
-        size_t j = (size_t)(((uintptr_t)o >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
-        for (; c->from[j]; j = (j + 1) & (cap - 1))
-            if (c->from[j] == o)
-                return c->to[j];
+    size_t j = (size_t)(((uintptr_t)o >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
+    for (; c->from[j]; j = (j + 1) & (cap - 1))
+        if (c->from[j] == o)
+            return c->to[j];
+    const ir_attrs *x = attrs_in(&c->attrs, &c->a, o);
+    if (2 * (c->nfrom + 1) <= cap) { /* room left (an old set's are at most half) */
+        c->from[j] = o;
+        c->to[j] = x;
+        c->nfrom++;
     }
-    return attrs_in(&c->attrs, &c->a, o);
+    return x;
 }
 
-/* c->from and c->to: every attribute set of the old module and its copy. */
+/* c->from and c->to, empty: room for every attribute set of the old
+ * module. */
 static void attrs_map(compact_run *c)
 {
     const ir_attrs_set *old = &c->m->attrs;
@@ -247,16 +255,7 @@ static void attrs_map(compact_run *c)
     c->to = su_xmalloc(c->m->oom, cap * sizeof *c->to);
     memset(c->from, 0, cap * sizeof *c->from);
     c->nmap = cap;
-    for (size_t i = 0; i < old->cap; i++) {
-        const ir_attrs *o = old->slot[i];
-        if (!o)
-            continue;
-        size_t j = (size_t)(((uintptr_t)o >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
-        while (c->from[j])
-            j = (j + 1) & (cap - 1);
-        c->from[j] = o;
-        c->to[j] = attrs_in(&c->attrs, &c->a, o);
-    }
+    c->nfrom = 0;
 }
 
 static const char *dup_name(su_arena *a, const char *s)

@@ -596,7 +596,7 @@ static void test_compact(void)
 /* An op's attributes are the module's, one copy of each distinct set:
  * ops with equal ones share it (names compared by their text), a changed
  * op takes a new set and leaves the others as they were, and compaction
- * keeps the sharing in its new arena. */
+ * keeps the sharing in its new arena, and no set that no op has. */
 static void test_shared_attrs(void)
 {
     ir_module *m = ir_module_new(&oom);
@@ -635,8 +635,12 @@ static void test_shared_attrs(void)
     ir_op_set_attrs(m, s2->def, &a);
     CHECK(s2->def->a == s1->def->a);
 
+    /* x's, the first two sums', none (the negs' and the sum over axis 0),
+     * x2's and the changed sum's */
+    CHECK_INT(m->attrs.n, 5);
     char *text = print(m);
     CHECK(ir_module_compact(m));
+    CHECK_INT(m->attrs.n, 3); /* x2's and the changed sum's are no op's */
     char *again = print(m);
     CHECK_STR(again, text);
     free(text);
