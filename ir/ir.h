@@ -259,6 +259,16 @@ struct ir_op {
     su_loc loc;         /* where the source made it (line 0: unknown) */
 };
 
+/* The tag of send or recv op, which pairs it with its peer's: its
+ * attributes' plus, for a microbatch's (task -1), its microbatch. The
+ * pipeline split gives a value's sends (receives) of every microbatch one
+ * set of attributes, the tag of microbatch 0's, where a set a tag had
+ * been 272 bytes a microbatch (ir_attrs). */
+static inline int64_t ir_p2p_tag(const ir_op *op)
+{
+    return op->a->tag + (op->task == -1 ? op->mb : 0);
+}
+
 /* ---- the module ---- */
 
 typedef enum { IR_OPT_NONE, IR_OPT_SGD, IR_OPT_ADAMW } ir_optimizer;

@@ -319,7 +319,13 @@ static void put_attrs(printer *p, const ir_op *op)
     for (int bit = 0; bit < NATTRS; bit++)
         if (bits & (1u << bit)) {
             su_buf_printf(p->out, "%s%s = ", first ? "" : ", ", attr_names[bit]);
-            put_attr(p, op->code, op->a, bit);
+            if ((1u << bit) == IR_A_TAG && (op->code == IR_SEND || op->code == IR_RECV)) {
+                ir_attrs t = *op->a;
+                t.tag = ir_p2p_tag(op);
+                put_attr(p, op->code, &t, bit);
+            } else {
+                put_attr(p, op->code, op->a, bit);
+            }
             first = false;
         }
     su_buf_putc(p->out, '}');

@@ -843,8 +843,8 @@ int pass_instances_p2p(const ir_module *m, pass_p2p_op **out)
                 const ir_op *t = k2 < 0 ? op : seq_op(m, &S, k2, p);
                 if (ir_ops[t->code].cls != IR_C_P2P || t->code == IR_INSTANCES)
                     continue;
-                int64_t tag = k2 < 0 ? t->a->tag /* the copy's, as copy_op steps it */
-                                     : stepped(t->a->tag, seq_op(m, &S, k1, p)->a->tag, mb);
+                int64_t tag = k2 < 0 ? ir_p2p_tag(t) /* the copy's, as copy_op steps it */
+                                     : stepped(ir_p2p_tag(t), ir_p2p_tag(seq_op(m, &S, k1, p)), mb);
                 if (n == cap) {
                     cap = cap ? 2 * cap : 256;
                     pass_p2p_op *r = realloc(rec, (size_t)cap * sizeof *r);

@@ -525,6 +525,14 @@ static int64_t tag_of(const pl *L, int id, int j)
     return (int64_t)id * L->M + j;
 }
 
+/* The attributes' tag of microbatch j's send or recv of value id: the tag
+ * of microbatch 0's, the op stamped with j (ir_p2p_tag), or with
+ * --unroll, which stamps no op, j's own. */
+static int64_t mb_tag(const st *S, int id, int j)
+{
+    return tag_of(S->L, id, S->L->m->pipe.unroll ? j : 0);
+}
+
 /* Whether op runs in a task (of its chunk and phase): a per-microbatch op
  * or an accumulated one, not floating. */
 static bool in_a_task(const pl *L, const ir_op *op)
@@ -611,7 +619,7 @@ static void recv_task(st *S, const pass_task *t)
     for (int q = 0; q < nrecv; q++) {
         const ir_value *x = L->val[want[q]];
         ir_type ty = mb_type(L, x);
-        ir_attrs a = {.peer = pass_pl_stage_of(L, L->chunk[x->id]), .tag = tag_of(L, x->id, j)};
+        ir_attrs a = {.peer = pass_pl_stage_of(L, L->chunk[x->id]), .tag = mb_tag(S, x->id, j)};
         ir_value *r = append(S, x->def, IR_RECV, NULL, 0, &a, &ty, &x->sh);
         *mb_at(S, x->id, j) = r;
     }
@@ -710,7 +718,7 @@ static void send_task(st *S, const pass_task *t)
                     S->held_miss = true; /* the split is made again, S unheld */
                     continue;
                 }
-                ir_attrs a = {.peer = s, .tag = tag_of(L, id, j)};
+                ir_attrs a = {.peer = s, .tag = mb_tag(S, id, j)};
                 append(S, op, IR_SEND, &x, 1, &a, NULL, NULL);
             }
         S->task = S->cur_mb = 0;
@@ -818,7 +826,7 @@ static bool order_p2p(pl *L, st *S)
                      k++) {
                     const ir_op *rcv = IR_OP(S[t].dst, k);
                     if (rcv->code != IR_RECV || at[t][k] >= 0 || rcv->a->peer != s ||
-                        rcv->a->tag != snd->a->tag)
+                        ir_p2p_tag(rcv) != ir_p2p_tag(snd))
                         continue;
                     at[s][i] = upto;
                     at[t][k] = cur[t];
@@ -851,7 +859,7 @@ static bool order_p2p(pl *L, st *S)
             for (intptr_t i = LO(s, g); i < HI(s, g) && ok; i++)
                 if (at[s][i] < 0)
                     ok = pass_pl_fail_at(L, (su_loc){0, 0}, "internal error: stage %d's send (tag %lld) is never "
-                              "received", s, (long long)IR_OP(S[s].dst, i)->a->tag);
+                              "received", s, (long long)ir_p2p_tag(IR_OP(S[s].dst, i)));
     }
     /* rebuild each stage's list: every gap gets the ops that paired in it */
     for (int s = 0; s < P && ok; s++) {

@@ -840,7 +840,7 @@ static void lane_fill(lane *L, const pass_hw *hw, bool ops, su_buf *err)
                 L->capp2p = cap;
             }
             o->aux = L->np2p;
-            L->p2p[L->np2p++] = (p2p){op->a->peer, op->a->tag};
+            L->p2p[L->np2p++] = (p2p){op->a->peer, ir_p2p_tag(op)};
             if (op->code == IR_SEND)
                 o->dur = op_time(hw, L, op);
             put_op(u, o, op, err->oom);

@@ -93,9 +93,38 @@ static void test_verifier(void)
     CHECK(strstr(msg, "deadlock") != NULL);
 }
 
+/* Stage s's sends and receives of microbatches' values (task -1): one
+ * set of attributes for a value's every microbatch (peer and the tag of
+ * microbatch 0's), each op's tag that plus its microbatch, no two alike.
+ * The count of such ops, -1 when one breaks the rule. */
+static int p2p_shared(const ir_module *st, int M)
+{
+    int n = 0, nsets = 0;
+    for (int i = 0; i < st->ops.n; i++) {
+        const ir_op *op = IR_OP(st, i);
+        if ((op->code != IR_SEND && op->code != IR_RECV) || op->task != -1)
+            continue;
+        n++;
+        if (ir_p2p_tag(op) != op->a->tag + op->mb || op->mb < 0 || op->mb >= M)
+            return -1;
+        bool first = true; /* the set's first op: its other ops are microbatches 1 ..  */
+        for (int k = 0; k < i && first; k++)
+            first = IR_OP(st, k)->a != op->a || IR_OP(st, k)->code != op->code;
+        nsets += first;
+        for (int k = 0; k < i; k++) {
+            const ir_op *o = IR_OP(st, k);
+            if (o->code == op->code && o->task == -1 && o->a->peer == op->a->peer &&
+                ir_p2p_tag(o) == ir_p2p_tag(op))
+                return -1; /* two ops of one message */
+        }
+    }
+    return nsets * M == n ? n : -1;
+}
+
 /* A model of 4 layers over pp, with every schedule on 2 and 4 stages: the
- * split's programs pass ir_verify and the verifier, and the bubble is the
- * schedule's formula. */
+ * split's programs pass ir_verify and the verifier, the bubble is the
+ * schedule's formula, and a value's sends and receives share their
+ * attributes over the microbatches (p2p_shared). */
 static const char *model =
     "mesh dp = 1, pp = %d\n"
     "pipeline over pp repeats 4 microbatches %d schedule %s\n"
@@ -150,6 +179,8 @@ static void test_schedules(void)
             int V = strcmp(cases[c].sched, "interleaved(2)") ? 1 : 2;
             for (int s = 0; s < pp.nstages; s++)
                 CHECK_INT(pp.ntasks[s], 2 * V * cases[c].mb);
+            for (int s = 0; s < pp.nstages; s++)
+                CHECK(p2p_shared(pp.stage[s], cases[c].mb) > 0);
             pass_pipeline_free(&pp);
         }
         su_buf_free(&err);
