@@ -808,6 +808,8 @@ static void passes(void *arg)
     if (r->ps.failed) /* as a plan written after the compile fails */
         r->st = r->ps.err.kind == SU_NOMEM
                     ? api_fail(r->error, SHARDC_ERR_NOMEM, "out of memory")
+                : r->ps.err.kind == SU_USAGE /* kernels asked for, no NVRTC here */
+                    ? api_fail(r->error, SHARDC_ERR_USAGE, "%s", r->ps.err.msg)
                     : api_fail(r->error, SHARDC_ERR_INTERNAL,
                                "internal error: writing the plan: %s", r->ps.err.msg);
     else if (over)

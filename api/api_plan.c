@@ -163,6 +163,8 @@ static shardc_status program_plan(const shardc_program *prog, bool placeholder, 
         free(r.bytes);
         if (r.err.kind == SU_NOMEM)
             return api_fail(error, SHARDC_ERR_NOMEM, "out of memory");
+        if (r.err.kind == SU_USAGE) /* kernels asked for, no NVRTC here */
+            return api_fail(error, SHARDC_ERR_USAGE, "%s", r.err.msg);
         return api_fail(error, SHARDC_ERR_INTERNAL, "internal error: writing the plan: %s",
                         r.err.msg);
     }

@@ -114,6 +114,17 @@ static bool fail(builder *b, const char *fmt, ...)
     return false;
 }
 
+/* A kernel's NVRTC compile failed with msg: a usage error where NVRTC is
+ * not here (not built in, or its library not loadable), a bug otherwise
+ * (the generated source does not compile). */
+static bool fail_nvrtc(builder *b, const char *msg)
+{
+    if (rt_nvrtc_available())
+        return fail(b, "%s", msg ? msg : "NVRTC failed");
+    su_fail(b->err, SU_USAGE, "%s", msg ? msg : "NVRTC is not available");
+    return false;
+}
+
 static rt_type rtype(const ir_type *t)
 {
     rt_type r;
@@ -852,11 +863,11 @@ static int32_t module_of(builder *b, const cg_cuda_kernel *k, int32_t *entry)
         ks = j->k;
         nk = j->nk;
         if (!ok)
-            fail(b, "%s", j->err ? j->err : "NVRTC failed");
+            fail_nvrtc(b, j->err);
     } else {
         ok = rt_nvrtc_compile(k->name, k->source, &b->o->nvrtc, out, err);
         if (!ok)
-            fail(b, "%s", err->s ? err->s : "NVRTC failed");
+            fail_nvrtc(b, err->s);
     }
     su_buf_free(err);
     if (ok) {

@@ -372,6 +372,70 @@ static void cache_write(const char *dir, const char *path, const su_buf *key, co
 
 #ifdef SHARDC_HAVE_NVRTC
 
+/* NVRTC's library, loaded the first time a kernel is compiled or NVRTC is
+ * asked about (rt_nvrtc_available, _version, _supports), not linked: a
+ * process that compiles no kernel (shardrun on CPUs, shardc --arch none,
+ * a report) neither maps its 100 MB (28 MB resident) nor needs it on the
+ * machine. By its soname (LD_LIBRARY_PATH, the system's folders), else
+ * where the build found it. Each entry point's type is nvrtc.h's. */
+typedef struct nv_api {
+    __typeof__(&nvrtcGetErrorString) GetErrorString;
+    __typeof__(&nvrtcVersion) Version;
+    __typeof__(&nvrtcGetNumSupportedArchs) GetNumSupportedArchs;
+    __typeof__(&nvrtcGetSupportedArchs) GetSupportedArchs;
+    __typeof__(&nvrtcCreateProgram) CreateProgram;
+    __typeof__(&nvrtcCompileProgram) CompileProgram;
+    __typeof__(&nvrtcDestroyProgram) DestroyProgram;
+    __typeof__(&nvrtcGetProgramLogSize) GetProgramLogSize;
+    __typeof__(&nvrtcGetProgramLog) GetProgramLog;
+    __typeof__(&nvrtcGetPTXSize) GetPTXSize;
+    __typeof__(&nvrtcGetPTX) GetPTX;
+    __typeof__(&nvrtcGetCUBINSize) GetCUBINSize;
+    __typeof__(&nvrtcGetCUBIN) GetCUBIN;
+} nv_api;
+
+static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
+static nv_api nv_table;
+static const nv_api *nv;  /* NULL: not loaded (nv_why says why) */
+static char nv_why[512];
+
+static void nv_load(void)
+{
+    static const char *const names[] = {SHARDC_NVRTC_SONAME, SHARDC_NVRTC_PATH};
+    void *lib = NULL;
+    for (size_t i = 0; !lib && i < sizeof names / sizeof *names; i++)
+        if (!(lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL))) {
+            const char *e = dlerror();
+            if (i == 0) /* the soname's failure says most */
+                snprintf(nv_why, sizeof nv_why, "%s", e ? e : SHARDC_NVRTC_SONAME);
+        }
+    if (!lib)
+        return;
+#define E(member, fn)                                                                               if (!(nv_table.member = (__typeof__(nv_table.member))(uintptr_t)dlsym(lib, #fn))) {                 snprintf(nv_why, sizeof nv_why, "%s has no %s", SHARDC_NVRTC_SONAME, #fn);                   dlclose(lib);                                                                                  return;                                                                                    }
+    E(GetErrorString, nvrtcGetErrorString);
+    E(Version, nvrtcVersion);
+    E(GetNumSupportedArchs, nvrtcGetNumSupportedArchs);
+    E(GetSupportedArchs, nvrtcGetSupportedArchs);
+    E(CreateProgram, nvrtcCreateProgram);
+    E(CompileProgram, nvrtcCompileProgram);
+    E(DestroyProgram, nvrtcDestroyProgram);
+    E(GetProgramLogSize, nvrtcGetProgramLogSize);
+    E(GetProgramLog, nvrtcGetProgramLog);
+    E(GetPTXSize, nvrtcGetPTXSize);
+    E(GetPTX, nvrtcGetPTX);
+    E(GetCUBINSize, nvrtcGetCUBINSize);
+    E(GetCUBIN, nvrtcGetCUBIN);
+#undef E
+    nv = &nv_table; /* the library stays loaded for the process */
+}
+
+/* NVRTC's entry points, loaded once; NULL when the library cannot be. */
+static const nv_api *nv_api_get(void)
+{
+    pthread_once(&nv_once, nv_load);
+    return nv;
+}
+
 /* Records NVRTC's own error string with the call and the place. */
 #define NVRTC_CHECK(call, err) nvrtc_check((call), #call, __FILE__, __LINE__, (err))
 
@@ -379,25 +443,31 @@ static bool nvrtc_check(nvrtcResult r, const char *call, const char *file, int l
 {
     if (r == NVRTC_SUCCESS)
         return true;
-    su_buf_printf(err, "%s:%d: %s: %s", file, line, call, nvrtcGetErrorString(r));
+    su_buf_printf(err, "%s:%d: %s: %s", file, line, call, nv->GetErrorString(r));
     return false;
 }
 
-bool rt_nvrtc_available(void) { return true; }
+bool rt_nvrtc_available(void) { return nv_api_get() != NULL; }
 
 bool rt_nvrtc_version(int *major, int *minor)
 {
-    return nvrtcVersion(major, minor) == NVRTC_SUCCESS;
+    if (!nv_api_get()) {
+        *major = *minor = 0;
+        return false;
+    }
+    return nv->Version(major, minor) == NVRTC_SUCCESS;
 }
 
 bool rt_nvrtc_supports(int arch)
 {
+    if (!nv_api_get()) /* as a build without NVRTC: nothing will compile */
+        return arch >= 10 && arch <= 999;
     int n = 0;
-    if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0 || n > 1024)
+    if (nv->GetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0 || n > 1024)
         return false;
     int list[1024]; /* not malloc'd: a failed allocation would read as "unsupported" */
     bool found = false;
-    if (nvrtcGetSupportedArchs(list) == NVRTC_SUCCESS)
+    if (nv->GetSupportedArchs(list) == NVRTC_SUCCESS)
         for (int i = 0; i < n; i++)
             found |= list[i] == arch;
     return found;
@@ -451,14 +521,14 @@ typedef struct nv_run {
 static void put_log(nv_run *r, su_buf *b)
 {
     size_t n = 0;
-    if (nvrtcGetProgramLogSize(r->prog, &n) != NVRTC_SUCCESS || n <= 1) {
+    if (nv->GetProgramLogSize(r->prog, &n) != NVRTC_SUCCESS || n <= 1) {
         su_buf_puts(b, "(NVRTC gave no log)");
         return;
     }
     size_t at = b->len;
     for (size_t i = 0; i < n; i++) /* room for the log and its NUL */
         su_buf_putc(b, ' ');
-    if (nvrtcGetProgramLog(r->prog, b->s + at) != NVRTC_SUCCESS)
+    if (nv->GetProgramLog(r->prog, b->s + at) != NVRTC_SUCCESS)
         n = 1;
     while (n > 1 && (b->s[at + n - 2] == '\n' || b->s[at + n - 2] == ' '))
         n--;
@@ -472,13 +542,13 @@ static bool take_output(nv_run *r, bool ptx, uint8_t **data, size_t *len)
 {
     su_buf *err = r->err;
     size_t n = 0;
-    bool ok = ptx ? NVRTC_CHECK(nvrtcGetPTXSize(r->prog, &n), err)
-                  : NVRTC_CHECK(nvrtcGetCUBINSize(r->prog, &n), err);
+    bool ok = ptx ? NVRTC_CHECK(nv->GetPTXSize(r->prog, &n), err)
+                  : NVRTC_CHECK(nv->GetCUBINSize(r->prog, &n), err);
     r->data = ok ? malloc(n + 1) : NULL;
     if (ok && !r->data)
         su_oom(err->oom); /* rt_nvrtc_compile's guard: an allocation failure */
-    ok = ok && (ptx ? NVRTC_CHECK(nvrtcGetPTX(r->prog, (char *)r->data), err)
-                    : NVRTC_CHECK(nvrtcGetCUBIN(r->prog, (char *)r->data), err));
+    ok = ok && (ptx ? NVRTC_CHECK(nv->GetPTX(r->prog, (char *)r->data), err)
+                    : NVRTC_CHECK(nv->GetCUBIN(r->prog, (char *)r->data), err));
     if (ok && ptx) /* NVRTC counts the NUL in the PTX's size */
         n = strnlen((const char *)r->data, n);
     if (ok)
@@ -501,18 +571,18 @@ static bool compile_one(nv_run *r, const char *target, const copts *c, uint8_t *
     su_buf *err = r->err;
     char file[300];
     snprintf(file, sizeof file, "%s.cu", r->name);
-    if (!NVRTC_CHECK(nvrtcCreateProgram(&r->prog, r->source, file, 0, NULL, NULL), err)) {
+    if (!NVRTC_CHECK(nv->CreateProgram(&r->prog, r->source, file, 0, NULL, NULL), err)) {
         r->prog = NULL;
         return false;
     }
-    nvrtcResult res = nvrtcCompileProgram(r->prog, c->n, c->v);
+    nvrtcResult res = nv->CompileProgram(r->prog, c->n, c->v);
     bool ok = res == NVRTC_SUCCESS;
     size_t loglen = 0;
     if (!ok) {
         su_buf_printf(err, "kernel %s: NVRTC cannot compile it for %s (%s):\n", r->name, target,
-                      nvrtcGetErrorString(res));
+                      nv->GetErrorString(res));
         put_log(r, err);
-    } else if (nvrtcGetProgramLogSize(r->prog, &loglen) == NVRTC_SUCCESS && loglen > 1) {
+    } else if (nv->GetProgramLogSize(r->prog, &loglen) == NVRTC_SUCCESS && loglen > 1) {
         su_buf_printf(&r->log, "%s:\n", target);
         put_log(r, &r->log);
         su_buf_putc(&r->log, '\n');
@@ -523,7 +593,7 @@ static bool compile_one(nv_run *r, const char *target, const copts *c, uint8_t *
         *cubin = NULL;
         ok = false;
     }
-    nvrtcDestroyProgram(&r->prog);
+    nv->DestroyProgram(&r->prog);
     r->prog = NULL;
     return ok;
 }
@@ -623,6 +693,13 @@ bool rt_nvrtc_compile(const char *name, const char *source, const rt_nvrtc_optio
                       rt_nvrtc_output *out, su_buf *err)
 {
     memset(out, 0, sizeof *out);
+    if (!nv_api_get()) {
+        su_buf_printf(err, "kernel %s: NVRTC cannot be loaded (%s), so kernels cannot be "
+                           "compiled (their sources still print with --emit cuda, and "
+                           "--arch none makes a plan without them)",
+                      name, nv_why);
+        return false;
+    }
     nv_run r = {.name = name, .source = source, .o = o, .out = out, .err = err};
     su_buf_init(&r.log, err->oom);
     su_buf_init(&r.key, err->oom);
@@ -635,7 +712,7 @@ bool rt_nvrtc_compile(const char *name, const char *source, const rt_nvrtc_optio
     free(r.ppath);
     free(r.data);
     if (r.prog)
-        nvrtcDestroyProgram(&r.prog);
+        nv->DestroyProgram(&r.prog);
     if (!done)
         su_oom(err->oom); /* out is the caller's to free */
     return r.ok;
