@@ -449,6 +449,11 @@ static bool nvrtc_check(nvrtcResult r, const char *call, const char *file, int l
 
 bool rt_nvrtc_available(void) { return nv_api_get() != NULL; }
 
+const char *rt_nvrtc_why(void)
+{
+    return nv_api_get() ? "" : nv_why;
+}
+
 bool rt_nvrtc_version(int *major, int *minor)
 {
     if (!nv_api_get()) {
@@ -697,7 +702,7 @@ bool rt_nvrtc_compile(const char *name, const char *source, const rt_nvrtc_optio
         su_buf_printf(err, "kernel %s: NVRTC cannot be loaded (%s), so kernels cannot be "
                            "compiled (their sources still print with --emit cuda, and "
                            "--arch none makes a plan without them)",
-                      name, nv_why);
+                      name, rt_nvrtc_why());
         return false;
     }
     nv_run r = {.name = name, .source = source, .o = o, .out = out, .err = err};
@@ -721,6 +726,11 @@ bool rt_nvrtc_compile(const char *name, const char *source, const rt_nvrtc_optio
 #else /* no NVRTC in this build */
 
 bool rt_nvrtc_available(void) { return false; }
+
+const char *rt_nvrtc_why(void)
+{
+    return "shardc was built without the CUDA toolkit";
+}
 
 bool rt_nvrtc_version(int *major, int *minor)
 {
@@ -785,7 +795,10 @@ int rt_nvrtc_image(const char *name, const char *source, const char *what, int c
     su_buf_init(&b->msg, &oom);
     rt_nvrtc_options o = {.narchs = 1, .arch = {target_arch(cc)}};
     int rc = 0;
-    if (o.arch[0] == 0 || !rt_nvrtc_available())
+    if (!rt_nvrtc_available())
+        rc = su_fail(err, SU_GPU, "NVRTC is needed to compile %s and cannot be loaded: %s", what,
+                     rt_nvrtc_why());
+    else if (o.arch[0] == 0)
         rc = su_fail(err, SU_GPU, "NVRTC cannot compile %s for this GPU (sm_%d) or an older one",
                      what, cc);
     else if (!rt_nvrtc_compile(name, source, &o, &b->out, &b->msg))

@@ -45,8 +45,12 @@ typedef struct rt_nvrtc_output {
                                      * result from the cache has none) */
 } rt_nvrtc_output;
 
-/* Whether this build has NVRTC. */
+/* Whether this build has NVRTC and its library loads (the first call
+ * loads it: a process that compiles no kernel never does). */
 bool rt_nvrtc_available(void);
+/* Why rt_nvrtc_available() is false (a build without NVRTC, or the
+ * library's name and dlopen's reason); "" when it is true. */
+const char *rt_nvrtc_why(void);
 /* NVRTC's version; false without NVRTC. */
 bool rt_nvrtc_version(int *major, int *minor);
 /* Whether NVRTC can compile for sm_<arch>. Without NVRTC, any arch from

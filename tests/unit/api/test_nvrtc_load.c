@@ -1,10 +1,12 @@
 /* test_nvrtc_load.c: NVRTC's library is loaded when a kernel is first
  * compiled, never linked: a process that makes a plan without kernels
  * (--arch none) and its report does not map it; one that makes a plan with
- * kernels then has it mapped, where this build has NVRTC (else that plan
- * fails, saying NVRTC is not available, and nothing is mapped). */
+ * kernels then has it mapped, where this build has NVRTC and the machine
+ * its library (else that plan fails, saying why, and nothing is mapped). */
 #include "check.h"
 #include "shardc.h"
+
+#include "runtime/cuda/nvrtc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,10 +72,14 @@ int main(void)
     shardc_status st = plan_for("sm_90", &err);
     if (st == SHARDC_OK) {
         CHECK_INT(nvrtc_mapped(), 1); /* loaded to compile the gelu's kernel */
+        CHECK(rt_nvrtc_available());
+        CHECK_STR(rt_nvrtc_why(), "");
     } else {
-        /* a build without NVRTC */
-        CHECK(err && strstr(err, "NVRTC is not available"));
+        /* a build without NVRTC, or its library not on this machine */
+        CHECK(err && (strstr(err, "NVRTC is not available") ||
+                      strstr(err, "NVRTC cannot be loaded")));
         CHECK_INT(nvrtc_mapped(), 0);
+        CHECK(!rt_nvrtc_available() && *rt_nvrtc_why());
     }
     shardc_free(err);
     return CHECK_DONE();
