@@ -23,6 +23,13 @@
 
 static const int default_archs[] = {80, 90};
 
+/* Without NVRTC (not built in, or its library not loadable) any arch
+ * from 10 to 999 is taken: nothing will be compiled for it. */
+static bool any_arch(int arch)
+{
+    return arch >= 10 && arch <= 999;
+}
+
 /* ---- architectures ---- */
 
 bool rt_local_arch(int *arch, su_status *err)
@@ -403,15 +410,22 @@ static void nv_load(void)
 {
     static const char *const names[] = {SHARDC_NVRTC_SONAME, SHARDC_NVRTC_PATH};
     void *lib = NULL;
-    for (size_t i = 0; !lib && i < sizeof names / sizeof *names; i++)
-        if (!(lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL))) {
-            const char *e = dlerror();
-            if (i == 0) /* the soname's failure says most */
-                snprintf(nv_why, sizeof nv_why, "%s", e ? e : SHARDC_NVRTC_SONAME);
-        }
+    size_t at = 0; /* names[at]: the one it loads by */
+    for (; at < sizeof names / sizeof *names; at++) {
+        if ((lib = dlopen(names[at], RTLD_NOW | RTLD_LOCAL)))
+            break;
+        const char *e = dlerror();
+        if (at == 0) /* the soname's failure says most */
+            snprintf(nv_why, sizeof nv_why, "%s", e ? e : SHARDC_NVRTC_SONAME);
+    }
     if (!lib)
         return;
-#define E(member, fn)                                                                               if (!(nv_table.member = (__typeof__(nv_table.member))(uintptr_t)dlsym(lib, #fn))) {                 snprintf(nv_why, sizeof nv_why, "%s has no %s", SHARDC_NVRTC_SONAME, #fn);                   dlclose(lib);                                                                                  return;                                                                                    }
+#define E(member, fn)                                                                           \
+    if (!(nv_table.member = (__typeof__(nv_table.member))(uintptr_t)dlsym(lib, #fn))) {         \
+        snprintf(nv_why, sizeof nv_why, "%s has no %s", names[at], #fn);                       \
+        dlclose(lib);                                                                          \
+        return;                                                                                \
+    }
     E(GetErrorString, nvrtcGetErrorString);
     E(Version, nvrtcVersion);
     E(GetNumSupportedArchs, nvrtcGetNumSupportedArchs);
@@ -466,7 +480,7 @@ bool rt_nvrtc_version(int *major, int *minor)
 bool rt_nvrtc_supports(int arch)
 {
     if (!nv_api_get()) /* as a build without NVRTC: nothing will compile */
-        return arch >= 10 && arch <= 999;
+        return any_arch(arch);
     int n = 0;
     if (nv->GetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0 || n > 1024)
         return false;
@@ -740,7 +754,7 @@ bool rt_nvrtc_version(int *major, int *minor)
 
 bool rt_nvrtc_supports(int arch)
 {
-    return arch >= 10 && arch <= 999;
+    return any_arch(arch);
 }
 
 bool rt_nvrtc_compile(const char *name, const char *source, const rt_nvrtc_options *o,
