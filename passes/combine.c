@@ -307,6 +307,7 @@ static bool chain_op(const ir_op *op)
 typedef struct chain {
     const ir_value *x;           /* the inner sum's operand */
     const int *uses;
+    const ir_op *at;             /* the op whose place the tree is made again in */
     /* each value of the tree made once: its ops and their operands */
     const ir_value *from[4 * CHAIN_MAX];
     ir_value *to[4 * CHAIN_MAX];
@@ -319,11 +320,20 @@ typedef struct chain {
  * (and stored, or fused into another kernel) for them anyway, and an op
  * reading a matmul's result may be the matmul's epilogue (the forward's
  * pre-activation under a gelu_grad, stored by its matmul's GELU_AUX
- * epilogue), so both are read as they are. */
+ * epilogue), so both are read as they are. Nor is an op of another
+ * pipeline task or microbatch than the place it would be made again in
+ * (ir_op.task, .mb): a sum over microbatches (each microbatch's add to the
+ * sum of the ones before, in its own task) stays in its tasks, its
+ * total merged. Made again after the tasks, every microbatch's part
+ * would live until then, and a stage whose middle microbatches are held
+ * once (instances.c) shows only microbatches 0, 1, 2 and M - 1's adds
+ * here: the others' parts were lost (the sum made of 4 of 8, seed
+ * 2909630 of tests/diff's pipelines). */
 static bool in_tree(const chain *c, const ir_value *v)
 {
     const ir_type *t = &v->type, *x = &c->x->type;
-    if (!v->def || !chain_op(v->def) || t->rank != x->rank || c->uses[v->id] != 1)
+    if (!v->def || !chain_op(v->def) || t->rank != x->rank || c->uses[v->id] != 1 ||
+        v->def->task != c->at->task || v->def->mb != c->at->mb)
         return false;
     for (int k = 0; k < v->def->nin; k++)
         if (v->def->in[k]->def && v->def->in[k]->def->code == IR_MATMUL)
@@ -441,14 +451,16 @@ static bool stored_apart(const ir_value *x, const int *uses, const bool *dy)
     return false;
 }
 
-/* Whether x (the inner sum's operand) can be had over merged rows: the
- * rows rule pays, or its elementwise tree fits in room new ops and
- * values (4 a tree op: itself and up to three operands merged). */
-static bool operand_fits(const ir_value *x, const int *uses, const bool *dy, int room)
+/* Whether x (the inner sum's operand) can be had over merged rows at op
+ * at's place: the rows rule pays, or its elementwise tree fits in room
+ * new ops and values (4 a tree op: itself and up to three operands
+ * merged). */
+static bool operand_fits(const ir_value *x, const ir_op *at, const int *uses, const bool *dy,
+                         int room)
 {
     if (rows_pay(x) || stored_apart(x, uses, dy))
         return true;
-    chain c = {.x = x, .uses = uses};
+    chain c = {.x = x, .uses = uses, .at = at};
     return in_tree(&c, x) && chain_fits(&c, x) && 4 * c.nops <= room;
 }
 
@@ -460,7 +472,7 @@ static ir_value *merge_operand(ir_module *m, ir_op **out, int *nout, ir_value *x
 {
     if (rows_pay(x) || stored_apart(x, uses, dy))
         return merge_rows(m, out, nout, x, at);
-    chain c = {.x = x, .uses = uses};
+    chain c = {.x = x, .uses = uses, .at = at};
     chain_fits(&c, x); /* counts its ops */
     *room -= 4 * c.nops;
     ir_value *r = chain_make(m, out, nout, &c, x, at);
@@ -548,7 +560,7 @@ static ir_value *fold_rows(ir_module *m, ir_op **out, int *nout, ir_value *v, co
 {
     const ir_op *s = v->def;
     if (!s || s->code != IR_SUM || s->a->keepdims || s->a->axis != 0 || uses[v->id] != 1 ||
-        s->in[0]->type.rank < 3 || !operand_fits(s->in[0], uses, dy, *room))
+        s->in[0]->type.rank < 3 || !operand_fits(s->in[0], at, uses, dy, *room))
         return v;
     if (m->pipe.axis >= 0) {
         dead[v->id] = true;
@@ -600,7 +612,7 @@ static bool rows_fit(const ir_module *m, const ir_op *r, const ir_op *s, const i
 {
     const ir_value *x = s->in[0];
     ir_sharding merged;
-    if (!operand_fits(x, uses, dy, room) || !merged_sharding(&x->sh, x->type.rank, &merged))
+    if (!operand_fits(x, r, uses, dy, room) || !merged_sharding(&x->sh, x->type.rank, &merged))
         return false;
     int rank = r->res[0]->type.rank;
     *sh = summed_dim0(merged, x->type.rank - 1);
@@ -848,7 +860,7 @@ static int combine(ir_module *m, su_vec *why, bool batch_only)
             what = su_sprintf(&m->arena, "one product over the %lld local rows in place of %lld "
                               "products summed", (long long)rows, (long long)x->type.dim[0]);
         } else if (!batch_only && m->pipe.axis >= 0 && sum_of_sum(op, uses, &bt, &bc) &&
-                   sums_swap(m, op, bt, bc, &shx) && operand_fits(bt->in[0], uses, dy, room)) {
+                   sums_swap(m, op, bt, bc, &shx) && operand_fits(bt->in[0], op, uses, dy, room)) {
             /* over dim 1 first, where the sum was over dim 0; then the
              * constrain, if any */
             sum_then(m, out, &nout, op, sum_dim1(m, out, &nout, bt, op), &shx, bc, dead);

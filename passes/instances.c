@@ -751,6 +751,41 @@ void pass_expansion_free(pass_expansion *map)
 
 /* ---- what the held program hides, for the passes that take it ---- */
 
+bool pass_instances_verify(const ir_module *m, su_buf *err, int *bad)
+{
+    const ir_shared *sh = m->shared;
+    *bad = -1;
+    if (!sh)
+        return true;
+    stamps S;
+    int *def = def_indices(m);
+    if (!def || !stamps_make(m, sh->microbatches, sh->maxtask, &S)) {
+        free(def);
+        su_oom(m->oom);
+    }
+    for (int i = 0; i < m->ops.n && *bad < 0; i++) {
+        if (key_at(&S, i) >= 0)
+            continue; /* a task's, a send's or receive's, a gathering's */
+        const ir_op *op = IR_OP(m, i);
+        for (int k = 0; k < op->nin; k++) {
+            const ir_value *z = op->in[k];
+            int d = z->id >= 0 && z->id < m->next_id ? def[z->id] : -1;
+            if (d >= 0 && key_at(&S, d) >= 0 && S.mb[d] == TEMPLATE) {
+                *bad = i;
+                su_buf_printf(err, "stage %d holds microbatches %d to %d once, "
+                              "as microbatch %d, but %s (op %d), made once, reads microbatch "
+                              "%d's value: it would read that microbatch's alone once they are "
+                              "put back", m->stage, TEMPLATE + 1, sh->microbatches - 2,
+                              TEMPLATE, ir_ops[op->code].name, i, TEMPLATE);
+                break;
+            }
+        }
+    }
+    stamps_free(&S);
+    free(def);
+    return *bad < 0;
+}
+
 bool pass_instances_hidden(const ir_module *m, int *count, int *at)
 {
     const ir_shared *sh = m->shared;

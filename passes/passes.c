@@ -726,7 +726,8 @@ static bool verify_stage(stage_job *j, su_buf *err)
 {
     j->w->oom = err->oom; /* as bucket_stage */
     j->w->arena.oom = err->oom;
-    return ir_verify_at(j->m, err, &j->bad) && pass_verify_schedule(j->m, err, &j->at);
+    return ir_verify_at(j->m, err, &j->bad) && pass_instances_verify(j->m, err, &j->bad) &&
+           pass_verify_schedule(j->m, err, &j->at);
 }
 
 static pass_status verify(run *u)

@@ -263,6 +263,15 @@ typedef struct pass_expansion {
  * when m was not held). */
 bool pass_expand_instances_map(ir_module *m, pass_expansion *map, su_buf *err);
 void pass_expansion_free(pass_expansion *map);
+/* Whether held program m (no m->shared: any) still stands for its
+ * middle microbatches as microbatch 2's: no op made once (not a task's,
+ * a send's or receive's, or the outputs' gathering's) reads a value of
+ * microbatch 2's, which the split never makes and a pass that moved a
+ * task's op out of its task would (the expanded program would read
+ * microbatch 2's value alone where the unrolled one read each middle
+ * microbatch's). False with the op's index in *bad and an internal error
+ * in err. */
+bool pass_instances_verify(const ir_module *m, su_buf *err, int *bad);
 /* For a held program: each value of microbatch 2 that a middle
  * microbatch reads (the copy of an op of microbatch 2 that reads
  * microbatch 1's value at a place reads microbatch 2's there), hidden in

@@ -700,6 +700,50 @@ static void test_proof(void)
     }
 }
 
+/* pass_instances_verify: a held program's op made once that reads
+ * microbatch 2's value (as combine.c's rows rule once made, moving a
+ * sum over microbatches out of its tasks) is refused, naming the op;
+ * the held program as the proof leaves it, and one whose op made once
+ * reads the last microbatch's sum (as a step's update reads it), pass. */
+static void test_verify(void)
+{
+    ir_module *m = hand_made(SAME);
+    CHECK(pass_share_instances(m));
+    su_buf err;
+    su_buf_init(&err, &oom);
+    int bad = 7;
+    CHECK(pass_instances_verify(m, &err, &bad));
+    CHECK_INT(bad, -1);
+    CHECK_INT((int)err.len, 0);
+    const ir_value *b2 = NULL, *last = NULL;
+    for (int i = 0; i < m->ops.n; i++) {
+        const ir_op *op = IR_OP(m, i);
+        if (op->code == IR_MUL && op->task == 1 && op->mb == 2)
+            b2 = op->res[0];
+        if (op->code == IR_ADD && op->task == 1 && op->mb == HM - 1)
+            last = op->res[0];
+    }
+    CHECK(b2 && last);
+    ir_type part = {IR_F32, 2, {8, 4}};
+    ir_append(m, IR_NEG, (ir_value **)&last, 1, NULL, &part);
+    CHECK(pass_instances_verify(m, &err, &bad));
+    int at = m->ops.n;
+    ir_append(m, IR_NEG, (ir_value **)&b2, 1, NULL, &part);
+    CHECK(!pass_instances_verify(m, &err, &bad));
+    CHECK_INT(bad, at);
+    CHECK(err.s && strstr(err.s, "neg (op ") && strstr(err.s, "reads microbatch 2's value"));
+    su_buf_free(&err);
+    ir_module_free(m);
+    /* an unheld program: nothing to check */
+    m = hand_made(READER);
+    CHECK(!pass_share_instances(m));
+    su_buf_init(&err, &oom);
+    CHECK(pass_instances_verify(m, &err, &bad));
+    CHECK_INT(bad, -1);
+    su_buf_free(&err);
+    ir_module_free(m);
+}
+
 /* ---- the fusion's walk of a held program ----
  *
  * Six microbatches of one task; microbatches 1 .. 4 each read three
@@ -1027,6 +1071,7 @@ int main(void)
         return 1;
     }
     test_proof();
+    test_verify();
     test_held_walk();
     test_lazy_fallback();
     test_estimate_threads();
