@@ -71,6 +71,10 @@ static void options_init(shardc_options *o)
     o->bucket_bytes = (int64_t)DEFAULT_BUCKET_MB << 20;
     o->hw = pass_hw_default();
     o->stop_after = -1;
+    /* every stage's microbatches through every pass, none held once: the
+     * same plan and output, slower (tests/diff's check compares the two) */
+    const char *e = getenv("SHARDC_EXPERIMENT_UNHELD");
+    o->unshared = e && !strcmp(e, "1");
 }
 
 void api_options_set_unshared(shardc_options *opt, bool on)

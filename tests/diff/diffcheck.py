@@ -249,9 +249,9 @@ def make_inputs(path, specs, ids, seed, batches=None):
 
 # ---- running the tools ----
 
-def run(cmd, timeout, what):
+def run(cmd, timeout, what, env=None):
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise Failure("hang", f"{what} ran over {timeout} s: {' '.join(cmd)}")
     except OSError as e:
@@ -567,6 +567,8 @@ class Checker:
         plan = os.path.join(self.work, f"m{mesh}.plan")
         p, cmd = self.compile(path, mesh, plan, flags)
         check_status(p, f"shardc ({what})", cmd)
+        if d["ref"] == "unpipelined":
+            self.check_unheld(path, mesh, flags, what)
         p, cmd, out, params = self.run_plan(plan, mesh, f"m{mesh}", d, train, ref["inputs"],
                                             mpi=True)
         check_status(p, f"shardrun ({what})", cmd)
@@ -578,6 +580,34 @@ class Checker:
         self.say(f"ok: {os.path.basename(path)} {what} against {ones} ({prec})")
         if os.environ.get("DIFF_REPEAT"):
             self.check_repeat(plan, mesh, d, train, ref, what, out, params)
+
+    def check_unheld(self, path, mesh, flags, what):
+        """A pipeline's stage programs and instruction lists (--emit
+        stage-ir and schedule: every op, buffer and offset) are the same
+        when no stage's middle microbatches are held once
+        ($SHARDC_EXPERIMENT_UNHELD=1: each through every pass): a pass that
+        treats a held stage otherwise than its microbatches unrolled shows
+        here, even where the values stay within the tolerance. (Not the
+        plan's bytes: where a fused group would span another chunk's
+        middle microbatches, the estimate's groups may differ.)"""
+        for emit in ("stage-ir", "schedule"):
+            texts = []
+            for unheld in (False, True):
+                cmd = [self.shardc, path, "--mesh", mesh, "--arch", "none", "--emit", emit,
+                       *flags]
+                for d in self.defines:
+                    cmd += ["-D", d]
+                # the environment given, not set: the soak checks programs
+                # on threads, and a thread's setenv under another's exec
+                # fails it (EFAULT)
+                env = dict(os.environ, SHARDC_EXPERIMENT_UNHELD="1") if unheld else None
+                p = run(cmd, COMPILE_TIMEOUT_S, f"shardc --emit {emit}", env=env)
+                check_status(p, f"shardc ({what}, --emit {emit})", cmd)
+                texts.append(p.stdout)
+            if texts[0] != texts[1]:
+                raise Failure("held", f"{what}: --emit {emit} differs from the one compiled "
+                              f"with no stage held once (SHARDC_EXPERIMENT_UNHELD=1) "
+                              f"[{' '.join(cmd)}]", shaped=False)
 
     def compare_runs(self, ref, d, train, prec, what, out, params, out_tol):
         """The sharded run's outputs (and params and states) against the
