@@ -751,6 +751,20 @@ void pass_expansion_free(pass_expansion *map)
 
 /* ---- what the held program hides, for the passes that take it ---- */
 
+/* Held program m's stamps into *S and the index of the op making each
+ * value (def_indices), which the caller frees with stamps_free and free;
+ * out of memory jumps to m->oom. */
+static int *held_tables(const ir_module *m, stamps *S)
+{
+    const ir_shared *sh = m->shared;
+    int *def = def_indices(m);
+    if (!def || !stamps_make(m, sh->microbatches, sh->maxtask, S)) {
+        free(def);
+        su_oom(m->oom);
+    }
+    return def;
+}
+
 bool pass_instances_verify(const ir_module *m, su_buf *err, int *bad)
 {
     const ir_shared *sh = m->shared;
@@ -758,11 +772,7 @@ bool pass_instances_verify(const ir_module *m, su_buf *err, int *bad)
     if (!sh)
         return true;
     stamps S;
-    int *def = def_indices(m);
-    if (!def || !stamps_make(m, sh->microbatches, sh->maxtask, &S)) {
-        free(def);
-        su_oom(m->oom);
-    }
+    int *def = held_tables(m, &S);
     for (int i = 0; i < m->ops.n && *bad < 0; i++) {
         if (key_at(&S, i) >= 0)
             continue; /* a task's, a send's or receive's, a gathering's */
@@ -792,11 +802,7 @@ bool pass_instances_hidden(const ir_module *m, int *count, int *at)
     if (!sh)
         return true;
     stamps S;
-    int *def = def_indices(m);
-    if (!def || !stamps_make(m, sh->microbatches, sh->maxtask, &S)) {
-        free(def);
-        su_oom(m->oom);
-    }
+    int *def = held_tables(m, &S);
     bool ok = true;
     for (int i = 0; i < m->ops.n && ok; i++) {
         const ir_op *op = IR_OP(m, i);
