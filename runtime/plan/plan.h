@@ -429,6 +429,11 @@ bool rt_plan_write_rolled(const struct rt_plan *p, uint8_t **out, size_t *len, s
 /* The checks rt_plan_expand makes before it expands anything (indices,
  * slots, copies and kernels in range, the size of the expansion). */
 bool rt_plan_check_loops(const struct rt_plan *p, su_status *err);
+/* The same of stage s's loop form alone (true when it is plain), its own
+ * expansion bounded: what a validator checking the plan a stage at a time
+ * reads of each (rt_plan_validate_stage), where rt_plan_check_loops of
+ * the whole plan would read every stage again for each. */
+bool rt_plan_check_loop_stage(const struct rt_plan *p, int s, su_status *err);
 /* rt_plan_read, then rt_plan_expand: the plan the runtime runs (what
  * rt_plan_load and the library read). */
 rt_plan *rt_plan_read_plain(const uint8_t *data, size_t len, const char *what, su_status *err);
@@ -443,10 +448,11 @@ rt_plan *rt_plan_read_plain(const uint8_t *data, size_t len, const char *what, s
 bool rt_plan_expand(rt_plan *p, su_status *err);
 /* rt_plan_expand of the stages which[s] selects (NULL: all): their
  * programs plain and their kernels one per item, the other stages and
- * their kernels as they were (every loop form checked all the same, and
- * the whole expansion bounded). What a process that runs only some stages
- * needs (rt_session_new), and how the validator checks a loop form, one
- * stage at a time. */
+ * their kernels as they were, unread (the selected stages checked as
+ * rt_plan_expand checks them, and their expansion bounded; a plan read
+ * and validated has had every stage checked). What a process that runs
+ * only some stages needs (rt_session_new), and how the validator checks a
+ * loop form, one stage at a time. */
 bool rt_plan_expand_stages(rt_plan *p, const bool *which, su_status *err);
 /* A view of a plan p, some stages expanded, that shares the rest with p:
  * *view = *p, view->mem_ NULL, then rt_plan_expand_stages(view, ...).
@@ -489,7 +495,8 @@ bool rt_plan_validate(const rt_plan *p, su_status *err);
  * each body and tuple of slots its buffers take: plan_validate.c); the I/O
  * entries and modules they name must be in p, and p's kernels may be some
  * stages' only. rt_plan_validate_rest checks the rest on the whole plan,
- * its programs plain or in loop form: the mesh, the I/O entries, the
+ * its programs plain or in loop form: the size of the whole expansion
+ * (each stage's half bounds its own), the mesh, the I/O entries, the
  * loss, each module on its own and that each is some kernel's, and the
  * report. A plan whose every stage passes the first and
  * which passes the second passes rt_plan_validate. */

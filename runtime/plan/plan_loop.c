@@ -252,9 +252,17 @@ static bool loop_form(const rt_plan *p, int s)
 static bool check_kernels_of(const rt_plan *p, const bool *which, int32_t *body,
                              int64_t *const *runs, int64_t *nkernels, su_status *err);
 
-/* Every check before anything is allocated; *ninstr and *nkernels the
- * sizes of the plain form, where the stages `which` selects (NULL: all)
- * are expanded and the others stay as they are. */
+/* Whether stage s is expanded: in loop form, and selected by which
+ * (NULL: every stage). */
+static bool expanded(const rt_plan *p, const bool *which, int s)
+{
+    return loop_form(p, s) && (!which || which[s]);
+}
+
+/* Every check of the stages `which` selects (NULL: all) before anything
+ * is allocated; *ninstr and *nkernels the sizes of the plain form, where
+ * those stages are expanded and the others stay as they are, unread (a
+ * validator checking one stage of many reads that one alone). */
 static bool check_all(const rt_plan *p, const bool *which, int32_t *body, int64_t *ninstr,
                       int64_t *nkernels, su_status *err)
 {
@@ -262,7 +270,7 @@ static bool check_all(const rt_plan *p, const bool *which, int32_t *body, int64_
     for (int s = 0; s < p->nstages; s++) {
         const rt_program *g = &p->stage[s];
         ninstr[s] = g->ninstr;
-        if (!loop_form(p, s))
+        if (!expanded(p, which, s))
             goto add;
         if (g->nbody < 0 || g->ninstr < 0 || (g->ninstr > 0 && !g->instr))
             return rt_plan_fail(err, "stage %d: a loop form of %d bodies over %d instructions "
@@ -283,18 +291,14 @@ static bool check_all(const rt_plan *p, const bool *which, int32_t *body, int64_
                                 "(stage %d's schedule): more than this runtime runs",
                                 RT_MAX_EXPANDED_INSTR, s);
     }
-    /* the whole expansion is bounded; the sizes are those of the stages
-     * expanded now */
-    for (int s = 0; s < p->nstages; s++)
-        if (which && !which[s])
-            ninstr[s] = p->stage[s].ninstr;
-    /* each loop form's items per body: runs[s][b] (in range: checked above) */
+    /* each expanded loop form's items per body: runs[s][b] (in range:
+     * checked above) */
     int64_t **runs = calloc((size_t)p->nstages + 1, sizeof *runs);
     if (!runs)
         return rt_plan_nomem(err);
     for (int s = 0; s < p->nstages; s++) {
         const rt_program *g = &p->stage[s];
-        if (!loop_form(p, s))
+        if (!expanded(p, which, s))
             continue;
         runs[s] = calloc((size_t)g->nbody + 1, sizeof *runs[s]);
         if (!runs[s]) {
@@ -313,8 +317,8 @@ static bool check_all(const rt_plan *p, const bool *which, int32_t *body, int64_
     return ok;
 }
 
-/* check_all's kernels: each of a loop form in one body, and counted once
- * per item of it where its stage is expanded (runs: items per body). */
+/* check_all's kernels: each of an expanded loop form in one body, and
+ * counted once per item of it (runs: items per body). */
 static bool check_kernels_of(const rt_plan *p, const bool *which, int32_t *body,
                              int64_t *const *runs, int64_t *nkernels, su_status *err)
 {
@@ -323,7 +327,7 @@ static bool check_kernels_of(const rt_plan *p, const bool *which, int32_t *body,
     for (int32_t i = 0; i < p->nkernels; i++) {
         const rt_kernel *k = &p->kernel[i];
         body[i] = -1;
-        if (k->stage < 0 || k->stage >= p->nstages || !loop_form(p, k->stage)) {
+        if (k->stage < 0 || k->stage >= p->nstages || !expanded(p, which, k->stage)) {
             ++*nkernels;
             ++all;
             continue;
@@ -332,7 +336,7 @@ static bool check_kernels_of(const rt_plan *p, const bool *which, int32_t *body,
             return false;
         int64_t n = runs[k->stage][body[i]];
         all += n;
-        *nkernels += !which || which[k->stage] ? n : 1;
+        *nkernels += n;
         if (all > RT_MAX_EXPANDED_INSTR)
             return rt_plan_fail(err, "the loop form expands to more than %d kernels",
                                 RT_MAX_EXPANDED_INSTR);
@@ -384,19 +388,38 @@ static int64_t stage_kernels(expand *e, int s, const int32_t *body, const int64_
     return n;
 }
 
-bool rt_plan_check_loops(const rt_plan *p, su_status *err)
+/* rt_plan_check_loops of the stages which selects (NULL: all). */
+static bool check_loops_of(const rt_plan *p, const bool *which, su_status *err)
 {
     bool any = false;
     for (int s = 0; p->stage && s < p->nstages; s++)
-        any |= loop_form(p, s);
+        any |= expanded(p, which, s);
     if (!any || (p->nkernels > 0 && !p->kernel) || p->nkernels < 0)
         return true;
     int32_t *body = malloc(((size_t)p->nkernels + 1) * sizeof *body);
     int64_t *ninstr = malloc((size_t)p->nstages * sizeof *ninstr), nkernels = 0;
-    bool ok = body && ninstr ? check_all(p, NULL, body, ninstr, &nkernels, err)
+    bool ok = body && ninstr ? check_all(p, which, body, ninstr, &nkernels, err)
                              : rt_plan_nomem(err);
     free(body);
     free(ninstr);
+    return ok;
+}
+
+bool rt_plan_check_loops(const rt_plan *p, su_status *err)
+{
+    return check_loops_of(p, NULL, err);
+}
+
+bool rt_plan_check_loop_stage(const rt_plan *p, int s, su_status *err)
+{
+    if (!p->stage || s < 0 || s >= p->nstages)
+        return true;
+    bool *which = calloc((size_t)p->nstages + 1, sizeof *which);
+    if (!which)
+        return rt_plan_nomem(err);
+    which[s] = true;
+    bool ok = check_loops_of(p, which, err);
+    free(which);
     return ok;
 }
 
@@ -404,7 +427,7 @@ bool rt_plan_expand_stages(rt_plan *p, const bool *which, su_status *err)
 {
     bool any = false;
     for (int s = 0; p->stage && s < p->nstages; s++)
-        any |= loop_form(p, s) && (!which || which[s]);
+        any |= expanded(p, which, s);
     if (!any || (p->nkernels > 0 && !p->kernel) || p->nkernels < 0)
         return true; /* nothing to expand, or the validator's to refuse */
     int32_t *body = malloc(((size_t)p->nkernels + 1) * sizeof *body);

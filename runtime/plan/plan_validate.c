@@ -1153,7 +1153,7 @@ static bool validate_loop_stage(const rt_plan *p, int s, bool whole, su_status *
     bool *which = calloc((size_t)p->nstages + 1, sizeof *which);
     if (!which)
         return rt_plan_nomem(err);
-    bool ok = check_tables(p, err) && rt_plan_check_loops(p, err) &&
+    bool ok = check_tables(p, err) && rt_plan_check_loop_stage(p, s, err) &&
               check_buffers(p, s, s + 1, err) && check_loop_stage(p, s, which, whole, err);
     free(which);
     return ok;
@@ -1182,7 +1182,9 @@ bool rt_plan_validate_rest(const rt_plan *p, su_status *err)
 {
     if (!p)
         return rt_plan_fail(err, "no plan");
-    return check_mesh(p, err) && check_ios(p, err) && check_loss(p, err) &&
-           check_module_table(p, err) && check_stage_kernels(p, 0, 0, NULL, err) &&
+    /* the whole expansion bounded: each stage's half bounds its own */
+    return rt_plan_check_loops(p, err) && check_mesh(p, err) && check_ios(p, err) &&
+           check_loss(p, err) && check_module_table(p, err) &&
+           check_stage_kernels(p, 0, 0, NULL, err) &&
            check_init_module(p, err) && check_modules_used(p, err) && check_report(p, err);
 }

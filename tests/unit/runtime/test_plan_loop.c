@@ -320,6 +320,51 @@ static void test_expand_stages(void)
     rt_plan_view_free(&none);
 }
 
+/* A plan checked a stage at a time reads each stage's loop form alone:
+ * two stages, each the loop program, stage 1's item 2 running a body it
+ * has not. Stage 0's checks (rt_plan_check_loop_stage, its expansion
+ * alone) pass without reading stage 1; stage 1's fail and name it, as do
+ * the whole plan's checks (rt_plan_check_loops, rt_plan_validate_rest,
+ * which bounds the whole expansion, and rt_plan_validate). */
+static void test_check_one_stage(void)
+{
+    fixture f;
+    make_loop(&f);
+    rt_program two[2] = {f.g, f.g};
+    int32_t item[64];
+    CHECK(2 * f.g.nitem <= 64);
+    memcpy(item, f.g.item, 2 * (size_t)f.g.nitem * sizeof *item);
+    item[4] = 3; /* item 2 runs body 3; the program has 3 */
+    two[1].item = item;
+    rt_kernel kern[2] = {f.kern[0], f.kern[0]};
+    kern[1].stage = 1;
+    rt_plan p = f.p;
+    p.nstages = 2;
+    p.stage = two;
+    p.kernel = kern;
+    p.nkernels = 2;
+    su_status err = {SU_OK, ""};
+    CHECK(rt_plan_check_loop_stage(&p, 0, &err));
+    rt_plan one = p;
+    one.mem_ = NULL;
+    bool which[2] = {true, false};
+    CHECK(rt_plan_expand_stages(&one, which, &err));
+    CHECK_INT(one.stage[0].nbody, 0);
+    CHECK(one.stage[1].item == item); /* as it was */
+    rt_plan_view_free(&one);
+    const char *want = "stage 1: item 2 runs body 3 for microbatch 1";
+    err = (su_status){SU_OK, ""};
+    CHECK(!rt_plan_check_loop_stage(&p, 1, &err) && strstr(err.msg, want));
+    err = (su_status){SU_OK, ""};
+    CHECK(!rt_plan_check_loops(&p, &err) && strstr(err.msg, want));
+    err = (su_status){SU_OK, ""};
+    CHECK(!rt_plan_validate_rest(&p, &err) && strstr(err.msg, want));
+    err = (su_status){SU_OK, ""};
+    CHECK(!rt_plan_validate(&p, &err) && strstr(err.msg, want));
+    two[1].item = f.g.item; /* mended: every check passes */
+    CHECK(rt_plan_check_loop_stage(&p, 1, &err) && rt_plan_check_loops(&p, &err));
+}
+
 /* The loop plan saved, loaded by the library and run on the CPU backend:
  * y is the sum of the two halves' relus, exactly (one add each, in
  * microbatch order, onto zeros). */
@@ -658,6 +703,7 @@ int main(int argc, char **argv)
         return write_seeds(argv[2]);
     test_expand();
     test_expand_stages();
+    test_check_one_stage();
     test_run();
     test_validate();
     test_kernel_bodies();
