@@ -1066,8 +1066,16 @@ API const char *ncclGetLastError(rt_nccl_comm comm)
 
 /* ---- collectives and messages ---- */
 
-static __thread int group_depth;
-static __thread op *group;
+/* Initial-exec, as the pretend driver's `current`: a dlopen'd library's
+ * dynamic TLS is what GCC 12's LeakSanitizer (libasan.so.8) tracks through
+ * __tls_get_addr, and at the exit of an MPI rank it has read a bogus block
+ * from that tracking ("DTLS 9 at 0x642c-0x100000752e"; its tracer then
+ * dies of a segfault and the rank aborts, failing lit/fakecuda/nccl.sh
+ * under ASan, more or less often as the run's timing moves). In the
+ * static TLS glibc keeps for dlopen'd libraries these are no block of
+ * the tracker's. */
+static __thread __attribute__((tls_model("initial-exec"))) int group_depth;
+static __thread __attribute__((tls_model("initial-exec"))) op *group;
 
 /* The checks of an op's type and buffers before it is queued. */
 static rt_nccl_result check(const char *call, int dtype, rt_cu_ptr a, size_t abytes, rt_cu_ptr b,
