@@ -268,6 +268,20 @@ static void test_expand(void)
     free(bf);
 }
 
+/* A plan of two stages, each f's loop program as two[] holds it (the
+ * caller may edit stage 1's), stage 1's kernel a copy of stage 0's. */
+static rt_plan two_stages(const fixture *f, rt_program two[2], rt_kernel kern[2])
+{
+    kern[0] = kern[1] = f->kern[0];
+    kern[1].stage = 1;
+    rt_plan p = f->p;
+    p.nstages = 2;
+    p.stage = two;
+    p.kernel = kern;
+    p.nkernels = 2;
+    return p;
+}
+
 /* rt_plan_expand_stages: a plan of two stages, each the loop program
  * (stage 1's kernel a copy of stage 0's), with stage 1 alone expanded is
  * stage 0 as it was (its loop form, its one kernel over body 1) and stage
@@ -278,13 +292,8 @@ static void test_expand_stages(void)
     fixture f;
     make_loop(&f);
     rt_program two[2] = {f.g, f.g};
-    rt_kernel kern[2] = {f.kern[0], f.kern[0]};
-    kern[1].stage = 1;
-    rt_plan p = f.p;
-    p.nstages = 2;
-    p.stage = two;
-    p.kernel = kern;
-    p.nkernels = 2;
+    rt_kernel kern[2];
+    rt_plan p = two_stages(&f, two, kern);
     su_status err = {SU_OK, ""};
     rt_plan one = p, all = p;
     one.mem_ = all.mem_ = NULL;
@@ -336,13 +345,8 @@ static void test_check_one_stage(void)
     memcpy(item, f.g.item, 2 * (size_t)f.g.nitem * sizeof *item);
     item[4] = 3; /* item 2 runs body 3; the program has 3 */
     two[1].item = item;
-    rt_kernel kern[2] = {f.kern[0], f.kern[0]};
-    kern[1].stage = 1;
-    rt_plan p = f.p;
-    p.nstages = 2;
-    p.stage = two;
-    p.kernel = kern;
-    p.nkernels = 2;
+    rt_kernel kern[2];
+    rt_plan p = two_stages(&f, two, kern);
     su_status err = {SU_OK, ""};
     CHECK(rt_plan_check_loop_stage(&p, 0, &err));
     rt_plan one = p;
