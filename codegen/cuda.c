@@ -908,6 +908,33 @@ static int same_find(const same *S, const cg_cuda *out, const cg_cuda_kernel *k,
     return -1;
 }
 
+/* The made kernel whose code kernel k's group takes as a copy of its
+ * twin's (pass_fusion.twin: a held stage's middle microbatch's copy of
+ * microbatch 2's group, its ops the twin's ops copied in their places),
+ * or -1 (no twin, its kernel not made yet, or an op's attributes not the
+ * twin op's: an offset or tag stepped per microbatch). kof: each group's
+ * kernel so far (-1: none). The copy then has its twin's structure: what
+ * same_structure compares but the attributes and the results updated is
+ * the twin's by the copy's making. */
+static int twin_made(const same *S, const int *kof, const cg_cuda_kernel *k)
+{
+    const pass_fusion *f = S->f;
+    if (!f->twin || k->group < 0 || f->twin[k->group] < 0 || kof[f->twin[k->group]] < 0)
+        return -1;
+    const pass_fgroup *a = &f->groups[k->group], *b = &f->groups[f->twin[k->group]];
+    if (a->kind != b->kind || a->nops != b->nops || a->nin != b->nin || a->nout != b->nout)
+        return -1;
+    for (int q = 0; q < a->nops; q++) {
+        const ir_attrs *x = IR_OP(S->m, a->ops[q])->a, *y = IR_OP(S->m, b->ops[q])->a;
+        if (x != y && (!x || !y || memcmp(x, y, sizeof *x) != 0))
+            return -1;
+    }
+    for (int j = 0; j < a->nout; j++)
+        if (S->updated[a->out[j]->id] != S->updated[b->out[j]->id])
+            return -1;
+    return kof[f->twin[k->group]];
+}
+
 /* Kernel i of out, made, is found by its structure from now on. */
 static void same_add(same *S, int i, uint64_t h)
 {
@@ -964,8 +991,15 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
      * the source with the program's names only when the key is new */
     su_arena *scr = &out->scratch; /* freed by cg_cuda_free after a failure too */
     same S = {0};
-    if (known)
+    int *kof = NULL; /* each group's kernel (twin_made) */
+    if (known) {
         same_init(&S, m, f, most, &out->arena);
+        if (f->twin) {
+            kof = su_alloc(&out->arena, ((size_t)f->ngroups + 1) * sizeof *kof);
+            for (int g = 0; g < f->ngroups; g++)
+                kof[g] = -1;
+        }
+    }
     bool ok = true;
     int id = f->ngroups; /* the ops with kernels of their own, numbered on */
     for (int i = 0; i < f->ngroups + m->ops.n && ok; i++) {
@@ -1010,7 +1044,15 @@ bool cg_cuda_generate_known(const ir_module *m, const pass_fusion *f, cg_cuda *o
         k->group = g ? i : -1;
         k->op = g ? -1 : i - f->ngroups;
         uint64_t h = 0;
-        int r = known && may_share(&S, k->group) ? same_find(&S, out, k, &h) : -1;
+        int r = -1;
+        if (known && may_share(&S, k->group)) {
+            r = kof ? twin_made(&S, kof, k) : -1;
+            out->ntwin += r >= 0;
+            if (r < 0)
+                r = same_find(&S, out, k, &h);
+        }
+        if (kof && g)
+            kof[i] = at;
         if (r >= 0) { /* another's code: this one's name and values */
             out->nsame++;
             take_code(k, &out->k[r]);

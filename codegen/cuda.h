@@ -81,6 +81,9 @@ typedef struct cg_cuda {
     int nsame;                  /* cg_cuda_generate_known: kernels that took an
                                  * earlier one's code for their structure, their
                                  * key not made (cuda.c) */
+    int ntwin;                  /* of those, the copies of a held stage's group
+                                 * that took their twin's code (pass_fusion.twin),
+                                 * not looked up by their structure */
     su_arena arena;
     su_arena scratch;           /* each key while it is made (cuda.c) */
 } cg_cuda;

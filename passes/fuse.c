@@ -2640,6 +2640,11 @@ static bool expand_final(const pass_fuse_walk *W, const pass_fusion *fh, pass_fu
     }
     f->ngroups = nng;
     f->groups = su_alloc(a, ((size_t)nng + 1) * sizeof *f->groups);
+    f->twin = su_alloc(a, ((size_t)nng + 1) * sizeof *f->twin);
+    for (int k = 0; k < nng; k++) { /* a copy's template: its held group kept */
+        int t = gmb[k] >= 0 ? id[(size_t)gsrc[k] * (size_t)(M + 1)] : -1;
+        f->twin[k] = t < k ? t : -1;
+    }
     int **rcp = su_alloc(tmp, ((size_t)ng + 1) * sizeof *rcp); /* each copied group's recipe */
     memset(rcp, 0, ((size_t)ng + 1) * sizeof *rcp);
     for (int k = 0; k < nng; k++) {

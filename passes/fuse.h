@@ -347,6 +347,11 @@ typedef struct pass_fusion {
                              * that reuse raised the arena */
     bool held_walk;         /* the groups of a held program's walk, expanded
                              * (pass_fuse_walk_held), not of a walk of every op */
+    int *twin;              /* [ngroups] or NULL: of a held walk's groups copied
+                             * (expand_final), each middle microbatch's copy
+                             * of a group of microbatch 2's, that group (an
+                             * earlier one: the copy's ops are its ops'
+                             * copies, in their places); -1 for the others */
     int min_arch;           /* the oldest GPU architecture the kernels are for
                              * (sm_NN as NN; 0: the default targets', 80): the
                              * code generator uses no instruction it lacks */

@@ -27,6 +27,7 @@
 #include "shardc.h"
 #include "../../api/api_internal.h"
 #include "../../passes/fuse.h"
+#include "../../codegen/cuda.h"
 #include "check.h"
 
 #include <pthread.h>
@@ -894,6 +895,103 @@ static void test_held_walk(void)
     }
 }
 
+static bool knows_none(void *ctx, const char *key, uint64_t hash)
+{
+    (void)ctx, (void)key, (void)hash;
+    return false;
+}
+
+/* Kernels k and w (cg_cuda_generate_known of one fusion, with and without
+ * its twins) the same: name, key, launch, parameters, a source or none. */
+static bool kernels_same(const cg_cuda *k, const cg_cuda *w)
+{
+    if (k->nkernels != w->nkernels)
+        return false;
+    for (int i = 0; i < k->nkernels; i++) {
+        const cg_cuda_kernel *a = &k->k[i], *b = &w->k[i];
+        if (strcmp(a->name, b->name) || strcmp(a->key, b->key) || a->key_hash != b->key_hash ||
+            a->strategy != b->strategy || a->grid != b->grid || a->block != b->block ||
+            a->shared_bytes != b->shared_bytes || a->vec != b->vec || a->group != b->group ||
+            a->op != b->op || a->nparams != b->nparams || !a->source != !b->source ||
+            (a->source && strcmp(a->source, b->source)))
+            return false;
+        for (int j = 0; j < a->nparams; j++)
+            if (a->params[j] != b->params[j])
+                return false;
+    }
+    return true;
+}
+
+/* A held walk's groups copied for a middle microbatch name their twin,
+ * microbatch 2's group (pass_fusion.twin), and the code generator takes
+ * the twin's code for each such copy without looking it up by structure:
+ * the kernels are those made without the twins, and each copy took its
+ * twin's. A copy whose op's attributes are not its twin op's (as where an
+ * offset steps per microbatch) is looked up as any other. */
+static void test_twin_kernels(void)
+{
+    su_buf err;
+    su_buf_init(&err, &oom);
+    ir_module *m = hidden_reads(true);
+    CHECK(pass_share_instances(m));
+    pass_fusion f;
+    CHECK(pass_fuse_planned_held(m, &f, NULL, &err));
+    CHECK(f.held_walk && f.twin != NULL);
+    int copies = 0;
+    for (int g = 0; f.twin && g < f.ngroups; g++) {
+        int t = f.twin[g];
+        if (t < 0)
+            continue;
+        copies++;
+        const pass_fgroup *a = &f.groups[g], *b = &f.groups[t];
+        CHECK(t < g && a->kind == b->kind && a->nops == b->nops);
+        for (int q = 0; q < a->nops && q < b->nops; q++) {
+            const ir_op *x = IR_OP(m, a->ops[q]), *y = IR_OP(m, b->ops[q]);
+            CHECK(x->code == y->code && x->task == y->task && y->mb == 2 && x->mb > 2);
+        }
+    }
+    CHECK(copies > 0);
+    cg_cuda k, w, s;
+    CHECK(cg_cuda_generate_known(m, &f, &k, &err, knows_none, NULL));
+    int *twin = f.twin;
+    f.twin = NULL;
+    CHECK(cg_cuda_generate_known(m, &f, &w, &err, knows_none, NULL));
+    f.twin = twin;
+    CHECK(kernels_same(&k, &w));
+    CHECK(k.ntwin > 0 && w.ntwin == 0 && k.nsame == w.nsame);
+    int taken = 0; /* the copies with a kernel of their own (not matmuls) */
+    for (int i = 0; i < k.nkernels; i++)
+        taken += k.k[i].group >= 0 && f.twin[k.k[i].group] >= 0;
+    CHECK_INT(k.ntwin, taken);
+    /* a copy's op given other attributes: looked up by its structure */
+    int g0 = -1;
+    for (int i = 0; i < k.nkernels && g0 < 0; i++)
+        if (k.k[i].group >= 0 && f.twin[k.k[i].group] >= 0)
+            g0 = k.k[i].group;
+    CHECK(g0 >= 0);
+    if (g0 >= 0) {
+        ir_op *x = IR_OP(m, f.groups[g0].ops[f.groups[g0].nops - 1]);
+        ir_attrs c = x->a ? *x->a : (ir_attrs){0};
+        c.value = 7.25;
+        x->a = ir_attrs_intern(m, &c);
+        CHECK(cg_cuda_generate_known(m, &f, &s, &err, knows_none, NULL));
+        f.twin = NULL;
+        cg_cuda_free(&w);
+        CHECK(cg_cuda_generate_known(m, &f, &w, &err, knows_none, NULL));
+        f.twin = twin;
+        CHECK(kernels_same(&s, &w));
+        CHECK_INT(s.ntwin, k.ntwin - 1);
+        cg_cuda_free(&s);
+    }
+    if (err.len)
+        fprintf(stderr, "  twin kernels: %s\n", err.s);
+    cg_cuda_free(&k);
+    cg_cuda_free(&w);
+    pass_fusion_free(&f);
+    ir_module_free(m);
+    su_buf_free(&err);
+}
+
 /* A held walk's groups are copied onto the expanded ops (fuse.c's
  * expand_final) only where each expanded op is its held op or that op's
  * copy: a middle microbatch's add made a sub after the walk sends the
@@ -1074,6 +1172,7 @@ int main(void)
     test_verify();
     test_held_walk();
     test_lazy_fallback();
+    test_twin_kernels();
     test_estimate_threads();
     test_no_span();
     test_examples();
