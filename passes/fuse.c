@@ -2595,12 +2595,14 @@ static bool expand_final(const pass_fuse_walk *W, const pass_fusion *fh, pass_fu
     f->nvalues = mx->next_id;
     f->nruns = fh->nruns;
     f->held_walk = true;
-    f->group_of = su_alloc(a, ((size_t)n + 1) * sizeof *f->group_of);
-    f->stored = su_alloc(a, ((size_t)f->nvalues + 1) * sizeof *f->stored);
+    /* each array written whole (or as far as it is read) before it is read */
+    f->group_of = su_alloc_raw(a, ((size_t)n + 1) * sizeof *f->group_of);
+    f->stored = su_alloc_raw(a, ((size_t)f->nvalues + 1) * sizeof *f->stored);
     memset(f->stored, 0, ((size_t)f->nvalues + 1) * sizeof *f->stored);
     size_t slots = (size_t)ng * (size_t)(M + 1) + 1;
-    int *id = su_alloc(tmp, slots * sizeof *id); /* (group, microbatch + 1): its number */
-    int *gsrc = su_alloc(tmp, slots * sizeof *gsrc), *gmb = su_alloc(tmp, slots * sizeof *gmb);
+    int *id = su_alloc_raw(tmp, slots * sizeof *id); /* (group, microbatch + 1): its number */
+    int *gsrc = su_alloc_raw(tmp, slots * sizeof *gsrc);
+    int *gmb = su_alloc_raw(tmp, slots * sizeof *gmb);
     for (size_t k = 0; k < slots; k++)
         id[k] = -1;
     int nng = 0;
@@ -2640,7 +2642,7 @@ static bool expand_final(const pass_fuse_walk *W, const pass_fusion *fh, pass_fu
     }
     f->ngroups = nng;
     f->groups = su_alloc(a, ((size_t)nng + 1) * sizeof *f->groups);
-    f->twin = su_alloc(a, ((size_t)nng + 1) * sizeof *f->twin);
+    f->twin = su_alloc_raw(a, ((size_t)nng + 1) * sizeof *f->twin);
     for (int k = 0; k < nng; k++) { /* a copy's template: its held group kept */
         int t = gmb[k] >= 0 ? id[(size_t)gsrc[k] * (size_t)(M + 1)] : -1;
         f->twin[k] = t < k ? t : -1;

@@ -396,10 +396,10 @@ static void op_table(planner *P, su_arena *a)
         c[2] += op->code == IR_ALL_REDUCE;
         c[3] += pass_pipeline_sum(op);
     }
-    P->t.res_at = su_alloc(a, (size_t)(n + 1) * sizeof *P->t.res_at);
-    P->t.res_id = su_alloc(a, (size_t)(nres + 1) * sizeof *P->t.res_id);
-    P->t.task = su_alloc(a, (size_t)(n + 1) * sizeof *P->t.task);
-    P->t.mb = su_alloc(a, (size_t)(n + 1) * sizeof *P->t.mb);
+    P->t.res_at = su_alloc_raw(a, (size_t)(n + 1) * sizeof *P->t.res_at);
+    P->t.res_id = su_alloc_raw(a, (size_t)(nres + 1) * sizeof *P->t.res_id);
+    P->t.task = su_alloc_raw(a, (size_t)(n + 1) * sizeof *P->t.task);
+    P->t.mb = su_alloc_raw(a, (size_t)(n + 1) * sizeof *P->t.mb);
     int64_t **list[4] = {&P->t.insert, &P->t.extract, &P->t.all_reduce, &P->t.psum};
     for (int k = 0; k < 4; k++)
         *list[k] = su_alloc(a, (size_t)(c[k] + 1) * sizeof **list[k]);
@@ -464,9 +464,9 @@ static void find_instances(const planner *P, su_arena *a, instances *I)
      * more task: what microbatch j receives lies where j - d's did */
     I->ntask = maxtask + 1;
     size_t nkey = (size_t)I->ntask * (size_t)I->nmb;
-    I->start = su_alloc(a, (nkey + 1) * sizeof *I->start);
-    I->key = su_alloc(a, (size_t)(n + 1) * sizeof *I->key);
-    I->pos = su_alloc(a, (size_t)(n + 1) * sizeof *I->pos);
+    I->start = su_alloc_raw(a, (nkey + 1) * sizeof *I->start); /* zeroed below */
+    I->key = su_alloc_raw(a, (size_t)(n + 1) * sizeof *I->key);
+    I->pos = su_alloc_raw(a, (size_t)(n + 1) * sizeof *I->pos);
     memset(I->start, 0, (nkey + 1) * sizeof *I->start);
     for (int64_t i = 0; i < n; i++) {
         int32_t t = P->t.task[i] > 0 ? P->t.task[i] - 1 : P->t.task[i] == -1 ? maxtask : -1;
@@ -480,7 +480,7 @@ static void find_instances(const planner *P, su_arena *a, instances *I)
         I->start[k + 1] += I->start[k];
     size_t nin = (size_t)I->start[nkey] + 1;
     I->rec = su_alloc(a, nin * sizeof *I->rec);
-    int64_t *fill = su_alloc(a, (nkey + 1) * sizeof *fill);
+    int64_t *fill = su_alloc_raw(a, (nkey + 1) * sizeof *fill);
     memcpy(fill, I->start, (nkey + 1) * sizeof *fill);
     for (int64_t i = 0; i < n; i++) {
         I->pos[i] = -1;
@@ -901,10 +901,10 @@ static void find_births(const planner *P, su_arena *a, births *B)
     const ir_module *m = P->m;
     const pass_memplan *mp = P->mp;
     int64_t n = m->ops.n;
-    B->at = su_alloc(a, (size_t)(n + 1) * sizeof *B->at);
+    B->at = su_alloc_raw(a, (size_t)(n + 1) * sizeof *B->at);
     B->b = su_alloc(a, ((size_t)mp->nbuf + 1) * sizeof *B->b);
     B->j = su_alloc(a, ((size_t)mp->nbuf + 1) * sizeof *B->j);
-    uint8_t *listed = su_alloc(a, (size_t)mp->nbuf + 1);
+    uint8_t *listed = su_alloc_raw(a, (size_t)mp->nbuf + 1); /* zeroed below */
     memset(listed, 0, (size_t)mp->nbuf + 1);
     int64_t k = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -1054,16 +1054,18 @@ static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *m
     }
     P.f = f;
     su_arena *a = &mp->arena, *t = &mp->scratch; /* the plan; what making it needs */
-    P.parent = su_alloc(t, (size_t)nv * sizeof *P.parent);
-    P.defat = su_alloc(t, (size_t)nv * sizeof *P.defat);
-    P.first = su_alloc(t, (size_t)nv * sizeof *P.first);
-    P.last = su_alloc(t, (size_t)nv * sizeof *P.last);
-    P.lcpu = su_alloc(t, (size_t)nv * sizeof *P.lcpu);
-    P.lgpu = su_alloc(t, (size_t)nv * sizeof *P.lgpu);
-    P.bytes = su_alloc(t, (size_t)nv * sizeof *P.bytes);
-    P.kind = su_alloc(t, (size_t)nv * sizeof *P.kind);
-    P.view_in = su_alloc(t, (size_t)nv * sizeof *P.view_in);
-    P.view_at = su_alloc(t, (size_t)nv * sizeof *P.view_at);
+    /* each written whole below (the analysis or its copy, then the
+     * views') before it is read */
+    P.parent = su_alloc_raw(t, (size_t)nv * sizeof *P.parent);
+    P.defat = su_alloc_raw(t, (size_t)nv * sizeof *P.defat);
+    P.first = su_alloc_raw(t, (size_t)nv * sizeof *P.first);
+    P.last = su_alloc_raw(t, (size_t)nv * sizeof *P.last);
+    P.lcpu = su_alloc_raw(t, (size_t)nv * sizeof *P.lcpu);
+    P.lgpu = su_alloc_raw(t, (size_t)nv * sizeof *P.lgpu);
+    P.bytes = su_alloc_raw(t, (size_t)nv * sizeof *P.bytes);
+    P.kind = su_alloc_raw(t, (size_t)nv * sizeof *P.kind);
+    P.view_in = su_alloc_raw(t, (size_t)nv * sizeof *P.view_in);
+    P.view_at = su_alloc_raw(t, (size_t)nv * sizeof *P.view_at);
     if (ot)
         op_table_kept(&P, ot);
     else
@@ -1089,8 +1091,8 @@ static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *m
 
     /* Buffers numbered in the order of their first write; lifetimes. */
     mp->nvalues = nv;
-    mp->buf = su_alloc(a, (size_t)nv * sizeof *mp->buf);
-    int32_t *root_buf = su_alloc(t, (size_t)nv * sizeof *root_buf);
+    mp->buf = su_alloc_raw(a, (size_t)nv * sizeof *mp->buf);
+    int32_t *root_buf = su_alloc_raw(t, (size_t)nv * sizeof *root_buf);
     for (int v = 0; v < nv; v++)
         mp->buf[v] = root_buf[v] = -1;
     int nbuf = 0;
@@ -1128,7 +1130,7 @@ static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *m
     mp->top_raised_at = -1;
     /* buffers by the op that frees them */
     int32_t *next_end = su_alloc(t, ((size_t)nbuf + 1) * sizeof *next_end);
-    int32_t *head_end = su_alloc(t, ((size_t)n + 1) * sizeof *head_end);
+    int32_t *head_end = su_alloc_raw(t, ((size_t)n + 1) * sizeof *head_end);
     for (int64_t i = 0; i <= n; i++)
         head_end[i] = -1;
     for (int b = 0; b < nbuf; b++)

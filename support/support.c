@@ -114,7 +114,7 @@ void su_arena_take(su_arena *to, su_arena *from)
     from->head = NULL;
 }
 
-void *su_alloc(su_arena *a, size_t n)
+static void *arena_alloc(su_arena *a, size_t n, bool zero)
 {
     n = (n + 15) & ~(size_t)15;
     su_chunk *c = a->head;
@@ -126,7 +126,7 @@ void *su_alloc(su_arena *a, size_t n)
             /* A big one-off block: calloc's (fresh pages come zeroed, and
              * untouched ones cost nothing), behind the head so the head's
              * free space is not wasted. */
-            c = calloc(1, sizeof *c + cap);
+            c = zero ? calloc(1, sizeof *c + cap) : malloc(sizeof *c + cap);
             if (!c)
                 su_oom(a->oom);
             c->cap = c->used = cap;
@@ -147,8 +147,19 @@ void *su_alloc(su_arena *a, size_t n)
     }
     void *p = c->data + c->used;
     c->used += n;
-    memset(p, 0, n);
+    if (zero)
+        memset(p, 0, n);
     return p;
+}
+
+void *su_alloc(su_arena *a, size_t n)
+{
+    return arena_alloc(a, n, true);
+}
+
+void *su_alloc_raw(su_arena *a, size_t n)
+{
+    return arena_alloc(a, n, false);
 }
 
 char *su_strndup(su_arena *a, const char *s, size_t n)

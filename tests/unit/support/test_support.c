@@ -63,6 +63,24 @@ static void test_arena(void)
     CHECK(after == small + 16);
     CHECK_STR(su_strndup(&a, "abcdef", 3), "abc");
     CHECK_STR(su_sprintf(&a, "%s.%d", "layers", 3), "layers.3");
+    /* su_alloc_raw: aligned, in the head chunk like su_alloc (or a block
+     * of its own when large), its bytes the caller's to write; su_alloc
+     * after it still zeroes */
+    char *raw = su_alloc_raw(&a, 5);
+    CHECK(((uintptr_t)raw & 15) == 0);
+    memset(raw, 0xab, 5);
+    char *zeroed = su_alloc(&a, 32);
+    CHECK(zeroed == raw + 16);
+    bool zero = true;
+    for (int i = 0; i < 32; i++)
+        zero = zero && zeroed[i] == 0;
+    CHECK(zero);
+    int64_t *wide = su_alloc_raw(&a, (1 << 20) * sizeof *wide);
+    CHECK(((uintptr_t)wide & 15) == 0);
+    for (int i = 0; i < 1 << 20; i++)
+        wide[i] = -i;
+    CHECK(wide[(1 << 20) - 1] == -((1 << 20) - 1));
+    CHECK(su_alloc(&a, 8) == zeroed + 32); /* the head chunk still */
     /* su_arena_take: another arena's memory lives on in a, which keeps
      * allocating from its own head (ASan: nothing leaks, nothing freed
      * twice) */
