@@ -343,22 +343,21 @@ static bool rule_attention(const rt_instr *in, rt_type *want, su_status *err)
     if (!same_dtype_n(in, 3, err) || !need_float(q, "q", err) ||
         !rule_pos(in, 3, err))
         return false;
-    rt_type_text(tq, q);
-    rt_type_text(tk, k);
-    rt_type_text(tv, v);
+    /* the types as text only for a message (most plans have none) */
     int r = q->rank;
     bool lead = k->rank == r && v->rank == r && kv_lead(q, k, r);
     for (int i = 0; lead && i < r - 2; i++)
         lead = v->dim[i] == k->dim[i];
     if (!lead)
         return rt_plan_fail(err, "needs q, k and v with the same leading dimensions, got %s, %s "
-                            "and %s", tq, tk, tv);
+                            "and %s", rt_type_text(tq, q), rt_type_text(tk, k),
+                            rt_type_text(tv, v));
     if (q->dim[r - 1] != k->dim[r - 1])
-        return rt_plan_fail(err, "needs q and k with the same last dimension, got %s and %s", tq,
-                            tk);
+        return rt_plan_fail(err, "needs q and k with the same last dimension, got %s and %s",
+                            rt_type_text(tq, q), rt_type_text(tk, k));
     if (k->dim[r - 2] != v->dim[r - 2])
-        return rt_plan_fail(err, "needs k and v with the same sequence length, got %s and %s", tk,
-                            tv);
+        return rt_plan_fail(err, "needs k and v with the same sequence length, got %s and %s",
+                            rt_type_text(tk, k), rt_type_text(tv, v));
     *want = *q;
     want->dim[r - 1] = v->dim[r - 1];
     return true;
@@ -396,16 +395,16 @@ static bool rule_norm(const rt_instr *in, rt_type *want, su_status *err)
     static const char *const names[] = {"x", "g", "b"};
     const rt_type *x = &in->in_t[0];
     char tx[TYPE_LEN], tp[TYPE_LEN];
-    rt_type_text(tx, x);
     if (x->rank < 1)
-        return rt_plan_fail(err, "needs x of rank 1 or more, got %s", tx);
+        return rt_plan_fail(err, "needs x of rank 1 or more, got %s", rt_type_text(tx, x));
     if (!same_dtype(in, err) || !need_float(x, "x", err))
         return false;
     int64_t d = x->dim[x->rank - 1];
     for (int i = 1; i < in->nin; i++)
         if (in->in_t[i].rank != 1 || in->in_t[i].dim[0] != d)
             return rt_plan_fail(err, "needs %s of shape [%lld] to match the last dimension of %s, "
-                                "got %s", names[i], (long long)d, tx, rt_type_text(tp, &in->in_t[i]));
+                                "got %s", names[i], (long long)d, rt_type_text(tx, x),
+                                rt_type_text(tp, &in->in_t[i]));
     if (!(in->eps > 0))
         return rt_plan_fail(err, "needs eps > 0, got %g", in->eps);
     *want = *x;
@@ -521,18 +520,17 @@ static bool rule_xent(const rt_instr *in, rt_type *want, su_status *err)
 {
     const rt_type *logits = &in->in_t[0], *labels = &in->in_t[1];
     char t1[TYPE_LEN], t2[TYPE_LEN];
-    rt_type_text(t1, logits);
-    rt_type_text(t2, labels);
     if (logits->rank < 1 || !rt_check_float_dtype(logits->dtype))
-        return rt_plan_fail(err, "needs floating-point logits of rank 1 or more, got %s", t1);
+        return rt_plan_fail(err, "needs floating-point logits of rank 1 or more, got %s",
+                            rt_type_text(t1, logits));
     if (labels->dtype != RT_I32)
-        return rt_plan_fail(err, "the labels must be i32, got %s", t2);
+        return rt_plan_fail(err, "the labels must be i32, got %s", rt_type_text(t2, labels));
     bool match = labels->rank == logits->rank - 1;
     for (int i = 0; match && i < labels->rank; i++)
         match = labels->dim[i] == logits->dim[i];
     if (!match)
         return rt_plan_fail(err, "the labels %s do not match the leading dimensions of the "
-                            "logits %s", t2, t1);
+                            "logits %s", rt_type_text(t2, labels), rt_type_text(t1, logits));
     want->dtype = logits->dtype;
     return true;
 }
