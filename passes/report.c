@@ -282,6 +282,11 @@ static void stage_cost_fill(stage_cost *c, const ir_module *m, int s, const pass
     coll_list L = {0};
     int64_t cap = 0;
     int nin = 0;
+    /* the last collective's axes and their text: a stage's sends and
+     * receives, one a microbatch, share theirs */
+    bool had = false, was_p2p = false;
+    uint8_t had_n = 0, had_axes[IR_MAX_AXES] = {0};
+    char ax[64] = "";
     for (int i = 0; i < m->ops.n; i++) {
         const ir_op *op = IR_OP(m, i);
         pass_coll cl;
@@ -298,10 +303,16 @@ static void stage_cost_fill(stage_cost *c, const ir_module *m, int s, const pass
                 L.all = all;
             }
             L.all[L.nall++] = i;
-            char ax[64];
             coll_rec r = coll_record(&cl);
+            bool p2p = ir_ops[r.code].cls == IR_C_P2P;
+            if (!had || p2p != was_p2p ||
+                (!p2p && (r.naxes != had_n || memcmp(r.axes, had_axes, r.naxes) != 0))) {
+                axes_text(m, &r, false, ax);
+                had = true, was_p2p = p2p, had_n = r.naxes;
+                memcpy(had_axes, r.axes, sizeof had_axes);
+            }
             total_add(&c->kind, ir_ops[op->code].name, cl.bytes);
-            total_add(&c->axes, axes_text(m, &r, false, ax), cl.bytes);
+            total_add(&c->axes, ax, cl.bytes);
         }
     }
     coll_entries(m, scratch, &L);
