@@ -919,20 +919,14 @@ static int same_find(const same *S, const cg_cuda *out, const cg_cuda_kernel *k,
 static int twin_made(const same *S, const int *kof, const cg_cuda_kernel *k)
 {
     const pass_fusion *f = S->f;
-    if (!f->twin || k->group < 0 || f->twin[k->group] < 0 || kof[f->twin[k->group]] < 0)
+    int t = pass_fuse_twin(S->m, f, k->group);
+    if (t < 0 || kof[t] < 0)
         return -1;
-    const pass_fgroup *a = &f->groups[k->group], *b = &f->groups[f->twin[k->group]];
-    if (a->kind != b->kind || a->nops != b->nops || a->nin != b->nin || a->nout != b->nout)
-        return -1;
-    for (int q = 0; q < a->nops; q++) {
-        const ir_attrs *x = IR_OP(S->m, a->ops[q])->a, *y = IR_OP(S->m, b->ops[q])->a;
-        if (x != y && (!x || !y || memcmp(x, y, sizeof *x) != 0))
-            return -1;
-    }
+    const pass_fgroup *a = &f->groups[k->group], *b = &f->groups[t];
     for (int j = 0; j < a->nout; j++)
         if (S->updated[a->out[j]->id] != S->updated[b->out[j]->id])
             return -1;
-    return kof[f->twin[k->group]];
+    return kof[t];
 }
 
 /* Kernel i of out, made, is found by its structure from now on. */

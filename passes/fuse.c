@@ -3035,6 +3035,21 @@ void pass_fusion_free(pass_fusion *f)
     memset(f, 0, sizeof *f);
 }
 
+int pass_fuse_twin(const ir_module *m, const pass_fusion *f, int g)
+{
+    if (!f->twin || g < 0 || g >= f->ngroups || f->twin[g] < 0)
+        return -1;
+    const pass_fgroup *a = &f->groups[g], *b = &f->groups[f->twin[g]];
+    if (a->kind != b->kind || a->nops != b->nops || a->nin != b->nin || a->nout != b->nout)
+        return -1;
+    for (int q = 0; q < a->nops; q++) {
+        const ir_attrs *x = IR_OP(m, a->ops[q])->a, *y = IR_OP(m, b->ops[q])->a;
+        if (x != y && (!x || !y || memcmp(x, y, sizeof *x) != 0))
+            return -1;
+    }
+    return f->twin[g];
+}
+
 pass_fuse_role pass_fuse_op_role(const pass_fgroup *g, int op_index)
 {
     if (g->kind == PASS_FUSE_ELEMENTWISE || g->kind == PASS_FUSE_ATTN_PAIR ||

@@ -407,6 +407,12 @@ void pass_fuse_walk_free(pass_fuse_walk *w);
  * groups have only PASS_FUSE_MAIN ops. */
 typedef enum { PASS_FUSE_PROLOGUE, PASS_FUSE_MAIN, PASS_FUSE_EPILOGUE } pass_fuse_role;
 pass_fuse_role pass_fuse_op_role(const pass_fgroup *g, int op_index);
+/* Group g's twin (pass_fusion.twin) when g is its copy to the ops'
+ * attributes as well (none an offset or tag stepped per microbatch):
+ * then what is made of a group's kind, ops, their types and attributes
+ * and the places of their values alone (a kernel's code, an estimate's
+ * time) is the twin's. -1 otherwise. m is f's module. */
+int pass_fuse_twin(const ir_module *m, const pass_fusion *f, int g);
 
 /* The part of multi-tensor group g holding op op_index; g itself for a
  * group without parts; NULL when the op is not g's. */

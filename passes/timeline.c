@@ -64,6 +64,7 @@ typedef struct unrolled {
     lop *op;
     int32_t *op_of, *stamp, *ids;
     int32_t nids, capids;
+    double *gt;             /* each group's time once timed (lane_fill) */
 } unrolled;
 
 struct pass_lane {
@@ -790,6 +791,7 @@ static void unrolled_free(unrolled *u)
     free(u->op_of);
     free(u->stamp);
     free(u->ids);
+    free(u->gt);
     memset(u, 0, sizeof *u);
 }
 
@@ -815,6 +817,12 @@ static void lane_fill(lane *L, const pass_hw *hw, bool ops, su_buf *err)
     }
     u->op = su_xmalloc(err->oom, ((size_t)nrec + 1) * sizeof *u->op);
     u->stamp = su_xmalloc(err->oom, ((size_t)nrec + 1) * 2 * sizeof *u->stamp);
+    /* each group's time once timed (NaN: not yet): a held stage's middle
+     * microbatch's copy of a group takes its twin's (pass_fuse_twin) */
+    int ng = L->f && L->f->twin ? L->f->ngroups : 0;
+    double *gt = u->gt = ng ? su_xmalloc(err->oom, (size_t)ng * sizeof *gt) : NULL;
+    for (int g = 0; g < ng; g++)
+        gt[g] = NAN;
     if (ops)
         u->op_of = su_xmalloc(err->oom, ((size_t)nrec + 1) * sizeof *u->op_of);
     int n = 0, k = 0;
@@ -849,7 +857,10 @@ static void lane_fill(lane *L, const pass_hw *hw, bool ops, su_buf *err)
             n++;
             o->kind = L_GROUP;
             o->aux = G->id;
-            o->dur = group_time(hw, m, G);
+            int t = gt ? pass_fuse_twin(m, L->f, g) : -1;
+            o->dur = t >= 0 && !isnan(gt[t]) ? gt[t] : group_time(hw, m, G);
+            if (gt)
+                gt[g] = o->dur;
             for (int j = 0; j < G->nin; j++)
                 put_id(u, G->in[j]->id, err->oom);
             o->nin = G->nin;

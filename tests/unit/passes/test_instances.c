@@ -927,7 +927,8 @@ static bool kernels_same(const cg_cuda *k, const cg_cuda *w)
  * the twin's code for each such copy without looking it up by structure:
  * the kernels are those made without the twins, and each copy took its
  * twin's. A copy whose op's attributes are not its twin op's (as where an
- * offset steps per microbatch) is looked up as any other. */
+ * offset steps per microbatch) is looked up as any other. The estimate
+ * times each copy as its twin: its timeline the same as without. */
 static void test_twin_kernels(void)
 {
     su_buf err;
@@ -983,6 +984,21 @@ static void test_twin_kernels(void)
         CHECK_INT(s.ntwin, k.ntwin - 1);
         cg_cuda_free(&s);
     }
+    /* the estimate's groups timed: a copy's time its twin's, the same
+     * timeline as without the twins, to the bit */
+    ir_module *st[1] = {m};
+    double with = 0, without = -1;
+    su_buf ja, jb;
+    su_buf_init(&ja, &oom);
+    su_buf_init(&jb, &oom);
+    CHECK(pass_timeline(st, 1, &f, NULL, pass_hw_default(), 100000, &ja, &with, &err));
+    f.twin = NULL;
+    CHECK(pass_timeline(st, 1, &f, NULL, pass_hw_default(), 100000, &jb, &without, &err));
+    f.twin = twin;
+    CHECK(with > 0 && with == without);
+    CHECK(ja.len > 0 && ja.len == jb.len && !memcmp(ja.s, jb.s, ja.len));
+    su_buf_free(&ja);
+    su_buf_free(&jb);
     if (err.len)
         fprintf(stderr, "  twin kernels: %s\n", err.s);
     cg_cuda_free(&k);
