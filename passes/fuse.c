@@ -2454,18 +2454,30 @@ static void held_operands(const pass_fuse_walk *W, bool held)
             held ? W->map.rw[k].old : (ir_value *)W->rwnew[W->map.rw[k].old->id];
 }
 
-/* "k<id>" and what follows the number of name t. */
+/* "k<id>" and what follows the number of name t, cut at 159 characters
+ * as group_name's are: written once into its place in a (a held stage's
+ * copies of groups are named one by one, over a million on a deep
+ * pipeline's report). */
 static const char *renamed(su_arena *a, int id, const char *t)
 {
     const char *rest = t ? t + (*t == 'k') : "";
     while (*rest >= '0' && *rest <= '9')
         rest++;
-    char s[160];
-    size_t n = 0;
-    put_text(s, &n, sizeof s, "k");
-    put_int(s, &n, sizeof s, (unsigned)id);
-    put_text(s, &n, sizeof s, rest);
-    return su_strdup(a, s);
+    char d[12];
+    size_t nd = 0, nr = strlen(rest);
+    unsigned v = (unsigned)id;
+    do
+        d[nd++] = (char)('0' + v % 10);
+    while (v /= 10);
+    if (1 + nd + nr > 159)
+        nr = 159 - 1 - nd;
+    char *s = su_alloc_raw(a, 1 + nd + nr + 1);
+    s[0] = 'k';
+    for (size_t k = 0; k < nd; k++)
+        s[1 + k] = d[nd - 1 - k];
+    memcpy(s + 1 + nd, rest, nr);
+    s[1 + nd + nr] = 0;
+    return s;
 }
 
 /* Where group G's value v lies in its ops (held program W): result r of
@@ -2531,7 +2543,15 @@ static bool copy_group(const pass_fuse_walk *W, const pass_fgroup *G, int j, pas
 {
     const ir_module *mx = W->mx;
     *g = *G;
-    g->ops = su_alloc(a, ((size_t)G->nops + 1) * sizeof *g->ops);
+    /* its values, then its ops, in one block (each written below, or the
+     * copy is not made) */
+    size_t nv = (size_t)G->nin + 1 + (size_t)G->nout + 1;
+    const ir_value **v = su_alloc_raw(a, nv * sizeof *v + ((size_t)G->nops + 1) * sizeof *g->ops);
+    g->in = v;
+    g->out = v + G->nin + 1;
+    g->in[G->nin] = g->out[G->nout] = NULL;
+    g->ops = (int *)(v + nv);
+    g->ops[G->nops] = 0;
     bool remap = false;
     for (int q = 0; q < G->nops; q++) {
         int x = xi(W, G->ops[q], j);
@@ -2541,8 +2561,6 @@ static bool copy_group(const pass_fuse_walk *W, const pass_fgroup *G, int j, pas
         if (j < 0)
             remap |= W->rwop[G->ops[q]];
     }
-    g->in = su_alloc(a, ((size_t)G->nin + 1) * sizeof *g->in);
-    g->out = su_alloc(a, ((size_t)G->nout + 1) * sizeof *g->out);
     if (j >= 0) { /* the copy's ops hold its values where the template's hold theirs */
         for (int k = 0; k < G->nin; k++)
             if (!(g->in[k] = at_place(mx, g->ops, rcp[k])))
@@ -2641,7 +2659,9 @@ static bool expand_final(const pass_fuse_walk *W, const pass_fusion *fh, pass_fu
         grouped += hg >= 0;
     }
     f->ngroups = nng;
-    f->groups = su_alloc(a, ((size_t)nng + 1) * sizeof *f->groups);
+    /* each group a copy of its held one (copy_group), or f is dropped */
+    f->groups = su_alloc_raw(a, ((size_t)nng + 1) * sizeof *f->groups);
+    memset(&f->groups[nng], 0, sizeof *f->groups);
     f->twin = su_alloc_raw(a, ((size_t)nng + 1) * sizeof *f->twin);
     for (int k = 0; k < nng; k++) { /* a copy's template: its held group kept */
         int t = gmb[k] >= 0 ? id[(size_t)gsrc[k] * (size_t)(M + 1)] : -1;
