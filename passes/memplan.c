@@ -479,7 +479,8 @@ static void find_instances(const planner *P, su_arena *a, instances *I)
     for (size_t k = 0; k < nkey; k++)
         I->start[k + 1] += I->start[k];
     size_t nin = (size_t)I->start[nkey] + 1;
-    I->rec = su_alloc(a, nin * sizeof *I->rec);
+    I->rec = su_alloc_raw(a, nin * sizeof *I->rec); /* a record per op of an instance, below */
+    memset(&I->rec[nin - 1], 0, sizeof *I->rec);
     int64_t *fill = su_alloc_raw(a, (nkey + 1) * sizeof *fill);
     memcpy(fill, I->start, (nkey + 1) * sizeof *fill);
     for (int64_t i = 0; i < n; i++) {
@@ -902,8 +903,9 @@ static void find_births(const planner *P, su_arena *a, births *B)
     const pass_memplan *mp = P->mp;
     int64_t n = m->ops.n;
     B->at = su_alloc_raw(a, (size_t)(n + 1) * sizeof *B->at);
-    B->b = su_alloc(a, ((size_t)mp->nbuf + 1) * sizeof *B->b);
-    B->j = su_alloc(a, ((size_t)mp->nbuf + 1) * sizeof *B->j);
+    /* (born->b and born->j read only from at[i] to at[i + 1]) */
+    B->b = su_alloc_raw(a, ((size_t)mp->nbuf + 1) * sizeof *B->b);
+    B->j = su_alloc_raw(a, ((size_t)mp->nbuf + 1) * sizeof *B->j);
     uint8_t *listed = su_alloc_raw(a, (size_t)mp->nbuf + 1); /* zeroed below */
     memset(listed, 0, (size_t)mp->nbuf + 1);
     int64_t k = 0;
@@ -1104,11 +1106,13 @@ static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *m
     }
     mp->nbuf = nbuf;
     mp->offset = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->offset);
-    mp->bytes = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->bytes);
-    mp->start = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->start);
-    mp->end = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->end);
-    mp->view_of = su_alloc(a, ((size_t)nbuf + 1) * sizeof *mp->view_of);
-    uint8_t *kind = su_alloc(t, (size_t)nbuf + 1);
+    /* each buffer is one root's, and written below from it */
+    mp->bytes = su_alloc_raw(a, ((size_t)nbuf + 1) * sizeof *mp->bytes);
+    mp->start = su_alloc_raw(a, ((size_t)nbuf + 1) * sizeof *mp->start);
+    mp->end = su_alloc_raw(a, ((size_t)nbuf + 1) * sizeof *mp->end);
+    mp->view_of = su_alloc_raw(a, ((size_t)nbuf + 1) * sizeof *mp->view_of);
+    uint8_t *kind = su_alloc_raw(t, (size_t)nbuf + 1);
+    mp->bytes[nbuf] = mp->start[nbuf] = mp->end[nbuf] = mp->view_of[nbuf] = kind[nbuf] = 0;
     for (int v = 0; v < nv; v++) {
         int b = root_buf[v];
         if (b < 0)
@@ -1129,7 +1133,8 @@ static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *m
         }
     mp->top_raised_at = -1;
     /* buffers by the op that frees them */
-    int32_t *next_end = su_alloc(t, ((size_t)nbuf + 1) * sizeof *next_end);
+    /* read only along the lists made below */
+    int32_t *next_end = su_alloc_raw(t, ((size_t)nbuf + 1) * sizeof *next_end);
     int32_t *head_end = su_alloc_raw(t, ((size_t)n + 1) * sizeof *head_end);
     for (int64_t i = 0; i <= n; i++)
         head_end[i] = -1;
@@ -1156,7 +1161,7 @@ static bool plan_fused(const ir_module *m, const pass_fusion *f, pass_memplan *m
     if (inst.ntask) {
         /* placing a task's instances alike can leave a gap best fit alone
          * would have filled: the smaller arena is kept (alike on a tie) */
-        placed fit = {.offset = su_alloc(t, ((size_t)nbuf + 1) * sizeof *fit.offset)};
+        placed fit = {.offset = su_alloc_raw(t, ((size_t)nbuf + 1) * sizeof *fit.offset)};
         save(mp, &fit);
         place(&P, kind, &inst, &born, head_end, next_end, base);
         int64_t raised = fit.top_raised_at > mp->top_raised_at ? fit.top_raised_at
