@@ -985,8 +985,7 @@ static rt_type *kernel_types(builder *b, const ir_value *const *v, int n)
  * module (stage_kernels'), into b->made_k. */
 static bool make_kernel(builder *b, const cg_cuda_kernel *ck, int nin, const int *ops, int nops)
 {
-    rt_kernel *k = su_alloc(b->sa, sizeof *k);
-    memset(k, 0, sizeof *k);
+    rt_kernel *k = su_alloc(b->sa, sizeof *k); /* zeroed */
     k->stage = b->stage;
     k->name = su_strdup(b->sa, ck->name);
     k->strategy = (uint8_t)ck->strategy;
@@ -995,7 +994,8 @@ static bool make_kernel(builder *b, const cg_cuda_kernel *ck, int nin, const int
     k->shared_bytes = ck->shared_bytes;
     k->nin = nin;
     k->nout = ck->nparams - nin;
-    k->param = su_alloc(b->sa, (size_t)ck->nparams * sizeof *k->param);
+    /* its parameters and instructions written whole below, or it is not made */
+    k->param = su_alloc_raw(b->sa, (size_t)ck->nparams * sizeof *k->param);
     k->param_t = kernel_types(b, ck->params, ck->nparams);
     for (int j = 0; j < ck->nparams; j++) {
         k->param[j] = b->buf_of[ck->params[j]->id];
@@ -1003,7 +1003,7 @@ static bool make_kernel(builder *b, const cg_cuda_kernel *ck, int nin, const int
             return fail(b, "kernel %s: parameter %d has no buffer", ck->name, j);
     }
     k->ninstr = nops;
-    k->instr = su_alloc(b->sa, (size_t)nops * sizeof *k->instr);
+    k->instr = su_alloc_raw(b->sa, (size_t)nops * sizeof *k->instr);
     for (int j = 0; j < nops; j++) {
         k->instr[j] = b->instr_of[ops[j]];
         if (k->instr[j] < 0)
